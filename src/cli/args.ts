@@ -1,0 +1,64 @@
+import type { AuthMode } from '../server/auth';
+
+export interface CliOptions {
+  readonly host: string;
+  readonly port: number;
+  readonly dataDir: string;
+  readonly auth: AuthMode;
+  readonly heartbeatDebounceSeconds: number;
+  readonly help: boolean;
+}
+
+export const USAGE = `Usage: sw4rm-coordinator [options]
+
+Runs the SW4RM coordinator headless: all SW4RM services on one gRPC port.
+
+Options:
+  --host <address>          address to bind (default 127.0.0.1; non-loopback needs --auth token)
+  --port <port>             TCP port (default 50051; 0 = any free port)
+  --data-dir <folder>       store folder (default .sw4rm)
+  --auth <token|none>       agent authentication (default token)
+  --heartbeat-debounce <s>  seconds without heartbeat before an agent is unavailable (default 30)
+  -h, --help                show this help
+`;
+
+export class UsageError extends Error {}
+
+export function parseArgs(argv: readonly string[]): CliOptions {
+  const options = { host: '127.0.0.1', port: 50051, dataDir: '.sw4rm', auth: 'token' as AuthMode, heartbeatDebounceSeconds: 30, help: false };
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i];
+    const [flag, inline] = arg.startsWith('--') && arg.includes('=') ? [arg.slice(0, arg.indexOf('=')), arg.slice(arg.indexOf('=') + 1)] : [arg, undefined];
+    const value = (): string => {
+      const v = inline ?? argv[++i];
+      if (v === undefined || (inline === undefined && v.startsWith('--'))) throw new UsageError(`${flag} needs a value`);
+      return v;
+    };
+    switch (flag) {
+      case '--host': options.host = value(); break;
+      case '--port': {
+        const v = value();
+        const port = Number(v);
+        if (!/^\d+$/.test(v) || port > 65535) throw new UsageError(`--port must be a number from 0 to 65535, not '${v}'`);
+        options.port = port;
+        break;
+      }
+      case '--data-dir': options.dataDir = value(); break;
+      case '--auth': {
+        const v = value();
+        if (v !== 'token' && v !== 'none') throw new UsageError(`--auth must be 'token' or 'none', not '${v}'`);
+        options.auth = v;
+        break;
+      }
+      case '--heartbeat-debounce': {
+        const v = Number(value());
+        if (!(v > 0)) throw new UsageError('--heartbeat-debounce must be a positive number of seconds');
+        options.heartbeatDebounceSeconds = v;
+        break;
+      }
+      case '-h': case '--help': options.help = true; break;
+      default: throw new UsageError(`unknown option '${arg}'`);
+    }
+  }
+  return options;
+}

@@ -1,0 +1,44 @@
+import { systemClock, type Clock } from './clock';
+import { randomIds, type IdSource } from './ids';
+import { EventLog } from './log/eventLog';
+import { DEFAULT_REGISTRY_OPTIONS, Registry, type RegistryOptions } from './registry/registry';
+import type { Store } from './store/store';
+
+export interface CoordinatorOptions {
+  readonly store: Store;
+  readonly clock?: Clock;
+  readonly ids?: IdSource;
+  readonly registry?: Partial<RegistryOptions>;
+}
+
+/**
+ * The coordinator's core: every service of the SW4RM model over one store, one log, one clock.
+ * It knows nothing of gRPC or the editor; src/server and src/extension wrap it.
+ */
+export class Coordinator {
+  readonly store: Store;
+  readonly clock: Clock;
+  readonly ids: IdSource;
+  readonly log: EventLog;
+  readonly registry: Registry;
+
+  constructor(options: CoordinatorOptions) {
+    this.store = options.store;
+    this.clock = options.clock ?? systemClock;
+    this.ids = options.ids ?? randomIds;
+    this.log = new EventLog(this.store, this.clock);
+    this.log.record({
+      correlationId: this.ids.uuid(), actor: 'coordinator', eventType: 'coordinator.started',
+      details: { store: this.store.location, schema_version: this.store.schemaVersion },
+    });
+    this.registry = new Registry(this.store, this.log, this.clock, { ...DEFAULT_REGISTRY_OPTIONS, ...options.registry });
+  }
+
+  /** Stops timers and closes the store. The coordinator cannot be used afterwards. */
+  dispose(): void {
+    this.registry.dispose();
+    this.log.record({ correlationId: this.ids.uuid(), actor: 'coordinator', eventType: 'coordinator.stopped', details: {} });
+    this.log.dispose();
+    this.store.close();
+  }
+}

@@ -1,0 +1,25 @@
+/**
+ * Payload size limits per message type (RFC §5.4, message-types.txt size table). The router enforces
+ * them per envelope with OVERSIZE_PAYLOAD; the transport limit below is set on the gRPC server so that
+ * the largest allowed envelope fits and anything larger is refused before it is read into memory.
+ */
+export const KIB = 1024;
+export const MIB = 1024 * KIB;
+
+export const PAYLOAD_LIMITS: Readonly<Record<string, number>> = {
+  CONTROL: 64 * KIB,
+  DATA: 16 * MIB,
+  ACKNOWLEDGEMENT: 4 * KIB,
+  HITL_INVOCATION: 256 * KIB,
+  TOOL_CALL: 1 * MIB,
+  NOTIFICATION: 32 * KIB,
+};
+
+/** Room for the envelope's own fields around the largest payload. */
+export const ENVELOPE_OVERHEAD = 64 * KIB;
+
+/** The largest gRPC message the server accepts or sends. */
+export const TRANSPORT_MAX_MESSAGE_BYTES = Math.max(...Object.values(PAYLOAD_LIMITS)) + ENVELOPE_OVERHEAD;
+
+/** LoggingService.Ingest: one event's details_json. */
+export const MAX_LOG_DETAILS_BYTES = 64 * KIB;

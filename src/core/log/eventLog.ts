@@ -1,0 +1,56 @@
+import { isoUtc, type Clock } from '../clock';
+import { Emitter, type Event } from '../events';
+import type { EventLevel, EventQuery, EventSource, Store, StoredEvent } from '../store/store';
+
+/** What a caller says about an event; the log adds the timestamp. */
+export interface EventInput {
+  readonly correlationId: string;
+  readonly actor: string;
+  readonly eventType: string;
+  readonly details?: Record<string, unknown>;
+  readonly level?: EventLevel;
+  readonly source?: EventSource;
+  /** For events ingested from agents: the agent's own timestamp, kept as given when valid. */
+  readonly ts?: string;
+}
+
+/**
+ * The observability sink (RFC §19): every state transition is one structured event
+ * {ts, correlation_id, actor, event_type, details}, written to the store and announced to listeners
+ * (the editor's Output channel, the CLI's stderr).
+ */
+export class EventLog {
+  private readonly recorded = new Emitter<StoredEvent>();
+  readonly onDidRecord: Event<StoredEvent> = this.recorded.event;
+
+  constructor(private readonly store: Store, private readonly clock: Clock) {}
+
+  record(input: EventInput): StoredEvent {
+    const event = {
+      ts: input.ts ?? isoUtc(this.clock.now()),
+      correlationId: input.correlationId,
+      actor: input.actor,
+      eventType: input.eventType,
+      level: input.level ?? 'INFO',
+      source: input.source ?? 'coordinator',
+      details: input.details ?? {},
+    };
+    const id = this.store.events.append(event);
+    const stored: StoredEvent = { id, ...event };
+    this.recorded.fire(stored);
+    return stored;
+  }
+
+  query(query?: EventQuery): StoredEvent[] {
+    return this.store.events.query(query);
+  }
+
+  dispose(): void {
+    this.recorded.dispose();
+  }
+}
+
+/** One line for a human: `2026-01-01T00:00:00.000Z INFO registry agent.registered [corr] {details}`. */
+export function formatEvent(event: StoredEvent): string {
+  return `${event.ts} ${event.level.padEnd(5)} ${event.actor} ${event.eventType} [${event.correlationId}] ${JSON.stringify(event.details)}`;
+}

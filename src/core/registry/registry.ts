@@ -1,0 +1,259 @@
+import { isoUtc, type Clock } from '../clock';
+import { Emitter, type Disposable, type Event } from '../events';
+import type { EventLog } from '../log/eventLog';
+import type { AgentRecord, Store } from '../store/store';
+import { validateDescriptor, type AgentDescriptor, type AgentPresence, type DescriptorInput } from './descriptor';
+
+/** Agent lifecycle states of RFC §8, by their canonical enum names. */
+export const AGENT_STATES = [
+  'INITIALIZING', 'RUNNABLE', 'SCHEDULED', 'RUNNING', 'WAITING', 'WAITING_RESOURCES', 'SUSPENDED',
+  'RESUMED', 'COMPLETED', 'FAILED_STATE', 'SHUTTING_DOWN', 'RECOVERING',
+] as const;
+export type AgentState = (typeof AGENT_STATES)[number];
+
+export interface RegistryOptions {
+  /** How long without a heartbeat before an agent is shown unavailable. It is never deregistered for it. */
+  readonly heartbeatDebounceMs: number;
+  /** RFC §8.3: an agent still INITIALIZING after this long is FAILED with error_code=init_timeout. */
+  readonly initTimeoutMs: number;
+}
+
+export const DEFAULT_REGISTRY_OPTIONS: RegistryOptions = { heartbeatDebounceMs: 30_000, initTimeoutMs: 60_000 };
+
+/** Who is asking, for the log. */
+export interface CallContext {
+  readonly correlationId: string;
+}
+
+export type RegistryChange =
+  | { readonly kind: 'joined' | 'updated' | 'presence' | 'state' | 'heartbeat'; readonly agent: AgentRecord }
+  | { readonly kind: 'left'; readonly agentId: string; readonly reason: string };
+
+export interface RegisterResult { readonly accepted: boolean; readonly reason: string }
+
+/**
+ * The registry (RFC §14): who is registered, with what descriptor, in which lifecycle state, and whether
+ * they are heard from. Deregistration is explicit and the only way out; missed heartbeats only change
+ * presence, after a debounce.
+ */
+export class Registry implements Disposable {
+  private readonly agents = new Map<string, AgentRecord>();
+  private readonly presenceTimers = new Map<string, Disposable>();
+  private readonly initTimers = new Map<string, Disposable>();
+  private readonly changed = new Emitter<RegistryChange>();
+  /** Join, leave, and every change an agent view needs to show. */
+  readonly onDidChange: Event<RegistryChange> = this.changed.event;
+
+  constructor(
+    private readonly store: Store,
+    private readonly log: EventLog,
+    private readonly clock: Clock,
+    private readonly options: RegistryOptions = DEFAULT_REGISTRY_OPTIONS,
+  ) {
+    this.restore();
+  }
+
+  /** Agents from an earlier run come back registered but disconnected until they are heard from again. */
+  private restore(): void {
+    const now = this.clock.now();
+    this.store.transaction(() => {
+      for (const stored of this.store.agents.list()) {
+        const record: AgentRecord = { ...stored, presence: 'disconnected', updatedAt: now };
+        this.agents.set(record.descriptor.agentId, record);
+        if (stored.presence !== 'disconnected') {
+          this.store.agents.upsert(record);
+          this.log.record({
+            correlationId: `restore:${record.descriptor.agentId}`,
+            actor: 'registry',
+            eventType: 'agent.presence_changed',
+            details: { agent_id: record.descriptor.agentId, from: stored.presence, to: 'disconnected', cause: 'coordinator restarted' },
+          });
+        }
+      }
+    });
+  }
+
+  register(input: DescriptorInput, ctx: CallContext): RegisterResult {
+    const verdict = validateDescriptor(input);
+    if (!verdict.ok) {
+      this.log.record({
+        correlationId: ctx.correlationId, actor: 'registry', eventType: 'agent.registration_rejected', level: 'WARN',
+        details: { agent_id: input.agentId ?? '', reason: verdict.reason },
+      });
+      return { accepted: false, reason: verdict.reason };
+    }
+    const descriptor = verdict.descriptor;
+    const id = descriptor.agentId;
+    const now = this.clock.now();
+    const previous = this.agents.get(id);
+    const record: AgentRecord = {
+      descriptor,
+      state: 'INITIALIZING',
+      registeredAt: previous?.registeredAt ?? now,
+      updatedAt: now,
+      lastHeartbeatAt: previous?.lastHeartbeatAt ?? null,
+      health: previous?.health ?? {},
+      presence: 'online',
+    };
+    this.store.transaction(() => {
+      this.store.agents.upsert(record);
+      this.log.record({
+        correlationId: ctx.correlationId, actor: id,
+        eventType: previous ? 'agent.reregistered' : 'agent.registered',
+        details: {
+          agent_id: id,
+          from_state: previous?.state ?? null,
+          to_state: 'INITIALIZING',
+          changed_fields: previous ? changedFields(previous.descriptor, descriptor) : undefined,
+          warnings: verdict.warnings.length ? verdict.warnings : undefined,
+        },
+      });
+    });
+    this.agents.set(id, record);
+    this.armPresenceTimer(id);
+    this.armInitTimer(id);
+    this.changed.fire({ kind: previous ? 'updated' : 'joined', agent: record });
+    return { accepted: true, reason: verdict.warnings.length ? `accepted with warnings: ${verdict.warnings.join('; ')}` : '' };
+  }
+
+  /** Records a heartbeat. Answers false for an agent that is not registered. */
+  heartbeat(agentId: string, reportedState: string, health: Record<string, string>, ctx: CallContext): boolean {
+    const previous = this.agents.get(agentId);
+    if (!previous) {
+      this.log.record({
+        correlationId: ctx.correlationId, actor: 'registry', eventType: 'agent.heartbeat_unknown', level: 'WARN',
+        details: { agent_id: agentId },
+      });
+      return false;
+    }
+    const now = this.clock.now();
+    const known = (AGENT_STATES as readonly string[]).includes(reportedState);
+    const state = known ? reportedState : previous.state;
+    const record: AgentRecord = { ...previous, state, health: { ...health }, lastHeartbeatAt: now, updatedAt: now, presence: 'online' };
+    this.store.transaction(() => {
+      this.store.agents.upsert(record);
+      if (!known && reportedState !== '' && reportedState !== 'AGENT_STATE_UNSPECIFIED') {
+        this.log.record({
+          correlationId: ctx.correlationId, actor: agentId, eventType: 'agent.heartbeat_state_unknown', level: 'WARN',
+          details: { agent_id: agentId, reported_state: reportedState, kept_state: previous.state },
+        });
+      }
+      if (state !== previous.state) {
+        this.log.record({
+          correlationId: ctx.correlationId, actor: agentId, eventType: 'agent.state_changed',
+          details: { agent_id: agentId, from: previous.state, to: state },
+        });
+      }
+      if (previous.presence !== 'online') {
+        this.log.record({
+          correlationId: ctx.correlationId, actor: agentId, eventType: 'agent.presence_changed',
+          details: { agent_id: agentId, from: previous.presence, to: 'online', cause: 'heartbeat' },
+        });
+      }
+    });
+    this.agents.set(agentId, record);
+    this.armPresenceTimer(agentId);
+    if (state !== 'INITIALIZING') this.disarm(this.initTimers, agentId);
+    const kind = state !== previous.state ? 'state' : previous.presence !== 'online' ? 'presence' : 'heartbeat';
+    this.changed.fire({ kind, agent: record });
+    return true;
+  }
+
+  /** The only way an agent leaves the registry. Answers false for an agent that is not registered. */
+  deregister(agentId: string, reason: string, ctx: CallContext): boolean {
+    const previous = this.agents.get(agentId);
+    if (!previous) {
+      this.log.record({
+        correlationId: ctx.correlationId, actor: 'registry', eventType: 'agent.deregister_unknown', level: 'WARN',
+        details: { agent_id: agentId, reason },
+      });
+      return false;
+    }
+    this.store.transaction(() => {
+      this.store.agents.delete(agentId);
+      this.log.record({
+        correlationId: ctx.correlationId, actor: agentId, eventType: 'agent.deregistered',
+        details: { agent_id: agentId, from_state: previous.state, reason },
+      });
+    });
+    this.agents.delete(agentId);
+    this.disarm(this.presenceTimers, agentId);
+    this.disarm(this.initTimers, agentId);
+    this.changed.fire({ kind: 'left', agentId, reason });
+    return true;
+  }
+
+  get(agentId: string): AgentRecord | undefined {
+    return this.agents.get(agentId);
+  }
+
+  list(): AgentRecord[] {
+    return [...this.agents.values()].sort((a, b) => a.descriptor.agentId.localeCompare(b.descriptor.agentId));
+  }
+
+  /** Agents heard from within the debounce window. */
+  onlineCount(): number {
+    let n = 0;
+    for (const agent of this.agents.values()) if (agent.presence === 'online') n++;
+    return n;
+  }
+
+  dispose(): void {
+    for (const timer of [...this.presenceTimers.values(), ...this.initTimers.values()]) timer.dispose();
+    this.presenceTimers.clear();
+    this.initTimers.clear();
+    this.changed.dispose();
+  }
+
+  private armPresenceTimer(agentId: string): void {
+    this.disarm(this.presenceTimers, agentId);
+    this.presenceTimers.set(agentId, this.clock.setTimer(this.options.heartbeatDebounceMs, () => {
+      this.presenceTimers.delete(agentId);
+      this.setPresence(agentId, 'unavailable', `no heartbeat for ${this.options.heartbeatDebounceMs} ms`);
+    }));
+  }
+
+  private armInitTimer(agentId: string): void {
+    this.disarm(this.initTimers, agentId);
+    this.initTimers.set(agentId, this.clock.setTimer(this.options.initTimeoutMs, () => {
+      this.initTimers.delete(agentId);
+      const agent = this.agents.get(agentId);
+      if (!agent || agent.state !== 'INITIALIZING') return;
+      const record: AgentRecord = { ...agent, state: 'FAILED_STATE', updatedAt: this.clock.now() };
+      this.store.transaction(() => {
+        this.store.agents.upsert(record);
+        this.log.record({
+          correlationId: `timeout:${agentId}`, actor: 'registry', eventType: 'agent.state_changed', level: 'WARN',
+          details: { agent_id: agentId, from: 'INITIALIZING', to: 'FAILED_STATE', error_code: 'init_timeout', timeout_ms: this.options.initTimeoutMs },
+        });
+      });
+      this.agents.set(agentId, record);
+      this.changed.fire({ kind: 'state', agent: record });
+    }));
+  }
+
+  private setPresence(agentId: string, presence: AgentPresence, cause: string): void {
+    const agent = this.agents.get(agentId);
+    if (!agent || agent.presence === presence) return;
+    const record: AgentRecord = { ...agent, presence, updatedAt: this.clock.now() };
+    this.store.transaction(() => {
+      this.store.agents.upsert(record);
+      this.log.record({
+        correlationId: `presence:${agentId}`, actor: 'registry', eventType: 'agent.presence_changed', level: 'WARN',
+        details: { agent_id: agentId, from: agent.presence, to: presence, cause, last_heartbeat_at: agent.lastHeartbeatAt === null ? null : isoUtc(agent.lastHeartbeatAt) },
+      });
+    });
+    this.agents.set(agentId, record);
+    this.changed.fire({ kind: 'presence', agent: record });
+  }
+
+  private disarm(timers: Map<string, Disposable>, agentId: string): void {
+    timers.get(agentId)?.dispose();
+    timers.delete(agentId);
+  }
+}
+
+function changedFields(before: AgentDescriptor, after: AgentDescriptor): string[] {
+  return (Object.keys(after) as Array<keyof AgentDescriptor>)
+    .filter((key) => JSON.stringify(before[key]) !== JSON.stringify(after[key]));
+}

@@ -1,0 +1,231 @@
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { DatabaseSync, type StatementSync } from 'node:sqlite';
+import type { AgentDescriptor, AgentPresence } from '../registry/descriptor';
+import { LATEST_SCHEMA_VERSION, MIGRATIONS, type Migration } from './migrations';
+import {
+  StoreOpenError,
+  type AgentRecord,
+  type AgentRepository,
+  type EventQuery,
+  type EventRepository,
+  type Store,
+  type StoredEvent,
+  type StructuredEvent,
+} from './store';
+
+export const STORE_FILE_NAME = 'coordinator.db';
+
+/**
+ * The embedded store: one SQLite file (node:sqlite, WAL mode) in the data folder.
+ * Opening refuses a corrupt file or one written by a newer schema; it never resets anything silently.
+ */
+export class SqliteStore implements Store {
+  readonly agents: AgentRepository;
+  readonly events: EventRepository;
+  private depth = 0;
+
+  private constructor(
+    private readonly db: DatabaseSync,
+    readonly location: string,
+    readonly schemaVersion: number,
+  ) {
+    this.agents = new SqliteAgents(db);
+    this.events = new SqliteEvents(db);
+  }
+
+  /** Opens (creating if needed) the store file in `dataDir`, applying pending migrations. */
+  static open(dataDir: string, migrations: readonly Migration[] = MIGRATIONS): SqliteStore {
+    fs.mkdirSync(dataDir, { recursive: true });
+    const location = path.join(dataDir, STORE_FILE_NAME);
+    let db: DatabaseSync;
+    try {
+      db = new DatabaseSync(location);
+    } catch (err) {
+      throw new StoreOpenError(location, 'unreadable',
+        `Cannot open the SW4RM store ${location}: ${(err as Error).message}. Check that the folder is writable.`);
+    }
+    try {
+      const version = SqliteStore.checkIntegrity(db, location);
+      const latest = migrations.length ? migrations[migrations.length - 1].version : 0;
+      if (version > latest) {
+        throw new StoreOpenError(location, 'newer-schema',
+          `The SW4RM store ${location} has schema version ${version}, but this coordinator knows versions up to ${latest}. ` +
+          'It was written by a newer version: update the extension, or point the coordinator at another data folder. The file was not changed.');
+      }
+      db.exec('PRAGMA journal_mode = WAL');
+      db.exec('PRAGMA synchronous = NORMAL');
+      db.exec('PRAGMA foreign_keys = ON');
+      db.exec('PRAGMA busy_timeout = 5000');
+      for (const migration of migrations.filter((m) => m.version > version)) {
+        db.exec('BEGIN IMMEDIATE');
+        try {
+          for (const statement of migration.statements) db.exec(statement);
+          db.exec(`PRAGMA user_version = ${migration.version}`);
+          db.exec('COMMIT');
+        } catch (err) {
+          db.exec('ROLLBACK');
+          throw new StoreOpenError(location, 'unreadable',
+            `Migrating the SW4RM store ${location} to schema version ${migration.version} (${migration.description}) failed: ${(err as Error).message}. The file was left at version ${version}.`);
+        }
+      }
+      return new SqliteStore(db, location, Math.max(version, latest));
+    } catch (err) {
+      db.close();
+      throw err;
+    }
+  }
+
+  private static checkIntegrity(db: DatabaseSync, location: string): number {
+    const corrupt = (detail: string) => new StoreOpenError(location, 'corrupt',
+      `The SW4RM store ${location} is damaged (${detail}). The coordinator will not start on it and has not changed it. ` +
+      `Move the file aside (for example rename it to ${path.basename(location)}.corrupt, keeping it for diagnosis) and start again to create a new store, ` +
+      'or restore it from a backup.');
+    try {
+      const check = db.prepare('PRAGMA quick_check').all() as Array<Record<string, unknown>>;
+      const verdict = check.map((row) => String(Object.values(row)[0])).join('; ');
+      if (verdict !== 'ok') throw corrupt(verdict);
+      const row = db.prepare('PRAGMA user_version').get() as { user_version: number };
+      return row.user_version;
+    } catch (err) {
+      if (err instanceof StoreOpenError) throw err;
+      throw corrupt((err as Error).message);
+    }
+  }
+
+  transaction<T>(fn: () => T): T {
+    if (this.depth > 0) return fn();
+    this.db.exec('BEGIN IMMEDIATE');
+    this.depth++;
+    try {
+      const result = fn();
+      this.db.exec('COMMIT');
+      return result;
+    } catch (err) {
+      this.db.exec('ROLLBACK');
+      throw err;
+    } finally {
+      this.depth--;
+    }
+  }
+
+  close(): void {
+    if (this.db.isOpen) this.db.close();
+  }
+}
+
+export { LATEST_SCHEMA_VERSION };
+
+interface AgentRow {
+  agent_id: string;
+  descriptor: string;
+  state: string;
+  registered_at: number;
+  updated_at: number;
+  last_heartbeat_at: number | null;
+  health: string;
+  presence: string;
+}
+
+class SqliteAgents implements AgentRepository {
+  private readonly upsertStmt: StatementSync;
+  private readonly getStmt: StatementSync;
+  private readonly listStmt: StatementSync;
+  private readonly deleteStmt: StatementSync;
+
+  constructor(db: DatabaseSync) {
+    this.upsertStmt = db.prepare(
+      `INSERT INTO agents (agent_id, descriptor, state, registered_at, updated_at, last_heartbeat_at, health, presence)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+       ON CONFLICT(agent_id) DO UPDATE SET descriptor = excluded.descriptor, state = excluded.state,
+         registered_at = excluded.registered_at, updated_at = excluded.updated_at,
+         last_heartbeat_at = excluded.last_heartbeat_at, health = excluded.health, presence = excluded.presence`);
+    this.getStmt = db.prepare('SELECT * FROM agents WHERE agent_id = ?');
+    this.listStmt = db.prepare('SELECT * FROM agents ORDER BY agent_id');
+    this.deleteStmt = db.prepare('DELETE FROM agents WHERE agent_id = ?');
+  }
+
+  upsert(record: AgentRecord): void {
+    this.upsertStmt.run(record.descriptor.agentId, JSON.stringify(record.descriptor), record.state,
+      record.registeredAt, record.updatedAt, record.lastHeartbeatAt, JSON.stringify(record.health), record.presence);
+  }
+
+  get(agentId: string): AgentRecord | undefined {
+    const row = this.getStmt.get(agentId) as AgentRow | undefined;
+    return row ? toAgentRecord(row) : undefined;
+  }
+
+  list(): AgentRecord[] {
+    return (this.listStmt.all() as unknown as AgentRow[]).map(toAgentRecord);
+  }
+
+  delete(agentId: string): boolean {
+    return Number(this.deleteStmt.run(agentId).changes) > 0;
+  }
+}
+
+function toAgentRecord(row: AgentRow): AgentRecord {
+  return {
+    descriptor: JSON.parse(row.descriptor) as AgentDescriptor,
+    state: row.state,
+    registeredAt: row.registered_at,
+    updatedAt: row.updated_at,
+    lastHeartbeatAt: row.last_heartbeat_at,
+    health: JSON.parse(row.health) as Record<string, string>,
+    presence: row.presence as AgentPresence,
+  };
+}
+
+interface EventRow {
+  id: number;
+  ts: string;
+  correlation_id: string;
+  actor: string;
+  event_type: string;
+  level: string;
+  source: string;
+  details: string;
+}
+
+class SqliteEvents implements EventRepository {
+  private readonly appendStmt: StatementSync;
+  private readonly countStmt: StatementSync;
+
+  constructor(private readonly db: DatabaseSync) {
+    this.appendStmt = db.prepare(
+      'INSERT INTO events (ts, correlation_id, actor, event_type, level, source, details) VALUES (?, ?, ?, ?, ?, ?, ?)');
+    this.countStmt = db.prepare('SELECT COUNT(*) AS n FROM events');
+  }
+
+  append(event: StructuredEvent): number {
+    const result = this.appendStmt.run(event.ts, event.correlationId, event.actor, event.eventType, event.level,
+      event.source, JSON.stringify(event.details));
+    return Number(result.lastInsertRowid);
+  }
+
+  query(query: EventQuery = {}): StoredEvent[] {
+    const where: string[] = [];
+    const params: Array<string | number> = [];
+    if (query.afterId !== undefined) { where.push('id > ?'); params.push(query.afterId); }
+    if (query.eventType !== undefined) { where.push('event_type = ?'); params.push(query.eventType); }
+    if (query.correlationId !== undefined) { where.push('correlation_id = ?'); params.push(query.correlationId); }
+    if (query.actor !== undefined) { where.push('actor = ?'); params.push(query.actor); }
+    const limit = Math.max(1, Math.min(query.limit ?? 1000, 100_000));
+    const sql = `SELECT * FROM (SELECT * FROM events ${where.length ? 'WHERE ' + where.join(' AND ') : ''}
+                 ORDER BY id DESC LIMIT ${limit}) ORDER BY id ASC`;
+    return (this.db.prepare(sql).all(...params) as unknown as EventRow[]).map((row) => ({
+      id: row.id,
+      ts: row.ts,
+      correlationId: row.correlation_id,
+      actor: row.actor,
+      eventType: row.event_type,
+      level: row.level as StoredEvent['level'],
+      source: row.source as StoredEvent['source'],
+      details: JSON.parse(row.details) as Record<string, unknown>,
+    }));
+  }
+
+  count(): number {
+    return Number((this.countStmt.get() as { n: number }).n);
+  }
+}

@@ -1,0 +1,79 @@
+import type { AgentDescriptor, AgentPresence } from '../registry/descriptor';
+
+/** One registered agent as persisted. */
+export interface AgentRecord {
+  readonly descriptor: AgentDescriptor;
+  /** The agent's lifecycle state (RFC §8) as last reported, e.g. 'INITIALIZING' or 'RUNNABLE'. */
+  readonly state: string;
+  readonly registeredAt: number;
+  readonly updatedAt: number;
+  readonly lastHeartbeatAt: number | null;
+  readonly health: Readonly<Record<string, string>>;
+  /** Presence as last persisted; a fresh coordinator process reads every agent as 'disconnected'. */
+  readonly presence: AgentPresence;
+}
+
+export type EventLevel = 'INFO' | 'WARN' | 'ERROR';
+export type EventSource = 'coordinator' | 'agent';
+
+/** One structured observability event (RFC §19). */
+export interface StructuredEvent {
+  /** UTC ISO-8601. */
+  readonly ts: string;
+  readonly correlationId: string;
+  readonly actor: string;
+  readonly eventType: string;
+  readonly level: EventLevel;
+  readonly source: EventSource;
+  readonly details: Readonly<Record<string, unknown>>;
+}
+
+export interface StoredEvent extends StructuredEvent {
+  readonly id: number;
+}
+
+export interface EventQuery {
+  readonly afterId?: number;
+  readonly eventType?: string;
+  readonly correlationId?: string;
+  readonly actor?: string;
+  /** Newest `limit` events (in ascending order); default 1000. */
+  readonly limit?: number;
+}
+
+export interface AgentRepository {
+  upsert(record: AgentRecord): void;
+  get(agentId: string): AgentRecord | undefined;
+  list(): AgentRecord[];
+  delete(agentId: string): boolean;
+}
+
+export interface EventRepository {
+  append(event: StructuredEvent): number;
+  query(query?: EventQuery): StoredEvent[];
+  count(): number;
+}
+
+/** The coordinator's durable state. One implementation today (SQLite); the interface keeps core free of it. */
+export interface Store {
+  /** Where the store lives, for messages to the user. */
+  readonly location: string;
+  readonly schemaVersion: number;
+  readonly agents: AgentRepository;
+  readonly events: EventRepository;
+  /** Runs `fn` in one transaction: all of its writes commit together or none do. */
+  transaction<T>(fn: () => T): T;
+  close(): void;
+}
+
+/** The store cannot be opened. The message names the file and what the user can do. */
+export class StoreOpenError extends Error {
+  constructor(
+    readonly location: string,
+    readonly reason: 'corrupt' | 'newer-schema' | 'unreadable',
+    message: string,
+  ) {
+    super(message);
+    this.name = 'StoreOpenError';
+  }
+}

@@ -1,0 +1,74 @@
+import { loadOrCreateToken } from '../core/auth/token';
+import type { Clock } from '../core/clock';
+import { Coordinator } from '../core/coordinator';
+import type { IdSource } from '../core/ids';
+import { SqliteStore } from '../core/store/sqliteStore';
+import { agentEnvironment } from './agentEnvironment';
+import type { AuthMode } from './auth';
+import { CoordinatorServer } from './server';
+
+export interface HostOptions {
+  readonly dataDir: string;
+  readonly protosDir: string;
+  readonly host: string;
+  readonly port: number;
+  readonly auth: AuthMode;
+  readonly heartbeatDebounceMs?: number;
+  readonly clock?: Clock;
+  readonly ids?: IdSource;
+}
+
+/**
+ * One running coordinator: store, core and gRPC server together. The editor and the headless CLI both
+ * start it this way, so they behave the same.
+ */
+export class CoordinatorHost {
+  private constructor(
+    readonly coordinator: Coordinator,
+    readonly server: CoordinatorServer,
+    readonly options: HostOptions,
+    readonly port: number,
+    readonly token: string | undefined,
+  ) {}
+
+  static async start(options: HostOptions): Promise<CoordinatorHost> {
+    const store = SqliteStore.open(options.dataDir);
+    let coordinator: Coordinator | undefined;
+    try {
+      const token = options.auth === 'token' ? loadOrCreateToken(options.dataDir) : undefined;
+      coordinator = new Coordinator({
+        store,
+        clock: options.clock,
+        ids: options.ids,
+        registry: options.heartbeatDebounceMs ? { heartbeatDebounceMs: options.heartbeatDebounceMs } : undefined,
+      });
+      const server = new CoordinatorServer({
+        coordinator, protosDir: options.protosDir, host: options.host, port: options.port, auth: options.auth, token,
+      });
+      const port = await server.start();
+      coordinator.log.record({
+        correlationId: coordinator.ids.uuid(), actor: 'coordinator', eventType: 'server.serving',
+        details: { host: options.host, port, auth: options.auth },
+      });
+      return new CoordinatorHost(coordinator, server, options, port, token);
+    } catch (err) {
+      if (coordinator) coordinator.dispose();
+      else store.close();
+      throw err;
+    }
+  }
+
+  /** The environment an agent needs to reach this coordinator, with the port actually bound. */
+  environment(): Record<string, string> {
+    return agentEnvironment(this.options.host, this.port, this.token);
+  }
+
+  /** Drains the server, then closes the core and its store. */
+  async stop(graceMs = 2000): Promise<void> {
+    this.coordinator.log.record({
+      correlationId: this.coordinator.ids.uuid(), actor: 'coordinator', eventType: 'server.draining', details: { grace_ms: graceMs },
+    });
+    await this.server.drain(graceMs);
+    this.coordinator.dispose();
+  }
+}

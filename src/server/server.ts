@@ -1,0 +1,158 @@
+import * as grpc from '@grpc/grpc-js';
+import * as net from 'node:net';
+import type { Coordinator } from '../core/coordinator';
+import { TRANSPORT_MAX_MESSAGE_BYTES } from '../core/limits';
+import { authInterceptor, type AuthMode } from './auth';
+import { HealthService } from './health';
+import { CANONICAL_SERVICES, loadPackageDefinition, serviceDefinition } from './protos';
+import { LoggingServiceAdapter } from './services/loggingService';
+import { RegistryServiceAdapter } from './services/registryService';
+import { unimplementedHandler } from './services/unimplemented';
+import { isLoopback } from './agentEnvironment';
+
+export interface ServerOptions {
+  readonly coordinator: Coordinator;
+  /** Folder holding the canonical .proto files (shipped beside the bundle). */
+  readonly protosDir: string;
+  readonly host: string;
+  /** 0 picks any free port. */
+  readonly port: number;
+  readonly auth: AuthMode;
+  /** Required when auth is `token`. */
+  readonly token?: string;
+}
+
+/** The requested port is taken. `freePort` is one that was free a moment ago, to offer the user. */
+export class PortInUseError extends Error {
+  constructor(readonly host: string, readonly port: number, readonly freePort: number) {
+    super(`Port ${port} on ${host} is already in use (another SW4RM coordinator or another program). ` +
+      `Port ${freePort} is free: use it (setting sw4rm.port or --port ${freePort}), or 0 for any free port.`);
+    this.name = 'PortInUseError';
+  }
+}
+
+export class ConfigurationError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'ConfigurationError';
+  }
+}
+
+/** Channel options set deliberately (see ARCHITECTURE.md): message size, stream memory, keepalive. */
+export const SERVER_CHANNEL_OPTIONS: grpc.ChannelOptions = {
+  'grpc.max_receive_message_length': TRANSPORT_MAX_MESSAGE_BYTES,
+  'grpc.max_send_message_length': TRANSPORT_MAX_MESSAGE_BYTES,
+  // The 10 MB default makes many concurrent inbox streams fail with RESOURCE_EXHAUSTED.
+  'grpc-node.max_session_memory': 256,
+  'grpc.max_concurrent_streams': 1000,
+  // Agents may ping to keep idle inbox streams alive; allow it without calls in flight, at most every 10 s.
+  'grpc.keepalive_permit_without_calls': 1,
+  'grpc.http2.min_ping_interval_without_data_ms': 10_000,
+  'grpc.keepalive_time_ms': 60_000,
+  'grpc.keepalive_timeout_ms': 20_000,
+};
+
+/**
+ * One gRPC server hosting all 15 canonical SW4RM services plus grpc.health.v1.Health. Services that are
+ * built translate to the core; every other RPC answers UNIMPLEMENTED.
+ */
+export class CoordinatorServer {
+  private readonly server: grpc.Server;
+  private readonly health = new HealthService(CANONICAL_SERVICES);
+  private boundPort = 0;
+  private state: 'new' | 'serving' | 'draining' | 'stopped' = 'new';
+
+  constructor(private readonly options: ServerOptions) {
+    if (options.auth === 'token' && !options.token) throw new ConfigurationError('auth "token" needs a token');
+    if (options.auth !== 'token' && !isLoopback(options.host)) {
+      throw new ConfigurationError(`Binding to ${options.host} (not loopback) requires auth "token"; auth "none" is only allowed on 127.0.0.1 / ::1.`);
+    }
+    this.server = new grpc.Server({
+      ...SERVER_CHANNEL_OPTIONS,
+      interceptors: [authInterceptor(options.auth, options.token ?? '')],
+    });
+    this.addServices();
+    this.health.addToServer(this.server, options.protosDir);
+  }
+
+  private addServices(): void {
+    const { coordinator, protosDir } = this.options;
+    const packageDefinition = loadPackageDefinition(protosDir);
+    const built: Record<string, grpc.UntypedServiceImplementation> = {
+      [RegistryServiceAdapter.serviceName]: new RegistryServiceAdapter(coordinator).handlers(),
+      [LoggingServiceAdapter.serviceName]: new LoggingServiceAdapter(coordinator).handlers(),
+    };
+    for (const name of CANONICAL_SERVICES) {
+      const definition = serviceDefinition(packageDefinition, name);
+      const implementation: grpc.UntypedServiceImplementation = {};
+      for (const [method, methodDefinition] of Object.entries(definition)) {
+        implementation[method] = built[name]?.[method] ??
+          unimplementedHandler(methodDefinition.path, methodDefinition as grpc.MethodDefinition<unknown, unknown>);
+      }
+      this.server.addService(definition, implementation);
+    }
+  }
+
+  /** Binds and starts serving; resolves with the port actually bound. */
+  async start(): Promise<number> {
+    const { host, port } = this.options;
+    const address = host.includes(':') && !host.startsWith('[') ? `[${host}]:${port}` : `${host}:${port}`;
+    this.boundPort = await new Promise<number>((resolve, reject) => {
+      this.server.bindAsync(address, grpc.ServerCredentials.createInsecure(), (err, bound) => {
+        if (err) reject(err);
+        else resolve(bound);
+      });
+    }).catch(async (err: Error) => {
+      if (port !== 0 && /EADDRINUSE|address already in use|No address added/i.test(err.message)) {
+        throw new PortInUseError(host, port, await findFreePort(host));
+      }
+      throw err;
+    });
+    this.state = 'serving';
+    this.health.setStatus('SERVING');
+    return this.boundPort;
+  }
+
+  get port(): number {
+    return this.boundPort;
+  }
+
+  get servingStatus(): string {
+    return this.health.current;
+  }
+
+  /**
+   * Drains: health turns NOT_SERVING, new calls are refused, calls in flight get `graceMs` to finish,
+   * then whatever is left (long-lived streams) is cancelled.
+   */
+  async drain(graceMs = 2000): Promise<void> {
+    if (this.state === 'stopped' || this.state === 'draining') return;
+    this.state = 'draining';
+    this.health.setStatus('NOT_SERVING');
+    this.health.endWatches();
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(() => {
+        this.server.forceShutdown();
+        resolve();
+      }, graceMs);
+      this.server.tryShutdown(() => {
+        clearTimeout(timer);
+        resolve();
+      });
+    });
+    this.state = 'stopped';
+  }
+}
+
+/** A port that is free on `host` right now (the OS picks it). */
+export async function findFreePort(host: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const probe = net.createServer();
+    probe.unref();
+    probe.on('error', reject);
+    probe.listen({ host, port: 0 }, () => {
+      const { port } = probe.address() as net.AddressInfo;
+      probe.close(() => resolve(port));
+    });
+  });
+}

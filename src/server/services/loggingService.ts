@@ -1,0 +1,80 @@
+import * as grpc from '@grpc/grpc-js';
+import type { Coordinator } from '../../core/coordinator';
+import { MAX_LOG_DETAILS_BYTES } from '../../core/limits';
+import { callContext } from '../callContext';
+
+interface TimestampMessage { seconds?: string | number; nanos?: number }
+interface LogEventMessage {
+  ts?: TimestampMessage | null;
+  correlation_id?: string;
+  agent_id?: string;
+  event_type?: string;
+  level?: string;
+  details_json?: string;
+}
+
+const LEVELS = ['INFO', 'WARN', 'ERROR'] as const;
+
+/** sw4rm.logging.LoggingService: Ingest stores an agent's structured event beside the coordinator's own. */
+export class LoggingServiceAdapter {
+  static readonly serviceName = 'sw4rm.logging.LoggingService';
+
+  constructor(private readonly coordinator: Coordinator) {}
+
+  handlers(): grpc.UntypedServiceImplementation {
+    return {
+      Ingest: (call: grpc.ServerUnaryCall<LogEventMessage, unknown>, callback: grpc.sendUnaryData<unknown>) => {
+        const invalid = (details: string) => callback({ code: grpc.status.INVALID_ARGUMENT, details: `VALIDATION_ERROR: ${details}` });
+        const event = call.request;
+        const eventType = (event.event_type ?? '').trim();
+        if (eventType === '') return invalid('event_type must not be empty');
+        if (eventType.length > 128) return invalid('event_type is longer than 128 characters');
+        const level = (event.level ?? '').trim().toUpperCase() || 'INFO';
+        if (!(LEVELS as readonly string[]).includes(level)) return invalid(`level '${level.slice(0, 20)}' is not one of INFO, WARN, ERROR`);
+        const detailsJson = event.details_json ?? '';
+        if (Buffer.byteLength(detailsJson) > MAX_LOG_DETAILS_BYTES) {
+          return invalid(`details_json is larger than ${MAX_LOG_DETAILS_BYTES} bytes`);
+        }
+        let details: unknown = {};
+        if (detailsJson.trim() !== '') {
+          try {
+            details = JSON.parse(detailsJson);
+          } catch (err) {
+            return invalid(`details_json is not valid JSON: ${(err as Error).message}`);
+          }
+        }
+        const agentTs = toIso(event.ts);
+        if (agentTs === null) return invalid('ts is not a valid timestamp');
+        const ctx = callContext(call, this.coordinator.ids);
+        const correlationId = (event.correlation_id ?? '').trim() || ctx.correlationId;
+        this.coordinator.log.record({
+          source: 'agent',
+          actor: (event.agent_id ?? '').trim() || 'unknown-agent',
+          correlationId,
+          eventType,
+          level: level as (typeof LEVELS)[number],
+          details: {
+            ...(isPlainObject(details) ? details : { value: details }),
+            agent_ts: agentTs,
+          },
+        });
+        callback(null, { ok: true });
+      },
+    };
+  }
+}
+
+/** The agent's timestamp as ISO-8601, undefined when absent, null when out of range. */
+function toIso(ts: TimestampMessage | null | undefined): string | undefined | null {
+  if (!ts) return undefined;
+  const seconds = Number(ts.seconds ?? 0);
+  const nanos = ts.nanos ?? 0;
+  if (seconds === 0 && nanos === 0) return undefined;
+  const ms = seconds * 1000 + Math.floor(nanos / 1e6);
+  if (!Number.isFinite(ms) || Math.abs(ms) > 8.64e15 || nanos < 0 || nanos > 999_999_999) return null;
+  return new Date(ms).toISOString();
+}
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
