@@ -1,4 +1,4 @@
-// One build script: the extension host bundle and the headless CLI bundle (both Node, CommonJS).
+// One build script: the extension host bundle, the headless CLI bundle and the example agent (Node, CommonJS).
 // Webview bundles (browser) join here when the first webview screen lands.
 import * as esbuild from 'esbuild';
 
@@ -26,5 +26,10 @@ await Promise.all([
     entryPoints: ['src/cli/main.ts'],
     outfile: 'dist/cli.js',
     banner: { js: '#!/usr/bin/env node' },
+  }),
+  esbuild.build({
+    ...common,
+    entryPoints: ['examples/agent.ts'],
+    outfile: 'dist/example-agent.js',
   }),
 ]);

@@ -1,0 +1,160 @@
+import * as path from 'node:path';
+import * as vscode from 'vscode';
+import { formatEvent } from '../core/log/eventLog';
+import { StoreOpenError } from '../core/store/store';
+import { SERVICE_ADDRESS_VARIABLES, formatEnvironment } from '../server/agentEnvironment';
+import { CoordinatorHost } from '../server/host';
+import { ConfigurationError, PortInUseError } from '../server/server';
+import { Commands } from './contributions';
+import { readSettings } from './settings';
+import type { CoordinatorStatusBar } from './statusBar';
+import type { AgentsTreeProvider } from './views/agentsView';
+
+/**
+ * Owns the running coordinator in this window: starts, stops and restarts it, and keeps the status bar,
+ * the Agents view, the Output channel and the terminals' environment in step with it.
+ */
+export class CoordinatorController implements vscode.Disposable {
+  private host: CoordinatorHost | undefined;
+  private hostSubscriptions: Array<{ dispose(): void }> = [];
+  /** A port chosen by the user after a conflict; used instead of the setting until the window closes. */
+  private portOverride: number | undefined;
+  private transition: Promise<void> = Promise.resolve();
+
+  constructor(
+    private readonly context: vscode.ExtensionContext,
+    private readonly output: vscode.OutputChannel,
+    private readonly statusBar: CoordinatorStatusBar,
+    private readonly agentsView: AgentsTreeProvider,
+  ) {
+    context.environmentVariableCollection.persistent = false;
+    context.environmentVariableCollection.description = 'SW4RM: the address and token of the coordinator in this window';
+  }
+
+  get running(): CoordinatorHost | undefined {
+    return this.host;
+  }
+
+  start(): Promise<void> {
+    return this.serialize(() => this.doStart());
+  }
+
+  stop(): Promise<void> {
+    return this.serialize(() => this.doStop());
+  }
+
+  restart(): Promise<void> {
+    return this.serialize(async () => {
+      await this.doStop();
+      await this.doStart();
+    });
+  }
+
+  async copyAgentEnvironment(): Promise<void> {
+    if (!this.host) {
+      const choice = await vscode.window.showErrorMessage('The SW4RM coordinator is not running.', 'Start Coordinator');
+      if (choice) await vscode.commands.executeCommand(Commands.start);
+      return;
+    }
+    const env = this.host.environment();
+    await vscode.env.clipboard.writeText(formatEnvironment(env));
+    vscode.window.showInformationMessage(
+      `Copied the agent environment for ${env.SW4RM_REGISTRY_ADDR} (${Object.keys(env).length} variables${this.host.token ? ', including SW4RM_TOKEN' : ''}).`);
+  }
+
+  async dispose(): Promise<void> {
+    await this.stop();
+  }
+
+  /** Start, stop and restart never overlap. */
+  private serialize(step: () => Promise<void>): Promise<void> {
+    this.transition = this.transition.then(step, step);
+    return this.transition;
+  }
+
+  private async doStart(): Promise<void> {
+    if (this.host) return;
+    if (!vscode.workspace.workspaceFolders?.length) {
+      this.statusBar.show({ kind: 'stopped', reason: 'no folder is open' });
+      return;
+    }
+    const settings = readSettings(this.context);
+    const port = this.portOverride ?? settings.port;
+    this.statusBar.show({ kind: 'starting' });
+    try {
+      this.host = await CoordinatorHost.start({
+        dataDir: settings.dataDir,
+        protosDir: path.join(this.context.extensionPath, 'protos'),
+        host: settings.host,
+        port,
+        auth: settings.auth,
+        heartbeatDebounceMs: settings.heartbeatDebounceMs,
+      });
+    } catch (err) {
+      await this.reportStartFailure(err);
+      return;
+    }
+    const host = this.host;
+    this.output.appendLine(`SW4RM coordinator serving on ${settings.host}:${host.port} (auth ${settings.auth}; store ${host.coordinator.store.location})`);
+    this.hostSubscriptions.push(
+      host.coordinator.log.onDidRecord((event) => this.output.appendLine(formatEvent(event))),
+      host.coordinator.registry.onDidChange(() => this.updateStatus()),
+    );
+    this.agentsView.bind(host.coordinator.registry);
+    const collection = this.context.environmentVariableCollection;
+    collection.clear();
+    for (const [name, value] of Object.entries(host.environment())) collection.replace(name, value);
+    this.updateStatus();
+  }
+
+  private async doStop(): Promise<void> {
+    const host = this.host;
+    if (!host) return;
+    this.host = undefined;
+    for (const subscription of this.hostSubscriptions) subscription.dispose();
+    this.hostSubscriptions = [];
+    this.agentsView.bind(undefined);
+    this.context.environmentVariableCollection.clear();
+    await host.stop(1500);
+    this.output.appendLine('SW4RM coordinator stopped');
+    this.statusBar.show({ kind: 'stopped' });
+  }
+
+  private updateStatus(): void {
+    if (!this.host) return;
+    const registry = this.host.coordinator.registry;
+    this.statusBar.show({
+      kind: 'serving', host: this.host.options.host, port: this.host.port,
+      agents: registry.list().length, online: registry.onlineCount(),
+    });
+  }
+
+  private async reportStartFailure(err: unknown): Promise<void> {
+    const message = err instanceof Error ? err.message : String(err);
+    this.output.appendLine(`SW4RM coordinator failed to start: ${message}`);
+    if (err instanceof PortInUseError) {
+      this.statusBar.show({ kind: 'stopped', reason: `port ${err.port} is in use` });
+      const useFree = `Use port ${err.freePort}`;
+      const choice = await vscode.window.showWarningMessage(
+        `SW4RM: port ${err.port} is already in use, probably by a coordinator in another window. Port ${err.freePort} is free.`,
+        useFree, 'Open Settings');
+      if (choice === useFree) {
+        this.portOverride = err.freePort;
+        void vscode.commands.executeCommand(Commands.start);
+      } else if (choice === 'Open Settings') {
+        void vscode.commands.executeCommand('workbench.action.openSettings', 'sw4rm.port');
+      }
+      return;
+    }
+    this.statusBar.show({ kind: 'stopped', reason: message });
+    if (err instanceof StoreOpenError || err instanceof ConfigurationError) {
+      const choice = await vscode.window.showErrorMessage(`SW4RM: ${message}`, 'Show Log');
+      if (choice) this.output.show();
+      return;
+    }
+    void vscode.window.showErrorMessage(`SW4RM coordinator failed to start: ${message}`);
+  }
+}
+
+/** Names the terminal environment sets, for tests and docs. */
+export const TERMINAL_VARIABLES = [...SERVICE_ADDRESS_VARIABLES, 'SW4RM_TOKEN'];

@@ -1,0 +1,45 @@
+import * as vscode from 'vscode';
+import { Commands, OUTPUT_CHANNEL_NAME, Views } from './contributions';
+import { CoordinatorController } from './coordinatorController';
+import { affectsServer, readSettings } from './settings';
+import { CoordinatorStatusBar } from './statusBar';
+import { AgentsTreeProvider } from './views/agentsView';
+
+let controller: CoordinatorController | undefined;
+
+/** The composition root: builds every piece once and hands each its dependencies. */
+export function activate(context: vscode.ExtensionContext): void {
+  const output = vscode.window.createOutputChannel(OUTPUT_CHANNEL_NAME);
+  const statusBar = new CoordinatorStatusBar();
+  const agentsView = new AgentsTreeProvider();
+  controller = new CoordinatorController(context, output, statusBar, agentsView);
+  const running = controller;
+
+  context.subscriptions.push(
+    output,
+    statusBar,
+    agentsView,
+    vscode.window.createTreeView(Views.agents, { treeDataProvider: agentsView, showCollapseAll: true }),
+    vscode.commands.registerCommand(Commands.start, () => running.start()),
+    vscode.commands.registerCommand(Commands.stop, () => running.stop()),
+    vscode.commands.registerCommand(Commands.restart, () => running.restart()),
+    vscode.commands.registerCommand(Commands.copyAgentEnvironment, () => running.copyAgentEnvironment()),
+    vscode.commands.registerCommand(Commands.showLog, () => output.show(true)),
+    vscode.workspace.onDidChangeConfiguration(async (event) => {
+      if (!affectsServer(event) || !running.running) return;
+      const choice = await vscode.window.showInformationMessage('SW4RM settings changed. Restart the coordinator to apply them?', 'Restart');
+      if (choice) await running.restart();
+    }),
+    vscode.workspace.onDidChangeWorkspaceFolders(() => {
+      if (!running.running && readSettings(context).autoStart) void running.start();
+    }),
+  );
+
+  if (readSettings(context).autoStart) void running.start();
+}
+
+/** Drains the server and closes the store before the extension host goes away. */
+export async function deactivate(): Promise<void> {
+  await controller?.dispose();
+  controller = undefined;
+}

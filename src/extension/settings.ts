@@ -1,0 +1,38 @@
+import * as path from 'node:path';
+import * as vscode from 'vscode';
+import type { AuthMode } from '../server/auth';
+import { SETTINGS_SECTION, Settings } from './contributions';
+
+export interface CoordinatorSettings {
+  readonly port: number;
+  readonly host: string;
+  readonly auth: AuthMode;
+  /** Absolute folder of the store. */
+  readonly dataDir: string;
+  readonly heartbeatDebounceMs: number;
+  readonly autoStart: boolean;
+}
+
+/** Reads the sw4rm.* settings; an empty data folder means the window's workspace storage. */
+export function readSettings(context: vscode.ExtensionContext): CoordinatorSettings {
+  const config = vscode.workspace.getConfiguration(SETTINGS_SECTION);
+  const auth = config.get<string>(Settings.auth, 'token') === 'none' ? 'none' : 'token';
+  const configured = config.get<string>(Settings.dataDir, '').trim();
+  const folder = vscode.workspace.workspaceFolders?.[0]?.uri.fsPath;
+  const storage = (context.storageUri ?? context.globalStorageUri).fsPath;
+  const dataDir = configured === '' ? storage : path.isAbsolute(configured) ? configured : path.resolve(folder ?? storage, configured);
+  return {
+    port: config.get<number>(Settings.port, 50051),
+    host: config.get<string>(Settings.host, '127.0.0.1').trim() || '127.0.0.1',
+    auth,
+    dataDir,
+    heartbeatDebounceMs: Math.max(1, config.get<number>(Settings.heartbeatDebounceSeconds, 30)) * 1000,
+    autoStart: config.get<boolean>(Settings.autoStart, true),
+  };
+}
+
+/** Settings whose change needs a restart of the coordinator to take effect. */
+export function affectsServer(event: vscode.ConfigurationChangeEvent): boolean {
+  return [Settings.port, Settings.host, Settings.auth, Settings.dataDir, Settings.heartbeatDebounceSeconds]
+    .some((key) => event.affectsConfiguration(`${SETTINGS_SECTION}.${key}`));
+}
