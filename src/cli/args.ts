@@ -24,6 +24,9 @@ Options:
 
 export class UsageError extends Error {}
 
+/** One day: longer would hide a dead agent for good. */
+export const MAX_DEBOUNCE_SECONDS = 86_400;
+
 export function parseArgs(argv: readonly string[]): CliOptions {
   const options = { host: '127.0.0.1', port: 50051, dataDir: '.sw4rm', auth: 'token' as AuthMode, heartbeatDebounceSeconds: 30, help: false };
   for (let i = 0; i < argv.length; i++) {
@@ -52,7 +55,7 @@ export function parseArgs(argv: readonly string[]): CliOptions {
       }
       case '--heartbeat-debounce': {
         const v = Number(value());
-        if (!(v > 0)) throw new UsageError('--heartbeat-debounce must be a positive number of seconds');
+        if (!(v > 0 && v <= MAX_DEBOUNCE_SECONDS)) throw new UsageError(`--heartbeat-debounce must be a positive number of seconds, at most ${MAX_DEBOUNCE_SECONDS}`);
         options.heartbeatDebounceSeconds = v;
         break;
       }

@@ -34,6 +34,7 @@ async function main(): Promise<number> {
       port: options.port,
       auth: options.auth,
       heartbeatDebounceMs: options.heartbeatDebounceSeconds * 1000,
+      onEvent: (event) => process.stderr.write(formatEvent(event) + '\n'),
     });
   } catch (err) {
     if (err instanceof PortInUseError || err instanceof StoreOpenError || err instanceof ConfigurationError) {
@@ -43,7 +44,6 @@ async function main(): Promise<number> {
     throw err;
   }
 
-  host.coordinator.log.onDidRecord((event) => process.stderr.write(formatEvent(event) + '\n'));
   process.stdout.write(`# SW4RM coordinator serving on ${options.host}:${host.port} (auth ${options.auth}, store ${host.coordinator.store.location})\n`);
   process.stdout.write('# Agent environment:\n');
   process.stdout.write(formatEnvironment(host.environment()));

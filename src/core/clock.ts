@@ -8,11 +8,20 @@ export interface Clock {
   setTimer(ms: number, fn: () => void): Disposable;
 }
 
+const MAX_TIMEOUT_MS = 2 ** 31 - 1;
+
 export const systemClock: Clock = {
   now: () => Date.now(),
   setTimer(ms, fn) {
-    const handle = setTimeout(fn, ms);
-    handle.unref?.();
+    // setTimeout fires at once for delays beyond 2^31-1 ms; longer timers are chained.
+    let handle: ReturnType<typeof setTimeout>;
+    const due = Date.now() + Math.max(0, ms);
+    const arm = () => {
+      const left = due - Date.now();
+      handle = setTimeout(left > MAX_TIMEOUT_MS ? arm : fn, Math.min(Math.max(0, left), MAX_TIMEOUT_MS));
+      handle.unref?.();
+    };
+    arm();
     return { dispose: () => clearTimeout(handle) };
   },
 };

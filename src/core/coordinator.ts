@@ -2,13 +2,15 @@ import { systemClock, type Clock } from './clock';
 import { randomIds, type IdSource } from './ids';
 import { EventLog } from './log/eventLog';
 import { DEFAULT_REGISTRY_OPTIONS, Registry, type RegistryOptions } from './registry/registry';
-import type { Store } from './store/store';
+import type { Store, StoredEvent } from './store/store';
 
 export interface CoordinatorOptions {
   readonly store: Store;
   readonly clock?: Clock;
   readonly ids?: IdSource;
   readonly registry?: Partial<RegistryOptions>;
+  /** Subscribed before anything is recorded, so that start-up and restore events are seen too. */
+  readonly onEvent?: (event: StoredEvent) => void;
 }
 
 /**
@@ -27,6 +29,7 @@ export class Coordinator {
     this.clock = options.clock ?? systemClock;
     this.ids = options.ids ?? randomIds;
     this.log = new EventLog(this.store, this.clock);
+    if (options.onEvent) this.log.onDidRecord(options.onEvent);
     this.log.record({
       correlationId: this.ids.uuid(), actor: 'coordinator', eventType: 'coordinator.started',
       details: { store: this.store.location, schema_version: this.store.schemaVersion },

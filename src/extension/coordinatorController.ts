@@ -89,6 +89,7 @@ export class CoordinatorController implements vscode.Disposable {
         port,
         auth: settings.auth,
         heartbeatDebounceMs: settings.heartbeatDebounceMs,
+        onEvent: (event) => this.output.appendLine(formatEvent(event)),
       });
     } catch (err) {
       await this.reportStartFailure(err);
@@ -97,7 +98,6 @@ export class CoordinatorController implements vscode.Disposable {
     const host = this.host;
     this.output.appendLine(`SW4RM coordinator serving on ${settings.host}:${host.port} (auth ${settings.auth}; store ${host.coordinator.store.location})`);
     this.hostSubscriptions.push(
-      host.coordinator.log.onDidRecord((event) => this.output.appendLine(formatEvent(event))),
       host.coordinator.registry.onDidChange(() => this.updateStatus()),
     );
     this.agentsView.bind(host.coordinator.registry);

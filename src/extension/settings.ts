@@ -26,7 +26,7 @@ export function readSettings(context: vscode.ExtensionContext): CoordinatorSetti
     host: config.get<string>(Settings.host, '127.0.0.1').trim() || '127.0.0.1',
     auth,
     dataDir,
-    heartbeatDebounceMs: Math.max(1, config.get<number>(Settings.heartbeatDebounceSeconds, 30)) * 1000,
+    heartbeatDebounceMs: Math.min(86_400, Math.max(1, config.get<number>(Settings.heartbeatDebounceSeconds, 30))) * 1000,
     autoStart: config.get<boolean>(Settings.autoStart, true),
   };
 }

@@ -3,6 +3,7 @@ import type { Clock } from '../core/clock';
 import { Coordinator } from '../core/coordinator';
 import type { IdSource } from '../core/ids';
 import { SqliteStore } from '../core/store/sqliteStore';
+import type { StoredEvent } from '../core/store/store';
 import { agentEnvironment } from './agentEnvironment';
 import type { AuthMode } from './auth';
 import { CoordinatorServer } from './server';
@@ -16,6 +17,10 @@ export interface HostOptions {
   readonly heartbeatDebounceMs?: number;
   readonly clock?: Clock;
   readonly ids?: IdSource;
+  /** Sees every event from the first one on (the Output channel, the CLI's stderr). */
+  readonly onEvent?: (event: StoredEvent) => void;
+  /** How long to wait for the store's lock while a previous owner is closing (see SqliteStore.open). */
+  readonly lockWaitMs?: number;
 }
 
 /**
@@ -32,7 +37,7 @@ export class CoordinatorHost {
   ) {}
 
   static async start(options: HostOptions): Promise<CoordinatorHost> {
-    const store = SqliteStore.open(options.dataDir);
+    const store = SqliteStore.open(options.dataDir, { lockWaitMs: options.lockWaitMs });
     let coordinator: Coordinator | undefined;
     try {
       const token = options.auth === 'token' ? loadOrCreateToken(options.dataDir) : undefined;
@@ -40,6 +45,7 @@ export class CoordinatorHost {
         store,
         clock: options.clock,
         ids: options.ids,
+        onEvent: options.onEvent,
         registry: options.heartbeatDebounceMs ? { heartbeatDebounceMs: options.heartbeatDebounceMs } : undefined,
       });
       const server = new CoordinatorServer({

@@ -103,7 +103,7 @@ export class CoordinatorServer {
         else resolve(bound);
       });
     }).catch(async (err: Error) => {
-      if (port !== 0 && /EADDRINUSE|address already in use|No address added/i.test(err.message)) {
+      if (port !== 0 && /EADDRINUSE/.test(err.message)) {
         throw new PortInUseError(host, port, await findFreePort(host));
       }
       throw err;

@@ -52,5 +52,10 @@ export class EventLog {
 
 /** One line for a human: `2026-01-01T00:00:00.000Z INFO registry agent.registered [corr] {details}`. */
 export function formatEvent(event: StoredEvent): string {
-  return `${event.ts} ${event.level.padEnd(5)} ${event.actor} ${event.eventType} [${event.correlationId}] ${JSON.stringify(event.details)}`;
+  return `${oneLine(event.ts)} ${event.level.padEnd(5)} ${oneLine(event.actor)} ${oneLine(event.eventType)} [${oneLine(event.correlationId)}] ${JSON.stringify(event.details)}`;
+}
+
+/** Agent-supplied text never breaks a log line: control characters are shown escaped. */
+function oneLine(text: string): string {
+  return text.replace(/[\u0000-\u001f\u007f\u2028\u2029]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
 }

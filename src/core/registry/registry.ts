@@ -56,10 +56,15 @@ export class Registry implements Disposable {
   /** Agents from an earlier run come back registered but disconnected until they are heard from again. */
   private restore(): void {
     const now = this.clock.now();
+    const restoredInitializing: Array<[string, number]> = [];
     this.store.transaction(() => {
       for (const stored of this.store.agents.list()) {
         const record: AgentRecord = { ...stored, presence: 'disconnected', updatedAt: now };
         this.agents.set(record.descriptor.agentId, record);
+        if (record.state === 'INITIALIZING') {
+          // The init timeout counts from when the agent entered INITIALIZING, across restarts.
+          restoredInitializing.push([record.descriptor.agentId, Math.max(0, stored.updatedAt + this.options.initTimeoutMs - now)]);
+        }
         if (stored.presence !== 'disconnected') {
           this.store.agents.upsert(record);
           this.log.record({
@@ -71,6 +76,7 @@ export class Registry implements Disposable {
         }
       }
     });
+    for (const [agentId, remainingMs] of restoredInitializing) this.armInitTimer(agentId, remainingMs);
   }
 
   register(input: DescriptorInput, ctx: CallContext): RegisterResult {
@@ -128,10 +134,17 @@ export class Registry implements Disposable {
     }
     const now = this.clock.now();
     const known = (AGENT_STATES as readonly string[]).includes(reportedState);
+    const { health: boundedHealth, truncated } = boundHealth(health);
     const state = known ? reportedState : previous.state;
-    const record: AgentRecord = { ...previous, state, health: { ...health }, lastHeartbeatAt: now, updatedAt: now, presence: 'online' };
+    const record: AgentRecord = { ...previous, state, health: boundedHealth, lastHeartbeatAt: now, updatedAt: now, presence: 'online' };
     this.store.transaction(() => {
       this.store.agents.upsert(record);
+      if (truncated) {
+        this.log.record({
+          correlationId: ctx.correlationId, actor: agentId, eventType: 'agent.heartbeat_health_truncated', level: 'WARN',
+          details: { agent_id: agentId, limits: { entries: MAX_HEALTH_ENTRIES, key_chars: MAX_HEALTH_KEY, value_chars: MAX_HEALTH_VALUE } },
+        });
+      }
       if (!known && reportedState !== '' && reportedState !== 'AGENT_STATE_UNSPECIFIED') {
         this.log.record({
           correlationId: ctx.correlationId, actor: agentId, eventType: 'agent.heartbeat_state_unknown', level: 'WARN',
@@ -154,13 +167,15 @@ export class Registry implements Disposable {
     this.agents.set(agentId, record);
     this.armPresenceTimer(agentId);
     if (state !== 'INITIALIZING') this.disarm(this.initTimers, agentId);
+    else if (previous.state !== 'INITIALIZING') this.armInitTimer(agentId);
     const kind = state !== previous.state ? 'state' : previous.presence !== 'online' ? 'presence' : 'heartbeat';
     this.changed.fire({ kind, agent: record });
     return true;
   }
 
   /** The only way an agent leaves the registry. Answers false for an agent that is not registered. */
-  deregister(agentId: string, reason: string, ctx: CallContext): boolean {
+  deregister(agentId: string, givenReason: string, ctx: CallContext): boolean {
+    const reason = givenReason.length > MAX_REASON ? `${givenReason.slice(0, MAX_REASON)}… (truncated)` : givenReason;
     const previous = this.agents.get(agentId);
     if (!previous) {
       this.log.record({
@@ -213,9 +228,9 @@ export class Registry implements Disposable {
     }));
   }
 
-  private armInitTimer(agentId: string): void {
+  private armInitTimer(agentId: string, delayMs = this.options.initTimeoutMs): void {
     this.disarm(this.initTimers, agentId);
-    this.initTimers.set(agentId, this.clock.setTimer(this.options.initTimeoutMs, () => {
+    this.initTimers.set(agentId, this.clock.setTimer(delayMs, () => {
       this.initTimers.delete(agentId);
       const agent = this.agents.get(agentId);
       if (!agent || agent.state !== 'INITIALIZING') return;
@@ -251,6 +266,24 @@ export class Registry implements Disposable {
     timers.get(agentId)?.dispose();
     timers.delete(agentId);
   }
+}
+
+/** What a heartbeat's health map may hold; the rest is cut, and the cut is logged. */
+export const MAX_HEALTH_ENTRIES = 32;
+export const MAX_HEALTH_KEY = 128;
+export const MAX_HEALTH_VALUE = 1024;
+export const MAX_REASON = 1024;
+
+function boundHealth(health: Record<string, string>): { health: Record<string, string>; truncated: boolean } {
+  const entries = Object.entries(health);
+  let truncated = entries.length > MAX_HEALTH_ENTRIES;
+  const bounded: Record<string, string> = {};
+  for (const [key, value] of entries.slice(0, MAX_HEALTH_ENTRIES)) {
+    const text = String(value);
+    if (key.length > MAX_HEALTH_KEY || text.length > MAX_HEALTH_VALUE) truncated = true;
+    bounded[key.slice(0, MAX_HEALTH_KEY)] = text.slice(0, MAX_HEALTH_VALUE);
+  }
+  return { health: bounded, truncated };
 }
 
 function changedFields(before: AgentDescriptor, after: AgentDescriptor): string[] {

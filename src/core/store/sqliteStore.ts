@@ -15,6 +15,9 @@ import {
 } from './store';
 
 export const STORE_FILE_NAME = 'coordinator.db';
+const DEFAULT_LOCK_WAIT_MS = 5000;
+const SQLITE_BUSY = 5;
+const SQLITE_LOCKED = 6;
 
 /**
  * The embedded store: one SQLite file (node:sqlite, WAL mode) in the data folder.
@@ -34,18 +37,24 @@ export class SqliteStore implements Store {
     this.events = new SqliteEvents(db);
   }
 
-  /** Opens (creating if needed) the store file in `dataDir`, applying pending migrations. */
-  static open(dataDir: string, migrations: readonly Migration[] = MIGRATIONS): SqliteStore {
-    fs.mkdirSync(dataDir, { recursive: true });
+  /**
+   * Opens (creating if needed) the store file in `dataDir`, applying pending migrations. The file is locked
+   * for as long as the store is open, so a second coordinator on the same folder is refused before it reads
+   * or writes anything; `lockWaitMs` lets a previous owner that is still closing (a window reload) finish.
+   */
+  static open(dataDir: string, options: { migrations?: readonly Migration[]; lockWaitMs?: number } = {}): SqliteStore {
+    const migrations = options.migrations ?? MIGRATIONS;
     const location = path.join(dataDir, STORE_FILE_NAME);
     let db: DatabaseSync;
     try {
+      fs.mkdirSync(dataDir, { recursive: true });
       db = new DatabaseSync(location);
     } catch (err) {
       throw new StoreOpenError(location, 'unreadable',
-        `Cannot open the SW4RM store ${location}: ${(err as Error).message}. Check that the folder is writable.`);
+        `Cannot open the SW4RM store ${location}: ${(err as Error).message}. Check that the data folder ${dataDir} is a writable folder.`);
     }
     try {
+      SqliteStore.lock(db, location, options.lockWaitMs ?? DEFAULT_LOCK_WAIT_MS);
       const version = SqliteStore.checkIntegrity(db, location);
       const latest = migrations.length ? migrations[migrations.length - 1].version : 0;
       if (version > latest) {
@@ -56,7 +65,6 @@ export class SqliteStore implements Store {
       db.exec('PRAGMA journal_mode = WAL');
       db.exec('PRAGMA synchronous = NORMAL');
       db.exec('PRAGMA foreign_keys = ON');
-      db.exec('PRAGMA busy_timeout = 5000');
       for (const migration of migrations.filter((m) => m.version > version)) {
         db.exec('BEGIN IMMEDIATE');
         try {
@@ -73,6 +81,24 @@ export class SqliteStore implements Store {
     } catch (err) {
       db.close();
       throw err;
+    }
+  }
+
+  /** Takes the file's lock for the lifetime of the connection (SQLite EXCLUSIVE locking mode). */
+  private static lock(db: DatabaseSync, location: string, waitMs: number): void {
+    db.exec(`PRAGMA busy_timeout = ${Math.max(0, Math.floor(waitMs))}`);
+    db.exec('PRAGMA locking_mode = EXCLUSIVE');
+    try {
+      db.exec('BEGIN EXCLUSIVE');
+      db.exec('COMMIT');
+    } catch (err) {
+      const code = (err as { errcode?: number }).errcode;
+      if (code === SQLITE_BUSY || code === SQLITE_LOCKED) {
+        throw new StoreOpenError(location, 'locked',
+          `The SW4RM store ${location} is in use by another running coordinator (another editor window on this folder, or sw4rm-coordinator). ` +
+          'Stop that one, or give this one another data folder (setting sw4rm.dataDir or --data-dir).');
+      }
+      // Anything else (e.g. "file is not a database") is diagnosed by the integrity check that follows.
     }
   }
 

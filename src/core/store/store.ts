@@ -70,7 +70,7 @@ export interface Store {
 export class StoreOpenError extends Error {
   constructor(
     readonly location: string,
-    readonly reason: 'corrupt' | 'newer-schema' | 'unreadable',
+    readonly reason: 'corrupt' | 'newer-schema' | 'unreadable' | 'locked',
     message: string,
   ) {
     super(message);

@@ -14,6 +14,7 @@ interface LogEventMessage {
 }
 
 const LEVELS = ['INFO', 'WARN', 'ERROR'] as const;
+const CONTROL_CHARACTERS = /[\u0000-\u001f\u007f\u2028\u2029]/;
 
 /** sw4rm.logging.LoggingService: Ingest stores an agent's structured event beside the coordinator's own. */
 export class LoggingServiceAdapter {
@@ -28,7 +29,10 @@ export class LoggingServiceAdapter {
         const event = call.request;
         const eventType = (event.event_type ?? '').trim();
         if (eventType === '') return invalid('event_type must not be empty');
-        if (eventType.length > 128) return invalid('event_type is longer than 128 characters');
+        for (const [field, value, max] of [['event_type', eventType, 128], ['agent_id', event.agent_id ?? '', 128], ['correlation_id', event.correlation_id ?? '', 256]] as const) {
+          if (value.length > max) return invalid(`${field} is longer than ${max} characters`);
+          if (CONTROL_CHARACTERS.test(value)) return invalid(`${field} contains control characters`);
+        }
         const level = (event.level ?? '').trim().toUpperCase() || 'INFO';
         if (!(LEVELS as readonly string[]).includes(level)) return invalid(`level '${level.slice(0, 20)}' is not one of INFO, WARN, ERROR`);
         const detailsJson = event.details_json ?? '';

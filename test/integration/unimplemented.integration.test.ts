@@ -1,0 +1,112 @@
+import { strict as assert } from 'node:assert';
+import * as grpc from '@grpc/grpc-js';
+import type { CoordinatorHost } from '../../src/server/host';
+import { CANONICAL_SERVICES, serviceDefinition } from '../../src/server/protos';
+import { canonicalDefinition } from '../support/clients';
+import { startHost, stopHost } from '../support/host';
+import { makeTempDir, removeTempDir } from '../support/tempDir';
+
+/** The RPCs the walking skeleton implements; every other one must answer UNIMPLEMENTED. */
+const IMPLEMENTED = new Set([
+  '/sw4rm.registry.RegistryService/RegisterAgent',
+  '/sw4rm.registry.RegistryService/Heartbeat',
+  '/sw4rm.registry.RegistryService/DeregisterAgent',
+  '/sw4rm.logging.LoggingService/Ingest',
+]);
+
+type Method = grpc.MethodDefinition<unknown, unknown>;
+
+function allMethods(): Method[] {
+  const methods: Method[] = [];
+  for (const name of CANONICAL_SERVICES) {
+    for (const method of Object.values(serviceDefinition(canonicalDefinition(), name))) methods.push(method as Method);
+  }
+  return methods;
+}
+
+/** Calls any RPC with an empty request and answers the status it ends with (responses are a failure). */
+function callWithEmptyRequest(client: grpc.Client, method: Method, metadata: grpc.Metadata): Promise<grpc.StatusObject> {
+  const options: grpc.CallOptions = { deadline: Date.now() + 10_000 };
+  return new Promise((resolve, reject) => {
+    const unexpected = (response: unknown) => reject(new Error(`${method.path} answered ${JSON.stringify(response)}`));
+    const settle = (err: grpc.ServiceError | null, response?: unknown) => (err ? resolve(err) : unexpected(response));
+    if (!method.requestStream && !method.responseStream) {
+      client.makeUnaryRequest(method.path, method.requestSerialize, method.responseDeserialize, {}, metadata, options, settle);
+    } else if (!method.requestStream && method.responseStream) {
+      const stream = client.makeServerStreamRequest(method.path, method.requestSerialize, method.responseDeserialize, {}, metadata, options);
+      stream.on('data', unexpected);
+      stream.on('error', (err: grpc.ServiceError) => resolve(err));
+      stream.on('status', (status: grpc.StatusObject) => { if (status.code === grpc.status.OK) unexpected('an OK stream end'); });
+    } else if (method.requestStream && !method.responseStream) {
+      const call = client.makeClientStreamRequest(method.path, method.requestSerialize, method.responseDeserialize, metadata, options, settle);
+      call.write({});
+      call.end();
+    } else {
+      const call = client.makeBidiStreamRequest(method.path, method.requestSerialize, method.responseDeserialize, metadata, options);
+      call.on('data', unexpected);
+      call.on('error', (err: grpc.ServiceError) => resolve(err));
+      call.write({});
+      call.end();
+    }
+  });
+}
+
+describe('RPCs not implemented yet', () => {
+  let dataDir: string;
+  let host: CoordinatorHost;
+  let client: grpc.Client;
+
+  before(async () => {
+    dataDir = makeTempDir('sw4rm-int-unimpl-');
+    host = await startHost(dataDir);
+    client = new grpc.Client(`127.0.0.1:${host.port}`, grpc.credentials.createInsecure());
+  });
+
+  after(async () => {
+    client?.close();
+    await stopHost(host);
+    removeTempDir(dataDir);
+  });
+
+  function authorized(): grpc.Metadata {
+    const metadata = new grpc.Metadata();
+    metadata.set('authorization', `Bearer ${host.token}`);
+    return metadata;
+  }
+
+  it('covers all 15 services, and every implemented RPC exists in the protos', () => {
+    const paths = allMethods().map((m) => m.path);
+    assert.equal(new Set(paths.map((p) => p.split('/')[1])).size, 15);
+    for (const path of IMPLEMENTED) assert.ok(paths.includes(path), path);
+    assert.ok(paths.length - IMPLEMENTED.size > 40, `${paths.length} RPCs in all`);
+  });
+
+  it('answers UNIMPLEMENTED, saying "not implemented yet", for every other RPC of the 15 services', async () => {
+    const wrong: string[] = [];
+    let checked = 0;
+    for (const method of allMethods()) {
+      if (IMPLEMENTED.has(method.path)) continue;
+      const status = await callWithEmptyRequest(client, method, authorized());
+      checked++;
+      if (status.code !== grpc.status.UNIMPLEMENTED || !status.details.includes('not implemented yet') || !status.details.includes(method.path)) {
+        wrong.push(`${method.path}: ${grpc.status[status.code]} ${JSON.stringify(status.details)}`);
+      }
+    }
+    assert.deepEqual(wrong, []);
+    assert.ok(checked > 40, `${checked} RPCs checked`);
+  });
+
+  it('names the piece of work that brings a planned service', async () => {
+    const send = allMethods().find((m) => m.path === '/sw4rm.router.RouterService/SendMessage');
+    assert.ok(send);
+    const status = await callWithEmptyRequest(client, send, authorized());
+    assert.match(status.details, /arrives with the messaging plane/);
+  });
+
+  it('still asks for credentials first', async () => {
+    const stream = allMethods().find((m) => m.path === '/sw4rm.router.RouterService/StreamIncoming');
+    assert.ok(stream);
+    const status = await callWithEmptyRequest(client, stream, new grpc.Metadata());
+    assert.equal(status.code, grpc.status.UNAUTHENTICATED);
+  });
+});

@@ -1,0 +1,18 @@
+import { CoordinatorHost, type HostOptions } from '../../src/server/host';
+import { CoordinatorClients } from './clients';
+import { PROTOS_DIR } from './paths';
+
+/** Starts a real coordinator on 127.0.0.1, any free port, token auth, unless told otherwise. */
+export function startHost(dataDir: string, overrides: Partial<HostOptions> = {}): Promise<CoordinatorHost> {
+  return CoordinatorHost.start({ dataDir, protosDir: PROTOS_DIR, host: '127.0.0.1', port: 0, auth: 'token', ...overrides });
+}
+
+/** Clients connected to `host` carrying its token. */
+export function clientsFor(host: CoordinatorHost): CoordinatorClients {
+  return new CoordinatorClients(`127.0.0.1:${host.port}`, host.token);
+}
+
+/** Stops a host quickly: the tests close their clients first, so nothing is left in flight. */
+export async function stopHost(host: CoordinatorHost | undefined): Promise<void> {
+  if (host) await host.stop(500);
+}

@@ -1,0 +1,18 @@
+/**
+ * Waits for something a real process or socket does, by polling until `check` answers a value other than
+ * undefined or the deadline passes. Never used for time-based rules of the core: those run on ManualClock.
+ */
+export async function pollUntil<T>(
+  what: string,
+  check: () => T | undefined | Promise<T | undefined>,
+  deadlineMs = 10_000,
+  intervalMs = 20,
+): Promise<T> {
+  const deadline = Date.now() + deadlineMs;
+  for (;;) {
+    const value = await check();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`timed out after ${deadlineMs} ms waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, intervalMs));
+  }
+}

@@ -1,0 +1,95 @@
+import { strict as assert } from 'node:assert';
+import { ManualClock } from '../../src/core/clock';
+import { EventLog, formatEvent } from '../../src/core/log/eventLog';
+import { SqliteStore } from '../../src/core/store/sqliteStore';
+import type { StoredEvent } from '../../src/core/store/store';
+import { makeTempDir, removeTempDir } from '../support/tempDir';
+
+describe('EventLog', () => {
+  let dataDir: string;
+  let store: SqliteStore;
+  let clock: ManualClock;
+  let log: EventLog;
+
+  beforeEach(() => {
+    dataDir = makeTempDir('sw4rm-log-');
+    store = SqliteStore.open(dataDir);
+    clock = new ManualClock(Date.UTC(2026, 2, 4, 5, 6, 7, 89));
+    log = new EventLog(store, clock);
+  });
+
+  afterEach(() => {
+    log.dispose();
+    store.close();
+    removeTempDir(dataDir);
+  });
+
+  it('stamps an event with the clock in ISO-8601 UTC and fills in the defaults', () => {
+    const event = log.record({ correlationId: 'c1', actor: 'registry', eventType: 'agent.registered' });
+    assert.deepEqual(event, {
+      id: 1, ts: '2026-03-04T05:06:07.089Z', correlationId: 'c1', actor: 'registry', eventType: 'agent.registered',
+      level: 'INFO', source: 'coordinator', details: {},
+    });
+    assert.deepEqual(store.events.query(), [event]);
+  });
+
+  it('keeps what the caller gives: level, source, details and an agent\'s own timestamp', () => {
+    const event = log.record({
+      correlationId: 'c2', actor: 'alpha', eventType: 'task.done', level: 'WARN', source: 'agent',
+      details: { files: ['a.ts'], n: 3 }, ts: '2025-12-31T23:59:59.000Z',
+    });
+    assert.equal(event.ts, '2025-12-31T23:59:59.000Z');
+    assert.equal(event.level, 'WARN');
+    assert.equal(event.source, 'agent');
+    assert.deepEqual(log.query({ correlationId: 'c2' })[0].details, { files: ['a.ts'], n: 3 });
+  });
+
+  it('announces every recorded event, with its id, to listeners until they or the log are disposed', () => {
+    const seen: StoredEvent[] = [];
+    const subscription = log.onDidRecord((e) => seen.push(e));
+    log.record({ correlationId: 'c1', actor: 'a', eventType: 'one' });
+    clock.advance(1_000);
+    log.record({ correlationId: 'c1', actor: 'a', eventType: 'two' });
+    assert.deepEqual(seen.map((e) => [e.id, e.eventType, e.ts]), [[1, 'one', '2026-03-04T05:06:07.089Z'], [2, 'two', '2026-03-04T05:06:08.089Z']]);
+
+    subscription.dispose();
+    log.record({ correlationId: 'c1', actor: 'a', eventType: 'three' });
+    assert.equal(seen.length, 2);
+
+    log.onDidRecord((e) => seen.push(e));
+    log.dispose();
+    log.record({ correlationId: 'c1', actor: 'a', eventType: 'four' });
+    assert.equal(seen.length, 2);
+    assert.equal(store.events.count(), 4, 'disposing the log stops announcements, not recording');
+  });
+
+  it('records the event even when a listener throws, and still tells the other listeners', () => {
+    const seen: string[] = [];
+    const originalError = console.error;
+    console.error = () => undefined;
+    try {
+      log.onDidRecord(() => { throw new Error('faulty view'); });
+      log.onDidRecord((e) => seen.push(e.eventType));
+      log.record({ correlationId: 'c1', actor: 'a', eventType: 'survives' });
+    } finally {
+      console.error = originalError;
+    }
+    assert.deepEqual(seen, ['survives']);
+    assert.equal(store.events.count(), 1);
+  });
+
+  it('formats an event as one line for a human', () => {
+    const event = log.record({ correlationId: 'c9', actor: 'registry', eventType: 'agent.left', level: 'WARN', details: { agent_id: 'x' } });
+    assert.equal(formatEvent(event), '2026-03-04T05:06:07.089Z WARN  registry agent.left [c9] {"agent_id":"x"}');
+    assert.ok(!formatEvent(event).includes('\n'));
+  });
+
+  it('keeps an event on one line even when agent-supplied text contains line breaks', () => {
+    const event = log.record({
+      correlationId: 'c\r\n2026-01-01T00:00:00.000Z INFO  registry forged [x] {}', actor: 'alpha\nbeta', eventType: 'x\u001b[2Jy',
+      source: 'agent', details: { text: 'a\nb' },
+    });
+    const line = formatEvent(event);
+    assert.ok(!/[\u0000-\u001f\u007f]/.test(line), `control characters in ${JSON.stringify(line)}`);
+  });
+});
