@@ -1,0 +1,88 @@
+import { strict as assert } from 'node:assert';
+import { spawn, type ChildProcess } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { CodeServerHarness, ROOT, freePort, poll } from './harness';
+
+const VSIX = path.join(ROOT, 'dist', 'sw4rm-coordinator.vsix');
+const EXAMPLE_AGENT = path.join(ROOT, 'dist', 'example-agent.js');
+
+/** Parses `export NAME=value` lines as copied by "SW4RM: Copy Agent Environment". */
+function parseEnvironment(text: string): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const line of text.split('\n')) {
+    const match = /^export ([A-Z0-9_]+)=(.*)$/.exec(line.trim());
+    if (match) env[match[1]] = match[2];
+  }
+  return env;
+}
+
+/** Starts the example agent (only canonical protos) with the environment the editor handed out. */
+function startAgent(env: Record<string, string>, agentId: string): { child: ChildProcess; output: () => string; exited: Promise<number | null> } {
+  let output = '';
+  const child = spawn(process.execPath, [EXAMPLE_AGENT], {
+    env: { ...process.env, ...env, SW4RM_AGENT_ID: agentId, SW4RM_AGENT_NAME: 'E2E Agent', SW4RM_HEARTBEAT_MS: '1000' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  child.stdout!.on('data', (chunk) => { output += chunk; });
+  child.stderr!.on('data', (chunk) => { output += chunk; });
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  return { child, output: () => output, exited };
+}
+
+describe('the packaged extension in a real editor (code-server + Chromium)', function () {
+  let harness: CodeServerHarness | undefined;
+  let agent: ReturnType<typeof startAgent> | undefined;
+  let port: number;
+
+  before(async function () {
+    assert.ok(fs.existsSync(VSIX), `${VSIX} is missing: npm run package builds it`);
+    port = await freePort();
+    harness = await CodeServerHarness.start({ vsixPath: VSIX, userSettings: { 'sw4rm.port': port }, name: 'sw4rm-agents-e2e' });
+  });
+
+  after(async function () {
+    if (agent && agent.child.exitCode === null) agent.child.kill('SIGKILL');
+    if (harness && this.currentTest?.state === 'failed') await harness.screenshot('agents-failure').catch(() => undefined);
+    await harness?.dispose();
+  });
+
+  it('starts the coordinator on the configured port and says so in the status bar', async function () {
+    const status = await harness!.waitForText((text) => text.includes(`SW4RM :${port}`), 60_000, () => harness!.statusBarText());
+    assert.match(status, new RegExp(`SW4RM :${port} · 0 agents`));
+  });
+
+  it('copies an agent environment that carries the bound port and a token', async function () {
+    await harness!.writeClipboard('nothing yet');
+    await harness!.runCommand('SW4RM: Copy Agent Environment');
+    const text = await harness!.waitForText((t) => t.includes('SW4RM_TOKEN'), 15_000, () => harness!.readClipboard());
+    const env = parseEnvironment(text);
+    const addresses = Object.entries(env).filter(([name]) => name.endsWith('_ADDR'));
+    assert.equal(addresses.length, 15);
+    for (const [name, value] of addresses) assert.equal(value, `127.0.0.1:${port}`, name);
+    assert.match(env.SW4RM_TOKEN, /^[A-Za-z0-9_-]{32,}$/);
+  });
+
+  it('shows a registering agent in the Agents view within seconds and removes it when it deregisters', async function () {
+    await harness!.writeClipboard('');
+    await harness!.runCommand('SW4RM: Copy Agent Environment');
+    const env = parseEnvironment(await harness!.waitForText((t) => t.includes('SW4RM_TOKEN'), 15_000, () => harness!.readClipboard()));
+    await harness!.openViewContainer('SW4RM');
+
+    agent = startAgent(env, 'e2e-agent-1');
+    const registeredAt = Date.now();
+    await poll(async () => agent!.output().includes('registered as e2e-agent-1'), { timeoutMs: 15_000, description: `the agent to register (output: ${agent.output()})` });
+    const shown = await harness!.waitForText((t) => t.includes('e2e-agent-1') && t.includes('RUNNABLE'), 10_000, () => harness!.viewText('Agents'));
+    console.log(`    agent visible ${Date.now() - registeredAt} ms after registering`);
+    assert.match(shown, /E2E Agent \(e2e-agent-1\)/);
+    assert.match(shown, /connected/);
+    await harness!.waitForText((t) => t.includes(`SW4RM :${port} · 1 agent`), 10_000, () => harness!.statusBarText());
+    await harness!.screenshot('agents-view');
+
+    agent.child.kill('SIGINT');
+    assert.equal(await agent.exited, 0, agent.output());
+    assert.match(agent.output(), /deregistered/);
+    await harness!.waitForText((t) => !t.includes('e2e-agent-1'), 10_000, () => harness!.viewText('Agents'));
+    await harness!.waitForText((t) => t.includes(`SW4RM :${port} · 0 agents`), 10_000, () => harness!.statusBarText());
+  });
+});
