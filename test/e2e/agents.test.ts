@@ -1,6 +1,7 @@
 import { strict as assert } from 'node:assert';
 import { spawn, type ChildProcess } from 'node:child_process';
 import * as fs from 'node:fs';
+import * as net from 'node:net';
 import * as path from 'node:path';
 import { CodeServerHarness, ROOT, freePort, poll } from './harness';
 
@@ -84,5 +85,55 @@ describe('the packaged extension in a real editor (code-server + Chromium)', fun
     assert.match(agent.output(), /deregistered/);
     await harness!.waitForText((t) => !t.includes('e2e-agent-1'), 10_000, () => harness!.viewText('Agents'));
     await harness!.waitForText((t) => t.includes(`SW4RM :${port} · 0 agents`), 10_000, () => harness!.statusBarText());
+  });
+
+  it('gives integrated terminals the agent environment with the bound port', async function () {
+    const out = path.join(harness!.workspaceDir, 'terminal-env.txt');
+    await harness!.runCommand('Terminal: Create New Terminal');
+    const terminalInput = harness!.page.locator('.terminal-wrapper.active .xterm-helper-textarea, .terminal .xterm-helper-textarea').first();
+    await terminalInput.waitFor({ state: 'attached', timeout: 30_000 });
+    await terminalInput.focus();
+    await harness!.page.keyboard.type(`printf '%s %s\\n' "$SW4RM_REGISTRY_ADDR" "\${#SW4RM_TOKEN}" > '${out}'`);
+    await harness!.page.keyboard.press('Enter');
+    const written = await poll(async () => (fs.existsSync(out) && fs.readFileSync(out, 'utf8').includes('\n') ? fs.readFileSync(out, 'utf8') : false),
+      { timeoutMs: 30_000, description: 'the terminal to write the environment' });
+    const [address, tokenLength] = written.trim().split(' ');
+    assert.equal(address, `127.0.0.1:${port}`);
+    assert.ok(Number(tokenLength) >= 32, `SW4RM_TOKEN has ${tokenLength} characters`);
+  });
+});
+
+describe('a second window whose port is taken (code-server + Chromium)', function () {
+  let harness: CodeServerHarness | undefined;
+  let blocker: net.Server | undefined;
+  let takenPort: number;
+
+  before(async function () {
+    blocker = net.createServer();
+    await new Promise<void>((resolve) => blocker!.listen({ host: '127.0.0.1', port: 0 }, resolve));
+    takenPort = (blocker.address() as net.AddressInfo).port;
+    harness = await CodeServerHarness.start({ vsixPath: VSIX, userSettings: { 'sw4rm.port': takenPort }, name: 'sw4rm-port-e2e' });
+  });
+
+  after(async function () {
+    if (harness && this.currentTest?.state === 'failed') await harness.screenshot('port-conflict-failure').catch(() => undefined);
+    await harness?.dispose();
+    await new Promise((resolve) => blocker?.close(resolve));
+  });
+
+  it('says the port is in use, offers a free one, and hands out the port actually bound', async function () {
+    await harness!.waitForText((t) => t.includes(`port ${takenPort} is already in use`), 60_000);
+    await harness!.screenshot('port-conflict');
+    const offer = harness!.page.locator('.notification-toast .monaco-button', { hasText: /^Use port \d+$/ }).first();
+    const label = (await offer.innerText()).trim();
+    const offered = Number(/\d+/.exec(label)![0]);
+    assert.notEqual(offered, takenPort);
+    await offer.click();
+    await harness!.waitForText((t) => t.includes(`SW4RM :${offered}`), 30_000, () => harness!.statusBarText());
+
+    await harness!.writeClipboard('');
+    await harness!.runCommand('SW4RM: Copy Agent Environment');
+    const env = parseEnvironment(await harness!.waitForText((t) => t.includes('SW4RM_TOKEN'), 15_000, () => harness!.readClipboard()));
+    assert.equal(env.SW4RM_ROUTER_ADDR, `127.0.0.1:${offered}`);
   });
 });
