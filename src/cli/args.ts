@@ -1,4 +1,8 @@
+import { MIB } from '../core/limits';
 import type { AuthMode } from '../server/auth';
+
+/** A payload limit may not exceed what the transport admits (the largest default, 16 MB). */
+const TRANSPORT_MAX_PAYLOAD = 16 * MIB;
 
 export interface CliOptions {
   readonly host: string;
@@ -6,6 +10,9 @@ export interface CliOptions {
   readonly dataDir: string;
   readonly auth: AuthMode;
   readonly heartbeatDebounceSeconds: number;
+  readonly capacity: number;
+  readonly dedupWindowSeconds: number;
+  readonly payloadLimits: Readonly<Record<string, number>>;
   readonly help: boolean;
 }
 
@@ -19,6 +26,9 @@ Options:
   --data-dir <folder>       store folder (default .sw4rm)
   --auth <token|none>       agent authentication (default token)
   --heartbeat-debounce <s>  seconds without heartbeat before an agent is unavailable (default 30)
+  --capacity <n>            messages an agent's inbox admits before BUFFER_FULL (default 10)
+  --dedup-window <s>        seconds retry outcomes are remembered (default 3600)
+  --payload-limit TYPE=N    payload limit in bytes for a message type, e.g. DATA=1048576 (repeatable)
   -h, --help                show this help
 `;
 
@@ -28,7 +38,15 @@ export class UsageError extends Error {}
 export const MAX_DEBOUNCE_SECONDS = 86_400;
 
 export function parseArgs(argv: readonly string[]): CliOptions {
-  const options = { host: '127.0.0.1', port: 50051, dataDir: '.sw4rm', auth: 'token' as AuthMode, heartbeatDebounceSeconds: 30, help: false };
+  const options = {
+    host: '127.0.0.1', port: 50051, dataDir: '.sw4rm', auth: 'token' as AuthMode, heartbeatDebounceSeconds: 30,
+    capacity: 10, dedupWindowSeconds: 3600, payloadLimits: {} as Record<string, number>, help: false,
+  };
+  const positiveInteger = (flag: string, v: string, max: number): number => {
+    const n = Number(v);
+    if (!/^\d+$/.test(v) || n < 1 || n > max) throw new UsageError(`${flag} must be a whole number from 1 to ${max}, not '${v}'`);
+    return n;
+  };
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i];
     const [flag, inline] = arg.startsWith('--') && arg.includes('=') ? [arg.slice(0, arg.indexOf('=')), arg.slice(arg.indexOf('=') + 1)] : [arg, undefined];
@@ -57,6 +75,15 @@ export function parseArgs(argv: readonly string[]): CliOptions {
         const v = Number(value());
         if (!(v > 0 && v <= MAX_DEBOUNCE_SECONDS)) throw new UsageError(`--heartbeat-debounce must be a positive number of seconds, at most ${MAX_DEBOUNCE_SECONDS}`);
         options.heartbeatDebounceSeconds = v;
+        break;
+      }
+      case '--capacity': options.capacity = positiveInteger(flag, value(), 1_000_000); break;
+      case '--dedup-window': options.dedupWindowSeconds = positiveInteger(flag, value(), 30 * 86_400); break;
+      case '--payload-limit': {
+        const v = value();
+        const match = /^([A-Z_]+)=(\d+)$/.exec(v);
+        if (!match) throw new UsageError(`--payload-limit takes TYPE=BYTES, e.g. DATA=1048576, not '${v}'`);
+        options.payloadLimits[match[1]] = positiveInteger('--payload-limit', match[2], TRANSPORT_MAX_PAYLOAD);
         break;
       }
       case '-h': case '--help': options.help = true; break;

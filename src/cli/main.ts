@@ -1,4 +1,5 @@
 import * as path from 'node:path';
+import { PAYLOAD_LIMITS } from '../core/limits';
 import { formatEvent } from '../core/log/eventLog';
 import { StoreOpenError } from '../core/store/store';
 import { formatEnvironment } from '../server/agentEnvironment';
@@ -35,6 +36,11 @@ async function main(): Promise<number> {
       auth: options.auth,
       heartbeatDebounceMs: options.heartbeatDebounceSeconds * 1000,
       onEvent: (event) => process.stderr.write(formatEvent(event) + '\n'),
+      router: {
+        capacity: options.capacity,
+        dedupWindowMs: options.dedupWindowSeconds * 1000,
+        payloadLimits: { ...PAYLOAD_LIMITS, ...options.payloadLimits },
+      },
     });
   } catch (err) {
     if (err instanceof PortInUseError || err instanceof StoreOpenError || err instanceof ConfigurationError) {

@@ -2,6 +2,7 @@ import { systemClock, type Clock } from './clock';
 import { randomIds, type IdSource } from './ids';
 import { EventLog } from './log/eventLog';
 import { DEFAULT_REGISTRY_OPTIONS, Registry, type RegistryOptions } from './registry/registry';
+import { DEFAULT_ROUTER_OPTIONS, Router, type RouterOptions } from './router/router';
 import type { Store, StoredEvent } from './store/store';
 
 export interface CoordinatorOptions {
@@ -9,6 +10,7 @@ export interface CoordinatorOptions {
   readonly clock?: Clock;
   readonly ids?: IdSource;
   readonly registry?: Partial<RegistryOptions>;
+  readonly router?: Partial<RouterOptions>;
   /** Subscribed before anything is recorded, so that start-up and restore events are seen too. */
   readonly onEvent?: (event: StoredEvent) => void;
 }
@@ -23,6 +25,7 @@ export class Coordinator {
   readonly ids: IdSource;
   readonly log: EventLog;
   readonly registry: Registry;
+  readonly router: Router;
 
   constructor(options: CoordinatorOptions) {
     this.store = options.store;
@@ -35,10 +38,12 @@ export class Coordinator {
       details: { store: this.store.location, schema_version: this.store.schemaVersion },
     });
     this.registry = new Registry(this.store, this.log, this.clock, { ...DEFAULT_REGISTRY_OPTIONS, ...options.registry });
+    this.router = new Router(this.store, this.registry, this.log, this.clock, this.ids, { ...DEFAULT_ROUTER_OPTIONS, ...options.router });
   }
 
   /** Stops timers and closes the store. The coordinator cannot be used afterwards. */
   dispose(): void {
+    this.router.dispose();
     this.registry.dispose();
     this.log.record({ correlationId: this.ids.uuid(), actor: 'coordinator', eventType: 'coordinator.stopped', details: {} });
     this.log.dispose();

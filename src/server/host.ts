@@ -2,6 +2,7 @@ import { loadOrCreateToken } from '../core/auth/token';
 import type { Clock } from '../core/clock';
 import { Coordinator } from '../core/coordinator';
 import type { IdSource } from '../core/ids';
+import type { RouterOptions } from '../core/router/router';
 import { SqliteStore } from '../core/store/sqliteStore';
 import type { StoredEvent } from '../core/store/store';
 import { agentEnvironment } from './agentEnvironment';
@@ -15,6 +16,7 @@ export interface HostOptions {
   readonly port: number;
   readonly auth: AuthMode;
   readonly heartbeatDebounceMs?: number;
+  readonly router?: Partial<RouterOptions>;
   readonly clock?: Clock;
   readonly ids?: IdSource;
   /** Sees every event from the first one on (the Output channel, the CLI's stderr). */
@@ -47,6 +49,7 @@ export class CoordinatorHost {
         ids: options.ids,
         onEvent: options.onEvent,
         registry: options.heartbeatDebounceMs ? { heartbeatDebounceMs: options.heartbeatDebounceMs } : undefined,
+        router: options.router,
       });
       const server = new CoordinatorServer({
         coordinator, protosDir: options.protosDir, host: options.host, port: options.port, auth: options.auth, token,

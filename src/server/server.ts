@@ -7,6 +7,7 @@ import { HealthService } from './health';
 import { CANONICAL_SERVICES, loadPackageDefinition, serviceDefinition } from './protos';
 import { LoggingServiceAdapter } from './services/loggingService';
 import { RegistryServiceAdapter } from './services/registryService';
+import { RouterServiceAdapter } from './services/routerService';
 import { unimplementedHandler } from './services/unimplemented';
 import { isLoopback } from './agentEnvironment';
 
@@ -81,6 +82,7 @@ export class CoordinatorServer {
     const built: Record<string, grpc.UntypedServiceImplementation> = {
       [RegistryServiceAdapter.serviceName]: new RegistryServiceAdapter(coordinator).handlers(),
       [LoggingServiceAdapter.serviceName]: new LoggingServiceAdapter(coordinator).handlers(),
+      [RouterServiceAdapter.serviceName]: new RouterServiceAdapter(coordinator).handlers(),
     };
     for (const name of CANONICAL_SERVICES) {
       const definition = serviceDefinition(packageDefinition, name);
@@ -130,6 +132,7 @@ export class CoordinatorServer {
     this.state = 'draining';
     this.health.setStatus('NOT_SERVING');
     this.health.endWatches();
+    this.options.coordinator.router.closeStreams('the coordinator is stopping');
     await new Promise<void>((resolve) => {
       const timer = setTimeout(() => {
         this.server.forceShutdown();

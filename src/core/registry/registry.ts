@@ -173,6 +173,15 @@ export class Registry implements Disposable {
     return true;
   }
 
+  /**
+   * A sign of life other than a Heartbeat call (a stream opened, a HEARTBEAT envelope answered): refreshes
+   * presence and the debounce, keeping the reported state and health.
+   */
+  recordLiveness(agentId: string, ctx: CallContext): boolean {
+    const agent = this.agents.get(agentId);
+    return agent ? this.heartbeat(agentId, '', { ...agent.health }, ctx) : false;
+  }
+
   /** The only way an agent leaves the registry. Answers false for an agent that is not registered. */
   deregister(agentId: string, givenReason: string, ctx: CallContext): boolean {
     const reason = givenReason.length > MAX_REASON ? `${givenReason.slice(0, MAX_REASON)}… (truncated)` : givenReason;

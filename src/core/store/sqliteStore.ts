@@ -2,7 +2,9 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { DatabaseSync, type StatementSync } from 'node:sqlite';
 import type { AgentDescriptor, AgentPresence } from '../registry/descriptor';
+import type { RouterRepository } from '../router/model';
 import { LATEST_SCHEMA_VERSION, MIGRATIONS, type Migration } from './migrations';
+import { SqliteRouterRepository } from './sqliteRouterRepository';
 import {
   StoreOpenError,
   type AgentRecord,
@@ -26,6 +28,7 @@ const SQLITE_LOCKED = 6;
 export class SqliteStore implements Store {
   readonly agents: AgentRepository;
   readonly events: EventRepository;
+  readonly router: RouterRepository;
   private depth = 0;
 
   private constructor(
@@ -35,6 +38,7 @@ export class SqliteStore implements Store {
   ) {
     this.agents = new SqliteAgents(db);
     this.events = new SqliteEvents(db);
+    this.router = new SqliteRouterRepository(db);
   }
 
   /**

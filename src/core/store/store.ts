@@ -1,4 +1,5 @@
 import type { AgentDescriptor, AgentPresence } from '../registry/descriptor';
+import type { RouterRepository } from '../router/model';
 
 /** One registered agent as persisted. */
 export interface AgentRecord {
@@ -61,6 +62,7 @@ export interface Store {
   readonly schemaVersion: number;
   readonly agents: AgentRepository;
   readonly events: EventRepository;
+  readonly router: RouterRepository;
   /** Runs `fn` in one transaction: all of its writes commit together or none do. */
   transaction<T>(fn: () => T): T;
   close(): void;

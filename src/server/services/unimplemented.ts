@@ -2,7 +2,6 @@ import * as grpc from '@grpc/grpc-js';
 
 /** Which later piece of work brings each not-yet-built service, so the error tells the caller. */
 const ARRIVES_WITH: Readonly<Record<string, string>> = {
-  'sw4rm.router.RouterService': 'the messaging plane',
   'sw4rm.hitl.HitlService': 'human-in-the-loop approvals',
 };
 

@@ -1,0 +1,163 @@
+import { validate as isUuid, version as uuidVersion } from 'uuid';
+import { PAYLOAD_LIMITS, MIB } from '../limits';
+
+/** Message types of RFC §11, by their canonical enum names. */
+export const MESSAGE_TYPES = [
+  'CONTROL', 'DATA', 'HEARTBEAT', 'NOTIFICATION', 'ACKNOWLEDGEMENT', 'HITL_INVOCATION', 'WORKTREE_CONTROL',
+  'NEGOTIATION', 'TOOL_CALL', 'TOOL_RESULT', 'TOOL_ERROR',
+] as const;
+export type MessageType = (typeof MESSAGE_TYPES)[number];
+
+/** Error codes of RFC §11 / common.proto ErrorCode, by name. */
+export type ErrorCode =
+  | 'BUFFER_FULL' | 'NO_ROUTE' | 'ACK_TIMEOUT' | 'AGENT_UNAVAILABLE' | 'AGENT_SHUTDOWN' | 'VALIDATION_ERROR'
+  | 'PERMISSION_DENIED' | 'UNSUPPORTED_MESSAGE_TYPE' | 'OVERSIZE_PAYLOAD' | 'TOOL_TIMEOUT' | 'FORCED_PREEMPTION'
+  | 'TTL_EXPIRED' | 'DUPLICATE_DETECTED' | 'ALREADY_IN_PROGRESS' | 'OVERLOADED' | 'INTERNAL_ERROR';
+
+export const ERROR_CODES: readonly ErrorCode[] = [
+  'BUFFER_FULL', 'NO_ROUTE', 'ACK_TIMEOUT', 'AGENT_UNAVAILABLE', 'AGENT_SHUTDOWN', 'VALIDATION_ERROR', 'PERMISSION_DENIED',
+  'UNSUPPORTED_MESSAGE_TYPE', 'OVERSIZE_PAYLOAD', 'TOOL_TIMEOUT', 'FORCED_PREEMPTION', 'TTL_EXPIRED', 'DUPLICATE_DETECTED',
+  'ALREADY_IN_PROGRESS', 'OVERLOADED', 'INTERNAL_ERROR',
+];
+
+/** The SW4RM envelope (common.proto Envelope) as the core sees it. 64-bit counters are decimal strings. */
+export interface Envelope {
+  readonly messageId: string;
+  readonly idempotencyToken: string;
+  readonly producerId: string;
+  readonly correlationId: string;
+  readonly sequenceNumber: string;
+  readonly retryCount: number;
+  /** Canonical enum name, or the number as a string when it is not a known value. */
+  readonly messageType: string;
+  readonly contentType: string;
+  readonly contentLength: string;
+  readonly repoId: string;
+  readonly worktreeId: string;
+  readonly hlcTimestamp: string;
+  readonly ttlMs: number;
+  /** Milliseconds since the epoch, null when the producer sent none. */
+  readonly timestampMs: number | null;
+  readonly payload: Uint8Array;
+  readonly parentCorrelationId: string;
+}
+
+/** A refusal with its error code; `detail` is for people. */
+export interface Refusal {
+  readonly code: ErrorCode;
+  readonly detail: string;
+}
+
+export const MAX_ID_LENGTH = 256;
+/** Payload limit for message types the size table does not list. */
+export const DEFAULT_PAYLOAD_LIMIT = 1 * MIB;
+
+export function payloadLimit(messageType: string, limits: Readonly<Record<string, number>> = PAYLOAD_LIMITS): number {
+  return limits[messageType] ?? DEFAULT_PAYLOAD_LIMIT;
+}
+
+const MIME = /^([A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126})\/([A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126})(\s*;.*)?$/;
+const CONTROL = /[\u0000-\u001f\u007f]/;
+
+/** `type/subtype` in lower case without parameters, or undefined when it is not a MIME type. */
+export function baseContentType(contentType: string): string | undefined {
+  const match = MIME.exec(contentType.trim());
+  return match ? `${match[1]}/${match[2]}`.toLowerCase() : undefined;
+}
+
+/**
+ * The envelope rules of RFC §11 and message-types.txt (rules 1–8) that need no knowledge of the registry:
+ * required fields, a UUIDv4 message_id, payload metadata and consistency, type safety of JSON and text,
+ * and the payload size limit of the message type.
+ */
+export function checkEnvelope(envelope: Envelope, limits?: Readonly<Record<string, number>>): Refusal | undefined {
+  const invalid = (detail: string): Refusal => ({ code: 'VALIDATION_ERROR', detail });
+  if (!envelope.messageId) return invalid('message_id is required');
+  if (!isUuid(envelope.messageId) || uuidVersion(envelope.messageId) !== 4) return invalid('message_id must be a UUIDv4');
+  for (const [field, value] of [['producer_id', envelope.producerId], ['correlation_id', envelope.correlationId]] as const) {
+    if (!value || value.trim() === '') return invalid(`${field} is required`);
+    if (value.length > MAX_ID_LENGTH) return invalid(`${field} is longer than ${MAX_ID_LENGTH} characters`);
+    if (CONTROL.test(value)) return invalid(`${field} contains control characters`);
+  }
+  if (envelope.idempotencyToken.length > MAX_ID_LENGTH) return invalid(`idempotency_token is longer than ${MAX_ID_LENGTH} characters`);
+  if (CONTROL.test(envelope.idempotencyToken)) return invalid('idempotency_token contains control characters');
+  if (!/^\d+$/.test(envelope.sequenceNumber) || BigInt(envelope.sequenceNumber) < 1n) {
+    return invalid('sequence_number is required: a number from 1, increasing per producer');
+  }
+  if (!Number.isInteger(envelope.retryCount) || envelope.retryCount < 0) return invalid('retry_count must be a non-negative integer');
+  if (!(MESSAGE_TYPES as readonly string[]).includes(envelope.messageType)) {
+    return invalid(`message_type '${String(envelope.messageType).slice(0, 40)}' is not one of ${MESSAGE_TYPES.join(', ')}`);
+  }
+  if (!/^\d+$/.test(envelope.contentLength)) return invalid('content_length must be a non-negative integer');
+  const declared = Number(envelope.contentLength);
+  const size = envelope.payload.byteLength;
+  if (size > 0 || envelope.contentType !== '') {
+    if (envelope.contentType === '') return invalid('content_type is required when a payload is present');
+    if (!baseContentType(envelope.contentType) || CONTROL.test(envelope.contentType)) {
+      return invalid(`content_type '${envelope.contentType.slice(0, 80)}' is not a MIME type`);
+    }
+  }
+  if (declared !== size) return invalid(`content_length is ${envelope.contentLength} but the payload has ${size} bytes`);
+  const limit = payloadLimit(envelope.messageType, limits);
+  if (size > limit) return { code: 'OVERSIZE_PAYLOAD', detail: `${envelope.messageType} payloads are limited to ${limit} bytes; this one has ${size}` };
+  if (!Number.isFinite(envelope.ttlMs) || envelope.ttlMs < 0) return invalid('ttl_ms must be a non-negative integer');
+  if (envelope.timestampMs !== null && !Number.isFinite(envelope.timestampMs)) return invalid('timestamp is out of range');
+  const base = baseContentType(envelope.contentType);
+  if (size > 0 && base && (base === 'application/json' || base.endsWith('+json'))) {
+    try {
+      JSON.parse(decodeUtf8(envelope.payload));
+    } catch (err) {
+      return invalid(`the payload is not valid JSON for content_type ${base}: ${(err as Error).message.slice(0, 120)}`);
+    }
+  } else if (size > 0 && base?.startsWith('text/')) {
+    try {
+      decodeUtf8(envelope.payload);
+    } catch {
+      return invalid('text payloads must be UTF-8');
+    }
+  }
+  return undefined;
+}
+
+const utf8 = new TextDecoder('utf-8', { fatal: true });
+
+/** Decodes UTF-8, throwing on invalid bytes (RFC: text payloads MUST be UTF-8). */
+export function decodeUtf8(bytes: Uint8Array): string {
+  return utf8.decode(bytes);
+}
+
+/** The top-level object of a JSON payload, or undefined when the payload is not a JSON object. */
+export function jsonObject(envelope: Envelope): Record<string, unknown> | undefined {
+  const base = baseContentType(envelope.contentType);
+  if (!base || !(base === 'application/json' || base.endsWith('+json')) || envelope.payload.byteLength === 0) return undefined;
+  try {
+    const value: unknown = JSON.parse(decodeUtf8(envelope.payload));
+    return typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Does an agent's declared modality list admit this content type? An empty list admits everything. */
+export function modalityAccepts(modalities: readonly string[], contentType: string): boolean {
+  if (modalities.length === 0 || contentType === '') return true;
+  const base = baseContentType(contentType);
+  if (!base) return false;
+  const [type] = base.split('/');
+  return modalities.some((declared) => {
+    const wanted = baseContentType(declared);
+    return wanted === base || wanted === `${type}/*` || wanted === '*/*';
+  });
+}
+
+/** A short, printable excerpt of a payload for diagnostics (DLQ, logs). */
+export function payloadExcerpt(payload: Uint8Array, max = 256): string {
+  const slice = payload.subarray(0, max);
+  let text: string;
+  try {
+    text = decodeUtf8(slice);
+  } catch {
+    return `base64:${Buffer.from(slice).toString('base64')}${payload.byteLength > max ? '…' : ''}`;
+  }
+  return text.replace(/[\u0000-\u001f\u007f]/g, ' ') + (payload.byteLength > max ? '…' : '');
+}

@@ -1,0 +1,117 @@
+import type { Envelope } from './envelope';
+import type { Lane } from './lanes';
+import type { MessageState } from './lifecycle';
+
+/** Where a message is on its way to the recipient's stream. */
+export type DeliveryStatus = 'queued' | 'inflight' | 'done';
+
+/** One step of a message's history, kept for the DLQ's attempt history and for audits. */
+export interface HistoryEntry {
+  readonly at: number;
+  readonly event: string;
+  readonly detail?: string;
+}
+
+/** A routed message as the router keeps it (and the store persists it). */
+export interface MessageRecord {
+  readonly envelope: Envelope;
+  readonly recipientId: string;
+  /** Deduplication key within the producer: `t:<token>` or `s:<sequence_number>`; empty for coordinator messages. */
+  readonly dedupKey: string;
+  /** Tracked messages expect protocol ACKs and have an ACK timeout; forwarded ACKs and NACKs do not. */
+  readonly tracked: boolean;
+  readonly lane: Lane;
+  /** For ACKNOWLEDGEMENT envelopes: the message they acknowledge. */
+  readonly ackFor: string;
+  readonly acceptedAt: number;
+  state: MessageState;
+  errorCode: string;
+  updatedAt: number;
+  ackDeadline: number | null;
+  expiresAt: number | null;
+  delivery: DeliveryStatus;
+  deliverySeq: number | null;
+  deliveredAt: number | null;
+  leaseUntil: number | null;
+  deliveryAttempts: number;
+  history: HistoryEntry[];
+}
+
+/** The outcome cache of one logical operation (RFC §11.2), per producer and token (or sequence number). */
+export interface DedupEntry {
+  readonly producerId: string;
+  readonly key: string;
+  readonly originalMessageId: string;
+  latestMessageId: string;
+  attempts: string[];
+  /** in_progress: an attempt is under way; done: a terminal outcome is cached; retryable: a retry may run. */
+  status: 'in_progress' | 'done' | 'retryable';
+  outcomeState: MessageState | '';
+  errorCode: string;
+  /** The FULFILLED ACK payload (cached result) or the error details. */
+  result: Record<string, unknown> | null;
+  cachedAt: number;
+  expiresAt: number;
+}
+
+/** A dead-lettered message with the diagnostic context of RFC §21.1. */
+export interface DeadLetter {
+  readonly id: number;
+  readonly messageId: string;
+  readonly producerId: string;
+  readonly recipientId: string;
+  readonly correlationId: string;
+  readonly idempotencyToken: string;
+  readonly messageType: string;
+  readonly contentType: string;
+  readonly size: number;
+  readonly finalState: MessageState;
+  readonly errorCode: string;
+  readonly reason: string;
+  readonly attempts: readonly HistoryEntry[];
+  readonly route: Readonly<Record<string, unknown>>;
+  readonly createdAt: number;
+  readonly failedAt: number;
+  readonly excerpt: string;
+  readonly requeuedAt: number | null;
+  readonly requeuedAs: string | null;
+}
+
+export interface DeadLetterFilter {
+  readonly since?: number;
+  readonly until?: number;
+  readonly errorCode?: string;
+  readonly recipientId?: string;
+  readonly producerId?: string;
+  readonly includeRequeued?: boolean;
+  readonly limit?: number;
+}
+
+/** The router's durable state. Implemented by the SQLite store. */
+export interface RouterRepository {
+  insertMessage(record: MessageRecord): void;
+  updateMessage(record: MessageRecord): void;
+  getMessage(messageId: string): MessageRecord | undefined;
+  /** Messages not yet finished with: not terminal, or not yet delivered. */
+  liveMessages(): MessageRecord[];
+  countByState(): Record<string, number>;
+
+  getDedup(producerId: string, key: string): DedupEntry | undefined;
+  putDedup(entry: DedupEntry): void;
+  /** Removes outcome entries whose window has passed; answers how many. */
+  pruneDedup(now: number): number;
+
+  lastSeq(agentId: string): number;
+  recordDelivery(agentId: string, seq: number, messageId: string, at: number): void;
+  deliveryAt(agentId: string, seq: number): string | undefined;
+  /** The oldest retained delivery seq of an agent (0 when none). */
+  oldestDeliverySeq(agentId: string): number;
+  pruneDeliveries(agentId: string, keep: number): void;
+
+  addDeadLetter(letter: Omit<DeadLetter, 'id' | 'requeuedAt' | 'requeuedAs'>, payload: Uint8Array, envelope: Envelope): number;
+  deadLetters(filter?: DeadLetterFilter): DeadLetter[];
+  deadLetter(id: number): { letter: DeadLetter; envelope: Envelope } | undefined;
+  markRequeued(id: number, at: number, newMessageId: string): void;
+  deadLetterCount(includeRequeued?: boolean): number;
+  pruneDeadLetters(maxEntries: number, olderThan: number): number;
+}

@@ -1,0 +1,222 @@
+import type { DatabaseSync, StatementSync } from 'node:sqlite';
+import type { Envelope } from '../router/envelope';
+import type { Lane } from '../router/lanes';
+import type { MessageState } from '../router/lifecycle';
+import type {
+  DeadLetter, DeadLetterFilter, DedupEntry, DeliveryStatus, HistoryEntry, MessageRecord, RouterRepository,
+} from '../router/model';
+
+type Row = Record<string, unknown>;
+
+/** Envelope fields other than the payload, as stored in the `envelope` JSON column. */
+function envelopeJson(envelope: Envelope): string {
+  const { payload: _payload, ...rest } = envelope;
+  return JSON.stringify(rest);
+}
+
+function envelopeFrom(json: unknown, payload: unknown): Envelope {
+  return { ...(JSON.parse(String(json)) as Omit<Envelope, 'payload'>), payload: new Uint8Array(payload as Uint8Array) };
+}
+
+/** The router's tables in the SQLite store (schema version 2). */
+export class SqliteRouterRepository implements RouterRepository {
+  private readonly s: Record<string, StatementSync>;
+
+  constructor(private readonly db: DatabaseSync) {
+    const p = (sql: string) => db.prepare(sql);
+    this.s = {
+      insertMessage: p(`INSERT INTO messages (message_id, producer_id, recipient_id, dedup_key, tracked, lane, ack_for, envelope, payload,
+        accepted_at, state, error_code, updated_at, ack_deadline, expires_at, delivery, delivery_seq, delivered_at, lease_until,
+        delivery_attempts, history) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
+      updateMessage: p(`UPDATE messages SET state = ?, error_code = ?, updated_at = ?, ack_deadline = ?, expires_at = ?, delivery = ?,
+        delivery_seq = ?, delivered_at = ?, lease_until = ?, delivery_attempts = ?, history = ? WHERE message_id = ?`),
+      getMessage: p('SELECT * FROM messages WHERE message_id = ?'),
+      liveMessages: p(`SELECT * FROM messages WHERE delivery != 'done' OR state NOT IN ('FULFILLED', 'REJECTED', 'FAILED', 'TIMED_OUT') ORDER BY accepted_at, rowid`),
+      countByState: p('SELECT state, COUNT(*) AS n FROM messages GROUP BY state'),
+      getDedup: p('SELECT * FROM dedup WHERE producer_id = ? AND key = ?'),
+      putDedup: p(`INSERT INTO dedup (producer_id, key, original_message_id, latest_message_id, attempts, status, outcome_state, error_code,
+        result, cached_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+        ON CONFLICT(producer_id, key) DO UPDATE SET latest_message_id = excluded.latest_message_id, attempts = excluded.attempts,
+        status = excluded.status, outcome_state = excluded.outcome_state, error_code = excluded.error_code, result = excluded.result,
+        cached_at = excluded.cached_at, expires_at = excluded.expires_at`),
+      pruneDedup: p(`DELETE FROM dedup WHERE expires_at < ? AND status != 'in_progress'`),
+      lastSeq: p('SELECT last_seq FROM inbox WHERE agent_id = ?'),
+      setSeq: p('INSERT INTO inbox (agent_id, last_seq) VALUES (?, ?) ON CONFLICT(agent_id) DO UPDATE SET last_seq = excluded.last_seq'),
+      recordDelivery: p('INSERT OR REPLACE INTO deliveries (agent_id, seq, message_id, delivered_at) VALUES (?, ?, ?, ?)'),
+      deliveryAt: p('SELECT message_id FROM deliveries WHERE agent_id = ? AND seq = ?'),
+      oldestDelivery: p('SELECT MIN(seq) AS seq FROM deliveries WHERE agent_id = ?'),
+      pruneDeliveries: p(`DELETE FROM deliveries WHERE agent_id = ? AND seq <= (SELECT MAX(seq) FROM deliveries WHERE agent_id = ?) - ?`),
+      addDeadLetter: p(`INSERT INTO dead_letters (message_id, producer_id, recipient_id, correlation_id, idempotency_token, message_type,
+        content_type, size, final_state, error_code, reason, attempts, route, created_at, failed_at, excerpt, envelope, payload)
+        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
+      deadLetter: p('SELECT * FROM dead_letters WHERE id = ?'),
+      markRequeued: p('UPDATE dead_letters SET requeued_at = ?, requeued_as = ? WHERE id = ?'),
+      countDeadLetters: p('SELECT COUNT(*) AS n FROM dead_letters WHERE requeued_at IS NULL'),
+      countAllDeadLetters: p('SELECT COUNT(*) AS n FROM dead_letters'),
+      pruneDeadLettersAge: p('DELETE FROM dead_letters WHERE failed_at < ?'),
+      pruneDeadLettersCount: p('DELETE FROM dead_letters WHERE id <= (SELECT MAX(id) FROM dead_letters) - ?'),
+    };
+  }
+
+  insertMessage(r: MessageRecord): void {
+    const e = r.envelope;
+    this.s.insertMessage.run(e.messageId, e.producerId, r.recipientId, r.dedupKey, r.tracked ? 1 : 0, r.lane, r.ackFor, envelopeJson(e),
+      e.payload, r.acceptedAt, r.state, r.errorCode, r.updatedAt, r.ackDeadline, r.expiresAt, r.delivery, r.deliverySeq,
+      r.deliveredAt, r.leaseUntil, r.deliveryAttempts, JSON.stringify(r.history));
+  }
+
+  updateMessage(r: MessageRecord): void {
+    this.s.updateMessage.run(r.state, r.errorCode, r.updatedAt, r.ackDeadline, r.expiresAt, r.delivery, r.deliverySeq, r.deliveredAt,
+      r.leaseUntil, r.deliveryAttempts, JSON.stringify(r.history), r.envelope.messageId);
+  }
+
+  getMessage(messageId: string): MessageRecord | undefined {
+    const row = this.s.getMessage.get(messageId) as Row | undefined;
+    return row ? toMessage(row) : undefined;
+  }
+
+  liveMessages(): MessageRecord[] {
+    return (this.s.liveMessages.all() as Row[]).map(toMessage);
+  }
+
+  countByState(): Record<string, number> {
+    const counts: Record<string, number> = {};
+    for (const row of this.s.countByState.all() as Row[]) counts[String(row.state)] = Number(row.n);
+    return counts;
+  }
+
+  getDedup(producerId: string, key: string): DedupEntry | undefined {
+    const row = this.s.getDedup.get(producerId, key) as Row | undefined;
+    if (!row) return undefined;
+    return {
+      producerId: String(row.producer_id),
+      key: String(row.key),
+      originalMessageId: String(row.original_message_id),
+      latestMessageId: String(row.latest_message_id),
+      attempts: JSON.parse(String(row.attempts)) as string[],
+      status: row.status as DedupEntry['status'],
+      outcomeState: row.outcome_state as DedupEntry['outcomeState'],
+      errorCode: String(row.error_code),
+      result: row.result === null ? null : (JSON.parse(String(row.result)) as Record<string, unknown>),
+      cachedAt: Number(row.cached_at),
+      expiresAt: Number(row.expires_at),
+    };
+  }
+
+  putDedup(d: DedupEntry): void {
+    this.s.putDedup.run(d.producerId, d.key, d.originalMessageId, d.latestMessageId, JSON.stringify(d.attempts), d.status, d.outcomeState,
+      d.errorCode, d.result === null ? null : JSON.stringify(d.result), d.cachedAt, d.expiresAt);
+  }
+
+  pruneDedup(now: number): number {
+    return Number(this.s.pruneDedup.run(now).changes);
+  }
+
+  lastSeq(agentId: string): number {
+    const row = this.s.lastSeq.get(agentId) as Row | undefined;
+    return row ? Number(row.last_seq) : 0;
+  }
+
+  recordDelivery(agentId: string, seq: number, messageId: string, at: number): void {
+    this.s.setSeq.run(agentId, seq);
+    this.s.recordDelivery.run(agentId, seq, messageId, at);
+  }
+
+  deliveryAt(agentId: string, seq: number): string | undefined {
+    const row = this.s.deliveryAt.get(agentId, seq) as Row | undefined;
+    return row ? String(row.message_id) : undefined;
+  }
+
+  oldestDeliverySeq(agentId: string): number {
+    const row = this.s.oldestDelivery.get(agentId) as Row | undefined;
+    return row && row.seq !== null ? Number(row.seq) : 0;
+  }
+
+  pruneDeliveries(agentId: string, keep: number): void {
+    this.s.pruneDeliveries.run(agentId, agentId, keep);
+  }
+
+  addDeadLetter(l: Omit<DeadLetter, 'id' | 'requeuedAt' | 'requeuedAs'>, payload: Uint8Array, envelope: Envelope): number {
+    return Number(this.s.addDeadLetter.run(l.messageId, l.producerId, l.recipientId, l.correlationId, l.idempotencyToken, l.messageType,
+      l.contentType, l.size, l.finalState, l.errorCode, l.reason, JSON.stringify(l.attempts), JSON.stringify(l.route), l.createdAt,
+      l.failedAt, l.excerpt, envelopeJson(envelope), payload).lastInsertRowid);
+  }
+
+  deadLetters(filter: DeadLetterFilter = {}): DeadLetter[] {
+    const where: string[] = [];
+    const params: Array<string | number> = [];
+    if (filter.since !== undefined) { where.push('failed_at >= ?'); params.push(filter.since); }
+    if (filter.until !== undefined) { where.push('failed_at <= ?'); params.push(filter.until); }
+    if (filter.errorCode) { where.push('error_code = ?'); params.push(filter.errorCode); }
+    if (filter.recipientId) { where.push('recipient_id = ?'); params.push(filter.recipientId); }
+    if (filter.producerId) { where.push('producer_id = ?'); params.push(filter.producerId); }
+    if (!filter.includeRequeued) where.push('requeued_at IS NULL');
+    const limit = Math.max(1, Math.min(filter.limit ?? 1000, 100_000));
+    const sql = `SELECT * FROM dead_letters ${where.length ? 'WHERE ' + where.join(' AND ') : ''} ORDER BY id DESC LIMIT ${limit}`;
+    return (this.db.prepare(sql).all(...params) as Row[]).map(toDeadLetter);
+  }
+
+  deadLetter(id: number): { letter: DeadLetter; envelope: Envelope } | undefined {
+    const row = this.s.deadLetter.get(id) as Row | undefined;
+    return row ? { letter: toDeadLetter(row), envelope: envelopeFrom(row.envelope, row.payload) } : undefined;
+  }
+
+  markRequeued(id: number, at: number, newMessageId: string): void {
+    this.s.markRequeued.run(at, newMessageId, id);
+  }
+
+  deadLetterCount(includeRequeued = false): number {
+    return Number(((includeRequeued ? this.s.countAllDeadLetters : this.s.countDeadLetters).get() as Row).n);
+  }
+
+  pruneDeadLetters(maxEntries: number, olderThan: number): number {
+    return Number(this.s.pruneDeadLettersAge.run(olderThan).changes) + Number(this.s.pruneDeadLettersCount.run(maxEntries).changes);
+  }
+}
+
+function toMessage(row: Row): MessageRecord {
+  return {
+    envelope: envelopeFrom(row.envelope, row.payload),
+    recipientId: String(row.recipient_id),
+    dedupKey: String(row.dedup_key),
+    tracked: Number(row.tracked) === 1,
+    lane: row.lane as Lane,
+    ackFor: String(row.ack_for),
+    acceptedAt: Number(row.accepted_at),
+    state: row.state as MessageState,
+    errorCode: String(row.error_code),
+    updatedAt: Number(row.updated_at),
+    ackDeadline: row.ack_deadline === null ? null : Number(row.ack_deadline),
+    expiresAt: row.expires_at === null ? null : Number(row.expires_at),
+    delivery: row.delivery as DeliveryStatus,
+    deliverySeq: row.delivery_seq === null ? null : Number(row.delivery_seq),
+    deliveredAt: row.delivered_at === null ? null : Number(row.delivered_at),
+    leaseUntil: row.lease_until === null ? null : Number(row.lease_until),
+    deliveryAttempts: Number(row.delivery_attempts),
+    history: JSON.parse(String(row.history)) as HistoryEntry[],
+  };
+}
+
+function toDeadLetter(row: Row): DeadLetter {
+  return {
+    id: Number(row.id),
+    messageId: String(row.message_id),
+    producerId: String(row.producer_id),
+    recipientId: String(row.recipient_id),
+    correlationId: String(row.correlation_id),
+    idempotencyToken: String(row.idempotency_token),
+    messageType: String(row.message_type),
+    contentType: String(row.content_type),
+    size: Number(row.size),
+    finalState: row.final_state as MessageState,
+    errorCode: String(row.error_code),
+    reason: String(row.reason),
+    attempts: JSON.parse(String(row.attempts)) as HistoryEntry[],
+    route: JSON.parse(String(row.route)) as Record<string, unknown>,
+    createdAt: Number(row.created_at),
+    failedAt: Number(row.failed_at),
+    excerpt: String(row.excerpt),
+    requeuedAt: row.requeued_at === null ? null : Number(row.requeued_at),
+    requeuedAs: row.requeued_as === null ? null : String(row.requeued_as),
+  };
+}

@@ -1,0 +1,167 @@
+import * as grpc from '@grpc/grpc-js';
+import type { Coordinator } from '../../core/coordinator';
+import type { Envelope } from '../../core/router/envelope';
+import { StreamRefusal, type InboxSink } from '../../core/router/router';
+import { callContext } from '../callContext';
+
+/** common.proto Envelope as proto-loader hands it over (keepCase, longs and enums as strings). */
+export interface EnvelopeMessage {
+  message_id?: string;
+  idempotency_token?: string;
+  producer_id?: string;
+  correlation_id?: string;
+  sequence_number?: string | number;
+  retry_count?: number;
+  message_type?: string | number;
+  content_type?: string;
+  content_length?: string | number;
+  repo_id?: string;
+  worktree_id?: string;
+  hlc_timestamp?: string;
+  ttl_ms?: string | number;
+  timestamp?: { seconds?: string | number; nanos?: number } | null;
+  payload?: Buffer;
+  state?: string | number;
+  parent_correlation_id?: string;
+}
+
+/** Proto → core. Numbers that do not fit are passed on as NaN/strings for the core's validation to refuse. */
+export function envelopeFromMessage(m: EnvelopeMessage): Envelope {
+  const ts = m.timestamp;
+  const timestampMs = ts && (Number(ts.seconds ?? 0) !== 0 || (ts.nanos ?? 0) !== 0)
+    ? Number(ts.seconds ?? 0) * 1000 + Math.floor((ts.nanos ?? 0) / 1e6)
+    : null;
+  return {
+    messageId: m.message_id ?? '',
+    idempotencyToken: m.idempotency_token ?? '',
+    producerId: m.producer_id ?? '',
+    correlationId: m.correlation_id ?? '',
+    sequenceNumber: String(m.sequence_number ?? '0'),
+    retryCount: Number(m.retry_count ?? 0),
+    messageType: String(m.message_type ?? 'MESSAGE_TYPE_UNSPECIFIED'),
+    contentType: m.content_type ?? '',
+    contentLength: String(m.content_length ?? '0'),
+    repoId: m.repo_id ?? '',
+    worktreeId: m.worktree_id ?? '',
+    hlcTimestamp: m.hlc_timestamp ?? '',
+    ttlMs: Number(m.ttl_ms ?? 0),
+    timestampMs: timestampMs !== null && Number.isFinite(timestampMs) && Math.abs(timestampMs) <= 8.64e15 ? timestampMs : timestampMs === null ? null : NaN,
+    payload: m.payload ?? Buffer.alloc(0),
+    parentCorrelationId: m.parent_correlation_id ?? '',
+  };
+}
+
+/** Core → proto. */
+export function envelopeToMessage(e: Envelope): EnvelopeMessage {
+  return {
+    message_id: e.messageId,
+    idempotency_token: e.idempotencyToken,
+    producer_id: e.producerId,
+    correlation_id: e.correlationId,
+    sequence_number: e.sequenceNumber,
+    retry_count: e.retryCount,
+    message_type: e.messageType,
+    content_type: e.contentType,
+    content_length: e.contentLength,
+    repo_id: e.repoId,
+    worktree_id: e.worktreeId,
+    hlc_timestamp: e.hlcTimestamp,
+    ttl_ms: String(e.ttlMs),
+    timestamp: e.timestampMs === null ? null : { seconds: String(Math.floor(e.timestampMs / 1000)), nanos: (e.timestampMs % 1000) * 1e6 },
+    payload: Buffer.from(e.payload),
+    parent_correlation_id: e.parentCorrelationId,
+  };
+}
+
+const CLOSE_STATUS = {
+  superseded: grpc.status.ABORTED,
+  deregistered: grpc.status.ABORTED,
+  shutdown: grpc.status.UNAVAILABLE,
+} as const;
+
+const REFUSAL_STATUS = {
+  not_registered: grpc.status.FAILED_PRECONDITION,
+  resume_out_of_range: grpc.status.OUT_OF_RANGE,
+  resume_expired: grpc.status.FAILED_PRECONDITION,
+} as const;
+
+/** sw4rm.router.RouterService: SendMessage, StreamIncoming, AckDelivery over the core router. */
+export class RouterServiceAdapter {
+  static readonly serviceName = 'sw4rm.router.RouterService';
+
+  constructor(private readonly coordinator: Coordinator) {}
+
+  handlers(): grpc.UntypedServiceImplementation {
+    const { router, ids, log } = this.coordinator;
+    return {
+      SendMessage: (call: grpc.ServerUnaryCall<{ msg?: EnvelopeMessage | null }, unknown>, callback: grpc.sendUnaryData<unknown>) => {
+        const receivedAt = this.coordinator.clock.now();
+        if (!call.request.msg) {
+          callback(null, { accepted: false, reason: 'VALIDATION_ERROR: the request carries no envelope' });
+          return;
+        }
+        const ctx = callContext(call, ids);
+        try {
+          const to = call.metadata.get('sw4rm-to')[0];
+          const result = router.send(envelopeFromMessage(call.request.msg), ctx, { to: typeof to === 'string' ? to : undefined, receivedAt });
+          callback(null, result.accepted ? { accepted: true, reason: '' } : { accepted: false, reason: result.reason });
+        } catch (err) {
+          // Nothing was committed: the message is refused, never half-accepted.
+          log.record({ correlationId: ctx.correlationId, actor: 'router', eventType: 'router.internal_error', level: 'ERROR', details: { error: String((err as Error).stack ?? err) } });
+          callback(null, { accepted: false, reason: `INTERNAL_ERROR: ${(err as Error).message}` });
+        }
+      },
+      StreamIncoming: (call: grpc.ServerWritableStream<{ agent_id?: string }, unknown>) => {
+        const agentId = call.request.agent_id ?? '';
+        const ctx = callContext(call, ids);
+        const rawResume = call.metadata.get('sw4rm-resume-after')[0];
+        let resumeAfter: number | undefined;
+        if (rawResume !== undefined) {
+          const text = String(rawResume).trim();
+          if (!/^\d{1,15}$/.test(text)) {
+            call.emit('error', { code: grpc.status.INVALID_ARGUMENT, details: 'sw4rm-resume-after must be the last seq you processed (a non-negative integer)' });
+            return;
+          }
+          resumeAfter = Number(text);
+        }
+        let ended = false;
+        const end = (code: grpc.status, details: string) => {
+          if (ended) return;
+          ended = true;
+          call.emit('error', { code, details });
+        };
+        const sink: InboxSink = {
+          deliver: (seq, envelope) => {
+            if (!ended) call.write({ msg: envelopeToMessage(envelope), seq: String(seq) });
+          },
+          close: (reason, detail) => end(CLOSE_STATUS[reason], detail),
+        };
+        let handle: { dispose(): void };
+        try {
+          handle = router.attach(agentId, sink, ctx, resumeAfter);
+        } catch (err) {
+          if (err instanceof StreamRefusal) end(REFUSAL_STATUS[err.code], err.message);
+          else end(grpc.status.INTERNAL, `INTERNAL_ERROR: ${(err as Error).message}`);
+          return;
+        }
+        const detach = () => {
+          ended = true;
+          handle.dispose();
+        };
+        call.on('cancelled', detach);
+        call.on('close', detach);
+        call.on('error', detach);
+      },
+      AckDelivery: (call: grpc.ServerUnaryCall<{ agent_id?: string; seq?: string | number; message_id?: string; outcome?: string | number }, unknown>, callback: grpc.sendUnaryData<unknown>) => {
+        const { agent_id = '', seq = '0', message_id = '', outcome = 'DELIVERY_ACK_OUTCOME_DELIVERED' } = call.request;
+        const number = Number(seq);
+        if (!Number.isSafeInteger(number) || number < 1) {
+          callback(null, { recorded: false });
+          return;
+        }
+        const permanent = outcome === 'DELIVERY_ACK_OUTCOME_PERMANENT_FAILURE' || outcome === 1 || outcome === '1';
+        callback(null, { recorded: router.ackDelivery(agent_id, number, message_id, permanent ? 'PERMANENT_FAILURE' : 'DELIVERED', callContext(call, ids)) });
+      },
+    };
+  }
+}
