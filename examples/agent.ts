@@ -1,6 +1,7 @@
 /**
  * A minimal SW4RM agent written against the canonical protos only (no coordinator code).
- * It registers, heartbeats, streams its inbox when the router offers one, and deregisters on Ctrl+C.
+ * It registers, heartbeats, streams its inbox (confirming each delivery, acknowledging each message RECEIVED and
+ * FULFILLED, answering the coordinator's heartbeats), and deregisters on Ctrl+C.
  *
  * Environment: SW4RM_REGISTRY_ADDR, SW4RM_ROUTER_ADDR, SW4RM_TOKEN (from "SW4RM: Copy Agent Environment"
  * or the output of `npm start`), and optionally SW4RM_AGENT_ID, SW4RM_AGENT_NAME, SW4RM_HEARTBEAT_MS,
@@ -30,6 +31,13 @@ const definition = protoLoader.loadSync(['registry.proto', 'router.proto'], {
 });
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 const sw4rm = (grpc.loadPackageDefinition(definition) as any).sw4rm;
+
+interface Envelope {
+  message_id: string;
+  producer_id: string;
+  message_type: string;
+  payload: Buffer;
+}
 
 function metadata(): grpc.Metadata {
   const md = new grpc.Metadata();
@@ -79,12 +87,39 @@ async function main(): Promise<void> {
   await beat();
   const timer = setInterval(beat, heartbeatMs);
 
+  let sequence = 0;
+  const send = (messageType: string, payload: Record<string, unknown>, to?: string) => {
+    const bytes = Buffer.from(JSON.stringify(payload));
+    const md = metadata();
+    if (to) md.set('sw4rm-to', to);
+    return unary<unknown, { accepted: boolean; reason: string }>(router, 'SendMessage', {
+      msg: {
+        message_id: randomUUID(), producer_id: agentId, correlation_id: randomUUID(), sequence_number: String(++sequence),
+        message_type: messageType, content_type: 'application/json', content_length: String(bytes.length), payload: bytes,
+      },
+    }).catch((err: Error) => ({ accepted: false, reason: err.message }));
+  };
+
   // eslint-disable-next-line @typescript-eslint/no-explicit-any
-  const inbox = (router as any).StreamIncoming({ agent_id: agentId }, metadata()) as grpc.ClientReadableStream<{ msg: unknown; seq: string }>;
-  inbox.on('data', (item) => console.log(`inbox #${item.seq}: ${JSON.stringify(item.msg)}`));
+  const inbox = (router as any).StreamIncoming({ agent_id: agentId }, metadata()) as grpc.ClientReadableStream<{ msg: Envelope; seq: string }>;
+  inbox.on('data', async (item) => {
+    const { msg, seq } = item;
+    // Confirm the delivery, so the router does not send it again.
+    await unary(router, 'AckDelivery', { agent_id: agentId, seq, message_id: msg.message_id }).catch(() => undefined);
+    if (msg.message_type === 'HEARTBEAT') {
+      await send('HEARTBEAT', { kind: 'heartbeat_reply', agent_id: agentId }, 'coordinator');
+      return;
+    }
+    console.log(`inbox #${seq}: ${msg.message_type} from ${msg.producer_id}: ${Buffer.from(msg.payload).toString('utf8').slice(0, 200)}`);
+    if (msg.message_type === 'ACKNOWLEDGEMENT' || msg.message_type === 'NOTIFICATION') return;
+    // A real agent does its work between RECEIVED and FULFILLED.
+    for (const stage of ['RECEIVED', 'FULFILLED']) {
+      const { accepted, reason } = await send('ACKNOWLEDGEMENT', { ack_for_message_id: msg.message_id, ack_stage: stage, note: 'example agent' });
+      if (!accepted) console.error(`ACK ${stage} refused: ${reason}`);
+    }
+  });
   inbox.on('error', (err: grpc.ServiceError) => {
-    if (err.code === grpc.status.UNIMPLEMENTED) console.log(`inbox not available yet: ${err.details}`);
-    else if (err.code !== grpc.status.CANCELLED) console.error(`inbox stream failed: ${err.message}`);
+    if (err.code !== grpc.status.CANCELLED) console.error(`inbox stream failed: ${err.message}`);
   });
 
   let leaving = false;
