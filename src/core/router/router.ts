@@ -160,6 +160,14 @@ export class Router implements Disposable {
     if (invalid) return refused(invalid.code, invalid.detail);
     const producer = this.registry.get(envelope.producerId);
     if (!producer) return refused('PERMISSION_DENIED', `producer_id '${envelope.producerId}' is not a registered agent; RegisterAgent first`);
+    const same = this.message(envelope.messageId);
+    if (same) {
+      // The same attempt sent twice (a transport-level resend): message_id is unique per attempt.
+      const terminal = same.tracked ? isTerminal(same.state) : same.delivery === 'done';
+      return refused(terminal ? 'DUPLICATE_DETECTED' : 'ALREADY_IN_PROGRESS', JSON.stringify({
+        original_message_id: same.envelope.messageId, original_status: same.state, cached_at: isoUtc(same.updatedAt),
+      }), { original_message_id: same.envelope.messageId, original_status: same.state });
+    }
 
     const json = jsonObject(envelope);
     const to = (options.to ?? '').trim() || (typeof json?.to === 'string' ? json.to.trim() : '');
