@@ -18,6 +18,12 @@ import type { DeadLetter, DeadLetterFilter, DedupEntry, MessageRecord, RouterRep
 /** The coordinator's own address and producer id. */
 export const COORDINATOR_ID = 'coordinator';
 
+/**
+ * The error code recorded when the recipient ends a message without naming one (a REJECTED/FAILED ACK with no
+ * error_code, or AckDelivery PERMANENT_FAILURE). INTERNAL_ERROR is kept for the coordinator's own faults.
+ */
+export const UNSPECIFIED_ERROR = 'ERROR_CODE_UNSPECIFIED';
+
 export interface RouterOptions {
   /** RFC §13: messages admitted to an inbox and not yet READ. */
   readonly capacity: number;
@@ -372,7 +378,7 @@ export class Router implements Disposable {
       return;
     }
     if (ack.stage === 'REJECTED' || ack.stage === 'FAILED') {
-      this.finish(target, ack.stage, ack.errorCode || 'INTERNAL_ERROR', ack.note || `the recipient answered ${ack.stage}`, ctx, now,
+      this.finish(target, ack.stage, ack.errorCode || UNSPECIFIED_ERROR, ack.note || `the recipient answered ${ack.stage}`, ctx, now,
         { dlq: !RETRYABLE_CODES.has(ack.errorCode), nack: false, settleDedup: true });
       return;
     }
@@ -559,7 +565,7 @@ export class Router implements Disposable {
     this.store.transaction(() => {
       if (outcome === 'PERMANENT_FAILURE' && !isTerminal(record.state)) {
         this.confirmDelivery(record, now, 'AckDelivery PERMANENT_FAILURE');
-        this.finish(record, 'FAILED', 'INTERNAL_ERROR', `${agentId} reported a permanent delivery failure (AckDelivery PERMANENT_FAILURE)`, ctx, now,
+        this.finish(record, 'FAILED', UNSPECIFIED_ERROR, `${agentId} reported a permanent delivery failure (AckDelivery PERMANENT_FAILURE)`, ctx, now,
           { dlq: true, nack: true, settleDedup: true });
         return;
       }
