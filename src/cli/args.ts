@@ -1,4 +1,5 @@
 import { MIB } from '../core/limits';
+import { MESSAGE_TYPES } from '../core/router/envelope';
 import type { AuthMode } from '../server/auth';
 
 /** A payload limit may not exceed what the transport admits (the largest default, 16 MB). */
@@ -83,6 +84,7 @@ export function parseArgs(argv: readonly string[]): CliOptions {
         const v = value();
         const match = /^([A-Z_]+)=(\d+)$/.exec(v);
         if (!match) throw new UsageError(`--payload-limit takes TYPE=BYTES, e.g. DATA=1048576, not '${v}'`);
+        if (!(MESSAGE_TYPES as readonly string[]).includes(match[1])) throw new UsageError(`--payload-limit: '${match[1]}' is not a message type (${MESSAGE_TYPES.join(', ')})`);
         options.payloadLimits[match[1]] = positiveInteger('--payload-limit', match[2], TRANSPORT_MAX_PAYLOAD);
         break;
       }

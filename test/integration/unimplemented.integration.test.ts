@@ -6,12 +6,15 @@ import { canonicalDefinition } from '../support/clients';
 import { startHost, stopHost } from '../support/host';
 import { makeTempDir, removeTempDir } from '../support/tempDir';
 
-/** The RPCs the walking skeleton implements; every other one must answer UNIMPLEMENTED. */
+/** The RPCs the coordinator implements (walking skeleton + messaging plane); every other one must answer UNIMPLEMENTED. */
 const IMPLEMENTED = new Set([
   '/sw4rm.registry.RegistryService/RegisterAgent',
   '/sw4rm.registry.RegistryService/Heartbeat',
   '/sw4rm.registry.RegistryService/DeregisterAgent',
   '/sw4rm.logging.LoggingService/Ingest',
+  '/sw4rm.router.RouterService/SendMessage',
+  '/sw4rm.router.RouterService/StreamIncoming',
+  '/sw4rm.router.RouterService/AckDelivery',
 ]);
 
 type Method = grpc.MethodDefinition<unknown, unknown>;
@@ -96,17 +99,36 @@ describe('RPCs not implemented yet', () => {
     assert.ok(checked > 40, `${checked} RPCs checked`);
   });
 
-  it('names the piece of work that brings a planned service', async () => {
+  it('implements every RPC of RouterService (the messaging plane)', () => {
+    const router = allMethods().filter((m) => m.path.startsWith('/sw4rm.router.RouterService/')).map((m) => m.path).sort();
+    assert.deepEqual(router, [...IMPLEMENTED].filter((p) => p.startsWith('/sw4rm.router.')).sort());
+  });
+
+  it('answers an implemented RouterService RPC instead of UNIMPLEMENTED', async () => {
     const send = allMethods().find((m) => m.path === '/sw4rm.router.RouterService/SendMessage');
     assert.ok(send);
-    const status = await callWithEmptyRequest(client, send, authorized());
-    assert.match(status.details, /arrives with the messaging plane/);
+    const response = await new Promise<{ accepted: boolean; reason: string }>((resolve, reject) => {
+      client.makeUnaryRequest(send.path, send.requestSerialize, send.responseDeserialize, {}, authorized(), { deadline: Date.now() + 10_000 },
+        (err, value) => (err ? reject(err) : resolve(value as { accepted: boolean; reason: string })));
+    });
+    assert.equal(response.accepted, false);
+    assert.match(response.reason, /^VALIDATION_ERROR: /);
+  });
+
+  it('names the piece of work that brings a planned service', async () => {
+    const hitl = allMethods().find((m) => m.path.startsWith('/sw4rm.hitl.HitlService/'));
+    assert.ok(hitl);
+    const status = await callWithEmptyRequest(client, hitl, authorized());
+    assert.equal(status.code, grpc.status.UNIMPLEMENTED);
+    assert.match(status.details, /arrives with human-in-the-loop approvals/);
   });
 
   it('still asks for credentials first', async () => {
-    const stream = allMethods().find((m) => m.path === '/sw4rm.router.RouterService/StreamIncoming');
-    assert.ok(stream);
-    const status = await callWithEmptyRequest(client, stream, new grpc.Metadata());
-    assert.equal(status.code, grpc.status.UNAUTHENTICATED);
+    for (const path of ['/sw4rm.router.RouterService/StreamIncoming', '/sw4rm.hitl.HitlService/']) {
+      const method = allMethods().find((m) => m.path.startsWith(path));
+      assert.ok(method, path);
+      const status = await callWithEmptyRequest(client, method, new grpc.Metadata());
+      assert.equal(status.code, grpc.status.UNAUTHENTICATED, method.path);
+    }
   });
 });

@@ -12,19 +12,69 @@ function refused(argv: string[], message: RegExp): void {
   });
 }
 
+/** Router defaults: RFC §13 inbox capacity 10, RFC §11.2/§20 deduplication window 3600 s, the built-in payload limits. */
+const ROUTER_DEFAULTS = { capacity: 10, dedupWindowSeconds: 3600, payloadLimits: {} };
+
 describe('parseArgs (headless CLI)', () => {
-  it('defaults to 127.0.0.1:50051, token auth, .sw4rm and a 30 s debounce', () => {
+  it('defaults to 127.0.0.1:50051, token auth, .sw4rm, a 30 s debounce and the RFC router defaults', () => {
     assert.deepEqual(parseArgs([]), {
-      host: '127.0.0.1', port: 50051, dataDir: '.sw4rm', auth: 'token', heartbeatDebounceSeconds: 30, help: false,
+      host: '127.0.0.1', port: 50051, dataDir: '.sw4rm', auth: 'token', heartbeatDebounceSeconds: 30, ...ROUTER_DEFAULTS, help: false,
     });
   });
 
   it('reads every option, as separate values or with =', () => {
-    assert.deepEqual(parseArgs(['--host', '::1', '--port', '0', '--data-dir', '/tmp/x y', '--auth', 'none', '--heartbeat-debounce', '2.5']), {
-      host: '::1', port: 0, dataDir: '/tmp/x y', auth: 'none', heartbeatDebounceSeconds: 2.5, help: false,
+    assert.deepEqual(parseArgs(['--host', '::1', '--port', '0', '--data-dir', '/tmp/x y', '--auth', 'none', '--heartbeat-debounce', '2.5',
+      '--capacity', '3', '--dedup-window', '60', '--payload-limit', 'DATA=1048576']), {
+      host: '::1', port: 0, dataDir: '/tmp/x y', auth: 'none', heartbeatDebounceSeconds: 2.5,
+      capacity: 3, dedupWindowSeconds: 60, payloadLimits: { DATA: 1048576 }, help: false,
     });
-    assert.deepEqual(parseArgs(['--port=65535', '--data-dir=a=b', '--auth=token']), {
-      host: '127.0.0.1', port: 65535, dataDir: 'a=b', auth: 'token', heartbeatDebounceSeconds: 30, help: false,
+    assert.deepEqual(parseArgs(['--port=65535', '--data-dir=a=b', '--auth=token', '--capacity=25', '--dedup-window=7200', '--payload-limit=CONTROL=100']), {
+      host: '127.0.0.1', port: 65535, dataDir: 'a=b', auth: 'token', heartbeatDebounceSeconds: 30,
+      capacity: 25, dedupWindowSeconds: 7200, payloadLimits: { CONTROL: 100 }, help: false,
+    });
+  });
+
+  describe('router options', () => {
+    it('takes --capacity and --dedup-window as whole numbers from 1', () => {
+      assert.equal(parseArgs(['--capacity', '1']).capacity, 1);
+      assert.equal(parseArgs(['--capacity', '1000000']).capacity, 1_000_000);
+      assert.equal(parseArgs(['--dedup-window', '1']).dedupWindowSeconds, 1);
+      assert.equal(parseArgs(['--dedup-window', String(30 * 86_400)]).dedupWindowSeconds, 30 * 86_400);
+    });
+
+    for (const bad of ['0', '-1', '1.5', 'abc', '', '1e3', '1000001']) {
+      it(`refuses --capacity ${JSON.stringify(bad)}, naming the value`, () => {
+        refused(['--capacity', bad], new RegExp(`--capacity must be a whole number from 1 to 1000000, not '${bad.replace('.', '\\.')}'`));
+      });
+    }
+
+    for (const bad of ['0', '-60', '2.5', 'hour', String(30 * 86_400 + 1)]) {
+      it(`refuses --dedup-window ${JSON.stringify(bad)}`, () => {
+        refused(['--dedup-window', bad], /--dedup-window must be a whole number from 1 to 2592000/);
+      });
+    }
+
+    it('collects repeated --payload-limit TYPE=N per type, the last one of a type winning', () => {
+      assert.deepEqual(parseArgs(['--payload-limit', 'DATA=1000', '--payload-limit', 'TOOL_CALL=2048', '--payload-limit=DATA=500']).payloadLimits,
+        { DATA: 500, TOOL_CALL: 2048 });
+    });
+
+    it('admits a payload limit up to the transport maximum of 16 MiB and no more', () => {
+      assert.equal(parseArgs(['--payload-limit', `DATA=${16 * 1024 * 1024}`]).payloadLimits.DATA, 16 * 1024 * 1024);
+      refused(['--payload-limit', `DATA=${16 * 1024 * 1024 + 1}`], /--payload-limit must be a whole number from 1 to 16777216/);
+      refused(['--payload-limit', 'DATA=0'], /--payload-limit must be a whole number from 1/);
+    });
+
+    for (const bad of ['DATA', 'DATA=', '=5', 'data=5', 'DATA=-5', 'DATA=1.5', 'DATA=5=6', 'DATA 5']) {
+      it(`refuses --payload-limit ${JSON.stringify(bad)}, showing the expected form`, () => {
+        refused(['--payload-limit', bad], /--payload-limit takes TYPE=BYTES, e\.g\. DATA=1048576/);
+      });
+    }
+
+    it('refuses the router options without their value', () => {
+      refused(['--capacity'], /--capacity needs a value/);
+      refused(['--dedup-window', '--capacity', '3'], /--dedup-window needs a value/);
+      refused(['--payload-limit'], /--payload-limit needs a value/);
     });
   });
 
@@ -74,6 +124,8 @@ describe('parseArgs (headless CLI)', () => {
   });
 
   it('documents every option in the usage text', () => {
-    for (const flag of ['--host', '--port', '--data-dir', '--auth', '--heartbeat-debounce', '--help']) assert.ok(USAGE.includes(flag), flag);
+    for (const flag of ['--host', '--port', '--data-dir', '--auth', '--heartbeat-debounce', '--capacity', '--dedup-window', '--payload-limit', '--help']) {
+      assert.ok(USAGE.includes(flag), flag);
+    }
   });
 });

@@ -43,8 +43,10 @@ async function expectOpenError(open: () => unknown): Promise<StoreOpenError> {
   assert.fail('the store opened');
 }
 
-const V2: Migration = {
-  version: 2,
+/** A made-up migration one past the latest, so these tests stay right as the schema grows. */
+const NEXT_VERSION = LATEST_SCHEMA_VERSION + 1;
+const NEXT: Migration = {
+  version: NEXT_VERSION,
   description: 'agent notes',
   statements: ['ALTER TABLE agents ADD COLUMN note TEXT', `CREATE TABLE notes (id INTEGER PRIMARY KEY, text TEXT NOT NULL)`],
 };
@@ -115,14 +117,14 @@ describe('SqliteStore', () => {
       store.events.append(event('agent.registered', 'c1', 'alpha'));
       store.close();
 
-      store = SqliteStore.open(dataDir, { migrations: [...MIGRATIONS, V2] });
+      store = SqliteStore.open(dataDir, { migrations: [...MIGRATIONS, NEXT] });
 
-      assert.equal(store.schemaVersion, 2);
+      assert.equal(store.schemaVersion, NEXT_VERSION);
       assert.deepEqual(store.agents.get('alpha'), agentRecord('alpha'));
       assert.equal(store.events.count(), 1);
       store.close();
       store = undefined;
-      assert.equal(pragma(file, 'user_version'), 2);
+      assert.equal(pragma(file, 'user_version'), NEXT_VERSION);
       const db = new DatabaseSync(file, { readOnly: true });
       try {
         const columns = (db.prepare('PRAGMA table_info(agents)').all() as Array<{ name: string }>).map((c) => c.name);
@@ -138,11 +140,11 @@ describe('SqliteStore', () => {
       store.agents.upsert(agentRecord('alpha'));
       store.close();
       store = undefined;
-      const broken: Migration = { version: 2, description: 'broken', statements: ['CREATE TABLE t (x)', 'NOT SQL AT ALL'] };
+      const broken: Migration = { version: NEXT_VERSION, description: 'broken', statements: ['CREATE TABLE t (x)', 'NOT SQL AT ALL'] };
 
       const error = await expectOpenError(() => SqliteStore.open(dataDir, { migrations: [...MIGRATIONS, broken] }));
 
-      assert.match(error.message, /schema version 2 \(broken\)/);
+      assert.match(error.message, new RegExp(`schema version ${NEXT_VERSION} \\(broken\\)`));
       assert.match(error.message, new RegExp(`left at version ${LATEST_SCHEMA_VERSION}`));
       assert.equal(pragma(file, 'user_version'), LATEST_SCHEMA_VERSION);
       store = SqliteStore.open(dataDir);
@@ -150,7 +152,7 @@ describe('SqliteStore', () => {
     });
 
     it('refuses a store written by a newer schema and leaves the file unchanged', async () => {
-      store = SqliteStore.open(dataDir, { migrations: [...MIGRATIONS, V2] });
+      store = SqliteStore.open(dataDir, { migrations: [...MIGRATIONS, NEXT] });
       store.agents.upsert(agentRecord('alpha'));
       store.close();
       store = undefined;
@@ -161,12 +163,12 @@ describe('SqliteStore', () => {
       assert.equal(error.reason, 'newer-schema');
       assert.equal(error.location, file);
       assert.ok(error.message.includes(file), error.message);
-      assert.match(error.message, /schema version 2/);
+      assert.match(error.message, new RegExp(`schema version ${NEXT_VERSION}`));
       assert.match(error.message, /not changed/);
       const after = fingerprint(file);
       assert.ok(after.bytes.equals(before.bytes), 'the bytes are the same');
       assert.equal(after.mtimeMs, before.mtimeMs);
-      assert.equal(pragma(file, 'user_version'), 2);
+      assert.equal(pragma(file, 'user_version'), NEXT_VERSION);
     });
 
     it('refuses a file that is not a store, naming it and saying what to do, and leaves it unchanged', async () => {

@@ -74,6 +74,7 @@ export function validateDescriptor(input: DescriptorInput): DescriptorVerdict {
   const agentId = input.agentId ?? '';
   if (agentId.trim() === '') return fail('agent_id must not be empty');
   if (agentId.length > MAX_AGENT_ID_LENGTH) return fail(`agent_id is longer than ${MAX_AGENT_ID_LENGTH} characters`);
+  if (agentId.toLowerCase() === 'coordinator') return fail("agent_id 'coordinator' is reserved: it is the coordinator's own address");
   if (!AGENT_ID.test(agentId) || agentId.includes('..') || agentId.endsWith('.lock') || agentId.endsWith('.')) {
     return fail(`agent_id '${printable(agentId)}' may contain only letters, digits, '.', '_' and '-', must start with a letter or digit, and must not contain '..' or end in '.' or '.lock'`);
   }

@@ -145,7 +145,7 @@ export function modalityAccepts(modalities: readonly string[], contentType: stri
   if (!base) return false;
   const [type] = base.split('/');
   return modalities.some((declared) => {
-    const wanted = baseContentType(declared);
+    const wanted = declared.split(';')[0].trim().toLowerCase();
     return wanted === base || wanted === `${type}/*` || wanted === '*/*';
   });
 }

@@ -160,7 +160,8 @@ export class Router implements Disposable {
   /** SendMessage: answers accepted only after the message is committed to the store. */
   send(envelope: Envelope, ctx: CallContext, options: SendOptions = {}): SendResult {
     const now = this.clock.now();
-    const refused = (code: ErrorCode, detail: string, extra: Record<string, unknown> = {}): SendResult => this.refuse(envelope, code, detail, ctx, extra);
+    const refused = (code: ErrorCode, detail: string, extra: Record<string, unknown> = {}, inboxId?: string): SendResult =>
+      this.refuse(envelope, code, detail, ctx, extra, inboxId);
 
     const invalid = checkEnvelope(envelope, this.options.payloadLimits);
     if (invalid) return refused(invalid.code, invalid.detail);
@@ -201,7 +202,10 @@ export class Router implements Disposable {
       if (target.recipientId !== envelope.producerId) {
         return refused('PERMISSION_DENIED', `only the recipient of ${target.envelope.messageId} may acknowledge it`);
       }
-      if (recipient === '') recipient = target.envelope.producerId;
+      if (recipient === '') {
+        recipient = target.envelope.producerId;
+        if (recipient !== COORDINATOR_ID && !this.registry.get(recipient)) recipient = COORDINATOR_ID;
+      }
     } else if (recipient === COORDINATOR_ID) {
       return refused('UNSUPPORTED_MESSAGE_TYPE', `the coordinator takes HEARTBEAT replies and ACKNOWLEDGEMENTs, not ${envelope.messageType}`);
     }
@@ -221,6 +225,10 @@ export class Router implements Disposable {
     const previous = this.dedupEntry(envelope.producerId, dedupKey, now);
     if (previous?.status === 'in_progress') {
       const latest = this.message(previous.latestMessageId);
+      this.log.record({
+        correlationId: envelope.correlationId, actor: 'router', eventType: 'dedup.already_in_progress',
+        details: { message_id: envelope.messageId, producer_id: envelope.producerId, key: dedupKey, original_message_id: previous.originalMessageId, latest_message_id: previous.latestMessageId },
+      });
       return refused('ALREADY_IN_PROGRESS', `the operation is under way as ${previous.latestMessageId} (${latest?.state ?? 'unknown'})`, {
         original_message_id: previous.originalMessageId, latest_message_id: previous.latestMessageId, original_status: latest?.state ?? '',
       });
@@ -243,7 +251,7 @@ export class Router implements Disposable {
     const inbox = this.inbox(recipient);
     const tracked = true;
     if (inbox.notRead.size >= this.options.capacity) {
-      return refused('BUFFER_FULL', `the inbox of ${recipient} holds ${inbox.notRead.size} messages not yet READ (capacity ${this.options.capacity})`);
+      return refused('BUFFER_FULL', `the inbox of ${recipient} holds ${inbox.notRead.size} messages not yet READ (capacity ${this.options.capacity})`, {}, recipient);
     }
     const { lane, demoted } = this.limiter.admit(envelope.producerId, producer.descriptor.communicationClass, now);
     const record: MessageRecord = {
@@ -320,6 +328,7 @@ export class Router implements Disposable {
       inbox.queue.push(forward.lane, forward);
       this.dispatch(inbox);
     }
+    this.dispatch(this.inbox(target.recipientId));
     return { accepted: true, messageId: envelope.messageId };
   }
 
@@ -420,12 +429,15 @@ export class Router implements Disposable {
   private settleSiblings(entry: DedupEntry, now: number, ctx: CallContext): void {
     for (const id of entry.attempts) {
       const sibling = this.message(id);
-      if (sibling?.state === 'RETRYING') {
+      const revived = sibling !== undefined && entry.status === 'done' && !isTerminal(sibling.state) && sibling.state !== 'RETRYING'
+        && sibling.history.some((h) => h.event === 'timed_out');
+      if (sibling && (sibling.state === 'RETRYING' || revived)) {
+        const from = sibling.state;
         this.setState(sibling, 'TIMED_OUT');
         sibling.updatedAt = now;
         sibling.history.push({ at: now, event: 'settled', detail: `operation settled as ${entry.outcomeState}` });
         this.repo.updateMessage(sibling);
-        this.transition(sibling, 'RETRYING', 'TIMED_OUT', ctx.correlationId, { settled_as: entry.outcomeState });
+        this.transition(sibling, from, 'TIMED_OUT', ctx.correlationId, { settled_as: entry.outcomeState });
         this.retire(sibling);
       }
     }
@@ -457,7 +469,7 @@ export class Router implements Disposable {
         entry.cachedAt = now;
         entry.expiresAt = now + this.options.dedupWindowMs;
         this.putDedup(entry);
-        if (entry.status === 'done') this.settleSiblings(entry, now, ctx);
+        this.settleSiblings(entry, now, ctx);
       }
     }
     if (how.nack && record.tracked && record.envelope.producerId !== COORDINATOR_ID) {
@@ -468,12 +480,15 @@ export class Router implements Disposable {
     this.changed.fire({ agentId: record.recipientId });
   }
 
-  private refuse(envelope: Envelope, code: ErrorCode, detail: string, ctx: CallContext, extra: Record<string, unknown>): SendResult {
+  /**
+   * Refuses an admission. The reject is counted against the inbox it concerns (the recipient's for BUFFER_FULL,
+   * else the producer's); refusals from unregistered producers are counted under `(unregistered)`.
+   */
+  private refuse(envelope: Envelope, code: ErrorCode, detail: string, ctx: CallContext, extra: Record<string, unknown>, inboxId?: string): SendResult {
     const reason = `${code}: ${detail}`;
     const producer = this.registry.get(envelope.producerId ?? '');
-    const key = producer ? producer.descriptor.agentId : '(unregistered)';
-    const metrics = this.inbox(key === '(unregistered)' ? key : key).metrics;
-    metrics.rejects[code] = (metrics.rejects[code] ?? 0) + 1;
+    const rejects = this.inbox(inboxId ?? producer?.descriptor.agentId ?? '(unregistered)').metrics.rejects;
+    rejects[code] = (rejects[code] ?? 0) + 1;
     this.log.record({
       correlationId: ctx.correlationId, actor: 'router', eventType: 'message.refused', level: 'WARN',
       details: { message_id: String(envelope.messageId ?? '').slice(0, 64), producer_id: String(envelope.producerId ?? '').slice(0, 128), error_code: code, reason: detail.slice(0, 500) },
@@ -482,7 +497,7 @@ export class Router implements Disposable {
     if (producer) {
       const inbox = this.inboxes.get(producer.descriptor.agentId);
       if (inbox?.sink) {
-        metrics.nacks[code] = (metrics.nacks[code] ?? 0) + 1;
+        inbox.metrics.nacks[code] = (inbox.metrics.nacks[code] ?? 0) + 1;
         const stage = code === 'DUPLICATE_DETECTED' && extra.original_status === 'FULFILLED' ? 'FULFILLED' : 'REJECTED';
         this.sendEphemeral(inbox, 'ACKNOWLEDGEMENT', envelope.correlationId || ctx.correlationId,
           { ...nackPayload(String(envelope.messageId ?? ''), 'REJECTED', code, detail), ack_stage: stage, status: code, ...extra });
@@ -561,6 +576,7 @@ export class Router implements Disposable {
     if (!id || (messageId && messageId !== id)) return false;
     const record = this.message(id);
     if (!record) return true;
+    if (outcome === 'DELIVERED' && (record.delivery === 'done' || record.deliverySeq !== seq)) return false;
     const now = this.clock.now();
     this.store.transaction(() => {
       if (outcome === 'PERMANENT_FAILURE' && !isTerminal(record.state)) {
@@ -612,6 +628,7 @@ export class Router implements Disposable {
     }
     if (batch.length === 0 && failed.length === 0) return;
     const ctx = { correlationId: `dispatch:${inbox.agentId}` };
+    const firstSeq = inbox.lastSeq + 1;
     this.store.transaction(() => {
       for (const record of failed) {
         this.finish(record, 'FAILED', 'AGENT_UNAVAILABLE', `delivery to ${inbox.agentId} not confirmed after ${record.deliveryAttempts} attempts`, ctx, now,
@@ -637,7 +654,7 @@ export class Router implements Disposable {
           },
         });
       }
-      if (inbox.lastSeq % 100 === 0) this.repo.pruneDeliveries(inbox.agentId, this.options.resumeBacklog);
+      this.pruneDeliveriesIfDue(inbox, firstSeq);
     });
     for (const record of batch) {
       inbox.metrics.delivered++;
@@ -648,6 +665,10 @@ export class Router implements Disposable {
       inbox.sink?.deliver(record.deliverySeq!, record.envelope);
     }
     this.changed.fire({ agentId: inbox.agentId });
+  }
+
+  private pruneDeliveriesIfDue(inbox: Inbox, firstSeq: number): void {
+    if (Math.floor(inbox.lastSeq / 100) > Math.floor((firstSeq - 1) / 100)) this.repo.pruneDeliveries(inbox.agentId, this.options.resumeBacklog);
   }
 
   private confirmDelivery(record: MessageRecord, now: number, how: string): void {
@@ -792,6 +813,7 @@ export class Router implements Disposable {
     const envelope = this.coordinatorEnvelope(messageType, correlationId, payload);
     const seq = ++inbox.lastSeq;
     this.repo.recordDelivery(inbox.agentId, seq, envelope.messageId, this.clock.now());
+    this.pruneDeliveriesIfDue(inbox, seq);
     this.ephemeral.set(envelope.messageId, inbox.agentId);
     if (this.ephemeral.size > 10_000) this.ephemeral.delete(this.ephemeral.keys().next().value!);
     inbox.sink.deliver(seq, envelope);
@@ -850,7 +872,7 @@ export class Router implements Disposable {
     this.store.transaction(() => {
       for (const record of stranded) {
         this.finish(record, 'FAILED', 'AGENT_UNAVAILABLE', `${agentId} deregistered before the message was done (${reason})`, ctx, now,
-          { dlq: true, nack: record.tracked, settleDedup: true });
+          { dlq: record.tracked, nack: record.tracked, settleDedup: true });
       }
     });
     this.broadcast('agent.left', agentId, { reason });
@@ -1034,18 +1056,16 @@ export class Router implements Disposable {
         this.live.set(record.envelope.messageId, record);
         const inbox = this.inbox(record.recipientId);
         this.setState(record, record.state);
-        if (record.delivery === 'inflight') {
-          record.delivery = 'queued';
-          record.leaseUntil = null;
-          record.history.push({ at: now, event: 'redelivery_scheduled', detail: 'coordinator restarted' });
-          this.repo.updateMessage(record);
-        }
-        if (record.delivery === 'queued') inbox.queue.push(record.lane, record);
+        if (record.delivery === 'inflight' && record.deliverySeq !== null) inbox.inflight.set(record.deliverySeq, record);
+        else if (record.delivery === 'queued') inbox.queue.push(record.lane, record);
       }
       if (records.length) {
         this.log.record({ correlationId: this.ids.uuid(), actor: 'router', eventType: 'router.recovered', details: { messages: records.length } });
       }
     });
-    for (const record of records) this.armTimers(record);
+    for (const record of records) {
+      this.armTimers(record);
+      if (record.tracked && record.delivery === 'inflight') this.armLease(record);
+    }
   }
 }

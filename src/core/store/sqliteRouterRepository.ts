@@ -36,7 +36,7 @@ export class SqliteRouterRepository implements RouterRepository {
       getDedup: p('SELECT * FROM dedup WHERE producer_id = ? AND key = ?'),
       putDedup: p(`INSERT INTO dedup (producer_id, key, original_message_id, latest_message_id, attempts, status, outcome_state, error_code,
         result, cached_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-        ON CONFLICT(producer_id, key) DO UPDATE SET latest_message_id = excluded.latest_message_id, attempts = excluded.attempts,
+        ON CONFLICT(producer_id, key) DO UPDATE SET original_message_id = excluded.original_message_id, latest_message_id = excluded.latest_message_id, attempts = excluded.attempts,
         status = excluded.status, outcome_state = excluded.outcome_state, error_code = excluded.error_code, result = excluded.result,
         cached_at = excluded.cached_at, expires_at = excluded.expires_at`),
       pruneDedup: p(`DELETE FROM dedup WHERE expires_at < ? AND status != 'in_progress'`),

@@ -1,0 +1,145 @@
+import { strict as assert } from 'node:assert';
+import { DatabaseSync } from 'node:sqlite';
+import * as path from 'node:path';
+import { v4 as uuidv4 } from 'uuid';
+import type { Envelope } from '../../src/core/router/envelope';
+import type { DedupEntry, MessageRecord } from '../../src/core/router/model';
+import { LATEST_SCHEMA_VERSION } from '../../src/core/store/migrations';
+import { STORE_FILE_NAME, SqliteStore } from '../../src/core/store/sqliteStore';
+import { RouterHarness } from '../support/routerHarness';
+import { makeTempDir, removeTempDir } from '../support/tempDir';
+
+function envelope(overrides: Partial<Envelope> = {}): Envelope {
+  const payload = Buffer.from('{"a":1}');
+  return {
+    messageId: uuidv4(), idempotencyToken: 'tok', producerId: 'p', correlationId: 'c', sequenceNumber: '18446744073709551615', retryCount: 2,
+    messageType: 'DATA', contentType: 'application/json', contentLength: String(payload.byteLength), repoId: 'r', worktreeId: 'w',
+    hlcTimestamp: 'h', ttlMs: 500, timestampMs: 1_700_000_000_123, payload, parentCorrelationId: 'parent', ...overrides,
+  };
+}
+
+function record(overrides: Partial<MessageRecord> = {}): MessageRecord {
+  return {
+    envelope: envelope(), recipientId: 'q', dedupKey: 't:tok', tracked: true, lane: 'STANDARD', ackFor: '', acceptedAt: 1_000,
+    state: 'SENT', errorCode: '', updatedAt: 1_000, ackDeadline: 11_000, expiresAt: null, delivery: 'queued', deliverySeq: null,
+    deliveredAt: null, leaseUntil: null, deliveryAttempts: 0, history: [{ at: 1_000, event: 'accepted' }], ...overrides,
+  };
+}
+
+describe('SqliteRouterRepository (schema version 2)', () => {
+  let dataDir: string;
+  let store: SqliteStore;
+
+  beforeEach(() => {
+    dataDir = makeTempDir('sw4rm-router-repo-');
+    store = SqliteStore.open(dataDir);
+  });
+
+  afterEach(() => {
+    store.close();
+    removeTempDir(dataDir);
+  });
+
+  it('creates the router tables at schema version 2 or later', () => {
+    assert.ok(LATEST_SCHEMA_VERSION >= 2);
+    store.close();
+    const db = new DatabaseSync(path.join(dataDir, STORE_FILE_NAME), { readOnly: true });
+    try {
+      const tables = (db.prepare(`SELECT name FROM sqlite_master WHERE type = 'table'`).all() as Array<{ name: string }>).map((t) => t.name);
+      for (const table of ['messages', 'dedup', 'inbox', 'deliveries', 'dead_letters']) assert.ok(tables.includes(table), table);
+    } finally {
+      db.close();
+      store = SqliteStore.open(dataDir);
+    }
+  });
+
+  it('stores a message with every envelope field and the payload bytes, and updates its state', () => {
+    const r = record({ envelope: envelope({ payload: Uint8Array.from([0, 255, 1]), contentLength: '3', contentType: 'application/octet-stream' }) });
+    store.router.insertMessage(r);
+    const loaded = store.router.getMessage(r.envelope.messageId)!;
+    assert.deepEqual({ ...loaded, envelope: { ...loaded.envelope, payload: [...loaded.envelope.payload] } },
+      { ...r, envelope: { ...r.envelope, payload: [0, 255, 1] } });
+    r.state = 'RECEIVED';
+    r.delivery = 'done';
+    r.history.push({ at: 2_000, event: 'ack_received' });
+    store.router.updateMessage(r);
+    const updated = store.router.getMessage(r.envelope.messageId)!;
+    assert.equal(updated.state, 'RECEIVED');
+    assert.deepEqual(updated.history.map((x) => x.event), ['accepted', 'ack_received']);
+    assert.equal(store.router.getMessage('nope'), undefined);
+  });
+
+  it('lists as live what is not terminal or not yet delivered, and counts by state', () => {
+    const states: Array<Partial<MessageRecord>> = [
+      { state: 'SENT', delivery: 'queued' }, { state: 'RECEIVED', delivery: 'done' }, { state: 'RETRYING', delivery: 'done' },
+      { state: 'FULFILLED', delivery: 'done' }, { state: 'TIMED_OUT', delivery: 'done' }, { state: 'FULFILLED', delivery: 'inflight', tracked: false },
+    ];
+    const records = states.map((s) => record({ envelope: envelope(), ...s }));
+    for (const r of records) store.router.insertMessage(r);
+    assert.deepEqual(store.router.liveMessages().map((r) => r.envelope.messageId), [records[0], records[1], records[2], records[5]].map((r) => r.envelope.messageId));
+    assert.deepEqual(store.router.countByState(), { SENT: 1, RECEIVED: 1, RETRYING: 1, FULFILLED: 2, TIMED_OUT: 1 });
+  });
+
+  it('keeps outcome entries per producer and key, upserts them and prunes expired finished ones', () => {
+    const entry: DedupEntry = {
+      producerId: 'p', key: 't:x', originalMessageId: 'm1', latestMessageId: 'm1', attempts: ['m1'], status: 'in_progress',
+      outcomeState: '', errorCode: '', result: null, cachedAt: 0, expiresAt: 10,
+    };
+    store.router.putDedup(entry);
+    store.router.putDedup({ ...entry, producerId: 'q', status: 'done', outcomeState: 'FULFILLED', result: { ok: true } });
+    store.router.putDedup({ ...entry, latestMessageId: 'm2', attempts: ['m1', 'm2'] });
+    assert.deepEqual(store.router.getDedup('p', 't:x'), { ...entry, latestMessageId: 'm2', attempts: ['m1', 'm2'] });
+    assert.deepEqual(store.router.getDedup('q', 't:x')?.result, { ok: true });
+    assert.equal(store.router.pruneDedup(11), 1, 'only the finished entry is pruned; in_progress never expires');
+    assert.equal(store.router.getDedup('q', 't:x'), undefined);
+    assert.ok(store.router.getDedup('p', 't:x'));
+  });
+
+  it('overwrites every field of an outcome entry on upsert, the original attempt included', () => {
+    const entry: DedupEntry = {
+      producerId: 'p', key: 't:x', originalMessageId: 'old', latestMessageId: 'old', attempts: ['old'], status: 'done',
+      outcomeState: 'FULFILLED', errorCode: '', result: null, cachedAt: 0, expiresAt: 10,
+    };
+    store.router.putDedup(entry);
+    const fresh: DedupEntry = { ...entry, originalMessageId: 'new', latestMessageId: 'new', attempts: ['new'], status: 'in_progress', outcomeState: '', cachedAt: 20, expiresAt: 30 };
+    store.router.putDedup(fresh);
+    assert.deepEqual(store.router.getDedup('p', 't:x'), fresh);
+  });
+
+  it('records deliveries per agent with the last seq, and prunes all but the newest `keep`', () => {
+    for (let seq = 1; seq <= 10; seq++) store.router.recordDelivery('a', seq, `m${seq}`, seq);
+    store.router.recordDelivery('b', 1, 'x', 1);
+    assert.equal(store.router.lastSeq('a'), 10);
+    assert.equal(store.router.lastSeq('nobody'), 0);
+    assert.equal(store.router.deliveryAt('a', 4), 'm4');
+    assert.equal(store.router.oldestDeliverySeq('a'), 1);
+    store.router.pruneDeliveries('a', 3);
+    assert.equal(store.router.oldestDeliverySeq('a'), 8);
+    assert.equal(store.router.deliveryAt('a', 4), undefined);
+    assert.equal(store.router.oldestDeliverySeq('b'), 1, 'other agents are untouched');
+    assert.equal(store.router.oldestDeliverySeq('nobody'), 0);
+  });
+});
+
+describe('Router DLQ retention (RFC §21.1)', () => {
+  it('keeps at most dlqMaxEntries and drops entries older than the retention, on housekeeping', () => {
+    const h = new RouterHarness({ dlqMaxEntries: 2, dlqRetentionMs: 3_600_000 });
+    try {
+      h.register('p');
+      h.register('c');
+      const ids: string[] = [];
+      for (let i = 0; i < 3; i++) {
+        const m = h.sendData('p', 'c');
+        h.acked('c', m.messageId, 'REJECTED', { error_code: 'VALIDATION_ERROR' });
+        ids.push(m.messageId);
+      }
+      assert.equal(h.router.deadLetterCount(), 3);
+      h.clock.advance(60_000);
+      assert.deepEqual(h.router.deadLetters().map((l) => l.messageId), [ids[2], ids[1]], 'the newest two are kept');
+      h.clock.advance(3_600_000);
+      assert.equal(h.router.deadLetterCount(), 0, 'older than the retention');
+    } finally {
+      h.dispose();
+    }
+  });
+});
