@@ -13,6 +13,7 @@ export interface CliOptions {
   readonly heartbeatDebounceSeconds: number;
   readonly capacity: number;
   readonly dedupWindowSeconds: number;
+  readonly privilegedRatePerSecond: number;
   readonly payloadLimits: Readonly<Record<string, number>>;
   readonly help: boolean;
 }
@@ -29,6 +30,7 @@ Options:
   --heartbeat-debounce <s>  seconds without heartbeat before an agent is unavailable (default 30)
   --capacity <n>            messages an agent's inbox admits before BUFFER_FULL (default 10)
   --dedup-window <s>        seconds retry outcomes are remembered (default 3600)
+  --privileged-rate <n>     PRIVILEGED messages per producer per second before demotion (default 50)
   --payload-limit TYPE=N    payload limit in bytes for a message type, e.g. DATA=1048576 (repeatable)
   -h, --help                show this help
 `;
@@ -41,7 +43,7 @@ export const MAX_DEBOUNCE_SECONDS = 86_400;
 export function parseArgs(argv: readonly string[]): CliOptions {
   const options = {
     host: '127.0.0.1', port: 50051, dataDir: '.sw4rm', auth: 'token' as AuthMode, heartbeatDebounceSeconds: 30,
-    capacity: 10, dedupWindowSeconds: 3600, payloadLimits: {} as Record<string, number>, help: false,
+    capacity: 10, dedupWindowSeconds: 3600, privilegedRatePerSecond: 50, payloadLimits: {} as Record<string, number>, help: false,
   };
   const positiveInteger = (flag: string, v: string, max: number): number => {
     const n = Number(v);
@@ -80,6 +82,7 @@ export function parseArgs(argv: readonly string[]): CliOptions {
       }
       case '--capacity': options.capacity = positiveInteger(flag, value(), 1_000_000); break;
       case '--dedup-window': options.dedupWindowSeconds = positiveInteger(flag, value(), 30 * 86_400); break;
+      case '--privileged-rate': options.privilegedRatePerSecond = positiveInteger(flag, value(), 100_000); break;
       case '--payload-limit': {
         const v = value();
         const match = /^([A-Z_]+)=(\d+)$/.exec(v);

@@ -1,6 +1,7 @@
 import * as path from 'node:path';
 import { PAYLOAD_LIMITS } from '../core/limits';
 import { formatEvent } from '../core/log/eventLog';
+import { DEFAULT_LANE_OPTIONS } from '../core/router/lanes';
 import { StoreOpenError } from '../core/store/store';
 import { formatEnvironment } from '../server/agentEnvironment';
 import { CoordinatorHost } from '../server/host';
@@ -39,6 +40,7 @@ async function main(): Promise<number> {
       router: {
         capacity: options.capacity,
         dedupWindowMs: options.dedupWindowSeconds * 1000,
+        lanes: { ...DEFAULT_LANE_OPTIONS, privilegedRatePerSecond: options.privilegedRatePerSecond },
         payloadLimits: { ...PAYLOAD_LIMITS, ...options.payloadLimits },
       },
     });

@@ -5,14 +5,15 @@ import { StoreOpenError } from '../core/store/store';
 import { SERVICE_ADDRESS_VARIABLES, formatEnvironment } from '../server/agentEnvironment';
 import { CoordinatorHost } from '../server/host';
 import { ConfigurationError, PortInUseError } from '../server/server';
-import { Commands } from './contributions';
+import { Commands, ContextKeys } from './contributions';
 import { readSettings } from './settings';
 import type { CoordinatorStatusBar } from './statusBar';
 import type { AgentsTreeProvider } from './views/agentsView';
+import type { DeadLettersView } from './views/deadLettersView';
 
 /**
  * Owns the running coordinator in this window: starts, stops and restarts it, and keeps the status bar,
- * the Agents view, the Output channel and the terminals' environment in step with it.
+ * the Agents and Dead Letters views, the Output channel and the terminals' environment in step with it.
  */
 export class CoordinatorController implements vscode.Disposable {
   private host: CoordinatorHost | undefined;
@@ -26,6 +27,7 @@ export class CoordinatorController implements vscode.Disposable {
     private readonly output: vscode.OutputChannel,
     private readonly statusBar: CoordinatorStatusBar,
     private readonly agentsView: AgentsTreeProvider,
+    private readonly deadLettersView: DeadLettersView,
   ) {
     context.environmentVariableCollection.persistent = false;
     context.environmentVariableCollection.description = 'SW4RM: the address and token of the coordinator in this window';
@@ -51,15 +53,18 @@ export class CoordinatorController implements vscode.Disposable {
   }
 
   async copyAgentEnvironment(): Promise<void> {
-    if (!this.host) {
-      const choice = await vscode.window.showErrorMessage('The SW4RM coordinator is not running.', 'Start Coordinator');
-      if (choice) await vscode.commands.executeCommand(Commands.start);
-      return;
-    }
+    if (!this.host) return this.reportNotRunning();
     const env = this.host.environment();
     await vscode.env.clipboard.writeText(formatEnvironment(env));
     vscode.window.showInformationMessage(
       `Copied the agent environment for ${env.SW4RM_REGISTRY_ADDR} (${Object.keys(env).length} variables${this.host.token ? ', including SW4RM_TOKEN' : ''}).`);
+  }
+
+  /** Opens the router's metrics (RFC §13, Prometheus text format) in an untitled editor. */
+  async showMetrics(): Promise<void> {
+    if (!this.host) return this.reportNotRunning();
+    const document = await vscode.workspace.openTextDocument({ content: this.host.coordinator.router.metricsText(), language: 'plaintext' });
+    await vscode.window.showTextDocument(document, { preview: false });
   }
 
   async dispose(): Promise<void> {
@@ -89,6 +94,7 @@ export class CoordinatorController implements vscode.Disposable {
         port,
         auth: settings.auth,
         heartbeatDebounceMs: settings.heartbeatDebounceMs,
+        router: settings.router.options,
         onEvent: (event) => this.output.appendLine(formatEvent(event)),
       });
     } catch (err) {
@@ -97,10 +103,14 @@ export class CoordinatorController implements vscode.Disposable {
     }
     const host = this.host;
     this.output.appendLine(`SW4RM coordinator serving on ${settings.host}:${host.port} (auth ${settings.auth}; store ${host.coordinator.store.location})`);
+    for (const warning of settings.router.warnings) this.output.appendLine(`SW4RM settings: ${warning}`);
     this.hostSubscriptions.push(
       host.coordinator.registry.onDidChange(() => this.updateStatus()),
+      this.deadLettersView.onDidChangeCount(() => this.updateStatus()),
     );
-    this.agentsView.bind(host.coordinator.registry);
+    this.agentsView.bind(host.coordinator.registry, host.coordinator.router);
+    this.deadLettersView.bind(host.coordinator.router);
+    void vscode.commands.executeCommand('setContext', ContextKeys.running, true);
     const collection = this.context.environmentVariableCollection;
     collection.clear();
     for (const [name, value] of Object.entries(host.environment())) collection.replace(name, value);
@@ -114,6 +124,8 @@ export class CoordinatorController implements vscode.Disposable {
     for (const subscription of this.hostSubscriptions) subscription.dispose();
     this.hostSubscriptions = [];
     this.agentsView.bind(undefined);
+    this.deadLettersView.bind(undefined);
+    void vscode.commands.executeCommand('setContext', ContextKeys.running, false);
     this.context.environmentVariableCollection.clear();
     await host.stop(1500);
     this.output.appendLine('SW4RM coordinator stopped');
@@ -125,8 +137,13 @@ export class CoordinatorController implements vscode.Disposable {
     const registry = this.host.coordinator.registry;
     this.statusBar.show({
       kind: 'serving', host: this.host.options.host, port: this.host.port,
-      agents: registry.list().length, online: registry.onlineCount(),
+      agents: registry.list().length, online: registry.onlineCount(), deadLetters: this.deadLettersView.count,
     });
+  }
+
+  private async reportNotRunning(): Promise<void> {
+    const choice = await vscode.window.showErrorMessage('The SW4RM coordinator is not running.', 'Start Coordinator');
+    if (choice) await vscode.commands.executeCommand(Commands.start);
   }
 
   private async reportStartFailure(err: unknown): Promise<void> {

@@ -4,6 +4,7 @@ import { CoordinatorController } from './coordinatorController';
 import { affectsServer, readSettings } from './settings';
 import { CoordinatorStatusBar } from './statusBar';
 import { AgentsTreeProvider } from './views/agentsView';
+import { DeadLettersView, type DeadLetterNode } from './views/deadLettersView';
 
 let controller: CoordinatorController | undefined;
 
@@ -12,19 +13,28 @@ export function activate(context: vscode.ExtensionContext): void {
   const output = vscode.window.createOutputChannel(OUTPUT_CHANNEL_NAME);
   const statusBar = new CoordinatorStatusBar();
   const agentsView = new AgentsTreeProvider();
-  controller = new CoordinatorController(context, output, statusBar, agentsView);
+  const deadLetters = new DeadLettersView();
+  controller = new CoordinatorController(context, output, statusBar, agentsView, deadLetters);
   const running = controller;
 
   context.subscriptions.push(
     output,
     statusBar,
     agentsView,
+    deadLetters,
     vscode.window.createTreeView(Views.agents, { treeDataProvider: agentsView, showCollapseAll: true }),
     vscode.commands.registerCommand(Commands.start, () => running.start()),
     vscode.commands.registerCommand(Commands.stop, () => running.stop()),
     vscode.commands.registerCommand(Commands.restart, () => running.restart()),
     vscode.commands.registerCommand(Commands.copyAgentEnvironment, () => running.copyAgentEnvironment()),
     vscode.commands.registerCommand(Commands.showLog, () => output.show(true)),
+    vscode.commands.registerCommand(Commands.showMetrics, () => running.showMetrics()),
+    vscode.commands.registerCommand(Commands.requeueDeadLetter,
+      (node?: DeadLetterNode, selected?: readonly DeadLetterNode[]) => deadLetters.requeue(asNode(node), selected?.filter(isNode))),
+    vscode.commands.registerCommand(Commands.exportDeadLetters, () => deadLetters.exportBundle()),
+    vscode.commands.registerCommand(Commands.filterDeadLetters, () => deadLetters.pickFilter()),
+    vscode.commands.registerCommand(Commands.clearDeadLetterFilter, () => deadLetters.clearFilter()),
+    vscode.commands.registerCommand(Commands.refreshDeadLetters, () => deadLetters.refresh()),
     vscode.workspace.onDidChangeConfiguration(async (event) => {
       if (!affectsServer(event) || !running.running) return;
       const choice = await vscode.window.showInformationMessage('SW4RM settings changed. Restart the coordinator to apply them?', 'Restart');
@@ -42,4 +52,13 @@ export function activate(context: vscode.ExtensionContext): void {
 export async function deactivate(): Promise<void> {
   await controller?.dispose();
   controller = undefined;
+}
+
+/** A command run from the palette or a keybinding gets no node, or something else entirely. */
+function isNode(value: unknown): value is DeadLetterNode {
+  return typeof value === 'object' && value !== null && (value as DeadLetterNode).kind === 'deadLetter';
+}
+
+function asNode(value: unknown): DeadLetterNode | undefined {
+  return isNode(value) ? value : undefined;
 }

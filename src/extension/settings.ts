@@ -2,6 +2,7 @@ import * as path from 'node:path';
 import * as vscode from 'vscode';
 import type { AuthMode } from '../server/auth';
 import { SETTINGS_SECTION, Settings } from './contributions';
+import { routerSettings, type RouterSettings } from './routerSettings';
 
 export interface CoordinatorSettings {
   readonly port: number;
@@ -11,6 +12,8 @@ export interface CoordinatorSettings {
   readonly dataDir: string;
   readonly heartbeatDebounceMs: number;
   readonly autoStart: boolean;
+  /** Inbox capacity, deduplication window, PRIVILEGED rate and payload limits, ready for CoordinatorHost.start. */
+  readonly router: RouterSettings;
 }
 
 /** Reads the sw4rm.* settings; an empty data folder means the window's workspace storage. */
@@ -28,11 +31,21 @@ export function readSettings(context: vscode.ExtensionContext): CoordinatorSetti
     dataDir,
     heartbeatDebounceMs: Math.min(86_400, Math.max(1, config.get<number>(Settings.heartbeatDebounceSeconds, 30))) * 1000,
     autoStart: config.get<boolean>(Settings.autoStart, true),
+    router: routerSettings({
+      inboxCapacity: config.get<unknown>(Settings.inboxCapacity),
+      deduplicationWindowSeconds: config.get<unknown>(Settings.deduplicationWindowSeconds),
+      privilegedRatePerSecond: config.get<unknown>(Settings.privilegedRatePerSecond),
+      payloadLimits: config.get<unknown>(Settings.payloadLimits),
+    }),
   };
 }
 
 /** Settings whose change needs a restart of the coordinator to take effect. */
+export const SERVER_SETTINGS: readonly string[] = [
+  Settings.port, Settings.host, Settings.auth, Settings.dataDir, Settings.heartbeatDebounceSeconds,
+  Settings.inboxCapacity, Settings.deduplicationWindowSeconds, Settings.privilegedRatePerSecond, Settings.payloadLimits,
+];
+
 export function affectsServer(event: vscode.ConfigurationChangeEvent): boolean {
-  return [Settings.port, Settings.host, Settings.auth, Settings.dataDir, Settings.heartbeatDebounceSeconds]
-    .some((key) => event.affectsConfiguration(`${SETTINGS_SECTION}.${key}`));
+  return SERVER_SETTINGS.some((key) => event.affectsConfiguration(`${SETTINGS_SECTION}.${key}`));
 }

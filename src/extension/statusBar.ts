@@ -4,9 +4,13 @@ import { Commands } from './contributions';
 export type StatusBarState =
   | { readonly kind: 'stopped'; readonly reason?: string }
   | { readonly kind: 'starting' }
-  | { readonly kind: 'serving'; readonly host: string; readonly port: number; readonly agents: number; readonly online: number };
+  | {
+    readonly kind: 'serving'; readonly host: string; readonly port: number; readonly agents: number; readonly online: number;
+    /** Dead letters not yet requeued. */
+    readonly deadLetters: number;
+  };
 
-/** The status bar item: the port and the number of agents, or why the coordinator is not running. */
+/** The status bar item: the port, the number of agents and of dead letters, or why the coordinator is not running. */
 export class CoordinatorStatusBar implements vscode.Disposable {
   private readonly item = vscode.window.createStatusBarItem('sw4rm.status', vscode.StatusBarAlignment.Left, 50);
 
@@ -30,10 +34,12 @@ export class CoordinatorStatusBar implements vscode.Disposable {
         this.item.backgroundColor = undefined;
         break;
       case 'serving': {
-        const agents = `${state.agents} agent${state.agents === 1 ? '' : 's'}`;
-        this.item.text = `$(radio-tower) SW4RM :${state.port} · ${agents}`;
-        this.item.tooltip = `SW4RM coordinator on ${state.host}:${state.port}\n${agents} registered, ${state.online} connected\nClick to show the log`;
-        this.item.backgroundColor = undefined;
+        const agents = plural(state.agents, 'agent');
+        const deadLetters = state.deadLetters > 0 ? plural(state.deadLetters, 'dead letter') : '';
+        this.item.text = `$(radio-tower) SW4RM :${state.port} · ${agents}${deadLetters ? ` · ${deadLetters}` : ''}`;
+        this.item.tooltip = `SW4RM coordinator on ${state.host}:${state.port}\n${agents} registered, ${state.online} connected\n` +
+          (deadLetters ? `${deadLetters}: see the Dead Letters view\n` : '') + 'Click to show the log';
+        this.item.backgroundColor = deadLetters ? new vscode.ThemeColor('statusBarItem.warningBackground') : undefined;
         break;
       }
     }
@@ -42,4 +48,8 @@ export class CoordinatorStatusBar implements vscode.Disposable {
   dispose(): void {
     this.item.dispose();
   }
+}
+
+function plural(n: number, noun: string): string {
+  return `${n} ${noun}${n === 1 ? '' : 's'}`;
 }

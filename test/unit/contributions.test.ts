@@ -1,7 +1,11 @@
 import { strict as assert } from 'node:assert';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { Commands, SETTINGS_SECTION, Settings, Views } from '../../src/extension/contributions';
+import { PAYLOAD_LIMITS } from '../../src/core/limits';
+import { ContextKeys, Commands, SETTINGS_SECTION, Settings, Views } from '../../src/extension/contributions';
+import { NO_FILTER, coreFilter, describeFilter, exportFileName, valueCounts } from '../../src/extension/deadLetterFilter';
+import { routerSettings } from '../../src/extension/routerSettings';
+import { KeyedThrottle } from '../../src/extension/throttle';
 
 const root = path.resolve(__dirname, '../../..');
 const manifest = JSON.parse(fs.readFileSync(path.join(root, 'package.json'), 'utf8'));
@@ -27,6 +31,37 @@ describe('contributions (package.json ⇄ src/extension/contributions.ts)', () =
     assert.ok(manifest.contributes.views[Views.container].some((v: { id: string }) => v.id === Views.agents));
   });
 
+  it('declares the Dead Letters view in the SW4RM container, with a welcome text for every state', () => {
+    assert.ok(manifest.contributes.views[Views.container].some((v: { id: string; name: string }) => v.id === Views.deadLetters && v.name === 'Dead Letters'));
+    const welcome = manifest.contributes.viewsWelcome.filter((w: { view: string }) => w.view === Views.deadLetters);
+    assert.equal(welcome.length, 3);
+  });
+
+  it('menus name only declared commands, views and context keys', () => {
+    const declared = new Set(Object.values(Commands));
+    const knownKeys = [...Object.values(ContextKeys), 'view', 'viewItem'];
+    for (const [menu, entries] of Object.entries(manifest.contributes.menus as Record<string, Array<{ command: string; when?: string }>>)) {
+      for (const entry of entries) {
+        assert.ok(declared.has(entry.command as never), `${menu}: ${entry.command} is not declared`);
+        const keys = (entry.when ?? '').replace(/\/[^/]*\//g, '').match(/[A-Za-z][\w.]*/g) ?? [];
+        for (const key of keys) {
+          if (Object.values(Views).includes(key as never)) continue;
+          assert.ok(knownKeys.includes(key), `${menu}: ${entry.command} uses an unknown context key '${key}'`);
+        }
+      }
+    }
+    const viewTitle = manifest.contributes.menus['view/title'].filter((e: { when: string }) => e.when.includes(Views.deadLetters)).map((e: { command: string }) => e.command);
+    assert.deepEqual(viewTitle.sort(), [Commands.clearDeadLetterFilter, Commands.exportDeadLetters, Commands.filterDeadLetters, Commands.refreshDeadLetters].sort());
+  });
+
+  it('offers Requeue on dead letters that were not requeued yet, inline and in the context menu', () => {
+    const entries = manifest.contributes.menus['view/item/context'].filter((e: { command: string }) => e.command === Commands.requeueDeadLetter);
+    assert.deepEqual(entries.map((e: { group: string }) => e.group.split('@')[0]).sort(), ['1_requeue', 'inline']);
+    const regex = /viewItem =~ \/(.*)\//.exec(entries[0].when)![1];
+    assert.ok(new RegExp(regex).test('deadLetter'));
+    assert.ok(!new RegExp(regex).test('deadLetter+requeued'));
+  });
+
   it('declares exactly the settings the code reads', () => {
     const declared = Object.keys(manifest.contributes.configuration.properties).sort();
     assert.deepEqual(declared, Object.values(Settings).map((key) => `${SETTINGS_SECTION}.${key}`).sort());
@@ -36,5 +71,89 @@ describe('contributions (package.json ⇄ src/extension/contributions.ts)', () =
     assert.equal(manifest.capabilities.untrustedWorkspaces.supported, false);
     const ignore = fs.readFileSync(path.join(root, '.vscodeignore'), 'utf8').split('\n').map((l) => l.trim());
     assert.equal(ignore.find((l) => l && !l.startsWith('#')), '**', 'the first rule must exclude everything');
+  });
+});
+
+describe('router settings (sw4rm.inboxCapacity, deduplicationWindowSeconds, privilegedRatePerSecond, payloadLimits)', () => {
+  const defaults = { inboxCapacity: undefined, deduplicationWindowSeconds: undefined, privilegedRatePerSecond: undefined, payloadLimits: undefined };
+
+  it('declares the defaults the router uses', () => {
+    const props = manifest.contributes.configuration.properties;
+    assert.equal(props['sw4rm.inboxCapacity'].default, 10);
+    assert.equal(props['sw4rm.deduplicationWindowSeconds'].default, 3600);
+    assert.equal(props['sw4rm.privilegedRatePerSecond'].default, 50);
+    assert.deepEqual(props['sw4rm.payloadLimits'].default, {});
+    const { options, warnings } = routerSettings({ inboxCapacity: 10, deduplicationWindowSeconds: 3600, privilegedRatePerSecond: 50, payloadLimits: {} });
+    assert.deepEqual(warnings, []);
+    assert.equal(options.capacity, 10);
+    assert.equal(options.dedupWindowMs, 3_600_000);
+    assert.equal(options.lanes?.privilegedRatePerSecond, 50);
+    assert.deepEqual(options.payloadLimits, PAYLOAD_LIMITS);
+  });
+
+  it('passes the settings on, keeping the other lane options', () => {
+    const { options } = routerSettings({ inboxCapacity: 3, deduplicationWindowSeconds: 60, privilegedRatePerSecond: 5, payloadLimits: { DATA: 1024, TOOL_RESULT: 2048 } });
+    assert.equal(options.capacity, 3);
+    assert.equal(options.dedupWindowMs, 60_000);
+    assert.equal(options.lanes?.privilegedRatePerSecond, 5);
+    assert.ok(options.lanes?.privilegedBurst && options.lanes.weights.PRIVILEGED);
+    assert.deepEqual(options.payloadLimits, { ...PAYLOAD_LIMITS, DATA: 1024, TOOL_RESULT: 2048 });
+  });
+
+  it('caps payload limits at 16 MiB, ignores unknown types and bad values, and says so', () => {
+    const { options, warnings } = routerSettings({ ...defaults, payloadLimits: { DATA: 1e12, data: 5, CONTROL: -1, NOTIFICATION: 'big' } });
+    assert.equal(options.payloadLimits?.DATA, 16 * 1024 * 1024);
+    assert.equal(options.payloadLimits?.CONTROL, PAYLOAD_LIMITS.CONTROL);
+    assert.equal(options.payloadLimits?.NOTIFICATION, PAYLOAD_LIMITS.NOTIFICATION);
+    assert.ok(!('data' in (options.payloadLimits ?? {})));
+    assert.equal(warnings.length, 4);
+  });
+
+  it('clamps numbers out of range to their bounds', () => {
+    const { options, warnings } = routerSettings({ inboxCapacity: 0, deduplicationWindowSeconds: 1e12, privilegedRatePerSecond: -3, payloadLimits: [] });
+    assert.equal(options.capacity, 1);
+    assert.equal(options.dedupWindowMs, 30 * 86_400 * 1000);
+    assert.equal(options.lanes?.privilegedRatePerSecond, 50);
+    assert.deepEqual(options.payloadLimits, PAYLOAD_LIMITS);
+    assert.equal(warnings.length, 4);
+  });
+});
+
+describe('dead letter filter', () => {
+  const now = Date.UTC(2025, 0, 2, 3, 4, 5, 678);
+
+  it('describes the active filter and nothing without one', () => {
+    assert.equal(describeFilter(NO_FILTER), undefined);
+    assert.equal(describeFilter({ errorCode: 'AGENT_UNAVAILABLE', producerId: 'p', recipientId: 'c', timeRange: 'hour', includeRequeued: true }),
+      'AGENT_UNAVAILABLE · from p · to c · last hour · with requeued');
+  });
+
+  it('resolves the time range against the clock', () => {
+    assert.deepEqual(coreFilter({ ...NO_FILTER, timeRange: 'day', producerId: 'p' }, now, 5), { producerId: 'p', since: now - 86_400_000, includeRequeued: false, limit: 5 });
+    assert.deepEqual(coreFilter(NO_FILTER, now), { includeRequeued: false });
+  });
+
+  it('counts the values present, most frequent first', () => {
+    const letters = ['B', 'A', 'B'].map((errorCode) => ({ errorCode }) as never);
+    assert.deepEqual(valueCounts(letters, (l: { errorCode: string }) => l.errorCode), [{ value: 'B', count: 2 }, { value: 'A', count: 1 }]);
+  });
+
+  it('names export files by time, without characters file systems refuse', () => {
+    assert.equal(exportFileName(now), 'sw4rm-dead-letters-2025-01-02T03-04-05Z.json');
+  });
+});
+
+describe('KeyedThrottle', () => {
+  it('runs once per key per interval however many times it is asked', async () => {
+    const runs: string[] = [];
+    const throttle = new KeyedThrottle<string>(20, (key) => runs.push(key));
+    for (let i = 0; i < 50; i++) throttle.schedule('a');
+    throttle.schedule('b');
+    await new Promise((resolve) => setTimeout(resolve, 60));
+    assert.deepEqual(runs.sort(), ['a', 'b']);
+    throttle.schedule('a');
+    throttle.dispose();
+    await new Promise((resolve) => setTimeout(resolve, 40));
+    assert.deepEqual(runs.sort(), ['a', 'b']);
   });
 });

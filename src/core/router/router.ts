@@ -135,6 +135,9 @@ export class Router implements Disposable {
   private disposed = false;
   /** Fires when an inbox's counts change (views refresh from `inboxStats`). */
   readonly onDidChange: Event<{ agentId: string }> = this.changed.event;
+  private readonly deadLettersChanged = new Emitter<{ kind: 'added' | 'requeued' | 'pruned'; id?: number }>();
+  /** Fires after a dead letter was added, requeued, or pruned by retention (the change is committed). */
+  readonly onDidChangeDeadLetters: Event<{ kind: 'added' | 'requeued' | 'pruned'; id?: number }> = this.deadLettersChanged.event;
 
   constructor(
     private readonly store: Store,
@@ -854,7 +857,7 @@ export class Router implements Disposable {
         const now = this.clock.now();
         this.repo.pruneDedup(now);
         for (const [key, entry] of this.dedup) if (entry.expiresAt < now && entry.status !== 'in_progress') this.dedup.delete(key);
-        this.repo.pruneDeadLetters(this.options.dlqMaxEntries, now - this.options.dlqRetentionMs);
+        if (this.repo.pruneDeadLetters(this.options.dlqMaxEntries, now - this.options.dlqRetentionMs) > 0) this.deadLettersChanged.fire({ kind: 'pruned' });
       });
       this.scheduleHousekeeping();
     });
@@ -882,7 +885,7 @@ export class Router implements Disposable {
 
   private deadLetter(record: MessageRecord, reason: string, now: number): void {
     const e = record.envelope;
-    this.repo.addDeadLetter({
+    const id = this.repo.addDeadLetter({
       messageId: e.messageId, producerId: e.producerId, recipientId: record.recipientId, correlationId: e.correlationId,
       idempotencyToken: e.idempotencyToken, messageType: e.messageType, contentType: e.contentType, size: e.payload.byteLength,
       finalState: record.state, errorCode: record.errorCode, reason, attempts: record.history,
@@ -893,6 +896,8 @@ export class Router implements Disposable {
       correlationId: e.correlationId, actor: 'router', eventType: 'message.dead_lettered', level: 'WARN',
       details: { message_id: e.messageId, error_code: record.errorCode, reason },
     });
+    // Announced once the surrounding transaction has committed.
+    queueMicrotask(() => this.deadLettersChanged.fire({ kind: 'added', id }));
   }
 
   deadLetters(filter?: DeadLetterFilter): DeadLetter[] {
@@ -928,13 +933,15 @@ export class Router implements Disposable {
         this.repo.markRequeued(id, this.clock.now(), envelope.messageId);
         this.log.record({ correlationId: ctx.correlationId, actor: 'operator', eventType: 'dlq.requeued', details: { dead_letter: id, original_message_id: original.messageId, new_message_id: envelope.messageId } });
       });
+      this.deadLettersChanged.fire({ kind: 'requeued', id });
     }
     return result;
   }
 
-  /** A diagnostic bundle (RFC §21.1) of the dead letters matching `filter`. */
+  /** A diagnostic bundle (RFC §21.1) of every dead letter matching `filter` (requeued ones included unless excluded). */
   exportDeadLetters(filter?: DeadLetterFilter): Record<string, unknown> {
-    return { exported_at: isoUtc(this.clock.now()), filter: filter ?? {}, entries: this.repo.deadLetters({ ...filter, includeRequeued: filter?.includeRequeued ?? true }) };
+    const entries = this.repo.deadLetters({ ...filter, includeRequeued: filter?.includeRequeued ?? true, limit: filter?.limit ?? Number.MAX_SAFE_INTEGER });
+    return { exported_at: isoUtc(this.clock.now()), filter: filter ?? {}, total: entries.length, entries };
   }
 
   // ---------------------------------------------------------------- queries
@@ -948,8 +955,12 @@ export class Router implements Disposable {
     return this.repo.countByState();
   }
 
+  /** An agent's inbox counts; zeros for an agent that has none yet. Reads only. */
   inboxStats(agentId: string): InboxStats {
-    const inbox = this.inbox(agentId);
+    const inbox = this.inboxes.get(agentId);
+    if (!inbox) {
+      return { agentId, queueDepth: 0, capacity: this.options.capacity, inFlight: 0, queued: 0, streaming: false, lastDeliveryAt: null };
+    }
     return {
       agentId, queueDepth: inbox.notRead.size, capacity: this.options.capacity, inFlight: inbox.inflight.size, queued: inbox.queue.size,
       streaming: inbox.sink !== undefined, lastDeliveryAt: inbox.metrics.lastDeliveryAt,
@@ -991,6 +1002,7 @@ export class Router implements Disposable {
       inbox.sink = undefined;
     }
     this.changed.dispose();
+    this.deadLettersChanged.dispose();
   }
 
   // ---------------------------------------------------------------- internals

@@ -151,7 +151,7 @@ export class SqliteRouterRepository implements RouterRepository {
     if (filter.recipientId) { where.push('recipient_id = ?'); params.push(filter.recipientId); }
     if (filter.producerId) { where.push('producer_id = ?'); params.push(filter.producerId); }
     if (!filter.includeRequeued) where.push('requeued_at IS NULL');
-    const limit = Math.max(1, Math.min(filter.limit ?? 1000, 100_000));
+    const limit = Math.max(1, Math.min(filter.limit ?? 1000, Number.MAX_SAFE_INTEGER));
     const sql = `SELECT * FROM dead_letters ${where.length ? 'WHERE ' + where.join(' AND ') : ''} ORDER BY id DESC LIMIT ${limit}`;
     return (this.db.prepare(sql).all(...params) as Row[]).map(toDeadLetter);
   }

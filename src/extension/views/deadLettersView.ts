@@ -1,0 +1,364 @@
+import { randomUUID } from 'node:crypto';
+import * as vscode from 'vscode';
+import type { Disposable } from '../../core/events';
+import type { DeadLetter } from '../../core/router/model';
+import type { Router, SendResult } from '../../core/router/router';
+import { Commands, ContextKeys, Views } from '../contributions';
+import {
+  NO_FILTER, TIME_RANGES, coreFilter, describeFilter, exportFileName, isFiltered, matches, valueCounts,
+  type DeadLetterViewFilter, type TimeRange,
+} from '../deadLetterFilter';
+import { KeyedThrottle } from '../throttle';
+
+export interface DeadLetterNode {
+  readonly kind: 'deadLetter';
+  readonly id: number;
+}
+
+/** Rows the view lists at most; the diagnostic bundle has every matching entry. */
+export const MAX_LISTED = 500;
+/** The most entries one bundle holds (the store's own ceiling per query). */
+export const MAX_EXPORTED = 100_000;
+/** The router fires on every delivery; the view checks the DLQ at most this often. */
+export const DLQ_REFRESH_MS = 250;
+
+/**
+ * The rows of the Dead Letters view: the router's dead letters matching the filter, newest first. A row's
+ * text comes from agents (ids, reasons, payloads) and is shown as plain text only.
+ */
+class DeadLettersTreeProvider implements vscode.TreeDataProvider<DeadLetterNode>, vscode.Disposable {
+  private readonly changed = new vscode.EventEmitter<DeadLetterNode | undefined>();
+  readonly onDidChangeTreeData = this.changed.event;
+  private readonly nodes = new Map<number, DeadLetterNode>();
+  private readonly letters = new Map<number, DeadLetter>();
+
+  constructor(
+    private readonly source: () => { router: Router; filter: DeadLetterViewFilter } | undefined,
+    /** Told after each listing whether it stopped at MAX_LISTED. */
+    private readonly onListed: (truncated: boolean) => void,
+  ) {}
+
+  refresh(): void {
+    this.changed.fire(undefined);
+  }
+
+  letter(id: number): DeadLetter | undefined {
+    return this.letters.get(id);
+  }
+
+  getChildren(node?: DeadLetterNode): DeadLetterNode[] {
+    if (node) return [];
+    const current = this.source();
+    const found = current ? current.router.deadLetters(coreFilter(current.filter, Date.now(), MAX_LISTED + 1)) : [];
+    this.onListed(found.length > MAX_LISTED);
+    const shown = found.slice(0, MAX_LISTED);
+    this.letters.clear();
+    const keep = new Set<number>();
+    for (const letter of shown) {
+      this.letters.set(letter.id, letter);
+      keep.add(letter.id);
+    }
+    for (const id of [...this.nodes.keys()]) if (!keep.has(id)) this.nodes.delete(id);
+    return shown.map((letter) => this.node(letter.id));
+  }
+
+  getParent(): DeadLetterNode | undefined {
+    return undefined;
+  }
+
+  getTreeItem(node: DeadLetterNode): vscode.TreeItem {
+    const letter = this.letters.get(node.id);
+    return letter ? deadLetterItem(letter) : new vscode.TreeItem(`dead letter ${node.id}`);
+  }
+
+  dispose(): void {
+    this.changed.dispose();
+  }
+
+  private node(id: number): DeadLetterNode {
+    let node = this.nodes.get(id);
+    if (!node) this.nodes.set(id, (node = { kind: 'deadLetter', id }));
+    return node;
+  }
+}
+
+/**
+ * The Dead Letters view and its commands (RFC §21.1): list and filter by time range, error code, producer
+ * and recipient; requeue selected entries; export a diagnostic bundle. It follows the router's change
+ * events, coalesced, and tells the status bar how many dead letters wait.
+ */
+export class DeadLettersView implements vscode.Disposable {
+  private router: Router | undefined;
+  private filter: DeadLetterViewFilter = NO_FILTER;
+  private subscription: Disposable | undefined;
+  private signature = '';
+  private readonly provider = new DeadLettersTreeProvider(
+    () => (this.router ? { router: this.router, filter: this.filter } : undefined),
+    (truncated) => {
+      this.view.message = truncated ? `Showing the newest ${MAX_LISTED}. Filter, or export the diagnostic bundle for all of them.` : undefined;
+    });
+  private readonly view: vscode.TreeView<DeadLetterNode>;
+  private readonly check = new KeyedThrottle<'dlq'>(DLQ_REFRESH_MS, () => this.checkForChanges());
+  private readonly countChanged = new vscode.EventEmitter<number>();
+  /** Fires with the number of dead letters not yet requeued when it changes. */
+  readonly onDidChangeCount = this.countChanged.event;
+  /** Dead letters not yet requeued, as of the last check. */
+  count = 0;
+
+  constructor() {
+    this.view = vscode.window.createTreeView(Views.deadLetters, { treeDataProvider: this.provider, canSelectMany: true });
+    this.showFilter();
+  }
+
+  /** Follows a (new) router, or none while the coordinator is stopped. */
+  bind(router: Router | undefined): void {
+    this.subscription?.dispose();
+    this.check.cancel();
+    this.router = router;
+    this.subscription = router?.onDidChangeDeadLetters(() => this.check.schedule('dlq'));
+    this.checkForChanges(true);
+  }
+
+  refresh(): void {
+    this.checkForChanges(true);
+  }
+
+  /** Requeues the clicked entry, the selected entries, or entries picked from a list. */
+  async requeue(node?: DeadLetterNode, selected?: readonly DeadLetterNode[]): Promise<void> {
+    const router = await this.requireRouter();
+    if (!router) return;
+    let nodes: readonly DeadLetterNode[];
+    if (node && selected?.some((n) => n.id === node.id)) nodes = selected;
+    else if (node) nodes = [node];
+    else nodes = this.view.selection;
+    const targets: Array<{ id: number; letter: DeadLetter | undefined }> = nodes.length
+      ? nodes.map((n) => ({ id: n.id, letter: this.provider.letter(n.id) }))
+      : (await this.pickToRequeue(router)).map((letter) => ({ id: letter.id, letter }));
+    // The coordinator may have stopped while the list was open.
+    if (!targets.length || this.router !== router) return;
+    const results = targets.map(({ id, letter }) =>
+      ({ id, letter, result: router.requeue(id, { correlationId: letter?.correlationId || randomUUID() }) }));
+    this.refresh();
+    const refused = results.filter((r): r is typeof r & { result: Extract<SendResult, { accepted: false }> } => !r.result.accepted);
+    if (results.length === 1) {
+      const [{ id, letter, result }] = results;
+      if (result.accepted) {
+        void vscode.window.showInformationMessage(
+          `Requeued dead letter #${id}${letter ? ` to ${letter.recipientId}` : ''} as message ${result.messageId}.`);
+      } else {
+        void vscode.window.showWarningMessage(`Dead letter #${id} was not requeued: ${result.reason}`);
+      }
+    } else if (!refused.length) {
+      void vscode.window.showInformationMessage(`Requeued ${results.length} dead letters.`);
+    } else {
+      void vscode.window.showWarningMessage(`Requeued ${results.length - refused.length} of ${results.length} dead letters. ` +
+        refused.slice(0, 5).map((r) => `#${r.id}: ${r.result.reason}`).join('; ') + (refused.length > 5 ? '; …' : ''));
+    }
+  }
+
+  /** Writes the diagnostic bundle of the entries matching the filter to a file the user picks. */
+  async exportBundle(): Promise<void> {
+    const router = await this.requireRouter();
+    if (!router) return;
+    const now = Date.now();
+    const folder = vscode.workspace.workspaceFolders?.[0]?.uri;
+    const target = await vscode.window.showSaveDialog({
+      title: 'Export Dead Letter Diagnostic Bundle',
+      defaultUri: folder ? vscode.Uri.joinPath(folder, exportFileName(now)) : undefined,
+      filters: { JSON: ['json'] },
+      saveLabel: 'Export',
+    });
+    if (!target || this.router !== router) return;
+    const bundle = router.exportDeadLetters(coreFilter(this.filter, now, MAX_EXPORTED));
+    await vscode.workspace.fs.writeFile(target, new TextEncoder().encode(JSON.stringify(bundle, null, 2) + '\n'));
+    const entries = Array.isArray(bundle.entries) ? bundle.entries.length : 0;
+    const choice = await vscode.window.showInformationMessage(
+      `Exported ${entries} dead letter${entries === 1 ? '' : 's'} to ${target.fsPath}.`, 'Open');
+    if (choice) await vscode.window.showTextDocument(target);
+  }
+
+  /** Asks for error code, producer, recipient, time range and whether to show requeued entries. */
+  async pickFilter(): Promise<void> {
+    const router = await this.requireRouter();
+    if (!router) return;
+    const now = Date.now();
+    const all = router.deadLetters({ includeRequeued: true, limit: MAX_EXPORTED });
+    const current = this.filter;
+    const pool = (draft: Partial<DeadLetterViewFilter>) =>
+      all.filter((l) => matches(l, { ...draft, includeRequeued: current.includeRequeued ? undefined : false }, now));
+    const steps = 5;
+    const title = (step: number) => `Filter Dead Letters (${step}/${steps})`;
+
+    const errorCode = await pickValue(title(1), 'Show dead letters with this error code', 'Any error code',
+      valueCounts(pool({}), (l) => l.errorCode), current.errorCode);
+    if (errorCode === CANCELLED) return;
+    const producerId = await pickValue(title(2), 'Show dead letters from this producer', 'Any producer',
+      valueCounts(pool({ errorCode }), (l) => l.producerId), current.producerId);
+    if (producerId === CANCELLED) return;
+    const recipientId = await pickValue(title(3), 'Show dead letters routed to this recipient', 'Any recipient',
+      valueCounts(pool({ errorCode, producerId }), (l) => l.recipientId), current.recipientId);
+    if (recipientId === CANCELLED) return;
+    const narrowed = pool({ errorCode, producerId, recipientId });
+    const timeRange = await pickOne<TimeRange>(title(4), 'Show dead letters that failed within', TIME_RANGES.map((r) => ({
+      label: r.label, value: r.range,
+      description: counted(narrowed.filter((l) => r.ms === undefined || l.failedAt >= now - r.ms).length),
+    })), current.timeRange);
+    if (timeRange === undefined) return;
+    const includeRequeued = await pickOne<boolean>(title(5), 'Requeued entries', [
+      { label: 'Hide requeued entries', value: false },
+      { label: 'Show requeued entries too', value: true },
+    ], current.includeRequeued);
+    if (includeRequeued === undefined) return;
+    this.setFilter({ errorCode, producerId, recipientId, timeRange, includeRequeued });
+  }
+
+  clearFilter(): void {
+    this.setFilter(NO_FILTER);
+  }
+
+  dispose(): void {
+    this.subscription?.dispose();
+    this.check.dispose();
+    this.view.dispose();
+    this.provider.dispose();
+    this.countChanged.dispose();
+  }
+
+  private setFilter(filter: DeadLetterViewFilter): void {
+    this.filter = filter;
+    this.showFilter();
+    this.provider.refresh();
+  }
+
+  private showFilter(): void {
+    this.view.description = describeFilter(this.filter);
+    void vscode.commands.executeCommand('setContext', ContextKeys.deadLettersFiltered, isFiltered(this.filter));
+  }
+
+  /** Refreshes the rows and the count when the DLQ changed: a new entry, a requeue, a prune. */
+  private checkForChanges(force = false): void {
+    const router = this.router;
+    const count = router ? router.deadLetterCount() : 0;
+    const newest = router ? router.deadLetters({ includeRequeued: true, limit: 1 })[0]?.id ?? 0 : 0;
+    const signature = router ? `${count}:${newest}` : '';
+    if (signature === this.signature && !force) return;
+    this.signature = signature;
+    this.view.badge = count > 0 ? { value: count, tooltip: `${count} dead letter${count === 1 ? '' : 's'}` } : undefined;
+    this.provider.refresh();
+    if (count !== this.count) {
+      this.count = count;
+      this.countChanged.fire(count);
+    }
+  }
+
+  private async pickToRequeue(router: Router): Promise<DeadLetter[]> {
+    const letters = router.deadLetters(coreFilter({ ...this.filter, includeRequeued: false }, Date.now(), MAX_LISTED));
+    if (!letters.length) {
+      void vscode.window.showInformationMessage('There is no dead letter to requeue.');
+      return [];
+    }
+    const picked = await vscode.window.showQuickPick(letters.map((letter) => {
+      const item = deadLetterItem(letter);
+      return { label: String(item.label), description: String(item.description), letter };
+    }), { title: 'Requeue Dead Letters', placeHolder: 'Pick the dead letters to send again', canPickMany: true, matchOnDescription: true });
+    return picked?.map((p) => p.letter) ?? [];
+  }
+
+  private async requireRouter(): Promise<Router | undefined> {
+    if (this.router) return this.router;
+    const choice = await vscode.window.showErrorMessage('The SW4RM coordinator is not running.', 'Start Coordinator');
+    if (choice) await vscode.commands.executeCommand(Commands.start);
+    return undefined;
+  }
+}
+
+const CANCELLED = Symbol('cancelled');
+
+/** One value of a field, or "any" (undefined); CANCELLED when the user pressed Escape. */
+async function pickValue(title: string, placeholder: string, anyLabel: string, values: Array<{ value: string; count: number }>,
+  current: string | undefined): Promise<string | undefined | typeof CANCELLED> {
+  const total = values.reduce((sum, v) => sum + v.count, 0);
+  const items: Array<{ label: string; value: string | undefined; description: string }> = [
+    { label: anyLabel, value: undefined, description: counted(total) },
+    ...values.map((v) => ({ label: v.value || '(none)', value: v.value as string | undefined, description: counted(v.count) })),
+  ];
+  if (current !== undefined && !values.some((v) => v.value === current)) items.push({ label: current, value: current, description: counted(0) });
+  const picked = await pickItem(title, placeholder, items, current);
+  return picked === undefined ? CANCELLED : picked.value;
+}
+
+/** A single choice among `items`, with the current value active; undefined when the user pressed Escape. */
+async function pickOne<T>(title: string, placeholder: string, items: Array<{ label: string; value: T; description?: string }>,
+  current: T): Promise<T | undefined> {
+  return (await pickItem(title, placeholder, items, current))?.value;
+}
+
+function pickItem<T, I extends { label: string; value: T; description?: string }>(title: string, placeholder: string, items: I[],
+  current: T): Promise<I | undefined> {
+  return new Promise((resolve) => {
+    const quickPick = vscode.window.createQuickPick<I>();
+    quickPick.title = title;
+    quickPick.placeholder = placeholder;
+    quickPick.matchOnDescription = true;
+    quickPick.items = items;
+    const active = items.find((item) => item.value === current);
+    if (active) quickPick.activeItems = [active];
+    let done = false;
+    const finish = (item: I | undefined) => {
+      if (done) return;
+      done = true;
+      resolve(item);
+      quickPick.dispose();
+    };
+    quickPick.onDidAccept(() => finish(quickPick.selectedItems[0] ?? quickPick.activeItems[0]));
+    quickPick.onDidHide(() => finish(undefined));
+    quickPick.show();
+  });
+}
+
+function counted(n: number): string {
+  return `${n} dead letter${n === 1 ? '' : 's'}`;
+}
+
+function deadLetterItem(letter: DeadLetter): vscode.TreeItem {
+  const requeued = letter.requeuedAt !== null;
+  const item = new vscode.TreeItem(`${letter.errorCode || letter.finalState} · ${letter.messageType}`, vscode.TreeItemCollapsibleState.None);
+  item.id = `deadLetter:${letter.id}`;
+  item.description = `${letter.producerId} → ${letter.recipientId} · ${shortTime(letter.failedAt)}${requeued ? ' · requeued' : ''}`;
+  item.contextValue = requeued ? 'deadLetter+requeued' : 'deadLetter';
+  item.iconPath = requeued
+    ? new vscode.ThemeIcon('history', new vscode.ThemeColor('disabledForeground'))
+    : new vscode.ThemeIcon('mail', new vscode.ThemeColor('problemsWarningIcon.foreground'));
+  // A plain string: agent-supplied text (reasons, payloads) is never rendered as Markdown.
+  item.tooltip = deadLetterTooltip(letter);
+  item.accessibilityInformation = { label: `Dead letter ${letter.id}: ${item.label}, ${item.description}` };
+  return item;
+}
+
+function deadLetterTooltip(letter: DeadLetter): string {
+  const lines = [
+    `${letter.errorCode || letter.finalState} · ${letter.messageType} (${letter.finalState}) — dead letter #${letter.id}`,
+    `message ${letter.messageId}`,
+    `from ${letter.producerId} to ${letter.recipientId}`,
+    `correlation ${letter.correlationId}${letter.idempotencyToken ? ` · idempotency token ${clip(letter.idempotencyToken, 80)}` : ''}`,
+    `accepted ${new Date(letter.createdAt).toLocaleString()} · failed ${new Date(letter.failedAt).toLocaleString()}`,
+    `reason: ${clip(letter.reason, 500)}`,
+    'attempts:',
+    ...letter.attempts.slice(-20).map((a) => `  ${new Date(a.at).toLocaleTimeString()} ${a.event}${a.detail ? ` — ${clip(a.detail, 200)}` : ''}`),
+    `payload (${letter.contentType || 'no content type'}, ${letter.size} bytes):`,
+    `  ${letter.excerpt || '(empty)'}`,
+  ];
+  if (letter.attempts.length > 20) lines.splice(7, 0, `  … ${letter.attempts.length - 20} earlier`);
+  if (letter.requeuedAt !== null) lines.push(`requeued ${new Date(letter.requeuedAt).toLocaleString()} as ${letter.requeuedAs ?? '?'}`);
+  return lines.join('\n');
+}
+
+function clip(text: string, max: number): string {
+  return text.length > max ? `${text.slice(0, max)}…` : text;
+}
+
+/** The time of day for today's entries, else date and time. */
+function shortTime(ms: number): string {
+  const date = new Date(ms);
+  return date.toDateString() === new Date().toDateString() ? date.toLocaleTimeString() : date.toLocaleString();
+}
