@@ -15,6 +15,7 @@ export interface CliOptions {
   readonly dedupWindowSeconds: number;
   readonly privilegedRatePerSecond: number;
   readonly payloadLimits: Readonly<Record<string, number>>;
+  readonly verbose: boolean;
   readonly help: boolean;
 }
 
@@ -32,6 +33,7 @@ Options:
   --dedup-window <s>        seconds retry outcomes are remembered (default 3600)
   --privileged-rate <n>     PRIVILEGED messages per producer per second before demotion (default 50)
   --payload-limit TYPE=N    payload limit in bytes for a message type, e.g. DATA=1048576 (repeatable)
+  -v, --verbose             print every event to stderr, per-message ones included
   -h, --help                show this help
 `;
 
@@ -43,7 +45,7 @@ export const MAX_DEBOUNCE_SECONDS = 86_400;
 export function parseArgs(argv: readonly string[]): CliOptions {
   const options = {
     host: '127.0.0.1', port: 50051, dataDir: '.sw4rm', auth: 'token' as AuthMode, heartbeatDebounceSeconds: 30,
-    capacity: 10, dedupWindowSeconds: 3600, privilegedRatePerSecond: 50, payloadLimits: {} as Record<string, number>, help: false,
+    capacity: 10, dedupWindowSeconds: 3600, privilegedRatePerSecond: 50, payloadLimits: {} as Record<string, number>, verbose: false, help: false,
   };
   const positiveInteger = (flag: string, v: string, max: number): number => {
     const n = Number(v);
@@ -91,6 +93,7 @@ export function parseArgs(argv: readonly string[]): CliOptions {
         options.payloadLimits[match[1]] = positiveInteger('--payload-limit', match[2], TRANSPORT_MAX_PAYLOAD);
         break;
       }
+      case '-v': case '--verbose': options.verbose = true; break;
       case '-h': case '--help': options.help = true; break;
       default: throw new UsageError(`unknown option '${arg}'`);
     }

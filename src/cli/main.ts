@@ -2,7 +2,7 @@ import * as path from 'node:path';
 import { PAYLOAD_LIMITS } from '../core/limits';
 import { formatEvent } from '../core/log/eventLog';
 import { DEFAULT_LANE_OPTIONS } from '../core/router/lanes';
-import { StoreOpenError } from '../core/store/store';
+import { StoreOpenError, type StoredEvent } from '../core/store/store';
 import { formatEnvironment } from '../server/agentEnvironment';
 import { CoordinatorHost } from '../server/host';
 import { ConfigurationError, PortInUseError } from '../server/server';
@@ -10,6 +10,11 @@ import { parseArgs, UsageError, USAGE } from './args';
 
 /** The bundle lives in dist/; the protos ship beside it in ../protos. */
 const PROTOS_DIR = path.join(__dirname, '..', 'protos');
+
+/** Routine per-message events stay in the store (and --verbose); warnings and everything else are printed. */
+function isPerMessage(event: StoredEvent): boolean {
+  return event.level === 'INFO' && /^(message|dedup|stream)\./.test(event.eventType);
+}
 
 async function main(): Promise<number> {
   let options;
@@ -36,7 +41,9 @@ async function main(): Promise<number> {
       port: options.port,
       auth: options.auth,
       heartbeatDebounceMs: options.heartbeatDebounceSeconds * 1000,
-      onEvent: (event) => process.stderr.write(formatEvent(event) + '\n'),
+      onEvent: (event) => {
+        if (options.verbose || !isPerMessage(event)) process.stderr.write(formatEvent(event) + '\n');
+      },
       router: {
         capacity: options.capacity,
         dedupWindowMs: options.dedupWindowSeconds * 1000,

@@ -39,7 +39,7 @@ export class CoordinatorHost {
   ) {}
 
   static async start(options: HostOptions): Promise<CoordinatorHost> {
-    const store = SqliteStore.open(options.dataDir, { lockWaitMs: options.lockWaitMs });
+    const store = SqliteStore.open(options.dataDir, { lockWaitMs: options.lockWaitMs, groupCommit: true });
     let coordinator: Coordinator | undefined;
     try {
       const token = options.auth === 'token' ? loadOrCreateToken(options.dataDir) : undefined;

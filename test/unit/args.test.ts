@@ -13,7 +13,7 @@ function refused(argv: string[], message: RegExp): void {
 }
 
 /** Router defaults: RFC §13 inbox capacity 10, RFC §11.2/§20 deduplication window 3600 s, the built-in payload limits. */
-const ROUTER_DEFAULTS = { capacity: 10, dedupWindowSeconds: 3600, privilegedRatePerSecond: 50, payloadLimits: {} };
+const ROUTER_DEFAULTS = { capacity: 10, dedupWindowSeconds: 3600, privilegedRatePerSecond: 50, payloadLimits: {}, verbose: false };
 
 describe('parseArgs (headless CLI)', () => {
   it('defaults to 127.0.0.1:50051, token auth, .sw4rm, a 30 s debounce and the RFC router defaults', () => {
@@ -26,11 +26,11 @@ describe('parseArgs (headless CLI)', () => {
     assert.deepEqual(parseArgs(['--host', '::1', '--port', '0', '--data-dir', '/tmp/x y', '--auth', 'none', '--heartbeat-debounce', '2.5',
       '--capacity', '3', '--dedup-window', '60', '--privileged-rate', '5', '--payload-limit', 'DATA=1048576']), {
       host: '::1', port: 0, dataDir: '/tmp/x y', auth: 'none', heartbeatDebounceSeconds: 2.5,
-      capacity: 3, dedupWindowSeconds: 60, privilegedRatePerSecond: 5, payloadLimits: { DATA: 1048576 }, help: false,
+      capacity: 3, dedupWindowSeconds: 60, privilegedRatePerSecond: 5, payloadLimits: { DATA: 1048576 }, verbose: false, help: false,
     });
     assert.deepEqual(parseArgs(['--port=65535', '--data-dir=a=b', '--auth=token', '--capacity=25', '--dedup-window=7200', '--payload-limit=CONTROL=100']), {
       host: '127.0.0.1', port: 65535, dataDir: 'a=b', auth: 'token', heartbeatDebounceSeconds: 30,
-      capacity: 25, dedupWindowSeconds: 7200, privilegedRatePerSecond: 50, payloadLimits: { CONTROL: 100 }, help: false,
+      capacity: 25, dedupWindowSeconds: 7200, privilegedRatePerSecond: 50, payloadLimits: { CONTROL: 100 }, verbose: false, help: false,
     });
   });
 
@@ -118,13 +118,14 @@ describe('parseArgs (headless CLI)', () => {
   });
 
   it('refuses unknown options and stray arguments, quoting them', () => {
-    refused(['--verbose'], /unknown option '--verbose'/);
+    refused(['--quiet'], /unknown option '--quiet'/);
+    assert.equal(parseArgs(['--verbose']).verbose, true);
     refused(['serve'], /unknown option 'serve'/);
     refused(['--port=1=2'], /--port must be a number/);
   });
 
   it('documents every option in the usage text', () => {
-    for (const flag of ['--host', '--port', '--data-dir', '--auth', '--heartbeat-debounce', '--capacity', '--dedup-window', '--payload-limit', '--help']) {
+    for (const flag of ['--host', '--port', '--data-dir', '--auth', '--heartbeat-debounce', '--capacity', '--dedup-window', '--privileged-rate', '--payload-limit', '--verbose', '--help']) {
       assert.ok(USAGE.includes(flag), flag);
     }
   });

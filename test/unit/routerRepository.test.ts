@@ -46,7 +46,7 @@ describe('SqliteRouterRepository (schema version 2)', () => {
     const db = new DatabaseSync(path.join(dataDir, STORE_FILE_NAME), { readOnly: true });
     try {
       const tables = (db.prepare(`SELECT name FROM sqlite_master WHERE type = 'table'`).all() as Array<{ name: string }>).map((t) => t.name);
-      for (const table of ['messages', 'dedup', 'inbox', 'deliveries', 'dead_letters']) assert.ok(tables.includes(table), table);
+      for (const table of ['messages', 'message_payloads', 'dedup', 'deliveries', 'dead_letters']) assert.ok(tables.includes(table), table);
     } finally {
       db.close();
       store = SqliteStore.open(dataDir);

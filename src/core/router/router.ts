@@ -659,14 +659,18 @@ export class Router implements Disposable {
       }
       this.pruneDeliveriesIfDue(inbox, firstSeq);
     });
+    const sink = inbox.sink;
+    const items: Array<[number, Envelope]> = [];
     for (const record of batch) {
       inbox.metrics.delivered++;
       inbox.metrics.lastDeliveryAt = now;
       if (record.lane === 'PRIVILEGED' && record.tracked) inbox.metrics.urgentDispatches++;
       observe(inbox.metrics.dequeueLatency, Math.max(0, now - record.acceptedAt) / 1000);
       if (record.tracked) this.armLease(record);
-      inbox.sink?.deliver(record.deliverySeq!, record.envelope);
+      items.push([record.deliverySeq!, record.envelope]);
     }
+    // Nothing reaches a stream before it is durable: a crash can never show an agent a message the store lost.
+    if (sink && items.length) this.store.afterCommit(() => { for (const [seq, envelope] of items) sink.deliver(seq, envelope); });
     this.changed.fire({ agentId: inbox.agentId });
   }
 
@@ -819,7 +823,9 @@ export class Router implements Disposable {
     this.pruneDeliveriesIfDue(inbox, seq);
     this.ephemeral.set(envelope.messageId, inbox.agentId);
     if (this.ephemeral.size > 10_000) this.ephemeral.delete(this.ephemeral.keys().next().value!);
-    inbox.sink.deliver(seq, envelope);
+    // Through the commit queue too, so that seqs reach the stream in order.
+    const sink = inbox.sink;
+    this.store.afterCommit(() => sink.deliver(seq, envelope));
   }
 
   private coordinatorEnvelope(messageType: string, correlationId: string, payload: Record<string, unknown>): Envelope {

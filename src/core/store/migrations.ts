@@ -34,12 +34,11 @@ export const MIGRATIONS: readonly Migration[] = [
          details TEXT NOT NULL
        )`,
       `CREATE INDEX events_correlation ON events(correlation_id)`,
-      `CREATE INDEX events_type ON events(event_type)`,
     ],
   },
   {
     version: 2,
-    description: 'router: messages, outcome cache, inbox sequence, deliveries, dead letters',
+    description: 'router: messages, payloads, outcome cache, deliveries, dead letters',
     statements: [
       `CREATE TABLE messages (
          message_id TEXT PRIMARY KEY,
@@ -50,7 +49,6 @@ export const MIGRATIONS: readonly Migration[] = [
          lane TEXT NOT NULL,
          ack_for TEXT NOT NULL,
          envelope TEXT NOT NULL,
-         payload BLOB NOT NULL,
          accepted_at INTEGER NOT NULL,
          state TEXT NOT NULL,
          error_code TEXT NOT NULL,
@@ -65,6 +63,8 @@ export const MIGRATIONS: readonly Migration[] = [
          history TEXT NOT NULL
        )`,
       `CREATE INDEX messages_live ON messages(delivery, state)`,
+      // Payloads live apart, so that the many small updates of a message's lifecycle never rewrite them.
+      `CREATE TABLE message_payloads (message_id TEXT PRIMARY KEY, payload BLOB NOT NULL)`,
       `CREATE TABLE dedup (
          producer_id TEXT NOT NULL,
          key TEXT NOT NULL,
@@ -80,7 +80,6 @@ export const MIGRATIONS: readonly Migration[] = [
          PRIMARY KEY (producer_id, key)
        )`,
       `CREATE INDEX dedup_expiry ON dedup(expires_at)`,
-      `CREATE TABLE inbox (agent_id TEXT PRIMARY KEY, last_seq INTEGER NOT NULL)`,
       `CREATE TABLE deliveries (
          agent_id TEXT NOT NULL,
          seq INTEGER NOT NULL,

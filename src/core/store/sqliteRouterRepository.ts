@@ -25,13 +25,15 @@ export class SqliteRouterRepository implements RouterRepository {
   constructor(private readonly db: DatabaseSync) {
     const p = (sql: string) => db.prepare(sql);
     this.s = {
-      insertMessage: p(`INSERT INTO messages (message_id, producer_id, recipient_id, dedup_key, tracked, lane, ack_for, envelope, payload,
+      insertMessage: p(`INSERT INTO messages (message_id, producer_id, recipient_id, dedup_key, tracked, lane, ack_for, envelope,
         accepted_at, state, error_code, updated_at, ack_deadline, expires_at, delivery, delivery_seq, delivered_at, lease_until,
-        delivery_attempts, history) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
+        delivery_attempts, history) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
+      insertPayload: p('INSERT INTO message_payloads (message_id, payload) VALUES (?, ?)'),
       updateMessage: p(`UPDATE messages SET state = ?, error_code = ?, updated_at = ?, ack_deadline = ?, expires_at = ?, delivery = ?,
         delivery_seq = ?, delivered_at = ?, lease_until = ?, delivery_attempts = ?, history = ? WHERE message_id = ?`),
-      getMessage: p('SELECT * FROM messages WHERE message_id = ?'),
-      liveMessages: p(`SELECT * FROM messages WHERE delivery != 'done' OR state NOT IN ('FULFILLED', 'REJECTED', 'FAILED', 'TIMED_OUT') ORDER BY accepted_at, rowid`),
+      getMessage: p('SELECT m.*, p.payload FROM messages m JOIN message_payloads p USING (message_id) WHERE m.message_id = ?'),
+      liveMessages: p(`SELECT m.*, p.payload FROM messages m JOIN message_payloads p USING (message_id)
+        WHERE m.delivery != 'done' OR m.state NOT IN ('FULFILLED', 'REJECTED', 'FAILED', 'TIMED_OUT') ORDER BY m.accepted_at, m.rowid`),
       countByState: p('SELECT state, COUNT(*) AS n FROM messages GROUP BY state'),
       getDedup: p('SELECT * FROM dedup WHERE producer_id = ? AND key = ?'),
       putDedup: p(`INSERT INTO dedup (producer_id, key, original_message_id, latest_message_id, attempts, status, outcome_state, error_code,
@@ -40,8 +42,8 @@ export class SqliteRouterRepository implements RouterRepository {
         status = excluded.status, outcome_state = excluded.outcome_state, error_code = excluded.error_code, result = excluded.result,
         cached_at = excluded.cached_at, expires_at = excluded.expires_at`),
       pruneDedup: p(`DELETE FROM dedup WHERE expires_at < ? AND status != 'in_progress'`),
-      lastSeq: p('SELECT last_seq FROM inbox WHERE agent_id = ?'),
-      setSeq: p('INSERT INTO inbox (agent_id, last_seq) VALUES (?, ?) ON CONFLICT(agent_id) DO UPDATE SET last_seq = excluded.last_seq'),
+      // The last seq is the newest delivery kept: pruning always keeps the newest ones.
+      lastSeq: p('SELECT MAX(seq) AS last_seq FROM deliveries WHERE agent_id = ?'),
       recordDelivery: p('INSERT OR REPLACE INTO deliveries (agent_id, seq, message_id, delivered_at) VALUES (?, ?, ?, ?)'),
       deliveryAt: p('SELECT message_id FROM deliveries WHERE agent_id = ? AND seq = ?'),
       oldestDelivery: p('SELECT MIN(seq) AS seq FROM deliveries WHERE agent_id = ?'),
@@ -60,8 +62,9 @@ export class SqliteRouterRepository implements RouterRepository {
 
   insertMessage(r: MessageRecord): void {
     const e = r.envelope;
+    this.s.insertPayload.run(e.messageId, e.payload);
     this.s.insertMessage.run(e.messageId, e.producerId, r.recipientId, r.dedupKey, r.tracked ? 1 : 0, r.lane, r.ackFor, envelopeJson(e),
-      e.payload, r.acceptedAt, r.state, r.errorCode, r.updatedAt, r.ackDeadline, r.expiresAt, r.delivery, r.deliverySeq,
+      r.acceptedAt, r.state, r.errorCode, r.updatedAt, r.ackDeadline, r.expiresAt, r.delivery, r.deliverySeq,
       r.deliveredAt, r.leaseUntil, r.deliveryAttempts, JSON.stringify(r.history));
   }
 
@@ -114,11 +117,10 @@ export class SqliteRouterRepository implements RouterRepository {
 
   lastSeq(agentId: string): number {
     const row = this.s.lastSeq.get(agentId) as Row | undefined;
-    return row ? Number(row.last_seq) : 0;
+    return row && row.last_seq !== null ? Number(row.last_seq) : 0;
   }
 
   recordDelivery(agentId: string, seq: number, messageId: string, at: number): void {
-    this.s.setSeq.run(agentId, seq);
     this.s.recordDelivery.run(agentId, seq, messageId, at);
   }
 
@@ -133,7 +135,8 @@ export class SqliteRouterRepository implements RouterRepository {
   }
 
   pruneDeliveries(agentId: string, keep: number): void {
-    this.s.pruneDeliveries.run(agentId, agentId, keep);
+    // The newest delivery always stays: it is where the agent's seq continues after a restart.
+    this.s.pruneDeliveries.run(agentId, agentId, Math.max(1, keep));
   }
 
   addDeadLetter(l: Omit<DeadLetter, 'id' | 'requeuedAt' | 'requeuedAs'>, payload: Uint8Array, envelope: Envelope): number {

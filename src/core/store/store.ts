@@ -65,6 +65,13 @@ export interface Store {
   readonly router: RouterRepository;
   /** Runs `fn` in one transaction: all of its writes commit together or none do. */
   transaction<T>(fn: () => T): T;
+  /**
+   * Runs `fn` once everything written so far is durable: at once when nothing is pending, else after the
+   * pending commit. Work that must not be seen before it is durable (stream writes, answers) goes here.
+   */
+  afterCommit(fn: () => void): void;
+  /** Resolves when everything written so far is committed; rejects if that commit failed. */
+  whenDurable(): Promise<void>;
   close(): void;
 }
 

@@ -2,6 +2,7 @@ import * as grpc from '@grpc/grpc-js';
 import type { Coordinator } from '../../core/coordinator';
 import { MAX_LOG_DETAILS_BYTES } from '../../core/limits';
 import { callContext } from '../callContext';
+import { answerWhenDurable } from '../durable';
 
 interface TimestampMessage { seconds?: string | number; nanos?: number }
 interface LogEventMessage {
@@ -62,7 +63,7 @@ export class LoggingServiceAdapter {
             agent_ts: agentTs,
           },
         });
-        callback(null, { ok: true });
+        answerWhenDurable(this.coordinator.store, callback, { ok: true });
       },
     };
   }

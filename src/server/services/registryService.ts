@@ -2,6 +2,7 @@ import type * as grpc from '@grpc/grpc-js';
 import type { Coordinator } from '../../core/coordinator';
 import type { DescriptorInput } from '../../core/registry/descriptor';
 import { callContext } from '../callContext';
+import { answerWhenDurable } from '../durable';
 
 /** Wire shapes of registry.proto as proto-loader hands them over (keepCase, enums as strings). */
 interface AgentDescriptorMessage {
@@ -32,15 +33,15 @@ export class RegistryServiceAdapter {
           callback(null, { accepted: false, reason: 'VALIDATION_ERROR: the request carries no agent descriptor' });
           return;
         }
-        callback(null, registry.register(toDescriptorInput(agent), callContext(call, ids)));
+        answerWhenDurable(this.coordinator.store, callback, registry.register(toDescriptorInput(agent), callContext(call, ids)));
       },
       Heartbeat: (call: grpc.ServerUnaryCall<{ agent_id?: string; state?: string | number; health?: Record<string, string> }, unknown>, callback: grpc.sendUnaryData<unknown>) => {
         const { agent_id = '', state = '', health = {} } = call.request;
-        callback(null, { ok: registry.heartbeat(agent_id, String(state), health, callContext(call, ids)) });
+        answerWhenDurable(this.coordinator.store, callback, { ok: registry.heartbeat(agent_id, String(state), health, callContext(call, ids)) });
       },
       DeregisterAgent: (call: grpc.ServerUnaryCall<{ agent_id?: string; reason?: string }, unknown>, callback: grpc.sendUnaryData<unknown>) => {
         const { agent_id = '', reason = '' } = call.request;
-        callback(null, { ok: registry.deregister(agent_id, reason, callContext(call, ids)) });
+        answerWhenDurable(this.coordinator.store, callback, { ok: registry.deregister(agent_id, reason, callContext(call, ids)) });
       },
     };
   }

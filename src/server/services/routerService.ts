@@ -3,6 +3,7 @@ import type { Coordinator } from '../../core/coordinator';
 import type { Envelope } from '../../core/router/envelope';
 import { StreamRefusal, type InboxSink } from '../../core/router/router';
 import { callContext } from '../callContext';
+import { answerWhenDurable } from '../durable';
 
 /** common.proto Envelope as proto-loader hands it over (keepCase, longs and enums as strings). */
 export interface EnvelopeMessage {
@@ -104,7 +105,7 @@ export class RouterServiceAdapter {
         try {
           const to = call.metadata.get('sw4rm-to')[0];
           const result = router.send(envelopeFromMessage(call.request.msg), ctx, { to: typeof to === 'string' ? to : undefined, receivedAt });
-          callback(null, result.accepted ? { accepted: true, reason: '' } : { accepted: false, reason: result.reason });
+          answerWhenDurable(this.coordinator.store, callback, result.accepted ? { accepted: true, reason: '' } : { accepted: false, reason: result.reason });
         } catch (err) {
           // Nothing was committed: the message is refused, never half-accepted.
           log.record({ correlationId: ctx.correlationId, actor: 'router', eventType: 'router.internal_error', level: 'ERROR', details: { error: String((err as Error).stack ?? err) } });
@@ -160,7 +161,8 @@ export class RouterServiceAdapter {
           return;
         }
         const permanent = outcome === 'DELIVERY_ACK_OUTCOME_PERMANENT_FAILURE' || outcome === 1 || outcome === '1';
-        callback(null, { recorded: router.ackDelivery(agent_id, number, message_id, permanent ? 'PERMANENT_FAILURE' : 'DELIVERED', callContext(call, ids)) });
+        const recorded = router.ackDelivery(agent_id, number, message_id, permanent ? 'PERMANENT_FAILURE' : 'DELIVERED', callContext(call, ids));
+        answerWhenDurable(this.coordinator.store, callback, { recorded });
       },
     };
   }

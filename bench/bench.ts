@@ -1,0 +1,328 @@
+/**
+ * Router benchmark: the coordinator's RouterService ("routed") against a bare grpc-js router ("bare") that
+ * forwards envelopes with no validation and no storage. Both run in child processes; this process is the load
+ * generator. It prints figures and ratios; it exits non-zero only when a message fails or is lost.
+ *
+ * Environment: BENCH_MESSAGES (10000), BENCH_CONCURRENCY (32), BENCH_REPEATS (3), BENCH_LATENCY_SECONDS (5),
+ * BENCH_WARMUP_SECONDS (5), BENCH_THROUGHPUT_MAX_SECONDS (15), BENCH_PAYLOAD_BYTES (100), BENCH_CAPACITY (100000),
+ * BENCH_ACK_DELIVERY (0), BENCH_STALL_SECONDS (15), BENCH_SERVERS (bare,routed), BENCH_ROUTED_CLI (dist/cli.js).
+ */
+import * as os from 'node:os';
+import { performance } from 'node:perf_hooks';
+import { AgentPair, BenchError, RouterUnimplementedError } from './agents';
+import { closedLoop, median, openLoop, percentile, PhaseResult } from './phases';
+import { createRoleClients, RoleClients } from './protocol';
+import { ServerHandle, startBareServer, startRoutedServer } from './servers';
+
+export interface BenchConfig {
+  readonly messages: number;
+  readonly concurrency: number;
+  readonly repeats: number;
+  readonly latencySeconds: number;
+  readonly warmupSeconds: number;
+  readonly throughputMaxSeconds: number;
+  readonly payloadBytes: number;
+  readonly capacity: number;
+  readonly ackDelivery: boolean;
+  readonly stallMs: number;
+  readonly servers: readonly ServerName[];
+  readonly routedCli: string | undefined;
+}
+
+type ServerName = 'bare' | 'routed';
+
+const THROUGHPUT_TARGET = 0.75;
+const WARMUP_CHUNK = 1000;
+/** Share of one core other processes may use during a phase before its figures are flagged. */
+const FOREIGN_CPU_LIMIT = 0.15;
+const NOT_IMPLEMENTED = 'RouterService not implemented in this build';
+const P99_TARGET = 2.0;
+
+export function readConfig(env: NodeJS.ProcessEnv = process.env): BenchConfig {
+  const int = (name: string, fallback: number, min: number): number => {
+    const raw = env[name];
+    if (raw === undefined || raw === '') return fallback;
+    const value = Number(raw);
+    if (!Number.isFinite(value) || value < min) throw new Error(`${name} must be a number ≥ ${min}, not '${raw}'`);
+    return value;
+  };
+  const servers = (env.BENCH_SERVERS ?? 'bare,routed').split(',').map((s) => s.trim()).filter(Boolean);
+  for (const name of servers) {
+    if (name !== 'bare' && name !== 'routed') throw new Error(`BENCH_SERVERS lists '${name}'; use bare and/or routed`);
+  }
+  return {
+    messages: Math.round(int('BENCH_MESSAGES', 10_000, 1)),
+    concurrency: Math.round(int('BENCH_CONCURRENCY', 32, 1)),
+    repeats: Math.round(int('BENCH_REPEATS', 3, 1)),
+    latencySeconds: int('BENCH_LATENCY_SECONDS', 5, 0.1),
+    warmupSeconds: int('BENCH_WARMUP_SECONDS', 5, 0),
+    throughputMaxSeconds: int('BENCH_THROUGHPUT_MAX_SECONDS', 15, 0.1),
+    payloadBytes: Math.round(int('BENCH_PAYLOAD_BYTES', 100, 0)),
+    capacity: Math.round(int('BENCH_CAPACITY', 100_000, 1)),
+    ackDelivery: env.BENCH_ACK_DELIVERY === '1' || env.BENCH_ACK_DELIVERY === 'true',
+    stallMs: int('BENCH_STALL_SECONDS', 15, 1) * 1000,
+    servers: servers as ServerName[],
+    routedCli: env.BENCH_ROUTED_CLI || undefined,
+  };
+}
+
+/** One server under test and everything measured on it. */
+interface Subject {
+  readonly name: ServerName;
+  server: ServerHandle | undefined;
+  clients: { producer: RoleClients; consumer: RoleClients } | undefined;
+  /** Why this server is no longer measured, if it is not. */
+  stopped: string | undefined;
+  readonly throughput: PhaseResult[];
+  readonly halfLoad: PhaseResult[];
+  halfRate: number;
+  sent: number;
+  completed: number;
+  duplicateAcks: number;
+  redeliveredData: number;
+  heartbeats: number;
+  otherItems: number;
+  ackDeliveries: number;
+}
+
+export async function runBench(config: BenchConfig): Promise<number> {
+  const began = performance.now();
+  let exitCode = 0;
+  const notes = new Set<string>();
+  const subjects = config.servers.map((name): Subject => ({
+    name, server: undefined, clients: undefined, stopped: undefined, throughput: [], halfLoad: [], halfRate: NaN,
+    sent: 0, completed: 0, duplicateAcks: 0, redeliveredData: 0, heartbeats: 0, otherItems: 0, ackDeliveries: 0,
+  }));
+
+  console.log(
+    `SW4RM router benchmark: node ${process.version}, ${os.cpus().length} CPUs; ${config.messages} messages at ${config.concurrency} in flight, ` +
+      `${config.repeats} repeats, ${config.warmupSeconds} s warm-up, ${config.latencySeconds} s at half load, ${config.payloadBytes}-byte payloads, AckDelivery ${config.ackDelivery ? 'on' : 'off'}`,
+  );
+
+  const [load1] = os.loadavg();
+  if (load1 > 0.5) console.log(`note: load average ${load1.toFixed(2)} at start: other processes are busy on this machine`);
+
+  await Promise.all(subjects.map(async (subject) => {
+    try {
+      if (subject.name === 'bare') {
+        subject.server = await startBareServer();
+      } else {
+        const started = await startRoutedServer({ capacity: config.capacity, cliPath: config.routedCli });
+        subject.server = started.server;
+        for (const note of started.notes) notes.add(note);
+      }
+      subject.clients = {
+        producer: createRoleClients(subject.server.address, 'producer'),
+        consumer: createRoleClients(subject.server.address, 'consumer'),
+      };
+      console.log(`${subject.name}: serving on ${subject.server.address}`);
+    } catch (err) {
+      subject.stopped = `failed to start: ${(err as Error).message}`;
+      console.log(`${subject.name}: ${subject.stopped}`);
+      exitCode = 1;
+    }
+  }));
+
+  /** Runs one phase on a fresh agent pair; a failure stops further measurement of that server. */
+  const phase = async (subject: Subject, label: string, run: (server: ServerHandle, pair: AgentPair) => Promise<PhaseResult>): Promise<PhaseResult | undefined> => {
+    if (subject.stopped !== undefined || subject.server === undefined || subject.clients === undefined) return undefined;
+    let pair: AgentPair | undefined;
+    try {
+      pair = await AgentPair.open({
+        server: subject.server, producer: subject.clients.producer, consumer: subject.clients.consumer,
+        label, payloadBytes: config.payloadBytes, ackDelivery: config.ackDelivery,
+      });
+      return await run(subject.server, pair);
+    } catch (err) {
+      if (err instanceof RouterUnimplementedError) {
+        subject.stopped = NOT_IMPLEMENTED;
+        console.log(`${subject.name}: ${NOT_IMPLEMENTED}`);
+      } else {
+        subject.stopped = (err as Error).message;
+        console.log(`${subject.name} ${label}: ERROR ${(err as Error).message}`);
+        if (!(err instanceof BenchError)) console.log((err as Error).stack);
+        console.log(`${subject.name} server stderr (last lines, full log kept in ${subject.server.stderrPath}):\n${subject.server.stderrTail()}`);
+        exitCode = 1;
+      }
+      return undefined;
+    } finally {
+      if (pair !== undefined) {
+        await pair.close();
+        subject.sent += pair.counters.sent;
+        subject.completed += pair.counters.completed;
+        subject.duplicateAcks += pair.counters.duplicateAcks;
+        subject.redeliveredData += pair.counters.redeliveredData;
+        subject.heartbeats += pair.counters.heartbeats;
+        subject.otherItems += pair.counters.otherItems;
+        subject.ackDeliveries += pair.counters.ackDeliveries;
+        if (pair.ackDeliveryUnimplemented) notes.add(`${subject.name}: AckDelivery answered UNIMPLEMENTED; switched off`);
+      }
+    }
+  };
+
+  try {
+    // grpc-js and the servers need some 15-20 thousand messages before the JIT settles; until then rates climb.
+    if (config.warmupSeconds > 0) {
+      for (const subject of subjects) {
+        const result = await phase(subject, 'warmup', async (server, pair) => {
+          const until = performance.now() + config.warmupSeconds * 1000;
+          let total = 0;
+          let last: PhaseResult;
+          do {
+            last = await closedLoop(server, pair, WARMUP_CHUNK, config.concurrency, config.stallMs);
+            total += last.messages;
+          } while (performance.now() < until);
+          console.log(`${pad(subject.name, 7)} warm-up       ${total} msgs in ${config.warmupSeconds} s; last ${WARMUP_CHUNK}: ${describe(last)}`);
+          return last;
+        });
+        if (result === undefined && subject.stopped === undefined) subject.stopped = 'warm-up failed';
+      }
+    }
+
+    for (let rep = 1; rep <= config.repeats; rep++) {
+      for (const subject of interleaved(subjects, rep)) {
+        const result = await phase(subject, `tput${rep}`, (server, pair) =>
+          closedLoop(server, pair, config.messages, config.concurrency, config.stallMs, config.throughputMaxSeconds * 1000));
+        if (result) {
+          subject.throughput.push(result);
+          const capped = result.capped ? ` (stopped sending at the ${config.throughputMaxSeconds} s limit)` : '';
+          console.log(`${pad(subject.name, 7)} throughput #${rep} ${describe(result)}${capped}`);
+        }
+      }
+    }
+
+    for (const subject of subjects) subject.halfRate = median(subject.throughput.map((r) => r.rate)) / 2;
+
+    for (let rep = 1; rep <= config.repeats; rep++) {
+      for (const subject of interleaved(subjects, rep)) {
+        if (!(subject.halfRate > 0)) continue;
+        const result = await phase(subject, `half${rep}`, (server, pair) => openLoop(server, pair, subject.halfRate, config.latencySeconds, config.stallMs));
+        if (result) {
+          subject.halfLoad.push(result);
+          console.log(`${pad(subject.name, 7)} half load #${rep}  ${describe(result)}, offered ${subject.halfRate.toFixed(0)} msg/s, max send lag ${result.maxSendLagMs.toFixed(1)} ms`);
+        }
+      }
+    }
+  } finally {
+    for (const subject of subjects) {
+      subject.clients?.producer.close();
+      subject.clients?.consumer.close();
+      await subject.server?.stop(exitCode !== 0);
+    }
+  }
+
+  console.log('');
+  printReport(subjects, notes);
+  console.log(`\ntotal time ${((performance.now() - began) / 1000).toFixed(1)} s; exit ${exitCode}`);
+  return exitCode;
+}
+
+/** Alternates which server goes first, so that drift over the run does not favour one of them. */
+function interleaved(subjects: readonly Subject[], rep: number): Subject[] {
+  return rep % 2 === 1 ? [...subjects] : [...subjects].reverse();
+}
+
+function describe(result: PhaseResult): string {
+  const cpu = (seconds: number): string =>
+    Number.isNaN(seconds)
+      ? '?'
+      : `${((seconds * 1e6) / result.messages).toFixed(0)} µs/msg (${((seconds * 1e5) / result.elapsedMs).toFixed(0)}% of a core)`;
+  return (
+    `${result.messages} msgs in ${(result.elapsedMs / 1000).toFixed(2)} s = ${result.rate.toFixed(0)} msg/s; ` +
+    `latency p50 ${percentile(result.latencies, 50).toFixed(2)} ms, p99 ${percentile(result.latencies, 99).toFixed(2)} ms; ` +
+    `CPU server ${cpu(result.serverCpuS)}, load generator ${cpu(result.loadCpuS)}, other processes ${share(result)}% of a core` +
+    (busy(result) ? ' [DISTURBED]' : '')
+  );
+}
+
+/** Other processes' CPU during a phase, in percent of one core. */
+function share(result: PhaseResult): string {
+  return Number.isNaN(result.foreignCpuS) ? '?' : ((result.foreignCpuS * 1e5) / result.elapsedMs).toFixed(0);
+}
+
+/** Whether other processes used enough CPU during a phase to distort it on a two-core machine. */
+function busy(result: PhaseResult): boolean {
+  return (result.foreignCpuS * 1000) / result.elapsedMs > FOREIGN_CPU_LIMIT;
+}
+
+function printReport(subjects: readonly Subject[], notes: ReadonlySet<string>): void {
+  const bare = subjects.find((s) => s.name === 'bare');
+  const routed = subjects.find((s) => s.name === 'routed');
+  const figure = (subject: Subject | undefined, pick: (s: Subject) => number, digits: number): string => {
+    if (subject === undefined) return 'n/a';
+    if (subject.stopped !== undefined && Number.isNaN(pick(subject))) return '—';
+    const value = pick(subject);
+    return Number.isNaN(value) ? '—' : value.toFixed(digits);
+  };
+  const tput = (s: Subject): number => median(s.throughput.map((r) => r.rate));
+  const half = (p: number) => (s: Subject): number => median(s.halfLoad.map((r) => percentile(r.latencies, p)));
+  const cpu = (s: Subject): number => median(s.throughput.map((r) => (r.serverCpuS * 1e6) / r.messages));
+  const loadCpu = (s: Subject): number => median(s.throughput.map((r) => (r.loadCpuS * 1e6) / r.messages));
+  const ratio = (pick: (s: Subject) => number): number =>
+    bare !== undefined && routed !== undefined ? pick(routed) / pick(bare) : NaN;
+
+  const rows: [string, string, string, number, string, string][] = [];
+  const verdict = (value: number, ok: (v: number) => boolean): string => (Number.isNaN(value) ? 'n/a' : ok(value) ? 'PASS' : 'MISS');
+  const tputRatio = ratio(tput);
+  const p99Ratio = ratio(half(99));
+  rows.push(['throughput, msg/s (median)', figure(bare, tput, 0), figure(routed, tput, 0), tputRatio, `≥ ${THROUGHPUT_TARGET}`, verdict(tputRatio, (v) => v >= THROUGHPUT_TARGET)]);
+  rows.push(['p50 at half load, ms', figure(bare, half(50), 2), figure(routed, half(50), 2), ratio(half(50)), '', '']);
+  rows.push(['p90 at half load, ms', figure(bare, half(90), 2), figure(routed, half(90), 2), ratio(half(90)), '', '']);
+  rows.push(['p99 at half load, ms', figure(bare, half(99), 2), figure(routed, half(99), 2), p99Ratio, `≤ ${P99_TARGET}`, verdict(p99Ratio, (v) => v <= P99_TARGET)]);
+  rows.push(['server CPU per message, µs', figure(bare, cpu, 0), figure(routed, cpu, 0), ratio(cpu), '', '']);
+  rows.push(['load-gen CPU per message, µs', figure(bare, loadCpu, 0), figure(routed, loadCpu, 0), ratio(loadCpu), '', '']);
+
+  const widths = [28, 10, 10, 12, 8, 6];
+  const line = (cells: string[]): string => cells.map((cell, i) => (i === 0 ? pad(cell, widths[i]) : padStart(cell, widths[i]))).join('  ');
+  console.log(line(['', 'bare', 'routed', 'routed/bare', 'target', '']));
+  for (const [label, b, r, q, target, result] of rows) {
+    console.log(line([label, b, r, Number.isNaN(q) ? '—' : q.toFixed(2), target, result]));
+  }
+  console.log('');
+  for (const subject of subjects) {
+    if (subject.stopped === NOT_IMPLEMENTED) {
+      console.log(`${subject.name}: ${NOT_IMPLEMENTED}`);
+      continue;
+    }
+    const lost = subject.sent - subject.completed;
+    const status = subject.stopped === undefined ? '' : ` (stopped: ${subject.stopped})`;
+    console.log(
+      `${subject.name}: ${subject.completed}/${subject.sent} messages acknowledged FULFILLED, ${lost === 0 ? 'none lost' : `${lost} NOT COMPLETED`}; ` +
+        `redelivered DATA ${subject.redeliveredData}, duplicate ACKs ${subject.duplicateAcks}, coordinator heartbeats ${subject.heartbeats}, ` +
+        `other items ${subject.otherItems}, AckDelivery calls ${subject.ackDeliveries}${status}`,
+    );
+  }
+  for (const note of notes) console.log(note);
+  const disturbed = subjects.flatMap((s) => [...s.throughput, ...s.halfLoad]).filter(busy).length;
+  if (disturbed > 0) {
+    console.log(
+      `WARNING: in ${disturbed} phase(s) other processes used more than ${FOREIGN_CPU_LIMIT * 100}% of a core ([DISTURBED] above); ` +
+        'on two cores that distorts the figures: rerun on a quiet machine.',
+    );
+  }
+}
+
+function pad(text: string, width: number): string {
+  return text.length >= width ? text : text + ' '.repeat(width - text.length);
+}
+
+function padStart(text: string, width: number): string {
+  return text.length >= width ? text : ' '.repeat(width - text.length) + text;
+}
+
+if (require.main === module) {
+  let config: BenchConfig;
+  try {
+    config = readConfig();
+  } catch (err) {
+    console.error(`bench: ${(err as Error).message}`);
+    process.exit(2);
+  }
+  runBench(config).then(
+    (code) => process.exit(code),
+    (err: unknown) => {
+      console.error(`bench: ${(err as Error).stack ?? String(err)}`);
+      process.exit(1);
+    },
+  );
+}
