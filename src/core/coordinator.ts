@@ -1,4 +1,8 @@
 import { systemClock, type Clock } from './clock';
+import type { Disposable } from './events';
+
+/** About a million events: the last few hours of a busy coordinator, some hundred MB at most. */
+export const DEFAULT_MAX_EVENTS = 1_000_000;
 import { randomIds, type IdSource } from './ids';
 import { EventLog } from './log/eventLog';
 import { DEFAULT_REGISTRY_OPTIONS, Registry, type RegistryOptions } from './registry/registry';
@@ -11,6 +15,8 @@ export interface CoordinatorOptions {
   readonly ids?: IdSource;
   readonly registry?: Partial<RegistryOptions>;
   readonly router?: Partial<RouterOptions>;
+  /** Structured events kept in the store; older ones are pruned every minute. */
+  readonly maxEvents?: number;
   /** Subscribed before anything is recorded, so that start-up and restore events are seen too. */
   readonly onEvent?: (event: StoredEvent) => void;
 }
@@ -26,6 +32,7 @@ export class Coordinator {
   readonly log: EventLog;
   readonly registry: Registry;
   readonly router: Router;
+  private retentionTimer: Disposable | undefined;
 
   constructor(options: CoordinatorOptions) {
     this.store = options.store;
@@ -39,10 +46,23 @@ export class Coordinator {
     });
     this.registry = new Registry(this.store, this.log, this.clock, { ...DEFAULT_REGISTRY_OPTIONS, ...options.registry });
     this.router = new Router(this.store, this.registry, this.log, this.clock, this.ids, { ...DEFAULT_ROUTER_OPTIONS, ...options.router });
+    this.scheduleEventRetention(options.maxEvents ?? DEFAULT_MAX_EVENTS);
+  }
+
+  /** Bounds the event log: every minute, events beyond the newest `maxEvents` are deleted. */
+  private scheduleEventRetention(maxEvents: number): void {
+    this.retentionTimer = this.clock.setTimer(60_000, () => {
+      const pruned = this.store.transaction(() => this.store.events.prune(maxEvents));
+      if (pruned > 0) {
+        this.log.record({ correlationId: this.ids.uuid(), actor: 'coordinator', eventType: 'events.pruned', details: { pruned, kept: maxEvents } });
+      }
+      this.scheduleEventRetention(maxEvents);
+    });
   }
 
   /** Stops timers and closes the store. The coordinator cannot be used afterwards. */
   dispose(): void {
+    this.retentionTimer?.dispose();
     this.router.dispose();
     this.registry.dispose();
     this.log.record({ correlationId: this.ids.uuid(), actor: 'coordinator', eventType: 'coordinator.stopped', details: {} });

@@ -1,4 +1,8 @@
 import { strict as assert } from 'node:assert';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { Coordinator } from '../../src/core/coordinator';
 import { ManualClock } from '../../src/core/clock';
 import { EventLog, formatEvent } from '../../src/core/log/eventLog';
 import { SqliteStore } from '../../src/core/store/sqliteStore';
@@ -91,5 +95,27 @@ describe('EventLog', () => {
     });
     const line = formatEvent(event);
     assert.ok(!/[\u0000-\u001f\u007f]/.test(line), `control characters in ${JSON.stringify(line)}`);
+  });
+});
+
+describe('event retention', () => {
+  it('keeps only the newest maxEvents events, checked every minute with the injected clock', () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'sw4rm-retention-'));
+    const clock = new ManualClock();
+    const coordinator = new Coordinator({ store: SqliteStore.open(dir), clock, maxEvents: 5, router: { heartbeatIntervalMs: 0 } });
+    try {
+      for (let i = 0; i < 20; i++) coordinator.log.record({ correlationId: `c${i}`, actor: 'test', eventType: 'test.event' });
+      assert.ok(coordinator.store.events.count() > 5);
+      clock.advance(59_999);
+      assert.ok(coordinator.store.events.count() > 5, 'nothing is pruned before the minute is up');
+      clock.advance(1);
+      const kept = coordinator.log.query({ limit: 100 });
+      assert.equal(kept.length, 6, 'five kept plus the events.pruned record');
+      assert.equal(kept[kept.length - 1].eventType, 'events.pruned');
+      assert.deepEqual(kept.slice(0, 5).map((e) => e.correlationId), ['c15', 'c16', 'c17', 'c18', 'c19']);
+    } finally {
+      coordinator.dispose();
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

@@ -312,11 +312,17 @@ interface EventRow {
 class SqliteEvents implements EventRepository {
   private readonly appendStmt: StatementSync;
   private readonly countStmt: StatementSync;
+  private readonly pruneStmt: StatementSync;
 
   constructor(private readonly db: DatabaseSync) {
     this.appendStmt = db.prepare(
       'INSERT INTO events (ts, correlation_id, actor, event_type, level, source, details) VALUES (?, ?, ?, ?, ?, ?, ?)');
     this.countStmt = db.prepare('SELECT COUNT(*) AS n FROM events');
+    this.pruneStmt = db.prepare('DELETE FROM events WHERE id <= (SELECT MAX(id) FROM events) - ?');
+  }
+
+  prune(keep: number): number {
+    return Number(this.pruneStmt.run(Math.max(0, Math.floor(keep))).changes);
   }
 
   append(event: StructuredEvent): number {

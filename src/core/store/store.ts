@@ -53,6 +53,8 @@ export interface EventRepository {
   append(event: StructuredEvent): number;
   query(query?: EventQuery): StoredEvent[];
   count(): number;
+  /** Deletes the oldest events so that at most `keep` remain; answers how many went. */
+  prune(keep: number): number;
 }
 
 /** The coordinator's durable state. One implementation today (SQLite); the interface keeps core free of it. */
