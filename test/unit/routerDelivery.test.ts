@@ -424,3 +424,27 @@ describe('Router delivery (RFC §5.5, §11, §14, §21.1)', () => {
     });
   });
 });
+
+describe('Router: forwarded ACKs a client never confirms', () => {
+  it('holds at most 256 per agent for redelivery, recording the rest as delivered unconfirmed', () => {
+    const h = new RouterHarness({ heartbeatIntervalMs: 0, capacity: 1000 });
+    try {
+      h.register('producer');
+      h.register('consumer');
+      const producerInbox = h.stream('producer');
+      h.stream('consumer');
+      for (let i = 0; i < 300; i++) {
+        const data = h.sendData('producer', 'consumer');
+        assert.equal(h.ack('consumer', data.messageId, 'FULFILLED').accepted, true);
+      }
+      assert.equal(producerInbox.sink.ofType('ACKNOWLEDGEMENT').length, 300, 'every ACK was written to the live stream');
+      assert.equal(h.router.inboxStats('producer').inFlight, 256);
+
+      producerInbox.handle.dispose();
+      const again = h.stream('producer');
+      assert.equal(again.sink.ofType('ACKNOWLEDGEMENT').length, 256, 'only the held ones are repeated on the next stream');
+    } finally {
+      h.dispose();
+    }
+  });
+});

@@ -15,6 +15,9 @@ import {
 import { emptyMetrics, metricsText, observe, type AgentRouterMetrics } from './metrics';
 import type { DeadLetter, DeadLetterFilter, DedupEntry, MessageRecord, RouterRepository } from './model';
 
+/** Forwarded ACKs and NACKs held per agent for redelivery when the client never confirms them (AckDelivery). */
+const MAX_UNCONFIRMED_UNTRACKED = 256;
+
 /** The coordinator's own address and producer id. */
 export const COORDINATOR_ID = 'coordinator';
 
@@ -671,11 +674,35 @@ export class Router implements Disposable {
     }
     // Nothing reaches a stream before it is durable: a crash can never show an agent a message the store lost.
     if (sink && items.length) this.store.afterCommit(() => { for (const [seq, envelope] of items) sink.deliver(seq, envelope); });
+    this.boundUnconfirmed(inbox, now);
     this.changed.fire({ agentId: inbox.agentId });
   }
 
   private pruneDeliveriesIfDue(inbox: Inbox, firstSeq: number): void {
     if (Math.floor(inbox.lastSeq / 100) > Math.floor((firstSeq - 1) / 100)) this.repo.pruneDeliveries(inbox.agentId, this.options.resumeBacklog);
+  }
+
+  /**
+   * Forwarded ACKs and NACKs are confirmed only by AckDelivery, which not every client calls. They are kept
+   * for redelivery on the next stream, but at most MAX_UNCONFIRMED_UNTRACKED per agent: older ones written to a
+   * live stream count as delivered (recorded as unconfirmed), so memory and redelivery stay bounded.
+   */
+  private boundUnconfirmed(inbox: Inbox, now: number): void {
+    let untracked = 0;
+    for (const record of inbox.inflight.values()) if (!record.tracked) untracked++;
+    if (untracked <= MAX_UNCONFIRMED_UNTRACKED) return;
+    let excess = untracked - MAX_UNCONFIRMED_UNTRACKED;
+    this.store.transaction(() => {
+      for (const record of [...inbox.inflight.values()]) {
+        if (excess === 0) break;
+        if (record.tracked) continue;
+        record.history.push({ at: now, event: 'delivery_unconfirmed', detail: `written to a live stream; more than ${MAX_UNCONFIRMED_UNTRACKED} unconfirmed` });
+        this.confirmDelivery(record, now, 'bounded without AckDelivery');
+        this.repo.updateMessage(record);
+        this.retire(record);
+        excess--;
+      }
+    });
   }
 
   private confirmDelivery(record: MessageRecord, now: number, how: string): void {

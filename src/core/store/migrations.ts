@@ -33,7 +33,6 @@ export const MIGRATIONS: readonly Migration[] = [
          source TEXT NOT NULL,
          details TEXT NOT NULL
        )`,
-      `CREATE INDEX events_correlation ON events(correlation_id)`,
     ],
   },
   {
