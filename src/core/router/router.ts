@@ -6,9 +6,9 @@ import type { EventLog } from '../log/eventLog';
 import type { CallContext, Registry } from '../registry/registry';
 import type { Store } from '../store/store';
 import {
-  checkEnvelope, jsonObject, modalityAccepts, payloadExcerpt, type Envelope, type ErrorCode, type Refusal,
+  checkEnvelope, jsonObject, modalityAccepts, payloadExcerpt, type Envelope, type ErrorCode,
 } from './envelope';
-import { DEFAULT_LANE_OPTIONS, LaneQueues, PrivilegedRateLimiter, type Lane, type LaneOptions } from './lanes';
+import { DEFAULT_LANE_OPTIONS, LaneQueues, PrivilegedRateLimiter, type LaneOptions } from './lanes';
 import {
   RETRYABLE_CODES, advances, isTerminal, nackPayload, parseAck, type AckPayload, type MessageState,
 } from './lifecycle';
@@ -1094,7 +1094,6 @@ export class Router implements Disposable {
 
   /** After a restart: every message not finished with is back in its inbox, with its deadlines. */
   private recover(): void {
-    const now = this.clock.now();
     const records = this.repo.liveMessages();
     this.store.transaction(() => {
       for (const record of records) {
