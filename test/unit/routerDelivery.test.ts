@@ -1,4 +1,5 @@
 import { strict as assert } from 'node:assert';
+import { randomUUID } from 'node:crypto';
 import { isoUtc } from '../../src/core/clock';
 import { COORDINATOR_ID, StreamRefusal, UNSPECIFIED_ERROR } from '../../src/core/router/router';
 import { CollectingSink, RouterHarness, assertRefused, ctx, json, settle } from '../support/routerHarness';
@@ -389,13 +390,30 @@ describe('Router delivery (RFC §5.5, §11, §14, §21.1)', () => {
       assert.equal(h.store.router.getDedup(P, 't:T')?.outcomeState, 'FULFILLED', 'the requeued attempt settles the operation');
     });
 
-    it('requeues a dead letter without a token under a fresh sequence number', () => {
+    it('requeues a dead letter without a token as a retry of the same (producer_id, sequence_number) operation', () => {
       h.stream(C);
       const m = h.sendData(P, C);
       h.acked(C, m.messageId, 'FAILED', { error_code: 'INTERNAL_ERROR' });
       const result = h.router.requeue(h.router.deadLetters()[0].id, ctx());
       assert.ok(result.accepted, result.accepted ? '' : result.reason);
-      assert.notEqual(h.router.message(result.messageId)?.envelope.sequenceNumber, m.sequenceNumber);
+      const requeued = h.router.message(result.messageId)!.envelope;
+      assert.notEqual(requeued.messageId, m.messageId);
+      assert.equal(requeued.sequenceNumber, m.sequenceNumber);
+      assert.equal(requeued.retryCount, m.retryCount + 1);
+      // The operation is under way again: the producer's own resend of that sequence number is refused.
+      assertRefused(h.send({ ...m, messageId: randomUUID() }, C), 'ALREADY_IN_PROGRESS');
+    });
+
+    it('leaves the cached failure in place when the requeue itself is refused', () => {
+      h.stream(C);
+      const m = h.sendData(P, C, { idempotencyToken: 'tok-requeue' });
+      h.acked(C, m.messageId, 'FAILED', { error_code: 'INTERNAL_ERROR' });
+      const letter = h.router.deadLetters()[0];
+      h.registry.deregister(C, 'gone', ctx());
+      const refused = h.router.requeue(letter.id, ctx());
+      assert.equal(refused.accepted, false);
+      h.register(C);
+      assertRefused(h.send({ ...m, messageId: randomUUID() }, C), 'DUPLICATE_DETECTED');
     });
 
     it('exports a diagnostic bundle, filtered by error class, producer, recipient and time', () => {

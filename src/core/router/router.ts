@@ -949,18 +949,23 @@ export class Router implements Disposable {
       return { accepted: false, code: 'DUPLICATE_DETECTED', reason: `DUPLICATE_DETECTED: dead letter ${id} was already requeued as ${found.letter.requeuedAs}` };
     }
     const original = found.envelope;
-    const producer = this.registry.get(original.producerId);
-    const sequence = BigInt(original.sequenceNumber) + BigInt(1_000_000_000) + BigInt(this.clock.now());
-    const envelope: Envelope = { ...original, messageId: this.ids.uuid(), retryCount: original.retryCount + 1, sequenceNumber: String(sequence) };
-    if (!producer) return { accepted: false, code: 'PERMISSION_DENIED', reason: `PERMISSION_DENIED: the producer ${original.producerId} is no longer registered` };
-    // An operator's requeue overrides the cached failure of the operation.
-    const key = original.idempotencyToken ? `t:${original.idempotencyToken}` : `s:${original.sequenceNumber}`;
-    const entry = this.dedupEntry(original.producerId, key, this.clock.now());
-    if (entry && entry.status === 'done' && entry.outcomeState !== 'FULFILLED') {
+    if (!this.registry.get(original.producerId)) {
+      return { accepted: false, code: 'PERMISSION_DENIED', reason: `PERMISSION_DENIED: the producer ${original.producerId} is no longer registered` };
+    }
+    // A requeue is a retry of the same logical operation: new message_id, same token (or sequence number).
+    const envelope: Envelope = { ...original, messageId: this.ids.uuid(), retryCount: original.retryCount + 1 };
+    // The operator's requeue overrides the cached failure of the operation (not a success, nor one under way).
+    const entry = this.dedupEntry(original.producerId, original.idempotencyToken ? `t:${original.idempotencyToken}` : `s:${original.sequenceNumber}`, this.clock.now());
+    const overridden = entry !== undefined && entry.status === 'done' && entry.outcomeState !== 'FULFILLED';
+    if (overridden) {
       entry.status = 'retryable';
       this.putDedup(entry);
     }
-    const result = this.send(original.idempotencyToken ? envelope : { ...envelope }, ctx, { to: found.letter.recipientId });
+    const result = this.send(envelope, ctx, { to: found.letter.recipientId });
+    if (!result.accepted && overridden && entry.status === 'retryable') {
+      entry.status = 'done';
+      this.putDedup(entry);
+    }
     if (result.accepted) {
       this.store.transaction(() => {
         this.repo.markRequeued(id, this.clock.now(), envelope.messageId);
