@@ -1,23 +1,26 @@
+import { systemClock, type Clock } from '../core/clock';
+import type { Disposable } from '../core/events';
+
 /**
  * Coalesces bursts per key: the first request for a key runs `run(key)` after `delayMs`, and requests for
  * that key in the meantime are absorbed. So each key runs at most once per `delayMs`, at most `delayMs` late.
  */
 export class KeyedThrottle<K> {
-  private readonly pending = new Map<K, ReturnType<typeof setTimeout>>();
+  private readonly pending = new Map<K, Disposable>();
 
-  constructor(private readonly delayMs: number, private readonly run: (key: K) => void) {}
+  constructor(private readonly delayMs: number, private readonly run: (key: K) => void, private readonly clock: Clock = systemClock) {}
 
   schedule(key: K): void {
     if (this.pending.has(key)) return;
-    this.pending.set(key, setTimeout(() => {
+    this.pending.set(key, this.clock.setTimer(this.delayMs, () => {
       this.pending.delete(key);
       this.run(key);
-    }, this.delayMs));
+    }));
   }
 
   /** Drops every pending run. */
   cancel(): void {
-    for (const timer of this.pending.values()) clearTimeout(timer);
+    for (const timer of this.pending.values()) timer.dispose();
     this.pending.clear();
   }
 

@@ -60,7 +60,8 @@ describe('headless coordinator (dist/cli.js)', () => {
     assert.match(cli.stderr, /server\.draining/);
   });
 
-  it('drains on SIGINT too, and keeps the store for the next run', async () => {
+  /** Runs the CLI on dataDir, registers agent 'alpha', stops it with `signal` and checks it exited 0. */
+  async function registerAlphaAndStop(signal: NodeJS.Signals) {
     const first = run('--port', '0', '--data-dir', dataDir);
     const env = await first.environment();
     const clients = new CoordinatorClients(env.SW4RM_REGISTRY_ADDR, env.SW4RM_TOKEN);
@@ -69,8 +70,13 @@ describe('headless coordinator (dist/cli.js)', () => {
     } finally {
       clients.close();
     }
-    first.signal('SIGINT');
+    first.signal(signal);
     assert.equal(await first.exit(), 0, first.stderr);
+    return { first, env };
+  }
+
+  it('drains on SIGINT too, and keeps the store for the next run', async () => {
+    const { first, env } = await registerAlphaAndStop('SIGINT');
     assert.match(first.stderr, /SIGINT received, draining/);
 
     const second = run('--port', '0', '--data-dir', dataDir);
@@ -87,16 +93,7 @@ describe('headless coordinator (dist/cli.js)', () => {
   });
 
   it('echoes the events of its own start-up to stderr, including agents restored as disconnected', async () => {
-    const first = run('--port', '0', '--data-dir', dataDir);
-    const env = await first.environment();
-    const clients = new CoordinatorClients(env.SW4RM_REGISTRY_ADDR, env.SW4RM_TOKEN);
-    try {
-      await clients.registerAgent(descriptorMessage('alpha'));
-    } finally {
-      clients.close();
-    }
-    first.signal('SIGTERM');
-    assert.equal(await first.exit(), 0);
+    await registerAlphaAndStop('SIGTERM');
 
     const second = run('--port', '0', '--data-dir', dataDir);
     await second.environment();

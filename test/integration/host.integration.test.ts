@@ -10,7 +10,7 @@ import type { CoordinatorHost } from '../../src/server/host';
 import { PortInUseError } from '../../src/server/server';
 import { CoordinatorClients } from '../support/clients';
 import { descriptorMessage, fingerprint, writeGarbage } from '../support/fixtures';
-import { clientsFor, startHost, stopHost } from '../support/host';
+import { startHost, stopHost } from '../support/host';
 import { makeTempDir, removeTempDir } from '../support/tempDir';
 
 function canListen(port: number): Promise<boolean> {

@@ -2,6 +2,7 @@ import * as grpc from '@grpc/grpc-js';
 import { v4 as uuidv4 } from 'uuid';
 import { serviceDefinition } from '../../src/server/protos';
 import { canonicalDefinition } from './clients';
+import type { Envelope, SendResult } from './routerClient';
 
 /**
  * A small RouterService client for flow tests, as an agent uses the wire contract of README "Routing messages
@@ -9,23 +10,12 @@ import { canonicalDefinition } from './clients';
  * bearer token on every call, one StreamIncoming per agent.
  */
 
-export interface WireEnvelope {
-  message_id: string;
-  idempotency_token: string;
-  producer_id: string;
-  correlation_id: string;
-  sequence_number: string;
-  retry_count: number;
-  message_type: string;
-  content_type: string;
-  content_length: string;
-  ttl_ms: string;
-  timestamp: { seconds: string; nanos: number } | null;
-  payload: Buffer;
-}
+/** The envelope fields the flow tests set: the canonical shape of routerClient.ts, not a copy of it. */
+export type WireEnvelope = Pick<Envelope, 'message_id' | 'idempotency_token' | 'producer_id' | 'correlation_id' | 'sequence_number'
+  | 'retry_count' | 'message_type' | 'content_type' | 'content_length' | 'ttl_ms' | 'timestamp' | 'payload'>;
 
 export interface WireItem { seq: string; msg: WireEnvelope }
-export interface WireSendResult { accepted: boolean; reason: string }
+export type WireSendResult = SendResult;
 
 type Methods = Record<'SendMessage' | 'StreamIncoming' | 'AckDelivery', grpc.MethodDefinition<unknown, unknown>>;
 let methods: Methods | undefined;

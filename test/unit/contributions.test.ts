@@ -1,4 +1,5 @@
 import { strict as assert } from 'node:assert';
+import { ManualClock } from '../../src/core/clock';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { PAYLOAD_LIMITS } from '../../src/core/limits';
@@ -144,16 +145,19 @@ describe('dead letter filter', () => {
 });
 
 describe('KeyedThrottle', () => {
-  it('runs once per key per interval however many times it is asked', async () => {
+  it('runs once per key per interval however many times it is asked, and nothing after dispose', () => {
+    const clock = new ManualClock();
     const runs: string[] = [];
-    const throttle = new KeyedThrottle<string>(20, (key) => runs.push(key));
+    const throttle = new KeyedThrottle<string>(20, (key) => runs.push(key), clock);
     for (let i = 0; i < 50; i++) throttle.schedule('a');
     throttle.schedule('b');
-    await new Promise((resolve) => setTimeout(resolve, 60));
+    clock.advance(19);
+    assert.deepEqual(runs, [], 'nothing runs before the interval');
+    clock.advance(1);
     assert.deepEqual(runs.sort(), ['a', 'b']);
     throttle.schedule('a');
     throttle.dispose();
-    await new Promise((resolve) => setTimeout(resolve, 40));
+    clock.advance(100);
     assert.deepEqual(runs.sort(), ['a', 'b']);
   });
 });

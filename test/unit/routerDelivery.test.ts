@@ -2,7 +2,7 @@ import { strict as assert } from 'node:assert';
 import { randomUUID } from 'node:crypto';
 import { isoUtc } from '../../src/core/clock';
 import { COORDINATOR_ID, StreamRefusal, UNSPECIFIED_ERROR } from '../../src/core/router/router';
-import { CollectingSink, RouterHarness, assertRefused, ctx, json, settle } from '../support/routerHarness';
+import { RouterHarness, assertRefused, ctx, json, settle } from '../support/routerHarness';
 
 const P = 'producer';
 const C = 'consumer';
