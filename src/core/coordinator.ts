@@ -3,6 +3,9 @@ import type { Disposable } from './events';
 
 /** About a million events: the last few hours of a busy coordinator, some hundred MB at most. */
 export const DEFAULT_MAX_EVENTS = 1_000_000;
+import { bindHitlToRouter } from './hitl/envelopeBridge';
+import { HitlService } from './hitl/hitlService';
+import { DEFAULT_HITL_POLICY, type HitlPolicy } from './hitl/policy';
 import { randomIds, type IdSource } from './ids';
 import { EventLog } from './log/eventLog';
 import { DEFAULT_REGISTRY_OPTIONS, Registry, type RegistryOptions } from './registry/registry';
@@ -15,6 +18,8 @@ export interface CoordinatorOptions {
   readonly ids?: IdSource;
   readonly registry?: Partial<RegistryOptions>;
   readonly router?: Partial<RouterOptions>;
+  /** Human-in-the-loop policy: deadlines, fallbacks per reason type, auto rules, pause. */
+  readonly hitl?: HitlPolicy;
   /** Structured events kept in the store; older ones are pruned every minute. */
   readonly maxEvents?: number;
   /** Subscribed before anything is recorded, so that start-up and restore events are seen too. */
@@ -32,6 +37,8 @@ export class Coordinator {
   readonly log: EventLog;
   readonly registry: Registry;
   readonly router: Router;
+  readonly hitl: HitlService;
+  private readonly hitlBinding: Disposable;
   private retentionTimer: Disposable | undefined;
 
   constructor(options: CoordinatorOptions) {
@@ -46,6 +53,8 @@ export class Coordinator {
     });
     this.registry = new Registry(this.store, this.log, this.clock, { ...DEFAULT_REGISTRY_OPTIONS, ...options.registry });
     this.router = new Router(this.store, this.registry, this.log, this.clock, this.ids, { ...DEFAULT_ROUTER_OPTIONS, ...options.router });
+    this.hitl = new HitlService(this.store, this.log, this.clock, this.ids, options.hitl ?? DEFAULT_HITL_POLICY);
+    this.hitlBinding = bindHitlToRouter(this.hitl, this.router, this.clock);
     this.scheduleEventRetention(options.maxEvents ?? DEFAULT_MAX_EVENTS);
   }
 
@@ -63,6 +72,8 @@ export class Coordinator {
   /** Stops timers and closes the store. The coordinator cannot be used afterwards. */
   dispose(): void {
     this.retentionTimer?.dispose();
+    this.hitlBinding.dispose();
+    this.hitl.dispose();
     this.router.dispose();
     this.registry.dispose();
     this.log.record({ correlationId: this.ids.uuid(), actor: 'coordinator', eventType: 'coordinator.stopped', details: {} });

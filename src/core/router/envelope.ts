@@ -46,6 +46,8 @@ export interface Envelope {
 export interface Refusal {
   readonly code: ErrorCode;
   readonly detail: string;
+  /** Structured details for the NACK (e.g. the original outcome of a duplicate). */
+  readonly extra?: Record<string, unknown>;
 }
 
 export const MAX_ID_LENGTH = 256;

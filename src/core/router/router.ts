@@ -6,7 +6,7 @@ import type { EventLog } from '../log/eventLog';
 import type { CallContext, Registry } from '../registry/registry';
 import type { Store } from '../store/store';
 import {
-  checkEnvelope, jsonObject, modalityAccepts, payloadExcerpt, type Envelope, type ErrorCode,
+  checkEnvelope, jsonObject, modalityAccepts, payloadExcerpt, type Envelope, type ErrorCode, type Refusal,
 } from './envelope';
 import { DEFAULT_LANE_OPTIONS, LaneQueues, PrivilegedRateLimiter, type LaneOptions } from './lanes';
 import {
@@ -98,6 +98,13 @@ export interface SendOptions {
   readonly receivedAt?: number;
 }
 
+/**
+ * Takes a message addressed to the coordinator itself (e.g. a HITL_INVOCATION). It runs inside the admission
+ * transaction, before the message is written; a refusal leaves nothing behind. Once it accepts, the component
+ * answers later through `Router.replyFromCoordinator`.
+ */
+export type CoordinatorHandler = (envelope: Envelope, json: Record<string, unknown> | undefined, ctx: CallContext, expiresAt: number | null) => Refusal | undefined;
+
 interface Inbox {
   readonly agentId: string;
   readonly queue: LaneQueues<MessageRecord>;
@@ -133,6 +140,7 @@ export class Router implements Disposable {
   private readonly limiter: PrivilegedRateLimiter;
   private readonly changed = new Emitter<{ agentId: string }>();
   private readonly subscriptions: Disposable[] = [];
+  private readonly coordinatorHandlers = new Map<string, CoordinatorHandler>();
   private heartbeatTimer: Disposable | undefined;
   private housekeepingTimer: Disposable | undefined;
   private disposed = false;
@@ -212,8 +220,9 @@ export class Router implements Disposable {
         recipient = target.envelope.producerId;
         if (recipient !== COORDINATOR_ID && !this.registry.get(recipient)) recipient = COORDINATOR_ID;
       }
-    } else if (recipient === COORDINATOR_ID) {
-      return refused('UNSUPPORTED_MESSAGE_TYPE', `the coordinator takes HEARTBEAT replies and ACKNOWLEDGEMENTs, not ${envelope.messageType}`);
+    } else if (recipient === COORDINATOR_ID && !this.coordinatorHandlers.has(envelope.messageType)) {
+      const takes = ['HEARTBEAT replies', 'ACKNOWLEDGEMENTs', ...this.coordinatorHandlers.keys()].join(', ');
+      return refused('UNSUPPORTED_MESSAGE_TYPE', `the coordinator takes ${takes}, not ${envelope.messageType}`);
     }
     if (recipient === '') return refused('NO_ROUTE', 'no recipient: set call metadata sw4rm-to or a top-level "to" in the JSON payload');
     if (recipient === envelope.producerId) return refused('NO_ROUTE', 'a producer never receives its own message');
@@ -253,6 +262,7 @@ export class Router implements Disposable {
     }
 
     if (target && ack) return this.acceptAck(envelope, ack, target, recipient, dedupKey, previous, ctx, now, options);
+    if (recipient === COORDINATOR_ID) return this.acceptAtCoordinator(envelope, json, dedupKey, previous, ctx, now, expiresAt);
 
     const inbox = this.inbox(recipient);
     const tracked = true;
@@ -300,6 +310,83 @@ export class Router implements Disposable {
     this.dispatch(inbox);
     this.changed.fire({ agentId: recipient });
     return { accepted: true, messageId: envelope.messageId };
+  }
+
+  // ---------------------------------------------------------------- messages to the coordinator itself
+
+  /** Lets a component take messages of `messageType` addressed to `coordinator` (e.g. HITL_INVOCATION). */
+  handleAtCoordinator(messageType: string, handler: CoordinatorHandler): Disposable {
+    this.coordinatorHandlers.set(messageType, handler);
+    return { dispose: () => this.coordinatorHandlers.delete(messageType) };
+  }
+
+  /**
+   * A message to the coordinator: the component's handler takes it in the same transaction as the message,
+   * which is READ at once (the coordinator has it) and FULFILLED when the component replies.
+   */
+  private acceptAtCoordinator(envelope: Envelope, json: Record<string, unknown> | undefined, dedupKey: string,
+    previous: DedupEntry | undefined, ctx: CallContext, now: number, expiresAt: number | null): SendResult {
+    const handler = this.coordinatorHandlers.get(envelope.messageType)!;
+    const record: MessageRecord = {
+      envelope, recipientId: COORDINATOR_ID, dedupKey, tracked: true, lane: 'STANDARD', ackFor: '', acceptedAt: now,
+      state: 'READ', errorCode: '', updatedAt: now, ackDeadline: null, expiresAt: null,
+      delivery: 'done', deliverySeq: null, deliveredAt: now, leaseUntil: null, deliveryAttempts: 0,
+      history: [{ at: now, event: 'accepted', detail: previous ? `retry of ${previous.originalMessageId}` : undefined }, { at: now, event: 'read', detail: 'taken by the coordinator' }],
+    };
+    const entry: DedupEntry = {
+      producerId: envelope.producerId, key: dedupKey, originalMessageId: previous?.originalMessageId ?? envelope.messageId,
+      latestMessageId: envelope.messageId, attempts: [...(previous?.attempts ?? []), envelope.messageId], status: 'in_progress',
+      outcomeState: '', errorCode: '', result: null, cachedAt: now, expiresAt: now + this.options.dedupWindowMs,
+    };
+    // The message is written first, so that a component answering at once (an auto rule) finds it.
+    const rollback = new Error('refused by the coordinator handler');
+    let refusal: Refusal | undefined;
+    try {
+      this.store.transaction(() => {
+        this.repo.insertMessage(record);
+        this.live.set(envelope.messageId, record);
+        this.putDedup(entry);
+        this.log.record({
+          correlationId: envelope.correlationId, actor: envelope.producerId, eventType: 'message.accepted',
+          details: { message_id: envelope.messageId, to: COORDINATOR_ID, message_type: envelope.messageType, state: 'READ', retry_of: previous?.originalMessageId },
+        });
+        refusal = handler(envelope, json, ctx, expiresAt);
+        if (refusal) throw rollback;
+      });
+    } catch (err) {
+      if (err !== rollback) throw err;
+    }
+    if (refusal) {
+      this.live.delete(envelope.messageId);
+      const cacheKey = `${entry.producerId}\u0000${entry.key}`;
+      if (previous) this.dedup.set(cacheKey, previous);
+      else this.dedup.delete(cacheKey);
+      return this.refuse(envelope, refusal.code, refusal.detail, ctx, refusal.extra ?? {});
+    }
+    return { accepted: true, messageId: envelope.messageId };
+  }
+
+  /**
+   * The coordinator's answer to a message addressed to it: the message becomes FULFILLED with `reply` as the
+   * cached result (a retry with the same token gets it as DUPLICATE_DETECTED), and `reply` goes to the producer
+   * as a persisted envelope correlated to the message. Call inside the component's transaction.
+   */
+  replyFromCoordinator(messageId: string, messageType: string, reply: Record<string, unknown>, ctx: CallContext): void {
+    const record = this.message(messageId);
+    if (!record || record.recipientId !== COORDINATOR_ID || isTerminal(record.state)) return;
+    const now = this.clock.now();
+    this.store.transaction(() => {
+      const from = record.state;
+      this.setState(record, 'FULFILLED');
+      record.updatedAt = now;
+      record.history.push({ at: now, event: 'fulfilled', detail: 'answered by the coordinator' });
+      this.repo.updateMessage(record);
+      this.transition(record, from, 'FULFILLED', ctx.correlationId, {});
+      this.reconcileSuccess(record, { ackForMessageId: messageId, stage: 'FULFILLED', errorCode: '', note: '', raw: reply }, now, ctx);
+      const envelope = this.coordinatorEnvelope(messageType, record.envelope.correlationId, reply);
+      this.persistCoordinatorMessage(record.envelope.producerId, envelope, messageId, `${messageType} answering ${messageId}`, now);
+    });
+    this.retire(record);
   }
 
   /** An ACKNOWLEDGEMENT from a recipient: moves the acknowledged message and forwards the ACK to its producer. */
@@ -827,18 +914,24 @@ export class Router implements Disposable {
     const producerId = record.envelope.producerId;
     if (!this.registry.get(producerId)) return;
     const envelope = this.coordinatorEnvelope('ACKNOWLEDGEMENT', record.envelope.correlationId, nackPayload(record.envelope.messageId, stage, code, note));
-    const nack: MessageRecord = {
-      envelope, recipientId: producerId, dedupKey: '', tracked: false, lane: 'PRIVILEGED', ackFor: record.envelope.messageId, acceptedAt: now,
+    const inbox = this.persistCoordinatorMessage(producerId, envelope, record.envelope.messageId, `NACK ${code} for ${record.envelope.messageId}`, now);
+    inbox.metrics.nacks[code] = (inbox.metrics.nacks[code] ?? 0) + 1;
+  }
+
+  /** A coordinator-originated envelope that must reach `recipientId` even across a restart (untracked, leased). */
+  private persistCoordinatorMessage(recipientId: string, envelope: Envelope, ackFor: string, detail: string, now: number): Inbox {
+    const message: MessageRecord = {
+      envelope, recipientId, dedupKey: '', tracked: false, lane: 'PRIVILEGED', ackFor, acceptedAt: now,
       state: 'SENT', errorCode: '', updatedAt: now, ackDeadline: null, expiresAt: null,
       delivery: 'queued', deliverySeq: null, deliveredAt: null, leaseUntil: null, deliveryAttempts: 0,
-      history: [{ at: now, event: 'accepted', detail: `NACK ${code} for ${record.envelope.messageId}` }],
+      history: [{ at: now, event: 'accepted', detail }],
     };
-    this.repo.insertMessage(nack);
-    this.live.set(envelope.messageId, nack);
-    const inbox = this.inbox(producerId);
-    inbox.metrics.nacks[code] = (inbox.metrics.nacks[code] ?? 0) + 1;
-    inbox.queue.push('PRIVILEGED', nack);
+    this.repo.insertMessage(message);
+    this.live.set(envelope.messageId, message);
+    const inbox = this.inbox(recipientId);
+    inbox.queue.push('PRIVILEGED', message);
     queueMicrotask(() => this.dispatch(inbox));
+    return inbox;
   }
 
   /** Live-only envelopes (heartbeats, join/leave notices, admission NACKs): written to an open stream, not stored. */

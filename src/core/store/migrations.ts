@@ -112,6 +112,30 @@ export const MIGRATIONS: readonly Migration[] = [
       `CREATE INDEX dead_letters_failed ON dead_letters(failed_at)`,
     ],
   },
+  {
+    version: 3,
+    description: 'human-in-the-loop: invocations and their audit trail',
+    statements: [
+      `CREATE TABLE hitl_invocations (
+         invocation_id TEXT PRIMARY KEY,
+         state TEXT NOT NULL,
+         created_at INTEGER NOT NULL,
+         updated_at INTEGER NOT NULL,
+         record TEXT NOT NULL
+       )`,
+      `CREATE INDEX hitl_invocations_state ON hitl_invocations(state, updated_at)`,
+      `CREATE TABLE hitl_audit (
+         id INTEGER PRIMARY KEY AUTOINCREMENT,
+         invocation_id TEXT NOT NULL,
+         at INTEGER NOT NULL,
+         kind TEXT NOT NULL,
+         actor TEXT NOT NULL,
+         automatic INTEGER NOT NULL,
+         details TEXT NOT NULL
+       )`,
+      `CREATE INDEX hitl_audit_invocation ON hitl_audit(invocation_id, id)`,
+    ],
+  },
 ];
 
 export const LATEST_SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1].version;

@@ -2,8 +2,10 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { DatabaseSync, type StatementSync } from 'node:sqlite';
 import type { AgentDescriptor, AgentPresence } from '../registry/descriptor';
+import type { HitlRepository } from '../hitl/model';
 import type { RouterRepository } from '../router/model';
 import { LATEST_SCHEMA_VERSION, MIGRATIONS, type Migration } from './migrations';
+import { SqliteHitlRepository } from './sqliteHitlRepository';
 import { SqliteRouterRepository } from './sqliteRouterRepository';
 import {
   StoreOpenError,
@@ -31,6 +33,7 @@ export class SqliteStore implements Store {
   readonly agents: AgentRepository;
   readonly events: EventRepository;
   readonly router: RouterRepository;
+  readonly hitl: HitlRepository;
   private depth = 0;
   /** Group commit: an open transaction shared by every write of this turn of the event loop. */
   private batchOpen = false;
@@ -47,6 +50,7 @@ export class SqliteStore implements Store {
     this.agents = new SqliteAgents(db);
     this.events = new SqliteEvents(db);
     this.router = new SqliteRouterRepository(db);
+    this.hitl = new SqliteHitlRepository(db);
   }
 
   /**

@@ -1,4 +1,5 @@
 import type { AgentDescriptor, AgentPresence } from '../registry/descriptor';
+import type { HitlRepository } from '../hitl/model';
 import type { RouterRepository } from '../router/model';
 
 /** One registered agent as persisted. */
@@ -65,6 +66,7 @@ export interface Store {
   readonly agents: AgentRepository;
   readonly events: EventRepository;
   readonly router: RouterRepository;
+  readonly hitl: HitlRepository;
   /** Runs `fn` in one transaction: all of its writes commit together or none do. */
   transaction<T>(fn: () => T): T;
   /**
