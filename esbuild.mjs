@@ -1,5 +1,5 @@
-// One build script: the extension host bundle, the headless CLI bundle and the example agent (Node, CommonJS).
-// Webview bundles (browser) join here when the first webview screen lands.
+// One build script: the extension host bundle, the headless CLI bundle and the example agent (Node, CommonJS),
+// and one browser bundle (IIFE) plus stylesheet per webview screen in dist/webview/.
 import * as esbuild from 'esbuild';
 
 const production = process.argv.includes('--production');
@@ -31,5 +31,16 @@ await Promise.all([
     ...common,
     entryPoints: ['examples/agent.ts'],
     outfile: 'dist/example-agent.js',
+  }),
+  esbuild.build({
+    ...common,
+    platform: 'browser',
+    format: 'iife',
+    target: 'es2022',
+    entryPoints: [
+      { in: 'webview/hitl/main.ts', out: 'hitl' },
+      { in: 'webview/hitl/hitl.css', out: 'hitl' },
+    ],
+    outdir: 'dist/webview',
   }),
 ]);

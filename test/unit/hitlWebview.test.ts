@@ -1,0 +1,197 @@
+// The approval panel's pure parts (webview/hitl/*.ts without the DOM): diff model, texts, message protocol.
+import { strict as assert } from 'node:assert';
+import { formatJsonValue, jsonDeltaChanges, propertyPath, textDiffLines, unifiedDiffLines } from '../../webview/hitl/diffModel';
+import {
+  MAX_RATIONALE_LENGTH, parseHostMessage, parseInvocationJson, parsePanelState, parseWebviewMessage, type InvocationJson,
+} from '../../webview/hitl/protocol';
+import {
+  decisionHeadline, factRows, formatRemaining, parsePayloadText, reasonLabel, subjectText, suggestedPayloadText,
+} from '../../webview/hitl/viewModel';
+
+/** jsondiffpatch is an ES module; this CommonJS test loads it the way Node allows. */
+async function jsonDelta(before: unknown, after: unknown): Promise<unknown> {
+  const { create } = await import('jsondiffpatch');
+  return create({ arrays: { detectMove: true, includeValueOnMove: false } }).diff(before, after);
+}
+
+const INVOCATION: InvocationJson = {
+  invocation_id: 'inv-1', reason_type: 'SECURITY_APPROVAL', state: 'pending', requester: 'agent-a', correlation_id: 'c',
+  subject: { repo_id: 'repo', worktree_id: '', task_id: 't1' },
+  context: { summary: 's', facts: {}, diffs: [], risk: { level: '', notes: [] }, prior_attempts: [], inference: {}, score: null },
+  proposed_actions: [], suggested_action: '', priority: 0, created_at: '2026-01-02T03:04:05.000Z', deadline_ts: '2026-01-02T03:09:05.000Z',
+  extensions: 0, decision: null,
+};
+
+describe('approval panel: text diffs', () => {
+  it('renders a line diff as hunks of context, removed and added lines with line numbers', () => {
+    assert.deepEqual(textDiffLines('a\nb', 'a\nc'), [
+      { kind: 'hunk', text: '@@ -1,2 +1,2 @@' },
+      { kind: 'context', text: ' a', oldLine: 1, newLine: 1 },
+      { kind: 'del', text: '-b', oldLine: 2 },
+      { kind: 'add', text: '+c', newLine: 2 },
+    ]);
+  });
+
+  it('keeps three lines of context and splits distant changes into hunks', () => {
+    const before = Array.from({ length: 20 }, (_, i) => `line ${i + 1}`).join('\n') + '\n';
+    const after = before.replace('line 2\n', 'line two\n').replace('line 19\n', 'line nineteen\n');
+    const lines = textDiffLines(before, after);
+    assert.deepEqual(lines.filter((l) => l.kind === 'hunk').map((l) => l.text), ['@@ -1,5 +1,5 @@', '@@ -16,5 +16,5 @@']);
+    assert.deepEqual(lines.filter((l) => l.kind === 'add').map((l) => [l.text, l.newLine]), [['+line two', 2], ['+line nineteen', 19]]);
+  });
+
+  it('has nothing to show for equal texts, and treats a missing side as empty', () => {
+    assert.deepEqual(textDiffLines('same\n', 'same\n'), []);
+    assert.deepEqual(textDiffLines('', 'new').map((l) => l.kind), ['hunk', 'add']);
+  });
+
+  it('classifies a ready-made unified diff line by line', () => {
+    const unified = 'diff --git a/x b/x\nindex 1..2 100644\n--- a/x\n+++ b/x\n@@ -1,2 +1,2 @@\n keep\n-old\n+new\n\\ No newline at end of file\n';
+    assert.deepEqual(unifiedDiffLines(unified).map((l) => l.kind), ['header', 'header', 'header', 'header', 'hunk', 'context', 'del', 'add', 'note']);
+    assert.deepEqual(unifiedDiffLines(''), []);
+  });
+});
+
+describe('approval panel: JSON diffs (jsondiffpatch deltas, rendered as a list of changes)', () => {
+  it('lists added, removed and changed properties with their paths', async () => {
+    const changes = jsonDeltaChanges(await jsonDelta(
+      { name: 'x', keep: 1, nested: { port: 80, 'odd key': true }, gone: [1] },
+      { name: 'y', keep: 1, nested: { port: 8080, 'odd key': true, tls: { on: true } } }));
+    assert.deepEqual(changes, [
+      { kind: 'changed', path: '$.name', before: 'x', after: 'y' },
+      { kind: 'changed', path: '$.nested.port', before: 80, after: 8080 },
+      { kind: 'added', path: '$.nested.tls', after: { on: true } },
+      { kind: 'removed', path: '$.gone', before: [1] },
+    ]);
+  });
+
+  it('lists array insertions, removals and moves by position', async () => {
+    assert.deepEqual(jsonDeltaChanges(await jsonDelta({ list: ['a', 'b', 'c'] }, { list: ['a', 'c', 'd'] })), [
+      { kind: 'removed', path: '$.list[1]', before: 'b' },
+      { kind: 'added', path: '$.list[2]', after: 'd' },
+    ]);
+    const moved = jsonDeltaChanges(await jsonDelta([{ id: 1 }, 'x', 'y', 'z'], ['x', 'y', 'z', { id: 1 }]));
+    assert.ok(moved.length >= 1, JSON.stringify(moved));
+    assert.ok(moved.every((c) => c.path.startsWith('$[')), JSON.stringify(moved));
+  });
+
+  it('handles a changed root, a text-diff delta and no change', async () => {
+    assert.deepEqual(jsonDeltaChanges(await jsonDelta(1, 'one')), [{ kind: 'changed', path: '$', before: 1, after: 'one' }]);
+    assert.deepEqual(jsonDeltaChanges(await jsonDelta({ a: 1 }, { a: 1 })), []);
+    assert.deepEqual(jsonDeltaChanges(['@@ -1 +1 @@', 0, 2], '$.text'), [{ kind: 'text', path: '$.text', after: '@@ -1 +1 @@' }]);
+    assert.deepEqual(jsonDeltaChanges({ _t: 'a', _0: ['', 2, 3] }), [{ kind: 'moved', path: '$[0]', to: '$[2]', before: undefined }]);
+  });
+
+  it('writes paths and values as text', () => {
+    assert.equal(propertyPath('name'), '.name');
+    assert.equal(propertyPath('left-pad'), '["left-pad"]');
+    assert.equal(propertyPath('<img src=x>'), '["<img src=x>"]');
+    assert.equal(formatJsonValue('a "b"'), '"a \\"b\\""');
+    assert.equal(formatJsonValue({ a: [1] }), '{\n  "a": [\n    1\n  ]\n}');
+    assert.equal(formatJsonValue(undefined), 'undefined');
+  });
+});
+
+describe('approval panel: texts', () => {
+  it('counts down to the deadline and says when it passed', () => {
+    assert.equal(formatRemaining(4 * 60_000 + 5_000), '4m 05s left');
+    assert.equal(formatRemaining(42_000), '42s left');
+    assert.equal(formatRemaining(3_600_000 + 2 * 60_000 + 59_000), '1h 02m left');
+    assert.equal(formatRemaining(-3_000), 'overdue by 3s');
+  });
+
+  it('shows facts: scalars on a line, objects as pretty JSON blocks', () => {
+    assert.deepEqual(factRows({ files: 3, owner: { team: 'infra' }, note: 'a\nb', none: null, html: '<b>x</b>' }), [
+      { key: 'files', text: '3', block: false },
+      { key: 'owner', text: '{\n  "team": "infra"\n}', block: true },
+      { key: 'note', text: 'a\nb', block: true },
+      { key: 'none', text: 'null', block: false },
+      { key: 'html', text: '<b>x</b>', block: false },
+    ]);
+  });
+
+  it('prefills Modify with the suggested payload, or {}', () => {
+    assert.equal(suggestedPayloadText(INVOCATION), '{}');
+    const withPayload = { ...INVOCATION, context: { ...INVOCATION.context, facts: { suggested_payload: { files: ['a'] } } } };
+    assert.equal(suggestedPayloadText(withPayload), '{\n  "files": [\n    "a"\n  ]\n}');
+    const asText = { ...INVOCATION, context: { ...INVOCATION.context, facts: { proposed_payload: '{"x":1}' } } };
+    assert.equal(suggestedPayloadText(asText), '{\n  "x": 1\n}');
+  });
+
+  it('checks the modified payload before it is sent', () => {
+    assert.deepEqual(parsePayloadText(' {"a": 1} '), { ok: true, value: { a: 1 } });
+    assert.deepEqual(parsePayloadText('null'), { ok: true, value: null });
+    const bad = parsePayloadText('{a: 1}');
+    assert.equal(bad.ok, false);
+    assert.match(!bad.ok ? bad.error : '', /^The modified payload is not valid JSON: /);
+    assert.equal(parsePayloadText('  ').ok, false);
+  });
+
+  it('says who decided and how', () => {
+    const base = { invocation_id: 'i', rationale: '', decision_payload: null, decided_at: '2026-01-02T03:04:05.000Z' };
+    assert.equal(decisionHeadline({ ...base, decision: 'approve', state: 'decided', decided_by: 'editor:alice', automatic: false }), 'Approved by editor:alice');
+    assert.equal(decisionHeadline({ ...base, decision: 'deny', state: 'decided', decided_by: 'policy', automatic: true, rule: 'no-prod' }), "Denied automatically by rule 'no-prod'");
+    assert.equal(decisionHeadline({ ...base, decision: 'deny', state: 'timed_out', decided_by: 'policy', automatic: true, fallback: { policy: 'DENY_BY_DEFAULT', trigger: 'hitl_unavailable' } }),
+      'Denied automatically (fallback DENY_BY_DEFAULT: no operator available)');
+    assert.equal(decisionHeadline({ ...base, decision: 'deny', state: 'cancelled', decided_by: 'cli:bob', automatic: false }), 'Cancelled by cli:bob (the requester was answered deny)');
+  });
+
+  it('writes the subject and the reason type for people', () => {
+    assert.equal(subjectText(INVOCATION.subject), 'repo repo · task t1');
+    assert.equal(subjectText({ repo_id: '', worktree_id: '', task_id: '' }), '');
+    assert.equal(reasonLabel('TOOL_PRIVILEGE_ESCALATION'), 'Tool privilege escalation');
+  });
+});
+
+describe('approval panel protocol', () => {
+  it('accepts exactly the webview messages it knows', () => {
+    assert.deepEqual(parseWebviewMessage({ type: 'ready' }), { type: 'ready' });
+    assert.deepEqual(parseWebviewMessage({ type: 'decide', requestId: 1, action: 'approve', rationale: 'ok', extra: 'dropped' }),
+      { type: 'decide', requestId: 1, action: 'approve', rationale: 'ok' });
+    assert.deepEqual(parseWebviewMessage({ type: 'decide', requestId: 2, action: 'modify', rationale: '', payload: { a: 1 } }),
+      { type: 'decide', requestId: 2, action: 'modify', rationale: '', payload: { a: 1 } });
+    assert.deepEqual(parseWebviewMessage({ type: 'decide', requestId: 3, action: 'modify', rationale: '', payload: null }),
+      { type: 'decide', requestId: 3, action: 'modify', rationale: '', payload: null });
+    for (const bad of [
+      null, 'ready', [], { type: 'nope' },
+      { type: 'decide', requestId: 1, action: 'APPROVE!', rationale: '' },
+      { type: 'decide', requestId: -1, action: 'approve', rationale: '' },
+      { type: 'decide', requestId: 1.5, action: 'approve', rationale: '' },
+      { type: 'decide', requestId: 1, action: 'approve' },
+      { type: 'decide', requestId: 1, action: 'approve', rationale: 'x'.repeat(MAX_RATIONALE_LENGTH + 1) },
+      { type: 'decide', requestId: 1, action: 'modify', rationale: '' },
+    ]) {
+      assert.equal(parseWebviewMessage(bad), undefined, JSON.stringify(bad)?.slice(0, 100));
+    }
+  });
+
+  it('accepts exactly the extension messages it knows', () => {
+    const update = { type: 'invocation', invocationId: 'inv-1', invocation: INVOCATION, operator: 'editor:a', now: 1 };
+    assert.deepEqual(parseHostMessage(update), update);
+    assert.deepEqual(parseHostMessage({ ...update, invocation: null, unavailable: 'stopped' }), { ...update, invocation: null, unavailable: 'stopped' });
+    assert.deepEqual(parseHostMessage({ type: 'result', requestId: 4, invocation: INVOCATION }), { type: 'result', requestId: 4, invocation: INVOCATION });
+    assert.deepEqual(parseHostMessage({ type: 'error', requestId: 4, message: 'already decided' }), { type: 'error', requestId: 4, message: 'already decided' });
+    for (const bad of [
+      { ...update, now: 'x' }, { ...update, invocation: { ...INVOCATION, state: 'weird' } }, { ...update, unavailable: 3 },
+      { type: 'result', requestId: 4 }, { type: 'error', message: 'x' }, { type: 'other' },
+    ]) {
+      assert.equal(parseHostMessage(bad), undefined, JSON.stringify(bad).slice(0, 100));
+    }
+  });
+
+  it('checks the invocation\'s shape but keeps agent data as it is', () => {
+    assert.ok(parseInvocationJson(INVOCATION));
+    const data = { ...INVOCATION, context: { ...INVOCATION.context, facts: { html: '<script>x</script>' }, diffs: [{ title: 't', beforeJson: [1], afterJson: { a: 1 } }] } };
+    assert.deepEqual(parseInvocationJson(data), data);
+    assert.equal(parseInvocationJson({ ...INVOCATION, context: { ...INVOCATION.context, diffs: [{ title: 't', before: 3 }] } }), undefined);
+    assert.equal(parseInvocationJson({ ...INVOCATION, subject: null }), undefined);
+    assert.equal(parseInvocationJson({ ...INVOCATION, decision: { decision: 'approve' } }), undefined);
+    assert.equal(parseInvocationJson({ ...INVOCATION, proposed_actions: [1] }), undefined);
+  });
+
+  it('restores a panel from its invocation id only', () => {
+    assert.deepEqual(parsePanelState({ invocationId: 'inv-1', other: 1 }), { invocationId: 'inv-1' });
+    assert.equal(parsePanelState({ invocationId: '' }), undefined);
+    assert.equal(parsePanelState(undefined), undefined);
+  });
+});
