@@ -11,13 +11,23 @@ export const Commands = {
   filterDeadLetters: 'sw4rm.dlq.filter',
   clearDeadLetterFilter: 'sw4rm.dlq.clearFilter',
   refreshDeadLetters: 'sw4rm.dlq.refresh',
+  reviewApproval: 'sw4rm.approvals.review',
+  cancelApproval: 'sw4rm.approvals.cancel',
+  exportApprovalsAudit: 'sw4rm.approvals.exportAudit',
+  refreshApprovals: 'sw4rm.approvals.refresh',
+  pauseApprovals: 'sw4rm.approvals.pause',
+  resumeApprovals: 'sw4rm.approvals.resume',
 } as const;
 
 export const Views = {
   container: 'sw4rm',
   agents: 'sw4rm.agents',
   deadLetters: 'sw4rm.deadLetters',
+  approvals: 'sw4rm.approvals',
 } as const;
+
+/** Webview panel types (each also an `onWebviewPanel:` activation event in package.json). */
+export { HITL_PANEL_VIEW_TYPE } from '../../webview/hitl/protocol';
 
 /** Context keys the extension sets for `when` clauses in package.json. */
 export const ContextKeys = {
@@ -25,6 +35,8 @@ export const ContextKeys = {
   running: 'sw4rm.running',
   /** True while the Dead Letters view has a filter. */
   deadLettersFiltered: 'sw4rm.dlq.filtered',
+  /** True while sw4rm.approvals.pauseAll is on: no rule decides, every invocation waits for a human. */
+  approvalsPaused: 'sw4rm.approvals.paused',
 } as const;
 
 export const SETTINGS_SECTION = 'sw4rm';
@@ -40,6 +52,10 @@ export const Settings = {
   deduplicationWindowSeconds: 'deduplicationWindowSeconds',
   privilegedRatePerSecond: 'privilegedRatePerSecond',
   payloadLimits: 'payloadLimits',
+  approvalsDefaultDeadlineSeconds: 'approvals.defaultDeadlineSeconds',
+  approvalsFallbacks: 'approvals.fallbacks',
+  approvalsRules: 'approvals.rules',
+  approvalsPauseAll: 'approvals.pauseAll',
 } as const;
 
 export const OUTPUT_CHANNEL_NAME = 'SW4RM';

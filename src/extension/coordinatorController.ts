@@ -5,6 +5,7 @@ import { StoreOpenError } from '../core/store/store';
 import { SERVICE_ADDRESS_VARIABLES, formatEnvironment } from '../server/agentEnvironment';
 import { CoordinatorHost } from '../server/host';
 import { ConfigurationError, PortInUseError } from '../server/server';
+import type { Approvals } from './approvals';
 import { Commands, ContextKeys } from './contributions';
 import { readSettings } from './settings';
 import type { CoordinatorStatusBar } from './statusBar';
@@ -13,7 +14,7 @@ import type { DeadLettersView } from './views/deadLettersView';
 
 /**
  * Owns the running coordinator in this window: starts, stops and restarts it, and keeps the status bar,
- * the Agents and Dead Letters views, the Output channel and the terminals' environment in step with it.
+ * the Agents, Approvals and Dead Letters views, the Output channel and the terminals' environment in step with it.
  */
 export class CoordinatorController implements vscode.Disposable {
   private host: CoordinatorHost | undefined;
@@ -28,6 +29,7 @@ export class CoordinatorController implements vscode.Disposable {
     private readonly statusBar: CoordinatorStatusBar,
     private readonly agentsView: AgentsTreeProvider,
     private readonly deadLettersView: DeadLettersView,
+    private readonly approvals: Approvals,
   ) {
     context.environmentVariableCollection.persistent = false;
     context.environmentVariableCollection.description = 'SW4RM: the address and token of the coordinator in this window';
@@ -102,11 +104,14 @@ export class CoordinatorController implements vscode.Disposable {
       return;
     }
     const host = this.host;
+    // Policy and operator presence first, so that no invocation sees the default policy or "no operator".
+    this.approvals.bind(host.coordinator.hitl);
     this.output.appendLine(`SW4RM coordinator serving on ${settings.host}:${host.port} (auth ${settings.auth}; store ${host.coordinator.store.location})`);
     for (const warning of settings.router.warnings) this.output.appendLine(`SW4RM settings: ${warning}`);
     this.hostSubscriptions.push(
       host.coordinator.registry.onDidChange(() => this.updateStatus()),
       this.deadLettersView.onDidChangeCount(() => this.updateStatus()),
+      this.approvals.onDidChangeCount(() => this.updateStatus()),
     );
     this.agentsView.bind(host.coordinator.registry, host.coordinator.router);
     this.deadLettersView.bind(host.coordinator.router);
@@ -125,6 +130,7 @@ export class CoordinatorController implements vscode.Disposable {
     this.hostSubscriptions = [];
     this.agentsView.bind(undefined);
     this.deadLettersView.bind(undefined);
+    this.approvals.bind(undefined);
     void vscode.commands.executeCommand('setContext', ContextKeys.running, false);
     this.context.environmentVariableCollection.clear();
     await host.stop(1500);
@@ -138,6 +144,7 @@ export class CoordinatorController implements vscode.Disposable {
     this.statusBar.show({
       kind: 'serving', host: this.host.options.host, port: this.host.port,
       agents: registry.list().length, online: registry.onlineCount(), deadLetters: this.deadLettersView.count,
+      approvals: this.approvals.pendingCount,
     });
   }
 

@@ -1,9 +1,11 @@
 import * as vscode from 'vscode';
+import { Approvals } from './approvals';
 import { Commands, OUTPUT_CHANNEL_NAME, Views } from './contributions';
 import { CoordinatorController } from './coordinatorController';
-import { affectsServer, readSettings } from './settings';
+import { affectsApprovals, affectsServer, readSettings } from './settings';
 import { CoordinatorStatusBar } from './statusBar';
 import { AgentsTreeProvider } from './views/agentsView';
+import type { ApprovalNode } from './views/approvalsView';
 import { DeadLettersView, type DeadLetterNode } from './views/deadLettersView';
 
 let controller: CoordinatorController | undefined;
@@ -14,7 +16,8 @@ export function activate(context: vscode.ExtensionContext): void {
   const statusBar = new CoordinatorStatusBar();
   const agentsView = new AgentsTreeProvider();
   const deadLetters = new DeadLettersView();
-  controller = new CoordinatorController(context, output, statusBar, agentsView, deadLetters);
+  const approvals = new Approvals(context.extensionUri, output);
+  controller = new CoordinatorController(context, output, statusBar, agentsView, deadLetters, approvals);
   const running = controller;
 
   context.subscriptions.push(
@@ -22,6 +25,7 @@ export function activate(context: vscode.ExtensionContext): void {
     statusBar,
     agentsView,
     deadLetters,
+    approvals,
     vscode.window.createTreeView(Views.agents, { treeDataProvider: agentsView, showCollapseAll: true }),
     vscode.commands.registerCommand(Commands.start, () => running.start()),
     vscode.commands.registerCommand(Commands.stop, () => running.stop()),
@@ -35,6 +39,15 @@ export function activate(context: vscode.ExtensionContext): void {
     vscode.commands.registerCommand(Commands.filterDeadLetters, () => deadLetters.pickFilter()),
     vscode.commands.registerCommand(Commands.clearDeadLetterFilter, () => deadLetters.clearFilter()),
     vscode.commands.registerCommand(Commands.refreshDeadLetters, () => deadLetters.refresh()),
+    vscode.commands.registerCommand(Commands.reviewApproval, (node?: unknown) => approvals.view.open(asApprovalNode(node))),
+    vscode.commands.registerCommand(Commands.cancelApproval, (node?: unknown) => approvals.view.cancel(asApprovalNode(node))),
+    vscode.commands.registerCommand(Commands.exportApprovalsAudit, () => approvals.view.exportAudit()),
+    vscode.commands.registerCommand(Commands.refreshApprovals, () => approvals.view.refresh()),
+    vscode.commands.registerCommand(Commands.pauseApprovals, () => approvals.setPaused(true)),
+    vscode.commands.registerCommand(Commands.resumeApprovals, () => approvals.setPaused(false)),
+    vscode.workspace.onDidChangeConfiguration((event) => {
+      if (affectsApprovals(event)) approvals.settingsChanged();
+    }),
     vscode.workspace.onDidChangeConfiguration(async (event) => {
       if (!affectsServer(event) || !running.running) return;
       const choice = await vscode.window.showInformationMessage('SW4RM settings changed. Restart the coordinator to apply them?', 'Restart');
@@ -61,4 +74,9 @@ function isNode(value: unknown): value is DeadLetterNode {
 
 function asNode(value: unknown): DeadLetterNode | undefined {
   return isNode(value) ? value : undefined;
+}
+
+function asApprovalNode(value: unknown): ApprovalNode | undefined {
+  return typeof value === 'object' && value !== null && (value as ApprovalNode).kind === 'approval' && typeof (value as ApprovalNode).id === 'string'
+    ? value as ApprovalNode : undefined;
 }

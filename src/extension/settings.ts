@@ -1,6 +1,7 @@
 import * as path from 'node:path';
 import * as vscode from 'vscode';
 import type { AuthMode } from '../server/auth';
+import type { ApprovalSettingValues } from './approvalSettings';
 import { SETTINGS_SECTION, Settings } from './contributions';
 import { routerSettings, type RouterSettings } from './routerSettings';
 
@@ -48,4 +49,19 @@ export const SERVER_SETTINGS: readonly string[] = [
 
 export function affectsServer(event: vscode.ConfigurationChangeEvent): boolean {
   return SERVER_SETTINGS.some((key) => event.affectsConfiguration(`${SETTINGS_SECTION}.${key}`));
+}
+
+/** The sw4rm.approvals.* settings, raw; `approvalSettings` (approvalSettings.ts) turns them into a HITL policy. */
+export function readApprovalSettings(): ApprovalSettingValues {
+  const config = vscode.workspace.getConfiguration(SETTINGS_SECTION);
+  return {
+    defaultDeadlineSeconds: config.get<unknown>(Settings.approvalsDefaultDeadlineSeconds),
+    fallbacks: config.get<unknown>(Settings.approvalsFallbacks),
+    rules: config.get<unknown>(Settings.approvalsRules),
+    pauseAll: config.get<unknown>(Settings.approvalsPauseAll),
+  };
+}
+
+export function affectsApprovals(event: vscode.ConfigurationChangeEvent): boolean {
+  return event.affectsConfiguration(`${SETTINGS_SECTION}.approvals`);
 }

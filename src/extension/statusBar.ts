@@ -8,9 +8,14 @@ export type StatusBarState =
     readonly kind: 'serving'; readonly host: string; readonly port: number; readonly agents: number; readonly online: number;
     /** Dead letters not yet requeued. */
     readonly deadLetters: number;
+    /** HITL invocations waiting for a human. */
+    readonly approvals: number;
   };
 
-/** The status bar item: the port, the number of agents and of dead letters, or why the coordinator is not running. */
+/**
+ * The status bar item: the port, the number of agents, of dead letters and of pending approvals, or why the
+ * coordinator is not running.
+ */
 export class CoordinatorStatusBar implements vscode.Disposable {
   private readonly item = vscode.window.createStatusBarItem('sw4rm.status', vscode.StatusBarAlignment.Left, 50);
 
@@ -22,6 +27,7 @@ export class CoordinatorStatusBar implements vscode.Disposable {
   }
 
   show(state: StatusBarState): void {
+    this.item.accessibilityInformation = undefined;
     switch (state.kind) {
       case 'stopped':
         this.item.text = '$(debug-disconnect) SW4RM stopped';
@@ -36,9 +42,15 @@ export class CoordinatorStatusBar implements vscode.Disposable {
       case 'serving': {
         const agents = plural(state.agents, 'agent');
         const deadLetters = state.deadLetters > 0 ? plural(state.deadLetters, 'dead letter') : '';
-        this.item.text = `$(radio-tower) SW4RM :${state.port} · ${agents}${deadLetters ? ` · ${deadLetters}` : ''}`;
+        const approvals = state.approvals > 0 ? `${plural(state.approvals, 'approval')} pending` : '';
+        this.item.text = `$(radio-tower) SW4RM :${state.port} · ${agents}${deadLetters ? ` · ${deadLetters}` : ''}` +
+          (approvals ? ` · $(bell) ${state.approvals}` : '');
         this.item.tooltip = `SW4RM coordinator on ${state.host}:${state.port}\n${agents} registered, ${state.online} connected\n` +
+          (approvals ? `${approvals}: see the Approvals view\n` : '') +
           (deadLetters ? `${deadLetters}: see the Dead Letters view\n` : '') + 'Click to show the log';
+        this.item.accessibilityInformation = {
+          label: `SW4RM coordinator on port ${state.port}, ${agents}${deadLetters ? `, ${deadLetters}` : ''}${approvals ? `, ${approvals}` : ''}`,
+        };
         this.item.backgroundColor = deadLetters ? new vscode.ThemeColor('statusBarItem.warningBackground') : undefined;
         break;
       }

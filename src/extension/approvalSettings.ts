@@ -1,0 +1,55 @@
+import { parsePolicy, type HitlPolicy } from '../core/hitl/policy';
+import { SETTINGS_SECTION, Settings } from './contributions';
+
+/** The sw4rm.approvals.* settings as the user wrote them (any JSON value may arrive from settings.json). */
+export interface ApprovalSettingValues {
+  readonly defaultDeadlineSeconds: unknown;
+  readonly fallbacks: unknown;
+  readonly rules: unknown;
+  readonly pauseAll: unknown;
+}
+
+export interface ApprovalSettings {
+  readonly policy: HitlPolicy;
+  /** What was wrong and skipped, one sentence each, naming the setting. */
+  readonly problems: readonly string[];
+}
+
+/** parsePolicy's input names → the setting that carries them. */
+const SETTING_OF: Readonly<Record<string, string>> = {
+  defaultDeadlineSeconds: Settings.approvalsDefaultDeadlineSeconds,
+  fallbacks: Settings.approvalsFallbacks,
+  rules: Settings.approvalsRules,
+  paused: Settings.approvalsPauseAll,
+};
+
+/**
+ * Turns the approval settings into the coordinator's HITL policy (src/core/hitl/policy.ts `parsePolicy`):
+ * bad entries are skipped, never guessed, and named in `problems` with the setting they came from.
+ */
+export function approvalSettings(values: ApprovalSettingValues): ApprovalSettings {
+  const { policy, problems } = parsePolicy({
+    defaultDeadlineSeconds: values.defaultDeadlineSeconds,
+    fallbacks: values.fallbacks,
+    rules: values.rules,
+    paused: values.pauseAll,
+  });
+  return { policy, problems: problems.map(nameSetting) };
+}
+
+function nameSetting(problem: string): string {
+  const match = /^(defaultDeadlineSeconds|fallbacks|rules|paused)\b/.exec(problem);
+  if (!match) return `${SETTINGS_SECTION}.approvals: ${problem}`;
+  return `${SETTINGS_SECTION}.${SETTING_OF[match[1]]}${problem.slice(match[1].length)}`;
+}
+
+/** Problems not reported before; remembers them, so that each is reported once per window. */
+export class ProblemMemory {
+  private readonly seen = new Set<string>();
+
+  fresh(problems: readonly string[]): string[] {
+    const fresh = problems.filter((problem) => !this.seen.has(problem));
+    for (const problem of fresh) this.seen.add(problem);
+    return fresh;
+  }
+}

@@ -1,0 +1,214 @@
+import { randomUUID } from 'node:crypto';
+import * as vscode from 'vscode';
+import type { Disposable } from '../../core/events';
+import type { HitlInvocation } from '../../core/hitl/model';
+import type { HitlService } from '../../core/hitl/hitlService';
+import { approvalRow, auditFileName, MAX_SETTLED_LISTED, orderForView, stateText } from '../approvalsModel';
+import { Commands, Views } from '../contributions';
+import { KeyedThrottle } from '../throttle';
+
+export interface ApprovalNode {
+  readonly kind: 'approval';
+  readonly id: string;
+}
+
+/** HITL changes arrive in bursts (an invocation opened and decided by a rule at once); the view follows at most this often. */
+export const APPROVALS_REFRESH_MS = 100;
+
+/** The rows of the Approvals view: pending invocations first, then the settled ones (bounded). */
+class ApprovalsTreeProvider implements vscode.TreeDataProvider<ApprovalNode>, vscode.Disposable {
+  private readonly changed = new vscode.EventEmitter<ApprovalNode | undefined>();
+  readonly onDidChangeTreeData = this.changed.event;
+  private readonly nodes = new Map<string, ApprovalNode>();
+  private readonly invocations = new Map<string, HitlInvocation>();
+
+  constructor(private readonly source: () => HitlService | undefined) {}
+
+  refresh(): void {
+    this.changed.fire(undefined);
+  }
+
+  invocation(id: string): HitlInvocation | undefined {
+    return this.invocations.get(id);
+  }
+
+  getChildren(node?: ApprovalNode): ApprovalNode[] {
+    if (node) return [];
+    const hitl = this.source();
+    const shown = hitl ? orderForView(hitl.list({ limit: MAX_SETTLED_LISTED })) : [];
+    this.invocations.clear();
+    for (const invocation of shown) this.invocations.set(invocation.id, invocation);
+    for (const id of [...this.nodes.keys()]) if (!this.invocations.has(id)) this.nodes.delete(id);
+    return shown.map((invocation) => this.node(invocation.id));
+  }
+
+  getParent(): ApprovalNode | undefined {
+    return undefined;
+  }
+
+  getTreeItem(node: ApprovalNode): vscode.TreeItem {
+    const invocation = this.invocations.get(node.id);
+    if (!invocation) return new vscode.TreeItem(`invocation ${node.id}`);
+    const row = approvalRow(invocation);
+    const item = new vscode.TreeItem(row.label, vscode.TreeItemCollapsibleState.None);
+    item.id = `approval:${invocation.id}`;
+    item.description = row.description;
+    item.iconPath = new vscode.ThemeIcon(row.icon, new vscode.ThemeColor(row.color));
+    item.contextValue = row.contextValue;
+    item.tooltip = row.tooltip;
+    item.accessibilityInformation = { label: row.accessibilityLabel };
+    item.command = { command: Commands.reviewApproval, title: 'Review', arguments: [node] };
+    return item;
+  }
+
+  dispose(): void {
+    this.changed.dispose();
+  }
+
+  private node(id: string): ApprovalNode {
+    let node = this.nodes.get(id);
+    if (!node) this.nodes.set(id, (node = { kind: 'approval', id }));
+    return node;
+  }
+}
+
+/**
+ * The Approvals view (RFC §15) and its commands: review (the panel), cancel a pending invocation, export
+ * the audit trail. It follows the HITL service's change events, coalesced, shows the number of pending
+ * invocations as its badge and says in its title when approvals are paused.
+ */
+export class ApprovalsView implements vscode.Disposable {
+  private hitl: HitlService | undefined;
+  private subscription: Disposable | undefined;
+  private readonly provider = new ApprovalsTreeProvider(() => this.hitl);
+  private readonly view: vscode.TreeView<ApprovalNode>;
+  private readonly throttle = new KeyedThrottle<'approvals'>(APPROVALS_REFRESH_MS, () => this.update());
+  private readonly countChanged = new vscode.EventEmitter<number>();
+  /** Fires with the number of pending invocations when it changes. */
+  readonly onDidChangeCount = this.countChanged.event;
+  /** Pending invocations, as of the last update. */
+  pendingCount = 0;
+
+  constructor(
+    /** Opens (or reveals) the panel of an invocation. */
+    private readonly review: (id: string) => void,
+    /** The operator name cancellations are recorded under. */
+    private readonly operator: string,
+  ) {
+    this.view = vscode.window.createTreeView(Views.approvals, { treeDataProvider: this.provider });
+  }
+
+  /** Follows a (new) HITL service, or none while the coordinator is stopped. */
+  bind(hitl: HitlService | undefined): void {
+    this.subscription?.dispose();
+    this.throttle.cancel();
+    this.hitl = hitl;
+    this.subscription = hitl?.onDidChange(() => this.throttle.schedule('approvals'));
+    this.update();
+  }
+
+  /** Shows whether approvals are paused in the view's title and message. */
+  setPaused(paused: boolean): void {
+    this.view.title = paused ? 'Approvals (paused)' : 'Approvals';
+    this.view.message = paused
+      ? 'Approvals are paused: no rule decides automatically; every new request waits for a human (or its deadline fallback).'
+      : undefined;
+  }
+
+  refresh(): void {
+    this.update();
+  }
+
+  /** Opens the panel of the clicked invocation, or of one picked from a list. */
+  async open(node?: ApprovalNode): Promise<void> {
+    const hitl = await this.requireHitl();
+    if (!hitl) return;
+    const id = node?.id ?? (await this.pick(hitl, 'Review an approval request', false))?.id;
+    if (id) this.review(id);
+  }
+
+  /** Withdraws a pending invocation after asking why; the requester is answered `deny`. */
+  async cancel(node?: ApprovalNode): Promise<void> {
+    const hitl = await this.requireHitl();
+    if (!hitl) return;
+    const invocation = node ? hitl.get(node.id) : await this.pick(hitl, 'Cancel a pending approval request', true);
+    if (!invocation) return;
+    if (invocation.state !== 'pending') {
+      void vscode.window.showWarningMessage(`That approval request is already ${stateText(invocation)}.`);
+      return;
+    }
+    const reason = await vscode.window.showInputBox({
+      title: `Cancel ${invocation.reasonType} from ${invocation.requester}`,
+      prompt: 'Why is it cancelled? The requester is answered "deny"; the reason goes into the audit trail.',
+      placeHolder: 'Reason for cancelling',
+      ignoreFocusOut: true,
+      validateInput: (value) => (value.length > 1000 ? 'At most 1000 characters.' : undefined),
+    });
+    if (reason === undefined || this.hitl !== hitl) return;
+    try {
+      hitl.cancel(invocation.id, this.operator, reason.trim(), { correlationId: invocation.correlationId || randomUUID() });
+      void vscode.window.showInformationMessage(`Cancelled the ${invocation.reasonType} request from ${invocation.requester}.`);
+    } catch (err) {
+      void vscode.window.showWarningMessage(`The approval request was not cancelled: ${err instanceof Error ? err.message : String(err)}`);
+    }
+  }
+
+  /** Writes the audit trail (every invocation, decision and audit record) to a JSON file the user picks. */
+  async exportAudit(): Promise<void> {
+    const hitl = await this.requireHitl();
+    if (!hitl) return;
+    const folder = vscode.workspace.workspaceFolders?.[0]?.uri;
+    const target = await vscode.window.showSaveDialog({
+      title: 'Export Approvals Audit',
+      defaultUri: folder ? vscode.Uri.joinPath(folder, auditFileName(Date.now())) : undefined,
+      filters: { JSON: ['json'] },
+      saveLabel: 'Export',
+    });
+    if (!target || this.hitl !== hitl) return;
+    const audit = hitl.exportAudit();
+    await vscode.workspace.fs.writeFile(target, new TextEncoder().encode(JSON.stringify(audit, null, 2) + '\n'));
+    const invocations = Array.isArray(audit.invocations) ? audit.invocations.length : 0;
+    const records = Array.isArray(audit.audit) ? audit.audit.length : 0;
+    const choice = await vscode.window.showInformationMessage(
+      `Exported the audit of ${invocations} approval request${invocations === 1 ? '' : 's'} (${records} records) to ${target.fsPath}.`, 'Open');
+    if (choice) await vscode.window.showTextDocument(target);
+  }
+
+  dispose(): void {
+    this.subscription?.dispose();
+    this.throttle.dispose();
+    this.view.dispose();
+    this.provider.dispose();
+    this.countChanged.dispose();
+  }
+
+  private update(): void {
+    const count = this.hitl ? this.hitl.pendingCount() : 0;
+    this.view.badge = count > 0 ? { value: count, tooltip: `${count} approval${count === 1 ? '' : 's'} pending` } : undefined;
+    this.provider.refresh();
+    if (count !== this.pendingCount) {
+      this.pendingCount = count;
+      this.countChanged.fire(count);
+    }
+  }
+
+  private async pick(hitl: HitlService, title: string, pendingOnly: boolean): Promise<HitlInvocation | undefined> {
+    const invocations = orderForView(hitl.list({ pendingOnly, limit: MAX_SETTLED_LISTED }));
+    if (!invocations.length) {
+      void vscode.window.showInformationMessage(pendingOnly ? 'No approval request is pending.' : 'There is no approval request.');
+      return undefined;
+    }
+    const picked = await vscode.window.showQuickPick(invocations.map((invocation) => {
+      const row = approvalRow(invocation);
+      return { label: row.label, description: row.description, invocation };
+    }), { title, matchOnDescription: true });
+    return picked?.invocation;
+  }
+
+  private async requireHitl(): Promise<HitlService | undefined> {
+    if (this.hitl) return this.hitl;
+    const choice = await vscode.window.showErrorMessage('The SW4RM coordinator is not running.', 'Start Coordinator');
+    if (choice) await vscode.commands.executeCommand(Commands.start);
+    return undefined;
+  }
+}
