@@ -117,6 +117,16 @@ describe('HITL service (RFC §15, §15.1, §15.3, §15.4)', () => {
         (e: unknown) => e instanceof HitlRequestError && e.code === 'PERMISSION_DENIED');
     });
 
+    it('refuses BUFFER_FULL once a requester holds the most pending invocations allowed; others may still ask', () => {
+      hitl().setPolicy({ ...policy({}), maxPendingPerRequester: 2 });
+      open();
+      const second = open();
+      assert.throws(() => open(), (e: unknown) => e instanceof HitlRequestError && e.code === 'BUFFER_FULL' && /agent-a already has 2 pending/.test(e.message));
+      assert.equal(open({}, 'CONFLICT', 'agent-b').state, 'pending');
+      hitl().decide(second.id, { action: 'deny' }, 'op', ctx());
+      assert.equal(open().state, 'pending', 'room again once one is decided');
+    });
+
     it('lists pending first (highest priority, then nearest deadline), then settled ones newest first', () => {
       const low = open({ priority: 1 });
       const high = open({ priority: 5 });

@@ -383,8 +383,11 @@ export class Router implements Disposable {
       this.repo.updateMessage(record);
       this.transition(record, from, 'FULFILLED', ctx.correlationId, {});
       this.reconcileSuccess(record, { ackForMessageId: messageId, stage: 'FULFILLED', errorCode: '', note: '', raw: reply }, now, ctx);
-      const envelope = this.coordinatorEnvelope(messageType, record.envelope.correlationId, reply);
-      this.persistCoordinatorMessage(record.envelope.producerId, envelope, messageId, `${messageType} answering ${messageId}`, now);
+      // A producer that has deregistered finds the answer in the outcome cache when it retries.
+      if (this.registry.get(record.envelope.producerId)) {
+        const envelope = this.coordinatorEnvelope(messageType, record.envelope.correlationId, reply);
+        this.persistCoordinatorMessage(record.envelope.producerId, envelope, messageId, `${messageType} answering ${messageId}`, now);
+      }
     });
     this.retire(record);
   }

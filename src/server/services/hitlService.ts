@@ -96,7 +96,7 @@ export class HitlServiceAdapter {
 function errorStatus(err: unknown): Partial<grpc.StatusObject> {
   if (err instanceof HitlRequestError) {
     const code = err.code === 'PERMISSION_DENIED' ? grpc.status.PERMISSION_DENIED
-      : err.code === 'OVERSIZE_PAYLOAD' ? grpc.status.RESOURCE_EXHAUSTED : grpc.status.INVALID_ARGUMENT;
+      : err.code === 'OVERSIZE_PAYLOAD' || err.code === 'BUFFER_FULL' ? grpc.status.RESOURCE_EXHAUSTED : grpc.status.INVALID_ARGUMENT;
     return { code, details: `${err.code}: ${err.message}` };
   }
   if (err instanceof HitlStateError) return { code: grpc.status.FAILED_PRECONDITION, details: `VALIDATION_ERROR: ${err.message}` };
