@@ -17,6 +17,10 @@ export interface CliOptions {
   readonly payloadLimits: Readonly<Record<string, number>>;
   readonly verbose: boolean;
   readonly help: boolean;
+  /** The terminal is an attached HITL operator (commands on stdin). */
+  readonly operator: boolean;
+  /** A JSON file with the HITL policy (deadline, fallbacks, rules, pause). */
+  readonly hitlPolicyFile: string | undefined;
 }
 
 export const USAGE = `Usage: sw4rm-coordinator [options]
@@ -33,6 +37,10 @@ Options:
   --dedup-window <s>        seconds retry outcomes are remembered (default 3600)
   --privileged-rate <n>     PRIVILEGED messages per producer per second before demotion (default 50)
   --payload-limit TYPE=N    payload limit in bytes for a message type, e.g. DATA=1048576 (repeatable)
+  --operator                this terminal is a HITL operator: pending approvals are printed, decisions
+                            typed on stdin (type "help"); without it nobody is there to approve, and
+                            every invocation gets its fallback within 5 s
+  --hitl-policy <file>      HITL policy JSON: {defaultDeadlineSeconds, fallbacks, rules, paused}
   -v, --verbose             print every event to stderr, per-message ones included
   -h, --help                show this help
 `;
@@ -46,6 +54,7 @@ export function parseArgs(argv: readonly string[]): CliOptions {
   const options = {
     host: '127.0.0.1', port: 50051, dataDir: '.sw4rm', auth: 'token' as AuthMode, heartbeatDebounceSeconds: 30,
     capacity: 10, dedupWindowSeconds: 3600, privilegedRatePerSecond: 50, payloadLimits: {} as Record<string, number>, verbose: false, help: false,
+    operator: false, hitlPolicyFile: undefined as string | undefined,
   };
   const positiveInteger = (flag: string, v: string, max: number): number => {
     const n = Number(v);
@@ -93,6 +102,8 @@ export function parseArgs(argv: readonly string[]): CliOptions {
         options.payloadLimits[match[1]] = positiveInteger('--payload-limit', match[2], TRANSPORT_MAX_PAYLOAD);
         break;
       }
+      case '--operator': options.operator = true; break;
+      case '--hitl-policy': options.hitlPolicyFile = value(); break;
       case '-v': case '--verbose': options.verbose = true; break;
       case '-h': case '--help': options.help = true; break;
       default: throw new UsageError(`unknown option '${arg}'`);

@@ -1,4 +1,8 @@
+import * as fs from 'node:fs';
+import * as os from 'node:os';
 import * as path from 'node:path';
+import * as readline from 'node:readline';
+import { parsePolicy, type HitlPolicy } from '../core/hitl/policy';
 import { PAYLOAD_LIMITS } from '../core/limits';
 import { formatEvent } from '../core/log/eventLog';
 import { DEFAULT_LANE_OPTIONS } from '../core/router/lanes';
@@ -7,6 +11,7 @@ import { formatEnvironment } from '../server/agentEnvironment';
 import { CoordinatorHost } from '../server/host';
 import { ConfigurationError, PortInUseError } from '../server/server';
 import { parseArgs, UsageError, USAGE } from './args';
+import { OperatorConsole } from './operatorConsole';
 
 /** The bundle lives in dist/; the protos ship beside it in ../protos. */
 const PROTOS_DIR = path.join(__dirname, '..', 'protos');
@@ -32,6 +37,18 @@ async function main(): Promise<number> {
     return 0;
   }
 
+  let hitl: HitlPolicy | undefined;
+  if (options.hitlPolicyFile) {
+    try {
+      const parsed = parsePolicy(JSON.parse(fs.readFileSync(options.hitlPolicyFile, 'utf8')) as Record<string, unknown>);
+      if (parsed.problems.length > 0) throw new Error(parsed.problems.join('; '));
+      hitl = parsed.policy;
+    } catch (err) {
+      process.stderr.write(`sw4rm-coordinator: --hitl-policy ${options.hitlPolicyFile}: ${(err as Error).message}\n`);
+      return 2;
+    }
+  }
+
   let host: CoordinatorHost;
   try {
     host = await CoordinatorHost.start({
@@ -50,6 +67,7 @@ async function main(): Promise<number> {
         lanes: { ...DEFAULT_LANE_OPTIONS, privilegedRatePerSecond: options.privilegedRatePerSecond },
         payloadLimits: { ...PAYLOAD_LIMITS, ...options.payloadLimits },
       },
+      hitl,
     });
   } catch (err) {
     if (err instanceof PortInUseError || err instanceof StoreOpenError || err instanceof ConfigurationError) {
@@ -62,6 +80,7 @@ async function main(): Promise<number> {
   process.stdout.write(`# SW4RM coordinator serving on ${options.host}:${host.port} (auth ${options.auth}, store ${host.coordinator.store.location})\n`);
   process.stdout.write('# Agent environment:\n');
   process.stdout.write(formatEnvironment(host.environment()));
+  if (options.operator) attachOperatorConsole(host);
 
   return new Promise<number>((resolve) => {
     let stopping = false;
@@ -77,6 +96,14 @@ async function main(): Promise<number> {
     process.on('SIGINT', () => stop('SIGINT'));
     process.on('SIGTERM', () => stop('SIGTERM'));
   });
+}
+
+/** Stdin is the operator's keyboard; when it closes, the operator has left (and fallbacks apply again). */
+function attachOperatorConsole(host: CoordinatorHost): void {
+  const operator = new OperatorConsole(host.coordinator.hitl, `cli:${os.userInfo().username}`, (text) => process.stdout.write(text));
+  const input = readline.createInterface({ input: process.stdin, terminal: false });
+  input.on('line', (line) => process.stdout.write(operator.run(line)));
+  input.on('close', () => operator.dispose());
 }
 
 main().then(

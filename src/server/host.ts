@@ -1,6 +1,7 @@
 import { loadOrCreateToken } from '../core/auth/token';
 import type { Clock } from '../core/clock';
 import { Coordinator } from '../core/coordinator';
+import type { HitlPolicy } from '../core/hitl/policy';
 import type { IdSource } from '../core/ids';
 import type { RouterOptions } from '../core/router/router';
 import { SqliteStore } from '../core/store/sqliteStore';
@@ -17,6 +18,7 @@ export interface HostOptions {
   readonly auth: AuthMode;
   readonly heartbeatDebounceMs?: number;
   readonly router?: Partial<RouterOptions>;
+  readonly hitl?: HitlPolicy;
   readonly clock?: Clock;
   readonly ids?: IdSource;
   /** Sees every event from the first one on (the Output channel, the CLI's stderr). */
@@ -50,6 +52,7 @@ export class CoordinatorHost {
         onEvent: options.onEvent,
         registry: options.heartbeatDebounceMs ? { heartbeatDebounceMs: options.heartbeatDebounceMs } : undefined,
         router: options.router,
+        hitl: options.hitl,
       });
       const server = new CoordinatorServer({
         coordinator, protosDir: options.protosDir, host: options.host, port: options.port, auth: options.auth, token,

@@ -5,6 +5,7 @@ import { TRANSPORT_MAX_MESSAGE_BYTES } from '../core/limits';
 import { authInterceptor, type AuthMode } from './auth';
 import { HealthService } from './health';
 import { CANONICAL_SERVICES, loadPackageDefinition, serviceDefinition } from './protos';
+import { HitlServiceAdapter } from './services/hitlService';
 import { LoggingServiceAdapter } from './services/loggingService';
 import { RegistryServiceAdapter } from './services/registryService';
 import { RouterServiceAdapter } from './services/routerService';
@@ -83,6 +84,7 @@ export class CoordinatorServer {
       [RegistryServiceAdapter.serviceName]: new RegistryServiceAdapter(coordinator).handlers(),
       [LoggingServiceAdapter.serviceName]: new LoggingServiceAdapter(coordinator).handlers(),
       [RouterServiceAdapter.serviceName]: new RouterServiceAdapter(coordinator).handlers(),
+      [HitlServiceAdapter.serviceName]: new HitlServiceAdapter(coordinator).handlers(),
     };
     for (const name of CANONICAL_SERVICES) {
       const definition = serviceDefinition(packageDefinition, name);

@@ -6,7 +6,7 @@ import { canonicalDefinition } from '../support/clients';
 import { startHost, stopHost } from '../support/host';
 import { makeTempDir, removeTempDir } from '../support/tempDir';
 
-/** The RPCs the coordinator implements (walking skeleton + messaging plane); every other one must answer UNIMPLEMENTED. */
+/** The RPCs the coordinator implements (walking skeleton, messaging plane, HITL); every other one must answer UNIMPLEMENTED. */
 const IMPLEMENTED = new Set([
   '/sw4rm.registry.RegistryService/RegisterAgent',
   '/sw4rm.registry.RegistryService/Heartbeat',
@@ -15,6 +15,7 @@ const IMPLEMENTED = new Set([
   '/sw4rm.router.RouterService/SendMessage',
   '/sw4rm.router.RouterService/StreamIncoming',
   '/sw4rm.router.RouterService/AckDelivery',
+  '/sw4rm.hitl.HitlService/Decide',
 ]);
 
 type Method = grpc.MethodDefinition<unknown, unknown>;
@@ -115,16 +116,16 @@ describe('RPCs not implemented yet', () => {
     assert.match(response.reason, /^VALIDATION_ERROR: /);
   });
 
-  it('names the piece of work that brings a planned service', async () => {
-    const hitl = allMethods().find((m) => m.path.startsWith('/sw4rm.hitl.HitlService/'));
-    assert.ok(hitl);
-    const status = await callWithEmptyRequest(client, hitl, authorized());
-    assert.equal(status.code, grpc.status.UNIMPLEMENTED);
-    assert.match(status.details, /arrives with human-in-the-loop approvals/);
+  it('answers HitlService.Decide with a validation error for an invocation without a reason type', async () => {
+    const decide = allMethods().find((m) => m.path === '/sw4rm.hitl.HitlService/Decide');
+    assert.ok(decide);
+    const status = await callWithEmptyRequest(client, decide, authorized());
+    assert.equal(status.code, grpc.status.INVALID_ARGUMENT);
+    assert.match(status.details, /^VALIDATION_ERROR: reason_type must be one of CONFLICT, SECURITY_APPROVAL/);
   });
 
   it('still asks for credentials first', async () => {
-    for (const path of ['/sw4rm.router.RouterService/StreamIncoming', '/sw4rm.hitl.HitlService/']) {
+    for (const path of ['/sw4rm.router.RouterService/StreamIncoming', '/sw4rm.hitl.HitlService/', '/sw4rm.tool.ToolService/']) {
       const method = allMethods().find((m) => m.path.startsWith(path));
       assert.ok(method, path);
       const status = await callWithEmptyRequest(client, method, new grpc.Metadata());

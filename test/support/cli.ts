@@ -11,9 +11,10 @@ export class CliProcess {
   readonly exited: Promise<number | null>;
   private readonly child: ChildProcess;
 
-  constructor(args: readonly string[]) {
+  /** With `stdin`, the test types into the coordinator's standard input (the operator console). */
+  constructor(args: readonly string[], options: { stdin?: boolean } = {}) {
     // process.execPath is the Node 24 that runs the tests (node_modules/.bin/node), which has node:sqlite.
-    this.child = spawn(process.execPath, [CLI_BUNDLE, ...args], { cwd: REPO_ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+    this.child = spawn(process.execPath, [CLI_BUNDLE, ...args], { cwd: REPO_ROOT, stdio: [options.stdin ? 'pipe' : 'ignore', 'pipe', 'pipe'] });
     this.child.stdout!.setEncoding('utf8').on('data', (chunk: string) => { this.stdout += chunk; });
     this.child.stderr!.setEncoding('utf8').on('data', (chunk: string) => { this.stderr += chunk; });
     this.exited = new Promise((resolve, reject) => {
@@ -28,6 +29,21 @@ export class CliProcess {
 
   get running(): boolean {
     return this.exitCode === undefined;
+  }
+
+  /** Types one line on the coordinator's standard input. */
+  type(line: string): void {
+    this.child.stdin!.write(`${line}\n`);
+  }
+
+  /** Closes standard input (the operator left). */
+  endInput(): void {
+    this.child.stdin!.end();
+  }
+
+  /** Waits until stdout matches `pattern` and answers the match. */
+  async waitForOutput(pattern: RegExp, deadlineMs = 10_000): Promise<RegExpMatchArray> {
+    return pollUntil(`stdout matching ${pattern}`, () => this.stdout.match(pattern) ?? undefined, deadlineMs);
   }
 
   signal(signal: NodeJS.Signals): void {

@@ -3,6 +3,7 @@ import { v4 as uuidv4 } from 'uuid';
 import { ManualClock } from '../../src/core/clock';
 import { Coordinator } from '../../src/core/coordinator';
 import type { Disposable } from '../../src/core/events';
+import type { HitlPolicy } from '../../src/core/hitl/policy';
 import type { DescriptorInput } from '../../src/core/registry/descriptor';
 import type { RegistryOptions } from '../../src/core/registry/registry';
 import type { Envelope } from '../../src/core/router/envelope';
@@ -96,7 +97,9 @@ export class RouterHarness implements Disposable {
   private readonly sequences = new Map<string, number>();
   private readonly handles: Disposable[] = [];
 
-  constructor(readonly routerOptions: Partial<RouterOptions> = {}, readonly registryOptions: Partial<RegistryOptions> = {}) {
+  constructor(readonly routerOptions: Partial<RouterOptions> = {}, readonly registryOptions: Partial<RegistryOptions> = {},
+    /** The HITL policy each (re)started coordinator gets; tests may replace it before `restart`. */
+    public hitlPolicy?: HitlPolicy) {
     this.open();
   }
 
@@ -104,7 +107,7 @@ export class RouterHarness implements Disposable {
     this.store = SqliteStore.open(this.dataDir);
     this.coordinator = new Coordinator({
       store: this.store, clock: this.clock, registry: this.registryOptions,
-      router: { heartbeatIntervalMs: 0, ...this.routerOptions },
+      router: { heartbeatIntervalMs: 0, ...this.routerOptions }, hitl: this.hitlPolicy,
     });
   }
 

@@ -40,7 +40,12 @@ export function bindHitlToRouter(hitl: HitlService, router: Router, clock: Clock
         return { code: 'DUPLICATE_DETECTED', detail: JSON.stringify(cached), extra: cached };
       }
     }
-    hitl.open(request, { kind: 'envelope', messageId: envelope.messageId }, ctx);
+    try {
+      hitl.open(request, { kind: 'envelope', messageId: envelope.messageId }, ctx);
+    } catch (err) {
+      if (err instanceof HitlRequestError) return { code: err.code, detail: err.message };
+      throw err;
+    }
     return undefined;
   }));
   bindings.add(hitl.registerResponder('envelope', (invocation) => {

@@ -137,6 +137,10 @@ export class HitlService {
       }
     }
     const policy = this.current;
+    const pendingOfRequester = this.repo.list({ pendingOnly: true }).filter((i) => i.requester === request.requester).length;
+    if (pendingOfRequester >= policy.maxPendingPerRequester) {
+      throw new HitlRequestError('BUFFER_FULL', `${request.requester} already has ${pendingOfRequester} pending HITL invocations (at most ${policy.maxPendingPerRequester})`);
+    }
     const deadlineAt = Math.min(request.deadlineAt ?? now + policy.defaultDeadlineMs, now + policy.maxDeadlineMs);
     const invocation: HitlInvocation = {
       id: request.invocationId ?? this.ids.uuid(),

@@ -38,6 +38,8 @@ export interface HitlPolicy {
   readonly paused: boolean;
   /** With no operator attached, the fallback applies after this long (RFC §15.4: detect within 5 s). */
   readonly unavailableAfterMs: number;
+  /** Pending invocations one requester may hold; more are refused BUFFER_FULL (RFC §13: refuse, never drop). */
+  readonly maxPendingPerRequester: number;
 }
 
 export const DEFAULT_FALLBACK: FallbackSetting = { policy: 'DENY_BY_DEFAULT', threshold: 0.9, extendMs: 0, maxExtensions: 3 };
@@ -49,6 +51,7 @@ export const DEFAULT_HITL_POLICY: HitlPolicy = {
   rules: [],
   paused: false,
   unavailableAfterMs: 5_000,
+  maxPendingPerRequester: 100,
 };
 
 /** `repo_id/worktree_id/task_id`: what a rule's subject glob is matched against. */

@@ -8,7 +8,7 @@ const MAX_ACTIONS = 32;
 
 /** An invocation request or decision that cannot be accepted; `code` is the SW4RM error code. */
 export class HitlRequestError extends Error {
-  constructor(readonly code: 'VALIDATION_ERROR' | 'OVERSIZE_PAYLOAD' | 'PERMISSION_DENIED', message: string) {
+  constructor(readonly code: 'VALIDATION_ERROR' | 'OVERSIZE_PAYLOAD' | 'PERMISSION_DENIED' | 'BUFFER_FULL', message: string) {
     super(message);
     this.name = 'HitlRequestError';
   }

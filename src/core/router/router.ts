@@ -100,8 +100,9 @@ export interface SendOptions {
 
 /**
  * Takes a message addressed to the coordinator itself (e.g. a HITL_INVOCATION). It runs inside the admission
- * transaction, before the message is written; a refusal leaves nothing behind. Once it accepts, the component
- * answers later through `Router.replyFromCoordinator`.
+ * transaction, with the message already written (so that it may answer at once); a refusal rolls the
+ * transaction back and leaves nothing behind. A handler that accepts answers through
+ * `Router.replyFromCoordinator`, at once or later.
  */
 export type CoordinatorHandler = (envelope: Envelope, json: Record<string, unknown> | undefined, ctx: CallContext, expiresAt: number | null) => Refusal | undefined;
 
@@ -346,12 +347,12 @@ export class Router implements Disposable {
         this.repo.insertMessage(record);
         this.live.set(envelope.messageId, record);
         this.putDedup(entry);
+        refusal = handler(envelope, json, ctx, expiresAt);
+        if (refusal) throw rollback;
         this.log.record({
           correlationId: envelope.correlationId, actor: envelope.producerId, eventType: 'message.accepted',
           details: { message_id: envelope.messageId, to: COORDINATOR_ID, message_type: envelope.messageType, state: 'READ', retry_of: previous?.originalMessageId },
         });
-        refusal = handler(envelope, json, ctx, expiresAt);
-        if (refusal) throw rollback;
       });
     } catch (err) {
       if (err !== rollback) throw err;
@@ -383,8 +384,11 @@ export class Router implements Disposable {
       this.repo.updateMessage(record);
       this.transition(record, from, 'FULFILLED', ctx.correlationId, {});
       this.reconcileSuccess(record, { ackForMessageId: messageId, stage: 'FULFILLED', errorCode: '', note: '', raw: reply }, now, ctx);
-      const envelope = this.coordinatorEnvelope(messageType, record.envelope.correlationId, reply);
-      this.persistCoordinatorMessage(record.envelope.producerId, envelope, messageId, `${messageType} answering ${messageId}`, now);
+      // A producer that has deregistered finds the answer in the outcome cache when it retries.
+      if (this.registry.get(record.envelope.producerId)) {
+        const envelope = this.coordinatorEnvelope(messageType, record.envelope.correlationId, reply);
+        this.persistCoordinatorMessage(record.envelope.producerId, envelope, messageId, `${messageType} answering ${messageId}`, now);
+      }
     });
     this.retire(record);
   }
