@@ -3,6 +3,7 @@ import * as vscode from 'vscode';
 import type { Disposable } from '../core/events';
 import type { HitlService } from '../core/hitl/hitlService';
 import type { HitlInvocation } from '../core/hitl/model';
+import type { HitlPolicy } from '../core/hitl/policy';
 import { approvalSettings, ProblemMemory } from './approvalSettings';
 import { notificationText } from './approvalsModel';
 import { ContextKeys, SETTINGS_SECTION, Settings } from './contributions';
@@ -49,12 +50,18 @@ export class Approvals implements vscode.Disposable {
     return this.view.pendingCount;
   }
 
+  /** The HITL policy of the approval settings, for a coordinator about to start (problems are reported once). */
+  policy(): HitlPolicy {
+    return this.readPolicy(true);
+  }
+
   /** Follows the HITL service of a (re)started coordinator, or none when it stops. */
   bind(hitl: HitlService | undefined): void {
     for (const subscription of this.subscriptions) subscription.dispose();
     this.subscriptions = [];
     this.hitl = hitl;
     if (hitl) {
+      // The settings may have changed while the coordinator was starting.
       hitl.setPolicy(this.readPolicy(true), 'settings');
       this.subscriptions.push(
         hitl.attachOperator(this.operator),
@@ -95,7 +102,7 @@ export class Approvals implements vscode.Disposable {
     this.panels.dispose();
   }
 
-  private readPolicy(report: boolean) {
+  private readPolicy(report: boolean): HitlPolicy {
     const { policy, problems } = approvalSettings(readApprovalSettings());
     if (report) {
       const fresh = this.problems.fresh(problems);

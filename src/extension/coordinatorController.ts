@@ -97,6 +97,7 @@ export class CoordinatorController implements vscode.Disposable {
         auth: settings.auth,
         heartbeatDebounceMs: settings.heartbeatDebounceMs,
         router: settings.router.options,
+        hitl: this.approvals.policy(),
         onEvent: (event) => this.output.appendLine(formatEvent(event)),
       });
     } catch (err) {
