@@ -93,8 +93,19 @@ function jsonChangesList(changes: readonly JsonChange[], label: string): HTMLEle
       h('span', { class: 'mark', attrs: { 'aria-hidden': 'true' } }, CHANGE_MARK[change.kind]),
       h('code', { class: 'path' }, change.path), ' ', h('span', { class: 'kind' }, change.kind));
     if (change.kind === 'moved') item.append(' to ', h('code', {}, change.to ?? '?'));
-    if (change.kind === 'changed' || change.kind === 'removed') item.append(h('pre', { class: 'json before', attrs: { 'aria-label': 'before' } }, formatJsonValue(change.before)));
-    if (change.kind === 'changed' || change.kind === 'added' || change.kind === 'text') item.append(h('pre', { class: 'json after', attrs: { 'aria-label': 'after' } }, formatJsonValue(change.after)));
+    const before = change.kind === 'changed' || change.kind === 'removed' ? formatJsonValue(change.before) : undefined;
+    const after = change.kind === 'changed' || change.kind === 'added' || change.kind === 'text' ? formatJsonValue(change.after) : undefined;
+    const short = (text: string | undefined) => text === undefined || (text.length <= 60 && !text.includes('\n'));
+    if (short(before) && short(after)) {
+      // Short values on the change's own line: `before → after`.
+      if (before !== undefined) item.append(': ', h('code', { class: 'value before', attrs: { title: 'before' } }, before));
+      if (before !== undefined && after !== undefined) item.append(h('span', { class: 'arrow' }, ' → '));
+      else if (after !== undefined) item.append(': ');
+      if (after !== undefined) item.append(h('code', { class: 'value after', attrs: { title: 'after' } }, after));
+    } else {
+      if (before !== undefined) item.append(h('div', { class: 'side' }, 'before'), h('pre', { class: 'json before' }, before));
+      if (after !== undefined) item.append(h('div', { class: 'side' }, 'after'), h('pre', { class: 'json after' }, after));
+    }
     list.append(item);
   }
   return list;
@@ -124,23 +135,23 @@ function renderInvocation(invocation: InvocationJson): DocumentFragment {
   const subject = subjectText(invocation.subject);
   fragment.append(h('header', { class: 'head' },
     h('h1', {}, reasonLabel(invocation.reason_type), ' ', h('span', { class: `state ${invocation.state}` }, invocation.state.replace('_', ' '))),
+    h('p', { class: 'summary' }, context.summary || '(no summary given)'),
     h('p', { class: 'meta' },
       h('code', { class: 'reason' }, invocation.reason_type), ' from ', h('strong', { class: 'requester' }, invocation.requester),
       ` · priority ${invocation.priority} · opened ${new Date(invocation.created_at).toLocaleString()}`),
     subject ? h('p', { class: 'meta subject' }, subject) : null,
-    h('p', { class: 'meta' }, `Invocation ${invocation.invocation_id} · correlation ${invocation.correlation_id}`),
+    h('p', { class: 'meta ids' }, `invocation ${invocation.invocation_id} · correlation ${invocation.correlation_id}`),
     h('p', { class: 'deadline', id: 'deadline', attrs: { role: 'timer' } })));
 
   fragment.append(renderDecision(invocation) ?? '');
-  fragment.append(section('Summary', 'summary', h('p', { class: 'summary' }, context.summary || '(no summary given)')));
   if (context.risk.level || context.risk.notes.length) {
     fragment.append(section('Risk', 'risk',
-      context.risk.level ? h('p', {}, 'Level: ', h('span', { class: `risk-level ${riskClass(context.risk.level)}` }, context.risk.level)) : null,
+      context.risk.level ? h('p', { class: 'risk' }, 'Level: ', h('span', { class: `risk-level ${riskClass(context.risk.level)}` }, context.risk.level)) : null,
       context.risk.notes.length ? h('ul', {}, ...context.risk.notes.map((note) => h('li', {}, note))) : null));
   }
+  if (context.diffs.length) fragment.append(section(`Changes (${context.diffs.length})`, 'diffs', ...context.diffs.map(renderDiff)));
   const facts = factRows(context.facts);
   if (facts.length) fragment.append(section('Facts', 'facts', definitionList(facts)));
-  if (context.diffs.length) fragment.append(section(`Changes (${context.diffs.length})`, 'diffs', ...context.diffs.map(renderDiff)));
   if (context.prior_attempts.length) {
     fragment.append(section('Prior attempts', 'prior', h('ol', {}, ...context.prior_attempts.map((attempt) =>
       h('li', {}, typeof attempt === 'string' ? attempt : h('pre', { class: 'json' }, formatJsonValue(attempt)))))));
@@ -169,6 +180,8 @@ let current: InvocationJson | null = null;
 let clockOffset = 0;
 let nextRequestId = 1;
 let inFlight: { requestId: number; action: DecisionAction } | undefined;
+/** Once the decision form was shown it stays (disabled after the decision), so its status is still read out. */
+let formShown = false;
 
 const content = byId<HTMLElement>('content');
 const form = byId<HTMLFormElement>('decide');
@@ -220,7 +233,8 @@ function show(invocation: InvocationJson | null, unavailable?: string): void {
   content.replaceChildren(renderInvocation(invocation));
   updateCountdown();
   const pending = invocation.state === 'pending';
-  form.hidden = !pending && !wasPending;
+  formShown ||= pending;
+  form.hidden = !formShown;
   if (!pending) {
     setEnabled(false);
     modifyBox.hidden = true;
