@@ -185,9 +185,58 @@ describe('approvals in a real editor (code-server + Chromium, an agent blocked o
     assert.equal(await frame.locator('#content img, #content script').count(), 0);
     await harness!.screenshot('approvals-markup');
 
-    await frame.locator('#rationale').fill('Markup is data.');
-    await frame.locator('#deny').click();
+    // Modify: the payload editor starts from {} and refuses what is not JSON before anything is sent.
+    await frame.locator('#modify').click();
+    const payload = frame.locator('#payload');
+    await payload.waitFor({ state: 'visible', timeout: 5_000 });
+    assert.equal(await payload.inputValue(), '{}');
+    assert.equal(await frame.locator('#modify').getAttribute('aria-expanded'), 'true');
+    await payload.fill('{"allow": ["read"');
+    await frame.locator('#send-modify').click();
+    await frame.locator('#payload-error').waitFor({ state: 'visible', timeout: 5_000 });
+    assert.match(await frame.locator('#payload-error').innerText(), /not valid JSON/);
+    assert.equal(await payload.getAttribute('aria-invalid'), 'true');
+    await payload.fill('{"allow": ["read"]}');
+    await frame.locator('#rationale').fill('Markup is data; read access only.');
+    await frame.locator('#send-modify').click();
     const outcome = await decision;
-    assert.deepEqual([outcome.action, outcome.rationale], ['deny', 'Markup is data.']);
+    assert.deepEqual([outcome.action, outcome.rationale, outcome.payload], ['modify', 'Markup is data; read access only.', { allow: ['read'] }]);
+    await poll(async () => (await frame.locator('#decision').innerText().catch(() => '')).includes('Modified by editor:'),
+      { timeoutMs: 10_000, description: 'the panel to show the modification' });
+  });
+
+  it('pauses and resumes approvals from the command palette, and exports the audit trail', async function () {
+    const header = approvalsPane().locator('.pane-header');
+    await harness!.runCommand('SW4RM: Pause All Approvals');
+    await harness!.waitForText((t) => /\(paused\)/i.test(t), 10_000, () => header.innerText());
+    await harness!.waitForText((t) => t.includes('Approvals are paused'), 10_000, () => harness!.viewText('Approvals'));
+    const settings = JSON.parse(fs.readFileSync(path.join(harness!.workspaceDir, '.vscode', 'settings.json'), 'utf8'));
+    assert.equal(settings['sw4rm.approvals.pauseAll'], true);
+    await harness!.runCommand('SW4RM: Resume Approvals');
+    await harness!.waitForText((t) => !/\(paused\)/i.test(t), 10_000, () => header.innerText());
+
+    await harness!.runCommand('SW4RM: Export Approvals Audit');
+    // code-server's save dialog is a quick input holding the proposed path; Enter accepts it.
+    const input = harness!.page.locator('.quick-input-widget .quick-input-box input');
+    await harness!.waitForText((t) => /sw4rm-approvals-audit-[\dT-]+Z\.json$/.test(t), 10_000, () => input.inputValue());
+    await harness!.page.keyboard.press('Enter');
+    await harness!.waitForText((t) => t.includes('Exported the audit of 2 approval requests'), 15_000);
+    const file = fs.readdirSync(harness!.workspaceDir).find((name) => name.startsWith('sw4rm-approvals-audit-'));
+    assert.ok(file, 'the audit was written to the workspace folder');
+    const audit = JSON.parse(fs.readFileSync(path.join(harness!.workspaceDir, file), 'utf8'));
+    const approved = audit.invocations.find((i: { context: { summary: string } }) => i.context.summary === SUMMARY);
+    assert.equal(approved.decision.decision, 'approve');
+    assert.equal(approved.decision.rationale, RATIONALE);
+    assert.match(approved.decision.decided_by, /^editor:/);
+    const kinds = audit.audit.filter((e: { invocation_id: string }) => e.invocation_id === approved.invocation_id).map((e: { kind: string }) => e.kind);
+    assert.deepEqual(kinds, ['opened', 'decided']);
+  });
+
+  it('restores an open approval panel after a window reload, re-read from the coordinator', async function () {
+    await harness!.page.reload();
+    await harness!.page.locator('.monaco-workbench').first().waitFor({ state: 'visible', timeout: 60_000 });
+    const frame = await panelFrame('Markup check');
+    await poll(async () => (await frame.locator('#decision').innerText().catch(() => '')).includes('Modified by editor:'),
+      { timeoutMs: 30_000, description: 'the restored panel to show the decision' });
   });
 });
