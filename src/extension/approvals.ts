@@ -5,7 +5,7 @@ import type { HitlService } from '../core/hitl/hitlService';
 import type { HitlInvocation } from '../core/hitl/model';
 import type { HitlPolicy } from '../core/hitl/policy';
 import { approvalSettings, ProblemMemory } from './approvalSettings';
-import { notificationText } from './approvalsModel';
+import { needsAnnouncement, notificationText } from './approvalsModel';
 import { ContextKeys, SETTINGS_SECTION, Settings } from './contributions';
 import { HitlPanels } from './panels/hitlPanels';
 import { readApprovalSettings } from './settings';
@@ -38,7 +38,7 @@ export class Approvals implements vscode.Disposable {
   constructor(extensionUri: vscode.Uri, private readonly output: vscode.OutputChannel) {
     this.panels = new HitlPanels(extensionUri, this.operator);
     this.view = new ApprovalsView((id) => this.panels.open(id), this.operator);
-    this.showPaused(this.readPolicy(false).paused);
+    this.readPolicy(false);
   }
 
   /** Fires with the number of pending invocations when it changes. */
@@ -67,8 +67,7 @@ export class Approvals implements vscode.Disposable {
         hitl.attachOperator(this.operator),
         hitl.onDidChange((change) => {
           this.panels.changed(change.invocation);
-          // An invocation a rule decided at once is already settled when its `opened` event fires.
-          if (change.kind === 'opened' && change.invocation.state === 'pending') this.announce(change.invocation);
+          if (needsAnnouncement(change)) this.announce(change.invocation);
         }),
       );
     }

@@ -97,7 +97,7 @@ export function approvalRow(invocation: HitlInvocation, formatTime: TimeFormat =
   const state = stateText(invocation);
   const description = invocation.state === 'pending'
     ? `pending · ${invocation.requester} · due ${formatTime(invocation.deadlineAt)}`
-    : `${state} · ${settledBy(invocation)} · ${formatTime(invocation.decision?.decidedAt ?? invocation.updatedAt)}`;
+    : `${state} · ${invocation.requester} · by ${settledBy(invocation)} · ${formatTime(invocation.decision?.decidedAt ?? invocation.updatedAt)}`;
   return {
     label,
     description,
@@ -126,6 +126,14 @@ function approvalTooltip(invocation: HitlInvocation, formatTime: TimeFormat): st
     if (decision.rationale) lines.push(`rationale: ${clip(decision.rationale, 500)}`);
   }
   return lines.join('\n');
+}
+
+/**
+ * Whether a change deserves an "approval needed" notification: a newly opened invocation that waits for a
+ * human. One that a rule decided at once is already settled when its `opened` event fires.
+ */
+export function needsAnnouncement(change: { readonly kind: string; readonly invocation: Pick<HitlInvocation, 'state'> }): boolean {
+  return change.kind === 'opened' && change.invocation.state === 'pending';
 }
 
 /**

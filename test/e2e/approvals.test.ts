@@ -147,7 +147,7 @@ describe('approvals in a real editor (code-server + Chromium, an agent blocked o
     assert.match(await frame.locator('#status').innerText(), /Approved by editor:/);
     await harness!.screenshot('approvals-decided');
 
-    await harness!.waitForText((t) => /approved · editor:/.test(t), 10_000, () => harness!.viewText('Approvals'));
+    await harness!.waitForText((t) => new RegExp(`approved · ${AGENT} · by editor:`).test(t), 10_000, () => harness!.viewText('Approvals'));
     await poll(async () => (await harness!.page.locator('.part.statusbar [aria-label*="approval pending"]').count()) === 0,
       { timeoutMs: 10_000, description: 'the status bar to drop the pending count' });
   });

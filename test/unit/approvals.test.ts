@@ -11,7 +11,7 @@ import { EventLog } from '../../src/core/log/eventLog';
 import { SqliteStore } from '../../src/core/store/sqliteStore';
 import { approvalSettings, ProblemMemory } from '../../src/extension/approvalSettings';
 import {
-  approvalRow, auditFileName, MAX_SETTLED_LISTED, notificationText, orderForView, panelTitle, REASON_ICONS, stateText,
+  approvalRow, auditFileName, MAX_SETTLED_LISTED, needsAnnouncement, notificationText, orderForView, panelTitle, REASON_ICONS, stateText,
 } from '../../src/extension/approvalsModel';
 import { Commands, ContextKeys, HITL_PANEL_VIEW_TYPE, Views } from '../../src/extension/contributions';
 import { hitlPanelHtml, panelCsp } from '../../src/extension/panels/hitlPanelHtml';
@@ -163,15 +163,22 @@ describe('Approvals view rows', () => {
     const decided = (state: HitlInvocation['state'], action: 'approve' | 'deny', origin: NonNullable<HitlInvocation['decision']>['origin']) =>
       invocation({ id: 'x', state, updatedAt: T0 + 5_000, decision: { action, rationale: 'because', payload: null, decidedAt: T0 + 5_000, origin } });
     const human = approvalRow(decided('decided', 'approve', { kind: 'human', by: 'editor:alice', automatic: false }), time);
-    assert.equal(human.description, 'approved · editor:alice · 03:04:10');
+    assert.equal(human.description, 'approved · agent-a · by editor:alice · 03:04:10');
     assert.equal(human.contextValue, 'approval+decided');
     assert.match(human.tooltip, /approved by editor:alice at 03:04:10\nrationale: because$/);
     const rule = approvalRow(decided('decided', 'deny', { kind: 'rule', by: 'policy', automatic: true, rule: 'no-prod' }), time);
-    assert.equal(rule.description, "denied · rule 'no-prod' · 03:04:10");
+    assert.equal(rule.description, "denied · agent-a · by rule 'no-prod' · 03:04:10");
     const fallback = decided('timed_out', 'deny', { kind: 'fallback', by: 'policy', automatic: true, policy: 'DENY_BY_DEFAULT', trigger: 'deadline' });
     assert.equal(stateText(fallback), 'timed out → denied');
-    assert.equal(approvalRow(fallback, time).description, 'timed out → denied · fallback DENY_BY_DEFAULT · 03:04:10');
+    assert.equal(approvalRow(fallback, time).description, 'timed out → denied · agent-a · by fallback DENY_BY_DEFAULT · 03:04:10');
     assert.equal(approvalRow(fallback, time).contextValue, 'approval+timed_out');
+  });
+
+  it('announces only invocations that wait for a human, not those a rule decided at once', () => {
+    assert.equal(needsAnnouncement({ kind: 'opened', invocation: { state: 'pending' } }), true);
+    assert.equal(needsAnnouncement({ kind: 'opened', invocation: { state: 'decided' } }), false);
+    assert.equal(needsAnnouncement({ kind: 'extended', invocation: { state: 'pending' } }), false);
+    assert.equal(needsAnnouncement({ kind: 'settled', invocation: { state: 'timed_out' } }), false);
   });
 
   it('keeps agent-supplied text on one line and out of notification links', () => {

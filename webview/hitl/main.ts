@@ -179,6 +179,8 @@ function riskClass(level: string): string {
 let current: InvocationJson | null = null;
 let clockOffset = 0;
 let nextRequestId = 1;
+/** The latest decision sent: its error is shown even if an update about the invocation came first. */
+let lastRequestId = 0;
 let inFlight: { requestId: number; action: DecisionAction } | undefined;
 /** Once the decision form was shown it stays (disabled after the decision), so its status is still read out. */
 let formShown = false;
@@ -267,6 +269,7 @@ function decide(action: DecisionAction): void {
   payloadError.hidden = true;
   payload.removeAttribute('aria-invalid');
   inFlight = { requestId: message.requestId, action };
+  lastRequestId = message.requestId;
   setEnabled(false);
   status.textContent = `Sending ${action}…`;
   vscode.postMessage(message);
@@ -287,7 +290,7 @@ function receive(message: HostMessage): void {
       document.getElementById('decision')?.focus();
       break;
     case 'error':
-      if (inFlight?.requestId !== message.requestId) return;
+      if (message.requestId !== lastRequestId) return;
       inFlight = undefined;
       status.textContent = '';
       showError(message.message);

@@ -77,6 +77,8 @@ export class HitlPanels implements vscode.Disposable {
     return {
       enableScripts: true,
       enableCommandUris: false,
+      // A rationale being typed survives switching to another editor tab and back.
+      retainContextWhenHidden: true,
       localResourceRoots: [vscode.Uri.joinPath(this.extensionUri, ...WEBVIEW_DIST)],
     };
   }
