@@ -205,6 +205,27 @@ describe('approvals in a real editor (code-server + Chromium, an agent blocked o
       { timeoutMs: 10_000, description: 'the panel to show the modification' });
   });
 
+  it('cancels a pending invocation from the palette with a reason; the agent is answered deny', async function () {
+    const decision = hitl!.decide({ reason_type: 'CONNECTOR_APPROVAL', context: { summary: 'Connect to the issue tracker' } },
+      { agentId: AGENT, deadlineMs: 170_000 });
+    decision.catch(() => undefined);
+    await harness!.waitForText((t) => t.includes('Connect to the issue tracker'), 15_000, () => harness!.viewText('Approvals'));
+    const title = harness!.page.locator('.quick-input-widget .quick-input-title');
+    const input = harness!.page.locator('.quick-input-widget .quick-input-box input');
+    const titled = (text: string) => harness!.waitForText((t) => t.includes(text), 10_000, async () => (await title.isVisible()) ? await title.innerText() : '');
+    await harness!.runCommand('SW4RM: Cancel Invocation');
+    await titled('Cancel a pending approval request');
+    await harness!.page.keyboard.press('Enter');
+    await titled(`Cancel CONNECTOR_APPROVAL from ${AGENT}`);
+    await input.fill('Not needed any more');
+    await harness!.page.keyboard.press('Enter');
+    const outcome = await decision;
+    assert.equal(outcome.action, 'deny');
+    assert.match(outcome.rationale, /^Cancelled by editor:.*: Not needed any more\.$/);
+    assert.equal(outcome.trailers['sw4rm-hitl-state'], 'cancelled');
+    await harness!.waitForText((t) => new RegExp(`cancelled · ${AGENT} · by editor:`).test(t), 10_000, () => harness!.viewText('Approvals'));
+  });
+
   it('pauses and resumes approvals from the command palette, and exports the audit trail', async function () {
     const header = approvalsPane().locator('.pane-header');
     await harness!.runCommand('SW4RM: Pause All Approvals');
@@ -220,7 +241,7 @@ describe('approvals in a real editor (code-server + Chromium, an agent blocked o
     const input = harness!.page.locator('.quick-input-widget .quick-input-box input');
     await harness!.waitForText((t) => /sw4rm-approvals-audit-[\dT-]+Z\.json$/.test(t), 10_000, () => input.inputValue());
     await harness!.page.keyboard.press('Enter');
-    await harness!.waitForText((t) => t.includes('Exported the audit of 2 approval requests'), 15_000);
+    await harness!.waitForText((t) => t.includes('Exported the audit of 3 approval requests'), 15_000);
     const file = fs.readdirSync(harness!.workspaceDir).find((name) => name.startsWith('sw4rm-approvals-audit-'));
     assert.ok(file, 'the audit was written to the workspace folder');
     const audit = JSON.parse(fs.readFileSync(path.join(harness!.workspaceDir, file), 'utf8'));
