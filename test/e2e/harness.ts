@@ -118,8 +118,21 @@ export async function poll<T>(
   }
 }
 
-/** Resolves with a TCP port on 127.0.0.1 that was free a moment ago. */
-export function freePort(): Promise<number> {
+/** Ports this test process has handed out: a test's coordinator port and code-server's must never coincide. */
+const handedOut = new Set<number>();
+
+/** Resolves with a TCP port on 127.0.0.1 that was free a moment ago and that this process has not handed out before. */
+export async function freePort(): Promise<number> {
+  for (;;) {
+    const port = await probeFreePort();
+    if (!handedOut.has(port)) {
+      handedOut.add(port);
+      return port;
+    }
+  }
+}
+
+function probeFreePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const server = net.createServer();
     server.unref();
