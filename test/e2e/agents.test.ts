@@ -3,20 +3,10 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as net from 'node:net';
 import * as path from 'node:path';
-import { CodeServerHarness, ROOT, freePort, poll } from './harness';
+import { CodeServerHarness, ROOT, freePort, parseEnvironment, poll } from './harness';
 
 const VSIX = path.join(ROOT, 'dist', 'sw4rm-coordinator.vsix');
 const EXAMPLE_AGENT = path.join(ROOT, 'dist', 'example-agent.js');
-
-/** Parses `export NAME=value` lines as copied by "SW4RM: Copy Agent Environment". */
-function parseEnvironment(text: string): Record<string, string> {
-  const env: Record<string, string> = {};
-  for (const line of text.split('\n')) {
-    const match = /^export ([A-Z0-9_]+)=(.*)$/.exec(line.trim());
-    if (match) env[match[1]] = match[2];
-  }
-  return env;
-}
 
 /** Starts the example agent (only canonical protos) with the environment the editor handed out. */
 function startAgent(env: Record<string, string>, agentId: string): { child: ChildProcess; output: () => string; exited: Promise<number | null> } {
@@ -65,9 +55,7 @@ describe('the packaged extension in a real editor (code-server + Chromium)', fun
   });
 
   it('shows a registering agent in the Agents view within seconds and removes it when it deregisters', async function () {
-    await harness!.writeClipboard('');
-    await harness!.runCommand('SW4RM: Copy Agent Environment');
-    const env = parseEnvironment(await harness!.waitForText((t) => t.includes('SW4RM_TOKEN'), 15_000, () => harness!.readClipboard()));
+    const env = await harness!.copyAgentEnvironment();
     await harness!.openViewContainer('SW4RM');
 
     agent = startAgent(env, 'e2e-agent-1');
@@ -131,9 +119,7 @@ describe('a second window whose port is taken (code-server + Chromium)', functio
     await offer.click();
     await harness!.waitForText((t) => t.includes(`SW4RM :${offered}`), 30_000, () => harness!.statusBarText());
 
-    await harness!.writeClipboard('');
-    await harness!.runCommand('SW4RM: Copy Agent Environment');
-    const env = parseEnvironment(await harness!.waitForText((t) => t.includes('SW4RM_TOKEN'), 15_000, () => harness!.readClipboard()));
+    const env = await harness!.copyAgentEnvironment();
     assert.equal(env.SW4RM_ROUTER_ADDR, `127.0.0.1:${offered}`);
   });
 });

@@ -12,16 +12,6 @@ const CONSUMER = 'e2e-dlq-consumer';
 /** Not the default (10), to show that sw4rm.inboxCapacity reaches the router. */
 const CAPACITY = 7;
 
-/** Parses `export NAME=value` lines as copied by "SW4RM: Copy Agent Environment". */
-function parseEnvironment(text: string): Record<string, string> {
-  const env: Record<string, string> = {};
-  for (const line of text.split('\n')) {
-    const match = /^export ([A-Z0-9_]+)=(.*)$/.exec(line.trim());
-    if (match) env[match[1]] = match[2];
-  }
-  return env;
-}
-
 interface StreamedEnvelope {
   message_id: string;
   producer_id: string;
@@ -124,9 +114,7 @@ describe('dead letters in a real editor (code-server + Chromium, real gRPC agent
     port = await freePort();
     harness = await CodeServerHarness.start({ vsixPath: VSIX, userSettings: { 'sw4rm.port': port, 'sw4rm.inboxCapacity': CAPACITY }, name: 'sw4rm-dlq-e2e' });
     await harness.waitForText((text) => text.includes(`SW4RM :${port}`), 60_000, () => harness!.statusBarText());
-    await harness.writeClipboard('');
-    await harness.runCommand('SW4RM: Copy Agent Environment');
-    const env = parseEnvironment(await harness.waitForText((t) => t.includes('SW4RM_TOKEN'), 15_000, () => harness!.readClipboard()));
+    const env = await harness.copyAgentEnvironment();
     agents = new WireAgents(env.SW4RM_ROUTER_ADDR, env.SW4RM_TOKEN);
     await harness.openViewContainer('SW4RM');
   });

@@ -417,6 +417,13 @@ export class CodeServerHarness {
   }
 
   /** Reads the browser clipboard, which is where vscode.env.clipboard writes in code-server. */
+  /** Runs "SW4RM: Copy Agent Environment" and answers the copied `export NAME=value` lines as name → value. */
+  async copyAgentEnvironment(): Promise<Record<string, string>> {
+    await this.writeClipboard('');
+    await this.runCommand('SW4RM: Copy Agent Environment');
+    return parseEnvironment(await this.waitForText((t) => t.includes('SW4RM_TOKEN'), 15_000, () => this.readClipboard()));
+  }
+
   async readClipboard(): Promise<string> {
     await this.page.bringToFront();
     return (await this.page.evaluate('navigator.clipboard.readText()')) as string;
@@ -569,4 +576,14 @@ function normalize(text: string): string {
 
 function cssString(text: string): string {
   return text.replace(/["\\]/g, '\\$&');
+}
+
+/** Parses `export NAME=value` lines as copied by "SW4RM: Copy Agent Environment". */
+export function parseEnvironment(text: string): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const line of text.split('\n')) {
+    const match = /^export ([A-Z0-9_]+)=(.*)$/.exec(line.trim());
+    if (match) env[match[1]] = match[2];
+  }
+  return env;
 }
