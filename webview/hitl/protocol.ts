@@ -1,5 +1,5 @@
 // The message protocol between the HITL approval panel (webview/hitl/main.ts, in the browser) and the
-// extension (src/extension/approvals/hitlPanel.ts). Plain data and plain functions only: both sides
+// extension (src/extension/panels/hitlPanels.ts). Plain data and plain functions only: both sides
 // import it, so it uses neither the DOM nor `vscode`. Every message that crosses the boundary is checked
 // with the parse functions below before it is used.
 

@@ -67,10 +67,8 @@ export interface HitlContext {
   readonly score: number | null;
 }
 
-/** What a requester asks for; parsed and validated by `parseInvocationRequest`. */
-export interface InvocationRequest {
-  /** A requester-chosen id (RFC §15.2 `invocation_id`); a retry with the same id and requester re-attaches. */
-  readonly invocationId?: string;
+/** What the requester says, as both a request and the invocation opened from it keep it. */
+export interface InvocationBasics {
   readonly reasonType: ReasonType;
   readonly requester: string;
   readonly correlationId: string;
@@ -79,10 +77,16 @@ export interface InvocationRequest {
   readonly proposedActions: readonly string[];
   readonly suggestedAction: string;
   readonly priority: number;
-  /** Absolute deadline (ms since epoch) the requester asked for; the policy's default applies when absent. */
-  readonly deadlineAt?: number;
   /** The requester's own fallback wish; only `deny` is ever honoured over the configured policy. */
   readonly requestedFallback: string;
+}
+
+/** What a requester asks for; parsed and validated by `parseInvocationRequest`. */
+export interface InvocationRequest extends InvocationBasics {
+  /** A requester-chosen id (RFC §15.2 `invocation_id`); a retry with the same id and requester re-attaches. */
+  readonly invocationId?: string;
+  /** Absolute deadline (ms since epoch) the requester asked for; the policy's default applies when absent. */
+  readonly deadlineAt?: number;
 }
 
 /** How a decision was made. */
@@ -109,17 +113,8 @@ export interface HitlDecision {
 }
 
 /** One invocation as the coordinator keeps (and persists) it. */
-export interface HitlInvocation {
+export interface HitlInvocation extends InvocationBasics {
   readonly id: string;
-  readonly reasonType: ReasonType;
-  readonly requester: string;
-  readonly correlationId: string;
-  readonly subject: HitlSubject;
-  readonly context: HitlContext;
-  readonly proposedActions: readonly string[];
-  readonly suggestedAction: string;
-  readonly priority: number;
-  readonly requestedFallback: string;
   readonly origin: InvocationOrigin;
   readonly createdAt: number;
   /** The deadline in force (moved by EXTEND_TIMEOUT). */
