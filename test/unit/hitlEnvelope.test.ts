@@ -1,5 +1,6 @@
 import { strict as assert } from 'node:assert';
 import type { Disposable } from '../../src/core/events';
+import { bindHitlToRouter } from '../../src/core/hitl/envelopeBridge';
 import { parsePolicy } from '../../src/core/hitl/policy';
 import { COORDINATOR_ID } from '../../src/core/router/router';
 import { CollectingSink, RouterHarness, assertRefused, ctx, payloadOf, settle } from '../support/routerHarness';
@@ -90,6 +91,23 @@ describe('HITL over the messaging plane (HITL_INVOCATION to the coordinator)', (
     assert.equal(h.store.router.getMessage(bad.messageId), undefined);
     const text = h.envelope(P, { messageType: 'HITL_INVOCATION', contentType: 'text/plain', payload: 'approve me' });
     assertRefused(h.send(text, COORDINATOR_ID), 'VALIDATION_ERROR', /JSON object payload/);
+  });
+
+  it('leaves nothing behind in memory when a coordinator handler fails, so a retry of the same token is taken', () => {
+    const handler = h.router.handleAtCoordinator('HITL_INVOCATION', () => { throw new Error('handler fault'); });
+    const first = invocationEnvelope({}, { idempotencyToken: 'after-fault' });
+    assert.throws(() => h.send(first, COORDINATOR_ID), /handler fault/);
+    assert.equal(h.router.message(first.messageId), undefined);
+    handler.dispose();
+    const binding = bindHitlToRouter(h.coordinator.hitl, h.router, h.clock);
+    try {
+      const retry = invocationEnvelope({}, { idempotencyToken: 'after-fault' });
+      const result = h.send(retry, COORDINATOR_ID);
+      assert.ok(result.accepted, result.accepted ? '' : result.reason);
+      assert.equal(h.coordinator.hitl.list().length, 1);
+    } finally {
+      binding.dispose();
+    }
   });
 
   it('sends the decision of an auto rule at once', async () => {

@@ -85,6 +85,13 @@ describe('HITL service (RFC §15, §15.1, §15.3, §15.4)', () => {
       assert.equal(hitl().get(inv.id)?.decision?.action, 'deny');
     });
 
+    it('refuses a modify payload larger than an invocation may be (OVERSIZE_PAYLOAD), leaving the invocation pending', () => {
+      const inv = open();
+      assert.throws(() => hitl().decide(inv.id, { action: 'modify', payload: { blob: 'x'.repeat(300 * 1024) } }, 'op', ctx()),
+        (e: unknown) => e instanceof HitlRequestError && e.code === 'OVERSIZE_PAYLOAD');
+      assert.equal(hitl().get(inv.id)?.state, 'pending');
+    });
+
     it('records modify with the edited payload, and defer as a decision', () => {
       const a = open();
       hitl().decide(a.id, { action: 'MODIFY', rationale: 'only the tmp folder', payload: { paths: ['tmp/'] } }, 'op', ctx());

@@ -10,7 +10,7 @@ import {
   type HitlRepository, type InvocationOrigin, type InvocationRequest, type InvocationState,
 } from './model';
 import { applyFallback, DEFAULT_HITL_POLICY, matchRule, type HitlPolicy } from './policy';
-import { HitlRequestError } from './request';
+import { HitlRequestError, MAX_INVOCATION_BYTES } from './request';
 
 /** What an operator (or a component acting for one) decides. */
 export interface DecisionInput {
@@ -181,8 +181,13 @@ export class HitlService {
     }
     const rationale = String(input.rationale ?? '').trim();
     if (rationale.length > MAX_RATIONALE) throw new HitlRequestError('VALIDATION_ERROR', `the rationale is longer than ${MAX_RATIONALE} characters`);
-    if (action === 'modify' && input.payload === undefined) {
-      throw new HitlRequestError('VALIDATION_ERROR', 'modify needs the edited payload');
+    if (action === 'modify') {
+      // The payload goes back to the requester inside the decision, so it is bounded like an invocation.
+      const json = input.payload === undefined ? undefined : JSON.stringify(input.payload);
+      if (json === undefined) throw new HitlRequestError('VALIDATION_ERROR', 'modify needs the edited payload (a JSON value)');
+      if (Buffer.byteLength(json) > MAX_INVOCATION_BYTES) {
+        throw new HitlRequestError('OVERSIZE_PAYLOAD', `the edited payload is ${Buffer.byteLength(json)} bytes of JSON; at most ${MAX_INVOCATION_BYTES}`);
+      }
     }
     const invocation = this.pending(id);
     this.store.transaction(() => this.settle(invocation, 'decided', {

@@ -342,6 +342,12 @@ export class Router implements Disposable {
     // The message is written first, so that a component answering at once (an auto rule) finds it.
     const rollback = new Error('refused by the coordinator handler');
     let refusal: Refusal | undefined;
+    const undo = () => {
+      this.live.delete(envelope.messageId);
+      const cacheKey = `${entry.producerId}\u0000${entry.key}`;
+      if (previous) this.dedup.set(cacheKey, previous);
+      else this.dedup.delete(cacheKey);
+    };
     try {
       this.store.transaction(() => {
         this.repo.insertMessage(record);
@@ -355,15 +361,11 @@ export class Router implements Disposable {
         });
       });
     } catch (err) {
+      // Rolled back: memory must not keep what the store no longer has, whether refused or faulty.
+      undo();
       if (err !== rollback) throw err;
     }
-    if (refusal) {
-      this.live.delete(envelope.messageId);
-      const cacheKey = `${entry.producerId}\u0000${entry.key}`;
-      if (previous) this.dedup.set(cacheKey, previous);
-      else this.dedup.delete(cacheKey);
-      return this.refuse(envelope, refusal.code, refusal.detail, ctx, refusal.extra ?? {});
-    }
+    if (refusal) return this.refuse(envelope, refusal.code, refusal.detail, ctx, refusal.extra ?? {});
     return { accepted: true, messageId: envelope.messageId };
   }
 

@@ -4,7 +4,7 @@ import { HitlStateError, invocationJson, type HitlService } from '../../core/hit
 import type { HitlInvocation } from '../../core/hitl/model';
 import { HitlRequestError } from '../../core/hitl/request';
 import {
-  HITL_PANEL_VIEW_TYPE, MAX_RATIONALE_LENGTH, parseInvocationJson, parsePanelState, parseWebviewMessage,
+  HITL_PANEL_VIEW_TYPE, parseInvocationJson, parsePanelState, parseWebviewMessage,
   type HostMessage, type InvocationJson, type WebviewMessage,
 } from '../../../webview/hitl/protocol';
 import { panelTitle } from '../approvalsModel';
@@ -153,7 +153,7 @@ class HitlPanel {
     }
     try {
       const invocation = hitl.get(this.id);
-      const decided = hitl.decide(this.id, { action: message.action, rationale: message.rationale.slice(0, MAX_RATIONALE_LENGTH), payload: message.payload },
+      const decided = hitl.decide(this.id, { action: message.action, rationale: message.rationale, payload: message.payload },
         this.operator, { correlationId: invocation?.correlationId || randomUUID() });
       this.post({ type: 'result', requestId: message.requestId, invocation: toWire(decided) });
     } catch (err) {
