@@ -242,7 +242,11 @@ describe('approvals in a real editor (code-server + Chromium, an agent blocked o
   });
 
   it('restores an open approval panel after a window reload, re-read from the coordinator', async function () {
-    await harness!.page.reload();
+    // The workbench's own reload: it saves the editor layout before reloading (a bare page reload can lose the
+    // newest layout, and with it the panel this test expects back).
+    const reloaded = harness!.page.waitForEvent('load', { timeout: 60_000 });
+    await harness!.runCommand('Developer: Reload Window');
+    await reloaded;
     await harness!.page.locator('.monaco-workbench').first().waitFor({ state: 'visible', timeout: 60_000 });
     const frame = await panelFrame('Markup check');
     await poll(async () => (await frame.locator('#decision').innerText().catch(() => '')).includes('Modified by editor:'),

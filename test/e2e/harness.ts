@@ -361,8 +361,9 @@ export class CodeServerHarness {
       { timeoutMs, description: `the command palette to list "${title}"` },
     );
     await this.page.keyboard.press('Enter');
-    // The palette closes, or is reused by a quick pick that the command opens itself.
-    await poll(async () => !(await input.isVisible()) || (await input.inputValue()) !== `>${title}`, {
+    // The palette closes, or is reused by a quick pick that the command opens itself (or the page reloads:
+    // hence the short timeout, so that a palette gone with the old page does not hold the check).
+    await poll(async () => !(await input.isVisible()) || (await input.inputValue({ timeout: 1_000 }).catch(() => '')) !== `>${title}`, {
       timeoutMs,
       description: `the command palette to run "${title}"`,
     });
