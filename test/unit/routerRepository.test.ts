@@ -4,7 +4,7 @@ import * as path from 'node:path';
 import { v4 as uuidv4 } from 'uuid';
 import type { Envelope } from '../../src/core/router/envelope';
 import type { DedupEntry, MessageRecord } from '../../src/core/router/model';
-import { LATEST_SCHEMA_VERSION } from '../../src/core/store/migrations';
+import { LATEST_SCHEMA_VERSION, MIGRATIONS } from '../../src/core/store/migrations';
 import { STORE_FILE_NAME, SqliteStore } from '../../src/core/store/sqliteStore';
 import { RouterHarness } from '../support/routerHarness';
 import { makeTempDir, removeTempDir } from '../support/tempDir';
@@ -26,7 +26,7 @@ function record(overrides: Partial<MessageRecord> = {}): MessageRecord {
   };
 }
 
-describe('SqliteRouterRepository (schema version 2)', () => {
+describe('SqliteRouterRepository (schema version 4)', () => {
   let dataDir: string;
   let store: SqliteStore;
 
@@ -40,13 +40,13 @@ describe('SqliteRouterRepository (schema version 2)', () => {
     removeTempDir(dataDir);
   });
 
-  it('creates the router tables at schema version 2 or later', () => {
-    assert.ok(LATEST_SCHEMA_VERSION >= 2);
+  it('creates the router tables at schema version 4 or later', () => {
+    assert.ok(LATEST_SCHEMA_VERSION >= 4);
     store.close();
     const db = new DatabaseSync(path.join(dataDir, STORE_FILE_NAME), { readOnly: true });
     try {
       const tables = (db.prepare(`SELECT name FROM sqlite_master WHERE type = 'table'`).all() as Array<{ name: string }>).map((t) => t.name);
-      for (const table of ['messages', 'message_payloads', 'dedup', 'deliveries', 'dead_letters']) assert.ok(tables.includes(table), table);
+      for (const table of ['router_messages', 'router_payloads', 'router_message_ids', 'router_meta', 'dedup', 'deliveries', 'dead_letters']) assert.ok(tables.includes(table), table);
     } finally {
       db.close();
       store = SqliteStore.open(dataDir);
@@ -104,6 +104,75 @@ describe('SqliteRouterRepository (schema version 2)', () => {
     const fresh: DedupEntry = { ...entry, originalMessageId: 'new', latestMessageId: 'new', attempts: ['new'], status: 'in_progress', outcomeState: '', cachedAt: 20, expiresAt: 30 };
     store.router.putDedup(fresh);
     assert.deepEqual(store.router.getDedup('p', 't:x'), fresh);
+  });
+
+  it('finds a message by id before and after the bulk index fill, and after a restart', () => {
+    const records = [record(), record(), record()];
+    store.transaction(() => { for (const r of records) store.router.insertMessage(r); });
+    assert.equal(store.router.unindexedCount, 3, 'new ids wait for the bulk fill');
+    for (const r of records) assert.equal(store.router.getMessage(r.envelope.messageId)?.envelope.messageId, r.envelope.messageId);
+    store.transaction(() => store.router.fillIndex())();
+    assert.equal(store.router.unindexedCount, 0);
+    records[1].state = 'FULFILLED';
+    store.router.updateMessage(records[1]);
+    for (const r of records) assert.equal(store.router.getMessage(r.envelope.messageId)?.state, r.state, 'found through the index');
+    const later = record();
+    store.router.insertMessage(later);
+    store.close();
+    store = SqliteStore.open(dataDir);
+    assert.equal(store.router.unindexedCount, 0, 'closing indexes what is left');
+    for (const r of [...records, later]) assert.equal(store.router.getMessage(r.envelope.messageId)?.state, r.state);
+  });
+
+  it('after a crash, finds the messages the bulk fill had not reached', () => {
+    const r = record();
+    store.router.insertMessage(r);
+    // A crash: the connection goes away without close(), so nothing more is indexed.
+    (store as unknown as { db: DatabaseSync }).db.close();
+    store = SqliteStore.open(dataDir);
+    assert.equal(store.router.unindexedCount, 1, 'read back from the messages beyond the filled range');
+    assert.equal(store.router.getMessage(r.envelope.messageId)?.envelope.messageId, r.envelope.messageId);
+    assert.deepEqual(store.router.liveMessages().map((m) => m.envelope.messageId), [r.envelope.messageId]);
+  });
+
+  it('forgets a message whose insert was rolled back, even when its row id is reused', () => {
+    const gone = record();
+    assert.throws(() => store.transaction(() => {
+      store.router.insertMessage(gone);
+      throw new Error('handler failed');
+    }), /handler failed/);
+    assert.equal(store.router.getMessage(gone.envelope.messageId), undefined);
+    const kept = record();
+    store.router.insertMessage(kept);
+    assert.equal(store.router.getMessage(gone.envelope.messageId), undefined, 'the reused row belongs to another message');
+    gone.state = 'FULFILLED';
+    store.router.updateMessage(gone);
+    assert.equal(store.router.getMessage(kept.envelope.messageId)?.state, 'SENT', 'an update of the rolled-back record touches nothing');
+  });
+
+  it('migrates messages and payloads of a schema-3 store, keeping every field and the live set', () => {
+    store.close();
+    removeTempDir(dataDir);
+    dataDir = makeTempDir('sw4rm-router-repo-v3-');
+    const db = new DatabaseSync(path.join(dataDir, STORE_FILE_NAME));
+    for (const migration of MIGRATIONS.filter((m) => m.version <= 3)) for (const statement of migration.statements) db.exec(statement);
+    db.exec('PRAGMA user_version = 3');
+    const ids = [uuidv4(), uuidv4()];
+    for (const [i, id] of ids.entries()) {
+      db.prepare(`INSERT INTO messages (message_id, producer_id, recipient_id, dedup_key, tracked, lane, ack_for, envelope, accepted_at, state,
+        error_code, updated_at, ack_deadline, expires_at, delivery, delivery_seq, delivered_at, lease_until, delivery_attempts, history)
+        VALUES (?, 'p', 'q', 's:1', 1, 'STANDARD', '', ?, 1000, ?, '', 1000, NULL, NULL, ?, NULL, NULL, NULL, 0, '[]')`)
+        .run(id, JSON.stringify({ messageId: id, producerId: 'p', messageType: 'DATA' }), i === 0 ? 'FULFILLED' : 'SENT', i === 0 ? 'done' : 'queued');
+      db.prepare('INSERT INTO message_payloads (message_id, payload) VALUES (?, ?)').run(id, Buffer.from(`payload ${i}`));
+    }
+    db.close();
+    store = SqliteStore.open(dataDir);
+    assert.equal(store.schemaVersion, LATEST_SCHEMA_VERSION);
+    assert.equal(store.router.unindexedCount, 0, 'migrated messages are indexed');
+    assert.equal(Buffer.from(store.router.getMessage(ids[0])!.envelope.payload).toString(), 'payload 0');
+    assert.equal(store.router.getMessage(ids[1])?.state, 'SENT');
+    assert.deepEqual(store.router.liveMessages().map((m) => m.envelope.messageId), [ids[1]]);
+    assert.deepEqual(store.router.countByState(), { FULFILLED: 1, SENT: 1 });
   });
 
   it('records deliveries per agent with the last seq, and prunes all but the newest `keep`', () => {

@@ -136,6 +136,51 @@ export const MIGRATIONS: readonly Migration[] = [
       `CREATE INDEX hitl_audit_invocation ON hitl_audit(invocation_id, id)`,
     ],
   },
+  {
+    version: 4,
+    description: 'router: messages and payloads keyed by arrival order; message ids indexed in bulk',
+    // Random message ids as primary keys cost a random page write per insert in two trees; arrival-ordered
+    // integer keys append. The id lookup lives in router_message_ids, which the repository fills in bulk.
+    statements: [
+      `CREATE TABLE router_messages (
+         id INTEGER PRIMARY KEY,
+         message_id TEXT NOT NULL,
+         producer_id TEXT NOT NULL,
+         recipient_id TEXT NOT NULL,
+         dedup_key TEXT NOT NULL,
+         tracked INTEGER NOT NULL,
+         lane TEXT NOT NULL,
+         ack_for TEXT NOT NULL,
+         envelope TEXT NOT NULL,
+         accepted_at INTEGER NOT NULL,
+         state TEXT NOT NULL,
+         error_code TEXT NOT NULL,
+         updated_at INTEGER NOT NULL,
+         ack_deadline INTEGER,
+         expires_at INTEGER,
+         delivery TEXT NOT NULL,
+         delivery_seq INTEGER,
+         delivered_at INTEGER,
+         lease_until INTEGER,
+         delivery_attempts INTEGER NOT NULL,
+         history TEXT NOT NULL
+       )`,
+      // Only messages not yet finished with are in this index, so it stays as small as the live set.
+      `CREATE INDEX router_messages_live ON router_messages(id)
+         WHERE delivery != 'done' OR state NOT IN ('FULFILLED', 'REJECTED', 'FAILED', 'TIMED_OUT')`,
+      `CREATE TABLE router_payloads (id INTEGER PRIMARY KEY, payload BLOB NOT NULL)`,
+      `CREATE TABLE router_message_ids (message_id TEXT PRIMARY KEY, id INTEGER NOT NULL) WITHOUT ROWID`,
+      `CREATE TABLE router_meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID`,
+      `INSERT INTO router_messages (id, message_id, producer_id, recipient_id, dedup_key, tracked, lane, ack_for, envelope, accepted_at, state, error_code, updated_at, ack_deadline, expires_at, delivery, delivery_seq, delivered_at, lease_until, delivery_attempts, history)
+         SELECT rowid, message_id, producer_id, recipient_id, dedup_key, tracked, lane, ack_for, envelope, accepted_at, state, error_code, updated_at, ack_deadline, expires_at, delivery, delivery_seq, delivered_at, lease_until, delivery_attempts, history FROM messages ORDER BY rowid`,
+      `INSERT INTO router_payloads (id, payload)
+         SELECT m.rowid, p.payload FROM messages m JOIN message_payloads p USING (message_id)`,
+      `INSERT INTO router_message_ids (message_id, id) SELECT message_id, id FROM router_messages`,
+      `INSERT INTO router_meta (key, value) VALUES ('message_ids_through', (SELECT COALESCE(MAX(id), 0) FROM router_messages))`,
+      `DROP TABLE message_payloads`,
+      `DROP TABLE messages`,
+    ],
+  },
 ];
 
 export const LATEST_SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1].version;

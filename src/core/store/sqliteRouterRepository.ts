@@ -18,23 +18,48 @@ function envelopeFrom(json: unknown, payload: unknown): Envelope {
   return { ...(JSON.parse(String(json)) as Omit<Envelope, 'payload'>), payload: new Uint8Array(payload as Uint8Array) };
 }
 
-/** The router's tables in the SQLite store (schema version 2). */
+/** Messages whose ids wait for the bulk index fill: at most this many, or for at most INDEX_FILL_INTERVAL_MS. */
+const INDEX_FILL_BATCH = 4096;
+const INDEX_FILL_INTERVAL_MS = 1000;
+const LIVE = `delivery != 'done' OR state NOT IN ('FULFILLED', 'REJECTED', 'FAILED', 'TIMED_OUT')`;
+
+/**
+ * The router's tables in the SQLite store (schema version 4).
+ *
+ * Messages and payloads are keyed by an arrival-ordered integer, so that accepting a message appends instead
+ * of writing a random page of a message-id tree. The message-id lookup (`router_message_ids`) is filled in
+ * bulk, at most every INDEX_FILL_BATCH messages or INDEX_FILL_INTERVAL_MS, as part of a commit; until then
+ * `unindexed` answers for the newest messages. After a crash, the messages beyond the filled range are read
+ * back into `unindexed`, so nothing depends on the fill having run.
+ */
 export class SqliteRouterRepository implements RouterRepository {
   private readonly s: Record<string, StatementSync>;
+  /** Store ids of the records this repository inserted or loaded. */
+  private readonly ids = new WeakMap<MessageRecord, number>();
+  /** message_id → id of messages beyond `indexedThrough`. */
+  private readonly unindexed = new Map<string, number>();
+  private indexedThrough: number;
+  private lastFillAt = performance.now();
 
   constructor(private readonly db: DatabaseSync) {
     const p = (sql: string) => db.prepare(sql);
     this.s = {
-      insertMessage: p(`INSERT INTO messages (message_id, producer_id, recipient_id, dedup_key, tracked, lane, ack_for, envelope,
+      insertMessage: p(`INSERT INTO router_messages (message_id, producer_id, recipient_id, dedup_key, tracked, lane, ack_for, envelope,
         accepted_at, state, error_code, updated_at, ack_deadline, expires_at, delivery, delivery_seq, delivered_at, lease_until,
         delivery_attempts, history) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
-      insertPayload: p('INSERT INTO message_payloads (message_id, payload) VALUES (?, ?)'),
-      updateMessage: p(`UPDATE messages SET state = ?, error_code = ?, updated_at = ?, ack_deadline = ?, expires_at = ?, delivery = ?,
-        delivery_seq = ?, delivered_at = ?, lease_until = ?, delivery_attempts = ?, history = ? WHERE message_id = ?`),
-      getMessage: p('SELECT m.*, p.payload FROM messages m JOIN message_payloads p USING (message_id) WHERE m.message_id = ?'),
-      liveMessages: p(`SELECT m.*, p.payload FROM messages m JOIN message_payloads p USING (message_id)
-        WHERE m.delivery != 'done' OR m.state NOT IN ('FULFILLED', 'REJECTED', 'FAILED', 'TIMED_OUT') ORDER BY m.accepted_at, m.rowid`),
-      countByState: p('SELECT state, COUNT(*) AS n FROM messages GROUP BY state'),
+      insertPayload: p('INSERT INTO router_payloads (id, payload) VALUES (?, ?)'),
+      updateMessage: p(`UPDATE router_messages SET state = ?, error_code = ?, updated_at = ?, ack_deadline = ?, expires_at = ?, delivery = ?,
+        delivery_seq = ?, delivered_at = ?, lease_until = ?, delivery_attempts = ?, history = ? WHERE id = ? AND message_id = ?`),
+      indexedId: p('SELECT id FROM router_message_ids WHERE message_id = ?'),
+      getMessage: p('SELECT m.*, p.payload FROM router_messages m JOIN router_payloads p ON p.id = m.id WHERE m.id = ? AND m.message_id = ?'),
+      liveMessages: p(`SELECT m.*, p.payload FROM router_messages m JOIN router_payloads p ON p.id = m.id
+        WHERE ${LIVE} ORDER BY m.accepted_at, m.id`),
+      countByState: p('SELECT state, COUNT(*) AS n FROM router_messages GROUP BY state'),
+      indexedThrough: p(`SELECT value FROM router_meta WHERE key = 'message_ids_through'`),
+      unindexed: p('SELECT message_id, id FROM router_messages WHERE id > ? ORDER BY id'),
+      fillIndex: p('INSERT OR IGNORE INTO router_message_ids (message_id, id) SELECT message_id, id FROM router_messages WHERE id > ? AND id <= ?'),
+      maxId: p('SELECT COALESCE(MAX(id), 0) AS id FROM router_messages'),
+      setIndexedThrough: p(`INSERT OR REPLACE INTO router_meta (key, value) VALUES ('message_ids_through', ?)`),
       getDedup: p('SELECT * FROM dedup WHERE producer_id = ? AND key = ?'),
       putDedup: p(`INSERT INTO dedup (producer_id, key, original_message_id, latest_message_id, attempts, status, outcome_state, error_code,
         result, cached_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
@@ -58,34 +83,81 @@ export class SqliteRouterRepository implements RouterRepository {
       pruneDeadLettersAge: p('DELETE FROM dead_letters WHERE failed_at < ?'),
       pruneDeadLettersCount: p('DELETE FROM dead_letters WHERE id <= (SELECT MAX(id) FROM dead_letters) - ?'),
     };
+    this.indexedThrough = Number((this.s.indexedThrough.get() as Row | undefined)?.value ?? 0);
+    for (const row of this.s.unindexed.all(this.indexedThrough) as Row[]) this.unindexed.set(String(row.message_id), Number(row.id));
   }
 
   insertMessage(r: MessageRecord): void {
     const e = r.envelope;
-    this.s.insertPayload.run(e.messageId, e.payload);
-    this.s.insertMessage.run(e.messageId, e.producerId, r.recipientId, r.dedupKey, r.tracked ? 1 : 0, r.lane, r.ackFor, envelopeJson(e),
-      r.acceptedAt, r.state, r.errorCode, r.updatedAt, r.ackDeadline, r.expiresAt, r.delivery, r.deliverySeq,
-      r.deliveredAt, r.leaseUntil, r.deliveryAttempts, JSON.stringify(r.history));
+    const id = Number(this.s.insertMessage.run(e.messageId, e.producerId, r.recipientId, r.dedupKey, r.tracked ? 1 : 0, r.lane, r.ackFor,
+      envelopeJson(e), r.acceptedAt, r.state, r.errorCode, r.updatedAt, r.ackDeadline, r.expiresAt, r.delivery, r.deliverySeq,
+      r.deliveredAt, r.leaseUntil, r.deliveryAttempts, JSON.stringify(r.history)).lastInsertRowid);
+    this.s.insertPayload.run(id, e.payload);
+    this.ids.set(r, id);
+    this.unindexed.set(e.messageId, id);
   }
 
   updateMessage(r: MessageRecord): void {
+    const id = this.ids.get(r) ?? this.idOf(r.envelope.messageId);
+    if (id === undefined) return;
     this.s.updateMessage.run(r.state, r.errorCode, r.updatedAt, r.ackDeadline, r.expiresAt, r.delivery, r.deliverySeq, r.deliveredAt,
-      r.leaseUntil, r.deliveryAttempts, JSON.stringify(r.history), r.envelope.messageId);
+      r.leaseUntil, r.deliveryAttempts, JSON.stringify(r.history), id, r.envelope.messageId);
   }
 
   getMessage(messageId: string): MessageRecord | undefined {
-    const row = this.s.getMessage.get(messageId) as Row | undefined;
-    return row ? toMessage(row) : undefined;
+    const id = this.idOf(messageId);
+    if (id === undefined) return undefined;
+    const row = this.s.getMessage.get(id, messageId) as Row | undefined;
+    return row ? this.toMessage(row) : undefined;
   }
 
   liveMessages(): MessageRecord[] {
-    return (this.s.liveMessages.all() as Row[]).map(toMessage);
+    return (this.s.liveMessages.all() as Row[]).map((row) => this.toMessage(row));
   }
 
   countByState(): Record<string, number> {
     const counts: Record<string, number> = {};
     for (const row of this.s.countByState.all() as Row[]) counts[String(row.state)] = Number(row.n);
     return counts;
+  }
+
+  /** Whether the bulk fill of the message-id index is due (called before a commit). */
+  indexFillDue(now = performance.now()): boolean {
+    return this.unindexed.size >= INDEX_FILL_BATCH || (this.unindexed.size > 0 && now - this.lastFillAt >= INDEX_FILL_INTERVAL_MS);
+  }
+
+  /**
+   * Adds every message beyond the filled range to the message-id index, inside the caller's transaction.
+   * Answers what to do once that transaction has committed: forget the messages now indexed.
+   */
+  fillIndex(): () => void {
+    const through = Number((this.s.maxId.get() as Row).id);
+    this.lastFillAt = performance.now();
+    if (through <= this.indexedThrough) return () => undefined;
+    this.s.fillIndex.run(this.indexedThrough, through);
+    this.s.setIndexedThrough.run(through);
+    return () => {
+      this.indexedThrough = Math.max(this.indexedThrough, through);
+      for (const [messageId, id] of this.unindexed) if (id <= through) this.unindexed.delete(messageId);
+    };
+  }
+
+  /** Messages waiting for the index fill. */
+  get unindexedCount(): number {
+    return this.unindexed.size;
+  }
+
+  private idOf(messageId: string): number | undefined {
+    const recent = this.unindexed.get(messageId);
+    if (recent !== undefined) return recent;
+    const row = this.s.indexedId.get(messageId) as Row | undefined;
+    return row ? Number(row.id) : undefined;
+  }
+
+  private toMessage(row: Row): MessageRecord {
+    const record = toMessage(row);
+    this.ids.set(record, Number(row.id));
+    return record;
   }
 
   getDedup(producerId: string, key: string): DedupEntry | undefined {

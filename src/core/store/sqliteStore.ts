@@ -3,7 +3,6 @@ import * as path from 'node:path';
 import { DatabaseSync, type StatementSync } from 'node:sqlite';
 import type { AgentDescriptor, AgentPresence } from '../registry/descriptor';
 import type { HitlRepository } from '../hitl/model';
-import type { RouterRepository } from '../router/model';
 import { LATEST_SCHEMA_VERSION, MIGRATIONS, type Migration } from './migrations';
 import { SqliteHitlRepository } from './sqliteHitlRepository';
 import { SqliteRouterRepository } from './sqliteRouterRepository';
@@ -32,7 +31,7 @@ const SQLITE_LOCKED = 6;
 export class SqliteStore implements Store {
   readonly agents: AgentRepository;
   readonly events: EventRepository;
-  readonly router: RouterRepository;
+  readonly router: SqliteRouterRepository;
   readonly hitl: HitlRepository;
   private depth = 0;
   /** Group commit: an open transaction shared by every write of this turn of the event loop. */
@@ -167,8 +166,10 @@ export class SqliteStore implements Store {
     this.depth++;
     try {
       const result = fn();
+      const maintained = this.maintain();
       this.db.exec('COMMIT');
       this.depth--;
+      maintained();
       this.runAfterCommit();
       return result;
     } catch (err) {
@@ -208,7 +209,9 @@ export class SqliteStore implements Store {
     this.batchOpen = false;
     const waiters = this.durableWaiters;
     this.durableWaiters = [];
+    let maintained: () => void;
     try {
+      maintained = this.maintain();
       this.db.exec('COMMIT');
       this.lastCommitAt = performance.now();
     } catch (err) {
@@ -217,8 +220,17 @@ export class SqliteStore implements Store {
       for (const waiter of waiters) waiter.reject(err as Error);
       return;
     }
+    maintained();
     this.runAfterCommit();
     for (const waiter of waiters) waiter.resolve();
+  }
+
+  /**
+   * Work that rides along with a commit when it is due (the router's bulk message-id index fill), run inside
+   * the transaction just before COMMIT. Answers what to do after the commit succeeded.
+   */
+  private maintain(force = false): () => void {
+    return force || this.router.indexFillDue() ? this.router.fillIndex() : () => undefined;
   }
 
   private runAfterCommit(): void {
@@ -236,6 +248,17 @@ export class SqliteStore implements Store {
   close(): void {
     if (!this.db.isOpen) return;
     this.commitBatch();
+    // Index what is left, so that the next start has nothing to read back.
+    if (this.router.unindexedCount > 0) {
+      try {
+        this.db.exec('BEGIN IMMEDIATE');
+        const maintained = this.maintain(true);
+        this.db.exec('COMMIT');
+        maintained();
+      } catch {
+        try { this.db.exec('ROLLBACK'); } catch { /* nothing open */ }
+      }
+    }
     this.db.close();
   }
 }
