@@ -75,6 +75,14 @@ export class ManualClock implements Clock {
   }
 }
 
+let lastIsoMs = NaN;
+let lastIso = '';
+
+/** ISO 8601 UTC text of an epoch-ms time. Every event is stamped, and many share a millisecond. */
 export function isoUtc(ms: number): string {
-  return new Date(ms).toISOString();
+  if (ms !== lastIsoMs) {
+    lastIso = new Date(ms).toISOString();
+    lastIsoMs = ms;
+  }
+  return lastIso;
 }

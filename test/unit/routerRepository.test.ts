@@ -46,7 +46,7 @@ describe('SqliteRouterRepository (schema version 4)', () => {
     const db = new DatabaseSync(path.join(dataDir, STORE_FILE_NAME), { readOnly: true });
     try {
       const tables = (db.prepare(`SELECT name FROM sqlite_master WHERE type = 'table'`).all() as Array<{ name: string }>).map((t) => t.name);
-      for (const table of ['router_messages', 'router_payloads', 'router_message_ids', 'router_meta', 'dedup', 'deliveries', 'dead_letters']) assert.ok(tables.includes(table), table);
+      for (const table of ['router_messages', 'router_envelopes', 'router_message_ids', 'router_meta', 'dedup', 'deliveries', 'dead_letters']) assert.ok(tables.includes(table), table);
     } finally {
       db.close();
       store = SqliteStore.open(dataDir);

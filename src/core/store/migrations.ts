@@ -151,7 +151,6 @@ export const MIGRATIONS: readonly Migration[] = [
          tracked INTEGER NOT NULL,
          lane TEXT NOT NULL,
          ack_for TEXT NOT NULL,
-         envelope TEXT NOT NULL,
          accepted_at INTEGER NOT NULL,
          state TEXT NOT NULL,
          error_code TEXT NOT NULL,
@@ -168,13 +167,14 @@ export const MIGRATIONS: readonly Migration[] = [
       // Only messages not yet finished with are in this index, so it stays as small as the live set.
       `CREATE INDEX router_messages_live ON router_messages(id)
          WHERE delivery != 'done' OR state NOT IN ('FULFILLED', 'REJECTED', 'FAILED', 'TIMED_OUT')`,
-      `CREATE TABLE router_payloads (id INTEGER PRIMARY KEY, payload BLOB NOT NULL)`,
+      // What never changes after acceptance lives apart, so that the lifecycle's updates rewrite small rows.
+      `CREATE TABLE router_envelopes (id INTEGER PRIMARY KEY, envelope TEXT NOT NULL, payload BLOB NOT NULL)`,
       `CREATE TABLE router_message_ids (message_id TEXT PRIMARY KEY, id INTEGER NOT NULL) WITHOUT ROWID`,
       `CREATE TABLE router_meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID`,
-      `INSERT INTO router_messages (id, message_id, producer_id, recipient_id, dedup_key, tracked, lane, ack_for, envelope, accepted_at, state, error_code, updated_at, ack_deadline, expires_at, delivery, delivery_seq, delivered_at, lease_until, delivery_attempts, history)
-         SELECT rowid, message_id, producer_id, recipient_id, dedup_key, tracked, lane, ack_for, envelope, accepted_at, state, error_code, updated_at, ack_deadline, expires_at, delivery, delivery_seq, delivered_at, lease_until, delivery_attempts, history FROM messages ORDER BY rowid`,
-      `INSERT INTO router_payloads (id, payload)
-         SELECT m.rowid, p.payload FROM messages m JOIN message_payloads p USING (message_id)`,
+      `INSERT INTO router_messages (id, message_id, producer_id, recipient_id, dedup_key, tracked, lane, ack_for, accepted_at, state, error_code, updated_at, ack_deadline, expires_at, delivery, delivery_seq, delivered_at, lease_until, delivery_attempts, history)
+         SELECT rowid, message_id, producer_id, recipient_id, dedup_key, tracked, lane, ack_for, accepted_at, state, error_code, updated_at, ack_deadline, expires_at, delivery, delivery_seq, delivered_at, lease_until, delivery_attempts, history FROM messages ORDER BY rowid`,
+      `INSERT INTO router_envelopes (id, envelope, payload)
+         SELECT m.rowid, m.envelope, p.payload FROM messages m JOIN message_payloads p USING (message_id)`,
       `INSERT INTO router_message_ids (message_id, id) SELECT message_id, id FROM router_messages`,
       `INSERT INTO router_meta (key, value) VALUES ('message_ids_through', (SELECT COALESCE(MAX(id), 0) FROM router_messages))`,
       `DROP TABLE message_payloads`,

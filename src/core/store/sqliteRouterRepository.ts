@@ -44,15 +44,15 @@ export class SqliteRouterRepository implements RouterRepository {
   constructor(private readonly db: DatabaseSync) {
     const p = (sql: string) => db.prepare(sql);
     this.s = {
-      insertMessage: p(`INSERT INTO router_messages (message_id, producer_id, recipient_id, dedup_key, tracked, lane, ack_for, envelope,
+      insertMessage: p(`INSERT INTO router_messages (message_id, producer_id, recipient_id, dedup_key, tracked, lane, ack_for,
         accepted_at, state, error_code, updated_at, ack_deadline, expires_at, delivery, delivery_seq, delivered_at, lease_until,
-        delivery_attempts, history) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
-      insertPayload: p('INSERT INTO router_payloads (id, payload) VALUES (?, ?)'),
+        delivery_attempts, history) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
+      insertEnvelope: p('INSERT INTO router_envelopes (id, envelope, payload) VALUES (?, ?, ?)'),
       updateMessage: p(`UPDATE router_messages SET state = ?, error_code = ?, updated_at = ?, ack_deadline = ?, expires_at = ?, delivery = ?,
         delivery_seq = ?, delivered_at = ?, lease_until = ?, delivery_attempts = ?, history = ? WHERE id = ? AND message_id = ?`),
       indexedId: p('SELECT id FROM router_message_ids WHERE message_id = ?'),
-      getMessage: p('SELECT m.*, p.payload FROM router_messages m JOIN router_payloads p ON p.id = m.id WHERE m.id = ? AND m.message_id = ?'),
-      liveMessages: p(`SELECT m.*, p.payload FROM router_messages m JOIN router_payloads p ON p.id = m.id
+      getMessage: p('SELECT m.*, e.envelope, e.payload FROM router_messages m JOIN router_envelopes e ON e.id = m.id WHERE m.id = ? AND m.message_id = ?'),
+      liveMessages: p(`SELECT m.*, e.envelope, e.payload FROM router_messages m JOIN router_envelopes e ON e.id = m.id
         WHERE ${LIVE} ORDER BY m.accepted_at, m.id`),
       countByState: p('SELECT state, COUNT(*) AS n FROM router_messages GROUP BY state'),
       indexedThrough: p(`SELECT value FROM router_meta WHERE key = 'message_ids_through'`),
@@ -90,9 +90,9 @@ export class SqliteRouterRepository implements RouterRepository {
   insertMessage(r: MessageRecord): void {
     const e = r.envelope;
     const id = Number(this.s.insertMessage.run(e.messageId, e.producerId, r.recipientId, r.dedupKey, r.tracked ? 1 : 0, r.lane, r.ackFor,
-      envelopeJson(e), r.acceptedAt, r.state, r.errorCode, r.updatedAt, r.ackDeadline, r.expiresAt, r.delivery, r.deliverySeq,
+      r.acceptedAt, r.state, r.errorCode, r.updatedAt, r.ackDeadline, r.expiresAt, r.delivery, r.deliverySeq,
       r.deliveredAt, r.leaseUntil, r.deliveryAttempts, JSON.stringify(r.history)).lastInsertRowid);
-    this.s.insertPayload.run(id, e.payload);
+    this.s.insertEnvelope.run(id, envelopeJson(e), e.payload);
     this.ids.set(r, id);
     this.unindexed.set(e.messageId, id);
   }
