@@ -106,10 +106,37 @@ export interface SendOptions {
  */
 export type CoordinatorHandler = (envelope: Envelope, json: Record<string, unknown> | undefined, ctx: CallContext, expiresAt: number | null) => Refusal | undefined;
 
+/** Deliveries written to a stream and not yet confirmed, by seq, counting tracked ones as they come and go. */
+class Inflight extends Map<number, MessageRecord> {
+  tracked = 0;
+
+  override set(seq: number, record: MessageRecord): this {
+    const previous = super.get(seq);
+    if (previous?.tracked) this.tracked--;
+    if (record.tracked) this.tracked++;
+    return super.set(seq, record);
+  }
+
+  override delete(seq: number): boolean {
+    const previous = super.get(seq);
+    if (previous?.tracked) this.tracked--;
+    return super.delete(seq);
+  }
+
+  override clear(): void {
+    this.tracked = 0;
+    super.clear();
+  }
+
+  get untracked(): number {
+    return this.size - this.tracked;
+  }
+}
+
 interface Inbox {
   readonly agentId: string;
   readonly queue: LaneQueues<MessageRecord>;
-  readonly inflight: Map<number, MessageRecord>;
+  readonly inflight: Inflight;
   sink: InboxSink | undefined;
   lastSeq: number;
   /** Tracked messages admitted and not yet READ (the capacity count), by message id. */
@@ -698,8 +725,7 @@ export class Router implements Disposable {
   private dispatch(inbox: Inbox): void {
     if (!inbox.sink || this.disposed) return;
     const batch: MessageRecord[] = [];
-    let trackedInflight = 0;
-    for (const record of inbox.inflight.values()) if (record.tracked) trackedInflight++;
+    let trackedInflight = inbox.inflight.tracked;
     const now = this.clock.now();
     const failed: MessageRecord[] = [];
     while (inbox.queue.size > 0) {
@@ -781,12 +807,12 @@ export class Router implements Disposable {
    * live stream count as delivered (recorded as unconfirmed), so memory and redelivery stay bounded.
    */
   private boundUnconfirmed(inbox: Inbox, now: number): void {
-    let untracked = 0;
-    for (const record of inbox.inflight.values()) if (!record.tracked) untracked++;
+    const untracked = inbox.inflight.untracked;
     if (untracked <= MAX_UNCONFIRMED_UNTRACKED) return;
     let excess = untracked - MAX_UNCONFIRMED_UNTRACKED;
     this.store.transaction(() => {
-      for (const record of [...inbox.inflight.values()]) {
+      // Oldest first; confirming removes the record from the map, which iteration tolerates.
+      for (const record of inbox.inflight.values()) {
         if (excess === 0) break;
         if (record.tracked) continue;
         record.history.push({ at: now, event: 'delivery_unconfirmed', detail: `written to a live stream; more than ${MAX_UNCONFIRMED_UNTRACKED} unconfirmed` });
@@ -1148,7 +1174,7 @@ export class Router implements Disposable {
     let inbox = this.inboxes.get(agentId);
     if (!inbox) {
       inbox = {
-        agentId, queue: new LaneQueues<MessageRecord>(this.options.lanes.weights), inflight: new Map(), sink: undefined,
+        agentId, queue: new LaneQueues<MessageRecord>(this.options.lanes.weights), inflight: new Inflight(), sink: undefined,
         lastSeq: this.repo.lastSeq(agentId), notRead: new Set(), metrics: emptyMetrics(agentId, this.options.capacity),
       };
       this.inboxes.set(agentId, inbox);

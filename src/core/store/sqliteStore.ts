@@ -20,7 +20,7 @@ import {
 export const STORE_FILE_NAME = 'coordinator.db';
 const DEFAULT_LOCK_WAIT_MS = 5000;
 /** Under load, commits are at least this far apart (every write waiting for durability shares them). */
-const GROUP_COMMIT_WINDOW_MS = 2;
+const GROUP_COMMIT_WINDOW_MS = 1;
 const SQLITE_BUSY = 5;
 const SQLITE_LOCKED = 6;
 
