@@ -53,6 +53,23 @@ describe('Router deduplication (RFC §11.2, §11.3, §21)', () => {
     assert.ok(linked.length > 0, 'an event about the refused retry names original_message_id');
   });
 
+  it('answers a retry from the store once its settled outcome has left memory, and keeps operations under way in memory', () => {
+    h.dispose();
+    h = new RouterHarness({ outcomesInMemory: 2 });
+    for (const id of [P, C]) h.register(id);
+    producer = h.stream(P).sink;
+    h.stream(C);
+    const underWay = h.sendData(P, C, { idempotencyToken: 'W' });
+    const first = h.sendData(P, C, { idempotencyToken: 'T1' });
+    h.acked(C, first.messageId, 'FULFILLED', { result: { n: 1 } });
+    for (const token of ['T2', 'T3', 'T4']) h.acked(C, h.sendData(P, C, { idempotencyToken: token }).messageId, 'FULFILLED');
+
+    const detail = detailOf(assertRefused(h.send(retryOf('T1'), C), 'DUPLICATE_DETECTED'));
+    assert.equal(detail.original_message_id, first.messageId);
+    assert.deepEqual((detail.cached_result as Record<string, unknown>).result, { n: 1 });
+    assertRefused(h.send(retryOf('W'), C), 'ALREADY_IN_PROGRESS', new RegExp(underWay.messageId));
+  });
+
   it('answers DUPLICATE_DETECTED with original_message_id, original_status, cached_at and cached_result once FULFILLED', () => {
     const m1 = h.sendData(P, C, { idempotencyToken: 'T' });
     h.clock.advance(1_500);

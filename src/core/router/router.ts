@@ -14,6 +14,7 @@ import {
 } from './lifecycle';
 import { emptyMetrics, metricsText, observe, type AgentRouterMetrics } from './metrics';
 import type { DeadLetter, DeadLetterFilter, DedupEntry, MessageRecord, RouterRepository } from './model';
+import { OutcomeCache, SETTLED_OUTCOMES_IN_MEMORY } from './outcomeCache';
 
 /** Forwarded ACKs and NACKs held per agent for redelivery when the client never confirms them (AckDelivery). */
 const MAX_UNCONFIRMED_UNTRACKED = 256;
@@ -37,6 +38,8 @@ export interface RouterOptions {
   readonly maxDeliveryAttempts: number;
   /** RFC §11.2: how long outcomes stay in the idempotency cache. */
   readonly dedupWindowMs: number;
+  /** Settled outcomes also kept in memory (the store keeps all of them for the window). */
+  readonly outcomesInMemory: number;
   /** RFC §14: interval of the coordinator's HEARTBEAT envelopes to streaming agents; 0 turns them off. */
   readonly heartbeatIntervalMs: number;
   /** RFC §5.5: deliveries remembered per agent for stream resumption. */
@@ -55,6 +58,7 @@ export const DEFAULT_ROUTER_OPTIONS: RouterOptions = {
   leaseMs: 30_000,
   maxDeliveryAttempts: 5,
   dedupWindowMs: 3_600_000,
+  outcomesInMemory: SETTLED_OUTCOMES_IN_MEMORY,
   heartbeatIntervalMs: 10_000,
   resumeBacklog: 1000,
   deliveryWindow: 64,
@@ -162,7 +166,7 @@ export class Router implements Disposable {
   private readonly live = new Map<string, MessageRecord>();
   private readonly inboxes = new Map<string, Inbox>();
   private readonly timers = new Map<string, Timers>();
-  private readonly dedup = new Map<string, DedupEntry>();
+  private readonly dedup: OutcomeCache;
   /** Recent live-only envelopes (id → recipient), so that agents may acknowledge them. */
   private readonly ephemeral = new Map<string, string>();
   private readonly limiter: PrivilegedRateLimiter;
@@ -187,6 +191,7 @@ export class Router implements Disposable {
     readonly options: RouterOptions = DEFAULT_ROUTER_OPTIONS,
   ) {
     this.repo = store.router;
+    this.dedup = new OutcomeCache(options.outcomesInMemory);
     this.limiter = new PrivilegedRateLimiter(options.lanes);
     this.recover();
     this.subscriptions.push(registry.onDidChange((change) => {
@@ -371,9 +376,8 @@ export class Router implements Disposable {
     let refusal: Refusal | undefined;
     const undo = () => {
       this.live.delete(envelope.messageId);
-      const cacheKey = `${entry.producerId}\u0000${entry.key}`;
-      if (previous) this.dedup.set(cacheKey, previous);
-      else this.dedup.delete(cacheKey);
+      if (previous) this.dedup.set(previous);
+      else this.dedup.delete(OutcomeCache.key(entry.producerId, entry.key));
     };
     try {
       this.store.transaction(() => {
@@ -1014,7 +1018,7 @@ export class Router implements Disposable {
       this.safely(() => {
         const now = this.clock.now();
         this.repo.pruneDedup(now);
-        for (const [key, entry] of this.dedup) if (entry.expiresAt < now && entry.status !== 'in_progress') this.dedup.delete(key);
+        this.dedup.prune(now);
         if (this.repo.pruneDeadLetters(this.options.dlqMaxEntries, now - this.options.dlqRetentionMs) > 0) this.deadLettersChanged.fire({ kind: 'pruned' });
       });
       this.scheduleHousekeeping();
@@ -1183,18 +1187,17 @@ export class Router implements Disposable {
   }
 
   private dedupEntry(producerId: string, key: string, now: number): DedupEntry | undefined {
-    const cacheKey = `${producerId}\u0000${key}`;
-    let entry = this.dedup.get(cacheKey);
+    let entry = this.dedup.get(OutcomeCache.key(producerId, key));
     if (!entry) {
       entry = this.repo.getDedup(producerId, key);
-      if (entry) this.dedup.set(cacheKey, entry);
+      if (entry) this.dedup.set(entry);
     }
     if (entry && entry.status !== 'in_progress' && entry.expiresAt < now) return undefined;
     return entry;
   }
 
   private putDedup(entry: DedupEntry): void {
-    this.dedup.set(`${entry.producerId}\u0000${entry.key}`, entry);
+    this.dedup.set(entry);
     this.repo.putDedup(entry);
   }
 
