@@ -79,9 +79,10 @@ export class SqliteStore implements Store {
       }
       db.exec('PRAGMA journal_mode = WAL');
       // NORMAL in WAL mode: a commit survives a crash of the process (kill -9); only a power loss may take back
-      // the last commits. Checkpoints (which sync) run every ~16 MB of WAL rather than every 4 MB.
+      // the last commits. Checkpoints (which sync, and stall the event loop for their duration) run every ~4 MB of
+      // WAL: about 8 ms each on a development machine, against 26 ms at 16 MB, for the same total work.
       db.exec('PRAGMA synchronous = NORMAL');
-      db.exec('PRAGMA wal_autocheckpoint = 4000');
+      db.exec('PRAGMA wal_autocheckpoint = 1000');
       db.exec('PRAGMA cache_size = -32000');
       db.exec('PRAGMA temp_store = MEMORY');
       db.exec('PRAGMA foreign_keys = ON');
