@@ -164,6 +164,7 @@ describe('SqliteRouterRepository (schema version 4)', () => {
         VALUES (?, 'p', 'q', 's:1', 1, 'STANDARD', '', ?, 1000, ?, '', 1000, NULL, NULL, ?, NULL, NULL, NULL, 0, '[]')`)
         .run(id, JSON.stringify({ messageId: id, producerId: 'p', messageType: 'DATA' }), i === 0 ? 'FULFILLED' : 'SENT', i === 0 ? 'done' : 'queued');
       db.prepare('INSERT INTO message_payloads (message_id, payload) VALUES (?, ?)').run(id, Buffer.from(`payload ${i}`));
+      db.prepare('INSERT INTO deliveries (agent_id, seq, message_id, delivered_at) VALUES (?, ?, ?, 1000)').run('q', i + 1, id);
     }
     db.close();
     store = SqliteStore.open(dataDir);
@@ -173,6 +174,8 @@ describe('SqliteRouterRepository (schema version 4)', () => {
     assert.equal(store.router.getMessage(ids[1])?.state, 'SENT');
     assert.deepEqual(store.router.liveMessages().map((m) => m.envelope.messageId), [ids[1]]);
     assert.deepEqual(store.router.countByState(), { FULFILLED: 1, SENT: 1 });
+    assert.equal(store.router.deliveryAt('q', 2), ids[1], 'deliveries are kept');
+    assert.equal(store.router.lastSeq('q'), 2);
   });
 
   it('records deliveries per agent with the last seq, and prunes all but the newest `keep`', () => {
