@@ -26,7 +26,7 @@ const LIVE = `delivery != 'done' OR state NOT IN ('FULFILLED', 'REJECTED', 'FAIL
 /**
  * The router's tables in the SQLite store (schema version 4).
  *
- * Messages and payloads are keyed by an arrival-ordered integer, so that accepting a message appends instead
+ * Messages and their envelopes are keyed by an arrival-ordered integer, so that accepting a message appends instead
  * of writing a random page of a message-id tree. The message-id lookup (`router_message_ids`) is filled in
  * bulk, at most every INDEX_FILL_BATCH messages or INDEX_FILL_INTERVAL_MS, as part of a commit; until then
  * `unindexed` answers for the newest messages. After a crash, the messages beyond the filled range are read
