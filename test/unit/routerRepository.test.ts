@@ -124,6 +124,29 @@ describe('SqliteRouterRepository (schema version 4)', () => {
     for (const r of [...records, later]) assert.equal(store.router.getMessage(r.envelope.messageId)?.state, r.state);
   });
 
+  it('keeps a commit whose ride-along index fill fails, and fills on a later commit', () => {
+    const router = store.router;
+    const fill = router.fillIndex.bind(router);
+    const due = router.indexFillDue.bind(router);
+    router.indexFillDue = () => true;
+    router.fillIndex = () => { throw new Error('disk trouble'); };
+    const originalError = console.error;
+    console.error = () => undefined;
+    const r = record();
+    try {
+      store.transaction(() => router.insertMessage(r));
+    } finally {
+      console.error = originalError;
+      router.fillIndex = fill;
+      router.indexFillDue = due;
+    }
+    assert.equal(router.getMessage(r.envelope.messageId)?.envelope.messageId, r.envelope.messageId, 'the message was committed');
+    assert.equal(router.unindexedCount, 1, 'still answered from memory');
+    store.transaction(() => router.fillIndex())();
+    assert.equal(router.unindexedCount, 0);
+    assert.equal(router.getMessage(r.envelope.messageId)?.state, 'SENT');
+  });
+
   it('after a crash, finds the messages the bulk fill had not reached', () => {
     const r = record();
     store.router.insertMessage(r);

@@ -231,7 +231,20 @@ export class SqliteStore implements Store {
    * the transaction just before COMMIT. Answers what to do after the commit succeeded.
    */
   private maintain(force = false): () => void {
-    return force || this.router.indexFillDue() ? this.router.fillIndex() : () => undefined;
+    if (!force && !this.router.indexFillDue()) return () => undefined;
+    // Optional work: if it fails, only it is undone, never the commit it rides along with (the ids stay
+    // answered from memory and the next fill tries again).
+    this.db.exec('SAVEPOINT maintenance');
+    try {
+      const after = this.router.fillIndex();
+      this.db.exec('RELEASE maintenance');
+      return after;
+    } catch (err) {
+      this.db.exec('ROLLBACK TO maintenance');
+      this.db.exec('RELEASE maintenance');
+      console.error('[sw4rm] filling the message-id index failed; it is retried with a later commit:', err);
+      return () => undefined;
+    }
   }
 
   private runAfterCommit(): void {
