@@ -55,6 +55,10 @@ export interface PairCounters {
   ackDeliveries: number;
 }
 
+export function emptyCounters(): PairCounters {
+  return { sent: 0, completed: 0, duplicateAcks: 0, redeliveredData: 0, heartbeats: 0, otherItems: 0, ackDeliveries: 0 };
+}
+
 interface Pending {
   readonly start: number;
   accepted: boolean;
@@ -76,9 +80,7 @@ const COORDINATOR_ID = 'coordinator';
 export class AgentPair {
   readonly producerId: string;
   readonly consumerId: string;
-  readonly counters: PairCounters = {
-    sent: 0, completed: 0, duplicateAcks: 0, redeliveredData: 0, heartbeats: 0, otherItems: 0, ackDeliveries: 0,
-  };
+  readonly counters: PairCounters = emptyCounters();
   /** Set when AckDelivery answered UNIMPLEMENTED and was switched off. */
   ackDeliveryUnimplemented = false;
 

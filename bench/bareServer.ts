@@ -7,19 +7,8 @@
  */
 import * as grpc from '@grpc/grpc-js';
 import { serviceDefinition } from '../src/server/protos';
+import { SERVER_CHANNEL_OPTIONS } from '../src/server/server';
 import { canonicalProtos, Envelope, parseAck, SendMessageResponse, StreamItem } from './protocol';
-
-/** The coordinator's server options (src/server/server.ts SERVER_CHANNEL_OPTIONS), copied so that both sides match. */
-const SERVER_OPTIONS: grpc.ChannelOptions = {
-  'grpc.max_receive_message_length': 64 * 1024 * 1024,
-  'grpc.max_send_message_length': 64 * 1024 * 1024,
-  'grpc-node.max_session_memory': 256,
-  'grpc.max_concurrent_streams': 1000,
-  'grpc.keepalive_permit_without_calls': 1,
-  'grpc.http2.min_ping_interval_without_data_ms': 10_000,
-  'grpc.keepalive_time_ms': 60_000,
-  'grpc.keepalive_timeout_ms': 20_000,
-};
 
 interface Inbox {
   readonly call: grpc.ServerWritableStream<{ agent_id: string }, StreamItem>;
@@ -29,7 +18,8 @@ interface Inbox {
 export function createBareRouter(): grpc.Server {
   const inboxes = new Map<string, Inbox>();
   const producerOf = new Map<string, string>();
-  const server = new grpc.Server(SERVER_OPTIONS);
+  // The coordinator's own channel options, so that both servers run with the same limits.
+  const server = new grpc.Server(SERVER_CHANNEL_OPTIONS);
 
   server.addService(serviceDefinition(canonicalProtos().packageDefinition, 'sw4rm.router.RouterService'), {
     StreamIncoming(call: grpc.ServerWritableStream<{ agent_id: string }, StreamItem>): void {

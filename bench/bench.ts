@@ -9,7 +9,7 @@
  */
 import * as os from 'node:os';
 import { performance } from 'node:perf_hooks';
-import { AgentPair, BenchError, RouterUnimplementedError } from './agents';
+import { AgentPair, BenchError, emptyCounters, RouterUnimplementedError, type PairCounters } from './agents';
 import { closedLoop, median, openLoop, percentile, PhaseResult } from './phases';
 import { createRoleClients, RoleClients } from './protocol';
 import { ServerHandle, startBareServer, startRoutedServer } from './servers';
@@ -76,13 +76,8 @@ interface Subject {
   readonly throughput: PhaseResult[];
   readonly halfLoad: PhaseResult[];
   halfRate: number;
-  sent: number;
-  completed: number;
-  duplicateAcks: number;
-  redeliveredData: number;
-  heartbeats: number;
-  otherItems: number;
-  ackDeliveries: number;
+  /** Summed over every phase's agent pair. */
+  readonly totals: PairCounters;
 }
 
 export async function runBench(config: BenchConfig): Promise<number> {
@@ -91,7 +86,7 @@ export async function runBench(config: BenchConfig): Promise<number> {
   const notes = new Set<string>();
   const subjects = config.servers.map((name): Subject => ({
     name, server: undefined, clients: undefined, stopped: undefined, throughput: [], halfLoad: [], halfRate: NaN,
-    sent: 0, completed: 0, duplicateAcks: 0, redeliveredData: 0, heartbeats: 0, otherItems: 0, ackDeliveries: 0,
+    totals: emptyCounters(),
   }));
 
   console.log(
@@ -148,13 +143,7 @@ export async function runBench(config: BenchConfig): Promise<number> {
     } finally {
       if (pair !== undefined) {
         await pair.close();
-        subject.sent += pair.counters.sent;
-        subject.completed += pair.counters.completed;
-        subject.duplicateAcks += pair.counters.duplicateAcks;
-        subject.redeliveredData += pair.counters.redeliveredData;
-        subject.heartbeats += pair.counters.heartbeats;
-        subject.otherItems += pair.counters.otherItems;
-        subject.ackDeliveries += pair.counters.ackDeliveries;
+        for (const key of Object.keys(subject.totals) as Array<keyof PairCounters>) subject.totals[key] += pair.counters[key];
         if (pair.ackDeliveryUnimplemented) notes.add(`${subject.name}: AckDelivery answered UNIMPLEMENTED; switched off`);
       }
     }
@@ -284,12 +273,13 @@ function printReport(subjects: readonly Subject[], notes: ReadonlySet<string>): 
       console.log(`${subject.name}: ${NOT_IMPLEMENTED}`);
       continue;
     }
-    const lost = subject.sent - subject.completed;
+    const { sent, completed, redeliveredData, duplicateAcks, heartbeats, otherItems, ackDeliveries } = subject.totals;
+    const lost = sent - completed;
     const status = subject.stopped === undefined ? '' : ` (stopped: ${subject.stopped})`;
     console.log(
-      `${subject.name}: ${subject.completed}/${subject.sent} messages acknowledged FULFILLED, ${lost === 0 ? 'none lost' : `${lost} NOT COMPLETED`}; ` +
-        `redelivered DATA ${subject.redeliveredData}, duplicate ACKs ${subject.duplicateAcks}, coordinator heartbeats ${subject.heartbeats}, ` +
-        `other items ${subject.otherItems}, AckDelivery calls ${subject.ackDeliveries}${status}`,
+      `${subject.name}: ${completed}/${sent} messages acknowledged FULFILLED, ${lost === 0 ? 'none lost' : `${lost} NOT COMPLETED`}; ` +
+        `redelivered DATA ${redeliveredData}, duplicate ACKs ${duplicateAcks}, coordinator heartbeats ${heartbeats}, ` +
+        `other items ${otherItems}, AckDelivery calls ${ackDeliveries}${status}`,
     );
   }
   for (const note of notes) console.log(note);
