@@ -13,6 +13,7 @@ export interface CliOptions {
   readonly heartbeatDebounceSeconds: number;
   readonly capacity: number;
   readonly dedupWindowSeconds: number;
+  readonly messageRetentionHours: number;
   readonly privilegedRatePerSecond: number;
   readonly payloadLimits: Readonly<Record<string, number>>;
   readonly verbose: boolean;
@@ -35,6 +36,8 @@ Options:
   --heartbeat-debounce <s>  seconds without heartbeat before an agent is unavailable (default 30)
   --capacity <n>            messages an agent's inbox admits before BUFFER_FULL (default 10)
   --dedup-window <s>        seconds retry outcomes are remembered (default 3600)
+  --message-retention <h>   hours finished messages stay in the store (default 24; never less than
+                            the dedup window)
   --privileged-rate <n>     PRIVILEGED messages per producer per second before demotion (default 50)
   --payload-limit TYPE=N    payload limit in bytes for a message type, e.g. DATA=1048576 (repeatable)
   --operator                this terminal is a HITL operator: pending approvals are printed, decisions
@@ -47,13 +50,16 @@ Options:
 
 export class UsageError extends Error {}
 
+/** A year: the store keeps finished messages at most this long. */
+export const MAX_MESSAGE_RETENTION_HOURS = 365 * 24;
+
 /** One day: longer would hide a dead agent for good. */
 export const MAX_DEBOUNCE_SECONDS = 86_400;
 
 export function parseArgs(argv: readonly string[]): CliOptions {
   const options = {
     host: '127.0.0.1', port: 50051, dataDir: '.sw4rm', auth: 'token' as AuthMode, heartbeatDebounceSeconds: 30,
-    capacity: 10, dedupWindowSeconds: 3600, privilegedRatePerSecond: 50, payloadLimits: {} as Record<string, number>, verbose: false, help: false,
+    capacity: 10, dedupWindowSeconds: 3600, messageRetentionHours: 24, privilegedRatePerSecond: 50, payloadLimits: {} as Record<string, number>, verbose: false, help: false,
     operator: false, hitlPolicyFile: undefined as string | undefined,
   };
   const positiveInteger = (flag: string, v: string, max: number): number => {
@@ -93,6 +99,7 @@ export function parseArgs(argv: readonly string[]): CliOptions {
       }
       case '--capacity': options.capacity = positiveInteger(flag, value(), 1_000_000); break;
       case '--dedup-window': options.dedupWindowSeconds = positiveInteger(flag, value(), 30 * 86_400); break;
+      case '--message-retention': options.messageRetentionHours = positiveInteger(flag, value(), MAX_MESSAGE_RETENTION_HOURS); break;
       case '--privileged-rate': options.privilegedRatePerSecond = positiveInteger(flag, value(), 100_000); break;
       case '--payload-limit': {
         const v = value();

@@ -64,6 +64,7 @@ async function main(): Promise<number> {
       router: {
         capacity: options.capacity,
         dedupWindowMs: options.dedupWindowSeconds * 1000,
+        messageRetentionMs: options.messageRetentionHours * 3_600_000,
         lanes: { ...DEFAULT_LANE_OPTIONS, privilegedRatePerSecond: options.privilegedRatePerSecond },
         payloadLimits: { ...PAYLOAD_LIMITS, ...options.payloadLimits },
       },

@@ -50,6 +50,7 @@ export const Settings = {
   autoStart: 'autoStart',
   inboxCapacity: 'inboxCapacity',
   deduplicationWindowSeconds: 'deduplicationWindowSeconds',
+  messageRetentionHours: 'messageRetentionHours',
   privilegedRatePerSecond: 'privilegedRatePerSecond',
   payloadLimits: 'payloadLimits',
   approvalsDefaultDeadlineSeconds: 'approvals.defaultDeadlineSeconds',

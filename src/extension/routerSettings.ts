@@ -9,11 +9,13 @@ export const MAX_PAYLOAD_LIMIT_BYTES = 16 * MIB;
 export const MAX_INBOX_CAPACITY = 1_000_000;
 export const MAX_DEDUP_WINDOW_SECONDS = 30 * 86_400;
 export const MAX_PRIVILEGED_RATE = 1_000_000;
+export const MAX_MESSAGE_RETENTION_HOURS = 365 * 24;
 
 /** The router settings as the user wrote them (any JSON value may arrive from settings.json). */
 export interface RouterSettingValues {
   readonly inboxCapacity: unknown;
   readonly deduplicationWindowSeconds: unknown;
+  readonly messageRetentionHours?: unknown;
   readonly privilegedRatePerSecond: unknown;
   readonly payloadLimits: unknown;
 }
@@ -43,6 +45,8 @@ export function routerSettings(values: RouterSettingValues): RouterSettings {
   const capacity = whole('inboxCapacity', values.inboxCapacity, DEFAULT_ROUTER_OPTIONS.capacity, MAX_INBOX_CAPACITY);
   const dedupSeconds = whole('deduplicationWindowSeconds', values.deduplicationWindowSeconds,
     DEFAULT_ROUTER_OPTIONS.dedupWindowMs / 1000, MAX_DEDUP_WINDOW_SECONDS);
+  const retentionHours = whole('messageRetentionHours', values.messageRetentionHours,
+    DEFAULT_ROUTER_OPTIONS.messageRetentionMs / 3_600_000, MAX_MESSAGE_RETENTION_HOURS);
   let rate = DEFAULT_LANE_OPTIONS.privilegedRatePerSecond;
   const rawRate = values.privilegedRatePerSecond;
   if (typeof rawRate === 'number' && Number.isFinite(rawRate) && rawRate > 0) {
@@ -55,6 +59,7 @@ export function routerSettings(values: RouterSettingValues): RouterSettings {
     options: {
       capacity,
       dedupWindowMs: dedupSeconds * 1000,
+      messageRetentionMs: retentionHours * 3_600_000,
       lanes: { ...DEFAULT_LANE_OPTIONS, privilegedRatePerSecond: rate },
       payloadLimits: mergePayloadLimits(values.payloadLimits, warnings),
     },

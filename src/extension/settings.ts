@@ -35,6 +35,7 @@ export function readSettings(context: vscode.ExtensionContext): CoordinatorSetti
     router: routerSettings({
       inboxCapacity: config.get<unknown>(Settings.inboxCapacity),
       deduplicationWindowSeconds: config.get<unknown>(Settings.deduplicationWindowSeconds),
+      messageRetentionHours: config.get<unknown>(Settings.messageRetentionHours),
       privilegedRatePerSecond: config.get<unknown>(Settings.privilegedRatePerSecond),
       payloadLimits: config.get<unknown>(Settings.payloadLimits),
     }),
@@ -44,7 +45,8 @@ export function readSettings(context: vscode.ExtensionContext): CoordinatorSetti
 /** Settings whose change needs a restart of the coordinator to take effect. */
 export const SERVER_SETTINGS: readonly string[] = [
   Settings.port, Settings.host, Settings.auth, Settings.dataDir, Settings.heartbeatDebounceSeconds,
-  Settings.inboxCapacity, Settings.deduplicationWindowSeconds, Settings.privilegedRatePerSecond, Settings.payloadLimits,
+  Settings.inboxCapacity, Settings.deduplicationWindowSeconds, Settings.messageRetentionHours, Settings.privilegedRatePerSecond,
+  Settings.payloadLimits,
 ];
 
 export function affectsServer(event: vscode.ConfigurationChangeEvent): boolean {

@@ -6,6 +6,7 @@ import { PAYLOAD_LIMITS } from '../../src/core/limits';
 import { ContextKeys, Commands, SETTINGS_SECTION, Settings, Views } from '../../src/extension/contributions';
 import { NO_FILTER, coreFilter, describeFilter, exportFileName, valueCounts } from '../../src/extension/deadLetterFilter';
 import { routerSettings } from '../../src/extension/routerSettings';
+import { DEFAULT_ROUTER_OPTIONS } from '../../src/core/router/router';
 import { KeyedThrottle } from '../../src/extension/throttle';
 
 const root = path.resolve(__dirname, '../../..');
@@ -75,27 +76,30 @@ describe('contributions (package.json ⇄ src/extension/contributions.ts)', () =
   });
 });
 
-describe('router settings (sw4rm.inboxCapacity, deduplicationWindowSeconds, privilegedRatePerSecond, payloadLimits)', () => {
+describe('router settings (sw4rm.inboxCapacity, deduplicationWindowSeconds, messageRetentionHours, privilegedRatePerSecond, payloadLimits)', () => {
   const defaults = { inboxCapacity: undefined, deduplicationWindowSeconds: undefined, privilegedRatePerSecond: undefined, payloadLimits: undefined };
 
   it('declares the defaults the router uses', () => {
     const props = manifest.contributes.configuration.properties;
     assert.equal(props['sw4rm.inboxCapacity'].default, 10);
     assert.equal(props['sw4rm.deduplicationWindowSeconds'].default, 3600);
+    assert.equal(props['sw4rm.messageRetentionHours'].default, 24);
     assert.equal(props['sw4rm.privilegedRatePerSecond'].default, 50);
     assert.deepEqual(props['sw4rm.payloadLimits'].default, {});
-    const { options, warnings } = routerSettings({ inboxCapacity: 10, deduplicationWindowSeconds: 3600, privilegedRatePerSecond: 50, payloadLimits: {} });
+    const { options, warnings } = routerSettings({ inboxCapacity: 10, deduplicationWindowSeconds: 3600, messageRetentionHours: 24, privilegedRatePerSecond: 50, payloadLimits: {} });
     assert.deepEqual(warnings, []);
     assert.equal(options.capacity, 10);
     assert.equal(options.dedupWindowMs, 3_600_000);
+    assert.equal(options.messageRetentionMs, DEFAULT_ROUTER_OPTIONS.messageRetentionMs);
     assert.equal(options.lanes?.privilegedRatePerSecond, 50);
     assert.deepEqual(options.payloadLimits, PAYLOAD_LIMITS);
   });
 
   it('passes the settings on, keeping the other lane options', () => {
-    const { options } = routerSettings({ inboxCapacity: 3, deduplicationWindowSeconds: 60, privilegedRatePerSecond: 5, payloadLimits: { DATA: 1024, TOOL_RESULT: 2048 } });
+    const { options } = routerSettings({ inboxCapacity: 3, deduplicationWindowSeconds: 60, messageRetentionHours: 2, privilegedRatePerSecond: 5, payloadLimits: { DATA: 1024, TOOL_RESULT: 2048 } });
     assert.equal(options.capacity, 3);
     assert.equal(options.dedupWindowMs, 60_000);
+    assert.equal(options.messageRetentionMs, 2 * 3_600_000);
     assert.equal(options.lanes?.privilegedRatePerSecond, 5);
     assert.ok(options.lanes?.privilegedBurst && options.lanes.weights.PRIVILEGED);
     assert.deepEqual(options.payloadLimits, { ...PAYLOAD_LIMITS, DATA: 1024, TOOL_RESULT: 2048 });
@@ -111,12 +115,13 @@ describe('router settings (sw4rm.inboxCapacity, deduplicationWindowSeconds, priv
   });
 
   it('clamps numbers out of range to their bounds', () => {
-    const { options, warnings } = routerSettings({ inboxCapacity: 0, deduplicationWindowSeconds: 1e12, privilegedRatePerSecond: -3, payloadLimits: [] });
+    const { options, warnings } = routerSettings({ inboxCapacity: 0, deduplicationWindowSeconds: 1e12, messageRetentionHours: 1e6, privilegedRatePerSecond: -3, payloadLimits: [] });
     assert.equal(options.capacity, 1);
     assert.equal(options.dedupWindowMs, 30 * 86_400 * 1000);
+    assert.equal(options.messageRetentionMs, 365 * 24 * 3_600_000);
     assert.equal(options.lanes?.privilegedRatePerSecond, 50);
     assert.deepEqual(options.payloadLimits, PAYLOAD_LIMITS);
-    assert.equal(warnings.length, 4);
+    assert.equal(warnings.length, 5);
   });
 });
 

@@ -6,7 +6,7 @@ import type { Envelope } from '../../src/core/router/envelope';
 import type { DedupEntry, MessageRecord } from '../../src/core/router/model';
 import { LATEST_SCHEMA_VERSION, MIGRATIONS } from '../../src/core/store/migrations';
 import { STORE_FILE_NAME, SqliteStore } from '../../src/core/store/sqliteStore';
-import { RouterHarness } from '../support/routerHarness';
+import { reasonCode, RouterHarness } from '../support/routerHarness';
 import { makeTempDir, removeTempDir } from '../support/tempDir';
 
 function envelope(overrides: Partial<Envelope> = {}): Envelope {
@@ -201,6 +201,64 @@ describe('SqliteRouterRepository (schema version 4)', () => {
     assert.equal(store.router.lastSeq('q'), 2);
   });
 
+  it('prunes finished messages changed before the cutoff, in arrival order within the scan limit, never the newest, and looks again later', () => {
+    const finished = { state: 'FULFILLED', delivery: 'done' } as const;
+    const old1 = record({ ...finished, acceptedAt: 1_000, updatedAt: 1_000 });
+    const live = record({ state: 'SENT', delivery: 'queued', acceptedAt: 1_000, updatedAt: 1_000 });
+    const old2 = record({ state: 'TIMED_OUT', delivery: 'done', acceptedAt: 1_500, updatedAt: 2_000 });
+    const changedLately = record({ ...finished, acceptedAt: 2_000, updatedAt: 9_000 });
+    const young = record({ ...finished, acceptedAt: 6_000, updatedAt: 6_000 });
+    const newest = record({ ...finished, acceptedAt: 1_000, updatedAt: 1_000 });
+    const all = [old1, live, old2, changedLately, young, newest];
+    store.transaction(() => { for (const r of all) store.router.insertMessage(r); });
+    const present = () => all.filter((r) => store.router.getMessage(r.envelope.messageId) !== undefined);
+
+    assert.equal(store.router.pruneMessages(5_000, 1), 1, 'the scan limit: only the oldest message is looked at');
+    assert.deepEqual(present(), [live, old2, changedLately, young, newest]);
+    assert.equal(store.router.pruneMessages(5_000, 100), 1, 'old2; the scan stops at a message finished after the cutoff');
+    assert.deepEqual(present(), [live, changedLately, young, newest]);
+    assert.equal(store.router.pruneMessages(5_000, 100), 0, 'nothing more before the cutoff');
+    assert.deepEqual(store.router.countByState(), { SENT: 1, FULFILLED: 3 });
+    assert.equal(store.router.pruneMessages(10_000, 100), 2, 'a later cutoff takes the rest that is finished');
+    assert.deepEqual(present(), [live, newest], 'a live message is never deleted, nor the newest one');
+
+    // Ids keep growing, so a message after a prune is found by the scan.
+    const later = record({ ...finished, acceptedAt: 1_000, updatedAt: 1_000 });
+    all.push(later);
+    store.router.insertMessage(later);
+    assert.equal(store.router.pruneMessages(10_000, 100), 1, 'newest goes now that a newer message exists');
+    live.state = 'FULFILLED';
+    live.delivery = 'done';
+    store.router.updateMessage(live);
+    assert.equal(store.router.pruneMessages(10_000, 100), 0, 'the scan passed live by while it was live');
+    assert.equal(store.router.pruneMessages(10_000 + 24 * 3_600_000, 100), 1, 'a day later the scan starts from the oldest again');
+    assert.deepEqual(present(), [later]);
+
+    const stuck = record({ state: 'SENT', delivery: 'queued', acceptedAt: 1_000, updatedAt: 1_000 });
+    const last = record({ ...finished, acceptedAt: 1_000, updatedAt: 1_000 });
+    all.push(stuck, last);
+    store.transaction(() => { store.router.insertMessage(stuck); store.router.insertMessage(last); });
+    assert.equal(store.router.pruneMessages(10_000 + 24 * 3_600_000, 100), 1, 'later; stuck is passed by');
+    stuck.state = 'FAILED';
+    stuck.delivery = 'done';
+    store.router.updateMessage(stuck);
+    assert.equal(store.router.pruneMessages(10_000 + 24 * 3_600_000, 100), 0);
+    store.close();
+    store = SqliteStore.open(dataDir);
+    assert.equal(store.router.pruneMessages(10_000 + 24 * 3_600_000, 100), 1, 'after a restart, retention looks from the oldest again');
+    assert.deepEqual(present(), [last]);
+    store.close();
+    const db = new DatabaseSync(path.join(dataDir, STORE_FILE_NAME), { readOnly: true });
+    try {
+      for (const table of ['router_messages', 'router_envelopes', 'router_message_ids']) {
+        assert.equal((db.prepare(`SELECT COUNT(*) AS n FROM ${table}`).get() as { n: number }).n, 1, `${table} holds only the newest message`);
+      }
+    } finally {
+      db.close();
+      store = SqliteStore.open(dataDir);
+    }
+  });
+
   it('records deliveries per agent with the last seq, and prunes all but the newest `keep`', () => {
     for (let seq = 1; seq <= 10; seq++) store.router.recordDelivery('a', seq, `m${seq}`, seq);
     store.router.recordDelivery('b', 1, 'x', 1);
@@ -213,6 +271,33 @@ describe('SqliteRouterRepository (schema version 4)', () => {
     assert.equal(store.router.deliveryAt('a', 4), undefined);
     assert.equal(store.router.oldestDeliverySeq('b'), 1, 'other agents are untouched');
     assert.equal(store.router.oldestDeliverySeq('nobody'), 0);
+  });
+});
+
+describe('Router message retention', () => {
+  it('deletes finished messages after the retention but never within the dedup window, keeps live ones, and logs it', () => {
+    const h = new RouterHarness({ messageRetentionMs: 60_000, dedupWindowMs: 3_600_000 });
+    try {
+      h.register('p');
+      h.register('c');
+      const done = h.sendData('p', 'c');
+      const ack = h.ackEnvelope('c', done.messageId, 'FULFILLED');
+      assert.ok(h.send(ack).accepted);
+      const unanswered = h.sendData('p', 'c');
+      h.clock.advance(30 * 60_000);
+      assert.equal(h.state(done.messageId), 'FULFILLED', 'kept for the dedup window, although messageRetentionMs is shorter');
+      assert.equal(h.state(unanswered.messageId), 'TIMED_OUT');
+      h.clock.advance(31 * 60_000);
+      assert.equal(h.router.message(done.messageId), undefined, 'finished an hour ago: deleted');
+      assert.equal(h.router.message(unanswered.messageId), undefined, 'timed out an hour ago: deleted');
+      assert.ok(h.router.message(ack.messageId), 'the ACK forwarded to p, which never streamed, is not finished with: kept');
+      const pruned = h.events('router.messages_pruned');
+      assert.equal(pruned.reduce((sum, e) => sum + Number(e.details.messages), 0), 2, 'each deletion is logged');
+      assert.ok(pruned.every((e) => e.details.retention_hours === 1));
+      assert.equal(reasonCode(h.ack('c', done.messageId, 'FULFILLED')), 'NO_ROUTE', 'a late ACK of a deleted message has no route');
+    } finally {
+      h.dispose();
+    }
   });
 });
 

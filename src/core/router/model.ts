@@ -95,6 +95,11 @@ export interface RouterRepository {
   /** Messages not yet finished with: not terminal, or not yet delivered. */
   liveMessages(): MessageRecord[];
   countByState(): Record<string, number>;
+  /**
+   * Deletes finished messages (terminal and delivered) last changed before `finishedBefore`, looking at up to
+   * `scanLimit` messages in arrival order from where the previous call stopped; answers how many went.
+   */
+  pruneMessages(finishedBefore: number, scanLimit: number): number;
 
   getDedup(producerId: string, key: string): DedupEntry | undefined;
   putDedup(entry: DedupEntry): void;

@@ -50,6 +50,11 @@ export interface RouterOptions {
   readonly lanes: LaneOptions;
   readonly dlqMaxEntries: number;
   readonly dlqRetentionMs: number;
+  /**
+   * Finished messages (terminal and delivered) stay in the store, queryable, for this long after their last
+   * change, and never less than the deduplication window (retries and late ACKs look their attempts up).
+   */
+  readonly messageRetentionMs: number;
 }
 
 export const DEFAULT_ROUTER_OPTIONS: RouterOptions = {
@@ -66,7 +71,15 @@ export const DEFAULT_ROUTER_OPTIONS: RouterOptions = {
   lanes: DEFAULT_LANE_OPTIONS,
   dlqMaxEntries: 10_000,
   dlqRetentionMs: 7 * 24 * 3_600_000,
+  messageRetentionMs: 24 * 3_600_000,
 };
+
+/**
+ * Retention runs every RETENTION_INTERVAL_MS and looks at up to RETENTION_SCAN_PER_RUN stored messages: about
+ * 15 ms of work at most (deleting is ~7 µs per message), and up to 200 finished messages a second kept up with.
+ */
+const RETENTION_INTERVAL_MS = 10_000;
+const RETENTION_SCAN_PER_RUN = 2_000;
 
 /** Where an agent's inbox goes while it streams. The gRPC adapter implements it. */
 export interface InboxSink {
@@ -175,6 +188,7 @@ export class Router implements Disposable {
   private readonly coordinatorHandlers = new Map<string, CoordinatorHandler>();
   private heartbeatTimer: Disposable | undefined;
   private housekeepingTimer: Disposable | undefined;
+  private retentionTimer: Disposable | undefined;
   private disposed = false;
   /** Fires when an inbox's counts change (views refresh from `inboxStats`). */
   readonly onDidChange: Event<{ agentId: string }> = this.changed.event;
@@ -200,6 +214,7 @@ export class Router implements Disposable {
     }));
     this.scheduleHeartbeat();
     this.scheduleHousekeeping();
+    this.scheduleRetention();
   }
 
   // ---------------------------------------------------------------- admission
@@ -1025,6 +1040,29 @@ export class Router implements Disposable {
     });
   }
 
+  private scheduleRetention(): void {
+    if (this.disposed) return;
+    this.retentionTimer = this.clock.setTimer(RETENTION_INTERVAL_MS, () => {
+      this.safely(() => this.pruneMessages(this.clock.now()));
+      this.scheduleRetention();
+    });
+  }
+
+  /** Retention of finished messages (RouterOptions.messageRetentionMs). */
+  private pruneMessages(now: number): void {
+    const retentionMs = Math.max(this.options.messageRetentionMs, this.options.dedupWindowMs);
+    const finishedBefore = now - retentionMs;
+    this.store.transaction(() => {
+      const count = this.repo.pruneMessages(finishedBefore, RETENTION_SCAN_PER_RUN);
+      if (count > 0) {
+        this.log.record({
+          correlationId: this.ids.uuid(), actor: 'router', eventType: 'router.messages_pruned',
+          details: { messages: count, finished_before: isoUtc(finishedBefore), retention_hours: retentionMs / 3_600_000 },
+        });
+      }
+    });
+  }
+
   // ---------------------------------------------------------------- agents leaving
 
   private agentLeft(agentId: string, reason: string): void {
@@ -1163,6 +1201,7 @@ export class Router implements Disposable {
     for (const subscription of this.subscriptions) subscription.dispose();
     this.heartbeatTimer?.dispose();
     this.housekeepingTimer?.dispose();
+    this.retentionTimer?.dispose();
     for (const id of [...this.timers.keys()]) this.clearAllTimers(id);
     for (const inbox of this.inboxes.values()) {
       inbox.sink?.close('shutdown', 'the coordinator is stopping');

@@ -21,7 +21,9 @@ function envelopeFrom(json: unknown, payload: unknown): Envelope {
 /** Messages whose ids wait for the bulk index fill: at most this many, or for at most INDEX_FILL_INTERVAL_MS. */
 const INDEX_FILL_BATCH = 4096;
 const INDEX_FILL_INTERVAL_MS = 1000;
-const LIVE = `delivery != 'done' OR state NOT IN ('FULFILLED', 'REJECTED', 'FAILED', 'TIMED_OUT')`;
+/** Retention passes over messages still live when it reaches them; it looks at every message again this often. */
+const RETENTION_PASS_MS = 24 * 3_600_000;
+const LIVE = `(delivery != 'done' OR state NOT IN ('FULFILLED', 'REJECTED', 'FAILED', 'TIMED_OUT'))`;
 
 /**
  * The router's tables in the SQLite store (schema version 4).
@@ -39,6 +41,9 @@ export class SqliteRouterRepository implements RouterRepository {
   /** message_id → id of messages beyond `indexedThrough`. */
   private readonly unindexed = new Map<string, number>();
   private indexedThrough: number;
+  /** Retention has looked at every message up to this id; it starts again from 0 after a restart and once a day. */
+  private retentionCursor = 0;
+  private retentionPassFrom = -Infinity;
   private lastFillAt = performance.now();
 
   constructor(private readonly db: DatabaseSync) {
@@ -55,6 +60,13 @@ export class SqliteRouterRepository implements RouterRepository {
       liveMessages: p(`SELECT m.*, e.envelope, e.payload FROM router_messages m JOIN router_envelopes e ON e.id = m.id
         WHERE ${LIVE} ORDER BY m.accepted_at, m.id`),
       countByState: p('SELECT state, COUNT(*) AS n FROM router_messages GROUP BY state'),
+      // Retention: finished messages last changed before the cutoff, in a range of arrival order.
+      finishedIn: p(`SELECT id, message_id FROM router_messages WHERE id > ? AND id <= ? AND updated_at < ? AND NOT ${LIVE}`),
+      // Where retention stops: a message too young to go, or finished but changed too recently (it goes next time).
+      firstRecentIn: p(`SELECT MIN(id) AS id FROM router_messages WHERE id > ? AND id <= ? AND (accepted_at >= ? OR (updated_at >= ? AND NOT ${LIVE}))`),
+      deleteIds: p('DELETE FROM router_message_ids WHERE message_id IN (SELECT value FROM json_each(?))'),
+      deleteEnvelopes: p('DELETE FROM router_envelopes WHERE id IN (SELECT value FROM json_each(?))'),
+      deleteMessages: p('DELETE FROM router_messages WHERE id IN (SELECT value FROM json_each(?))'),
       indexedThrough: p(`SELECT value FROM router_meta WHERE key = 'message_ids_through'`),
       unindexed: p('SELECT message_id, id FROM router_messages WHERE id > ? ORDER BY id'),
       fillIndex: p('INSERT OR IGNORE INTO router_message_ids (message_id, id) SELECT message_id, id FROM router_messages WHERE id > ? AND id <= ?'),
@@ -119,6 +131,38 @@ export class SqliteRouterRepository implements RouterRepository {
     const counts: Record<string, number> = {};
     for (const row of this.s.countByState.all() as Row[]) counts[String(row.state)] = Number(row.n);
     return counts;
+  }
+
+  /**
+   * Deletes finished messages (terminal and delivered) last changed before `finishedBefore`, oldest first,
+   * with their envelopes and id-index entries. Looks at messages in arrival order from where the last call
+   * stopped, at most `scanLimit` of them, and stops at the first one accepted at or after the cutoff (all later
+   * ones are newer) or finished after it (it goes on a later call). A message still live when looked at is
+   * passed over; the scan starts again from the oldest message after a restart and once a day, so it goes
+   * once it is finished. The newest message is never deleted. Answers how many were deleted.
+   */
+  pruneMessages(finishedBefore: number, scanLimit: number): number {
+    if (finishedBefore - this.retentionPassFrom >= RETENTION_PASS_MS) {
+      this.retentionCursor = 0;
+      this.retentionPassFrom = finishedBefore;
+    }
+    // The newest message always stays: ids are arrival order and must never start again from a lower one
+    // (SQLite gives a new row MAX(id) + 1), or the id index fill and this scan would pass new messages by.
+    const end = Math.min(Number((this.s.maxId.get() as Row).id) - 1, this.retentionCursor + Math.max(1, scanLimit));
+    if (end <= this.retentionCursor) return 0;
+    const recent = (this.s.firstRecentIn.get(this.retentionCursor, end, finishedBefore, finishedBefore) as Row).id;
+    const through = recent === null ? end : Number(recent) - 1;
+    if (through <= this.retentionCursor) return 0;
+    const rows = this.s.finishedIn.all(this.retentionCursor, through, finishedBefore) as Row[];
+    if (rows.length > 0) {
+      for (const row of rows) this.unindexed.delete(String(row.message_id));
+      this.s.deleteIds.run(JSON.stringify(rows.map((row) => row.message_id)));
+      const ids = JSON.stringify(rows.map((row) => row.id));
+      this.s.deleteEnvelopes.run(ids);
+      this.s.deleteMessages.run(ids);
+    }
+    this.retentionCursor = through;
+    return rows.length;
   }
 
   /** Whether the bulk fill of the message-id index is due (called before a commit). */
