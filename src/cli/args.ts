@@ -1,5 +1,6 @@
 import { MIB } from '../core/limits';
 import { MESSAGE_TYPES } from '../core/router/envelope';
+import { DEFAULT_ROUTER_OPTIONS, MAX_MESSAGE_RETENTION_HOURS } from '../core/router/router';
 import type { AuthMode } from '../server/auth';
 
 /** A payload limit may not exceed what the transport admits (the largest default, 16 MB). */
@@ -50,16 +51,13 @@ Options:
 
 export class UsageError extends Error {}
 
-/** A year: the store keeps finished messages at most this long. */
-export const MAX_MESSAGE_RETENTION_HOURS = 365 * 24;
-
 /** One day: longer would hide a dead agent for good. */
 export const MAX_DEBOUNCE_SECONDS = 86_400;
 
 export function parseArgs(argv: readonly string[]): CliOptions {
   const options = {
     host: '127.0.0.1', port: 50051, dataDir: '.sw4rm', auth: 'token' as AuthMode, heartbeatDebounceSeconds: 30,
-    capacity: 10, dedupWindowSeconds: 3600, messageRetentionHours: 24, privilegedRatePerSecond: 50, payloadLimits: {} as Record<string, number>, verbose: false, help: false,
+    capacity: 10, dedupWindowSeconds: 3600, messageRetentionHours: DEFAULT_ROUTER_OPTIONS.messageRetentionMs / 3_600_000, privilegedRatePerSecond: 50, payloadLimits: {} as Record<string, number>, verbose: false, help: false,
     operator: false, hitlPolicyFile: undefined as string | undefined,
   };
   const positiveInteger = (flag: string, v: string, max: number): number => {

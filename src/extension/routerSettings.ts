@@ -1,7 +1,7 @@
 import { MIB, PAYLOAD_LIMITS } from '../core/limits';
 import { MESSAGE_TYPES } from '../core/router/envelope';
 import { DEFAULT_LANE_OPTIONS } from '../core/router/lanes';
-import { DEFAULT_ROUTER_OPTIONS, type RouterOptions } from '../core/router/router';
+import { DEFAULT_ROUTER_OPTIONS, MAX_MESSAGE_RETENTION_HOURS, type RouterOptions } from '../core/router/router';
 
 /** The largest payload limit a setting may ask for: what the gRPC transport admits (16 MiB). */
 export const MAX_PAYLOAD_LIMIT_BYTES = 16 * MIB;
@@ -9,13 +9,12 @@ export const MAX_PAYLOAD_LIMIT_BYTES = 16 * MIB;
 export const MAX_INBOX_CAPACITY = 1_000_000;
 export const MAX_DEDUP_WINDOW_SECONDS = 30 * 86_400;
 export const MAX_PRIVILEGED_RATE = 1_000_000;
-export const MAX_MESSAGE_RETENTION_HOURS = 365 * 24;
 
 /** The router settings as the user wrote them (any JSON value may arrive from settings.json). */
 export interface RouterSettingValues {
   readonly inboxCapacity: unknown;
   readonly deduplicationWindowSeconds: unknown;
-  readonly messageRetentionHours?: unknown;
+  readonly messageRetentionHours: unknown;
   readonly privilegedRatePerSecond: unknown;
   readonly payloadLimits: unknown;
 }

@@ -77,7 +77,7 @@ describe('contributions (package.json ⇄ src/extension/contributions.ts)', () =
 });
 
 describe('router settings (sw4rm.inboxCapacity, deduplicationWindowSeconds, messageRetentionHours, privilegedRatePerSecond, payloadLimits)', () => {
-  const defaults = { inboxCapacity: undefined, deduplicationWindowSeconds: undefined, privilegedRatePerSecond: undefined, payloadLimits: undefined };
+  const defaults = { inboxCapacity: undefined, deduplicationWindowSeconds: undefined, messageRetentionHours: undefined, privilegedRatePerSecond: undefined, payloadLimits: undefined };
 
   it('declares the defaults the router uses', () => {
     const props = manifest.contributes.configuration.properties;

@@ -74,6 +74,9 @@ export const DEFAULT_ROUTER_OPTIONS: RouterOptions = {
   messageRetentionMs: 24 * 3_600_000,
 };
 
+/** The longest message retention the settings and the CLI accept: a year. */
+export const MAX_MESSAGE_RETENTION_HOURS = 365 * 24;
+
 /**
  * Retention runs every RETENTION_INTERVAL_MS and looks at up to RETENTION_SCAN_PER_RUN stored messages: about
  * 15 ms of work at most (deleting is ~7 µs per message), and up to 200 finished messages a second kept up with.
