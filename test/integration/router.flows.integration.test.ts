@@ -89,6 +89,16 @@ describe('RouterService flows over gRPC (RFC Appendix C)', function () {
       assert.deepEqual(changes, [['SENT', 'RECEIVED'], ['RECEIVED', 'FULFILLED']]);
     });
 
+    it('never sees a sw4rm-to value padded with spaces: HTTP/2 drops the field, so the message has no recipient (NO_ROUTE)', async () => {
+      const sender = await agent('sender-pad');
+      await agent('target-pad');
+      const padded = sender.envelope({ payload: { n: 1 } });
+      const result = await sender.send(padded, ' target-pad');
+      assert.equal(result.accepted, false);
+      assert.match(result.reason, /^NO_ROUTE: no recipient/, 'the field did not arrive at all (the router would trim a value it saw)');
+      assert.deepEqual(await sender.send(sender.envelope({ payload: { n: 2 } }), 'target-pad'), { accepted: true, reason: '' });
+    });
+
     it('keeps a message for an agent that is not streaming and delivers it when it streams', async () => {
       const sender = await agent('sender-w');
       const sleeper = await agent('sleeper-w');

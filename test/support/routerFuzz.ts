@@ -657,8 +657,9 @@ function baseType(contentType: string): string {
  * Why the router must refuse this envelope, when README "What an envelope must carry" / "Addressing" leave no
  * doubt; checked on the envelope as the server decodes it. Undefined when acceptance would be legitimate.
  */
-export function mustRefuse(msg: Envelope | null, to: readonly string[], ctx: FuzzContext, sentIds: readonly string[]): string | undefined {
+export function mustRefuse(msg: Envelope | null, sentTo: readonly string[], ctx: FuzzContext, sentIds: readonly string[]): string | undefined {
   if (!msg) return 'the request carries no envelope';
+  const to = transmittedMetadataValues(sentTo);
   if (!UUID_V4.test(msg.message_id)) return 'message_id is not a UUIDv4';
   if (msg.producer_id !== ctx.producer && msg.producer_id !== ctx.consumer) return `the producer ${JSON.stringify(msg.producer_id.slice(0, 40))} is not registered`;
   if (msg.correlation_id.trim() === '') return 'no correlation_id';
@@ -693,6 +694,15 @@ export function mustRefuse(msg: Envelope | null, to: readonly string[], ctx: Fuz
     }
   }
   return undefined;
+}
+
+/**
+ * The metadata values the server receives of those a client adds. HTTP/2 forbids a field value that starts or
+ * ends with a space or tab (RFC 9113 §8.2.1); Node's HTTP/2 layer drops such a field before grpc-js sees it,
+ * so for the coordinator that `sw4rm-to` was never sent.
+ */
+export function transmittedMetadataValues(values: readonly string[]): string[] {
+  return values.filter((value) => !/^[ \t]|[ \t]$/.test(value));
 }
 
 /** Metadata for a case: the bearer token variant and the `sw4rm-to` values. */
