@@ -118,4 +118,29 @@ describe('event retention', () => {
       fs.rmSync(dir, { recursive: true, force: true });
     }
   });
+
+  it('works off a backlog beyond maxEvents 5,000 events per run, the rest on catch-up runs 100 ms apart', () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'sw4rm-retention-'));
+    const clock = new ManualClock();
+    const coordinator = new Coordinator({ store: SqliteStore.open(dir), clock, maxEvents: 10, router: { heartbeatIntervalMs: 0 } });
+    try {
+      coordinator.store.transaction(() => {
+        for (let i = 0; i < 12_000; i++) coordinator.store.events.append({ ts: '2026-01-01T00:00:00.000Z', correlationId: `b${i}`, actor: 'test', eventType: 'test.backlog', level: 'INFO', source: 'coordinator', details: {} });
+      });
+      const runs = () => coordinator.log.query({ eventType: 'events.pruned', limit: 100 }).map((e) => e.details.pruned);
+      clock.advance(60_000);
+      assert.deepEqual(runs(), [5_000], 'one bounded run');
+      clock.advance(100);
+      assert.deepEqual(runs(), [5_000, 5_000], 'a catch-up run 100 ms later');
+      clock.advance(100);
+      const last = runs();
+      assert.equal(last.length, 3);
+      assert.equal(coordinator.store.events.count(), 10 + 1, 'down to maxEvents, plus the record of the last run');
+      clock.advance(60_000 - 200 - 1);
+      assert.equal(runs().length, 3, 'caught up: nothing until the next minute');
+    } finally {
+      coordinator.dispose();
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
 });

@@ -175,6 +175,29 @@ describe('Router deduplication (RFC §11.2, §11.3, §21)', () => {
     assert.equal(h.store.router.getDedup(P, 't:T')?.originalMessageId, fresh.messageId);
   });
 
+  it('removes a large backlog of expired outcomes in bounded runs, each logged, and keeps those within the window', () => {
+    const BATCH = 4_000;
+    const inWindow = h.sendData(P, C, { idempotencyToken: 'young' });
+    h.store.transaction(() => {
+      for (let i = 0; i < BATCH + 150; i++) {
+        h.store.router.putDedup({
+          producerId: 'other', key: `s:${i}`, originalMessageId: `m${i}`, latestMessageId: `m${i}`, attempts: [`m${i}`], status: 'done',
+          outcomeState: 'FULFILLED', errorCode: '', result: null, cachedAt: h.clock.now() - WINDOW_MS - 1_000, expiresAt: h.clock.now() - 1_000,
+        });
+      }
+    });
+    const left = () => [0, BATCH - 1, BATCH, BATCH + 149].filter((i) => h.store.router.getDedup('other', `s:${i}`)).length;
+    const expiredEvents = () => h.events('dedup.outcomes_expired').map((e) => e.details.entries);
+    h.clock.advance(HOUSEKEEPING_MS);
+    assert.deepEqual(expiredEvents(), [BATCH], 'one run deletes one batch and logs it');
+    h.clock.advance(100);
+    assert.deepEqual(expiredEvents(), [BATCH, 150], 'the rest goes on the catch-up run, 100 ms later');
+    assert.equal(left(), 0, 'all expired outcomes are gone');
+    assert.equal(h.store.router.getDedup(P, 't:young')?.originalMessageId, inWindow.messageId, 'an outcome within its window is kept');
+    h.clock.advance(HOUSEKEEPING_MS - 100);
+    assert.deepEqual(expiredEvents(), [BATCH, 150], 'caught up: nothing more until the next interval');
+  });
+
   it('treats an expired outcome as gone even before housekeeping removes it, also across a restart', () => {
     const m1 = h.sendData(P, C, { idempotencyToken: 'T' });
     h.acked(C, m1.messageId, 'FULFILLED');

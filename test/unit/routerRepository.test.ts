@@ -90,9 +90,24 @@ describe('SqliteRouterRepository (schema version 4)', () => {
     store.router.putDedup({ ...entry, latestMessageId: 'm2', attempts: ['m1', 'm2'] });
     assert.deepEqual(store.router.getDedup('p', 't:x'), { ...entry, latestMessageId: 'm2', attempts: ['m1', 'm2'] });
     assert.deepEqual(store.router.getDedup('q', 't:x')?.result, { ok: true });
-    assert.equal(store.router.pruneDedup(11), 1, 'only the finished entry is pruned; in_progress never expires');
+    assert.deepEqual(store.router.pruneDedup(11, 10), { deleted: 1, more: false }, 'only the finished entry is pruned; in_progress never expires');
     assert.equal(store.router.getDedup('q', 't:x'), undefined);
     assert.ok(store.router.getDedup('p', 't:x'));
+  });
+
+  it('prunes expired outcomes in bounded batches, the longest expired first, and says when more are due', () => {
+    const done = (key: string, expiresAt: number): DedupEntry => ({
+      producerId: 'p', key, originalMessageId: key, latestMessageId: key, attempts: [key], status: 'done',
+      outcomeState: 'FULFILLED', errorCode: '', result: null, cachedAt: 0, expiresAt,
+    });
+    store.transaction(() => {
+      for (const [key, expiresAt] of [['s:3', 30], ['s:1', 10], ['s:4', 1_000], ['s:2', 20]] as const) store.router.putDedup(done(key, expiresAt));
+    });
+    assert.deepEqual(store.router.pruneDedup(100, 2), { deleted: 2, more: true }, 'a full batch: more may be due');
+    assert.deepEqual(['s:1', 's:2', 's:3', 's:4'].filter((k) => store.router.getDedup('p', k)), ['s:3', 's:4'], 'the two longest expired went first');
+    assert.deepEqual(store.router.pruneDedup(100, 2), { deleted: 1, more: false });
+    assert.deepEqual(store.router.pruneDedup(100, 2), { deleted: 0, more: false });
+    assert.ok(store.router.getDedup('p', 's:4'), 'not yet expired: kept');
   });
 
   it('overwrites every field of an outcome entry on upsert, the original attempt included', () => {
@@ -213,39 +228,39 @@ describe('SqliteRouterRepository (schema version 4)', () => {
     store.transaction(() => { for (const r of all) store.router.insertMessage(r); });
     const present = () => all.filter((r) => store.router.getMessage(r.envelope.messageId) !== undefined);
 
-    assert.equal(store.router.pruneMessages(5_000, 1), 1, 'the scan limit: only the oldest message is looked at');
+    assert.deepEqual(store.router.pruneMessages(5_000, 1), { deleted: 1, more: true }, 'the scan limit: only the oldest message is looked at, more to look at');
     assert.deepEqual(present(), [live, old2, changedLately, young, newest]);
-    assert.equal(store.router.pruneMessages(5_000, 100), 1, 'old2; the scan stops at a message finished after the cutoff');
+    assert.deepEqual(store.router.pruneMessages(5_000, 100), { deleted: 1, more: false }, 'old2; the scan stops at a message finished after the cutoff');
     assert.deepEqual(present(), [live, changedLately, young, newest]);
-    assert.equal(store.router.pruneMessages(5_000, 100), 0, 'nothing more before the cutoff');
+    assert.deepEqual(store.router.pruneMessages(5_000, 100), { deleted: 0, more: false }, 'nothing more before the cutoff');
     assert.deepEqual(store.router.countByState(), { SENT: 1, FULFILLED: 3 });
-    assert.equal(store.router.pruneMessages(10_000, 100), 2, 'a later cutoff takes the rest that is finished');
+    assert.deepEqual(store.router.pruneMessages(10_000, 100), { deleted: 2, more: false }, 'a later cutoff takes the rest that is finished');
     assert.deepEqual(present(), [live, newest], 'a live message is never deleted, nor the newest one');
 
     // Ids keep growing, so a message after a prune is found by the scan.
     const later = record({ ...finished, acceptedAt: 1_000, updatedAt: 1_000 });
     all.push(later);
     store.router.insertMessage(later);
-    assert.equal(store.router.pruneMessages(10_000, 100), 1, 'newest goes now that a newer message exists');
+    assert.equal(store.router.pruneMessages(10_000, 100).deleted, 1, 'newest goes now that a newer message exists');
     live.state = 'FULFILLED';
     live.delivery = 'done';
     store.router.updateMessage(live);
-    assert.equal(store.router.pruneMessages(10_000, 100), 0, 'the scan passed live by while it was live');
-    assert.equal(store.router.pruneMessages(10_000 + 24 * 3_600_000, 100), 1, 'a day later the scan starts from the oldest again');
+    assert.equal(store.router.pruneMessages(10_000, 100).deleted, 0, 'the scan passed live by while it was live');
+    assert.equal(store.router.pruneMessages(10_000 + 24 * 3_600_000, 100).deleted, 1, 'a day later the scan starts from the oldest again');
     assert.deepEqual(present(), [later]);
 
     const stuck = record({ state: 'SENT', delivery: 'queued', acceptedAt: 1_000, updatedAt: 1_000 });
     const last = record({ ...finished, acceptedAt: 1_000, updatedAt: 1_000 });
     all.push(stuck, last);
     store.transaction(() => { store.router.insertMessage(stuck); store.router.insertMessage(last); });
-    assert.equal(store.router.pruneMessages(10_000 + 24 * 3_600_000, 100), 1, 'later; stuck is passed by');
+    assert.equal(store.router.pruneMessages(10_000 + 24 * 3_600_000, 100).deleted, 1, 'later; stuck is passed by');
     stuck.state = 'FAILED';
     stuck.delivery = 'done';
     store.router.updateMessage(stuck);
-    assert.equal(store.router.pruneMessages(10_000 + 24 * 3_600_000, 100), 0);
+    assert.equal(store.router.pruneMessages(10_000 + 24 * 3_600_000, 100).deleted, 0);
     store.close();
     store = SqliteStore.open(dataDir);
-    assert.equal(store.router.pruneMessages(10_000 + 24 * 3_600_000, 100), 1, 'after a restart, retention looks from the oldest again');
+    assert.equal(store.router.pruneMessages(10_000 + 24 * 3_600_000, 100).deleted, 1, 'after a restart, retention looks from the oldest again');
     assert.deepEqual(present(), [last]);
     store.close();
     const db = new DatabaseSync(path.join(dataDir, STORE_FILE_NAME), { readOnly: true });
@@ -295,6 +310,29 @@ describe('Router message retention', () => {
       assert.equal(pruned.reduce((sum, e) => sum + Number(e.details.messages), 0), 2, 'each deletion is logged');
       assert.ok(pruned.every((e) => e.details.retention_hours === 1));
       assert.equal(reasonCode(h.ack('c', done.messageId, 'FULFILLED')), 'NO_ROUTE', 'a late ACK of a deleted message has no route');
+    } finally {
+      h.dispose();
+    }
+  });
+});
+
+describe('Router message retention under a backlog', () => {
+  it('deletes a backlog in bounded runs: 1,000 messages per run, the rest on catch-up runs 100 ms apart', () => {
+    const h = new RouterHarness({ messageRetentionMs: 3_600_000, dedupWindowMs: 3_600_000 });
+    try {
+      const finishedAt = h.clock.now() - 2 * 3_600_000;
+      const old = Array.from({ length: 2_500 }, () => record({ state: 'FULFILLED', delivery: 'done', acceptedAt: finishedAt, updatedAt: finishedAt }));
+      h.store.transaction(() => { for (const r of old) h.store.router.insertMessage(r); });
+      const pruned = () => h.events('router.messages_pruned').map((e) => e.details.messages);
+      h.clock.advance(10_000);
+      assert.deepEqual(pruned(), [1_000], 'one bounded run');
+      h.clock.advance(100);
+      assert.deepEqual(pruned(), [1_000, 1_000], 'a catch-up run 100 ms later');
+      h.clock.advance(100);
+      assert.deepEqual(pruned(), [1_000, 1_000, 499], 'the rest, all but the newest message');
+      h.clock.advance(9_000);
+      assert.deepEqual(pruned(), [1_000, 1_000, 499], 'caught up: the next run is a full interval later');
+      assert.equal(old.filter((r) => h.store.router.getMessage(r.envelope.messageId)).length, 1);
     } finally {
       h.dispose();
     }

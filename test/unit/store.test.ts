@@ -111,6 +111,18 @@ describe('SqliteStore', () => {
       assert.equal(store.schemaVersion, LATEST_SCHEMA_VERSION);
     });
 
+    it('prunes the oldest events in bounded batches towards the newest `keep`, and says when more are due', () => {
+      store = SqliteStore.open(dataDir);
+      const events = store.events;
+      assert.deepEqual(events.prune(5, 10), { deleted: 0, more: false }, 'an empty log');
+      for (let i = 0; i < 30; i++) events.append(event('e', `c${i}`, 'a'));
+      assert.deepEqual(events.prune(5, 10), { deleted: 10, more: true }, 'a batch of the oldest');
+      assert.deepEqual(events.prune(5, 10), { deleted: 10, more: true });
+      assert.deepEqual(events.prune(5, 10), { deleted: 5, more: false }, 'down to the newest five');
+      assert.deepEqual(events.prune(5, 10), { deleted: 0, more: false });
+      assert.deepEqual(events.query({ limit: 100 }).map((e) => e.correlationId), ['c25', 'c26', 'c27', 'c28', 'c29']);
+    });
+
     it('migrates an existing store forward and keeps its rows', () => {
       store = SqliteStore.open(dataDir);
       store.agents.upsert(agentRecord('alpha'));

@@ -1,6 +1,7 @@
 import type { Envelope } from './envelope';
 import type { Lane } from './lanes';
 import type { MessageState } from './lifecycle';
+import type { PruneResult } from '../retention';
 
 /** Where a message is on its way to the recipient's stream. */
 export type DeliveryStatus = 'queued' | 'inflight' | 'done';
@@ -97,14 +98,15 @@ export interface RouterRepository {
   countByState(): Record<string, number>;
   /**
    * Deletes finished messages (terminal and delivered) last changed before `finishedBefore`, looking at up to
-   * `scanLimit` messages in arrival order from where the previous call stopped; answers how many went.
+   * `scanLimit` messages in arrival order from where the previous call stopped; `more` when the scan stopped at
+   * its limit rather than at a message too recent to go.
    */
-  pruneMessages(finishedBefore: number, scanLimit: number): number;
+  pruneMessages(finishedBefore: number, scanLimit: number): PruneResult;
 
   getDedup(producerId: string, key: string): DedupEntry | undefined;
   putDedup(entry: DedupEntry): void;
-  /** Removes outcome entries whose window has passed; answers how many. */
-  pruneDedup(now: number): number;
+  /** Removes up to `limit` outcome entries whose window has passed, the longest expired first. */
+  pruneDedup(now: number, limit: number): PruneResult;
 
   lastSeq(agentId: string): number;
   recordDelivery(agentId: string, seq: number, messageId: string, at: number): void;

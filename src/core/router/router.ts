@@ -4,6 +4,7 @@ import type { IdSource } from '../ids';
 import { PAYLOAD_LIMITS } from '../limits';
 import type { EventLog } from '../log/eventLog';
 import type { CallContext, Registry } from '../registry/registry';
+import { schedulePruning } from '../retention';
 import type { Store } from '../store/store';
 import {
   checkEnvelope, jsonObject, modalityAccepts, payloadExcerpt, type Envelope, type ErrorCode, type Refusal,
@@ -78,11 +79,18 @@ export const DEFAULT_ROUTER_OPTIONS: RouterOptions = {
 export const MAX_MESSAGE_RETENTION_HOURS = 365 * 24;
 
 /**
- * Retention runs every RETENTION_INTERVAL_MS and looks at up to RETENTION_SCAN_PER_RUN stored messages: about
- * 15 ms of work at most (deleting is ~7 µs per message), and up to 200 finished messages a second kept up with.
+ * Retention of finished messages runs every RETENTION_INTERVAL_MS and looks at up to RETENTION_SCAN_PER_RUN
+ * stored messages: about 7 ms of work (deleting is ~7 µs per message). With a backlog it runs again
+ * after CATCH_UP_MS (retention.ts), which keeps up with ~10,000 finished messages a second.
  */
 const RETENTION_INTERVAL_MS = 10_000;
-const RETENTION_SCAN_PER_RUN = 2_000;
+const RETENTION_SCAN_PER_RUN = 1_000;
+/**
+ * Housekeeping (expired outcomes, dead-letter retention) runs every HOUSEKEEPING_INTERVAL_MS; one run deletes at
+ * most DEDUP_PRUNE_BATCH expired outcomes (~2 µs each, ~8 ms a run), and a backlog is worked off every CATCH_UP_MS.
+ */
+const HOUSEKEEPING_INTERVAL_MS = 60_000;
+const DEDUP_PRUNE_BATCH = 4_000;
 
 /** Where an agent's inbox goes while it streams. The gRPC adapter implements it. */
 export interface InboxSink {
@@ -1031,38 +1039,51 @@ export class Router implements Disposable {
   }
 
   private scheduleHousekeeping(): void {
-    if (this.disposed) return;
-    this.housekeepingTimer = this.clock.setTimer(60_000, () => {
-      this.safely(() => {
-        const now = this.clock.now();
-        this.repo.pruneDedup(now);
-        this.dedup.prune(now);
-        if (this.repo.pruneDeadLetters(this.options.dlqMaxEntries, now - this.options.dlqRetentionMs) > 0) this.deadLettersChanged.fire({ kind: 'pruned' });
-      });
-      this.scheduleHousekeeping();
+    this.housekeepingTimer = schedulePruning(this.clock, HOUSEKEEPING_INTERVAL_MS, () => {
+      let more = false;
+      this.safely(() => { more = this.housekeeping(this.clock.now()); });
+      return more;
     });
+  }
+
+  /** Forgets expired outcomes (one bounded batch) and applies the dead-letter retention; answers whether more expired outcomes wait. */
+  private housekeeping(now: number): boolean {
+    const expired = this.store.transaction(() => {
+      const result = this.repo.pruneDedup(now, DEDUP_PRUNE_BATCH);
+      if (result.deleted > 0) {
+        this.log.record({
+          correlationId: this.ids.uuid(), actor: 'router', eventType: 'dedup.outcomes_expired',
+          details: { entries: result.deleted, expired_before: isoUtc(now), window_seconds: this.options.dedupWindowMs / 1000 },
+        });
+      }
+      return result;
+    });
+    this.dedup.prune(now);
+    if (this.repo.pruneDeadLetters(this.options.dlqMaxEntries, now - this.options.dlqRetentionMs) > 0) this.deadLettersChanged.fire({ kind: 'pruned' });
+    return expired.more;
   }
 
   private scheduleRetention(): void {
-    if (this.disposed) return;
-    this.retentionTimer = this.clock.setTimer(RETENTION_INTERVAL_MS, () => {
-      this.safely(() => this.pruneMessages(this.clock.now()));
-      this.scheduleRetention();
+    this.retentionTimer = schedulePruning(this.clock, RETENTION_INTERVAL_MS, () => {
+      let more = false;
+      this.safely(() => { more = this.pruneMessages(this.clock.now()); });
+      return more;
     });
   }
 
-  /** Retention of finished messages (RouterOptions.messageRetentionMs). */
-  private pruneMessages(now: number): void {
+  /** Retention of finished messages (RouterOptions.messageRetentionMs), one bounded run; answers whether more wait. */
+  private pruneMessages(now: number): boolean {
     const retentionMs = Math.max(this.options.messageRetentionMs, this.options.dedupWindowMs);
     const finishedBefore = now - retentionMs;
-    this.store.transaction(() => {
-      const count = this.repo.pruneMessages(finishedBefore, RETENTION_SCAN_PER_RUN);
-      if (count > 0) {
+    return this.store.transaction(() => {
+      const result = this.repo.pruneMessages(finishedBefore, RETENTION_SCAN_PER_RUN);
+      if (result.deleted > 0) {
         this.log.record({
           correlationId: this.ids.uuid(), actor: 'router', eventType: 'router.messages_pruned',
-          details: { messages: count, finished_before: isoUtc(finishedBefore), retention_hours: retentionMs / 3_600_000 },
+          details: { messages: result.deleted, finished_before: isoUtc(finishedBefore), retention_hours: retentionMs / 3_600_000 },
         });
       }
+      return result.more;
     });
   }
 

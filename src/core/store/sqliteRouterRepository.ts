@@ -2,6 +2,7 @@ import type { DatabaseSync, StatementSync } from 'node:sqlite';
 import type { Envelope } from '../router/envelope';
 import type { Lane } from '../router/lanes';
 import type { MessageState } from '../router/lifecycle';
+import type { PruneResult } from '../retention';
 import type {
   DeadLetter, DeadLetterFilter, DedupEntry, DeliveryStatus, HistoryEntry, MessageRecord, RouterRepository,
 } from '../router/model';
@@ -78,7 +79,9 @@ export class SqliteRouterRepository implements RouterRepository {
         ON CONFLICT(producer_id, key) DO UPDATE SET original_message_id = excluded.original_message_id, latest_message_id = excluded.latest_message_id, attempts = excluded.attempts,
         status = excluded.status, outcome_state = excluded.outcome_state, error_code = excluded.error_code, result = excluded.result,
         cached_at = excluded.cached_at, expires_at = excluded.expires_at`),
-      pruneDedup: p(`DELETE FROM dedup WHERE expires_at < ? AND status != 'in_progress'`),
+      // Through the expiry index, the longest expired first; an operation under way never expires.
+      pruneDedup: p(`DELETE FROM dedup WHERE rowid IN (SELECT rowid FROM dedup WHERE expires_at < ? AND status != 'in_progress'
+        ORDER BY expires_at LIMIT ?)`),
       // The last seq is the newest delivery kept: pruning always keeps the newest ones.
       lastSeq: p('SELECT MAX(seq) AS last_seq FROM deliveries WHERE agent_id = ?'),
       recordDelivery: p('INSERT OR REPLACE INTO deliveries (agent_id, seq, message_id, delivered_at) VALUES (?, ?, ?, ?)'),
@@ -139,20 +142,22 @@ export class SqliteRouterRepository implements RouterRepository {
    * stopped, at most `scanLimit` of them, and stops at the first one accepted at or after the cutoff (all later
    * ones are newer) or finished after it (it goes on a later call). A message still live when looked at is
    * passed over; the scan starts again from the oldest message after a restart and once a day, so it goes
-   * once it is finished. The newest message is never deleted. Answers how many were deleted.
+   * once it is finished. The newest message is never deleted. Answers how many were deleted, and whether the
+   * scan stopped at its limit with more to look at.
    */
-  pruneMessages(finishedBefore: number, scanLimit: number): number {
+  pruneMessages(finishedBefore: number, scanLimit: number): PruneResult {
     if (finishedBefore - this.retentionPassFrom >= RETENTION_PASS_MS) {
       this.retentionCursor = 0;
       this.retentionPassFrom = finishedBefore;
     }
     // The newest message always stays: ids are arrival order and must never start again from a lower one
     // (SQLite gives a new row MAX(id) + 1), or the id index fill and this scan would pass new messages by.
-    const end = Math.min(Number((this.s.maxId.get() as Row).id) - 1, this.retentionCursor + Math.max(1, scanLimit));
-    if (end <= this.retentionCursor) return 0;
+    const newestKept = Number((this.s.maxId.get() as Row).id) - 1;
+    const end = Math.min(newestKept, this.retentionCursor + Math.max(1, scanLimit));
+    if (end <= this.retentionCursor) return { deleted: 0, more: false };
     const recent = (this.s.firstRecentIn.get(this.retentionCursor, end, finishedBefore, finishedBefore) as Row).id;
     const through = recent === null ? end : Number(recent) - 1;
-    if (through <= this.retentionCursor) return 0;
+    if (through <= this.retentionCursor) return { deleted: 0, more: false };
     const rows = this.s.finishedIn.all(this.retentionCursor, through, finishedBefore) as Row[];
     if (rows.length > 0) {
       for (const row of rows) this.unindexed.delete(String(row.message_id));
@@ -162,7 +167,8 @@ export class SqliteRouterRepository implements RouterRepository {
       this.s.deleteMessages.run(ids);
     }
     this.retentionCursor = through;
-    return rows.length;
+    // More to look at when the scan stopped at its limit, not at a message too recent or at the newest.
+    return { deleted: rows.length, more: recent === null && end < newestKept };
   }
 
   /** Whether the bulk fill of the message-id index is due (called before a commit). */
@@ -227,8 +233,10 @@ export class SqliteRouterRepository implements RouterRepository {
       d.errorCode, d.result === null ? null : JSON.stringify(d.result), d.cachedAt, d.expiresAt);
   }
 
-  pruneDedup(now: number): number {
-    return Number(this.s.pruneDedup.run(now).changes);
+  pruneDedup(now: number, limit: number): PruneResult {
+    const batch = Math.max(1, Math.floor(limit));
+    const deleted = Number(this.s.pruneDedup.run(now, batch).changes);
+    return { deleted, more: deleted === batch };
   }
 
   lastSeq(agentId: string): number {

@@ -3,6 +3,7 @@ import * as path from 'node:path';
 import { DatabaseSync, type StatementSync } from 'node:sqlite';
 import type { AgentDescriptor, AgentPresence } from '../registry/descriptor';
 import type { HitlRepository } from '../hitl/model';
+import type { PruneResult } from '../retention';
 import { LATEST_SCHEMA_VERSION, MIGRATIONS, type Migration } from './migrations';
 import { SqliteHitlRepository } from './sqliteHitlRepository';
 import { SqliteRouterRepository } from './sqliteRouterRepository';
@@ -353,17 +354,26 @@ interface EventRow {
 class SqliteEvents implements EventRepository {
   private readonly appendStmt: StatementSync;
   private readonly countStmt: StatementSync;
+  private readonly boundsStmt: StatementSync;
   private readonly pruneStmt: StatementSync;
 
   constructor(private readonly db: DatabaseSync) {
     this.appendStmt = db.prepare(
       'INSERT INTO events (ts, correlation_id, actor, event_type, level, source, details) VALUES (?, ?, ?, ?, ?, ?, ?)');
     this.countStmt = db.prepare('SELECT COUNT(*) AS n FROM events');
-    this.pruneStmt = db.prepare('DELETE FROM events WHERE id <= (SELECT MAX(id) FROM events) - ?');
+    // Two subqueries: SQLite answers MIN or MAX from the end of the tree only when each stands alone.
+    this.boundsStmt = db.prepare('SELECT (SELECT MIN(id) FROM events) AS first, (SELECT MAX(id) FROM events) AS last');
+    this.pruneStmt = db.prepare('DELETE FROM events WHERE id <= ?');
   }
 
-  prune(keep: number): number {
-    return Number(this.pruneStmt.run(Math.max(0, Math.floor(keep))).changes);
+  prune(keep: number, limit: number): PruneResult {
+    const { first, last } = this.boundsStmt.get() as { first: number | null; last: number | null };
+    if (first === null || last === null) return { deleted: 0, more: false };
+    // Ids are arrival order; the oldest `limit` ids at most, and never beyond the newest `keep`.
+    const keepBound = last - Math.max(0, Math.floor(keep));
+    const limitBound = first + Math.max(1, Math.floor(limit)) - 1;
+    const deleted = Number(this.pruneStmt.run(Math.min(keepBound, limitBound)).changes);
+    return { deleted, more: limitBound < keepBound };
   }
 
   append(event: StructuredEvent): number {

@@ -1,6 +1,7 @@
 import type { AgentDescriptor, AgentPresence } from '../registry/descriptor';
 import type { HitlRepository } from '../hitl/model';
 import type { RouterRepository } from '../router/model';
+import type { PruneResult } from '../retention';
 
 /** One registered agent as persisted. */
 export interface AgentRecord {
@@ -54,8 +55,8 @@ export interface EventRepository {
   append(event: StructuredEvent): number;
   query(query?: EventQuery): StoredEvent[];
   count(): number;
-  /** Deletes the oldest events so that at most `keep` remain; answers how many went. */
-  prune(keep: number): number;
+  /** Deletes up to `limit` of the oldest events, towards at most `keep` remaining. */
+  prune(keep: number, limit: number): PruneResult;
 }
 
 /** The coordinator's durable state. One implementation today (SQLite); the interface keeps core free of it. */
