@@ -96,6 +96,15 @@ async function main(): Promise<number> {
     };
     process.on('SIGINT', () => stop('SIGINT'));
     process.on('SIGTERM', () => stop('SIGTERM'));
+    // A failed commit ends this process with status 1: a supervisor (or the user) starts a new one, which
+    // recovers from the store exactly as after a crash.
+    host.onDidFail((err) => {
+      if (stopping) return;
+      stopping = true;
+      process.stderr.write(`sw4rm-coordinator: ${err.message}\n`);
+      // No grace: every call would fail now, and timers must not find the store refusing them for long.
+      host.stop(0).then(() => resolve(1), () => resolve(1));
+    });
   });
 }
 

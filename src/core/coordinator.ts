@@ -68,11 +68,17 @@ export class Coordinator {
    */
   private scheduleEventRetention(maxEvents: number): Disposable {
     return schedulePruning(this.clock, EVENT_RETENTION_INTERVAL_MS, () => {
-      const pruned = this.store.transaction(() => this.store.events.prune(maxEvents, EVENT_PRUNE_BATCH));
-      if (pruned.deleted > 0) {
-        this.log.record({ correlationId: this.ids.uuid(), actor: 'coordinator', eventType: 'events.pruned', details: { pruned: pruned.deleted, kept: maxEvents } });
+      try {
+        const pruned = this.store.transaction(() => this.store.events.prune(maxEvents, EVENT_PRUNE_BATCH));
+        if (pruned.deleted > 0) {
+          this.log.record({ correlationId: this.ids.uuid(), actor: 'coordinator', eventType: 'events.pruned', details: { pruned: pruned.deleted, kept: maxEvents } });
+        }
+        return pruned.more;
+      } catch (err) {
+        // A timer must not throw into the event loop (it would end the CLI); the next run tries again.
+        console.error('[sw4rm] pruning the event log failed:', err);
+        return false;
       }
-      return pruned.more;
     });
   }
 

@@ -110,6 +110,7 @@ export class CoordinatorController implements vscode.Disposable {
     this.output.appendLine(`SW4RM coordinator serving on ${settings.host}:${host.port} (auth ${settings.auth}; store ${host.coordinator.store.location})`);
     for (const warning of settings.router.warnings) this.output.appendLine(`SW4RM settings: ${warning}`);
     this.hostSubscriptions.push(
+      host.onDidFail((err) => void this.reportStoreFailure(host, err)),
       host.coordinator.registry.onDidChange(() => this.updateStatus()),
       this.deadLettersView.onDidChangeCount(() => this.updateStatus()),
       this.approvals.onDidChangeCount(() => this.updateStatus()),
@@ -147,6 +148,18 @@ export class CoordinatorController implements vscode.Disposable {
       agents: registry.list().length, online: registry.onlineCount(), deadLetters: this.deadLettersView.count,
       approvals: this.approvals.pendingCount,
     });
+  }
+
+  /** The store could not commit: stop serving at once, and offer the restart that recovers from the store. */
+  private async reportStoreFailure(host: CoordinatorHost, err: Error): Promise<void> {
+    this.output.appendLine(`SW4RM coordinator stopped: ${err.message}`);
+    await this.serialize(async () => {
+      if (this.host === host) await this.doStop();
+    });
+    this.statusBar.show({ kind: 'stopped', reason: 'the store could not commit' });
+    const choice = await vscode.window.showErrorMessage(`SW4RM: ${err.message}`, 'Restart Coordinator', 'Show Log');
+    if (choice === 'Restart Coordinator') await vscode.commands.executeCommand(Commands.restart);
+    else if (choice === 'Show Log') this.output.show();
   }
 
   private async reportNotRunning(): Promise<void> {

@@ -3,11 +3,13 @@ import type { Store } from '../core/store/store';
 
 /**
  * Answers a unary call once everything the handler wrote is committed (group commit): an agent is never told
- * "accepted" about something a crash could still take back. A failed commit answers INTERNAL.
+ * "accepted" about something a crash could still take back. A failed commit answers INTERNAL (and stops the
+ * coordinator: see Store.onDidFail).
  */
 export function answerWhenDurable<T>(store: Store, callback: grpc.sendUnaryData<T>, response: T): void {
   store.whenDurable().then(
     () => callback(null, response),
-    (err: Error) => callback({ code: grpc.status.INTERNAL, details: `INTERNAL_ERROR: the store could not commit: ${err.message}` }),
+    // The store's StoreFailedError says what happened and that nothing of it was accepted.
+    (err: Error) => callback({ code: grpc.status.INTERNAL, details: `INTERNAL_ERROR: ${err.message}` }),
   );
 }

@@ -5,7 +5,8 @@ import type { HitlPolicy } from '../core/hitl/policy';
 import type { IdSource } from '../core/ids';
 import type { RouterOptions } from '../core/router/router';
 import { SqliteStore } from '../core/store/sqliteStore';
-import type { StoredEvent } from '../core/store/store';
+import type { Event } from '../core/events';
+import type { StoredEvent, StoreFailedError } from '../core/store/store';
 import { agentEnvironment } from './agentEnvironment';
 import type { AuthMode } from './auth';
 import { CoordinatorServer } from './server';
@@ -68,6 +69,14 @@ export class CoordinatorHost {
       else store.close();
       throw err;
     }
+  }
+
+  /**
+   * Fires when the store could not commit. The host keeps serving nothing it cannot store (every write is
+   * refused from then on); its owner stops it and starts a new one, which recovers from the store.
+   */
+  get onDidFail(): Event<StoreFailedError> {
+    return this.coordinator.store.onDidFail;
   }
 
   /** The environment an agent needs to reach this coordinator, with the port actually bound. */

@@ -2,7 +2,8 @@ import { strict as assert } from 'node:assert';
 import * as fs from 'node:fs';
 import * as net from 'node:net';
 import * as path from 'node:path';
-import { STORE_FILE_NAME } from '../../src/core/store/sqliteStore';
+import { DatabaseSync } from 'node:sqlite';
+import { STORE_FILE_NAME, SqliteStore } from '../../src/core/store/sqliteStore';
 import { SERVICE_ADDRESS_VARIABLES } from '../../src/server/agentEnvironment';
 import { CliProcess } from '../support/cli';
 import { CoordinatorClients } from '../support/clients';
@@ -105,6 +106,45 @@ describe('headless coordinator (dist/cli.js)', () => {
     // before src/cli/main.ts subscribes to onDidRecord, so they never reach stderr.
     assert.match(second.stderr, /coordinator\.started/, 'coordinator.started is echoed');
     assert.match(second.stderr, /agent\.presence_changed \[restore:alpha\] .*"to":"disconnected"/, 'the restore transition is echoed');
+  });
+
+  it('exits 1 with the reason when the store cannot commit, having told no agent "accepted" for what was lost; a new run recovers', async () => {
+    // A real commit failure: registering 'poison' inserts a row that breaks a deferred foreign key, so SQLite
+    // refuses the COMMIT of that batch (as it would refuse one on a full disk).
+    SqliteStore.open(dataDir).close();
+    const db = new DatabaseSync(path.join(dataDir, STORE_FILE_NAME));
+    db.exec(`CREATE TABLE poison_parent (id INTEGER PRIMARY KEY);
+      CREATE TABLE poison_child (parent INTEGER REFERENCES poison_parent(id) DEFERRABLE INITIALLY DEFERRED);
+      CREATE TRIGGER poison AFTER INSERT ON agents WHEN NEW.agent_id = 'poison' BEGIN INSERT INTO poison_child (parent) VALUES (42); END;`);
+    db.close();
+
+    const cli = run('--port', '0', '--data-dir', dataDir);
+    const env = await cli.environment();
+    const clients = new CoordinatorClients(env.SW4RM_REGISTRY_ADDR, env.SW4RM_TOKEN);
+    try {
+      assert.deepEqual(await clients.registerAgent(descriptorMessage('alpha')), { accepted: true, reason: '' });
+      await assert.rejects(clients.registerAgent(descriptorMessage('poison')), (err: Error & { code?: number }) => {
+        assert.equal(err.code, 13, `INTERNAL, not accepted: ${err.message}`);
+        assert.match(err.message, /could not commit/);
+        return true;
+      });
+    } finally {
+      clients.close();
+    }
+    assert.equal(await cli.exit(), 1, cli.stderr);
+    assert.match(cli.stderr, /sw4rm-coordinator: The SW4RM store .*coordinator\.db could not commit \(FOREIGN KEY constraint failed\)/);
+
+    const second = run('--port', '0', '--data-dir', dataDir);
+    const env2 = await second.environment();
+    const clients2 = new CoordinatorClients(env2.SW4RM_REGISTRY_ADDR, env2.SW4RM_TOKEN);
+    try {
+      assert.deepEqual(await clients2.heartbeat('alpha', 'RUNNABLE'), { ok: true }, 'what was committed is there');
+      assert.deepEqual(await clients2.heartbeat('poison', 'RUNNABLE'), { ok: false }, 'what was rolled back is not');
+    } finally {
+      clients2.close();
+    }
+    second.signal('SIGTERM');
+    assert.equal(await second.exit(), 0, second.stderr);
   });
 
   it('prints no token with --auth none', async () => {

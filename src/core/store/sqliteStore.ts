@@ -1,6 +1,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { DatabaseSync, type StatementSync } from 'node:sqlite';
+import { Emitter, type Event } from '../events';
 import type { AgentDescriptor, AgentPresence } from '../registry/descriptor';
 import type { HitlRepository } from '../hitl/model';
 import type { PruneResult } from '../retention';
@@ -8,6 +9,7 @@ import { LATEST_SCHEMA_VERSION, MIGRATIONS, type Migration } from './migrations'
 import { SqliteHitlRepository } from './sqliteHitlRepository';
 import { SqliteRouterRepository } from './sqliteRouterRepository';
 import {
+  StoreFailedError,
   StoreOpenError,
   type AgentRecord,
   type AgentRepository,
@@ -40,6 +42,10 @@ export class SqliteStore implements Store {
   private lastCommitAt = 0;
   private afterCommitQueue: Array<() => void> = [];
   private durableWaiters: Array<{ resolve: () => void; reject: (err: Error) => void }> = [];
+  /** Set when a group commit failed; from then on the store refuses every transaction. */
+  private failure: StoreFailedError | undefined;
+  private readonly failed = new Emitter<StoreFailedError>();
+  readonly onDidFail: Event<StoreFailedError> = this.failed.event;
 
   private constructor(
     private readonly db: DatabaseSync,
@@ -147,6 +153,7 @@ export class SqliteStore implements Store {
    * turn; callers learn of durability through `whenDurable` / `afterCommit`.
    */
   transaction<T>(fn: () => T): T {
+    if (this.failure) throw this.failure;
     if (this.depth > 0) return fn();
     if (this.groupCommit) {
       this.openBatch();
@@ -182,11 +189,13 @@ export class SqliteStore implements Store {
   }
 
   afterCommit(fn: () => void): void {
+    if (this.failure) return; // what it would reveal may have been rolled back
     if (this.batchOpen || this.depth > 0) this.afterCommitQueue.push(fn);
     else fn();
   }
 
   whenDurable(): Promise<void> {
+    if (this.failure) return Promise.reject(this.failure);
     if (!this.batchOpen) return Promise.resolve();
     return new Promise((resolve, reject) => this.durableWaiters.push({ resolve, reject }));
   }
@@ -219,7 +228,12 @@ export class SqliteStore implements Store {
     } catch (err) {
       try { this.db.exec('ROLLBACK'); } catch { /* the transaction is already gone */ }
       this.afterCommitQueue = [];
-      for (const waiter of waiters) waiter.reject(err as Error);
+      // The units of this batch already changed their callers' memory (queues, outcomes, timers) as if their
+      // writes were durable. Going on would deliver messages whose producers were told they failed, so the
+      // store takes nothing more and its owner restarts from what is stored, as after a crash.
+      this.failure = new StoreFailedError(this.location, err as Error);
+      for (const waiter of waiters) waiter.reject(this.failure);
+      this.failed.fire(this.failure);
       return;
     }
     maintained();
@@ -264,7 +278,7 @@ export class SqliteStore implements Store {
     if (!this.db.isOpen) return;
     this.commitBatch();
     // Index what is left, so that the next start has nothing to read back.
-    if (this.router.unindexedCount > 0) {
+    if (this.router.unindexedCount > 0 && !this.failure) {
       try {
         this.db.exec('BEGIN IMMEDIATE');
         const maintained = this.maintain(true);

@@ -1,3 +1,4 @@
+import type { Event } from '../events';
 import type { AgentDescriptor, AgentPresence } from '../registry/descriptor';
 import type { HitlRepository } from '../hitl/model';
 import type { RouterRepository } from '../router/model';
@@ -77,7 +78,23 @@ export interface Store {
   afterCommit(fn: () => void): void;
   /** Resolves when everything written so far is committed; rejects if that commit failed. */
   whenDurable(): Promise<void>;
+  /**
+   * Fires once when a shared (group) commit fails. The store then refuses every further transaction: the
+   * callers' memory may hold effects of the rolled-back writes, so the owner must stop and start afresh
+   * from the store, exactly as after a crash.
+   */
+  readonly onDidFail: Event<StoreFailedError>;
   close(): void;
+}
+
+/** A commit failed (disk full, I/O error): its writes were rolled back and the store takes no more. */
+export class StoreFailedError extends Error {
+  constructor(readonly location: string, cause: Error) {
+    super(`The SW4RM store ${location} could not commit (${cause.message}). What was not yet committed was rolled back, and ` +
+      'no agent was told it was accepted. The coordinator must restart to continue from what is stored; ' +
+      'check free disk space and the data folder first.', { cause });
+    this.name = 'StoreFailedError';
+  }
 }
 
 /** The store cannot be opened. The message names the file and what the user can do. */

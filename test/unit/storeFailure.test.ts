@@ -1,0 +1,136 @@
+import { strict as assert } from 'node:assert';
+import { setImmediate as nextTurn } from 'node:timers/promises';
+import { v4 as uuidv4 } from 'uuid';
+import { Coordinator } from '../../src/core/coordinator';
+import type { Envelope } from '../../src/core/router/envelope';
+import type { InboxSink } from '../../src/core/router/router';
+import { LATEST_SCHEMA_VERSION, MIGRATIONS, type Migration } from '../../src/core/store/migrations';
+import { SqliteStore } from '../../src/core/store/sqliteStore';
+import { StoreFailedError, type StructuredEvent } from '../../src/core/store/store';
+import { makeTempDir, removeTempDir } from '../support/tempDir';
+
+/**
+ * A real commit failure, without mocks: recording an event of type `test.poison` inserts a row that breaks a
+ * deferred foreign key, so every statement succeeds and SQLite refuses the COMMIT (as it would on a full disk).
+ */
+const POISON: Migration = {
+  version: LATEST_SCHEMA_VERSION + 1,
+  description: 'test: an event that makes its commit fail',
+  statements: [
+    'CREATE TABLE poison_parent (id INTEGER PRIMARY KEY)',
+    'CREATE TABLE poison_child (parent INTEGER REFERENCES poison_parent(id) DEFERRABLE INITIALLY DEFERRED)',
+    `CREATE TRIGGER poison AFTER INSERT ON events WHEN NEW.event_type = 'test.poison'
+       BEGIN INSERT INTO poison_child (parent) VALUES (42); END`,
+  ],
+};
+
+function event(eventType: string): StructuredEvent {
+  return { ts: '2026-01-01T00:00:00.000Z', correlationId: 'c', actor: 'test', eventType, level: 'INFO', source: 'coordinator', details: {} };
+}
+
+describe('a failed group commit (disk full, I/O error)', () => {
+  let dataDir: string;
+  let store: SqliteStore | undefined;
+
+  beforeEach(() => {
+    dataDir = makeTempDir('sw4rm-store-failure-');
+  });
+
+  afterEach(() => {
+    store?.close();
+    store = undefined;
+    removeTempDir(dataDir);
+  });
+
+  it('rolls its batch back, rejects its waiters, drops its after-commit work, and refuses every later transaction', async () => {
+    store = SqliteStore.open(dataDir, { groupCommit: true, migrations: [...MIGRATIONS, POISON] });
+    const s = store;
+    const failures: StoreFailedError[] = [];
+    s.onDidFail((err) => failures.push(err));
+    s.transaction(() => s.events.append(event('test.kept')));
+    await s.whenDurable();
+
+    const ran: string[] = [];
+    s.transaction(() => s.events.append(event('test.lost')));
+    s.afterCommit(() => ran.push('after the failed commit'));
+    s.transaction(() => s.events.append(event('test.poison')));
+    await assert.rejects(s.whenDurable(), (err: unknown) => {
+      assert.ok(err instanceof StoreFailedError, String(err));
+      assert.match(err.message, /could not commit \(FOREIGN KEY constraint failed\)/);
+      assert.ok(err.message.includes(s.location), 'names the file');
+      assert.match(err.message, /no agent was told it was accepted/);
+      return true;
+    });
+    assert.equal(ran.length, 0, 'work waiting for the failed commit never runs');
+    assert.equal(failures.length, 1, 'onDidFail fires once');
+
+    assert.throws(() => s.transaction(() => s.events.append(event('test.after'))), StoreFailedError, 'no write on top of diverged memory');
+    await assert.rejects(s.whenDurable(), StoreFailedError);
+    s.afterCommit(() => ran.push('later'));
+    assert.equal(ran.length, 0);
+    assert.equal(failures.length, 1);
+
+    s.close();
+    store = SqliteStore.open(dataDir, { migrations: [...MIGRATIONS, POISON] });
+    assert.deepEqual(store.events.query({ limit: 10 }).map((e) => e.eventType), ['test.kept'], 'only what was committed');
+  });
+
+  it('never delivers a message whose commit failed, and refuses messages after it (the owner restarts from the store)', async () => {
+    store = SqliteStore.open(dataDir, { groupCommit: true, migrations: [...MIGRATIONS, POISON] });
+    const s = store;
+    const coordinator = new Coordinator({ store: s, router: { heartbeatIntervalMs: 0 } });
+    const ctx = { correlationId: 'store-failure' };
+    try {
+      for (const agentId of ['p', 'c']) {
+        assert.ok(coordinator.registry.register({ agentId, name: agentId, communicationClass: 'STANDARD', modalitiesSupported: ['application/json'] }, ctx).accepted);
+        coordinator.registry.heartbeat(agentId, 'RUNNABLE', {}, ctx);
+      }
+      await s.whenDurable();
+      const delivered: string[] = [];
+      const consumer: InboxSink = { deliver: (_seq, e) => delivered.push(e.messageId), close: () => undefined };
+      coordinator.router.attach('c', consumer, ctx);
+      let sequence = 0;
+      const data = (): Envelope => {
+        const payload = Buffer.from('{"n":1}');
+        return {
+          messageId: uuidv4(), idempotencyToken: '', producerId: 'p', correlationId: uuidv4(), sequenceNumber: String(++sequence), retryCount: 0,
+          messageType: 'DATA', contentType: 'application/json', contentLength: String(payload.byteLength), repoId: '', worktreeId: '',
+          hlcTimestamp: '', ttlMs: 0, timestampMs: Date.now(), payload, parentCorrelationId: '',
+        };
+      };
+
+      const committed = data();
+      assert.ok(coordinator.router.send(committed, ctx, { to: 'c' }).accepted);
+      await s.whenDurable();
+      await nextTurn();
+      assert.deepEqual(delivered, [committed.messageId]);
+
+      const lost = data();
+      assert.ok(coordinator.router.send(lost, ctx, { to: 'c' }).accepted, 'admitted, but its answer waits for the commit');
+      coordinator.log.record({ correlationId: 'poison', actor: 'test', eventType: 'test.poison' });
+      await assert.rejects(s.whenDurable(), StoreFailedError, 'so the producer is answered with an error, never accepted');
+      // The consumer reconnects: a new stream is where unconfirmed deliveries are sent again.
+      try {
+        coordinator.router.attach('c', consumer, ctx);
+      } catch (err) {
+        assert.ok(err instanceof StoreFailedError, String(err));
+      }
+      for (let i = 0; i < 5; i++) await nextTurn();
+      assert.deepEqual(delivered, [committed.messageId], 'the message whose commit failed is never delivered');
+      assert.throws(() => coordinator.router.send(data(), ctx, { to: 'c' }), StoreFailedError);
+    } finally {
+      coordinator.dispose();
+      store = undefined;
+    }
+
+    store = SqliteStore.open(dataDir, { migrations: [...MIGRATIONS, POISON] });
+    const restarted = new Coordinator({ store, router: { heartbeatIntervalMs: 0 } });
+    try {
+      assert.equal(restarted.router.stateCounts().SENT, 1, 'after the restart: the committed message, waiting for its ACK');
+      assert.equal(restarted.router.stateCounts().TIMED_OUT ?? 0, 0);
+    } finally {
+      restarted.dispose();
+      store = undefined;
+    }
+  });
+});
