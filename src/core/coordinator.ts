@@ -76,7 +76,11 @@ export class Coordinator {
         return pruned.more;
       } catch (err) {
         // A timer must not throw into the event loop (it would end the CLI); the next run tries again.
-        console.error('[sw4rm] pruning the event log failed:', err);
+        try {
+          this.log.record({ correlationId: this.ids.uuid(), actor: 'coordinator', eventType: 'coordinator.internal_error', level: 'ERROR', details: { during: 'event retention', error: String(err) } });
+        } catch {
+          console.error('[sw4rm] pruning the event log failed:', err);
+        }
         return false;
       }
     });

@@ -1,6 +1,7 @@
 import { strict as assert } from 'node:assert';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { v4 as uuidv4 } from 'uuid';
+import { ManualClock } from '../../src/core/clock';
 import { Coordinator } from '../../src/core/coordinator';
 import type { Envelope } from '../../src/core/router/envelope';
 import type { InboxSink } from '../../src/core/router/router';
@@ -73,6 +74,29 @@ describe('a failed group commit (disk full, I/O error)', () => {
     s.close();
     store = SqliteStore.open(dataDir, { migrations: [...MIGRATIONS, POISON] });
     assert.deepEqual(store.events.query({ limit: 10 }).map((e) => e.eventType), ['test.kept'], 'only what was committed');
+  });
+
+  it('lets no timer throw into the event loop once the store refuses writes: the failure is logged', async () => {
+    store = SqliteStore.open(dataDir, { groupCommit: true, migrations: [...MIGRATIONS, POISON] });
+    const s = store;
+    const clock = new ManualClock();
+    const coordinator = new Coordinator({ store: s, clock, router: { heartbeatIntervalMs: 0 } });
+    try {
+      const ctx = { correlationId: 'timers' };
+      assert.ok(coordinator.registry.register({ agentId: 'slow', name: 'slow', communicationClass: 'STANDARD', modalitiesSupported: [] }, ctx).accepted);
+      await s.whenDurable();
+      s.transaction(() => coordinator.log.record({ correlationId: 'poison', actor: 'test', eventType: 'test.poison' }));
+      await assert.rejects(s.whenDurable(), StoreFailedError);
+      // The init timeout of 'slow', housekeeping, message and event retention all fall due in these two minutes.
+      assert.doesNotThrow(() => clock.advance(120_000));
+      const logged = s.events.query({ eventType: 'registry.internal_error', limit: 10 });
+      assert.deepEqual(logged.map((e) => e.details.agent_id), ['slow', 'slow'], 'its presence and init timeouts could not be stored, and say so');
+      assert.ok(logged.every((e) => /could not commit/.test(String(e.details.error))));
+      assert.ok(s.events.query({ eventType: 'coordinator.internal_error', limit: 10 }).length >= 1, 'so does the event retention');
+    } finally {
+      coordinator.dispose();
+      store = undefined;
+    }
   });
 
   it('never delivers a message whose commit failed, and refuses messages after it (the owner restarts from the store)', async () => {

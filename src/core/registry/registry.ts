@@ -231,15 +231,15 @@ export class Registry implements Disposable {
 
   private armPresenceTimer(agentId: string): void {
     this.disarm(this.presenceTimers, agentId);
-    this.presenceTimers.set(agentId, this.clock.setTimer(this.options.heartbeatDebounceMs, () => {
+    this.presenceTimers.set(agentId, this.clock.setTimer(this.options.heartbeatDebounceMs, () => this.safely(agentId, () => {
       this.presenceTimers.delete(agentId);
       this.setPresence(agentId, 'unavailable', `no heartbeat for ${this.options.heartbeatDebounceMs} ms`);
-    }));
+    })));
   }
 
   private armInitTimer(agentId: string, delayMs = this.options.initTimeoutMs): void {
     this.disarm(this.initTimers, agentId);
-    this.initTimers.set(agentId, this.clock.setTimer(delayMs, () => {
+    this.initTimers.set(agentId, this.clock.setTimer(delayMs, () => this.safely(agentId, () => {
       this.initTimers.delete(agentId);
       const agent = this.agents.get(agentId);
       if (!agent || agent.state !== 'INITIALIZING') return;
@@ -253,7 +253,20 @@ export class Registry implements Disposable {
       });
       this.agents.set(agentId, record);
       this.changed.fire({ kind: 'state', agent: record });
-    }));
+    })));
+  }
+
+  /** A timer's work must not throw into the event loop (it would end the CLI): a failure is logged instead. */
+  private safely(agentId: string, fn: () => void): void {
+    try {
+      fn();
+    } catch (err) {
+      try {
+        this.log.record({ correlationId: `timer:${agentId}`, actor: 'registry', eventType: 'registry.internal_error', level: 'ERROR', details: { agent_id: agentId, error: String(err) } });
+      } catch {
+        console.error('[sw4rm] a registry timer failed:', err);
+      }
+    }
   }
 
   private setPresence(agentId: string, presence: AgentPresence, cause: string): void {
