@@ -7,6 +7,7 @@ export interface ApprovalSettingValues {
   readonly fallbacks: unknown;
   readonly rules: unknown;
   readonly pauseAll: unknown;
+  readonly retentionDays: unknown;
 }
 
 export interface ApprovalSettings {
@@ -21,6 +22,7 @@ const SETTING_OF: Readonly<Record<string, string>> = {
   fallbacks: Settings.approvalsFallbacks,
   rules: Settings.approvalsRules,
   paused: Settings.approvalsPauseAll,
+  retentionDays: Settings.approvalsRetentionDays,
 };
 
 /**
@@ -33,12 +35,13 @@ export function approvalSettings(values: ApprovalSettingValues): ApprovalSetting
     fallbacks: values.fallbacks,
     rules: values.rules,
     paused: values.pauseAll,
+    retentionDays: values.retentionDays,
   });
   return { policy, problems: problems.map(nameSetting) };
 }
 
 function nameSetting(problem: string): string {
-  const match = /^(defaultDeadlineSeconds|fallbacks|rules|paused)\b/.exec(problem);
+  const match = /^(defaultDeadlineSeconds|fallbacks|rules|paused|retentionDays)\b/.exec(problem);
   if (!match) return `${SETTINGS_SECTION}.approvals: ${problem}`;
   return `${SETTINGS_SECTION}.${SETTING_OF[match[1]]}${problem.slice(match[1].length)}`;
 }

@@ -57,6 +57,7 @@ export const Settings = {
   approvalsFallbacks: 'approvals.fallbacks',
   approvalsRules: 'approvals.rules',
   approvalsPauseAll: 'approvals.pauseAll',
+  approvalsRetentionDays: 'approvals.retentionDays',
 } as const;
 
 export const OUTPUT_CHANNEL_NAME = 'SW4RM';

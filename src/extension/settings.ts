@@ -61,6 +61,7 @@ export function readApprovalSettings(): ApprovalSettingValues {
     fallbacks: config.get<unknown>(Settings.approvalsFallbacks),
     rules: config.get<unknown>(Settings.approvalsRules),
     pauseAll: config.get<unknown>(Settings.approvalsPauseAll),
+    retentionDays: config.get<unknown>(Settings.approvalsRetentionDays),
   };
 }
 

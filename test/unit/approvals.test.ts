@@ -56,7 +56,7 @@ function invocation(overrides: Partial<HitlInvocation> & { id: string }): HitlIn
 }
 
 describe('approval settings (sw4rm.approvals.*) → HITL policy', () => {
-  const defaults = { defaultDeadlineSeconds: 300, fallbacks: {}, rules: [], pauseAll: false };
+  const defaults = { defaultDeadlineSeconds: 300, fallbacks: {}, rules: [], pauseAll: false, retentionDays: 90 };
 
   it('declares the defaults, which give the core default policy', () => {
     const props = manifest.contributes.configuration.properties;
@@ -64,6 +64,7 @@ describe('approval settings (sw4rm.approvals.*) → HITL policy', () => {
     assert.deepEqual(props['sw4rm.approvals.fallbacks'].default, {});
     assert.deepEqual(props['sw4rm.approvals.rules'].default, []);
     assert.equal(props['sw4rm.approvals.pauseAll'].default, false);
+    assert.equal(props['sw4rm.approvals.retentionDays'].default, 90);
     const { policy, problems } = approvalSettings(defaults);
     assert.deepEqual(problems, []);
     assert.deepEqual(policy, DEFAULT_HITL_POLICY);
@@ -75,9 +76,11 @@ describe('approval settings (sw4rm.approvals.*) → HITL policy', () => {
       fallbacks: { '*': 'AUTO_DECIDE_THRESHOLD', DEBATE_DEADLOCK: { policy: 'EXTEND_TIMEOUT', extendSeconds: 30, maxExtensions: 2 } },
       rules: [{ name: 'docs', reasonType: 'WORKTREE_OVERRIDE', agent: 'doc-*', subject: 'repo/**', action: 'approve' }],
       pauseAll: true,
+      retentionDays: 7,
     });
     assert.deepEqual(problems, []);
     assert.equal(policy.defaultDeadlineMs, 60_000);
+    assert.equal(policy.settledRetentionMs, 7 * 86_400_000);
     assert.equal(policy.fallbacks.SECURITY_APPROVAL.policy, 'AUTO_DECIDE_THRESHOLD');
     assert.deepEqual(policy.fallbacks.DEBATE_DEADLOCK, { policy: 'EXTEND_TIMEOUT', threshold: 0.9, extendMs: 30_000, maxExtensions: 2 });
     assert.deepEqual(policy.rules, [{ name: 'docs', reasonType: 'WORKTREE_OVERRIDE', agent: 'doc-*', subject: 'repo/**', action: 'approve' }]);
@@ -90,12 +93,15 @@ describe('approval settings (sw4rm.approvals.*) → HITL policy', () => {
       fallbacks: { NOPE: 'DENY_BY_DEFAULT', CONFLICT: 'MAYBE' },
       rules: [{ action: 'approve', name: 'ok' }, { action: 'allow' }],
       pauseAll: 'yes',
+      retentionDays: 0,
     });
     assert.equal(policy.defaultDeadlineMs, DEFAULT_HITL_POLICY.defaultDeadlineMs);
     assert.equal(policy.fallbacks.CONFLICT.policy, 'DENY_BY_DEFAULT');
     assert.deepEqual(policy.rules.map((r) => r.name), ['ok']);
     assert.equal(policy.paused, false);
-    assert.equal(problems.length, 5, problems.join('\n'));
+    assert.equal(policy.settledRetentionMs, DEFAULT_HITL_POLICY.settledRetentionMs);
+    assert.equal(problems.length, 6, problems.join('\n'));
+    assert.ok(problems.some((p) => p.startsWith('sw4rm.approvals.retentionDays must be a number of days from 1 to 3650')), problems.join('\n'));
     assert.ok(problems.some((p) => p.startsWith('sw4rm.approvals.defaultDeadlineSeconds must be')), problems.join('\n'));
     assert.ok(problems.some((p) => p.startsWith("sw4rm.approvals.fallbacks: unknown reason type 'NOPE'")), problems.join('\n'));
     assert.ok(problems.some((p) => p.startsWith('sw4rm.approvals.fallbacks.CONFLICT.policy must be')), problems.join('\n'));

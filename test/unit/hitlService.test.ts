@@ -45,6 +45,43 @@ describe('HITL service (RFC §15, §15.1, §15.3, §15.4)', () => {
     return hitl().auditTrail({ invocationId: id }).map((e) => e.kind);
   }
 
+  describe('retention of settled invocations (policy.settledRetentionMs)', () => {
+    it('deletes settled invocations and their audit after the retention, hourly and logged; pending ones stay', () => {
+      hitl().setPolicy({ ...policy({ retentionDays: 1 }), defaultDeadlineMs: 3 * 86_400_000, maxDeadlineMs: 3 * 86_400_000 }, 'test');
+      const decided = open();
+      hitl().decide(decided.id, { action: 'approve', rationale: 'ok' }, 'editor:alice', ctx());
+      const cancelled = open();
+      hitl().cancel(cancelled.id, 'editor:alice', 'not needed', ctx());
+      const waiting = open();
+      h.clock.advance(23 * 3_600_000);
+      assert.ok(h.store.hitl.get(decided.id), 'settled 23 h ago: kept');
+      h.clock.advance(2 * 3_600_000);
+      assert.equal(h.store.hitl.get(decided.id), undefined, 'settled over a day ago: deleted');
+      assert.equal(h.store.hitl.get(cancelled.id), undefined);
+      assert.deepEqual(hitl().auditTrail({ invocationId: decided.id }), [], 'with its audit trail');
+      assert.equal(h.store.hitl.get(waiting.id)?.state, 'pending', 'a pending invocation is never deleted, however old');
+      assert.ok(hitl().auditTrail({ invocationId: waiting.id }).length > 0);
+      const [event] = h.events('hitl.settled_pruned');
+      assert.equal(event.details.invocations, 2);
+      assert.equal(event.details.audit_entries, 4, 'opened + decided, opened + cancelled');
+      assert.equal(event.details.retention_days, 1);
+    });
+
+    it('prunes in bounded batches, the longest settled first', () => {
+      const ids = [0, 1, 2].map(() => {
+        const inv = open();
+        hitl().cancel(inv.id, 'editor:alice', 'not needed', ctx());
+        h.clock.advance(1_000);
+        return inv.id;
+      });
+      const later = h.clock.now();
+      assert.deepEqual(h.store.hitl.pruneSettled(later, 2), { deleted: 2, more: true, auditEntries: 4 });
+      assert.deepEqual(ids.map((id) => h.store.hitl.get(id) !== undefined), [false, false, true]);
+      assert.deepEqual(h.store.hitl.pruneSettled(later, 2), { deleted: 1, more: false, auditEntries: 2 });
+      assert.deepEqual(h.store.hitl.pruneSettled(later, 2), { deleted: 0, more: false, auditEntries: 0 });
+    });
+  });
+
   describe('state machine', () => {
     it('opens a pending invocation, persisted with an audit record and a log event', () => {
       const inv = open();

@@ -3,6 +3,7 @@ import { Emitter, type Disposable, type Event } from '../events';
 import type { IdSource } from '../ids';
 import type { EventLog } from '../log/eventLog';
 import type { CallContext } from '../registry/registry';
+import { schedulePruning } from '../retention';
 import type { Store } from '../store/store';
 import {
   HITL_ACTIONS,
@@ -19,6 +20,10 @@ export interface DecisionInput {
   /** For `modify`: the edited payload (any JSON value). */
   readonly payload?: unknown;
 }
+
+/** Settled invocations are looked at hourly; one run deletes at most this many (records are up to 256 KB). */
+const SETTLED_RETENTION_INTERVAL_MS = 3_600_000;
+const SETTLED_PRUNE_BATCH = 200;
 
 export interface HitlChange {
   readonly kind: 'opened' | 'settled' | 'extended';
@@ -55,6 +60,7 @@ export class HitlService {
   private nextOperator = 1;
   private current: HitlPolicy;
   private disposed = false;
+  private readonly retentionTimer: Disposable;
 
   constructor(
     private readonly store: Store,
@@ -66,6 +72,11 @@ export class HitlService {
     this.repo = store.hitl;
     this.current = policy;
     this.restore();
+    this.retentionTimer = schedulePruning(this.clock, SETTLED_RETENTION_INTERVAL_MS, () => {
+      let more = false;
+      this.safely(() => { more = this.pruneSettled(this.clock.now()); });
+      return more;
+    });
   }
 
   get policy(): HitlPolicy {
@@ -260,6 +271,7 @@ export class HitlService {
 
   dispose(): void {
     this.disposed = true;
+    this.retentionTimer.dispose();
     for (const timer of [...this.deadlineTimers.values(), ...this.unavailableTimers.values()]) timer.dispose();
     this.deadlineTimers.clear();
     this.unavailableTimers.clear();
@@ -269,6 +281,21 @@ export class HitlService {
   }
 
   // ---------------------------------------------------------------- internals
+
+  /** Retention (policy.settledRetentionMs): one bounded batch of settled invocations and their audit; answers whether more are due. */
+  private pruneSettled(now: number): boolean {
+    const settledBefore = now - this.current.settledRetentionMs;
+    return this.store.transaction(() => {
+      const result = this.repo.pruneSettled(settledBefore, SETTLED_PRUNE_BATCH);
+      if (result.deleted > 0) {
+        this.log.record({
+          correlationId: this.ids.uuid(), actor: 'hitl', eventType: 'hitl.settled_pruned',
+          details: { invocations: result.deleted, audit_entries: result.auditEntries, settled_before: isoUtc(settledBefore), retention_days: this.current.settledRetentionMs / 86_400_000 },
+        });
+      }
+      return result.more;
+    });
+  }
 
   private pending(id: string): HitlInvocation {
     const invocation = this.repo.get(id);

@@ -1,3 +1,5 @@
+import type { PruneResult } from '../retention';
+
 /** RFC §15: the eight reasons the coordinator asks a human. */
 export const REASON_TYPES = [
   'CONFLICT',
@@ -156,4 +158,9 @@ export interface HitlRepository {
   list(options?: { readonly pendingOnly?: boolean; readonly limit?: number }): HitlInvocation[];
   appendAudit(entry: Omit<AuditEntry, 'id'>): number;
   audit(query?: AuditQuery): AuditEntry[];
+  /**
+   * Deletes up to `limit` settled invocations last changed before `settledBefore`, the oldest first, with their
+   * audit entries; pending ones are never deleted. `auditEntries` counts the audit entries that went with them.
+   */
+  pruneSettled(settledBefore: number, limit: number): PruneResult & { readonly auditEntries: number };
 }

@@ -40,7 +40,12 @@ export interface HitlPolicy {
   readonly unavailableAfterMs: number;
   /** Pending invocations one requester may hold; more are refused BUFFER_FULL (RFC §13: refuse, never drop). */
   readonly maxPendingPerRequester: number;
+  /** A settled invocation and its audit trail are deleted this long after they settled (RFC §24: retention). */
+  readonly settledRetentionMs: number;
 }
+
+/** The longest settled-approval retention accepted: ten years. */
+export const MAX_APPROVAL_RETENTION_DAYS = 3650;
 
 export const DEFAULT_FALLBACK: FallbackSetting = { policy: 'DENY_BY_DEFAULT', threshold: 0.9, extendMs: 0, maxExtensions: 3 };
 
@@ -52,6 +57,7 @@ export const DEFAULT_HITL_POLICY: HitlPolicy = {
   paused: false,
   unavailableAfterMs: 5_000,
   maxPendingPerRequester: 100,
+  settledRetentionMs: 90 * 86_400_000,
 };
 
 /** `repo_id/worktree_id/task_id`: what a rule's subject glob is matched against. */
@@ -123,6 +129,7 @@ export interface PolicyInput {
   readonly rules?: unknown;
   readonly paused?: unknown;
   readonly unavailableAfterSeconds?: unknown;
+  readonly retentionDays?: unknown;
 }
 
 /**
@@ -143,6 +150,12 @@ export function parsePolicy(input: PolicyInput, base: HitlPolicy = DEFAULT_HITL_
     const seconds = Number(input.unavailableAfterSeconds);
     if (Number.isFinite(seconds) && seconds >= 0 && seconds <= 5) unavailableAfterMs = seconds * 1000;
     else problems.push(`unavailableAfterSeconds must be between 0 and 5 (RFC §15.4), not ${JSON.stringify(input.unavailableAfterSeconds)}`);
+  }
+  let settledRetentionMs = base.settledRetentionMs;
+  if (input.retentionDays !== undefined) {
+    const days = Number(input.retentionDays);
+    if (Number.isFinite(days) && days >= 1 && days <= MAX_APPROVAL_RETENTION_DAYS) settledRetentionMs = days * 86_400_000;
+    else problems.push(`retentionDays must be a number of days from 1 to ${MAX_APPROVAL_RETENTION_DAYS}, not ${JSON.stringify(input.retentionDays)}`);
   }
   const fallbacks: Record<string, FallbackSetting> = { ...base.fallbacks };
   if (input.fallbacks !== undefined) {
@@ -171,7 +184,7 @@ export function parsePolicy(input: PolicyInput, base: HitlPolicy = DEFAULT_HITL_
     else problems.push('paused must be true or false');
   }
   return {
-    policy: { ...base, defaultDeadlineMs, unavailableAfterMs, fallbacks: fallbacks as Record<ReasonType, FallbackSetting>, rules, paused },
+    policy: { ...base, defaultDeadlineMs, unavailableAfterMs, settledRetentionMs, fallbacks: fallbacks as Record<ReasonType, FallbackSetting>, rules, paused },
     problems,
   };
 }

@@ -1,5 +1,6 @@
 import type { DatabaseSync, StatementSync } from 'node:sqlite';
 import type { AuditEntry, AuditQuery, HitlInvocation, HitlRepository } from '../hitl/model';
+import type { PruneResult } from '../retention';
 
 type Row = Record<string, unknown>;
 
@@ -21,6 +22,10 @@ export class SqliteHitlRepository implements HitlRepository {
       appendAudit: p('INSERT INTO hitl_audit (invocation_id, at, kind, actor, automatic, details) VALUES (?, ?, ?, ?, ?, ?)'),
       auditOf: p('SELECT * FROM (SELECT * FROM hitl_audit WHERE invocation_id = ? AND id > ? ORDER BY id DESC LIMIT ?) ORDER BY id'),
       auditAll: p('SELECT * FROM (SELECT * FROM hitl_audit WHERE id > ? ORDER BY id DESC LIMIT ?) ORDER BY id'),
+      settledBefore: p(`SELECT invocation_id FROM hitl_invocations WHERE state IN ('decided', 'timed_out', 'cancelled') AND updated_at < ?
+        ORDER BY updated_at LIMIT ?`),
+      deleteAudit: p('DELETE FROM hitl_audit WHERE invocation_id IN (SELECT value FROM json_each(?))'),
+      deleteInvocations: p('DELETE FROM hitl_invocations WHERE invocation_id IN (SELECT value FROM json_each(?))'),
     };
   }
 
@@ -43,6 +48,16 @@ export class SqliteHitlRepository implements HitlRepository {
   appendAudit(entry: Omit<AuditEntry, 'id'>): number {
     const result = this.s.appendAudit.run(entry.invocationId, entry.at, entry.kind, entry.actor, entry.automatic ? 1 : 0, JSON.stringify(entry.details));
     return Number(result.lastInsertRowid);
+  }
+
+  pruneSettled(settledBefore: number, limit: number): PruneResult & { readonly auditEntries: number } {
+    const batch = Math.max(1, Math.floor(limit));
+    const ids = (this.s.settledBefore.all(settledBefore, batch) as Row[]).map((row) => String(row.invocation_id));
+    if (ids.length === 0) return { deleted: 0, more: false, auditEntries: 0 };
+    const list = JSON.stringify(ids);
+    const auditEntries = Number(this.s.deleteAudit.run(list).changes);
+    const deleted = Number(this.s.deleteInvocations.run(list).changes);
+    return { deleted, more: ids.length === batch, auditEntries };
   }
 
   audit(query: AuditQuery = {}): AuditEntry[] {
