@@ -198,8 +198,8 @@ export class Router implements Disposable {
   private readonly subscriptions: Disposable[] = [];
   private readonly coordinatorHandlers = new Map<string, CoordinatorHandler>();
   private heartbeatTimer: Disposable | undefined;
-  private housekeepingTimer: Disposable | undefined;
-  private retentionTimer: Disposable | undefined;
+  private readonly housekeepingTimer: Disposable;
+  private readonly retentionTimer: Disposable;
   private disposed = false;
   /** Fires when an inbox's counts change (views refresh from `inboxStats`). */
   readonly onDidChange: Event<{ agentId: string }> = this.changed.event;
@@ -224,8 +224,8 @@ export class Router implements Disposable {
       else if (change.kind === 'joined') this.broadcast('agent.joined', change.agent.descriptor.agentId, { name: change.agent.descriptor.name });
     }));
     this.scheduleHeartbeat();
-    this.scheduleHousekeeping();
-    this.scheduleRetention();
+    this.housekeepingTimer = this.pruningTimer(HOUSEKEEPING_INTERVAL_MS, (now) => this.housekeeping(now));
+    this.retentionTimer = this.pruningTimer(RETENTION_INTERVAL_MS, (now) => this.pruneMessages(now));
   }
 
   // ---------------------------------------------------------------- admission
@@ -1038,10 +1038,11 @@ export class Router implements Disposable {
     });
   }
 
-  private scheduleHousekeeping(): void {
-    this.housekeepingTimer = schedulePruning(this.clock, HOUSEKEEPING_INTERVAL_MS, () => {
+  /** A pruning job (retention.ts) whose failures are logged like every other timer's. */
+  private pruningTimer(intervalMs: number, run: (now: number) => boolean): Disposable {
+    return schedulePruning(this.clock, intervalMs, () => {
       let more = false;
-      this.safely(() => { more = this.housekeeping(this.clock.now()); });
+      this.safely(() => { more = run(this.clock.now()); });
       return more;
     });
   }
@@ -1061,14 +1062,6 @@ export class Router implements Disposable {
     this.dedup.prune(now);
     if (this.repo.pruneDeadLetters(this.options.dlqMaxEntries, now - this.options.dlqRetentionMs) > 0) this.deadLettersChanged.fire({ kind: 'pruned' });
     return expired.more;
-  }
-
-  private scheduleRetention(): void {
-    this.retentionTimer = schedulePruning(this.clock, RETENTION_INTERVAL_MS, () => {
-      let more = false;
-      this.safely(() => { more = this.pruneMessages(this.clock.now()); });
-      return more;
-    });
   }
 
   /** Retention of finished messages (RouterOptions.messageRetentionMs), one bounded run; answers whether more wait. */
@@ -1224,8 +1217,8 @@ export class Router implements Disposable {
     this.disposed = true;
     for (const subscription of this.subscriptions) subscription.dispose();
     this.heartbeatTimer?.dispose();
-    this.housekeepingTimer?.dispose();
-    this.retentionTimer?.dispose();
+    this.housekeepingTimer.dispose();
+    this.retentionTimer.dispose();
     for (const id of [...this.timers.keys()]) this.clearAllTimers(id);
     for (const inbox of this.inboxes.values()) {
       inbox.sink?.close('shutdown', 'the coordinator is stopping');
