@@ -43,7 +43,7 @@ export class Coordinator {
   readonly router: Router;
   readonly hitl: HitlService;
   private readonly hitlBinding: Disposable;
-  private retentionTimer: Disposable | undefined;
+  private readonly retentionTimer: Disposable;
 
   constructor(options: CoordinatorOptions) {
     this.store = options.store;
@@ -76,11 +76,7 @@ export class Coordinator {
         return pruned.more;
       } catch (err) {
         // A timer must not throw into the event loop (it would end the CLI); the next run tries again.
-        try {
-          this.log.record({ correlationId: this.ids.uuid(), actor: 'coordinator', eventType: 'coordinator.internal_error', level: 'ERROR', details: { during: 'event retention', error: String(err) } });
-        } catch {
-          console.error('[sw4rm] pruning the event log failed:', err);
-        }
+        this.log.internalError('coordinator', this.ids.uuid(), err, { during: 'event retention' });
         return false;
       }
     });
@@ -88,7 +84,7 @@ export class Coordinator {
 
   /** Stops timers and closes the store. The coordinator cannot be used afterwards. */
   dispose(): void {
-    this.retentionTimer?.dispose();
+    this.retentionTimer.dispose();
     this.hitlBinding.dispose();
     this.hitl.dispose();
     this.router.dispose();

@@ -28,6 +28,27 @@ describe('EventLog', () => {
     removeTempDir(dataDir);
   });
 
+  it('records an internal error as <actor>.internal_error with the stack, and never throws when the log cannot be written', () => {
+    const event = (() => { log.internalError('router', 'c-err', new Error('boom'), { during: 'test' }); return log.query({ eventType: 'router.internal_error' })[0]; })();
+    assert.equal(event.level, 'ERROR');
+    assert.equal(event.correlationId, 'c-err');
+    assert.equal(event.details.during, 'test');
+    assert.match(String(event.details.error), /^Error: boom\n\s+at /, 'with the stack');
+
+    store.close(); // every write now throws
+    const printed: string[] = [];
+    const original = console.error;
+    console.error = (...args: unknown[]) => { printed.push(args.join(' ')); };
+    try {
+      assert.doesNotThrow(() => log.internalError('registry', 'c-closed', new Error('store gone')));
+    } finally {
+      console.error = original;
+    }
+    assert.equal(printed.length, 1);
+    assert.match(printed[0], /registry: Error: store gone/);
+    store = SqliteStore.open(dataDir);
+  });
+
   it('stamps an event with the clock in ISO-8601 UTC and fills in the defaults', () => {
     const event = log.record({ correlationId: 'c1', actor: 'registry', eventType: 'agent.registered' });
     assert.deepEqual(event, {

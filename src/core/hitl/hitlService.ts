@@ -424,7 +424,7 @@ export class HitlService {
     try {
       fn();
     } catch (err) {
-      this.log.record({ correlationId: this.ids.uuid(), actor: 'hitl', eventType: 'hitl.internal_error', level: 'ERROR', details: { error: String(err) } });
+      this.log.internalError('hitl', this.ids.uuid(), err);
     }
   }
 }

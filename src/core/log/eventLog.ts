@@ -41,6 +41,20 @@ export class EventLog {
     return stored;
   }
 
+  /**
+   * Records that `actor`'s own work failed: `<actor>.internal_error` at level ERROR, with the stack. Never
+   * throws, so timers and handlers can call it from their catch: when even the log cannot be written (the
+   * store refuses writes after a failed commit), the failure goes to the console instead.
+   */
+  internalError(actor: string, correlationId: string, err: unknown, details: Record<string, unknown> = {}): void {
+    const error = String((err as Error)?.stack ?? err);
+    try {
+      this.record({ correlationId, actor, eventType: `${actor}.internal_error`, level: 'ERROR', details: { ...details, error } });
+    } catch (logged) {
+      console.error(`[sw4rm] ${actor}: ${error}\n(and the log could not record it: ${String(logged)})`);
+    }
+  }
+
   query(query?: EventQuery): StoredEvent[] {
     return this.store.events.query(query);
   }

@@ -261,11 +261,7 @@ export class Registry implements Disposable {
     try {
       fn();
     } catch (err) {
-      try {
-        this.log.record({ correlationId: `timer:${agentId}`, actor: 'registry', eventType: 'registry.internal_error', level: 'ERROR', details: { agent_id: agentId, error: String(err) } });
-      } catch {
-        console.error('[sw4rm] a registry timer failed:', err);
-      }
+      this.log.internalError('registry', `timer:${agentId}`, err, { agent_id: agentId });
     }
   }
 

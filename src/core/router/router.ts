@@ -965,7 +965,7 @@ export class Router implements Disposable {
     try {
       fn();
     } catch (err) {
-      this.log.record({ correlationId: this.ids.uuid(), actor: 'router', eventType: 'router.internal_error', level: 'ERROR', details: { error: String((err as Error).stack ?? err) } });
+      this.log.internalError('router', this.ids.uuid(), err);
     }
   }
 

@@ -108,7 +108,7 @@ export class RouterServiceAdapter {
           answerWhenDurable(this.coordinator.store, callback, result.accepted ? { accepted: true, reason: '' } : { accepted: false, reason: result.reason });
         } catch (err) {
           // Nothing was committed: the message is refused, never half-accepted.
-          log.record({ correlationId: ctx.correlationId, actor: 'router', eventType: 'router.internal_error', level: 'ERROR', details: { error: String((err as Error).stack ?? err) } });
+          log.internalError('router', ctx.correlationId, err);
           callback(null, { accepted: false, reason: `INTERNAL_ERROR: ${(err as Error).message}` });
         }
       },
