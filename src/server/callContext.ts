@@ -1,5 +1,5 @@
 import type * as grpc from '@grpc/grpc-js';
-import type { CallContext } from '../core/registry/registry';
+import type { CallContext } from '../core/context';
 import type { IdSource } from '../core/ids';
 
 /** The longest x-correlation-id kept as given; longer ones are replaced, not truncated. */

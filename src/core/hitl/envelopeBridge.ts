@@ -1,7 +1,7 @@
 import type { Clock } from '../clock';
 import { DisposableStore, type Disposable } from '../events';
 import type { Refusal } from '../router/envelope';
-import type { Router } from '../router/router';
+import type { CoordinatorMailbox } from '../router/model';
 import { decisionJson, type HitlService } from './hitlService';
 import { HitlRequestError, parseInvocationRequest } from './request';
 
@@ -14,7 +14,7 @@ export const DECISION_MESSAGE_TYPE = 'CONTROL';
  * invocation envelope's correlation_id, and the invocation message becomes FULFILLED with the decision as its
  * cached result.
  */
-export function bindHitlToRouter(hitl: HitlService, router: Router, clock: Clock): Disposable {
+export function bindHitlToRouter(hitl: HitlService, router: CoordinatorMailbox, clock: Clock): Disposable {
   const bindings = new DisposableStore();
   bindings.add(router.handleAtCoordinator('HITL_INVOCATION', (envelope, json, ctx, expiresAt): Refusal | undefined => {
     if (!json) return { code: 'VALIDATION_ERROR', detail: 'a HITL_INVOCATION to the coordinator carries a JSON object payload (content_type application/json)' };

@@ -2,7 +2,7 @@ import { isoUtc, type Clock } from '../clock';
 import { Emitter, type Disposable, type Event } from '../events';
 import type { IdSource } from '../ids';
 import type { EventLog } from '../log/eventLog';
-import type { CallContext } from '../registry/registry';
+import type { CallContext } from '../context';
 import { schedulePruning } from '../retention';
 import type { Store } from '../store/store';
 import {

@@ -1,7 +1,8 @@
 import { isoUtc, type Clock } from '../clock';
 import { Emitter, type Disposable, type Event } from '../events';
 import type { EventLog } from '../log/eventLog';
-import type { AgentRecord, Store } from '../store/store';
+import type { CallContext } from '../context';
+import type { AgentDirectory, AgentRecord, RegistryChange, RegistryStorage } from './model';
 import { validateDescriptor, type AgentDescriptor, type AgentPresence, type DescriptorInput } from './descriptor';
 
 /** Agent lifecycle states of RFC §8, by their canonical enum names. */
@@ -20,14 +21,7 @@ export interface RegistryOptions {
 
 export const DEFAULT_REGISTRY_OPTIONS: RegistryOptions = { heartbeatDebounceMs: 30_000, initTimeoutMs: 60_000 };
 
-/** Who is asking, for the log. */
-export interface CallContext {
-  readonly correlationId: string;
-}
-
-export type RegistryChange =
-  | { readonly kind: 'joined' | 'updated' | 'presence' | 'state' | 'heartbeat'; readonly agent: AgentRecord }
-  | { readonly kind: 'left'; readonly agentId: string; readonly reason: string };
+export type { CallContext, RegistryChange };
 
 export interface RegisterResult { readonly accepted: boolean; readonly reason: string }
 
@@ -36,7 +30,7 @@ export interface RegisterResult { readonly accepted: boolean; readonly reason: s
  * they are heard from. Deregistration is explicit and the only way out; missed heartbeats only change
  * presence, after a debounce.
  */
-export class Registry implements Disposable {
+export class Registry implements AgentDirectory, Disposable {
   private readonly agents = new Map<string, AgentRecord>();
   private readonly presenceTimers = new Map<string, Disposable>();
   private readonly initTimers = new Map<string, Disposable>();
@@ -45,7 +39,7 @@ export class Registry implements Disposable {
   readonly onDidChange: Event<RegistryChange> = this.changed.event;
 
   constructor(
-    private readonly store: Store,
+    private readonly store: RegistryStorage,
     private readonly log: EventLog,
     private readonly clock: Clock,
     private readonly options: RegistryOptions = DEFAULT_REGISTRY_OPTIONS,

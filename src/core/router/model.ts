@@ -1,7 +1,10 @@
-import type { Envelope } from './envelope';
+import type { CallContext } from '../context';
+import type { Disposable } from '../events';
+import type { Envelope, Refusal } from './envelope';
 import type { Lane } from './lanes';
 import type { MessageState } from './lifecycle';
 import type { PruneResult } from '../retention';
+import type { Transactions } from '../store/store';
 
 /** Where a message is on its way to the recipient's stream. */
 export type DeliveryStatus = 'queued' | 'inflight' | 'done';
@@ -121,4 +124,32 @@ export interface RouterRepository {
   markRequeued(id: number, at: number, newMessageId: string): void;
   deadLetterCount(includeRequeued?: boolean): number;
   pruneDeadLetters(maxEntries: number, olderThan: number): number;
+}
+
+/** What the router is handed of the store: its own repository and transactions. */
+export interface RouterStorage extends Transactions {
+  readonly router: RouterRepository;
+}
+
+/**
+ * Takes a message addressed to the coordinator itself (e.g. a HITL_INVOCATION). It runs inside the admission
+ * transaction, with the message already written (so that it may answer at once); a refusal rolls the
+ * transaction back and leaves nothing behind. A handler that accepts answers through
+ * `CoordinatorMailbox.replyFromCoordinator`, at once or later.
+ */
+export type CoordinatorHandler = (envelope: Envelope, json: Record<string, unknown> | undefined, ctx: CallContext, expiresAt: number | null) => Refusal | undefined;
+
+/**
+ * How another area takes messages addressed to `coordinator` and answers them (HITL does). The Router
+ * implements it; areas take this interface, never the Router.
+ */
+export interface CoordinatorMailbox {
+  /** Lets a component take messages of `messageType` addressed to `coordinator` (e.g. HITL_INVOCATION). */
+  handleAtCoordinator(messageType: string, handler: CoordinatorHandler): Disposable;
+  /**
+   * The coordinator's answer to a message addressed to it: the message becomes FULFILLED with `reply` as the
+   * cached result, and `reply` goes to the producer as a persisted envelope correlated to the message. Call
+   * inside the component's transaction.
+   */
+  replyFromCoordinator(messageId: string, messageType: string, reply: Record<string, unknown>, ctx: CallContext): void;
 }

@@ -3,9 +3,9 @@ import { Emitter, type Disposable, type Event } from '../events';
 import type { IdSource } from '../ids';
 import { PAYLOAD_LIMITS } from '../limits';
 import type { EventLog } from '../log/eventLog';
-import type { CallContext, Registry } from '../registry/registry';
+import type { CallContext } from '../context';
+import type { AgentDirectory } from '../registry/model';
 import { schedulePruning } from '../retention';
-import type { Store } from '../store/store';
 import {
   checkEnvelope, jsonObject, modalityAccepts, payloadExcerpt, type Envelope, type ErrorCode, type Refusal,
 } from './envelope';
@@ -14,7 +14,10 @@ import {
   RETRYABLE_CODES, advances, isTerminal, nackPayload, parseAck, type AckPayload, type MessageState,
 } from './lifecycle';
 import { emptyMetrics, metricsText, observe, type AgentRouterMetrics } from './metrics';
-import type { DeadLetter, DeadLetterFilter, DedupEntry, MessageRecord, RouterRepository } from './model';
+import type {
+  CoordinatorHandler, CoordinatorMailbox, DeadLetter, DeadLetterFilter, DedupEntry, MessageRecord, RouterRepository, RouterStorage,
+} from './model';
+export type { CoordinatorHandler };
 import { OutcomeCache, SETTLED_OUTCOMES_IN_MEMORY } from './outcomeCache';
 
 /** Forwarded ACKs and NACKs held per agent for redelivery when the client never confirms them (AckDelivery). */
@@ -126,13 +129,6 @@ export interface SendOptions {
   readonly receivedAt?: number;
 }
 
-/**
- * Takes a message addressed to the coordinator itself (e.g. a HITL_INVOCATION). It runs inside the admission
- * transaction, with the message already written (so that it may answer at once); a refusal rolls the
- * transaction back and leaves nothing behind. A handler that accepts answers through
- * `Router.replyFromCoordinator`, at once or later.
- */
-export type CoordinatorHandler = (envelope: Envelope, json: Record<string, unknown> | undefined, ctx: CallContext, expiresAt: number | null) => Refusal | undefined;
 
 /** Deliveries written to a stream and not yet confirmed, by seq, counting tracked ones as they come and go. */
 class Inflight extends Map<number, MessageRecord> {
@@ -185,7 +181,7 @@ const NOT_READ: ReadonlySet<MessageState> = new Set(['SENT', 'RECEIVED']);
  * lane order, follows their lifecycle through protocol ACKs, deduplicates retries, applies back-pressure,
  * times out, expires and dead-letters. Everything it accepts reaches a terminal state or the DLQ.
  */
-export class Router implements Disposable {
+export class Router implements CoordinatorMailbox, Disposable {
   private readonly repo: RouterRepository;
   private readonly live = new Map<string, MessageRecord>();
   private readonly inboxes = new Map<string, Inbox>();
@@ -208,8 +204,8 @@ export class Router implements Disposable {
   readonly onDidChangeDeadLetters: Event<{ kind: 'added' | 'requeued' | 'pruned'; id?: number }> = this.deadLettersChanged.event;
 
   constructor(
-    private readonly store: Store,
-    private readonly registry: Registry,
+    private readonly store: RouterStorage,
+    private readonly registry: AgentDirectory,
     private readonly log: EventLog,
     private readonly clock: Clock,
     private readonly ids: IdSource,

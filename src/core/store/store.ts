@@ -1,21 +1,9 @@
 import type { Event } from '../events';
-import type { AgentDescriptor, AgentPresence } from '../registry/descriptor';
+import type { AgentRecord, AgentRepository } from '../registry/model';
+export type { AgentRecord, AgentRepository };
 import type { HitlRepository } from '../hitl/model';
 import type { RouterRepository } from '../router/model';
 import type { PruneResult } from '../retention';
-
-/** One registered agent as persisted. */
-export interface AgentRecord {
-  readonly descriptor: AgentDescriptor;
-  /** The agent's lifecycle state (RFC §8) as last reported, e.g. 'INITIALIZING' or 'RUNNABLE'. */
-  readonly state: string;
-  readonly registeredAt: number;
-  readonly updatedAt: number;
-  readonly lastHeartbeatAt: number | null;
-  readonly health: Readonly<Record<string, string>>;
-  /** Presence as last persisted; a fresh coordinator process reads every agent as 'disconnected'. */
-  readonly presence: AgentPresence;
-}
 
 export type EventLevel = 'INFO' | 'WARN' | 'ERROR';
 export type EventSource = 'coordinator' | 'agent';
@@ -45,13 +33,6 @@ export interface EventQuery {
   readonly limit?: number;
 }
 
-export interface AgentRepository {
-  upsert(record: AgentRecord): void;
-  get(agentId: string): AgentRecord | undefined;
-  list(): AgentRecord[];
-  delete(agentId: string): boolean;
-}
-
 export interface EventRepository {
   append(event: StructuredEvent): number;
   query(query?: EventQuery): StoredEvent[];
@@ -60,15 +41,8 @@ export interface EventRepository {
   prune(keep: number, limit: number): PruneResult;
 }
 
-/** The coordinator's durable state. One implementation today (SQLite); the interface keeps core free of it. */
-export interface Store {
-  /** Where the store lives, for messages to the user. */
-  readonly location: string;
-  readonly schemaVersion: number;
-  readonly agents: AgentRepository;
-  readonly events: EventRepository;
-  readonly router: RouterRepository;
-  readonly hitl: HitlRepository;
+/** What an area needs of the store besides its own repository: transactions and durability. */
+export interface Transactions {
   /** Runs `fn` in one transaction: all of its writes commit together or none do. */
   transaction<T>(fn: () => T): T;
   /**
@@ -78,6 +52,17 @@ export interface Store {
   afterCommit(fn: () => void): void;
   /** Resolves when everything written so far is committed; rejects if that commit failed. */
   whenDurable(): Promise<void>;
+}
+
+/** The coordinator's durable state. One implementation today (SQLite); the interface keeps core free of it. */
+export interface Store extends Transactions {
+  /** Where the store lives, for messages to the user. */
+  readonly location: string;
+  readonly schemaVersion: number;
+  readonly agents: AgentRepository;
+  readonly events: EventRepository;
+  readonly router: RouterRepository;
+  readonly hitl: HitlRepository;
   /**
    * Fires once when a shared (group) commit fails. The store then refuses every further transaction: the
    * callers' memory may hold effects of the rolled-back writes, so the owner must stop and start afresh
