@@ -1,0 +1,182 @@
+import { isoUtc } from '../clock';
+import type { CallContext } from '../context';
+import { checkEnvelope, jsonObject, modalityAccepts, type Envelope, type ErrorCode } from './envelope';
+import { PrivilegedRateLimiter } from './lanes';
+import { isTerminal, nackPayload, parseAck, type AckPayload } from './lifecycle';
+import { observe } from './metrics';
+import type { DedupEntry, MessageRecord } from './model';
+import { COORDINATOR_ID } from './coordinatorMessages';
+import { dedupKey } from './deduplication';
+import type { RouterCore } from './routerCore';
+
+export type SendResult =
+  | { readonly accepted: true; readonly messageId: string }
+  | { readonly accepted: false; readonly code: ErrorCode; readonly reason: string };
+
+export interface SendOptions {
+  /** The recipient from call metadata `sw4rm-to`. */
+  readonly to?: string;
+  /** When the request arrived, for the enqueue latency metric. */
+  readonly receivedAt?: number;
+}
+
+/**
+ * Admission (SendMessage): validates an envelope, resolves its recipient, checks modality, TTL, deduplication
+ * and capacity, and commits the message with its outcome-cache entry and its log event in one transaction
+ * before answering accepted. ACKs and messages to the coordinator itself are handed on once admitted.
+ */
+export class Admission {
+  private readonly limiter: PrivilegedRateLimiter;
+
+  constructor(private readonly core: RouterCore) {
+    this.limiter = new PrivilegedRateLimiter(core.options.lanes);
+  }
+
+  /** SendMessage: answers accepted only after the message is committed to the store. */
+  send(envelope: Envelope, ctx: CallContext, options: SendOptions = {}): SendResult {
+    const core = this.core;
+    const now = core.clock.now();
+    const refused = (code: ErrorCode, detail: string, extra: Record<string, unknown> = {}, inboxId?: string): SendResult =>
+      this.refuse(envelope, code, detail, ctx, extra, inboxId);
+
+    const invalid = checkEnvelope(envelope, core.options.payloadLimits);
+    if (invalid) return refused(invalid.code, invalid.detail);
+    const producer = core.registry.get(envelope.producerId);
+    if (!producer) return refused('PERMISSION_DENIED', `producer_id '${envelope.producerId}' is not a registered agent; RegisterAgent first`);
+    const same = core.message(envelope.messageId);
+    if (same) {
+      // The same attempt sent twice (a transport-level resend): message_id is unique per attempt.
+      const terminal = same.tracked ? isTerminal(same.state) : same.delivery === 'done';
+      return refused(terminal ? 'DUPLICATE_DETECTED' : 'ALREADY_IN_PROGRESS', JSON.stringify({
+        original_message_id: same.envelope.messageId, original_status: same.state, cached_at: isoUtc(same.updatedAt),
+      }), { original_message_id: same.envelope.messageId, original_status: same.state });
+    }
+
+    const json = jsonObject(envelope);
+    const to = (options.to ?? '').trim() || (typeof json?.to === 'string' ? json.to.trim() : '');
+
+    // The producer is heard from: every message it sends counts as a sign of life.
+    if (envelope.messageType === 'HEARTBEAT' && (to === '' || to === COORDINATOR_ID)) {
+      core.registry.recordLiveness(envelope.producerId, ctx);
+      return { accepted: true, messageId: envelope.messageId };
+    }
+
+    let ack: AckPayload | undefined;
+    let target: MessageRecord | undefined;
+    let recipient = to;
+    if (envelope.messageType === 'ACKNOWLEDGEMENT') {
+      const parsed = parseAck(json);
+      if (typeof parsed === 'string') return refused('VALIDATION_ERROR', parsed);
+      ack = parsed;
+      target = core.message(ack.ackForMessageId);
+      if (!target && core.coordinator.ephemeralRecipient(ack.ackForMessageId) === envelope.producerId) {
+        // An ACK of a heartbeat or notice: a sign of life, nothing to forward.
+        core.registry.recordLiveness(envelope.producerId, ctx);
+        return { accepted: true, messageId: envelope.messageId };
+      }
+      if (!target) return refused('NO_ROUTE', `ack_for_message_id '${ack.ackForMessageId.slice(0, 80)}' is not a message this coordinator routed`);
+      if (target.recipientId !== envelope.producerId) {
+        return refused('PERMISSION_DENIED', `only the recipient of ${target.envelope.messageId} may acknowledge it`);
+      }
+      if (recipient === '') {
+        recipient = target.envelope.producerId;
+        if (recipient !== COORDINATOR_ID && !core.registry.get(recipient)) recipient = COORDINATOR_ID;
+      }
+    } else if (recipient === COORDINATOR_ID && !core.handlers.takes(envelope.messageType)) {
+      const takes = ['HEARTBEAT replies', 'ACKNOWLEDGEMENTs', ...core.handlers.messageTypes()].join(', ');
+      return refused('UNSUPPORTED_MESSAGE_TYPE', `the coordinator takes ${takes}, not ${envelope.messageType}`);
+    }
+    if (recipient === '') return refused('NO_ROUTE', 'no recipient: set call metadata sw4rm-to or a top-level "to" in the JSON payload');
+    if (recipient === envelope.producerId) return refused('NO_ROUTE', 'a producer never receives its own message');
+    const recipientAgent = recipient === COORDINATOR_ID ? undefined : core.registry.get(recipient);
+    if (!recipientAgent && recipient !== COORDINATOR_ID) return refused('NO_ROUTE', `no agent '${recipient.slice(0, 128)}' is registered`);
+    if (recipientAgent && !ack && !modalityAccepts(recipientAgent.descriptor.modalitiesSupported, envelope.contentType)) {
+      return refused('UNSUPPORTED_MESSAGE_TYPE',
+        `${recipient} accepts ${recipientAgent.descriptor.modalitiesSupported.join(', ')}, not ${envelope.contentType}`);
+    }
+    const expiresAt = envelope.ttlMs > 0 ? (envelope.timestampMs ?? now) + envelope.ttlMs : null;
+    if (expiresAt !== null && expiresAt <= now) return refused('TTL_EXPIRED', `ttl_ms ${envelope.ttlMs} had passed on arrival`);
+
+    // Deduplication (RFC §11.2): by token when present, else by (producer_id, sequence_number).
+    const key = dedupKey(envelope);
+    const previous = core.dedup.entry(envelope.producerId, key, now);
+    if (previous !== undefined && previous.status !== 'retryable') return core.dedup.refuseRepeat(envelope, key, previous, ctx);
+
+    if (target && ack) return core.acks.acceptAck(envelope, ack, target, recipient, key, previous, ctx, now, options);
+    if (recipient === COORDINATOR_ID) return core.handlers.accept(envelope, json, key, previous, ctx, now, expiresAt);
+
+    const inbox = core.inbox(recipient);
+    const tracked = true;
+    if (inbox.notRead.size >= core.options.capacity) {
+      return refused('BUFFER_FULL', `the inbox of ${recipient} holds ${inbox.notRead.size} messages not yet READ (capacity ${core.options.capacity})`, {}, recipient);
+    }
+    const { lane, demoted } = this.limiter.admit(envelope.producerId, producer.descriptor.communicationClass, now);
+    const record: MessageRecord = {
+      envelope, recipientId: recipient, dedupKey: key, tracked, lane, ackFor: '', acceptedAt: now,
+      state: 'SENT', errorCode: '', updatedAt: now,
+      ackDeadline: now + core.options.ackTimeoutMs, expiresAt,
+      delivery: 'queued', deliverySeq: null, deliveredAt: null, leaseUntil: null, deliveryAttempts: 0,
+      history: [{ at: now, event: 'accepted', detail: previous ? `retry of ${previous.originalMessageId}` : undefined }],
+    };
+    const entry: DedupEntry = previous
+      ? { ...previous, latestMessageId: envelope.messageId, attempts: [...previous.attempts, envelope.messageId], status: 'in_progress', outcomeState: '', errorCode: '', result: null, cachedAt: now, expiresAt: now + core.options.dedupWindowMs }
+      : { producerId: envelope.producerId, key, originalMessageId: envelope.messageId, latestMessageId: envelope.messageId, attempts: [envelope.messageId], status: 'in_progress', outcomeState: '', errorCode: '', result: null, cachedAt: now, expiresAt: now + core.options.dedupWindowMs };
+    const retrying = previous ? previous.attempts.map((id) => core.message(id)).filter((m): m is MessageRecord => m?.state === 'TIMED_OUT') : [];
+
+    core.store.transaction(() => {
+      core.repo.insertMessage(record);
+      core.dedup.put(entry);
+      for (const earlier of retrying) {
+        core.setState(earlier, 'RETRYING');
+        earlier.updatedAt = now;
+        earlier.history.push({ at: now, event: 'retrying', detail: `retry ${envelope.messageId}` });
+        core.repo.updateMessage(earlier);
+        core.live.set(earlier.envelope.messageId, earlier);
+        core.transition(earlier, 'TIMED_OUT', 'RETRYING', ctx.correlationId, { retry_message_id: envelope.messageId });
+      }
+      core.log.record({
+        correlationId: envelope.correlationId, actor: envelope.producerId, eventType: 'message.accepted',
+        details: {
+          message_id: envelope.messageId, to: recipient, message_type: envelope.messageType, lane, state: 'SENT',
+          retry_of: previous?.originalMessageId, lane_demoted_from: demoted ? 'PRIVILEGED' : undefined,
+        },
+      });
+    });
+    if (demoted) inbox.metrics.rejects.privileged_demoted = (inbox.metrics.rejects.privileged_demoted ?? 0) + 1;
+    core.live.set(envelope.messageId, record);
+    core.setState(record, 'SENT');
+    observe(inbox.metrics.enqueueLatency, Math.max(0, core.clock.now() - (options.receivedAt ?? now)) / 1000);
+    core.timeouts.arm(record);
+    inbox.queue.push(lane, record);
+    core.delivery.dispatch(inbox);
+    core.changed.fire({ agentId: recipient });
+    return { accepted: true, messageId: envelope.messageId };
+  }
+
+  /**
+   * Refuses an admission. The reject is counted against the inbox it concerns (the recipient's for BUFFER_FULL,
+   * else the producer's); refusals from unregistered producers are counted under `(unregistered)`.
+   */
+  refuse(envelope: Envelope, code: ErrorCode, detail: string, ctx: CallContext, extra: Record<string, unknown>, inboxId?: string): SendResult {
+    const core = this.core;
+    const reason = `${code}: ${detail}`;
+    const producer = core.registry.get(envelope.producerId ?? '');
+    const rejects = core.inbox(inboxId ?? producer?.descriptor.agentId ?? '(unregistered)').metrics.rejects;
+    rejects[code] = (rejects[code] ?? 0) + 1;
+    core.log.record({
+      correlationId: ctx.correlationId, actor: 'router', eventType: 'message.refused', level: 'WARN',
+      details: { message_id: String(envelope.messageId ?? '').slice(0, 64), producer_id: String(envelope.producerId ?? '').slice(0, 128), error_code: code, reason: detail.slice(0, 500) },
+    });
+    // A NACK goes to the sender's stream when it has one (not persisted: the answer already carries the refusal).
+    if (producer) {
+      const inbox = core.inboxes.get(producer.descriptor.agentId);
+      if (inbox?.sink) {
+        inbox.metrics.nacks[code] = (inbox.metrics.nacks[code] ?? 0) + 1;
+        const stage = code === 'DUPLICATE_DETECTED' && extra.original_status === 'FULFILLED' ? 'FULFILLED' : 'REJECTED';
+        core.coordinator.sendEphemeral(inbox, 'ACKNOWLEDGEMENT', envelope.correlationId || ctx.correlationId,
+          { ...nackPayload(String(envelope.messageId ?? ''), 'REJECTED', code, detail), ack_stage: stage, status: code, ...extra });
+      }
+    }
+    return { accepted: false, code, reason };
+  }
+}

@@ -1,0 +1,103 @@
+import type { CallContext } from '../context';
+import type { Disposable } from '../events';
+import type { Envelope, Refusal } from './envelope';
+import { isTerminal } from './lifecycle';
+import type { CoordinatorHandler, DedupEntry, MessageRecord } from './model';
+import type { SendResult } from './admission';
+import { COORDINATOR_ID } from './coordinatorMessages';
+import type { RouterCore } from './routerCore';
+
+/**
+ * Messages addressed to the coordinator itself (e.g. HITL_INVOCATION): the components that take them, by
+ * message type, and their replies, which settle the message and go back to its producer.
+ */
+export class CoordinatorHandlers {
+  private readonly handlers = new Map<string, CoordinatorHandler>();
+
+  constructor(private readonly core: RouterCore) {}
+
+  /** Lets a component take messages of `messageType` addressed to `coordinator` (e.g. HITL_INVOCATION). */
+  handle(messageType: string, handler: CoordinatorHandler): Disposable {
+    this.handlers.set(messageType, handler);
+    return { dispose: () => this.handlers.delete(messageType) };
+  }
+
+  takes(messageType: string): boolean {
+    return this.handlers.has(messageType);
+  }
+
+  messageTypes(): IterableIterator<string> {
+    return this.handlers.keys();
+  }
+
+  /**
+   * A message to the coordinator: the component's handler takes it in the same transaction as the message,
+   * which is READ at once (the coordinator has it) and FULFILLED when the component replies.
+   */
+  accept(envelope: Envelope, json: Record<string, unknown> | undefined, dedupKey: string,
+    previous: DedupEntry | undefined, ctx: CallContext, now: number, expiresAt: number | null): SendResult {
+    const core = this.core;
+    const handler = this.handlers.get(envelope.messageType)!;
+    const record: MessageRecord = {
+      envelope, recipientId: COORDINATOR_ID, dedupKey, tracked: true, lane: 'STANDARD', ackFor: '', acceptedAt: now,
+      state: 'READ', errorCode: '', updatedAt: now, ackDeadline: null, expiresAt: null,
+      delivery: 'done', deliverySeq: null, deliveredAt: now, leaseUntil: null, deliveryAttempts: 0,
+      history: [{ at: now, event: 'accepted', detail: previous ? `retry of ${previous.originalMessageId}` : undefined }, { at: now, event: 'read', detail: 'taken by the coordinator' }],
+    };
+    const entry: DedupEntry = {
+      producerId: envelope.producerId, key: dedupKey, originalMessageId: previous?.originalMessageId ?? envelope.messageId,
+      latestMessageId: envelope.messageId, attempts: [...(previous?.attempts ?? []), envelope.messageId], status: 'in_progress',
+      outcomeState: '', errorCode: '', result: null, cachedAt: now, expiresAt: now + core.options.dedupWindowMs,
+    };
+    // The message is written first, so that a component answering at once (an auto rule) finds it.
+    const rollback = new Error('refused by the coordinator handler');
+    let refusal: Refusal | undefined;
+    try {
+      core.store.transaction(() => {
+        core.repo.insertMessage(record);
+        core.live.set(envelope.messageId, record);
+        core.dedup.put(entry);
+        refusal = handler(envelope, json, ctx, expiresAt);
+        if (refusal) throw rollback;
+        core.log.record({
+          correlationId: envelope.correlationId, actor: envelope.producerId, eventType: 'message.accepted',
+          details: { message_id: envelope.messageId, to: COORDINATOR_ID, message_type: envelope.messageType, state: 'READ', retry_of: previous?.originalMessageId },
+        });
+      });
+    } catch (err) {
+      // Rolled back: memory must not keep what the store no longer has, whether refused or faulty.
+      core.live.delete(envelope.messageId);
+      core.dedup.restore(previous, entry);
+      if (err !== rollback) throw err;
+    }
+    if (refusal) return core.admission.refuse(envelope, refusal.code, refusal.detail, ctx, refusal.extra ?? {});
+    return { accepted: true, messageId: envelope.messageId };
+  }
+
+  /**
+   * The coordinator's answer to a message addressed to it: the message becomes FULFILLED with `reply` as the
+   * cached result (a retry with the same token gets it as DUPLICATE_DETECTED), and `reply` goes to the producer
+   * as a persisted envelope correlated to the message. Call inside the component's transaction.
+   */
+  reply(messageId: string, messageType: string, reply: Record<string, unknown>, ctx: CallContext): void {
+    const core = this.core;
+    const record = core.message(messageId);
+    if (!record || record.recipientId !== COORDINATOR_ID || isTerminal(record.state)) return;
+    const now = core.clock.now();
+    core.store.transaction(() => {
+      const from = record.state;
+      core.setState(record, 'FULFILLED');
+      record.updatedAt = now;
+      record.history.push({ at: now, event: 'fulfilled', detail: 'answered by the coordinator' });
+      core.repo.updateMessage(record);
+      core.transition(record, from, 'FULFILLED', ctx.correlationId, {});
+      core.dedup.reconcileSuccess(record, { ackForMessageId: messageId, stage: 'FULFILLED', errorCode: '', note: '', raw: reply }, now, ctx);
+      // A producer that has deregistered finds the answer in the outcome cache when it retries.
+      if (core.registry.get(record.envelope.producerId)) {
+        const envelope = core.coordinator.envelope(messageType, record.envelope.correlationId, reply);
+        core.coordinator.persist(record.envelope.producerId, envelope, messageId, `${messageType} answering ${messageId}`, now);
+      }
+    });
+    core.retire(record);
+  }
+}

@@ -1,0 +1,270 @@
+import type { CallContext } from '../context';
+import type { Disposable } from '../events';
+import type { Envelope } from './envelope';
+import type { Inbox, InboxSink } from './inbox';
+import { isTerminal } from './lifecycle';
+import { observe } from './metrics';
+import type { MessageRecord } from './model';
+import { UNSPECIFIED_ERROR } from './ackLifecycle';
+import type { RouterCore } from './routerCore';
+
+/** Forwarded ACKs and NACKs held per agent for redelivery when the client never confirms them (AckDelivery). */
+const MAX_UNCONFIRMED_UNTRACKED = 256;
+
+export class StreamRefusal extends Error {
+  constructor(readonly code: 'not_registered' | 'resume_out_of_range' | 'resume_expired', message: string) {
+    super(message);
+  }
+}
+
+/**
+ * Delivery: inbox streams (open, resume, replace, close), dispatch from the lanes to a stream within the
+ * delivery window, and delivery confirmations (AckDelivery, protocol ACKs, resumption). Every step is written
+ * to the store; nothing reaches a stream before it is durable.
+ */
+export class Delivery {
+  constructor(private readonly core: RouterCore) {}
+
+  /**
+   * Opens an agent's inbox stream. A newer stream replaces an older one. With `resumeAfter`, deliveries up to
+   * that seq count as processed; anything else not yet confirmed is delivered again.
+   */
+  attach(agentId: string, sink: InboxSink, ctx: CallContext, resumeAfter?: number): Disposable {
+    const core = this.core;
+    if (!core.registry.get(agentId)) throw new StreamRefusal('not_registered', `agent '${agentId.slice(0, 128)}' is not registered; RegisterAgent first`);
+    const inbox = core.inbox(agentId);
+    const now = core.clock.now();
+    if (resumeAfter !== undefined) {
+      if (resumeAfter > inbox.lastSeq) {
+        throw new StreamRefusal('resume_out_of_range', `sw4rm-resume-after ${resumeAfter} is beyond the last delivered seq ${inbox.lastSeq}`);
+      }
+      const oldest = core.repo.oldestDeliverySeq(agentId);
+      if (resumeAfter < inbox.lastSeq && oldest > 0 && resumeAfter + 1 < oldest) {
+        throw new StreamRefusal('resume_expired', `resume position ${resumeAfter} has expired: deliveries before seq ${oldest} are no longer kept ` +
+          `(window ${core.options.resumeBacklog}). Recover by opening the stream without sw4rm-resume-after: every message not yet acknowledged is delivered again.`);
+      }
+    }
+    if (inbox.sink) {
+      inbox.sink.close('superseded', `a newer stream for ${agentId} replaced this one`);
+      core.log.record({ correlationId: ctx.correlationId, actor: 'router', eventType: 'stream.superseded', level: 'WARN', details: { agent_id: agentId } });
+    }
+    const requeue: MessageRecord[] = [];
+    core.store.transaction(() => {
+      for (const [seq, record] of [...inbox.inflight.entries()].sort((a, b) => a[0] - b[0])) {
+        inbox.inflight.delete(seq);
+        core.timeouts.clear(record.envelope.messageId, 'lease');
+        if (resumeAfter !== undefined && seq <= resumeAfter) {
+          this.confirm(record, now, `resumed after seq ${resumeAfter}`);
+          core.repo.updateMessage(record);
+          if (!record.tracked) core.retire(record);
+        } else {
+          record.delivery = 'queued';
+          record.leaseUntil = null;
+          record.history.push({ at: now, event: 'redelivery_scheduled', detail: 'new stream' });
+          core.repo.updateMessage(record);
+          requeue.push(record);
+        }
+      }
+      core.log.record({
+        correlationId: ctx.correlationId, actor: agentId, eventType: 'stream.opened',
+        details: { agent_id: agentId, resume_after: resumeAfter, redeliver: requeue.length, queued: inbox.queue.size },
+      });
+    });
+    for (const record of requeue.reverse()) inbox.queue.unshift(record.lane, record);
+    inbox.sink = sink;
+    core.registry.recordLiveness(agentId, ctx);
+    this.dispatch(inbox);
+    core.changed.fire({ agentId });
+    return {
+      dispose: () => {
+        if (inbox.sink !== sink) return;
+        inbox.sink = undefined;
+        if (!core.disposed) {
+          core.log.record({ correlationId: ctx.correlationId, actor: agentId, eventType: 'stream.closed', details: { agent_id: agentId, unconfirmed: inbox.inflight.size } });
+          core.changed.fire({ agentId });
+        }
+      },
+    };
+  }
+
+  /** AckDelivery: confirms (or permanently fails) the delivery with this seq. Answers whether it was recorded. */
+  ackDelivery(agentId: string, seq: number, messageId: string, outcome: 'DELIVERED' | 'PERMANENT_FAILURE', ctx: CallContext): boolean {
+    const core = this.core;
+    const inbox = core.inboxes.get(agentId);
+    const id = inbox?.inflight.get(seq)?.envelope.messageId ?? core.repo.deliveryAt(agentId, seq);
+    if (!id || (messageId && messageId !== id)) return false;
+    const record = core.message(id);
+    if (!record) return true;
+    if (outcome === 'DELIVERED' && (record.delivery === 'done' || record.deliverySeq !== seq)) return false;
+    const now = core.clock.now();
+    core.store.transaction(() => {
+      if (outcome === 'PERMANENT_FAILURE' && !isTerminal(record.state)) {
+        this.confirm(record, now, 'AckDelivery PERMANENT_FAILURE');
+        core.acks.finish(record, 'FAILED', UNSPECIFIED_ERROR, `${agentId} reported a permanent delivery failure (AckDelivery PERMANENT_FAILURE)`, ctx, now,
+          { dlq: true, nack: true, settleDedup: true });
+        return;
+      }
+      if (record.delivery === 'inflight' && record.deliverySeq === seq) {
+        this.confirm(record, now, 'AckDelivery');
+        core.repo.updateMessage(record);
+        if (!record.tracked) core.retire(record);
+      }
+    });
+    this.dispatch(inbox ?? core.inbox(agentId));
+    core.changed.fire({ agentId });
+    return true;
+  }
+
+  /** Writes what the inbox's lanes hold to its stream, up to the delivery window, in one transaction. */
+  dispatch(inbox: Inbox): void {
+    const core = this.core;
+    if (!inbox.sink || core.disposed) return;
+    const batch: MessageRecord[] = [];
+    let trackedInflight = inbox.inflight.tracked;
+    const now = core.clock.now();
+    const failed: MessageRecord[] = [];
+    while (inbox.queue.size > 0) {
+      const next = inbox.queue.shift();
+      if (!next) break;
+      const record = next.item;
+      if (record.delivery !== 'queued' || (record.tracked && isTerminal(record.state))) continue;
+      if (record.tracked && trackedInflight >= core.options.deliveryWindow) {
+        inbox.queue.unshift(next.lane, record);
+        break;
+      }
+      if (record.deliveryAttempts >= core.options.maxDeliveryAttempts) {
+        if (record.tracked) failed.push(record);
+        else {
+          // An ACK or NACK written to the stream this often without confirmation has reached the agent.
+          record.history.push({ at: now, event: 'delivery_unconfirmed', detail: `written ${record.deliveryAttempts} times` });
+          this.confirm(record, now, 'delivery attempts exhausted');
+          core.repo.updateMessage(record);
+          core.retire(record);
+        }
+        continue;
+      }
+      if (record.tracked) trackedInflight++;
+      batch.push(record);
+    }
+    if (batch.length === 0 && failed.length === 0) return;
+    const ctx = { correlationId: `dispatch:${inbox.agentId}` };
+    const firstSeq = inbox.lastSeq + 1;
+    core.store.transaction(() => {
+      for (const record of failed) {
+        core.acks.finish(record, 'FAILED', 'AGENT_UNAVAILABLE', `delivery to ${inbox.agentId} not confirmed after ${record.deliveryAttempts} attempts`, ctx, now,
+          { dlq: true, nack: true, settleDedup: true });
+      }
+      for (const record of batch) {
+        const seq = ++inbox.lastSeq;
+        record.delivery = 'inflight';
+        record.deliverySeq = seq;
+        record.deliveredAt = now;
+        record.leaseUntil = now + core.options.leaseMs;
+        record.deliveryAttempts++;
+        record.updatedAt = now;
+        record.history.push({ at: now, event: 'delivered', detail: `seq ${seq}, attempt ${record.deliveryAttempts}` });
+        core.repo.updateMessage(record);
+        core.repo.recordDelivery(inbox.agentId, seq, record.envelope.messageId, now);
+        inbox.inflight.set(seq, record);
+        core.log.record({
+          correlationId: record.envelope.correlationId, actor: 'router', eventType: 'message.delivered',
+          details: {
+            message_id: record.envelope.messageId, to: inbox.agentId, seq, attempt: record.deliveryAttempts, lane: record.lane,
+            urgent: record.lane === 'PRIVILEGED' ? true : undefined,
+          },
+        });
+      }
+      this.pruneDeliveriesIfDue(inbox, firstSeq);
+    });
+    const sink = inbox.sink;
+    const items: Array<[number, Envelope]> = [];
+    for (const record of batch) {
+      inbox.metrics.delivered++;
+      inbox.metrics.lastDeliveryAt = now;
+      if (record.lane === 'PRIVILEGED' && record.tracked) inbox.metrics.urgentDispatches++;
+      observe(inbox.metrics.dequeueLatency, Math.max(0, now - record.acceptedAt) / 1000);
+      if (record.tracked) core.timeouts.armLease(record);
+      items.push([record.deliverySeq!, record.envelope]);
+    }
+    // Nothing reaches a stream before it is durable: a crash can never show an agent a message the store lost.
+    if (sink && items.length) core.store.afterCommit(() => { for (const [seq, envelope] of items) sink.deliver(seq, envelope); });
+    this.boundUnconfirmed(inbox, now);
+    core.changed.fire({ agentId: inbox.agentId });
+  }
+
+  /** Keeps the last `resumeBacklog` deliveries of the inbox, pruning whenever seq passes a multiple of 100. */
+  pruneDeliveriesIfDue(inbox: Inbox, firstSeq: number): void {
+    if (Math.floor(inbox.lastSeq / 100) > Math.floor((firstSeq - 1) / 100)) this.core.repo.pruneDeliveries(inbox.agentId, this.core.options.resumeBacklog);
+  }
+
+  /**
+   * Forwarded ACKs and NACKs are confirmed only by AckDelivery, which not every client calls. They are kept
+   * for redelivery on the next stream, but at most MAX_UNCONFIRMED_UNTRACKED per agent: older ones written to a
+   * live stream count as delivered (recorded as unconfirmed), so memory and redelivery stay bounded.
+   */
+  private boundUnconfirmed(inbox: Inbox, now: number): void {
+    const untracked = inbox.inflight.untracked;
+    if (untracked <= MAX_UNCONFIRMED_UNTRACKED) return;
+    let excess = untracked - MAX_UNCONFIRMED_UNTRACKED;
+    const core = this.core;
+    core.store.transaction(() => {
+      // Oldest first; confirming removes the record from the map, which iteration tolerates.
+      for (const record of inbox.inflight.values()) {
+        if (excess === 0) break;
+        if (record.tracked) continue;
+        record.history.push({ at: now, event: 'delivery_unconfirmed', detail: `written to a live stream; more than ${MAX_UNCONFIRMED_UNTRACKED} unconfirmed` });
+        this.confirm(record, now, 'bounded without AckDelivery');
+        core.repo.updateMessage(record);
+        core.retire(record);
+        excess--;
+      }
+    });
+  }
+
+  /** The delivery is done with: off the stream's unconfirmed set (or the queue), its lease cancelled. */
+  confirm(record: MessageRecord, now: number, how: string): void {
+    if (record.delivery === 'done') return;
+    if (record.deliverySeq !== null) this.core.inboxes.get(record.recipientId)?.inflight.delete(record.deliverySeq);
+    if (record.delivery === 'queued') this.takeOffQueue(record);
+    record.delivery = 'done';
+    record.leaseUntil = null;
+    record.updatedAt = now;
+    record.history.push({ at: now, event: 'delivery_confirmed', detail: how });
+    this.core.timeouts.clear(record.envelope.messageId, 'lease');
+    if (!record.tracked && record.state === 'SENT') this.core.setState(record, 'FULFILLED');
+  }
+
+  takeOffQueue(record: MessageRecord): void {
+    const inbox = this.core.inboxes.get(record.recipientId);
+    if (!inbox) return;
+    inbox.queue.remove((item) => item === record);
+    if (record.deliverySeq !== null && inbox.inflight.get(record.deliverySeq) === record) inbox.inflight.delete(record.deliverySeq);
+    record.delivery = 'done';
+  }
+
+  /** An agent deregistered: its stream ends, and every message still on its way to it fails. */
+  agentLeft(agentId: string, reason: string): void {
+    const core = this.core;
+    const inbox = core.inboxes.get(agentId);
+    const now = core.clock.now();
+    const ctx = { correlationId: `left:${agentId}` };
+    inbox?.sink?.close('deregistered', `${agentId} deregistered: ${reason}`);
+    if (inbox) inbox.sink = undefined;
+    const stranded = [...core.live.values()].filter((m) => m.recipientId === agentId && (m.delivery !== 'done' || (m.tracked && !isTerminal(m.state) && m.state !== 'RETRYING')));
+    core.store.transaction(() => {
+      for (const record of stranded) {
+        core.acks.finish(record, 'FAILED', 'AGENT_UNAVAILABLE', `${agentId} deregistered before the message was done (${reason})`, ctx, now,
+          { dlq: record.tracked, nack: record.tracked, settleDedup: true });
+      }
+    });
+    core.coordinator.broadcast('agent.left', agentId, { reason });
+  }
+
+  /** Ends every inbox stream. */
+  closeStreams(detail: string): void {
+    for (const inbox of this.core.inboxes.values()) {
+      inbox.sink?.close('shutdown', detail);
+      inbox.sink = undefined;
+    }
+  }
+}

@@ -1,0 +1,52 @@
+import { PAYLOAD_LIMITS } from '../limits';
+import { DEFAULT_LANE_OPTIONS, type LaneOptions } from './lanes';
+import { SETTLED_OUTCOMES_IN_MEMORY } from './outcomeCache';
+
+export interface RouterOptions {
+  /** RFC §13: messages admitted to an inbox and not yet READ. */
+  readonly capacity: number;
+  /** RFC §11/§20: time to RECEIVED before TIMED_OUT. */
+  readonly ackTimeoutMs: number;
+  /** A delivery not confirmed within the lease is sent again. */
+  readonly leaseMs: number;
+  readonly maxDeliveryAttempts: number;
+  /** RFC §11.2: how long outcomes stay in the idempotency cache. */
+  readonly dedupWindowMs: number;
+  /** Settled outcomes also kept in memory (the store keeps all of them for the window). */
+  readonly outcomesInMemory: number;
+  /** RFC §14: interval of the coordinator's HEARTBEAT envelopes to streaming agents; 0 turns them off. */
+  readonly heartbeatIntervalMs: number;
+  /** RFC §5.5: deliveries remembered per agent for stream resumption. */
+  readonly resumeBacklog: number;
+  /** Tracked deliveries a stream may have unconfirmed at once; the rest wait in their lanes. */
+  readonly deliveryWindow: number;
+  readonly payloadLimits: Readonly<Record<string, number>>;
+  readonly lanes: LaneOptions;
+  readonly dlqMaxEntries: number;
+  readonly dlqRetentionMs: number;
+  /**
+   * Finished messages (terminal and delivered) stay in the store, queryable, for this long after their last
+   * change, and never less than the deduplication window (retries and late ACKs look their attempts up).
+   */
+  readonly messageRetentionMs: number;
+}
+
+export const DEFAULT_ROUTER_OPTIONS: RouterOptions = {
+  capacity: 10,
+  ackTimeoutMs: 10_000,
+  leaseMs: 30_000,
+  maxDeliveryAttempts: 5,
+  dedupWindowMs: 3_600_000,
+  outcomesInMemory: SETTLED_OUTCOMES_IN_MEMORY,
+  heartbeatIntervalMs: 10_000,
+  resumeBacklog: 1000,
+  deliveryWindow: 64,
+  payloadLimits: PAYLOAD_LIMITS,
+  lanes: DEFAULT_LANE_OPTIONS,
+  dlqMaxEntries: 10_000,
+  dlqRetentionMs: 7 * 24 * 3_600_000,
+  messageRetentionMs: 24 * 3_600_000,
+};
+
+/** The longest message retention the settings and the CLI accept: a year. */
+export const MAX_MESSAGE_RETENTION_HOURS = 365 * 24;

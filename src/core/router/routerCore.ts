@@ -1,0 +1,114 @@
+import type { Clock } from '../clock';
+import { Emitter } from '../events';
+import type { IdSource } from '../ids';
+import type { EventLog } from '../log/eventLog';
+import type { AgentDirectory } from '../registry/model';
+import { AckLifecycle } from './ackLifecycle';
+import { Admission } from './admission';
+import { CoordinatorHandlers } from './coordinatorHandlers';
+import { CoordinatorMessages } from './coordinatorMessages';
+import { DeadLetters, type DeadLetterChange } from './deadLetters';
+import { Deduplication } from './deduplication';
+import { Delivery } from './delivery';
+import { Inflight, NOT_READ, type Inbox } from './inbox';
+import { LaneQueues } from './lanes';
+import { isTerminal, type MessageState } from './lifecycle';
+import { emptyMetrics } from './metrics';
+import type { MessageRecord, RouterRepository, RouterStorage } from './model';
+import type { RouterOptions } from './options';
+import { Timeouts } from './timeouts';
+
+/**
+ * What the parts of the router share: the store, the log, the clock, the messages in memory, the inboxes, and
+ * the parts themselves. The Router builds one; each part reaches the others through it, never through the Router.
+ */
+export class RouterCore {
+  readonly repo: RouterRepository;
+  /** Messages not yet finished with, by id; a finished one leaves memory (`retire`) and stays in the store. */
+  readonly live = new Map<string, MessageRecord>();
+  readonly inboxes = new Map<string, Inbox>();
+  /** Fires when an inbox's counts change. */
+  readonly changed = new Emitter<{ agentId: string }>();
+  /** Fires after a dead letter was added, requeued, or pruned by retention (the change is committed). */
+  readonly deadLettersChanged = new Emitter<DeadLetterChange>();
+  disposed = false;
+
+  readonly dedup: Deduplication;
+  readonly admission: Admission;
+  readonly handlers: CoordinatorHandlers;
+  readonly acks: AckLifecycle;
+  readonly delivery: Delivery;
+  readonly timeouts: Timeouts;
+  readonly coordinator: CoordinatorMessages;
+  readonly deadLetters: DeadLetters;
+
+  constructor(
+    readonly store: RouterStorage,
+    readonly registry: AgentDirectory,
+    readonly log: EventLog,
+    readonly clock: Clock,
+    readonly ids: IdSource,
+    readonly options: RouterOptions,
+  ) {
+    this.repo = store.router;
+    this.dedup = new Deduplication(this);
+    this.admission = new Admission(this);
+    this.handlers = new CoordinatorHandlers(this);
+    this.acks = new AckLifecycle(this);
+    this.delivery = new Delivery(this);
+    this.timeouts = new Timeouts(this);
+    this.coordinator = new CoordinatorMessages(this);
+    this.deadLetters = new DeadLetters(this);
+  }
+
+  /** A message by id, from memory or the store. */
+  message(messageId: string): MessageRecord | undefined {
+    return this.live.get(messageId) ?? this.repo.getMessage(messageId);
+  }
+
+  /** An agent's inbox, made on first use. */
+  inbox(agentId: string): Inbox {
+    let inbox = this.inboxes.get(agentId);
+    if (!inbox) {
+      inbox = {
+        agentId, queue: new LaneQueues<MessageRecord>(this.options.lanes.weights), inflight: new Inflight(), sink: undefined,
+        lastSeq: this.repo.lastSeq(agentId), notRead: new Set(), metrics: emptyMetrics(agentId, this.options.capacity),
+      };
+      this.inboxes.set(agentId, inbox);
+    }
+    return inbox;
+  }
+
+  /** Every lifecycle change goes through here, so the capacity count always matches the states. */
+  setState(record: MessageRecord, state: MessageState): void {
+    record.state = state;
+    const notRead = this.inbox(record.recipientId).notRead;
+    if (record.tracked && NOT_READ.has(state)) notRead.add(record.envelope.messageId);
+    else notRead.delete(record.envelope.messageId);
+  }
+
+  transition(record: MessageRecord, from: MessageState, to: MessageState, correlationId: string, details: Record<string, unknown>): void {
+    this.log.record({
+      correlationId: record.envelope.correlationId || correlationId, actor: 'router', eventType: 'message.state_changed',
+      details: { message_id: record.envelope.messageId, from, to, ...details },
+    });
+  }
+
+  /** A message that is finished with leaves memory; the store keeps it. */
+  retire(record: MessageRecord): void {
+    const terminal = record.tracked ? isTerminal(record.state) : record.state !== 'SENT';
+    if (terminal && record.delivery === 'done') {
+      this.live.delete(record.envelope.messageId);
+      this.timeouts.clearAll(record.envelope.messageId);
+    }
+  }
+
+  /** Timer work must never take the coordinator down; a fault is logged as INTERNAL_ERROR. */
+  safely(fn: () => void): void {
+    try {
+      fn();
+    } catch (err) {
+      this.log.internalError('router', this.ids.uuid(), err);
+    }
+  }
+}
