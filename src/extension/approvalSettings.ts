@@ -1,4 +1,4 @@
-import { parsePolicy, type HitlPolicy } from '../core/hitl/policy';
+import { parsePolicy, type HitlPolicy } from '../core/api';
 import { SETTINGS_SECTION, Settings } from './contributions';
 
 /** The sw4rm.approvals.* settings as the user wrote them (any JSON value may arrive from settings.json). */

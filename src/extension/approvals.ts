@@ -1,9 +1,6 @@
 import * as os from 'node:os';
 import * as vscode from 'vscode';
-import type { Disposable } from '../core/events';
-import type { HitlService } from '../core/hitl/hitlService';
-import type { HitlInvocation } from '../core/hitl/model';
-import type { HitlPolicy } from '../core/hitl/policy';
+import type { CoordinatorApi, Disposable, HitlInvocation, HitlPolicy, OperatorAttachment } from '../core/api';
 import { approvalSettings, ProblemMemory } from './approvalSettings';
 import { needsAnnouncement, notificationText } from './approvalsModel';
 import { ContextKeys, SETTINGS_SECTION, Settings } from './contributions';
@@ -31,13 +28,15 @@ export class Approvals implements vscode.Disposable {
   readonly operator = editorOperatorName();
   readonly view: ApprovalsView;
   readonly panels: HitlPanels;
-  private hitl: HitlService | undefined;
+  private api: CoordinatorApi | undefined;
+  /** This window's attachment as an operator of the bound coordinator (resolves to none if it failed). */
+  private attachment: Promise<OperatorAttachment | undefined> | undefined;
   private subscriptions: Disposable[] = [];
   private readonly problems = new ProblemMemory();
 
   constructor(extensionUri: vscode.Uri, private readonly output: vscode.OutputChannel) {
     this.panels = new HitlPanels(extensionUri, this.operator);
-    this.view = new ApprovalsView((id) => this.panels.open(id), this.operator);
+    this.view = new ApprovalsView((id) => void this.panels.open(id), this.operator);
     this.readPolicy(false);
   }
 
@@ -55,30 +54,38 @@ export class Approvals implements vscode.Disposable {
     return this.readPolicy(true);
   }
 
-  /** Follows the HITL service of a (re)started coordinator, or none when it stops. */
-  bind(hitl: HitlService | undefined): void {
+  /**
+   * Follows the API of a (re)started coordinator, or none when it stops: applies the policy, attaches this
+   * window as an operator (detaching it from the previous one) and resolves when both are done.
+   */
+  async bind(api: CoordinatorApi | undefined): Promise<void> {
     for (const subscription of this.subscriptions) subscription.dispose();
     this.subscriptions = [];
-    this.hitl = hitl;
-    if (hitl) {
+    const previous = this.api;
+    const attached = this.attachment;
+    this.api = api;
+    this.attachment = undefined;
+    const steps: Array<Promise<unknown>> = [];
+    if (previous && attached) steps.push(attached.then((attachment) => attachment && previous.detachOperator(attachment.id)).catch(ignore));
+    if (api) {
       // The settings may have changed while the coordinator was starting.
-      hitl.setPolicy(this.readPolicy(true), 'settings');
-      this.subscriptions.push(
-        hitl.attachOperator(this.operator),
-        hitl.onDidChange((change) => {
-          this.panels.changed(change.invocation);
-          if (needsAnnouncement(change)) this.announce(change.invocation);
-        }),
-      );
+      steps.push(api.setApprovalPolicy(this.readPolicy(true), 'settings').catch(ignore));
+      this.attachment = api.attachOperator(this.operator).catch(() => undefined);
+      steps.push(this.attachment);
+      this.subscriptions.push(api.onDidChangeApprovals((change) => {
+        this.panels.changed(change.invocation);
+        if (needsAnnouncement(change)) this.announce(change.invocation);
+      }));
     }
-    this.view.bind(hitl);
-    this.panels.bind(hitl);
+    this.view.bind(api);
+    this.panels.bind(api);
+    await Promise.all(steps);
   }
 
   /** Applies changed approval settings to the running coordinator at once (no restart). */
   settingsChanged(): void {
     const policy = this.readPolicy(true);
-    this.hitl?.setPolicy(policy, 'settings');
+    void this.api?.setApprovalPolicy(policy, 'settings').catch(ignore);
   }
 
   /** Sets sw4rm.approvals.pauseAll for this workspace (or for the user when no folder is open). */
@@ -96,7 +103,7 @@ export class Approvals implements vscode.Disposable {
   }
 
   dispose(): void {
-    this.bind(undefined);
+    void this.bind(undefined);
     this.view.dispose();
     this.panels.dispose();
   }
@@ -122,7 +129,10 @@ export class Approvals implements vscode.Disposable {
 
   private announce(invocation: HitlInvocation): void {
     void vscode.window.showInformationMessage(notificationText(invocation), 'Review').then((choice) => {
-      if (choice) this.panels.open(invocation.id);
+      if (choice) void this.panels.open(invocation.id);
     });
   }
 }
+
+/** Changes to a coordinator that has stopped meanwhile are moot. */
+function ignore(): void {}

@@ -1,4 +1,4 @@
-import type { HitlInvocation, ReasonType } from '../core/hitl/model';
+import type { HitlInvocation, ReasonType } from '../core/api';
 
 /** Settled invocations the Approvals view lists at most (pending ones are always all listed). */
 export const MAX_SETTLED_LISTED = 200;

@@ -1,7 +1,6 @@
 import * as path from 'node:path';
 import * as vscode from 'vscode';
-import { formatEvent } from '../core/log/eventLog';
-import { StoreOpenError } from '../core/store/store';
+import { formatEvent, InProcessCoordinatorApi, StoreOpenError } from '../core/api';
 import { SERVICE_ADDRESS_VARIABLES, formatEnvironment } from '../server/agentEnvironment';
 import { CoordinatorHost } from '../server/host';
 import { ConfigurationError, PortInUseError } from '../server/server';
@@ -18,6 +17,10 @@ import type { DeadLettersView } from './views/deadLettersView';
  */
 export class CoordinatorController implements vscode.Disposable {
   private host: CoordinatorHost | undefined;
+  /** The running coordinator as the views see it: the one way from the editor into the core. */
+  private api: InProcessCoordinatorApi | undefined;
+  /** Status updates started; only the latest one is shown. */
+  private statusUpdates = 0;
   private hostSubscriptions: Array<{ dispose(): void }> = [];
   /** A port chosen by the user after a conflict; used instead of the setting until the window closes. */
   private portOverride: number | undefined;
@@ -64,8 +67,8 @@ export class CoordinatorController implements vscode.Disposable {
 
   /** Opens the router's metrics (RFC §13, Prometheus text format) in an untitled editor. */
   async showMetrics(): Promise<void> {
-    if (!this.host) return this.reportNotRunning();
-    const document = await vscode.workspace.openTextDocument({ content: this.host.coordinator.router.metricsText(), language: 'plaintext' });
+    if (!this.api) return this.reportNotRunning();
+    const document = await vscode.workspace.openTextDocument({ content: await this.api.metricsText(), language: 'plaintext' });
     await vscode.window.showTextDocument(document, { preview: false });
   }
 
@@ -105,34 +108,40 @@ export class CoordinatorController implements vscode.Disposable {
       return;
     }
     const host = this.host;
+    const api = (this.api = new InProcessCoordinatorApi(host.coordinator));
     // Policy and operator presence first, so that no invocation sees the default policy or "no operator".
-    this.approvals.bind(host.coordinator.hitl);
-    this.output.appendLine(`SW4RM coordinator serving on ${settings.host}:${host.port} (auth ${settings.auth}; store ${host.coordinator.store.location})`);
+    const bound = this.approvals.bind(api);
+    const storeLocation = await api.storeLocation();
+    this.output.appendLine(`SW4RM coordinator serving on ${settings.host}:${host.port} (auth ${settings.auth}; store ${storeLocation})`);
     for (const warning of settings.router.warnings) this.output.appendLine(`SW4RM settings: ${warning}`);
     this.hostSubscriptions.push(
       host.onDidFail((err) => void this.reportStoreFailure(host, err)),
-      host.coordinator.registry.onDidChange(() => this.updateStatus()),
-      this.deadLettersView.onDidChangeCount(() => this.updateStatus()),
-      this.approvals.onDidChangeCount(() => this.updateStatus()),
+      api.onDidChangeAgents(() => void this.updateStatus()),
+      this.deadLettersView.onDidChangeCount(() => void this.updateStatus()),
+      this.approvals.onDidChangeCount(() => void this.updateStatus()),
     );
-    this.agentsView.bind(host.coordinator.registry, host.coordinator.router);
-    this.deadLettersView.bind(host.coordinator.router);
+    this.agentsView.bind(api);
+    this.deadLettersView.bind(api);
+    await bound;
     void vscode.commands.executeCommand('setContext', ContextKeys.running, true);
     const collection = this.context.environmentVariableCollection;
     collection.clear();
     for (const [name, value] of Object.entries(host.environment())) collection.replace(name, value);
-    this.updateStatus();
+    void this.updateStatus();
   }
 
   private async doStop(): Promise<void> {
     const host = this.host;
+    const api = this.api;
     if (!host) return;
     this.host = undefined;
+    this.api = undefined;
     for (const subscription of this.hostSubscriptions) subscription.dispose();
     this.hostSubscriptions = [];
     this.agentsView.bind(undefined);
     this.deadLettersView.bind(undefined);
-    this.approvals.bind(undefined);
+    await this.approvals.bind(undefined);
+    api?.dispose();
     void vscode.commands.executeCommand('setContext', ContextKeys.running, false);
     this.context.environmentVariableCollection.clear();
     await host.stop(1500);
@@ -140,12 +149,20 @@ export class CoordinatorController implements vscode.Disposable {
     this.statusBar.show({ kind: 'stopped' });
   }
 
-  private updateStatus(): void {
-    if (!this.host) return;
-    const registry = this.host.coordinator.registry;
+  private async updateStatus(): Promise<void> {
+    const { host, api } = this;
+    if (!host || !api) return;
+    const update = ++this.statusUpdates;
+    let agents;
+    try {
+      agents = await api.agentCounts();
+    } catch {
+      return; // The coordinator stopped meanwhile.
+    }
+    if (update !== this.statusUpdates || this.host !== host) return;
     this.statusBar.show({
-      kind: 'serving', host: this.host.options.host, port: this.host.port,
-      agents: registry.list().length, online: registry.onlineCount(), deadLetters: this.deadLettersView.count,
+      kind: 'serving', host: host.options.host, port: host.port,
+      agents: agents.registered, online: agents.online, deadLetters: this.deadLettersView.count,
       approvals: this.approvals.pendingCount,
     });
   }

@@ -1,4 +1,4 @@
-import type { DeadLetter, DeadLetterFilter } from '../core/router/model';
+import type { DeadLetter, DeadLetterFilter } from '../core/api';
 
 /** Relative time ranges: resolved against the clock whenever the view lists or exports. */
 export type TimeRange = 'hour' | 'day' | 'all';

@@ -1,7 +1,6 @@
-import { MIB, PAYLOAD_LIMITS } from '../core/limits';
-import { MESSAGE_TYPES } from '../core/router/envelope';
-import { DEFAULT_LANE_OPTIONS } from '../core/router/lanes';
-import { DEFAULT_ROUTER_OPTIONS, MAX_MESSAGE_RETENTION_HOURS, type RouterOptions } from '../core/router/router';
+import {
+  DEFAULT_LANE_OPTIONS, DEFAULT_ROUTER_OPTIONS, MAX_MESSAGE_RETENTION_HOURS, MESSAGE_TYPES, MIB, PAYLOAD_LIMITS, type RouterOptions,
+} from '../core/api';
 
 /** The largest payload limit a setting may ask for: what the gRPC transport admits (16 MiB). */
 export const MAX_PAYLOAD_LIMIT_BYTES = 16 * MIB;

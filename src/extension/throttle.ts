@@ -1,5 +1,4 @@
-import { systemClock, type Clock } from '../core/clock';
-import type { Disposable } from '../core/events';
+import { systemClock, type Clock, type Disposable } from '../core/api';
 
 /**
  * Coalesces bursts per key: the first request for a key runs `run(key)` after `delayMs`, and requests for

@@ -1,8 +1,6 @@
-import { randomBytes, randomUUID } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import * as vscode from 'vscode';
-import { HitlStateError, invocationJson, type HitlService } from '../../core/hitl/hitlService';
-import type { HitlInvocation } from '../../core/hitl/model';
-import { HitlRequestError } from '../../core/hitl/request';
+import { CoordinatorApiError, invocationJson, type CoordinatorApi, type HitlInvocation } from '../../core/api';
 import {
   HITL_PANEL_VIEW_TYPE, parseInvocationJson, parsePanelState, parseWebviewMessage,
   type HostMessage, type InvocationJson, type WebviewMessage,
@@ -20,7 +18,7 @@ const WEBVIEW_DIST = ['dist', 'webview'] as const;
  */
 export class HitlPanels implements vscode.Disposable {
   private readonly panels = new Map<string, HitlPanel>();
-  private hitl: HitlService | undefined;
+  private api: CoordinatorApi | undefined;
   private readonly registration: vscode.Disposable;
 
   constructor(private readonly extensionUri: vscode.Uri, private readonly operator: string) {
@@ -29,27 +27,26 @@ export class HitlPanels implements vscode.Disposable {
     });
   }
 
-  /** Follows a (new) HITL service, or none while the coordinator is stopped; open panels show the change. */
-  bind(hitl: HitlService | undefined): void {
-    this.hitl = hitl;
-    for (const panel of this.panels.values()) panel.push();
+  /** Follows the API of a (new) coordinator, or none while the coordinator is stopped; open panels show the change. */
+  bind(api: CoordinatorApi | undefined): void {
+    this.api = api;
+    for (const panel of this.panels.values()) void panel.push();
   }
 
   /** Opens the panel of an invocation, or reveals it if it is open. */
-  open(id: string): void {
-    const open = this.panels.get(id);
-    if (open) {
-      open.reveal();
-      return;
-    }
-    const panel = vscode.window.createWebviewPanel(HITL_PANEL_VIEW_TYPE, panelTitle(this.hitl?.get(id), id), vscode.ViewColumn.Active,
+  async open(id: string): Promise<void> {
+    if (this.reveal(id)) return;
+    const invocation = await this.api?.approval(id).catch(() => undefined);
+    // Another open of the same invocation may have won the race.
+    if (this.reveal(id)) return;
+    const panel = vscode.window.createWebviewPanel(HITL_PANEL_VIEW_TYPE, panelTitle(invocation, id), vscode.ViewColumn.Active,
       this.options());
     this.adopt(panel, id);
   }
 
   /** An invocation changed: its panel, if open, shows it. */
   changed(invocation: HitlInvocation): void {
-    this.panels.get(invocation.id)?.push();
+    void this.panels.get(invocation.id)?.push();
   }
 
   dispose(): void {
@@ -68,8 +65,14 @@ export class HitlPanels implements vscode.Disposable {
     this.adopt(panel, restored.invocationId);
   }
 
+  private reveal(id: string): boolean {
+    const open = this.panels.get(id);
+    open?.reveal();
+    return open !== undefined;
+  }
+
   private adopt(panel: vscode.WebviewPanel, id: string): void {
-    const owned = new HitlPanel(panel, id, this.extensionUri, this.operator, () => this.hitl, () => this.panels.delete(id));
+    const owned = new HitlPanel(panel, id, this.extensionUri, this.operator, () => this.api, () => this.panels.delete(id));
     this.panels.set(id, owned);
   }
 
@@ -89,13 +92,15 @@ class HitlPanel {
   private ready = false;
   private readonly subscriptions: vscode.Disposable[] = [];
   private disposed = false;
+  /** Pushes started; only the latest one is sent. */
+  private pushes = 0;
 
   constructor(
     private readonly panel: vscode.WebviewPanel,
     private readonly id: string,
     private readonly extensionUri: vscode.Uri,
     private readonly operator: string,
-    private readonly hitl: () => HitlService | undefined,
+    private readonly api: () => CoordinatorApi | undefined,
     private readonly onDispose: () => void,
   ) {
     panel.webview.html = panelHtml(panel.webview, extensionUri, newNonce());
@@ -110,14 +115,23 @@ class HitlPanel {
   }
 
   /** Sends the invocation as it is now (after `ready` only; the webview asks when it is listening). */
-  push(): void {
+  async push(): Promise<void> {
     if (this.disposed) return;
-    const hitl = this.hitl();
-    const invocation = hitl?.get(this.id);
+    const push = ++this.pushes;
+    const api = this.api();
+    let invocation: HitlInvocation | undefined;
+    let failure: string | undefined;
+    try {
+      invocation = await api?.approval(this.id);
+    } catch (err) {
+      failure = err instanceof Error ? err.message : String(err);
+    }
+    if (this.disposed || push !== this.pushes) return;
     if (invocation) this.panel.title = panelTitle(invocation, this.id);
     if (!this.ready) return;
-    const unavailable = !hitl ? 'The SW4RM coordinator is not running; the request shows here again when it starts.'
-      : !invocation ? `The coordinator has no approval request '${this.id}'.` : undefined;
+    const unavailable = !api ? 'The SW4RM coordinator is not running; the request shows here again when it starts.'
+      : failure !== undefined ? `The approval request could not be read: ${failure}`
+        : !invocation ? `The coordinator has no approval request '${this.id}'.` : undefined;
     this.post({
       type: 'invocation', invocationId: this.id, invocation: invocation ? toWire(invocation) : null, operator: this.operator, now: Date.now(),
       ...(unavailable ? { unavailable } : {}),
@@ -137,30 +151,28 @@ class HitlPanel {
     switch (message.type) {
       case 'ready':
         this.ready = true;
-        this.push();
+        void this.push();
         break;
       case 'decide':
-        this.decide(message);
+        void this.decide(message);
         break;
     }
   }
 
-  private decide(message: Extract<WebviewMessage, { type: 'decide' }>): void {
-    const hitl = this.hitl();
-    if (!hitl) {
+  private async decide(message: Extract<WebviewMessage, { type: 'decide' }>): Promise<void> {
+    const api = this.api();
+    if (!api) {
       this.post({ type: 'error', requestId: message.requestId, message: 'The SW4RM coordinator is not running; start it and decide again.' });
       return;
     }
     try {
-      const invocation = hitl.get(this.id);
-      const decided = hitl.decide(this.id, { action: message.action, rationale: message.rationale, payload: message.payload },
-        this.operator, { correlationId: invocation?.correlationId || randomUUID() });
+      const decided = await api.decideApproval(this.id, { action: message.action, rationale: message.rationale, payload: message.payload }, this.operator);
       this.post({ type: 'result', requestId: message.requestId, invocation: toWire(decided) });
     } catch (err) {
-      const known = err instanceof HitlStateError || err instanceof HitlRequestError;
+      const known = err instanceof CoordinatorApiError;
       const text = err instanceof Error ? err.message : String(err);
       this.post({ type: 'error', requestId: message.requestId, message: known ? text : `The decision was not recorded: ${text}` });
-      this.push();
+      void this.push();
     }
   }
 

@@ -1,8 +1,5 @@
 import * as vscode from 'vscode';
-import type { AgentRecord } from '../../core/store/store';
-import type { Registry } from '../../core/registry/registry';
-import type { Disposable } from '../../core/events';
-import type { InboxStats, Router } from '../../core/router/router';
+import type { AgentRecord, CoordinatorApi, Disposable, InboxStats } from '../../core/api';
 import { KeyedThrottle } from '../throttle';
 
 type AgentsNode =
@@ -15,55 +12,59 @@ const DETAIL_KEYS: readonly DetailKey[] = ['state', 'presence', 'inbox', 'class'
 /** Inbox counts change with every delivery; the view shows them at most this often per agent. */
 export const INBOX_REFRESH_MS = 250;
 
+/** What one agent's row and details show, read once per refresh of the row. */
+interface AgentSnapshot {
+  readonly agent: AgentRecord;
+  readonly inbox: InboxStats | undefined;
+}
+
 /**
  * The Agents view: one row per registered agent (name, id, state, presence, inbox counts) with its details as
- * children. It follows the registry's and the router's change events, so it needs no manual refresh; a change
+ * children. It follows the coordinator's agent and inbox events, so it needs no manual refresh; a change
  * to one agent refreshes only that agent's row, and inbox changes are coalesced per agent.
  */
 export class AgentsTreeProvider implements vscode.TreeDataProvider<AgentsNode>, vscode.Disposable {
   private readonly changed = new vscode.EventEmitter<AgentsNode | undefined>();
   readonly onDidChangeTreeData = this.changed.event;
-  private registry: Registry | undefined;
-  private router: Router | undefined;
+  private api: CoordinatorApi | undefined;
   private subscriptions: Disposable[] = [];
-  private readonly inboxRefresh = new KeyedThrottle<string>(INBOX_REFRESH_MS, (agentId) => {
-    if (this.registry?.get(agentId)) this.changed.fire(this.agentNode(agentId));
-  });
+  private readonly inboxRefresh = new KeyedThrottle<string>(INBOX_REFRESH_MS, (agentId) => void this.refreshIfRegistered(agentId));
   private readonly agentNodes = new Map<string, AgentsNode>();
   private readonly detailNodes = new Map<string, AgentsNode>();
+  /** The data of each shown agent, shared by its row and its details until the row is refreshed. */
+  private readonly snapshots = new Map<string, Promise<AgentSnapshot | undefined>>();
 
-  /** Follows a (new) registry and router, or none while the coordinator is stopped. */
-  bind(registry: Registry | undefined, router?: Router): void {
+  /** Follows the API of a (new) coordinator, or none while the coordinator is stopped. */
+  bind(api: CoordinatorApi | undefined): void {
     for (const subscription of this.subscriptions) subscription.dispose();
     this.subscriptions = [];
     this.inboxRefresh.cancel();
-    this.registry = registry;
-    this.router = registry ? router : undefined;
-    if (registry) {
-      this.subscriptions.push(registry.onDidChange((change) => {
-        if (change.kind === 'joined' || change.kind === 'left') this.changed.fire(undefined);
-        else this.changed.fire(this.agentNode(change.agent.descriptor.agentId));
-      }));
+    this.api = api;
+    if (api) {
+      this.subscriptions.push(
+        api.onDidChangeAgents((change) => this.refresh(change.kind === 'joined' || change.kind === 'left' ? undefined : change.agentId)),
+        api.onDidChangeInbox(({ agentId }) => this.inboxRefresh.schedule(agentId)),
+      );
     }
-    if (this.router) this.subscriptions.push(this.router.onDidChange(({ agentId }) => this.inboxRefresh.schedule(agentId)));
-    this.changed.fire(undefined);
+    this.refresh(undefined);
   }
 
-  getChildren(node?: AgentsNode): AgentsNode[] {
-    if (!this.registry) return [];
-    if (!node) return this.registry.list().map((agent) => this.agentNode(agent.descriptor.agentId));
-    if (node.kind === 'agent') return DETAIL_KEYS.map((key) => this.detailNode(node.agentId, key));
-    return [];
+  async getChildren(node?: AgentsNode): Promise<AgentsNode[]> {
+    const api = this.api;
+    if (!api) return [];
+    if (node) return node.kind === 'agent' ? DETAIL_KEYS.map((key) => this.detailNode(node.agentId, key)) : [];
+    const agents = await api.agents().catch(() => []);
+    return api === this.api ? agents.map((agent) => this.agentNode(agent.descriptor.agentId)) : [];
   }
 
   getParent(node: AgentsNode): AgentsNode | undefined {
     return node.kind === 'detail' ? this.agentNode(node.agentId) : undefined;
   }
 
-  getTreeItem(node: AgentsNode): vscode.TreeItem {
-    const agent = this.registry?.get(node.agentId);
-    if (!agent) return new vscode.TreeItem(node.agentId);
-    const inbox = this.router?.inboxStats(node.agentId);
+  async getTreeItem(node: AgentsNode): Promise<vscode.TreeItem> {
+    const snapshot = await this.snapshot(node.agentId);
+    if (!snapshot) return new vscode.TreeItem(node.agentId);
+    const { agent, inbox } = snapshot;
     return node.kind === 'agent' ? agentItem(agent, inbox) : detailItem(agent, node.key, inbox);
   }
 
@@ -72,6 +73,31 @@ export class AgentsTreeProvider implements vscode.TreeDataProvider<AgentsNode>, 
     this.subscriptions = [];
     this.inboxRefresh.dispose();
     this.changed.dispose();
+  }
+
+  /** Refreshes one agent's row (with its details), or the whole tree. */
+  private refresh(agentId: string | undefined): void {
+    if (agentId === undefined) this.snapshots.clear();
+    else this.snapshots.delete(agentId);
+    this.changed.fire(agentId === undefined ? undefined : this.agentNode(agentId));
+  }
+
+  private async refreshIfRegistered(agentId: string): Promise<void> {
+    const api = this.api;
+    const agent = await api?.agent(agentId).catch(() => undefined);
+    if (agent && api === this.api) this.refresh(agentId);
+  }
+
+  private snapshot(agentId: string): Promise<AgentSnapshot | undefined> {
+    const api = this.api;
+    if (!api) return Promise.resolve(undefined);
+    let snapshot = this.snapshots.get(agentId);
+    if (!snapshot) {
+      snapshot = Promise.all([api.agent(agentId), api.inboxStats(agentId).catch(() => undefined)])
+        .then(([agent, inbox]) => (agent ? { agent, inbox } : undefined), () => undefined);
+      this.snapshots.set(agentId, snapshot);
+    }
+    return snapshot;
   }
 
   private agentNode(agentId: string): AgentsNode {

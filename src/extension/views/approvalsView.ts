@@ -1,8 +1,5 @@
-import { randomUUID } from 'node:crypto';
 import * as vscode from 'vscode';
-import type { Disposable } from '../../core/events';
-import type { HitlInvocation } from '../../core/hitl/model';
-import type { HitlService } from '../../core/hitl/hitlService';
+import type { CoordinatorApi, Disposable, HitlInvocation } from '../../core/api';
 import { approvalRow, auditFileName, MAX_SETTLED_LISTED, orderForView, stateText } from '../approvalsModel';
 import { Commands, Views } from '../contributions';
 import { KeyedThrottle } from '../throttle';
@@ -22,7 +19,7 @@ class ApprovalsTreeProvider implements vscode.TreeDataProvider<ApprovalNode>, vs
   private readonly nodes = new Map<string, ApprovalNode>();
   private readonly invocations = new Map<string, HitlInvocation>();
 
-  constructor(private readonly source: () => HitlService | undefined) {}
+  constructor(private readonly source: () => CoordinatorApi | undefined) {}
 
   refresh(): void {
     this.changed.fire(undefined);
@@ -32,10 +29,11 @@ class ApprovalsTreeProvider implements vscode.TreeDataProvider<ApprovalNode>, vs
     return this.invocations.get(id);
   }
 
-  getChildren(node?: ApprovalNode): ApprovalNode[] {
+  async getChildren(node?: ApprovalNode): Promise<ApprovalNode[]> {
     if (node) return [];
-    const hitl = this.source();
-    const shown = hitl ? orderForView(hitl.list({ limit: MAX_SETTLED_LISTED })) : [];
+    const api = this.source();
+    const listed = api ? await api.approvals({ limit: MAX_SETTLED_LISTED }).catch(() => []) : [];
+    const shown = api === this.source() ? orderForView(listed) : [];
     this.invocations.clear();
     for (const invocation of shown) this.invocations.set(invocation.id, invocation);
     for (const id of [...this.nodes.keys()]) if (!this.invocations.has(id)) this.nodes.delete(id);
@@ -74,20 +72,22 @@ class ApprovalsTreeProvider implements vscode.TreeDataProvider<ApprovalNode>, vs
 
 /**
  * The Approvals view (RFC §15) and its commands: review (the panel), cancel a pending invocation, export
- * the audit trail. It follows the HITL service's change events, coalesced, shows the number of pending
+ * the audit trail. It follows the coordinator's approval events, coalesced, shows the number of pending
  * invocations as its badge and says in its title when approvals are paused.
  */
 export class ApprovalsView implements vscode.Disposable {
-  private hitl: HitlService | undefined;
+  private api: CoordinatorApi | undefined;
   private subscription: Disposable | undefined;
-  private readonly provider = new ApprovalsTreeProvider(() => this.hitl);
+  private readonly provider = new ApprovalsTreeProvider(() => this.api);
   private readonly view: vscode.TreeView<ApprovalNode>;
-  private readonly throttle = new KeyedThrottle<'approvals'>(APPROVALS_REFRESH_MS, () => this.update());
+  private readonly throttle = new KeyedThrottle<'approvals'>(APPROVALS_REFRESH_MS, () => void this.update());
   private readonly countChanged = new vscode.EventEmitter<number>();
   /** Fires with the number of pending invocations when it changes. */
   readonly onDidChangeCount = this.countChanged.event;
   /** Pending invocations, as of the last update. */
   pendingCount = 0;
+  /** Updates started; only the latest one shows its count. */
+  private updates = 0;
 
   constructor(
     /** Opens (or reveals) the panel of an invocation. */
@@ -98,13 +98,13 @@ export class ApprovalsView implements vscode.Disposable {
     this.view = vscode.window.createTreeView(Views.approvals, { treeDataProvider: this.provider });
   }
 
-  /** Follows a (new) HITL service, or none while the coordinator is stopped. */
-  bind(hitl: HitlService | undefined): void {
+  /** Follows the API of a (new) coordinator, or none while the coordinator is stopped. */
+  bind(api: CoordinatorApi | undefined): void {
     this.subscription?.dispose();
     this.throttle.cancel();
-    this.hitl = hitl;
-    this.subscription = hitl?.onDidChange(() => this.throttle.schedule('approvals'));
-    this.update();
+    this.api = api;
+    this.subscription = api?.onDidChangeApprovals(() => this.throttle.schedule('approvals'));
+    void this.update();
   }
 
   /** Shows whether approvals are paused in the view's title and message. */
@@ -115,23 +115,23 @@ export class ApprovalsView implements vscode.Disposable {
       : undefined;
   }
 
-  refresh(): void {
-    this.update();
+  refresh(): Promise<void> {
+    return this.update();
   }
 
   /** Opens the panel of the clicked invocation, or of one picked from a list. */
   async open(node?: ApprovalNode): Promise<void> {
-    const hitl = await this.requireHitl();
-    if (!hitl) return;
-    const id = node?.id ?? (await this.pick(hitl, 'Review an approval request', false))?.id;
+    const api = await this.requireApi();
+    if (!api) return;
+    const id = node?.id ?? (await this.pick(api, 'Review an approval request', false))?.id;
     if (id) this.review(id);
   }
 
   /** Withdraws a pending invocation after asking why; the requester is answered `deny`. */
   async cancel(node?: ApprovalNode): Promise<void> {
-    const hitl = await this.requireHitl();
-    if (!hitl) return;
-    const invocation = node ? hitl.get(node.id) : await this.pick(hitl, 'Cancel a pending approval request', true);
+    const api = await this.requireApi();
+    if (!api) return;
+    const invocation = node ? await api.approval(node.id) : await this.pick(api, 'Cancel a pending approval request', true);
     if (!invocation) return;
     if (invocation.state !== 'pending') {
       void vscode.window.showWarningMessage(`That approval request is already ${stateText(invocation)}.`);
@@ -144,9 +144,9 @@ export class ApprovalsView implements vscode.Disposable {
       ignoreFocusOut: true,
       validateInput: (value) => (value.length > 1000 ? 'At most 1000 characters.' : undefined),
     });
-    if (reason === undefined || this.hitl !== hitl) return;
+    if (reason === undefined || this.api !== api) return;
     try {
-      hitl.cancel(invocation.id, this.operator, reason.trim(), { correlationId: invocation.correlationId || randomUUID() });
+      await api.cancelApproval(invocation.id, this.operator, reason.trim());
       void vscode.window.showInformationMessage(`Cancelled the ${invocation.reasonType} request from ${invocation.requester}.`);
     } catch (err) {
       void vscode.window.showWarningMessage(`The approval request was not cancelled: ${err instanceof Error ? err.message : String(err)}`);
@@ -155,8 +155,8 @@ export class ApprovalsView implements vscode.Disposable {
 
   /** Writes the audit trail (every invocation, decision and audit record) to a JSON file the user picks. */
   async exportAudit(): Promise<void> {
-    const hitl = await this.requireHitl();
-    if (!hitl) return;
+    const api = await this.requireApi();
+    if (!api) return;
     const folder = vscode.workspace.workspaceFolders?.[0]?.uri;
     const target = await vscode.window.showSaveDialog({
       title: 'Export Approvals Audit',
@@ -164,8 +164,8 @@ export class ApprovalsView implements vscode.Disposable {
       filters: { JSON: ['json'] },
       saveLabel: 'Export',
     });
-    if (!target || this.hitl !== hitl) return;
-    const audit = hitl.exportAudit();
+    if (!target || this.api !== api) return;
+    const audit = await api.exportApprovalAudit();
     await vscode.workspace.fs.writeFile(target, new TextEncoder().encode(JSON.stringify(audit, null, 2) + '\n'));
     const invocations = Array.isArray(audit.invocations) ? audit.invocations.length : 0;
     const records = Array.isArray(audit.audit) ? audit.audit.length : 0;
@@ -182,8 +182,18 @@ export class ApprovalsView implements vscode.Disposable {
     this.countChanged.dispose();
   }
 
-  private update(): void {
-    const count = this.hitl ? this.hitl.pendingCount() : 0;
+  private async update(): Promise<void> {
+    const api = this.api;
+    const update = ++this.updates;
+    let count = 0;
+    if (api) {
+      try {
+        count = await api.pendingApprovalCount();
+      } catch {
+        return; // The coordinator stopped meanwhile; unbinding updates again.
+      }
+    }
+    if (update !== this.updates) return;
     this.view.badge = count > 0 ? { value: count, tooltip: `${count} approval${count === 1 ? '' : 's'} pending` } : undefined;
     this.provider.refresh();
     if (count !== this.pendingCount) {
@@ -192,8 +202,8 @@ export class ApprovalsView implements vscode.Disposable {
     }
   }
 
-  private async pick(hitl: HitlService, title: string, pendingOnly: boolean): Promise<HitlInvocation | undefined> {
-    const invocations = orderForView(hitl.list({ pendingOnly, limit: MAX_SETTLED_LISTED }));
+  private async pick(api: CoordinatorApi, title: string, pendingOnly: boolean): Promise<HitlInvocation | undefined> {
+    const invocations = orderForView(await api.approvals({ pendingOnly, limit: MAX_SETTLED_LISTED }));
     if (!invocations.length) {
       void vscode.window.showInformationMessage(pendingOnly ? 'No approval request is pending.' : 'There is no approval request.');
       return undefined;
@@ -205,8 +215,8 @@ export class ApprovalsView implements vscode.Disposable {
     return picked?.invocation;
   }
 
-  private async requireHitl(): Promise<HitlService | undefined> {
-    if (this.hitl) return this.hitl;
+  private async requireApi(): Promise<CoordinatorApi | undefined> {
+    if (this.api) return this.api;
     const choice = await vscode.window.showErrorMessage('The SW4RM coordinator is not running.', 'Start Coordinator');
     if (choice) await vscode.commands.executeCommand(Commands.start);
     return undefined;

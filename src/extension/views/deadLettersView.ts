@@ -1,14 +1,14 @@
-import { randomUUID } from 'node:crypto';
 import * as vscode from 'vscode';
-import type { Disposable } from '../../core/events';
-import type { DeadLetter } from '../../core/router/model';
-import type { Router, SendResult } from '../../core/router/router';
+import type { CoordinatorApi, DeadLetter, Disposable, RequeueResult } from '../../core/api';
 import { Commands, ContextKeys, Views } from '../contributions';
 import {
   NO_FILTER, TIME_RANGES, coreFilter, describeFilter, exportFileName, isFiltered, matches, valueCounts,
   type DeadLetterViewFilter, type TimeRange,
 } from '../deadLetterFilter';
 import { KeyedThrottle } from '../throttle';
+
+/** What became of one requeue: the coordinator's answer, or why it could not be asked (it stopped). */
+type Requeued = RequeueResult | { readonly accepted: false; readonly reason: string };
 
 export interface DeadLetterNode {
   readonly kind: 'deadLetter';
@@ -23,7 +23,7 @@ export const MAX_EXPORTED = 100_000;
 export const DLQ_REFRESH_MS = 250;
 
 /**
- * The rows of the Dead Letters view: the router's dead letters matching the filter, newest first. A row's
+ * The rows of the Dead Letters view: the coordinator's dead letters matching the filter, newest first. A row's
  * text comes from agents (ids, reasons, payloads) and is shown as plain text only.
  */
 class DeadLettersTreeProvider implements vscode.TreeDataProvider<DeadLetterNode>, vscode.Disposable {
@@ -33,7 +33,7 @@ class DeadLettersTreeProvider implements vscode.TreeDataProvider<DeadLetterNode>
   private readonly letters = new Map<number, DeadLetter>();
 
   constructor(
-    private readonly source: () => { router: Router; filter: DeadLetterViewFilter } | undefined,
+    private readonly source: () => { api: CoordinatorApi; filter: DeadLetterViewFilter } | undefined,
     /** Told after each listing whether it stopped at MAX_LISTED. */
     private readonly onListed: (truncated: boolean) => void,
   ) {}
@@ -46,10 +46,11 @@ class DeadLettersTreeProvider implements vscode.TreeDataProvider<DeadLetterNode>
     return this.letters.get(id);
   }
 
-  getChildren(node?: DeadLetterNode): DeadLetterNode[] {
+  async getChildren(node?: DeadLetterNode): Promise<DeadLetterNode[]> {
     if (node) return [];
     const current = this.source();
-    const found = current ? current.router.deadLetters(coreFilter(current.filter, Date.now(), MAX_LISTED + 1)) : [];
+    const listed = current ? await current.api.deadLetters(coreFilter(current.filter, Date.now(), MAX_LISTED + 1)).catch(() => []) : [];
+    const found = current?.api === this.source()?.api ? listed : [];
     this.onListed(found.length > MAX_LISTED);
     const shown = found.slice(0, MAX_LISTED);
     this.letters.clear();
@@ -84,21 +85,25 @@ class DeadLettersTreeProvider implements vscode.TreeDataProvider<DeadLetterNode>
 
 /**
  * The Dead Letters view and its commands (RFC §21.1): list and filter by time range, error code, producer
- * and recipient; requeue selected entries; export a diagnostic bundle. It follows the router's change
- * events, coalesced, and tells the status bar how many dead letters wait.
+ * and recipient; requeue selected entries; export a diagnostic bundle. It follows the coordinator's dead
+ * letter events, coalesced, and tells the status bar how many dead letters wait.
  */
 export class DeadLettersView implements vscode.Disposable {
-  private router: Router | undefined;
+  private api: CoordinatorApi | undefined;
   private filter: DeadLetterViewFilter = NO_FILTER;
   private subscription: Disposable | undefined;
   private signature = '';
+  /** Checks started; only the latest one shows its result. */
+  private checks = 0;
+  /** A forced check was asked for and has not completed yet. */
+  private forced = false;
   private readonly provider = new DeadLettersTreeProvider(
-    () => (this.router ? { router: this.router, filter: this.filter } : undefined),
+    () => (this.api ? { api: this.api, filter: this.filter } : undefined),
     (truncated) => {
       this.view.message = truncated ? `Showing the newest ${MAX_LISTED}. Filter, or export the diagnostic bundle for all of them.` : undefined;
     });
   private readonly view: vscode.TreeView<DeadLetterNode>;
-  private readonly check = new KeyedThrottle<'dlq'>(DLQ_REFRESH_MS, () => this.checkForChanges());
+  private readonly check = new KeyedThrottle<'dlq'>(DLQ_REFRESH_MS, () => void this.checkForChanges());
   private readonly countChanged = new vscode.EventEmitter<number>();
   /** Fires with the number of dead letters not yet requeued when it changes. */
   readonly onDidChangeCount = this.countChanged.event;
@@ -110,36 +115,40 @@ export class DeadLettersView implements vscode.Disposable {
     this.showFilter();
   }
 
-  /** Follows a (new) router, or none while the coordinator is stopped. */
-  bind(router: Router | undefined): void {
+  /** Follows the API of a (new) coordinator, or none while the coordinator is stopped. */
+  bind(api: CoordinatorApi | undefined): void {
     this.subscription?.dispose();
     this.check.cancel();
-    this.router = router;
-    this.subscription = router?.onDidChangeDeadLetters(() => this.check.schedule('dlq'));
-    this.checkForChanges(true);
+    this.api = api;
+    this.subscription = api?.onDidChangeDeadLetters(() => this.check.schedule('dlq'));
+    void this.checkForChanges(true);
   }
 
-  refresh(): void {
-    this.checkForChanges(true);
+  refresh(): Promise<void> {
+    return this.checkForChanges(true);
   }
 
   /** Requeues the clicked entry, the selected entries, or entries picked from a list. */
   async requeue(node?: DeadLetterNode, selected?: readonly DeadLetterNode[]): Promise<void> {
-    const router = await this.requireRouter();
-    if (!router) return;
+    const api = await this.requireApi();
+    if (!api) return;
     let nodes: readonly DeadLetterNode[];
     if (node && selected?.some((n) => n.id === node.id)) nodes = selected;
     else if (node) nodes = [node];
     else nodes = this.view.selection;
     const targets: Array<{ id: number; letter: DeadLetter | undefined }> = nodes.length
       ? nodes.map((n) => ({ id: n.id, letter: this.provider.letter(n.id) }))
-      : (await this.pickToRequeue(router)).map((letter) => ({ id: letter.id, letter }));
+      : (await this.pickToRequeue(api)).map((letter) => ({ id: letter.id, letter }));
     // The coordinator may have stopped while the list was open.
-    if (!targets.length || this.router !== router) return;
-    const results = targets.map(({ id, letter }) =>
-      ({ id, letter, result: router.requeue(id, { correlationId: letter?.correlationId || randomUUID() }) }));
-    this.refresh();
-    const refused = results.filter((r): r is typeof r & { result: Extract<SendResult, { accepted: false }> } => !r.result.accepted);
+    if (!targets.length || this.api !== api) return;
+    const results: Array<{ id: number; letter: DeadLetter | undefined; result: Requeued }> = [];
+    for (const { id, letter } of targets) {
+      const result = await api.requeueDeadLetter(id, { correlationId: letter?.correlationId })
+        .catch((err: unknown): Requeued => ({ accepted: false, reason: err instanceof Error ? err.message : String(err) }));
+      results.push({ id, letter, result });
+    }
+    await this.refresh();
+    const refused = results.filter((r): r is typeof r & { result: Extract<Requeued, { accepted: false }> } => !r.result.accepted);
     if (results.length === 1) {
       const [{ id, letter, result }] = results;
       if (result.accepted) {
@@ -158,8 +167,8 @@ export class DeadLettersView implements vscode.Disposable {
 
   /** Writes the diagnostic bundle of the entries matching the filter to a file the user picks. */
   async exportBundle(): Promise<void> {
-    const router = await this.requireRouter();
-    if (!router) return;
+    const api = await this.requireApi();
+    if (!api) return;
     const now = Date.now();
     const folder = vscode.workspace.workspaceFolders?.[0]?.uri;
     const target = await vscode.window.showSaveDialog({
@@ -168,8 +177,8 @@ export class DeadLettersView implements vscode.Disposable {
       filters: { JSON: ['json'] },
       saveLabel: 'Export',
     });
-    if (!target || this.router !== router) return;
-    const bundle = router.exportDeadLetters(coreFilter(this.filter, now, MAX_EXPORTED));
+    if (!target || this.api !== api) return;
+    const bundle = await api.exportDeadLetters(coreFilter(this.filter, now, MAX_EXPORTED));
     await vscode.workspace.fs.writeFile(target, new TextEncoder().encode(JSON.stringify(bundle, null, 2) + '\n'));
     const entries = Array.isArray(bundle.entries) ? bundle.entries.length : 0;
     const choice = await vscode.window.showInformationMessage(
@@ -179,10 +188,10 @@ export class DeadLettersView implements vscode.Disposable {
 
   /** Asks for error code, producer, recipient, time range and whether to show requeued entries. */
   async pickFilter(): Promise<void> {
-    const router = await this.requireRouter();
-    if (!router) return;
+    const api = await this.requireApi();
+    if (!api) return;
     const now = Date.now();
-    const all = router.deadLetters({ includeRequeued: true, limit: MAX_EXPORTED });
+    const all = await api.deadLetters({ includeRequeued: true, limit: MAX_EXPORTED });
     const current = this.filter;
     const pool = (draft: Partial<DeadLetterViewFilter>) =>
       all.filter((l) => matches(l, { ...draft, includeRequeued: current.includeRequeued ? undefined : false }, now));
@@ -236,12 +245,26 @@ export class DeadLettersView implements vscode.Disposable {
   }
 
   /** Refreshes the rows and the count when the DLQ changed: a new entry, a requeue, a prune. */
-  private checkForChanges(force = false): void {
-    const router = this.router;
-    const count = router ? router.deadLetterCount() : 0;
-    const newest = router ? router.deadLetters({ includeRequeued: true, limit: 1 })[0]?.id ?? 0 : 0;
-    const signature = router ? `${count}:${newest}` : '';
-    if (signature === this.signature && !force) return;
+  private async checkForChanges(force = false): Promise<void> {
+    const api = this.api;
+    const check = ++this.checks;
+    this.forced ||= force;
+    let count = 0;
+    let newest = 0;
+    if (api) {
+      try {
+        [count, newest] = await Promise.all([
+          api.deadLetterCount(),
+          api.deadLetters({ includeRequeued: true, limit: 1 }).then((letters) => letters[0]?.id ?? 0),
+        ]);
+      } catch {
+        return; // The coordinator stopped meanwhile; unbinding checks again.
+      }
+    }
+    if (check !== this.checks) return;
+    const signature = api ? `${count}:${newest}` : '';
+    if (signature === this.signature && !this.forced) return;
+    this.forced = false;
     this.signature = signature;
     this.view.badge = count > 0 ? { value: count, tooltip: `${count} dead letter${count === 1 ? '' : 's'}` } : undefined;
     this.provider.refresh();
@@ -251,8 +274,8 @@ export class DeadLettersView implements vscode.Disposable {
     }
   }
 
-  private async pickToRequeue(router: Router): Promise<DeadLetter[]> {
-    const letters = router.deadLetters(coreFilter({ ...this.filter, includeRequeued: false }, Date.now(), MAX_LISTED));
+  private async pickToRequeue(api: CoordinatorApi): Promise<DeadLetter[]> {
+    const letters = await api.deadLetters(coreFilter({ ...this.filter, includeRequeued: false }, Date.now(), MAX_LISTED));
     if (!letters.length) {
       void vscode.window.showInformationMessage('There is no dead letter to requeue.');
       return [];
@@ -264,8 +287,8 @@ export class DeadLettersView implements vscode.Disposable {
     return picked?.map((p) => p.letter) ?? [];
   }
 
-  private async requireRouter(): Promise<Router | undefined> {
-    if (this.router) return this.router;
+  private async requireApi(): Promise<CoordinatorApi | undefined> {
+    if (this.api) return this.api;
     const choice = await vscode.window.showErrorMessage('The SW4RM coordinator is not running.', 'Start Coordinator');
     if (choice) await vscode.commands.executeCommand(Commands.start);
     return undefined;

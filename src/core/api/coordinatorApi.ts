@@ -1,0 +1,149 @@
+import type { Event } from '../events';
+import type { AuditEntry, AuditQuery, HitlInvocation } from '../hitl/model';
+import type { HitlPolicy } from '../hitl/policy';
+import type { AgentRecord } from '../registry/model';
+import type { DeadLetter, DeadLetterFilter } from '../router/model';
+import type { InboxStats, SendResult } from '../router/router';
+
+/**
+ * Everything the editor asks of, tells and hears from the coordinator. Queries and changes answer Promises,
+ * changes to the coordinator's state arrive as events, and only plain data crosses: records that can be
+ * copied (structured clone, JSON), never live core objects. `InProcessCoordinatorApi` implements it over a
+ * coordinator in the same thread; a coordinator in a worker thread or another process implements the same
+ * interface, so no view changes then.
+ */
+export interface CoordinatorApi {
+  // ---------------------------------------------------------------- agents and their inboxes
+
+  /** Every registered agent, ordered by agent id. */
+  agents(): Promise<AgentRecord[]>;
+  agent(agentId: string): Promise<AgentRecord | undefined>;
+  /** How many agents are registered, and how many of them were heard from within the debounce window. */
+  agentCounts(): Promise<AgentCounts>;
+  /** An agent's inbox counts (zeros for an agent that has none yet). */
+  inboxStats(agentId: string): Promise<InboxStats>;
+  /** The router's back-pressure metrics (RFC §13) in the Prometheus text format. */
+  metricsText(): Promise<string>;
+  /** Where the store lives, for messages to the user. */
+  storeLocation(): Promise<string>;
+
+  readonly onDidChangeAgents: Event<AgentsChange>;
+  /** An agent's inbox changed (admitted, delivered, acknowledged…); fires often, listeners coalesce. */
+  readonly onDidChangeInbox: Event<InboxChange>;
+
+  // ---------------------------------------------------------------- dead letters (RFC §21.1)
+
+  /** Dead letters matching `filter`, newest first (requeued ones only when the filter includes them). */
+  deadLetters(filter?: DeadLetterFilter): Promise<DeadLetter[]>;
+  deadLetter(id: number): Promise<DeadLetter | undefined>;
+  /** Dead letters not yet requeued. */
+  deadLetterCount(): Promise<number>;
+  /** The diagnostic bundle (JSON) of the dead letters matching `filter`. */
+  exportDeadLetters(filter?: DeadLetterFilter): Promise<Record<string, unknown>>;
+  /** Sends a dead letter again as a new message; a refusal is an answer, not an error. */
+  requeueDeadLetter(id: number, options?: { readonly correlationId?: string }): Promise<RequeueResult>;
+
+  readonly onDidChangeDeadLetters: Event<DeadLettersChange>;
+
+  // ---------------------------------------------------------------- approvals (human in the loop, RFC §15)
+
+  /** Pending invocations first (highest priority, then nearest deadline), then settled ones, newest first. */
+  approvals(query?: ApprovalsQuery): Promise<HitlInvocation[]>;
+  approval(id: string): Promise<HitlInvocation | undefined>;
+  pendingApprovalCount(): Promise<number>;
+  approvalAudit(query?: AuditQuery): Promise<AuditEntry[]>;
+  /** The audit as one JSON document: every invocation with its decision and every audit record. */
+  exportApprovalAudit(query?: AuditQuery): Promise<Record<string, unknown>>;
+  /**
+   * An operator's decision; answers the settled invocation. Rejects with a CoordinatorApiError: `not_found`,
+   * `settled` (someone or something decided first) or `invalid` (an unknown action, a bad payload).
+   */
+  decideApproval(id: string, decision: ApprovalDecision, operator: string): Promise<HitlInvocation>;
+  /** Withdraws a pending invocation; the requester is answered `deny`. Rejects like `decideApproval`. */
+  cancelApproval(id: string, operator: string, reason: string): Promise<HitlInvocation>;
+
+  approvalPolicy(): Promise<HitlPolicy>;
+  /** Replaces the HITL policy; rules and pause apply to invocations opened from then on. */
+  setApprovalPolicy(policy: HitlPolicy, by: string): Promise<void>;
+  approvalsPaused(): Promise<boolean>;
+  /** Pauses (no rule decides; every new invocation waits for a human) or resumes approvals. */
+  setApprovalsPaused(paused: boolean, by: string): Promise<void>;
+
+  /** Declares a human operator present (RFC §15.3) until `detachOperator`; while none is, fallbacks apply. */
+  attachOperator(name: string): Promise<OperatorAttachment>;
+  /** Ends an attachment; an unknown or already detached one is ignored. */
+  detachOperator(attachmentId: string): Promise<void>;
+
+  readonly onDidChangeApprovals: Event<ApprovalsChange>;
+  /** The policy was replaced through this API (settings, pause). */
+  readonly onDidChangeApprovalPolicy: Event<ApprovalPolicyChange>;
+}
+
+export interface AgentCounts {
+  readonly registered: number;
+  readonly online: number;
+}
+
+/** An agent joined, changed (descriptor, presence, state, heartbeat) or left. */
+export type AgentsChange =
+  | { readonly kind: 'joined' | 'updated' | 'presence' | 'state' | 'heartbeat'; readonly agentId: string; readonly agent: AgentRecord }
+  | { readonly kind: 'left'; readonly agentId: string; readonly reason: string };
+
+export interface InboxChange {
+  readonly agentId: string;
+}
+
+export interface DeadLettersChange {
+  readonly kind: 'added' | 'requeued' | 'pruned';
+  /** The dead letter added or requeued. */
+  readonly id?: number;
+}
+
+/**
+ * Accepted with the new message's id, or refused with the SW4RM error code (e.g. DUPLICATE_DETECTED for one
+ * already requeued) and why.
+ */
+export type RequeueResult = SendResult;
+
+export interface ApprovalsQuery {
+  readonly pendingOnly?: boolean;
+  readonly limit?: number;
+}
+
+/** RFC §15.1: approve / deny / modify / defer, with a rationale; `modify` carries the edited payload (JSON). */
+export interface ApprovalDecision {
+  readonly action: string;
+  readonly rationale?: string;
+  readonly payload?: unknown;
+}
+
+export interface ApprovalsChange {
+  readonly kind: 'opened' | 'settled' | 'extended';
+  readonly invocation: HitlInvocation;
+}
+
+export interface ApprovalPolicyChange {
+  readonly policy: HitlPolicy;
+  readonly by: string;
+}
+
+export interface OperatorAttachment {
+  readonly id: string;
+  readonly name: string;
+}
+
+/**
+ * Why a change was refused, in terms the user can act on; the message is meant to be shown as it is.
+ * - `not_found`: no such invocation;
+ * - `settled`: the invocation was already settled;
+ * - `invalid`: the request itself cannot be accepted (`sw4rmCode` says which SW4RM error, e.g. VALIDATION_ERROR);
+ * - `stopped`: the coordinator behind this API has stopped.
+ */
+export type CoordinatorApiErrorCode = 'not_found' | 'settled' | 'invalid' | 'stopped';
+
+export class CoordinatorApiError extends Error {
+  constructor(readonly code: CoordinatorApiErrorCode, message: string, readonly sw4rmCode?: string) {
+    super(message);
+    this.name = 'CoordinatorApiError';
+  }
+}

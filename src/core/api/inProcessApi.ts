@@ -1,0 +1,204 @@
+import type { Coordinator } from '../coordinator';
+import { Emitter, type Disposable } from '../events';
+import { HitlStateError } from '../hitl/hitlService';
+import type { AuditEntry, AuditQuery, HitlInvocation } from '../hitl/model';
+import type { HitlPolicy } from '../hitl/policy';
+import { HitlRequestError } from '../hitl/request';
+import type { AgentRecord } from '../registry/model';
+import type { DeadLetter, DeadLetterFilter } from '../router/model';
+import type { InboxStats } from '../router/router';
+import {
+  CoordinatorApiError,
+  type AgentCounts, type AgentsChange, type ApprovalDecision, type ApprovalPolicyChange, type ApprovalsChange, type ApprovalsQuery,
+  type CoordinatorApi, type DeadLettersChange, type InboxChange, type OperatorAttachment, type RequeueResult,
+} from './coordinatorApi';
+
+/**
+ * The CoordinatorApi over a coordinator in this thread. Every call does its work at once (before the first
+ * `await` of its caller), so the order of calls is the order of effects, as with direct calls; the answer is
+ * a Promise all the same. Core events are passed on as they happen. After `dispose` (the coordinator is
+ * stopping) calls reject with CoordinatorApiError `stopped` and no event fires.
+ */
+export class InProcessCoordinatorApi implements CoordinatorApi, Disposable {
+  private readonly agentsChanged = new Emitter<AgentsChange>();
+  readonly onDidChangeAgents = this.agentsChanged.event;
+  private readonly inboxChanged = new Emitter<InboxChange>();
+  readonly onDidChangeInbox = this.inboxChanged.event;
+  private readonly deadLettersChanged = new Emitter<DeadLettersChange>();
+  readonly onDidChangeDeadLetters = this.deadLettersChanged.event;
+  private readonly approvalsChanged = new Emitter<ApprovalsChange>();
+  readonly onDidChangeApprovals = this.approvalsChanged.event;
+  private readonly policyChanged = new Emitter<ApprovalPolicyChange>();
+  readonly onDidChangeApprovalPolicy = this.policyChanged.event;
+  private readonly subscriptions: Disposable[];
+  private readonly operators = new Map<string, Disposable>();
+  private nextOperator = 1;
+  private disposed = false;
+
+  constructor(private readonly coordinator: Coordinator) {
+    const { registry, router, hitl } = coordinator;
+    this.subscriptions = [
+      registry.onDidChange((change) => this.agentsChanged.fire(change.kind === 'left'
+        ? { kind: 'left', agentId: change.agentId, reason: change.reason }
+        : { kind: change.kind, agentId: change.agent.descriptor.agentId, agent: change.agent })),
+      router.onDidChange(({ agentId }) => this.inboxChanged.fire({ agentId })),
+      router.onDidChangeDeadLetters(({ kind, id }) => this.deadLettersChanged.fire(id === undefined ? { kind } : { kind, id })),
+      hitl.onDidChange(({ kind, invocation }) => this.approvalsChanged.fire({ kind, invocation })),
+    ];
+  }
+
+  // ---------------------------------------------------------------- agents
+
+  agents(): Promise<AgentRecord[]> {
+    return this.run((c) => c.registry.list());
+  }
+
+  agent(agentId: string): Promise<AgentRecord | undefined> {
+    return this.run((c) => c.registry.get(agentId));
+  }
+
+  agentCounts(): Promise<AgentCounts> {
+    return this.run((c) => ({ registered: c.registry.list().length, online: c.registry.onlineCount() }));
+  }
+
+  inboxStats(agentId: string): Promise<InboxStats> {
+    return this.run((c) => c.router.inboxStats(agentId));
+  }
+
+  metricsText(): Promise<string> {
+    return this.run((c) => c.router.metricsText());
+  }
+
+  storeLocation(): Promise<string> {
+    return this.run((c) => c.store.location);
+  }
+
+  // ---------------------------------------------------------------- dead letters
+
+  deadLetters(filter?: DeadLetterFilter): Promise<DeadLetter[]> {
+    return this.run((c) => c.router.deadLetters(filter));
+  }
+
+  deadLetter(id: number): Promise<DeadLetter | undefined> {
+    return this.run((c) => c.router.deadLetter(id));
+  }
+
+  deadLetterCount(): Promise<number> {
+    return this.run((c) => c.router.deadLetterCount());
+  }
+
+  exportDeadLetters(filter?: DeadLetterFilter): Promise<Record<string, unknown>> {
+    return this.run((c) => c.router.exportDeadLetters(filter));
+  }
+
+  requeueDeadLetter(id: number, options: { readonly correlationId?: string } = {}): Promise<RequeueResult> {
+    return this.run((c) => c.router.requeue(id, { correlationId: options.correlationId || c.ids.uuid() }));
+  }
+
+  // ---------------------------------------------------------------- approvals
+
+  approvals(query: ApprovalsQuery = {}): Promise<HitlInvocation[]> {
+    return this.run((c) => c.hitl.list(query));
+  }
+
+  approval(id: string): Promise<HitlInvocation | undefined> {
+    return this.run((c) => c.hitl.get(id));
+  }
+
+  pendingApprovalCount(): Promise<number> {
+    return this.run((c) => c.hitl.pendingCount());
+  }
+
+  approvalAudit(query?: AuditQuery): Promise<AuditEntry[]> {
+    return this.run((c) => c.hitl.auditTrail(query));
+  }
+
+  exportApprovalAudit(query?: AuditQuery): Promise<Record<string, unknown>> {
+    return this.run((c) => c.hitl.exportAudit(query));
+  }
+
+  decideApproval(id: string, decision: ApprovalDecision, operator: string): Promise<HitlInvocation> {
+    return this.run((c) => c.hitl.decide(id, { action: decision.action, rationale: decision.rationale, payload: decision.payload }, operator,
+      { correlationId: this.correlationOf(id) }));
+  }
+
+  cancelApproval(id: string, operator: string, reason: string): Promise<HitlInvocation> {
+    return this.run((c) => c.hitl.cancel(id, operator, reason, { correlationId: this.correlationOf(id) }));
+  }
+
+  approvalPolicy(): Promise<HitlPolicy> {
+    return this.run((c) => c.hitl.policy);
+  }
+
+  setApprovalPolicy(policy: HitlPolicy, by: string): Promise<void> {
+    return this.run((c) => this.replacePolicy(c, policy, by));
+  }
+
+  approvalsPaused(): Promise<boolean> {
+    return this.run((c) => c.hitl.policy.paused);
+  }
+
+  setApprovalsPaused(paused: boolean, by: string): Promise<void> {
+    return this.run((c) => this.replacePolicy(c, { ...c.hitl.policy, paused }, by));
+  }
+
+  attachOperator(name: string): Promise<OperatorAttachment> {
+    return this.run((c) => {
+      const id = `operator-${this.nextOperator++}`;
+      this.operators.set(id, c.hitl.attachOperator(name));
+      return { id, name };
+    });
+  }
+
+  detachOperator(attachmentId: string): Promise<void> {
+    return this.run(() => {
+      const operator = this.operators.get(attachmentId);
+      this.operators.delete(attachmentId);
+      operator?.dispose();
+    });
+  }
+
+  /** Detaches the operators attached through this API and stops answering; the coordinator itself is not touched. */
+  dispose(): void {
+    if (this.disposed) return;
+    this.disposed = true;
+    const operators = [...this.operators.values()];
+    this.operators.clear();
+    for (const operator of operators) {
+      try {
+        operator.dispose();
+      } catch {
+        // The coordinator is stopping (its store may have failed); its operators go with it.
+      }
+    }
+    for (const subscription of this.subscriptions) subscription.dispose();
+    for (const emitter of [this.agentsChanged, this.inboxChanged, this.deadLettersChanged, this.approvalsChanged, this.policyChanged]) emitter.dispose();
+  }
+
+  /** Runs `work` now; its result or its error (translated for the user) is the Promise's. */
+  private run<T>(work: (coordinator: Coordinator) => T): Promise<T> {
+    if (this.disposed) return Promise.reject(new CoordinatorApiError('stopped', 'The SW4RM coordinator is not running.'));
+    try {
+      return Promise.resolve(work(this.coordinator));
+    } catch (err) {
+      return Promise.reject(translateError(err));
+    }
+  }
+
+  private replacePolicy(c: Coordinator, policy: HitlPolicy, by: string): void {
+    c.hitl.setPolicy(policy, by);
+    this.policyChanged.fire({ policy, by });
+  }
+
+  /** A decision is logged under the invocation's own correlation id (a new one when it has none). */
+  private correlationOf(id: string): string {
+    return this.coordinator.hitl.get(id)?.correlationId || this.coordinator.ids.uuid();
+  }
+}
+
+/** The core's errors the user must see become CoordinatorApiErrors with the same message; others pass as they are. */
+function translateError(err: unknown): unknown {
+  if (err instanceof HitlStateError) return new CoordinatorApiError(err.reason === 'settled' ? 'settled' : 'not_found', err.message);
+  if (err instanceof HitlRequestError) return new CoordinatorApiError('invalid', err.message, err.code);
+  return err;
+}

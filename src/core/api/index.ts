@@ -1,0 +1,24 @@
+/**
+ * The one module of core the editor (src/extension) imports: the CoordinatorApi, the records that cross it,
+ * and the few pure helpers and constants the editor's settings and views share with the core.
+ */
+export * from './coordinatorApi';
+export { InProcessCoordinatorApi } from './inProcessApi';
+
+// Records that cross the API.
+export type { AgentRecord } from '../registry/model';
+export type { InboxStats } from '../router/router';
+export type { DeadLetter, DeadLetterFilter } from '../router/model';
+export type { AuditEntry, AuditQuery, HitlAction, HitlInvocation, ReasonType } from '../hitl/model';
+
+// Pure helpers and constants for settings, views and panels.
+export { parsePolicy, type HitlPolicy } from '../hitl/policy';
+export { invocationJson } from '../hitl/hitlService';
+export { MIB, PAYLOAD_LIMITS } from '../limits';
+export { MESSAGE_TYPES } from '../router/envelope';
+export { DEFAULT_LANE_OPTIONS } from '../router/lanes';
+export { DEFAULT_ROUTER_OPTIONS, MAX_MESSAGE_RETENTION_HOURS, type RouterOptions } from '../router/router';
+export { formatEvent } from '../log/eventLog';
+export { StoreOpenError } from '../store/store';
+export { systemClock, type Clock } from '../clock';
+export type { Disposable, Event } from '../events';

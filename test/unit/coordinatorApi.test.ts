@@ -1,0 +1,276 @@
+import { strict as assert } from 'node:assert';
+import {
+  CoordinatorApiError, InProcessCoordinatorApi,
+  type AgentsChange, type ApprovalPolicyChange, type ApprovalsChange, type DeadLettersChange, type HitlInvocation, type InboxChange,
+} from '../../src/core/api';
+import type { Disposable } from '../../src/core/events';
+import { parsePolicy } from '../../src/core/hitl/policy';
+import { parseInvocationRequest } from '../../src/core/hitl/request';
+import { COORDINATOR_ID } from '../../src/core/router/router';
+import { RouterHarness, ctx, settle } from '../support/routerHarness';
+
+/** Collects what an API event fires. */
+function collect<T>(event: (listener: (value: T) => void) => Disposable): { seen: T[]; subscription: Disposable } {
+  const seen: T[] = [];
+  return { seen, subscription: event((value) => seen.push(value)) };
+}
+
+/** What crosses the API is plain data: a structured clone (what a worker or another process gets) is equal to it. */
+function assertPlain(value: unknown): void {
+  assert.deepEqual(structuredClone(value), value);
+}
+
+async function rejection(promise: Promise<unknown>): Promise<CoordinatorApiError> {
+  try {
+    await promise;
+  } catch (err) {
+    assert.ok(err instanceof CoordinatorApiError, `a CoordinatorApiError, not ${String(err)}`);
+    return err;
+  }
+  assert.fail('the call was expected to be refused');
+}
+
+describe('CoordinatorApi in process (the editor\'s one way into the coordinator)', () => {
+  let h: RouterHarness;
+  let api: InProcessCoordinatorApi;
+
+  beforeEach(() => {
+    h = new RouterHarness({ leaseMs: 1_000, ackTimeoutMs: 60_000 });
+    api = new InProcessCoordinatorApi(h.coordinator);
+  });
+
+  afterEach(() => {
+    api.dispose();
+    h.dispose();
+  });
+
+  function openInvocation(requester = 'agent-a'): HitlInvocation {
+    const request = parseInvocationRequest({
+      reason_type: 'SECURITY_APPROVAL', subject: { repo_id: 'repo', worktree_id: 'wt', task_id: 't1' }, summary: 'Delete generated fixtures',
+    }, { requester, correlationId: 'corr-api', now: h.clock.now() });
+    return h.coordinator.hitl.open(request, { kind: 'rpc' }, ctx('corr-api')).invocation;
+  }
+
+  /** A DATA message from `producer` to `consumer` that the consumer rejects: one dead letter. */
+  function deadLetter(producer: string, consumer: string): void {
+    h.stream(consumer);
+    const m = h.sendData(producer, consumer, { idempotencyToken: `T-${producer}`, payload: { n: 1 } });
+    h.acked(consumer, m.messageId, 'REJECTED', { error_code: 'VALIDATION_ERROR', note: 'bad' });
+  }
+
+  describe('agents and inboxes', () => {
+    it('answers the registry and the router: agents, one agent, counts, inbox stats, metrics, store location', async () => {
+      assert.deepEqual(await api.agents(), []);
+      h.register('agent-b');
+      h.register('agent-a');
+      h.stream('agent-a');
+      h.sendData('agent-b', 'agent-a');
+      const agents = await api.agents();
+      assert.deepEqual(agents, h.registry.list());
+      assert.deepEqual(agents.map((a) => a.descriptor.agentId), ['agent-a', 'agent-b']);
+      assert.deepEqual(await api.agent('agent-a'), h.registry.get('agent-a'));
+      assert.equal(await api.agent('nobody'), undefined);
+      assert.deepEqual(await api.agentCounts(), { registered: 2, online: h.registry.onlineCount() });
+      const inbox = await api.inboxStats('agent-a');
+      assert.deepEqual(inbox, h.router.inboxStats('agent-a'));
+      assert.equal(inbox.streaming, true);
+      assert.equal(await api.metricsText(), h.router.metricsText());
+      assert.equal(await api.storeLocation(), h.coordinator.store.location);
+      for (const value of [agents, inbox, await api.agentCounts()]) assertPlain(value);
+    });
+
+    it('fires the agents event when an agent registers and leaves, and the inbox event when its inbox changes', async () => {
+      const agents = collect<AgentsChange>(api.onDidChangeAgents);
+      const inboxes = collect<InboxChange>(api.onDidChangeInbox);
+      h.register('agent-a');
+      assert.equal(agents.seen[0]?.kind, 'joined');
+      assert.equal(agents.seen[0]?.agentId, 'agent-a');
+      assert.deepEqual(agents.seen[0]?.kind === 'joined' && agents.seen[0].agent, h.registry.get('agent-a'));
+      h.register('agent-b');
+      h.stream('agent-a');
+      h.sendData('agent-b', 'agent-a');
+      await settle();
+      assert.ok(inboxes.seen.some((change) => change.agentId === 'agent-a'), JSON.stringify(inboxes.seen));
+      assert.ok(h.registry.deregister('agent-b', 'done', ctx()));
+      assert.deepEqual(agents.seen.at(-1), { kind: 'left', agentId: 'agent-b', reason: 'done' });
+      for (const change of [...agents.seen, ...inboxes.seen]) assertPlain(change);
+    });
+  });
+
+  describe('dead letters', () => {
+    beforeEach(() => {
+      for (const id of ['producer', 'consumer']) h.register(id);
+    });
+
+    it('answers the dead letters, one of them, their count and the diagnostic bundle', async () => {
+      deadLetter('producer', 'consumer');
+      const letters = await api.deadLetters();
+      assert.deepEqual(letters, h.router.deadLetters());
+      assert.equal(letters.length, 1);
+      assert.deepEqual(await api.deadLetter(letters[0].id), letters[0]);
+      assert.equal(await api.deadLetter(letters[0].id + 1000), undefined);
+      assert.equal(await api.deadLetterCount(), 1);
+      assert.deepEqual(await api.deadLetters({ producerId: 'someone else' }), []);
+      const bundle = await api.exportDeadLetters({ includeRequeued: true });
+      assert.equal(bundle.total, 1);
+      assertPlain(letters);
+      assertPlain(bundle);
+    });
+
+    it('requeues a dead letter, which fires the dead letters event; a second requeue is refused, not thrown', async () => {
+      const changes = collect<DeadLettersChange>(api.onDidChangeDeadLetters);
+      deadLetter('producer', 'consumer');
+      await settle();
+      const [letter] = await api.deadLetters();
+      assert.deepEqual(changes.seen, [{ kind: 'added', id: letter.id }]);
+
+      const result = await api.requeueDeadLetter(letter.id, { correlationId: letter.correlationId });
+      assert.ok(result.accepted, result.accepted ? '' : result.reason);
+      assert.deepEqual(changes.seen.at(-1), { kind: 'requeued', id: letter.id });
+      assert.equal(h.router.message(result.messageId)?.envelope.correlationId, letter.correlationId);
+      assert.equal(await api.deadLetterCount(), 0);
+      assert.deepEqual(await api.deadLetters(), [], 'requeued entries are hidden unless asked for');
+      assert.equal((await api.deadLetter(letter.id))?.requeuedAs, result.messageId);
+
+      const again = await api.requeueDeadLetter(letter.id);
+      assert.equal(again.accepted, false);
+      assert.equal(!again.accepted && again.code, 'DUPLICATE_DETECTED');
+    });
+  });
+
+  describe('approvals', () => {
+    let operator: Disposable;
+
+    beforeEach(() => {
+      operator = h.coordinator.hitl.attachOperator('editor:test');
+    });
+
+    afterEach(() => operator.dispose());
+
+    it('lists, gets, counts and audits invocations as the HITL service does', async () => {
+      const first = openInvocation('agent-a');
+      const second = openInvocation('agent-b');
+      assert.deepEqual(await api.approvals(), h.coordinator.hitl.list());
+      assert.deepEqual((await api.approvals({ pendingOnly: true })).map((i) => i.id).sort(), [first.id, second.id].sort());
+      assert.deepEqual(await api.approval(first.id), h.coordinator.hitl.get(first.id));
+      assert.equal(await api.approval('nope'), undefined);
+      assert.equal(await api.pendingApprovalCount(), 2);
+      assert.deepEqual((await api.approvalAudit({ invocationId: first.id })).map((e) => e.kind), ['opened']);
+      const audit = await api.exportApprovalAudit();
+      assert.equal((audit.invocations as unknown[]).length, 2);
+      assertPlain(await api.approvals());
+      assertPlain(audit);
+    });
+
+    it('decides an invocation: it settles, the requester gets the decision, and the approvals event fires', async () => {
+      const changes = collect<ApprovalsChange>(api.onDidChangeApprovals);
+      const invocation = openInvocation();
+      assert.deepEqual(changes.seen.map((c) => [c.kind, c.invocation.id, c.invocation.state]), [['opened', invocation.id, 'pending']]);
+      const answered = h.coordinator.hitl.whenSettled(invocation.id);
+
+      const decided = await api.decideApproval(invocation.id, { action: 'approve', rationale: 'fine' }, 'editor:alice');
+      assert.equal(decided.state, 'decided');
+      assert.equal(decided.decision?.action, 'approve');
+      assert.equal(decided.decision?.origin.by, 'editor:alice');
+      assert.equal((await answered).decision?.rationale, 'fine', 'the blocked requester is answered');
+      assert.deepEqual(changes.seen.at(-1) && [changes.seen.at(-1)!.kind, changes.seen.at(-1)!.invocation.state], ['settled', 'decided']);
+      assert.equal(await api.pendingApprovalCount(), 0);
+      assert.deepEqual((await api.approvalAudit({ invocationId: invocation.id })).map((e) => e.kind), ['opened', 'decided']);
+      assert.equal(h.events('hitl.decided').at(-1)?.correlationId, 'corr-api', 'logged under the invocation\'s correlation id');
+      assertPlain(decided);
+      assertPlain(changes.seen);
+    });
+
+    it('sends the decision of an invocation that came as an envelope back to the agent', async () => {
+      h.register('requester');
+      const { sink } = h.stream('requester');
+      const envelope = h.envelope('requester', {
+        messageType: 'HITL_INVOCATION',
+        payload: { invocation_id: 'hitl-api', reason_type: 'SECURITY_APPROVAL', subject: { repo_id: 'r', worktree_id: 'w', task_id: 't' } },
+      });
+      assert.ok(h.send(envelope, COORDINATOR_ID).accepted);
+      await api.decideApproval('hitl-api', { action: 'deny', rationale: 'not now' }, 'editor:alice');
+      await settle();
+      const replies = sink.items.filter((i) => i.envelope.producerId === COORDINATOR_ID && i.envelope.messageType === 'CONTROL')
+        .map((i) => JSON.parse(Buffer.from(i.envelope.payload).toString()) as Record<string, unknown>);
+      assert.equal(replies.length, 1);
+      assert.equal(replies[0].type, 'HITL_DECISION');
+      assert.equal(replies[0].decision, 'deny');
+      assert.equal(replies[0].decided_by, 'editor:alice');
+    });
+
+    it('cancels an invocation: the requester is answered deny', async () => {
+      const invocation = openInvocation();
+      const cancelled = await api.cancelApproval(invocation.id, 'editor:alice', 'not needed');
+      assert.equal(cancelled.state, 'cancelled');
+      assert.equal(cancelled.decision?.action, 'deny');
+      assert.equal(h.coordinator.hitl.get(invocation.id)?.state, 'cancelled');
+    });
+
+    it('refuses with a typed error the user can read: already settled, unknown, invalid', async () => {
+      const invocation = openInvocation();
+      await api.decideApproval(invocation.id, { action: 'approve' }, 'editor:alice');
+      const settled = await rejection(api.decideApproval(invocation.id, { action: 'deny' }, 'editor:bob'));
+      assert.equal(settled.code, 'settled');
+      assert.match(settled.message, /already/);
+      assert.equal((await rejection(api.cancelApproval(invocation.id, 'editor:bob', ''))).code, 'settled');
+      assert.equal((await rejection(api.decideApproval('nope', { action: 'approve' }, 'editor:bob'))).code, 'not_found');
+      const other = openInvocation();
+      const invalid = await rejection(api.decideApproval(other.id, { action: 'allow' }, 'editor:bob'));
+      assert.equal(invalid.code, 'invalid');
+      assert.equal(invalid.sw4rmCode, 'VALIDATION_ERROR');
+      assert.match(invalid.message, /action must be one of approve, deny, modify, defer/);
+      assert.equal((await rejection(api.decideApproval(other.id, { action: 'modify' }, 'editor:bob'))).sw4rmCode, 'VALIDATION_ERROR');
+      assert.equal(h.coordinator.hitl.get(other.id)?.state, 'pending', 'a refused decision changes nothing');
+    });
+
+    it('answers and replaces the policy, pauses and resumes, and fires the policy event', async () => {
+      const changes = collect<ApprovalPolicyChange>(api.onDidChangeApprovalPolicy);
+      const { policy, problems } = parsePolicy({ defaultDeadlineSeconds: 42, rules: [{ name: 'docs', action: 'approve', agent: 'doc-*' }] });
+      assert.deepEqual(problems, []);
+      await api.setApprovalPolicy(policy, 'settings');
+      assert.deepEqual(h.coordinator.hitl.policy, policy);
+      assert.deepEqual(await api.approvalPolicy(), policy);
+      assertPlain(await api.approvalPolicy());
+      assert.equal(await api.approvalsPaused(), false);
+      assert.equal(openInvocation('doc-writer').state, 'decided', 'the rule applies');
+
+      await api.setApprovalsPaused(true, 'editor:alice');
+      assert.equal(await api.approvalsPaused(), true);
+      assert.equal(h.coordinator.hitl.policy.defaultDeadlineMs, 42_000, 'pausing keeps the rest of the policy');
+      assert.equal(openInvocation('doc-writer').state, 'pending', 'paused: no rule decides');
+      assert.equal(h.events('hitl.paused').at(-1)?.actor, 'editor:alice');
+      await api.setApprovalsPaused(false, 'editor:alice');
+      assert.equal(h.coordinator.hitl.policy.paused, false);
+      assert.deepEqual(changes.seen.map((c) => [c.by, c.policy.paused]), [['settings', false], ['editor:alice', true], ['editor:alice', false]]);
+    });
+
+    it('attaches and detaches the window as an operator', async () => {
+      operator.dispose();
+      assert.deepEqual(h.coordinator.hitl.operatorNames, []);
+      const attachment = await api.attachOperator('editor:alice');
+      assert.deepEqual(attachment, { id: attachment.id, name: 'editor:alice' });
+      assert.deepEqual(h.coordinator.hitl.operatorNames, ['editor:alice']);
+      const invocation = openInvocation();
+      h.clock.advance(h.coordinator.hitl.policy.unavailableAfterMs + 1);
+      assert.equal(h.coordinator.hitl.get(invocation.id)?.state, 'pending', 'an operator is attached: no fallback');
+      await api.detachOperator(attachment.id);
+      await api.detachOperator(attachment.id);
+      assert.deepEqual(h.coordinator.hitl.operatorNames, []);
+      h.clock.advance(h.coordinator.hitl.policy.unavailableAfterMs + 1);
+      assert.equal(h.coordinator.hitl.get(invocation.id)?.state, 'timed_out', 'no operator: the fallback applies');
+    });
+  });
+
+  it('once disposed, refuses every call as stopped, fires no more events and detaches its operators', async () => {
+    const agents = collect<AgentsChange>(api.onDidChangeAgents);
+    await api.attachOperator('editor:alice');
+    api.dispose();
+    assert.deepEqual(h.coordinator.hitl.operatorNames, []);
+    const stopped = await rejection(api.agents());
+    assert.equal(stopped.code, 'stopped');
+    assert.equal((await rejection(api.requeueDeadLetter(1))).code, 'stopped');
+    h.register('agent-a');
+    assert.deepEqual(agents.seen, []);
+  });
+});
