@@ -13,9 +13,9 @@ import * as path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { v4 as uuidv4 } from 'uuid';
 import { Coordinator } from '../src/core/coordinator';
+import { CoordinatorStore } from '../src/core/coordinatorStore';
 import type { Envelope } from '../src/core/router/envelope';
 import type { InboxSink } from '../src/core/router/router';
-import { SqliteStore } from '../src/core/store/sqliteStore';
 
 const PRODUCER = 'core-bench-producer';
 const CONSUMER = 'core-bench-consumer';
@@ -33,7 +33,7 @@ async function main(): Promise<void> {
   const inFlight = Number(process.argv[3] ?? 32);
   if (!(total >= 1 && inFlight >= 1)) throw new Error('usage: node out/bench/core.js [messages ≥ 1] [inFlight ≥ 1]');
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'sw4rm-core-bench-'));
-  const store = SqliteStore.open(dir, { groupCommit: true });
+  const store = CoordinatorStore.open(dir, { groupCommit: true });
   const coordinator = new Coordinator({ store, router: { capacity: total + inFlight, heartbeatIntervalMs: 0 } });
   const ctx = { correlationId: 'core-bench' };
   for (const agentId of [PRODUCER, CONSUMER]) {

@@ -4,9 +4,10 @@ import { Coordinator } from '../core/coordinator';
 import type { HitlPolicy } from '../core/hitl/policy';
 import type { IdSource } from '../core/ids';
 import type { RouterOptions } from '../core/router/router';
-import { SqliteStore } from '../core/store/sqliteStore';
 import type { Event } from '../core/events';
-import type { StoredEvent, StoreFailedError } from '../core/store/store';
+import { CoordinatorStore } from '../core/coordinatorStore';
+import type { StoredEvent } from '../core/log/model';
+import type { StoreFailedError } from '../core/store/store';
 import { agentEnvironment } from './agentEnvironment';
 import type { AuthMode } from './auth';
 import { CoordinatorServer } from './server';
@@ -24,7 +25,7 @@ export interface HostOptions {
   readonly ids?: IdSource;
   /** Sees every event from the first one on (the Output channel, the CLI's stderr). */
   readonly onEvent?: (event: StoredEvent) => void;
-  /** How long to wait for the store's lock while a previous owner is closing (see SqliteStore.open). */
+  /** How long to wait for the store's lock while a previous owner is closing (see CoordinatorStore.open). */
   readonly lockWaitMs?: number;
 }
 
@@ -42,7 +43,7 @@ export class CoordinatorHost {
   ) {}
 
   static async start(options: HostOptions): Promise<CoordinatorHost> {
-    const store = SqliteStore.open(options.dataDir, { lockWaitMs: options.lockWaitMs, groupCommit: true });
+    const store = CoordinatorStore.open(options.dataDir, { lockWaitMs: options.lockWaitMs, groupCommit: true });
     let coordinator: Coordinator | undefined;
     try {
       const token = options.auth === 'token' ? loadOrCreateToken(options.dataDir) : undefined;

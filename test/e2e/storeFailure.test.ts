@@ -1,8 +1,9 @@
+import * as grpc from '@grpc/grpc-js';
 import { strict as assert } from 'node:assert';
 import * as path from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
-import * as grpc from '@grpc/grpc-js';
-import { STORE_FILE_NAME, SqliteStore } from '../../src/core/store/sqliteStore';
+import { CoordinatorStore } from '../../src/core/coordinatorStore';
+import { STORE_FILE_NAME } from '../../src/core/store/sqliteStore';
 import { loadProtos } from '../../src/server/protos';
 import { makeTempDir, removeTempDir } from '../support/tempDir';
 import { CodeServerHarness, ROOT, freePort } from './harness';
@@ -15,7 +16,7 @@ const POISON_AGENT = 'e2e-poison';
  * breaks a deferred foreign key, so SQLite refuses the COMMIT (as it would on a full disk).
  */
 function poisonedStore(dataDir: string): void {
-  SqliteStore.open(dataDir).close();
+  CoordinatorStore.open(dataDir).close();
   const db = new DatabaseSync(path.join(dataDir, STORE_FILE_NAME));
   try {
     db.exec(`CREATE TABLE poison_parent (id INTEGER PRIMARY KEY);

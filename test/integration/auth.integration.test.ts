@@ -1,13 +1,13 @@
-import { strict as assert } from 'node:assert';
 import * as grpc from '@grpc/grpc-js';
+import { strict as assert } from 'node:assert';
 import { Coordinator } from '../../src/core/coordinator';
-import { SqliteStore } from '../../src/core/store/sqliteStore';
+import { CoordinatorStore } from '../../src/core/coordinatorStore';
 import type { CoordinatorHost } from '../../src/server/host';
 import { ConfigurationError, CoordinatorServer } from '../../src/server/server';
 import { CoordinatorClients, expectStatus } from '../support/clients';
 import { descriptorMessage } from '../support/fixtures';
-import { PROTOS_DIR } from '../support/paths';
 import { clientsFor, startHost, stopHost } from '../support/host';
+import { PROTOS_DIR } from '../support/paths';
 import { makeTempDir, removeTempDir } from '../support/tempDir';
 
 describe('authentication', () => {
@@ -89,7 +89,7 @@ describe('authentication', () => {
 
     for (const address of ['0.0.0.0', '::', '192.168.1.10']) {
       it(`refuses to bind ${address} without auth, with a ConfigurationError`, () => {
-        const store = SqliteStore.open(dataDir);
+        const store = CoordinatorStore.open(dataDir);
         const coordinator = new Coordinator({ store });
         try {
           assert.throws(
@@ -103,7 +103,7 @@ describe('authentication', () => {
     }
 
     it('refuses auth "token" without a token', () => {
-      const store = SqliteStore.open(dataDir);
+      const store = CoordinatorStore.open(dataDir);
       const coordinator = new Coordinator({ store });
       try {
         assert.throws(() => new CoordinatorServer({ coordinator, protosDir: PROTOS_DIR, host: '127.0.0.1', port: 0, auth: 'token' }), ConfigurationError);
@@ -115,7 +115,7 @@ describe('authentication', () => {
     it('makes CoordinatorHost.start reject a non-loopback address without auth, leaving the store closed', async () => {
       await assert.rejects(startHost(dataDir, { host: '0.0.0.0', auth: 'none' }), ConfigurationError);
       // The store was closed on the way out: it opens again at once.
-      SqliteStore.open(dataDir).close();
+      CoordinatorStore.open(dataDir).close();
     });
   });
 });

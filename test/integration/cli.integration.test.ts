@@ -3,7 +3,8 @@ import * as fs from 'node:fs';
 import * as net from 'node:net';
 import * as path from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
-import { STORE_FILE_NAME, SqliteStore } from '../../src/core/store/sqliteStore';
+import { CoordinatorStore } from '../../src/core/coordinatorStore';
+import { STORE_FILE_NAME } from '../../src/core/store/sqliteStore';
 import { SERVICE_ADDRESS_VARIABLES } from '../../src/server/agentEnvironment';
 import { CliProcess } from '../support/cli';
 import { CoordinatorClients } from '../support/clients';
@@ -111,7 +112,7 @@ describe('headless coordinator (dist/cli.js)', () => {
   it('exits 1 with the reason when the store cannot commit, having told no agent "accepted" for what was lost; a new run recovers', async () => {
     // A real commit failure: registering 'poison' inserts a row that breaks a deferred foreign key, so SQLite
     // refuses the COMMIT of that batch (as it would refuse one on a full disk).
-    SqliteStore.open(dataDir).close();
+    CoordinatorStore.open(dataDir).close();
     const db = new DatabaseSync(path.join(dataDir, STORE_FILE_NAME));
     db.exec(`CREATE TABLE poison_parent (id INTEGER PRIMARY KEY);
       CREATE TABLE poison_child (parent INTEGER REFERENCES poison_parent(id) DEFERRABLE INITIALLY DEFERRED);

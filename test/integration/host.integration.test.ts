@@ -3,8 +3,8 @@ import * as fs from 'node:fs';
 import * as net from 'node:net';
 import * as path from 'node:path';
 import { TOKEN_FILE_NAME } from '../../src/core/auth/token';
-import { MIGRATIONS } from '../../src/core/store/migrations';
-import { STORE_FILE_NAME, SqliteStore } from '../../src/core/store/sqliteStore';
+import { CoordinatorStore, COORDINATOR_SCHEMA, LATEST_SCHEMA_VERSION } from '../../src/core/coordinatorStore';
+import { STORE_FILE_NAME } from '../../src/core/store/sqliteStore';
 import { StoreOpenError } from '../../src/core/store/store';
 import type { CoordinatorHost } from '../../src/server/host';
 import { PortInUseError } from '../../src/server/server';
@@ -120,7 +120,7 @@ describe('CoordinatorHost', () => {
 
     it('refuses a store written by a newer coordinator', async () => {
       const dataDir = tempDir();
-      SqliteStore.open(dataDir, { migrations: [...MIGRATIONS, { version: 99, description: 'future', statements: [] }] }).close();
+      CoordinatorStore.open(dataDir, { schema: [...COORDINATOR_SCHEMA, { version: LATEST_SCHEMA_VERSION + 1, area: 'test', description: 'future', statements: [] }] }).close();
       await assert.rejects(start(dataDir), (err: unknown) => err instanceof StoreOpenError && err.reason === 'newer-schema');
     });
   });

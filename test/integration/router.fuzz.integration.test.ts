@@ -1,6 +1,6 @@
 import { strict as assert } from 'node:assert';
 import * as grpc from '@grpc/grpc-js';
-import type { StoredEvent } from '../../src/core/store/store';
+import type { StoredEvent } from '../../src/core/log/model';
 import type { CoordinatorHost } from '../../src/server/host';
 import { canonicalDefinition, type CoordinatorClients } from '../support/clients';
 import { clientsFor, startHost, stopHost } from '../support/host';

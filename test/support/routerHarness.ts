@@ -2,19 +2,19 @@ import { strict as assert } from 'node:assert';
 import { v4 as uuidv4 } from 'uuid';
 import { ManualClock } from '../../src/core/clock';
 import { Coordinator } from '../../src/core/coordinator';
+import { CoordinatorStore } from '../../src/core/coordinatorStore';
 import type { Disposable } from '../../src/core/events';
 import type { HitlPolicy } from '../../src/core/hitl/policy';
+import type { StoredEvent } from '../../src/core/log/model';
 import type { DescriptorInput } from '../../src/core/registry/descriptor';
 import type { RegistryOptions } from '../../src/core/registry/registry';
 import type { Envelope } from '../../src/core/router/envelope';
 import type { InboxSink, RouterOptions, SendResult } from '../../src/core/router/router';
-import { SqliteStore } from '../../src/core/store/sqliteStore';
-import type { StoredEvent } from '../../src/core/store/store';
 import { validDescriptor } from './fixtures';
 import { makeTempDir, removeTempDir } from './tempDir';
 
 /**
- * Unit-test harness for the router: a real SqliteStore in a temp folder, a ManualClock, a Coordinator, and
+ * Unit-test harness for the router: a real CoordinatorStore in a temp folder, a ManualClock, a Coordinator, and
  * fake inbox sinks that collect what the router writes to an agent's stream.
  */
 
@@ -92,7 +92,7 @@ export const ctx = (correlationId = 'corr-test') => ({ correlationId });
 export class RouterHarness implements Disposable {
   readonly dataDir = makeTempDir('sw4rm-router-');
   readonly clock = new ManualClock();
-  store!: SqliteStore;
+  store!: CoordinatorStore;
   coordinator!: Coordinator;
   private readonly sequences = new Map<string, number>();
   private readonly handles: Disposable[] = [];
@@ -104,7 +104,7 @@ export class RouterHarness implements Disposable {
   }
 
   private open(): void {
-    this.store = SqliteStore.open(this.dataDir);
+    this.store = CoordinatorStore.open(this.dataDir);
     this.coordinator = new Coordinator({
       store: this.store, clock: this.clock, registry: this.registryOptions,
       router: { heartbeatIntervalMs: 0, ...this.routerOptions }, hitl: this.hitlPolicy,

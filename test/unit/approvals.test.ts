@@ -2,13 +2,13 @@ import { strict as assert } from 'node:assert';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { ManualClock } from '../../src/core/clock';
+import { CoordinatorStore } from '../../src/core/coordinatorStore';
 import { invocationJson, HitlService } from '../../src/core/hitl/hitlService';
 import { REASON_TYPES, type HitlInvocation } from '../../src/core/hitl/model';
 import { DEFAULT_HITL_POLICY } from '../../src/core/hitl/policy';
 import { parseBody, parseInvocationRequest } from '../../src/core/hitl/request';
 import { SequentialIds } from '../../src/core/ids';
 import { EventLog } from '../../src/core/log/eventLog';
-import { SqliteStore } from '../../src/core/store/sqliteStore';
 import { approvalSettings, ProblemMemory } from '../../src/extension/approvalSettings';
 import {
   approvalRow, auditFileName, MAX_SETTLED_LISTED, needsAnnouncement, notificationText, orderForView, panelTitle, REASON_ICONS, stateText,
@@ -26,7 +26,7 @@ const time = (ms: number) => new Date(ms).toISOString().slice(11, 19);
 /** A real HITL service over a real store, with a manual clock. */
 function hitlFixture() {
   const dir = makeTempDir('sw4rm-approvals-');
-  const store = SqliteStore.open(dir);
+  const store = CoordinatorStore.open(dir);
   const clock = new ManualClock(T0);
   const log = new EventLog(store, clock);
   const hitl = new HitlService(store, log, clock, new SequentialIds(), DEFAULT_HITL_POLICY);

@@ -2,22 +2,22 @@ import { strict as assert } from 'node:assert';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { Coordinator } from '../../src/core/coordinator';
 import { ManualClock } from '../../src/core/clock';
+import { Coordinator } from '../../src/core/coordinator';
+import { CoordinatorStore } from '../../src/core/coordinatorStore';
 import { EventLog, formatEvent } from '../../src/core/log/eventLog';
-import { SqliteStore } from '../../src/core/store/sqliteStore';
-import type { StoredEvent } from '../../src/core/store/store';
+import type { StoredEvent } from '../../src/core/log/model';
 import { makeTempDir, removeTempDir } from '../support/tempDir';
 
 describe('EventLog', () => {
   let dataDir: string;
-  let store: SqliteStore;
+  let store: CoordinatorStore;
   let clock: ManualClock;
   let log: EventLog;
 
   beforeEach(() => {
     dataDir = makeTempDir('sw4rm-log-');
-    store = SqliteStore.open(dataDir);
+    store = CoordinatorStore.open(dataDir);
     clock = new ManualClock(Date.UTC(2026, 2, 4, 5, 6, 7, 89));
     log = new EventLog(store, clock);
   });
@@ -46,7 +46,7 @@ describe('EventLog', () => {
     }
     assert.equal(printed.length, 1);
     assert.match(printed[0], /registry: Error: store gone/);
-    store = SqliteStore.open(dataDir);
+    store = CoordinatorStore.open(dataDir);
   });
 
   it('stamps an event with the clock in ISO-8601 UTC and fills in the defaults', () => {
@@ -123,7 +123,7 @@ describe('event retention', () => {
   it('keeps only the newest maxEvents events, checked every minute with the injected clock', () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'sw4rm-retention-'));
     const clock = new ManualClock();
-    const coordinator = new Coordinator({ store: SqliteStore.open(dir), clock, maxEvents: 5, router: { heartbeatIntervalMs: 0 } });
+    const coordinator = new Coordinator({ store: CoordinatorStore.open(dir), clock, maxEvents: 5, router: { heartbeatIntervalMs: 0 } });
     try {
       for (let i = 0; i < 20; i++) coordinator.log.record({ correlationId: `c${i}`, actor: 'test', eventType: 'test.event' });
       assert.ok(coordinator.store.events.count() > 5);
@@ -143,7 +143,7 @@ describe('event retention', () => {
   it('works off a backlog beyond maxEvents 5,000 events per run, the rest on catch-up runs 100 ms apart', () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'sw4rm-retention-'));
     const clock = new ManualClock();
-    const coordinator = new Coordinator({ store: SqliteStore.open(dir), clock, maxEvents: 10, router: { heartbeatIntervalMs: 0 } });
+    const coordinator = new Coordinator({ store: CoordinatorStore.open(dir), clock, maxEvents: 10, router: { heartbeatIntervalMs: 0 } });
     try {
       coordinator.store.transaction(() => {
         for (let i = 0; i < 12_000; i++) coordinator.store.events.append({ ts: '2026-01-01T00:00:00.000Z', correlationId: `b${i}`, actor: 'test', eventType: 'test.backlog', level: 'INFO', source: 'coordinator', details: {} });

@@ -1,9 +1,9 @@
 import { strict as assert } from 'node:assert';
 import { ManualClock, isoUtc } from '../../src/core/clock';
+import { CoordinatorStore } from '../../src/core/coordinatorStore';
 import { EventLog } from '../../src/core/log/eventLog';
+import type { StoredEvent } from '../../src/core/log/model';
 import { Registry, type RegistryChange, type RegistryOptions } from '../../src/core/registry/registry';
-import { SqliteStore } from '../../src/core/store/sqliteStore';
-import type { StoredEvent } from '../../src/core/store/store';
 import { validDescriptor } from '../support/fixtures';
 import { makeTempDir, removeTempDir } from '../support/tempDir';
 
@@ -13,7 +13,7 @@ const ISO_UTC = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 
 describe('Registry (RFC §14, §8.3)', () => {
   let dataDir: string;
-  let store: SqliteStore;
+  let store: CoordinatorStore;
   let clock: ManualClock;
   let log: EventLog;
   let registry: Registry;
@@ -34,7 +34,7 @@ describe('Registry (RFC §14, §8.3)', () => {
 
   beforeEach(() => {
     dataDir = makeTempDir('sw4rm-registry-');
-    store = SqliteStore.open(dataDir);
+    store = CoordinatorStore.open(dataDir);
     clock = new ManualClock();
     log = new EventLog(store, clock);
     changes = [];
@@ -348,7 +348,7 @@ describe('Registry (RFC §14, §8.3)', () => {
       store.close();
 
       clock.advance(3_600_000);
-      store = SqliteStore.open(dataDir);
+      store = CoordinatorStore.open(dataDir);
       log = new EventLog(store, clock);
       registry = openRegistry();
 

@@ -1,11 +1,11 @@
 import { strict as assert } from 'node:assert';
-import { DatabaseSync } from 'node:sqlite';
 import * as path from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
 import { v4 as uuidv4 } from 'uuid';
+import { CoordinatorStore, LATEST_SCHEMA_VERSION, COORDINATOR_SCHEMA } from '../../src/core/coordinatorStore';
 import type { Envelope } from '../../src/core/router/envelope';
 import type { DedupEntry, MessageRecord } from '../../src/core/router/model';
-import { LATEST_SCHEMA_VERSION, MIGRATIONS } from '../../src/core/store/migrations';
-import { STORE_FILE_NAME, SqliteStore } from '../../src/core/store/sqliteStore';
+import { STORE_FILE_NAME } from '../../src/core/store/sqliteStore';
 import { reasonCode, RouterHarness } from '../support/routerHarness';
 import { makeTempDir, removeTempDir } from '../support/tempDir';
 
@@ -28,11 +28,11 @@ function record(overrides: Partial<MessageRecord> = {}): MessageRecord {
 
 describe('SqliteRouterRepository (schema version 4)', () => {
   let dataDir: string;
-  let store: SqliteStore;
+  let store: CoordinatorStore;
 
   beforeEach(() => {
     dataDir = makeTempDir('sw4rm-router-repo-');
-    store = SqliteStore.open(dataDir);
+    store = CoordinatorStore.open(dataDir);
   });
 
   afterEach(() => {
@@ -49,7 +49,7 @@ describe('SqliteRouterRepository (schema version 4)', () => {
       for (const table of ['router_messages', 'router_envelopes', 'router_message_ids', 'router_meta', 'dedup', 'deliveries', 'dead_letters']) assert.ok(tables.includes(table), table);
     } finally {
       db.close();
-      store = SqliteStore.open(dataDir);
+      store = CoordinatorStore.open(dataDir);
     }
   });
 
@@ -134,7 +134,7 @@ describe('SqliteRouterRepository (schema version 4)', () => {
     const later = record();
     store.router.insertMessage(later);
     store.close();
-    store = SqliteStore.open(dataDir);
+    store = CoordinatorStore.open(dataDir);
     assert.equal(store.router.unindexedCount, 0, 'closing indexes what is left');
     for (const r of [...records, later]) assert.equal(store.router.getMessage(r.envelope.messageId)?.state, r.state);
   });
@@ -166,8 +166,8 @@ describe('SqliteRouterRepository (schema version 4)', () => {
     const r = record();
     store.router.insertMessage(r);
     // A crash: the connection goes away without close(), so nothing more is indexed.
-    (store as unknown as { db: DatabaseSync }).db.close();
-    store = SqliteStore.open(dataDir);
+    (store as unknown as { engine: { database: DatabaseSync } }).engine.database.close();
+    store = CoordinatorStore.open(dataDir);
     assert.equal(store.router.unindexedCount, 1, 'read back from the messages beyond the filled range');
     assert.equal(store.router.getMessage(r.envelope.messageId)?.envelope.messageId, r.envelope.messageId);
     assert.deepEqual(store.router.liveMessages().map((m) => m.envelope.messageId), [r.envelope.messageId]);
@@ -193,7 +193,7 @@ describe('SqliteRouterRepository (schema version 4)', () => {
     removeTempDir(dataDir);
     dataDir = makeTempDir('sw4rm-router-repo-v3-');
     const db = new DatabaseSync(path.join(dataDir, STORE_FILE_NAME));
-    for (const migration of MIGRATIONS.filter((m) => m.version <= 3)) for (const statement of migration.statements) db.exec(statement);
+    for (const migration of COORDINATOR_SCHEMA.filter((m) => m.version <= 3)) for (const statement of migration.statements) db.exec(statement);
     db.exec('PRAGMA user_version = 3');
     const ids = [uuidv4(), uuidv4()];
     for (const [i, id] of ids.entries()) {
@@ -205,7 +205,7 @@ describe('SqliteRouterRepository (schema version 4)', () => {
       db.prepare('INSERT INTO deliveries (agent_id, seq, message_id, delivered_at) VALUES (?, ?, ?, 1000)').run('q', i + 1, id);
     }
     db.close();
-    store = SqliteStore.open(dataDir);
+    store = CoordinatorStore.open(dataDir);
     assert.equal(store.schemaVersion, LATEST_SCHEMA_VERSION);
     assert.equal(store.router.unindexedCount, 0, 'migrated messages are indexed');
     assert.equal(Buffer.from(store.router.getMessage(ids[0])!.envelope.payload).toString(), 'payload 0');
@@ -259,7 +259,7 @@ describe('SqliteRouterRepository (schema version 4)', () => {
     store.router.updateMessage(stuck);
     assert.equal(store.router.pruneMessages(10_000 + 24 * 3_600_000, 100).deleted, 0);
     store.close();
-    store = SqliteStore.open(dataDir);
+    store = CoordinatorStore.open(dataDir);
     assert.equal(store.router.pruneMessages(10_000 + 24 * 3_600_000, 100).deleted, 1, 'after a restart, retention looks from the oldest again');
     assert.deepEqual(present(), [last]);
     store.close();
@@ -270,7 +270,7 @@ describe('SqliteRouterRepository (schema version 4)', () => {
       }
     } finally {
       db.close();
-      store = SqliteStore.open(dataDir);
+      store = CoordinatorStore.open(dataDir);
     }
   });
 

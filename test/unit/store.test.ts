@@ -2,10 +2,13 @@ import { strict as assert } from 'node:assert';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
+import { CoordinatorStore, LATEST_SCHEMA_VERSION, COORDINATOR_SCHEMA } from '../../src/core/coordinatorStore';
+import type { EventQuery, StructuredEvent } from '../../src/core/log/model';
 import { validateDescriptor } from '../../src/core/registry/descriptor';
-import { LATEST_SCHEMA_VERSION, MIGRATIONS, type Migration } from '../../src/core/store/migrations';
-import { STORE_FILE_NAME, SqliteStore } from '../../src/core/store/sqliteStore';
-import { StoreOpenError, type AgentRecord, type EventQuery, type StructuredEvent } from '../../src/core/store/store';
+import type { AgentRecord } from '../../src/core/registry/model';
+import type { SchemaStep } from '../../src/core/store/schema';
+import { STORE_FILE_NAME } from '../../src/core/store/sqliteStore';
+import { StoreOpenError } from '../../src/core/store/store';
 import { fingerprint, validDescriptor, writeGarbage } from '../support/fixtures';
 import { makeTempDir, removeTempDir } from '../support/tempDir';
 
@@ -45,8 +48,9 @@ async function expectOpenError(open: () => unknown): Promise<StoreOpenError> {
 
 /** A made-up migration one past the latest, so these tests stay right as the schema grows. */
 const NEXT_VERSION = LATEST_SCHEMA_VERSION + 1;
-const NEXT: Migration = {
+const NEXT: SchemaStep = {
   version: NEXT_VERSION,
+  area: 'test',
   description: 'agent notes',
   statements: ['ALTER TABLE agents ADD COLUMN note TEXT', `CREATE TABLE notes (id INTEGER PRIMARY KEY, text TEXT NOT NULL)`],
 };
@@ -54,7 +58,7 @@ const NEXT: Migration = {
 describe('SqliteStore', () => {
   let dataDir: string;
   let file: string;
-  let store: SqliteStore | undefined;
+  let store: CoordinatorStore | undefined;
 
   beforeEach(() => {
     dataDir = makeTempDir('sw4rm-store-');
@@ -69,7 +73,7 @@ describe('SqliteStore', () => {
 
   describe('opening', () => {
     it('creates a fresh store at the latest schema version in WAL mode', () => {
-      store = SqliteStore.open(dataDir);
+      store = CoordinatorStore.open(dataDir);
       assert.equal(store.location, file);
       assert.equal(store.schemaVersion, LATEST_SCHEMA_VERSION);
       store.agents.upsert(agentRecord('alpha'));
@@ -81,38 +85,38 @@ describe('SqliteStore', () => {
     });
 
     it('refuses a second store on the same folder while the first is open, and changes nothing', async () => {
-      store = SqliteStore.open(dataDir);
+      store = CoordinatorStore.open(dataDir);
       store.agents.upsert(agentRecord('alpha'));
-      const error = await expectOpenError(() => SqliteStore.open(dataDir, { lockWaitMs: 50 }));
+      const error = await expectOpenError(() => CoordinatorStore.open(dataDir, { lockWaitMs: 50 }));
       assert.equal(error.reason, 'locked');
       assert.ok(error.message.includes(file), 'the message names the file');
       assert.match(error.message, /another running coordinator/);
       assert.deepEqual(store.agents.get('alpha'), agentRecord('alpha'));
       store.close();
-      store = SqliteStore.open(dataDir, { lockWaitMs: 50 });
+      store = CoordinatorStore.open(dataDir, { lockWaitMs: 50 });
       assert.deepEqual(store.agents.get('alpha'), agentRecord('alpha'), 'open again once the first one closed');
     });
 
     it('creates the data folder when it does not exist', () => {
       const nested = path.join(dataDir, 'a', 'b');
-      store = SqliteStore.open(nested);
+      store = CoordinatorStore.open(nested);
       assert.ok(fs.existsSync(path.join(nested, STORE_FILE_NAME)));
     });
 
     it('keeps its data across close and reopen', () => {
-      store = SqliteStore.open(dataDir);
+      store = CoordinatorStore.open(dataDir);
       store.agents.upsert(agentRecord('alpha'));
       store.events.append(event('agent.registered', 'c1', 'alpha'));
       store.close();
 
-      store = SqliteStore.open(dataDir);
+      store = CoordinatorStore.open(dataDir);
       assert.deepEqual(store.agents.get('alpha'), agentRecord('alpha'));
       assert.equal(store.events.count(), 1);
       assert.equal(store.schemaVersion, LATEST_SCHEMA_VERSION);
     });
 
     it('prunes the oldest events in bounded batches towards the newest `keep`, and says when more are due', () => {
-      store = SqliteStore.open(dataDir);
+      store = CoordinatorStore.open(dataDir);
       const events = store.events;
       assert.deepEqual(events.prune(5, 10), { deleted: 0, more: false }, 'an empty log');
       for (let i = 0; i < 30; i++) events.append(event('e', `c${i}`, 'a'));
@@ -124,12 +128,12 @@ describe('SqliteStore', () => {
     });
 
     it('migrates an existing store forward and keeps its rows', () => {
-      store = SqliteStore.open(dataDir);
+      store = CoordinatorStore.open(dataDir);
       store.agents.upsert(agentRecord('alpha'));
       store.events.append(event('agent.registered', 'c1', 'alpha'));
       store.close();
 
-      store = SqliteStore.open(dataDir, { migrations: [...MIGRATIONS, NEXT] });
+      store = CoordinatorStore.open(dataDir, { schema: [...COORDINATOR_SCHEMA, NEXT] });
 
       assert.equal(store.schemaVersion, NEXT_VERSION);
       assert.deepEqual(store.agents.get('alpha'), agentRecord('alpha'));
@@ -148,29 +152,29 @@ describe('SqliteStore', () => {
     });
 
     it('leaves the store at its version when a migration fails, and says which one', async () => {
-      store = SqliteStore.open(dataDir);
+      store = CoordinatorStore.open(dataDir);
       store.agents.upsert(agentRecord('alpha'));
       store.close();
       store = undefined;
-      const broken: Migration = { version: NEXT_VERSION, description: 'broken', statements: ['CREATE TABLE t (x)', 'NOT SQL AT ALL'] };
+      const broken: SchemaStep = { version: NEXT_VERSION, area: 'test', description: 'broken', statements: ['CREATE TABLE t (x)', 'NOT SQL AT ALL'] };
 
-      const error = await expectOpenError(() => SqliteStore.open(dataDir, { migrations: [...MIGRATIONS, broken] }));
+      const error = await expectOpenError(() => CoordinatorStore.open(dataDir, { schema: [...COORDINATOR_SCHEMA, broken] }));
 
       assert.match(error.message, new RegExp(`schema version ${NEXT_VERSION} \\(broken\\)`));
       assert.match(error.message, new RegExp(`left at version ${LATEST_SCHEMA_VERSION}`));
       assert.equal(pragma(file, 'user_version'), LATEST_SCHEMA_VERSION);
-      store = SqliteStore.open(dataDir);
+      store = CoordinatorStore.open(dataDir);
       assert.ok(store.agents.get('alpha'));
     });
 
     it('refuses a store written by a newer schema and leaves the file unchanged', async () => {
-      store = SqliteStore.open(dataDir, { migrations: [...MIGRATIONS, NEXT] });
+      store = CoordinatorStore.open(dataDir, { schema: [...COORDINATOR_SCHEMA, NEXT] });
       store.agents.upsert(agentRecord('alpha'));
       store.close();
       store = undefined;
       const before = fingerprint(file);
 
-      const error = await expectOpenError(() => SqliteStore.open(dataDir));
+      const error = await expectOpenError(() => CoordinatorStore.open(dataDir));
 
       assert.equal(error.reason, 'newer-schema');
       assert.equal(error.location, file);
@@ -187,7 +191,7 @@ describe('SqliteStore', () => {
       const garbage = writeGarbage(file);
       const before = fingerprint(file);
 
-      const error = await expectOpenError(() => SqliteStore.open(dataDir));
+      const error = await expectOpenError(() => CoordinatorStore.open(dataDir));
 
       assert.equal(error.reason, 'corrupt');
       assert.equal(error.name, 'StoreOpenError');
@@ -203,7 +207,7 @@ describe('SqliteStore', () => {
     });
 
     it('refuses a store whose pages were overwritten', async () => {
-      store = SqliteStore.open(dataDir);
+      store = CoordinatorStore.open(dataDir);
       for (let i = 0; i < 200; i++) store.events.append(event('e', `c${i}`, 'a'.repeat(200)));
       store.close();
       store = undefined;
@@ -214,7 +218,7 @@ describe('SqliteStore', () => {
       fs.writeFileSync(file, bytes);
       const before = fingerprint(file);
 
-      const error = await expectOpenError(() => SqliteStore.open(dataDir));
+      const error = await expectOpenError(() => CoordinatorStore.open(dataDir));
 
       assert.equal(error.reason, 'corrupt');
       assert.ok(error.message.includes(file));
@@ -224,7 +228,7 @@ describe('SqliteStore', () => {
 
   describe('transactions', () => {
     beforeEach(() => {
-      store = SqliteStore.open(dataDir);
+      store = CoordinatorStore.open(dataDir);
     });
 
     it('commits every write of the function together', () => {
@@ -264,7 +268,7 @@ describe('SqliteStore', () => {
 
   describe('agents', () => {
     beforeEach(() => {
-      store = SqliteStore.open(dataDir);
+      store = CoordinatorStore.open(dataDir);
     });
 
     it('upserts, lists by id, and deletes', () => {
@@ -280,7 +284,7 @@ describe('SqliteStore', () => {
 
   describe('events', () => {
     beforeEach(() => {
-      store = SqliteStore.open(dataDir);
+      store = CoordinatorStore.open(dataDir);
       const events = store.events;
       events.append(event('agent.registered', 'c1', 'alpha'));
       events.append(event('agent.registered', 'c2', 'beta'));

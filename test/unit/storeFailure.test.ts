@@ -3,19 +3,21 @@ import { setImmediate as nextTurn } from 'node:timers/promises';
 import { v4 as uuidv4 } from 'uuid';
 import { ManualClock } from '../../src/core/clock';
 import { Coordinator } from '../../src/core/coordinator';
+import { CoordinatorStore, LATEST_SCHEMA_VERSION, COORDINATOR_SCHEMA } from '../../src/core/coordinatorStore';
+import type { StructuredEvent } from '../../src/core/log/model';
 import type { Envelope } from '../../src/core/router/envelope';
 import type { InboxSink } from '../../src/core/router/router';
-import { LATEST_SCHEMA_VERSION, MIGRATIONS, type Migration } from '../../src/core/store/migrations';
-import { SqliteStore } from '../../src/core/store/sqliteStore';
-import { StoreFailedError, type StructuredEvent } from '../../src/core/store/store';
+import type { SchemaStep } from '../../src/core/store/schema';
+import { StoreFailedError } from '../../src/core/store/store';
 import { makeTempDir, removeTempDir } from '../support/tempDir';
 
 /**
  * A real commit failure, without mocks: recording an event of type `test.poison` inserts a row that breaks a
  * deferred foreign key, so every statement succeeds and SQLite refuses the COMMIT (as it would on a full disk).
  */
-const POISON: Migration = {
+const POISON: SchemaStep = {
   version: LATEST_SCHEMA_VERSION + 1,
+  area: 'test',
   description: 'test: an event that makes its commit fail',
   statements: [
     'CREATE TABLE poison_parent (id INTEGER PRIMARY KEY)',
@@ -31,7 +33,7 @@ function event(eventType: string): StructuredEvent {
 
 describe('a failed group commit (disk full, I/O error)', () => {
   let dataDir: string;
-  let store: SqliteStore | undefined;
+  let store: CoordinatorStore | undefined;
 
   beforeEach(() => {
     dataDir = makeTempDir('sw4rm-store-failure-');
@@ -44,7 +46,7 @@ describe('a failed group commit (disk full, I/O error)', () => {
   });
 
   it('rolls its batch back, rejects its waiters, drops its after-commit work, and refuses every later transaction', async () => {
-    store = SqliteStore.open(dataDir, { groupCommit: true, migrations: [...MIGRATIONS, POISON] });
+    store = CoordinatorStore.open(dataDir, { groupCommit: true, schema: [...COORDINATOR_SCHEMA, POISON] });
     const s = store;
     const failures: StoreFailedError[] = [];
     s.onDidFail((err) => failures.push(err));
@@ -72,12 +74,12 @@ describe('a failed group commit (disk full, I/O error)', () => {
     assert.equal(failures.length, 1);
 
     s.close();
-    store = SqliteStore.open(dataDir, { migrations: [...MIGRATIONS, POISON] });
+    store = CoordinatorStore.open(dataDir, { schema: [...COORDINATOR_SCHEMA, POISON] });
     assert.deepEqual(store.events.query({ limit: 10 }).map((e) => e.eventType), ['test.kept'], 'only what was committed');
   });
 
   it('lets no timer throw into the event loop once the store refuses writes: the failure is logged', async () => {
-    store = SqliteStore.open(dataDir, { groupCommit: true, migrations: [...MIGRATIONS, POISON] });
+    store = CoordinatorStore.open(dataDir, { groupCommit: true, schema: [...COORDINATOR_SCHEMA, POISON] });
     const s = store;
     const clock = new ManualClock();
     const coordinator = new Coordinator({ store: s, clock, router: { heartbeatIntervalMs: 0 } });
@@ -100,7 +102,7 @@ describe('a failed group commit (disk full, I/O error)', () => {
   });
 
   it('never delivers a message whose commit failed, and refuses messages after it (the owner restarts from the store)', async () => {
-    store = SqliteStore.open(dataDir, { groupCommit: true, migrations: [...MIGRATIONS, POISON] });
+    store = CoordinatorStore.open(dataDir, { groupCommit: true, schema: [...COORDINATOR_SCHEMA, POISON] });
     const s = store;
     const coordinator = new Coordinator({ store: s, router: { heartbeatIntervalMs: 0 } });
     const ctx = { correlationId: 'store-failure' };
@@ -147,7 +149,7 @@ describe('a failed group commit (disk full, I/O error)', () => {
       store = undefined;
     }
 
-    store = SqliteStore.open(dataDir, { migrations: [...MIGRATIONS, POISON] });
+    store = CoordinatorStore.open(dataDir, { schema: [...COORDINATOR_SCHEMA, POISON] });
     const restarted = new Coordinator({ store, router: { heartbeatIntervalMs: 0 } });
     try {
       assert.equal(restarted.router.stateCounts().SENT, 1, 'after the restart: the committed message, waiting for its ACK');

@@ -4,11 +4,10 @@ import type { IdSource } from '../ids';
 import type { EventLog } from '../log/eventLog';
 import type { CallContext } from '../context';
 import { schedulePruning } from '../retention';
-import type { Store } from '../store/store';
 import {
   HITL_ACTIONS,
   type AuditEntry, type AuditQuery, type DecisionOrigin, type HitlAction, type HitlDecision, type HitlInvocation,
-  type HitlRepository, type InvocationOrigin, type InvocationRequest, type InvocationState,
+  type HitlRepository, type HitlStorage, type InvocationOrigin, type InvocationRequest, type InvocationState,
 } from './model';
 import { applyFallback, DEFAULT_HITL_POLICY, matchRule, type HitlPolicy } from './policy';
 import { HitlRequestError, MAX_INVOCATION_BYTES } from './request';
@@ -63,7 +62,7 @@ export class HitlService {
   private readonly retentionTimer: Disposable;
 
   constructor(
-    private readonly store: Store,
+    private readonly store: HitlStorage,
     private readonly log: EventLog,
     private readonly clock: Clock,
     private readonly ids: IdSource,

@@ -1,4 +1,5 @@
 import type { PruneResult } from '../retention';
+import type { Transactions } from '../store/store';
 
 /** RFC §15: the eight reasons the coordinator asks a human. */
 export const REASON_TYPES = [
@@ -163,4 +164,9 @@ export interface HitlRepository {
    * audit entries; pending ones are never deleted. `auditEntries` counts the audit entries that went with them.
    */
   pruneSettled(settledBefore: number, limit: number): PruneResult & { readonly auditEntries: number };
+}
+
+/** What the HITL service is handed of the store: its own repository and transactions. */
+export interface HitlStorage extends Transactions {
+  readonly hitl: HitlRepository;
 }

@@ -1,6 +1,6 @@
 import { isoUtc, type Clock } from '../clock';
 import { Emitter, type Event } from '../events';
-import type { EventLevel, EventQuery, EventSource, Store, StoredEvent } from '../store/store';
+import type { EventLevel, EventQuery, EventSource, LogStorage, StoredEvent } from './model';
 
 /** What a caller says about an event; the log adds the timestamp. */
 export interface EventInput {
@@ -23,7 +23,7 @@ export class EventLog {
   private readonly recorded = new Emitter<StoredEvent>();
   readonly onDidRecord: Event<StoredEvent> = this.recorded.event;
 
-  constructor(private readonly store: Store, private readonly clock: Clock) {}
+  constructor(private readonly store: LogStorage, private readonly clock: Clock) {}
 
   record(input: EventInput): StoredEvent {
     const event = {

@@ -1,24 +1,9 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { DatabaseSync, type StatementSync } from 'node:sqlite';
+import { DatabaseSync } from 'node:sqlite';
 import { Emitter, type Event } from '../events';
-import type { AgentDescriptor, AgentPresence } from '../registry/descriptor';
-import type { HitlRepository } from '../hitl/model';
-import type { PruneResult } from '../retention';
-import { LATEST_SCHEMA_VERSION, MIGRATIONS, type Migration } from './migrations';
-import { SqliteHitlRepository } from './sqliteHitlRepository';
-import { SqliteRouterRepository } from './sqliteRouterRepository';
-import {
-  StoreFailedError,
-  StoreOpenError,
-  type AgentRecord,
-  type AgentRepository,
-  type EventQuery,
-  type EventRepository,
-  type Store,
-  type StoredEvent,
-  type StructuredEvent,
-} from './store';
+import { schemaVersions, type SchemaStep } from './schema';
+import { StoreFailedError, StoreOpenError, type CommitParticipant, type Store } from './store';
 
 export const STORE_FILE_NAME = 'coordinator.db';
 const DEFAULT_LOCK_WAIT_MS = 5000;
@@ -27,16 +12,23 @@ const GROUP_COMMIT_WINDOW_MS = 1;
 const SQLITE_BUSY = 5;
 const SQLITE_LOCKED = 6;
 
+export interface SqliteStoreOptions {
+  /** Every area's schema steps, in the order the composition root fixed (see schema.ts). */
+  readonly schema: readonly SchemaStep[];
+  /** How long to wait for the file's lock while a previous owner is still closing (a window reload). */
+  readonly lockWaitMs?: number;
+  /** Share one transaction among the writes of one event-loop turn (the running coordinator). */
+  readonly groupCommit?: boolean;
+}
+
 /**
- * The embedded store: one SQLite file (node:sqlite, WAL mode) in the data folder.
- * Opening refuses a corrupt file or one written by a newer schema; it never resets anything silently.
+ * The embedded storage engine: one SQLite file (node:sqlite, WAL mode) in the data folder. Opening refuses a
+ * corrupt file or one written by a newer schema; it never resets anything silently. It knows no area: the
+ * composition root hands `database` to each area's repository and the areas' schema steps to `open`.
  */
 export class SqliteStore implements Store {
-  readonly agents: AgentRepository;
-  readonly events: EventRepository;
-  readonly router: SqliteRouterRepository;
-  readonly hitl: HitlRepository;
   private depth = 0;
+  private readonly participants: CommitParticipant[] = [];
   /** Group commit: an open transaction shared by every write of this turn of the event loop. */
   private batchOpen = false;
   private lastCommitAt = 0;
@@ -52,11 +44,16 @@ export class SqliteStore implements Store {
     readonly location: string,
     readonly schemaVersion: number,
     private readonly groupCommit: boolean,
-  ) {
-    this.agents = new SqliteAgents(db);
-    this.events = new SqliteEvents(db);
-    this.router = new SqliteRouterRepository(db);
-    this.hitl = new SqliteHitlRepository(db);
+  ) {}
+
+  /** The open connection, for the areas' repositories (they prepare their statements on it). */
+  get database(): DatabaseSync {
+    return this.db;
+  }
+
+  /** Adds work that rides along with commits when it is due (see CommitParticipant). */
+  addCommitParticipant(participant: CommitParticipant): void {
+    this.participants.push(participant);
   }
 
   /**
@@ -64,8 +61,8 @@ export class SqliteStore implements Store {
    * for as long as the store is open, so a second coordinator on the same folder is refused before it reads
    * or writes anything; `lockWaitMs` lets a previous owner that is still closing (a window reload) finish.
    */
-  static open(dataDir: string, options: { migrations?: readonly Migration[]; lockWaitMs?: number; groupCommit?: boolean } = {}): SqliteStore {
-    const migrations = options.migrations ?? MIGRATIONS;
+  static open(dataDir: string, options: SqliteStoreOptions): SqliteStore {
+    const versions = schemaVersions(options.schema);
     const location = path.join(dataDir, STORE_FILE_NAME);
     let db: DatabaseSync;
     try {
@@ -78,7 +75,7 @@ export class SqliteStore implements Store {
     try {
       SqliteStore.lock(db, location, options.lockWaitMs ?? DEFAULT_LOCK_WAIT_MS);
       const version = SqliteStore.checkIntegrity(db, location);
-      const latest = migrations.length ? migrations[migrations.length - 1].version : 0;
+      const latest = versions.length ? versions[versions.length - 1].version : 0;
       if (version > latest) {
         throw new StoreOpenError(location, 'newer-schema',
           `The SW4RM store ${location} has schema version ${version}, but this coordinator knows versions up to ${latest}. ` +
@@ -93,16 +90,20 @@ export class SqliteStore implements Store {
       db.exec('PRAGMA cache_size = -32000');
       db.exec('PRAGMA temp_store = MEMORY');
       db.exec('PRAGMA foreign_keys = ON');
-      for (const migration of migrations.filter((m) => m.version > version)) {
+      for (const pending of versions.filter((v) => v.version > version)) {
         db.exec('BEGIN IMMEDIATE');
+        let current: SchemaStep | undefined;
         try {
-          for (const statement of migration.statements) db.exec(statement);
-          db.exec(`PRAGMA user_version = ${migration.version}`);
+          for (current of pending.steps) {
+            for (const statement of current.statements) db.exec(statement);
+          }
+          db.exec(`PRAGMA user_version = ${pending.version}`);
           db.exec('COMMIT');
         } catch (err) {
           db.exec('ROLLBACK');
+          const step = current ? ` (${current.description}) of the ${current.area} area` : '';
           throw new StoreOpenError(location, 'unreadable',
-            `Migrating the SW4RM store ${location} to schema version ${migration.version} (${migration.description}) failed: ${(err as Error).message}. The file was left at version ${version}.`);
+            `Migrating the SW4RM store ${location} to schema version ${pending.version}${step} failed: ${(err as Error).message}. The file was left at version ${version}.`);
         }
       }
       return new SqliteStore(db, location, Math.max(version, latest), options.groupCommit ?? false);
@@ -242,24 +243,28 @@ export class SqliteStore implements Store {
   }
 
   /**
-   * Work that rides along with a commit when it is due (the router's bulk message-id index fill), run inside
-   * the transaction just before COMMIT. Answers what to do after the commit succeeded.
+   * Runs the commit participants that are due (all that have work left when `atClose`), inside the transaction
+   * just before COMMIT. Answers what to do after the commit succeeded.
    */
-  private maintain(force = false): () => void {
-    if (!force && !this.router.indexFillDue()) return () => undefined;
-    // Optional work: if it fails, only it is undone, never the commit it rides along with (the ids stay
-    // answered from memory and the next fill tries again).
-    this.db.exec('SAVEPOINT maintenance');
-    try {
-      const after = this.router.fillIndex();
-      this.db.exec('RELEASE maintenance');
-      return after;
-    } catch (err) {
-      this.db.exec('ROLLBACK TO maintenance');
-      this.db.exec('RELEASE maintenance');
-      console.error('[sw4rm] filling the message-id index failed; it is retried with a later commit:', err);
-      return () => undefined;
+  private maintain(atClose = false): () => void {
+    let after: Array<() => void> | undefined;
+    for (const participant of this.participants) {
+      if (!(atClose ? participant.pendingAtClose() : participant.due())) continue;
+      // Optional work: if it fails, only it is undone, never the commit it rides along with; it is due again
+      // with a later commit.
+      this.db.exec('SAVEPOINT maintenance');
+      try {
+        (after ??= []).push(participant.run());
+        this.db.exec('RELEASE maintenance');
+      } catch (err) {
+        this.db.exec('ROLLBACK TO maintenance');
+        this.db.exec('RELEASE maintenance');
+        console.error(`[sw4rm] ${participant.name} failed; it is retried with a later commit:`, err);
+      }
     }
+    if (!after) return noop;
+    const done = after;
+    return () => { for (const fn of done) fn(); };
   }
 
   private runAfterCommit(): void {
@@ -277,8 +282,8 @@ export class SqliteStore implements Store {
   close(): void {
     if (!this.db.isOpen) return;
     this.commitBatch();
-    // Index what is left, so that the next start has nothing to read back.
-    if (this.router.unindexedCount > 0 && !this.failure) {
+    // Finish what participants have left (the router's index), so that the next start has nothing to read back.
+    if (this.participants.some((p) => p.pendingAtClose()) && !this.failure) {
       try {
         this.db.exec('BEGIN IMMEDIATE');
         const maintained = this.maintain(true);
@@ -292,133 +297,4 @@ export class SqliteStore implements Store {
   }
 }
 
-export { LATEST_SCHEMA_VERSION };
-
-interface AgentRow {
-  agent_id: string;
-  descriptor: string;
-  state: string;
-  registered_at: number;
-  updated_at: number;
-  last_heartbeat_at: number | null;
-  health: string;
-  presence: string;
-}
-
-class SqliteAgents implements AgentRepository {
-  private readonly upsertStmt: StatementSync;
-  private readonly getStmt: StatementSync;
-  private readonly listStmt: StatementSync;
-  private readonly deleteStmt: StatementSync;
-
-  constructor(db: DatabaseSync) {
-    this.upsertStmt = db.prepare(
-      `INSERT INTO agents (agent_id, descriptor, state, registered_at, updated_at, last_heartbeat_at, health, presence)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-       ON CONFLICT(agent_id) DO UPDATE SET descriptor = excluded.descriptor, state = excluded.state,
-         registered_at = excluded.registered_at, updated_at = excluded.updated_at,
-         last_heartbeat_at = excluded.last_heartbeat_at, health = excluded.health, presence = excluded.presence`);
-    this.getStmt = db.prepare('SELECT * FROM agents WHERE agent_id = ?');
-    this.listStmt = db.prepare('SELECT * FROM agents ORDER BY agent_id');
-    this.deleteStmt = db.prepare('DELETE FROM agents WHERE agent_id = ?');
-  }
-
-  upsert(record: AgentRecord): void {
-    this.upsertStmt.run(record.descriptor.agentId, JSON.stringify(record.descriptor), record.state,
-      record.registeredAt, record.updatedAt, record.lastHeartbeatAt, JSON.stringify(record.health), record.presence);
-  }
-
-  get(agentId: string): AgentRecord | undefined {
-    const row = this.getStmt.get(agentId) as AgentRow | undefined;
-    return row ? toAgentRecord(row) : undefined;
-  }
-
-  list(): AgentRecord[] {
-    return (this.listStmt.all() as unknown as AgentRow[]).map(toAgentRecord);
-  }
-
-  delete(agentId: string): boolean {
-    return Number(this.deleteStmt.run(agentId).changes) > 0;
-  }
-}
-
-function toAgentRecord(row: AgentRow): AgentRecord {
-  return {
-    descriptor: JSON.parse(row.descriptor) as AgentDescriptor,
-    state: row.state,
-    registeredAt: row.registered_at,
-    updatedAt: row.updated_at,
-    lastHeartbeatAt: row.last_heartbeat_at,
-    health: JSON.parse(row.health) as Record<string, string>,
-    presence: row.presence as AgentPresence,
-  };
-}
-
-interface EventRow {
-  id: number;
-  ts: string;
-  correlation_id: string;
-  actor: string;
-  event_type: string;
-  level: string;
-  source: string;
-  details: string;
-}
-
-class SqliteEvents implements EventRepository {
-  private readonly appendStmt: StatementSync;
-  private readonly countStmt: StatementSync;
-  private readonly boundsStmt: StatementSync;
-  private readonly pruneStmt: StatementSync;
-
-  constructor(private readonly db: DatabaseSync) {
-    this.appendStmt = db.prepare(
-      'INSERT INTO events (ts, correlation_id, actor, event_type, level, source, details) VALUES (?, ?, ?, ?, ?, ?, ?)');
-    this.countStmt = db.prepare('SELECT COUNT(*) AS n FROM events');
-    // Two subqueries: SQLite answers MIN or MAX from the end of the tree only when each stands alone.
-    this.boundsStmt = db.prepare('SELECT (SELECT MIN(id) FROM events) AS first, (SELECT MAX(id) FROM events) AS last');
-    this.pruneStmt = db.prepare('DELETE FROM events WHERE id <= ?');
-  }
-
-  prune(keep: number, limit: number): PruneResult {
-    const { first, last } = this.boundsStmt.get() as { first: number | null; last: number | null };
-    if (first === null || last === null) return { deleted: 0, more: false };
-    // Ids are arrival order; the oldest `limit` ids at most, and never beyond the newest `keep`.
-    const keepBound = last - Math.max(0, Math.floor(keep));
-    const limitBound = first + Math.max(1, Math.floor(limit)) - 1;
-    const deleted = Number(this.pruneStmt.run(Math.min(keepBound, limitBound)).changes);
-    return { deleted, more: limitBound < keepBound };
-  }
-
-  append(event: StructuredEvent): number {
-    const result = this.appendStmt.run(event.ts, event.correlationId, event.actor, event.eventType, event.level,
-      event.source, JSON.stringify(event.details));
-    return Number(result.lastInsertRowid);
-  }
-
-  query(query: EventQuery = {}): StoredEvent[] {
-    const where: string[] = [];
-    const params: Array<string | number> = [];
-    if (query.afterId !== undefined) { where.push('id > ?'); params.push(query.afterId); }
-    if (query.eventType !== undefined) { where.push('event_type = ?'); params.push(query.eventType); }
-    if (query.correlationId !== undefined) { where.push('correlation_id = ?'); params.push(query.correlationId); }
-    if (query.actor !== undefined) { where.push('actor = ?'); params.push(query.actor); }
-    const limit = Math.max(1, Math.min(query.limit ?? 1000, 100_000));
-    const sql = `SELECT * FROM (SELECT * FROM events ${where.length ? 'WHERE ' + where.join(' AND ') : ''}
-                 ORDER BY id DESC LIMIT ${limit}) ORDER BY id ASC`;
-    return (this.db.prepare(sql).all(...params) as unknown as EventRow[]).map((row) => ({
-      id: row.id,
-      ts: row.ts,
-      correlationId: row.correlation_id,
-      actor: row.actor,
-      eventType: row.event_type,
-      level: row.level as StoredEvent['level'],
-      source: row.source as StoredEvent['source'],
-      details: JSON.parse(row.details) as Record<string, unknown>,
-    }));
-  }
-
-  count(): number {
-    return Number((this.countStmt.get() as { n: number }).n);
-  }
-}
+function noop(): void {}

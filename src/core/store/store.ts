@@ -1,45 +1,4 @@
 import type { Event } from '../events';
-import type { AgentRecord, AgentRepository } from '../registry/model';
-export type { AgentRecord, AgentRepository };
-import type { HitlRepository } from '../hitl/model';
-import type { RouterRepository } from '../router/model';
-import type { PruneResult } from '../retention';
-
-export type EventLevel = 'INFO' | 'WARN' | 'ERROR';
-export type EventSource = 'coordinator' | 'agent';
-
-/** One structured observability event (RFC §19). */
-export interface StructuredEvent {
-  /** UTC ISO-8601. */
-  readonly ts: string;
-  readonly correlationId: string;
-  readonly actor: string;
-  readonly eventType: string;
-  readonly level: EventLevel;
-  readonly source: EventSource;
-  readonly details: Readonly<Record<string, unknown>>;
-}
-
-export interface StoredEvent extends StructuredEvent {
-  readonly id: number;
-}
-
-export interface EventQuery {
-  readonly afterId?: number;
-  readonly eventType?: string;
-  readonly correlationId?: string;
-  readonly actor?: string;
-  /** Newest `limit` events (in ascending order); default 1000. */
-  readonly limit?: number;
-}
-
-export interface EventRepository {
-  append(event: StructuredEvent): number;
-  query(query?: EventQuery): StoredEvent[];
-  count(): number;
-  /** Deletes up to `limit` of the oldest events, towards at most `keep` remaining. */
-  prune(keep: number, limit: number): PruneResult;
-}
 
 /** What an area needs of the store besides its own repository: transactions and durability. */
 export interface Transactions {
@@ -54,15 +13,14 @@ export interface Transactions {
   whenDurable(): Promise<void>;
 }
 
-/** The coordinator's durable state. One implementation today (SQLite); the interface keeps core free of it. */
+/**
+ * The storage engine: one file, transactions, durability, failure. It knows no area: each area brings its own
+ * repository and schema steps (see ARCHITECTURE.md, "to add an area").
+ */
 export interface Store extends Transactions {
   /** Where the store lives, for messages to the user. */
   readonly location: string;
   readonly schemaVersion: number;
-  readonly agents: AgentRepository;
-  readonly events: EventRepository;
-  readonly router: RouterRepository;
-  readonly hitl: HitlRepository;
   /**
    * Fires once when a shared (group) commit fails. The store then refuses every further transaction: the
    * callers' memory may hold effects of the rolled-back writes, so the owner must stop and start afresh
@@ -70,6 +28,21 @@ export interface Store extends Transactions {
    */
   readonly onDidFail: Event<StoreFailedError>;
   close(): void;
+}
+
+/**
+ * Optional work that rides along with a commit when it is due (the router's bulk message-id index fill). It
+ * runs inside the transaction just before COMMIT, under its own savepoint: if it fails, only it is undone.
+ */
+export interface CommitParticipant {
+  /** For the console message when it fails. */
+  readonly name: string;
+  /** Whether it has work due with this commit (called before every commit: keep it cheap). */
+  due(): boolean;
+  /** Whether it has work left that should be done before the store closes. */
+  pendingAtClose(): boolean;
+  /** Does the work inside the open transaction; answers what to do once the commit succeeded. */
+  run(): () => void;
 }
 
 /** A commit failed (disk full, I/O error): its writes were rolled back and the store takes no more. */

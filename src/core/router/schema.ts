@@ -1,42 +1,10 @@
-/**
- * Versioned schema. The store's `PRAGMA user_version` is the number of migrations applied.
- * Append new migrations; never edit one that has shipped.
- */
-export interface Migration {
-  readonly version: number;
-  readonly description: string;
-  readonly statements: readonly string[];
-}
+import type { SchemaStep } from '../store/schema';
 
-export const MIGRATIONS: readonly Migration[] = [
-  {
-    version: 1,
-    description: 'agents and structured events',
-    statements: [
-      `CREATE TABLE agents (
-         agent_id TEXT PRIMARY KEY,
-         descriptor TEXT NOT NULL,
-         state TEXT NOT NULL,
-         registered_at INTEGER NOT NULL,
-         updated_at INTEGER NOT NULL,
-         last_heartbeat_at INTEGER,
-         health TEXT NOT NULL DEFAULT '{}',
-         presence TEXT NOT NULL DEFAULT 'online'
-       )`,
-      `CREATE TABLE events (
-         id INTEGER PRIMARY KEY AUTOINCREMENT,
-         ts TEXT NOT NULL,
-         correlation_id TEXT NOT NULL,
-         actor TEXT NOT NULL,
-         event_type TEXT NOT NULL,
-         level TEXT NOT NULL,
-         source TEXT NOT NULL,
-         details TEXT NOT NULL
-       )`,
-    ],
-  },
+/** The router's tables. Append steps with the next free version; never edit one that has shipped. */
+export const ROUTER_SCHEMA: readonly SchemaStep[] = [
   {
     version: 2,
+    area: 'router',
     description: 'router: messages, payloads, outcome cache, deliveries, dead letters',
     statements: [
       `CREATE TABLE messages (
@@ -113,31 +81,8 @@ export const MIGRATIONS: readonly Migration[] = [
     ],
   },
   {
-    version: 3,
-    description: 'human-in-the-loop: invocations and their audit trail',
-    statements: [
-      `CREATE TABLE hitl_invocations (
-         invocation_id TEXT PRIMARY KEY,
-         state TEXT NOT NULL,
-         created_at INTEGER NOT NULL,
-         updated_at INTEGER NOT NULL,
-         record TEXT NOT NULL
-       )`,
-      `CREATE INDEX hitl_invocations_state ON hitl_invocations(state, updated_at)`,
-      `CREATE TABLE hitl_audit (
-         id INTEGER PRIMARY KEY AUTOINCREMENT,
-         invocation_id TEXT NOT NULL,
-         at INTEGER NOT NULL,
-         kind TEXT NOT NULL,
-         actor TEXT NOT NULL,
-         automatic INTEGER NOT NULL,
-         details TEXT NOT NULL
-       )`,
-      `CREATE INDEX hitl_audit_invocation ON hitl_audit(invocation_id, id)`,
-    ],
-  },
-  {
     version: 4,
+    area: 'router',
     description: 'router: messages and envelopes keyed by arrival order, message ids indexed in bulk, deliveries without rowid',
     // Random message ids as primary keys cost a random page write per insert in two trees; arrival-ordered
     // integer keys append. The id lookup lives in router_message_ids, which the repository fills in bulk.
@@ -197,5 +142,3 @@ export const MIGRATIONS: readonly Migration[] = [
     ],
   },
 ];
-
-export const LATEST_SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1].version;

@@ -1,5 +1,5 @@
 import type { DatabaseSync, StatementSync } from 'node:sqlite';
-import type { AuditEntry, AuditQuery, HitlInvocation, HitlRepository } from '../hitl/model';
+import type { AuditEntry, AuditQuery, HitlInvocation, HitlRepository } from './model';
 import type { PruneResult } from '../retention';
 
 type Row = Record<string, unknown>;

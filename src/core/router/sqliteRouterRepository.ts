@@ -1,11 +1,12 @@
 import type { DatabaseSync, StatementSync } from 'node:sqlite';
-import type { Envelope } from '../router/envelope';
-import type { Lane } from '../router/lanes';
-import type { MessageState } from '../router/lifecycle';
 import type { PruneResult } from '../retention';
+import type { CommitParticipant } from '../store/store';
+import type { Envelope } from './envelope';
+import type { Lane } from './lanes';
+import type { MessageState } from './lifecycle';
 import type {
   DeadLetter, DeadLetterFilter, DedupEntry, DeliveryStatus, HistoryEntry, MessageRecord, RouterRepository,
-} from '../router/model';
+} from './model';
 
 type Row = Record<string, unknown>;
 
@@ -170,6 +171,14 @@ export class SqliteRouterRepository implements RouterRepository {
     // More to look at when the scan stopped at its limit, not at a message too recent or at the newest.
     return { deleted: rows.length, more: recent === null && end < newestKept };
   }
+
+  /** The bulk fill of the message-id index, riding along with a commit when due (the store runs it). */
+  readonly indexFill: CommitParticipant = {
+    name: 'filling the message-id index',
+    due: () => this.indexFillDue(),
+    pendingAtClose: () => this.unindexedCount > 0,
+    run: () => this.fillIndex(),
+  };
 
   /** Whether the bulk fill of the message-id index is due (called before a commit). */
   indexFillDue(now = performance.now()): boolean {

@@ -1,0 +1,103 @@
+import type { DatabaseSync } from 'node:sqlite';
+import type { Event } from './events';
+import type { HitlRepository, HitlStorage } from './hitl/model';
+import { HITL_SCHEMA } from './hitl/schema';
+import { SqliteHitlRepository } from './hitl/sqliteHitlRepository';
+import type { EventRepository, LogStorage } from './log/model';
+import { LOG_SCHEMA } from './log/schema';
+import { SqliteEventRepository } from './log/sqliteEventRepository';
+import type { AgentRepository, RegistryStorage } from './registry/model';
+import { REGISTRY_SCHEMA } from './registry/schema';
+import { SqliteAgentRepository } from './registry/sqliteAgentRepository';
+import type { RouterStorage } from './router/model';
+import { ROUTER_SCHEMA } from './router/schema';
+import { SqliteRouterRepository } from './router/sqliteRouterRepository';
+import type { SchemaStep } from './store/schema';
+import { SqliteStore } from './store/sqliteStore';
+import type { Store, StoreFailedError } from './store/store';
+
+/**
+ * Every area's schema steps in their fixed order: by version, and within version 1 the registry before the log.
+ * A new area appends its steps with the next free version (see ARCHITECTURE.md, "to add an area").
+ */
+export const COORDINATOR_SCHEMA: readonly SchemaStep[] = [
+  ...REGISTRY_SCHEMA, // 1
+  ...LOG_SCHEMA, // 1
+  ...ROUTER_SCHEMA, // 2, 4
+  ...HITL_SCHEMA, // 3
+].sort((a, b) => a.version - b.version);
+
+export const LATEST_SCHEMA_VERSION = COORDINATOR_SCHEMA[COORDINATOR_SCHEMA.length - 1].version;
+
+export interface CoordinatorStoreOptions {
+  /** The schema to open with (tests add a step past the latest); default COORDINATOR_SCHEMA. */
+  readonly schema?: readonly SchemaStep[];
+  /** How long to wait for the store's lock while a previous owner is closing (a window reload). */
+  readonly lockWaitMs?: number;
+  /** Share one transaction among the writes of one event-loop turn (the running coordinator). */
+  readonly groupCommit?: boolean;
+}
+
+/** What the coordinator needs of a store: the engine and every area's slice. */
+export type CoordinatorStorage = Store & RegistryStorage & LogStorage & RouterStorage & HitlStorage;
+
+/**
+ * The store as the coordinator uses it: the engine and every area's repository over it. Each area is handed only
+ * its slice (RegistryStorage, LogStorage, RouterStorage, HitlStorage): its own repository and transactions.
+ */
+export class CoordinatorStore implements Store, RegistryStorage, LogStorage, RouterStorage, HitlStorage {
+  readonly agents: AgentRepository;
+  readonly events: EventRepository;
+  readonly router: SqliteRouterRepository;
+  readonly hitl: HitlRepository;
+
+  private constructor(private readonly engine: SqliteStore) {
+    const db: DatabaseSync = engine.database;
+    this.agents = new SqliteAgentRepository(db);
+    this.events = new SqliteEventRepository(db);
+    this.router = new SqliteRouterRepository(db);
+    this.hitl = new SqliteHitlRepository(db);
+    engine.addCommitParticipant(this.router.indexFill);
+  }
+
+  /** Opens (creating if needed) the store file in `dataDir`; see SqliteStore.open for what it refuses. */
+  static open(dataDir: string, options: CoordinatorStoreOptions = {}): CoordinatorStore {
+    const engine = SqliteStore.open(dataDir, {
+      schema: options.schema ?? COORDINATOR_SCHEMA, lockWaitMs: options.lockWaitMs, groupCommit: options.groupCommit,
+    });
+    try {
+      return new CoordinatorStore(engine);
+    } catch (err) {
+      engine.close();
+      throw err;
+    }
+  }
+
+  get location(): string {
+    return this.engine.location;
+  }
+
+  get schemaVersion(): number {
+    return this.engine.schemaVersion;
+  }
+
+  get onDidFail(): Event<StoreFailedError> {
+    return this.engine.onDidFail;
+  }
+
+  transaction<T>(fn: () => T): T {
+    return this.engine.transaction(fn);
+  }
+
+  afterCommit(fn: () => void): void {
+    this.engine.afterCommit(fn);
+  }
+
+  whenDurable(): Promise<void> {
+    return this.engine.whenDurable();
+  }
+
+  close(): void {
+    this.engine.close();
+  }
+}

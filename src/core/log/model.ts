@@ -1,0 +1,43 @@
+import type { PruneResult } from '../retention';
+import type { Transactions } from '../store/store';
+
+export type EventLevel = 'INFO' | 'WARN' | 'ERROR';
+export type EventSource = 'coordinator' | 'agent';
+
+/** One structured observability event (RFC §19). */
+export interface StructuredEvent {
+  /** UTC ISO-8601. */
+  readonly ts: string;
+  readonly correlationId: string;
+  readonly actor: string;
+  readonly eventType: string;
+  readonly level: EventLevel;
+  readonly source: EventSource;
+  readonly details: Readonly<Record<string, unknown>>;
+}
+
+export interface StoredEvent extends StructuredEvent {
+  readonly id: number;
+}
+
+export interface EventQuery {
+  readonly afterId?: number;
+  readonly eventType?: string;
+  readonly correlationId?: string;
+  readonly actor?: string;
+  /** Newest `limit` events (in ascending order); default 1000. */
+  readonly limit?: number;
+}
+
+export interface EventRepository {
+  append(event: StructuredEvent): number;
+  query(query?: EventQuery): StoredEvent[];
+  count(): number;
+  /** Deletes up to `limit` of the oldest events, towards at most `keep` remaining. */
+  prune(keep: number, limit: number): PruneResult;
+}
+
+/** What the event log is handed of the store: its own repository and transactions. */
+export interface LogStorage extends Transactions {
+  readonly events: EventRepository;
+}

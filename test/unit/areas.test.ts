@@ -1,0 +1,77 @@
+import { strict as assert } from 'node:assert';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { REPO_ROOT } from '../support/paths';
+
+/**
+ * The core's shape (ARCHITECTURE.md, "areas"): store/ is the engine and knows no area; an area reaches another
+ * only through an interface that area offers (its model), never through its repository or its SQLite code; only
+ * the composition root (coordinator.ts, coordinatorStore.ts) and the editor's API (api/) see every area.
+ */
+const CORE = path.join(REPO_ROOT, 'src', 'core');
+const NOT_AREAS = new Set(['store', 'api']);
+
+function sourceFiles(dir: string): string[] {
+  return fs.readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
+    const full = path.join(dir, entry.name);
+    if (entry.isDirectory()) return sourceFiles(full);
+    return entry.name.endsWith('.ts') ? [full] : [];
+  });
+}
+
+/** Each import of `file`: the module it names (resolved against the file when relative) and the names it takes. */
+function imports(file: string): Array<{ target: string; names: string }> {
+  const text = fs.readFileSync(file, 'utf8');
+  return [...text.matchAll(/^(?:import|export)\s+(?:type\s+)?([^;]*?)\s+from\s+'([^']+)';/gms)].map((m) => ({
+    names: m[1],
+    target: m[2].startsWith('.') ? path.relative(CORE, path.resolve(path.dirname(file), m[2])) : m[2],
+  }));
+}
+
+function areaOf(relativeToCore: string): string | undefined {
+  const [first, ...rest] = relativeToCore.split(path.sep);
+  return rest.length > 0 && !NOT_AREAS.has(first) ? first : undefined;
+}
+
+const areas = fs.readdirSync(CORE, { withFileTypes: true }).filter((e) => e.isDirectory() && !NOT_AREAS.has(e.name)).map((e) => e.name);
+
+describe('the core as areas', () => {
+  it('finds the areas by their folders', () => {
+    for (const area of ['registry', 'router', 'hitl', 'log']) assert.ok(areas.includes(area), `${area}/ is an area folder`);
+  });
+
+  it('store/ is the engine only: it imports no area and nothing of the composition', () => {
+    for (const file of sourceFiles(path.join(CORE, 'store'))) {
+      for (const { target } of imports(file)) {
+        assert.ok(!/^coordinator/.test(target), `${path.relative(REPO_ROOT, file)} imports the composition (${target})`);
+        assert.equal(areaOf(target), undefined, `${path.relative(REPO_ROOT, file)} imports the area module ${target}`);
+      }
+    }
+  });
+
+  it('no area imports another area\'s repository, schema or SQLite code', () => {
+    const problems: string[] = [];
+    for (const area of areas) {
+      for (const file of sourceFiles(path.join(CORE, area))) {
+        for (const { target, names } of imports(file)) {
+          const other = areaOf(target);
+          if (!other || other === area) continue;
+          const module = path.basename(target);
+          if (/^sqlite|^schema$/.test(module) || /\b\w+Repository\b/.test(names)) {
+            problems.push(`${path.relative(REPO_ROOT, file)} takes { ${names.trim()} } from ${target}`);
+          }
+        }
+      }
+    }
+    assert.deepEqual(problems, []);
+  });
+
+  it('each area owns its schema steps and its SQLite repository', () => {
+    for (const area of ['registry', 'router', 'hitl', 'log']) {
+      const files = fs.readdirSync(path.join(CORE, area));
+      assert.ok(files.includes('schema.ts'), `${area}/schema.ts`);
+      assert.ok(files.some((f) => /^sqlite\w+Repository\.ts$/.test(f)), `${area}/sqlite…Repository.ts`);
+      assert.ok(files.includes('model.ts'), `${area}/model.ts`);
+    }
+  });
+});

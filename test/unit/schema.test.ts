@@ -1,0 +1,46 @@
+import { strict as assert } from 'node:assert';
+import { createHash } from 'node:crypto';
+import { COORDINATOR_SCHEMA, LATEST_SCHEMA_VERSION } from '../../src/core/coordinatorStore';
+import { schemaVersions, type SchemaStep } from '../../src/core/store/schema';
+
+/**
+ * The schema as shipped: every step's version, area and a digest of its statements, in order. A store file
+ * written by one build must upgrade in every later one, so a shipped step is never edited or moved: a new step
+ * is appended here with the next free version. (Version 1's two steps are, together, the release-1 migration.)
+ */
+const SHIPPED: ReadonlyArray<readonly [number, string, string]> = [
+  [1, 'registry', 'd19d65d179ff20fd'],
+  [1, 'log', 'b8bc7dd067d391ff'],
+  [2, 'router', '4ceadfcbed337c2d'],
+  [3, 'hitl', '7a12a9430496dcc7'],
+  [4, 'router', '0157515ce33fcf5f'],
+];
+
+function digest(step: SchemaStep): string {
+  return createHash('sha256').update(JSON.stringify(step.statements)).digest('hex').slice(0, 16);
+}
+
+const step = (version: number, area: string): SchemaStep => ({ version, area, description: `${area} ${version}`, statements: [] });
+
+describe('the schema contributed by the areas', () => {
+  it('keeps every shipped step as it was, in its recorded order', () => {
+    const shipped = COORDINATOR_SCHEMA.slice(0, SHIPPED.length).map((s) => [s.version, s.area, digest(s)]);
+    assert.deepEqual(shipped, SHIPPED);
+  });
+
+  it('runs from version 1 to the latest without a gap', () => {
+    const versions = schemaVersions(COORDINATOR_SCHEMA).map((v) => v.version);
+    assert.deepEqual(versions, Array.from({ length: LATEST_SCHEMA_VERSION }, (_, i) => i + 1));
+  });
+
+  it('groups the steps of a version in the order they are listed', () => {
+    assert.deepEqual(schemaVersions([step(1, 'b'), step(2, 'a'), step(1, 'a')]).map((v) => [v.version, v.steps.map((s) => s.area)]),
+      [[1, ['b', 'a']], [2, ['a']]]);
+  });
+
+  it('refuses a gap, a version below 1, and two steps of one area in one version', () => {
+    assert.throws(() => schemaVersions([step(1, 'a'), step(3, 'a')]), /version 2 is missing/);
+    assert.throws(() => schemaVersions([step(0, 'a')]), /versions start at 1/);
+    assert.throws(() => schemaVersions([step(1, 'a'), step(1, 'a')]), /two steps of area 'a'/);
+  });
+});
