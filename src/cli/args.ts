@@ -1,6 +1,6 @@
 import { MIB } from '../core/limits';
 import { MESSAGE_TYPES } from '../core/router/envelope';
-import { DEFAULT_ROUTER_OPTIONS, MAX_MESSAGE_RETENTION_HOURS } from '../core/router/router';
+import { DEFAULT_ROUTER_OPTIONS, MAX_MESSAGE_RETENTION_HOURS, UNADDRESSED_POLICIES, type UnaddressedPolicy } from '../core/router/router';
 import type { AuthMode } from '../server/auth';
 
 /** A payload limit may not exceed what the transport admits (the largest default, 16 MB). */
@@ -17,6 +17,8 @@ export interface CliOptions {
   readonly messageRetentionHours: number;
   readonly privilegedRatePerSecond: number;
   readonly payloadLimits: Readonly<Record<string, number>>;
+  /** A message with no recipient: refused NO_ROUTE, or a copy to every other registered agent. */
+  readonly unaddressed: UnaddressedPolicy;
   readonly verbose: boolean;
   readonly help: boolean;
   /** The terminal is an attached HITL operator (commands on stdin). */
@@ -41,6 +43,8 @@ Options:
                             the dedup window)
   --privileged-rate <n>     PRIVILEGED messages per producer per second before demotion (default 50)
   --payload-limit TYPE=N    payload limit in bytes for a message type, e.g. DATA=1048576 (repeatable)
+  --unaddressed <refuse|fanout>  a message with no recipient: refused NO_ROUTE (default), or a copy
+                            to every other registered agent (what the reference router does)
   --operator                this terminal is a HITL operator: pending approvals are printed, decisions
                             typed on stdin (type "help"); without it nobody is there to approve, and
                             every invocation gets its fallback within 5 s
@@ -57,7 +61,7 @@ export const MAX_DEBOUNCE_SECONDS = 86_400;
 export function parseArgs(argv: readonly string[]): CliOptions {
   const options = {
     host: '127.0.0.1', port: 50051, dataDir: '.sw4rm', auth: 'token' as AuthMode, heartbeatDebounceSeconds: 30,
-    capacity: 10, dedupWindowSeconds: 3600, messageRetentionHours: DEFAULT_ROUTER_OPTIONS.messageRetentionMs / 3_600_000, privilegedRatePerSecond: 50, payloadLimits: {} as Record<string, number>, verbose: false, help: false,
+    capacity: 10, dedupWindowSeconds: 3600, messageRetentionHours: DEFAULT_ROUTER_OPTIONS.messageRetentionMs / 3_600_000, privilegedRatePerSecond: 50, payloadLimits: {} as Record<string, number>, unaddressed: DEFAULT_ROUTER_OPTIONS.unaddressed, verbose: false, help: false,
     operator: false, hitlPolicyFile: undefined as string | undefined,
   };
   const positiveInteger = (flag: string, v: string, max: number): number => {
@@ -105,6 +109,12 @@ export function parseArgs(argv: readonly string[]): CliOptions {
         if (!match) throw new UsageError(`--payload-limit takes TYPE=BYTES, e.g. DATA=1048576, not '${v}'`);
         if (!(MESSAGE_TYPES as readonly string[]).includes(match[1])) throw new UsageError(`--payload-limit: '${match[1]}' is not a message type (${MESSAGE_TYPES.join(', ')})`);
         options.payloadLimits[match[1]] = positiveInteger('--payload-limit', match[2], TRANSPORT_MAX_PAYLOAD);
+        break;
+      }
+      case '--unaddressed': {
+        const v = value();
+        if (!(UNADDRESSED_POLICIES as readonly string[]).includes(v)) throw new UsageError(`--unaddressed must be ${UNADDRESSED_POLICIES.join(' or ')}, not '${v}'`);
+        options.unaddressed = v as UnaddressedPolicy;
         break;
       }
       case '--operator': options.operator = true; break;

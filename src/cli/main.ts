@@ -68,6 +68,7 @@ async function main(): Promise<number> {
         messageRetentionMs: options.messageRetentionHours * 3_600_000,
         lanes: { ...DEFAULT_LANE_OPTIONS, privilegedRatePerSecond: options.privilegedRatePerSecond },
         payloadLimits: { ...PAYLOAD_LIMITS, ...options.payloadLimits },
+        unaddressed: options.unaddressed,
       },
       hitl,
     });

@@ -53,6 +53,7 @@ export const Settings = {
   messageRetentionHours: 'messageRetentionHours',
   privilegedRatePerSecond: 'privilegedRatePerSecond',
   payloadLimits: 'payloadLimits',
+  unaddressedMessages: 'unaddressedMessages',
   approvalsDefaultDeadlineSeconds: 'approvals.defaultDeadlineSeconds',
   approvalsFallbacks: 'approvals.fallbacks',
   approvalsRules: 'approvals.rules',

@@ -16,7 +16,11 @@ export interface RouterSettingValues {
   readonly messageRetentionHours: unknown;
   readonly privilegedRatePerSecond: unknown;
   readonly payloadLimits: unknown;
+  /** sw4rm.unaddressedMessages: `refuse` (NO_ROUTE, the default) or `fanout`. */
+  readonly unaddressedMessages?: unknown;
 }
+
+const UNADDRESSED: ReadonlyArray<RouterOptions['unaddressed']> = ['refuse', 'fanout'];
 
 export interface RouterSettings {
   readonly options: Partial<RouterOptions>;
@@ -53,6 +57,10 @@ export function routerSettings(values: RouterSettingValues): RouterSettings {
   } else if (rawRate !== undefined) {
     warnings.push(`sw4rm.privilegedRatePerSecond must be a positive number; using ${rate}.`);
   }
+  let unaddressed = DEFAULT_ROUTER_OPTIONS.unaddressed;
+  const rawUnaddressed = values.unaddressedMessages;
+  if ((UNADDRESSED as readonly unknown[]).includes(rawUnaddressed)) unaddressed = rawUnaddressed as RouterOptions['unaddressed'];
+  else if (rawUnaddressed !== undefined) warnings.push(`sw4rm.unaddressedMessages must be one of ${UNADDRESSED.join(', ')}; using ${unaddressed}.`);
   return {
     options: {
       capacity,
@@ -60,6 +68,7 @@ export function routerSettings(values: RouterSettingValues): RouterSettings {
       messageRetentionMs: retentionHours * 3_600_000,
       lanes: { ...DEFAULT_LANE_OPTIONS, privilegedRatePerSecond: rate },
       payloadLimits: mergePayloadLimits(values.payloadLimits, warnings),
+      unaddressed,
     },
     warnings,
   };

@@ -38,6 +38,7 @@ export function readSettings(context: vscode.ExtensionContext): CoordinatorSetti
       messageRetentionHours: config.get<unknown>(Settings.messageRetentionHours),
       privilegedRatePerSecond: config.get<unknown>(Settings.privilegedRatePerSecond),
       payloadLimits: config.get<unknown>(Settings.payloadLimits),
+      unaddressedMessages: config.get<unknown>(Settings.unaddressedMessages),
     }),
   };
 }
@@ -46,7 +47,7 @@ export function readSettings(context: vscode.ExtensionContext): CoordinatorSetti
 export const SERVER_SETTINGS: readonly string[] = [
   Settings.port, Settings.host, Settings.auth, Settings.dataDir, Settings.heartbeatDebounceSeconds,
   Settings.inboxCapacity, Settings.deduplicationWindowSeconds, Settings.messageRetentionHours, Settings.privilegedRatePerSecond,
-  Settings.payloadLimits,
+  Settings.payloadLimits, Settings.unaddressedMessages,
 ];
 
 export function affectsServer(event: vscode.ConfigurationChangeEvent): boolean {

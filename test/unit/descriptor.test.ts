@@ -144,5 +144,25 @@ describe('validateDescriptor (RFC §14)', () => {
       assert.equal(verdict.descriptor.registrationType, 'SWARM_GATEWAY');
       assert.equal(verdict.descriptor.maxConcurrentDelegations, 8);
     });
+
+    // registry.proto numbering of the reference protos: UNSPECIFIED = 0, STANDARD_AGENT = 1, SWARM_GATEWAY = 2.
+    for (const [wire, expected] of [
+      ['', 'STANDARD_AGENT'], ['REGISTRATION_TYPE_UNSPECIFIED', 'STANDARD_AGENT'], ['0', 'STANDARD_AGENT'],
+      ['STANDARD_AGENT', 'STANDARD_AGENT'], ['1', 'STANDARD_AGENT'], ['SWARM_GATEWAY', 'SWARM_GATEWAY'], ['2', 'SWARM_GATEWAY'],
+    ] as const) {
+      it(`registration_type ${JSON.stringify(wire)} as ${expected}`, () => {
+        const verdict = validateDescriptor(validDescriptor('rt', { registrationType: wire }));
+        assert.ok(verdict.ok, verdict.ok ? '' : verdict.reason);
+        assert.equal(verdict.descriptor.registrationType, expected);
+      });
+    }
+
+    for (const wire of ['3', '-1', 'standard_agent']) {
+      it(`refuses registration_type ${JSON.stringify(wire)}`, () => {
+        const verdict = validateDescriptor(validDescriptor('rt', { registrationType: wire }));
+        assert.equal(verdict.ok, false);
+        if (!verdict.ok) assert.match(verdict.reason, /^VALIDATION_ERROR: registration_type/);
+      });
+    }
   });
 });

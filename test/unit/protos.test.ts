@@ -291,8 +291,9 @@ describe('canonical SW4RM protos', () => {
     assert.equal(errorCodes.REDIRECT, 20);
     assert.equal(errorCodes.INTERNAL_ERROR, 99);
     assert.deepEqual(enumValues(packageDefinition, 'sw4rm.registry.RegistrationType'), {
-      STANDARD_AGENT: 0,
-      SWARM_GATEWAY: 1,
+      REGISTRATION_TYPE_UNSPECIFIED: 0,
+      STANDARD_AGENT: 1,
+      SWARM_GATEWAY: 2,
     });
     assert.deepEqual(enumValues(packageDefinition, 'sw4rm.router.DeliveryAckOutcome'), {
       DELIVERY_ACK_OUTCOME_DELIVERED: 0,

@@ -6,6 +6,16 @@ export const REGISTRATION_TYPES = ['STANDARD_AGENT', 'SWARM_GATEWAY'] as const;
 export type RegistrationType = (typeof REGISTRATION_TYPES)[number];
 
 /**
+ * registry.proto RegistrationType as it may arrive: by name or by number (the reference protos' numbering,
+ * UNSPECIFIED = 0, STANDARD_AGENT = 1, SWARM_GATEWAY = 2); absent or UNSPECIFIED is a standard agent.
+ */
+const REGISTRATION_TYPE_BY_WIRE = new Map<string, RegistrationType>([
+  ['', 'STANDARD_AGENT'], ['REGISTRATION_TYPE_UNSPECIFIED', 'STANDARD_AGENT'], ['0', 'STANDARD_AGENT'],
+  ['STANDARD_AGENT', 'STANDARD_AGENT'], ['1', 'STANDARD_AGENT'],
+  ['SWARM_GATEWAY', 'SWARM_GATEWAY'], ['2', 'SWARM_GATEWAY'],
+]);
+
+/**
  * online: heartbeating within the debounce window of this coordinator run;
  * unavailable: missed heartbeats for longer than the debounce (still registered);
  * disconnected: known from a previous run and not heard from since this one started.
@@ -126,11 +136,8 @@ export function validateDescriptor(input: DescriptorInput): DescriptorVerdict {
   }
 
   const rawType = input.registrationType ?? '';
-  let registrationType: RegistrationType = 'STANDARD_AGENT';
-  if (rawType !== '') {
-    if (!(REGISTRATION_TYPES as readonly string[]).includes(rawType)) return fail(`registration_type '${printable(rawType)}' is not known`);
-    registrationType = rawType as RegistrationType;
-  }
+  const registrationType = REGISTRATION_TYPE_BY_WIRE.get(rawType);
+  if (registrationType === undefined) return fail(`registration_type '${printable(rawType)}' is not known`);
 
   const publicKey = input.publicKey ?? new Uint8Array();
   if (publicKey.length > 4096) return fail('public_key is larger than 4096 bytes');

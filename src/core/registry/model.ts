@@ -39,6 +39,8 @@ export type RegistryChange =
  */
 export interface AgentDirectory {
   get(agentId: string): AgentRecord | undefined;
+  /** Every registered agent, ordered by id (the router fans unaddressed messages out to them when so configured). */
+  list(): readonly AgentRecord[];
   /** Any call from the agent shows it is alive (RFC §14): presence back to online, debounce restarted. */
   recordLiveness(agentId: string, ctx: CallContext): boolean;
   readonly onDidChange: Event<RegistryChange>;

@@ -14,6 +14,12 @@ import type { RouterCore } from './routerCore';
  */
 export const UNSPECIFIED_ERROR = 'ERROR_CODE_UNSPECIFIED';
 
+/** The ACK of a fan-out copy as its producer gets it: `ack_for_message_id` is the producer's message. */
+function copyAck(envelope: Envelope, ack: AckPayload, copyOf: string, copyId: string): Envelope {
+  const payload = Buffer.from(JSON.stringify({ ...ack.raw, ack_for_message_id: copyOf, copy_message_id: copyId, recipient_id: envelope.producerId }), 'utf8');
+  return { ...envelope, payload, contentLength: String(payload.byteLength) };
+}
+
 /**
  * The lifecycle of a tracked message (RFC §11, §11.1): protocol ACKs move it through its states, late ACKs are
  * recorded by the rules of §11.1, and every error path ends it through `finish`.
@@ -23,10 +29,12 @@ export class AckLifecycle {
 
   /** An ACKNOWLEDGEMENT from a recipient: moves the acknowledged message and forwards the ACK to its producer. */
   acceptAck(envelope: Envelope, ack: AckPayload, target: MessageRecord, recipient: string, dedupKey: string,
-    previous: DedupEntry | undefined, ctx: CallContext, now: number, options: SendOptions): SendResult {
+    previous: DedupEntry | undefined, ctx: CallContext, now: number, options: SendOptions, reusedFrom?: string): SendResult {
     const core = this.core;
+    // An ACK of a fan-out copy reaches the producer naming the producer's own message (and the copy, the recipient).
+    const copyOf = target.tracked ? target.ackFor : '';
     const forward: MessageRecord | undefined = recipient === COORDINATOR_ID ? undefined : {
-      envelope, recipientId: recipient, dedupKey, tracked: false, lane: 'PRIVILEGED', ackFor: ack.ackForMessageId, acceptedAt: now,
+      envelope: copyOf ? copyAck(envelope, ack, copyOf, target.envelope.messageId) : envelope, recipientId: recipient, dedupKey, tracked: false, lane: 'PRIVILEGED', ackFor: ack.ackForMessageId, acceptedAt: now,
       state: 'SENT', errorCode: '', updatedAt: now, ackDeadline: null, expiresAt: null,
       delivery: 'queued', deliverySeq: null, deliveredAt: null, leaseUntil: null, deliveryAttempts: 0,
       history: [{ at: now, event: 'accepted', detail: `ACK ${ack.stage} for ${ack.ackForMessageId}` }],
@@ -39,6 +47,7 @@ export class AckLifecycle {
     core.store.transaction(() => {
       this.applyAck(target, ack, ctx, now);
       core.dedup.put(entry);
+      core.dedup.noteReusedSequence(envelope, dedupKey, reusedFrom);
       if (forward) {
         core.repo.insertMessage(forward);
         core.log.record({

@@ -4,10 +4,16 @@ import { checkEnvelope, jsonObject, modalityAccepts, type Envelope, type ErrorCo
 import { PrivilegedRateLimiter } from './lanes';
 import { isTerminal, nackPayload, parseAck, type AckPayload } from './lifecycle';
 import { observe } from './metrics';
+import type { AgentRecord } from '../registry/model';
 import type { DedupEntry, MessageRecord } from './model';
 import { COORDINATOR_ID } from './coordinatorMessages';
 import { dedupKey } from './deduplication';
 import type { RouterCore } from './routerCore';
+
+/** When a message expires (RFC §11 ttl_ms, counted from its timestamp, or from acceptance); null without a TTL. */
+function expiry(envelope: Envelope, now: number): number | null {
+  return envelope.ttlMs > 0 ? (envelope.timestampMs ?? now) + envelope.ttlMs : null;
+}
 
 export type SendResult =
   | { readonly accepted: true; readonly messageId: string }
@@ -86,6 +92,7 @@ export class Admission {
       const takes = ['HEARTBEAT replies', 'ACKNOWLEDGEMENTs', ...core.handlers.messageTypes()].join(', ');
       return refused('UNSUPPORTED_MESSAGE_TYPE', `the coordinator takes ${takes}, not ${envelope.messageType}`);
     }
+    if (recipient === '' && !ack && core.options.unaddressed === 'fanout') return this.fanout(envelope, producer, ctx, options, now);
     if (recipient === '') return refused('NO_ROUTE', 'no recipient: set call metadata sw4rm-to or a top-level "to" in the JSON payload');
     if (recipient === envelope.producerId) return refused('NO_ROUTE', 'a producer never receives its own message');
     const recipientAgent = recipient === COORDINATOR_ID ? undefined : core.registry.get(recipient);
@@ -94,63 +101,131 @@ export class Admission {
       return refused('UNSUPPORTED_MESSAGE_TYPE',
         `${recipient} accepts ${recipientAgent.descriptor.modalitiesSupported.join(', ')}, not ${envelope.contentType}`);
     }
-    const expiresAt = envelope.ttlMs > 0 ? (envelope.timestampMs ?? now) + envelope.ttlMs : null;
+    const expiresAt = expiry(envelope, now);
     if (expiresAt !== null && expiresAt <= now) return refused('TTL_EXPIRED', `ttl_ms ${envelope.ttlMs} had passed on arrival`);
 
-    // Deduplication (RFC §11.2): by token when present, else by (producer_id, sequence_number).
-    const key = dedupKey(envelope);
-    const previous = core.dedup.entry(envelope.producerId, key, now);
+    // Deduplication (RFC §11.2): by token when present, else by (producer_id, sequence_number) and, when that
+    // collides, by content (a reused sequence number with other content is a distinct operation).
+    let key = dedupKey(envelope);
+    let previous = core.dedup.entry(envelope.producerId, key, now);
+    let reusedFrom: string | undefined;
+    if (previous !== undefined) {
+      const reused = core.dedup.reusedSequence(envelope, key, previous, now);
+      if (reused) ({ key, previous, reusedFrom } = reused);
+    }
     if (previous !== undefined && previous.status !== 'retryable') return core.dedup.refuseRepeat(envelope, key, previous, ctx);
 
-    if (target && ack) return core.acks.acceptAck(envelope, ack, target, recipient, key, previous, ctx, now, options);
-    if (recipient === COORDINATOR_ID) return core.handlers.accept(envelope, json, key, previous, ctx, now, expiresAt);
+    if (target && ack) return core.acks.acceptAck(envelope, ack, target, recipient, key, previous, ctx, now, options, reusedFrom);
+    if (recipient === COORDINATOR_ID) return core.handlers.accept(envelope, json, key, previous, ctx, now, expiresAt, reusedFrom);
 
     const inbox = core.inbox(recipient);
-    const tracked = true;
     if (inbox.notRead.size >= core.options.capacity) {
       return refused('BUFFER_FULL', `the inbox of ${recipient} holds ${inbox.notRead.size} messages not yet READ (capacity ${core.options.capacity})`, {}, recipient);
     }
+    const record = core.store.transaction(() => this.write(envelope, recipient, key, previous, reusedFrom, producer, ctx, now, expiresAt, ''));
+    this.activate(record, now, options);
+    return { accepted: true, messageId: envelope.messageId };
+  }
+
+  /**
+   * An unaddressed message with `unaddressed: 'fanout'`: one unicast copy for every other registered agent that
+   * accepts its content type, each its own message (a new message_id; `ackFor` names the producer's message) with
+   * its own lifecycle and its own outcome-cache entry `f:<recipient>:<key>`, so that a retry reaches only the
+   * recipients whose copy may be retried. All copies are written in one transaction, or none (BUFFER_FULL).
+   */
+  private fanout(envelope: Envelope, producer: AgentRecord, ctx: CallContext, options: SendOptions, now: number): SendResult {
+    const core = this.core;
+    const expiresAt = expiry(envelope, now);
+    if (expiresAt !== null && expiresAt <= now) return this.refuse(envelope, 'TTL_EXPIRED', `ttl_ms ${envelope.ttlMs} had passed on arrival`, ctx, {});
+    const base = dedupKey(envelope);
+    const targets: Array<{ recipient: string; key: string; previous: DedupEntry | undefined; reusedFrom: string | undefined }> = [];
+    let repeat: { key: string; previous: DedupEntry } | undefined;
+    for (const agent of core.registry.list()) {
+      const recipient = agent.descriptor.agentId;
+      if (recipient === envelope.producerId || !modalityAccepts(agent.descriptor.modalitiesSupported, envelope.contentType)) continue;
+      let key = `f:${recipient}:${base}`;
+      let previous = core.dedup.entry(envelope.producerId, key, now);
+      let reusedFrom: string | undefined;
+      if (previous !== undefined) {
+        const reused = core.dedup.reusedSequence(envelope, key, previous, now);
+        if (reused) ({ key, previous, reusedFrom } = reused);
+      }
+      if (previous !== undefined && previous.status !== 'retryable') repeat ??= { key, previous };
+      else targets.push({ recipient, key, previous, reusedFrom });
+    }
+    if (targets.length === 0) {
+      if (repeat) return core.dedup.refuseRepeat(envelope, repeat.key, repeat.previous, ctx);
+      return this.refuse(envelope, 'NO_ROUTE', `no recipient, and no other registered agent accepts ${envelope.contentType || 'it'} for a fan-out`, ctx, {});
+    }
+    const full = targets.find((t) => core.inbox(t.recipient).notRead.size >= core.options.capacity);
+    if (full) {
+      return this.refuse(envelope, 'BUFFER_FULL', `fan-out: the inbox of ${full.recipient} holds ${core.inbox(full.recipient).notRead.size} messages not yet READ (capacity ${core.options.capacity})`, ctx, {}, full.recipient);
+    }
+    const records = core.store.transaction(() => {
+      const written = targets.map((t) => this.write({ ...envelope, messageId: core.ids.uuid() }, t.recipient, t.key, t.previous, t.reusedFrom, producer, ctx, now, expiresAt, envelope.messageId));
+      core.log.record({
+        correlationId: envelope.correlationId, actor: envelope.producerId, eventType: 'message.fanned_out',
+        details: { message_id: envelope.messageId, message_type: envelope.messageType, copies: written.map((r) => ({ to: r.recipientId, message_id: r.envelope.messageId })) },
+      });
+      return written;
+    });
+    for (const record of records) this.activate(record, now, options);
+    return { accepted: true, messageId: envelope.messageId };
+  }
+
+  /** Writes a tracked message with its outcome-cache entry and its event. Runs inside the caller's transaction. */
+  private write(envelope: Envelope, recipient: string, key: string, previous: DedupEntry | undefined, reusedFrom: string | undefined,
+    producer: AgentRecord, ctx: CallContext, now: number, expiresAt: number | null, copyOf: string): MessageRecord {
+    const core = this.core;
     const { lane, demoted } = this.limiter.admit(envelope.producerId, producer.descriptor.communicationClass, now);
     const record: MessageRecord = {
-      envelope, recipientId: recipient, dedupKey: key, tracked, lane, ackFor: '', acceptedAt: now,
+      envelope, recipientId: recipient, dedupKey: key, tracked: true, lane, ackFor: copyOf, acceptedAt: now,
       state: 'SENT', errorCode: '', updatedAt: now,
       ackDeadline: now + core.options.ackTimeoutMs, expiresAt,
       delivery: 'queued', deliverySeq: null, deliveredAt: null, leaseUntil: null, deliveryAttempts: 0,
-      history: [{ at: now, event: 'accepted', detail: previous ? `retry of ${previous.originalMessageId}` : undefined }],
+      history: [{ at: now, event: 'accepted', detail: previous ? `retry of ${previous.originalMessageId}` : copyOf ? `fan-out copy of ${copyOf}` : undefined }],
     };
     const entry: DedupEntry = previous
       ? { ...previous, latestMessageId: envelope.messageId, attempts: [...previous.attempts, envelope.messageId], status: 'in_progress', outcomeState: '', errorCode: '', result: null, cachedAt: now, expiresAt: now + core.options.dedupWindowMs }
       : { producerId: envelope.producerId, key, originalMessageId: envelope.messageId, latestMessageId: envelope.messageId, attempts: [envelope.messageId], status: 'in_progress', outcomeState: '', errorCode: '', result: null, cachedAt: now, expiresAt: now + core.options.dedupWindowMs };
     const retrying = previous ? previous.attempts.map((id) => core.message(id)).filter((m): m is MessageRecord => m?.state === 'TIMED_OUT') : [];
 
-    core.store.transaction(() => {
-      core.repo.insertMessage(record);
-      core.dedup.put(entry);
-      for (const earlier of retrying) {
-        core.setState(earlier, 'RETRYING');
-        earlier.updatedAt = now;
-        earlier.history.push({ at: now, event: 'retrying', detail: `retry ${envelope.messageId}` });
-        core.repo.updateMessage(earlier);
-        core.live.set(earlier.envelope.messageId, earlier);
-        core.transition(earlier, 'TIMED_OUT', 'RETRYING', ctx.correlationId, { retry_message_id: envelope.messageId });
-      }
-      core.log.record({
-        correlationId: envelope.correlationId, actor: envelope.producerId, eventType: 'message.accepted',
-        details: {
-          message_id: envelope.messageId, to: recipient, message_type: envelope.messageType, lane, state: 'SENT',
-          retry_of: previous?.originalMessageId, lane_demoted_from: demoted ? 'PRIVILEGED' : undefined,
-        },
-      });
+    core.repo.insertMessage(record);
+    core.dedup.put(entry);
+    for (const earlier of retrying) {
+      core.setState(earlier, 'RETRYING');
+      earlier.updatedAt = now;
+      earlier.history.push({ at: now, event: 'retrying', detail: `retry ${envelope.messageId}` });
+      core.repo.updateMessage(earlier);
+      core.live.set(earlier.envelope.messageId, earlier);
+      core.transition(earlier, 'TIMED_OUT', 'RETRYING', ctx.correlationId, { retry_message_id: envelope.messageId });
+    }
+    core.dedup.noteReusedSequence(envelope, key, reusedFrom);
+    core.log.record({
+      correlationId: envelope.correlationId, actor: envelope.producerId, eventType: 'message.accepted',
+      details: {
+        message_id: envelope.messageId, to: recipient, message_type: envelope.messageType, lane, state: 'SENT',
+        retry_of: previous?.originalMessageId, lane_demoted_from: demoted ? 'PRIVILEGED' : undefined, copy_of: copyOf || undefined,
+      },
     });
-    if (demoted) inbox.metrics.rejects.privileged_demoted = (inbox.metrics.rejects.privileged_demoted ?? 0) + 1;
-    core.live.set(envelope.messageId, record);
+    if (demoted) {
+      const rejects = core.inbox(recipient).metrics.rejects;
+      rejects.privileged_demoted = (rejects.privileged_demoted ?? 0) + 1;
+    }
+    return record;
+  }
+
+  /** A committed message enters memory: live, SENT, timers armed, queued and dispatched. */
+  private activate(record: MessageRecord, now: number, options: SendOptions): void {
+    const core = this.core;
+    const inbox = core.inbox(record.recipientId);
+    core.live.set(record.envelope.messageId, record);
     core.setState(record, 'SENT');
     observe(inbox.metrics.enqueueLatency, Math.max(0, core.clock.now() - (options.receivedAt ?? now)) / 1000);
     core.timeouts.arm(record);
-    inbox.queue.push(lane, record);
+    inbox.queue.push(record.lane, record);
     core.delivery.dispatch(inbox);
-    core.changed.fire({ agentId: recipient });
-    return { accepted: true, messageId: envelope.messageId };
+    core.changed.fire({ agentId: record.recipientId });
   }
 
   /**

@@ -35,7 +35,7 @@ export class CoordinatorHandlers {
    * which is READ at once (the coordinator has it) and FULFILLED when the component replies.
    */
   accept(envelope: Envelope, json: Record<string, unknown> | undefined, dedupKey: string,
-    previous: DedupEntry | undefined, ctx: CallContext, now: number, expiresAt: number | null): SendResult {
+    previous: DedupEntry | undefined, ctx: CallContext, now: number, expiresAt: number | null, reusedFrom?: string): SendResult {
     const core = this.core;
     const handler = this.handlers.get(envelope.messageType)!;
     const record: MessageRecord = {
@@ -59,6 +59,7 @@ export class CoordinatorHandlers {
         core.dedup.put(entry);
         refusal = handler(envelope, json, ctx, expiresAt);
         if (refusal) throw rollback;
+        core.dedup.noteReusedSequence(envelope, dedupKey, reusedFrom);
         core.log.record({
           correlationId: envelope.correlationId, actor: envelope.producerId, eventType: 'message.accepted',
           details: { message_id: envelope.messageId, to: COORDINATOR_ID, message_type: envelope.messageType, state: 'READ', retry_of: previous?.originalMessageId },

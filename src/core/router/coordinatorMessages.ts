@@ -30,7 +30,12 @@ export class CoordinatorMessages {
   persistNack(record: MessageRecord, stage: 'REJECTED' | 'FAILED' | 'TIMED_OUT', code: string, note: string, now: number): void {
     const producerId = record.envelope.producerId;
     if (!this.core.registry.get(producerId)) return;
-    const envelope = this.envelope('ACKNOWLEDGEMENT', record.envelope.correlationId, nackPayload(record.envelope.messageId, stage, code, note));
+    // A fan-out copy's NACK names the producer's message, the copy and its recipient.
+    const copyOf = record.tracked ? record.ackFor : '';
+    const payload = copyOf
+      ? nackPayload(copyOf, stage, code, note, { copy_message_id: record.envelope.messageId, recipient_id: record.recipientId })
+      : nackPayload(record.envelope.messageId, stage, code, note);
+    const envelope = this.envelope('ACKNOWLEDGEMENT', record.envelope.correlationId, payload);
     const inbox = this.persist(producerId, envelope, record.envelope.messageId, `NACK ${code} for ${record.envelope.messageId}`, now);
     inbox.metrics.nacks[code] = (inbox.metrics.nacks[code] ?? 0) + 1;
   }

@@ -58,7 +58,9 @@ export class DeadLetters {
     // A requeue is a retry of the same logical operation: new message_id, same token (or sequence number).
     const envelope: Envelope = { ...original, messageId: core.ids.uuid(), retryCount: original.retryCount + 1 };
     // The operator's requeue overrides the cached failure of the operation (not a success, nor one under way).
-    const entry = core.dedup.entry(original.producerId, dedupKey(original), core.clock.now());
+    // The key the message was admitted under: a reused sequence number or a fan-out copy has its own.
+    const key = core.message(original.messageId)?.dedupKey || dedupKey(original);
+    const entry = core.dedup.entry(original.producerId, key, core.clock.now());
     const overridden = entry !== undefined && entry.status === 'done' && entry.outcomeState !== 'FULFILLED';
     if (overridden) {
       entry.status = 'retryable';

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { isoUtc } from '../clock';
 import type { CallContext } from '../context';
 import type { Envelope } from './envelope';
@@ -10,6 +11,27 @@ import type { RouterCore } from './routerCore';
 /** The operation an envelope belongs to (RFC §11.2): its idempotency token when present, else its sequence number. */
 export function dedupKey(envelope: Envelope): string {
   return envelope.idempotencyToken ? `t:${envelope.idempotencyToken}` : `s:${envelope.sequenceNumber}`;
+}
+
+/** Same operation by content: message type, content type and payload bytes. */
+function sameContent(a: Envelope, b: Envelope): boolean {
+  return a.messageType === b.messageType && a.contentType === b.contentType
+    && Buffer.from(a.payload.buffer, a.payload.byteOffset, a.payload.byteLength).equals(b.payload);
+}
+
+/** The key of a distinct operation that reused a sequence number: `<key>#<digest of its content>`. */
+function contentKey(envelope: Envelope, key: string): string {
+  const digest = createHash('sha256').update(envelope.messageType).update('\u0000').update(envelope.contentType).update('\u0000')
+    .update(envelope.payload).digest('hex').slice(0, 32);
+  return `${key}#${digest}`;
+}
+
+/** A distinct operation found behind a colliding `(producer_id, sequence_number)`: its own key and entry. */
+export interface ReusedSequence {
+  readonly key: string;
+  readonly previous: DedupEntry | undefined;
+  /** The operation that first used the sequence number; set only when this operation is new (logged then). */
+  readonly reusedFrom: string | undefined;
 }
 
 /**
@@ -32,6 +54,37 @@ export class Deduplication {
     }
     if (entry && entry.status !== 'in_progress' && entry.expiresAt < now) return undefined;
     return entry;
+  }
+
+  /**
+   * Without an idempotency token, `(producer_id, sequence_number)` names the operation, but some producers (the
+   * reference JS SDK) send the same sequence number for every message. When the key collides with `previous`,
+   * the envelope is the same operation only if its content (message type, content type, payload bytes) equals
+   * that of the operation's first attempt still stored; otherwise it is a distinct operation with its own key,
+   * `<key>#<content digest>`, so that its own retries are caught. Answers undefined for the same operation.
+   * Only called on a collision: the common path reads and hashes nothing more.
+   */
+  reusedSequence(envelope: Envelope, key: string, previous: DedupEntry, now: number): ReusedSequence | undefined {
+    if (envelope.idempotencyToken) return undefined;
+    // The first attempt still stored; with none left to compare (never stored, or pruned), the rule applies as written.
+    let original: MessageRecord | undefined;
+    for (const id of previous.attempts) if ((original = this.core.message(id)) !== undefined) break;
+    if (original === undefined || sameContent(original.envelope, envelope)) return undefined;
+    const own = contentKey(envelope, key);
+    const ownPrevious = this.entry(envelope.producerId, own, now);
+    return { key: own, previous: ownPrevious, reusedFrom: ownPrevious ? undefined : previous.originalMessageId };
+  }
+
+  /** Logs a sequence number reused by a distinct operation (inside the admission's transaction). */
+  noteReusedSequence(envelope: Envelope, key: string, reusedFrom: string | undefined): void {
+    if (reusedFrom === undefined) return;
+    this.core.log.record({
+      correlationId: envelope.correlationId, actor: 'router', eventType: 'dedup.sequence_reused', level: 'WARN',
+      details: {
+        message_id: envelope.messageId, producer_id: envelope.producerId, sequence_number: envelope.sequenceNumber, key,
+        original_message_id: reusedFrom, decision: 'different content: accepted as a distinct operation',
+      },
+    });
   }
 
   put(entry: DedupEntry): void {

@@ -25,7 +25,10 @@ export interface MessageRecord {
   /** Tracked messages expect protocol ACKs and have an ACK timeout; forwarded ACKs and NACKs do not. */
   readonly tracked: boolean;
   readonly lane: Lane;
-  /** For ACKNOWLEDGEMENT envelopes: the message they acknowledge. */
+  /**
+   * For ACKNOWLEDGEMENT envelopes: the message they acknowledge. For a fan-out copy (tracked): the producer's
+   * message_id it copies, which the ACKs and NACKs forwarded to the producer name.
+   */
   readonly ackFor: string;
   readonly acceptedAt: number;
   state: MessageState;

@@ -29,7 +29,16 @@ export interface RouterOptions {
    * change, and never less than the deduplication window (retries and late ACKs look their attempts up).
    */
   readonly messageRetentionMs: number;
+  /**
+   * A message with no recipient (no `sw4rm-to`, no JSON `to`, not an ACK): `refuse` answers NO_ROUTE (RFC §12,
+   * unicast only); `fanout` delivers a unicast copy to every other registered agent that accepts its content type
+   * (what the reference router does with the reference examples' unaddressed envelopes).
+   */
+  readonly unaddressed: UnaddressedPolicy;
 }
+
+export type UnaddressedPolicy = 'refuse' | 'fanout';
+export const UNADDRESSED_POLICIES: readonly UnaddressedPolicy[] = ['refuse', 'fanout'];
 
 export const DEFAULT_ROUTER_OPTIONS: RouterOptions = {
   capacity: 10,
@@ -46,6 +55,7 @@ export const DEFAULT_ROUTER_OPTIONS: RouterOptions = {
   dlqMaxEntries: 10_000,
   dlqRetentionMs: 7 * 24 * 3_600_000,
   messageRetentionMs: 24 * 3_600_000,
+  unaddressed: 'refuse',
 };
 
 /** The longest message retention the settings and the CLI accept: a year. */

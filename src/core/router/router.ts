@@ -19,7 +19,7 @@ export type { CoordinatorHandler, DeadLetterChange, InboxSink, InboxStats, Route
 export { UNSPECIFIED_ERROR } from './ackLifecycle';
 export { COORDINATOR_ID } from './coordinatorMessages';
 export { StreamRefusal } from './delivery';
-export { DEFAULT_ROUTER_OPTIONS, MAX_MESSAGE_RETENTION_HOURS } from './options';
+export { DEFAULT_ROUTER_OPTIONS, MAX_MESSAGE_RETENTION_HOURS, UNADDRESSED_POLICIES, type UnaddressedPolicy } from './options';
 
 /**
  * The router (RFC §11–§13, §21): admits envelopes durably, routes them to the recipient's inbox stream in

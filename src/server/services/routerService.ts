@@ -1,6 +1,7 @@
 import * as grpc from '@grpc/grpc-js';
 import type { Coordinator } from '../../core/coordinator';
 import type { Envelope } from '../../core/router/envelope';
+import type { MessageState } from '../../core/router/lifecycle';
 import { StreamRefusal, type InboxSink } from '../../core/router/router';
 import { callContext } from '../callContext';
 import { answerWhenDurable } from '../durable';
@@ -52,8 +53,19 @@ export function envelopeFromMessage(m: EnvelopeMessage): Envelope {
   };
 }
 
-/** Core → proto. */
-export function envelopeToMessage(e: Envelope): EnvelopeMessage {
+/** common.proto EnvelopeState of each lifecycle state; RETRYING (a timed-out attempt being retried) is TIMED_OUT. */
+const ENVELOPE_STATES: Readonly<Record<MessageState, string>> = {
+  SENT: 'ENVELOPE_STATE_SENT', RECEIVED: 'ENVELOPE_STATE_RECEIVED', READ: 'ENVELOPE_STATE_READ',
+  FULFILLED: 'ENVELOPE_STATE_FULFILLED', REJECTED: 'ENVELOPE_STATE_REJECTED', FAILED: 'ENVELOPE_STATE_FAILED',
+  TIMED_OUT: 'ENVELOPE_STATE_TIMED_OUT', RETRYING: 'ENVELOPE_STATE_TIMED_OUT',
+};
+
+/**
+ * Core → proto, with `state` the message's lifecycle state. An inbox stream writes only messages that are SENT:
+ * the first protocol ACK confirms a delivery, so a message RECEIVED or later is never written to a stream again,
+ * and the coordinator's own envelopes are SENT when written. Hence the default.
+ */
+export function envelopeToMessage(e: Envelope, state: MessageState = 'SENT'): EnvelopeMessage {
   return {
     message_id: e.messageId,
     idempotency_token: e.idempotencyToken,
@@ -70,6 +82,7 @@ export function envelopeToMessage(e: Envelope): EnvelopeMessage {
     ttl_ms: String(e.ttlMs),
     timestamp: e.timestampMs === null ? null : { seconds: String(Math.floor(e.timestampMs / 1000)), nanos: (e.timestampMs % 1000) * 1e6 },
     payload: Buffer.from(e.payload),
+    state: ENVELOPE_STATES[state],
     parent_correlation_id: e.parentCorrelationId,
   };
 }
