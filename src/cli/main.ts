@@ -12,6 +12,7 @@ import { formatEnvironment } from '../server/agentEnvironment';
 import { CoordinatorHost } from '../server/host';
 import { ConfigurationError, PortInUseError } from '../server/server';
 import { parseArgs, UsageError, USAGE } from './args';
+import { credentialsCommand } from './credentialsCommand';
 import { OperatorConsole } from './operatorConsole';
 
 /** The bundle lives in dist/; the protos ship beside it in ../protos. */
@@ -23,6 +24,9 @@ function isPerMessage(event: StoredEvent): boolean {
 }
 
 async function main(): Promise<number> {
+  if (process.argv[2] === 'credentials') {
+    return credentialsCommand(process.argv.slice(3), (text) => process.stdout.write(text), (text) => process.stderr.write(text));
+  }
   let options;
   try {
     options = parseArgs(process.argv.slice(2));

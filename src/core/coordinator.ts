@@ -1,5 +1,6 @@
 import { systemClock, type Clock } from './clock';
 import type { CoordinatorStorage } from './coordinatorStore';
+import { Credentials } from './credentials/credentials';
 import type { Disposable } from './events';
 import { bindHitlToRouter } from './hitl/envelopeBridge';
 import { HitlService } from './hitl/hitlService';
@@ -37,6 +38,8 @@ export class Coordinator {
   readonly registry: Registry;
   readonly router: Router;
   readonly hitl: HitlService;
+  /** Agent and enrolment credentials, and who owns each agent id (README, "Security model"). */
+  readonly credentials: Credentials;
   private readonly hitlBinding: Disposable;
   private readonly retentionTimer: Disposable;
 
@@ -53,6 +56,7 @@ export class Coordinator {
     this.registry = new Registry(this.store, this.log, this.clock, { ...DEFAULT_REGISTRY_OPTIONS, ...options.registry });
     this.router = new Router(this.store, this.registry, this.log, this.clock, this.ids, { ...DEFAULT_ROUTER_OPTIONS, ...options.router });
     this.hitl = new HitlService(this.store, this.log, this.clock, this.ids, options.hitl ?? DEFAULT_HITL_POLICY);
+    this.credentials = new Credentials(this.store, this.registry, this.log, this.clock, this.ids);
     this.hitlBinding = bindHitlToRouter(this.hitl, this.router, this.clock);
     this.retentionTimer = scheduleEventRetention(this.store, this.log, this.clock, this.ids, options.maxEvents ?? DEFAULT_MAX_EVENTS);
   }
@@ -60,6 +64,7 @@ export class Coordinator {
   /** Stops timers and closes the store. The coordinator cannot be used afterwards. */
   dispose(): void {
     this.retentionTimer.dispose();
+    this.credentials.dispose();
     this.hitlBinding.dispose();
     this.hitl.dispose();
     this.router.dispose();

@@ -1,4 +1,7 @@
 import type { DatabaseSync } from 'node:sqlite';
+import type { CredentialRepository, CredentialsStorage } from './credentials/model';
+import { CREDENTIALS_SCHEMA } from './credentials/schema';
+import { SqliteCredentialRepository } from './credentials/sqliteCredentialRepository';
 import type { Event } from './events';
 import type { HitlRepository, HitlStorage } from './hitl/model';
 import { HITL_SCHEMA } from './hitl/schema';
@@ -25,6 +28,7 @@ export const COORDINATOR_SCHEMA: readonly SchemaStep[] = [
   ...LOG_SCHEMA, // 1
   ...ROUTER_SCHEMA, // 2, 4
   ...HITL_SCHEMA, // 3
+  ...CREDENTIALS_SCHEMA, // 5
 ].sort((a, b) => a.version - b.version);
 
 export const LATEST_SCHEMA_VERSION = COORDINATOR_SCHEMA[COORDINATOR_SCHEMA.length - 1].version;
@@ -39,17 +43,18 @@ export interface CoordinatorStoreOptions {
 }
 
 /** What the coordinator needs of a store: the engine and every area's slice. */
-export type CoordinatorStorage = Store & RegistryStorage & LogStorage & RouterStorage & HitlStorage;
+export type CoordinatorStorage = Store & RegistryStorage & LogStorage & RouterStorage & HitlStorage & CredentialsStorage;
 
 /**
  * The store as the coordinator uses it: the engine and every area's repository over it. Each area is handed only
- * its slice (RegistryStorage, LogStorage, RouterStorage, HitlStorage): its own repository and transactions.
+ * its slice (RegistryStorage, LogStorage, RouterStorage, HitlStorage, CredentialsStorage): its own repository and transactions.
  */
-export class CoordinatorStore implements Store, RegistryStorage, LogStorage, RouterStorage, HitlStorage {
+export class CoordinatorStore implements Store, RegistryStorage, LogStorage, RouterStorage, HitlStorage, CredentialsStorage {
   readonly agents: AgentRepository;
   readonly events: EventRepository;
   readonly router: SqliteRouterRepository;
   readonly hitl: HitlRepository;
+  readonly credentials: CredentialRepository;
 
   private constructor(private readonly engine: SqliteStore) {
     const db: DatabaseSync = engine.database;
@@ -57,6 +62,7 @@ export class CoordinatorStore implements Store, RegistryStorage, LogStorage, Rou
     this.events = new SqliteEventRepository(db);
     this.router = new SqliteRouterRepository(db);
     this.hitl = new SqliteHitlRepository(db);
+    this.credentials = new SqliteCredentialRepository(db);
     engine.addCommitParticipant(this.router.indexFill);
   }
 

@@ -1,5 +1,7 @@
 import * as grpc from '@grpc/grpc-js';
 import { tokenMatches } from '../core/auth/token';
+import { CREDENTIAL_TOKEN_PREFIX, OPERATOR, type Credentials } from '../core/credentials/credentials';
+import type { Principal } from '../core/credentials/model';
 
 export type AuthMode = 'token' | 'none';
 
@@ -7,21 +9,44 @@ export type AuthMode = 'token' | 'none';
 const UNAUTHENTICATED_PREFIXES = ['/grpc.health.v1.Health/'];
 
 /**
- * The auth interceptor: with mode `token`, every call must carry `authorization: Bearer <token>`;
- * a missing or wrong token ends the call with UNAUTHENTICATED before any handler runs.
+ * Who each authenticated call is, keyed by the call's own Metadata object: the interceptor sets it and hands that
+ * object on to the handler (`call.metadata`), so nothing a client sends can set or change it.
  */
-export function authInterceptor(mode: AuthMode, token: string): grpc.ServerInterceptor {
+const principals = new WeakMap<grpc.Metadata, Principal>();
+
+/** The principal the auth interceptor resolved for this call; undefined with auth `none` (callers are who they say). */
+export function principalOf(call: { readonly metadata: grpc.Metadata }): Principal | undefined {
+  return principals.get(call.metadata);
+}
+
+export interface Authentication {
+  /** The operator token (the token file): acts for any agent. */
+  readonly operatorToken: string;
+  /** Agent and enrolment credentials; without it only the operator token is accepted. */
+  readonly credentials?: Credentials;
+  /** Told of every refusal (for the log), with the RPC and why; never the token. */
+  readonly onRefused?: (path: string, reason: string, metadata: grpc.Metadata) => void;
+}
+
+/**
+ * The auth interceptor: with mode `token`, every call must carry exactly one `authorization: Bearer <token>`
+ * naming the operator token or an active agent or enrolment credential; anything else (missing, malformed,
+ * another scheme, unknown, revoked, two headers) ends the call with UNAUTHENTICATED before any handler runs.
+ */
+export function authInterceptor(mode: AuthMode, auth: Authentication): grpc.ServerInterceptor {
   return (methodDescriptor, call) => {
     if (mode === 'none' || UNAUTHENTICATED_PREFIXES.some((p) => methodDescriptor.path.startsWith(p))) {
       return new grpc.ServerInterceptingCall(call);
     }
     const listener = new grpc.ServerListenerBuilder()
       .withOnReceiveMetadata((metadata, next) => {
-        const problem = checkBearer(metadata, token);
-        if (problem) {
-          call.sendStatus({ code: grpc.status.UNAUTHENTICATED, details: problem, metadata: new grpc.Metadata() });
+        const principal = authenticate(metadata, auth);
+        if (typeof principal === 'string') {
+          auth.onRefused?.(methodDescriptor.path, principal, metadata);
+          call.sendStatus({ code: grpc.status.UNAUTHENTICATED, details: principal, metadata: new grpc.Metadata() });
           return;
         }
+        principals.set(metadata, principal);
         next(metadata);
       })
       .build();
@@ -30,14 +55,20 @@ export function authInterceptor(mode: AuthMode, token: string): grpc.ServerInter
   };
 }
 
-function checkBearer(metadata: grpc.Metadata, token: string): string | undefined {
+/** The caller's principal, or why it has none. */
+function authenticate(metadata: grpc.Metadata, auth: Authentication): Principal | string {
   const values = metadata.get('authorization');
   if (values.length === 0) {
     return 'missing credentials: send metadata `authorization: Bearer <token>` with the token from SW4RM_TOKEN';
   }
-  if (values.length > 1) return 'more than one authorization header';
+  if (values.length > 1) return 'more than one authorization header: send exactly one `authorization: Bearer <token>`';
   const match = /^Bearer\s+(\S+)\s*$/i.exec(String(values[0]));
   if (!match) return 'malformed authorization header: expected `Bearer <token>`';
-  if (!tokenMatches(token, match[1])) return 'wrong token: use the current SW4RM_TOKEN of this coordinator';
-  return undefined;
+  const token = match[1];
+  if (auth.credentials !== undefined && token.startsWith(CREDENTIAL_TOKEN_PREFIX)) {
+    const principal = auth.credentials.verify(token);
+    return typeof principal === 'string' ? `${principal}: use a current credential (SW4RM_TOKEN) of this coordinator` : principal;
+  }
+  if (!tokenMatches(auth.operatorToken, token)) return 'wrong token: use the current SW4RM_TOKEN of this coordinator';
+  return OPERATOR;
 }

@@ -1,3 +1,4 @@
+import { loadOrMintEnrolment, rotateEnrolment } from '../core/auth/enrolment';
 import { loadOrCreateToken } from '../core/auth/token';
 import type { Clock } from '../core/clock';
 import { Coordinator } from '../core/coordinator';
@@ -8,6 +9,8 @@ import type { Event } from '../core/events';
 import { CoordinatorStore } from '../core/coordinatorStore';
 import type { StoredEvent } from '../core/log/model';
 import type { StoreFailedError } from '../core/store/store';
+import type { MintedCredential } from '../core/credentials/model';
+import { removeEndpoint, writeEndpoint } from './endpoint';
 import { agentEnvironment } from './agentEnvironment';
 import type { AuthMode } from './auth';
 import { CoordinatorServer } from './server';
@@ -40,6 +43,7 @@ export class CoordinatorHost {
     readonly options: HostOptions,
     readonly port: number,
     readonly token: string | undefined,
+    private enrolmentToken: string | undefined,
   ) {}
 
   static async start(options: HostOptions): Promise<CoordinatorHost> {
@@ -56,6 +60,9 @@ export class CoordinatorHost {
         router: options.router,
         hitl: options.hitl,
       });
+      const enrolment = options.auth === 'token'
+        ? loadOrMintEnrolment(options.dataDir, coordinator.credentials, { correlationId: coordinator.ids.uuid() })
+        : undefined;
       const server = new CoordinatorServer({
         coordinator, protosDir: options.protosDir, host: options.host, port: options.port, auth: options.auth, token,
       });
@@ -64,7 +71,8 @@ export class CoordinatorHost {
         correlationId: coordinator.ids.uuid(), actor: 'coordinator', eventType: 'server.serving',
         details: { host: options.host, port, auth: options.auth },
       });
-      return new CoordinatorHost(coordinator, server, options, port, token);
+      writeEndpoint(options.dataDir, options.host, port);
+      return new CoordinatorHost(coordinator, server, options, port, token, enrolment);
     } catch (err) {
       if (coordinator) coordinator.dispose();
       else store.close();
@@ -80,9 +88,43 @@ export class CoordinatorHost {
     return this.coordinator.store.onDidFail;
   }
 
-  /** The environment an agent needs to reach this coordinator, with the port actually bound. */
+  /**
+   * The operator's environment: the addresses, with the port actually bound, and SW4RM_TOKEN = the operator token,
+   * which may act for any agent (the CLI prints it for the terminal that started the coordinator).
+   */
   environment(): Record<string, string> {
     return agentEnvironment(this.options.host, this.port, this.token);
+  }
+
+  /**
+   * What the editor's integrated terminals get: the addresses and SW4RM_TOKEN = the data folder's enrolment
+   * credential (never the operator token). An agent started there registers an agent id nobody holds and acts as
+   * the agents it enrolled (README, "Security model"). Without auth, the addresses only.
+   */
+  terminalEnvironment(): Record<string, string> {
+    return agentEnvironment(this.options.host, this.port, this.enrolmentToken);
+  }
+
+  /**
+   * Mints a credential for `agentId` and answers the environment of that one agent: the addresses, SW4RM_AGENT_ID
+   * and SW4RM_TOKEN = its credential (shown this once). Without auth nothing is minted: no SW4RM_TOKEN.
+   * Throws CredentialError `invalid` for an agent id the registry would refuse.
+   */
+  mintAgentEnvironment(agentId: string, by: string, label?: string): { env: Record<string, string>; minted: MintedCredential | undefined } {
+    const minted = this.options.auth === 'token'
+      ? this.coordinator.credentials.mintAgent(agentId, by, label ?? `environment for agent ${agentId}, by ${by}`, { correlationId: this.coordinator.ids.uuid() })
+      : undefined;
+    return { env: { ...agentEnvironment(this.options.host, this.port, minted?.token), SW4RM_AGENT_ID: agentId }, minted };
+  }
+
+  /**
+   * Revokes the enrolment credential and mints a new one (also written to the data folder): terminals opened from
+   * now on get the new one; agents the old one enrolled keep acting only with their own credentials.
+   */
+  rotateEnrolment(by: string): Record<string, string> {
+    if (this.options.auth !== 'token') return this.terminalEnvironment();
+    this.enrolmentToken = rotateEnrolment(this.options.dataDir, this.coordinator.credentials, by, { correlationId: this.coordinator.ids.uuid() });
+    return this.terminalEnvironment();
   }
 
   /** Drains the server, then closes the core and its store. */
@@ -90,6 +132,7 @@ export class CoordinatorHost {
     this.coordinator.log.record({
       correlationId: this.coordinator.ids.uuid(), actor: 'coordinator', eventType: 'server.draining', details: { grace_ms: graceMs },
     });
+    removeEndpoint(this.options.dataDir, this.port);
     await this.server.drain(graceMs);
     this.coordinator.dispose();
   }

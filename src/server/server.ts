@@ -3,8 +3,13 @@ import * as net from 'node:net';
 import type { Coordinator } from '../core/coordinator';
 import { TRANSPORT_MAX_MESSAGE_BYTES } from '../core/limits';
 import { authInterceptor, type AuthMode } from './auth';
+import { callContext } from './callContext';
+import { exposeDuplicateAuthorization } from './duplicateHeaders';
+import { IdentityGuard } from './guard';
 import { HealthService } from './health';
+import { identityRule, IDENTITY_RULES, type IdentityRule } from './identity';
 import { CANONICAL_SERVICES, loadPackageDefinition, serviceDefinition } from './protos';
+import { CREDENTIALS_RULES, CREDENTIALS_SERVICE, CredentialsServiceAdapter, loadCredentialsDefinition } from './services/credentialsService';
 import { HitlServiceAdapter } from './services/hitlService';
 import { LoggingServiceAdapter } from './services/loggingService';
 import { RegistryServiceAdapter } from './services/registryService';
@@ -20,7 +25,7 @@ export interface ServerOptions {
   /** 0 picks any free port. */
   readonly port: number;
   readonly auth: AuthMode;
-  /** Required when auth is `token`. */
+  /** The operator token (acts for any agent); required when auth is `token`. */
   readonly token?: string;
 }
 
@@ -61,6 +66,7 @@ export const SERVER_CHANNEL_OPTIONS: grpc.ChannelOptions = {
 export class CoordinatorServer {
   private readonly server: grpc.Server;
   private readonly health = new HealthService(CANONICAL_SERVICES);
+  private readonly guard: IdentityGuard;
   private boundPort = 0;
   private state: 'new' | 'serving' | 'draining' | 'stopped' = 'new';
 
@@ -69,10 +75,16 @@ export class CoordinatorServer {
     if (options.auth !== 'token' && !isLoopback(options.host)) {
       throw new ConfigurationError(`Binding to ${options.host} (not loopback) requires auth "token"; auth "none" is only allowed on 127.0.0.1 / ::1.`);
     }
+    const { coordinator } = options;
     this.server = new grpc.Server({
       ...SERVER_CHANNEL_OPTIONS,
-      interceptors: [authInterceptor(options.auth, options.token ?? '')],
+      interceptors: [authInterceptor(options.auth, {
+        operatorToken: options.token ?? '',
+        credentials: coordinator.credentials,
+        onRefused: (path, reason, metadata) => coordinator.credentials.recordUnauthenticated(path, reason, callContext({ metadata }, coordinator.ids)),
+      })],
     });
+    this.guard = new IdentityGuard(coordinator);
     this.addServices();
     this.health.addToServer(this.server, options.protosDir);
   }
@@ -86,15 +98,17 @@ export class CoordinatorServer {
       [RouterServiceAdapter.serviceName]: new RouterServiceAdapter(coordinator).handlers(),
       [HitlServiceAdapter.serviceName]: new HitlServiceAdapter(coordinator).handlers(),
     };
-    for (const name of CANONICAL_SERVICES) {
-      const definition = serviceDefinition(packageDefinition, name);
-      const implementation: grpc.UntypedServiceImplementation = {};
+    // Every handler, built or not, runs behind the identity check of its rule (identity.ts).
+    const add = (definition: grpc.ServiceDefinition, implementation: grpc.UntypedServiceImplementation | undefined, rules: Readonly<Record<string, IdentityRule>>) => {
+      const guarded: grpc.UntypedServiceImplementation = {};
       for (const [method, methodDefinition] of Object.entries(definition)) {
-        implementation[method] = built[name]?.[method] ??
-          unimplementedHandler(methodDefinition.path, methodDefinition as grpc.MethodDefinition<unknown, unknown>);
+        const handler = implementation?.[method] ?? unimplementedHandler(methodDefinition.path, methodDefinition as grpc.MethodDefinition<unknown, unknown>);
+        guarded[method] = this.guard.wrap(methodDefinition.path, methodDefinition, identityRule(methodDefinition.path, rules), handler);
       }
-      this.server.addService(definition, implementation);
-    }
+      this.server.addService(definition, guarded);
+    };
+    for (const name of CANONICAL_SERVICES) add(serviceDefinition(packageDefinition, name), built[name], IDENTITY_RULES);
+    add(serviceDefinition(loadCredentialsDefinition(protosDir), CREDENTIALS_SERVICE), new CredentialsServiceAdapter(coordinator).handlers(), CREDENTIALS_RULES);
   }
 
   /** Binds and starts serving; resolves with the port actually bound. */
@@ -112,6 +126,7 @@ export class CoordinatorServer {
       }
       throw err;
     });
+    exposeDuplicateAuthorization(this.server);
     this.state = 'serving';
     this.health.setStatus('SERVING');
     return this.boundPort;
@@ -134,6 +149,7 @@ export class CoordinatorServer {
     this.state = 'draining';
     this.health.setStatus('NOT_SERVING');
     this.health.endWatches();
+    this.guard.dispose();
     this.options.coordinator.router.closeStreams('the coordinator is stopping');
     await new Promise<void>((resolve) => {
       const timer = setTimeout(() => {

@@ -1,4 +1,6 @@
 import type { Coordinator } from '../coordinator';
+import { CredentialError } from '../credentials/credentials';
+import type { CredentialInfo, CredentialsChange, MintedCredential } from '../credentials/model';
 import { Emitter, type Disposable } from '../events';
 import { HitlStateError } from '../hitl/hitlService';
 import type { AuditEntry, AuditQuery, HitlInvocation } from '../hitl/model';
@@ -30,13 +32,15 @@ export class InProcessCoordinatorApi implements CoordinatorApi, Disposable {
   readonly onDidChangeApprovals = this.approvalsChanged.event;
   private readonly policyChanged = new Emitter<ApprovalPolicyChange>();
   readonly onDidChangeApprovalPolicy = this.policyChanged.event;
+  private readonly credentialsChanged = new Emitter<CredentialsChange>();
+  readonly onDidChangeCredentials = this.credentialsChanged.event;
   private readonly subscriptions: Disposable[];
   private readonly operators = new Map<string, Disposable>();
   private nextOperator = 1;
   private disposed = false;
 
   constructor(private readonly coordinator: Coordinator) {
-    const { registry, router, hitl } = coordinator;
+    const { registry, router, hitl, credentials } = coordinator;
     this.subscriptions = [
       registry.onDidChange((change) => this.agentsChanged.fire(change.kind === 'left'
         ? { kind: 'left', agentId: change.agentId, reason: change.reason }
@@ -44,6 +48,7 @@ export class InProcessCoordinatorApi implements CoordinatorApi, Disposable {
       router.onDidChange(({ agentId }) => this.inboxChanged.fire({ agentId })),
       router.onDidChangeDeadLetters(({ kind, id }) => this.deadLettersChanged.fire(id === undefined ? { kind } : { kind, id })),
       hitl.onDidChange(({ kind, invocation }) => this.approvalsChanged.fire({ kind, invocation })),
+      credentials.onDidChange((change) => this.credentialsChanged.fire(change)),
     ];
   }
 
@@ -158,6 +163,20 @@ export class InProcessCoordinatorApi implements CoordinatorApi, Disposable {
     });
   }
 
+  // ---------------------------------------------------------------- credentials
+
+  credentials(): Promise<CredentialInfo[]> {
+    return this.run((c) => c.credentials.list());
+  }
+
+  mintAgentCredential(agentId: string, by: string, label?: string): Promise<MintedCredential> {
+    return this.run((c) => c.credentials.mintAgent(agentId, by, label ?? `minted by ${by} for agent ${agentId}`, { correlationId: c.ids.uuid() }));
+  }
+
+  revokeCredential(credentialId: string, by: string): Promise<CredentialInfo> {
+    return this.run((c) => c.credentials.revoke(credentialId, by, { correlationId: c.ids.uuid() }));
+  }
+
   /** Detaches the operators attached through this API and stops answering; the coordinator itself is not touched. */
   dispose(): void {
     if (this.disposed) return;
@@ -172,7 +191,7 @@ export class InProcessCoordinatorApi implements CoordinatorApi, Disposable {
       }
     }
     for (const subscription of this.subscriptions) subscription.dispose();
-    for (const emitter of [this.agentsChanged, this.inboxChanged, this.deadLettersChanged, this.approvalsChanged, this.policyChanged]) emitter.dispose();
+    for (const emitter of [this.agentsChanged, this.inboxChanged, this.deadLettersChanged, this.approvalsChanged, this.policyChanged, this.credentialsChanged]) emitter.dispose();
   }
 
   /** Runs `work` now; its result or its error (translated for the user) is the Promise's. */
@@ -200,5 +219,6 @@ export class InProcessCoordinatorApi implements CoordinatorApi, Disposable {
 function translateError(err: unknown): unknown {
   if (err instanceof HitlStateError) return new CoordinatorApiError(err.reason === 'settled' ? 'settled' : 'not_found', err.message);
   if (err instanceof HitlRequestError) return new CoordinatorApiError('invalid', err.message, err.code);
+  if (err instanceof CredentialError) return new CoordinatorApiError(err.code, err.message);
   return err;
 }

@@ -10,6 +10,7 @@ export type { AgentRecord } from '../registry/model';
 export type { InboxStats } from '../router/router';
 export type { DeadLetter, DeadLetterFilter } from '../router/model';
 export type { AuditEntry, AuditQuery, HitlAction, HitlInvocation, ReasonType } from '../hitl/model';
+export type { CredentialInfo, CredentialKind, CredentialsChange, MintedCredential } from '../credentials/model';
 
 // Pure helpers and constants for settings, views and panels.
 export { parsePolicy, type HitlPolicy } from '../hitl/policy';

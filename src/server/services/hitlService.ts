@@ -3,6 +3,7 @@ import type { Coordinator } from '../../core/coordinator';
 import { HitlStateError } from '../../core/hitl/hitlService';
 import type { HitlInvocation } from '../../core/hitl/model';
 import { HitlRequestError, parseBody, parseInvocationRequest } from '../../core/hitl/request';
+import { principalOf } from '../auth';
 import { callContext } from '../callContext';
 
 /** hitl.proto HitlInvocation as proto-loader hands it over (keepCase, enums as strings). */
@@ -45,7 +46,8 @@ export class HitlServiceAdapter {
             reasonType: call.request.reason_type === undefined ? undefined : String(call.request.reason_type),
             proposedActions: call.request.proposed_actions,
             priority: call.request.priority,
-            requester: metadataText(call.metadata, 'sw4rm-agent-id'),
+            // An agent credential's own agent asks when the caller names none (the identity check refused any other).
+            requester: metadataText(call.metadata, 'sw4rm-agent-id') ?? agentOf(call),
             correlationId: ctx.correlationId,
             now,
           });
@@ -101,6 +103,11 @@ function errorStatus(err: unknown): Partial<grpc.StatusObject> {
   }
   if (err instanceof HitlStateError) return { code: grpc.status.FAILED_PRECONDITION, details: `VALIDATION_ERROR: ${err.message}` };
   return { code: grpc.status.INTERNAL, details: `INTERNAL_ERROR: ${err instanceof Error ? err.message : String(err)}` };
+}
+
+function agentOf(call: { readonly metadata: grpc.Metadata }): string | undefined {
+  const principal = principalOf(call);
+  return principal?.kind === 'agent' ? principal.agentId : undefined;
 }
 
 function metadataText(metadata: grpc.Metadata, key: string): string | undefined {

@@ -1,6 +1,7 @@
-import type * as grpc from '@grpc/grpc-js';
+import * as grpc from '@grpc/grpc-js';
 import type { Coordinator } from '../../core/coordinator';
 import type { DescriptorInput } from '../../core/registry/descriptor';
+import { principalOf } from '../auth';
 import { callContext } from '../callContext';
 import { answerWhenDurable } from '../durable';
 
@@ -33,7 +34,24 @@ export class RegistryServiceAdapter {
           callback(null, { accepted: false, reason: 'VALIDATION_ERROR: the request carries no agent descriptor' });
           return;
         }
-        answerWhenDurable(this.coordinator.store, callback, registry.register(toDescriptorInput(agent), callContext(call, ids)));
+        const ctx = callContext(call, ids);
+        const { store, credentials } = this.coordinator;
+        // The registration and who owns the agent id from now on are one transaction. An enrolment credential that
+        // enrols an agent gets it a credential of its own, once, in initial metadata `sw4rm-agent-credential`.
+        const { result, minted } = store.transaction(() => {
+          const result = registry.register(toDescriptorInput(agent), ctx);
+          return { result, minted: result.accepted ? credentials.registered(principalOf(call), agent.agent_id ?? '', ctx) : undefined };
+        });
+        if (minted === undefined) {
+          answerWhenDurable(store, callback, result);
+          return;
+        }
+        store.whenDurable().then(() => {
+          const metadata = new grpc.Metadata();
+          metadata.set('sw4rm-agent-credential', minted.token);
+          call.sendMetadata(metadata);
+          callback(null, result);
+        }, (err: Error) => callback({ code: grpc.status.INTERNAL, details: `INTERNAL_ERROR: ${err.message}` }));
       },
       Heartbeat: (call: grpc.ServerUnaryCall<{ agent_id?: string; state?: string | number; health?: Record<string, string> }, unknown>, callback: grpc.sendUnaryData<unknown>) => {
         const { agent_id = '', state = '', health = {} } = call.request;
