@@ -1,5 +1,5 @@
-// One build script: the extension host bundle, the headless CLI bundle and the example agent (Node, CommonJS),
-// and one browser bundle (IIFE) plus stylesheet per webview screen in dist/webview/.
+// One build script: the extension host bundle, the headless CLI bundle, the example agent and its sender (Node,
+// CommonJS), and one browser bundle (IIFE) plus stylesheet per webview screen in dist/webview/.
 import * as esbuild from 'esbuild';
 
 const production = process.argv.includes('--production');
@@ -31,6 +31,11 @@ await Promise.all([
     ...common,
     entryPoints: ['examples/agent.ts'],
     outfile: 'dist/example-agent.js',
+  }),
+  esbuild.build({
+    ...common,
+    entryPoints: ['examples/send.ts'],
+    outfile: 'dist/example-send.js',
   }),
   esbuild.build({
     ...common,
