@@ -17,6 +17,8 @@ export const Commands = {
   refreshApprovals: 'sw4rm.approvals.refresh',
   pauseApprovals: 'sw4rm.approvals.pause',
   resumeApprovals: 'sw4rm.approvals.resume',
+  mintAgentCredential: 'sw4rm.credentials.mint',
+  revokeCredential: 'sw4rm.credentials.revoke',
 } as const;
 
 export const Views = {
@@ -24,6 +26,7 @@ export const Views = {
   agents: 'sw4rm.agents',
   deadLetters: 'sw4rm.deadLetters',
   approvals: 'sw4rm.approvals',
+  credentials: 'sw4rm.credentials',
 } as const;
 
 /** Webview panel types (each also an `onWebviewPanel:` activation event in package.json). */

@@ -6,14 +6,18 @@ import { CoordinatorHost } from '../server/host';
 import { ConfigurationError, PortInUseError } from '../server/server';
 import type { Approvals } from './approvals';
 import { Commands, ContextKeys } from './contributions';
+import { agentEnvironmentFor } from './credentialsModel';
+import { reportNotRunning } from './notRunning';
 import { readSettings } from './settings';
 import type { CoordinatorStatusBar } from './statusBar';
 import type { AgentsTreeProvider } from './views/agentsView';
+import type { CredentialsView } from './views/credentialsView';
 import type { DeadLettersView } from './views/deadLettersView';
 
 /**
  * Owns the running coordinator in this window: starts, stops and restarts it, and keeps the status bar,
- * the Agents, Approvals and Dead Letters views, the Output channel and the terminals' environment in step with it.
+ * the Agents, Approvals, Dead Letters and Credentials views, the Output channel and the terminals' environment in step
+ * with it.
  */
 export class CoordinatorController implements vscode.Disposable {
   private host: CoordinatorHost | undefined;
@@ -33,9 +37,11 @@ export class CoordinatorController implements vscode.Disposable {
     private readonly agentsView: AgentsTreeProvider,
     private readonly deadLettersView: DeadLettersView,
     private readonly approvals: Approvals,
+    private readonly credentialsView: CredentialsView,
   ) {
     context.environmentVariableCollection.persistent = false;
-    context.environmentVariableCollection.description = 'SW4RM: the address and token of the coordinator in this window';
+    context.environmentVariableCollection.description =
+      'SW4RM: the address of the coordinator in this window and an enrolment credential for the agents started here';
   }
 
   get running(): CoordinatorHost | undefined {
@@ -57,17 +63,29 @@ export class CoordinatorController implements vscode.Disposable {
     });
   }
 
+  /**
+   * Asks which agent the environment is for, mints that agent's own credential and copies `export` lines: the
+   * service addresses, SW4RM_AGENT_ID and SW4RM_TOKEN (the agent's credential, never the operator token). With auth
+   * `none` nothing is minted and no token is copied.
+   */
   async copyAgentEnvironment(): Promise<void> {
-    if (!this.host) return this.reportNotRunning();
-    const env = this.host.environment();
+    const { host, api } = this;
+    if (!host || !api) return reportNotRunning();
+    const agentId = await this.credentialsView.askAgentId(api, 'Copy Agent Environment');
+    if (agentId === undefined || this.host !== host) return;
+    const authNone = host.options.auth === 'none';
+    const minted = authNone ? undefined : await this.credentialsView.mintFor(api, agentId);
+    if (!authNone && !minted) return;
+    const env = agentEnvironmentFor(host.environment(), agentId, minted?.token);
     await vscode.env.clipboard.writeText(formatEnvironment(env));
-    vscode.window.showInformationMessage(
-      `Copied the agent environment for ${env.SW4RM_REGISTRY_ADDR} (${Object.keys(env).length} variables${this.host.token ? ', including SW4RM_TOKEN' : ''}).`);
+    void vscode.window.showInformationMessage(authNone
+      ? `Copied the environment for agent ${agentId} (${env.SW4RM_REGISTRY_ADDR}). Auth is "none": no token, and any local process can act as any agent.`
+      : `Copied the environment for agent ${agentId} (${env.SW4RM_REGISTRY_ADDR}) with its own SW4RM_TOKEN; revoke it in the Credentials view.`);
   }
 
   /** Opens the router's metrics (RFC §13, Prometheus text format) in an untitled editor. */
   async showMetrics(): Promise<void> {
-    if (!this.api) return this.reportNotRunning();
+    if (!this.api) return reportNotRunning();
     const document = await vscode.workspace.openTextDocument({ content: await this.api.metricsText(), language: 'plaintext' });
     await vscode.window.showTextDocument(document, { preview: false });
   }
@@ -122,12 +140,32 @@ export class CoordinatorController implements vscode.Disposable {
     );
     this.agentsView.bind(api);
     this.deadLettersView.bind(api);
+    this.credentialsView.bind(api, () => this.renewEnrolment(host));
     await bound;
     void vscode.commands.executeCommand('setContext', ContextKeys.running, true);
+    this.setTerminalEnvironment(host.terminalEnvironment());
+    void this.updateStatus();
+  }
+
+  /** The terminals' enrolment credential was revoked: terminals opened from now on get a new one. */
+  private renewEnrolment(host: CoordinatorHost): void {
+    if (this.host !== host) return;
+    try {
+      this.setTerminalEnvironment(host.rotateEnrolment(this.approvals.operator));
+      this.output.appendLine('SW4RM: the enrolment credential was revoked; terminals opened from now on get a new one');
+    } catch (err) {
+      this.output.appendLine(`SW4RM: no new enrolment credential for terminals: ${err instanceof Error ? err.message : String(err)}`);
+    }
+  }
+
+  /**
+   * Terminals get the enrolment credential: an agent started there registers as it likes, and acts only as the
+   * agents it enrolled (never as the operator, never as agents enrolled elsewhere).
+   */
+  private setTerminalEnvironment(env: Record<string, string>): void {
     const collection = this.context.environmentVariableCollection;
     collection.clear();
-    for (const [name, value] of Object.entries(host.environment())) collection.replace(name, value);
-    void this.updateStatus();
+    for (const [name, value] of Object.entries(env)) collection.replace(name, value);
   }
 
   private async doStop(): Promise<void> {
@@ -140,6 +178,7 @@ export class CoordinatorController implements vscode.Disposable {
     this.hostSubscriptions = [];
     this.agentsView.bind(undefined);
     this.deadLettersView.bind(undefined);
+    this.credentialsView.bind(undefined);
     await this.approvals.bind(undefined);
     api?.dispose();
     void vscode.commands.executeCommand('setContext', ContextKeys.running, false);
@@ -161,7 +200,7 @@ export class CoordinatorController implements vscode.Disposable {
     }
     if (update !== this.statusUpdates || this.host !== host) return;
     this.statusBar.show({
-      kind: 'serving', host: host.options.host, port: host.port,
+      kind: 'serving', host: host.options.host, port: host.port, auth: host.options.auth,
       agents: agents.registered, online: agents.online, deadLetters: this.deadLettersView.count,
       approvals: this.approvals.pendingCount,
     });
@@ -177,11 +216,6 @@ export class CoordinatorController implements vscode.Disposable {
     const choice = await vscode.window.showErrorMessage(`SW4RM: ${err.message}`, 'Restart Coordinator', 'Show Log');
     if (choice === 'Restart Coordinator') await vscode.commands.executeCommand(Commands.restart);
     else if (choice === 'Show Log') this.output.show();
-  }
-
-  private async reportNotRunning(): Promise<void> {
-    const choice = await vscode.window.showErrorMessage('The SW4RM coordinator is not running.', 'Start Coordinator');
-    if (choice) await vscode.commands.executeCommand(Commands.start);
   }
 
   private async reportStartFailure(err: unknown): Promise<void> {

@@ -5,8 +5,9 @@ import { CoordinatorController } from './coordinatorController';
 import { affectsApprovals, affectsServer, readSettings } from './settings';
 import { CoordinatorStatusBar } from './statusBar';
 import { AgentsTreeProvider } from './views/agentsView';
-import type { ApprovalNode } from './views/approvalsView';
+import { CredentialsView } from './views/credentialsView';
 import { DeadLettersView, type DeadLetterNode } from './views/deadLettersView';
+import type { RecordNode } from './views/recordList';
 
 let controller: CoordinatorController | undefined;
 
@@ -17,7 +18,8 @@ export function activate(context: vscode.ExtensionContext): void {
   const agentsView = new AgentsTreeProvider();
   const deadLetters = new DeadLettersView();
   const approvals = new Approvals(context.extensionUri, output);
-  controller = new CoordinatorController(context, output, statusBar, agentsView, deadLetters, approvals);
+  const credentials = new CredentialsView(approvals.operator);
+  controller = new CoordinatorController(context, output, statusBar, agentsView, deadLetters, approvals, credentials);
   const running = controller;
 
   context.subscriptions.push(
@@ -26,6 +28,7 @@ export function activate(context: vscode.ExtensionContext): void {
     agentsView,
     deadLetters,
     approvals,
+    credentials,
     vscode.window.createTreeView(Views.agents, { treeDataProvider: agentsView, showCollapseAll: true }),
     vscode.commands.registerCommand(Commands.start, () => running.start()),
     vscode.commands.registerCommand(Commands.stop, () => running.stop()),
@@ -39,12 +42,14 @@ export function activate(context: vscode.ExtensionContext): void {
     vscode.commands.registerCommand(Commands.filterDeadLetters, () => deadLetters.pickFilter()),
     vscode.commands.registerCommand(Commands.clearDeadLetterFilter, () => deadLetters.clearFilter()),
     vscode.commands.registerCommand(Commands.refreshDeadLetters, () => deadLetters.refresh()),
-    vscode.commands.registerCommand(Commands.reviewApproval, (node?: unknown) => approvals.view.open(asApprovalNode(node))),
-    vscode.commands.registerCommand(Commands.cancelApproval, (node?: unknown) => approvals.view.cancel(asApprovalNode(node))),
+    vscode.commands.registerCommand(Commands.reviewApproval, (node?: unknown) => approvals.view.open(asRecordNode(node, 'approval'))),
+    vscode.commands.registerCommand(Commands.cancelApproval, (node?: unknown) => approvals.view.cancel(asRecordNode(node, 'approval'))),
     vscode.commands.registerCommand(Commands.exportApprovalsAudit, () => approvals.view.exportAudit()),
     vscode.commands.registerCommand(Commands.refreshApprovals, () => approvals.view.refresh()),
     vscode.commands.registerCommand(Commands.pauseApprovals, () => approvals.setPaused(true)),
     vscode.commands.registerCommand(Commands.resumeApprovals, () => approvals.setPaused(false)),
+    vscode.commands.registerCommand(Commands.mintAgentCredential, () => credentials.mint(running.running?.options.auth === 'none')),
+    vscode.commands.registerCommand(Commands.revokeCredential, (node?: unknown) => credentials.revoke(asRecordNode(node, 'credential'))),
     vscode.workspace.onDidChangeConfiguration((event) => {
       if (affectsApprovals(event)) approvals.settingsChanged();
     }),
@@ -76,7 +81,8 @@ function asNode(value: unknown): DeadLetterNode | undefined {
   return isNode(value) ? value : undefined;
 }
 
-function asApprovalNode(value: unknown): ApprovalNode | undefined {
-  return typeof value === 'object' && value !== null && (value as ApprovalNode).kind === 'approval' && typeof (value as ApprovalNode).id === 'string'
-    ? value as ApprovalNode : undefined;
+/** The row a command was run on, if it was run on a row of that kind (not from the palette). */
+function asRecordNode<K extends string>(value: unknown, kind: K): RecordNode<K> | undefined {
+  return typeof value === 'object' && value !== null && (value as RecordNode<K>).kind === kind && typeof (value as RecordNode<K>).id === 'string'
+    ? value as RecordNode<K> : undefined;
 }

@@ -6,6 +6,8 @@ export type StatusBarState =
   | { readonly kind: 'starting' }
   | {
     readonly kind: 'serving'; readonly host: string; readonly port: number; readonly agents: number; readonly online: number;
+    /** sw4rm.auth of the running coordinator: with `none`, any local process can act as any agent. */
+    readonly auth: 'token' | 'none';
     /** Dead letters not yet requeued. */
     readonly deadLetters: number;
     /** HITL invocations waiting for a human. */
@@ -43,15 +45,18 @@ export class CoordinatorStatusBar implements vscode.Disposable {
         const agents = plural(state.agents, 'agent');
         const deadLetters = state.deadLetters > 0 ? plural(state.deadLetters, 'dead letter') : '';
         const approvals = state.approvals > 0 ? `${plural(state.approvals, 'approval')} pending` : '';
-        this.item.text = `$(radio-tower) SW4RM :${state.port} · ${agents}${deadLetters ? ` · ${deadLetters}` : ''}` +
-          (approvals ? ` · $(bell) ${state.approvals}` : '');
-        this.item.tooltip = `SW4RM coordinator on ${state.host}:${state.port}\n${agents} registered, ${state.online} connected\n` +
+        const authNone = state.auth === 'none';
+        this.item.text = `$(radio-tower) SW4RM :${state.port}${authNone ? ' · $(unlock) auth none' : ''} · ${agents}` +
+          `${deadLetters ? ` · ${deadLetters}` : ''}` + (approvals ? ` · $(bell) ${state.approvals}` : '');
+        this.item.tooltip = `SW4RM coordinator on ${state.host}:${state.port}\n` +
+          (authNone ? `${AUTH_NONE_WARNING} (sw4rm.auth is "none": no credential is checked)\n` : '') +
+          `${agents} registered, ${state.online} connected\n` +
           (approvals ? `${approvals}: see the Approvals view\n` : '') +
           (deadLetters ? `${deadLetters}: see the Dead Letters view\n` : '') + 'Click to show the log';
         this.item.accessibilityInformation = {
-          label: `SW4RM coordinator on port ${state.port}, ${agents}${deadLetters ? `, ${deadLetters}` : ''}${approvals ? `, ${approvals}` : ''}`,
+          label: `SW4RM coordinator on port ${state.port}${authNone ? ', auth none' : ''}, ${agents}${deadLetters ? `, ${deadLetters}` : ''}${approvals ? `, ${approvals}` : ''}`,
         };
-        this.item.backgroundColor = deadLetters ? new vscode.ThemeColor('statusBarItem.warningBackground') : undefined;
+        this.item.backgroundColor = deadLetters || authNone ? new vscode.ThemeColor('statusBarItem.warningBackground') : undefined;
         break;
       }
     }
@@ -61,6 +66,9 @@ export class CoordinatorStatusBar implements vscode.Disposable {
     this.item.dispose();
   }
 }
+
+/** What auth `none` means, said plainly wherever it shows. */
+export const AUTH_NONE_WARNING = 'Any local process can act as any agent';
 
 function plural(n: number, noun: string): string {
   return `${n} ${noun}${n === 1 ? '' : 's'}`;

@@ -3,7 +3,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as net from 'node:net';
 import * as path from 'node:path';
-import { CodeServerHarness, ROOT, freePort, parseEnvironment, poll } from './harness';
+import { CodeServerHarness, ROOT, freePort, poll } from './harness';
 
 const VSIX = path.join(ROOT, 'dist', 'sw4rm-coordinator.vsix');
 const EXAMPLE_AGENT = path.join(ROOT, 'dist', 'example-agent.js');
@@ -43,19 +43,17 @@ describe('the packaged extension in a real editor (code-server + Chromium)', fun
     assert.match(status, new RegExp(`SW4RM :${port} · 0 agents`));
   });
 
-  it('copies an agent environment that carries the bound port and a token', async function () {
-    await harness!.writeClipboard('nothing yet');
-    await harness!.runCommand('SW4RM: Copy Agent Environment');
-    const text = await harness!.waitForText((t) => t.includes('SW4RM_TOKEN'), 15_000, () => harness!.readClipboard());
-    const env = parseEnvironment(text);
+  it('copies an agent environment that carries the bound port, the proposed agent id and a token', async function () {
+    const env = await harness!.copyAgentEnvironment();
+    assert.equal(env.SW4RM_AGENT_ID, 'agent-1');
     const addresses = Object.entries(env).filter(([name]) => name.endsWith('_ADDR'));
     assert.equal(addresses.length, 15);
     for (const [name, value] of addresses) assert.equal(value, `127.0.0.1:${port}`, name);
-    assert.match(env.SW4RM_TOKEN, /^[A-Za-z0-9_-]{32,}$/);
+    assert.match(env.SW4RM_TOKEN, /^[A-Za-z0-9._-]{32,}$/);
   });
 
   it('shows a registering agent in the Agents view within seconds and removes it when it deregisters', async function () {
-    const env = await harness!.copyAgentEnvironment();
+    const env = await harness!.copyAgentEnvironment('e2e-agent-1');
     await harness!.openViewContainer('SW4RM');
 
     agent = startAgent(env, 'e2e-agent-1');

@@ -52,7 +52,7 @@ describe('approvals in a real editor (code-server + Chromium, an agent blocked o
       userSettings: { 'sw4rm.port': port, 'workbench.secondarySideBar.defaultVisibility': 'hidden' },
     });
     await harness.waitForText((text) => text.includes(`SW4RM :${port}`), 60_000, () => harness!.statusBarText());
-    const env = await harness.copyAgentEnvironment();
+    const env = await harness.copyAgentEnvironment(AGENT);
     clients = new CoordinatorClients(env.SW4RM_REGISTRY_ADDR, env.SW4RM_TOKEN);
     const registered = await clients.registerAgent(descriptorMessage(AGENT));
     assert.ok(registered.accepted, registered.reason);

@@ -114,7 +114,8 @@ describe('dead letters in a real editor (code-server + Chromium, real gRPC agent
     port = await freePort();
     harness = await CodeServerHarness.start({ vsixPath: VSIX, userSettings: { 'sw4rm.port': port, 'sw4rm.inboxCapacity': CAPACITY }, name: 'sw4rm-dlq-e2e' });
     await harness.waitForText((text) => text.includes(`SW4RM :${port}`), 60_000, () => harness!.statusBarText());
-    const env = await harness.copyAgentEnvironment();
+    // The terminals' enrolment credential: one credential for the producer and the consumer it registers.
+    const env = await harness.terminalEnvironment();
     agents = new WireAgents(env.SW4RM_ROUTER_ADDR, env.SW4RM_TOKEN);
     await harness.openViewContainer('SW4RM');
   });

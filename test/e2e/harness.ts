@@ -417,13 +417,56 @@ export class CodeServerHarness {
     return await this.page.locator('.monaco-workbench').first().innerText();
   }
 
-  /** Reads the browser clipboard, which is where vscode.env.clipboard writes in code-server. */
-  /** Runs "SW4RM: Copy Agent Environment" and answers the copied `export NAME=value` lines as name → value. */
-  async copyAgentEnvironment(): Promise<Record<string, string>> {
+  /**
+   * Runs "SW4RM: Copy Agent Environment", types `agentId` into its input box (or accepts the id it proposes) and
+   * answers the copied `export NAME=value` lines as name → value: the addresses, SW4RM_AGENT_ID and that agent's
+   * own SW4RM_TOKEN (none with auth `none`).
+   */
+  async copyAgentEnvironment(agentId?: string): Promise<Record<string, string>> {
     await this.writeClipboard('');
     await this.runCommand('SW4RM: Copy Agent Environment');
-    return parseEnvironment(await this.waitForText((t) => t.includes('SW4RM_TOKEN'), 15_000, () => this.readClipboard()));
+    await this.answerInputBox(agentId);
+    return parseEnvironment(await this.waitForText((t) => t.includes('SW4RM_AGENT_ID'), 15_000, () => this.readClipboard()));
   }
+
+  /**
+   * Answers an input box a command opened with a proposed value: types `value` over the proposal (or keeps it) and
+   * accepts it. Answers the value it proposed.
+   */
+  async answerInputBox(value?: string, timeoutMs = 15_000): Promise<string> {
+    const input = this.page.locator('.quick-input-widget .quick-input-box input');
+    const proposed = await poll(async () => {
+      if (!(await input.isVisible())) return false;
+      const current = await input.inputValue({ timeout: 1_000 });
+      return current === '' || current.startsWith('>') ? false : current;
+    }, { timeoutMs, description: 'an input box with a proposed value' });
+    if (value !== undefined) await input.fill(value);
+    await this.page.keyboard.press('Enter');
+    await poll(async () => !(await input.isVisible()), { timeoutMs, description: 'the input box to close' });
+    return proposed;
+  }
+
+  /**
+   * The SW4RM_* environment of a new integrated terminal (the enrolment credential: it may register several agents
+   * and act as the agents it enrolled), as name → value.
+   */
+  async terminalEnvironment(): Promise<Record<string, string>> {
+    const out = path.join(this.tempDir, `terminal-env-${Date.now()}.txt`);
+    await this.runCommand('Terminal: Create New Terminal');
+    const terminalInput = this.page.locator('.terminal-wrapper.active .xterm-helper-textarea, .terminal .xterm-helper-textarea').first();
+    await terminalInput.waitFor({ state: 'attached', timeout: 30_000 });
+    await terminalInput.focus();
+    // Written under another name first, so that the file is read only once complete.
+    await this.page.keyboard.type(`env | grep '^SW4RM_' | sed 's/^/export /' > '${out}.tmp' && mv '${out}.tmp' '${out}'`);
+    await this.page.keyboard.press('Enter');
+    const text = await poll(async () => (fs.existsSync(out) ? fs.readFileSync(out, 'utf8') : false),
+      { timeoutMs: 30_000, description: 'the terminal to write its environment' });
+    // The panel would take room from later screenshots.
+    await this.runCommand('View: Hide Panel');
+    return parseEnvironment(text);
+  }
+
+  /** Reads the browser clipboard, which is where vscode.env.clipboard writes in code-server. */
 
   async readClipboard(): Promise<string> {
     await this.page.bringToFront();

@@ -69,7 +69,8 @@ describe('a store that cannot commit (code-server + Chromium)', function () {
 
   it('stops serving, says why, and offers Restart Coordinator, which recovers from the store', async function () {
     await harness!.waitForText((t) => t.includes(`SW4RM :${port}`), 60_000, () => harness!.statusBarText());
-    const env = await harness!.copyAgentEnvironment();
+    // The terminals' enrolment credential: it registers every agent of this test.
+    const env = await harness!.terminalEnvironment();
     const address = env.SW4RM_REGISTRY_ADDR;
     assert.deepEqual(await register(address, env.SW4RM_TOKEN, 'e2e-kept'), { accepted: true });
 
@@ -83,7 +84,7 @@ describe('a store that cannot commit (code-server + Chromium)', function () {
 
     await harness!.page.locator('.notification-toast .monaco-button', { hasText: /^Restart Coordinator$/ }).first().click();
     await harness!.waitForText((t) => t.includes(`SW4RM :${port} · 1 agent`), 60_000, () => harness!.statusBarText());
-    const after = await harness!.copyAgentEnvironment();
+    const after = await harness!.terminalEnvironment();
     assert.deepEqual(await register(after.SW4RM_REGISTRY_ADDR, after.SW4RM_TOKEN, 'e2e-after'), { accepted: true },
       'after the restart it serves again, from the store: e2e-kept is there, e2e-poison is not');
     await harness!.waitForText((t) => t.includes(`SW4RM :${port} · 2 agents`), 30_000, () => harness!.statusBarText());

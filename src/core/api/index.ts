@@ -20,6 +20,8 @@ export { MESSAGE_TYPES } from '../router/envelope';
 export { DEFAULT_LANE_OPTIONS } from '../router/lanes';
 export { DEFAULT_ROUTER_OPTIONS, MAX_MESSAGE_RETENTION_HOURS, type RouterOptions } from '../router/router';
 export { formatEvent } from '../log/eventLog';
+/** The registry's rule for agent ids (and the rest of a descriptor): the editor checks an id it is about to mint for. */
+export { MAX_AGENT_ID_LENGTH, validateDescriptor } from '../registry/descriptor';
 export { StoreOpenError } from '../store/store';
 export { systemClock, type Clock } from '../clock';
 export type { Disposable, Event } from '../events';

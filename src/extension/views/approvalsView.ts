@@ -2,72 +2,27 @@ import * as vscode from 'vscode';
 import type { CoordinatorApi, Disposable, HitlInvocation } from '../../core/api';
 import { approvalRow, auditFileName, MAX_SETTLED_LISTED, orderForView, stateText } from '../approvalsModel';
 import { Commands, Views } from '../contributions';
+import { requireRunning } from '../notRunning';
 import { KeyedThrottle } from '../throttle';
+import { RecordListProvider, type RecordNode } from './recordList';
 
-export interface ApprovalNode {
-  readonly kind: 'approval';
-  readonly id: string;
-}
+export type ApprovalNode = RecordNode<'approval'>;
 
 /** HITL changes arrive in bursts (an invocation opened and decided by a rule at once); the view follows at most this often. */
 export const APPROVALS_REFRESH_MS = 100;
 
-/** The rows of the Approvals view: pending invocations first, then the settled ones (bounded). */
-class ApprovalsTreeProvider implements vscode.TreeDataProvider<ApprovalNode>, vscode.Disposable {
-  private readonly changed = new vscode.EventEmitter<ApprovalNode | undefined>();
-  readonly onDidChangeTreeData = this.changed.event;
-  private readonly nodes = new Map<string, ApprovalNode>();
-  private readonly invocations = new Map<string, HitlInvocation>();
-
-  constructor(private readonly source: () => CoordinatorApi | undefined) {}
-
-  refresh(): void {
-    this.changed.fire(undefined);
-  }
-
-  invocation(id: string): HitlInvocation | undefined {
-    return this.invocations.get(id);
-  }
-
-  async getChildren(node?: ApprovalNode): Promise<ApprovalNode[]> {
-    if (node) return [];
-    const api = this.source();
-    const listed = api ? await api.approvals({ limit: MAX_SETTLED_LISTED }).catch(() => []) : [];
-    const shown = api === this.source() ? orderForView(listed) : [];
-    this.invocations.clear();
-    for (const invocation of shown) this.invocations.set(invocation.id, invocation);
-    for (const id of [...this.nodes.keys()]) if (!this.invocations.has(id)) this.nodes.delete(id);
-    return shown.map((invocation) => this.node(invocation.id));
-  }
-
-  getParent(): ApprovalNode | undefined {
-    return undefined;
-  }
-
-  getTreeItem(node: ApprovalNode): vscode.TreeItem {
-    const invocation = this.invocations.get(node.id);
-    if (!invocation) return new vscode.TreeItem(`invocation ${node.id}`);
-    const row = approvalRow(invocation);
-    const item = new vscode.TreeItem(row.label, vscode.TreeItemCollapsibleState.None);
-    item.id = `approval:${invocation.id}`;
-    item.description = row.description;
-    item.iconPath = new vscode.ThemeIcon(row.icon, new vscode.ThemeColor(row.color));
-    item.contextValue = row.contextValue;
-    item.tooltip = row.tooltip;
-    item.accessibilityInformation = { label: row.accessibilityLabel };
-    item.command = { command: Commands.reviewApproval, title: 'Review', arguments: [node] };
-    return item;
-  }
-
-  dispose(): void {
-    this.changed.dispose();
-  }
-
-  private node(id: string): ApprovalNode {
-    let node = this.nodes.get(id);
-    if (!node) this.nodes.set(id, (node = { kind: 'approval', id }));
-    return node;
-  }
+/** A row of the Approvals view: the reason, requester, state; a click opens its review panel. */
+function approvalItem(invocation: HitlInvocation, node: ApprovalNode): vscode.TreeItem {
+  const row = approvalRow(invocation);
+  const item = new vscode.TreeItem(row.label, vscode.TreeItemCollapsibleState.None);
+  item.id = `approval:${invocation.id}`;
+  item.description = row.description;
+  item.iconPath = new vscode.ThemeIcon(row.icon, new vscode.ThemeColor(row.color));
+  item.contextValue = row.contextValue;
+  item.tooltip = row.tooltip;
+  item.accessibilityInformation = { label: row.accessibilityLabel };
+  item.command = { command: Commands.reviewApproval, title: 'Review', arguments: [node] };
+  return item;
 }
 
 /**
@@ -78,7 +33,9 @@ class ApprovalsTreeProvider implements vscode.TreeDataProvider<ApprovalNode>, vs
 export class ApprovalsView implements vscode.Disposable {
   private api: CoordinatorApi | undefined;
   private subscription: Disposable | undefined;
-  private readonly provider = new ApprovalsTreeProvider(() => this.api);
+  /** The rows: pending invocations first, then the settled ones (bounded). */
+  private readonly provider = new RecordListProvider('approval', () => this.api,
+    async (api: CoordinatorApi) => orderForView(await api.approvals({ limit: MAX_SETTLED_LISTED })), (invocation) => invocation.id, approvalItem);
   private readonly view: vscode.TreeView<ApprovalNode>;
   private readonly throttle = new KeyedThrottle<'approvals'>(APPROVALS_REFRESH_MS, () => void this.update());
   private readonly countChanged = new vscode.EventEmitter<number>();
@@ -121,7 +78,7 @@ export class ApprovalsView implements vscode.Disposable {
 
   /** Opens the panel of the clicked invocation, or of one picked from a list. */
   async open(node?: ApprovalNode): Promise<void> {
-    const api = await this.requireApi();
+    const api = await requireRunning(this.api);
     if (!api) return;
     const id = node?.id ?? (await this.pick(api, 'Review an approval request', false))?.id;
     if (id) this.review(id);
@@ -129,7 +86,7 @@ export class ApprovalsView implements vscode.Disposable {
 
   /** Withdraws a pending invocation after asking why; the requester is answered `deny`. */
   async cancel(node?: ApprovalNode): Promise<void> {
-    const api = await this.requireApi();
+    const api = await requireRunning(this.api);
     if (!api) return;
     const invocation = node ? await api.approval(node.id) : await this.pick(api, 'Cancel a pending approval request', true);
     if (!invocation) return;
@@ -155,7 +112,7 @@ export class ApprovalsView implements vscode.Disposable {
 
   /** Writes the audit trail (every invocation, decision and audit record) to a JSON file the user picks. */
   async exportAudit(): Promise<void> {
-    const api = await this.requireApi();
+    const api = await requireRunning(this.api);
     if (!api) return;
     const folder = vscode.workspace.workspaceFolders?.[0]?.uri;
     const target = await vscode.window.showSaveDialog({
@@ -213,12 +170,5 @@ export class ApprovalsView implements vscode.Disposable {
       return { label: row.label, description: row.description, invocation };
     }), { title, matchOnDescription: true });
     return picked?.invocation;
-  }
-
-  private async requireApi(): Promise<CoordinatorApi | undefined> {
-    if (this.api) return this.api;
-    const choice = await vscode.window.showErrorMessage('The SW4RM coordinator is not running.', 'Start Coordinator');
-    if (choice) await vscode.commands.executeCommand(Commands.start);
-    return undefined;
   }
 }

@@ -1,10 +1,11 @@
 import * as vscode from 'vscode';
 import type { CoordinatorApi, DeadLetter, Disposable, RequeueResult } from '../../core/api';
-import { Commands, ContextKeys, Views } from '../contributions';
+import { ContextKeys, Views } from '../contributions';
 import {
   NO_FILTER, TIME_RANGES, coreFilter, describeFilter, exportFileName, isFiltered, matches, valueCounts,
   type DeadLetterViewFilter, type TimeRange,
 } from '../deadLetterFilter';
+import { requireRunning } from '../notRunning';
 import { KeyedThrottle } from '../throttle';
 
 /** What became of one requeue: the coordinator's answer, or why it could not be asked (it stopped). */
@@ -130,7 +131,7 @@ export class DeadLettersView implements vscode.Disposable {
 
   /** Requeues the clicked entry, the selected entries, or entries picked from a list. */
   async requeue(node?: DeadLetterNode, selected?: readonly DeadLetterNode[]): Promise<void> {
-    const api = await this.requireApi();
+    const api = await requireRunning(this.api);
     if (!api) return;
     let nodes: readonly DeadLetterNode[];
     if (node && selected?.some((n) => n.id === node.id)) nodes = selected;
@@ -167,7 +168,7 @@ export class DeadLettersView implements vscode.Disposable {
 
   /** Writes the diagnostic bundle of the entries matching the filter to a file the user picks. */
   async exportBundle(): Promise<void> {
-    const api = await this.requireApi();
+    const api = await requireRunning(this.api);
     if (!api) return;
     const now = Date.now();
     const folder = vscode.workspace.workspaceFolders?.[0]?.uri;
@@ -188,7 +189,7 @@ export class DeadLettersView implements vscode.Disposable {
 
   /** Asks for error code, producer, recipient, time range and whether to show requeued entries. */
   async pickFilter(): Promise<void> {
-    const api = await this.requireApi();
+    const api = await requireRunning(this.api);
     if (!api) return;
     const now = Date.now();
     const all = await api.deadLetters({ includeRequeued: true, limit: MAX_EXPORTED });
@@ -285,13 +286,6 @@ export class DeadLettersView implements vscode.Disposable {
       return { label: String(item.label), description: String(item.description), letter };
     }), { title: 'Requeue Dead Letters', placeHolder: 'Pick the dead letters to send again', canPickMany: true, matchOnDescription: true });
     return picked?.map((p) => p.letter) ?? [];
-  }
-
-  private async requireApi(): Promise<CoordinatorApi | undefined> {
-    if (this.api) return this.api;
-    const choice = await vscode.window.showErrorMessage('The SW4RM coordinator is not running.', 'Start Coordinator');
-    if (choice) await vscode.commands.executeCommand(Commands.start);
-    return undefined;
   }
 }
 

@@ -1,0 +1,145 @@
+import { strict as assert } from 'node:assert';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import * as grpc from '@grpc/grpc-js';
+import type { Locator } from 'playwright-core';
+import { CoordinatorClients, expectStatus } from '../support/clients';
+import { descriptorMessage } from '../support/fixtures';
+import { CodeServerHarness, ROOT, freePort, parseEnvironment, poll } from './harness';
+
+const VSIX = path.join(ROOT, 'dist', 'sw4rm-coordinator.vsix');
+const AGENT = 'e2e-cred-agent';
+
+/** The operator token the coordinator keeps in its data folder (the window's workspace storage). */
+function operatorToken(userDataDir: string): string | undefined {
+  const files = fs.readdirSync(userDataDir, { recursive: true }).map(String).filter((file) => path.basename(file) === 'token');
+  return files.length === 1 ? fs.readFileSync(path.join(userDataDir, files[0]), 'utf8').trim() : undefined;
+}
+
+describe('credentials in a real editor (code-server + Chromium, a real gRPC agent)', function () {
+  let harness: CodeServerHarness | undefined;
+  let clients: CoordinatorClients | undefined;
+  let port: number;
+  let env: Record<string, string>;
+
+  const pane = (title: string): Locator =>
+    harness!.page.locator('.pane').filter({ has: harness!.page.locator('.pane-header', { hasText: title }) });
+  const row = (): Locator => pane('Credentials').locator('.monaco-list-row', { hasText: AGENT }).first();
+
+  before(async function () {
+    assert.ok(fs.existsSync(VSIX), `${VSIX} is missing: npm run package builds it`);
+    port = await freePort();
+    harness = await CodeServerHarness.start({
+      vsixPath: VSIX, name: 'sw4rm-credentials-e2e', viewport: { width: 1400, height: 800 },
+      userSettings: { 'sw4rm.port': port, 'workbench.secondarySideBar.defaultVisibility': 'hidden' },
+    });
+    await harness.waitForText((text) => text.includes(`SW4RM :${port}`), 60_000, () => harness!.statusBarText());
+  });
+
+  after(async function () {
+    clients?.close();
+    if (harness && this.currentTest?.state === 'failed') await harness.screenshot('credentials-failure').catch(() => undefined);
+    await harness?.dispose();
+  });
+
+  it('copies the environment of the agent typed in the input box, with that agent\'s own credential', async function () {
+    await harness!.writeClipboard('');
+    await harness!.runCommand('SW4RM: Copy Agent Environment');
+    const proposed = await harness!.answerInputBox(AGENT);
+    assert.equal(proposed, 'agent-1', 'it proposes the next free agent-N');
+    env = parseEnvironment(await harness!.waitForText((t) => t.includes('SW4RM_AGENT_ID'), 15_000, () => harness!.readClipboard()));
+    assert.equal(env.SW4RM_AGENT_ID, AGENT);
+    assert.equal(env.SW4RM_REGISTRY_ADDR, `127.0.0.1:${port}`);
+    assert.equal(Object.keys(env).filter((name) => name.endsWith('_ADDR')).length, 15);
+    assert.match(env.SW4RM_TOKEN, /^\S{32,}$/);
+    const operator = operatorToken(harness!.userDataDir);
+    assert.ok(operator, 'the operator token file of the data folder');
+    assert.notEqual(env.SW4RM_TOKEN, operator, 'never the operator token');
+    await harness!.waitForText((t) => t.includes(`environment for agent ${AGENT}`), 15_000);
+  });
+
+  it('registers the agent over gRPC with that credential, which acts only as that agent', async function () {
+    clients = new CoordinatorClients(env.SW4RM_REGISTRY_ADDR, env.SW4RM_TOKEN);
+    const registered = await clients.registerAgent(descriptorMessage(AGENT));
+    assert.ok(registered.accepted, registered.reason);
+    const other = await clients.registerAgent(descriptorMessage('e2e-someone-else')).then(
+      (response) => `answered accepted=${response.accepted}`, (err: grpc.ServiceError) => grpc.status[err.code]);
+    assert.notEqual(other, 'answered accepted=true', 'an agent credential cannot register another agent');
+    await harness!.waitForText((t) => t.includes(`SW4RM :${port} · 1 agent`), 15_000, () => harness!.statusBarText());
+  });
+
+  it('lists the credential in the Credentials view, and revoking it there refuses its calls UNAUTHENTICATED', async function () {
+    await harness!.openViewContainer('SW4RM');
+    // Room for the Credentials view: the empty Approvals and Dead Letters views are collapsed.
+    for (const title of ['Approvals', 'Dead Letters']) {
+      const header = pane(title).locator('.pane-header').first();
+      if ((await header.getAttribute('aria-expanded')) === 'true') await header.click();
+    }
+    const shown = await harness!.waitForText((t) => t.includes(AGENT), 15_000, () => harness!.viewText('Credentials'));
+    assert.match(shown, /enrolment/, 'the terminals\' enrolment credential is listed too');
+    await harness!.waitForText((t) => /agent · used \d/.test(t), 15_000, () => row().innerText());
+    assert.equal(await row().getAttribute('aria-label').then((label) => label?.includes(`copied for agent ${AGENT}`)), true);
+
+    // A wider side bar, so that the screenshot shows the rows whole.
+    const sideBar = await harness!.page.locator('.part.sidebar').boundingBox();
+    assert.ok(sideBar);
+    await harness!.page.mouse.move(sideBar.x + sideBar.width + 1, sideBar.y + sideBar.height / 2);
+    await harness!.page.mouse.down();
+    await harness!.page.mouse.move(sideBar.x + 640, sideBar.y + sideBar.height / 2, { steps: 8 });
+    await harness!.page.mouse.up();
+    await row().hover();
+    await harness!.page.waitForTimeout(800); // the sash's highlight fades
+    await harness!.screenshot('credentials-view');
+
+    await row().locator('.action-label[aria-label="Revoke Credential"]').click();
+    const dialog = harness!.page.locator('.monaco-dialog-box');
+    await dialog.waitFor({ state: 'visible', timeout: 15_000 });
+    assert.match(await dialog.innerText(), new RegExp(`Revoke the agent credential of ${AGENT}\\?`));
+    await dialog.locator('.monaco-button', { hasText: /^Revoke$/ }).click();
+
+    await harness!.waitForText((t) => /revoked \d/.test(t), 15_000, () => row().innerText());
+    await poll(async () => !(await row().locator('.action-label[aria-label="Revoke Credential"]').isVisible()),
+      { timeoutMs: 5_000, description: 'Revoke to be gone from the revoked row' });
+    await expectStatus(clients!.heartbeat(AGENT), grpc.status.UNAUTHENTICATED);
+  });
+
+  it('mints a credential and shows its token once, in a dialog with Copy', async function () {
+    await harness!.writeClipboard('');
+    await harness!.runCommand('SW4RM: Mint Agent Credential…');
+    assert.equal(await harness!.answerInputBox('e2e-minted'), 'agent-1');
+    const dialog = harness!.page.locator('.monaco-dialog-box');
+    await dialog.waitFor({ state: 'visible', timeout: 15_000 });
+    const text = await dialog.innerText();
+    assert.match(text, /Credential for agent e2e-minted/);
+    const token = /SW4RM_TOKEN=(\S+)/.exec(text)?.[1];
+    assert.ok(token, text);
+    await dialog.locator('.monaco-button', { hasText: /^Copy$/ }).click();
+    assert.equal(await harness!.waitForText((t) => t.length > 0, 15_000, () => harness!.readClipboard()), token);
+    await harness!.waitForText((t) => t.includes('e2e-minted'), 15_000, () => harness!.viewText('Credentials'));
+  });
+});
+
+describe('auth none in a real editor (code-server + Chromium)', function () {
+  let harness: CodeServerHarness | undefined;
+  let port: number;
+
+  before(async function () {
+    port = await freePort();
+    harness = await CodeServerHarness.start({
+      vsixPath: VSIX, name: 'sw4rm-auth-none-e2e', userSettings: { 'sw4rm.port': port, 'sw4rm.auth': 'none' },
+    });
+  });
+
+  after(async function () {
+    if (harness && this.currentTest?.state === 'failed') await harness.screenshot('auth-none-failure').catch(() => undefined);
+    await harness?.dispose();
+  });
+
+  it('says so in the status bar, and copies an agent id without a token', async function () {
+    await harness!.waitForText((t) => t.includes(`SW4RM :${port} · auth none · 0 agents`), 60_000, () => harness!.statusBarText());
+    const env = await harness!.copyAgentEnvironment();
+    assert.equal(env.SW4RM_AGENT_ID, 'agent-1');
+    assert.equal(env.SW4RM_REGISTRY_ADDR, `127.0.0.1:${port}`);
+    assert.ok(!('SW4RM_TOKEN' in env), 'no token with auth none');
+  });
+});
