@@ -9,14 +9,17 @@ export type AuthMode = 'token' | 'none';
 const UNAUTHENTICATED_PREFIXES = ['/grpc.health.v1.Health/'];
 
 /**
- * Who each authenticated call is, keyed by the call's own Metadata object: the interceptor sets it and hands that
- * object on to the handler (`call.metadata`), so nothing a client sends can set or change it.
+ * Who each authenticated call is, kept on the call's own Metadata object under a symbol: the interceptor sets it
+ * and hands that object on to the handler (`call.metadata`); nothing a client sends can create a symbol key, so
+ * nothing it sends can set or change it. (A property, not a WeakMap: a WeakMap entry per call costs the garbage
+ * collector more than the call's other work on the hot path.)
  */
-const principals = new WeakMap<grpc.Metadata, Principal>();
+const PRINCIPAL = Symbol('sw4rm.principal');
+type WithPrincipal = grpc.Metadata & { [PRINCIPAL]?: Principal };
 
 /** The principal the auth interceptor resolved for this call; undefined with auth `none` (callers are who they say). */
 export function principalOf(call: { readonly metadata: grpc.Metadata }): Principal | undefined {
-  return principals.get(call.metadata);
+  return (call.metadata as WithPrincipal)[PRINCIPAL];
 }
 
 export interface Authentication {
@@ -46,7 +49,7 @@ export function authInterceptor(mode: AuthMode, auth: Authentication): grpc.Serv
           call.sendStatus({ code: grpc.status.UNAUTHENTICATED, details: principal, metadata: new grpc.Metadata() });
           return;
         }
-        principals.set(metadata, principal);
+        (metadata as WithPrincipal)[PRINCIPAL] = principal;
         next(metadata);
       })
       .build();
