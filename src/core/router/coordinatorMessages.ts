@@ -9,6 +9,41 @@ import type { RouterCore } from './routerCore';
 /** The coordinator's own address and producer id. */
 export const COORDINATOR_ID = 'coordinator';
 
+/** One join or leave: the agent it is about and its notice payload as JSON. */
+interface NoticeChange {
+  readonly agentId: string;
+  readonly json: string;
+}
+
+/** A NOTIFICATION listing several changes stays well under the 32 KB NOTIFICATION payload limit. */
+export const MAX_NOTICE_BYTES = 16 * 1024;
+
+/**
+ * The NOTIFICATION payloads for `changes`, in order. A single change is today's notice,
+ * `{"event": "agent.joined" | "agent.left", "agent_id": …, …}`; several are one
+ * `{"event": "agents.changed", "changes": [<such a notice>, …]}`, split so that each payload stays under
+ * MAX_NOTICE_BYTES (a change too big to share one goes alone).
+ */
+export function noticePayloads(changes: readonly NoticeChange[]): Uint8Array[] {
+  const payloads: Uint8Array[] = [];
+  let group: string[] = [];
+  let size = 0;
+  const close = (): void => {
+    if (group.length === 1) payloads.push(Buffer.from(group[0]));
+    else if (group.length > 1) payloads.push(Buffer.from(`{"event":"agents.changed","changes":[${group.join(',')}]}`));
+    group = [];
+    size = 0;
+  };
+  for (const change of changes) {
+    const bytes = Buffer.byteLength(change.json);
+    if (group.length > 0 && size + bytes + 64 > MAX_NOTICE_BYTES) close();
+    group.push(change.json);
+    size += bytes + 1;
+  }
+  close();
+  return payloads;
+}
+
 /**
  * Envelopes the coordinator itself sends. NACKs of accepted messages and replies are persisted and leased like
  * any message, so they reach the producer across a restart. Heartbeats, join/leave notices and admission NACKs
@@ -18,6 +53,9 @@ export class CoordinatorMessages {
   /** Recent live-only envelopes (id → recipient), so that agents may acknowledge them. */
   private readonly ephemeral = new Map<string, string>();
   private heartbeatTimer: Disposable | undefined;
+  /** Join/leave changes not yet sent, in the order they happened, and whether their sending is scheduled. */
+  private pendingNotices: NoticeChange[] = [];
+  private noticesScheduled = false;
 
   constructor(private readonly core: RouterCore) {}
 
@@ -60,20 +98,29 @@ export class CoordinatorMessages {
   /** Live-only envelopes (heartbeats, join/leave notices, admission NACKs): written to an open stream, not stored. */
   sendEphemeral(inbox: Inbox, messageType: 'HEARTBEAT' | 'NOTIFICATION' | 'ACKNOWLEDGEMENT', correlationId: string, payload: Record<string, unknown>): void {
     if (!inbox.sink) return;
+    this.writeEphemeral(inbox, this.envelope(messageType, correlationId, payload));
+  }
+
+  /** Writes a live-only envelope to the inbox's open stream, with the next seq, once the store has committed. */
+  private writeEphemeral(inbox: Inbox, envelope: Envelope): void {
+    const sink = inbox.sink;
+    if (!sink) return;
     const core = this.core;
-    const envelope = this.envelope(messageType, correlationId, payload);
     const seq = ++inbox.lastSeq;
     core.repo.recordDelivery(inbox.agentId, seq, envelope.messageId, core.clock.now());
     core.delivery.pruneDeliveriesIfDue(inbox, seq);
     this.ephemeral.set(envelope.messageId, inbox.agentId);
     if (this.ephemeral.size > 10_000) this.ephemeral.delete(this.ephemeral.keys().next().value!);
     // Through the commit queue too, so that seqs reach the stream in order.
-    const sink = inbox.sink;
     core.store.afterCommit(() => sink.deliver(seq, envelope));
   }
 
   envelope(messageType: string, correlationId: string, payload: Record<string, unknown>): Envelope {
-    const bytes = Buffer.from(JSON.stringify(payload));
+    return this.envelopeOf(messageType, correlationId, Buffer.from(JSON.stringify(payload)));
+  }
+
+  /** An envelope from the coordinator around `bytes`, which it may share with other envelopes (nobody writes to them). */
+  private envelopeOf(messageType: string, correlationId: string, bytes: Uint8Array): Envelope {
     const { ids, clock } = this.core;
     return {
       messageId: ids.uuid(), idempotencyToken: '', producerId: COORDINATOR_ID, correlationId: correlationId || ids.uuid(),
@@ -82,11 +129,43 @@ export class CoordinatorMessages {
     };
   }
 
-  /** A join or leave notice to every other streaming agent. */
+  /**
+   * A join or leave notice to every other streaming agent (RFC §14). Notices are coalesced: the changes made
+   * before the store's next commit (with group commit, one event-loop turn or commit window; without it, each
+   * change at once) go out together after that commit, as one NOTIFICATION per streaming agent, in the order
+   * they happened, without the agent's own changes (see `noticePayloads`). Agents that are not streaming then
+   * get nothing, as live-only envelopes go only to open streams; a leaving agent's stream is already closed.
+   */
   broadcast(event: 'agent.joined' | 'agent.left', agentId: string, details: Record<string, unknown>): void {
-    for (const inbox of this.core.inboxes.values()) {
-      if (inbox.agentId !== agentId && inbox.sink) this.sendEphemeral(inbox, 'NOTIFICATION', this.core.ids.uuid(), { event, agent_id: agentId, ...details });
-    }
+    if (this.core.disposed) return;
+    this.pendingNotices.push({ agentId, json: JSON.stringify({ event, agent_id: agentId, ...details }) });
+    if (this.noticesScheduled) return;
+    this.noticesScheduled = true;
+    // After the commit that made the changes durable (at once when nothing is open).
+    this.core.store.afterCommit(() => this.core.safely(() => this.flushNotices()));
+  }
+
+  /** Sends the pending join/leave notices: the payload bytes are built once per distinct list and shared. */
+  private flushNotices(): void {
+    this.noticesScheduled = false;
+    const changes = this.pendingNotices;
+    this.pendingNotices = [];
+    const core = this.core;
+    if (core.disposed) return;
+    const recipients = [...core.inboxes.values()].filter((inbox) => inbox.sink);
+    if (recipients.length === 0) return;
+    const changed = new Set(changes.map((change) => change.agentId));
+    let shared: Uint8Array[] | undefined;
+    const correlationId = core.ids.uuid();
+    core.store.transaction(() => {
+      for (const inbox of recipients) {
+        // An agent is never told about itself; the others share one list.
+        const payloads = changed.has(inbox.agentId)
+          ? noticePayloads(changes.filter((change) => change.agentId !== inbox.agentId))
+          : (shared ??= noticePayloads(changes));
+        for (const bytes of payloads) this.writeEphemeral(inbox, this.envelopeOf('NOTIFICATION', correlationId, bytes));
+      }
+    });
   }
 
   /** RFC §14: a HEARTBEAT to every streaming agent each `heartbeatIntervalMs`, until disposed. */
