@@ -3,6 +3,10 @@ import * as path from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { Emitter, type Event } from '../events';
 import { schemaVersions, type SchemaStep } from './schema';
+import {
+  checkFilesAgainstMarker, diagnoseOpenFailure, missingDataError, notWritable, readMarker, readOnlyError, syncWal, writeMarker,
+  type StoreMarker,
+} from './storeState';
 import { StoreFailedError, StoreOpenError, type CommitParticipant, type Store } from './store';
 
 export const STORE_FILE_NAME = 'coordinator.db';
@@ -11,6 +15,13 @@ const DEFAULT_LOCK_WAIT_MS = 5000;
 const GROUP_COMMIT_WINDOW_MS = 1;
 const SQLITE_BUSY = 5;
 const SQLITE_LOCKED = 6;
+/** How often, at most, the marker's epoch follows the commits (one small commit, a log sync and a rename). */
+const DEFAULT_MARK_INTERVAL_MS = 1000;
+/**
+ * The engine's own table (no area's): always empty, its AUTOINCREMENT counter in sqlite_sequence is the epoch
+ * that the marker beside the store (storeState.ts) is compared with.
+ */
+const EPOCH_TABLE = 'sw4rm_store_epoch';
 
 export interface SqliteStoreOptions {
   /** Every area's schema steps, in the order the composition root fixed (see schema.ts). */
@@ -19,6 +30,8 @@ export interface SqliteStoreOptions {
   readonly lockWaitMs?: number;
   /** Share one transaction among the writes of one event-loop turn (the running coordinator). */
   readonly groupCommit?: boolean;
+  /** How often, at most, the marker records a newer epoch while commits happen (default 1 s; tests use 0). */
+  readonly markIntervalMs?: number;
 }
 
 /**
@@ -38,12 +51,16 @@ export class SqliteStore implements Store {
   private failure: StoreFailedError | undefined;
   private readonly failed = new Emitter<StoreFailedError>();
   readonly onDidFail: Event<StoreFailedError> = this.failed.event;
+  /** The next marker update, pending while commits since the last one are not yet covered by it. */
+  private markTimer: NodeJS.Timeout | undefined;
 
   private constructor(
     private readonly db: DatabaseSync,
     readonly location: string,
     readonly schemaVersion: number,
     private readonly groupCommit: boolean,
+    private epoch: number,
+    private readonly markIntervalMs: number,
   ) {}
 
   /** The open connection, for the areas' repositories (they prepare their statements on it). */
@@ -64,23 +81,32 @@ export class SqliteStore implements Store {
   static open(dataDir: string, options: SqliteStoreOptions): SqliteStore {
     const versions = schemaVersions(options.schema);
     const location = path.join(dataDir, STORE_FILE_NAME);
+    const latest = versions.length ? versions[versions.length - 1].version : 0;
+    const fresh = !fs.existsSync(location);
+    const failure = (err: unknown, doing: string): StoreOpenError | undefined =>
+      diagnoseOpenFailure(err, dataDir, location, fresh ? 'created' : doing);
+    const blocked = notWritable(dataDir, location);
+    if (blocked) throw readOnlyError(dataDir, location, blocked);
+    const walNote = SqliteStore.checkMarker(location);
     let db: DatabaseSync;
     try {
       fs.mkdirSync(dataDir, { recursive: true });
       db = new DatabaseSync(location);
     } catch (err) {
-      throw new StoreOpenError(location, 'unreadable',
+      throw failure(err, 'opened') ?? new StoreOpenError(location, 'unreadable',
         `Cannot open the SW4RM store ${location}: ${(err as Error).message}. Check that the data folder ${dataDir} is a writable folder.`);
     }
     try {
       SqliteStore.lock(db, location, options.lockWaitMs ?? DEFAULT_LOCK_WAIT_MS);
-      const version = SqliteStore.checkIntegrity(db, location);
-      const latest = versions.length ? versions[versions.length - 1].version : 0;
+      const version = SqliteStore.checkIntegrity(db, dataDir, location);
       if (version > latest) {
         throw new StoreOpenError(location, 'newer-schema',
           `The SW4RM store ${location} has schema version ${version}, but this coordinator knows versions up to ${latest}. ` +
           'It was written by a newer version: update the extension, or point the coordinator at another data folder. The file was not changed.');
       }
+      // After the lock: a previous owner that was closing has finished, so the marker is its last word.
+      const marker = readMarker(location);
+      if (marker) SqliteStore.checkEpoch(db, location, marker, walNote);
       db.exec('PRAGMA journal_mode = WAL');
       // NORMAL in WAL mode: a commit survives a crash of the process (kill -9); only a power loss may take back
       // the last commits. Checkpoints (which sync, and stall the event loop for their duration) run every ~4 MB of
@@ -100,17 +126,85 @@ export class SqliteStore implements Store {
           db.exec(`PRAGMA user_version = ${pending.version}`);
           db.exec('COMMIT');
         } catch (err) {
-          db.exec('ROLLBACK');
+          try { db.exec('ROLLBACK'); } catch { /* SQLite already rolled it back (a full disk does) */ }
           const step = current ? ` (${current.description}) of the ${current.area} area` : '';
-          throw new StoreOpenError(location, 'unreadable',
+          throw failure(err, `migrated to schema version ${pending.version}`) ?? new StoreOpenError(location, 'unreadable',
             `Migrating the SW4RM store ${location} to schema version ${pending.version}${step} failed: ${(err as Error).message}. The file was left at version ${version}.`);
         }
       }
-      return new SqliteStore(db, location, Math.max(version, latest), options.groupCommit ?? false);
+      const schemaVersion = Math.max(version, latest);
+      // Commit a new epoch before saying "open": from here until a clean close, the log holds at least this
+      // commit, so an unclean stop always leaves a non-empty log behind.
+      db.exec('BEGIN IMMEDIATE');
+      let epoch: number;
+      try {
+        db.exec(`CREATE TABLE IF NOT EXISTS ${EPOCH_TABLE} (epoch INTEGER PRIMARY KEY AUTOINCREMENT)`);
+        epoch = SqliteStore.nextEpoch(db);
+        db.exec('COMMIT');
+      } catch (err) {
+        try { db.exec('ROLLBACK'); } catch { /* SQLite already rolled it back */ }
+        throw err;
+      }
+      syncWal(location);
+      writeMarker(location, { state: 'open', schemaVersion, epoch });
+      return new SqliteStore(db, location, schemaVersion, options.groupCommit ?? false, epoch,
+        options.markIntervalMs ?? DEFAULT_MARK_INTERVAL_MS);
     } catch (err) {
       db.close();
-      throw err;
+      if (err instanceof StoreOpenError) throw err;
+      throw failure(err, 'opened') ?? new StoreOpenError(location, 'unreadable',
+        `Cannot open the SW4RM store ${location}: ${(err as Error).message}. The coordinator did not start on it.`);
     }
+  }
+
+  /**
+   * Before SQLite touches the files (it would recreate a missing file or drop a log it cannot use): refuses when
+   * the marker says a store was here and the files show that committed data is gone. Answers what looks wrong
+   * with the write-ahead log but may not have lost anything (a tool that opened the store after a crash folds
+   * the log into the file and removes it): the epoch decides that once the file is open.
+   */
+  private static checkMarker(location: string): string | undefined {
+    const marker = readMarker(location);
+    if (!marker) return undefined; // a store from before markers, or none yet: nothing is known
+    const check = checkFilesAgainstMarker(location, marker);
+    if (!check) return undefined;
+    // A previous owner closing right now writes "clean" before it removes its log: read the marker again.
+    const again = readMarker(location);
+    const recheck = again && checkFilesAgainstMarker(location, again);
+    if (!recheck) return undefined;
+    if (recheck.certain) throw missingDataError(location, recheck.problem);
+    return recheck.problem;
+  }
+
+  /** Refuses a database whose epoch is behind the marker's: commits made before the marker was written are gone. */
+  private static checkEpoch(db: DatabaseSync, location: string, marker: StoreMarker, walNote: string | undefined): void {
+    const table = db.prepare(`SELECT 1 AS found FROM sqlite_master WHERE type = 'table' AND name = '${EPOCH_TABLE}'`).get();
+    const epoch = table ? SqliteStore.currentEpoch(db) : 0;
+    if (table && epoch >= marker.epoch) return;
+    // Closing this connection folds a log it could read into the file (SQLite does that on every close).
+    const folded = (() => {
+      try {
+        return fs.statSync(`${location}-wal`).size > 0;
+      } catch {
+        return false;
+      }
+    })();
+    if (walNote) throw missingDataError(location, `${walNote}, and the file alone lacks commits the store had made (epoch ${epoch} of ${marker.epoch})`, folded);
+    if (!table) throw missingDataError(location, `the file is not the store that was here (it has no record of the ${marker.epoch} epochs the store had committed)`, folded);
+    throw missingDataError(location, `it holds the store as of epoch ${epoch}, but epoch ${marker.epoch} was committed (at or before ${marker.writtenAt}); ` +
+      `${marker.state === 'open' ? 'the previous run stopped without closing, and the end of its write-ahead log is gone or damaged' : 'the file is older than the store that was closed here'}`, folded);
+  }
+
+  private static currentEpoch(db: DatabaseSync): number {
+    const row = db.prepare(`SELECT seq FROM sqlite_sequence WHERE name = '${EPOCH_TABLE}'`).get() as { seq: number } | undefined;
+    return row ? Number(row.seq) : 0;
+  }
+
+  /** Inside an open transaction: advances the epoch (the table stays empty; sqlite_sequence keeps the counter). */
+  private static nextEpoch(db: DatabaseSync): number {
+    const { lastInsertRowid } = db.prepare(`INSERT INTO ${EPOCH_TABLE} DEFAULT VALUES`).run();
+    db.exec(`DELETE FROM ${EPOCH_TABLE}`);
+    return Number(lastInsertRowid);
   }
 
   /** Takes the file's lock for the lifetime of the connection (SQLite EXCLUSIVE locking mode). */
@@ -131,7 +225,7 @@ export class SqliteStore implements Store {
     }
   }
 
-  private static checkIntegrity(db: DatabaseSync, location: string): number {
+  private static checkIntegrity(db: DatabaseSync, dataDir: string, location: string): number {
     const corrupt = (detail: string) => new StoreOpenError(location, 'corrupt',
       `The SW4RM store ${location} is damaged (${detail}). The coordinator will not start on it and has not changed it. ` +
       `Move the file aside (for example rename it to ${path.basename(location)}.corrupt, keeping it for diagnosis) and start again to create a new store, ` +
@@ -144,7 +238,8 @@ export class SqliteStore implements Store {
       return row.user_version;
     } catch (err) {
       if (err instanceof StoreOpenError) throw err;
-      throw corrupt((err as Error).message);
+      // A folder it may not write, or a full disk, reads as "disk I/O error": never call a healthy store damaged.
+      throw diagnoseOpenFailure(err, dataDir, location, 'opened') ?? corrupt((err as Error).message);
     }
   }
 
@@ -179,6 +274,7 @@ export class SqliteStore implements Store {
       const maintained = this.maintain();
       this.db.exec('COMMIT');
       this.depth--;
+      this.scheduleMark();
       maintained();
       this.runAfterCommit();
       return result;
@@ -226,6 +322,7 @@ export class SqliteStore implements Store {
       maintained = this.maintain();
       this.db.exec('COMMIT');
       this.lastCommitAt = performance.now();
+      this.scheduleMark();
     } catch (err) {
       try { this.db.exec('ROLLBACK'); } catch { /* the transaction is already gone */ }
       this.afterCommitQueue = [];
@@ -279,6 +376,44 @@ export class SqliteStore implements Store {
     }
   }
 
+  /** After a commit: the marker follows within markIntervalMs (a healthy run stays at most that far behind). */
+  private scheduleMark(): void {
+    if (this.markTimer) return;
+    this.markTimer = setTimeout(() => this.mark(), this.markIntervalMs);
+    this.markTimer.unref?.();
+  }
+
+  /**
+   * Commits a new epoch, syncs the log, and only then records the epoch in the marker: after any crash or power
+   * loss, the marker's epoch is at most the database's.
+   */
+  private mark(): void {
+    this.markTimer = undefined;
+    if (!this.db.isOpen || this.failure) return;
+    if (this.batchOpen || this.depth > 0) {
+      this.markTimer = setTimeout(() => this.mark(), GROUP_COMMIT_WINDOW_MS);
+      this.markTimer.unref?.();
+      return;
+    }
+    try {
+      this.db.exec('BEGIN IMMEDIATE');
+      let epoch: number;
+      try {
+        epoch = SqliteStore.nextEpoch(this.db);
+        this.db.exec('COMMIT');
+      } catch (err) {
+        this.db.exec('ROLLBACK');
+        throw err;
+      }
+      this.epoch = epoch;
+      syncWal(this.location);
+      writeMarker(this.location, { state: 'open', schemaVersion: this.schemaVersion, epoch });
+    } catch (err) {
+      // The marker stays at an older epoch (never ahead of the database); it is tried again with a later commit.
+      console.error('[sw4rm] updating the store marker failed; it is retried with a later commit:', err);
+    }
+  }
+
   close(): void {
     if (!this.db.isOpen) return;
     this.commitBatch();
@@ -292,6 +427,18 @@ export class SqliteStore implements Store {
       } catch {
         try { this.db.exec('ROLLBACK'); } catch { /* nothing open */ }
       }
+    }
+    if (this.markTimer) clearTimeout(this.markTimer);
+    this.markTimer = undefined;
+    // Everything into the database file and an empty log; only then "clean". If this fails the marker keeps
+    // saying "open", which the next start handles as after a crash (the log is still there).
+    try {
+      const row = this.db.prepare('PRAGMA wal_checkpoint(TRUNCATE)').get() as { busy: number } | undefined;
+      if (row && Number(row.busy) === 0) {
+        writeMarker(this.location, { state: 'clean', schemaVersion: this.schemaVersion, epoch: this.epoch });
+      }
+    } catch (err) {
+      console.error('[sw4rm] closing the store cleanly failed; the next start recovers from its write-ahead log:', err);
     }
     this.db.close();
   }

@@ -55,11 +55,18 @@ export class StoreFailedError extends Error {
   }
 }
 
+/**
+ * Why the store cannot be opened: `missing-data`, committed data is known to be gone (an emptied or deleted file,
+ * a lost or damaged write-ahead log after an unclean stop); `read-only`, the data folder or a file in it may not
+ * be written by this user (the store is not damaged); `disk-full`, no space to create, migrate or open it.
+ */
+export type StoreOpenReason = 'corrupt' | 'newer-schema' | 'unreadable' | 'locked' | 'missing-data' | 'read-only' | 'disk-full';
+
 /** The store cannot be opened. The message names the file and what the user can do. */
 export class StoreOpenError extends Error {
   constructor(
     readonly location: string,
-    readonly reason: 'corrupt' | 'newer-schema' | 'unreadable' | 'locked',
+    readonly reason: StoreOpenReason,
     message: string,
   ) {
     super(message);
