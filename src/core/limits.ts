@@ -23,3 +23,16 @@ export const TRANSPORT_MAX_MESSAGE_BYTES = Math.max(...Object.values(PAYLOAD_LIM
 
 /** LoggingService.Ingest: one event's details_json. */
 export const MAX_LOG_DETAILS_BYTES = 64 * KIB;
+
+/**
+ * The deepest nesting of arrays and objects accepted in any JSON an agent sends (router payloads, HITL
+ * invocations, details_json); checked by a linear scan before JSON.parse (src/core/json.ts).
+ */
+export const MAX_JSON_DEPTH = 64;
+
+/**
+ * The router reads a JSON payload's top level (a `"to"`, an ACK, a message to the coordinator) only when the
+ * payload has at most this many bytes (the largest limit of any type but DATA); a larger DATA payload carries no
+ * routing JSON and is addressed by call metadata `sw4rm-to` (its JSON is still validated, rule 5).
+ */
+export const ROUTING_JSON_MAX_BYTES = 1 * MIB;

@@ -1,4 +1,6 @@
 import type * as grpc from '@grpc/grpc-js';
+import { MAX_INVOCATION_BYTES } from '../core/hitl/request';
+import { jsonBoundsRefusal } from '../core/json';
 
 /**
  * Who a call acts as (README, "Security model"), declared once per RPC for all 57 canonical RPCs. A claim names
@@ -13,7 +15,7 @@ export type Claim =
   /** A metadata key. */
   | { readonly metadata: string }
   /** A JSON object carried in a bytes field, and the keys in it that name the agent. */
-  | { readonly json: string; readonly keys: readonly string[] };
+  | { readonly json: string; readonly keys: readonly string[]; readonly maxBytes: number };
 
 export interface IdentityRule {
   /** Every place that names the agent the caller acts as; empty when nothing in the request does. */
@@ -66,7 +68,7 @@ export const IDENTITY_RULES: Readonly<Record<string, IdentityRule>> = Object.fre
   '/sw4rm.tool.ToolService/CallStream': none('no field names an agent'),
   '/sw4rm.tool.ToolService/Cancel': none('no field names an agent'),
   // hitl.proto: the requester is metadata sw4rm-agent-id, else the context's requester / agent_id (hitlService.ts)
-  '/sw4rm.hitl.HitlService/Decide': acts('the requester', { metadata: 'sw4rm-agent-id' }, { json: 'context', keys: ['requester', 'agent_id', 'agentId'] }),
+  '/sw4rm.hitl.HitlService/Decide': acts('the requester', { metadata: 'sw4rm-agent-id' }, { json: 'context', keys: ['requester', 'agent_id', 'agentId'], maxBytes: MAX_INVOCATION_BYTES }),
   // negotiation.proto
   '/sw4rm.negotiation.NegotiationService/Open': none('no field names the caller (participants are the invited agents)'),
   '/sw4rm.negotiation.NegotiationService/Propose': acts('the proposer', field('from_agent')),
@@ -138,6 +140,8 @@ function claimedBy(claim: Claim, request: unknown, metadata: grpc.Metadata): str
   if ('metadata' in claim) return metadata.get(claim.metadata).flatMap((value) => text(typeof value === 'string' ? value.trim() : ''));
   const bytes = pathValue(request, claim.json);
   if (!Buffer.isBuffer(bytes) || bytes.length === 0) return [];
+  // Beyond its size or depth bounds it names nobody: the handler refuses it, and it is never parsed here.
+  if (jsonBoundsRefusal(bytes, { what: claim.json, maxBytes: claim.maxBytes }) !== undefined) return [];
   let body: unknown;
   try {
     body = JSON.parse(bytes.toString('utf8'));

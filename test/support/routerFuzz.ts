@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import * as grpc from '@grpc/grpc-js';
-import { PAYLOAD_LIMITS } from '../../src/core/limits';
+import { FIELD_LIMITS } from '../../src/core/fieldLimits';
+import { MAX_JSON_DEPTH, PAYLOAD_LIMITS } from '../../src/core/limits';
 import { serviceDefinition } from '../../src/server/protos';
 import { canonicalDefinition } from './clients';
 import {
@@ -431,9 +432,13 @@ export class FuzzGenerator {
         return `payload invalid JSON ${JSON.stringify(value)}`;
       }
       case 10: {
-        const value = rng.pick(['[]', '"s"', '42', 'null', 'true', '{}', '{"__proto__":{"to":"x"}}', '{"constructor":{"prototype":{}}}']);
+        const deep = (n: number): string => '['.repeat(n) + ']'.repeat(n);
+        const value = rng.pick(['[]', '"s"', '42', 'null', 'true', '{}', '{"__proto__":{"to":"x"}}', '{"constructor":{"prototype":{}}}',
+          // README "Limits": JSON nests at most MAX_JSON_DEPTH levels; around the limit and far beyond it.
+          `{"a":${deep(MAX_JSON_DEPTH - 1)}}`, `{"a":${deep(MAX_JSON_DEPTH)}}`, `{"to":"${consumer}","a":${deep(5000)}}`, deep(100_000),
+          `{"s":"${'['.repeat(200)}"}`]);
         setPayload(Buffer.from(value));
-        return `payload JSON ${value}`;
+        return `payload JSON ${value.slice(0, 80)}`;
       }
       case 11: {
         const to = rng.pick([consumer, producer, 'coordinator', `${GHOST_PREFIX}1`, '', 42, null, [consumer], { id: consumer }]);
@@ -482,8 +487,10 @@ export class FuzzGenerator {
       }
       case 18: {
         const field = rng.pick(['state', 'repo_id', 'worktree_id', 'hlc_timestamp', 'parent_correlation_id']);
-        e[field] = field === 'state' ? rng.pick<unknown>(['ENVELOPE_STATE_FULFILLED', 'ENVELOPE_STATE_SENT', 4, 99]) : wildString(rng, rng.int(0, 200));
-        return `${field} set`;
+        // README "Limits": oversize values as well as odd characters.
+        const long = rng.chance(0.2) ? rng.pick(['r'.repeat(rng.int(100, 400)), 'r'.repeat(rng.int(1000, 100_000))]) : undefined;
+        e[field] = field === 'state' ? rng.pick<unknown>(['ENVELOPE_STATE_FULFILLED', 'ENVELOPE_STATE_SENT', 4, 99]) : long ?? wildString(rng, rng.int(0, 200));
+        return `${field} set${long ? ` to ${long.length} characters` : ''}`;
       }
       default: {
         // Wrong types the encoder may accept (strings for bytes are base64-decoded) or refuse.
@@ -665,16 +672,26 @@ export function mustRefuse(msg: Envelope | null, sentTo: readonly string[], ctx:
   if (msg.correlation_id.trim() === '') return 'no correlation_id';
   if (msg.sequence_number === '0') return 'sequence_number 0 (must be ≥ 1)';
   if (msg.message_type === 'MESSAGE_TYPE_UNSPECIFIED') return 'message_type UNSPECIFIED';
+  // README "Limits": bounded identifiers without control characters or invalid UTF-8 (U+FFFD once decoded).
+  const fields = FIELD_LIMITS.envelope;
+  for (const [field, max] of [['repo_id', fields.repo_id], ['worktree_id', fields.worktree_id], ['hlc_timestamp', fields.hlc_timestamp],
+    ['parent_correlation_id', fields.parent_correlation_id]] as const) {
+    const value = msg[field];
+    if (value.length > max) return `${field} longer than ${max} characters`;
+    if (/[\u0000-\u001f\u007f\uFFFD]/.test(value)) return `${field} with a control character or invalid UTF-8`;
+  }
   const payload = Buffer.from(msg.payload);
   if (payload.length > 0) {
     if (msg.content_length !== String(payload.length)) return `content_length ${msg.content_length} ≠ ${payload.length} payload bytes`;
     if (msg.content_type === '') return 'a payload without content_type';
     if (baseType(msg.content_type) === 'application/json') {
+      let parsed: unknown;
       try {
-        JSON.parse(payload.toString('utf8'));
+        parsed = JSON.parse(payload.toString('utf8'));
       } catch {
         return 'an application/json payload that does not parse';
       }
+      if (depthOf(parsed) > MAX_JSON_DEPTH) return `JSON nested deeper than ${MAX_JSON_DEPTH} levels`;
     }
   }
   const limit = PAYLOAD_LIMITS[msg.message_type];
@@ -694,6 +711,19 @@ export function mustRefuse(msg: Envelope | null, sentTo: readonly string[], ctx:
     }
   }
   return undefined;
+}
+
+/** The nesting depth of a parsed JSON value, measured independently of the coordinator's scan (iteratively). */
+function depthOf(value: unknown): number {
+  let deepest = 0;
+  const stack: Array<[unknown, number]> = [[value, 0]];
+  while (stack.length > 0) {
+    const [node, depth] = stack.pop()!;
+    if (typeof node !== 'object' || node === null) continue;
+    deepest = Math.max(deepest, depth + 1);
+    for (const child of Object.values(node)) stack.push([child, depth + 1]);
+  }
+  return deepest;
 }
 
 /**

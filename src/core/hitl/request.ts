@@ -1,10 +1,12 @@
+import { FIELD_LIMITS, identifierRefusal } from '../fieldLimits';
+import { jsonBoundsRefusal } from '../json';
 import { REASON_TYPES, type HitlContext, type HitlDiff, type HitlSubject, type InvocationRequest, type ReasonType } from './model';
 
 /** RFC §5.4 / message-types.txt: a HITL_INVOCATION carries at most 256 KB. */
 export const MAX_INVOCATION_BYTES = 256 * 1024;
-const MAX_ID = 128;
-const MAX_FIELD = 256;
-const MAX_ACTIONS = 32;
+const MAX_ID = FIELD_LIMITS.hitl.invocation_id;
+const MAX_FIELD = FIELD_LIMITS.hitl.requester;
+const MAX_ACTIONS = FIELD_LIMITS.hitl.proposed_actions;
 
 /** An invocation request or decision that cannot be accepted; `code` is the SW4RM error code. */
 export class HitlRequestError extends Error {
@@ -56,14 +58,14 @@ export function parseInvocationRequest(body: Record<string, unknown>, frame: Req
   if (invocationId !== undefined && !/^[A-Za-z0-9._:-]+$/.test(invocationId)) {
     throw new HitlRequestError('VALIDATION_ERROR', 'invocation_id may hold letters, digits and . _ : - only');
   }
-  const requester = frame.requester?.trim() || optionalText(pick('requester', 'agent_id', 'agentId'), 'requester', MAX_FIELD) || 'anonymous';
-  const correlationId = optionalText(pick('correlation_id', 'correlationId'), 'correlation_id', MAX_FIELD) || frame.correlationId;
+  const requester = frame.requester?.trim() || identifier(pick('requester', 'agent_id', 'agentId'), 'requester', FIELD_LIMITS.hitl.requester) || 'anonymous';
+  const correlationId = identifier(pick('correlation_id', 'correlationId'), 'correlation_id', FIELD_LIMITS.hitl.correlation_id) || frame.correlationId;
 
   const subjectRaw = pick('subject');
   const subjectSource = isRecord(subjectRaw) ? subjectRaw : {};
   const subjectField = (snake: string, camel: string): string => {
     const value = subjectSource[snake] ?? subjectSource[camel] ?? pick(snake);
-    return optionalText(value, `subject.${snake}`, MAX_FIELD) ?? '';
+    return identifier(value, `subject.${snake}`, FIELD_LIMITS.hitl.subject_field) ?? '';
   };
   const subject: HitlSubject = { repoId: subjectField('repo_id', 'repoId'), worktreeId: subjectField('worktree_id', 'worktreeId'), taskId: subjectField('task_id', 'taskId') };
 
@@ -81,7 +83,7 @@ export function parseInvocationRequest(body: Record<string, unknown>, frame: Req
   const fallbackRaw = pick('auto_timeout_action', 'fallback');
   const requestedFallback = typeof fallbackRaw === 'string' ? fallbackRaw.trim().toLowerCase() : '';
 
-  const summary = optionalText(pick('summary', 'title', 'description', 'operation', 'conflict_description'), 'summary', 4096) ?? '';
+  const summary = optionalText(pick('summary', 'title', 'description', 'operation', 'conflict_description'), 'summary', FIELD_LIMITS.hitl.summary) ?? '';
   const diffs = readDiffs(pick('diffs'), pick('diff', 'patch'));
   const risk = readRisk(pick('risk'), pick('risk_level', 'riskLevel'), pick('risk_notes', 'riskNotes'));
   const priorRaw = pick('prior_attempts', 'priorAttempts');
@@ -110,6 +112,11 @@ export function parseBody(bytes: Uint8Array | string): Record<string, unknown> {
   }
   const text = typeof bytes === 'string' ? bytes : new TextDecoder('utf-8', { fatal: false }).decode(bytes);
   if (text.trim() === '') return {};
+  if (/^\s*[[{]/.test(text)) {
+    // Depth before JSON.parse: a context nested deeper than MAX_JSON_DEPTH is refused, not walked.
+    const tooDeep = jsonBoundsRefusal(text, { what: 'the context' });
+    if (tooDeep !== undefined) throw new HitlRequestError('VALIDATION_ERROR', tooDeep);
+  }
   let parsed: unknown;
   try {
     parsed = JSON.parse(text);
@@ -188,8 +195,16 @@ function optionalText(value: unknown, name: string, max: number): string | undef
   return text;
 }
 
+/** An optional identifier: text within `max` characters, without control characters or U+FFFD (invalid UTF-8). */
+function identifier(value: unknown, name: string, max: number): string | undefined {
+  const text = optionalText(value, name, max);
+  const refusal = text === undefined ? undefined : identifierRefusal(name, text, max);
+  if (refusal !== undefined) throw new HitlRequestError('VALIDATION_ERROR', refusal);
+  return text;
+}
+
 function stringList(value: unknown, name: string): string[] {
-  if (!Array.isArray(value) || value.length > MAX_ACTIONS || value.some((v) => typeof v !== 'string' || v.length > MAX_FIELD)) {
+  if (!Array.isArray(value) || value.length > MAX_ACTIONS || value.some((v) => typeof v !== 'string' || v.length > FIELD_LIMITS.hitl.proposed_action)) {
     throw new HitlRequestError('VALIDATION_ERROR', `${name} must be a list of at most ${MAX_ACTIONS} strings`);
   }
   return value as string[];

@@ -1,3 +1,5 @@
+import { FIELD_LIMITS } from '../fieldLimits';
+
 /** Communication classes of RFC §3 / §7.3, by their canonical enum names. */
 export const COMMUNICATION_CLASSES = ['PRIVILEGED', 'STANDARD', 'BULK'] as const;
 export type CommunicationClass = (typeof COMMUNICATION_CLASSES)[number];
@@ -52,11 +54,12 @@ export interface DescriptorInput {
   readonly maxConcurrentDelegations?: number;
 }
 
-export const MAX_AGENT_ID_LENGTH = 128;
-export const MAX_DESCRIPTION_WORDS = 200;
-export const MAX_NAME_LENGTH = 200;
-export const MAX_LIST_ENTRIES = 256;
-export const MAX_ENTRY_LENGTH = 512;
+export const MAX_AGENT_ID_LENGTH = FIELD_LIMITS.registry.agent_id;
+export const MAX_DESCRIPTION_WORDS = FIELD_LIMITS.registry.description_words;
+export const MAX_DESCRIPTION_BYTES = FIELD_LIMITS.registry.description_bytes;
+export const MAX_NAME_LENGTH = FIELD_LIMITS.registry.name;
+export const MAX_LIST_ENTRIES = FIELD_LIMITS.registry.list_entries;
+export const MAX_ENTRY_LENGTH = FIELD_LIMITS.registry.list_entry;
 
 /**
  * Agent ids become git branch names (`sw4rm/<agent_id>`) and folder names, so they are restricted to
@@ -92,12 +95,16 @@ export function validateDescriptor(input: DescriptorInput): DescriptorVerdict {
   const rawName = (input.name ?? '').trim();
   if (rawName.length > MAX_NAME_LENGTH) return fail(`name is longer than ${MAX_NAME_LENGTH} characters`);
   if (/[\u0000-\u001f\u007f]/.test(rawName)) return fail('name contains control characters');
+  if (rawName.includes('\uFFFD')) return fail('name is not valid UTF-8 (U+FFFD)');
   if (rawName === '') warnings.push('no name given; the agent_id is used as its name');
   const name = rawName || agentId;
 
   const description = (input.description ?? '').trim();
   const words = description === '' ? 0 : description.split(/\s+/).length;
   if (words > MAX_DESCRIPTION_WORDS) return fail(`description has ${words} words; RFC §14 allows at most ${MAX_DESCRIPTION_WORDS}`);
+  const descriptionBytes = Buffer.byteLength(description);
+  if (descriptionBytes > MAX_DESCRIPTION_BYTES) return fail(`description is larger than ${MAX_DESCRIPTION_BYTES} bytes (${descriptionBytes})`);
+  if (description.includes('\u0000')) return fail('description contains NUL');
 
   const listCheck = (field: string, values: readonly string[] | undefined, pattern?: RegExp, what?: string): string[] | string => {
     const list = [...(values ?? [])];
@@ -106,6 +113,7 @@ export function validateDescriptor(input: DescriptorInput): DescriptorVerdict {
     for (const value of list) {
       if (value.trim() === '') return `${field} contains an empty entry`;
       if (value.length > MAX_ENTRY_LENGTH) return `${field} has an entry longer than ${MAX_ENTRY_LENGTH} characters`;
+      if (value.includes('\uFFFD') || value.includes('\u0000')) return `${field} has an entry with NUL or invalid UTF-8 (U+FFFD)`;
       if (pattern && !pattern.test(value)) return `${field} entry '${printable(value)}' is not ${what}`;
       if (seen.has(value)) return `${field} lists '${printable(value)}' twice`;
       seen.add(value);
@@ -140,7 +148,7 @@ export function validateDescriptor(input: DescriptorInput): DescriptorVerdict {
   if (registrationType === undefined) return fail(`registration_type '${printable(rawType)}' is not known`);
 
   const publicKey = input.publicKey ?? new Uint8Array();
-  if (publicKey.length > 4096) return fail('public_key is larger than 4096 bytes');
+  if (publicKey.length > FIELD_LIMITS.registry.public_key_bytes) return fail(`public_key is larger than ${FIELD_LIMITS.registry.public_key_bytes} bytes`);
 
   const maxConcurrentDelegations = input.maxConcurrentDelegations ?? 0;
   if (!Number.isInteger(maxConcurrentDelegations) || maxConcurrentDelegations < 0) {

@@ -1,5 +1,7 @@
 import { validate as isUuid, version as uuidVersion } from 'uuid';
-import { PAYLOAD_LIMITS, MIB } from '../limits';
+import { PAYLOAD_LIMITS, MIB, ROUTING_JSON_MAX_BYTES } from '../limits';
+import { FIELD_LIMITS, identifierRefusal } from '../fieldLimits';
+import { jsonBoundsRefusal } from '../json';
 
 /** Message types of RFC §11, by their canonical enum names. */
 export const MESSAGE_TYPES = [
@@ -50,7 +52,7 @@ export interface Refusal {
   readonly extra?: Record<string, unknown>;
 }
 
-export const MAX_ID_LENGTH = 256;
+export const MAX_ID_LENGTH = FIELD_LIMITS.envelope.producer_id;
 /** Payload limit for message types the size table does not list. */
 export const DEFAULT_PAYLOAD_LIMIT = 1 * MIB;
 
@@ -80,9 +82,20 @@ export function checkEnvelope(envelope: Envelope, limits?: Readonly<Record<strin
     if (!value || value.trim() === '') return invalid(`${field} is required`);
     if (value.length > MAX_ID_LENGTH) return invalid(`${field} is longer than ${MAX_ID_LENGTH} characters`);
     if (CONTROL.test(value)) return invalid(`${field} contains control characters`);
+    if (value.includes('\uFFFD')) return invalid(`${field} is not valid UTF-8 (U+FFFD)`);
   }
   if (envelope.idempotencyToken.length > MAX_ID_LENGTH) return invalid(`idempotency_token is longer than ${MAX_ID_LENGTH} characters`);
   if (CONTROL.test(envelope.idempotencyToken)) return invalid('idempotency_token contains control characters');
+  if (envelope.idempotencyToken.includes('\uFFFD')) return invalid('idempotency_token is not valid UTF-8 (U+FFFD)');
+  // The optional identifiers (README "Limits"): bounded, no control characters, valid UTF-8.
+  const fields = FIELD_LIMITS.envelope;
+  for (const [field, value, max] of [
+    ['repo_id', envelope.repoId, fields.repo_id], ['worktree_id', envelope.worktreeId, fields.worktree_id],
+    ['hlc_timestamp', envelope.hlcTimestamp, fields.hlc_timestamp], ['parent_correlation_id', envelope.parentCorrelationId, fields.parent_correlation_id],
+  ] as const) {
+    const refusal = typeof value === 'string' ? identifierRefusal(field, value, max) : `${field} must be text`;
+    if (refusal !== undefined) return invalid(refusal);
+  }
   if (!/^\d+$/.test(envelope.sequenceNumber) || BigInt(envelope.sequenceNumber) < 1n) {
     return invalid('sequence_number is required: a number from 1, increasing per producer');
   }
@@ -95,6 +108,9 @@ export function checkEnvelope(envelope: Envelope, limits?: Readonly<Record<strin
   const size = envelope.payload.byteLength;
   if (size > 0 || envelope.contentType !== '') {
     if (envelope.contentType === '') return invalid('content_type is required when a payload is present');
+    if (envelope.contentType.length > FIELD_LIMITS.envelope.content_type) {
+      return invalid(`content_type is longer than ${FIELD_LIMITS.envelope.content_type} characters`);
+    }
     if (!baseContentType(envelope.contentType) || CONTROL.test(envelope.contentType)) {
       return invalid(`content_type '${envelope.contentType.slice(0, 80)}' is not a MIME type`);
     }
@@ -106,6 +122,9 @@ export function checkEnvelope(envelope: Envelope, limits?: Readonly<Record<strin
   if (envelope.timestampMs !== null && !Number.isFinite(envelope.timestampMs)) return invalid('timestamp is out of range');
   const base = baseContentType(envelope.contentType);
   if (size > 0 && base && (base === 'application/json' || base.endsWith('+json'))) {
+    // Depth before JSON.parse (a linear scan that stops at the limit): no payload nests deeper than MAX_JSON_DEPTH.
+    const tooDeep = jsonBoundsRefusal(envelope.payload, { what: 'the payload' });
+    if (tooDeep !== undefined) return invalid(tooDeep);
     try {
       JSON.parse(decodeUtf8(envelope.payload));
     } catch (err) {
@@ -128,10 +147,16 @@ export function decodeUtf8(bytes: Uint8Array): string {
   return utf8.decode(bytes);
 }
 
-/** The top-level object of a JSON payload, or undefined when the payload is not a JSON object. */
+/**
+ * The top-level object of a JSON payload (its `"to"`, an ACK, a message to the coordinator), or undefined when
+ * the payload is not a JSON object, nests deeper than MAX_JSON_DEPTH, or is larger than ROUTING_JSON_MAX_BYTES:
+ * a larger payload (only DATA may be) is not parsed for routing, so that admission never parses megabytes twice;
+ * it is addressed by call metadata `sw4rm-to` (README "Limits").
+ */
 export function jsonObject(envelope: Envelope): Record<string, unknown> | undefined {
   const base = baseContentType(envelope.contentType);
   if (!base || !(base === 'application/json' || base.endsWith('+json')) || envelope.payload.byteLength === 0) return undefined;
+  if (jsonBoundsRefusal(envelope.payload, { what: 'the payload', maxBytes: ROUTING_JSON_MAX_BYTES }) !== undefined) return undefined;
   try {
     const value: unknown = JSON.parse(decodeUtf8(envelope.payload));
     return typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : undefined;

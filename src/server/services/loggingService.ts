@@ -1,5 +1,7 @@
 import * as grpc from '@grpc/grpc-js';
 import type { Coordinator } from '../../core/coordinator';
+import { FIELD_LIMITS } from '../../core/fieldLimits';
+import { parseBoundedJson } from '../../core/json';
 import { MAX_LOG_DETAILS_BYTES } from '../../core/limits';
 import { callContext } from '../callContext';
 import { answerWhenDurable } from '../durable';
@@ -30,9 +32,13 @@ export class LoggingServiceAdapter {
         const event = call.request;
         const eventType = (event.event_type ?? '').trim();
         if (eventType === '') return invalid('event_type must not be empty');
-        for (const [field, value, max] of [['event_type', eventType, 128], ['agent_id', event.agent_id ?? '', 128], ['correlation_id', event.correlation_id ?? '', 256]] as const) {
+        for (const [field, value, max] of [
+          ['event_type', eventType, FIELD_LIMITS.logging.event_type], ['agent_id', event.agent_id ?? '', FIELD_LIMITS.logging.agent_id],
+          ['correlation_id', event.correlation_id ?? '', FIELD_LIMITS.logging.correlation_id],
+        ] as const) {
           if (value.length > max) return invalid(`${field} is longer than ${max} characters`);
           if (CONTROL_CHARACTERS.test(value)) return invalid(`${field} contains control characters`);
+          if (value.includes('\uFFFD')) return invalid(`${field} is not valid UTF-8 (U+FFFD)`);
         }
         const level = (event.level ?? '').trim().toUpperCase() || 'INFO';
         if (!(LEVELS as readonly string[]).includes(level)) return invalid(`level '${level.slice(0, 20)}' is not one of INFO, WARN, ERROR`);
@@ -42,11 +48,10 @@ export class LoggingServiceAdapter {
         }
         let details: unknown = {};
         if (detailsJson.trim() !== '') {
-          try {
-            details = JSON.parse(detailsJson);
-          } catch (err) {
-            return invalid(`details_json is not valid JSON: ${(err as Error).message}`);
-          }
+          // Size and depth (README "Limits") before JSON.parse; a deeper text is refused, never walked.
+          const parsed = parseBoundedJson(detailsJson, { what: 'details_json', maxBytes: MAX_LOG_DETAILS_BYTES });
+          if (!parsed.ok) return invalid(parsed.reason);
+          details = parsed.value;
         }
         const agentTs = toIso(event.ts);
         if (agentTs === null) return invalid('ts is not a valid timestamp');

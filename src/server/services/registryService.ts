@@ -1,5 +1,6 @@
 import * as grpc from '@grpc/grpc-js';
 import type { Coordinator } from '../../core/coordinator';
+import { FIELD_LIMITS, identifierRefusal } from '../../core/fieldLimits';
 import type { DescriptorInput } from '../../core/registry/descriptor';
 import { principalOf } from '../auth';
 import { callContext } from '../callContext';
@@ -55,10 +56,15 @@ export class RegistryServiceAdapter {
       },
       Heartbeat: (call: grpc.ServerUnaryCall<{ agent_id?: string; state?: string | number; health?: Record<string, string> }, unknown>, callback: grpc.sendUnaryData<unknown>) => {
         const { agent_id = '', state = '', health = {} } = call.request;
+        const refusal = heartbeatRefusal(agent_id, String(state), health);
+        if (refusal !== undefined) return callback({ code: grpc.status.INVALID_ARGUMENT, details: `VALIDATION_ERROR: ${refusal}` });
         answerWhenDurable(this.coordinator.store, callback, { ok: registry.heartbeat(agent_id, String(state), health, callContext(call, ids)) });
       },
       DeregisterAgent: (call: grpc.ServerUnaryCall<{ agent_id?: string; reason?: string }, unknown>, callback: grpc.sendUnaryData<unknown>) => {
         const { agent_id = '', reason = '' } = call.request;
+        const refusal = identifierRefusal('agent_id', agent_id, FIELD_LIMITS.registry.agent_id)
+          ?? (reason.length > FIELD_LIMITS.registry.deregister_reason ? `reason is longer than ${FIELD_LIMITS.registry.deregister_reason} characters` : undefined);
+        if (refusal !== undefined) return callback({ code: grpc.status.INVALID_ARGUMENT, details: `VALIDATION_ERROR: ${refusal}` });
         answerWhenDurable(this.coordinator.store, callback, { ok: registry.deregister(agent_id, reason, callContext(call, ids)) });
       },
     };
@@ -78,4 +84,18 @@ function toDescriptorInput(message: AgentDescriptorMessage): DescriptorInput {
     registrationType: message.registration_type === undefined ? undefined : String(message.registration_type),
     maxConcurrentDelegations: message.max_concurrent_delegations,
   };
+}
+
+/** Why a Heartbeat cannot be accepted (README "Limits"): it has no refusal field, so this is INVALID_ARGUMENT. */
+function heartbeatRefusal(agentId: string, state: string, health: Record<string, string>): string | undefined {
+  const limits = FIELD_LIMITS.registry;
+  const idRefusal = identifierRefusal('agent_id', agentId, limits.agent_id) ?? identifierRefusal('state', state, limits.heartbeat_state);
+  if (idRefusal !== undefined) return idRefusal;
+  const entries = Object.entries(health);
+  if (entries.length > limits.health_entries) return `health has ${entries.length} entries; at most ${limits.health_entries} are allowed`;
+  for (const [key, value] of entries) {
+    if (key.length > limits.health_key) return `a health key is longer than ${limits.health_key} characters`;
+    if (String(value).length > limits.health_value) return `health '${key.slice(0, 40)}' is longer than ${limits.health_value} characters`;
+  }
+  return undefined;
 }

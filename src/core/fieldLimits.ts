@@ -1,0 +1,62 @@
+/**
+ * Field limits: the one table of how long each string field and how long each list of a built RPC may be
+ * (README "Limits"). Lengths are in UTF-16 code units (what proto-loader's strings measure) unless the name
+ * says bytes. Identifiers additionally refuse NUL and other control characters, and U+FFFD: proto-loader
+ * decodes invalid UTF-8 as U+FFFD, so an identifier holding it was not valid UTF-8 on the wire.
+ */
+export const FIELD_LIMITS = {
+  envelope: {
+    /** A UUIDv4 (36 characters); the bound only shortens the refusal of something else. */
+    message_id: 64,
+    producer_id: 256,
+    correlation_id: 256,
+    idempotency_token: 256,
+    parent_correlation_id: 256,
+    repo_id: 256,
+    worktree_id: 256,
+    hlc_timestamp: 128,
+    content_type: 256,
+  },
+  registry: {
+    agent_id: 128,
+    name: 200,
+    description_words: 200,
+    description_bytes: 8192,
+    /** capabilities, modalities_supported, reasoning_connectors: entries per list and characters per entry. */
+    list_entries: 256,
+    list_entry: 512,
+    public_key_bytes: 4096,
+    heartbeat_state: 64,
+    health_entries: 32,
+    health_key: 128,
+    health_value: 1024,
+    deregister_reason: 4096,
+  },
+  hitl: {
+    invocation_id: 128,
+    requester: 256,
+    correlation_id: 256,
+    subject_field: 256,
+    summary: 4096,
+    proposed_actions: 32,
+    proposed_action: 256,
+  },
+  logging: {
+    event_type: 128,
+    agent_id: 128,
+    correlation_id: 256,
+  },
+} as const;
+
+const CONTROL = /[\u0000-\u001f\u007f]/;
+
+/**
+ * Why an identifier cannot be accepted (too long, a control character such as NUL, or U+FFFD from invalid
+ * UTF-8), or undefined. `field` names it in the reason, e.g. "repo_id is longer than 256 characters".
+ */
+export function identifierRefusal(field: string, value: string, max: number): string | undefined {
+  if (value.length > max) return `${field} is longer than ${max} characters (${value.length})`;
+  if (CONTROL.test(value)) return `${field} contains control characters (NUL included)`;
+  if (value.includes('\uFFFD')) return `${field} is not valid UTF-8 (U+FFFD)`;
+  return undefined;
+}
