@@ -1,6 +1,8 @@
 import { MIB } from '../core/limits';
 import { MESSAGE_TYPES } from '../core/router/envelope';
-import { DEFAULT_ROUTER_OPTIONS, MAX_MESSAGE_RETENTION_HOURS, UNADDRESSED_POLICIES, type UnaddressedPolicy } from '../core/router/router';
+import {
+  DEFAULT_ROUTER_OPTIONS, MAX_MESSAGE_RETENTION_HOURS, MAX_STORE_BUDGET_MIB, MIN_STORE_BUDGET_MIB, UNADDRESSED_POLICIES, type UnaddressedPolicy,
+} from '../core/router/router';
 import type { AuthMode } from '../server/auth';
 
 /** A payload limit may not exceed what the transport admits (the largest default, 16 MB). */
@@ -15,6 +17,8 @@ export interface CliOptions {
   readonly capacity: number;
   readonly dedupWindowSeconds: number;
   readonly messageRetentionHours: number;
+  /** The store's disk budget in MiB: admission refuses BUFFER_FULL beyond it. */
+  readonly storeBudgetMiB: number;
   readonly privilegedRatePerSecond: number;
   readonly payloadLimits: Readonly<Record<string, number>>;
   /** A message with no recipient: refused NO_ROUTE, or a copy to every other registered agent. */
@@ -41,6 +45,8 @@ Options:
   --dedup-window <s>        seconds retry outcomes are remembered (default 3600)
   --message-retention <h>   hours finished messages stay in the store (default 24; never less than
                             the dedup window)
+  --store-budget <MiB>      disk budget of the store; a message that would exceed it is refused
+                            BUFFER_FULL (default 2048, from 16)
   --privileged-rate <n>     PRIVILEGED messages per producer per second before demotion (default 50)
   --payload-limit TYPE=N    payload limit in bytes for a message type, e.g. DATA=1048576 (repeatable)
   --unaddressed <refuse|fanout>  a message with no recipient: refused NO_ROUTE (default), or a copy
@@ -61,7 +67,7 @@ export const MAX_DEBOUNCE_SECONDS = 86_400;
 export function parseArgs(argv: readonly string[]): CliOptions {
   const options = {
     host: '127.0.0.1', port: 50051, dataDir: '.sw4rm', auth: 'token' as AuthMode, heartbeatDebounceSeconds: 30,
-    capacity: 10, dedupWindowSeconds: 3600, messageRetentionHours: DEFAULT_ROUTER_OPTIONS.messageRetentionMs / 3_600_000, privilegedRatePerSecond: 50, payloadLimits: {} as Record<string, number>, unaddressed: DEFAULT_ROUTER_OPTIONS.unaddressed, verbose: false, help: false,
+    capacity: 10, dedupWindowSeconds: 3600, messageRetentionHours: DEFAULT_ROUTER_OPTIONS.messageRetentionMs / 3_600_000, storeBudgetMiB: DEFAULT_ROUTER_OPTIONS.storeBudgetBytes / MIB, privilegedRatePerSecond: 50, payloadLimits: {} as Record<string, number>, unaddressed: DEFAULT_ROUTER_OPTIONS.unaddressed, verbose: false, help: false,
     operator: false, hitlPolicyFile: undefined as string | undefined,
   };
   const positiveInteger = (flag: string, v: string, max: number): number => {
@@ -102,6 +108,15 @@ export function parseArgs(argv: readonly string[]): CliOptions {
       case '--capacity': options.capacity = positiveInteger(flag, value(), 1_000_000); break;
       case '--dedup-window': options.dedupWindowSeconds = positiveInteger(flag, value(), 30 * 86_400); break;
       case '--message-retention': options.messageRetentionHours = positiveInteger(flag, value(), MAX_MESSAGE_RETENTION_HOURS); break;
+      case '--store-budget': {
+        const v = value();
+        const n = Number(v);
+        if (!/^\d+$/.test(v) || n < MIN_STORE_BUDGET_MIB || n > MAX_STORE_BUDGET_MIB) {
+          throw new UsageError(`--store-budget must be a whole number of MiB from ${MIN_STORE_BUDGET_MIB} to ${MAX_STORE_BUDGET_MIB}, not '${v}'`);
+        }
+        options.storeBudgetMiB = n;
+        break;
+      }
       case '--privileged-rate': options.privilegedRatePerSecond = positiveInteger(flag, value(), 100_000); break;
       case '--payload-limit': {
         const v = value();

@@ -3,12 +3,13 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import * as readline from 'node:readline';
 import { parsePolicy, type HitlPolicy } from '../core/hitl/policy';
-import { PAYLOAD_LIMITS } from '../core/limits';
+import { MIB, PAYLOAD_LIMITS } from '../core/limits';
 import { formatEvent } from '../core/log/eventLog';
 import { DEFAULT_LANE_OPTIONS } from '../core/router/lanes';
 import type { StoredEvent } from '../core/log/model';
 import { StoreOpenError } from '../core/store/store';
 import { formatEnvironment } from '../server/agentEnvironment';
+import { describeOpenFilesLimit, readOpenFilesLimit } from '../server/connections';
 import { CoordinatorHost } from '../server/host';
 import { ConfigurationError, PortInUseError } from '../server/server';
 import { parseArgs, UsageError, USAGE } from './args';
@@ -70,6 +71,7 @@ async function main(): Promise<number> {
         capacity: options.capacity,
         dedupWindowMs: options.dedupWindowSeconds * 1000,
         messageRetentionMs: options.messageRetentionHours * 3_600_000,
+        storeBudgetBytes: options.storeBudgetMiB * MIB,
         lanes: { ...DEFAULT_LANE_OPTIONS, privilegedRatePerSecond: options.privilegedRatePerSecond },
         payloadLimits: { ...PAYLOAD_LIMITS, ...options.payloadLimits },
         unaddressed: options.unaddressed,
@@ -87,6 +89,12 @@ async function main(): Promise<number> {
   process.stdout.write(`# SW4RM coordinator serving on ${options.host}:${host.port} (auth ${options.auth}, store ${host.coordinator.store.location})\n`);
   process.stdout.write('# Agent environment:\n');
   process.stdout.write(formatEnvironment(host.environment()));
+  // Node raises its soft RLIMIT_NOFILE to the hard limit and no further: show both (Linux), and how to raise them when low.
+  const openFiles = describeOpenFilesLimit(readOpenFilesLimit());
+  if (openFiles) {
+    process.stdout.write(openFiles.line);
+    if (openFiles.warning) process.stderr.write(openFiles.warning);
+  }
   if (options.operator) attachOperatorConsole(host);
 
   return new Promise<number>((resolve) => {

@@ -54,6 +54,7 @@ export const Settings = {
   inboxCapacity: 'inboxCapacity',
   deduplicationWindowSeconds: 'deduplicationWindowSeconds',
   messageRetentionHours: 'messageRetentionHours',
+  storeBudgetMiB: 'storeBudgetMiB',
   privilegedRatePerSecond: 'privilegedRatePerSecond',
   payloadLimits: 'payloadLimits',
   unaddressedMessages: 'unaddressedMessages',

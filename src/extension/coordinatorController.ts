@@ -10,6 +10,15 @@ import { agentEnvironmentFor } from './credentialsModel';
 import { reportNotRunning } from './notRunning';
 import { readSettings } from './settings';
 import type { CoordinatorStatusBar } from './statusBar';
+
+/** How often the status bar looks at the store's size against its disk budget. */
+const STORE_USAGE_POLL_MS = 15_000;
+
+function disposableInterval(fn: () => void, ms: number): { dispose(): void } {
+  const timer = setInterval(fn, ms);
+  timer.unref?.();
+  return { dispose: () => clearInterval(timer) };
+}
 import type { AgentsTreeProvider } from './views/agentsView';
 import type { CredentialsView } from './views/credentialsView';
 import type { DeadLettersView } from './views/deadLettersView';
@@ -137,6 +146,8 @@ export class CoordinatorController implements vscode.Disposable {
       api.onDidChangeAgents(() => void this.updateStatus()),
       this.deadLettersView.onDidChangeCount(() => void this.updateStatus()),
       this.approvals.onDidChangeCount(() => void this.updateStatus()),
+      // The store's size against its budget changes without an event: looked at at a low rate.
+      disposableInterval(() => void this.updateStatus(), STORE_USAGE_POLL_MS),
     );
     this.agentsView.bind(api);
     this.deadLettersView.bind(api);
@@ -193,8 +204,9 @@ export class CoordinatorController implements vscode.Disposable {
     if (!host || !api) return;
     const update = ++this.statusUpdates;
     let agents;
+    let store;
     try {
-      agents = await api.agentCounts();
+      [agents, store] = await Promise.all([api.agentCounts(), api.storeUsage()]);
     } catch {
       return; // The coordinator stopped meanwhile.
     }
@@ -202,7 +214,7 @@ export class CoordinatorController implements vscode.Disposable {
     this.statusBar.show({
       kind: 'serving', host: host.options.host, port: host.port, auth: host.options.auth,
       agents: agents.registered, online: agents.online, deadLetters: this.deadLettersView.count,
-      approvals: this.approvals.pendingCount,
+      approvals: this.approvals.pendingCount, store,
     });
   }
 

@@ -1,5 +1,6 @@
 import {
-  DEFAULT_LANE_OPTIONS, DEFAULT_ROUTER_OPTIONS, MAX_MESSAGE_RETENTION_HOURS, MESSAGE_TYPES, MIB, PAYLOAD_LIMITS, type RouterOptions,
+  DEFAULT_LANE_OPTIONS, DEFAULT_ROUTER_OPTIONS, MAX_MESSAGE_RETENTION_HOURS, MAX_STORE_BUDGET_MIB, MESSAGE_TYPES, MIB, MIN_STORE_BUDGET_MIB,
+  PAYLOAD_LIMITS, type RouterOptions,
 } from '../core/api';
 
 /** The largest payload limit a setting may ask for: what the gRPC transport admits (16 MiB). */
@@ -14,6 +15,8 @@ export interface RouterSettingValues {
   readonly inboxCapacity: unknown;
   readonly deduplicationWindowSeconds: unknown;
   readonly messageRetentionHours: unknown;
+  /** sw4rm.storeBudgetMiB: the store's disk budget; admission refuses beyond it (BUFFER_FULL). */
+  readonly storeBudgetMiB?: unknown;
   readonly privilegedRatePerSecond: unknown;
   readonly payloadLimits: unknown;
   /** sw4rm.unaddressedMessages: `refuse` (NO_ROUTE, the default) or `fanout`. */
@@ -35,13 +38,13 @@ export interface RouterSettings {
  */
 export function routerSettings(values: RouterSettingValues): RouterSettings {
   const warnings: string[] = [];
-  const whole = (name: string, value: unknown, fallback: number, max: number): number => {
+  const whole = (name: string, value: unknown, fallback: number, max: number, min = 1): number => {
     if (typeof value !== 'number' || !Number.isFinite(value)) {
       if (value !== undefined) warnings.push(`sw4rm.${name} is not a number; using ${fallback}.`);
       return fallback;
     }
-    const clamped = Math.min(max, Math.max(1, Math.floor(value)));
-    if (clamped !== value) warnings.push(`sw4rm.${name} ${value} is outside 1–${max}; using ${clamped}.`);
+    const clamped = Math.min(max, Math.max(min, Math.floor(value)));
+    if (clamped !== value) warnings.push(`sw4rm.${name} ${value} is outside ${min}–${max}; using ${clamped}.`);
     return clamped;
   };
   const capacity = whole('inboxCapacity', values.inboxCapacity, DEFAULT_ROUTER_OPTIONS.capacity, MAX_INBOX_CAPACITY);
@@ -49,6 +52,8 @@ export function routerSettings(values: RouterSettingValues): RouterSettings {
     DEFAULT_ROUTER_OPTIONS.dedupWindowMs / 1000, MAX_DEDUP_WINDOW_SECONDS);
   const retentionHours = whole('messageRetentionHours', values.messageRetentionHours,
     DEFAULT_ROUTER_OPTIONS.messageRetentionMs / 3_600_000, MAX_MESSAGE_RETENTION_HOURS);
+  const storeBudgetMiB = whole('storeBudgetMiB', values.storeBudgetMiB, DEFAULT_ROUTER_OPTIONS.storeBudgetBytes / MIB,
+    MAX_STORE_BUDGET_MIB, MIN_STORE_BUDGET_MIB);
   let rate = DEFAULT_LANE_OPTIONS.privilegedRatePerSecond;
   const rawRate = values.privilegedRatePerSecond;
   if (typeof rawRate === 'number' && Number.isFinite(rawRate) && rawRate > 0) {
@@ -66,6 +71,7 @@ export function routerSettings(values: RouterSettingValues): RouterSettings {
       capacity,
       dedupWindowMs: dedupSeconds * 1000,
       messageRetentionMs: retentionHours * 3_600_000,
+      storeBudgetBytes: storeBudgetMiB * MIB,
       lanes: { ...DEFAULT_LANE_OPTIONS, privilegedRatePerSecond: rate },
       payloadLimits: mergePayloadLimits(values.payloadLimits, warnings),
       unaddressed,
@@ -96,4 +102,25 @@ export function mergePayloadLimits(configured: unknown, warnings: string[] = [])
     limits[type] = capped;
   }
   return limits;
+}
+
+/** The share of the store's disk budget at which the status bar warns. */
+export const STORE_WARNING_SHARE = 0.8;
+
+/**
+ * The status bar's store warning: text (`store 82%`) and tooltip line, once the store holds STORE_WARNING_SHARE
+ * of its disk budget; undefined below. Pure, for tests.
+ */
+export function storeWarning(store: { readonly bytes: number; readonly budget: number } | undefined): { text: string; tooltip: string } | undefined {
+  if (!store || !(store.budget > 0) || store.bytes < store.budget * STORE_WARNING_SHARE) return undefined;
+  const percent = Math.floor((store.bytes / store.budget) * 100);
+  return {
+    text: `store ${percent}%`,
+    tooltip: `Store at ${percent}% of its disk budget: ${mebibytes(store.bytes)} of ${mebibytes(store.budget)} (sw4rm.storeBudgetMiB); ` +
+      'over the budget, messages are refused with BUFFER_FULL',
+  };
+}
+
+function mebibytes(bytes: number): string {
+  return `${(bytes / MIB).toFixed(1)} MiB`;
 }

@@ -36,6 +36,7 @@ export function readSettings(context: vscode.ExtensionContext): CoordinatorSetti
       inboxCapacity: config.get<unknown>(Settings.inboxCapacity),
       deduplicationWindowSeconds: config.get<unknown>(Settings.deduplicationWindowSeconds),
       messageRetentionHours: config.get<unknown>(Settings.messageRetentionHours),
+      storeBudgetMiB: config.get<unknown>(Settings.storeBudgetMiB),
       privilegedRatePerSecond: config.get<unknown>(Settings.privilegedRatePerSecond),
       payloadLimits: config.get<unknown>(Settings.payloadLimits),
       unaddressedMessages: config.get<unknown>(Settings.unaddressedMessages),
@@ -47,7 +48,7 @@ export function readSettings(context: vscode.ExtensionContext): CoordinatorSetti
 export const SERVER_SETTINGS: readonly string[] = [
   Settings.port, Settings.host, Settings.auth, Settings.dataDir, Settings.heartbeatDebounceSeconds,
   Settings.inboxCapacity, Settings.deduplicationWindowSeconds, Settings.messageRetentionHours, Settings.privilegedRatePerSecond,
-  Settings.payloadLimits, Settings.unaddressedMessages,
+  Settings.storeBudgetMiB, Settings.payloadLimits, Settings.unaddressedMessages,
 ];
 
 export function affectsServer(event: vscode.ConfigurationChangeEvent): boolean {

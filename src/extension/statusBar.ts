@@ -1,5 +1,6 @@
 import * as vscode from 'vscode';
 import { Commands } from './contributions';
+import { storeWarning } from './routerSettings';
 
 export type StatusBarState =
   | { readonly kind: 'stopped'; readonly reason?: string }
@@ -12,6 +13,8 @@ export type StatusBarState =
     readonly deadLetters: number;
     /** HITL invocations waiting for a human. */
     readonly approvals: number;
+    /** The store's size against its disk budget, when known. */
+    readonly store?: { readonly bytes: number; readonly budget: number };
   };
 
 /**
@@ -46,17 +49,19 @@ export class CoordinatorStatusBar implements vscode.Disposable {
         const deadLetters = state.deadLetters > 0 ? plural(state.deadLetters, 'dead letter') : '';
         const approvals = state.approvals > 0 ? `${plural(state.approvals, 'approval')} pending` : '';
         const authNone = state.auth === 'none';
+        const store = storeWarning(state.store);
         this.item.text = `$(radio-tower) SW4RM :${state.port}${authNone ? ' · $(unlock) auth none' : ''} · ${agents}` +
-          `${deadLetters ? ` · ${deadLetters}` : ''}` + (approvals ? ` · $(bell) ${state.approvals}` : '');
+          `${deadLetters ? ` · ${deadLetters}` : ''}` + (approvals ? ` · $(bell) ${state.approvals}` : '') + (store ? ` · ${store.text}` : '');
         this.item.tooltip = `SW4RM coordinator on ${state.host}:${state.port}\n` +
           (authNone ? `${AUTH_NONE_WARNING} (sw4rm.auth is "none": no credential is checked)\n` : '') +
           `${agents} registered, ${state.online} connected\n` +
           (approvals ? `${approvals}: see the Approvals view\n` : '') +
-          (deadLetters ? `${deadLetters}: see the Dead Letters view\n` : '') + 'Click to show the log';
+          (deadLetters ? `${deadLetters}: see the Dead Letters view\n` : '') +
+          (store ? `${store.tooltip}\n` : '') + 'Click to show the log';
         this.item.accessibilityInformation = {
-          label: `SW4RM coordinator on port ${state.port}${authNone ? ', auth none' : ''}, ${agents}${deadLetters ? `, ${deadLetters}` : ''}${approvals ? `, ${approvals}` : ''}`,
+          label: `SW4RM coordinator on port ${state.port}${authNone ? ', auth none' : ''}, ${agents}${deadLetters ? `, ${deadLetters}` : ''}${approvals ? `, ${approvals}` : ''}${store ? `, ${store.text}` : ''}`,
         };
-        this.item.backgroundColor = deadLetters || authNone ? new vscode.ThemeColor('statusBarItem.warningBackground') : undefined;
+        this.item.backgroundColor = deadLetters || authNone || store ? new vscode.ThemeColor('statusBarItem.warningBackground') : undefined;
         break;
       }
     }

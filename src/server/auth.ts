@@ -2,6 +2,7 @@ import * as grpc from '@grpc/grpc-js';
 import { tokenMatches } from '../core/auth/token';
 import { CREDENTIAL_TOKEN_PREFIX, OPERATOR, type Credentials } from '../core/credentials/credentials';
 import type { Principal } from '../core/credentials/model';
+import type { ConnectionInfo } from './connections';
 
 export type AuthMode = 'token' | 'none';
 
@@ -29,6 +30,8 @@ export interface Authentication {
   readonly credentials?: Credentials;
   /** Told of every refusal (for the log), with the RPC and why; never the token. */
   readonly onRefused?: (path: string, reason: string, metadata: grpc.Metadata) => void;
+  /** Told of every call that passes (health probes excepted): its connection is authenticated (connections.ts). */
+  readonly onAuthenticated?: (connection: ConnectionInfo) => void;
 }
 
 /**
@@ -38,7 +41,9 @@ export interface Authentication {
  */
 export function authInterceptor(mode: AuthMode, auth: Authentication): grpc.ServerInterceptor {
   return (methodDescriptor, call) => {
-    if (mode === 'none' || UNAUTHENTICATED_PREFIXES.some((p) => methodDescriptor.path.startsWith(p))) {
+    if (UNAUTHENTICATED_PREFIXES.some((p) => methodDescriptor.path.startsWith(p))) return new grpc.ServerInterceptingCall(call);
+    if (mode === 'none') {
+      auth.onAuthenticated?.(call.getConnectionInfo());
       return new grpc.ServerInterceptingCall(call);
     }
     const listener = new grpc.ServerListenerBuilder()
@@ -50,6 +55,7 @@ export function authInterceptor(mode: AuthMode, auth: Authentication): grpc.Serv
           return;
         }
         (metadata as WithPrincipal)[PRINCIPAL] = principal;
+        auth.onAuthenticated?.(call.getConnectionInfo());
         next(metadata);
       })
       .build();

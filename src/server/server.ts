@@ -4,6 +4,7 @@ import type { Coordinator } from '../core/coordinator';
 import { TRANSPORT_MAX_MESSAGE_BYTES } from '../core/limits';
 import { authInterceptor, type AuthMode } from './auth';
 import { callContext } from './callContext';
+import { ConnectionGuard, DEFAULT_CONNECTION_LIMITS, requestBodyInterceptor, type ConnectionLimits } from './connections';
 import { exposeDuplicateAuthorization } from './duplicateHeaders';
 import { IdentityGuard } from './guard';
 import { HealthService } from './health';
@@ -27,6 +28,8 @@ export interface ServerOptions {
   readonly auth: AuthMode;
   /** The operator token (acts for any agent); required when auth is `token`. */
   readonly token?: string;
+  /** Bounds on connections and request arrival (connections.ts); defaults DEFAULT_CONNECTION_LIMITS. */
+  readonly connections?: Partial<ConnectionLimits>;
 }
 
 /** The requested port is taken. `freePort` is one that was free a moment ago, to offer the user. */
@@ -67,6 +70,7 @@ export class CoordinatorServer {
   private readonly server: grpc.Server;
   private readonly health = new HealthService(CANONICAL_SERVICES);
   private readonly guard: IdentityGuard;
+  private readonly connections: ConnectionGuard;
   private boundPort = 0;
   private state: 'new' | 'serving' | 'draining' | 'stopped' = 'new';
 
@@ -76,12 +80,16 @@ export class CoordinatorServer {
       throw new ConfigurationError(`Binding to ${options.host} (not loopback) requires auth "token"; auth "none" is only allowed on 127.0.0.1 / ::1.`);
     }
     const { coordinator } = options;
+    const limits: ConnectionLimits = { ...DEFAULT_CONNECTION_LIMITS, ...options.connections };
+    this.connections = new ConnectionGuard(limits);
     this.server = new grpc.Server({
       ...SERVER_CHANNEL_OPTIONS,
-      interceptors: [authInterceptor(options.auth, {
+      // The request-body deadline first (nearest the transport), so that its timer also covers calls auth refuses.
+      interceptors: [requestBodyInterceptor(limits.requestBodyMs), authInterceptor(options.auth, {
         operatorToken: options.token ?? '',
         credentials: coordinator.credentials,
         onRefused: (path, reason, metadata) => coordinator.credentials.recordUnauthenticated(path, reason, callContext({ metadata }, coordinator.ids)),
+        onAuthenticated: (connection) => this.connections.markAuthenticated(connection),
       })],
     });
     this.guard = new IdentityGuard(coordinator);
@@ -127,6 +135,7 @@ export class CoordinatorServer {
       throw err;
     });
     exposeDuplicateAuthorization(this.server);
+    this.connections.attach(this.server);
     this.state = 'serving';
     this.health.setStatus('SERVING');
     return this.boundPort;
@@ -150,6 +159,7 @@ export class CoordinatorServer {
     this.health.setStatus('NOT_SERVING');
     this.health.endWatches();
     this.guard.dispose();
+    this.connections.dispose();
     this.options.coordinator.router.closeStreams('the coordinator is stopping');
     await new Promise<void>((resolve) => {
       const timer = setTimeout(() => {

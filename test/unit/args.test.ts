@@ -13,7 +13,7 @@ function refused(argv: string[], message: RegExp): void {
 }
 
 /** Router defaults: RFC §13 inbox capacity 10, RFC §11.2/§20 deduplication window 3600 s, the built-in payload limits. */
-const ROUTER_DEFAULTS = { capacity: 10, dedupWindowSeconds: 3600, messageRetentionHours: 24, privilegedRatePerSecond: 50, payloadLimits: {}, unaddressed: 'refuse', verbose: false };
+const ROUTER_DEFAULTS = { capacity: 10, dedupWindowSeconds: 3600, messageRetentionHours: 24, storeBudgetMiB: 2048, privilegedRatePerSecond: 50, payloadLimits: {}, unaddressed: 'refuse', verbose: false };
 const HITL_DEFAULTS = { operator: false, hitlPolicyFile: undefined };
 
 describe('parseArgs (headless CLI)', () => {
@@ -25,14 +25,14 @@ describe('parseArgs (headless CLI)', () => {
 
   it('reads every option, as separate values or with =', () => {
     assert.deepEqual(parseArgs(['--host', '::1', '--port', '0', '--data-dir', '/tmp/x y', '--auth', 'none', '--heartbeat-debounce', '2.5',
-      '--capacity', '3', '--dedup-window', '60', '--message-retention', '48', '--privileged-rate', '5', '--payload-limit', 'DATA=1048576', '--unaddressed', 'fanout', '--operator', '--hitl-policy', 'p.json']), {
+      '--capacity', '3', '--dedup-window', '60', '--message-retention', '48', '--store-budget', '64', '--privileged-rate', '5', '--payload-limit', 'DATA=1048576', '--unaddressed', 'fanout', '--operator', '--hitl-policy', 'p.json']), {
       host: '::1', port: 0, dataDir: '/tmp/x y', auth: 'none', heartbeatDebounceSeconds: 2.5,
-      capacity: 3, dedupWindowSeconds: 60, messageRetentionHours: 48, privilegedRatePerSecond: 5, payloadLimits: { DATA: 1048576 }, unaddressed: 'fanout', verbose: false, help: false,
+      capacity: 3, dedupWindowSeconds: 60, messageRetentionHours: 48, storeBudgetMiB: 64, privilegedRatePerSecond: 5, payloadLimits: { DATA: 1048576 }, unaddressed: 'fanout', verbose: false, help: false,
       operator: true, hitlPolicyFile: 'p.json',
     });
     assert.deepEqual(parseArgs(['--port=65535', '--data-dir=a=b', '--auth=token', '--capacity=25', '--dedup-window=7200', '--payload-limit=CONTROL=100']), {
       host: '127.0.0.1', port: 65535, dataDir: 'a=b', auth: 'token', heartbeatDebounceSeconds: 30,
-      capacity: 25, dedupWindowSeconds: 7200, messageRetentionHours: 24, privilegedRatePerSecond: 50, payloadLimits: { CONTROL: 100 }, unaddressed: 'refuse', verbose: false, help: false, ...HITL_DEFAULTS,
+      capacity: 25, dedupWindowSeconds: 7200, messageRetentionHours: 24, storeBudgetMiB: 2048, privilegedRatePerSecond: 50, payloadLimits: { CONTROL: 100 }, unaddressed: 'refuse', verbose: false, help: false, ...HITL_DEFAULTS,
     });
   });
 
@@ -47,6 +47,12 @@ describe('parseArgs (headless CLI)', () => {
     for (const bad of ['0', '-1', '1.5', 'abc', '', '1e3', '1000001']) {
       it(`refuses --capacity ${JSON.stringify(bad)}, naming the value`, () => {
         refused(['--capacity', bad], new RegExp(`--capacity must be a whole number from 1 to 1000000, not '${bad.replace('.', '\\.')}'`));
+      });
+    }
+
+    for (const bad of ['15', '0', '-1', '2.5', 'big', '1048577']) {
+      it(`refuses --store-budget ${JSON.stringify(bad)}`, () => {
+        refused(['--store-budget', bad], /--store-budget must be a whole number of MiB from 16 to 1048576/);
       });
     }
 

@@ -4,7 +4,11 @@ import type { AuditEntry, AuditQuery, HitlInvocation } from '../hitl/model';
 import type { HitlPolicy } from '../hitl/policy';
 import type { AgentRecord } from '../registry/model';
 import type { DeadLetter, DeadLetterFilter } from '../router/model';
-import type { InboxStats, SendResult } from '../router/router';
+import type { InboxStats, SendResult, StoreUsage } from '../router/router';
+
+export type { StoreUsage };
+/** The bounds of the store's disk budget in MiB (sw4rm.storeBudgetMiB, --store-budget). */
+export { MAX_STORE_BUDGET_MIB, MIN_STORE_BUDGET_MIB } from '../router/router';
 
 /**
  * Everything the editor asks of, tells and hears from the coordinator. Queries and changes answer Promises,
@@ -27,6 +31,11 @@ export interface CoordinatorApi {
   metricsText(): Promise<string>;
   /** Where the store lives, for messages to the user. */
   storeLocation(): Promise<string>;
+  /**
+   * The store's size against its disk budget (RouterOptions.storeBudgetBytes): the running estimate admission
+   * checks, read back from the store every few seconds. Poll it at a low rate (the status bar warns at 80%).
+   */
+  storeUsage(): Promise<StoreUsage>;
 
   readonly onDidChangeAgents: Event<AgentsChange>;
   /** An agent's inbox changed (admitted, delivered, acknowledged…); fires often, listeners coalesce. */

@@ -8,7 +8,7 @@ import type { HitlPolicy } from '../hitl/policy';
 import { HitlRequestError } from '../hitl/request';
 import type { AgentRecord } from '../registry/model';
 import type { DeadLetter, DeadLetterFilter } from '../router/model';
-import type { InboxStats } from '../router/router';
+import type { InboxStats, StoreUsage } from '../router/router';
 import {
   CoordinatorApiError,
   type AgentCounts, type AgentsChange, type ApprovalDecision, type ApprovalPolicyChange, type ApprovalsChange, type ApprovalsQuery,
@@ -76,6 +76,10 @@ export class InProcessCoordinatorApi implements CoordinatorApi, Disposable {
 
   storeLocation(): Promise<string> {
     return this.run((c) => c.store.location);
+  }
+
+  storeUsage(): Promise<StoreUsage> {
+    return this.run((c) => c.router.storeUsage());
   }
 
   // ---------------------------------------------------------------- dead letters

@@ -27,8 +27,8 @@ export interface SendOptions {
 }
 
 /**
- * Admission (SendMessage): validates an envelope, resolves its recipient, checks modality, TTL, deduplication
- * and capacity, and commits the message with its outcome-cache entry and its log event in one transaction
+ * Admission (SendMessage): validates an envelope, resolves its recipient, checks modality, TTL, deduplication,
+ * the store's disk budget and capacity, and commits the message with its outcome-cache entry and its log event in one transaction
  * before answering accepted. ACKs and messages to the coordinator itself are handed on once admitted.
  */
 export class Admission {
@@ -116,6 +116,9 @@ export class Admission {
     if (previous !== undefined && previous.status !== 'retryable') return core.dedup.refuseRepeat(envelope, key, previous, ctx);
 
     if (target && ack) return core.acks.acceptAck(envelope, ack, target, recipient, key, previous, ctx, now, options, reusedFrom);
+    // The disk budget (ACKs pass: they finish messages, which releases their payloads). An estimate, no store read.
+    const overBudget = core.storeBudget.refusal(envelope.payload.byteLength);
+    if (overBudget) return refused('BUFFER_FULL', overBudget, { store_budget_bytes: core.storeBudget.budget });
     if (recipient === COORDINATOR_ID) return core.handlers.accept(envelope, json, key, previous, ctx, now, expiresAt, reusedFrom);
 
     const inbox = core.inbox(recipient);
@@ -123,6 +126,7 @@ export class Admission {
       return refused('BUFFER_FULL', `the inbox of ${recipient} holds ${inbox.notRead.size} messages not yet READ (capacity ${core.options.capacity})`, {}, recipient);
     }
     const record = core.store.transaction(() => this.write(envelope, recipient, key, previous, reusedFrom, producer, ctx, now, expiresAt, ''));
+    core.storeBudget.added(envelope.payload.byteLength);
     this.activate(record, now, options);
     return { accepted: true, messageId: envelope.messageId };
   }
@@ -161,6 +165,8 @@ export class Admission {
     if (full) {
       return this.refuse(envelope, 'BUFFER_FULL', `fan-out: the inbox of ${full.recipient} holds ${core.inbox(full.recipient).notRead.size} messages not yet READ (capacity ${core.options.capacity})`, ctx, {}, full.recipient);
     }
+    const overBudget = core.storeBudget.refusal(envelope.payload.byteLength * targets.length);
+    if (overBudget) return this.refuse(envelope, 'BUFFER_FULL', `fan-out of ${targets.length} copies: ${overBudget}`, ctx, { store_budget_bytes: core.storeBudget.budget });
     const records = core.store.transaction(() => {
       const written = targets.map((t) => this.write({ ...envelope, messageId: core.ids.uuid() }, t.recipient, t.key, t.previous, t.reusedFrom, producer, ctx, now, expiresAt, envelope.messageId));
       core.log.record({
@@ -169,6 +175,7 @@ export class Admission {
       });
       return written;
     });
+    core.storeBudget.added(envelope.payload.byteLength * records.length);
     for (const record of records) this.activate(record, now, options);
     return { accepted: true, messageId: envelope.messageId };
   }

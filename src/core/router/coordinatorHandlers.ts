@@ -98,7 +98,7 @@ export class CoordinatorHandlers {
         const envelope = core.coordinator.envelope(messageType, record.envelope.correlationId, reply);
         core.coordinator.persist(record.envelope.producerId, envelope, messageId, `${messageType} answering ${messageId}`, now);
       }
+      core.retire(record);
     });
-    core.retire(record);
   }
 }

@@ -13,17 +13,26 @@ export function dedupKey(envelope: Envelope): string {
   return envelope.idempotencyToken ? `t:${envelope.idempotencyToken}` : `s:${envelope.sequenceNumber}`;
 }
 
-/** Same operation by content: message type, content type and payload bytes. */
-function sameContent(a: Envelope, b: Envelope): boolean {
+/** The digest of an envelope's content (message type, content type, payload bytes), as hex. */
+export function contentDigest(envelope: Envelope): string {
+  return createHash('sha256').update(envelope.messageType).update('\u0000').update(envelope.contentType).update('\u0000')
+    .update(envelope.payload).digest('hex');
+}
+
+/**
+ * Same operation by content: message type, content type and payload bytes; for a stored message whose payload
+ * was released (finished with), its content digest. Answers undefined when there is nothing left to compare.
+ */
+function sameContent(original: MessageRecord, b: Envelope): boolean | undefined {
+  if (original.payloadReleased) return original.contentDigest === undefined ? undefined : original.contentDigest === contentDigest(b);
+  const a = original.envelope;
   return a.messageType === b.messageType && a.contentType === b.contentType
     && Buffer.from(a.payload.buffer, a.payload.byteOffset, a.payload.byteLength).equals(b.payload);
 }
 
 /** The key of a distinct operation that reused a sequence number: `<key>#<digest of its content>`. */
 function contentKey(envelope: Envelope, key: string): string {
-  const digest = createHash('sha256').update(envelope.messageType).update('\u0000').update(envelope.contentType).update('\u0000')
-    .update(envelope.payload).digest('hex').slice(0, 32);
-  return `${key}#${digest}`;
+  return `${key}#${contentDigest(envelope).slice(0, 32)}`;
 }
 
 /** A distinct operation found behind a colliding `(producer_id, sequence_number)`: its own key and entry. */
@@ -69,7 +78,7 @@ export class Deduplication {
     // The first attempt still stored; with none left to compare (never stored, or pruned), the rule applies as written.
     let original: MessageRecord | undefined;
     for (const id of previous.attempts) if ((original = this.core.message(id)) !== undefined) break;
-    if (original === undefined || sameContent(original.envelope, envelope)) return undefined;
+    if (original === undefined || sameContent(original, envelope) !== false) return undefined;
     const own = contentKey(envelope, key);
     const ownPrevious = this.entry(envelope.producerId, own, now);
     return { key: own, previous: ownPrevious, reusedFrom: ownPrevious ? undefined : previous.originalMessageId };

@@ -42,7 +42,7 @@ export class Housekeeping implements Disposable {
     });
   }
 
-  /** Forgets expired outcomes (one bounded batch) and applies the dead-letter retention; answers whether more expired outcomes wait. */
+  /** Forgets expired outcomes (one bounded batch) and applies the dead-letter retention (age, count, payload bytes); answers whether more expired outcomes wait. */
   private housekeeping(now: number): boolean {
     const core = this.core;
     const expired = core.store.transaction(() => {
@@ -56,7 +56,7 @@ export class Housekeeping implements Disposable {
       return result;
     });
     core.dedup.prune(now);
-    if (core.repo.pruneDeadLetters(core.options.dlqMaxEntries, now - core.options.dlqRetentionMs) > 0) core.deadLettersChanged.fire({ kind: 'pruned' });
+    if (core.repo.pruneDeadLetters(core.options.dlqMaxEntries, now - core.options.dlqRetentionMs, core.options.dlqMaxBytes) > 0) core.deadLettersChanged.fire({ kind: 'pruned' });
     return expired.more;
   }
 

@@ -42,6 +42,13 @@ export interface MessageRecord {
   leaseUntil: number | null;
   deliveryAttempts: number;
   history: HistoryEntry[];
+  /**
+   * Set on a message read back from the store after it was finished with (terminal and delivered): its payload
+   * bytes were released then (`envelope.payload` is empty); the record and its history stay for the retention.
+   */
+  readonly payloadReleased?: true;
+  /** For a released payload of a message without an idempotency token: its content digest (deduplication.ts). */
+  readonly contentDigest?: string;
 }
 
 /** The outcome cache of one logical operation (RFC §11.2), per producer and token (or sequence number). */
@@ -108,6 +115,13 @@ export interface RouterRepository {
    * its limit rather than at a message too recent to go.
    */
   pruneMessages(finishedBefore: number, scanLimit: number): PruneResult;
+  /**
+   * Drops the payload bytes of a message finished with (terminal and delivered), inside the transaction of its
+   * final state; `contentDigest` is kept in their place when given (untokened messages, for deduplication).
+   */
+  releasePayload(record: MessageRecord, contentDigest: string | undefined): void;
+  /** The bytes of the store file in use (pages in use × page size, all areas). A cheap read, not per message. */
+  storeBytes(): number;
 
   getDedup(producerId: string, key: string): DedupEntry | undefined;
   putDedup(entry: DedupEntry): void;
@@ -126,7 +140,8 @@ export interface RouterRepository {
   deadLetter(id: number): { letter: DeadLetter; envelope: Envelope } | undefined;
   markRequeued(id: number, at: number, newMessageId: string): void;
   deadLetterCount(includeRequeued?: boolean): number;
-  pruneDeadLetters(maxEntries: number, olderThan: number): number;
+  /** Drops dead letters failed before `olderThan`, then the oldest beyond `maxEntries` or beyond `maxBytes` of payload. */
+  pruneDeadLetters(maxEntries: number, olderThan: number, maxBytes?: number): number;
 }
 
 /** What the router is handed of the store: its own repository and transactions. */

@@ -1,4 +1,4 @@
-import { PAYLOAD_LIMITS } from '../limits';
+import { MIB, PAYLOAD_LIMITS } from '../limits';
 import { DEFAULT_LANE_OPTIONS, type LaneOptions } from './lanes';
 import { SETTLED_OUTCOMES_IN_MEMORY } from './outcomeCache';
 
@@ -23,7 +23,14 @@ export interface RouterOptions {
   readonly payloadLimits: Readonly<Record<string, number>>;
   readonly lanes: LaneOptions;
   readonly dlqMaxEntries: number;
+  /** Payload bytes the DLQ keeps at most; its retention drops the oldest dead letters beyond them. */
+  readonly dlqMaxBytes: number;
   readonly dlqRetentionMs: number;
+  /**
+   * The disk budget of the store (its pages in use, all areas): admission refuses a message that would take
+   * the store over it with BUFFER_FULL. Checked against a running estimate, read from the store every few seconds.
+   */
+  readonly storeBudgetBytes: number;
   /**
    * Finished messages (terminal and delivered) stay in the store, queryable, for this long after their last
    * change, and never less than the deduplication window (retries and late ACKs look their attempts up).
@@ -53,10 +60,16 @@ export const DEFAULT_ROUTER_OPTIONS: RouterOptions = {
   payloadLimits: PAYLOAD_LIMITS,
   lanes: DEFAULT_LANE_OPTIONS,
   dlqMaxEntries: 10_000,
+  dlqMaxBytes: 256 * MIB,
   dlqRetentionMs: 7 * 24 * 3_600_000,
   messageRetentionMs: 24 * 3_600_000,
+  storeBudgetBytes: 2048 * MIB,
   unaddressed: 'refuse',
 };
 
 /** The longest message retention the settings and the CLI accept: a year. */
 export const MAX_MESSAGE_RETENTION_HOURS = 365 * 24;
+
+/** The largest store budget the settings and the CLI accept, in MiB (1 TiB); the smallest is 16 MiB. */
+export const MAX_STORE_BUDGET_MIB = 1024 * 1024;
+export const MIN_STORE_BUDGET_MIB = 16;

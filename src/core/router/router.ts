@@ -14,12 +14,15 @@ import type { CoordinatorHandler, CoordinatorMailbox, DeadLetter, DeadLetterFilt
 import { DEFAULT_ROUTER_OPTIONS, type RouterOptions } from './options';
 import { recover } from './recovery';
 import { RouterCore } from './routerCore';
+import type { StoreUsage } from './storeUsage';
 
-export type { CoordinatorHandler, DeadLetterChange, InboxSink, InboxStats, RouterOptions, SendOptions, SendResult };
+export type { CoordinatorHandler, DeadLetterChange, InboxSink, InboxStats, RouterOptions, SendOptions, SendResult, StoreUsage };
 export { UNSPECIFIED_ERROR } from './ackLifecycle';
 export { COORDINATOR_ID } from './coordinatorMessages';
 export { StreamRefusal } from './delivery';
-export { DEFAULT_ROUTER_OPTIONS, MAX_MESSAGE_RETENTION_HOURS, UNADDRESSED_POLICIES, type UnaddressedPolicy } from './options';
+export {
+  DEFAULT_ROUTER_OPTIONS, MAX_MESSAGE_RETENTION_HOURS, MAX_STORE_BUDGET_MIB, MIN_STORE_BUDGET_MIB, UNADDRESSED_POLICIES, type UnaddressedPolicy,
+} from './options';
 
 /**
  * The router (RFC §11–§13, §21): admits envelopes durably, routes them to the recipient's inbox stream in
@@ -113,9 +116,17 @@ export class Router implements CoordinatorMailbox, Disposable {
     return this.core.deadLetters.export(filter);
   }
 
-  /** A message by id, from memory or the store. */
+  /**
+   * A message by id, from memory or the store. A message finished with has `payloadReleased` and an empty
+   * payload (its dead letter, if any, keeps the bytes).
+   */
   message(messageId: string): MessageRecord | undefined {
     return this.core.message(messageId);
+  }
+
+  /** The store's size against its disk budget (the estimate admission uses; read back every few seconds). */
+  storeUsage(): StoreUsage {
+    return this.core.storeBudget.usage();
   }
 
   stateCounts(): Record<string, number> {

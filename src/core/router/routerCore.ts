@@ -8,7 +8,7 @@ import { Admission } from './admission';
 import { CoordinatorHandlers } from './coordinatorHandlers';
 import { CoordinatorMessages } from './coordinatorMessages';
 import { DeadLetters, type DeadLetterChange } from './deadLetters';
-import { Deduplication } from './deduplication';
+import { Deduplication, contentDigest } from './deduplication';
 import { Delivery } from './delivery';
 import { Inflight, NOT_READ, type Inbox } from './inbox';
 import { LaneQueues } from './lanes';
@@ -16,7 +16,14 @@ import { isTerminal, type MessageState } from './lifecycle';
 import { emptyMetrics } from './metrics';
 import type { MessageRecord, RouterRepository, RouterStorage } from './model';
 import type { RouterOptions } from './options';
+import { StoreBudget } from './storeUsage';
 import { Timeouts } from './timeouts';
+
+/**
+ * Payloads from this size are released when their message is finished with. Smaller ones stay in the message's
+ * row until the retention deletes it: releasing them would free no page, and cost the hot path a write and a digest.
+ */
+export const PAYLOAD_RELEASE_MIN_BYTES = 4096;
 
 /**
  * What the parts of the router share: the store, the log, the clock, the messages in memory, the inboxes, and
@@ -41,6 +48,8 @@ export class RouterCore {
   readonly timeouts: Timeouts;
   readonly coordinator: CoordinatorMessages;
   readonly deadLetters: DeadLetters;
+  /** The store's size against its disk budget, estimated for admission. */
+  readonly storeBudget: StoreBudget;
 
   constructor(
     readonly store: RouterStorage,
@@ -59,6 +68,7 @@ export class RouterCore {
     this.timeouts = new Timeouts(this);
     this.coordinator = new CoordinatorMessages(this);
     this.deadLetters = new DeadLetters(this);
+    this.storeBudget = new StoreBudget(this.repo, clock, options.storeBudgetBytes);
   }
 
   /** A message by id, from memory or the store. */
@@ -94,12 +104,20 @@ export class RouterCore {
     });
   }
 
-  /** A message that is finished with leaves memory; the store keeps it. */
+  /**
+   * A message that is finished with leaves memory; the store keeps its record and history for the retention but
+   * releases its payload bytes from PAYLOAD_RELEASE_MIN_BYTES (a dead letter has its own copy). Call inside the transaction of its final state.
+   * An untokened message keeps its content digest instead, for the reused-sequence rule (deduplication.ts).
+   */
   retire(record: MessageRecord): void {
     const terminal = record.tracked ? isTerminal(record.state) : record.state !== 'SENT';
     if (terminal && record.delivery === 'done') {
       this.live.delete(record.envelope.messageId);
       this.timeouts.clearAll(record.envelope.messageId);
+      if (!record.payloadReleased && record.envelope.payload.byteLength >= PAYLOAD_RELEASE_MIN_BYTES) {
+        const e = record.envelope;
+        this.repo.releasePayload(record, record.dedupKey !== '' && !e.idempotencyToken ? contentDigest(e) : undefined);
+      }
     }
   }
 

@@ -16,8 +16,13 @@ function envelopeJson(envelope: Envelope): string {
   return JSON.stringify(rest);
 }
 
+/**
+ * A released payload (a message finished with, `releasePayload`) is stored as TEXT in the payload column, in place
+ * of the BLOB: the content digest of an untokened message, else ''. The column's type is the flag.
+ */
 function envelopeFrom(json: unknown, payload: unknown): Envelope {
-  return { ...(JSON.parse(String(json)) as Omit<Envelope, 'payload'>), payload: new Uint8Array(payload as Uint8Array) };
+  const bytes = typeof payload === 'string' ? new Uint8Array(0) : new Uint8Array(payload as Uint8Array);
+  return { ...(JSON.parse(String(json)) as Omit<Envelope, 'payload'>), payload: bytes };
 }
 
 /** Messages whose ids wait for the bulk index fill: at most this many, or for at most INDEX_FILL_INTERVAL_MS. */
@@ -66,6 +71,9 @@ export class SqliteRouterRepository implements RouterRepository {
       finishedIn: p(`SELECT id, message_id FROM router_messages WHERE id > ? AND id <= ? AND updated_at < ? AND NOT ${LIVE}`),
       // Where retention stops: a message too young to go, or finished but changed too recently (it goes next time).
       firstRecentIn: p(`SELECT MIN(id) AS id FROM router_messages WHERE id > ? AND id <= ? AND (accepted_at >= ? OR (updated_at >= ? AND NOT ${LIVE}))`),
+      releasePayload: p(`UPDATE router_envelopes SET payload = ? WHERE id = ? AND typeof(payload) = 'blob'`),
+      storeBytes: p(`SELECT ((SELECT page_count FROM pragma_page_count()) - (SELECT freelist_count FROM pragma_freelist_count()))
+        * (SELECT page_size FROM pragma_page_size()) AS bytes`),
       deleteIds: p('DELETE FROM router_message_ids WHERE message_id IN (SELECT value FROM json_each(?))'),
       deleteEnvelopes: p('DELETE FROM router_envelopes WHERE id IN (SELECT value FROM json_each(?))'),
       deleteMessages: p('DELETE FROM router_messages WHERE id IN (SELECT value FROM json_each(?))'),
@@ -98,6 +106,9 @@ export class SqliteRouterRepository implements RouterRepository {
       countAllDeadLetters: p('SELECT COUNT(*) AS n FROM dead_letters'),
       pruneDeadLettersAge: p('DELETE FROM dead_letters WHERE failed_at < ?'),
       pruneDeadLettersCount: p('DELETE FROM dead_letters WHERE id <= (SELECT MAX(id) FROM dead_letters) - ?'),
+      // The newest dead letter whose payload bytes, summed from the newest down, exceed the bound: it and all older go.
+      pruneDeadLettersBytes: p(`DELETE FROM dead_letters WHERE id <= (SELECT id FROM (SELECT id, SUM(size) OVER (ORDER BY id DESC) AS total
+        FROM dead_letters) WHERE total > ? ORDER BY id DESC LIMIT 1)`),
     };
     this.indexedThrough = Number((this.s.indexedThrough.get() as Row | undefined)?.value ?? 0);
     for (const row of this.s.unindexed.all(this.indexedThrough) as Row[]) this.unindexed.set(String(row.message_id), Number(row.id));
@@ -170,6 +181,15 @@ export class SqliteRouterRepository implements RouterRepository {
     this.retentionCursor = through;
     // More to look at when the scan stopped at its limit, not at a message too recent or at the newest.
     return { deleted: rows.length, more: recent === null && end < newestKept };
+  }
+
+  releasePayload(r: MessageRecord, contentDigest: string | undefined): void {
+    const id = this.ids.get(r) ?? this.idOf(r.envelope.messageId);
+    if (id !== undefined) this.s.releasePayload.run(contentDigest ?? '', id);
+  }
+
+  storeBytes(): number {
+    return Number((this.s.storeBytes.get() as Row).bytes);
   }
 
   /** The bulk fill of the message-id index, riding along with a commit when due (the store runs it). */
@@ -305,13 +325,16 @@ export class SqliteRouterRepository implements RouterRepository {
     return Number(((includeRequeued ? this.s.countAllDeadLetters : this.s.countDeadLetters).get() as Row).n);
   }
 
-  pruneDeadLetters(maxEntries: number, olderThan: number): number {
-    return Number(this.s.pruneDeadLettersAge.run(olderThan).changes) + Number(this.s.pruneDeadLettersCount.run(maxEntries).changes);
+  pruneDeadLetters(maxEntries: number, olderThan: number, maxBytes = Number.MAX_SAFE_INTEGER): number {
+    return Number(this.s.pruneDeadLettersAge.run(olderThan).changes) + Number(this.s.pruneDeadLettersCount.run(maxEntries).changes)
+      + Number(this.s.pruneDeadLettersBytes.run(Math.max(0, maxBytes)).changes);
   }
 }
 
 function toMessage(row: Row): MessageRecord {
+  const released = typeof row.payload === 'string';
   return {
+    ...(released ? { payloadReleased: true as const, ...(row.payload ? { contentDigest: String(row.payload) } : {}) } : {}),
     envelope: envelopeFrom(row.envelope, row.payload),
     recipientId: String(row.recipient_id),
     dedupKey: String(row.dedup_key),

@@ -1,0 +1,223 @@
+import * as grpc from '@grpc/grpc-js';
+import * as fs from 'node:fs';
+import * as http2 from 'node:http2';
+
+const { NGHTTP2_NO_ERROR } = http2.constants;
+
+/**
+ * Bounds on connections and on a request's arrival, so that connections nobody authenticated cannot hold the
+ * server's file descriptors or streams (README "Limits", "Security model").
+ */
+/** Which connection a call came on (grpc-js's `ConnectionInfo`, not exported by name). */
+export type ConnectionInfo = ReturnType<grpc.ServerInterceptingCallInterface['getConnectionInfo']>;
+
+export interface ConnectionLimits {
+  /** A connection (TCP or HTTP/2 session) that has not passed the auth interceptor with a call within this is closed. */
+  readonly unauthenticatedIdleMs: number;
+  /** At most this many connections at once per listening address; one more is closed as soon as it is accepted. */
+  readonly maxConnections: number;
+  /** A unary or server-streaming call whose request message has not fully arrived within this ends DEADLINE_EXCEEDED. */
+  readonly requestBodyMs: number;
+}
+
+export const DEFAULT_CONNECTION_LIMITS: ConnectionLimits = {
+  unauthenticatedIdleMs: 10_000,
+  maxConnections: 1000,
+  requestBodyMs: 30_000,
+};
+
+/**
+ * Closes connections that stay unauthenticated for `unauthenticatedIdleMs`, and caps the number of connections with
+ * the listening server's `maxConnections` (Node closes a connection beyond it as soon as it is accepted; it never
+ * closes one already open, so an authenticated connection is never closed for the limit).
+ *
+ * Like duplicateHeaders.ts, this reads grpc-js's `http2Servers` after binding (no public handle exists) and throws at
+ * start-up if a grpc-js release renames it. A call marks its connection authenticated through its public
+ * `getConnectionInfo()` (remote address and port, local port), which names the session's socket.
+ */
+export class ConnectionGuard {
+  private readonly pending = new Map<string, { session: http2.ServerHttp2Session; timer: NodeJS.Timeout }>();
+  private readonly attached = new WeakSet<object>();
+  private disposed = false;
+
+  constructor(private readonly limits: ConnectionLimits) {}
+
+  attach(server: grpc.Server): void {
+    const servers = (server as unknown as { http2Servers?: Map<http2.Http2Server, unknown> }).http2Servers;
+    if (!(servers instanceof Map)) throw new Error('grpc-js no longer has Server.http2Servers: connections cannot be bounded');
+    for (const http2Server of servers.keys()) {
+      if (this.attached.has(http2Server)) continue;
+      this.attached.add(http2Server);
+      http2Server.maxConnections = this.limits.maxConnections;
+      http2Server.prependListener('session', (session: http2.ServerHttp2Session) => this.track(session));
+      http2Server.prependListener('stream', closeWhenAnswered);
+    }
+  }
+
+  /** The auth interceptor let a call through on this connection: it is no longer closed for being idle. */
+  markAuthenticated(info: ConnectionInfo): void {
+    const key = connectionKey(info.remoteAddress, info.remotePort, info.localPort);
+    const entry = this.pending.get(key);
+    if (entry === undefined) return;
+    clearTimeout(entry.timer);
+    this.pending.delete(key);
+  }
+
+  /** Connections opened and not yet authenticated (for tests). */
+  get unauthenticated(): number {
+    return this.pending.size;
+  }
+
+  dispose(): void {
+    this.disposed = true;
+    for (const { timer } of this.pending.values()) clearTimeout(timer);
+    this.pending.clear();
+  }
+
+  private track(session: http2.ServerHttp2Session): void {
+    const socket = session.socket;
+    if (this.disposed || socket === undefined || socket.remoteAddress === undefined) return;
+    const key = connectionKey(socket.remoteAddress, socket.remotePort, socket.localPort);
+    const timer = setTimeout(() => {
+      this.pending.delete(key);
+      // Destroying the session closes its socket (session.socket is a proxy that refuses destroy()).
+      session.destroy();
+    }, this.limits.unauthenticatedIdleMs);
+    timer.unref();
+    this.pending.set(key, { session, timer });
+    session.once('close', () => {
+      const entry = this.pending.get(key);
+      if (entry?.session !== session) return;
+      clearTimeout(entry.timer);
+      this.pending.delete(key);
+    });
+  }
+}
+
+/**
+ * Once a call's status has gone out (trailers, or a trailers-only answer) while the client is still sending, the
+ * stream is reset with NO_ERROR (RFC 9113 §8.1 allows it), so that a half-sent request does not hold the stream.
+ */
+function closeWhenAnswered(stream: http2.ServerHttp2Stream): void {
+  stream.once('finish', () => {
+    setImmediate(() => {
+      if (stream.destroyed || stream.closed || stream.readableEnded) return;
+      const answered = stream.sentTrailers?.['grpc-status'] !== undefined || stream.sentHeaders?.['grpc-status'] !== undefined;
+      if (answered) stream.close(NGHTTP2_NO_ERROR);
+    });
+  });
+}
+
+function connectionKey(remoteAddress: string | undefined, remotePort: number | undefined, localPort: number | undefined): string {
+  return `${remoteAddress}|${remotePort}|${localPort}`;
+}
+
+/**
+ * For unary and server-streaming calls (one request message): a stream that ends before a complete request message
+ * arrived is answered INVALID_ARGUMENT (grpc-js alone answers UNIMPLEMENTED "Received no request message"), and a
+ * request message that has not fully arrived within `requestBodyMs` ends the call DEADLINE_EXCEEDED. Client-streaming
+ * calls are left to their handlers.
+ */
+export function requestBodyInterceptor(requestBodyMs: number): grpc.ServerInterceptor {
+  return (methodDescriptor, call) => {
+    if (methodDescriptor.requestStream) return new grpc.ServerInterceptingCall(call);
+    let received = false;
+    let ended = false;
+    let timer: NodeJS.Timeout | undefined;
+    const finish = () => {
+      ended = true;
+      if (timer !== undefined) clearTimeout(timer);
+      timer = undefined;
+    };
+    const listener = new grpc.ServerListenerBuilder()
+      .withOnReceiveMessage((message, next) => {
+        received = true;
+        if (timer !== undefined) clearTimeout(timer);
+        timer = undefined;
+        next(message);
+      })
+      .withOnReceiveHalfClose((next) => {
+        if (received) {
+          next();
+          return;
+        }
+        if (ended) return;
+        finish();
+        call.sendStatus({
+          code: grpc.status.INVALID_ARGUMENT,
+          details: `the request to ${methodDescriptor.path} ended before a complete request message arrived`,
+          metadata: new grpc.Metadata(),
+        });
+      })
+      .withOnCancel(() => finish())
+      .build();
+    const responder = new grpc.ResponderBuilder()
+      .withStart((next) => {
+        timer = setTimeout(() => {
+          timer = undefined;
+          if (received || ended) return;
+          finish();
+          call.sendStatus({
+            code: grpc.status.DEADLINE_EXCEEDED,
+            details: `the request message to ${methodDescriptor.path} did not arrive completely within ${requestBodyMs / 1000} s`,
+            metadata: new grpc.Metadata(),
+          });
+        }, requestBodyMs);
+        timer.unref();
+        next(listener);
+      })
+      .withSendStatus((status, next) => {
+        finish();
+        next(status);
+      })
+      .build();
+    return new grpc.ServerInterceptingCall(call, responder);
+  };
+}
+
+export interface OpenFilesLimit {
+  readonly soft: number;
+  readonly hard: number;
+}
+
+/**
+ * The process's open-files limit (RLIMIT_NOFILE) from /proc/self/limits (Linux); undefined elsewhere or when
+ * unreadable. Node itself raises its soft limit to the hard limit at start-up, and can go no higher: beyond that the
+ * hard limit must be raised outside the process (limits.conf, `LimitNOFILE=`, `docker run --ulimit`).
+ */
+export function readOpenFilesLimit(text?: string): OpenFilesLimit | undefined {
+  let limits = text;
+  if (limits === undefined) {
+    try {
+      limits = fs.readFileSync('/proc/self/limits', 'utf8');
+    } catch {
+      return undefined;
+    }
+  }
+  const match = /^Max open files\s+(\d+|unlimited)\s+(\d+|unlimited)/m.exec(limits);
+  if (!match) return undefined;
+  const value = (s: string) => (s === 'unlimited' ? Infinity : Number(s));
+  return { soft: value(match[1]), hard: value(match[2]) };
+}
+
+/** File descriptors the coordinator needs beside its connections (store, protos, stdio, timers…). */
+const OTHER_FILES = 256;
+
+/** A line for the CLI's start-up banner, with a warning when the soft limit is below the connection limit's needs. */
+export function describeOpenFilesLimit(limit: OpenFilesLimit | undefined, maxConnections = DEFAULT_CONNECTION_LIMITS.maxConnections): { line: string; warning?: string } | undefined {
+  if (limit === undefined) return undefined;
+  const show = (n: number) => (n === Infinity ? 'unlimited' : String(n));
+  const line = `# Open files limit: soft ${show(limit.soft)}, hard ${show(limit.hard)}\n`;
+  const needed = maxConnections + OTHER_FILES;
+  if (limit.soft >= needed) return { line };
+  const raise = limit.hard >= needed
+    ? `run \`ulimit -n ${needed}\` in the shell that starts the coordinator`
+    : `the hard limit ${show(limit.hard)} is also low (Node already raised the soft limit as far as it allows): raise it outside ` +
+      `the coordinator, e.g. \`nofile\` in /etc/security/limits.conf, LimitNOFILE=${needed} in a systemd unit, or ` +
+      `\`docker run --ulimit nofile=${needed}:${needed}\`, then start it again`;
+  return {
+    line,
+    warning: `sw4rm-coordinator: warning: the open-files soft limit ${show(limit.soft)} is below ${needed} (${maxConnections} connections + ${OTHER_FILES}); ` +
+      `connections could exhaust file descriptors before the connection limit applies: ${raise}\n`,
+  };
+}
