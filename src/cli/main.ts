@@ -86,17 +86,6 @@ async function main(): Promise<number> {
     throw err;
   }
 
-  process.stdout.write(`# SW4RM coordinator serving on ${options.host}:${host.port} (auth ${options.auth}, store ${host.coordinator.store.location})\n`);
-  process.stdout.write('# Agent environment:\n');
-  process.stdout.write(formatEnvironment(host.environment()));
-  // Node raises its soft RLIMIT_NOFILE to the hard limit and no further: show both (Linux), and how to raise them when low.
-  const openFiles = describeOpenFilesLimit(readOpenFilesLimit());
-  if (openFiles) {
-    process.stdout.write(openFiles.line);
-    if (openFiles.warning) process.stderr.write(openFiles.warning);
-  }
-  if (options.operator) attachOperatorConsole(host);
-
   return new Promise<number>((resolve) => {
     let stopping = false;
     const stop = (signal: string) => {
@@ -110,6 +99,18 @@ async function main(): Promise<number> {
     };
     process.on('SIGINT', () => stop('SIGINT'));
     process.on('SIGTERM', () => stop('SIGTERM'));
+    // The environment on stdout says "ready", and scripts and tests may signal us as soon as they see it: print it only
+    // once the handlers are in place, so that such a signal drains instead of killing the process.
+    process.stdout.write(`# SW4RM coordinator serving on ${options.host}:${host.port} (auth ${options.auth}, store ${host.coordinator.store.location})\n`);
+    process.stdout.write('# Agent environment:\n');
+    process.stdout.write(formatEnvironment(host.environment()));
+    // Node raises its soft RLIMIT_NOFILE to the hard limit and no further: show both (Linux), and how to raise them when low.
+    const openFiles = describeOpenFilesLimit(readOpenFilesLimit());
+    if (openFiles) {
+      process.stdout.write(openFiles.line);
+      if (openFiles.warning) process.stderr.write(openFiles.warning);
+    }
+    if (options.operator) attachOperatorConsole(host);
     // A failed commit ends this process with status 1: a supervisor (or the user) starts a new one, which
     // recovers from the store exactly as after a crash.
     host.onDidFail((err) => {

@@ -6,8 +6,6 @@
  */
 export const FIELD_LIMITS = {
   envelope: {
-    /** A UUIDv4 (36 characters); the bound only shortens the refusal of something else. */
-    message_id: 64,
     producer_id: 256,
     correlation_id: 256,
     idempotency_token: 256,

@@ -68,21 +68,26 @@ export type JsonVerdict =
   | { readonly ok: true; readonly value: unknown }
   | { readonly ok: false; readonly limit: 'size' | 'depth' | 'syntax'; readonly reason: string };
 
-/** Why a JSON text is beyond its bounds (size, then depth), or undefined when it is within them. */
-export function jsonBoundsRefusal(text: Uint8Array | string, bounds: JsonBounds): string | undefined {
+/** Which bound a JSON text is beyond (size, then depth), and why; undefined when it is within them. */
+export function jsonBoundsBreach(text: Uint8Array | string, bounds: JsonBounds): { readonly limit: 'size' | 'depth'; readonly reason: string } | undefined {
   const maxDepth = bounds.maxDepth ?? MAX_JSON_DEPTH;
   if (bounds.maxBytes !== undefined) {
     const size = typeof text === 'string' ? Buffer.byteLength(text) : text.byteLength;
-    if (size > bounds.maxBytes) return `${bounds.what} is larger than ${bounds.maxBytes} bytes (${size})`;
+    if (size > bounds.maxBytes) return { limit: 'size', reason: `${bounds.what} is larger than ${bounds.maxBytes} bytes (${size})` };
   }
-  if (jsonDepth(text, maxDepth) > maxDepth) return `${bounds.what} nests deeper than ${maxDepth} levels (JSON depth limit)`;
+  if (jsonDepth(text, maxDepth) > maxDepth) return { limit: 'depth', reason: `${bounds.what} nests deeper than ${maxDepth} levels (JSON depth limit)` };
   return undefined;
+}
+
+/** Why a JSON text is beyond its bounds (size, then depth), or undefined when it is within them. */
+export function jsonBoundsRefusal(text: Uint8Array | string, bounds: JsonBounds): string | undefined {
+  return jsonBoundsBreach(text, bounds)?.reason;
 }
 
 /** Parses an agent's JSON text after checking its size and depth; never throws. */
 export function parseBoundedJson(text: string, bounds: JsonBounds): JsonVerdict {
-  const refusal = jsonBoundsRefusal(text, bounds);
-  if (refusal !== undefined) return { ok: false, limit: refusal.includes('deeper') ? 'depth' : 'size', reason: refusal };
+  const breach = jsonBoundsBreach(text, bounds);
+  if (breach !== undefined) return { ok: false, ...breach };
   try {
     return { ok: true, value: JSON.parse(text) as unknown };
   } catch (err) {

@@ -1,6 +1,9 @@
 import * as grpc from '@grpc/grpc-js';
 import * as fs from 'node:fs';
 import * as http2 from 'node:http2';
+import type { Clock } from '../core/clock';
+import type { Disposable } from '../core/events';
+import { newHttp2Servers } from './http2Servers';
 
 const { NGHTTP2_NO_ERROR } = http2.constants;
 
@@ -36,18 +39,14 @@ export const DEFAULT_CONNECTION_LIMITS: ConnectionLimits = {
  * `getConnectionInfo()` (remote address and port, local port), which names the session's socket.
  */
 export class ConnectionGuard {
-  private readonly pending = new Map<string, { session: http2.ServerHttp2Session; timer: NodeJS.Timeout }>();
+  private readonly pending = new Map<string, { session: http2.ServerHttp2Session; timer: Disposable }>();
   private readonly attached = new WeakSet<object>();
   private disposed = false;
 
-  constructor(private readonly limits: ConnectionLimits) {}
+  constructor(private readonly limits: ConnectionLimits, private readonly clock: Clock) {}
 
   attach(server: grpc.Server): void {
-    const servers = (server as unknown as { http2Servers?: Map<http2.Http2Server, unknown> }).http2Servers;
-    if (!(servers instanceof Map)) throw new Error('grpc-js no longer has Server.http2Servers: connections cannot be bounded');
-    for (const http2Server of servers.keys()) {
-      if (this.attached.has(http2Server)) continue;
-      this.attached.add(http2Server);
+    for (const http2Server of newHttp2Servers(server, this.attached, 'connections cannot be bounded')) {
       http2Server.maxConnections = this.limits.maxConnections;
       http2Server.prependListener('session', (session: http2.ServerHttp2Session) => this.track(session));
       http2Server.prependListener('stream', closeWhenAnswered);
@@ -59,7 +58,7 @@ export class ConnectionGuard {
     const key = connectionKey(info.remoteAddress, info.remotePort, info.localPort);
     const entry = this.pending.get(key);
     if (entry === undefined) return;
-    clearTimeout(entry.timer);
+    entry.timer.dispose();
     this.pending.delete(key);
   }
 
@@ -70,7 +69,7 @@ export class ConnectionGuard {
 
   dispose(): void {
     this.disposed = true;
-    for (const { timer } of this.pending.values()) clearTimeout(timer);
+    for (const { timer } of this.pending.values()) timer.dispose();
     this.pending.clear();
   }
 
@@ -78,17 +77,16 @@ export class ConnectionGuard {
     const socket = session.socket;
     if (this.disposed || socket === undefined || socket.remoteAddress === undefined) return;
     const key = connectionKey(socket.remoteAddress, socket.remotePort, socket.localPort);
-    const timer = setTimeout(() => {
+    const timer = this.clock.setTimer(this.limits.unauthenticatedIdleMs, () => {
       this.pending.delete(key);
       // Destroying the session closes its socket (session.socket is a proxy that refuses destroy()).
       session.destroy();
-    }, this.limits.unauthenticatedIdleMs);
-    timer.unref();
+    });
     this.pending.set(key, { session, timer });
     session.once('close', () => {
       const entry = this.pending.get(key);
       if (entry?.session !== session) return;
-      clearTimeout(entry.timer);
+      entry.timer.dispose();
       this.pending.delete(key);
     });
   }
@@ -118,21 +116,21 @@ function connectionKey(remoteAddress: string | undefined, remotePort: number | u
  * request message that has not fully arrived within `requestBodyMs` ends the call DEADLINE_EXCEEDED. Client-streaming
  * calls are left to their handlers.
  */
-export function requestBodyInterceptor(requestBodyMs: number): grpc.ServerInterceptor {
+export function requestBodyInterceptor(requestBodyMs: number, clock: Clock): grpc.ServerInterceptor {
   return (methodDescriptor, call) => {
     if (methodDescriptor.requestStream) return new grpc.ServerInterceptingCall(call);
     let received = false;
     let ended = false;
-    let timer: NodeJS.Timeout | undefined;
+    let timer: Disposable | undefined;
     const finish = () => {
       ended = true;
-      if (timer !== undefined) clearTimeout(timer);
+      timer?.dispose();
       timer = undefined;
     };
     const listener = new grpc.ServerListenerBuilder()
       .withOnReceiveMessage((message, next) => {
         received = true;
-        if (timer !== undefined) clearTimeout(timer);
+        timer?.dispose();
         timer = undefined;
         next(message);
       })
@@ -153,7 +151,7 @@ export function requestBodyInterceptor(requestBodyMs: number): grpc.ServerInterc
       .build();
     const responder = new grpc.ResponderBuilder()
       .withStart((next) => {
-        timer = setTimeout(() => {
+        timer = clock.setTimer(requestBodyMs, () => {
           timer = undefined;
           if (received || ended) return;
           finish();
@@ -162,8 +160,7 @@ export function requestBodyInterceptor(requestBodyMs: number): grpc.ServerInterc
             details: `the request message to ${methodDescriptor.path} did not arrive completely within ${requestBodyMs / 1000} s`,
             metadata: new grpc.Metadata(),
           });
-        }, requestBodyMs);
-        timer.unref();
+        });
         next(listener);
       })
       .withSendStatus((status, next) => {

@@ -1,5 +1,6 @@
 import type * as grpc from '@grpc/grpc-js';
 import type * as http2 from 'node:http2';
+import { newHttp2Servers } from './http2Servers';
 
 /**
  * Node's HTTP/2 layer keeps only the first of several `authorization` fields (a single-value field), so a request
@@ -12,11 +13,7 @@ import type * as http2 from 'node:http2';
  * (test/integration/auth.integration.test.ts sends two over raw HTTP/2).
  */
 export function exposeDuplicateAuthorization(server: grpc.Server): void {
-  const servers = (server as unknown as { http2Servers?: Map<http2.Http2Server, unknown> }).http2Servers;
-  if (!(servers instanceof Map)) throw new Error('grpc-js no longer has Server.http2Servers: duplicate authorization headers cannot be detected');
-  for (const http2Server of servers.keys()) {
-    if (marked.has(http2Server)) continue;
-    marked.add(http2Server);
+  for (const http2Server of newHttp2Servers(server, marked, 'duplicate authorization headers cannot be detected')) {
     http2Server.prependListener('stream', (_stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders, _flags: number, rawHeaders: string[]) => {
       let values: string[] | undefined;
       let count = 0;

@@ -21,11 +21,27 @@ export function removeEndpoint(dataDir: string, port: number): void {
   if (readEndpoint(dataDir)?.port === port) fs.rmSync(file, { force: true });
 }
 
+/**
+ * The endpoint of the coordinator running on `dataDir`, or undefined. A file left behind by a coordinator that
+ * crashed names a process that is gone: it is ignored, so the operator token is never sent to whatever listens on
+ * that port now.
+ */
 export function readEndpoint(dataDir: string): Endpoint | undefined {
+  let value: Partial<Endpoint>;
   try {
-    const value = JSON.parse(fs.readFileSync(path.join(dataDir, ENDPOINT_FILE_NAME), 'utf8')) as Partial<Endpoint>;
-    return typeof value.host === 'string' && typeof value.port === 'number' ? { host: value.host, port: value.port, pid: Number(value.pid) } : undefined;
+    value = JSON.parse(fs.readFileSync(path.join(dataDir, ENDPOINT_FILE_NAME), 'utf8')) as Partial<Endpoint>;
   } catch {
     return undefined;
+  }
+  if (typeof value.host !== 'string' || typeof value.port !== 'number' || !Number.isSafeInteger(value.pid)) return undefined;
+  return processAlive(value.pid!) ? { host: value.host, port: value.port, pid: value.pid! } : undefined;
+}
+
+function processAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM'; // alive, but another user's
   }
 }

@@ -148,8 +148,15 @@ function claimedBy(claim: Claim, request: unknown, metadata: grpc.Metadata): str
   } catch {
     return []; // not JSON: it names nobody (the handler refuses it)
   }
-  if (typeof body !== 'object' || body === null || Array.isArray(body)) return [];
-  return claim.keys.flatMap((key) => text((body as Record<string, unknown>)[key]));
+  if (!isObject(body)) return [];
+  // The keys count at the top level and in a nested `context` object, as HITL reads an invocation
+  // (parseInvocationRequest): a requester named only in the nested object acts as much as one at the top.
+  const sources = isObject(body.context) ? [body, body.context] : [body];
+  return sources.flatMap((source) => claim.keys.flatMap((key) => text(source[key])));
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
 /** Dotted paths split once: the check runs on every call. */

@@ -81,11 +81,11 @@ export class CoordinatorServer {
     }
     const { coordinator } = options;
     const limits: ConnectionLimits = { ...DEFAULT_CONNECTION_LIMITS, ...options.connections };
-    this.connections = new ConnectionGuard(limits);
+    this.connections = new ConnectionGuard(limits, coordinator.clock);
     this.server = new grpc.Server({
       ...SERVER_CHANNEL_OPTIONS,
       // The request-body deadline first (nearest the transport), so that its timer also covers calls auth refuses.
-      interceptors: [requestBodyInterceptor(limits.requestBodyMs), authInterceptor(options.auth, {
+      interceptors: [requestBodyInterceptor(limits.requestBodyMs, coordinator.clock), authInterceptor(options.auth, {
         operatorToken: options.token ?? '',
         credentials: coordinator.credentials,
         onRefused: (path, reason, metadata) => coordinator.credentials.recordUnauthenticated(path, reason, callContext({ metadata }, coordinator.ids)),
@@ -143,6 +143,11 @@ export class CoordinatorServer {
 
   get port(): number {
     return this.boundPort;
+  }
+
+  /** Connections open and not yet authenticated (they are closed after the idle timeout). */
+  get unauthenticatedConnections(): number {
+    return this.connections.unauthenticated;
   }
 
   get servingStatus(): string {

@@ -6,33 +6,16 @@ import { DatabaseSync } from 'node:sqlite';
 import { CoordinatorStore } from '../../src/core/coordinatorStore';
 import { STORE_FILE_NAME } from '../../src/core/store/sqliteStore';
 import { SERVICE_ADDRESS_VARIABLES } from '../../src/server/agentEnvironment';
-import { CliProcess } from '../support/cli';
+import { useCliProcesses } from '../support/cli';
 import { CoordinatorClients } from '../support/clients';
 import { descriptorMessage, fingerprint, writeGarbage } from '../support/fixtures';
-import { CLI_BUNDLE } from '../support/paths';
-import { makeTempDir, removeTempDir } from '../support/tempDir';
 
 describe('headless coordinator (dist/cli.js)', () => {
+  const suite = useCliProcesses('sw4rm-int-cli-');
+  const run = suite.run;
   let dataDir: string;
-  const processes: CliProcess[] = [];
-
-  function run(...args: string[]): CliProcess {
-    const cli = new CliProcess(args);
-    processes.push(cli);
-    return cli;
-  }
-
-  before(() => {
-    assert.ok(fs.existsSync(CLI_BUNDLE), `${CLI_BUNDLE} is missing: run \`npm run build\` first`);
-  });
-
   beforeEach(() => {
-    dataDir = makeTempDir('sw4rm-int-cli-');
-  });
-
-  afterEach(async () => {
-    for (const cli of processes.splice(0)) await cli.kill();
-    removeTempDir(dataDir);
+    dataDir = suite.dataDir();
   });
 
   it('prints the agent environment, serves agents, and drains and exits 0 on SIGTERM', async () => {

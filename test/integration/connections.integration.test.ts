@@ -3,6 +3,7 @@ import { strict as assert } from 'node:assert';
 import { spawn } from 'node:child_process';
 import * as http2 from 'node:http2';
 import * as net from 'node:net';
+import { ManualClock } from '../../src/core/clock';
 import { Coordinator } from '../../src/core/coordinator';
 import { CoordinatorStore } from '../../src/core/coordinatorStore';
 import { describeOpenFilesLimit, readOpenFilesLimit, type ConnectionLimits } from '../../src/server/connections';
@@ -10,6 +11,7 @@ import { CoordinatorServer } from '../../src/server/server';
 import { CoordinatorClients } from '../support/clients';
 import { descriptorMessage } from '../support/fixtures';
 import { CLI_BUNDLE, PROTOS_DIR, REPO_ROOT } from '../support/paths';
+import { pollUntil } from '../support/poll';
 import { makeTempDir, removeTempDir } from '../support/tempDir';
 
 const TOKEN = 'connections-test-operator-token-0123456789abcdef';
@@ -97,9 +99,13 @@ describe('connection bounds', () => {
   let port: number;
   const sockets: net.Socket[] = [];
   let clients: CoordinatorClients | undefined;
+  /** The server's timers (idle connections, request bodies) run on this clock: tests advance it, never sleep. */
+  let clock: ManualClock;
+  const IDLE_MS = 300;
 
   async function start(limits: Partial<ConnectionLimits>, auth: 'token' | 'none' = 'token'): Promise<void> {
-    coordinator = new Coordinator({ store: CoordinatorStore.open(dataDir) });
+    clock = new ManualClock();
+    coordinator = new Coordinator({ store: CoordinatorStore.open(dataDir), clock, router: { heartbeatIntervalMs: 0 } });
     server = new CoordinatorServer({ coordinator, protosDir: PROTOS_DIR, host: '127.0.0.1', port: 0, auth, token: auth === 'token' ? TOKEN : undefined, connections: limits });
     port = await server.start();
   }
@@ -107,6 +113,20 @@ describe('connection bounds', () => {
   beforeEach(() => {
     dataDir = makeTempDir('sw4rm-int-connections-');
   });
+
+  /** Lets the server see a connection that was just opened (its idle timer is then armed). */
+  const seen = (count: number) => pollUntil(`${count} unauthenticated connection(s) on the server`, () => server!.unauthenticatedConnections >= count || undefined);
+  /** Lets the event loop turn a few times, so that a close the server started would reach the client. */
+  const turns = async () => { for (let i = 0; i < 20; i++) await new Promise((resolve) => setImmediate(resolve)); };
+
+  /** Advances to just before the idle timeout (the connection stays), then past it; answers how long it took to close. */
+  async function idleOut(socket: net.Socket | http2.ClientHttp2Session): Promise<number> {
+    clock.advance(IDLE_MS - 1);
+    await turns();
+    assert.equal(socket.destroyed, false, 'open until the idle timeout');
+    clock.advance(1);
+    return closedWithin(socket, 3000);
+  }
 
   afterEach(async () => {
     for (const socket of sockets.splice(0)) socket.destroy();
@@ -120,19 +140,21 @@ describe('connection bounds', () => {
   });
 
   describe('unauthenticated idle timeout', () => {
-    beforeEach(() => start({ unauthenticatedIdleMs: 300 }));
+    beforeEach(() => start({ unauthenticatedIdleMs: IDLE_MS }));
 
     it('closes a raw TCP connection that sends nothing', async () => {
       const socket = await connectRaw(port);
       sockets.push(socket);
-      const ms = await closedWithin(socket, 3000);
-      assert.ok(ms >= 200, `closed after ${ms} ms, not before the timeout`);
+      await seen(1);
+      const ms = await idleOut(socket);
+      assert.ok(ms < 3000, `closed ${ms} ms after the timeout`);
     });
 
     it('closes an HTTP/2 session that sends only the preface', async () => {
       const session = await connectSession(port);
-      const ms = await closedWithin(session, 3000);
-      assert.ok(ms >= 200, `closed after ${ms} ms`);
+      await seen(1);
+      const ms = await idleOut(session);
+      assert.ok(ms < 3000, `closed ${ms} ms after the timeout`);
       session.destroy();
     });
 
@@ -141,14 +163,17 @@ describe('connection bounds', () => {
       const empty = Buffer.from([0, 0, 0, 0, 0]);
       assert.equal((await send(session, { ':path': REGISTER, authorization: 'Bearer wrong' }, empty, true)).status, String(grpc.status.UNAUTHENTICATED));
       assert.equal((await send(session, { ':path': '/grpc.health.v1.Health/Check' }, empty, true)).status, String(grpc.status.OK));
-      await closedWithin(session, 3000);
+      assert.equal(server!.unauthenticatedConnections, 1, 'still counted as unauthenticated');
+      await idleOut(session);
       session.destroy();
     });
 
     it('keeps a connection open once a call on it was authenticated', async () => {
       const session = await connectSession(port);
       await send(session, { ':path': REGISTER, authorization: `Bearer ${TOKEN}` }, Buffer.from([0, 0, 0, 0, 0]), true);
-      await new Promise((resolve) => setTimeout(resolve, 900));
+      assert.equal(server!.unauthenticatedConnections, 0, 'no idle timer is left for it');
+      clock.advance(3 * IDLE_MS);
+      await turns();
       assert.equal(session.closed || session.destroyed, false, 'the authenticated session outlived three idle timeouts');
       session.destroy();
     });
@@ -156,15 +181,18 @@ describe('connection bounds', () => {
     it('also bounds connections with auth "none": any call but a health probe authenticates', async () => {
       await server!.drain(100);
       coordinator!.dispose();
-      await start({ unauthenticatedIdleMs: 300 }, 'none');
+      await start({ unauthenticatedIdleMs: IDLE_MS }, 'none');
       const session = await connectSession(port);
       await send(session, { ':path': REGISTER }, Buffer.from([0, 0, 0, 0, 0]), true);
-      await new Promise((resolve) => setTimeout(resolve, 900));
+      assert.equal(server!.unauthenticatedConnections, 0, 'no idle timer is left for it');
+      clock.advance(3 * IDLE_MS);
+      await turns();
       assert.equal(session.closed || session.destroyed, false, 'a call without a token authenticates with auth "none"');
       session.destroy();
       const socket = await connectRaw(port);
       sockets.push(socket);
-      await closedWithin(socket, 3000);
+      await seen(1);
+      await idleOut(socket);
     });
   });
 
@@ -175,10 +203,13 @@ describe('connection bounds', () => {
       clients = new CoordinatorClients(`127.0.0.1:${port}`, TOKEN);
       assert.equal((await clients.registerAgent(descriptorMessage('alpha'))).accepted, true);
       for (let i = 0; i < 19; i++) sockets.push(await connectRaw(port));
-      // Let the server accept all of them.
-      await new Promise((resolve) => setTimeout(resolve, 200));
+      await seen(19);
       for (const socket of sockets) assert.equal(socket.destroyed, false);
-      const extra = await connectRaw(port).catch(() => undefined);
+      // Closed at once: either the connect itself is reset, or the socket closes right after it opened.
+      const extra = await connectRaw(port).catch((err: NodeJS.ErrnoException) => {
+        assert.ok(err.code === 'ECONNRESET' || err.code === 'ECONNREFUSED', `the 21st connection failed for another reason: ${err.message}`);
+        return undefined;
+      });
       if (extra !== undefined) {
         sockets.push(extra);
         const ms = await closedWithin(extra, 2000);
@@ -188,10 +219,11 @@ describe('connection bounds', () => {
       assert.deepEqual(await clients.heartbeat('alpha', 'RUNNABLE', {}), { ok: true }, 'the authenticated connection is untouched');
       // A slot frees when a connection closes.
       sockets.shift()!.destroy();
-      await new Promise((resolve) => setTimeout(resolve, 200));
+      await pollUntil('the freed slot', () => server!.unauthenticatedConnections === 18 || undefined);
       const next = await connectRaw(port);
       sockets.push(next);
-      await new Promise((resolve) => setTimeout(resolve, 200));
+      await seen(19);
+      await turns();
       assert.equal(next.destroyed, false);
     });
   });
@@ -199,15 +231,25 @@ describe('connection bounds', () => {
   describe('request body', () => {
     beforeEach(() => start({ requestBodyMs: 300 }));
 
+    /** Runs `request` while advancing the server's clock in 100 ms steps until it is answered. */
+    async function withClock(request: Promise<Answer>): Promise<Answer> {
+      let answer: Answer | undefined;
+      void request.then((a) => { answer = a; });
+      return pollUntil('the answer', () => {
+        if (answer === undefined) clock.advance(100);
+        return answer;
+      });
+    }
+
     it('ends a call whose frame declares more bytes than arrive within the deadline with DEADLINE_EXCEEDED', async () => {
-      const answer = await rawRequest(port, truncatedFrame(100, 10), false);
+      const answer = await withClock(rawRequest(port, truncatedFrame(100, 10), false));
       assert.equal(answer.status, String(grpc.status.DEADLINE_EXCEEDED));
       assert.match(answer.message, /did not arrive completely within 0.3 s/);
       assert.ok(answer.ms < 3000, `the stream closed after ${answer.ms} ms`);
     });
 
     it('closes the stream of a half-sent request refused UNAUTHENTICATED', async () => {
-      const answer = await rawRequest(port, truncatedFrame(100, 10), false, null);
+      const answer = await withClock(rawRequest(port, truncatedFrame(100, 10), false, null));
       assert.equal(answer.status, String(grpc.status.UNAUTHENTICATED));
       assert.ok(answer.ms < 3000, `the stream closed after ${answer.ms} ms`);
     });

@@ -1,34 +1,23 @@
 import * as grpc from '@grpc/grpc-js';
 import { strict as assert } from 'node:assert';
-import { CliProcess } from '../support/cli';
+import { useCliProcesses } from '../support/cli';
 import { CoordinatorClients, expectStatus } from '../support/clients';
 import { descriptorMessage } from '../support/fixtures';
-import { makeTempDir, removeTempDir } from '../support/tempDir';
 
 /** `sw4rm-coordinator credentials`: headless minting, listing and revoking, with or without a running coordinator. */
 describe('sw4rm-coordinator credentials', () => {
+  const processes = useCliProcesses('sw4rm-int-cli-credentials-');
+  const run = processes.run;
   let dataDir: string;
-  const processes: CliProcess[] = [];
-  const run = (...args: string[]) => {
-    const cli = new CliProcess(args);
-    processes.push(cli);
-    return cli;
-  };
+  beforeEach(() => {
+    dataDir = processes.dataDir();
+  });
   const command = async (...args: string[]) => {
     const cli = run('credentials', '--data-dir', dataDir, ...args);
     const code = await cli.exit();
     return { code, stdout: cli.stdout, stderr: cli.stderr };
   };
   const exported = (stdout: string) => Object.fromEntries([...stdout.matchAll(/^export (\w+)=(\S+)$/gm)].map((m) => [m[1], m[2]]));
-
-  beforeEach(() => {
-    dataDir = makeTempDir('sw4rm-int-cli-credentials-');
-  });
-
-  afterEach(async () => {
-    for (const cli of processes.splice(0)) await cli.kill();
-    removeTempDir(dataDir);
-  });
 
   it('mints, lists and revokes through the running coordinator; the credential acts only as its agent', async () => {
     const coordinator = run('--port', '0', '--data-dir', dataDir);

@@ -2,7 +2,7 @@ import * as grpc from '@grpc/grpc-js';
 import { strict as assert } from 'node:assert';
 import { CANONICAL_SERVICES } from '../../src/server/protos';
 import type { CoordinatorHost } from '../../src/server/host';
-import { IDENTITY_RULES } from '../../src/server/identity';
+import { firstRefusal, IDENTITY_RULES } from '../../src/server/identity';
 import { CoordinatorClients } from '../support/clients';
 import { descriptorMessage } from '../support/fixtures';
 import { startHost, stopHost } from '../support/host';
@@ -18,6 +18,16 @@ const methods = canonicalMethods();
 const built = new Set(['sw4rm.registry.RegistryService', 'sw4rm.router.RouterService', 'sw4rm.hitl.HitlService', 'sw4rm.logging.LoggingService']);
 
 describe('the identity table', () => {
+  it('counts a HITL requester named in the nested context object as well as at the top level', () => {
+    const rule = IDENTITY_RULES['/sw4rm.hitl.HitlService/Decide'];
+    const onlySelf = (agentId: string) => (agentId === 'self' ? undefined : `not ${agentId}`);
+    for (const context of [{ context: { requester: 'victim' } }, { requester: 'self', context: { agent_id: 'victim' } }, { context: { agentId: 'victim' } }]) {
+      assert.deepEqual(firstRefusal(rule, { context: Buffer.from(JSON.stringify(context)) }, new grpc.Metadata(), onlySelf)?.agentId, 'victim',
+        JSON.stringify(context));
+    }
+    assert.equal(firstRefusal(rule, { context: Buffer.from('{"context":{"requester":"self"}}') }, new grpc.Metadata(), onlySelf), undefined);
+  });
+
   it('has one rule for each of the 57 canonical RPCs, and no other', () => {
     const paths = [...methods.keys()].filter((p) => CANONICAL_SERVICES.some((s) => p.startsWith(`/${s}/`))).sort();
     assert.equal(paths.length, 57);

@@ -2,33 +2,16 @@ import { strict as assert } from 'node:assert';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { STORE_FILE_NAME } from '../../src/core/store/sqliteStore';
-import { CliProcess } from '../support/cli';
+import { useCliProcesses } from '../support/cli';
 import { CoordinatorClients } from '../support/clients';
 import { descriptorMessage } from '../support/fixtures';
-import { CLI_BUNDLE } from '../support/paths';
-import { makeTempDir, removeTempDir } from '../support/tempDir';
 
 describe('headless coordinator on a store that lost committed data', () => {
+  const suite = useCliProcesses('sw4rm-int-store-faults-');
+  const run = suite.run;
   let dataDir: string;
-  const processes: CliProcess[] = [];
-
-  function run(...args: string[]): CliProcess {
-    const cli = new CliProcess(args);
-    processes.push(cli);
-    return cli;
-  }
-
-  before(() => {
-    assert.ok(fs.existsSync(CLI_BUNDLE), `${CLI_BUNDLE} is missing: run \`npm run build\` first`);
-  });
-
   beforeEach(() => {
-    dataDir = makeTempDir('sw4rm-int-store-faults-');
-  });
-
-  afterEach(async () => {
-    for (const cli of processes.splice(0)) await cli.kill();
-    removeTempDir(dataDir);
+    dataDir = suite.dataDir();
   });
 
   it('exits 1 with the reason, naming the files, when the write-ahead log was deleted after kill -9; with the log it starts', async () => {

@@ -1,6 +1,9 @@
+import { strict as assert } from 'node:assert';
 import { spawn, type ChildProcess } from 'node:child_process';
+import * as fs from 'node:fs';
 import { CLI_BUNDLE, REPO_ROOT } from './paths';
 import { pollUntil } from './poll';
+import { makeTempDir, removeTempDir } from './tempDir';
 
 /** A headless coordinator (dist/cli.js) running as a child process, with its output collected. */
 export class CliProcess {
@@ -83,4 +86,31 @@ export class CliProcess {
       await this.exited.catch(() => undefined);
     }
   }
+}
+
+/**
+ * Mocha hooks for a suite that runs headless coordinators: a fresh data folder per test (prefix `prefix`), every
+ * process started with `run` killed and the folder removed after it, and a check that the bundle is built.
+ */
+export function useCliProcesses(prefix: string): { readonly dataDir: () => string; readonly run: (...args: string[]) => CliProcess } {
+  let dataDir = '';
+  const processes: CliProcess[] = [];
+  before(() => {
+    assert.ok(fs.existsSync(CLI_BUNDLE), `${CLI_BUNDLE} is missing: run \`npm run build\` first`);
+  });
+  beforeEach(() => {
+    dataDir = makeTempDir(prefix);
+  });
+  afterEach(async () => {
+    for (const cli of processes.splice(0)) await cli.kill();
+    removeTempDir(dataDir);
+  });
+  return {
+    dataDir: () => dataDir,
+    run: (...args: string[]) => {
+      const cli = new CliProcess(args);
+      processes.push(cli);
+      return cli;
+    },
+  };
 }

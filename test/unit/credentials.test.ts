@@ -3,7 +3,9 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { CoordinatorApiError, InProcessCoordinatorApi, type CredentialsChange } from '../../src/core/api';
 import { loadOrMintEnrolment, ENROLMENT_FILE_NAME } from '../../src/core/auth/enrolment';
-import { CredentialError, LAST_USED_FLUSH_MS, OPERATOR } from '../../src/core/credentials/credentials';
+import {
+  CredentialError, LAST_USED_FLUSH_MS, OPERATOR, UNAUTHENTICATED_EVENTS_PER_WINDOW, UNAUTHENTICATED_WINDOW_MS,
+} from '../../src/core/credentials/credentials';
 import type { Principal } from '../../src/core/credentials/model';
 import { STORE_FILE_NAME } from '../../src/core/store/sqliteStore';
 import { RouterHarness } from '../support/routerHarness';
@@ -43,6 +45,17 @@ describe('credentials (the area: mint, verify, revoke, owners)', () => {
     for (const file of fs.readdirSync(h.dataDir).filter((f) => f.startsWith(STORE_FILE_NAME))) {
       assert.ok(!fs.readFileSync(path.join(h.dataDir, file)).includes(secret), `${file} never holds the secret`);
     }
+  });
+
+  it('logs refused calls up to a bound per window, then counts them and says so in the next window', () => {
+    const refused = () => h.coordinator.log.query({ eventType: 'auth.unauthenticated', limit: 10_000 });
+    for (let i = 0; i < UNAUTHENTICATED_EVENTS_PER_WINDOW + 50; i++) credentials().recordUnauthenticated('/x/Y', 'wrong token', ctx);
+    assert.equal(refused().length, UNAUTHENTICATED_EVENTS_PER_WINDOW, 'a flood of bad tokens writes a bounded number of events');
+    h.clock.advance(UNAUTHENTICATED_WINDOW_MS);
+    credentials().recordUnauthenticated('/x/Y', 'wrong token', ctx);
+    const events = refused();
+    assert.equal(events.length, UNAUTHENTICATED_EVENTS_PER_WINDOW + 1);
+    assert.equal(events[events.length - 1].details.refusals_not_logged_before, 50);
   });
 
   it('refuses a forged secret, an unknown id, a malformed token and a revoked credential; revoked ones stay listed', () => {

@@ -3,11 +3,11 @@ import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
-import { setTimeout as sleep } from 'node:timers/promises';
 import type { SchemaStep } from '../../src/core/store/schema';
 import { SqliteStore, STORE_FILE_NAME } from '../../src/core/store/sqliteStore';
 import { diagnoseOpenFailure, markerPath, readMarker } from '../../src/core/store/storeState';
 import { StoreOpenError } from '../../src/core/store/store';
+import { pollUntil } from '../support/poll';
 import { makeTempDir, removeTempDir } from '../support/tempDir';
 
 /** The engine alone, with one table of its own: these tests are about the files, not the areas. */
@@ -140,7 +140,8 @@ describe('store faults that are never silent', () => {
       const first = readMarker(file)!.epoch;
       insert(store, 10);
       await store.whenDurable();
-      await sleep(30);
+      // The marker follows in its own commit after this one (markIntervalMs 0 here): wait for it, not for a time.
+      await pollUntil('the marker to follow the commit', () => (readMarker(file)!.epoch > first ? true : undefined), 5_000);
       const marked = readMarker(file)!;
       assert.equal(marked.state, 'open');
       assert.ok(marked.epoch > first, `${marked.epoch} > ${first}`);

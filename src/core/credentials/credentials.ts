@@ -16,6 +16,12 @@ export const CREDENTIAL_TOKEN_PREFIX = 'sw4rm.';
 const SECRET_BYTES = 32;
 /** Last-use times are kept in memory and written at most this often. */
 export const LAST_USED_FLUSH_MS = 60_000;
+/**
+ * Refused calls logged per window at most (`auth.unauthenticated`); beyond that they are counted, and the first
+ * event of the next window says how many were not logged, so a peer sending bad tokens cannot flood the event log.
+ */
+export const UNAUTHENTICATED_EVENTS_PER_WINDOW = 100;
+export const UNAUTHENTICATED_WINDOW_MS = 60_000;
 
 export class CredentialError extends Error {
   constructor(readonly code: 'invalid' | 'not_found', message: string) {
@@ -51,6 +57,7 @@ export class Credentials implements Disposable {
   /** agent id → `enrolment:<id>`: the enrolment credential that enrolled it. */
   private readonly owners = new Map<string, string>();
   private readonly used = new Set<LiveCredential>();
+  private unauthenticated = { windowStart: -Infinity, logged: 0, suppressed: 0 };
   private readonly changed = new Emitter<CredentialsChange>();
   readonly onDidChange: Event<CredentialsChange> = this.changed.event;
   private flushTimer: Disposable;
@@ -128,7 +135,28 @@ export class Credentials implements Disposable {
 
   /** Records a call refused before it was authenticated (`auth.unauthenticated`, WARN); never the token itself. */
   recordUnauthenticated(rpc: string, reason: string, ctx: CallContext): void {
-    this.log.record({ correlationId: ctx.correlationId, actor: 'auth', eventType: 'auth.unauthenticated', level: 'WARN', details: { rpc, reason } });
+    const now = this.clock.now();
+    const window = this.unauthenticated;
+    if (now - window.windowStart >= UNAUTHENTICATED_WINDOW_MS || now < window.windowStart) {
+      this.unauthenticated = { windowStart: now, logged: 0, suppressed: window.suppressed };
+    }
+    const current = this.unauthenticated;
+    if (current.logged >= UNAUTHENTICATED_EVENTS_PER_WINDOW) {
+      current.suppressed++;
+      return;
+    }
+    current.logged++;
+    const notLogged = current.suppressed;
+    current.suppressed = 0;
+    try {
+      this.log.record({
+        correlationId: ctx.correlationId, actor: 'auth', eventType: 'auth.unauthenticated', level: 'WARN',
+        details: { rpc, reason, ...(notLogged > 0 ? { refusals_not_logged_before: notLogged } : {}) },
+      });
+    } catch (err) {
+      // Called from the auth interceptor, where a throw would escape grpc-js: a store that refuses writes is logged elsewhere.
+      this.log.internalError('auth', ctx.correlationId, err, { during: 'logging a refused call' });
+    }
   }
 
   /**

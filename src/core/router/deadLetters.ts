@@ -31,8 +31,8 @@ export class DeadLetters {
       correlationId: e.correlationId, actor: 'router', eventType: 'message.dead_lettered', level: 'WARN',
       details: { message_id: e.messageId, error_code: record.errorCode, reason },
     });
-    // Announced once the surrounding transaction has committed.
-    queueMicrotask(() => core.deadLettersChanged.fire({ kind: 'added', id }));
+    // Announced once the surrounding transaction has committed (never for one that is rolled back).
+    core.store.afterCommit(() => core.deadLettersChanged.fire({ kind: 'added', id }));
   }
 
   list(filter?: DeadLetterFilter): DeadLetter[] {

@@ -52,7 +52,6 @@ export interface Refusal {
   readonly extra?: Record<string, unknown>;
 }
 
-export const MAX_ID_LENGTH = FIELD_LIMITS.envelope.producer_id;
 /** Payload limit for message types the size table does not list. */
 export const DEFAULT_PAYLOAD_LIMIT = 1 * MIB;
 
@@ -80,16 +79,12 @@ export function checkEnvelope(envelope: Envelope, limits?: Readonly<Record<strin
   if (!isUuid(envelope.messageId) || uuidVersion(envelope.messageId) !== 4) return invalid('message_id must be a UUIDv4');
   for (const [field, value] of [['producer_id', envelope.producerId], ['correlation_id', envelope.correlationId]] as const) {
     if (!value || value.trim() === '') return invalid(`${field} is required`);
-    if (value.length > MAX_ID_LENGTH) return invalid(`${field} is longer than ${MAX_ID_LENGTH} characters`);
-    if (CONTROL.test(value)) return invalid(`${field} contains control characters`);
-    if (value.includes('\uFFFD')) return invalid(`${field} is not valid UTF-8 (U+FFFD)`);
   }
-  if (envelope.idempotencyToken.length > MAX_ID_LENGTH) return invalid(`idempotency_token is longer than ${MAX_ID_LENGTH} characters`);
-  if (CONTROL.test(envelope.idempotencyToken)) return invalid('idempotency_token contains control characters');
-  if (envelope.idempotencyToken.includes('\uFFFD')) return invalid('idempotency_token is not valid UTF-8 (U+FFFD)');
-  // The optional identifiers (README "Limits"): bounded, no control characters, valid UTF-8.
+  // Every identifier (README "Limits"): bounded, no control characters, valid UTF-8.
   const fields = FIELD_LIMITS.envelope;
   for (const [field, value, max] of [
+    ['producer_id', envelope.producerId, fields.producer_id], ['correlation_id', envelope.correlationId, fields.correlation_id],
+    ['idempotency_token', envelope.idempotencyToken, fields.idempotency_token],
     ['repo_id', envelope.repoId, fields.repo_id], ['worktree_id', envelope.worktreeId, fields.worktree_id],
     ['hlc_timestamp', envelope.hlcTimestamp, fields.hlc_timestamp], ['parent_correlation_id', envelope.parentCorrelationId, fields.parent_correlation_id],
   ] as const) {

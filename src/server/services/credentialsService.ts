@@ -60,19 +60,25 @@ export class CredentialsServiceAdapter {
 
   handlers(): grpc.UntypedServiceImplementation {
     const { credentials, ids, store } = this.coordinator;
-    const failed = (callback: grpc.sendUnaryData<unknown>, err: unknown) => {
-      if (!(err instanceof CredentialError)) throw err;
-      callback({ code: err.code === 'invalid' ? grpc.status.INVALID_ARGUMENT : grpc.status.NOT_FOUND, details: err.message });
+    const failed = (callback: grpc.sendUnaryData<unknown>, err: unknown, ctx: { correlationId: string }) => {
+      if (err instanceof CredentialError) {
+        callback({ code: err.code === 'invalid' ? grpc.status.INVALID_ARGUMENT : grpc.status.NOT_FOUND, details: err.message });
+        return;
+      }
+      // The coordinator's own fault (a store that refuses writes…): INTERNAL with the cause, logged, never UNKNOWN.
+      this.coordinator.log.internalError('credentials', ctx.correlationId, err);
+      callback({ code: grpc.status.INTERNAL, details: `INTERNAL_ERROR: ${err instanceof Error ? err.message : String(err)}` });
     };
     return {
       MintAgentCredential: (call: grpc.ServerUnaryCall<{ agent_id?: string; label?: string; by?: string }, unknown>, callback: grpc.sendUnaryData<unknown>) => {
         const { agent_id = '', label = '', by = '' } = call.request;
         const who = by.trim() || 'cli';
+        const ctx = callContext(call, ids);
         try {
-          const minted = credentials.mintAgent(agent_id, who, label.trim() || `minted by ${who} for agent ${agent_id}`, callContext(call, ids));
+          const minted = credentials.mintAgent(agent_id, who, label.trim() || `minted by ${who} for agent ${agent_id}`, ctx);
           answerWhenDurable(store, callback, { credential: credentialMessage(minted.credential), token: minted.token });
         } catch (err) {
-          failed(callback, err);
+          failed(callback, err, ctx);
         }
       },
       ListCredentials: (_call: grpc.ServerUnaryCall<unknown, unknown>, callback: grpc.sendUnaryData<unknown>) => {
@@ -80,11 +86,12 @@ export class CredentialsServiceAdapter {
       },
       RevokeCredential: (call: grpc.ServerUnaryCall<{ credential_id?: string; by?: string }, unknown>, callback: grpc.sendUnaryData<unknown>) => {
         const { credential_id = '', by = '' } = call.request;
+        const ctx = callContext(call, ids);
         try {
-          const revoked = credentials.revoke(credential_id, by.trim() || 'cli', callContext(call, ids));
+          const revoked = credentials.revoke(credential_id, by.trim() || 'cli', ctx);
           answerWhenDurable(store, callback, { credential: credentialMessage(revoked) });
         } catch (err) {
-          failed(callback, err);
+          failed(callback, err, ctx);
         }
       },
     };

@@ -37,6 +37,7 @@ export class LoggingServiceAdapter {
           ['correlation_id', event.correlation_id ?? '', FIELD_LIMITS.logging.correlation_id],
         ] as const) {
           if (value.length > max) return invalid(`${field} is longer than ${max} characters`);
+          // Stricter than identifierRefusal: line separators would break the one-line log format too.
           if (CONTROL_CHARACTERS.test(value)) return invalid(`${field} contains control characters`);
           if (value.includes('\uFFFD')) return invalid(`${field} is not valid UTF-8 (U+FFFD)`);
         }

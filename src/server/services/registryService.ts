@@ -47,12 +47,9 @@ export class RegistryServiceAdapter {
           answerWhenDurable(store, callback, result);
           return;
         }
-        store.whenDurable().then(() => {
-          const metadata = new grpc.Metadata();
-          metadata.set('sw4rm-agent-credential', minted.token);
-          call.sendMetadata(metadata);
-          callback(null, result);
-        }, (err: Error) => callback({ code: grpc.status.INTERNAL, details: `INTERNAL_ERROR: ${err.message}` }));
+        const metadata = new grpc.Metadata();
+        metadata.set('sw4rm-agent-credential', minted.token);
+        answerWhenDurable(store, callback, result, { call, metadata });
       },
       Heartbeat: (call: grpc.ServerUnaryCall<{ agent_id?: string; state?: string | number; health?: Record<string, string> }, unknown>, callback: grpc.sendUnaryData<unknown>) => {
         const { agent_id = '', state = '', health = {} } = call.request;
