@@ -12,6 +12,8 @@ const common = {
   sourcemap: !production,
   minify: production,
   logLevel: 'warning',
+  // jsonc-parser's UMD build (its "main") requires its parts at run time, which a bundle cannot follow; its ES build can be bundled.
+  alias: { 'jsonc-parser': './node_modules/jsonc-parser/lib/esm/main.js' },
 };
 
 await Promise.all([
@@ -26,6 +28,12 @@ await Promise.all([
     entryPoints: ['src/cli/main.ts'],
     outfile: 'dist/cli.js',
     banner: { js: '#!/usr/bin/env node' },
+  }),
+  // Validates large payloads off the event loop (src/core/router/payloadChecker.ts); found beside the bundles.
+  esbuild.build({
+    ...common,
+    entryPoints: ['src/core/router/payloadWorker.ts'],
+    outfile: 'dist/payloadWorker.js',
   }),
   esbuild.build({
     ...common,

@@ -1,9 +1,11 @@
 import { MIB } from '../core/limits';
 import { MESSAGE_TYPES } from '../core/router/envelope';
 import {
-  DEFAULT_ROUTER_OPTIONS, MAX_MESSAGE_RETENTION_HOURS, MAX_STORE_BUDGET_MIB, MIN_STORE_BUDGET_MIB, UNADDRESSED_POLICIES, type UnaddressedPolicy,
+  DEFAULT_ROUTER_OPTIONS, MAX_MEMORY_BUDGET_MIB, MAX_MESSAGE_RETENTION_HOURS, MAX_STORE_BUDGET_MIB, MIN_MEMORY_BUDGET_MIB, MIN_STORE_BUDGET_MIB,
+  UNADDRESSED_POLICIES, type UnaddressedPolicy,
 } from '../core/router/router';
 import type { AuthMode } from '../server/auth';
+import { CONNECTION_LIMIT_BOUNDS, DEFAULT_CONNECTION_LIMITS } from '../server/connections';
 
 /** A payload limit may not exceed what the transport admits (the largest default, 16 MB). */
 const TRANSPORT_MAX_PAYLOAD = 16 * MIB;
@@ -19,6 +21,11 @@ export interface CliOptions {
   readonly messageRetentionHours: number;
   /** The store's disk budget in MiB: admission refuses BUFFER_FULL beyond it. */
   readonly storeBudgetMiB: number;
+  /** The coordinator's memory budget in MiB: admission refuses BUFFER_FULL beyond it. */
+  readonly memoryBudgetMiB: number;
+  readonly maxConnections: number;
+  readonly unauthenticatedIdleSeconds: number;
+  readonly requestBodySeconds: number;
   readonly privilegedRatePerSecond: number;
   readonly payloadLimits: Readonly<Record<string, number>>;
   /** A message with no recipient: refused NO_ROUTE, or a copy to every other registered agent. */
@@ -47,6 +54,11 @@ Options:
                             the dedup window)
   --store-budget <MiB>      disk budget of the store; a message that would exceed it is refused
                             BUFFER_FULL (default 2048, from 16)
+  --memory-budget <MiB>     memory budget for payloads held, in flight to streams or being validated;
+                            a message that would exceed it is refused BUFFER_FULL (default 128, 32-4096)
+  --max-connections <n>     connections at once per address (default 1000, 10-100000)
+  --idle-unauthenticated <s>  a connection without an authenticated call is closed after this (default 10)
+  --request-body-timeout <s>  a request's message must arrive within this (default 30)
   --privileged-rate <n>     PRIVILEGED messages per producer per second before demotion (default 50)
   --payload-limit TYPE=N    payload limit in bytes for a message type, e.g. DATA=1048576 (repeatable)
   --unaddressed <refuse|fanout>  a message with no recipient: refused NO_ROUTE (default), or a copy
@@ -67,12 +79,20 @@ export const MAX_DEBOUNCE_SECONDS = 86_400;
 export function parseArgs(argv: readonly string[]): CliOptions {
   const options = {
     host: '127.0.0.1', port: 50051, dataDir: '.sw4rm', auth: 'token' as AuthMode, heartbeatDebounceSeconds: 30,
-    capacity: 10, dedupWindowSeconds: 3600, messageRetentionHours: DEFAULT_ROUTER_OPTIONS.messageRetentionMs / 3_600_000, storeBudgetMiB: DEFAULT_ROUTER_OPTIONS.storeBudgetBytes / MIB, privilegedRatePerSecond: 50, payloadLimits: {} as Record<string, number>, unaddressed: DEFAULT_ROUTER_OPTIONS.unaddressed, verbose: false, help: false,
+    capacity: 10, dedupWindowSeconds: 3600, messageRetentionHours: DEFAULT_ROUTER_OPTIONS.messageRetentionMs / 3_600_000, storeBudgetMiB: DEFAULT_ROUTER_OPTIONS.storeBudgetBytes / MIB,
+    memoryBudgetMiB: DEFAULT_ROUTER_OPTIONS.memoryBudgetBytes / MIB, maxConnections: DEFAULT_CONNECTION_LIMITS.maxConnections,
+    unauthenticatedIdleSeconds: DEFAULT_CONNECTION_LIMITS.unauthenticatedIdleMs / 1000, requestBodySeconds: DEFAULT_CONNECTION_LIMITS.requestBodyMs / 1000,
+    privilegedRatePerSecond: 50, payloadLimits: {} as Record<string, number>, unaddressed: DEFAULT_ROUTER_OPTIONS.unaddressed, verbose: false, help: false,
     operator: false, hitlPolicyFile: undefined as string | undefined,
   };
   const positiveInteger = (flag: string, v: string, max: number): number => {
     const n = Number(v);
     if (!/^\d+$/.test(v) || n < 1 || n > max) throw new UsageError(`${flag} must be a whole number from 1 to ${max}, not '${v}'`);
+    return n;
+  };
+  const wholeIn = (flag: string, v: string, min: number, max: number): number => {
+    const n = Number(v);
+    if (!/^\d+$/.test(v) || n < min || n > max) throw new UsageError(`${flag} must be a whole number from ${min} to ${max}, not '${v}'`);
     return n;
   };
   for (let i = 0; i < argv.length; i++) {
@@ -115,6 +135,18 @@ export function parseArgs(argv: readonly string[]): CliOptions {
           throw new UsageError(`--store-budget must be a whole number of MiB from ${MIN_STORE_BUDGET_MIB} to ${MAX_STORE_BUDGET_MIB}, not '${v}'`);
         }
         options.storeBudgetMiB = n;
+        break;
+      }
+      case '--memory-budget': options.memoryBudgetMiB = wholeIn(flag, value(), MIN_MEMORY_BUDGET_MIB, MAX_MEMORY_BUDGET_MIB); break;
+      case '--max-connections': options.maxConnections = wholeIn(flag, value(), CONNECTION_LIMIT_BOUNDS.maxConnections.min, CONNECTION_LIMIT_BOUNDS.maxConnections.max); break;
+      case '--idle-unauthenticated': {
+        const { min, max } = CONNECTION_LIMIT_BOUNDS.unauthenticatedIdleSeconds;
+        options.unauthenticatedIdleSeconds = wholeIn(flag, value(), min, max);
+        break;
+      }
+      case '--request-body-timeout': {
+        const { min, max } = CONNECTION_LIMIT_BOUNDS.requestBodySeconds;
+        options.requestBodySeconds = wholeIn(flag, value(), min, max);
         break;
       }
       case '--privileged-rate': options.privilegedRatePerSecond = positiveInteger(flag, value(), 100_000); break;

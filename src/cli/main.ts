@@ -72,11 +72,17 @@ async function main(): Promise<number> {
         dedupWindowMs: options.dedupWindowSeconds * 1000,
         messageRetentionMs: options.messageRetentionHours * 3_600_000,
         storeBudgetBytes: options.storeBudgetMiB * MIB,
+        memoryBudgetBytes: options.memoryBudgetMiB * MIB,
         lanes: { ...DEFAULT_LANE_OPTIONS, privilegedRatePerSecond: options.privilegedRatePerSecond },
         payloadLimits: { ...PAYLOAD_LIMITS, ...options.payloadLimits },
         unaddressed: options.unaddressed,
       },
       hitl,
+      connections: {
+        maxConnections: options.maxConnections,
+        unauthenticatedIdleMs: options.unauthenticatedIdleSeconds * 1000,
+        requestBodyMs: options.requestBodySeconds * 1000,
+      },
     });
   } catch (err) {
     if (err instanceof PortInUseError || err instanceof StoreOpenError || err instanceof ConfigurationError) {
@@ -105,7 +111,7 @@ async function main(): Promise<number> {
     process.stdout.write('# Agent environment:\n');
     process.stdout.write(formatEnvironment(host.environment()));
     // Node raises its soft RLIMIT_NOFILE to the hard limit and no further: show both (Linux), and how to raise them when low.
-    const openFiles = describeOpenFilesLimit(readOpenFilesLimit());
+    const openFiles = describeOpenFilesLimit(readOpenFilesLimit(), options.maxConnections);
     if (openFiles) {
       process.stdout.write(openFiles.line);
       if (openFiles.warning) process.stderr.write(openFiles.warning);

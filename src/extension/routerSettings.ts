@@ -1,5 +1,6 @@
 import {
-  DEFAULT_LANE_OPTIONS, DEFAULT_ROUTER_OPTIONS, MAX_MESSAGE_RETENTION_HOURS, MAX_STORE_BUDGET_MIB, MESSAGE_TYPES, MIB, MIN_STORE_BUDGET_MIB,
+  DEFAULT_LANE_OPTIONS, DEFAULT_ROUTER_OPTIONS, MAX_MEMORY_BUDGET_MIB, MAX_MESSAGE_RETENTION_HOURS, MAX_STORE_BUDGET_MIB, MESSAGE_TYPES, MIB,
+  MIN_MEMORY_BUDGET_MIB, MIN_STORE_BUDGET_MIB,
   PAYLOAD_LIMITS, type RouterOptions,
 } from '../core/api';
 
@@ -17,6 +18,8 @@ export interface RouterSettingValues {
   readonly messageRetentionHours: unknown;
   /** sw4rm.storeBudgetMiB: the store's disk budget; admission refuses beyond it (BUFFER_FULL). */
   readonly storeBudgetMiB?: unknown;
+  /** sw4rm.memoryBudgetMiB: the coordinator's memory budget; admission refuses beyond it (BUFFER_FULL). */
+  readonly memoryBudgetMiB?: unknown;
   readonly privilegedRatePerSecond: unknown;
   readonly payloadLimits: unknown;
   /** sw4rm.unaddressedMessages: `refuse` (NO_ROUTE, the default) or `fanout`. */
@@ -54,6 +57,8 @@ export function routerSettings(values: RouterSettingValues): RouterSettings {
     DEFAULT_ROUTER_OPTIONS.messageRetentionMs / 3_600_000, MAX_MESSAGE_RETENTION_HOURS);
   const storeBudgetMiB = whole('storeBudgetMiB', values.storeBudgetMiB, DEFAULT_ROUTER_OPTIONS.storeBudgetBytes / MIB,
     MAX_STORE_BUDGET_MIB, MIN_STORE_BUDGET_MIB);
+  const memoryBudgetMiB = whole('memoryBudgetMiB', values.memoryBudgetMiB, DEFAULT_ROUTER_OPTIONS.memoryBudgetBytes / MIB,
+    MAX_MEMORY_BUDGET_MIB, MIN_MEMORY_BUDGET_MIB);
   let rate = DEFAULT_LANE_OPTIONS.privilegedRatePerSecond;
   const rawRate = values.privilegedRatePerSecond;
   if (typeof rawRate === 'number' && Number.isFinite(rawRate) && rawRate > 0) {
@@ -72,6 +77,7 @@ export function routerSettings(values: RouterSettingValues): RouterSettings {
       dedupWindowMs: dedupSeconds * 1000,
       messageRetentionMs: retentionHours * 3_600_000,
       storeBudgetBytes: storeBudgetMiB * MIB,
+      memoryBudgetBytes: memoryBudgetMiB * MIB,
       lanes: { ...DEFAULT_LANE_OPTIONS, privilegedRatePerSecond: rate },
       payloadLimits: mergePayloadLimits(values.payloadLimits, warnings),
       unaddressed,

@@ -1,8 +1,10 @@
 import * as path from 'node:path';
 import * as vscode from 'vscode';
 import type { AuthMode } from '../server/auth';
+import type { ConnectionLimits } from '../server/connections';
 import type { ApprovalSettingValues } from './approvalSettings';
 import { SETTINGS_SECTION, Settings } from './contributions';
+import { connectionSettings } from './connectionSettings';
 import { routerSettings, type RouterSettings } from './routerSettings';
 
 export interface CoordinatorSettings {
@@ -15,6 +17,8 @@ export interface CoordinatorSettings {
   readonly autoStart: boolean;
   /** Inbox capacity, deduplication window, PRIVILEGED rate and payload limits, ready for CoordinatorHost.start. */
   readonly router: RouterSettings;
+  /** Connection limits and what was ignored or clamped in their settings. */
+  readonly connections: { readonly limits: ConnectionLimits; readonly warnings: readonly string[] };
 }
 
 /** Reads the sw4rm.* settings; an empty data folder means the window's workspace storage. */
@@ -37,9 +41,15 @@ export function readSettings(context: vscode.ExtensionContext): CoordinatorSetti
       deduplicationWindowSeconds: config.get<unknown>(Settings.deduplicationWindowSeconds),
       messageRetentionHours: config.get<unknown>(Settings.messageRetentionHours),
       storeBudgetMiB: config.get<unknown>(Settings.storeBudgetMiB),
+      memoryBudgetMiB: config.get<unknown>(Settings.memoryBudgetMiB),
       privilegedRatePerSecond: config.get<unknown>(Settings.privilegedRatePerSecond),
       payloadLimits: config.get<unknown>(Settings.payloadLimits),
       unaddressedMessages: config.get<unknown>(Settings.unaddressedMessages),
+    }),
+    connections: connectionSettings({
+      maxConnections: config.get<unknown>(Settings.maxConnections),
+      unauthenticatedIdleSeconds: config.get<unknown>(Settings.unauthenticatedIdleSeconds),
+      requestBodyTimeoutSeconds: config.get<unknown>(Settings.requestBodyTimeoutSeconds),
     }),
   };
 }
@@ -49,6 +59,7 @@ export const SERVER_SETTINGS: readonly string[] = [
   Settings.port, Settings.host, Settings.auth, Settings.dataDir, Settings.heartbeatDebounceSeconds,
   Settings.inboxCapacity, Settings.deduplicationWindowSeconds, Settings.messageRetentionHours, Settings.privilegedRatePerSecond,
   Settings.storeBudgetMiB, Settings.payloadLimits, Settings.unaddressedMessages,
+  Settings.memoryBudgetMiB, Settings.maxConnections, Settings.unauthenticatedIdleSeconds, Settings.requestBodyTimeoutSeconds,
 ];
 
 export function affectsServer(event: vscode.ConfigurationChangeEvent): boolean {

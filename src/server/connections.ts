@@ -29,6 +29,13 @@ export const DEFAULT_CONNECTION_LIMITS: ConnectionLimits = {
   requestBodyMs: 30_000,
 };
 
+/** What the settings and the CLI accept (README "Limits"). */
+export const CONNECTION_LIMIT_BOUNDS = {
+  maxConnections: { min: 10, max: 100_000 },
+  unauthenticatedIdleSeconds: { min: 1, max: 3600 },
+  requestBodySeconds: { min: 1, max: 3600 },
+} as const;
+
 /**
  * Closes connections that stay unauthenticated for `unauthenticatedIdleMs`, and caps the number of connections with
  * the listening server's `maxConnections` (Node closes a connection beyond it as soon as it is accepted; it never

@@ -13,6 +13,7 @@ import type { MintedCredential } from '../core/credentials/model';
 import { removeEndpoint, writeEndpoint } from './endpoint';
 import { agentEnvironment } from './agentEnvironment';
 import type { AuthMode } from './auth';
+import type { ConnectionLimits } from './connections';
 import { CoordinatorServer } from './server';
 
 export interface HostOptions {
@@ -23,6 +24,8 @@ export interface HostOptions {
   readonly auth: AuthMode;
   readonly heartbeatDebounceMs?: number;
   readonly router?: Partial<RouterOptions>;
+  /** Connection bounds (connections.ts); defaults DEFAULT_CONNECTION_LIMITS. */
+  readonly connections?: Partial<ConnectionLimits>;
   readonly hitl?: HitlPolicy;
   readonly clock?: Clock;
   readonly ids?: IdSource;
@@ -65,6 +68,7 @@ export class CoordinatorHost {
         : undefined;
       const server = new CoordinatorServer({
         coordinator, protosDir: options.protosDir, host: options.host, port: options.port, auth: options.auth, token,
+        connections: options.connections,
       });
       const port = await server.start();
       coordinator.log.record({

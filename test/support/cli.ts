@@ -30,6 +30,11 @@ export class CliProcess {
     });
   }
 
+  /** The coordinator's process id (e.g. to read its memory from /proc). */
+  get pid(): number | undefined {
+    return this.child.pid;
+  }
+
   get running(): boolean {
     return this.exitCode === undefined;
   }

@@ -13,7 +13,8 @@ function refused(argv: string[], message: RegExp): void {
 }
 
 /** Router defaults: RFC §13 inbox capacity 10, RFC §11.2/§20 deduplication window 3600 s, the built-in payload limits. */
-const ROUTER_DEFAULTS = { capacity: 10, dedupWindowSeconds: 3600, messageRetentionHours: 24, storeBudgetMiB: 2048, privilegedRatePerSecond: 50, payloadLimits: {}, unaddressed: 'refuse', verbose: false };
+const BOUNDS_DEFAULTS = { memoryBudgetMiB: 128, maxConnections: 1000, unauthenticatedIdleSeconds: 10, requestBodySeconds: 30 };
+const ROUTER_DEFAULTS = { capacity: 10, dedupWindowSeconds: 3600, messageRetentionHours: 24, storeBudgetMiB: 2048, privilegedRatePerSecond: 50, payloadLimits: {}, unaddressed: 'refuse', verbose: false, ...BOUNDS_DEFAULTS };
 const HITL_DEFAULTS = { operator: false, hitlPolicyFile: undefined };
 
 describe('parseArgs (headless CLI)', () => {
@@ -25,14 +26,16 @@ describe('parseArgs (headless CLI)', () => {
 
   it('reads every option, as separate values or with =', () => {
     assert.deepEqual(parseArgs(['--host', '::1', '--port', '0', '--data-dir', '/tmp/x y', '--auth', 'none', '--heartbeat-debounce', '2.5',
-      '--capacity', '3', '--dedup-window', '60', '--message-retention', '48', '--store-budget', '64', '--privileged-rate', '5', '--payload-limit', 'DATA=1048576', '--unaddressed', 'fanout', '--operator', '--hitl-policy', 'p.json']), {
+      '--capacity', '3', '--dedup-window', '60', '--message-retention', '48', '--store-budget', '64', '--privileged-rate', '5', '--payload-limit', 'DATA=1048576', '--unaddressed', 'fanout', '--operator', '--hitl-policy', 'p.json',
+      '--memory-budget', '256', '--max-connections', '50', '--idle-unauthenticated', '5', '--request-body-timeout', '60']), {
       host: '::1', port: 0, dataDir: '/tmp/x y', auth: 'none', heartbeatDebounceSeconds: 2.5,
       capacity: 3, dedupWindowSeconds: 60, messageRetentionHours: 48, storeBudgetMiB: 64, privilegedRatePerSecond: 5, payloadLimits: { DATA: 1048576 }, unaddressed: 'fanout', verbose: false, help: false,
+      memoryBudgetMiB: 256, maxConnections: 50, unauthenticatedIdleSeconds: 5, requestBodySeconds: 60,
       operator: true, hitlPolicyFile: 'p.json',
     });
     assert.deepEqual(parseArgs(['--port=65535', '--data-dir=a=b', '--auth=token', '--capacity=25', '--dedup-window=7200', '--payload-limit=CONTROL=100']), {
       host: '127.0.0.1', port: 65535, dataDir: 'a=b', auth: 'token', heartbeatDebounceSeconds: 30,
-      capacity: 25, dedupWindowSeconds: 7200, messageRetentionHours: 24, storeBudgetMiB: 2048, privilegedRatePerSecond: 50, payloadLimits: { CONTROL: 100 }, unaddressed: 'refuse', verbose: false, help: false, ...HITL_DEFAULTS,
+      capacity: 25, dedupWindowSeconds: 7200, messageRetentionHours: 24, storeBudgetMiB: 2048, privilegedRatePerSecond: 50, payloadLimits: { CONTROL: 100 }, unaddressed: 'refuse', verbose: false, help: false, ...HITL_DEFAULTS, ...BOUNDS_DEFAULTS,
     });
   });
 
@@ -53,6 +56,13 @@ describe('parseArgs (headless CLI)', () => {
     for (const bad of ['15', '0', '-1', '2.5', 'big', '1048577']) {
       it(`refuses --store-budget ${JSON.stringify(bad)}`, () => {
         refused(['--store-budget', bad], /--store-budget must be a whole number of MiB from 16 to 1048576/);
+      });
+    }
+
+    for (const [flag, bad, range] of [['--memory-budget', '31', '32 to 4096'], ['--memory-budget', '4097', '32 to 4096'], ['--memory-budget', '1.5', '32 to 4096'],
+      ['--max-connections', '9', '10 to 100000'], ['--idle-unauthenticated', '0', '1 to 3600'], ['--request-body-timeout', '3601', '1 to 3600']]) {
+      it(`refuses ${flag} ${JSON.stringify(bad)}, naming the range`, () => {
+        refused([flag, bad], new RegExp(`${flag} must be a whole number from ${range}, not '${bad.replace('.', '\\.')}'`));
       });
     }
 

@@ -8,7 +8,7 @@ import type { InboxStats, SendResult, StoreUsage } from '../router/router';
 
 export type { StoreUsage };
 /** The bounds of the store's disk budget in MiB (sw4rm.storeBudgetMiB, --store-budget). */
-export { MAX_STORE_BUDGET_MIB, MIN_STORE_BUDGET_MIB } from '../router/router';
+export { MAX_MEMORY_BUDGET_MIB, MAX_STORE_BUDGET_MIB, MIN_MEMORY_BUDGET_MIB, MIN_STORE_BUDGET_MIB } from '../router/router';
 
 /**
  * Everything the editor asks of, tells and hears from the coordinator. Queries and changes answer Promises,

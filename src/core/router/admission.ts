@@ -3,6 +3,7 @@ import type { CallContext } from '../context';
 import { checkEnvelope, jsonObject, modalityAccepts, type Envelope, type ErrorCode } from './envelope';
 import { PrivilegedRateLimiter } from './lanes';
 import { isTerminal, nackPayload, parseAck, type AckPayload } from './lifecycle';
+import { RECORD_OVERHEAD_BYTES } from './memoryBudget';
 import { observe } from './metrics';
 import type { AgentRecord } from '../registry/model';
 import type { DedupEntry, MessageRecord } from './model';
@@ -24,6 +25,8 @@ export interface SendOptions {
   readonly to?: string;
   /** When the request arrived, for the enqueue latency metric. */
   readonly receivedAt?: number;
+  /** Rule 5 (valid JSON, UTF-8 text) was checked already, off the event loop (Router.submit). */
+  readonly contentChecked?: boolean;
 }
 
 /**
@@ -45,7 +48,7 @@ export class Admission {
     const refused = (code: ErrorCode, detail: string, extra: Record<string, unknown> = {}, inboxId?: string): SendResult =>
       this.refuse(envelope, code, detail, ctx, extra, inboxId);
 
-    const invalid = checkEnvelope(envelope, core.options.payloadLimits);
+    const invalid = checkEnvelope(envelope, core.options.payloadLimits, options.contentChecked ? 'checked' : 'check');
     if (invalid) return refused(invalid.code, invalid.detail);
     const producer = core.registry.get(envelope.producerId);
     if (!producer) return refused('PERMISSION_DENIED', `producer_id '${envelope.producerId}' is not a registered agent; RegisterAgent first`);
@@ -119,6 +122,9 @@ export class Admission {
     // The disk budget (ACKs pass: they finish messages, which releases their payloads). An estimate, no store read.
     const overBudget = core.storeBudget.refusal(envelope.payload.byteLength);
     if (overBudget) return refused('BUFFER_FULL', overBudget, { store_budget_bytes: core.storeBudget.budget });
+    // The memory budget (memoryBudget.ts): what the coordinator holds, and this payload while it is admitted.
+    const overMemory = core.memory.refusal(envelope.payload.byteLength + RECORD_OVERHEAD_BYTES);
+    if (overMemory) return refused('BUFFER_FULL', overMemory, { memory_budget_bytes: core.memory.budget });
     if (recipient === COORDINATOR_ID) return core.handlers.accept(envelope, json, key, previous, ctx, now, expiresAt, reusedFrom);
 
     const inbox = core.inbox(recipient);
@@ -167,6 +173,8 @@ export class Admission {
     }
     const overBudget = core.storeBudget.refusal(envelope.payload.byteLength * targets.length);
     if (overBudget) return this.refuse(envelope, 'BUFFER_FULL', `fan-out of ${targets.length} copies: ${overBudget}`, ctx, { store_budget_bytes: core.storeBudget.budget });
+    const overMemory = core.memory.refusal(envelope.payload.byteLength + RECORD_OVERHEAD_BYTES * targets.length);
+    if (overMemory) return this.refuse(envelope, 'BUFFER_FULL', `fan-out: ${overMemory}`, ctx, { memory_budget_bytes: core.memory.budget });
     const records = core.store.transaction(() => {
       const written = targets.map((t) => this.write({ ...envelope, messageId: core.ids.uuid() }, t.recipient, t.key, t.previous, t.reusedFrom, producer, ctx, now, expiresAt, envelope.messageId));
       core.log.record({

@@ -19,7 +19,7 @@ export class DeadLetters {
   /** Dead-letters a message that has just failed. Runs inside the transaction that ended it. */
   add(record: MessageRecord, reason: string, now: number): void {
     const core = this.core;
-    const e = record.envelope;
+    const e = core.envelopeOf(record);
     const id = core.repo.addDeadLetter({
       messageId: e.messageId, producerId: e.producerId, recipientId: record.recipientId, correlationId: e.correlationId,
       idempotencyToken: e.idempotencyToken, messageType: e.messageType, contentType: e.contentType, size: e.payload.byteLength,

@@ -23,11 +23,13 @@ export function contentDigest(envelope: Envelope): string {
  * Same operation by content: message type, content type and payload bytes; for a stored message whose payload
  * was released (finished with), its content digest. Answers undefined when there is nothing left to compare.
  */
-function sameContent(original: MessageRecord, b: Envelope): boolean | undefined {
+function sameContent(original: MessageRecord, b: Envelope, envelopeOf: (record: MessageRecord) => Envelope): boolean | undefined {
   if (original.payloadReleased) return original.contentDigest === undefined ? undefined : original.contentDigest === contentDigest(b);
-  const a = original.envelope;
-  return a.messageType === b.messageType && a.contentType === b.contentType
-    && Buffer.from(a.payload.buffer, a.payload.byteOffset, a.payload.byteLength).equals(b.payload);
+  if (original.envelope.messageType !== b.messageType || original.envelope.contentType !== b.contentType) return false;
+  const size = original.storedPayloadBytes ?? original.envelope.payload.byteLength;
+  if (size !== b.payload.byteLength) return false;
+  const a = envelopeOf(original);
+  return Buffer.from(a.payload.buffer, a.payload.byteOffset, a.payload.byteLength).equals(b.payload);
 }
 
 /** The key of a distinct operation that reused a sequence number: `<key>#<digest of its content>`. */
@@ -78,7 +80,7 @@ export class Deduplication {
     // The first attempt still stored; with none left to compare (never stored, or pruned), the rule applies as written.
     let original: MessageRecord | undefined;
     for (const id of previous.attempts) if ((original = this.core.message(id)) !== undefined) break;
-    if (original === undefined || sameContent(original, envelope) !== false) return undefined;
+    if (original === undefined || sameContent(original, envelope, (record) => this.core.envelopeOf(record)) !== false) return undefined;
     const own = contentKey(envelope, key);
     const ownPrevious = this.entry(envelope.producerId, own, now);
     return { key: own, previous: ownPrevious, reusedFrom: ownPrevious ? undefined : previous.originalMessageId };

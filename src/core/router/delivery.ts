@@ -3,6 +3,7 @@ import type { Disposable } from '../events';
 import type { Envelope } from './envelope';
 import type { Inbox, InboxSink } from './inbox';
 import { isTerminal } from './lifecycle';
+import { payloadSize } from './memoryBudget';
 import { observe } from './metrics';
 import type { MessageRecord } from './model';
 import { UNSPECIFIED_ERROR } from './ackLifecycle';
@@ -23,7 +24,33 @@ export class StreamRefusal extends Error {
  * to the store; nothing reaches a stream before it is durable.
  */
 export class Delivery {
-  constructor(private readonly core: RouterCore) {}
+  /** Inboxes with deliveries held back by the bytes in flight; dispatched again when bytes are confirmed. */
+  private readonly waiting = new Set<Inbox>();
+  private retryScheduled = false;
+
+  constructor(private readonly core: RouterCore) {
+    core.memory.onInflightFreed = () => this.retryWaiting();
+  }
+
+  /** After bytes in flight were confirmed or freed: the inboxes that waited for them try again, once per turn. */
+  private retryWaiting(): void {
+    if (this.waiting.size === 0 || this.retryScheduled) return;
+    this.retryScheduled = true;
+    queueMicrotask(() => {
+      this.retryScheduled = false;
+      const inboxes = [...this.waiting];
+      this.waiting.clear();
+      for (const inbox of inboxes) this.core.safely(() => this.dispatch(inbox));
+    });
+  }
+
+  /** The inbox's stream is gone: its bytes in flight no longer count (gRPC freed them). */
+  private detach(inbox: Inbox): void {
+    inbox.sink = undefined;
+    inbox.inflight.uncount();
+    this.waiting.delete(inbox);
+    this.retryWaiting();
+  }
 
   /**
    * Opens an agent's inbox stream. A newer stream replaces an older one. With `resumeAfter`, deliveries up to
@@ -72,13 +99,14 @@ export class Delivery {
     });
     for (const record of requeue.reverse()) inbox.queue.unshift(record.lane, record);
     inbox.sink = sink;
+    inbox.inflight.count();
     core.registry.recordLiveness(agentId, ctx);
     this.dispatch(inbox);
     core.changed.fire({ agentId });
     return {
       dispose: () => {
         if (inbox.sink !== sink) return;
-        inbox.sink = undefined;
+        this.detach(inbox);
         if (!core.disposed) {
           core.log.record({ correlationId: ctx.correlationId, actor: agentId, eventType: 'stream.closed', details: { agent_id: agentId, unconfirmed: inbox.inflight.size } });
           core.changed.fire({ agentId });
@@ -121,6 +149,7 @@ export class Delivery {
     if (!inbox.sink || core.disposed) return;
     const batch: MessageRecord[] = [];
     let trackedInflight = inbox.inflight.tracked;
+    let bytes = 0;
     const now = core.clock.now();
     const failed: MessageRecord[] = [];
     while (inbox.queue.size > 0) {
@@ -132,6 +161,16 @@ export class Delivery {
         inbox.queue.unshift(next.lane, record);
         break;
       }
+      // Bytes in flight (memoryBudget.ts): a stream takes up to deliveryWindowBytes unconfirmed, all streams together
+      // up to half the memory budget; the rest waits in the store, and a confirmation anywhere lets it go on.
+      const size = payloadSize(record);
+      if (size > 0 && ((bytes > 0 || inbox.inflight.bytes > 0) && inbox.inflight.bytes + bytes + size > core.options.deliveryWindowBytes
+        || !core.memory.deliveryRoom(bytes, size))) {
+        inbox.queue.unshift(next.lane, record);
+        this.waiting.add(inbox);
+        break;
+      }
+      bytes += size;
       if (record.deliveryAttempts >= core.options.maxDeliveryAttempts) {
         if (record.tracked) failed.push(record);
         else {
@@ -184,7 +223,8 @@ export class Delivery {
       if (record.lane === 'PRIVILEGED' && record.tracked) inbox.metrics.urgentDispatches++;
       observe(inbox.metrics.dequeueLatency, Math.max(0, now - record.acceptedAt) / 1000);
       if (record.tracked) core.timeouts.armLease(record);
-      items.push([record.deliverySeq!, record.envelope]);
+      // A payload that lives in the store is read back here, for the stream; the record keeps none.
+      items.push([record.deliverySeq!, core.envelopeOf(record)]);
     }
     // Nothing reaches a stream before it is durable: a crash can never show an agent a message the store lost.
     if (sink && items.length) core.store.afterCommit(() => { for (const [seq, envelope] of items) sink.deliver(seq, envelope); });
@@ -249,7 +289,7 @@ export class Delivery {
     const now = core.clock.now();
     const ctx = { correlationId: `left:${agentId}` };
     inbox?.sink?.close('deregistered', `${agentId} deregistered: ${reason}`);
-    if (inbox) inbox.sink = undefined;
+    if (inbox) this.detach(inbox);
     const stranded = [...core.live.values()].filter((m) => m.recipientId === agentId && (m.delivery !== 'done' || (m.tracked && !isTerminal(m.state) && m.state !== 'RETRYING')));
     core.store.transaction(() => {
       for (const record of stranded) {
@@ -265,6 +305,7 @@ export class Delivery {
     for (const inbox of this.core.inboxes.values()) {
       inbox.sink?.close('shutdown', detail);
       inbox.sink = undefined;
+      inbox.inflight.uncount();
     }
   }
 }

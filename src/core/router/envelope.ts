@@ -2,6 +2,7 @@ import { validate as isUuid, version as uuidVersion } from 'uuid';
 import { PAYLOAD_LIMITS, MIB, ROUTING_JSON_MAX_BYTES } from '../limits';
 import { FIELD_LIMITS, identifierRefusal } from '../fieldLimits';
 import { jsonBoundsRefusal } from '../json';
+import { contentKind, contentRefusal } from './payloadContent';
 
 /** Message types of RFC §11, by their canonical enum names. */
 export const MESSAGE_TYPES = [
@@ -71,9 +72,10 @@ export function baseContentType(contentType: string): string | undefined {
 /**
  * The envelope rules of RFC §11 and message-types.txt (rules 1–8) that need no knowledge of the registry:
  * required fields, a UUIDv4 message_id, payload metadata and consistency, type safety of JSON and text,
- * and the payload size limit of the message type.
+ * and the payload size limit of the message type. With `content: 'checked'` rule 5 is left out: the caller
+ * validated the payload off the event loop (payloadChecker.ts).
  */
-export function checkEnvelope(envelope: Envelope, limits?: Readonly<Record<string, number>>): Refusal | undefined {
+export function checkEnvelope(envelope: Envelope, limits?: Readonly<Record<string, number>>, content: 'check' | 'checked' = 'check'): Refusal | undefined {
   const invalid = (detail: string): Refusal => ({ code: 'VALIDATION_ERROR', detail });
   if (!envelope.messageId) return invalid('message_id is required');
   if (!isUuid(envelope.messageId) || uuidVersion(envelope.messageId) !== 4) return invalid('message_id must be a UUIDv4');
@@ -115,22 +117,13 @@ export function checkEnvelope(envelope: Envelope, limits?: Readonly<Record<strin
   if (size > limit) return { code: 'OVERSIZE_PAYLOAD', detail: `${envelope.messageType} payloads are limited to ${limit} bytes; this one has ${size}` };
   if (!Number.isFinite(envelope.ttlMs) || envelope.ttlMs < 0) return invalid('ttl_ms must be a non-negative integer');
   if (envelope.timestampMs !== null && !Number.isFinite(envelope.timestampMs)) return invalid('timestamp is out of range');
+  // Rule 5: JSON is valid JSON, text is UTF-8 — unless it was checked off the event loop already (Router.submit).
+  if (content === 'checked') return undefined;
   const base = baseContentType(envelope.contentType);
-  if (size > 0 && base && (base === 'application/json' || base.endsWith('+json'))) {
-    // Depth before JSON.parse (a linear scan that stops at the limit): no payload nests deeper than MAX_JSON_DEPTH.
-    const tooDeep = jsonBoundsRefusal(envelope.payload, { what: 'the payload' });
-    if (tooDeep !== undefined) return invalid(tooDeep);
-    try {
-      JSON.parse(decodeUtf8(envelope.payload));
-    } catch (err) {
-      return invalid(`the payload is not valid JSON for content_type ${base}: ${(err as Error).message.slice(0, 120)}`);
-    }
-  } else if (size > 0 && base?.startsWith('text/')) {
-    try {
-      decodeUtf8(envelope.payload);
-    } catch {
-      return invalid('text payloads must be UTF-8');
-    }
+  const kind = contentKind(base);
+  if (size > 0 && kind && base) {
+    const refusal = contentRefusal(kind, envelope.payload, base);
+    if (refusal !== undefined) return invalid(refusal);
   }
   return undefined;
 }

@@ -1,6 +1,7 @@
 import type { Envelope } from './envelope';
 import type { LaneQueues } from './lanes';
 import type { MessageState } from './lifecycle';
+import { payloadSize, type MemoryBudget } from './memoryBudget';
 import type { AgentRouterMetrics } from './metrics';
 import type { MessageRecord } from './model';
 
@@ -24,26 +25,56 @@ export interface InboxStats {
 /** The states that count against an inbox's capacity. */
 export const NOT_READ: ReadonlySet<MessageState> = new Set(['SENT', 'RECEIVED']);
 
-/** Deliveries written to a stream and not yet confirmed, by seq, counting tracked ones as they come and go. */
+/**
+ * Deliveries written to a stream and not yet confirmed, by seq, counting tracked ones and payload bytes as they
+ * come and go. While the inbox streams (`counted`), its bytes count against the memory budget: gRPC's buffers
+ * hold what a slow reader has not taken yet. When the stream closes they are freed, and the deliveries wait for
+ * the next stream (Delivery.attach) without counting.
+ */
 export class Inflight extends Map<number, MessageRecord> {
   tracked = 0;
+  bytes = 0;
+  private counted = false;
+
+  constructor(private readonly memory: MemoryBudget) {
+    super();
+  }
 
   override set(seq: number, record: MessageRecord): this {
-    const previous = super.get(seq);
-    if (previous?.tracked) this.tracked--;
+    this.forget(super.get(seq));
     if (record.tracked) this.tracked++;
+    this.add(payloadSize(record));
     return super.set(seq, record);
   }
 
   override delete(seq: number): boolean {
-    const previous = super.get(seq);
-    if (previous?.tracked) this.tracked--;
+    this.forget(super.get(seq));
     return super.delete(seq);
   }
 
-  override clear(): void {
-    this.tracked = 0;
-    super.clear();
+  /** The inbox streams: its bytes in flight count against the memory budget. */
+  count(): void {
+    if (this.counted) return;
+    this.counted = true;
+    this.memory.inflight += this.bytes;
+  }
+
+  /** Its stream closed: the bytes are no longer in gRPC's buffers. */
+  uncount(): void {
+    if (!this.counted) return;
+    this.counted = false;
+    this.memory.inflight -= this.bytes;
+  }
+
+  private add(bytes: number): void {
+    this.bytes += bytes;
+    if (this.counted) this.memory.inflight += bytes;
+  }
+
+  private forget(record: MessageRecord | undefined): void {
+    if (!record) return;
+    if (record.tracked) this.tracked--;
+    this.add(-payloadSize(record));
   }
 
   get untracked(): number {

@@ -18,7 +18,8 @@ export interface HistoryEntry {
 
 /** A routed message as the router keeps it (and the store persists it). */
 export interface MessageRecord {
-  readonly envelope: Envelope;
+  /** A payload of PAYLOAD_DETACH_MIN_BYTES or more is not held here once admitted (see `storedPayloadBytes`). */
+  envelope: Envelope;
   readonly recipientId: string;
   /** Deduplication key within the producer: `t:<token>` or `s:<sequence_number>`; empty for coordinator messages. */
   readonly dedupKey: string;
@@ -49,6 +50,11 @@ export interface MessageRecord {
   readonly payloadReleased?: true;
   /** For a released payload of a message without an idempotency token: its content digest (deduplication.ts). */
   readonly contentDigest?: string;
+  /**
+   * Set when the payload's bytes are only in the store (memoryBudget.ts, `detachPayload`): `envelope.payload` is
+   * empty in memory and this is its size; `RouterCore.envelopeOf` reads the bytes back when they are needed.
+   */
+  storedPayloadBytes?: number;
 }
 
 /** The outcome cache of one logical operation (RFC §11.2), per producer and token (or sequence number). */
@@ -120,6 +126,8 @@ export interface RouterRepository {
    * final state; `contentDigest` is kept in their place when given (untokened messages, for deduplication).
    */
   releasePayload(record: MessageRecord, contentDigest: string | undefined): void;
+  /** The payload bytes of a message as stored (undefined when released or gone). */
+  payload(record: MessageRecord): Uint8Array | undefined;
   /** The bytes of the store file in use (pages in use × page size, all areas). A cheap read, not per message. */
   storeBytes(): number;
 

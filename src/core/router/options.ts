@@ -32,6 +32,16 @@ export interface RouterOptions {
    */
   readonly storeBudgetBytes: number;
   /**
+   * The memory budget of the router (memoryBudget.ts): payloads in memory, written to streams and not yet
+   * confirmed, or being validated. Admission refuses BUFFER_FULL beyond it; deliveries wait in the store while
+   * what is in flight to streams would pass half of it.
+   */
+  readonly memoryBudgetBytes: number;
+  /** Payload bytes one inbox stream may have written and not yet confirmed; at least one message always goes. */
+  readonly deliveryWindowBytes: number;
+  /** Validate large payloads on a worker thread (payloadChecker.ts); false keeps every check on the event loop. */
+  readonly payloadWorker?: boolean;
+  /**
    * Finished messages (terminal and delivered) stay in the store, queryable, for this long after their last
    * change, and never less than the deduplication window (retries and late ACKs look their attempts up).
    */
@@ -64,6 +74,8 @@ export const DEFAULT_ROUTER_OPTIONS: RouterOptions = {
   dlqRetentionMs: 7 * 24 * 3_600_000,
   messageRetentionMs: 24 * 3_600_000,
   storeBudgetBytes: 2048 * MIB,
+  memoryBudgetBytes: 128 * MIB,
+  deliveryWindowBytes: 16 * MIB,
   unaddressed: 'refuse',
 };
 
@@ -73,3 +85,7 @@ export const MAX_MESSAGE_RETENTION_HOURS = 365 * 24;
 /** The largest store budget the settings and the CLI accept, in MiB (1 TiB); the smallest is 16 MiB. */
 export const MAX_STORE_BUDGET_MIB = 1024 * 1024;
 export const MIN_STORE_BUDGET_MIB = 16;
+
+/** The memory budget the settings and the CLI accept, in MiB: from 32 (two of the largest payloads) to 4096. */
+export const MIN_MEMORY_BUDGET_MIB = 32;
+export const MAX_MEMORY_BUDGET_MIB = 4096;

@@ -10,9 +10,11 @@ import { CoordinatorMessages } from './coordinatorMessages';
 import { DeadLetters, type DeadLetterChange } from './deadLetters';
 import { Deduplication, contentDigest } from './deduplication';
 import { Delivery } from './delivery';
+import type { Envelope } from './envelope';
 import { Inflight, NOT_READ, type Inbox } from './inbox';
 import { LaneQueues } from './lanes';
 import { isTerminal, type MessageState } from './lifecycle';
+import { LiveMessages, MemoryBudget, payloadSize } from './memoryBudget';
 import { emptyMetrics } from './metrics';
 import type { MessageRecord, RouterRepository, RouterStorage } from './model';
 import type { RouterOptions } from './options';
@@ -31,8 +33,13 @@ export const PAYLOAD_RELEASE_MIN_BYTES = 4096;
  */
 export class RouterCore {
   readonly repo: RouterRepository;
-  /** Messages not yet finished with, by id; a finished one leaves memory (`retire`) and stays in the store. */
-  readonly live = new Map<string, MessageRecord>();
+  /** What the router holds in memory against its budget (admission and delivery respect it). */
+  readonly memory: MemoryBudget;
+  /**
+   * Messages not yet finished with, by id; a finished one leaves memory (`retire`) and stays in the store. Their
+   * large payloads are in the store only (memoryBudget.ts).
+   */
+  readonly live: LiveMessages;
   readonly inboxes = new Map<string, Inbox>();
   /** Fires when an inbox's counts change. */
   readonly changed = new Emitter<{ agentId: string }>();
@@ -60,6 +67,8 @@ export class RouterCore {
     readonly options: RouterOptions,
   ) {
     this.repo = store.router;
+    this.memory = new MemoryBudget(options.memoryBudgetBytes);
+    this.live = new LiveMessages(this.memory);
     this.dedup = new Deduplication(this);
     this.admission = new Admission(this);
     this.handlers = new CoordinatorHandlers(this);
@@ -81,7 +90,7 @@ export class RouterCore {
     let inbox = this.inboxes.get(agentId);
     if (!inbox) {
       inbox = {
-        agentId, queue: new LaneQueues<MessageRecord>(this.options.lanes.weights), inflight: new Inflight(), sink: undefined,
+        agentId, queue: new LaneQueues<MessageRecord>(this.options.lanes.weights), inflight: new Inflight(this.memory), sink: undefined,
         lastSeq: this.repo.lastSeq(agentId), notRead: new Set(), metrics: emptyMetrics(agentId, this.options.capacity),
       };
       this.inboxes.set(agentId, inbox);
@@ -114,11 +123,24 @@ export class RouterCore {
     if (terminal && record.delivery === 'done') {
       this.live.delete(record.envelope.messageId);
       this.timeouts.clearAll(record.envelope.messageId);
-      if (!record.payloadReleased && record.envelope.payload.byteLength >= PAYLOAD_RELEASE_MIN_BYTES) {
+      if (!record.payloadReleased && payloadSize(record) >= PAYLOAD_RELEASE_MIN_BYTES) {
         const e = record.envelope;
-        this.repo.releasePayload(record, record.dedupKey !== '' && !e.idempotencyToken ? contentDigest(e) : undefined);
+        this.repo.releasePayload(record, record.dedupKey !== '' && !e.idempotencyToken ? contentDigest(this.envelopeOf(record)) : undefined);
       }
     }
+  }
+
+  /**
+   * The message's envelope with its payload bytes: read back from the store when memory does not hold them
+   * (`storedPayloadBytes`). For delivery, dead letters and content digests; the record keeps its empty payload.
+   */
+  envelopeOf(record: MessageRecord): Envelope {
+    if (record.storedPayloadBytes === undefined) return record.envelope;
+    const payload = this.repo.payload(record);
+    if (payload === undefined || payload.byteLength !== record.storedPayloadBytes) {
+      throw new Error(`the payload of ${record.envelope.messageId} (${record.storedPayloadBytes} bytes) is not in the store`);
+    }
+    return { ...record.envelope, payload };
   }
 
   /** Timer work must never take the coordinator down; a fault is logged as INTERNAL_ERROR. */

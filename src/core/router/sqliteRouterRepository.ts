@@ -4,6 +4,7 @@ import type { CommitParticipant } from '../store/store';
 import type { Envelope } from './envelope';
 import type { Lane } from './lanes';
 import type { MessageState } from './lifecycle';
+import { PAYLOAD_DETACH_MIN_BYTES } from './memoryBudget';
 import type {
   DeadLetter, DeadLetterFilter, DedupEntry, DeliveryStatus, HistoryEntry, MessageRecord, RouterRepository,
 } from './model';
@@ -21,9 +22,17 @@ function envelopeJson(envelope: Envelope): string {
  * of the BLOB: the content digest of an untokened message, else ''. The column's type is the flag.
  */
 function envelopeFrom(json: unknown, payload: unknown): Envelope {
-  const bytes = typeof payload === 'string' ? new Uint8Array(0) : new Uint8Array(payload as Uint8Array);
+  const bytes = typeof payload === 'string' || payload === null ? new Uint8Array(0) : new Uint8Array(payload as Uint8Array);
   return { ...(JSON.parse(String(json)) as Omit<Envelope, 'payload'>), payload: bytes };
 }
+
+/**
+ * A message read back leaves a payload of PAYLOAD_DETACH_MIN_BYTES or more in the store (`stored_bytes`), so that
+ * recovery and lookups never load megabytes into memory; `payload()` reads it when it is needed. SQLite's length()
+ * of a column reads no overflow page, and the CASE loads the bytes only for smaller payloads.
+ */
+const PAYLOAD_COLUMNS = `CASE WHEN typeof(e.payload) = 'blob' AND length(e.payload) >= ${PAYLOAD_DETACH_MIN_BYTES} THEN NULL ELSE e.payload END AS payload,
+  CASE WHEN typeof(e.payload) = 'blob' AND length(e.payload) >= ${PAYLOAD_DETACH_MIN_BYTES} THEN length(e.payload) END AS stored_bytes`;
 
 /** Messages whose ids wait for the bulk index fill: at most this many, or for at most INDEX_FILL_INTERVAL_MS. */
 const INDEX_FILL_BATCH = 4096;
@@ -63,8 +72,9 @@ export class SqliteRouterRepository implements RouterRepository {
       updateMessage: p(`UPDATE router_messages SET state = ?, error_code = ?, updated_at = ?, ack_deadline = ?, expires_at = ?, delivery = ?,
         delivery_seq = ?, delivered_at = ?, lease_until = ?, delivery_attempts = ?, history = ? WHERE id = ? AND message_id = ?`),
       indexedId: p('SELECT id FROM router_message_ids WHERE message_id = ?'),
-      getMessage: p('SELECT m.*, e.envelope, e.payload FROM router_messages m JOIN router_envelopes e ON e.id = m.id WHERE m.id = ? AND m.message_id = ?'),
-      liveMessages: p(`SELECT m.*, e.envelope, e.payload FROM router_messages m JOIN router_envelopes e ON e.id = m.id
+      getMessage: p(`SELECT m.*, e.envelope, ${PAYLOAD_COLUMNS} FROM router_messages m JOIN router_envelopes e ON e.id = m.id WHERE m.id = ? AND m.message_id = ?`),
+      payload: p(`SELECT payload FROM router_envelopes WHERE id = ? AND typeof(payload) = 'blob'`),
+      liveMessages: p(`SELECT m.*, e.envelope, ${PAYLOAD_COLUMNS} FROM router_messages m JOIN router_envelopes e ON e.id = m.id
         WHERE ${LIVE} ORDER BY m.accepted_at, m.id`),
       countByState: p('SELECT state, COUNT(*) AS n FROM router_messages GROUP BY state'),
       // Retention: finished messages last changed before the cutoff, in a range of arrival order.
@@ -186,6 +196,12 @@ export class SqliteRouterRepository implements RouterRepository {
   releasePayload(r: MessageRecord, contentDigest: string | undefined): void {
     const id = this.ids.get(r) ?? this.idOf(r.envelope.messageId);
     if (id !== undefined) this.s.releasePayload.run(contentDigest ?? '', id);
+  }
+
+  payload(r: MessageRecord): Uint8Array | undefined {
+    const id = this.ids.get(r) ?? this.idOf(r.envelope.messageId);
+    const row = id === undefined ? undefined : this.s.payload.get(id) as Row | undefined;
+    return row ? (row.payload as Uint8Array) : undefined;
   }
 
   storeBytes(): number {
@@ -335,6 +351,7 @@ function toMessage(row: Row): MessageRecord {
   const released = typeof row.payload === 'string';
   return {
     ...(released ? { payloadReleased: true as const, ...(row.payload ? { contentDigest: String(row.payload) } : {}) } : {}),
+    ...(row.stored_bytes !== null && row.stored_bytes !== undefined ? { storedPayloadBytes: Number(row.stored_bytes) } : {}),
     envelope: envelopeFrom(row.envelope, row.payload),
     recipientId: String(row.recipient_id),
     dedupKey: String(row.dedup_key),

@@ -2,7 +2,7 @@ import * as grpc from '@grpc/grpc-js';
 import type { Coordinator } from '../../core/coordinator';
 import type { Envelope } from '../../core/router/envelope';
 import type { MessageState } from '../../core/router/lifecycle';
-import { StreamRefusal, type InboxSink } from '../../core/router/router';
+import { StreamRefusal, type InboxSink, type SendResult } from '../../core/router/router';
 import { callContext } from '../callContext';
 import { answerWhenDurable } from '../durable';
 
@@ -115,14 +115,21 @@ export class RouterServiceAdapter {
           return;
         }
         const ctx = callContext(call, ids);
-        try {
-          const to = call.metadata.get('sw4rm-to')[0];
-          const result = router.send(envelopeFromMessage(call.request.msg), ctx, { to: typeof to === 'string' ? to : undefined, receivedAt });
+        const answer = (result: SendResult) =>
           answerWhenDurable(this.coordinator.store, callback, result.accepted ? { accepted: true, reason: '' } : { accepted: false, reason: result.reason });
-        } catch (err) {
-          // Nothing was committed: the message is refused, never half-accepted.
+        // Nothing was committed: the message is refused, never half-accepted.
+        const fail = (err: unknown) => {
           log.internalError('router', ctx.correlationId, err);
           callback(null, { accepted: false, reason: `INTERNAL_ERROR: ${(err as Error).message}` });
+        };
+        try {
+          const to = call.metadata.get('sw4rm-to')[0];
+          // A large JSON or text payload is validated on a worker thread first (Router.submit), so it answers later.
+          const result = router.submit(envelopeFromMessage(call.request.msg), ctx, { to: typeof to === 'string' ? to : undefined, receivedAt });
+          if (result instanceof Promise) result.then(answer, fail);
+          else answer(result);
+        } catch (err) {
+          fail(err);
         }
       },
       StreamIncoming: (call: grpc.ServerWritableStream<{ agent_id?: string }, unknown>) => {

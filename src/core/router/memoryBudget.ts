@@ -1,0 +1,117 @@
+import { mib } from './storeUsage';
+import type { MessageRecord } from './model';
+
+/**
+ * Payloads from this size live only in the store once admitted: the message in memory (its lane queue, the
+ * live map) keeps an empty payload and `storedPayloadBytes`, and delivery reads the bytes back (RouterCore.envelopeOf).
+ */
+export const PAYLOAD_DETACH_MIN_BYTES = 4096;
+
+/** What a message in memory costs besides its payload (record, history, envelope strings): an estimate. */
+export const RECORD_OVERHEAD_BYTES = 1024;
+
+/** What the coordinator holds in memory against its budget (RouterOptions.memoryBudgetBytes). Plain data. */
+export interface MemoryUsage {
+  /** Messages in memory: payloads kept there (under PAYLOAD_DETACH_MIN_BYTES) and their records. */
+  readonly messages: number;
+  /** Payloads written to inbox streams and not yet confirmed (gRPC's buffers hold them until sent). */
+  readonly inflight: number;
+  /** Large payloads being validated off the event loop. */
+  readonly checking: number;
+  readonly used: number;
+  readonly budget: number;
+}
+
+/**
+ * The coordinator's memory budget. Admission refuses BUFFER_FULL when a payload would take what is held over the
+ * budget; delivery writes payloads to streams only while what is in flight stays within half of it (the rest of
+ * a stream's messages wait in the store), so slow readers cannot hold the whole budget and producers keep room.
+ */
+export class MemoryBudget {
+  messages = 0;
+  checking = 0;
+  private inflightBytes = 0;
+  /** Called when bytes in flight go down (a delivery confirmed, a stream closed): held deliveries may go on. */
+  onInflightFreed: () => void = () => undefined;
+
+  constructor(readonly budget: number) {}
+
+  get inflight(): number {
+    return this.inflightBytes;
+  }
+
+  set inflight(bytes: number) {
+    const freed = bytes < this.inflightBytes;
+    this.inflightBytes = bytes;
+    if (freed) this.onInflightFreed();
+  }
+
+  get used(): number {
+    return this.messages + this.inflight + this.checking;
+  }
+
+  usage(): MemoryUsage {
+    return { messages: this.messages, inflight: this.inflight, checking: this.checking, used: this.used, budget: this.budget };
+  }
+
+  /** Why `incoming` more bytes would take the coordinator over its memory budget; undefined when they fit. */
+  refusal(incoming: number): string | undefined {
+    if (this.used + incoming <= this.budget) return undefined;
+    return `the coordinator holds ${mib(this.used)} of its ${mib(this.budget)} memory budget (memoryBudgetBytes, the setting ` +
+      `sw4rm.memoryBudgetMiB): ${mib(this.inflight)} written to inbox streams and not yet confirmed, ${mib(this.checking)} being validated, ` +
+      `${mib(this.messages)} of messages in memory; a payload of ${incoming} bytes would take it over. Retry later`;
+  }
+
+  /**
+   * May a payload of `size` be written to a stream, with `pending` bytes of the same dispatch before it? Always
+   * when nothing else is in flight, so that one payload larger than the room never waits forever.
+   */
+  deliveryRoom(pending: number, size: number): boolean {
+    const held = this.inflight + pending;
+    return held === 0 || held + size <= this.budget / 2;
+  }
+}
+
+/** The payload bytes of a message, in memory or only in the store. */
+export function payloadSize(record: MessageRecord): number {
+  return record.storedPayloadBytes ?? record.envelope.payload.byteLength;
+}
+
+/** What a message in memory counts against the budget. */
+export function memoryCost(record: MessageRecord): number {
+  return RECORD_OVERHEAD_BYTES + record.envelope.payload.byteLength;
+}
+
+/**
+ * The messages not yet finished with, by id, counting what they hold in memory. A message entering it gives up
+ * a payload of PAYLOAD_DETACH_MIN_BYTES or more (its bytes are in the store already: it is inserted first).
+ */
+export class LiveMessages extends Map<string, MessageRecord> {
+  constructor(private readonly memory: MemoryBudget) {
+    super();
+  }
+
+  override set(messageId: string, record: MessageRecord): this {
+    const previous = super.get(messageId);
+    if (previous) this.memory.messages -= memoryCost(previous);
+    detachPayload(record);
+    this.memory.messages += memoryCost(record);
+    return super.set(messageId, record);
+  }
+
+  override delete(messageId: string): boolean {
+    const previous = super.get(messageId);
+    if (previous) this.memory.messages -= memoryCost(previous);
+    return super.delete(messageId);
+  }
+}
+
+/** Leaves a large payload to the store: the record keeps an empty payload and the size of the stored one. */
+export function detachPayload(record: MessageRecord): void {
+  const size = record.envelope.payload.byteLength;
+  if (size < PAYLOAD_DETACH_MIN_BYTES || record.storedPayloadBytes !== undefined) return;
+  record.envelope = { ...record.envelope, payload: EMPTY };
+  record.storedPayloadBytes = size;
+}
+
+const EMPTY = new Uint8Array(0);
