@@ -7,7 +7,7 @@
 # never in the project's package.json. Running the script again when the version is already installed
 # does nothing but print the version.
 #
-# Needs Debian's libkrb5-dev libxkbfile-dev libsecret-1-dev libx11-dev (plus python3, make, g++).
+# Needs Debian's python3 make g++ pkg-config libkrb5-dev libxkbfile-dev libsecret-1-dev libx11-dev (checked below).
 set -euo pipefail
 
 CODE_SERVER_VERSION="${CODE_SERVER_VERSION:-4.139.1}"
@@ -30,6 +30,20 @@ if [[ "${NODE24_VERSION%%.*}" != "24" ]]; then
 fi
 
 export PATH="$NODE24_BIN:$PATH"
+
+# The system packages code-server's native modules build with (README, "On a workstation"); .ci/run installs them.
+BUILD_PACKAGES=(python3 make g++ pkg-config libkrb5-dev libxkbfile-dev libsecret-1-dev libx11-dev)
+if command -v dpkg-query >/dev/null; then
+  missing=()
+  for package in "${BUILD_PACKAGES[@]}"; do
+    dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q 'install ok installed' || missing+=("$package")
+  done
+  if (( ${#missing[@]} > 0 )); then
+    echo "install-code-server: missing system packages: ${missing[*]}" >&2
+    echo "install-code-server: install them with: sudo apt-get install -y --no-install-recommends ${missing[*]}" >&2
+    exit 1
+  fi
+fi
 
 code_server_bin="$DEST/node_modules/.bin/code-server"
 # code-server writes a default config (with a password) into ~/.config unless it is given one.
