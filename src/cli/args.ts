@@ -1,3 +1,4 @@
+import { POLICY_INPUT_KEYS } from '../core/hitl/policy';
 import { MIB } from '../core/limits';
 import { MESSAGE_TYPES } from '../core/router/envelope';
 import {
@@ -66,7 +67,8 @@ Options:
   --operator                this terminal is a HITL operator: pending approvals are printed, decisions
                             typed on stdin (type "help"); without it nobody is there to approve, and
                             every invocation gets its fallback within 5 s
-  --hitl-policy <file>      HITL policy JSON: {defaultDeadlineSeconds, fallbacks, rules, paused}
+  --hitl-policy <file>      HITL policy JSON (README, "Approvals") with the keys
+                            ${POLICY_INPUT_KEYS.join(', ')}
   -v, --verbose             print every event to stderr, per-message ones included
   -h, --help                show this help
 `;

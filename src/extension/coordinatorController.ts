@@ -3,6 +3,7 @@ import * as vscode from 'vscode';
 import { formatEvent, InProcessCoordinatorApi, StoreOpenError } from '../core/api';
 import { SERVICE_ADDRESS_VARIABLES, formatEnvironment } from '../server/agentEnvironment';
 import { CoordinatorHost } from '../server/host';
+import { describeMigration, migrateStore } from '../server/storeMigration';
 import { ConfigurationError, PortInUseError } from '../server/server';
 import type { Approvals } from './approvals';
 import { Commands, ContextKeys } from './contributions';
@@ -118,9 +119,11 @@ export class CoordinatorController implements vscode.Disposable {
     const settings = readSettings(this.context);
     const port = this.portOverride ?? settings.port;
     this.statusBar.show({ kind: 'starting' });
+    let dataDir = settings.dataDir;
     try {
+      dataDir = this.moveLegacyStore(settings.legacyDataDir, settings.dataDir);
       this.host = await CoordinatorHost.start({
-        dataDir: settings.dataDir,
+        dataDir,
         protosDir: path.join(this.context.extensionPath, 'protos'),
         host: settings.host,
         port,
@@ -156,6 +159,18 @@ export class CoordinatorController implements vscode.Disposable {
     void vscode.commands.executeCommand('setContext', ContextKeys.running, true);
     this.setTerminalEnvironment(host.terminalEnvironment());
     void this.updateStatus();
+  }
+
+  /**
+   * Moves the store of an earlier release from the window's workspace storage (which code-server, for one, may
+   * change at every restart) to the data folder, once; returns the folder this start uses.
+   */
+  private moveLegacyStore(legacy: string | undefined, dataDir: string): string {
+    if (legacy === undefined) return dataDir;
+    const migration = migrateStore(legacy, dataDir);
+    const message = describeMigration(legacy, migration);
+    if (message !== undefined) this.output.appendLine(message);
+    return migration.use;
   }
 
   /** The terminals' enrolment credential was revoked: terminals opened from now on get a new one. */

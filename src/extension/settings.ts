@@ -3,6 +3,7 @@ import * as vscode from 'vscode';
 import type { AuthMode } from '../server/auth';
 import type { ConnectionLimits } from '../server/connections';
 import type { ApprovalSettingValues } from './approvalSettings';
+import { defaultDataFolder } from './dataFolder';
 import { SETTINGS_SECTION, Settings } from './contributions';
 import { connectionSettings } from './connectionSettings';
 import { routerSettings, type RouterSettings } from './routerSettings';
@@ -13,6 +14,11 @@ export interface CoordinatorSettings {
   readonly auth: AuthMode;
   /** Absolute folder of the store. */
   readonly dataDir: string;
+  /**
+   * Where earlier releases kept the store by default (this window's workspace storage), when `dataDir` is the
+   * default: a store found there is moved to `dataDir` once (src/server/storeMigration.ts).
+   */
+  readonly legacyDataDir: string | undefined;
   readonly heartbeatDebounceMs: number;
   readonly autoStart: boolean;
   /** Inbox capacity, deduplication window, PRIVILEGED rate and payload limits, ready for CoordinatorHost.start. */
@@ -21,19 +27,25 @@ export interface CoordinatorSettings {
   readonly connections: { readonly limits: ConnectionLimits; readonly warnings: readonly string[] };
 }
 
-/** Reads the sw4rm.* settings; an empty data folder means the window's workspace storage. */
+/**
+ * Reads the sw4rm.* settings; an empty data folder means this workspace's folder in the extension's global storage
+ * (dataFolder.ts: found again after any restart, unlike the window's workspace storage, which may change).
+ */
 export function readSettings(context: vscode.ExtensionContext): CoordinatorSettings {
   const config = vscode.workspace.getConfiguration(SETTINGS_SECTION);
   const auth = config.get<string>(Settings.auth, 'token') === 'none' ? 'none' : 'token';
   const configured = config.get<string>(Settings.dataDir, '').trim();
-  const folder = vscode.workspace.workspaceFolders?.[0]?.uri.fsPath;
-  const storage = (context.storageUri ?? context.globalStorageUri).fsPath;
+  const folders = (vscode.workspace.workspaceFolders ?? []).filter((f) => f.uri.scheme === 'file').map((f) => f.uri.fsPath);
+  const folder = folders[0];
+  const storage = defaultDataFolder(context.globalStorageUri.fsPath, folders);
   const dataDir = configured === '' ? storage : path.isAbsolute(configured) ? configured : path.resolve(folder ?? storage, configured);
+  const legacyDataDir = configured === '' ? context.storageUri?.fsPath : undefined;
   return {
     port: config.get<number>(Settings.port, 50051),
     host: config.get<string>(Settings.host, '127.0.0.1').trim() || '127.0.0.1',
     auth,
     dataDir,
+    legacyDataDir,
     heartbeatDebounceMs: Math.min(86_400, Math.max(1, config.get<number>(Settings.heartbeatDebounceSeconds, 30))) * 1000,
     autoStart: config.get<boolean>(Settings.autoStart, true),
     router: routerSettings({

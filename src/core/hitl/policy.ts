@@ -132,6 +132,11 @@ export interface PolicyInput {
   readonly retentionDays?: unknown;
 }
 
+/** Every key a policy file (`--hitl-policy`) may hold: the CLI's help and the README name exactly these. */
+export const POLICY_INPUT_KEYS: readonly (keyof PolicyInput)[] = [
+  'defaultDeadlineSeconds', 'fallbacks', 'rules', 'paused', 'retentionDays', 'unavailableAfterSeconds',
+];
+
 /**
  * Builds a policy from loosely typed input (editor settings, CLI flags, a JSON file):
  * `fallbacks` maps reason types (or `*`) to a policy name or {policy, threshold, extendSeconds, maxExtensions};
