@@ -252,6 +252,8 @@ describe('approval panel page', () => {
     const html = hitlPanelHtml(page);
     for (const id of ['approve', 'deny', 'modify', 'defer', 'send-modify']) assert.match(html, new RegExp(`<button type="button" id="${id}"`));
     assert.match(html, /<label for="rationale">/);
+    assert.match(html, /<textarea id="rationale" [^>]*required aria-required="true" aria-describedby="rationale-required">/);
+    assert.match(html, /<p id="rationale-required" class="required-hint">A rationale is required: say why before you approve, deny, modify or defer\.<\/p>/);
     assert.match(html, /<label for="payload">/);
     assert.match(html, /id="status" class="status" role="status" aria-live="polite"/);
   });
