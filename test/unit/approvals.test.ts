@@ -11,7 +11,8 @@ import { SequentialIds } from '../../src/core/ids';
 import { EventLog } from '../../src/core/log/eventLog';
 import { approvalSettings, ProblemMemory } from '../../src/extension/approvalSettings';
 import {
-  approvalRow, auditFileName, MAX_SETTLED_LISTED, needsAnnouncement, notificationText, orderForView, panelTitle, REASON_ICONS, stateText,
+  announcementText, approvalRow, auditFileName, MAX_SETTLED_LISTED, needsAnnouncement, notificationText, OpenAnnouncements, orderForView, panelTitle,
+  REASON_ICONS, stateText,
 } from '../../src/extension/approvalsModel';
 import { Commands, ContextKeys, HITL_PANEL_VIEW_TYPE, Views } from '../../src/extension/contributions';
 import { hitlPanelHtml, panelCsp } from '../../src/extension/panels/hitlPanelHtml';
@@ -194,6 +195,32 @@ describe('Approvals view rows', () => {
     assert.equal(text, 'SW4RM approval needed: SECURITY_APPROVAL from evil click(command:sw4rm.stop)');
     assert.equal(panelTitle(invocation({ id: 'i' }), 'i'), 'Approval: Security approval · agent-a');
     assert.equal(panelTitle(undefined, '0123456789'), 'Approval 01234567');
+  });
+
+  it('links Review to the invocation with an argument that cannot end the link', () => {
+    const text = announcementText(invocation({ id: 'x) [y](command:sw4rm.stop' }), Commands.reviewApproval);
+    const link = /\[Review\]\(command:sw4rm\.approvals\.review\?([^)\s]+)\)$/.exec(text);
+    assert.ok(link, text);
+    assert.ok(text.startsWith('SW4RM approval needed: SECURITY_APPROVAL from agent-a. [Review]('), text);
+    assert.equal(text.match(/\[/g)?.length, 1, 'one link only');
+    assert.deepEqual(JSON.parse(decodeURIComponent(link[1])), [{ kind: 'approval', id: 'x) [y](command:sw4rm.stop' }]);
+  });
+
+  it('closes an announcement when its invocation settles, once, and all of them when the coordinator goes', () => {
+    const announcements = new OpenAnnouncements();
+    const closed: string[] = [];
+    assert.equal(announcements.add('a', () => closed.push('a')), true);
+    assert.equal(announcements.add('b', () => closed.push('b')), true);
+    assert.equal(announcements.add('a', () => closed.push('a again')), false, 'one notification per invocation');
+    assert.deepEqual(closed, ['a again']);
+    announcements.close('a');
+    announcements.close('a');
+    assert.deepEqual(closed, ['a again', 'a']);
+    assert.equal(announcements.has('a'), false);
+    announcements.add('c', () => closed.push('c'));
+    announcements.closeAll();
+    assert.deepEqual(closed, ['a again', 'a', 'b', 'c']);
+    assert.equal(announcements.size, 0);
   });
 
   it('names audit files by time, without characters file systems refuse', () => {
