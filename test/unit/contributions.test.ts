@@ -39,6 +39,26 @@ describe('contributions (package.json ⇄ src/extension/contributions.ts)', () =
     assert.equal(welcome.length, 3);
   });
 
+  it('says in every view of the SW4RM container that the coordinator is not running, and offers Start, while it is stopped', () => {
+    for (const view of manifest.contributes.views[Views.container] as Array<{ id: string }>) {
+      const stopped = manifest.contributes.viewsWelcome.filter((w: { view: string; when?: string }) => w.view === view.id && w.when === `!${ContextKeys.running}`);
+      assert.deepEqual(stopped.map((w: { contents: string }) => w.contents), [`The coordinator is not running.\n[Start Coordinator](command:${Commands.start})`], view.id);
+      const others = manifest.contributes.viewsWelcome.filter((w: { view: string; when?: string }) => w.view === view.id && w.when !== `!${ContextKeys.running}`);
+      for (const welcome of others) assert.match(welcome.when ?? '', new RegExp(`^${ContextKeys.running.replace('.', '\\.')}\\b`), `${view.id}: shown only while running`);
+    }
+  });
+
+  it('speaks to the user in view texts, without citing RFC sections; the Agents welcome says what terminals already carry', () => {
+    for (const welcome of manifest.contributes.viewsWelcome as Array<{ view: string; contents: string }>) {
+      assert.doesNotMatch(welcome.contents, /RFC|§/, welcome.view);
+    }
+    const agents = manifest.contributes.viewsWelcome.find((w: { view: string; when?: string }) => w.view === Views.agents && w.when === ContextKeys.running);
+    for (const expected of ['Terminals opened in this window since the coordinator started already carry the agent environment', 'SW4RM_*_ADDR',
+      'SW4RM_TOKEN', 'enrolment credential', '[Open a Terminal](command:workbench.action.terminal.new)', `[Copy Agent Environment](command:${Commands.copyAgentEnvironment})`]) {
+      assert.ok(agents.contents.includes(expected), expected);
+    }
+  });
+
   it('menus name only declared commands, views and context keys', () => {
     const declared = new Set(Object.values(Commands));
     const knownKeys = [...Object.values(ContextKeys), 'view', 'viewItem'];
