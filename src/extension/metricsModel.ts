@@ -11,8 +11,8 @@ export function metricsDocumentText(metrics: string | undefined, now: number, us
   if (metrics === undefined) {
     return `# SW4RM router metrics: the coordinator is not running (${when}).\n# Start it (SW4RM: Start Coordinator); this document refreshes by itself.\n`;
   }
-  return `# SW4RM router metrics per agent (inbox depth, in flight, refusals, NACKs, latencies), read ${when}.\n` +
-    (use === 'document' ? '# This document refreshes while it is open; Copy and Export are on its title bar.\n' : '') + metrics;
+  return `# SW4RM router metrics per agent, read ${when}.\n` +
+    (use === 'document' ? '# Refreshes while open; Copy and Export are on the title bar.\n' : '') + metrics;
 }
 
 /** `sw4rm-router-metrics-2025-01-02T03-04-05Z.prom` */

@@ -71,10 +71,10 @@ describe('contributions (package.json ⇄ src/extension/contributions.ts)', () =
     const at = Date.UTC(2026, 0, 2, 3, 4, 5, 678);
     const metrics = '# HELP router_in_flight x\n# TYPE router_in_flight gauge\nrouter_in_flight{agent_id="a"} 1\n';
     const document = metricsDocumentText(metrics, at);
-    assert.ok(document.startsWith('# SW4RM router metrics per agent (inbox depth, in flight, refusals, NACKs, latencies), read 2026-01-02T03:04:05.678Z.\n# This document refreshes'));
+    assert.ok(document.startsWith('# SW4RM router metrics per agent, read 2026-01-02T03:04:05.678Z.\n# Refreshes while open'));
     assert.ok(document.endsWith(metrics));
     assert.ok(document.split('\n').filter(Boolean).every((line) => line.startsWith('#') || /^[a-z_]+\{.*\} \d/.test(line)), 'every line is a comment or a sample');
-    assert.equal(metricsDocumentText(metrics, at, 'export'), `# SW4RM router metrics per agent (inbox depth, in flight, refusals, NACKs, latencies), read 2026-01-02T03:04:05.678Z.\n${metrics}`);
+    assert.equal(metricsDocumentText(metrics, at, 'export'), `# SW4RM router metrics per agent, read 2026-01-02T03:04:05.678Z.\n${metrics}`);
     assert.match(metricsDocumentText(undefined, at), /^# SW4RM router metrics: the coordinator is not running/);
     assert.equal(metricsExportFileName(at), 'sw4rm-router-metrics-2026-01-02T03-04-05Z.prom');
   });
