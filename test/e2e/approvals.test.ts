@@ -114,6 +114,8 @@ describe('approvals in a real editor (code-server + Chromium, an agent blocked o
     assert.equal(await frame.locator('.line.del').count(), 1);
 
     await harness!.runCommand('Notifications: Clear All Notifications');
+    // The "approval needed" notification stays while the request waits; its Cancel only hides it.
+    await harness!.page.locator('.notification-toast', { hasText: 'SW4RM approval needed' }).locator('.monaco-button', { hasText: 'Cancel' }).click();
     await frame.locator('#rationale').fill(RATIONALE);
     assert.equal(await frame.locator('#approve').isEnabled(), true);
     await harness!.page.mouse.move(1, 1);
