@@ -8,8 +8,8 @@ import { HitlRequestError } from '../core/hitl/request';
 export const OPERATOR_HELP = `HITL operator commands:
   list [all]                       pending invocations (all: decided ones too)
   show <id>                        one invocation with its context and audit trail
-  approve <id> [rationale]         decide; likewise deny, defer
-  modify <id> <json> -- [rationale] approve with an edited payload (JSON)
+  approve <id> <rationale>         decide, saying why (required); likewise deny, defer
+  modify <id> <json> -- <rationale> approve with an edited payload (JSON), saying why (required)
   cancel <id> [reason]             withdraw a pending invocation (the requester gets deny)
   audit [file]                     the audit trail as JSON (to a file, else printed)
   pause | resume                   pause all approvals (auto rules stop deciding) or resume
@@ -55,17 +55,19 @@ export class OperatorConsole implements Disposable {
           return JSON.stringify({ invocation, audit }, null, 2) + '\n';
         }
         case 'approve': case 'deny': case 'defer': {
+          if (id && !text) return `error: a rationale is required: ${command.toLowerCase()} ${id} <why>\n`;
           const decided = this.hitl.decide(this.need(id).id, { action: command.toLowerCase(), rationale: text }, this.operator, ctx);
           return `${decided.id}: ${decided.decision?.action}\n`;
         }
         case 'modify': {
-          const [jsonText, rationale = ''] = splitOnce(text, ' -- ');
+          const [jsonText, rationale = ''] = splitAtSeparator(text);
           let payload: unknown;
           try {
             payload = JSON.parse(jsonText);
           } catch {
-            return 'error: modify takes <id> <json> -- [rationale], with valid JSON\n';
+            return 'error: modify takes <id> <json> -- <rationale>, with valid JSON\n';
           }
+          if (id && !rationale) return `error: a rationale is required: modify ${id} <json> -- <why>\n`;
           const decided = this.hitl.decide(this.need(id).id, { action: 'modify', rationale, payload }, this.operator, ctx);
           return `${decided.id}: modify\n`;
         }
@@ -114,7 +116,8 @@ function printable(text: string): string {
   return text.replace(/[\u0000-\u001f\u007f-\u009f]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
 }
 
-function splitOnce(text: string, separator: string): [string, string?] {
-  const at = text.indexOf(separator);
-  return at < 0 ? [text] : [text.slice(0, at), text.slice(at + separator.length).trim()];
+/** `<json> -- <rationale>` → [json, rationale]; a `--` with nothing after it gives an empty rationale. */
+function splitAtSeparator(text: string): [string, string?] {
+  const match = /\s--(?:\s|$)/.exec(text);
+  return match ? [text.slice(0, match.index), text.slice(match.index + match[0].length).trim()] : [text];
 }

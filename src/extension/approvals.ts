@@ -2,8 +2,8 @@ import * as os from 'node:os';
 import * as vscode from 'vscode';
 import type { CoordinatorApi, Disposable, HitlInvocation, HitlPolicy, OperatorAttachment } from '../core/api';
 import { approvalSettings, ProblemMemory } from './approvalSettings';
-import { needsAnnouncement, notificationText } from './approvalsModel';
-import { ContextKeys, SETTINGS_SECTION, Settings } from './contributions';
+import { announcementText, needsAnnouncement, OpenAnnouncements } from './approvalsModel';
+import { Commands, ContextKeys, SETTINGS_SECTION, Settings } from './contributions';
 import { HitlPanels } from './panels/hitlPanels';
 import { readApprovalSettings } from './settings';
 import { ApprovalsView } from './views/approvalsView';
@@ -33,6 +33,8 @@ export class Approvals implements vscode.Disposable {
   private attachment: Promise<OperatorAttachment | undefined> | undefined;
   private subscriptions: Disposable[] = [];
   private readonly problems = new ProblemMemory();
+  /** "Approval needed" notifications on screen, closed when their invocation settles. */
+  private readonly announcements = new OpenAnnouncements();
 
   constructor(extensionUri: vscode.Uri, private readonly output: vscode.OutputChannel) {
     this.panels = new HitlPanels(extensionUri, this.operator);
@@ -61,6 +63,8 @@ export class Approvals implements vscode.Disposable {
   async bind(api: CoordinatorApi | undefined): Promise<void> {
     for (const subscription of this.subscriptions) subscription.dispose();
     this.subscriptions = [];
+    // Notifications of the previous coordinator's invocations would never hear that they settled.
+    this.announcements.closeAll();
     const previous = this.api;
     const attached = this.attachment;
     this.api = api;
@@ -75,6 +79,7 @@ export class Approvals implements vscode.Disposable {
       this.subscriptions.push(api.onDidChangeApprovals((change) => {
         this.panels.changed(change.invocation);
         if (needsAnnouncement(change)) this.announce(change.invocation);
+        else if (change.invocation.state !== 'pending') this.announcements.close(change.invocation.id);
       }));
     }
     this.view.bind(api);
@@ -103,6 +108,7 @@ export class Approvals implements vscode.Disposable {
   }
 
   dispose(): void {
+    this.announcements.closeAll();
     void this.bind(undefined);
     this.view.dispose();
     this.panels.dispose();
@@ -127,10 +133,22 @@ export class Approvals implements vscode.Disposable {
     void vscode.commands.executeCommand('setContext', ContextKeys.approvalsPaused, paused);
   }
 
+  /**
+   * A notification that goes away when the invocation settles: a message shown with showInformationMessage can
+   * never be closed by the extension, a progress notification ends when its promise does. Its Cancel button only
+   * hides it; the request stays in the Approvals view.
+   */
   private announce(invocation: HitlInvocation): void {
-    void vscode.window.showInformationMessage(notificationText(invocation), 'Review').then((choice) => {
-      if (choice) void this.panels.open(invocation.id);
-    });
+    let close = (): void => undefined;
+    const closed = new Promise<void>((resolve) => { close = resolve; });
+    // Registered before the notification shows, so that a settlement in between still closes it.
+    if (!this.announcements.add(invocation.id, close)) return;
+    void vscode.window.withProgress(
+      { location: vscode.ProgressLocation.Notification, title: announcementText(invocation, Commands.reviewApproval), cancellable: true },
+      (_progress, token) => {
+        token.onCancellationRequested(() => this.announcements.close(invocation.id));
+        return closed;
+      });
   }
 }
 

@@ -145,6 +145,57 @@ export function notificationText(invocation: HitlInvocation): string {
   return `SW4RM approval needed: ${invocation.reasonType} from ${requester}`;
 }
 
+/**
+ * The "approval needed" notification with a Review link opening the invocation's panel (a progress notification
+ * has no buttons but Cancel, so Review is a command link). The command's argument is percent-encoded all the way,
+ * so that an invocation id (agent-supplied) cannot end the link or add another.
+ */
+export function announcementText(invocation: Pick<HitlInvocation, 'id' | 'reasonType' | 'requester'>, reviewCommand: string): string {
+  const args = encodeURIComponent(JSON.stringify([{ kind: 'approval', id: invocation.id }]))
+    .replace(/[!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
+  return `${notificationText(invocation as HitlInvocation)}. [Review](command:${reviewCommand}?${args})`;
+}
+
+/**
+ * The "approval needed" notifications on screen, by invocation id: each is closed when its invocation settles
+ * (decided anywhere, by a rule, by its deadline, cancelled), when the coordinator stops, or when the user
+ * dismisses it. `close` ends the notification (resolves its progress).
+ */
+export class OpenAnnouncements {
+  private readonly open = new Map<string, () => void>();
+
+  /** Registers a notification; answers false (and closes the new one) if the invocation already has one. */
+  add(id: string, close: () => void): boolean {
+    if (this.open.has(id)) {
+      close();
+      return false;
+    }
+    this.open.set(id, close);
+    return true;
+  }
+
+  has(id: string): boolean {
+    return this.open.has(id);
+  }
+
+  get size(): number {
+    return this.open.size;
+  }
+
+  /** The invocation settled (or the user dismissed its notification): its notification goes. */
+  close(id: string): void {
+    const close = this.open.get(id);
+    this.open.delete(id);
+    close?.();
+  }
+
+  closeAll(): void {
+    const all = [...this.open.values()];
+    this.open.clear();
+    for (const close of all) close();
+  }
+}
+
 /** The panel's title. */
 export function panelTitle(invocation: HitlInvocation | undefined, id: string): string {
   return invocation ? `Approval: ${reasonLabel(invocation.reasonType)} · ${oneLine(invocation.requester, 40)}` : `Approval ${id.slice(0, 8)}`;

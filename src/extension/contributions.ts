@@ -19,6 +19,8 @@ export const Commands = {
   resumeApprovals: 'sw4rm.approvals.resume',
   mintAgentCredential: 'sw4rm.credentials.mint',
   revokeCredential: 'sw4rm.credentials.revoke',
+  copyMetrics: 'sw4rm.metrics.copy',
+  exportMetrics: 'sw4rm.metrics.export',
 } as const;
 
 export const Views = {
@@ -28,6 +30,9 @@ export const Views = {
   approvals: 'sw4rm.approvals',
   credentials: 'sw4rm.credentials',
 } as const;
+
+/** URI schemes of the extension's read-only documents (menus match them with `resourceScheme`). */
+export { METRICS_SCHEME } from './metricsModel';
 
 /** Webview panel types (each also an `onWebviewPanel:` activation event in package.json). */
 export { HITL_PANEL_VIEW_TYPE } from '../../webview/hitl/protocol';

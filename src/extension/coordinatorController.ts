@@ -39,6 +39,9 @@ export class CoordinatorController implements vscode.Disposable {
   /** A port chosen by the user after a conflict; used instead of the setting until the window closes. */
   private portOverride: number | undefined;
   private transition: Promise<void> = Promise.resolve();
+  private readonly apiChanged = new vscode.EventEmitter<InProcessCoordinatorApi | undefined>();
+  /** The running coordinator's API once it serves, undefined once it stopped: for views bound outside this class. */
+  readonly onDidChangeApi = this.apiChanged.event;
 
   constructor(
     private readonly context: vscode.ExtensionContext,
@@ -93,15 +96,9 @@ export class CoordinatorController implements vscode.Disposable {
       : `Copied the environment for agent ${agentId} (${env.SW4RM_REGISTRY_ADDR}) with its own SW4RM_TOKEN; revoke it in the Credentials view.`);
   }
 
-  /** Opens the router's metrics (RFC §13, Prometheus text format) in an untitled editor. */
-  async showMetrics(): Promise<void> {
-    if (!this.api) return reportNotRunning();
-    const document = await vscode.workspace.openTextDocument({ content: await this.api.metricsText(), language: 'plaintext' });
-    await vscode.window.showTextDocument(document, { preview: false });
-  }
-
   async dispose(): Promise<void> {
     await this.stop();
+    this.apiChanged.dispose();
   }
 
   /** Start, stop and restart never overlap. */
@@ -155,6 +152,7 @@ export class CoordinatorController implements vscode.Disposable {
     this.agentsView.bind(api);
     this.deadLettersView.bind(api);
     this.credentialsView.bind(api, () => this.renewEnrolment(host));
+    this.apiChanged.fire(api);
     await bound;
     void vscode.commands.executeCommand('setContext', ContextKeys.running, true);
     this.setTerminalEnvironment(host.terminalEnvironment());
@@ -205,6 +203,7 @@ export class CoordinatorController implements vscode.Disposable {
     this.agentsView.bind(undefined);
     this.deadLettersView.bind(undefined);
     this.credentialsView.bind(undefined);
+    this.apiChanged.fire(undefined);
     await this.approvals.bind(undefined);
     api?.dispose();
     void vscode.commands.executeCommand('setContext', ContextKeys.running, false);

@@ -3,6 +3,7 @@ import { Approvals } from './approvals';
 import { Commands, OUTPUT_CHANNEL_NAME, Views } from './contributions';
 import { CoordinatorController } from './coordinatorController';
 import { affectsApprovals, affectsServer, readSettings } from './settings';
+import { RouterMetricsDocument } from './metricsDocument';
 import { CoordinatorStatusBar } from './statusBar';
 import { AgentsTreeProvider } from './views/agentsView';
 import { CredentialsView } from './views/credentialsView';
@@ -21,6 +22,7 @@ export function activate(context: vscode.ExtensionContext): void {
   const credentials = new CredentialsView(approvals.operator);
   controller = new CoordinatorController(context, output, statusBar, agentsView, deadLetters, approvals, credentials);
   const running = controller;
+  const metrics = new RouterMetricsDocument();
 
   context.subscriptions.push(
     output,
@@ -29,13 +31,17 @@ export function activate(context: vscode.ExtensionContext): void {
     deadLetters,
     approvals,
     credentials,
+    metrics,
+    running.onDidChangeApi((api) => metrics.bind(api)),
     vscode.window.createTreeView(Views.agents, { treeDataProvider: agentsView, showCollapseAll: true }),
     vscode.commands.registerCommand(Commands.start, () => running.start()),
     vscode.commands.registerCommand(Commands.stop, () => running.stop()),
     vscode.commands.registerCommand(Commands.restart, () => running.restart()),
     vscode.commands.registerCommand(Commands.copyAgentEnvironment, () => running.copyAgentEnvironment()),
     vscode.commands.registerCommand(Commands.showLog, () => output.show(true)),
-    vscode.commands.registerCommand(Commands.showMetrics, () => running.showMetrics()),
+    vscode.commands.registerCommand(Commands.showMetrics, () => metrics.show()),
+    vscode.commands.registerCommand(Commands.copyMetrics, () => metrics.copy()),
+    vscode.commands.registerCommand(Commands.exportMetrics, () => metrics.export()),
     vscode.commands.registerCommand(Commands.requeueDeadLetter,
       (node?: DeadLetterNode, selected?: readonly DeadLetterNode[]) => deadLetters.requeue(asNode(node), selected?.filter(isNode))),
     vscode.commands.registerCommand(Commands.exportDeadLetters, () => deadLetters.exportBundle()),

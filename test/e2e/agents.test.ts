@@ -61,7 +61,7 @@ describe('the packaged extension in a real editor (code-server + Chromium)', fun
     await poll(async () => agent!.output().includes('registered as e2e-agent-1'), { timeoutMs: 15_000, description: `the agent to register (output: ${agent.output()})` });
     const shown = await harness!.waitForText((t) => t.includes('e2e-agent-1') && t.includes('RUNNABLE'), 10_000, () => harness!.viewText('Agents'));
     console.log(`    agent visible ${Date.now() - registeredAt} ms after registering`);
-    assert.match(shown, /E2E Agent \(e2e-agent-1\)/);
+    assert.match(shown, /E2E Agent · RUNNABLE\s*e2e-agent-1 · connected/);
     assert.match(shown, /connected/);
     await harness!.waitForText((t) => t.includes(`SW4RM :${port} · 1 agent`), 10_000, () => harness!.statusBarText());
     await harness!.screenshot('agents-view');

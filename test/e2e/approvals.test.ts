@@ -114,6 +114,8 @@ describe('approvals in a real editor (code-server + Chromium, an agent blocked o
     assert.equal(await frame.locator('.line.del').count(), 1);
 
     await harness!.runCommand('Notifications: Clear All Notifications');
+    // The "approval needed" notification stays while the request waits; its Cancel only hides it.
+    await harness!.page.locator('.notification-toast', { hasText: 'SW4RM approval needed' }).locator('.monaco-button', { hasText: 'Cancel' }).click();
     await frame.locator('#rationale').fill(RATIONALE);
     assert.equal(await frame.locator('#approve').isEnabled(), true);
     await harness!.page.mouse.move(1, 1);
@@ -180,12 +182,12 @@ describe('approvals in a real editor (code-server + Chromium, an agent blocked o
     assert.equal(await payload.inputValue(), '{}');
     assert.equal(await frame.locator('#modify').getAttribute('aria-expanded'), 'true');
     await payload.fill('{"allow": ["read"');
+    await frame.locator('#rationale').fill('Markup is data; read access only.');
     await frame.locator('#send-modify').click();
     await frame.locator('#payload-error').waitFor({ state: 'visible', timeout: 5_000 });
     assert.match(await frame.locator('#payload-error').innerText(), /not valid JSON/);
     assert.equal(await payload.getAttribute('aria-invalid'), 'true');
     await payload.fill('{"allow": ["read"]}');
-    await frame.locator('#rationale').fill('Markup is data; read access only.');
     await frame.locator('#send-modify').click();
     const outcome = await decision;
     assert.deepEqual([outcome.action, outcome.rationale, outcome.payload], ['modify', 'Markup is data; read access only.', { allow: ['read'] }]);

@@ -138,8 +138,8 @@ describe('dead letters in a real editor (code-server + Chromium, real gRPC agent
     assert.ok(sent.accepted, sent.reason);
     const text = await harness!.waitForText((t) => new RegExp(`${CONSUMER}[^\\n]*\\n?[^\\n]*1/${CAPACITY} queued · 0 in flight`).test(t), 15_000,
       () => harness!.viewText('Agents'));
-    assert.match(text, new RegExp(`${PRODUCER}[A-Z_]+ · connected · 0/${CAPACITY} queued · 0 in flight`));
-    assert.match(text, new RegExp(`${CONSUMER}[A-Z_]+ · connected · 1/${CAPACITY} queued · 0 in flight`));
+    assert.match(text, new RegExp(`${PRODUCER} · [A-Z_]+\\s*connected · 0/${CAPACITY} queued · 0 in flight`));
+    assert.match(text, new RegExp(`${CONSUMER} · [A-Z_]+\\s*connected · 1/${CAPACITY} queued · 0 in flight`));
     const agentsPane = harness!.page.locator('.pane').filter({ has: harness!.page.locator('.pane-header', { hasText: 'Agents' }) });
     await agentsPane.locator('.monaco-list-row', { hasText: CONSUMER }).first().click();
     await harness!.page.keyboard.press('ArrowRight');

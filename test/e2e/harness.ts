@@ -646,3 +646,25 @@ export function parseEnvironment(text: string): Record<string, string> {
   }
   return env;
 }
+
+/** The packaged extension `npm run package` builds. */
+export const PACKAGED_VSIX = path.join(ROOT, 'dist', 'sw4rm-coordinator.vsix');
+
+/**
+ * Starts code-server with the packaged extension (unless `vsixPath` says otherwise) and its coordinator on a free
+ * port, and resolves once the status bar says the coordinator serves on it.
+ */
+export async function startWithCoordinator(options: HarnessOptions & { coordinatorTimeoutMs?: number } = {}): Promise<{ harness: CodeServerHarness; port: number }> {
+  const vsixPath = options.vsixPath ?? PACKAGED_VSIX;
+  if (!fs.existsSync(vsixPath)) throw new Error(`${vsixPath} is missing: npm run package builds it`);
+  const port = await freePort();
+  const harness = await CodeServerHarness.start({ ...options, vsixPath, userSettings: { 'sw4rm.port': port, ...options.userSettings } });
+  try {
+    await harness.waitForText((text) => text.includes(`SW4RM :${port}`), options.coordinatorTimeoutMs ?? 60_000, () => harness.statusBarText());
+  } catch (error) {
+    await harness.screenshot(`${options.name ?? 'sw4rm-e2e'}-start-failure`).catch(() => undefined);
+    await harness.dispose();
+    throw error;
+  }
+  return { harness, port };
+}

@@ -11,7 +11,8 @@ import { SequentialIds } from '../../src/core/ids';
 import { EventLog } from '../../src/core/log/eventLog';
 import { approvalSettings, ProblemMemory } from '../../src/extension/approvalSettings';
 import {
-  approvalRow, auditFileName, MAX_SETTLED_LISTED, needsAnnouncement, notificationText, orderForView, panelTitle, REASON_ICONS, stateText,
+  announcementText, approvalRow, auditFileName, MAX_SETTLED_LISTED, needsAnnouncement, notificationText, OpenAnnouncements, orderForView, panelTitle,
+  REASON_ICONS, stateText,
 } from '../../src/extension/approvalsModel';
 import { Commands, ContextKeys, HITL_PANEL_VIEW_TYPE, Views } from '../../src/extension/contributions';
 import { hitlPanelHtml, panelCsp } from '../../src/extension/panels/hitlPanelHtml';
@@ -196,6 +197,32 @@ describe('Approvals view rows', () => {
     assert.equal(panelTitle(undefined, '0123456789'), 'Approval 01234567');
   });
 
+  it('links Review to the invocation with an argument that cannot end the link', () => {
+    const text = announcementText(invocation({ id: 'x) [y](command:sw4rm.stop' }), Commands.reviewApproval);
+    const link = /\[Review\]\(command:sw4rm\.approvals\.review\?([^)\s]+)\)$/.exec(text);
+    assert.ok(link, text);
+    assert.ok(text.startsWith('SW4RM approval needed: SECURITY_APPROVAL from agent-a. [Review]('), text);
+    assert.equal(text.match(/\[/g)?.length, 1, 'one link only');
+    assert.deepEqual(JSON.parse(decodeURIComponent(link[1])), [{ kind: 'approval', id: 'x) [y](command:sw4rm.stop' }]);
+  });
+
+  it('closes an announcement when its invocation settles, once, and all of them when the coordinator goes', () => {
+    const announcements = new OpenAnnouncements();
+    const closed: string[] = [];
+    assert.equal(announcements.add('a', () => closed.push('a')), true);
+    assert.equal(announcements.add('b', () => closed.push('b')), true);
+    assert.equal(announcements.add('a', () => closed.push('a again')), false, 'one notification per invocation');
+    assert.deepEqual(closed, ['a again']);
+    announcements.close('a');
+    announcements.close('a');
+    assert.deepEqual(closed, ['a again', 'a']);
+    assert.equal(announcements.has('a'), false);
+    announcements.add('c', () => closed.push('c'));
+    announcements.closeAll();
+    assert.deepEqual(closed, ['a again', 'a', 'b', 'c']);
+    assert.equal(announcements.size, 0);
+  });
+
   it('names audit files by time, without characters file systems refuse', () => {
     assert.equal(auditFileName(Date.UTC(2025, 0, 2, 3, 4, 5, 678)), 'sw4rm-approvals-audit-2025-01-02T03-04-05Z.json');
   });
@@ -252,6 +279,8 @@ describe('approval panel page', () => {
     const html = hitlPanelHtml(page);
     for (const id of ['approve', 'deny', 'modify', 'defer', 'send-modify']) assert.match(html, new RegExp(`<button type="button" id="${id}"`));
     assert.match(html, /<label for="rationale">/);
+    assert.match(html, /<textarea id="rationale" [^>]*required aria-required="true" aria-describedby="rationale-required">/);
+    assert.match(html, /<p id="rationale-required" class="required-hint">A rationale is required: say why before you approve, deny, modify or defer\.<\/p>/);
     assert.match(html, /<label for="payload">/);
     assert.match(html, /id="status" class="status" role="status" aria-live="polite"/);
   });

@@ -3,7 +3,8 @@ import { ManualClock } from '../../src/core/clock';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { PAYLOAD_LIMITS } from '../../src/core/limits';
-import { ContextKeys, Commands, SETTINGS_SECTION, Settings, Views } from '../../src/extension/contributions';
+import { ContextKeys, Commands, METRICS_SCHEME, SETTINGS_SECTION, Settings, Views } from '../../src/extension/contributions';
+import { metricsDocumentText, metricsExportFileName } from '../../src/extension/metricsModel';
 import { NO_FILTER, coreFilter, describeFilter, exportFileName, valueCounts } from '../../src/extension/deadLetterFilter';
 import { routerSettings } from '../../src/extension/routerSettings';
 import { DEFAULT_ROUTER_OPTIONS } from '../../src/core/router/router';
@@ -39,13 +40,54 @@ describe('contributions (package.json ⇄ src/extension/contributions.ts)', () =
     assert.equal(welcome.length, 3);
   });
 
+  it('says in every view of the SW4RM container that the coordinator is not running, and offers Start, while it is stopped', () => {
+    for (const view of manifest.contributes.views[Views.container] as Array<{ id: string }>) {
+      const stopped = manifest.contributes.viewsWelcome.filter((w: { view: string; when?: string }) => w.view === view.id && w.when === `!${ContextKeys.running}`);
+      assert.deepEqual(stopped.map((w: { contents: string }) => w.contents), [`The coordinator is not running.\n[Start Coordinator](command:${Commands.start})`], view.id);
+      const others = manifest.contributes.viewsWelcome.filter((w: { view: string; when?: string }) => w.view === view.id && w.when !== `!${ContextKeys.running}`);
+      for (const welcome of others) assert.match(welcome.when ?? '', new RegExp(`^${ContextKeys.running.replace('.', '\\.')}\\b`), `${view.id}: shown only while running`);
+    }
+  });
+
+  it('speaks to the user in view texts, without citing RFC sections; the Agents welcome says what terminals already carry', () => {
+    for (const welcome of manifest.contributes.viewsWelcome as Array<{ view: string; contents: string }>) {
+      assert.doesNotMatch(welcome.contents, /RFC|§/, welcome.view);
+    }
+    const agents = manifest.contributes.viewsWelcome.find((w: { view: string; when?: string }) => w.view === Views.agents && w.when === ContextKeys.running);
+    for (const expected of ['Terminals opened in this window since the coordinator started already carry the agent environment', 'SW4RM_*_ADDR',
+      'SW4RM_TOKEN', 'enrolment credential', '[Open a Terminal](command:workbench.action.terminal.new)', `[Copy Agent Environment](command:${Commands.copyAgentEnvironment})`]) {
+      assert.ok(agents.contents.includes(expected), expected);
+    }
+  });
+
+  it('shows the router metrics as a read-only document with Copy and Export on its title bar', () => {
+    const titleBar = manifest.contributes.menus['editor/title'].filter((e: { when: string }) => e.when === `resourceScheme == ${METRICS_SCHEME}`);
+    assert.deepEqual(titleBar.map((e: { command: string }) => e.command), [Commands.copyMetrics, Commands.exportMetrics]);
+    assert.match(extensionSource, /registerTextDocumentContentProvider\(METRICS_SCHEME, this\)/);
+    assert.doesNotMatch(extensionSource, /openTextDocument\(\{\s*content/, 'no untitled documents');
+  });
+
+  it('writes the metrics as Prometheus text under a comment saying what and when, or that the coordinator is not running', () => {
+    const at = Date.UTC(2026, 0, 2, 3, 4, 5, 678);
+    const metrics = '# HELP router_in_flight x\n# TYPE router_in_flight gauge\nrouter_in_flight{agent_id="a"} 1\n';
+    const document = metricsDocumentText(metrics, at);
+    assert.ok(document.startsWith('# SW4RM router metrics per agent, read 2026-01-02T03:04:05.678Z.\n# Refreshes while open'));
+    assert.ok(document.endsWith(metrics));
+    assert.ok(document.split('\n').filter(Boolean).every((line) => line.startsWith('#') || /^[a-z_]+\{.*\} \d/.test(line)), 'every line is a comment or a sample');
+    assert.equal(metricsDocumentText(metrics, at, 'export'), `# SW4RM router metrics per agent, read 2026-01-02T03:04:05.678Z.\n${metrics}`);
+    assert.match(metricsDocumentText(undefined, at), /^# SW4RM router metrics: the coordinator is not running/);
+    assert.equal(metricsExportFileName(at), 'sw4rm-router-metrics-2026-01-02T03-04-05Z.prom');
+  });
+
   it('menus name only declared commands, views and context keys', () => {
     const declared = new Set(Object.values(Commands));
-    const knownKeys = [...Object.values(ContextKeys), 'view', 'viewItem'];
+    const knownKeys = [...Object.values(ContextKeys), 'view', 'viewItem', 'resourceScheme'];
     for (const [menu, entries] of Object.entries(manifest.contributes.menus as Record<string, Array<{ command: string; when?: string }>>)) {
       for (const entry of entries) {
         assert.ok(declared.has(entry.command as never), `${menu}: ${entry.command} is not declared`);
-        const keys = (entry.when ?? '').replace(/\/[^/]*\//g, '').match(/[A-Za-z][\w.]*/g) ?? [];
+        const when = entry.when ?? '';
+        for (const [, scheme] of when.matchAll(/resourceScheme == ([\w.-]+)/g)) assert.equal(scheme, METRICS_SCHEME, `${menu}: ${entry.command} names an unknown scheme`);
+        const keys = when.replace(/\/[^/]*\//g, '').replace(/resourceScheme == [\w.-]+/g, 'resourceScheme').match(/[A-Za-z][\w.]*/g) ?? [];
         for (const key of keys) {
           if (Object.values(Views).includes(key as never)) continue;
           assert.ok(knownKeys.includes(key), `${menu}: ${entry.command} uses an unknown context key '${key}'`);

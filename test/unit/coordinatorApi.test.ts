@@ -209,18 +209,23 @@ describe('CoordinatorApi in process (the editor\'s one way into the coordinator)
 
     it('refuses with a typed error the user can read: already settled, unknown, invalid', async () => {
       const invocation = openInvocation();
-      await api.decideApproval(invocation.id, { action: 'approve' }, 'editor:alice');
-      const settled = await rejection(api.decideApproval(invocation.id, { action: 'deny' }, 'editor:bob'));
+      await api.decideApproval(invocation.id, { action: 'approve', rationale: 'fine' }, 'editor:alice');
+      const settled = await rejection(api.decideApproval(invocation.id, { action: 'deny', rationale: 'no' }, 'editor:bob'));
       assert.equal(settled.code, 'settled');
       assert.match(settled.message, /already/);
       assert.equal((await rejection(api.cancelApproval(invocation.id, 'editor:bob', ''))).code, 'settled');
-      assert.equal((await rejection(api.decideApproval('nope', { action: 'approve' }, 'editor:bob'))).code, 'not_found');
+      assert.equal((await rejection(api.decideApproval('nope', { action: 'approve', rationale: 'fine' }, 'editor:bob'))).code, 'not_found');
       const other = openInvocation();
-      const invalid = await rejection(api.decideApproval(other.id, { action: 'allow' }, 'editor:bob'));
+      const invalid = await rejection(api.decideApproval(other.id, { action: 'allow', rationale: 'fine' }, 'editor:bob'));
       assert.equal(invalid.code, 'invalid');
       assert.equal(invalid.sw4rmCode, 'VALIDATION_ERROR');
       assert.match(invalid.message, /action must be one of approve, deny, modify, defer/);
-      assert.equal((await rejection(api.decideApproval(other.id, { action: 'modify' }, 'editor:bob'))).sw4rmCode, 'VALIDATION_ERROR');
+      assert.equal((await rejection(api.decideApproval(other.id, { action: 'modify', rationale: 'narrower' }, 'editor:bob'))).sw4rmCode, 'VALIDATION_ERROR');
+      for (const rationale of [undefined, '', ' \n ']) {
+        const blank = await rejection(api.decideApproval(other.id, { action: 'approve', ...(rationale === undefined ? {} : { rationale }) }, 'editor:bob'));
+        assert.deepEqual([blank.code, blank.sw4rmCode], ['invalid', 'VALIDATION_ERROR'], `rationale ${JSON.stringify(rationale)}`);
+        assert.match(blank.message, /^A rationale is required/);
+      }
       assert.equal(h.coordinator.hitl.get(other.id)?.state, 'pending', 'a refused decision changes nothing');
     });
 

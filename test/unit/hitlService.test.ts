@@ -115,16 +115,31 @@ describe('HITL service (RFC §15, §15.1, §15.3, §15.4)', () => {
     it('refuses a second decision, an unknown id, an unknown action and modify without a payload', () => {
       const inv = open();
       assert.throws(() => hitl().decide(inv.id, { action: 'maybe' }, 'op', ctx()), (e: unknown) => e instanceof HitlRequestError && e.code === 'VALIDATION_ERROR');
-      assert.throws(() => hitl().decide(inv.id, { action: 'modify' }, 'op', ctx()), /modify needs the edited payload/);
+      assert.throws(() => hitl().decide(inv.id, { action: 'modify', rationale: 'narrower' }, 'op', ctx()), /modify needs the edited payload/);
       hitl().decide(inv.id, { action: 'deny', rationale: 'no' }, 'op', ctx());
-      assert.throws(() => hitl().decide(inv.id, { action: 'approve' }, 'op', ctx()), (e: unknown) => e instanceof HitlStateError && e.reason === 'settled');
-      assert.throws(() => hitl().decide('nope', { action: 'approve' }, 'op', ctx()), (e: unknown) => e instanceof HitlStateError && e.reason === 'not_found');
+      assert.throws(() => hitl().decide(inv.id, { action: 'approve', rationale: 'yes' }, 'op', ctx()), (e: unknown) => e instanceof HitlStateError && e.reason === 'settled');
+      assert.throws(() => hitl().decide('nope', { action: 'approve', rationale: 'yes' }, 'op', ctx()), (e: unknown) => e instanceof HitlStateError && e.reason === 'not_found');
       assert.equal(hitl().get(inv.id)?.decision?.action, 'deny');
+    });
+
+    it('refuses every action without a rationale (missing, empty or blank), leaving the invocation pending and unlogged', () => {
+      const inv = open();
+      for (const action of ['approve', 'deny', 'defer', 'modify']) {
+        for (const rationale of [undefined, '', '  \n\t ']) {
+          assert.throws(() => hitl().decide(inv.id, { action, rationale, payload: {} }, 'op', ctx()),
+            (e: unknown) => e instanceof HitlRequestError && e.code === 'VALIDATION_ERROR' && /^A rationale is required/.test(e.message),
+            `${action} with ${JSON.stringify(rationale)}`);
+        }
+      }
+      assert.equal(hitl().get(inv.id)?.state, 'pending');
+      assert.deepEqual(hitl().auditTrail({ invocationId: inv.id }).map((e) => e.kind), ['opened']);
+      assert.deepEqual(h.coordinator.log.query({ eventType: 'hitl.decided' }), [], 'a refused decision logs no decision');
+      assert.equal(hitl().decide(inv.id, { action: 'approve', rationale: '  reviewed  ' }, 'op', ctx()).decision?.rationale, 'reviewed');
     });
 
     it('refuses a modify payload larger than an invocation may be (OVERSIZE_PAYLOAD), leaving the invocation pending', () => {
       const inv = open();
-      assert.throws(() => hitl().decide(inv.id, { action: 'modify', payload: { blob: 'x'.repeat(300 * 1024) } }, 'op', ctx()),
+      assert.throws(() => hitl().decide(inv.id, { action: 'modify', rationale: 'smaller', payload: { blob: 'x'.repeat(300 * 1024) } }, 'op', ctx()),
         (e: unknown) => e instanceof HitlRequestError && e.code === 'OVERSIZE_PAYLOAD');
       assert.equal(hitl().get(inv.id)?.state, 'pending');
     });
@@ -167,7 +182,7 @@ describe('HITL service (RFC §15, §15.1, §15.3, §15.4)', () => {
       const second = open();
       assert.throws(() => open(), (e: unknown) => e instanceof HitlRequestError && e.code === 'BUFFER_FULL' && /agent-a already has 2 pending/.test(e.message));
       assert.equal(open({}, 'CONFLICT', 'agent-b').state, 'pending');
-      hitl().decide(second.id, { action: 'deny' }, 'op', ctx());
+      hitl().decide(second.id, { action: 'deny', rationale: 'no' }, 'op', ctx());
       assert.equal(open().state, 'pending', 'room again once one is decided');
     });
 
@@ -176,7 +191,7 @@ describe('HITL service (RFC §15, §15.1, §15.3, §15.4)', () => {
       const high = open({ priority: 5 });
       const soon = open({ priority: 1, deadline_ms: 1_000 });
       const done = open();
-      hitl().decide(done.id, { action: 'approve' }, 'op', ctx());
+      hitl().decide(done.id, { action: 'approve', rationale: 'ok' }, 'op', ctx());
       assert.deepEqual(hitl().list().map((i) => i.id), [high.id, soon.id, low.id, done.id]);
     });
   });

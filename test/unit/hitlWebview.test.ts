@@ -5,7 +5,7 @@ import {
   MAX_RATIONALE_LENGTH, parseHostMessage, parseInvocationJson, parsePanelState, parseWebviewMessage, type InvocationJson,
 } from '../../webview/hitl/protocol';
 import {
-  decisionHeadline, factRows, formatRemaining, parsePayloadText, reasonLabel, subjectText, suggestedPayloadText,
+  decisionHeadline, factRows, formatRemaining, parsePayloadText, rationaleMissing, reasonLabel, subjectText, suggestedPayloadText,
 } from '../../webview/hitl/viewModel';
 
 /** jsondiffpatch is an ES module; this CommonJS test loads it the way Node allows. */
@@ -125,6 +125,11 @@ describe('approval panel: texts', () => {
     assert.equal(bad.ok, false);
     assert.match(!bad.ok ? bad.error : '', /^The modified payload is not valid JSON: /);
     assert.equal(parsePayloadText('  ').ok, false);
+  });
+
+  it('takes no decision without a rationale: empty or white space is missing', () => {
+    for (const blank of ['', ' ', '\n\t  \n']) assert.equal(rationaleMissing(blank), true, JSON.stringify(blank));
+    for (const given of ['ok', '  reviewed the diff \n']) assert.equal(rationaleMissing(given), false, JSON.stringify(given));
   });
 
   it('says who decided and how', () => {

@@ -41,6 +41,18 @@ describe('operator console (sw4rm-coordinator --operator)', () => {
     assert.match(console.run(`deny ${id} too late`), /^error: HITL invocation '.*' is already decided/);
   });
 
+  it('refuses every decision without a rationale, and logs no decision', () => {
+    const id = open();
+    for (const line of [`approve ${id}`, `deny ${id}   `, `defer ${id}`, `modify ${id} {"a": 1}`, `modify ${id} {"a": 1} -- `]) {
+      assert.match(console.run(line), /^error: a rationale is required: (approve|deny|defer|modify) .* <why>\n$/, line);
+    }
+    assert.equal(h.coordinator.hitl.get(id)?.state, 'pending');
+    assert.deepEqual(h.coordinator.log.query({ eventType: 'hitl.decided' }), []);
+    assert.match(console.run('help'), /approve <id> <rationale>\s+decide, saying why \(required\)/);
+    assert.equal(console.run(`approve ${id} reviewed the diff`), `${id}: approve\n`);
+    assert.equal(h.coordinator.hitl.get(id)?.decision?.rationale, 'reviewed the diff');
+  });
+
   it('refuses bad commands with an error line and keeps going', () => {
     const id = open();
     assert.match(console.run(`modify ${id} {not json} -- x`), /^error: modify takes <id> <json>/);

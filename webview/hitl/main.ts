@@ -8,7 +8,7 @@ import {
   type DecisionAction, type DiffJson, type HostMessage, type InvocationJson, type PanelState, type WebviewMessage,
 } from './protocol';
 import {
-  decisionHeadline, factRows, formatRemaining, parsePayloadText, reasonLabel, subjectText, suggestedPayloadText,
+  decisionHeadline, factRows, formatRemaining, parsePayloadText, rationaleMissing, reasonLabel, subjectText, suggestedPayloadText,
 } from './viewModel';
 
 interface VsCodeApi {
@@ -188,6 +188,7 @@ let formShown = false;
 const content = byId<HTMLElement>('content');
 const form = byId<HTMLFormElement>('decide');
 const rationale = byId<HTMLTextAreaElement>('rationale');
+const rationaleRequired = byId<HTMLElement>('rationale-required');
 const modifyBox = byId<HTMLElement>('modify-box');
 const payload = byId<HTMLTextAreaElement>('payload');
 const payloadError = byId<HTMLElement>('payload-error');
@@ -201,10 +202,22 @@ const buttons = {
   send: byId<HTMLButtonElement>('send-modify'),
 };
 
+/** The decision buttons: none while a decision is not possible, and none but Modify… (which only opens the editor) without a rationale. */
+let formEnabled = false;
+
 function setEnabled(enabled: boolean): void {
-  for (const button of Object.values(buttons)) button.disabled = !enabled;
+  formEnabled = enabled;
   rationale.disabled = !enabled;
   payload.disabled = !enabled;
+  updateDecisionButtons();
+}
+
+function updateDecisionButtons(): void {
+  const missing = rationaleMissing(rationale.value);
+  for (const button of [buttons.approve, buttons.deny, buttons.defer, buttons.send]) button.disabled = !formEnabled || missing;
+  buttons.modify.disabled = !formEnabled;
+  rationaleRequired.hidden = !formEnabled || !missing;
+  rationale.setAttribute('aria-invalid', String(formEnabled && missing));
 }
 
 function showError(message: string): void {
@@ -251,6 +264,11 @@ function show(invocation: InvocationJson | null, unavailable?: string): void {
 
 function decide(action: DecisionAction): void {
   if (!current || current.state !== 'pending' || inFlight) return;
+  if (rationaleMissing(rationale.value)) {
+    updateDecisionButtons();
+    rationale.focus();
+    return;
+  }
   showError('');
   const message: { type: 'decide'; requestId: number; action: DecisionAction; rationale: string; payload?: unknown } = {
     type: 'decide', requestId: nextRequestId++, action, rationale: rationale.value,
@@ -310,6 +328,7 @@ buttons.modify.addEventListener('click', () => {
   buttons.modify.setAttribute('aria-expanded', String(open));
   if (open) payload.focus();
 });
+rationale.addEventListener('input', updateDecisionButtons);
 payload.addEventListener('input', () => {
   payload.dataset.touched = 'true';
   payloadError.hidden = true;

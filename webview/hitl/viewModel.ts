@@ -48,6 +48,14 @@ export function suggestedPayloadText(invocation: InvocationJson): string {
   return '{}';
 }
 
+/** Shown next to the rationale field while it is blank: every decision says why (the coordinator refuses it otherwise). */
+export const RATIONALE_REQUIRED_HINT = 'A rationale is required: say why before you approve, deny, modify or defer.';
+
+/** Whether the rationale typed so far is missing: empty, or only white space. */
+export function rationaleMissing(text: string): boolean {
+  return text.trim() === '';
+}
+
 /** Parses the Modify editor's text; the error says where the JSON is wrong. */
 export function parsePayloadText(text: string): { ok: true; value: unknown } | { ok: false; error: string } {
   if (text.trim() === '') return { ok: false, error: 'The modified payload is empty; enter a JSON value, e.g. {}.' };

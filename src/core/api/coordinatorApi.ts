@@ -66,7 +66,8 @@ export interface CoordinatorApi {
   exportApprovalAudit(query?: AuditQuery): Promise<Record<string, unknown>>;
   /**
    * An operator's decision; answers the settled invocation. Rejects with a CoordinatorApiError: `not_found`,
-   * `settled` (someone or something decided first) or `invalid` (an unknown action, a bad payload).
+   * `settled` (someone or something decided first) or `invalid` (an unknown action, a bad payload, or a missing or
+   * blank rationale: every human decision says why, RFC §15.1).
    */
   decideApproval(id: string, decision: ApprovalDecision, operator: string): Promise<HitlInvocation>;
   /** Withdraws a pending invocation; the requester is answered `deny`. Rejects like `decideApproval`. */
@@ -134,7 +135,7 @@ export interface ApprovalsQuery {
   readonly limit?: number;
 }
 
-/** RFC §15.1: approve / deny / modify / defer, with a rationale; `modify` carries the edited payload (JSON). */
+/** RFC §15.1: approve / deny / modify / defer, with a rationale (required, not blank); `modify` carries the edited payload (JSON). */
 export interface ApprovalDecision {
   readonly action: string;
   readonly rationale?: string;

@@ -42,6 +42,9 @@ export type Responder = (invocation: HitlInvocation) => void;
 
 const MAX_RATIONALE = 4096;
 
+/** Why a decision without a rationale is refused (shown to the operator as it is). */
+export const RATIONALE_REQUIRED = 'A rationale is required: say why you decide this (it is recorded in the audit trail and sent to the requester).';
+
 /**
  * Human-in-the-loop (RFC §15): invocations, decisions, deadlines with fallback, auto rules, operator
  * presence and the audit trail. Every change is persisted with its audit record and log event in one
@@ -190,6 +193,9 @@ export class HitlService {
       throw new HitlRequestError('VALIDATION_ERROR', `action must be one of ${HITL_ACTIONS.join(', ')}, not ${JSON.stringify(input.action)}`);
     }
     const rationale = String(input.rationale ?? '').trim();
+    // RFC §15.1: the integration point accepts a decision "with a clear action … and rationale", and the audit
+    // records why. Only humans decide here (rules and fallbacks write their own rationale), so none may be blank.
+    if (rationale === '') throw new HitlRequestError('VALIDATION_ERROR', RATIONALE_REQUIRED);
     if (rationale.length > MAX_RATIONALE) throw new HitlRequestError('VALIDATION_ERROR', `the rationale is longer than ${MAX_RATIONALE} characters`);
     if (action === 'modify') {
       // The payload goes back to the requester inside the decision, so it is bounded like an invocation.

@@ -1,4 +1,5 @@
 import { MAX_RATIONALE_LENGTH } from '../../../webview/hitl/protocol';
+import { RATIONALE_REQUIRED_HINT } from '../../../webview/hitl/viewModel';
 
 export interface PanelPage {
   /** The webview's own origin (`webview.cspSource`): the only place styles and images may come from. */
@@ -34,8 +35,9 @@ export function hitlPanelHtml(page: PanelPage): string {
 <body>
 <main id="content" aria-busy="true" aria-label="Approval request"><p class="muted">Loading the approval request…</p></main>
 <form id="decide" hidden aria-label="Decision">
-  <label for="rationale">Rationale <span class="hint">(recorded in the audit trail and sent to the requester)</span></label>
-  <textarea id="rationale" rows="3" maxlength="${MAX_RATIONALE_LENGTH}"></textarea>
+  <label for="rationale">Rationale <span class="hint">(required; recorded in the audit trail and sent to the requester)</span></label>
+  <textarea id="rationale" rows="3" maxlength="${MAX_RATIONALE_LENGTH}" required aria-required="true" aria-describedby="rationale-required"></textarea>
+  <p id="rationale-required" class="required-hint">${RATIONALE_REQUIRED_HINT}</p>
   <div class="buttons">
     <button type="button" id="approve" class="primary">Approve</button>
     <button type="button" id="deny">Deny</button>

@@ -1,5 +1,6 @@
 import * as vscode from 'vscode';
 import type { AgentRecord, CoordinatorApi, Disposable, InboxStats } from '../../core/api';
+import { agentRow, connection, inboxSummary } from '../agentsModel';
 import { KeyedThrottle } from '../throttle';
 
 type AgentsNode =
@@ -116,17 +117,15 @@ export class AgentsTreeProvider implements vscode.TreeDataProvider<AgentsNode>, 
 
 function agentItem(agent: AgentRecord, inbox: InboxStats | undefined): vscode.TreeItem {
   const { descriptor } = agent;
-  const label = descriptor.name === descriptor.agentId ? descriptor.agentId : `${descriptor.name} (${descriptor.agentId})`;
-  const item = new vscode.TreeItem(label, vscode.TreeItemCollapsibleState.Collapsed);
+  const row = agentRow(agent, inbox, formatTime);
+  const item = new vscode.TreeItem(row.label, vscode.TreeItemCollapsibleState.Collapsed);
   item.id = `agent:${descriptor.agentId}`;
-  item.description = `${agent.state} · ${connection(agent)}${inbox ? ` · ${queued(inbox)} · ${inbox.inFlight} in flight` : ''}`;
+  item.description = row.description;
   item.iconPath = presenceIcon(agent);
   item.contextValue = `agent+${agent.presence}`;
   const tooltip = new vscode.MarkdownString(undefined, false);
   tooltip.appendMarkdown('**').appendText(descriptor.name).appendMarkdown('**\n\n');
-  tooltip.appendText(`id: ${descriptor.agentId}\nstate: ${agent.state}\nconnection: ${connection(agent)}\n` +
-    `class: ${descriptor.communicationClass}\ncapabilities: ${descriptor.capabilities.join(', ') || '—'}\n` +
-    `last heartbeat: ${formatTime(agent.lastHeartbeatAt)}` + (inbox ? `\ninbox: ${inboxSummary(inbox)}` : ''));
+  tooltip.appendText(row.tooltip);
   item.tooltip = tooltip;
   return item;
 }
@@ -151,23 +150,6 @@ function detailItem(agent: AgentRecord, key: DetailKey, inbox: InboxStats | unde
   item.tooltip = value;
   item.contextValue = `agentDetail+${key}`;
   return item;
-}
-
-function queued(inbox: InboxStats): string {
-  return `${inbox.queueDepth}/${inbox.capacity} queued`;
-}
-
-function inboxSummary(inbox: InboxStats): string {
-  return `${queued(inbox)} · ${inbox.inFlight} in flight · streaming: ${inbox.streaming ? 'yes' : 'no'} · ` +
-    `last delivery: ${formatTime(inbox.lastDeliveryAt)}`;
-}
-
-function connection(agent: AgentRecord): string {
-  switch (agent.presence) {
-    case 'online': return 'connected';
-    case 'unavailable': return 'unavailable (missed heartbeats)';
-    case 'disconnected': return 'disconnected';
-  }
 }
 
 function presenceIcon(agent: AgentRecord): vscode.ThemeIcon {

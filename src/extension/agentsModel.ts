@@ -1,0 +1,52 @@
+import type { AgentRecord, InboxStats } from '../core/api';
+
+/** What one row of the Agents view shows; plain data, turned into a TreeItem by the view. */
+export interface AgentRow {
+  /** The name and the lifecycle state: what must survive a narrow side bar. */
+  readonly label: string;
+  /** The id (when the name differs), connection and inbox counts: cut off first when the side bar is narrow. */
+  readonly description: string;
+  /** Everything, one fact a line (plain text: every part may come from the agent). */
+  readonly tooltip: string;
+}
+
+/**
+ * An agent's row: `E2E Agent · RUNNABLE` as the label, `e2e-agent-1 · connected · 0/10 queued · 0 in flight` as the
+ * description (the id only when the name differs from it), and every fact in the tooltip.
+ */
+export function agentRow(agent: AgentRecord, inbox: InboxStats | undefined, formatTime: (ms: number | null) => string = defaultTime): AgentRow {
+  const { descriptor } = agent;
+  const description = [
+    ...(descriptor.name === descriptor.agentId ? [] : [descriptor.agentId]),
+    connection(agent),
+    ...(inbox ? [queued(inbox), `${inbox.inFlight} in flight`] : []),
+  ].join(' · ');
+  const tooltip = [
+    `id: ${descriptor.agentId}`, `state: ${agent.state}`, `connection: ${connection(agent)}`,
+    `class: ${descriptor.communicationClass}`, `capabilities: ${descriptor.capabilities.join(', ') || '—'}`,
+    `last heartbeat: ${formatTime(agent.lastHeartbeatAt)}`,
+    ...(inbox ? [`inbox: ${inboxSummary(inbox, formatTime)}`] : []),
+  ].join('\n');
+  return { label: `${descriptor.name} · ${agent.state}`, description, tooltip };
+}
+
+export function queued(inbox: InboxStats): string {
+  return `${inbox.queueDepth}/${inbox.capacity} queued`;
+}
+
+export function inboxSummary(inbox: InboxStats, formatTime: (ms: number | null) => string = defaultTime): string {
+  return `${queued(inbox)} · ${inbox.inFlight} in flight · streaming: ${inbox.streaming ? 'yes' : 'no'} · ` +
+    `last delivery: ${formatTime(inbox.lastDeliveryAt)}`;
+}
+
+export function connection(agent: Pick<AgentRecord, 'presence'>): string {
+  switch (agent.presence) {
+    case 'online': return 'connected';
+    case 'unavailable': return 'unavailable (missed heartbeats)';
+    case 'disconnected': return 'disconnected';
+  }
+}
+
+function defaultTime(ms: number | null): string {
+  return ms === null ? 'never' : new Date(ms).toLocaleString();
+}
