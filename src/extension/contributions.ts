@@ -19,6 +19,15 @@ export const Commands = {
   resumeApprovals: 'sw4rm.approvals.resume',
   mintAgentCredential: 'sw4rm.credentials.mint',
   revokeCredential: 'sw4rm.credentials.revoke',
+  openMessage: 'sw4rm.messages.open',
+  filterMessages: 'sw4rm.messages.filter',
+  clearMessageFilter: 'sw4rm.messages.clearFilter',
+  refreshMessages: 'sw4rm.messages.refresh',
+  sendMessage: 'sw4rm.sendMessage',
+  copyAgentId: 'sw4rm.agent.copyId',
+  showAgentMessages: 'sw4rm.agent.showMessages',
+  showAgentLogEvents: 'sw4rm.agent.showLogEvents',
+  deregisterAgent: 'sw4rm.agent.deregister',
 } as const;
 
 export const Views = {
@@ -27,6 +36,7 @@ export const Views = {
   deadLetters: 'sw4rm.deadLetters',
   approvals: 'sw4rm.approvals',
   credentials: 'sw4rm.credentials',
+  messages: 'sw4rm.messages',
 } as const;
 
 /** Webview panel types (each also an `onWebviewPanel:` activation event in package.json). */
@@ -40,6 +50,8 @@ export const ContextKeys = {
   deadLettersFiltered: 'sw4rm.dlq.filtered',
   /** True while sw4rm.approvals.pauseAll is on: no rule decides, every invocation waits for a human. */
   approvalsPaused: 'sw4rm.approvals.paused',
+  /** True while the Messages view has a filter. */
+  messagesFiltered: 'sw4rm.messages.filtered',
 } as const;
 
 export const SETTINGS_SECTION = 'sw4rm';

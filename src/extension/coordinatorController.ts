@@ -38,6 +38,9 @@ export class CoordinatorController implements vscode.Disposable {
   /** A port chosen by the user after a conflict; used instead of the setting until the window closes. */
   private portOverride: number | undefined;
   private transition: Promise<void> = Promise.resolve();
+  private readonly apiChanged = new vscode.EventEmitter<InProcessCoordinatorApi | undefined>();
+  /** The API of a coordinator that started, or undefined when it stopped: for views bound outside this class. */
+  readonly onDidChangeApi = this.apiChanged.event;
 
   constructor(
     private readonly context: vscode.ExtensionContext,
@@ -152,6 +155,7 @@ export class CoordinatorController implements vscode.Disposable {
     this.agentsView.bind(api);
     this.deadLettersView.bind(api);
     this.credentialsView.bind(api, () => this.renewEnrolment(host));
+    this.apiChanged.fire(api);
     await bound;
     void vscode.commands.executeCommand('setContext', ContextKeys.running, true);
     this.setTerminalEnvironment(host.terminalEnvironment());
@@ -190,6 +194,7 @@ export class CoordinatorController implements vscode.Disposable {
     this.agentsView.bind(undefined);
     this.deadLettersView.bind(undefined);
     this.credentialsView.bind(undefined);
+    this.apiChanged.fire(undefined);
     await this.approvals.bind(undefined);
     api?.dispose();
     void vscode.commands.executeCommand('setContext', ContextKeys.running, false);
