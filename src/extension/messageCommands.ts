@@ -129,7 +129,7 @@ async function pickPayload(to: string): Promise<string | undefined> {
     ...(editor ? [{ label: 'The active editor\'s text', description: editor.selection.isEmpty ? 'the whole document' : 'the selection', source: 'editor' as const }] : []),
     { label: 'A file…', description: 'its content as text', source: 'file' },
   ];
-  const picked = await vscode.window.showQuickPick(sources, { title: `Send Message to ${to}: Payload`, placeHolder: 'Where does the payload come from?' });
+  const picked = await vscode.window.showQuickPick(sources, { title: `Send Message to ${to}: Payload Source`, placeHolder: 'Where does the payload come from?' });
   if (!picked) return undefined;
   if (picked.source === 'editor' && editor) return editor.document.getText(editor.selection.isEmpty ? undefined : editor.selection);
   if (picked.source === 'file') {
@@ -138,7 +138,7 @@ async function pickPayload(to: string): Promise<string | undefined> {
     return new TextDecoder('utf-8').decode(await vscode.workspace.fs.readFile(file));
   }
   return vscode.window.showInputBox({
-    title: `Send Message to ${to}: Payload`, value: '{"text": "hello"}', ignoreFocusOut: true,
+    title: `Send Message to ${to}: Type the Payload`, value: '{"text": "hello"}', ignoreFocusOut: true,
     prompt: 'JSON (sent as application/json) or any text (sent as text/plain)',
   });
 }

@@ -164,8 +164,22 @@ describe('the Messages view and Send Message… in a real editor (code-server + 
     await answer('Send Message: Content Type');
     await harness!.waitForText((t) => t.includes(`to ${ECHO} (text/plain)`), 15_000);
     await harness!.waitForText((t) => (t.match(/DATA · FULFILLED/g) ?? []).length === 2, 15_000, () => harness!.viewText('Messages'));
-    for (const command of ['Notifications: Clear All Notifications', 'View: Close Secondary Side Bar']) {
-      await harness!.runCommand(command, 5_000).catch(() => page().keyboard.press('Escape'));
+    await harness!.runCommand('Notifications: Clear All Notifications', 5_000).catch(() => page().keyboard.press('Escape'));
+    // Room for the rows and the detail: no secondary side bar, a wider primary one (the sash at its right edge).
+    const auxiliary = page().locator('.part.auxiliarybar');
+    if (await auxiliary.isVisible()) {
+      await page().locator('.editor-instance').first().click();
+      await page().keyboard.press('Control+Alt+KeyB');
+      await auxiliary.waitFor({ state: 'hidden', timeout: 5_000 }).catch(() => undefined);
+    }
+    const sidebar = await page().locator('.part.sidebar').boundingBox();
+    if (sidebar) {
+      const x = sidebar.x + sidebar.width;
+      const y = sidebar.y + sidebar.height / 2;
+      await page().mouse.move(x + 1, y);
+      await page().mouse.down();
+      await page().mouse.move(x + 160, y, { steps: 8 });
+      await page().mouse.up();
     }
     await pane('Messages').locator('.monaco-list-row', { hasText: 'DATA · FULFILLED' }).last().click();
     await harness!.waitForText((t) => t.includes(`DATA message ${sentId}`), 15_000, editorText);
