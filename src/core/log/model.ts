@@ -47,5 +47,5 @@ export interface LogStorage extends Transactions {
   readonly events: EventRepository;
 }
 
-/** How far back (in events) a query by `agentId` looks: a bounded scan, since the details are not indexed. */
-export const AGENT_EVENTS_SCAN_WINDOW = 100_000;
+/** How far back (in events) a query by `agentId` looks: a bounded scan (details are not indexed; ~5-40 ms here). */
+export const AGENT_EVENTS_SCAN_WINDOW = 20_000;
