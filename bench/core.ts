@@ -6,6 +6,8 @@
  * what a change to the core or the store costs, without the noise of two processes and the network.
  *
  * Usage: node out/bench/core.js [messages=30000] [inFlight=32]. BENCH_KEEP_STORE=1 keeps the store folder.
+ * BENCH_VIEW_REFRESH_MS=250 adds what an open Messages view costs: its query (the newest 200) every 250 ms while
+ * the messages flow; BENCH_VIEW_FILTER=miss makes it a filter nothing matches (the whole scan window is read).
  */
 import * as fs from 'node:fs';
 import * as os from 'node:os';
@@ -86,10 +88,23 @@ async function main(): Promise<void> {
   coordinator.router.attach(CONSUMER, consumer, ctx);
   coordinator.router.attach(PRODUCER, producer, ctx);
 
+  const refreshMs = Number(process.env.BENCH_VIEW_REFRESH_MS ?? 0);
+  const viewQuery = process.env.BENCH_VIEW_FILTER === 'miss' ? { agentId: 'nobody', limit: 200 } : { limit: 200 };
+  const view = { queries: 0, ms: 0, maxMs: 0, rows: 0 };
+  const viewTimer = refreshMs > 0 ? setInterval(() => {
+    const t = performance.now();
+    view.rows = coordinator.router.messages(viewQuery).length;
+    const ms = performance.now() - t;
+    view.queries++;
+    view.ms += ms;
+    view.maxMs = Math.max(view.maxMs, ms);
+  }, refreshMs) : undefined;
+
   const cpuBefore = process.cpuUsage();
   const began = performance.now();
   for (let i = 0; i < inFlight; i++) sendData();
   await finished;
+  if (viewTimer) clearInterval(viewTimer);
   const cpu = process.cpuUsage(cpuBefore);
   const elapsedMs = performance.now() - began;
   coordinator.dispose();
@@ -101,6 +116,10 @@ async function main(): Promise<void> {
     `${total} messages at ${inFlight} in flight in ${(elapsedMs / 1000).toFixed(2)} s = ${Math.round((total * 1000) / elapsedMs)} msg/s; ` +
       `CPU ${Math.round((cpu.user + cpu.system) / total)} µs per message (user ${Math.round(cpu.user / total)}, system ${Math.round(cpu.system / total)})`,
   );
+  if (viewTimer) {
+    console.log(`Messages view query (${process.env.BENCH_VIEW_FILTER === 'miss' ? 'a filter nothing matches' : 'the newest 200'}) every ${refreshMs} ms: ` +
+      `${view.queries} queries, mean ${(view.ms / Math.max(1, view.queries)).toFixed(2)} ms, max ${view.maxMs.toFixed(2)} ms, ${view.rows} rows`);
+  }
 }
 
 main().catch((err: unknown) => {

@@ -244,8 +244,9 @@ async function react(msg: Envelope): Promise<void> {
     say(`${from} acknowledged ${what}: ${ack.ack_stage}${code}${ack.note ? ` (${ack.note})` : ''}`);
     return;
   }
-  // Messages from the coordinator are not tracked: they get no protocol ACK.
-  if (from === 'coordinator') {
+  // The coordinator's heartbeats and notices are not tracked: they get no protocol ACK. DATA from the coordinator
+  // (Send Message… in the editor) is tracked like any message and acknowledged below, without a reply.
+  if (from === 'coordinator' && msg.message_type !== 'DATA') {
     if (msg.message_type === 'HEARTBEAT') await send('HEARTBEAT', { kind: 'heartbeat_reply', agent_id: agentId }, msg.correlation_id || randomUUID(), 'coordinator');
     else if (msg.message_type === 'NOTIFICATION') say(`notice: ${json?.event} ${json?.agent_id ?? ''}`.trimEnd());
     else say(`from coordinator: ${msg.message_type} ${Buffer.from(msg.payload).toString('utf8').slice(0, 200)}`);
@@ -256,7 +257,9 @@ async function react(msg: Envelope): Promise<void> {
   const text = typeof json?.text === 'string' ? json.text : undefined;
   say(`message from ${from}: ${text ?? `${msg.message_type} (${msg.content_type}, ${msg.payload.length} bytes)`}`);
   await acknowledge(msg, 'READ');
-  if (msg.message_type === 'DATA' && text !== undefined) {
+  if (from === 'coordinator') {
+    await acknowledge(msg, 'FULFILLED');
+  } else if (msg.message_type === 'DATA' && text !== undefined) {
     // The reply goes to the producer (metadata sw4rm-to) in the same conversation (correlation_id).
     const reply = `echo: ${text}`;
     const replyId = await send('DATA', { text: reply }, msg.correlation_id, from);

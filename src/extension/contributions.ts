@@ -21,6 +21,15 @@ export const Commands = {
   revokeCredential: 'sw4rm.credentials.revoke',
   copyMetrics: 'sw4rm.metrics.copy',
   exportMetrics: 'sw4rm.metrics.export',
+  openMessage: 'sw4rm.messages.open',
+  filterMessages: 'sw4rm.messages.filter',
+  clearMessageFilter: 'sw4rm.messages.clearFilter',
+  refreshMessages: 'sw4rm.messages.refresh',
+  sendMessage: 'sw4rm.sendMessage',
+  copyAgentId: 'sw4rm.agent.copyId',
+  showAgentMessages: 'sw4rm.agent.showMessages',
+  showAgentLogEvents: 'sw4rm.agent.showLogEvents',
+  deregisterAgent: 'sw4rm.agent.deregister',
 } as const;
 
 export const Views = {
@@ -29,6 +38,7 @@ export const Views = {
   deadLetters: 'sw4rm.deadLetters',
   approvals: 'sw4rm.approvals',
   credentials: 'sw4rm.credentials',
+  messages: 'sw4rm.messages',
 } as const;
 
 /** URI schemes of the extension's read-only documents (menus match them with `resourceScheme`). */
@@ -45,6 +55,8 @@ export const ContextKeys = {
   deadLettersFiltered: 'sw4rm.dlq.filtered',
   /** True while sw4rm.approvals.pauseAll is on: no rule decides, every invocation waits for a human. */
   approvalsPaused: 'sw4rm.approvals.paused',
+  /** True while the Messages view has a filter. */
+  messagesFiltered: 'sw4rm.messages.filtered',
 } as const;
 
 export const SETTINGS_SECTION = 'sw4rm';

@@ -9,6 +9,9 @@ import { AgentsTreeProvider } from './views/agentsView';
 import { CredentialsView } from './views/credentialsView';
 import { DeadLettersView, type DeadLetterNode } from './views/deadLettersView';
 import type { RecordNode } from './views/recordList';
+import { MessageCommands, asAgentRow } from './messageCommands';
+import { ReadOnlyDocuments } from './readOnlyDocuments';
+import { MessagesView, type MessageNode } from './views/messagesView';
 
 let controller: CoordinatorController | undefined;
 
@@ -23,6 +26,9 @@ export function activate(context: vscode.ExtensionContext): void {
   controller = new CoordinatorController(context, output, statusBar, agentsView, deadLetters, approvals, credentials);
   const running = controller;
   const metrics = new RouterMetricsDocument();
+  const documents = new ReadOnlyDocuments();
+  const messages = new MessagesView(documents);
+  const messageCommands = new MessageCommands(approvals.operator, messages, documents);
 
   context.subscriptions.push(
     output,
@@ -56,6 +62,22 @@ export function activate(context: vscode.ExtensionContext): void {
     vscode.commands.registerCommand(Commands.resumeApprovals, () => approvals.setPaused(false)),
     vscode.commands.registerCommand(Commands.mintAgentCredential, () => credentials.mint(running.running?.options.auth === 'none')),
     vscode.commands.registerCommand(Commands.revokeCredential, (node?: unknown) => credentials.revoke(asRecordNode(node, 'credential'))),
+    documents,
+    messages,
+    running.onDidChangeApi((api) => {
+      messages.bind(api);
+      messageCommands.bind(api);
+    }),
+    vscode.commands.registerCommand(Commands.openMessage,
+      (node?: unknown) => messages.open(typeof node === 'object' && node !== null && (node as MessageNode).kind === 'message' ? node as MessageNode : undefined)),
+    vscode.commands.registerCommand(Commands.filterMessages, () => messages.pickFilter()),
+    vscode.commands.registerCommand(Commands.clearMessageFilter, () => messages.clearFilter()),
+    vscode.commands.registerCommand(Commands.refreshMessages, () => messages.refresh()),
+    vscode.commands.registerCommand(Commands.sendMessage, (node?: unknown) => messageCommands.sendMessage(asAgentRow(node))),
+    vscode.commands.registerCommand(Commands.copyAgentId, (node?: unknown) => messageCommands.copyAgentId(asAgentRow(node))),
+    vscode.commands.registerCommand(Commands.showAgentMessages, (node?: unknown) => messageCommands.showAgentMessages(asAgentRow(node))),
+    vscode.commands.registerCommand(Commands.showAgentLogEvents, (node?: unknown) => messageCommands.showAgentLogEvents(asAgentRow(node))),
+    vscode.commands.registerCommand(Commands.deregisterAgent, (node?: unknown) => messageCommands.deregisterAgent(asAgentRow(node))),
     vscode.workspace.onDidChangeConfiguration((event) => {
       if (affectsApprovals(event)) approvals.settingsChanged();
     }),

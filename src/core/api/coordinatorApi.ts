@@ -5,6 +5,8 @@ import type { HitlPolicy } from '../hitl/policy';
 import type { AgentRecord } from '../registry/model';
 import type { DeadLetter, DeadLetterFilter } from '../router/model';
 import type { InboxStats, SendResult, StoreUsage } from '../router/router';
+import type { CoordinatorSendInput, MessageDetail, MessageQuery, MessageSummary } from '../router/router';
+import type { StoredEvent } from '../log/model';
 
 export type { StoreUsage };
 /** The bounds of the store's disk budget in MiB (sw4rm.storeBudgetMiB, --store-budget). */
@@ -102,6 +104,26 @@ export interface CoordinatorApi {
   /** Revokes a credential: calls with it are refused from then on, and streams opened with it end. */
   revokeCredential(credentialId: string, by: string): Promise<CredentialInfo>;
   readonly onDidChangeCredentials: Event<CredentialsChange>;
+
+  // ---------------------------------------------------------------- messages (the Messages view, Send Message…)
+
+  /**
+   * Recent routed messages matching `query` (agent as producer or recipient, correlation id, state, message type),
+   * newest first, at most `query.limit` (200; 1,000 at most), among the newest MESSAGE_SCAN_WINDOW messages. They
+   * change with every inbox change (`onDidChangeInbox`): refresh throttled.
+   */
+  messages(query?: MessageQuery): Promise<MessageSummary[]>;
+  /** A message's envelope, payload as text (or why it is no longer stored) and lifecycle history; undefined once pruned. */
+  message(messageId: string): Promise<MessageDetail | undefined>;
+  /**
+   * Sends a DATA message as `coordinator` to a registered agent through the router's normal admission path. A
+   * refusal is an answer (its SW4RM code and reason), not an error.
+   */
+  sendMessage(message: CoordinatorSendInput, by: string): Promise<SendResult>;
+  /** The newest `limit` (200) log events about an agent (its own, and those naming it), oldest first. */
+  agentEvents(agentId: string, limit?: number): Promise<StoredEvent[]>;
+  /** Deregisters an agent through the registry (its inbox's messages end as when it leaves); false if it was not registered. */
+  deregisterAgent(agentId: string, by: string): Promise<boolean>;
 }
 
 export interface AgentCounts {

@@ -9,6 +9,8 @@ import { HitlRequestError } from '../hitl/request';
 import type { AgentRecord } from '../registry/model';
 import type { DeadLetter, DeadLetterFilter } from '../router/model';
 import type { InboxStats, StoreUsage } from '../router/router';
+import type { CoordinatorSendInput, MessageDetail, MessageQuery, MessageSummary, SendResult } from '../router/router';
+import type { StoredEvent } from '../log/model';
 import {
   CoordinatorApiError,
   type AgentCounts, type AgentsChange, type ApprovalDecision, type ApprovalPolicyChange, type ApprovalsChange, type ApprovalsQuery,
@@ -179,6 +181,36 @@ export class InProcessCoordinatorApi implements CoordinatorApi, Disposable {
 
   revokeCredential(credentialId: string, by: string): Promise<CredentialInfo> {
     return this.run((c) => c.credentials.revoke(credentialId, by, { correlationId: c.ids.uuid() }));
+  }
+
+  // ---------------------------------------------------------------- messages
+
+  messages(query?: MessageQuery): Promise<MessageSummary[]> {
+    return this.run((c) => c.router.messages(query));
+  }
+
+  message(messageId: string): Promise<MessageDetail | undefined> {
+    return this.run((c) => c.router.messageDetail(messageId));
+  }
+
+  sendMessage(message: CoordinatorSendInput, by: string): Promise<SendResult> {
+    return this.run((c) => {
+      const correlationId = message.correlationId || c.ids.uuid();
+      const result = c.router.sendFromCoordinator({ ...message, correlationId }, { correlationId });
+      c.log.record({
+        correlationId, actor: by, eventType: 'operator.message_sent', level: result.accepted ? 'INFO' : 'WARN',
+        details: { to: message.to.slice(0, 128), content_type: message.contentType, ...(result.accepted ? { message_id: result.messageId } : { error_code: result.code }) },
+      });
+      return result;
+    });
+  }
+
+  agentEvents(agentId: string, limit = 200): Promise<StoredEvent[]> {
+    return this.run((c) => c.log.query({ agentId, limit: Math.max(1, Math.min(limit, 10_000)) }));
+  }
+
+  deregisterAgent(agentId: string, by: string): Promise<boolean> {
+    return this.run((c) => c.registry.deregister(agentId, `deregistered by ${by} from the editor`, { correlationId: c.ids.uuid() }));
   }
 
   /** Detaches the operators attached through this API and stops answering; the coordinator itself is not touched. */

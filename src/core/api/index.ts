@@ -9,6 +9,12 @@ export { InProcessCoordinatorApi } from './inProcessApi';
 export type { AgentRecord } from '../registry/model';
 export type { InboxStats } from '../router/router';
 export type { DeadLetter, DeadLetterFilter } from '../router/model';
+export type { CoordinatorSendInput, MessageDetail, MessageQuery, MessageSummary, SendResult } from '../router/router';
+export type { MessageHistoryStep, MessagePayloadView } from '../router/messageQueries';
+export type { StoredEvent } from '../log/model';
+export { COORDINATOR_SEND_CONTENT_TYPES, type CoordinatorSendContentType } from '../router/coordinatorSend';
+export { MESSAGE_SCAN_WINDOW } from '../router/messageQueries';
+export { AGENT_EVENTS_SCAN_WINDOW } from '../log/model';
 export type { AuditEntry, AuditQuery, HitlAction, HitlInvocation, ReasonType } from '../hitl/model';
 export type { CredentialInfo, CredentialKind, CredentialsChange, MintedCredential } from '../credentials/model';
 

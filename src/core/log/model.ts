@@ -25,6 +25,11 @@ export interface EventQuery {
   readonly eventType?: string;
   readonly correlationId?: string;
   readonly actor?: string;
+  /**
+   * Events about this agent: it is the actor, or the details name it (`agent_id`, `to`, `producer_id`), looked for
+   * among the newest AGENT_EVENTS_SCAN_WINDOW events only.
+   */
+  readonly agentId?: string;
   /** Newest `limit` events (in ascending order); default 1000. */
   readonly limit?: number;
 }
@@ -41,3 +46,6 @@ export interface EventRepository {
 export interface LogStorage extends Transactions {
   readonly events: EventRepository;
 }
+
+/** How far back (in events) a query by `agentId` looks: a bounded scan (details are not indexed; ~5-40 ms here). */
+export const AGENT_EVENTS_SCAN_WINDOW = 20_000;

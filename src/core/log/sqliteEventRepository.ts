@@ -1,6 +1,6 @@
 import type { DatabaseSync, StatementSync } from 'node:sqlite';
 import type { PruneResult } from '../retention';
-import type { EventQuery, EventRepository, StoredEvent, StructuredEvent } from './model';
+import { AGENT_EVENTS_SCAN_WINDOW, type EventQuery, type EventRepository, type StoredEvent, type StructuredEvent } from './model';
 
 interface EventRow {
   id: number;
@@ -52,6 +52,11 @@ export class SqliteEventRepository implements EventRepository {
     if (query.eventType !== undefined) { where.push('event_type = ?'); params.push(query.eventType); }
     if (query.correlationId !== undefined) { where.push('correlation_id = ?'); params.push(query.correlationId); }
     if (query.actor !== undefined) { where.push('actor = ?'); params.push(query.actor); }
+    if (query.agentId !== undefined) {
+      where.push(`id > (SELECT COALESCE(MAX(id), 0) FROM events) - ${AGENT_EVENTS_SCAN_WINDOW}`);
+      where.push(`(actor = ? OR json_extract(details, '$.agent_id') = ? OR json_extract(details, '$.to') = ? OR json_extract(details, '$.producer_id') = ?)`);
+      params.push(query.agentId, query.agentId, query.agentId, query.agentId);
+    }
     const limit = Math.max(1, Math.min(query.limit ?? 1000, 100_000));
     const sql = `SELECT * FROM (SELECT * FROM events ${where.length ? 'WHERE ' + where.join(' AND ') : ''}
                  ORDER BY id DESC LIMIT ${limit}) ORDER BY id ASC`;

@@ -45,7 +45,7 @@ export class AckLifecycle {
       outcomeState: 'FULFILLED', errorCode: '', result: { forwarded_to: recipient }, cachedAt: now, expiresAt: now + core.options.dedupWindowMs,
     };
     core.store.transaction(() => {
-      this.applyAck(target, ack, ctx, now);
+      this.applyAck(target, ack, ctx, now, envelope.messageId);
       core.dedup.put(entry);
       core.dedup.noteReusedSequence(envelope, dedupKey, reusedFrom);
       if (forward) {
@@ -68,12 +68,13 @@ export class AckLifecycle {
   }
 
   /** Applies one protocol ACK to the acknowledged message (RFC §11, §11.1). Runs inside a store transaction. */
-  private applyAck(target: MessageRecord, ack: AckPayload, ctx: CallContext, now: number): void {
+  private applyAck(target: MessageRecord, ack: AckPayload, ctx: CallContext, now: number, ackMessageId: string): void {
     const core = this.core;
     const id = target.envelope.messageId;
     core.delivery.confirm(target, now, `protocol ACK ${ack.stage}`);
     const from = target.state;
-    target.history.push({ at: now, event: `ack_${ack.stage.toLowerCase()}`, detail: ack.errorCode || undefined });
+    // The ACK's own message id names the ACK that caused the step (the Messages view shows it).
+    target.history.push({ at: now, event: `ack_${ack.stage.toLowerCase()}`, detail: `ACK ${ackMessageId}${ack.errorCode ? ` ${ack.errorCode}` : ''}` });
     if (!target.tracked) {
       target.updatedAt = now;
       core.repo.updateMessage(target);

@@ -42,7 +42,7 @@ export class Admission {
   }
 
   /** SendMessage: answers accepted only after the message is committed to the store. */
-  send(envelope: Envelope, ctx: CallContext, options: SendOptions = {}): SendResult {
+  send(envelope: Envelope, ctx: CallContext, options: SendOptions = {}, fromCoordinator?: AgentRecord): SendResult {
     const core = this.core;
     const now = core.clock.now();
     const refused = (code: ErrorCode, detail: string, extra: Record<string, unknown> = {}, inboxId?: string): SendResult =>
@@ -50,7 +50,8 @@ export class Admission {
 
     const invalid = checkEnvelope(envelope, core.options.payloadLimits, options.contentChecked ? 'checked' : 'check');
     if (invalid) return refused(invalid.code, invalid.detail);
-    const producer = core.registry.get(envelope.producerId);
+    // `fromCoordinator` (Router.sendFromCoordinator, never an RPC): the coordinator's own producer record.
+    const producer = fromCoordinator && envelope.producerId === COORDINATOR_ID ? fromCoordinator : core.registry.get(envelope.producerId);
     if (!producer) return refused('PERMISSION_DENIED', `producer_id '${envelope.producerId}' is not a registered agent; RegisterAgent first`);
     const same = core.message(envelope.messageId);
     if (same) {

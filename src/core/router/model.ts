@@ -150,6 +150,11 @@ export interface RouterRepository {
   deadLetterCount(includeRequeued?: boolean): number;
   /** Drops dead letters failed before `olderThan`, then the oldest beyond `maxEntries` or beyond `maxBytes` of payload. */
   pruneDeadLetters(maxEntries: number, olderThan: number, maxBytes?: number): number;
+  /**
+   * The newest messages matching `filter`, newest first, at most `limit`, looking only at the newest `scanWindow`
+   * messages in arrival order (so a filter that matches little never reads the whole table). No payload bytes.
+   */
+  recentMessages(filter: MessageListFilter, scanWindow: number, limit: number): MessageSummary[];
 }
 
 /** What the router is handed of the store: its own repository and transactions. */
@@ -178,4 +183,31 @@ export interface CoordinatorMailbox {
    * inside the component's transaction.
    */
   replyFromCoordinator(messageId: string, messageType: string, reply: Record<string, unknown>, ctx: CallContext): void;
+}
+
+/** What the Messages view filters by; every field set must match. */
+export interface MessageListFilter {
+  /** The producer or the recipient. */
+  readonly agentId?: string;
+  readonly correlationId?: string;
+  readonly state?: string;
+  readonly messageType?: string;
+}
+
+/** One routed message as a list shows it: plain data, no payload. */
+export interface MessageSummary {
+  readonly messageId: string;
+  readonly messageType: string;
+  readonly producerId: string;
+  readonly recipientId: string;
+  readonly state: MessageState;
+  readonly errorCode: string;
+  readonly correlationId: string;
+  readonly contentType: string;
+  /** The payload's size as the producer declared it (content_length), in bytes. */
+  readonly size: number;
+  /** Tracked messages have a lifecycle of protocol ACKs; forwarded ACKs, NACKs and replies do not. */
+  readonly tracked: boolean;
+  readonly acceptedAt: number;
+  readonly updatedAt: number;
 }

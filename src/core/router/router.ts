@@ -18,8 +18,11 @@ import { DEFAULT_ROUTER_OPTIONS, type RouterOptions } from './options';
 import { recover } from './recovery';
 import { RouterCore } from './routerCore';
 import type { StoreUsage } from './storeUsage';
+import { CoordinatorSend, type CoordinatorSendInput } from './coordinatorSend';
+import { MessageQueries, type MessageDetail, type MessageQuery, type MessageSummary } from './messageQueries';
 
 export type { CoordinatorHandler, DeadLetterChange, InboxSink, InboxStats, MemoryUsage, RouterOptions, SendOptions, SendResult, StoreUsage };
+export type { CoordinatorSendInput, MessageDetail, MessageQuery, MessageSummary };
 export { UNSPECIFIED_ERROR } from './ackLifecycle';
 export { COORDINATOR_ID } from './coordinatorMessages';
 export { StreamRefusal } from './delivery';
@@ -212,6 +215,27 @@ export class Router implements CoordinatorMailbox, Disposable {
   closeStreams(detail: string): void {
     this.core.delivery.closeStreams(detail);
   }
+
+  /** Recent messages matching `query`, newest first, bounded (the Messages view). Reads only. */
+  messages(query?: MessageQuery): MessageSummary[] {
+    this.messageQueries ??= new MessageQueries(this.core);
+    return this.messageQueries.recent(query);
+  }
+
+  /** A message's envelope, payload as text (or why it is gone) and lifecycle history; undefined once it was pruned. */
+  messageDetail(messageId: string): MessageDetail | undefined {
+    this.messageQueries ??= new MessageQueries(this.core);
+    return this.messageQueries.detail(messageId);
+  }
+
+  /** A DATA message from `coordinator` (the editor's Send Message…) through the normal admission path. */
+  sendFromCoordinator(input: CoordinatorSendInput, ctx: CallContext): SendResult {
+    this.coordinatorSend ??= new CoordinatorSend(this.core);
+    return this.coordinatorSend.send(input, ctx);
+  }
+
+  private messageQueries: MessageQueries | undefined;
+  private coordinatorSend: CoordinatorSend | undefined;
 
   dispose(): void {
     const core = this.core;

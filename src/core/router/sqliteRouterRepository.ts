@@ -8,6 +8,7 @@ import { PAYLOAD_DETACH_MIN_BYTES } from './memoryBudget';
 import type {
   DeadLetter, DeadLetterFilter, DedupEntry, DeliveryStatus, HistoryEntry, MessageRecord, RouterRepository,
 } from './model';
+import type { MessageListFilter, MessageSummary } from './model';
 
 type Row = Record<string, unknown>;
 
@@ -344,6 +345,43 @@ export class SqliteRouterRepository implements RouterRepository {
   pruneDeadLetters(maxEntries: number, olderThan: number, maxBytes = Number.MAX_SAFE_INTEGER): number {
     return Number(this.s.pruneDeadLettersAge.run(olderThan).changes) + Number(this.s.pruneDeadLettersCount.run(maxEntries).changes)
       + Number(this.s.pruneDeadLettersBytes.run(Math.max(0, maxBytes)).changes);
+  }
+
+  /** Prepared on first use: the Messages view's query (messageQueries.ts). */
+  private recentMessagesStatement: StatementSync | undefined;
+
+  recentMessages(filter: MessageListFilter, scanWindow: number, limit: number): MessageSummary[] {
+    // Newest first along the arrival-order key, within the newest `scanWindow` ids: a backward range scan that stops
+    // after `limit` matches. Columns of router_messages are tested before the envelope's JSON is read.
+    this.recentMessagesStatement ??= this.db.prepare(`SELECT m.message_id, m.producer_id, m.recipient_id, m.tracked, m.accepted_at, m.state,
+        m.error_code, m.updated_at, json_extract(e.envelope, '$.messageType') AS message_type,
+        json_extract(e.envelope, '$.correlationId') AS correlation_id, json_extract(e.envelope, '$.contentType') AS content_type,
+        json_extract(e.envelope, '$.contentLength') AS content_length
+      FROM router_messages m JOIN router_envelopes e ON e.id = m.id
+      WHERE m.id > (SELECT COALESCE(MAX(id), 0) FROM router_messages) - :scan
+        AND (:agent IS NULL OR m.producer_id = :agent OR m.recipient_id = :agent)
+        AND (:state IS NULL OR m.state = :state)
+        AND (:type IS NULL OR json_extract(e.envelope, '$.messageType') = :type)
+        AND (:correlation IS NULL OR json_extract(e.envelope, '$.correlationId') = :correlation)
+      ORDER BY m.id DESC LIMIT :limit`);
+    const rows = this.recentMessagesStatement.all({
+      scan: Math.max(1, Math.floor(scanWindow)), limit: Math.max(1, Math.floor(limit)),
+      agent: filter.agentId ?? null, state: filter.state ?? null, type: filter.messageType ?? null, correlation: filter.correlationId ?? null,
+    }) as Row[];
+    return rows.map((row) => ({
+      messageId: String(row.message_id),
+      messageType: String(row.message_type ?? ''),
+      producerId: String(row.producer_id),
+      recipientId: String(row.recipient_id),
+      state: row.state as MessageState,
+      errorCode: String(row.error_code),
+      correlationId: String(row.correlation_id ?? ''),
+      contentType: String(row.content_type ?? ''),
+      size: Number(row.content_length ?? 0) || 0,
+      tracked: Number(row.tracked) === 1,
+      acceptedAt: Number(row.accepted_at),
+      updatedAt: Number(row.updated_at),
+    }));
   }
 }
 
