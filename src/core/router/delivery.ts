@@ -183,7 +183,10 @@ export class Delivery {
       inbox.metrics.lastDeliveryAt = now;
       if (record.lane === 'PRIVILEGED' && record.tracked) inbox.metrics.urgentDispatches++;
       observe(inbox.metrics.dequeueLatency, Math.max(0, now - record.acceptedAt) / 1000);
-      if (record.tracked) core.timeouts.armLease(record);
+      if (record.tracked) {
+        core.timeouts.armLease(record);
+        core.deliveredMessages++;
+      }
       items.push([record.deliverySeq!, record.envelope]);
     }
     // Nothing reaches a stream before it is durable: a crash can never show an agent a message the store lost.
