@@ -19,6 +19,7 @@ export const Commands = {
   resumeApprovals: 'sw4rm.approvals.resume',
   mintAgentCredential: 'sw4rm.credentials.mint',
   revokeCredential: 'sw4rm.credentials.revoke',
+  openWalkthrough: 'sw4rm.openWalkthrough',
 } as const;
 
 export const Views = {
@@ -40,6 +41,17 @@ export const ContextKeys = {
   deadLettersFiltered: 'sw4rm.dlq.filtered',
   /** True while sw4rm.approvals.pauseAll is on: no rule decides, every invocation waits for a human. */
   approvalsPaused: 'sw4rm.approvals.paused',
+  /** The walkthrough's steps done by the coordinator's state (src/extension/walkthroughModel.ts). */
+  walkthroughCoordinatorRunning: 'sw4rm.walkthrough.coordinatorRunning',
+  walkthroughEnvironmentReady: 'sw4rm.walkthrough.environmentReady',
+  walkthroughAgentRegistered: 'sw4rm.walkthrough.agentRegistered',
+  walkthroughMessageDelivered: 'sw4rm.walkthrough.messageDelivered',
+  walkthroughApprovalDecided: 'sw4rm.walkthrough.approvalDecided',
+} as const;
+
+/** The Get Started walkthrough (package.json `contributes.walkthroughs`), by the id the workbench opens it with. */
+export const Walkthroughs = {
+  gettingStarted: 'sw4rm.sw4rm-coordinator#gettingStarted',
 } as const;
 
 export const SETTINGS_SECTION = 'sw4rm';

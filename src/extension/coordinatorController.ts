@@ -1,6 +1,7 @@
 import * as path from 'node:path';
 import * as vscode from 'vscode';
 import { formatEvent, InProcessCoordinatorApi, StoreOpenError } from '../core/api';
+import type { CoordinatorApi } from '../core/api';
 import { SERVICE_ADDRESS_VARIABLES, formatEnvironment } from '../server/agentEnvironment';
 import { CoordinatorHost } from '../server/host';
 import { ConfigurationError, PortInUseError } from '../server/server';
@@ -38,6 +39,8 @@ export class CoordinatorController implements vscode.Disposable {
   /** A port chosen by the user after a conflict; used instead of the setting until the window closes. */
   private portOverride: number | undefined;
   private transition: Promise<void> = Promise.resolve();
+  /** Others that follow the running coordinator's API: bound when it starts, unbound when it stops. */
+  private readonly followers: Array<{ bind(api: CoordinatorApi | undefined): unknown }> = [];
 
   constructor(
     private readonly context: vscode.ExtensionContext,
@@ -103,6 +106,12 @@ export class CoordinatorController implements vscode.Disposable {
     await this.stop();
   }
 
+  /** `follower` is bound to the running coordinator's API from now on (at once if it runs). */
+  follow(follower: { bind(api: CoordinatorApi | undefined): unknown }): void {
+    this.followers.push(follower);
+    if (this.api) void follower.bind(this.api);
+  }
+
   /** Start, stop and restart never overlap. */
   private serialize(step: () => Promise<void>): Promise<void> {
     this.transition = this.transition.then(step, step);
@@ -152,6 +161,7 @@ export class CoordinatorController implements vscode.Disposable {
     this.agentsView.bind(api);
     this.deadLettersView.bind(api);
     this.credentialsView.bind(api, () => this.renewEnrolment(host));
+    for (const follower of this.followers) void follower.bind(api);
     await bound;
     void vscode.commands.executeCommand('setContext', ContextKeys.running, true);
     this.setTerminalEnvironment(host.terminalEnvironment());
@@ -190,6 +200,7 @@ export class CoordinatorController implements vscode.Disposable {
     this.agentsView.bind(undefined);
     this.deadLettersView.bind(undefined);
     this.credentialsView.bind(undefined);
+    for (const follower of this.followers) void follower.bind(undefined);
     await this.approvals.bind(undefined);
     api?.dispose();
     void vscode.commands.executeCommand('setContext', ContextKeys.running, false);

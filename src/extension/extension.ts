@@ -8,6 +8,7 @@ import { AgentsTreeProvider } from './views/agentsView';
 import { CredentialsView } from './views/credentialsView';
 import { DeadLettersView, type DeadLetterNode } from './views/deadLettersView';
 import type { RecordNode } from './views/recordList';
+import { Walkthrough } from './walkthrough';
 
 let controller: CoordinatorController | undefined;
 
@@ -21,6 +22,8 @@ export function activate(context: vscode.ExtensionContext): void {
   const credentials = new CredentialsView(approvals.operator);
   controller = new CoordinatorController(context, output, statusBar, agentsView, deadLetters, approvals, credentials);
   const running = controller;
+  const walkthrough = new Walkthrough(context);
+  running.follow(walkthrough);
 
   context.subscriptions.push(
     output,
@@ -50,6 +53,8 @@ export function activate(context: vscode.ExtensionContext): void {
     vscode.commands.registerCommand(Commands.resumeApprovals, () => approvals.setPaused(false)),
     vscode.commands.registerCommand(Commands.mintAgentCredential, () => credentials.mint(running.running?.options.auth === 'none')),
     vscode.commands.registerCommand(Commands.revokeCredential, (node?: unknown) => credentials.revoke(asRecordNode(node, 'credential'))),
+    walkthrough,
+    vscode.commands.registerCommand(Commands.openWalkthrough, () => walkthrough.open()),
     vscode.workspace.onDidChangeConfiguration((event) => {
       if (affectsApprovals(event)) approvals.settingsChanged();
     }),
@@ -64,6 +69,7 @@ export function activate(context: vscode.ExtensionContext): void {
   );
 
   if (readSettings(context).autoStart) void running.start();
+  void walkthrough.openOnFirstActivation();
 }
 
 /** Drains the server and closes the store before the extension host goes away. */
