@@ -116,8 +116,9 @@ describe('the Get Started walkthrough in a real editor (code-server + Chromium, 
     await harness!.waitForText((t) => t.includes(`SW4RM approval needed: SECURITY_APPROVAL from ${AGENT}`), 15_000);
     assert.deepEqual(await checkedSteps(), ['start', 'environment', 'agent', 'message'], 'a pending request is not a decision');
 
-    // The SW4RM icon carries the pending count as a badge, which its label includes.
-    await harness!.page.locator('.part.activitybar .action-item a[aria-label^="SW4RM"]').first().click();
+    // The SW4RM icon carries the pending count as a badge (in its label too), which may cover the icon's centre:
+    // a click on the badge is a click on the icon.
+    await harness!.page.locator('.part.activitybar .action-item a[aria-label^="SW4RM"]').first().click({ force: true });
     const approvals = harness!.page.locator('.pane').filter({ has: harness!.page.locator('.pane-header', { hasText: 'Approvals' }) });
     const row = approvals.locator('.monaco-list-row', { hasText: SUMMARY }).first();
     await row.waitFor({ state: 'visible', timeout: 15_000 });
