@@ -3,8 +3,9 @@
  *
  * It registers, heartbeats and streams its inbox. For every delivery it confirms the delivery (AckDelivery by seq)
  * and acknowledges the message RECEIVED, READ and FULFILLED; a DATA message with a JSON payload {"text": "…"}
- * is answered to its producer with {"text": "echo: …"} and the same correlation_id. When the inbox stream breaks
- * (the coordinator restarted, the network failed) it reconnects with capped exponential backoff and jitter,
+ * is answered to its producer with {"text": "echo: …"} and the same correlation_id; a DATA message with
+ * {"ask_approval": "…"} makes it ask a human through the coordinator (a HITL_INVOCATION) and print the decision.
+ * When the inbox stream breaks (the coordinator restarted, the network failed) it reconnects with capped exponential backoff and jitter,
  * resuming after the last seq it processed, and registers again if the coordinator no longer knows it.
  * Ctrl+C deregisters it. It prints one line for everything it does.
  *
@@ -249,6 +250,9 @@ async function react(msg: Envelope): Promise<void> {
   if (from === 'coordinator' && msg.message_type !== 'DATA') {
     if (msg.message_type === 'HEARTBEAT') await send('HEARTBEAT', { kind: 'heartbeat_reply', agent_id: agentId }, msg.correlation_id || randomUUID(), 'coordinator');
     else if (msg.message_type === 'NOTIFICATION') say(`notice: ${json?.event} ${json?.agent_id ?? ''}`.trimEnd());
+    else if (msg.message_type === 'CONTROL' && json?.type === 'HITL_DECISION') {
+      say(`decision on ${json.invocation_id}: ${json.decision} by ${json.decided_by}${json.rationale ? ` (${json.rationale})` : ''}`);
+    }
     else say(`from coordinator: ${msg.message_type} ${Buffer.from(msg.payload).toString('utf8').slice(0, 200)}`);
     return;
   }
@@ -257,7 +261,13 @@ async function react(msg: Envelope): Promise<void> {
   const text = typeof json?.text === 'string' ? json.text : undefined;
   say(`message from ${from}: ${text ?? `${msg.message_type} (${msg.content_type}, ${msg.payload.length} bytes)`}`);
   await acknowledge(msg, 'READ');
-  if (from === 'coordinator') {
+  if (msg.message_type === 'DATA' && typeof json?.ask_approval === 'string') {
+    // Asks a human (RFC §15): a HITL_INVOCATION to `coordinator`; the decision comes back as a CONTROL envelope.
+    const summary = json.ask_approval;
+    const asked = await send('HITL_INVOCATION', { reason_type: 'SECURITY_APPROVAL', summary, facts: { asked_by: from } }, msg.correlation_id, 'coordinator');
+    if (asked) say(`asked for approval: ${summary}`);
+    await acknowledge(msg, 'FULFILLED', asked ? 'asked a human for approval' : 'the approval request was refused');
+  } else if (from === 'coordinator') {
     await acknowledge(msg, 'FULFILLED');
   } else if (msg.message_type === 'DATA' && text !== undefined) {
     // The reply goes to the producer (metadata sw4rm-to) in the same conversation (correlation_id).

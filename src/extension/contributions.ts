@@ -30,6 +30,7 @@ export const Commands = {
   showAgentMessages: 'sw4rm.agent.showMessages',
   showAgentLogEvents: 'sw4rm.agent.showLogEvents',
   deregisterAgent: 'sw4rm.agent.deregister',
+  openWalkthrough: 'sw4rm.openWalkthrough',
 } as const;
 
 export const Views = {
@@ -57,6 +58,17 @@ export const ContextKeys = {
   approvalsPaused: 'sw4rm.approvals.paused',
   /** True while the Messages view has a filter. */
   messagesFiltered: 'sw4rm.messages.filtered',
+  /** The walkthrough's steps done by the coordinator's state (src/extension/walkthroughModel.ts). */
+  walkthroughCoordinatorRunning: 'sw4rm.walkthrough.coordinatorRunning',
+  walkthroughEnvironmentReady: 'sw4rm.walkthrough.environmentReady',
+  walkthroughAgentRegistered: 'sw4rm.walkthrough.agentRegistered',
+  walkthroughMessageDelivered: 'sw4rm.walkthrough.messageDelivered',
+  walkthroughApprovalDecided: 'sw4rm.walkthrough.approvalDecided',
+} as const;
+
+/** The Get Started walkthrough (package.json `contributes.walkthroughs`), by the id the workbench opens it with. */
+export const Walkthroughs = {
+  gettingStarted: 'sw4rm.sw4rm-coordinator#gettingStarted',
 } as const;
 
 export const SETTINGS_SECTION = 'sw4rm';

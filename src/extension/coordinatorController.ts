@@ -1,6 +1,7 @@
 import * as path from 'node:path';
 import * as vscode from 'vscode';
 import { formatEvent, InProcessCoordinatorApi, StoreOpenError } from '../core/api';
+import type { CoordinatorApi } from '../core/api';
 import { SERVICE_ADDRESS_VARIABLES, formatEnvironment } from '../server/agentEnvironment';
 import { CoordinatorHost } from '../server/host';
 import { describeMigration, migrateStore } from '../server/storeMigration';
@@ -42,6 +43,8 @@ export class CoordinatorController implements vscode.Disposable {
   private readonly apiChanged = new vscode.EventEmitter<InProcessCoordinatorApi | undefined>();
   /** The running coordinator's API once it serves, undefined once it stopped: for views bound outside this class. */
   readonly onDidChangeApi = this.apiChanged.event;
+  /** Others that follow the running coordinator's API: bound when it starts, unbound when it stops. */
+  private readonly followers: Array<{ bind(api: CoordinatorApi | undefined): unknown }> = [];
 
   constructor(
     private readonly context: vscode.ExtensionContext,
@@ -101,6 +104,12 @@ export class CoordinatorController implements vscode.Disposable {
     this.apiChanged.dispose();
   }
 
+  /** `follower` is bound to the running coordinator's API from now on (at once if it runs). */
+  follow(follower: { bind(api: CoordinatorApi | undefined): unknown }): void {
+    this.followers.push(follower);
+    if (this.api) void follower.bind(this.api);
+  }
+
   /** Start, stop and restart never overlap. */
   private serialize(step: () => Promise<void>): Promise<void> {
     this.transition = this.transition.then(step, step);
@@ -153,6 +162,7 @@ export class CoordinatorController implements vscode.Disposable {
     this.deadLettersView.bind(api);
     this.credentialsView.bind(api, () => this.renewEnrolment(host));
     this.apiChanged.fire(api);
+    for (const follower of this.followers) void follower.bind(api);
     await bound;
     void vscode.commands.executeCommand('setContext', ContextKeys.running, true);
     this.setTerminalEnvironment(host.terminalEnvironment());
@@ -204,6 +214,7 @@ export class CoordinatorController implements vscode.Disposable {
     this.deadLettersView.bind(undefined);
     this.credentialsView.bind(undefined);
     this.apiChanged.fire(undefined);
+    for (const follower of this.followers) void follower.bind(undefined);
     await this.approvals.bind(undefined);
     api?.dispose();
     void vscode.commands.executeCommand('setContext', ContextKeys.running, false);

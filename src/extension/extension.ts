@@ -12,6 +12,7 @@ import type { RecordNode } from './views/recordList';
 import { MessageCommands, asAgentRow } from './messageCommands';
 import { ReadOnlyDocuments } from './readOnlyDocuments';
 import { MessagesView, type MessageNode } from './views/messagesView';
+import { Walkthrough } from './walkthrough';
 
 let controller: CoordinatorController | undefined;
 
@@ -29,6 +30,8 @@ export function activate(context: vscode.ExtensionContext): void {
   const documents = new ReadOnlyDocuments();
   const messages = new MessagesView(documents);
   const messageCommands = new MessageCommands(approvals.operator, messages, documents);
+  const walkthrough = new Walkthrough(context);
+  running.follow(walkthrough);
 
   context.subscriptions.push(
     output,
@@ -78,6 +81,8 @@ export function activate(context: vscode.ExtensionContext): void {
     vscode.commands.registerCommand(Commands.showAgentMessages, (node?: unknown) => messageCommands.showAgentMessages(asAgentRow(node))),
     vscode.commands.registerCommand(Commands.showAgentLogEvents, (node?: unknown) => messageCommands.showAgentLogEvents(asAgentRow(node))),
     vscode.commands.registerCommand(Commands.deregisterAgent, (node?: unknown) => messageCommands.deregisterAgent(asAgentRow(node))),
+    walkthrough,
+    vscode.commands.registerCommand(Commands.openWalkthrough, () => walkthrough.open()),
     vscode.workspace.onDidChangeConfiguration((event) => {
       if (affectsApprovals(event)) approvals.settingsChanged();
     }),
@@ -92,6 +97,7 @@ export function activate(context: vscode.ExtensionContext): void {
   );
 
   if (readSettings(context).autoStart) void running.start();
+  void walkthrough.openOnFirstActivation();
 }
 
 /** Drains the server and closes the store before the extension host goes away. */

@@ -95,6 +95,33 @@ describe('CoordinatorApi in process (the editor\'s one way into the coordinator)
       assert.deepEqual(agents.seen.at(-1), { kind: 'left', agentId: 'agent-b', reason: 'done' });
       for (const change of [...agents.seen, ...inboxes.seen]) assertPlain(change);
     });
+
+    it('counts deliveries of agent messages to an inbox stream, not of ACKs, notices or decision replies', async () => {
+      h.register('agent-a');
+      h.register('agent-b');
+      assert.equal(await api.deliveredMessageCount(), 0);
+      // A message waits while its recipient has no stream: admitted, not delivered.
+      const first = h.sendData('agent-b', 'agent-a');
+      assert.equal(await api.deliveredMessageCount(), 0);
+      const { sink: streamA } = h.stream('agent-a');
+      h.stream('agent-b');
+      await settle();
+      assert.equal(await api.deliveredMessageCount(), 1);
+      // agent-a's ACK reaches agent-b's stream, a join notice reaches both: neither is a message delivered.
+      h.acked('agent-a', first.messageId, 'RECEIVED');
+      h.register('agent-c');
+      await settle();
+      assert.equal(await api.deliveredMessageCount(), 1);
+      // The decision answering a HITL_INVOCATION envelope comes from the coordinator as a reply: not counted either.
+      assert.ok(h.send(h.envelope('agent-a', { messageType: 'HITL_INVOCATION', payload: { invocation_id: 'hitl-count', reason_type: 'CONFLICT' } }), COORDINATOR_ID).accepted);
+      await api.decideApproval('hitl-count', { action: 'approve', rationale: 'fine' }, 'editor:alice');
+      await settle();
+      assert.ok(streamA.items.some((i) => i.envelope.messageType === 'CONTROL'), 'the decision reached agent-a');
+      assert.equal(await api.deliveredMessageCount(), 1);
+      h.sendData('agent-a', 'agent-b');
+      await settle();
+      assert.equal(await api.deliveredMessageCount(), 2);
+    });
   });
 
   describe('dead letters', () => {

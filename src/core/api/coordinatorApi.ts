@@ -29,6 +29,12 @@ export interface CoordinatorApi {
   agentCounts(): Promise<AgentCounts>;
   /** An agent's inbox counts (zeros for an agent that has none yet). */
   inboxStats(agentId: string): Promise<InboxStats>;
+  /**
+   * How many times a message from an agent (or one the coordinator sent through the router) was delivered to its
+   * recipient's inbox stream since this coordinator started; ACKs, NACKs, replies, heartbeats and notices do not
+   * count. Changes arrive as `onDidChangeInbox`.
+   */
+  deliveredMessageCount(): Promise<number>;
   /** The router's back-pressure metrics (RFC §13) in the Prometheus text format. */
   metricsText(): Promise<string>;
   /** Where the store lives, for messages to the user. */

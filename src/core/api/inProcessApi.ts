@@ -72,6 +72,10 @@ export class InProcessCoordinatorApi implements CoordinatorApi, Disposable {
     return this.run((c) => c.router.inboxStats(agentId));
   }
 
+  deliveredMessageCount(): Promise<number> {
+    return this.run((c) => c.router.deliveredMessageCount());
+  }
+
   metricsText(): Promise<string> {
     return this.run((c) => c.router.metricsText());
   }

@@ -222,7 +222,10 @@ export class Delivery {
       inbox.metrics.lastDeliveryAt = now;
       if (record.lane === 'PRIVILEGED' && record.tracked) inbox.metrics.urgentDispatches++;
       observe(inbox.metrics.dequeueLatency, Math.max(0, now - record.acceptedAt) / 1000);
-      if (record.tracked) core.timeouts.armLease(record);
+      if (record.tracked) {
+        core.timeouts.armLease(record);
+        core.deliveredMessages++;
+      }
       // A payload that lives in the store is read back here, for the stream; the record keeps none.
       items.push([record.deliverySeq!, core.envelopeOf(record)]);
     }

@@ -179,6 +179,14 @@ export class Router implements CoordinatorMailbox, Disposable {
     return this.core.storeBudget.usage();
   }
 
+  /**
+   * How many times a tracked message (from an agent, or sent by the coordinator through admission; not an ACK, NACK,
+   * reply, heartbeat or notice) was delivered to its recipient's inbox stream since this router started.
+   */
+  deliveredMessageCount(): number {
+    return this.core.deliveredMessages;
+  }
+
   stateCounts(): Record<string, number> {
     return this.core.repo.countByState();
   }

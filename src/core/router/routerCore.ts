@@ -45,6 +45,8 @@ export class RouterCore {
   readonly changed = new Emitter<{ agentId: string }>();
   /** Fires after a dead letter was added, requeued, or pruned by retention (the change is committed). */
   readonly deadLettersChanged = new Emitter<DeadLetterChange>();
+  /** Deliveries of tracked messages (not ACKs, NACKs, replies, heartbeats or notices) to an inbox stream since this router started. */
+  deliveredMessages = 0;
   disposed = false;
 
   readonly dedup: Deduplication;
