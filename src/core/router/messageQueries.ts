@@ -89,7 +89,9 @@ export class MessageQueries {
 
   detail(messageId: string): MessageDetail | undefined {
     const record = this.core.message(messageId);
-    return record ? messageDetail(record) : undefined;
+    if (!record) return undefined;
+    // A payload of PAYLOAD_DETACH_MIN_BYTES or more lives in the store only (memoryBudget.ts): read it for the view.
+    return messageDetail(record.storedPayloadBytes === undefined ? record : { ...record, envelope: this.core.envelopeOf(record) });
   }
 }
 
