@@ -361,17 +361,22 @@ export class CodeServerHarness {
     );
     await input.fill(`>${title}`);
     const row = this.page.locator('.quick-input-list .monaco-list-row');
-    await poll(
+    // The command is the row whose label starts with the title; another command that also matches may rank first
+    // (e.g. "Show Agent's Log Events" for "Show Log"), so the matching row is chosen, not the first one.
+    const index = await poll(
       async () => {
-        const first = row.first();
-        if (!(await first.isVisible())) {
-          return false;
+        const count = await row.count();
+        for (let i = 0; i < count; i++) {
+          const candidate = row.nth(i);
+          if (!(await candidate.isVisible())) continue;
+          const label = (await candidate.getAttribute('aria-label')) ?? (await candidate.innerText());
+          if (normalize(label).toLowerCase().startsWith(normalize(title).toLowerCase())) return i + 1;
         }
-        const label = (await first.getAttribute('aria-label')) ?? (await first.innerText());
-        return normalize(label).toLowerCase().startsWith(normalize(title).toLowerCase());
+        return false;
       },
       { timeoutMs, description: `the command palette to list "${title}"` },
     );
+    for (let i = 1; i < index; i++) await this.page.keyboard.press('ArrowDown');
     await this.page.keyboard.press('Enter');
     // The palette closes, or is reused by a quick pick that the command opens itself (or the page reloads:
     // hence the short timeout, so that a palette gone with the old page does not hold the check).

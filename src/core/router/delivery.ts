@@ -161,16 +161,6 @@ export class Delivery {
         inbox.queue.unshift(next.lane, record);
         break;
       }
-      // Bytes in flight (memoryBudget.ts): a stream takes up to deliveryWindowBytes unconfirmed, all streams together
-      // up to half the memory budget; the rest waits in the store, and a confirmation anywhere lets it go on.
-      const size = payloadSize(record);
-      if (size > 0 && ((bytes > 0 || inbox.inflight.bytes > 0) && inbox.inflight.bytes + bytes + size > core.options.deliveryWindowBytes
-        || !core.memory.deliveryRoom(bytes, size))) {
-        inbox.queue.unshift(next.lane, record);
-        this.waiting.add(inbox);
-        break;
-      }
-      bytes += size;
       if (record.deliveryAttempts >= core.options.maxDeliveryAttempts) {
         if (record.tracked) failed.push(record);
         else {
@@ -182,6 +172,16 @@ export class Delivery {
         }
         continue;
       }
+      // Bytes in flight (memoryBudget.ts): a stream takes up to deliveryWindowBytes unconfirmed, all streams together
+      // up to half the memory budget; the rest waits in the store, and a confirmation anywhere lets it go on.
+      const size = payloadSize(record);
+      if (size > 0 && ((bytes > 0 || inbox.inflight.bytes > 0) && inbox.inflight.bytes + bytes + size > core.options.deliveryWindowBytes
+        || !core.memory.deliveryRoom(bytes, size))) {
+        inbox.queue.unshift(next.lane, record);
+        this.waiting.add(inbox);
+        break;
+      }
+      bytes += size;
       if (record.tracked) trackedInflight++;
       batch.push(record);
     }
