@@ -136,6 +136,34 @@ describe('Router delivery (RFC §5.5, §11, §14, §21.1)', () => {
       assert.deepEqual(producer.acksFor(m.messageId).map((a) => [a.ack_stage, a.error_code]), [['FAILED', UNSPECIFIED_ERROR]]);
     });
 
+    it('fails a forwarded ACK on AckDelivery PERMANENT_FAILURE without dead-lettering it (it is not the producer\'s message)', async () => {
+      const producer = h.stream(P).sink;
+      const consumer = h.stream(C).sink;
+      const m = h.sendData(P, C);
+      assert.ok(h.ackDelivery(C, consumer, m.messageId));
+      h.acked(C, m.messageId, 'RECEIVED');
+      const forwarded = producer.acks().find((a) => a.payload.ack_for_message_id === m.messageId);
+      assert.ok(forwarded, 'the ACK was forwarded to the producer');
+      assert.equal(h.router.ackDelivery(P, forwarded.seq, forwarded.envelope.messageId, 'PERMANENT_FAILURE', ctx()), true);
+      await settle();
+      assert.equal(h.state(forwarded.envelope.messageId), 'FAILED');
+      assert.deepEqual(h.router.deadLetters(), [], 'no dead letter for a forwarded ACK');
+      assert.equal(h.state(m.messageId), 'RECEIVED', 'the acknowledged message goes on');
+    });
+
+    it('answers not recorded for a delivery whose message is gone from the store', () => {
+      const consumer = h.stream(C).sink;
+      const m = h.sendData(P, C);
+      const seq = consumer.items[0].seq;
+      // As the message retention does once it has passed (the deliveries table keeps the seq for resumption).
+      const db = (h.store as unknown as { engine: { database: import('node:sqlite').DatabaseSync } }).engine.database;
+      db.prepare('DELETE FROM router_message_ids WHERE message_id = ?').run(m.messageId);
+      db.prepare('DELETE FROM router_envelopes WHERE id IN (SELECT id FROM router_messages WHERE message_id = ?)').run(m.messageId);
+      db.prepare('DELETE FROM router_messages WHERE message_id = ?').run(m.messageId);
+      h.restart();
+      assert.equal(h.router.ackDelivery(C, seq, m.messageId, 'DELIVERED', ctx()), false);
+    });
+
     it('resumes after a seq: deliveries up to it count as processed, later ones are sent again', () => {
       const first = h.stream(C);
       const [m1, m2] = [h.sendData(P, C), h.sendData(P, C)];

@@ -122,14 +122,16 @@ export class Delivery {
     const id = inbox?.inflight.get(seq)?.envelope.messageId ?? core.repo.deliveryAt(agentId, seq);
     if (!id || (messageId && messageId !== id)) return false;
     const record = core.message(id);
-    if (!record) return true;
+    // Gone from the store (its retention passed): there is nothing left to record.
+    if (!record) return false;
     if (outcome === 'DELIVERED' && (record.delivery === 'done' || record.deliverySeq !== seq)) return false;
     const now = core.clock.now();
     core.store.transaction(() => {
       if (outcome === 'PERMANENT_FAILURE' && !isTerminal(record.state)) {
         this.confirm(record, now, 'AckDelivery PERMANENT_FAILURE');
+        // A forwarded ACK or NACK (untracked) is not the producer's message: it fails without a dead letter.
         core.acks.finish(record, 'FAILED', UNSPECIFIED_ERROR, `${agentId} reported a permanent delivery failure (AckDelivery PERMANENT_FAILURE)`, ctx, now,
-          { dlq: true, nack: true, settleDedup: true });
+          { dlq: record.tracked, nack: true, settleDedup: true });
         return;
       }
       if (record.delivery === 'inflight' && record.deliverySeq === seq) {
