@@ -37,6 +37,8 @@ export interface CliOptions {
   readonly operator: boolean;
   /** A JSON file with the HITL policy (deadline, fallbacks, rules, pause). */
   readonly hitlPolicyFile: string | undefined;
+  /** The workspace folders (`--workspace DIR`, repeatable): every git repository in them is a repo_id. */
+  readonly workspaceFolders: readonly string[];
 }
 
 export const USAGE = `Usage: sw4rm-coordinator [options]
@@ -69,6 +71,8 @@ Options:
                             every invocation gets its fallback within 5 s
   --hitl-policy <file>      HITL policy JSON (README, "Approvals") with the keys
                             ${POLICY_INPUT_KEYS.join(', ')}
+  --workspace <folder>      a workspace folder (repeatable): every git repository in it, nested and bare
+                            ones included, becomes a repo_id (its folder name, made unique)
   -v, --verbose             print every event to stderr, per-message ones included
   -h, --help                show this help
 `;
@@ -86,6 +90,7 @@ export function parseArgs(argv: readonly string[]): CliOptions {
     unauthenticatedIdleSeconds: DEFAULT_CONNECTION_LIMITS.unauthenticatedIdleMs / 1000, requestBodySeconds: DEFAULT_CONNECTION_LIMITS.requestBodyMs / 1000,
     privilegedRatePerSecond: 50, payloadLimits: {} as Record<string, number>, unaddressed: DEFAULT_ROUTER_OPTIONS.unaddressed, verbose: false, help: false,
     operator: false, hitlPolicyFile: undefined as string | undefined,
+    workspaceFolders: [] as string[],
   };
   const positiveInteger = (flag: string, v: string, max: number): number => {
     const n = Number(v);
@@ -168,6 +173,7 @@ export function parseArgs(argv: readonly string[]): CliOptions {
       }
       case '--operator': options.operator = true; break;
       case '--hitl-policy': options.hitlPolicyFile = value(); break;
+      case '--workspace': options.workspaceFolders.push(value()); break;
       case '-v': case '--verbose': options.verbose = true; break;
       case '-h': case '--help': options.help = true; break;
       default: throw new UsageError(`unknown option '${arg}'`);

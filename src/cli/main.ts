@@ -8,6 +8,8 @@ import { formatEvent } from '../core/log/eventLog';
 import { DEFAULT_LANE_OPTIONS } from '../core/router/lanes';
 import type { StoredEvent } from '../core/log/model';
 import { StoreOpenError } from '../core/store/store';
+import { createGit } from '../core/worktree/git';
+import { discoverRepositories, type Repository } from '../core/worktree/repositories';
 import { formatEnvironment } from '../server/agentEnvironment';
 import { describeOpenFilesLimit, readOpenFilesLimit } from '../server/connections';
 import { CoordinatorHost } from '../server/host';
@@ -53,6 +55,20 @@ async function main(): Promise<number> {
       process.stderr.write(`sw4rm-coordinator: --hitl-policy ${options.hitlPolicyFile}: ${(err as Error).message}\n`);
       return 2;
     }
+  }
+
+  // The workspace's git repositories (the worktree area's repo_ids); a --workspace that is no folder is a usage error.
+  const notFolders = options.workspaceFolders.filter((folder) => !fs.statSync(folder, { throwIfNoEntry: false })?.isDirectory());
+  if (notFolders.length > 0) {
+    process.stderr.write(`sw4rm-coordinator: --workspace ${notFolders[0]}: not a folder\n`);
+    return 2;
+  }
+  let repositories: Repository[];
+  try {
+    repositories = await discoverRepositories(createGit(), options.workspaceFolders.map((folder) => path.resolve(folder)));
+  } catch (err) {
+    process.stderr.write(`sw4rm-coordinator: cannot read the workspace's git repositories: ${(err as Error).message}\n`);
+    return 1;
   }
 
   let host: CoordinatorHost;
@@ -108,6 +124,7 @@ async function main(): Promise<number> {
     // The environment on stdout says "ready", and scripts and tests may signal us as soon as they see it: print it only
     // once the handlers are in place, so that such a signal drains instead of killing the process.
     process.stdout.write(`# SW4RM coordinator serving on ${options.host}:${host.port} (auth ${options.auth}, store ${host.coordinator.store.location})\n`);
+    for (const repo of repositories) process.stdout.write(`# Repository ${repo.id}: ${repo.path}${repo.bare ? ' (bare)' : ''}\n`);
     process.stdout.write('# Agent environment:\n');
     process.stdout.write(formatEnvironment(host.environment()));
     // Node raises its soft RLIMIT_NOFILE to the hard limit and no further: show both (Linux), and how to raise them when low.

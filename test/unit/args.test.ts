@@ -16,11 +16,12 @@ function refused(argv: string[], message: RegExp): void {
 const BOUNDS_DEFAULTS = { memoryBudgetMiB: 128, maxConnections: 1000, unauthenticatedIdleSeconds: 10, requestBodySeconds: 30 };
 const ROUTER_DEFAULTS = { capacity: 10, dedupWindowSeconds: 3600, messageRetentionHours: 24, storeBudgetMiB: 2048, privilegedRatePerSecond: 50, payloadLimits: {}, unaddressed: 'refuse', verbose: false, ...BOUNDS_DEFAULTS };
 const HITL_DEFAULTS = { operator: false, hitlPolicyFile: undefined };
+const WORKSPACE_DEFAULTS = { workspaceFolders: [] };
 
 describe('parseArgs (headless CLI)', () => {
   it('defaults to 127.0.0.1:50051, token auth, .sw4rm, a 30 s debounce and the RFC router defaults', () => {
     assert.deepEqual(parseArgs([]), {
-      host: '127.0.0.1', port: 50051, dataDir: '.sw4rm', auth: 'token', heartbeatDebounceSeconds: 30, ...ROUTER_DEFAULTS, help: false, ...HITL_DEFAULTS,
+      host: '127.0.0.1', port: 50051, dataDir: '.sw4rm', auth: 'token', heartbeatDebounceSeconds: 30, ...ROUTER_DEFAULTS, help: false, ...HITL_DEFAULTS, ...WORKSPACE_DEFAULTS,
     });
   });
 
@@ -31,12 +32,17 @@ describe('parseArgs (headless CLI)', () => {
       host: '::1', port: 0, dataDir: '/tmp/x y', auth: 'none', heartbeatDebounceSeconds: 2.5,
       capacity: 3, dedupWindowSeconds: 60, messageRetentionHours: 48, storeBudgetMiB: 64, privilegedRatePerSecond: 5, payloadLimits: { DATA: 1048576 }, unaddressed: 'fanout', verbose: false, help: false,
       memoryBudgetMiB: 256, maxConnections: 50, unauthenticatedIdleSeconds: 5, requestBodySeconds: 60,
-      operator: true, hitlPolicyFile: 'p.json',
+      operator: true, hitlPolicyFile: 'p.json', ...WORKSPACE_DEFAULTS,
     });
     assert.deepEqual(parseArgs(['--port=65535', '--data-dir=a=b', '--auth=token', '--capacity=25', '--dedup-window=7200', '--payload-limit=CONTROL=100']), {
       host: '127.0.0.1', port: 65535, dataDir: 'a=b', auth: 'token', heartbeatDebounceSeconds: 30,
-      capacity: 25, dedupWindowSeconds: 7200, messageRetentionHours: 24, storeBudgetMiB: 2048, privilegedRatePerSecond: 50, payloadLimits: { CONTROL: 100 }, unaddressed: 'refuse', verbose: false, help: false, ...HITL_DEFAULTS, ...BOUNDS_DEFAULTS,
+      capacity: 25, dedupWindowSeconds: 7200, messageRetentionHours: 24, storeBudgetMiB: 2048, privilegedRatePerSecond: 50, payloadLimits: { CONTROL: 100 }, unaddressed: 'refuse', verbose: false, help: false, ...HITL_DEFAULTS, ...BOUNDS_DEFAULTS, ...WORKSPACE_DEFAULTS,
     });
+  });
+
+  it('takes --workspace DIR repeatedly, in order', () => {
+    assert.deepEqual(parseArgs(['--workspace', '/a b', '--workspace=/c', '--workspace', 'rel']).workspaceFolders, ['/a b', '/c', 'rel']);
+    refused(['--workspace'], /--workspace needs a value/);
   });
 
   describe('router options', () => {

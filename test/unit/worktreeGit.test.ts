@@ -286,13 +286,13 @@ describe('worktree area: git, repositories, worktrees, snapshots (real repositor
     it('leaves a consistent state and loses no file when the removal is killed midway', async function () {
       const { repo, worktrees } = await repoAndWorktrees();
       const made = await worktrees.create('agent-1');
-      for (let d = 0; d < 40; d++) {
+      for (let d = 0; d < 30; d++) {
         fs.mkdirSync(path.join(made.path, `dir${d}`));
-        for (let f = 0; f < 50; f++) fs.writeFileSync(path.join(made.path, `dir${d}`, `committed${f}.txt`), `committed ${d}/${f}\n`);
+        for (let f = 0; f < 40; f++) fs.writeFileSync(path.join(made.path, `dir${d}`, `committed${f}.txt`), `committed ${d}/${f}\n`);
       }
       commitAll(made.path, 'agent work');
-      for (let d = 0; d < 40; d++) {
-        for (let f = 0; f < 50; f++) fs.writeFileSync(path.join(made.path, `dir${d}`, `untracked${f}.txt`), `untracked ${d}/${f}\n`);
+      for (let d = 0; d < 30; d++) {
+        for (let f = 0; f < 40; f++) fs.writeFileSync(path.join(made.path, `dir${d}`, `untracked${f}.txt`), `untracked ${d}/${f}\n`);
       }
       const original = readTree(made.path);
       const removal = `
@@ -315,7 +315,7 @@ describe('worktree area: git, repositories, worktrees, snapshots (real repositor
         } catch {
           break; // the whole folder went before we looked
         }
-        if (left < 40) {
+        if (left < 30) {
           process.kill(-child.pid!, 'SIGKILL');
           killedMidway = left > 0;
           break;
