@@ -1,0 +1,561 @@
+import { strict as assert } from 'node:assert';
+import { execFileSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import * as fs from 'node:fs';
+import * as net from 'node:net';
+import * as path from 'node:path';
+import {
+  Confinement, ConfinementError, isGitName, parseRequestedPath, type ConfinementReason,
+} from '../../src/core/worktree/confinement';
+import { makeTempDir, removeTempDir } from '../support/tempDir';
+
+/**
+ * The confinement corpus (issue 15, parts 5 and 11): attacks against a REAL worktree (`git worktree add` of a
+ * temporary repository, so its `.git` is a file), each through every operation it applies to, with canary files
+ * outside: every attack must be refused and nothing outside may change.
+ */
+
+const SECRET = 'SECRET-CANARY-7f3a';
+
+type Op = 'resolve' | 'read' | 'write' | 'writeParents' | 'list' | 'stat' | 'delete' | 'mkdir';
+const ALL_OPS: readonly Op[] = ['resolve', 'read', 'write', 'writeParents', 'list', 'stat', 'delete', 'mkdir'];
+
+function run(confinement: Confinement, op: Op, requested: string): Promise<unknown> {
+  switch (op) {
+    case 'resolve': return confinement.resolve(requested);
+    case 'read': return confinement.readFile(requested);
+    case 'write': return confinement.writeFile(requested, 'PWNED');
+    case 'writeParents': return confinement.writeFile(requested, 'PWNED', { createParents: true });
+    case 'list': return confinement.listDir(requested);
+    case 'stat': return confinement.stat(requested);
+    case 'delete': return confinement.deleteFile(requested);
+    case 'mkdir': return confinement.mkdir(requested, { recursive: true });
+  }
+}
+
+function git(cwd: string, ...args: string[]): string {
+  return execFileSync('git', ['-c', 'user.name=Test', '-c', 'user.email=test@example.com', '-c', 'init.defaultBranch=main', ...args], { cwd, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+}
+
+/** Every name under `dir` (not following links) with its type, link target or content digest and inode. */
+function snapshot(dir: string, into = new Map<string, string>(), prefix = ''): Map<string, string> {
+  for (const name of fs.readdirSync(dir).sort()) {
+    const full = path.join(dir, name);
+    const stats = fs.lstatSync(full);
+    const key = prefix + name;
+    if (stats.isSymbolicLink()) into.set(key, `link:${fs.readlinkSync(full)}`);
+    else if (stats.isDirectory()) { into.set(key, `dir:${stats.mode}`); snapshot(full, into, key + '/'); }
+    else if (stats.isFile()) into.set(key, `file:${stats.ino}:${stats.mode}:${stats.nlink}:${createHash('sha256').update(fs.readFileSync(full)).digest('hex')}`);
+    else into.set(key, `other:${stats.ino}`);
+  }
+  return into;
+}
+
+interface Fixture {
+  base: string;
+  outside: string;
+  repo: string;
+  worktree: string;
+  server?: net.Server;
+  deviceNode: boolean;
+  /** What must never change: everything outside the worktree, and the worktree's own `.git` file. */
+  guarded(): Map<string, string>;
+}
+
+async function makeFixture(): Promise<Fixture> {
+  const base = fs.realpathSync(makeTempDir('sw4rm-confine-'));
+  const outside = path.join(base, 'outside');
+  fs.mkdirSync(path.join(outside, 'dir'), { recursive: true });
+  fs.writeFileSync(path.join(outside, 'secret.txt'), SECRET);
+  fs.writeFileSync(path.join(outside, 'dir', 'secret.txt'), SECRET);
+  const repo = path.join(base, 'repo');
+  fs.mkdirSync(repo);
+  git(repo, 'init', '-q');
+  fs.writeFileSync(path.join(repo, 'README.md'), '# repo\n');
+  git(repo, 'add', 'README.md');
+  git(repo, 'commit', '-q', '-m', 'initial');
+  const worktree = path.join(base, 'repo.sw4rm-worktrees', 'wt1');
+  git(repo, 'worktree', 'add', '-q', '-b', 'sw4rm/wt1', worktree);
+  assert.ok(fs.lstatSync(path.join(worktree, '.git')).isFile(), 'a linked worktree has a .git file');
+
+  const w = (p: string) => path.join(worktree, p);
+  fs.mkdirSync(w('src'));
+  fs.writeFileSync(w('src/app.ts'), 'export const app = 1;\n');
+  fs.mkdirSync(w('real'));
+  fs.mkdirSync(w('sub/.git/hooks'), { recursive: true });
+  fs.writeFileSync(w('sub/.git/hooks/pre-commit'), '#!/bin/sh\n');
+  fs.symlinkSync(path.join(outside, 'secret.txt'), w('link-file'));
+  fs.symlinkSync('../../outside/secret.txt', w('link-rel'));
+  fs.symlinkSync(path.join(outside, 'dir'), w('link-dir'));
+  fs.symlinkSync(path.join(outside, 'dir'), w('real/linked'));
+  fs.symlinkSync('src/app.ts', w('link-inside'));
+  fs.symlinkSync(path.join(outside, 'created-by-attack.txt'), w('dangling'));
+  fs.symlinkSync(path.join(repo, '.git'), w('link-git'));
+  fs.symlinkSync('/dev/null', w('link-dev'));
+  fs.symlinkSync('..', w('link-dotdot'));
+  fs.linkSync(path.join(outside, 'secret.txt'), w('hard.txt'));
+  execFileSync('mkfifo', [w('fifo')]);
+  let deviceNode = false;
+  try {
+    execFileSync('mknod', [w('devnull'), 'c', '1', '3'], { stdio: 'ignore' });
+    deviceNode = true;
+  } catch {
+    fs.symlinkSync('/dev/zero', w('devnull'));
+  }
+  const server = net.createServer();
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(w('sock'), resolve);
+  });
+  assert.ok(fs.lstatSync(w('sock')).isSocket());
+
+  const guarded = () => {
+    const map = snapshot(outside, new Map(), 'outside/');
+    snapshot(repo, map, 'repo/');
+    map.set('base', fs.readdirSync(base).sort().join(','));
+    map.set('worktrees', fs.readdirSync(path.dirname(worktree)).sort().join(','));
+    map.set('wt/.git', fs.readFileSync(w('.git'), 'utf8'));
+    return map;
+  };
+  return { base, outside, repo, worktree, server, deviceNode, guarded };
+}
+
+async function disposeFixture(f: Fixture | undefined): Promise<void> {
+  if (!f) return;
+  await new Promise<void>((resolve) => (f.server ? f.server.close(() => resolve()) : resolve()));
+  removeTempDir(f.base);
+}
+
+/** `promise` is refused with a ConfinementError of `reason`, whose message names no real path. */
+async function assertRefused(promise: Promise<unknown>, reason: ConfinementReason | readonly ConfinementReason[], f: Fixture, label: string): Promise<ConfinementError> {
+  let result: unknown;
+  try {
+    result = await promise;
+  } catch (error) {
+    assert.ok(error instanceof ConfinementError, `${label}: a ConfinementError, not ${String(error)}`);
+    const reasons = typeof reason === 'string' ? [reason] : reason;
+    assert.ok(reasons.includes(error.reason), `${label}: refused for ${error.reason}, expected ${reasons.join(' or ')}`);
+    assert.ok(!error.message.includes(f.base), `${label}: the message names no real path (${error.message})`);
+    assert.ok(!error.message.includes(SECRET), `${label}: the message carries no content`);
+    return error;
+  }
+  assert.fail(`${label}: not refused, answered ${JSON.stringify(result instanceof Buffer ? result.toString() : result)}`);
+}
+
+interface Attack {
+  name: string;
+  /** The requested path (a function when it depends on the fixture's real paths). */
+  path: string | ((f: Fixture) => string);
+  reason: ConfinementReason | readonly ConfinementReason[];
+  ops?: readonly Op[];
+}
+
+const TRAVERSAL: Attack[] = [
+  { name: 'plain .. to a file outside', path: '../../outside/secret.txt', reason: 'parent_traversal' },
+  { name: 'plain .. to the worktrees folder', path: '../', reason: 'parent_traversal' },
+  { name: 'bare ..', path: '..', reason: 'parent_traversal' },
+  { name: '.. after a real folder', path: 'src/../../..', reason: 'parent_traversal' },
+  { name: '.. behind ./', path: './../x', reason: 'parent_traversal' },
+  { name: '.. with doubled slashes', path: '..//..//etc/passwd', reason: 'parent_traversal' },
+  { name: '.. that would stay inside (refused all the same)', path: 'src/..', reason: 'parent_traversal' },
+  { name: '.. deep after many folders', path: 'a/b/c/d/../../../../../../outside/secret.txt', reason: 'parent_traversal' },
+  { name: 'URL-encoded ../', path: '%2e%2e/%2e%2e/outside/secret.txt', reason: 'encoded_traversal' },
+  { name: 'URL-encoded upper case with encoded slash', path: '%2E%2E%2F%2E%2E%2Foutside', reason: 'encoded_traversal' },
+  { name: 'plain dots, encoded slashes', path: '..%2f..%2foutside%2fsecret.txt', reason: 'encoded_traversal' },
+  { name: 'double URL encoding', path: '%252e%252e%252fsecret', reason: 'encoded_traversal' },
+  { name: 'triple URL encoding', path: '%25252e%25252e/outside', reason: 'encoded_traversal' },
+  { name: 'encoded backslashes', path: '..%5c..%5coutside', reason: 'encoded_traversal' },
+  { name: 'encoded dots and backslash', path: '%2e%2e%5csecret', reason: 'encoded_traversal' },
+  { name: 'encoded NUL', path: 'src/app.ts%00.png', reason: 'encoded_traversal' },
+  { name: 'encoded .git', path: '%2egit/config', reason: 'encoded_traversal' },
+  { name: 'overlong 2-byte dots', path: '%c0%ae%c0%ae/%c0%ae%c0%ae/outside/secret.txt', reason: 'encoded_traversal' },
+  { name: 'overlong 3-byte dots', path: '%e0%80%ae%e0%80%ae/outside', reason: 'encoded_traversal' },
+  { name: 'overlong 4-byte dots', path: '%f0%80%80%ae%f0%80%80%ae/outside', reason: 'encoded_traversal' },
+  { name: 'overlong slash', path: '..%c0%af..%c0%afoutside', reason: 'encoded_traversal' },
+  { name: 'overlong backslash', path: '..%c1%9c..%c1%9coutside', reason: 'encoded_traversal' },
+  { name: 'overlong NUL', path: 'src/app.ts%c0%80', reason: 'encoded_traversal' },
+  { name: 'fullwidth dots', path: '\uff0e\uff0e/outside/secret.txt', reason: 'lookalike_traversal' },
+  { name: 'two dot leader', path: '\u2025/outside/secret.txt', reason: 'lookalike_traversal' },
+  { name: 'fullwidth dots and solidus', path: '\uff0e\uff0e\uff0foutside', reason: 'lookalike_traversal' },
+  { name: 'dots split by a zero-width space', path: '.\u200b./outside', reason: 'lookalike_traversal' },
+  { name: 'backslash traversal', path: '..\\..\\outside\\secret.txt', reason: 'backslash' },
+  { name: 'backslash after a real folder', path: 'src\\..\\..\\x', reason: 'backslash' },
+  { name: 'UNC path', path: '\\\\server\\share\\x', reason: 'backslash' },
+  { name: 'backslash absolute', path: '\\etc\\passwd', reason: 'backslash' },
+];
+
+const ABSOLUTE: Attack[] = [
+  { name: 'absolute /etc/passwd', path: '/etc/passwd', reason: 'absolute_path' },
+  { name: 'absolute path of the canary', path: (f) => path.join(f.outside, 'secret.txt'), reason: 'absolute_path' },
+  { name: 'absolute path of a file inside the worktree', path: (f) => path.join(f.worktree, 'src/app.ts'), reason: 'absolute_path' },
+  { name: 'absolute path of the repository\'s git directory', path: (f) => path.join(f.repo, '.git/config'), reason: 'absolute_path' },
+  { name: 'double-slash absolute', path: '//etc/passwd', reason: 'absolute_path' },
+  { name: 'drive letter', path: 'C:/Windows/win.ini', reason: 'absolute_path' },
+  { name: 'drive-relative', path: 'c:secret.txt', reason: 'absolute_path' },
+  { name: 'home-relative', path: '~/.ssh/id_rsa', reason: 'absolute_path' },
+];
+
+const MALFORMED: Attack[] = [
+  { name: 'NUL truncation', path: 'src/app.ts\0.png', reason: 'nul_byte' },
+  { name: 'NUL alone', path: '\0', reason: 'nul_byte' },
+  { name: 'NUL before ..', path: 'secret\0/../..', reason: 'nul_byte' },
+  { name: 'newline in a name', path: 'src/a\nb', reason: 'control_character' },
+  { name: 'a 256-byte component', path: 'a'.repeat(256), reason: 'component_too_long' },
+  { name: 'a 256-byte component of 2-byte characters', path: '\u00e9'.repeat(128), reason: 'component_too_long' },
+  { name: 'a path longer than 4096 bytes', path: 'a/'.repeat(2100), reason: 'path_too_long' },
+  { name: 'a path that is too long once joined to the root', path: ('b'.repeat(250) + '/').repeat(16) + 'c'.repeat(60), reason: 'path_too_long' },
+];
+
+const GIT: Attack[] = [
+  { name: 'the worktree\'s .git file', path: '.git', reason: 'git_metadata' },
+  { name: 'inside .git', path: '.git/config', reason: 'git_metadata' },
+  { name: '.GIT', path: '.GIT', reason: 'git_metadata' },
+  { name: '.Git/HEAD', path: '.Git/HEAD', reason: 'git_metadata' },
+  { name: '.git. (trailing dot)', path: '.git.', reason: 'git_metadata' },
+  { name: '.git  (trailing space)', path: '.git ', reason: 'git_metadata' },
+  { name: '.git. . . (dots and spaces)', path: '.git. . .', reason: 'git_metadata' },
+  { name: 'a nested repository\'s .git', path: 'sub/.git/hooks/pre-commit', reason: 'git_metadata' },
+  { name: '.git in a subfolder', path: 'src/.git', reason: 'git_metadata' },
+  { name: 'dotless i', path: '.g\u0131t', reason: 'git_metadata' },
+  { name: 'capital I with dot above', path: '.G\u0130T/config', reason: 'git_metadata' },
+  { name: 'zero-width non-joiner (ignored by HFS+)', path: '.g\u200cit', reason: 'git_metadata' },
+  { name: 'byte order mark at the end', path: '.git\ufeff', reason: 'git_metadata' },
+  { name: 'fullwidth full stop', path: '\uff0egit', reason: 'git_metadata' },
+  { name: 'decomposed (NFD) form with a combining mark', path: '.gi\u0074\u0301', reason: 'git_metadata' },
+  { name: 'composed (NFC) form of the same', path: '.gi\u0165', reason: 'git_metadata' },
+  { name: '8.3 short name', path: 'GIT~1', reason: 'git_metadata' },
+  { name: 'NTFS stream', path: '.git::$INDEX_ALLOCATION', reason: 'git_metadata' },
+];
+
+const LINKS_AND_SPECIAL_FILES: Attack[] = [
+  { name: 'a symlink to a file outside (absolute target)', path: 'link-file', reason: 'symlink' },
+  { name: 'a symlink to a file outside (relative target)', path: 'link-rel', reason: 'symlink' },
+  { name: 'a symlink to a folder outside', path: 'link-dir', reason: 'symlink' },
+  { name: 'a file through a symlinked folder', path: 'link-dir/secret.txt', reason: 'symlink' },
+  { name: 'a symlinked parent folder deeper in the tree', path: 'real/linked/secret.txt', reason: 'symlink' },
+  { name: 'a new file through a symlinked parent folder', path: 'real/linked/new.txt', reason: 'symlink' },
+  { name: 'new folders through a symlinked parent folder', path: 'real/linked/x/y/z.txt', reason: 'symlink' },
+  { name: 'a dangling symlink pointing outside (write would create there)', path: 'dangling', reason: 'symlink' },
+  { name: 'a symlink to a file inside (any link is refused)', path: 'link-inside', reason: 'symlink' },
+  { name: 'a symlink to the repository\'s git directory', path: 'link-git/config', reason: 'symlink' },
+  { name: 'a symlink to /dev/null', path: 'link-dev', reason: 'symlink' },
+  { name: 'a symlink to ..', path: 'link-dotdot/outside/secret.txt', reason: 'symlink' },
+  { name: 'a FIFO', path: 'fifo', reason: 'fifo' },
+  { name: 'a socket', path: 'sock', reason: 'socket' },
+  { name: 'a device node (mknod as root; else a link to /dev/zero)', path: 'devnull', reason: ['device_node', 'symlink'] },
+  { name: 'a hard link to a file outside (read)', path: 'hard.txt', reason: 'hard_link', ops: ['read', 'stat'] },
+];
+
+const CORPUS: Array<[string, Attack[]]> = [
+  ['traversal (plain, URL-encoded, overlong, look-alike, backslash)', TRAVERSAL],
+  ['absolute paths', ABSOLUTE],
+  ['NUL bytes, control characters, lengths', MALFORMED],
+  ['.git and its case and Unicode variants', GIT],
+  ['symlinks, FIFOs, sockets, device nodes, hard links', LINKS_AND_SPECIAL_FILES],
+];
+
+const ATTACK_COUNT = CORPUS.reduce((sum, [, attacks]) => sum + attacks.length, 0);
+
+describe('Confinement (RFC §6.4, §16, §23)', () => {
+  it(`the corpus has at least 60 attacks (${ATTACK_COUNT})`, () => {
+    assert.ok(ATTACK_COUNT >= 60, `${ATTACK_COUNT} attacks`);
+  });
+
+  for (const strategy of ['proc-fd', 'path'] as const) {
+    describe(`with strategy '${strategy}'`, () => {
+      let f: Fixture;
+      let confinement: Confinement;
+      let guardedBefore: Map<string, string>;
+
+      before(async function () {
+        if (strategy === 'proc-fd' && process.platform !== 'linux') this.skip();
+        f = await makeFixture();
+        confinement = await Confinement.forWorktree(f.worktree, { strategy });
+        guardedBefore = f.guarded();
+      });
+
+      after(async () => {
+        if (f) {
+          assert.deepEqual(f.guarded(), guardedBefore, 'nothing outside the worktree changed');
+          const leftovers = fs.readdirSync(f.worktree).filter((name) => name.startsWith('.sw4rm-write-'));
+          assert.deepEqual(leftovers, [], 'no temporary file is left behind');
+        }
+        await disposeFixture(f);
+      });
+
+      for (const [group, attacks] of CORPUS) {
+        describe(`refuses ${group}`, () => {
+          for (const attack of attacks) {
+            it(attack.name, async () => {
+              const requested = typeof attack.path === 'string' ? attack.path : attack.path(f);
+              for (const op of attack.ops ?? ALL_OPS) {
+                await assertRefused(run(confinement, op, requested), attack.reason, f, `${op} ${JSON.stringify(requested.slice(0, 60))}`);
+              }
+              assert.deepEqual(f.guarded(), guardedBefore, 'nothing outside the worktree was written');
+              assert.equal(fs.existsSync(path.join(f.outside, 'created-by-attack.txt')), false);
+            });
+          }
+        });
+      }
+
+      it('a device node really is one when the tests run as root (otherwise the corpus used a link)', function () {
+        if (!f.deviceNode) this.skip();
+        assert.ok(fs.lstatSync(path.join(f.worktree, 'devnull')).isCharacterDevice());
+      });
+
+      describe('a hard link to a file outside (documented: same inode; reads refused, writes replace the name)', () => {
+        it('writing over a hard-linked name replaces that name only: the other file is untouched', async () => {
+          const name = 'hard-write.txt';
+          fs.linkSync(path.join(f.outside, 'secret.txt'), path.join(f.worktree, name));
+          await confinement.writeFile(name, 'new content');
+          assert.equal(fs.readFileSync(path.join(f.outside, 'secret.txt'), 'utf8'), SECRET);
+          assert.equal(fs.readFileSync(path.join(f.worktree, name), 'utf8'), 'new content');
+          assert.equal(fs.statSync(path.join(f.worktree, name)).nlink, 1);
+          fs.unlinkSync(path.join(f.worktree, name));
+          assert.deepEqual(f.guarded(), guardedBefore);
+        });
+
+        it('deleting a hard-linked name removes that name only', async () => {
+          const name = 'hard-delete.txt';
+          fs.linkSync(path.join(f.outside, 'secret.txt'), path.join(f.worktree, name));
+          await confinement.deleteFile(name);
+          assert.equal(fs.existsSync(path.join(f.worktree, name)), false);
+          assert.equal(fs.readFileSync(path.join(f.outside, 'secret.txt'), 'utf8'), SECRET);
+          assert.deepEqual(f.guarded(), guardedBefore);
+        });
+      });
+
+      describe('a swap between the check and the open is caught at the open', () => {
+        type Moment = 'folder' | 'file';
+        const RACE_OPS: Array<[string, (c: Confinement, dir: string) => Promise<unknown>]> = [
+          ['read', (c, dir) => c.readFile(`${dir}/secret.txt`)],
+          ['stat', (c, dir) => c.stat(`${dir}/secret.txt`)],
+          ['list', (c, dir) => c.listDir(dir)],
+          ['write a new file', (c, dir) => c.writeFile(`${dir}/new.txt`, 'PWNED')],
+          ['write over a file', (c, dir) => c.writeFile(`${dir}/secret.txt`, 'PWNED')],
+          ['delete', (c, dir) => c.deleteFile(`${dir}/secret.txt`)],
+          ['mkdir', (c, dir) => c.mkdir(`${dir}/new`, { recursive: true })],
+        ];
+
+        /**
+         * A real folder `dir` (with secret.txt in it) that passes every check, swapped for a symlink to
+         * outside/dir right before a system call touches it: at 'folder', right before the folder itself is
+         * opened (the walk); at 'file', once the folder was checked and opened, right before the last system
+         * call on what is inside it (for a listing: the read of the folder itself, its last touch).
+         */
+        async function race(dir: string, moment: Moment, operation: (c: Confinement, dir: string) => Promise<unknown>): Promise<{ swaps: number; result: Promise<unknown> }> {
+          const folder = path.join(f.worktree, dir);
+          fs.mkdirSync(folder);
+          fs.writeFileSync(path.join(folder, 'secret.txt'), 'inside');
+          const touches: string[] = [];
+          const probe = await Confinement.forWorktree(f.worktree, { strategy, beforeOpen: (p) => { touches.push(p); } });
+          await operation(probe, dir);
+          fs.rmSync(folder, { recursive: true, force: true });
+          fs.mkdirSync(folder);
+          fs.writeFileSync(path.join(folder, 'secret.txt'), 'inside');
+          const relevant = touches.filter((p) => p === folder || p.startsWith(folder + '/'));
+          const at = moment === 'folder' ? relevant.indexOf(folder) : relevant.length - 1;
+          let seen = 0;
+          let swaps = 0;
+          const racing = await Confinement.forWorktree(f.worktree, {
+            strategy,
+            beforeOpen: (p) => {
+              if (p !== folder && !p.startsWith(folder + '/')) return;
+              if (seen++ !== at) return;
+              fs.renameSync(folder, `${folder}.moved`);
+              fs.symlinkSync(path.join(f.outside, 'dir'), folder);
+              swaps++;
+            },
+          });
+          const result = operation(racing, dir);
+          await result.catch(() => undefined);
+          return { swaps, result };
+        }
+
+        for (const moment of ['folder', 'file'] as const) {
+          for (const [label, operation] of RACE_OPS) {
+            it(`${label}: the folder swapped for a symlink to outside at the ${moment === 'folder' ? 'folder\'s' : 'last'} open`, async () => {
+              const dir = `race-${moment}-${label.replace(/\W+/g, '-')}`;
+              const { swaps, result } = await race(dir, moment, operation);
+              assert.equal(swaps, 1, 'the swap happened after the checks');
+              await assertRefused(result, ['symlink', 'outside_worktree', 'changed_during_open'], f, `${label} after swap`);
+              fs.rmSync(path.join(f.worktree, dir), { force: true });
+              assert.deepEqual(fs.readdirSync(`${path.join(f.worktree, dir)}.moved`).filter((n) => n.startsWith('.sw4rm-write-')), [], 'no temporary file left');
+              fs.rmSync(`${path.join(f.worktree, dir)}.moved`, { recursive: true, force: true });
+              assert.deepEqual(f.guarded(), guardedBefore, 'nothing outside the worktree was read, written or removed');
+            });
+          }
+        }
+
+        it('a file swapped for a symlink to outside right before its open (O_NOFOLLOW)', async () => {
+          const target = path.join(f.worktree, 'race-file.txt');
+          fs.writeFileSync(target, 'inside');
+          const racing = await Confinement.forWorktree(f.worktree, {
+            strategy,
+            beforeOpen: (p) => { if (p === target) { fs.unlinkSync(target); fs.symlinkSync(path.join(f.outside, 'secret.txt'), target); } },
+          });
+          await assertRefused(racing.readFile('race-file.txt'), 'symlink', f, 'read after file swap');
+          fs.unlinkSync(target);
+        });
+
+        it('a file swapped for a FIFO right before its open: the open does not block and is refused', async () => {
+          const target = path.join(f.worktree, 'race-fifo');
+          fs.writeFileSync(target, 'inside');
+          const racing = await Confinement.forWorktree(f.worktree, {
+            strategy,
+            beforeOpen: (p) => { if (p === target) { fs.unlinkSync(target); execFileSync('mkfifo', [target]); } },
+          });
+          await assertRefused(racing.readFile('race-fifo'), 'fifo', f, 'read after FIFO swap');
+          fs.unlinkSync(target);
+        });
+      });
+
+      describe('what is allowed', () => {
+        it('nested files: write (making folders), read, stat, list, delete', async () => {
+          await confinement.writeFile('a/b/c/nested.txt', 'nested', { createParents: true });
+          assert.equal((await confinement.readFile('a/b/c/nested.txt')).toString(), 'nested');
+          assert.equal((await confinement.readFile('./a//b/c/nested.txt')).toString(), 'nested', 'empty and "." components are dropped');
+          const stat = await confinement.stat('a/b/c/nested.txt');
+          assert.equal(stat.type, 'file');
+          assert.equal(stat.size, 6);
+          assert.equal((await confinement.stat('a/b')).type, 'directory');
+          assert.deepEqual(await confinement.listDir('a/b/c'), [{ name: 'nested.txt', type: 'file' }]);
+          await confinement.deleteFile('a/b/c/nested.txt');
+          assert.equal(fs.existsSync(path.join(f.worktree, 'a/b/c/nested.txt')), false);
+          await assertRefused(confinement.readFile('a/b/c/nested.txt'), 'not_found', f, 'read after delete');
+        });
+
+        it('resolve gives the canonical path inside the worktree, existing or not', async () => {
+          const root = fs.realpathSync(f.worktree);
+          assert.equal(confinement.root, root);
+          assert.equal(await confinement.resolve('src/app.ts'), path.join(root, 'src/app.ts'));
+          assert.equal(await confinement.resolve('src/new-file.ts'), path.join(root, 'src/new-file.ts'));
+          assert.equal(await confinement.resolve(''), root);
+          assert.equal(await confinement.resolve('.'), root);
+        });
+
+        it('dotfiles other than .git: .env, .gitignore, .github/, .gitattributes', async () => {
+          for (const name of ['.env', '.env.local', '.gitignore', '.gitattributes', '.github/workflows/ci.yml', '.gitkeep', '.git-blame-ignore-revs']) {
+            await confinement.writeFile(name, `content of ${name}`, { createParents: true });
+            assert.equal((await confinement.readFile(name)).toString(), `content of ${name}`, name);
+          }
+        });
+
+        it('Unicode names (NFC and NFD are different names on Linux), and names with % and dots', async () => {
+          const names = ['caf\u00e9.txt', 'cafe\u0301.txt', '\u65e5\u672c\u8a9e/\u30d5\u30a1\u30a4\u30eb.md', '\ud83d\ude80.txt', '50%.txt', 'a%20b.txt', 'x..y', '...', '\u00e9'.repeat(127)];
+          for (const name of names) {
+            await confinement.writeFile(name, name, { createParents: true });
+            assert.equal((await confinement.readFile(name)).toString(), name, name);
+          }
+          assert.ok(fs.existsSync(path.join(f.worktree, 'a%20b.txt')), 'a name with % is that name, never decoded');
+        });
+
+        it('overwriting keeps the file\'s mode, leaves no temporary file, and the old content is replaced whole', async () => {
+          fs.writeFileSync(path.join(f.worktree, 'script.sh'), 'old old old old');
+          fs.chmodSync(path.join(f.worktree, 'script.sh'), 0o750);
+          await confinement.writeFile('script.sh', 'new');
+          assert.equal(fs.readFileSync(path.join(f.worktree, 'script.sh'), 'utf8'), 'new');
+          assert.equal(fs.statSync(path.join(f.worktree, 'script.sh')).mode & 0o777, 0o750);
+          assert.deepEqual(fs.readdirSync(f.worktree).filter((n) => n.startsWith('.sw4rm-write-')), []);
+        });
+
+        it('listDir shows links as links (never followed) and leaves out .git', async () => {
+          const entries = await confinement.listDir('');
+          const byName = new Map(entries.map((e) => [e.name, e.type]));
+          assert.equal(byName.has('.git'), false);
+          assert.equal(byName.get('src'), 'directory');
+          assert.equal(byName.get('link-dir'), 'symlink');
+          assert.equal(byName.get('link-file'), 'symlink');
+          assert.equal(byName.get('fifo'), 'other');
+        });
+
+        it('mkdir: new folders, an existing folder with recursive; not over a file', async () => {
+          await confinement.mkdir('made/deep/er', { recursive: true });
+          await confinement.mkdir('made/deep/er', { recursive: true });
+          await confinement.mkdir('made/single');
+          assert.ok(fs.statSync(path.join(f.worktree, 'made/deep/er')).isDirectory());
+          await assertRefused(confinement.mkdir('made/single'), 'already_exists', f, 'mkdir twice without recursive');
+          await assertRefused(confinement.mkdir('src/app.ts', { recursive: true }), 'already_exists', f, 'mkdir over a file');
+        });
+
+        it('ordinary failures have their own codes: not_found, is_a_directory, not_a_directory, root, too_large', async () => {
+          assert.equal((await assertRefused(confinement.readFile('missing.txt'), 'not_found', f, 'missing')).code, 'not_found');
+          assert.equal((await assertRefused(confinement.writeFile('missing/x.txt', 'x'), 'not_found', f, 'missing parent')).code, 'not_found');
+          assert.equal((await assertRefused(confinement.readFile('src'), 'is_a_directory', f, 'read a folder')).code, 'filesystem_error');
+          await assertRefused(confinement.deleteFile('src'), 'is_a_directory', f, 'delete a folder');
+          await assertRefused(confinement.readFile('src/app.ts/x'), 'not_a_directory', f, 'a file as a folder');
+          assert.equal((await assertRefused(confinement.writeFile('', 'x'), 'root', f, 'write the root')).code, 'permission_denied');
+          await assertRefused(confinement.deleteFile('.'), 'root', f, 'delete the root');
+          await assertRefused(confinement.readFile('src/app.ts', { maxBytes: 4 }), 'too_large', f, 'maxBytes');
+        });
+      });
+    });
+  }
+
+  describe('the worktree itself', () => {
+    let f: Fixture | undefined;
+    afterEach(async () => { await disposeFixture(f); f = undefined; });
+
+    it('a missing root, or a file as root, is worktree_not_bound', async () => {
+      f = await makeFixture();
+      for (const root of [path.join(f.base, 'no-such-worktree'), path.join(f.outside, 'secret.txt')]) {
+        const error = await assertRefused(Confinement.forWorktree(root), 'worktree_missing', f, 'forWorktree');
+        assert.equal(error.code, 'worktree_not_bound');
+      }
+    });
+
+    it('a worktree removed after binding answers worktree_not_bound, for every operation', async () => {
+      f = await makeFixture();
+      const confinement = await Confinement.forWorktree(f.worktree);
+      await f.server?.close();
+      f.server = undefined;
+      fs.rmSync(f.worktree, { recursive: true, force: true });
+      for (const op of ALL_OPS) {
+        const error = await assertRefused(run(confinement, op, 'src/app.ts'), 'worktree_missing', f, op);
+        assert.equal(error.code, 'worktree_not_bound');
+      }
+    });
+
+    it('the repository\'s git directory cannot be a worktree root', async () => {
+      f = await makeFixture();
+      await assertRefused(Confinement.forWorktree(path.join(f.repo, '.git')), 'git_metadata', f, 'git dir as root');
+      await assertRefused(Confinement.forWorktree(path.join(f.repo, '.git', 'worktrees', 'wt1')), 'git_metadata', f, 'worktree gitdir as root');
+    });
+
+    it('the main checkout as root (its .git is a folder) refuses .git the same way', async () => {
+      f = await makeFixture();
+      const confinement = await Confinement.forWorktree(f.repo);
+      await assertRefused(confinement.readFile('.git/config'), 'git_metadata', f, 'main checkout .git');
+      assert.equal((await confinement.readFile('README.md')).toString(), '# repo\n');
+    });
+
+    it('a root given through a symlink is canonicalised', async () => {
+      f = await makeFixture();
+      const alias = path.join(f.base, 'alias');
+      fs.symlinkSync(f.worktree, alias);
+      const confinement = await Confinement.forWorktree(alias);
+      assert.equal(confinement.root, f.worktree);
+      assert.equal((await confinement.readFile('src/app.ts')).toString(), 'export const app = 1;\n');
+    });
+  });
+
+  describe('the text of a path (pure)', () => {
+    it('isGitName: the variants git itself refuses, and not the dotfiles next to them', () => {
+      for (const name of ['.git', '.GIT', '.git.', '.git ', '.gIt. .', 'git~1', '.git::$DATA', '.g\u200dit']) assert.ok(isGitName(name), name);
+      for (const name of ['.gitignore', '.github', '.gitmodules', 'git', '.git-x', 'x.git']) assert.equal(isGitName(name), false, name);
+    });
+
+    it('Windows device names are refused where they are devices (on Windows, or when asked)', () => {
+      for (const name of ['CON', 'src/nul.txt', 'com1', 'LPT9.log', 'aux.', 'CONOUT$']) {
+        assert.deepEqual(parseRequestedPath(name, { windowsNames: true }), { refused: 'device_name' }, name);
+      }
+      assert.deepEqual(parseRequestedPath('src/aux.ts', { windowsNames: false }), { components: ['src', 'aux.ts'] });
+    });
+
+    it('parseRequestedPath keeps names literally and drops empty and "." components', () => {
+      assert.deepEqual(parseRequestedPath('./a//b/./c/'), { components: ['a', 'b', 'c'] });
+      assert.deepEqual(parseRequestedPath('a%20b'), { components: ['a%20b'] });
+      assert.deepEqual(parseRequestedPath(42), { refused: 'not_a_string' });
+    });
+  });
+});
