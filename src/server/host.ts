@@ -1,3 +1,4 @@
+import * as path from 'node:path';
 import { loadOrMintEnrolment, rotateEnrolment } from '../core/auth/enrolment';
 import { loadOrCreateToken } from '../core/auth/token';
 import type { Clock } from '../core/clock';
@@ -60,7 +61,8 @@ export class CoordinatorHost {
         ids: options.ids,
         onEvent: options.onEvent,
         registry: options.heartbeatDebounceMs ? { heartbeatDebounceMs: options.heartbeatDebounceMs } : undefined,
-        router: options.router,
+        // Payloads of 1 MiB or more are files in <data folder>/payloads (router/payloadFiles.ts).
+        router: { payloadDir: path.join(options.dataDir, 'payloads'), ...options.router },
         hitl: options.hitl,
       });
       const enrolment = options.auth === 'token'
