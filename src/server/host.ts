@@ -6,6 +6,7 @@ import { Coordinator } from '../core/coordinator';
 import type { HitlPolicy } from '../core/hitl/policy';
 import type { IdSource } from '../core/ids';
 import type { RouterOptions } from '../core/router/router';
+import { PAYLOAD_FOLDER_NAME } from '../core/router/payloadFiles';
 import type { Event } from '../core/events';
 import { CoordinatorStore } from '../core/coordinatorStore';
 import type { StoredEvent } from '../core/log/model';
@@ -62,7 +63,7 @@ export class CoordinatorHost {
         onEvent: options.onEvent,
         registry: options.heartbeatDebounceMs ? { heartbeatDebounceMs: options.heartbeatDebounceMs } : undefined,
         // Payloads of 1 MiB or more are files in <data folder>/payloads (router/payloadFiles.ts).
-        router: { payloadDir: path.join(options.dataDir, 'payloads'), ...options.router },
+        router: { payloadDir: path.join(options.dataDir, PAYLOAD_FOLDER_NAME), ...options.router },
         hitl: options.hitl,
       });
       const enrolment = options.auth === 'token'

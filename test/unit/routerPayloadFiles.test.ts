@@ -141,6 +141,18 @@ describe('Router payload files: payloads of 1 MiB or more are files written off 
     assert.deepEqual(files(), []);
   });
 
+  it('without the worker (payloadWorker: false) still refuses invalid JSON, and deletes the file it wrote', async () => {
+    open({ payloadWorker: false });
+    const bad = Buffer.from(jsonPayload(MIB));
+    bad[bad.length - 1] = 0x2c;
+    assertRefused(await submit(h.envelope(P, { payload: bad }), C), 'VALIDATION_ERROR');
+    await until('the unlink', () => files().length === 0);
+    const envelope = h.envelope(P, { payload: jsonPayload(MIB) });
+    const digest = contentDigest(envelope);
+    const m = await accepted({ ...envelope, payload: Buffer.from(envelope.payload) }, C);
+    assert.equal(h.router.message(m.messageId)!.payloadFile?.digest, digest, 'the digest computed on the event loop is the same');
+  });
+
   it('shares one file among fan-out copies until the last copy is released', async () => {
     open({ unaddressed: 'fanout' });
     const m = await accepted(h.envelope(P, { payload: jsonPayload(MIB), idempotencyToken: 'fan' }));

@@ -8,6 +8,9 @@ import { MIB } from '../limits';
  */
 export const FILE_PAYLOAD_MIN_BYTES = MIB;
 
+/** The payload folder's name in the data folder (CoordinatorHost; storeMigration.ts moves it with the store). */
+export const PAYLOAD_FOLDER_NAME = 'payloads';
+
 /** A payload kept as a file: its id (a fresh UUID, the file's name), its size and, for untokened messages, its content digest. */
 export interface PayloadFile {
   readonly fileId: string;

@@ -165,7 +165,7 @@ export class Router implements CoordinatorMailbox, Disposable {
       uncount();
       let result: SendResult;
       try {
-        result = core.admission.send({ ...envelope, payload }, ctx, { ...options, contentChecked: kind !== undefined || options.contentChecked, payloadFile: claim });
+        result = core.admission.send({ ...envelope, payload }, ctx, { ...options, contentChecked: (kind !== undefined && script !== undefined) || options.contentChecked, payloadFile: claim });
       } finally {
         if (!claim.owned) {
           files.settled(fileId);
