@@ -54,7 +54,14 @@ export class Coordinator {
       details: { store: this.store.location, schema_version: this.store.schemaVersion },
     });
     this.registry = new Registry(this.store, this.log, this.clock, { ...DEFAULT_REGISTRY_OPTIONS, ...options.registry });
-    this.router = new Router(this.store, this.registry, this.log, this.clock, this.ids, { ...DEFAULT_ROUTER_OPTIONS, ...options.router });
+    try {
+      this.router = new Router(this.store, this.registry, this.log, this.clock, this.ids, { ...DEFAULT_ROUTER_OPTIONS, ...options.router });
+    } catch (err) {
+      // The router refuses to start on a store whose payload files are missing (a StoreOpenError): stop what started.
+      this.registry.dispose();
+      this.log.dispose();
+      throw err;
+    }
     this.hitl = new HitlService(this.store, this.log, this.clock, this.ids, options.hitl ?? DEFAULT_HITL_POLICY);
     this.credentials = new Credentials(this.store, this.registry, this.log, this.clock, this.ids);
     this.hitlBinding = bindHitlToRouter(this.hitl, this.router, this.clock);

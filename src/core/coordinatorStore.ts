@@ -26,7 +26,7 @@ import type { Store, StoreFailedError } from './store/store';
 export const COORDINATOR_SCHEMA: readonly SchemaStep[] = [
   ...REGISTRY_SCHEMA, // 1
   ...LOG_SCHEMA, // 1
-  ...ROUTER_SCHEMA, // 2, 4
+  ...ROUTER_SCHEMA, // 2, 4, 6
   ...HITL_SCHEMA, // 3
   ...CREDENTIALS_SCHEMA, // 5
 ].sort((a, b) => a.version - b.version);

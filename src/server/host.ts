@@ -1,3 +1,4 @@
+import * as path from 'node:path';
 import { loadOrMintEnrolment, rotateEnrolment } from '../core/auth/enrolment';
 import { loadOrCreateToken } from '../core/auth/token';
 import type { Clock } from '../core/clock';
@@ -5,6 +6,7 @@ import { Coordinator } from '../core/coordinator';
 import type { HitlPolicy } from '../core/hitl/policy';
 import type { IdSource } from '../core/ids';
 import type { RouterOptions } from '../core/router/router';
+import { PAYLOAD_FOLDER_NAME } from '../core/router/payloadFiles';
 import type { Event } from '../core/events';
 import { CoordinatorStore } from '../core/coordinatorStore';
 import type { StoredEvent } from '../core/log/model';
@@ -60,7 +62,8 @@ export class CoordinatorHost {
         ids: options.ids,
         onEvent: options.onEvent,
         registry: options.heartbeatDebounceMs ? { heartbeatDebounceMs: options.heartbeatDebounceMs } : undefined,
-        router: options.router,
+        // Payloads of 1 MiB or more are files in <data folder>/payloads (router/payloadFiles.ts).
+        router: { payloadDir: path.join(options.dataDir, PAYLOAD_FOLDER_NAME), ...options.router },
         hitl: options.hitl,
       });
       const enrolment = options.auth === 'token'

@@ -6,6 +6,7 @@ import { CoordinatorStore } from '../core/coordinatorStore';
 import { STORE_FILE_NAME } from '../core/store/sqliteStore';
 import { MARKER_SUFFIX } from '../core/store/storeState';
 import { StoreOpenError } from '../core/store/store';
+import { PAYLOAD_FOLDER_NAME } from '../core/router/payloadFiles';
 
 /**
  * Every file of a data folder that belongs to its store, moved together: the database with its write-ahead log and
@@ -15,6 +16,8 @@ import { StoreOpenError } from '../core/store/store';
 export const STORE_FILES: readonly string[] = [
   STORE_FILE_NAME, `${STORE_FILE_NAME}-wal`, `${STORE_FILE_NAME}-shm`, `${STORE_FILE_NAME}${MARKER_SUFFIX}`,
   TOKEN_FILE_NAME, ENROLMENT_FILE_NAME,
+  // The payload files (router/payloadFiles.ts) the database references: a folder, moved with it.
+  PAYLOAD_FOLDER_NAME,
 ];
 
 /** The note left in the old folder, saying where its store went. */
@@ -111,6 +114,13 @@ function moveFile(source: string, target: string): void {
     fs.renameSync(source, target);
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== 'EXDEV') throw err;
+    if (fs.statSync(source).isDirectory()) {
+      // The payload folder: each file copied and synced, then the source folder removed.
+      fs.mkdirSync(target, { mode: 0o700 });
+      for (const name of fs.readdirSync(source)) moveFile(path.join(source, name), path.join(target, name));
+      fs.rmdirSync(source);
+      return;
+    }
     fs.copyFileSync(source, target, fs.constants.COPYFILE_EXCL);
     const fd = fs.openSync(target, 'r+');
     try {

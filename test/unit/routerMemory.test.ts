@@ -147,6 +147,6 @@ describe('Router memory bounds: payloads live in the store, a memory budget for 
     }
     assert.ok(h.router.memoryUsage().messages > 0, 'the forwarded ACKs wait for the producer to confirm them');
     for (const item of [...producer.items]) h.router.ackDelivery(P, item.seq, item.envelope.messageId, 'DELIVERED', ctx('confirm'));
-    assert.deepEqual(h.router.memoryUsage(), { messages: 0, inflight: 0, checking: 0, used: 0, budget: 128 * MIB });
+    assert.deepEqual(h.router.memoryUsage(), { messages: 0, inflight: 0, checking: 0, reading: 0, used: 0, budget: 128 * MIB });
   });
 });

@@ -15,6 +15,7 @@ const SHIPPED: ReadonlyArray<readonly [number, string, string]> = [
   [3, 'hitl', '7a12a9430496dcc7'],
   [4, 'router', '0157515ce33fcf5f'],
   [5, 'credentials', 'f3220d3741a27961'],
+  [6, 'router', 'd272a67ecc58fc99'],
 ];
 
 function digest(step: SchemaStep): string {

@@ -92,6 +92,17 @@ describe('moving the store from the workspace storage (src/server/storeMigration
     assert.equal(describeMigration(from, { kind: 'none', use: to }), undefined);
   });
 
+  it('moves the payload folder with the store (a store started where it was, in use at an earlier start, has one)', () => {
+    writeStore(from, 'alpha');
+    fs.mkdirSync(path.join(from, 'payloads'));
+    fs.writeFileSync(path.join(from, 'payloads', '0b7e6c1e-9a4c-4b8e-9d3f-2a1b0c9d8e7f'), 'sixteen megabytes');
+    const migration = migrateStore(from, to, { lockWaitMs: 0 });
+    assert.equal(migration.kind, 'moved');
+    assert.ok(migration.kind === 'moved' && migration.files.includes('payloads'));
+    assert.equal(fs.readFileSync(path.join(to, 'payloads', '0b7e6c1e-9a4c-4b8e-9d3f-2a1b0c9d8e7f'), 'utf8'), 'sixteen megabytes');
+    assert.ok(!fs.existsSync(path.join(from, 'payloads')));
+  });
+
   it('moves the store of a coordinator that was killed, with every commit still in its write-ahead log', () => {
     const running = path.join(root, 'running');
     const store = CoordinatorStore.open(running, { lockWaitMs: 0 });

@@ -4,6 +4,7 @@ import { checkEnvelope, jsonObject, modalityAccepts, type Envelope, type ErrorCo
 import { PrivilegedRateLimiter } from './lanes';
 import { isTerminal, nackPayload, parseAck, type AckPayload } from './lifecycle';
 import { RECORD_OVERHEAD_BYTES } from './memoryBudget';
+import type { PayloadFile } from './payloadFiles';
 import { observe } from './metrics';
 import type { AgentRecord } from '../registry/model';
 import type { DedupEntry, MessageRecord } from './model';
@@ -27,6 +28,12 @@ export interface SendOptions {
   readonly receivedAt?: number;
   /** Rule 5 (valid JSON, UTF-8 text) was checked already, off the event loop (Router.submit). */
   readonly contentChecked?: boolean;
+  /**
+   * The payload is already durable as this file (Router.submit, or the dead letter a requeue shares): a tracked message
+   * to an agent references it (an owner row) instead of storing the bytes, and sets `owned`. Any other path (an ACK, a
+   * message to the coordinator) stores the bytes as usual and leaves `owned` false: the caller deletes the file.
+   */
+  readonly payloadFile?: { readonly file: PayloadFile; owned: boolean };
 }
 
 /**
@@ -132,7 +139,7 @@ export class Admission {
     if (inbox.notRead.size >= core.options.capacity) {
       return refused('BUFFER_FULL', `the inbox of ${recipient} holds ${inbox.notRead.size} messages not yet READ (capacity ${core.options.capacity})`, {}, recipient);
     }
-    const record = core.store.transaction(() => this.write(envelope, recipient, key, previous, reusedFrom, producer, ctx, now, expiresAt, ''));
+    const record = core.store.transaction(() => this.write(envelope, recipient, key, previous, reusedFrom, producer, ctx, now, expiresAt, '', options.payloadFile));
     core.storeBudget.added(envelope.payload.byteLength);
     this.activate(record, now, options);
     return { accepted: true, messageId: envelope.messageId };
@@ -177,7 +184,8 @@ export class Admission {
     const overMemory = core.memory.refusal(envelope.payload.byteLength + RECORD_OVERHEAD_BYTES * targets.length);
     if (overMemory) return this.refuse(envelope, 'BUFFER_FULL', `fan-out: ${overMemory}`, ctx, { memory_budget_bytes: core.memory.budget });
     const records = core.store.transaction(() => {
-      const written = targets.map((t) => this.write({ ...envelope, messageId: core.ids.uuid() }, t.recipient, t.key, t.previous, t.reusedFrom, producer, ctx, now, expiresAt, envelope.messageId));
+      // Copies of a file-backed payload share its file (one owner row each), no bytes copied.
+      const written = targets.map((t) => this.write({ ...envelope, messageId: core.ids.uuid() }, t.recipient, t.key, t.previous, t.reusedFrom, producer, ctx, now, expiresAt, envelope.messageId, options.payloadFile));
       core.log.record({
         correlationId: envelope.correlationId, actor: envelope.producerId, eventType: 'message.fanned_out',
         details: { message_id: envelope.messageId, message_type: envelope.messageType, copies: written.map((r) => ({ to: r.recipientId, message_id: r.envelope.messageId })) },
@@ -191,7 +199,8 @@ export class Admission {
 
   /** Writes a tracked message with its outcome-cache entry and its event. Runs inside the caller's transaction. */
   private write(envelope: Envelope, recipient: string, key: string, previous: DedupEntry | undefined, reusedFrom: string | undefined,
-    producer: AgentRecord, ctx: CallContext, now: number, expiresAt: number | null, copyOf: string): MessageRecord {
+    producer: AgentRecord, ctx: CallContext, now: number, expiresAt: number | null, copyOf: string,
+    payloadFile?: { readonly file: PayloadFile; owned: boolean }): MessageRecord {
     const core = this.core;
     const { lane, demoted } = this.limiter.admit(envelope.producerId, producer.descriptor.communicationClass, now);
     const record: MessageRecord = {
@@ -201,6 +210,12 @@ export class Admission {
       delivery: 'queued', deliverySeq: null, deliveredAt: null, leaseUntil: null, deliveryAttempts: 0,
       history: [{ at: now, event: 'accepted', detail: previous ? `retry of ${previous.originalMessageId}` : copyOf ? `fan-out copy of ${copyOf}` : undefined }],
     };
+    if (payloadFile) {
+      record.envelope = { ...envelope, payload: new Uint8Array(0) };
+      record.storedPayloadBytes = payloadFile.file.bytes;
+      record.payloadFile = payloadFile.file;
+      payloadFile.owned = true;
+    }
     const entry: DedupEntry = previous
       ? { ...previous, latestMessageId: envelope.messageId, attempts: [...previous.attempts, envelope.messageId], status: 'in_progress', outcomeState: '', errorCode: '', result: null, cachedAt: now, expiresAt: now + core.options.dedupWindowMs }
       : { producerId: envelope.producerId, key, originalMessageId: envelope.messageId, latestMessageId: envelope.messageId, attempts: [envelope.messageId], status: 'in_progress', outcomeState: '', errorCode: '', result: null, cachedAt: now, expiresAt: now + core.options.dedupWindowMs };

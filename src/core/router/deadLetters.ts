@@ -19,20 +19,33 @@ export class DeadLetters {
   /** Dead-letters a message that has just failed. Runs inside the transaction that ended it. */
   add(record: MessageRecord, reason: string, now: number): void {
     const core = this.core;
-    const e = core.envelopeOf(record);
+    const file = record.payloadFile;
+    // A file-backed payload is shared with the dead letter (an owner row), never copied or read whole.
+    const e = file ? record.envelope : core.envelopeOf(record);
+    const size = file ? file.bytes : e.payload.byteLength;
     const id = core.repo.addDeadLetter({
       messageId: e.messageId, producerId: e.producerId, recipientId: record.recipientId, correlationId: e.correlationId,
-      idempotencyToken: e.idempotencyToken, messageType: e.messageType, contentType: e.contentType, size: e.payload.byteLength,
+      idempotencyToken: e.idempotencyToken, messageType: e.messageType, contentType: e.contentType, size,
       finalState: record.state, errorCode: record.errorCode, reason, attempts: record.history,
       route: { producer: e.producerId, recipient: record.recipientId, lane: record.lane, hops: ['router'], delivery_attempts: record.deliveryAttempts },
-      createdAt: record.acceptedAt, failedAt: now, excerpt: payloadExcerpt(e.payload),
+      createdAt: record.acceptedAt, failedAt: now, excerpt: payloadExcerpt(file ? this.prefix(file.fileId) : e.payload),
     }, e.payload, e);
+    if (file) core.repo.sharePayloadFile(id, file);
     core.log.record({
       correlationId: e.correlationId, actor: 'router', eventType: 'message.dead_lettered', level: 'WARN',
       details: { message_id: e.messageId, error_code: record.errorCode, reason },
     });
     // Announced once the surrounding transaction has committed (never for one that is rolled back).
     core.store.afterCommit(() => core.deadLettersChanged.fire({ kind: 'added', id }));
+  }
+
+  /** The first bytes of a payload file, for the excerpt: one small synchronous read, on a failure path only. */
+  private prefix(fileId: string): Uint8Array {
+    try {
+      return this.core.files?.prefixSync(fileId, 1024) ?? new Uint8Array(0);
+    } catch {
+      return new Uint8Array(0);
+    }
   }
 
   list(filter?: DeadLetterFilter): DeadLetter[] {
@@ -51,7 +64,10 @@ export class DeadLetters {
     if (found.letter.requeuedAt !== null) {
       return { accepted: false, code: 'DUPLICATE_DETECTED', reason: `DUPLICATE_DETECTED: dead letter ${id} was already requeued as ${found.letter.requeuedAs}` };
     }
-    const original = found.envelope;
+    // A file-backed payload is read here (a requeue is off the hot path) for validation; the new message shares the file.
+    const file = found.payloadFile;
+    if (file && !core.files) return { accepted: false, code: 'INTERNAL_ERROR', reason: `INTERNAL_ERROR: dead letter ${id} keeps its payload in a file, and the router has no payload folder` };
+    const original = file ? { ...found.envelope, payload: core.files!.readSync(file.fileId, file.bytes) } : found.envelope;
     if (!core.registry.get(original.producerId)) {
       return { accepted: false, code: 'PERMISSION_DENIED', reason: `PERMISSION_DENIED: the producer ${original.producerId} is no longer registered` };
     }
@@ -66,7 +82,7 @@ export class DeadLetters {
       entry.status = 'retryable';
       core.dedup.put(entry);
     }
-    const result = core.admission.send(envelope, ctx, { to: found.letter.recipientId });
+    const result = core.admission.send(envelope, ctx, { to: found.letter.recipientId, ...(file ? { payloadFile: { file, owned: false } } : {}) });
     if (!result.accepted && overridden && entry.status === 'retryable') {
       entry.status = 'done';
       core.dedup.put(entry);

@@ -1,6 +1,6 @@
-import { createHash } from 'node:crypto';
 import { isoUtc } from '../clock';
 import type { CallContext } from '../context';
+import { contentDigest } from './contentDigest';
 import type { Envelope } from './envelope';
 import { RETRYABLE_CODES, isTerminal, type AckPayload } from './lifecycle';
 import type { DedupEntry, MessageRecord } from './model';
@@ -13,11 +13,7 @@ export function dedupKey(envelope: Envelope): string {
   return envelope.idempotencyToken ? `t:${envelope.idempotencyToken}` : `s:${envelope.sequenceNumber}`;
 }
 
-/** The digest of an envelope's content (message type, content type, payload bytes), as hex. */
-export function contentDigest(envelope: Envelope): string {
-  return createHash('sha256').update(envelope.messageType).update('\u0000').update(envelope.contentType).update('\u0000')
-    .update(envelope.payload).digest('hex');
-}
+export { contentDigest };
 
 /**
  * Same operation by content: message type, content type and payload bytes; for a stored message whose payload

@@ -27,6 +27,9 @@ export class Delivery {
   /** Inboxes with deliveries held back by the bytes in flight; dispatched again when bytes are confirmed. */
   private readonly waiting = new Set<Inbox>();
   private retryScheduled = false;
+  /** File-backed payloads being read for delivery, and those read and not yet written to their stream. */
+  private readonly loading = new Set<MessageRecord>();
+  private readonly loaded = new Map<MessageRecord, Uint8Array>();
 
   constructor(private readonly core: RouterCore) {
     core.memory.onInflightFreed = () => this.retryWaiting();
@@ -47,6 +50,7 @@ export class Delivery {
   /** The inbox's stream is gone: its bytes in flight no longer count (gRPC freed them). */
   private detach(inbox: Inbox): void {
     inbox.sink = undefined;
+    for (const record of this.loaded.keys()) if (record.recipientId === inbox.agentId) this.dropLoaded(record);
     inbox.inflight.uncount();
     this.waiting.delete(inbox);
     this.retryWaiting();
@@ -158,7 +162,10 @@ export class Delivery {
       const next = inbox.queue.shift();
       if (!next) break;
       const record = next.item;
-      if (record.delivery !== 'queued' || (record.tracked && isTerminal(record.state))) continue;
+      if (record.delivery !== 'queued' || (record.tracked && isTerminal(record.state))) {
+        this.dropLoaded(record);
+        continue;
+      }
       if (record.tracked && trackedInflight >= core.options.deliveryWindow) {
         inbox.queue.unshift(next.lane, record);
         break;
@@ -181,6 +188,13 @@ export class Delivery {
         || !core.memory.deliveryRoom(bytes, size))) {
         inbox.queue.unshift(next.lane, record);
         this.waiting.add(inbox);
+        break;
+      }
+      // A payload file is read asynchronously, never here: the message stays first in its lane, and the inbox is
+      // dispatched again when the bytes are in memory (counted against the budget while they are held).
+      if (record.payloadFile && !this.loaded.has(record)) {
+        inbox.queue.unshift(next.lane, record);
+        this.load(inbox, record);
         break;
       }
       bytes += size;
@@ -219,6 +233,7 @@ export class Delivery {
     });
     const sink = inbox.sink;
     const items: Array<[number, Envelope]> = [];
+    let heldBytes = 0;
     for (const record of batch) {
       inbox.metrics.delivered++;
       inbox.metrics.lastDeliveryAt = now;
@@ -228,11 +243,20 @@ export class Delivery {
         core.timeouts.armLease(record);
         core.deliveredMessages++;
       }
-      // A payload that lives in the store is read back here, for the stream; the record keeps none.
-      items.push([record.deliverySeq!, core.envelopeOf(record)]);
+      // A payload that lives in the store is read back here, for the stream; the record keeps none. A payload file
+      // was read before (`load`); its bytes are dropped once written to the stream.
+      const read = this.loaded.get(record);
+      if (read) this.loaded.delete(record);
+      items.push([record.deliverySeq!, read ? { ...record.envelope, payload: read } : core.envelopeOf(record)]);
+      if (read) heldBytes += read.byteLength;
     }
     // Nothing reaches a stream before it is durable: a crash can never show an agent a message the store lost.
-    if (sink && items.length) core.store.afterCommit(() => { for (const [seq, envelope] of items) sink.deliver(seq, envelope); });
+    if (sink && items.length) {
+      core.store.afterCommit(() => {
+        for (const [seq, envelope] of items) sink.deliver(seq, envelope);
+        core.memory.reading -= heldBytes;
+      });
+    } else core.memory.reading -= heldBytes;
     this.boundUnconfirmed(inbox, now);
     core.changed.fire({ agentId: inbox.agentId });
   }
@@ -279,7 +303,47 @@ export class Delivery {
     if (!record.tracked && record.state === 'SENT') this.core.setState(record, 'FULFILLED');
   }
 
+  /**
+   * Reads a message's payload file off the event loop, then dispatches its inbox again. A file that cannot be read
+   * (gone or cut short while the coordinator ran) fails the message: FAILED with INTERNAL_ERROR, NACKed.
+   */
+  private load(inbox: Inbox, record: MessageRecord): void {
+    const core = this.core;
+    const file = record.payloadFile;
+    if (!file || this.loading.has(record)) return;
+    this.loading.add(record);
+    core.memory.reading += file.bytes;
+    const read = core.files ? core.files.read(file.fileId, file.bytes) : Promise.reject(new Error('the router has no payload folder'));
+    read.then((bytes) => {
+      this.loading.delete(record);
+      if (core.disposed || record.delivery !== 'queued' || !inbox.sink || inbox.queue.size === 0) {
+        core.memory.reading -= file.bytes;
+        return;
+      }
+      this.loaded.set(record, bytes);
+      core.safely(() => this.dispatch(inbox));
+    }, (err: Error) => {
+      this.loading.delete(record);
+      core.memory.reading -= file.bytes;
+      if (core.disposed || record.delivery !== 'queued') return;
+      core.safely(() => core.store.transaction(() => {
+        core.acks.finish(record, 'FAILED', 'INTERNAL_ERROR', `its payload file could not be read: ${err.message.slice(0, 200)}`,
+          { correlationId: `dispatch:${inbox.agentId}` }, core.clock.now(), { dlq: false, nack: record.tracked, settleDedup: true });
+      }));
+      core.safely(() => this.dispatch(inbox));
+    });
+  }
+
+  /** Drops a payload read for a delivery that will not happen now (the message left the queue, the stream closed). */
+  private dropLoaded(record: MessageRecord): void {
+    const bytes = this.loaded.get(record);
+    if (!bytes) return;
+    this.loaded.delete(record);
+    this.core.memory.reading -= bytes.byteLength;
+  }
+
   takeOffQueue(record: MessageRecord): void {
+    this.dropLoaded(record);
     const inbox = this.core.inboxes.get(record.recipientId);
     if (!inbox) return;
     inbox.queue.remove((item) => item === record);

@@ -16,8 +16,10 @@ export interface MemoryUsage {
   readonly messages: number;
   /** Payloads written to inbox streams and not yet confirmed (gRPC's buffers hold them until sent). */
   readonly inflight: number;
-  /** Large payloads being validated off the event loop. */
+  /** Large payloads being validated or written to a payload file, off the event loop. */
   readonly checking: number;
+  /** Payload files read back for delivery and not yet written to their stream. */
+  readonly reading: number;
   readonly used: number;
   readonly budget: number;
 }
@@ -30,6 +32,7 @@ export interface MemoryUsage {
 export class MemoryBudget {
   messages = 0;
   checking = 0;
+  reading = 0;
   private inflightBytes = 0;
   /** Called when bytes in flight go down (a delivery confirmed, a stream closed): held deliveries may go on. */
   onInflightFreed: () => void = () => undefined;
@@ -47,18 +50,18 @@ export class MemoryBudget {
   }
 
   get used(): number {
-    return this.messages + this.inflight + this.checking;
+    return this.messages + this.inflight + this.checking + this.reading;
   }
 
   usage(): MemoryUsage {
-    return { messages: this.messages, inflight: this.inflight, checking: this.checking, used: this.used, budget: this.budget };
+    return { messages: this.messages, inflight: this.inflight, checking: this.checking, reading: this.reading, used: this.used, budget: this.budget };
   }
 
   /** Why `incoming` more bytes would take the coordinator over its memory budget; undefined when they fit. */
   refusal(incoming: number): string | undefined {
     if (this.used + incoming <= this.budget) return undefined;
     return `the coordinator holds ${mib(this.used)} of its ${mib(this.budget)} memory budget (memoryBudgetBytes, the setting ` +
-      `sw4rm.memoryBudgetMiB): ${mib(this.inflight)} written to inbox streams and not yet confirmed, ${mib(this.checking)} being validated, ` +
+      `sw4rm.memoryBudgetMiB): ${mib(this.inflight)} written to inbox streams and not yet confirmed, ${mib(this.checking)} being validated or written, ${mib(this.reading)} read back for delivery, ` +
       `${mib(this.messages)} of messages in memory; a payload of ${incoming} bytes would take it over. Retry later`;
   }
 

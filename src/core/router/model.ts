@@ -5,6 +5,7 @@ import type { Lane } from './lanes';
 import type { MessageState } from './lifecycle';
 import type { PruneResult } from '../retention';
 import type { Transactions } from '../store/store';
+import type { PayloadFile } from './payloadFiles';
 
 /** Where a message is on its way to the recipient's stream. */
 export type DeliveryStatus = 'queued' | 'inflight' | 'done';
@@ -55,6 +56,11 @@ export interface MessageRecord {
    * empty in memory and this is its size; `RouterCore.envelopeOf` reads the bytes back when they are needed.
    */
   storedPayloadBytes?: number;
+  /**
+   * Set when the payload is a file in the payload folder (payloadFiles.ts), shared with the other owners of that file
+   * (fan-out copies, its dead letter, a requeue); `storedPayloadBytes` is its size. Delivery reads it asynchronously.
+   */
+  payloadFile?: PayloadFile;
 }
 
 /** The outcome cache of one logical operation (RFC §11.2), per producer and token (or sequence number). */
@@ -145,7 +151,21 @@ export interface RouterRepository {
 
   addDeadLetter(letter: Omit<DeadLetter, 'id' | 'requeuedAt' | 'requeuedAs'>, payload: Uint8Array, envelope: Envelope): number;
   deadLetters(filter?: DeadLetterFilter): DeadLetter[];
-  deadLetter(id: number): { letter: DeadLetter; envelope: Envelope } | undefined;
+  /** A dead letter with its envelope; a file-backed payload is not read (`payloadFile`, and an empty payload). */
+  deadLetter(id: number): { letter: DeadLetter; envelope: Envelope; payloadFile?: PayloadFile } | undefined;
+  /** Adds a dead letter's owner row for the file of the message it keeps (no bytes copied). */
+  sharePayloadFile(deadLetterId: number, file: PayloadFile): void;
+  /** Every payload file the store references, once each, with its size (checked at start). */
+  payloadFiles(): Array<{ fileId: string; bytes: number }>;
+  /** Whether any owner references the file (the sweep asks before it deletes). */
+  payloadFileReferenced(fileId: string): boolean;
+  /** The bytes of the payload files the store references (the disk budget counts them). */
+  payloadFileBytes(): number;
+  /**
+   * Called inside a transaction for every file whose last owner row it deleted (the router unlinks the file after
+   * the commit). Set by the router.
+   */
+  onPayloadFileOrphaned: (fileId: string) => void;
   markRequeued(id: number, at: number, newMessageId: string): void;
   deadLetterCount(includeRequeued?: boolean): number;
   /** Drops dead letters failed before `olderThan`, then the oldest beyond `maxEntries` or beyond `maxBytes` of payload. */

@@ -42,6 +42,12 @@ export interface RouterOptions {
   /** Validate large payloads on a worker thread (payloadChecker.ts); false keeps every check on the event loop. */
   readonly payloadWorker?: boolean;
   /**
+   * The payload folder (`<data folder>/payloads`, CoordinatorHost sets it): payloads of FILE_PAYLOAD_MIN_BYTES or more
+   * that come through Router.submit are written there as files, off the event loop (payloadFiles.ts). Without it,
+   * every payload is stored in SQLite.
+   */
+  readonly payloadDir?: string;
+  /**
    * Finished messages (terminal and delivered) stay in the store, queryable, for this long after their last
    * change, and never less than the deduplication window (retries and late ACKs look their attempts up).
    */

@@ -11,7 +11,10 @@ export function payloadWorkerScript(dir: string = __dirname): string | undefined
 }
 
 /** The worker's verdict, and the payload (the same bytes, whose memory went to the worker and came back). */
-export interface PayloadVerdict { readonly refusal: string | undefined; readonly payload: Uint8Array }
+export interface PayloadVerdict { readonly refusal: string | undefined; readonly payload: Uint8Array; readonly digest?: string }
+
+/** What the content digest covers besides the payload (contentDigest.ts), when the worker is to compute it. */
+export interface DigestOf { readonly messageType: string; readonly contentType: string }
 
 interface Pending { readonly resolve: (verdict: PayloadVerdict) => void; readonly reject: (err: Error) => void }
 
@@ -39,16 +42,19 @@ export class PayloadChecker implements Disposable {
 
   constructor(private readonly script: string) {}
 
-  /** Why the payload breaks rule 5 (`refusal`, undefined when it is valid), and the payload to go on with. */
-  check(kind: ContentKind, base: string, payload: Uint8Array): Promise<PayloadVerdict> {
+  /**
+   * Why the payload breaks rule 5 (`refusal`, undefined when it is valid; no check without a `kind`), the payload to
+   * go on with, and with `digest` its content digest (contentDigest.ts), computed on the worker too.
+   */
+  check(kind: ContentKind | undefined, base: string, payload: Uint8Array, digest?: DigestOf): Promise<PayloadVerdict> {
     if (this.disposed) return Promise.reject(new Error('the payload checker has stopped'));
     const worker = this.worker ?? this.start();
     const id = this.nextId++;
     return new Promise((resolve, reject) => {
       this.pending.set(id, { resolve, reject });
       if (this.pending.size === 1) worker.ref();
-      if (transferable(payload)) worker.postMessage({ id, kind, base, payload }, [payload.buffer as ArrayBuffer]);
-      else worker.postMessage({ id, kind, base, payload });
+      if (transferable(payload)) worker.postMessage({ id, kind, base, payload, digest }, [payload.buffer as ArrayBuffer]);
+      else worker.postMessage({ id, kind, base, payload, digest });
     });
   }
 
@@ -60,12 +66,12 @@ export class PayloadChecker implements Disposable {
   private start(): Worker {
     const worker = new Worker(this.script, { resourceLimits: { maxOldGenerationSizeMb: 64 } });
     worker.unref();
-    worker.on('message', (answer: { id: number; refusal?: string; payload: Uint8Array }) => {
+    worker.on('message', (answer: { id: number; refusal?: string; payload: Uint8Array; digest?: string }) => {
       const pending = this.pending.get(answer.id);
       if (!pending) return;
       this.pending.delete(answer.id);
       if (this.pending.size === 0) worker.unref();
-      pending.resolve({ refusal: answer.refusal, payload: answer.payload });
+      pending.resolve({ refusal: answer.refusal, payload: answer.payload, ...(answer.digest ? { digest: answer.digest } : {}) });
     });
     const fail = (err: Error) => {
       if (this.worker === worker) this.worker = undefined;

@@ -9,13 +9,15 @@ import type { DeadLetterChange } from './deadLetters';
 import { baseContentType, checkEnvelope, type Envelope } from './envelope';
 import type { MemoryUsage } from './memoryBudget';
 import { PayloadChecker, payloadWorkerScript } from './payloadChecker';
-import { contentKind, OFFLOAD_MIN_BYTES } from './payloadContent';
+import { contentKind, OFFLOAD_MIN_BYTES, type ContentKind } from './payloadContent';
+import { FILE_PAYLOAD_MIN_BYTES, type PayloadFiles } from './payloadFiles';
+import { contentDigest } from './contentDigest';
+import { checkPayloadFiles, recover, sweepPayloadFiles } from './recovery';
 import { Housekeeping } from './housekeeping';
 import { NOT_READ, type InboxSink, type InboxStats } from './inbox';
 import { metricsText, type AgentRouterMetrics } from './metrics';
 import type { CoordinatorHandler, CoordinatorMailbox, DeadLetter, DeadLetterFilter, MessageRecord, RouterStorage } from './model';
 import { DEFAULT_ROUTER_OPTIONS, type RouterOptions } from './options';
-import { recover } from './recovery';
 import { RouterCore } from './routerCore';
 import type { StoreUsage } from './storeUsage';
 import { CoordinatorSend, type CoordinatorSendInput } from './coordinatorSend';
@@ -62,7 +64,9 @@ export class Router implements CoordinatorMailbox, Disposable {
     const core = this.core = new RouterCore(store, registry, log, clock, ids, options);
     this.onDidChange = core.changed.event;
     this.onDidChangeDeadLetters = core.deadLettersChanged.event;
+    checkPayloadFiles(core);
     recover(core);
+    this.payloadFilesSwept = sweepPayloadFiles(core);
     this.subscriptions.push(registry.onDidChange((change) => {
       if (change.kind === 'left') core.delivery.agentLeft(change.agentId, change.reason);
       else if (change.kind === 'joined') core.coordinator.broadcast('agent.joined', change.agent.descriptor.agentId, { name: change.agent.descriptor.name });
@@ -86,7 +90,13 @@ export class Router implements CoordinatorMailbox, Disposable {
     const size = envelope.payload?.byteLength ?? 0;
     const base = size >= OFFLOAD_MIN_BYTES ? baseContentType(envelope.contentType) : undefined;
     const kind = contentKind(base);
-    const script = kind ? this.payloadWorkerScript() : undefined;
+    const files = size >= FILE_PAYLOAD_MIN_BYTES ? core.files : undefined;
+    const script = kind || files ? this.payloadWorkerScript() : undefined;
+    if (files && !checkEnvelope(envelope, this.options.payloadLimits, 'checked')) {
+      const overBudget = core.memory.refusal(size);
+      if (overBudget) return core.admission.refuse(envelope, 'BUFFER_FULL', overBudget, ctx, { memory_budget_bytes: core.memory.budget });
+      return this.submitAsFile(envelope, ctx, options, files, kind, base ?? '', script);
+    }
     if (!kind || !base || !script || checkEnvelope(envelope, this.options.payloadLimits, 'checked')) return core.admission.send(envelope, ctx, options);
     const overBudget = core.memory.refusal(size);
     if (overBudget) return core.admission.refuse(envelope, 'BUFFER_FULL', overBudget, ctx, { memory_budget_bytes: core.memory.budget });
@@ -106,6 +116,72 @@ export class Router implements CoordinatorMailbox, Disposable {
         throw err;
       });
   }
+
+  /**
+   * A payload of FILE_PAYLOAD_MIN_BYTES or more (with a payload folder): validated (JSON, text) and, for an untokened
+   * message, hashed on the worker; written as a durable file with async fs; then admitted, the message referencing
+   * the file. All of it off the event loop but the admission itself; the bytes count against the memory budget
+   * (`checking`) until then. A refusal, or a path that stores bytes itself (an ACK, a message to the coordinator),
+   * deletes the file.
+   */
+  private async submitAsFile(envelope: Envelope, ctx: CallContext, options: SendOptions, files: PayloadFiles,
+    kind: ContentKind | undefined, base: string, script: string | undefined): Promise<SendResult> {
+    const core = this.core;
+    const size = envelope.payload.byteLength;
+    let counted = true;
+    core.memory.checking += size;
+    const uncount = () => {
+      if (counted) core.memory.checking -= size;
+      counted = false;
+    };
+    const stopping = { accepted: false, code: 'INTERNAL_ERROR', reason: 'INTERNAL_ERROR: the coordinator is stopping' } as const;
+    try {
+      let payload = envelope.payload;
+      let digest: string | undefined;
+      const digestOf = envelope.idempotencyToken ? undefined : { messageType: envelope.messageType, contentType: envelope.contentType };
+      if (script && (kind || digestOf)) {
+        this.checker ??= new PayloadChecker(script);
+        const verdict = await this.checker.check(kind, base, payload, digestOf);
+        // The payload's memory went to the worker and back: go on with the view that came back.
+        payload = verdict.payload;
+        digest = verdict.digest;
+        if (core.disposed) return stopping;
+        if (verdict.refusal !== undefined) {
+          uncount();
+          return core.admission.refuse({ ...envelope, payload }, 'VALIDATION_ERROR', verdict.refusal, ctx, {});
+        }
+      } else if (digestOf) {
+        // No worker (RouterOptions.payloadWorker false): the digest is computed here.
+        digest = contentDigest({ ...digestOf, payload });
+      }
+      const fileId = core.ids.uuid();
+      await files.write(fileId, payload);
+      const claim = { file: { fileId, bytes: size, ...(digest ? { digest } : {}) }, owned: false };
+      if (core.disposed) {
+        files.settled(fileId);
+        await core.unlinkFile(fileId);
+        return stopping;
+      }
+      uncount();
+      let result: SendResult;
+      try {
+        result = core.admission.send({ ...envelope, payload }, ctx, { ...options, contentChecked: (kind !== undefined && script !== undefined) || options.contentChecked, payloadFile: claim });
+      } finally {
+        if (!claim.owned) {
+          files.settled(fileId);
+          void core.unlinkFile(fileId);
+        } else {
+          core.store.afterCommit(() => files.settled(fileId));
+        }
+      }
+      return result;
+    } finally {
+      uncount();
+    }
+  }
+
+  /** The payload files referenced by the store were checked at start; this resolves when the unreferenced ones are deleted. */
+  readonly payloadFilesSwept: Promise<string[]>;
 
   /** What the router holds in memory against its budget. */
   memoryUsage(): MemoryUsage {

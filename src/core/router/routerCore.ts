@@ -19,6 +19,7 @@ import { emptyMetrics } from './metrics';
 import type { MessageRecord, RouterRepository, RouterStorage } from './model';
 import type { RouterOptions } from './options';
 import { StoreBudget } from './storeUsage';
+import { PayloadFiles } from './payloadFiles';
 import { Timeouts } from './timeouts';
 
 /**
@@ -59,6 +60,8 @@ export class RouterCore {
   readonly deadLetters: DeadLetters;
   /** The store's size against its disk budget, estimated for admission. */
   readonly storeBudget: StoreBudget;
+  /** The payload folder (RouterOptions.payloadDir); without one, every payload stays in SQLite. */
+  readonly files: PayloadFiles | undefined;
 
   constructor(
     readonly store: RouterStorage,
@@ -80,6 +83,18 @@ export class RouterCore {
     this.coordinator = new CoordinatorMessages(this);
     this.deadLetters = new DeadLetters(this);
     this.storeBudget = new StoreBudget(this.repo, clock, options.storeBudgetBytes);
+    this.files = options.payloadDir ? new PayloadFiles(options.payloadDir) : undefined;
+    // A file whose last owner went is deleted once that transaction has committed (never before: a rollback keeps it).
+    this.repo.onPayloadFileOrphaned = (fileId) => store.afterCommit(() => { void this.unlinkFile(fileId); });
+  }
+
+  /** Deletes a payload file nobody references any more; a failure is logged (the sweep at the next start retries). */
+  async unlinkFile(fileId: string): Promise<void> {
+    try {
+      await this.files?.unlink(fileId);
+    } catch (err) {
+      if (!this.disposed) this.log.internalError('router', `payload-file:${fileId}`, err);
+    }
   }
 
   /** A message by id, from memory or the store. */
@@ -127,7 +142,10 @@ export class RouterCore {
       this.timeouts.clearAll(record.envelope.messageId);
       if (!record.payloadReleased && payloadSize(record) >= PAYLOAD_RELEASE_MIN_BYTES) {
         const e = record.envelope;
-        this.repo.releasePayload(record, record.dedupKey !== '' && !e.idempotencyToken ? contentDigest(this.envelopeOf(record)) : undefined);
+        const untokened = record.dedupKey !== '' && !e.idempotencyToken;
+        // A file-backed payload's digest was computed off the event loop when it was admitted (Router.submit).
+        const digest = !untokened ? undefined : record.payloadFile ? record.payloadFile.digest : contentDigest(this.envelopeOf(record));
+        this.repo.releasePayload(record, digest);
       }
     }
   }
@@ -138,6 +156,12 @@ export class RouterCore {
    */
   envelopeOf(record: MessageRecord): Envelope {
     if (record.storedPayloadBytes === undefined) return record.envelope;
+    if (record.payloadFile) {
+      // A synchronous read: only for readers off the hot path (the reused-sequence comparison, the Messages detail).
+      // Delivery reads file-backed payloads asynchronously (delivery.ts).
+      if (!this.files) throw new Error(`the payload of ${record.envelope.messageId} is a file, and the router has no payload folder`);
+      return { ...record.envelope, payload: this.files.readSync(record.payloadFile.fileId, record.payloadFile.bytes) };
+    }
     const payload = this.repo.payload(record);
     if (payload === undefined || payload.byteLength !== record.storedPayloadBytes) {
       throw new Error(`the payload of ${record.envelope.messageId} (${record.storedPayloadBytes} bytes) is not in the store`);

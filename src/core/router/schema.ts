@@ -141,4 +141,15 @@ export const ROUTER_SCHEMA: readonly SchemaStep[] = [
       `ALTER TABLE deliveries_v4 RENAME TO deliveries`,
     ],
   },
+  {
+    version: 6,
+    area: 'router',
+    description: 'router: payloads of 1 MiB or more kept as files in <data folder>/payloads, shared by their owners',
+    // An owner is a message (`m:<router_envelopes id>`) or a dead letter (`d:<dead_letters id>`); fan-out copies, a
+    // dead letter and its requeue share one file. A file with no owner row left is deleted after the commit.
+    statements: [
+      `CREATE TABLE router_payload_files (owner TEXT PRIMARY KEY, file_id TEXT NOT NULL, bytes INTEGER NOT NULL, digest TEXT) WITHOUT ROWID`,
+      `CREATE INDEX router_payload_files_file ON router_payload_files(file_id)`,
+    ],
+  },
 ];

@@ -5,6 +5,7 @@ import type { Envelope } from './envelope';
 import type { Lane } from './lanes';
 import type { MessageState } from './lifecycle';
 import { PAYLOAD_DETACH_MIN_BYTES } from './memoryBudget';
+import type { PayloadFile } from './payloadFiles';
 import type {
   DeadLetter, DeadLetterFilter, DedupEntry, DeliveryStatus, HistoryEntry, MessageRecord, RouterRepository,
 } from './model';
@@ -33,7 +34,11 @@ function envelopeFrom(json: unknown, payload: unknown): Envelope {
  * of a column reads no overflow page, and the CASE loads the bytes only for smaller payloads.
  */
 const PAYLOAD_COLUMNS = `CASE WHEN typeof(e.payload) = 'blob' AND length(e.payload) >= ${PAYLOAD_DETACH_MIN_BYTES} THEN NULL ELSE e.payload END AS payload,
-  CASE WHEN typeof(e.payload) = 'blob' AND length(e.payload) >= ${PAYLOAD_DETACH_MIN_BYTES} THEN length(e.payload) END AS stored_bytes`;
+  CASE WHEN typeof(e.payload) = 'blob' AND length(e.payload) >= ${PAYLOAD_DETACH_MIN_BYTES} THEN length(e.payload) END AS stored_bytes,
+  f.file_id AS file_id, f.bytes AS file_bytes, f.digest AS file_digest`;
+
+/** A message's envelope with its payload file, if it has one (owner `m:<id>`; schema v6). */
+const MESSAGE_JOIN = `router_messages m JOIN router_envelopes e ON e.id = m.id LEFT JOIN router_payload_files f ON f.owner = 'm:' || m.id`;
 
 /** Messages whose ids wait for the bulk index fill: at most this many, or for at most INDEX_FILL_INTERVAL_MS. */
 const INDEX_FILL_BATCH = 4096;
@@ -43,7 +48,7 @@ const RETENTION_PASS_MS = 24 * 3_600_000;
 const LIVE = `(delivery != 'done' OR state NOT IN ('FULFILLED', 'REJECTED', 'FAILED', 'TIMED_OUT'))`;
 
 /**
- * The router's tables in the SQLite store (schema version 4).
+ * The router's tables in the SQLite store (schema versions 4 and 6: payload files).
  *
  * Messages and their envelopes are keyed by an arrival-ordered integer, so that accepting a message appends instead
  * of writing a random page of a message-id tree. The message-id lookup (`router_message_ids`) is filled in
@@ -73,9 +78,9 @@ export class SqliteRouterRepository implements RouterRepository {
       updateMessage: p(`UPDATE router_messages SET state = ?, error_code = ?, updated_at = ?, ack_deadline = ?, expires_at = ?, delivery = ?,
         delivery_seq = ?, delivered_at = ?, lease_until = ?, delivery_attempts = ?, history = ? WHERE id = ? AND message_id = ?`),
       indexedId: p('SELECT id FROM router_message_ids WHERE message_id = ?'),
-      getMessage: p(`SELECT m.*, e.envelope, ${PAYLOAD_COLUMNS} FROM router_messages m JOIN router_envelopes e ON e.id = m.id WHERE m.id = ? AND m.message_id = ?`),
+      getMessage: p(`SELECT m.*, e.envelope, ${PAYLOAD_COLUMNS} FROM ${MESSAGE_JOIN} WHERE m.id = ? AND m.message_id = ?`),
       payload: p(`SELECT payload FROM router_envelopes WHERE id = ? AND typeof(payload) = 'blob'`),
-      liveMessages: p(`SELECT m.*, e.envelope, ${PAYLOAD_COLUMNS} FROM router_messages m JOIN router_envelopes e ON e.id = m.id
+      liveMessages: p(`SELECT m.*, e.envelope, ${PAYLOAD_COLUMNS} FROM ${MESSAGE_JOIN}
         WHERE ${LIVE} ORDER BY m.accepted_at, m.id`),
       countByState: p('SELECT state, COUNT(*) AS n FROM router_messages GROUP BY state'),
       // Retention: finished messages last changed before the cutoff, in a range of arrival order.
@@ -118,6 +123,16 @@ export class SqliteRouterRepository implements RouterRepository {
       pruneDeadLettersAge: p('DELETE FROM dead_letters WHERE failed_at < ?'),
       pruneDeadLettersCount: p('DELETE FROM dead_letters WHERE id <= (SELECT MAX(id) FROM dead_letters) - ?'),
       // The newest dead letter whose payload bytes, summed from the newest down, exceed the bound: it and all older go.
+      addFileOwner: p('INSERT INTO router_payload_files (owner, file_id, bytes, digest) VALUES (?, ?, ?, ?)'),
+      fileOwner: p('SELECT file_id, bytes, digest FROM router_payload_files WHERE owner = ?'),
+      deleteFileOwner: p('DELETE FROM router_payload_files WHERE owner = ? RETURNING file_id'),
+      deleteMessageFileOwners: p(`DELETE FROM router_payload_files WHERE owner IN (SELECT 'm:' || value FROM json_each(?)) RETURNING file_id`),
+      // Owners of dead letters that retention deleted (only the few dead letters with files have rows here).
+      deleteGoneDeadLetterOwners: p(`DELETE FROM router_payload_files WHERE owner >= 'd:' AND owner < 'd;'
+        AND CAST(substr(owner, 3) AS INTEGER) NOT IN (SELECT id FROM dead_letters) RETURNING file_id`),
+      fileReferenced: p('SELECT 1 AS n FROM router_payload_files WHERE file_id = ? LIMIT 1'),
+      payloadFiles: p('SELECT file_id, MAX(bytes) AS bytes FROM router_payload_files GROUP BY file_id'),
+      payloadFileBytes: p('SELECT COALESCE(SUM(bytes), 0) AS bytes FROM (SELECT MAX(bytes) AS bytes FROM router_payload_files GROUP BY file_id)'),
       pruneDeadLettersBytes: p(`DELETE FROM dead_letters WHERE id <= (SELECT id FROM (SELECT id, SUM(size) OVER (ORDER BY id DESC) AS total
         FROM dead_letters) WHERE total > ? ORDER BY id DESC LIMIT 1)`),
     };
@@ -130,7 +145,13 @@ export class SqliteRouterRepository implements RouterRepository {
     const id = Number(this.s.insertMessage.run(e.messageId, e.producerId, r.recipientId, r.dedupKey, r.tracked ? 1 : 0, r.lane, r.ackFor,
       r.acceptedAt, r.state, r.errorCode, r.updatedAt, r.ackDeadline, r.expiresAt, r.delivery, r.deliverySeq,
       r.deliveredAt, r.leaseUntil, r.deliveryAttempts, JSON.stringify(r.history)).lastInsertRowid);
-    this.s.insertEnvelope.run(id, envelopeJson(e), e.payload);
+    if (r.payloadFile) {
+      // The bytes are in the payload file (durable before this transaction commits); the row keeps an empty BLOB.
+      this.s.insertEnvelope.run(id, envelopeJson(e), EMPTY);
+      this.s.addFileOwner.run(`m:${id}`, r.payloadFile.fileId, r.payloadFile.bytes, r.payloadFile.digest ?? null);
+    } else {
+      this.s.insertEnvelope.run(id, envelopeJson(e), e.payload);
+    }
     this.ids.set(r, id);
     this.unindexed.set(e.messageId, id);
   }
@@ -188,6 +209,7 @@ export class SqliteRouterRepository implements RouterRepository {
       const ids = JSON.stringify(rows.map((row) => row.id));
       this.s.deleteEnvelopes.run(ids);
       this.s.deleteMessages.run(ids);
+      this.orphans(this.s.deleteMessageFileOwners.all(ids) as Row[]);
     }
     this.retentionCursor = through;
     // More to look at when the scan stopped at its limit, not at a message too recent or at the newest.
@@ -196,7 +218,35 @@ export class SqliteRouterRepository implements RouterRepository {
 
   releasePayload(r: MessageRecord, contentDigest: string | undefined): void {
     const id = this.ids.get(r) ?? this.idOf(r.envelope.messageId);
-    if (id !== undefined) this.s.releasePayload.run(contentDigest ?? '', id);
+    if (id === undefined) return;
+    this.s.releasePayload.run(contentDigest ?? '', id);
+    if (r.payloadFile) this.orphans(this.s.deleteFileOwner.all(`m:${id}`) as Row[]);
+  }
+
+  onPayloadFileOrphaned: (fileId: string) => void = () => undefined;
+
+  /** Reports the files among those whose owner rows were just deleted that have no owner left. */
+  private orphans(deleted: Row[]): void {
+    if (deleted.length === 0) return;
+    for (const fileId of new Set(deleted.map((row) => String(row.file_id)))) {
+      if (!this.s.fileReferenced.get(fileId)) this.onPayloadFileOrphaned(fileId);
+    }
+  }
+
+  sharePayloadFile(deadLetterId: number, file: PayloadFile): void {
+    this.s.addFileOwner.run(`d:${deadLetterId}`, file.fileId, file.bytes, file.digest ?? null);
+  }
+
+  payloadFiles(): Array<{ fileId: string; bytes: number }> {
+    return (this.s.payloadFiles.all() as Row[]).map((row) => ({ fileId: String(row.file_id), bytes: Number(row.bytes) }));
+  }
+
+  payloadFileReferenced(fileId: string): boolean {
+    return this.s.fileReferenced.get(fileId) !== undefined;
+  }
+
+  payloadFileBytes(): number {
+    return Number((this.s.payloadFileBytes.get() as Row).bytes);
   }
 
   payload(r: MessageRecord): Uint8Array | undefined {
@@ -331,7 +381,12 @@ export class SqliteRouterRepository implements RouterRepository {
 
   deadLetter(id: number): { letter: DeadLetter; envelope: Envelope } | undefined {
     const row = this.s.deadLetter.get(id) as Row | undefined;
-    return row ? { letter: toDeadLetter(row), envelope: envelopeFrom(row.envelope, row.payload) } : undefined;
+    if (!row) return undefined;
+    const file = this.s.fileOwner.get(`d:${id}`) as Row | undefined;
+    return {
+      letter: toDeadLetter(row), envelope: envelopeFrom(row.envelope, row.payload),
+      ...(file ? { payloadFile: fileOf(file) } : {}),
+    };
   }
 
   markRequeued(id: number, at: number, newMessageId: string): void {
@@ -343,8 +398,10 @@ export class SqliteRouterRepository implements RouterRepository {
   }
 
   pruneDeadLetters(maxEntries: number, olderThan: number, maxBytes = Number.MAX_SAFE_INTEGER): number {
-    return Number(this.s.pruneDeadLettersAge.run(olderThan).changes) + Number(this.s.pruneDeadLettersCount.run(maxEntries).changes)
+    const deleted = Number(this.s.pruneDeadLettersAge.run(olderThan).changes) + Number(this.s.pruneDeadLettersCount.run(maxEntries).changes)
       + Number(this.s.pruneDeadLettersBytes.run(Math.max(0, maxBytes)).changes);
+    if (deleted > 0) this.orphans(this.s.deleteGoneDeadLetterOwners.all() as Row[]);
+    return deleted;
   }
 
   /** Prepared on first use: the Messages view's query (messageQueries.ts). */
@@ -390,6 +447,7 @@ function toMessage(row: Row): MessageRecord {
   return {
     ...(released ? { payloadReleased: true as const, ...(row.payload ? { contentDigest: String(row.payload) } : {}) } : {}),
     ...(row.stored_bytes !== null && row.stored_bytes !== undefined ? { storedPayloadBytes: Number(row.stored_bytes) } : {}),
+    ...(row.file_id !== null && row.file_id !== undefined ? { storedPayloadBytes: Number(row.file_bytes), payloadFile: fileOf(row) } : {}),
     envelope: envelopeFrom(row.envelope, row.payload),
     recipientId: String(row.recipient_id),
     dedupKey: String(row.dedup_key),
@@ -410,6 +468,12 @@ function toMessage(row: Row): MessageRecord {
     history: JSON.parse(String(row.history)) as HistoryEntry[],
   };
 }
+
+function fileOf(row: Row): PayloadFile {
+  return { fileId: String(row.file_id), bytes: Number(row.file_bytes ?? row.bytes), ...(row.file_digest ?? row.digest ? { digest: String(row.file_digest ?? row.digest) } : {}) };
+}
+
+const EMPTY = new Uint8Array(0);
 
 function toDeadLetter(row: Row): DeadLetter {
   return {

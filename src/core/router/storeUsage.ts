@@ -27,7 +27,8 @@ export class StoreBudget {
   usage(): StoreUsage {
     const now = this.clock.now();
     if (now - this.readAt >= STORE_USAGE_READ_MS || now < this.readAt) {
-      this.bytes = this.repo.storeBytes();
+      // The store file's pages in use and the payload files it references (payloadFiles.ts).
+      this.bytes = this.repo.storeBytes() + this.repo.payloadFileBytes();
       this.readAt = now;
     }
     return { bytes: this.bytes, budget: this.budget };
