@@ -341,14 +341,15 @@ export class Confinement {
 
   /**
    * Writes a file atomically: a temporary file created (O_EXCL, O_NOFOLLOW) in the same folder, then renamed over
-   * the name. An existing name must be a regular file (its mode is kept). `createParents` makes missing folders.
+   * the name. An existing name must be a regular file (its mode is kept). `createParents` makes missing folders;
+   * `mode` is a new file's mode (default 0o666; the umask applies).
    */
-  async writeFile(requested: string, data: string | Uint8Array, options: { createParents?: boolean } = {}): Promise<void> {
+  async writeFile(requested: string, data: string | Uint8Array, options: { createParents?: boolean; mode?: number } = {}): Promise<void> {
     const { canonical, components } = await this.check(requested, { allowRoot: false, createParents: options.createParents });
     const name = components[components.length - 1];
     const parent = await this.walk(components.slice(0, -1), { create: options.createParents === true });
     try {
-      let mode = 0o666;
+      let mode = options.mode ?? 0o666;
       const target = path.join(parent.path, name);
       try {
         const existing = await fsp.lstat(this.child(parent, name));
