@@ -76,6 +76,7 @@ async function main(): Promise<number> {
     host = await CoordinatorHost.start({
       dataDir: path.resolve(options.dataDir),
       protosDir: PROTOS_DIR,
+      repositories,
       host: options.host,
       port: options.port,
       auth: options.auth,

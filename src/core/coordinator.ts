@@ -11,6 +11,11 @@ import { DEFAULT_MAX_EVENTS, scheduleEventRetention } from './log/eventRetention
 import type { StoredEvent } from './log/model';
 import { DEFAULT_REGISTRY_OPTIONS, Registry, type RegistryOptions } from './registry/registry';
 import { DEFAULT_ROUTER_OPTIONS, Router, type RouterOptions } from './router/router';
+import { DEFAULT_BINDING_OPTIONS, WorkspaceWorktrees, WorktreeBindings, type BindingOptions } from './worktree/bindings';
+import { bindWorktreeControlToRouter } from './worktree/envelopeBridge';
+import { createGit, type Git } from './worktree/git';
+import type { Repository } from './worktree/repositories';
+import { Snapshots } from './worktree/snapshots';
 
 export interface CoordinatorOptions {
   readonly store: CoordinatorStorage;
@@ -22,6 +27,12 @@ export interface CoordinatorOptions {
   readonly hitl?: HitlPolicy;
   /** Structured events kept in the store; older ones are pruned every minute. */
   readonly maxEvents?: number;
+  /** The workspace's git repositories (repo_ids agents bind in; discoverRepositories), default none. */
+  readonly repositories?: readonly Repository[];
+  /** The git the worktree area runs (tests may wrap it); default the real one. */
+  readonly git?: Git;
+  /** Worktree bindings: switch TTLs, BIND retries, the bind recovery timeout. */
+  readonly bindings?: Partial<BindingOptions>;
   /** Subscribed before anything is recorded, so that start-up and restore events are seen too. */
   readonly onEvent?: (event: StoredEvent) => void;
 }
@@ -40,7 +51,11 @@ export class Coordinator {
   readonly hitl: HitlService;
   /** Agent and enrolment credentials, and who owns each agent id (README, "Security model"). */
   readonly credentials: Credentials;
+  /** Agent worktree bindings (RFC §16): the state machine, persisted; the workspace's repositories and their worktrees. */
+  readonly worktrees: WorktreeBindings;
+  readonly workspace: WorkspaceWorktrees;
   private readonly hitlBinding: Disposable;
+  private readonly worktreeBinding: Disposable;
   private readonly retentionTimer: Disposable;
 
   constructor(options: CoordinatorOptions) {
@@ -65,6 +80,10 @@ export class Coordinator {
     this.hitl = new HitlService(this.store, this.log, this.clock, this.ids, options.hitl ?? DEFAULT_HITL_POLICY);
     this.credentials = new Credentials(this.store, this.registry, this.log, this.clock, this.ids);
     this.hitlBinding = bindHitlToRouter(this.hitl, this.router, this.clock);
+    const git = options.git ?? createGit();
+    this.workspace = new WorkspaceWorktrees(git, new Snapshots(git, this.clock), options.repositories ?? []);
+    this.worktrees = new WorktreeBindings(this.store, this.log, this.clock, this.hitl, this.workspace, { ...DEFAULT_BINDING_OPTIONS, ...options.bindings });
+    this.worktreeBinding = bindWorktreeControlToRouter(this.worktrees, this.router, this.log);
     this.retentionTimer = scheduleEventRetention(this.store, this.log, this.clock, this.ids, options.maxEvents ?? DEFAULT_MAX_EVENTS);
   }
 
@@ -72,6 +91,8 @@ export class Coordinator {
   dispose(): void {
     this.retentionTimer.dispose();
     this.credentials.dispose();
+    this.worktreeBinding.dispose();
+    this.worktrees.dispose();
     this.hitlBinding.dispose();
     this.hitl.dispose();
     this.router.dispose();

@@ -18,6 +18,9 @@ import { SqliteRouterRepository } from './router/sqliteRouterRepository';
 import type { SchemaStep } from './store/schema';
 import { SqliteStore } from './store/sqliteStore';
 import type { Store, StoreFailedError } from './store/store';
+import type { WorktreeRepository, WorktreeStorage } from './worktree/model';
+import { WORKTREE_SCHEMA } from './worktree/schema';
+import { SqliteWorktreeRepository } from './worktree/sqliteWorktreeRepository';
 
 /**
  * Every area's schema steps in their fixed order: by version, and within version 1 the registry before the log.
@@ -29,6 +32,7 @@ export const COORDINATOR_SCHEMA: readonly SchemaStep[] = [
   ...ROUTER_SCHEMA, // 2, 4, 6
   ...HITL_SCHEMA, // 3
   ...CREDENTIALS_SCHEMA, // 5
+  ...WORKTREE_SCHEMA, // 7
 ].sort((a, b) => a.version - b.version);
 
 export const LATEST_SCHEMA_VERSION = COORDINATOR_SCHEMA[COORDINATOR_SCHEMA.length - 1].version;
@@ -43,18 +47,19 @@ export interface CoordinatorStoreOptions {
 }
 
 /** What the coordinator needs of a store: the engine and every area's slice. */
-export type CoordinatorStorage = Store & RegistryStorage & LogStorage & RouterStorage & HitlStorage & CredentialsStorage;
+export type CoordinatorStorage = Store & RegistryStorage & LogStorage & RouterStorage & HitlStorage & CredentialsStorage & WorktreeStorage;
 
 /**
  * The store as the coordinator uses it: the engine and every area's repository over it. Each area is handed only
- * its slice (RegistryStorage, LogStorage, RouterStorage, HitlStorage, CredentialsStorage): its own repository and transactions.
+ * its slice (RegistryStorage, LogStorage, RouterStorage, HitlStorage, CredentialsStorage, WorktreeStorage): its own repository and transactions.
  */
-export class CoordinatorStore implements Store, RegistryStorage, LogStorage, RouterStorage, HitlStorage, CredentialsStorage {
+export class CoordinatorStore implements Store, RegistryStorage, LogStorage, RouterStorage, HitlStorage, CredentialsStorage, WorktreeStorage {
   readonly agents: AgentRepository;
   readonly events: EventRepository;
   readonly router: SqliteRouterRepository;
   readonly hitl: HitlRepository;
   readonly credentials: CredentialRepository;
+  readonly worktree: WorktreeRepository;
 
   private constructor(private readonly engine: SqliteStore) {
     const db: DatabaseSync = engine.database;
@@ -63,6 +68,7 @@ export class CoordinatorStore implements Store, RegistryStorage, LogStorage, Rou
     this.router = new SqliteRouterRepository(db);
     this.hitl = new SqliteHitlRepository(db);
     this.credentials = new SqliteCredentialRepository(db);
+    this.worktree = new SqliteWorktreeRepository(db);
     engine.addCommitParticipant(this.router.indexFill);
   }
 

@@ -138,6 +138,7 @@ export class CoordinatorController implements vscode.Disposable {
         router: settings.router.options,
         hitl: this.approvals.policy(),
         onEvent: (event) => this.output.appendLine(formatEvent(event)),
+        workspaceFolders: (vscode.workspace.workspaceFolders ?? []).filter((f) => f.uri.scheme === 'file').map((f) => f.uri.fsPath),
       });
     } catch (err) {
       await this.reportStartFailure(err);

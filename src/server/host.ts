@@ -6,6 +6,8 @@ import { Coordinator } from '../core/coordinator';
 import type { HitlPolicy } from '../core/hitl/policy';
 import type { IdSource } from '../core/ids';
 import type { RouterOptions } from '../core/router/router';
+import { createGit } from '../core/worktree/git';
+import { discoverRepositories, type Repository } from '../core/worktree/repositories';
 import { PAYLOAD_FOLDER_NAME } from '../core/router/payloadFiles';
 import type { Event } from '../core/events';
 import { CoordinatorStore } from '../core/coordinatorStore';
@@ -35,6 +37,10 @@ export interface HostOptions {
   readonly onEvent?: (event: StoredEvent) => void;
   /** How long to wait for the store's lock while a previous owner is closing (see CoordinatorStore.open). */
   readonly lockWaitMs?: number;
+  /** The workspace folders (the editor's, the CLI's `--workspace`): their git repositories are the repo_ids agents bind in. */
+  readonly workspaceFolders?: readonly string[];
+  /** The repositories already discovered in them (the CLI prints them first); else the host discovers them. */
+  readonly repositories?: readonly Repository[];
 }
 
 /**
@@ -52,6 +58,17 @@ export class CoordinatorHost {
   ) {}
 
   static async start(options: HostOptions): Promise<CoordinatorHost> {
+    let repositories = options.repositories;
+    let unreadable: string | undefined;
+    if (repositories === undefined) {
+      try {
+        repositories = await discoverRepositories(createGit(), options.workspaceFolders ?? []);
+      } catch (err) {
+        // The coordinator still runs; Bind answers worktree_not_found, and the log says why.
+        unreadable = err instanceof Error ? err.message : String(err);
+        repositories = [];
+      }
+    }
     const store = CoordinatorStore.open(options.dataDir, { lockWaitMs: options.lockWaitMs, groupCommit: true });
     let coordinator: Coordinator | undefined;
     try {
@@ -65,7 +82,14 @@ export class CoordinatorHost {
         // Payloads of 1 MiB or more are files in <data folder>/payloads (router/payloadFiles.ts).
         router: { payloadDir: path.join(options.dataDir, PAYLOAD_FOLDER_NAME), ...options.router },
         hitl: options.hitl,
+        repositories,
       });
+      if (unreadable !== undefined) {
+        coordinator.log.record({
+          correlationId: coordinator.ids.uuid(), actor: 'coordinator', eventType: 'worktree.repositories_unreadable', level: 'WARN',
+          details: { workspace_folders: options.workspaceFolders ?? [], error: unreadable },
+        });
+      }
       const enrolment = options.auth === 'token'
         ? loadOrMintEnrolment(options.dataDir, coordinator.credentials, { correlationId: coordinator.ids.uuid() })
         : undefined;

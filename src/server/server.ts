@@ -16,6 +16,7 @@ import { LoggingServiceAdapter } from './services/loggingService';
 import { RegistryServiceAdapter } from './services/registryService';
 import { RouterServiceAdapter } from './services/routerService';
 import { unimplementedHandler } from './services/unimplemented';
+import { WorktreeServiceAdapter } from './services/worktreeService';
 import { isLoopback } from './agentEnvironment';
 
 export interface ServerOptions {
@@ -105,6 +106,7 @@ export class CoordinatorServer {
       [LoggingServiceAdapter.serviceName]: new LoggingServiceAdapter(coordinator).handlers(),
       [RouterServiceAdapter.serviceName]: new RouterServiceAdapter(coordinator).handlers(),
       [HitlServiceAdapter.serviceName]: new HitlServiceAdapter(coordinator).handlers(),
+      [WorktreeServiceAdapter.serviceName]: new WorktreeServiceAdapter(coordinator).handlers(),
     };
     // Every handler, built or not, runs behind the identity check of its rule (identity.ts).
     const add = (definition: grpc.ServiceDefinition, implementation: grpc.UntypedServiceImplementation | undefined, rules: Readonly<Record<string, IdentityRule>>) => {

@@ -15,7 +15,10 @@ import { makeTempDir, removeTempDir } from '../support/tempDir';
  * its RPCs are in the table; a canonical RPC missing from the table stops the server from starting.
  */
 const methods = canonicalMethods();
-const built = new Set(['sw4rm.registry.RegistryService', 'sw4rm.router.RouterService', 'sw4rm.hitl.HitlService', 'sw4rm.logging.LoggingService']);
+const built = new Set(['sw4rm.registry.RegistryService', 'sw4rm.router.RouterService', 'sw4rm.hitl.HitlService', 'sw4rm.logging.LoggingService',
+  'sw4rm.worktree.WorktreeService']);
+/** Operator actions: the handler, reached, refuses every agent credential (its own details, not the identity check's). */
+const OPERATOR_ONLY = new Set(['/sw4rm.worktree.WorktreeService/ApproveSwitch', '/sw4rm.worktree.WorktreeService/RejectSwitch']);
 
 describe('the identity table', () => {
   it('counts a HITL requester named in the nested context object as well as at the top level', () => {
@@ -79,7 +82,8 @@ describe('every RPC that names an agent refuses an agent credential acting as an
       it(`${path} (${describeClaim(claim)}): acting as itself reaches the ${built.has(service) ? 'handler' : 'UNIMPLEMENTED answer'}`, async () => {
         const { request, metadata } = claimingRequest(claim, 'self');
         const outcome = await callPath(client, methods.get(path)!, request, bearer(selfToken, metadata));
-        if (built.has(service)) assert.notEqual(outcome.code, grpc.status.PERMISSION_DENIED, `${path}: ${outcome.details}`);
+        if (OPERATOR_ONLY.has(path)) assert.match(outcome.details, /^PERMISSION_DENIED: approving or rejecting a worktree switch is an operator action/);
+        else if (built.has(service)) assert.notEqual(outcome.code, grpc.status.PERMISSION_DENIED, `${path}: ${outcome.details}`);
         else assert.equal(outcome.code, grpc.status.UNIMPLEMENTED, `${path}: ${outcome.details}`);
       });
     }

@@ -16,6 +16,12 @@ const IMPLEMENTED = new Set([
   '/sw4rm.router.RouterService/StreamIncoming',
   '/sw4rm.router.RouterService/AckDelivery',
   '/sw4rm.hitl.HitlService/Decide',
+  '/sw4rm.worktree.WorktreeService/Bind',
+  '/sw4rm.worktree.WorktreeService/Unbind',
+  '/sw4rm.worktree.WorktreeService/RequestSwitch',
+  '/sw4rm.worktree.WorktreeService/ApproveSwitch',
+  '/sw4rm.worktree.WorktreeService/RejectSwitch',
+  '/sw4rm.worktree.WorktreeService/Status',
 ]);
 
 type Method = grpc.MethodDefinition<unknown, unknown>;

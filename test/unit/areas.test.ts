@@ -37,7 +37,7 @@ const areas = fs.readdirSync(CORE, { withFileTypes: true }).filter((e) => e.isDi
 
 describe('the core as areas', () => {
   it('finds the areas by their folders', () => {
-    for (const area of ['registry', 'router', 'hitl', 'log']) assert.ok(areas.includes(area), `${area}/ is an area folder`);
+    for (const area of ['registry', 'router', 'hitl', 'log', 'worktree']) assert.ok(areas.includes(area), `${area}/ is an area folder`);
   });
 
   it('store/ is the engine only: it imports no area and nothing of the composition', () => {
@@ -67,7 +67,7 @@ describe('the core as areas', () => {
   });
 
   it('each area owns its schema steps and its SQLite repository', () => {
-    for (const area of ['registry', 'router', 'hitl', 'log']) {
+    for (const area of ['registry', 'router', 'hitl', 'log', 'worktree']) {
       const files = fs.readdirSync(path.join(CORE, area));
       assert.ok(files.includes('schema.ts'), `${area}/schema.ts`);
       assert.ok(files.some((f) => /^sqlite\w+Repository\.ts$/.test(f)), `${area}/sqlite…Repository.ts`);

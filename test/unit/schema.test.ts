@@ -16,6 +16,7 @@ const SHIPPED: ReadonlyArray<readonly [number, string, string]> = [
   [4, 'router', '0157515ce33fcf5f'],
   [5, 'credentials', 'f3220d3741a27961'],
   [6, 'router', 'd272a67ecc58fc99'],
+  [7, 'worktree', '17f178061e07d6a7'],
 ];
 
 function digest(step: SchemaStep): string {
