@@ -30,15 +30,22 @@ function jsonPayload(size: number, fill = 'x', to?: string): Uint8Array {
 }
 
 /** Waits for asynchronous file work (reads, writes, unlinks on libuv's pool) by turns of the event loop, not by time. */
-async function until(what: string, condition: () => boolean, turns = 20_000): Promise<void> {
-  for (let i = 0; i < turns; i++) {
+/**
+ * Waits for real file I/O (the thread pool) to let `condition` hold: event-loop turns, up to 30 s of wall time. No
+ * coordinator timer is involved (those run on the ManualClock); a fixed count of turns was too short on a busy machine.
+ */
+async function until(what: string, condition: () => boolean, wallMs = 45_000): Promise<void> {
+  const deadline = Date.now() + wallMs;
+  while (Date.now() < deadline) {
     if (condition()) return;
     await new Promise((resolve) => setImmediate(resolve));
   }
   assert.fail(`timed out waiting for ${what}`);
 }
 
-describe('Router payload files: payloads of 1 MiB or more are files written off the event loop', () => {
+describe('Router payload files: payloads of 1 MiB or more are files written off the event loop', function () {
+  // Real file I/O of megabytes: on a busy machine a test may take longer than the unit rung's default 10 s.
+  this.timeout(60_000);
   let h: RouterHarness;
   let payloadDir: string;
   const open = (options: ConstructorParameters<typeof RouterHarness>[0] = {}) => {
