@@ -39,6 +39,10 @@ export const FIELD_LIMITS = {
     proposed_actions: 32,
     proposed_action: 256,
   },
+  worktree: {
+    /** WorktreeService and WORKTREE_CONTROL: the agent whose binding it is. */
+    agent_id: 256,
+  },
   logging: {
     event_type: 128,
     agent_id: 128,

@@ -24,16 +24,7 @@ describe('approvals in a real editor (code-server + Chromium, an agent blocked o
   const approvalsPane = (): Locator =>
     harness!.page.locator('.pane').filter({ has: harness!.page.locator('.pane-header', { hasText: 'Approvals' }) });
 
-  /** The webview frame (nested iframes) whose content shows `text`. */
-  async function panelFrame(text: string): Promise<Frame> {
-    return await poll(async () => {
-      for (const frame of harness!.page.frames()) {
-        const content = frame.locator('#content');
-        if ((await content.count().catch(() => 0)) > 0 && (await content.innerText().catch(() => '')).includes(text)) return frame;
-      }
-      return undefined;
-    }, { timeoutMs: 30_000, description: `the approval panel showing "${text}"` });
-  }
+  const panelFrame = (text: string): Promise<Frame> => harness!.webviewFrameShowing(text);
 
   /** Opens the panel by clicking the request's row in the Approvals view. */
   async function review(rowText: string): Promise<Frame> {

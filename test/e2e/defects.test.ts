@@ -29,16 +29,7 @@ describe('issue 14 defects in a real editor (code-server + Chromium)', function 
   const centreItems = (text: string): Locator => harness.page.locator('.notifications-center .notification-list-item', { hasText: text });
   const announcement = (reason: string) => `SW4RM approval needed: ${reason} from ${AGENT}`;
 
-  /** The webview frame (nested iframes) whose content shows `text`. */
-  async function panelFrame(text: string): Promise<Frame> {
-    return await poll(async () => {
-      for (const frame of harness.page.frames()) {
-        const content = frame.locator('#content');
-        if ((await content.count().catch(() => 0)) > 0 && (await content.innerText().catch(() => '')).includes(text)) return frame;
-      }
-      return undefined;
-    }, { timeoutMs: 30_000, description: `the approval panel showing "${text}"` });
-  }
+  const panelFrame = (text: string): Promise<Frame> => harness.webviewFrameShowing(text);
 
   /** The notification is in neither the toasts nor the notification centre. */
   async function notificationGone(text: string): Promise<void> {

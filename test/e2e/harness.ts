@@ -345,6 +345,17 @@ export class CodeServerHarness {
   }
 
   /** Runs a command by its title (as shown in the command palette, e.g. 'SW4RM: Start Coordinator'). */
+  /** The webview frame (webviews live in nested iframes) whose `#content` shows `text`, e.g. an approval panel. */
+  async webviewFrameShowing(text: string, timeoutMs = 30_000): Promise<Frame> {
+    return await poll(async () => {
+      for (const frame of this.page.frames()) {
+        const content = frame.locator('#content');
+        if ((await content.count().catch(() => 0)) > 0 && (await content.innerText().catch(() => '')).includes(text)) return frame;
+      }
+      return undefined;
+    }, { timeoutMs, description: `a webview showing "${text}"` });
+  }
+
   async runCommand(title: string, timeoutMs = 30_000): Promise<void> {
     const input = this.page.locator('.quick-input-widget .quick-input-box input');
     await this.dismissQuickInput();

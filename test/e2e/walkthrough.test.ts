@@ -42,16 +42,7 @@ describe('the Get Started walkthrough in a real editor (code-server + Chromium, 
     }, { timeoutMs: 20_000, description: `the walkthrough to check ${expected.join(', ') || 'nothing'} (${what}); it shows ${JSON.stringify(await checkedSteps().catch(() => []))}` });
   }
 
-  /** The approval panel's frame (nested iframes) showing `text`. */
-  async function panelFrame(text: string): Promise<Frame> {
-    return await poll(async () => {
-      for (const frame of harness!.page.frames()) {
-        const content = frame.locator('#content');
-        if ((await content.count().catch(() => 0)) > 0 && (await content.innerText().catch(() => '')).includes(text)) return frame;
-      }
-      return undefined;
-    }, { timeoutMs: 30_000, description: `the approval panel showing "${text}"` });
-  }
+  const panelFrame = (text: string): Promise<Frame> => harness!.webviewFrameShowing(text);
 
   before(async function () {
     assert.ok(fs.existsSync(VSIX), `${VSIX} is missing: npm run package builds it`);

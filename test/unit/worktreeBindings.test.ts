@@ -1,5 +1,4 @@
 import * as assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { ManualClock } from '../../src/core/clock';
@@ -7,30 +6,12 @@ import { Coordinator } from '../../src/core/coordinator';
 import { CoordinatorStore } from '../../src/core/coordinatorStore';
 import type { Disposable } from '../../src/core/events';
 import { BindingRequestError, BindingStateError, homeWorktreeIdOf, TRANSITIONS, type BindingStatus } from '../../src/core/worktree/bindings';
-import { cleanEnvironment, createGit } from '../../src/core/worktree/git';
+import { createGit } from '../../src/core/worktree/git';
 import type { BindingOperation, BindingState } from '../../src/core/worktree/model';
 import { discoverRepositories, type Repository } from '../../src/core/worktree/repositories';
+import { git, makeRepo } from '../support/gitRepo';
 import { pollUntil } from '../support/poll';
 import { makeTempDir, removeTempDir } from '../support/tempDir';
-
-function git(cwd: string, ...args: string[]): string {
-  const r = spawnSync('git', args, { cwd, encoding: 'utf8', env: cleanEnvironment() });
-  if (r.status !== 0) throw new Error(`git ${args.join(' ')} (in ${cwd}): ${r.stderr}`);
-  return r.stdout;
-}
-
-function makeRepo(parent: string, name: string): string {
-  const dir = path.join(parent, name);
-  fs.mkdirSync(dir, { recursive: true });
-  git(dir, 'init', '-q', '-b', 'main');
-  git(dir, 'config', 'user.name', 'Test');
-  git(dir, 'config', 'user.email', 'test@example.invalid');
-  git(dir, 'config', 'commit.gpgsign', 'false');
-  fs.writeFileSync(path.join(dir, 'README.md'), 'hello\n');
-  git(dir, 'add', '-A');
-  git(dir, 'commit', '-q', '-m', 'initial');
-  return fs.realpathSync(dir);
-}
 
 const ctx = { correlationId: 'corr-bind' };
 const RETRY_MS = 1_000;
@@ -157,6 +138,8 @@ describe('worktree bindings (RFC §16, §16.1–§16.3)', function () {
 
   it('refuses a bad agent id, repo id or worktree id before any transition', async () => {
     assert.throws(() => bindings().bind('', 'app', '', ctx), BindingRequestError);
+    assert.throws(() => bindings().bind('a\u0000b', 'app', '', ctx), /agent_id contains control characters/);
+    assert.throws(() => bindings().bind('a'.repeat(257), 'app', '', ctx), /agent_id is longer than 256 characters/);
     assert.throws(() => bindings().bind('coder', '', '', ctx), /repo_id is required/);
     assert.throws(() => bindings().bind('coder', 'app', '../escape', ctx), (err: unknown) => err instanceof BindingRequestError && err.kind === 'invalid_argument');
     assert.deepEqual(transitions(), []);

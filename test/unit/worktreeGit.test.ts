@@ -9,60 +9,13 @@ import { parseStatusV2, parseWorktreeList } from '../../src/core/worktree/porcel
 import { discoverRepositories, type Repository } from '../../src/core/worktree/repositories';
 import { InvalidWorktreeIdError, Snapshots } from '../../src/core/worktree/snapshots';
 import { WorktreeRefusedError, Worktrees } from '../../src/core/worktree/worktrees';
+import { git, makeRepo, readTree, refusedWith } from '../support/gitRepo';
 
-/** The test's own git, for setting up and inspecting (clean environment, never the code under test). */
-function git(cwd: string, ...args: string[]): string {
-  const r = spawnSync('git', args, { cwd, encoding: 'utf8', env: cleanEnvironment() });
-  if (r.status !== 0) throw new Error(`git ${args.join(' ')} (in ${cwd}): ${r.stderr}`);
-  return r.stdout;
-}
-
-/** A repository with one commit on `main`; git identity set in the repository (CI may have none). */
-function makeRepo(parent: string, name: string, files: Record<string, string> = { 'README.md': 'hello\n' }): string {
-  const dir = path.join(parent, name);
-  fs.mkdirSync(dir, { recursive: true });
-  git(dir, 'init', '-q', '-b', 'main');
-  git(dir, 'config', 'user.name', 'Test');
-  git(dir, 'config', 'user.email', 'test@example.invalid');
-  git(dir, 'config', 'commit.gpgsign', 'false');
-  for (const [file, content] of Object.entries(files)) {
-    fs.mkdirSync(path.dirname(path.join(dir, file)), { recursive: true });
-    fs.writeFileSync(path.join(dir, file), content);
-  }
-  git(dir, 'add', '-A');
-  git(dir, 'commit', '-q', '-m', 'initial');
-  return fs.realpathSync(dir);
-}
+const refused = (promise: Promise<unknown>, reason: string) => refusedWith(WorktreeRefusedError, promise, reason);
 
 function commitAll(dir: string, message: string): void {
   git(dir, 'add', '-A');
   git(dir, 'commit', '-q', '-m', message);
-}
-
-async function refused(promise: Promise<unknown>, reason: string): Promise<WorktreeRefusedError> {
-  try {
-    await promise;
-  } catch (err) {
-    assert.ok(err instanceof WorktreeRefusedError, `expected a refusal '${reason}', got ${(err as Error).message}`);
-    assert.equal(err.reason, reason, err.message);
-    return err;
-  }
-  assert.fail(`expected a refusal '${reason}'`);
-}
-
-/** Every regular file under `dir` (outside .git) as relative path → bytes. */
-function readTree(dir: string): Map<string, Buffer> {
-  const files = new Map<string, Buffer>();
-  const walk = (at: string) => {
-    for (const entry of fs.readdirSync(at, { withFileTypes: true })) {
-      if (entry.name === '.git') continue;
-      const full = path.join(at, entry.name);
-      if (entry.isDirectory()) walk(full);
-      else files.set(path.relative(dir, full), fs.readFileSync(full));
-    }
-  };
-  walk(dir);
-  return files;
 }
 
 function assertSameFiles(actual: Map<string, Buffer>, expected: Map<string, Buffer>): void {

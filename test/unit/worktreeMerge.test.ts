@@ -1,47 +1,22 @@
 import * as assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { ManualClock } from '../../src/core/clock';
-import { cleanEnvironment, createGit, type Git } from '../../src/core/worktree/git';
+import { createGit, type Git } from '../../src/core/worktree/git';
 import { MERGE_SNAPSHOT_KEY, MergeBack, MergeRefusedError, parseMergeTree, type MergePreview } from '../../src/core/worktree/mergeBack';
 import { discoverRepositories } from '../../src/core/worktree/repositories';
 import { Snapshots } from '../../src/core/worktree/snapshots';
 import { Worktrees } from '../../src/core/worktree/worktrees';
+import { git, initRepo, readTree, refusedWith, writeFile as write } from '../support/gitRepo';
 
-/** The test's own git, for setting up and inspecting (clean environment, never the code under test). */
-function git(cwd: string, ...args: string[]): string {
-  const r = spawnSync('git', args, { cwd, encoding: 'utf8', env: cleanEnvironment() });
-  if (r.status !== 0) throw new Error(`git ${args.join(' ')} (in ${cwd}): ${r.stderr}`);
-  return r.stdout;
-}
-
-function write(dir: string, file: string, content: string): void {
-  fs.mkdirSync(path.dirname(path.join(dir, file)), { recursive: true });
-  fs.writeFileSync(path.join(dir, file), content);
-}
+const refused = (promise: Promise<unknown>, reason: string) => refusedWith(MergeRefusedError, promise, reason);
 
 function commit(dir: string, message: string, files: Record<string, string>): string {
   for (const [file, content] of Object.entries(files)) write(dir, file, content);
   git(dir, 'add', '-A');
   git(dir, 'commit', '-q', '-m', message);
   return git(dir, 'rev-parse', 'HEAD').trim();
-}
-
-/** Every regular file under `dir` (outside .git) as relative path → bytes. */
-function readTree(dir: string): Map<string, Buffer> {
-  const files = new Map<string, Buffer>();
-  const walk = (at: string) => {
-    for (const entry of fs.readdirSync(at, { withFileTypes: true })) {
-      if (entry.name === '.git') continue;
-      const full = path.join(at, entry.name);
-      if (entry.isDirectory()) walk(full);
-      else files.set(path.relative(dir, full), fs.readFileSync(full));
-    }
-  };
-  walk(dir);
-  return files;
 }
 
 /** HEAD (symbolic and commit), the index's entries (mode, blob, stage, path), every file's bytes, and every ref. */
@@ -66,17 +41,6 @@ function assertSameState(actual: CheckoutState, expected: CheckoutState, what: s
   if (expected.refs) assert.equal(actual.refs, expected.refs, `${what}: refs`);
 }
 
-async function refused(promise: Promise<unknown>, reason: string): Promise<MergeRefusedError> {
-  try {
-    await promise;
-  } catch (err) {
-    assert.ok(err instanceof MergeRefusedError, `expected a refusal '${reason}', got ${(err as Error).message}`);
-    assert.equal(err.reason, reason, err.message);
-    return err;
-  }
-  assert.fail(`expected a refusal '${reason}'`);
-}
-
 describe('worktree merge-back (real repositories)', function () {
   this.timeout(20_000);
   let tmp: string;
@@ -93,11 +57,7 @@ describe('worktree merge-back (real repositories)', function () {
     clock = new ManualClock();
     snapshots = new Snapshots(realGit, clock);
     repoPath = path.join(tmp, 'app');
-    fs.mkdirSync(repoPath);
-    git(repoPath, 'init', '-q', '-b', 'main');
-    git(repoPath, 'config', 'user.name', 'Test');
-    git(repoPath, 'config', 'user.email', 'test@example.invalid');
-    git(repoPath, 'config', 'commit.gpgsign', 'false');
+    initRepo(repoPath);
     write(repoPath, '.gitignore', 'node_modules/\n.env\n');
     commit(repoPath, 'initial', { 'README.md': 'one\ntwo\nthree\n', 'src/app.js': 'console.log(1);\n' });
     write(repoPath, '.env', 'SECRET=1\n'); // ignored: never touched by a merge or an undo

@@ -1,26 +1,14 @@
 import * as assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { ManualClock } from '../../src/core/clock';
-import { cleanEnvironment, createGit } from '../../src/core/worktree/git';
+import { createGit } from '../../src/core/worktree/git';
 import { discoverRepositories } from '../../src/core/worktree/repositories';
 import { checkCopyGlob, parseSetupConfig, readSetupConfig, runWorktreeSetup, SETUP_KILL_GRACE_MS, SetupConfigError } from '../../src/core/worktree/setup';
 import { Snapshots } from '../../src/core/worktree/snapshots';
 import { Worktrees } from '../../src/core/worktree/worktrees';
-
-function git(cwd: string, ...args: string[]): string {
-  const r = spawnSync('git', args, { cwd, encoding: 'utf8', env: cleanEnvironment() });
-  if (r.status !== 0) throw new Error(`git ${args.join(' ')} (in ${cwd}): ${r.stderr}`);
-  return r.stdout;
-}
-
-function write(dir: string, file: string, content: string, mode?: number): void {
-  fs.mkdirSync(path.dirname(path.join(dir, file)), { recursive: true });
-  fs.writeFileSync(path.join(dir, file), content);
-  if (mode !== undefined) fs.chmodSync(path.join(dir, file), mode);
-}
+import { git, initRepo, writeFile as write } from '../support/gitRepo';
 
 /** Resolves when `predicate` holds, polling the event loop (no fixed sleep: it returns as soon as it holds). */
 async function until(predicate: () => boolean): Promise<void> {
@@ -39,11 +27,7 @@ describe('worktree setup (real repositories)', function () {
   beforeEach(async () => {
     tmp = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), 'sw4rm-setup-')));
     repoPath = path.join(tmp, 'app');
-    fs.mkdirSync(repoPath);
-    git(repoPath, 'init', '-q', '-b', 'main');
-    git(repoPath, 'config', 'user.name', 'Test');
-    git(repoPath, 'config', 'user.email', 'test@example.invalid');
-    git(repoPath, 'config', 'commit.gpgsign', 'false');
+    initRepo(repoPath);
     write(repoPath, '.gitignore', '.env*\nconfig/local/\nnode_modules/\n');
     write(repoPath, 'README.md', 'tracked\n');
     git(repoPath, 'add', '-A');

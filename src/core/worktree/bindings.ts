@@ -10,6 +10,7 @@ import type { EventLog } from '../log/eventLog';
 import { GitCommandError, type Git } from './git';
 import type { BindFailureReason, Binding, BindingOperation, BindingState, SwitchGrant, WorktreeStorage } from './model';
 import type { Repository } from './repositories';
+import { FIELD_LIMITS, identifierRefusal } from '../fieldLimits';
 import { checkWorktreeId, InvalidWorktreeIdError, Snapshots } from './snapshots';
 import { WorktreeRefusedError, Worktrees, type AgentWorktree } from './worktrees';
 
@@ -81,8 +82,6 @@ export class WorkspaceWorktrees {
     return this.byId.get(repoId);
   }
 }
-
-const MAX_AGENT_ID = 256;
 
 /**
  * The home worktree id of an agent: its id when that is a valid worktree id, else the id with every other
@@ -340,9 +339,12 @@ export class WorktreeBindings {
   // ---------------------------------------------------------------- the machine
 
   private checkAgent(agentId: string): void {
-    if (typeof agentId !== 'string' || agentId.trim() === '' || agentId.length > MAX_AGENT_ID) {
-      throw new BindingRequestError('invalid_argument', 'VALIDATION_ERROR', `agent_id is required (at most ${MAX_AGENT_ID} characters)`);
+    const max = FIELD_LIMITS.worktree.agent_id;
+    if (typeof agentId !== 'string' || agentId.trim() === '') {
+      throw new BindingRequestError('invalid_argument', 'VALIDATION_ERROR', `agent_id is required (at most ${max} characters)`);
     }
+    const refusal = identifierRefusal('agent_id', agentId, max);
+    if (refusal !== undefined) throw new BindingRequestError('invalid_argument', 'VALIDATION_ERROR', refusal);
   }
 
   private checkAllowed(binding: Binding, operation: BindingOperation): void {
