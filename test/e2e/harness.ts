@@ -362,20 +362,23 @@ export class CodeServerHarness {
     // The workbench may not have keyboard focus right after loading; try F1 and then Ctrl+Shift+P.
     const keys = ['F1', 'Control+Shift+P'];
     let attempt = 0;
-    await poll(
-      async () => {
+    // The palette may close again right after it opened (a webview or a notification taking focus makes it inert,
+    // then hides it): then it is opened and filled again.
+    const openWithTitle = async (): Promise<boolean> => {
+      if (!(await input.isVisible())) {
         await this.page.keyboard.press(keys[attempt++ % keys.length]);
         await input.waitFor({ state: 'visible', timeout: 3_000 });
-        return true;
-      },
-      { timeoutMs, description: 'the command palette to open' },
-    );
-    await input.fill(`>${title}`);
+      }
+      if ((await input.inputValue({ timeout: 1_000 })) !== `>${title}`) await input.fill(`>${title}`, { timeout: 3_000 });
+      return (await input.inputValue({ timeout: 1_000 })) === `>${title}`;
+    };
+    await poll(openWithTitle, { timeoutMs, description: `the command palette to open with "${title}"` });
     const row = this.page.locator('.quick-input-list .monaco-list-row');
     // The command is the row whose label starts with the title; another command that also matches may rank first
     // (e.g. "Show Agent's Log Events" for "Show Log"), so the matching row is chosen, not the first one.
     const index = await poll(
       async () => {
+        if (!(await openWithTitle())) return false;
         const count = await row.count();
         for (let i = 0; i < count; i++) {
           const candidate = row.nth(i);
