@@ -126,6 +126,15 @@ async function disposeFixture(f: Fixture | undefined): Promise<void> {
   removeTempDir(f.base);
 }
 
+/** How many file descriptors this process has open (Linux: /proc/self/fd), or undefined elsewhere. */
+function openDescriptors(): number | undefined {
+  try {
+    return fs.readdirSync('/proc/self/fd').length;
+  } catch {
+    return undefined;
+  }
+}
+
 /** `promise` is refused with a ConfinementError of `reason`, whose message names no real path. */
 async function assertRefused(promise: Promise<unknown>, reason: ConfinementReason | readonly ConfinementReason[], f: Fixture, label: string): Promise<ConfinementError> {
   let result: unknown;
@@ -225,6 +234,10 @@ const GIT: Attack[] = [
   { name: 'composed (NFC) form of the same', path: '.gi\u0165', reason: 'git_metadata' },
   { name: '8.3 short name', path: 'GIT~1', reason: 'git_metadata' },
   { name: 'NTFS stream', path: '.git::$INDEX_ALLOCATION', reason: 'git_metadata' },
+  { name: 'NTFS stream after a trailing dot', path: '.git.::$INDEX_ALLOCATION/config', reason: 'git_metadata' },
+  { name: 'NTFS stream after trailing spaces and dots', path: '.git . ::$INDEX_ALLOCATION', reason: 'git_metadata' },
+  { name: '8.3 short name with trailing dots', path: 'GIT~1../HEAD', reason: 'git_metadata' },
+  { name: 'a later 8.3 short name (.github took GIT~1)', path: 'git~2/config', reason: 'git_metadata' },
 ];
 
 const LINKS_AND_SPECIAL_FILES: Attack[] = [
@@ -266,12 +279,14 @@ describe('Confinement (RFC §6.4, §16, §23)', () => {
       let f: Fixture;
       let confinement: Confinement;
       let guardedBefore: Map<string, string>;
+      let descriptorsBefore: number | undefined;
 
       before(async function () {
         if (strategy === 'proc-fd' && process.platform !== 'linux') this.skip();
         f = await makeFixture();
         confinement = await Confinement.forWorktree(f.worktree, { strategy });
         guardedBefore = f.guarded();
+        descriptorsBefore = openDescriptors();
       });
 
       after(async () => {
@@ -410,6 +425,45 @@ describe('Confinement (RFC §6.4, §16, §23)', () => {
         });
       });
 
+      describe('a read is bounded by maxBytes even when the file grows after its size was checked', () => {
+        /** Bytes this process read through read(2) so far (Linux: /proc/self/io), or undefined. */
+        function bytesRead(): number | undefined {
+          try {
+            return Number(/^rchar: (\d+)$/m.exec(fs.readFileSync('/proc/self/io', 'utf8'))![1]);
+          } catch {
+            return undefined;
+          }
+        }
+
+        it('reads at most maxBytes + 1 bytes of a file that is larger than its checked size, and refuses it', async function () {
+          if (bytesRead() === undefined) this.skip();
+          const file = path.join(f.worktree, 'growing.log');
+          fs.writeFileSync(file, Buffer.alloc(100, 0x61));
+          // The file grows between the size check and the read, as a log written by a running program does: every
+          // fstat of it answers the size it had when checked, while it really holds 32 MiB more.
+          const probe = await fs.promises.open(file, 'r');
+          const prototype = Object.getPrototypeOf(probe) as { stat: (...args: unknown[]) => Promise<fs.Stats> };
+          const { ino } = await probe.stat();
+          await probe.close();
+          fs.appendFileSync(file, Buffer.alloc(32 * 1024 * 1024, 0x62));
+          const originalStat = prototype.stat;
+          prototype.stat = async function (this: unknown, ...args: unknown[]) {
+            const stats = await originalStat.apply(this, args);
+            if (stats.ino === ino) Object.defineProperty(stats, 'size', { value: 100 });
+            return stats;
+          };
+          const before = bytesRead()!;
+          try {
+            await assertRefused(confinement.readFile('growing.log', { maxBytes: 1024 }), 'too_large', f, 'read of a growing file');
+          } finally {
+            prototype.stat = originalStat;
+            fs.unlinkSync(file);
+          }
+          const read = bytesRead()! - before;
+          assert.ok(read < 1024 * 1024, `read ${read} bytes of a 32 MiB file with maxBytes 1024`);
+        });
+      });
+
       describe('what is allowed', () => {
         it('nested files: write (making folders), read, stat, list, delete', async () => {
           await confinement.writeFile('a/b/c/nested.txt', 'nested', { createParents: true });
@@ -459,6 +513,19 @@ describe('Confinement (RFC §6.4, §16, §23)', () => {
           assert.deepEqual(fs.readdirSync(f.worktree).filter((n) => n.startsWith('.sw4rm-write-')), []);
         });
 
+        it('overwriting a setuid or setgid file keeps its permission bits only, as a write(2) by its owner would', async () => {
+          const file = path.join(f.worktree, 'setuid-tool');
+          fs.writeFileSync(file, '#!/bin/sh\necho old\n');
+          fs.chmodSync(file, 0o6755);
+          if ((fs.statSync(file).mode & 0o6000) !== 0o6000) { fs.unlinkSync(file); return; } // a file system without the bits
+          await confinement.writeFile('setuid-tool', '#!/bin/sh\necho agent\n');
+          assert.equal(fs.statSync(file).mode & 0o7777, 0o755, 'set-user-ID and set-group-ID are not carried onto new content');
+          await confinement.writeFile('setuid-new', 'x', { mode: 0o4777 });
+          assert.equal(fs.statSync(path.join(f.worktree, 'setuid-new')).mode & 0o7000, 0, 'a new file is never made set-user-ID');
+          fs.unlinkSync(file);
+          fs.unlinkSync(path.join(f.worktree, 'setuid-new'));
+        });
+
         it('listDir shows links as links (never followed) and leaves out .git', async () => {
           const entries = await confinement.listDir('');
           const byName = new Map(entries.map((e) => [e.name, e.type]));
@@ -487,6 +554,28 @@ describe('Confinement (RFC §6.4, §16, §23)', () => {
           assert.equal((await assertRefused(confinement.writeFile('', 'x'), 'root', f, 'write the root')).code, 'permission_denied');
           await assertRefused(confinement.deleteFile('.'), 'root', f, 'delete the root');
           await assertRefused(confinement.readFile('src/app.ts', { maxBytes: 4 }), 'too_large', f, 'maxBytes');
+        });
+      });
+
+      // Declared last, so it runs after every refusal, race and allowed operation above.
+      describe('resources', () => {
+        it('no file descriptor is left open by any operation, refused or not', async function () {
+          if (descriptorsBefore === undefined) this.skip();
+          for (const op of ALL_OPS) {
+            // Refused at every step of the walk and the open (nothing here is changed by any operation).
+            for (const requested of ['link-dir/secret.txt', 'real/linked/x', 'fifo', 'sock', 'devnull', 'src/app.ts/x', 'missing/x', 'src', '.git', '..']) {
+              await run(confinement, op, requested).catch(() => undefined);
+            }
+          }
+          await confinement.readFile('hard.txt').catch(() => undefined);
+          await confinement.stat('hard.txt').catch(() => undefined);
+          // And answered: a read, a stat and a listing of what exists, a write, a folder and a delete of a new file.
+          await confinement.readFile('src/app.ts');
+          await confinement.stat('src/app.ts');
+          await confinement.listDir('src');
+          await confinement.writeFile('fd-check/new.txt', 'x', { createParents: true });
+          await confinement.deleteFile('fd-check/new.txt');
+          assert.equal(openDescriptors(), descriptorsBefore, 'as many descriptors open as before the corpus');
         });
       });
     });
@@ -541,8 +630,8 @@ describe('Confinement (RFC §6.4, §16, §23)', () => {
 
   describe('the text of a path (pure)', () => {
     it('isGitName: the variants git itself refuses, and not the dotfiles next to them', () => {
-      for (const name of ['.git', '.GIT', '.git.', '.git ', '.gIt. .', 'git~1', '.git::$DATA', '.g\u200dit']) assert.ok(isGitName(name), name);
-      for (const name of ['.gitignore', '.github', '.gitmodules', 'git', '.git-x', 'x.git']) assert.equal(isGitName(name), false, name);
+      for (const name of ['.git', '.GIT', '.git.', '.git ', '.gIt. .', 'git~1', '.git::$DATA', '.g\u200dit', '.git.::$DATA', '.git :x', 'GIT~1.', 'git~3']) assert.ok(isGitName(name), name);
+      for (const name of ['.gitignore', '.github', '.gitmodules', 'git', '.git-x', 'x.git', 'git~', 'git~x', '.git.x']) assert.equal(isGitName(name), false, name);
     });
 
     it('Windows device names are refused where they are devices (on Windows, or when asked)', () => {
@@ -550,6 +639,16 @@ describe('Confinement (RFC §6.4, §16, §23)', () => {
         assert.deepEqual(parseRequestedPath(name, { windowsNames: true }), { refused: 'device_name' }, name);
       }
       assert.deepEqual(parseRequestedPath('src/aux.ts', { windowsNames: false }), { components: ['src', 'aux.ts'] });
+    });
+
+    it('where Windows names apply, a component Windows would trim or split is refused: trailing dots or spaces, ":"', () => {
+      // Win32 drops a component's trailing dots and spaces ("..." and ".. " become ".."), and ":" names a stream.
+      for (const name of ['... /outside', '.. /outside', 'src/.../x', 'a./b', 'src/file.txt ', 'src/file.txt:stream', 'x:..']) {
+        const parsed = parseRequestedPath(name, { windowsNames: true });
+        assert.ok('refused' in parsed, `${JSON.stringify(name)} refused, got ${JSON.stringify(parsed)}`);
+      }
+      assert.deepEqual(parseRequestedPath('src/.env.local', { windowsNames: true }), { components: ['src', '.env.local'] });
+      assert.deepEqual(parseRequestedPath('...', { windowsNames: false }), { components: ['...'] }, 'an ordinary name on Linux');
     });
 
     it('parseRequestedPath keeps names literally and drops empty and "." components', () => {

@@ -30,7 +30,7 @@ export type ConfinementErrorCode = 'permission_denied' | 'worktree_not_bound' | 
 export type ConfinementReason =
   | 'not_a_string' | 'absolute_path' | 'parent_traversal' | 'encoded_traversal' | 'lookalike_traversal'
   | 'backslash' | 'nul_byte' | 'control_character' | 'path_too_long' | 'component_too_long' | 'git_metadata'
-  | 'device_name' | 'symlink' | 'device_node' | 'fifo' | 'socket' | 'not_regular_file' | 'hard_link'
+  | 'device_name' | 'windows_name' | 'symlink' | 'device_node' | 'fifo' | 'socket' | 'not_regular_file' | 'hard_link'
   | 'outside_worktree' | 'mount_point' | 'changed_during_open' | 'root' | 'too_large'
   | 'worktree_missing' | 'not_found' | 'not_a_directory' | 'is_a_directory' | 'already_exists' | 'io_error';
 
@@ -47,6 +47,7 @@ const REASON_TEXT: Record<ConfinementReason, string> = {
   component_too_long: 'a path component is longer than 255 bytes',
   git_metadata: 'the git metadata (.git and the repository\'s git directory) is not accessible to agents',
   device_name: 'the name is reserved for a device on Windows',
+  windows_name: 'the name is not valid on Windows (a trailing dot or space, or one of < > : " | ? *)',
   symlink: 'the path goes through a symbolic link',
   device_node: 'device nodes are refused',
   fifo: 'FIFOs are refused',
@@ -118,11 +119,16 @@ function foldName(name: string): string {
     .toLowerCase().replace(/\u0131/g, 'i');
 }
 
-/** `.git` as git itself fears it on NTFS and HFS+: any case, trailing dots or spaces, ignorables, `GIT~1`, streams. */
+/**
+ * `.git` as git itself fears it on NTFS and HFS+: any case, ignorables, trailing dots or spaces, then the end or a
+ * stream (`.git. ::$INDEX_ALLOCATION`), and its 8.3 short names (`GIT~1`, or `GIT~2` when `.github` took the first).
+ */
 export function isGitName(name: string): boolean {
-  const folded = foldName(name).replace(/[. ]+$/, '');
-  return folded === '.git' || folded === 'git~1' || folded.startsWith('.git:');
+  return /^(\.git|git~[0-9]+)[. ]*(:|$)/.test(foldName(name));
 }
+
+/** What Win32 would trim from a component (trailing dots and spaces) or read as a stream or a wildcard. */
+const WINDOWS_INVALID = /[. ]$|[<>:"|?*]/;
 
 const WINDOWS_DEVICE = /^(con|prn|aux|nul|com[0-9\u00b9\u00b2\u00b3]|lpt[0-9\u00b9\u00b2\u00b3]|conin\$|conout\$)(\..*)?$/;
 
@@ -195,6 +201,7 @@ export function parseRequestedPath(requested: unknown, options: { windowsNames?:
     const folded = foldName(raw);
     if (folded === '.' || folded === '..' || folded.includes('/') || folded.includes('\\')) return { refused: 'lookalike_traversal' };
     if (windowsNames && WINDOWS_DEVICE.test(folded.replace(/[. ]+$/, ''))) return { refused: 'device_name' };
+    if (windowsNames && WINDOWS_INVALID.test(raw)) return { refused: 'windows_name' };
     components.push(raw);
   }
   return { components };
@@ -223,6 +230,26 @@ function typeRefusal(stats: Stats): ConfinementReason | undefined {
   if (stats.isFIFO()) return 'fifo';
   if (stats.isSocket()) return 'socket';
   return 'not_regular_file';
+}
+
+/**
+ * Reads from the start to the end of the file, but never more than `limit + 1` bytes: the file may have grown since
+ * its size was checked (a log being written), and a read must not take the memory the limit is there to protect.
+ */
+async function readAtMost(handle: FileHandle, expectedSize: number, limit: number): Promise<Buffer> {
+  let buffer = Buffer.allocUnsafeSlow(Math.min(limit + 1, Math.max(expectedSize + 1, 8192)));
+  let total = 0;
+  for (;;) {
+    if (total === buffer.length) {
+      if (total > limit) throw new ConfinementError('too_large');
+      const grown = Buffer.allocUnsafeSlow(Math.min(limit + 1, buffer.length * 2));
+      buffer.copy(grown, 0, 0, total);
+      buffer = grown;
+    }
+    const { bytesRead } = await handle.read(buffer, total, buffer.length - total, total);
+    if (bytesRead === 0) return buffer.subarray(0, total);
+    total += bytesRead;
+  }
 }
 
 function errno(error: unknown): string | undefined {
@@ -329,9 +356,7 @@ export class Confinement {
       if (stats.nlink > 1) throw new ConfinementError('hard_link');
       const limit = options.maxBytes ?? DEFAULT_MAX_READ_BYTES;
       if (stats.size > limit) throw new ConfinementError('too_large');
-      const data = await handle.readFile();
-      if (data.length > limit) throw new ConfinementError('too_large');
-      return data;
+      return await readAtMost(handle, stats.size, limit);
     } catch (error) {
       throw fsError(error);
     } finally {
@@ -341,22 +366,23 @@ export class Confinement {
 
   /**
    * Writes a file atomically: a temporary file created (O_EXCL, O_NOFOLLOW) in the same folder, then renamed over
-   * the name. An existing name must be a regular file (its mode is kept). `createParents` makes missing folders;
-   * `mode` is a new file's mode (default 0o666; the umask applies).
+   * the name. An existing name must be a regular file (its permission bits are kept; set-user-ID, set-group-ID and
+   * sticky are not, as a write by its owner would clear them). `createParents` makes missing folders; `mode` is a new
+   * file's permission bits (default 0o666; the umask applies; nothing beyond 0o777).
    */
   async writeFile(requested: string, data: string | Uint8Array, options: { createParents?: boolean; mode?: number } = {}): Promise<void> {
     const { canonical, components } = await this.check(requested, { allowRoot: false, createParents: options.createParents });
     const name = components[components.length - 1];
     const parent = await this.walk(components.slice(0, -1), { create: options.createParents === true });
     try {
-      let mode = options.mode ?? 0o666;
+      let mode = (options.mode ?? 0o666) & 0o777;
       const target = path.join(parent.path, name);
       try {
         const existing = await fsp.lstat(this.child(parent, name));
         const refusal = typeRefusal(existing);
         if (refusal) throw new ConfinementError(refusal);
         if (existing.isDirectory()) throw new ConfinementError('is_a_directory');
-        mode = existing.mode & 0o7777;
+        mode = existing.mode & 0o777;
       } catch (error) {
         if (errno(error) !== 'ENOENT') throw error;
       }
