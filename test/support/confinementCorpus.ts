@@ -73,7 +73,7 @@ export async function plantAttackFixture(base: string, repo: string, worktree: s
   assert.ok(fs.lstatSync(path.join(worktree, '.git')).isFile(), 'a linked worktree has a .git file');
 
   const w = (p: string) => path.join(worktree, p);
-  fs.mkdirSync(w('src'));
+  fs.mkdirSync(w('src'), { recursive: true });
   fs.writeFileSync(w('src/app.ts'), 'export const app = 1;\n');
   fs.mkdirSync(w('real'));
   fs.mkdirSync(w('sub/.git/hooks'), { recursive: true });

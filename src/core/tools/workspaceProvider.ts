@@ -33,8 +33,8 @@ export const WORKSPACE_LIMITS = Object.freeze({
   /** git_commit: the longest message, and paths per call (git_diff too). */
   maxCommitMessageChars: 8_192,
   maxPaths: 1_000,
-  /** Any path argument (the confinement refuses longer ones too). */
-  maxPathChars: 4_096,
+  /** Any path argument, in characters (the confinement then refuses paths over 4,096 bytes: `permission_denied`). */
+  maxPathChars: 16_384,
 });
 
 const L = WORKSPACE_LIMITS;
