@@ -52,6 +52,11 @@ await Promise.all([
   }),
   esbuild.build({
     ...common,
+    entryPoints: ['examples/workspaceTools.ts'],
+    outfile: 'dist/example-tools.js',
+  }),
+  esbuild.build({
+    ...common,
     platform: 'browser',
     format: 'iife',
     target: 'es2022',

@@ -11,6 +11,8 @@ import { DEFAULT_MAX_EVENTS, scheduleEventRetention } from './log/eventRetention
 import type { StoredEvent } from './log/model';
 import { DEFAULT_REGISTRY_OPTIONS, Registry, type RegistryOptions } from './registry/registry';
 import { DEFAULT_ROUTER_OPTIONS, Router, type RouterOptions } from './router/router';
+import { Tools } from './tools/tools';
+import { WorkspaceProvider } from './tools/workspaceProvider';
 import { DEFAULT_BINDING_OPTIONS, WorkspaceWorktrees, WorktreeBindings, type BindingOptions } from './worktree/bindings';
 import { bindWorktreeControlToRouter } from './worktree/envelopeBridge';
 import { createGit, type Git } from './worktree/git';
@@ -54,6 +56,8 @@ export class Coordinator {
   /** Agent worktree bindings (RFC §16): the state machine, persisted; the workspace's repositories and their worktrees. */
   readonly worktrees: WorktreeBindings;
   readonly workspace: WorkspaceWorktrees;
+  /** Tools (RFC §18): the built-in `workspace` provider, confined to the calling agent's bound worktree. */
+  readonly tools: Tools;
   private readonly hitlBinding: Disposable;
   private readonly worktreeBinding: Disposable;
   private readonly retentionTimer: Disposable;
@@ -84,6 +88,7 @@ export class Coordinator {
     this.workspace = new WorkspaceWorktrees(git, new Snapshots(git, this.clock), options.repositories ?? []);
     this.worktrees = new WorktreeBindings(this.store, this.log, this.clock, this.hitl, this.workspace, { ...DEFAULT_BINDING_OPTIONS, ...options.bindings });
     this.worktreeBinding = bindWorktreeControlToRouter(this.worktrees, this.router, this.log);
+    this.tools = new Tools([new WorkspaceProvider(git)], this.worktrees, this.log, this.clock, this.ids);
     this.retentionTimer = scheduleEventRetention(this.store, this.log, this.clock, this.ids, options.maxEvents ?? DEFAULT_MAX_EVENTS);
   }
 

@@ -64,9 +64,10 @@ export const IDENTITY_RULES: Readonly<Record<string, IdentityRule>> = Object.fre
   '/sw4rm.worktree.WorktreeService/RejectSwitch': acts('the agent whose switch is rejected', field('agent_id')),
   '/sw4rm.worktree.WorktreeService/Status': acts('whose binding is read', field('agent_id')),
   // tool.proto
-  '/sw4rm.tool.ToolService/Call': none('no field names an agent (call_id, tool_name, provider_id: a tool provider)'),
-  '/sw4rm.tool.ToolService/CallStream': none('no field names an agent'),
-  '/sw4rm.tool.ToolService/Cancel': none('no field names an agent'),
+  // tool.proto: no field names an agent; the caller is its agent credential's agent, else metadata sw4rm-agent-id (toolService.ts)
+  '/sw4rm.tool.ToolService/Call': acts('the calling agent, whose worktree the tool works in', { metadata: 'sw4rm-agent-id' }),
+  '/sw4rm.tool.ToolService/CallStream': acts('the calling agent, whose worktree the tool works in', { metadata: 'sw4rm-agent-id' }),
+  '/sw4rm.tool.ToolService/Cancel': acts('the agent whose call is cancelled', { metadata: 'sw4rm-agent-id' }),
   // hitl.proto: the requester is metadata sw4rm-agent-id, else the context's requester / agent_id (hitlService.ts)
   '/sw4rm.hitl.HitlService/Decide': acts('the requester', { metadata: 'sw4rm-agent-id' }, { json: 'context', keys: ['requester', 'agent_id', 'agentId'], maxBytes: MAX_INVOCATION_BYTES }),
   // negotiation.proto

@@ -10,11 +10,13 @@ import { IdentityGuard } from './guard';
 import { HealthService } from './health';
 import { identityRule, IDENTITY_RULES, type IdentityRule } from './identity';
 import { CANONICAL_SERVICES, loadPackageDefinition, serviceDefinition } from './protos';
+import { ConnectorServiceAdapter } from './services/connectorService';
 import { CREDENTIALS_RULES, CREDENTIALS_SERVICE, CredentialsServiceAdapter, loadCredentialsDefinition } from './services/credentialsService';
 import { HitlServiceAdapter } from './services/hitlService';
 import { LoggingServiceAdapter } from './services/loggingService';
 import { RegistryServiceAdapter } from './services/registryService';
 import { RouterServiceAdapter } from './services/routerService';
+import { ToolServiceAdapter } from './services/toolService';
 import { unimplementedHandler } from './services/unimplemented';
 import { WorktreeServiceAdapter } from './services/worktreeService';
 import { isLoopback } from './agentEnvironment';
@@ -107,6 +109,8 @@ export class CoordinatorServer {
       [RouterServiceAdapter.serviceName]: new RouterServiceAdapter(coordinator).handlers(),
       [HitlServiceAdapter.serviceName]: new HitlServiceAdapter(coordinator).handlers(),
       [WorktreeServiceAdapter.serviceName]: new WorktreeServiceAdapter(coordinator).handlers(),
+      [ToolServiceAdapter.serviceName]: new ToolServiceAdapter(coordinator).handlers(),
+      [ConnectorServiceAdapter.serviceName]: new ConnectorServiceAdapter(coordinator).handlers(),
     };
     // Every handler, built or not, runs behind the identity check of its rule (identity.ts).
     const add = (definition: grpc.ServiceDefinition, implementation: grpc.UntypedServiceImplementation | undefined, rules: Readonly<Record<string, IdentityRule>>) => {

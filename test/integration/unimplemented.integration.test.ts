@@ -6,7 +6,7 @@ import { canonicalDefinition } from '../support/clients';
 import { startHost, stopHost } from '../support/host';
 import { makeTempDir, removeTempDir } from '../support/tempDir';
 
-/** The RPCs the coordinator implements (walking skeleton, messaging plane, HITL); every other one must answer UNIMPLEMENTED. */
+/** The RPCs the coordinator implements (walking skeleton, messaging plane, HITL, worktrees, the built-in tools); every other one must answer UNIMPLEMENTED. */
 const IMPLEMENTED = new Set([
   '/sw4rm.registry.RegistryService/RegisterAgent',
   '/sw4rm.registry.RegistryService/Heartbeat',
@@ -22,6 +22,10 @@ const IMPLEMENTED = new Set([
   '/sw4rm.worktree.WorktreeService/ApproveSwitch',
   '/sw4rm.worktree.WorktreeService/RejectSwitch',
   '/sw4rm.worktree.WorktreeService/Status',
+  '/sw4rm.tool.ToolService/Call',
+  '/sw4rm.tool.ToolService/CallStream',
+  '/sw4rm.tool.ToolService/Cancel',
+  '/sw4rm.connector.ConnectorService/DescribeTools',
 ]);
 
 type Method = grpc.MethodDefinition<unknown, unknown>;
@@ -88,7 +92,7 @@ describe('RPCs not implemented yet', () => {
     const paths = allMethods().map((m) => m.path);
     assert.equal(new Set(paths.map((p) => p.split('/')[1])).size, 15);
     for (const path of IMPLEMENTED) assert.ok(paths.includes(path), path);
-    assert.ok(paths.length - IMPLEMENTED.size > 40, `${paths.length} RPCs in all`);
+    assert.equal(paths.length, 57, `${paths.length} RPCs in all`);
   });
 
   it('answers UNIMPLEMENTED, saying "not implemented yet", for every other RPC of the 15 services', async () => {
@@ -103,7 +107,7 @@ describe('RPCs not implemented yet', () => {
       }
     }
     assert.deepEqual(wrong, []);
-    assert.ok(checked > 40, `${checked} RPCs checked`);
+    assert.equal(checked, allMethods().length - IMPLEMENTED.size, `${checked} RPCs checked`);
   });
 
   it('implements every RPC of RouterService (the messaging plane)', () => {
@@ -128,6 +132,28 @@ describe('RPCs not implemented yet', () => {
     const status = await callWithEmptyRequest(client, decide, authorized());
     assert.equal(status.code, grpc.status.INVALID_ARGUMENT);
     assert.match(status.details, /^VALIDATION_ERROR: reason_type must be one of CONFLICT, SECURITY_APPROVAL/);
+  });
+
+  it('answers the tool RPCs for a provider that is not built in with UNIMPLEMENTED, saying so', async () => {
+    for (const path of ['/sw4rm.tool.ToolService/Call', '/sw4rm.tool.ToolService/CallStream', '/sw4rm.connector.ConnectorService/DescribeTools']) {
+      const method = allMethods().find((m) => m.path === path);
+      assert.ok(method, path);
+      const metadata = authorized();
+      metadata.set('sw4rm-agent-id', 'someone');
+      const status = await new Promise<grpc.StatusObject>((resolve, reject) => {
+        const request = { provider_id: 'mcp-elsewhere', tool_name: 'x' };
+        if (method.responseStream) {
+          const stream = client.makeServerStreamRequest(method.path, method.requestSerialize, method.responseDeserialize, request, metadata, { deadline: Date.now() + 10_000 });
+          stream.on('data', () => reject(new Error('a frame')));
+          stream.on('error', resolve);
+        } else {
+          client.makeUnaryRequest(method.path, method.requestSerialize, method.responseDeserialize, request, metadata, { deadline: Date.now() + 10_000 },
+            (err) => (err ? resolve(err) : reject(new Error('an answer'))));
+        }
+      });
+      assert.equal(status.code, grpc.status.UNIMPLEMENTED, path);
+      assert.match(status.details, /^not implemented yet: external tool providers \(provider 'mcp-elsewhere'; built in: workspace\)/, path);
+    }
   });
 
   it('still asks for credentials first', async () => {

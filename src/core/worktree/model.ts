@@ -66,3 +66,12 @@ export interface WorktreeRepository {
 export interface WorktreeStorage extends Transactions {
   readonly worktree: WorktreeRepository;
 }
+
+/**
+ * What other areas may ask of the bindings (the tools area's file and git tools): the folder an agent works in now —
+ * its home worktree, or the granted non-home one — or undefined when it is not bound (UNBOUND, BIND_FAILED).
+ * WorktreeBindings offers it (`worktreePathOf`).
+ */
+export interface WorktreeLocator {
+  worktreePathOf(agentId: string): string | undefined;
+}
