@@ -66,12 +66,16 @@ describe('the packaged .vsix (dist/sw4rm-coordinator.vsix, unpacked)', () => {
     assert.doesNotMatch(readme, /npm test|npm start|## Tests/, 'no developer instructions');
   });
 
-  it('leaves the screenshots out and is well below its size before', () => {
+  it('leaves the screenshots out: besides its bundled code it is well below its size before, and under 1 MiB in all', () => {
     const screenshots = [...entries.keys()].filter((name) => name.includes('screenshots/') || /\.png$/.test(name) && !name.endsWith('media/icon.png'));
     assert.deepEqual(screenshots, []);
     const size = fs.statSync(VSIX).size;
-    console.log(`    .vsix: ${(size / 1024).toFixed(1)} KiB (before: ${(SIZE_BEFORE / 1024).toFixed(1)} KiB), ${entries.size} files`);
-    assert.ok(size < SIZE_BEFORE * 0.75, `${size} bytes is not well below ${SIZE_BEFORE}`);
+    // The bundled code grows with the product (a JSON Schema validator came with the workspace tools), so what is
+    // measured against the package before is the rest: manifest, READMEs, protos, media.
+    const content = [...entries].filter(([name]) => !/^extension\/dist\/.*\.js$/.test(name)).reduce((sum, [, data]) => sum + data.length, 0);
+    console.log(`    .vsix: ${(size / 1024).toFixed(1)} KiB (before: ${(SIZE_BEFORE / 1024).toFixed(1)} KiB), ${entries.size} files, ${(content / 1024).toFixed(1)} KiB besides the bundled code`);
+    assert.ok(content < SIZE_BEFORE * 0.5, `${content} bytes besides the bundled code is not well below the ${SIZE_BEFORE} of the package before`);
+    assert.ok(size < 1024 * 1024, `${size} bytes: the package stays under 1 MiB`);
   });
 
   it('still has what the extension needs at run time', () => {
