@@ -180,6 +180,27 @@ describe('worktree area: git, repositories, worktrees, snapshots (real repositor
       assertSameFiles(after, before);
     });
 
+    it('a new worktree of an id whose branch was kept checks that branch out again (its base kept), and says where it is checked out when it cannot', async () => {
+      const { repo, worktrees } = await repoAndWorktrees();
+      const created: string[] = [];
+      const observed = new Worktrees(realGit, snapshots, repo, { onCreated: (w, d) => created.push(`${w.id}:${d.reusedBranch}`) });
+      const made = await observed.create('agent-1');
+      fs.writeFileSync(path.join(made.path, 'work.txt'), 'work\n');
+      commitAll(made.path, 'agent work');
+      const tip = git(made.path, 'rev-parse', 'HEAD').trim();
+      assert.equal((await worktrees.remove('agent-1', { isBound: () => false, force: true })).branchKept, true);
+      git(repo.path, 'checkout', '-q', 'sw4rm/agent-1');
+      const err = await refused(observed.create('agent-1'), 'exists');
+      assert.match(err.message, new RegExp(`sw4rm/agent-1 .* is checked out in ${repo.path}`));
+      git(repo.path, 'checkout', '-q', 'main');
+      const again = await observed.create('agent-1', { base: 'main' });
+      assert.equal(again.head, tip);
+      assert.equal(fs.readFileSync(path.join(again.path, 'work.txt'), 'utf8'), 'work\n');
+      assert.equal(again.baseCommit, made.baseCommit, 'the recorded base is kept');
+      assert.equal(again.ahead, 1);
+      assert.deepEqual(created, ['agent-1:false', 'agent-1:true']);
+    });
+
     it('never removes a worktree an agent is bound to, forced or not, even when the binding appears during the snapshot', async () => {
       const { worktrees } = await repoAndWorktrees();
       const made = await worktrees.create('agent-1');

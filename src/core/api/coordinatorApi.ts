@@ -7,6 +7,10 @@ import type { DeadLetter, DeadLetterFilter } from '../router/model';
 import type { InboxStats, SendResult, StoreUsage } from '../router/router';
 import type { CoordinatorSendInput, MessageDetail, MessageQuery, MessageSummary } from '../router/router';
 import type { StoredEvent } from '../log/model';
+import type { BindingStatus } from '../worktree/bindings';
+import type { MergePreview, MergeStrategy, PredictedConflict, UndoResult } from '../worktree/mergeBack';
+import type { Snapshot } from '../worktree/snapshots';
+import type { PruneCandidate } from '../worktree/porcelain';
 
 export type { StoreUsage };
 /** The bounds of the store's disk budget in MiB (sw4rm.storeBudgetMiB, --store-budget). */
@@ -130,6 +134,154 @@ export interface CoordinatorApi {
   agentEvents(agentId: string, limit?: number): Promise<StoredEvent[]>;
   /** Deregisters an agent through the registry (its inbox's messages end as when it leaves); false if it was not registered. */
   deregisterAgent(agentId: string, by: string): Promise<boolean>;
+
+  // ---------------------------------------------------------------- worktrees (RFC §16; README, "Worktrees")
+
+  /** The workspace's git repositories as repo_ids, ordered by id. */
+  worktreeRepositories(): Promise<WorktreeRepositoryInfo[]>;
+  /**
+   * Every agent worktree (branch `sw4rm/<id>`) of every repository, ordered by repo_id then worktree id, with the
+   * agents bound to it (home or switched in) and its newest snapshot. Reads git: call it on changes, not in a loop.
+   */
+  worktrees(): Promise<WorktreeInfo[]>;
+  /** Every agent's binding that is not UNBOUND, ordered by agent id. */
+  worktreeBindings(): Promise<BindingStatus[]>;
+  /**
+   * Binds an agent to a worktree as its home (as WorktreeService.Bind does): an existing worktree, or a new one on
+   * `sw4rm/<worktreeId>` from `base` (a branch or commit; default the repository's HEAD), set up after it is created
+   * (copy globs, setup command; `onDidRunWorktreeSetup`). A failed bind is an answer (state BIND_FAILED, its
+   * reason), not an error; a refused one (a bad id, a state that does not allow BIND) rejects `invalid`.
+   */
+  bindAgentToWorktree(request: BindWorktreeRequest, by: string): Promise<BindingStatus>;
+  /** A worktree's snapshots, newest first (also those of a worktree already removed). Rejects `not_found` for an unknown repo_id. */
+  worktreeSnapshots(repoId: string, worktreeId: string): Promise<Snapshot[]>;
+  /**
+   * Writes a snapshot's files back into its worktree, after snapshotting the current state (answered as `before`, so
+   * the restore can be undone). Rejects `not_found` (no such worktree or snapshot).
+   */
+  restoreWorktreeSnapshot(repoId: string, worktreeId: string, snapshotRef: string, by: string): Promise<{ readonly before: Snapshot }>;
+  /**
+   * Removes a worktree through git. Without `confirmed`, one with uncommitted files or unmerged commits is refused
+   * (`refused`, reason `dirty` / `unmerged`); with it, a snapshot is written first and the branch is kept. Never one an
+   * agent is bound to (`refused`, reason `bound`) nor a locked one (`locked`).
+   */
+  removeWorktree(repoId: string, worktreeId: string, options: { readonly confirmed: boolean }, by: string): Promise<WorktreeRemoval>;
+  /** What `pruneWorktrees` would forget: worktrees whose folder is gone, in every repository (or one). Deletes nothing. */
+  pruneWorktreesPlan(repoId?: string): Promise<WorktreePruneCandidate[]>;
+  /** Prunes exactly the candidates listed (those no longer stale are skipped); answers the ones pruned. */
+  pruneWorktrees(candidates: readonly WorktreePruneCandidate[], by: string): Promise<WorktreePruneCandidate[]>;
+  /**
+   * Merge back, first step: what merging `sw4rm/<worktreeId>` into the target would do, computed without touching
+   * anything (the predicted conflicts, the agent's commits, the changed files, the diff). Rejects `refused` with the
+   * reason (the main checkout has uncommitted changes, the target is checked out in another worktree, …).
+   */
+  previewMerge(repoId: string, worktreeId: string, options: WorktreeMergeOptions): Promise<MergePreview>;
+  /**
+   * Merge back: previews, and unless conflicts are predicted asks for approval through a HITL invocation carrying the
+   * diff (the Approvals view and panel; the approval policy applies), then merges, squashes or rebases. Answers how it
+   * ended; a merged one can be undone with `undoMerge` (also after a restart).
+   */
+  mergeBack(repoId: string, worktreeId: string, options: WorktreeMergeOptions, by: string): Promise<WorktreeMergeResult>;
+  /** Merges that can still be undone, newest first. */
+  worktreeMerges(repoId?: string): Promise<WorktreeMergeInfo[]>;
+  /** Undoes a merge: the target goes back to its pre-merge state from the snapshot. Rejects `not_found`, or `refused` if the target moved since. */
+  undoMerge(mergeId: string, by: string): Promise<UndoResult>;
+
+  /** A binding changed, a worktree was created, removed, pruned, restored or merged. Refresh throttled. */
+  readonly onDidChangeWorktrees: Event<WorktreesChange>;
+  /** A binding has been BIND_FAILED for the bind recovery timeout (60 s, RFC §16.3): tell the operator. */
+  readonly onDidNeedWorktreeOperator: Event<BindingStatus>;
+  /** Output of a worktree's setup (copied files, the setup command's output, how it ended), as it happens. */
+  readonly onDidRunWorktreeSetup: Event<WorktreeSetupEvent>;
+}
+
+export interface WorktreeRepositoryInfo {
+  readonly repoId: string;
+  readonly path: string;
+  /** Where its agent worktrees are created. */
+  readonly worktreesRoot: string;
+}
+
+export interface WorktreeInfo {
+  readonly repoId: string;
+  readonly worktreeId: string;
+  readonly path: string;
+  readonly branch: string;
+  /** The commit it was created from and the branch that was then (undefined when unknown). */
+  readonly baseCommit: string | undefined;
+  readonly baseRef: string | undefined;
+  /** Commits on its branch and not on its base branch, and the other way round. */
+  readonly ahead: number;
+  readonly behind: number;
+  /** Changed and untracked files (undefined when its folder is missing). */
+  readonly dirty: number | undefined;
+  readonly locked: boolean;
+  /** Its folder is gone: `pruneWorktrees` would forget it. */
+  readonly prunable: boolean;
+  /** The agents whose home it is, and those switched into it, with their binding state. */
+  readonly boundAgents: readonly { readonly agentId: string; readonly state: string; readonly home: boolean }[];
+  readonly lastSnapshot: Snapshot | undefined;
+}
+
+export interface BindWorktreeRequest {
+  readonly agentId: string;
+  readonly repoId: string;
+  readonly worktreeId: string;
+  /** For a new worktree: the branch or commit it starts from (default HEAD). Ignored for an existing one. */
+  readonly base?: string;
+}
+
+export interface WorktreeRemoval {
+  readonly repoId: string;
+  readonly worktreeId: string;
+  /** The snapshot written before a confirmed removal of a dirty or unmerged worktree. */
+  readonly snapshot: Snapshot | undefined;
+  readonly branchKept: boolean;
+}
+
+export interface WorktreePruneCandidate extends PruneCandidate {
+  readonly repoId: string;
+}
+
+export interface WorktreeMergeOptions {
+  readonly strategy: MergeStrategy;
+  /** The target branch; default the branch the main checkout has checked out. */
+  readonly target?: string;
+  /** Replaces the generated commit message (merge, squash). */
+  readonly message?: string;
+}
+
+export type WorktreeMergeResult =
+  | { readonly status: 'merged'; readonly preview: MergePreview; readonly merge: WorktreeMergeInfo }
+  | { readonly status: 'not_approved'; readonly preview: MergePreview; readonly invocationId: string }
+  | { readonly status: 'conflicts'; readonly preview: MergePreview; readonly conflicts: readonly PredictedConflict[] };
+
+export interface WorktreeMergeInfo {
+  readonly id: string;
+  readonly repoId: string;
+  readonly worktreeId: string;
+  readonly strategy: MergeStrategy;
+  readonly targetBranch: string;
+  readonly previousHead: string;
+  readonly resultHead: string;
+  readonly mergedAt: number;
+  readonly by: string;
+  /** The approval that allowed it. */
+  readonly invocationId: string | undefined;
+}
+
+export type WorktreesChange =
+  | { readonly kind: 'binding'; readonly binding: BindingStatus }
+  | { readonly kind: 'created' | 'removed' | 'restored' | 'merged' | 'unmerged' | 'setup'; readonly repoId: string; readonly worktreeId: string }
+  | { readonly kind: 'pruned'; readonly repoId: string };
+
+export interface WorktreeSetupEvent {
+  readonly repoId: string;
+  readonly worktreeId: string;
+  /** `output` as it arrives, then one `finished` (ok or failed, with why). */
+  readonly kind: 'output' | 'finished';
+  readonly text: string;
+  readonly ok?: boolean;
 }
 
 export interface AgentCounts {
@@ -190,11 +342,16 @@ export interface OperatorAttachment {
  * - `not_found`: no such invocation;
  * - `settled`: the invocation was already settled;
  * - `invalid`: the request itself cannot be accepted (`sw4rmCode` says which SW4RM error, e.g. VALIDATION_ERROR);
+ * - `refused`: the operation would lose or break something now (`sw4rmCode` names the reason); the message says what to do;
  * - `stopped`: the coordinator behind this API has stopped.
  */
-export type CoordinatorApiErrorCode = 'not_found' | 'settled' | 'invalid' | 'stopped';
+export type CoordinatorApiErrorCode = 'not_found' | 'settled' | 'invalid' | 'refused' | 'stopped';
 
 export class CoordinatorApiError extends Error {
+  /**
+   * `sw4rmCode`: the SW4RM error code, if any; for `refused`, the reason the operation was refused (a worktree's
+   * `bound`, `dirty`, `unmerged`, `locked`…, a merge's `target_dirty`, `checked_out_elsewhere`…).
+   */
   constructor(readonly code: CoordinatorApiErrorCode, message: string, readonly sw4rmCode?: string) {
     super(message);
     this.name = 'CoordinatorApiError';

@@ -17,6 +17,10 @@ export { MESSAGE_SCAN_WINDOW } from '../router/messageQueries';
 export { AGENT_EVENTS_SCAN_WINDOW } from '../log/model';
 export type { AuditEntry, AuditQuery, HitlAction, HitlInvocation, ReasonType } from '../hitl/model';
 export type { CredentialInfo, CredentialKind, CredentialsChange, MintedCredential } from '../credentials/model';
+export type { BindingStatus } from '../worktree/bindings';
+export type { BindingState, BindFailure, SwitchGrant } from '../worktree/model';
+export type { Snapshot } from '../worktree/snapshots';
+export type { MergePreview, MergeStrategy, PredictedConflict, MergeCommitSummary, MergeMessage, UndoResult } from '../worktree/mergeBack';
 
 // Pure helpers and constants for settings, views and panels.
 export { parsePolicy, type HitlPolicy } from '../hitl/policy';
@@ -31,3 +35,5 @@ export { MAX_AGENT_ID_LENGTH, validateDescriptor } from '../registry/descriptor'
 export { StoreOpenError } from '../store/store';
 export { systemClock, type Clock } from '../clock';
 export type { Disposable, Event } from '../events';
+export { DEFAULT_SNAPSHOT_RETENTION_DAYS, MAX_SNAPSHOT_RETENTION_DAYS, MIN_SNAPSHOT_RETENTION_DAYS } from '../worktree/operations';
+export { DEFAULT_SETUP_TIMEOUT_SECONDS, MAX_SETUP_TIMEOUT_SECONDS, SETUP_CONFIG_FILE, settingsSetupConfig, type WorktreeSetupConfig } from '../worktree/setup';
