@@ -1,7 +1,9 @@
 // The Worktrees view's rows, the Agents view's worktree rows and the worktree commands' texts as plain data
 // (src/extension/worktreesModel.ts).
 import { strict as assert } from 'node:assert';
-import type { BindingStatus, MergePreview, WorktreeInfo, WorktreeRepositoryInfo } from '../../src/core/api';
+import type { BindingStatus, CoordinatorApi, MergePreview, WorktreeInfo, WorktreeRepositoryInfo } from '../../src/core/api';
+import { ManualClock } from '../../src/core/clock';
+import { WORKTREES_REFRESH_MS, WorktreeState } from '../../src/extension/worktreeState';
 import {
   agentWorktreeRow, bindFailedNoticeText, bindResultText, conflictNotice, conflictPredictionText, fileList, forcedRemoveQuestion,
   groupByRepository, mergeQuestion, parseChangedFiles, prunePlanQuestion, removalRefusalText, repositoryRow, strategyChoices,
@@ -203,5 +205,64 @@ describe('the files Show Changes opens', () => {
       { status: 'D', path: 'gone.md' }, { status: 'U', path: 'notes/todo.txt' }, { status: 'U', path: 'x' },
     ]);
     assert.deepEqual(parseChangedFiles(''), []);
+  });
+});
+
+describe('the worktree facts both views share (WorktreeState)', () => {
+  /** The part of the CoordinatorApi the state uses, counting how often git would be read. */
+  function fakeApi() {
+    const listeners = new Set<(change: unknown) => void>();
+    const calls = { worktrees: 0 };
+    let listed: WorktreeInfo[] = [worktree()];
+    const api = {
+      worktreeRepositories: async () => REPOS,
+      worktrees: async () => { calls.worktrees++; return listed; },
+      worktreeBindings: async () => [binding()],
+      onDidChangeWorktrees: (listener: (change: unknown) => void) => { listeners.add(listener); return { dispose: () => listeners.delete(listener) }; },
+    };
+    return {
+      api: api as unknown as CoordinatorApi, calls, listeners,
+      fire: () => { for (const l of listeners) l({ kind: 'created', repoId: 'app', worktreeId: 'x' }); },
+      list: (next: WorktreeInfo[]) => { listed = next; },
+    };
+  }
+
+  it('reads git once per refresh however many views ask, and a burst of changes is one refresh after the throttle', async () => {
+    const clock = new ManualClock();
+    const state = new WorktreeState(clock, WORKTREES_REFRESH_MS);
+    const fake = fakeApi();
+    let told = 0;
+    state.onDidChange(() => told++);
+    state.bind(fake.api);
+    assert.equal(told, 1, 'binding tells the views');
+    const [a, b] = await Promise.all([state.current(), state.current()]);
+    assert.equal(a, b);
+    assert.equal(fake.calls.worktrees, 1);
+    assert.deepEqual(a.worktrees.map((w) => w.worktreeId), ['coder-1']);
+
+    fake.list([worktree(), worktree({ worktreeId: 'helper' })]);
+    for (let i = 0; i < 50; i++) fake.fire();
+    assert.equal(told, 1, 'nothing before the throttle');
+    clock.advance(WORKTREES_REFRESH_MS - 1);
+    assert.equal(told, 1);
+    clock.advance(1);
+    assert.equal(told, 2, 'one refresh for the burst');
+    assert.equal(fake.calls.worktrees, 1, 'git is read when a view asks, not by the event');
+    assert.deepEqual((await state.current()).worktrees.map((w) => w.worktreeId), ['coder-1', 'helper']);
+    assert.equal(fake.calls.worktrees, 2);
+    clock.advance(60_000);
+    assert.equal(told, 2, 'no change, no refresh: nothing polls');
+    assert.equal(fake.calls.worktrees, 2);
+  });
+
+  it('is empty while no coordinator runs and lets go of the old coordinator\'s events', async () => {
+    const clock = new ManualClock();
+    const state = new WorktreeState(clock);
+    const fake = fakeApi();
+    state.bind(fake.api);
+    state.bind(undefined);
+    assert.equal(fake.listeners.size, 0);
+    assert.deepEqual(await state.current(), { repositories: [], worktrees: [], bindings: [] });
+    state.dispose();
   });
 });
