@@ -356,6 +356,15 @@ export function parseChangedFiles(nameStatus: string, untracked = ''): ChangedFi
   return files;
 }
 
+/**
+ * A notification's text: brackets dropped (a notification renders `[text](link)` as a link, and ids, branch names and
+ * git's messages may carry them), cut at 1,000 characters.
+ */
+export function notificationText(text: string): string {
+  const plain = text.replace(/[[\]]/g, '');
+  return plain.length > 1000 ? `${plain.slice(0, 999)}…` : plain;
+}
+
 function short(branch: string): string {
   return branch.replace(/^refs\/heads\//, '');
 }

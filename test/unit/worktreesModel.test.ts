@@ -6,7 +6,7 @@ import { ManualClock } from '../../src/core/clock';
 import { WORKTREES_REFRESH_MS, WorktreeState } from '../../src/extension/worktreeState';
 import {
   agentWorktreeRow, bindFailedNoticeText, bindResultText, conflictNotice, conflictPredictionText, fileList, forcedRemoveQuestion,
-  groupByRepository, mergeQuestion, parseChangedFiles, prunePlanQuestion, removalRefusalText, repositoryRow, strategyChoices,
+  groupByRepository, mergeQuestion, notificationText, parseChangedFiles, prunePlanQuestion, removalRefusalText, repositoryRow, strategyChoices,
   worktreeOf, worktreeRow,
 } from '../../src/extension/worktreesModel';
 
@@ -189,6 +189,11 @@ describe('worktree command texts', () => {
     assert.match(question.detail, /^1 commit, 1 file changed \(src\/parser.ts\)\. No conflict is predicted\./);
     assert.match(question.detail, /uncommitted file: they are not part of the merge/);
     assert.match(question.detail, /approval with the diff opens in the Approvals view/);
+  });
+
+  it('drops brackets from notifications (no links from agent text) and cuts them at 1,000 characters', () => {
+    assert.equal(notificationText('Agent [x](command:sw4rm.stop) failed'), 'Agent x(command:sw4rm.stop) failed');
+    assert.equal(notificationText('a'.repeat(2000)).length, 1000);
   });
 
   it('shortens long file lists', () => {
