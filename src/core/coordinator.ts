@@ -1,3 +1,4 @@
+import * as path from 'node:path';
 import { systemClock, type Clock } from './clock';
 import type { CoordinatorStorage } from './coordinatorStore';
 import { Credentials } from './credentials/credentials';
@@ -14,6 +15,7 @@ import { DEFAULT_ROUTER_OPTIONS, Router, type RouterOptions } from './router/rou
 import { DEFAULT_BINDING_OPTIONS, WorkspaceWorktrees, WorktreeBindings, type BindingOptions } from './worktree/bindings';
 import { bindWorktreeControlToRouter } from './worktree/envelopeBridge';
 import { createGit, type Git } from './worktree/git';
+import { DEFAULT_WORKTREE_OPERATIONS_OPTIONS, WorktreeOperations, type WorktreeOperationsOptions } from './worktree/operations';
 import type { Repository } from './worktree/repositories';
 import { Snapshots } from './worktree/snapshots';
 
@@ -33,6 +35,13 @@ export interface CoordinatorOptions {
   readonly git?: Git;
   /** Worktree bindings: switch TTLs, BIND retries, the bind recovery timeout. */
   readonly bindings?: Partial<BindingOptions>;
+  /**
+   * Where agent worktrees are made: `<worktreesFolder>/<repo_id>/<worktree_id>`; default (undefined or '') the sibling
+   * folder `<repo>.sw4rm-worktrees/<worktree_id>` of each repository (sw4rm.worktreesFolder, --worktrees-folder).
+   */
+  readonly worktreesFolder?: string;
+  /** Worktree setup, snapshot retention, merge-back approvals (README, "Worktrees"). */
+  readonly worktreeOperations?: Partial<WorktreeOperationsOptions>;
   /** Subscribed before anything is recorded, so that start-up and restore events are seen too. */
   readonly onEvent?: (event: StoredEvent) => void;
 }
@@ -54,6 +63,8 @@ export class Coordinator {
   /** Agent worktree bindings (RFC §16): the state machine, persisted; the workspace's repositories and their worktrees. */
   readonly worktrees: WorktreeBindings;
   readonly workspace: WorkspaceWorktrees;
+  /** Setup, removal, prune, snapshots and their retention, merge-back with its approval and undo (what the editor and the CLI do). */
+  readonly worktreeOperations: WorktreeOperations;
   private readonly hitlBinding: Disposable;
   private readonly worktreeBinding: Disposable;
   private readonly retentionTimer: Disposable;
@@ -81,8 +92,18 @@ export class Coordinator {
     this.credentials = new Credentials(this.store, this.registry, this.log, this.clock, this.ids);
     this.hitlBinding = bindHitlToRouter(this.hitl, this.router, this.clock);
     const git = options.git ?? createGit();
-    this.workspace = new WorkspaceWorktrees(git, new Snapshots(git, this.clock), options.repositories ?? []);
+    const snapshots = new Snapshots(git, this.clock);
+    const folder = options.worktreesFolder?.trim();
+    this.workspace = new WorkspaceWorktrees(git, snapshots, options.repositories ?? [], {
+      root: folder ? (repo) => path.join(path.resolve(folder), repo.id) : undefined,
+      // Set just below; a worktree is only ever made by a Bind, after the constructor.
+      onCreated: (repoId, worktree, details) => this.worktreeOperations.worktreeCreated(repoId, worktree, details),
+    });
     this.worktrees = new WorktreeBindings(this.store, this.log, this.clock, this.hitl, this.workspace, { ...DEFAULT_BINDING_OPTIONS, ...options.bindings });
+    this.worktreeOperations = new WorktreeOperations(
+      { store: this.store, log: this.log, clock: this.clock, ids: this.ids, hitl: this.hitl, git, snapshots, workspace: this.workspace, bindings: this.worktrees },
+      { ...DEFAULT_WORKTREE_OPERATIONS_OPTIONS, ...options.worktreeOperations },
+    );
     this.worktreeBinding = bindWorktreeControlToRouter(this.worktrees, this.router, this.log);
     this.retentionTimer = scheduleEventRetention(this.store, this.log, this.clock, this.ids, options.maxEvents ?? DEFAULT_MAX_EVENTS);
   }
@@ -92,6 +113,7 @@ export class Coordinator {
     this.retentionTimer.dispose();
     this.credentials.dispose();
     this.worktreeBinding.dispose();
+    this.worktreeOperations.dispose();
     this.worktrees.dispose();
     this.hitlBinding.dispose();
     this.hitl.dispose();

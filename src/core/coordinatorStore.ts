@@ -32,7 +32,7 @@ export const COORDINATOR_SCHEMA: readonly SchemaStep[] = [
   ...ROUTER_SCHEMA, // 2, 4, 6
   ...HITL_SCHEMA, // 3
   ...CREDENTIALS_SCHEMA, // 5
-  ...WORKTREE_SCHEMA, // 7
+  ...WORKTREE_SCHEMA, // 7, 8
 ].sort((a, b) => a.version - b.version);
 
 export const LATEST_SCHEMA_VERSION = COORDINATOR_SCHEMA[COORDINATOR_SCHEMA.length - 1].version;

@@ -17,6 +17,7 @@ const SHIPPED: ReadonlyArray<readonly [number, string, string]> = [
   [5, 'credentials', 'f3220d3741a27961'],
   [6, 'router', 'd272a67ecc58fc99'],
   [7, 'worktree', '17f178061e07d6a7'],
+  [8, 'worktree', '5855c82c55d591e7'],
 ];
 
 function digest(step: SchemaStep): string {

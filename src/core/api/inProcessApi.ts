@@ -11,10 +11,17 @@ import type { DeadLetter, DeadLetterFilter } from '../router/model';
 import type { InboxStats, StoreUsage } from '../router/router';
 import type { CoordinatorSendInput, MessageDetail, MessageQuery, MessageSummary, SendResult } from '../router/router';
 import type { StoredEvent } from '../log/model';
+import { BindingRequestError, BindingStateError, type BindingStatus } from '../worktree/bindings';
+import { MergeRefusedError, type MergePreview, type UndoResult } from '../worktree/mergeBack';
+import { WorktreeOperationError } from '../worktree/operations';
+import { InvalidWorktreeIdError, type Snapshot } from '../worktree/snapshots';
+import { WorktreeRefusedError } from '../worktree/worktrees';
 import {
   CoordinatorApiError,
   type AgentCounts, type AgentsChange, type ApprovalDecision, type ApprovalPolicyChange, type ApprovalsChange, type ApprovalsQuery,
-  type CoordinatorApi, type DeadLettersChange, type InboxChange, type OperatorAttachment, type RequeueResult,
+  type BindWorktreeRequest, type CoordinatorApi, type DeadLettersChange, type InboxChange, type OperatorAttachment, type RequeueResult,
+  type WorktreeInfo, type WorktreeMergeInfo, type WorktreeMergeOptions, type WorktreeMergeResult, type WorktreePruneCandidate, type WorktreeRemoval,
+  type WorktreeRepositoryInfo, type WorktreesChange, type WorktreeSetupEvent,
 } from './coordinatorApi';
 
 /**
@@ -36,13 +43,19 @@ export class InProcessCoordinatorApi implements CoordinatorApi, Disposable {
   readonly onDidChangeApprovalPolicy = this.policyChanged.event;
   private readonly credentialsChanged = new Emitter<CredentialsChange>();
   readonly onDidChangeCredentials = this.credentialsChanged.event;
+  private readonly worktreesChanged = new Emitter<WorktreesChange>();
+  readonly onDidChangeWorktrees = this.worktreesChanged.event;
+  private readonly worktreeOperatorNeeded = new Emitter<BindingStatus>();
+  readonly onDidNeedWorktreeOperator = this.worktreeOperatorNeeded.event;
+  private readonly worktreeSetupRan = new Emitter<WorktreeSetupEvent>();
+  readonly onDidRunWorktreeSetup = this.worktreeSetupRan.event;
   private readonly subscriptions: Disposable[];
   private readonly operators = new Map<string, Disposable>();
   private nextOperator = 1;
   private disposed = false;
 
   constructor(private readonly coordinator: Coordinator) {
-    const { registry, router, hitl, credentials } = coordinator;
+    const { registry, router, hitl, credentials, worktreeOperations } = coordinator;
     this.subscriptions = [
       registry.onDidChange((change) => this.agentsChanged.fire(change.kind === 'left'
         ? { kind: 'left', agentId: change.agentId, reason: change.reason }
@@ -51,6 +64,9 @@ export class InProcessCoordinatorApi implements CoordinatorApi, Disposable {
       router.onDidChangeDeadLetters(({ kind, id }) => this.deadLettersChanged.fire(id === undefined ? { kind } : { kind, id })),
       hitl.onDidChange(({ kind, invocation }) => this.approvalsChanged.fire({ kind, invocation })),
       credentials.onDidChange((change) => this.credentialsChanged.fire(change)),
+      worktreeOperations.onDidChange((change) => this.worktreesChanged.fire(change)),
+      worktreeOperations.onDidNeedOperator((binding) => this.worktreeOperatorNeeded.fire(binding)),
+      worktreeOperations.onDidRunSetup((event) => this.worktreeSetupRan.fire(event)),
     ];
   }
 
@@ -217,6 +233,60 @@ export class InProcessCoordinatorApi implements CoordinatorApi, Disposable {
     return this.run((c) => c.registry.deregister(agentId, `deregistered by ${by} from the editor`, { correlationId: c.ids.uuid() }));
   }
 
+  // ---------------------------------------------------------------- worktrees
+
+  worktreeRepositories(): Promise<WorktreeRepositoryInfo[]> {
+    return this.run((c) => c.worktreeOperations.repositories());
+  }
+
+  worktrees(): Promise<WorktreeInfo[]> {
+    return this.runAsync((c) => c.worktreeOperations.list());
+  }
+
+  worktreeBindings(): Promise<BindingStatus[]> {
+    return this.run((c) => c.worktreeOperations.bindingList());
+  }
+
+  bindAgentToWorktree(request: BindWorktreeRequest, by: string): Promise<BindingStatus> {
+    return this.runAsync((c) => c.worktreeOperations.bind(request, by));
+  }
+
+  worktreeSnapshots(repoId: string, worktreeId: string): Promise<Snapshot[]> {
+    return this.runAsync((c) => c.worktreeOperations.snapshotsOf(repoId, worktreeId));
+  }
+
+  restoreWorktreeSnapshot(repoId: string, worktreeId: string, snapshotRef: string, by: string): Promise<{ readonly before: Snapshot }> {
+    return this.runAsync((c) => c.worktreeOperations.restore(repoId, worktreeId, snapshotRef, by));
+  }
+
+  removeWorktree(repoId: string, worktreeId: string, options: { readonly confirmed: boolean }, by: string): Promise<WorktreeRemoval> {
+    return this.runAsync((c) => c.worktreeOperations.remove(repoId, worktreeId, { confirmed: options.confirmed === true }, by));
+  }
+
+  pruneWorktreesPlan(repoId?: string): Promise<WorktreePruneCandidate[]> {
+    return this.runAsync((c) => c.worktreeOperations.prunePlan(repoId));
+  }
+
+  pruneWorktrees(candidates: readonly WorktreePruneCandidate[], by: string): Promise<WorktreePruneCandidate[]> {
+    return this.runAsync((c) => c.worktreeOperations.prune(candidates, by));
+  }
+
+  previewMerge(repoId: string, worktreeId: string, options: WorktreeMergeOptions): Promise<MergePreview> {
+    return this.runAsync((c) => c.worktreeOperations.previewMerge(repoId, worktreeId, options));
+  }
+
+  mergeBack(repoId: string, worktreeId: string, options: WorktreeMergeOptions, by: string): Promise<WorktreeMergeResult> {
+    return this.runAsync((c) => c.worktreeOperations.mergeBack(repoId, worktreeId, options, by));
+  }
+
+  worktreeMerges(repoId?: string): Promise<WorktreeMergeInfo[]> {
+    return this.run((c) => c.worktreeOperations.merges(repoId));
+  }
+
+  undoMerge(mergeId: string, by: string): Promise<UndoResult> {
+    return this.runAsync((c) => c.worktreeOperations.undoMerge(mergeId, by));
+  }
+
   /** Detaches the operators attached through this API and stops answering; the coordinator itself is not touched. */
   dispose(): void {
     if (this.disposed) return;
@@ -232,6 +302,7 @@ export class InProcessCoordinatorApi implements CoordinatorApi, Disposable {
     }
     for (const subscription of this.subscriptions) subscription.dispose();
     for (const emitter of [this.agentsChanged, this.inboxChanged, this.deadLettersChanged, this.approvalsChanged, this.policyChanged, this.credentialsChanged]) emitter.dispose();
+    for (const emitter of [this.worktreesChanged, this.worktreeOperatorNeeded, this.worktreeSetupRan]) emitter.dispose();
   }
 
   /** Runs `work` now; its result or its error (translated for the user) is the Promise's. */
@@ -239,6 +310,16 @@ export class InProcessCoordinatorApi implements CoordinatorApi, Disposable {
     if (this.disposed) return Promise.reject(new CoordinatorApiError('stopped', 'The SW4RM coordinator is not running.'));
     try {
       return Promise.resolve(work(this.coordinator));
+    } catch (err) {
+      return Promise.reject(translateError(err));
+    }
+  }
+
+  /** Starts `work` now (its synchronous part runs before this returns); its result or its error (translated) is the Promise's. */
+  private runAsync<T>(work: (coordinator: Coordinator) => Promise<T>): Promise<T> {
+    if (this.disposed) return Promise.reject(new CoordinatorApiError('stopped', 'The SW4RM coordinator is not running.'));
+    try {
+      return work(this.coordinator).catch((err: unknown) => Promise.reject(translateError(err)));
     } catch (err) {
       return Promise.reject(translateError(err));
     }
@@ -260,5 +341,15 @@ function translateError(err: unknown): unknown {
   if (err instanceof HitlStateError) return new CoordinatorApiError(err.reason === 'settled' ? 'settled' : 'not_found', err.message);
   if (err instanceof HitlRequestError) return new CoordinatorApiError('invalid', err.message, err.code);
   if (err instanceof CredentialError) return new CoordinatorApiError(err.code, err.message);
+  if (err instanceof WorktreeOperationError) return new CoordinatorApiError(err.kind, err.message, err.reason);
+  if (err instanceof WorktreeRefusedError) {
+    return err.reason === 'not_found' ? new CoordinatorApiError('not_found', err.message, err.reason)
+      : err.reason === 'bad_base' ? new CoordinatorApiError('invalid', err.message, err.reason)
+        : new CoordinatorApiError('refused', err.message, err.reason);
+  }
+  if (err instanceof MergeRefusedError) return new CoordinatorApiError(err.reason === 'not_found' ? 'not_found' : 'refused', err.message, err.reason);
+  if (err instanceof BindingStateError) return new CoordinatorApiError('invalid', err.message, 'INVALID_TRANSITION');
+  if (err instanceof BindingRequestError) return new CoordinatorApiError(err.kind === 'not_found' ? 'not_found' : err.kind === 'invalid_argument' ? 'invalid' : 'refused', err.message, err.code);
+  if (err instanceof InvalidWorktreeIdError) return new CoordinatorApiError('invalid', err.message, 'VALIDATION_ERROR');
   return err;
 }

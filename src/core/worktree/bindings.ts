@@ -74,8 +74,17 @@ export type BindingStatus = Readonly<Binding>;
 export class WorkspaceWorktrees {
   private readonly byId = new Map<string, Worktrees>();
 
-  constructor(git: Git, snapshots: Snapshots, readonly repositories: readonly Repository[], options: { root?: (repo: Repository) => string | undefined } = {}) {
-    for (const repository of repositories) this.byId.set(repository.id, new Worktrees(git, snapshots, repository, { root: options.root?.(repository) }));
+  constructor(git: Git, snapshots: Snapshots, readonly repositories: readonly Repository[], options: {
+    root?: (repo: Repository) => string | undefined;
+    /** A worktree was made (by a Bind, whatever asked for it): the worktree operations run its setup. */
+    onCreated?: (repoId: string, worktree: AgentWorktree, details: { readonly reusedBranch: boolean }) => void;
+  } = {}) {
+    for (const repository of repositories) {
+      this.byId.set(repository.id, new Worktrees(git, snapshots, repository, {
+        root: options.root?.(repository),
+        onCreated: options.onCreated && ((worktree, details) => options.onCreated!(repository.id, worktree, details)),
+      }));
+    }
   }
 
   worktrees(repoId: string): Worktrees | undefined {
@@ -192,7 +201,8 @@ export class WorktreeBindings {
    * BIND_FAILED with its reason and is retried. Binding again to the same home is answered with the binding.
    * `within` runs inside the transition's transaction (an envelope's reply commits with it).
    */
-  bind(agentId: string, repoId: string, worktreeId: string, ctx: CallContext, within?: (b: BindingStatus) => void): Promise<BindingStatus> {
+  bind(agentId: string, repoId: string, worktreeId: string, ctx: CallContext, within?: (b: BindingStatus) => void,
+    options: { readonly base?: string } = {}): Promise<BindingStatus> {
     this.checkAgent(agentId);
     if (repoId.trim() === '') throw new BindingRequestError('invalid_argument', 'VALIDATION_ERROR', 'repo_id is required');
     let home: string;
@@ -216,7 +226,7 @@ export class WorktreeBindings {
           throw new BindingRequestError('failed_precondition', 'PERMISSION_DENIED', `worktree '${home}' of '${repoId}' is the home worktree of agent '${other.agentId}'`);
         }
       }
-      const attempt = await this.attempt(repoId, home);
+      const attempt = await this.attempt(repoId, home, options.base);
       return this.settleAttempt(agentId, 'BIND', repoId, home, attempt, ctx, within);
     });
   }
@@ -398,7 +408,7 @@ export class WorktreeBindings {
     return { left_worktree_id: left, ...details };
   }
 
-  private async attempt(repoId: string, worktreeId: string): Promise<Attempt> {
+  private async attempt(repoId: string, worktreeId: string, base?: string): Promise<Attempt> {
     const worktrees = this.workspace.worktrees(repoId);
     if (!worktrees) {
       const known = this.workspace.repositories.map((r) => r.id);
@@ -411,7 +421,7 @@ export class WorktreeBindings {
         if (!fs.existsSync(existing.path)) return { ok: false, reason: 'worktree_not_found', detail: `the folder of worktree '${worktreeId}' is gone (${existing.path})` };
         return { ok: true, worktree: existing };
       }
-      return { ok: true, worktree: await worktrees.create(worktreeId) };
+      return { ok: true, worktree: await worktrees.create(worktreeId, { base }) };
     } catch (err) {
       return { ok: false, ...failureOf(err) };
     }

@@ -3,7 +3,7 @@ import type { Clock } from '../clock';
 import type { Git } from './git';
 import { dirtyCount, parseStatusV2, parseWorktreeList } from './porcelain';
 import type { Repository } from './repositories';
-import { checkWorktreeId, type Snapshot, type Snapshots } from './snapshots';
+import { checkWorktreeId, MERGE_TARGET_SNAPSHOT_KEY, type Snapshot, type Snapshots } from './snapshots';
 import { BRANCH_PREFIX } from './worktrees';
 
 /**
@@ -11,7 +11,7 @@ import { BRANCH_PREFIX } from './worktrees';
  *
  * Nothing is touched before the caller approves a preview that holds the conflict prediction (`git merge-tree
  * --write-tree`, which writes objects only), the agent's commits and the diff. After approval the target is
- * snapshotted (`Snapshots`, key `_merge-target`; the snapshot's parent is the target's previous HEAD), the result
+ * snapshotted (`Snapshots`, key `@merge-target`; the snapshot's parent is the target's previous HEAD), the result
  * commit is made without a working tree (`commit-tree` on the predicted tree) and the main checkout is moved onto
  * it with `git merge --ff-only` (HEAD, index and files in one two-way checkout). A rebase rewrites the agent's
  * branch in its own worktree first, then fast-forwards the target. Undo puts back the previous HEAD, index and
@@ -20,8 +20,11 @@ import { BRANCH_PREFIX } from './worktrees';
 
 export type MergeStrategy = 'merge' | 'squash' | 'rebase';
 
-/** The key merge-back snapshots of the main checkout are written under: refs/sw4rm/snapshots/_merge-target/<time>. */
-export const MERGE_SNAPSHOT_KEY = '_merge-target';
+/**
+ * The key merge-back snapshots of the main checkout are written under: refs/sw4rm/snapshots/@merge-target/<time>.
+ * (It was `_merge-target`, which is also a valid worktree id: an agent's worktree of that name shared its snapshots.)
+ */
+export const MERGE_SNAPSHOT_KEY = MERGE_TARGET_SNAPSHOT_KEY;
 
 export type MergeRefusal =
   | 'target_dirty' | 'checked_out_elsewhere' | 'target_not_checked_out' | 'not_found' | 'source_dirty'

@@ -1,4 +1,5 @@
 import type { Transactions } from '../store/store';
+import type { MergeRecord } from './mergeBack';
 
 /** RFC §16.1: the five states of an agent's worktree binding. */
 export const BINDING_STATES = ['UNBOUND', 'BOUND_HOME', 'SWITCH_PENDING', 'BOUND_NON_HOME', 'BIND_FAILED'] as const;
@@ -55,11 +56,26 @@ export interface Binding {
   updatedAt: number;
 }
 
-/** The worktree area's table: one binding per agent. */
+/** A merge-back that can be undone: what MergeBack did, who asked, the approval that allowed it (persisted, schema v8). */
+export interface StoredMerge {
+  readonly id: string;
+  readonly repoId: string;
+  readonly by: string;
+  /** The HITL invocation that approved it. */
+  readonly invocationId: string | null;
+  readonly record: MergeRecord;
+}
+
+/** The worktree area's tables: one binding per agent; the merges that can still be undone. */
 export interface WorktreeRepository {
   put(binding: Binding): void;
   get(agentId: string): Binding | undefined;
   list(): Binding[];
+  putMerge(merge: StoredMerge): void;
+  getMerge(id: string): StoredMerge | undefined;
+  /** Newest first. */
+  listMerges(): StoredMerge[];
+  deleteMerge(id: string): void;
 }
 
 /** What the bindings are handed of the store: their repository and transactions. */

@@ -15,4 +15,18 @@ export const WORKTREE_SCHEMA: readonly SchemaStep[] = [
        )`,
     ],
   },
+  {
+    version: 8,
+    area: 'worktree',
+    description: 'merge-backs that can be undone (after a restart too): the MergeBack record as JSON, until undone or its snapshot expires',
+    statements: [
+      `CREATE TABLE worktree_merges (
+         merge_id TEXT PRIMARY KEY,
+         repo_id TEXT NOT NULL,
+         merged_at INTEGER NOT NULL,
+         record TEXT NOT NULL
+       )`,
+      'CREATE INDEX worktree_merges_by_time ON worktree_merges (merged_at)',
+    ],
+  },
 ];

@@ -28,6 +28,17 @@ export function checkWorktreeId(id: string): string {
   return id;
 }
 
+/**
+ * The key merge-back snapshots of the main checkout are written under: refs/sw4rm/snapshots/@merge-target/<time>.
+ * It starts with `@`, which no worktree id can, so it never shares a folder of refs with an agent's worktree.
+ */
+export const MERGE_TARGET_SNAPSHOT_KEY = '@merge-target';
+
+/** A snapshot key: a worktree id, or one of the keys reserved for the coordinator's own trees (the main checkout). */
+export function checkSnapshotKey(key: string): string {
+  return key === MERGE_TARGET_SNAPSHOT_KEY ? key : checkWorktreeId(key);
+}
+
 export interface Snapshot {
   readonly worktreeId: string;
   readonly ref: string;
@@ -62,7 +73,7 @@ export class Snapshots {
 
   /** Snapshots the working tree at `treePath` under `refs/sw4rm/snapshots/<key>/<time>`. */
   async take(treePath: string, key: string, reason: string): Promise<Snapshot> {
-    checkWorktreeId(key);
+    checkSnapshotKey(key);
     const now = this.clock.now();
     const head = await this.headCommit(treePath);
     const indexPath = (await this.git.run(treePath, ['rev-parse', '--path-format=absolute', '--git-path', 'index'])).stdout.trim();
@@ -95,7 +106,7 @@ export class Snapshots {
 
   /** The snapshots of one key (or every key), oldest first. `repoPath` is any working tree of the repository. */
   async list(repoPath: string, key?: string): Promise<Snapshot[]> {
-    if (key !== undefined) checkWorktreeId(key);
+    if (key !== undefined) checkSnapshotKey(key);
     const prefix = key === undefined ? SNAPSHOT_REF_PREFIX : `${SNAPSHOT_REF_PREFIX}${key}/`;
     const out = await this.git.run(repoPath, ['for-each-ref', '--format=%(refname)%00%(objectname)', prefix]);
     const snapshots: Snapshot[] = [];

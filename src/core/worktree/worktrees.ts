@@ -32,6 +32,8 @@ export interface AgentWorktree {
 export interface WorktreesOptions {
   /** The folder holding this repository's worktrees; default the sibling `<repo>.sw4rm-worktrees`. */
   readonly root?: string;
+  /** Called once git has made a worktree (before `create` answers): its setup starts here. */
+  readonly onCreated?: (worktree: AgentWorktree, details: { readonly reusedBranch: boolean }) => void;
 }
 
 export interface RemoveOptions {
@@ -83,8 +85,10 @@ function realPathOfFuture(p: string): string {
  */
 export class Worktrees {
   readonly root: string;
+  private readonly onCreated: WorktreesOptions['onCreated'];
 
   constructor(private readonly git: Git, private readonly snapshots: Snapshots, readonly repository: Repository, options: WorktreesOptions = {}) {
+    this.onCreated = options.onCreated;
     const name = path.basename(repository.bare ? repository.gitDir.replace(/\.git$/, '') || repository.gitDir : repository.path);
     this.root = realPathOfFuture(options.root ?? path.join(path.dirname(repository.path), `${name}.sw4rm-worktrees`));
   }
@@ -93,7 +97,12 @@ export class Worktrees {
     return this.repository.path;
   }
 
-  /** Creates worktree `id` at `<root>/<id>` on a new branch `sw4rm/<id>` from `base` (default: the current HEAD). */
+  /**
+   * Creates worktree `id` at `<root>/<id>` on a new branch `sw4rm/<id>` from `base` (default: the current HEAD). When
+   * `sw4rm/<id>` is still there from an earlier worktree of that id (kept by a confirmed removal), the worktree checks
+   * that branch out again, with its recorded base, so the work on it is where the agent left it; `base` is then
+   * ignored (named in the error when the branch cannot be reused).
+   */
   async create(id: string, options: { base?: string } = {}): Promise<AgentWorktree> {
     checkWorktreeId(id);
     if (!this.repository.bare && isInside(this.root, this.repository.path)) {
@@ -102,9 +111,7 @@ export class Worktrees {
     const target = path.join(this.root, id);
     if (fs.existsSync(target)) throw new WorktreeRefusedError('exists', `${target} already exists`);
     const branch = `${BRANCH_PREFIX}${id}`;
-    if (await this.refExists(`refs/heads/${branch}`)) {
-      throw new WorktreeRefusedError('exists', `branch ${branch} already exists (kept from an earlier worktree '${id}'?)`);
-    }
+    if (await this.refExists(`refs/heads/${branch}`)) return this.reuseBranch(id, target, branch);
     const base = options.base ?? 'HEAD';
     if (base.startsWith('-') || base.includes('\0')) throw new WorktreeRefusedError('bad_base', `'${base.slice(0, 80)}' is not a commit`);
     const resolved = await this.git.run(this.cwd, ['rev-parse', '--verify', '--quiet', `${base}^{commit}`], { okExitCodes: [1] });
@@ -125,6 +132,28 @@ export class Worktrees {
     if (baseRef) await this.git.run(this.cwd, ['config', `sw4rm-worktree.${id}.baseref`, baseRef]);
     const made = await this.get(id);
     if (!made) throw new Error(`worktree ${id} was created but git does not list it`);
+    this.onCreated?.(made, { reusedBranch: false });
+    return made;
+  }
+
+  /** A new worktree on the kept branch `sw4rm/<id>` (its base ref kept too; recorded from the merge base if gone). */
+  private async reuseBranch(id: string, target: string, branch: string): Promise<AgentWorktree> {
+    const entries = parseWorktreeList((await this.git.run(this.cwd, ['worktree', 'list', '--porcelain', '-z'])).stdout);
+    const holder = entries.find((e) => e.branch === `refs/heads/${branch}`);
+    if (holder) {
+      throw new WorktreeRefusedError('exists', `branch ${branch} (kept from an earlier worktree '${id}') is checked out in ${holder.path}; check another branch out there, or bind to another worktree id`);
+    }
+    fs.mkdirSync(this.root, { recursive: true });
+    if (!(await this.resolve(`${BASE_REF_PREFIX}${id}`))) {
+      const head = await this.resolve('HEAD');
+      const mergeBase = head ? (await this.git.run(this.cwd, ['merge-base', head, `refs/heads/${branch}`], { okExitCodes: [1] })).stdout.trim() : '';
+      const tip = mergeBase || (await this.resolve(`refs/heads/${branch}`))!;
+      await this.git.run(this.cwd, ['update-ref', '-m', `sw4rm: base of worktree ${id} (reused branch)`, `${BASE_REF_PREFIX}${id}`, tip, '']);
+    }
+    await this.git.run(this.cwd, ['worktree', 'add', '--', target, branch]);
+    const made = await this.get(id);
+    if (!made) throw new Error(`worktree ${id} was created but git does not list it`);
+    this.onCreated?.(made, { reusedBranch: true });
     return made;
   }
 
