@@ -10,7 +10,7 @@ import { asWorktreeNode } from './views/worktreesView';
 import { WorktreeBaseDocuments, changedFiles, localBranches } from './worktreeGit';
 import {
   baseText, bindFailedNoticeText, bindResultText, boundText, conflictNotice, conflictPredictionText, forcedRemoveQuestion, mergeItem,
-  mergeQuestion, notificationText, pruneCandidateText, prunePlanQuestion, removalRefusalText, removeQuestion, snapshotItem, strategyChoices,
+  mergeQuestion, notificationText, pruneCandidateText, prunePlanQuestion, removalRefusalText, removeQuestion, shortBranch, snapshotItem, strategyChoices,
   worktreeRow,
 } from './worktreesModel';
 import type { WorktreeState } from './worktreeState';
@@ -164,33 +164,33 @@ export class WorktreeCommands implements vscode.Disposable {
     if (!preview) return;
     if (preview.conflicts.length) return this.showConflicts(preview);
     if (!preview.commits.length) {
-      void vscode.window.showInformationMessage(notificationText(`${preview.sourceBranch} has no commit that ${preview.targetBranch.replace(/^refs\/heads\//, '')} does not have: nothing to merge.`));
+      void vscode.window.showInformationMessage(notificationText(`${shortBranch(preview.sourceBranch)} has no commit that ${shortBranch(preview.targetBranch)} does not have: nothing to merge.`));
       return;
     }
     const picked = await vscode.window.showQuickPick(strategyChoices(preview).map((c) => ({ label: c.label, detail: c.detail, strategy: c.strategy })), {
-      title: `Merge Back ${preview.sourceBranch}: How`, placeHolder: 'Merge, squash or rebase',
+      title: `Merge Back ${shortBranch(preview.sourceBranch)}: How`, placeHolder: 'Merge, squash or rebase',
     });
     if (!picked) return;
     const question = mergeQuestion(preview, picked.strategy);
     const confirm = await vscode.window.showWarningMessage(question.message, { modal: true, detail: question.detail }, 'Ask for Approval');
     if (confirm !== 'Ask for Approval' || this.state.coordinator !== api) return;
     void vscode.window.showInformationMessage(notificationText(
-      `Merge Back of ${preview.sourceBranch} waits for approval: review the diff in the Approvals view. Nothing changes until it is approved.`),
+      `Merge Back of ${shortBranch(preview.sourceBranch)} waits for approval: review the diff in the Approvals view. Nothing changes until it is approved.`),
       'Open Approvals').then((choice) => choice && vscode.commands.executeCommand(`${Views.approvals}.focus`));
     const result = await api.mergeBack(worktree.repoId, worktree.worktreeId, { strategy: picked.strategy }, this.operator)
-      .then((r) => r, (err: unknown) => this.refused(err, `Merge Back of ${preview.sourceBranch} is refused`));
+      .then((r) => r, (err: unknown) => this.refused(err, `Merge Back of ${shortBranch(preview.sourceBranch)} is refused`));
     this.state.refresh();
     if (!result) return;
     switch (result.status) {
       case 'conflicts':
         return this.showConflicts(result.preview);
       case 'not_approved':
-        void vscode.window.showInformationMessage(notificationText(`Merge Back of ${preview.sourceBranch} was not approved: nothing was changed.`));
+        void vscode.window.showInformationMessage(notificationText(`Merge Back of ${shortBranch(preview.sourceBranch)} was not approved: nothing was changed.`));
         return;
       case 'merged': {
         const merge = result.merge;
         const choice = await vscode.window.showInformationMessage(notificationText(
-          `Merged ${preview.sourceBranch} into ${merge.targetBranch.replace(/^refs\/heads\//, '')} (${merge.strategy}): `
+          `Merged ${shortBranch(preview.sourceBranch)} into ${shortBranch(merge.targetBranch)} (${merge.strategy}): `
           + `${merge.previousHead.slice(0, 12)} → ${merge.resultHead.slice(0, 12)}. Undo Merge puts the previous state back.`), 'Undo Merge');
         if (choice) await this.undoMerge(merge.id);
       }
@@ -214,7 +214,7 @@ export class WorktreeCommands implements vscode.Disposable {
       merge = picked?.merge;
     }
     if (!merge) return;
-    const confirm = await vscode.window.showWarningMessage(`Undo the ${merge.strategy} of sw4rm/${merge.worktreeId} into ${merge.targetBranch.replace(/^refs\/heads\//, '')}?`, {
+    const confirm = await vscode.window.showWarningMessage(`Undo the ${merge.strategy} of sw4rm/${merge.worktreeId} into ${shortBranch(merge.targetBranch)}?`, {
       modal: true,
       detail: `The main checkout goes back to ${merge.previousHead.slice(0, 12)} (HEAD, index and files) from the snapshot taken before the merge. `
         + 'If it moved on since, undo is refused and says so.',
@@ -223,7 +223,7 @@ export class WorktreeCommands implements vscode.Disposable {
     const result = await api.undoMerge(merge.id, this.operator).then((r) => r, (err: unknown) => this.refused(err, 'Undo Merge is refused'));
     this.state.refresh();
     if (result) {
-      void vscode.window.showInformationMessage(notificationText(`Undone: ${merge.targetBranch.replace(/^refs\/heads\//, '')} is back on ${result.head.slice(0, 12)}`
+      void vscode.window.showInformationMessage(notificationText(`Undone: ${shortBranch(merge.targetBranch)} is back on ${result.head.slice(0, 12)}`
         + `${result.sourceRestored ? '' : `; sw4rm/${merge.worktreeId} was not put back (its worktree changed since)`}.`));
     }
   }

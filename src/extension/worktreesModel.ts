@@ -253,7 +253,7 @@ export function fileList(paths: readonly string[], max = 3): string {
 /** The notification of a predicted conflict: the files named, nothing changed. */
 export function conflictNotice(preview: MergePreview): string {
   const paths = preview.conflicts.map((c) => c.path);
-  return `Merge Back of ${preview.sourceBranch} into ${short(preview.targetBranch)} would conflict in ${paths.length} file${paths.length === 1 ? '' : 's'}: `
+  return `Merge Back of ${short(preview.sourceBranch)} into ${short(preview.targetBranch)} would conflict in ${paths.length} file${paths.length === 1 ? '' : 's'}: `
     + `${fileList(paths)}. Nothing was changed.`;
 }
 
@@ -262,7 +262,7 @@ const STAGE_NAMES: Record<1 | 2 | 3, string> = { 1: 'base', 2: 'target', 3: 'age
 /** The conflict prediction as a read-only document: the conflicted files with their stages, then git's messages. */
 export function conflictPredictionText(preview: MergePreview): string {
   const lines = [
-    `Merge Back: ${preview.sourceBranch} (${preview.sourceCommit.slice(0, 12)}) into ${short(preview.targetBranch)} (${preview.targetCommit.slice(0, 12)})`,
+    `Merge Back: ${short(preview.sourceBranch)} (${preview.sourceCommit.slice(0, 12)}) into ${short(preview.targetBranch)} (${preview.targetCommit.slice(0, 12)})`,
     `in ${preview.targetPath}`,
     '',
     `Conflicts predicted by git merge-tree --write-tree (nothing was changed, nothing was asked): ${preview.conflicts.length} file${preview.conflicts.length === 1 ? '' : 's'}`,
@@ -272,7 +272,7 @@ export function conflictPredictionText(preview: MergePreview): string {
     for (const stage of conflict.stages) lines.push(`      ${STAGE_NAMES[stage.stage]}: ${stage.oid.slice(0, 12)} (mode ${stage.mode})`);
   }
   lines.push('', `git's messages (${preview.messages.length}):`);
-  for (const message of preview.messages) lines.push(`  ${message.type}: ${message.text.replace(/\n/g, '\n    ')}`);
+  for (const message of preview.messages) lines.push(`  ${message.text.replace(/\n/g, '\n    ')}`);
   lines.push('', `The agent's commits (${preview.commits.length}):`);
   for (const commit of preview.commits) lines.push(`  ${commit.commit.slice(0, 12)} ${commit.subject}`);
   lines.push('', 'To merge, resolve the conflicts first: in the agent\'s worktree (merge or rebase its branch onto the target there), '
@@ -299,7 +299,7 @@ export function strategyChoices(preview: MergePreview): Array<{ strategy: 'merge
 /** The confirmation before Merge Back asks for approval. */
 export function mergeQuestion(preview: MergePreview, strategy: string): { message: string; detail: string } {
   return {
-    message: `${capitalise(strategy)} ${preview.sourceBranch} into ${short(preview.targetBranch)}?`,
+    message: `${capitalise(strategy)} ${short(preview.sourceBranch)} into ${short(preview.targetBranch)}?`,
     detail: [
       `${preview.commits.length} commit${preview.commits.length === 1 ? '' : 's'}, ${preview.files.length} file${preview.files.length === 1 ? '' : 's'} changed `
         + `(${fileList(preview.files.map((f) => f.path))}). No conflict is predicted.`,
@@ -363,6 +363,11 @@ export function parseChangedFiles(nameStatus: string, untracked = ''): ChangedFi
 export function notificationText(text: string): string {
   const plain = text.replace(/[[\]]/g, '');
   return plain.length > 1000 ? `${plain.slice(0, 999)}…` : plain;
+}
+
+/** A branch as a person reads it: `main` for `refs/heads/main`. */
+export function shortBranch(branch: string): string {
+  return short(branch);
 }
 
 function short(branch: string): string {

@@ -34,7 +34,7 @@ function binding(overrides: Partial<BindingStatus> = {}): BindingStatus {
 
 function preview(overrides: Partial<MergePreview> = {}): MergePreview {
   return {
-    worktreeId: 'coder-1', strategy: 'merge', sourceBranch: 'sw4rm/coder-1', sourceCommit: 'a'.repeat(40), targetBranch: 'refs/heads/main',
+    worktreeId: 'coder-1', strategy: 'merge', sourceBranch: 'refs/heads/sw4rm/coder-1', sourceCommit: 'a'.repeat(40), targetBranch: 'refs/heads/main',
     targetCommit: 'b'.repeat(40), targetPath: '/src/app', commits: [{ commit: 'c'.repeat(40), subject: 'Fix the parser' }], sourceDirty: 0,
     conflicts: [], messages: [], files: [{ status: 'M', path: 'src/parser.ts' }], diff: '', diffTruncated: false, message: 'Merge',
     ...overrides,
@@ -177,7 +177,7 @@ describe('worktree command texts', () => {
     assert.equal(conflictNotice(conflicted), 'Merge Back of sw4rm/coder-1 into main would conflict in 1 file: src/parser.ts. Nothing was changed.');
     const text = conflictPredictionText(conflicted);
     assert.match(text, /Conflicts predicted by git merge-tree --write-tree .*: 1 file\n  src\/parser.ts\n      base: 111111111111 \(mode 100644\)\n      target: 222222222222/);
-    assert.match(text, /git's messages \(1\):\n  CONFLICT \(contents\): CONFLICT \(content\): Merge conflict in src\/parser.ts/);
+    assert.match(text, /git's messages \(1\):\n  CONFLICT \(content\): Merge conflict in src\/parser.ts\n/);
     assert.match(text, /The agent's commits \(1\):\n  cccccccccccc Fix the parser/);
   });
 
