@@ -9,6 +9,9 @@ import { descriptorMessage } from '../support/fixtures';
 import { ROOT, poll, startWithCoordinator, type CodeServerHarness } from './harness';
 
 const AGENT = 'e2e-wt-agent';
+/** An agent bound through the editor's command, and a worktree deleted by hand. */
+const SECOND = 'e2e-wt-second';
+const STALE = 'e2e-wt-stale';
 /** The harness opens `<temp>/workspace`, a git repository: its repo_id is its folder's name. */
 const REPO_ID = 'workspace';
 const SCREENSHOTS = path.join(ROOT, 'media', 'screenshots');
@@ -56,6 +59,25 @@ describe('worktrees in a real editor (code-server + Chromium, an agent bound thr
     // The sash stays highlighted while hovered: the screenshot waits until it is not (cosmetic, so not an error).
     await poll(async () => (await page.locator('.monaco-sash.hover, .monaco-sash.active').count()) === 0, { timeoutMs: 3_000 }).catch(() => undefined);
   }
+
+  /** Picks the quick pick row showing `text`. */
+  async function pick(text: string): Promise<void> {
+    const row = harness!.page.locator('.quick-input-widget .quick-input-list .monaco-list-row', { hasText: text }).first();
+    await row.waitFor({ state: 'visible', timeout: 15_000 });
+    await row.click();
+  }
+
+  /** Waits for a modal dialog, answers its text, and presses `button`. */
+  async function answerDialog(button: string): Promise<string> {
+    const dialog = harness!.page.locator('.monaco-dialog-box');
+    await dialog.waitFor({ state: 'visible', timeout: 15_000 });
+    const text = (await dialog.innerText()).replace(/\s+/g, ' ');
+    await dialog.locator('.monaco-button', { hasText: new RegExp(`^${button}$`) }).click();
+    await dialog.waitFor({ state: 'hidden', timeout: 15_000 });
+    return text;
+  }
+
+  const worktreeFolder = (id: string): string => path.join(path.dirname(harness!.workspaceDir), `${REPO_ID}.sw4rm-worktrees`, id);
 
   before(async function () {
     ({ harness } = await startWithCoordinator({
@@ -165,5 +187,70 @@ describe('worktrees in a real editor (code-server + Chromium, an agent bound thr
     await harness!.waitForText((t) => t.includes(`Worktree ${AGENT} is not removed: ${AGENT} (home, BOUND_HOME) is bound to it. Unbind first.`), 15_000);
     const worktreePath = path.join(path.dirname(harness!.workspaceDir), `${REPO_ID}.sw4rm-worktrees`, AGENT);
     await poll(() => fs.existsSync(worktreePath), { timeoutMs: 1_000, description: 'the worktree still there' });
+  });
+
+  it('binds an agent through Bind Agent to Worktree… to a new worktree from a branch, and removes it once unbound only after asking twice', async function () {
+    const env = await harness!.copyAgentEnvironment(SECOND);
+    await harness!.runCommand('Notifications: Clear All Notifications');
+    await harness!.runCommand('SW4RM: Bind Agent to Worktree…');
+    await pick('Another agent id…');
+    const input = harness!.page.locator('.quick-input-widget .quick-input-box input');
+    await poll(async () => (await input.isVisible()) && (await input.inputValue()) === '', { timeoutMs: 15_000, description: 'the agent id input box' });
+    await input.fill(SECOND);
+    await harness!.page.keyboard.press('Enter');
+    await pick('New worktree from a branch…');
+    await pick('main');
+    assert.equal(await harness!.answerInputBox(), SECOND, 'the worktree id proposed is the agent id');
+    await harness!.waitForText((t) => t.includes(`Agent ${SECOND} is bound to worktree ${SECOND} (BOUND_HOME)`), 30_000);
+    await harness!.waitForText((t) => t.includes(`sw4rm/${SECOND} ← main`) && t.includes(`${SECOND} (home)`), 15_000, () => harness!.viewText('Worktrees'));
+    assert.ok(fs.existsSync(path.join(worktreeFolder(SECOND), 'README.md')));
+
+    // Unbound (by the agent itself), with a file not committed: removal asks twice and keeps everything recoverable.
+    const metadata = new grpc.Metadata();
+    metadata.set('authorization', `Bearer ${env.SW4RM_TOKEN}`);
+    await unary(worktreeService!, 'Unbind', { agent_id: SECOND }, metadata);
+    fs.writeFileSync(path.join(worktreeFolder(SECOND), 'unsaved.txt'), 'work not committed\n');
+    await harness!.runCommand('SW4RM: Refresh Worktrees');
+    await harness!.waitForText((t) => new RegExp(`sw4rm/${SECOND} ← main · up to date · 1 changed file · not bound`).test(t), 15_000, () => harness!.viewText('Worktrees'));
+    await harness!.runCommand('Notifications: Clear All Notifications');
+    await harness!.runCommand('SW4RM: Remove Worktree');
+    await pick(SECOND);
+    assert.match(await answerDialog('Remove'), new RegExp(`Remove worktree ${SECOND}\\?`));
+    const second = await answerDialog('Remove Anyway');
+    assert.match(second, new RegExp(`Worktree ${SECOND} has uncommitted files \\(1\\)\\. Remove it anyway\\?`));
+    assert.match(second, /A snapshot of all its files .* is written first/);
+    assert.match(second, new RegExp(`its branch sw4rm/${SECOND} is kept`));
+    const removed = await harness!.waitForText((t) => t.includes(`Removed worktree ${SECOND}`), 30_000);
+    const snapshot = new RegExp(`its files are in snapshot (refs/sw4rm/snapshots/${SECOND}/\\S+); branch sw4rm/${SECOND} is kept`).exec(removed)?.[1];
+    assert.ok(snapshot, removed);
+    assert.ok(!fs.existsSync(worktreeFolder(SECOND)), 'the folder is gone');
+    assert.equal(git(harness!.workspaceDir, 'show', `${snapshot.replace(/\.$/, '')}:unsaved.txt`), 'work not committed\n', 'the uncommitted file is in the snapshot');
+    git(harness!.workspaceDir, 'rev-parse', '--verify', `refs/heads/sw4rm/${SECOND}`);
+    await harness!.waitForText((t) => !t.includes(SECOND), 15_000, () => harness!.viewText('Worktrees'));
+  });
+
+  it('marks a worktree whose folder was deleted as stale, lists it, and prunes exactly that', async function () {
+    git(harness!.workspaceDir, 'worktree', 'add', '-q', '-b', `sw4rm/${STALE}`, worktreeFolder(STALE));
+    fs.rmSync(worktreeFolder(STALE), { recursive: true, force: true });
+    await harness!.runCommand('SW4RM: Refresh Worktrees');
+    await harness!.waitForText((t) => t.includes(`${STALE}`) && t.includes('stale: folder gone'), 15_000, () => harness!.viewText('Worktrees'));
+    await harness!.runCommand('Notifications: Clear All Notifications');
+    await harness!.runCommand('SW4RM: Prune Stale Worktrees…');
+    const question = await answerDialog('Prune');
+    assert.match(question, /Prune 1 stale worktree\?/);
+    assert.match(question, new RegExp(`no file and no branch is deleted: ${REPO_ID}: ${STALE} \\(`));
+    await harness!.waitForText((t) => t.includes(`Pruned 1 stale worktree: ${REPO_ID}: ${STALE}`), 30_000);
+    await harness!.waitForText((t) => !t.includes(STALE), 15_000, () => harness!.viewText('Worktrees'));
+    git(harness!.workspaceDir, 'rev-parse', '--verify', `refs/heads/sw4rm/${STALE}`);
+  });
+
+  it('Show Worktree Changes opens the editor\'s diff of each changed file against the base', async function () {
+    await harness!.runCommand('SW4RM: Show Worktree Changes');
+    await pick(AGENT);
+    const tab = harness!.page.locator('.tabs-container .tab', { hasText: `${AGENT} ↔ main` }).first();
+    await tab.waitFor({ state: 'visible', timeout: 30_000 });
+    const editor = await harness!.waitForText((t) => t.includes('feature.txt') && t.includes('README.md'), 30_000,
+      () => harness!.page.locator('.editor-group-container.active').first().innerText());
+    assert.match(editor.replace(/\u00a0/g, ' '), /the agent's feature/);
   });
 });
