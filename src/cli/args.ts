@@ -7,6 +7,8 @@ import {
 } from '../core/router/router';
 import type { AuthMode } from '../server/auth';
 import { CONNECTION_LIMIT_BOUNDS, DEFAULT_CONNECTION_LIMITS } from '../server/connections';
+import { DEFAULT_SNAPSHOT_RETENTION_DAYS, MAX_SNAPSHOT_RETENTION_DAYS, MIN_SNAPSHOT_RETENTION_DAYS } from '../core/worktree/operations';
+import { checkCopyGlob, DEFAULT_SETUP_TIMEOUT_SECONDS, MAX_SETUP_TIMEOUT_SECONDS } from '../core/worktree/setup';
 
 /** A payload limit may not exceed what the transport admits (the largest default, 16 MB). */
 const TRANSPORT_MAX_PAYLOAD = 16 * MIB;
@@ -39,6 +41,15 @@ export interface CliOptions {
   readonly hitlPolicyFile: string | undefined;
   /** The workspace folders (`--workspace DIR`, repeatable): every git repository in them is a repo_id. */
   readonly workspaceFolders: readonly string[];
+  /** Where agent worktrees go (`<folder>/<repo_id>/<id>`); '' = the sibling `<repo>.sw4rm-worktrees`. */
+  readonly worktreesFolder: string;
+  /** Setup of every new worktree: globs copied from the main checkout, a command line, its timeout (they replace `.sw4rm/worktree.json`). */
+  readonly setupCopy: readonly string[];
+  readonly setupCommand: string;
+  readonly setupTimeoutSeconds: number;
+  /** Whether a repository's own `.sw4rm/worktree.json` command may run. */
+  readonly trustRepositorySetup: boolean;
+  readonly snapshotRetentionDays: number;
 }
 
 export const USAGE = `Usage: sw4rm-coordinator [options]
@@ -73,6 +84,17 @@ Options:
                             ${POLICY_INPUT_KEYS.join(', ')}
   --workspace <folder>      a workspace folder (repeatable): every git repository in it, nested and bare
                             ones included, becomes a repo_id (its folder name, made unique)
+  --worktrees-folder <folder>  agent worktrees go in <folder>/<repo_id>/<id> (default: the sibling
+                            folder <repo>.sw4rm-worktrees of each repository)
+  --setup-copy <glob>       a file glob copied from the main checkout into every new worktree
+                            (repeatable; never linked); with --setup-command it replaces each
+                            repository's .sw4rm/worktree.json
+  --setup-command <line>    a command line run by the shell in every new worktree (e.g. "npm ci")
+  --setup-timeout <s>       the setup command is stopped after this (default ${DEFAULT_SETUP_TIMEOUT_SECONDS}, 1-${MAX_SETUP_TIMEOUT_SECONDS})
+  --trust-repository-setup  run the setup command of a repository's own .sw4rm/worktree.json (without
+                            it, only its copies are made)
+  --snapshot-retention <days>  days a worktree snapshot is kept, never deleted sooner (default
+                            ${DEFAULT_SNAPSHOT_RETENTION_DAYS}, ${MIN_SNAPSHOT_RETENTION_DAYS}-${MAX_SNAPSHOT_RETENTION_DAYS})
   -v, --verbose             print every event to stderr, per-message ones included
   -h, --help                show this help
 `;
@@ -91,6 +113,8 @@ export function parseArgs(argv: readonly string[]): CliOptions {
     privilegedRatePerSecond: 50, payloadLimits: {} as Record<string, number>, unaddressed: DEFAULT_ROUTER_OPTIONS.unaddressed, verbose: false, help: false,
     operator: false, hitlPolicyFile: undefined as string | undefined,
     workspaceFolders: [] as string[],
+    worktreesFolder: '', setupCopy: [] as string[], setupCommand: '', setupTimeoutSeconds: DEFAULT_SETUP_TIMEOUT_SECONDS,
+    trustRepositorySetup: false, snapshotRetentionDays: DEFAULT_SNAPSHOT_RETENTION_DAYS,
   };
   const positiveInteger = (flag: string, v: string, max: number): number => {
     const n = Number(v);
@@ -174,6 +198,20 @@ export function parseArgs(argv: readonly string[]): CliOptions {
       case '--operator': options.operator = true; break;
       case '--hitl-policy': options.hitlPolicyFile = value(); break;
       case '--workspace': options.workspaceFolders.push(value()); break;
+      case '--worktrees-folder': options.worktreesFolder = value(); break;
+      case '--setup-copy': {
+        const v = value();
+        try {
+          options.setupCopy.push(checkCopyGlob(v));
+        } catch (err) {
+          throw new UsageError(`--setup-copy: ${(err as Error).message}`);
+        }
+        break;
+      }
+      case '--setup-command': options.setupCommand = value(); break;
+      case '--setup-timeout': options.setupTimeoutSeconds = wholeIn(flag, value(), 1, MAX_SETUP_TIMEOUT_SECONDS); break;
+      case '--trust-repository-setup': options.trustRepositorySetup = true; break;
+      case '--snapshot-retention': options.snapshotRetentionDays = wholeIn(flag, value(), MIN_SNAPSHOT_RETENTION_DAYS, MAX_SNAPSHOT_RETENTION_DAYS); break;
       case '-v': case '--verbose': options.verbose = true; break;
       case '-h': case '--help': options.help = true; break;
       default: throw new UsageError(`unknown option '${arg}'`);

@@ -10,6 +10,7 @@ import type { StoredEvent } from '../core/log/model';
 import { StoreOpenError } from '../core/store/store';
 import { createGit } from '../core/worktree/git';
 import { discoverRepositories, type Repository } from '../core/worktree/repositories';
+import { settingsSetupConfig } from '../core/worktree/setup';
 import { formatEnvironment } from '../server/agentEnvironment';
 import { describeOpenFilesLimit, readOpenFilesLimit } from '../server/connections';
 import { CoordinatorHost } from '../server/host';
@@ -95,6 +96,12 @@ async function main(): Promise<number> {
         unaddressed: options.unaddressed,
       },
       hitl,
+      worktreesFolder: options.worktreesFolder ? path.resolve(options.worktreesFolder) : undefined,
+      worktreeOperations: {
+        setup: settingsSetupConfig(options.setupCopy, options.setupCommand, options.setupTimeoutSeconds),
+        trustRepositoryCommand: options.trustRepositorySetup,
+        snapshotRetentionDays: options.snapshotRetentionDays,
+      },
       connections: {
         maxConnections: options.maxConnections,
         unauthenticatedIdleMs: options.unauthenticatedIdleSeconds * 1000,
@@ -135,6 +142,10 @@ async function main(): Promise<number> {
       if (openFiles.warning) process.stderr.write(openFiles.warning);
     }
     if (options.operator) attachOperatorConsole(host);
+    // A new worktree's setup output, as it comes (its end is also an event: worktree.setup_finished / setup_failed).
+    host.coordinator.worktreeOperations.onDidRunSetup((event) => {
+      if (event.kind === 'output') process.stderr.write(event.text.split('\n').filter(Boolean).map((l) => `setup ${event.repoId}/${event.worktreeId}: ${l}\n`).join(''));
+    });
     // A failed commit ends this process with status 1: a supervisor (or the user) starts a new one, which
     // recovers from the store exactly as after a crash.
     host.onDidFail((err) => {
@@ -149,9 +160,15 @@ async function main(): Promise<number> {
 
 /** Stdin is the operator's keyboard; when it closes, the operator has left (and fallbacks apply again). */
 function attachOperatorConsole(host: CoordinatorHost): void {
-  const operator = new OperatorConsole(host.coordinator.hitl, `cli:${os.userInfo().username}`, (text) => process.stdout.write(text));
+  const operator = new OperatorConsole(host.coordinator.hitl, `cli:${os.userInfo().username}`, (text) => process.stdout.write(text),
+    host.coordinator.worktreeOperations);
   const input = readline.createInterface({ input: process.stdin, terminal: false });
-  input.on('line', (line) => process.stdout.write(operator.run(line)));
+  // One command at a time, answered in the order typed (worktree commands run git; a merge answers once its approval is open).
+  let previous = Promise.resolve();
+  input.on('line', (line) => {
+    previous = previous.then(() => operator.runAsync(line)).then((text) => { process.stdout.write(text); },
+      (err: unknown) => { process.stdout.write(`error: ${(err as Error).message}\n`); });
+  });
   input.on('close', () => operator.dispose());
 }
 

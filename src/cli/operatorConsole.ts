@@ -4,6 +4,8 @@ import type { Disposable } from '../core/events';
 import { HitlStateError, type HitlService } from '../core/hitl/hitlService';
 import type { HitlInvocation } from '../core/hitl/model';
 import { HitlRequestError } from '../core/hitl/request';
+import type { WorktreeOperations } from '../core/worktree/operations';
+import { WORKTREE_HELP, WorktreeConsole } from './worktreeConsole';
 
 export const OPERATOR_HELP = `HITL operator commands:
   list [all]                       pending invocations (all: decided ones too)
@@ -23,8 +25,10 @@ export const OPERATOR_HELP = `HITL operator commands:
 export class OperatorConsole implements Disposable {
   private readonly attachment: Disposable;
   private readonly subscription: Disposable;
+  private readonly worktreeConsole: WorktreeConsole | undefined;
 
-  constructor(private readonly hitl: HitlService, readonly operator: string, private readonly print: (text: string) => void) {
+  constructor(private readonly hitl: HitlService, readonly operator: string, private readonly print: (text: string) => void, worktrees?: WorktreeOperations) {
+    this.worktreeConsole = worktrees && new WorktreeConsole(worktrees, operator, print);
     this.attachment = hitl.attachOperator(operator);
     this.subscription = hitl.onDidChange((change) => {
       if (change.kind === 'opened' && change.invocation.state === 'pending') print(`HITL pending: ${summaryLine(change.invocation)}\n`);
@@ -33,6 +37,14 @@ export class OperatorConsole implements Disposable {
     const pending = hitl.list({ pendingOnly: true });
     print(`# HITL operator ${operator} attached; ${pending.length} pending. Type "help" for commands.\n`);
     for (const invocation of pending) print(`HITL pending: ${summaryLine(invocation)}\n`);
+  }
+
+  /** Runs one command line, the worktree commands too (they read and change git, so they answer later). */
+  runAsync(line: string): Promise<string> {
+    const [command = '', ...args] = line.trim().split(/\s+/);
+    if (this.worktreeConsole && WorktreeConsole.COMMANDS.has(command.toLowerCase())) return this.worktreeConsole.run(command.toLowerCase(), args);
+    if (this.worktreeConsole && command.toLowerCase() === 'help') return Promise.resolve(OPERATOR_HELP + WORKTREE_HELP);
+    return Promise.resolve(this.run(line));
   }
 
   /** Runs one command line and answers what to print. Bad input answers an error line; nothing throws. */

@@ -106,6 +106,11 @@ export const Settings = {
   approvalsRules: 'approvals.rules',
   approvalsPauseAll: 'approvals.pauseAll',
   approvalsRetentionDays: 'approvals.retentionDays',
+  worktreesFolder: 'worktrees.folder',
+  worktreesSetupCopy: 'worktrees.setupCopy',
+  worktreesSetupCommand: 'worktrees.setupCommand',
+  worktreesSetupTimeoutSeconds: 'worktrees.setupTimeoutSeconds',
+  worktreesSnapshotRetentionDays: 'worktrees.snapshotRetentionDays',
 } as const;
 
 export const OUTPUT_CHANNEL_NAME = 'SW4RM';

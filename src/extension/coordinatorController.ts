@@ -139,6 +139,9 @@ export class CoordinatorController implements vscode.Disposable {
         hitl: this.approvals.policy(),
         onEvent: (event) => this.output.appendLine(formatEvent(event)),
         workspaceFolders: (vscode.workspace.workspaceFolders ?? []).filter((f) => f.uri.scheme === 'file').map((f) => f.uri.fsPath),
+        worktreesFolder: settings.worktrees.folder,
+        // A repository's own .sw4rm/worktree.json command runs only in a trusted workspace.
+        worktreeOperations: { setup: settings.worktrees.setup, snapshotRetentionDays: settings.worktrees.snapshotRetentionDays, trustRepositoryCommand: vscode.workspace.isTrusted },
       });
     } catch (err) {
       await this.reportStartFailure(err);
@@ -150,10 +153,20 @@ export class CoordinatorController implements vscode.Disposable {
     const bound = this.approvals.bind(api);
     const storeLocation = await api.storeLocation();
     this.output.appendLine(`SW4RM coordinator serving on ${settings.host}:${host.port} (auth ${settings.auth}; store ${storeLocation})`);
-    for (const warning of [...settings.router.warnings, ...settings.connections.warnings]) this.output.appendLine(`SW4RM settings: ${warning}`);
+    for (const warning of [...settings.router.warnings, ...settings.connections.warnings, ...settings.worktrees.warnings]) this.output.appendLine(`SW4RM settings: ${warning}`);
     this.hostSubscriptions.push(
       host.onDidFail((err) => void this.reportStoreFailure(host, err)),
       api.onDidChangeAgents(() => void this.updateStatus()),
+      // A worktree's setup: its output in the Output channel as it comes; a failure shown (the binding stays usable).
+      api.onDidRunWorktreeSetup((event) => {
+        if (event.kind === 'output') this.output.append(event.text);
+        else this.output.appendLine(`SW4RM worktree ${event.repoId}/${event.worktreeId}: ${event.text}`);
+        if (event.kind === 'finished' && event.ok === false) {
+          void vscode.window.showWarningMessage(`SW4RM: ${event.text.replace(/[[\]]/g, '')}`, 'Show Log').then((choice) => {
+            if (choice) this.output.show(true);
+          });
+        }
+      }),
       this.deadLettersView.onDidChangeCount(() => void this.updateStatus()),
       this.approvals.onDidChangeCount(() => void this.updateStatus()),
       // The store's size against its budget changes without an event: looked at at a low rate.

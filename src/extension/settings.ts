@@ -7,6 +7,7 @@ import { defaultDataFolder } from './dataFolder';
 import { SETTINGS_SECTION, Settings } from './contributions';
 import { connectionSettings } from './connectionSettings';
 import { routerSettings, type RouterSettings } from './routerSettings';
+import { worktreeSettings, type WorktreeSettings } from './worktreeSettings';
 
 export interface CoordinatorSettings {
   readonly port: number;
@@ -25,6 +26,8 @@ export interface CoordinatorSettings {
   readonly router: RouterSettings;
   /** Connection limits and what was ignored or clamped in their settings. */
   readonly connections: { readonly limits: ConnectionLimits; readonly warnings: readonly string[] };
+  /** Where worktrees go, their setup, snapshot retention (sw4rm.worktrees.*). */
+  readonly worktrees: WorktreeSettings;
 }
 
 /**
@@ -63,6 +66,13 @@ export function readSettings(context: vscode.ExtensionContext): CoordinatorSetti
       unauthenticatedIdleSeconds: config.get<unknown>(Settings.unauthenticatedIdleSeconds),
       requestBodyTimeoutSeconds: config.get<unknown>(Settings.requestBodyTimeoutSeconds),
     }),
+    worktrees: worktreeSettings({
+      folder: config.get<unknown>(Settings.worktreesFolder),
+      setupCopy: config.get<unknown>(Settings.worktreesSetupCopy),
+      setupCommand: config.get<unknown>(Settings.worktreesSetupCommand),
+      setupTimeoutSeconds: config.get<unknown>(Settings.worktreesSetupTimeoutSeconds),
+      snapshotRetentionDays: config.get<unknown>(Settings.worktreesSnapshotRetentionDays),
+    }),
   };
 }
 
@@ -72,6 +82,8 @@ export const SERVER_SETTINGS: readonly string[] = [
   Settings.inboxCapacity, Settings.deduplicationWindowSeconds, Settings.messageRetentionHours, Settings.privilegedRatePerSecond,
   Settings.storeBudgetMiB, Settings.payloadLimits, Settings.unaddressedMessages,
   Settings.memoryBudgetMiB, Settings.maxConnections, Settings.unauthenticatedIdleSeconds, Settings.requestBodyTimeoutSeconds,
+  Settings.worktreesFolder, Settings.worktreesSetupCopy, Settings.worktreesSetupCommand, Settings.worktreesSetupTimeoutSeconds,
+  Settings.worktreesSnapshotRetentionDays,
 ];
 
 export function affectsServer(event: vscode.ConfigurationChangeEvent): boolean {

@@ -1,6 +1,6 @@
 import * as vscode from 'vscode';
 import {
-  CoordinatorApiError, type BindingStatus, type CoordinatorApi, type Disposable, type MergePreview, type WorktreeInfo, type WorktreeSetupEvent,
+  CoordinatorApiError, type BindingStatus, type CoordinatorApi, type Disposable, type MergePreview, type WorktreeInfo,
 } from '../core/api';
 import { Views } from './contributions';
 import { asAgentRow } from './messageCommands';
@@ -35,8 +35,7 @@ const WORKTREE_ID = /^[A-Za-z0-9_][A-Za-z0-9._-]{0,63}$/;
 /**
  * The worktree commands (Bind Agent to Worktree…, Open Worktree in New Window, Show Changes, Merge Back…, Undo Merge…,
  * Restore Snapshot…, Remove Worktree, Prune Stale Worktrees…), run on a row of the Worktrees or Agents view or from
- * the palette (then a quick pick asks which worktree); and what the coordinator tells about worktrees on its own: a
- * bind failing for 60 s (a warning) and setup output (the SW4RM Output channel).
+ * the palette (then a quick pick asks which worktree); and a bind failing for 60 s (a warning with Bind Again).
  */
 export class WorktreeCommands implements vscode.Disposable {
   private subscriptions: Disposable[] = [];
@@ -58,8 +57,8 @@ export class WorktreeCommands implements vscode.Disposable {
     this.subscriptions = [];
     if (!api) return;
     this.subscriptions.push(
+      // Setup output and failures: the controller writes them to the SW4RM Output channel (coordinatorController.ts).
       api.onDidNeedWorktreeOperator((status) => void this.bindFailedNotice(api, status)),
-      api.onDidRunWorktreeSetup((event) => this.setupOutput(event)),
     );
   }
 
@@ -330,20 +329,6 @@ export class WorktreeCommands implements vscode.Disposable {
     if (again) {
       const result = bindResultText(again);
       void (result.ok ? vscode.window.showInformationMessage(notificationText(result.text)) : vscode.window.showWarningMessage(notificationText(result.text)));
-    }
-  }
-
-  /** Setup output goes to the SW4RM Output channel as it comes; a failed setup is also a warning (the binding stays usable). */
-  private setupOutput(event: WorktreeSetupEvent): void {
-    const name = `${event.repoId}/${event.worktreeId}`;
-    if (event.kind === 'output') {
-      for (const line of event.text.replace(/\n$/, '').split('\n')) this.output.appendLine(`[setup ${name}] ${line}`);
-      return;
-    }
-    this.output.appendLine(`SW4RM worktree setup of ${name} ${event.ok === false ? 'failed' : 'finished'}: ${event.text}`);
-    if (event.ok === false) {
-      void vscode.window.showWarningMessage(notificationText(`The setup of worktree ${name} failed: ${event.text}. The worktree and its binding are usable.`), 'Show Log')
-        .then((choice) => choice && this.output.show(true));
     }
   }
 

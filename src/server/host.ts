@@ -8,6 +8,7 @@ import type { IdSource } from '../core/ids';
 import type { RouterOptions } from '../core/router/router';
 import { createGit } from '../core/worktree/git';
 import { discoverRepositories, type Repository } from '../core/worktree/repositories';
+import type { WorktreeOperationsOptions } from '../core/worktree/operations';
 import { PAYLOAD_FOLDER_NAME } from '../core/router/payloadFiles';
 import type { Event } from '../core/events';
 import { CoordinatorStore } from '../core/coordinatorStore';
@@ -41,6 +42,10 @@ export interface HostOptions {
   readonly workspaceFolders?: readonly string[];
   /** The repositories already discovered in them (the CLI prints them first); else the host discovers them. */
   readonly repositories?: readonly Repository[];
+  /** Where agent worktrees go: `<folder>/<repo_id>/<worktree_id>`; default the sibling `<repo>.sw4rm-worktrees` (sw4rm.worktrees.folder, --worktrees-folder). */
+  readonly worktreesFolder?: string;
+  /** Worktree setup (copy globs, command), whether a repository's own setup command may run, snapshot retention. */
+  readonly worktreeOperations?: Partial<WorktreeOperationsOptions>;
 }
 
 /**
@@ -83,6 +88,8 @@ export class CoordinatorHost {
         router: { payloadDir: path.join(options.dataDir, PAYLOAD_FOLDER_NAME), ...options.router },
         hitl: options.hitl,
         repositories,
+        worktreesFolder: options.worktreesFolder,
+        worktreeOperations: options.worktreeOperations,
       });
       if (unreadable !== undefined) {
         coordinator.log.record({

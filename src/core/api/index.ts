@@ -35,3 +35,5 @@ export { MAX_AGENT_ID_LENGTH, validateDescriptor } from '../registry/descriptor'
 export { StoreOpenError } from '../store/store';
 export { systemClock, type Clock } from '../clock';
 export type { Disposable, Event } from '../events';
+export { DEFAULT_SNAPSHOT_RETENTION_DAYS, MAX_SNAPSHOT_RETENTION_DAYS, MIN_SNAPSHOT_RETENTION_DAYS } from '../worktree/operations';
+export { DEFAULT_SETUP_TIMEOUT_SECONDS, MAX_SETUP_TIMEOUT_SECONDS, SETUP_CONFIG_FILE, settingsSetupConfig, type WorktreeSetupConfig } from '../worktree/setup';

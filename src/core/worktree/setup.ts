@@ -101,6 +101,17 @@ export function parseSetupConfig(value: unknown): WorktreeSetupConfig {
   return { copy, setup };
 }
 
+/**
+ * The configuration the editor's settings (sw4rm.worktrees.setupCopy / setupCommand / setupTimeoutSeconds) or the CLI's
+ * flags (--setup-copy, --setup-command, --setup-timeout) give: undefined when they name neither a glob nor a command (each
+ * repository's `.sw4rm/worktree.json` applies), else a configuration that replaces the file. A command given there is
+ * one command line, run by the shell (the user wrote it, not the repository). Throws SetupConfigError for a bad value.
+ */
+export function settingsSetupConfig(copy: readonly string[], command: string, timeoutSeconds: number = DEFAULT_SETUP_TIMEOUT_SECONDS): WorktreeSetupConfig | undefined {
+  if (copy.length === 0 && command.trim() === '') return undefined;
+  return parseSetupConfig({ copy: [...copy], setup: command.trim() === '' ? undefined : { command: command.trim(), shell: true, timeoutSeconds } });
+}
+
 export type SetupConfigSource = 'settings' | 'file' | 'none';
 
 /**
