@@ -16,7 +16,9 @@ function refused(argv: string[], message: RegExp): void {
 const BOUNDS_DEFAULTS = { memoryBudgetMiB: 128, maxConnections: 1000, unauthenticatedIdleSeconds: 10, requestBodySeconds: 30 };
 const ROUTER_DEFAULTS = { capacity: 10, dedupWindowSeconds: 3600, messageRetentionHours: 24, storeBudgetMiB: 2048, privilegedRatePerSecond: 50, payloadLimits: {}, unaddressed: 'refuse', verbose: false, ...BOUNDS_DEFAULTS };
 const HITL_DEFAULTS = { operator: false, hitlPolicyFile: undefined };
-const WORKSPACE_DEFAULTS = { workspaceFolders: [] };
+const WORKSPACE_DEFAULTS = {
+  workspaceFolders: [], worktreesFolder: '', setupCopy: [], setupCommand: '', setupTimeoutSeconds: 600, trustRepositorySetup: false, snapshotRetentionDays: 30,
+};
 
 describe('parseArgs (headless CLI)', () => {
   it('defaults to 127.0.0.1:50051, token auth, .sw4rm, a 30 s debounce and the RFC router defaults', () => {
@@ -38,6 +40,16 @@ describe('parseArgs (headless CLI)', () => {
       host: '127.0.0.1', port: 65535, dataDir: 'a=b', auth: 'token', heartbeatDebounceSeconds: 30,
       capacity: 25, dedupWindowSeconds: 7200, messageRetentionHours: 24, storeBudgetMiB: 2048, privilegedRatePerSecond: 50, payloadLimits: { CONTROL: 100 }, unaddressed: 'refuse', verbose: false, help: false, ...HITL_DEFAULTS, ...BOUNDS_DEFAULTS, ...WORKSPACE_DEFAULTS,
     });
+  });
+
+  it('takes the worktree flags: folder, setup copies (checked), command, timeout, trust, snapshot retention', () => {
+    const o = parseArgs(['--worktrees-folder', '/trees', '--setup-copy', '.env*', '--setup-copy=config/**', '--setup-command', 'npm ci',
+      '--setup-timeout', '60', '--trust-repository-setup', '--snapshot-retention=7']);
+    assert.deepEqual([o.worktreesFolder, o.setupCopy, o.setupCommand, o.setupTimeoutSeconds, o.trustRepositorySetup, o.snapshotRetentionDays],
+      ['/trees', ['.env*', 'config/**'], 'npm ci', 60, true, 7]);
+    assert.throws(() => parseArgs(['--setup-copy', '/etc/passwd']), /--setup-copy: .*not relative/);
+    assert.throws(() => parseArgs(['--setup-timeout', '3601']), /--setup-timeout must be a whole number from 1 to 3600/);
+    assert.throws(() => parseArgs(['--snapshot-retention', '0']), /--snapshot-retention must be a whole number from 1 to 3650/);
   });
 
   it('takes --workspace DIR repeatedly, in order', () => {
