@@ -253,4 +253,44 @@ describe('worktrees in a real editor (code-server + Chromium, an agent bound thr
       () => harness!.page.locator('.editor-group-container.active').first().innerText());
     assert.match(editor.replace(/\u00a0/g, ' '), /the agent's feature/);
   });
+
+  it('Merge Back… without conflicts asks for approval with the diff, merges once approved in the panel, and Undo Merge puts the checkout back', async function () {
+    // The agent drops its conflicting commit: what is left (feature.txt) merges cleanly.
+    git(worktreeFolder(AGENT), 'reset', '-q', '--hard', 'HEAD~1');
+    const before = git(harness!.workspaceDir, 'rev-parse', 'HEAD').trim();
+    await harness!.runCommand('Notifications: Clear All Notifications');
+    await harness!.runCommand('SW4RM: Merge Back…');
+    await pick(AGENT);
+    await pick('Squash');
+    const question = await answerDialog('Ask for Approval');
+    assert.match(question, new RegExp(`Squash sw4rm/${AGENT} into main\\? 1 commit, 1 file changed \\(feature\\.txt\\)\\. No conflict is predicted\\.`));
+    await harness!.waitForText((t) => t.includes(`Merge Back of sw4rm/${AGENT} waits for approval`), 15_000);
+    assert.equal(git(harness!.workspaceDir, 'rev-parse', 'HEAD').trim(), before, 'nothing merged before the approval');
+
+    // The approval, with the diff, in the Approvals view and its panel.
+    await showOnly('Approvals', 'Worktrees');
+    const summary = `Merge back sw4rm/${AGENT} into main (squash)`;
+    const row = pane('Approvals').locator('.monaco-list-row', { hasText: summary }).first();
+    await row.waitFor({ state: 'visible', timeout: 15_000 });
+    await row.click();
+    const frame = await harness!.webviewFrameShowing(summary);
+    const content = await frame.locator('#content').innerText();
+    assert.ok(content.includes('feature.txt') && content.includes("+the agent's feature"), `the panel shows the diff:\n${content}`);
+    await frame.locator('#rationale').fill('Reviewed the feature; squash it.');
+    await frame.locator('#approve').click();
+
+    const merged = await harness!.waitForText((t) => t.includes(`Merged sw4rm/${AGENT} into main (squash)`), 30_000);
+    assert.match(merged, /Undo Merge puts the previous state back/);
+    const after = git(harness!.workspaceDir, 'rev-parse', 'HEAD').trim();
+    assert.notEqual(after, before);
+    assert.equal(fs.readFileSync(path.join(harness!.workspaceDir, 'feature.txt'), 'utf8'), "the agent's feature\n");
+    assert.equal(git(harness!.workspaceDir, 'log', '-1', '--format=%s'), 'Add the feature\n', 'a squash of one commit keeps its subject');
+
+    await harness!.page.locator('.notification-toast', { hasText: `Merged sw4rm/${AGENT}` }).locator('.monaco-button', { hasText: 'Undo Merge' }).click();
+    assert.match(await answerDialog('Undo Merge'), new RegExp(`Undo the squash of sw4rm/${AGENT} into main\\?`));
+    await harness!.waitForText((t) => t.includes(`Undone: main is back on ${before.slice(0, 12)}`), 30_000);
+    assert.equal(git(harness!.workspaceDir, 'rev-parse', 'HEAD').trim(), before);
+    assert.ok(!fs.existsSync(path.join(harness!.workspaceDir, 'feature.txt')), 'the merged file is gone again');
+    assert.equal(git(harness!.workspaceDir, 'status', '--porcelain'), '');
+  });
 });
