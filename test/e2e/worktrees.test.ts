@@ -293,4 +293,15 @@ describe('worktrees in a real editor (code-server + Chromium, an agent bound thr
     assert.ok(!fs.existsSync(path.join(harness!.workspaceDir, 'feature.txt')), 'the merged file is gone again');
     assert.equal(git(harness!.workspaceDir, 'status', '--porcelain'), '');
   });
+
+  it('says the coordinator is not running while it is stopped, offers Start, and shows the worktrees again once it runs', async function () {
+    await showOnly('Agents', 'Worktrees');
+    await harness!.runCommand('SW4RM: Stop Coordinator');
+    await harness!.waitForText((t) => t.includes('The coordinator is not running.') && !t.includes(AGENT), 30_000, () => harness!.viewText('Worktrees'));
+    await pane('Worktrees').locator('.monaco-button', { hasText: 'Start Coordinator' }).click();
+    await harness!.waitForText((t) => /SW4RM :\d+/.test(t), 30_000, () => harness!.statusBarText());
+    // The binding was kept in the store: the worktree is still the agent's home after the restart.
+    await harness!.waitForText((t) => t.includes(`sw4rm/${AGENT} ← main`) && t.includes(`${AGENT} (home)`), 30_000, () => harness!.viewText('Worktrees'));
+  });
 });
+
