@@ -1,6 +1,7 @@
 import { execFile } from 'node:child_process';
+import * as path from 'node:path';
 import * as vscode from 'vscode';
-import { parseChangedFiles, type ChangedFile } from './worktreesModel';
+import { isCommitId, parseChangedFiles, type ChangedFile } from './worktreesModel';
 
 /**
  * The few git reads the editor makes itself for its worktree commands (the CoordinatorApi has no call for them): a
@@ -29,6 +30,7 @@ export async function localBranches(repoPath: string): Promise<string[]> {
 
 /** Every file of a worktree that differs from `base`: committed and uncommitted changes, and untracked files. */
 export async function changedFiles(worktreePath: string, base: string): Promise<ChangedFile[]> {
+  if (!isCommitId(base)) throw new Error(`'${base}' is not a commit id`);
   const [nameStatus, untracked] = await Promise.all([
     gitRead(worktreePath, ['diff', '--name-status', '-z', '-M', base, '--']),
     gitRead(worktreePath, ['ls-files', '--others', '--exclude-standard', '-z']),
@@ -51,9 +53,14 @@ export class WorktreeBaseDocuments implements vscode.TextDocumentContentProvider
   }
 
   async provideTextDocumentContent(uri: vscode.Uri): Promise<string> {
-    const { cwd, commit } = JSON.parse(uri.query) as { cwd: string; commit: string };
-    if (!commit) return '';
-    return gitRead(cwd, ['show', `${commit}:${uri.path.slice(1)}`]);
+    // Any document link can name this scheme: only a full commit id and a relative path reach git, as one argument.
+    const { cwd, commit } = JSON.parse(uri.query) as { cwd: unknown; commit: unknown };
+    if (commit === '') return '';
+    const file = uri.path.slice(1);
+    if (typeof cwd !== 'string' || !path.isAbsolute(cwd) || !isCommitId(commit) || file.includes('\0') || file.startsWith('/')) {
+      return 'Not a base version Show Worktree Changes opened.\n';
+    }
+    return gitRead(cwd, ['show', `${commit}:${file}`]);
   }
 
   dispose(): void {

@@ -323,6 +323,11 @@ export function snapshotItem(snapshot: Snapshot, formatTime: FormatTime): { labe
   return { label: formatTime(snapshot.takenAt), description: snapshot.commit.slice(0, 12), detail: snapshot.ref };
 }
 
+/** A full commit id (SHA-1 or SHA-256), the only revision the editor's own git reads take: never an option, never a range. */
+export function isCommitId(value: unknown): value is string {
+  return typeof value === 'string' && /^[0-9a-f]{40}(?:[0-9a-f]{24})?$/.test(value);
+}
+
 /** One file changed in a worktree against its base. */
 export interface ChangedFile {
   /** A (added), M (modified), D (deleted), T (type changed), R/C (renamed/copied: `from` is the old path), U (untracked). */

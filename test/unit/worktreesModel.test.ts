@@ -6,7 +6,7 @@ import { ManualClock } from '../../src/core/clock';
 import { WORKTREES_REFRESH_MS, WorktreeState } from '../../src/extension/worktreeState';
 import {
   agentWorktreeRow, bindFailedNoticeText, bindResultText, conflictNotice, conflictPredictionText, fileList, forcedRemoveQuestion,
-  groupByRepository, mergeQuestion, notificationText, parseChangedFiles, prunePlanQuestion, removalRefusalText, repositoryRow, strategyChoices,
+  groupByRepository, isCommitId, mergeQuestion, notificationText, parseChangedFiles, prunePlanQuestion, removalRefusalText, repositoryRow, strategyChoices,
   worktreeOf, worktreeRow,
 } from '../../src/extension/worktreesModel';
 
@@ -210,6 +210,14 @@ describe('the files Show Changes opens', () => {
       { status: 'D', path: 'gone.md' }, { status: 'U', path: 'notes/todo.txt' }, { status: 'U', path: 'x' },
     ]);
     assert.deepEqual(parseChangedFiles(''), []);
+  });
+
+  it('reads git only at full commit ids: never an option or a range from a crafted document link', () => {
+    assert.ok(isCommitId(BASE));
+    assert.ok(isCommitId('a'.repeat(64)));
+    for (const bad of ['--output=/tmp/x', 'HEAD', 'main', `${BASE}..HEAD`, BASE.toUpperCase(), BASE.slice(0, 12), `${BASE}\n`, 42, undefined]) {
+      assert.equal(isCommitId(bad), false, String(bad));
+    }
   });
 });
 
