@@ -54,7 +54,13 @@ export class WorktreeBaseDocuments implements vscode.TextDocumentContentProvider
 
   async provideTextDocumentContent(uri: vscode.Uri): Promise<string> {
     // Any document link can name this scheme: only a full commit id and a relative path reach git, as one argument.
-    const { cwd, commit } = JSON.parse(uri.query) as { cwd: unknown; commit: unknown };
+    let query: { cwd?: unknown; commit?: unknown } = {};
+    try {
+      query = JSON.parse(uri.query) as typeof query;
+    } catch {
+      // Not a link Show Worktree Changes made: answered below.
+    }
+    const { cwd, commit } = query;
     if (commit === '') return '';
     const file = uri.path.slice(1);
     if (typeof cwd !== 'string' || !path.isAbsolute(cwd) || !isCommitId(commit) || file.includes('\0') || file.startsWith('/')) {
