@@ -244,6 +244,31 @@ describe('worktrees in a real editor (code-server + Chromium, an agent bound thr
     git(harness!.workspaceDir, 'rev-parse', '--verify', `refs/heads/sw4rm/${STALE}`);
   });
 
+  it('brings a removed worktree\'s work back: binding its id again checks out the kept branch, Restore Snapshot… writes the files back', async function () {
+    await harness!.runCommand('Notifications: Clear All Notifications');
+    await harness!.runCommand('SW4RM: Bind Agent to Worktree…');
+    await pick('Another agent id…');
+    const input = harness!.page.locator('.quick-input-widget .quick-input-box input');
+    await poll(async () => (await input.isVisible()) && (await input.inputValue()) === '', { timeoutMs: 15_000, description: 'the agent id input box' });
+    await input.fill(SECOND);
+    await harness!.page.keyboard.press('Enter');
+    await pick('New worktree from a branch…');
+    await pick('main');
+    assert.equal(await harness!.answerInputBox(), SECOND);
+    await harness!.waitForText((t) => t.includes(`Agent ${SECOND} is bound to worktree ${SECOND} (BOUND_HOME)`), 30_000);
+    assert.ok(!fs.existsSync(path.join(worktreeFolder(SECOND), 'unsaved.txt')), 'the uncommitted file is not in the branch');
+
+    await harness!.runCommand('SW4RM: Restore Snapshot…');
+    await pick(SECOND);
+    await pick(`refs/sw4rm/snapshots/${SECOND}/`);
+    assert.match(await answerDialog('Restore'), new RegExp(`Restore worktree ${SECOND} to the snapshot of .*\\? .*The current state is snapshotted first`));
+    await harness!.waitForText((t) => new RegExp(`Restored worktree ${SECOND}\\. The state before is snapshot refs/sw4rm/snapshots/${SECOND}/`).test(t), 30_000);
+    assert.equal(fs.readFileSync(path.join(worktreeFolder(SECOND), 'unsaved.txt'), 'utf8'), 'work not committed\n');
+    await harness!.runCommand('SW4RM: Refresh Worktrees');
+    await harness!.waitForText((t) => new RegExp(`sw4rm/${SECOND} ← main · up to date · 1 changed file · ${SECOND} \\(home\\)`).test(t), 15_000,
+      () => harness!.viewText('Worktrees'));
+  });
+
   it('Show Worktree Changes opens the editor\'s diff of each changed file against the base', async function () {
     await harness!.runCommand('SW4RM: Show Worktree Changes');
     await pick(AGENT);
