@@ -403,7 +403,7 @@ export class WorktreeOperations implements Disposable {
         target_path: preview.targetPath, source_uncommitted_files: preview.sourceDirty,
         commits: preview.commits.slice(0, LIST_CAP).map((c) => `${c.commit.slice(0, 12)} ${c.subject.slice(0, 200)}`),
         commit_count: preview.commits.length,
-        files: preview.files.slice(0, LIST_CAP).map((f) => `${f.status}\t${f.path.slice(0, 500)}`),
+        files: preview.files.slice(0, LIST_CAP).map((f) => `${f.status}\t${f.path.slice(0, 300)}`),
         file_count: preview.files.length,
         message: preview.message?.slice(0, 4000) ?? null,
         diff_truncated: preview.diffTruncated,
