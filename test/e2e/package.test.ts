@@ -71,7 +71,9 @@ describe('the packaged .vsix (dist/sw4rm-coordinator.vsix, unpacked)', () => {
     assert.deepEqual(screenshots, []);
     const size = fs.statSync(VSIX).size;
     console.log(`    .vsix: ${(size / 1024).toFixed(1)} KiB (before: ${(SIZE_BEFORE / 1024).toFixed(1)} KiB), ${entries.size} files`);
-    assert.ok(size < SIZE_BEFORE * 0.75, `${size} bytes is not well below ${SIZE_BEFORE}`);
+    // The code grows with the product (the worktree operations' wiring brought in setup, merge-back and picomatch: +15 KB);
+    // the screenshots (about 165 KB of the size before) packaged again would still take it well past this bound.
+    assert.ok(size < SIZE_BEFORE * 0.85, `${size} bytes is not well below ${SIZE_BEFORE}`);
   });
 
   it('still has what the extension needs at run time', () => {

@@ -113,6 +113,19 @@ describe('CoordinatorApi: worktree operations (real repositories, a real store f
       assert.equal(coordinator.log.query({ eventType: 'worktree.bind_requested' })[0].actor, 'editor:test');
     });
 
+    it('a failed Bind is an answer (BIND_FAILED with its reason), and the 60 s operator notice is passed on', async () => {
+      const needed: string[] = [];
+      api.onDidNeedWorktreeOperator((b) => needed.push(`${b.agentId}:${b.failure?.reason}`));
+      const failed = await api.bindAgentToWorktree({ agentId: 'lost', repoId: 'elsewhere', worktreeId: 'w' }, 'op');
+      assert.deepEqual([failed.state, failed.failure?.reason], ['BIND_FAILED', 'worktree_not_found']);
+      clock.advance(59_999);
+      await pollUntil('the first retry', () => (coordinator.worktrees.status('lost').failure?.retries === 1 ? true : undefined));
+      assert.deepEqual(needed, []);
+      clock.advance(1);
+      assert.deepEqual(needed, ['lost:worktree_not_found']);
+      assert.ok(changes.some((c) => c.kind === 'binding' && c.binding.agentId === 'lost' && c.binding.failure?.notified === true));
+    });
+
     it('refuses an unknown repository (not_found), a bad worktree id (invalid), a bind the state does not allow (invalid)', async () => {
       assert.equal((await rejection(api.worktreeSnapshots('nope', 'x'))).code, 'not_found');
       assert.equal((await rejection(api.removeWorktree('app', '../x', { confirmed: true }, 'op'))).code, 'invalid');
