@@ -31,6 +31,15 @@ export const Commands = {
   showAgentLogEvents: 'sw4rm.agent.showLogEvents',
   deregisterAgent: 'sw4rm.agent.deregister',
   openWalkthrough: 'sw4rm.openWalkthrough',
+  bindAgentToWorktree: 'sw4rm.worktrees.bind',
+  openWorktreeInNewWindow: 'sw4rm.worktrees.openInNewWindow',
+  showWorktreeChanges: 'sw4rm.worktrees.showChanges',
+  mergeBackWorktree: 'sw4rm.worktrees.mergeBack',
+  undoWorktreeMerge: 'sw4rm.worktrees.undoMerge',
+  restoreWorktreeSnapshot: 'sw4rm.worktrees.restoreSnapshot',
+  removeWorktree: 'sw4rm.worktrees.remove',
+  pruneWorktrees: 'sw4rm.worktrees.prune',
+  refreshWorktrees: 'sw4rm.worktrees.refresh',
 } as const;
 
 export const Views = {
@@ -40,6 +49,7 @@ export const Views = {
   approvals: 'sw4rm.approvals',
   credentials: 'sw4rm.credentials',
   messages: 'sw4rm.messages',
+  worktrees: 'sw4rm.worktrees',
 } as const;
 
 /** URI schemes of the extension's read-only documents (menus match them with `resourceScheme`). */

@@ -13,6 +13,9 @@ import { MessageCommands, asAgentRow } from './messageCommands';
 import { ReadOnlyDocuments } from './readOnlyDocuments';
 import { MessagesView, type MessageNode } from './views/messagesView';
 import { Walkthrough } from './walkthrough';
+import { WorktreeCommands } from './worktreeCommands';
+import { WorktreeState } from './worktreeState';
+import { WorktreesTreeProvider } from './views/worktreesView';
 
 let controller: CoordinatorController | undefined;
 
@@ -20,7 +23,8 @@ let controller: CoordinatorController | undefined;
 export function activate(context: vscode.ExtensionContext): void {
   const output = vscode.window.createOutputChannel(OUTPUT_CHANNEL_NAME);
   const statusBar = new CoordinatorStatusBar();
-  const agentsView = new AgentsTreeProvider();
+  const worktreeState = new WorktreeState();
+  const agentsView = new AgentsTreeProvider(worktreeState);
   const deadLetters = new DeadLettersView();
   const approvals = new Approvals(context.extensionUri, output);
   const credentials = new CredentialsView(approvals.operator);
@@ -32,6 +36,10 @@ export function activate(context: vscode.ExtensionContext): void {
   const messageCommands = new MessageCommands(approvals.operator, messages, documents);
   const walkthrough = new Walkthrough(context);
   running.follow(walkthrough);
+  const worktreesView = new WorktreesTreeProvider(worktreeState);
+  const worktreeCommands = new WorktreeCommands(approvals.operator, worktreeState, documents, output);
+  running.follow(worktreeState);
+  running.follow(worktreeCommands);
 
   context.subscriptions.push(
     output,
@@ -83,6 +91,19 @@ export function activate(context: vscode.ExtensionContext): void {
     vscode.commands.registerCommand(Commands.deregisterAgent, (node?: unknown) => messageCommands.deregisterAgent(asAgentRow(node))),
     walkthrough,
     vscode.commands.registerCommand(Commands.openWalkthrough, () => walkthrough.open()),
+    worktreeState,
+    worktreesView,
+    worktreeCommands,
+    vscode.window.createTreeView(Views.worktrees, { treeDataProvider: worktreesView, showCollapseAll: true }),
+    vscode.commands.registerCommand(Commands.bindAgentToWorktree, (node?: unknown) => worktreeCommands.bindAgent(node)),
+    vscode.commands.registerCommand(Commands.openWorktreeInNewWindow, (node?: unknown) => worktreeCommands.openInNewWindow(node)),
+    vscode.commands.registerCommand(Commands.showWorktreeChanges, (node?: unknown) => worktreeCommands.showChanges(node)),
+    vscode.commands.registerCommand(Commands.mergeBackWorktree, (node?: unknown) => worktreeCommands.mergeBack(node)),
+    vscode.commands.registerCommand(Commands.undoWorktreeMerge, (mergeId?: unknown) => worktreeCommands.undoMerge(mergeId)),
+    vscode.commands.registerCommand(Commands.restoreWorktreeSnapshot, (node?: unknown) => worktreeCommands.restoreSnapshot(node)),
+    vscode.commands.registerCommand(Commands.removeWorktree, (node?: unknown) => worktreeCommands.remove(node)),
+    vscode.commands.registerCommand(Commands.pruneWorktrees, () => worktreeCommands.prune()),
+    vscode.commands.registerCommand(Commands.refreshWorktrees, () => worktreeState.refresh()),
     vscode.workspace.onDidChangeConfiguration((event) => {
       if (affectsApprovals(event)) approvals.settingsChanged();
     }),

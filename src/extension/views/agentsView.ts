@@ -2,10 +2,14 @@ import * as vscode from 'vscode';
 import type { AgentRecord, CoordinatorApi, Disposable, InboxStats } from '../../core/api';
 import { agentRow, connection, inboxSummary } from '../agentsModel';
 import { KeyedThrottle } from '../throttle';
+import { agentWorktreeRow, worktreeOf } from '../worktreesModel';
+import type { WorktreeState } from '../worktreeState';
 
 type AgentsNode =
   | { readonly kind: 'agent'; readonly agentId: string }
-  | { readonly kind: 'detail'; readonly agentId: string; readonly key: DetailKey };
+  | { readonly kind: 'detail'; readonly agentId: string; readonly key: DetailKey }
+  /** The worktree a bound agent works in (or its failed bind), the first child of its row. */
+  | { readonly kind: 'agentWorktree'; readonly agentId: string };
 
 type DetailKey = 'state' | 'presence' | 'inbox' | 'class' | 'capabilities' | 'modalities' | 'heartbeat' | 'description';
 const DETAIL_KEYS: readonly DetailKey[] = ['state', 'presence', 'inbox', 'class', 'capabilities', 'modalities', 'heartbeat', 'description'];
@@ -34,6 +38,13 @@ export class AgentsTreeProvider implements vscode.TreeDataProvider<AgentsNode>, 
   private readonly detailNodes = new Map<string, AgentsNode>();
   /** The data of each shown agent, shared by its row and its details until the row is refreshed. */
   private readonly snapshots = new Map<string, Promise<AgentSnapshot | undefined>>();
+  private readonly worktreeNodes = new Map<string, AgentsNode>();
+  private readonly worktreeSubscription: Disposable | undefined;
+
+  /** With `worktrees`, a bound agent's row has its worktree as its first child, refreshed as worktrees change. */
+  constructor(private readonly worktrees?: WorktreeState) {
+    this.worktreeSubscription = worktrees?.onDidChange(() => this.changed.fire(undefined));
+  }
 
   /** Follows the API of a (new) coordinator, or none while the coordinator is stopped. */
   bind(api: CoordinatorApi | undefined): void {
@@ -53,23 +64,30 @@ export class AgentsTreeProvider implements vscode.TreeDataProvider<AgentsNode>, 
   async getChildren(node?: AgentsNode): Promise<AgentsNode[]> {
     const api = this.api;
     if (!api) return [];
-    if (node) return node.kind === 'agent' ? DETAIL_KEYS.map((key) => this.detailNode(node.agentId, key)) : [];
+    if (node) {
+      if (node.kind !== 'agent') return [];
+      const details = DETAIL_KEYS.map((key) => this.detailNode(node.agentId, key));
+      const binding = (await this.worktrees?.current())?.bindings.find((b) => b.agentId === node.agentId && b.state !== 'UNBOUND');
+      return binding ? [this.worktreeNode(node.agentId), ...details] : details;
+    }
     const agents = await api.agents().catch(() => []);
     return api === this.api ? agents.map((agent) => this.agentNode(agent.descriptor.agentId)) : [];
   }
 
   getParent(node: AgentsNode): AgentsNode | undefined {
-    return node.kind === 'detail' ? this.agentNode(node.agentId) : undefined;
+    return node.kind === 'agent' ? undefined : this.agentNode(node.agentId);
   }
 
   async getTreeItem(node: AgentsNode): Promise<vscode.TreeItem> {
+    if (node.kind === 'agentWorktree') return this.worktreeItem(node.agentId);
     const snapshot = await this.snapshot(node.agentId);
     if (!snapshot) return new vscode.TreeItem(node.agentId);
     const { agent, inbox } = snapshot;
-    return node.kind === 'agent' ? agentItem(agent, inbox) : detailItem(agent, node.key, inbox);
+    return node.kind === 'agent' ? agentItem(agent, inbox) : detailItem(agent, (node as { key: DetailKey }).key, inbox);
   }
 
   dispose(): void {
+    this.worktreeSubscription?.dispose();
     for (const subscription of this.subscriptions) subscription.dispose();
     this.subscriptions = [];
     this.inboxRefresh.dispose();
@@ -105,6 +123,28 @@ export class AgentsTreeProvider implements vscode.TreeDataProvider<AgentsNode>, 
     let node = this.agentNodes.get(agentId);
     if (!node) this.agentNodes.set(agentId, (node = { kind: 'agent', agentId }));
     return node;
+  }
+
+  private worktreeNode(agentId: string): AgentsNode {
+    let node = this.worktreeNodes.get(agentId);
+    if (!node) this.worktreeNodes.set(agentId, (node = { kind: 'agentWorktree', agentId }));
+    return node;
+  }
+
+  private async worktreeItem(agentId: string): Promise<vscode.TreeItem> {
+    const data = await this.worktrees?.current();
+    const binding = data?.bindings.find((b) => b.agentId === agentId);
+    const row = binding && data && agentWorktreeRow(binding, worktreeOf(binding, data.worktrees), (ms) => formatTime(ms));
+    if (!row) return new vscode.TreeItem('Not bound to a worktree');
+    const item = new vscode.TreeItem(row.label, vscode.TreeItemCollapsibleState.None);
+    item.id = `agent:${agentId}/worktree`;
+    item.description = row.description;
+    item.tooltip = row.tooltip;
+    item.contextValue = row.contextValue;
+    item.iconPath = binding.state === 'BIND_FAILED'
+      ? new vscode.ThemeIcon('error', new vscode.ThemeColor('problemsErrorIcon.foreground'))
+      : new vscode.ThemeIcon('git-branch');
+    return item;
   }
 
   private detailNode(agentId: string, key: DetailKey): AgentsNode {
