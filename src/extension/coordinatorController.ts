@@ -10,6 +10,7 @@ import type { Approvals } from './approvals';
 import { Commands, ContextKeys } from './contributions';
 import { agentEnvironmentFor } from './credentialsModel';
 import { reportNotRunning } from './notRunning';
+import { hostOptionsOf } from './hostOptions';
 import { readSettings } from './settings';
 import type { CoordinatorStatusBar } from './statusBar';
 
@@ -128,21 +129,16 @@ export class CoordinatorController implements vscode.Disposable {
     let dataDir = settings.dataDir;
     try {
       dataDir = this.moveLegacyStore(settings.legacyDataDir, settings.dataDir);
-      this.host = await CoordinatorHost.start({
+      this.host = await CoordinatorHost.start(hostOptionsOf(settings, {
         dataDir,
         protosDir: path.join(this.context.extensionPath, 'protos'),
-        host: settings.host,
         port,
-        auth: settings.auth,
-        heartbeatDebounceMs: settings.heartbeatDebounceMs,
-        router: settings.router.options,
         hitl: this.approvals.policy(),
         onEvent: (event) => this.output.appendLine(formatEvent(event)),
         workspaceFolders: (vscode.workspace.workspaceFolders ?? []).filter((f) => f.uri.scheme === 'file').map((f) => f.uri.fsPath),
-        worktreesFolder: settings.worktrees.folder,
         // A repository's own .sw4rm/worktree.json command runs only in a trusted workspace.
-        worktreeOperations: { setup: settings.worktrees.setup, snapshotRetentionDays: settings.worktrees.snapshotRetentionDays, trustRepositoryCommand: vscode.workspace.isTrusted },
-      });
+        trusted: vscode.workspace.isTrusted,
+      }));
     } catch (err) {
       await this.reportStartFailure(err);
       return;
