@@ -66,6 +66,16 @@ describe('the core as areas', () => {
     assert.deepEqual(problems, []);
   });
 
+  it('no area imports the editor\'s API (api/ is built on the areas, never the other way round)', () => {
+    const problems: string[] = [];
+    for (const area of areas) {
+      for (const file of sourceFiles(path.join(CORE, area))) {
+        for (const { target } of imports(file)) if (target.split(path.sep)[0] === 'api') problems.push(`${path.relative(REPO_ROOT, file)} imports ${target}`);
+      }
+    }
+    assert.deepEqual(problems, []);
+  });
+
   it('each area owns its schema steps and its SQLite repository', () => {
     for (const area of ['registry', 'router', 'hitl', 'log', 'worktree']) {
       const files = fs.readdirSync(path.join(CORE, area));

@@ -8,9 +8,18 @@ import type { InboxStats, SendResult, StoreUsage } from '../router/router';
 import type { CoordinatorSendInput, MessageDetail, MessageQuery, MessageSummary } from '../router/router';
 import type { StoredEvent } from '../log/model';
 import type { BindingStatus } from '../worktree/bindings';
-import type { MergePreview, MergeStrategy, PredictedConflict, UndoResult } from '../worktree/mergeBack';
+import type { MergePreview, UndoResult } from '../worktree/mergeBack';
 import type { Snapshot } from '../worktree/snapshots';
-import type { PruneCandidate } from '../worktree/porcelain';
+import type {
+  BindWorktreeRequest, WorktreeInfo, WorktreeMergeInfo, WorktreeMergeOptions, WorktreeMergeResult, WorktreePruneCandidate,
+  WorktreeRemoval, WorktreeRepositoryInfo, WorktreesChange, WorktreeSetupEvent,
+} from '../worktree/model';
+
+/** The records of the worktree section are the worktree area's (src/core/worktree/model.ts). */
+export type {
+  BindWorktreeRequest, WorktreeInfo, WorktreeMergeInfo, WorktreeMergeOptions, WorktreeMergeResult, WorktreePruneCandidate,
+  WorktreeRemoval, WorktreeRepositoryInfo, WorktreesChange, WorktreeSetupEvent,
+};
 
 export type { StoreUsage };
 /** The bounds of the store's disk budget in MiB (sw4rm.storeBudgetMiB, --store-budget). */
@@ -193,95 +202,6 @@ export interface CoordinatorApi {
   readonly onDidNeedWorktreeOperator: Event<BindingStatus>;
   /** Output of a worktree's setup (copied files, the setup command's output, how it ended), as it happens. */
   readonly onDidRunWorktreeSetup: Event<WorktreeSetupEvent>;
-}
-
-export interface WorktreeRepositoryInfo {
-  readonly repoId: string;
-  readonly path: string;
-  /** Where its agent worktrees are created. */
-  readonly worktreesRoot: string;
-}
-
-export interface WorktreeInfo {
-  readonly repoId: string;
-  readonly worktreeId: string;
-  readonly path: string;
-  readonly branch: string;
-  /** The commit it was created from and the branch that was then (undefined when unknown). */
-  readonly baseCommit: string | undefined;
-  readonly baseRef: string | undefined;
-  /** Commits on its branch and not on its base branch, and the other way round. */
-  readonly ahead: number;
-  readonly behind: number;
-  /** Changed and untracked files (undefined when its folder is missing). */
-  readonly dirty: number | undefined;
-  readonly locked: boolean;
-  /** Its folder is gone: `pruneWorktrees` would forget it. */
-  readonly prunable: boolean;
-  /** The agents whose home it is, and those switched into it, with their binding state. */
-  readonly boundAgents: readonly { readonly agentId: string; readonly state: string; readonly home: boolean }[];
-  readonly lastSnapshot: Snapshot | undefined;
-}
-
-export interface BindWorktreeRequest {
-  readonly agentId: string;
-  readonly repoId: string;
-  readonly worktreeId: string;
-  /** For a new worktree: the branch or commit it starts from (default HEAD). Ignored for an existing one. */
-  readonly base?: string;
-}
-
-export interface WorktreeRemoval {
-  readonly repoId: string;
-  readonly worktreeId: string;
-  /** The snapshot written before a confirmed removal of a dirty or unmerged worktree. */
-  readonly snapshot: Snapshot | undefined;
-  readonly branchKept: boolean;
-}
-
-export interface WorktreePruneCandidate extends PruneCandidate {
-  readonly repoId: string;
-}
-
-export interface WorktreeMergeOptions {
-  readonly strategy: MergeStrategy;
-  /** The target branch; default the branch the main checkout has checked out. */
-  readonly target?: string;
-  /** Replaces the generated commit message (merge, squash). */
-  readonly message?: string;
-}
-
-export type WorktreeMergeResult =
-  | { readonly status: 'merged'; readonly preview: MergePreview; readonly merge: WorktreeMergeInfo }
-  | { readonly status: 'not_approved'; readonly preview: MergePreview; readonly invocationId: string }
-  | { readonly status: 'conflicts'; readonly preview: MergePreview; readonly conflicts: readonly PredictedConflict[] };
-
-export interface WorktreeMergeInfo {
-  readonly id: string;
-  readonly repoId: string;
-  readonly worktreeId: string;
-  readonly strategy: MergeStrategy;
-  readonly targetBranch: string;
-  readonly previousHead: string;
-  readonly resultHead: string;
-  readonly mergedAt: number;
-  readonly by: string;
-  /** The approval that allowed it. */
-  readonly invocationId: string | undefined;
-}
-
-export type WorktreesChange =
-  | { readonly kind: 'binding'; readonly binding: BindingStatus }
-  | { readonly kind: 'created' | 'removed' | 'restored' | 'merged' | 'unmerged' | 'setup'; readonly repoId: string; readonly worktreeId: string }
-  | { readonly kind: 'pruned'; readonly repoId: string };
-
-export interface WorktreeSetupEvent {
-  readonly repoId: string;
-  readonly worktreeId: string;
-  /** `output` as it arrives, then one `finished` (ok or failed, with why). */
-  readonly kind: 'output' | 'finished';
-  readonly text: string;
-  readonly ok?: boolean;
 }
 
 export interface AgentCounts {

@@ -1,4 +1,7 @@
 import type { Transactions } from '../store/store';
+import type { MergePreview, MergeStrategy, PredictedConflict } from './mergeBack';
+import type { PruneCandidate } from './porcelain';
+import type { Snapshot } from './snapshots';
 import type { MergeRecord } from './mergeBack';
 
 /** RFC §16.1: the five states of an agent's worktree binding. */
@@ -90,4 +93,95 @@ export interface WorktreeStorage extends Transactions {
  */
 export interface WorktreeLocator {
   worktreePathOf(agentId: string): string | undefined;
+}
+
+// ---------------------------------------------------------------- the records of the operations (the editor's API: src/core/api)
+
+export interface WorktreeRepositoryInfo {
+  readonly repoId: string;
+  readonly path: string;
+  /** Where its agent worktrees are created. */
+  readonly worktreesRoot: string;
+}
+
+export interface WorktreeInfo {
+  readonly repoId: string;
+  readonly worktreeId: string;
+  readonly path: string;
+  readonly branch: string;
+  /** The commit it was created from and the branch that was then (undefined when unknown). */
+  readonly baseCommit: string | undefined;
+  readonly baseRef: string | undefined;
+  /** Commits on its branch and not on its base branch, and the other way round. */
+  readonly ahead: number;
+  readonly behind: number;
+  /** Changed and untracked files (undefined when its folder is missing). */
+  readonly dirty: number | undefined;
+  readonly locked: boolean;
+  /** Its folder is gone: `pruneWorktrees` would forget it. */
+  readonly prunable: boolean;
+  /** The agents whose home it is, and those switched into it, with their binding state. */
+  readonly boundAgents: readonly { readonly agentId: string; readonly state: string; readonly home: boolean }[];
+  readonly lastSnapshot: Snapshot | undefined;
+}
+
+export interface BindWorktreeRequest {
+  readonly agentId: string;
+  readonly repoId: string;
+  readonly worktreeId: string;
+  /** For a new worktree: the branch or commit it starts from (default HEAD). Ignored for an existing one. */
+  readonly base?: string;
+}
+
+export interface WorktreeRemoval {
+  readonly repoId: string;
+  readonly worktreeId: string;
+  /** The snapshot written before a confirmed removal of a dirty or unmerged worktree. */
+  readonly snapshot: Snapshot | undefined;
+  readonly branchKept: boolean;
+}
+
+export interface WorktreePruneCandidate extends PruneCandidate {
+  readonly repoId: string;
+}
+
+export interface WorktreeMergeOptions {
+  readonly strategy: MergeStrategy;
+  /** The target branch; default the branch the main checkout has checked out. */
+  readonly target?: string;
+  /** Replaces the generated commit message (merge, squash). */
+  readonly message?: string;
+}
+
+export type WorktreeMergeResult =
+  | { readonly status: 'merged'; readonly preview: MergePreview; readonly merge: WorktreeMergeInfo }
+  | { readonly status: 'not_approved'; readonly preview: MergePreview; readonly invocationId: string }
+  | { readonly status: 'conflicts'; readonly preview: MergePreview; readonly conflicts: readonly PredictedConflict[] };
+
+export interface WorktreeMergeInfo {
+  readonly id: string;
+  readonly repoId: string;
+  readonly worktreeId: string;
+  readonly strategy: MergeStrategy;
+  readonly targetBranch: string;
+  readonly previousHead: string;
+  readonly resultHead: string;
+  readonly mergedAt: number;
+  readonly by: string;
+  /** The approval that allowed it. */
+  readonly invocationId: string | undefined;
+}
+
+export type WorktreesChange =
+  | { readonly kind: 'binding'; readonly binding: Readonly<Binding> }
+  | { readonly kind: 'created' | 'removed' | 'restored' | 'merged' | 'unmerged' | 'setup'; readonly repoId: string; readonly worktreeId: string }
+  | { readonly kind: 'pruned'; readonly repoId: string };
+
+export interface WorktreeSetupEvent {
+  readonly repoId: string;
+  readonly worktreeId: string;
+  /** `output` as it arrives, then one `finished` (ok or failed, with why). */
+  readonly kind: 'output' | 'finished';
+  readonly text: string;
+  readonly ok?: boolean;
 }

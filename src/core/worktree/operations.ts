@@ -7,12 +7,11 @@ import type { IdSource } from '../ids';
 import type { EventLog } from '../log/eventLog';
 import type {
   BindWorktreeRequest, WorktreeInfo, WorktreeMergeInfo, WorktreeMergeOptions, WorktreeMergeResult, WorktreePruneCandidate,
-  WorktreeRemoval, WorktreeRepositoryInfo, WorktreesChange, WorktreeSetupEvent,
-} from '../api/coordinatorApi';
+  WorktreeRemoval, WorktreeRepositoryInfo, WorktreesChange, WorktreeSetupEvent, StoredMerge, WorktreeStorage,
+} from './model';
 import type { BindingStatus, WorkspaceWorktrees, WorktreeBindings } from './bindings';
 import type { Git } from './git';
 import { MergeBack, type MergePreview, type UndoResult } from './mergeBack';
-import type { StoredMerge, WorktreeStorage } from './model';
 import type { Repository } from './repositories';
 import { runWorktreeSetup, type SetupResult } from './setup';
 import { checkWorktreeId, type Snapshot, type Snapshots } from './snapshots';
