@@ -227,6 +227,10 @@ describe('workspace tools over real gRPC (ToolService, ConnectorService)', funct
       const race = path.join(worktree, 'race');
       fs.mkdirSync(race);
       fs.writeFileSync(path.join(race, 'secret.txt'), 'inside');
+      // One file to delete per round, made now: the test never writes into `race` while it is being swapped (a write
+      // of its own there could follow the link out, which is the test escaping, not the coordinator).
+      const DELETABLE = 3000;
+      for (let i = 0; i < DELETABLE; i++) fs.writeFileSync(path.join(race, `del-${i}.txt`), 'inside');
       // Another process swaps `race` for a link to outside/dir and back as fast as it can, for 4 s.
       const swapper = spawn(process.execPath, ['-e', `
         const fs = require('fs');
@@ -241,12 +245,12 @@ describe('workspace tools over real gRPC (ToolService, ConnectorService)', funct
       const exited = new Promise<void>((resolve) => swapper.on('exit', () => resolve()));
       const outcomes = new Map<string, number>();
       const started = Date.now();
-      while (Date.now() - started < 3500) {
+      for (let round = 0; Date.now() - started < 3500; round++) {
         const attempts = [
           call('attacker', 'read_file', { path: 'race/secret.txt' }),
           call('attacker', 'list_dir', { path: 'race' }),
           call('attacker', 'write_file', { path: 'race/new.txt', content: 'PWNED' }),
-          call('attacker', 'delete_file', { path: 'race/secret.txt' }),
+          call('attacker', 'delete_file', { path: `race/del-${round % DELETABLE}.txt` }),
           call('attacker', 'stat', { path: 'race/secret.txt' }),
         ];
         for (const settled of await Promise.allSettled(attempts)) {
@@ -261,8 +265,6 @@ describe('workspace tools over real gRPC (ToolService, ConnectorService)', funct
             outcomes.set(code, (outcomes.get(code) ?? 0) + 1);
           }
         }
-        // Put back a deleted inside file so reads keep racing.
-        try { if (fs.lstatSync(race).isDirectory() && !fs.existsSync(path.join(race, 'secret.txt'))) fs.writeFileSync(path.join(race, 'secret.txt'), 'inside'); } catch { /* mid-swap */ }
       }
       await exited;
       assert.ok((outcomes.get('permission_denied') ?? 0) > 0, `some calls met the link and were refused: ${JSON.stringify([...outcomes])}`);
