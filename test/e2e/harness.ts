@@ -12,6 +12,7 @@ import * as net from 'node:net';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { chromium, type Browser, type BrowserContext, type Frame, type Page } from 'playwright-core';
+import { git, initRepo, writeFile } from '../support/gitRepo';
 
 export const CHROMIUM_PATH = '/usr/bin/chromium';
 
@@ -169,17 +170,11 @@ export function codeServerEnv(extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv 
 
 /** Creates a git repository with one commit in dir. */
 export function createGitRepository(dir: string, files: Record<string, string> = {}): void {
-  fs.mkdirSync(dir, { recursive: true });
-  const all: Record<string, string> = { 'README.md': '# e2e workspace\n', ...files };
-  for (const [relative, content] of Object.entries(all)) {
-    const file = path.join(dir, relative);
-    fs.mkdirSync(path.dirname(file), { recursive: true });
-    fs.writeFileSync(file, content);
-  }
-  const identity = ['-c', 'user.name=SW4RM e2e', '-c', 'user.email=e2e@sw4rm.invalid', '-c', 'commit.gpgsign=false'];
-  runChecked('git', ['init', '-q', '-b', 'main'], dir);
-  runChecked('git', ['add', '-A'], dir);
-  runChecked('git', [...identity, 'commit', '-q', '-m', 'Initial commit'], dir);
+  // An identity of the repository's own (CI may have none), shared by the worktrees the coordinator adds to it.
+  initRepo(dir);
+  for (const [relative, content] of Object.entries({ 'README.md': '# e2e workspace\n', ...files })) writeFile(dir, relative, content);
+  git(dir, 'add', '-A');
+  git(dir, 'commit', '-q', '-m', 'Initial commit');
 }
 
 /** Installs a .vsix into extensionsDir with code-server's own CLI. */

@@ -1,5 +1,4 @@
 import { strict as assert } from 'node:assert';
-import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import * as grpc from '@grpc/grpc-js';
@@ -7,6 +6,7 @@ import type { Locator } from 'playwright-core';
 import { CoordinatorClients, canonicalDefinition, unary } from '../support/clients';
 import { descriptorMessage } from '../support/fixtures';
 import { ROOT, poll, startWithCoordinator, type CodeServerHarness } from './harness';
+import { git } from '../support/gitRepo';
 
 const AGENT = 'e2e-wt-agent';
 /** An agent bound through the editor's command, and a worktree deleted by hand. */
@@ -15,14 +15,6 @@ const STALE = 'e2e-wt-stale';
 /** The harness opens `<temp>/workspace`, a git repository: its repo_id is its folder's name. */
 const REPO_ID = 'workspace';
 const SCREENSHOTS = path.join(ROOT, 'media', 'screenshots');
-
-/** git in `cwd` with an identity of its own (CI may have none); fails with git's output. */
-function git(cwd: string, ...args: string[]): string {
-  const r = spawnSync('git', ['-c', 'user.name=SW4RM e2e', '-c', 'user.email=e2e@sw4rm.invalid', '-c', 'commit.gpgsign=false', ...args],
-    { cwd, encoding: 'utf8' });
-  if (r.status !== 0) throw new Error(`git ${args.join(' ')} in ${cwd}: ${r.stderr}`);
-  return r.stdout;
-}
 
 type ServiceClient = grpc.Client & Record<string, (...args: unknown[]) => unknown>;
 
@@ -68,6 +60,24 @@ describe('worktrees in a real editor (code-server + Chromium, an agent bound thr
   }
 
   /** Waits for a modal dialog, answers its text, and presses `button`. */
+  /**
+   * Bind Agent to Worktree… from the palette: another agent id typed, a new worktree from main, the proposed worktree id
+   * (the agent id) kept; waits for the notification that it is bound.
+   */
+  async function bindThroughCommand(agentId: string): Promise<void> {
+    await harness!.runCommand('Notifications: Clear All Notifications');
+    await harness!.runCommand('SW4RM: Bind Agent to Worktree…');
+    await pick('Another agent id…');
+    const input = harness!.page.locator('.quick-input-widget .quick-input-box input');
+    await poll(async () => (await input.isVisible()) && (await input.inputValue()) === '', { timeoutMs: 15_000, description: 'the agent id input box' });
+    await input.fill(agentId);
+    await harness!.page.keyboard.press('Enter');
+    await pick('New worktree from a branch…');
+    await pick('main');
+    assert.equal(await harness!.answerInputBox(), agentId, 'the worktree id proposed is the agent id');
+    await harness!.waitForText((t) => t.includes(`Agent ${agentId} is bound to worktree ${agentId} (BOUND_HOME)`), 30_000);
+  }
+
   async function answerDialog(button: string): Promise<string> {
     const dialog = harness!.page.locator('.monaco-dialog-box');
     await dialog.waitFor({ state: 'visible', timeout: 15_000 });
@@ -191,17 +201,7 @@ describe('worktrees in a real editor (code-server + Chromium, an agent bound thr
 
   it('binds an agent through Bind Agent to Worktree… to a new worktree from a branch, and removes it once unbound only after asking twice', async function () {
     const env = await harness!.copyAgentEnvironment(SECOND);
-    await harness!.runCommand('Notifications: Clear All Notifications');
-    await harness!.runCommand('SW4RM: Bind Agent to Worktree…');
-    await pick('Another agent id…');
-    const input = harness!.page.locator('.quick-input-widget .quick-input-box input');
-    await poll(async () => (await input.isVisible()) && (await input.inputValue()) === '', { timeoutMs: 15_000, description: 'the agent id input box' });
-    await input.fill(SECOND);
-    await harness!.page.keyboard.press('Enter');
-    await pick('New worktree from a branch…');
-    await pick('main');
-    assert.equal(await harness!.answerInputBox(), SECOND, 'the worktree id proposed is the agent id');
-    await harness!.waitForText((t) => t.includes(`Agent ${SECOND} is bound to worktree ${SECOND} (BOUND_HOME)`), 30_000);
+    await bindThroughCommand(SECOND);
     await harness!.waitForText((t) => t.includes(`sw4rm/${SECOND} ← main`) && t.includes(`${SECOND} (home)`), 15_000, () => harness!.viewText('Worktrees'));
     assert.ok(fs.existsSync(path.join(worktreeFolder(SECOND), 'README.md')));
 
@@ -245,17 +245,7 @@ describe('worktrees in a real editor (code-server + Chromium, an agent bound thr
   });
 
   it('brings a removed worktree\'s work back: binding its id again checks out the kept branch, Restore Snapshot… writes the files back', async function () {
-    await harness!.runCommand('Notifications: Clear All Notifications');
-    await harness!.runCommand('SW4RM: Bind Agent to Worktree…');
-    await pick('Another agent id…');
-    const input = harness!.page.locator('.quick-input-widget .quick-input-box input');
-    await poll(async () => (await input.isVisible()) && (await input.inputValue()) === '', { timeoutMs: 15_000, description: 'the agent id input box' });
-    await input.fill(SECOND);
-    await harness!.page.keyboard.press('Enter');
-    await pick('New worktree from a branch…');
-    await pick('main');
-    assert.equal(await harness!.answerInputBox(), SECOND);
-    await harness!.waitForText((t) => t.includes(`Agent ${SECOND} is bound to worktree ${SECOND} (BOUND_HOME)`), 30_000);
+    await bindThroughCommand(SECOND);
     assert.ok(!fs.existsSync(path.join(worktreeFolder(SECOND), 'unsaved.txt')), 'the uncommitted file is not in the branch');
 
     await harness!.runCommand('SW4RM: Restore Snapshot…');

@@ -39,6 +39,13 @@ export function makeRepo(parent: string, name: string, files: Record<string, str
   return fs.realpathSync(dir);
 }
 
+/** Stages every change in `dir` and commits it; answers the new HEAD. */
+export function commitAll(dir: string, message: string): string {
+  git(dir, 'add', '-A');
+  git(dir, 'commit', '-q', '-m', message);
+  return git(dir, 'rev-parse', 'HEAD').trim();
+}
+
 /** Every regular file under `dir` (outside .git) as relative path → bytes. */
 export function readTree(dir: string): Map<string, Buffer> {
   const files = new Map<string, Buffer>();

@@ -1,6 +1,6 @@
 import { strict as assert } from 'node:assert';
 import {
-  CoordinatorApiError, InProcessCoordinatorApi,
+  InProcessCoordinatorApi,
   type AgentsChange, type ApprovalPolicyChange, type ApprovalsChange, type DeadLettersChange, type HitlInvocation, type InboxChange,
 } from '../../src/core/api';
 import type { Disposable } from '../../src/core/events';
@@ -8,6 +8,7 @@ import { parsePolicy } from '../../src/core/hitl/policy';
 import { parseInvocationRequest } from '../../src/core/hitl/request';
 import { COORDINATOR_ID } from '../../src/core/router/router';
 import { RouterHarness, ctx, settle } from '../support/routerHarness';
+import { rejection } from '../support/apiErrors';
 
 /** Collects what an API event fires. */
 function collect<T>(event: (listener: (value: T) => void) => Disposable): { seen: T[]; subscription: Disposable } {
@@ -20,15 +21,6 @@ function assertPlain(value: unknown): void {
   assert.deepEqual(structuredClone(value), value);
 }
 
-async function rejection(promise: Promise<unknown>): Promise<CoordinatorApiError> {
-  try {
-    await promise;
-  } catch (err) {
-    assert.ok(err instanceof CoordinatorApiError, `a CoordinatorApiError, not ${String(err)}`);
-    return err;
-  }
-  assert.fail('the call was expected to be refused');
-}
 
 describe('CoordinatorApi in process (the editor\'s one way into the coordinator)', () => {
   let h: RouterHarness;

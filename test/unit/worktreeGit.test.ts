@@ -9,14 +9,10 @@ import { parseStatusV2, parseWorktreeList } from '../../src/core/worktree/porcel
 import { discoverRepositories, type Repository } from '../../src/core/worktree/repositories';
 import { InvalidWorktreeIdError, Snapshots } from '../../src/core/worktree/snapshots';
 import { WorktreeRefusedError, Worktrees } from '../../src/core/worktree/worktrees';
-import { git, makeRepo, readTree, refusedWith } from '../support/gitRepo';
+import { commitAll, git, makeRepo, readTree, refusedWith } from '../support/gitRepo';
 
 const refused = (promise: Promise<unknown>, reason: string) => refusedWith(WorktreeRefusedError, promise, reason);
 
-function commitAll(dir: string, message: string): void {
-  git(dir, 'add', '-A');
-  git(dir, 'commit', '-q', '-m', message);
-}
 
 function assertSameFiles(actual: Map<string, Buffer>, expected: Map<string, Buffer>): void {
   assert.deepEqual([...actual.keys()].sort(), [...expected.keys()].sort());
