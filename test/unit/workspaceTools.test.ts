@@ -229,6 +229,27 @@ describe('workspace tools (RFC §18, §16)', function () {
     await running;
   });
 
+  it('remembers for Cancel only accepted calls, per agent: a refused call_id is not kept, and another agent\'s same call_id hides nothing', async () => {
+    const statCall = (agent: string, callId: string) =>
+      coordinator.tools.call(agent, { callId, providerId: 'workspace', toolName: 'stat', contentType: '', args: Buffer.from('{}') }, ctx);
+    await statCall('coder', 'mine');
+    await statCall('other', 'mine').catch(() => undefined); // `other` is not bound: refused worktree_not_bound after it was accepted
+    assert.equal(coordinator.tools.cancel('coder', 'workspace', 'mine').errorCode, 'ALREADY_COMPLETED', 'coder\'s call is still known');
+    const long = 'x'.repeat(300);
+    await refused(statCall('coder', long), 'VALIDATION_ERROR', 'invalid_argument');
+    assert.equal(coordinator.tools.cancel('coder', 'workspace', long).errorCode, 'NOT_FOUND', 'a call refused for its call_id is not kept');
+    await refused(coordinator.tools.call('', { callId: 'anon', providerId: 'workspace', toolName: 'stat', contentType: '', args: Buffer.from('{}') }, ctx), 'VALIDATION_ERROR');
+    assert.equal(coordinator.tools.cancel('', 'workspace', 'anon').errorCode, 'NOT_FOUND', 'a call without a caller is not kept');
+  });
+
+  it('refuses a result that would not fit one frame as JSON (OVERSIZE_PAYLOAD), instead of the transport failing', async () => {
+    // 4 MiB of a control character: valid UTF-8 that JSON writes as six bytes each (24 MiB).
+    fs.writeFileSync(path.join(home, 'controls.bin'), Buffer.alloc(WORKSPACE_LIMITS.maxReadBytes, 0x01));
+    await refused(call('read_file', { path: 'controls.bin' }), 'OVERSIZE_PAYLOAD', 'resource_exhausted');
+    fs.writeFileSync(path.join(home, 'few-controls.bin'), Buffer.alloc(1024, 0x01));
+    assert.equal((await call('read_file', { path: 'few-controls.bin' })).size, 1024, 'a smaller file of the same bytes is answered');
+  });
+
   it('records one tool.call event per call: outcome, sizes, never the content', async () => {
     await call('write_file', { path: 'secret.txt', content: 'TOP-SECRET' });
     await refused(call('read_file', { path: '../x' }), 'permission_denied');

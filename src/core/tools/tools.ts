@@ -3,6 +3,7 @@ import type { Clock } from '../clock';
 import type { CallContext } from '../context';
 import type { IdSource } from '../ids';
 import { parseBoundedJson } from '../json';
+import { TRANSPORT_MAX_MESSAGE_BYTES } from '../limits';
 import type { EventLog } from '../log/eventLog';
 import type { WorktreeLocator } from '../worktree/model';
 import { ToolCallError, type ToolDescriptor, type ToolInvocation, type ToolProvider, type ToolResult } from './model';
@@ -17,11 +18,14 @@ const UTF8 = new TextDecoder('utf-8', { fatal: true });
 /** Calls remembered for Cancel. */
 const RECENT_CALLS = 1024;
 
+/** The largest JSON result a call answers: it must fit one ToolFrame within the transport's message size. */
+export const MAX_TOOL_RESULT_BYTES = TRANSPORT_MAX_MESSAGE_BYTES - 64 * 1024;
+
 export const EXTERNAL_PROVIDERS_NOT_IMPLEMENTED = 'not implemented yet: external tool providers';
 
-/** Readable ajv errors: where and what, at most three. */
+/** Readable ajv errors (ajv stops at the first: allErrors is off, so a huge args object costs one error). */
 function schemaErrors(validate: ValidateFunction): string {
-  return (validate.errors ?? []).slice(0, 3)
+  return (validate.errors ?? [])
     .map((e) => `${e.instancePath || '/'} ${e.message ?? 'is invalid'}${e.keyword === 'additionalProperties' ? ` ('${String((e.params as { additionalProperty?: string }).additionalProperty)}')` : ''}`)
     .join('; ');
 }
@@ -37,8 +41,11 @@ export class Tools {
   private readonly providers = new Map<string, ToolProvider>();
   private readonly validators = new Map<string, ValidateFunction>();
   private readonly running = new Map<string, number>();
-  /** The newest calls (running or finished), by call_id: who made them and whether they run (for Cancel). */
-  private readonly calls = new Map<string, { readonly agentId: string; running: boolean }>();
+  /**
+   * The newest accepted calls (running or finished), by agent and call_id (an agent's call_id never replaces another
+   * agent's): whether they run, for Cancel. A refused call is not remembered.
+   */
+  private readonly calls = new Map<string, { running: boolean }>();
 
   constructor(
     providers: readonly ToolProvider[],
@@ -68,13 +75,17 @@ export class Tools {
   async call(callerAgentId: string, invocation: Omit<ToolInvocation, 'callId'> & { readonly callId?: string }, ctx: CallContext): Promise<ToolResult> {
     const callId = invocation.callId || this.ids.uuid();
     const started = this.clock.now();
-    const entry = { agentId: callerAgentId, running: true };
-    this.calls.delete(callId);
-    this.calls.set(callId, entry);
-    if (this.calls.size > RECENT_CALLS) this.calls.delete(this.calls.keys().next().value as string);
+    let entry: { running: boolean } | undefined;
     let outcome = 'ok';
     let resultBytes = 0;
     try {
+      // The caller and the ids are checked before the call is remembered: what is kept for Cancel is bounded.
+      checkIdentifiers(callerAgentId, callId, invocation);
+      entry = { running: true };
+      const key = callKey(callerAgentId, callId);
+      this.calls.delete(key);
+      this.calls.set(key, entry);
+      if (this.calls.size > RECENT_CALLS) this.calls.delete(this.calls.keys().next().value as string);
       const result = await this.run(callerAgentId, { ...invocation, callId }, ctx);
       resultBytes = result.data.length;
       return result;
@@ -83,16 +94,21 @@ export class Tools {
       outcome = failure.code;
       throw failure;
     } finally {
-      entry.running = false;
-      this.log.record({
-        correlationId: ctx.correlationId, actor: callerAgentId || 'unknown', eventType: 'tool.call',
-        level: outcome === 'permission_denied' ? 'WARN' : 'INFO',
-        details: {
-          call_id: callId.slice(0, MAX_TOOL_ID_CHARS), provider_id: invocation.providerId.slice(0, MAX_TOOL_ID_CHARS),
-          tool_name: invocation.toolName.slice(0, MAX_TOOL_ID_CHARS), outcome, args_bytes: invocation.args.length,
-          result_bytes: resultBytes, duration_ms: this.clock.now() - started,
-        },
-      });
+      if (entry) entry.running = false;
+      try {
+        this.log.record({
+          correlationId: ctx.correlationId, actor: callerAgentId.slice(0, MAX_TOOL_ID_CHARS) || 'unknown', eventType: 'tool.call',
+          level: outcome === 'permission_denied' ? 'WARN' : 'INFO',
+          details: {
+            call_id: callId.slice(0, MAX_TOOL_ID_CHARS), provider_id: invocation.providerId.slice(0, MAX_TOOL_ID_CHARS),
+            tool_name: invocation.toolName.slice(0, MAX_TOOL_ID_CHARS), outcome, args_bytes: invocation.args.length,
+            result_bytes: resultBytes, duration_ms: this.clock.now() - started,
+          },
+        });
+      } catch {
+        // The store refused the event (it has failed, and the host reports that): the call's answer stands, so that a
+        // change already made (a commit, a delete) is not answered as an error and retried.
+      }
     }
   }
 
@@ -103,19 +119,13 @@ export class Tools {
    */
   cancel(callerAgentId: string, providerId: string, callId: string): { readonly errorCode: string; readonly message: string } {
     if (providerId !== '') this.provider(providerId);
-    const entry = this.calls.get(callId);
-    if (!entry || entry.agentId !== callerAgentId) return { errorCode: 'NOT_FOUND', message: `no call '${callId.slice(0, MAX_TOOL_ID_CHARS)}' of agent '${callerAgentId}' is known (the newest ${RECENT_CALLS} calls are)` };
+    const entry = this.calls.get(callKey(callerAgentId, callId));
+    if (!entry) return { errorCode: 'NOT_FOUND', message: `no call '${callId.slice(0, MAX_TOOL_ID_CHARS)}' of agent '${callerAgentId}' is known (the newest ${RECENT_CALLS} calls are)` };
     if (entry.running) return { errorCode: 'NOT_CANCELLABLE', message: 'built-in workspace calls are not cancelled: this one finishes and answers normally' };
     return { errorCode: 'ALREADY_COMPLETED', message: 'the call has already completed' };
   }
 
   private async run(callerAgentId: string, invocation: ToolInvocation, ctx: CallContext): Promise<ToolResult> {
-    if (callerAgentId.trim() === '') throw new ToolCallError('invalid_argument', 'VALIDATION_ERROR', 'the calling agent is unknown: name it in metadata sw4rm-agent-id (or call with its agent credential)');
-    for (const [name, value] of [['call_id', invocation.callId], ['tool_name', invocation.toolName], ['provider_id', invocation.providerId]] as const) {
-      if (value.length > MAX_TOOL_ID_CHARS || /[\u0000-\u001f\u007f]/.test(value)) {
-        throw new ToolCallError('invalid_argument', 'VALIDATION_ERROR', `${name} must be at most ${MAX_TOOL_ID_CHARS} characters without control characters`);
-      }
-    }
     const provider = this.provider(invocation.providerId);
     const tool = provider.describe().find((t) => t.name === invocation.toolName);
     if (!tool) {
@@ -135,7 +145,7 @@ export class Tools {
         throw new ToolCallError('invalid_argument', 'VALIDATION_ERROR', 'args are not valid UTF-8');
       }
     }
-    const parsed = parseBoundedJson(text, { what: 'args', maxBytes: MAX_TOOL_ARGS_BYTES });
+    const parsed = parseBoundedJson(text, { what: 'args' }); // its size was checked above
     if (!parsed.ok) throw new ToolCallError('invalid_argument', 'VALIDATION_ERROR', parsed.reason);
     const validate = this.validators.get(`${provider.id}/${tool.name}`)!;
     if (!validate(parsed.value)) {
@@ -156,7 +166,13 @@ export class Tools {
     this.running.set(key, running + 1);
     try {
       const value = await provider.call({ toolName: tool.name, args: parsed.value as Record<string, unknown>, callerAgentId, worktreePath, ctx });
-      return { callId: invocation.callId, contentType: 'application/json', data: Buffer.from(JSON.stringify(value), 'utf8') };
+      const data = Buffer.from(JSON.stringify(value), 'utf8');
+      // JSON may be larger than what was read (a control character is six bytes in a string): beyond one frame, the
+      // agent gets this code rather than the transport's "message larger than max".
+      if (data.length > MAX_TOOL_RESULT_BYTES) {
+        throw new ToolCallError('resource_exhausted', 'OVERSIZE_PAYLOAD', `the result of ${tool.name} is ${data.length} bytes as JSON, more than the ${MAX_TOOL_RESULT_BYTES} a frame may carry: ask for less (a smaller max_bytes, a narrower path)`);
+      }
+      return { callId: invocation.callId, contentType: 'application/json', data };
     } finally {
       const left = (this.running.get(key) ?? 1) - 1;
       if (left === 0) this.running.delete(key);
@@ -168,5 +184,20 @@ export class Tools {
     const provider = this.providers.get(providerId);
     if (!provider) throw new ToolCallError('unimplemented', 'UNIMPLEMENTED', `${EXTERNAL_PROVIDERS_NOT_IMPLEMENTED} (provider '${providerId.slice(0, MAX_TOOL_ID_CHARS)}'; built in: ${this.providerIds().join(', ')})`);
     return provider;
+  }
+}
+
+/** The key of a call remembered for Cancel: the agent and its call_id. */
+function callKey(agentId: string, callId: string): string {
+  return `${agentId}\u0000${callId}`;
+}
+
+/** The caller must be named, and call_id, tool_name and provider_id short and without control characters. */
+function checkIdentifiers(callerAgentId: string, callId: string, invocation: { readonly toolName: string; readonly providerId: string }): void {
+  if (callerAgentId.trim() === '') throw new ToolCallError('invalid_argument', 'VALIDATION_ERROR', 'the calling agent is unknown: name it in metadata sw4rm-agent-id (or call with its agent credential)');
+  for (const [name, value] of [['call_id', callId], ['tool_name', invocation.toolName], ['provider_id', invocation.providerId]] as const) {
+    if (value.length > MAX_TOOL_ID_CHARS || /[\u0000-\u001f\u007f]/.test(value)) {
+      throw new ToolCallError('invalid_argument', 'VALIDATION_ERROR', `${name} must be at most ${MAX_TOOL_ID_CHARS} characters without control characters`);
+    }
   }
 }

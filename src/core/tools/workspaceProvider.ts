@@ -339,7 +339,7 @@ export class WorkspaceProvider implements ToolProvider {
     if (message.includes('\0')) throw new ToolCallError('invalid_argument', 'VALIDATION_ERROR', 'message must not contain NUL');
     const head = (await this.git.run(c.root, ['symbolic-ref', '-q', 'HEAD'], { okExitCodes: [1] })).stdout.trim();
     if (!head.startsWith('refs/heads/sw4rm/')) {
-      throw new ToolCallError('failed_precondition', 'permission_denied', `the worktree is not on an agent branch sw4rm/… (HEAD: ${head || 'detached'}): nothing is committed`);
+      throw new ToolCallError('failed_precondition', 'not_on_agent_branch', `the worktree is not on an agent branch sw4rm/… (HEAD: ${head || 'detached'}): nothing is committed`);
     }
     const oldHead = (await this.git.run(c.root, ['rev-parse', '--verify', '-q', 'HEAD'])).stdout.trim();
     const paths = await this.checkedPaths(c, args.paths as string[] | undefined);
