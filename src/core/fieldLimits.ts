@@ -40,8 +40,9 @@ export const FIELD_LIMITS = {
     proposed_action: 256,
   },
   worktree: {
-    /** WorktreeService and WORKTREE_CONTROL: the agent whose binding it is. */
+    /** WorktreeService and WORKTREE_CONTROL: the agent whose binding it is, and the repository it binds in. */
     agent_id: 256,
+    repo_id: 256,
   },
   logging: {
     event_type: 128,

@@ -2,7 +2,7 @@ import * as assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import {
-  CoordinatorApiError, InProcessCoordinatorApi, type WorktreesChange, type WorktreeSetupEvent,
+  InProcessCoordinatorApi, type WorktreesChange, type WorktreeSetupEvent,
 } from '../../src/core/api';
 import { ManualClock } from '../../src/core/clock';
 import { Coordinator, type CoordinatorOptions } from '../../src/core/coordinator';
@@ -12,27 +12,14 @@ import { createGit } from '../../src/core/worktree/git';
 import { MERGE_SNAPSHOT_KEY } from '../../src/core/worktree/mergeBack';
 import { discoverRepositories, type Repository } from '../../src/core/worktree/repositories';
 import { checkWorktreeId, InvalidWorktreeIdError } from '../../src/core/worktree/snapshots';
-import { git, makeRepo, readTree, writeFile } from '../support/gitRepo';
+import { commitAll, git, makeRepo, readTree, writeFile } from '../support/gitRepo';
 import { pollUntil } from '../support/poll';
 import { makeTempDir, removeTempDir } from '../support/tempDir';
+import { rejection } from '../support/apiErrors';
 
 const DAY_MS = 86_400_000;
 
-async function rejection(promise: Promise<unknown>): Promise<CoordinatorApiError> {
-  try {
-    await promise;
-  } catch (err) {
-    assert.ok(err instanceof CoordinatorApiError, `a CoordinatorApiError, not ${String(err)}`);
-    return err;
-  }
-  assert.fail('the call was expected to be refused');
-}
 
-function commitAll(dir: string, message: string): string {
-  git(dir, 'add', '-A');
-  git(dir, 'commit', '-q', '-m', message);
-  return git(dir, 'rev-parse', 'HEAD').trim();
-}
 
 describe('CoordinatorApi: worktree operations (real repositories, a real store file)', function () {
   this.timeout(30_000);
@@ -300,6 +287,60 @@ describe('CoordinatorApi: worktree operations (real repositories, a real store f
       assert.deepEqual(await api.worktreeMerges(), []);
       assert.ok(changes.some((c) => c.kind === 'unmerged'));
       assert.equal((await rejection(api.undoMerge(merge.id, 'op'))).code, 'not_found');
+    });
+
+    it('a merge approved while an undo runs waits for it: the undo never erases a merge answered merged', async () => {
+      // git's `reset --hard` of the undo is held until released, so that the second merge is approved meanwhile.
+      let release: () => void = () => undefined;
+      const held = new Promise<void>((resolve) => { release = resolve; });
+      let resetStarted = false;
+      const real = createGit();
+      await restartWith({ git: { run: async (cwd, args, options) => {
+        if (args[0] === 'reset' && cwd === repoPath) { resetStarted = true; await held; }
+        return real.run(cwd, args, options);
+      } } });
+      const approveNext = async () => {
+        const invocation = await pollUntil('the approval', async () => (await api.approvals({ pendingOnly: true }))[0]);
+        await api.decideApproval(invocation.id, { action: 'approve', rationale: 'ok' }, 'op');
+      };
+      await agentCommit('w1', 'src/a.txt', 'a by w1\n');
+      const first = api.mergeBack('app', 'w1', { strategy: 'squash' }, 'op');
+      await approveNext();
+      const merged1 = await first;
+      assert.equal(merged1.status, 'merged');
+      if (merged1.status !== 'merged') return;
+
+      await agentCommit('w2', 'README.md', 'readme by w2\n');
+      const undoing = api.undoMerge(merged1.merge.id, 'op');
+      await pollUntil('the undo holding its reset', () => resetStarted || undefined);
+      const second = api.mergeBack('app', 'w2', { strategy: 'squash' }, 'op');
+      await approveNext();
+      // The second merge's approval is in; it must not merge while the undo is between its checks and its reset. Without
+      // the per-repository queue it would finish now (real git processes: up to 3 s of wall time are given for that).
+      const settledEarly = await Promise.race([second.then(() => true, () => true), new Promise<false>((r) => setTimeout(() => r(false), 3_000))]);
+      assert.equal(settledEarly, false, 'the approved merge waits for the undo under way');
+      release();
+      await undoing;
+      const outcome = await second.then((r) => r.status, (err: unknown) => `refused: ${(err as Error).message}`);
+      const head = git(repoPath, 'rev-parse', 'HEAD').trim();
+      for (const m of await api.worktreeMerges('app')) {
+        assert.equal(git(repoPath, 'merge-base', '--is-ancestor', m.resultHead, head).trim(), '', `merge ${m.worktreeId} listed as undoable is in the checkout`);
+      }
+      if (outcome === 'merged') assert.equal(fs.readFileSync(path.join(repoPath, 'README.md'), 'utf8'), 'readme by w2\n', 'the merge answered merged is in the checkout');
+      else assert.match(outcome, /changed while the merge waited for approval/);
+    });
+
+    it('a merge approval pending across a restart is cancelled, saying why (no merge waits on it any more)', async () => {
+      await agentCommit('w1', 'src/a.txt', 'agent side\n');
+      const head = git(repoPath, 'rev-parse', 'HEAD').trim();
+      void api.mergeBack('app', 'w1', { strategy: 'merge' }, 'op').catch(() => undefined); // its caller goes with the restart
+      const invocation = await pollUntil('the approval', async () => (await api.approvals({ pendingOnly: true }))[0]);
+      await restartWith({});
+      const after = await api.approval(invocation.id);
+      assert.equal(after?.state, 'cancelled');
+      assert.match(after!.decision!.rationale, /restarted while this merge waited/);
+      assert.deepEqual(await api.approvals({ pendingOnly: true }), []);
+      assert.equal(git(repoPath, 'rev-parse', 'HEAD').trim(), head, 'nothing merged');
     });
 
     it('a denied approval merges nothing; predicted conflicts ask nobody; a dirty target is refused with its reason', async () => {

@@ -141,6 +141,8 @@ describe('worktree bindings (RFC §16, §16.1–§16.3)', function () {
     assert.throws(() => bindings().bind('a\u0000b', 'app', '', ctx), /agent_id contains control characters/);
     assert.throws(() => bindings().bind('a'.repeat(257), 'app', '', ctx), /agent_id is longer than 256 characters/);
     assert.throws(() => bindings().bind('coder', '', '', ctx), /repo_id is required/);
+    assert.throws(() => bindings().bind('coder', 'app\u0007', '', ctx), /repo_id contains control characters/);
+    assert.throws(() => bindings().bind('coder', 'r'.repeat(257), '', ctx), /repo_id is longer than 256 characters/);
     assert.throws(() => bindings().bind('coder', 'app', '../escape', ctx), (err: unknown) => err instanceof BindingRequestError && err.kind === 'invalid_argument');
     assert.deepEqual(transitions(), []);
   });
@@ -188,6 +190,58 @@ describe('worktree bindings (RFC §16, §16.1–§16.3)', function () {
     await pollUntil('the retry binds', () => (bindings().status('coder').state === 'BOUND_HOME' ? true : undefined));
     assert.deepEqual(transitions().map((t) => t.slice(1)), [['BIND', 'UNBOUND', 'BIND_FAILED'], ['BIND_RETRY', 'BIND_FAILED', 'BOUND_HOME']]);
     assert.equal(bindings().status('coder').failure, null);
+  });
+
+  it('a home is one bound agent\'s: a BIND_FAILED agent whose home another agent bound meanwhile fails its retry, never sharing it', async () => {
+    const made = await worktrees().create('shared');
+    git(repoPath, 'worktree', 'lock', made.path);
+    assert.equal((await bindings().bind('late', 'app', 'shared', ctx)).failure?.reason, 'worktree_locked');
+    git(repoPath, 'worktree', 'unlock', made.path);
+    assert.equal((await bindings().bind('first', 'app', 'shared', ctx)).state, 'BOUND_HOME', 'a BIND_FAILED agent does not hold the home');
+    clock.advance(RETRY_MS);
+    await pollUntil('the retry of late', () => (bindings().status('late').failure?.retries === 1 ? true : undefined));
+    const late = bindings().status('late');
+    assert.equal(late.state, 'BIND_FAILED');
+    assert.equal(late.failure?.reason, 'permission_denied');
+    assert.match(late.failure!.detail, /home worktree of agent 'first'/);
+    assert.equal(bindings().status('first').state, 'BOUND_HOME');
+  });
+
+  it('two BINDs of one new home at once: one agent binds it, the other never does (also not by its retries)', async () => {
+    const results = await Promise.allSettled([bindings().bind('one', 'app', 'same', ctx), bindings().bind('two', 'app', 'same', ctx)]);
+    for (let retry = 0; retry < 3; retry++) {
+      clock.advance(RETRY_MS * 2 ** retry);
+      for (let i = 0; i < 20; i++) await new Promise((r) => setImmediate(r));
+      await pollUntil('no git operation of a binding under way', () => (coordinator.worktrees.list().every((b) => b.state !== 'BIND_FAILED' || b.failure?.retries === retry + 1 || b.failure?.nextRetryAt === null) ? true : undefined));
+    }
+    const homes = ['one', 'two'].map((agent) => bindings().status(agent)).filter((b) => b.state === 'BOUND_HOME');
+    assert.equal(homes.length, 1, `exactly one agent has the home: ${JSON.stringify(results.map((r) => r.status))}, ${JSON.stringify(['one', 'two'].map((a) => bindings().status(a).state))}`);
+  });
+
+  it('a retry asks for the base the BIND asked for; a base that does not exist is not retried', async () => {
+    git(repoPath, 'checkout', '-q', '-b', 'feature');
+    fs.writeFileSync(path.join(repoPath, 'feature.txt'), 'feature\n');
+    git(repoPath, 'add', 'feature.txt');
+    git(repoPath, 'commit', '-q', '-m', 'feature');
+    const feature = git(repoPath, 'rev-parse', 'HEAD').trim();
+    git(repoPath, 'checkout', '-q', 'main');
+
+    const typo = await bindings().bind('typo', 'app', 'typo', ctx, undefined, { base: 'no-such-branch' });
+    assert.equal(typo.state, 'BIND_FAILED');
+    assert.equal(typo.failure?.reason, 'worktree_not_found');
+    assert.equal(typo.failure?.nextRetryAt, null, 'a missing base is not retried (it would not appear)');
+
+    const blocker = path.join(path.dirname(repoPath), 'app.sw4rm-worktrees', 'based');
+    fs.mkdirSync(blocker, { recursive: true });
+    fs.writeFileSync(path.join(blocker, 'in-the-way'), 'x');
+    const based = await bindings().bind('based', 'app', 'based', ctx, undefined, { base: 'feature' });
+    assert.equal(based.failure?.reason, 'filesystem_error');
+    assert.equal(based.failure?.base, 'feature');
+    fs.rmSync(blocker, { recursive: true });
+    clock.advance(RETRY_MS);
+    await pollUntil('the retry binds', () => (bindings().status('based').state === 'BOUND_HOME' ? true : undefined));
+    assert.equal(git(bindings().status('based').worktreePath, 'rev-parse', 'HEAD').trim(), feature, 'created from the base asked for, not HEAD');
+    assert.equal(bindings().status('typo').state, 'BIND_FAILED', 'still failed: never created from HEAD instead');
   });
 
   it('a folder in the way of the home worktree: BIND_FAILED filesystem_error; an explicit BIND after fixing it binds', async () => {

@@ -11,6 +11,7 @@ import { GitCommandError, type Git } from './git';
 import type { BindFailureReason, Binding, BindingOperation, BindingState, SwitchGrant, WorktreeStorage } from './model';
 import type { Repository } from './repositories';
 import { FIELD_LIMITS, identifierRefusal } from '../fieldLimits';
+import { KeyedQueue } from '../keyedQueue';
 import { checkWorktreeId, InvalidWorktreeIdError, Snapshots } from './snapshots';
 import { WorktreeRefusedError, Worktrees, type AgentWorktree } from './worktrees';
 
@@ -117,13 +118,16 @@ function copy(binding: Binding): Binding {
   return JSON.parse(JSON.stringify(binding)) as Binding;
 }
 
-type Attempt = { readonly ok: true; readonly worktree: AgentWorktree } | { readonly ok: false; readonly reason: BindFailureReason; readonly detail: string };
+type Attempt = { readonly ok: true; readonly worktree: AgentWorktree }
+  | { readonly ok: false; readonly reason: BindFailureReason; readonly detail: string; readonly final?: boolean };
 
-function failureOf(err: unknown): { reason: BindFailureReason; detail: string } {
+function failureOf(err: unknown): { reason: BindFailureReason; detail: string; final?: boolean } {
   const detail = err instanceof Error ? err.message : String(err);
   if (err instanceof WorktreeRefusedError) {
     if (err.reason === 'locked') return { reason: 'worktree_locked', detail };
-    if (err.reason === 'not_found' || err.reason === 'missing_folder' || err.reason === 'bad_base') return { reason: 'worktree_not_found', detail };
+    // A base that does not exist does not come into being by retrying: no retry (the BIND names another base).
+    if (err.reason === 'bad_base') return { reason: 'worktree_not_found', detail, final: true };
+    if (err.reason === 'not_found' || err.reason === 'missing_folder') return { reason: 'worktree_not_found', detail };
     return { reason: 'filesystem_error', detail };
   }
   if (err instanceof GitCommandError && /permission denied|operation not permitted/i.test(err.stderr)) return { reason: 'permission_denied', detail };
@@ -141,7 +145,8 @@ function failureOf(err: unknown): { reason: BindFailureReason; detail: string } 
 export class WorktreeBindings {
   private readonly bindings = new Map<string, Binding>();
   private readonly timers = new Map<string, DisposableStore>();
-  private readonly queues = new Map<string, Promise<unknown>>();
+  /** One operation at a time per agent (a BIND runs git; a second operation waits for it). */
+  private readonly queue = new KeyedQueue();
   private readonly changed = new Emitter<BindingStatus>();
   /** Fires after every committed change of a binding. */
   readonly onDidChange: Event<BindingStatus> = this.changed.event;
@@ -204,7 +209,9 @@ export class WorktreeBindings {
   bind(agentId: string, repoId: string, worktreeId: string, ctx: CallContext, within?: (b: BindingStatus) => void,
     options: { readonly base?: string } = {}): Promise<BindingStatus> {
     this.checkAgent(agentId);
-    if (repoId.trim() === '') throw new BindingRequestError('invalid_argument', 'VALIDATION_ERROR', 'repo_id is required');
+    if (typeof repoId !== 'string' || repoId.trim() === '') throw new BindingRequestError('invalid_argument', 'VALIDATION_ERROR', 'repo_id is required');
+    const repoRefusal = identifierRefusal('repo_id', repoId, FIELD_LIMITS.worktree.repo_id);
+    if (repoRefusal !== undefined) throw new BindingRequestError('invalid_argument', 'VALIDATION_ERROR', repoRefusal);
     let home: string;
     try {
       home = worktreeId === '' ? homeWorktreeIdOf(agentId) : checkWorktreeId(worktreeId);
@@ -212,7 +219,7 @@ export class WorktreeBindings {
       if (err instanceof InvalidWorktreeIdError) throw new BindingRequestError('invalid_argument', 'VALIDATION_ERROR', err.message);
       throw err;
     }
-    return this.serial(agentId, async () => {
+    return this.queue.run(agentId, async () => {
       const current = this.status(agentId);
       if (current.state === 'BOUND_HOME' || current.state === 'SWITCH_PENDING' || current.state === 'BOUND_NON_HOME') {
         if (current.repoId === repoId && current.homeWorktreeId === home) {
@@ -221,20 +228,18 @@ export class WorktreeBindings {
         }
         throw new BindingStateError(current.state, 'BIND', agentId);
       }
-      for (const other of this.bindings.values()) {
-        if (other.agentId !== agentId && other.repoId === repoId && other.homeWorktreeId === home && other.state !== 'UNBOUND' && other.state !== 'BIND_FAILED') {
-          throw new BindingRequestError('failed_precondition', 'PERMISSION_DENIED', `worktree '${home}' of '${repoId}' is the home worktree of agent '${other.agentId}'`);
-        }
-      }
+      this.refuseOthersHome(agentId, repoId, home);
       const attempt = await this.attempt(repoId, home, options.base);
-      return this.settleAttempt(agentId, 'BIND', repoId, home, attempt, ctx, within);
+      // Checked again once git has run: another agent may have bound this home meanwhile (its own BIND, or a retry).
+      this.refuseOthersHome(agentId, repoId, home);
+      return this.settleAttempt(agentId, 'BIND', repoId, home, attempt, ctx, within, options.base);
     });
   }
 
   /** UNBIND: back to UNBOUND (from BOUND_HOME, BOUND_NON_HOME, BIND_FAILED). The worktree is never removed. */
   unbind(agentId: string, ctx: CallContext, within?: (b: BindingStatus) => void): Promise<BindingStatus> {
     this.checkAgent(agentId);
-    return this.serial(agentId, async () => {
+    return this.queue.run(agentId, async () => {
       const binding = this.bindings.get(agentId) ?? unbound(agentId, this.clock.now());
       return this.transition(binding, 'UNBIND', 'UNBOUND', ctx, (b) => {
         const kept = { repo_id: b.repoId, worktree_id: b.worktreeId, home_worktree_id: b.homeWorktreeId, worktree_path: b.worktreePath };
@@ -257,7 +262,7 @@ export class WorktreeBindings {
     } catch (err) {
       throw new BindingRequestError('invalid_argument', 'VALIDATION_ERROR', `target_worktree_id: ${(err as Error).message}`);
     }
-    return this.serial(agentId, async () => {
+    return this.queue.run(agentId, async () => {
       const binding = this.bindings.get(agentId) ?? unbound(agentId, this.clock.now());
       this.checkAllowed(binding, 'SWITCH_REQUEST');
       if (targetWorktreeId === binding.homeWorktreeId) {
@@ -305,7 +310,7 @@ export class WorktreeBindings {
     if (!Number.isFinite(ttlMs) || ttlMs < 0 || ttlMs > this.options.maxSwitchTtlMs) {
       throw new BindingRequestError('invalid_argument', 'VALIDATION_ERROR', `ttl_ms must be between 0 (the default, ${this.options.defaultSwitchTtlMs}) and ${this.options.maxSwitchTtlMs}`);
     }
-    return this.serial(agentId, async () => {
+    return this.queue.run(agentId, async () => {
       const binding = this.pendingSwitch(agentId, 'SWITCH_APPROVE', targetWorktreeId);
       const grant = binding.switch!;
       this.store.transaction(() => {
@@ -320,7 +325,7 @@ export class WorktreeBindings {
   /** SWITCH_REJECT by an operator: decides the pending invocation `deny`; the binding returns to BOUND_HOME. */
   rejectSwitch(agentId: string, reason: string, operator: string, ctx: CallContext): Promise<BindingStatus> {
     this.checkAgent(agentId);
-    return this.serial(agentId, async () => {
+    return this.queue.run(agentId, async () => {
       const binding = this.pendingSwitch(agentId, 'SWITCH_REJECT', '');
       const rationale = reason.trim() ? `Rejected by ${operator}: ${reason.trim().slice(0, 1000)}` : `Rejected through WorktreeService.RejectSwitch by ${operator}`;
       this.hitl.decide(binding.switch!.invocationId, { action: 'deny', rationale }, operator, ctx);
@@ -331,7 +336,7 @@ export class WorktreeBindings {
   /** SWITCH_REVOKE: ends a granted switch at once; the agent is back in its home worktree. */
   revokeSwitch(agentId: string, by: string, ctx: CallContext, within?: (b: BindingStatus) => void): Promise<BindingStatus> {
     this.checkAgent(agentId);
-    return this.serial(agentId, async () => {
+    return this.queue.run(agentId, async () => {
       const binding = this.bindings.get(agentId) ?? unbound(agentId, this.clock.now());
       return this.transition(binding, 'SWITCH_REVOKE', 'BOUND_HOME', ctx, (b) => this.goHome(b, { revoked_by: by }), within);
     });
@@ -347,6 +352,21 @@ export class WorktreeBindings {
   }
 
   // ---------------------------------------------------------------- the machine
+
+  /** The agent bound (home, switch pending or switched away) with `home` of `repoId` as its home, other than `agentId`. */
+  private homeOwner(agentId: string, repoId: string, home: string): string | undefined {
+    for (const other of this.bindings.values()) {
+      if (other.agentId !== agentId && other.repoId === repoId && other.homeWorktreeId === home
+        && (other.state === 'BOUND_HOME' || other.state === 'SWITCH_PENDING' || other.state === 'BOUND_NON_HOME')) return other.agentId;
+    }
+    return undefined;
+  }
+
+  /** One worktree is the home of one bound agent at a time. */
+  private refuseOthersHome(agentId: string, repoId: string, home: string): void {
+    const owner = this.homeOwner(agentId, repoId, home);
+    if (owner !== undefined) throw new BindingRequestError('failed_precondition', 'PERMISSION_DENIED', `worktree '${home}' of '${repoId}' is the home worktree of agent '${owner}'`);
+  }
 
   private checkAgent(agentId: string): void {
     const max = FIELD_LIMITS.worktree.agent_id;
@@ -428,7 +448,7 @@ export class WorktreeBindings {
   }
 
   private settleAttempt(agentId: string, operation: 'BIND' | 'BIND_RETRY', repoId: string, home: string, attempt: Attempt, ctx: CallContext,
-    within?: (b: BindingStatus) => void): BindingStatus {
+    within?: (b: BindingStatus) => void, base?: string): BindingStatus {
     const binding = this.bindings.get(agentId) ?? unbound(agentId, this.clock.now());
     const now = this.clock.now();
     const setHome = (b: Binding) => {
@@ -447,12 +467,15 @@ export class WorktreeBindings {
     }
     const previous = binding.state === 'BIND_FAILED' ? binding.failure : null;
     const retries = operation === 'BIND_RETRY' ? (previous?.retries ?? 0) + 1 : 0;
-    const nextRetryAt = retries < this.options.maxRetries ? now + this.options.retryBaseMs * 2 ** retries : null;
+    const nextRetryAt = retries < this.options.maxRetries && !attempt.final ? now + this.options.retryBaseMs * 2 ** retries : null;
     const edit = (b: Binding) => {
       setHome(b);
       b.homePath = '';
       b.worktreePath = '';
-      b.failure = { reason: attempt.reason, detail: attempt.detail, since: previous?.since ?? now, retries, nextRetryAt, notified: previous?.notified ?? false };
+      b.failure = {
+        reason: attempt.reason, detail: attempt.detail, since: previous?.since ?? now, retries, nextRetryAt, notified: previous?.notified ?? false,
+        ...(base !== undefined ? { base } : {}),
+      };
       return { reason: attempt.reason, error: attempt.detail, retries, next_retry_at: nextRetryAt === null ? null : isoUtc(nextRetryAt) };
     };
     if (binding.state === 'UNBOUND') return this.transition(binding, operation, 'BIND_FAILED', ctx, edit, within, 'WARN');
@@ -513,12 +536,18 @@ export class WorktreeBindings {
       const failure = binding.failure;
       if (failure.nextRetryAt !== null) {
         timers.add(this.clock.setTimer(Math.max(0, failure.nextRetryAt - now), () => {
-          void this.serial(agentId, async () => {
+          void this.queue.run(agentId, async () => {
             const current = this.bindings.get(agentId);
             if (current?.state !== 'BIND_FAILED' || this.disposed) return;
-            const attempt = await this.attempt(current.repoId, current.homeWorktreeId);
+            const base = current.failure?.base;
+            let attempt: Attempt = await this.attempt(current.repoId, current.homeWorktreeId, base);
             if (this.disposed || this.bindings.get(agentId)?.state !== 'BIND_FAILED') return;
-            this.settleAttempt(agentId, 'BIND_RETRY', current.repoId, current.homeWorktreeId, attempt, { correlationId: `bind-retry:${agentId}` });
+            // Another agent may have bound this home since the BIND failed: then the retry fails too.
+            const owner = this.homeOwner(agentId, current.repoId, current.homeWorktreeId);
+            if (attempt.ok && owner !== undefined) {
+              attempt = { ok: false, reason: 'permission_denied', detail: `worktree '${current.homeWorktreeId}' of '${current.repoId}' is now the home worktree of agent '${owner}'` };
+            }
+            this.settleAttempt(agentId, 'BIND_RETRY', current.repoId, current.homeWorktreeId, attempt, { correlationId: `bind-retry:${agentId}` }, undefined, base);
           }).catch((err) => this.log.internalError(BINDINGS_COMPONENT, `bind-retry:${agentId}`, err, { agent_id: agentId }));
         }));
       }
@@ -583,17 +612,6 @@ export class WorktreeBindings {
     }
   }
 
-  /** One operation at a time per agent (a BIND runs git; a second operation waits for it). */
-  private serial<T>(agentId: string, fn: () => Promise<T>): Promise<T> {
-    const previous = this.queues.get(agentId) ?? Promise.resolve();
-    const run = previous.then(fn, fn);
-    const tail = run.then(() => undefined, () => undefined);
-    this.queues.set(agentId, tail);
-    void tail.then(() => {
-      if (this.queues.get(agentId) === tail) this.queues.delete(agentId);
-    });
-    return run;
-  }
 
   private safely(fn: () => void): void {
     if (this.disposed) return;

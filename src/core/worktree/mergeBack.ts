@@ -251,11 +251,20 @@ export class MergeBack {
    * Previews, asks `approve` (the caller routes it through HITL with the diff), and only when approved and the
    * prediction is clean: snapshots the target and merges. Predicted conflicts are returned without asking.
    */
-  async merge(worktreeId: string, options: MergeOptions, approve: (preview: MergePreview) => Promise<boolean>): Promise<MergeOutcome> {
+  /**
+   * `exclusive` runs what follows the approval (the check that nothing moved, the snapshot, the merge) so that no other
+   * git-changing operation of the repository (another merge, an undo) runs between them; the wait for approval is
+   * outside it.
+   */
+  async merge(worktreeId: string, options: MergeOptions, approve: (preview: MergePreview) => Promise<boolean>,
+    exclusive: <T>(run: () => Promise<T>) => Promise<T> = (run) => run()): Promise<MergeOutcome> {
     const preview = await this.preview(worktreeId, options);
     if (preview.conflicts.length > 0) return { status: 'conflicts', preview };
     if (!(await approve(preview))) return { status: 'not_approved', preview };
+    return exclusive(() => this.apply(worktreeId, options, preview));
+  }
 
+  private async apply(worktreeId: string, options: MergeOptions, preview: MergePreview): Promise<MergeOutcome> {
     // Approval may take minutes: whatever the reviewer saw must still be true.
     const again = await this.preview(worktreeId, { ...options, message: preview.message });
     if (again.targetCommit !== preview.targetCommit || again.sourceCommit !== preview.sourceCommit || again.conflicts.length > 0) {
@@ -317,7 +326,7 @@ export class MergeBack {
           : undefined;
     let before: Snapshot | undefined;
     if (movedOn) {
-      if (!options.force) throw new MergeRefusedError('moved_on', `${movedOn}; undo would discard that (force it: the current state is snapshotted first)`);
+      if (!options.force) throw new MergeRefusedError('moved_on', `${movedOn}; undo would discard that, so it is not done: revert the merge commit with git instead, or commit or stash your changes and undo again`);
       if (main?.branch !== record.targetBranch) throw new MergeRefusedError('moved_on', `${movedOn}; check ${short(record.targetBranch)} out again to undo`);
       before = await this.snapshots.take(this.cwd, MERGE_SNAPSHOT_KEY, `before a forced undo of the merge of ${record.sourceBranch}`);
     }

@@ -2,6 +2,7 @@ import type { Transactions } from '../store/store';
 import type { MergePreview, MergeStrategy, PredictedConflict } from './mergeBack';
 import type { PruneCandidate } from './porcelain';
 import type { Snapshot } from './snapshots';
+import type { AgentWorktree } from './worktrees';
 import type { MergeRecord } from './mergeBack';
 
 /** RFC §16.1: the five states of an agent's worktree binding. */
@@ -28,6 +29,8 @@ export interface BindFailure {
   readonly nextRetryAt: number | null;
   /** Whether the operator was notified (after the bind recovery timeout, RFC §16.3). */
   readonly notified: boolean;
+  /** The base the BIND asked a new worktree to start from: a retry asks for the same (absent: HEAD). */
+  readonly base?: string;
 }
 
 /** A switch asked for and not yet settled (SWITCH_PENDING), or granted (BOUND_NON_HOME). */
@@ -104,22 +107,13 @@ export interface WorktreeRepositoryInfo {
   readonly worktreesRoot: string;
 }
 
-export interface WorktreeInfo {
+/**
+ * An agent worktree as the editor lists it: git's facts of it (`AgentWorktree`: path, branch, base, ahead/behind,
+ * uncommitted files, locked, prunable) with its repository, the agents bound to it and its newest snapshot.
+ */
+export interface WorktreeInfo extends Omit<AgentWorktree, 'id' | 'head'> {
   readonly repoId: string;
   readonly worktreeId: string;
-  readonly path: string;
-  readonly branch: string;
-  /** The commit it was created from and the branch that was then (undefined when unknown). */
-  readonly baseCommit: string | undefined;
-  readonly baseRef: string | undefined;
-  /** Commits on its branch and not on its base branch, and the other way round. */
-  readonly ahead: number;
-  readonly behind: number;
-  /** Changed and untracked files (undefined when its folder is missing). */
-  readonly dirty: number | undefined;
-  readonly locked: boolean;
-  /** Its folder is gone: `pruneWorktrees` would forget it. */
-  readonly prunable: boolean;
   /** The agents whose home it is, and those switched into it, with their binding state. */
   readonly boundAgents: readonly { readonly agentId: string; readonly state: string; readonly home: boolean }[];
   readonly lastSnapshot: Snapshot | undefined;

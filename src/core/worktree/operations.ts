@@ -5,6 +5,7 @@ import type { HitlService } from '../hitl/hitlService';
 import { parseInvocationRequest } from '../hitl/request';
 import type { IdSource } from '../ids';
 import type { EventLog } from '../log/eventLog';
+import { KeyedQueue } from '../keyedQueue';
 import type {
   BindWorktreeRequest, WorktreeInfo, WorktreeMergeInfo, WorktreeMergeOptions, WorktreeMergeResult, WorktreePruneCandidate,
   WorktreeRemoval, WorktreeRepositoryInfo, WorktreesChange, WorktreeSetupEvent, StoredMerge, WorktreeStorage,
@@ -85,7 +86,8 @@ export class WorktreeOperations implements Disposable {
   readonly onDidNeedOperator: Event<BindingStatus>;
   private readonly mergeBacks = new Map<string, MergeBack>();
   private readonly setups = new Map<string, Promise<SetupResult | undefined>>();
-  private readonly queues = new Map<string, Promise<unknown>>();
+  /** One git-changing operation at a time per repository. */
+  private readonly queue = new KeyedQueue();
   private readonly subscriptions = new DisposableStore();
   private expiryTimer: Disposable | undefined;
   private disposed = false;
@@ -96,7 +98,19 @@ export class WorktreeOperations implements Disposable {
     }
     this.onDidNeedOperator = deps.bindings.onDidNeedOperator;
     this.subscriptions.add(deps.bindings.onDidChange((binding) => this.fire({ kind: 'binding', binding })));
+    this.cancelOrphanedApprovals();
     this.armExpiry();
+  }
+
+  /**
+   * A merge-back approval still pending from before a restart has no merge waiting on it any more (the caller that
+   * asked is gone): it is cancelled, saying so, rather than left for someone to approve into nothing.
+   */
+  private cancelOrphanedApprovals(): void {
+    for (const invocation of this.deps.hitl.list({ pendingOnly: true, limit: 10_000 })) {
+      if (invocation.origin.kind !== 'internal' || invocation.origin.component !== MERGE_COMPONENT) continue;
+      this.deps.hitl.cancel(invocation.id, 'coordinator', 'the coordinator restarted while this merge waited; run Merge Back again', { correlationId: this.deps.ids.uuid() });
+    }
   }
 
   // ---------------------------------------------------------------- queries
@@ -120,10 +134,8 @@ export class WorktreeOperations implements Disposable {
           if (b.homeWorktreeId === w.id) boundAgents.push({ agentId: b.agentId, state: b.state, home: true });
           else if (b.worktreeId === w.id || b.switch?.targetWorktreeId === w.id) boundAgents.push({ agentId: b.agentId, state: b.state, home: false });
         }
-        result.push({
-          repoId, worktreeId: w.id, path: w.path, branch: w.branch, baseCommit: w.baseCommit, baseRef: w.baseRef, ahead: w.ahead, behind: w.behind,
-          dirty: w.dirty, locked: w.locked, prunable: w.prunable, boundAgents, lastSnapshot: newest.get(w.id),
-        });
+        const { id, head: _head, ...facts } = w;
+        result.push({ repoId, worktreeId: id, ...facts, boundAgents, lastSnapshot: newest.get(id) });
       }
     }
     return result;
@@ -154,7 +166,7 @@ export class WorktreeOperations implements Disposable {
     const correlationId = this.deps.ids.uuid();
     this.deps.log.record({
       correlationId, actor: by, eventType: 'worktree.bind_requested',
-      details: { agent_id: String(request.agentId).slice(0, 256), repo_id: String(request.repoId).slice(0, 256), worktree_id: String(request.worktreeId).slice(0, 256), base: request.base ?? null },
+      details: { agent_id: String(request.agentId).slice(0, 256), repo_id: String(request.repoId).slice(0, 256), worktree_id: String(request.worktreeId).slice(0, 256), base: request.base === undefined ? null : String(request.base).slice(0, 256) },
     });
     return this.deps.bindings.bind(request.agentId, request.repoId, request.worktreeId, { correlationId }, undefined, { base: request.base });
   }
@@ -162,7 +174,7 @@ export class WorktreeOperations implements Disposable {
   restore(repoId: string, worktreeId: string, snapshotRef: string, by: string): Promise<{ readonly before: Snapshot }> {
     const worktrees = this.worktreesOf(repoId);
     this.checkId(worktreeId);
-    return this.serial(repoId, async () => {
+    return this.queue.run(repoId, async () => {
       const worktree = await worktrees.get(worktreeId);
       if (!worktree || worktree.prunable) {
         throw new WorktreeOperationError('not_found', 'worktree_not_found',
@@ -183,7 +195,7 @@ export class WorktreeOperations implements Disposable {
   remove(repoId: string, worktreeId: string, options: { readonly confirmed: boolean }, by: string): Promise<WorktreeRemoval> {
     const worktrees = this.worktreesOf(repoId);
     this.checkId(worktreeId);
-    return this.serial(repoId, async () => {
+    return this.queue.run(repoId, async () => {
       const removed = await worktrees.remove(worktreeId, { isBound: (id) => this.deps.bindings.isBound(repoId, id), force: options.confirmed });
       this.deps.log.record({
         correlationId: this.deps.ids.uuid(), actor: by, eventType: 'worktree.removed',
@@ -209,7 +221,7 @@ export class WorktreeOperations implements Disposable {
     }
     const pruned: WorktreePruneCandidate[] = [];
     for (const [repoId, listed] of byRepo) {
-      const done = await this.serial(repoId, () => this.worktreesOf(repoId).prune(listed));
+      const done = await this.queue.run(repoId, () => this.worktreesOf(repoId).prune(listed));
       if (done.length === 0) continue;
       this.deps.log.record({
         correlationId: this.deps.ids.uuid(), actor: by, eventType: 'worktree.pruned',
@@ -245,7 +257,7 @@ export class WorktreeOperations implements Disposable {
       const settled = await this.deps.hitl.whenSettled(invocation.id);
       decision = settled.decision?.action ?? settled.state;
       return settled.decision?.action === 'approve';
-    });
+    }, (run) => this.queue.run(repoId, run));
     const base = { repo_id: repoId, worktree_id: worktreeId, strategy: options.strategy, target: outcome.preview.targetBranch };
     if (outcome.status === 'conflicts') {
       this.deps.log.record({
@@ -277,7 +289,7 @@ export class WorktreeOperations implements Disposable {
     const stored = this.deps.store.worktree.getMerge(mergeId);
     if (!stored) throw new WorktreeOperationError('not_found', 'merge_not_found', `no merge '${String(mergeId).slice(0, 80)}' that can be undone (undone already, or its snapshot expired)`);
     const mergeBack = this.mergeBackOf(stored.repoId);
-    return this.serial(stored.repoId, async () => {
+    return this.queue.run(stored.repoId, async () => {
       if (!this.deps.store.worktree.getMerge(mergeId)) throw new WorktreeOperationError('not_found', 'merge_not_found', `the merge '${mergeId}' was undone meanwhile`);
       const result = await mergeBack.undo(stored.record);
       this.deps.store.transaction(() => {
@@ -303,7 +315,7 @@ export class WorktreeOperations implements Disposable {
     const retentionMs = this.options.snapshotRetentionDays * DAY_MS;
     const expired: Snapshot[] = [];
     for (const repository of this.deps.workspace.repositories) {
-      const gone = await this.serial(repository.id, () => this.deps.snapshots.expire(repository.path, retentionMs));
+      const gone = await this.queue.run(repository.id, () => this.deps.snapshots.expire(repository.path, retentionMs));
       if (gone.length === 0 || this.disposed) continue;
       const refs = new Set(gone.map((s) => s.ref));
       const forgotten = this.deps.store.worktree.listMerges().filter((m) => m.repoId === repository.id && refs.has(m.record.snapshot.ref));
@@ -449,17 +461,6 @@ export class WorktreeOperations implements Disposable {
     });
   }
 
-  /** One git-changing operation at a time per repository. */
-  private serial<T>(repoId: string, fn: () => Promise<T>): Promise<T> {
-    const previous = this.queues.get(repoId) ?? Promise.resolve();
-    const run = previous.then(fn, fn);
-    const tail = run.then(() => undefined, () => undefined);
-    this.queues.set(repoId, tail);
-    void tail.then(() => {
-      if (this.queues.get(repoId) === tail) this.queues.delete(repoId);
-    });
-    return run;
-  }
 
   private fire(change: WorktreesChange): void {
     if (!this.disposed) this.changed.fire(change);
