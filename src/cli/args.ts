@@ -8,7 +8,7 @@ import {
 import type { AuthMode } from '../server/auth';
 import { CONNECTION_LIMIT_BOUNDS, DEFAULT_CONNECTION_LIMITS } from '../server/connections';
 import { DEFAULT_SNAPSHOT_RETENTION_DAYS, MAX_SNAPSHOT_RETENTION_DAYS, MIN_SNAPSHOT_RETENTION_DAYS } from '../core/worktree/operations';
-import { checkCopyGlob, DEFAULT_SETUP_TIMEOUT_SECONDS, MAX_SETUP_TIMEOUT_SECONDS } from '../core/worktree/setup';
+import { checkCopyGlob, DEFAULT_SETUP_TIMEOUT_SECONDS, MAX_SETUP_TIMEOUT_SECONDS, SetupConfigError, settingsSetupConfig } from '../core/worktree/setup';
 
 /** A payload limit may not exceed what the transport admits (the largest default, 16 MB). */
 const TRANSPORT_MAX_PAYLOAD = 16 * MIB;
@@ -216,6 +216,13 @@ export function parseArgs(argv: readonly string[]): CliOptions {
       case '-h': case '--help': options.help = true; break;
       default: throw new UsageError(`unknown option '${arg}'`);
     }
+  }
+  // The setup flags as a whole (e.g. how many globs), checked as the coordinator will read them.
+  try {
+    settingsSetupConfig(options.setupCopy, options.setupCommand, options.setupTimeoutSeconds);
+  } catch (err) {
+    if (err instanceof SetupConfigError) throw new UsageError(`--setup-copy / --setup-command: ${err.message}`);
+    throw err;
   }
   return options;
 }

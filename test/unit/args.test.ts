@@ -48,6 +48,8 @@ describe('parseArgs (headless CLI)', () => {
     assert.deepEqual([o.worktreesFolder, o.setupCopy, o.setupCommand, o.setupTimeoutSeconds, o.trustRepositorySetup, o.snapshotRetentionDays],
       ['/trees', ['.env*', 'config/**'], 'npm ci', 60, true, 7]);
     assert.throws(() => parseArgs(['--setup-copy', '/etc/passwd']), /--setup-copy: .*not relative/);
+    const many = Array.from({ length: 101 }, (_, i) => ['--setup-copy', `f${i}`]).flat();
+    assert.throws(() => parseArgs(many), (err: unknown) => err instanceof UsageError && /more than 100 globs/.test(err.message), '101 globs: a usage error, not a crash at start');
     assert.throws(() => parseArgs(['--setup-timeout', '3601']), /--setup-timeout must be a whole number from 1 to 3600/);
     assert.throws(() => parseArgs(['--snapshot-retention', '0']), /--snapshot-retention must be a whole number from 1 to 3650/);
   });

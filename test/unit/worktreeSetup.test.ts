@@ -166,6 +166,29 @@ describe('worktree setup (real repositories)', function () {
     assert.match(missing.failure ?? '', /could not start: ENOENT/);
   });
 
+  it('ends when the command exits, even if it left a process running that holds its output open', async () => {
+    const marker = path.join(tmp, 'background-finished');
+    const output: string[] = [];
+    // The shell exits at once; its background job keeps stdout open for 3 s, then leaves a marker.
+    const running = runWorktreeSetup(repoPath, worktreePath, {
+      clock, onOutput: (text) => output.push(text),
+      settings: { setup: { command: `echo started; (sleep 3; touch '${marker}') &`, shell: true, timeoutSeconds: 600 } },
+    });
+    let result: Awaited<typeof running> | undefined;
+    void running.then((r) => { result = r; });
+    await until(() => output.join('').includes('started'));
+    // The drain after the exit runs on the injected clock, advanced 100 ms per 20 ms of real time until the result is in.
+    while (result === undefined) {
+      await new Promise((resolve) => setTimeout(resolve, 20)); // real time for the shell to exit; then the clock drains
+      clock.advance(100);
+    }
+    assert.equal(fs.existsSync(marker), false, 'answered while the background job still runs, not when it ends');
+    assert.equal(result!.ok, true, result!.failure);
+    assert.equal(result!.command?.exitCode, 0);
+    assert.equal(result!.command?.timedOut, false);
+    assert.ok(result!.command!.durationMs < 600_000);
+  });
+
   it('kills a command at its timeout (injected clock): SIGTERM, then SIGKILL after the grace', async () => {
     const output: string[] = [];
     // Ignores SIGTERM, so only the SIGKILL after the grace ends it.

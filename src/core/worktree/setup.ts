@@ -26,6 +26,11 @@ export const DEFAULT_SETUP_TIMEOUT_SECONDS = 600;
 export const MAX_SETUP_TIMEOUT_SECONDS = 3600;
 /** A timed-out command gets SIGTERM, then SIGKILL this much later. */
 export const SETUP_KILL_GRACE_MS = 5000;
+/**
+ * After the command exits, how long its output may still arrive: a process it left running in the background (`cmd &`,
+ * `setsid …`) may hold its output open for ever, and the setup ends without waiting for that process.
+ */
+export const SETUP_OUTPUT_DRAIN_MS = 1000;
 /** The command's output kept in the result (the callback sees all of it). */
 export const SETUP_OUTPUT_KEPT_BYTES = 64 * 1024;
 const MAX_CONFIG_BYTES = 64 * 1024;
@@ -350,6 +355,7 @@ export function runSetupCommand(cwd: string, setup: SetupCommand, options: Setup
       settled = true;
       timer.dispose();
       killTimer?.dispose();
+      drainTimer?.dispose();
       resolve({ argv, shell: setup.shell, exitCode, signal, timedOut, durationMs: options.clock.now() - started, output, startError });
     };
     const child = spawn(setup.command, setup.shell ? [] : [...setup.args], {
@@ -377,7 +383,17 @@ export function runSetupCommand(cwd: string, setup: SetupCommand, options: Setup
         options.onOutput?.(text, name);
       });
     }
+    let drainTimer: { dispose(): void } | undefined;
     child.on('error', (err: NodeJS.ErrnoException) => finish(null, null, err.code ?? err.message));
     child.on('close', (code, signal) => finish(code, signal));
+    // The command itself has ended: its output still arriving is read for a moment, then the setup ends (whatever it
+    // left running keeps its pipes, which are closed on our side).
+    child.on('exit', (code, signal) => {
+      drainTimer = options.clock.setTimer(SETUP_OUTPUT_DRAIN_MS, () => {
+        child.stdout?.destroy();
+        child.stderr?.destroy();
+        finish(code, signal);
+      });
+    });
   });
 }
