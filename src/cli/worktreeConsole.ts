@@ -120,7 +120,7 @@ export class WorktreeConsole {
             : result.status === 'conflicts' ? `not merged: conflicts predicted in ${result.conflicts.map((c) => printable(c.path)).join(', ')}\n`
               : `not merged: approval ${result.invocationId} was not approved\n`;
           opened(result.status === 'conflicts' ? `${lines.map(printable).join('\n')}\n${text}` : text);
-        }, (err: unknown) => opened(`error: merge of ${repoId}/${worktreeId}: ${printable((err as Error).message)}\n`));
+        }, (err: unknown) => opened(`error: merge of ${repoId}/${worktreeId}: ${printable(err instanceof Error ? err.message : String(err))}\n`));
         return answer;
       }
       case 'merges': {

@@ -1,6 +1,6 @@
 import * as vscode from 'vscode';
 import {
-  CoordinatorApiError, type BindingStatus, type CoordinatorApi, type Disposable, type MergePreview, type WorktreeInfo,
+  CoordinatorApiError, homeWorktreeIdOf, isWorktreeId, type BindingStatus, type CoordinatorApi, type Disposable, type MergePreview, type WorktreeInfo,
 } from '../core/api';
 import { Views } from './contributions';
 import { asAgentRow } from './messageCommands';
@@ -30,7 +30,6 @@ function asAgentWorktreeNode(value: unknown): AgentWorktreeNode | undefined {
 const PREDICTION_DOCUMENT = 'merge-prediction';
 /** Predictions kept for their documents (the newest; a document reopened later says it is gone). */
 const KEPT_PREDICTIONS = 20;
-const WORKTREE_ID = /^[A-Za-z0-9_][A-Za-z0-9._-]{0,63}$/;
 
 /**
  * The worktree commands (Bind Agent to Worktree…, Open Worktree in New Window, Show Changes, Merge Back…, Undo Merge…,
@@ -413,12 +412,13 @@ export class WorktreeCommands implements vscode.Disposable {
       : 'HEAD';
     if (!branch) return undefined;
     const taken = new Set(worktrees.map((w) => w.worktreeId));
-    const proposed = WORKTREE_ID.test(agentId) && !agentId.includes('..') ? agentId : agentId.replace(/[^A-Za-z0-9._-]/g, '-').replace(/^[.-]+/, '').slice(0, 64) || 'agent';
+    // The id a Bind without worktree_id would give this agent, so that the agent binding itself later finds this one.
+    const proposed = homeWorktreeIdOf(agentId);
     const worktreeId = await vscode.window.showInputBox({
       title: `Bind ${agentId}: Worktree Id`, value: proposed, ignoreFocusOut: true,
       prompt: `The new worktree is on branch sw4rm/<id>, from ${branch}`,
       validateInput: (value) => {
-        if (!WORKTREE_ID.test(value) || value.includes('..') || value.endsWith('.lock') || value.endsWith('.')) {
+        if (!isWorktreeId(value)) {
           return 'Letters, digits, ".", "_" and "-", at most 64, not starting with "." or "-", no ".."';
         }
         return taken.has(value) ? `${value} exists: pick it in the list instead` : undefined;

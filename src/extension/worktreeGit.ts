@@ -1,6 +1,7 @@
 import { execFile } from 'node:child_process';
 import * as path from 'node:path';
 import * as vscode from 'vscode';
+import { cleanEnvironment } from '../core/api';
 import { isCommitId, parseChangedFiles, type ChangedFile } from './worktreesModel';
 
 /**
@@ -12,7 +13,8 @@ export function gitRead(cwd: string, args: readonly string[]): Promise<string> {
   return new Promise((resolve, reject) => {
     execFile('git', ['-c', 'core.quotepath=off', ...args], {
       cwd, encoding: 'utf8', maxBuffer: 64 * 1024 * 1024, timeout: 30_000,
-      env: { ...process.env, GIT_TERMINAL_PROMPT: '0', GIT_OPTIONAL_LOCKS: '0' },
+      // No GIT_* of the editor's own (an editor started from a git hook has GIT_DIR, GIT_INDEX_FILE…): as the coordinator runs git.
+      env: { ...cleanEnvironment(), GIT_TERMINAL_PROMPT: '0', GIT_OPTIONAL_LOCKS: '0' },
     }, (err, stdout, stderr) => (err ? reject(new Error(`git ${args[0]}: ${stderr.trim() || err.message}`)) : resolve(stdout)));
   });
 }

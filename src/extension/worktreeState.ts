@@ -50,9 +50,15 @@ export class WorktreeState {
   current(): Promise<WorktreeData> {
     const api = this.api;
     if (!api) return Promise.resolve(EMPTY);
-    this.data ??= Promise.all([api.worktreeRepositories(), api.worktrees(), api.worktreeBindings()])
-      .then(([repositories, worktrees, bindings]) => ({ repositories, worktrees, bindings }), () => EMPTY);
-    return this.data;
+    if (this.data) return this.data;
+    const data: Promise<WorktreeData> = Promise.all([api.worktreeRepositories(), api.worktrees(), api.worktreeBindings()])
+      .then(([repositories, worktrees, bindings]) => ({ repositories, worktrees, bindings }), () => {
+        // A failed read (git timed out, the coordinator stopping) is not kept: the next view that asks reads again.
+        if (this.data === data) this.data = undefined;
+        return EMPTY;
+      });
+    this.data = data;
+    return data;
   }
 
   /** Drops what was read and tells the views (now, not throttled: after a command of the user's). */

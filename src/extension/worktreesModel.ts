@@ -216,7 +216,10 @@ export function removeQuestion(w: WorktreeInfo): { message: string; detail: stri
 /** Why a removal was refused, by the refusal's reason (CoordinatorApiError `refused`, `sw4rmCode`). */
 export function removalRefusalText(reason: string | undefined, w: Pick<WorktreeInfo, 'worktreeId' | 'boundAgents'>, message: string): string {
   switch (reason) {
-    case 'bound': return `Worktree ${w.worktreeId} is not removed: ${boundText(w)} ${w.boundAgents.length === 1 ? 'is' : 'are'} bound to it. Unbind first.`;
+    // The coordinator knows who is bound even when the rows were read before that agent bound: then its message says.
+    case 'bound': return w.boundAgents.length === 0
+      ? `Worktree ${w.worktreeId} is not removed: ${message}`
+      : `Worktree ${w.worktreeId} is not removed: ${boundText(w)} ${w.boundAgents.length === 1 ? 'is' : 'are'} bound to it. Unbind first.`;
     case 'locked': return `Worktree ${w.worktreeId} is locked and is not removed: unlock it with git worktree unlock first.`;
     default: return `Worktree ${w.worktreeId} is not removed: ${message}`;
   }

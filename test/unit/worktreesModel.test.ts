@@ -154,6 +154,8 @@ describe('worktree command texts', () => {
 
   it('refuses to remove a bound worktree naming who is bound; asks again for a dirty one, saying a snapshot is written and the branch kept', () => {
     assert.equal(removalRefusalText('bound', worktree(), 'x'), 'Worktree coder-1 is not removed: coder-1 (home, BOUND_HOME) is bound to it. Unbind first.');
+    assert.equal(removalRefusalText('bound', worktree({ boundAgents: [] }), "worktree coder-1 is bound to agent 'late'; unbind it first"),
+      "Worktree coder-1 is not removed: worktree coder-1 is bound to agent 'late'; unbind it first", 'rows read before the agent bound: the coordinator\'s words');
     assert.match(removalRefusalText('locked', worktree(), 'x'), /locked .*git worktree unlock/);
     assert.equal(removalRefusalText('other', worktree(), 'git said no'), 'Worktree coder-1 is not removed: git said no');
     const dirty = forcedRemoveQuestion('dirty', worktree());
@@ -266,6 +268,18 @@ describe('the worktree facts both views share (WorktreeState)', () => {
     clock.advance(60_000);
     assert.equal(told, 2, 'no change, no refresh: nothing polls');
     assert.equal(fake.calls.worktrees, 2);
+  });
+
+  it('does not keep a failed read: the next view that asks reads again', async () => {
+    const state = new WorktreeState(new ManualClock());
+    const fake = fakeApi();
+    let fail = true;
+    const api = { ...(fake.api as unknown as Record<string, unknown>), worktrees: async () => { if (fail) throw new Error('git timed out'); return [worktree()]; } };
+    state.bind(api as unknown as CoordinatorApi);
+    assert.deepEqual((await state.current()).worktrees, [], 'empty for the failed read');
+    fail = false;
+    assert.deepEqual((await state.current()).worktrees.map((w) => w.worktreeId), ['coder-1'], 'read again, without waiting for a change');
+    state.dispose();
   });
 
   it('is empty while no coordinator runs and lets go of the old coordinator\'s events', async () => {

@@ -33,6 +33,11 @@ export { formatEvent } from '../log/eventLog';
 /** The registry's rule for agent ids (and the rest of a descriptor): the editor checks an id it is about to mint for. */
 export { MAX_AGENT_ID_LENGTH, validateDescriptor } from '../registry/descriptor';
 export { StoreOpenError } from '../store/store';
+/** The worktree id rule and the home worktree id the coordinator derives from an agent id (the editor proposes it). */
+export { isWorktreeId } from '../worktree/snapshots';
+export { homeWorktreeIdOf } from '../worktree/bindings';
+/** The environment the coordinator runs git in (no GIT_* of the editor's own): the editor's own git reads use it too. */
+export { cleanEnvironment } from '../worktree/git';
 export { systemClock, type Clock } from '../clock';
 export type { Disposable, Event } from '../events';
 export { DEFAULT_SNAPSHOT_RETENTION_DAYS, MAX_SNAPSHOT_RETENTION_DAYS, MIN_SNAPSHOT_RETENTION_DAYS } from '../worktree/operations';

@@ -23,8 +23,13 @@ export class InvalidWorktreeIdError extends Error {
   }
 }
 
+/** Whether `id` is a worktree id (the rule above). */
+export function isWorktreeId(id: string): boolean {
+  return WORKTREE_ID_PATTERN.test(id) && !id.includes('..') && !id.endsWith('.lock') && !id.endsWith('.');
+}
+
 export function checkWorktreeId(id: string): string {
-  if (!WORKTREE_ID_PATTERN.test(id) || id.includes('..') || id.endsWith('.lock') || id.endsWith('.')) throw new InvalidWorktreeIdError(id);
+  if (!isWorktreeId(id)) throw new InvalidWorktreeIdError(id);
   return id;
 }
 
