@@ -12,6 +12,12 @@ import { DEFAULT_MAX_EVENTS, scheduleEventRetention } from './log/eventRetention
 import type { StoredEvent } from './log/model';
 import { DEFAULT_REGISTRY_OPTIONS, Registry, type RegistryOptions } from './registry/registry';
 import { DEFAULT_ROUTER_OPTIONS, Router, type RouterOptions } from './router/router';
+import { ActivityBuffer } from './activity/activityBuffer';
+import { DEFAULT_ACTIVITY_OPTIONS, type ActivityOptions } from './activity/model';
+import { ConcurrencyControl } from './scheduler/concurrency';
+import { DEFAULT_SCHEDULER_OPTIONS, type SchedulerOptions } from './scheduler/model';
+import { Scheduler } from './scheduler/scheduler';
+import { BuiltInScopeScorer } from './scheduler/scorer';
 import { Tools } from './tools/tools';
 import { WorkspaceProvider } from './tools/workspaceProvider';
 import { DEFAULT_BINDING_OPTIONS, WorkspaceWorktrees, WorktreeBindings, type BindingOptions } from './worktree/bindings';
@@ -44,6 +50,10 @@ export interface CoordinatorOptions {
   readonly worktreesFolder?: string;
   /** Worktree setup, snapshot retention, merge-back approvals (README, "Worktrees"). */
   readonly worktreeOperations?: Partial<WorktreeOperationsOptions>;
+  /** The scheduler: queue limit, max_parallel_instances per agent type, conflict threshold, preemption grace (README, "Tasks"). */
+  readonly scheduler?: Partial<SchedulerOptions>;
+  /** The activity buffer's limits and history (RFC §10.1). */
+  readonly activity?: Partial<ActivityOptions>;
   /** Subscribed before anything is recorded, so that start-up and restore events are seen too. */
   readonly onEvent?: (event: StoredEvent) => void;
 }
@@ -69,6 +79,12 @@ export class Coordinator {
   readonly tools: Tools;
   /** Setup, removal, prune, snapshots and their retention, merge-back with its approval and undo (what the editor and the CLI do). */
   readonly worktreeOperations: WorktreeOperations;
+  /** The activity buffer (RFC §10) and negotiation artifacts (activity.proto). */
+  readonly activity: ActivityBuffer;
+  /** RFC §9 concurrency: max_parallel_instances, job uniqueness, scope conflicts through the parallelism scorer and HITL. */
+  readonly concurrency: ConcurrencyControl;
+  /** Tasks by priority with preemption (RFC §7), dispatched as CONTROL envelopes; agent lifecycle moves (RFC §8). */
+  readonly scheduler: Scheduler;
   private readonly hitlBinding: Disposable;
   private readonly worktreeBinding: Disposable;
   private readonly retentionTimer: Disposable;
@@ -110,12 +126,22 @@ export class Coordinator {
     );
     this.worktreeBinding = bindWorktreeControlToRouter(this.worktrees, this.router, this.log);
     this.tools = new Tools([new WorkspaceProvider(git)], this.worktrees, this.log, this.clock, this.ids);
+    this.activity = new ActivityBuffer(this.store, this.log, this.clock, { ...DEFAULT_ACTIVITY_OPTIONS, ...options.activity });
+    const schedulerOptions: SchedulerOptions = { ...DEFAULT_SCHEDULER_OPTIONS, ...options.scheduler };
+    this.concurrency = new ConcurrencyControl({ log: this.log, clock: this.clock, hitl: this.hitl, scorer: new BuiltInScopeScorer() }, schedulerOptions);
+    this.scheduler = new Scheduler({
+      store: this.store, log: this.log, clock: this.clock, ids: this.ids, agents: this.registry, outbox: this.router,
+      activity: this.activity, places: this.worktrees, gate: this.concurrency,
+    }, schedulerOptions);
     this.retentionTimer = scheduleEventRetention(this.store, this.log, this.clock, this.ids, options.maxEvents ?? DEFAULT_MAX_EVENTS);
   }
 
   /** Stops timers and closes the store. The coordinator cannot be used afterwards. */
   dispose(): void {
     this.retentionTimer.dispose();
+    this.scheduler.dispose();
+    this.concurrency.dispose();
+    this.activity.dispose();
     this.credentials.dispose();
     this.worktreeBinding.dispose();
     this.worktreeOperations.dispose();

@@ -19,6 +19,12 @@ import type { SchemaStep } from './store/schema';
 import { SqliteStore } from './store/sqliteStore';
 import type { Store, StoreFailedError } from './store/store';
 import type { WorktreeRepository, WorktreeStorage } from './worktree/model';
+import type { SchedulerRepository, SchedulerStorage } from './scheduler/model';
+import { SCHEDULER_SCHEMA } from './scheduler/schema';
+import { SqliteSchedulerRepository } from './scheduler/sqliteSchedulerRepository';
+import type { ActivityRepository, ActivityStorage } from './activity/model';
+import { ACTIVITY_SCHEMA } from './activity/schema';
+import { SqliteActivityRepository } from './activity/sqliteActivityRepository';
 import { WORKTREE_SCHEMA } from './worktree/schema';
 import { SqliteWorktreeRepository } from './worktree/sqliteWorktreeRepository';
 
@@ -33,6 +39,8 @@ export const COORDINATOR_SCHEMA: readonly SchemaStep[] = [
   ...HITL_SCHEMA, // 3
   ...CREDENTIALS_SCHEMA, // 5
   ...WORKTREE_SCHEMA, // 7, 8
+  ...SCHEDULER_SCHEMA, // 9
+  ...ACTIVITY_SCHEMA, // 10
 ].sort((a, b) => a.version - b.version);
 
 export const LATEST_SCHEMA_VERSION = COORDINATOR_SCHEMA[COORDINATOR_SCHEMA.length - 1].version;
@@ -47,19 +55,24 @@ export interface CoordinatorStoreOptions {
 }
 
 /** What the coordinator needs of a store: the engine and every area's slice. */
-export type CoordinatorStorage = Store & RegistryStorage & LogStorage & RouterStorage & HitlStorage & CredentialsStorage & WorktreeStorage;
+export type CoordinatorStorage = Store & RegistryStorage & LogStorage & RouterStorage & HitlStorage & CredentialsStorage & WorktreeStorage
+  & SchedulerStorage & ActivityStorage;
 
 /**
  * The store as the coordinator uses it: the engine and every area's repository over it. Each area is handed only
- * its slice (RegistryStorage, LogStorage, RouterStorage, HitlStorage, CredentialsStorage, WorktreeStorage): its own repository and transactions.
+ * its slice (RegistryStorage, LogStorage, RouterStorage, HitlStorage, CredentialsStorage, WorktreeStorage,
+ * SchedulerStorage, ActivityStorage): its own repository and transactions.
  */
-export class CoordinatorStore implements Store, RegistryStorage, LogStorage, RouterStorage, HitlStorage, CredentialsStorage, WorktreeStorage {
+export class CoordinatorStore implements Store, RegistryStorage, LogStorage, RouterStorage, HitlStorage, CredentialsStorage, WorktreeStorage,
+  SchedulerStorage, ActivityStorage {
   readonly agents: AgentRepository;
   readonly events: EventRepository;
   readonly router: SqliteRouterRepository;
   readonly hitl: HitlRepository;
   readonly credentials: CredentialRepository;
   readonly worktree: WorktreeRepository;
+  readonly scheduler: SchedulerRepository;
+  readonly activity: ActivityRepository;
 
   private constructor(private readonly engine: SqliteStore) {
     const db: DatabaseSync = engine.database;
@@ -69,6 +82,8 @@ export class CoordinatorStore implements Store, RegistryStorage, LogStorage, Rou
     this.hitl = new SqliteHitlRepository(db);
     this.credentials = new SqliteCredentialRepository(db);
     this.worktree = new SqliteWorktreeRepository(db);
+    this.scheduler = new SqliteSchedulerRepository(db);
+    this.activity = new SqliteActivityRepository(db);
     engine.addCommitParticipant(this.router.indexFill);
   }
 

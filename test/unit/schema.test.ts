@@ -18,6 +18,8 @@ const SHIPPED: ReadonlyArray<readonly [number, string, string]> = [
   [6, 'router', 'd272a67ecc58fc99'],
   [7, 'worktree', '17f178061e07d6a7'],
   [8, 'worktree', '5855c82c55d591e7'],
+  [9, 'scheduler', '0efa380eb26927fe'],
+  [10, 'activity', '9a3e869d7d250314'],
 ];
 
 function digest(step: SchemaStep): string {

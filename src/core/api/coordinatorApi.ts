@@ -10,6 +10,10 @@ import type { StoredEvent } from '../log/model';
 import type { BindingStatus } from '../worktree/bindings';
 import type { MergePreview, UndoResult } from '../worktree/mergeBack';
 import type { Snapshot } from '../worktree/snapshots';
+import type { SubmitResult, TaskChange, TaskRecord } from '../scheduler/model';
+import type { TaskQuery } from '../scheduler/scheduler';
+import type { ActivityChange, ActivityEntry, ActivityFilter } from '../activity/model';
+import type { ActivityUsage } from '../activity/activityBuffer';
 import type {
   BindWorktreeRequest, WorktreeInfo, WorktreeMergeInfo, WorktreeMergeOptions, WorktreeMergeResult, WorktreePruneCandidate,
   WorktreeRemoval, WorktreeRepositoryInfo, WorktreesChange, WorktreeSetupEvent,
@@ -22,6 +26,7 @@ export type {
 };
 
 export type { StoreUsage };
+export type { ActivityChange, ActivityEntry, ActivityFilter, ActivityUsage, SubmitResult, TaskChange, TaskQuery, TaskRecord };
 /** The bounds of the store's disk budget in MiB (sw4rm.storeBudgetMiB, --store-budget). */
 export { MAX_MEMORY_BUDGET_MIB, MAX_STORE_BUDGET_MIB, MIN_MEMORY_BUDGET_MIB, MIN_STORE_BUDGET_MIB } from '../router/router';
 
@@ -202,6 +207,53 @@ export interface CoordinatorApi {
   readonly onDidNeedWorktreeOperator: Event<BindingStatus>;
   /** Output of a worktree's setup (copied files, the setup command's output, how it ended), as it happens. */
   readonly onDidRunWorktreeSetup: Event<WorktreeSetupEvent>;
+
+  // ---------------------------------------------------------------- tasks (RFC §7–§9; README, "Tasks")
+
+  /** Open tasks in dispatch order (priority, then arrival), then finished ones, newest first. */
+  tasks(query?: TaskQuery): Promise<TaskRecord[]>;
+  task(taskId: string): Promise<TaskRecord | undefined>;
+  /**
+   * Submits a task as SubmitTask does, as `by` (`editor:<name>`). A refusal is an answer (`accepted: false`, its SW4RM
+   * code and reason), not an error; an accepted one may say why it waits (max_parallel_instances, a conflict decision).
+   */
+  submitTask(submission: TaskSubmissionInput, by: string): Promise<SubmitResult>;
+  /** Asks the agent running the task to yield (RFC §7.2). Rejects `not_found`, or `refused` when it is not running. */
+  preemptTask(taskId: string, reason: string, by: string): Promise<TaskRecord>;
+  /** Cancels a task (a running one is told `terminate`). Rejects `not_found`, or `refused` when it already ended. */
+  cancelTask(taskId: string, reason: string, by: string): Promise<TaskRecord>;
+  /** ShutdownAgent (RFC §8.4): SHUTTING_DOWN with `graceMs` (default 30 s), then out of the registry. Rejects `not_found` / `refused`. */
+  shutdownAgent(agentId: string, graceMs: number | undefined, by: string): Promise<void>;
+  /** The task's log events (correlation id = task id), oldest first, at most `limit` (200). */
+  taskEvents(taskId: string, limit?: number): Promise<StoredEvent[]>;
+  /** The task's CONTROL envelopes and their ACKs (correlation id = task id), newest first. */
+  taskMessages(taskId: string): Promise<MessageSummary[]>;
+  /** Replaces the max_parallel_instances limits per agent type (settings); tasks waiting on a limit are tried again. */
+  setMaxParallelInstances(limits: Readonly<Record<string, number>>, defaultLimit: number, by: string): Promise<void>;
+  readonly onDidChangeTasks: Event<TaskChange>;
+
+  // ---------------------------------------------------------------- activity (RFC §10)
+
+  /** Active entries matching `filter`, newest first. */
+  activity(filter?: ActivityFilter): Promise<ActivityEntry[]>;
+  /** Ended entries (the recent history) matching `filter`, newest ended first. */
+  activityHistory(filter?: ActivityFilter, limit?: number): Promise<ActivityEntry[]>;
+  /** How full the buffer is (a warning from 80%). */
+  activityUsage(): Promise<ActivityUsage>;
+  /** An entry was added or ended, or entries were purged (a live feed). */
+  readonly onDidChangeActivity: Event<ActivityChange>;
+}
+
+/** What the editor's Submit Task… form gives: SubmitTask's fields, params as text (JSON for application/json). */
+export interface TaskSubmissionInput {
+  /** '' lets the scheduler choose. */
+  readonly taskId?: string;
+  /** An agent id, or `type:<agent type>`. */
+  readonly target: string;
+  readonly priority: number;
+  readonly params: string;
+  readonly contentType?: string;
+  readonly scope: string;
 }
 
 export interface AgentCounts {

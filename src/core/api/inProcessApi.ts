@@ -16,12 +16,16 @@ import { MergeRefusedError, type MergePreview, type UndoResult } from '../worktr
 import { WorktreeOperationError } from '../worktree/operations';
 import { InvalidWorktreeIdError, type Snapshot } from '../worktree/snapshots';
 import { WorktreeRefusedError } from '../worktree/worktrees';
+import { SchedulerError, type TaskQuery } from '../scheduler/scheduler';
+import type { SubmitResult, TaskChange, TaskRecord } from '../scheduler/model';
+import type { ActivityChange, ActivityEntry, ActivityFilter } from '../activity/model';
+import type { ActivityUsage } from '../activity/activityBuffer';
 import {
   CoordinatorApiError,
   type AgentCounts, type AgentsChange, type ApprovalDecision, type ApprovalPolicyChange, type ApprovalsChange, type ApprovalsQuery,
   type BindWorktreeRequest, type CoordinatorApi, type DeadLettersChange, type InboxChange, type OperatorAttachment, type RequeueResult,
   type WorktreeInfo, type WorktreeMergeInfo, type WorktreeMergeOptions, type WorktreeMergeResult, type WorktreePruneCandidate, type WorktreeRemoval,
-  type WorktreeRepositoryInfo, type WorktreesChange, type WorktreeSetupEvent,
+  type WorktreeRepositoryInfo, type WorktreesChange, type WorktreeSetupEvent, type TaskSubmissionInput,
 } from './coordinatorApi';
 
 /**
@@ -49,6 +53,10 @@ export class InProcessCoordinatorApi implements CoordinatorApi, Disposable {
   readonly onDidNeedWorktreeOperator = this.worktreeOperatorNeeded.event;
   private readonly worktreeSetupRan = new Emitter<WorktreeSetupEvent>();
   readonly onDidRunWorktreeSetup = this.worktreeSetupRan.event;
+  private readonly tasksChanged = new Emitter<TaskChange>();
+  readonly onDidChangeTasks = this.tasksChanged.event;
+  private readonly activityChanged = new Emitter<ActivityChange>();
+  readonly onDidChangeActivity = this.activityChanged.event;
   private readonly subscriptions: Disposable[];
   private readonly operators = new Map<string, Disposable>();
   private nextOperator = 1;
@@ -67,6 +75,8 @@ export class InProcessCoordinatorApi implements CoordinatorApi, Disposable {
       worktreeOperations.onDidChange((change) => this.worktreesChanged.fire(change)),
       worktreeOperations.onDidNeedOperator((binding) => this.worktreeOperatorNeeded.fire(binding)),
       worktreeOperations.onDidRunSetup((event) => this.worktreeSetupRan.fire(event)),
+      coordinator.scheduler.onDidChange((change) => this.tasksChanged.fire(change)),
+      coordinator.activity.onDidChange((change) => this.activityChanged.fire(change)),
     ];
   }
 
@@ -287,6 +297,71 @@ export class InProcessCoordinatorApi implements CoordinatorApi, Disposable {
     return this.runAsync((c) => c.worktreeOperations.undoMerge(mergeId, by));
   }
 
+  // ---------------------------------------------------------------- tasks and activity
+
+  tasks(query?: TaskQuery): Promise<TaskRecord[]> {
+    return this.run((c) => c.scheduler.tasks(query));
+  }
+
+  task(taskId: string): Promise<TaskRecord | undefined> {
+    return this.run((c) => c.scheduler.task(taskId));
+  }
+
+  submitTask(submission: TaskSubmissionInput, by: string): Promise<SubmitResult> {
+    return this.run((c) => c.scheduler.submit({
+      taskId: submission.taskId ?? '', target: submission.target, priority: submission.priority,
+      params: Buffer.from(submission.params, 'utf8'), contentType: submission.contentType ?? '', scope: submission.scope, submittedBy: by,
+    }, { correlationId: submission.taskId || c.ids.uuid(), principal: 'operator' }));
+  }
+
+  preemptTask(taskId: string, reason: string, by: string): Promise<TaskRecord> {
+    return this.run((c) => {
+      const task = c.scheduler.task(taskId);
+      if (!task) throw new SchedulerError('not_found', `There is no task ${taskId}.`);
+      const answer = c.scheduler.preempt(task.assignedAgentId, taskId, reason || `preempted by ${by}`, { correlationId: taskId, principal: 'operator' });
+      if (!answer.enqueued) throw new SchedulerError('refused', answer.reason);
+      return c.scheduler.task(taskId) ?? task;
+    });
+  }
+
+  cancelTask(taskId: string, reason: string, by: string): Promise<TaskRecord> {
+    return this.run((c) => c.scheduler.cancel(taskId, reason || `cancelled by ${by}`, { correlationId: taskId, principal: 'operator' }));
+  }
+
+  shutdownAgent(agentId: string, graceMs: number | undefined, by: string): Promise<void> {
+    return this.run((c) => {
+      const answer = c.scheduler.shutdownAgent(agentId, graceMs ?? 30_000, `shut down by ${by}`, { correlationId: c.ids.uuid(), principal: 'operator' });
+      if (!answer.ok) throw new SchedulerError(c.registry.get(agentId) ? 'refused' : 'not_found', answer.reason);
+    });
+  }
+
+  taskEvents(taskId: string, limit = 200): Promise<StoredEvent[]> {
+    return this.run((c) => c.log.query({ correlationId: taskId, limit }));
+  }
+
+  taskMessages(taskId: string): Promise<MessageSummary[]> {
+    return this.run((c) => c.router.messages({ correlationId: taskId }));
+  }
+
+  setMaxParallelInstances(limits: Readonly<Record<string, number>>, defaultLimit: number, by: string): Promise<void> {
+    return this.run((c) => {
+      c.concurrency.setMaxParallelInstances(limits, defaultLimit);
+      c.log.record({ correlationId: c.ids.uuid(), actor: by, eventType: 'scheduler.limits_changed', details: { max_parallel_instances: limits, default: defaultLimit } });
+    });
+  }
+
+  activity(filter?: ActivityFilter): Promise<ActivityEntry[]> {
+    return this.run((c) => c.activity.entries(filter));
+  }
+
+  activityHistory(filter?: ActivityFilter, limit?: number): Promise<ActivityEntry[]> {
+    return this.run((c) => c.activity.history(filter, limit));
+  }
+
+  activityUsage(): Promise<ActivityUsage> {
+    return this.run((c) => c.activity.usage());
+  }
+
   /** Detaches the operators attached through this API and stops answering; the coordinator itself is not touched. */
   dispose(): void {
     if (this.disposed) return;
@@ -303,6 +378,8 @@ export class InProcessCoordinatorApi implements CoordinatorApi, Disposable {
     for (const subscription of this.subscriptions) subscription.dispose();
     for (const emitter of [this.agentsChanged, this.inboxChanged, this.deadLettersChanged, this.approvalsChanged, this.policyChanged, this.credentialsChanged]) emitter.dispose();
     for (const emitter of [this.worktreesChanged, this.worktreeOperatorNeeded, this.worktreeSetupRan]) emitter.dispose();
+    this.tasksChanged.dispose();
+    this.activityChanged.dispose();
   }
 
   /** Runs `work` now; its result or its error (translated for the user) is the Promise's. */
@@ -350,6 +427,7 @@ function translateError(err: unknown): unknown {
   if (err instanceof MergeRefusedError) return new CoordinatorApiError(err.reason === 'not_found' ? 'not_found' : 'refused', err.message, err.reason);
   if (err instanceof BindingStateError) return new CoordinatorApiError('invalid', err.message, 'INVALID_TRANSITION');
   if (err instanceof BindingRequestError) return new CoordinatorApiError(err.kind === 'not_found' ? 'not_found' : err.kind === 'invalid_argument' ? 'invalid' : 'refused', err.message, err.code);
+  if (err instanceof SchedulerError) return new CoordinatorApiError(err.code, err.message, err.sw4rmCode);
   if (err instanceof InvalidWorktreeIdError) return new CoordinatorApiError('invalid', err.message, 'VALIDATION_ERROR');
   return err;
 }

@@ -45,3 +45,38 @@ export interface AgentDirectory {
   recordLiveness(agentId: string, ctx: CallContext): boolean;
   readonly onDidChange: Event<RegistryChange>;
 }
+
+/**
+ * Why an agent's lifecycle state moves (RFC §8): the log event's `cause`, and for FAILED the RFC's error code
+ * (init_timeout, resource_timeout, suspend_timeout, recovery_timeout, agent_shutdown_timeout, forced_preemption…).
+ */
+export interface TransitionCause {
+  /** registration, heartbeat, task (the scheduler), operator, timeout, shutdown. */
+  readonly by: 'registration' | 'heartbeat' | 'task' | 'operator' | 'timeout' | 'shutdown';
+  readonly reason: string;
+  readonly errorCode?: string;
+  readonly taskId?: string;
+  /**
+   * The state's timeout for this entry only (ms), instead of the §8.3 default: the grace period of a ShutdownAgent
+   * (SHUTTING_DOWN), a declared wait. 0 = none.
+   */
+  readonly timeoutMs?: number;
+}
+
+export type TransitionResult =
+  | { readonly ok: true; readonly agent: AgentRecord }
+  | { readonly ok: false; readonly reason: string };
+
+/**
+ * The agent lifecycle (RFC §8.1–§8.4, Appendix C) as other areas drive it: only the transitions of `AGENT_TRANSITIONS`
+ * (registry/lifecycle.ts), each one logged as one `agent.state_changed` event in the transaction that stores it; the
+ * §8.3 state timeouts armed on the Clock. The scheduler moves agents RUNNABLE → SCHEDULED → RUNNING → COMPLETED →
+ * RUNNABLE, RUNNING → SUSPENDED → RESUMED → RUNNING on preemption, and to SHUTTING_DOWN on ShutdownAgent.
+ * Call inside the caller's transaction when the move belongs with its own writes.
+ */
+export interface AgentLifecycle extends AgentDirectory {
+  /** Moves the agent to `to` if the table allows it from its current state; answers why not otherwise (nothing changes). */
+  transition(agentId: string, to: string, cause: TransitionCause, ctx: CallContext): TransitionResult;
+  /** Whether the table allows `from` → `to`. */
+  allows(from: string, to: string): boolean;
+}

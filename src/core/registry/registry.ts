@@ -2,7 +2,7 @@ import { isoUtc, type Clock } from '../clock';
 import { Emitter, type Disposable, type Event } from '../events';
 import type { EventLog } from '../log/eventLog';
 import type { CallContext } from '../context';
-import type { AgentDirectory, AgentRecord, RegistryChange, RegistryStorage } from './model';
+import type { AgentLifecycle, AgentRecord, RegistryChange, RegistryStorage, TransitionCause, TransitionResult } from './model';
 import { validateDescriptor, type AgentDescriptor, type AgentPresence, type DescriptorInput } from './descriptor';
 
 /** Agent lifecycle states of RFC §8, by their canonical enum names. */
@@ -30,7 +30,7 @@ export interface RegisterResult { readonly accepted: boolean; readonly reason: s
  * they are heard from. Deregistration is explicit and the only way out; missed heartbeats only change
  * presence, after a debounce.
  */
-export class Registry implements AgentDirectory, Disposable {
+export class Registry implements AgentLifecycle, Disposable {
   private readonly agents = new Map<string, AgentRecord>();
   private readonly presenceTimers = new Map<string, Disposable>();
   private readonly initTimers = new Map<string, Disposable>();
@@ -203,6 +203,15 @@ export class Registry implements AgentDirectory, Disposable {
 
   get(agentId: string): AgentRecord | undefined {
     return this.agents.get(agentId);
+  }
+
+  // CONTRACT SKELETON (s6-api): helper C builds these in registry/lifecycle.ts.
+  transition(_agentId: string, _to: string, _cause: TransitionCause, _ctx: CallContext): TransitionResult {
+    throw new Error('Registry.transition: not built yet (s6 helper C)');
+  }
+
+  allows(_from: string, _to: string): boolean {
+    throw new Error('Registry.allows: not built yet (s6 helper C)');
   }
 
   list(): AgentRecord[] {

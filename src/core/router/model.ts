@@ -1,5 +1,5 @@
 import type { CallContext } from '../context';
-import type { Disposable } from '../events';
+import type { Disposable, Event } from '../events';
 import type { Envelope, Refusal } from './envelope';
 import type { Lane } from './lanes';
 import type { MessageState } from './lifecycle';
@@ -203,6 +203,48 @@ export interface CoordinatorMailbox {
    * inside the component's transaction.
    */
   replyFromCoordinator(messageId: string, messageType: string, reply: Record<string, unknown>, ctx: CallContext): void;
+}
+
+/** A tracked message the coordinator sent (CoordinatorOutbox.sendToAgent) moved: an ACK of its recipient, or the router ended it. */
+export interface OutboxUpdate {
+  readonly messageId: string;
+  readonly recipientId: string;
+  readonly correlationId: string;
+  /** The state it entered: RECEIVED, READ, FULFILLED, or REJECTED / FAILED / TIMED_OUT. */
+  readonly state: MessageState;
+  /** An ACK's error_code, or the router's code when it ended the message (ACK_TIMEOUT, TTL_EXPIRED, AGENT_UNAVAILABLE…). */
+  readonly errorCode: string;
+  /** The ACK's note (e.g. `yielded`), or the router's reason. */
+  readonly note: string;
+  /** True when the recipient's ACK caused it, false when the router did (a timeout, the agent left). */
+  readonly byAck: boolean;
+}
+
+/**
+ * Messages areas of the coordinator send to agents as `coordinator` (the scheduler's CONTROL commands), through the
+ * normal admission path, and what becomes of them.
+ */
+export interface CoordinatorOutbox {
+  /**
+   * Sends a tracked envelope from `coordinator` to `to` (validation, modality, capacity, the durable commit). Call it
+   * inside your transaction to commit your change with the message. A refusal is an answer (code and reason).
+   */
+  sendToAgent(input: OutboxMessage, ctx: CallContext): { readonly accepted: true; readonly messageId: string } | { readonly accepted: false; readonly code: string; readonly reason: string };
+  /**
+   * Each state a message sent through `sendToAgent` enters, fired inside the transaction that records it (write
+   * your own state in the same transaction; never throw).
+   */
+  readonly onDidUpdateOutbox: Event<OutboxUpdate>;
+}
+
+export interface OutboxMessage {
+  readonly to: string;
+  readonly messageType: 'CONTROL' | 'NOTIFICATION' | 'DATA';
+  readonly contentType: string;
+  readonly payload: Buffer;
+  readonly correlationId: string;
+  /** ms; 0 = none. */
+  readonly ttlMs?: number;
 }
 
 /** What the Messages view filters by; every field set must match. */

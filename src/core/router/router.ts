@@ -16,7 +16,7 @@ import { checkPayloadFiles, recover, sweepPayloadFiles } from './recovery';
 import { Housekeeping } from './housekeeping';
 import { NOT_READ, type InboxSink, type InboxStats } from './inbox';
 import { metricsText, type AgentRouterMetrics } from './metrics';
-import type { CoordinatorHandler, CoordinatorMailbox, DeadLetter, DeadLetterFilter, MessageRecord, RouterStorage } from './model';
+import type { CoordinatorHandler, CoordinatorMailbox, CoordinatorOutbox, DeadLetter, DeadLetterFilter, MessageRecord, OutboxMessage, OutboxUpdate, RouterStorage } from './model';
 import { DEFAULT_ROUTER_OPTIONS, type RouterOptions } from './options';
 import { RouterCore } from './routerCore';
 import type { StoreUsage } from './storeUsage';
@@ -42,7 +42,7 @@ export {
  * delivery.ts, timeouts.ts, coordinatorHandlers.ts, coordinatorMessages.ts, deadLetters.ts, housekeeping.ts
  * and recovery.ts. The Router builds them and answers the rest of the coordinator.
  */
-export class Router implements CoordinatorMailbox, Disposable {
+export class Router implements CoordinatorMailbox, CoordinatorOutbox, Disposable {
   private readonly core: RouterCore;
   private readonly subscriptions: Disposable[] = [];
   private readonly housekeeping: Housekeeping;
@@ -320,6 +320,13 @@ export class Router implements CoordinatorMailbox, Disposable {
 
   private messageQueries: MessageQueries | undefined;
   private coordinatorSend: CoordinatorSend | undefined;
+
+  // CONTRACT SKELETON (s6-api): helper A builds the outbox (CoordinatorOutbox in model.ts).
+  readonly onDidUpdateOutbox: Event<OutboxUpdate> = () => ({ dispose() { /* skeleton */ } });
+
+  sendToAgent(_input: OutboxMessage, _ctx: CallContext): { readonly accepted: true; readonly messageId: string } | { readonly accepted: false; readonly code: string; readonly reason: string } {
+    throw new Error('Router.sendToAgent: not built yet (s6 helper A)');
+  }
 
   dispose(): void {
     const core = this.core;

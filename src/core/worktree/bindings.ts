@@ -198,6 +198,13 @@ export class WorktreeBindings {
     return b && (b.state === 'BOUND_HOME' || b.state === 'SWITCH_PENDING' || b.state === 'BOUND_NON_HOME') ? b.worktreePath : undefined;
   }
 
+  /** The repository, worktree and branch the agent works in now, when it is bound (the activity buffer's entry). */
+  placeOf(agentId: string): { readonly repoId: string; readonly worktreeId: string; readonly branch: string } | undefined {
+    const b = this.bindings.get(agentId);
+    if (!b || !(b.state === 'BOUND_HOME' || b.state === 'SWITCH_PENDING' || b.state === 'BOUND_NON_HOME')) return undefined;
+    return { repoId: b.repoId, worktreeId: b.worktreeId, branch: `sw4rm/${b.worktreeId}` };
+  }
+
   // ---------------------------------------------------------------- operations (RFC §16 WORKTREE_CONTROL)
 
   /**

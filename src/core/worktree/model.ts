@@ -96,6 +96,8 @@ export interface WorktreeStorage extends Transactions {
  */
 export interface WorktreeLocator {
   worktreePathOf(agentId: string): string | undefined;
+  /** Where the agent works now, when it is bound: repository, worktree and its branch (`sw4rm/<worktree id>`). */
+  placeOf(agentId: string): { readonly repoId: string; readonly worktreeId: string; readonly branch: string } | undefined;
 }
 
 // ---------------------------------------------------------------- the records of the operations (the editor's API: src/core/api)

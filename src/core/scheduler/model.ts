@@ -1,0 +1,236 @@
+import type { CallContext } from '../context';
+import type { Event } from '../events';
+import type { Transactions } from '../store/store';
+
+/** RFC §7.1: priorities run from -19 (highest) to 20 (lowest); 0 is the default. */
+export const MIN_PRIORITY = -19;
+export const MAX_PRIORITY = 20;
+export const DEFAULT_PRIORITY = 0;
+
+/**
+ * What a task says it will touch (RFC §9.2: every submission carries scope metadata). At least one of the four is
+ * given. Parsed from SubmitTaskRequest.scope by `parseScope` (scheduler/scope.ts), which accepts a JSON object
+ * `{"repo_id", "worktree_id", "paths": [...], "resources": [...]}` or compact tokens separated by whitespace or commas:
+ * `repo:<repo_id>[/<path glob>]`, `worktree:<worktree_id>`, `path:<glob>`, `resource:<name>`.
+ */
+export interface TaskScope {
+  readonly repoId: string;
+  readonly worktreeId: string;
+  /** Path globs relative to the repository (picomatch syntax), normalised to forward slashes. */
+  readonly paths: readonly string[];
+  /** Declared resources by name (a database, a port, a service), compared exactly. */
+  readonly resources: readonly string[];
+}
+
+/**
+ * A task's life. QUEUED: waiting (its `waiting` says why); DISPATCHED: the CONTROL `run` went to the agent, not yet
+ * acknowledged; RUNNING: the agent acknowledged it (RECEIVED/READ); PREEMPTING: a `preempt_request` went out and the
+ * scheduler waits for the agent to yield (or for the non-preemptible section to end, or the forced-preemption grace);
+ * COMPLETED (ACK FULFILLED), FAILED (ACK FAILED / REJECTED, forced_preemption, a timeout, the agent shut down…),
+ * CANCELLED (by the operator or the submitter) are terminal.
+ */
+export const TASK_STATES = ['QUEUED', 'DISPATCHED', 'RUNNING', 'PREEMPTING', 'COMPLETED', 'FAILED', 'CANCELLED'] as const;
+export type TaskState = (typeof TASK_STATES)[number];
+export const TERMINAL_TASK_STATES: ReadonlySet<TaskState> = new Set(['COMPLETED', 'FAILED', 'CANCELLED']);
+
+/** Why a QUEUED task is not running yet, as the Tasks view shows it. */
+export type WaitingReason =
+  | { readonly kind: 'agent_busy'; readonly agentId: string }
+  | { readonly kind: 'agent_not_runnable'; readonly agentId: string; readonly state: string }
+  | { readonly kind: 'no_agent_of_type'; readonly agentType: string }
+  | { readonly kind: 'max_parallel_instances'; readonly agentType: string; readonly limit: number; readonly running: number }
+  | { readonly kind: 'conflict_decision'; readonly invocationId: string; readonly withTaskId: string }
+  | { readonly kind: 'serialised_after'; readonly taskId: string }
+  | { readonly kind: 'preempted'; readonly byTaskId: string };
+
+/** One task as the scheduler keeps (and persists) it. */
+export interface TaskRecord {
+  readonly taskId: string;
+  /**
+   * Who it is for: an agent id, or `type:<agent type>` for any agent of that type (an agent's type is its descriptor's
+   * `name`). `assignedAgentId` is the agent it runs on once dispatched.
+   */
+  readonly target: string;
+  assignedAgentId: string;
+  readonly priority: number;
+  /** Arrival order: strictly increasing across restarts (persisted); FIFO within a priority. */
+  readonly seq: number;
+  readonly params: Buffer;
+  readonly contentType: string;
+  /** The scope as submitted (text) and as parsed. */
+  readonly scopeText: string;
+  readonly scope: TaskScope;
+  /** The job identity (RFC §9.2, `jobKey` in scheduler/concurrency.ts): the same job twice is refused unless a human allows it. */
+  readonly jobKey: string;
+  /** Who submitted it: an agent id, `operator`, `editor:<name>`, `cli:<name>`. */
+  readonly submittedBy: string;
+  readonly submittedAt: number;
+  state: TaskState;
+  waiting: WaitingReason | null;
+  /** The CONTROL `run` envelope of the current dispatch (its ACKs move the task), '' when none. */
+  runMessageId: string;
+  /** The CONTROL `preempt_request` envelope sent for the current preemption, '' when none. */
+  preemptMessageId: string;
+  /** The task that caused the current preemption, '' when none. */
+  preemptedBy: string;
+  /** When the agent declared a non-preemptible section, until when (epoch ms); null when none. */
+  nonPreemptibleUntil: number | null;
+  /** How many times it was dispatched (a yield or a withdrawn dispatch puts it back in the queue). */
+  dispatches: number;
+  /** For FAILED / CANCELLED: the error code (`forced_preemption`, `agent_shutdown`, an ACK's error_code…). */
+  errorCode: string;
+  /** The agent's ACK note, a refusal's reason or the operator's reason. */
+  note: string;
+  startedAt: number | null;
+  endedAt: number | null;
+  updatedAt: number;
+}
+
+/** What SubmitTask (and the editor's Submit Task…) asks. */
+export interface TaskSubmission {
+  /** '' asks the scheduler to choose one (a uuid). */
+  readonly taskId: string;
+  /** An agent id or `type:<agent type>`. */
+  readonly target: string;
+  readonly priority: number;
+  readonly params: Buffer;
+  /** '' means application/json. */
+  readonly contentType: string;
+  readonly scope: string;
+  readonly submittedBy: string;
+}
+
+/**
+ * The answer to a submission. Accepted (queued or dispatched; `reason` tells the submitter when it is queued behind
+ * max_parallel_instances or a conflict decision, RFC §9.1 feedback) or refused with a SW4RM-style code: VALIDATION_ERROR
+ * (priority out of range, no scope, bad params), OVERSIZE_PAYLOAD, DUPLICATE_DETECTED (the same task id, or the same
+ * job already queued or running), NO_ROUTE (no such agent), AGENT_SHUTDOWN (the agent is shutting down), BUFFER_FULL
+ * (the queue's limit).
+ */
+export type SubmitResult =
+  | { readonly accepted: true; readonly task: TaskRecord; readonly reason: string }
+  | { readonly accepted: false; readonly code: string; readonly reason: string };
+
+export interface SchedulerOptions {
+  /** The most tasks queued (not terminal) at once; beyond it SubmitTask is refused BUFFER_FULL. */
+  readonly maxQueuedTasks: number;
+  /** RFC §9.1: the most tasks running at once per agent type (descriptor name); absent: unlimited. */
+  readonly maxParallelInstances: Readonly<Record<string, number>>;
+  /** The default for types not in `maxParallelInstances`; 0 = unlimited. */
+  readonly defaultMaxParallelInstances: number;
+  /** RFC §9.3: a parallelism confidence below this escalates to a HITL CONFLICT invocation. */
+  readonly conflictThreshold: number;
+  /**
+   * RFC §9.3 availability: when the parallelism check cannot be made, `serialise` (run one after the other, the
+   * conservative default) or `escalate` (ask a human).
+   */
+  readonly unavailableEngine: 'serialise' | 'escalate';
+  /** RFC §7.2, C.5: the grace given with TERMINATE before the task is FAILED forced_preemption (ms). */
+  readonly terminateGraceMs: number;
+  /** The longest non-preemptible section an agent may declare (ms); longer declarations are cut to it. */
+  readonly maxNonPreemptibleMs: number;
+  /** Terminal tasks kept for the Tasks view and queries (newest first); older ones are deleted. */
+  readonly keepFinishedTasks: number;
+}
+
+export const DEFAULT_SCHEDULER_OPTIONS: SchedulerOptions = {
+  maxQueuedTasks: 100_000,
+  maxParallelInstances: {},
+  defaultMaxParallelInstances: 0,
+  conflictThreshold: 0.7,
+  unavailableEngine: 'serialise',
+  terminateGraceMs: 3_000,
+  maxNonPreemptibleMs: 300_000,
+  keepFinishedTasks: 1_000,
+};
+
+/** The scheduler's table (schema v9): one row per task, the record as JSON, ordered by seq. */
+export interface SchedulerRepository {
+  put(task: TaskRecord): void;
+  get(taskId: string): TaskRecord | undefined;
+  /** Every task not terminal, by seq. */
+  listOpen(): TaskRecord[];
+  /** Terminal tasks, newest ended first, at most `limit`. */
+  listFinished(limit: number): TaskRecord[];
+  /** The highest seq ever stored (0 when none). */
+  maxSeq(): number;
+  /** Deletes terminal tasks beyond the newest `keep`; answers how many. */
+  pruneFinished(keep: number): number;
+}
+
+export interface SchedulerStorage extends Transactions {
+  readonly scheduler: SchedulerRepository;
+}
+
+/**
+ * The payloads of the CONTROL envelopes the scheduler sends an agent (content type application/json; README,
+ * "Tasks for agent authors"). The agent answers each with protocol ACKs for that envelope's message_id:
+ * - `run`: RECEIVED/READ (the agent started: SCHEDULED → RUNNING), then FULFILLED (task COMPLETED, the note is kept as
+ *   its result) or FAILED with an error_code (task FAILED); FULFILLED with note `yielded` after a preempt_request
+ *   also counts as the yield.
+ * - `preempt_request`: FULFILLED with note `yielded` once at a safe point (the task goes back to the queue at its
+ *   priority); or a NOTIFICATION/ACK note `non_preemptible:<ms>` declares a non-preemptible section (deferral, C.5).
+ * - `terminate`: FULFILLED with note `terminated` within `grace_ms`, else the task is FAILED forced_preemption.
+ * - `shutdown`: FULFILLED when the agent has stopped; the coordinator then deregisters it.
+ */
+export type ControlCommand =
+  | { readonly command: 'run'; readonly task_id: string; readonly params: unknown; readonly content_type: string; readonly scope: ScopeWire; readonly priority: number }
+  | { readonly command: 'preempt_request'; readonly task_id: string; readonly reason: string; readonly by_task_id: string; readonly by_priority: number }
+  | { readonly command: 'terminate'; readonly task_id: string; readonly grace_ms: number; readonly reason: string }
+  | { readonly command: 'shutdown'; readonly reason: string; readonly drain_timeout_seconds: number };
+
+/** A scope as it travels in a `run` command (snake_case, as agents read it). */
+export interface ScopeWire {
+  readonly repo_id: string;
+  readonly worktree_id: string;
+  readonly paths: readonly string[];
+  readonly resources: readonly string[];
+}
+
+/** A task changed (submitted, dispatched, moved, ended, pruned). */
+export interface TaskChange {
+  readonly kind: 'submitted' | 'changed' | 'removed';
+  readonly task: TaskRecord;
+}
+
+/**
+ * What the scheduler asks before it dispatches a task (RFC §9: max_parallel_instances, job uniqueness, scope
+ * conflicts). Implemented by `ConcurrencyControl` (scheduler/concurrency.ts). It may open HITL invocations (CONFLICT
+ * for a scope conflict, TASK_ESCALATION for a duplicate job) and remembers their decisions; when one settles it calls
+ * `onDidChange` so that the scheduler tries to dispatch again.
+ */
+export interface DispatchGate {
+  /** RFC §9.2 job identity: the same target, content type and params (a digest). */
+  jobKey(target: string, contentType: string, params: Buffer): string;
+  /**
+   * At submission: refuse the same job while one with the same `jobKey` is queued or running, unless a human allowed
+   * it. Answers undefined (go on), a refusal, or `{ pending: invocationId }` (the task is queued, waiting for the
+   * decision; a deny then cancels it).
+   */
+  admit(task: TaskRecord, open: readonly TaskRecord[], ctx: CallContext): GateAdmission;
+  /**
+   * Whether `task` may start now on `agent` given the running tasks: `{ go: true }`, or `{ go: false, waiting }`.
+   * Must be cheap for the common case (no limit, no overlap): it runs on every dispatch attempt.
+   */
+  mayStart(task: TaskRecord, agentType: string, running: readonly TaskRecord[], ctx: CallContext): { readonly go: true } | { readonly go: false; readonly waiting: WaitingReason };
+  /** A task ended or was cancelled: forget its pending decisions (cancel their invocations if still open). */
+  forget(taskId: string, ctx: CallContext): void;
+  readonly onDidChange: Event<void>;
+}
+
+export type GateAdmission =
+  | undefined
+  | { readonly refused: true; readonly code: string; readonly reason: string }
+  | { readonly pending: string };
+
+/** RFC §9.3: a parallelism check of two scopes. `confidence` in [0, 1]: how safe it is to run them in parallel. */
+export interface ParallelismVerdict {
+  readonly confidence: number;
+  readonly notes: string;
+}
+
+/** The Inference Engine's parallelism check; the built-in one is `BuiltInScopeScorer` (scheduler/scorer.ts). */
+export interface ParallelismScorer {
+  /** Throws (or rejects) when the engine is unavailable: the gate then applies `unavailableEngine`. */
+  check(a: TaskScope, b: TaskScope): ParallelismVerdict;
+}
