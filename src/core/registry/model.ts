@@ -79,4 +79,6 @@ export interface AgentLifecycle extends AgentDirectory {
   transition(agentId: string, to: string, cause: TransitionCause, ctx: CallContext): TransitionResult;
   /** Whether the table allows `from` → `to`. */
   allows(from: string, to: string): boolean;
+  /** Takes the agent out of the registry (a shutdown ended); the router ends its deliveries as for any agent leaving. */
+  deregister(agentId: string, reason: string, ctx: CallContext): boolean;
 }
