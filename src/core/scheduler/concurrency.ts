@@ -4,7 +4,7 @@ import type { CallContext } from '../context';
 import type { Disposable, Event } from '../events';
 import type { HitlService } from '../hitl/hitlService';
 import type { EventLog } from '../log/eventLog';
-import type { DispatchGate, GateAdmission, ParallelismScorer, SchedulerOptions, TaskRecord, WaitingReason } from './model';
+import type { DispatchGate, GateAdmission, GateVerdict, ParallelismScorer, SchedulerOptions, TaskRecord } from './model';
 
 export interface ConcurrencyDeps {
   readonly log: EventLog;
@@ -39,7 +39,7 @@ export class ConcurrencyControl implements DispatchGate, Disposable {
     throw new Error('ConcurrencyControl.admit: not built yet (s6 helper B)');
   }
 
-  mayStart(_task: TaskRecord, _agentType: string, _running: readonly TaskRecord[], _ctx: CallContext): { readonly go: true } | { readonly go: false; readonly waiting: WaitingReason } {
+  mayStart(_task: TaskRecord, _agentType: string, _running: readonly TaskRecord[], _ctx: CallContext): GateVerdict {
     throw new Error('ConcurrencyControl.mayStart: not built yet (s6 helper B)');
   }
 

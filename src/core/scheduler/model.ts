@@ -205,18 +205,27 @@ export interface DispatchGate {
   /**
    * At submission: refuse the same job while one with the same `jobKey` is queued or running, unless a human allowed
    * it. Answers undefined (go on), a refusal, or `{ pending: invocationId }` (the task is queued, waiting for the
-   * decision; a deny then cancels it).
+   * decision; `mayStart` then answers waiting, go once approved, or `refuse` once denied; `onDidChange` fires on the decision).
    */
   admit(task: TaskRecord, open: readonly TaskRecord[], ctx: CallContext): GateAdmission;
   /**
    * Whether `task` may start now on `agent` given the running tasks: `{ go: true }`, or `{ go: false, waiting }`.
    * Must be cheap for the common case (no limit, no overlap): it runs on every dispatch attempt.
    */
-  mayStart(task: TaskRecord, agentType: string, running: readonly TaskRecord[], ctx: CallContext): { readonly go: true } | { readonly go: false; readonly waiting: WaitingReason };
+  mayStart(task: TaskRecord, agentType: string, running: readonly TaskRecord[], ctx: CallContext): GateVerdict;
   /** A task ended or was cancelled: forget its pending decisions (cancel their invocations if still open). */
   forget(taskId: string, ctx: CallContext): void;
   readonly onDidChange: Event<void>;
 }
+
+/**
+ * Go; wait (the reason is shown); or end the task: `refuse` when a human denied a duplicate job (or its invocation timed
+ * out) — the scheduler then ends the task FAILED with `code` and `reason`.
+ */
+export type GateVerdict =
+  | { readonly go: true }
+  | { readonly go: false; readonly waiting: WaitingReason }
+  | { readonly go: false; readonly refuse: { readonly code: string; readonly reason: string } };
 
 export type GateAdmission =
   | undefined
