@@ -26,6 +26,8 @@ const IMPLEMENTED = new Set([
   '/sw4rm.tool.ToolService/CallStream',
   '/sw4rm.tool.ToolService/Cancel',
   '/sw4rm.connector.ConnectorService/DescribeTools',
+  '/sw4rm.activity.ActivityService/AppendArtifact',
+  '/sw4rm.activity.ActivityService/ListArtifacts',
 ]);
 
 type Method = grpc.MethodDefinition<unknown, unknown>;
