@@ -103,6 +103,16 @@ export class ConcurrencyControl implements DispatchGate, Disposable {
     this.changed.fire();
   }
 
+  /**
+   * The parallelism check of two scopes by this gate's scorer (ReasoningProxy.CheckParallelism serves it). Throws when
+   * the scorer is unavailable or answers a confidence outside [0, 1].
+   */
+  checkParallelism(a: TaskScope, b: TaskScope): ParallelismVerdict {
+    const verdict = this.deps.scorer.check(a, b);
+    if (!(verdict.confidence >= 0 && verdict.confidence <= 1)) throw new Error(`the scorer answered a confidence outside [0, 1]: ${String(verdict.confidence)}`);
+    return verdict;
+  }
+
   jobKey(target: string, contentType: string, params: Buffer): string {
     return jobKeyOf(target, contentType, params);
   }
@@ -210,8 +220,7 @@ export class ConcurrencyControl implements DispatchGate, Disposable {
     const base = { task_id: task.taskId, other_task_id: other.taskId, reasons: overlap.reasons.slice(0, 20), threshold: this.options.conflictThreshold };
     let verdict: ParallelismVerdict;
     try {
-      verdict = this.deps.scorer.check(task.scope, other.scope);
-      if (!(verdict.confidence >= 0 && verdict.confidence <= 1)) throw new Error(`the scorer answered a confidence outside [0, 1]: ${String(verdict.confidence)}`);
+      verdict = this.checkParallelism(task.scope, other.scope);
     } catch (err) {
       this.log(task.taskId, 'scheduler.engine_unavailable', { ...base, error: message(err), policy: this.options.unavailableEngine }, 'WARN');
       if (this.options.unavailableEngine === 'escalate') return this.escalate(task, other, overlap, null, `the parallelism check failed: ${message(err)}`, ctx);
