@@ -12,6 +12,7 @@ import {
   type SchedulerOptions, type TaskRecord, type TaskScope, type WaitingReason,
 } from './model';
 import { scopesOverlap, type ScopeOverlap } from './overlap';
+import { SchedulerError } from './scheduler';
 
 export interface ConcurrencyDeps {
   readonly log: EventLog;
@@ -94,7 +95,7 @@ export class ConcurrencyControl implements DispatchGate, Disposable {
   setMaxParallelInstances(limits: Readonly<Record<string, number>>, defaultLimit: number): void {
     const check = (value: unknown, what: string) => {
       if (typeof value !== 'number' || !Number.isInteger(value) || value < 0) {
-        throw new RangeError(`max_parallel_instances ${what} must be a whole number ≥ 0 (0 = unlimited), not ${JSON.stringify(value)}`);
+        throw new SchedulerError('invalid', `max_parallel_instances ${what} must be a whole number ≥ 0 (0 = unlimited), not ${JSON.stringify(value)}`, 'VALIDATION_ERROR');
       }
     };
     check(defaultLimit, 'default');
