@@ -177,6 +177,24 @@ describe('CoordinatorApi in process (the editor\'s one way into the coordinator)
     });
   });
 
+  describe('concurrency limits (RFC §9.1)', () => {
+    it('setMaxParallelInstances applies the limits at once, logs who changed them, and refuses nonsense as invalid', async () => {
+      let changes = 0;
+      const sub = h.coordinator.concurrency.onDidChange(() => changes++);
+      await api.setMaxParallelInstances({ coder: 2 }, 1, 'editor:alice');
+      assert.deepEqual(h.coordinator.concurrency.limits, { maxParallelInstances: { coder: 2 }, defaultMaxParallelInstances: 1 });
+      assert.equal(changes, 1, 'waiting tasks are tried again');
+      const [event] = h.events('scheduler.limits_changed');
+      assert.equal(event.actor, 'editor:alice');
+      assert.deepEqual(event.details, { max_parallel_instances: { coder: 2 }, default: 1 });
+      const refused = await rejection(api.setMaxParallelInstances({ coder: -1 }, 0, 'editor:alice'));
+      assert.equal(refused.code, 'invalid');
+      assert.match(refused.message, /max_parallel_instances for 'coder' must be a whole number ≥ 0/);
+      assert.equal(h.events('scheduler.limits_changed').length, 1, 'a refused change is not logged');
+      sub.dispose();
+    });
+  });
+
   describe('approvals', () => {
     let operator: Disposable;
 
