@@ -110,6 +110,56 @@ describe('Scheduler (RFC §7, §7.1, §7.2, §8.4; App. D C.4, C.5)', () => {
     });
   });
 
+  describe('advisory activity, the gate, housekeeping', () => {
+    it('a full activity buffer is logged WARN activity_buffer_full and the task runs anyway; reconciliation purges entries of unknown tasks', async () => {
+      h.agent('a1');
+      for (let i = 0; i < 100; i++) {
+        h.coordinator.activity.begin({ agentId: 'a1', taskId: `stale-${i}`, repoId: 'r', worktreeId: '', branch: '', timestamp: h.clock.now(), description: 'x' }, ctx());
+      }
+      const task = h.submitted('a1', 0, { taskId: 't1' });
+      assert.equal(task.state, 'DISPATCHED');
+      const [warn] = h.events('task.activity_buffer_full');
+      assert.equal(warn.level, 'WARN');
+      assert.equal(warn.details.code, 'activity_buffer_full');
+      await h.answer('a1', h.command('a1', 'run').messageId, 'RECEIVED');
+      assert.equal(h.task('t1').state, 'RUNNING');
+      await h.advance(60_000);
+      assert.deepEqual(h.coordinator.activity.entries({ agentId: 'a1' }), [], 'the stale entries of unknown tasks are purged every minute');
+    });
+
+    it('follows the gate: queued behind max_parallel_instances (the submitter is told), dispatched once a slot frees', async () => {
+      h.coordinator.concurrency.setMaxParallelInstances({ coder: 1 }, 0);
+      h.agent('c1');
+      h.agent('c2');
+      h.submitted('type:coder', 0, { taskId: 'one' });
+      const two = h.submit('type:coder', 0, { taskId: 'two' });
+      assert.ok(two.accepted);
+      assert.equal(two.task.state, 'QUEUED');
+      assert.equal(two.task.waiting?.kind, 'max_parallel_instances');
+      assert.match(two.reason, /queued behind max_parallel_instances/);
+      const owner = h.task('one').assignedAgentId;
+      const run = h.command(owner, 'run');
+      await h.answer(owner, run.messageId, 'FULFILLED');
+      assert.equal(h.task('two').state, 'DISPATCHED');
+    });
+
+    it('prunes finished tasks beyond keepFinishedTasks every minute', async () => {
+      h.agent('a1');
+      for (let i = 0; i < 3; i++) {
+        h.submitted('a1', 0, { taskId: `f${i}` });
+        const run = h.command('a1', 'run');
+        await h.answer('a1', run.messageId, 'FULFILLED');
+        h.clock.advance(1);
+      }
+      h.restart();
+      // A small keep for this coordinator: the option as the composition root passes it.
+      (h.scheduler as unknown as { options: { keepFinishedTasks: number } }).options.keepFinishedTasks = 1;
+      await h.advance(60_000);
+      assert.deepEqual(h.scheduler.tasks().map((t) => t.taskId), ['f2']);
+      assert.equal(h.events('task.pruned').at(-1)?.details.pruned, 2);
+    });
+  });
+
   describe('preemption (RFC §7.1, §7.2)', () => {
     async function running(agentId: string, taskId: string, priority: number): Promise<string> {
       h.submitted(agentId, priority, { taskId });
