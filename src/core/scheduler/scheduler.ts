@@ -86,6 +86,8 @@ export class Scheduler implements Disposable {
   private readonly idleByType = new Map<string, Set<string>>();
   private readonly shuttingDown = new Map<string, { messageId: string; reason: string }>();
   private readonly timers = new Map<string, Disposable>();
+  /** Queued tasks the gate last answered `waiting` (a limit, a serialisation, a decision): woken when a task ends. */
+  private readonly gateHeld = new Set<TaskRecord>();
   private readonly subscriptions: Disposable[] = [];
   private runningCache: TaskRecord[] | undefined;
   private lastSeq: number;
@@ -185,11 +187,7 @@ export class Scheduler implements Disposable {
     this.enqueue(task);
     this.changed.fire({ kind: 'submitted', task });
     this.considerPreemption(task, ctx);
-    if (agentType === undefined) this.dirty.add(target);
-    else {
-      const first = this.idleByType.get(agentType)?.values().next();
-      if (first && !first.done) this.dirty.add(first.value);
-    }
+    this.wakeFor(task);
     this.pump();
     const current = this.open.get(taskId) ?? this.deps.store.scheduler.get(taskId) ?? task;
     return { accepted: true, task: current, reason: current.state === 'QUEUED' && current.waiting ? describeWaiting(current.waiting) : '' };
@@ -246,6 +244,16 @@ export class Scheduler implements Disposable {
     let queue = this.queues.get(target);
     if (!queue) this.queues.set(target, queue = new TargetQueue());
     return queue;
+  }
+
+  /** Marks one idle agent that could take `task` for the next dispatch round. */
+  private wakeFor(task: TaskRecord): void {
+    if (!task.target.startsWith(TYPE_PREFIX)) {
+      if (this.idle.has(task.target)) this.dirty.add(task.target);
+      return;
+    }
+    const first = this.idleByType.get(task.target.slice(TYPE_PREFIX.length))?.values().next();
+    if (first && !first.done) this.dirty.add(first.value);
   }
 
   private schedulePump(): void {
@@ -310,6 +318,7 @@ export class Scheduler implements Disposable {
         this.end(task, 'FAILED', verdict.refuse.code, verdict.refuse.reason, ctx, 'gate');
         continue;
       }
+      this.gateHeld.add(task);
       this.setWaiting(task, verdict.waiting);
     }
   }
@@ -343,6 +352,7 @@ export class Scheduler implements Disposable {
         return;
       }
       this.queueOf(task.target).remove(task);
+      this.gateHeld.delete(task);
       const from = task.state;
       task.state = 'DISPATCHED';
       task.assignedAgentId = agentId;
@@ -767,8 +777,9 @@ export class Scheduler implements Disposable {
     if (jobs?.size === 0) this.byJob.delete(task.jobKey);
     if (this.slots.get(agentId)?.taskId === task.taskId) this.runningCache = undefined;
     this.changed.fire({ kind: 'changed', task });
-    // Tasks serialised after this one, or held by a limit, may start now.
-    for (const idle of this.idle) this.dirty.add(idle);
+    // Tasks the gate held (serialised after this one, behind a limit) may start now: wake an idle agent for each.
+    this.gateHeld.delete(task);
+    for (const held of this.gateHeld) this.wakeFor(held);
     this.schedulePump();
   }
 
