@@ -143,6 +143,20 @@ describe('Scheduler (RFC §7, §7.1, §7.2, §8.4; App. D C.4, C.5)', () => {
       assert.equal(h.task('two').state, 'DISPATCHED');
     });
 
+    it('the same job twice waits for a human; denied, it ends FAILED DUPLICATE_DETECTED at once, even while the agent is busy', async () => {
+      h.agent('a1');
+      h.submitted('a1', 0, { taskId: 'first', params: { job: 'same' } });
+      const dup = h.submit('a1', 0, { taskId: 'dup', params: { job: 'same' } });
+      assert.ok(dup.accepted, dup.accepted ? '' : dup.reason);
+      assert.equal(dup.task.waiting?.kind, 'conflict_decision');
+      const invocationId = dup.task.waiting?.kind === 'conflict_decision' ? dup.task.waiting.invocationId : '';
+      h.coordinator.hitl.decide(invocationId, { action: 'deny', rationale: 'not twice' }, 'editor:alice', ctx());
+      await settle();
+      assert.equal(h.task('dup').state, 'FAILED');
+      assert.equal(h.task('dup').errorCode, 'DUPLICATE_DETECTED');
+      assert.equal(h.task('first').state, 'DISPATCHED', 'the first one is untouched');
+    });
+
     it('prunes finished tasks beyond keepFinishedTasks every minute', async () => {
       h.agent('a1');
       for (let i = 0; i < 3; i++) {

@@ -106,10 +106,7 @@ export class Scheduler implements Disposable {
     this.subscriptions.push(
       deps.agents.onDidChange((change) => this.safely('agent_change', () => this.onAgentChange(change))),
       deps.outbox.onDidUpdateOutbox((update) => this.safely('outbox_update', () => this.onOutbox(update))),
-      deps.gate.onDidChange(() => this.safely('gate_change', () => {
-        for (const agentId of this.idle) this.dirty.add(agentId);
-        this.schedulePump();
-      })),
+      deps.gate.onDidChange(() => this.safely('gate_change', () => this.onGateChange())),
     );
     this.housekeeping();
     for (const agentId of this.idle) this.dirty.add(agentId);
@@ -176,6 +173,7 @@ export class Scheduler implements Disposable {
     if (admission && 'refused' in admission) return refused(admission.code, admission.reason);
     if (admission && 'pending' in admission) task.waiting = { kind: 'conflict_decision', invocationId: admission.pending, withTaskId: sameJob[0]?.taskId ?? '' };
     else task.waiting = this.initialWaiting(task);
+    if (admission) this.gateHeld.add(task);
     this.lastSeq = task.seq;
     this.deps.store.transaction(() => {
       this.deps.store.scheduler.put(task);
@@ -244,6 +242,27 @@ export class Scheduler implements Disposable {
     let queue = this.queues.get(target);
     if (!queue) this.queues.set(target, queue = new TargetQueue());
     return queue;
+  }
+
+  /**
+   * A decision settled or a limit changed: the tasks the gate held are asked again at once, so that a denied duplicate
+   * ends now (not when an agent is next free); idle agents try again.
+   */
+  private onGateChange(): void {
+    for (const task of [...this.gateHeld]) {
+      if (task.state !== 'QUEUED' || !this.open.has(task.taskId)) {
+        this.gateHeld.delete(task);
+        continue;
+      }
+      const type = task.target.startsWith(TYPE_PREFIX) ? task.target.slice(TYPE_PREFIX.length) : this.deps.agents.get(task.target)?.descriptor.name;
+      if (type === undefined) continue;
+      const ctx: CallContext = { correlationId: task.taskId };
+      const verdict = this.deps.gate.mayStart(task, type, this.running(), ctx);
+      if (!verdict.go && 'refuse' in verdict) this.end(task, 'FAILED', verdict.refuse.code, verdict.refuse.reason, ctx, 'gate');
+      else if (!verdict.go) this.setWaiting(task, verdict.waiting);
+    }
+    for (const agentId of this.idle) this.dirty.add(agentId);
+    this.schedulePump();
   }
 
   /** Marks one idle agent that could take `task` for the next dispatch round. */
