@@ -270,6 +270,17 @@ describe('Scheduler (RFC §7, §7.1, §7.2, §8.4; App. D C.4, C.5)', () => {
       assert.equal(h.command('a1', 'terminate').command.task_id, 'low');
     });
 
+    it('a run preempted before the agent ever acknowledged it, then timed out, goes back to the queue (not FAILED)', async () => {
+      h.agent('a1');
+      h.submitted('a1', 5, { taskId: 'low' });
+      h.command('a1', 'run');
+      h.submitted('a1', 0, { taskId: 'high' });
+      assert.equal(h.task('low').state, 'PREEMPTING');
+      await h.advance(10_001);
+      assert.equal(h.task('low').state, 'QUEUED');
+      assert.equal(h.task('high').state, 'DISPATCHED', 'the agent, back to RUNNABLE, takes the urgent one');
+    });
+
     it('RequestPreemption (preempt) asks the agent to yield without a replacement; the yielded task is queued again and runs again', async () => {
       h.agent('a1');
       await running('a1', 't1', 0);
@@ -358,6 +369,16 @@ describe('Scheduler (RFC §7, §7.1, §7.2, §8.4; App. D C.4, C.5)', () => {
       await h.answer('a1', run.messageId, 'FULFILLED');
       assert.equal(h.task('r').state, 'COMPLETED');
       assert.equal(h.task('q2').state, 'DISPATCHED', 'then the queue in order');
+    });
+
+    it('a task restored on an agent no longer registered ends FAILED at start', async () => {
+      h.agent('a1');
+      h.submitted('a1', 0, { taskId: 'orphan' });
+      h.coordinator.scheduler.dispose();
+      h.registry.deregister('a1', 'gone while the scheduler was down', ctx());
+      h.restart();
+      assert.equal(h.task('orphan').state, 'FAILED');
+      assert.equal(h.task('orphan').errorCode, 'AGENT_UNAVAILABLE');
     });
 
     it('re-arms a preemption deadline from the stored time', async () => {

@@ -103,6 +103,8 @@ export class Scheduler implements Disposable {
     this.lastSeq = store.scheduler.maxSeq();
     for (const task of store.scheduler.listOpen()) this.restore(task);
     for (const agent of deps.agents.list()) this.refreshIdle(agent.descriptor.agentId);
+    // A task restored on an agent that is no longer registered cannot finish: cleaned up as if the agent left.
+    for (const agentId of [...this.slots.keys()]) if (!deps.agents.get(agentId)) this.onAgentLeft(agentId, 'not registered when the coordinator started');
     this.subscriptions.push(
       deps.agents.onDidChange((change) => this.safely('agent_change', () => this.onAgentChange(change))),
       deps.outbox.onDidUpdateOutbox((update) => this.safely('outbox_update', () => this.onOutbox(update))),
@@ -500,9 +502,10 @@ export class Scheduler implements Disposable {
       case 'TIMED_OUT':
         if (update.byAck && update.state === 'FAILED') {
           this.finished(task, 'FAILED', update.errorCode, update.note, ctx);
-        } else if (task.state === 'DISPATCHED' || update.state === 'REJECTED') {
-          // Refused or never answered before the agent started: the task goes back to the queue.
-          if (!this.deps.agents.get(agentId)) return; // the agent left: its cleanup ends the task
+        } else if (!this.deps.agents.get(agentId)) {
+          return; // the agent left: its cleanup ends the task
+        } else if (update.state === 'REJECTED' || task.state === 'DISPATCHED' || notStarted(this.deps.agents.get(agentId)?.state)) {
+          // Refused or never answered before the agent started (it is still SCHEDULED / RESUMED): back to the queue.
           this.withdrawn(task, update.errorCode, update.note, ctx, true);
         } else {
           // The router ended a run the agent had started (it left, a delivery failed): the task failed.
@@ -1074,6 +1077,11 @@ export function describeWaiting(w: WaitingReason): string {
     case 'preempted': return `preempted${w.byTaskId ? ` by task ${w.byTaskId}` : ''}, queued again`;
     default: return 'queued';
   }
+}
+
+/** The agent was sent its run but has not acknowledged it yet. */
+function notStarted(state: string | undefined): boolean {
+  return state === 'SCHEDULED' || state === 'RESUMED';
 }
 
 /** The agent's way from its current state to RUNNABLE after its task ended. */
