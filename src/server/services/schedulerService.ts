@@ -12,11 +12,11 @@ import { answerWhenDurable } from '../durable';
 export const DEFAULT_SHUTDOWN_GRACE_MS = 30_000;
 /** The longest grace a ShutdownAgent may give: longer would keep a gone agent's tasks for good. */
 export const MAX_SHUTDOWN_GRACE_MS = 86_400_000;
-/** SubmitTask agent_id: an agent id, or `type:` and a descriptor name. */
-const MAX_TARGET = 'type:'.length + FIELD_LIMITS.registry.name;
-/** PurgeActivity: task ids per call and characters per id; RequestPreemption: characters of its reason. */
+/** SubmitTask agent_id (an agent id, or `type:` and a descriptor name) and task ids: the scheduler's field limits. */
+const MAX_TARGET = FIELD_LIMITS.scheduler.target;
+const MAX_TASK_ID = FIELD_LIMITS.scheduler.task_id;
+/** PurgeActivity: task ids per call; RequestPreemption: characters of its reason. */
 const MAX_PURGE_TASK_IDS = 10_000;
-const MAX_TASK_ID = 256;
 const MAX_REASON = 4096;
 /** The trailer that says why RequestPreemption answered enqueued=false or ShutdownAgent ok=false (the proto has no field for it). */
 export const REASON_TRAILER = 'sw4rm-reason';
