@@ -9,9 +9,10 @@
  * streams its inbox. The coordinator sends it CONTROL envelopes with a JSON payload `{"command": …}`:
  * - `run`: it ACKs RECEIVED (the task starts), works `params.steps` steps of SW4RM_STEP_MS each (a safe point after
  *   each), and ACKs FULFILLED with a note (the task's result), or FAILED with an error_code when `params.fail` is set.
- *   `params.non_preemptible_ms` makes the first part of the task a non-preemptible section.
+ *   `params.non_preemptible_steps` makes the first steps of the task one non-preemptible section.
  * - `preempt_request`: at the next safe point it ACKs FULFILLED with note `yielded` (the task goes back to the queue).
- *   Inside a non-preemptible section it first ACKs RECEIVED with note `non_preemptible:<ms left>` (RFC §7.2 deferral).
+ *   Inside a non-preemptible section it first ACKs RECEIVED with note `non_preemptible:<ms>` (RFC §7.2 deferral: the
+ *   section's maximum duration, a little more than it needs), and yields at the safe point that ends the section.
  * - `terminate`: it stops at once and ACKs FULFILLED `terminated`.
  * - `shutdown`: it finishes the task if that fits in `drain_timeout_seconds`, else stops it (ACK FAILED AGENT_SHUTDOWN
  *   on the run), ACKs the shutdown FULFILLED and exits; the coordinator deregisters it.
@@ -58,7 +59,8 @@ type Command =
 interface TaskParams {
   title?: string;
   steps?: number;
-  non_preemptible_ms?: number;
+  /** The first N steps are one non-preemptible section (an atomic rewrite, say). */
+  non_preemptible_steps?: number;
   fail?: boolean;
 }
 
@@ -120,7 +122,7 @@ function errorText(err: unknown): string {
 
 async function submitDemo(target: string): Promise<void> {
   const tasks: { name: string; priority: number; params: TaskParams; pauseMs: number }[] = [
-    { name: 'A', priority: 5, params: { title: 'A: rewrite notes/a.md (first 2.5 s non-preemptible)', steps: 4, non_preemptible_ms: 2_500 }, pauseMs: 300 },
+    { name: 'A', priority: 5, params: { title: 'A: rewrite notes/a.md (steps 1-2 non-preemptible)', steps: 4, non_preemptible_steps: 2 }, pauseMs: 300 },
     { name: 'B', priority: 10, params: { title: 'B: tidy notes/b.md', steps: 2 }, pauseMs: 0 },
     { name: 'C', priority: 10, params: { title: 'C: tidy notes/c.md', steps: 2 }, pauseMs: 0 },
     { name: 'D', priority: 5, params: { title: 'D: same priority as A, so it waits', steps: 2 }, pauseMs: 500 },
@@ -215,13 +217,18 @@ interface Current {
   /** params.fail: the task ends with ACK FAILED (to see a failed task). */
   readonly fail: boolean;
   step: number;
-  nonPreemptibleUntil: number;
+  /** The section covers steps 1..nonPreemptibleSteps; its end is a safe point. */
+  readonly nonPreemptibleSteps: number;
+  /** When the section will end (an estimate: the steps' duration), for the declared maximum. */
+  readonly nonPreemptibleUntil: number;
   preempt?: Envelope;
   terminate?: Envelope;
   wake?: () => void;
 }
 
 let current: Current | undefined;
+/** Steps done of tasks that yielded (RFC §8.1 SUSPENDED: the agent keeps its execution state and resumes from it). */
+const resumeAt = new Map<string, number>();
 let shutdown: { msg: Envelope; drainUntil: number } | undefined;
 
 /** Waits one step, or less when `terminate` interrupts it. */
@@ -240,24 +247,32 @@ async function work(task: Current): Promise<void> {
     await stepWait(task);
     if (task.terminate) {
       say(`task ${task.taskId}: terminated at step ${task.step}/${task.steps}`);
-      await ack(task.terminate, 'FULFILLED', 'terminated');
+      // Free before answering: the next `run` may arrive as soon as the scheduler has the ACK.
       current = undefined;
+      await ack(task.terminate, 'FULFILLED', 'terminated');
+      // The run envelope is done too (the scheduler already ended the task on the terminate ACK).
+      await ack(task.run, 'FAILED', 'terminated', 'FORCED_PREEMPTION');
       return;
     }
     task.step++;
-    say(`task ${task.taskId}: step ${task.step}/${task.steps} done${Date.now() < task.nonPreemptibleUntil ? ' (non-preemptible)' : ''}`);
+    say(`task ${task.taskId}: step ${task.step}/${task.steps} done${task.step <= task.nonPreemptibleSteps ? ' (non-preemptible)' : ''}`);
     // A safe point: the state is consistent here, so this is where the agent may yield.
     if (task.step === task.steps) break;
-    if (task.preempt && Date.now() >= task.nonPreemptibleUntil) {
+    if (task.preempt && task.step >= task.nonPreemptibleSteps) {
       say(`task ${task.taskId}: yielding at step ${task.step}/${task.steps}`);
-      await ack(task.preempt, 'FULFILLED', 'yielded');
+      resumeAt.set(task.taskId, task.step);
+      if (resumeAt.size > 1000) resumeAt.delete(resumeAt.keys().next().value!);
+      // Free before answering: the more urgent task's `run` follows the yield at once.
       current = undefined;
+      await ack(task.preempt, 'FULFILLED', 'yielded');
+      // The run envelope is done as well: the task comes back in a new `run` (this ACK only closes the old envelope).
+      await ack(task.run, 'FULFILLED', 'yielded');
       return;
     }
     if (shutdown && Date.now() + (task.steps - task.step) * stepMs > shutdown.drainUntil) {
       say(`task ${task.taskId}: stopped for shutdown at step ${task.step}/${task.steps}`);
-      await ack(task.run, 'FAILED', `incomplete: shut down at step ${task.step}/${task.steps}`, 'AGENT_SHUTDOWN');
       current = undefined;
+      await ack(task.run, 'FAILED', `incomplete: shut down at step ${task.step}/${task.steps}`, 'AGENT_SHUTDOWN');
       return leave('shutdown');
     }
   }
@@ -281,12 +296,15 @@ async function onCommand(msg: Envelope, command: Command): Promise<void> {
       const params: TaskParams = command.params && typeof command.params === 'object' ? command.params : {};
       const steps = Math.max(1, Math.min(100, Math.floor(Number(params.steps) || 3)));
       const title = typeof params.title === 'string' ? params.title : command.task_id;
+      const nonPreemptibleSteps = Math.max(0, Math.min(steps, Math.floor(Number(params.non_preemptible_steps) || 0)));
+      const step = Math.min(resumeAt.get(command.task_id) ?? 0, steps - 1);
+      resumeAt.delete(command.task_id);
       const task: Current = {
-        taskId: command.task_id, run: msg, title, steps, fail: params.fail === true, step: 0,
-        nonPreemptibleUntil: Date.now() + Math.max(0, Number(params.non_preemptible_ms) || 0),
+        taskId: command.task_id, run: msg, title, steps, fail: params.fail === true, step,
+        nonPreemptibleSteps, nonPreemptibleUntil: Date.now() + Math.max(0, nonPreemptibleSteps - step) * stepMs,
       };
       current = task;
-      say(`run ${command.task_id} (priority ${command.priority}): ${title}`);
+      say(`run ${command.task_id} (priority ${command.priority}): ${title}${step > 0 ? ` (resuming after step ${step})` : ''}`);
       await ack(msg, 'RECEIVED');
       // Worked in the background: the inbox must stay free for preempt_request and terminate.
       void work(task);
@@ -296,12 +314,13 @@ async function onCommand(msg: Envelope, command: Command): Promise<void> {
       const task = current;
       if (!task || task.taskId !== command.task_id) return ack(msg, 'FAILED', `not_running: ${command.task_id}`, 'VALIDATION_ERROR');
       task.preempt = msg;
-      const left = task.nonPreemptibleUntil - Date.now();
       say(`preempt_request for ${command.task_id} by ${command.by_task_id || 'the operator'} (priority ${command.by_priority}): ${command.reason}`);
-      if (left > 0) {
-        // RFC §7.2: a non-preemptible section with its maximum duration defers the preemption.
-        say(`task ${task.taskId}: non-preemptible for ${left} ms more`);
-        await ack(msg, 'RECEIVED', `non_preemptible:${left}`);
+      if (task.step < task.nonPreemptibleSteps) {
+        // RFC §7.2: a non-preemptible section with its maximum duration defers the preemption. Past that maximum the
+        // scheduler may terminate the task, so declare a little more than the section needs: half a step of margin.
+        const maximum = Math.max(0, task.nonPreemptibleUntil - Date.now()) + Math.ceil(stepMs / 2);
+        say(`task ${task.taskId}: non-preemptible until step ${task.nonPreemptibleSteps} ends (at most ${maximum} ms)`);
+        await ack(msg, 'RECEIVED', `non_preemptible:${maximum}`);
       } else {
         await ack(msg, 'RECEIVED');
       }
