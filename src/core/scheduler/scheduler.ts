@@ -86,6 +86,8 @@ export class Scheduler implements Disposable {
   private readonly idleByType = new Map<string, Set<string>>();
   private readonly shuttingDown = new Map<string, { messageId: string; reason: string }>();
   private readonly timers = new Map<string, Disposable>();
+  /** Queued tasks the gate last answered `waiting` (a limit, a serialisation, a decision): woken when a task ends. */
+  private readonly gateHeld = new Set<TaskRecord>();
   private readonly subscriptions: Disposable[] = [];
   private runningCache: TaskRecord[] | undefined;
   private lastSeq: number;
@@ -185,11 +187,7 @@ export class Scheduler implements Disposable {
     this.enqueue(task);
     this.changed.fire({ kind: 'submitted', task });
     this.considerPreemption(task, ctx);
-    if (agentType === undefined) this.dirty.add(target);
-    else {
-      const first = this.idleByType.get(agentType)?.values().next();
-      if (first && !first.done) this.dirty.add(first.value);
-    }
+    this.wakeFor(task);
     this.pump();
     const current = this.open.get(taskId) ?? this.deps.store.scheduler.get(taskId) ?? task;
     return { accepted: true, task: current, reason: current.state === 'QUEUED' && current.waiting ? describeWaiting(current.waiting) : '' };
@@ -246,6 +244,16 @@ export class Scheduler implements Disposable {
     let queue = this.queues.get(target);
     if (!queue) this.queues.set(target, queue = new TargetQueue());
     return queue;
+  }
+
+  /** Marks one idle agent that could take `task` for the next dispatch round. */
+  private wakeFor(task: TaskRecord): void {
+    if (!task.target.startsWith(TYPE_PREFIX)) {
+      if (this.idle.has(task.target)) this.dirty.add(task.target);
+      return;
+    }
+    const first = this.idleByType.get(task.target.slice(TYPE_PREFIX.length))?.values().next();
+    if (first && !first.done) this.dirty.add(first.value);
   }
 
   private schedulePump(): void {
@@ -310,6 +318,7 @@ export class Scheduler implements Disposable {
         this.end(task, 'FAILED', verdict.refuse.code, verdict.refuse.reason, ctx, 'gate');
         continue;
       }
+      this.gateHeld.add(task);
       this.setWaiting(task, verdict.waiting);
     }
   }
@@ -343,6 +352,7 @@ export class Scheduler implements Disposable {
         return;
       }
       this.queueOf(task.target).remove(task);
+      this.gateHeld.delete(task);
       const from = task.state;
       task.state = 'DISPATCHED';
       task.assignedAgentId = agentId;
@@ -375,7 +385,16 @@ export class Scheduler implements Disposable {
     const attempts = wasSent ? task.dispatches : task.dispatches + 1;
     if (attempts >= MAX_WITHDRAWN_DISPATCHES) {
       if (!wasSent) task.dispatches = attempts;
-      this.end(task, 'FAILED', code, `${reason} (${attempts} dispatches withdrawn)`, ctx, 'withdrawn');
+      this.deps.store.transaction(() => {
+        this.end(task, 'FAILED', code, `${reason} (${attempts} dispatches withdrawn)`, ctx, 'withdrawn');
+        if (wasSent && this.slots.get(agentId)?.taskId === task.taskId) {
+          this.slots.delete(agentId);
+          this.runningCache = undefined;
+          this.moveAgent(agentId, withdrawPath(this.deps.agents.get(agentId)?.state), { by: 'task', reason: `run of ${task.taskId} withdrawn: ${code}`, taskId: task.taskId }, ctx);
+        }
+      });
+      if (agentId) this.refreshIdle(agentId);
+      this.schedulePump();
       return;
     }
     this.deps.store.transaction(() => {
@@ -624,7 +643,7 @@ export class Scheduler implements Disposable {
     if (this.open.get(task.taskId) !== task || task.state !== 'PREEMPTING') return;
     const ctx: CallContext = { correlationId: task.taskId };
     if (!task.terminateMessageId) {
-      this.sendTerminate(task, task, `no yield within ${task.nonPreemptibleUntil !== null ? 'the declared non-preemptible section' : `${this.options.maxNonPreemptibleMs} ms`}`, ctx);
+      this.sendTerminate(task, `no yield within ${task.nonPreemptibleUntil !== null ? 'the declared non-preemptible section' : `${this.options.maxNonPreemptibleMs} ms`}`, ctx);
       return;
     }
     // No answer to `terminate` within the grace: forced preemption; the agent FAILED.
@@ -641,8 +660,10 @@ export class Scheduler implements Disposable {
     this.schedulePump();
   }
 
-  /** CONTROL `terminate` with the grace; `holder` keeps the message id and the deadline (the open task, or a cancelled one). */
-  private sendTerminate(task: TaskRecord, holder: TaskRecord, reason: string, ctx: CallContext): boolean {
+  /** CONTROL `terminate` with the grace; for an open task (forced preemption) its deadline is armed, a cancelled one's by `cancel`. */
+  private sendTerminate(task: TaskRecord, reason: string, ctx: CallContext): boolean {
+    const holder = task;
+    const open = this.open.get(task.taskId) === task;
     const agentId = task.assignedAgentId;
     const now = this.deps.clock.now();
     let ok = false;
@@ -662,8 +683,9 @@ export class Scheduler implements Disposable {
       this.deps.store.scheduler.put(holder);
       this.event(task, 'task.terminate_sent', { agent_id: agentId, grace_ms: this.options.terminateGraceMs, reason, terminate_message_id: sent.messageId }, 'WARN');
     });
-    if (ok && holder === task) this.armDeadline(task);
-    if (!ok && holder === task) {
+    if (!open) return ok;
+    if (ok) this.armDeadline(task);
+    else {
       // Nothing can reach the agent: end the task now as the grace would.
       holder.terminateMessageId = 'unsent';
       holder.deadline = now;
@@ -699,7 +721,7 @@ export class Scheduler implements Disposable {
     // The agent stays occupied until it answers `terminate` (or the grace passes: then it is FAILED).
     this.slots.set(agentId, { taskId, cancelled: task });
     this.runningCache = undefined;
-    const sent = this.sendTerminate(task, task, `cancelled: ${reason}`, taskCtx);
+    const sent = this.sendTerminate(task, `cancelled: ${reason}`, taskCtx);
     const graceMs = sent ? this.options.terminateGraceMs : 0;
     this.timers.set(taskId, this.deps.clock.setTimer(graceMs, () => this.safely('cancel_grace', () => {
       this.timers.delete(taskId);
@@ -755,8 +777,9 @@ export class Scheduler implements Disposable {
     if (jobs?.size === 0) this.byJob.delete(task.jobKey);
     if (this.slots.get(agentId)?.taskId === task.taskId) this.runningCache = undefined;
     this.changed.fire({ kind: 'changed', task });
-    // Tasks serialised after this one, or held by a limit, may start now.
-    for (const idle of this.idle) this.dirty.add(idle);
+    // Tasks the gate held (serialised after this one, behind a limit) may start now: wake an idle agent for each.
+    this.gateHeld.delete(task);
+    for (const held of this.gateHeld) this.wakeFor(held);
     this.schedulePump();
   }
 
