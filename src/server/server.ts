@@ -18,6 +18,7 @@ import { HitlServiceAdapter } from './services/hitlService';
 import { LoggingServiceAdapter } from './services/loggingService';
 import { RegistryServiceAdapter } from './services/registryService';
 import { RouterServiceAdapter } from './services/routerService';
+import { SchedulerServiceAdapter } from './services/schedulerService';
 import { ToolServiceAdapter } from './services/toolService';
 import { unimplementedHandler } from './services/unimplemented';
 import { WorktreeServiceAdapter } from './services/worktreeService';
@@ -113,6 +114,7 @@ export class CoordinatorServer {
       [WorktreeServiceAdapter.serviceName]: new WorktreeServiceAdapter(coordinator).handlers(),
       [ToolServiceAdapter.serviceName]: new ToolServiceAdapter(coordinator).handlers(),
       [ConnectorServiceAdapter.serviceName]: new ConnectorServiceAdapter(coordinator).handlers(),
+      [SchedulerServiceAdapter.serviceName]: new SchedulerServiceAdapter(coordinator).handlers(),
       [ActivityServiceAdapter.serviceName]: new ActivityServiceAdapter(coordinator).handlers(),
       [ReasoningServiceAdapter.serviceName]: new ReasoningServiceAdapter(coordinator).handlers(),
     };
