@@ -89,3 +89,40 @@ export function limitsChanged(a: SchedulerSettings, b: SchedulerSettings): boole
   const kb = Object.keys(b.maxParallelInstances).sort();
   return ka.length !== kb.length || ka.some((k, i) => k !== kb[i] || a.maxParallelInstances[k] !== b.maxParallelInstances[k]);
 }
+
+/** What SchedulerLimits needs of the API (the whole CoordinatorApi in the editor). */
+export interface LimitsTarget {
+  setMaxParallelInstances(limits: Readonly<Record<string, number>>, defaultLimit: number, by: string): Promise<void>;
+}
+
+/**
+ * Keeps the running coordinator's max_parallel_instances equal to the settings: given at once to a coordinator that
+ * starts, and again whenever the limits change in the settings (no restart needed). No `vscode`: `read` reads them.
+ */
+export class SchedulerLimits {
+  private api: LimitsTarget | undefined;
+  private applied: SchedulerSettings | undefined;
+
+  constructor(private readonly read: () => SchedulerSettings, private readonly by: string, private readonly report: (problem: string) => void) {}
+
+  bind(api: LimitsTarget | undefined): Promise<void> {
+    this.api = api;
+    this.applied = undefined;
+    return this.settingsChanged();
+  }
+
+  /** The settings changed: the limits go to the coordinator if they differ from what it was last given. */
+  async settingsChanged(): Promise<void> {
+    const api = this.api;
+    if (!api) return;
+    const settings = this.read();
+    if (this.applied && !limitsChanged(this.applied, settings)) return;
+    this.applied = settings;
+    try {
+      await api.setMaxParallelInstances(settings.maxParallelInstances, settings.defaultMaxParallelInstances, this.by);
+    } catch (err) {
+      this.applied = undefined;
+      this.report(`the max_parallel_instances limits were not applied: ${err instanceof Error ? err.message : String(err)}`);
+    }
+  }
+}

@@ -4,6 +4,7 @@ import { hostOptionsOf } from '../../src/extension/hostOptions';
 import { routerSettings } from '../../src/extension/routerSettings';
 import type { CoordinatorSettings } from '../../src/extension/settings';
 import { worktreeSettings } from '../../src/extension/worktreeSettings';
+import { schedulerSettings } from '../../src/extension/schedulerSettings';
 
 /** Settings with a value other than the default in every group, as readSettings would produce them. */
 function settings(): CoordinatorSettings {
@@ -18,6 +19,7 @@ function settings(): CoordinatorSettings {
     router: routerSettings({ inboxCapacity: 17, deduplicationWindowSeconds: 60, messageRetentionHours: 5, storeBudgetMiB: 300, privilegedRatePerSecond: 4, payloadLimits: {} }),
     connections: connectionSettings({ maxConnections: 33, unauthenticatedIdleSeconds: 11, requestBodyTimeoutSeconds: 13 }),
     worktrees: worktreeSettings({ folder: '/elsewhere/worktrees', setupCopy: ['.env*'], snapshotRetentionDays: 9 }),
+    scheduler: schedulerSettings({ maxParallelInstances: { Echo: 2 }, defaultMaxParallelInstances: 5, conflictThreshold: 0.4, onUnavailableEngine: 'escalate' }),
   };
 }
 

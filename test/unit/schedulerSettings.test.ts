@@ -1,6 +1,6 @@
 import { strict as assert } from 'node:assert';
 import { DEFAULT_SCHEDULER_OPTIONS } from '../../src/core/api';
-import { limitsChanged, schedulerOptionsOf, schedulerSettings } from '../../src/extension/schedulerSettings';
+import { SchedulerLimits, limitsChanged, schedulerOptionsOf, schedulerSettings } from '../../src/extension/schedulerSettings';
 
 describe('sw4rm.scheduler.* settings (no vscode)', () => {
   it('defaults to the scheduler\'s defaults', () => {
@@ -39,5 +39,30 @@ describe('sw4rm.scheduler.* settings (no vscode)', () => {
     assert.equal(limitsChanged(a, schedulerSettings({ maxParallelInstances: { Echo: 3 } })), true);
     assert.equal(limitsChanged(a, schedulerSettings({ maxParallelInstances: { Other: 2 } })), true);
     assert.equal(limitsChanged(a, schedulerSettings({ maxParallelInstances: { Echo: 2 }, defaultMaxParallelInstances: 1 })), true);
+  });
+});
+
+describe('SchedulerLimits (live max_parallel_instances)', () => {
+  it('gives a starting coordinator the limits, and again only when they change', async () => {
+    const calls: Array<[Record<string, number>, number, string]> = [];
+    let values: Record<string, unknown> = { maxParallelInstances: { Echo: 2 } };
+    const problems: string[] = [];
+    const limits = new SchedulerLimits(() => schedulerSettings(values), 'editor:me', (p) => problems.push(p));
+    const api = { setMaxParallelInstances: async (l: Readonly<Record<string, number>>, d: number, by: string) => { calls.push([{ ...l }, d, by]); } };
+    await limits.settingsChanged();
+    assert.equal(calls.length, 0, 'nothing to give while stopped');
+    await limits.bind(api);
+    assert.deepEqual(calls, [[{ Echo: 2 }, 0, 'editor:me']]);
+    values = { maxParallelInstances: { Echo: 2 }, conflictThreshold: 0.2 };
+    await limits.settingsChanged();
+    assert.equal(calls.length, 1, 'the threshold is not a limit');
+    values = { maxParallelInstances: { Echo: 1 }, defaultMaxParallelInstances: 3 };
+    await limits.settingsChanged();
+    assert.deepEqual(calls[1], [{ Echo: 1 }, 3, 'editor:me']);
+    await limits.bind(undefined);
+    await limits.settingsChanged();
+    assert.equal(calls.length, 2);
+    await limits.bind({ setMaxParallelInstances: async () => { throw new Error('stopped'); } });
+    assert.deepEqual(problems, ['the max_parallel_instances limits were not applied: stopped']);
   });
 });
