@@ -57,6 +57,11 @@ await Promise.all([
   }),
   esbuild.build({
     ...common,
+    entryPoints: ['examples/taskAgent.ts'],
+    outfile: 'dist/example-tasks.js',
+  }),
+  esbuild.build({
+    ...common,
     platform: 'browser',
     format: 'iife',
     target: 'es2022',

@@ -1,3 +1,4 @@
+import { FIELD_LIMITS } from '../core/fieldLimits';
 import { POLICY_INPUT_KEYS } from '../core/hitl/policy';
 import { MIB } from '../core/limits';
 import { MESSAGE_TYPES } from '../core/router/envelope';
@@ -7,6 +8,7 @@ import {
 } from '../core/router/router';
 import type { AuthMode } from '../server/auth';
 import { CONNECTION_LIMIT_BOUNDS, DEFAULT_CONNECTION_LIMITS } from '../server/connections';
+import { DEFAULT_SCHEDULER_OPTIONS } from '../core/scheduler/model';
 import { DEFAULT_SNAPSHOT_RETENTION_DAYS, MAX_SNAPSHOT_RETENTION_DAYS, MIN_SNAPSHOT_RETENTION_DAYS } from '../core/worktree/operations';
 import { checkCopyGlob, DEFAULT_SETUP_TIMEOUT_SECONDS, MAX_SETUP_TIMEOUT_SECONDS, SetupConfigError, settingsSetupConfig } from '../core/worktree/setup';
 
@@ -50,6 +52,10 @@ export interface CliOptions {
   /** Whether a repository's own `.sw4rm/worktree.json` command may run. */
   readonly trustRepositorySetup: boolean;
   readonly snapshotRetentionDays: number;
+  /** RFC §9.1 max_parallel_instances per agent type (`--max-parallel TYPE=N`, repeatable); types not listed are unlimited. */
+  readonly maxParallel: Readonly<Record<string, number>>;
+  /** RFC §9.3: a parallelism confidence below this escalates a scope conflict to a human (`--conflict-threshold X`, 0-1). */
+  readonly conflictThreshold: number;
 }
 
 export const USAGE = `Usage: sw4rm-coordinator [options]
@@ -95,11 +101,20 @@ Options:
                             it, only its copies are made)
   --snapshot-retention <days>  days a worktree snapshot is kept, never deleted sooner (default
                             ${DEFAULT_SNAPSHOT_RETENTION_DAYS}, ${MIN_SNAPSHOT_RETENTION_DAYS}-${MAX_SNAPSHOT_RETENTION_DAYS})
+  --max-parallel TYPE=N     at most N tasks running at once on agents of type TYPE (the descriptor's
+                            name; repeatable; default unlimited); more are queued, the submitter told why
+  --conflict-threshold <x>  tasks with overlapping scopes whose parallelism confidence is below x
+                            (0-1, default ${DEFAULT_SCHEDULER_OPTIONS.conflictThreshold}) wait for a human's CONFLICT decision
   -v, --verbose             print every event to stderr, per-message ones included
   -h, --help                show this help
 `;
 
 export class UsageError extends Error {}
+
+/** The descriptor's `name` limit: a longer type could never match an agent. */
+export const MAX_AGENT_TYPE_LENGTH = FIELD_LIMITS.registry.name;
+/** More parallel instances than this is no limit at all; say "unlimited" by leaving the type out. */
+export const MAX_PARALLEL_INSTANCES = 100_000;
 
 /** One day: longer would hide a dead agent for good. */
 export const MAX_DEBOUNCE_SECONDS = 86_400;
@@ -115,6 +130,7 @@ export function parseArgs(argv: readonly string[]): CliOptions {
     workspaceFolders: [] as string[],
     worktreesFolder: '', setupCopy: [] as string[], setupCommand: '', setupTimeoutSeconds: DEFAULT_SETUP_TIMEOUT_SECONDS,
     trustRepositorySetup: false, snapshotRetentionDays: DEFAULT_SNAPSHOT_RETENTION_DAYS,
+    maxParallel: {} as Record<string, number>, conflictThreshold: DEFAULT_SCHEDULER_OPTIONS.conflictThreshold,
   };
   const positiveInteger = (flag: string, v: string, max: number): number => {
     const n = Number(v);
@@ -212,6 +228,21 @@ export function parseArgs(argv: readonly string[]): CliOptions {
       case '--setup-timeout': options.setupTimeoutSeconds = wholeIn(flag, value(), 1, MAX_SETUP_TIMEOUT_SECONDS); break;
       case '--trust-repository-setup': options.trustRepositorySetup = true; break;
       case '--snapshot-retention': options.snapshotRetentionDays = wholeIn(flag, value(), MIN_SNAPSHOT_RETENTION_DAYS, MAX_SNAPSHOT_RETENTION_DAYS); break;
+      case '--max-parallel': {
+        const v = value();
+        const match = /^([^=\s]+)=(\d+)$/.exec(v);
+        if (!match) throw new UsageError(`--max-parallel takes TYPE=N (an agent type, the descriptor's name, and a whole number), e.g. coder=2, not '${v}'`);
+        if (match[1].length > MAX_AGENT_TYPE_LENGTH) throw new UsageError(`--max-parallel: the agent type is longer than ${MAX_AGENT_TYPE_LENGTH} characters`);
+        options.maxParallel[match[1]] = positiveInteger('--max-parallel', match[2], MAX_PARALLEL_INSTANCES);
+        break;
+      }
+      case '--conflict-threshold': {
+        const v = value();
+        const x = Number(v);
+        if (!/^\d+(\.\d+)?$|^\.\d+$/.test(v) || !(x >= 0 && x <= 1)) throw new UsageError(`--conflict-threshold must be a number from 0 to 1, not '${v}'`);
+        options.conflictThreshold = x;
+        break;
+      }
       case '-v': case '--verbose': options.verbose = true; break;
       case '-h': case '--help': options.help = true; break;
       default: throw new UsageError(`unknown option '${arg}'`);

@@ -102,6 +102,7 @@ async function main(): Promise<number> {
         trustRepositoryCommand: options.trustRepositorySetup,
         snapshotRetentionDays: options.snapshotRetentionDays,
       },
+      scheduler: { maxParallelInstances: options.maxParallel, conflictThreshold: options.conflictThreshold },
       connections: {
         maxConnections: options.maxConnections,
         unauthenticatedIdleMs: options.unauthenticatedIdleSeconds * 1000,

@@ -9,6 +9,7 @@ import type { RouterOptions } from '../core/router/router';
 import { createGit } from '../core/worktree/git';
 import { discoverRepositories, type Repository } from '../core/worktree/repositories';
 import type { WorktreeOperationsOptions } from '../core/worktree/operations';
+import type { SchedulerOptions } from '../core/scheduler/model';
 import { PAYLOAD_FOLDER_NAME } from '../core/router/payloadFiles';
 import type { Event } from '../core/events';
 import { CoordinatorStore } from '../core/coordinatorStore';
@@ -46,6 +47,8 @@ export interface HostOptions {
   readonly worktreesFolder?: string;
   /** Worktree setup (copy globs, command), whether a repository's own setup command may run, snapshot retention. */
   readonly worktreeOperations?: Partial<WorktreeOperationsOptions>;
+  /** The scheduler: max_parallel_instances per agent type, the conflict threshold (--max-parallel, --conflict-threshold). */
+  readonly scheduler?: Partial<SchedulerOptions>;
 }
 
 /**
@@ -90,6 +93,7 @@ export class CoordinatorHost {
         repositories,
         worktreesFolder: options.worktreesFolder,
         worktreeOperations: options.worktreeOperations,
+        scheduler: options.scheduler,
       });
       if (unreadable !== undefined) {
         coordinator.log.record({

@@ -16,6 +16,7 @@ import { HitlServiceAdapter } from './services/hitlService';
 import { LoggingServiceAdapter } from './services/loggingService';
 import { RegistryServiceAdapter } from './services/registryService';
 import { RouterServiceAdapter } from './services/routerService';
+import { SchedulerServiceAdapter } from './services/schedulerService';
 import { ToolServiceAdapter } from './services/toolService';
 import { unimplementedHandler } from './services/unimplemented';
 import { WorktreeServiceAdapter } from './services/worktreeService';
@@ -111,6 +112,7 @@ export class CoordinatorServer {
       [WorktreeServiceAdapter.serviceName]: new WorktreeServiceAdapter(coordinator).handlers(),
       [ToolServiceAdapter.serviceName]: new ToolServiceAdapter(coordinator).handlers(),
       [ConnectorServiceAdapter.serviceName]: new ConnectorServiceAdapter(coordinator).handlers(),
+      [SchedulerServiceAdapter.serviceName]: new SchedulerServiceAdapter(coordinator).handlers(),
     };
     // Every handler, built or not, runs behind the identity check of its rule (identity.ts).
     const add = (definition: grpc.ServiceDefinition, implementation: grpc.UntypedServiceImplementation | undefined, rules: Readonly<Record<string, IdentityRule>>) => {

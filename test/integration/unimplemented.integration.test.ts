@@ -26,6 +26,11 @@ const IMPLEMENTED = new Set([
   '/sw4rm.tool.ToolService/CallStream',
   '/sw4rm.tool.ToolService/Cancel',
   '/sw4rm.connector.ConnectorService/DescribeTools',
+  '/sw4rm.scheduler.SchedulerService/SubmitTask',
+  '/sw4rm.scheduler.SchedulerService/RequestPreemption',
+  '/sw4rm.scheduler.SchedulerService/ShutdownAgent',
+  '/sw4rm.scheduler.SchedulerService/PollActivityBuffer',
+  '/sw4rm.scheduler.SchedulerService/PurgeActivity',
 ]);
 
 type Method = grpc.MethodDefinition<unknown, unknown>;

@@ -18,6 +18,7 @@ const ROUTER_DEFAULTS = { capacity: 10, dedupWindowSeconds: 3600, messageRetenti
 const HITL_DEFAULTS = { operator: false, hitlPolicyFile: undefined };
 const WORKSPACE_DEFAULTS = {
   workspaceFolders: [], worktreesFolder: '', setupCopy: [], setupCommand: '', setupTimeoutSeconds: 600, trustRepositorySetup: false, snapshotRetentionDays: 30,
+  maxParallel: {}, conflictThreshold: 0.7,
 };
 
 describe('parseArgs (headless CLI)', () => {
@@ -52,6 +53,21 @@ describe('parseArgs (headless CLI)', () => {
     assert.throws(() => parseArgs(many), (err: unknown) => err instanceof UsageError && /more than 100 globs/.test(err.message), '101 globs: a usage error, not a crash at start');
     assert.throws(() => parseArgs(['--setup-timeout', '3601']), /--setup-timeout must be a whole number from 1 to 3600/);
     assert.throws(() => parseArgs(['--snapshot-retention', '0']), /--snapshot-retention must be a whole number from 1 to 3650/);
+  });
+
+  it('takes --max-parallel TYPE=N repeatedly (the last of a type winning) and --conflict-threshold X in 0..1', () => {
+    const o = parseArgs(['--max-parallel', 'coder=2', '--max-parallel=reviewer=1', '--max-parallel', 'coder=3', '--conflict-threshold', '0.25']);
+    assert.deepEqual(o.maxParallel, { coder: 3, reviewer: 1 });
+    assert.equal(o.conflictThreshold, 0.25);
+    assert.equal(parseArgs(['--conflict-threshold=1']).conflictThreshold, 1);
+    assert.equal(parseArgs(['--conflict-threshold', '0']).conflictThreshold, 0);
+    for (const bad of ['coder', 'coder=', '=2', 'coder=-1', 'coder=1.5', 'a b=2']) {
+      refused(['--max-parallel', bad], /--max-parallel takes TYPE=N .*e\.g\. coder=2/);
+    }
+    refused(['--max-parallel', 'coder=0'], /--max-parallel must be a whole number from 1 to 100000, not '0'/);
+    refused(['--max-parallel', `${'t'.repeat(201)}=1`], /the agent type is longer than 200 characters/);
+    for (const bad of ['1.5', '-0.1', 'x', '', '1e-1', 'NaN']) refused(['--conflict-threshold', bad], /--conflict-threshold must be a number from 0 to 1/);
+    refused(['--max-parallel'], /--max-parallel needs a value/);
   });
 
   it('takes --workspace DIR repeatedly, in order', () => {
