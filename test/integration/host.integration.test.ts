@@ -61,7 +61,7 @@ describe('CoordinatorHost', () => {
       const first = await start(dataDir);
       const firstClients = connect(first);
       for (const id of ['alpha', 'beta']) assert.equal((await firstClients.registerAgent(descriptorMessage(id))).accepted, true);
-      await firstClients.heartbeat('alpha', 'RUNNING');
+      await firstClients.heartbeat('alpha', 'RUNNABLE');
       const token = first.token;
       const tokenFile = path.join(dataDir, TOKEN_FILE_NAME);
       assert.equal(fs.readFileSync(tokenFile, 'utf8').trim(), token);
@@ -74,11 +74,11 @@ describe('CoordinatorHost', () => {
       assert.equal(second.token, token, 'agents keep their SW4RM_TOKEN across restarts');
       const registry = second.coordinator.registry;
       assert.deepEqual(registry.list().map((a) => [a.descriptor.agentId, a.state, a.presence]), [
-        ['alpha', 'RUNNING', 'disconnected'], ['beta', 'INITIALIZING', 'disconnected'],
+        ['alpha', 'RUNNABLE', 'disconnected'], ['beta', 'INITIALIZING', 'disconnected'],
       ]);
       assert.equal(registry.get('alpha')?.descriptor.name, 'Agent alpha');
       const clients = connect(second, token);
-      assert.deepEqual(await clients.heartbeat('alpha', 'RUNNING'), { ok: true });
+      assert.deepEqual(await clients.heartbeat('alpha', 'RUNNABLE'), { ok: true });
       assert.equal(registry.get('alpha')?.presence, 'online');
       assert.equal(registry.get('beta')?.presence, 'disconnected');
       const events = second.coordinator.log.query({ eventType: 'agent.presence_changed', actor: 'alpha' });

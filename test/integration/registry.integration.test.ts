@@ -127,7 +127,18 @@ describe('RegistryService over gRPC', () => {
     await clients.registerAgent(descriptorMessage('alpha'));
     assert.deepEqual(await clients.heartbeat('alpha', 'AGENT_STATE_UNSPECIFIED'), { ok: true });
     assert.equal(host.coordinator.registry.get('alpha')?.state, 'INITIALIZING');
+    assert.deepEqual(await clients.heartbeat('alpha', 'RUNNABLE'), { ok: true });
+    assert.equal(host.coordinator.registry.get('alpha')?.state, 'RUNNABLE');
+  });
+
+  it('applies a reported state only along the lifecycle table; a refused one still counts for presence', async () => {
+    await clients.registerAgent(descriptorMessage('alpha'));
+    // RFC Appendix C: INITIALIZING may go to RUNNABLE or FAILED only.
     assert.deepEqual(await clients.heartbeat('alpha', 'RUNNING'), { ok: true });
-    assert.equal(host.coordinator.registry.get('alpha')?.state, 'RUNNING');
+    assert.equal(host.coordinator.registry.get('alpha')?.state, 'INITIALIZING');
+    assert.equal(host.coordinator.registry.get('alpha')?.presence, 'online');
+    const [refused] = host.coordinator.log.query({ eventType: 'agent.transition_refused' });
+    assert.equal(refused.level, 'WARN');
+    assert.deepEqual([refused.details.from, refused.details.to], ['INITIALIZING', 'RUNNING']);
   });
 });

@@ -20,7 +20,7 @@ describe('Registry (RFC §14, §8.3)', () => {
   let changes: RegistryChange[];
 
   const ctx = (correlationId = 'corr-1') => ({ correlationId });
-  const options: RegistryOptions = { heartbeatDebounceMs: DEBOUNCE_MS, initTimeoutMs: INIT_TIMEOUT_MS };
+  const options: Partial<RegistryOptions> = { heartbeatDebounceMs: DEBOUNCE_MS, initTimeoutMs: INIT_TIMEOUT_MS };
 
   function openRegistry(): Registry {
     const opened = new Registry(store, log, clock, options);
@@ -149,7 +149,7 @@ describe('Registry (RFC §14, §8.3)', () => {
       const [event] = eventsOfType('agent.state_changed');
       assert.equal(event.correlationId, 'corr-hb');
       assert.equal(event.actor, 'alpha');
-      assert.deepEqual(event.details, { agent_id: 'alpha', from: 'INITIALIZING', to: 'RUNNABLE' });
+      assert.deepEqual(event.details, { agent_id: 'alpha', from: 'INITIALIZING', to: 'RUNNABLE', cause: 'heartbeat', reason: 'reported RUNNABLE in a heartbeat' });
     });
 
     it('keeps the state when the heartbeat carries none, and logs nothing about state', () => {
