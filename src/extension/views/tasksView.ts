@@ -49,7 +49,8 @@ class TasksTreeProvider implements vscode.TreeDataProvider<TasksNode>, vscode.Di
     this.records.clear();
     for (const t of tasks) this.records.set(t.taskId, t);
     for (const id of [...this.taskNodes.keys()]) if (!this.records.has(id)) this.taskNodes.delete(id);
-    return TASK_GROUPS.map((group) => this.groupNodes.get(group)!);
+    // No task at all: no groups, so that the welcome (Submit Task…) shows.
+    return tasks.length ? TASK_GROUPS.map((group) => this.groupNodes.get(group)!) : [];
   }
 
   getParent(node: TasksNode): TasksNode | undefined {
