@@ -44,6 +44,18 @@ export const FIELD_LIMITS = {
     agent_id: 256,
     repo_id: 256,
   },
+  scheduler: {
+    /** SubmitTask `task_id`, the scope's `repo_id` and `worktree_id`, the target (agent id or `type:<name>`). */
+    task_id: 128,
+    target: 256,
+    scope_repo_id: 256,
+    scope_worktree_id: 256,
+    /** The scope's path globs and declared resources: entries per list and characters per entry. */
+    scope_entries: 64,
+    scope_entry: 512,
+    /** The scope as submitted (text or JSON). */
+    scope_text: 65_536,
+  },
   logging: {
     event_type: 128,
     agent_id: 128,

@@ -125,7 +125,7 @@ export class AckLifecycle {
     }
     if (ack.stage === 'REJECTED' || ack.stage === 'FAILED') {
       this.finish(target, ack.stage, ack.errorCode || UNSPECIFIED_ERROR, ack.note || `the recipient answered ${ack.stage}`, ctx, now,
-        { dlq: !RETRYABLE_CODES.has(ack.errorCode), nack: false, settleDedup: true });
+        { dlq: !RETRYABLE_CODES.has(ack.errorCode), nack: false, settleDedup: true, byAck: true });
       return;
     }
     const to = ack.stage as MessageState;
@@ -140,6 +140,12 @@ export class AckLifecycle {
       core.dedup.reconcileSuccess(target, ack, now, ctx);
       core.retire(target);
     }
+    if (target.envelope.producerId === COORDINATOR_ID) {
+      core.outbox.fire({
+        messageId: id, recipientId: target.recipientId, correlationId: target.envelope.correlationId, state: to,
+        errorCode: ack.errorCode, note: ack.note, byAck: true,
+      });
+    }
     core.changed.fire({ agentId: target.recipientId });
   }
 
@@ -148,7 +154,7 @@ export class AckLifecycle {
    * and into the DLQ when the failure is not one a retry can mend.
    */
   finish(record: MessageRecord, state: 'REJECTED' | 'FAILED' | 'TIMED_OUT', code: string, note: string, ctx: CallContext,
-    now: number, how: { dlq: boolean; nack: boolean; settleDedup: boolean }): void {
+    now: number, how: { dlq: boolean; nack: boolean; settleDedup: boolean; byAck?: boolean }): void {
     const core = this.core;
     const from = record.state;
     core.setState(record, state);
@@ -166,6 +172,12 @@ export class AckLifecycle {
     }
     if (how.dlq) core.deadLetters.add(record, note, now);
     core.retire(record);
+    if (record.tracked && record.envelope.producerId === COORDINATOR_ID) {
+      core.outbox.fire({
+        messageId: record.envelope.messageId, recipientId: record.recipientId, correlationId: record.envelope.correlationId, state,
+        errorCode: code, note, byAck: how.byAck === true,
+      });
+    }
     core.changed.fire({ agentId: record.recipientId });
   }
 }

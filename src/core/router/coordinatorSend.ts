@@ -3,6 +3,7 @@ import type { AgentRecord } from '../registry/model';
 import type { SendResult } from './admission';
 import { COORDINATOR_ID } from './coordinatorMessages';
 import type { Envelope } from './envelope';
+import type { OutboxMessage } from './model';
 import type { RouterCore } from './routerCore';
 
 /** The content types a message from the editor may have. */
@@ -25,7 +26,7 @@ export interface CoordinatorSendInput {
  */
 const COORDINATOR_PRODUCER: AgentRecord = {
   descriptor: {
-    agentId: COORDINATOR_ID, name: 'coordinator', description: 'the coordinator itself (messages sent from the editor)', capabilities: [],
+    agentId: COORDINATOR_ID, name: 'coordinator', description: 'the coordinator itself (messages sent from the editor, the scheduler\'s commands)', capabilities: [],
     communicationClass: 'STANDARD', modalitiesSupported: [], reasoningConnectors: [], publicKey: '', registrationType: 'STANDARD_AGENT',
     maxConcurrentDelegations: 0,
   },
@@ -46,18 +47,29 @@ export class CoordinatorSend {
   constructor(private readonly core: RouterCore) {}
 
   send(input: CoordinatorSendInput, ctx: CallContext): SendResult {
-    const core = this.core;
     if (!(COORDINATOR_SEND_CONTENT_TYPES as readonly string[]).includes(input.contentType)) {
       const reason = `VALIDATION_ERROR: a message from the editor is ${COORDINATOR_SEND_CONTENT_TYPES.join(' or ')}, not ${String(input.contentType).slice(0, 80)}`;
       return { accepted: false, code: 'VALIDATION_ERROR', reason };
     }
+    return this.sendEnvelope({
+      to: input.to, messageType: 'DATA', contentType: input.contentType, payload: Buffer.from(input.payload, 'utf8'), correlationId: input.correlationId ?? '',
+    }, ctx);
+  }
+
+  /**
+   * A tracked envelope of any type from `coordinator` (the editor's Send Message…, the scheduler's CONTROL commands
+   * through CoordinatorOutbox.sendToAgent): built here, admitted like any other. Call it inside your transaction to
+   * commit your change with the message.
+   */
+  sendEnvelope(input: OutboxMessage, ctx: CallContext): SendResult {
+    const core = this.core;
     const now = core.clock.now();
     this.lastSequence = Math.max(this.lastSequence + 1, now);
-    const payload = Buffer.from(input.payload, 'utf8');
+    const payload = input.payload;
     const envelope: Envelope = {
       messageId: core.ids.uuid(), idempotencyToken: '', producerId: COORDINATOR_ID, correlationId: input.correlationId || core.ids.uuid(),
-      sequenceNumber: String(this.lastSequence), retryCount: 0, messageType: 'DATA', contentType: input.contentType,
-      contentLength: String(payload.byteLength), repoId: '', worktreeId: '', hlcTimestamp: '', ttlMs: 0, timestampMs: now,
+      sequenceNumber: String(this.lastSequence), retryCount: 0, messageType: input.messageType, contentType: input.contentType,
+      contentLength: String(payload.byteLength), repoId: '', worktreeId: '', hlcTimestamp: '', ttlMs: input.ttlMs ?? 0, timestampMs: now,
       payload, parentCorrelationId: '',
     };
     return core.admission.send(envelope, ctx, { to: input.to, receivedAt: now }, COORDINATOR_PRODUCER);

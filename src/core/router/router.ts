@@ -64,6 +64,7 @@ export class Router implements CoordinatorMailbox, CoordinatorOutbox, Disposable
     const core = this.core = new RouterCore(store, registry, log, clock, ids, options);
     this.onDidChange = core.changed.event;
     this.onDidChangeDeadLetters = core.deadLettersChanged.event;
+    this.onDidUpdateOutbox = core.outbox.event;
     checkPayloadFiles(core);
     recover(core);
     this.payloadFilesSwept = sweepPayloadFiles(core);
@@ -321,11 +322,17 @@ export class Router implements CoordinatorMailbox, CoordinatorOutbox, Disposable
   private messageQueries: MessageQueries | undefined;
   private coordinatorSend: CoordinatorSend | undefined;
 
-  // CONTRACT SKELETON (s6-api): helper A builds the outbox (CoordinatorOutbox in model.ts).
-  readonly onDidUpdateOutbox: Event<OutboxUpdate> = () => ({ dispose() { /* skeleton */ } });
+  /**
+   * Fires for every tracked message produced by `coordinator` (sendToAgent's and the editor's Send Message… alike: one
+   * producer check, restart-proof) at each state it enters, inside the transaction that records it.
+   */
+  readonly onDidUpdateOutbox: Event<OutboxUpdate>;
 
-  sendToAgent(_input: OutboxMessage, _ctx: CallContext): { readonly accepted: true; readonly messageId: string } | { readonly accepted: false; readonly code: string; readonly reason: string } {
-    throw new Error('Router.sendToAgent: not built yet (s6 helper A)');
+  /** CoordinatorOutbox: a tracked CONTROL/NOTIFICATION/DATA envelope from `coordinator` through the normal admission path. */
+  sendToAgent(input: OutboxMessage, ctx: CallContext): { readonly accepted: true; readonly messageId: string } | { readonly accepted: false; readonly code: string; readonly reason: string } {
+    this.coordinatorSend ??= new CoordinatorSend(this.core);
+    const result = this.coordinatorSend.sendEnvelope(input, ctx);
+    return result.accepted ? { accepted: true, messageId: result.messageId } : { accepted: false, code: result.code, reason: result.reason };
   }
 
   dispose(): void {

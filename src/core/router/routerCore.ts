@@ -16,7 +16,7 @@ import { LaneQueues } from './lanes';
 import { isTerminal, type MessageState } from './lifecycle';
 import { LiveMessages, MemoryBudget, payloadSize } from './memoryBudget';
 import { emptyMetrics } from './metrics';
-import type { MessageRecord, RouterRepository, RouterStorage } from './model';
+import type { MessageRecord, OutboxUpdate, RouterRepository, RouterStorage } from './model';
 import type { RouterOptions } from './options';
 import { StoreBudget } from './storeUsage';
 import { PayloadFiles } from './payloadFiles';
@@ -44,6 +44,8 @@ export class RouterCore {
   readonly inboxes = new Map<string, Inbox>();
   /** Fires when an inbox's counts change. */
   readonly changed = new Emitter<{ agentId: string }>();
+  /** Each state a tracked message produced by `coordinator` enters (CoordinatorOutbox.onDidUpdateOutbox), inside its transaction. */
+  readonly outbox = new Emitter<OutboxUpdate>();
   /** Fires after a dead letter was added, requeued, or pruned by retention (the change is committed). */
   readonly deadLettersChanged = new Emitter<DeadLetterChange>();
   /** Deliveries of tracked messages (not ACKs, NACKs, replies, heartbeats or notices) to an inbox stream since this router started. */
