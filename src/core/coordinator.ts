@@ -128,7 +128,10 @@ export class Coordinator {
     this.tools = new Tools([new WorkspaceProvider(git)], this.worktrees, this.log, this.clock, this.ids);
     this.activity = new ActivityBuffer(this.store, this.log, this.clock, { ...DEFAULT_ACTIVITY_OPTIONS, ...options.activity });
     const schedulerOptions: SchedulerOptions = { ...DEFAULT_SCHEDULER_OPTIONS, ...options.scheduler };
-    this.concurrency = new ConcurrencyControl({ log: this.log, clock: this.clock, hitl: this.hitl, scorer: new BuiltInScopeScorer() }, schedulerOptions);
+    this.concurrency = new ConcurrencyControl({
+      log: this.log, clock: this.clock, hitl: this.hitl, scorer: new BuiltInScopeScorer(),
+      agentTypeOf: (agentId) => this.registry.get(agentId)?.descriptor.name,
+    }, schedulerOptions);
     this.scheduler = new Scheduler({
       store: this.store, log: this.log, clock: this.clock, ids: this.ids, agents: this.registry, outbox: this.router,
       activity: this.activity, places: this.worktrees, gate: this.concurrency,
