@@ -56,6 +56,22 @@ export const FIELD_LIMITS = {
     /** The scope as submitted (text or JSON). */
     scope_text: 65_536,
   },
+  activity: {
+    /** An activity entry (RFC §10): the ids it names, and its description (cut past 200 words, or past the characters). */
+    agent_id: 256,
+    task_id: 256,
+    repo_id: 256,
+    worktree_id: 256,
+    branch: 256,
+    description_words: 200,
+    description_chars: 4096,
+    /** ActivityService.AppendArtifact (activity.proto). */
+    negotiation_id: 256,
+    artifact_version: 64,
+    artifact_content_type: 256,
+    artifact_created_at: 64,
+    artifact_content_bytes: 1024 * 1024,
+  },
   logging: {
     event_type: 128,
     agent_id: 128,

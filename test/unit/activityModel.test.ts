@@ -51,8 +51,8 @@ describe('the Activity view\'s text (no vscode)', () => {
   });
 
   it('warns from 80% usage in the view\'s message', () => {
-    assert.equal(activityUsageMessage({ active: 7999, maxEntries: 10_000, maxPerAgent: 100, warning: false }), undefined);
-    assert.equal(activityUsageMessage({ active: 8000, maxEntries: 10_000, maxPerAgent: 100, warning: true }),
+    assert.equal(activityUsageMessage({ active: 7999, maxEntries: 10_000, maxPerAgent: 100, history: 0, warning: false }), undefined);
+    assert.equal(activityUsageMessage({ active: 8000, maxEntries: 10_000, maxPerAgent: 100, history: 0, warning: true }),
       'The activity buffer is 80% full (8,000 of 10,000 active entries): at the limit new tasks run without an entry and their agents are told activity_buffer_full.');
   });
 });
