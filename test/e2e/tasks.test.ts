@@ -2,9 +2,7 @@ import { strict as assert } from 'node:assert';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import type { Locator } from 'playwright-core';
-import { CoordinatorClients } from '../support/clients';
-import { descriptorMessage } from '../support/fixtures';
-import { RouterClient, jsonPayload, type Inbox, type StreamItem } from '../support/routerClient';
+import { TaskTestAgent, type ReceivedCommand } from '../support/taskAgents';
 import { ROOT, poll, startWithCoordinator, type CodeServerHarness } from './harness';
 
 /** The test agent: registered over gRPC, of type Echo, taking CONTROL `run` commands from its inbox stream. */
@@ -14,20 +12,9 @@ const AGENT_TYPE = 'Echo';
 const REPO_ID = 'workspace';
 const SCREENSHOTS = path.join(ROOT, 'media', 'screenshots');
 
-interface RunCommand {
-  readonly command: string;
-  readonly task_id: string;
-  readonly params: unknown;
-  readonly priority: number;
-}
-
 describe('tasks and activity in a real editor (code-server + Chromium, a test agent over gRPC that takes run)', function () {
   let harness: CodeServerHarness | undefined;
-  let clients: CoordinatorClients | undefined;
-  let router: RouterClient | undefined;
-  let inbox: Inbox | undefined;
-  let heartbeats: NodeJS.Timeout | undefined;
-  const runs: Array<{ item: StreamItem; run: RunCommand }> = [];
+  let agent: TaskTestAgent | undefined;
 
   const page = () => harness!.page;
   const pane = (title: string): Locator => page().locator('.pane').filter({ has: page().locator('.pane-header', { hasText: title }) });
@@ -65,17 +52,9 @@ describe('tasks and activity in a real editor (code-server + Chromium, a test ag
     await poll(async () => (await page().locator('.monaco-sash.hover, .monaco-sash.active').count()) === 0, { timeoutMs: 3_000 }).catch(() => undefined);
   }
 
-  /** The next `run` the agent received (in order), once it arrives. */
-  async function nextRun(index: number): Promise<RunCommand> {
-    await poll(async () => runs.length > index, { timeoutMs: 20_000, description: `run command #${index + 1} at the test agent (${inbox?.describe()})` });
-    return runs[index].run;
-  }
-
-  /** The agent acknowledges the run envelope of task `index` at `stage` (correlation id = the task id). */
-  async function ackRun(index: number, stage: 'RECEIVED' | 'FULFILLED', note?: string): Promise<void> {
-    const { item, run } = runs[index];
-    const result = await router!.ack(item.msg.message_id, stage, { correlation_id: run.task_id, to: 'coordinator', ...(note ? { note } : {}) });
-    assert.ok(result.accepted, result.reason);
+  /** The next CONTROL `run` the agent receives (its delivery confirmed). */
+  async function nextRun(): Promise<ReceivedCommand> {
+    return await agent!.command('run', undefined, 20_000);
   }
 
   /** Submit Task… through its four steps; answers the notification it ends with. */
@@ -93,30 +72,21 @@ describe('tasks and activity in a real editor (code-server + Chromium, a test ag
   }
 
   before(async function () {
-    ({ harness } = await startWithCoordinator({ name: 'sw4rm-tasks-e2e', workspaceFiles: { 'src/parser.ts': 'export const parse = 1;\n' } }));
+    ({ harness } = await startWithCoordinator({
+      name: 'sw4rm-tasks-e2e',
+      workspaceFiles: { 'src/parser.ts': 'export const parse = 1;\n' },
+      // The test agent reports RUNNABLE once; it stays online for the whole test.
+      userSettings: { 'sw4rm.heartbeatDebounceSeconds': 3600 },
+    }));
     const env = await harness.terminalEnvironment();
-    clients = new CoordinatorClients(env.SW4RM_REGISTRY_ADDR, env.SW4RM_TOKEN);
-    const registered = await clients.registerAgent(descriptorMessage(AGENT, { name: AGENT_TYPE, description: 'A test agent that takes run commands.' }));
-    assert.ok(registered.accepted, registered.reason);
-    await clients.heartbeat(AGENT, 'RUNNABLE');
-    heartbeats = setInterval(() => void clients?.heartbeat(AGENT, 'RUNNABLE').catch(() => undefined), 1000);
-    router = new RouterClient(env.SW4RM_ROUTER_ADDR, env.SW4RM_TOKEN, AGENT);
-    inbox = router.openInbox(AGENT);
-    inbox.onItem((item) => {
-      void router!.ackDelivery(AGENT, item.seq, item.msg.message_id).catch(() => undefined);
-      const command = item.msg.message_type === 'CONTROL' ? jsonPayload<RunCommand>(item.msg) : undefined;
-      if (command?.command === 'run') runs.push({ item, run: command });
-    });
+    agent = await new TaskTestAgent(env.SW4RM_REGISTRY_ADDR, env.SW4RM_TOKEN, AGENT, AGENT_TYPE).start();
     await harness.openViewContainer('SW4RM');
     await showOnly('Agents', 'Tasks', 'Activity');
     await harness.waitForText((t) => t.includes(AGENT), 15_000, () => harness!.viewText('Agents'));
   });
 
   after(async function () {
-    if (heartbeats) clearInterval(heartbeats);
-    inbox?.close();
-    router?.close();
-    clients?.close();
+    agent?.close();
     if (harness && this.currentTest?.state === 'failed') await harness.screenshot('tasks-failure').catch(() => undefined);
     await harness?.dispose();
   });
@@ -143,11 +113,11 @@ describe('tasks and activity in a real editor (code-server + Chromium, a test ag
     const notice = await submitThroughForm(`type:${AGENT_TYPE}`, '3', `repo:${REPO_ID}/src/**`, '{"title": "parse the sources"}');
     const taskId = /Task ([0-9a-f-]{36}) accepted \(priority 3\)/.exec(notice)?.[1];
     assert.ok(taskId, notice);
-    const run = await nextRun(0);
-    assert.equal(run.task_id, taskId);
-    assert.equal(run.priority, 3);
-    assert.deepEqual(run.params, { title: 'parse the sources' });
-    await ackRun(0, 'RECEIVED');
+    const run = await nextRun();
+    assert.equal(run.command.task_id, taskId);
+    assert.equal(run.command.priority, 3);
+    assert.deepEqual(run.command.params, { title: 'parse the sources' });
+    await agent!.ack(run, 'RECEIVED');
 
     const tasks = await harness!.waitForText((t) => t.includes(taskId) && /RUNNING/.test(t), 15_000, () => harness!.viewText('Tasks'));
     assert.match(tasks, new RegExp(`Running\\s*1[\\s\\S]*${taskId}\\s*P3 · type:${AGENT_TYPE} → ${AGENT} · RUNNING · ${REPO_ID}/src/\\*\\*`), tasks);
@@ -161,7 +131,7 @@ describe('tasks and activity in a real editor (code-server + Chromium, a test ag
     fs.copyFileSync(activityShot, path.join(SCREENSHOTS, 'activity.png'));
     await showOnly('Agents', 'Tasks', 'Activity');
 
-    await ackRun(0, 'FULFILLED', 'parsed 1 file');
+    await agent!.ack(run, 'FULFILLED', { note: 'parsed 1 file' });
     const done = await harness!.waitForText((t) => /Done\s*1/.test(t) && t.includes('COMPLETED'), 15_000, () => harness!.viewText('Tasks'));
     assert.match(done, new RegExp(`${taskId}\\s*P3 · type:${AGENT_TYPE} → ${AGENT} · COMPLETED`));
     await harness!.waitForText((t) => t.includes('No agent is working on a task right now'), 15_000, () => harness!.viewText('Activity'));
@@ -179,9 +149,9 @@ describe('tasks and activity in a real editor (code-server + Chromium, a test ag
     const notice = await submitThroughForm(AGENT, '-2', `repo:${REPO_ID}/docs/** resource:docs-site`, '{"title": "write the guide"}');
     const taskId = /Task ([0-9a-f-]{36}) accepted \(priority -2\)/.exec(notice)?.[1];
     assert.ok(taskId, notice);
-    const run = await nextRun(1);
-    assert.equal(run.task_id, taskId);
-    await ackRun(1, 'RECEIVED');
+    const run = await nextRun();
+    assert.equal(run.command.task_id, taskId);
+    await agent!.ack(run, 'RECEIVED');
     await harness!.waitForText((t) => t.includes(taskId) && /Running\s*1/.test(t) && /Done\s*1/.test(t), 15_000, () => harness!.viewText('Tasks'));
     await harness!.runCommand('Notifications: Clear All Notifications');
     await page().keyboard.press('Escape');
@@ -189,7 +159,7 @@ describe('tasks and activity in a real editor (code-server + Chromium, a test ag
     await sideBarWidth(760);
     const shot = await harness!.screenshot('tasks');
     fs.copyFileSync(shot, path.join(SCREENSHOTS, 'tasks.png'));
-    await ackRun(1, 'FULFILLED', 'written');
+    await agent!.ack(run, 'FULFILLED', { note: 'written' });
     await harness!.waitForText((t) => /Done\s*2/.test(t), 15_000, () => harness!.viewText('Tasks'));
   });
 });
