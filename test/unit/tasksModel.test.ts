@@ -1,4 +1,8 @@
 import { strict as assert } from 'node:assert';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { TASK_STATES } from '../../src/core/scheduler/model';
+import { Commands, Views } from '../../src/extension/contributions';
 import type { AgentRecord, MessageSummary, StoredEvent, TaskRecord } from '../../src/core/api';
 import {
   groupTasks, paramsProblem, priorityProblem, scopeProblem, scopeShort, submitResultText, targetProblem, taskAgent, taskContextValue,
@@ -119,5 +123,31 @@ describe('the Tasks view\'s text (no vscode)', () => {
     assert.match(text, /"text": "hi"/);
     assert.match(text, /Messages \(correlation id t-1\), newest first: 1\n.*CONTROL FULFILLED coordinator → echo-1 m-1/);
     assert.match(text, /Log events \(correlation id t-1\), oldest first: 1\n.*scheduler\.task_dispatched/);
+  });
+});
+
+describe('the Tasks view\'s menus (package.json ⇄ taskContextValue)', () => {
+  const manifest = JSON.parse(fs.readFileSync(path.resolve(__dirname, '../../../package.json'), 'utf8')) as {
+    contributes: { menus: Record<string, Array<{ command: string; when?: string }>> };
+  };
+  /** The states of the task rows a command is offered on in the Tasks view's context menu. */
+  function offeredOn(command: string): string[] {
+    const entries = manifest.contributes.menus['view/item/context'].filter((e) => e.command === command && e.when?.startsWith(`view == ${Views.tasks} `));
+    assert.ok(entries.length, `${command} is in the Tasks view's context menu`);
+    return TASK_STATES.filter((state) => entries.every((e) => {
+      const match = /viewItem =~ \/(.*)\/$/.exec(e.when ?? '');
+      return match !== null && new RegExp(match[1]).test(taskContextValue({ state }));
+    }));
+  }
+
+  it('offers Preempt on dispatched and running tasks, Cancel on every open one, details on all', () => {
+    assert.deepEqual(offeredOn(Commands.preemptTask), ['DISPATCHED', 'RUNNING']);
+    assert.deepEqual(offeredOn(Commands.cancelTask), ['QUEUED', 'DISPATCHED', 'RUNNING', 'PREEMPTING']);
+    assert.deepEqual(offeredOn(Commands.showTaskDetails), [...TASK_STATES]);
+  });
+
+  it('offers Shutdown Agent… on the Agents view\'s agent rows', () => {
+    const entry = manifest.contributes.menus['view/item/context'].find((e) => e.command === Commands.shutdownAgent);
+    assert.equal(entry?.when, `view == ${Views.agents} && viewItem =~ /^agent\\+/`);
   });
 });
