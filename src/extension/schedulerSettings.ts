@@ -96,8 +96,9 @@ export interface LimitsTarget {
 }
 
 /**
- * Keeps the running coordinator's max_parallel_instances equal to the settings: given at once to a coordinator that
- * starts, and again whenever the limits change in the settings (no restart needed). No `vscode`: `read` reads them.
+ * Keeps the running coordinator's max_parallel_instances equal to the settings when they change (no restart needed). A
+ * coordinator that starts has them already (HostOptions.scheduler); a change of the limits while it runs goes to it
+ * through setMaxParallelInstances. No `vscode`: `read` reads the settings.
  */
 export class SchedulerLimits {
   private api: LimitsTarget | undefined;
@@ -105,10 +106,10 @@ export class SchedulerLimits {
 
   constructor(private readonly read: () => SchedulerSettings, private readonly by: string, private readonly report: (problem: string) => void) {}
 
-  bind(api: LimitsTarget | undefined): Promise<void> {
+  /** `api` started with the settings as they are now (hostOptionsOf): they are what it was last given. */
+  bind(api: LimitsTarget | undefined): void {
     this.api = api;
-    this.applied = undefined;
-    return this.settingsChanged();
+    this.applied = api ? this.read() : undefined;
   }
 
   /** The settings changed: the limits go to the coordinator if they differ from what it was last given. */

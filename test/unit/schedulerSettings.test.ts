@@ -43,26 +43,31 @@ describe('sw4rm.scheduler.* settings (no vscode)', () => {
 });
 
 describe('SchedulerLimits (live max_parallel_instances)', () => {
-  it('gives a starting coordinator the limits, and again only when they change', async () => {
+  it('gives the running coordinator the limits when they change, and only then', async () => {
     const calls: Array<[Record<string, number>, number, string]> = [];
     let values: Record<string, unknown> = { maxParallelInstances: { Echo: 2 } };
     const problems: string[] = [];
     const limits = new SchedulerLimits(() => schedulerSettings(values), 'editor:me', (p) => problems.push(p));
     const api = { setMaxParallelInstances: async (l: Readonly<Record<string, number>>, d: number, by: string) => { calls.push([{ ...l }, d, by]); } };
+    values = { maxParallelInstances: { Echo: 3 } };
     await limits.settingsChanged();
     assert.equal(calls.length, 0, 'nothing to give while stopped');
-    await limits.bind(api);
-    assert.deepEqual(calls, [[{ Echo: 2 }, 0, 'editor:me']]);
-    values = { maxParallelInstances: { Echo: 2 }, conflictThreshold: 0.2 };
+    limits.bind(api);
     await limits.settingsChanged();
-    assert.equal(calls.length, 1, 'the threshold is not a limit');
+    assert.equal(calls.length, 0, 'a coordinator that starts has the limits of the settings already');
+    values = { maxParallelInstances: { Echo: 3 }, conflictThreshold: 0.2 };
+    await limits.settingsChanged();
+    assert.equal(calls.length, 0, 'the threshold is not a limit');
     values = { maxParallelInstances: { Echo: 1 }, defaultMaxParallelInstances: 3 };
     await limits.settingsChanged();
-    assert.deepEqual(calls[1], [{ Echo: 1 }, 3, 'editor:me']);
-    await limits.bind(undefined);
+    assert.deepEqual(calls, [[{ Echo: 1 }, 3, 'editor:me']]);
+    limits.bind(undefined);
+    values = { maxParallelInstances: { Echo: 5 } };
     await limits.settingsChanged();
-    assert.equal(calls.length, 2);
-    await limits.bind({ setMaxParallelInstances: async () => { throw new Error('stopped'); } });
+    assert.equal(calls.length, 1);
+    limits.bind({ setMaxParallelInstances: async () => { throw new Error('stopped'); } });
+    values = { maxParallelInstances: { Echo: 6 } };
+    await limits.settingsChanged();
     assert.deepEqual(problems, ['the max_parallel_instances limits were not applied: stopped']);
   });
 });
