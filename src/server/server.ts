@@ -10,7 +10,9 @@ import { IdentityGuard } from './guard';
 import { HealthService } from './health';
 import { identityRule, IDENTITY_RULES, type IdentityRule } from './identity';
 import { CANONICAL_SERVICES, loadPackageDefinition, serviceDefinition } from './protos';
+import { ActivityServiceAdapter } from './services/activityService';
 import { ConnectorServiceAdapter } from './services/connectorService';
+import { ReasoningServiceAdapter } from './services/reasoningService';
 import { CREDENTIALS_RULES, CREDENTIALS_SERVICE, CredentialsServiceAdapter, loadCredentialsDefinition } from './services/credentialsService';
 import { HitlServiceAdapter } from './services/hitlService';
 import { LoggingServiceAdapter } from './services/loggingService';
@@ -113,6 +115,8 @@ export class CoordinatorServer {
       [ToolServiceAdapter.serviceName]: new ToolServiceAdapter(coordinator).handlers(),
       [ConnectorServiceAdapter.serviceName]: new ConnectorServiceAdapter(coordinator).handlers(),
       [SchedulerServiceAdapter.serviceName]: new SchedulerServiceAdapter(coordinator).handlers(),
+      [ActivityServiceAdapter.serviceName]: new ActivityServiceAdapter(coordinator).handlers(),
+      [ReasoningServiceAdapter.serviceName]: new ReasoningServiceAdapter(coordinator).handlers(),
     };
     // Every handler, built or not, runs behind the identity check of its rule (identity.ts).
     const add = (definition: grpc.ServiceDefinition, implementation: grpc.UntypedServiceImplementation | undefined, rules: Readonly<Record<string, IdentityRule>>) => {

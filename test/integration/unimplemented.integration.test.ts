@@ -31,6 +31,8 @@ const IMPLEMENTED = new Set([
   '/sw4rm.scheduler.SchedulerService/ShutdownAgent',
   '/sw4rm.scheduler.SchedulerService/PollActivityBuffer',
   '/sw4rm.scheduler.SchedulerService/PurgeActivity',
+  '/sw4rm.activity.ActivityService/AppendArtifact',
+  '/sw4rm.activity.ActivityService/ListArtifacts',
 ]);
 
 type Method = grpc.MethodDefinition<unknown, unknown>;

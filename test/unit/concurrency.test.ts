@@ -113,7 +113,7 @@ describe('ConcurrencyControl (RFC §9: limits, job uniqueness, scope conflicts)'
       assert.equal(changed.count, 1);
       assert.deepEqual(g.mayStart(task('t2'), 'coder', busy, ctx()), { go: true });
       assert.deepEqual(g.limits, { maxParallelInstances: { coder: 2 }, defaultMaxParallelInstances: 0 });
-      assert.throws(() => g.setMaxParallelInstances({ coder: -1 }, 0), /whole number ≥ 0/);
+      assert.throws(() => g.setMaxParallelInstances({ coder: -1 }, 0), (err: Error) => err.name === 'SchedulerError' && /whole number ≥ 0/.test(err.message));
       assert.throws(() => g.setMaxParallelInstances({}, 1.5), /default must be a whole number/);
       assert.deepEqual(g.limits.maxParallelInstances, { coder: 2 }, 'a refused change changes nothing');
     });

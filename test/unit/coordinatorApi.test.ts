@@ -157,6 +157,44 @@ describe('CoordinatorApi in process (the editor\'s one way into the coordinator)
     });
   });
 
+  describe('activity', () => {
+    it('answers the activity buffer: active entries, history, usage (filtered), and fires each change; plain data', async () => {
+      const changes = collect<import('../../src/core/api').ActivityChange>(api.onDidChangeActivity);
+      const at = h.clock.now();
+      h.coordinator.activity.begin({ agentId: 'agent-a', taskId: 't1', repoId: 'app', worktreeId: 'agent-a', branch: 'sw4rm/agent-a', timestamp: at, description: 'edit' }, ctx('c'));
+      h.coordinator.activity.begin({ agentId: 'agent-b', taskId: 't2', repoId: 'lib', worktreeId: 'agent-b', branch: 'sw4rm/agent-b', timestamp: at, description: 'fix' }, ctx('c'));
+      h.coordinator.activity.end('agent-b', 't2', 'COMPLETED', ctx('c'));
+      const active = await api.activity();
+      assert.deepEqual(active.map((e) => e.taskId), ['t1']);
+      assert.deepEqual(await api.activity({ repoId: 'lib' }), []);
+      const history = await api.activityHistory({ agentId: 'agent-b' }, 10);
+      assert.deepEqual(history.map((e) => [e.taskId, e.outcome]), [['t2', 'COMPLETED']]);
+      const usage = await api.activityUsage();
+      assert.deepEqual([usage.active, usage.maxEntries, usage.maxPerAgent, usage.warning], [1, 10_000, 100, false]);
+      assert.deepEqual(changes.seen.map((c) => c.kind), ['added', 'added', 'ended']);
+      for (const value of [active, history, usage, changes.seen]) assertPlain(value);
+      changes.subscription.dispose();
+    });
+  });
+
+  describe('concurrency limits (RFC §9.1)', () => {
+    it('setMaxParallelInstances applies the limits at once, logs who changed them, and refuses nonsense as invalid', async () => {
+      let changes = 0;
+      const sub = h.coordinator.concurrency.onDidChange(() => changes++);
+      await api.setMaxParallelInstances({ coder: 2 }, 1, 'editor:alice');
+      assert.deepEqual(h.coordinator.concurrency.limits, { maxParallelInstances: { coder: 2 }, defaultMaxParallelInstances: 1 });
+      assert.equal(changes, 1, 'waiting tasks are tried again');
+      const [event] = h.events('scheduler.limits_changed');
+      assert.equal(event.actor, 'editor:alice');
+      assert.deepEqual(event.details, { max_parallel_instances: { coder: 2 }, default: 1 });
+      const refused = await rejection(api.setMaxParallelInstances({ coder: -1 }, 0, 'editor:alice'));
+      assert.equal(refused.code, 'invalid');
+      assert.match(refused.message, /max_parallel_instances for 'coder' must be a whole number ≥ 0/);
+      assert.equal(h.events('scheduler.limits_changed').length, 1, 'a refused change is not logged');
+      sub.dispose();
+    });
+  });
+
   describe('approvals', () => {
     let operator: Disposable;
 

@@ -56,9 +56,11 @@ export class Registry implements AgentLifecycle, Disposable {
         const record: AgentRecord = { ...stored, presence: 'disconnected', updatedAt: now };
         this.agents.set(record.descriptor.agentId, record);
         // A state's timeout counts from when the agent entered it, across restarts.
-        const entered = this.enteredState(stored);
-        const { ms } = stateTimeout(stored.state, this.options, entered.timeoutMs);
-        if (ms > 0) rearm.push([record.descriptor.agentId, stored.state, ms, Math.max(0, entered.at + ms - now)]);
+        if (stateTimeout(stored.state, this.options).errorCode) {
+          const entered = this.enteredState(stored);
+          const { ms } = stateTimeout(stored.state, this.options, entered.timeoutMs);
+          if (ms > 0) rearm.push([record.descriptor.agentId, stored.state, ms, Math.max(0, entered.at + ms - now)]);
+        }
         if (stored.presence !== 'disconnected') {
           this.store.agents.upsert(record);
           this.log.record({

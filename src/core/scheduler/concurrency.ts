@@ -12,6 +12,7 @@ import {
   type SchedulerOptions, type TaskRecord, type TaskScope, type WaitingReason,
 } from './model';
 import { scopesOverlap, type ScopeOverlap } from './overlap';
+import { SchedulerError } from './scheduler';
 
 export interface ConcurrencyDeps {
   readonly log: EventLog;
@@ -94,13 +95,23 @@ export class ConcurrencyControl implements DispatchGate, Disposable {
   setMaxParallelInstances(limits: Readonly<Record<string, number>>, defaultLimit: number): void {
     const check = (value: unknown, what: string) => {
       if (typeof value !== 'number' || !Number.isInteger(value) || value < 0) {
-        throw new RangeError(`max_parallel_instances ${what} must be a whole number ≥ 0 (0 = unlimited), not ${JSON.stringify(value)}`);
+        throw new SchedulerError('invalid', `max_parallel_instances ${what} must be a whole number ≥ 0 (0 = unlimited), not ${JSON.stringify(value)}`, 'VALIDATION_ERROR');
       }
     };
     check(defaultLimit, 'default');
     for (const [type, value] of Object.entries(limits)) check(value, `for '${type}'`);
     this.options = { ...this.options, maxParallelInstances: { ...limits }, defaultMaxParallelInstances: defaultLimit };
     this.changed.fire();
+  }
+
+  /**
+   * The parallelism check of two scopes by this gate's scorer (ReasoningProxy.CheckParallelism serves it). Throws when
+   * the scorer is unavailable or answers a confidence outside [0, 1].
+   */
+  checkParallelism(a: TaskScope, b: TaskScope): ParallelismVerdict {
+    const verdict = this.deps.scorer.check(a, b);
+    if (!(verdict.confidence >= 0 && verdict.confidence <= 1)) throw new Error(`the scorer answered a confidence outside [0, 1]: ${String(verdict.confidence)}`);
+    return verdict;
   }
 
   jobKey(target: string, contentType: string, params: Buffer): string {
@@ -210,8 +221,7 @@ export class ConcurrencyControl implements DispatchGate, Disposable {
     const base = { task_id: task.taskId, other_task_id: other.taskId, reasons: overlap.reasons.slice(0, 20), threshold: this.options.conflictThreshold };
     let verdict: ParallelismVerdict;
     try {
-      verdict = this.deps.scorer.check(task.scope, other.scope);
-      if (!(verdict.confidence >= 0 && verdict.confidence <= 1)) throw new Error(`the scorer answered a confidence outside [0, 1]: ${String(verdict.confidence)}`);
+      verdict = this.checkParallelism(task.scope, other.scope);
     } catch (err) {
       this.log(task.taskId, 'scheduler.engine_unavailable', { ...base, error: message(err), policy: this.options.unavailableEngine }, 'WARN');
       if (this.options.unavailableEngine === 'escalate') return this.escalate(task, other, overlap, null, `the parallelism check failed: ${message(err)}`, ctx);

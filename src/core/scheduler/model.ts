@@ -84,6 +84,15 @@ export interface TaskRecord {
   startedAt: number | null;
   endedAt: number | null;
   updatedAt: number;
+  /** The agent type (descriptor name) of `assignedAgentId` while dispatched ('' or absent when none). Added by s6-a. */
+  agentType?: string;
+  /** The CONTROL `terminate` sent for the current forced preemption or cancellation, '' when none. Added by s6-a. */
+  terminateMessageId?: string;
+  /**
+   * While PREEMPTING: when the scheduler stops waiting (epoch ms) — for the yield (then it sends `terminate`), or, once
+   * `terminate` went out, for its answer (then the task is FAILED forced_preemption). Re-armed after a restart. Added by s6-a.
+   */
+  deadline?: number | null;
 }
 
 /** What SubmitTask (and the editor's Submit Task…) asks. */

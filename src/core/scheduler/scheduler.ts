@@ -1,14 +1,21 @@
-// CONTRACT SKELETON (s6-api): helper A replaces every body; nothing here is called done.
-import type { ActivitySink } from '../activity/model';
+import { ActivityBufferFullError, type ActivitySink } from '../activity/model';
 import type { Clock } from '../clock';
 import type { CallContext } from '../context';
-import type { Disposable, Event } from '../events';
+import { Emitter, type Disposable, type Event } from '../events';
+import { FIELD_LIMITS, identifierRefusal } from '../fieldLimits';
 import type { IdSource } from '../ids';
+import { PAYLOAD_LIMITS } from '../limits';
 import type { EventLog } from '../log/eventLog';
-import type { AgentLifecycle } from '../registry/model';
-import type { CoordinatorOutbox } from '../router/model';
+import type { AgentLifecycle, AgentRecord, RegistryChange, TransitionCause } from '../registry/model';
+import type { CoordinatorOutbox, OutboxUpdate } from '../router/model';
 import type { WorktreeLocator } from '../worktree/model';
-import type { DispatchGate, SchedulerOptions, SchedulerStorage, SubmitResult, TaskChange, TaskRecord, TaskSubmission } from './model';
+import {
+  MAX_PRIORITY, MIN_PRIORITY, TERMINAL_TASK_STATES,
+  type ControlCommand, type DispatchGate, type ScopeWire, type SchedulerOptions, type SchedulerStorage, type SubmitResult, type TaskChange, type TaskRecord,
+  type TaskState, type TaskSubmission, type WaitingReason,
+} from './model';
+import { formatScope, isScopeRefusal, parseScope, toWire } from './scope';
+import { TargetQueue, before, mergedOrder } from './taskQueue';
 
 export interface SchedulerDeps {
   readonly store: SchedulerStorage;
@@ -39,52 +46,1018 @@ export interface TaskQuery {
   readonly finishedLimit?: number;
 }
 
+/** A dispatch withdrawn before the agent started (run refused, timed out, not delivered) this many times ends the task. */
+export const MAX_WITHDRAWN_DISPATCHES = 3;
+/** How many queued candidates one dispatch attempt asks the gate about before it gives up for now (bounded work). */
+const MAX_CANDIDATES = 32;
+/** Reconciliation of the activity buffer and pruning of finished tasks. */
+const HOUSEKEEPING_MS = 60_000;
+const TYPE_PREFIX = 'type:';
+const SCHEDULER = 'scheduler';
+/** The ACK note of a `preempt_request` that declares a non-preemptible section: `non_preemptible:<ms>`. */
+const NON_PREEMPTIBLE = /^non_preemptible:(\d{1,12})$/;
+const RUNNING_STATES: ReadonlySet<TaskState> = new Set(['DISPATCHED', 'RUNNING', 'PREEMPTING']);
+
+/** What occupies an agent: its task (dispatched, running, preempting), or a cancelled task whose `terminate` is pending. */
+interface Slot {
+  readonly taskId: string;
+  /** The cancelled task kept until the agent answers `terminate` (it is no longer open). */
+  readonly cancelled?: TaskRecord;
+}
+
 /**
  * The scheduler (RFC §7, §9): tasks queued by priority then arrival, dispatched to agents as CONTROL `run` envelopes,
  * completed by the agent's ACKs, preempted cooperatively (forced after a non-preemptible section's maximum), persisted.
  * Every task's log events and CONTROL envelopes carry correlation_id = task_id.
+ *
+ * Structure (so that submit + dispatch stay O(log n) with 100,000 queued tasks and 1,000 agents): open tasks by id;
+ * queued tasks per target (agent id or `type:<name>`) in a TargetQueue (40 FIFOs); idle agents by id and by type;
+ * what each agent runs (slots); open tasks by job key (for the gate's duplicate check).
  */
 export class Scheduler implements Disposable {
-  readonly onDidChange: Event<TaskChange>;
+  private readonly changed = new Emitter<TaskChange>();
+  readonly onDidChange: Event<TaskChange> = this.changed.event;
+
+  private readonly open = new Map<string, TaskRecord>();
+  private readonly queues = new Map<string, TargetQueue>();
+  private readonly byJob = new Map<string, Set<TaskRecord>>();
+  private readonly slots = new Map<string, Slot>();
+  private readonly idle = new Set<string>();
+  private readonly idleByType = new Map<string, Set<string>>();
+  private readonly shuttingDown = new Map<string, { messageId: string; reason: string }>();
+  private readonly timers = new Map<string, Disposable>();
+  private readonly subscriptions: Disposable[] = [];
+  private runningCache: TaskRecord[] | undefined;
+  private lastSeq: number;
+  private readonly dirty = new Set<string>();
+  private pumping = false;
+  private pumpQueued = false;
+  private housekeepingTimer: Disposable | undefined;
+  private reconcileFailure = '';
+  private disposed = false;
 
   constructor(private readonly deps: SchedulerDeps, private readonly options: SchedulerOptions) {
-    void this.deps; void this.options;
-    this.onDidChange = () => ({ dispose() { /* skeleton */ } });
+    const store = deps.store;
+    this.lastSeq = store.scheduler.maxSeq();
+    for (const task of store.scheduler.listOpen()) this.restore(task);
+    for (const agent of deps.agents.list()) this.refreshIdle(agent.descriptor.agentId);
+    this.subscriptions.push(
+      deps.agents.onDidChange((change) => this.safely('agent_change', () => this.onAgentChange(change))),
+      deps.outbox.onDidUpdateOutbox((update) => this.safely('outbox_update', () => this.onOutbox(update))),
+      deps.gate.onDidChange(() => this.safely('gate_change', () => {
+        for (const agentId of this.idle) this.dirty.add(agentId);
+        this.schedulePump();
+      })),
+    );
+    this.housekeeping();
+    for (const agentId of this.idle) this.dirty.add(agentId);
+    this.schedulePump();
   }
+
+  // ------------------------------------------------------------------------------------------ submit
 
   /** SubmitTask (RFC §7.1, §9): validated, admitted by the gate, queued, dispatched when it can be. */
-  submit(_submission: TaskSubmission, _ctx: CallContext): SubmitResult {
-    throw new Error('Scheduler.submit: not built yet (s6 helper A)');
+  submit(submission: TaskSubmission, ctx: CallContext): SubmitResult {
+    const refused = (code: string, reason: string): SubmitResult => {
+      this.deps.log.record({
+        correlationId: submission.taskId || ctx.correlationId, actor: SCHEDULER, eventType: 'task.refused', level: 'WARN',
+        details: { task_id: submission.taskId, target: String(submission.target).slice(0, 256), code, reason, submitted_by: submission.submittedBy },
+      });
+      return { accepted: false, code, reason: `${code}: ${reason}` };
+    };
+    const limits = FIELD_LIMITS.scheduler;
+    const priority = submission.priority;
+    if (!Number.isInteger(priority) || priority < MIN_PRIORITY || priority > MAX_PRIORITY) {
+      return refused('VALIDATION_ERROR', `priority must be an integer from ${MIN_PRIORITY} (highest) to ${MAX_PRIORITY} (lowest), not ${String(priority).slice(0, 40)}`);
+    }
+    const target = submission.target ?? '';
+    if (target === '') return refused('VALIDATION_ERROR', 'agent_id is required: an agent id or type:<agent type>');
+    const targetRefusal = identifierRefusal('agent_id', target, limits.target);
+    if (targetRefusal) return refused('VALIDATION_ERROR', targetRefusal);
+    const agentType = target.startsWith(TYPE_PREFIX) ? target.slice(TYPE_PREFIX.length) : undefined;
+    if (agentType === '') return refused('VALIDATION_ERROR', 'type: needs an agent type (the descriptor name), e.g. type:coder');
+    if (agentType === undefined && target.includes(':')) return refused('VALIDATION_ERROR', `agent_id ${target.slice(0, 80)} is neither an agent id (no ':') nor type:<agent type>`);
+    if (submission.taskId) {
+      const idRefusal = identifierRefusal('task_id', submission.taskId, limits.task_id);
+      if (idRefusal) return refused('VALIDATION_ERROR', idRefusal);
+    }
+    const scope = parseScope(submission.scope);
+    if (isScopeRefusal(scope)) return refused('VALIDATION_ERROR', scope);
+    const contentType = submission.contentType || 'application/json';
+    const contentRefusal = identifierRefusal('content_type', contentType, FIELD_LIMITS.envelope.content_type);
+    if (contentRefusal) return refused('VALIDATION_ERROR', contentRefusal);
+    const params = paramsOnWire(submission.params, contentType);
+    if (typeof params === 'object' && params !== null && 'refusal' in params) return refused('VALIDATION_ERROR', params.refusal);
+    const taskId = submission.taskId || this.deps.ids.uuid();
+    const size = Buffer.byteLength(JSON.stringify(runCommand(taskId, params.value, contentType, toWire(scope), priority)), 'utf8');
+    if (size > PAYLOAD_LIMITS.CONTROL) {
+      return refused('OVERSIZE_PAYLOAD', `the run command for these params is ${size} bytes; a CONTROL envelope holds at most ${PAYLOAD_LIMITS.CONTROL}`);
+    }
+    if (this.open.has(taskId) || this.deps.store.scheduler.get(taskId)) return refused('DUPLICATE_DETECTED', `task ${taskId.slice(0, 128)} was already submitted`);
+    if (agentType === undefined) {
+      const agent = this.deps.agents.get(target);
+      if (!agent) return refused('NO_ROUTE', `no agent '${target.slice(0, 128)}' is registered`);
+      if (agent.state === 'SHUTTING_DOWN' || this.shuttingDown.has(target)) return refused('AGENT_SHUTDOWN', `agent ${target} is shutting down`);
+    }
+    if (this.open.size >= this.options.maxQueuedTasks) {
+      return refused('BUFFER_FULL', `the scheduler holds ${this.open.size} open tasks (limit ${this.options.maxQueuedTasks})`);
+    }
+    const now = this.deps.clock.now();
+    const task: TaskRecord = {
+      taskId, target, assignedAgentId: '', priority, seq: this.lastSeq + 1, params: Buffer.from(submission.params), contentType,
+      scopeText: submission.scope, scope, jobKey: this.deps.gate.jobKey(target, contentType, submission.params), submittedBy: submission.submittedBy,
+      submittedAt: now, state: 'QUEUED', waiting: null, runMessageId: '', preemptMessageId: '', preemptedBy: '', nonPreemptibleUntil: null,
+      dispatches: 0, errorCode: '', note: '', startedAt: null, endedAt: null, updatedAt: now, agentType: '', terminateMessageId: '', deadline: null,
+    };
+    const sameJob = [...(this.byJob.get(task.jobKey) ?? [])];
+    const admission = this.deps.gate.admit(task, sameJob, { ...ctx, correlationId: taskId });
+    if (admission && 'refused' in admission) return refused(admission.code, admission.reason);
+    if (admission && 'pending' in admission) task.waiting = { kind: 'conflict_decision', invocationId: admission.pending, withTaskId: sameJob[0]?.taskId ?? '' };
+    else task.waiting = this.initialWaiting(task);
+    this.lastSeq = task.seq;
+    this.deps.store.transaction(() => {
+      this.deps.store.scheduler.put(task);
+      this.event(task, 'task.submitted', {
+        target, priority, seq: task.seq, scope: formatScope(scope), content_type: contentType, params_bytes: task.params.byteLength,
+        submitted_by: submission.submittedBy, waiting: task.waiting?.kind, job_key: task.jobKey,
+      });
+    });
+    this.enqueue(task);
+    this.changed.fire({ kind: 'submitted', task });
+    this.considerPreemption(task, ctx);
+    if (agentType === undefined) this.dirty.add(target);
+    else {
+      const first = this.idleByType.get(agentType)?.values().next();
+      if (first && !first.done) this.dirty.add(first.value);
+    }
+    this.pump();
+    const current = this.open.get(taskId) ?? this.deps.store.scheduler.get(taskId) ?? task;
+    return { accepted: true, task: current, reason: current.state === 'QUEUED' && current.waiting ? describeWaiting(current.waiting) : '' };
   }
 
-  /** RequestPreemption: a preempt_request to the agent running `taskId` (or the agent's running task when taskId is ''). */
-  preempt(_agentId: string, _taskId: string, _reason: string, _ctx: CallContext): { readonly enqueued: boolean; readonly reason: string } {
-    throw new Error('Scheduler.preempt: not built yet (s6 helper A)');
+  private initialWaiting(task: TaskRecord): WaitingReason | null {
+    if (task.target.startsWith(TYPE_PREFIX)) {
+      const type = task.target.slice(TYPE_PREFIX.length);
+      return this.idleByType.get(type)?.size ? null : { kind: 'no_agent_of_type', agentType: type };
+    }
+    const slot = this.slots.get(task.target);
+    if (slot) return { kind: 'agent_busy', agentId: task.target };
+    const agent = this.deps.agents.get(task.target);
+    if (agent && !this.idle.has(task.target)) return { kind: 'agent_not_runnable', agentId: task.target, state: agent.state };
+    return null;
   }
 
-  /** Cancels a task: a queued one at once; a running one is told `terminate` (grace) and ends CANCELLED. */
-  cancel(_taskId: string, _reason: string, _ctx: CallContext): TaskRecord {
-    throw new Error('Scheduler.cancel: not built yet (s6 helper A)');
-  }
+  // ------------------------------------------------------------------------------------------ queries
 
-  /** ShutdownAgent (RFC §8.4): SHUTTING_DOWN with a grace period, CONTROL `shutdown`, no new tasks; cleanup on the way out. */
-  shutdownAgent(_agentId: string, _graceMs: number, _reason: string, _ctx: CallContext): { readonly ok: boolean; readonly reason: string } {
-    throw new Error('Scheduler.shutdownAgent: not built yet (s6 helper A)');
-  }
-
-  task(_taskId: string): TaskRecord | undefined {
-    throw new Error('Scheduler.task: not built yet (s6 helper A)');
+  task(taskId: string): TaskRecord | undefined {
+    return this.open.get(taskId) ?? this.deps.store.scheduler.get(taskId);
   }
 
   /** Open tasks in dispatch order (priority, then arrival), then finished ones, newest first. */
-  tasks(_query?: TaskQuery): TaskRecord[] {
-    throw new Error('Scheduler.tasks: not built yet (s6 helper A)');
+  tasks(query: TaskQuery = {}): TaskRecord[] {
+    const mine = (t: TaskRecord) => !query.agentId || t.target === query.agentId || t.assignedAgentId === query.agentId;
+    const open = [...this.open.values()].filter(mine).sort((a, b) => (before(a, b) ? -1 : 1));
+    if (query.includeFinished === false) return open;
+    const limit = query.finishedLimit ?? 200;
+    const finished = this.deps.store.scheduler.listFinished(query.agentId ? Math.max(limit * 4, 1000) : limit).filter(mine).slice(0, limit);
+    return [...open, ...finished];
   }
 
   /** Whether the task is known and not terminal (the activity buffer's reconciliation). */
-  isActive(_agentId: string, _taskId: string): boolean {
-    throw new Error('Scheduler.isActive: not built yet (s6 helper A)');
+  isActive(_agentId: string, taskId: string): boolean {
+    return this.open.has(taskId);
   }
 
-  dispose(): void { /* skeleton */ }
+  // ------------------------------------------------------------------------------------------ dispatch
+
+  private enqueue(task: TaskRecord): void {
+    this.open.set(task.taskId, task);
+    let jobs = this.byJob.get(task.jobKey);
+    if (!jobs) this.byJob.set(task.jobKey, jobs = new Set());
+    jobs.add(task);
+    if (task.state === 'QUEUED') this.queueOf(task.target).insert(task);
+    else if (RUNNING_STATES.has(task.state)) {
+      this.slots.set(task.assignedAgentId, { taskId: task.taskId });
+      this.runningCache = undefined;
+    }
+  }
+
+  private queueOf(target: string): TargetQueue {
+    let queue = this.queues.get(target);
+    if (!queue) this.queues.set(target, queue = new TargetQueue());
+    return queue;
+  }
+
+  private schedulePump(): void {
+    if (this.pumpQueued || this.disposed) return;
+    this.pumpQueued = true;
+    queueMicrotask(() => {
+      this.pumpQueued = false;
+      this.safely('dispatch', () => this.pump());
+    });
+  }
+
+  /** Tries to give every agent marked dirty its next task. Re-entrant calls only mark: the running loop picks them up. */
+  private pump(): void {
+    if (this.pumping || this.disposed) return;
+    this.pumping = true;
+    try {
+      const tried = new Set<string>();
+      while (this.dirty.size > 0) {
+        const agentId = this.dirty.values().next().value as string;
+        this.dirty.delete(agentId);
+        if (tried.has(agentId)) continue;
+        tried.add(agentId);
+        this.tryDispatch(agentId);
+      }
+    } finally {
+      this.pumping = false;
+    }
+  }
+
+  private running(): readonly TaskRecord[] {
+    if (!this.runningCache) {
+      const list: TaskRecord[] = [];
+      for (const slot of this.slots.values()) {
+        const task = this.open.get(slot.taskId);
+        if (task) list.push(task);
+      }
+      this.runningCache = list;
+    }
+    return this.runningCache;
+  }
+
+  /** Gives `agentId` the first eligible queued task for it (by id or by its type), when it is idle. */
+  private tryDispatch(agentId: string): void {
+    if (!this.idle.has(agentId)) return;
+    const agent = this.deps.agents.get(agentId);
+    if (!agent) return;
+    const type = agent.descriptor.name;
+    const candidates: TaskRecord[] = [];
+    for (const task of mergedOrder(this.queues.get(agentId), this.queues.get(TYPE_PREFIX + type))) {
+      candidates.push(task);
+      if (candidates.length >= MAX_CANDIDATES) break;
+    }
+    for (const task of candidates) {
+      if (task.state !== 'QUEUED' || !this.open.has(task.taskId)) continue;
+      const ctx: CallContext = { correlationId: task.taskId };
+      const verdict = this.deps.gate.mayStart(task, type, this.running(), ctx);
+      if (verdict.go) {
+        this.dispatch(task, agent, ctx);
+        return;
+      }
+      if ('refuse' in verdict) {
+        this.end(task, 'FAILED', verdict.refuse.code, verdict.refuse.reason, ctx, 'gate');
+        continue;
+      }
+      this.setWaiting(task, verdict.waiting);
+    }
+  }
+
+  private setWaiting(task: TaskRecord, waiting: WaitingReason | null): void {
+    if (JSON.stringify(task.waiting) === JSON.stringify(waiting)) return;
+    task.waiting = waiting;
+    task.updatedAt = this.deps.clock.now();
+    this.deps.store.transaction(() => {
+      this.deps.store.scheduler.put(task);
+      this.event(task, 'task.waiting', { waiting: waiting?.kind ?? '', reason: waiting ? describeWaiting(waiting) : '' });
+    });
+    this.changed.fire({ kind: 'changed', task });
+  }
+
+  private dispatch(task: TaskRecord, agent: AgentRecord, ctx: CallContext): void {
+    const agentId = agent.descriptor.agentId;
+    const now = this.deps.clock.now();
+    const resumed = agent.state === 'SUSPENDED';
+    let refusal: { code: string; reason: string } | undefined;
+    this.deps.store.transaction(() => {
+      this.beginActivity(task, agentId, ctx);
+      const params = paramsOnWire(task.params, task.contentType);
+      const command = runCommand(task.taskId, 'value' in params ? params.value : null, task.contentType, toWire(task.scope), task.priority);
+      const sent = this.deps.outbox.sendToAgent({
+        to: agentId, messageType: 'CONTROL', contentType: 'application/json', payload: Buffer.from(JSON.stringify(command), 'utf8'), correlationId: task.taskId,
+      }, ctx);
+      if (!sent.accepted) {
+        refusal = { code: sent.code, reason: sent.reason };
+        this.endActivity(agentId, task.taskId, '', ctx);
+        return;
+      }
+      this.queueOf(task.target).remove(task);
+      const from = task.state;
+      task.state = 'DISPATCHED';
+      task.assignedAgentId = agentId;
+      task.agentType = agent.descriptor.name;
+      task.runMessageId = sent.messageId;
+      task.waiting = null;
+      task.dispatches++;
+      task.updatedAt = now;
+      this.deps.store.scheduler.put(task);
+      this.event(task, 'task.dispatched', { agent_id: agentId, run_message_id: sent.messageId, dispatches: task.dispatches, resumed });
+      this.stateEvent(task, from, { agent_id: agentId });
+      this.slots.set(agentId, { taskId: task.taskId });
+      this.runningCache = undefined;
+      this.moveAgent(agentId, resumed ? ['RESUMED'] : ['SCHEDULED'], { by: 'task', reason: `task ${task.taskId} dispatched`, taskId: task.taskId }, ctx);
+      this.refreshIdle(agentId);
+    });
+    if (refusal) {
+      this.withdrawn(task, refusal.code, `the run could not be sent to ${agentId}: ${refusal.reason}`, ctx, false);
+      return;
+    }
+    this.changed.fire({ kind: 'changed', task });
+  }
+
+  /**
+   * The dispatch was withdrawn before the agent started (run refused / timed out / not delivered): the task goes back
+   * to the queue, or, after MAX_WITHDRAWN_DISPATCHES, ends FAILED with that code. The agent goes back to RUNNABLE.
+   */
+  private withdrawn(task: TaskRecord, code: string, reason: string, ctx: CallContext, wasSent: boolean): void {
+    const agentId = task.assignedAgentId;
+    const attempts = wasSent ? task.dispatches : task.dispatches + 1;
+    if (attempts >= MAX_WITHDRAWN_DISPATCHES) {
+      if (!wasSent) task.dispatches = attempts;
+      this.end(task, 'FAILED', code, `${reason} (${attempts} dispatches withdrawn)`, ctx, 'withdrawn');
+      return;
+    }
+    this.deps.store.transaction(() => {
+      const from = task.state;
+      this.clearTimer(task.taskId);
+      if (wasSent) {
+        this.endActivity(agentId, task.taskId, '', ctx);
+        if (this.slots.get(agentId)?.taskId === task.taskId) this.slots.delete(agentId);
+        this.runningCache = undefined;
+        this.moveAgent(agentId, withdrawPath(this.deps.agents.get(agentId)?.state), { by: 'task', reason: `run of ${task.taskId} withdrawn: ${code}`, taskId: task.taskId }, ctx);
+      } else {
+        task.dispatches = attempts;
+      }
+      this.requeue(task, { kind: 'agent_not_runnable', agentId, state: this.deps.agents.get(agentId)?.state ?? 'unknown' });
+      this.event(task, 'task.dispatch_withdrawn', { agent_id: agentId, code, reason, dispatches: task.dispatches }, 'WARN');
+      this.stateEvent(task, from, { agent_id: agentId, error_code: code });
+    });
+    if (agentId) this.refreshIdle(agentId);
+    this.changed.fire({ kind: 'changed', task });
+    this.schedulePump();
+  }
+
+  /** Back to QUEUED at its priority and original seq. Runs inside the caller's transaction. */
+  private requeue(task: TaskRecord, waiting: WaitingReason): void {
+    task.state = 'QUEUED';
+    task.waiting = waiting;
+    task.runMessageId = '';
+    task.preemptMessageId = '';
+    task.terminateMessageId = '';
+    task.preemptedBy = '';
+    task.nonPreemptibleUntil = null;
+    task.deadline = null;
+    task.assignedAgentId = '';
+    task.agentType = '';
+    task.updatedAt = this.deps.clock.now();
+    this.deps.store.scheduler.put(task);
+    this.queueOf(task.target).insert(task);
+  }
+
+  // ------------------------------------------------------------------------------------------ agent ACKs
+
+  private onOutbox(update: OutboxUpdate): void {
+    const shutdown = this.shuttingDown.get(update.recipientId);
+    if (shutdown && shutdown.messageId === update.messageId) {
+      this.onShutdownAck(update);
+      return;
+    }
+    const slot = this.slots.get(update.recipientId);
+    if (slot?.cancelled && slot.cancelled.terminateMessageId === update.messageId) {
+      this.onCancelledTerminateAck(slot.cancelled, update);
+      return;
+    }
+    const task = this.open.get(update.correlationId);
+    if (!task || task.assignedAgentId !== update.recipientId) return;
+    const ctx: CallContext = { correlationId: task.taskId };
+    if (update.messageId === task.runMessageId) this.onRunUpdate(task, update, ctx);
+    else if (update.messageId === task.preemptMessageId) this.onPreemptUpdate(task, update, ctx);
+    else if (update.messageId === task.terminateMessageId) this.onTerminateUpdate(task, update, ctx);
+  }
+
+  private onRunUpdate(task: TaskRecord, update: OutboxUpdate, ctx: CallContext): void {
+    const agentId = task.assignedAgentId;
+    switch (update.state) {
+      case 'RECEIVED':
+      case 'READ': {
+        if (task.state === 'DISPATCHED') {
+          const from = task.state;
+          task.state = 'RUNNING';
+          task.startedAt ??= this.deps.clock.now();
+          task.updatedAt = this.deps.clock.now();
+          this.deps.store.scheduler.put(task);
+          this.stateEvent(task, from, { agent_id: agentId, ack: update.state });
+          this.changed.fire({ kind: 'changed', task });
+        }
+        this.moveAgent(agentId, ['RUNNING'], { by: 'task', reason: `task ${task.taskId} started (ACK ${update.state})`, taskId: task.taskId }, ctx, true);
+        return;
+      }
+      case 'FULFILLED':
+        if (update.note === 'yielded' && task.state === 'PREEMPTING') this.yielded(task, ctx);
+        else this.finished(task, 'COMPLETED', '', update.note, ctx);
+        return;
+      case 'FAILED':
+      case 'REJECTED':
+      case 'TIMED_OUT':
+        if (update.byAck && update.state === 'FAILED') {
+          this.finished(task, 'FAILED', update.errorCode, update.note, ctx);
+        } else if (task.state === 'DISPATCHED' || update.state === 'REJECTED') {
+          // Refused or never answered before the agent started: the task goes back to the queue.
+          if (!this.deps.agents.get(agentId)) return; // the agent left: its cleanup ends the task
+          this.withdrawn(task, update.errorCode, update.note, ctx, true);
+        } else {
+          // The router ended a run the agent had started (it left, a delivery failed): the task failed.
+          this.finished(task, 'FAILED', update.errorCode, update.note, ctx);
+        }
+        return;
+      default:
+    }
+  }
+
+  /** The task ended by the agent's answer (or the router's end of its run): the agent is free again. */
+  private finished(task: TaskRecord, state: 'COMPLETED' | 'FAILED', code: string, note: string, ctx: CallContext): void {
+    const agentId = task.assignedAgentId;
+    this.end(task, state, code, note, ctx, 'agent');
+    this.releaseAgent(agentId, task.taskId, `task ${task.taskId} ${state.toLowerCase()}`, ctx);
+  }
+
+  /** Frees the agent after its task: → COMPLETED → RUNNABLE (from wherever its run left it). */
+  private releaseAgent(agentId: string, taskId: string, reason: string, ctx: CallContext): void {
+    if (this.slots.get(agentId)?.taskId === taskId) this.slots.delete(agentId);
+    this.runningCache = undefined;
+    const agent = this.deps.agents.get(agentId);
+    if (agent && !this.shuttingDown.has(agentId)) this.moveAgent(agentId, donePath(agent.state), { by: 'task', reason, taskId }, ctx);
+    this.refreshIdle(agentId);
+    this.dirty.add(agentId);
+    this.schedulePump();
+  }
+
+  // ------------------------------------------------------------------------------------------ preemption
+
+  /** A new task numerically lower than a running one it could take: that agent is asked to yield (RFC §7.1). */
+  private considerPreemption(task: TaskRecord, ctx: CallContext): void {
+    let victim: TaskRecord | undefined;
+    if (task.target.startsWith(TYPE_PREFIX)) {
+      const type = task.target.slice(TYPE_PREFIX.length);
+      if (this.idleByType.get(type)?.size) return;
+      for (const running of this.running()) {
+        if (running.agentType !== type || running.state === 'PREEMPTING' || running.priority <= task.priority) continue;
+        if (this.shuttingDown.has(running.assignedAgentId)) continue;
+        if (!victim || running.priority > victim.priority || (running.priority === victim.priority && running.seq > victim.seq)) victim = running;
+      }
+    } else {
+      const slot = this.slots.get(task.target);
+      const running = slot && !slot.cancelled ? this.open.get(slot.taskId) : undefined;
+      if (running && running.state !== 'PREEMPTING' && running.priority > task.priority) victim = running;
+    }
+    if (victim) this.requestPreemption(victim, task.taskId, task.priority, `task ${task.taskId} of priority ${task.priority} is waiting`, { ...ctx, correlationId: victim.taskId });
+  }
+
+  /**
+   * RequestPreemption: a preempt_request to the agent running `taskId` (or the agent's running task when taskId is '').
+   * The yielded task goes back to the queue.
+   */
+  preempt(agentId: string, taskId: string, reason: string, ctx: CallContext): { readonly enqueued: boolean; readonly reason: string } {
+    const slot = this.slots.get(agentId);
+    const id = taskId || (slot && !slot.cancelled ? slot.taskId : '');
+    const task = id ? this.open.get(id) : undefined;
+    if (!task || !RUNNING_STATES.has(task.state) || (agentId && task.assignedAgentId !== agentId)) {
+      return { enqueued: false, reason: id ? `task ${id} is not running${agentId ? ` on ${agentId}` : ''}` : `agent ${agentId} runs no task` };
+    }
+    if (task.state === 'PREEMPTING') return { enqueued: false, reason: `task ${task.taskId} is already being preempted` };
+    const sent = this.requestPreemption(task, '', task.priority, reason || 'preemption requested', { ...ctx, correlationId: task.taskId });
+    return sent ? { enqueued: true, reason: '' } : { enqueued: false, reason: `the preempt_request could not be sent to ${task.assignedAgentId}` };
+  }
+
+  private requestPreemption(task: TaskRecord, byTaskId: string, byPriority: number, reason: string, ctx: CallContext): boolean {
+    const agentId = task.assignedAgentId;
+    const now = this.deps.clock.now();
+    let ok = false;
+    this.deps.store.transaction(() => {
+      const command: ControlCommand = { command: 'preempt_request', task_id: task.taskId, reason, by_task_id: byTaskId, by_priority: byPriority };
+      const sent = this.deps.outbox.sendToAgent({
+        to: agentId, messageType: 'CONTROL', contentType: 'application/json', payload: Buffer.from(JSON.stringify(command), 'utf8'), correlationId: task.taskId,
+      }, ctx);
+      if (!sent.accepted) {
+        this.event(task, 'task.preempt_unsent', { agent_id: agentId, code: sent.code, reason: sent.reason }, 'WARN');
+        return;
+      }
+      ok = true;
+      const from = task.state;
+      task.state = 'PREEMPTING';
+      task.preemptMessageId = sent.messageId;
+      task.preemptedBy = byTaskId;
+      task.deadline = now + this.options.maxNonPreemptibleMs;
+      task.updatedAt = now;
+      this.deps.store.scheduler.put(task);
+      this.event(task, 'task.preempt_requested', {
+        agent_id: agentId, by_task_id: byTaskId, by_priority: byPriority, reason, preempt_message_id: sent.messageId, yield_by_ms: this.options.maxNonPreemptibleMs,
+      });
+      this.stateEvent(task, from, { agent_id: agentId });
+    });
+    if (ok) {
+      this.armDeadline(task);
+      this.changed.fire({ kind: 'changed', task });
+    }
+    return ok;
+  }
+
+  private onPreemptUpdate(task: TaskRecord, update: OutboxUpdate, ctx: CallContext): void {
+    if (task.state !== 'PREEMPTING') return;
+    const declared = NON_PREEMPTIBLE.exec(update.note);
+    if ((update.state === 'RECEIVED' || update.state === 'READ') && declared) {
+      const ms = Math.min(Number(declared[1]), this.options.maxNonPreemptibleMs);
+      const now = this.deps.clock.now();
+      task.nonPreemptibleUntil = now + ms;
+      task.deadline = now + ms;
+      task.updatedAt = now;
+      this.deps.store.scheduler.put(task);
+      this.event(task, 'task.non_preemptible', { agent_id: task.assignedAgentId, declared_ms: Number(declared[1]), until_ms: ms });
+      this.armDeadline(task);
+      this.changed.fire({ kind: 'changed', task });
+    } else if (update.state === 'FULFILLED' && update.note === 'yielded') {
+      this.yielded(task, ctx);
+    } else if (update.state === 'FAILED' || update.state === 'REJECTED' || update.state === 'TIMED_OUT') {
+      // The agent would not (or did not) take the request: the deadline still stands, then `terminate`.
+      this.event(task, 'task.preempt_unanswered', { agent_id: task.assignedAgentId, state: update.state, error_code: update.errorCode, note: update.note }, 'WARN');
+    }
+  }
+
+  /** The agent yielded at a safe point: the task goes back to the queue at its priority and seq; the agent SUSPENDED. */
+  private yielded(task: TaskRecord, ctx: CallContext): void {
+    const agentId = task.assignedAgentId;
+    const by = task.preemptedBy;
+    this.clearTimer(task.taskId);
+    this.deps.store.transaction(() => {
+      const from = task.state;
+      this.endActivity(agentId, task.taskId, '', ctx);
+      if (this.slots.get(agentId)?.taskId === task.taskId) this.slots.delete(agentId);
+      this.runningCache = undefined;
+      this.requeue(task, { kind: 'preempted', byTaskId: by });
+      this.event(task, 'task.yielded', { agent_id: agentId, by_task_id: by });
+      this.stateEvent(task, from, { agent_id: agentId, reason: 'yielded' });
+      this.moveAgent(agentId, yieldPath(this.deps.agents.get(agentId)?.state), { by: 'task', reason: `yielded task ${task.taskId}`, taskId: task.taskId }, ctx);
+    });
+    this.refreshIdle(agentId);
+    this.dirty.add(agentId);
+    this.changed.fire({ kind: 'changed', task });
+    this.schedulePump();
+  }
+
+  private armDeadline(task: TaskRecord): void {
+    this.clearTimer(task.taskId);
+    if (task.deadline === null || task.deadline === undefined) return;
+    const ms = Math.max(0, task.deadline - this.deps.clock.now());
+    this.timers.set(task.taskId, this.deps.clock.setTimer(ms, () => this.safely('deadline', () => {
+      this.timers.delete(task.taskId);
+      this.onDeadline(task);
+    })));
+  }
+
+  private clearTimer(taskId: string): void {
+    this.timers.get(taskId)?.dispose();
+    this.timers.delete(taskId);
+  }
+
+  private onDeadline(task: TaskRecord): void {
+    if (this.open.get(task.taskId) !== task || task.state !== 'PREEMPTING') return;
+    const ctx: CallContext = { correlationId: task.taskId };
+    if (!task.terminateMessageId) {
+      this.sendTerminate(task, task, `no yield within ${task.nonPreemptibleUntil !== null ? 'the declared non-preemptible section' : `${this.options.maxNonPreemptibleMs} ms`}`, ctx);
+      return;
+    }
+    // No answer to `terminate` within the grace: forced preemption; the agent FAILED.
+    const agentId = task.assignedAgentId;
+    this.deps.store.transaction(() => {
+      this.end(task, 'FAILED', 'forced_preemption', `no answer to terminate within ${this.options.terminateGraceMs} ms`, ctx, 'forced');
+      if (this.slots.get(agentId)?.taskId === task.taskId) this.slots.delete(agentId);
+      this.runningCache = undefined;
+      this.moveAgent(agentId, failPath(this.deps.agents.get(agentId)?.state), {
+        by: 'timeout', reason: `no answer to terminate of ${task.taskId} within ${this.options.terminateGraceMs} ms`, errorCode: 'forced_preemption', taskId: task.taskId,
+      }, ctx);
+    });
+    this.refreshIdle(agentId);
+    this.schedulePump();
+  }
+
+  /** CONTROL `terminate` with the grace; `holder` keeps the message id and the deadline (the open task, or a cancelled one). */
+  private sendTerminate(task: TaskRecord, holder: TaskRecord, reason: string, ctx: CallContext): boolean {
+    const agentId = task.assignedAgentId;
+    const now = this.deps.clock.now();
+    let ok = false;
+    this.deps.store.transaction(() => {
+      const command: ControlCommand = { command: 'terminate', task_id: task.taskId, grace_ms: this.options.terminateGraceMs, reason };
+      const sent = this.deps.outbox.sendToAgent({
+        to: agentId, messageType: 'CONTROL', contentType: 'application/json', payload: Buffer.from(JSON.stringify(command), 'utf8'), correlationId: task.taskId,
+      }, ctx);
+      if (!sent.accepted) {
+        this.event(task, 'task.terminate_unsent', { agent_id: agentId, code: sent.code, reason: sent.reason }, 'WARN');
+        return;
+      }
+      ok = true;
+      holder.terminateMessageId = sent.messageId;
+      holder.deadline = now + this.options.terminateGraceMs;
+      holder.updatedAt = now;
+      this.deps.store.scheduler.put(holder);
+      this.event(task, 'task.terminate_sent', { agent_id: agentId, grace_ms: this.options.terminateGraceMs, reason, terminate_message_id: sent.messageId }, 'WARN');
+    });
+    if (ok && holder === task) this.armDeadline(task);
+    if (!ok && holder === task) {
+      // Nothing can reach the agent: end the task now as the grace would.
+      holder.terminateMessageId = 'unsent';
+      holder.deadline = now;
+      this.armDeadline(task);
+    }
+    return ok;
+  }
+
+  private onTerminateUpdate(task: TaskRecord, update: OutboxUpdate, ctx: CallContext): void {
+    if (update.state !== 'FULFILLED') return;
+    this.clearTimer(task.taskId);
+    this.finished(task, 'FAILED', 'forced_preemption', `terminated after ${update.note || 'terminate'} (preemption forced)`, ctx);
+  }
+
+  // ------------------------------------------------------------------------------------------ cancel
+
+  /** Cancels a task: a queued one at once; a running one is told `terminate` (grace) and ends CANCELLED. */
+  cancel(taskId: string, reason: string, ctx: CallContext): TaskRecord {
+    const task = this.open.get(taskId);
+    if (!task) {
+      const done = this.deps.store.scheduler.get(taskId);
+      if (done) throw new SchedulerError('refused', `Task ${taskId} already ended ${done.state}.`);
+      throw new SchedulerError('not_found', `There is no task ${taskId}.`);
+    }
+    const taskCtx: CallContext = { ...ctx, correlationId: taskId };
+    if (task.state === 'QUEUED') {
+      this.end(task, 'CANCELLED', 'cancelled', reason, taskCtx, 'operator');
+      return task;
+    }
+    const agentId = task.assignedAgentId;
+    this.clearTimer(taskId);
+    this.end(task, 'CANCELLED', 'cancelled', reason, taskCtx, 'operator');
+    // The agent stays occupied until it answers `terminate` (or the grace passes: then it is FAILED).
+    this.slots.set(agentId, { taskId, cancelled: task });
+    this.runningCache = undefined;
+    const sent = this.sendTerminate(task, task, `cancelled: ${reason}`, taskCtx);
+    const graceMs = sent ? this.options.terminateGraceMs : 0;
+    this.timers.set(taskId, this.deps.clock.setTimer(graceMs, () => this.safely('cancel_grace', () => {
+      this.timers.delete(taskId);
+      if (this.slots.get(agentId)?.cancelled !== task) return;
+      this.slots.delete(agentId);
+      this.deps.store.transaction(() => this.moveAgent(agentId, failPath(this.deps.agents.get(agentId)?.state), {
+        by: 'timeout', reason: `no answer to terminate of cancelled task ${taskId} within ${this.options.terminateGraceMs} ms`, errorCode: 'forced_preemption', taskId,
+      }, taskCtx));
+      this.refreshIdle(agentId);
+    })));
+    return task;
+  }
+
+  private onCancelledTerminateAck(task: TaskRecord, update: OutboxUpdate): void {
+    if (update.state !== 'FULFILLED') return;
+    this.clearTimer(task.taskId);
+    this.releaseAgent(task.assignedAgentId, task.taskId, `terminated cancelled task ${task.taskId}`, { correlationId: task.taskId });
+  }
+
+  // ------------------------------------------------------------------------------------------ ends
+
+  /**
+   * Ends an open task (COMPLETED, FAILED or CANCELLED): stored with its event, its activity entry ended, the gate told.
+   * Does not move the agent (the caller does, as the cause requires). Joins the caller's transaction.
+   */
+  private end(task: TaskRecord, state: 'COMPLETED' | 'FAILED' | 'CANCELLED', code: string, note: string, ctx: CallContext, cause: string): void {
+    if (!this.open.has(task.taskId)) return;
+    const now = this.deps.clock.now();
+    const from = task.state;
+    const agentId = task.assignedAgentId;
+    this.clearTimer(task.taskId);
+    this.deps.store.transaction(() => {
+      if (from === 'QUEUED') this.queueOf(task.target).remove(task);
+      task.state = state;
+      task.errorCode = state === 'COMPLETED' ? '' : code;
+      task.note = note.slice(0, 4096);
+      task.endedAt = now;
+      task.updatedAt = now;
+      task.waiting = null;
+      task.deadline = null;
+      this.deps.store.scheduler.put(task);
+      this.stateEvent(task, from, { agent_id: agentId, error_code: task.errorCode, note: task.note.slice(0, 512), cause }, state === 'FAILED' ? 'WARN' : 'INFO');
+      if (agentId) this.endActivity(agentId, task.taskId, state, ctx);
+      try {
+        this.deps.gate.forget(task.taskId, ctx);
+      } catch (err) {
+        this.deps.log.internalError(SCHEDULER, task.taskId, err, { task_id: task.taskId, during: 'gate.forget' });
+      }
+    });
+    this.open.delete(task.taskId);
+    const jobs = this.byJob.get(task.jobKey);
+    jobs?.delete(task);
+    if (jobs?.size === 0) this.byJob.delete(task.jobKey);
+    if (this.slots.get(agentId)?.taskId === task.taskId) this.runningCache = undefined;
+    this.changed.fire({ kind: 'changed', task });
+    // Tasks serialised after this one, or held by a limit, may start now.
+    for (const idle of this.idle) this.dirty.add(idle);
+    this.schedulePump();
+  }
+
+  // ------------------------------------------------------------------------------------------ shutdown
+
+  /** ShutdownAgent (RFC §8.4): SHUTTING_DOWN with a grace period, CONTROL `shutdown`, no new tasks; cleanup on the way out. */
+  shutdownAgent(agentId: string, graceMs: number, reason: string, ctx: CallContext): { readonly ok: boolean; readonly reason: string } {
+    const agent = this.deps.agents.get(agentId);
+    if (!agent) return { ok: false, reason: `no agent '${agentId.slice(0, 128)}' is registered` };
+    if (agent.state === 'SHUTTING_DOWN' || this.shuttingDown.has(agentId)) return { ok: false, reason: `agent ${agentId} is already shutting down` };
+    const grace = Math.max(0, Math.floor(graceMs));
+    let answer: { ok: boolean; reason: string } = { ok: true, reason: '' };
+    this.deps.store.transaction(() => {
+      const moved = this.deps.agents.transition(agentId, 'SHUTTING_DOWN', { by: 'operator', reason, timeoutMs: grace }, ctx);
+      if (!moved.ok) {
+        answer = { ok: false, reason: moved.reason };
+        return;
+      }
+      const command: ControlCommand = { command: 'shutdown', reason, drain_timeout_seconds: Math.ceil(grace / 1000) };
+      const sent = this.deps.outbox.sendToAgent({
+        to: agentId, messageType: 'CONTROL', contentType: 'application/json', payload: Buffer.from(JSON.stringify(command), 'utf8'), correlationId: ctx.correlationId,
+      }, ctx);
+      this.shuttingDown.set(agentId, { messageId: sent.accepted ? sent.messageId : '', reason });
+      this.deps.log.record({
+        correlationId: ctx.correlationId, actor: SCHEDULER, eventType: 'agent.shutdown_requested',
+        details: { agent_id: agentId, grace_ms: grace, reason, shutdown_message_id: sent.accepted ? sent.messageId : '', sent: sent.accepted, refusal: sent.accepted ? undefined : sent.reason },
+        level: sent.accepted ? 'INFO' : 'WARN',
+      });
+    });
+    if (!answer.ok) return answer;
+    this.refreshIdle(agentId);
+    // Tasks queued for this agent id can never run now.
+    const queued = this.queues.get(agentId);
+    if (queued) for (const task of [...queued.ordered()]) this.end(task, 'FAILED', 'agent_shutdown', `agent ${agentId} is shutting down`, { correlationId: task.taskId }, 'shutdown');
+    return answer;
+  }
+
+  private onShutdownAck(update: OutboxUpdate): void {
+    if (update.state !== 'FULFILLED') return;
+    const agentId = update.recipientId;
+    // Deregistration reaches into the router, which is in the middle of this ACK: after it.
+    queueMicrotask(() => this.safely('shutdown', () => {
+      if (this.deps.agents.get(agentId)) this.deps.agents.deregister(agentId, 'shut down', { correlationId: update.correlationId });
+    }));
+  }
+
+  /** The agent left the registry (shut down, timed out, deregistered): its task and queue are cleaned up. */
+  private onAgentLeft(agentId: string, reason: string): void {
+    const shutdown = this.shuttingDown.get(agentId);
+    this.shuttingDown.delete(agentId);
+    const code = /agent_shutdown_timeout/.test(reason) ? 'agent_shutdown_timeout' : shutdown || /shut down/.test(reason) ? 'agent_shutdown' : 'AGENT_UNAVAILABLE';
+    const slot = this.slots.get(agentId);
+    this.slots.delete(agentId);
+    this.runningCache = undefined;
+    this.dropIdle(agentId);
+    if (slot && !slot.cancelled) {
+      const task = this.open.get(slot.taskId);
+      if (task) this.end(task, 'FAILED', code, `agent ${agentId} left: ${reason}`, { correlationId: task.taskId }, 'agent_left');
+    } else if (slot?.cancelled) {
+      this.clearTimer(slot.taskId);
+    }
+    if (code !== 'AGENT_UNAVAILABLE') {
+      const queued = this.queues.get(agentId);
+      if (queued) for (const task of [...queued.ordered()]) this.end(task, 'FAILED', code, `agent ${agentId} shut down`, { correlationId: task.taskId }, 'agent_left');
+    }
+  }
+
+  // ------------------------------------------------------------------------------------------ agents
+
+  private onAgentChange(change: RegistryChange): void {
+    if (change.kind === 'left') {
+      this.onAgentLeft(change.agentId, change.reason);
+      return;
+    }
+    const agentId = change.agent.descriptor.agentId;
+    if (change.kind === 'joined' || change.kind === 'updated') {
+      // Re-registration: whatever it ran is gone from its side.
+      const slot = this.slots.get(agentId);
+      if (slot && change.kind === 'joined') this.onAgentLeft(agentId, 're-registered');
+    }
+    this.refreshIdle(agentId);
+    if (this.idle.has(agentId)) {
+      this.dirty.add(agentId);
+      this.schedulePump();
+    }
+  }
+
+  /** Idle = RUNNABLE or SUSPENDED, connected, nothing running, not shutting down. */
+  private refreshIdle(agentId: string): void {
+    const agent = this.deps.agents.get(agentId);
+    const isIdle = agent !== undefined && (agent.state === 'RUNNABLE' || agent.state === 'SUSPENDED') && agent.presence !== 'disconnected'
+      && !this.slots.has(agentId) && !this.shuttingDown.has(agentId);
+    if (!isIdle) {
+      this.dropIdle(agentId);
+      return;
+    }
+    this.idle.add(agentId);
+    const type = agent.descriptor.name;
+    let ofType = this.idleByType.get(type);
+    if (!ofType) this.idleByType.set(type, ofType = new Set());
+    ofType.add(agentId);
+  }
+
+  private dropIdle(agentId: string): void {
+    if (!this.idle.delete(agentId)) return;
+    for (const [type, ids] of this.idleByType) {
+      if (ids.delete(agentId) && ids.size === 0) this.idleByType.delete(type);
+    }
+  }
+
+  /** Walks the agent through `path` (each step through the lifecycle table); a refused step is logged and stops the walk. */
+  private moveAgent(agentId: string, path: readonly string[], cause: TransitionCause, ctx: CallContext, quiet = false): void {
+    for (const to of path) {
+      const agent = this.deps.agents.get(agentId);
+      if (!agent || agent.state === to) continue;
+      const result = this.deps.agents.transition(agentId, to, cause, ctx);
+      if (!result.ok) {
+        if (!quiet) {
+          this.deps.log.record({
+            correlationId: ctx.correlationId, actor: SCHEDULER, eventType: 'task.agent_transition_refused', level: 'WARN',
+            details: { agent_id: agentId, from: agent.state, to, reason: result.reason, task_id: cause.taskId },
+          });
+        }
+        return;
+      }
+    }
+  }
+
+  // ------------------------------------------------------------------------------------------ activity
+
+  private beginActivity(task: TaskRecord, agentId: string, ctx: CallContext): void {
+    try {
+      const place = task.scope.repoId ? undefined : this.deps.places.placeOf(agentId);
+      this.deps.activity.begin({
+        agentId, taskId: task.taskId, repoId: task.scope.repoId || place?.repoId || '', worktreeId: task.scope.worktreeId || place?.worktreeId || '',
+        branch: place && (!task.scope.repoId || place.repoId === task.scope.repoId) ? place.branch : (this.deps.places.placeOf(agentId)?.branch ?? ''),
+        timestamp: this.deps.clock.now(), description: describeTask(task),
+      }, ctx);
+    } catch (err) {
+      const full = err instanceof ActivityBufferFullError;
+      this.deps.log.record({
+        correlationId: task.taskId, actor: SCHEDULER, eventType: full ? 'task.activity_buffer_full' : 'task.activity_failed', level: 'WARN',
+        details: { agent_id: agentId, code: full ? err.code : undefined, reason: (err as Error).message.slice(0, 512), note: 'the activity buffer is advisory: the task runs anyway' },
+      });
+    }
+  }
+
+  private endActivity(agentId: string, taskId: string, outcome: '' | 'COMPLETED' | 'FAILED' | 'CANCELLED', ctx: CallContext): void {
+    try {
+      this.deps.activity.end(agentId, taskId, outcome, ctx);
+    } catch (err) {
+      this.deps.log.record({
+        correlationId: taskId, actor: SCHEDULER, eventType: 'task.activity_failed', level: 'WARN',
+        details: { agent_id: agentId, reason: (err as Error).message.slice(0, 512) },
+      });
+    }
+  }
+
+  private housekeeping(): void {
+    if (this.disposed) return;
+    const ctx: CallContext = { correlationId: 'scheduler-housekeeping' };
+    try {
+      this.deps.activity.reconcile((agentId, taskId) => this.isActive(agentId, taskId), ctx);
+      this.reconcileFailure = '';
+    } catch (err) {
+      // Logged once per distinct failure, not every minute.
+      const reason = (err as Error).message.slice(0, 512);
+      if (reason !== this.reconcileFailure) {
+        this.reconcileFailure = reason;
+        this.deps.log.record({ correlationId: ctx.correlationId, actor: SCHEDULER, eventType: 'task.activity_failed', level: 'WARN', details: { reason, during: 'reconcile' } });
+      }
+    }
+    try {
+      const pruned = this.deps.store.transaction(() => this.deps.store.scheduler.pruneFinished(this.options.keepFinishedTasks));
+      if (pruned > 0) this.deps.log.record({ correlationId: ctx.correlationId, actor: SCHEDULER, eventType: 'task.pruned', details: { pruned, kept: this.options.keepFinishedTasks } });
+    } catch (err) {
+      this.deps.log.internalError(SCHEDULER, ctx.correlationId, err, { during: 'prune' });
+    }
+    this.housekeepingTimer = this.deps.clock.setTimer(HOUSEKEEPING_MS, () => this.housekeeping());
+  }
+
+  // ------------------------------------------------------------------------------------------ restart
+
+  /** A task from the store at start: queued ones back in the queue; dispatched ones hold their agent; deadlines re-armed. */
+  private restore(task: TaskRecord): void {
+    task.terminateMessageId ??= '';
+    task.deadline ??= null;
+    task.agentType ??= '';
+    this.enqueue(task);
+    if (task.state === 'PREEMPTING' && task.deadline !== null) this.armDeadline(task);
+  }
+
+  // ------------------------------------------------------------------------------------------ helpers
+
+  private event(task: TaskRecord, eventType: string, details: Record<string, unknown>, level: 'INFO' | 'WARN' = 'INFO'): void {
+    this.deps.log.record({ correlationId: task.taskId, actor: SCHEDULER, eventType, level, details: { task_id: task.taskId, ...details } });
+  }
+
+  private stateEvent(task: TaskRecord, from: TaskState, details: Record<string, unknown>, level: 'INFO' | 'WARN' = 'INFO'): void {
+    this.event(task, 'task.state_changed', { from, to: task.state, ...details }, level);
+  }
+
+  private safely(during: string, fn: () => void): void {
+    if (this.disposed) return;
+    try {
+      fn();
+    } catch (err) {
+      this.deps.log.internalError(SCHEDULER, 'scheduler', err, { during });
+    }
+  }
+
+  dispose(): void {
+    if (this.disposed) return;
+    this.disposed = true;
+    for (const s of this.subscriptions) s.dispose();
+    for (const t of this.timers.values()) t.dispose();
+    this.timers.clear();
+    this.housekeepingTimer?.dispose();
+    this.changed.dispose();
+  }
+}
+
+function runCommand(taskId: string, params: unknown, contentType: string, scope: ScopeWire, priority: number): ControlCommand {
+  return { command: 'run', task_id: taskId, params, content_type: contentType, scope, priority };
+}
+
+/**
+ * The params as the `run` command carries them: JSON content types as the JSON value (must parse); text/* as a string;
+ * anything else as base64 text.
+ */
+function paramsOnWire(params: Uint8Array, contentType: string): { value: unknown } | { refusal: string } {
+  const base = contentType.split(';')[0].trim().toLowerCase();
+  const bytes = Buffer.from(params);
+  if (base === 'application/json' || base.endsWith('+json')) {
+    if (bytes.byteLength === 0) return { value: null };
+    try {
+      return { value: JSON.parse(bytes.toString('utf8')) };
+    } catch (err) {
+      return { refusal: `params are not valid JSON for ${base}: ${(err as Error).message.slice(0, 200)}` };
+    }
+  }
+  if (base.startsWith('text/')) return { value: bytes.toString('utf8') };
+  return { value: bytes.toString('base64') };
+}
+
+/** The activity entry's description: the params' `description` or `title`, else their text, at most 200 words. */
+function describeTask(task: TaskRecord): string {
+  let text = '';
+  const params = paramsOnWire(task.params, task.contentType);
+  if ('value' in params) {
+    const v = params.value;
+    if (v && typeof v === 'object' && !Array.isArray(v)) {
+      const o = v as Record<string, unknown>;
+      if (typeof o.description === 'string') text = o.description;
+      else if (typeof o.title === 'string') text = o.title;
+    }
+    if (!text) text = typeof v === 'string' ? v : JSON.stringify(v) ?? '';
+  }
+  const words = text.split(/\s+/).filter((w) => w !== '');
+  const limit = FIELD_LIMITS.registry.description_words;
+  return words.length > limit ? `${words.slice(0, limit).join(' ')}…` : words.join(' ').slice(0, 4096);
+}
+
+/** What a waiting task tells its submitter and the Tasks view. */
+export function describeWaiting(w: WaitingReason): string {
+  switch (w.kind) {
+    case 'agent_busy': return `queued: agent ${w.agentId} is busy`;
+    case 'agent_not_runnable': return `queued: agent ${w.agentId} is ${w.state}`;
+    case 'no_agent_of_type': return `queued: no idle agent of type ${w.agentType}`;
+    case 'max_parallel_instances': return `queued behind max_parallel_instances (${w.running} of ${w.limit} ${w.agentType} running)`;
+    case 'conflict_decision': return `waiting for a conflict decision (invocation ${w.invocationId}${w.withTaskId ? `, with task ${w.withTaskId}` : ''})`;
+    case 'serialised_after': return `serialised after task ${w.taskId}`;
+    case 'preempted': return `preempted${w.byTaskId ? ` by task ${w.byTaskId}` : ''}, queued again`;
+    default: return 'queued';
+  }
+}
+
+/** The agent's way from its current state to RUNNABLE after its task ended. */
+function donePath(state: string): string[] {
+  if (state === 'SCHEDULED' || state === 'RESUMED' || state === 'WAITING' || state === 'WAITING_RESOURCES') return ['RUNNING', 'COMPLETED', 'RUNNABLE'];
+  if (state === 'RUNNING') return ['COMPLETED', 'RUNNABLE'];
+  if (state === 'COMPLETED' || state === 'SUSPENDED') return ['RUNNABLE'];
+  return [];
+}
+
+/** The agent's way back when its run was withdrawn before it started. */
+function withdrawPath(state: string | undefined): string[] {
+  if (state === 'SCHEDULED') return ['RUNNABLE'];
+  if (state === 'RESUMED') return ['SUSPENDED'];
+  return state ? donePath(state) : [];
+}
+
+/** The agent's way to SUSPENDED after it yielded. */
+function yieldPath(state: string | undefined): string[] {
+  if (state === 'RUNNING') return ['SUSPENDED'];
+  if (state === 'SCHEDULED' || state === 'RESUMED' || state === 'WAITING' || state === 'WAITING_RESOURCES') return ['RUNNING', 'SUSPENDED'];
+  return [];
+}
+
+/** The agent's way to FAILED (forced preemption past the terminate grace). */
+function failPath(state: string | undefined): string[] {
+  if (state === 'SCHEDULED' || state === 'RESUMED') return ['RUNNING', 'FAILED'];
+  return state ? ['FAILED'] : [];
 }

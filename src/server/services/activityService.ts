@@ -1,0 +1,82 @@
+import * as grpc from '@grpc/grpc-js';
+import type { Coordinator } from '../../core/coordinator';
+import { ARTIFACT_KINDS } from '../../core/activity/activityBuffer';
+import type { Artifact } from '../../core/activity/model';
+import { FIELD_LIMITS, identifierRefusal } from '../../core/fieldLimits';
+import { TRANSPORT_MAX_MESSAGE_BYTES } from '../../core/limits';
+import { callContext } from '../callContext';
+import { answerWhenDurable } from '../durable';
+
+interface ArtifactMessage {
+  negotiation_id?: string;
+  kind?: string;
+  version?: string;
+  content_type?: string;
+  content?: Buffer | Uint8Array;
+  created_at?: string;
+}
+
+/** What one ListArtifacts answer may carry of artifact content: the gRPC message limit less room for the fields. */
+const LIST_CONTENT_BUDGET = TRANSPORT_MAX_MESSAGE_BYTES - 64 * 1024;
+
+/**
+ * sw4rm.activity.ActivityService (activity.proto): AppendArtifact stores an artifact of a negotiation (checked by the
+ * activity buffer: negotiation_id, kind, sizes; a refusal is `ok: false` with the reason), ListArtifacts lists them in
+ * the order appended.
+ */
+export class ActivityServiceAdapter {
+  static readonly serviceName = 'sw4rm.activity.ActivityService';
+
+  constructor(private readonly coordinator: Coordinator) {}
+
+  handlers(): grpc.UntypedServiceImplementation {
+    const { activity, store } = this.coordinator;
+    return {
+      AppendArtifact: (call: grpc.ServerUnaryCall<{ artifact?: ArtifactMessage | null }, unknown>, callback: grpc.sendUnaryData<unknown>) => {
+        try {
+          const given = call.request.artifact;
+          if (!given) return callback(null, { ok: false, reason: 'VALIDATION_ERROR: artifact is required' });
+          const artifact: Artifact = {
+            negotiationId: given.negotiation_id ?? '',
+            kind: given.kind ?? '',
+            version: given.version ?? '',
+            contentType: given.content_type ?? '',
+            content: Buffer.from(given.content ?? new Uint8Array()),
+            createdAt: (given.created_at ?? '').trim(),
+          };
+          const result = activity.appendArtifact(artifact, callContext(call, this.coordinator.ids));
+          if (!result.ok) return callback(null, { ok: false, reason: result.reason });
+          answerWhenDurable(store, callback, { ok: true, reason: '' });
+        } catch (err) {
+          callback({ code: grpc.status.INTERNAL, details: `INTERNAL_ERROR: ${(err as Error).message}` });
+        }
+      },
+      ListArtifacts: (call: grpc.ServerUnaryCall<{ negotiation_id?: string; kind?: string }, unknown>, callback: grpc.sendUnaryData<unknown>) => {
+        const invalid = (details: string) => callback({ code: grpc.status.INVALID_ARGUMENT, details: `VALIDATION_ERROR: ${details}` });
+        const negotiationId = call.request.negotiation_id ?? '';
+        const kind = call.request.kind ?? '';
+        if (negotiationId === '') return invalid('negotiation_id is required');
+        const refusal = identifierRefusal('negotiation_id', negotiationId, FIELD_LIMITS.activity.negotiation_id);
+        if (refusal) return invalid(refusal);
+        if (kind !== '' && !ARTIFACT_KINDS.includes(kind)) return invalid(`kind must be empty or one of ${ARTIFACT_KINDS.join(', ')}`);
+        try {
+          const items = activity.listArtifacts(negotiationId, kind);
+          const bytes = items.reduce((sum, a) => sum + a.content.length, 0);
+          if (bytes > LIST_CONTENT_BUDGET) {
+            return callback({
+              code: grpc.status.RESOURCE_EXHAUSTED,
+              details: `BUFFER_FULL: the ${items.length} artifacts hold ${bytes} bytes, more than one answer may carry (${LIST_CONTENT_BUDGET}); ask for one kind at a time`,
+            });
+          }
+          callback(null, {
+            items: items.map((a) => ({
+              negotiation_id: a.negotiationId, kind: a.kind, version: a.version, content_type: a.contentType, content: a.content, created_at: a.createdAt,
+            })),
+          });
+        } catch (err) {
+          callback({ code: grpc.status.INTERNAL, details: `INTERNAL_ERROR: ${(err as Error).message}` });
+        }
+      },
+    };
+  }
+}

@@ -1,0 +1,91 @@
+import * as grpc from '@grpc/grpc-js';
+import { strict as assert } from 'node:assert';
+import type { CoordinatorHost } from '../../src/server/host';
+import { canonicalDefinition, expectStatus, unary } from '../support/clients';
+import { startHost, stopHost } from '../support/host';
+import { makeTempDir, removeTempDir } from '../support/tempDir';
+
+interface ArtifactMessage { negotiation_id: string; kind: string; version: string; content_type: string; content: Buffer; created_at: string }
+type Client = grpc.Client & Record<string, (...args: unknown[]) => unknown>;
+
+/** sw4rm.activity.ActivityService over real gRPC with the canonical protos: artifacts appended, refused, listed, kept across a restart. */
+describe('ActivityService over real gRPC (AppendArtifact, ListArtifacts)', function () {
+  this.timeout(60_000);
+  let dataDir: string;
+  let host: CoordinatorHost;
+  let client: Client;
+
+  function connect(): Client {
+    const root = grpc.loadPackageDefinition(canonicalDefinition()) as unknown as { sw4rm: { activity: { ActivityService: grpc.ServiceClientConstructor } } };
+    return new root.sw4rm.activity.ActivityService(`127.0.0.1:${host.port}`, grpc.credentials.createInsecure()) as Client;
+  }
+
+  function metadata(): grpc.Metadata {
+    const m = new grpc.Metadata();
+    m.set('authorization', `Bearer ${host.token}`);
+    return m;
+  }
+
+  const artifact = (more: Partial<ArtifactMessage> = {}): Partial<ArtifactMessage> => ({
+    negotiation_id: 'neg-1', kind: 'contract', version: 'v1', content_type: 'application/json', content: Buffer.from('{"terms":1}'), ...more,
+  });
+
+  beforeEach(async () => {
+    dataDir = makeTempDir('sw4rm-int-activity-');
+    host = await startHost(dataDir);
+    client = connect();
+  });
+
+  afterEach(async () => {
+    client.close();
+    await stopHost(host);
+    removeTempDir(dataDir);
+  });
+
+  it('appends artifacts and lists them in order, by kind, after a restart too', async () => {
+    assert.deepEqual(await unary(client, 'AppendArtifact', { artifact: artifact() }, metadata()), { ok: true, reason: '' });
+    assert.deepEqual(await unary(client, 'AppendArtifact', {
+      artifact: artifact({ kind: 'diff', version: 'v2', content_type: 'text/x-diff', content: Buffer.from([0, 1, 2, 255]), created_at: '2026-03-04T05:06:07.000Z' }),
+    }, metadata()), { ok: true, reason: '' });
+    assert.deepEqual(await unary(client, 'AppendArtifact', { artifact: artifact({ negotiation_id: 'neg-2' }) }, metadata()), { ok: true, reason: '' });
+
+    client.close();
+    await stopHost(host);
+    host = await startHost(dataDir);
+    client = connect();
+
+    const { items } = await unary<{ items: ArtifactMessage[] }>(client, 'ListArtifacts', { negotiation_id: 'neg-1', kind: '' }, metadata());
+    assert.deepEqual(items.map((a) => [a.kind, a.version, a.content_type, [...a.content]]), [
+      ['contract', 'v1', 'application/json', [...Buffer.from('{"terms":1}')]], ['diff', 'v2', 'text/x-diff', [0, 1, 2, 255]],
+    ]);
+    assert.match(items[0].created_at, /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/, 'created_at defaults to when it was appended');
+    assert.equal(items[1].created_at, '2026-03-04T05:06:07.000Z');
+    const diffs = await unary<{ items: ArtifactMessage[] }>(client, 'ListArtifacts', { negotiation_id: 'neg-1', kind: 'diff' }, metadata());
+    assert.deepEqual(diffs.items.map((a) => a.kind), ['diff']);
+    assert.equal(host.coordinator.log.query({ eventType: 'activity.artifact_appended' }).length, 3);
+  });
+
+  it('answers ok=false with the reason for an artifact it refuses, and stores nothing', async () => {
+    const refused: Array<[Partial<ArtifactMessage> | null, RegExp]> = [
+      [null, /artifact is required/],
+      [artifact({ negotiation_id: '' }), /negotiation_id is required/],
+      [artifact({ kind: 'poem' }), /kind must be one of contract, diff, decision, score, note/],
+      [artifact({ content: Buffer.alloc(1024 * 1024 + 1) }), /content is larger than 1048576 bytes/],
+      [artifact({ created_at: 'soon' }), /created_at is not an ISO-8601/],
+    ];
+    for (const [given, reason] of refused) {
+      const answer = await unary<{ ok: boolean; reason: string }>(client, 'AppendArtifact', given ? { artifact: given } : {}, metadata());
+      assert.equal(answer.ok, false);
+      assert.match(answer.reason, reason);
+    }
+    const { items } = await unary<{ items: ArtifactMessage[] }>(client, 'ListArtifacts', { negotiation_id: 'neg-1' }, metadata());
+    assert.deepEqual(items, []);
+  });
+
+  it('refuses a ListArtifacts without a negotiation or with an unknown kind (INVALID_ARGUMENT), and an unauthenticated call', async () => {
+    await expectStatus(unary(client, 'ListArtifacts', { negotiation_id: '' }, metadata()), grpc.status.INVALID_ARGUMENT);
+    const bad = await expectStatus(unary(client, 'ListArtifacts', { negotiation_id: 'neg-1', kind: 'poem' }, metadata()), grpc.status.INVALID_ARGUMENT);
+    assert.match(bad.details, /^VALIDATION_ERROR: kind must be empty or one of/);
+    await expectStatus(unary(client, 'AppendArtifact', { artifact: artifact() }, new grpc.Metadata()), grpc.status.UNAUTHENTICATED);
+  });
+});
