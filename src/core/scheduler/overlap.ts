@@ -89,7 +89,21 @@ interface Pattern {
   readonly globstar: boolean;
 }
 
+/** Parsed globs, reused: the gate compares the same running scopes on every dispatch attempt. Cleared when full. */
+const patterns = new Map<string, Pattern>();
+const MAX_CACHED_PATTERNS = 10_000;
+
 function pattern(glob: string): Pattern {
+  let parsed = patterns.get(glob);
+  if (parsed === undefined) {
+    if (patterns.size >= MAX_CACHED_PATTERNS) patterns.clear();
+    parsed = parsePattern(glob);
+    patterns.set(glob, parsed);
+  }
+  return parsed;
+}
+
+function parsePattern(glob: string): Pattern {
   const text = glob.replace(/\\/g, '/').replace(/^\.\//, '').replace(/\/+$/, '');
   if (text.startsWith('!')) return { text, base: '', literal: false, irregular: true, globstar: true };
   const scan = picomatch.scan(text);
