@@ -264,6 +264,25 @@ describe('SchedulerService over gRPC (tasks, priorities, preemption)', function 
       }
     });
 
+    it('PollActivityBuffer answers only that agent\'s active entries (ISO-8601 UTC timestamps); PurgeActivity removes the ones named', async () => {
+      const ctx = { correlationId: 'test' };
+      const at = Date.UTC(2026, 10, 23, 6, 0, 0, 123);
+      for (const [agentId, taskId] of [['w1', 'a'], ['w1', 'b'], ['w2', 'c']]) {
+        host.coordinator.activity.begin({ agentId, taskId, repoId: 'app', worktreeId: `wt-${agentId}`, branch: `sw4rm/${agentId}`, timestamp: at, description: `task ${taskId}` }, ctx);
+      }
+      const { response } = await scheduler.call<{ entries: Record<string, string>[] }>('PollActivityBuffer', { agent_id: 'w1' });
+      assert.deepEqual(response.entries.map((e) => e.task_id).sort(), ['a', 'b']);
+      assert.deepEqual(response.entries.find((e) => e.task_id === 'a'), {
+        task_id: 'a', repo_id: 'app', worktree_id: 'wt-w1', branch: 'sw4rm/w1', description: 'task a', timestamp: '2026-11-23T06:00:00.123Z',
+      });
+      assert.equal((await scheduler.call<{ purged: number }>('PurgeActivity', { agent_id: 'w1', task_ids: ['a', 'zzz'] })).response.purged, 1);
+      assert.deepEqual((await scheduler.call<{ entries: Record<string, string>[] }>('PollActivityBuffer', { agent_id: 'w1' })).response.entries.map((e) => e.task_id), ['b']);
+      assert.equal((await scheduler.call<{ purged: number }>('PurgeActivity', { agent_id: 'w1', task_ids: [] })).response.purged, 1, 'no task ids: all of the agent\'s');
+      assert.equal(host.coordinator.activity.entries({ agentId: 'w2' }).length, 1, 'another agent\'s entries stay');
+      await assert.rejects(scheduler.call('PurgeActivity', { agent_id: 'w1', task_ids: ['x'.repeat(300)] }),
+        (err: grpc.ServiceError) => err.code === grpc.status.INVALID_ARGUMENT && /^VALIDATION_ERROR: task_ids entry is longer than 128 characters/.test(err.details));
+    });
+
     it('PurgeActivity removes the agent\'s entries and answers how many', async () => {
       const w1 = await agent('w1');
       await accepted({ agent_id: 'w1', task_id: 'p1', params: { n: 1 }, scope: 'repo:app/x' });
