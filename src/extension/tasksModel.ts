@@ -66,11 +66,14 @@ export interface TaskRow {
   readonly tooltip: string;
 }
 
-/** A row of the Tasks view: the task id, then priority · agent · state · scope, and why it waits when it waits. */
+/**
+ * A row of the Tasks view: the task id, then priority · agent · state · scope; a queued task says why it waits right
+ * after its state (the part that matters, before a narrow view cuts the row).
+ */
 export function taskRow(task: TaskRecord): TaskRow {
   const state = task.errorCode ? `${task.state} ${task.errorCode}` : task.state;
   const waiting = task.state === 'QUEUED' && task.waiting ? waitingText(task.waiting) : '';
-  const description = [priorityText(task.priority), taskAgent(task), state, scopeShort(task.scope, 40), waiting].filter(Boolean).join(' · ');
+  const description = [priorityText(task.priority), taskAgent(task), waiting ? `${state}: ${waiting}` : state, scopeShort(task.scope, 40)].join(' · ');
   const tooltip = [
     `task ${task.taskId}`,
     `${state} · priority ${task.priority} (-19 highest, 20 lowest)`,

@@ -52,6 +52,21 @@ describe('tasks and activity in a real editor (code-server + Chromium, a test ag
     await poll(async () => (await page().locator('.monaco-sash.hover, .monaco-sash.active').count()) === 0, { timeoutMs: 3_000 }).catch(() => undefined);
   }
 
+  /** Runs `item` from the context menu of the row of `viewTitle` that shows `rowText`. */
+  async function contextMenu(viewTitle: string, rowText: string, item: string): Promise<void> {
+    await pane(viewTitle).locator('.monaco-list-row', { hasText: rowText }).first().click({ button: 'right' });
+    const action = page().locator('.context-view .monaco-menu .action-item', { hasText: item }).first();
+    await action.waitFor({ state: 'visible', timeout: 10_000 });
+    // The workbench's menu ignores a click that follows its opening too closely; the keyboard is deterministic.
+    await poll(async () => {
+      if ((await action.getAttribute('class'))?.split(/\s+/).includes('focused')) return true;
+      await page().keyboard.press('ArrowDown');
+      return false;
+    }, { timeoutMs: 5_000, description: `the "${item}" menu item to have the focus` });
+    await page().keyboard.press('Enter');
+    await action.waitFor({ state: 'hidden', timeout: 10_000 });
+  }
+
   /** The next CONTROL `run` the agent receives (its delivery confirmed). */
   async function nextRun(): Promise<ReceivedCommand> {
     return await agent!.command('run', undefined, 20_000);
@@ -148,7 +163,7 @@ describe('tasks and activity in a real editor (code-server + Chromium, a test ag
     assert.match(text, new RegExp(`CONTROL \\w+ coordinator → ${AGENT}`));
   });
 
-  it('submits a task for one agent while the Done list keeps the first: the README\'s screenshot of the Tasks view', async function () {
+  it('submits a task for one agent, queues another behind it with the reason in words, cancels the queued one', async function () {
     const notice = await submitThroughForm(AGENT, '-2', `repo:${REPO_ID}/docs/** resource:docs-site`, '{"title": "write the guide"}');
     const taskId = /Task ([0-9a-f-]{36}) accepted \(priority -2\)/.exec(notice)?.[1];
     assert.ok(taskId, notice);
@@ -156,13 +171,40 @@ describe('tasks and activity in a real editor (code-server + Chromium, a test ag
     assert.equal(run.command.task_id, taskId);
     await agent!.ack(run, 'RECEIVED');
     await harness!.waitForText((t) => t.includes(taskId) && /Running\s*1/.test(t) && /Done\s*1/.test(t), 15_000, () => harness!.viewText('Tasks'));
+
+    const queuedNotice = await submitThroughForm(AGENT, '5', `repo:${REPO_ID}/README.md`, '');
+    const queuedId = /Task ([0-9a-f-]{36}) accepted \(priority 5\), queued/.exec(queuedNotice)?.[1];
+    assert.ok(queuedId, queuedNotice);
+    const queued = await harness!.waitForText((t) => /Queued\s*1/.test(t) && t.includes(queuedId), 15_000, () => harness!.viewText('Tasks'));
+    assert.match(queued, new RegExp(`${queuedId}\\s*P5 · ${AGENT} · QUEUED: waiting for agent ${AGENT} to finish its current task · ${REPO_ID}/README.md`), queued);
+
     await harness!.runCommand('Notifications: Clear All Notifications');
+    await harness!.runCommand('View: Close All Editors');
     await page().keyboard.press('Escape');
     await showOnly('Tasks');
-    await sideBarWidth(640);
+    await sideBarWidth(900);
     const shot = await harness!.screenshot('tasks');
     fs.copyFileSync(shot, path.join(SCREENSHOTS, 'tasks.png'));
+
+    await contextMenu('Tasks', queuedId, 'Cancel Task');
+    const dialog = page().locator('.monaco-dialog-box');
+    await dialog.waitFor({ state: 'visible', timeout: 10_000 });
+    assert.match(await dialog.innerText(), new RegExp(`Cancel task ${queuedId}\\?`));
+    await dialog.locator('.monaco-button', { hasText: 'Cancel Task' }).first().click();
+    await harness!.waitForText((t) => new RegExp(`${queuedId}\\s*P5 · ${AGENT} · CANCELLED`).test(t) && /Queued\s*0/.test(t), 15_000, () => harness!.viewText('Tasks'));
+    assert.equal(agent!.has('run', queuedId), false, 'a cancelled queued task never runs');
+
     await agent!.ack(run, 'FULFILLED', { note: 'written' });
-    await harness!.waitForText((t) => /Done\s*2/.test(t), 15_000, () => harness!.viewText('Tasks'));
+    await harness!.waitForText((t) => /Done\s*3/.test(t) && /Running\s*0/.test(t), 15_000, () => harness!.viewText('Tasks'));
+  });
+
+  it('shuts an agent down from the Agents view with a grace: it is sent shutdown, answers, and leaves', async function () {
+    await showOnly('Agents', 'Tasks');
+    await contextMenu('Agents', AGENT, 'Shutdown Agent…');
+    assert.equal(await harness!.answerInputBox('20'), '30', 'the grace proposed is 30 s');
+    await harness!.waitForText((t) => t.includes(`Agent ${AGENT} is shutting down (grace 20 s).`), 15_000);
+    const shutdown = await agent!.command('shutdown', undefined, 15_000);
+    await agent!.ack(shutdown, 'FULFILLED');
+    await harness!.waitForText((t) => !t.includes(AGENT), 15_000, () => harness!.viewText('Agents'));
   });
 });

@@ -53,10 +53,10 @@ describe('the Tasks view\'s text (no vscode)', () => {
     assert.equal(waitingText({ kind: 'no_agent_of_type', agentType: 'Echo' }), 'waiting for a RUNNABLE agent of type Echo');
   });
 
-  it('puts the task id in the label, then priority, agent, state, scope and the waiting reason', () => {
+  it('puts the task id in the label, then priority, agent, state with the waiting reason, and scope', () => {
     const queued = taskRow(task({ waiting: { kind: 'max_parallel_instances', agentType: 'Echo', limit: 2, running: 2 } }));
     assert.equal(queued.label, 't-1');
-    assert.equal(queued.description, 'P0 · type:Echo · QUEUED · myrepo/src/** · queued behind max_parallel_instances (2 of 2 running for type Echo)');
+    assert.equal(queued.description, 'P0 · type:Echo · QUEUED: queued behind max_parallel_instances (2 of 2 running for type Echo) · myrepo/src/**');
     assert.match(queued.tooltip, /scope repo:myrepo\/src\/\*\*/);
     const failed = taskRow(task({ state: 'FAILED', errorCode: 'forced_preemption', assignedAgentId: 'echo-2', priority: -5, note: 'gone' }));
     assert.equal(failed.description, 'P-5 · type:Echo → echo-2 · FAILED forced_preemption · myrepo/src/**');
