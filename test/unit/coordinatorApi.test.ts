@@ -324,6 +324,41 @@ describe('CoordinatorApi in process (the editor\'s one way into the coordinator)
     });
   });
 
+  describe('tasks', () => {
+    it('submits, lists, details (events and CONTROL messages by correlation id), preempts, cancels and shuts down through the scheduler', async () => {
+      h.register('agent-a', { name: 'coder' });
+      h.stream('agent-a');
+      h.registry.heartbeat('agent-a', 'RUNNABLE', {}, ctx('hb'));
+      const changes = collect<import('../../src/core/api').TaskChange>(api.onDidChangeTasks);
+      const refused = await api.submitTask({ target: 'agent-a', priority: 25, params: '{}', scope: 'repo:app' }, 'editor:alice');
+      assert.equal(!refused.accepted && refused.code, 'VALIDATION_ERROR');
+      const first = await api.submitTask({ taskId: 'api-1', target: 'agent-a', priority: 0, params: '{"title":"one"}', scope: 'repo:app/src/**' }, 'editor:alice');
+      assert.ok(first.accepted, first.accepted ? '' : first.reason);
+      assert.equal(first.task.state, 'DISPATCHED');
+      assert.equal(first.task.submittedBy, 'editor:alice');
+      const second = await api.submitTask({ taskId: 'api-2', target: 'agent-a', priority: 5, params: '{"title":"two"}', scope: 'repo:lib' }, 'editor:alice');
+      assert.ok(second.accepted);
+      assert.match(second.reason, /agent agent-a is busy/);
+      assert.deepEqual((await api.tasks({ includeFinished: false })).map((t) => [t.taskId, t.state]), [['api-1', 'DISPATCHED'], ['api-2', 'QUEUED']]);
+      assert.equal((await api.task('api-1'))?.assignedAgentId, 'agent-a');
+      assert.deepEqual((await api.taskEvents('api-1')).map((e) => e.eventType).filter((t) => t.startsWith('task.')).sort(), ['task.dispatched', 'task.state_changed', 'task.submitted']);
+      assert.equal((await api.taskMessages('api-1')).filter((m) => m.messageType === 'CONTROL').length, 1);
+
+      const preempted = await api.preemptTask('api-1', '', 'editor:alice');
+      assert.equal(preempted.state, 'PREEMPTING');
+      assert.equal((await rejection(api.preemptTask('api-2', '', 'editor:alice'))).code, 'refused', 'a queued task runs nowhere');
+      assert.equal((await api.cancelTask('api-2', '', 'editor:alice')).state, 'CANCELLED');
+      assert.equal((await rejection(api.cancelTask('nope', '', 'editor:alice'))).code, 'not_found');
+
+      await api.shutdownAgent('agent-a', 1_000, 'editor:alice');
+      assert.equal(h.registry.get('agent-a')?.state, 'SHUTTING_DOWN');
+      assert.equal((await rejection(api.shutdownAgent('ghost', undefined, 'editor:alice'))).code, 'not_found');
+      assert.ok(changes.seen.some((c) => c.kind === 'submitted' && c.task.taskId === 'api-1'));
+      assert.ok(changes.seen.some((c) => c.kind === 'changed' && c.task.taskId === 'api-2' && c.task.state === 'CANCELLED'));
+      changes.subscription.dispose();
+    });
+  });
+
   it('once disposed, refuses every call as stopped, fires no more events and detaches its operators', async () => {
     const agents = collect<AgentsChange>(api.onDidChangeAgents);
     await api.attachOperator('editor:alice');

@@ -375,7 +375,16 @@ export class Scheduler implements Disposable {
     const attempts = wasSent ? task.dispatches : task.dispatches + 1;
     if (attempts >= MAX_WITHDRAWN_DISPATCHES) {
       if (!wasSent) task.dispatches = attempts;
-      this.end(task, 'FAILED', code, `${reason} (${attempts} dispatches withdrawn)`, ctx, 'withdrawn');
+      this.deps.store.transaction(() => {
+        this.end(task, 'FAILED', code, `${reason} (${attempts} dispatches withdrawn)`, ctx, 'withdrawn');
+        if (wasSent && this.slots.get(agentId)?.taskId === task.taskId) {
+          this.slots.delete(agentId);
+          this.runningCache = undefined;
+          this.moveAgent(agentId, withdrawPath(this.deps.agents.get(agentId)?.state), { by: 'task', reason: `run of ${task.taskId} withdrawn: ${code}`, taskId: task.taskId }, ctx);
+        }
+      });
+      if (agentId) this.refreshIdle(agentId);
+      this.schedulePump();
       return;
     }
     this.deps.store.transaction(() => {
@@ -624,7 +633,7 @@ export class Scheduler implements Disposable {
     if (this.open.get(task.taskId) !== task || task.state !== 'PREEMPTING') return;
     const ctx: CallContext = { correlationId: task.taskId };
     if (!task.terminateMessageId) {
-      this.sendTerminate(task, task, `no yield within ${task.nonPreemptibleUntil !== null ? 'the declared non-preemptible section' : `${this.options.maxNonPreemptibleMs} ms`}`, ctx);
+      this.sendTerminate(task, `no yield within ${task.nonPreemptibleUntil !== null ? 'the declared non-preemptible section' : `${this.options.maxNonPreemptibleMs} ms`}`, ctx);
       return;
     }
     // No answer to `terminate` within the grace: forced preemption; the agent FAILED.
@@ -641,8 +650,10 @@ export class Scheduler implements Disposable {
     this.schedulePump();
   }
 
-  /** CONTROL `terminate` with the grace; `holder` keeps the message id and the deadline (the open task, or a cancelled one). */
-  private sendTerminate(task: TaskRecord, holder: TaskRecord, reason: string, ctx: CallContext): boolean {
+  /** CONTROL `terminate` with the grace; for an open task (forced preemption) its deadline is armed, a cancelled one's by `cancel`. */
+  private sendTerminate(task: TaskRecord, reason: string, ctx: CallContext): boolean {
+    const holder = task;
+    const open = this.open.get(task.taskId) === task;
     const agentId = task.assignedAgentId;
     const now = this.deps.clock.now();
     let ok = false;
@@ -662,8 +673,9 @@ export class Scheduler implements Disposable {
       this.deps.store.scheduler.put(holder);
       this.event(task, 'task.terminate_sent', { agent_id: agentId, grace_ms: this.options.terminateGraceMs, reason, terminate_message_id: sent.messageId }, 'WARN');
     });
-    if (ok && holder === task) this.armDeadline(task);
-    if (!ok && holder === task) {
+    if (!open) return ok;
+    if (ok) this.armDeadline(task);
+    else {
       // Nothing can reach the agent: end the task now as the grace would.
       holder.terminateMessageId = 'unsent';
       holder.deadline = now;
@@ -699,7 +711,7 @@ export class Scheduler implements Disposable {
     // The agent stays occupied until it answers `terminate` (or the grace passes: then it is FAILED).
     this.slots.set(agentId, { taskId, cancelled: task });
     this.runningCache = undefined;
-    const sent = this.sendTerminate(task, task, `cancelled: ${reason}`, taskCtx);
+    const sent = this.sendTerminate(task, `cancelled: ${reason}`, taskCtx);
     const graceMs = sent ? this.options.terminateGraceMs : 0;
     this.timers.set(taskId, this.deps.clock.setTimer(graceMs, () => this.safely('cancel_grace', () => {
       this.timers.delete(taskId);
