@@ -350,11 +350,12 @@ describe('SchedulerService over gRPC (tasks, priorities, preemption)', function 
       await accepted({ agent_id: 'w1', task_id: 'job-2', priority: 0, params: { build: 'main' }, scope: 'resource:ci2' });
       const invocation = await pollUntil('a TASK_ESCALATION invocation', () => host.coordinator.hitl.list({ pendingOnly: true }).find((i) => i.reasonType === 'TASK_ESCALATION'));
       host.coordinator.hitl.decide(invocation.id, { action: 'deny', rationale: 'one build at a time' }, 'editor:test', { correlationId: 'test' });
-      await waitTask('job-2', 'FAILED');
-      assert.equal(host.coordinator.scheduler.task('job-2')!.errorCode, 'DUPLICATE_DETECTED');
+      // The denial is applied when the duplicate would start: once its agent is free.
       await w1.ack(run, 'FULFILLED');
       await waitTask('job-1', 'COMPLETED');
-      assert.ok(!w1.commands().includes('run job-2'));
+      await waitTask('job-2', 'FAILED');
+      assert.equal(host.coordinator.scheduler.task('job-2')!.errorCode, 'DUPLICATE_DETECTED');
+      assert.ok(!w1.commands().includes('run job-2'), 'the denied duplicate never ran');
     });
 
     for (const [action, parallel] of [['approve', true], ['deny', false]] as const) {
@@ -448,7 +449,7 @@ describe('SchedulerService across a restart of the headless coordinator', functi
     }
     // The holder finishes the task it was running before the crash; the queue then runs in order, one at a time.
     const holderBack = back.find((a) => a.agentId === holder.agent.agentId)!;
-    await holderBack.wire.ack(holder.run.item.msg.message_id, 'FULFILLED', { note: 'finished across the restart' });
+    await holderBack.ackMessage(holder.run.item.msg.message_id, 'FULFILLED', { note: 'finished across the restart' });
     const order: string[] = [];
     for (let i = 0; i < 5; i++) {
       const next = await firstCommand(back, 'run', undefined, 10_000);

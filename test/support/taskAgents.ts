@@ -1,4 +1,5 @@
 import * as grpc from '@grpc/grpc-js';
+import { randomUUID } from 'node:crypto';
 import { serviceDefinition } from '../../src/server/protos';
 import { canonicalDefinition, CoordinatorClients } from './clients';
 import { pollUntil } from './poll';
@@ -31,11 +32,23 @@ export class SchedulerClient {
     const definition = methods![method];
     const metadata = new grpc.Metadata();
     if (this.token) metadata.set('authorization', `Bearer ${this.token}`);
-    let trailer = new grpc.Metadata();
     return new Promise((resolve, reject) => {
+      // grpc-js calls back before it emits 'status' (which carries the trailer): answer once both came.
+      let answered: { response: T } | undefined;
+      let trailer: grpc.Metadata | undefined;
+      const settle = () => {
+        if (answered && trailer) resolve({ response: answered.response, trailer });
+      };
       const call = this.client.makeUnaryRequest(definition.path, definition.requestSerialize, definition.responseDeserialize, request, metadata,
-        { deadline: Date.now() + 10_000 }, (err, response) => (err ? reject(err) : resolve({ response: response as T, trailer })));
-      call.on('status', (status: grpc.StatusObject) => { trailer = status.metadata; });
+        { deadline: Date.now() + 10_000 }, (err, response) => {
+          if (err) return reject(err);
+          answered = { response: response as T };
+          settle();
+        });
+      call.on('status', (status: grpc.StatusObject) => {
+        trailer = status.metadata;
+        settle();
+      });
     });
   }
 
@@ -113,7 +126,19 @@ export class TaskTestAgent {
   }
 
   async ack(received: ReceivedCommand, stage: string, extra: { error_code?: string; note?: string } = {}): Promise<void> {
-    const result = await this.wire.ack(received.item.msg.message_id, stage, extra);
+    return this.ackMessage(received.item.msg.message_id, stage, extra);
+  }
+
+  /**
+   * An ACK of `messageId`, with an idempotency token of its own: a test agent restarted with the same id numbers its
+   * envelopes from 1 again, which the router would take for retries of the old ones.
+   */
+  async ackMessage(messageId: string, stage: string, extra: { error_code?: string; note?: string } = {}): Promise<void> {
+    const envelope = this.wire.envelope({
+      message_type: 'ACKNOWLEDGEMENT', idempotency_token: `${this.agentId}:ack:${randomUUID()}`,
+      payload: { ack_for_message_id: messageId, ack_stage: stage, ...extra },
+    });
+    const result = await this.wire.send(envelope);
     if (!result.accepted) throw new Error(`${this.agentId}'s ACK ${stage} refused: ${result.reason}`);
   }
 

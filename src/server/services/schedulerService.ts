@@ -1,10 +1,11 @@
 import * as grpc from '@grpc/grpc-js';
 import type { ActivityEntry } from '../../core/activity/model';
-import type { CallContext } from '../../core/context';
 import type { Coordinator } from '../../core/coordinator';
 import { FIELD_LIMITS, identifierRefusal } from '../../core/fieldLimits';
 import { SchedulerError } from '../../core/scheduler/scheduler';
 import type { Store } from '../../core/store/store';
+import { principalName } from '../../core/credentials/credentials';
+import { principalOf } from '../auth';
 import { callContext } from '../callContext';
 import { answerWhenDurable } from '../durable';
 
@@ -79,11 +80,14 @@ export function graceMsOf(duration: DurationMessage | null | undefined): number 
   return ms;
 }
 
-/** Who submitted a task, as the Tasks view shows it: the agent id of an agent credential, `operator`, or `anonymous` (auth none). */
-function submitterOf(ctx: CallContext): string {
-  const principal = ctx.principal;
+/**
+ * Who submitted a task, as the Tasks view shows it: the agent id of an agent credential, `operator`,
+ * `enrolment:<credential id>`, or `anonymous` (auth none).
+ */
+function submitterOf(call: { readonly metadata: grpc.Metadata }): string {
+  const principal = principalOf(call);
   if (principal === undefined) return 'anonymous';
-  return principal.startsWith('agent:') ? principal.slice('agent:'.length) : principal;
+  return principal.kind === 'agent' ? principal.agentId : principalName(principal);
 }
 
 function entryMessage(e: ActivityEntry): ActivityEntryMessage {
@@ -136,11 +140,11 @@ export class SchedulerServiceAdapter {
         if (refusal !== undefined) return answerWhenDurable(store, callback, { accepted: false, reason: `VALIDATION_ERROR: ${refusal}` });
         const ctx = callContext(call, ids);
         const result = scheduler.submit({
-          taskId: task_id, target: agent_id, priority, params: Buffer.from(params), contentType: content_type, scope, submittedBy: submitterOf(ctx),
+          taskId: task_id, target: agent_id, priority, params: Buffer.from(params), contentType: content_type, scope, submittedBy: submitterOf(call),
         }, ctx);
-        answerWhenDurable(store, callback, result.accepted
-          ? { accepted: true, reason: result.reason }
-          : { accepted: false, reason: `${result.code}: ${result.reason}` });
+        // The reason starts with its code ("<CODE>: <why>"); the scheduler's own refusals already do.
+        const reason = result.accepted || result.reason.startsWith(`${result.code}:`) ? result.reason : `${result.code}: ${result.reason}`;
+        answerWhenDurable(store, callback, { accepted: result.accepted, reason });
       }),
       RequestPreemption: unary<{ agent_id?: string; task_id?: string; reason?: string }, { enqueued: boolean }>((call, callback) => {
         const { agent_id = '', task_id = '', reason = '' } = call.request;
