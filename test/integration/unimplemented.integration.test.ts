@@ -33,6 +33,7 @@ const IMPLEMENTED = new Set([
   '/sw4rm.scheduler.SchedulerService/PurgeActivity',
   '/sw4rm.activity.ActivityService/AppendArtifact',
   '/sw4rm.activity.ActivityService/ListArtifacts',
+  '/sw4rm.reasoning.ReasoningProxy/CheckParallelism',
 ]);
 
 type Method = grpc.MethodDefinition<unknown, unknown>;
