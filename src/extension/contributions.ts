@@ -40,6 +40,13 @@ export const Commands = {
   removeWorktree: 'sw4rm.worktrees.remove',
   pruneWorktrees: 'sw4rm.worktrees.prune',
   refreshWorktrees: 'sw4rm.worktrees.refresh',
+  submitTask: 'sw4rm.tasks.submit',
+  preemptTask: 'sw4rm.tasks.preempt',
+  cancelTask: 'sw4rm.tasks.cancel',
+  showTaskDetails: 'sw4rm.tasks.showDetails',
+  refreshTasks: 'sw4rm.tasks.refresh',
+  shutdownAgent: 'sw4rm.agent.shutdown',
+  toggleActivityGrouping: 'sw4rm.activity.toggleGrouping',
 } as const;
 
 export const Views = {
@@ -50,6 +57,8 @@ export const Views = {
   credentials: 'sw4rm.credentials',
   messages: 'sw4rm.messages',
   worktrees: 'sw4rm.worktrees',
+  tasks: 'sw4rm.tasks',
+  activity: 'sw4rm.activity',
 } as const;
 
 /** URI schemes of the extension's read-only documents (menus match them with `resourceScheme`). */
@@ -74,6 +83,8 @@ export const ContextKeys = {
   walkthroughAgentRegistered: 'sw4rm.walkthrough.agentRegistered',
   walkthroughMessageDelivered: 'sw4rm.walkthrough.messageDelivered',
   walkthroughApprovalDecided: 'sw4rm.walkthrough.approvalDecided',
+  /** How the Activity view groups its entries: 'agent' or 'repository'. */
+  activityGrouping: 'sw4rm.activity.grouping',
 } as const;
 
 /** The Get Started walkthrough (package.json `contributes.walkthroughs`), by the id the workbench opens it with. */
@@ -111,6 +122,10 @@ export const Settings = {
   worktreesSetupCommand: 'worktrees.setupCommand',
   worktreesSetupTimeoutSeconds: 'worktrees.setupTimeoutSeconds',
   worktreesSnapshotRetentionDays: 'worktrees.snapshotRetentionDays',
+  schedulerMaxParallelInstances: 'scheduler.maxParallelInstances',
+  schedulerDefaultMaxParallelInstances: 'scheduler.defaultMaxParallelInstances',
+  schedulerConflictThreshold: 'scheduler.conflictThreshold',
+  schedulerOnUnavailableEngine: 'scheduler.onUnavailableEngine',
 } as const;
 
 export const OUTPUT_CHANNEL_NAME = 'SW4RM';

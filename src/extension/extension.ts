@@ -16,6 +16,11 @@ import { Walkthrough } from './walkthrough';
 import { WorktreeCommands } from './worktreeCommands';
 import { WorktreeState } from './worktreeState';
 import { WorktreesTreeProvider } from './views/worktreesView';
+import { TaskCommands } from './taskCommands';
+import { TasksView } from './views/tasksView';
+import { ActivityView } from './views/activityView';
+import { SchedulerLimits } from './schedulerSettings';
+import { affectsSchedulerLimits, readSchedulerSettings } from './settings';
 
 let controller: CoordinatorController | undefined;
 
@@ -40,6 +45,14 @@ export function activate(context: vscode.ExtensionContext): void {
   const worktreeCommands = new WorktreeCommands(approvals.operator, worktreeState, documents, output);
   running.follow(worktreeState);
   running.follow(worktreeCommands);
+  const tasksView = new TasksView();
+  const taskCommands = new TaskCommands(approvals.operator, tasksView, documents);
+  const activityView = new ActivityView(context.workspaceState);
+  const schedulerLimits = new SchedulerLimits(readSchedulerSettings, approvals.operator, (problem) => output.appendLine(`SW4RM settings: ${problem}`));
+  running.follow(tasksView);
+  running.follow(taskCommands);
+  running.follow(activityView);
+  running.follow(schedulerLimits);
 
   context.subscriptions.push(
     output,
@@ -104,6 +117,18 @@ export function activate(context: vscode.ExtensionContext): void {
     vscode.commands.registerCommand(Commands.removeWorktree, (node?: unknown) => worktreeCommands.remove(node)),
     vscode.commands.registerCommand(Commands.pruneWorktrees, () => worktreeCommands.prune()),
     vscode.commands.registerCommand(Commands.refreshWorktrees, () => worktreeState.refresh()),
+    tasksView,
+    activityView,
+    vscode.commands.registerCommand(Commands.submitTask, () => taskCommands.submitTask()),
+    vscode.commands.registerCommand(Commands.preemptTask, (node?: unknown) => taskCommands.preemptTask(node)),
+    vscode.commands.registerCommand(Commands.cancelTask, (node?: unknown) => taskCommands.cancelTask(node)),
+    vscode.commands.registerCommand(Commands.showTaskDetails, (node?: unknown) => taskCommands.showTaskDetails(node)),
+    vscode.commands.registerCommand(Commands.refreshTasks, () => tasksView.refresh()),
+    vscode.commands.registerCommand(Commands.shutdownAgent, (node?: unknown) => taskCommands.shutdownAgent(node)),
+    vscode.commands.registerCommand(Commands.toggleActivityGrouping, () => activityView.toggleGrouping()),
+    vscode.workspace.onDidChangeConfiguration((event) => {
+      if (affectsSchedulerLimits(event)) void schedulerLimits.settingsChanged();
+    }),
     vscode.workspace.onDidChangeConfiguration((event) => {
       if (affectsApprovals(event)) approvals.settingsChanged();
     }),

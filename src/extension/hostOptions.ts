@@ -1,5 +1,6 @@
 import type { HostOptions } from '../server/host';
 import type { CoordinatorSettings } from './settings';
+import { schedulerOptionsOf } from './schedulerSettings';
 
 /** What the editor adds to the settings when it starts its coordinator. */
 export interface HostStartContext {
@@ -17,7 +18,7 @@ export interface HostStartContext {
 
 /**
  * The options the editor starts its CoordinatorHost with: every group of sw4rm.* settings that configures the host
- * (server, router, connections, worktrees) goes through here, so that a setting cannot be read and then left out
+ * (server, router, connections, worktrees, scheduler) goes through here, so that a setting cannot be read and then left out
  * (test/unit/hostOptions.test.ts checks each group arrives). No `vscode` here.
  */
 export function hostOptionsOf(settings: CoordinatorSettings, context: HostStartContext): HostOptions {
@@ -39,5 +40,6 @@ export function hostOptionsOf(settings: CoordinatorSettings, context: HostStartC
       snapshotRetentionDays: settings.worktrees.snapshotRetentionDays,
       trustRepositoryCommand: context.trusted,
     },
+    scheduler: schedulerOptionsOf(settings.scheduler),
   };
 }

@@ -8,6 +8,7 @@ import { SETTINGS_SECTION, Settings } from './contributions';
 import { connectionSettings } from './connectionSettings';
 import { routerSettings, type RouterSettings } from './routerSettings';
 import { worktreeSettings, type WorktreeSettings } from './worktreeSettings';
+import { schedulerSettings, type SchedulerSettings } from './schedulerSettings';
 
 export interface CoordinatorSettings {
   readonly port: number;
@@ -28,6 +29,8 @@ export interface CoordinatorSettings {
   readonly connections: { readonly limits: ConnectionLimits; readonly warnings: readonly string[] };
   /** Where worktrees go, their setup, snapshot retention (sw4rm.worktrees.*). */
   readonly worktrees: WorktreeSettings;
+  /** max_parallel_instances, the conflict threshold, the unavailable-engine policy (sw4rm.scheduler.*). */
+  readonly scheduler: SchedulerSettings;
 }
 
 /**
@@ -73,6 +76,7 @@ export function readSettings(context: vscode.ExtensionContext): CoordinatorSetti
       setupTimeoutSeconds: config.get<unknown>(Settings.worktreesSetupTimeoutSeconds),
       snapshotRetentionDays: config.get<unknown>(Settings.worktreesSnapshotRetentionDays),
     }),
+    scheduler: readSchedulerSettings(),
   };
 }
 
@@ -84,6 +88,7 @@ export const SERVER_SETTINGS: readonly string[] = [
   Settings.memoryBudgetMiB, Settings.maxConnections, Settings.unauthenticatedIdleSeconds, Settings.requestBodyTimeoutSeconds,
   Settings.worktreesFolder, Settings.worktreesSetupCopy, Settings.worktreesSetupCommand, Settings.worktreesSetupTimeoutSeconds,
   Settings.worktreesSnapshotRetentionDays,
+  Settings.schedulerConflictThreshold, Settings.schedulerOnUnavailableEngine,
 ];
 
 export function affectsServer(event: vscode.ConfigurationChangeEvent): boolean {
@@ -104,4 +109,20 @@ export function readApprovalSettings(): ApprovalSettingValues {
 
 export function affectsApprovals(event: vscode.ConfigurationChangeEvent): boolean {
   return event.affectsConfiguration(`${SETTINGS_SECTION}.approvals`);
+}
+
+/** sw4rm.scheduler.*; the limits (max_parallel_instances) apply live, the rest at the next start. */
+export function readSchedulerSettings(): SchedulerSettings {
+  const config = vscode.workspace.getConfiguration(SETTINGS_SECTION);
+  return schedulerSettings({
+    maxParallelInstances: config.get<unknown>(Settings.schedulerMaxParallelInstances),
+    defaultMaxParallelInstances: config.get<unknown>(Settings.schedulerDefaultMaxParallelInstances),
+    conflictThreshold: config.get<unknown>(Settings.schedulerConflictThreshold),
+    onUnavailableEngine: config.get<unknown>(Settings.schedulerOnUnavailableEngine),
+  });
+}
+
+export function affectsSchedulerLimits(event: vscode.ConfigurationChangeEvent): boolean {
+  return event.affectsConfiguration(`${SETTINGS_SECTION}.${Settings.schedulerMaxParallelInstances}`)
+    || event.affectsConfiguration(`${SETTINGS_SECTION}.${Settings.schedulerDefaultMaxParallelInstances}`);
 }

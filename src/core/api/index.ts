@@ -42,3 +42,6 @@ export { systemClock, type Clock } from '../clock';
 export type { Disposable, Event } from '../events';
 export { DEFAULT_SNAPSHOT_RETENTION_DAYS, MAX_SNAPSHOT_RETENTION_DAYS, MIN_SNAPSHOT_RETENTION_DAYS } from '../worktree/operations';
 export { DEFAULT_SETUP_TIMEOUT_SECONDS, MAX_SETUP_TIMEOUT_SECONDS, SETUP_CONFIG_FILE, settingsSetupConfig, type WorktreeSetupConfig } from '../worktree/setup';
+/** The scheduler's and the activity buffer's records and bounds the Tasks and Activity views and Submit Task… use. */
+export type { TaskScope, TaskState, WaitingReason } from '../scheduler/model';
+export { DEFAULT_PRIORITY, DEFAULT_SCHEDULER_OPTIONS, MAX_PRIORITY, MIN_PRIORITY, TERMINAL_TASK_STATES, type SchedulerOptions } from '../scheduler/model';

@@ -1,0 +1,160 @@
+import * as vscode from 'vscode';
+import type { CoordinatorApi, Disposable, TaskRecord } from '../../core/api';
+import { Commands, Views } from '../contributions';
+import { TASK_GROUPS, TASK_GROUP_LABELS, groupTasks, taskContextValue, taskRow, type TaskGroup } from '../tasksModel';
+import { KeyedThrottle } from '../throttle';
+
+export type TasksNode =
+  | { readonly kind: 'taskGroup'; readonly group: TaskGroup }
+  | { readonly kind: 'task'; readonly id: string };
+
+/** The scheduler fires on every submission, dispatch and ACK; the view asks for its rows at most this often, while visible. */
+export const TASKS_REFRESH_MS = 500;
+/** Finished tasks the Done group lists (newest ended first). */
+export const DONE_TASKS_LISTED = 50;
+
+/** The task row a command was run on, if it was run on one (not from the palette). */
+export function asTaskNode(value: unknown): Extract<TasksNode, { kind: 'task' }> | undefined {
+  return typeof value === 'object' && value !== null && (value as TasksNode).kind === 'task' && typeof (value as { id: unknown }).id === 'string'
+    ? value as Extract<TasksNode, { kind: 'task' }> : undefined;
+}
+
+class TasksTreeProvider implements vscode.TreeDataProvider<TasksNode>, vscode.Disposable {
+  private readonly changed = new vscode.EventEmitter<TasksNode | undefined>();
+  readonly onDidChangeTreeData = this.changed.event;
+  private readonly groupNodes = new Map<TaskGroup, TasksNode>(TASK_GROUPS.map((group) => [group, { kind: 'taskGroup', group }]));
+  private readonly taskNodes = new Map<string, TasksNode>();
+  /** The tasks of the last listing, by group: the groups' children come from the same listing as their counts. */
+  private groups: Record<TaskGroup, TaskRecord[]> = { running: [], queued: [], done: [] };
+  private readonly records = new Map<string, TaskRecord>();
+
+  constructor(private readonly source: () => CoordinatorApi | undefined) {}
+
+  refresh(): void {
+    this.changed.fire(undefined);
+  }
+
+  record(taskId: string): TaskRecord | undefined {
+    return this.records.get(taskId);
+  }
+
+  async getChildren(node?: TasksNode): Promise<TasksNode[]> {
+    if (node?.kind === 'task') return [];
+    if (node?.kind === 'taskGroup') return this.groups[node.group].map((t) => this.taskNode(t.taskId));
+    const api = this.source();
+    if (!api) return [];
+    const tasks = await api.tasks({ includeFinished: true, finishedLimit: DONE_TASKS_LISTED }).catch(() => [] as TaskRecord[]);
+    if (api !== this.source()) return [];
+    this.groups = groupTasks(tasks);
+    this.records.clear();
+    for (const t of tasks) this.records.set(t.taskId, t);
+    for (const id of [...this.taskNodes.keys()]) if (!this.records.has(id)) this.taskNodes.delete(id);
+    // No task at all: no groups, so that the welcome (Submit Task…) shows.
+    return tasks.length ? TASK_GROUPS.map((group) => this.groupNodes.get(group)!) : [];
+  }
+
+  getParent(node: TasksNode): TasksNode | undefined {
+    if (node.kind === 'taskGroup') return undefined;
+    const task = this.records.get(node.id);
+    return task ? this.groupNodes.get(TASK_GROUPS.find((g) => this.groups[g].includes(task)) ?? 'done') : undefined;
+  }
+
+  getTreeItem(node: TasksNode): vscode.TreeItem {
+    if (node.kind === 'taskGroup') {
+      const count = this.groups[node.group].length;
+      const item = new vscode.TreeItem(TASK_GROUP_LABELS[node.group], vscode.TreeItemCollapsibleState.Expanded);
+      item.id = `taskGroup:${node.group}`;
+      item.description = node.group === 'done' && count >= DONE_TASKS_LISTED ? `newest ${count}` : String(count);
+      item.contextValue = `taskGroup+${node.group}`;
+      return item;
+    }
+    const task = this.records.get(node.id);
+    if (!task) return new vscode.TreeItem(`task ${node.id}`);
+    const row = taskRow(task);
+    const item = new vscode.TreeItem(row.label, vscode.TreeItemCollapsibleState.None);
+    item.id = `task:${task.taskId}`;
+    item.description = row.description;
+    // A plain string: scopes, notes and ids come from agents and submitters and are never rendered as Markdown.
+    item.tooltip = row.tooltip;
+    item.contextValue = taskContextValue(task);
+    item.iconPath = stateIcon(task);
+    item.command = { command: Commands.showTaskDetails, title: 'Show Task Details', arguments: [node] };
+    item.accessibilityInformation = { label: `${row.label}, ${row.description}` };
+    return item;
+  }
+
+  dispose(): void {
+    this.changed.dispose();
+  }
+
+  private taskNode(id: string): TasksNode {
+    let node = this.taskNodes.get(id);
+    if (!node) this.taskNodes.set(id, (node = { kind: 'task', id }));
+    return node;
+  }
+}
+
+function stateIcon(task: TaskRecord): vscode.ThemeIcon {
+  switch (task.state) {
+    case 'COMPLETED': return new vscode.ThemeIcon('pass', new vscode.ThemeColor('testing.iconPassed'));
+    case 'FAILED': return new vscode.ThemeIcon('error', new vscode.ThemeColor('problemsErrorIcon.foreground'));
+    case 'CANCELLED': return new vscode.ThemeIcon('circle-slash');
+    case 'QUEUED': return new vscode.ThemeIcon(task.waiting ? 'watch' : 'clock');
+    case 'PREEMPTING': return new vscode.ThemeIcon('debug-pause');
+    default: return new vscode.ThemeIcon('sync~spin');
+  }
+}
+
+/**
+ * The Tasks view: Running, Queued (in dispatch order, with why each waits) and Done (newest first); each row the task
+ * id, priority, agent, state and scope. Live: it follows the scheduler's task changes, throttled, while it is visible.
+ */
+export class TasksView implements vscode.Disposable {
+  private api: CoordinatorApi | undefined;
+  private subscription: Disposable | undefined;
+  private stale = false;
+  private readonly provider = new TasksTreeProvider(() => this.api);
+  private readonly view: vscode.TreeView<TasksNode>;
+  private readonly throttle = new KeyedThrottle<'tasks'>(TASKS_REFRESH_MS, () => this.refreshIfVisible());
+  private readonly subscriptions: vscode.Disposable[] = [];
+
+  constructor() {
+    this.view = vscode.window.createTreeView(Views.tasks, { treeDataProvider: this.provider, showCollapseAll: true });
+    this.subscriptions.push(this.view.onDidChangeVisibility(({ visible }) => {
+      if (visible && this.stale) this.refreshIfVisible();
+    }));
+  }
+
+  bind(api: CoordinatorApi | undefined): void {
+    this.subscription?.dispose();
+    this.throttle.cancel();
+    this.api = api;
+    this.subscription = api?.onDidChangeTasks(() => this.throttle.schedule('tasks'));
+    this.stale = true;
+    this.refreshIfVisible();
+  }
+
+  refresh(): void {
+    this.stale = false;
+    this.provider.refresh();
+  }
+
+  /** The task of the selected row, if a task row is selected. */
+  selectedTaskId(): string | undefined {
+    const node = this.view.selection[0];
+    return node?.kind === 'task' ? node.id : undefined;
+  }
+
+  dispose(): void {
+    this.subscription?.dispose();
+    this.throttle.dispose();
+    for (const subscription of this.subscriptions) subscription.dispose();
+    this.view.dispose();
+    this.provider.dispose();
+  }
+
+  private refreshIfVisible(): void {
+    if (this.view.visible) this.refresh();
+    else this.stale = true;
+  }
+}
