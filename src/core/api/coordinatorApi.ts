@@ -11,7 +11,7 @@ import type { BindingStatus } from '../worktree/bindings';
 import type { MergePreview, UndoResult } from '../worktree/mergeBack';
 import type { Snapshot } from '../worktree/snapshots';
 import type { SubmitResult, TaskChange, TaskRecord } from '../scheduler/model';
-import type { TaskQuery } from '../scheduler/scheduler';
+import type { TaskCounts, TaskQuery } from '../scheduler/scheduler';
 import type { ActivityChange, ActivityEntry, ActivityFilter } from '../activity/model';
 import type { ActivityUsage } from '../activity/activityBuffer';
 import type {
@@ -26,7 +26,7 @@ export type {
 };
 
 export type { StoreUsage };
-export type { ActivityChange, ActivityEntry, ActivityFilter, ActivityUsage, SubmitResult, TaskChange, TaskQuery, TaskRecord };
+export type { ActivityChange, ActivityEntry, ActivityFilter, ActivityUsage, SubmitResult, TaskChange, TaskCounts, TaskQuery, TaskRecord };
 /** The bounds of the store's disk budget in MiB (sw4rm.storeBudgetMiB, --store-budget). */
 export { MAX_MEMORY_BUDGET_MIB, MAX_STORE_BUDGET_MIB, MIN_MEMORY_BUDGET_MIB, MIN_STORE_BUDGET_MIB } from '../router/router';
 
@@ -213,6 +213,8 @@ export interface CoordinatorApi {
   /** Open tasks in dispatch order (priority, then arrival), then finished ones, newest first. */
   tasks(query?: TaskQuery): Promise<TaskRecord[]>;
   task(taskId: string): Promise<TaskRecord | undefined>;
+  /** How many tasks are queued and running (the Tasks view's counts when it lists only the first of them). */
+  taskCounts(): Promise<TaskCounts>;
   /**
    * Submits a task as SubmitTask does, as `by` (`editor:<name>`). A refusal is an answer (`accepted: false`, its SW4RM
    * code and reason), not an error; an accepted one may say why it waits (max_parallel_instances, a conflict decision).

@@ -16,7 +16,7 @@ import { MergeRefusedError, type MergePreview, type UndoResult } from '../worktr
 import { WorktreeOperationError } from '../worktree/operations';
 import { InvalidWorktreeIdError, type Snapshot } from '../worktree/snapshots';
 import { WorktreeRefusedError } from '../worktree/worktrees';
-import { SchedulerError, type TaskQuery } from '../scheduler/scheduler';
+import { SchedulerError, type TaskCounts, type TaskQuery } from '../scheduler/scheduler';
 import type { SubmitResult, TaskChange, TaskRecord } from '../scheduler/model';
 import type { ActivityChange, ActivityEntry, ActivityFilter } from '../activity/model';
 import type { ActivityUsage } from '../activity/activityBuffer';
@@ -305,6 +305,10 @@ export class InProcessCoordinatorApi implements CoordinatorApi, Disposable {
 
   task(taskId: string): Promise<TaskRecord | undefined> {
     return this.run((c) => c.scheduler.task(taskId));
+  }
+
+  taskCounts(): Promise<TaskCounts> {
+    return this.run((c) => c.scheduler.counts());
   }
 
   submitTask(submission: TaskSubmissionInput, by: string): Promise<SubmitResult> {

@@ -44,6 +44,15 @@ export interface TaskQuery {
   readonly includeFinished?: boolean;
   /** At most this many finished tasks (default 200). */
   readonly finishedLimit?: number;
+  /** At most this many open tasks, the first in dispatch order (default all); `counts()` says how many there are. */
+  readonly openLimit?: number;
+}
+
+/** How many tasks are open, by where they are. */
+export interface TaskCounts {
+  readonly queued: number;
+  /** Dispatched, running or being preempted. */
+  readonly running: number;
 }
 
 /** A dispatch withdrawn before the agent started (run refused, timed out, not delivered) this many times ends the task. */
@@ -214,11 +223,18 @@ export class Scheduler implements Disposable {
   /** Open tasks in dispatch order (priority, then arrival), then finished ones, newest first. */
   tasks(query: TaskQuery = {}): TaskRecord[] {
     const mine = (t: TaskRecord) => !query.agentId || t.target === query.agentId || t.assignedAgentId === query.agentId;
-    const open = [...this.open.values()].filter(mine).sort((a, b) => (before(a, b) ? -1 : 1));
+    const all = [...this.open.values()].filter(mine).sort((a, b) => (before(a, b) ? -1 : 1));
+    const open = query.openLimit === undefined ? all : all.slice(0, Math.max(0, query.openLimit));
     if (query.includeFinished === false) return open;
     const limit = query.finishedLimit ?? 200;
     const finished = this.deps.store.scheduler.listFinished(query.agentId ? Math.max(limit * 4, 1000) : limit).filter(mine).slice(0, limit);
     return [...open, ...finished];
+  }
+
+  counts(): TaskCounts {
+    let running = 0;
+    for (const task of this.open.values()) if (RUNNING_STATES.has(task.state)) running++;
+    return { queued: this.open.size - running, running };
   }
 
   /** Whether the task is known and not terminal (the activity buffer's reconciliation). */
