@@ -127,3 +127,37 @@ export function refusalReason(from: string, to: string): string {
   const next = isAgentState(from) ? [...AGENT_TRANSITIONS.get(from)!] : [];
   return `the agent lifecycle does not allow ${from} → ${canonicalState(to)} (from ${from}: ${next.join(', ') || 'none'})`;
 }
+
+/** States a path never passes through on its way (only a registration, a failure, a recovery or a shutdown enters them). */
+const NOT_ON_THE_WAY: ReadonlySet<string> = new Set(['INITIALIZING', 'FAILED_STATE', 'RECOVERING', 'SHUTTING_DOWN']);
+
+/**
+ * The shortest walk through the table from `from` to `to` (the states after `from`, ending with `to`; [] when already
+ * there), never passing through INITIALIZING, FAILED_STATE, RECOVERING or SHUTTING_DOWN on the way (they may be `to`,
+ * not a step); undefined when there is none. 'FAILED' is read as FAILED_STATE.
+ */
+export function pathTo(from: string, to: string): AgentState[] | undefined {
+  const f = canonicalState(from);
+  const t = canonicalState(to);
+  if (!isAgentState(f) || !isAgentState(t)) return undefined;
+  if (f === t) return [];
+  const previous = new Map<AgentState, AgentState>([[f, f]]);
+  let frontier: AgentState[] = [f];
+  while (frontier.length > 0) {
+    const next: AgentState[] = [];
+    for (const state of frontier) {
+      for (const to2 of AGENT_TRANSITIONS.get(state)!) {
+        if (previous.has(to2)) continue;
+        previous.set(to2, state);
+        if (to2 === t) {
+          const path: AgentState[] = [t];
+          for (let s = state; s !== f; s = previous.get(s)!) path.unshift(s);
+          return path;
+        }
+        if (!NOT_ON_THE_WAY.has(to2)) next.push(to2);
+      }
+    }
+    frontier = next;
+  }
+  return undefined;
+}

@@ -6,6 +6,7 @@ import { FIELD_LIMITS, identifierRefusal } from '../fieldLimits';
 import type { IdSource } from '../ids';
 import { PAYLOAD_LIMITS } from '../limits';
 import type { EventLog } from '../log/eventLog';
+import { STATE_TIMEOUT_CODES, isAgentState, pathTo, refusalReason } from '../registry/lifecycle';
 import type { AgentLifecycle, AgentRecord, RegistryChange, TransitionCause } from '../registry/model';
 import type { CoordinatorOutbox, OutboxUpdate } from '../router/model';
 import type { WorktreeLocator } from '../worktree/model';
@@ -93,6 +94,8 @@ export class Scheduler implements Disposable {
   private readonly slots = new Map<string, Slot>();
   private readonly idle = new Set<string>();
   private readonly idleByType = new Map<string, Set<string>>();
+  /** Each agent's state as the scheduler last saw it (the timeout that failed an agent is the one of its previous state). */
+  private readonly agentStates = new Map<string, string>();
   private readonly shuttingDown = new Map<string, { messageId: string; reason: string }>();
   private readonly timers = new Map<string, Disposable>();
   /** Queued tasks the gate last answered `waiting` (a limit, a serialisation, a decision): woken when a task ends. */
@@ -111,9 +114,16 @@ export class Scheduler implements Disposable {
     const store = deps.store;
     this.lastSeq = store.scheduler.maxSeq();
     for (const task of store.scheduler.listOpen()) this.restore(task);
-    for (const agent of deps.agents.list()) this.refreshIdle(agent.descriptor.agentId);
+    for (const agent of deps.agents.list()) {
+      this.agentStates.set(agent.descriptor.agentId, agent.state);
+      this.refreshIdle(agent.descriptor.agentId);
+    }
     // A task restored on an agent that is no longer registered cannot finish: cleaned up as if the agent left.
-    for (const agentId of [...this.slots.keys()]) if (!deps.agents.get(agentId)) this.onAgentLeft(agentId, 'not registered when the coordinator started');
+    for (const agentId of [...this.slots.keys()]) {
+      const state = deps.agents.get(agentId)?.state;
+      if (state === undefined) this.onAgentLeft(agentId, 'not registered when the coordinator started');
+      else if (state === 'FAILED_STATE' || state === 'INITIALIZING') this.onAgentUnavailable(agentId, 'AGENT_UNAVAILABLE', `agent ${agentId} was ${state} when the coordinator started`);
+    }
     this.subscriptions.push(
       deps.agents.onDidChange((change) => this.safely('agent_change', () => this.onAgentChange(change))),
       deps.outbox.onDidUpdateOutbox((update) => this.safely('outbox_update', () => this.onOutbox(update))),
@@ -427,7 +437,7 @@ export class Scheduler implements Disposable {
         if (wasSent && this.slots.get(agentId)?.taskId === task.taskId) {
           this.slots.delete(agentId);
           this.runningCache = undefined;
-          this.moveAgent(agentId, withdrawPath(this.deps.agents.get(agentId)?.state), { by: 'task', reason: `run of ${task.taskId} withdrawn: ${code}`, taskId: task.taskId }, ctx);
+          this.moveAgent(agentId, withdrawWay(this.deps.agents.get(agentId)?.state), { by: 'task', reason: `run of ${task.taskId} withdrawn: ${code}`, taskId: task.taskId }, ctx);
         }
       });
       if (agentId) this.refreshIdle(agentId);
@@ -441,7 +451,7 @@ export class Scheduler implements Disposable {
         this.endActivity(agentId, task.taskId, '', ctx);
         if (this.slots.get(agentId)?.taskId === task.taskId) this.slots.delete(agentId);
         this.runningCache = undefined;
-        this.moveAgent(agentId, withdrawPath(this.deps.agents.get(agentId)?.state), { by: 'task', reason: `run of ${task.taskId} withdrawn: ${code}`, taskId: task.taskId }, ctx);
+        this.moveAgent(agentId, withdrawWay(this.deps.agents.get(agentId)?.state), { by: 'task', reason: `run of ${task.taskId} withdrawn: ${code}`, taskId: task.taskId }, ctx);
       } else {
         task.dispatches = attempts;
       }
@@ -544,7 +554,7 @@ export class Scheduler implements Disposable {
     if (this.slots.get(agentId)?.taskId === taskId) this.slots.delete(agentId);
     this.runningCache = undefined;
     const agent = this.deps.agents.get(agentId);
-    if (agent && !this.shuttingDown.has(agentId)) this.moveAgent(agentId, donePath(agent.state), { by: 'task', reason, taskId }, ctx);
+    if (agent && !this.shuttingDown.has(agentId)) this.moveAgent(agentId, doneWay(agent.state), { by: 'task', reason, taskId }, ctx);
     this.refreshIdle(agentId);
     this.dirty.add(agentId);
     this.schedulePump();
@@ -654,7 +664,7 @@ export class Scheduler implements Disposable {
       this.requeue(task, { kind: 'preempted', byTaskId: by });
       this.event(task, 'task.yielded', { agent_id: agentId, by_task_id: by });
       this.stateEvent(task, from, { agent_id: agentId, reason: 'yielded' });
-      this.moveAgent(agentId, yieldPath(this.deps.agents.get(agentId)?.state), { by: 'task', reason: `yielded task ${task.taskId}`, taskId: task.taskId }, ctx);
+      this.moveAgent(agentId, ['SUSPENDED'], { by: 'task', reason: `yielded task ${task.taskId}`, taskId: task.taskId }, ctx);
     });
     this.refreshIdle(agentId);
     this.dirty.add(agentId);
@@ -690,7 +700,7 @@ export class Scheduler implements Disposable {
       this.end(task, 'FAILED', 'forced_preemption', `no answer to terminate within ${this.options.terminateGraceMs} ms`, ctx, 'forced');
       if (this.slots.get(agentId)?.taskId === task.taskId) this.slots.delete(agentId);
       this.runningCache = undefined;
-      this.moveAgent(agentId, failPath(this.deps.agents.get(agentId)?.state), {
+      this.moveAgent(agentId, ['FAILED_STATE'], {
         by: 'timeout', reason: `no answer to terminate of ${task.taskId} within ${this.options.terminateGraceMs} ms`, errorCode: 'forced_preemption', taskId: task.taskId,
       }, ctx);
     });
@@ -765,7 +775,7 @@ export class Scheduler implements Disposable {
       this.timers.delete(taskId);
       if (this.slots.get(agentId)?.cancelled !== task) return;
       this.slots.delete(agentId);
-      this.deps.store.transaction(() => this.moveAgent(agentId, failPath(this.deps.agents.get(agentId)?.state), {
+      this.deps.store.transaction(() => this.moveAgent(agentId, ['FAILED_STATE'], {
         by: 'timeout', reason: `no answer to terminate of cancelled task ${taskId} within ${this.options.terminateGraceMs} ms`, errorCode: 'forced_preemption', taskId,
       }, taskCtx));
       this.refreshIdle(agentId);
@@ -866,6 +876,7 @@ export class Scheduler implements Disposable {
 
   /** The agent left the registry (shut down, timed out, deregistered): its task and queue are cleaned up. */
   private onAgentLeft(agentId: string, reason: string): void {
+    this.agentStates.delete(agentId);
     const shutdown = this.shuttingDown.get(agentId);
     this.shuttingDown.delete(agentId);
     const code = /agent_shutdown_timeout/.test(reason) ? 'agent_shutdown_timeout' : shutdown || /shut down/.test(reason) ? 'agent_shutdown' : 'AGENT_UNAVAILABLE';
@@ -893,16 +904,50 @@ export class Scheduler implements Disposable {
       return;
     }
     const agentId = change.agent.descriptor.agentId;
-    if (change.kind === 'joined' || change.kind === 'updated') {
-      // Re-registration: whatever it ran is gone from its side.
-      const slot = this.slots.get(agentId);
-      if (slot && change.kind === 'joined') this.onAgentLeft(agentId, 're-registered');
+    const lastState = this.agentStates.get(agentId);
+    this.agentStates.set(agentId, change.agent.state);
+    // One rule for an agent that can no longer run what it holds: re-registered (INITIALIZING: whatever it ran is gone
+    // from its side) or FAILED (a heartbeat, resource_timeout, suspend_timeout…).
+    if (this.slots.has(agentId) && (change.agent.state === 'FAILED_STATE' || change.agent.state === 'INITIALIZING')) {
+      const code = change.agent.state === 'FAILED_STATE' ? (agentFailureCode(lastState) ?? 'AGENT_UNAVAILABLE') : 'AGENT_UNAVAILABLE';
+      this.onAgentUnavailable(agentId, code, change.agent.state === 'INITIALIZING' ? `agent ${agentId} re-registered` : `agent ${agentId} is FAILED`);
     }
     this.refreshIdle(agentId);
     if (this.idle.has(agentId)) {
       this.dirty.add(agentId);
       this.schedulePump();
     }
+  }
+
+  /**
+   * The agent holding a slot re-registered or failed: its task ends FAILED with `code` (one still DISPATCHED, never
+   * started, goes back to the queue), a cancelled task's pending `terminate` is given up; the slot is freed. The agent
+   * is not moved (it is where its registration or failure put it).
+   */
+  private onAgentUnavailable(agentId: string, code: string, reason: string): void {
+    const slot = this.slots.get(agentId);
+    if (!slot) return;
+    this.slots.delete(agentId);
+    this.runningCache = undefined;
+    this.clearTimer(slot.taskId);
+    if (slot.cancelled) return;
+    const task = this.open.get(slot.taskId);
+    if (!task) return;
+    const ctx: CallContext = { correlationId: task.taskId };
+    if (task.state !== 'DISPATCHED') {
+      this.end(task, 'FAILED', code, reason, ctx, 'agent_unavailable');
+      return;
+    }
+    this.deps.store.transaction(() => {
+      const from = task.state;
+      this.endActivity(agentId, task.taskId, '', ctx);
+      this.requeue(task, { kind: 'agent_not_runnable', agentId, state: this.deps.agents.get(agentId)?.state ?? 'unknown' });
+      this.event(task, 'task.dispatch_withdrawn', { agent_id: agentId, code, reason, dispatches: task.dispatches }, 'WARN');
+      this.stateEvent(task, from, { agent_id: agentId, error_code: code });
+    });
+    this.changed.fire({ kind: 'changed', task });
+    this.wakeFor(task);
+    this.schedulePump();
   }
 
   /** Idle = RUNNABLE or SUSPENDED, connected, nothing running, not shutting down. */
@@ -928,20 +973,28 @@ export class Scheduler implements Disposable {
     }
   }
 
-  /** Walks the agent through `path` (each step through the lifecycle table); a refused step is logged and stops the walk. */
-  private moveAgent(agentId: string, path: readonly string[], cause: TransitionCause, ctx: CallContext, quiet = false): void {
-    for (const to of path) {
+  /**
+   * Walks the agent to each of `waypoints` in turn, by the shortest way the lifecycle table allows (`pathTo`: never
+   * through INITIALIZING, FAILED, RECOVERING or SHUTTING_DOWN on the way); no way or a refused step is logged and stops the walk.
+   */
+  private moveAgent(agentId: string, waypoints: readonly string[], cause: TransitionCause, ctx: CallContext, quiet = false): void {
+    for (const waypoint of waypoints) {
       const agent = this.deps.agents.get(agentId);
-      if (!agent || agent.state === to) continue;
-      const result = this.deps.agents.transition(agentId, to, cause, ctx);
-      if (!result.ok) {
-        if (!quiet) {
-          this.deps.log.record({
-            correlationId: ctx.correlationId, actor: SCHEDULER, eventType: 'task.agent_transition_refused', level: 'WARN',
-            details: { agent_id: agentId, from: agent.state, to, reason: result.reason, task_id: cause.taskId },
-          });
+      if (!agent) return;
+      const path = pathTo(agent.state, waypoint);
+      const steps: readonly string[] = path ?? [waypoint];
+      for (const to of steps) {
+        const from = this.deps.agents.get(agentId)?.state ?? '';
+        const result = path ? this.deps.agents.transition(agentId, to, cause, ctx) : { ok: false as const, reason: refusalReason(from, to) };
+        if (!result.ok) {
+          if (!quiet) {
+            this.deps.log.record({
+              correlationId: ctx.correlationId, actor: SCHEDULER, eventType: 'task.agent_transition_refused', level: 'WARN',
+              details: { agent_id: agentId, from, to, reason: result.reason, task_id: cause.taskId },
+            });
+          }
+          return;
         }
-        return;
       }
     }
   }
@@ -1100,30 +1153,22 @@ function notStarted(state: string | undefined): boolean {
   return state === 'SCHEDULED' || state === 'RESUMED';
 }
 
-/** The agent's way from its current state to RUNNABLE after its task ended. */
-function donePath(state: string): string[] {
-  if (state === 'SCHEDULED' || state === 'RESUMED' || state === 'WAITING' || state === 'WAITING_RESOURCES') return ['RUNNING', 'COMPLETED', 'RUNNABLE'];
-  if (state === 'RUNNING') return ['COMPLETED', 'RUNNABLE'];
-  if (state === 'COMPLETED' || state === 'SUSPENDED') return ['RUNNABLE'];
-  return [];
+/** The §8.3 error code of the timeout that moves an agent out of `state` into FAILED (resource_timeout, suspend_timeout…). */
+function agentFailureCode(state: string | undefined): string | undefined {
+  return state !== undefined && isAgentState(state) ? STATE_TIMEOUT_CODES[state]?.errorCode : undefined;
 }
 
-/** The agent's way back when its run was withdrawn before it started. */
-function withdrawPath(state: string | undefined): string[] {
+/** States in which the agent is working on (or starting) its task. */
+const WORKING_STATES: ReadonlySet<string> = new Set(['SCHEDULED', 'RESUMED', 'RUNNING', 'WAITING', 'WAITING_RESOURCES']);
+
+/** Where the agent goes after its task ended: through COMPLETED when it was working on it, then RUNNABLE. */
+function doneWay(state: string | undefined): string[] {
+  return state !== undefined && WORKING_STATES.has(state) ? ['COMPLETED', 'RUNNABLE'] : ['RUNNABLE'];
+}
+
+/** Where the agent goes when its run was withdrawn before it started: back to idle (SUSPENDED if it was resumed). */
+function withdrawWay(state: string | undefined): string[] {
   if (state === 'SCHEDULED') return ['RUNNABLE'];
   if (state === 'RESUMED') return ['SUSPENDED'];
-  return state ? donePath(state) : [];
-}
-
-/** The agent's way to SUSPENDED after it yielded. */
-function yieldPath(state: string | undefined): string[] {
-  if (state === 'RUNNING') return ['SUSPENDED'];
-  if (state === 'SCHEDULED' || state === 'RESUMED' || state === 'WAITING' || state === 'WAITING_RESOURCES') return ['RUNNING', 'SUSPENDED'];
-  return [];
-}
-
-/** The agent's way to FAILED (forced preemption past the terminate grace). */
-function failPath(state: string | undefined): string[] {
-  if (state === 'SCHEDULED' || state === 'RESUMED') return ['RUNNING', 'FAILED'];
-  return state ? ['FAILED'] : [];
+  return doneWay(state);
 }
