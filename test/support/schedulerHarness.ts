@@ -18,6 +18,7 @@ export interface ReceivedCommand {
 export class SchedulerHarness extends RouterHarness {
   private readonly sinks = new Map<string, CollectingSink>();
   private readonly seen = new Map<string, number>();
+  private readonly seenIds = new Map<string, Set<string>>();
   private submissions = 0;
 
   get scheduler(): Scheduler {
@@ -38,20 +39,32 @@ export class SchedulerHarness extends RouterHarness {
   reconnect(agentId: string): void {
     this.sinks.set(agentId, this.stream(agentId).sink);
     this.seen.delete(agentId);
+    this.seenIds.delete(agentId);
   }
 
   agentState(agentId: string): string | undefined {
     return this.registry.get(agentId)?.state;
   }
 
-  /** CONTROL commands `agentId` received since the last call. */
+  /**
+   * CONTROL commands `agentId` received since the last call; a redelivery of one already seen (its delivery lease ran
+   * out: this agent never calls AckDelivery) is not a new command.
+   */
   commands(agentId: string): ReceivedCommand[] {
     const sink = this.sinks.get(agentId);
     assert.ok(sink, `no stream for ${agentId}`);
     const all = sink.ofType('CONTROL');
     const from = this.seen.get(agentId) ?? 0;
     this.seen.set(agentId, all.length);
-    return all.slice(from).map((i) => ({ messageId: i.envelope.messageId, correlationId: i.envelope.correlationId, command: json(i.envelope) }));
+    let ids = this.seenIds.get(agentId);
+    if (!ids) this.seenIds.set(agentId, ids = new Set());
+    const fresh: ReceivedCommand[] = [];
+    for (const i of all.slice(from)) {
+      if (ids.has(i.envelope.messageId)) continue;
+      ids.add(i.envelope.messageId);
+      fresh.push({ messageId: i.envelope.messageId, correlationId: i.envelope.correlationId, command: json(i.envelope) });
+    }
+    return fresh;
   }
 
   /** The one new command `agentId` received; asserts its kind. */

@@ -95,18 +95,32 @@ describe('Scheduler (RFC §7, §7.1, §7.2, §8.4; App. D C.4, C.5)', () => {
       assert.equal(h.commands('r1').length, 0);
     });
 
-    it('a run never answered goes back to the queue (dispatches+1), the agent SCHEDULED → RUNNABLE; after 3 withdrawn dispatches FAILED with the code', async () => {
+    it('a run refused (REJECTED) goes back to the queue (dispatches+1), the agent SCHEDULED → RUNNABLE; after 3 withdrawn dispatches FAILED with the code', async () => {
       h.agent('a1');
       h.submitted('a1', 0, { taskId: 't1' });
       for (let i = 1; i <= 3; i++) {
         assert.equal(h.task('t1').state, 'DISPATCHED', `dispatch ${i}`);
         assert.equal(h.task('t1').dispatches, i);
-        h.commands('a1');
-        await h.advance(10_001);
+        await h.answer('a1', h.command('a1', 'run').messageId, 'REJECTED', { error_code: 'OVERLOADED', note: 'busy' });
       }
       assert.equal(h.task('t1').state, 'FAILED');
-      assert.equal(h.task('t1').errorCode, 'ACK_TIMEOUT');
+      assert.equal(h.task('t1').errorCode, 'OVERLOADED');
       assert.equal(h.agentState('a1'), 'RUNNABLE');
+    });
+
+    it('no router ACK deadline on scheduler commands: a run first RECEIVED after 10 s runs once (not withdrawn and sent again)', async () => {
+      h.agent('a1');
+      h.submitted('a1', 0, { taskId: 't1' });
+      const run = h.command('a1', 'run');
+      await h.advance(11_000);
+      assert.equal(h.task('t1').state, 'DISPATCHED');
+      assert.deepEqual(h.commands('a1'), [], 'not sent again');
+      await h.answer('a1', run.messageId, 'RECEIVED');
+      assert.equal(h.task('t1').state, 'RUNNING');
+      await h.answer('a1', run.messageId, 'FULFILLED');
+      assert.equal(h.task('t1').state, 'COMPLETED');
+      assert.equal(h.task('t1').dispatches, 1);
+      assert.equal(h.events('task.dispatched').length, 1);
     });
   });
 
@@ -270,15 +284,28 @@ describe('Scheduler (RFC §7, §7.1, §7.2, §8.4; App. D C.4, C.5)', () => {
       assert.equal(h.command('a1', 'terminate').command.task_id, 'low');
     });
 
-    it('a run preempted before the agent ever acknowledged it, then timed out, goes back to the queue (not FAILED)', async () => {
+    it('a run preempted before the agent ever acknowledged it, then refused, goes back to the queue (not FAILED)', async () => {
       h.agent('a1');
       h.submitted('a1', 5, { taskId: 'low' });
-      h.command('a1', 'run');
+      const run = h.command('a1', 'run');
       h.submitted('a1', 0, { taskId: 'high' });
       assert.equal(h.task('low').state, 'PREEMPTING');
-      await h.advance(10_001);
+      await h.answer('a1', run.messageId, 'REJECTED', { error_code: 'OVERLOADED' });
       assert.equal(h.task('low').state, 'QUEUED');
       assert.equal(h.task('high').state, 'DISPATCHED', 'the agent, back to RUNNABLE, takes the urgent one');
+    });
+
+    it('a yield answered late (FULFILLED yielded 11 s after preempt_request, no RECEIVED first) is taken: the task is queued again, not FAILED', async () => {
+      h.agent('a1');
+      await running('a1', 'low', 5);
+      h.submitted('a1', 0, { taskId: 'high' });
+      const pre = h.command('a1', 'preempt_request');
+      await h.advance(11_000);
+      await h.answer('a1', pre.messageId, 'FULFILLED', { note: 'yielded' });
+      assert.equal(h.task('low').state, 'QUEUED');
+      assert.equal(h.task('high').state, 'DISPATCHED');
+      await h.advance(MAX_NP + GRACE + 1);
+      assert.equal(h.task('low').state, 'QUEUED', 'no forced preemption later');
     });
 
     it('RequestPreemption (preempt) asks the agent to yield without a replacement; the yielded task is queued again and runs again', async () => {

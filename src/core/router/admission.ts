@@ -34,6 +34,11 @@ export interface SendOptions {
    * message to the coordinator) stores the bytes as usual and leaves `owned` false: the caller deletes the file.
    */
   readonly payloadFile?: { readonly file: PayloadFile; owned: boolean };
+  /**
+   * false: no ACK deadline (ackTimeoutMs) for this message — the coordinator's own commands whose sender keeps its own
+   * deadlines (the scheduler's `run`, `preempt_request`, `terminate`, `shutdown`). TTL and the recipient leaving still end it.
+   */
+  readonly ackTimeout?: false;
 }
 
 /**
@@ -139,7 +144,7 @@ export class Admission {
     if (inbox.notRead.size >= core.options.capacity) {
       return refused('BUFFER_FULL', `the inbox of ${recipient} holds ${inbox.notRead.size} messages not yet READ (capacity ${core.options.capacity})`, {}, recipient);
     }
-    const record = core.store.transaction(() => this.write(envelope, recipient, key, previous, reusedFrom, producer, ctx, now, expiresAt, '', options.payloadFile));
+    const record = core.store.transaction(() => this.write(envelope, recipient, key, previous, reusedFrom, producer, ctx, now, expiresAt, '', options.payloadFile, options.ackTimeout));
     core.storeBudget.added(envelope.payload.byteLength);
     this.activate(record, now, options);
     return { accepted: true, messageId: envelope.messageId };
@@ -185,7 +190,7 @@ export class Admission {
     if (overMemory) return this.refuse(envelope, 'BUFFER_FULL', `fan-out: ${overMemory}`, ctx, { memory_budget_bytes: core.memory.budget });
     const records = core.store.transaction(() => {
       // Copies of a file-backed payload share its file (one owner row each), no bytes copied.
-      const written = targets.map((t) => this.write({ ...envelope, messageId: core.ids.uuid() }, t.recipient, t.key, t.previous, t.reusedFrom, producer, ctx, now, expiresAt, envelope.messageId, options.payloadFile));
+      const written = targets.map((t) => this.write({ ...envelope, messageId: core.ids.uuid() }, t.recipient, t.key, t.previous, t.reusedFrom, producer, ctx, now, expiresAt, envelope.messageId, options.payloadFile, options.ackTimeout));
       core.log.record({
         correlationId: envelope.correlationId, actor: envelope.producerId, eventType: 'message.fanned_out',
         details: { message_id: envelope.messageId, message_type: envelope.messageType, copies: written.map((r) => ({ to: r.recipientId, message_id: r.envelope.messageId })) },
@@ -200,13 +205,13 @@ export class Admission {
   /** Writes a tracked message with its outcome-cache entry and its event. Runs inside the caller's transaction. */
   private write(envelope: Envelope, recipient: string, key: string, previous: DedupEntry | undefined, reusedFrom: string | undefined,
     producer: AgentRecord, ctx: CallContext, now: number, expiresAt: number | null, copyOf: string,
-    payloadFile?: { readonly file: PayloadFile; owned: boolean }): MessageRecord {
+    payloadFile?: { readonly file: PayloadFile; owned: boolean }, ackTimeout?: false): MessageRecord {
     const core = this.core;
     const { lane, demoted } = this.limiter.admit(envelope.producerId, producer.descriptor.communicationClass, now);
     const record: MessageRecord = {
       envelope, recipientId: recipient, dedupKey: key, tracked: true, lane, ackFor: copyOf, acceptedAt: now,
       state: 'SENT', errorCode: '', updatedAt: now,
-      ackDeadline: now + core.options.ackTimeoutMs, expiresAt,
+      ackDeadline: ackTimeout === false ? null : now + core.options.ackTimeoutMs, expiresAt,
       delivery: 'queued', deliverySeq: null, deliveredAt: null, leaseUntil: null, deliveryAttempts: 0,
       history: [{ at: now, event: 'accepted', detail: previous ? `retry of ${previous.originalMessageId}` : copyOf ? `fan-out copy of ${copyOf}` : undefined }],
     };

@@ -72,6 +72,6 @@ export class CoordinatorSend {
       contentLength: String(payload.byteLength), repoId: '', worktreeId: '', hlcTimestamp: '', ttlMs: input.ttlMs ?? 0, timestampMs: now,
       payload, parentCorrelationId: '',
     };
-    return core.admission.send(envelope, ctx, { to: input.to, receivedAt: now }, COORDINATOR_PRODUCER);
+    return core.admission.send(envelope, ctx, { to: input.to, receivedAt: now, ackTimeout: input.ackTimeout }, COORDINATOR_PRODUCER);
   }
 }

@@ -245,6 +245,11 @@ export interface OutboxMessage {
   readonly correlationId: string;
   /** ms; 0 = none. */
   readonly ttlMs?: number;
+  /**
+   * false: the router sets no ACK deadline (ackTimeoutMs) on it, so a late RECEIVED or FULFILLED still counts; for
+   * commands whose sender keeps its own deadlines (the scheduler's). TTL and the recipient leaving still end it.
+   */
+  readonly ackTimeout?: false;
 }
 
 /** What the Messages view filters by; every field set must match. */

@@ -390,9 +390,7 @@ export class Scheduler implements Disposable {
       this.beginActivity(task, agentId, ctx);
       const params = paramsOnWire(task.params, task.contentType);
       const command = runCommand(task.taskId, 'value' in params ? params.value : null, task.contentType, toWire(task.scope), task.priority);
-      const sent = this.deps.outbox.sendToAgent({
-        to: agentId, messageType: 'CONTROL', contentType: 'application/json', payload: Buffer.from(JSON.stringify(command), 'utf8'), correlationId: task.taskId,
-      }, ctx);
+      const sent = this.sendControl(agentId, command, task.taskId, ctx);
       if (!sent.accepted) {
         refusal = { code: sent.code, reason: sent.reason };
         this.endActivity(agentId, task.taskId, '', ctx);
@@ -603,9 +601,7 @@ export class Scheduler implements Disposable {
     let ok = false;
     this.deps.store.transaction(() => {
       const command: ControlCommand = { command: 'preempt_request', task_id: task.taskId, reason, by_task_id: byTaskId, by_priority: byPriority };
-      const sent = this.deps.outbox.sendToAgent({
-        to: agentId, messageType: 'CONTROL', contentType: 'application/json', payload: Buffer.from(JSON.stringify(command), 'utf8'), correlationId: task.taskId,
-      }, ctx);
+      const sent = this.sendControl(agentId, command, task.taskId, ctx);
       if (!sent.accepted) {
         this.event(task, 'task.preempt_unsent', { agent_id: agentId, code: sent.code, reason: sent.reason }, 'WARN');
         return;
@@ -717,9 +713,7 @@ export class Scheduler implements Disposable {
     let ok = false;
     this.deps.store.transaction(() => {
       const command: ControlCommand = { command: 'terminate', task_id: task.taskId, grace_ms: this.options.terminateGraceMs, reason };
-      const sent = this.deps.outbox.sendToAgent({
-        to: agentId, messageType: 'CONTROL', contentType: 'application/json', payload: Buffer.from(JSON.stringify(command), 'utf8'), correlationId: task.taskId,
-      }, ctx);
+      const sent = this.sendControl(agentId, command, task.taskId, ctx);
       if (!sent.accepted) {
         this.event(task, 'task.terminate_unsent', { agent_id: agentId, code: sent.code, reason: sent.reason }, 'WARN');
         return;
@@ -847,9 +841,7 @@ export class Scheduler implements Disposable {
         return;
       }
       const command: ControlCommand = { command: 'shutdown', reason, drain_timeout_seconds: Math.ceil(grace / 1000) };
-      const sent = this.deps.outbox.sendToAgent({
-        to: agentId, messageType: 'CONTROL', contentType: 'application/json', payload: Buffer.from(JSON.stringify(command), 'utf8'), correlationId: ctx.correlationId,
-      }, ctx);
+      const sent = this.sendControl(agentId, command, ctx.correlationId, ctx);
       this.shuttingDown.set(agentId, { messageId: sent.accepted ? sent.messageId : '', reason });
       this.deps.log.record({
         correlationId: ctx.correlationId, actor: SCHEDULER, eventType: 'agent.shutdown_requested',
@@ -1064,6 +1056,16 @@ export class Scheduler implements Disposable {
   }
 
   // ------------------------------------------------------------------------------------------ helpers
+
+  /**
+   * A CONTROL command to the agent through the router, with no router ACK deadline: the scheduler keeps its own (the
+   * yield wait, the terminate grace, the shutdown grace); the router's TTL and the agent leaving still end it.
+   */
+  private sendControl(agentId: string, command: ControlCommand, correlationId: string, ctx: CallContext): ReturnType<CoordinatorOutbox['sendToAgent']> {
+    return this.deps.outbox.sendToAgent({
+      to: agentId, messageType: 'CONTROL', contentType: 'application/json', payload: Buffer.from(JSON.stringify(command), 'utf8'), correlationId, ackTimeout: false,
+    }, ctx);
+  }
 
   private event(task: TaskRecord, eventType: string, details: Record<string, unknown>, level: 'INFO' | 'WARN' = 'INFO'): void {
     this.deps.log.record({ correlationId: task.taskId, actor: SCHEDULER, eventType, level, details: { task_id: task.taskId, ...details } });
