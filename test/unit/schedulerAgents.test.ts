@@ -115,4 +115,54 @@ describe('Scheduler: agents that re-register, fail or wander (RFC §8)', () => {
       assert.equal(h.task('t2').state, 'DISPATCHED');
     });
   });
+
+  describe('cancel and shutdown across a restart (store closed and reopened)', () => {
+    it('a terminate FULFILLED for a task cancelled before the restart frees the agent, which takes the next task', async () => {
+      h.agent('a1');
+      h.submitted('a1', 0, { taskId: 't1' });
+      await h.answer('a1', h.command('a1', 'run').messageId, 'RECEIVED');
+      h.scheduler.cancel('t1', 'not needed', ctx());
+      const term = h.command('a1', 'terminate');
+      h.restart();
+      h.reconnect('a1');
+      h.submitted('a1', 0, { taskId: 't2' });
+      assert.equal(h.task('t2').state, 'QUEUED', 'the agent is still busy with the cancelled task');
+      await h.answer('a1', term.messageId, 'FULFILLED', { note: 'terminated' });
+      assert.equal(h.task('t1').state, 'CANCELLED');
+      assert.equal(h.task('t2').state, 'DISPATCHED');
+      assert.equal(h.task('t1').deadline, null, 'nothing left to restore');
+    });
+
+    it('the cancel grace runs on from the stored deadline: past it the agent is FAILED forced_preemption', async () => {
+      h.agent('a1');
+      h.submitted('a1', 0, { taskId: 't1' });
+      await h.answer('a1', h.command('a1', 'run').messageId, 'RECEIVED');
+      h.scheduler.cancel('t1', 'not needed', ctx());
+      await h.advance(GRACE - 1_000);
+      h.restart();
+      h.reconnect('a1');
+      await h.advance(999);
+      assert.equal(h.agentState('a1'), 'RUNNING');
+      await h.advance(1);
+      assert.equal(h.agentState('a1'), 'FAILED_STATE');
+      const failed = h.events('agent.state_changed').find((e) => e.details.to === 'FAILED_STATE');
+      assert.equal(failed?.details.error_code, 'forced_preemption');
+    });
+
+    it('a shutdown FULFILLED after a restart deregisters the agent at once (shut down); its running task FAILED agent_shutdown', async () => {
+      h.agent('a1');
+      h.submitted('a1', 0, { taskId: 'run1' });
+      await h.answer('a1', h.command('a1', 'run').messageId, 'RECEIVED');
+      h.scheduler.shutdownAgent('a1', 30_000, 'maintenance', ctx());
+      const down = h.command('a1', 'shutdown');
+      assert.equal(down.correlationId, 'shutdown:a1');
+      h.restart();
+      h.reconnect('a1');
+      await h.answer('a1', down.messageId, 'FULFILLED');
+      await settle();
+      assert.equal(h.registry.get('a1'), undefined, 'deregistered');
+      assert.equal(h.task('run1').state, 'FAILED');
+      assert.equal(h.task('run1').errorCode, 'agent_shutdown');
+    });
+  });
 });

@@ -84,15 +84,15 @@ export interface TaskRecord {
   startedAt: number | null;
   endedAt: number | null;
   updatedAt: number;
-  /** The agent type (descriptor name) of `assignedAgentId` while dispatched ('' or absent when none). Added by s6-a. */
-  agentType?: string;
-  /** The CONTROL `terminate` sent for the current forced preemption or cancellation, '' when none. Added by s6-a. */
-  terminateMessageId?: string;
+  /** The agent type (descriptor name) of `assignedAgentId` while dispatched ('' when none). */
+  agentType: string;
+  /** The CONTROL `terminate` sent for the current forced preemption or cancellation, '' when none. */
+  terminateMessageId: string;
   /**
    * While PREEMPTING: when the scheduler stops waiting (epoch ms) — for the yield (then it sends `terminate`), or, once
-   * `terminate` went out, for its answer (then the task is FAILED forced_preemption). Re-armed after a restart. Added by s6-a.
+   * `terminate` went out, for its answer (then the task is FAILED forced_preemption). Re-armed after a restart.
    */
-  deadline?: number | null;
+  deadline: number | null;
 }
 
 /** What SubmitTask (and the editor's Submit Task…) asks. */
@@ -161,6 +161,8 @@ export interface SchedulerRepository {
   listOpen(): TaskRecord[];
   /** Terminal tasks, newest ended first, at most `limit`. */
   listFinished(limit: number): TaskRecord[];
+  /** Cancelled tasks whose agent has not answered `terminate` yet (a deadline stored), by seq. */
+  listTerminating(): TaskRecord[];
   /** The highest seq ever stored (0 when none). */
   maxSeq(): number;
   /** Deletes terminal tasks beyond the newest `keep`; answers how many. */

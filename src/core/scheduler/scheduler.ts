@@ -96,7 +96,8 @@ export class Scheduler implements Disposable {
   private readonly idleByType = new Map<string, Set<string>>();
   /** Each agent's state as the scheduler last saw it (the timeout that failed an agent is the one of its previous state). */
   private readonly agentStates = new Map<string, string>();
-  private readonly shuttingDown = new Map<string, { messageId: string; reason: string }>();
+  /** Agents told to shut down by this process (the reason); after a restart the agent's SHUTTING_DOWN state says it. */
+  private readonly shuttingDown = new Map<string, string>();
   private readonly timers = new Map<string, Disposable>();
   /** Queued tasks the gate last answered `waiting` (a limit, a serialisation, a decision): woken when a task ends. */
   private readonly gateHeld = new Set<TaskRecord>();
@@ -114,6 +115,15 @@ export class Scheduler implements Disposable {
     const store = deps.store;
     this.lastSeq = store.scheduler.maxSeq();
     for (const task of store.scheduler.listOpen()) this.restore(task);
+    // Cancelled tasks whose agent had not answered `terminate`: the agent stays occupied, the grace runs on.
+    for (const task of store.scheduler.listTerminating()) {
+      if (!this.slots.has(task.assignedAgentId)) {
+        this.slots.set(task.assignedAgentId, { taskId: task.taskId, cancelled: task });
+        this.armCancelGrace(task);
+      } else {
+        store.transaction(() => this.settleTerminate(task));
+      }
+    }
     for (const agent of deps.agents.list()) {
       this.agentStates.set(agent.descriptor.agentId, agent.state);
       this.refreshIdle(agent.descriptor.agentId);
@@ -482,8 +492,8 @@ export class Scheduler implements Disposable {
   // ------------------------------------------------------------------------------------------ agent ACKs
 
   private onOutbox(update: OutboxUpdate): void {
-    const shutdown = this.shuttingDown.get(update.recipientId);
-    if (shutdown && shutdown.messageId === update.messageId) {
+    // The `shutdown` command is known by its correlation id (stored with the envelope: also after a restart).
+    if (update.correlationId === shutdownCorrelation(update.recipientId)) {
       this.onShutdownAck(update);
       return;
     }
@@ -670,7 +680,7 @@ export class Scheduler implements Disposable {
 
   private armDeadline(task: TaskRecord): void {
     this.clearTimer(task.taskId);
-    if (task.deadline === null || task.deadline === undefined) return;
+    if (task.deadline === null) return;
     const ms = Math.max(0, task.deadline - this.deps.clock.now());
     this.timers.set(task.taskId, this.deps.clock.setTimer(ms, () => this.safely('deadline', () => {
       this.timers.delete(task.taskId);
@@ -763,23 +773,47 @@ export class Scheduler implements Disposable {
     // The agent stays occupied until it answers `terminate` (or the grace passes: then it is FAILED).
     this.slots.set(agentId, { taskId, cancelled: task });
     this.runningCache = undefined;
-    const sent = this.sendTerminate(task, `cancelled: ${reason}`, taskCtx);
-    const graceMs = sent ? this.options.terminateGraceMs : 0;
+    this.sendTerminate(task, `cancelled: ${reason}`, taskCtx);
+    this.armCancelGrace(task);
+    return task;
+  }
+
+  /**
+   * The grace of a cancelled task's `terminate` (from its stored deadline; at once when none was sent): past it the
+   * agent is FAILED forced_preemption and its slot freed. Restore arms it again from the store.
+   */
+  private armCancelGrace(task: TaskRecord): void {
+    const agentId = task.assignedAgentId;
+    const taskId = task.taskId;
+    const taskCtx: CallContext = { correlationId: taskId };
+    const graceMs = task.deadline === null ? 0 : Math.max(0, task.deadline - this.deps.clock.now());
+    this.clearTimer(taskId);
     this.timers.set(taskId, this.deps.clock.setTimer(graceMs, () => this.safely('cancel_grace', () => {
       this.timers.delete(taskId);
       if (this.slots.get(agentId)?.cancelled !== task) return;
       this.slots.delete(agentId);
-      this.deps.store.transaction(() => this.moveAgent(agentId, ['FAILED_STATE'], {
-        by: 'timeout', reason: `no answer to terminate of cancelled task ${taskId} within ${this.options.terminateGraceMs} ms`, errorCode: 'forced_preemption', taskId,
-      }, taskCtx));
+      this.runningCache = undefined;
+      this.deps.store.transaction(() => {
+        this.settleTerminate(task);
+        this.moveAgent(agentId, ['FAILED_STATE'], {
+          by: 'timeout', reason: `no answer to terminate of cancelled task ${taskId} within ${this.options.terminateGraceMs} ms`, errorCode: 'forced_preemption', taskId,
+        }, taskCtx);
+      });
       this.refreshIdle(agentId);
     })));
-    return task;
+  }
+
+  /** The cancelled task's `terminate` is answered or given up: its deadline cleared in the store (not restored again). */
+  private settleTerminate(task: TaskRecord): void {
+    if (task.deadline === null) return;
+    task.deadline = null;
+    this.deps.store.scheduler.put(task);
   }
 
   private onCancelledTerminateAck(task: TaskRecord, update: OutboxUpdate): void {
     if (update.state !== 'FULFILLED') return;
     this.clearTimer(task.taskId);
+    this.deps.store.transaction(() => this.settleTerminate(task));
     this.releaseAgent(task.assignedAgentId, task.taskId, `terminated cancelled task ${task.taskId}`, { correlationId: task.taskId });
   }
 
@@ -841,8 +875,8 @@ export class Scheduler implements Disposable {
         return;
       }
       const command: ControlCommand = { command: 'shutdown', reason, drain_timeout_seconds: Math.ceil(grace / 1000) };
-      const sent = this.sendControl(agentId, command, ctx.correlationId, ctx);
-      this.shuttingDown.set(agentId, { messageId: sent.accepted ? sent.messageId : '', reason });
+      const sent = this.sendControl(agentId, command, shutdownCorrelation(agentId), ctx);
+      this.shuttingDown.set(agentId, reason);
       this.deps.log.record({
         correlationId: ctx.correlationId, actor: SCHEDULER, eventType: 'agent.shutdown_requested',
         details: { agent_id: agentId, grace_ms: grace, reason, shutdown_message_id: sent.accepted ? sent.messageId : '', sent: sent.accepted, refusal: sent.accepted ? undefined : sent.reason },
@@ -1048,9 +1082,6 @@ export class Scheduler implements Disposable {
 
   /** A task from the store at start: queued ones back in the queue; dispatched ones hold their agent; deadlines re-armed. */
   private restore(task: TaskRecord): void {
-    task.terminateMessageId ??= '';
-    task.deadline ??= null;
-    task.agentType ??= '';
     this.enqueue(task);
     if (task.state === 'PREEMPTING' && task.deadline !== null) this.armDeadline(task);
   }
@@ -1148,6 +1179,11 @@ export function describeWaiting(w: WaitingReason): string {
     case 'preempted': return `preempted${w.byTaskId ? ` by task ${w.byTaskId}` : ''}, queued again`;
     default: return 'queued';
   }
+}
+
+/** The correlation id of the `shutdown` command sent to `agentId`. */
+function shutdownCorrelation(agentId: string): string {
+  return `shutdown:${agentId}`;
 }
 
 /** The agent was sent its run but has not acknowledged it yet. */

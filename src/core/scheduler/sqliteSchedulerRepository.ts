@@ -15,6 +15,7 @@ export class SqliteSchedulerRepository implements SchedulerRepository {
       get: p('SELECT record FROM scheduler_tasks WHERE task_id = ?'),
       listOpen: p('SELECT record FROM scheduler_tasks WHERE ended_at IS NULL ORDER BY seq'),
       listFinished: p('SELECT record FROM scheduler_tasks WHERE ended_at IS NOT NULL ORDER BY ended_at DESC, seq DESC LIMIT ?'),
+      listTerminating: p(`SELECT record FROM scheduler_tasks WHERE state = 'CANCELLED' AND json_extract(record, '$.deadline') IS NOT NULL ORDER BY seq`),
       maxSeq: p('SELECT COALESCE(MAX(seq), 0) AS seq FROM scheduler_tasks'),
       countFinished: p('SELECT COUNT(*) AS n FROM scheduler_tasks WHERE ended_at IS NOT NULL'),
       pruneFinished: p(`DELETE FROM scheduler_tasks WHERE task_id IN (
@@ -38,6 +39,10 @@ export class SqliteSchedulerRepository implements SchedulerRepository {
 
   listFinished(limit: number): TaskRecord[] {
     return (this.s.listFinished.all(Math.max(0, Math.floor(limit))) as Row[]).map(revive);
+  }
+
+  listTerminating(): TaskRecord[] {
+    return (this.s.listTerminating.all() as Row[]).map(revive);
   }
 
   maxSeq(): number {
