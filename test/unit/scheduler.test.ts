@@ -308,6 +308,23 @@ describe('Scheduler (RFC §7, §7.1, §7.2, §8.4; App. D C.4, C.5)', () => {
       assert.equal(h.task('low').state, 'QUEUED', 'no forced preemption later');
     });
 
+    it('yields are not withdrawals: a task yielded twice, then refused once, is queued again (withdrawals 1), not FAILED', async () => {
+      h.agent('a1');
+      await running('a1', 't1', 0);
+      for (let i = 0; i < 2; i++) {
+        h.scheduler.preempt('a1', 't1', 'operator asked', ctx());
+        await h.answer('a1', h.command('a1', 'preempt_request').messageId, 'FULFILLED', { note: 'yielded' });
+        assert.equal(h.task('t1').state, 'DISPATCHED');
+        await h.answer('a1', h.command('a1', 'run').messageId, 'RECEIVED');
+      }
+      h.scheduler.preempt('a1', 't1', 'operator asked', ctx());
+      await h.answer('a1', h.command('a1', 'preempt_request').messageId, 'FULFILLED', { note: 'yielded' });
+      await h.answer('a1', h.command('a1', 'run').messageId, 'REJECTED', { error_code: 'OVERLOADED' });
+      assert.equal(h.task('t1').state, 'DISPATCHED', 'queued again and, the agent idle, sent again');
+      assert.equal(h.task('t1').withdrawals, 1);
+      assert.equal(h.task('t1').dispatches, 5);
+    });
+
     it('RequestPreemption (preempt) asks the agent to yield without a replacement; the yielded task is queued again and runs again', async () => {
       h.agent('a1');
       await running('a1', 't1', 0);

@@ -75,8 +75,13 @@ export interface TaskRecord {
   preemptedBy: string;
   /** When the agent declared a non-preemptible section, until when (epoch ms); null when none. */
   nonPreemptibleUntil: number | null;
-  /** How many times it was dispatched (a yield or a withdrawn dispatch puts it back in the queue). */
+  /** How many times its run was sent to an agent (a yield or a withdrawn dispatch puts it back in the queue). */
   dispatches: number;
+  /**
+   * How many times a dispatch was withdrawn before the agent started (run refused, not delivered, not sent, the agent
+   * re-registered or failed); MAX_WITHDRAWN_DISPATCHES of them end the task FAILED. Yields do not count.
+   */
+  withdrawals: number;
   /** For FAILED / CANCELLED: the error code (`forced_preemption`, `agent_shutdown`, an ACK's error_code…). */
   errorCode: string;
   /** The agent's ACK note, a refusal's reason or the operator's reason. */

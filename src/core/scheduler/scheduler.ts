@@ -197,7 +197,7 @@ export class Scheduler implements Disposable {
       taskId, target, assignedAgentId: '', priority, seq: this.lastSeq + 1, params: Buffer.from(submission.params), contentType,
       scopeText: submission.scope, scope, jobKey: this.deps.gate.jobKey(target, contentType, submission.params), submittedBy: submission.submittedBy,
       submittedAt: now, state: 'QUEUED', waiting: null, runMessageId: '', preemptMessageId: '', preemptedBy: '', nonPreemptibleUntil: null,
-      dispatches: 0, errorCode: '', note: '', startedAt: null, endedAt: null, updatedAt: now, agentType: '', terminateMessageId: '', deadline: null,
+      dispatches: 0, withdrawals: 0, errorCode: '', note: '', startedAt: null, endedAt: null, updatedAt: now, agentType: '', terminateMessageId: '', deadline: null,
     };
     const sameJob = [...(this.byJob.get(task.jobKey) ?? [])];
     const admission = this.deps.gate.admit(task, sameJob, { ...ctx, correlationId: taskId });
@@ -425,50 +425,45 @@ export class Scheduler implements Disposable {
       this.refreshIdle(agentId);
     });
     if (refusal) {
-      this.withdrawn(task, refusal.code, `the run could not be sent to ${agentId}: ${refusal.reason}`, ctx, false);
+      this.withdrawn(task, agentId, refusal.code, `the run could not be sent to ${agentId}: ${refusal.reason}`, ctx, false);
       return;
     }
     this.changed.fire({ kind: 'changed', task });
   }
 
   /**
-   * The dispatch was withdrawn before the agent started (run refused / timed out / not delivered): the task goes back
-   * to the queue, or, after MAX_WITHDRAWN_DISPATCHES, ends FAILED with that code. The agent goes back to RUNNABLE.
+   * The dispatch to `agentId` was withdrawn before the agent started (run refused / not delivered / not sent, or the
+   * agent re-registered or failed): the task goes back to the queue, or, after MAX_WITHDRAWN_DISPATCHES withdrawals
+   * (yields do not count), ends FAILED with that code. A sent run's agent goes back to idle unless `moveAgent` is false.
    */
-  private withdrawn(task: TaskRecord, code: string, reason: string, ctx: CallContext, wasSent: boolean): void {
-    const agentId = task.assignedAgentId;
-    const attempts = wasSent ? task.dispatches : task.dispatches + 1;
-    if (attempts >= MAX_WITHDRAWN_DISPATCHES) {
-      if (!wasSent) task.dispatches = attempts;
+  private withdrawn(task: TaskRecord, agentId: string, code: string, reason: string, ctx: CallContext, wasSent: boolean, moveAgent = true): void {
+    task.withdrawals++;
+    const freeAgent = (): void => {
+      this.endActivity(agentId, task.taskId, '', ctx);
+      if (this.slots.get(agentId)?.taskId === task.taskId) this.slots.delete(agentId);
+      this.runningCache = undefined;
+      if (moveAgent) this.moveAgent(agentId, withdrawWay(this.deps.agents.get(agentId)?.state), { by: 'task', reason: `run of ${task.taskId} withdrawn: ${code}`, taskId: task.taskId }, ctx);
+    };
+    if (task.withdrawals >= MAX_WITHDRAWN_DISPATCHES) {
       this.deps.store.transaction(() => {
-        this.end(task, 'FAILED', code, `${reason} (${attempts} dispatches withdrawn)`, ctx, 'withdrawn');
-        if (wasSent && this.slots.get(agentId)?.taskId === task.taskId) {
-          this.slots.delete(agentId);
-          this.runningCache = undefined;
-          this.moveAgent(agentId, withdrawWay(this.deps.agents.get(agentId)?.state), { by: 'task', reason: `run of ${task.taskId} withdrawn: ${code}`, taskId: task.taskId }, ctx);
-        }
+        this.end(task, 'FAILED', code, `${reason} (${task.withdrawals} dispatches withdrawn)`, ctx, 'withdrawn');
+        if (wasSent) freeAgent();
       });
-      if (agentId) this.refreshIdle(agentId);
+      this.refreshIdle(agentId);
       this.schedulePump();
       return;
     }
     this.deps.store.transaction(() => {
       const from = task.state;
       this.clearTimer(task.taskId);
-      if (wasSent) {
-        this.endActivity(agentId, task.taskId, '', ctx);
-        if (this.slots.get(agentId)?.taskId === task.taskId) this.slots.delete(agentId);
-        this.runningCache = undefined;
-        this.moveAgent(agentId, withdrawWay(this.deps.agents.get(agentId)?.state), { by: 'task', reason: `run of ${task.taskId} withdrawn: ${code}`, taskId: task.taskId }, ctx);
-      } else {
-        task.dispatches = attempts;
-      }
+      if (wasSent) freeAgent();
       this.requeue(task, { kind: 'agent_not_runnable', agentId, state: this.deps.agents.get(agentId)?.state ?? 'unknown' });
-      this.event(task, 'task.dispatch_withdrawn', { agent_id: agentId, code, reason, dispatches: task.dispatches }, 'WARN');
+      this.event(task, 'task.dispatch_withdrawn', { agent_id: agentId, code, reason, dispatches: task.dispatches, withdrawals: task.withdrawals }, 'WARN');
       this.stateEvent(task, from, { agent_id: agentId, error_code: code });
     });
-    if (agentId) this.refreshIdle(agentId);
+    this.refreshIdle(agentId);
     this.changed.fire({ kind: 'changed', task });
+    this.wakeFor(task);
     this.schedulePump();
   }
 
@@ -540,7 +535,7 @@ export class Scheduler implements Disposable {
           return; // the agent left: its cleanup ends the task
         } else if (update.state === 'REJECTED' || task.state === 'DISPATCHED' || notStarted(this.deps.agents.get(agentId)?.state)) {
           // Refused or never answered before the agent started (it is still SCHEDULED / RESUMED): back to the queue.
-          this.withdrawn(task, update.errorCode, update.note, ctx, true);
+          this.withdrawn(task, agentId, update.errorCode, update.note, ctx, true);
         } else {
           // The router ended a run the agent had started (it left, a delivery failed): the task failed.
           this.finished(task, 'FAILED', update.errorCode, update.note, ctx);
@@ -914,7 +909,9 @@ export class Scheduler implements Disposable {
       const task = this.open.get(slot.taskId);
       if (task) this.end(task, 'FAILED', code, `agent ${agentId} left: ${reason}`, { correlationId: task.taskId }, 'agent_left');
     } else if (slot?.cancelled) {
+      const cancelled = slot.cancelled;
       this.clearTimer(slot.taskId);
+      this.deps.store.transaction(() => this.settleTerminate(cancelled));
     }
     if (code !== 'AGENT_UNAVAILABLE') {
       const queued = this.queues.get(agentId);
@@ -956,7 +953,11 @@ export class Scheduler implements Disposable {
     this.slots.delete(agentId);
     this.runningCache = undefined;
     this.clearTimer(slot.taskId);
-    if (slot.cancelled) return;
+    if (slot.cancelled) {
+      const cancelled = slot.cancelled;
+      this.deps.store.transaction(() => this.settleTerminate(cancelled));
+      return;
+    }
     const task = this.open.get(slot.taskId);
     if (!task) return;
     const ctx: CallContext = { correlationId: task.taskId };
@@ -964,16 +965,8 @@ export class Scheduler implements Disposable {
       this.end(task, 'FAILED', code, reason, ctx, 'agent_unavailable');
       return;
     }
-    this.deps.store.transaction(() => {
-      const from = task.state;
-      this.endActivity(agentId, task.taskId, '', ctx);
-      this.requeue(task, { kind: 'agent_not_runnable', agentId, state: this.deps.agents.get(agentId)?.state ?? 'unknown' });
-      this.event(task, 'task.dispatch_withdrawn', { agent_id: agentId, code, reason, dispatches: task.dispatches }, 'WARN');
-      this.stateEvent(task, from, { agent_id: agentId, error_code: code });
-    });
-    this.changed.fire({ kind: 'changed', task });
-    this.wakeFor(task);
-    this.schedulePump();
+    // Never started: back to the queue (a withdrawal), the slot already freed, the agent left where it is.
+    this.withdrawn(task, agentId, code, reason, ctx, true, false);
   }
 
   /** Idle = RUNNABLE or SUSPENDED, connected, nothing running, not shutting down. */

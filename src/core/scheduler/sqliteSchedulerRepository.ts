@@ -58,5 +58,5 @@ export class SqliteSchedulerRepository implements SchedulerRepository {
 
 function revive(row: Row): TaskRecord {
   const record = JSON.parse(String(row.record)) as TaskRecord & { params: string };
-  return { ...record, params: Buffer.from(record.params, 'base64') };
+  return { ...record, withdrawals: record.withdrawals ?? 0, params: Buffer.from(record.params, 'base64') };
 }
