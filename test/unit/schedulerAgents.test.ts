@@ -166,3 +166,41 @@ describe('Scheduler: agents that re-register, fail or wander (RFC §8)', () => {
     });
   });
 });
+
+describe('Scheduler: tasks the gate holds', () => {
+  let h: SchedulerHarness;
+
+  beforeEach(() => {
+    h = new SchedulerHarness();
+  });
+
+  afterEach(() => h.dispose());
+
+  it('34 duplicates waiting for a decision do not block an unrelated task queued behind them', async () => {
+    h.agent('a1');
+    const first = h.submitted('a1', 0, { taskId: 'first', params: { job: 'same' } });
+    for (let i = 0; i < 34; i++) {
+      const dup = h.submit('a1', 0, { taskId: `dup-${i}`, params: { job: 'same' } });
+      assert.ok(dup.accepted, dup.accepted ? '' : dup.reason);
+      assert.equal(dup.task.waiting?.kind, 'conflict_decision');
+    }
+    h.submitted('a1', 5, { taskId: 'other' });
+    await h.answer('a1', h.command('a1', 'run').messageId, 'FULFILLED');
+    assert.equal(h.task(first.taskId).state, 'COMPLETED');
+    assert.equal(h.task('other').state, 'DISPATCHED');
+  });
+
+  it('after a restart a duplicate still waiting is held again: denied, it ends FAILED DUPLICATE_DETECTED at once', async () => {
+    h.agent('a1');
+    h.submitted('a1', 0, { taskId: 'first', params: { job: 'same' } });
+    const dup = h.submit('a1', 0, { taskId: 'dup', params: { job: 'same' } });
+    const invocationId = dup.accepted && dup.task.waiting?.kind === 'conflict_decision' ? dup.task.waiting.invocationId : '';
+    assert.notEqual(invocationId, '');
+    h.restart();
+    h.reconnect('a1');
+    h.coordinator.hitl.decide(invocationId, { action: 'deny', rationale: 'not twice' }, 'editor:alice', ctx());
+    await settle();
+    assert.equal(h.task('dup').state, 'FAILED');
+    assert.equal(h.task('dup').errorCode, 'DUPLICATE_DETECTED');
+  });
+});

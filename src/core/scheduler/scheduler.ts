@@ -66,6 +66,8 @@ const TYPE_PREFIX = 'type:';
 const SCHEDULER = 'scheduler';
 /** The ACK note of a `preempt_request` that declares a non-preemptible section: `non_preemptible:<ms>`. */
 const NON_PREEMPTIBLE = /^non_preemptible:(\d{1,12})$/;
+/** The waiting reasons the gate gives (its held tasks). */
+const GATE_WAITING: ReadonlySet<string> = new Set(['conflict_decision', 'serialised_after', 'max_parallel_instances']);
 const RUNNING_STATES: ReadonlySet<TaskState> = new Set(['DISPATCHED', 'RUNNING', 'PREEMPTING']);
 
 /** What occupies an agent: its task (dispatched, running, preempting), or a cancelled task whose `terminate` is pending. */
@@ -99,7 +101,10 @@ export class Scheduler implements Disposable {
   /** Agents told to shut down by this process (the reason); after a restart the agent's SHUTTING_DOWN state says it. */
   private readonly shuttingDown = new Map<string, string>();
   private readonly timers = new Map<string, Disposable>();
-  /** Queued tasks the gate last answered `waiting` (a limit, a serialisation, a decision): woken when a task ends. */
+  /**
+   * Queued tasks the gate last answered `waiting` (a limit, a serialisation, a decision), kept out of their TargetQueue
+   * so that they never hold up the tasks behind them; put back in it when a task ends or the gate changes.
+   */
   private readonly gateHeld = new Set<TaskRecord>();
   private readonly subscriptions: Disposable[] = [];
   private runningCache: TaskRecord[] | undefined;
@@ -140,6 +145,8 @@ export class Scheduler implements Disposable {
       deps.gate.onDidChange(() => this.safely('gate_change', () => this.onGateChange())),
     );
     this.housekeeping();
+    // Tasks the gate held when the coordinator stopped are asked again (a decision taken meanwhile applies now).
+    if (this.gateHeld.size > 0) this.safely('gate_change', () => this.onGateChange());
     for (const agentId of this.idle) this.dirty.add(agentId);
     this.schedulePump();
   }
@@ -215,7 +222,8 @@ export class Scheduler implements Disposable {
     });
     this.enqueue(task);
     this.changed.fire({ kind: 'submitted', task });
-    this.considerPreemption(task, ctx);
+    // A task waiting for the gate's admission cannot take an agent yet: nobody is asked to yield for it.
+    if (!this.gateHeld.has(task)) this.considerPreemption(task, ctx);
     this.wakeFor(task);
     this.pump();
     const current = this.open.get(taskId) ?? this.deps.store.scheduler.get(taskId) ?? task;
@@ -269,8 +277,9 @@ export class Scheduler implements Disposable {
     let jobs = this.byJob.get(task.jobKey);
     if (!jobs) this.byJob.set(task.jobKey, jobs = new Set());
     jobs.add(task);
-    if (task.state === 'QUEUED') this.queueOf(task.target).insert(task);
-    else if (RUNNING_STATES.has(task.state)) {
+    if (task.state === 'QUEUED') {
+      if (!this.gateHeld.has(task)) this.queueOf(task.target).insert(task);
+    } else if (RUNNING_STATES.has(task.state)) {
       this.slots.set(task.assignedAgentId, { taskId: task.taskId });
       this.runningCache = undefined;
     }
@@ -280,6 +289,37 @@ export class Scheduler implements Disposable {
     let queue = this.queues.get(target);
     if (!queue) this.queues.set(target, queue = new TargetQueue());
     return queue;
+  }
+
+  /** Takes `task` out of its target's queue; an emptied queue is dropped. */
+  private unqueue(task: TaskRecord): void {
+    const queue = this.queues.get(task.target);
+    if (!queue) return;
+    queue.remove(task);
+    if (queue.size === 0) this.queues.delete(task.target);
+  }
+
+  /** The gate holds `task`: out of its queue, into gateHeld. */
+  private hold(task: TaskRecord): void {
+    this.gateHeld.add(task);
+    this.unqueue(task);
+  }
+
+  /** Every task the gate held goes back into its queue (to be asked again), and an idle agent is woken for each. */
+  private releaseHeld(): void {
+    for (const task of [...this.gateHeld]) {
+      this.gateHeld.delete(task);
+      if (task.state !== 'QUEUED' || this.open.get(task.taskId) !== task) continue;
+      this.queueOf(task.target).insert(task);
+      this.wakeFor(task);
+    }
+  }
+
+  /** The queued tasks for `target` (an agent id): in its queue and held by the gate. */
+  private queuedFor(target: string): TaskRecord[] {
+    const queued = [...(this.queues.get(target)?.ordered() ?? [])];
+    for (const task of this.gateHeld) if (task.target === target) queued.push(task);
+    return queued;
   }
 
   /**
@@ -296,8 +336,12 @@ export class Scheduler implements Disposable {
       if (type === undefined) continue;
       const ctx: CallContext = { correlationId: task.taskId };
       const verdict = this.deps.gate.mayStart(task, type, this.running(), ctx);
-      if (!verdict.go && 'refuse' in verdict) this.end(task, 'FAILED', verdict.refuse.code, verdict.refuse.reason, ctx, 'gate');
-      else if (!verdict.go) this.setWaiting(task, verdict.waiting);
+      if (verdict.go) {
+        this.gateHeld.delete(task);
+        this.queueOf(task.target).insert(task);
+        this.wakeFor(task);
+      } else if ('refuse' in verdict) this.end(task, 'FAILED', verdict.refuse.code, verdict.refuse.reason, ctx, 'gate');
+      else this.setWaiting(task, verdict.waiting);
     }
     for (const agentId of this.idle) this.dirty.add(agentId);
     this.schedulePump();
@@ -358,25 +402,34 @@ export class Scheduler implements Disposable {
     const agent = this.deps.agents.get(agentId);
     if (!agent) return;
     const type = agent.descriptor.name;
-    const candidates: TaskRecord[] = [];
-    for (const task of mergedOrder(this.queues.get(agentId), this.queues.get(TYPE_PREFIX + type))) {
-      candidates.push(task);
-      if (candidates.length >= MAX_CANDIDATES) break;
-    }
-    for (const task of candidates) {
-      if (task.state !== 'QUEUED' || !this.open.has(task.taskId)) continue;
-      const ctx: CallContext = { correlationId: task.taskId };
-      const verdict = this.deps.gate.mayStart(task, type, this.running(), ctx);
-      if (verdict.go) {
-        this.dispatch(task, agent, ctx);
-        return;
+    // Tasks the gate holds leave the queue, so each round looks further; a round that held or ended none is the last.
+    for (;;) {
+      const candidates: TaskRecord[] = [];
+      for (const task of mergedOrder(this.queues.get(agentId), this.queues.get(TYPE_PREFIX + type))) {
+        candidates.push(task);
+        if (candidates.length >= MAX_CANDIDATES) break;
       }
-      if ('refuse' in verdict) {
-        this.end(task, 'FAILED', verdict.refuse.code, verdict.refuse.reason, ctx, 'gate');
-        continue;
+      if (candidates.length === 0) return;
+      let progressed = false;
+      for (const task of candidates) {
+        if (task.state !== 'QUEUED' || !this.open.has(task.taskId)) continue;
+        const ctx: CallContext = { correlationId: task.taskId };
+        const verdict = this.deps.gate.mayStart(task, type, this.running(), ctx);
+        if (verdict.go) {
+          this.dispatch(task, agent, ctx);
+          if (!this.idle.has(agentId)) return;
+          progressed = true;
+          continue;
+        }
+        progressed = true;
+        if ('refuse' in verdict) {
+          this.end(task, 'FAILED', verdict.refuse.code, verdict.refuse.reason, ctx, 'gate');
+          continue;
+        }
+        this.hold(task);
+        this.setWaiting(task, verdict.waiting);
       }
-      this.gateHeld.add(task);
-      this.setWaiting(task, verdict.waiting);
+      if (!progressed || !this.idle.has(agentId)) return;
     }
   }
 
@@ -406,7 +459,7 @@ export class Scheduler implements Disposable {
         this.endActivity(agentId, task.taskId, '', ctx);
         return;
       }
-      this.queueOf(task.target).remove(task);
+      this.unqueue(task);
       this.gateHeld.delete(task);
       const from = task.state;
       task.state = 'DISPATCHED';
@@ -825,7 +878,7 @@ export class Scheduler implements Disposable {
     const agentId = task.assignedAgentId;
     this.clearTimer(task.taskId);
     this.deps.store.transaction(() => {
-      if (from === 'QUEUED') this.queueOf(task.target).remove(task);
+      if (from === 'QUEUED') this.unqueue(task);
       task.state = state;
       task.errorCode = state === 'COMPLETED' ? '' : code;
       task.note = note.slice(0, 4096);
@@ -850,7 +903,7 @@ export class Scheduler implements Disposable {
     this.changed.fire({ kind: 'changed', task });
     // Tasks the gate held (serialised after this one, behind a limit) may start now: wake an idle agent for each.
     this.gateHeld.delete(task);
-    for (const held of this.gateHeld) this.wakeFor(held);
+    this.releaseHeld();
     this.schedulePump();
   }
 
@@ -881,8 +934,7 @@ export class Scheduler implements Disposable {
     if (!answer.ok) return answer;
     this.refreshIdle(agentId);
     // Tasks queued for this agent id can never run now.
-    const queued = this.queues.get(agentId);
-    if (queued) for (const task of [...queued.ordered()]) this.end(task, 'FAILED', 'agent_shutdown', `agent ${agentId} is shutting down`, { correlationId: task.taskId }, 'shutdown');
+    for (const task of this.queuedFor(agentId)) this.end(task, 'FAILED', 'agent_shutdown', `agent ${agentId} is shutting down`, { correlationId: task.taskId }, 'shutdown');
     return answer;
   }
 
@@ -914,8 +966,7 @@ export class Scheduler implements Disposable {
       this.deps.store.transaction(() => this.settleTerminate(cancelled));
     }
     if (code !== 'AGENT_UNAVAILABLE') {
-      const queued = this.queues.get(agentId);
-      if (queued) for (const task of [...queued.ordered()]) this.end(task, 'FAILED', code, `agent ${agentId} shut down`, { correlationId: task.taskId }, 'agent_left');
+      for (const task of this.queuedFor(agentId)) this.end(task, 'FAILED', code, `agent ${agentId} shut down`, { correlationId: task.taskId }, 'agent_left');
     }
   }
 
@@ -1075,6 +1126,8 @@ export class Scheduler implements Disposable {
 
   /** A task from the store at start: queued ones back in the queue; dispatched ones hold their agent; deadlines re-armed. */
   private restore(task: TaskRecord): void {
+    // Held by the gate when it stopped: held again (onGateChange asks again, so a denied duplicate still ends at once).
+    if (task.state === 'QUEUED' && task.waiting && GATE_WAITING.has(task.waiting.kind)) this.gateHeld.add(task);
     this.enqueue(task);
     if (task.state === 'PREEMPTING' && task.deadline !== null) this.armDeadline(task);
   }
