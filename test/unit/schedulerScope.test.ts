@@ -20,6 +20,11 @@ describe('Task scope (RFC §9.2): parseScope, formatScope, toWire', () => {
     assert.deepEqual(ok('repo:myrepo/path'), { repoId: 'myrepo', worktreeId: '', paths: ['path'], resources: [] });
   });
 
+  it('a brace glob with a comma in the token form is refused with the JSON form to use; the JSON form takes it', () => {
+    refused('repo:web path:src/{a,b}/**', /use the JSON form/);
+    assert.deepEqual(ok('{"repo_id": "web", "paths": ["src/{a,b}/**"]}').paths, ['src/{a,b}/**']);
+  });
+
   it('reads compact tokens separated by whitespace or commas', () => {
     assert.deepEqual(ok('repo:web/src/**/*.ts, worktree:wt-1 path:docs/** resource:db,resource:port-8080'), {
       repoId: 'web', worktreeId: 'wt-1', paths: ['src/**/*.ts', 'docs/**'], resources: ['db', 'port-8080'],

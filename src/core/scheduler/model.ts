@@ -185,7 +185,8 @@ export interface SchedulerStorage extends Transactions {
  *   its result) or FAILED with an error_code (task FAILED); FULFILLED with note `yielded` after a preempt_request
  *   also counts as the yield.
  * - `preempt_request`: FULFILLED with note `yielded` once at a safe point (the task goes back to the queue at its
- *   priority); or a NOTIFICATION/ACK note `non_preemptible:<ms>` declares a non-preemptible section (deferral, C.5).
+ *   priority); or an ACK RECEIVED/READ with note `non_preemptible:<ms>` declares a non-preemptible section first
+ *   (deferral, C.5).
  * - `terminate`: FULFILLED with note `terminated` within `grace_ms`, else the task is FAILED forced_preemption.
  * - `shutdown`: FULFILLED when the agent has stopped; the coordinator then deregisters it.
  */
@@ -203,9 +204,9 @@ export interface ScopeWire {
   readonly resources: readonly string[];
 }
 
-/** A task changed (submitted, dispatched, moved, ended, pruned). */
+/** A task changed (submitted; dispatched, moved or ended). Pruned finished tasks fire nothing. */
 export interface TaskChange {
-  readonly kind: 'submitted' | 'changed' | 'removed';
+  readonly kind: 'submitted' | 'changed';
   readonly task: TaskRecord;
 }
 

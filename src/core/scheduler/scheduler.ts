@@ -83,7 +83,8 @@ interface Slot {
  * Every task's log events and CONTROL envelopes carry correlation_id = task_id.
  *
  * Structure (so that submit + dispatch stay O(log n) with 100,000 queued tasks and 1,000 agents): open tasks by id;
- * queued tasks per target (agent id or `type:<name>`) in a TargetQueue (40 FIFOs); idle agents by id and by type;
+ * queued tasks per target (agent id or `type:<name>`) in a TargetQueue (40 FIFOs), except those the gate holds (gateHeld:
+ * out of the queue until a task ends or the gate changes, so they never hold up the tasks behind them); idle agents by id and by type;
  * what each agent runs (slots); open tasks by job key (for the gate's duplicate check).
  */
 export class Scheduler implements Disposable {

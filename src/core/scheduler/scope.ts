@@ -52,6 +52,11 @@ function fromTokens(text: string): TaskScope | ScopeRefusal {
   let worktreeId = '';
   const paths: string[] = [];
   const resources: string[] = [];
+  // Tokens are separated by commas and spaces: a glob with a comma or a space in it only fits the JSON form.
+  const brace = /\{[^{}]*[\s,][^{}]*\}/.exec(text);
+  if (brace) {
+    return `scope tokens are separated by commas and spaces, so ${JSON.stringify(brace[0].slice(0, 80))} cannot be written in them; use the JSON form, e.g. {"repo_id": "…", "paths": ["src/{a,b}/**"]}`;
+  }
   for (const token of text.split(/[\s,]+/).filter((t) => t !== '')) {
     const m = TOKEN.exec(token);
     if (!m) return `scope token ${JSON.stringify(token.slice(0, 80))} is not repo:<repo_id>[/<path glob>], worktree:<id>, path:<glob> or resource:<name>`;
