@@ -73,10 +73,15 @@ describe('Router outbox (CoordinatorOutbox: the coordinator\'s own tracked messa
 
   it('fires inside the transaction that records the state (the message already reads in its new state)', () => {
     const id = control({ command: 'run', task_id: 'task-1' });
-    const seen: Array<string | undefined> = [];
-    h.router.onDidUpdateOutbox((u) => seen.push(h.store.router.getMessage(u.messageId)?.state));
+    const seen: Array<[string | undefined, number]> = [];
+    // The store's transaction depth (private: read here only to observe where the listener runs): 1 inside the
+    // transaction that records the ACK, 0 if the event fired after it.
+    const depth = () => (h.store as unknown as { engine: { depth: number } }).engine.depth;
+    assert.equal(depth(), 0);
+    h.router.onDidUpdateOutbox((u) => seen.push([h.store.router.getMessage(u.messageId)?.state, depth()]));
     h.acked(A, id, 'RECEIVED');
-    assert.deepEqual(seen, ['RECEIVED']);
+    assert.deepEqual(seen, [['RECEIVED', 1]]);
+    assert.equal(depth(), 0);
   });
 
   it('stays silent for messages between agents', () => {
