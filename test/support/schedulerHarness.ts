@@ -19,6 +19,7 @@ export class SchedulerHarness extends RouterHarness {
   private readonly sinks = new Map<string, CollectingSink>();
   private readonly seen = new Map<string, number>();
   private readonly seenIds = new Map<string, Set<string>>();
+  private readonly confirmed = new WeakMap<CollectingSink, Set<number>>();
   private submissions = 0;
 
   get scheduler(): Scheduler {
@@ -40,6 +41,19 @@ export class SchedulerHarness extends RouterHarness {
     this.sinks.set(agentId, this.stream(agentId).sink);
     this.seen.delete(agentId);
     this.seenIds.delete(agentId);
+  }
+
+  /** AckDelivery for everything written to `agentId`'s stream not confirmed yet (as an agent confirms what it read). */
+  confirmDeliveries(agentId: string): void {
+    const sink = this.sinks.get(agentId);
+    assert.ok(sink, `no stream for ${agentId}`);
+    let confirmed = this.confirmed.get(sink);
+    if (!confirmed) this.confirmed.set(sink, confirmed = new Set());
+    for (const item of sink.items) {
+      if (confirmed.has(item.seq)) continue;
+      confirmed.add(item.seq);
+      this.router.ackDelivery(agentId, item.seq, item.envelope.messageId, 'DELIVERED', ctx(`ack-delivery-${agentId}`));
+    }
   }
 
   agentState(agentId: string): string | undefined {
