@@ -364,6 +364,23 @@ describe('SchedulerService over gRPC (tasks, priorities, preemption)', function 
       assert.ok(!w1.commands().includes('run job-2'), 'the denied duplicate never ran');
     });
 
+    it('a duplicate whose original ends before anyone answers is no longer a duplicate: its question is withdrawn and it runs', async () => {
+      await start();
+      const w1 = await agent('w1');
+      await accepted({ agent_id: 'w1', task_id: 'job-1', priority: -19, params: { build: 'main' }, scope: 'resource:ci' });
+      const run = await w1.command('run', 'job-1');
+      await w1.ack(run, 'RECEIVED');
+      await accepted({ agent_id: 'w1', task_id: 'job-2', priority: 0, params: { build: 'main' }, scope: 'resource:ci' });
+      const invocation = await pollUntil('a TASK_ESCALATION invocation', () => host.coordinator.hitl.list({ pendingOnly: true }).find((i) => i.reasonType === 'TASK_ESCALATION'));
+      await w1.ack(run, 'FULFILLED');
+      await waitTask('job-1', 'COMPLETED');
+      const run2 = await w1.command('run', 'job-2');
+      assert.equal(host.coordinator.hitl.get(invocation.id)!.state, 'cancelled');
+      await w1.ack(run2, 'RECEIVED');
+      await w1.ack(run2, 'FULFILLED');
+      await waitTask('job-2', 'COMPLETED');
+    });
+
     for (const [action, parallel] of [['approve', true], ['deny', false]] as const) {
       it(`overlapping scopes escalate a CONFLICT through HITL end to end; ${action} → ${parallel ? 'run in parallel' : 'serialised'}`, async () => {
         await start();
