@@ -88,4 +88,26 @@ describe('ActivityService over real gRPC (AppendArtifact, ListArtifacts)', funct
     assert.match(bad.details, /^VALIDATION_ERROR: kind must be empty or one of/);
     await expectStatus(unary(client, 'AppendArtifact', { artifact: artifact() }, new grpc.Metadata()), grpc.status.UNAUTHENTICATED);
   });
+
+  it('a negotiation too big for one ListArtifacts answer: RESOURCE_EXHAUSTED saying to list one kind at a time, which works', async () => {
+    const root = grpc.loadPackageDefinition(canonicalDefinition()) as unknown as { sw4rm: { activity: { ActivityService: grpc.ServiceClientConstructor } } };
+    const big = new root.sw4rm.activity.ActivityService(`127.0.0.1:${host.port}`, grpc.credentials.createInsecure(), {
+      'grpc.max_receive_message_length': -1, 'grpc.max_send_message_length': -1,
+    }) as Client;
+    try {
+      const mib = Buffer.alloc(1024 * 1024, 7);
+      for (const kind of ['diff', 'contract']) {
+        for (let i = 0; i < 8; i++) {
+          assert.deepEqual(await unary(big, 'AppendArtifact', { artifact: artifact({ negotiation_id: 'big', kind, content: mib }) }, metadata()), { ok: true, reason: '' });
+        }
+      }
+      const all = await expectStatus(unary(big, 'ListArtifacts', { negotiation_id: 'big', kind: '' }, metadata()), grpc.status.RESOURCE_EXHAUSTED);
+      assert.match(all.details, /^BUFFER_FULL: the 16 artifacts hold 16777216 bytes.*list them one kind at a time/);
+      const diffs = await unary<{ items: ArtifactMessage[] }>(big, 'ListArtifacts', { negotiation_id: 'big', kind: 'diff' }, metadata());
+      assert.equal(diffs.items.length, 8);
+      assert.ok(diffs.items.every((a) => a.kind === 'diff' && a.content.length === mib.length));
+    } finally {
+      big.close();
+    }
+  });
 });

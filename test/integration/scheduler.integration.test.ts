@@ -164,7 +164,12 @@ describe('SchedulerService over gRPC (tasks, priorities, preemption)', function 
       assert.equal(noAgent.accepted, false);
       assert.match(noAgent.reason, /^NO_ROUTE: /);
       const noTarget = await scheduler.submit({ agent_id: '', task_id: 'nt', scope: 'resource:x' });
-      assert.deepEqual(noTarget, { accepted: false, reason: 'VALIDATION_ERROR: agent_id is required (an agent id, or type:<agent type>)' });
+      assert.deepEqual(noTarget, { accepted: false, reason: 'VALIDATION_ERROR: agent_id is required: an agent id or type:<agent type>' });
+      const longId = await scheduler.submit({ agent_id: 'w1', task_id: 't'.repeat(129), scope: 'resource:x' });
+      assert.match(longId.reason, /^VALIDATION_ERROR: task_id is longer than 128 characters/);
+      const refused = host.coordinator.log.query({ eventType: 'task.refused', limit: 100 });
+      assert.ok(refused.some((e) => e.details.task_id === 'nt' && e.details.code === 'VALIDATION_ERROR'), 'a refusal the service passes on is logged like any other');
+      assert.ok(refused.some((e) => String(e.details.task_id).length === 129));
       const twice = await scheduler.submit({ agent_id: 'w1', task_id: 'ns2', scope: 'resource:x' });
       assert.equal(twice.accepted, true);
       const again = await scheduler.submit({ agent_id: 'w1', task_id: 'ns2', scope: 'resource:y', params: { other: true } });
@@ -341,7 +346,7 @@ describe('SchedulerService over gRPC (tasks, priorities, preemption)', function 
       await pollUntil('second dispatched', () => (['DISPATCHED', 'RUNNING'].includes(host.coordinator.scheduler.task('second')!.state) ? true : undefined));
     });
 
-    it('the same job twice waits for a human (TASK_ESCALATION); denied, it ends FAILED DUPLICATE_DETECTED and never runs', async () => {
+    it('the same job twice waits for a human (TASK_ESCALATION); denied, it ends FAILED DUPLICATE_DETECTED at once and never runs', async () => {
       await start();
       const w1 = await agent('w1');
       await accepted({ agent_id: 'w1', task_id: 'job-1', priority: -19, params: { build: 'main' }, scope: 'resource:ci' });
@@ -350,12 +355,30 @@ describe('SchedulerService over gRPC (tasks, priorities, preemption)', function 
       await accepted({ agent_id: 'w1', task_id: 'job-2', priority: 0, params: { build: 'main' }, scope: 'resource:ci2' });
       const invocation = await pollUntil('a TASK_ESCALATION invocation', () => host.coordinator.hitl.list({ pendingOnly: true }).find((i) => i.reasonType === 'TASK_ESCALATION'));
       host.coordinator.hitl.decide(invocation.id, { action: 'deny', rationale: 'one build at a time' }, 'editor:test', { correlationId: 'test' });
-      // The denial is applied when the duplicate would start: once its agent is free.
-      await w1.ack(run, 'FULFILLED');
-      await waitTask('job-1', 'COMPLETED');
+      // The denial ends the duplicate at once: its agent is still busy with job-1, which has not been acknowledged yet.
       await waitTask('job-2', 'FAILED');
       assert.equal(host.coordinator.scheduler.task('job-2')!.errorCode, 'DUPLICATE_DETECTED');
+      assert.equal(host.coordinator.scheduler.task('job-1')!.state, 'RUNNING', 'job-1 is still running: no ACK FULFILLED yet');
+      await w1.ack(run, 'FULFILLED');
+      await waitTask('job-1', 'COMPLETED');
       assert.ok(!w1.commands().includes('run job-2'), 'the denied duplicate never ran');
+    });
+
+    it('a duplicate whose original ends before anyone answers is no longer a duplicate: its question is withdrawn and it runs', async () => {
+      await start();
+      const w1 = await agent('w1');
+      await accepted({ agent_id: 'w1', task_id: 'job-1', priority: -19, params: { build: 'main' }, scope: 'resource:ci' });
+      const run = await w1.command('run', 'job-1');
+      await w1.ack(run, 'RECEIVED');
+      await accepted({ agent_id: 'w1', task_id: 'job-2', priority: 0, params: { build: 'main' }, scope: 'resource:ci' });
+      const invocation = await pollUntil('a TASK_ESCALATION invocation', () => host.coordinator.hitl.list({ pendingOnly: true }).find((i) => i.reasonType === 'TASK_ESCALATION'));
+      await w1.ack(run, 'FULFILLED');
+      await waitTask('job-1', 'COMPLETED');
+      const run2 = await w1.command('run', 'job-2');
+      assert.equal(host.coordinator.hitl.get(invocation.id)!.state, 'cancelled');
+      await w1.ack(run2, 'RECEIVED');
+      await w1.ack(run2, 'FULFILLED');
+      await waitTask('job-2', 'COMPLETED');
     });
 
     for (const [action, parallel] of [['approve', true], ['deny', false]] as const) {
@@ -381,7 +404,11 @@ describe('SchedulerService over gRPC (tasks, priorities, preemption)', function 
           assert.equal(host.coordinator.scheduler.task('edit-all')!.state, 'RUNNING');
         } else {
           await pollUntil('edit-one serialised', () => (host.coordinator.scheduler.task('edit-one')!.waiting?.kind === 'serialised_after' ? true : undefined));
-          await assert.rejects(w2.command('run', 'edit-one', 500), /did not deliver/);
+          // Nothing was sent: the task is still queued, never dispatched (a dispatch marks it DISPATCHED and counts it).
+          const held = host.coordinator.scheduler.task('edit-one')!;
+          assert.deepEqual([held.state, held.dispatches, held.assignedAgentId], ['QUEUED', 0, '']);
+          assert.equal(host.coordinator.scheduler.task('edit-all')!.state, 'RUNNING');
+          assert.ok(!w2.commands().includes('run edit-one'));
           await w1.ack(run1, 'FULFILLED');
           await w2.command('run', 'edit-one');
         }

@@ -3,6 +3,8 @@ import { ManualClock, isoUtc } from '../../src/core/clock';
 import { CoordinatorStore } from '../../src/core/coordinatorStore';
 import { EventLog } from '../../src/core/log/eventLog';
 import { ActivityBuffer, ActivityEntryInvalidError, HISTORY_EVICTION_BATCH } from '../../src/core/activity/activityBuffer';
+import { ARTIFACT_LIMITS } from '../../src/core/activity/activityBuffer';
+import { TRANSPORT_MAX_MESSAGE_BYTES } from '../../src/core/limits';
 import { ActivityBufferFullError, DEFAULT_ACTIVITY_OPTIONS, type ActivityChange, type ActivityEntry, type ActivityOptions, type Artifact } from '../../src/core/activity/model';
 import { makeTempDir, removeTempDir } from '../support/tempDir';
 
@@ -285,6 +287,32 @@ describe('Activity buffer (RFC §10, §10.1)', () => {
       assert.equal(buffer.appendArtifact(artifact({ content: Buffer.alloc(1024 * 1024) }), ctx).ok, true, 'exactly 1 MiB is accepted');
       assert.equal(buffer.listArtifacts('neg-1', '').length, 1);
       assert.equal(events('activity.artifact_refused').length, refusals.length);
+    });
+
+    it('caps a negotiation: 1,000 artifacts, the bytes of one kind one answer can carry, 64 MiB in all (BUFFER_FULL)', () => {
+      assert.deepEqual(ARTIFACT_LIMITS, { perNegotiation: 1000, bytesPerNegotiation: 64 * 1024 * 1024, bytesPerKind: TRANSPORT_MAX_MESSAGE_BYTES - 1024 * 1024 });
+      for (let i = 0; i < 1000; i++) assert.equal(buffer.appendArtifact(artifact({ negotiationId: 'many', kind: 'note', content: Buffer.from('x') }), ctx).ok, true);
+      const many = buffer.appendArtifact(artifact({ negotiationId: 'many', kind: 'note', content: Buffer.from('x') }), ctx);
+      assert.equal(many.ok, false);
+      assert.match(many.reason, /^BUFFER_FULL: negotiation 'many' already holds 1000 artifacts.*new negotiation_id/);
+      assert.equal(buffer.appendArtifact(artifact({ negotiationId: 'other' }), ctx).ok, true, 'other negotiations are not affected');
+
+      const mib = Buffer.alloc(1024 * 1024, 1);
+      const perKind = Math.floor(ARTIFACT_LIMITS.bytesPerKind / mib.length);
+      for (let i = 0; i < perKind; i++) assert.equal(buffer.appendArtifact(artifact({ negotiationId: 'big', kind: 'diff', content: mib }), ctx).ok, true);
+      const kindFull = buffer.appendArtifact(artifact({ negotiationId: 'big', kind: 'diff', content: mib }), ctx);
+      assert.match(kindFull.reason, /^BUFFER_FULL: .*bytes of 'diff' artifacts.*per kind/);
+      assert.equal(buffer.appendArtifact(artifact({ negotiationId: 'big', kind: 'diff', content: Buffer.alloc(16) }), ctx).ok, true, 'what still fits is taken');
+      let appended = perKind;
+      for (const kind of ['contract', 'decision', 'score', 'note']) {
+        for (let i = 0; i < perKind && appended < 63; i++, appended++) assert.equal(buffer.appendArtifact(artifact({ negotiationId: 'big', kind, content: mib }), ctx).ok, true);
+      }
+      const full = buffer.appendArtifact(artifact({ negotiationId: 'big', kind: 'note', content: mib }), ctx);
+      assert.match(full.reason, /^BUFFER_FULL: negotiation 'big' holds 66060304 bytes.*would exceed 67108864 per negotiation/);
+      const refused = events('activity.artifact_refused');
+      assert.equal(refused.length, 3);
+      assert.equal(refused[2].details.code, 'BUFFER_FULL');
+      assert.equal(refused[2].level, 'WARN');
     });
   });
 });

@@ -172,6 +172,56 @@ describe('ConcurrencyControl (RFC §9: limits, job uniqueness, scope conflicts)'
       assert.ok('refuse' in late, JSON.stringify(late));
       assert.match(late.refuse.reason, /no approval before the deadline/);
     });
+
+    it('a duplicate whose originals all end first is released: its question withdrawn, admitted, announced', async () => {
+      operator?.dispose();
+      operator = undefined;
+      const g = gate();
+      const changed = changes(g);
+      const t1 = running(task('t1', { params: '{"same":true}' }));
+      const t3 = task('t3', { params: '{"same":true}' });
+      const dup = task('t2', { params: '{"same":true}' });
+      const admission = g.admit(dup, [t1, t3], ctx()) as { pending: string };
+      g.forget('t1', ctx());
+      await Promise.resolve();
+      assert.deepEqual(waitingOf(g.mayStart(dup, 'coder', [], ctx())), { kind: 'conflict_decision', invocationId: admission.pending, withTaskId: 't3' },
+        'still a duplicate of t3');
+      assert.equal(h.coordinator.hitl.get(admission.pending)!.state, 'pending');
+      assert.equal(changed.count, 0);
+      g.forget('t3', ctx());
+      await Promise.resolve();
+      assert.equal(changed.count, 1, 'announced so that the scheduler tries the duplicate again');
+      assert.equal(h.coordinator.hitl.get(admission.pending)!.state, 'cancelled');
+      assert.deepEqual(g.mayStart(dup, 'coder', [], ctx()), { go: true });
+      h.clock.advance(h.coordinator.hitl.policy.defaultDeadlineMs + h.coordinator.hitl.policy.unavailableAfterMs + 1);
+      assert.deepEqual(g.mayStart(dup, 'coder', [], ctx()), { go: true }, 'not refused later at the deadline');
+      const [decided] = h.events('scheduler.duplicate_decided');
+      assert.equal(decided.details.decision, 'allowed');
+      assert.equal(decided.details.by, 'original_ended');
+    });
+
+    it('an approved duplicate runs alongside the task it repeats without a CONFLICT question about their shared scope', () => {
+      const g = gate();
+      const scope = { repoId: 'r', paths: ['src/**'] };
+      const t1 = running(task('t1', { params: '{"same":true}', scope }));
+      const dup = task('t2', { params: '{"same":true}', scope });
+      const admission = g.admit(dup, [t1], ctx()) as { pending: string };
+      decide(admission.pending, 'approve');
+      assert.deepEqual(g.mayStart(dup, 'coder', [t1], ctx()), { go: true });
+      assert.equal(h.coordinator.hitl.pendingCount(), 0, 'the human is not asked a second time');
+      assert.equal(h.events('scheduler.conflict_checked').length, 0);
+    });
+
+    it('an operator cancelling the question refuses the duplicate', () => {
+      const g = gate();
+      const dup = task('t2', { params: '{"same":true}' });
+      const admission = g.admit(dup, [running(task('t1', { params: '{"same":true}' }))], ctx()) as { pending: string };
+      h.coordinator.hitl.cancel(admission.pending, 'editor:alice', 'not now', ctx());
+      const refusal = g.mayStart(dup, 'coder', [], ctx());
+      assert.ok('refuse' in refusal, JSON.stringify(refusal));
+      assert.equal(refusal.refuse.code, 'DUPLICATE_DETECTED');
+      assert.match(refusal.refuse.reason, /its approval was cancelled/);
+    });
   });
 
   describe('scope conflicts (RFC §9.2, §9.3, Appendix D C.6)', () => {
@@ -294,6 +344,34 @@ describe('ConcurrencyControl (RFC §9: limits, job uniqueness, scope conflicts)'
       assert.equal(h.coordinator.hitl.get(w.invocationId)!.state, 'cancelled');
       assert.equal(h.coordinator.hitl.get(dup.pending)!.state, 'cancelled');
       assert.equal(h.events('scheduler.conflict_decided').length, 0, 'a cancelled question decides nothing');
+    });
+
+    it('an operator cancelling a CONFLICT question serialises the pair', () => {
+      const g = gate();
+      const a = running(task('a', { scope: shared }));
+      const w = waitingOf(g.mayStart(task('b', { scope: shared }), 'coder', [a], ctx())) as { invocationId: string };
+      h.coordinator.hitl.cancel(w.invocationId, 'editor:alice', 'not now', ctx());
+      assert.deepEqual(waitingOf(g.mayStart(task('b', { scope: shared }), 'coder', [a], ctx())), { kind: 'serialised_after', taskId: 'a' });
+      assert.equal(h.events('scheduler.conflict_decided')[0].details.by, 'cancel');
+    });
+
+    it('a decision taken long ago (behind more than 10,000 newer settled invocations) still holds after a restart', () => {
+      const g = h.coordinator.concurrency;
+      const a = running(task('a', { scope: shared }));
+      const b = task('b', { scope: shared });
+      const w = waitingOf(g.mayStart(b, 'coder', [a], ctx())) as { invocationId: string };
+      decide(w.invocationId, 'approve');
+      const decided = h.coordinator.hitl.get(w.invocationId)!;
+      h.store.transaction(() => {
+        for (let i = 0; i < 10_001; i++) {
+          h.store.hitl.put({ ...decided, id: `other-${i}`, origin: { kind: 'internal', component: 'elsewhere' }, updatedAt: decided.updatedAt + 1 + i });
+        }
+      });
+      operator?.dispose();
+      h.restart();
+      operator = h.coordinator.hitl.attachOperator('editor:test');
+      assert.deepEqual(h.coordinator.concurrency.mayStart(b, 'coder', [a], ctx()), { go: true });
+      assert.equal(h.coordinator.hitl.pendingCount(), 0, 'not asked again');
     });
 
     it('a decision asked before a restart is still waited for, and followed, after it', () => {

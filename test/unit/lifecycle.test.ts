@@ -1,3 +1,5 @@
+import * as fs from 'node:fs';
+import * as path from 'node:path';
 import { strict as assert } from 'node:assert';
 import { ManualClock } from '../../src/core/clock';
 import { CoordinatorStore } from '../../src/core/coordinatorStore';
@@ -107,6 +109,21 @@ describe('Agent lifecycle (RFC §8, Appendix C)', () => {
         }
         assert.deepEqual([...AGENT_TRANSITIONS.get(from)!].sort(), [...EXPECTED[from]].sort(), from);
       }
+    });
+
+    it('is the table the README shows, with its three kinds of ★ edges named', () => {
+      const readme = fs.readFileSync(path.resolve(__dirname, '../../../README.md'), 'utf8');
+      const section = readme.slice(readme.indexOf('### Agent lifecycle'), readme.indexOf('Registering (again)'));
+      const rows = new Map<string, string[]>();
+      for (const line of section.split('\n')) {
+        const cells = /^\| `([A-Z_]+)` \| (.*) \|$/.exec(line);
+        if (!cells) continue;
+        const targets = [...cells[2].matchAll(/`([A-Z_]+)`/g)].map((m) => m[1]).filter((t) => (AGENT_STATES as readonly string[]).includes(t));
+        rows.set(cells[1], targets);
+      }
+      for (const from of AGENT_STATES) assert.deepEqual([...(rows.get(from) ?? [])].sort(), [...EXPECTED[from]].sort(), `README row ${from}`);
+      assert.match(section, /three kinds of edges marked ★/);
+      for (const edge of ['`COMPLETED → RUNNABLE`', '`SCHEDULED → RUNNABLE`', '`→ SHUTTING_DOWN` from every state']) assert.ok(section.includes(edge), edge);
     });
 
     it('enters INITIALIZING only by registration, and reads FAILED as FAILED_STATE', () => {

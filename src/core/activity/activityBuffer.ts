@@ -2,6 +2,7 @@ import { isoUtc, type Clock } from '../clock';
 import type { CallContext } from '../context';
 import { Emitter, type Disposable, type Event } from '../events';
 import { FIELD_LIMITS, identifierRefusal } from '../fieldLimits';
+import { MIB, TRANSPORT_MAX_MESSAGE_BYTES } from '../limits';
 import type { EventLog } from '../log/eventLog';
 import {
   ActivityBufferFullError, type ActivityChange, type ActivityEntry, type ActivityFilter, type ActivityOptions, type ActivitySink,
@@ -20,6 +21,13 @@ export interface ActivityUsage {
 
 /** RFC §10.1: a warning when the buffer exceeds 80% of its capacity. */
 export const ACTIVITY_WARNING_RATIO = 0.8;
+/**
+ * Per negotiation at most this many artifacts, this many content bytes in all, and per kind this many content bytes —
+ * so that listing one kind always fits in one gRPC answer (TRANSPORT_MAX_MESSAGE_BYTES less 1 MiB for the other
+ * fields of up to 1,000 artifacts). Beyond them AppendArtifact answers `ok: false`, `BUFFER_FULL: …`.
+ */
+export const ARTIFACT_LIMITS = { perNegotiation: 1_000, bytesPerNegotiation: 64 * MIB, bytesPerKind: TRANSPORT_MAX_MESSAGE_BYTES - MIB } as const;
+
 /** The artifact kinds of activity.proto. */
 export const ARTIFACT_KINDS: readonly string[] = ['contract', 'diff', 'decision', 'score', 'note'];
 /** Ended entries evicted per run (one transaction), so that a large backlog never holds the event loop long. */
@@ -175,26 +183,54 @@ export class ActivityBuffer implements ActivitySink, Disposable {
     };
   }
 
-  /** AppendArtifact: checked (negotiation_id, kind, sizes), persisted; a refusal is `{ ok: false, reason }`. */
+  /**
+   * AppendArtifact: checked (negotiation_id, kind, sizes; the negotiation's ARTIFACT_LIMITS), persisted; a refusal is
+   * `{ ok: false, reason }` (`VALIDATION_ERROR: …` or `BUFFER_FULL: …`).
+   */
   appendArtifact(artifact: Artifact, ctx: CallContext): { readonly ok: boolean; readonly reason: string } {
-    const reason = artifactRefusal(artifact);
-    const createdAt = artifact.createdAt === '' ? isoUtc(this.clock.now()) : artifact.createdAt;
-    if (reason) {
+    const refuse = (code: string, reason: string) => {
       this.log.record({
         correlationId: ctx.correlationId, actor: 'activity', eventType: 'activity.artifact_refused', level: 'WARN',
-        details: { negotiation_id: artifact.negotiationId.slice(0, LIMITS.negotiation_id), kind: artifact.kind.slice(0, 64), reason },
+        details: { negotiation_id: artifact.negotiationId.slice(0, LIMITS.negotiation_id), kind: artifact.kind.slice(0, 64), code, reason },
       });
-      return { ok: false, reason: `VALIDATION_ERROR: ${reason}` };
-    }
+      return { ok: false, reason: `${code}: ${reason}` };
+    };
+    const reason = artifactRefusal(artifact);
+    if (reason) return refuse('VALIDATION_ERROR', reason);
+    const createdAt = artifact.createdAt === '' ? isoUtc(this.clock.now()) : artifact.createdAt;
     const stored: Artifact = { ...artifact, content: Buffer.from(artifact.content), createdAt };
-    this.store.transaction(() => {
+    return this.store.transaction(() => {
+      const full = this.artifactsFull(stored);
+      if (full) return refuse('BUFFER_FULL', full);
       this.store.activity.appendArtifact(stored);
       this.log.record({
         correlationId: ctx.correlationId, actor: 'activity', eventType: 'activity.artifact_appended',
         details: { negotiation_id: stored.negotiationId, kind: stored.kind, version: stored.version, content_type: stored.contentType, bytes: stored.content.length },
       });
+      return { ok: true, reason: '' };
     });
-    return { ok: true, reason: '' };
+  }
+
+  /** Why the negotiation cannot take this artifact (ARTIFACT_LIMITS), or undefined. */
+  private artifactsFull(artifact: Artifact): string | undefined {
+    const usage = this.store.activity.artifactUsage(artifact.negotiationId);
+    let count = 0;
+    let bytes = 0;
+    for (const u of usage.values()) {
+      count += u.count;
+      bytes += u.bytes;
+    }
+    const size = artifact.content.length;
+    const ofKind = usage.get(artifact.kind)?.bytes ?? 0;
+    const what = `negotiation '${artifact.negotiationId}'`;
+    if (count >= ARTIFACT_LIMITS.perNegotiation) return `${what} already holds ${count} artifacts, the most one negotiation may hold; continue under a new negotiation_id`;
+    if (bytes + size > ARTIFACT_LIMITS.bytesPerNegotiation) {
+      return `${what} holds ${bytes} bytes of content; ${size} more would exceed ${ARTIFACT_LIMITS.bytesPerNegotiation} per negotiation; continue under a new negotiation_id`;
+    }
+    if (ofKind + size > ARTIFACT_LIMITS.bytesPerKind) {
+      return `${what} holds ${ofKind} bytes of '${artifact.kind}' artifacts; ${size} more would exceed ${ARTIFACT_LIMITS.bytesPerKind} per kind (what one ListArtifacts answer carries); continue under a new negotiation_id`;
+    }
+    return undefined;
   }
 
   /** ListArtifacts: a negotiation's artifacts in the order appended, of one kind when `kind` is not ''. */

@@ -73,6 +73,8 @@ export interface ActivityRepository {
   listEntries(): ActivityEntry[];
   appendArtifact(artifact: Artifact): void;
   listArtifacts(negotiationId: string, kind: string): Artifact[];
+  /** How many artifacts a negotiation holds and their content bytes, per kind (kinds it has none of are absent). */
+  artifactUsage(negotiationId: string): ReadonlyMap<string, { readonly count: number; readonly bytes: number }>;
 }
 
 export interface ActivityStorage extends Transactions {

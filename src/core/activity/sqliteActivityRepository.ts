@@ -18,6 +18,9 @@ export class SqliteActivityRepository implements ActivityRepository {
         VALUES (?, ?, ?, ?, ?, ?)`),
       listArtifacts: p(`SELECT negotiation_id, kind, version, content_type, content, created_at FROM activity_artifacts
         WHERE negotiation_id = ? AND (? = '' OR kind = ?) ORDER BY id`),
+      // length() of a BLOB column reads the size from the record, not the content.
+      artifactUsage: p(`SELECT kind, COUNT(*) AS n, COALESCE(SUM(length(content)), 0) AS bytes FROM activity_artifacts
+        WHERE negotiation_id = ? GROUP BY kind`),
     };
   }
 
@@ -35,6 +38,10 @@ export class SqliteActivityRepository implements ActivityRepository {
 
   appendArtifact(artifact: Artifact): void {
     this.s.appendArtifact.run(artifact.negotiationId, artifact.kind, artifact.version, artifact.contentType, artifact.content, artifact.createdAt);
+  }
+
+  artifactUsage(negotiationId: string): ReadonlyMap<string, { readonly count: number; readonly bytes: number }> {
+    return new Map((this.s.artifactUsage.all(negotiationId) as Row[]).map((row) => [String(row.kind), { count: Number(row.n), bytes: Number(row.bytes) }]));
   }
 
   listArtifacts(negotiationId: string, kind: string): Artifact[] {

@@ -255,6 +255,14 @@ export class HitlService {
     return [...pending, ...settled];
   }
 
+  /**
+   * Every invocation an internal component opened (origin `internal`, this `component`), pending and settled, oldest
+   * first, however many there are (a component reading back its own decisions after a restart).
+   */
+  listOfComponent(component: string): HitlInvocation[] {
+    return this.repo.listOfComponent(component);
+  }
+
   pendingCount(): number {
     return this.repo.list({ pendingOnly: true }).length;
   }

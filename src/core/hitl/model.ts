@@ -157,6 +157,8 @@ export interface HitlRepository {
   get(id: string): HitlInvocation | undefined;
   /** Pending first, then the most recently updated; at most `limit` (default 1,000) settled ones. */
   list(options?: { readonly pendingOnly?: boolean; readonly limit?: number }): HitlInvocation[];
+  /** Every invocation opened by an internal component (origin `internal`, this `component`), pending and settled, oldest first. */
+  listOfComponent(component: string): HitlInvocation[];
   appendAudit(entry: Omit<AuditEntry, 'id'>): number;
   audit(query?: AuditQuery): AuditEntry[];
   /**

@@ -19,6 +19,8 @@ export class SqliteHitlRepository implements HitlRepository {
       get: p('SELECT record FROM hitl_invocations WHERE invocation_id = ?'),
       pending: p(`SELECT record FROM hitl_invocations WHERE state = 'pending' ORDER BY created_at`),
       settled: p(`SELECT record FROM hitl_invocations WHERE state != 'pending' ORDER BY updated_at DESC LIMIT ?`),
+      ofComponent: p(`SELECT record FROM hitl_invocations WHERE json_extract(record, '$.origin.kind') = 'internal'
+        AND json_extract(record, '$.origin.component') = ? ORDER BY created_at`),
       appendAudit: p('INSERT INTO hitl_audit (invocation_id, at, kind, actor, automatic, details) VALUES (?, ?, ?, ?, ?, ?)'),
       auditOf: p('SELECT * FROM (SELECT * FROM hitl_audit WHERE invocation_id = ? AND id > ? ORDER BY id DESC LIMIT ?) ORDER BY id'),
       auditAll: p('SELECT * FROM (SELECT * FROM hitl_audit WHERE id > ? ORDER BY id DESC LIMIT ?) ORDER BY id'),
@@ -43,6 +45,10 @@ export class SqliteHitlRepository implements HitlRepository {
     if (options.pendingOnly) return pending;
     const settled = (this.s.settled.all(options.limit ?? DEFAULT_SETTLED_LIMIT) as Row[]).map(parse);
     return [...pending, ...settled];
+  }
+
+  listOfComponent(component: string): HitlInvocation[] {
+    return (this.s.ofComponent.all(component) as Row[]).map(parse);
   }
 
   appendAudit(entry: Omit<AuditEntry, 'id'>): number {

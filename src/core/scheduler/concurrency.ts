@@ -45,7 +45,8 @@ type PairDecision =
   | { readonly state: 'serialise' };
 
 type InvocationUse =
-  | { readonly kind: 'duplicate'; readonly taskId: string; readonly duplicateOf: string }
+  /** `duplicates`: the open tasks of the same job when it was asked; a task that ends leaves the list (see `forget`). */
+  | { readonly kind: 'duplicate'; readonly taskId: string; readonly duplicateOf: string; readonly duplicates: Set<string> }
   | { readonly kind: 'conflict'; readonly taskId: string; readonly otherTaskId: string; readonly confidence: number | null };
 
 /** Job identity (RFC §9.2): sha256 of the target, the content type ('' = application/json) and the params bytes, length-prefixed. */
@@ -79,6 +80,7 @@ export class ConcurrencyControl implements DispatchGate, Disposable {
   private readonly lastLogged = new Map<string, string>();
   /** Inside admit/mayStart/forget: decisions taken there are answered directly, not announced (no re-entrant dispatch). */
   private depth = 0;
+  private disposed = false;
   private readonly subscription: Disposable;
 
   constructor(private readonly deps: ConcurrencyDeps, private options: SchedulerOptions) {
@@ -131,7 +133,8 @@ export class ConcurrencyControl implements DispatchGate, Disposable {
         this.log(task.taskId, 'scheduler.duplicate_refused', { task_id: task.taskId, duplicate_of: first.taskId, job_key: task.jobKey, reason }, 'WARN');
         return { refused: true, code: 'DUPLICATE_DETECTED', reason };
       }
-      this.invocations.set(invocation.id, { kind: 'duplicate', taskId: task.taskId, duplicateOf: first.taskId });
+      const use: InvocationUse & { kind: 'duplicate' } = { kind: 'duplicate', taskId: task.taskId, duplicateOf: first.taskId, duplicates: new Set(duplicates.map((t) => t.taskId)) };
+      this.invocations.set(invocation.id, use);
       this.admissions.set(task.taskId, { state: 'pending', invocationId: invocation.id, duplicateOf: first.taskId });
       this.log(task.taskId, 'scheduler.duplicate_detected', {
         task_id: task.taskId, duplicate_of: first.taskId, duplicates: duplicates.map((t) => t.taskId).slice(0, 20),
@@ -139,7 +142,7 @@ export class ConcurrencyControl implements DispatchGate, Disposable {
       });
       const settled = this.deps.hitl.get(invocation.id);
       if (settled && settled.state !== 'pending') {
-        const outcome = this.applyDuplicate(settled, this.invocations.get(invocation.id) as InvocationUse & { kind: 'duplicate' });
+        const outcome = this.applyDuplicate(settled, use);
         if (outcome.state === 'allowed') return undefined;
         if (outcome.state === 'refused') return { refused: true, code: 'DUPLICATE_DETECTED', reason: outcome.reason };
       }
@@ -197,6 +200,26 @@ export class ConcurrencyControl implements DispatchGate, Disposable {
         }
       }
       this.lastLogged.delete(taskId);
+      // A duplicate waiting for its approval no longer duplicates a task that ended: once none of the tasks of its
+      // job is left, the question is withdrawn and the duplicate admitted (announced, so that the scheduler tries it).
+      let released = false;
+      for (const [invocationId, use] of this.invocations) {
+        if (use.kind !== 'duplicate' || !use.duplicates.delete(taskId)) continue;
+        const pending = this.admissions.get(use.taskId);
+        if (pending?.state !== 'pending' || pending.invocationId !== invocationId) continue;
+        const next = use.duplicates.values().next();
+        if (!next.done) {
+          this.admissions.set(use.taskId, { ...pending, duplicateOf: next.value });
+          continue;
+        }
+        this.invocations.delete(invocationId);
+        toCancel.push(invocationId);
+        this.admissions.set(use.taskId, { state: 'allowed', invocationId, duplicateOf: use.duplicateOf });
+        this.log(use.taskId, 'scheduler.duplicate_decided', {
+          task_id: use.taskId, duplicate_of: use.duplicateOf, decision: 'allowed', by: 'original_ended', invocation_id: invocationId,
+        });
+        released = true;
+      }
       for (const id of toCancel) {
         if (this.deps.hitl.get(id)?.state !== 'pending') continue;
         try {
@@ -205,10 +228,13 @@ export class ConcurrencyControl implements DispatchGate, Disposable {
           this.deps.log.internalError(REQUESTER, ctx.correlationId, err, { cancelling_invocation: id });
         }
       }
+      // Announced after the caller (the scheduler ending the task) has finished, not from inside it.
+      if (released) queueMicrotask(() => { if (!this.disposed) this.changed.fire(); });
     });
   }
 
   dispose(): void {
+    this.disposed = true;
     this.subscription.dispose();
     this.changed.dispose();
   }
@@ -253,8 +279,10 @@ export class ConcurrencyControl implements DispatchGate, Disposable {
     return { state: 'pending', invocationId: invocation.id };
   }
 
-  private decide(key: string, taskId: string, otherTaskId: string, decision: PairDecision, how: { by: string; policy?: string; action?: string; invocationId?: string; confidence: number | null }): PairDecision {
+  /** Records a pair's decision; logged unless `quiet` (a decision already logged before a restart). */
+  private decide(key: string, taskId: string, otherTaskId: string, decision: PairDecision, how: { by: string; policy?: string; action?: string; invocationId?: string; confidence: number | null }, quiet = false): PairDecision {
     this.pairs.set(key, decision);
+    if (quiet) return decision;
     this.log(taskId, 'scheduler.conflict_decided', {
       task_id: taskId, other_task_id: otherTaskId, decision: decision.state === 'parallel' ? 'run_in_parallel' : 'serialise',
       by: how.by, policy: how.policy, action: how.action, invocation_id: how.invocationId, confidence: how.confidence,
@@ -262,20 +290,25 @@ export class ConcurrencyControl implements DispatchGate, Disposable {
     return decision;
   }
 
-  private applyConflict(invocation: HitlInvocation, use: InvocationUse & { kind: 'conflict' }): PairDecision {
+  /** The one rule for a settled CONFLICT invocation: approve (or modify to run_in_parallel) = parallel, anything else = serialise. */
+  private applyConflict(invocation: HitlInvocation, use: InvocationUse & { kind: 'conflict' }, quiet = false): PairDecision {
     const action = invocation.decision?.action ?? 'deny';
     const parallel = action === 'approve' || (action === 'modify' && modifiedToParallel(invocation.decision?.payload));
     return this.decide(pairKey(use.taskId, use.otherTaskId), use.taskId, use.otherTaskId, parallel ? { state: 'parallel' } : { state: 'serialise' }, {
       by: invocation.decision?.origin.kind ?? invocation.state, action, invocationId: invocation.id, confidence: use.confidence,
       policy: invocation.decision?.origin.policy ?? invocation.decision?.origin.rule,
-    });
+    }, quiet);
   }
 
   // ---------------------------------------------------------------- duplicates
 
-  private applyDuplicate(invocation: HitlInvocation, use: InvocationUse & { kind: 'duplicate' }): AdmissionState {
+  /**
+   * The one rule for a settled duplicate invocation: only an approval decided (by a human or an approving rule) allows
+   * the duplicate, and then it may also run alongside the tasks it duplicates (the pairs are not asked again as a
+   * CONFLICT); a denial, a timeout or a cancellation refuses it. Logged unless `quiet` (already logged before a restart).
+   */
+  private applyDuplicate(invocation: HitlInvocation, use: InvocationUse & { kind: 'duplicate' }, quiet = false): AdmissionState {
     const action = invocation.decision?.action ?? 'deny';
-    // Only an approval decided (by a human or an approving rule) allows the duplicate; a timeout refuses it.
     const allowed = invocation.state === 'decided' && action === 'approve';
     const reason = allowed ? '' : `a duplicate of task '${use.duplicateOf}' (the same target, content type and params): ${
       invocation.state === 'timed_out' ? 'no approval before the deadline' : invocation.state === 'cancelled' ? 'its approval was cancelled' : `${action} by ${invocation.decision?.origin.by ?? 'the operator'}`
@@ -284,6 +317,8 @@ export class ConcurrencyControl implements DispatchGate, Disposable {
       ? { state: 'allowed', invocationId: invocation.id, duplicateOf: use.duplicateOf }
       : { state: 'refused', invocationId: invocation.id, duplicateOf: use.duplicateOf, reason };
     this.admissions.set(use.taskId, state);
+    if (allowed) for (const other of use.duplicates) this.pairs.set(pairKey(use.taskId, other), { state: 'parallel' });
+    if (quiet) return state;
     this.log(use.taskId, 'scheduler.duplicate_decided', {
       task_id: use.taskId, duplicate_of: use.duplicateOf, decision: allowed ? 'allowed' : 'refused', action, state: invocation.state,
       by: invocation.decision?.origin.kind, invocation_id: invocation.id,
@@ -307,44 +342,31 @@ export class ConcurrencyControl implements DispatchGate, Disposable {
     if (this.depth === 0) this.changed.fire();
   }
 
-  /** Reads back the decisions of this gate's invocations (pending and settled, not cancelled) after a restart. */
+  /** Reads back the decisions of all this gate's invocations (pending and settled, not cancelled) after a restart. */
   private restore(): void {
     let restored = 0;
-    for (const invocation of this.deps.hitl.list({ limit: 10_000 })) {
+    for (const invocation of this.deps.hitl.listOfComponent(GATE_COMPONENT)) {
       if (invocation.origin.kind !== 'internal' || invocation.origin.component !== GATE_COMPONENT || invocation.state === 'cancelled') continue;
       const facts = invocation.context.facts;
       const taskId = typeof facts.task_id === 'string' ? facts.task_id : '';
       if (taskId === '') continue;
       if (facts.gate === 'duplicate' && typeof facts.duplicate_of === 'string') {
-        const use = { kind: 'duplicate' as const, taskId, duplicateOf: facts.duplicate_of };
+        const listed = Array.isArray(facts.duplicates) ? facts.duplicates.filter((id): id is string => typeof id === 'string') : [];
+        const use = { kind: 'duplicate' as const, taskId, duplicateOf: facts.duplicate_of, duplicates: new Set(listed.length > 0 ? listed : [facts.duplicate_of]) };
         this.invocations.set(invocation.id, use);
         this.admissions.set(taskId, { state: 'pending', invocationId: invocation.id, duplicateOf: use.duplicateOf });
-        if (invocation.state !== 'pending') this.settledQuietly(invocation, use);
+        if (invocation.state !== 'pending') this.applyDuplicate(invocation, use, true);
         restored++;
       } else if (facts.gate === 'conflict' && typeof facts.other_task_id === 'string') {
         const use = { kind: 'conflict' as const, taskId, otherTaskId: facts.other_task_id, confidence: typeof facts.confidence === 'number' ? facts.confidence : null };
         this.invocations.set(invocation.id, use);
         this.pairs.set(pairKey(taskId, use.otherTaskId), { state: 'pending', invocationId: invocation.id });
-        if (invocation.state !== 'pending') this.settledQuietly(invocation, use);
+        if (invocation.state !== 'pending') this.applyConflict(invocation, use, true);
         restored++;
       }
     }
     if (restored > 0) {
       this.deps.log.record({ correlationId: 'scheduler', actor: REQUESTER, eventType: 'scheduler.gate_restored', details: { invocations: restored } });
-    }
-  }
-
-  /** A decision already logged before the restart: applied without a second log event. */
-  private settledQuietly(invocation: HitlInvocation, use: InvocationUse): void {
-    const action = invocation.decision?.action ?? 'deny';
-    if (use.kind === 'duplicate') {
-      const allowed = invocation.state === 'decided' && action === 'approve';
-      this.admissions.set(use.taskId, allowed
-        ? { state: 'allowed', invocationId: invocation.id, duplicateOf: use.duplicateOf }
-        : { state: 'refused', invocationId: invocation.id, duplicateOf: use.duplicateOf, reason: `a duplicate of task '${use.duplicateOf}': ${action} (${invocation.state})` });
-    } else {
-      const parallel = action === 'approve' || (action === 'modify' && modifiedToParallel(invocation.decision?.payload));
-      this.pairs.set(pairKey(use.taskId, use.otherTaskId), parallel ? { state: 'parallel' } : { state: 'serialise' });
     }
   }
 

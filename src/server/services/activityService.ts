@@ -1,6 +1,6 @@
 import * as grpc from '@grpc/grpc-js';
 import type { Coordinator } from '../../core/coordinator';
-import { ARTIFACT_KINDS } from '../../core/activity/activityBuffer';
+import { ARTIFACT_KINDS, ARTIFACT_LIMITS } from '../../core/activity/activityBuffer';
 import type { Artifact } from '../../core/activity/model';
 import { FIELD_LIMITS, identifierRefusal } from '../../core/fieldLimits';
 import { TRANSPORT_MAX_MESSAGE_BYTES } from '../../core/limits';
@@ -16,8 +16,11 @@ interface ArtifactMessage {
   created_at?: string;
 }
 
-/** What one ListArtifacts answer may carry of artifact content: the gRPC message limit less room for the fields. */
-const LIST_CONTENT_BUDGET = TRANSPORT_MAX_MESSAGE_BYTES - 64 * 1024;
+/**
+ * What one ListArtifacts answer may carry of artifact content: the gRPC message limit less room for the other fields;
+ * one kind of one negotiation (at most ARTIFACT_LIMITS.bytesPerKind) always fits.
+ */
+const LIST_CONTENT_BUDGET = Math.max(ARTIFACT_LIMITS.bytesPerKind, TRANSPORT_MAX_MESSAGE_BYTES - 1024 * 1024);
 
 /**
  * sw4rm.activity.ActivityService (activity.proto): AppendArtifact stores an artifact of a negotiation (checked by the
@@ -65,7 +68,7 @@ export class ActivityServiceAdapter {
           if (bytes > LIST_CONTENT_BUDGET) {
             return callback({
               code: grpc.status.RESOURCE_EXHAUSTED,
-              details: `BUFFER_FULL: the ${items.length} artifacts hold ${bytes} bytes, more than one answer may carry (${LIST_CONTENT_BUDGET}); ask for one kind at a time`,
+              details: `BUFFER_FULL: the ${items.length} artifacts hold ${bytes} bytes, more than one answer may carry (${LIST_CONTENT_BUDGET}); list them one kind at a time (kind = contract, diff, decision, score, note: one kind always fits in an answer)`,
             });
           }
           callback(null, {

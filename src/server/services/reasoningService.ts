@@ -21,15 +21,12 @@ export class ReasoningServiceAdapter {
     const { concurrency } = this.coordinator;
     return {
       CheckParallelism: (call: grpc.ServerUnaryCall<ParallelismCheckRequestMessage, ParallelismCheckResponseMessage>, callback: grpc.sendUnaryData<ParallelismCheckResponseMessage>) => {
+        const invalid = (name: string, refusal: string) =>
+          callback({ code: grpc.status.INVALID_ARGUMENT, details: `VALIDATION_ERROR: ${name}: ${refusal}`, metadata: new grpc.Metadata() });
         const a = parseScope(call.request.scope_a ?? '');
+        if (isScopeRefusal(a)) return invalid('scope_a', a);
         const b = parseScope(call.request.scope_b ?? '');
-        for (const [name, scope] of [['scope_a', a], ['scope_b', b]] as const) {
-          if (isScopeRefusal(scope)) {
-            callback({ code: grpc.status.INVALID_ARGUMENT, details: `VALIDATION_ERROR: ${name}: ${scope}`, metadata: new grpc.Metadata() });
-            return;
-          }
-        }
-        if (isScopeRefusal(a) || isScopeRefusal(b)) return;
+        if (isScopeRefusal(b)) return invalid('scope_b', b);
         try {
           const verdict = concurrency.checkParallelism(a, b);
           callback(null, { confidence_score: verdict.confidence, notes: verdict.notes });

@@ -3,7 +3,6 @@ import type { ActivityEntry } from '../../core/activity/model';
 import type { Coordinator } from '../../core/coordinator';
 import { FIELD_LIMITS, identifierRefusal } from '../../core/fieldLimits';
 import { SchedulerError } from '../../core/scheduler/scheduler';
-import type { Store } from '../../core/store/store';
 import { principalName } from '../../core/credentials/credentials';
 import { principalOf } from '../auth';
 import { callContext } from '../callContext';
@@ -13,8 +12,7 @@ import { answerWhenDurable } from '../durable';
 export const DEFAULT_SHUTDOWN_GRACE_MS = 30_000;
 /** The longest grace a ShutdownAgent may give: longer would keep a gone agent's tasks for good. */
 export const MAX_SHUTDOWN_GRACE_MS = 86_400_000;
-/** SubmitTask agent_id (an agent id, or `type:` and a descriptor name) and task ids: the scheduler's field limits. */
-const MAX_TARGET = FIELD_LIMITS.scheduler.target;
+/** Task ids: the scheduler's field limit (SubmitTask's own fields are checked by Scheduler.submit). */
 const MAX_TASK_ID = FIELD_LIMITS.scheduler.task_id;
 /** PurgeActivity: task ids per call; RequestPreemption: characters of its reason. */
 const MAX_PURGE_TASK_IDS = 10_000;
@@ -97,18 +95,13 @@ function entryMessage(e: ActivityEntry): ActivityEntryMessage {
   };
 }
 
-/** Answers once durable; a refusal's reason rides in the `sw4rm-reason` trailer. */
-function answerWithReason<T>(store: Store, callback: grpc.sendUnaryData<T>, response: T, reason: string | undefined): void {
-  store.whenDurable().then(
-    () => {
-      if (reason === undefined) return callback(null, response);
-      const trailer = new grpc.Metadata();
-      // Metadata values are ASCII: a reason with other characters is sent URI-encoded.
-      trailer.set(REASON_TRAILER, /^[\x20-\x7e]*$/.test(reason) ? reason : encodeURIComponent(reason));
-      callback(null, response, trailer);
-    },
-    (err: Error) => callback({ code: grpc.status.INTERNAL, details: `INTERNAL_ERROR: ${err.message}` }),
-  );
+/** The `sw4rm-reason` trailer carrying a refusal's reason, or undefined when there is none. */
+function reasonTrailer(reason: string | undefined): grpc.Metadata | undefined {
+  if (reason === undefined) return undefined;
+  const trailer = new grpc.Metadata();
+  // Metadata values are ASCII: a reason with other characters is sent URI-encoded.
+  trailer.set(REASON_TRAILER, /^[\x20-\x7e]*$/.test(reason) ? reason : encodeURIComponent(reason));
+  return trailer;
 }
 
 /**
@@ -135,16 +128,11 @@ export class SchedulerServiceAdapter {
     return {
       SubmitTask: unary<SubmitTaskMessage, { accepted: boolean; reason: string }>((call, callback) => {
         const { agent_id = '', task_id = '', priority = 0, params = Buffer.alloc(0), content_type = '', scope = '' } = call.request;
-        const refusal = (agent_id.trim() === '' ? 'agent_id is required (an agent id, or type:<agent type>)' : undefined)
-          ?? identifierRefusal('agent_id', agent_id, MAX_TARGET) ?? identifierRefusal('task_id', task_id, MAX_TASK_ID);
-        if (refusal !== undefined) return answerWhenDurable(store, callback, { accepted: false, reason: `VALIDATION_ERROR: ${refusal}` });
-        const ctx = callContext(call, ids);
+        // Scheduler.submit checks every field and logs a refusal (task.refused); its reason starts with the code.
         const result = scheduler.submit({
           taskId: task_id, target: agent_id, priority, params: Buffer.from(params), contentType: content_type, scope, submittedBy: submitterOf(call),
-        }, ctx);
-        // The reason starts with its code ("<CODE>: <why>"); the scheduler's own refusals already do.
-        const reason = result.accepted || result.reason.startsWith(`${result.code}:`) ? result.reason : `${result.code}: ${result.reason}`;
-        answerWhenDurable(store, callback, { accepted: result.accepted, reason });
+        }, callContext(call, ids));
+        answerWhenDurable(store, callback, { accepted: result.accepted, reason: result.reason });
       }),
       RequestPreemption: unary<{ agent_id?: string; task_id?: string; reason?: string }, { enqueued: boolean }>((call, callback) => {
         const { agent_id = '', task_id = '', reason = '' } = call.request;
@@ -152,14 +140,14 @@ export class SchedulerServiceAdapter {
         check(identifierRefusal('task_id', task_id, MAX_TASK_ID));
         if (reason.length > MAX_REASON) throw new InvalidArgument(`reason is longer than ${MAX_REASON} characters`);
         const answer = scheduler.preempt(agent_id, task_id, reason, callContext(call, ids));
-        answerWithReason(store, callback, { enqueued: answer.enqueued }, answer.enqueued ? undefined : answer.reason);
+        answerWhenDurable(store, callback, { enqueued: answer.enqueued }, undefined, reasonTrailer(answer.enqueued ? undefined : answer.reason));
       }),
       ShutdownAgent: unary<{ agent_id?: string; grace_period?: DurationMessage | null }, { ok: boolean }>((call, callback) => {
         const agentId = requiredAgentId(call.request.agent_id ?? '');
         const graceMs = graceMsOf(call.request.grace_period);
         const ctx = callContext(call, ids);
         const answer = scheduler.shutdownAgent(agentId, graceMs, `ShutdownAgent by ${ctx.principal ?? 'anonymous'}`, ctx);
-        answerWithReason(store, callback, { ok: answer.ok }, answer.ok ? undefined : answer.reason);
+        answerWhenDurable(store, callback, { ok: answer.ok }, undefined, reasonTrailer(answer.ok ? undefined : answer.reason));
       }),
       PollActivityBuffer: unary<{ agent_id?: string }, { entries: ActivityEntryMessage[] }>((call, callback) => {
         const agentId = requiredAgentId(call.request.agent_id ?? '');
