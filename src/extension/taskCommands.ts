@@ -16,6 +16,16 @@ const TASK_EVENTS_LIMIT = 200;
 /** The Pick a task list: the first open tasks in dispatch order, and the newest finished ones. */
 const PICK_TASKS_LISTED = 50;
 const MAX_SHUTDOWN_GRACE_SECONDS = 3600;
+/** The grace field's proposal: the coordinator's own default (ShutdownAgent without a grace). */
+const DEFAULT_GRACE_TEXT = 'default';
+
+/** The grace field as milliseconds: undefined for the default (empty or `default`), null when it is not valid. */
+function graceMsOf(text: string): number | undefined | null {
+  const value = text.trim();
+  if (!value || value.toLowerCase() === DEFAULT_GRACE_TEXT) return undefined;
+  const n = Number(value);
+  return /^\d+$/.test(value) && n >= 1 && n <= MAX_SHUTDOWN_GRACE_SECONDS ? n * 1000 : null;
+}
 
 /**
  * The Tasks view's commands: Submit Task… (a form: agent or agent type, priority, scope, parameters), Preempt Task,
@@ -102,17 +112,18 @@ export class TaskCommands {
     const agentId = asAgentRow(node)?.agentId ?? await pickAgent(api).catch(showError);
     if (!agentId) return;
     const grace = await vscode.window.showInputBox({
-      title: `Shutdown Agent ${agentId}`, placeHolder: 'empty: the coordinator\'s default grace',
-      prompt: 'Grace in seconds (empty: the default): the agent is sent shutdown and gets no new task; past the grace it is FAILED '
-        + '(agent_shutdown_timeout) and deregistered.',
-      validateInput: (text) => (!text.trim() || (/^\d+$/.test(text.trim()) && Number(text) >= 1 && Number(text) <= MAX_SHUTDOWN_GRACE_SECONDS)
-        ? undefined : `Empty (the default), or a whole number of seconds from 1 to ${MAX_SHUTDOWN_GRACE_SECONDS}.`),
+      title: `Shutdown Agent ${agentId}`, value: DEFAULT_GRACE_TEXT,
+      prompt: 'Grace in seconds (default: the coordinator\'s): the agent is sent shutdown and gets no new task; past the grace it is '
+        + 'FAILED (agent_shutdown_timeout) and deregistered.',
+      validateInput: (text) => (graceMsOf(text) !== null
+        ? undefined : `"${DEFAULT_GRACE_TEXT}" or a whole number of seconds from 1 to ${MAX_SHUTDOWN_GRACE_SECONDS}.`),
       ignoreFocusOut: true,
     });
     if (grace === undefined || this.api !== api) return;
     try {
-      await api.shutdownAgent(agentId, grace.trim() ? Number(grace.trim()) * 1000 : undefined, this.operator);
-      void vscode.window.showInformationMessage(notificationText(`Agent ${agentId} is shutting down (${grace.trim() ? `grace ${grace.trim()} s` : 'default grace'}).`));
+      const graceMs = graceMsOf(grace) ?? undefined;
+      await api.shutdownAgent(agentId, graceMs, this.operator);
+      void vscode.window.showInformationMessage(notificationText(`Agent ${agentId} is shutting down (${graceMs === undefined ? 'default grace' : `grace ${grace.trim()} s`}).`));
     } catch (err) {
       void vscode.window.showErrorMessage(notificationText(`Agent ${agentId} was not shut down: ${messageOf(err)}`));
     }

@@ -206,7 +206,7 @@ describe('tasks and activity in a real editor (code-server + Chromium, a test ag
   it('shuts an agent down from the Agents view with a grace: it is sent shutdown, answers, and leaves', async function () {
     await showOnly('Agents', 'Tasks');
     await contextMenu('Agents', AGENT, 'Shutdown Agent…');
-    assert.equal(await harness!.answerInputBox('20'), '', 'the grace field starts empty (the coordinator\'s default)');
+    assert.equal(await harness!.answerInputBox('20'), 'default', 'the grace proposed is the coordinator\'s default');
     await harness!.waitForText((t) => t.includes(`Agent ${AGENT} is shutting down (grace 20 s).`), 15_000);
     const shutdown = await agent!.command('shutdown', undefined, 15_000);
     await agent!.ack(shutdown, 'FULFILLED');
