@@ -10,10 +10,13 @@
  * - `run`: it ACKs RECEIVED (the task starts), works `params.steps` steps of SW4RM_STEP_MS each (a safe point after
  *   each), and ACKs FULFILLED with a note (the task's result), or FAILED with an error_code when `params.fail` is set.
  *   `params.non_preemptible_steps` makes the first steps of the task one non-preemptible section.
+ *   A `run` that arrives while it is busy is ACKed REJECTED ALREADY_IN_PROGRESS: the task goes back to the queue.
  * - `preempt_request`: at the next safe point it ACKs FULFILLED with note `yielded` (the task goes back to the queue).
  *   Inside a non-preemptible section it first ACKs RECEIVED with note `non_preemptible:<ms>` (RFC §7.2 deferral: the
  *   section's maximum duration, a little more than it needs), and yields at the safe point that ends the section.
- * - `terminate`: it stops at once and ACKs FULFILLED `terminated`.
+ *   A task that ends before a safe point lets it yield (the last step, or no section ends in time) answers the run,
+ *   then closes the preempt_request FULFILLED `completed`.
+ * - `terminate`: it stops at once and ACKs FULFILLED `terminated` (then its run envelope FULFILLED `terminated`).
  * - `shutdown`: it finishes the task if that fits in `drain_timeout_seconds`, else stops it (ACK FAILED AGENT_SHUTDOWN
  *   on the run), ACKs the shutdown FULFILLED and exits; the coordinator deregisters it.
  *
@@ -174,10 +177,12 @@ async function register(): Promise<void> {
 async function heartbeat(): Promise<void> {
   try {
     // RUNNABLE once (INITIALIZING → RUNNABLE); then AGENT_STATE_UNSPECIFIED: presence only, the scheduler moves the state.
-    const state = reportRunnable ? 'RUNNABLE' : 'AGENT_STATE_UNSPECIFIED';
+    // Never RUNNABLE while a task is current (after a re-registration mid-task): that would offer the agent a second task.
+    const state = reportRunnable && !current ? 'RUNNABLE' : 'AGENT_STATE_UNSPECIFIED';
     const { ok } = await call<{ ok: boolean }>(registry, 'Heartbeat', { agent_id: agentId, state, health: { pid: String(process.pid) } });
-    if (ok) reportRunnable = false;
-    else if (!leaving) {
+    if (ok) {
+      if (state === 'RUNNABLE') reportRunnable = false;
+    } else if (!leaving) {
       say('heartbeat refused: the coordinator does not know this agent; registering again');
       await register();
     }
@@ -192,7 +197,7 @@ async function heartbeat(): Promise<void> {
 let sequence = Date.now() * 1000;
 
 /** A protocol ACK of a coordinator envelope: an ACKNOWLEDGEMENT, routed back to `coordinator` (the envelope's producer). */
-async function ack(msg: Envelope, stage: 'RECEIVED' | 'READ' | 'FULFILLED' | 'FAILED', note = '', errorCode = ''): Promise<void> {
+async function ack(msg: Envelope, stage: 'RECEIVED' | 'READ' | 'FULFILLED' | 'REJECTED' | 'FAILED', note = '', errorCode = ''): Promise<void> {
   const bytes = Buffer.from(JSON.stringify({ ack_for_message_id: msg.message_id, ack_stage: stage, ...(errorCode ? { error_code: errorCode } : {}), ...(note ? { note } : {}) }));
   const envelope = {
     message_id: randomUUID(), producer_id: agentId, correlation_id: msg.correlation_id, sequence_number: String(++sequence),
@@ -250,8 +255,10 @@ async function work(task: Current): Promise<void> {
       // Free before answering: the next `run` may arrive as soon as the scheduler has the ACK.
       current = undefined;
       await ack(task.terminate, 'FULFILLED', 'terminated');
-      // The run envelope is done too (the scheduler already ended the task on the terminate ACK).
-      await ack(task.run, 'FAILED', 'terminated', 'FORCED_PREEMPTION');
+      // The run envelope is done too: this ACK only closes it (the scheduler ended the task on the terminate ACK, FAILED
+      // forced_preemption, or CANCELLED when the operator cancelled it).
+      await ack(task.run, 'FULFILLED', 'terminated');
+      await closePreempt(task, 'terminated');
       return;
     }
     task.step++;
@@ -273,6 +280,7 @@ async function work(task: Current): Promise<void> {
       say(`task ${task.taskId}: stopped for shutdown at step ${task.step}/${task.steps}`);
       current = undefined;
       await ack(task.run, 'FAILED', `incomplete: shut down at step ${task.step}/${task.steps}`, 'AGENT_SHUTDOWN');
+      await closePreempt(task, 'stopped');
       return leave('shutdown');
     }
   }
@@ -285,14 +293,26 @@ async function work(task: Current): Promise<void> {
     say(`task ${task.taskId}: ${note}`);
     await ack(task.run, 'FULFILLED', note);
   }
+  await closePreempt(task, 'completed');
   if (shutdown) await leave('shutdown');
+}
+
+/**
+ * A preempt_request the task never yielded for (it ended first: the request came during its last step, or no safe
+ * point came in time): closed after the run's ACK, FULFILLED `completed` (or `terminated` / `stopped`).
+ */
+async function closePreempt(task: Current, note: 'completed' | 'terminated' | 'stopped'): Promise<void> {
+  if (!task.preempt) return;
+  say(`task ${task.taskId}: ended before yielding; preempt_request closed (${note})`);
+  await ack(task.preempt, 'FULFILLED', note);
 }
 
 async function onCommand(msg: Envelope, command: Command): Promise<void> {
   switch (command.command) {
     case 'run': {
       if (shutdown) return ack(msg, 'FAILED', 'shutting down', 'AGENT_SHUTDOWN');
-      if (current) return ack(msg, 'FAILED', `busy with ${current.taskId}`, 'ALREADY_IN_PROGRESS');
+      // REJECTED (not FAILED, which would end the task): the task goes back to the queue for later.
+      if (current) return ack(msg, 'REJECTED', `busy with ${current.taskId}`, 'ALREADY_IN_PROGRESS');
       const params: TaskParams = command.params && typeof command.params === 'object' ? command.params : {};
       const steps = Math.max(1, Math.min(100, Math.floor(Number(params.steps) || 3)));
       const title = typeof params.title === 'string' ? params.title : command.task_id;

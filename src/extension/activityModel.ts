@@ -32,42 +32,70 @@ export function groupActivity(entries: readonly ActivityEntry[], grouping: Activ
   }));
 }
 
+/** The entries an entry overlaps with: how many, and the first few (the row names at most OVERLAP_NAMES_SHOWN). */
+export interface ActivityOverlap {
+  readonly count: number;
+  /** At most OVERLAP_NAMES_SHOWN of them. */
+  readonly first: readonly ActivityEntry[];
+}
+
+/** A row names this many overlapping entries at most, then says "and N more". */
+const OVERLAP_NAMES_SHOWN = 3;
+
 /**
  * Overlapping scopes (RFC §10: the buffer tells agents who works where): two active entries of different tasks in the
- * same repository and the same worktree or the same branch. Answers, per entry key, the entries it overlaps with.
+ * same repository and the same worktree or the same branch. Answers, per entry key, how many it overlaps with and the
+ * first few. Linear: entries are grouped by repository + worktree, repository + branch and repository + both, and an
+ * entry's count is |same worktree| + |same branch| − |same both| (itself excluded from each).
  */
-export function activityOverlaps(entries: readonly ActivityEntry[]): Map<string, ActivityEntry[]> {
-  const overlaps = new Map<string, ActivityEntry[]>();
-  const byRepo = new Map<string, ActivityEntry[]>();
+export function activityOverlaps(entries: readonly ActivityEntry[]): Map<string, ActivityOverlap> {
+  const byWorktree = new Map<string, ActivityEntry[]>();
+  const byBranch = new Map<string, ActivityEntry[]>();
+  const byBoth = new Map<string, number>();
+  const add = (map: Map<string, ActivityEntry[]>, key: string, entry: ActivityEntry) => {
+    const list = map.get(key);
+    if (list) list.push(entry);
+    else map.set(key, [entry]);
+  };
+  const keys = (e: ActivityEntry) => ({
+    worktree: e.worktreeId ? `${e.repoId}\u0000${e.worktreeId}` : '',
+    branch: e.branch ? `${e.repoId}\u0000${e.branch}` : '',
+  });
   for (const entry of entries) {
     if (!entry.repoId) continue;
-    let list = byRepo.get(entry.repoId);
-    if (!list) byRepo.set(entry.repoId, (list = []));
-    list.push(entry);
+    const { worktree, branch } = keys(entry);
+    if (worktree) add(byWorktree, worktree, entry);
+    if (branch) add(byBranch, branch, entry);
+    if (worktree && branch) byBoth.set(`${worktree}\u0000${branch}`, (byBoth.get(`${worktree}\u0000${branch}`) ?? 0) + 1);
   }
-  for (const list of byRepo.values()) {
-    for (let i = 0; i < list.length; i++) {
-      for (let j = i + 1; j < list.length; j++) {
-        const a = list[i];
-        const b = list[j];
-        if (a.taskId === b.taskId && a.agentId === b.agentId) continue;
-        const sameWorktree = a.worktreeId !== '' && a.worktreeId === b.worktreeId;
-        const sameBranch = a.branch !== '' && a.branch === b.branch;
-        if (!sameWorktree && !sameBranch) continue;
-        for (const [x, y] of [[a, b], [b, a]] as const) {
-          const key = activityKey(x);
-          const found = overlaps.get(key);
-          if (found) found.push(y);
-          else overlaps.set(key, [y]);
-        }
+  const overlaps = new Map<string, ActivityOverlap>();
+  for (const entry of entries) {
+    if (!entry.repoId) continue;
+    const { worktree, branch } = keys(entry);
+    const sameWorktree = worktree ? byWorktree.get(worktree)! : [];
+    const sameBranch = branch ? byBranch.get(branch)! : [];
+    const sameBoth = worktree && branch ? byBoth.get(`${worktree}\u0000${branch}`)! : 0;
+    const count = Math.max(0, sameWorktree.length - 1) + Math.max(0, sameBranch.length - 1) - Math.max(0, sameBoth - 1);
+    if (count <= 0) continue;
+    const self = activityKey(entry);
+    const first: ActivityEntry[] = [];
+    const seen = new Set<string>([self]);
+    for (const list of [sameWorktree, sameBranch]) {
+      for (const other of list) {
+        if (first.length >= OVERLAP_NAMES_SHOWN) break;
+        const key = activityKey(other);
+        if (seen.has(key)) continue;
+        seen.add(key);
+        first.push(other);
       }
     }
+    overlaps.set(self, { count, first });
   }
   return overlaps;
 }
 
 /** Where an entry works: `repo · worktree · branch` (only the parts it names). */
-export function activityPlace(entry: Pick<ActivityEntry, 'repoId' | 'worktreeId' | 'branch'>): string {
+function activityPlace(entry: Pick<ActivityEntry, 'repoId' | 'worktreeId' | 'branch'>): string {
   return [entry.repoId, entry.worktreeId && `worktree ${entry.worktreeId}`, entry.branch && `branch ${entry.branch}`].filter(Boolean).join(' · ')
     || '(no repository)';
 }
@@ -84,23 +112,26 @@ export interface ActivityRow {
  * A row of the Activity view. Grouped by agent, the row names the place; grouped by repository, the agent. Overlaps are
  * said first in the description ("overlaps with …").
  */
-export function activityRow(entry: ActivityEntry, overlapsWith: readonly ActivityEntry[], grouping: ActivityGrouping, now: number): ActivityRow {
+export function activityRow(entry: ActivityEntry, overlap: ActivityOverlap | undefined, grouping: ActivityGrouping, now: number): ActivityRow {
+  const first = overlap?.first ?? [];
+  const more = overlap && overlap.count > first.length ? ` and ${overlap.count - first.length} more` : '';
   const who = (e: ActivityEntry) => `${e.agentId} (task ${shortId(e.taskId)})`;
-  const overlap = overlapsWith.length ? `overlaps with ${overlapsWith.map(who).join(', ')}` : '';
+  const overlapping = first.length > 0;
+  const overlapText = overlapping ? `overlaps with ${first.map(who).join(', ')}${more}` : '';
   const where = grouping === 'agent'
     ? activityPlace(entry)
     : [entry.agentId, entry.worktreeId && `worktree ${entry.worktreeId}`, entry.branch && `branch ${entry.branch}`].filter(Boolean).join(' · ');
   const label = oneLine(firstWords(entry.description, 12)) || `task ${shortId(entry.taskId)}`;
-  const description = [overlap, where, `task ${shortId(entry.taskId)}`, age(entry.timestamp, now)].filter(Boolean).join(' · ');
+  const description = [overlapText, where, `task ${shortId(entry.taskId)}`, age(entry.timestamp, now)].filter(Boolean).join(' · ');
   const tooltip = [
     `${entry.agentId} on task ${entry.taskId}`,
     activityPlace(entry),
     `since ${new Date(entry.timestamp).toISOString()}`,
-    ...(overlapsWith.length ? [`Overlaps with: ${overlapsWith.map((e) => `${e.agentId} on task ${e.taskId} (${activityPlace(e)})`).join('; ')}`] : []),
+    ...(overlapping ? [`Overlaps with: ${first.map((e) => `${e.agentId} on task ${e.taskId} (${activityPlace(e)})`).join('; ')}${more}`] : []),
     '',
     entry.description,
   ].join('\n');
-  return { label, description, tooltip, overlapping: overlapsWith.length > 0 };
+  return { label, description, tooltip, overlapping };
 }
 
 /** The view's message: the RFC §10.1 warning from 80% full, with what happens at the limit. */

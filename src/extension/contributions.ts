@@ -83,8 +83,6 @@ export const ContextKeys = {
   walkthroughAgentRegistered: 'sw4rm.walkthrough.agentRegistered',
   walkthroughMessageDelivered: 'sw4rm.walkthrough.messageDelivered',
   walkthroughApprovalDecided: 'sw4rm.walkthrough.approvalDecided',
-  /** How the Activity view groups its entries: 'agent' or 'repository'. */
-  activityGrouping: 'sw4rm.activity.grouping',
 } as const;
 
 /** The Get Started walkthrough (package.json `contributes.walkthroughs`), by the id the workbench opens it with. */

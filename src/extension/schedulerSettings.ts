@@ -9,7 +9,7 @@ export interface SchedulerSettingValues {
 }
 
 export interface SchedulerSettings {
-  /** RFC §9.1: the most tasks running at once per agent type (descriptor name). */
+  /** RFC §9.1: the most tasks running at once per agent type (descriptor name); 0 = no limit for that type (not the default). */
   readonly maxParallelInstances: Readonly<Record<string, number>>;
   /** For types not listed; 0 = unlimited. */
   readonly defaultMaxParallelInstances: number;
@@ -21,7 +21,7 @@ export interface SchedulerSettings {
 }
 
 /** The largest limit a setting may give (a limit this high is, in practice, none). */
-export const MAX_PARALLEL_INSTANCES_LIMIT = 10_000;
+const MAX_PARALLEL_INSTANCES_LIMIT = 10_000;
 
 /**
  * Turns sw4rm.scheduler.* into the scheduler's options (README, "Tasks and activity"). A value of the wrong type or out
@@ -51,7 +51,8 @@ export function schedulerSettings(values: SchedulerSettingValues): SchedulerSett
         continue;
       }
       const n = limit(`sw4rm.scheduler.maxParallelInstances["${type}"]`, value);
-      if (n !== undefined && n > 0) maxParallelInstances[type] = n;
+      // 0 is kept: that type has no limit, whatever the default says.
+      if (n !== undefined) maxParallelInstances[type] = n;
     }
   }
   const defaultMaxParallelInstances = values.defaultMaxParallelInstances === undefined
@@ -96,9 +97,9 @@ export interface LimitsTarget {
 }
 
 /**
- * Keeps the running coordinator's max_parallel_instances equal to the settings when they change (no restart needed). A
- * coordinator that starts has them already (HostOptions.scheduler); a change of the limits while it runs goes to it
- * through setMaxParallelInstances. No `vscode`: `read` reads the settings.
+ * Keeps the running coordinator's max_parallel_instances equal to the settings (no restart needed): once when it is
+ * bound (a change while the host started found no API to give it to), then whenever the limits change. No `vscode`:
+ * `read` reads the settings.
  */
 export class SchedulerLimits {
   private api: LimitsTarget | undefined;
@@ -106,10 +107,14 @@ export class SchedulerLimits {
 
   constructor(private readonly read: () => SchedulerSettings, private readonly by: string, private readonly report: (problem: string) => void) {}
 
-  /** `api` started with the settings as they are now (hostOptionsOf): they are what it was last given. */
-  bind(api: LimitsTarget | undefined): void {
+  /**
+   * `api` started with the settings read when its host started; they may have changed since (during the start-up no
+   * API took the change), so it is given the limits of now once.
+   */
+  async bind(api: LimitsTarget | undefined): Promise<void> {
     this.api = api;
-    this.applied = api ? this.read() : undefined;
+    this.applied = undefined;
+    if (api) await this.settingsChanged();
   }
 
   /** The settings changed: the limits go to the coordinator if they differ from what it was last given. */

@@ -1,20 +1,31 @@
 import * as vscode from 'vscode';
 import { CoordinatorApiError, type CoordinatorApi, type TaskRecord } from '../core/api';
 import { asAgentRow } from './messageCommands';
+import { notificationText } from './notificationText';
 import { requireRunning } from './notRunning';
 import type { ReadOnlyDocuments } from './readOnlyDocuments';
 import {
-  DEFAULT_PRIORITY_TEXT, SCOPE_SYNTAX_HINT, paramsOf, paramsProblem, priorityProblem, scopeProblem, submitResultText, targetProblem,
-  taskDetailText, taskRow, taskTargets, taskTitle,
+  DEFAULT_PRIORITY_TEXT, SCOPE_SYNTAX_HINT, paramsOf, paramsProblem, priorityProblem, scopeProblem, submitFailure, submitResultText,
+  targetProblem, taskActionText, taskDetailText, taskRow, taskTargets, taskTitle,
 } from './tasksModel';
 import { asTaskNode, type TasksView } from './views/tasksView';
 
 const TASK_DOCUMENT = 'task';
 /** The log events a task's details show at most. */
 const TASK_EVENTS_LIMIT = 200;
-/** ShutdownAgent's grace (RFC §8.4) unless the operator says otherwise. */
-export const DEFAULT_SHUTDOWN_GRACE_SECONDS = 30;
+/** The Pick a task list: the first open tasks in dispatch order, and the newest finished ones. */
+const PICK_TASKS_LISTED = 50;
 const MAX_SHUTDOWN_GRACE_SECONDS = 3600;
+/** The grace field's proposal: the coordinator's own default (ShutdownAgent without a grace). */
+const DEFAULT_GRACE_TEXT = 'default';
+
+/** The grace field as milliseconds: undefined for the default (empty or `default`), null when it is not valid. */
+function graceMsOf(text: string): number | undefined | null {
+  const value = text.trim();
+  if (!value || value.toLowerCase() === DEFAULT_GRACE_TEXT) return undefined;
+  const n = Number(value);
+  return /^\d+$/.test(value) && n >= 1 && n <= MAX_SHUTDOWN_GRACE_SECONDS ? n * 1000 : null;
+}
 
 /**
  * The Tasks view's commands: Submit Task… (a form: agent or agent type, priority, scope, parameters), Preempt Task,
@@ -44,7 +55,7 @@ export class TaskCommands {
     if (!api) return;
     const steps = 4;
     const title = (step: number) => `Submit Task (${step}/${steps})`;
-    const target = await pickTarget(title(1), api);
+    const target = await pickTarget(title(1), api).catch(showError);
     if (target === undefined) return;
     const priority = await vscode.window.showInputBox({
       title: title(2), value: DEFAULT_PRIORITY_TEXT, prompt: 'Priority: -19 is the highest, 20 the lowest; a higher-priority task preempts a running lower one.',
@@ -62,7 +73,7 @@ export class TaskCommands {
     });
     if (params === undefined || this.api !== api) return;
     const result = await api.submitTask({ target, priority: Number(priority.trim()), scope: scope.trim(), params: paramsOf(params) }, this.operator)
-      .catch((err: unknown) => ({ accepted: false as const, code: err instanceof CoordinatorApiError ? err.sw4rmCode ?? err.code : 'ERROR', reason: messageOf(err) }));
+      .catch((err: unknown) => submitFailure(err instanceof CoordinatorApiError ? err.sw4rmCode ?? err.code : 'ERROR', messageOf(err)));
     const answer = submitResultText(result);
     if (!answer.ok) {
       void vscode.window.showErrorMessage(answer.text);
@@ -78,7 +89,7 @@ export class TaskCommands {
     const taskId = await this.taskOf(node, api, 'Preempt Task', (t) => t.state === 'RUNNING' || t.state === 'DISPATCHED');
     if (!taskId) return;
     await this.run(() => api.preemptTask(taskId, `preempted from the editor by ${this.operator}`, this.operator),
-      (t) => `Asked the agent running ${taskTitle(taskId)} to yield (${t.state}).`);
+      (t) => taskActionText('preempt', taskId, t.state));
   }
 
   async cancelTask(node?: unknown): Promise<void> {
@@ -86,40 +97,42 @@ export class TaskCommands {
     if (!api) return;
     const taskId = await this.taskOf(node, api, 'Cancel Task', (t) => t.state !== 'COMPLETED' && t.state !== 'FAILED' && t.state !== 'CANCELLED');
     if (!taskId) return;
-    const choice = await vscode.window.showWarningMessage(`Cancel task ${taskId}?`, {
+    const choice = await vscode.window.showWarningMessage(notificationText(`Cancel task ${taskId}?`), {
       modal: true, detail: 'A queued task leaves the queue; a running one is told to terminate. It ends CANCELLED.',
     }, 'Cancel Task');
     if (choice !== 'Cancel Task' || this.api !== api) return;
     await this.run(() => api.cancelTask(taskId, `cancelled from the editor by ${this.operator}`, this.operator),
-      (t) => `Task ${taskId}: ${t.state}.`);
+      (t) => taskActionText('cancel', taskId, t.state));
   }
 
   /** ShutdownAgent (RFC §8.4): the agent of a row (Agents view) or picked; the grace in seconds is asked. */
   async shutdownAgent(node?: unknown): Promise<void> {
     const api = await requireRunning(this.api);
     if (!api) return;
-    const agentId = asAgentRow(node)?.agentId ?? await pickAgent(api);
+    const agentId = asAgentRow(node)?.agentId ?? await pickAgent(api).catch(showError);
     if (!agentId) return;
     const grace = await vscode.window.showInputBox({
-      title: `Shutdown Agent ${agentId}`, value: String(DEFAULT_SHUTDOWN_GRACE_SECONDS),
-      prompt: 'Grace in seconds: the agent is sent shutdown and gets no new task; past the grace it is FAILED (agent_shutdown_timeout) and deregistered.',
-      validateInput: (text) => (/^\d+$/.test(text.trim()) && Number(text) >= 1 && Number(text) <= MAX_SHUTDOWN_GRACE_SECONDS
-        ? undefined : `A whole number of seconds from 1 to ${MAX_SHUTDOWN_GRACE_SECONDS}.`),
+      title: `Shutdown Agent ${agentId}`, value: DEFAULT_GRACE_TEXT,
+      prompt: 'Grace in seconds (default: the coordinator\'s): the agent is sent shutdown and gets no new task; past the grace it is '
+        + 'FAILED (agent_shutdown_timeout) and deregistered.',
+      validateInput: (text) => (graceMsOf(text) !== null
+        ? undefined : `"${DEFAULT_GRACE_TEXT}" or a whole number of seconds from 1 to ${MAX_SHUTDOWN_GRACE_SECONDS}.`),
       ignoreFocusOut: true,
     });
     if (grace === undefined || this.api !== api) return;
     try {
-      await api.shutdownAgent(agentId, Number(grace.trim()) * 1000, this.operator);
-      void vscode.window.showInformationMessage(`Agent ${agentId} is shutting down (grace ${grace.trim()} s).`);
+      const graceMs = graceMsOf(grace) ?? undefined;
+      await api.shutdownAgent(agentId, graceMs, this.operator);
+      void vscode.window.showInformationMessage(notificationText(`Agent ${agentId} is shutting down (${graceMs === undefined ? 'default grace' : `grace ${grace.trim()} s`}).`));
     } catch (err) {
-      void vscode.window.showErrorMessage(`Agent ${agentId} was not shut down: ${messageOf(err)}`);
+      void vscode.window.showErrorMessage(notificationText(`Agent ${agentId} was not shut down: ${messageOf(err)}`));
     }
   }
 
   async showTaskDetails(node?: unknown): Promise<void> {
     const api = await requireRunning(this.api);
     if (!api) return;
-    const taskId = asTaskNode(node)?.id ?? this.view.selectedTaskId() ?? await this.pickTask(api, 'Show Task Details', () => true);
+    const taskId = asTaskNode(node)?.id ?? this.view.selectedTaskId() ?? await this.pickTask(api, 'Show Task Details', () => true).catch(showError);
     if (taskId) await this.openDetails(taskId);
   }
 
@@ -128,19 +141,25 @@ export class TaskCommands {
   }
 
   private async taskOf(node: unknown, api: CoordinatorApi, title: string, fits: (t: TaskRecord) => boolean): Promise<string | undefined> {
-    return asTaskNode(node)?.id ?? await this.pickTask(api, title, fits);
+    return asTaskNode(node)?.id ?? await this.pickTask(api, title, fits).catch(showError);
   }
 
   private async pickTask(api: CoordinatorApi, title: string, fits: (t: TaskRecord) => boolean): Promise<string | undefined> {
-    const tasks = (await api.tasks({ includeFinished: true, finishedLimit: 50 })).filter(fits);
+    // The first open tasks only (there may be 100,000 queued); a task further down is picked from its row in the view.
+    const tasks = (await api.tasks({ includeFinished: true, openLimit: PICK_TASKS_LISTED, finishedLimit: PICK_TASKS_LISTED })).filter(fits);
     if (!tasks.length) {
       void vscode.window.showInformationMessage(`${title}: no task to pick.`);
       return undefined;
     }
+    const counts = await api.taskCounts();
+    const open = counts.queued + counts.running;
     const picked = await vscode.window.showQuickPick(tasks.map((t) => {
       const row = taskRow(t);
       return { label: row.label, description: row.description, taskId: t.taskId };
-    }), { title, placeHolder: 'Pick a task', matchOnDescription: true });
+    }), {
+      title, matchOnDescription: true,
+      placeHolder: open > PICK_TASKS_LISTED ? `Pick a task (the first ${PICK_TASKS_LISTED} of ${open} open tasks are listed)` : 'Pick a task',
+    });
     return picked?.taskId;
   }
 
@@ -148,13 +167,19 @@ export class TaskCommands {
     try {
       void vscode.window.showInformationMessage(done(await action()));
     } catch (err) {
-      void vscode.window.showErrorMessage(messageOf(err));
+      showError(err);
     }
   }
 }
 
 function messageOf(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
+}
+
+/** The coordinator's words (e.g. it stopped while a form was open), as notification text; nothing was picked. */
+function showError(err: unknown): undefined {
+  void vscode.window.showErrorMessage(notificationText(messageOf(err)));
+  return undefined;
 }
 
 /** The task's target: a registered agent, an agent type, or one typed (checked: an agent id or `type:<name>`). */

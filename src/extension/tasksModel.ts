@@ -3,6 +3,7 @@ import {
   type AgentRecord, type MessageSummary, type StoredEvent, type SubmitResult, type TaskRecord, type TaskScope, type WaitingReason,
 } from '../core/api';
 import { shortId } from './messagesModel';
+import { notificationText } from './notificationText';
 
 /** The Tasks view's groups, in the order they are shown. */
 export const TASK_GROUPS = ['running', 'queued', 'done'] as const;
@@ -23,6 +24,16 @@ export function groupTasks(tasks: readonly TaskRecord[]): Record<TaskGroup, Task
   return groups;
 }
 
+/**
+ * A group's count: `12`; Running and Queued list only the first of their tasks (`first 200 of 100,000`, `total` from
+ * the core's counts); Done the newest (`newest 50` when that many are listed).
+ */
+export function taskGroupDescription(group: TaskGroup, listed: number, total: number | undefined, doneListed: number): string {
+  if (group === 'done') return listed >= doneListed ? `newest ${listed}` : String(listed);
+  const all = Math.max(total ?? listed, listed);
+  return all > listed ? `first ${listed.toLocaleString('en-US')} of ${all.toLocaleString('en-US')}` : String(listed);
+}
+
 /** Why a queued task waits, in words (RFC §9.1 feedback). */
 export function waitingText(reason: WaitingReason): string {
   switch (reason.kind) {
@@ -33,7 +44,8 @@ export function waitingText(reason: WaitingReason): string {
       return `queued behind max_parallel_instances (${reason.running} of ${reason.limit} running for type ${reason.agentType})`;
     case 'conflict_decision': return `waiting for a conflict decision (its scope overlaps task ${reason.withTaskId})`;
     case 'serialised_after': return `serialised after task ${reason.taskId} (a conflict decision)`;
-    case 'preempted': return `preempted by task ${reason.byTaskId}`;
+    // byTaskId is '' when the operator (or an agent's RequestPreemption) asked the task to yield, not a task.
+    case 'preempted': return reason.byTaskId ? `preempted by task ${reason.byTaskId}` : 'preempted by the operator (RequestPreemption)';
   }
 }
 
@@ -94,7 +106,7 @@ export function taskContextValue(task: Pick<TaskRecord, 'state'>): string {
 }
 
 /** Params as text: JSON pretty-printed when it parses, else the bytes as UTF-8. */
-export function paramsText(task: Pick<TaskRecord, 'params' | 'contentType'>): string {
+function paramsText(task: Pick<TaskRecord, 'params' | 'contentType'>): string {
   const text = Buffer.from(task.params).toString('utf8');
   if (!task.contentType || task.contentType === 'application/json') {
     try {
@@ -198,13 +210,28 @@ export function paramsOf(text: string): string {
   return text.trim() ? text : '{}';
 }
 
-/** What SubmitTask answered, for the person who submitted: accepted (and why it waits), or the refusal's code and reason. */
+/**
+ * What SubmitTask answered, for the person who submitted: accepted (and why it waits), or the refusal (the core's reason
+ * starts with its code: `DUPLICATE_DETECTED: …`). Notification text: the task id is the submitter's or an agent's choice.
+ */
 export function submitResultText(result: SubmitResult): { readonly ok: boolean; readonly text: string } {
-  if (!result.accepted) return { ok: false, text: `Task refused: ${result.code} — ${result.reason}` };
+  if (!result.accepted) return { ok: false, text: notificationText(`Task refused: ${result.reason}`) };
   const task = result.task;
   const waiting = result.reason || (task.state === 'QUEUED' && task.waiting ? waitingText(task.waiting) : '');
   const where = task.state === 'QUEUED' ? `queued${waiting ? `: ${waiting}` : ''}` : `${task.state} on ${task.assignedAgentId || task.target}`;
-  return { ok: true, text: `Task ${task.taskId} accepted (priority ${task.priority}), ${where}.` };
+  return { ok: true, text: notificationText(`Task ${task.taskId} accepted (priority ${task.priority}), ${where}.`) };
+}
+
+/** A submission that failed before the scheduler answered, in the shape of a refusal (`CODE: message`). */
+export function submitFailure(code: string, message: string): SubmitResult {
+  return { accepted: false, code, reason: `${code}: ${message}` };
+}
+
+/** What Preempt Task or Cancel Task did, as notification text (task ids come from agents and submitters). */
+export function taskActionText(action: 'preempt' | 'cancel', taskId: string, state: string): string {
+  return notificationText(action === 'preempt'
+    ? `Asked the agent running ${taskTitle(taskId)} to yield (${state}).`
+    : `Task ${taskId}: ${state}.`);
 }
 
 /** The task id to show in narrow places (a notification's button, a tab title). */

@@ -2,6 +2,9 @@ import type {
   BindingStatus, MergePreview, Snapshot, WorktreeInfo, WorktreeMergeInfo, WorktreePruneCandidate, WorktreeRepositoryInfo,
 } from '../core/api';
 
+/** Moved to ./notificationText (the Tasks commands use it too); kept here for the worktree commands. */
+export { notificationText } from './notificationText';
+
 /**
  * The Worktrees view's rows, the Agents view's worktree rows and the texts of the worktree commands, as plain data
  * (no `vscode`): every string here may carry text from git or an agent, so the views show them as plain text.
@@ -362,15 +365,6 @@ export function parseChangedFiles(nameStatus: string, untracked = ''): ChangedFi
   }
   for (const file of untracked.split('\0')) if (file) files.push({ status: 'U', path: file });
   return files;
-}
-
-/**
- * A notification's text: brackets dropped (a notification renders `[text](link)` as a link, and ids, branch names and
- * git's messages may carry them), cut at 1,000 characters.
- */
-export function notificationText(text: string): string {
-  const plain = text.replace(/[[\]]/g, '');
-  return plain.length > 1000 ? `${plain.slice(0, 999)}…` : plain;
 }
 
 /** A branch as a person reads it: `main` for `refs/heads/main`. */

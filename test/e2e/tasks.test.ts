@@ -121,7 +121,12 @@ describe('tasks and activity in a real editor (code-server + Chromium, a test ag
     await quickInput().fill('30');
     await harness!.waitForText((t) => t.includes('30 is outside -19..20'), 10_000, () => page().locator('.quick-input-widget').innerText());
     await page().keyboard.press('Enter');
-    assert.match(await quickTitle().innerText(), /Submit Task \(2\/4\)/, 'Enter does not leave the step while the priority is wrong');
+    // Had Enter been taken, step 3 would open asynchronously: prove the step-2 box is still the one shown by typing
+    // into it again and waiting for its own check (the scope step would not say this), with the title still step 2.
+    await quickInput().fill('31');
+    const after = await harness!.waitForText((t) => t.includes('31 is outside -19..20') && t.includes('Submit Task (2/4)'), 10_000,
+      () => page().locator('.quick-input-widget').innerText());
+    assert.match(after, /Submit Task \(2\/4\)/, 'Enter does not leave the step while the priority is wrong');
     await page().keyboard.press('Escape');
     await page().locator('.quick-input-widget').waitFor({ state: 'hidden', timeout: 5_000 });
   });
@@ -201,7 +206,7 @@ describe('tasks and activity in a real editor (code-server + Chromium, a test ag
   it('shuts an agent down from the Agents view with a grace: it is sent shutdown, answers, and leaves', async function () {
     await showOnly('Agents', 'Tasks');
     await contextMenu('Agents', AGENT, 'Shutdown Agent…');
-    assert.equal(await harness!.answerInputBox('20'), '30', 'the grace proposed is 30 s');
+    assert.equal(await harness!.answerInputBox('20'), 'default', 'the grace proposed is the coordinator\'s default');
     await harness!.waitForText((t) => t.includes(`Agent ${AGENT} is shutting down (grace 20 s).`), 15_000);
     const shutdown = await agent!.command('shutdown', undefined, 15_000);
     await agent!.ack(shutdown, 'FULFILLED');

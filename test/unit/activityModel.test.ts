@@ -28,24 +28,46 @@ describe('the Activity view\'s text (no vscode)', () => {
     const d = entry({ agentId: 'd', taskId: '4', worktreeId: 'w', repoId: 'other' });
     const e = entry({ agentId: 'e', taskId: '5', worktreeId: 'q', branch: 'q' });
     const overlaps = activityOverlaps([a, b, c, d, e]);
-    assert.deepEqual(overlaps.get(activityKey(a))?.map((x) => x.agentId), ['b', 'c']);
-    assert.deepEqual(overlaps.get(activityKey(b))?.map((x) => x.agentId), ['a']);
-    assert.deepEqual(overlaps.get(activityKey(c))?.map((x) => x.agentId), ['a']);
+    assert.deepEqual(overlaps.get(activityKey(a))?.first.map((x) => x.agentId), ['b', 'c']);
+    assert.equal(overlaps.get(activityKey(a))?.count, 2);
+    assert.deepEqual(overlaps.get(activityKey(b))?.first.map((x) => x.agentId), ['a']);
+    assert.deepEqual(overlaps.get(activityKey(c))?.first.map((x) => x.agentId), ['a']);
     assert.equal(overlaps.has(activityKey(d)), false);
     assert.equal(overlaps.has(activityKey(e)), false);
     // Empty worktree and branch do not count as the same place.
     assert.equal(activityOverlaps([entry({ agentId: 'a', worktreeId: '', branch: '' }), entry({ agentId: 'b', worktreeId: '', branch: '' })]).size, 0);
   });
 
+  it('counts overlaps in one pass over many entries in one worktree and names 3 of them, then "and N more"', () => {
+    // 20,000 entries in one worktree and branch: pairwise would be 200 million comparisons and lists of 20,000 per row.
+    const many = Array.from({ length: 20_000 }, (_, i) => entry({ agentId: `a${i}`, taskId: `t${i}`, worktreeId: 'w', branch: i % 2 ? 'x' : 'y' }));
+    const started = process.hrtime.bigint();
+    const overlaps = activityOverlaps(many);
+    const ms = Number(process.hrtime.bigint() - started) / 1e6;
+    assert.ok(ms < 2_000, `took ${ms} ms`);
+    const first = overlaps.get(activityKey(many[0]))!;
+    assert.equal(first.count, 19_999);
+    assert.deepEqual(first.first.map((e) => e.agentId), ['a1', 'a2', 'a3']);
+    const row = activityRow(many[0], first, 'agent', 1000);
+    assert.match(row.description, /^overlaps with a1 \(task t1\), a2 \(task t2\), a3 \(task t3\) and 19996 more · /);
+    assert.match(row.tooltip, /Overlaps with: a1 on task t1 \(.*\); a2 .*; a3 .* and 19996 more\n/);
+    // Same worktree and same branch counted once: a and b share both, c only the branch.
+    const a = entry({ agentId: 'a', taskId: '1', worktreeId: 'w', branch: 'x' });
+    const b = entry({ agentId: 'b', taskId: '2', worktreeId: 'w', branch: 'x' });
+    const c = entry({ agentId: 'c', taskId: '3', worktreeId: 'v', branch: 'x' });
+    assert.equal(activityOverlaps([a, b, c]).get(activityKey(a))?.count, 2);
+    assert.equal(activityOverlaps([a, b, c]).get(activityKey(c))?.count, 2);
+  });
+
   it('says overlaps first in a row; the tooltip carries the whole description as plain text', () => {
     const other = entry({ agentId: 'writer-1', taskId: 'abcdef0123' });
-    const row = activityRow(entry({ description: 'Refactors **the** parser\nand its tests' }), [other], 'agent', 61_000);
+    const row = activityRow(entry({ description: 'Refactors **the** parser\nand its tests' }), { count: 1, first: [other] }, 'agent', 61_000);
     assert.equal(row.overlapping, true);
     assert.equal(row.label, 'Refactors **the** parser and its tests');
     assert.equal(row.description, 'overlaps with writer-1 (task abcdef01) · myrepo · worktree echo-1 · branch sw4rm/echo-1 · task t-1 · 1 min');
     assert.match(row.tooltip, /Overlaps with: writer-1 on task abcdef0123/);
     assert.match(row.tooltip, /Refactors \*\*the\*\* parser\nand its tests$/);
-    const byRepo = activityRow(entry(), [], 'repository', 1000);
+    const byRepo = activityRow(entry(), undefined, 'repository', 1000);
     assert.equal(byRepo.overlapping, false);
     assert.equal(byRepo.description, 'echo-1 · worktree echo-1 · branch sw4rm/echo-1 · task t-1 · 0 s');
   });

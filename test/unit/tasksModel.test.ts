@@ -5,9 +5,10 @@ import { TASK_STATES } from '../../src/core/scheduler/model';
 import { Commands, Views } from '../../src/extension/contributions';
 import type { AgentRecord, MessageSummary, StoredEvent, TaskRecord } from '../../src/core/api';
 import {
-  groupTasks, paramsProblem, priorityProblem, scopeProblem, scopeShort, submitResultText, targetProblem, taskAgent, taskContextValue,
-  taskDetailText, taskGroupOf, taskRow, taskTargets, waitingText,
+  groupTasks, paramsProblem, priorityProblem, scopeProblem, scopeShort, submitFailure, submitResultText, targetProblem, taskActionText, taskAgent,
+  taskContextValue, taskDetailText, taskGroupDescription, taskGroupOf, taskRow, taskTargets, waitingText,
 } from '../../src/extension/tasksModel';
+import { SchedulerHarness } from '../support/schedulerHarness';
 
 function task(overrides: Partial<TaskRecord> = {}): TaskRecord {
   return {
@@ -47,6 +48,7 @@ describe('the Tasks view\'s text (no vscode)', () => {
     assert.equal(waitingText({ kind: 'conflict_decision', invocationId: 'i', withTaskId: 't-9' }),
       'waiting for a conflict decision (its scope overlaps task t-9)');
     assert.equal(waitingText({ kind: 'preempted', byTaskId: 't-0' }), 'preempted by task t-0');
+    assert.equal(waitingText({ kind: 'preempted', byTaskId: '' }), 'preempted by the operator (RequestPreemption)', 'no task id after a RequestPreemption');
     assert.equal(waitingText({ kind: 'serialised_after', taskId: 't-2' }), 'serialised after task t-2 (a conflict decision)');
     assert.equal(waitingText({ kind: 'agent_busy', agentId: 'echo-1' }), 'waiting for agent echo-1 to finish its current task');
     assert.equal(waitingText({ kind: 'agent_not_runnable', agentId: 'echo-1', state: 'SUSPENDED' }),
@@ -100,8 +102,8 @@ describe('the Tasks view\'s text (no vscode)', () => {
   });
 
   it('says what SubmitTask answered', () => {
-    assert.deepEqual(submitResultText({ accepted: false, code: 'VALIDATION_ERROR', reason: 'priority 30 is outside -19..20' }),
-      { ok: false, text: 'Task refused: VALIDATION_ERROR — priority 30 is outside -19..20' });
+    assert.deepEqual(submitResultText(submitFailure('UNAVAILABLE', 'the coordinator is stopping')),
+      { ok: false, text: 'Task refused: UNAVAILABLE: the coordinator is stopping' });
     assert.deepEqual(submitResultText({ accepted: true, task: task({ state: 'DISPATCHED', assignedAgentId: 'echo-1' }), reason: '' }),
       { ok: true, text: 'Task t-1 accepted (priority 0), DISPATCHED on echo-1.' });
     const queued = submitResultText({
@@ -147,8 +149,51 @@ describe('the Tasks view\'s menus (package.json ⇄ taskContextValue)', () => {
     assert.deepEqual(offeredOn(Commands.showTaskDetails), [...TASK_STATES]);
   });
 
+  it('counts Running and Queued as "first N of M" when the view lists only the first, Done as the newest', () => {
+    assert.equal(taskGroupDescription('queued', 200, 100_000, 50), 'first 200 of 100,000');
+    assert.equal(taskGroupDescription('queued', 3, 3, 50), '3');
+    assert.equal(taskGroupDescription('running', 2, undefined, 50), '2');
+    assert.equal(taskGroupDescription('done', 50, undefined, 50), 'newest 50');
+    assert.equal(taskGroupDescription('done', 7, undefined, 50), '7');
+  });
+
   it('offers Shutdown Agent… on the Agents view\'s agent rows', () => {
     const entry = manifest.contributes.menus['view/item/context'].find((e) => e.command === Commands.shutdownAgent);
     assert.equal(entry?.when, `view == ${Views.agents} && viewItem =~ /^agent\\+/`);
+  });
+});
+
+describe('the Tasks commands\' notifications with the scheduler\'s own answers (real store, ManualClock)', () => {
+  let h: SchedulerHarness;
+  beforeEach(() => { h = new SchedulerHarness(); });
+  afterEach(() => h.dispose());
+
+  // The core refuses only control characters in a task_id: an agent may choose one that a notification renders as a link.
+  const LINK_ID = '[Stop](command:sw4rm.stop)';
+
+  it('shows a refusal once with its code (the reason starts with it) and never a command link from a task id', () => {
+    h.agent('a1');
+    h.submitted('a1', 0, { taskId: LINK_ID });
+    const refused = h.submit('a1', 0, { taskId: LINK_ID });
+    assert.equal(refused.accepted, false);
+    const text = submitResultText(refused).text;
+    assert.match(text, /^Task refused: DUPLICATE_DETECTED: /);
+    assert.equal(text.split('DUPLICATE_DETECTED').length, 2, `the code once: ${text}`);
+    assert.doesNotMatch(text, /\[|\]\(/, text);
+  });
+
+  it('names an accepted task, the task it is serialised after and the preempted or cancelled task without a link', () => {
+    h.agent('a1');
+    const first = h.submit('a1', 0, { taskId: LINK_ID });
+    assert.ok(first.accepted);
+    const accepted = submitResultText(first).text;
+    assert.equal(accepted, 'Task Stop(command:sw4rm.stop) accepted (priority 0), DISPATCHED on a1.');
+    const second = h.submit('a1', 0, { taskId: `${LINK_ID}-2` });
+    assert.ok(second.accepted);
+    assert.doesNotMatch(submitResultText(second).text, /\[/);
+    const serialised = submitResultText({ accepted: true, task: second.task, reason: `serialised after task ${LINK_ID}` }).text;
+    assert.equal(serialised, `Task Stop(command:sw4rm.stop)-2 accepted (priority 0), queued: serialised after task Stop(command:sw4rm.stop).`);
+    assert.equal(taskActionText('cancel', `${LINK_ID}-2`, 'CANCELLED'), 'Task Stop(command:sw4rm.stop)-2: CANCELLED.');
+    assert.doesNotMatch(taskActionText('preempt', LINK_ID, 'PREEMPTING'), /\[|\]/);
   });
 });

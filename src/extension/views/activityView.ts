@@ -1,7 +1,7 @@
 import * as vscode from 'vscode';
 import type { ActivityEntry, CoordinatorApi, Disposable } from '../../core/api';
-import { activityKey, activityOverlaps, activityRow, activityUsageMessage, groupActivity, type ActivityGrouping } from '../activityModel';
-import { ContextKeys, Views } from '../contributions';
+import { activityKey, activityOverlaps, activityRow, activityUsageMessage, groupActivity, type ActivityGrouping, type ActivityOverlap } from '../activityModel';
+import { Views } from '../contributions';
 import { KeyedThrottle } from '../throttle';
 
 type ActivityNode =
@@ -9,7 +9,7 @@ type ActivityNode =
   | { readonly kind: 'activity'; readonly key: string };
 
 /** Entries come and go with every task; the view reads them at most this often, while visible. */
-export const ACTIVITY_REFRESH_MS = 500;
+const ACTIVITY_REFRESH_MS = 500;
 /** Where the grouping is remembered (workspace state). */
 const GROUPING_KEY = 'sw4rm.activity.grouping';
 
@@ -17,7 +17,7 @@ interface ActivitySnapshot {
   readonly grouping: ActivityGrouping;
   readonly groups: Map<string, { readonly label: string; readonly entries: readonly ActivityEntry[] }>;
   readonly entries: Map<string, ActivityEntry>;
-  readonly overlaps: Map<string, ActivityEntry[]>;
+  readonly overlaps: Map<string, ActivityOverlap>;
 }
 
 class ActivityTreeProvider implements vscode.TreeDataProvider<ActivityNode>, vscode.Disposable {
@@ -72,7 +72,7 @@ class ActivityTreeProvider implements vscode.TreeDataProvider<ActivityNode>, vsc
     }
     const entry = this.snapshot.entries.get(node.key);
     if (!entry) return new vscode.TreeItem('(ended)');
-    const row = activityRow(entry, this.snapshot.overlaps.get(node.key) ?? [], this.snapshot.grouping, Date.now());
+    const row = activityRow(entry, this.snapshot.overlaps.get(node.key), this.snapshot.grouping, Date.now());
     const item = new vscode.TreeItem(row.label, vscode.TreeItemCollapsibleState.None);
     item.id = `activity:${this.snapshot.grouping}:${node.key}`;
     item.description = row.description;
@@ -159,7 +159,6 @@ export class ActivityView implements vscode.Disposable {
 
   private showGrouping(): void {
     this.view.description = this.grouping === 'agent' ? 'by agent' : 'by repository';
-    void vscode.commands.executeCommand('setContext', ContextKeys.activityGrouping, this.grouping);
   }
 
   private refreshIfVisible(): void {

@@ -1,7 +1,7 @@
 import * as vscode from 'vscode';
-import type { CoordinatorApi, Disposable, TaskRecord } from '../../core/api';
+import type { CoordinatorApi, Disposable, TaskCounts, TaskRecord } from '../../core/api';
 import { Commands, Views } from '../contributions';
-import { TASK_GROUPS, TASK_GROUP_LABELS, groupTasks, taskContextValue, taskRow, type TaskGroup } from '../tasksModel';
+import { TASK_GROUPS, TASK_GROUP_LABELS, groupTasks, taskContextValue, taskGroupDescription, taskRow, type TaskGroup } from '../tasksModel';
 import { KeyedThrottle } from '../throttle';
 
 export type TasksNode =
@@ -9,9 +9,11 @@ export type TasksNode =
   | { readonly kind: 'task'; readonly id: string };
 
 /** The scheduler fires on every submission, dispatch and ACK; the view asks for its rows at most this often, while visible. */
-export const TASKS_REFRESH_MS = 500;
+const TASKS_REFRESH_MS = 500;
 /** Finished tasks the Done group lists (newest ended first). */
-export const DONE_TASKS_LISTED = 50;
+const DONE_TASKS_LISTED = 50;
+/** Open tasks the view lists at most, the first in dispatch order (the queue may hold 100,000); the groups say how many there are. */
+const OPEN_TASKS_LISTED = 200;
 
 /** The task row a command was run on, if it was run on one (not from the palette). */
 export function asTaskNode(value: unknown): Extract<TasksNode, { kind: 'task' }> | undefined {
@@ -26,6 +28,8 @@ class TasksTreeProvider implements vscode.TreeDataProvider<TasksNode>, vscode.Di
   private readonly taskNodes = new Map<string, TasksNode>();
   /** The tasks of the last listing, by group: the groups' children come from the same listing as their counts. */
   private groups: Record<TaskGroup, TaskRecord[]> = { running: [], queued: [], done: [] };
+  /** How many tasks are running and queued, listed or not. */
+  private counts: TaskCounts = { queued: 0, running: 0 };
   private readonly records = new Map<string, TaskRecord>();
 
   constructor(private readonly source: () => CoordinatorApi | undefined) {}
@@ -43,9 +47,13 @@ class TasksTreeProvider implements vscode.TreeDataProvider<TasksNode>, vscode.Di
     if (node?.kind === 'taskGroup') return this.groups[node.group].map((t) => this.taskNode(t.taskId));
     const api = this.source();
     if (!api) return [];
-    const tasks = await api.tasks({ includeFinished: true, finishedLimit: DONE_TASKS_LISTED }).catch(() => [] as TaskRecord[]);
+    const [tasks, counts] = await Promise.all([
+      api.tasks({ includeFinished: true, openLimit: OPEN_TASKS_LISTED, finishedLimit: DONE_TASKS_LISTED }).catch(() => [] as TaskRecord[]),
+      api.taskCounts().catch(() => undefined),
+    ]);
     if (api !== this.source()) return [];
     this.groups = groupTasks(tasks);
+    this.counts = counts ?? { queued: this.groups.queued.length, running: this.groups.running.length };
     this.records.clear();
     for (const t of tasks) this.records.set(t.taskId, t);
     for (const id of [...this.taskNodes.keys()]) if (!this.records.has(id)) this.taskNodes.delete(id);
@@ -53,18 +61,12 @@ class TasksTreeProvider implements vscode.TreeDataProvider<TasksNode>, vscode.Di
     return tasks.length ? TASK_GROUPS.map((group) => this.groupNodes.get(group)!) : [];
   }
 
-  getParent(node: TasksNode): TasksNode | undefined {
-    if (node.kind === 'taskGroup') return undefined;
-    const task = this.records.get(node.id);
-    return task ? this.groupNodes.get(TASK_GROUPS.find((g) => this.groups[g].includes(task)) ?? 'done') : undefined;
-  }
-
   getTreeItem(node: TasksNode): vscode.TreeItem {
     if (node.kind === 'taskGroup') {
       const count = this.groups[node.group].length;
       const item = new vscode.TreeItem(TASK_GROUP_LABELS[node.group], vscode.TreeItemCollapsibleState.Expanded);
       item.id = `taskGroup:${node.group}`;
-      item.description = node.group === 'done' && count >= DONE_TASKS_LISTED ? `newest ${count}` : String(count);
+      item.description = taskGroupDescription(node.group, count, node.group === 'done' ? undefined : this.counts[node.group], DONE_TASKS_LISTED);
       item.contextValue = `taskGroup+${node.group}`;
       return item;
     }
