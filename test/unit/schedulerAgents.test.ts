@@ -176,18 +176,23 @@ describe('Scheduler: tasks the gate holds', () => {
 
   afterEach(() => h.dispose());
 
-  it('34 duplicates waiting for a decision do not block an unrelated task queued behind them', async () => {
+  it('34 tasks held for a conflict decision do not block an unrelated task queued behind them', async () => {
     h.agent('a1');
-    const first = h.submitted('a1', 0, { taskId: 'first', params: { job: 'same' } });
+    h.agent('a2');
+    const first = h.submitted('a2', 0, { taskId: 'first', params: { job: 'migrate' }, scope: 'resource:db' });
+    await settle();
+    await h.answer('a2', h.command('a2', 'run').messageId, 'RECEIVED');
+    assert.equal(h.task(first.taskId).state, 'RUNNING');
     for (let i = 0; i < 34; i++) {
-      const dup = h.submit('a1', 0, { taskId: `dup-${i}`, params: { job: 'same' } });
-      assert.ok(dup.accepted, dup.accepted ? '' : dup.reason);
-      assert.equal(dup.task.waiting?.kind, 'conflict_decision');
+      const held = h.submit('a1', 0, { taskId: `held-${i}`, params: { job: i }, scope: 'resource:db' });
+      assert.ok(held.accepted, held.accepted ? '' : held.reason);
     }
-    h.submitted('a1', 5, { taskId: 'other' });
-    await h.answer('a1', h.command('a1', 'run').messageId, 'FULFILLED');
-    assert.equal(h.task(first.taskId).state, 'COMPLETED');
+    await settle();
+    for (let i = 0; i < 34; i++) assert.equal(h.task(`held-${i}`).waiting?.kind, 'conflict_decision');
+    h.submitted('a1', 5, { taskId: 'other', params: { job: 'cache' }, scope: 'resource:cache' });
+    await settle();
     assert.equal(h.task('other').state, 'DISPATCHED');
+    assert.equal(h.task('other').assignedAgentId, 'a1');
   });
 
   it('after a restart a duplicate still waiting is held again: denied, it ends FAILED DUPLICATE_DETECTED at once', async () => {
