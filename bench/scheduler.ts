@@ -119,10 +119,15 @@ async function runScenario(scenario: Scenario): Promise<Figures> {
       if (!registered.accepted) throw new Error(registered.reason);
       coordinator.registry.heartbeat(agent.id, 'RUNNABLE', {}, ctx);
       const sink: InboxSink = {
-        deliver: (_seq, delivered) => {
+        deliver: (seq, delivered) => {
           if (delivered.messageType !== 'CONTROL' || delivered.producerId !== 'coordinator') return;
           const command = JSON.parse(Buffer.from(delivered.payload).toString('utf8')) as { command: string };
-          if (command.command !== 'run') return;
+          if (command.command !== 'run') {
+            // A preempt_request (a task of a better priority was queued) is not acted on, but its delivery is confirmed,
+            // as an agent would: unconfirmed, they fill the inbox's delivery window and the next run is never delivered.
+            setImmediate(() => coordinator.router.ackDelivery(agent.id, seq, delivered.messageId, 'DELIVERED', ctx));
+            return;
+          }
           agent.run = delivered;
           agent.runs++;
           // As over the network, the agent answers in a later turn: ACK RECEIVED (untimed: the dispatch ended when the run was sent).

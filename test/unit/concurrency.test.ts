@@ -1,6 +1,7 @@
 import { strict as assert } from 'node:assert';
 import type { Disposable } from '../../src/core/events';
-import { ConcurrencyControl, jobKeyOf } from '../../src/core/scheduler/concurrency';
+import { ConcurrencyControl, RunningIndex, jobKeyOf } from '../../src/core/scheduler/concurrency';
+import { scopesOverlap } from '../../src/core/scheduler/overlap';
 import {
   DEFAULT_SCHEDULER_OPTIONS,
   type GateVerdict, type ParallelismScorer, type SchedulerOptions, type TaskRecord, type TaskScope, type TaskState,
@@ -82,23 +83,23 @@ describe('ConcurrencyControl (RFC §9: limits, job uniqueness, scope conflicts)'
     it('queues a task of a type at its limit, with the feedback; other types and unlimited types go', () => {
       const g = gate({ maxParallelInstances: { coder: 1, tester: 0 }, defaultMaxParallelInstances: 2 });
       const busy = [running(task('t1')), running(task('t2', { target: 'type:tester' }), 'agent-2')];
-      assert.deepEqual(waitingOf(g.mayStart(task('t3'), 'coder', busy, ctx())), { kind: 'max_parallel_instances', agentType: 'coder', limit: 1, running: 1 });
-      assert.deepEqual(g.mayStart(task('t4', { target: 'type:tester' }), 'tester', busy, ctx()), { go: true }, '0 = unlimited');
+      assert.deepEqual(waitingOf(g.mayStart(task('t3'), 'coder', g.runningOf(busy), ctx())), { kind: 'max_parallel_instances', agentType: 'coder', limit: 1, running: 1 });
+      assert.deepEqual(g.mayStart(task('t4', { target: 'type:tester' }), 'tester', g.runningOf(busy), ctx()), { go: true }, '0 = unlimited');
       const reviewers = [running(task('r1', { target: 'type:reviewer' })), running(task('r2', { target: 'type:reviewer' }))];
-      assert.deepEqual(waitingOf(g.mayStart(task('r3', { target: 'type:reviewer' }), 'reviewer', reviewers, ctx())),
+      assert.deepEqual(waitingOf(g.mayStart(task('r3', { target: 'type:reviewer' }), 'reviewer', g.runningOf(reviewers), ctx())),
         { kind: 'max_parallel_instances', agentType: 'reviewer', limit: 2, running: 2 }, 'the default applies to types not listed');
-      assert.deepEqual(g.mayStart(task('t3'), 'coder', [], ctx()), { go: true }, 'once the running one ended');
+      assert.deepEqual(g.mayStart(task('t3'), 'coder', g.runningOf([]), ctx()), { go: true }, 'once the running one ended');
     });
 
     it('counts running tasks sent to an agent id by that agent\'s registered type', () => {
       const g = gate({ maxParallelInstances: { coder: 1 } }, undefined, { 'agent-7': 'coder', 'agent-8': 'writer' });
-      assert.equal(g.mayStart(task('a'), 'coder', [running(task('x', { target: 'agent-7' }), 'agent-7')], ctx()).go, false);
-      assert.equal(g.mayStart(task('a'), 'coder', [running(task('x', { target: 'agent-8' }), 'agent-8')], ctx()).go, true);
+      assert.equal(g.mayStart(task('a'), 'coder', g.runningOf([running(task('x', { target: 'agent-7' }), 'agent-7')]), ctx()).go, false);
+      assert.equal(g.mayStart(task('a'), 'coder', g.runningOf([running(task('x', { target: 'agent-8' }), 'agent-8')]), ctx()).go, true);
     });
 
     it('logs reaching the limit once per task, not on every dispatch attempt', () => {
       const g = gate({ maxParallelInstances: { coder: 1 } });
-      for (let i = 0; i < 3; i++) g.mayStart(task('t2'), 'coder', [running(task('t1'))], ctx());
+      for (let i = 0; i < 3; i++) g.mayStart(task('t2'), 'coder', g.runningOf([running(task('t1'))]), ctx());
       const events = h.events('scheduler.limit_reached');
       assert.equal(events.length, 1);
       assert.deepEqual(events[0].details, { task_id: 't2', waiting: 'max_parallel_instances', agent_type: 'coder', limit: 1, running: 1 });
@@ -109,10 +110,10 @@ describe('ConcurrencyControl (RFC §9: limits, job uniqueness, scope conflicts)'
       const g = gate({ maxParallelInstances: { coder: 1 } });
       const changed = changes(g);
       const busy = [running(task('t1'))];
-      assert.equal(g.mayStart(task('t2'), 'coder', busy, ctx()).go, false);
+      assert.equal(g.mayStart(task('t2'), 'coder', g.runningOf(busy), ctx()).go, false);
       g.setMaxParallelInstances({ coder: 2 }, 0);
       assert.equal(changed.count, 1);
-      assert.deepEqual(g.mayStart(task('t2'), 'coder', busy, ctx()), { go: true });
+      assert.deepEqual(g.mayStart(task('t2'), 'coder', g.runningOf(busy), ctx()), { go: true });
       assert.deepEqual(g.limits, { maxParallelInstances: { coder: 2 }, defaultMaxParallelInstances: 0 });
       assert.throws(() => g.setMaxParallelInstances({ coder: -1 }, 0), (err: Error) => err.name === 'SchedulerError' && /whole number ≥ 0/.test(err.message));
       assert.throws(() => g.setMaxParallelInstances({}, 1.5), /default must be a whole number/);
@@ -123,7 +124,7 @@ describe('ConcurrencyControl (RFC §9: limits, job uniqueness, scope conflicts)'
       h.register('coder-1');
       const name = h.registry.get('coder-1')!.descriptor.name;
       h.coordinator.concurrency.setMaxParallelInstances({ [name]: 1 }, 0);
-      assert.equal(h.coordinator.concurrency.mayStart(task('b', { target: `type:${name}` }), name, [running(task('a', { target: 'coder-1' }), 'coder-1')], ctx()).go, false);
+      assert.equal(h.coordinator.concurrency.mayStart(task('b', { target: `type:${name}` }), name, h.coordinator.concurrency.runningOf([running(task('a', { target: 'coder-1' }), 'coder-1')]), ctx()).go, false);
     });
   });
 
@@ -147,10 +148,10 @@ describe('ConcurrencyControl (RFC §9: limits, job uniqueness, scope conflicts)'
       assert.equal(invocation.context.facts.duplicate_of, 't1');
       assert.equal(invocation.context.facts.job_key, dup.jobKey);
       assert.match(invocation.context.summary, /t1/);
-      assert.deepEqual(waitingOf(g.mayStart(dup, 'coder', [], ctx())), { kind: 'conflict_decision', invocationId: invocation.id, withTaskId: 't1' });
+      assert.deepEqual(waitingOf(g.mayStart(dup, 'coder', g.runningOf([]), ctx())), { kind: 'conflict_decision', invocationId: invocation.id, withTaskId: 't1' });
       decide(invocation.id, 'approve');
       assert.equal(changed.count, 1, 'the decision is announced so that the scheduler tries again');
-      assert.deepEqual(g.mayStart(dup, 'coder', [], ctx()), { go: true });
+      assert.deepEqual(g.mayStart(dup, 'coder', g.runningOf([]), ctx()), { go: true });
       assert.equal(h.events('scheduler.duplicate_decided')[0].details.decision, 'allowed');
     });
 
@@ -162,13 +163,13 @@ describe('ConcurrencyControl (RFC §9: limits, job uniqueness, scope conflicts)'
       const a = g.admit(denied, [first], ctx()) as { pending: string };
       const b = g.admit(timedOut, [first, denied], ctx()) as { pending: string };
       decide(a.pending, 'deny');
-      const refusal = g.mayStart(denied, 'coder', [], ctx());
+      const refusal = g.mayStart(denied, 'coder', g.runningOf([]), ctx());
       assert.ok('refuse' in refusal, JSON.stringify(refusal));
       assert.equal(refusal.refuse.code, 'DUPLICATE_DETECTED');
       assert.match(refusal.refuse.reason, /duplicate of task 't1'.*deny by editor:alice.*test decision/);
-      assert.equal(g.mayStart(timedOut, 'coder', [], ctx()).go, false, 'still waiting before the deadline');
+      assert.equal(g.mayStart(timedOut, 'coder', g.runningOf([]), ctx()).go, false, 'still waiting before the deadline');
       h.clock.advance(h.coordinator.hitl.policy.defaultDeadlineMs + 1);
-      const late = g.mayStart(timedOut, 'coder', [], ctx());
+      const late = g.mayStart(timedOut, 'coder', g.runningOf([]), ctx());
       assert.ok('refuse' in late, JSON.stringify(late));
       assert.match(late.refuse.reason, /no approval before the deadline/);
     });
@@ -184,7 +185,7 @@ describe('ConcurrencyControl (RFC §9: limits, job uniqueness, scope conflicts)'
       const admission = g.admit(dup, [t1, t3], ctx()) as { pending: string };
       g.forget('t1', ctx());
       await Promise.resolve();
-      assert.deepEqual(waitingOf(g.mayStart(dup, 'coder', [], ctx())), { kind: 'conflict_decision', invocationId: admission.pending, withTaskId: 't3' },
+      assert.deepEqual(waitingOf(g.mayStart(dup, 'coder', g.runningOf([]), ctx())), { kind: 'conflict_decision', invocationId: admission.pending, withTaskId: 't3' },
         'still a duplicate of t3');
       assert.equal(h.coordinator.hitl.get(admission.pending)!.state, 'pending');
       assert.equal(changed.count, 0);
@@ -192,9 +193,9 @@ describe('ConcurrencyControl (RFC §9: limits, job uniqueness, scope conflicts)'
       await Promise.resolve();
       assert.equal(changed.count, 1, 'announced so that the scheduler tries the duplicate again');
       assert.equal(h.coordinator.hitl.get(admission.pending)!.state, 'cancelled');
-      assert.deepEqual(g.mayStart(dup, 'coder', [], ctx()), { go: true });
+      assert.deepEqual(g.mayStart(dup, 'coder', g.runningOf([]), ctx()), { go: true });
       h.clock.advance(h.coordinator.hitl.policy.defaultDeadlineMs + h.coordinator.hitl.policy.unavailableAfterMs + 1);
-      assert.deepEqual(g.mayStart(dup, 'coder', [], ctx()), { go: true }, 'not refused later at the deadline');
+      assert.deepEqual(g.mayStart(dup, 'coder', g.runningOf([]), ctx()), { go: true }, 'not refused later at the deadline');
       const [decided] = h.events('scheduler.duplicate_decided');
       assert.equal(decided.details.decision, 'allowed');
       assert.equal(decided.details.by, 'original_ended');
@@ -207,7 +208,7 @@ describe('ConcurrencyControl (RFC §9: limits, job uniqueness, scope conflicts)'
       const dup = task('t2', { params: '{"same":true}', scope });
       const admission = g.admit(dup, [t1], ctx()) as { pending: string };
       decide(admission.pending, 'approve');
-      assert.deepEqual(g.mayStart(dup, 'coder', [t1], ctx()), { go: true });
+      assert.deepEqual(g.mayStart(dup, 'coder', g.runningOf([t1]), ctx()), { go: true });
       assert.equal(h.coordinator.hitl.pendingCount(), 0, 'the human is not asked a second time');
       assert.equal(h.events('scheduler.conflict_checked').length, 0);
     });
@@ -217,7 +218,7 @@ describe('ConcurrencyControl (RFC §9: limits, job uniqueness, scope conflicts)'
       const dup = task('t2', { params: '{"same":true}' });
       const admission = g.admit(dup, [running(task('t1', { params: '{"same":true}' }))], ctx()) as { pending: string };
       h.coordinator.hitl.cancel(admission.pending, 'editor:alice', 'not now', ctx());
-      const refusal = g.mayStart(dup, 'coder', [], ctx());
+      const refusal = g.mayStart(dup, 'coder', g.runningOf([]), ctx());
       assert.ok('refuse' in refusal, JSON.stringify(refusal));
       assert.equal(refusal.refuse.code, 'DUPLICATE_DETECTED');
       assert.match(refusal.refuse.reason, /its approval was cancelled/);
@@ -231,13 +232,13 @@ describe('ConcurrencyControl (RFC §9: limits, job uniqueness, scope conflicts)'
     it('no overlap: go without asking the scorer', () => {
       let calls = 0;
       const g = gate({}, { check: () => { calls++; return { confidence: 0, notes: '' }; } });
-      assert.deepEqual(g.mayStart(task('b', { scope: { repoId: 'r', paths: ['docs/**'] } }), 'coder', [running(task('a', { scope: shared }))], ctx()), { go: true });
+      assert.deepEqual(g.mayStart(task('b', { scope: { repoId: 'r', paths: ['docs/**'] } }), 'coder', g.runningOf([running(task('a', { scope: shared }))]), ctx()), { go: true });
       assert.equal(calls, 0);
     });
 
     it('a confidence at or above the threshold runs in parallel, logged with the score', () => {
       const g = gate({ conflictThreshold: 0.45 });
-      assert.deepEqual(g.mayStart(task('b', { scope: deeper }), 'coder', [running(task('a', { scope: shared }))], ctx()), { go: true });
+      assert.deepEqual(g.mayStart(task('b', { scope: deeper }), 'coder', g.runningOf([running(task('a', { scope: shared }))]), ctx()), { go: true });
       const [checked] = h.events('scheduler.conflict_checked');
       assert.equal(checked.details.confidence, 0.45);
       assert.equal(checked.details.threshold, 0.45);
@@ -250,7 +251,7 @@ describe('ConcurrencyControl (RFC §9: limits, job uniqueness, scope conflicts)'
       const changed = changes(g);
       const a = running(task('a', { scope: shared }));
       const b = task('b', { scope: deeper });
-      const waiting = waitingOf(g.mayStart(b, 'coder', [a], ctx()));
+      const waiting = waitingOf(g.mayStart(b, 'coder', g.runningOf([a]), ctx()));
       assert.equal(waiting.kind, 'conflict_decision');
       const invocationId = (waiting as { invocationId: string }).invocationId;
       const invocation = h.coordinator.hitl.get(invocationId)!;
@@ -261,11 +262,11 @@ describe('ConcurrencyControl (RFC §9: limits, job uniqueness, scope conflicts)'
       assert.deepEqual(invocation.context.facts.task_scope, { repo_id: 'r', worktree_id: '', paths: ['src/lib/**'], resources: [] });
       assert.ok((invocation.context.facts.overlap as string[]).some((r) => r.includes("'src/lib/**' and 'src/**'")), JSON.stringify(invocation.context.facts.overlap));
       assert.deepEqual(invocation.proposedActions, ['approve: run_in_parallel', 'deny: serialise (run one after the other)']);
-      g.mayStart(b, 'coder', [a], ctx());
+      g.mayStart(b, 'coder', g.runningOf([a]), ctx());
       assert.equal(h.coordinator.hitl.pendingCount(), 1, 'asked once per pair');
       decide(invocationId, 'approve');
       assert.equal(changed.count, 1);
-      assert.deepEqual(g.mayStart(b, 'coder', [a], ctx()), { go: true });
+      assert.deepEqual(g.mayStart(b, 'coder', g.runningOf([a]), ctx()), { go: true });
       const [decided] = h.events('scheduler.conflict_decided');
       assert.equal(decided.details.decision, 'run_in_parallel');
       assert.equal(decided.details.confidence, 0.45);
@@ -276,23 +277,23 @@ describe('ConcurrencyControl (RFC §9: limits, job uniqueness, scope conflicts)'
       const g = gate();
       const a = running(task('a', { scope: shared }));
       const b = task('b', { scope: shared });
-      const waiting = waitingOf(g.mayStart(b, 'coder', [a], ctx())) as { invocationId: string };
+      const waiting = waitingOf(g.mayStart(b, 'coder', g.runningOf([a]), ctx())) as { invocationId: string };
       decide(waiting.invocationId, 'deny');
-      assert.deepEqual(waitingOf(g.mayStart(b, 'coder', [a], ctx())), { kind: 'serialised_after', taskId: 'a' });
-      assert.deepEqual(waitingOf(g.mayStart({ ...a, state: 'QUEUED' }, 'coder', [running(b)], ctx())), { kind: 'serialised_after', taskId: 'b' });
+      assert.deepEqual(waitingOf(g.mayStart(b, 'coder', g.runningOf([a]), ctx())), { kind: 'serialised_after', taskId: 'a' });
+      assert.deepEqual(waitingOf(g.mayStart({ ...a, state: 'QUEUED' }, 'coder', g.runningOf([running(b)]), ctx())), { kind: 'serialised_after', taskId: 'b' });
       g.forget('a', ctx());
-      assert.deepEqual(g.mayStart(b, 'coder', [], ctx()), { go: true });
+      assert.deepEqual(g.mayStart(b, 'coder', g.runningOf([]), ctx()), { go: true });
     });
 
     it('modify with {"decision": "run_in_parallel"} runs in parallel; defer serialises', () => {
       const g = gate();
       const a = running(task('a', { scope: shared }));
-      const w1 = waitingOf(g.mayStart(task('b', { scope: shared }), 'coder', [a], ctx())) as { invocationId: string };
+      const w1 = waitingOf(g.mayStart(task('b', { scope: shared }), 'coder', g.runningOf([a]), ctx())) as { invocationId: string };
       decide(w1.invocationId, 'modify', { decision: 'run_in_parallel' });
-      assert.deepEqual(g.mayStart(task('b', { scope: shared }), 'coder', [a], ctx()), { go: true });
-      const w2 = waitingOf(g.mayStart(task('c', { scope: shared }), 'coder', [a], ctx())) as { invocationId: string };
+      assert.deepEqual(g.mayStart(task('b', { scope: shared }), 'coder', g.runningOf([a]), ctx()), { go: true });
+      const w2 = waitingOf(g.mayStart(task('c', { scope: shared }), 'coder', g.runningOf([a]), ctx())) as { invocationId: string };
       decide(w2.invocationId, 'defer');
-      assert.deepEqual(waitingOf(g.mayStart(task('c', { scope: shared }), 'coder', [a], ctx())), { kind: 'serialised_after', taskId: 'a' });
+      assert.deepEqual(waitingOf(g.mayStart(task('c', { scope: shared }), 'coder', g.runningOf([a]), ctx())), { kind: 'serialised_after', taskId: 'a' });
     });
 
     it('no operator: the HITL fallback (deny by default) serialises', () => {
@@ -300,16 +301,16 @@ describe('ConcurrencyControl (RFC §9: limits, job uniqueness, scope conflicts)'
       operator = undefined;
       const g = gate();
       const a = running(task('a', { scope: shared }));
-      g.mayStart(task('b', { scope: shared }), 'coder', [a], ctx());
+      g.mayStart(task('b', { scope: shared }), 'coder', g.runningOf([a]), ctx());
       h.clock.advance(h.coordinator.hitl.policy.unavailableAfterMs + 1);
-      assert.deepEqual(waitingOf(g.mayStart(task('b', { scope: shared }), 'coder', [a], ctx())), { kind: 'serialised_after', taskId: 'a' });
+      assert.deepEqual(waitingOf(g.mayStart(task('b', { scope: shared }), 'coder', g.runningOf([a]), ctx())), { kind: 'serialised_after', taskId: 'a' });
       assert.equal(h.events('scheduler.conflict_decided')[0].details.by, 'fallback');
     });
 
     it('an unavailable engine serialises (the default), logged WARN', () => {
       const g = gate({}, { check: () => { throw new Error('engine down'); } });
       const a = running(task('a', { scope: shared }));
-      assert.deepEqual(waitingOf(g.mayStart(task('b', { scope: shared }), 'coder', [a], ctx())), { kind: 'serialised_after', taskId: 'a' });
+      assert.deepEqual(waitingOf(g.mayStart(task('b', { scope: shared }), 'coder', g.runningOf([a]), ctx())), { kind: 'serialised_after', taskId: 'a' });
       const [warn] = h.events('scheduler.engine_unavailable');
       assert.equal(warn.level, 'WARN');
       assert.equal(warn.details.error, 'engine down');
@@ -321,7 +322,7 @@ describe('ConcurrencyControl (RFC §9: limits, job uniqueness, scope conflicts)'
     it('an unavailable engine escalates to a human when the policy says so', () => {
       const g = gate({ unavailableEngine: 'escalate' }, { check: () => { throw new Error('engine down'); } });
       const a = running(task('a', { scope: shared }));
-      const w = waitingOf(g.mayStart(task('b', { scope: shared }), 'coder', [a], ctx())) as { kind: string; invocationId: string };
+      const w = waitingOf(g.mayStart(task('b', { scope: shared }), 'coder', g.runningOf([a]), ctx())) as { kind: string; invocationId: string };
       assert.equal(w.kind, 'conflict_decision');
       const invocation = h.coordinator.hitl.get(w.invocationId)!;
       assert.equal(invocation.reasonType, 'CONFLICT');
@@ -331,13 +332,13 @@ describe('ConcurrencyControl (RFC §9: limits, job uniqueness, scope conflicts)'
 
     it('a scorer answering outside [0, 1] counts as unavailable', () => {
       const g = gate({}, { check: () => ({ confidence: Number.NaN, notes: '' }) });
-      assert.equal(waitingOf(g.mayStart(task('b', { scope: shared }), 'coder', [running(task('a', { scope: shared }))], ctx())).kind, 'serialised_after');
+      assert.equal(waitingOf(g.mayStart(task('b', { scope: shared }), 'coder', g.runningOf([running(task('a', { scope: shared }))]), ctx())).kind, 'serialised_after');
     });
 
     it('forget cancels the task\'s open invocations', () => {
       const g = gate();
       const a = running(task('a', { scope: shared }));
-      const w = waitingOf(g.mayStart(task('b', { scope: shared }), 'coder', [a], ctx())) as { invocationId: string };
+      const w = waitingOf(g.mayStart(task('b', { scope: shared }), 'coder', g.runningOf([a]), ctx())) as { invocationId: string };
       const dup = g.admit(task('d', { params: '{"job":"a"}' }), [a], ctx()) as { pending: string };
       g.forget('b', ctx());
       g.forget('d', ctx());
@@ -349,9 +350,9 @@ describe('ConcurrencyControl (RFC §9: limits, job uniqueness, scope conflicts)'
     it('an operator cancelling a CONFLICT question serialises the pair', () => {
       const g = gate();
       const a = running(task('a', { scope: shared }));
-      const w = waitingOf(g.mayStart(task('b', { scope: shared }), 'coder', [a], ctx())) as { invocationId: string };
+      const w = waitingOf(g.mayStart(task('b', { scope: shared }), 'coder', g.runningOf([a]), ctx())) as { invocationId: string };
       h.coordinator.hitl.cancel(w.invocationId, 'editor:alice', 'not now', ctx());
-      assert.deepEqual(waitingOf(g.mayStart(task('b', { scope: shared }), 'coder', [a], ctx())), { kind: 'serialised_after', taskId: 'a' });
+      assert.deepEqual(waitingOf(g.mayStart(task('b', { scope: shared }), 'coder', g.runningOf([a]), ctx())), { kind: 'serialised_after', taskId: 'a' });
       assert.equal(h.events('scheduler.conflict_decided')[0].details.by, 'cancel');
     });
 
@@ -359,7 +360,7 @@ describe('ConcurrencyControl (RFC §9: limits, job uniqueness, scope conflicts)'
       const g = h.coordinator.concurrency;
       const a = running(task('a', { scope: shared }));
       const b = task('b', { scope: shared });
-      const w = waitingOf(g.mayStart(b, 'coder', [a], ctx())) as { invocationId: string };
+      const w = waitingOf(g.mayStart(b, 'coder', g.runningOf([a]), ctx())) as { invocationId: string };
       decide(w.invocationId, 'approve');
       const decided = h.coordinator.hitl.get(w.invocationId)!;
       h.store.transaction(() => {
@@ -370,7 +371,7 @@ describe('ConcurrencyControl (RFC §9: limits, job uniqueness, scope conflicts)'
       operator?.dispose();
       h.restart();
       operator = h.coordinator.hitl.attachOperator('editor:test');
-      assert.deepEqual(h.coordinator.concurrency.mayStart(b, 'coder', [a], ctx()), { go: true });
+      assert.deepEqual(h.coordinator.concurrency.mayStart(b, 'coder', h.coordinator.concurrency.runningOf([a]), ctx()), { go: true });
       assert.equal(h.coordinator.hitl.pendingCount(), 0, 'not asked again');
     });
 
@@ -378,22 +379,93 @@ describe('ConcurrencyControl (RFC §9: limits, job uniqueness, scope conflicts)'
       const g = h.coordinator.concurrency;
       const a = running(task('a', { scope: shared }));
       const b = task('b', { scope: shared });
-      const w = waitingOf(g.mayStart(b, 'coder', [a], ctx())) as { invocationId: string };
+      const w = waitingOf(g.mayStart(b, 'coder', g.runningOf([a]), ctx())) as { invocationId: string };
       const dup = g.admit(task('d', { params: '{"job":"a"}' }), [a], ctx()) as { pending: string };
       const decidedBefore = task('e', { scope: shared });
-      const w2 = waitingOf(g.mayStart(decidedBefore, 'coder', [a], ctx())) as { invocationId: string };
+      const w2 = waitingOf(g.mayStart(decidedBefore, 'coder', g.runningOf([a]), ctx())) as { invocationId: string };
       decide(w2.invocationId, 'approve');
       operator?.dispose();
       h.restart();
       operator = h.coordinator.hitl.attachOperator('editor:test');
       const after = h.coordinator.concurrency;
       assert.notEqual(after, g);
-      assert.deepEqual(waitingOf(after.mayStart(b, 'coder', [a], ctx())), { kind: 'conflict_decision', invocationId: w.invocationId, withTaskId: 'a' });
-      assert.deepEqual(waitingOf(after.mayStart(task('d', { params: '{"job":"a"}' }), 'coder', [], ctx())), { kind: 'conflict_decision', invocationId: dup.pending, withTaskId: 'a' });
-      assert.deepEqual(after.mayStart(decidedBefore, 'coder', [a], ctx()), { go: true }, 'a decision taken before the restart holds');
+      assert.deepEqual(waitingOf(after.mayStart(b, 'coder', after.runningOf([a]), ctx())), { kind: 'conflict_decision', invocationId: w.invocationId, withTaskId: 'a' });
+      assert.deepEqual(waitingOf(after.mayStart(task('d', { params: '{"job":"a"}' }), 'coder', after.runningOf([]), ctx())), { kind: 'conflict_decision', invocationId: dup.pending, withTaskId: 'a' });
+      assert.deepEqual(after.mayStart(decidedBefore, 'coder', after.runningOf([a]), ctx()), { go: true }, 'a decision taken before the restart holds');
       assert.equal(h.coordinator.hitl.pendingCount(), 2, 'nothing asked twice');
       decide(w.invocationId, 'deny');
-      assert.deepEqual(waitingOf(after.mayStart(b, 'coder', [a], ctx())), { kind: 'serialised_after', taskId: 'a' });
+      assert.deepEqual(waitingOf(after.mayStart(b, 'coder', after.runningOf([a]), ctx())), { kind: 'serialised_after', taskId: 'a' });
+    });
+  });
+
+  describe('the running-task index (RunningIndex: what mayStart is given)', () => {
+    /** A seeded PRNG (mulberry32). */
+    function prng(seed: number): () => number {
+      let a = seed >>> 0;
+      return () => {
+        a = (a + 0x6d2b79f5) >>> 0;
+        let t = a;
+        t = Math.imul(t ^ (t >>> 15), t | 1);
+        t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+        return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+      };
+    }
+
+    it('mayOverlap lists every running task whose scope overlaps (overlap.ts judging), in start order, and only same-repository or shared-resource ones', () => {
+      const random = prng(7);
+      const pick = <T>(values: readonly T[]): T => values[Math.floor(random() * values.length)];
+      const scope = (): TaskScope => ({
+        repoId: pick(['', 'r1', 'r2', 'r3']), worktreeId: pick(['', '', 'w1', 'w2']),
+        paths: pick([[], ['src/**'], ['docs/a.md'], ['**/*.ts', 'lib']]), resources: pick([[], [], ['db'], ['db', 'port:80'], ['cache']]),
+      });
+      const index = new RunningIndex(() => 'coder');
+      const live = new Map<string, TaskRecord>();
+      for (let step = 0; step < 600; step++) {
+        const key = `agent-${Math.floor(random() * 60)}`;
+        if (random() < 0.3) {
+          index.set(key, undefined);
+          live.delete(key);
+        } else {
+          const t = running(task(`t${step}`, { scope: scope() }), key);
+          index.set(key, t);
+          live.set(key, t);
+        }
+        const query = scope();
+        const candidates = index.mayOverlap(query);
+        const all = index.tasks();
+        assert.equal(all.length, live.size);
+        const overlapping = all.filter((t) => scopesOverlap(query, t.scope).overlap).map((t) => t.taskId);
+        const listed = candidates.map((t) => t.taskId);
+        assert.deepEqual(listed.filter((id) => overlapping.includes(id)), overlapping, `step ${step}: every overlap listed, in start order`);
+        for (const t of candidates) {
+          const sharesResource = t.scope.resources.some((r) => query.resources.includes(r));
+          const sameRepo = query.repoId === '' || t.scope.repoId === '' || t.scope.repoId === query.repoId;
+          assert.ok(sharesResource || sameRepo, `step ${step}: ${t.taskId} is in another repository and shares no resource`);
+        }
+        // The order of the scheduler's slots (a Map: a key set again keeps its place, a key deleted and set again goes last).
+        assert.deepEqual(all.map((t) => t.taskId), [...live.values()].map((t) => t.taskId), `step ${step}: start order`);
+      }
+    });
+
+    it('counts by the gate\'s type (not the task itself) and ranks preemption candidates by priority, then the latest arrival', () => {
+      const g = gate({}, new BuiltInScopeScorer(), { 'agent-7': 'reviewer' });
+      const index = new RunningIndex((t) => g.typeOf(t));
+      const at = (id: string, priority: number, seq: number, agent: string): TaskRecord =>
+        ({ ...running(task(id), agent), priority, seq, agentType: agent === 'agent-7' ? 'reviewer' : 'coder' });
+      index.set('agent-1', at('a', 3, 1, 'agent-1'));
+      index.set('agent-2', at('b', 5, 2, 'agent-2'));
+      index.set('agent-3', at('c', 5, 3, 'agent-3'));
+      index.set('agent-7', at('d', 9, 4, 'agent-7'));
+      assert.equal(index.countOfType('coder'), 3);
+      assert.equal(index.countOfType('coder', 'b'), 2);
+      assert.equal(index.countOfType('reviewer'), 1);
+      assert.deepEqual([...index.byPreemptionRank('coder', 0)].map((t) => t.taskId), ['c', 'b', 'a']);
+      assert.deepEqual([...index.byPreemptionRank('coder', 4)].map((t) => t.taskId), ['c', 'b']);
+      index.deleteTask('c');
+      index.set('agent-2', undefined);
+      assert.equal(index.countOfType('coder'), 1);
+      assert.deepEqual([...index.byPreemptionRank('coder', 0)].map((t) => t.taskId), ['a']);
+      assert.equal(index.size, 2);
     });
   });
 });

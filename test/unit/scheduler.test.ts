@@ -442,4 +442,32 @@ describe('Scheduler (RFC §7, §7.1, §7.2, §8.4; App. D C.4, C.5)', () => {
       assert.deepEqual(h.commands('a1').map((c) => c.command.command), ['terminate']);
     });
   });
+
+  describe('the gate is given the running-task index, not every running task', () => {
+    it('with 40 busy agents, mayStart sees a count per type and only the running tasks of the same repository or resource', async () => {
+      for (let i = 0; i < 40; i++) {
+        h.agent(`a${i}`);
+        h.submitted(`a${i}`, 0, { taskId: `run-${i}`, scope: i === 7 ? 'repo:r7/src, resource:db' : `repo:r${i}/src` });
+      }
+      await settle();
+      const asked: Array<{ taskId: string; overlap: string[]; coders: number }> = [];
+      const gate = h.coordinator.concurrency;
+      const original = gate.mayStart.bind(gate);
+      gate.mayStart = (task, agentType, running, callCtx) => {
+        asked.push({
+          taskId: task.taskId,
+          overlap: running.mayOverlap(task.scope).map((t) => t.taskId),
+          coders: running.countOfType('coder', task.taskId),
+        });
+        return original(task, agentType, running, callCtx);
+      };
+      h.agent('free');
+      h.submitted('type:coder', 0, { taskId: 'next', scope: 'repo:other/x, resource:db' });
+      await settle();
+      const seen = asked.find((a) => a.taskId === 'next');
+      assert.ok(seen, 'the gate was asked about the new task');
+      assert.deepEqual(seen.overlap, ['run-7'], 'only the task sharing the resource db');
+      assert.equal(seen.coders, 40);
+    });
+  });
 });

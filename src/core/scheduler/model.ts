@@ -227,12 +227,31 @@ export interface DispatchGate {
   admit(task: TaskRecord, open: readonly TaskRecord[], ctx: CallContext): GateAdmission;
   /**
    * Whether `task` may start now on `agent` given the running tasks: `{ go: true }`, or `{ go: false, waiting }`.
-   * Must be cheap for the common case (no limit, no overlap): it runs on every dispatch attempt.
+   * Must be cheap for the common case (no limit, no overlap): it runs on every dispatch attempt, so it asks the
+   * scheduler's index (`RunningTasks`) for a count and the few overlap candidates, never walks every running task.
    */
-  mayStart(task: TaskRecord, agentType: string, running: readonly TaskRecord[], ctx: CallContext): GateVerdict;
+  mayStart(task: TaskRecord, agentType: string, running: RunningTasks, ctx: CallContext): GateVerdict;
+  /** The agent type a running task counts for under max_parallel_instances (the `RunningTasks` index keys on it). */
+  typeOf(task: TaskRecord): string | undefined;
   /** A task ended or was cancelled: forget its pending decisions (cancel their invocations if still open). */
   forget(taskId: string, ctx: CallContext): void;
   readonly onDidChange: Event<void>;
+}
+
+/**
+ * The running tasks as the gate asks about them: an index the scheduler keeps as tasks start and end
+ * (`RunningIndex`, scheduler/concurrency.ts), so that one dispatch attempt costs O(log n + candidates), not O(running).
+ */
+export interface RunningTasks {
+  /** How many running tasks count for agent type `type` (the gate's `typeOf`), not counting the task `exceptTaskId`. */
+  countOfType(type: string, exceptTaskId?: string): number;
+  /**
+   * The running tasks whose scope could overlap `scope`, in the order they started: those sharing a declared resource
+   * and, when `scope` touches files (a repository, a worktree or paths), those touching files in the same repository
+   * or naming none (a scope without a repository is compared with every one that touches files). A superset:
+   * `scopesOverlap` (overlap.ts) judges each; a scope touching no files and declaring no resources gets none.
+   */
+  mayOverlap(scope: TaskScope): readonly TaskRecord[];
 }
 
 /**

@@ -67,9 +67,16 @@ export function scopesOverlap(a: TaskScope, b: TaskScope): ScopeOverlap {
   };
 }
 
+/**
+ * Whether a scope declares files at all (a repository, a worktree or paths): only two such scopes can share a place.
+ * The running-task index (RunningIndex, concurrency.ts) files its candidates by this rule and the repository.
+ */
+export function touchesFiles(s: TaskScope): boolean {
+  return s.repoId !== '' || s.worktreeId !== '' || s.paths.length > 0;
+}
+
 /** A description of the shared place, or undefined when the scopes cannot touch the same files. */
 function samePlace(a: TaskScope, b: TaskScope): string | undefined {
-  const touchesFiles = (s: TaskScope) => s.repoId !== '' || s.worktreeId !== '' || s.paths.length > 0;
   if (!touchesFiles(a) || !touchesFiles(b)) return undefined;
   if (a.repoId !== '' && b.repoId !== '' && a.repoId !== b.repoId) return undefined;
   if (a.worktreeId !== '' && b.worktreeId !== '' && a.worktreeId !== b.worktreeId) return undefined;

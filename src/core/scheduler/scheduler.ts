@@ -12,9 +12,10 @@ import type { CoordinatorOutbox, OutboxUpdate } from '../router/model';
 import type { WorktreeLocator } from '../worktree/model';
 import {
   MAX_PRIORITY, MIN_PRIORITY, TERMINAL_TASK_STATES,
-  type ControlCommand, type DispatchGate, type ScopeWire, type SchedulerOptions, type SchedulerStorage, type SubmitResult, type TaskChange, type TaskRecord,
+  type ControlCommand, type DispatchGate, type RunningTasks, type ScopeWire, type SchedulerOptions, type SchedulerStorage, type SubmitResult, type TaskChange, type TaskRecord,
   type TaskState, type TaskSubmission, type WaitingReason,
 } from './model';
+import { RunningIndex } from './concurrency';
 import { formatScope, isScopeRefusal, parseScope, toWire } from './scope';
 import { TargetQueue, before, mergedOrder } from './taskQueue';
 
@@ -85,7 +86,9 @@ interface Slot {
  * Structure (so that submit + dispatch stay O(log n) with 100,000 queued tasks and 1,000 agents): open tasks by id;
  * queued tasks per target (agent id or `type:<name>`) in a TargetQueue (40 FIFOs), except those the gate holds (gateHeld:
  * out of the queue until a task ends or the gate changes, so they never hold up the tasks behind them); idle agents by id and by type;
- * what each agent runs (slots); open tasks by job key (for the gate's duplicate check).
+ * what each agent runs (slots) and, kept in step with them, the running tasks indexed by type, repository and resource
+ * (runningIndex: what the gate's mayStart and preemption ask, never a walk over every running task); open tasks by job key
+ * (for the gate's duplicate check).
  */
 export class Scheduler implements Disposable {
   private readonly changed = new Emitter<TaskChange>();
@@ -108,7 +111,10 @@ export class Scheduler implements Disposable {
    */
   private readonly gateHeld = new Set<TaskRecord>();
   private readonly subscriptions: Disposable[] = [];
-  private runningCache: TaskRecord[] | undefined;
+  /** The open tasks in the slots, indexed for the gate and preemption (kept in step with slots and open: syncRunning). */
+  private readonly runningIndex: RunningIndex;
+  /** Each idle agent's type (its key in idleByType). */
+  private readonly idleType = new Map<string, string>();
   private lastSeq: number;
   private readonly dirty = new Set<string>();
   private pumping = false;
@@ -119,6 +125,7 @@ export class Scheduler implements Disposable {
 
   constructor(private readonly deps: SchedulerDeps, private readonly options: SchedulerOptions) {
     const store = deps.store;
+    this.runningIndex = new RunningIndex((task) => deps.gate.typeOf(task));
     this.lastSeq = store.scheduler.maxSeq();
     for (const task of store.scheduler.listOpen()) this.restore(task);
     // Cancelled tasks whose agent had not answered `terminate`: the agent stays occupied, the grace runs on.
@@ -282,7 +289,7 @@ export class Scheduler implements Disposable {
       if (!this.gateHeld.has(task)) this.queueOf(task.target).insert(task);
     } else if (RUNNING_STATES.has(task.state)) {
       this.slots.set(task.assignedAgentId, { taskId: task.taskId });
-      this.runningCache = undefined;
+      this.syncRunning(task.assignedAgentId);
     }
   }
 
@@ -385,16 +392,15 @@ export class Scheduler implements Disposable {
     }
   }
 
-  private running(): readonly TaskRecord[] {
-    if (!this.runningCache) {
-      const list: TaskRecord[] = [];
-      for (const slot of this.slots.values()) {
-        const task = this.open.get(slot.taskId);
-        if (task) list.push(task);
-      }
-      this.runningCache = list;
-    }
-    return this.runningCache;
+  /** The running tasks (the open tasks in the slots), as the gate asks about them. */
+  private running(): RunningTasks {
+    return this.runningIndex;
+  }
+
+  /** The slot of `agentId` changed (or its task left `open`): the running index follows. O(log n). */
+  private syncRunning(agentId: string): void {
+    const slot = this.slots.get(agentId);
+    this.runningIndex.set(agentId, slot ? this.open.get(slot.taskId) : undefined);
   }
 
   /** Gives `agentId` the first eligible queued task for it (by id or by its type), when it is idle. */
@@ -474,7 +480,7 @@ export class Scheduler implements Disposable {
       this.event(task, 'task.dispatched', { agent_id: agentId, run_message_id: sent.messageId, dispatches: task.dispatches, resumed });
       this.stateEvent(task, from, { agent_id: agentId });
       this.slots.set(agentId, { taskId: task.taskId });
-      this.runningCache = undefined;
+      this.syncRunning(agentId);
       this.moveAgent(agentId, resumed ? ['RESUMED'] : ['SCHEDULED'], { by: 'task', reason: `task ${task.taskId} dispatched`, taskId: task.taskId }, ctx);
       this.refreshIdle(agentId);
     });
@@ -495,7 +501,7 @@ export class Scheduler implements Disposable {
     const freeAgent = (): void => {
       this.endActivity(agentId, task.taskId, '', ctx);
       if (this.slots.get(agentId)?.taskId === task.taskId) this.slots.delete(agentId);
-      this.runningCache = undefined;
+      this.syncRunning(agentId);
       if (moveAgent) this.moveAgent(agentId, withdrawWay(this.deps.agents.get(agentId)?.state), { by: 'task', reason: `run of ${task.taskId} withdrawn: ${code}`, taskId: task.taskId }, ctx);
     };
     if (task.withdrawals >= MAX_WITHDRAWN_DISPATCHES) {
@@ -609,7 +615,7 @@ export class Scheduler implements Disposable {
   /** Frees the agent after its task: → COMPLETED → RUNNABLE (from wherever its run left it). */
   private releaseAgent(agentId: string, taskId: string, reason: string, ctx: CallContext): void {
     if (this.slots.get(agentId)?.taskId === taskId) this.slots.delete(agentId);
-    this.runningCache = undefined;
+    this.syncRunning(agentId);
     const agent = this.deps.agents.get(agentId);
     if (agent && !this.shuttingDown.has(agentId)) this.moveAgent(agentId, doneWay(agent.state), { by: 'task', reason, taskId }, ctx);
     this.refreshIdle(agentId);
@@ -625,10 +631,12 @@ export class Scheduler implements Disposable {
     if (task.target.startsWith(TYPE_PREFIX)) {
       const type = task.target.slice(TYPE_PREFIX.length);
       if (this.idleByType.get(type)?.size) return;
-      for (const running of this.running()) {
+      // The numerically highest priority first, then the latest arrival: the first that can be asked is the victim.
+      for (const running of this.runningIndex.byPreemptionRank(type, task.priority)) {
         if (running.agentType !== type || running.state === 'PREEMPTING' || running.priority <= task.priority) continue;
         if (this.shuttingDown.has(running.assignedAgentId)) continue;
-        if (!victim || running.priority > victim.priority || (running.priority === victim.priority && running.seq > victim.seq)) victim = running;
+        victim = running;
+        break;
       }
     } else {
       const slot = this.slots.get(task.target);
@@ -715,7 +723,7 @@ export class Scheduler implements Disposable {
       const from = task.state;
       this.endActivity(agentId, task.taskId, '', ctx);
       if (this.slots.get(agentId)?.taskId === task.taskId) this.slots.delete(agentId);
-      this.runningCache = undefined;
+      this.syncRunning(agentId);
       this.requeue(task, { kind: 'preempted', byTaskId: by });
       this.event(task, 'task.yielded', { agent_id: agentId, by_task_id: by });
       this.stateEvent(task, from, { agent_id: agentId, reason: 'yielded' });
@@ -754,7 +762,7 @@ export class Scheduler implements Disposable {
     this.deps.store.transaction(() => {
       this.end(task, 'FAILED', 'forced_preemption', `no answer to terminate within ${this.options.terminateGraceMs} ms`, ctx, 'forced');
       if (this.slots.get(agentId)?.taskId === task.taskId) this.slots.delete(agentId);
-      this.runningCache = undefined;
+      this.syncRunning(agentId);
       this.moveAgent(agentId, ['FAILED_STATE'], {
         by: 'timeout', reason: `no answer to terminate of ${task.taskId} within ${this.options.terminateGraceMs} ms`, errorCode: 'forced_preemption', taskId: task.taskId,
       }, ctx);
@@ -821,7 +829,7 @@ export class Scheduler implements Disposable {
     this.end(task, 'CANCELLED', 'cancelled', reason, taskCtx, 'operator');
     // The agent stays occupied until it answers `terminate` (or the grace passes: then it is FAILED).
     this.slots.set(agentId, { taskId, cancelled: task });
-    this.runningCache = undefined;
+    this.syncRunning(agentId);
     this.sendTerminate(task, `cancelled: ${reason}`, taskCtx);
     this.armCancelGrace(task);
     return task;
@@ -841,7 +849,7 @@ export class Scheduler implements Disposable {
       this.timers.delete(taskId);
       if (this.slots.get(agentId)?.cancelled !== task) return;
       this.slots.delete(agentId);
-      this.runningCache = undefined;
+      this.syncRunning(agentId);
       this.deps.store.transaction(() => {
         this.settleTerminate(task);
         this.moveAgent(agentId, ['FAILED_STATE'], {
@@ -900,7 +908,7 @@ export class Scheduler implements Disposable {
     const jobs = this.byJob.get(task.jobKey);
     jobs?.delete(task);
     if (jobs?.size === 0) this.byJob.delete(task.jobKey);
-    if (this.slots.get(agentId)?.taskId === task.taskId) this.runningCache = undefined;
+    this.runningIndex.deleteTask(task.taskId);
     this.changed.fire({ kind: 'changed', task });
     // Tasks the gate held (serialised after this one, behind a limit) may start now: wake an idle agent for each.
     this.gateHeld.delete(task);
@@ -956,7 +964,7 @@ export class Scheduler implements Disposable {
     const code = /agent_shutdown_timeout/.test(reason) ? 'agent_shutdown_timeout' : shutdown || /shut down/.test(reason) ? 'agent_shutdown' : 'AGENT_UNAVAILABLE';
     const slot = this.slots.get(agentId);
     this.slots.delete(agentId);
-    this.runningCache = undefined;
+    this.syncRunning(agentId);
     this.dropIdle(agentId);
     if (slot && !slot.cancelled) {
       const task = this.open.get(slot.taskId);
@@ -981,6 +989,8 @@ export class Scheduler implements Disposable {
     const agentId = change.agent.descriptor.agentId;
     const lastState = this.agentStates.get(agentId);
     this.agentStates.set(agentId, change.agent.state);
+    // The type its task counts for (max_parallel_instances) is the registry's: kept in step.
+    if (this.slots.has(agentId)) this.syncRunning(agentId);
     // One rule for an agent that can no longer run what it holds: re-registered (INITIALIZING: whatever it ran is gone
     // from its side) or FAILED (a heartbeat, resource_timeout, suspend_timeout…).
     if (this.slots.has(agentId) && (change.agent.state === 'FAILED_STATE' || change.agent.state === 'INITIALIZING')) {
@@ -1003,7 +1013,7 @@ export class Scheduler implements Disposable {
     const slot = this.slots.get(agentId);
     if (!slot) return;
     this.slots.delete(agentId);
-    this.runningCache = undefined;
+    this.syncRunning(agentId);
     this.clearTimer(slot.taskId);
     if (slot.cancelled) {
       const cancelled = slot.cancelled;
@@ -1032,6 +1042,9 @@ export class Scheduler implements Disposable {
     }
     this.idle.add(agentId);
     const type = agent.descriptor.name;
+    const was = this.idleType.get(agentId);
+    if (was !== undefined && was !== type) this.dropIdleType(agentId, was);
+    this.idleType.set(agentId, type);
     let ofType = this.idleByType.get(type);
     if (!ofType) this.idleByType.set(type, ofType = new Set());
     ofType.add(agentId);
@@ -1039,9 +1052,14 @@ export class Scheduler implements Disposable {
 
   private dropIdle(agentId: string): void {
     if (!this.idle.delete(agentId)) return;
-    for (const [type, ids] of this.idleByType) {
-      if (ids.delete(agentId) && ids.size === 0) this.idleByType.delete(type);
-    }
+    const type = this.idleType.get(agentId);
+    this.idleType.delete(agentId);
+    if (type !== undefined) this.dropIdleType(agentId, type);
+  }
+
+  private dropIdleType(agentId: string, type: string): void {
+    const ids = this.idleByType.get(type);
+    if (ids?.delete(agentId) && ids.size === 0) this.idleByType.delete(type);
   }
 
   /**
