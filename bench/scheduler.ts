@@ -30,6 +30,7 @@ import { Coordinator } from '../src/core/coordinator';
 import { CoordinatorStore } from '../src/core/coordinatorStore';
 import type { Envelope } from '../src/core/router/envelope';
 import type { InboxSink } from '../src/core/router/router';
+import { prng } from '../test/support/prng';
 
 const ctx = { correlationId: 'scheduler-bench' };
 const AGENT_TYPE = 'bench-worker';
@@ -44,18 +45,6 @@ const OPS = envNumber('BENCH_SCHEDULER_OPS', 500);
 /** Untimed operations first in every scenario (JIT and caches warm, as in a coordinator that has been running). */
 const WARMUP_OPS = 100;
 const LARGE = envNumber('BENCH_SCHEDULER_LARGE', 100_000);
-
-/** A seeded PRNG (mulberry32): the same priorities every run. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 function median(values: readonly number[]): number {
   const sorted = [...values].sort((a, b) => a - b);

@@ -8,6 +8,7 @@ import {
 } from '../../src/core/scheduler/model';
 import { BuiltInScopeScorer } from '../../src/core/scheduler/scorer';
 import { RouterHarness, ctx } from '../support/routerHarness';
+import { prng } from '../support/prng';
 
 /** A TaskRecord as the scheduler would hold it (the gate reads only these fields). */
 function task(taskId: string, fields: { target?: string; agent?: string; scope?: Partial<TaskScope>; params?: string; state?: TaskState } = {}): TaskRecord {
@@ -399,18 +400,6 @@ describe('ConcurrencyControl (RFC §9: limits, job uniqueness, scope conflicts)'
   });
 
   describe('the running-task index (RunningIndex: what mayStart is given)', () => {
-    /** A seeded PRNG (mulberry32). */
-    function prng(seed: number): () => number {
-      let a = seed >>> 0;
-      return () => {
-        a = (a + 0x6d2b79f5) >>> 0;
-        let t = a;
-        t = Math.imul(t ^ (t >>> 15), t | 1);
-        t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-        return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-      };
-    }
-
     it('mayOverlap lists every running task whose scope overlaps (overlap.ts judging), in start order, and only same-repository or shared-resource ones', () => {
       const random = prng(7);
       const pick = <T>(values: readonly T[]): T => values[Math.floor(random() * values.length)];
