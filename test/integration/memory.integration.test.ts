@@ -108,10 +108,12 @@ describe('memory and the event loop with 16 MB payloads (real sockets, a real st
         assert.deepEqual(two.outcomes, { accepted: more });
         const afterAll = rssMiB(coordinator.pid!, 'VmRSS');
         const peak = rssMiB(coordinator.pid!, 'VmHWM');
-        // 16 more messages of 16 MiB (256 MiB) wait for offline recipients; held in memory they would add that much.
+        // 16 more messages of 16 MiB (256 MiB) wait for offline recipients; held in memory they would add that much or more.
+        // Resident memory of a fresh process moves with when its GC runs: the same build measured 80–97 MiB of growth on
+        // one run and −3 on the next (before the scheduler landed too), so the bound sits between that noise and 256 MiB.
         const grew = afterAll - afterFirst;
         const report = `idle ${idle.toFixed(0)} MiB, after ${first} messages ${afterFirst.toFixed(0)}, after ${first + more} ${afterAll.toFixed(0)}, peak ${peak.toFixed(0)}`;
-        assert.ok(grew < 96, `resident memory grew ${grew.toFixed(0)} MiB for 256 MiB more waiting (${report})`);
+        assert.ok(grew < 160, `resident memory grew ${grew.toFixed(0)} MiB for 256 MiB more waiting (${report})`);
         assert.ok(peak < idle + 384, `peak ${report}`);
         // Payloads of 1 MiB or more are files in <data folder>/payloads (router/payloadFiles.ts).
         const payloads = path.join(cli.dataDir(), 'payloads');
