@@ -1,5 +1,5 @@
 import {
-  DEFAULT_PRIORITY, MAX_PRIORITY, MIN_PRIORITY, TERMINAL_TASK_STATES, formatEvent,
+  DEFAULT_PRIORITY, MAX_PRIORITY, MIN_PRIORITY, TERMINAL_TASK_STATES, describeWaiting, formatEvent,
   type AgentRecord, type MessageSummary, type StoredEvent, type SubmitResult, type TaskRecord, type TaskScope, type WaitingReason,
 } from '../core/api';
 import { shortId } from './messagesModel';
@@ -34,20 +34,8 @@ export function taskGroupDescription(group: TaskGroup, listed: number, total: nu
   return all > listed ? `first ${listed.toLocaleString('en-US')} of ${all.toLocaleString('en-US')}` : String(listed);
 }
 
-/** Why a queued task waits, in words (RFC §9.1 feedback). */
-export function waitingText(reason: WaitingReason): string {
-  switch (reason.kind) {
-    case 'agent_busy': return `waiting for agent ${reason.agentId} to finish its current task`;
-    case 'agent_not_runnable': return `waiting for agent ${reason.agentId} to become RUNNABLE (it is ${reason.state})`;
-    case 'no_agent_of_type': return `waiting for a RUNNABLE agent of type ${reason.agentType}`;
-    case 'max_parallel_instances':
-      return `queued behind max_parallel_instances (${reason.running} of ${reason.limit} running for type ${reason.agentType})`;
-    case 'conflict_decision': return `waiting for a conflict decision (its scope overlaps task ${reason.withTaskId})`;
-    case 'serialised_after': return `serialised after task ${reason.taskId} (a conflict decision)`;
-    // byTaskId is '' when the operator (or an agent's RequestPreemption) asked the task to yield, not a task.
-    case 'preempted': return reason.byTaskId ? `preempted by task ${reason.byTaskId}` : 'preempted by the operator (RequestPreemption)';
-  }
-}
+/** Why a queued task waits, in words (RFC §9.1 feedback): the scheduler's own text, the same as SubmitTask's reason. */
+export const waitingText: (reason: WaitingReason) => string = describeWaiting;
 
 /** A scope in a few words: `repo@worktree path,path · resource:name`, at most `max` characters. */
 export function scopeShort(scope: TaskScope, max = 60): string {

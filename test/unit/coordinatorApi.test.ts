@@ -338,7 +338,7 @@ describe('CoordinatorApi in process (the editor\'s one way into the coordinator)
       assert.equal(first.task.submittedBy, 'editor:alice');
       const second = await api.submitTask({ taskId: 'api-2', target: 'agent-a', priority: 5, params: '{"title":"two"}', scope: 'repo:lib' }, 'editor:alice');
       assert.ok(second.accepted);
-      assert.match(second.reason, /agent agent-a is busy/);
+      assert.match(second.reason, /waiting for agent agent-a to finish its current task/);
       assert.deepEqual((await api.tasks({ includeFinished: false })).map((t) => [t.taskId, t.state]), [['api-1', 'DISPATCHED'], ['api-2', 'QUEUED']]);
       assert.equal((await api.task('api-1'))?.assignedAgentId, 'agent-a');
       assert.deepEqual((await api.taskEvents('api-1')).map((e) => e.eventType).filter((t) => t.startsWith('task.')).sort(), ['task.dispatched', 'task.state_changed', 'task.submitted']);

@@ -45,3 +45,5 @@ export { DEFAULT_SETUP_TIMEOUT_SECONDS, MAX_SETUP_TIMEOUT_SECONDS, SETUP_CONFIG_
 /** The scheduler's and the activity buffer's records and bounds the Tasks and Activity views and Submit Task… use. */
 export type { TaskScope, TaskState, WaitingReason } from '../scheduler/model';
 export { DEFAULT_PRIORITY, DEFAULT_SCHEDULER_OPTIONS, MAX_PRIORITY, MIN_PRIORITY, TERMINAL_TASK_STATES, type SchedulerOptions } from '../scheduler/model';
+/** Why a queued task waits, in words: what SubmitTask answers and what the Tasks view shows. */
+export { describeWaiting } from '../scheduler/scheduler';

@@ -1235,14 +1235,14 @@ function describeTask(task: TaskRecord): string {
 /** What a waiting task tells its submitter and the Tasks view. */
 export function describeWaiting(w: WaitingReason): string {
   switch (w.kind) {
-    case 'agent_busy': return `queued: agent ${w.agentId} is busy`;
-    case 'agent_not_runnable': return `queued: agent ${w.agentId} is ${w.state}`;
-    case 'no_agent_of_type': return `queued: no idle agent of type ${w.agentType}`;
-    case 'max_parallel_instances': return `queued behind max_parallel_instances (${w.running} of ${w.limit} ${w.agentType} running)`;
-    case 'conflict_decision': return `waiting for a conflict decision (invocation ${w.invocationId}${w.withTaskId ? `, with task ${w.withTaskId}` : ''})`;
-    case 'serialised_after': return `serialised after task ${w.taskId}`;
-    case 'preempted': return `preempted${w.byTaskId ? ` by task ${w.byTaskId}` : ''}, queued again`;
-    default: return 'queued';
+    case 'agent_busy': return `waiting for agent ${w.agentId} to finish its current task`;
+    case 'agent_not_runnable': return `waiting for agent ${w.agentId} to become RUNNABLE (it is ${w.state})`;
+    case 'no_agent_of_type': return `waiting for a RUNNABLE agent of type ${w.agentType}`;
+    case 'max_parallel_instances': return `queued behind max_parallel_instances (${w.running} of ${w.limit} running for type ${w.agentType})`;
+    case 'conflict_decision': return `waiting for a conflict decision (its scope overlaps task ${w.withTaskId})`;
+    case 'serialised_after': return `serialised after task ${w.taskId} (a conflict decision)`;
+    // byTaskId is '' when the operator (or an agent's RequestPreemption) asked the task to yield, not a task.
+    case 'preempted': return w.byTaskId ? `preempted by task ${w.byTaskId}` : 'preempted by the operator (RequestPreemption)';
   }
 }
 
