@@ -6,7 +6,7 @@ import { parseBoundedJson } from '../json';
 import { TRANSPORT_MAX_MESSAGE_BYTES } from '../limits';
 import type { EventLog } from '../log/eventLog';
 import type { WorktreeLocator } from '../worktree/model';
-import { ToolCallError, type ToolDescriptor, type ToolInvocation, type ToolProvider, type ToolResult } from './model';
+import { DEFAULT_EXECUTION_POLICY, ToolCallError, type ToolDescriptor, type ToolInvocation, type ToolProvider, type ToolResult } from './model';
 
 /** The largest `args` a call may carry (a write_file of MAX_WRITE_BYTES in base64, with room for the rest). */
 export const MAX_TOOL_ARGS_BYTES = 6 * 1024 * 1024;
@@ -165,7 +165,10 @@ export class Tools {
     }
     this.running.set(key, running + 1);
     try {
-      const value = await provider.call({ toolName: tool.name, args: parsed.value as Record<string, unknown>, callerAgentId, worktreePath, ctx });
+      const value = await provider.call({
+        callId: invocation.callId, toolName: tool.name, args: parsed.value as Record<string, unknown>, callerAgentId, worktreePath, ctx,
+        policy: DEFAULT_EXECUTION_POLICY, stream: false, attempt: 1, signal: new AbortController().signal, emit: () => undefined,
+      });
       const data = Buffer.from(JSON.stringify(value), 'utf8');
       // JSON may be larger than what was read (a control character is six bytes in a string): beyond one frame, the
       // agent gets this code rather than the transport's "message larger than max".

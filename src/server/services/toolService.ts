@@ -30,6 +30,10 @@ const STATUS_OF: Record<ToolErrorKind, grpc.status> = {
   resource_exhausted: grpc.status.RESOURCE_EXHAUSTED,
   unimplemented: grpc.status.UNIMPLEMENTED,
   internal: grpc.status.INTERNAL,
+  deadline_exceeded: grpc.status.DEADLINE_EXCEEDED,
+  unavailable: grpc.status.UNAVAILABLE,
+  cancelled: grpc.status.CANCELLED,
+  already_exists: grpc.status.ALREADY_EXISTS,
 };
 
 /** A refused or failed call as a gRPC status whose details start with the error code (`permission_denied: …`). */
