@@ -5,6 +5,7 @@ import type { WireToolDescriptor } from '../../core/tools/providers';
 import { principalOf } from '../auth';
 import { callContext } from '../callContext';
 import { answerWhenDurable } from '../durable';
+import { toolErrorStatus } from './toolService';
 
 interface ToolDescriptorMessage {
   tool_name: string;
@@ -62,28 +63,19 @@ export class ConnectorServiceAdapter {
           if (agentId === '') {
             return callback({ code: grpc.status.INVALID_ARGUMENT, details: 'VALIDATION_ERROR: provider_id must name the registering agent (its agent id)' });
           }
-          const result = toolCatalog.register(agentId, providerId, call.request.tools ?? [], callContext(call, ids));
-          if (!result.ok) return callback(null, { ok: false, reason: `${result.code}: ${result.reason}` });
-          answerWhenDurable(store, callback, { ok: true, reason: result.warnings.join('; ') });
+          toolCatalog.registerInTurns(agentId, providerId, call.request.tools ?? [], callContext(call, ids)).then((result) => {
+            if (!result.ok) return callback(null, { ok: false, reason: `${result.code}: ${result.reason}` });
+            answerWhenDurable(store, callback, { ok: true, reason: result.warnings.join('; ') });
+          }, (err: unknown) => callback({ code: grpc.status.INTERNAL, details: `INTERNAL_ERROR: ${(err as Error).message}` }));
         } catch (err) {
           callback({ code: grpc.status.INTERNAL, details: `INTERNAL_ERROR: ${(err as Error).message}` });
         }
       },
       DescribeTools: (call: grpc.ServerUnaryCall<{ provider_id?: string }, { tools: ToolDescriptorMessage[] }>, callback: grpc.sendUnaryData<{ tools: ToolDescriptorMessage[] }>) => {
         try {
-          const providerId = call.request.provider_id ?? '';
-          if (providerId === '') {
-            const tools = toolCatalog.infos().flatMap((p) => p.tools.map((t) => descriptorMessage(t, `${p.providerId}/${t.name}`)));
-            return callback(null, { tools });
-          }
-          const info = toolCatalog.info(providerId);
-          if (!info) {
-            const known = toolCatalog.infos().map((p) => p.providerId).join(', ').slice(0, 500);
-            return callback({ code: grpc.status.NOT_FOUND, details: `NOT_FOUND: no provider '${providerId.slice(0, 256)}' (known: ${known})` });
-          }
-          callback(null, { tools: info.tools.map((t) => descriptorMessage(t)) });
+          callback(null, { tools: toolCatalog.describe(call.request.provider_id ?? '').map((t) => descriptorMessage(t)) });
         } catch (err) {
-          callback({ code: grpc.status.INTERNAL, details: `INTERNAL_ERROR: ${(err as Error).message}` });
+          callback(toolErrorStatus(err));
         }
       },
     };
