@@ -91,6 +91,7 @@ describe('checkDescriptors (RFC §18.1): a registration\'s tools, checked', () =
     assert.match(refusal([{ tool_name: 'a', max_concurrency: 1025 }]), /^tools\[0\]\.max_concurrency: must be 0 \(meaning 1\) to 1024/);
     assert.match(refusal([{ tool_name: 'a', default_timeout_s: 86_401 }]), /^tools\[0\]\.default_timeout_s: must be 0 \(none\) to 86400 seconds/);
     assert.match(refusal([{ tool_name: 'a', side_effects: 'filesystem,gpu' }]), /^tools\[0\]\.side_effects: 'gpu' is not a side-effect class/);
+    assert.match(refusal([{ tool_name: 'a', side_effects: 'git,'.repeat(65) }]), /^tools\[0\]\.side_effects: is longer than 256 characters/);
     assert.match(refusal([{ tool_name: 'a', side_effects: 'none,git' }]), /^tools\[0\]\.side_effects: 'none' cannot be listed with other classes/);
     assert.match(refusal(Array.from({ length: 257 }, (_, i) => ({ tool_name: `t${i}` }))), /^tools: at most 256 tools per provider \(257 given\)/);
     assert.ok(checkDescriptors(Array.from({ length: 256 }, (_, i) => ({ tool_name: `t${i}` }))).ok, '256 tools are fine');

@@ -1,4 +1,5 @@
 import { Ajv, type ValidateFunction } from 'ajv';
+import { FIELD_LIMITS } from '../fieldLimits';
 import { parseBoundedJson } from '../json';
 import type { JsonSchema, SideEffectClass, ToolDescriptor } from './model';
 
@@ -17,13 +18,13 @@ export interface WireToolDescriptor {
 /** The bounds of one registration (README, "ConnectorService"). */
 export const DESCRIPTOR_LIMITS = {
   /** Tools in one RegisterProvider. */
-  maxTools: 256,
+  maxTools: FIELD_LIMITS.connector.tools,
   /** Characters of a tool_name: [A-Za-z0-9_.-]. */
-  maxToolNameChars: 128,
+  maxToolNameChars: FIELD_LIMITS.connector.tool_name,
   /** UTF-8 bytes of one input_schema or output_schema text. */
-  maxSchemaBytes: 64 * 1024,
+  maxSchemaBytes: FIELD_LIMITS.connector.schema_bytes,
   /** Characters of the description taken from the input schema. */
-  maxDescriptionChars: 1024,
+  maxDescriptionChars: FIELD_LIMITS.connector.description,
   maxConcurrency: 1024,
   maxDefaultTimeoutS: 86_400,
 } as const;
@@ -31,7 +32,7 @@ export const DESCRIPTOR_LIMITS = {
 export const SIDE_EFFECT_CLASSES: readonly SideEffectClass[] = ['none', 'filesystem', 'git', 'network', 'process'];
 
 /** The longest side_effects text (every class listed once fits easily). */
-const MAX_SIDE_EFFECTS_CHARS = 256;
+const MAX_SIDE_EFFECTS_CHARS = FIELD_LIMITS.connector.side_effects;
 const TOOL_NAME = /^[A-Za-z0-9_.-]+$/;
 /** A schema given as a URL (connector.proto: "JSON Schema or URL"). */
 const URL_TEXT = /^[A-Za-z][A-Za-z0-9+.-]*:\/\//;
