@@ -11,7 +11,7 @@ import { EventLog } from '../../src/core/log/eventLog';
 import {
   DEFAULT_EXECUTION_POLICY, ToolCallError,
   type CallInput, type ExecutionPolicy, type ProviderInfo, type ToolCallRecord, type ToolDescriptor, type ToolFrame, type ToolProvider, type ToolRequest,
-  type ToolsChange, type ToolsRepository, type ToolsStorage,
+  type ToolsChange, type ToolsStorage,
 } from '../../src/core/tools/model';
 import { escalationReason, parseExecutionPolicy, parsePolicyJson } from '../../src/core/tools/policy';
 import { backoffMs, DEFAULT_TOOLS_OPTIONS, Tools, type ToolCatalogView } from '../../src/core/tools/tools';
@@ -20,28 +20,6 @@ import { makeTempDir, removeTempDir } from '../support/tempDir';
 
 const ctx: CallContext = { correlationId: 'test' };
 const T0 = Date.UTC(2026, 0, 2, 3, 4, 5);
-
-/** The ToolsRepository contract in memory (the SQLite one is the providers part's; its own tests pin it). */
-class MemoryToolsRepository implements ToolsRepository {
-  readonly calls = new Map<string, ToolCallRecord>();
-  upsertProvider(): void { /* not used by the engine */ }
-  deleteProvider(): void { /* not used by the engine */ }
-  listProviders() { return []; }
-  upsertCall(record: ToolCallRecord): void {
-    this.calls.delete(record.callId);
-    this.calls.set(record.callId, record);
-  }
-  recentCalls(limit: number): ToolCallRecord[] {
-    return [...this.calls.values()].reverse().slice(0, limit);
-  }
-  call(callId: string) { return this.calls.get(callId); }
-  unfinishedCalls() { return [...this.calls.values()].filter((c) => c.endedAt === 0); }
-  pruneCalls(keep: number, batch: number): number {
-    const drop = [...this.calls.keys()].slice(0, Math.max(0, Math.min(batch, this.calls.size - keep)));
-    for (const id of drop) this.calls.delete(id);
-    return drop.length;
-  }
-}
 
 function tool(name: string, overrides: Partial<ToolDescriptor> = {}): ToolDescriptor {
   return {
@@ -102,7 +80,6 @@ describe('tool call engine (RFC §18.2, §18.5, §18.6)', () => {
   let clock: ManualClock;
   let log: EventLog;
   let hitl: HitlService;
-  let repo: MemoryToolsRepository;
   let storage: ToolsStorage;
   let provider: ControlledProvider;
   let tools: Tools;
@@ -122,8 +99,7 @@ describe('tool call engine (RFC §18.2, §18.5, §18.6)', () => {
     store = CoordinatorStore.open(dir);
     clock = new ManualClock(T0);
     log = new EventLog(store, clock);
-    repo = new MemoryToolsRepository();
-    storage = { tools: repo, transaction: (fn) => store.transaction(fn), afterCommit: (fn) => store.afterCommit(fn), whenDurable: () => store.whenDurable() };
+    storage = store;
     provider = new ControlledProvider('acme', [
       tool('echo', { outputSchema: { type: 'object', required: ['ok'], properties: { ok: { type: 'boolean' } } }, inputSchema: { type: 'object', properties: { n: { type: 'integer' } }, additionalProperties: false } }),
       tool('once', { idempotent: false, maxConcurrency: 1 }),
@@ -203,7 +179,7 @@ describe('tool call engine (RFC §18.2, §18.5, §18.6)', () => {
     await settle();
     assert.equal(provider.take().request.worktreePath, '/w/coder');
     refused(() => tools.start('coder', input('echo', { callId: 'c1' }), ctx, s.sink), 'ALREADY_EXISTS');
-    assert.equal(repo.calls.size, 1, 'a refused call is not kept');
+    assert.equal(store.tools.recentCalls(100).length, 1, 'a refused call is not kept');
   });
 
   it('checks the final JSON result against the output schema (VALIDATION_ERROR naming the path)', async () => {
@@ -399,7 +375,7 @@ describe('tool call engine (RFC §18.2, §18.5, §18.6)', () => {
   it('restore(): calls a crash left unfinished end INTERRUPTED, with a tool.call event each and an onDidInterrupt', async () => {
     const { callId } = tools.start('coder', input('echo', { via: 'envelope', messageId: 'm-1' }), ctx, sinkOf().sink);
     await settle();
-    assert.equal(repo.unfinishedCalls().length, 1);
+    assert.equal(store.tools.unfinishedCalls().length, 1);
     // A crash: the process is gone without dispose(); a new engine over the same store restores.
     const again = new Tools({ store: storage, log, clock, ids: new SequentialIds(), locator, hitl, catalog: catalogOf([provider]) }, DEFAULT_TOOLS_OPTIONS);
     const seen: ToolCallRecord[] = [];
@@ -407,7 +383,7 @@ describe('tool call engine (RFC §18.2, §18.5, §18.6)', () => {
     again.restore(ctx);
     assert.deepEqual(seen.map((r) => [r.callId, r.errorCode, r.messageId]), [[callId, 'INTERRUPTED', 'm-1']]);
     assert.deepEqual([again.callRecord(callId)!.outcome, again.callRecord(callId)!.errorCode], ['error', 'INTERRUPTED']);
-    assert.equal(repo.unfinishedCalls().length, 0);
+    assert.equal(store.tools.unfinishedCalls().length, 0);
     assert.equal(events('tool.call').filter((e) => e.details.error_code === 'INTERRUPTED').length, 1);
     assert.equal(again.cancel('coder', 'acme', callId).errorCode, 'ALREADY_COMPLETED');
     again.dispose();
