@@ -166,6 +166,8 @@ export interface CallInput {
   readonly stream: boolean;
   /** `grpc`, `envelope` or `internal`: shown in the Tools view. */
   readonly via: 'grpc' | 'envelope' | 'internal';
+  /** via = envelope: the TOOL_CALL envelope's message id, kept as ToolCallRecord.messageId (answered INTERRUPTED after a restart). */
+  readonly messageId?: string;
 }
 
 /** Where the engine sends a call's frames: in order, then exactly one of end / fail. */
