@@ -166,7 +166,7 @@ export interface CallInput {
   readonly stream: boolean;
   /** `grpc`, `envelope` or `internal`: shown in the Tools view. */
   readonly via: 'grpc' | 'envelope' | 'internal';
-  /** via = envelope: the TOOL_CALL envelope's message id, kept as ToolCallRecord.messageId (answered INTERRUPTED after a restart). */
+  /** via = envelope: the TOOL_CALL envelope's message id (kept in the record, to answer it after a restart). */
   readonly messageId?: string;
 }
 
