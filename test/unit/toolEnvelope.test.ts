@@ -187,6 +187,16 @@ describe('Tool calls over the messaging plane (TOOL_CALL to coordinator)', () =>
     assert.equal(h.state(envelope.messageId), 'FULFILLED');
   });
 
+  it('reads execution_policy (or policy) through parsePolicyJson; a bad value is refused at admission naming the field', () => {
+    assert.ok(h.send(toolCall({ provider_id: 'p', tool_name: 't', execution_policy: { timeout_seconds: 2, retry_attempts: 3, privilege_level: 'elevated', budget_wall_ms: 300 } }), COORDINATOR_ID).accepted);
+    assert.deepEqual(engine.started[0].input.policy, { ...DEFAULT_EXECUTION_POLICY, timeoutMs: 2000, maxRetries: 3, privilegeLevel: 'ELEVATED', budgetWallMs: 300 });
+    assert.ok(h.send(toolCall({ provider_id: 'p', tool_name: 't', policy: { backoff: 'linear' } }), COORDINATOR_ID).accepted);
+    assert.equal(engine.started[1].input.policy.backoff, 'linear');
+    assertRefused(h.send(toolCall({ provider_id: 'p', tool_name: 't', policy: { backoff: 'sometimes' } }), COORDINATOR_ID), 'VALIDATION_ERROR', /execution_policy\.backoff: /);
+    assertRefused(h.send(toolCall({ provider_id: 'p', tool_name: 't', execution_policy: { network_policy: 'everything' } }), COORDINATOR_ID), 'VALIDATION_ERROR', /execution_policy\.network_policy: /);
+    assert.equal(engine.started.length, 2);
+  });
+
   it('parses a payload without policy to the defaults (DENY_ALL, MINIMAL)', () => {
     const parsed = parseToolCallPayload({ provider_id: 'p', tool_name: 't' });
     assert.ok(!('code' in parsed));
