@@ -18,7 +18,9 @@ import { ConcurrencyControl } from './scheduler/concurrency';
 import { DEFAULT_SCHEDULER_OPTIONS, type SchedulerOptions } from './scheduler/model';
 import { Scheduler } from './scheduler/scheduler';
 import { BuiltInScopeScorer } from './scheduler/scorer';
-import { Tools } from './tools/tools';
+import { EXTERNAL_PROVIDERS_NOT_IMPLEMENTED, Tools } from './tools/tools';
+import { ToolCallError } from './tools/model';
+import { ProviderCatalog } from './tools/providers';
 import { WorkspaceProvider } from './tools/workspaceProvider';
 import { DEFAULT_BINDING_OPTIONS, WorkspaceWorktrees, WorktreeBindings, type BindingOptions } from './worktree/bindings';
 import { bindWorktreeControlToRouter } from './worktree/envelopeBridge';
@@ -77,6 +79,8 @@ export class Coordinator {
   readonly workspace: WorkspaceWorktrees;
   /** Tools (RFC §18): the built-in `workspace` provider, confined to the calling agent's bound worktree. */
   readonly tools: Tools;
+  /** The tool providers (RFC §18.1): built-ins and agents registered through ConnectorService.RegisterProvider (persisted). */
+  readonly toolCatalog: ProviderCatalog;
   /** Setup, removal, prune, snapshots and their retention, merge-back with its approval and undo (what the editor and the CLI do). */
   readonly worktreeOperations: WorktreeOperations;
   /** The activity buffer (RFC §10) and negotiation artifacts (activity.proto). */
@@ -125,7 +129,16 @@ export class Coordinator {
       { ...DEFAULT_WORKTREE_OPERATIONS_OPTIONS, ...options.worktreeOperations },
     );
     this.worktreeBinding = bindWorktreeControlToRouter(this.worktrees, this.router, this.log);
-    this.tools = new Tools([new WorkspaceProvider(git)], this.worktrees, this.log, this.clock, this.ids);
+    const workspaceTools = new WorkspaceProvider(git);
+    this.tools = new Tools([workspaceTools], this.worktrees, this.log, this.clock, this.ids);
+    // Until the engine (tools.ts) routes calls through the catalog, an agent provider's calls are refused as before.
+    this.toolCatalog = new ProviderCatalog({
+      store: this.store, log: this.log, clock: this.clock, agents: this.registry, builtins: [workspaceTools],
+      external: (id, tools) => ({
+        id, describe: () => tools,
+        call: () => Promise.reject(new ToolCallError('unimplemented', 'unimplemented', `${EXTERNAL_PROVIDERS_NOT_IMPLEMENTED} (provider '${id}')`)),
+      }),
+    });
     this.activity = new ActivityBuffer(this.store, this.log, this.clock, { ...DEFAULT_ACTIVITY_OPTIONS, ...options.activity });
     const schedulerOptions: SchedulerOptions = { ...DEFAULT_SCHEDULER_OPTIONS, ...options.scheduler };
     this.concurrency = new ConcurrencyControl({
@@ -142,6 +155,7 @@ export class Coordinator {
   /** Stops timers and closes the store. The coordinator cannot be used afterwards. */
   dispose(): void {
     this.retentionTimer.dispose();
+    this.toolCatalog.dispose();
     this.scheduler.dispose();
     this.concurrency.dispose();
     this.activity.dispose();
