@@ -18,6 +18,7 @@ import { ConcurrencyControl } from './scheduler/concurrency';
 import { DEFAULT_SCHEDULER_OPTIONS, type SchedulerOptions } from './scheduler/model';
 import { Scheduler } from './scheduler/scheduler';
 import { BuiltInScopeScorer } from './scheduler/scorer';
+import { bindToolCallsToRouter } from './tools/envelopeBridge';
 import { ToolTransport } from './tools/externalProvider';
 import { ProviderCatalog } from './tools/providers';
 import { DEFAULT_TOOLS_OPTIONS, Tools, type ToolsOptions } from './tools/tools';
@@ -95,6 +96,7 @@ export class Coordinator {
   readonly scheduler: Scheduler;
   private readonly hitlBinding: Disposable;
   private readonly worktreeBinding: Disposable;
+  private readonly toolBinding: Disposable;
   private readonly retentionTimer: Disposable;
 
   constructor(options: CoordinatorOptions) {
@@ -141,6 +143,8 @@ export class Coordinator {
     this.tools = new Tools({
       store: this.store, log: this.log, clock: this.clock, ids: this.ids, locator: this.worktrees, hitl: this.hitl, catalog: this.toolCatalog,
     }, { ...DEFAULT_TOOLS_OPTIONS, ...options.tools });
+    this.toolBinding = bindToolCallsToRouter(this.tools, this.router, this.log);
+    // After the binding: the envelope callers of calls a crash interrupted are answered.
     this.tools.restore({ correlationId: this.ids.uuid() });
     this.activity = new ActivityBuffer(this.store, this.log, this.clock, { ...DEFAULT_ACTIVITY_OPTIONS, ...options.activity });
     const schedulerOptions: SchedulerOptions = { ...DEFAULT_SCHEDULER_OPTIONS, ...options.scheduler };
@@ -158,6 +162,7 @@ export class Coordinator {
   /** Stops timers and closes the store. The coordinator cannot be used afterwards. */
   dispose(): void {
     this.retentionTimer.dispose();
+    this.toolBinding.dispose();
     this.tools.dispose();
     this.toolTransport.dispose();
     this.toolCatalog.dispose();
