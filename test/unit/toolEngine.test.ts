@@ -328,8 +328,13 @@ describe('tool call engine (RFC §18.2, §18.5, §18.6)', () => {
     assert.match(denied.fails[0].message, /no network/);
 
     const elevated = sinkOf();
-    tools.start('coder', input('echo', { policy: policy({ privilegeLevel: 'ELEVATED' }) }), ctx, elevated.sink);
+    const third = tools.start('coder', input('echo', { policy: policy({ privilegeLevel: 'ELEVATED' }) }), ctx, elevated.sink).callId;
     assert.deepEqual(events('tool.privilege').map((e) => e.level), ['WARN', 'INFO', 'INFO']);
+    assert.equal(hitl.get(tools.callRecord(third)!.invocationId)!.deadlineAt, T0 + DEFAULT_HITL_POLICY.defaultDeadlineMs, 'the approvals\' default deadline');
+    clock.advance(DEFAULT_HITL_POLICY.defaultDeadlineMs);
+    await settle();
+    assert.equal(provider.pending.length, 0);
+    assert.equal(elevated.fails[0]?.code, 'PERMISSION_DENIED', 'nobody decided: the fallback denies');
   });
 
   it('runs an escalation a HITL auto rule pre-approves without waiting for a human', async () => {

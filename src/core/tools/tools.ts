@@ -4,7 +4,6 @@ import type { CallContext } from '../context';
 import { Emitter, type Disposable, type Event } from '../events';
 import type { HitlService } from '../hitl/hitlService';
 import type { HitlInvocation } from '../hitl/model';
-import { DEFAULT_HITL_POLICY } from '../hitl/policy';
 import { parseInvocationRequest } from '../hitl/request';
 import type { IdSource } from '../ids';
 import { parseBoundedJson } from '../json';
@@ -41,7 +40,11 @@ export interface ToolsOptions {
   readonly backoffMaxMs: number;
   /** Frames kept per call for its details (the newest). */
   readonly keptFrames: number;
-  /** How long a privilege escalation waits for its HITL decision before it is denied (the HITL deadline). */
+  /**
+   * How long a privilege escalation waits for its HITL decision (the invocation's deadline; its fallback then decides,
+   * deny by default). 0 = the approvals' default deadline (HitlPolicy.defaultDeadlineMs, 5 minutes unless the approval
+   * settings change it).
+   */
   readonly escalationTimeoutMs: number;
   /** How often old calls are pruned (bounded batches, retention.ts). */
   readonly pruneIntervalMs: number;
@@ -49,7 +52,7 @@ export interface ToolsOptions {
 
 export const DEFAULT_TOOLS_OPTIONS: ToolsOptions = {
   recentCalls: 1_000, maxQueuedPerTool: 1_000, backoffBaseMs: 200, backoffMaxMs: 10_000, keptFrames: 20,
-  escalationTimeoutMs: DEFAULT_HITL_POLICY.defaultDeadlineMs, pruneIntervalMs: 60_000,
+  escalationTimeoutMs: 0, pruneIntervalMs: 60_000,
 };
 
 /** Codes a retry may cure (RFC §18.3 "transient"); a provider's ToolCallError may add its own with `retryable`. */
@@ -340,7 +343,7 @@ export class Tools implements ToolsQueries, Disposable {
         facts: { call_id: r.callId, provider_id: r.providerId, tool_name: r.toolName, caller: r.callerAgentId, args: r.argsExcerpt, policy: policyDetails(call.policy), side_effects: call.tool.sideEffects },
         risk_notes: reason,
         proposed_actions: ['approve', 'deny'],
-        deadline_ms: this.options.escalationTimeoutMs,
+        ...(this.options.escalationTimeoutMs > 0 ? { deadline_ms: this.options.escalationTimeoutMs } : {}),
       }, { requester: r.callerAgentId, correlationId: r.callId, now }), { kind: 'internal', component: 'tools' }, { correlationId: r.callId }).invocation;
     } catch (err) {
       queueMicrotask(() => this.finish(call, 'error', new ToolCallError('permission_denied', 'PERMISSION_DENIED', `the escalation could not be asked: ${err instanceof Error ? err.message : String(err)}`)));
