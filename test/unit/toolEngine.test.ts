@@ -180,6 +180,9 @@ describe('tool call engine (RFC §18.2, §18.5, §18.6)', () => {
     assert.equal(provider.take().request.worktreePath, '/w/coder');
     refused(() => tools.start('coder', input('echo', { callId: 'c1' }), ctx, s.sink), 'ALREADY_EXISTS');
     assert.equal(store.tools.recentCalls(100).length, 1, 'a refused call is not kept');
+    assert.deepEqual(events('tool.call').map((e) => e.details.error_code),
+      ['NOT_FOUND', 'unknown_tool', 'VALIDATION_ERROR', 'VALIDATION_ERROR', 'worktree_not_bound', 'worktree_not_bound', 'VALIDATION_ERROR', 'ALREADY_EXISTS'],
+      'but logged, one tool.call event each');
   });
 
   it('checks the final JSON result against the output schema (VALIDATION_ERROR naming the path)', async () => {

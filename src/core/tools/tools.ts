@@ -194,6 +194,29 @@ export class Tools implements ToolsQueries, Disposable {
   start(callerAgentId: string, input: CallInput, ctx: CallContext, sink: FrameSink): { readonly callId: string } {
     if (this.disposed) throw new ToolCallError('unavailable', 'AGENT_UNAVAILABLE', 'the coordinator is stopping');
     const callId = input.callId || this.deps.ids.uuid();
+    try {
+      return this.admitted(callerAgentId, callId, input, ctx, sink);
+    } catch (err) {
+      // A refused call is not kept, but logged like any other (one `tool.call` event), its ids cut to their bound.
+      const refusal = asToolError(err);
+      try {
+        const cut = (value: string) => value.slice(0, MAX_TOOL_ID_CHARS);
+        this.deps.log.record({
+          correlationId: cut(callId), actor: cut(callerAgentId) || 'unknown', eventType: 'tool.call',
+          level: ['PERMISSION_DENIED', 'INTERNAL_ERROR'].includes(refusal.code.toUpperCase()) ? 'WARN' : 'INFO',
+          details: {
+            call_id: cut(callId), provider_id: cut(input.providerId), tool_name: cut(input.toolName), outcome: 'error', error_code: refusal.code,
+            error: refusal.message.slice(0, 1024), frames: 0, bytes: 0, duration_ms: 0, attempts: 0, via: input.via, args_bytes: input.args.length,
+          },
+        });
+      } catch {
+        // The store refused the event (it has failed, and the host reports that): the refusal stands.
+      }
+      throw refusal;
+    }
+  }
+
+  private admitted(callerAgentId: string, callId: string, input: CallInput, ctx: CallContext, sink: FrameSink): { readonly callId: string } {
     checkIdentifiers(callerAgentId, callId, input);
     const provider = this.deps.catalog.get(input.providerId);
     if (!provider) throw unknownProvider(input.providerId, this.providerIds());
