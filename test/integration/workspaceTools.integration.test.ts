@@ -155,6 +155,10 @@ describe('workspace tools over real gRPC (ToolService, ConnectorService)', funct
     assert.match(nobody.details, /^VALIDATION_ERROR: the calling agent is unknown: name it in metadata sw4rm-agent-id/);
     const escape = await expectStatus(call('coder', 'read_file', { path: '../peer/README.md' }), grpc.status.PERMISSION_DENIED);
     assert.match(escape.details, /^permission_denied: /);
+    const policy = await expectStatus(unary(tools, 'Call', { tool_name: 'stat', provider_id: 'workspace', args: Buffer.from('{}'), policy: { privilege_level: 'root' } }, metadata(tokens.coder)), grpc.status.INVALID_ARGUMENT);
+    assert.match(policy.details, /^VALIDATION_ERROR: execution_policy\.privilege_level: must be one of MINIMAL, DEFAULT, ELEVATED, PRIVILEGED/);
+    const timed = await unary<{ final: boolean }>(tools, 'Call', { tool_name: 'stat', provider_id: 'workspace', args: Buffer.from('{}'), policy: { timeout: { seconds: 30 }, network_policy: 'deny_all' } }, metadata(tokens.coder));
+    assert.equal(timed.final, true, 'a valid policy runs the call');
   });
 
   it('an agent cannot act on another agent\'s worktree: naming another id with its credential is refused; the operator may act for one', async () => {
