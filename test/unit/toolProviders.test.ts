@@ -222,7 +222,10 @@ describe('ProviderCatalog (RFC §18.1): registered providers, persisted, availab
     assert.deepEqual(restored.tools.map((t) => [t.name, t.description, t.maxConcurrency, t.sideEffectClasses]), [['grep', 'Searches files for a pattern.', 1, ['filesystem']]]);
     assert.equal(restored.available, false);
     assert.match(restored.unavailableReason, /agent 'indexer' is disconnected/);
-    assert.equal(catalog.validators('indexer', 'grep')?.input({ pattern: 1 }), false, 'schemas compiled again');
+    const compiled = catalog.validators('indexer', 'grep');
+    assert.equal(compiled?.input({ pattern: 1 }), false, 'schemas compiled again, on first use');
+    assert.equal(compiled?.output?.({ matches: 'no' }), false);
+    assert.equal(catalog.validators('indexer', 'grep'), compiled, 'compiled once');
     assert.equal(registry.heartbeat('indexer', 'RUNNABLE', {}, ctx), true);
     assert.equal(info('indexer')?.available, true);
     assert.deepEqual(events('tool.provider_availability').map((e) => e.details.available), [true]);

@@ -34,7 +34,9 @@ type Validators = { readonly input: ValidateFunction; readonly output: ValidateF
 /** A registered agent provider in memory: its record, compiled schemas, the ToolProvider made for this registration. */
 interface AgentProvider {
   readonly record: ProviderRecord;
-  readonly validators: ReadonlyMap<string, Validators>;
+  /** Compiled when registered; after a restart compiled on first use, one tool at a time (start-up compiles nothing). */
+  readonly validators: Map<string, Validators>;
+  readonly ajv: Ajv;
   provider: ToolProvider | undefined;
   /** Availability as last announced (a change logs `tool.provider_availability`). */
   available: boolean;
@@ -67,12 +69,9 @@ export class ProviderCatalog implements Disposable {
     this.onDidChange = this.changed.event;
     for (const provider of deps.builtins) this.builtins.set(provider.id, provider);
     for (const record of deps.store.tools.listProviders()) {
-      try {
-        this.agentProviders.set(record.providerId, this.entry(record, schemaCompiler()));
-      } catch (err) {
-        // A stored schema this build's ajv no longer compiles: the provider is left out until it registers again.
-        deps.log.internalError('tools', `provider:${record.providerId}`, err, { provider_id: record.providerId });
-      }
+      this.agentProviders.set(record.providerId, {
+        record, validators: new Map(), ajv: schemaCompiler(), provider: undefined, available: this.availability(record.providerId).available,
+      });
     }
     this.registryListener = deps.agents.onDidChange((change) => this.agentChanged(change));
   }
@@ -85,7 +84,8 @@ export class ProviderCatalog implements Disposable {
   register(agentId: string, providerId: string, tools: readonly WireToolDescriptor[], ctx: CallContext): RegisterResult {
     const refused = this.refusal(agentId, providerId);
     if (refused) return refused;
-    return this.commit(agentId, providerId, checkDescriptors(tools, schemaCompiler()), ctx);
+    const ajv = schemaCompiler();
+    return this.commit(agentId, providerId, checkDescriptors(tools, ajv), ajv, ctx);
   }
 
   /**
@@ -96,10 +96,11 @@ export class ProviderCatalog implements Disposable {
     const refused = this.refusal(agentId, providerId);
     if (refused) return Promise.resolve(refused);
     return this.registrations.run(providerId, async () => {
-      const checked = await checkDescriptorsInTurns(tools, schemaCompiler());
+      const ajv = schemaCompiler();
+      const checked = await checkDescriptorsInTurns(tools, ajv);
       if (this.disposed) return { ok: false, code: 'UNAVAILABLE', reason: 'the coordinator is stopping' };
       // The agent may have left while its schemas compiled.
-      return this.refusal(agentId, providerId) ?? this.commit(agentId, providerId, checked, ctx);
+      return this.refusal(agentId, providerId) ?? this.commit(agentId, providerId, checked, ajv, ctx);
     });
   }
 
@@ -130,7 +131,7 @@ export class ProviderCatalog implements Disposable {
     return undefined;
   }
 
-  private commit(agentId: string, providerId: string, checked: DescriptorsVerdict, ctx: CallContext): RegisterResult {
+  private commit(agentId: string, providerId: string, checked: DescriptorsVerdict, ajv: Ajv, ctx: CallContext): RegisterResult {
     if (!checked.ok) return { ok: false, code: 'VALIDATION_ERROR', reason: checked.reason };
     const record: ProviderRecord = { providerId, tools: checked.tools.map((t) => t.descriptor), registeredAt: this.deps.clock.now() };
     const previous = this.agentProviders.get(providerId);
@@ -145,7 +146,7 @@ export class ProviderCatalog implements Disposable {
       });
     });
     const entry: AgentProvider = {
-      record, provider: undefined, available: this.availability(providerId).available,
+      record, provider: undefined, available: this.availability(providerId).available, ajv,
       validators: new Map(checked.tools.map((t) => [t.descriptor.name, { input: t.input, output: t.output }])),
     };
     this.agentProviders.set(providerId, entry);
@@ -166,7 +167,16 @@ export class ProviderCatalog implements Disposable {
   /** The compiled input and output schema of a tool (output undefined when none was declared). */
   validators(providerId: string, toolName: string): Validators | undefined {
     const entry = this.agentProviders.get(providerId);
-    if (entry) return entry.validators.get(toolName);
+    if (entry) {
+      let compiled = entry.validators.get(toolName);
+      const tool = compiled ? undefined : entry.record.tools.find((t) => t.name === toolName);
+      if (tool) {
+        // A stored schema was checked when it was registered; a newer ajv that refuses it throws here, for the call.
+        compiled = compileDescriptor(entry.ajv, tool);
+        entry.validators.set(toolName, compiled);
+      }
+      return compiled;
+    }
     const builtin = this.builtins.get(providerId);
     if (!builtin) return undefined;
     const key = `${providerId}/${toolName}`;
@@ -209,10 +219,6 @@ export class ProviderCatalog implements Disposable {
     this.changed.dispose();
   }
 
-  private entry(record: ProviderRecord, ajv: Ajv): AgentProvider {
-    const validators = new Map(record.tools.map((tool) => [tool.name, compileDescriptor(ajv, tool)]));
-    return { record, validators, provider: undefined, available: this.availability(record.providerId).available };
-  }
 
   /** An agent provider is available while its agent is registered, online and neither shutting down nor failed. */
   private availability(agentId: string): { readonly available: boolean; readonly reason: string } {
