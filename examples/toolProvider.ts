@@ -201,8 +201,9 @@ async function react(msg: Envelope): Promise<void> {
     await ack(msg, 'FULFILLED', state ? 'stopping' : 'not running here');
   } else if (msg.message_type === 'TOOL_RESULT' || msg.message_type === 'TOOL_ERROR') {
     // Answers to our own TOOL_CALL envelopes (--call): the final one is the coordinator's reply.
-    say(`${msg.message_type} from coordinator (correlation ${msg.correlation_id}): ${Buffer.from(msg.payload).toString('utf8')}`);
-    envelopeAnswers.get(msg.correlation_id)?.(msg);
+    const waiter = envelopeAnswers.get(msg.correlation_id);
+    if (waiter) waiter(msg);
+    else say(`${msg.message_type} from ${msg.producer_id} (correlation ${msg.correlation_id}): ${Buffer.from(msg.payload).toString('utf8')}`);
     if (msg.message_type === 'TOOL_RESULT' && json?.final === false) await ack(msg, 'FULFILLED');
   } else if (msg.message_type !== 'ACKNOWLEDGEMENT' && msg.message_type !== 'HEARTBEAT' && msg.message_type !== 'NOTIFICATION') {
     await ack(msg, 'FULFILLED', 'this example only answers tool calls');
@@ -283,7 +284,8 @@ function toolCall(toolName: string, args: unknown, extra: Record<string, unknown
 
 function frameText(frame: ToolFrame): string {
   const summary = frame.summary.length > 0 ? ` summary ${frame.summary.toString('utf8')}` : '';
-  return `frame ${frame.frame_no}${frame.final ? ' (final)' : ''}: ${frame.data.toString('utf8')}${summary}`;
+  const data = frame.data.length > 0 ? frame.data.toString('utf8') : '(no data)';
+  return `frame ${frame.frame_no}${frame.final ? ' (final)' : ''}: ${data}${summary}`;
 }
 
 async function unary(title: string, request: ReturnType<typeof toolCall>): Promise<void> {
@@ -352,8 +354,8 @@ async function main(): Promise<void> {
     process.exit(2);
   }
   await start();
-  process.on('SIGINT', () => void leave('SIGINT received'));
-  process.on('SIGTERM', () => void leave('SIGTERM received'));
+  process.on('SIGINT', () => void leave('SIGINT received').then(() => process.exit(0)));
+  process.on('SIGTERM', () => void leave('SIGTERM received').then(() => process.exit(0)));
   if (args[0] === '--call') {
     await callDemo();
     await leave('demo done');

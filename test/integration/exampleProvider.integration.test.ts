@@ -1,0 +1,61 @@
+import { strict as assert } from 'node:assert';
+import { spawn } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { useCliProcesses } from '../support/cli';
+import { REPO_ROOT } from '../support/paths';
+
+/** The example provider bundle built by `npm run build` from examples/toolProvider.ts. */
+const EXAMPLE_PROVIDER_BUNDLE = path.join(REPO_ROOT, 'dist', 'example-provider.js');
+
+/** Runs `node dist/example-provider.js args…` with `env` until it exits; answers its output (stdout and stderr) and code. */
+function runExample(args: readonly string[], env: Record<string, string>, deadlineMs = 30_000): Promise<{ output: string; code: number | null }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [EXAMPLE_PROVIDER_BUNDLE, ...args], { cwd: REPO_ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let output = '';
+    for (const stream of [child.stdout, child.stderr]) stream.setEncoding('utf8').on('data', (chunk: string) => { output += chunk; });
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`the example provider did not exit within ${deadlineMs} ms:\n${output}`));
+    }, deadlineMs);
+    child.once('error', reject);
+    child.once('close', (code) => {
+      clearTimeout(timer);
+      resolve({ output, code });
+    });
+  });
+}
+
+/**
+ * README "Write a tool provider", "Try it": the example provider against the headless coordinator, as a newcomer runs it
+ * (`npm start`, the printed environment, `npm run example:provider -- --call`).
+ */
+describe('the example tool provider (dist/example-provider.js --call) against the headless coordinator', function () {
+  this.timeout(60_000);
+  const cli = useCliProcesses('sw4rm-int-example-provider-');
+
+  before(() => assert.ok(fs.existsSync(EXAMPLE_PROVIDER_BUNDLE), `${EXAMPLE_PROVIDER_BUNDLE} is missing: run \`npm run build\` first`));
+
+  it('registers its tools, calls them through the coordinator (Call, a refused call, CallStream, Cancel, an envelope) and leaves', async () => {
+    const coordinator = cli.run('--port', '0', '--data-dir', cli.dataDir());
+    const env = await coordinator.environment();
+    const { output, code } = await runExample(['--call'], { ...env, SW4RM_AGENT_ID: 'example-provider' });
+    assert.equal(code, 0, output);
+    const expected = [
+      /registered as example-provider; provider example-provider with tools word_count, count_slowly/,
+      /TOOL_CALL word_count \{"text":"the quick brown fox"\} \(call example-[0-9a-f]+, attempt 1\)/,
+      /^Call word_count → frame 0 \(final\): \{"words":4,"characters":19\}$/m,
+      /^Call word_count with a number → INVALID_ARGUMENT: VALIDATION_ERROR: .*\/text/m,
+      /^CallStream count_slowly n=3 → frame 0: \{"i":1\}$/m,
+      /^CallStream count_slowly n=3 → frame 2: \{"i":3\}$/m,
+      /^CallStream count_slowly n=3 → frame 3 \(final\): \{"counted":3\}$/m,
+      /^CallStream count_slowly n=20, cancelled after 3 frames → Cancel: CANCELLED/m,
+      /^CallStream count_slowly n=20, cancelled after 3 frames → frame \d+ \(final\): .*summary \{"cancelled":true,"partial_result":true,"frames":3\}$/m,
+      /cancel_tool_call example-[0-9a-f]+/,
+      /^TOOL_CALL envelope count_slowly n=2 → TOOL_RESULT \{"call_id":"[^"]+","frame_no":2,"final":true,"content_type":"application\/json","status":"OK","result":\{"counted":2\}\}$/m,
+      /deregistered/,
+    ];
+    for (const pattern of expected) assert.match(output, pattern);
+    assert.doesNotMatch(output, /refused|failed/i, 'nothing the example sent was refused');
+  });
+});
