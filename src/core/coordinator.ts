@@ -15,9 +15,9 @@ import { DEFAULT_ROUTER_OPTIONS, Router, type RouterOptions } from './router/rou
 import { ActivityBuffer } from './activity/activityBuffer';
 import { DEFAULT_ACTIVITY_OPTIONS, type ActivityOptions } from './activity/model';
 import { ConcurrencyControl } from './scheduler/concurrency';
+import { InferenceEngine } from './reasoning/inferenceEngine';
 import { DEFAULT_SCHEDULER_OPTIONS, type SchedulerOptions } from './scheduler/model';
 import { Scheduler } from './scheduler/scheduler';
-import { BuiltInScopeScorer } from './scheduler/scorer';
 import { Tools } from './tools/tools';
 import { WorkspaceProvider } from './tools/workspaceProvider';
 import { DEFAULT_BINDING_OPTIONS, WorkspaceWorktrees, WorktreeBindings, type BindingOptions } from './worktree/bindings';
@@ -83,6 +83,8 @@ export class Coordinator {
   readonly activity: ActivityBuffer;
   /** RFC §9 concurrency: max_parallel_instances, job uniqueness, scope conflicts through the parallelism scorer and HITL. */
   readonly concurrency: ConcurrencyControl;
+  /** RFC §9.3: the inference engine agent's answers (reasoning tools), else the built-in scorers; the gate's scorer. */
+  readonly inference: InferenceEngine;
   /** Tasks by priority with preemption (RFC §7), dispatched as CONTROL envelopes; agent lifecycle moves (RFC §8). */
   readonly scheduler: Scheduler;
   private readonly hitlBinding: Disposable;
@@ -128,8 +130,11 @@ export class Coordinator {
     this.tools = new Tools([new WorkspaceProvider(git)], this.worktrees, this.log, this.clock, this.ids);
     this.activity = new ActivityBuffer(this.store, this.log, this.clock, { ...DEFAULT_ACTIVITY_OPTIONS, ...options.activity });
     const schedulerOptions: SchedulerOptions = { ...DEFAULT_SCHEDULER_OPTIONS, ...options.scheduler };
+    this.inference = new InferenceEngine({
+      agents: this.registry, call: (input, ctx) => this.tools.call('coordinator', input, ctx), clock: this.clock, log: this.log,
+    });
     this.concurrency = new ConcurrencyControl({
-      log: this.log, clock: this.clock, hitl: this.hitl, scorer: new BuiltInScopeScorer(),
+      log: this.log, clock: this.clock, hitl: this.hitl, scorer: this.inference,
       agentTypeOf: (agentId) => this.registry.get(agentId)?.descriptor.name,
     }, schedulerOptions);
     this.scheduler = new Scheduler({
@@ -144,6 +149,7 @@ export class Coordinator {
     this.retentionTimer.dispose();
     this.scheduler.dispose();
     this.concurrency.dispose();
+    this.inference.dispose();
     this.activity.dispose();
     this.credentials.dispose();
     this.worktreeBinding.dispose();
