@@ -97,8 +97,8 @@ describe('workspace tools over real gRPC (ToolService, ConnectorService)', funct
       assert.equal((JSON.parse(tool.output_schema) as { type: string }).type, 'object');
       assert.ok(tool.default_timeout_s > 0 && tool.max_concurrency > 0);
     }
-    const other = await expectStatus(unary(connector, 'DescribeTools', { provider_id: 'mcp' }, metadata(tokens.coder)), grpc.status.UNIMPLEMENTED);
-    assert.match(other.details, /^not implemented yet: external tool providers/);
+    const other = await expectStatus(unary(connector, 'DescribeTools', { provider_id: 'mcp' }, metadata(tokens.coder)), grpc.status.NOT_FOUND);
+    assert.match(other.details, /^NOT_FOUND: no (tool )?provider 'mcp'/);
     const register = await expectStatus(unary(connector, 'RegisterProvider', { provider_id: 'coder', tools: [] }, metadata(tokens.coder)), grpc.status.UNIMPLEMENTED);
     assert.match(register.details, /not implemented yet/);
   });
