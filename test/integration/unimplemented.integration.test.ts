@@ -26,6 +26,7 @@ const IMPLEMENTED = new Set([
   '/sw4rm.tool.ToolService/CallStream',
   '/sw4rm.tool.ToolService/Cancel',
   '/sw4rm.connector.ConnectorService/DescribeTools',
+  '/sw4rm.connector.ConnectorService/RegisterProvider',
   '/sw4rm.scheduler.SchedulerService/SubmitTask',
   '/sw4rm.scheduler.SchedulerService/RequestPreemption',
   '/sw4rm.scheduler.SchedulerService/ShutdownAgent',

@@ -32,6 +32,8 @@ export interface ToolDescriptor {
   /** Calls of this tool running at once, coordinator-wide; more wait in a FIFO (RFC §18.5: queued, not refused). */
   readonly maxConcurrency: number;
   readonly sideEffects: SideEffectClass;
+  /** Every class the provider listed (side_effects is comma-separated on the wire); `sideEffects` is the first. Absent = [sideEffects]. */
+  readonly sideEffectClasses?: readonly SideEffectClass[];
 }
 
 /**
@@ -141,6 +143,8 @@ export interface ToolProvider {
   call(request: ToolRequest): Promise<unknown>;
   /** Whether it can take calls now (an external provider's agent is online); built-ins: always. */
   available?(): boolean;
+  /** Why not available, in words (the Tools view, DescribeTools' callers); asked only when available() is false. */
+  unavailableReason?(): string;
 }
 
 /** A provider's final result that is not JSON: the final frame carries `data` as `contentType` (and `summary`). */
