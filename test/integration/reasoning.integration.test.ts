@@ -103,9 +103,7 @@ describe('ReasoningProxy over real gRPC', function () {
     /** What the engine answers per tool: a JSON result, or undefined to stay silent. */
     let answers: Record<string, unknown>;
 
-    before(async function () {
-      // The envelope transport (tools/externalProvider.ts ToolTransport) comes with the tools engine of issue 17.
-      if (typeof (host.coordinator.tools as unknown as { start?: unknown }).start !== 'function') this.skip();
+    before(async () => {
       const operator = new CoordinatorClients(`127.0.0.1:${host.port}`, host.token);
       assert.equal((await operator.registerAgent(descriptorMessage('inference-engine', { reasoning_connectors: [INFERENCE_ENGINE_CONNECTOR] }))).accepted, true);
       operator.close();
