@@ -147,6 +147,23 @@ describe('ReasoningProxy over real gRPC', function () {
       assert.ok(host.coordinator.log.query({ eventType: 'reasoning.response', limit: 10 }).some((e) => e.details.engine_id === 'inference-engine' && e.details.outcome === 'ok'));
     });
 
+    it('an agent may call the reasoning tools itself through ToolService.Call; the engine sees it as the caller', async () => {
+      answers = { summarize: { summary: 'asked by an agent', tokens: 3, cost_cents: 0, model: 'test-model' } };
+      const root = grpc.loadPackageDefinition(canonicalDefinition()) as unknown as { sw4rm: { tool: { ToolService: grpc.ServiceClientConstructor } } };
+      const tools = new root.sw4rm.tool.ToolService(`127.0.0.1:${host.port}`, grpc.credentials.createInsecure()) as Client;
+      try {
+        const frame = await unary<{ final: boolean; data: Buffer }>(tools, 'Call', {
+          provider_id: 'reasoning', tool_name: 'summarize', content_type: 'application/json',
+          args: Buffer.from(JSON.stringify({ session_id: 's', segments: [] })),
+        }, bearer(agentToken));
+        assert.equal(frame.final, true);
+        assert.deepEqual(JSON.parse(frame.data.toString('utf8')), { summary: 'asked by an agent', tokens: 3, cost_cents: 0, model: 'test-model' });
+        assert.equal(calls.at(-1)!.caller_agent_id, 'planner');
+      } finally {
+        tools.close();
+      }
+    });
+
     it('an engine answering a confidence of 7 is treated as failed: UNAVAILABLE', async () => {
       answers = { check_parallelism: { confidence_score: 7, notes: '' }, evaluate_debate: { confidence_score: 7, notes: '' } };
       const refused = await expectStatus(check('repo:r', 'repo:r'), grpc.status.UNAVAILABLE);
