@@ -15,9 +15,9 @@ import { DEFAULT_ROUTER_OPTIONS, Router, type RouterOptions } from './router/rou
 import { ActivityBuffer } from './activity/activityBuffer';
 import { DEFAULT_ACTIVITY_OPTIONS, type ActivityOptions } from './activity/model';
 import { ConcurrencyControl } from './scheduler/concurrency';
+import { InferenceEngine, ReasoningProvider } from './reasoning/inferenceEngine';
 import { DEFAULT_SCHEDULER_OPTIONS, type SchedulerOptions } from './scheduler/model';
 import { Scheduler } from './scheduler/scheduler';
-import { BuiltInScopeScorer } from './scheduler/scorer';
 import { bindToolCallsToRouter } from './tools/envelopeBridge';
 import { ToolTransport } from './tools/externalProvider';
 import { ProviderCatalog } from './tools/providers';
@@ -92,6 +92,8 @@ export class Coordinator {
   readonly activity: ActivityBuffer;
   /** RFC §9 concurrency: max_parallel_instances, job uniqueness, scope conflicts through the parallelism scorer and HITL. */
   readonly concurrency: ConcurrencyControl;
+  /** RFC §9.3: the inference engine agent's answers (reasoning tools), else the built-in scorers; the gate's scorer. */
+  readonly inference: InferenceEngine;
   /** Tasks by priority with preemption (RFC §7), dispatched as CONTROL envelopes; agent lifecycle moves (RFC §8). */
   readonly scheduler: Scheduler;
   private readonly hitlBinding: Disposable;
@@ -137,7 +139,8 @@ export class Coordinator {
     this.worktreeBinding = bindWorktreeControlToRouter(this.worktrees, this.router, this.log);
     this.toolTransport = new ToolTransport({ outbox: this.router, mailbox: this.router, agents: this.registry, log: this.log, clock: this.clock });
     this.toolCatalog = new ProviderCatalog({
-      store: this.store, log: this.log, clock: this.clock, agents: this.registry, builtins: [new WorkspaceProvider(git)],
+      store: this.store, log: this.log, clock: this.clock, agents: this.registry,
+      builtins: [new WorkspaceProvider(git), new ReasoningProvider(this.registry, () => this.toolTransport)],
       external: (id, tools) => this.toolTransport.providerFor(id, tools),
     });
     this.tools = new Tools({
@@ -148,8 +151,11 @@ export class Coordinator {
     this.tools.restore({ correlationId: this.ids.uuid() });
     this.activity = new ActivityBuffer(this.store, this.log, this.clock, { ...DEFAULT_ACTIVITY_OPTIONS, ...options.activity });
     const schedulerOptions: SchedulerOptions = { ...DEFAULT_SCHEDULER_OPTIONS, ...options.scheduler };
+    this.inference = new InferenceEngine({
+      agents: this.registry, call: (input, ctx) => this.tools.call('coordinator', input, ctx), clock: this.clock, log: this.log,
+    });
     this.concurrency = new ConcurrencyControl({
-      log: this.log, clock: this.clock, hitl: this.hitl, scorer: new BuiltInScopeScorer(),
+      log: this.log, clock: this.clock, hitl: this.hitl, scorer: this.inference,
       agentTypeOf: (agentId) => this.registry.get(agentId)?.descriptor.name,
     }, schedulerOptions);
     this.scheduler = new Scheduler({
@@ -168,6 +174,7 @@ export class Coordinator {
     this.toolCatalog.dispose();
     this.scheduler.dispose();
     this.concurrency.dispose();
+    this.inference.dispose();
     this.activity.dispose();
     this.credentials.dispose();
     this.worktreeBinding.dispose();

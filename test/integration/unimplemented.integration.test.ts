@@ -35,6 +35,8 @@ const IMPLEMENTED = new Set([
   '/sw4rm.activity.ActivityService/AppendArtifact',
   '/sw4rm.activity.ActivityService/ListArtifacts',
   '/sw4rm.reasoning.ReasoningProxy/CheckParallelism',
+  '/sw4rm.reasoning.ReasoningProxy/EvaluateDebate',
+  '/sw4rm.reasoning.ReasoningProxy/Summarize',
 ]);
 
 type Method = grpc.MethodDefinition<unknown, unknown>;

@@ -6,6 +6,7 @@ import {
   DEFAULT_SCHEDULER_OPTIONS,
   type GateVerdict, type ParallelismScorer, type SchedulerOptions, type TaskRecord, type TaskScope, type TaskState,
 } from '../../src/core/scheduler/model';
+import { describeWaiting } from '../../src/core/scheduler/scheduler';
 import { BuiltInScopeScorer } from '../../src/core/scheduler/scorer';
 import { RouterHarness, ctx } from '../support/routerHarness';
 import { prng } from '../support/prng';
@@ -334,6 +335,107 @@ describe('ConcurrencyControl (RFC §9: limits, job uniqueness, scope conflicts)'
     it('a scorer answering outside [0, 1] counts as unavailable', () => {
       const g = gate({}, { check: () => ({ confidence: Number.NaN, notes: '' }) });
       assert.equal(waitingOf(g.mayStart(task('b', { scope: shared }), 'coder', g.runningOf([running(task('a', { scope: shared }))]), ctx())).kind, 'serialised_after');
+    });
+
+    describe('an asynchronous scorer (an inference engine agent answering later)', () => {
+      interface Pending { readonly a: TaskScope; readonly b: TaskScope; resolve(v: { confidence: number; notes: string }): void; reject(err: Error): void }
+      function later(): { calls: Pending[]; scorer: ParallelismScorer } {
+        const calls: Pending[] = [];
+        return { calls, scorer: { check: (a, b) => new Promise((resolve, reject) => calls.push({ a, b, resolve, reject })) } };
+      }
+      /** Lets the verdict's promise callbacks run. */
+      const settle = () => new Promise<void>((resolve) => setImmediate(resolve));
+
+      it('the task waits (conflict_check) while the check runs, asked once; a verdict at the threshold then runs it, announced', async () => {
+        const { calls, scorer } = later();
+        const g = gate({ conflictThreshold: 0.7 }, scorer);
+        const changed = changes(g);
+        const a = running(task('a', { scope: shared }));
+        const b = task('b', { scope: deeper });
+        assert.deepEqual(waitingOf(g.mayStart(b, 'coder', g.runningOf([a]), ctx())), { kind: 'conflict_check', withTaskId: 'a' });
+        assert.deepEqual(waitingOf(g.mayStart(b, 'coder', g.runningOf([a]), ctx())), { kind: 'conflict_check', withTaskId: 'a' });
+        assert.equal(calls.length, 1, 'one check per pair');
+        assert.deepEqual(calls[0].a, { repoId: 'r', worktreeId: '', paths: ['src/lib/**'], resources: [] });
+        assert.equal(changed.count, 0);
+        calls[0].resolve({ confidence: 0.7, notes: 'engine: fine' });
+        await settle();
+        assert.equal(changed.count, 1, 'the decision is announced so that the scheduler dispatches again');
+        assert.deepEqual(g.mayStart(b, 'coder', g.runningOf([a]), ctx()), { go: true });
+        assert.equal(h.events('scheduler.conflict_check_started').length, 1);
+        const [checked] = h.events('scheduler.conflict_checked');
+        assert.equal(checked.details.outcome, 'run_in_parallel');
+        assert.equal(checked.details.notes, 'engine: fine');
+        assert.equal(h.events('scheduler.conflict_checking').length, 1, 'the wait is logged once, not per attempt');
+      });
+
+      it('a verdict below the threshold opens the HITL CONFLICT question with the engine\'s score', async () => {
+        const { calls, scorer } = later();
+        const g = gate({ conflictThreshold: 0.7 }, scorer);
+        const a = running(task('a', { scope: shared }));
+        const b = task('b', { scope: shared });
+        g.mayStart(b, 'coder', g.runningOf([a]), ctx());
+        calls[0].resolve({ confidence: 0.25, notes: 'engine: same files' });
+        await settle();
+        const w = waitingOf(g.mayStart(b, 'coder', g.runningOf([a]), ctx())) as { kind: string; invocationId: string };
+        assert.equal(w.kind, 'conflict_decision');
+        const invocation = h.coordinator.hitl.get(w.invocationId)!;
+        assert.equal(invocation.context.score, 0.25);
+        assert.equal(invocation.context.facts.notes, 'engine: same files');
+        decide(w.invocationId, 'approve');
+        assert.deepEqual(g.mayStart(b, 'coder', g.runningOf([a]), ctx()), { go: true });
+      });
+
+      it('a failed check (rejected, or a confidence of 7) serialises by default, or escalates when the policy says so', async () => {
+        const serialising = later();
+        const g = gate({}, serialising.scorer);
+        const a = running(task('a', { scope: shared }));
+        g.mayStart(task('b', { scope: shared }), 'coder', g.runningOf([a]), ctx());
+        g.mayStart(task('c', { scope: shared }), 'coder', g.runningOf([a]), ctx());
+        serialising.calls[0].reject(new Error('engine timed out'));
+        serialising.calls[1].resolve({ confidence: 7, notes: '' });
+        await settle();
+        assert.deepEqual(waitingOf(g.mayStart(task('b', { scope: shared }), 'coder', g.runningOf([a]), ctx())), { kind: 'serialised_after', taskId: 'a' });
+        assert.deepEqual(waitingOf(g.mayStart(task('c', { scope: shared }), 'coder', g.runningOf([a]), ctx())), { kind: 'serialised_after', taskId: 'a' });
+        const warnings = h.events('scheduler.engine_unavailable').map((e) => e.details.error);
+        assert.deepEqual(warnings, ['engine timed out', 'the scorer answered a confidence outside [0, 1]: 7']);
+        assert.equal(h.coordinator.hitl.pendingCount(), 0);
+
+        const escalating = later();
+        const e = gate({ unavailableEngine: 'escalate' }, escalating.scorer);
+        e.mayStart(task('d', { scope: shared }), 'coder', e.runningOf([a]), ctx());
+        escalating.calls[0].reject(new Error('engine down'));
+        await settle();
+        const w = waitingOf(e.mayStart(task('d', { scope: shared }), 'coder', e.runningOf([a]), ctx())) as { kind: string; invocationId: string };
+        assert.equal(w.kind, 'conflict_decision');
+        assert.equal(h.coordinator.hitl.get(w.invocationId)!.context.score, null);
+      });
+
+      it('a task that ends while its check runs: the late verdict is dropped, nothing announced, nothing asked', async () => {
+        const { calls, scorer } = later();
+        const g = gate({}, scorer);
+        const changed = changes(g);
+        const a = running(task('a', { scope: shared }));
+        g.mayStart(task('b', { scope: shared }), 'coder', g.runningOf([a]), ctx());
+        g.forget('b', ctx());
+        calls[0].resolve({ confidence: 0.1, notes: '' });
+        await settle();
+        assert.equal(changed.count, 0);
+        assert.equal(h.coordinator.hitl.pendingCount(), 0);
+        assert.equal(h.events('scheduler.conflict_checked').length, 0);
+        assert.equal(h.events('scheduler.conflict_check_dropped').length, 1);
+        assert.deepEqual(waitingOf(g.mayStart(task('b', { scope: shared }), 'coder', g.runningOf([a]), ctx())), { kind: 'conflict_check', withTaskId: 'a' });
+        assert.equal(calls.length, 2, 'asked again for a task with the same id');
+      });
+
+      it('a synchronous scorer still decides within the same mayStart', () => {
+        const g = gate({ conflictThreshold: 0.45 }, { check: () => ({ confidence: 0.5, notes: 'sync' }) });
+        assert.deepEqual(g.mayStart(task('b', { scope: shared }), 'coder', g.runningOf([running(task('a', { scope: shared }))]), ctx()), { go: true });
+        assert.equal(h.events('scheduler.conflict_check_started').length, 0);
+      });
+
+      it('the Tasks view says what the task waits for', () => {
+        assert.equal(describeWaiting({ kind: 'conflict_check', withTaskId: 'a' }), 'waiting for the inference engine\'s parallelism check (its scope overlaps task a)');
+      });
     });
 
     it('forget cancels the task\'s open invocations', () => {

@@ -47,6 +47,8 @@ describe('the Tasks view\'s text (no vscode)', () => {
       'queued behind max_parallel_instances (2 of 2 running for type Echo)');
     assert.equal(waitingText({ kind: 'conflict_decision', invocationId: 'i', withTaskId: 't-9' }),
       'waiting for a conflict decision (its scope overlaps task t-9)');
+    assert.equal(waitingText({ kind: 'conflict_check', withTaskId: 't-9' }),
+      'waiting for the inference engine\'s parallelism check (its scope overlaps task t-9)');
     assert.equal(waitingText({ kind: 'preempted', byTaskId: 't-0' }), 'preempted by task t-0');
     assert.equal(waitingText({ kind: 'preempted', byTaskId: '' }), 'preempted by the operator (RequestPreemption)', 'no task id after a RequestPreemption');
     assert.equal(waitingText({ kind: 'serialised_after', taskId: 't-2' }), 'serialised after task t-2 (a conflict decision)');

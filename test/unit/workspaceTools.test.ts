@@ -78,7 +78,7 @@ describe('workspace tools (RFC §18, §16)', function () {
       ajv.compile(tool.outputSchema);
     }
     assert.deepEqual(tools.filter((t) => !t.idempotent).map((t) => t.name), ['delete_file', 'git_commit']);
-    assert.deepEqual(coordinator.tools.providerIds(), ['workspace']);
+    assert.deepEqual(coordinator.tools.providerIds(), ['workspace', 'reasoning'], 'the built-ins (reasoning: the inference engine agent\'s, src/core/reasoning/)');
   });
 
   it('write_file, read_file, list_dir, stat, delete_file in the caller\'s worktree, never in the main checkout', async () => {

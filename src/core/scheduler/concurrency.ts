@@ -40,6 +40,8 @@ type AdmissionState =
   | { readonly state: 'refused'; readonly invocationId: string; readonly duplicateOf: string; readonly reason: string };
 
 type PairDecision =
+  /** The scorer's answer is awaited (an asynchronous scorer); the object's identity tells a late verdict it still counts. */
+  | { readonly state: 'scoring' }
   | { readonly state: 'pending'; readonly invocationId: string }
   | { readonly state: 'parallel' }
   | { readonly state: 'serialise' };
@@ -106,16 +108,6 @@ export class ConcurrencyControl implements DispatchGate, Disposable {
     this.changed.fire();
   }
 
-  /**
-   * The parallelism check of two scopes by this gate's scorer (ReasoningProxy.CheckParallelism serves it). Throws when
-   * the scorer is unavailable or answers a confidence outside [0, 1].
-   */
-  checkParallelism(a: TaskScope, b: TaskScope): ParallelismVerdict {
-    const verdict = this.deps.scorer.check(a, b);
-    if (!(verdict.confidence >= 0 && verdict.confidence <= 1)) throw new Error(`the scorer answered a confidence outside [0, 1]: ${String(verdict.confidence)}`);
-    return verdict;
-  }
-
   jobKey(target: string, contentType: string, params: Buffer): string {
     return jobKeyOf(target, contentType, params);
   }
@@ -176,6 +168,7 @@ export class ConcurrencyControl implements DispatchGate, Disposable {
           decision = this.check(task, other, overlap, ctx);
         }
         if (decision.state === 'parallel') continue;
+        if (decision.state === 'scoring') return this.wait(task, { kind: 'conflict_check', withTaskId: other.taskId }, 'scheduler.conflict_checking');
         if (decision.state === 'pending') return this.wait(task, { kind: 'conflict_decision', invocationId: decision.invocationId, withTaskId: other.taskId });
         return this.wait(task, { kind: 'serialised_after', taskId: other.taskId });
       }
@@ -243,18 +236,52 @@ export class ConcurrencyControl implements DispatchGate, Disposable {
 
   // ---------------------------------------------------------------- conflicts
 
-  /** First look at an overlapping pair: the scorer, then go, a HITL CONFLICT invocation, or the unavailable-engine policy. */
+  /**
+   * First look at an overlapping pair: the scorer, then go, a HITL CONFLICT invocation, or the unavailable-engine policy.
+   * A scorer answering a Promise leaves the pair `scoring` (the task waits); its verdict is decided when it arrives, unless
+   * the pair was forgotten meanwhile (a task ended: the late verdict is dropped), and announced so the scheduler tries again.
+   */
   private check(task: TaskRecord, other: TaskRecord, overlap: ScopeOverlap, ctx: CallContext): PairDecision {
+    let answer: ParallelismVerdict | Promise<ParallelismVerdict>;
+    try {
+      answer = this.deps.scorer.check(task.scope, other.scope, ctx);
+    } catch (err) {
+      return this.scored(task, other, overlap, { error: err }, ctx);
+    }
+    if (!isPromiseLike(answer)) return this.scored(task, other, overlap, { verdict: answer }, ctx);
+    const key = pairKey(task.taskId, other.taskId);
+    const scoring: PairDecision = { state: 'scoring' };
+    this.pairs.set(key, scoring);
+    this.log(task.taskId, 'scheduler.conflict_check_started', { task_id: task.taskId, other_task_id: other.taskId, reasons: overlap.reasons.slice(0, 20) });
+    const settle = (outcome: { verdict: ParallelismVerdict } | { error: unknown }) => {
+      if (this.disposed || this.pairs.get(key) !== scoring) {
+        if (!this.disposed) this.log(task.taskId, 'scheduler.conflict_check_dropped', { task_id: task.taskId, other_task_id: other.taskId, reason: 'a task of the pair ended while its check ran' });
+        return;
+      }
+      try {
+        this.guarded(() => this.scored(task, other, overlap, outcome, ctx));
+      } catch (err) {
+        this.deps.log.internalError(REQUESTER, task.taskId, err, { other_task_id: other.taskId });
+        this.pairs.set(key, { state: 'serialise' });
+      }
+      this.changed.fire();
+    };
+    answer.then((verdict) => settle({ verdict }), (error: unknown) => settle({ error }));
+    return scoring;
+  }
+
+  /** The scorer's answer (or its failure) for an overlapping pair: go, escalate below the threshold, or the unavailable-engine policy. */
+  private scored(task: TaskRecord, other: TaskRecord, overlap: ScopeOverlap, outcome: { verdict: ParallelismVerdict } | { error: unknown }, ctx: CallContext): PairDecision {
     const key = pairKey(task.taskId, other.taskId);
     const base = { task_id: task.taskId, other_task_id: other.taskId, reasons: overlap.reasons.slice(0, 20), threshold: this.options.conflictThreshold };
-    let verdict: ParallelismVerdict;
-    try {
-      verdict = this.checkParallelism(task.scope, other.scope);
-    } catch (err) {
-      this.log(task.taskId, 'scheduler.engine_unavailable', { ...base, error: message(err), policy: this.options.unavailableEngine }, 'WARN');
-      if (this.options.unavailableEngine === 'escalate') return this.escalate(task, other, overlap, null, `the parallelism check failed: ${message(err)}`, ctx);
+    const refusal = 'verdict' in outcome ? verdictRefusal(outcome.verdict) : message(outcome.error);
+    if (refusal !== undefined || !('verdict' in outcome)) {
+      const error = refusal ?? 'the parallelism check failed';
+      this.log(task.taskId, 'scheduler.engine_unavailable', { ...base, error, policy: this.options.unavailableEngine }, 'WARN');
+      if (this.options.unavailableEngine === 'escalate') return this.escalate(task, other, overlap, null, `the parallelism check failed: ${error}`, ctx);
       return this.decide(key, task.taskId, other.taskId, { state: 'serialise' }, { by: 'policy', policy: 'unavailableEngine=serialise', confidence: null });
     }
+    const verdict = outcome.verdict;
     if (verdict.confidence >= this.options.conflictThreshold) {
       this.log(task.taskId, 'scheduler.conflict_checked', { ...base, confidence: verdict.confidence, notes: verdict.notes, outcome: 'run_in_parallel' });
       this.pairs.set(key, { state: 'parallel' });
@@ -625,6 +652,19 @@ function scopeFacts(scope: TaskScope): Record<string, unknown> {
 function waitingDetails(waiting: WaitingReason): Record<string, unknown> {
   const { kind, ...rest } = waiting;
   return { waiting: kind, ...Object.fromEntries(Object.entries(rest).map(([k, v]) => [k.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`), v])) };
+}
+
+/** Why a scorer's verdict cannot be used (a confidence outside [0, 1], notes not text), or undefined. */
+export function verdictRefusal(verdict: unknown): string | undefined {
+  const v = verdict as Partial<ParallelismVerdict> | null;
+  if (!v || typeof v !== 'object') return 'the scorer answered no verdict';
+  if (typeof v.confidence !== 'number' || !(v.confidence >= 0 && v.confidence <= 1)) return `the scorer answered a confidence outside [0, 1]: ${String(v.confidence)}`;
+  if (typeof v.notes !== 'string') return 'the scorer answered notes that are not text';
+  return undefined;
+}
+
+function isPromiseLike<T>(value: T | Promise<T>): value is Promise<T> {
+  return typeof (value as { then?: unknown } | null)?.then === 'function';
 }
 
 function message(err: unknown): string {

@@ -40,6 +40,8 @@ export type WaitingReason =
   | { readonly kind: 'no_agent_of_type'; readonly agentType: string }
   | { readonly kind: 'max_parallel_instances'; readonly agentType: string; readonly limit: number; readonly running: number }
   | { readonly kind: 'conflict_decision'; readonly invocationId: string; readonly withTaskId: string }
+  /** The parallelism check of its scope against a running task's is under way (an inference engine answers later). */
+  | { readonly kind: 'conflict_check'; readonly withTaskId: string }
   | { readonly kind: 'serialised_after'; readonly taskId: string }
   | { readonly kind: 'preempted'; readonly byTaskId: string };
 
@@ -274,8 +276,13 @@ export interface ParallelismVerdict {
   readonly notes: string;
 }
 
-/** The Inference Engine's parallelism check; the built-in one is `BuiltInScopeScorer` (scheduler/scorer.ts). */
+/**
+ * The Inference Engine's parallelism check; the built-in one is `BuiltInScopeScorer` (scheduler/scorer.ts), the
+ * coordinator's is `InferenceEngine` (reasoning/inferenceEngine.ts: an engine agent when one is online, else the built-in).
+ * A verdict answered at once is decided in the same `mayStart`; a Promise makes the task wait (`conflict_check`) until it
+ * settles, and the gate then announces the decision (onDidChange).
+ */
 export interface ParallelismScorer {
   /** Throws (or rejects) when the engine is unavailable: the gate then applies `unavailableEngine`. */
-  check(a: TaskScope, b: TaskScope): ParallelismVerdict;
+  check(a: TaskScope, b: TaskScope, ctx?: CallContext): ParallelismVerdict | Promise<ParallelismVerdict>;
 }

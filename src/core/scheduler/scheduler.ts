@@ -1240,6 +1240,7 @@ export function describeWaiting(w: WaitingReason): string {
     case 'no_agent_of_type': return `waiting for a RUNNABLE agent of type ${w.agentType}`;
     case 'max_parallel_instances': return `queued behind max_parallel_instances (${w.running} of ${w.limit} running for type ${w.agentType})`;
     case 'conflict_decision': return `waiting for a conflict decision (its scope overlaps task ${w.withTaskId})`;
+    case 'conflict_check': return `waiting for the inference engine's parallelism check (its scope overlaps task ${w.withTaskId})`;
     case 'serialised_after': return `serialised after task ${w.taskId} (a conflict decision)`;
     // byTaskId is '' when the operator (or an agent's RequestPreemption) asked the task to yield, not a task.
     case 'preempted': return w.byTaskId ? `preempted by task ${w.byTaskId}` : 'preempted by the operator (RequestPreemption)';

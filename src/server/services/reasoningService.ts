@@ -1,39 +1,70 @@
 import * as grpc from '@grpc/grpc-js';
 import type { Coordinator } from '../../core/coordinator';
 import { isScopeRefusal, parseScope } from '../../core/scheduler/scope';
+import { ToolCallError } from '../../core/tools/model';
 
 interface ParallelismCheckRequestMessage { scope_a?: string; scope_b?: string }
-interface ParallelismCheckResponseMessage { confidence_score: number; notes: string }
+interface ConfidenceResponseMessage { confidence_score: number; notes: string }
+interface DebateEvaluateRequestMessage { negotiation_id?: string; proposal_a?: string; proposal_b?: string; intensity?: string }
+interface TextSegmentMessage { kind?: string; content?: string; seq?: string | number; at?: string }
+interface SummarizeRequestMessage { session_id?: string; segments?: TextSegmentMessage[]; max_tokens?: number; mode?: string }
+interface SummarizeResponseMessage { summary: string; tokens: number; cost_cents: number; model: string }
 
 /**
- * sw4rm.reasoning.ReasoningProxy (RFC §9.3): CheckParallelism answers the coordinator's own parallelism check — the
- * scorer the scheduler's gate uses (the built-in, deterministic BuiltInScopeScorer) — for two scopes written as
- * SubmitTask's scope (a JSON object or repo:/worktree:/path:/resource: tokens). EvaluateDebate and Summarize come with
- * the negotiation and tools issues and answer UNIMPLEMENTED until then.
+ * sw4rm.reasoning.ReasoningProxy (RFC §9.3) over the coordinator's InferenceEngine (README, "Connect an inference
+ * engine"): the inference engine agent answers when one is online; without one CheckParallelism and EvaluateDebate
+ * answer the built-in deterministic scorers (notes start `built-in scorer (no inference engine registered): `) and
+ * Summarize is FAILED_PRECONDITION. An engine that fails, times out or answers out of bounds: UNAVAILABLE. Scopes are
+ * written as SubmitTask's scope (a JSON object or repo:/worktree:/path:/resource: tokens).
  */
 export class ReasoningServiceAdapter {
   static readonly serviceName = 'sw4rm.reasoning.ReasoningProxy';
 
   constructor(private readonly coordinator: Coordinator) {}
 
-  /** The built handlers; EvaluateDebate and Summarize are left to the server's UNIMPLEMENTED handler. */
   handlers(): grpc.UntypedServiceImplementation {
-    const { concurrency } = this.coordinator;
+    const { inference } = this.coordinator;
+    const ctx = (call: grpc.ServerUnaryCall<unknown, unknown>) => ({ correlationId: call.getPath() });
     return {
-      CheckParallelism: (call: grpc.ServerUnaryCall<ParallelismCheckRequestMessage, ParallelismCheckResponseMessage>, callback: grpc.sendUnaryData<ParallelismCheckResponseMessage>) => {
-        const invalid = (name: string, refusal: string) =>
-          callback({ code: grpc.status.INVALID_ARGUMENT, details: `VALIDATION_ERROR: ${name}: ${refusal}`, metadata: new grpc.Metadata() });
+      CheckParallelism: (call: grpc.ServerUnaryCall<ParallelismCheckRequestMessage, ConfidenceResponseMessage>, callback: grpc.sendUnaryData<ConfidenceResponseMessage>) => {
         const a = parseScope(call.request.scope_a ?? '');
-        if (isScopeRefusal(a)) return invalid('scope_a', a);
+        if (isScopeRefusal(a)) return callback(invalid(`scope_a: ${a}`));
         const b = parseScope(call.request.scope_b ?? '');
-        if (isScopeRefusal(b)) return invalid('scope_b', b);
-        try {
-          const verdict = concurrency.checkParallelism(a, b);
-          callback(null, { confidence_score: verdict.confidence, notes: verdict.notes });
-        } catch (err) {
-          callback({ code: grpc.status.UNAVAILABLE, details: `the parallelism check is unavailable: ${err instanceof Error ? err.message : String(err)}`, metadata: new grpc.Metadata() });
-        }
+        if (isScopeRefusal(b)) return callback(invalid(`scope_b: ${b}`));
+        answer(inference.checkParallelism(a, b, ctx(call)).then((v) => ({ confidence_score: v.confidence, notes: v.notes })), callback);
+      },
+      EvaluateDebate: (call: grpc.ServerUnaryCall<DebateEvaluateRequestMessage, ConfidenceResponseMessage>, callback: grpc.sendUnaryData<ConfidenceResponseMessage>) => {
+        const r = call.request;
+        answer(inference.evaluateDebate({
+          negotiationId: r.negotiation_id ?? '', proposalA: r.proposal_a ?? '', proposalB: r.proposal_b ?? '', intensity: r.intensity ?? '',
+        }, ctx(call)).then((v) => ({ confidence_score: v.confidence, notes: v.notes })), callback);
+      },
+      Summarize: (call: grpc.ServerUnaryCall<SummarizeRequestMessage, SummarizeResponseMessage>, callback: grpc.sendUnaryData<SummarizeResponseMessage>) => {
+        const r = call.request;
+        const segments = (r.segments ?? []).map((s) => ({ kind: s.kind ?? '', content: s.content ?? '', seq: Number(s.seq ?? 0), at: s.at ?? '' }));
+        answer(Promise.resolve().then(() => inference.summarize({ sessionId: r.session_id ?? '', segments, maxTokens: r.max_tokens ?? 0, mode: r.mode ?? '' }, ctx(call)))
+          .then((s) => ({ summary: s.summary, tokens: s.tokens, cost_cents: s.costCents, model: s.model })), callback);
       },
     };
   }
+}
+
+const STATUS: Partial<Record<string, grpc.status>> = {
+  invalid_argument: grpc.status.INVALID_ARGUMENT,
+  failed_precondition: grpc.status.FAILED_PRECONDITION,
+  unavailable: grpc.status.UNAVAILABLE,
+};
+
+function answer<T>(work: Promise<T>, callback: grpc.sendUnaryData<T>): void {
+  work.then((value) => callback(null, value), (err: unknown) => {
+    if (err instanceof ToolCallError) {
+      callback({ code: STATUS[err.kind] ?? grpc.status.INTERNAL, details: err.details, metadata: new grpc.Metadata() });
+    } else {
+      callback({ code: grpc.status.INTERNAL, details: `INTERNAL_ERROR: ${err instanceof Error ? err.message : String(err)}`, metadata: new grpc.Metadata() });
+    }
+  });
+}
+
+function invalid(why: string): grpc.ServiceError {
+  return Object.assign(new Error(why), { code: grpc.status.INVALID_ARGUMENT, details: `VALIDATION_ERROR: ${why}`, metadata: new grpc.Metadata() });
 }
