@@ -18,9 +18,9 @@ import { ConcurrencyControl } from './scheduler/concurrency';
 import { DEFAULT_SCHEDULER_OPTIONS, type SchedulerOptions } from './scheduler/model';
 import { Scheduler } from './scheduler/scheduler';
 import { BuiltInScopeScorer } from './scheduler/scorer';
-import { EXTERNAL_PROVIDERS_NOT_IMPLEMENTED, Tools } from './tools/tools';
-import { ToolCallError } from './tools/model';
+import { ToolTransport } from './tools/externalProvider';
 import { ProviderCatalog } from './tools/providers';
+import { DEFAULT_TOOLS_OPTIONS, Tools, type ToolsOptions } from './tools/tools';
 import { WorkspaceProvider } from './tools/workspaceProvider';
 import { DEFAULT_BINDING_OPTIONS, WorkspaceWorktrees, WorktreeBindings, type BindingOptions } from './worktree/bindings';
 import { bindWorktreeControlToRouter } from './worktree/envelopeBridge';
@@ -56,6 +56,8 @@ export interface CoordinatorOptions {
   readonly scheduler?: Partial<SchedulerOptions>;
   /** The activity buffer's limits and history (RFC §10.1). */
   readonly activity?: Partial<ActivityOptions>;
+  /** The tool call engine: calls kept, queue bounds, retry backoff, the escalation deadline (README, "Execution policy"). */
+  readonly tools?: Partial<ToolsOptions>;
   /** Subscribed before anything is recorded, so that start-up and restore events are seen too. */
   readonly onEvent?: (event: StoredEvent) => void;
 }
@@ -77,10 +79,12 @@ export class Coordinator {
   /** Agent worktree bindings (RFC §16): the state machine, persisted; the workspace's repositories and their worktrees. */
   readonly worktrees: WorktreeBindings;
   readonly workspace: WorkspaceWorktrees;
-  /** Tools (RFC §18): the built-in `workspace` provider, confined to the calling agent's bound worktree. */
+  /** Tools (RFC §18): the one call engine for every provider and every caller (README, "Write a tool provider"). */
   readonly tools: Tools;
   /** The tool providers (RFC §18.1): built-ins and agents registered through ConnectorService.RegisterProvider (persisted). */
   readonly toolCatalog: ProviderCatalog;
+  /** TOOL_CALL envelopes to provider agents and their TOOL_RESULT / TOOL_ERROR answers. */
+  readonly toolTransport: ToolTransport;
   /** Setup, removal, prune, snapshots and their retention, merge-back with its approval and undo (what the editor and the CLI do). */
   readonly worktreeOperations: WorktreeOperations;
   /** The activity buffer (RFC §10) and negotiation artifacts (activity.proto). */
@@ -129,16 +133,15 @@ export class Coordinator {
       { ...DEFAULT_WORKTREE_OPERATIONS_OPTIONS, ...options.worktreeOperations },
     );
     this.worktreeBinding = bindWorktreeControlToRouter(this.worktrees, this.router, this.log);
-    const workspaceTools = new WorkspaceProvider(git);
-    this.tools = new Tools([workspaceTools], this.worktrees, this.log, this.clock, this.ids);
-    // Until the engine (tools.ts) routes calls through the catalog, an agent provider's calls are refused as before.
+    this.toolTransport = new ToolTransport({ outbox: this.router, mailbox: this.router, agents: this.registry, log: this.log, clock: this.clock });
     this.toolCatalog = new ProviderCatalog({
-      store: this.store, log: this.log, clock: this.clock, agents: this.registry, builtins: [workspaceTools],
-      external: (id, tools) => ({
-        id, describe: () => tools,
-        call: () => Promise.reject(new ToolCallError('unimplemented', 'unimplemented', `${EXTERNAL_PROVIDERS_NOT_IMPLEMENTED} (provider '${id}')`)),
-      }),
+      store: this.store, log: this.log, clock: this.clock, agents: this.registry, builtins: [new WorkspaceProvider(git)],
+      external: (id, tools) => this.toolTransport.providerFor(id, tools),
     });
+    this.tools = new Tools({
+      store: this.store, log: this.log, clock: this.clock, ids: this.ids, locator: this.worktrees, hitl: this.hitl, catalog: this.toolCatalog,
+    }, { ...DEFAULT_TOOLS_OPTIONS, ...options.tools });
+    this.tools.restore({ correlationId: this.ids.uuid() });
     this.activity = new ActivityBuffer(this.store, this.log, this.clock, { ...DEFAULT_ACTIVITY_OPTIONS, ...options.activity });
     const schedulerOptions: SchedulerOptions = { ...DEFAULT_SCHEDULER_OPTIONS, ...options.scheduler };
     this.concurrency = new ConcurrencyControl({
@@ -155,6 +158,8 @@ export class Coordinator {
   /** Stops timers and closes the store. The coordinator cannot be used afterwards. */
   dispose(): void {
     this.retentionTimer.dispose();
+    this.tools.dispose();
+    this.toolTransport.dispose();
     this.toolCatalog.dispose();
     this.scheduler.dispose();
     this.concurrency.dispose();

@@ -5,7 +5,7 @@ import { EventLog } from '../../src/core/log/eventLog';
 import { Registry } from '../../src/core/registry/registry';
 import { checkDescriptors, DESCRIPTOR_LIMITS, type WireToolDescriptor } from '../../src/core/tools/descriptors';
 import type { ToolCallRecord, ToolDescriptor, ToolProvider, ToolsChange } from '../../src/core/tools/model';
-import { DEFAULT_EXECUTION_POLICY } from '../../src/core/tools/model';
+import { DEFAULT_EXECUTION_POLICY, ToolCallError } from '../../src/core/tools/model';
 import { ProviderCatalog } from '../../src/core/tools/providers';
 import { validDescriptor } from '../support/fixtures';
 import { makeTempDir, removeTempDir } from '../support/tempDir';
@@ -91,6 +91,7 @@ describe('checkDescriptors (RFC §18.1): a registration\'s tools, checked', () =
     assert.match(refusal([{ tool_name: 'a', max_concurrency: 1025 }]), /^tools\[0\]\.max_concurrency: must be 0 \(meaning 1\) to 1024/);
     assert.match(refusal([{ tool_name: 'a', default_timeout_s: 86_401 }]), /^tools\[0\]\.default_timeout_s: must be 0 \(none\) to 86400 seconds/);
     assert.match(refusal([{ tool_name: 'a', side_effects: 'filesystem,gpu' }]), /^tools\[0\]\.side_effects: 'gpu' is not a side-effect class/);
+    assert.match(refusal([{ tool_name: 'a', side_effects: 'git,'.repeat(65) }]), /^tools\[0\]\.side_effects: is longer than 256 characters/);
     assert.match(refusal([{ tool_name: 'a', side_effects: 'none,git' }]), /^tools\[0\]\.side_effects: 'none' cannot be listed with other classes/);
     assert.match(refusal(Array.from({ length: 257 }, (_, i) => ({ tool_name: `t${i}` }))), /^tools: at most 256 tools per provider \(257 given\)/);
     assert.ok(checkDescriptors(Array.from({ length: 256 }, (_, i) => ({ tool_name: `t${i}` }))).ok, '256 tools are fine');
@@ -245,6 +246,38 @@ describe('ProviderCatalog (RFC §18.1): registered providers, persisted, availab
     assert.deepEqual(availability.map((e) => [e.details.available, e.level]), [[false, 'WARN'], [true, 'INFO'], [false, 'WARN'], [true, 'INFO']]);
     assert.match(String(availability[0].details.reason), /unavailable/);
     assert.deepEqual(changes, Array.from({ length: 4 }, () => ({ kind: 'provider', id: 'indexer' })));
+  });
+
+  it('registers in turns: one tool per event-loop turn, registrations of one provider in order, the agent checked again at the end', async () => {
+    let turns = 0;
+    let counting = true;
+    const tick = () => { if (counting) { turns++; setImmediate(tick); } };
+    setImmediate(tick);
+    const tools = Array.from({ length: 5 }, (_, i) => ({ ...grep, tool_name: `t${i}` }));
+    const first = catalog.registerInTurns('indexer', 'indexer', tools, ctx);
+    const second = catalog.registerInTurns('indexer', 'indexer', [{ tool_name: 'last' }], ctx);
+    const [a, b] = await Promise.all([first, second]);
+    counting = false;
+    assert.ok(a.ok && b.ok);
+    assert.ok(turns >= 4, `other work ran between the tools (${turns} turns)`);
+    assert.deepEqual(info('indexer')?.tools.map((t) => t.name), ['last'], 'the later registration is the one kept');
+    assert.deepEqual(events('tool.provider_registered').map((e) => e.details.tools), [tools.map((t) => t.tool_name), ['last']]);
+
+    const leaving = catalog.registerInTurns('indexer', 'indexer', tools, ctx);
+    assert.equal(registry.deregister('indexer', 'gone', ctx), true);
+    const refused = await leaving;
+    assert.deepEqual(refused.ok ? 'ok' : [refused.code, refused.reason.startsWith('register the agent first')], ['FAILED_PRECONDITION', true]);
+    const bad = await catalog.registerInTurns('indexer', 'indexer', [grep], ctx);
+    assert.ok(!bad.ok);
+    assert.equal(bad.code, 'FAILED_PRECONDITION');
+  });
+
+  it('describes one provider, or every provider as <provider_id>/<tool_name>; an unknown one is NOT_FOUND', () => {
+    assert.ok(catalog.register('indexer', 'indexer', [grep], ctx).ok);
+    assert.deepEqual(catalog.describe('indexer').map((t) => t.name), ['grep']);
+    assert.deepEqual(catalog.describe('process').map((t) => t.name), ['ping'], 'an unavailable built-in still describes its tools');
+    assert.deepEqual(catalog.describe('').map((t) => t.name), ['workspace/ping', 'process/ping', 'indexer/grep']);
+    assert.throws(() => catalog.describe('nobody'), (err: ToolCallError) => err.kind === 'not_found' && err.details === "NOT_FOUND: no provider 'nobody' (known: workspace, process, indexer)");
   });
 
   it('counts an agent shutting down or failed as unavailable', () => {

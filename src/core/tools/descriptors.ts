@@ -1,4 +1,5 @@
 import { Ajv, type ValidateFunction } from 'ajv';
+import { FIELD_LIMITS } from '../fieldLimits';
 import { parseBoundedJson } from '../json';
 import type { JsonSchema, SideEffectClass, ToolDescriptor } from './model';
 
@@ -17,19 +18,21 @@ export interface WireToolDescriptor {
 /** The bounds of one registration (README, "ConnectorService"). */
 export const DESCRIPTOR_LIMITS = {
   /** Tools in one RegisterProvider. */
-  maxTools: 256,
+  maxTools: FIELD_LIMITS.connector.tools,
   /** Characters of a tool_name: [A-Za-z0-9_.-]. */
-  maxToolNameChars: 128,
+  maxToolNameChars: FIELD_LIMITS.connector.tool_name,
   /** UTF-8 bytes of one input_schema or output_schema text. */
-  maxSchemaBytes: 64 * 1024,
+  maxSchemaBytes: FIELD_LIMITS.connector.schema_bytes,
   /** Characters of the description taken from the input schema. */
-  maxDescriptionChars: 1024,
+  maxDescriptionChars: FIELD_LIMITS.connector.description,
   maxConcurrency: 1024,
   maxDefaultTimeoutS: 86_400,
 } as const;
 
 export const SIDE_EFFECT_CLASSES: readonly SideEffectClass[] = ['none', 'filesystem', 'git', 'network', 'process'];
 
+/** The longest side_effects text (every class listed once fits easily). */
+const MAX_SIDE_EFFECTS_CHARS = FIELD_LIMITS.connector.side_effects;
 const TOOL_NAME = /^[A-Za-z0-9_.-]+$/;
 /** A schema given as a URL (connector.proto: "JSON Schema or URL"). */
 const URL_TEXT = /^[A-Za-z][A-Za-z0-9+.-]*:\/\//;
@@ -93,6 +96,7 @@ export function compileSchemaText(ajv: Ajv, text: string, what: 'input' | 'outpu
 }
 
 function sideEffectsOf(text: string): { readonly ok: true; readonly classes: readonly SideEffectClass[] } | { readonly ok: false; readonly why: string } {
+  if (text.length > MAX_SIDE_EFFECTS_CHARS) return { ok: false, why: `is longer than ${MAX_SIDE_EFFECTS_CHARS} characters` };
   const names = text.split(',').map((s) => s.trim().toLowerCase()).filter((s) => s !== '');
   if (names.length === 0) return { ok: true, classes: ['none'] };
   const classes: SideEffectClass[] = [];
@@ -112,47 +116,42 @@ function count(value: unknown): number {
   return Number.isFinite(n) ? n : NaN;
 }
 
-/**
- * The tools of one RegisterProvider, checked (RFC §18.1): names, schemas (compiled with `ajv`: an invalid schema is
- * refused with the path of the problem), bounds and side-effect classes. The first problem refuses the whole
- * registration: `tools[i].<field>: <why>`.
- */
-export function checkDescriptors(tools: readonly WireToolDescriptor[], ajv: Ajv = schemaCompiler()): DescriptorsVerdict {
-  if (tools.length > DESCRIPTOR_LIMITS.maxTools) return { ok: false, reason: `tools: at most ${DESCRIPTOR_LIMITS.maxTools} tools per provider (${tools.length} given)` };
-  const names = new Set<string>();
-  const checked: CheckedTool[] = [];
-  for (const [i, wire] of tools.entries()) {
-    const at = (field: string, why: string): DescriptorsVerdict => ({ ok: false, reason: `tools[${i}].${field}: ${why}` });
-    const name = wire.tool_name ?? '';
-    if (name.length === 0) return at('tool_name', 'must not be empty');
-    if (name.length > DESCRIPTOR_LIMITS.maxToolNameChars) return at('tool_name', `is longer than ${DESCRIPTOR_LIMITS.maxToolNameChars} characters`);
-    if (!TOOL_NAME.test(name)) return at('tool_name', `'${name}' may contain only letters, digits, '_', '.' and '-'`);
-    if (names.has(name)) return at('tool_name', `'${name}' is listed twice`);
-    names.add(name);
+/** One tool of a registration: `tools[i].<field>: <why>` when refused; `names` collects the names seen so far. */
+function checkTool(wire: WireToolDescriptor, i: number, names: Set<string>, ajv: Ajv): { readonly ok: true; readonly tool: CheckedTool } | { readonly ok: false; readonly reason: string } {
+  const at = (field: string, why: string) => ({ ok: false as const, reason: `tools[${i}].${field}: ${why}` });
+  const name = wire.tool_name ?? '';
+  if (name.length === 0) return at('tool_name', 'must not be empty');
+  if (name.length > DESCRIPTOR_LIMITS.maxToolNameChars) return at('tool_name', `is longer than ${DESCRIPTOR_LIMITS.maxToolNameChars} characters`);
+  if (!TOOL_NAME.test(name)) return at('tool_name', `'${name}' may contain only letters, digits, '_', '.' and '-'`);
+  if (names.has(name)) return at('tool_name', `'${name}' is listed twice`);
+  names.add(name);
 
-    const inputText = (wire.input_schema ?? '').trim();
-    const input = compileSchemaText(ajv, inputText === '' ? '{"type":"object"}' : inputText, 'input');
-    if (!input.ok) return at('input_schema', input.why);
-    const outputText = (wire.output_schema ?? '').trim();
-    let output: SchemaVerdict | undefined;
-    if (outputText !== '') {
-      output = compileSchemaText(ajv, outputText, 'output');
-      if (!output.ok) return at('output_schema', output.why);
-    }
+  const concurrency = count(wire.max_concurrency);
+  if (!Number.isInteger(concurrency) || concurrency < 0 || concurrency > DESCRIPTOR_LIMITS.maxConcurrency) {
+    return at('max_concurrency', `must be 0 (meaning 1) to ${DESCRIPTOR_LIMITS.maxConcurrency}`);
+  }
+  const timeout = count(wire.default_timeout_s);
+  if (!Number.isInteger(timeout) || timeout < 0 || timeout > DESCRIPTOR_LIMITS.maxDefaultTimeoutS) {
+    return at('default_timeout_s', `must be 0 (none) to ${DESCRIPTOR_LIMITS.maxDefaultTimeoutS} seconds`);
+  }
+  const effects = sideEffectsOf(wire.side_effects ?? '');
+  if (!effects.ok) return at('side_effects', effects.why);
 
-    const concurrency = count(wire.max_concurrency);
-    if (!Number.isInteger(concurrency) || concurrency < 0 || concurrency > DESCRIPTOR_LIMITS.maxConcurrency) {
-      return at('max_concurrency', `must be 0 (meaning 1) to ${DESCRIPTOR_LIMITS.maxConcurrency}`);
-    }
-    const timeout = count(wire.default_timeout_s);
-    if (!Number.isInteger(timeout) || timeout < 0 || timeout > DESCRIPTOR_LIMITS.maxDefaultTimeoutS) {
-      return at('default_timeout_s', `must be 0 (none) to ${DESCRIPTOR_LIMITS.maxDefaultTimeoutS} seconds`);
-    }
-    const effects = sideEffectsOf(wire.side_effects ?? '');
-    if (!effects.ok) return at('side_effects', effects.why);
+  // The schemas last: compiling is the expensive part.
+  const inputText = (wire.input_schema ?? '').trim();
+  const input = compileSchemaText(ajv, inputText === '' ? '{"type":"object"}' : inputText, 'input');
+  if (!input.ok) return at('input_schema', input.why);
+  const outputText = (wire.output_schema ?? '').trim();
+  let output: SchemaVerdict | undefined;
+  if (outputText !== '') {
+    output = compileSchemaText(ajv, outputText, 'output');
+    if (!output.ok) return at('output_schema', output.why);
+  }
 
-    const description = typeof input.schema.description === 'string' ? input.schema.description.slice(0, DESCRIPTOR_LIMITS.maxDescriptionChars) : '';
-    checked.push({
+  const description = typeof input.schema.description === 'string' ? input.schema.description.slice(0, DESCRIPTOR_LIMITS.maxDescriptionChars) : '';
+  return {
+    ok: true,
+    tool: {
       descriptor: {
         name, description, inputSchema: input.schema, outputSchema: output?.ok ? output.schema : {},
         idempotent: wire.idempotent === true, needsWorktree: wire.needs_worktree === true,
@@ -161,7 +160,41 @@ export function checkDescriptors(tools: readonly WireToolDescriptor[], ajv: Ajv 
       },
       input: input.validate,
       output: output?.ok ? output.validate : undefined,
-    });
+    },
+  };
+}
+
+/**
+ * The tools of one RegisterProvider, checked (RFC §18.1): names, schemas (compiled with `ajv`: an invalid schema is
+ * refused with the path of the problem), bounds and side-effect classes. The first problem refuses the whole
+ * registration: `tools[i].<field>: <why>`. Compiling costs about 1–4 ms a tool: use checkDescriptorsInTurns on the
+ * coordinator's event loop.
+ */
+export function checkDescriptors(tools: readonly WireToolDescriptor[], ajv: Ajv = schemaCompiler()): DescriptorsVerdict {
+  if (tools.length > DESCRIPTOR_LIMITS.maxTools) return { ok: false, reason: `tools: at most ${DESCRIPTOR_LIMITS.maxTools} tools per provider (${tools.length} given)` };
+  const names = new Set<string>();
+  const checked: CheckedTool[] = [];
+  for (const [i, wire] of tools.entries()) {
+    const verdict = checkTool(wire, i, names, ajv);
+    if (!verdict.ok) return verdict;
+    checked.push(verdict.tool);
+  }
+  return { ok: true, tools: checked };
+}
+
+/**
+ * checkDescriptors one tool per event-loop turn (setImmediate between tools), so that a registration of 256 tools
+ * (hundreds of ms of ajv compiling) never holds the event loop for more than one tool's schemas.
+ */
+export async function checkDescriptorsInTurns(tools: readonly WireToolDescriptor[], ajv: Ajv = schemaCompiler()): Promise<DescriptorsVerdict> {
+  if (tools.length > DESCRIPTOR_LIMITS.maxTools) return { ok: false, reason: `tools: at most ${DESCRIPTOR_LIMITS.maxTools} tools per provider (${tools.length} given)` };
+  const names = new Set<string>();
+  const checked: CheckedTool[] = [];
+  for (const [i, wire] of tools.entries()) {
+    if (i > 0) await new Promise<void>((resolve) => setImmediate(resolve));
+    const verdict = checkTool(wire, i, names, ajv);
+    if (!verdict.ok) return verdict;
+    checked.push(verdict.tool);
   }
   return { ok: true, tools: checked };
 }

@@ -147,6 +147,11 @@ export interface ToolProvider {
   unavailableReason?(): string;
 }
 
+/** A provider's final result that is not JSON: the final frame carries `data` as `contentType` (and `summary`). */
+export class RawToolResult {
+  constructor(readonly data: Buffer, readonly contentType: string, readonly summary?: Buffer) {}
+}
+
 /** A finished call: one final frame's content. */
 export interface ToolResult {
   readonly callId: string;
@@ -170,6 +175,8 @@ export interface CallInput {
   readonly stream: boolean;
   /** `grpc`, `envelope` or `internal`: shown in the Tools view. */
   readonly via: 'grpc' | 'envelope' | 'internal';
+  /** via = envelope: the TOOL_CALL envelope's message id (kept in the record, to answer it after a restart). */
+  readonly messageId?: string;
 }
 
 /** Where the engine sends a call's frames: in order, then exactly one of end / fail. */

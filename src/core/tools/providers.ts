@@ -4,8 +4,9 @@ import type { CallContext } from '../context';
 import { Emitter, type Disposable, type Event } from '../events';
 import type { EventLog } from '../log/eventLog';
 import type { AgentDirectory, RegistryChange } from '../registry/model';
-import { checkDescriptors, compileDescriptor, schemaCompiler, type WireToolDescriptor } from './descriptors';
-import type { ProviderInfo, ProviderRecord, ToolDescriptor, ToolProvider, ToolsChange, ToolsStorage } from './model';
+import { KeyedQueue } from '../keyedQueue';
+import { checkDescriptors, checkDescriptorsInTurns, compileDescriptor, schemaCompiler, type DescriptorsVerdict, type WireToolDescriptor } from './descriptors';
+import { ToolCallError, type ProviderInfo, type ProviderRecord, type ToolDescriptor, type ToolProvider, type ToolsChange, type ToolsStorage } from './model';
 
 export type { WireToolDescriptor } from './descriptors';
 
@@ -59,6 +60,8 @@ export class ProviderCatalog implements Disposable {
   private readonly builtinAjv: Ajv = schemaCompiler();
   private readonly agentProviders = new Map<string, AgentProvider>();
   private readonly registryListener: Disposable;
+  private readonly registrations = new KeyedQueue();
+  private disposed = false;
 
   constructor(readonly deps: ProviderCatalogDeps) {
     this.onDidChange = this.changed.event;
@@ -77,8 +80,44 @@ export class ProviderCatalog implements Disposable {
   /**
    * RegisterProvider (RFC §18.1): `agentId` (the caller) registers itself as provider `providerId` with `tools`.
    * A repeat replaces the provider's tools. Persisted with its `tool.provider_registered` event in one transaction.
+   * Compiles every schema in this turn of the event loop: the server calls registerInTurns.
    */
   register(agentId: string, providerId: string, tools: readonly WireToolDescriptor[], ctx: CallContext): RegisterResult {
+    const refused = this.refusal(agentId, providerId);
+    if (refused) return refused;
+    return this.commit(agentId, providerId, checkDescriptors(tools, schemaCompiler()), ctx);
+  }
+
+  /**
+   * register, with the schemas compiled one tool per event-loop turn (a registration of 256 tools compiles for hundreds
+   * of ms); registrations of one provider run one at a time, in the order they came.
+   */
+  registerInTurns(agentId: string, providerId: string, tools: readonly WireToolDescriptor[], ctx: CallContext): Promise<RegisterResult> {
+    const refused = this.refusal(agentId, providerId);
+    if (refused) return Promise.resolve(refused);
+    return this.registrations.run(providerId, async () => {
+      const checked = await checkDescriptorsInTurns(tools, schemaCompiler());
+      if (this.disposed) return { ok: false, code: 'UNAVAILABLE', reason: 'the coordinator is stopping' };
+      // The agent may have left while its schemas compiled.
+      return this.refusal(agentId, providerId) ?? this.commit(agentId, providerId, checked, ctx);
+    });
+  }
+
+  /**
+   * DescribeTools: one provider's tools (built-in or registered, available or not); for '' every provider's, each
+   * named `<provider_id>/<tool_name>`. An unknown provider throws ToolCallError NOT_FOUND.
+   */
+  describe(providerId: string): readonly ToolDescriptor[] {
+    if (providerId === '') return this.infos().flatMap((p) => p.tools.map((t) => ({ ...t, name: `${p.providerId}/${t.name}` })));
+    const builtin = this.builtins.get(providerId);
+    if (builtin) return builtin.describe();
+    const entry = this.agentProviders.get(providerId);
+    if (entry) return entry.record.tools;
+    const known = this.infos().map((p) => p.providerId).join(', ').slice(0, 500);
+    throw new ToolCallError('not_found', 'NOT_FOUND', `no provider '${providerId.slice(0, 256)}' (known: ${known})`);
+  }
+
+  private refusal(agentId: string, providerId: string): RegisterResult | undefined {
     const refuse = (code: string, reason: string): RegisterResult => ({ ok: false, code, reason });
     if (providerId === '') return refuse('VALIDATION_ERROR', 'provider_id must not be empty: it is the registering agent\'s id');
     if (this.builtins.has(providerId) || BUILTIN_IDS.includes(providerId)) {
@@ -88,10 +127,11 @@ export class ProviderCatalog implements Disposable {
       return refuse('PERMISSION_DENIED', `an agent registers tools only as itself: the caller is '${agentId}', provider_id is '${providerId.slice(0, 256)}'`);
     }
     if (!this.deps.agents.get(agentId)) return refuse('FAILED_PRECONDITION', `register the agent first: '${agentId}' is not registered (RegistryService.RegisterAgent)`);
-    const ajv = schemaCompiler();
-    const checked = checkDescriptors(tools, ajv);
-    if (!checked.ok) return refuse('VALIDATION_ERROR', checked.reason);
+    return undefined;
+  }
 
+  private commit(agentId: string, providerId: string, checked: DescriptorsVerdict, ctx: CallContext): RegisterResult {
+    if (!checked.ok) return { ok: false, code: 'VALIDATION_ERROR', reason: checked.reason };
     const record: ProviderRecord = { providerId, tools: checked.tools.map((t) => t.descriptor), registeredAt: this.deps.clock.now() };
     const previous = this.agentProviders.get(providerId);
     this.deps.store.transaction(() => {
@@ -105,10 +145,9 @@ export class ProviderCatalog implements Disposable {
       });
     });
     const entry: AgentProvider = {
-      record, provider: undefined, available: false,
+      record, provider: undefined, available: this.availability(providerId).available,
       validators: new Map(checked.tools.map((t) => [t.descriptor.name, { input: t.input, output: t.output }])),
     };
-    entry.available = this.availability(providerId).available;
     this.agentProviders.set(providerId, entry);
     this.deps.store.afterCommit(() => this.changed.fire({ kind: 'provider', id: providerId }));
     return { ok: true, providerId, tools: record.tools, warnings: [] };
@@ -165,6 +204,7 @@ export class ProviderCatalog implements Disposable {
   }
 
   dispose(): void {
+    this.disposed = true;
     this.registryListener.dispose();
     this.changed.dispose();
   }
