@@ -7,7 +7,7 @@ import type { Disposable } from '../../src/core/events';
 import { parsePolicy } from '../../src/core/hitl/policy';
 import { parseInvocationRequest } from '../../src/core/hitl/request';
 import { COORDINATOR_ID } from '../../src/core/router/router';
-import { RouterHarness, ctx, settle } from '../support/routerHarness';
+import { CollectingSink, RouterHarness, ctx, settle } from '../support/routerHarness';
 import { rejection } from '../support/apiErrors';
 import { DEFAULT_EXECUTION_POLICY, type ToolCallError, type ToolFrame } from '../../src/core/tools/model';
 import type { ToolsChange } from '../../src/core/api';
@@ -363,15 +363,16 @@ describe('CoordinatorApi in process (the editor\'s one way into the coordinator)
 
   describe('tools', () => {
     /** An agent provider `provider-a` (online, streaming its inbox) with one tool that runs until it is answered or cancelled. */
-    function registerProvider(): void {
+    function registerProvider(): CollectingSink {
       h.register('provider-a');
-      h.stream('provider-a');
+      const { sink } = h.stream('provider-a');
       h.registry.heartbeat('provider-a', 'RUNNABLE', {}, ctx('hb'));
       const registered = h.coordinator.toolCatalog.register('provider-a', 'provider-a', [{
         tool_name: 'slow', input_schema: JSON.stringify({ type: 'object', properties: { n: { type: 'number' } } }),
         idempotent: false, default_timeout_s: 0, max_concurrency: 2, side_effects: 'none',
       }], ctx('register'));
       assert.ok(registered.ok, registered.ok ? '' : registered.reason);
+      return sink;
     }
 
     /** Starts a call of provider-a's `slow` as agent-b; answers its id and what its sink received. */
@@ -387,7 +388,7 @@ describe('CoordinatorApi in process (the editor\'s one way into the coordinator)
 
     it('answers the providers, the recent calls and a call\'s details as the engine has them, as plain data, and fires changes', async () => {
       const changes = collect<ToolsChange>(api.onDidChangeTools);
-      registerProvider();
+      const providerInbox = registerProvider();
       const providers = await api.toolProviders();
       assert.deepEqual(providers, h.coordinator.tools.providers());
       const agent = providers.find((p) => p.providerId === 'provider-a');
@@ -401,6 +402,14 @@ describe('CoordinatorApi in process (the editor\'s one way into the coordinator)
       startCall('call-1');
       await settle();
       assert.ok(changes.seen.some((c) => c.kind === 'call' && c.id === 'call-1'));
+      // The provider answers one frame of the call (a TOOL_RESULT to `coordinator`): the details keep it.
+      assert.equal(providerInbox.ofType('TOOL_CALL').length, 1);
+      const frame = h.send(h.envelope('provider-a', {
+        messageType: 'TOOL_RESULT', correlationId: 'call-1',
+        payload: { call_id: 'call-1', frame_no: 0, final: false, content_type: 'application/json', result: { line: 'first' } },
+      }), 'coordinator');
+      assert.ok(frame.accepted, frame.accepted ? '' : frame.reason);
+      await settle();
       const calls = await api.toolCalls();
       assert.deepEqual(calls, h.coordinator.tools.recentCalls(100));
       assert.equal(calls[0]?.callId, 'call-1');
@@ -410,6 +419,7 @@ describe('CoordinatorApi in process (the editor\'s one way into the coordinator)
       const details = await api.toolCallDetails('call-1');
       assert.deepEqual(details?.record, h.coordinator.tools.callRecord('call-1'));
       assert.deepEqual(details?.frames, [...h.coordinator.tools.callFrames('call-1')]);
+      assert.deepEqual(details?.frames.map((f) => [f.frameNo, f.final, JSON.parse(f.text)]), [[0, false, { line: 'first' }]]);
       assert.equal(await api.toolCallDetails('no-such-call'), undefined);
       for (const value of [providers, calls, details]) assertPlain(value);
       changes.subscription.dispose();
