@@ -115,11 +115,13 @@ export function callDuration(call: Pick<ToolCallRecord, 'startedAt' | 'endedAt'>
 export function callRow(call: ToolCallRecord, now: number): ToolsRow {
   const open = isOpenCall(call);
   const duration = durationText(callDuration(call, now));
+  // The engine counts a call's frames and bytes into its record when the call ends: a running call's zeros would mislead.
+  const counted = !open || call.frames > 0;
   const description = [
     call.callerAgentId,
     outcomeText(call),
     open ? `for ${duration}` : duration,
-    `${call.frames} frame${call.frames === 1 ? '' : 's'} / ${bytesText(call.bytes)}`,
+    ...(counted ? [`${call.frames} frame${call.frames === 1 ? '' : 's'} / ${bytesText(call.bytes)}`] : []),
   ].join(' · ');
   return {
     label: `${call.providerId}/${call.toolName}`,
@@ -128,7 +130,7 @@ export function callRow(call: ToolCallRecord, now: number): ToolsRow {
       `call ${call.callId}`,
       `${call.providerId}/${call.toolName} called by ${call.callerAgentId} (via ${call.via}${call.stream ? ', streaming' : ''})`,
       `${outcomeText(call)} · ${open ? 'running for' : 'took'} ${duration} · ${call.attempts} attempt${call.attempts === 1 ? '' : 's'}`,
-      `${call.frames} frames, ${call.bytes} bytes`,
+      counted ? `${call.frames} frames, ${call.bytes} bytes` : 'frames and bytes are counted when the call ends (the details show the frames so far)',
       ...(call.errorMessage ? [`error: ${call.errorMessage}`] : []),
     ].join('\n'),
   };

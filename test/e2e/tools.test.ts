@@ -79,8 +79,10 @@ describe('the Tools view in a real editor (code-server + Chromium, a provider ag
   before(async function () {
     ({ harness } = await startWithCoordinator({
       name: 'sw4rm-tools-e2e',
-      // The test agents report RUNNABLE once; they stay online for the whole test.
-      userSettings: { 'sw4rm.heartbeatDebounceSeconds': 3600 },
+      // The test agents report RUNNABLE once; they stay online for the whole test. The secondary side bar would only
+      // take room from the view in the screenshot.
+      viewport: { width: 1280, height: 720 },
+      userSettings: { 'sw4rm.heartbeatDebounceSeconds': 3600, 'workbench.secondarySideBar.defaultVisibility': 'hidden' },
     }));
     const env = await harness.terminalEnvironment();
     token = env.SW4RM_TOKEN;
@@ -152,11 +154,11 @@ describe('the Tools view in a real editor (code-server + Chromium, a provider ag
     const received = await provider!.nextCall('index');
     await provider!.frame(received, 0, false, { indexed: 12 });
     const running = await harness!.waitForText((t) => /Recent calls\s*2 · 1 running/.test(t), 15_000, () => harness!.viewText('Tools'));
-    assert.match(running, new RegExp(`${PROVIDER}/index\\s*${CALLER} · running · for`), running);
+    assert.match(running, new RegExp(`${PROVIDER}/index\\s*${CALLER} · running · for [\\d.]+ m?s`), running);
 
     await harness!.runCommand('Notifications: Clear All Notifications');
     await harness!.runCommand('View: Close All Editors');
-    await sideBarWidth(820);
+    await sideBarWidth(900);
     const shot = await harness!.screenshot('tools-view');
     fs.mkdirSync(SCREENSHOTS, { recursive: true });
     fs.copyFileSync(shot, path.join(SCREENSHOTS, 'tools-view.png'));

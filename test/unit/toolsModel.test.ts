@@ -67,6 +67,9 @@ describe('the Tools view\'s text (no vscode)', () => {
     const running = callRow(call({ outcome: 'running', endedAt: 0, frames: 1, bytes: 10 }), 1_400);
     assert.equal(running.description, 'coder-1 · running · for 400 ms · 1 frame / 10 B');
     assert.match(running.tooltip, /running for 400 ms/);
+    const uncounted = callRow(call({ outcome: 'queued', endedAt: 0, frames: 0, bytes: 0 }), 1_400);
+    assert.equal(uncounted.description, 'coder-1 · queued · for 400 ms', 'no "0 frames" before the engine counts them');
+    assert.match(uncounted.tooltip, /counted when the call ends/);
     const failed = callRow(call({ outcome: 'error', errorCode: 'WALL_TIMEOUT', errorMessage: 'budget_wall_ms 2000 exceeded' }), 10_000);
     assert.match(failed.description, /· error WALL_TIMEOUT ·/);
     assert.match(failed.tooltip, /error: budget_wall_ms 2000 exceeded/);
