@@ -47,6 +47,10 @@ export const Commands = {
   refreshTasks: 'sw4rm.tasks.refresh',
   shutdownAgent: 'sw4rm.agent.shutdown',
   toggleActivityGrouping: 'sw4rm.activity.toggleGrouping',
+  showToolCallDetails: 'sw4rm.tools.showCallDetails',
+  cancelToolCall: 'sw4rm.tools.cancelCall',
+  copyToolCallId: 'sw4rm.tools.copyCallId',
+  refreshTools: 'sw4rm.tools.refresh',
 } as const;
 
 export const Views = {
@@ -59,6 +63,7 @@ export const Views = {
   worktrees: 'sw4rm.worktrees',
   tasks: 'sw4rm.tasks',
   activity: 'sw4rm.activity',
+  tools: 'sw4rm.tools',
 } as const;
 
 /** URI schemes of the extension's read-only documents (menus match them with `resourceScheme`). */

@@ -21,6 +21,8 @@ import { TasksView } from './views/tasksView';
 import { ActivityView } from './views/activityView';
 import { SchedulerLimits } from './schedulerSettings';
 import { affectsSchedulerLimits, readSchedulerSettings } from './settings';
+import { ToolCommands } from './toolCommands';
+import { ToolsView } from './views/toolsView';
 
 let controller: CoordinatorController | undefined;
 
@@ -53,6 +55,10 @@ export function activate(context: vscode.ExtensionContext): void {
   running.follow(taskCommands);
   running.follow(activityView);
   running.follow(schedulerLimits);
+  const toolsView = new ToolsView();
+  const toolCommands = new ToolCommands(approvals.operator, toolsView, documents);
+  running.follow(toolsView);
+  running.follow(toolCommands);
 
   context.subscriptions.push(
     output,
@@ -126,6 +132,11 @@ export function activate(context: vscode.ExtensionContext): void {
     vscode.commands.registerCommand(Commands.refreshTasks, () => tasksView.refresh()),
     vscode.commands.registerCommand(Commands.shutdownAgent, (node?: unknown) => taskCommands.shutdownAgent(node)),
     vscode.commands.registerCommand(Commands.toggleActivityGrouping, () => activityView.toggleGrouping()),
+    toolsView,
+    vscode.commands.registerCommand(Commands.showToolCallDetails, (node?: unknown) => toolCommands.showToolCallDetails(node)),
+    vscode.commands.registerCommand(Commands.cancelToolCall, (node?: unknown) => toolCommands.cancelToolCall(node)),
+    vscode.commands.registerCommand(Commands.copyToolCallId, (node?: unknown) => toolCommands.copyCallId(node)),
+    vscode.commands.registerCommand(Commands.refreshTools, () => toolsView.refresh()),
     vscode.workspace.onDidChangeConfiguration((event) => {
       if (affectsSchedulerLimits(event)) void schedulerLimits.settingsChanged();
     }),

@@ -7,8 +7,10 @@ import type { Disposable } from '../../src/core/events';
 import { parsePolicy } from '../../src/core/hitl/policy';
 import { parseInvocationRequest } from '../../src/core/hitl/request';
 import { COORDINATOR_ID } from '../../src/core/router/router';
-import { RouterHarness, ctx, settle } from '../support/routerHarness';
+import { CollectingSink, RouterHarness, ctx, settle } from '../support/routerHarness';
 import { rejection } from '../support/apiErrors';
+import { DEFAULT_EXECUTION_POLICY, type ToolCallError, type ToolFrame } from '../../src/core/tools/model';
+import type { ToolsChange } from '../../src/core/api';
 
 /** Collects what an API event fires. */
 function collect<T>(event: (listener: (value: T) => void) => Disposable): { seen: T[]; subscription: Disposable } {
@@ -356,6 +358,92 @@ describe('CoordinatorApi in process (the editor\'s one way into the coordinator)
       assert.ok(changes.seen.some((c) => c.kind === 'submitted' && c.task.taskId === 'api-1'));
       assert.ok(changes.seen.some((c) => c.kind === 'changed' && c.task.taskId === 'api-2' && c.task.state === 'CANCELLED'));
       changes.subscription.dispose();
+    });
+  });
+
+  describe('tools', () => {
+    /** An agent provider `provider-a` (online, streaming its inbox) with one tool that runs until it is answered or cancelled. */
+    function registerProvider(): CollectingSink {
+      h.register('provider-a');
+      const { sink } = h.stream('provider-a');
+      h.registry.heartbeat('provider-a', 'RUNNABLE', {}, ctx('hb'));
+      const registered = h.coordinator.toolCatalog.register('provider-a', 'provider-a', [{
+        tool_name: 'slow', input_schema: JSON.stringify({ type: 'object', properties: { n: { type: 'number' } } }),
+        idempotent: false, default_timeout_s: 0, max_concurrency: 2, side_effects: 'none',
+      }], ctx('register'));
+      assert.ok(registered.ok, registered.ok ? '' : registered.reason);
+      return sink;
+    }
+
+    /** Starts a call of provider-a's `slow` as agent-b; answers its id and what its sink received. */
+    function startCall(callId: string): { callId: string; ended: ToolFrame[]; failed: ToolCallError[] } {
+      const ended: ToolFrame[] = [];
+      const failed: ToolCallError[] = [];
+      h.coordinator.tools.start('agent-b', {
+        callId, providerId: 'provider-a', toolName: 'slow', contentType: 'application/json', args: Buffer.from('{"n":1}'),
+        policy: DEFAULT_EXECUTION_POLICY, stream: true, via: 'internal',
+      }, ctx(callId), { frame: () => undefined, end: (frame) => ended.push(frame), fail: (error) => failed.push(error) });
+      return { callId, ended, failed };
+    }
+
+    it('answers the providers, the recent calls and a call\'s details as the engine has them, as plain data, and fires changes', async () => {
+      const changes = collect<ToolsChange>(api.onDidChangeTools);
+      const providerInbox = registerProvider();
+      const providers = await api.toolProviders();
+      assert.deepEqual(providers, h.coordinator.tools.providers());
+      const agent = providers.find((p) => p.providerId === 'provider-a');
+      assert.equal(agent?.kind, 'agent');
+      assert.equal(agent?.available, true);
+      assert.deepEqual(agent?.tools.map((t) => t.name), ['slow']);
+      assert.ok(providers.some((p) => p.providerId === 'workspace' && p.kind === 'builtin'));
+      assert.ok(changes.seen.some((c) => c.kind === 'provider' && c.id === 'provider-a'));
+
+      h.register('agent-b');
+      startCall('call-1');
+      await settle();
+      assert.ok(changes.seen.some((c) => c.kind === 'call' && c.id === 'call-1'));
+      // The provider answers one frame of the call (a TOOL_RESULT to `coordinator`): the details keep it.
+      assert.equal(providerInbox.ofType('TOOL_CALL').length, 1);
+      const frame = h.send(h.envelope('provider-a', {
+        messageType: 'TOOL_RESULT', correlationId: 'call-1',
+        payload: { call_id: 'call-1', frame_no: 0, final: false, content_type: 'application/json', result: { line: 'first' } },
+      }), 'coordinator');
+      assert.ok(frame.accepted, frame.accepted ? '' : frame.reason);
+      await settle();
+      const calls = await api.toolCalls();
+      assert.deepEqual(calls, h.coordinator.tools.recentCalls(100));
+      assert.equal(calls[0]?.callId, 'call-1');
+      assert.equal(calls[0]?.callerAgentId, 'agent-b');
+      assert.equal(calls[0]?.outcome, 'running');
+      assert.equal((await api.toolCalls(0)).length, 1, 'a limit below 1 still lists the newest call');
+      const details = await api.toolCallDetails('call-1');
+      assert.deepEqual(details?.record, h.coordinator.tools.callRecord('call-1'));
+      assert.deepEqual(details?.frames, [...h.coordinator.tools.callFrames('call-1')]);
+      assert.deepEqual(details?.frames.map((f) => [f.frameNo, f.final, JSON.parse(f.text)]), [[0, false, { line: 'first' }]]);
+      assert.equal(await api.toolCallDetails('no-such-call'), undefined);
+      for (const value of [providers, calls, details]) assertPlain(value);
+      changes.subscription.dispose();
+    });
+
+    it('cancels a call as its caller would: CANCELLED (the caller gets the terminal frame), then ALREADY_COMPLETED; unknown NOT_FOUND; logged as the operator', async () => {
+      registerProvider();
+      h.register('agent-b');
+      const call = startCall('call-2');
+      await settle();
+      const cancelled = await api.cancelToolCall('call-2', 'editor:alice');
+      assert.equal(cancelled.errorCode, 'CANCELLED', cancelled.message);
+      await settle();
+      assert.equal(call.ended.length, 1, 'the caller got its terminal frame');
+      assert.equal(call.ended[0].final, true);
+      assert.equal(JSON.parse(call.ended[0].summary.toString('utf8')).cancelled, true);
+      assert.deepEqual(call.failed, []);
+      assert.equal((await api.toolCallDetails('call-2'))?.record.outcome, 'cancelled');
+      assert.equal((await api.cancelToolCall('call-2', 'editor:alice')).errorCode, 'ALREADY_COMPLETED');
+      assert.equal((await api.cancelToolCall('ghost-call', 'editor:alice')).errorCode, 'NOT_FOUND');
+      const logged = h.events('operator.tool_call_cancel');
+      assert.deepEqual(logged.map((e) => [e.actor, e.correlationId, e.details.error_code]),
+        [['editor:alice', 'call-2', 'CANCELLED'], ['editor:alice', 'call-2', 'ALREADY_COMPLETED'], ['editor:alice', 'ghost-call', 'NOT_FOUND']]);
+      assert.equal(logged[0].details.caller_agent_id, 'agent-b');
     });
   });
 

@@ -14,6 +14,7 @@ import type { SubmitResult, TaskChange, TaskRecord } from '../scheduler/model';
 import type { TaskCounts, TaskQuery } from '../scheduler/scheduler';
 import type { ActivityChange, ActivityEntry, ActivityFilter } from '../activity/model';
 import type { ActivityUsage } from '../activity/activityBuffer';
+import type { ProviderInfo, ToolCallRecord, ToolsChange, ToolsQueries } from '../tools/model';
 import type {
   BindWorktreeRequest, WorktreeInfo, WorktreeMergeInfo, WorktreeMergeOptions, WorktreeMergeResult, WorktreePruneCandidate,
   WorktreeRemoval, WorktreeRepositoryInfo, WorktreesChange, WorktreeSetupEvent,
@@ -244,6 +245,35 @@ export interface CoordinatorApi {
   activityUsage(): Promise<ActivityUsage>;
   /** An entry was added or ended, or entries were purged (a live feed). */
   readonly onDidChangeActivity: Event<ActivityChange>;
+
+  // ---------------------------------------------------------------- tools (RFC §18; README, "Tools view")
+
+  /** Every tool provider (built in and agents), with its tools and whether it takes calls now. */
+  toolProviders(): Promise<ProviderInfo[]>;
+  /** The newest calls, newest first: at most `limit` (100). */
+  toolCalls(limit?: number): Promise<ToolCallRecord[]>;
+  /** A call's record and the frames kept for it (none after a restart); undefined when the call is no longer kept. */
+  toolCallDetails(callId: string): Promise<ToolCallDetails | undefined>;
+  /**
+   * Cancels a call as its caller would (RFC §18.6): CANCELLED (the caller gets a terminal frame), ALREADY_COMPLETED or
+   * NOT_FOUND, as an answer; logged as done by `by`.
+   */
+  cancelToolCall(callId: string, by: string): Promise<ToolCancelResult>;
+  /** A provider registered, changed availability or left, or a call started, progressed or ended. Refresh throttled. */
+  readonly onDidChangeTools: Event<ToolsChange>;
+}
+
+/** One frame kept for a call's details: its number, whether final, its content type, its content as text (cut at 4 KiB). */
+export type ToolCallFrameText = ReturnType<ToolsQueries['callFrames']>[number];
+
+export interface ToolCallDetails {
+  readonly record: ToolCallRecord;
+  readonly frames: readonly ToolCallFrameText[];
+}
+
+export interface ToolCancelResult {
+  readonly errorCode: 'CANCELLED' | 'NOT_FOUND' | 'ALREADY_COMPLETED';
+  readonly message: string;
 }
 
 /** What the editor's Submit Task… form gives: SubmitTask's fields, params as text (JSON for application/json). */

@@ -20,13 +20,25 @@ import { SchedulerError, type TaskCounts, type TaskQuery } from '../scheduler/sc
 import type { SubmitResult, TaskChange, TaskRecord } from '../scheduler/model';
 import type { ActivityChange, ActivityEntry, ActivityFilter } from '../activity/model';
 import type { ActivityUsage } from '../activity/activityBuffer';
+import type { CallContext } from '../context';
+import type { ProviderInfo, ToolCallRecord, ToolsChange, ToolsQueries } from '../tools/model';
 import {
   CoordinatorApiError,
   type AgentCounts, type AgentsChange, type ApprovalDecision, type ApprovalPolicyChange, type ApprovalsChange, type ApprovalsQuery,
   type BindWorktreeRequest, type CoordinatorApi, type DeadLettersChange, type InboxChange, type OperatorAttachment, type RequeueResult,
   type WorktreeInfo, type WorktreeMergeInfo, type WorktreeMergeOptions, type WorktreeMergeResult, type WorktreePruneCandidate, type WorktreeRemoval,
   type WorktreeRepositoryInfo, type WorktreesChange, type WorktreeSetupEvent, type TaskSubmissionInput,
+  type ToolCallDetails, type ToolCancelResult,
 } from './coordinatorApi';
+
+/** The calls Recent calls asks for when no limit is given, and the most it may ask for. */
+const DEFAULT_TOOL_CALLS = 100;
+const MAX_TOOL_CALLS = 1_000;
+
+/** What the API reads and asks of the tools engine (tools.ts `Tools`, issue 17 contract): its queries and the caller's Cancel. */
+interface OperatorTools extends ToolsQueries {
+  cancel(callerAgentId: string, providerId: string, callId: string, ctx: CallContext): ToolCancelResult;
+}
 
 /**
  * The CoordinatorApi over a coordinator in this thread. Every call does its work at once (before the first
@@ -57,6 +69,8 @@ export class InProcessCoordinatorApi implements CoordinatorApi, Disposable {
   readonly onDidChangeTasks = this.tasksChanged.event;
   private readonly activityChanged = new Emitter<ActivityChange>();
   readonly onDidChangeActivity = this.activityChanged.event;
+  private readonly toolsChanged = new Emitter<ToolsChange>();
+  readonly onDidChangeTools = this.toolsChanged.event;
   private readonly subscriptions: Disposable[];
   private readonly operators = new Map<string, Disposable>();
   private nextOperator = 1;
@@ -77,6 +91,7 @@ export class InProcessCoordinatorApi implements CoordinatorApi, Disposable {
       worktreeOperations.onDidRunSetup((event) => this.worktreeSetupRan.fire(event)),
       coordinator.scheduler.onDidChange((change) => this.tasksChanged.fire(change)),
       coordinator.activity.onDidChange((change) => this.activityChanged.fire(change)),
+      this.toolsOf(coordinator).onDidChange((change) => this.toolsChanged.fire({ kind: change.kind, id: change.id })),
     ];
   }
 
@@ -366,6 +381,41 @@ export class InProcessCoordinatorApi implements CoordinatorApi, Disposable {
     return this.run((c) => c.activity.usage());
   }
 
+  // ---------------------------------------------------------------- tools
+
+  toolProviders(): Promise<ProviderInfo[]> {
+    return this.run((c) => this.toolsOf(c).providers());
+  }
+
+  toolCalls(limit = DEFAULT_TOOL_CALLS): Promise<ToolCallRecord[]> {
+    return this.run((c) => this.toolsOf(c).recentCalls(Math.max(1, Math.min(Math.floor(limit) || DEFAULT_TOOL_CALLS, MAX_TOOL_CALLS))));
+  }
+
+  toolCallDetails(callId: string): Promise<ToolCallDetails | undefined> {
+    return this.run((c) => {
+      const tools = this.toolsOf(c);
+      const record = tools.callRecord(callId);
+      return record && { record, frames: [...tools.callFrames(callId)] };
+    });
+  }
+
+  cancelToolCall(callId: string, by: string): Promise<ToolCancelResult> {
+    return this.run((c) => {
+      const tools = this.toolsOf(c);
+      const record = tools.callRecord(callId);
+      const ctx: CallContext = { correlationId: callId, principal: 'operator' };
+      // The operator cancels as the caller would: the engine's own rules (CANCELLED / ALREADY_COMPLETED / NOT_FOUND).
+      const result: ToolCancelResult = record
+        ? tools.cancel(record.callerAgentId, record.providerId, callId, ctx)
+        : { errorCode: 'NOT_FOUND', message: `no call '${callId.slice(0, 256)}' is kept` };
+      c.log.record({
+        correlationId: callId, actor: by, eventType: 'operator.tool_call_cancel', level: 'INFO',
+        details: { call_id: callId.slice(0, 256), error_code: result.errorCode, ...(record ? { caller_agent_id: record.callerAgentId, provider_id: record.providerId, tool_name: record.toolName } : {}) },
+      });
+      return result;
+    });
+  }
+
   /** Detaches the operators attached through this API and stops answering; the coordinator itself is not touched. */
   dispose(): void {
     if (this.disposed) return;
@@ -384,6 +434,7 @@ export class InProcessCoordinatorApi implements CoordinatorApi, Disposable {
     for (const emitter of [this.worktreesChanged, this.worktreeOperatorNeeded, this.worktreeSetupRan]) emitter.dispose();
     this.tasksChanged.dispose();
     this.activityChanged.dispose();
+    this.toolsChanged.dispose();
   }
 
   /** Runs `work` now; its result or its error (translated for the user) is the Promise's. */
@@ -404,6 +455,11 @@ export class InProcessCoordinatorApi implements CoordinatorApi, Disposable {
     } catch (err) {
       return Promise.reject(translateError(err));
     }
+  }
+
+  /** The tools engine as the API sees it: ToolsQueries and the caller's Cancel. */
+  private toolsOf(c: Coordinator): OperatorTools {
+    return c.tools;
   }
 
   private replacePolicy(c: Coordinator, policy: HitlPolicy, by: string): void {

@@ -47,3 +47,5 @@ export type { TaskScope, TaskState, WaitingReason } from '../scheduler/model';
 export { DEFAULT_PRIORITY, DEFAULT_SCHEDULER_OPTIONS, MAX_PRIORITY, MIN_PRIORITY, TERMINAL_TASK_STATES, type SchedulerOptions } from '../scheduler/model';
 /** Why a queued task waits, in words: what SubmitTask answers and what the Tasks view shows. */
 export { describeWaiting } from '../scheduler/scheduler';
+/** The tools area's records the Tools view and Show Tool Call Details use. */
+export type { CallOutcome, ExecutionPolicy, ProviderInfo, SideEffectClass, ToolCallRecord, ToolDescriptor, ToolsChange } from '../tools/model';
