@@ -18,6 +18,7 @@ import { ConcurrencyControl } from './scheduler/concurrency';
 import { DEFAULT_SCHEDULER_OPTIONS, type SchedulerOptions } from './scheduler/model';
 import { Scheduler } from './scheduler/scheduler';
 import { BuiltInScopeScorer } from './scheduler/scorer';
+import type { ProcessProviderOptions } from './tools/processProvider';
 import { Tools } from './tools/tools';
 import { WorkspaceProvider } from './tools/workspaceProvider';
 import { DEFAULT_BINDING_OPTIONS, WorkspaceWorktrees, WorktreeBindings, type BindingOptions } from './worktree/bindings';
@@ -54,6 +55,8 @@ export interface CoordinatorOptions {
   readonly scheduler?: Partial<SchedulerOptions>;
   /** The activity buffer's limits and history (RFC §10.1). */
   readonly activity?: Partial<ActivityOptions>;
+  /** Built-in tool providers: the `process` provider's switches (README, "The process provider"); the engine part widens this to its ToolsOptions. */
+  readonly tools?: { readonly process?: Partial<ProcessProviderOptions> };
   /** Subscribed before anything is recorded, so that start-up and restore events are seen too. */
   readonly onEvent?: (event: StoredEvent) => void;
 }
