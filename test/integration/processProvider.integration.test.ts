@@ -105,6 +105,18 @@ describe('the process provider (real child processes)', function () {
     const error = await refusal(call(enabled(), worktree, { argv: ['node', '-e', 'for(;;){}'] }, { policy: { budgetCpuMs: 300 } }));
     assert.equal(error.code, 'CPU_BUDGET_EXCEEDED');
     assert.equal(error.kind, 'resource_exhausted');
+    // The sampler stopped it, not the RLIMIT_CPU backstop (2 s for this budget).
+    const used = Number(/used (\d+) ms of CPU/.exec(error.message)?.[1]);
+    assert.ok(used >= 300 && used < 1000, error.message);
+  });
+
+  it('counts the CPU of the whole process group (two busy children of a shell) and leaves none of them running', async () => {
+    const frames: Frame[] = [];
+    const busy = 'node -e "for(;;){}"';
+    const error = await refusal(call(enabled(), worktree, { argv: ['sh', '-c', `echo $$; ${busy} & ${busy} & wait`] }, { stream: true, frames, policy: { budgetCpuMs: 600 } }));
+    assert.equal(error.code, 'CPU_BUDGET_EXCEEDED');
+    const pgid = Number(frames[0].text.trim());
+    assert.deepEqual(await processGroupMembers(pgid), []);
   });
 
   it('stops a sleep at budget_wall_ms (the provider\'s Clock) with WALL_TIMEOUT; SIGKILL follows SIGTERM after 2 s', async () => {

@@ -4,7 +4,7 @@ import type { Clock } from '../clock';
 import type { Disposable } from '../events';
 import { Confinement, ConfinementError } from '../worktree/confinement';
 import { ToolCallError, type JsonSchema, type ToolDescriptor, type ToolProvider, type ToolRequest } from './model';
-import { clockTicksPerSecond, groupCpuMs, killProcessGroup, liveMembers, procAvailable, readAllProcStats } from './processTree';
+import { clockTicksPerSecond, groupCpuMs, killProcessGroup, listPids, liveMembers, procAvailable, ProcessGroupReader } from './processTree';
 import { probeNetworkNamespace, probePrlimit, sandboxPlan, type SandboxOptions } from './sandbox';
 
 /**
@@ -242,8 +242,10 @@ class CpuSampler {
   private readonly interval: ReturnType<typeof setInterval>;
   private reading = false;
   private gone: { resolve: () => void; left: number } | undefined;
+  private readonly reader: ProcessGroupReader;
 
-  constructor(private readonly pgid: number, private readonly budgetMs: number, private readonly onExceeded: () => void) {
+  constructor(private readonly pgid: number, existing: readonly number[], private readonly budgetMs: number, private readonly onExceeded: () => void) {
+    this.reader = new ProcessGroupReader(pgid, existing);
     this.interval = setInterval(() => void this.sample(), L.sampleMs);
     this.interval.unref?.();
   }
@@ -261,7 +263,7 @@ class CpuSampler {
     if (this.reading) return;
     this.reading = true;
     try {
-      const stats = await readAllProcStats();
+      const stats = await this.reader.members();
       this.cpuMs = Math.max(this.cpuMs, groupCpuMs(stats, this.pgid, clockTicksPerSecond()));
       if (this.budgetMs > 0 && this.cpuMs >= this.budgetMs) this.onExceeded();
       if (this.gone) {
@@ -330,7 +332,8 @@ export class ProcessProvider implements ToolProvider {
     const started = this.clock.now();
     const base = (): RunResult => ({ exit_code: null, signal: null, stdout_bytes: 0, stderr_bytes: 0, cpu_ms: 0, wall_ms: 0, network_enforced: plan.networkEnforced });
     if (request.signal.aborted) return this.aborted(request, { ...base(), cancelled: true });
-    return this.run(request, plan.argv, cwd, args.env, args.stdin, started, plan.networkEnforced);
+    const existing = proc ? await listPids() : [];
+    return this.run(request, plan.argv, cwd, args.env, args.stdin, started, plan.networkEnforced, existing);
   }
 
   /** An aborted call: the engine's reason (a ToolCallError, e.g. WALL_TIMEOUT) when it gave one, else a cancelled result. */
@@ -341,7 +344,7 @@ export class ProcessProvider implements ToolProvider {
   }
 
   private run(request: ToolRequest, argv: readonly string[], cwd: string, env: Record<string, string>, stdin: string | undefined,
-    started: number, networkEnforced: boolean): Promise<unknown> {
+    started: number, networkEnforced: boolean, existing: readonly number[]): Promise<unknown> {
     const policy = request.policy;
     const emit = request.stream
       ? (name: StreamName, text: string) => request.emit(Buffer.from(JSON.stringify({ stream: name, text }), 'utf8'), 'application/json')
@@ -373,7 +376,7 @@ export class ProcessProvider implements ToolProvider {
         killProcessGroup(pgid, 'SIGTERM');
         timers.push(this.clock.setTimer(L.killGraceMs, () => killProcessGroup(pgid, 'SIGKILL')));
       };
-      const sampler = pgid === undefined ? undefined : new CpuSampler(pgid, policy.budgetCpuMs, () => kill('cpu'));
+      const sampler = pgid === undefined ? undefined : new CpuSampler(pgid, existing, policy.budgetCpuMs, () => kill('cpu'));
       const onAbort = () => kill('abort');
       request.signal.addEventListener('abort', onAbort, { once: true });
       if (policy.budgetWallMs > 0) timers.push(this.clock.setTimer(policy.budgetWallMs, () => kill('wall')));

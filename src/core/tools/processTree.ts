@@ -110,6 +110,67 @@ export async function readAllProcStats(): Promise<ProcStat[]> {
   return stats.filter((s): s is ProcStat => s !== undefined);
 }
 
+/**
+ * Reads one process group's members from /proc, repeatedly and cheaply: the first read looks at every process; later
+ * reads list /proc (one readdir) and read the stat of the group's members and of processes not seen before only, since a
+ * process seen outside the group stays outside (a process joins another group only by setpgid within its session, which
+ * a command's children do not do to ours). A pid that disappears from the listing is forgotten, so a reused pid is read
+ * again; only a pid that ends and is reused between two reads is missed, and every `fullEvery` reads all are read again.
+ * `existing`: the pids listed before the group's leader was spawned, none of which can be in the new group (Linux never
+ * hands out a pid still in use as a process group id), so that even the first read is cheap.
+ */
+export class ProcessGroupReader {
+  private readonly outside = new Set<number>();
+  private reads = 0;
+
+  constructor(readonly pgid: number, existing: Iterable<number> = [], private readonly fullEvery = 100) {
+    for (const pid of existing) if (pid !== pgid) this.outside.add(pid);
+  }
+
+  /** The group's members (zombies included: groupCpuMs counts them, liveMembers leaves them out). */
+  async members(): Promise<ProcStat[]> {
+    if (++this.reads % this.fullEvery === 0) this.outside.clear();
+    let names: string[];
+    try {
+      names = await fsp.readdir('/proc');
+    } catch {
+      return [];
+    }
+    const listed = new Set<number>();
+    const toRead: number[] = [];
+    for (const name of names) {
+      if (!/^\d+$/.test(name)) continue;
+      const pid = Number(name);
+      listed.add(pid);
+      if (!this.outside.has(pid)) toRead.push(pid);
+    }
+    for (const pid of this.outside) if (!listed.has(pid)) this.outside.delete(pid);
+    const stats = await Promise.all(toRead.map(async (pid) => {
+      try {
+        return parseProcStat(await fsp.readFile(`/proc/${pid}/stat`, 'utf8'));
+      } catch {
+        return undefined;
+      }
+    }));
+    const members: ProcStat[] = [];
+    for (const stat of stats) {
+      if (stat === undefined) continue;
+      if (stat.pgrp === this.pgid) members.push(stat);
+      else this.outside.add(stat.pid);
+    }
+    return members;
+  }
+}
+
+/** The pids /proc lists now (empty without /proc). */
+export async function listPids(): Promise<number[]> {
+  try {
+    return (await fsp.readdir('/proc')).filter((n) => /^\d+$/.test(n)).map(Number);
+  } catch {
+    return [];
+  }
+}
+
 /** The process group's members that still run, read from /proc now. */
 export async function processGroupMembers(pgid: number): Promise<ProcStat[]> {
   return liveMembers(await readAllProcStats(), pgid);
