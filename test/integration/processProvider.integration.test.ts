@@ -199,6 +199,17 @@ describe('the process provider (real child processes)', function () {
     assert.equal((await refusal(call(enabled(), worktree, { argv: ['true'], cwd: '/etc' }))).code, 'PERMISSION_DENIED');
   });
 
+  it('a program that does not exist is NOT_FOUND, in a namespace or not; a path is looked up from cwd', async () => {
+    for (const networkPolicy of ['DENY_ALL', 'EGRESS_UNRESTRICTED'] as const) {
+      const error = await refusal(call(enabled(systemClock, true), worktree, { argv: ['no-such-program-sw4rm'] }, { policy: { networkPolicy } }));
+      assert.equal(error.code, 'NOT_FOUND', networkPolicy);
+    }
+    fs.writeFileSync(path.join(worktree, 'sub', 'hello.sh'), '#!/bin/sh\necho hello from $(basename "$PWD")\n', { mode: 0o755 });
+    const result = await call(enabled(), worktree, { argv: ['./hello.sh'], cwd: 'sub' });
+    assert.deepEqual([result.exit_code, result.stdout], [0, 'hello from sub\n']);
+    assert.equal((await refusal(call(enabled(), worktree, { argv: ['./hello.sh'] }))).code, 'NOT_FOUND', 'relative to cwd (the root here)');
+  });
+
   it('a disabled provider is unavailable and runs nothing', async () => {
     const disabled = new ProcessProvider({ enabled: false, acceptUnenforcedNetworkPolicy: false }, systemClock);
     assert.equal(disabled.available(), false);

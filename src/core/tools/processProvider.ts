@@ -1,4 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { constants as FS, promises as fsp } from 'node:fs';
+import * as path from 'node:path';
 import { StringDecoder } from 'node:string_decoder';
 import type { Clock } from '../clock';
 import type { Disposable } from '../events';
@@ -166,6 +168,27 @@ export function childEnvironment(extra: Readonly<Record<string, string>>, base: 
   return { ...env, ...extra };
 }
 
+/**
+ * Whether `program` names an executable file: a path (relative to `cwd`) when it has a `/`, else a name searched on
+ * `searchPath` as execvp does. Checked before the spawn so that a missing program is NOT_FOUND whether or not a wrapper
+ * (unshare, prlimit) runs it.
+ */
+export async function programExists(program: string, searchPath: string, cwd: string): Promise<boolean> {
+  const executable = async (file: string): Promise<boolean> => {
+    try {
+      await fsp.access(file, FS.X_OK);
+      return (await fsp.stat(file)).isFile();
+    } catch {
+      return false;
+    }
+  };
+  if (program.includes('/')) return executable(path.resolve(cwd, program));
+  for (const dir of searchPath.split(':')) {
+    if (dir !== '' && await executable(path.join(dir, program))) return true;
+  }
+  return false;
+}
+
 /** The longest prefix of `text` of at most `maxBytes` UTF-8 bytes that does not split a character. */
 function cutUtf8(text: string, maxBytes: number): [string, string] {
   const bytes = Buffer.from(text, 'utf8');
@@ -329,11 +352,15 @@ export class ProcessProvider implements ToolProvider {
       if (error instanceof ConfinementError) throw fromConfinement(error);
       throw error;
     }
+    const env = childEnvironment(args.env);
+    if (!(await programExists(args.argv[0], env.PATH ?? '', cwd))) {
+      throw new ToolCallError('not_found', 'NOT_FOUND', `the program '${args.argv[0].slice(0, 200)}' was not found (a name is looked up on the command's PATH, a path from cwd) or is not executable`);
+    }
     const started = this.clock.now();
     const base = (): RunResult => ({ exit_code: null, signal: null, stdout_bytes: 0, stderr_bytes: 0, cpu_ms: 0, wall_ms: 0, network_enforced: plan.networkEnforced });
     if (request.signal.aborted) return this.aborted(request, { ...base(), cancelled: true });
     const existing = proc ? await listPids() : [];
-    return this.run(request, plan.argv, cwd, args.env, args.stdin, started, plan.networkEnforced, existing);
+    return this.run(request, plan.argv, cwd, env, args.stdin, started, plan.networkEnforced, existing);
   }
 
   /** An aborted call: the engine's reason (a ToolCallError, e.g. WALL_TIMEOUT) when it gave one, else a cancelled result. */
@@ -354,7 +381,7 @@ export class ProcessProvider implements ToolProvider {
       let child: ChildProcess;
       try {
         child = spawn(argv[0], argv.slice(1), {
-          cwd, env: childEnvironment(env), detached: true, windowsHide: true, stdio: [stdin === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'],
+          cwd, env, detached: true, windowsHide: true, stdio: [stdin === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'],
         });
       } catch (error) {
         reject(new ToolCallError('failed_precondition', 'SPAWN_FAILED', `${argv[0].slice(0, 200)} could not be started: ${(error as Error).message}`));
