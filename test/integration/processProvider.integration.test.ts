@@ -1,3 +1,4 @@
+import { Ajv } from 'ajv';
 import { strict as assert } from 'node:assert';
 import * as fs from 'node:fs';
 import * as net from 'node:net';
@@ -35,6 +36,12 @@ async function refusal(promise: Promise<unknown>): Promise<ToolCallError> {
     return error;
   }
   assert.fail('the call was expected to fail');
+}
+
+/** The result matches run_command's output schema as the engine checks it (strict ajv): a mismatch would fail the call. */
+function conforms(result: RunResult): void {
+  const validate = new Ajv({ strict: true }).compile(enabled().describe()[0].outputSchema);
+  assert.ok(validate(result), JSON.stringify(validate.errors));
 }
 
 function enabled(clock: Clock = systemClock, acceptUnenforcedNetworkPolicy = false): ProcessProvider {
@@ -80,6 +87,7 @@ describe('the process provider (real child processes)', function () {
       assert.equal(result.stdout_bytes, Buffer.byteLength(stdout));
       assert.equal(result.stderr_bytes, 5);
       assert.equal(result.stdout, undefined, 'streamed output is not repeated in the result');
+      conforms(result);
     } finally {
       if (previous === undefined) delete process.env.SW4RM_SECRET_FOR_TEST;
       else process.env.SW4RM_SECRET_FOR_TEST = previous;
@@ -89,6 +97,7 @@ describe('the process provider (real child processes)', function () {
   it('without a stream, answers the output in the result, capped with a truncated flag; frames of 64 KiB at most', async () => {
     const small = await call(enabled(), worktree, { argv: ['node', '-e', 'process.stdout.write("x".repeat(10))'] });
     assert.deepEqual([small.exit_code, small.stdout, small.stderr, small.truncated], [0, 'x'.repeat(10), '', false]);
+    conforms(small);
     const big = await call(enabled(), worktree, { argv: ['node', '-e', `process.stdout.write("é".repeat(${PROCESS_LIMITS.maxResultOutputBytes}))`] });
     assert.equal(big.truncated, true);
     assert.equal(big.stdout_bytes, 2 * PROCESS_LIMITS.maxResultOutputBytes);
@@ -152,6 +161,7 @@ describe('the process provider (real child processes)', function () {
     controller.abort();
     const result = await running;
     assert.equal(result.cancelled, true);
+    conforms(result);
     assert.equal(result.stdout_bytes, `${pgid}\n`.length);
     assert.deepEqual(await processGroupMembers(pgid), [], 'no process of the group is left');
   });
