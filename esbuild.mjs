@@ -62,6 +62,11 @@ await Promise.all([
   }),
   esbuild.build({
     ...common,
+    entryPoints: ['examples/toolProvider.ts'],
+    outfile: 'dist/example-provider.js',
+  }),
+  esbuild.build({
+    ...common,
     platform: 'browser',
     format: 'iife',
     target: 'es2022',

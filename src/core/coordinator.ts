@@ -18,8 +18,11 @@ import { ConcurrencyControl } from './scheduler/concurrency';
 import { DEFAULT_SCHEDULER_OPTIONS, type SchedulerOptions } from './scheduler/model';
 import { Scheduler } from './scheduler/scheduler';
 import { BuiltInScopeScorer } from './scheduler/scorer';
-import type { ProcessProviderOptions } from './tools/processProvider';
-import { Tools } from './tools/tools';
+import { bindToolCallsToRouter } from './tools/envelopeBridge';
+import { ToolTransport } from './tools/externalProvider';
+import { DEFAULT_PROCESS_PROVIDER_OPTIONS, ProcessProvider, type ProcessProviderOptions } from './tools/processProvider';
+import { ProviderCatalog } from './tools/providers';
+import { DEFAULT_TOOLS_OPTIONS, Tools, type ToolsOptions } from './tools/tools';
 import { WorkspaceProvider } from './tools/workspaceProvider';
 import { DEFAULT_BINDING_OPTIONS, WorkspaceWorktrees, WorktreeBindings, type BindingOptions } from './worktree/bindings';
 import { bindWorktreeControlToRouter } from './worktree/envelopeBridge';
@@ -55,8 +58,11 @@ export interface CoordinatorOptions {
   readonly scheduler?: Partial<SchedulerOptions>;
   /** The activity buffer's limits and history (RFC §10.1). */
   readonly activity?: Partial<ActivityOptions>;
-  /** Built-in tool providers: the `process` provider's switches (README, "The process provider"); the engine part widens this to its ToolsOptions. */
-  readonly tools?: { readonly process?: Partial<ProcessProviderOptions> };
+  /**
+   * The tool call engine: calls kept, queue bounds, retry backoff, the escalation deadline (README, "Execution policy");
+   * `process`: the built-in process provider's switches (README, "The process provider").
+   */
+  readonly tools?: Partial<ToolsOptions> & { readonly process?: Partial<ProcessProviderOptions> };
   /** Subscribed before anything is recorded, so that start-up and restore events are seen too. */
   readonly onEvent?: (event: StoredEvent) => void;
 }
@@ -78,8 +84,12 @@ export class Coordinator {
   /** Agent worktree bindings (RFC §16): the state machine, persisted; the workspace's repositories and their worktrees. */
   readonly worktrees: WorktreeBindings;
   readonly workspace: WorkspaceWorktrees;
-  /** Tools (RFC §18): the built-in `workspace` provider, confined to the calling agent's bound worktree. */
+  /** Tools (RFC §18): the one call engine for every provider and every caller (README, "Write a tool provider"). */
   readonly tools: Tools;
+  /** The tool providers (RFC §18.1): built-ins and agents registered through ConnectorService.RegisterProvider (persisted). */
+  readonly toolCatalog: ProviderCatalog;
+  /** TOOL_CALL envelopes to provider agents and their TOOL_RESULT / TOOL_ERROR answers. */
+  readonly toolTransport: ToolTransport;
   /** Setup, removal, prune, snapshots and their retention, merge-back with its approval and undo (what the editor and the CLI do). */
   readonly worktreeOperations: WorktreeOperations;
   /** The activity buffer (RFC §10) and negotiation artifacts (activity.proto). */
@@ -90,6 +100,7 @@ export class Coordinator {
   readonly scheduler: Scheduler;
   private readonly hitlBinding: Disposable;
   private readonly worktreeBinding: Disposable;
+  private readonly toolBinding: Disposable;
   private readonly retentionTimer: Disposable;
 
   constructor(options: CoordinatorOptions) {
@@ -128,7 +139,17 @@ export class Coordinator {
       { ...DEFAULT_WORKTREE_OPERATIONS_OPTIONS, ...options.worktreeOperations },
     );
     this.worktreeBinding = bindWorktreeControlToRouter(this.worktrees, this.router, this.log);
-    this.tools = new Tools([new WorkspaceProvider(git)], this.worktrees, this.log, this.clock, this.ids);
+    this.toolTransport = new ToolTransport({ outbox: this.router, mailbox: this.router, agents: this.registry, log: this.log, clock: this.clock });
+    this.toolCatalog = new ProviderCatalog({
+      store: this.store, log: this.log, clock: this.clock, agents: this.registry, builtins: [new WorkspaceProvider(git), new ProcessProvider({ ...DEFAULT_PROCESS_PROVIDER_OPTIONS, ...options.tools?.process }, this.clock)],
+      external: (id, tools) => this.toolTransport.providerFor(id, tools),
+    });
+    this.tools = new Tools({
+      store: this.store, log: this.log, clock: this.clock, ids: this.ids, locator: this.worktrees, hitl: this.hitl, catalog: this.toolCatalog,
+    }, { ...DEFAULT_TOOLS_OPTIONS, ...options.tools });
+    this.toolBinding = bindToolCallsToRouter(this.tools, this.router, this.log);
+    // After the binding: the envelope callers of calls a crash interrupted are answered.
+    this.tools.restore({ correlationId: this.ids.uuid() });
     this.activity = new ActivityBuffer(this.store, this.log, this.clock, { ...DEFAULT_ACTIVITY_OPTIONS, ...options.activity });
     const schedulerOptions: SchedulerOptions = { ...DEFAULT_SCHEDULER_OPTIONS, ...options.scheduler };
     this.concurrency = new ConcurrencyControl({
@@ -145,6 +166,10 @@ export class Coordinator {
   /** Stops timers and closes the store. The coordinator cannot be used afterwards. */
   dispose(): void {
     this.retentionTimer.dispose();
+    this.toolBinding.dispose();
+    this.tools.dispose();
+    this.toolTransport.dispose();
+    this.toolCatalog.dispose();
     this.scheduler.dispose();
     this.concurrency.dispose();
     this.activity.dispose();

@@ -26,6 +26,9 @@ import type { ActivityRepository, ActivityStorage } from './activity/model';
 import { ACTIVITY_SCHEMA } from './activity/schema';
 import { SqliteActivityRepository } from './activity/sqliteActivityRepository';
 import { WORKTREE_SCHEMA } from './worktree/schema';
+import type { ToolsRepository, ToolsStorage } from './tools/model';
+import { TOOLS_SCHEMA } from './tools/schema';
+import { SqliteToolsRepository } from './tools/sqliteToolsRepository';
 import { SqliteWorktreeRepository } from './worktree/sqliteWorktreeRepository';
 
 /**
@@ -41,6 +44,7 @@ export const COORDINATOR_SCHEMA: readonly SchemaStep[] = [
   ...WORKTREE_SCHEMA, // 7, 8
   ...SCHEDULER_SCHEMA, // 9
   ...ACTIVITY_SCHEMA, // 10
+  ...TOOLS_SCHEMA, // 11
 ].sort((a, b) => a.version - b.version);
 
 export const LATEST_SCHEMA_VERSION = COORDINATOR_SCHEMA[COORDINATOR_SCHEMA.length - 1].version;
@@ -56,15 +60,15 @@ export interface CoordinatorStoreOptions {
 
 /** What the coordinator needs of a store: the engine and every area's slice. */
 export type CoordinatorStorage = Store & RegistryStorage & LogStorage & RouterStorage & HitlStorage & CredentialsStorage & WorktreeStorage
-  & SchedulerStorage & ActivityStorage;
+  & SchedulerStorage & ActivityStorage & ToolsStorage;
 
 /**
  * The store as the coordinator uses it: the engine and every area's repository over it. Each area is handed only
  * its slice (RegistryStorage, LogStorage, RouterStorage, HitlStorage, CredentialsStorage, WorktreeStorage,
- * SchedulerStorage, ActivityStorage): its own repository and transactions.
+ * SchedulerStorage, ActivityStorage, ToolsStorage): its own repository and transactions.
  */
 export class CoordinatorStore implements Store, RegistryStorage, LogStorage, RouterStorage, HitlStorage, CredentialsStorage, WorktreeStorage,
-  SchedulerStorage, ActivityStorage {
+  SchedulerStorage, ActivityStorage, ToolsStorage {
   readonly agents: AgentRepository;
   readonly events: EventRepository;
   readonly router: SqliteRouterRepository;
@@ -73,6 +77,7 @@ export class CoordinatorStore implements Store, RegistryStorage, LogStorage, Rou
   readonly worktree: WorktreeRepository;
   readonly scheduler: SchedulerRepository;
   readonly activity: ActivityRepository;
+  readonly tools: ToolsRepository;
 
   private constructor(private readonly engine: SqliteStore) {
     const db: DatabaseSync = engine.database;
@@ -84,6 +89,7 @@ export class CoordinatorStore implements Store, RegistryStorage, LogStorage, Rou
     this.worktree = new SqliteWorktreeRepository(db);
     this.scheduler = new SqliteSchedulerRepository(db);
     this.activity = new SqliteActivityRepository(db);
+    this.tools = new SqliteToolsRepository(db);
     engine.addCommitParticipant(this.router.indexFill);
   }
 

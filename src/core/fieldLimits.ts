@@ -77,6 +77,14 @@ export const FIELD_LIMITS = {
     agent_id: 128,
     correlation_id: 256,
   },
+  /** ConnectorService.RegisterProvider (tools/descriptors.ts). */
+  connector: {
+    tools: 256,
+    tool_name: 128,
+    schema_bytes: 64 * 1024,
+    side_effects: 256,
+    description: 1024,
+  },
 } as const;
 
 const CONTROL = /[\u0000-\u001f\u007f]/;

@@ -26,6 +26,7 @@ const IMPLEMENTED = new Set([
   '/sw4rm.tool.ToolService/CallStream',
   '/sw4rm.tool.ToolService/Cancel',
   '/sw4rm.connector.ConnectorService/DescribeTools',
+  '/sw4rm.connector.ConnectorService/RegisterProvider',
   '/sw4rm.scheduler.SchedulerService/SubmitTask',
   '/sw4rm.scheduler.SchedulerService/RequestPreemption',
   '/sw4rm.scheduler.SchedulerService/ShutdownAgent',
@@ -142,8 +143,8 @@ describe('RPCs not implemented yet', () => {
     assert.match(status.details, /^VALIDATION_ERROR: reason_type must be one of CONFLICT, SECURITY_APPROVAL/);
   });
 
-  it('answers the tool RPCs for a provider that is not built in with UNIMPLEMENTED, saying so', async () => {
-    for (const path of ['/sw4rm.tool.ToolService/Call', '/sw4rm.tool.ToolService/CallStream', '/sw4rm.connector.ConnectorService/DescribeTools']) {
+  it('answers the tool RPCs for a provider that is not registered with NOT_FOUND, saying so', async () => {
+    for (const path of ['/sw4rm.tool.ToolService/Call', '/sw4rm.tool.ToolService/CallStream']) {
       const method = allMethods().find((m) => m.path === path);
       assert.ok(method, path);
       const metadata = authorized();
@@ -159,8 +160,8 @@ describe('RPCs not implemented yet', () => {
             (err) => (err ? resolve(err) : reject(new Error('an answer'))));
         }
       });
-      assert.equal(status.code, grpc.status.UNIMPLEMENTED, path);
-      assert.match(status.details, /^not implemented yet: external tool providers \(provider 'mcp-elsewhere'; built in: workspace\)/, path);
+      assert.equal(status.code, grpc.status.NOT_FOUND, path);
+      assert.match(status.details, /^NOT_FOUND: no (tool )?provider 'mcp-elsewhere'/, path);
     }
   });
 

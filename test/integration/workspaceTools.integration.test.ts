@@ -82,7 +82,7 @@ describe('workspace tools over real gRPC (ToolService, ConnectorService)', funct
 
   const homeOf = (agent: string) => path.join(base, 'app.sw4rm-worktrees', agent);
 
-  it('DescribeTools lists the nine workspace tools with JSON schemas; other providers and RegisterProvider are not implemented yet', async () => {
+  it('DescribeTools lists the nine workspace tools with JSON schemas; an unknown provider is NOT_FOUND', async () => {
     const { tools: described } = await unary<{ tools: ToolDescriptorMessage[] }>(connector, 'DescribeTools', { provider_id: 'workspace' }, metadata(tokens.coder));
     assert.deepEqual(described.map((t) => [t.tool_name, t.side_effects, t.idempotent]), [
       ['read_file', 'none', true], ['write_file', 'filesystem', true], ['list_dir', 'none', true], ['delete_file', 'filesystem', false],
@@ -97,10 +97,8 @@ describe('workspace tools over real gRPC (ToolService, ConnectorService)', funct
       assert.equal((JSON.parse(tool.output_schema) as { type: string }).type, 'object');
       assert.ok(tool.default_timeout_s > 0 && tool.max_concurrency > 0);
     }
-    const other = await expectStatus(unary(connector, 'DescribeTools', { provider_id: 'mcp' }, metadata(tokens.coder)), grpc.status.UNIMPLEMENTED);
-    assert.match(other.details, /^not implemented yet: external tool providers/);
-    const register = await expectStatus(unary(connector, 'RegisterProvider', { provider_id: 'coder', tools: [] }, metadata(tokens.coder)), grpc.status.UNIMPLEMENTED);
-    assert.match(register.details, /not implemented yet/);
+    const other = await expectStatus(unary(connector, 'DescribeTools', { provider_id: 'mcp' }, metadata(tokens.coder)), grpc.status.NOT_FOUND);
+    assert.match(other.details, /^NOT_FOUND: no provider 'mcp'/);
   });
 
   it('a bound agent calls every tool: one final application/json frame each; the commit lands on its branch only', async () => {

@@ -174,6 +174,23 @@ describe('Router admission (RFC §11, §12, §13, message-types.txt rules 1–8)
       assertRefused(h.send(h.envelope(P), 'ghost'), 'NO_ROUTE', /no agent 'ghost' is registered/);
     });
 
+    it('refuses TOOL_CALL, TOOL_RESULT and TOOL_ERROR from an agent to another agent (they go to coordinator, which enforces the policy)', () => {
+      const consumer = h.stream(C).sink;
+      for (const messageType of ['TOOL_CALL', 'TOOL_RESULT', 'TOOL_ERROR']) {
+        const payload = { call_id: 'c1', provider_id: C, tool_name: 't', args: {} };
+        assertRefused(h.send(h.envelope(P, { messageType, payload }), C), 'VALIDATION_ERROR',
+          /^VALIDATION_ERROR: tool envelopes go to coordinator, which enforces the execution policy \(README, "Write a tool provider"\)$/);
+        assertRefused(h.send(h.envelope(P, { messageType, payload: { ...payload, to: C } })), 'VALIDATION_ERROR', /tool envelopes go to coordinator/);
+      }
+      assert.deepEqual(consumer.items, [], 'nothing reached the other agent');
+      // The coordinator itself sends TOOL_CALL envelopes to provider agents (and TOOL_RESULT frames to callers).
+      const sent = h.router.sendToAgent({ to: C, messageType: 'TOOL_CALL', contentType: 'application/json', payload: Buffer.from('{"call_id":"c2"}'), correlationId: 'c2' }, { correlationId: 'c2' });
+      assert.ok(sent.accepted, sent.accepted ? '' : sent.reason);
+      assert.deepEqual(consumer.ofType('TOOL_CALL').map((i) => i.envelope.messageId), [sent.messageId]);
+      // Other types between agents are unaffected.
+      assert.ok(h.send(h.envelope(P), C).accepted);
+    });
+
     it('refuses an unregistered producer with PERMISSION_DENIED', () => {
       assertRefused(h.send(h.envelope('stranger'), C), 'PERMISSION_DENIED', /producer_id 'stranger' is not a registered agent; RegisterAgent first/);
     });
@@ -186,7 +203,7 @@ describe('Router admission (RFC §11, §12, §13, message-types.txt rules 1–8)
     it('takes HEARTBEAT replies at the coordinator address and refuses other types there', () => {
       assert.ok(h.send(h.envelope(P, { messageType: 'HEARTBEAT' }), COORDINATOR_ID).accepted);
       assert.ok(h.send(h.envelope(P, { messageType: 'HEARTBEAT' })).accepted, 'a HEARTBEAT without recipient goes to the coordinator');
-      assertRefused(h.send(h.envelope(P), COORDINATOR_ID), 'UNSUPPORTED_MESSAGE_TYPE', /the coordinator takes HEARTBEAT replies, ACKNOWLEDGEMENTs, HITL_INVOCATION, WORKTREE_CONTROL, not DATA/);
+      assertRefused(h.send(h.envelope(P), COORDINATOR_ID), 'UNSUPPORTED_MESSAGE_TYPE', /the coordinator takes HEARTBEAT replies, ACKNOWLEDGEMENTs, HITL_INVOCATION, WORKTREE_CONTROL, (TOOL_[A-Z]+, )*not DATA/);
     });
 
     it('still settles a message acknowledged after its producer left (the ACK has nowhere to go, the message must not stay open)', () => {

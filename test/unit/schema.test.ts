@@ -20,6 +20,7 @@ const SHIPPED: ReadonlyArray<readonly [number, string, string]> = [
   [8, 'worktree', '5855c82c55d591e7'],
   [9, 'scheduler', '0efa380eb26927fe'],
   [10, 'activity', '9a3e869d7d250314'],
+  [11, 'tools', '53761342de49afa8'],
 ];
 
 function digest(step: SchemaStep): string {

@@ -41,6 +41,11 @@ export interface SendOptions {
   readonly ackTimeout?: false;
 }
 
+/** Message types an agent sends only to `coordinator` (README, "Write a tool provider"). */
+const TOOL_MESSAGE_TYPES: ReadonlySet<string> = new Set(['TOOL_CALL', 'TOOL_RESULT', 'TOOL_ERROR']);
+export const TOOL_ENVELOPES_TO_COORDINATOR =
+  'tool envelopes go to coordinator, which enforces the execution policy (README, "Write a tool provider")';
+
 /**
  * Admission (SendMessage): validates an envelope, resolves its recipient, checks modality, TTL, deduplication,
  * the store's disk budget and capacity, and commits the message with its outcome-cache entry and its log event in one transaction
@@ -107,6 +112,10 @@ export class Admission {
     } else if (recipient === COORDINATOR_ID && !core.handlers.takes(envelope.messageType)) {
       const takes = ['HEARTBEAT replies', 'ACKNOWLEDGEMENTs', ...core.handlers.messageTypes()].join(', ');
       return refused('UNSUPPORTED_MESSAGE_TYPE', `the coordinator takes ${takes}, not ${envelope.messageType}`);
+    }
+    // Tool envelopes between agents would bypass the execution policy the coordinator enforces on every call.
+    if (TOOL_MESSAGE_TYPES.has(envelope.messageType) && recipient !== COORDINATOR_ID && envelope.producerId !== COORDINATOR_ID) {
+      return refused('VALIDATION_ERROR', TOOL_ENVELOPES_TO_COORDINATOR);
     }
     if (recipient === '' && !ack && core.options.unaddressed === 'fanout') return this.fanout(envelope, producer, ctx, options, now);
     if (recipient === '') return refused('NO_ROUTE', 'no recipient: set call metadata sw4rm-to or a top-level "to" in the JSON payload');

@@ -76,6 +76,27 @@ export class CoordinatorHandlers {
   }
 
   /**
+   * A message addressed to the coordinator that needs no answer envelope (a provider's TOOL_RESULT frame or
+   * TOOL_ERROR, taken by the tool transport): it becomes FULFILLED, nothing goes back to its producer.
+   */
+  settle(messageId: string, ctx: CallContext): void {
+    const core = this.core;
+    const record = core.message(messageId);
+    if (!record || record.recipientId !== COORDINATOR_ID || isTerminal(record.state)) return;
+    const now = core.clock.now();
+    core.store.transaction(() => {
+      const from = record.state;
+      core.setState(record, 'FULFILLED');
+      record.updatedAt = now;
+      record.history.push({ at: now, event: 'fulfilled', detail: 'taken by the coordinator' });
+      core.repo.updateMessage(record);
+      core.transition(record, from, 'FULFILLED', ctx.correlationId, {});
+      core.dedup.reconcileSuccess(record, { ackForMessageId: messageId, stage: 'FULFILLED', errorCode: '', note: '', raw: {} }, now, ctx);
+      core.retire(record);
+    });
+  }
+
+  /**
    * The coordinator's answer to a message addressed to it: the message becomes FULFILLED with `reply` as the
    * cached result (a retry with the same token gets it as DUPLICATE_DETECTED), and `reply` goes to the producer
    * as a persisted envelope correlated to the message. Call inside the component's transaction.

@@ -203,6 +203,11 @@ export interface CoordinatorMailbox {
    * inside the component's transaction.
    */
   replyFromCoordinator(messageId: string, messageType: string, reply: Record<string, unknown>, ctx: CallContext): void;
+  /**
+   * A message addressed to the coordinator that needs no answer envelope (a provider's TOOL_RESULT / TOOL_ERROR):
+   * it becomes FULFILLED, nothing goes back to its producer. Call at once from the handler or later.
+   */
+  settleAtCoordinator(messageId: string, ctx: CallContext): void;
 }
 
 /** A tracked message the coordinator sent (CoordinatorOutbox.sendToAgent) moved: an ACK of its recipient, or the router ended it. */
@@ -239,7 +244,7 @@ export interface CoordinatorOutbox {
 
 export interface OutboxMessage {
   readonly to: string;
-  readonly messageType: 'CONTROL' | 'NOTIFICATION' | 'DATA';
+  readonly messageType: 'CONTROL' | 'NOTIFICATION' | 'DATA' | 'TOOL_CALL' | 'TOOL_RESULT' | 'TOOL_ERROR';
   readonly contentType: string;
   readonly payload: Buffer;
   readonly correlationId: string;

@@ -207,6 +207,11 @@ export class Router implements CoordinatorMailbox, CoordinatorOutbox, Disposable
     this.core.handlers.reply(messageId, messageType, reply, ctx);
   }
 
+  /** A message addressed to the coordinator becomes FULFILLED without an answer envelope (CoordinatorMailbox). */
+  settleAtCoordinator(messageId: string, ctx: CallContext): void {
+    this.core.handlers.settle(messageId, ctx);
+  }
+
   /**
    * Opens an agent's inbox stream. A newer stream replaces an older one. With `resumeAfter`, deliveries up to
    * that seq count as processed; anything else not yet confirmed is delivered again.

@@ -32,6 +32,8 @@ export interface ToolDescriptor {
   /** Calls of this tool running at once, coordinator-wide; more wait in a FIFO (RFC §18.5: queued, not refused). */
   readonly maxConcurrency: number;
   readonly sideEffects: SideEffectClass;
+  /** Every class the provider listed (side_effects is comma-separated on the wire); `sideEffects` is the first. Absent = [sideEffects]. */
+  readonly sideEffectClasses?: readonly SideEffectClass[];
 }
 
 /**
@@ -141,6 +143,13 @@ export interface ToolProvider {
   call(request: ToolRequest): Promise<unknown>;
   /** Whether it can take calls now (an external provider's agent is online); built-ins: always. */
   available?(): boolean;
+  /** Why not available, in words (the Tools view, DescribeTools' callers); asked only when available() is false. */
+  unavailableReason?(): string;
+}
+
+/** A provider's final result that is not JSON: the final frame carries `data` as `contentType` (and `summary`). */
+export class RawToolResult {
+  constructor(readonly data: Buffer, readonly contentType: string, readonly summary?: Buffer) {}
 }
 
 /** A finished call: one final frame's content. */
@@ -166,6 +175,8 @@ export interface CallInput {
   readonly stream: boolean;
   /** `grpc`, `envelope` or `internal`: shown in the Tools view. */
   readonly via: 'grpc' | 'envelope' | 'internal';
+  /** via = envelope: the TOOL_CALL envelope's message id (kept in the record, to answer it after a restart). */
+  readonly messageId?: string;
 }
 
 /** Where the engine sends a call's frames: in order, then exactly one of end / fail. */

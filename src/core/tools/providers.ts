@@ -1,23 +1,19 @@
-import type { ValidateFunction } from 'ajv';
+import type { Ajv, ValidateFunction } from 'ajv';
 import type { Clock } from '../clock';
 import type { CallContext } from '../context';
-import type { Event } from '../events';
+import { Emitter, type Disposable, type Event } from '../events';
 import type { EventLog } from '../log/eventLog';
-import type { AgentDirectory } from '../registry/model';
-import type { ProviderInfo, ToolDescriptor, ToolProvider, ToolsChange, ToolsStorage } from './model';
+import type { AgentDirectory, RegistryChange } from '../registry/model';
+import { KeyedQueue } from '../keyedQueue';
+import { checkDescriptors, checkDescriptorsInTurns, compileDescriptor, schemaCompiler, type DescriptorsVerdict, type WireToolDescriptor } from './descriptors';
+import { ToolCallError, type ProviderInfo, type ProviderRecord, type ToolDescriptor, type ToolProvider, type ToolsChange, type ToolsStorage } from './model';
 
-/** A tool descriptor as connector.proto carries it (schemas as JSON text). */
-export interface WireToolDescriptor {
-  readonly tool_name?: string;
-  readonly input_schema?: string;
-  readonly output_schema?: string;
-  readonly idempotent?: boolean;
-  readonly needs_worktree?: boolean;
-  readonly default_timeout_s?: number;
-  readonly max_concurrency?: number;
-  readonly side_effects?: string;
-}
+export type { WireToolDescriptor } from './descriptors';
 
+/**
+ * A registration's answer. Refused: `code` is the RFC error code (VALIDATION_ERROR, ALREADY_EXISTS,
+ * PERMISSION_DENIED, FAILED_PRECONDITION) and `reason` the why without it; RegisterProvider answers `<code>: <reason>`.
+ */
 export type RegisterResult =
   | { readonly ok: true; readonly providerId: string; readonly tools: readonly ToolDescriptor[]; readonly warnings: readonly string[] }
   | { readonly ok: false; readonly code: string; readonly reason: string };
@@ -33,38 +29,217 @@ export interface ProviderCatalogDeps {
   readonly external: (providerId: string, tools: readonly ToolDescriptor[]) => ToolProvider;
 }
 
+type Validators = { readonly input: ValidateFunction; readonly output: ValidateFunction | undefined };
+
+/** A registered agent provider in memory: its record, compiled schemas, the ToolProvider made for this registration. */
+interface AgentProvider {
+  readonly record: ProviderRecord;
+  readonly validators: ReadonlyMap<string, Validators>;
+  provider: ToolProvider | undefined;
+  /** Availability as last announced (a change logs `tool.provider_availability`). */
+  available: boolean;
+}
+
+/** The ids of the built-in providers, refused to agents even when a built-in is not constructed (process off). */
+export const BUILTIN_IDS: readonly string[] = ['workspace', 'process', 'reasoning'];
+
+/** Agent states in which an agent takes no new work (RFC §8; FAILED is FAILED_STATE by its enum name). */
+const NOT_SERVING = new Set(['SHUTTING_DOWN', 'FAILED_STATE']);
+
 /**
  * The providers (RFC §18.1): the built-ins and the agents that registered as providers (ConnectorService.
  * RegisterProvider: provider_id = the agent's id; descriptors checked, schemas compiled by ajv — an invalid schema
  * refused with the path of the problem; persisted in tool_providers; replaced by a new registration; available while
  * the agent is online). Owner: the providers part.
  */
-export class ProviderCatalog {
+export class ProviderCatalog implements Disposable {
   readonly onDidChange: Event<ToolsChange>;
+  private readonly changed = new Emitter<ToolsChange>();
+  private readonly builtins = new Map<string, ToolProvider>();
+  private readonly builtinValidators = new Map<string, Validators>();
+  private readonly builtinAjv: Ajv = schemaCompiler();
+  private readonly agentProviders = new Map<string, AgentProvider>();
+  private readonly registryListener: Disposable;
+  private readonly registrations = new KeyedQueue();
+  private disposed = false;
 
   constructor(readonly deps: ProviderCatalogDeps) {
-    throw new Error('not built yet');
+    this.onDidChange = this.changed.event;
+    for (const provider of deps.builtins) this.builtins.set(provider.id, provider);
+    for (const record of deps.store.tools.listProviders()) {
+      try {
+        this.agentProviders.set(record.providerId, this.entry(record, schemaCompiler()));
+      } catch (err) {
+        // A stored schema this build's ajv no longer compiles: the provider is left out until it registers again.
+        deps.log.internalError('tools', `provider:${record.providerId}`, err, { provider_id: record.providerId });
+      }
+    }
+    this.registryListener = deps.agents.onDidChange((change) => this.agentChanged(change));
   }
 
-  register(_agentId: string, _providerId: string, _tools: readonly WireToolDescriptor[], _ctx: CallContext): RegisterResult {
-    throw new Error('not built yet');
+  /**
+   * RegisterProvider (RFC §18.1): `agentId` (the caller) registers itself as provider `providerId` with `tools`.
+   * A repeat replaces the provider's tools. Persisted with its `tool.provider_registered` event in one transaction.
+   * Compiles every schema in this turn of the event loop: the server calls registerInTurns.
+   */
+  register(agentId: string, providerId: string, tools: readonly WireToolDescriptor[], ctx: CallContext): RegisterResult {
+    const refused = this.refusal(agentId, providerId);
+    if (refused) return refused;
+    return this.commit(agentId, providerId, checkDescriptors(tools, schemaCompiler()), ctx);
   }
 
-  /** A built-in or registered provider, or undefined. */
-  get(_providerId: string): ToolProvider | undefined {
-    throw new Error('not built yet');
+  /**
+   * register, with the schemas compiled one tool per event-loop turn (a registration of 256 tools compiles for hundreds
+   * of ms); registrations of one provider run one at a time, in the order they came.
+   */
+  registerInTurns(agentId: string, providerId: string, tools: readonly WireToolDescriptor[], ctx: CallContext): Promise<RegisterResult> {
+    const refused = this.refusal(agentId, providerId);
+    if (refused) return Promise.resolve(refused);
+    return this.registrations.run(providerId, async () => {
+      const checked = await checkDescriptorsInTurns(tools, schemaCompiler());
+      if (this.disposed) return { ok: false, code: 'UNAVAILABLE', reason: 'the coordinator is stopping' };
+      // The agent may have left while its schemas compiled.
+      return this.refusal(agentId, providerId) ?? this.commit(agentId, providerId, checked, ctx);
+    });
+  }
+
+  /**
+   * DescribeTools: one provider's tools (built-in or registered, available or not); for '' every provider's, each
+   * named `<provider_id>/<tool_name>`. An unknown provider throws ToolCallError NOT_FOUND.
+   */
+  describe(providerId: string): readonly ToolDescriptor[] {
+    if (providerId === '') return this.infos().flatMap((p) => p.tools.map((t) => ({ ...t, name: `${p.providerId}/${t.name}` })));
+    const builtin = this.builtins.get(providerId);
+    if (builtin) return builtin.describe();
+    const entry = this.agentProviders.get(providerId);
+    if (entry) return entry.record.tools;
+    const known = this.infos().map((p) => p.providerId).join(', ').slice(0, 500);
+    throw new ToolCallError('not_found', 'NOT_FOUND', `no provider '${providerId.slice(0, 256)}' (known: ${known})`);
+  }
+
+  private refusal(agentId: string, providerId: string): RegisterResult | undefined {
+    const refuse = (code: string, reason: string): RegisterResult => ({ ok: false, code, reason });
+    if (providerId === '') return refuse('VALIDATION_ERROR', 'provider_id must not be empty: it is the registering agent\'s id');
+    if (this.builtins.has(providerId) || BUILTIN_IDS.includes(providerId)) {
+      return refuse('ALREADY_EXISTS', `provider_id '${providerId}' is a built-in provider (${BUILTIN_IDS.join(', ')}): an agent registers under its own id`);
+    }
+    if (providerId !== agentId) {
+      return refuse('PERMISSION_DENIED', `an agent registers tools only as itself: the caller is '${agentId}', provider_id is '${providerId.slice(0, 256)}'`);
+    }
+    if (!this.deps.agents.get(agentId)) return refuse('FAILED_PRECONDITION', `register the agent first: '${agentId}' is not registered (RegistryService.RegisterAgent)`);
+    return undefined;
+  }
+
+  private commit(agentId: string, providerId: string, checked: DescriptorsVerdict, ctx: CallContext): RegisterResult {
+    if (!checked.ok) return { ok: false, code: 'VALIDATION_ERROR', reason: checked.reason };
+    const record: ProviderRecord = { providerId, tools: checked.tools.map((t) => t.descriptor), registeredAt: this.deps.clock.now() };
+    const previous = this.agentProviders.get(providerId);
+    this.deps.store.transaction(() => {
+      this.deps.store.tools.upsertProvider(record);
+      this.deps.log.record({
+        correlationId: ctx.correlationId, actor: agentId, eventType: 'tool.provider_registered',
+        details: {
+          provider_id: providerId, tools: record.tools.map((t) => t.name), replaced: previous !== undefined,
+          previous_tools: previous?.record.tools.length ?? 0,
+        },
+      });
+    });
+    const entry: AgentProvider = {
+      record, provider: undefined, available: this.availability(providerId).available,
+      validators: new Map(checked.tools.map((t) => [t.descriptor.name, { input: t.input, output: t.output }])),
+    };
+    this.agentProviders.set(providerId, entry);
+    this.deps.store.afterCommit(() => this.changed.fire({ kind: 'provider', id: providerId }));
+    return { ok: true, providerId, tools: record.tools, warnings: [] };
+  }
+
+  /** A built-in or registered provider, or undefined. A registered one's ToolProvider is made once per registration. */
+  get(providerId: string): ToolProvider | undefined {
+    const builtin = this.builtins.get(providerId);
+    if (builtin) return builtin;
+    const entry = this.agentProviders.get(providerId);
+    if (!entry) return undefined;
+    entry.provider ??= this.deps.external(providerId, entry.record.tools);
+    return entry.provider;
   }
 
   /** The compiled input and output schema of a tool (output undefined when none was declared). */
-  validators(_providerId: string, _toolName: string): { readonly input: ValidateFunction; readonly output: ValidateFunction | undefined } | undefined {
-    throw new Error('not built yet');
+  validators(providerId: string, toolName: string): Validators | undefined {
+    const entry = this.agentProviders.get(providerId);
+    if (entry) return entry.validators.get(toolName);
+    const builtin = this.builtins.get(providerId);
+    if (!builtin) return undefined;
+    const key = `${providerId}/${toolName}`;
+    let compiled = this.builtinValidators.get(key);
+    if (!compiled) {
+      const tool = builtin.describe().find((t) => t.name === toolName);
+      if (!tool) return undefined;
+      compiled = compileDescriptor(this.builtinAjv, tool);
+      this.builtinValidators.set(key, compiled);
+    }
+    return compiled;
   }
 
+  /** Every provider: the built-ins in the order given, then the agent providers by id. */
   infos(): ProviderInfo[] {
-    throw new Error('not built yet');
+    const infos: ProviderInfo[] = [];
+    for (const provider of this.builtins.values()) {
+      const available = provider.available?.() ?? true;
+      infos.push({
+        providerId: provider.id, kind: 'builtin', available, registeredAt: 0, tools: provider.describe(),
+        unavailableReason: available ? '' : (provider.unavailableReason?.() ?? 'unavailable'),
+      });
+    }
+    for (const id of [...this.agentProviders.keys()].sort()) {
+      const entry = this.agentProviders.get(id)!;
+      const { available, reason } = this.availability(id);
+      infos.push({ providerId: id, kind: 'agent', available, unavailableReason: reason, tools: entry.record.tools, registeredAt: entry.record.registeredAt });
+    }
+    return infos;
+  }
+
+  /** One provider's info, or undefined. */
+  info(providerId: string): ProviderInfo | undefined {
+    return this.infos().find((p) => p.providerId === providerId);
   }
 
   dispose(): void {
-    throw new Error('not built yet');
+    this.disposed = true;
+    this.registryListener.dispose();
+    this.changed.dispose();
+  }
+
+  private entry(record: ProviderRecord, ajv: Ajv): AgentProvider {
+    const validators = new Map(record.tools.map((tool) => [tool.name, compileDescriptor(ajv, tool)]));
+    return { record, validators, provider: undefined, available: this.availability(record.providerId).available };
+  }
+
+  /** An agent provider is available while its agent is registered, online and neither shutting down nor failed. */
+  private availability(agentId: string): { readonly available: boolean; readonly reason: string } {
+    const agent = this.deps.agents.get(agentId);
+    if (!agent) return { available: false, reason: `agent '${agentId}' is not registered (its tools stay listed until it registers them again)` };
+    if (agent.presence !== 'online') {
+      return { available: false, reason: `agent '${agentId}' is ${agent.presence} (last change ${new Date(agent.updatedAt).toISOString()})` };
+    }
+    if (NOT_SERVING.has(agent.state)) return { available: false, reason: `agent '${agentId}' is ${agent.state}` };
+    return { available: true, reason: '' };
+  }
+
+  private agentChanged(change: RegistryChange): void {
+    const agentId = change.kind === 'left' ? change.agentId : change.agent.descriptor.agentId;
+    const entry = this.agentProviders.get(agentId);
+    if (!entry) return;
+    const { available, reason } = this.availability(agentId);
+    if (available === entry.available) return;
+    entry.available = available;
+    try {
+      this.deps.log.record({
+        correlationId: `provider:${agentId}`, actor: 'tools', eventType: 'tool.provider_availability', level: available ? 'INFO' : 'WARN',
+        details: { provider_id: agentId, available, reason },
+      });
+    } catch (err) {
+      this.deps.log.internalError('tools', `provider:${agentId}`, err);
+    }
+    this.deps.store.afterCommit(() => this.changed.fire({ kind: 'provider', id: agentId }));
   }
 }

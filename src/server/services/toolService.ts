@@ -1,6 +1,7 @@
 import * as grpc from '@grpc/grpc-js';
 import type { Coordinator } from '../../core/coordinator';
-import { ToolCallError, type ToolErrorKind, type ToolResult } from '../../core/tools/model';
+import { ToolCallError, type CallInput, type ToolErrorKind, type ToolFrame } from '../../core/tools/model';
+import { parseExecutionPolicy, type ExecutionPolicyMessage } from '../../core/tools/policy';
 import { principalOf } from '../auth';
 import { callContext } from '../callContext';
 
@@ -10,6 +11,7 @@ interface ToolCallMessage {
   provider_id?: string;
   content_type?: string;
   args?: Buffer;
+  policy?: ExecutionPolicyMessage | null;
   stream?: boolean;
 }
 
@@ -57,14 +59,25 @@ export function callerAgentOf(call: { readonly metadata: grpc.Metadata }): strin
   return typeof named === 'string' ? named.trim() : '';
 }
 
-function frameOf(result: ToolResult): ToolFrameMessage {
-  return { call_id: result.callId, frame_no: 0, final: true, content_type: result.contentType, data: result.data, summary: Buffer.alloc(0) };
+function frameMessage(frame: ToolFrame): ToolFrameMessage {
+  return { call_id: frame.callId, frame_no: frame.frameNo, final: frame.final, content_type: frame.contentType, data: frame.data, summary: frame.summary };
+}
+
+/** The request as the engine takes it; an invalid policy is refused INVALID_ARGUMENT `VALIDATION_ERROR: execution_policy.…`. */
+function callInput(request: ToolCallMessage, stream: boolean): CallInput {
+  const policy = parseExecutionPolicy(request.policy);
+  if ('refused' in policy) throw new ToolCallError('invalid_argument', 'VALIDATION_ERROR', policy.refused);
+  return {
+    callId: request.call_id ?? '', providerId: request.provider_id ?? '', toolName: request.tool_name ?? '',
+    contentType: request.content_type ?? '', args: request.args ?? Buffer.alloc(0), policy, stream, via: 'grpc',
+  };
 }
 
 /**
- * sw4rm.tool.ToolService over the core's Tools (RFC §18): Call answers one final frame with the JSON result;
- * CallStream answers the same single final frame (the built-in tools do not stream); Cancel is best effort and
- * answers a ToolError saying what happened (built-in calls are never cancelled). Other providers: UNIMPLEMENTED.
+ * sw4rm.tool.ToolService over the core's call engine (RFC §18): Call answers the final frame (earlier frames are
+ * counted, not returned); CallStream writes every frame as it comes and the terminal one, or ends with the error's
+ * status (frames already written stay); the client cancelling its stream abandons the call (Tools.abandon). Cancel is
+ * best effort and answers a ToolError: CANCELLED, NOT_FOUND or ALREADY_COMPLETED.
  */
 export class ToolServiceAdapter {
   static readonly serviceName = 'sw4rm.tool.ToolService';
@@ -73,27 +86,51 @@ export class ToolServiceAdapter {
 
   handlers(): grpc.UntypedServiceImplementation {
     const { tools, ids } = this.coordinator;
-    const run = (call: grpc.ServerUnaryCall<ToolCallMessage, unknown> | grpc.ServerWritableStream<ToolCallMessage, unknown>): Promise<ToolResult> => {
-      const r = call.request;
-      return tools.call(callerAgentOf(call), {
-        callId: r.call_id ?? '', providerId: r.provider_id ?? '', toolName: r.tool_name ?? '',
-        contentType: r.content_type ?? '', args: r.args ?? Buffer.alloc(0),
-      }, callContext(call, ids));
-    };
     return {
       Call: (call: grpc.ServerUnaryCall<ToolCallMessage, ToolFrameMessage>, callback: grpc.sendUnaryData<ToolFrameMessage>) => {
-        run(call).then((result) => callback(null, frameOf(result)), (err: unknown) => callback(toolErrorStatus(err)));
+        try {
+          tools.start(callerAgentOf(call), callInput(call.request, false), callContext(call, ids), {
+            frame: () => undefined,
+            end: (frame) => callback(null, frameMessage(frame)),
+            fail: (err) => callback(toolErrorStatus(err)),
+          });
+        } catch (err) {
+          callback(toolErrorStatus(err));
+        }
       },
       CallStream: (call: grpc.ServerWritableStream<ToolCallMessage, ToolFrameMessage>) => {
-        run(call).then((result) => {
-          call.write(frameOf(result));
-          call.end();
-        }, (err: unknown) => call.emit('error', toolErrorStatus(err)));
+        let done = false;
+        try {
+          const { callId } = tools.start(callerAgentOf(call), callInput(call.request, true), callContext(call, ids), {
+            frame: (frame) => {
+              if (!done) call.write(frameMessage(frame));
+            },
+            end: (frame) => {
+              if (done) return;
+              done = true;
+              call.write(frameMessage(frame));
+              call.end();
+            },
+            fail: (err) => {
+              if (done) return;
+              done = true;
+              call.emit('error', toolErrorStatus(err));
+            },
+          });
+          call.on('cancelled', () => {
+            if (done) return;
+            done = true;
+            tools.abandon(callId);
+          });
+        } catch (err) {
+          done = true;
+          call.emit('error', toolErrorStatus(err));
+        }
       },
       Cancel: (call: grpc.ServerUnaryCall<ToolCallMessage, { call_id: string; error_code: string; message: string }>, callback: grpc.sendUnaryData<{ call_id: string; error_code: string; message: string }>) => {
         const callId = call.request.call_id ?? '';
         try {
-          const answer = tools.cancel(callerAgentOf(call), call.request.provider_id ?? '', callId);
+          const answer = tools.cancel(callerAgentOf(call), call.request.provider_id ?? '', callId, callContext(call, ids));
           callback(null, { call_id: callId, error_code: answer.errorCode, message: answer.message });
         } catch (err) {
           callback(toolErrorStatus(err));

@@ -1,0 +1,208 @@
+import { Ajv, type ValidateFunction } from 'ajv';
+import { FIELD_LIMITS } from '../fieldLimits';
+import { parseBoundedJson } from '../json';
+import type { JsonSchema, SideEffectClass, ToolDescriptor } from './model';
+
+/** A tool descriptor as connector.proto carries it (schemas as JSON text). */
+export interface WireToolDescriptor {
+  readonly tool_name?: string;
+  readonly input_schema?: string;
+  readonly output_schema?: string;
+  readonly idempotent?: boolean;
+  readonly needs_worktree?: boolean;
+  readonly default_timeout_s?: number;
+  readonly max_concurrency?: number;
+  readonly side_effects?: string;
+}
+
+/** The bounds of one registration (README, "ConnectorService"). */
+export const DESCRIPTOR_LIMITS = {
+  /** Tools in one RegisterProvider. */
+  maxTools: FIELD_LIMITS.connector.tools,
+  /** Characters of a tool_name: [A-Za-z0-9_.-]. */
+  maxToolNameChars: FIELD_LIMITS.connector.tool_name,
+  /** UTF-8 bytes of one input_schema or output_schema text. */
+  maxSchemaBytes: FIELD_LIMITS.connector.schema_bytes,
+  /** Characters of the description taken from the input schema. */
+  maxDescriptionChars: FIELD_LIMITS.connector.description,
+  maxConcurrency: 1024,
+  maxDefaultTimeoutS: 86_400,
+} as const;
+
+export const SIDE_EFFECT_CLASSES: readonly SideEffectClass[] = ['none', 'filesystem', 'git', 'network', 'process'];
+
+/** The longest side_effects text (every class listed once fits easily). */
+const MAX_SIDE_EFFECTS_CHARS = FIELD_LIMITS.connector.side_effects;
+const TOOL_NAME = /^[A-Za-z0-9_.-]+$/;
+/** A schema given as a URL (connector.proto: "JSON Schema or URL"). */
+const URL_TEXT = /^[A-Za-z][A-Za-z0-9+.-]*:\/\//;
+
+/** One checked tool with its compiled schemas. */
+export interface CheckedTool {
+  readonly descriptor: ToolDescriptor;
+  readonly input: ValidateFunction;
+  readonly output: ValidateFunction | undefined;
+}
+
+export type DescriptorsVerdict =
+  | { readonly ok: true; readonly tools: readonly CheckedTool[] }
+  /** `reason` is `<field path>: <why>`; the code is VALIDATION_ERROR. */
+  | { readonly ok: false; readonly reason: string };
+
+/**
+ * The schema compiler of one registration. Strict mode, as the engine checks args; a fresh instance per
+ * registration (schemas are not added to it by `$id`), so one provider's `$id`s never clash with another's and a
+ * replaced registration's compiled schemas go with it.
+ */
+export function schemaCompiler(): Ajv {
+  return new Ajv({ allErrors: false, strict: true, addUsedSchema: false });
+}
+
+/** ajv's errors as `<path> <message>` (the first one: allErrors is off). */
+function ajvErrors(errors: readonly { instancePath: string; message?: string; params?: Record<string, unknown> }[] | null | undefined): string {
+  const first = errors?.[0];
+  if (!first) return 'is not a valid JSON Schema';
+  const allowed = Array.isArray(first.params?.allowedValues) ? ` (${(first.params.allowedValues as unknown[]).map((v) => JSON.stringify(v)).join(', ')})` : '';
+  return `${first.instancePath || '/'} ${first.message ?? 'is invalid'}${allowed}`;
+}
+
+type SchemaVerdict = { readonly ok: true; readonly schema: JsonSchema; readonly validate: ValidateFunction } | { readonly ok: false; readonly why: string };
+
+/** One schema text: bounded, parsed, an object, valid against ajv's meta-schema, compiled. */
+export function compileSchemaText(ajv: Ajv, text: string, what: 'input' | 'output'): SchemaVerdict {
+  const trimmed = text.trim();
+  if (URL_TEXT.test(trimmed)) return { ok: false, why: 'schema URLs are not fetched: inline the schema' };
+  const parsed = parseBoundedJson(trimmed, { what: 'the schema', maxBytes: DESCRIPTOR_LIMITS.maxSchemaBytes });
+  if (!parsed.ok) return { ok: false, why: parsed.reason };
+  const schema = parsed.value;
+  if (schema === null || typeof schema !== 'object' || Array.isArray(schema)) return { ok: false, why: 'must be a JSON Schema object' };
+  const record = schema as Record<string, unknown>;
+  if (what === 'input' && 'type' in record && record.type !== 'object') {
+    return { ok: false, why: `args are a JSON object: the input schema's type must be "object", not ${JSON.stringify(record.type)}` };
+  }
+  let valid: boolean;
+  try {
+    valid = ajv.validateSchema(record) as boolean;
+  } catch (err) {
+    return { ok: false, why: (err as Error).message };
+  }
+  if (!valid) return { ok: false, why: ajvErrors(ajv.errors) };
+  try {
+    return { ok: true, schema: record, validate: ajv.compile(record) };
+  } catch (err) {
+    // Strict mode (unknown keywords, ambiguous types) and unresolvable $refs are refused when compiled.
+    return { ok: false, why: (err as Error).message.split('\n')[0].slice(0, 300) };
+  }
+}
+
+function sideEffectsOf(text: string): { readonly ok: true; readonly classes: readonly SideEffectClass[] } | { readonly ok: false; readonly why: string } {
+  if (text.length > MAX_SIDE_EFFECTS_CHARS) return { ok: false, why: `is longer than ${MAX_SIDE_EFFECTS_CHARS} characters` };
+  const names = text.split(',').map((s) => s.trim().toLowerCase()).filter((s) => s !== '');
+  if (names.length === 0) return { ok: true, classes: ['none'] };
+  const classes: SideEffectClass[] = [];
+  for (const name of names) {
+    if (!(SIDE_EFFECT_CLASSES as readonly string[]).includes(name)) {
+      return { ok: false, why: `'${name.slice(0, 40)}' is not a side-effect class (one or more of ${SIDE_EFFECT_CLASSES.join(', ')}, comma-separated)` };
+    }
+    if (!classes.includes(name as SideEffectClass)) classes.push(name as SideEffectClass);
+  }
+  if (classes.length > 1 && classes.includes('none')) return { ok: false, why: "'none' cannot be listed with other classes" };
+  return { ok: true, classes };
+}
+
+/** A wire descriptor's numbers arrive as numbers from proto-loader; anything else (a long as text) is read as a number. */
+function count(value: unknown): number {
+  const n = typeof value === 'number' ? value : Number(value ?? 0);
+  return Number.isFinite(n) ? n : NaN;
+}
+
+/** One tool of a registration: `tools[i].<field>: <why>` when refused; `names` collects the names seen so far. */
+function checkTool(wire: WireToolDescriptor, i: number, names: Set<string>, ajv: Ajv): { readonly ok: true; readonly tool: CheckedTool } | { readonly ok: false; readonly reason: string } {
+  const at = (field: string, why: string) => ({ ok: false as const, reason: `tools[${i}].${field}: ${why}` });
+  const name = wire.tool_name ?? '';
+  if (name.length === 0) return at('tool_name', 'must not be empty');
+  if (name.length > DESCRIPTOR_LIMITS.maxToolNameChars) return at('tool_name', `is longer than ${DESCRIPTOR_LIMITS.maxToolNameChars} characters`);
+  if (!TOOL_NAME.test(name)) return at('tool_name', `'${name}' may contain only letters, digits, '_', '.' and '-'`);
+  if (names.has(name)) return at('tool_name', `'${name}' is listed twice`);
+  names.add(name);
+
+  const concurrency = count(wire.max_concurrency);
+  if (!Number.isInteger(concurrency) || concurrency < 0 || concurrency > DESCRIPTOR_LIMITS.maxConcurrency) {
+    return at('max_concurrency', `must be 0 (meaning 1) to ${DESCRIPTOR_LIMITS.maxConcurrency}`);
+  }
+  const timeout = count(wire.default_timeout_s);
+  if (!Number.isInteger(timeout) || timeout < 0 || timeout > DESCRIPTOR_LIMITS.maxDefaultTimeoutS) {
+    return at('default_timeout_s', `must be 0 (none) to ${DESCRIPTOR_LIMITS.maxDefaultTimeoutS} seconds`);
+  }
+  const effects = sideEffectsOf(wire.side_effects ?? '');
+  if (!effects.ok) return at('side_effects', effects.why);
+
+  // The schemas last: compiling is the expensive part.
+  const inputText = (wire.input_schema ?? '').trim();
+  const input = compileSchemaText(ajv, inputText === '' ? '{"type":"object"}' : inputText, 'input');
+  if (!input.ok) return at('input_schema', input.why);
+  const outputText = (wire.output_schema ?? '').trim();
+  let output: SchemaVerdict | undefined;
+  if (outputText !== '') {
+    output = compileSchemaText(ajv, outputText, 'output');
+    if (!output.ok) return at('output_schema', output.why);
+  }
+
+  const description = typeof input.schema.description === 'string' ? input.schema.description.slice(0, DESCRIPTOR_LIMITS.maxDescriptionChars) : '';
+  return {
+    ok: true,
+    tool: {
+      descriptor: {
+        name, description, inputSchema: input.schema, outputSchema: output?.ok ? output.schema : {},
+        idempotent: wire.idempotent === true, needsWorktree: wire.needs_worktree === true,
+        defaultTimeoutS: timeout, maxConcurrency: concurrency === 0 ? 1 : concurrency,
+        sideEffects: effects.classes[0], sideEffectClasses: effects.classes,
+      },
+      input: input.validate,
+      output: output?.ok ? output.validate : undefined,
+    },
+  };
+}
+
+/**
+ * The tools of one RegisterProvider, checked (RFC §18.1): names, schemas (compiled with `ajv`: an invalid schema is
+ * refused with the path of the problem), bounds and side-effect classes. The first problem refuses the whole
+ * registration: `tools[i].<field>: <why>`. Compiling costs about 1–4 ms a tool: use checkDescriptorsInTurns on the
+ * coordinator's event loop.
+ */
+export function checkDescriptors(tools: readonly WireToolDescriptor[], ajv: Ajv = schemaCompiler()): DescriptorsVerdict {
+  if (tools.length > DESCRIPTOR_LIMITS.maxTools) return { ok: false, reason: `tools: at most ${DESCRIPTOR_LIMITS.maxTools} tools per provider (${tools.length} given)` };
+  const names = new Set<string>();
+  const checked: CheckedTool[] = [];
+  for (const [i, wire] of tools.entries()) {
+    const verdict = checkTool(wire, i, names, ajv);
+    if (!verdict.ok) return verdict;
+    checked.push(verdict.tool);
+  }
+  return { ok: true, tools: checked };
+}
+
+/**
+ * checkDescriptors one tool per event-loop turn (setImmediate between tools), so that a registration of 256 tools
+ * (hundreds of ms of ajv compiling) never holds the event loop for more than one tool's schemas.
+ */
+export async function checkDescriptorsInTurns(tools: readonly WireToolDescriptor[], ajv: Ajv = schemaCompiler()): Promise<DescriptorsVerdict> {
+  if (tools.length > DESCRIPTOR_LIMITS.maxTools) return { ok: false, reason: `tools: at most ${DESCRIPTOR_LIMITS.maxTools} tools per provider (${tools.length} given)` };
+  const names = new Set<string>();
+  const checked: CheckedTool[] = [];
+  for (const [i, wire] of tools.entries()) {
+    if (i > 0) await new Promise<void>((resolve) => setImmediate(resolve));
+    const verdict = checkTool(wire, i, names, ajv);
+    if (!verdict.ok) return verdict;
+    checked.push(verdict.tool);
+  }
+  return { ok: true, tools: checked };
+}
+
+/** Compiles a stored or built-in descriptor's schemas (an empty output schema = none declared). */
+export function compileDescriptor(ajv: Ajv, tool: ToolDescriptor): { readonly input: ValidateFunction; readonly output: ValidateFunction | undefined } {
+  return {
+    input: ajv.compile(tool.inputSchema),
+    output: Object.keys(tool.outputSchema).length === 0 ? undefined : ajv.compile(tool.outputSchema),
+  };
+}
