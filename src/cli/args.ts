@@ -56,6 +56,10 @@ export interface CliOptions {
   readonly maxParallel: Readonly<Record<string, number>>;
   /** RFC §9.3: a parallelism confidence below this escalates a scope conflict to a human (`--conflict-threshold X`, 0-1). */
   readonly conflictThreshold: number;
+  /** The built-in `process` tool provider (run_command) is on (`--process-tools`; README, "The process provider"). */
+  readonly processTools: boolean;
+  /** run_command may run when its network_policy cannot be enforced here (`--accept-unenforced-network`). */
+  readonly acceptUnenforcedNetwork: boolean;
 }
 
 export const USAGE = `Usage: sw4rm-coordinator [options]
@@ -105,6 +109,10 @@ Options:
                             name; repeatable; default unlimited); more are queued, the submitter told why
   --conflict-threshold <x>  tasks with overlapping scopes whose parallelism confidence is below x
                             (0-1, default ${DEFAULT_SCHEDULER_OPTIONS.conflictThreshold}) wait for a human's CONFLICT decision
+  --process-tools           turn on the built-in tool provider "process": agents may run programs
+                            (run_command) in their worktree, with CPU, wall and network limits
+  --accept-unenforced-network  run_command may run when its network_policy cannot be enforced here
+                            (refused PERMISSION_DENIED without it)
   -v, --verbose             print every event to stderr, per-message ones included
   -h, --help                show this help
 `;
@@ -131,6 +139,7 @@ export function parseArgs(argv: readonly string[]): CliOptions {
     worktreesFolder: '', setupCopy: [] as string[], setupCommand: '', setupTimeoutSeconds: DEFAULT_SETUP_TIMEOUT_SECONDS,
     trustRepositorySetup: false, snapshotRetentionDays: DEFAULT_SNAPSHOT_RETENTION_DAYS,
     maxParallel: {} as Record<string, number>, conflictThreshold: DEFAULT_SCHEDULER_OPTIONS.conflictThreshold,
+    processTools: false, acceptUnenforcedNetwork: false,
   };
   const positiveInteger = (flag: string, v: string, max: number): number => {
     const n = Number(v);
@@ -243,6 +252,12 @@ export function parseArgs(argv: readonly string[]): CliOptions {
         options.conflictThreshold = x;
         break;
       }
+      case '--process-tools': case '--accept-unenforced-network':
+        // A switch: `--process-tools=false` must not turn the provider on.
+        if (inline !== undefined) throw new UsageError(`${flag} takes no value`);
+        if (flag === '--process-tools') options.processTools = true;
+        else options.acceptUnenforcedNetwork = true;
+        break;
       case '-v': case '--verbose': options.verbose = true; break;
       case '-h': case '--help': options.help = true; break;
       default: throw new UsageError(`unknown option '${arg}'`);

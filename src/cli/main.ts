@@ -103,6 +103,7 @@ async function main(): Promise<number> {
         snapshotRetentionDays: options.snapshotRetentionDays,
       },
       scheduler: { maxParallelInstances: options.maxParallel, conflictThreshold: options.conflictThreshold },
+      tools: { process: { enabled: options.processTools, acceptUnenforcedNetworkPolicy: options.acceptUnenforcedNetwork } },
       connections: {
         maxConnections: options.maxConnections,
         unauthenticatedIdleMs: options.unauthenticatedIdleSeconds * 1000,

@@ -20,6 +20,7 @@ import { DEFAULT_SCHEDULER_OPTIONS, type SchedulerOptions } from './scheduler/mo
 import { Scheduler } from './scheduler/scheduler';
 import { bindToolCallsToRouter } from './tools/envelopeBridge';
 import { ToolTransport } from './tools/externalProvider';
+import { DEFAULT_PROCESS_PROVIDER_OPTIONS, ProcessProvider, type ProcessProviderOptions } from './tools/processProvider';
 import { ProviderCatalog } from './tools/providers';
 import { DEFAULT_TOOLS_OPTIONS, Tools, type ToolsOptions } from './tools/tools';
 import { WorkspaceProvider } from './tools/workspaceProvider';
@@ -57,8 +58,11 @@ export interface CoordinatorOptions {
   readonly scheduler?: Partial<SchedulerOptions>;
   /** The activity buffer's limits and history (RFC §10.1). */
   readonly activity?: Partial<ActivityOptions>;
-  /** The tool call engine: calls kept, queue bounds, retry backoff, the escalation deadline (README, "Execution policy"). */
-  readonly tools?: Partial<ToolsOptions>;
+  /**
+   * The tool call engine: calls kept, queue bounds, retry backoff, the escalation deadline (README, "Execution policy");
+   * `process`: the built-in process provider's switches (README, "The process provider").
+   */
+  readonly tools?: Partial<ToolsOptions> & { readonly process?: Partial<ProcessProviderOptions> };
   /** Subscribed before anything is recorded, so that start-up and restore events are seen too. */
   readonly onEvent?: (event: StoredEvent) => void;
 }
@@ -140,7 +144,11 @@ export class Coordinator {
     this.toolTransport = new ToolTransport({ outbox: this.router, mailbox: this.router, agents: this.registry, log: this.log, clock: this.clock });
     this.toolCatalog = new ProviderCatalog({
       store: this.store, log: this.log, clock: this.clock, agents: this.registry,
-      builtins: [new WorkspaceProvider(git), new ReasoningProvider(this.registry, () => this.toolTransport)],
+      builtins: [
+        new WorkspaceProvider(git),
+        new ProcessProvider({ ...DEFAULT_PROCESS_PROVIDER_OPTIONS, ...options.tools?.process }, this.clock),
+        new ReasoningProvider(this.registry, () => this.toolTransport),
+      ],
       external: (id, tools) => this.toolTransport.providerFor(id, tools),
     });
     this.tools = new Tools({

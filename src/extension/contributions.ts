@@ -129,6 +129,8 @@ export const Settings = {
   schedulerDefaultMaxParallelInstances: 'scheduler.defaultMaxParallelInstances',
   schedulerConflictThreshold: 'scheduler.conflictThreshold',
   schedulerOnUnavailableEngine: 'scheduler.onUnavailableEngine',
+  toolsProcessEnabled: 'tools.process.enabled',
+  toolsProcessAcceptUnenforcedNetworkPolicy: 'tools.process.acceptUnenforcedNetworkPolicy',
 } as const;
 
 export const OUTPUT_CHANNEL_NAME = 'SW4RM';

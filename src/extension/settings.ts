@@ -9,6 +9,7 @@ import { connectionSettings } from './connectionSettings';
 import { routerSettings, type RouterSettings } from './routerSettings';
 import { worktreeSettings, type WorktreeSettings } from './worktreeSettings';
 import { schedulerSettings, type SchedulerSettings } from './schedulerSettings';
+import { toolSettings, type ToolSettings } from './toolSettings';
 
 export interface CoordinatorSettings {
   readonly port: number;
@@ -31,6 +32,8 @@ export interface CoordinatorSettings {
   readonly worktrees: WorktreeSettings;
   /** max_parallel_instances, the conflict threshold, the unavailable-engine policy (sw4rm.scheduler.*). */
   readonly scheduler: SchedulerSettings;
+  /** The built-in `process` tool provider (sw4rm.tools.process.*). */
+  readonly tools: ToolSettings;
 }
 
 /**
@@ -77,6 +80,10 @@ export function readSettings(context: vscode.ExtensionContext): CoordinatorSetti
       snapshotRetentionDays: config.get<unknown>(Settings.worktreesSnapshotRetentionDays),
     }),
     scheduler: readSchedulerSettings(),
+    tools: toolSettings({
+      processEnabled: config.get<unknown>(Settings.toolsProcessEnabled),
+      processAcceptUnenforcedNetworkPolicy: config.get<unknown>(Settings.toolsProcessAcceptUnenforcedNetworkPolicy),
+    }),
   };
 }
 
@@ -89,6 +96,7 @@ export const SERVER_SETTINGS: readonly string[] = [
   Settings.worktreesFolder, Settings.worktreesSetupCopy, Settings.worktreesSetupCommand, Settings.worktreesSetupTimeoutSeconds,
   Settings.worktreesSnapshotRetentionDays,
   Settings.schedulerConflictThreshold, Settings.schedulerOnUnavailableEngine,
+  Settings.toolsProcessEnabled, Settings.toolsProcessAcceptUnenforcedNetworkPolicy,
 ];
 
 export function affectsServer(event: vscode.ConfigurationChangeEvent): boolean {

@@ -10,6 +10,7 @@ import { createGit } from '../core/worktree/git';
 import { discoverRepositories, type Repository } from '../core/worktree/repositories';
 import type { WorktreeOperationsOptions } from '../core/worktree/operations';
 import type { SchedulerOptions } from '../core/scheduler/model';
+import type { ProcessProviderOptions } from '../core/tools/processProvider';
 import { PAYLOAD_FOLDER_NAME } from '../core/router/payloadFiles';
 import type { Event } from '../core/events';
 import { CoordinatorStore } from '../core/coordinatorStore';
@@ -49,6 +50,8 @@ export interface HostOptions {
   readonly worktreeOperations?: Partial<WorktreeOperationsOptions>;
   /** The scheduler: max_parallel_instances per agent type, the conflict threshold (--max-parallel, --conflict-threshold). */
   readonly scheduler?: Partial<SchedulerOptions>;
+  /** Built-in tool providers: the `process` provider on or off, unenforced network policy accepted (--process-tools, --accept-unenforced-network). */
+  readonly tools?: { readonly process?: Partial<ProcessProviderOptions> };
 }
 
 /**
@@ -94,6 +97,7 @@ export class CoordinatorHost {
         worktreesFolder: options.worktreesFolder,
         worktreeOperations: options.worktreeOperations,
         scheduler: options.scheduler,
+        tools: options.tools,
       });
       if (unreadable !== undefined) {
         coordinator.log.record({

@@ -104,7 +104,7 @@ describe('tool providers over real gRPC (ConnectorService)', function () {
     const nobody = await expectStatus(register(host.token, { provider_id: '', tools: [grep] }), grpc.status.INVALID_ARGUMENT);
     assert.match(nobody.details, /^VALIDATION_ERROR: provider_id must name the registering agent/);
     const unknown = await expectStatus(describeTools(tokens.indexer, 'nobody'), grpc.status.NOT_FOUND);
-    assert.match(unknown.details, /^NOT_FOUND: no provider 'nobody' \(known: workspace, reasoning, indexer\)/);
+    assert.match(unknown.details, /^NOT_FOUND: no provider 'nobody' \(known: workspace, process, reasoning, indexer\)/);
   });
 
   it('replaces the tools on a repeat, and keeps the registration across a restart (unavailable until the agent is back)', async () => {

@@ -18,7 +18,7 @@ const ROUTER_DEFAULTS = { capacity: 10, dedupWindowSeconds: 3600, messageRetenti
 const HITL_DEFAULTS = { operator: false, hitlPolicyFile: undefined };
 const WORKSPACE_DEFAULTS = {
   workspaceFolders: [], worktreesFolder: '', setupCopy: [], setupCommand: '', setupTimeoutSeconds: 600, trustRepositorySetup: false, snapshotRetentionDays: 30,
-  maxParallel: {}, conflictThreshold: 0.7,
+  maxParallel: {}, conflictThreshold: 0.7, processTools: false, acceptUnenforcedNetwork: false,
 };
 
 describe('parseArgs (headless CLI)', () => {
@@ -68,6 +68,16 @@ describe('parseArgs (headless CLI)', () => {
     refused(['--max-parallel', `${'t'.repeat(201)}=1`], /the agent type is longer than 200 characters/);
     for (const bad of ['1.5', '-0.1', 'x', '', '1e-1', 'NaN']) refused(['--conflict-threshold', bad], /--conflict-threshold must be a number from 0 to 1/);
     refused(['--max-parallel'], /--max-parallel needs a value/);
+  });
+
+  it('takes --process-tools and --accept-unenforced-network as switches (off by default, never with a value)', () => {
+    const o = parseArgs(['--process-tools', '--accept-unenforced-network']);
+    assert.deepEqual([o.processTools, o.acceptUnenforcedNetwork], [true, true]);
+    assert.deepEqual([parseArgs(['--process-tools']).acceptUnenforcedNetwork, parseArgs([]).processTools], [false, false]);
+    refused(['--process-tools=false'], /--process-tools takes no value/);
+    refused(['--accept-unenforced-network=no'], /--accept-unenforced-network takes no value/);
+    assert.match(USAGE, /--process-tools/);
+    assert.match(USAGE, /--accept-unenforced-network/);
   });
 
   it('takes --workspace DIR repeatedly, in order', () => {

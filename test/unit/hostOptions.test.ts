@@ -5,6 +5,7 @@ import { routerSettings } from '../../src/extension/routerSettings';
 import type { CoordinatorSettings } from '../../src/extension/settings';
 import { worktreeSettings } from '../../src/extension/worktreeSettings';
 import { schedulerSettings } from '../../src/extension/schedulerSettings';
+import { toolSettings } from '../../src/extension/toolSettings';
 
 /** Settings with a value other than the default in every group, as readSettings would produce them. */
 function settings(): CoordinatorSettings {
@@ -20,6 +21,7 @@ function settings(): CoordinatorSettings {
     connections: connectionSettings({ maxConnections: 33, unauthenticatedIdleSeconds: 11, requestBodyTimeoutSeconds: 13 }),
     worktrees: worktreeSettings({ folder: '/elsewhere/worktrees', setupCopy: ['.env*'], snapshotRetentionDays: 9 }),
     scheduler: schedulerSettings({ maxParallelInstances: { Echo: 2 }, defaultMaxParallelInstances: 5, conflictThreshold: 0.4, onUnavailableEngine: 'escalate' }),
+    tools: toolSettings({ processEnabled: true, processAcceptUnenforcedNetworkPolicy: true }),
   };
 }
 
@@ -45,6 +47,7 @@ describe('the editor\'s host options (every host setting reaches CoordinatorHost
     assert.equal(options.worktreesFolder, '/elsewhere/worktrees');
     assert.deepEqual(options.worktreeOperations, { setup: s.worktrees.setup, snapshotRetentionDays: 9, trustRepositoryCommand: false });
     assert.deepEqual(options.scheduler, { maxParallelInstances: { Echo: 2 }, defaultMaxParallelInstances: 5, conflictThreshold: 0.4, unavailableEngine: 'escalate' });
+    assert.deepEqual(options.tools, { process: { enabled: true, acceptUnenforcedNetworkPolicy: true } }, 'sw4rm.tools.process.* reach the host');
   });
 
   it('uses every field of the settings that configures the host', () => {
@@ -54,8 +57,8 @@ describe('the editor\'s host options (every host setting reaches CoordinatorHost
     const passed = JSON.stringify(hostOptionsOf(settings(), context));
     for (const [key, value] of Object.entries(settings())) {
       if (readElsewhere.has(key)) continue;
-      const group = value as { options?: unknown; limits?: unknown; folder?: unknown; maxParallelInstances?: unknown };
-      const part = group && typeof group === 'object' ? group.options ?? group.limits ?? group.folder ?? group.maxParallelInstances : value;
+      const group = value as { options?: unknown; limits?: unknown; folder?: unknown; maxParallelInstances?: unknown; process?: unknown };
+      const part = group && typeof group === 'object' ? group.options ?? group.limits ?? group.folder ?? group.maxParallelInstances ?? group.process : value;
       assert.ok(passed.includes(JSON.stringify(part).slice(1, -1)), `settings.${key} reaches the host options`);
     }
   });

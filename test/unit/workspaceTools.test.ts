@@ -78,7 +78,12 @@ describe('workspace tools (RFC §18, §16)', function () {
       ajv.compile(tool.outputSchema);
     }
     assert.deepEqual(tools.filter((t) => !t.idempotent).map((t) => t.name), ['delete_file', 'git_commit']);
-    assert.deepEqual(coordinator.tools.providerIds(), ['workspace', 'reasoning'], 'the built-ins (reasoning: the inference engine agent\'s, src/core/reasoning/)');
+    // The built-in process provider is always composed; off by default, it is listed unavailable.
+    assert.deepEqual(coordinator.tools.providerIds(), ['workspace', 'process', 'reasoning']);
+    assert.deepEqual(coordinator.tools.providers().map((p) => [p.providerId, p.available, p.unavailableReason]), [
+      ['workspace', true, ''], ['process', false, 'disabled: sw4rm.tools.process.enabled'],
+      ['reasoning', false, 'no inference engine registered (an online agent declaring the reasoning connector sw4rm://reasoning/tools)'],
+    ]);
   });
 
   it('write_file, read_file, list_dir, stat, delete_file in the caller\'s worktree, never in the main checkout', async () => {

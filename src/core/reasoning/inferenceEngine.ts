@@ -103,7 +103,7 @@ export const REASONING_TOOLS: readonly ToolDescriptor[] = [
 ];
 
 /** Agent states in which an engine takes no requests. */
-const NOT_SERVING = new Set(['SHUTTING_DOWN', 'FAILED']);
+const NOT_SERVING = new Set(['SHUTTING_DOWN', 'FAILED_STATE']);
 
 /**
  * The reasoning connector an inference engine agent declares: it takes the coordinator's `reasoning` tool calls through
@@ -111,6 +111,8 @@ const NOT_SERVING = new Set(['SHUTTING_DOWN', 'FAILED']);
  * so a non-empty list alone would send the coordinator's questions to agents that never answer them.
  */
 export const INFERENCE_ENGINE_CONNECTOR = 'sw4rm://reasoning/tools';
+
+const NO_ENGINE = `no inference engine registered (an online agent declaring the reasoning connector ${INFERENCE_ENGINE_CONNECTOR})`;
 
 /** Whether `agent` is an inference engine that can answer now: INFERENCE_ENGINE_CONNECTOR declared, online, not shutting down or failed. */
 export function servesReasoning(agent: AgentRecord): boolean {
@@ -141,10 +143,14 @@ export class ReasoningProvider implements ToolProvider {
     return inferenceEngineAgent(this.agents) !== undefined;
   }
 
+  unavailableReason(): string {
+    return NO_ENGINE;
+  }
+
   call(request: ToolRequest): Promise<unknown> {
     const engineId = inferenceEngineAgent(this.agents);
     if (engineId === undefined) {
-      return Promise.reject(new ToolCallError('unavailable', 'AGENT_UNAVAILABLE', 'no inference engine registered (an online agent with reasoning_connectors)'));
+      return Promise.reject(new ToolCallError('unavailable', 'AGENT_UNAVAILABLE', NO_ENGINE));
     }
     return this.transport().callAgent(engineId, REASONING_PROVIDER_ID, request);
   }

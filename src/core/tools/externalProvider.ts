@@ -32,7 +32,7 @@ export interface ToolTransportDeps {
 export const MAX_FRAMES_AHEAD = 64;
 
 /** Agent states in which calls are not sent (and running ones fail). */
-const GONE_STATES = new Set(['SHUTTING_DOWN', 'FAILED', 'TERMINATED']);
+const GONE_STATES = new Set(['SHUTTING_DOWN', 'FAILED_STATE', 'TERMINATED']);
 
 /** TOOL_ERROR codes that keep their meaning (gRPC status) when a provider answers them; any other is `internal`. */
 const KIND_OF_CODE: Readonly<Record<string, ToolErrorKind>> = {

@@ -225,7 +225,7 @@ export class Tools implements ToolsQueries, Disposable {
       throw new ToolCallError('not_found', 'unknown_tool', `provider '${provider.id}' has no tool '${input.toolName}' (its tools: ${provider.describe().map((t) => t.name).join(', ')})`);
     }
     if (provider.available && !provider.available()) {
-      throw new ToolCallError('unavailable', 'AGENT_UNAVAILABLE', `provider '${provider.id}' is not available now (its agent is offline)`);
+      throw new ToolCallError('unavailable', 'AGENT_UNAVAILABLE', `provider '${provider.id}' is not available now: ${provider.unavailableReason?.() ?? 'its agent is offline'}`);
     }
     if (input.contentType !== '' && input.contentType.split(';')[0].trim().toLowerCase() !== 'application/json') {
       throw new ToolCallError('invalid_argument', 'VALIDATION_ERROR', `content_type must be application/json (or empty), not '${input.contentType.slice(0, 100)}'`);

@@ -1,0 +1,232 @@
+import { Ajv } from 'ajv';
+import { strict as assert } from 'node:assert';
+import * as fs from 'node:fs';
+import * as net from 'node:net';
+import * as path from 'node:path';
+import { ManualClock, systemClock, type Clock } from '../../src/core/clock';
+import { DEFAULT_EXECUTION_POLICY, ToolCallError, type ExecutionPolicy, type ToolRequest } from '../../src/core/tools/model';
+import { ProcessProvider, PROCESS_LIMITS, type RunResult } from '../../src/core/tools/processProvider';
+import { processGroupMembers } from '../../src/core/tools/processTree';
+import { probeNetworkNamespace } from '../../src/core/tools/sandbox';
+import { pollUntil } from '../support/poll';
+import { makeTempDir, removeTempDir } from '../support/tempDir';
+
+interface Frame { stream: 'stdout' | 'stderr'; text: string }
+
+/** A call as the engine would hand it: policy DEFAULT privilege (MINIMAL refuses), the rest as given. */
+function call(provider: ProcessProvider, worktree: string, args: Record<string, unknown>, options: {
+  policy?: Partial<ExecutionPolicy>; stream?: boolean; controller?: AbortController; frames?: Frame[];
+} = {}): Promise<RunResult> {
+  const controller = options.controller ?? new AbortController();
+  const request: ToolRequest = {
+    callId: 'call-1', toolName: 'run_command', args, callerAgentId: 'agent-a', worktreePath: worktree,
+    policy: { ...DEFAULT_EXECUTION_POLICY, privilegeLevel: 'DEFAULT', networkPolicy: 'EGRESS_UNRESTRICTED', ...options.policy },
+    stream: options.stream ?? false, attempt: 1, signal: controller.signal,
+    emit: (data) => options.frames?.push(JSON.parse(data.toString('utf8')) as Frame),
+    ctx: { correlationId: 'call-1' },
+  };
+  return provider.call(request) as Promise<RunResult>;
+}
+
+async function refusal(promise: Promise<unknown>): Promise<ToolCallError> {
+  try {
+    await promise;
+  } catch (error) {
+    assert.ok(error instanceof ToolCallError, `a ToolCallError, not ${String(error)}`);
+    return error;
+  }
+  assert.fail('the call was expected to fail');
+}
+
+/** The result matches run_command's output schema as the engine checks it (strict ajv): a mismatch would fail the call. */
+function conforms(result: RunResult): void {
+  const validate = new Ajv({ strict: true }).compile(enabled().describe()[0].outputSchema);
+  assert.ok(validate(result), JSON.stringify(validate.errors));
+}
+
+function enabled(clock: Clock = systemClock, acceptUnenforcedNetworkPolicy = false): ProcessProvider {
+  return new ProcessProvider({ enabled: true, acceptUnenforcedNetworkPolicy }, clock);
+}
+
+/**
+ * The built-in `process` provider against real child processes (issue 17, part 5): output as frames, exit codes, the CPU
+ * budget on a busy loop, the wall budget and the kill grace on the provider's ManualClock, cancel killing the whole
+ * process group, DENY_ALL in a network namespace, MINIMAL refused, a disabled provider unavailable.
+ */
+describe('the process provider (real child processes)', function () {
+  this.timeout(60_000);
+  let worktree: string;
+
+  beforeEach(() => {
+    worktree = makeTempDir('sw4rm-process-');
+    fs.mkdirSync(path.join(worktree, 'sub'));
+  });
+  afterEach(() => removeTempDir(worktree));
+
+  it('describes run_command as the contract says', () => {
+    const [tool] = enabled().describe();
+    assert.equal(tool.name, 'run_command');
+    assert.deepEqual([tool.needsWorktree, tool.idempotent, tool.sideEffects, tool.maxConcurrency, tool.defaultTimeoutS], [true, false, 'process', 4, 600]);
+  });
+
+  it('streams stdout and stderr as frames and answers the exit code, in the worktree, with a clean environment', async () => {
+    const frames: Frame[] = [];
+    const previous = process.env.SW4RM_SECRET_FOR_TEST;
+    process.env.SW4RM_SECRET_FOR_TEST = 'leaked';
+    try {
+      const result = await call(enabled(), worktree, {
+        argv: ['sh', '-c', 'pwd; echo "v=$MY_VAR s=${SW4RM_SECRET_FOR_TEST:-none}"; echo oops >&2; read line; echo "in=$line"; exit 3'],
+        cwd: 'sub', env: { MY_VAR: 'hello' }, stdin: 'typed\n',
+      }, { stream: true, frames });
+      assert.equal(result.exit_code, 3);
+      assert.equal(result.signal, null);
+      const stdout = frames.filter((f) => f.stream === 'stdout').map((f) => f.text).join('');
+      const stderr = frames.filter((f) => f.stream === 'stderr').map((f) => f.text).join('');
+      assert.equal(stdout, `${fs.realpathSync(path.join(worktree, 'sub'))}\nv=hello s=none\nin=typed\n`);
+      assert.equal(stderr, 'oops\n');
+      assert.equal(result.stdout_bytes, Buffer.byteLength(stdout));
+      assert.equal(result.stderr_bytes, 5);
+      assert.equal(result.stdout, undefined, 'streamed output is not repeated in the result');
+      conforms(result);
+    } finally {
+      if (previous === undefined) delete process.env.SW4RM_SECRET_FOR_TEST;
+      else process.env.SW4RM_SECRET_FOR_TEST = previous;
+    }
+  });
+
+  it('without a stream, answers the output in the result, capped with a truncated flag; frames of 64 KiB at most', async () => {
+    const small = await call(enabled(), worktree, { argv: ['node', '-e', 'process.stdout.write("x".repeat(10))'] });
+    assert.deepEqual([small.exit_code, small.stdout, small.stderr, small.truncated], [0, 'x'.repeat(10), '', false]);
+    conforms(small);
+    const big = await call(enabled(), worktree, { argv: ['node', '-e', `process.stdout.write("é".repeat(${PROCESS_LIMITS.maxResultOutputBytes}))`] });
+    assert.equal(big.truncated, true);
+    assert.equal(big.stdout_bytes, 2 * PROCESS_LIMITS.maxResultOutputBytes);
+    assert.equal(Buffer.byteLength(big.stdout!), PROCESS_LIMITS.maxResultOutputBytes);
+    const frames: Frame[] = [];
+    const streamed = await call(enabled(), worktree, { argv: ['node', '-e', 'process.stdout.write("é".repeat(100000))'] }, { stream: true, frames });
+    assert.equal(streamed.stdout_bytes, 200_000);
+    assert.ok(frames.length >= 4, `${frames.length} frames`);
+    assert.ok(frames.every((f) => Buffer.byteLength(f.text) <= PROCESS_LIMITS.maxFrameTextBytes));
+    assert.equal(frames.map((f) => f.text).join(''), 'é'.repeat(100000), 'no character split between frames');
+  });
+
+  it('stops a busy loop at budget_cpu_ms with CPU_BUDGET_EXCEEDED', async () => {
+    const error = await refusal(call(enabled(), worktree, { argv: ['node', '-e', 'for(;;){}'] }, { policy: { budgetCpuMs: 300 } }));
+    assert.equal(error.code, 'CPU_BUDGET_EXCEEDED');
+    assert.equal(error.kind, 'resource_exhausted');
+    // The sampler stopped it, not the RLIMIT_CPU backstop (2 s for this budget).
+    const used = Number(/used (\d+) ms of CPU/.exec(error.message)?.[1]);
+    assert.ok(used >= 300 && used < 1000, error.message);
+  });
+
+  it('counts the CPU of the whole process group (two busy children of a shell) and leaves none of them running', async () => {
+    const frames: Frame[] = [];
+    const busy = 'node -e "for(;;){}"';
+    const error = await refusal(call(enabled(), worktree, { argv: ['sh', '-c', `echo $$; ${busy} & ${busy} & wait`] }, { stream: true, frames, policy: { budgetCpuMs: 600 } }));
+    assert.equal(error.code, 'CPU_BUDGET_EXCEEDED');
+    const pgid = Number(frames[0].text.trim());
+    assert.deepEqual(await processGroupMembers(pgid), []);
+  });
+
+  it('stops a sleep at budget_wall_ms (the provider\'s Clock) with WALL_TIMEOUT; SIGKILL follows SIGTERM after 2 s', async () => {
+    const clock = new ManualClock();
+    const frames: Frame[] = [];
+    const running = call(enabled(clock), worktree, { argv: ['sh', '-c', 'echo started; exec sleep 30'] }, { stream: true, frames, policy: { budgetWallMs: 300 } });
+    await pollUntil('the command to start', () => frames.length > 0 || undefined);
+    clock.advance(300);
+    const error = await refusal(running);
+    assert.equal(error.code, 'WALL_TIMEOUT');
+
+    // A command that ignores SIGTERM is killed at the end of the grace.
+    const stubbornFrames: Frame[] = [];
+    const controller = new AbortController();
+    const stubborn = call(enabled(clock), worktree, { argv: ['sh', '-c', 'trap "" TERM; echo $$; sleep 30; echo survived'] }, { stream: true, frames: stubbornFrames, controller });
+    const pgid = Number(await pollUntil('the pid', () => stubbornFrames[0]?.text.trim() || undefined));
+    controller.abort();
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    assert.ok((await processGroupMembers(pgid)).length > 0, 'SIGTERM is ignored: the group still runs during the grace');
+    clock.advance(PROCESS_LIMITS.killGraceMs);
+    const result = await stubborn;
+    assert.equal(result.cancelled, true);
+    assert.equal(result.signal, 'SIGKILL');
+    assert.deepEqual(await processGroupMembers(pgid), []);
+  });
+
+  it('cancel kills the whole process tree and answers cancelled after it is gone', async () => {
+    const frames: Frame[] = [];
+    const controller = new AbortController();
+    const running = call(enabled(), worktree, { argv: ['sh', '-c', 'echo $$; sleep 60 & sleep 60'] }, { stream: true, frames, controller });
+    const pgid = Number(await pollUntil('the pid', () => frames[0]?.text.trim() || undefined));
+    await pollUntil('both sleeps', async () => (await processGroupMembers(pgid)).length === 3 || undefined);
+    controller.abort();
+    const result = await running;
+    assert.equal(result.cancelled, true);
+    conforms(result);
+    assert.equal(result.stdout_bytes, `${pgid}\n`.length);
+    assert.deepEqual(await processGroupMembers(pgid), [], 'no process of the group is left');
+  });
+
+  it('kills what the command left running in its group when it exits', async () => {
+    const result = await call(enabled(), worktree, { argv: ['sh', '-c', 'sleep 60 > /dev/null 2>&1 & echo $$'] });
+    const pgid = Number(result.stdout!.trim());
+    assert.equal(result.exit_code, 0);
+    assert.deepEqual(await processGroupMembers(pgid), []);
+  });
+
+  it('DENY_ALL runs in a network namespace: a local TCP server is unreachable inside, reachable with EGRESS_UNRESTRICTED', async function () {
+    if (!(await probeNetworkNamespace())) this.skip();
+    const server = net.createServer((socket) => { socket.on('error', () => { /* the client exits at once */ }); socket.end('hi'); });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const port = (server.address() as net.AddressInfo).port;
+    const connect = ['node', '-e', `require("net").connect(${port}, "127.0.0.1").on("connect", () => { console.log("connected"); process.exit(0) }).on("error", (e) => { console.log(e.code); process.exit(7) })`];
+    try {
+      const denied = await call(enabled(), worktree, { argv: connect }, { policy: { networkPolicy: 'DENY_ALL' } });
+      assert.equal(denied.exit_code, 7, denied.stdout);
+      assert.equal(denied.network_enforced, true);
+      const open = await call(enabled(), worktree, { argv: connect }, { policy: { networkPolicy: 'EGRESS_UNRESTRICTED' } });
+      assert.deepEqual([open.exit_code, open.stdout], [0, 'connected\n']);
+    } finally {
+      server.close();
+    }
+  });
+
+  it('EGRESS_RESTRICTED is refused unless unenforced network policy is accepted (then the result says so)', async () => {
+    const refused = await refusal(call(enabled(), worktree, { argv: ['true'] }, { policy: { networkPolicy: 'EGRESS_RESTRICTED' } }));
+    assert.equal(refused.code, 'PERMISSION_DENIED');
+    assert.match(refused.message, /network_policy EGRESS_RESTRICTED cannot be enforced here .*sw4rm\.tools\.process\.acceptUnenforcedNetworkPolicy/);
+    const accepted = await call(enabled(systemClock, true), worktree, { argv: ['true'] }, { policy: { networkPolicy: 'EGRESS_RESTRICTED' } });
+    assert.deepEqual([accepted.exit_code, accepted.network_enforced], [0, false]);
+  });
+
+  it('refuses privilege_level MINIMAL (no process spawning), GIT_*/SW4RM_* variables and a cwd outside the worktree', async () => {
+    const minimal = await refusal(call(enabled(), worktree, { argv: ['true'] }, { policy: { privilegeLevel: 'MINIMAL' } }));
+    assert.deepEqual([minimal.code, minimal.message], ['PERMISSION_DENIED', 'run_command spawns processes: ask for privilege_level DEFAULT']);
+    const elevated = await call(enabled(), worktree, { argv: ['true'] }, { policy: { privilegeLevel: 'ELEVATED' } });
+    assert.equal(elevated.exit_code, 0, 'ELEVATED runs like DEFAULT');
+    assert.equal((await refusal(call(enabled(), worktree, { argv: ['true'], env: { GIT_DIR: '/x' } }))).code, 'VALIDATION_ERROR');
+    assert.equal((await refusal(call(enabled(), worktree, { argv: ['true'], env: { sw4rm_token: 'x' } }))).code, 'VALIDATION_ERROR');
+    assert.equal((await refusal(call(enabled(), worktree, { argv: ['true'], cwd: '../..' }))).code, 'PERMISSION_DENIED');
+    assert.equal((await refusal(call(enabled(), worktree, { argv: ['true'], cwd: '/etc' }))).code, 'PERMISSION_DENIED');
+  });
+
+  it('a program that does not exist is NOT_FOUND, in a namespace or not; a path is looked up from cwd', async () => {
+    for (const networkPolicy of ['DENY_ALL', 'EGRESS_UNRESTRICTED'] as const) {
+      const error = await refusal(call(enabled(systemClock, true), worktree, { argv: ['no-such-program-sw4rm'] }, { policy: { networkPolicy } }));
+      assert.equal(error.code, 'NOT_FOUND', networkPolicy);
+    }
+    fs.writeFileSync(path.join(worktree, 'sub', 'hello.sh'), '#!/bin/sh\necho hello from $(basename "$PWD")\n', { mode: 0o755 });
+    const result = await call(enabled(), worktree, { argv: ['./hello.sh'], cwd: 'sub' });
+    assert.deepEqual([result.exit_code, result.stdout], [0, 'hello from sub\n']);
+    assert.equal((await refusal(call(enabled(), worktree, { argv: ['./hello.sh'] }))).code, 'NOT_FOUND', 'relative to cwd (the root here)');
+  });
+
+  it('a disabled provider is unavailable and runs nothing', async () => {
+    const disabled = new ProcessProvider({ enabled: false, acceptUnenforcedNetworkPolicy: false }, systemClock);
+    assert.equal(disabled.available(), false);
+    assert.equal(disabled.unavailableReason(), 'disabled: sw4rm.tools.process.enabled');
+    const marker = path.join(worktree, 'ran');
+    const error = await refusal(call(disabled, worktree, { argv: ['touch', marker] }));
+    assert.equal(error.code, 'AGENT_UNAVAILABLE');
+    assert.equal(fs.existsSync(marker), false);
+  });
+});
