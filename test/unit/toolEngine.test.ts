@@ -216,6 +216,24 @@ describe('tool call engine (RFC §18.2, §18.5, §18.6)', () => {
     assert.deepEqual(good.ends.map((f) => [f.data.toString(), f.summary.toString()]), [['{"ok":true}', '{"frames":1}']]);
   });
 
+  it('retries a provider error marked retryable (TOOL_ERROR "retryable": true) like a transient code', async () => {
+    const s = sinkOf();
+    tools.start('coder', input('echo', { policy: policy({ maxRetries: 1 }) }), ctx, s.sink);
+    await settle();
+    provider.take().reject(Object.assign(new ToolCallError('internal', 'RATE_LIMITED', 'later'), { retryable: true }));
+    await settle();
+    clock.advance(60_000);
+    await settle();
+    const second = provider.take();
+    assert.equal(second.request.attempt, 2);
+    second.reject(new ToolCallError('internal', 'RATE_LIMITED', 'still later'));
+    await settle();
+    clock.advance(60_000);
+    await settle();
+    assert.equal(provider.pending.length, 0, 'without retryable, RATE_LIMITED is not retried');
+    assert.deepEqual(s.fails.map((e) => e.code), ['RATE_LIMITED']);
+  });
+
   it('queues calls beyond max_concurrency FIFO (not refused), and starts their timers only when they run', async () => {
     const a = sinkOf();
     const b = sinkOf();

@@ -134,6 +134,22 @@ describe('tool transport to provider agents (TOOL_CALL / TOOL_RESULT / TOOL_ERRO
     assert.deepEqual(control.map((c) => [c.command, c.call_id]), [['cancel_tool_call', 'c-exp']]);
   });
 
+  it('refuses an answer echoing another attempt (a late frame of attempt 1 is not attempt 2\'s); reads "retryable": true', async () => {
+    const frames: Array<[string, string]> = [];
+    const second = request('c-att', frames);
+    const result = transport.callAgent(PROVIDER, PROVIDER, { ...second, attempt: 2 });
+    const late = answer('TOOL_RESULT', { call_id: 'c-att', attempt: 1, frame_no: 0, final: true, result: 'stale' });
+    assert.equal(late.accepted, false);
+    assert.match(late.accepted ? '' : late.reason, /attempt 1 of call 'c-att' has ended/);
+    assert.ok(answer('TOOL_RESULT', { call_id: 'c-att', attempt: 2, frame_no: 0, final: true, result: 'fresh' }).accepted);
+    assert.equal(await result, 'fresh');
+    assert.deepEqual(frames, []);
+
+    const flaky = transport.callAgent(PROVIDER, PROVIDER, request('c-retry', []));
+    assert.ok(answer('TOOL_ERROR', { call_id: 'c-retry', error_code: 'RATE_LIMITED', note: 'later', retryable: true }).accepted);
+    await assert.rejects(flaky, (err: unknown) => err instanceof ToolCallError && err.code === 'RATE_LIMITED' && (err as ToolCallError & { retryable?: boolean }).retryable === true);
+  });
+
   it('fails a call when the provider NACKs its TOOL_CALL (the router ends it FAILED)', async () => {
     const nacked = transport.callAgent(PROVIDER, PROVIDER, request('c-8', []));
     const id = sink.ofType('TOOL_CALL')[0].envelope.messageId;

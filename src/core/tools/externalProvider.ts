@@ -167,11 +167,22 @@ export class ToolTransport implements AgentToolTransport, Disposable {
     const call = this.calls.get(callId);
     if (!call) return { code: 'VALIDATION_ERROR', detail: `NOT_FOUND: no running tool call '${callId.slice(0, 256)}' (it ended, or never was)` };
     if (call.agentId !== envelope.producerId) return { code: 'PERMISSION_DENIED', detail: `call '${callId.slice(0, 256)}' was sent to another provider agent` };
+    // A retry reuses the call_id: a provider that echoes `attempt` has an earlier attempt's late answer refused.
+    if (json.attempt !== undefined && json.attempt !== null) {
+      if (typeof json.attempt !== 'number' || !Number.isInteger(json.attempt) || json.attempt < 1) return { code: 'VALIDATION_ERROR', detail: 'attempt must be a positive integer' };
+      if (json.attempt !== call.request.attempt) {
+        return { code: 'VALIDATION_ERROR', detail: `NOT_FOUND: attempt ${json.attempt} of call '${callId.slice(0, 256)}' has ended (attempt ${call.request.attempt} runs)` };
+      }
+    }
     if (envelope.messageType === 'TOOL_ERROR') {
       const code = typeof json.error_code === 'string' && json.error_code !== '' ? json.error_code.slice(0, 64) : 'INTERNAL_ERROR';
       const note = typeof json.note === 'string' ? json.note : typeof json.message === 'string' ? json.message : '';
+      if (json.retryable !== undefined && json.retryable !== null && typeof json.retryable !== 'boolean') return { code: 'VALIDATION_ERROR', detail: 'retryable must be true or false' };
       this.deps.mailbox.settleAtCoordinator(envelope.messageId, ctx);
-      this.fail(call, new ToolCallError(kindOfCode(code), code, note.slice(0, 4096) || `provider '${call.agentId}' answered ${code}`));
+      const error = new ToolCallError(kindOfCode(code), code, note.slice(0, 4096) || `provider '${call.agentId}' answered ${code}`);
+      // `"retryable": true`: the engine may retry it like a transient code (an idempotent tool, retries left, no frame out).
+      if (json.retryable === true) Object.assign(error, { retryable: true });
+      this.fail(call, error);
       return undefined;
     }
     const frame = frameOf(json);

@@ -55,7 +55,7 @@ export const DEFAULT_TOOLS_OPTIONS: ToolsOptions = {
   escalationTimeoutMs: 0, pruneIntervalMs: 60_000,
 };
 
-/** Codes a retry may cure (RFC §18.3 "transient"); a provider's ToolCallError may add its own with `retryable`. */
+/** Codes a retry may cure (RFC §18.3 "transient"); a provider's TOOL_ERROR may add its own with `"retryable": true` (externalProvider take). */
 export const RETRYABLE_CODES: ReadonlySet<string> = new Set(['TOOL_TIMEOUT', 'AGENT_UNAVAILABLE', 'INTERNAL_ERROR']);
 
 /** What the engine needs of the providers (ProviderCatalog implements it). */
