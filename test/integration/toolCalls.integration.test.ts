@@ -306,6 +306,22 @@ describe('tool calls to a provider agent over real gRPC (ToolService, TOOL_CALL 
     assert.match(next.details, /^AGENT_UNAVAILABLE: /);
   });
 
+  it('a unary Call whose client deadline passes is abandoned: the provider told to cancel, the call ends CANCELLED', async () => {
+    const request = toolCall('hold', { frames: 0 });
+    const fn = tools.Call as unknown as (r: unknown, m: grpc.Metadata, o: grpc.CallOptions, cb: (err: grpc.ServiceError | null) => void) => void;
+    const err = await new Promise<grpc.ServiceError | null>((resolve) => {
+      fn.call(tools, request, metadata(CALLER), { deadline: Date.now() + 400 }, resolve);
+    });
+    assert.equal(err?.code, grpc.status.DEADLINE_EXCEEDED);
+    const cancel = await pollUntil('cancel_tool_call at the provider', () => provider.cancels.find((c) => c.call_id === request.call_id));
+    assert.equal(cancel.call_id, request.call_id);
+    const record = await pollUntil('the call ended', () => {
+      const r = host.coordinator.store.tools.call(String(request.call_id));
+      return r && r.outcome !== 'running' && r.outcome !== 'queued' ? r : undefined;
+    });
+    assert.equal(record.outcome, 'cancelled');
+  });
+
   it('the envelope path: a TOOL_CALL to coordinator gets TOOL_RESULT frames, the final one as the reply', async () => {
     const inbox = callerRouter.openInbox();
     try {
@@ -318,7 +334,8 @@ describe('tool calls to a provider agent over real gRPC (ToolService, TOOL_CALL 
       await inbox.waitFor((item) => isResult(item) && jsonPayload<{ final: boolean }>(item.msg)?.final === true, 10_000, 'the final TOOL_RESULT');
       const results = inbox.items.filter(isResult).map((item) => item.msg);
       assert.ok(results.every((msg: Envelope) => msg.correlation_id === envelope.correlation_id));
-      const payloads = results.map((msg) => jsonPayload<Record<string, unknown>>(msg)!).sort((a, b) => Number(a.frame_no) - Number(b.frame_no));
+      // In order as delivered: the final frame travels like the others, after them.
+      const payloads = results.map((msg) => jsonPayload<Record<string, unknown>>(msg)!);
       assert.deepEqual(payloads.map((p) => [p.call_id, p.frame_no, p.final, p.result, p.status]), [
         ['by-envelope', 0, false, { i: 0 }, 'OK'], ['by-envelope', 1, false, { i: 1 }, 'OK'], ['by-envelope', 2, true, { counted: 2 }, 'OK'],
       ]);

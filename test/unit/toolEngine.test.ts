@@ -9,7 +9,7 @@ import { DEFAULT_HITL_POLICY } from '../../src/core/hitl/policy';
 import { SequentialIds } from '../../src/core/ids';
 import { EventLog } from '../../src/core/log/eventLog';
 import {
-  DEFAULT_EXECUTION_POLICY, ToolCallError,
+  DEFAULT_EXECUTION_POLICY, RawToolResult, ToolCallError,
   type CallInput, type ExecutionPolicy, type ProviderInfo, type ToolCallRecord, type ToolDescriptor, type ToolFrame, type ToolProvider, type ToolRequest,
   type ToolsChange, type ToolsStorage,
 } from '../../src/core/tools/model';
@@ -134,8 +134,10 @@ describe('tool call engine (RFC §18.2, §18.5, §18.6)', () => {
     call.request.emit(Buffer.from('"bb"'), 'text/plain');
     call.resolve({ ok: true });
     await settle();
+    // After the end nothing more reaches the sink: a late frame, a Cancel (already completed), the caller going away.
     call.request.emit(Buffer.from('late'));
-    call.resolve({ ok: false });
+    assert.equal(tools.cancel('coder', 'acme', callId).errorCode, 'ALREADY_COMPLETED');
+    tools.abandon(callId);
     await settle();
     assert.deepEqual(s.frames.map((f) => [f.frameNo, f.final, f.contentType, f.data.toString()]), [[0, false, 'application/json', '"a"'], [1, false, 'text/plain', '"bb"']]);
     assert.equal(s.ends.length, 1);
@@ -195,6 +197,41 @@ describe('tool call engine (RFC §18.2, §18.5, §18.6)', () => {
     assert.equal(s.fails.length, 1);
     assert.equal(s.fails[0].code, 'VALIDATION_ERROR');
     assert.match(s.fails[0].message, /^result does not match the output schema: \/ok must be boolean/);
+  });
+
+  it('checks a final JSON result that carries a summary (a RawToolResult) against the output schema too', async () => {
+    const s = sinkOf();
+    tools.start('coder', input('echo'), ctx, s.sink);
+    await settle();
+    provider.take().resolve(new RawToolResult(Buffer.from('{"ok":"yes"}'), 'application/json', Buffer.from('{"frames":1}')));
+    await settle();
+    assert.equal(s.ends.length, 0);
+    assert.deepEqual(s.fails.map((e) => e.code), ['VALIDATION_ERROR']);
+    assert.match(s.fails[0].message, /^result does not match the output schema: \/ok must be boolean/);
+    const good = sinkOf();
+    tools.start('coder', input('echo'), ctx, good.sink);
+    await settle();
+    provider.take().resolve(new RawToolResult(Buffer.from('{"ok":true}'), 'application/json', Buffer.from('{"frames":1}')));
+    await settle();
+    assert.deepEqual(good.ends.map((f) => [f.data.toString(), f.summary.toString()]), [['{"ok":true}', '{"frames":1}']]);
+  });
+
+  it('retries a provider error marked retryable (TOOL_ERROR "retryable": true) like a transient code', async () => {
+    const s = sinkOf();
+    tools.start('coder', input('echo', { policy: policy({ maxRetries: 1 }) }), ctx, s.sink);
+    await settle();
+    provider.take().reject(Object.assign(new ToolCallError('internal', 'RATE_LIMITED', 'later'), { retryable: true }));
+    await settle();
+    clock.advance(60_000);
+    await settle();
+    const second = provider.take();
+    assert.equal(second.request.attempt, 2);
+    second.reject(new ToolCallError('internal', 'RATE_LIMITED', 'still later'));
+    await settle();
+    clock.advance(60_000);
+    await settle();
+    assert.equal(provider.pending.length, 0, 'without retryable, RATE_LIMITED is not retried');
+    assert.deepEqual(s.fails.map((e) => e.code), ['RATE_LIMITED']);
   });
 
   it('queues calls beyond max_concurrency FIFO (not refused), and starts their timers only when they run', async () => {

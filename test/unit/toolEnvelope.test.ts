@@ -104,6 +104,50 @@ describe('Tool calls over the messaging plane (TOOL_CALL to coordinator)', () =>
     assert.equal(fromCoordinator('TOOL_ERROR').length, 0);
   });
 
+  it('delivers the final frame in order after the others when the caller was offline and reconnects (not 2,0,1)', async () => {
+    const envelope = toolCall({ provider_id: 'p', tool_name: 'count_slowly', args: { n: 2 }, stream: true });
+    assert.ok(h.send(envelope, COORDINATOR_ID).accepted);
+    const { sink, callId } = engine.started[0];
+    h.register('offline-caller');
+    const offline = h.envelope('offline-caller', { messageType: 'TOOL_CALL', payload: { provider_id: 'p', tool_name: 't', stream: true } });
+    assert.ok(h.send(offline, COORDINATOR_ID).accepted);
+    const call = engine.started[1];
+    call.sink.frame(frame(call.callId, 0, false, { i: 0 }));
+    call.sink.frame(frame(call.callId, 1, false, { i: 1 }));
+    call.sink.end(frame(call.callId, 2, true, { done: true }));
+    await settle();
+    const reconnected = h.stream('offline-caller').sink;
+    await settle();
+    assert.deepEqual(reconnected.ofType('TOOL_RESULT').map((i) => json(i.envelope).frame_no), [0, 1, 2]);
+    assert.equal(h.state(offline.messageId), 'FULFILLED');
+    sink.end(frame(callId, 0, true, {}));
+  });
+
+  it('delivers every frame in order, the final one last, through a narrow delivery window (not 0,1,4)', async () => {
+    const narrow = new RouterHarness({ deliveryWindow: 2 });
+    const bound = bindToolCallsToRouter(engine, narrow.router, narrow.coordinator.log);
+    try {
+      narrow.register(A);
+      const stream = narrow.stream(A).sink;
+      const envelope = narrow.envelope(A, { messageType: 'TOOL_CALL', payload: { provider_id: 'p', tool_name: 't', stream: true } });
+      assert.ok(narrow.send(envelope, COORDINATOR_ID).accepted);
+      const call = engine.started[engine.started.length - 1];
+      for (let n = 0; n < 4; n++) call.sink.frame(frame(call.callId, n, false, { n }));
+      call.sink.end(frame(call.callId, 4, true, { done: true }));
+      await settle();
+      // The caller confirms each delivery as it comes; the window lets the next ones through.
+      for (let round = 0; round < 10; round++) {
+        for (const item of stream.items) narrow.router.ackDelivery(A, item.seq, item.envelope.messageId, 'DELIVERED', { correlationId: 'ack' });
+        await settle();
+      }
+      assert.deepEqual(stream.ofType('TOOL_RESULT').map((i) => json(i.envelope).frame_no), [0, 1, 2, 3, 4]);
+      assert.equal(narrow.state(envelope.messageId), 'FULFILLED');
+    } finally {
+      bound.dispose();
+      narrow.dispose();
+    }
+  });
+
   it('answers a retry with the same idempotency token with the cached final frame, without a second call', async () => {
     const first = toolCall({ provider_id: 'p', tool_name: 't' }, { idempotencyToken: 'once' });
     assert.ok(h.send(first, COORDINATOR_ID).accepted);

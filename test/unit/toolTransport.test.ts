@@ -107,6 +107,49 @@ describe('tool transport to provider agents (TOOL_CALL / TOOL_RESULT / TOOL_ERRO
     assert.equal(transport.agentAvailable(PROVIDER), false);
   });
 
+  it('gives the TOOL_CALL a TTL: the call\'s timeout or wall budget, else one hour', () => {
+    void transport.callAgent(PROVIDER, PROVIDER, request('c-ttl-1', [])).catch(() => undefined);
+    const timed = request('c-ttl-2', []);
+    void transport.callAgent(PROVIDER, PROVIDER, { ...timed, policy: { ...timed.policy, timeoutMs: 5_000, budgetWallMs: 9_000 } }).catch(() => undefined);
+    assert.deepEqual(sink.ofType('TOOL_CALL').map((i) => [i.envelope.correlationId, i.envelope.ttlMs]), [['c-ttl-1', 3_600_000], ['c-ttl-2', 5_000]]);
+  });
+
+  it('a provider going unavailable mid-call: AGENT_UNAVAILABLE, and cancel_tool_call queued behind the TOOL_CALL', async () => {
+    const result = transport.callAgent(PROVIDER, PROVIDER, request('c-off', []));
+    h.clock.advance(30_001); // no heartbeat for the debounce: presence unavailable
+    await assert.rejects(result, (err: unknown) => err instanceof ToolCallError && err.code === 'AGENT_UNAVAILABLE');
+    // Each envelope once, in the order first delivered (the unconfirmed TOOL_CALL is delivered again after its lease).
+    const seen = new Set<string>();
+    const order = sink.items.filter((i) => i.envelope.correlationId === 'c-off' && !seen.has(i.envelope.messageId) && seen.add(i.envelope.messageId))
+      .map((i) => i.envelope.messageType === 'CONTROL' ? json(i.envelope).command : i.envelope.messageType);
+    assert.deepEqual(order, ['TOOL_CALL', 'cancel_tool_call']);
+  });
+
+  it('the router ending the TOOL_CALL (its TTL passed before the provider took it): AGENT_UNAVAILABLE and cancel_tool_call', async () => {
+    const timed = request('c-exp', []);
+    const result = transport.callAgent(PROVIDER, PROVIDER, { ...timed, policy: { ...timed.policy, timeoutMs: 2_000 } });
+    h.clock.advance(2_001);
+    await assert.rejects(result, (err: unknown) => err instanceof ToolCallError && err.code === 'AGENT_UNAVAILABLE');
+    const control = sink.ofType('CONTROL').map((i) => json(i.envelope));
+    assert.deepEqual(control.map((c) => [c.command, c.call_id]), [['cancel_tool_call', 'c-exp']]);
+  });
+
+  it('refuses an answer echoing another attempt (a late frame of attempt 1 is not attempt 2\'s); reads "retryable": true', async () => {
+    const frames: Array<[string, string]> = [];
+    const second = request('c-att', frames);
+    const result = transport.callAgent(PROVIDER, PROVIDER, { ...second, attempt: 2 });
+    const late = answer('TOOL_RESULT', { call_id: 'c-att', attempt: 1, frame_no: 0, final: true, result: 'stale' });
+    assert.equal(late.accepted, false);
+    assert.match(late.accepted ? '' : late.reason, /attempt 1 of call 'c-att' has ended/);
+    assert.ok(answer('TOOL_RESULT', { call_id: 'c-att', attempt: 2, frame_no: 0, final: true, result: 'fresh' }).accepted);
+    assert.equal(await result, 'fresh');
+    assert.deepEqual(frames, []);
+
+    const flaky = transport.callAgent(PROVIDER, PROVIDER, request('c-retry', []));
+    assert.ok(answer('TOOL_ERROR', { call_id: 'c-retry', error_code: 'RATE_LIMITED', note: 'later', retryable: true }).accepted);
+    await assert.rejects(flaky, (err: unknown) => err instanceof ToolCallError && err.code === 'RATE_LIMITED' && (err as ToolCallError & { retryable?: boolean }).retryable === true);
+  });
+
   it('fails a call when the provider NACKs its TOOL_CALL (the router ends it FAILED)', async () => {
     const nacked = transport.callAgent(PROVIDER, PROVIDER, request('c-8', []));
     const id = sink.ofType('TOOL_CALL')[0].envelope.messageId;

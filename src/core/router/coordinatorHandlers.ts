@@ -77,23 +77,12 @@ export class CoordinatorHandlers {
 
   /**
    * A message addressed to the coordinator that needs no answer envelope (a provider's TOOL_RESULT frame or
-   * TOOL_ERROR, taken by the tool transport): it becomes FULFILLED, nothing goes back to its producer.
+   * TOOL_ERROR, taken by the tool transport; or a TOOL_CALL whose answer the coordinator already sent through
+   * sendToAgent): it becomes FULFILLED, nothing goes back to its producer. `raw`, when given, is the cached result a
+   * retry with the same token gets as DUPLICATE_DETECTED.
    */
-  settle(messageId: string, ctx: CallContext): void {
-    const core = this.core;
-    const record = core.message(messageId);
-    if (!record || record.recipientId !== COORDINATOR_ID || isTerminal(record.state)) return;
-    const now = core.clock.now();
-    core.store.transaction(() => {
-      const from = record.state;
-      core.setState(record, 'FULFILLED');
-      record.updatedAt = now;
-      record.history.push({ at: now, event: 'fulfilled', detail: 'taken by the coordinator' });
-      core.repo.updateMessage(record);
-      core.transition(record, from, 'FULFILLED', ctx.correlationId, {});
-      core.dedup.reconcileSuccess(record, { ackForMessageId: messageId, stage: 'FULFILLED', errorCode: '', note: '', raw: {} }, now, ctx);
-      core.retire(record);
-    });
+  settle(messageId: string, ctx: CallContext, raw: Record<string, unknown> = {}): void {
+    this.fulfil(messageId, ctx, raw, 'taken by the coordinator');
   }
 
   /**
@@ -102,6 +91,18 @@ export class CoordinatorHandlers {
    * as a persisted envelope correlated to the message. Call inside the component's transaction.
    */
   reply(messageId: string, messageType: string, reply: Record<string, unknown>, ctx: CallContext): void {
+    this.fulfil(messageId, ctx, reply, 'answered by the coordinator', (record, now) => {
+      // A producer that has deregistered finds the answer in the outcome cache when it retries.
+      if (this.core.registry.get(record.envelope.producerId)) {
+        const envelope = this.core.coordinator.envelope(messageType, record.envelope.correlationId, reply);
+        this.core.coordinator.persist(record.envelope.producerId, envelope, messageId, `${messageType} answering ${messageId}`, now);
+      }
+    });
+  }
+
+  /** Ends a message addressed to the coordinator as FULFILLED with `raw` cached, then runs `answer` in the same transaction. */
+  private fulfil(messageId: string, ctx: CallContext, raw: Record<string, unknown>, detail: string,
+    answer?: (record: MessageRecord, now: number) => void): void {
     const core = this.core;
     const record = core.message(messageId);
     if (!record || record.recipientId !== COORDINATOR_ID || isTerminal(record.state)) return;
@@ -110,15 +111,11 @@ export class CoordinatorHandlers {
       const from = record.state;
       core.setState(record, 'FULFILLED');
       record.updatedAt = now;
-      record.history.push({ at: now, event: 'fulfilled', detail: 'answered by the coordinator' });
+      record.history.push({ at: now, event: 'fulfilled', detail });
       core.repo.updateMessage(record);
       core.transition(record, from, 'FULFILLED', ctx.correlationId, {});
-      core.dedup.reconcileSuccess(record, { ackForMessageId: messageId, stage: 'FULFILLED', errorCode: '', note: '', raw: reply }, now, ctx);
-      // A producer that has deregistered finds the answer in the outcome cache when it retries.
-      if (core.registry.get(record.envelope.producerId)) {
-        const envelope = core.coordinator.envelope(messageType, record.envelope.correlationId, reply);
-        core.coordinator.persist(record.envelope.producerId, envelope, messageId, `${messageType} answering ${messageId}`, now);
-      }
+      core.dedup.reconcileSuccess(record, { ackForMessageId: messageId, stage: 'FULFILLED', errorCode: '', note: '', raw }, now, ctx);
+      answer?.(record, now);
       core.retire(record);
     });
   }

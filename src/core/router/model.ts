@@ -204,10 +204,12 @@ export interface CoordinatorMailbox {
    */
   replyFromCoordinator(messageId: string, messageType: string, reply: Record<string, unknown>, ctx: CallContext): void;
   /**
-   * A message addressed to the coordinator that needs no answer envelope (a provider's TOOL_RESULT / TOOL_ERROR):
-   * it becomes FULFILLED, nothing goes back to its producer. Call at once from the handler or later.
+   * A message addressed to the coordinator that needs no answer envelope (a provider's TOOL_RESULT / TOOL_ERROR, or
+   * a TOOL_CALL whose answer went to the caller through CoordinatorOutbox.sendToAgent, in order with its frames): it
+   * becomes FULFILLED, nothing goes back to its producer. `raw` is the cached result a retry with the same idempotency
+   * token gets (DUPLICATE_DETECTED); absent = `{}`. Call at once from the handler or later.
    */
-  settleAtCoordinator(messageId: string, ctx: CallContext): void;
+  settleAtCoordinator(messageId: string, ctx: CallContext, raw?: Record<string, unknown>): void;
 }
 
 /** A tracked message the coordinator sent (CoordinatorOutbox.sendToAgent) moved: an ACK of its recipient, or the router ended it. */

@@ -208,8 +208,8 @@ export class Router implements CoordinatorMailbox, CoordinatorOutbox, Disposable
   }
 
   /** A message addressed to the coordinator becomes FULFILLED without an answer envelope (CoordinatorMailbox). */
-  settleAtCoordinator(messageId: string, ctx: CallContext): void {
-    this.core.handlers.settle(messageId, ctx);
+  settleAtCoordinator(messageId: string, ctx: CallContext, raw?: Record<string, unknown>): void {
+    this.core.handlers.settle(messageId, ctx, raw);
   }
 
   /**

@@ -9,9 +9,10 @@ import { DEFAULT_EXECUTION_POLICY, ToolCallError, type CallInput, type Execution
 /**
  * Tool calls by envelope (README, "Write a tool provider"): a TOOL_CALL envelope from an agent to `coordinator` runs
  * through the same engine as ToolService.Call (`Tools.start`, via `envelope`). The caller gets its frames back as
- * TOOL_RESULT envelopes from `coordinator` (CoordinatorOutbox.sendToAgent, correlation_id = the TOOL_CALL's), the final
- * frame as the coordinator's reply to the TOOL_CALL (which FULFILLS it: a retry with the same idempotency token gets the
- * cached answer), and an error as a TOOL_ERROR reply `{"call_id","error_code","note"}`. A malformed payload is refused at
+ * TOOL_RESULT envelopes from `coordinator` (CoordinatorOutbox.sendToAgent, tracked, in its STANDARD lane, correlation_id =
+ * the TOOL_CALL's), the final frame the same way, in order after the others (it FULFILLS the TOOL_CALL with the final
+ * frame as its cached result: a retry with the same idempotency token gets the cached answer), and an error as a
+ * TOOL_ERROR `{"call_id","error_code","note"}`, sent the same way. A malformed payload is refused at
  * admission (VALIDATION_ERROR naming the field); what the engine refuses (an unknown tool, args against the schema, a
  * policy needing a human who denies it…) is a TOOL_ERROR reply.
  */
@@ -140,18 +141,24 @@ export function bindToolCallsToRouter(tools: EnvelopeToolEngine, router: Coordin
     // The log's correlation id of a call is its call_id (known once the engine assigned one).
     const replyCtx = (): CallContext => ({ correlationId: callId || envelope.correlationId });
     let ended = false;
+    // Every answer to the caller (each frame, the final frame, a TOOL_ERROR) goes the same way, tracked in the
+    // caller's STANDARD lane through sendToAgent, so that it arrives in the order sent (frame_no 0, 1, … then the end).
+    const send = (messageType: 'TOOL_RESULT' | 'TOOL_ERROR', payload: Record<string, unknown>) => router.sendToAgent({
+      to: caller, messageType, contentType: 'application/json', correlationId: envelope.correlationId,
+      payload: Buffer.from(JSON.stringify(payload), 'utf8'), ackTimeout: false,
+    }, replyCtx());
     const reply = (messageType: 'TOOL_RESULT' | 'TOOL_ERROR', payload: Record<string, unknown>): void => {
       if (ended) return;
       ended = true;
-      router.replyFromCoordinator(envelope.messageId, messageType, payload, replyCtx());
+      // The TOOL_CALL is FULFILLED with the answer as its cached result (a retry with the same token gets it). When the
+      // caller cannot take it in its lane (inbox full, it left), it goes as the coordinator's persisted reply instead.
+      if (send(messageType, payload).accepted) router.settleAtCoordinator(envelope.messageId, replyCtx(), payload);
+      else router.replyFromCoordinator(envelope.messageId, messageType, payload, replyCtx());
     };
     const sink: FrameSink = {
       frame: (frame) => {
         if (ended) return;
-        const sent = router.sendToAgent({
-          to: caller, messageType: 'TOOL_RESULT', contentType: 'application/json', correlationId: envelope.correlationId,
-          payload: Buffer.from(JSON.stringify(framePayload(frame)), 'utf8'), ackTimeout: false,
-        }, replyCtx());
+        const sent = send('TOOL_RESULT', framePayload(frame));
         if (!sent.accepted) {
           // The caller cannot take this frame (its inbox is full, it left, the frame is too large): the call is abandoned
           // and the TOOL_CALL answered with the reason, rather than the caller missing a frame without knowing.

@@ -31,6 +31,18 @@ export interface ToolTransportDeps {
 /** Frames a provider may send ahead of the one awaited (a gap waits); beyond, the call fails INTERNAL_ERROR. */
 export const MAX_FRAMES_AHEAD = 64;
 
+/** The TTL of a TOOL_CALL with neither a timeout nor a wall budget: one that waits longer in the inbox expires. */
+export const TOOL_CALL_TTL_MS = 60 * 60 * 1000;
+
+/**
+ * A TOOL_CALL's TTL (ms): the call's timeout or wall budget (the smaller set one), else TOOL_CALL_TTL_MS, so that a
+ * call never waits for ever in an offline provider's inbox. It bounds the wait before the provider ACKs RECEIVED.
+ */
+export function toolCallTtlMs(timeoutMs: number, budgetWallMs: number): number {
+  const bounds = [timeoutMs, budgetWallMs].filter((ms) => ms > 0);
+  return bounds.length > 0 ? Math.min(...bounds) : TOOL_CALL_TTL_MS;
+}
+
 /** Agent states in which calls are not sent (and running ones fail). */
 const GONE_STATES = new Set(['SHUTTING_DOWN', 'FAILED_STATE', 'TERMINATED']);
 
@@ -124,7 +136,7 @@ export class ToolTransport implements AgentToolTransport, Disposable {
       };
       const sent = this.deps.outbox.sendToAgent({
         to: agentId, messageType: 'TOOL_CALL', contentType: 'application/json', payload: Buffer.from(JSON.stringify(payload), 'utf8'),
-        correlationId: request.callId, ackTimeout: false,
+        correlationId: request.callId, ackTimeout: false, ttlMs: toolCallTtlMs(p.timeoutMs, p.budgetWallMs),
       }, request.ctx);
       if (!sent.accepted) {
         this.end(call);
@@ -155,11 +167,22 @@ export class ToolTransport implements AgentToolTransport, Disposable {
     const call = this.calls.get(callId);
     if (!call) return { code: 'VALIDATION_ERROR', detail: `NOT_FOUND: no running tool call '${callId.slice(0, 256)}' (it ended, or never was)` };
     if (call.agentId !== envelope.producerId) return { code: 'PERMISSION_DENIED', detail: `call '${callId.slice(0, 256)}' was sent to another provider agent` };
+    // A retry reuses the call_id: a provider that echoes `attempt` has an earlier attempt's late answer refused.
+    if (json.attempt !== undefined && json.attempt !== null) {
+      if (typeof json.attempt !== 'number' || !Number.isInteger(json.attempt) || json.attempt < 1) return { code: 'VALIDATION_ERROR', detail: 'attempt must be a positive integer' };
+      if (json.attempt !== call.request.attempt) {
+        return { code: 'VALIDATION_ERROR', detail: `NOT_FOUND: attempt ${json.attempt} of call '${callId.slice(0, 256)}' has ended (attempt ${call.request.attempt} runs)` };
+      }
+    }
     if (envelope.messageType === 'TOOL_ERROR') {
       const code = typeof json.error_code === 'string' && json.error_code !== '' ? json.error_code.slice(0, 64) : 'INTERNAL_ERROR';
       const note = typeof json.note === 'string' ? json.note : typeof json.message === 'string' ? json.message : '';
+      if (json.retryable !== undefined && json.retryable !== null && typeof json.retryable !== 'boolean') return { code: 'VALIDATION_ERROR', detail: 'retryable must be true or false' };
       this.deps.mailbox.settleAtCoordinator(envelope.messageId, ctx);
-      this.fail(call, new ToolCallError(kindOfCode(code), code, note.slice(0, 4096) || `provider '${call.agentId}' answered ${code}`));
+      const error = new ToolCallError(kindOfCode(code), code, note.slice(0, 4096) || `provider '${call.agentId}' answered ${code}`);
+      // `"retryable": true`: the engine may retry it like a transient code (an idempotent tool, retries left, no frame out).
+      if (json.retryable === true) Object.assign(error, { retryable: true });
+      this.fail(call, error);
       return undefined;
     }
     const frame = frameOf(json);
@@ -197,6 +220,14 @@ export class ToolTransport implements AgentToolTransport, Disposable {
     if (call.done) return;
     const reason = call.request.signal.reason instanceof ToolCallError ? call.request.signal.reason : new ToolCallError('cancelled', 'CANCELLED', 'cancelled');
     this.fail(call, reason);
+    this.sendCancel(call, reason);
+  }
+
+  /**
+   * Tells the provider agent to stop a call (CONTROL cancel_tool_call). When it is offline the command waits in its
+   * inbox behind the TOOL_CALL, so that a provider reconnecting does not run a call that already failed.
+   */
+  private sendCancel(call: AgentCall, reason: ToolCallError): void {
     const sent = this.deps.outbox.sendToAgent({
       to: call.agentId, messageType: 'CONTROL', contentType: 'application/json', correlationId: call.callId, ackTimeout: false,
       payload: Buffer.from(JSON.stringify({ command: 'cancel_tool_call', call_id: call.callId, reason: `${reason.code}: ${reason.message}` }), 'utf8'),
@@ -209,6 +240,14 @@ export class ToolTransport implements AgentToolTransport, Disposable {
     }
   }
 
+  /** Fails a call AGENT_UNAVAILABLE and, while its agent is still registered (offline, ended TOOL_CALL), tells it to cancel. */
+  private unavailable(call: AgentCall, message: string): void {
+    if (call.done) return;
+    const error = new ToolCallError('unavailable', 'AGENT_UNAVAILABLE', message);
+    this.fail(call, error);
+    if (this.deps.agents.get(call.agentId)) this.sendCancel(call, error);
+  }
+
   /** The router ended the TOOL_CALL (the agent left, TTL, a NACK): the call fails at once. */
   private outboxMoved(update: OutboxUpdate): void {
     const callId = this.byMessage.get(update.messageId);
@@ -218,8 +257,10 @@ export class ToolTransport implements AgentToolTransport, Disposable {
     const why = `${update.errorCode || update.state}${update.note ? `: ${update.note}` : ''}`;
     if (update.byAck && update.errorCode !== '' && update.errorCode !== 'AGENT_UNAVAILABLE') {
       this.fail(call, new ToolCallError(kindOfCode(update.errorCode), update.errorCode, `provider '${call.agentId}' refused the TOOL_CALL (${why})`));
+    } else if (update.byAck) {
+      this.fail(call, new ToolCallError('unavailable', 'AGENT_UNAVAILABLE', `provider '${call.agentId}' refused the TOOL_CALL (${why})`));
     } else {
-      this.fail(call, new ToolCallError('unavailable', 'AGENT_UNAVAILABLE', `the TOOL_CALL to '${call.agentId}' ended ${update.state} (${why})`));
+      this.unavailable(call, `the TOOL_CALL to '${call.agentId}' ended ${update.state} (${why})`);
     }
   }
 
@@ -230,7 +271,8 @@ export class ToolTransport implements AgentToolTransport, Disposable {
     for (const call of [...this.calls.values()]) {
       if (call.agentId !== agentId) continue;
       const what = change.kind === 'left' ? `left (${change.reason})` : `went ${change.agent.presence === 'online' ? change.agent.state : change.agent.presence}`;
-      this.fail(call, new ToolCallError('unavailable', 'AGENT_UNAVAILABLE', `provider agent '${agentId}' ${what} during the call`));
+      if (change.kind === 'left') this.fail(call, new ToolCallError('unavailable', 'AGENT_UNAVAILABLE', `provider agent '${agentId}' ${what} during the call`));
+      else this.unavailable(call, `provider agent '${agentId}' ${what} during the call`);
     }
   }
 

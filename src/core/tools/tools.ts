@@ -55,7 +55,7 @@ export const DEFAULT_TOOLS_OPTIONS: ToolsOptions = {
   escalationTimeoutMs: 0, pruneIntervalMs: 60_000,
 };
 
-/** Codes a retry may cure (RFC §18.3 "transient"); a provider's ToolCallError may add its own with `retryable`. */
+/** Codes a retry may cure (RFC §18.3 "transient"); a provider's TOOL_ERROR may add its own with `"retryable": true` (externalProvider take). */
 export const RETRYABLE_CODES: ReadonlySet<string> = new Set(['TOOL_TIMEOUT', 'AGENT_UNAVAILABLE', 'INTERNAL_ERROR']);
 
 /** What the engine needs of the providers (ProviderCatalog implements it). */
@@ -493,6 +493,18 @@ export class Tools implements ToolsQueries, Disposable {
     const callId = call.record.callId;
     if (value instanceof RawToolResult) {
       if (value.data.length > MAX_TOOL_RESULT_BYTES) throw oversize(call, value.data.length);
+      // JSON content (a provider's final frame with a summary, say) is checked against the output schema like a value.
+      if (call.output && isJsonContentType(value.contentType)) {
+        let parsed: unknown;
+        try {
+          parsed = JSON.parse(value.data.toString('utf8'));
+        } catch {
+          throw new ToolCallError('invalid_argument', 'VALIDATION_ERROR', 'result does not match the output schema: it is not JSON');
+        }
+        if (!call.output(parsed)) {
+          throw new ToolCallError('invalid_argument', 'VALIDATION_ERROR', `result does not match the output schema: ${schemaErrors(call.output)}`);
+        }
+      }
       return { callId, frameNo: call.frames, final: true, contentType: value.contentType, data: value.data, summary: value.summary ?? Buffer.alloc(0) };
     }
     if (Buffer.isBuffer(value)) {
@@ -668,3 +680,9 @@ function checkIdentifiers(callerAgentId: string, callId: string, input: { readon
 }
 
 export type { ToolErrorKind };
+
+/** Whether a content type is JSON (`application/json`, any parameters; empty counts as JSON). */
+function isJsonContentType(contentType: string): boolean {
+  const base = contentType.split(';')[0].trim().toLowerCase();
+  return base === '' || base === 'application/json';
+}

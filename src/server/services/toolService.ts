@@ -76,7 +76,8 @@ function callInput(request: ToolCallMessage, stream: boolean): CallInput {
 /**
  * sw4rm.tool.ToolService over the core's call engine (RFC §18): Call answers the final frame (earlier frames are
  * counted, not returned); CallStream writes every frame as it comes and the terminal one, or ends with the error's
- * status (frames already written stay); the client cancelling its stream abandons the call (Tools.abandon). Cancel is
+ * status (frames already written stay); the client going away (cancelled, its deadline passed) abandons the call of either
+ * (Tools.abandon), freeing its slot. Cancel is
  * best effort and answers a ToolError: CANCELLED, NOT_FOUND or ALREADY_COMPLETED.
  */
 export class ToolServiceAdapter {
@@ -88,13 +89,29 @@ export class ToolServiceAdapter {
     const { tools, ids } = this.coordinator;
     return {
       Call: (call: grpc.ServerUnaryCall<ToolCallMessage, ToolFrameMessage>, callback: grpc.sendUnaryData<ToolFrameMessage>) => {
+        let done = false;
         try {
-          tools.start(callerAgentOf(call), callInput(call.request, false), callContext(call, ids), {
+          const { callId } = tools.start(callerAgentOf(call), callInput(call.request, false), callContext(call, ids), {
             frame: () => undefined,
-            end: (frame) => callback(null, frameMessage(frame)),
-            fail: (err) => callback(toolErrorStatus(err)),
+            end: (frame) => {
+              if (done) return;
+              done = true;
+              callback(null, frameMessage(frame));
+            },
+            fail: (err) => {
+              if (done) return;
+              done = true;
+              callback(toolErrorStatus(err));
+            },
+          });
+          // The client went away (its deadline passed, it cancelled): the call is abandoned, its slot freed.
+          call.on('cancelled', () => {
+            if (done) return;
+            done = true;
+            tools.abandon(callId);
           });
         } catch (err) {
+          done = true;
           callback(toolErrorStatus(err));
         }
       },
