@@ -190,6 +190,29 @@ describe('the process provider (real child processes)', function () {
     }
   });
 
+  it('DENY_ALL is not bypassed by a fake unshare first on the caller\'s PATH, nor an LD_PRELOAD: the wrappers are absolute and see no caller variable', async function () {
+    if (!(await probeNetworkNamespace())) this.skip();
+    const server = net.createServer((socket) => { socket.on('error', () => { /* the client exits at once */ }); socket.end('hi'); });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const port = (server.address() as net.AddressInfo).port;
+    const bin = path.join(worktree, 'fakebin');
+    await fs.promises.mkdir(bin, { recursive: true });
+    // The fake drops unshare's options and runs the command with the network.
+    await fs.promises.writeFile(path.join(bin, 'unshare'), '#!/bin/sh\nwhile [ "$1" != "--" ]; do shift; done; shift; echo FAKE >&2; exec "$@"\n', { mode: 0o755 });
+    await fs.promises.writeFile(path.join(bin, 'prlimit'), '#!/bin/sh\nwhile [ "$1" != "--" ]; do shift; done; shift; echo FAKE >&2; exec "$@"\n', { mode: 0o755 });
+    const connect = ['node', '-e', `require("net").connect(${port}, "127.0.0.1").on("connect", () => { console.log("connected"); process.exit(0) }).on("error", (e) => { console.log(e.code); process.exit(7) })`];
+    try {
+      const env = { PATH: `${bin}:${process.env.PATH ?? '/usr/bin:/bin'}`, LD_PRELOAD: path.join(bin, 'none.so') };
+      const denied = await call(enabled(), worktree, { argv: connect, env }, { policy: { networkPolicy: 'DENY_ALL', budgetCpuMs: 60_000 } });
+      assert.equal(denied.exit_code, 7, `${denied.stdout} ${denied.stderr}`);
+      assert.doesNotMatch(denied.stderr ?? '', /FAKE/);
+      assert.equal(denied.network_enforced, true);
+    } finally {
+      server.close();
+      await fs.promises.rm(bin, { recursive: true, force: true });
+    }
+  });
+
   it('EGRESS_RESTRICTED is refused unless unenforced network policy is accepted (then the result says so)', async () => {
     const refused = await refusal(call(enabled(), worktree, { argv: ['true'] }, { policy: { networkPolicy: 'EGRESS_RESTRICTED' } }));
     assert.equal(refused.code, 'PERMISSION_DENIED');

@@ -7,7 +7,7 @@ import type { Disposable } from '../events';
 import { Confinement, ConfinementError } from '../worktree/confinement';
 import { ToolCallError, type JsonSchema, type ToolDescriptor, type ToolProvider, type ToolRequest } from './model';
 import { clockTicksPerSecond, groupCpuMs, killProcessGroup, listPids, liveMembers, procAvailable, ProcessGroupReader } from './processTree';
-import { probeNetworkNamespace, probePrlimit, sandboxPlan, type SandboxOptions } from './sandbox';
+import { probeSandboxTools, sandboxPlan, type SandboxOptions } from './sandbox';
 
 /**
  * The built-in provider `process` (README, "The process provider"): `run_command` (argv, never a shell) in the caller's
@@ -337,9 +337,10 @@ export class ProcessProvider implements ToolProvider {
     if (request.toolName !== 'run_command') throw new ToolCallError('not_found', 'unknown_tool', `provider 'process' has no tool '${request.toolName}'`);
     if (request.worktreePath === undefined) throw new ToolCallError('failed_precondition', 'worktree_not_bound', `agent '${request.callerAgentId}' is not bound to a worktree`);
     const args = readArgs(request.args);
-    const [networkNamespaces, prlimit, proc] = await Promise.all([probeNetworkNamespace(), probePrlimit(), procAvailable()]);
-    const sandbox: SandboxOptions = { acceptUnenforcedNetworkPolicy: this.options.acceptUnenforcedNetworkPolicy, networkNamespaces, prlimit };
-    const plan = sandboxPlan(args.argv, request.policy, sandbox);
+    const [tools, proc] = await Promise.all([probeSandboxTools(), procAvailable()]);
+    const sandbox: SandboxOptions = { acceptUnenforcedNetworkPolicy: this.options.acceptUnenforcedNetworkPolicy, ...tools };
+    const env = childEnvironment(args.env);
+    const plan = sandboxPlan(args.argv, request.policy, sandbox, env);
     if (request.policy.budgetCpuMs > 0 && !proc) {
       throw new ToolCallError('permission_denied', 'PERMISSION_DENIED', 'budget_cpu_ms cannot be enforced here (no /proc): ask without it');
     }
@@ -352,7 +353,6 @@ export class ProcessProvider implements ToolProvider {
       if (error instanceof ConfinementError) throw fromConfinement(error);
       throw error;
     }
-    const env = childEnvironment(args.env);
     if (!(await programExists(args.argv[0], env.PATH ?? '', cwd))) {
       throw new ToolCallError('not_found', 'NOT_FOUND', `the program '${args.argv[0].slice(0, 200)}' was not found (a name is looked up on the command's PATH, a path from cwd) or is not executable`);
     }
@@ -360,7 +360,7 @@ export class ProcessProvider implements ToolProvider {
     const base = (): RunResult => ({ exit_code: null, signal: null, stdout_bytes: 0, stderr_bytes: 0, cpu_ms: 0, wall_ms: 0, network_enforced: plan.networkEnforced });
     if (request.signal.aborted) return this.aborted(request, { ...base(), cancelled: true });
     const existing = proc ? await listPids() : [];
-    return this.run(request, plan.argv, cwd, env, args.stdin, started, plan.networkEnforced, existing);
+    return this.run(request, plan.argv, cwd, plan.env, args.stdin, started, plan.networkEnforced, existing);
   }
 
   /** An aborted call: the engine's reason (a ToolCallError, e.g. WALL_TIMEOUT) when it gave one, else a cancelled result. */
