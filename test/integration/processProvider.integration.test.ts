@@ -166,6 +166,36 @@ describe('the process provider (real child processes)', function () {
     assert.deepEqual(await processGroupMembers(pgid), [], 'no process of the group is left');
   });
 
+  it('dispose() SIGKILLs every live group at once (a stopping coordinator leaves no child; no kill-grace timer needed)', async () => {
+    const clock = new ManualClock(0); // never advanced: only dispose() can kill
+    const provider = enabled(clock);
+    const frames: Frame[] = [];
+    const running = call(provider, worktree, { argv: ['sh', '-c', 'echo $$; sleep 60 & sleep 60'] }, { stream: true, frames });
+    const pgid = Number(await pollUntil('the pid', () => frames[0]?.text.trim() || undefined));
+    await pollUntil('both sleeps', async () => (await processGroupMembers(pgid)).length === 3 || undefined);
+    provider.dispose();
+    const result = await running;
+    assert.equal(result.signal, 'SIGKILL');
+    assert.deepEqual(await processGroupMembers(pgid), [], 'no process of the group is left');
+    assert.equal(provider.available(), false, 'takes no more calls');
+  });
+
+  it('a cancel that lands while the call is still getting ready (during its /proc read) starts nothing', async () => {
+    const controller = new AbortController();
+    const original = fs.promises.readdir;
+    (fs.promises as { readdir: unknown }).readdir = async (...args: unknown[]) => {
+      if (args[0] === '/proc') controller.abort(new ToolCallError('cancelled', 'CANCELLED', 'cancelled by agent-a'));
+      return (original as (...a: unknown[]) => Promise<unknown>).apply(fs.promises, args);
+    };
+    try {
+      const error = await refusal(call(enabled(), worktree, { argv: ['sh', '-c', 'touch ran'] }, { controller }));
+      assert.equal(error.code, 'CANCELLED');
+    } finally {
+      fs.promises.readdir = original;
+    }
+    assert.equal(fs.existsSync(path.join(worktree, 'ran')), false, 'the command never ran');
+  });
+
   it('kills what the command left running in its group when it exits', async () => {
     const result = await call(enabled(), worktree, { argv: ['sh', '-c', 'sleep 60 > /dev/null 2>&1 & echo $$'] });
     const pgid = Number(result.stdout!.trim());

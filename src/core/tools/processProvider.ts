@@ -315,14 +315,27 @@ interface RunEnd {
 export class ProcessProvider implements ToolProvider {
   readonly id = PROCESS_PROVIDER_ID;
 
+  /** The process groups of the calls that run now (their leaders' pids). */
+  private readonly live = new Set<number>();
+  private disposed = false;
+
   constructor(readonly options: ProcessProviderOptions, readonly clock: Clock) {}
+
+  /**
+   * SIGKILLs every process group a call still runs, synchronously (a stopping coordinator must not leave children
+   * behind: the kill grace's timer would never fire once the process exits), and takes no more calls.
+   */
+  dispose(): void {
+    this.disposed = true;
+    for (const pgid of this.live) killProcessGroup(pgid, 'SIGKILL');
+  }
 
   describe(): readonly ToolDescriptor[] {
     return DESCRIPTORS;
   }
 
   available(): boolean {
-    return this.options.enabled && process.platform !== 'win32';
+    return this.options.enabled && process.platform !== 'win32' && !this.disposed;
   }
 
   /** Why the provider takes no calls (the Tools view's reason), or '' when it does. */
@@ -360,6 +373,9 @@ export class ProcessProvider implements ToolProvider {
     const base = (): RunResult => ({ exit_code: null, signal: null, stdout_bytes: 0, stderr_bytes: 0, cpu_ms: 0, wall_ms: 0, network_enforced: plan.networkEnforced });
     if (request.signal.aborted) return this.aborted(request, { ...base(), cancelled: true });
     const existing = proc ? await listPids() : [];
+    // A cancel (or a stopping coordinator) during the awaits above: nothing is started.
+    if (request.signal.aborted) return this.aborted(request, { ...base(), cancelled: true });
+    if (this.disposed) throw new ToolCallError('unavailable', 'AGENT_UNAVAILABLE', 'the process provider takes no calls: the coordinator is stopping');
     return this.run(request, plan.argv, cwd, plan.env, args.stdin, started, plan.networkEnforced, existing);
   }
 
@@ -388,6 +404,7 @@ export class ProcessProvider implements ToolProvider {
         return;
       }
       const pgid = child.pid;
+      if (pgid !== undefined) this.live.add(pgid);
       const timers: Disposable[] = [];
       let why: 'cpu' | 'wall' | 'abort' | undefined;
       let exited: RunEnd | undefined;
@@ -406,6 +423,8 @@ export class ProcessProvider implements ToolProvider {
       const sampler = pgid === undefined ? undefined : new CpuSampler(pgid, existing, policy.budgetCpuMs, () => kill('cpu'));
       const onAbort = () => kill('abort');
       request.signal.addEventListener('abort', onAbort, { once: true });
+      // An abort that landed between the caller's last check and the listener is not lost.
+      if (request.signal.aborted) onAbort();
       if (policy.budgetWallMs > 0) timers.push(this.clock.setTimer(policy.budgetWallMs, () => kill('wall')));
 
       const finish = async (end: RunEnd) => {
@@ -421,6 +440,7 @@ export class ProcessProvider implements ToolProvider {
         if (pgid !== undefined) killProcessGroup(pgid, 'SIGKILL');
         await sampler?.whenGroupGone();
         sampler?.dispose();
+        if (pgid !== undefined) this.live.delete(pgid);
         const cpuMs = sampler?.cpuMs ?? 0;
         const result: RunResult = {
           exit_code: end.exitCode, signal: end.signal, stdout_bytes: out.stdout.bytes, stderr_bytes: out.stderr.bytes,
