@@ -243,6 +243,31 @@ describe('the process provider (real child processes)', function () {
     }
   });
 
+  it('DENY_ALL runs in a PID namespace too: a process that left the group (GNU timeout does setpgid) dies with the call', async function () {
+    if (!(await probeNetworkNamespace())) this.skip();
+    const marker = `${600 + Math.floor(Math.random() * 1000)}.5`;
+    const escaped = async (): Promise<number[]> => {
+      const found: number[] = [];
+      for (const name of await fs.promises.readdir('/proc')) {
+        if (!/^\d+$/.test(name)) continue;
+        const cmdline = await fs.promises.readFile(`/proc/${name}/cmdline`, 'utf8').catch(() => '');
+        const state = await fs.promises.readFile(`/proc/${name}/stat`, 'utf8').catch(() => '');
+        if (cmdline === `sleep\0${marker}\0` && !/\) [ZX] /.test(state)) found.push(Number(name));
+      }
+      return found;
+    };
+    try {
+      const controller = new AbortController();
+      const running = call(enabled(), worktree, { argv: ['sh', '-c', `timeout 600 sleep ${marker}`] }, { policy: { networkPolicy: 'DENY_ALL' }, controller });
+      await pollUntil('the sleep under timeout', async () => ((await escaped()).length > 0 ? true : undefined));
+      controller.abort(new ToolCallError('cancelled', 'CANCELLED', 'cancelled by agent-a'));
+      assert.equal((await refusal(running)).code, 'CANCELLED');
+      assert.deepEqual(await pollUntil('the escaped sleep gone', async () => ((await escaped()).length === 0 ? true : undefined)), true);
+    } finally {
+      for (const pid of await escaped()) process.kill(pid, 'SIGKILL');
+    }
+  });
+
   it('EGRESS_RESTRICTED is refused unless unenforced network policy is accepted (then the result says so)', async () => {
     const refused = await refusal(call(enabled(), worktree, { argv: ['true'] }, { policy: { networkPolicy: 'EGRESS_RESTRICTED' } }));
     assert.equal(refused.code, 'PERMISSION_DENIED');

@@ -62,12 +62,12 @@ describe('the process provider\'s sandbox plan (network and privilege policy)', 
   };
 
   it('DENY_ALL (the default) runs in a new user and network namespace', () => {
-    assert.deepEqual(sandboxPlan(['make'], policy({}), here), { argv: ['/usr/bin/unshare', '--user', '--map-root-user', '--net', '--', '/usr/bin/env', '-i', 'make'], env: {}, networkEnforced: true });
+    assert.deepEqual(sandboxPlan(['make'], policy({}), here), { argv: ['/usr/bin/unshare', '--user', '--map-root-user', '--net', '--pid', '--fork', '--kill-child', '--', '/usr/bin/env', '-i', 'make'], env: {}, networkEnforced: true });
   });
 
   it('starts the wrappers by absolute path with an empty environment; the command\'s variables are applied inside by env -i', () => {
     const plan = sandboxPlan(['make', 'all'], policy({}), here, { PATH: '/evil:/usr/bin', LD_PRELOAD: '/evil/x.so', A: 'b=c' });
-    assert.deepEqual(plan.argv, ['/usr/bin/unshare', '--user', '--map-root-user', '--net', '--', '/usr/bin/env', '-i', 'PATH=/evil:/usr/bin', 'LD_PRELOAD=/evil/x.so', 'A=b=c', 'make', 'all']);
+    assert.deepEqual(plan.argv, ['/usr/bin/unshare', '--user', '--map-root-user', '--net', '--pid', '--fork', '--kill-child', '--', '/usr/bin/env', '-i', 'PATH=/evil:/usr/bin', 'LD_PRELOAD=/evil/x.so', 'A=b=c', 'make', 'all']);
     assert.deepEqual(plan.env, {}, 'unshare never sees the caller\'s PATH or LD_PRELOAD');
     assert.equal(refusal(() => sandboxPlan(['A=b'], policy({}), here)).code, 'VALIDATION_ERROR');
     const open = sandboxPlan(['make'], policy({ networkPolicy: 'FULL_ACCESS' }), here, { PATH: '/usr/bin' });

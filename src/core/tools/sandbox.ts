@@ -58,7 +58,9 @@ export function sandboxPlan(argv: readonly string[], policy: ExecutionPolicy, op
   let networkEnforced = true;
   switch (policy.networkPolicy) {
     case 'DENY_ALL':
-      if (options.unshare !== undefined && options.env !== undefined) prefix = [options.unshare, '--user', '--map-root-user', '--net', '--'];
+      // A PID namespace too: whatever leaves the process group (GNU timeout's setpgid, setsid) dies with the namespace's
+      // init when the group is killed (--kill-child: init gets SIGKILL when unshare does).
+      if (options.unshare !== undefined && options.env !== undefined) prefix = [options.unshare, '--user', '--map-root-user', '--net', '--pid', '--fork', '--kill-child', '--'];
       else if (options.acceptUnenforcedNetworkPolicy) networkEnforced = false;
       else throw refusedNetwork('DENY_ALL', 'no unprivileged network namespaces');
       break;
@@ -128,7 +130,7 @@ async function probeTools(): Promise<SandboxTools> {
   const [unshare, prlimit, env] = await Promise.all([resolveTool('unshare'), resolveTool('prlimit'), resolveTool('env')]);
   const works = async (tool: string | undefined, args: readonly string[]): Promise<string | undefined> =>
     tool !== undefined && env !== undefined && await probe([tool, ...args, env, 'true']) ? tool : undefined;
-  const [unshareOk, prlimitOk] = await Promise.all([works(unshare, ['-rn', '--']), works(prlimit, ['--cpu=1', '--'])]);
+  const [unshareOk, prlimitOk] = await Promise.all([works(unshare, ['--user', '--map-root-user', '--net', '--pid', '--fork', '--kill-child', '--']), works(prlimit, ['--cpu=1', '--'])]);
   return { unshare: unshareOk, prlimit: prlimitOk, env };
 }
 
