@@ -166,6 +166,36 @@ describe('the process provider (real child processes)', function () {
     assert.deepEqual(await processGroupMembers(pgid), [], 'no process of the group is left');
   });
 
+  it('dispose() SIGKILLs every live group at once (a stopping coordinator leaves no child; no kill-grace timer needed)', async () => {
+    const clock = new ManualClock(0); // never advanced: only dispose() can kill
+    const provider = enabled(clock);
+    const frames: Frame[] = [];
+    const running = call(provider, worktree, { argv: ['sh', '-c', 'echo $$; sleep 60 & sleep 60'] }, { stream: true, frames });
+    const pgid = Number(await pollUntil('the pid', () => frames[0]?.text.trim() || undefined));
+    await pollUntil('both sleeps', async () => (await processGroupMembers(pgid)).length === 3 || undefined);
+    provider.dispose();
+    const result = await running;
+    assert.equal(result.signal, 'SIGKILL');
+    assert.deepEqual(await processGroupMembers(pgid), [], 'no process of the group is left');
+    assert.equal(provider.available(), false, 'takes no more calls');
+  });
+
+  it('a cancel that lands while the call is still getting ready (during its /proc read) starts nothing', async () => {
+    const controller = new AbortController();
+    const original = fs.promises.readdir;
+    (fs.promises as { readdir: unknown }).readdir = async (...args: unknown[]) => {
+      if (args[0] === '/proc') controller.abort(new ToolCallError('cancelled', 'CANCELLED', 'cancelled by agent-a'));
+      return (original as (...a: unknown[]) => Promise<unknown>).apply(fs.promises, args);
+    };
+    try {
+      const error = await refusal(call(enabled(), worktree, { argv: ['sh', '-c', 'touch ran'] }, { controller }));
+      assert.equal(error.code, 'CANCELLED');
+    } finally {
+      fs.promises.readdir = original;
+    }
+    assert.equal(fs.existsSync(path.join(worktree, 'ran')), false, 'the command never ran');
+  });
+
   it('kills what the command left running in its group when it exits', async () => {
     const result = await call(enabled(), worktree, { argv: ['sh', '-c', 'sleep 60 > /dev/null 2>&1 & echo $$'] });
     const pgid = Number(result.stdout!.trim());
@@ -187,6 +217,54 @@ describe('the process provider (real child processes)', function () {
       assert.deepEqual([open.exit_code, open.stdout], [0, 'connected\n']);
     } finally {
       server.close();
+    }
+  });
+
+  it('DENY_ALL is not bypassed by a fake unshare first on the caller\'s PATH, nor an LD_PRELOAD: the wrappers are absolute and see no caller variable', async function () {
+    if (!(await probeNetworkNamespace())) this.skip();
+    const server = net.createServer((socket) => { socket.on('error', () => { /* the client exits at once */ }); socket.end('hi'); });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const port = (server.address() as net.AddressInfo).port;
+    const bin = path.join(worktree, 'fakebin');
+    await fs.promises.mkdir(bin, { recursive: true });
+    // The fake drops unshare's options and runs the command with the network.
+    await fs.promises.writeFile(path.join(bin, 'unshare'), '#!/bin/sh\nwhile [ "$1" != "--" ]; do shift; done; shift; echo FAKE >&2; exec "$@"\n', { mode: 0o755 });
+    await fs.promises.writeFile(path.join(bin, 'prlimit'), '#!/bin/sh\nwhile [ "$1" != "--" ]; do shift; done; shift; echo FAKE >&2; exec "$@"\n', { mode: 0o755 });
+    const connect = ['node', '-e', `require("net").connect(${port}, "127.0.0.1").on("connect", () => { console.log("connected"); process.exit(0) }).on("error", (e) => { console.log(e.code); process.exit(7) })`];
+    try {
+      const env = { PATH: `${bin}:${process.env.PATH ?? '/usr/bin:/bin'}`, LD_PRELOAD: path.join(bin, 'none.so') };
+      const denied = await call(enabled(), worktree, { argv: connect, env }, { policy: { networkPolicy: 'DENY_ALL', budgetCpuMs: 60_000 } });
+      assert.equal(denied.exit_code, 7, `${denied.stdout} ${denied.stderr}`);
+      assert.doesNotMatch(denied.stderr ?? '', /FAKE/);
+      assert.equal(denied.network_enforced, true);
+    } finally {
+      server.close();
+      await fs.promises.rm(bin, { recursive: true, force: true });
+    }
+  });
+
+  it('DENY_ALL runs in a PID namespace too: a process that left the group (GNU timeout does setpgid) dies with the call', async function () {
+    if (!(await probeNetworkNamespace())) this.skip();
+    const marker = `${600 + Math.floor(Math.random() * 1000)}.5`;
+    const escaped = async (): Promise<number[]> => {
+      const found: number[] = [];
+      for (const name of await fs.promises.readdir('/proc')) {
+        if (!/^\d+$/.test(name)) continue;
+        const cmdline = await fs.promises.readFile(`/proc/${name}/cmdline`, 'utf8').catch(() => '');
+        const state = await fs.promises.readFile(`/proc/${name}/stat`, 'utf8').catch(() => '');
+        if (cmdline === `sleep\0${marker}\0` && !/\) [ZX] /.test(state)) found.push(Number(name));
+      }
+      return found;
+    };
+    try {
+      const controller = new AbortController();
+      const running = call(enabled(), worktree, { argv: ['sh', '-c', `timeout 600 sleep ${marker}`] }, { policy: { networkPolicy: 'DENY_ALL' }, controller });
+      await pollUntil('the sleep under timeout', async () => ((await escaped()).length > 0 ? true : undefined));
+      controller.abort(new ToolCallError('cancelled', 'CANCELLED', 'cancelled by agent-a'));
+      assert.equal((await refusal(running)).code, 'CANCELLED');
+      assert.deepEqual(await pollUntil('the escaped sleep gone', async () => ((await escaped()).length === 0 ? true : undefined)), true);
+    } finally {
+      for (const pid of await escaped()) process.kill(pid, 'SIGKILL');
     }
   });
 

@@ -3,6 +3,7 @@ import { strict as assert } from 'node:assert';
 import * as fs from 'node:fs';
 import type { CoordinatorHost } from '../../src/server/host';
 import { processGroupMembers } from '../../src/core/tools/processTree';
+import { probeNetworkNamespace } from '../../src/core/tools/sandbox';
 import { canonicalDefinition, CoordinatorClients, expectStatus, unary } from '../support/clients';
 import { descriptorMessage } from '../support/fixtures';
 import { makeRepo } from '../support/gitRepo';
@@ -88,7 +89,8 @@ describe('the process provider through ToolService (real gRPC, the engine, real 
     const frames: ToolFrame[] = [];
     const stream = (tools.CallStream as (r: unknown, m: grpc.Metadata) => grpc.ClientReadableStream<ToolFrame>).call(tools, {
       call_id: 'long', provider_id: 'process', tool_name: 'run_command', stream: true, policy,
-      args: Buffer.from(JSON.stringify({ argv: ['sh', '-c', 'echo $$; sleep 60 & sleep 60'] })),
+      // The shell's process group as the host sees it ($$ is 1 in DENY_ALL's PID namespace; /proc is the host's).
+      args: Buffer.from(JSON.stringify({ argv: ['sh', '-c', 'read -r _ _ _ _ pg _ < /proc/self/stat; echo $pg; sleep 60 & sleep 60'] })),
     }, metadata(token));
     const ended = new Promise<void>((resolve, reject) => { stream.on('end', resolve); stream.on('error', reject); });
     stream.on('data', (f: ToolFrame) => frames.push(f));
@@ -96,7 +98,9 @@ describe('the process provider through ToolService (real gRPC, the engine, real 
     const first = JSON.parse(frames[0].data.toString('utf8')) as { stream: string; text: string };
     assert.equal(first.stream, 'stdout');
     const pgid = Number(first.text.trim());
-    await pollUntil('both sleeps', async () => (await processGroupMembers(pgid)).length === 3 || undefined);
+    // sh and both sleeps, and unshare (the group's leader) where DENY_ALL runs in namespaces.
+    const members = (await probeNetworkNamespace()) ? 4 : 3;
+    await pollUntil('both sleeps', async () => (await processGroupMembers(pgid)).length === members || undefined);
     const cancelled = await unary<{ error_code: string }>(tools, 'Cancel', { call_id: 'long', provider_id: 'process' }, metadata(token));
     assert.equal(cancelled.error_code, 'CANCELLED');
     await ended;

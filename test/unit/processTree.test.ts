@@ -2,7 +2,7 @@ import { strict as assert } from 'node:assert';
 import { DEFAULT_EXECUTION_POLICY, ToolCallError, type ExecutionPolicy } from '../../src/core/tools/model';
 import { childEnvironment } from '../../src/core/tools/processProvider';
 import { cpuTicksOf, groupCpuMs, liveMembers, parseProcStat } from '../../src/core/tools/processTree';
-import { sandboxPlan, type SandboxOptions } from '../../src/core/tools/sandbox';
+import { resolveTool, sandboxPlan, type SandboxOptions } from '../../src/core/tools/sandbox';
 
 /** A /proc/<pid>/stat line (proc(5)) with the fields the provider reads set, the rest as Linux prints them. */
 function statLine(pid: number, comm: string, state: string, ppid: number, pgrp: number, times: [number, number, number, number]): string {
@@ -50,7 +50,7 @@ describe('the process tree as /proc shows it (pure parsers)', () => {
 
 describe('the process provider\'s sandbox plan (network and privilege policy)', () => {
   const policy = (p: Partial<ExecutionPolicy>): ExecutionPolicy => ({ ...DEFAULT_EXECUTION_POLICY, privilegeLevel: 'DEFAULT', ...p });
-  const here: SandboxOptions = { acceptUnenforcedNetworkPolicy: false, networkNamespaces: true, prlimit: true };
+  const here: SandboxOptions = { acceptUnenforcedNetworkPolicy: false, unshare: '/usr/bin/unshare', prlimit: '/usr/bin/prlimit', env: '/usr/bin/env' };
   const refusal = (fn: () => unknown): ToolCallError => {
     try {
       fn();
@@ -62,24 +62,38 @@ describe('the process provider\'s sandbox plan (network and privilege policy)', 
   };
 
   it('DENY_ALL (the default) runs in a new user and network namespace', () => {
-    assert.deepEqual(sandboxPlan(['make'], policy({}), here), { argv: ['unshare', '--user', '--map-root-user', '--net', '--', 'make'], networkEnforced: true });
+    assert.deepEqual(sandboxPlan(['make'], policy({}), here), { argv: ['/usr/bin/unshare', '--user', '--map-root-user', '--net', '--pid', '--fork', '--kill-child', '--', '/usr/bin/env', '-i', 'make'], env: {}, networkEnforced: true });
+  });
+
+  it('starts the wrappers by absolute path with an empty environment; the command\'s variables are applied inside by env -i', () => {
+    const plan = sandboxPlan(['make', 'all'], policy({}), here, { PATH: '/evil:/usr/bin', LD_PRELOAD: '/evil/x.so', A: 'b=c' });
+    assert.deepEqual(plan.argv, ['/usr/bin/unshare', '--user', '--map-root-user', '--net', '--pid', '--fork', '--kill-child', '--', '/usr/bin/env', '-i', 'PATH=/evil:/usr/bin', 'LD_PRELOAD=/evil/x.so', 'A=b=c', 'make', 'all']);
+    assert.deepEqual(plan.env, {}, 'unshare never sees the caller\'s PATH or LD_PRELOAD');
+    assert.equal(refusal(() => sandboxPlan(['A=b'], policy({}), here)).code, 'VALIDATION_ERROR');
+    const open = sandboxPlan(['make'], policy({ networkPolicy: 'FULL_ACCESS' }), here, { PATH: '/usr/bin' });
+    assert.deepEqual(open, { argv: ['make'], env: { PATH: '/usr/bin' }, networkEnforced: true }, 'no wrapper: spawned directly');
+  });
+
+  it('resolves the wrappers on the coordinator\'s PATH, absolute folders only', async () => {
+    assert.equal(await resolveTool('env', 'relative/bin:.:/usr/bin'), '/usr/bin/env');
+    assert.equal(await resolveTool('no-such-tool-sw4rm', '.'), undefined);
   });
 
   it('DENY_ALL without namespaces is refused with the reason and the setting, or runs unenforced when accepted', () => {
-    const error = refusal(() => sandboxPlan(['make'], policy({}), { ...here, networkNamespaces: false }));
+    const error = refusal(() => sandboxPlan(['make'], policy({}), { ...here, unshare: undefined }));
     assert.equal(error.code, 'PERMISSION_DENIED');
     assert.equal(error.message, 'network_policy DENY_ALL cannot be enforced here (no unprivileged network namespaces): enable sw4rm.tools.process.acceptUnenforcedNetworkPolicy to run without it');
-    assert.deepEqual(sandboxPlan(['make'], policy({}), { ...here, networkNamespaces: false, acceptUnenforcedNetworkPolicy: true }), { argv: ['make'], networkEnforced: false });
+    assert.deepEqual(sandboxPlan(['make'], policy({}), { ...here, unshare: undefined, acceptUnenforcedNetworkPolicy: true }), { argv: ['make'], env: {}, networkEnforced: false });
   });
 
   it('EGRESS_RESTRICTED is never enforced here: refused, or unenforced when accepted', () => {
     assert.equal(refusal(() => sandboxPlan(['make'], policy({ networkPolicy: 'EGRESS_RESTRICTED' }), here)).code, 'PERMISSION_DENIED');
-    assert.deepEqual(sandboxPlan(['make'], policy({ networkPolicy: 'EGRESS_RESTRICTED' }), { ...here, acceptUnenforcedNetworkPolicy: true }), { argv: ['make'], networkEnforced: false });
+    assert.deepEqual(sandboxPlan(['make'], policy({ networkPolicy: 'EGRESS_RESTRICTED' }), { ...here, acceptUnenforcedNetworkPolicy: true }), { argv: ['make'], env: {}, networkEnforced: false });
   });
 
   it('EGRESS_UNRESTRICTED and FULL_ACCESS run without a namespace', () => {
     for (const networkPolicy of ['EGRESS_UNRESTRICTED', 'FULL_ACCESS'] as const) {
-      assert.deepEqual(sandboxPlan(['make'], policy({ networkPolicy }), here), { argv: ['make'], networkEnforced: true });
+      assert.deepEqual(sandboxPlan(['make'], policy({ networkPolicy }), here), { argv: ['make'], env: {}, networkEnforced: true });
     }
   });
 
@@ -91,9 +105,9 @@ describe('the process provider\'s sandbox plan (network and privilege policy)', 
   });
 
   it('budget_cpu_ms adds RLIMIT_CPU a second above the budget (whole seconds) as a backstop, when prlimit exists', () => {
-    assert.deepEqual(sandboxPlan(['make'], policy({ budgetCpuMs: 300, networkPolicy: 'EGRESS_UNRESTRICTED' }), here).argv, ['prlimit', '--cpu=2', '--', 'make']);
-    assert.deepEqual(sandboxPlan(['make'], policy({ budgetCpuMs: 2500 }), here).argv.slice(0, 3), ['prlimit', '--cpu=4', '--']);
-    assert.deepEqual(sandboxPlan(['make'], policy({ budgetCpuMs: 300, networkPolicy: 'EGRESS_UNRESTRICTED' }), { ...here, prlimit: false }).argv, ['make']);
+    assert.deepEqual(sandboxPlan(['make'], policy({ budgetCpuMs: 300, networkPolicy: 'EGRESS_UNRESTRICTED' }), here).argv, ['/usr/bin/prlimit', '--cpu=2', '--', '/usr/bin/env', '-i', 'make']);
+    assert.deepEqual(sandboxPlan(['make'], policy({ budgetCpuMs: 2500 }), here).argv.slice(0, 3), ['/usr/bin/prlimit', '--cpu=4', '--']);
+    assert.deepEqual(sandboxPlan(['make'], policy({ budgetCpuMs: 300, networkPolicy: 'EGRESS_UNRESTRICTED' }), { ...here, prlimit: undefined }).argv, ['make']);
   });
 });
 

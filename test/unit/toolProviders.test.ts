@@ -83,6 +83,51 @@ describe('checkDescriptors (RFC §18.1): a registration\'s tools, checked', () =
       /^tools\[0\]\.input_schema: the schema is larger than 65536 bytes/);
   });
 
+  it('refuses hostile agent schemas at registration, with the path and the reason (they could freeze or kill the coordinator)', () => {
+    // Chained refs, each doubling: 1.4 KB of text that expands to 2^22 nodes (validating {"a":1} took 1.7 s and 914 MB).
+    const defs: Record<string, unknown> = { d0: { type: 'integer' } };
+    for (let i = 1; i <= 22; i++) defs[`d${i}`] = { anyOf: [{ $ref: `#/$defs/d${i - 1}` }, { $ref: `#/$defs/d${i - 1}` }] };
+    const chained = { type: 'object', $defs: defs, properties: { a: { $ref: '#/$defs/d22' } } };
+    const started = Date.now();
+    assert.match(refusal([{ tool_name: 'a', input_schema: JSON.stringify(chained) }]),
+      /^tools\[0\]\.input_schema: \/\$defs\/d1\d\/anyOf: the schema expands to more than 10000 nodes with its \$refs followed/);
+    assert.ok(Date.now() - started < 2000, 'refused quickly (memoised counts)');
+    assert.match(refusal([{ tool_name: 'a', output_schema: JSON.stringify({ ...chained, type: 'object' }) }]), /^tools\[0\]\.output_schema: .*expands to more than 10000 nodes/);
+    // ReDoS.
+    assert.match(refusal([{ tool_name: 'a', input_schema: JSON.stringify({ type: 'object', properties: { s: { type: 'string', maxLength: 100, pattern: '^(a+)+$' } } }) }]),
+      /^tools\[0\]\.input_schema: \/properties\/s\/pattern: the pattern has a nested quantifier/);
+    assert.match(refusal([{ tool_name: 'a', output_schema: JSON.stringify({ type: 'object', patternProperties: { '^(a|aa)*$': {} }, propertyNames: { maxLength: 9 } }) }]),
+      /^tools\[0\]\.output_schema: \/patternProperties\/\^\(a\|aa\)\*\$: the pattern has a nested quantifier or a quantified alternation/);
+    assert.match(refusal([{ tool_name: 'a', input_schema: JSON.stringify({ type: 'object', properties: { s: { type: 'string', maxLength: 9, pattern: '(a)\\1' } } }) }]),
+      /\/properties\/s\/pattern: the pattern has a back-reference/);
+    // uniqueItems over objects, unbounded (quadratic: 300 KB of args took 6 s).
+    assert.match(refusal([{ tool_name: 'a', input_schema: JSON.stringify({ type: 'object', properties: { xs: { type: 'array', uniqueItems: true, items: { type: 'object' } } } }) }]),
+      /^tools\[0\]\.input_schema: \/properties\/xs\/uniqueItems: uniqueItems over items that are not all scalar needs "maxItems" ≤ 1000/);
+    assert.match(refusal([{ tool_name: 'a', input_schema: JSON.stringify({ type: 'object', properties: { xs: { type: 'array', uniqueItems: true, maxItems: 5000 } } }) }]),
+      /\/properties\/xs\/uniqueItems: uniqueItems over items/);
+    // The secure meta-schema: a pattern with no maxLength.
+    assert.match(refusal([{ tool_name: 'a', input_schema: JSON.stringify({ type: 'object', properties: { s: { type: 'string', pattern: '^a+$' } } }) }]),
+      /^tools\[0\]\.input_schema: \/properties\/s: is not accepted by the secure meta-schema: .*\(needs "maxLength"\)/);
+    // Refs that would escape the count.
+    assert.match(refusal([{ tool_name: 'a', input_schema: JSON.stringify({ type: 'object', properties: { p: { $ref: 'other.json' } } }) }]),
+      /\/properties\/p\/\$ref: only local '#\/\.\.\.' refs are accepted/);
+    assert.match(refusal([{ tool_name: 'a', input_schema: JSON.stringify({ type: 'object', properties: { p: { $id: 'x', type: 'string' } } }) }]),
+      /\/properties\/p: \$id and anchors are accepted only at the root/);
+    // What stays accepted: safe patterns with maxLength, scalar or bounded uniqueItems, recursive and shared refs.
+    const fine = {
+      type: 'object', $defs: { node: { type: 'object', properties: { kids: { type: 'array', items: { $ref: '#/$defs/node' } } } } },
+      properties: {
+        id: { type: 'string', maxLength: 64, pattern: '^[a-z][a-z0-9_-]*$' }, tags: { type: 'array', uniqueItems: true, items: { type: 'string' } },
+        pairs: { type: 'array', uniqueItems: true, maxItems: 100, items: { type: 'object' } }, tree: { $ref: '#/$defs/node' },
+        pattern: { type: 'string' }, default: { $ref: '#/$defs/node' },
+      },
+    };
+    const verdict = checkDescriptors([{ tool_name: 'a', input_schema: JSON.stringify(fine), output_schema: JSON.stringify(fine) }]);
+    assert.ok(verdict.ok, verdict.ok ? '' : verdict.reason);
+    assert.equal(verdict.tools[0].input({ id: 'a1', tree: { kids: [{ kids: [] }] } }), true);
+    assert.equal(verdict.tools[0].input({ id: '1a' }), false);
+  });
+
   it('refuses bad names, duplicates, bounds and unknown side-effect classes, naming the field', () => {
     assert.equal(refusal([{ tool_name: '' }]), 'tools[0].tool_name: must not be empty');
     assert.match(refusal([{ tool_name: 'a b' }]), /^tools\[0\]\.tool_name: 'a b' may contain only/);

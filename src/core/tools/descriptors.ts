@@ -66,6 +66,190 @@ function ajvErrors(errors: readonly { instancePath: string; message?: string; pa
   return `${first.instancePath || '/'} ${first.message ?? 'is invalid'}${allowed}`;
 }
 
+/** The bounds on what an agent's schema may make the coordinator do (README, "Tool providers: ConnectorService"). */
+export const SCHEMA_SAFETY = {
+  /** Schema nodes after every local `$ref` is expanded in place (memoised counts: a chain of doubling refs is caught). */
+  maxExpandedNodes: 10_000,
+  /** `uniqueItems: true` over non-scalar items needs `maxItems` at most this (the check is quadratic in the items). */
+  maxUniqueItems: 1_000,
+} as const;
+
+/** Keywords whose values are data, not schemas: never walked. */
+const DATA_KEYWORDS = new Set(['const', 'enum', 'default', 'examples', 'description', 'title', '$comment']);
+const SCALAR_TYPES = new Set(['string', 'number', 'integer', 'boolean', 'null']);
+/** Keywords whose values map names to schemas (a property called "pattern" or "default" is a schema, not data). */
+const MAP_KEYWORDS = new Set(['properties', 'patternProperties', '$defs', 'definitions', 'dependentSchemas', 'dependencies']);
+
+/** A JSON Pointer token. */
+function token(key: string): string {
+  return key.replace(/~/g, '~0').replace(/\//g, '~1');
+}
+
+/**
+ * Why a regular expression is not accepted in an agent's schema, or undefined. No ReDoS checker library is installed,
+ * so the check is conservative and documented: refused are a quantified group that holds a quantifier or an
+ * alternation (`(a+)+`, `(a|a)*`, `(a{1,9}){1,9}`), back-references (`\1`, `\k<n>`) and lookarounds, and patterns longer
+ * than 1,000 characters. A pattern that does not compile is refused too.
+ */
+export function unsafePatternReason(pattern: string): string | undefined {
+  if (pattern.length > 1000) return 'is longer than 1000 characters';
+  try {
+    new RegExp(pattern, 'u');
+  } catch (err) {
+    return `is not a valid regular expression (${(err as Error).message.slice(0, 120)})`;
+  }
+  // A stack of open groups: does the group hold a quantifier or an alternation?
+  const stack: { risky: boolean }[] = [];
+  let lastGroupRisky: boolean | undefined; // the group just closed (a quantifier right after applies to it)
+  for (let i = 0; i < pattern.length; i++) {
+    const c = pattern[i];
+    const afterGroup = lastGroupRisky;
+    lastGroupRisky = undefined;
+    if (c === '\\') {
+      const next = pattern[i + 1] ?? '';
+      if (/[1-9]/.test(next) || next === 'k') return 'has a back-reference (refused: it can take exponential time)';
+      i++;
+      continue;
+    }
+    if (c === '[') {
+      // A character class: skip to its end (escapes inside are skipped too).
+      i++;
+      if (pattern[i] === '^') i++;
+      if (pattern[i] === ']') i++;
+      while (i < pattern.length && pattern[i] !== ']') i += pattern[i] === '\\' ? 2 : 1;
+      continue;
+    }
+    if (c === '(') {
+      if (pattern.startsWith('(?=', i) || pattern.startsWith('(?!', i) || pattern.startsWith('(?<=', i) || pattern.startsWith('(?<!', i)) {
+        return 'has a lookaround (refused in agent schemas)';
+      }
+      stack.push({ risky: false });
+      continue;
+    }
+    if (c === ')') {
+      const group = stack.pop();
+      lastGroupRisky = group?.risky ?? false;
+      if (stack.length > 0 && lastGroupRisky) stack[stack.length - 1].risky = true;
+      continue;
+    }
+    if (c === '|') {
+      if (stack.length > 0) stack[stack.length - 1].risky = true;
+      continue;
+    }
+    const quantifier = c === '*' || c === '+' || c === '?' || (c === '{' && /^\{\d+(,\d*)?\}/.test(pattern.slice(i)));
+    if (quantifier) {
+      if (afterGroup === true && c !== '?') return 'has a nested quantifier or a quantified alternation (refused: it can take exponential time)';
+      if (c === '{') i = pattern.indexOf('}', i);
+      if (pattern[i + 1] === '?' || pattern[i + 1] === '+') i++;
+      if (c !== '?' && stack.length > 0) stack[stack.length - 1].risky = true;
+    }
+  }
+  return undefined;
+}
+
+/** The node a local `$ref` ('#' or '#/json/pointer') points to, or undefined. */
+function resolveLocal(root: unknown, ref: string): unknown {
+  if (ref === '#') return root;
+  if (!ref.startsWith('#/')) return undefined;
+  let node: unknown = root;
+  for (const raw of ref.slice(2).split('/')) {
+    const key = decodeURIComponent(raw).replace(/~1/g, '/').replace(/~0/g, '~');
+    if (node === null || typeof node !== 'object' || !Object.prototype.hasOwnProperty.call(node, key)) return undefined;
+    node = (node as Record<string, unknown>)[key];
+  }
+  return node;
+}
+
+/**
+ * Why an agent's schema is not safe to validate untrusted data with (`<JSON pointer>: <why>`), or undefined. Checked:
+ * the size of the schema with every `$ref` expanded in place (at most SCHEMA_SAFETY.maxExpandedNodes; counts are
+ * memoised per node, and a ref back into a node being counted, a recursive schema, counts once: its cost is bounded by
+ * the data), only local `#/...` refs (no `$dynamicRef`/`$recursiveRef`, no `$id` or anchor below the root), regular expressions
+ * (`pattern`, `patternProperties` names; unsafePatternReason), `uniqueItems: true` only over scalar items or with
+ * `maxItems` ≤ SCHEMA_SAFETY.maxUniqueItems; then ajv's json-schema-secure meta-schema (a `pattern` or `format` needs
+ * a `maxLength`, `patternProperties` a `propertyNames.maxLength`, …).
+ */
+export function unsafeSchemaReason(schema: Record<string, unknown>): string | undefined {
+  const sizes = new Map<object, number>();
+  const counting = new Set<object>();
+  let refusal: string | undefined;
+  const limit = SCHEMA_SAFETY.maxExpandedNodes;
+  const refuse = (path: string, why: string): number => {
+    refusal ??= `${path || '/'}: ${why}`;
+    return Infinity;
+  };
+  const checkSchemaObject = (node: Record<string, unknown>, path: string): void => {
+    if (typeof node.pattern === 'string') {
+      const why = unsafePatternReason(node.pattern);
+      if (why) refuse(`${path}/pattern`, `the pattern ${why}`);
+    }
+    if (node.patternProperties !== null && typeof node.patternProperties === 'object') {
+      for (const key of Object.keys(node.patternProperties)) {
+        const why = unsafePatternReason(key);
+        if (why) refuse(`${path}/patternProperties/${token(key)}`, `the pattern ${why}`);
+      }
+    }
+    if (node.format === 'regex') refuse(`${path}/format`, '"format": "regex" is refused in agent schemas');
+    if ('$dynamicRef' in node || '$recursiveRef' in node) refuse(path, '$dynamicRef and $recursiveRef are refused in agent schemas');
+    // A nested $id or an anchor would move what '#/...' means under it: only the root may have an $id.
+    if (path !== '' && ('$id' in node || '$anchor' in node || '$dynamicAnchor' in node)) refuse(path, '$id and anchors are accepted only at the root of an agent schema');
+    if (node.uniqueItems === true) {
+      const items = node.items as Record<string, unknown> | undefined;
+      const types = items && typeof items === 'object' && !Array.isArray(items) ? ([] as unknown[]).concat(items.type ?? []) : [];
+      const scalar = types.length > 0 && types.every((t) => typeof t === 'string' && SCALAR_TYPES.has(t));
+      const bounded = typeof node.maxItems === 'number' && node.maxItems <= SCHEMA_SAFETY.maxUniqueItems;
+      if (!scalar && !bounded) {
+        refuse(`${path}/uniqueItems`, `uniqueItems over items that are not all scalar needs "maxItems" ≤ ${SCHEMA_SAFETY.maxUniqueItems} (the check is quadratic)`);
+      }
+    }
+  };
+  const size = (node: unknown, path: string, isMap = false): number => {
+    if (refusal !== undefined) return Infinity;
+    if (node === null || typeof node !== 'object') return 1;
+    const known = sizes.get(node);
+    if (known !== undefined) return known;
+    if (counting.has(node)) return 1; // recursion: compiled as a call, its cost bounded by the data
+    counting.add(node);
+    let total = 1;
+    if (!Array.isArray(node) && !isMap) checkSchemaObject(node as Record<string, unknown>, path);
+    for (const [key, value] of Object.entries(node)) {
+      if (refusal !== undefined) break;
+      const schemaKeyword = !Array.isArray(node) && !isMap;
+      if (DATA_KEYWORDS.has(key) && schemaKeyword) continue;
+      if (key === '$ref' && schemaKeyword && typeof value === 'string') {
+        if (value !== '#' && !value.startsWith('#/')) return refuse(`${path}/$ref`, `only local '#/...' refs are accepted in agent schemas (${JSON.stringify(value.slice(0, 80))})`);
+        const target = resolveLocal(schema, value);
+        // A ref to nothing is refused by ajv when it compiles ("can't resolve reference").
+        total += target === undefined ? 1 : size(target, value.slice(1));
+      } else {
+        const sub = size(value, `${path}/${token(key)}`, schemaKeyword && MAP_KEYWORDS.has(key));
+        // Definitions are checked where they stand but counted where they are used (by their $refs).
+        if (!(schemaKeyword && (key === '$defs' || key === 'definitions'))) total += sub;
+      }
+      if (total > limit && !isMap) { // a map's total is checked by the schema holding it (a $defs map's is not counted)
+        counting.delete(node);
+        return refuse(path, `the schema expands to more than ${limit} nodes with its $refs followed (refused: validating it could take exponential time and memory)`);
+      }
+    }
+    counting.delete(node);
+    sizes.set(node, total);
+    return total;
+  };
+  size(schema, '');
+  if (refusal !== undefined) return refusal;
+  if (!secureSchema(schema)) {
+    const first = secureSchema.errors?.[0];
+    const needs = typeof first?.params?.missingProperty === 'string' ? ` (needs "${first.params.missingProperty}")` : '';
+    return `${first?.instancePath || '/'}: is not accepted by the secure meta-schema: ${first?.message ?? 'is unsafe'}${needs}`;
+  }
+  return undefined;
+}
+
+/** ajv's json-schema-secure meta-schema, compiled once (a second check after unsafeSchemaReason's own). */
+// eslint-disable-next-line @typescript-eslint/no-require-imports -- a JSON file of ajv's package (bundled by esbuild)
+const secureMetaSchema = require('ajv/lib/refs/json-schema-secure.json') as Record<string, unknown>;
+const secureSchema: ValidateFunction = new Ajv({ allErrors: false, strict: false, validateSchema: false }).compile(secureMetaSchema);
+
 type SchemaVerdict = { readonly ok: true; readonly schema: JsonSchema; readonly validate: ValidateFunction } | { readonly ok: false; readonly why: string };
 
 /** One schema text: bounded, parsed, an object, valid against ajv's meta-schema, compiled. */
@@ -87,6 +271,9 @@ export function compileSchemaText(ajv: Ajv, text: string, what: 'input' | 'outpu
     return { ok: false, why: (err as Error).message };
   }
   if (!valid) return { ok: false, why: ajvErrors(ajv.errors) };
+  // An agent's schema is refused when validating with it could freeze or exhaust the coordinator.
+  const unsafe = unsafeSchemaReason(record);
+  if (unsafe !== undefined) return { ok: false, why: unsafe };
   try {
     return { ok: true, schema: record, validate: ajv.compile(record) };
   } catch (err) {

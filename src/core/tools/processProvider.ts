@@ -7,7 +7,7 @@ import type { Disposable } from '../events';
 import { Confinement, ConfinementError } from '../worktree/confinement';
 import { ToolCallError, type JsonSchema, type ToolDescriptor, type ToolProvider, type ToolRequest } from './model';
 import { clockTicksPerSecond, groupCpuMs, killProcessGroup, listPids, liveMembers, procAvailable, ProcessGroupReader } from './processTree';
-import { probeNetworkNamespace, probePrlimit, sandboxPlan, type SandboxOptions } from './sandbox';
+import { probeSandboxTools, sandboxPlan, type SandboxOptions } from './sandbox';
 
 /**
  * The built-in provider `process` (README, "The process provider"): `run_command` (argv, never a shell) in the caller's
@@ -315,14 +315,27 @@ interface RunEnd {
 export class ProcessProvider implements ToolProvider {
   readonly id = PROCESS_PROVIDER_ID;
 
+  /** The process groups of the calls that run now (their leaders' pids). */
+  private readonly live = new Set<number>();
+  private disposed = false;
+
   constructor(readonly options: ProcessProviderOptions, readonly clock: Clock) {}
+
+  /**
+   * SIGKILLs every process group a call still runs, synchronously (a stopping coordinator must not leave children
+   * behind: the kill grace's timer would never fire once the process exits), and takes no more calls.
+   */
+  dispose(): void {
+    this.disposed = true;
+    for (const pgid of this.live) killProcessGroup(pgid, 'SIGKILL');
+  }
 
   describe(): readonly ToolDescriptor[] {
     return DESCRIPTORS;
   }
 
   available(): boolean {
-    return this.options.enabled && process.platform !== 'win32';
+    return this.options.enabled && process.platform !== 'win32' && !this.disposed;
   }
 
   /** Why the provider takes no calls (the Tools view's reason), or '' when it does. */
@@ -337,9 +350,10 @@ export class ProcessProvider implements ToolProvider {
     if (request.toolName !== 'run_command') throw new ToolCallError('not_found', 'unknown_tool', `provider 'process' has no tool '${request.toolName}'`);
     if (request.worktreePath === undefined) throw new ToolCallError('failed_precondition', 'worktree_not_bound', `agent '${request.callerAgentId}' is not bound to a worktree`);
     const args = readArgs(request.args);
-    const [networkNamespaces, prlimit, proc] = await Promise.all([probeNetworkNamespace(), probePrlimit(), procAvailable()]);
-    const sandbox: SandboxOptions = { acceptUnenforcedNetworkPolicy: this.options.acceptUnenforcedNetworkPolicy, networkNamespaces, prlimit };
-    const plan = sandboxPlan(args.argv, request.policy, sandbox);
+    const [tools, proc] = await Promise.all([probeSandboxTools(), procAvailable()]);
+    const sandbox: SandboxOptions = { acceptUnenforcedNetworkPolicy: this.options.acceptUnenforcedNetworkPolicy, ...tools };
+    const env = childEnvironment(args.env);
+    const plan = sandboxPlan(args.argv, request.policy, sandbox, env);
     if (request.policy.budgetCpuMs > 0 && !proc) {
       throw new ToolCallError('permission_denied', 'PERMISSION_DENIED', 'budget_cpu_ms cannot be enforced here (no /proc): ask without it');
     }
@@ -352,7 +366,6 @@ export class ProcessProvider implements ToolProvider {
       if (error instanceof ConfinementError) throw fromConfinement(error);
       throw error;
     }
-    const env = childEnvironment(args.env);
     if (!(await programExists(args.argv[0], env.PATH ?? '', cwd))) {
       throw new ToolCallError('not_found', 'NOT_FOUND', `the program '${args.argv[0].slice(0, 200)}' was not found (a name is looked up on the command's PATH, a path from cwd) or is not executable`);
     }
@@ -360,7 +373,10 @@ export class ProcessProvider implements ToolProvider {
     const base = (): RunResult => ({ exit_code: null, signal: null, stdout_bytes: 0, stderr_bytes: 0, cpu_ms: 0, wall_ms: 0, network_enforced: plan.networkEnforced });
     if (request.signal.aborted) return this.aborted(request, { ...base(), cancelled: true });
     const existing = proc ? await listPids() : [];
-    return this.run(request, plan.argv, cwd, env, args.stdin, started, plan.networkEnforced, existing);
+    // A cancel (or a stopping coordinator) during the awaits above: nothing is started.
+    if (request.signal.aborted) return this.aborted(request, { ...base(), cancelled: true });
+    if (this.disposed) throw new ToolCallError('unavailable', 'AGENT_UNAVAILABLE', 'the process provider takes no calls: the coordinator is stopping');
+    return this.run(request, plan.argv, cwd, plan.env, args.stdin, started, plan.networkEnforced, existing);
   }
 
   /** An aborted call: the engine's reason (a ToolCallError, e.g. WALL_TIMEOUT) when it gave one, else a cancelled result. */
@@ -388,6 +404,7 @@ export class ProcessProvider implements ToolProvider {
         return;
       }
       const pgid = child.pid;
+      if (pgid !== undefined) this.live.add(pgid);
       const timers: Disposable[] = [];
       let why: 'cpu' | 'wall' | 'abort' | undefined;
       let exited: RunEnd | undefined;
@@ -406,6 +423,8 @@ export class ProcessProvider implements ToolProvider {
       const sampler = pgid === undefined ? undefined : new CpuSampler(pgid, existing, policy.budgetCpuMs, () => kill('cpu'));
       const onAbort = () => kill('abort');
       request.signal.addEventListener('abort', onAbort, { once: true });
+      // An abort that landed between the caller's last check and the listener is not lost.
+      if (request.signal.aborted) onAbort();
       if (policy.budgetWallMs > 0) timers.push(this.clock.setTimer(policy.budgetWallMs, () => kill('wall')));
 
       const finish = async (end: RunEnd) => {
@@ -421,6 +440,7 @@ export class ProcessProvider implements ToolProvider {
         if (pgid !== undefined) killProcessGroup(pgid, 'SIGKILL');
         await sampler?.whenGroupGone();
         sampler?.dispose();
+        if (pgid !== undefined) this.live.delete(pgid);
         const cpuMs = sampler?.cpuMs ?? 0;
         const result: RunResult = {
           exit_code: end.exitCode, signal: end.signal, stdout_bytes: out.stdout.bytes, stderr_bytes: out.stderr.bytes,

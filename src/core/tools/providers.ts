@@ -213,10 +213,18 @@ export class ProviderCatalog implements Disposable {
     return this.infos().find((p) => p.providerId === providerId);
   }
 
+  /**
+   * Stops the catalog; a built-in provider with a dispose() (the process provider: it SIGKILLs every process group it
+   * still runs) is disposed too. The coordinator disposes the catalog after the engine, so nothing calls them after.
+   */
   dispose(): void {
     this.disposed = true;
     this.registryListener.dispose();
     this.changed.dispose();
+    for (const provider of this.builtins.values()) {
+      const disposable = provider as ToolProvider & { dispose?: () => void };
+      if (typeof disposable.dispose === 'function') disposable.dispose();
+    }
   }
 
 
