@@ -59,13 +59,15 @@ describe('InferenceEngine (RFC §9.3: the inference engine agent, else the built
   let h: RouterHarness;
   let engine: InferenceEngine;
   let calls: Array<{ input: CallInput; args: Record<string, unknown>; ctx: CallContext; resolve(r: ToolResult): void; reject(e: Error): void }>;
+  let abandoned: string[];
   const c = ctx('reasoning-test');
 
   beforeEach(() => {
     h = new RouterHarness();
     calls = [];
+    abandoned = [];
     engine = new InferenceEngine({
-      agents: h.registry, clock: h.clock, log: h.coordinator.log,
+      agents: h.registry, clock: h.clock, log: h.coordinator.log, abandon: (callId) => abandoned.push(callId),
       call: (input, callCtx) => new Promise<ToolResult>((resolve, reject) => calls.push({ input, args: JSON.parse(Buffer.from(input.args).toString('utf8')) as Record<string, unknown>, ctx: callCtx, resolve, reject })),
     }, { timeoutMs: 5_000 });
   });
@@ -168,6 +170,26 @@ describe('InferenceEngine (RFC §9.3: the inference engine agent, else the built
       await flush();
       h.clock.advance(1);
       await rejectsWith(silent, 'unavailable', /no answer within 5000 ms/);
+      assert.ok(calls[1].input.callId, 'each engine request has its own call id');
+      assert.notEqual(calls[1].input.callId, calls[0].input.callId);
+      assert.deepEqual(abandoned, [calls[1].input.callId], 'the timed-out call is abandoned; the one that failed is not');
+    });
+
+    it('a request that times out while its call is still queued (behind max_concurrency) is abandoned: it frees its place, the engine is not asked later', async () => {
+      const inference = h.coordinator.inference;
+      const tools = h.coordinator.tools;
+      const checks = Array.from({ length: 9 }, () => inference.checkParallelism(scope({ repoId: 'r' }), scope({ repoId: 'r' }), c));
+      checks.forEach((check) => check.catch(() => undefined));
+      await flush();
+      const started = h.events('tool.call.started').map((e) => String(e.details.call_id));
+      assert.equal(started.length, 9);
+      const outcomes = () => started.map((id) => tools.callRecord(id)?.outcome);
+      assert.deepEqual(outcomes(), [...Array(8).fill('running'), 'queued'], 'check_parallelism runs 8 at once (its max_concurrency)');
+      h.clock.advance(10_000);
+      for (const check of checks) await rejectsWith(check, 'unavailable', /no answer within 10000 ms|TIMEOUT/);
+      await flush();
+      assert.equal(outcomes()[8], 'cancelled', 'the queued call is abandoned, not started once the slots free up');
+      assert.ok(outcomes().every((o) => o !== 'running' && o !== 'queued'), String(outcomes()));
     });
 
     it('summarize forwards the segments and answers the engine\'s summary, checked', async () => {

@@ -1,6 +1,7 @@
 import type { Clock } from '../clock';
 import type { CallContext } from '../context';
 import type { Disposable } from '../events';
+import { randomIds, type IdSource } from '../ids';
 import { parseBoundedJson } from '../json';
 import { MIB } from '../limits';
 import type { EventLog } from '../log/eventLog';
@@ -162,6 +163,13 @@ export type CoordinatorToolCall = (input: CallInput, ctx: CallContext) => Promis
 export interface InferenceEngineDeps {
   readonly agents: AgentDirectory;
   readonly call: CoordinatorToolCall;
+  /**
+   * Ends a call nobody waits for any more (Tools.abandon): an engine request that timed out here is abandoned, so it
+   * gives back its slot of the tool's max_concurrency (or leaves the queue) and the engine is not asked later.
+   */
+  readonly abandon: (callId: string) => void;
+  /** Where each engine request's call id comes from (default: random UUIDs). */
+  readonly ids?: IdSource;
   readonly clock: Clock;
   readonly log: EventLog;
 }
@@ -302,14 +310,15 @@ export class InferenceEngine implements ParallelismScorer, Disposable {
       details: { engine_id: engineId, tool_name: toolName, version: REASONING_PROTOCOL_VERSION, outcome, duration_ms: this.deps.clock.now() - started, ...details },
     });
     let result: ToolResult;
+    const callId = (this.deps.ids ?? randomIds).uuid();
     try {
-      result = await this.bounded(this.deps.call({
-        providerId: REASONING_PROVIDER_ID, toolName, contentType: 'application/json', args: Buffer.from(text, 'utf8'),
+      result = await this.bounded(callId, this.deps.call({
+        callId, providerId: REASONING_PROVIDER_ID, toolName, contentType: 'application/json', args: Buffer.from(text, 'utf8'),
         policy: { ...DEFAULT_EXECUTION_POLICY, timeoutMs: this.options.timeoutMs }, stream: false, via: 'internal',
       }, ctx));
     } catch (err) {
       const why = err instanceof ToolCallError ? err.details : message(err);
-      respond('error', { error: why });
+      respond('error', { call_id: callId, error: why });
       throw failed(why);
     }
     const answerText = result.data.toString('utf8');
@@ -326,11 +335,19 @@ export class InferenceEngine implements ParallelismScorer, Disposable {
     return answer;
   }
 
-  /** `work`, or a failure once `timeoutMs` has passed on the Clock (the call's own policy timeout ends it too). */
-  private bounded<T>(work: Promise<T>): Promise<T> {
+  /**
+   * `work` (the call `callId`), or a failure once `timeoutMs` has passed on the Clock. The call's own policy timeout
+   * starts only when it runs, so a call still queued behind others would outlive this one: it is abandoned then.
+   */
+  private bounded<T>(callId: string, work: Promise<T>): Promise<T> {
     return new Promise<T>((resolve, reject) => {
       const timer = this.deps.clock.setTimer(this.options.timeoutMs, () => {
         this.timers.delete(timer);
+        try {
+          this.deps.abandon(callId);
+        } catch {
+          // Abandoning is best effort; the answer below is what matters.
+        }
         reject(new Error(`no answer within ${this.options.timeoutMs} ms`));
       });
       this.timers.add(timer);
