@@ -1,6 +1,6 @@
 import { strict as assert } from 'node:assert';
 import type { CallContext } from '../../src/core/context';
-import { scoreDebate } from '../../src/core/reasoning/debateScorer';
+import { MAX_STRUCTURAL_LEAVES, scoreDebate } from '../../src/core/reasoning/debateScorer';
 import {
   BUILT_IN_NOTE, INFERENCE_ENGINE_CONNECTOR, InferenceEngine, REASONING_LIMITS, ReasoningProvider,
 } from '../../src/core/reasoning/inferenceEngine';
@@ -10,6 +10,7 @@ import type { TaskScope } from '../../src/core/scheduler/model';
 import { prng } from '../support/prng';
 import { RouterHarness, ctx } from '../support/routerHarness';
 
+const round3 = (n: number) => Math.round(n * 1000) / 1000;
 const scope = (fields: Partial<TaskScope>): TaskScope => ({ repoId: '', worktreeId: '', paths: [], resources: [], ...fields });
 
 describe('the built-in debate scorer (EvaluateDebate without an inference engine)', () => {
@@ -32,6 +33,25 @@ describe('the built-in debate scorer (EvaluateDebate without an inference engine
     assert.equal(scoreDebate('', '').confidence, 1);
     assert.equal(scoreDebate('{"a":1}', 'a 1').confidence, 1, 'one side not JSON: both as text');
     assert.match(scoreDebate('x', 'y', 'high').notes, /intensity 'high' not used by the built-in scorer/);
+  });
+
+  it('compares structurally up to 20,000 leaves per proposal; beyond, as text (the notes say so), so two 1 MiB arrays do not hold the event loop', () => {
+    assert.equal(MAX_STRUCTURAL_LEAVES, 20_000);
+    const at = JSON.stringify(Array(MAX_STRUCTURAL_LEAVES).fill(1));
+    assert.match(scoreDebate(at, at).notes, /^structural JSON comparison: 20000 of 20000 paths equal$/);
+    const over = JSON.stringify(Array(MAX_STRUCTURAL_LEAVES + 1).fill(1));
+    const beyond = scoreDebate(at, over);
+    assert.equal(beyond.confidence, round3(MAX_STRUCTURAL_LEAVES / (MAX_STRUCTURAL_LEAVES + 1)));
+    assert.match(beyond.notes, /^text comparison \(JSON of more than 20000 leaves\): 20000 of 20001 words in common$/);
+    assert.match(scoreDebate(over, at).notes, /^text comparison \(JSON of more than 20000 leaves\)/, 'symmetric');
+    const nested = JSON.stringify({ a: Array(MAX_STRUCTURAL_LEAVES / 2 + 1).fill({ b: [1], c: {} }) });
+    assert.match(scoreDebate(nested, nested).notes, /^text comparison \(JSON of more than 20000 leaves\)/, 'nested leaves count too');
+    const big = JSON.stringify(Array(524_287).fill(0)); // just under 1 MiB: 524k leaves
+    assert.ok(Buffer.byteLength(big) <= REASONING_LIMITS.maxProposalBytes);
+    const started = process.hrtime.bigint();
+    assert.equal(scoreDebate(big, big).confidence, 1);
+    const ms = Number(process.hrtime.bigint() - started) / 1e6;
+    assert.ok(ms < 1_000, `two 1 MiB arrays took ${ms} ms`);
   });
 
   it('is deterministic, symmetric and within [0, 1] for random proposals; a proposal agrees fully with itself', () => {
