@@ -212,6 +212,20 @@ describe('InferenceEngine (RFC §9.3: the inference engine agent, else the built
       assert.ok(outcomes().every((o) => o !== 'running' && o !== 'queued'), String(outcomes()));
     });
 
+    it('dispose answers the requests under way UNAVAILABLE (the coordinator is stopping), so an RPC waiting on one gets its answer', async () => {
+      const summary = engine.summarize({ sessionId: 's', segments: [], maxTokens: 0, mode: '' }, c);
+      const check = engine.checkParallelism(scope({ repoId: 'r' }), scope({ repoId: 'r' }), c);
+      await flush();
+      assert.equal(calls.length, 2);
+      engine.dispose();
+      await rejectsWith(summary, 'unavailable', /^UNAVAILABLE: the coordinator is stopping$/);
+      await rejectsWith(check, 'unavailable', /^UNAVAILABLE: the coordinator is stopping$/);
+      await rejectsWith(engine.evaluateDebate({ negotiationId: 'n', proposalA: 'a', proposalB: 'b', intensity: '' }, c), 'unavailable', /^UNAVAILABLE: the coordinator is stopping$/);
+      assert.equal(calls.length, 2, 'nothing is asked after dispose');
+      h.clock.advance(10_000);
+      assert.deepEqual(abandoned, [], 'their timers are gone');
+    });
+
     it('summarize forwards the segments and answers the engine\'s summary, checked', async () => {
       const summary = engine.summarize({ sessionId: 's1', segments: [{ kind: 'message', content: 'hello', seq: 3, at: '2026-01-01T00:00:00Z' }], maxTokens: 0, mode: 'brief' }, c);
       const bad = engine.summarize({ sessionId: 's2', segments: [], maxTokens: 10, mode: '' }, c);

@@ -215,11 +215,13 @@ export interface Summary {
  * is the gate's ParallelismScorer). With an engine online, a `reasoning` tool call as `coordinator`, bounded by
  * `timeoutMs`, its answer checked; an answer out of bounds, an error or a timeout is a failure (checkParallelism: the
  * gate's unavailable-engine policy applies; the others reject UNAVAILABLE). Without one: the built-in scorers (notes say
- * so), answered at once; summarize refuses (FAILED_PRECONDITION), never a made-up summary.
+ * so), answered at once; summarize refuses (FAILED_PRECONDITION), never a made-up summary. A request that times out
+ * here is abandoned (its tool call ends, giving back its place); dispose answers those under way UNAVAILABLE.
  */
 export class InferenceEngine implements ParallelismScorer, Disposable {
   private readonly builtIn = new BuiltInScopeScorer();
-  private readonly timers = new Set<Disposable>();
+  /** The engine requests under way: their timeout timers, and how to end them at dispose. */
+  private readonly pending = new Set<{ readonly timer: Disposable; readonly reject: (err: Error) => void }>();
   private disposed = false;
 
   constructor(private readonly deps: InferenceEngineDeps, private readonly options: InferenceEngineOptions = DEFAULT_INFERENCE_ENGINE_OPTIONS) {}
@@ -290,15 +292,20 @@ export class InferenceEngine implements ParallelismScorer, Disposable {
     return { summary, tokens, costCents, model };
   }
 
+  /** Requests under way are answered UNAVAILABLE (`the coordinator is stopping`): an RPC waiting on one gets its answer. */
   dispose(): void {
     this.disposed = true;
-    for (const timer of this.timers) timer.dispose();
-    this.timers.clear();
+    const pending = [...this.pending];
+    this.pending.clear();
+    for (const { timer, reject } of pending) {
+      timer.dispose();
+      reject(stopping());
+    }
   }
 
   /** One engine request: logged, bounded by the timeout, its answer a JSON object (else a failure, UNAVAILABLE). */
   private async ask(engineId: string, toolName: string, args: Record<string, unknown>, ctx: CallContext): Promise<Record<string, unknown>> {
-    if (this.disposed) throw failed('the coordinator is stopping');
+    if (this.disposed) throw stopping();
     const started = this.deps.clock.now();
     const text = JSON.stringify(args);
     this.deps.log.record({
@@ -319,7 +326,7 @@ export class InferenceEngine implements ParallelismScorer, Disposable {
     } catch (err) {
       const why = err instanceof ToolCallError ? err.details : message(err);
       respond('error', { call_id: callId, error: why });
-      throw failed(why);
+      throw this.disposed ? stopping() : failed(why);
     }
     const answerText = result.data.toString('utf8');
     const parsed = parseBoundedJson(answerText, { what: 'the answer', maxBytes: REASONING_LIMITS.maxAnswerBytes });
@@ -342,7 +349,7 @@ export class InferenceEngine implements ParallelismScorer, Disposable {
   private bounded<T>(callId: string, work: Promise<T>): Promise<T> {
     return new Promise<T>((resolve, reject) => {
       const timer = this.deps.clock.setTimer(this.options.timeoutMs, () => {
-        this.timers.delete(timer);
+        this.pending.delete(entry);
         try {
           this.deps.abandon(callId);
         } catch {
@@ -350,10 +357,11 @@ export class InferenceEngine implements ParallelismScorer, Disposable {
         }
         reject(new Error(`no answer within ${this.options.timeoutMs} ms`));
       });
-      this.timers.add(timer);
+      const entry = { timer, reject };
+      this.pending.add(entry);
       work.then(
-        (value) => { timer.dispose(); this.timers.delete(timer); resolve(value); },
-        (err: unknown) => { timer.dispose(); this.timers.delete(timer); reject(err); },
+        (value) => { timer.dispose(); this.pending.delete(entry); resolve(value); },
+        (err: unknown) => { timer.dispose(); this.pending.delete(entry); reject(err); },
       );
     });
   }
@@ -382,6 +390,11 @@ function invalid(why: string): ToolCallError {
 /** The engine failed (an error, a timeout, an answer out of bounds): UNAVAILABLE. */
 function failed(why: string): ToolCallError {
   return new ToolCallError('unavailable', 'UNAVAILABLE', `the inference engine failed: ${why}`);
+}
+
+/** The coordinator stopped while a request was under way (or before it began): UNAVAILABLE. */
+function stopping(): ToolCallError {
+  return new ToolCallError('unavailable', 'UNAVAILABLE', 'the coordinator is stopping');
 }
 
 function excerpt(text: string): string {
