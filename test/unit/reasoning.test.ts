@@ -175,8 +175,8 @@ describe('InferenceEngine (RFC §9.3: the inference engine agent, else the built
       assert.deepEqual(calls[1].args, { negotiation_id: 'n', proposal_a: 'a', proposal_b: 'b', intensity: 'high' });
       answer(0, { confidence_score: 7, notes: '' });
       answer(1, { notes: 'no score' });
-      await rejectsWith(check, 'unavailable', /^UNAVAILABLE: the inference engine failed: confidence_score is not a number in \[0, 1\]: 7$/);
-      await rejectsWith(debate, 'unavailable', /confidence_score is not a number in \[0, 1\]: absent/);
+      await rejectsWith(check, 'unavailable', /^UNAVAILABLE: the inference engine failed: the scorer answered a confidence outside \[0, 1\]: 7$/);
+      await rejectsWith(debate, 'unavailable', /the scorer answered a confidence outside \[0, 1\]: undefined/);
       assert.deepEqual(h.events('reasoning.response').map((e) => [e.details.outcome, e.level]), [['error', 'WARN'], ['error', 'WARN']]);
     });
 

@@ -7,6 +7,7 @@ import { MIB } from '../limits';
 import type { EventLog } from '../log/eventLog';
 import type { AgentDirectory, AgentRecord } from '../registry/model';
 import type { ParallelismScorer, ParallelismVerdict, TaskScope } from '../scheduler/model';
+import { verdictRefusal } from '../scheduler/concurrency';
 import { toWire } from '../scheduler/scope';
 import { BuiltInScopeScorer } from '../scheduler/scorer';
 import type { AgentToolTransport } from '../tools/externalProvider';
@@ -336,7 +337,7 @@ export class InferenceEngine implements ParallelismScorer, Disposable {
       throw failed(why);
     }
     const answer = parsed.value as Record<string, unknown>;
-    const refusal = toolName === 'summarize' ? undefined : confidenceRefusal(answer);
+    const refusal = toolName === 'summarize' ? undefined : verdictRefusal(confidenceOf(answer));
     respond(refusal === undefined ? 'ok' : 'error', { call_id: result.callId, answer: excerpt(answerText), ...(refusal === undefined ? {} : { error: refusal }) });
     if (refusal !== undefined) throw failed(refusal);
     return answer;
@@ -367,15 +368,9 @@ export class InferenceEngine implements ParallelismScorer, Disposable {
   }
 }
 
-function confidenceRefusal(answer: Record<string, unknown>): string | undefined {
-  const confidence = answer.confidence_score;
-  if (typeof confidence !== 'number' || !(confidence >= 0 && confidence <= 1)) return `confidence_score is not a number in [0, 1]: ${JSON.stringify(confidence) ?? 'absent'}`;
-  if (answer.notes !== undefined && typeof answer.notes !== 'string') return 'notes is not text';
-  return undefined;
-}
-
+/** A confidence answer as a verdict (notes may be left out); verdictRefusal (the gate's check) says whether it is usable. */
 function confidenceOf(answer: Record<string, unknown>): ParallelismVerdict {
-  return { confidence: answer.confidence_score as number, notes: typeof answer.notes === 'string' ? answer.notes : '' };
+  return { confidence: answer.confidence_score as number, notes: answer.notes === undefined ? '' : answer.notes as string };
 }
 
 function checkShort(name: string, value: string): void {
