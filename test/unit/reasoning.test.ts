@@ -2,7 +2,7 @@ import { strict as assert } from 'node:assert';
 import type { CallContext } from '../../src/core/context';
 import { MAX_STRUCTURAL_LEAVES, scoreDebate } from '../../src/core/reasoning/debateScorer';
 import {
-  BUILT_IN_NOTE, INFERENCE_ENGINE_CONNECTOR, InferenceEngine, REASONING_LIMITS, ReasoningProvider,
+  BUILT_IN_NOTE, EXCERPT_BYTES, INFERENCE_ENGINE_CONNECTOR, InferenceEngine, REASONING_LIMITS, ReasoningProvider, excerpt,
 } from '../../src/core/reasoning/inferenceEngine';
 import type { AgentToolTransport } from '../../src/core/tools/externalProvider';
 import { ToolCallError, type CallInput, type ToolRequest, type ToolResult } from '../../src/core/tools/model';
@@ -107,6 +107,17 @@ describe('InferenceEngine (RFC §9.3: the inference engine agent, else the built
       return true;
     });
   };
+
+  it('logs the first 4 KiB (UTF-8 bytes, as README says) of arguments and answers, cut between characters', () => {
+    assert.equal(EXCERPT_BYTES, 4096);
+    assert.equal(excerpt('x'.repeat(4096)), 'x'.repeat(4096));
+    assert.equal(excerpt('x'.repeat(4097)), `${'x'.repeat(4096)}…`);
+    assert.equal(excerpt('é'.repeat(3000)), `${'é'.repeat(2048)}…`, '2-byte characters: 4 KiB, not 4,096 characters');
+    const odd = excerpt(`x${'€'.repeat(2000)}`); // 1 + 3 × 1365 = 4096 bytes
+    assert.equal(odd, `x${'€'.repeat(1365)}…`);
+    assert.ok(Buffer.byteLength(excerpt(`xx${'😀'.repeat(2000)}`).slice(0, -1)) <= 4096);
+    assert.ok(!excerpt(`xx${'😀'.repeat(2000)}`).includes('\uFFFD'), 'no character cut in two');
+  });
 
   describe('without an inference engine agent', () => {
     it('checkParallelism answers the built-in scorer at once (a synchronous verdict for the gate), marked in notes', async () => {

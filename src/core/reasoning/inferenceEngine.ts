@@ -3,7 +3,7 @@ import type { CallContext } from '../context';
 import type { Disposable } from '../events';
 import { randomIds, type IdSource } from '../ids';
 import { parseBoundedJson } from '../json';
-import { MIB } from '../limits';
+import { KIB, MIB } from '../limits';
 import type { EventLog } from '../log/eventLog';
 import type { AgentDirectory, AgentRecord } from '../registry/model';
 import type { ParallelismScorer, ParallelismVerdict, TaskScope } from '../scheduler/model';
@@ -392,8 +392,16 @@ function stopping(): ToolCallError {
   return new ToolCallError('unavailable', 'UNAVAILABLE', 'the coordinator is stopping');
 }
 
-function excerpt(text: string): string {
-  return text.length > 4096 ? `${text.slice(0, 4096)}…` : text;
+/** What a log event keeps of arguments and answers: the first 4 KiB (UTF-8; README, "Connect an inference engine"). */
+export const EXCERPT_BYTES = 4 * KIB;
+
+/** The first EXCERPT_BYTES of `text` (UTF-8, cut between characters), `…` when cut. */
+export function excerpt(text: string): string {
+  const bytes = Buffer.from(text, 'utf8');
+  if (bytes.length <= EXCERPT_BYTES) return text;
+  let end = EXCERPT_BYTES;
+  while (end > 0 && (bytes[end] & 0xc0) === 0x80) end--; // bytes[end] continues a character begun before it
+  return `${bytes.subarray(0, end).toString('utf8')}…`;
 }
 
 function message(err: unknown): string {
