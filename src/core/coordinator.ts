@@ -160,7 +160,8 @@ export class Coordinator {
     this.activity = new ActivityBuffer(this.store, this.log, this.clock, { ...DEFAULT_ACTIVITY_OPTIONS, ...options.activity });
     const schedulerOptions: SchedulerOptions = { ...DEFAULT_SCHEDULER_OPTIONS, ...options.scheduler };
     this.inference = new InferenceEngine({
-      agents: this.registry, call: (input, ctx) => this.tools.call('coordinator', input, ctx), clock: this.clock, log: this.log,
+      agents: this.registry, call: (input, ctx) => this.tools.call('coordinator', input, ctx), abandon: (callId) => this.tools.abandon(callId),
+      ids: this.ids, clock: this.clock, log: this.log,
     });
     this.concurrency = new ConcurrencyControl({
       log: this.log, clock: this.clock, hitl: this.hitl, scorer: this.inference,

@@ -79,9 +79,8 @@ export class ToolCommands {
         void vscode.window.showInformationMessage(`${title}: no tool call to pick.`);
         return undefined;
       }
-      const now = Date.now();
       const picked = await vscode.window.showQuickPick(calls.map((c) => {
-        const row = callRow(c, now);
+        const row = callRow(c);
         return { label: row.label, description: row.description, detail: c.callId, call: c };
       }), { title, placeHolder: 'Pick a tool call (the newest are listed)', matchOnDescription: true, matchOnDetail: true });
       return picked?.call;

@@ -35,5 +35,5 @@ export function toolSettings(values: ToolSettingValues): ToolSettings {
 
 /** The host's tool options from the settings (the host starts with them). */
 export function toolOptionsOf(settings: ToolSettings): NonNullable<HostOptions['tools']> {
-  return { process: { enabled: settings.process.enabled, acceptUnenforcedNetworkPolicy: settings.process.acceptUnenforcedNetworkPolicy } };
+  return { process: { ...settings.process } };
 }

@@ -111,16 +111,26 @@ export function callDuration(call: Pick<ToolCallRecord, 'startedAt' | 'endedAt'>
   return (call.endedAt || now) - call.startedAt;
 }
 
-/** A call's row: provider/tool, then caller · outcome · duration · frames/bytes; a running call says so first. */
-export function callRow(call: ToolCallRecord, now: number): ToolsRow {
+/** A time of day as `HH:MM:SS`, local time. */
+export function clockTimeText(ms: number): string {
+  const d = new Date(ms);
+  return [d.getHours(), d.getMinutes(), d.getSeconds()].map((n) => String(n).padStart(2, '0')).join(':');
+}
+
+/**
+ * A call's row: provider/tool, then caller · outcome · duration · frames/bytes. A call still open says when it started
+ * (`since HH:MM:SS`), not for how long: the view is redrawn when calls change, not as time passes, so a running time
+ * would go stale.
+ */
+export function callRow(call: ToolCallRecord): ToolsRow {
   const open = isOpenCall(call);
-  const duration = durationText(callDuration(call, now));
+  const duration = open ? `since ${clockTimeText(call.startedAt)}` : durationText(callDuration(call, call.endedAt));
   // The engine counts a call's frames and bytes into its record when the call ends: a running call's zeros would mislead.
   const counted = !open || call.frames > 0;
   const description = [
     call.callerAgentId,
     outcomeText(call),
-    open ? `for ${duration}` : duration,
+    duration,
     ...(counted ? [`${call.frames} frame${call.frames === 1 ? '' : 's'} / ${bytesText(call.bytes)}`] : []),
   ].join(' · ');
   return {
@@ -129,7 +139,7 @@ export function callRow(call: ToolCallRecord, now: number): ToolsRow {
     tooltip: [
       `call ${call.callId}`,
       `${call.providerId}/${call.toolName} called by ${call.callerAgentId} (via ${call.via}${call.stream ? ', streaming' : ''})`,
-      `${outcomeText(call)} · ${open ? 'running for' : 'took'} ${duration} · ${call.attempts} attempt${call.attempts === 1 ? '' : 's'}`,
+      `${outcomeText(call)} · ${open ? '' : 'took '}${duration} · ${call.attempts} attempt${call.attempts === 1 ? '' : 's'}`,
       counted ? `${call.frames} frames, ${call.bytes} bytes` : 'frames and bytes are counted when the call ends (the details show the frames so far)',
       ...(call.errorMessage ? [`error: ${call.errorMessage}`] : []),
     ].join('\n'),

@@ -1,8 +1,8 @@
 import { strict as assert } from 'node:assert';
 import type { CallContext } from '../../src/core/context';
-import { scoreDebate } from '../../src/core/reasoning/debateScorer';
+import { MAX_STRUCTURAL_LEAVES, scoreDebate } from '../../src/core/reasoning/debateScorer';
 import {
-  BUILT_IN_NOTE, INFERENCE_ENGINE_CONNECTOR, InferenceEngine, REASONING_LIMITS, ReasoningProvider,
+  BUILT_IN_NOTE, EXCERPT_BYTES, INFERENCE_ENGINE_CONNECTOR, InferenceEngine, REASONING_LIMITS, ReasoningProvider, excerpt,
 } from '../../src/core/reasoning/inferenceEngine';
 import type { AgentToolTransport } from '../../src/core/tools/externalProvider';
 import { ToolCallError, type CallInput, type ToolRequest, type ToolResult } from '../../src/core/tools/model';
@@ -10,6 +10,7 @@ import type { TaskScope } from '../../src/core/scheduler/model';
 import { prng } from '../support/prng';
 import { RouterHarness, ctx } from '../support/routerHarness';
 
+const round3 = (n: number) => Math.round(n * 1000) / 1000;
 const scope = (fields: Partial<TaskScope>): TaskScope => ({ repoId: '', worktreeId: '', paths: [], resources: [], ...fields });
 
 describe('the built-in debate scorer (EvaluateDebate without an inference engine)', () => {
@@ -32,6 +33,25 @@ describe('the built-in debate scorer (EvaluateDebate without an inference engine
     assert.equal(scoreDebate('', '').confidence, 1);
     assert.equal(scoreDebate('{"a":1}', 'a 1').confidence, 1, 'one side not JSON: both as text');
     assert.match(scoreDebate('x', 'y', 'high').notes, /intensity 'high' not used by the built-in scorer/);
+  });
+
+  it('compares structurally up to 20,000 leaves per proposal; beyond, as text (the notes say so), so two 1 MiB arrays do not hold the event loop', () => {
+    assert.equal(MAX_STRUCTURAL_LEAVES, 20_000);
+    const at = JSON.stringify(Array(MAX_STRUCTURAL_LEAVES).fill(1));
+    assert.match(scoreDebate(at, at).notes, /^structural JSON comparison: 20000 of 20000 paths equal$/);
+    const over = JSON.stringify(Array(MAX_STRUCTURAL_LEAVES + 1).fill(1));
+    const beyond = scoreDebate(at, over);
+    assert.equal(beyond.confidence, round3(MAX_STRUCTURAL_LEAVES / (MAX_STRUCTURAL_LEAVES + 1)));
+    assert.match(beyond.notes, /^text comparison \(JSON of more than 20000 leaves\): 20000 of 20001 words in common$/);
+    assert.match(scoreDebate(over, at).notes, /^text comparison \(JSON of more than 20000 leaves\)/, 'symmetric');
+    const nested = JSON.stringify({ a: Array(MAX_STRUCTURAL_LEAVES / 2 + 1).fill({ b: [1], c: {} }) });
+    assert.match(scoreDebate(nested, nested).notes, /^text comparison \(JSON of more than 20000 leaves\)/, 'nested leaves count too');
+    const big = JSON.stringify(Array(524_287).fill(0)); // just under 1 MiB: 524k leaves
+    assert.ok(Buffer.byteLength(big) <= REASONING_LIMITS.maxProposalBytes);
+    const started = process.hrtime.bigint();
+    assert.equal(scoreDebate(big, big).confidence, 1);
+    const ms = Number(process.hrtime.bigint() - started) / 1e6;
+    assert.ok(ms < 1_000, `two 1 MiB arrays took ${ms} ms`);
   });
 
   it('is deterministic, symmetric and within [0, 1] for random proposals; a proposal agrees fully with itself', () => {
@@ -59,13 +79,15 @@ describe('InferenceEngine (RFC §9.3: the inference engine agent, else the built
   let h: RouterHarness;
   let engine: InferenceEngine;
   let calls: Array<{ input: CallInput; args: Record<string, unknown>; ctx: CallContext; resolve(r: ToolResult): void; reject(e: Error): void }>;
+  let abandoned: string[];
   const c = ctx('reasoning-test');
 
   beforeEach(() => {
     h = new RouterHarness();
     calls = [];
+    abandoned = [];
     engine = new InferenceEngine({
-      agents: h.registry, clock: h.clock, log: h.coordinator.log,
+      agents: h.registry, clock: h.clock, log: h.coordinator.log, abandon: (callId) => abandoned.push(callId),
       call: (input, callCtx) => new Promise<ToolResult>((resolve, reject) => calls.push({ input, args: JSON.parse(Buffer.from(input.args).toString('utf8')) as Record<string, unknown>, ctx: callCtx, resolve, reject })),
     }, { timeoutMs: 5_000 });
   });
@@ -85,6 +107,17 @@ describe('InferenceEngine (RFC §9.3: the inference engine agent, else the built
       return true;
     });
   };
+
+  it('logs the first 4 KiB (UTF-8 bytes, as README says) of arguments and answers, cut between characters', () => {
+    assert.equal(EXCERPT_BYTES, 4096);
+    assert.equal(excerpt('x'.repeat(4096)), 'x'.repeat(4096));
+    assert.equal(excerpt('x'.repeat(4097)), `${'x'.repeat(4096)}…`);
+    assert.equal(excerpt('é'.repeat(3000)), `${'é'.repeat(2048)}…`, '2-byte characters: 4 KiB, not 4,096 characters');
+    const odd = excerpt(`x${'€'.repeat(2000)}`); // 1 + 3 × 1365 = 4096 bytes
+    assert.equal(odd, `x${'€'.repeat(1365)}…`);
+    assert.ok(Buffer.byteLength(excerpt(`xx${'😀'.repeat(2000)}`).slice(0, -1)) <= 4096);
+    assert.ok(!excerpt(`xx${'😀'.repeat(2000)}`).includes('\uFFFD'), 'no character cut in two');
+  });
 
   describe('without an inference engine agent', () => {
     it('checkParallelism answers the built-in scorer at once (a synchronous verdict for the gate), marked in notes', async () => {
@@ -153,8 +186,8 @@ describe('InferenceEngine (RFC §9.3: the inference engine agent, else the built
       assert.deepEqual(calls[1].args, { negotiation_id: 'n', proposal_a: 'a', proposal_b: 'b', intensity: 'high' });
       answer(0, { confidence_score: 7, notes: '' });
       answer(1, { notes: 'no score' });
-      await rejectsWith(check, 'unavailable', /^UNAVAILABLE: the inference engine failed: confidence_score is not a number in \[0, 1\]: 7$/);
-      await rejectsWith(debate, 'unavailable', /confidence_score is not a number in \[0, 1\]: absent/);
+      await rejectsWith(check, 'unavailable', /^UNAVAILABLE: the inference engine failed: the scorer answered a confidence outside \[0, 1\]: 7$/);
+      await rejectsWith(debate, 'unavailable', /the scorer answered a confidence outside \[0, 1\]: undefined/);
       assert.deepEqual(h.events('reasoning.response').map((e) => [e.details.outcome, e.level]), [['error', 'WARN'], ['error', 'WARN']]);
     });
 
@@ -168,6 +201,40 @@ describe('InferenceEngine (RFC §9.3: the inference engine agent, else the built
       await flush();
       h.clock.advance(1);
       await rejectsWith(silent, 'unavailable', /no answer within 5000 ms/);
+      assert.ok(calls[1].input.callId, 'each engine request has its own call id');
+      assert.notEqual(calls[1].input.callId, calls[0].input.callId);
+      assert.deepEqual(abandoned, [calls[1].input.callId], 'the timed-out call is abandoned; the one that failed is not');
+    });
+
+    it('a request that times out while its call is still queued (behind max_concurrency) is abandoned: it frees its place, the engine is not asked later', async () => {
+      const inference = h.coordinator.inference;
+      const tools = h.coordinator.tools;
+      const checks = Array.from({ length: 9 }, () => inference.checkParallelism(scope({ repoId: 'r' }), scope({ repoId: 'r' }), c));
+      checks.forEach((check) => check.catch(() => undefined));
+      await flush();
+      const started = h.events('tool.call.started').map((e) => String(e.details.call_id));
+      assert.equal(started.length, 9);
+      const outcomes = () => started.map((id) => tools.callRecord(id)?.outcome);
+      assert.deepEqual(outcomes(), [...Array(8).fill('running'), 'queued'], 'check_parallelism runs 8 at once (its max_concurrency)');
+      h.clock.advance(10_000);
+      for (const check of checks) await rejectsWith(check, 'unavailable', /no answer within 10000 ms|TIMEOUT/);
+      await flush();
+      assert.equal(outcomes()[8], 'cancelled', 'the queued call is abandoned, not started once the slots free up');
+      assert.ok(outcomes().every((o) => o !== 'running' && o !== 'queued'), String(outcomes()));
+    });
+
+    it('dispose answers the requests under way UNAVAILABLE (the coordinator is stopping), so an RPC waiting on one gets its answer', async () => {
+      const summary = engine.summarize({ sessionId: 's', segments: [], maxTokens: 0, mode: '' }, c);
+      const check = engine.checkParallelism(scope({ repoId: 'r' }), scope({ repoId: 'r' }), c);
+      await flush();
+      assert.equal(calls.length, 2);
+      engine.dispose();
+      await rejectsWith(summary, 'unavailable', /^UNAVAILABLE: the coordinator is stopping$/);
+      await rejectsWith(check, 'unavailable', /^UNAVAILABLE: the coordinator is stopping$/);
+      await rejectsWith(engine.evaluateDebate({ negotiationId: 'n', proposalA: 'a', proposalB: 'b', intensity: '' }, c), 'unavailable', /^UNAVAILABLE: the coordinator is stopping$/);
+      assert.equal(calls.length, 2, 'nothing is asked after dispose');
+      h.clock.advance(10_000);
+      assert.deepEqual(abandoned, [], 'their timers are gone');
     });
 
     it('summarize forwards the segments and answers the engine\'s summary, checked', async () => {

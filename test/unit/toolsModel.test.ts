@@ -2,7 +2,7 @@ import { strict as assert } from 'node:assert';
 import { DEFAULT_EXECUTION_POLICY } from '../../src/core/tools/model';
 import type { ProviderInfo, ToolCallRecord, ToolDescriptor } from '../../src/core/api';
 import {
-  RECENT_CALLS_LISTED, bytesText, callContextValue, callDetailText, callRow, cancelResultText, durationText, isOpenCall, outcomeText,
+  RECENT_CALLS_LISTED, bytesText, callContextValue, clockTimeText, callDetailText, callRow, cancelResultText, durationText, isOpenCall, outcomeText,
   providerContextValue, providerRow, schemaText, toolGroupDescription, toolRow,
 } from '../../src/extension/toolsModel';
 
@@ -58,19 +58,22 @@ describe('the Tools view\'s text (no vscode)', () => {
     assert.ok(huge.endsWith('…'));
   });
 
-  it('a call row: provider/tool, caller, outcome, duration, frames and bytes; a running call counts from its start', () => {
-    const done = callRow(call(), 10_000);
+  it('a call row: provider/tool, caller, outcome, duration, frames and bytes; an open call says since when (a time of day that cannot go stale)', () => {
+    const done = callRow(call());
     assert.equal(done.label, 'search-agent/grep');
     assert.equal(done.description, 'coder-1 · ok · 2.5 s · 3 frames / 2.0 KiB');
     assert.match(done.tooltip, /call c0ffee00-1111-2222-3333-444455556666/);
     assert.match(done.tooltip, /via grpc, streaming/);
-    const running = callRow(call({ outcome: 'running', endedAt: 0, frames: 1, bytes: 10 }), 1_400);
-    assert.equal(running.description, 'coder-1 · running · for 400 ms · 1 frame / 10 B');
-    assert.match(running.tooltip, /running for 400 ms/);
-    const uncounted = callRow(call({ outcome: 'queued', endedAt: 0, frames: 0, bytes: 0 }), 1_400);
-    assert.equal(uncounted.description, 'coder-1 · queued · for 400 ms', 'no "0 frames" before the engine counts them');
+    const startedAt = new Date(2026, 10, 23, 9, 5, 7, 400).getTime(); // local time
+    const running = callRow(call({ outcome: 'running', startedAt, endedAt: 0, frames: 1, bytes: 10 }));
+    assert.equal(running.description, 'coder-1 · running · since 09:05:07 · 1 frame / 10 B');
+    assert.match(running.tooltip, /running · since 09:05:07/);
+    assert.deepEqual(callRow(call({ outcome: 'running', startedAt, endedAt: 0, frames: 1, bytes: 10 })), running, 'the same however late it is drawn');
+    const uncounted = callRow(call({ outcome: 'queued', startedAt, endedAt: 0, frames: 0, bytes: 0 }));
+    assert.equal(uncounted.description, 'coder-1 · queued · since 09:05:07', 'no "0 frames" before the engine counts them');
     assert.match(uncounted.tooltip, /counted when the call ends/);
-    const failed = callRow(call({ outcome: 'error', errorCode: 'WALL_TIMEOUT', errorMessage: 'budget_wall_ms 2000 exceeded' }), 10_000);
+    assert.equal(clockTimeText(new Date(2026, 0, 1, 23, 0, 59).getTime()), '23:00:59');
+    const failed = callRow(call({ outcome: 'error', errorCode: 'WALL_TIMEOUT', errorMessage: 'budget_wall_ms 2000 exceeded' }));
     assert.match(failed.description, /· error WALL_TIMEOUT ·/);
     assert.match(failed.tooltip, /error: budget_wall_ms 2000 exceeded/);
     assert.equal(outcomeText({ outcome: 'awaiting_approval', errorCode: '' }), 'awaiting approval');

@@ -21,7 +21,7 @@ import type { SubmitResult, TaskChange, TaskRecord } from '../scheduler/model';
 import type { ActivityChange, ActivityEntry, ActivityFilter } from '../activity/model';
 import type { ActivityUsage } from '../activity/activityBuffer';
 import type { CallContext } from '../context';
-import type { ProviderInfo, ToolCallRecord, ToolsChange, ToolsQueries } from '../tools/model';
+import type { ProviderInfo, ToolCallRecord, ToolsChange } from '../tools/model';
 import {
   CoordinatorApiError,
   type AgentCounts, type AgentsChange, type ApprovalDecision, type ApprovalPolicyChange, type ApprovalsChange, type ApprovalsQuery,
@@ -34,11 +34,6 @@ import {
 /** The calls Recent calls asks for when no limit is given, and the most it may ask for. */
 const DEFAULT_TOOL_CALLS = 100;
 const MAX_TOOL_CALLS = 1_000;
-
-/** What the API reads and asks of the tools engine (tools.ts `Tools`, issue 17 contract): its queries and the caller's Cancel. */
-interface OperatorTools extends ToolsQueries {
-  cancel(callerAgentId: string, providerId: string, callId: string, ctx: CallContext): ToolCancelResult;
-}
 
 /**
  * The CoordinatorApi over a coordinator in this thread. Every call does its work at once (before the first
@@ -91,7 +86,7 @@ export class InProcessCoordinatorApi implements CoordinatorApi, Disposable {
       worktreeOperations.onDidRunSetup((event) => this.worktreeSetupRan.fire(event)),
       coordinator.scheduler.onDidChange((change) => this.tasksChanged.fire(change)),
       coordinator.activity.onDidChange((change) => this.activityChanged.fire(change)),
-      this.toolsOf(coordinator).onDidChange((change) => this.toolsChanged.fire({ kind: change.kind, id: change.id })),
+      coordinator.tools.onDidChange((change) => this.toolsChanged.fire({ kind: change.kind, id: change.id })),
     ];
   }
 
@@ -384,29 +379,27 @@ export class InProcessCoordinatorApi implements CoordinatorApi, Disposable {
   // ---------------------------------------------------------------- tools
 
   toolProviders(): Promise<ProviderInfo[]> {
-    return this.run((c) => this.toolsOf(c).providers());
+    return this.run((c) => c.tools.providers());
   }
 
   toolCalls(limit = DEFAULT_TOOL_CALLS): Promise<ToolCallRecord[]> {
-    return this.run((c) => this.toolsOf(c).recentCalls(Math.max(1, Math.min(Math.floor(limit) || DEFAULT_TOOL_CALLS, MAX_TOOL_CALLS))));
+    return this.run((c) => c.tools.recentCalls(Math.max(1, Math.min(Math.floor(limit) || DEFAULT_TOOL_CALLS, MAX_TOOL_CALLS))));
   }
 
   toolCallDetails(callId: string): Promise<ToolCallDetails | undefined> {
     return this.run((c) => {
-      const tools = this.toolsOf(c);
-      const record = tools.callRecord(callId);
-      return record && { record, frames: [...tools.callFrames(callId)] };
+      const record = c.tools.callRecord(callId);
+      return record && { record, frames: [...c.tools.callFrames(callId)] };
     });
   }
 
   cancelToolCall(callId: string, by: string): Promise<ToolCancelResult> {
     return this.run((c) => {
-      const tools = this.toolsOf(c);
-      const record = tools.callRecord(callId);
+      const record = c.tools.callRecord(callId);
       const ctx: CallContext = { correlationId: callId, principal: 'operator' };
       // The operator cancels as the caller would: the engine's own rules (CANCELLED / ALREADY_COMPLETED / NOT_FOUND).
       const result: ToolCancelResult = record
-        ? tools.cancel(record.callerAgentId, record.providerId, callId, ctx)
+        ? c.tools.cancel(record.callerAgentId, record.providerId, callId, ctx)
         : { errorCode: 'NOT_FOUND', message: `no call '${callId.slice(0, 256)}' is kept` };
       c.log.record({
         correlationId: callId, actor: by, eventType: 'operator.tool_call_cancel', level: 'INFO',
@@ -455,11 +448,6 @@ export class InProcessCoordinatorApi implements CoordinatorApi, Disposable {
     } catch (err) {
       return Promise.reject(translateError(err));
     }
-  }
-
-  /** The tools engine as the API sees it: ToolsQueries and the caller's Cancel. */
-  private toolsOf(c: Coordinator): OperatorTools {
-    return c.tools;
   }
 
   private replacePolicy(c: Coordinator, policy: HitlPolicy, by: string): void {

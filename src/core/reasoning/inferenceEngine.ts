@@ -1,11 +1,13 @@
 import type { Clock } from '../clock';
 import type { CallContext } from '../context';
 import type { Disposable } from '../events';
+import { randomIds, type IdSource } from '../ids';
 import { parseBoundedJson } from '../json';
-import { MIB } from '../limits';
+import { KIB, MIB } from '../limits';
 import type { EventLog } from '../log/eventLog';
 import type { AgentDirectory, AgentRecord } from '../registry/model';
 import type { ParallelismScorer, ParallelismVerdict, TaskScope } from '../scheduler/model';
+import { verdictRefusal } from '../scheduler/concurrency';
 import { toWire } from '../scheduler/scope';
 import { BuiltInScopeScorer } from '../scheduler/scorer';
 import type { AgentToolTransport } from '../tools/externalProvider';
@@ -162,6 +164,13 @@ export type CoordinatorToolCall = (input: CallInput, ctx: CallContext) => Promis
 export interface InferenceEngineDeps {
   readonly agents: AgentDirectory;
   readonly call: CoordinatorToolCall;
+  /**
+   * Ends a call nobody waits for any more (Tools.abandon): an engine request that timed out here is abandoned, so it
+   * gives back its slot of the tool's max_concurrency (or leaves the queue) and the engine is not asked later.
+   */
+  readonly abandon: (callId: string) => void;
+  /** Where each engine request's call id comes from (default: random UUIDs). */
+  readonly ids?: IdSource;
   readonly clock: Clock;
   readonly log: EventLog;
 }
@@ -207,11 +216,13 @@ export interface Summary {
  * is the gate's ParallelismScorer). With an engine online, a `reasoning` tool call as `coordinator`, bounded by
  * `timeoutMs`, its answer checked; an answer out of bounds, an error or a timeout is a failure (checkParallelism: the
  * gate's unavailable-engine policy applies; the others reject UNAVAILABLE). Without one: the built-in scorers (notes say
- * so), answered at once; summarize refuses (FAILED_PRECONDITION), never a made-up summary.
+ * so), answered at once; summarize refuses (FAILED_PRECONDITION), never a made-up summary. A request that times out
+ * here is abandoned (its tool call ends, giving back its place); dispose answers those under way UNAVAILABLE.
  */
 export class InferenceEngine implements ParallelismScorer, Disposable {
   private readonly builtIn = new BuiltInScopeScorer();
-  private readonly timers = new Set<Disposable>();
+  /** The engine requests under way: their timeout timers, and how to end them at dispose. */
+  private readonly pending = new Set<{ readonly timer: Disposable; readonly reject: (err: Error) => void }>();
   private disposed = false;
 
   constructor(private readonly deps: InferenceEngineDeps, private readonly options: InferenceEngineOptions = DEFAULT_INFERENCE_ENGINE_OPTIONS) {}
@@ -282,15 +293,20 @@ export class InferenceEngine implements ParallelismScorer, Disposable {
     return { summary, tokens, costCents, model };
   }
 
+  /** Requests under way are answered UNAVAILABLE (`the coordinator is stopping`): an RPC waiting on one gets its answer. */
   dispose(): void {
     this.disposed = true;
-    for (const timer of this.timers) timer.dispose();
-    this.timers.clear();
+    const pending = [...this.pending];
+    this.pending.clear();
+    for (const { timer, reject } of pending) {
+      timer.dispose();
+      reject(stopping());
+    }
   }
 
   /** One engine request: logged, bounded by the timeout, its answer a JSON object (else a failure, UNAVAILABLE). */
   private async ask(engineId: string, toolName: string, args: Record<string, unknown>, ctx: CallContext): Promise<Record<string, unknown>> {
-    if (this.disposed) throw failed('the coordinator is stopping');
+    if (this.disposed) throw stopping();
     const started = this.deps.clock.now();
     const text = JSON.stringify(args);
     this.deps.log.record({
@@ -302,15 +318,16 @@ export class InferenceEngine implements ParallelismScorer, Disposable {
       details: { engine_id: engineId, tool_name: toolName, version: REASONING_PROTOCOL_VERSION, outcome, duration_ms: this.deps.clock.now() - started, ...details },
     });
     let result: ToolResult;
+    const callId = (this.deps.ids ?? randomIds).uuid();
     try {
-      result = await this.bounded(this.deps.call({
-        providerId: REASONING_PROVIDER_ID, toolName, contentType: 'application/json', args: Buffer.from(text, 'utf8'),
+      result = await this.bounded(callId, this.deps.call({
+        callId, providerId: REASONING_PROVIDER_ID, toolName, contentType: 'application/json', args: Buffer.from(text, 'utf8'),
         policy: { ...DEFAULT_EXECUTION_POLICY, timeoutMs: this.options.timeoutMs }, stream: false, via: 'internal',
       }, ctx));
     } catch (err) {
       const why = err instanceof ToolCallError ? err.details : message(err);
-      respond('error', { error: why });
-      throw failed(why);
+      respond('error', { call_id: callId, error: why });
+      throw this.disposed ? stopping() : failed(why);
     }
     const answerText = result.data.toString('utf8');
     const parsed = parseBoundedJson(answerText, { what: 'the answer', maxBytes: REASONING_LIMITS.maxAnswerBytes });
@@ -320,37 +337,40 @@ export class InferenceEngine implements ParallelismScorer, Disposable {
       throw failed(why);
     }
     const answer = parsed.value as Record<string, unknown>;
-    const refusal = toolName === 'summarize' ? undefined : confidenceRefusal(answer);
+    const refusal = toolName === 'summarize' ? undefined : verdictRefusal(confidenceOf(answer));
     respond(refusal === undefined ? 'ok' : 'error', { call_id: result.callId, answer: excerpt(answerText), ...(refusal === undefined ? {} : { error: refusal }) });
     if (refusal !== undefined) throw failed(refusal);
     return answer;
   }
 
-  /** `work`, or a failure once `timeoutMs` has passed on the Clock (the call's own policy timeout ends it too). */
-  private bounded<T>(work: Promise<T>): Promise<T> {
+  /**
+   * `work` (the call `callId`), or a failure once `timeoutMs` has passed on the Clock. The call's own policy timeout
+   * starts only when it runs, so a call still queued behind others would outlive this one: it is abandoned then.
+   */
+  private bounded<T>(callId: string, work: Promise<T>): Promise<T> {
     return new Promise<T>((resolve, reject) => {
       const timer = this.deps.clock.setTimer(this.options.timeoutMs, () => {
-        this.timers.delete(timer);
+        this.pending.delete(entry);
+        try {
+          this.deps.abandon(callId);
+        } catch {
+          // Abandoning is best effort; the answer below is what matters.
+        }
         reject(new Error(`no answer within ${this.options.timeoutMs} ms`));
       });
-      this.timers.add(timer);
+      const entry = { timer, reject };
+      this.pending.add(entry);
       work.then(
-        (value) => { timer.dispose(); this.timers.delete(timer); resolve(value); },
-        (err: unknown) => { timer.dispose(); this.timers.delete(timer); reject(err); },
+        (value) => { timer.dispose(); this.pending.delete(entry); resolve(value); },
+        (err: unknown) => { timer.dispose(); this.pending.delete(entry); reject(err); },
       );
     });
   }
 }
 
-function confidenceRefusal(answer: Record<string, unknown>): string | undefined {
-  const confidence = answer.confidence_score;
-  if (typeof confidence !== 'number' || !(confidence >= 0 && confidence <= 1)) return `confidence_score is not a number in [0, 1]: ${JSON.stringify(confidence) ?? 'absent'}`;
-  if (answer.notes !== undefined && typeof answer.notes !== 'string') return 'notes is not text';
-  return undefined;
-}
-
+/** A confidence answer as a verdict (notes may be left out); verdictRefusal (the gate's check) says whether it is usable. */
 function confidenceOf(answer: Record<string, unknown>): ParallelismVerdict {
-  return { confidence: answer.confidence_score as number, notes: typeof answer.notes === 'string' ? answer.notes : '' };
+  return { confidence: answer.confidence_score as number, notes: answer.notes === undefined ? '' : answer.notes as string };
 }
 
 function checkShort(name: string, value: string): void {
@@ -367,8 +387,21 @@ function failed(why: string): ToolCallError {
   return new ToolCallError('unavailable', 'UNAVAILABLE', `the inference engine failed: ${why}`);
 }
 
-function excerpt(text: string): string {
-  return text.length > 4096 ? `${text.slice(0, 4096)}…` : text;
+/** The coordinator stopped while a request was under way (or before it began): UNAVAILABLE. */
+function stopping(): ToolCallError {
+  return new ToolCallError('unavailable', 'UNAVAILABLE', 'the coordinator is stopping');
+}
+
+/** What a log event keeps of arguments and answers: the first 4 KiB (UTF-8; README, "Connect an inference engine"). */
+export const EXCERPT_BYTES = 4 * KIB;
+
+/** The first EXCERPT_BYTES of `text` (UTF-8, cut between characters), `…` when cut. */
+export function excerpt(text: string): string {
+  const bytes = Buffer.from(text, 'utf8');
+  if (bytes.length <= EXCERPT_BYTES) return text;
+  let end = EXCERPT_BYTES;
+  while (end > 0 && (bytes[end] & 0xc0) === 0x80) end--; // bytes[end] continues a character begun before it
+  return `${bytes.subarray(0, end).toString('utf8')}…`;
 }
 
 function message(err: unknown): string {

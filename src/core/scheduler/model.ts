@@ -283,6 +283,11 @@ export interface ParallelismVerdict {
  * settles, and the gate then announces the decision (onDidChange).
  */
 export interface ParallelismScorer {
-  /** Throws (or rejects) when the engine is unavailable: the gate then applies `unavailableEngine`. */
+  /**
+   * Throws (or rejects) when the engine is unavailable: the gate then applies `unavailableEngine`. A Promise must
+   * settle — by its own timeout, and at the latest when the scorer is disposed: the gate does not bound it (a pair
+   * whose check never settled would wait until a task of the pair ends). InferenceEngine settles every check within
+   * its timeoutMs (10 s) and rejects those under way at dispose.
+   */
   check(a: TaskScope, b: TaskScope, ctx?: CallContext): ParallelismVerdict | Promise<ParallelismVerdict>;
 }

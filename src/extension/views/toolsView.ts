@@ -13,7 +13,7 @@ export type ToolsNode =
   | { readonly kind: 'tool'; readonly providerId: string; readonly name: string }
   | { readonly kind: 'toolCall'; readonly id: string };
 
-/** Calls fire on every frame; the view asks for its rows at most this often, while visible. */
+/** The engine announces a call when it starts, changes state and ends (not per frame); the view asks for its rows at most this often, while visible. */
 const TOOLS_REFRESH_MS = 500;
 
 /** The call row a command was run on, if it was run on one (not from the palette). */
@@ -107,7 +107,7 @@ class ToolsTreeProvider implements vscode.TreeDataProvider<ToolsNode>, vscode.Di
       case 'toolCall': {
         const call = this.call(node.id);
         if (!call) return new vscode.TreeItem(`call ${node.id}`);
-        const row = callRow(call, Date.now());
+        const row = callRow(call);
         const item = new vscode.TreeItem(row.label, vscode.TreeItemCollapsibleState.None);
         item.id = `toolCall:${call.callId}`;
         item.description = row.description;

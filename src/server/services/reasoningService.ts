@@ -2,6 +2,7 @@ import * as grpc from '@grpc/grpc-js';
 import type { Coordinator } from '../../core/coordinator';
 import { isScopeRefusal, parseScope } from '../../core/scheduler/scope';
 import { ToolCallError } from '../../core/tools/model';
+import { toolErrorStatus } from './toolService';
 
 interface ParallelismCheckRequestMessage { scope_a?: string; scope_b?: string }
 interface ConfidenceResponseMessage { confidence_score: number; notes: string }
@@ -42,29 +43,18 @@ export class ReasoningServiceAdapter {
       Summarize: (call: grpc.ServerUnaryCall<SummarizeRequestMessage, SummarizeResponseMessage>, callback: grpc.sendUnaryData<SummarizeResponseMessage>) => {
         const r = call.request;
         const segments = (r.segments ?? []).map((s) => ({ kind: s.kind ?? '', content: s.content ?? '', seq: Number(s.seq ?? 0), at: s.at ?? '' }));
-        answer(Promise.resolve().then(() => inference.summarize({ sessionId: r.session_id ?? '', segments, maxTokens: r.max_tokens ?? 0, mode: r.mode ?? '' }, ctx(call)))
+        answer(inference.summarize({ sessionId: r.session_id ?? '', segments, maxTokens: r.max_tokens ?? 0, mode: r.mode ?? '' }, ctx(call))
           .then((s) => ({ summary: s.summary, tokens: s.tokens, cost_cents: s.costCents, model: s.model })), callback);
       },
     };
   }
 }
 
-const STATUS: Partial<Record<string, grpc.status>> = {
-  invalid_argument: grpc.status.INVALID_ARGUMENT,
-  failed_precondition: grpc.status.FAILED_PRECONDITION,
-  unavailable: grpc.status.UNAVAILABLE,
-};
-
+/** The answer, or its failure as every tool answer's status (toolErrorStatus: `<code>: <detail>`). */
 function answer<T>(work: Promise<T>, callback: grpc.sendUnaryData<T>): void {
-  work.then((value) => callback(null, value), (err: unknown) => {
-    if (err instanceof ToolCallError) {
-      callback({ code: STATUS[err.kind] ?? grpc.status.INTERNAL, details: err.details, metadata: new grpc.Metadata() });
-    } else {
-      callback({ code: grpc.status.INTERNAL, details: `INTERNAL_ERROR: ${err instanceof Error ? err.message : String(err)}`, metadata: new grpc.Metadata() });
-    }
-  });
+  work.then((value) => callback(null, value), (err: unknown) => callback(toolErrorStatus(err)));
 }
 
-function invalid(why: string): grpc.ServiceError {
-  return Object.assign(new Error(why), { code: grpc.status.INVALID_ARGUMENT, details: `VALIDATION_ERROR: ${why}`, metadata: new grpc.Metadata() });
+function invalid(why: string): Partial<grpc.StatusObject> {
+  return toolErrorStatus(new ToolCallError('invalid_argument', 'VALIDATION_ERROR', why));
 }
