@@ -18,6 +18,9 @@ import { ConcurrencyControl } from './scheduler/concurrency';
 import { InferenceEngine, ReasoningProvider } from './reasoning/inferenceEngine';
 import { DEFAULT_SCHEDULER_OPTIONS, type SchedulerOptions } from './scheduler/model';
 import { Scheduler } from './scheduler/scheduler';
+import { NegotiationPolicies, type PolicySettings } from './policy/policies';
+import { Negotiations } from './negotiation/negotiations';
+import { NegotiationRoom } from './room/room';
 import { bindToolCallsToRouter } from './tools/envelopeBridge';
 import { ToolTransport } from './tools/externalProvider';
 import { DEFAULT_PROCESS_PROVIDER_OPTIONS, ProcessProvider, type ProcessProviderOptions } from './tools/processProvider';
@@ -63,6 +66,8 @@ export interface CoordinatorOptions {
    * `process`: the built-in process provider's switches (README, "The process provider").
    */
   readonly tools?: Partial<ToolsOptions> & { readonly process?: Partial<ProcessProviderOptions> };
+  /** Negotiation policy from the editor's settings / the CLI (README, "Negotiation policy"); the store's newest version wins where unset. */
+  readonly negotiation?: PolicySettings;
   /** Subscribed before anything is recorded, so that start-up and restore events are seen too. */
   readonly onEvent?: (event: StoredEvent) => void;
 }
@@ -100,6 +105,12 @@ export class Coordinator {
   readonly inference: InferenceEngine;
   /** Tasks by priority with preemption (RFC §7), dispatched as CONTROL envelopes; agent lifecycle moves (RFC §8). */
   readonly scheduler: Scheduler;
+  /** Negotiation policy (RFC §17.2): versioned policy set, profiles, effective policies, room thresholds. */
+  readonly policies: NegotiationPolicies;
+  /** Debates (RFC §17–§17.4). */
+  readonly negotiations: Negotiations;
+  /** Negotiation rooms (RFC §17.5). */
+  readonly room: NegotiationRoom;
   private readonly hitlBinding: Disposable;
   private readonly worktreeBinding: Disposable;
   private readonly toolBinding: Disposable;
@@ -171,12 +182,26 @@ export class Coordinator {
       store: this.store, log: this.log, clock: this.clock, ids: this.ids, agents: this.registry, outbox: this.router,
       activity: this.activity, places: this.worktrees, gate: this.concurrency,
     }, schedulerOptions);
+    this.policies = new NegotiationPolicies({ store: this.store, log: this.log, clock: this.clock }, options.negotiation);
+    this.negotiations = new Negotiations({
+      store: this.store, log: this.log, clock: this.clock, ids: this.ids, agents: this.registry, outbox: this.router, hitl: this.hitl,
+      artifacts: this.activity, inference: this.inference, policies: this.policies,
+    });
+    this.room = new NegotiationRoom({
+      store: this.store, log: this.log, clock: this.clock, ids: this.ids, agents: this.registry, outbox: this.router, hitl: this.hitl,
+      policies: this.policies,
+    });
+    this.negotiations.restore({ correlationId: this.ids.uuid() });
+    this.room.restore({ correlationId: this.ids.uuid() });
     this.retentionTimer = scheduleEventRetention(this.store, this.log, this.clock, this.ids, options.maxEvents ?? DEFAULT_MAX_EVENTS);
   }
 
   /** Stops timers and closes the store. The coordinator cannot be used afterwards. */
   dispose(): void {
     this.retentionTimer.dispose();
+    this.room.dispose();
+    this.negotiations.dispose();
+    this.policies.dispose();
     this.toolBinding.dispose();
     this.tools.dispose();
     this.toolTransport.dispose();

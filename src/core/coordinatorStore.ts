@@ -30,6 +30,15 @@ import type { ToolsRepository, ToolsStorage } from './tools/model';
 import { TOOLS_SCHEMA } from './tools/schema';
 import { SqliteToolsRepository } from './tools/sqliteToolsRepository';
 import { SqliteWorktreeRepository } from './worktree/sqliteWorktreeRepository';
+import type { PolicyRepository, PolicyStorage } from './policy/model';
+import { POLICY_SCHEMA } from './policy/schema';
+import { SqlitePolicyRepository } from './policy/sqlitePolicyRepository';
+import type { NegotiationRepository, NegotiationStorage } from './negotiation/model';
+import { NEGOTIATION_SCHEMA } from './negotiation/schema';
+import { SqliteNegotiationRepository } from './negotiation/sqliteNegotiationRepository';
+import type { RoomRepository, RoomStorage } from './room/model';
+import { ROOM_SCHEMA } from './room/schema';
+import { SqliteRoomRepository } from './room/sqliteRoomRepository';
 
 /**
  * Every area's schema steps in their fixed order: by version, and within version 1 the registry before the log.
@@ -45,6 +54,9 @@ export const COORDINATOR_SCHEMA: readonly SchemaStep[] = [
   ...SCHEDULER_SCHEMA, // 9
   ...ACTIVITY_SCHEMA, // 10
   ...TOOLS_SCHEMA, // 11
+  ...POLICY_SCHEMA, // 12
+  ...NEGOTIATION_SCHEMA, // 13
+  ...ROOM_SCHEMA, // 14
 ].sort((a, b) => a.version - b.version);
 
 export const LATEST_SCHEMA_VERSION = COORDINATOR_SCHEMA[COORDINATOR_SCHEMA.length - 1].version;
@@ -60,15 +72,15 @@ export interface CoordinatorStoreOptions {
 
 /** What the coordinator needs of a store: the engine and every area's slice. */
 export type CoordinatorStorage = Store & RegistryStorage & LogStorage & RouterStorage & HitlStorage & CredentialsStorage & WorktreeStorage
-  & SchedulerStorage & ActivityStorage & ToolsStorage;
+  & SchedulerStorage & ActivityStorage & ToolsStorage & PolicyStorage & NegotiationStorage & RoomStorage;
 
 /**
  * The store as the coordinator uses it: the engine and every area's repository over it. Each area is handed only
  * its slice (RegistryStorage, LogStorage, RouterStorage, HitlStorage, CredentialsStorage, WorktreeStorage,
- * SchedulerStorage, ActivityStorage, ToolsStorage): its own repository and transactions.
+ * SchedulerStorage, ActivityStorage, ToolsStorage, PolicyStorage, NegotiationStorage, RoomStorage): its own repository and transactions.
  */
 export class CoordinatorStore implements Store, RegistryStorage, LogStorage, RouterStorage, HitlStorage, CredentialsStorage, WorktreeStorage,
-  SchedulerStorage, ActivityStorage, ToolsStorage {
+  SchedulerStorage, ActivityStorage, ToolsStorage, PolicyStorage, NegotiationStorage, RoomStorage {
   readonly agents: AgentRepository;
   readonly events: EventRepository;
   readonly router: SqliteRouterRepository;
@@ -78,6 +90,9 @@ export class CoordinatorStore implements Store, RegistryStorage, LogStorage, Rou
   readonly scheduler: SchedulerRepository;
   readonly activity: ActivityRepository;
   readonly tools: ToolsRepository;
+  readonly policy: PolicyRepository;
+  readonly negotiation: NegotiationRepository;
+  readonly room: RoomRepository;
 
   private constructor(private readonly engine: SqliteStore) {
     const db: DatabaseSync = engine.database;
@@ -90,6 +105,9 @@ export class CoordinatorStore implements Store, RegistryStorage, LogStorage, Rou
     this.scheduler = new SqliteSchedulerRepository(db);
     this.activity = new SqliteActivityRepository(db);
     this.tools = new SqliteToolsRepository(db);
+    this.policy = new SqlitePolicyRepository(db);
+    this.negotiation = new SqliteNegotiationRepository(db);
+    this.room = new SqliteRoomRepository(db);
     engine.addCommitParticipant(this.router.indexFill);
   }
 

@@ -21,6 +21,9 @@ const SHIPPED: ReadonlyArray<readonly [number, string, string]> = [
   [9, 'scheduler', '0efa380eb26927fe'],
   [10, 'activity', '9a3e869d7d250314'],
   [11, 'tools', '53761342de49afa8'],
+  [12, 'policy', 'b6d420d66bcaceea'],
+  [13, 'negotiation', '0ba8de7e0d590938'],
+  [14, 'room', 'c0659f8be0c42dbb'],
 ];
 
 function digest(step: SchemaStep): string {

@@ -246,7 +246,7 @@ export interface CoordinatorOutbox {
 
 export interface OutboxMessage {
   readonly to: string;
-  readonly messageType: 'CONTROL' | 'NOTIFICATION' | 'DATA' | 'TOOL_CALL' | 'TOOL_RESULT' | 'TOOL_ERROR';
+  readonly messageType: 'CONTROL' | 'NOTIFICATION' | 'DATA' | 'TOOL_CALL' | 'TOOL_RESULT' | 'TOOL_ERROR' | 'NEGOTIATION';
   readonly contentType: string;
   readonly payload: Buffer;
   readonly correlationId: string;

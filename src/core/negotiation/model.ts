@@ -1,0 +1,159 @@
+import type { Event } from '../events';
+import type { EffectivePolicy } from '../policy/model';
+import type { Transactions } from '../store/store';
+
+import type { DebateIntensity } from '../policy/model';
+
+export { DEBATE_INTENSITIES, type DebateIntensity } from '../policy/model';
+
+/**
+ * open: rounds may be proposed and evaluated; paused: a HITL gate or a deadlock waits for a human (`pending`);
+ * decided / aborted: terminal.
+ */
+export type NegotiationState = 'open' | 'paused' | 'decided' | 'aborted';
+
+/** policy.proto DecisionReport.stop_reason, plus `decided` for a Decide that ended it. */
+export type StopReason = 'threshold_met' | 'max_rounds' | 'oscillation' | 'budget' | 'timeout' | 'decided' | 'hitl' | 'aborted';
+
+/** The seven §17.1 event kinds, in the order they were fanned out. */
+export type NegotiationEventKind = 'open' | 'policy' | 'propose' | 'counter' | 'evaluate' | 'decide' | 'abort';
+
+export interface DeltaSummary {
+  /** 0..1: changed leaves / all leaves of both versions (text: changed lines / all lines). */
+  readonly magnitude: number;
+  /** JSON Pointer paths of the changed leaves, sorted, at most 1,000. */
+  readonly changedPaths: readonly string[];
+}
+
+/** An evaluation of one round by a participant (Evaluate) or a report (SubmitEvaluation). */
+export interface RoundEvaluation {
+  readonly from: string;
+  /** 0..1 (Evaluate.confidence_score / EvaluationReport.deterministic_score, clamped). */
+  readonly score: number;
+  /** EvaluationReport.llm_confidence when a report gave one; null otherwise. */
+  readonly llmConfidence: number | null;
+  readonly notes: string;
+  readonly source: 'evaluate' | 'report';
+  readonly at: number;
+}
+
+/** Round N = contract_vN: a proposal (round 1) or a counter-proposal, and what it was scored. */
+export interface RoundRecord {
+  readonly negotiationId: string;
+  /** 1-based. */
+  readonly n: number;
+  readonly kind: 'propose' | 'counter';
+  readonly from: string;
+  readonly contentType: string;
+  /** The proposal's bytes exactly as sent. */
+  readonly payload: Buffer;
+  /** ⌈bytes / 4⌉. */
+  readonly tokens: number;
+  readonly at: number;
+  /** Against round n-1 (round 1: against nothing, magnitude 1, no paths). */
+  readonly delta: DeltaSummary;
+  readonly evaluations: readonly RoundEvaluation[];
+  /** Mean of the evaluations' scores; null while none. */
+  readonly deterministicScore: number | null;
+  /** The inference engine's confidence (vN-1 vs vN) when asked and answered; null otherwise. */
+  readonly llmConfidence: number | null;
+  /** Blended per llm_weight; null while no evaluation. */
+  readonly score: number | null;
+  /** Round n's contract equals round n-2's (A→B→A). */
+  readonly oscillation: boolean;
+}
+
+export interface NegotiationDecision {
+  /** consensus | hitl | policy */
+  readonly decidedBy: string;
+  readonly contentType: string;
+  readonly result: Buffer;
+  /** The round whose contract was chosen, 0 when the result came from elsewhere (Decide's bytes, a modify payload). */
+  readonly round: number;
+  readonly finalScore: number;
+  readonly rationale: string;
+  readonly stopReason: StopReason;
+  readonly policyVersion: string;
+  /** Set when a fallback decided (RFC §15.4 audit): the policy applied and why. */
+  readonly fallback: { readonly policy: string; readonly trigger: string } | null;
+  readonly at: number;
+}
+
+export interface NegotiationRecord {
+  readonly id: string;
+  readonly correlationId: string;
+  readonly topic: string;
+  readonly participants: readonly string[];
+  readonly intensity: DebateIntensity;
+  readonly openedBy: string;
+  readonly openedAt: number;
+  /** openedAt + the effective debate timeout. */
+  readonly deadlineAt: number;
+  readonly effective: EffectivePolicy;
+  /** The JSON Schema (text) proposals are checked against, '' when none. */
+  readonly schema: string;
+  state: NegotiationState;
+  /** Rounds so far (their records: NegotiationRepository.rounds). */
+  rounds: number;
+  tokensUsed: number;
+  oscillations: number;
+  /** When the current round started (its timeout runs from here). */
+  roundStartedAt: number;
+  /** The HITL invocation it waits on while paused. */
+  pending: { readonly invocationId: string; readonly why: 'deadlock' | 'pause_between_rounds' | 'final_accept'; readonly stopReason: StopReason } | null;
+  decision: NegotiationDecision | null;
+  abort: { readonly reason: string; readonly errorCode: string; readonly by: string; readonly at: number } | null;
+  /** Events fanned out so far (the next event's sequence number). */
+  events: number;
+  updatedAt: number;
+}
+
+/** A row of the Negotiations view. */
+export interface NegotiationSummary {
+  readonly id: string;
+  readonly topic: string;
+  readonly participants: readonly string[];
+  readonly intensity: DebateIntensity;
+  readonly state: NegotiationState;
+  readonly rounds: number;
+  readonly bestScore: number | null;
+  readonly stopReason: StopReason | null;
+  readonly pendingInvocationId: string | null;
+  readonly openedAt: number;
+  readonly updatedAt: number;
+}
+
+/** What the negotiation webview shows of a debate. */
+export interface NegotiationDetail {
+  readonly record: NegotiationRecord;
+  readonly rounds: readonly RoundRecord[];
+}
+
+export interface NegotiationChange {
+  readonly negotiationId: string;
+  readonly state: NegotiationState;
+}
+
+/** What the editor reads (CoordinatorApi). */
+export interface NegotiationQueries {
+  /** Open first, then the most recently updated; at most `limit` (default 200). */
+  list(limit?: number): NegotiationSummary[];
+  detail(id: string): NegotiationDetail | undefined;
+  readonly onDidChange: Event<NegotiationChange>;
+}
+
+/** The negotiation area's tables (schema v13). */
+export interface NegotiationRepository {
+  put(record: NegotiationRecord): void;
+  get(id: string): NegotiationRecord | undefined;
+  /** Open and paused ones first, then by updatedAt descending; at most `limit`. */
+  list(limit: number): NegotiationRecord[];
+  /** Every negotiation not decided or aborted (restore). */
+  listUnfinished(): NegotiationRecord[];
+  putRound(round: RoundRecord): void;
+  rounds(negotiationId: string): RoundRecord[];
+}
+
+export interface NegotiationStorage extends Transactions {
+  readonly negotiation: NegotiationRepository;
+}
