@@ -1,0 +1,18 @@
+import type * as grpc from '@grpc/grpc-js';
+import type { Credentials } from '../core/credentials/credentials';
+import type { Speaker } from '../core/policy/speaker';
+import { principalOf } from './auth';
+
+/**
+ * Who speaks in a negotiation or a room (src/core/policy/speaker.ts), from the call's Principal: the operator token
+ * acts for anyone; an agent or enrolment credential only as the agents Credentials.refusal allows. With auth `none`
+ * there is no principal: the caller is trusted to act as any agent (the README's "Security model" says so), but it is
+ * still an agent, not the operator, so the participant rules of the areas apply.
+ */
+export function speakerOf(call: { readonly metadata: grpc.Metadata }, credentials: Credentials): Speaker {
+  const principal = principalOf(call);
+  if (principal === undefined) return { kind: 'agent', label: 'unauthenticated', mayActAs: () => true };
+  if (principal.kind === 'operator') return { kind: 'operator', label: 'operator' };
+  const label = principal.kind === 'agent' ? `agent:${principal.agentId}` : `enrolment:${principal.credentialId}`;
+  return { kind: 'agent', label, mayActAs: (agentId: string) => credentials.refusal(principal, agentId, false) === undefined };
+}
