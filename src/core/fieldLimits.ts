@@ -77,6 +77,15 @@ export const FIELD_LIMITS = {
     agent_id: 128,
     correlation_id: 256,
   },
+  /** SchedulerPolicyService (server/services/schedulerPolicyService.ts): ids and texts of its requests. */
+  policy: {
+    negotiation_id: 256,
+    profiles: 64,
+    from_agent: 256,
+    notes: 16_384,
+    action: 64,
+    rationale: 4096,
+  },
   /** ConnectorService.RegisterProvider (tools/descriptors.ts). */
   connector: {
     tools: 256,

@@ -18,6 +18,7 @@ import { HitlServiceAdapter } from './services/hitlService';
 import { LoggingServiceAdapter } from './services/loggingService';
 import { RegistryServiceAdapter } from './services/registryService';
 import { RouterServiceAdapter } from './services/routerService';
+import { SchedulerPolicyServiceAdapter } from './services/schedulerPolicyService';
 import { SchedulerServiceAdapter } from './services/schedulerService';
 import { ToolServiceAdapter } from './services/toolService';
 import { unimplementedHandler } from './services/unimplemented';
@@ -115,6 +116,7 @@ export class CoordinatorServer {
       [ToolServiceAdapter.serviceName]: new ToolServiceAdapter(coordinator).handlers(),
       [ConnectorServiceAdapter.serviceName]: new ConnectorServiceAdapter(coordinator).handlers(),
       [SchedulerServiceAdapter.serviceName]: new SchedulerServiceAdapter(coordinator).handlers(),
+      [SchedulerPolicyServiceAdapter.serviceName]: new SchedulerPolicyServiceAdapter(coordinator).handlers(),
       [ActivityServiceAdapter.serviceName]: new ActivityServiceAdapter(coordinator).handlers(),
       [ReasoningServiceAdapter.serviceName]: new ReasoningServiceAdapter(coordinator).handlers(),
     };

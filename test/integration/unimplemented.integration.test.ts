@@ -37,6 +37,13 @@ const IMPLEMENTED = new Set([
   '/sw4rm.reasoning.ReasoningProxy/CheckParallelism',
   '/sw4rm.reasoning.ReasoningProxy/EvaluateDebate',
   '/sw4rm.reasoning.ReasoningProxy/Summarize',
+  '/sw4rm.scheduler.SchedulerPolicyService/SetNegotiationPolicy',
+  '/sw4rm.scheduler.SchedulerPolicyService/GetNegotiationPolicy',
+  '/sw4rm.scheduler.SchedulerPolicyService/SetPolicyProfiles',
+  '/sw4rm.scheduler.SchedulerPolicyService/ListPolicyProfiles',
+  '/sw4rm.scheduler.SchedulerPolicyService/GetEffectivePolicy',
+  '/sw4rm.scheduler.SchedulerPolicyService/SubmitEvaluation',
+  '/sw4rm.scheduler.SchedulerPolicyService/HitlAction',
 ]);
 
 type Method = grpc.MethodDefinition<unknown, unknown>;

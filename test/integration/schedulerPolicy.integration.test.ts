@@ -1,0 +1,198 @@
+import * as grpc from '@grpc/grpc-js';
+import { strict as assert } from 'node:assert';
+import type { CoordinatorHost } from '../../src/server/host';
+import { canonicalDefinition, CoordinatorClients, expectStatus, unary } from '../support/clients';
+import { descriptorMessage } from '../support/fixtures';
+import { startHost, stopHost } from '../support/host';
+import { makeTempDir, removeTempDir } from '../support/tempDir';
+
+type Client = grpc.Client & Record<string, (...args: unknown[]) => unknown>;
+
+interface PolicyMessage {
+  max_rounds: number; score_threshold: number; diff_tolerance: number; round_timeout_ms: string; token_budget_per_round: string;
+  total_token_budget: string; oscillation_limit: number; hitl: { mode: string } | null;
+  scoring: { require_schema_valid: boolean; require_examples_pass: boolean; llm_weight: number } | null;
+}
+interface Answer { ok: boolean; reason: string }
+
+/** A policy with every field away from its default (and within the default guardrails). */
+const POLICY = {
+  max_rounds: 6, score_threshold: 0.75, diff_tolerance: 0.05, round_timeout_ms: '45000', token_budget_per_round: '5000',
+  total_token_budget: '20000', oscillation_limit: 3, hitl: { mode: 'PauseBetweenRounds' },
+  scoring: { require_schema_valid: false, require_examples_pass: true, llm_weight: 0.35 },
+};
+
+/** proto `float` carries 0.75 exactly but 0.35 only to float32's precision. */
+function assertPolicy(actual: PolicyMessage, expected: typeof POLICY): void {
+  const close = (a: number, b: number, what: string) => assert.ok(Math.abs(a - b) < 1e-6, `${what}: ${a} ≠ ${b}`);
+  assert.equal(actual.max_rounds, expected.max_rounds);
+  close(actual.score_threshold, expected.score_threshold, 'score_threshold');
+  close(actual.diff_tolerance, expected.diff_tolerance, 'diff_tolerance');
+  assert.deepEqual([actual.round_timeout_ms, actual.token_budget_per_round, actual.total_token_budget],
+    [expected.round_timeout_ms, expected.token_budget_per_round, expected.total_token_budget]);
+  assert.equal(actual.oscillation_limit, expected.oscillation_limit);
+  assert.deepEqual(actual.hitl, expected.hitl);
+  assert.equal(actual.scoring?.require_schema_valid, expected.scoring.require_schema_valid);
+  assert.equal(actual.scoring?.require_examples_pass, expected.scoring.require_examples_pass);
+  close(actual.scoring?.llm_weight ?? NaN, expected.scoring.llm_weight, 'llm_weight');
+}
+
+/**
+ * SchedulerPolicyService over real gRPC (issue 18, part 1): the operator sets and reads the base policy and the
+ * profiles, refusals name the proto field, an agent credential cannot change the policy, every change is a new
+ * version, and a policy set over gRPC survives a restart of the coordinator on the same store.
+ */
+describe('negotiation policy over real gRPC (SchedulerPolicyService)', function () {
+  this.timeout(120_000);
+  let dataDir: string;
+  let host: CoordinatorHost;
+  let service: Client;
+  let agentToken: string;
+
+  function metadata(token: string | undefined, correlationId?: string): grpc.Metadata {
+    const m = new grpc.Metadata();
+    if (token !== undefined) m.set('authorization', `Bearer ${token}`);
+    if (correlationId !== undefined) m.set('x-correlation-id', correlationId);
+    return m;
+  }
+
+  async function start(auth: 'token' | 'none' = 'token'): Promise<void> {
+    host = await startHost(dataDir, { auth });
+    const root = grpc.loadPackageDefinition(canonicalDefinition()) as unknown as { sw4rm: { scheduler: { SchedulerPolicyService: grpc.ServiceClientConstructor } } };
+    service = new root.sw4rm.scheduler.SchedulerPolicyService(`127.0.0.1:${host.port}`, grpc.credentials.createInsecure()) as Client;
+  }
+
+  async function stop(): Promise<void> {
+    service?.close();
+    await stopHost(host);
+  }
+
+  /** `token` undefined: the operator's; null: none at all. */
+  const call = <T>(method: string, request: unknown, token?: string | null, correlationId?: string) =>
+    unary<T>(service, method, request, metadata(token === undefined ? host.token : token ?? undefined, correlationId));
+  const getPolicy = (token?: string | null) => call<{ policy: PolicyMessage }>('GetNegotiationPolicy', {}, token).then((r) => r.policy);
+  const listProfiles = () => call<{ profiles: Array<{ name: string; policy: PolicyMessage }> }>('ListPolicyProfiles', {}).then((r) => r.profiles);
+
+  before(async () => {
+    dataDir = makeTempDir('sw4rm-int-policy-');
+    await start();
+    const registry = new CoordinatorClients(`127.0.0.1:${host.port}`, host.token);
+    assert.equal((await registry.registerAgent(descriptorMessage('critic'))).accepted, true);
+    registry.close();
+    agentToken = host.coordinator.credentials.mintAgent('critic', 'test', 'policy tests', { correlationId: 'test' }).token;
+  });
+
+  after(async () => {
+    await stop();
+    removeTempDir(dataDir);
+  });
+
+  it('answers the default base policy (MEDIUM\'s limits) to any caller', async () => {
+    const policy = await getPolicy(agentToken);
+    assert.equal(policy.max_rounds, 3);
+    assert.ok(Math.abs(policy.score_threshold - 0.7) < 1e-6);
+    assert.equal(policy.round_timeout_ms, '300000');
+    assert.deepEqual(policy.hitl, { mode: 'None' });
+  });
+
+  it('SetNegotiationPolicy then GetNegotiationPolicy round-trips every field; the version advances and is logged', async () => {
+    const before = host.coordinator.policies.current().version;
+    const answer = await call<Answer>('SetNegotiationPolicy', { policy: POLICY }, host.token, 'corr-set-policy');
+    assert.deepEqual(answer, { ok: true, reason: `v${before + 1}` });
+    assertPolicy(await getPolicy(), POLICY);
+    const current = host.coordinator.policies.current();
+    assert.equal(current.version, before + 1);
+    assert.equal(current.base.scoreThreshold, 0.75);
+    assert.equal(current.base.scoring.llmWeight, 0.35, 'the float is stored as the operator wrote it');
+    assert.equal(current.setBy, 'rpc:operator');
+    const [event] = host.coordinator.log.query({ eventType: 'negotiation.policy_set', correlationId: 'corr-set-policy' });
+    assert.equal(event.details.version, before + 1);
+    assert.equal(event.details.set_by, 'rpc:operator');
+    assert.ok((event.details.changed as string[]).includes('policy.hitl.mode'));
+    assert.equal(host.coordinator.policies.version(before)!.base.maxRounds, 3, 'the older version stays readable');
+  });
+
+  it('refuses a bad value with ok=false naming the proto field, and writes nothing', async () => {
+    const before = host.coordinator.policies.current().version;
+    const high = await call<Answer>('SetNegotiationPolicy', { policy: { ...POLICY, score_threshold: 1.5 } });
+    assert.equal(high.ok, false);
+    assert.match(high.reason, /^VALIDATION_ERROR: policy\.score_threshold: must be within 0\.3\.\.1 \(the guardrails\), not 1\.5$/);
+    const gate = await call<Answer>('SetNegotiationPolicy', { policy: { ...POLICY, hitl: { mode: 'Always' } } });
+    assert.match(gate.reason, /^VALIDATION_ERROR: policy\.hitl\.mode: must be one of None, PauseBetweenRounds, PauseOnFinalAccept/);
+    const rounds = await call<Answer>('SetNegotiationPolicy', { policy: { ...POLICY, max_rounds: 0 } });
+    assert.match(rounds.reason, /^VALIDATION_ERROR: policy\.max_rounds: /);
+    assert.deepEqual(await call<Answer>('SetNegotiationPolicy', {}), { ok: false, reason: 'VALIDATION_ERROR: policy: is required' });
+    assert.equal(host.coordinator.policies.current().version, before);
+  });
+
+  it('an agent credential cannot change the policy or the profiles (PERMISSION_DENIED, logged), and may read them', async () => {
+    const before = host.coordinator.policies.current().version;
+    const set = await call<Answer>('SetNegotiationPolicy', { policy: { ...POLICY, max_rounds: 9 } }, agentToken);
+    assert.equal(set.ok, false);
+    assert.match(set.reason, /^PERMISSION_DENIED: SetNegotiationPolicy changes the coordinator-wide negotiation policy: an operator action/);
+    const profiles = await call<Answer>('SetPolicyProfiles', { profiles: [{ name: 'HIGH', policy: POLICY }] }, agentToken);
+    assert.match(profiles.reason, /^PERMISSION_DENIED: SetPolicyProfiles /);
+    assert.equal(host.coordinator.policies.current().version, before);
+    const refused = host.coordinator.log.query({ eventType: 'negotiation.policy_set_refused' });
+    assert.equal(refused.length, 2);
+    assert.match(String(refused[0].details.principal), /^agent:/);
+    assert.notEqual((await getPolicy(agentToken)).max_rounds, 9);
+  });
+
+  it('SetPolicyProfiles replaces the named profiles and adds new ones; ListPolicyProfiles keeps the five intensities', async () => {
+    const before = host.coordinator.policies.current().version;
+    const answer = await call<Answer>('SetPolicyProfiles', { profiles: [{ name: 'HIGH', policy: POLICY }, { name: 'security-review', policy: { ...POLICY, max_rounds: 10 } }] });
+    assert.deepEqual(answer, { ok: true, reason: `v${before + 1}` });
+    const profiles = await listProfiles();
+    assert.deepEqual(profiles.map((p) => p.name), ['LOWEST', 'LOW', 'MEDIUM', 'HIGH', 'HIGHEST', 'security-review']);
+    assertPolicy(profiles[3].policy, POLICY);
+    assert.equal(profiles[5].policy.max_rounds, 10);
+    assert.equal(profiles[0].policy.max_rounds, 1, 'LOWEST untouched');
+    const dup = await call<Answer>('SetPolicyProfiles', { profiles: [{ name: 'x', policy: POLICY }, { name: 'x', policy: POLICY }] });
+    assert.match(dup.reason, /^VALIDATION_ERROR: profiles\[1\]\.name: 'x' is named twice/);
+    const bad = await call<Answer>('SetPolicyProfiles', { profiles: [{ name: 'ok', policy: POLICY }, { name: 'HIGH', policy: { ...POLICY, diff_tolerance: 0.9 } }] });
+    assert.match(bad.reason, /^VALIDATION_ERROR: profiles\[1\]\.policy\.diff_tolerance: /);
+    const unnamed = await call<Answer>('SetPolicyProfiles', { profiles: [{ name: 'bad name!', policy: POLICY }] });
+    assert.match(unnamed.reason, /^VALIDATION_ERROR: profiles\[0\]\.name: /);
+    assert.match((await call<Answer>('SetPolicyProfiles', { profiles: [] })).reason, /^VALIDATION_ERROR: profiles: name at least one profile/);
+    assert.equal(host.coordinator.policies.current().version, before + 1);
+  });
+
+  it('GetEffectivePolicy, SubmitEvaluation and HitlAction refuse a request without an id (INVALID_ARGUMENT) and never crash the server', async () => {
+    const effective = await expectStatus(call('GetEffectivePolicy', { negotiation_id: '' }), grpc.status.INVALID_ARGUMENT);
+    assert.match(effective.details, /^VALIDATION_ERROR: negotiation_id is required/);
+    await expectStatus(call('SubmitEvaluation', { negotiation_id: 'n1' }), grpc.status.INVALID_ARGUMENT);
+    const long = await expectStatus(call('HitlAction', { negotiation_id: 'n'.repeat(257), action: 'approve' }), grpc.status.INVALID_ARGUMENT);
+    assert.match(long.details, /negotiation_id is longer than 256 characters/);
+    // An unknown negotiation: NOT_FOUND from the debate area (INTERNAL while that area is still a skeleton); either
+    // way an answer, and the server keeps serving.
+    try {
+      await call('GetEffectivePolicy', { negotiation_id: 'no-such-negotiation' });
+      assert.fail('an unknown negotiation has no effective policy');
+    } catch (err) {
+      const code = (err as grpc.ServiceError).code;
+      assert.ok(code === grpc.status.NOT_FOUND || code === grpc.status.INTERNAL, grpc.status[code]);
+    }
+    assert.equal((await getPolicy()).max_rounds, POLICY.max_rounds);
+  });
+
+  it('a policy set over gRPC survives a restart of the coordinator on the same store', async () => {
+    await call<Answer>('SetNegotiationPolicy', { policy: { ...POLICY, max_rounds: 7 } });
+    const version = host.coordinator.policies.current().version;
+    await stop();
+    await start();
+    assert.equal(host.coordinator.policies.current().version, version, 'nothing rewritten on start');
+    assertPolicy(await getPolicy(), { ...POLICY, max_rounds: 7 });
+    const profiles = await listProfiles();
+    assert.ok(profiles.some((p) => p.name === 'security-review'));
+  });
+
+  it('with auth none any caller may set the policy (set_by rpc:unauthenticated)', async () => {
+    await stop();
+    await start('none');
+    const answer = await call<Answer>('SetNegotiationPolicy', { policy: { ...POLICY, max_rounds: 8 } }, null);
+    assert.equal(answer.ok, true, answer.reason);
+    assert.equal(host.coordinator.policies.current().setBy, 'rpc:unauthenticated');
+    assert.equal((await getPolicy(null)).max_rounds, 8);
+  });
+});
