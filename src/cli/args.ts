@@ -1,5 +1,6 @@
 import { FIELD_LIMITS } from '../core/fieldLimits';
 import { POLICY_INPUT_KEYS } from '../core/hitl/policy';
+import { POLICY_SETTING_KEYS } from '../core/policy/settings';
 import { MIB } from '../core/limits';
 import { MESSAGE_TYPES } from '../core/router/envelope';
 import {
@@ -60,6 +61,8 @@ export interface CliOptions {
   readonly processTools: boolean;
   /** run_command may run when its network_policy cannot be enforced here (`--accept-unenforced-network`). */
   readonly acceptUnenforcedNetwork: boolean;
+  /** A JSON file with the negotiation policy (`--negotiation-policy`; README, "Negotiation policy"), laid over the stored one at start. */
+  readonly negotiationPolicyFile: string | undefined;
 }
 
 export const USAGE = `Usage: sw4rm-coordinator [options]
@@ -113,6 +116,8 @@ Options:
                             (run_command) in their worktree, with CPU, wall and network limits
   --accept-unenforced-network  run_command may run when its network_policy cannot be enforced here
                             (refused PERMISSION_DENIED without it)
+  --negotiation-policy <file>  negotiation policy JSON (README, "Negotiation policy") with the keys
+                            ${POLICY_SETTING_KEYS.join(', ')}; laid over the stored policy
   -v, --verbose             print every event to stderr, per-message ones included
   -h, --help                show this help
 `;
@@ -139,7 +144,7 @@ export function parseArgs(argv: readonly string[]): CliOptions {
     worktreesFolder: '', setupCopy: [] as string[], setupCommand: '', setupTimeoutSeconds: DEFAULT_SETUP_TIMEOUT_SECONDS,
     trustRepositorySetup: false, snapshotRetentionDays: DEFAULT_SNAPSHOT_RETENTION_DAYS,
     maxParallel: {} as Record<string, number>, conflictThreshold: DEFAULT_SCHEDULER_OPTIONS.conflictThreshold,
-    processTools: false, acceptUnenforcedNetwork: false,
+    processTools: false, acceptUnenforcedNetwork: false, negotiationPolicyFile: undefined as string | undefined,
   };
   const positiveInteger = (flag: string, v: string, max: number): number => {
     const n = Number(v);
@@ -222,6 +227,7 @@ export function parseArgs(argv: readonly string[]): CliOptions {
       }
       case '--operator': options.operator = true; break;
       case '--hitl-policy': options.hitlPolicyFile = value(); break;
+      case '--negotiation-policy': options.negotiationPolicyFile = value(); break;
       case '--workspace': options.workspaceFolders.push(value()); break;
       case '--worktrees-folder': options.worktreesFolder = value(); break;
       case '--setup-copy': {

@@ -7,6 +7,8 @@ import { MIB, PAYLOAD_LIMITS } from '../core/limits';
 import { formatEvent } from '../core/log/eventLog';
 import { DEFAULT_LANE_OPTIONS } from '../core/router/lanes';
 import type { StoredEvent } from '../core/log/model';
+import type { PolicySettings } from '../core/policy/policies';
+import { parsePolicySettings, POLICY_SETTING_KEYS, type PolicySettingValues } from '../core/policy/settings';
 import { StoreOpenError } from '../core/store/store';
 import { createGit } from '../core/worktree/git';
 import { discoverRepositories, type Repository } from '../core/worktree/repositories';
@@ -58,6 +60,22 @@ async function main(): Promise<number> {
     }
   }
 
+  let negotiation: PolicySettings | undefined;
+  if (options.negotiationPolicyFile) {
+    try {
+      const raw = JSON.parse(fs.readFileSync(options.negotiationPolicyFile, 'utf8')) as unknown;
+      if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) throw new Error(`must be a JSON object with the keys ${POLICY_SETTING_KEYS.join(', ')}`);
+      const unknown = Object.keys(raw).filter((key) => !(POLICY_SETTING_KEYS as readonly string[]).includes(key));
+      const parsed = parsePolicySettings(raw as PolicySettingValues, '');
+      const problems = [...unknown.map((key) => `${key} is not a key (${POLICY_SETTING_KEYS.join(', ')})`), ...parsed.warnings.map((w) => w.replace(/; ignored\.$/, ''))];
+      if (problems.length > 0) throw new Error(problems.join('; '));
+      negotiation = parsed.settings;
+    } catch (err) {
+      process.stderr.write(`sw4rm-coordinator: --negotiation-policy ${options.negotiationPolicyFile}: ${(err as Error).message}\n`);
+      return 2;
+    }
+  }
+
   // The workspace's git repositories (the worktree area's repo_ids); a --workspace that is no folder is a usage error.
   const notFolders = options.workspaceFolders.filter((folder) => !fs.statSync(folder, { throwIfNoEntry: false })?.isDirectory());
   if (notFolders.length > 0) {
@@ -104,6 +122,7 @@ async function main(): Promise<number> {
       },
       scheduler: { maxParallelInstances: options.maxParallel, conflictThreshold: options.conflictThreshold },
       tools: { process: { enabled: options.processTools, acceptUnenforcedNetworkPolicy: options.acceptUnenforcedNetwork } },
+      negotiation,
       connections: {
         maxConnections: options.maxConnections,
         unauthenticatedIdleMs: options.unauthenticatedIdleSeconds * 1000,
@@ -116,6 +135,13 @@ async function main(): Promise<number> {
       return 1;
     }
     throw err;
+  }
+
+  // A policy file the coordinator refused as a whole (a profile outside the guardrails…): the stored policy stayed.
+  if (host.coordinator.policies.settingsRefusal !== undefined) {
+    process.stderr.write(`sw4rm-coordinator: --negotiation-policy ${options.negotiationPolicyFile}: ${host.coordinator.policies.settingsRefusal}\n`);
+    await host.stop(0);
+    return 2;
   }
 
   return new Promise<number>((resolve) => {

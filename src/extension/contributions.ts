@@ -131,6 +131,12 @@ export const Settings = {
   schedulerOnUnavailableEngine: 'scheduler.onUnavailableEngine',
   toolsProcessEnabled: 'tools.process.enabled',
   toolsProcessAcceptUnenforcedNetworkPolicy: 'tools.process.acceptUnenforcedNetworkPolicy',
+  negotiationBasePolicy: 'negotiation.basePolicy',
+  negotiationProfiles: 'negotiation.profiles',
+  negotiationGuardrails: 'negotiation.guardrails',
+  negotiationRoom: 'negotiation.room',
+  negotiationTieBreak: 'negotiation.tieBreak',
+  negotiationProposalSchemas: 'negotiation.proposalSchemas',
 } as const;
 
 export const OUTPUT_CHANNEL_NAME = 'SW4RM';

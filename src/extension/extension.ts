@@ -20,7 +20,8 @@ import { TaskCommands } from './taskCommands';
 import { TasksView } from './views/tasksView';
 import { ActivityView } from './views/activityView';
 import { SchedulerLimits } from './schedulerSettings';
-import { affectsSchedulerLimits, readSchedulerSettings } from './settings';
+import { affectsNegotiation, affectsSchedulerLimits, readNegotiationSettings, readSchedulerSettings } from './settings';
+import { NegotiationSettingsFollower } from './negotiationSettings';
 import { ToolCommands } from './toolCommands';
 import { ToolsView } from './views/toolsView';
 
@@ -55,6 +56,9 @@ export function activate(context: vscode.ExtensionContext): void {
   running.follow(taskCommands);
   running.follow(activityView);
   running.follow(schedulerLimits);
+  // sw4rm.negotiation.* applies live: a change is a new policy version on the running coordinator.
+  const negotiationPolicy = new NegotiationSettingsFollower(readNegotiationSettings, (problem) => output.appendLine(`SW4RM settings: ${problem}`));
+  running.follow(negotiationPolicy);
   const toolsView = new ToolsView();
   const toolCommands = new ToolCommands(approvals.operator, toolsView, documents);
   running.follow(toolsView);
@@ -139,6 +143,7 @@ export function activate(context: vscode.ExtensionContext): void {
     vscode.commands.registerCommand(Commands.refreshTools, () => toolsView.refresh()),
     vscode.workspace.onDidChangeConfiguration((event) => {
       if (affectsSchedulerLimits(event)) void schedulerLimits.settingsChanged();
+      if (affectsNegotiation(event)) void negotiationPolicy.settingsChanged();
     }),
     vscode.workspace.onDidChangeConfiguration((event) => {
       if (affectsApprovals(event)) approvals.settingsChanged();

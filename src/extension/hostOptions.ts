@@ -2,6 +2,7 @@ import type { HostOptions } from '../server/host';
 import type { CoordinatorSettings } from './settings';
 import { schedulerOptionsOf } from './schedulerSettings';
 import { toolOptionsOf } from './toolSettings';
+import { negotiationOptionsOf } from './negotiationSettings';
 
 /** What the editor adds to the settings when it starts its coordinator. */
 export interface HostStartContext {
@@ -19,7 +20,7 @@ export interface HostStartContext {
 
 /**
  * The options the editor starts its CoordinatorHost with: every group of sw4rm.* settings that configures the host
- * (server, router, connections, worktrees, scheduler, tools) goes through here, so that a setting cannot be read and then left out
+ * (server, router, connections, worktrees, scheduler, tools, negotiation) goes through here, so that a setting cannot be read and then left out
  * (test/unit/hostOptions.test.ts checks each group arrives). No `vscode` here.
  */
 export function hostOptionsOf(settings: CoordinatorSettings, context: HostStartContext): HostOptions {
@@ -43,5 +44,6 @@ export function hostOptionsOf(settings: CoordinatorSettings, context: HostStartC
     },
     scheduler: schedulerOptionsOf(settings.scheduler),
     tools: toolOptionsOf(settings.tools),
+    negotiation: negotiationOptionsOf(settings.negotiation),
   };
 }

@@ -10,6 +10,7 @@ import { routerSettings, type RouterSettings } from './routerSettings';
 import { worktreeSettings, type WorktreeSettings } from './worktreeSettings';
 import { schedulerSettings, type SchedulerSettings } from './schedulerSettings';
 import { toolSettings, type ToolSettings } from './toolSettings';
+import { negotiationSettings, type NegotiationSettings } from './negotiationSettings';
 
 export interface CoordinatorSettings {
   readonly port: number;
@@ -34,6 +35,8 @@ export interface CoordinatorSettings {
   readonly scheduler: SchedulerSettings;
   /** The built-in `process` tool provider (sw4rm.tools.process.*). */
   readonly tools: ToolSettings;
+  /** The negotiation policy (sw4rm.negotiation.*): given at start, and applied live on a change. */
+  readonly negotiation: NegotiationSettings;
 }
 
 /**
@@ -84,6 +87,7 @@ export function readSettings(context: vscode.ExtensionContext): CoordinatorSetti
       processEnabled: config.get<unknown>(Settings.toolsProcessEnabled),
       processAcceptUnenforcedNetworkPolicy: config.get<unknown>(Settings.toolsProcessAcceptUnenforcedNetworkPolicy),
     }),
+    negotiation: readNegotiationSettings(),
   };
 }
 
@@ -133,4 +137,21 @@ export function readSchedulerSettings(): SchedulerSettings {
 export function affectsSchedulerLimits(event: vscode.ConfigurationChangeEvent): boolean {
   return event.affectsConfiguration(`${SETTINGS_SECTION}.${Settings.schedulerMaxParallelInstances}`)
     || event.affectsConfiguration(`${SETTINGS_SECTION}.${Settings.schedulerDefaultMaxParallelInstances}`);
+}
+
+/** sw4rm.negotiation.*: applied to the running coordinator at once (a new policy version when anything differs). */
+export function readNegotiationSettings(): NegotiationSettings {
+  const config = vscode.workspace.getConfiguration(SETTINGS_SECTION);
+  return negotiationSettings({
+    basePolicy: config.get<unknown>(Settings.negotiationBasePolicy),
+    profiles: config.get<unknown>(Settings.negotiationProfiles),
+    guardrails: config.get<unknown>(Settings.negotiationGuardrails),
+    room: config.get<unknown>(Settings.negotiationRoom),
+    tieBreak: config.get<unknown>(Settings.negotiationTieBreak),
+    proposalSchemas: config.get<unknown>(Settings.negotiationProposalSchemas),
+  });
+}
+
+export function affectsNegotiation(event: vscode.ConfigurationChangeEvent): boolean {
+  return event.affectsConfiguration(`${SETTINGS_SECTION}.negotiation`);
 }

@@ -10,6 +10,7 @@ import { createGit } from '../core/worktree/git';
 import { discoverRepositories, type Repository } from '../core/worktree/repositories';
 import type { WorktreeOperationsOptions } from '../core/worktree/operations';
 import type { SchedulerOptions } from '../core/scheduler/model';
+import type { PolicySettings } from '../core/policy/policies';
 import type { ProcessProviderOptions } from '../core/tools/processProvider';
 import { PAYLOAD_FOLDER_NAME } from '../core/router/payloadFiles';
 import type { Event } from '../core/events';
@@ -52,6 +53,8 @@ export interface HostOptions {
   readonly scheduler?: Partial<SchedulerOptions>;
   /** Built-in tool providers: the `process` provider on or off, unenforced network policy accepted (--process-tools, --accept-unenforced-network). */
   readonly tools?: { readonly process?: Partial<ProcessProviderOptions> };
+  /** Negotiation policy (sw4rm.negotiation.*, --negotiation-policy), laid over the store's newest version at start. */
+  readonly negotiation?: PolicySettings;
 }
 
 /**
@@ -98,6 +101,7 @@ export class CoordinatorHost {
         worktreeOperations: options.worktreeOperations,
         scheduler: options.scheduler,
         tools: options.tools,
+        negotiation: options.negotiation,
       });
       if (unreadable !== undefined) {
         coordinator.log.record({

@@ -18,7 +18,7 @@ const ROUTER_DEFAULTS = { capacity: 10, dedupWindowSeconds: 3600, messageRetenti
 const HITL_DEFAULTS = { operator: false, hitlPolicyFile: undefined };
 const WORKSPACE_DEFAULTS = {
   workspaceFolders: [], worktreesFolder: '', setupCopy: [], setupCommand: '', setupTimeoutSeconds: 600, trustRepositorySetup: false, snapshotRetentionDays: 30,
-  maxParallel: {}, conflictThreshold: 0.7, processTools: false, acceptUnenforcedNetwork: false,
+  maxParallel: {}, conflictThreshold: 0.7, processTools: false, acceptUnenforcedNetwork: false, negotiationPolicyFile: undefined,
 };
 
 describe('parseArgs (headless CLI)', () => {
@@ -192,6 +192,12 @@ describe('parseArgs (headless CLI)', () => {
   it('refuses an option without its value', () => {
     refused(['--port'], /--port needs a value/);
     refused(['--data-dir', '--port', '1'], /--data-dir needs a value/);
+  });
+
+  it('takes --negotiation-policy <file>, documented with the file\'s keys', () => {
+    assert.equal(parseArgs(['--negotiation-policy', 'n.json']).negotiationPolicyFile, 'n.json');
+    assert.equal(parseArgs(['--negotiation-policy=n.json']).negotiationPolicyFile, 'n.json');
+    assert.match(USAGE, /--negotiation-policy <file>.*\n.*basePolicy, profiles, guardrails, room, tieBreak, proposalSchemas/);
   });
 
   it('refuses unknown options and stray arguments, quoting them', () => {

@@ -6,6 +6,7 @@ import type { CoordinatorSettings } from '../../src/extension/settings';
 import { worktreeSettings } from '../../src/extension/worktreeSettings';
 import { schedulerSettings } from '../../src/extension/schedulerSettings';
 import { toolSettings } from '../../src/extension/toolSettings';
+import { negotiationSettings } from '../../src/extension/negotiationSettings';
 
 /** Settings with a value other than the default in every group, as readSettings would produce them. */
 function settings(): CoordinatorSettings {
@@ -22,6 +23,7 @@ function settings(): CoordinatorSettings {
     worktrees: worktreeSettings({ folder: '/elsewhere/worktrees', setupCopy: ['.env*'], snapshotRetentionDays: 9 }),
     scheduler: schedulerSettings({ maxParallelInstances: { Echo: 2 }, defaultMaxParallelInstances: 5, conflictThreshold: 0.4, onUnavailableEngine: 'escalate' }),
     tools: toolSettings({ processEnabled: true, processAcceptUnenforcedNetworkPolicy: true }),
+    negotiation: negotiationSettings({ basePolicy: { max_rounds: 4 }, tieBreak: 'abort' }),
   };
 }
 
@@ -48,6 +50,7 @@ describe('the editor\'s host options (every host setting reaches CoordinatorHost
     assert.deepEqual(options.worktreeOperations, { setup: s.worktrees.setup, snapshotRetentionDays: 9, trustRepositoryCommand: false });
     assert.deepEqual(options.scheduler, { maxParallelInstances: { Echo: 2 }, defaultMaxParallelInstances: 5, conflictThreshold: 0.4, unavailableEngine: 'escalate' });
     assert.deepEqual(options.tools, { process: { enabled: true, acceptUnenforcedNetworkPolicy: true } }, 'sw4rm.tools.process.* reach the host');
+    assert.deepEqual(options.negotiation, { base: { maxRounds: 4 }, tieBreak: 'abort' }, 'sw4rm.negotiation.* reach the host');
   });
 
   it('uses every field of the settings that configures the host', () => {
@@ -57,8 +60,8 @@ describe('the editor\'s host options (every host setting reaches CoordinatorHost
     const passed = JSON.stringify(hostOptionsOf(settings(), context));
     for (const [key, value] of Object.entries(settings())) {
       if (readElsewhere.has(key)) continue;
-      const group = value as { options?: unknown; limits?: unknown; folder?: unknown; maxParallelInstances?: unknown; process?: unknown };
-      const part = group && typeof group === 'object' ? group.options ?? group.limits ?? group.folder ?? group.maxParallelInstances ?? group.process : value;
+      const group = value as { options?: unknown; limits?: unknown; folder?: unknown; maxParallelInstances?: unknown; process?: unknown; settings?: unknown };
+      const part = group && typeof group === 'object' ? group.options ?? group.limits ?? group.folder ?? group.maxParallelInstances ?? group.process ?? group.settings : value;
       assert.ok(passed.includes(JSON.stringify(part).slice(1, -1)), `settings.${key} reaches the host options`);
     }
   });

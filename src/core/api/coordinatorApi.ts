@@ -15,6 +15,8 @@ import type { TaskCounts, TaskQuery } from '../scheduler/scheduler';
 import type { ActivityChange, ActivityEntry, ActivityFilter } from '../activity/model';
 import type { ActivityUsage } from '../activity/activityBuffer';
 import type { ProviderInfo, ToolCallRecord, ToolsChange, ToolsQueries } from '../tools/model';
+import type { PolicySet } from '../policy/model';
+import type { PolicySettings } from '../policy/policies';
 import type {
   BindWorktreeRequest, WorktreeInfo, WorktreeMergeInfo, WorktreeMergeOptions, WorktreeMergeResult, WorktreePruneCandidate,
   WorktreeRemoval, WorktreeRepositoryInfo, WorktreesChange, WorktreeSetupEvent,
@@ -261,6 +263,16 @@ export interface CoordinatorApi {
   cancelToolCall(callId: string, by: string): Promise<ToolCancelResult>;
   /** A provider registered, changed availability or left, or a call started, progressed or ended. Refresh throttled. */
   readonly onDidChangeTools: Event<ToolsChange>;
+
+  // ---------------------------------------------------------------- negotiation policy (RFC §17.2)
+
+  /** The negotiation policy set in force (its newest version). */
+  negotiationPolicy(): Promise<PolicySet>;
+  /**
+   * The editor's sw4rm.negotiation.* settings (laid over the newest version): a new version when anything differs, the
+   * same one otherwise. Rejects `invalid` with the field named (`policy.max_rounds: must be within …`).
+   */
+  applyNegotiationSettings(settings: PolicySettings): Promise<PolicySet>;
 }
 
 /** One frame kept for a call's details: its number, whether final, its content type, its content as text (cut at 4 KiB). */

@@ -22,6 +22,9 @@ import type { ActivityChange, ActivityEntry, ActivityFilter } from '../activity/
 import type { ActivityUsage } from '../activity/activityBuffer';
 import type { CallContext } from '../context';
 import type { ProviderInfo, ToolCallRecord, ToolsChange } from '../tools/model';
+import type { PolicySet } from '../policy/model';
+import type { PolicySettings } from '../policy/policies';
+import { NegotiationError } from '../policy/speaker';
 import {
   CoordinatorApiError,
   type AgentCounts, type AgentsChange, type ApprovalDecision, type ApprovalPolicyChange, type ApprovalsChange, type ApprovalsQuery,
@@ -431,6 +434,14 @@ export class InProcessCoordinatorApi implements CoordinatorApi, Disposable {
   }
 
   /** Runs `work` now; its result or its error (translated for the user) is the Promise's. */
+  negotiationPolicy(): Promise<PolicySet> {
+    return this.run((c) => c.policies.current());
+  }
+
+  applyNegotiationSettings(settings: PolicySettings): Promise<PolicySet> {
+    return this.run((c) => c.policies.applySettings(settings, { correlationId: c.ids.uuid() }));
+  }
+
   private run<T>(work: (coordinator: Coordinator) => T): Promise<T> {
     if (this.disposed) return Promise.reject(new CoordinatorApiError('stopped', 'The SW4RM coordinator is not running.'));
     try {
@@ -477,5 +488,8 @@ function translateError(err: unknown): unknown {
   if (err instanceof BindingRequestError) return new CoordinatorApiError(err.kind === 'not_found' ? 'not_found' : err.kind === 'invalid_argument' ? 'invalid' : 'refused', err.message, err.code);
   if (err instanceof SchedulerError) return new CoordinatorApiError(err.code, err.message, err.sw4rmCode);
   if (err instanceof InvalidWorktreeIdError) return new CoordinatorApiError('invalid', err.message, 'VALIDATION_ERROR');
+  if (err instanceof NegotiationError) {
+    return new CoordinatorApiError(err.kind === 'invalid' ? 'invalid' : err.kind === 'not_found' ? 'not_found' : 'refused', err.message, err.code);
+  }
   return err;
 }

@@ -49,3 +49,7 @@ export { DEFAULT_PRIORITY, DEFAULT_SCHEDULER_OPTIONS, MAX_PRIORITY, MIN_PRIORITY
 export { describeWaiting } from '../scheduler/scheduler';
 /** The tools area's records the Tools view and Show Tool Call Details use. */
 export type { CallOutcome, ExecutionPolicy, ProviderInfo, SideEffectClass, ToolCallRecord, ToolDescriptor, ToolsChange } from '../tools/model';
+/** The negotiation policy (RFC §17.2): its records, and reading sw4rm.negotiation.* / --negotiation-policy into PolicySettings. */
+export type { DebateIntensity, EffectivePolicy, Guardrails, NegotiationPolicy, PolicyProfile, PolicySet, RoomThresholds, TieBreak } from '../policy/model';
+export type { PolicyPatch, PolicySettings } from '../policy/policies';
+export { parsePolicySettings, POLICY_SETTING_KEYS, type PolicySettingValues } from '../policy/settings';
