@@ -5,6 +5,7 @@ import { EventLog } from '../../src/core/log/eventLog';
 import { DEFAULT_GUARDRAILS, DEFAULT_PROFILES, MAX_DEBATE_TIMEOUT_MS } from '../../src/core/policy/defaults';
 import type { NegotiationPolicy, PolicySet } from '../../src/core/policy/model';
 import { NegotiationPolicies, type EffectiveInput, type PolicySettings } from '../../src/core/policy/policies';
+import { parseAgentPreferences } from '../../src/core/policy/preferences';
 import { NegotiationError } from '../../src/core/policy/speaker';
 import { makeTempDir, removeTempDir } from '../support/tempDir';
 
@@ -179,6 +180,28 @@ describe('NegotiationPolicies (RFC §17.2): the versioned policy set, profiles a
       assert.equal(p.effectiveFor(input({ topic: 'plan' })).schema, '{"type":"object"}');
       const q = reopen({ proposalSchemas: [{ topic: 'api/*', schema: '{"type":"object"}' }] });
       assert.equal(q.effectiveFor(input({ topic: 'ui/button' })).schema, '');
+    });
+  });
+
+  describe('parseAgentPreferences (Open\'s sw4rm-negotiation-preferences metadata)', () => {
+    it('reads agent id → AgentPreferences with proto names (0 = none, unknown fields ignored, uint64 as text)', () => {
+      assert.deepEqual(parseAgentPreferences(''), {});
+      const prefs = parseAgentPreferences('{"a":{"max_rounds":4,"score_threshold":0.85,"round_timeout_ms":"60000","oscillation_limit":0,"colour":"red"},"b":{}}');
+      assert.deepEqual(prefs, { a: { maxRounds: 4, scoreThreshold: 0.85, roundTimeoutMs: 60_000 }, b: {} });
+      const { effective } = open().effectiveFor(input({ intensity: 'HIGH', preferences: prefs }));
+      assert.deepEqual(effective.applied, { a: { maxRounds: 4, scoreThreshold: 0.85, diffTolerance: 0, roundTimeoutMs: 60_000, tokenBudgetPerRound: 0, totalTokenBudget: 0, oscillationLimit: 0 } });
+      assert.deepEqual([effective.policy.maxRounds, effective.policy.scoreThreshold, effective.policy.roundTimeoutMs], [4, 0.85, 60_000]);
+    });
+
+    it('refuses what is not such an object, naming where', () => {
+      assert.match(refusal(() => parseAgentPreferences('[1]')).message, /^preferences: must be a JSON object/);
+      assert.match(refusal(() => parseAgentPreferences('{"a":')).message, /^preferences: sw4rm-negotiation-preferences is not valid JSON/);
+      assert.match(refusal(() => parseAgentPreferences('{"a":{"max_rounds":-2}}')).message, /^preferences\.a\.max_rounds: must be a non-negative number/);
+      assert.match(refusal(() => parseAgentPreferences('{"a":{"score_threshold":"high"}}')).message, /^preferences\.a\.score_threshold: /);
+      assert.match(refusal(() => parseAgentPreferences('{"a":5}')).message, /^preferences\.a: must be an AgentPreferences object/);
+      const many = JSON.stringify(Object.fromEntries(Array.from({ length: 65 }, (_, i) => [`agent-${i}`, {}])));
+      assert.match(refusal(() => parseAgentPreferences(many)).message, /^preferences: names more than 64 agents/);
+      assert.match(refusal(() => parseAgentPreferences('{"a":{"b":{"c":{"d":{"e":1}}}}}')).message, /^preferences: .*nests deeper than 4 levels/);
     });
   });
 
