@@ -1,7 +1,10 @@
 import * as grpc from '@grpc/grpc-js';
 import { strict as assert } from 'node:assert';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
 import type { CoordinatorHost } from '../../src/server/host';
 import { canonicalDefinition, CoordinatorClients, expectStatus, unary } from '../support/clients';
+import { useCliProcesses } from '../support/cli';
 import { descriptorMessage } from '../support/fixtures';
 import { startHost, stopHost } from '../support/host';
 import { makeTempDir, removeTempDir } from '../support/tempDir';
@@ -187,6 +190,25 @@ describe('negotiation policy over real gRPC (SchedulerPolicyService)', function 
     assert.ok(profiles.some((p) => p.name === 'security-review'));
   });
 
+  it('the host\'s negotiation settings (the editor\'s sw4rm.negotiation.*, the CLI\'s file) reach the coordinator at start', async () => {
+    await stop();
+    const fresh = makeTempDir('sw4rm-int-policy-settings-');
+    try {
+      host = await startHost(fresh, { negotiation: { base: { maxRounds: 5 }, profiles: [{ name: 'security-review', policy: { scoreThreshold: 0.95 } }], tieBreak: 'abort' } });
+      const root = grpc.loadPackageDefinition(canonicalDefinition()) as unknown as { sw4rm: { scheduler: { SchedulerPolicyService: grpc.ServiceClientConstructor } } };
+      service = new root.sw4rm.scheduler.SchedulerPolicyService(`127.0.0.1:${host.port}`, grpc.credentials.createInsecure()) as Client;
+      assert.deepEqual([host.coordinator.policies.current().version, host.coordinator.policies.current().setBy], [1, 'settings']);
+      assert.equal((await getPolicy()).max_rounds, 5);
+      const custom = (await listProfiles()).find((p) => p.name === 'security-review');
+      assert.ok(custom && Math.abs(custom.policy.score_threshold - 0.95) < 1e-6 && custom.policy.max_rounds === 5, 'a new profile starts from the base');
+      assert.equal(host.coordinator.policies.current().tieBreak, 'abort');
+    } finally {
+      await stop();
+      removeTempDir(fresh);
+    }
+    await start();
+  });
+
   it('with auth none any caller may set the policy (set_by rpc:unauthenticated)', async () => {
     await stop();
     await start('none');
@@ -194,5 +216,45 @@ describe('negotiation policy over real gRPC (SchedulerPolicyService)', function 
     assert.equal(answer.ok, true, answer.reason);
     assert.equal(host.coordinator.policies.current().setBy, 'rpc:unauthenticated');
     assert.equal((await getPolicy(null)).max_rounds, 8);
+  });
+});
+
+describe('the headless CLI\'s --negotiation-policy <file>', function () {
+  this.timeout(60_000);
+  const cli = useCliProcesses('sw4rm-int-policy-cli-');
+  const file = (content: unknown): string => {
+    const f = path.join(cli.dataDir(), 'negotiation.json');
+    fs.writeFileSync(f, JSON.stringify(content));
+    return f;
+  };
+
+  it('starts with the file\'s policy (version 1 by settings), served over gRPC', async () => {
+    const policyFile = file({ basePolicy: { max_rounds: 6, hitl: 'PauseOnFinalAccept' }, room: { min_score_threshold: 8 } });
+    const run = cli.run('--port', '0', '--data-dir', path.join(cli.dataDir(), 'store'), '--negotiation-policy', policyFile);
+    const env = await run.environment();
+    const root = grpc.loadPackageDefinition(canonicalDefinition()) as unknown as { sw4rm: { scheduler: { SchedulerPolicyService: grpc.ServiceClientConstructor } } };
+    const service = new root.sw4rm.scheduler.SchedulerPolicyService(env.SW4RM_SCHEDULER_POLICY_ADDR, grpc.credentials.createInsecure()) as Client;
+    try {
+      const m = new grpc.Metadata();
+      m.set('authorization', `Bearer ${env.SW4RM_TOKEN}`);
+      const { policy } = await unary<{ policy: PolicyMessage }>(service, 'GetNegotiationPolicy', {}, m);
+      assert.equal(policy.max_rounds, 6);
+      assert.deepEqual(policy.hitl, { mode: 'PauseOnFinalAccept' });
+      assert.match(run.stderr, /negotiation\.policy_set .*"version":1,"policy_version":"v1","set_by":"settings"/);
+    } finally {
+      service.close();
+    }
+  });
+
+  it('exits 2 naming each unusable value or key of the file', async () => {
+    const run = cli.run('--port', '0', '--data-dir', cli.dataDir(), '--negotiation-policy', file({ basePolicy: { max_rounds: 0 }, colour: 1 }));
+    assert.equal(await run.exit(), 2);
+    assert.match(run.stderr, /--negotiation-policy .*negotiation\.json: colour is not a key \(basePolicy, profiles, guardrails, room, tieBreak, proposalSchemas\); basePolicy\.max_rounds is outside 1\.\.1000 \(0\)\n/);
+  });
+
+  it('exits 2 when the coordinator refuses the policy as a whole (a value outside the guardrails)', async () => {
+    const run = cli.run('--port', '0', '--data-dir', cli.dataDir(), '--negotiation-policy', file({ basePolicy: { max_rounds: 50 } }));
+    assert.equal(await run.exit(), 2);
+    assert.match(run.stderr, /--negotiation-policy .*: policy\.max_rounds: must be within 1\.\.20 \(the guardrails\), not 50\n/);
   });
 });
