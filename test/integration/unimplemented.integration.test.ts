@@ -37,6 +37,11 @@ const IMPLEMENTED = new Set([
   '/sw4rm.reasoning.ReasoningProxy/CheckParallelism',
   '/sw4rm.reasoning.ReasoningProxy/EvaluateDebate',
   '/sw4rm.reasoning.ReasoningProxy/Summarize',
+  '/sw4rm.negotiation_room.NegotiationRoomService/SubmitProposal',
+  '/sw4rm.negotiation_room.NegotiationRoomService/SubmitVote',
+  '/sw4rm.negotiation_room.NegotiationRoomService/GetVotes',
+  '/sw4rm.negotiation_room.NegotiationRoomService/GetDecision',
+  '/sw4rm.negotiation_room.NegotiationRoomService/WaitForDecision',
 ]);
 
 type Method = grpc.MethodDefinition<unknown, unknown>;
