@@ -227,7 +227,7 @@ describe('negotiation room (RFC §17.5)', function () {
         assert.equal(d.outcome, 'REVISION_REQUESTED');
         assert.deepEqual(d.checks.filter((c) => !c.pass).map((c) => c.name), [name]);
         assert.deepEqual(d.escalation, []);
-        assert.match(d.reason, new RegExp(`${name} .* FAILED`));
+        assert.match(d.reason, new RegExp(`${name} [\\d.]+ [<>] [\\d.]+ \\(failed\\)`));
       });
     }
 

@@ -129,7 +129,7 @@ export function verdict(votes: readonly ScoredVote[], t: RoomThresholds, missing
   }
   return {
     outcome: 'REVISION_REQUESTED', aggregate: agg, checks, escalation,
-    reason: `Revision requested by policy: ${failed.map(describe).join('; ')} failed (${summary}).`,
+    reason: `Revision requested by policy: ${failed.map(describe).join('; ')} (${summary}).`,
   };
 }
 
@@ -137,9 +137,11 @@ export function describeChecks(checks: readonly ThresholdCheck[]): string {
   return checks.map(describe).join('; ');
 }
 
+/** e.g. `min_score_threshold 5.457 < 7 (failed)`, `max_std_dev 0.5 ≤ 2 (passed)`. */
 function describe(c: ThresholdCheck): string {
-  const op = c.name === 'max_std_dev' ? '≤' : '≥';
-  return `${c.name} ${round(c.value)} ${op} ${c.threshold} ${c.pass ? 'passed' : 'FAILED'}`;
+  const upper = c.name === 'max_std_dev';
+  const op = c.pass ? (upper ? '≤' : '≥') : (upper ? '>' : '<');
+  return `${c.name} ${round(c.value)} ${op} ${c.threshold} (${c.pass ? 'passed' : 'failed'})`;
 }
 
 function round(n: number): number {
