@@ -460,6 +460,40 @@ describe('negotiation room (RFC §17.5)', function () {
     });
   });
 
+  it('the HITL context stays bounded with 16 critics of long votes, and carries the diff against the previous revision', () => {
+    const critics = Array.from({ length: 16 }, (_, i) => `k${i}`);
+    for (const id of critics) h.register(id);
+    const long = Array.from({ length: 32 }, (_, i) => `${'é'.repeat(990)} ${i}`);
+    submit({ requestedCritics: critics, artifact: Buffer.from('step one\nstep two\n') });
+    critics.forEach((c, i) => vote(c, i % 2 === 0 ? 8 : 5, 0.9, { strengths: long, weaknesses: long, recommendations: long }));
+    assert.equal(decision().outcome, 'REVISION_REQUESTED');
+    submit({ requestedCritics: critics, artifact: Buffer.from('step one\nstep two\nstep three\n') });
+    critics.forEach((c) => vote(c, 9, 0.9, { recommendations: c === 'k3' ? ['escalate: the budget needs a person'] : [] }));
+    const invocation = h.coordinator.hitl.get(decision().hitl!.invocationId)!;
+    const size = Buffer.byteLength(JSON.stringify(invocation.context));
+    assert.ok(size < 256 * 1024, `the context is ${size} bytes`);
+    assert.deepEqual(JSON.parse(JSON.stringify(invocation.context.diffs)), [{ title: 'plan-1: revision 1 → 2', before: 'step one\nstep two\n', after: 'step one\nstep two\nstep three\n' }]);
+    assert.equal(invocation.context.facts.artifact_excerpt, 'step one\nstep two\nstep three\n');
+  });
+
+  it('a critic whose inbox is full: the proposal stands when another was notified, is refused when none was', () => {
+    h.dispose();
+    h = new RouterHarness({ capacity: 1 });
+    for (const id of ['prod', 'c1', 'c2', 'c3']) {
+      h.register(id);
+      h.stream(id);
+    }
+    operator = h.coordinator.hitl.attachOperator('tester');
+    // c1's inbox now holds one message not READ: its capacity.
+    submit({ artifactId: 'a', requestedCritics: ['c1'] });
+    refusal(() => submit({ artifactId: 'b', requestedCritics: ['c1'] }), 'exhausted', 'BUFFER_FULL', /no requested critic could be notified/);
+    assert.equal(room().artifactDetail('b'), undefined, 'nothing kept');
+    submit({ artifactId: 'c', requestedCritics: ['c1', 'c2'] });
+    assert.equal(room().artifactDetail('c')?.proposal.state, 'voting');
+    const [warn] = h.events('room.critic_not_notified');
+    assert.deepEqual([warn.details.artifact_id, warn.details.critic_id, warn.details.code, warn.level], ['c', 'c1', 'BUFFER_FULL', 'WARN']);
+  });
+
   it('listArtifacts and artifactDetail show what the editor renders', () => {
     submit();
     vote('c1', 8, 0.9, { strengths: ['<b>clear</b>'] });

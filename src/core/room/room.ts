@@ -467,7 +467,8 @@ export class NegotiationRoom implements RoomQueries, Disposable {
     const text = textOf(p.artifact);
     const previous = p.revision > 1 ? this.deps.store.room.revision(p.artifactId, p.revision - 1) : undefined;
     const previousText = previous ? textOf(previous.artifact) : undefined;
-    const cut = (list: readonly string[]) => list.slice(0, 8).map((s) => s.slice(0, 300));
+    // Bounded so that the context stays well under a HITL invocation's 256 KiB with 16 critics (the editor shows the votes whole).
+    const cut = (list: readonly string[]) => list.slice(0, 5).map((s) => s.slice(0, 200));
     const facts = {
       negotiation_room_id: p.roomId, artifact_id: p.artifactId, revision: p.revision, artifact_type: p.artifactType, producer_id: p.producerId,
       content_type: p.contentType, artifact_bytes: p.artifact.byteLength,
@@ -488,7 +489,7 @@ export class NegotiationRoom implements RoomQueries, Disposable {
       },
       ...(text !== undefined ? { artifact_excerpt: text.slice(0, CONTEXT_EXCERPT_CHARS), artifact_excerpt_cut: text.length > CONTEXT_EXCERPT_CHARS } : {}),
     };
-    const diffs = text !== undefined && previousText !== undefined && text.length <= CONTEXT_EXCERPT_CHARS && previousText.length <= CONTEXT_EXCERPT_CHARS
+    const diffs = text !== undefined && previousText !== undefined && text.length <= CONTEXT_EXCERPT_CHARS / 2 && previousText.length <= CONTEXT_EXCERPT_CHARS / 2
       ? [{ title: `${p.artifactId}: revision ${p.revision - 1} → ${p.revision}`, before: previousText, after: text }] : [];
     const summary = `Negotiation room ${p.roomId.slice(0, 80)}: ${p.artifactType} artifact ${p.artifactId.slice(0, 80)} (revision ${p.revision}, by ${p.producerId}) needs a person: ${v.escalation.map((r) => r.split(':')[0]).join(', ')}.`;
     return parseInvocationRequest({
