@@ -327,6 +327,28 @@ describe('negotiation room (RFC §17.5)', function () {
       assert.deepEqual(room().hitlAction('room-1', 'approve', 'late', OPERATOR, ctx()).ok, false);
     });
 
+    it('an operator\'s HITL auto rule decides at once: decided by policy (the rule), not a person', () => {
+      h.coordinator.hitl.setPolicy({ ...h.coordinator.hitl.policy, rules: [{ name: 'trust-prod', reasonType: 'DEBATE_DEADLOCK', agent: 'prod', subject: '**', action: 'approve' }] });
+      escalate();
+      const d = decision();
+      assert.deepEqual([d.outcome, d.decidedBy, d.final, d.hitl?.origin], ['APPROVED', 'policy', true, 'rule']);
+      assert.match(d.reason, /the HITL auto rule 'trust-prod'/);
+      assert.deepEqual(h.events('room.escalated').length, 1);
+    });
+
+    it('two escalations in one room: HitlAction by room id asks for the artifact id', () => {
+      escalate();
+      room().submitProposal(proposal({ artifactId: 'plan-2' }), as('prod'), ctx());
+      vote('c1', 10, 0.9, { artifactId: 'plan-2' });
+      vote('c2', 1, 0.9, { artifactId: 'plan-2' });
+      const answer = room().hitlAction('room-1', 'approve', 'ok', OPERATOR, ctx());
+      assert.equal(answer.ok, false);
+      assert.match(answer.reason, /^FAILED_PRECONDITION: room 'room-1' has 2 escalations waiting \(plan-1, plan-2\); name the artifact_id/);
+      assert.equal(room().hitlAction('plan-2', 'approve', 'ok', OPERATOR, ctx()).ok, true);
+      assert.equal(room().getDecision('plan-2', '')?.outcome, 'APPROVED');
+      assert.equal(decision().outcome, 'ESCALATED_TO_HITL');
+    });
+
     it('no human available (RFC §15.4): the fallback decides, recorded as a fallback, never as a person', async () => {
       operator?.dispose();
       operator = undefined;
