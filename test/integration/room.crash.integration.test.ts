@@ -7,11 +7,16 @@ import { CoordinatorClients } from '../support/clients';
 import { CLI_BUNDLE } from '../support/paths';
 import { pollUntil } from '../support/poll';
 import { RoomClient, type WireDecision } from '../support/roomClient';
-import { registerRouterAgent } from '../support/routerClient';
+import { registerRouterAgent, retryTransport } from '../support/routerClient';
 import { makeTempDir, removeTempDir } from '../support/tempDir';
 
 const PLAN = Buffer.from(JSON.stringify({ steps: ['design', 'build', 'test'] }));
 const CRITICS = ['critic-1', 'critic-2', 'critic-3'];
+
+/** A call to a coordinator that just (re)started, retried while its channel cannot connect yet (as an agent retries). */
+function retry<T>(what: string, fn: () => Promise<T>): Promise<T> {
+  return retryTransport(what, fn, Date.now() + 20_000);
+}
 
 /**
  * Votes and decisions survive a crash (kill -9) of the headless coordinator, and WaitForDecision survives a restart: the
@@ -76,12 +81,12 @@ describe('negotiation rooms across a coordinator crash and restart (dist/cli.js)
     assert.equal(await blocked, grpc.status.UNAVAILABLE, 'the blocked WaitForDecision ends UNAVAILABLE: call again');
 
     const second = await start(port);
-    const { votes } = await second.room.getVotes('plan-1', 'room-1');
+    const { votes } = await retry('GetVotes', () => second.room.getVotes('plan-1', 'room-1'));
     assert.deepEqual(votes.map((v) => [v.critic_id, v.score, v.strengths[0]]), [['critic-1', 8, 'critic-1 likes it'], ['critic-2', 9, 'critic-2 likes it']], 'both votes answered before the crash survived');
     assert.equal((await second.room.getDecision('plan-1')).decision, null);
     let answered: WireDecision | undefined;
-    const waiting = second.room.waitForDecision('plan-1', 60).then((r) => { answered = r.decision; return r.decision; });
-    await second.room.submitVote(vote('critic-3', 8));
+    const waiting = retry('WaitForDecision', () => second.room.waitForDecision('plan-1', 60)).then((r) => { answered = r.decision; return r.decision; });
+    await retry('SubmitVote', () => second.room.submitVote(vote('critic-3', 8)));
     const decision = await waiting;
     assert.ok(answered);
     assert.equal(decision.outcome, 'APPROVED');
@@ -91,7 +96,7 @@ describe('negotiation rooms across a coordinator crash and restart (dist/cli.js)
     second.cli.signal('SIGKILL');
     await second.cli.exit();
     const third = await start(port);
-    const again = await third.room.waitForDecision('plan-1', 5);
+    const again = await retry('WaitForDecision', () => third.room.waitForDecision('plan-1', 5));
     assert.deepEqual(again.decision, decision);
   });
 
@@ -108,9 +113,9 @@ describe('negotiation rooms across a coordinator crash and restart (dist/cli.js)
     assert.ok(code === grpc.status.CANCELLED || code === grpc.status.UNAVAILABLE, `ended ${grpc.status[code]}: call again`);
 
     const second = await start(port);
-    const waiting = second.room.waitForDecision('plan-1', 60);
-    await second.room.submitVote(vote('critic-2', 8));
-    await second.room.submitVote(vote('critic-3', 8));
+    const waiting = retry('WaitForDecision', () => second.room.waitForDecision('plan-1', 60));
+    await retry('SubmitVote', () => second.room.submitVote(vote('critic-2', 8)));
+    await retry('SubmitVote', () => second.room.submitVote(vote('critic-3', 8)));
     const { decision } = await waiting;
     assert.equal(decision.outcome, 'APPROVED');
     assert.equal(decision.aggregated_score.vote_count, 3);
