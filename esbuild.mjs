@@ -67,6 +67,11 @@ await Promise.all([
   }),
   esbuild.build({
     ...common,
+    entryPoints: ['examples/negotiationRoom.ts'],
+    outfile: 'dist/example-room.js',
+  }),
+  esbuild.build({
+    ...common,
     platform: 'browser',
     format: 'iife',
     target: 'es2022',

@@ -86,6 +86,21 @@ export const FIELD_LIMITS = {
     action: 64,
     rationale: 4096,
   },
+  /** NegotiationRoomService (room/room.ts). */
+  room: {
+    artifact_id: 256,
+    negotiation_room_id: 256,
+    /** producer_id, critic_id and each requested critic: registry agent ids. */
+    agent_id: 128,
+    artifact_content_type: 256,
+    artifact_bytes: 512 * 1024,
+    requested_critics: 16,
+    /** strengths, weaknesses, recommendations: entries per list and characters per entry. */
+    vote_list_entries: 32,
+    vote_list_entry: 1000,
+    /** SchedulerPolicyService.HitlAction's rationale for a room (the HITL decision's limit). */
+    rationale: 4096,
+  },
   /** ConnectorService.RegisterProvider (tools/descriptors.ts). */
   connector: {
     tools: 256,

@@ -16,6 +16,7 @@ import { ReasoningServiceAdapter } from './services/reasoningService';
 import { CREDENTIALS_RULES, CREDENTIALS_SERVICE, CredentialsServiceAdapter, loadCredentialsDefinition } from './services/credentialsService';
 import { HitlServiceAdapter } from './services/hitlService';
 import { LoggingServiceAdapter } from './services/loggingService';
+import { NegotiationRoomServiceAdapter } from './services/negotiationRoomService';
 import { RegistryServiceAdapter } from './services/registryService';
 import { RouterServiceAdapter } from './services/routerService';
 import { SchedulerPolicyServiceAdapter } from './services/schedulerPolicyService';
@@ -119,6 +120,7 @@ export class CoordinatorServer {
       [SchedulerPolicyServiceAdapter.serviceName]: new SchedulerPolicyServiceAdapter(coordinator).handlers(),
       [ActivityServiceAdapter.serviceName]: new ActivityServiceAdapter(coordinator).handlers(),
       [ReasoningServiceAdapter.serviceName]: new ReasoningServiceAdapter(coordinator).handlers(),
+      [NegotiationRoomServiceAdapter.serviceName]: new NegotiationRoomServiceAdapter(coordinator).handlers(),
     };
     // Every handler, built or not, runs behind the identity check of its rule (identity.ts).
     const add = (definition: grpc.ServiceDefinition, implementation: grpc.UntypedServiceImplementation | undefined, rules: Readonly<Record<string, IdentityRule>>) => {

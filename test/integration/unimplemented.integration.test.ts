@@ -44,6 +44,11 @@ const IMPLEMENTED = new Set([
   '/sw4rm.scheduler.SchedulerPolicyService/GetEffectivePolicy',
   '/sw4rm.scheduler.SchedulerPolicyService/SubmitEvaluation',
   '/sw4rm.scheduler.SchedulerPolicyService/HitlAction',
+  '/sw4rm.negotiation_room.NegotiationRoomService/SubmitProposal',
+  '/sw4rm.negotiation_room.NegotiationRoomService/SubmitVote',
+  '/sw4rm.negotiation_room.NegotiationRoomService/GetVotes',
+  '/sw4rm.negotiation_room.NegotiationRoomService/GetDecision',
+  '/sw4rm.negotiation_room.NegotiationRoomService/WaitForDecision',
 ]);
 
 type Method = grpc.MethodDefinition<unknown, unknown>;

@@ -91,11 +91,35 @@ export interface RoomDecision {
   readonly policyVersion: string;
   /** Human-readable: which thresholds passed/failed, who decided and their rationale. */
   readonly reason: string;
-  /** policy: the thresholds; hitl: a person; fallback: the HITL fallback policy (RFC §15.4). */
+  /**
+   * policy: the thresholds (or an operator's HITL auto rule); hitl: a person; fallback: the HITL fallback policy (RFC
+   * §15.4: deadline passed, no human available), a cancelled invocation, or an escalation that could not be opened.
+   */
   readonly decidedBy: 'policy' | 'hitl' | 'fallback';
   /** APPROVED / REVISION_REQUESTED; ESCALATED_TO_HITL is not final. */
   readonly final: boolean;
+  /** A person rejected it (HITL deny): no further revision of the artifact is accepted. */
+  readonly closed: boolean;
+  /** The HITL invocation of an escalation, and (once settled) how it was answered. */
+  readonly hitl: RoomHitlOutcome | null;
   readonly decidedAt: number;
+}
+
+/** How the escalation's HITL invocation was answered (RFC §15.4: a fallback says which policy and why). */
+export interface RoomHitlOutcome {
+  readonly invocationId: string;
+  /** pending while escalated; then decided, timed_out (a fallback) or cancelled. */
+  readonly state: 'pending' | 'decided' | 'timed_out' | 'cancelled';
+  /** approve / modify / deny / defer; '' while pending. */
+  readonly action: string;
+  /** human, rule, fallback, cancel; '' while pending. */
+  readonly origin: string;
+  /** The operator, or `policy`. */
+  readonly by: string;
+  readonly rationale: string;
+  /** For a fallback: DENY_BY_DEFAULT, AUTO_DECIDE_THRESHOLD, EXTEND_TIMEOUT; and why it applied (deadline, hitl_unavailable). */
+  readonly fallbackPolicy?: string;
+  readonly trigger?: string;
 }
 
 /** A row of the Negotiations view. */
@@ -144,6 +168,8 @@ export interface RoomRepository {
   latest(artifactId: string): ProposalRecord | undefined;
   revision(artifactId: string, revision: number): ProposalRecord | undefined;
   listLatest(limit: number): ProposalRecord[];
+  /** How many revisions (of any artifact) the room holds. */
+  countInRoom(roomId: string): number;
   /** Artifacts voting or escalated (restore). */
   listUnfinished(): ProposalRecord[];
   /** Insert or replace (artifact, revision, critic). */

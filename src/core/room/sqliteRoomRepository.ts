@@ -23,6 +23,7 @@ export class SqliteRoomRepository implements RoomRepository {
       revision: p('SELECT record, artifact FROM room_proposals WHERE artifact_id = ? AND revision = ?'),
       listLatest: p(`SELECT record, artifact FROM room_proposals p WHERE revision = (SELECT MAX(revision) FROM room_proposals q WHERE q.artifact_id = p.artifact_id)
         ORDER BY finished ASC, updated_at DESC LIMIT ?`),
+      countInRoom: p('SELECT COUNT(*) AS n FROM room_proposals WHERE room_id = ?'),
       unfinished: p('SELECT record, artifact FROM room_proposals WHERE finished = 0 ORDER BY updated_at'),
       putVote: p(`INSERT INTO room_votes (artifact_id, revision, critic_id, record) VALUES (?, ?, ?, ?)
         ON CONFLICT(artifact_id, revision, critic_id) DO UPDATE SET record = excluded.record`),
@@ -50,6 +51,10 @@ export class SqliteRoomRepository implements RoomRepository {
 
   listLatest(limit: number): ProposalRecord[] {
     return (this.s.listLatest.all(Math.max(0, Math.floor(limit))) as Row[]).map(proposalOf);
+  }
+
+  countInRoom(roomId: string): number {
+    return Number((this.s.countInRoom.get(roomId) as Row).n);
   }
 
   listUnfinished(): ProposalRecord[] {
