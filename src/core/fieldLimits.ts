@@ -77,6 +77,24 @@ export const FIELD_LIMITS = {
     agent_id: 128,
     correlation_id: 256,
   },
+  /** NegotiationService (negotiation/negotiations.ts; README, "Debates"). */
+  negotiation: {
+    negotiation_id: 256,
+    topic: 1024,
+    /** Open: participants per negotiation (each an agent id: registry.agent_id). */
+    participants: 32,
+    content_type: 256,
+    /** A proposal's or a decision's bytes: its base64 must fit a NEGOTIATION envelope (1 MiB) with the event's fields. */
+    payload_bytes: 512 * 1024,
+    notes: 4096,
+    reason: 4096,
+    decided_by: 16,
+    /** Metadata sw4rm-proposal-schema (a JSON Schema as text). */
+    schema_bytes: 64 * 1024,
+    /** Metadata sw4rm-negotiation-preferences (JSON). */
+    preferences_bytes: 64 * 1024,
+    profile: 64,
+  },
   /** ConnectorService.RegisterProvider (tools/descriptors.ts). */
   connector: {
     tools: 256,

@@ -21,8 +21,12 @@ export type NegotiationEventKind = 'open' | 'policy' | 'propose' | 'counter' | '
 export interface DeltaSummary {
   /** 0..1: changed leaves / all leaves of both versions (text: changed lines / all lines). */
   readonly magnitude: number;
-  /** JSON Pointer paths of the changed leaves, sorted, at most 1,000. */
+  /** JSON Pointer paths of the changed leaves, sorted, at most 1,000 (DELTA_LIMITS.maxPaths); text: `/lines/<n>`. */
   readonly changedPaths: readonly string[];
+  /** How many paths changed in all (changedPaths may hold fewer). */
+  readonly pathCount: number;
+  /** How it was computed: `json` (jsondiffpatch), `text` (line diff), `none` (round 1). */
+  readonly method: 'json' | 'text' | 'none';
 }
 
 /** An evaluation of one round by a participant (Evaluate) or a report (SubmitEvaluation). */
@@ -59,6 +63,12 @@ export interface RoundRecord {
   readonly llmConfidence: number | null;
   /** Blended per llm_weight; null while no evaluation. */
   readonly score: number | null;
+  /**
+   * The inference engine's part: `none` (llm_weight 0 or no engine), `pending` (asked; the score is the deterministic one
+   * until it answers), `answered`, `failed` (the deterministic score stands; llmNotes says why).
+   */
+  readonly llm: 'none' | 'pending' | 'answered' | 'failed';
+  readonly llmNotes: string;
   /** Round n's contract equals round n-2's (A→B→A). */
   readonly oscillation: boolean;
 }
@@ -105,7 +115,29 @@ export interface NegotiationRecord {
   abort: { readonly reason: string; readonly errorCode: string; readonly by: string; readonly at: number } | null;
   /** Events fanned out so far (the next event's sequence number). */
   events: number;
+  /** The best-scored round so far (0 = none) and its score. */
+  bestRound: number;
+  bestScore: number | null;
+  /** Why it stopped (a stop rule, a decision, an abort); null while it runs. */
+  stopReason: StopReason | null;
+  /**
+   * Event copies the router refused for a participant after other copies of the same event were already accepted (so the
+   * call could not be refused as a whole), in order: retried every second; later events to that participant wait behind
+   * them so that order holds. Empty in the normal case.
+   */
+  undelivered: UndeliveredEvent[];
   updatedAt: number;
+}
+
+export interface UndeliveredEvent {
+  readonly to: string;
+  readonly seq: number;
+  readonly kind: NegotiationEventKind;
+  /** The event's JSON as base64 (the exact bytes to send). */
+  readonly payload: string;
+  readonly firstRefusedAt: number;
+  code: string;
+  attempts: number;
 }
 
 /** A row of the Negotiations view. */
@@ -132,6 +164,17 @@ export interface NegotiationDetail {
 export interface NegotiationChange {
   readonly negotiationId: string;
   readonly state: NegotiationState;
+}
+
+/** policy.proto EvaluationReport as persisted per evaluation (artifact kind `score`). */
+export interface EvaluationReportRecord {
+  readonly negotiationId: string;
+  readonly round: number;
+  readonly fromAgent: string;
+  readonly deterministicScore: number;
+  readonly llmConfidence: number;
+  readonly notes: string;
+  readonly delta: DeltaSummary;
 }
 
 /** What the editor reads (CoordinatorApi). */
