@@ -18,6 +18,7 @@ import { HitlServiceAdapter } from './services/hitlService';
 import { LoggingServiceAdapter } from './services/loggingService';
 import { RegistryServiceAdapter } from './services/registryService';
 import { RouterServiceAdapter } from './services/routerService';
+import { NegotiationServiceAdapter } from './services/negotiationService';
 import { SchedulerServiceAdapter } from './services/schedulerService';
 import { ToolServiceAdapter } from './services/toolService';
 import { unimplementedHandler } from './services/unimplemented';
@@ -117,6 +118,7 @@ export class CoordinatorServer {
       [SchedulerServiceAdapter.serviceName]: new SchedulerServiceAdapter(coordinator).handlers(),
       [ActivityServiceAdapter.serviceName]: new ActivityServiceAdapter(coordinator).handlers(),
       [ReasoningServiceAdapter.serviceName]: new ReasoningServiceAdapter(coordinator).handlers(),
+      [NegotiationServiceAdapter.serviceName]: new NegotiationServiceAdapter(coordinator).handlers(),
     };
     // Every handler, built or not, runs behind the identity check of its rule (identity.ts).
     const add = (definition: grpc.ServiceDefinition, implementation: grpc.UntypedServiceImplementation | undefined, rules: Readonly<Record<string, IdentityRule>>) => {
