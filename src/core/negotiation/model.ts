@@ -112,7 +112,7 @@ export interface NegotiationRecord {
   /** The HITL invocation it waits on while paused. */
   pending: { readonly invocationId: string; readonly why: 'deadlock' | 'pause_between_rounds' | 'final_accept'; readonly stopReason: StopReason } | null;
   decision: NegotiationDecision | null;
-  abort: { readonly reason: string; readonly errorCode: string; readonly by: string; readonly at: number } | null;
+  abort: { readonly reason: string; readonly errorCode: string; readonly by: string; readonly at: number; readonly fallback: { readonly policy: string; readonly trigger: string } | null } | null;
   /** Events fanned out so far (the next event's sequence number). */
   events: number;
   /** The best-scored round so far (0 = none) and its score. */

@@ -865,7 +865,7 @@ export class Negotiations implements NegotiationQueries, Disposable {
     fallback: { readonly policy: string; readonly trigger: string } | null = null): void {
     const now = this.deps.clock.now();
     rec.state = 'aborted';
-    rec.abort = { reason, errorCode, by, at: now };
+    rec.abort = { reason, errorCode, by, at: now, fallback };
     rec.stopReason = stopReason;
     rec.pending = null;
     this.record(rec, 'negotiation.aborted', { reason, error_code: errorCode, by, stop_reason: stopReason, fallback: fallback ?? undefined }, ctx, by === 'coordinator' || fallback ? 'WARN' : 'INFO');
