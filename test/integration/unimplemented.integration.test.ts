@@ -37,6 +37,12 @@ const IMPLEMENTED = new Set([
   '/sw4rm.reasoning.ReasoningProxy/CheckParallelism',
   '/sw4rm.reasoning.ReasoningProxy/EvaluateDebate',
   '/sw4rm.reasoning.ReasoningProxy/Summarize',
+  '/sw4rm.negotiation.NegotiationService/Open',
+  '/sw4rm.negotiation.NegotiationService/Propose',
+  '/sw4rm.negotiation.NegotiationService/Counter',
+  '/sw4rm.negotiation.NegotiationService/Evaluate',
+  '/sw4rm.negotiation.NegotiationService/Decide',
+  '/sw4rm.negotiation.NegotiationService/Abort',
 ]);
 
 type Method = grpc.MethodDefinition<unknown, unknown>;
