@@ -1,5 +1,6 @@
 import { strict as assert } from 'node:assert';
 import type { HitlPolicy } from '../../src/core/hitl/policy';
+import type { RouterOptions } from '../../src/core/router/router';
 import type { OpenInput, ProposalInput } from '../../src/core/negotiation/negotiations';
 import type { Negotiations } from '../../src/core/negotiation/negotiations';
 import type { NegotiationPolicy } from '../../src/core/policy/model';
@@ -38,8 +39,8 @@ export interface ReceivedEvent {
 export class NegotiationHarness extends RouterHarness {
   private readonly sinks = new Map<string, CollectingSink>();
 
-  constructor(hitlPolicy?: HitlPolicy) {
-    super({}, {}, hitlPolicy);
+  constructor(hitlPolicy?: HitlPolicy, routerOptions: Partial<RouterOptions> = {}) {
+    super(routerOptions, {}, hitlPolicy);
   }
 
   get negotiations(): Negotiations {

@@ -1,6 +1,7 @@
 import { strict as assert } from 'node:assert';
 import { DEFAULT_HITL_POLICY, DEFAULT_FALLBACK, type HitlPolicy } from '../../src/core/hitl/policy';
 import { REASON_TYPES } from '../../src/core/hitl/model';
+import { Negotiations } from '../../src/core/negotiation/negotiations';
 import { NegotiationHarness, OPERATOR, agentSpeaker, ctx, refused, settle, testPolicy } from '../support/negotiationHarness';
 
 const A = 'agent-a';
@@ -404,5 +405,82 @@ describe('negotiation: debates (RFC §17–§17.4)', function () {
       assert.deepEqual([rec?.state, rec?.decision?.decidedBy, rec?.decision?.round], ['decided', 'hitl', 1]);
       assert.equal(h.events('negotiation.decided').length, 1);
     });
+  });
+});
+
+describe('negotiation: fan-out refusals and the inference engine', function () {
+  this.timeout(20_000);
+  let h: NegotiationHarness;
+  afterEach(() => h?.dispose());
+
+  it('a full inbox: refused before any copy went out → the call is refused BUFFER_FULL and nothing is kept; after → deferred and redelivered in order', async () => {
+    h = new NegotiationHarness(undefined, { capacity: 4 });
+    for (const id of [A, B, C]) h.agent(id);
+    h.usePolicy(testPolicy());
+    h.openN('n', [B, A]);
+    const fillers = [h.sendData(C, A), h.sendData(C, A)];
+    // A holds 4 messages not READ (open, policy, two DATA): full. B is first: its copy goes out, A's waits.
+    h.propose('n', B, { v: 1 });
+    h.counter('n', A, { v: 2 });
+    const rec = h.negotiations.get('n');
+    assert.equal(rec?.rounds, 2, 'the rounds happened: B heard of them');
+    assert.deepEqual(rec?.undelivered.map((u) => [u.to, u.kind, u.code]), [[A, 'propose', 'BUFFER_FULL'], [A, 'counter', 'ORDER']]);
+    assert.deepEqual(h.kinds(A), ['open', 'policy']);
+    assert.equal(h.events('negotiation.event_deferred').length, 2);
+    await h.advance(1_000);
+    assert.equal(h.negotiations.get('n')?.undelivered.length, 2, 'still full: still waiting');
+    for (const m of fillers) h.acked(A, m.messageId, 'READ');
+    await h.advance(1_000);
+    assert.deepEqual(h.kinds(A), ['open', 'policy', 'propose', 'counter'], 'redelivered in order');
+    assert.deepEqual(h.negotiations.get('n')?.undelivered, []);
+    assert.equal(h.events('negotiation.event_redelivered').length, 2);
+
+    // A (four events not READ: full again) is first in this one: the Open is refused as a whole.
+    refused(() => h.openN('m', [A, B]), 'exhausted', 'BUFFER_FULL', /agent-a/);
+    assert.equal(h.negotiations.get('m'), undefined);
+  });
+
+  it('llm_weight > 0 with an engine: the deterministic score first, the blend when the engine answers; a failure leaves the deterministic score', async () => {
+    h = new NegotiationHarness();
+    for (const id of [A, B]) h.agent(id);
+    h.usePolicy(testPolicy({ scoring: { requireSchemaValid: true, requireExamplesPass: false, llmWeight: 0.5 } }));
+    const asked: Array<{ proposalA: string; proposalB: string; resolve: (v: { confidence: number; notes: string }) => void; reject: (e: Error) => void }> = [];
+    const c = h.coordinator;
+    const negotiations = new Negotiations({
+      store: c.store, log: c.log, clock: c.clock, ids: c.ids, agents: c.registry, outbox: c.router, hitl: c.hitl, artifacts: c.activity, policies: c.policies,
+      inference: {
+        engineAgent: () => 'engine',
+        evaluateDebate: (request) => new Promise((resolve, reject) => asked.push({ ...request, resolve, reject })),
+      },
+    });
+    try {
+      negotiations.open(h.openInput('n', [A, B]), OPERATOR, ctx());
+      negotiations.propose(h.proposal('n', A, { v: 1 }), agentSpeaker(A), ctx());
+      negotiations.evaluate({ negotiationId: 'n', fromAgent: B, confidenceScore: 0.6, notes: '' }, agentSpeaker(B), ctx());
+      let round = negotiations.detail('n')?.rounds[0];
+      assert.deepEqual([round?.llm, round?.deterministicScore, round?.score], ['pending', 0.6, 0.6]);
+      assert.equal(negotiations.get('n')?.state, 'open', 'no verdict before the engine answered');
+      assert.equal(asked.length, 1);
+      assert.deepEqual([asked[0].proposalA, asked[0].proposalB], ['', '{"v":1}']);
+      asked[0].resolve({ confidence: 1, notes: 'converged' });
+      await settle();
+      round = negotiations.detail('n')?.rounds[0];
+      assert.deepEqual([round?.llm, round?.llmConfidence], ['answered', 1]);
+      assert.ok(Math.abs((round?.score ?? 0) - 0.8) < 1e-9, '(1 - 0.5)·0.6 + 0.5·1');
+      assert.deepEqual([negotiations.get('n')?.state, negotiations.get('n')?.decision?.decidedBy], ['decided', 'consensus']);
+
+      negotiations.open(h.openInput('f', [A, B]), OPERATOR, ctx());
+      negotiations.propose(h.proposal('f', A, { v: 1 }), agentSpeaker(A), ctx());
+      negotiations.evaluate({ negotiationId: 'f', fromAgent: B, confidenceScore: 0.9, notes: '' }, agentSpeaker(B), ctx());
+      asked[1].reject(new Error('engine offline'));
+      await settle();
+      const failed = negotiations.detail('f')?.rounds[0];
+      assert.deepEqual([failed?.llm, failed?.score], ['failed', 0.9]);
+      assert.match(failed?.llmNotes ?? '', /engine offline/);
+      assert.equal(negotiations.get('f')?.state, 'decided', 'the deterministic score decides');
+      assert.equal(h.events('negotiation.scored').filter((e) => e.level === 'WARN').length, 1);
+    } finally {
+      negotiations.dispose();
+    }
   });
 });
