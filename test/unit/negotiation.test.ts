@@ -71,6 +71,7 @@ describe('negotiation: debates (RFC §17–§17.4)', function () {
       h.openN('n2', [A, B], {}, agentSpeaker(A));
       assert.deepEqual(h.kinds(B), ['open', 'policy'], 'a repeated Open sends nothing again');
       refused(() => h.openN('n2', [A, C]), 'exists', 'ALREADY_EXISTS');
+      refused(() => h.openN('n2', [A, B], { debateTimeoutMs: 60_000 }), 'exists', 'ALREADY_EXISTS');
     });
   });
 

@@ -102,6 +102,8 @@ export interface NegotiationRecord {
   readonly effective: EffectivePolicy;
   /** The JSON Schema (text) proposals are checked against, '' when none. */
   readonly schema: string;
+  /** sha256 of the Open as asked (topic, participants, intensity, debate_timeout, profile hint, preferences, schema): a repeat is the same Open. */
+  readonly openDigest: string;
   state: NegotiationState;
   /** Rounds so far (their records: NegotiationRepository.rounds). */
   rounds: number;

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { ValidateFunction } from 'ajv';
 import { isoUtc, type Clock } from '../clock';
 import type { CallContext } from '../context';
@@ -159,9 +160,12 @@ function speakerName(speaker: Speaker): string {
   return speaker.kind === 'coordinator' ? 'coordinator' : speaker.label;
 }
 
-function sameRequest(a: NegotiationRecord, input: OpenInput, schema: string): boolean {
-  return a.topic === input.topic && a.participants.join('\u0000') === input.participants.join('\u0000')
-    && a.intensity === (input.intensity === '' ? 'MEDIUM' : input.intensity) && a.schema === schema;
+/** What makes two Opens the same Open (the ids aside): everything asked, canonical. */
+function openDigest(input: OpenInput): string {
+  return createHash('sha256').update(canonicalJson({
+    topic: input.topic, participants: input.participants, intensity: input.intensity, debate_timeout_ms: input.debateTimeoutMs,
+    profile: input.profileHint, preferences: input.preferences, schema: input.schema,
+  })).digest('hex');
 }
 
 /**
@@ -374,7 +378,7 @@ export class Negotiations implements NegotiationQueries, Disposable {
     }
     const existing = negotiation.get(input.negotiationId);
     if (existing) {
-      if (sameRequest(existing, input, input.schema.trim() === '' ? existing.schema : input.schema)) return existing;
+      if (existing.openDigest === openDigest(input)) return existing;
       throw fail('exists', 'ALREADY_EXISTS', `negotiation '${input.negotiationId}' exists with other content; choose another negotiation_id`);
     }
     for (const p of input.participants) {
@@ -393,7 +397,7 @@ export class Negotiations implements NegotiationQueries, Disposable {
     const rec: NegotiationRecord = {
       id: input.negotiationId, correlationId, topic: input.topic, participants: [...input.participants],
       intensity: input.intensity === '' ? 'MEDIUM' : input.intensity, openedBy: speakerName(speaker), openedAt: now,
-      deadlineAt: now + effective.debateTimeoutMs, effective, schema, state: 'open', rounds: 0, tokensUsed: 0, oscillations: 0,
+      deadlineAt: now + effective.debateTimeoutMs, effective, schema, openDigest: openDigest(input), state: 'open', rounds: 0, tokensUsed: 0, oscillations: 0,
       roundStartedAt: now, pending: null, decision: null, abort: null, events: 0, bestRound: 0, bestScore: null, stopReason: null,
       undelivered: [], updatedAt: now,
     };
@@ -466,6 +470,7 @@ export class Negotiations implements NegotiationQueries, Disposable {
       this.record(rec, 'negotiation.round', {
         round: n, kind, from: round.from, content_type: round.contentType, bytes: round.payload.byteLength, tokens, tokens_used: rec.tokensUsed,
         magnitude: delta.summary.magnitude, changed_paths: delta.summary.pathCount, oscillation, oscillations: rec.oscillations,
+        converged: latest !== undefined && delta.summary.magnitude <= policy.diffTolerance,
       }, ctx);
       this.fanout(rec, kind, { from: round.from, ct: round.contentType, payload_b64: round.payload.toString('base64'), round: n }, ctx, op);
       this.artifact(rec, 'contract', `v${n}`, round.contentType, round.payload, ctx);
