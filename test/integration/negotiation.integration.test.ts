@@ -146,6 +146,25 @@ describe('NegotiationService over gRPC (debates, RFC §17)', function () {
       grpc.status.FAILED_PRECONDITION, /^NEGOTIATION_CLOSED: /);
   });
 
+  it('a burst of concurrent calls: every participant gets the same events in the same order (seq 1…n, no gap)', async () => {
+    await operator.call('Open', { negotiation_id: 'burst', topic: 'many rounds', participants: ['alice', 'bob', 'carol'], intensity: 'HIGHEST' });
+    await as('alice').call('Propose', { negotiation_id: 'burst', from_agent: 'alice', content_type: 'text/plain', payload: Buffer.from('offer 0') });
+    // Seven counters in flight at once from three clients: the coordinator serialises them; the order it chose is the order everyone sees.
+    const authors = ['bob', 'carol', 'alice', 'bob', 'carol', 'alice', 'bob'];
+    await Promise.all(authors.map((who, i) => as(who).call('Counter', { negotiation_id: 'burst', from_agent: who, content_type: 'text/plain', payload: Buffer.from(`offer ${i + 1} by ${who}`) })));
+    const total = 2 + 1 + authors.length;
+    const orders: string[] = [];
+    for (const id of ['alice', 'bob', 'carol']) {
+      const json = (await events(id, total)).map((i) => wireJson<Record<string, unknown>>(i.msg));
+      assert.deepEqual(json.map((j) => j.seq), Array.from({ length: total }, (_, k) => k + 1), `${id}: seq in order, none missing`);
+      orders.push(json.map((j) => `${String(j.kind)}:${j.from ?? ''}:${j.round ?? ''}:${j.payload_b64 ?? ''}`).join('|'));
+    }
+    assert.equal(new Set(orders).size, 1, 'the three participants saw the identical sequence');
+    const rounds = host.coordinator.negotiations.detail('burst')!.rounds;
+    assert.equal(rounds.length, 8);
+    assert.deepEqual(rounds.map((r) => r.n), [1, 2, 3, 4, 5, 6, 7, 8]);
+  });
+
   it('refuses a non-participant, a credential lying about from_agent, and an invalid draft (which uses no round)', async () => {
     await as('alice').call('Open', { negotiation_id: 'deal-2', topic: 'schedule', participants: ['alice', 'bob'], intensity: 'LOW' },
       { 'sw4rm-proposal-schema': JSON.stringify({ type: 'object', required: ['date'], properties: { date: { type: 'string' } } }) });

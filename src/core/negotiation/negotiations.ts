@@ -22,7 +22,7 @@ import type {
   DeltaSummary, NegotiationChange, NegotiationDecision, NegotiationDetail, NegotiationEventKind, NegotiationQueries, NegotiationRecord,
   NegotiationStorage, NegotiationSummary, RoundEvaluation, RoundRecord, StopReason,
 } from './model';
-import { blend, clampScore, deterministicScore, reportedConfidence, tokensOf } from './scoring';
+import { bestRound, blend, clampScore, deterministicScore, reportedConfidence, tokensOf } from './scoring';
 
 export interface OpenInput {
   readonly negotiationId: string;
@@ -639,12 +639,12 @@ export class Negotiations implements NegotiationQueries, Disposable {
     this.committed(rec, op);
   }
 
+  /** After `round` was (re)scored and stored: the best-scored round of all (the later one on a tie). */
   private noteBest(rec: NegotiationRecord, round: RoundRecord): void {
     if (round.score === null) return;
-    if (rec.bestRound === round.n || rec.bestScore === null || round.score >= rec.bestScore) {
-      rec.bestRound = round.n;
-      rec.bestScore = round.score;
-    }
+    const best = bestRound(this.deps.store.negotiation.rounds(rec.id).map((r) => (r.n === round.n ? round : r)));
+    rec.bestRound = best?.n ?? 0;
+    rec.bestScore = best?.score ?? null;
   }
 
   /** Every other participant evaluated `round` and its score is final: accept, pause, or stop on max_rounds. */
