@@ -168,6 +168,25 @@ describe('negotiation: debates (RFC §17–§17.4)', function () {
       assert.equal(h.propose('n', A, { text: 'short' }).n, 1);
     });
 
+    it('submitEvaluation (SchedulerPolicyService): a report counts as the evaluation; its llm_confidence is the blend\'s inference part without an engine', () => {
+      h.usePolicy(testPolicy({ scoring: { requireSchemaValid: true, requireExamplesPass: false, llmWeight: 0.5 } }));
+      h.openN('n', [A, B]);
+      assert.deepEqual(h.negotiations.submitEvaluation('n', { fromAgent: B, deterministicScore: 0.5, llmConfidence: 0, notes: '' }, agentSpeaker(B), ctx()).accepted, false,
+        'nothing to evaluate yet');
+      h.propose('n', A, { v: 1 });
+      const lying = h.negotiations.submitEvaluation('n', { fromAgent: B, deterministicScore: 0.5, llmConfidence: 1, notes: '' }, agentSpeaker(A), ctx());
+      assert.equal(lying.accepted, false);
+      assert.match(lying.reason, /^PERMISSION_DENIED: /);
+      assert.equal(h.negotiations.submitEvaluation('n', { fromAgent: B, deterministicScore: 1.5, llmConfidence: 0, notes: '' }, agentSpeaker(B), ctx()).reason.split(':')[0], 'VALIDATION_ERROR');
+      assert.deepEqual(h.negotiations.submitEvaluation('n', { fromAgent: B, deterministicScore: 0.5, llmConfidence: 1, notes: 'report' }, agentSpeaker(B), ctx()), { accepted: true, reason: '' });
+      const round = h.negotiations.detail('n')?.rounds[0];
+      assert.deepEqual([round?.deterministicScore, round?.llmConfidence, round?.score, round?.evaluations[0].source], [0.5, 1, 0.75, 'report']);
+      assert.equal(h.stateOf('n'), 'decided', '0.75 ≥ 0.7');
+      assert.equal(h.received(A).at(-2)?.json.kind, 'evaluate');
+      assert.deepEqual(h.negotiations.hitlAction('n', 'approve', 'x', OPERATOR, ctx()).ok, false);
+      assert.deepEqual(h.negotiations.hitlAction('nope', 'approve', 'x', OPERATOR, ctx()).reason.split(':')[0], 'NOT_FOUND');
+    });
+
     it('text proposals get a line DeltaSummary', () => {
       h.openN('n', [A, B]);
       h.propose('n', A, 'alpha\nbeta\n', 'text/plain');
