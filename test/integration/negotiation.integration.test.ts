@@ -65,6 +65,7 @@ describe('NegotiationService over gRPC (debates, RFC §17)', function () {
 
   const address = () => `127.0.0.1:${host.port}`;
   const as = (agentId: string) => clients.get(agentId)!;
+  const acked = new Set<string>();
 
   beforeEach(async () => {
     dataDir = makeTempDir('sw4rm-negotiation-');
@@ -97,7 +98,13 @@ describe('NegotiationService over gRPC (debates, RFC §17)', function () {
     const negotiation = () => agent.inbox.items.filter((i) => i.msg.message_type === 'NEGOTIATION');
     await pollUntil(`${count} NEGOTIATION events at ${agentId} (has ${negotiation().length})`, () => (negotiation().length >= count ? true : undefined), 5_000);
     const items = negotiation();
-    for (const item of items) await agent.wire.ackDelivery(item.seq, item.msg.message_id);
+    for (const item of items) {
+      if (acked.has(item.msg.message_id)) continue;
+      acked.add(item.msg.message_id);
+      // As an agent should: confirm the delivery, then ACK the event READ (an inbox holds `capacity` messages not READ).
+      await agent.wire.ackDelivery(item.seq, item.msg.message_id);
+      await agent.ackMessage(item.msg.message_id, 'READ');
+    }
     return items;
   }
 
