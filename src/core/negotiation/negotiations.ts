@@ -452,7 +452,7 @@ export class Negotiations implements NegotiationQueries, Disposable {
     }
     const json = this.checkDraft(rec, input);
     const n = rounds.length + 1;
-    const delta = this.deltaOf(latest, input.contentType, input.payload, json);
+    const delta = this.deltaOf(latest, input.payload, json);
     const twoBack = rounds.length >= 2 ? rounds[rounds.length - 2] : undefined;
     const oscillation = twoBack !== undefined && this.sameContract(twoBack, input.contentType, input.payload, json);
     const now = this.deps.clock.now();
@@ -517,7 +517,7 @@ export class Negotiations implements NegotiationQueries, Disposable {
     return verdict.validate;
   }
 
-  private deltaOf(previous: RoundRecord | undefined, contentType: string, payload: Buffer, json: { value: unknown } | undefined): { summary: DeltaSummary; artifact: Record<string, unknown> } {
+  private deltaOf(previous: RoundRecord | undefined, payload: Buffer, json: { value: unknown } | undefined): { summary: DeltaSummary; artifact: Record<string, unknown> } {
     if (!previous) return { summary: { magnitude: 1, changedPaths: [], pathCount: 0, method: 'none' }, artifact: {} };
     const header = { from: `v${previous.n}`, to: `v${previous.n + 1}` };
     if (json && isJsonContentType(previous.contentType)) {
@@ -536,7 +536,6 @@ export class Negotiations implements NegotiationQueries, Disposable {
     const summary = textDeltaSummary(a, b);
     let unified = unifiedDiff(a, b, `contract_v${previous.n}`, `contract_v${previous.n + 1}`);
     if (Buffer.byteLength(unified) > FIELD_LIMITS.activity.artifact_content_bytes / 2) unified = '';
-    void contentType;
     return { summary, artifact: { ...header, method: 'text', magnitude: summary.magnitude, changed_paths: summary.changedPaths, path_count: summary.pathCount, unified } };
   }
 
