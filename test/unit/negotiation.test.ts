@@ -460,6 +460,24 @@ describe('negotiation: fan-out refusals and the inference engine', function () {
     assert.equal(h.negotiations.get('m'), undefined);
   });
 
+  it('deferred event copies survive a restart and are redelivered in order after it', async () => {
+    h = new NegotiationHarness(undefined, { capacity: 3 });
+    for (const id of [A, B, C]) h.agent(id);
+    h.usePolicy(testPolicy());
+    h.openN('n', [B, A]);
+    const filler = h.sendData(C, A);
+    h.propose('n', B, { v: 1 });
+    assert.deepEqual(h.negotiations.get('n')?.undelivered.map((u) => u.kind), ['propose']);
+    h.restart();
+    h.reconnect(A);
+    h.reconnect(B);
+    assert.deepEqual(h.negotiations.get('n')?.undelivered.map((u) => u.kind), ['propose'], 'kept in the store');
+    h.acked(A, filler.messageId, 'READ');
+    await h.advance(1_000);
+    assert.deepEqual(h.kinds(A), ['open', 'policy', 'propose']);
+    assert.deepEqual(h.negotiations.get('n')?.undelivered, []);
+  });
+
   it('llm_weight > 0 with an engine: the deterministic score first, the blend when the engine answers; a failure leaves the deterministic score', async () => {
     h = new NegotiationHarness();
     for (const id of [A, B]) h.agent(id);
