@@ -180,6 +180,8 @@ export class Negotiations implements NegotiationQueries, Disposable {
   private readonly timers = new Map<string, Disposable[]>();
   private readonly validators = new Map<string, ValidateFunction>();
   private readonly waiting = new Set<string>();
+  /** Negotiations with event copies waiting for redelivery (NegotiationRecord.undelivered). */
+  private readonly redeliver = new Set<string>();
   private retryTimer: Disposable | undefined;
   private disposed = false;
 
@@ -315,6 +317,9 @@ export class Negotiations implements NegotiationQueries, Disposable {
 
   /** At start: timers re-armed, HITL invocations settled while stopped applied, pending inference asked again. */
   restore(ctx: CallContext): void {
+    // Event copies still waiting, of running and of ended negotiations alike (the newest 10,000).
+    for (const rec of this.deps.store.negotiation.list(10_000)) if (rec.undelivered.length > 0) this.redeliver.add(rec.id);
+    if (this.redeliver.size > 0) this.scheduleRetry();
     for (const rec of this.deps.store.negotiation.listUnfinished()) {
       try {
         if (rec.state === 'paused' && rec.pending) {
@@ -325,12 +330,10 @@ export class Negotiations implements NegotiationQueries, Disposable {
             this.committed(rec, op);
             continue;
           }
-          if (rec.undelivered.length > 0) this.scheduleRetry();
           if (invocation.state !== 'pending') this.applyHitl(rec.id, invocation);
           else this.waitFor(rec.id, invocation.id);
           continue;
         }
-        if (rec.undelivered.length > 0) this.scheduleRetry();
         this.arm(rec);
         const current = this.deps.store.negotiation.rounds(rec.id).at(-1);
         if (current?.llm === 'pending') this.askEngine(rec, current, ctx);
@@ -957,7 +960,10 @@ export class Negotiations implements NegotiationQueries, Disposable {
         correlationId: rec.id, actor: ACTOR, eventType: 'negotiation.event_deferred', level: 'WARN',
         details: { negotiation_id: rec.id, to, seq, kind, code, reason: result && !result.accepted ? result.reason.slice(0, 500) : 'an earlier event to this participant waits' },
       });
-      op.after.push(() => this.scheduleRetry());
+      op.after.push(() => {
+        this.redeliver.add(rec.id);
+        this.scheduleRetry();
+      });
     }
   }
 
@@ -975,10 +981,12 @@ export class Negotiations implements NegotiationQueries, Disposable {
 
   private retryUndelivered(): void {
     if (this.disposed) return;
-    let more = false;
-    for (const summary of this.deps.store.negotiation.list(10_000)) {
-      const rec = this.deps.store.negotiation.get(summary.id);
-      if (!rec || rec.undelivered.length === 0) continue;
+    for (const id of [...this.redeliver]) {
+      const rec = this.deps.store.negotiation.get(id);
+      if (!rec || rec.undelivered.length === 0) {
+        this.redeliver.delete(id);
+        continue;
+      }
       const ctx: CallContext = { correlationId: rec.id };
       try {
         this.deps.store.transaction(() => {
@@ -1010,9 +1018,9 @@ export class Negotiations implements NegotiationQueries, Disposable {
       } catch (err) {
         this.deps.log.internalError(ACTOR, rec.id, err);
       }
-      if (rec.undelivered.length > 0) more = true;
+      if (rec.undelivered.length === 0) this.redeliver.delete(id);
     }
-    if (more) this.scheduleRetry();
+    if (this.redeliver.size > 0) this.scheduleRetry();
   }
 
   // ------------------------------------------------------------------ helpers
