@@ -19,7 +19,7 @@ export type StopReason = 'threshold_met' | 'max_rounds' | 'oscillation' | 'budge
 export type NegotiationEventKind = 'open' | 'policy' | 'propose' | 'counter' | 'evaluate' | 'decide' | 'abort';
 
 export interface DeltaSummary {
-  /** 0..1: changed leaves / all leaves of both versions (text: changed lines / all lines). */
+  /** 0..1: changed leaves (added, removed, modified) / leaves of the larger version (text: changed lines / lines of the longer text). */
   readonly magnitude: number;
   /** JSON Pointer paths of the changed leaves, sorted, at most 1,000 (DELTA_LIMITS.maxPaths); text: `/lines/<n>`. */
   readonly changedPaths: readonly string[];
@@ -166,17 +166,6 @@ export interface NegotiationDetail {
 export interface NegotiationChange {
   readonly negotiationId: string;
   readonly state: NegotiationState;
-}
-
-/** policy.proto EvaluationReport as persisted per evaluation (artifact kind `score`). */
-export interface EvaluationReportRecord {
-  readonly negotiationId: string;
-  readonly round: number;
-  readonly fromAgent: string;
-  readonly deterministicScore: number;
-  readonly llmConfidence: number;
-  readonly notes: string;
-  readonly delta: DeltaSummary;
 }
 
 /** What the editor reads (CoordinatorApi). */
