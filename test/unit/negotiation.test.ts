@@ -354,6 +354,22 @@ describe('negotiation: debates (RFC §17–§17.4)', function () {
       assert.equal(h.stateOf('n'), 'open');
       assert.equal(h.counter('n', B, { v: 2 }).n, 2);
     });
+
+    it('PauseOnFinalAccept: an accepted round waits for a person; approve decides it (decided_by hitl, threshold_met)', async () => {
+      setup();
+      h.usePolicy(testPolicy({ hitl: 'PauseOnFinalAccept' }));
+      h.coordinator.hitl.attachOperator('tester');
+      h.openN('n', [A, B]);
+      h.propose('n', A, { v: 1 });
+      h.evaluate('n', B, 0.95);
+      const rec = h.negotiations.get('n');
+      assert.deepEqual([rec?.state, rec?.pending?.why, rec?.stopReason], ['paused', 'final_accept', 'threshold_met']);
+      assert.equal(h.coordinator.hitl.get(rec?.pending?.invocationId ?? '')?.context.score, 0.95);
+      assert.deepEqual(h.negotiations.hitlAction('n', 'approve', 'ship it', OPERATOR, ctx()), { ok: true, reason: '' });
+      await settle();
+      const done = h.negotiations.get('n');
+      assert.deepEqual([done?.state, done?.decision?.decidedBy, done?.decision?.round, done?.decision?.stopReason], ['decided', 'hitl', 1, 'threshold_met']);
+    });
   });
 
   describe('Decide and Abort', () => {
