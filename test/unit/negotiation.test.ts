@@ -160,6 +160,16 @@ describe('negotiation: debates (RFC §17–§17.4)', function () {
       assert.equal(h.propose('n', A, { price: 10 }).n, 1);
     });
 
+    it('the policy\'s proposal schema for the topic applies when Open gives none', () => {
+      h.usePolicy(testPolicy(), { proposalSchemas: [{ topic: 'contract-*', schema: JSON.stringify({ type: 'object', properties: { sla: { type: 'string' } }, required: ['sla'] }) }] });
+      h.openN('c', [A, B], { topic: 'contract-hosting' });
+      assert.notEqual(h.negotiations.get('c')?.schema, '');
+      refused(() => h.propose('c', A, { price: 1 }), 'invalid', 'VALIDATION_ERROR', /sla/);
+      assert.equal(h.propose('c', A, { sla: '99.9' }).n, 1);
+      h.openN('o', [A, B], { topic: 'other' });
+      assert.equal(h.propose('o', A, { price: 1 }).n, 1, 'no schema for this topic');
+    });
+
     it('a payload over token_budget_per_round is refused without using a round', () => {
       h.usePolicy(testPolicy({ tokenBudgetPerRound: 256 }));
       h.openN('n', [A, B]);
