@@ -400,6 +400,11 @@ describe('negotiation: debates (RFC §17–§17.4)', function () {
       const decide = h.received(A).at(-1)?.json;
       assert.deepEqual([decide?.kind, decide?.by, decide?.ct], ['decide', 'consensus', 'application/octet-stream']);
       assert.ok(Buffer.from(String(decide?.result_b64), 'base64').equals(result));
+      const events = h.received(A).length;
+      h.negotiations.decide({ negotiationId: 'n', decidedBy: '', contentType: 'application/octet-stream', result }, agentSpeaker(B), ctx());
+      assert.equal(h.received(A).length, events, 'a retried Decide is answered OK and sends nothing');
+      refused(() => h.negotiations.decide({ negotiationId: 'n', decidedBy: '', contentType: 'application/octet-stream', result: Buffer.from('other') }, agentSpeaker(B), ctx()),
+        'precondition', 'NEGOTIATION_CLOSED');
       refused(() => h.negotiations.abort('n', 'late', OPERATOR, ctx()), 'precondition', 'NEGOTIATION_CLOSED');
     });
 
@@ -415,6 +420,9 @@ describe('negotiation: debates (RFC §17–§17.4)', function () {
       assert.equal(h.coordinator.hitl.get(id)?.state, 'cancelled');
       assert.deepEqual([h.stateOf('n'), h.negotiations.get('n')?.abort?.reason], ['aborted', 'changed my mind']);
       assert.deepEqual(h.received(B).at(-1)?.json.reason, 'changed my mind');
+      h.negotiations.abort('n', 'changed my mind', OPERATOR, ctx());
+      assert.equal(h.events('negotiation.aborted').length, 1, 'a retried Abort changes nothing');
+      refused(() => h.negotiations.abort('n', 'another reason', OPERATOR, ctx()), 'precondition', 'NEGOTIATION_CLOSED');
     });
   });
 

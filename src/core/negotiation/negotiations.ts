@@ -233,6 +233,10 @@ export class Negotiations implements NegotiationQueries, Disposable {
 
   decide(input: DecisionInput, speaker: Speaker, ctx: CallContext): NegotiationRecord {
     return this.refusing('decide', input.negotiationId, ctx, () => {
+      const repeat = this.repeatedEnd(input.negotiationId, speaker, (r, who) => r.decision !== null && r.decision.round === 0
+        && r.decision.decidedBy === (input.decidedBy || (who === undefined ? 'hitl' : 'consensus')) && r.decision.contentType === input.contentType
+        && r.decision.result.equals(input.result) && r.decision.stopReason === 'decided');
+      if (repeat) return repeat;
       const rec = this.live(input.negotiationId, true);
       const participant = this.participantOrOperator(rec, speaker, 'decide');
       checkText('decided_by', input.decidedBy, LIMITS.decided_by);
@@ -264,6 +268,9 @@ export class Negotiations implements NegotiationQueries, Disposable {
   abort(negotiationId: string, reason: string, speaker: Speaker, ctx: CallContext): NegotiationRecord {
     return this.refusing('abort', negotiationId, ctx, () => {
       checkText('reason', reason, LIMITS.reason);
+      const repeat = this.repeatedEnd(negotiationId, speaker, (r, who) => r.abort !== null && r.abort.errorCode === 'aborted'
+        && r.abort.reason === reason && r.abort.by === (who ?? speakerName(speaker)));
+      if (repeat) return repeat;
       const rec = this.live(negotiationId, true);
       const participant = this.participantOrOperator(rec, speaker, 'abort');
       const op = this.op(true);
@@ -1057,6 +1064,22 @@ export class Negotiations implements NegotiationQueries, Disposable {
 
   private deltaWire(delta: DeltaSummary): Record<string, unknown> {
     return { magnitude: delta.magnitude, changed_paths: delta.changedPaths };
+  }
+
+  /**
+   * A Decide or Abort sent again after it ended the negotiation (a retry after a lost answer): the ended record when
+   * the same caller ended it the same way, else undefined (and the call goes on to be refused NEGOTIATION_CLOSED).
+   */
+  private repeatedEnd(id: string, speaker: Speaker, same: (rec: NegotiationRecord, participant: string | undefined) => boolean): NegotiationRecord | undefined {
+    const rec = this.deps.store.negotiation.get(id);
+    if (!rec || (rec.state !== 'decided' && rec.state !== 'aborted')) return undefined;
+    let participant: string | undefined;
+    try {
+      participant = this.participantOrOperator(rec, speaker, 'end');
+    } catch {
+      return undefined;
+    }
+    return same(rec, participant) ? rec : undefined;
   }
 
   /** The negotiation, live: NOT_FOUND, ended (NEGOTIATION_CLOSED), paused (unless `pausedOk`). */
