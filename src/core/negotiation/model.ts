@@ -59,7 +59,7 @@ export interface RoundRecord {
   readonly evaluations: readonly RoundEvaluation[];
   /** Mean of the evaluations' scores; null while none. */
   readonly deterministicScore: number | null;
-  /** The inference engine's confidence (vN-1 vs vN) when asked and answered; null otherwise. */
+  /** The inference engine's confidence (vN-1 vs vN) when asked and answered, else the mean of the reports' llm_confidence; null when neither. */
   readonly llmConfidence: number | null;
   /** Blended per llm_weight; null while no evaluation. */
   readonly score: number | null;
