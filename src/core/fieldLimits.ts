@@ -101,6 +101,24 @@ export const FIELD_LIMITS = {
     /** SchedulerPolicyService.HitlAction's rationale for a room (the HITL decision's limit). */
     rationale: 4096,
   },
+  /** NegotiationService (negotiation/negotiations.ts; README, "Debates"). */
+  negotiation: {
+    negotiation_id: 256,
+    topic: 1024,
+    /** Open: participants per negotiation (each an agent id: registry.agent_id). */
+    participants: 32,
+    content_type: 256,
+    /** A proposal's or a decision's bytes: its base64 must fit a NEGOTIATION envelope (1 MiB) with the event's fields. */
+    payload_bytes: 512 * 1024,
+    notes: 4096,
+    reason: 4096,
+    decided_by: 16,
+    /** Metadata sw4rm-proposal-schema (a JSON Schema as text). */
+    schema_bytes: 64 * 1024,
+    /** Metadata sw4rm-negotiation-preferences (JSON). */
+    preferences_bytes: 64 * 1024,
+    profile: 64,
+  },
   /** ConnectorService.RegisterProvider (tools/descriptors.ts). */
   connector: {
     tools: 256,

@@ -20,6 +20,7 @@ import { NegotiationRoomServiceAdapter } from './services/negotiationRoomService
 import { RegistryServiceAdapter } from './services/registryService';
 import { RouterServiceAdapter } from './services/routerService';
 import { SchedulerPolicyServiceAdapter } from './services/schedulerPolicyService';
+import { NegotiationServiceAdapter } from './services/negotiationService';
 import { SchedulerServiceAdapter } from './services/schedulerService';
 import { ToolServiceAdapter } from './services/toolService';
 import { unimplementedHandler } from './services/unimplemented';
@@ -121,6 +122,7 @@ export class CoordinatorServer {
       [ActivityServiceAdapter.serviceName]: new ActivityServiceAdapter(coordinator).handlers(),
       [ReasoningServiceAdapter.serviceName]: new ReasoningServiceAdapter(coordinator).handlers(),
       [NegotiationRoomServiceAdapter.serviceName]: new NegotiationRoomServiceAdapter(coordinator).handlers(),
+      [NegotiationServiceAdapter.serviceName]: new NegotiationServiceAdapter(coordinator).handlers(),
     };
     // Every handler, built or not, runs behind the identity check of its rule (identity.ts).
     const add = (definition: grpc.ServiceDefinition, implementation: grpc.UntypedServiceImplementation | undefined, rules: Readonly<Record<string, IdentityRule>>) => {

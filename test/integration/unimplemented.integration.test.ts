@@ -49,6 +49,12 @@ const IMPLEMENTED = new Set([
   '/sw4rm.negotiation_room.NegotiationRoomService/GetVotes',
   '/sw4rm.negotiation_room.NegotiationRoomService/GetDecision',
   '/sw4rm.negotiation_room.NegotiationRoomService/WaitForDecision',
+  '/sw4rm.negotiation.NegotiationService/Open',
+  '/sw4rm.negotiation.NegotiationService/Propose',
+  '/sw4rm.negotiation.NegotiationService/Counter',
+  '/sw4rm.negotiation.NegotiationService/Evaluate',
+  '/sw4rm.negotiation.NegotiationService/Decide',
+  '/sw4rm.negotiation.NegotiationService/Abort',
 ]);
 
 type Method = grpc.MethodDefinition<unknown, unknown>;

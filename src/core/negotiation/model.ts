@@ -19,10 +19,14 @@ export type StopReason = 'threshold_met' | 'max_rounds' | 'oscillation' | 'budge
 export type NegotiationEventKind = 'open' | 'policy' | 'propose' | 'counter' | 'evaluate' | 'decide' | 'abort';
 
 export interface DeltaSummary {
-  /** 0..1: changed leaves / all leaves of both versions (text: changed lines / all lines). */
+  /** 0..1: changed leaves (added, removed, modified) / leaves of the larger version (text: changed lines / lines of the longer text). */
   readonly magnitude: number;
-  /** JSON Pointer paths of the changed leaves, sorted, at most 1,000. */
+  /** JSON Pointer paths of the changed leaves, sorted, at most 1,000 (DELTA_LIMITS.maxPaths); text: `/lines/<n>`. */
   readonly changedPaths: readonly string[];
+  /** How many paths changed in all (changedPaths may hold fewer). */
+  readonly pathCount: number;
+  /** How it was computed: `json` (jsondiffpatch), `text` (line diff), `none` (round 1). */
+  readonly method: 'json' | 'text' | 'none';
 }
 
 /** An evaluation of one round by a participant (Evaluate) or a report (SubmitEvaluation). */
@@ -55,10 +59,16 @@ export interface RoundRecord {
   readonly evaluations: readonly RoundEvaluation[];
   /** Mean of the evaluations' scores; null while none. */
   readonly deterministicScore: number | null;
-  /** The inference engine's confidence (vN-1 vs vN) when asked and answered; null otherwise. */
+  /** The inference engine's confidence (vN-1 vs vN) when asked and answered, else the mean of the reports' llm_confidence; null when neither. */
   readonly llmConfidence: number | null;
   /** Blended per llm_weight; null while no evaluation. */
   readonly score: number | null;
+  /**
+   * The inference engine's part: `none` (llm_weight 0 or no engine), `pending` (asked; the score is the deterministic one
+   * until it answers), `answered`, `failed` (the deterministic score stands; llmNotes says why).
+   */
+  readonly llm: 'none' | 'pending' | 'answered' | 'failed';
+  readonly llmNotes: string;
   /** Round n's contract equals round n-2's (A→B→A). */
   readonly oscillation: boolean;
 }
@@ -92,6 +102,8 @@ export interface NegotiationRecord {
   readonly effective: EffectivePolicy;
   /** The JSON Schema (text) proposals are checked against, '' when none. */
   readonly schema: string;
+  /** sha256 of the Open as asked (topic, participants, intensity, debate_timeout, profile hint, preferences, schema): a repeat is the same Open. */
+  readonly openDigest: string;
   state: NegotiationState;
   /** Rounds so far (their records: NegotiationRepository.rounds). */
   rounds: number;
@@ -102,10 +114,32 @@ export interface NegotiationRecord {
   /** The HITL invocation it waits on while paused. */
   pending: { readonly invocationId: string; readonly why: 'deadlock' | 'pause_between_rounds' | 'final_accept'; readonly stopReason: StopReason } | null;
   decision: NegotiationDecision | null;
-  abort: { readonly reason: string; readonly errorCode: string; readonly by: string; readonly at: number } | null;
+  abort: { readonly reason: string; readonly errorCode: string; readonly by: string; readonly at: number; readonly fallback: { readonly policy: string; readonly trigger: string } | null } | null;
   /** Events fanned out so far (the next event's sequence number). */
   events: number;
+  /** The best-scored round so far (0 = none) and its score. */
+  bestRound: number;
+  bestScore: number | null;
+  /** Why it stopped (a stop rule, a decision, an abort); null while it runs. */
+  stopReason: StopReason | null;
+  /**
+   * Event copies the router refused for a participant after other copies of the same event were already accepted (so the
+   * call could not be refused as a whole), in order: retried every second; later events to that participant wait behind
+   * them so that order holds. Empty in the normal case.
+   */
+  undelivered: UndeliveredEvent[];
   updatedAt: number;
+}
+
+export interface UndeliveredEvent {
+  readonly to: string;
+  readonly seq: number;
+  readonly kind: NegotiationEventKind;
+  /** The event's JSON as base64 (the exact bytes to send). */
+  readonly payload: string;
+  readonly firstRefusedAt: number;
+  code: string;
+  attempts: number;
 }
 
 /** A row of the Negotiations view. */

@@ -1,0 +1,134 @@
+import * as grpc from '@grpc/grpc-js';
+import type { Coordinator } from '../../core/coordinator';
+import { FIELD_LIMITS } from '../../core/fieldLimits';
+import { parseBoundedJson } from '../../core/json';
+import { DEBATE_INTENSITIES, type AgentPreferences, type DebateIntensity } from '../../core/policy/model';
+import { NegotiationError } from '../../core/policy/speaker';
+import { callContext } from '../callContext';
+import { answerWhenDurable } from '../durable';
+import { negotiationStatus } from '../negotiationStatus';
+import { speakerOf } from '../speaker';
+
+/** Open's call metadata (README, "Debates"): a profile hint, per-agent preferences (JSON), a proposal JSON Schema. */
+export const PROFILE_METADATA = 'sw4rm-negotiation-profile';
+export const PREFERENCES_METADATA = 'sw4rm-negotiation-preferences';
+export const SCHEMA_METADATA = 'sw4rm-proposal-schema';
+
+const LIMITS = FIELD_LIMITS.negotiation;
+
+interface DurationMessage { seconds?: string | number; nanos?: number }
+
+/** AgentPreferences' proto field names → the core's. */
+const PREFERENCE_FIELDS: ReadonlyArray<readonly [string, keyof AgentPreferences]> = [
+  ['max_rounds', 'maxRounds'], ['score_threshold', 'scoreThreshold'], ['diff_tolerance', 'diffTolerance'], ['round_timeout_ms', 'roundTimeoutMs'],
+  ['token_budget_per_round', 'tokenBudgetPerRound'], ['total_token_budget', 'totalTokenBudget'], ['oscillation_limit', 'oscillationLimit'],
+];
+
+const invalid = (message: string) => new NegotiationError('invalid', 'VALIDATION_ERROR', message);
+
+function metadataText(metadata: grpc.Metadata, key: string, maxBytes: number): string {
+  const value = metadata.get(key)[0];
+  if (value === undefined) return '';
+  const text = typeof value === 'string' ? value : Buffer.from(value).toString('utf8');
+  if (Buffer.byteLength(text) > maxBytes) throw invalid(`metadata ${key} is larger than ${maxBytes} bytes`);
+  return text;
+}
+
+/** `sw4rm-negotiation-preferences`: `{"<agent id>": {"max_rounds": 3, …}}` with proto field names (camelCase accepted too). */
+export function parsePreferences(text: string): Record<string, Partial<AgentPreferences>> {
+  if (text.trim() === '') return {};
+  const parsed = parseBoundedJson(text, { what: `metadata ${PREFERENCES_METADATA}`, maxBytes: LIMITS.preferences_bytes });
+  if (!parsed.ok) throw invalid(parsed.reason);
+  const value = parsed.value;
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) throw invalid(`metadata ${PREFERENCES_METADATA} must be a JSON object: agent id → AgentPreferences`);
+  const out: Record<string, Partial<AgentPreferences>> = {};
+  for (const [agent, prefs] of Object.entries(value as Record<string, unknown>)) {
+    if (prefs === null || typeof prefs !== 'object' || Array.isArray(prefs)) throw invalid(`${PREFERENCES_METADATA}.${agent.slice(0, 64)} must be an AgentPreferences object`);
+    const given = prefs as Record<string, unknown>;
+    const mapped: Record<string, unknown> = {};
+    for (const [proto, key] of PREFERENCE_FIELDS) {
+      const v = given[proto] ?? given[key];
+      if (v !== undefined) mapped[key] = typeof v === 'string' && v.trim() !== '' ? Number(v) : v;
+    }
+    out[agent] = mapped as Partial<AgentPreferences>;
+  }
+  return out;
+}
+
+/** google.protobuf.Duration → ms; absent or zero → 0 (the profile's). */
+export function durationMs(duration: DurationMessage | null | undefined, field: string): number {
+  if (!duration) return 0;
+  const seconds = Number(duration.seconds ?? 0);
+  const nanos = duration.nanos ?? 0;
+  if (!Number.isFinite(seconds) || seconds < 0 || nanos < 0) throw invalid(`${field} must be a non-negative duration`);
+  return seconds * 1000 + Math.floor(nanos / 1e6);
+}
+
+function intensityOf(value: unknown): DebateIntensity | '' {
+  if (value === undefined || value === null || value === '' || value === 'DEBATE_INTENSITY_UNSPECIFIED' || value === 0) return '';
+  if (typeof value === 'string' && (DEBATE_INTENSITIES as readonly string[]).includes(value)) return value as DebateIntensity;
+  throw invalid(`intensity must be one of ${DEBATE_INTENSITIES.join(', ')}`);
+}
+
+/**
+ * sw4rm.negotiation.NegotiationService (negotiation.proto; RFC §17, §17.1) over the core's Negotiations: Open (metadata
+ * sw4rm-negotiation-profile, sw4rm-negotiation-preferences, sw4rm-proposal-schema), Propose, Counter, Evaluate, Decide,
+ * Abort. Each answers Empty once durable; a refusal is the NegotiationError's status with `<CODE>: <why>` as details.
+ */
+export class NegotiationServiceAdapter {
+  static readonly serviceName = 'sw4rm.negotiation.NegotiationService';
+
+  constructor(private readonly coordinator: Coordinator) {}
+
+  handlers(): grpc.UntypedServiceImplementation {
+    const { negotiations, store, ids, credentials } = this.coordinator;
+    type Call = grpc.ServerUnaryCall<Record<string, unknown>, unknown>;
+    const unary = (work: (call: Call) => void) => (call: Call, callback: grpc.sendUnaryData<unknown>) => {
+      try {
+        work(call);
+        answerWhenDurable(store, callback, {});
+      } catch (err) {
+        callback(negotiationStatus(err));
+      }
+    };
+    const str = (v: unknown) => (typeof v === 'string' ? v : '');
+    const bytes = (v: unknown) => (v instanceof Uint8Array ? Buffer.from(v) : Buffer.alloc(0));
+    return {
+      Open: unary((call) => {
+        const r = call.request;
+        negotiations.open({
+          negotiationId: str(r.negotiation_id), correlationId: str(r.correlation_id), topic: str(r.topic),
+          participants: Array.isArray(r.participants) ? r.participants.map(str) : [],
+          intensity: intensityOf(r.intensity), debateTimeoutMs: durationMs(r.debate_timeout as DurationMessage | null, 'debate_timeout'),
+          profileHint: metadataText(call.metadata, PROFILE_METADATA, LIMITS.profile).trim(),
+          preferences: parsePreferences(metadataText(call.metadata, PREFERENCES_METADATA, LIMITS.preferences_bytes)),
+          schema: metadataText(call.metadata, SCHEMA_METADATA, LIMITS.schema_bytes),
+        }, speakerOf(call, credentials), callContext(call, ids));
+      }),
+      Propose: unary((call) => {
+        const r = call.request;
+        negotiations.propose({ negotiationId: str(r.negotiation_id), fromAgent: str(r.from_agent), contentType: str(r.content_type), payload: bytes(r.payload) },
+          speakerOf(call, credentials), callContext(call, ids));
+      }),
+      Counter: unary((call) => {
+        const r = call.request;
+        negotiations.counter({ negotiationId: str(r.negotiation_id), fromAgent: str(r.from_agent), contentType: str(r.content_type), payload: bytes(r.payload) },
+          speakerOf(call, credentials), callContext(call, ids));
+      }),
+      Evaluate: unary((call) => {
+        const r = call.request;
+        negotiations.evaluate({ negotiationId: str(r.negotiation_id), fromAgent: str(r.from_agent), confidenceScore: Number(r.confidence_score ?? 0), notes: str(r.notes) },
+          speakerOf(call, credentials), callContext(call, ids));
+      }),
+      Decide: unary((call) => {
+        const r = call.request;
+        negotiations.decide({ negotiationId: str(r.negotiation_id), decidedBy: str(r.decided_by), contentType: str(r.content_type), result: bytes(r.result) },
+          speakerOf(call, credentials), callContext(call, ids));
+      }),
+      Abort: unary((call) => {
+        const r = call.request;
+        negotiations.abort(str(r.negotiation_id), str(r.reason), speakerOf(call, credentials), callContext(call, ids));
+      }),
+    };
+  }
+}

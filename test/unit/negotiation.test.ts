@@ -1,0 +1,558 @@
+import { strict as assert } from 'node:assert';
+import { DEFAULT_HITL_POLICY, DEFAULT_FALLBACK, type HitlPolicy } from '../../src/core/hitl/policy';
+import { REASON_TYPES } from '../../src/core/hitl/model';
+import { Negotiations } from '../../src/core/negotiation/negotiations';
+import { NegotiationHarness, OPERATOR, agentSpeaker, ctx, refused, settle, testPolicy } from '../support/negotiationHarness';
+
+const A = 'agent-a';
+const B = 'agent-b';
+const C = 'agent-c';
+
+function withDeadlockFallback(policy: 'DENY_BY_DEFAULT' | 'AUTO_DECIDE_THRESHOLD', threshold = 0.5): HitlPolicy {
+  const fallbacks = Object.fromEntries(REASON_TYPES.map((r) => [r, DEFAULT_FALLBACK])) as HitlPolicy['fallbacks'];
+  return { ...DEFAULT_HITL_POLICY, fallbacks: { ...fallbacks, DEBATE_DEADLOCK: { ...DEFAULT_FALLBACK, policy, threshold } } };
+}
+
+describe('negotiation: debates (RFC §17–§17.4)', function () {
+  this.timeout(20_000);
+  let h: NegotiationHarness;
+
+  const setup = (hitl?: HitlPolicy) => {
+    h = new NegotiationHarness(hitl);
+    h.agent(A);
+    h.agent(B);
+    h.agent(C);
+  };
+
+  afterEach(() => h?.dispose());
+
+  describe('Open', () => {
+    beforeEach(() => {
+      setup();
+      h.usePolicy(testPolicy());
+    });
+
+    it('persists the effective policy and fans out open then policy to every participant, correlation_id = negotiation_id', () => {
+      const rec = h.openN('n1', [A, B]);
+      assert.equal(rec.state, 'open');
+      assert.equal(rec.effective.profile, 'TEST');
+      assert.equal(h.negotiations.effectivePolicy('n1')?.policy.maxRounds, 3);
+      for (const agent of [A, B]) {
+        const events = h.received(agent);
+        assert.deepEqual(events.map((e) => e.json.kind), ['open', 'policy']);
+        for (const e of events) {
+          assert.equal(e.correlationId, 'n1');
+          assert.equal(e.producerId, 'coordinator');
+          assert.match(String(e.json.ts), /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
+        }
+        assert.deepEqual({ topic: events[0].json.topic, corr: events[0].json.corr }, { topic: 'topic of n1', corr: 'n1' });
+        assert.equal(events[1].json.negotiation_id, 'n1');
+        assert.equal(events[1].json.profile, 'TEST');
+        assert.deepEqual(events[1].json.policy, {
+          max_rounds: 3, score_threshold: 0.7, diff_tolerance: 0.1, round_timeout_ms: 60_000, token_budget_per_round: 8_000, total_token_budget: 48_000,
+          oscillation_limit: 2, hitl: { mode: 'None' }, scoring: { require_schema_valid: true, require_examples_pass: false, llm_weight: 0 },
+        });
+      }
+      assert.deepEqual(h.received(C), [], 'a non-participant hears nothing');
+      assert.equal(h.events('negotiation.opened').length, 1);
+      assert.equal(h.events('negotiation.opened')[0].correlationId, 'n1');
+    });
+
+    it('refuses bad opens with their codes; the same Open again is idempotent, another one ALREADY_EXISTS', () => {
+      refused(() => h.openN('x', [A]), 'invalid', 'VALIDATION_ERROR', /two distinct/);
+      refused(() => h.openN('x', [A, A]), 'invalid', 'VALIDATION_ERROR', /twice/);
+      refused(() => h.openN('x', [A, 'ghost']), 'not_found', 'NO_ROUTE', /ghost/);
+      refused(() => h.openN('x', [A, B], { correlationId: 'other' }), 'invalid', 'VALIDATION_ERROR', /correlation_id/);
+      refused(() => h.openN('x', [A, B], { topic: '' }), 'invalid', 'VALIDATION_ERROR', /topic/);
+      refused(() => h.openN('x', [A, B], {}, agentSpeaker(C)), 'permission', 'PERMISSION_DENIED', /takes no part/);
+      refused(() => h.openN('x', [A, B], { schema: '{"type": 12}' }), 'invalid', 'VALIDATION_ERROR', /JSON Schema/);
+      assert.equal(h.negotiations.get('x'), undefined, 'nothing of a refused Open is kept');
+      h.openN('n2', [A, B], {}, agentSpeaker(A));
+      h.openN('n2', [A, B], {}, agentSpeaker(A));
+      assert.deepEqual(h.kinds(B), ['open', 'policy'], 'a repeated Open sends nothing again');
+      refused(() => h.openN('n2', [A, C]), 'exists', 'ALREADY_EXISTS');
+      refused(() => h.openN('n2', [A, B], { debateTimeoutMs: 60_000 }), 'exists', 'ALREADY_EXISTS');
+    });
+  });
+
+  describe('rounds, evaluations, acceptance', () => {
+    beforeEach(() => {
+      setup();
+      h.usePolicy(testPolicy());
+    });
+
+    it('Propose → Counter → Evaluate → consensus: every event to every participant in order, bytes exact, artifacts and reports', () => {
+      h.openN('n', [A, B, C]);
+      const v1 = Buffer.from('{"price": 10, "days": 30}');
+      const v2 = Buffer.from('{"price": 12,\n "days": 30}');
+      const r1 = h.propose('n', A, v1);
+      assert.equal(r1.n, 1);
+      assert.equal(r1.delta.method, 'none');
+      const r2 = h.counter('n', B, v2);
+      assert.equal(r2.n, 2);
+      assert.deepEqual(r2.delta.changedPaths, ['/price']);
+      assert.equal(r2.delta.magnitude, 0.5);
+      h.evaluate('n', A, 0.9, 'fine');
+      assert.equal(h.stateOf('n'), 'open', 'one of two evaluators is not unanimity');
+      h.evaluate('n', C, 0.7, 'ok');
+      const rec = h.negotiations.get('n');
+      assert.equal(rec?.state, 'decided');
+      assert.equal(rec?.decision?.decidedBy, 'consensus');
+      assert.equal(rec?.decision?.round, 2);
+      assert.equal(rec?.decision?.stopReason, 'threshold_met');
+      assert.ok(Math.abs((rec?.decision?.finalScore ?? 0) - 0.8) < 1e-9);
+      assert.equal(rec?.decision?.policyVersion, rec?.effective.policyVersion);
+      assert.ok(rec?.decision?.result.equals(v2));
+      for (const agent of [A, B, C]) {
+        const events = h.received(agent);
+        assert.deepEqual(events.map((e) => e.json.kind), ['open', 'policy', 'propose', 'counter', 'evaluate', 'evaluate', 'decide']);
+        assert.deepEqual(events.map((e) => e.json.seq), [1, 2, 3, 4, 5, 6, 7]);
+        assert.ok(Buffer.from(String(events[2].json.payload_b64), 'base64').equals(v1));
+        assert.ok(Buffer.from(String(events[3].json.payload_b64), 'base64').equals(v2));
+        assert.deepEqual([events[3].json.from, events[3].json.ct], [B, 'application/json']);
+        assert.deepEqual([events[4].json.from, events[4].json.score, events[4].json.notes], [A, 0.9, 'fine']);
+        assert.equal(events[6].json.by, 'consensus');
+        assert.ok(Buffer.from(String(events[6].json.result_b64), 'base64').equals(v2));
+        assert.ok(events.every((e) => e.correlationId === 'n'));
+      }
+      const artifacts = h.coordinator.activity.listArtifacts('n', '');
+      assert.deepEqual(artifacts.map((a) => `${a.kind}:${a.version}`), ['contract:v1', 'contract:v2', 'diff:v1_to_v2', 'score:v2:agent-a', 'score:v2:agent-c', 'decision:final']);
+      assert.ok(artifacts[1].content.equals(v2));
+      const diff = JSON.parse(artifacts[2].content.toString()) as Record<string, unknown>;
+      assert.deepEqual(diff.changed_paths, ['/price']);
+      const report = JSON.parse(artifacts[5].content.toString()) as Record<string, unknown>;
+      assert.deepEqual([report.decided_by, report.stop_reason, report.policy_version], ['consensus', 'threshold_met', rec?.effective.policyVersion]);
+      assert.deepEqual(['negotiation.opened', 'negotiation.round', 'negotiation.evaluated', 'negotiation.decided'].map((t) => h.events(t).length), [1, 2, 2, 1]);
+      refused(() => h.counter('n', A, { price: 1 }), 'precondition', 'NEGOTIATION_CLOSED');
+      assert.equal(h.negotiations.list()[0].id, 'n');
+      assert.equal(h.negotiations.detail('n')?.rounds.length, 2);
+    });
+
+    it('only participants speak, only as themselves; round 1 is the Propose, later rounds Counter; a retried Propose is the same round', () => {
+      h.openN('n', [A, B]);
+      refused(() => h.propose('n', C, { x: 1 }), 'permission', 'PERMISSION_DENIED', /not a participant/);
+      refused(() => h.negotiations.propose(h.proposal('n', A, { x: 1 }), agentSpeaker(B), ctx()), 'permission', 'PERMISSION_DENIED', /may not act as agent-a/);
+      refused(() => h.counter('n', A, { x: 1 }), 'precondition', 'OUT_OF_ORDER', /Propose/);
+      refused(() => h.evaluate('n', B, 0.5), 'precondition', 'OUT_OF_ORDER');
+      h.propose('n', A, { x: 1 });
+      h.propose('n', A, { x: 1 });
+      assert.equal(h.negotiations.get('n')?.rounds, 1);
+      refused(() => h.propose('n', B, { x: 2 }), 'precondition', 'OUT_OF_ORDER', /Counter/);
+      refused(() => h.evaluate('n', A, 0.5), 'precondition', 'OUT_OF_ORDER', /wrote round 1/);
+      refused(() => h.evaluate('n', B, 1.5), 'invalid', 'VALIDATION_ERROR');
+      h.evaluate('n', B, 0.2);
+      refused(() => h.evaluate('n', B, 0.3), 'exists', 'ALREADY_EXISTS');
+      refused(() => h.negotiations.abort('n', 'no', agentSpeaker(C), ctx()), 'permission', 'PERMISSION_DENIED');
+      assert.deepEqual(h.kinds(A), ['open', 'policy', 'propose', 'evaluate']);
+    });
+
+    it('an invalid draft is refused VALIDATION_ERROR with its path and consumes no round; the next valid one is round 1', () => {
+      const schema = JSON.stringify({ type: 'object', properties: { price: { type: 'number' } }, required: ['price'] });
+      h.openN('n', [A, B], { schema });
+      const message = refused(() => h.propose('n', A, { price: 'ten' }), 'invalid', 'VALIDATION_ERROR', /\/price/);
+      assert.match(message, /no round was used/);
+      refused(() => h.propose('n', A, '{"price": ', 'application/json'), 'invalid', 'VALIDATION_ERROR', /not valid JSON/);
+      refused(() => h.propose('n', A, 'price: 10', 'text/plain'), 'invalid', 'VALIDATION_ERROR', /application\/json/);
+      assert.equal(h.negotiations.get('n')?.rounds, 0);
+      assert.equal(h.negotiations.get('n')?.tokensUsed, 0);
+      assert.deepEqual(h.kinds(B), ['open', 'policy']);
+      assert.equal(h.coordinator.activity.listArtifacts('n', '').length, 0);
+      assert.equal(h.propose('n', A, { price: 10 }).n, 1);
+    });
+
+    it('the policy\'s proposal schema for the topic applies when Open gives none', () => {
+      h.usePolicy(testPolicy(), { proposalSchemas: [{ topic: 'contract-*', schema: JSON.stringify({ type: 'object', properties: { sla: { type: 'string' } }, required: ['sla'] }) }] });
+      h.openN('c', [A, B], { topic: 'contract-hosting' });
+      assert.notEqual(h.negotiations.get('c')?.schema, '');
+      refused(() => h.propose('c', A, { price: 1 }), 'invalid', 'VALIDATION_ERROR', /sla/);
+      assert.equal(h.propose('c', A, { sla: '99.9' }).n, 1);
+      h.openN('o', [A, B], { topic: 'other' });
+      assert.equal(h.propose('o', A, { price: 1 }).n, 1, 'no schema for this topic');
+    });
+
+    it('a payload over token_budget_per_round is refused without using a round', () => {
+      h.usePolicy(testPolicy({ tokenBudgetPerRound: 256 }));
+      h.openN('n', [A, B]);
+      refused(() => h.propose('n', A, { text: 'x'.repeat(2000) }), 'exhausted', 'TOKEN_BUDGET_EXCEEDED', /no round was used/);
+      assert.equal(h.negotiations.get('n')?.rounds, 0);
+      assert.equal(h.propose('n', A, { text: 'short' }).n, 1);
+    });
+
+    it('submitEvaluation (SchedulerPolicyService): a report counts as the evaluation; its llm_confidence is the blend\'s inference part without an engine', () => {
+      h.usePolicy(testPolicy({ scoring: { requireSchemaValid: true, requireExamplesPass: false, llmWeight: 0.5 } }));
+      h.openN('n', [A, B]);
+      assert.deepEqual(h.negotiations.submitEvaluation('n', { fromAgent: B, deterministicScore: 0.5, llmConfidence: 0, notes: '' }, agentSpeaker(B), ctx()).accepted, false,
+        'nothing to evaluate yet');
+      h.propose('n', A, { v: 1 });
+      const lying = h.negotiations.submitEvaluation('n', { fromAgent: B, deterministicScore: 0.5, llmConfidence: 1, notes: '' }, agentSpeaker(A), ctx());
+      assert.equal(lying.accepted, false);
+      assert.match(lying.reason, /^PERMISSION_DENIED: /);
+      assert.equal(h.negotiations.submitEvaluation('n', { fromAgent: B, deterministicScore: 1.5, llmConfidence: 0, notes: '' }, agentSpeaker(B), ctx()).reason.split(':')[0], 'VALIDATION_ERROR');
+      assert.deepEqual(h.negotiations.submitEvaluation('n', { fromAgent: B, deterministicScore: 0.5, llmConfidence: 1, notes: 'report' }, agentSpeaker(B), ctx()), { accepted: true, reason: '' });
+      const round = h.negotiations.detail('n')?.rounds[0];
+      assert.deepEqual([round?.deterministicScore, round?.llmConfidence, round?.score, round?.evaluations[0].source], [0.5, 1, 0.75, 'report']);
+      assert.equal(h.stateOf('n'), 'decided', '0.75 ≥ 0.7');
+      assert.equal(h.received(A).at(-2)?.json.kind, 'evaluate');
+      assert.deepEqual(h.negotiations.hitlAction('n', 'approve', 'x', OPERATOR, ctx()).ok, false);
+      assert.deepEqual(h.negotiations.hitlAction('nope', 'approve', 'x', OPERATOR, ctx()).reason.split(':')[0], 'NOT_FOUND');
+    });
+
+    it('text proposals get a line DeltaSummary', () => {
+      h.openN('n', [A, B]);
+      h.propose('n', A, 'alpha\nbeta\n', 'text/plain');
+      const r2 = h.counter('n', B, 'alpha\nBETA\n', 'text/plain');
+      assert.equal(r2.delta.method, 'text');
+      assert.deepEqual(r2.delta.changedPaths, ['/lines/2']);
+      assert.equal(r2.delta.magnitude, 1);
+    });
+  });
+
+  describe('stops and the tie-break', () => {
+    it('max_rounds without acceptance → a DEBATE_DEADLOCK invocation; approve accepts the best-scored round (decided_by hitl)', async () => {
+      setup();
+      h.usePolicy(testPolicy({ maxRounds: 2 }));
+      h.coordinator.hitl.attachOperator('tester');
+      h.openN('n', [A, B]);
+      h.propose('n', A, { v: 1 });
+      h.evaluate('n', B, 0.6);
+      h.counter('n', B, { v: 2 });
+      h.evaluate('n', A, 0.4);
+      const rec = h.negotiations.get('n');
+      assert.equal(rec?.state, 'paused');
+      assert.equal(rec?.pending?.why, 'deadlock');
+      assert.equal(rec?.stopReason, 'max_rounds');
+      const invocation = h.coordinator.hitl.get(rec?.pending?.invocationId ?? '');
+      assert.equal(invocation?.reasonType, 'DEBATE_DEADLOCK');
+      assert.deepEqual(invocation?.proposedActions, ['approve', 'modify', 'deny']);
+      assert.equal(invocation?.correlationId, 'n');
+      assert.equal(invocation?.context.score, 0.6);
+      assert.equal((invocation?.context.facts as Record<string, unknown>).best_round, 1);
+      assert.deepEqual(invocation?.origin, { kind: 'internal', component: 'negotiation' });
+      refused(() => h.counter('n', A, { v: 3 }), 'precondition', 'NEGOTIATION_PAUSED');
+      assert.equal(h.negotiations.list()[0].pendingInvocationId, invocation?.id);
+      const answer = h.negotiations.hitlAction('n', 'approve', 'round 1 is good enough', OPERATOR, ctx());
+      assert.deepEqual(answer, { ok: true, reason: '' });
+      await settle();
+      const done = h.negotiations.get('n');
+      assert.equal(done?.state, 'decided');
+      assert.deepEqual([done?.decision?.decidedBy, done?.decision?.round, done?.decision?.stopReason, done?.decision?.fallback], ['hitl', 1, 'max_rounds', null]);
+      assert.deepEqual(h.kinds(A).slice(-1), ['decide']);
+      assert.deepEqual(h.negotiations.hitlAction('n', 'approve', 'again', OPERATOR, ctx()).ok, false);
+    });
+
+    it('HITL modify decides with the person\'s payload; deny aborts', async () => {
+      setup();
+      h.usePolicy(testPolicy({ maxRounds: 1 }));
+      h.coordinator.hitl.attachOperator('tester');
+      h.openN('m', [A, B]);
+      h.propose('m', A, { v: 1 });
+      h.evaluate('m', B, 0.1);
+      const id = h.negotiations.get('m')?.pending?.invocationId ?? '';
+      h.coordinator.hitl.decide(id, { action: 'modify', rationale: 'split the difference', payload: { v: 1.5 } }, 'tester', ctx());
+      await settle();
+      const m = h.negotiations.get('m');
+      assert.deepEqual([m?.state, m?.decision?.decidedBy, m?.decision?.round, m?.decision?.result.toString()], ['decided', 'hitl', 0, '{"v":1.5}']);
+      const decide = h.received(B).at(-1)?.json;
+      assert.equal(Buffer.from(String(decide?.result_b64), 'base64').toString(), '{"v":1.5}');
+
+      h.openN('d', [A, B]);
+      h.propose('d', A, { v: 1 });
+      h.evaluate('d', B, 0.1);
+      assert.equal(h.negotiations.hitlAction('d', 'deny', 'no', agentSpeaker(A), ctx()).ok, false, 'an agent is not the person');
+      assert.deepEqual(h.negotiations.hitlAction('d', 'deny', 'not acceptable', OPERATOR, ctx()), { ok: true, reason: '' });
+      await settle();
+      const d = h.negotiations.get('d');
+      assert.deepEqual([d?.state, d?.abort?.errorCode, d?.abort?.fallback], ['aborted', 'hitl_denied', null]);
+      assert.equal(h.received(A).at(-1)?.json.kind, 'abort');
+    });
+
+    it('no human available: DENY_BY_DEFAULT aborts with error_code hitl_unavailable, recorded as a fallback', async () => {
+      setup(withDeadlockFallback('DENY_BY_DEFAULT'));
+      h.usePolicy(testPolicy({ maxRounds: 1 }));
+      h.openN('n', [A, B]);
+      h.propose('n', A, { v: 1 });
+      h.evaluate('n', B, 0.2);
+      assert.equal(h.stateOf('n'), 'paused');
+      await h.advance(5_000);
+      const rec = h.negotiations.get('n');
+      assert.equal(rec?.state, 'aborted');
+      assert.equal(rec?.abort?.errorCode, 'hitl_unavailable');
+      assert.deepEqual(rec?.abort?.fallback, { policy: 'DENY_BY_DEFAULT', trigger: 'hitl_unavailable' });
+      const abort = h.received(A).at(-1)?.json;
+      assert.deepEqual([abort?.kind, abort?.error_code], ['abort', 'hitl_unavailable']);
+    });
+
+    it('no human available: AUTO_DECIDE_THRESHOLD accepts the best round when its score clears the threshold, decided_by policy with the fallback recorded', async () => {
+      setup(withDeadlockFallback('AUTO_DECIDE_THRESHOLD', 0.5));
+      h.usePolicy(testPolicy({ maxRounds: 1 }));
+      h.openN('n', [A, B]);
+      h.propose('n', A, { v: 1 });
+      h.evaluate('n', B, 0.6);
+      await h.advance(5_000);
+      const rec = h.negotiations.get('n');
+      assert.equal(rec?.state, 'decided');
+      assert.deepEqual([rec?.decision?.decidedBy, rec?.decision?.round], ['policy', 1]);
+      assert.deepEqual(rec?.decision?.fallback, { policy: 'AUTO_DECIDE_THRESHOLD', trigger: 'hitl_unavailable' });
+    });
+
+    it('oscillation A→B→A beyond oscillation_limit stops; tie-break highest_score decides the best round by policy', () => {
+      setup();
+      h.usePolicy(testPolicy({ maxRounds: 8, oscillationLimit: 1 }), { tieBreak: 'highest_score' });
+      h.openN('n', [A, B]);
+      h.propose('n', A, { offer: 'A' });
+      h.evaluate('n', B, 0.5);
+      h.counter('n', B, { offer: 'B' });
+      h.evaluate('n', A, 0.3);
+      const r3 = h.counter('n', A, { offer: 'A' });
+      assert.equal(r3.oscillation, true);
+      assert.equal(h.stateOf('n'), 'open', 'one oscillation is within the limit of 1');
+      h.counter('n', B, { offer: 'B' });
+      const rec = h.negotiations.get('n');
+      assert.equal(rec?.oscillations, 2);
+      assert.deepEqual([rec?.state, rec?.decision?.decidedBy, rec?.decision?.round, rec?.decision?.stopReason], ['decided', 'policy', 1, 'oscillation']);
+      assert.deepEqual(h.kinds(A).slice(-2), ['counter', 'decide']);
+    });
+
+    it('total_token_budget exceeded stops; tie-break abort aborts', () => {
+      setup();
+      h.usePolicy(testPolicy({ maxRounds: 8, tokenBudgetPerRound: 1_000, totalTokenBudget: 1_024 }), { tieBreak: 'abort' });
+      h.openN('n', [A, B]);
+      h.propose('n', A, { text: 'a'.repeat(2_900) });
+      assert.equal(h.stateOf('n'), 'open');
+      h.counter('n', B, { text: 'b'.repeat(2_900) });
+      const rec = h.negotiations.get('n');
+      assert.deepEqual([rec?.state, rec?.stopReason, rec?.abort?.errorCode], ['aborted', 'budget', 'budget']);
+      assert.ok((rec?.tokensUsed ?? 0) > 1_024);
+      assert.equal(h.received(B).at(-1)?.json.kind, 'abort');
+    });
+
+    it('the round timeout and the debate timeout stop on the injected clock', async () => {
+      setup();
+      h.usePolicy(testPolicy({ roundTimeoutMs: 10_000 }), { tieBreak: 'abort' });
+      h.openN('r', [A, B], { debateTimeoutMs: 3_600_000 });
+      h.propose('r', A, { v: 1 });
+      await h.advance(9_000);
+      h.counter('r', B, { v: 2 });
+      await h.advance(9_000);
+      assert.equal(h.stateOf('r'), 'open', 'the round timeout runs from the latest round');
+      await h.advance(1_000);
+      assert.deepEqual([h.stateOf('r'), h.negotiations.get('r')?.stopReason], ['aborted', 'timeout']);
+      assert.equal(h.events('negotiation.timeout')[0].details.which, 'round');
+
+      h.usePolicy(testPolicy({ roundTimeoutMs: 600_000 }), { tieBreak: 'abort' });
+      h.openN('d', [A, B], { debateTimeoutMs: 30_000 });
+      h.propose('d', A, { v: 1 });
+      await h.advance(29_000);
+      assert.equal(h.stateOf('d'), 'open');
+      await h.advance(1_000);
+      assert.deepEqual([h.stateOf('d'), h.negotiations.get('d')?.stopReason], ['aborted', 'timeout']);
+      assert.equal(h.events('negotiation.timeout').at(-1)?.details.which, 'debate');
+    });
+
+    it('PauseBetweenRounds: HITL after each evaluated round; approve lets the next round start', async () => {
+      setup();
+      h.usePolicy(testPolicy({ hitl: 'PauseBetweenRounds' }));
+      h.coordinator.hitl.attachOperator('tester');
+      h.openN('n', [A, B]);
+      h.propose('n', A, { v: 1 });
+      h.evaluate('n', B, 0.2);
+      const rec = h.negotiations.get('n');
+      assert.deepEqual([rec?.state, rec?.pending?.why], ['paused', 'pause_between_rounds']);
+      assert.equal(h.coordinator.hitl.get(rec?.pending?.invocationId ?? '')?.reasonType, 'MANUAL_OVERRIDE');
+      h.negotiations.hitlAction('n', 'approve', 'go on', OPERATOR, ctx());
+      await settle();
+      assert.equal(h.stateOf('n'), 'open');
+      assert.equal(h.counter('n', B, { v: 2 }).n, 2);
+    });
+
+    it('PauseOnFinalAccept: an accepted round waits for a person; approve decides it (decided_by hitl, threshold_met)', async () => {
+      setup();
+      h.usePolicy(testPolicy({ hitl: 'PauseOnFinalAccept' }));
+      h.coordinator.hitl.attachOperator('tester');
+      h.openN('n', [A, B]);
+      h.propose('n', A, { v: 1 });
+      h.evaluate('n', B, 0.95);
+      const rec = h.negotiations.get('n');
+      assert.deepEqual([rec?.state, rec?.pending?.why, rec?.stopReason], ['paused', 'final_accept', 'threshold_met']);
+      assert.equal(h.coordinator.hitl.get(rec?.pending?.invocationId ?? '')?.context.score, 0.95);
+      assert.deepEqual(h.negotiations.hitlAction('n', 'approve', 'ship it', OPERATOR, ctx()), { ok: true, reason: '' });
+      await settle();
+      const done = h.negotiations.get('n');
+      assert.deepEqual([done?.state, done?.decision?.decidedBy, done?.decision?.round, done?.decision?.stopReason], ['decided', 'hitl', 1, 'threshold_met']);
+    });
+  });
+
+  describe('Decide and Abort', () => {
+    beforeEach(() => {
+      setup();
+      h.usePolicy(testPolicy());
+    });
+
+    it('a participant decides by consensus or policy, the operator by hitl; the end is final', () => {
+      h.openN('n', [A, B]);
+      h.propose('n', A, { v: 1 });
+      refused(() => h.negotiations.decide({ negotiationId: 'n', decidedBy: 'hitl', contentType: 'application/json', result: Buffer.from('{}') }, agentSpeaker(A), ctx()), 'permission', 'PERMISSION_DENIED');
+      refused(() => h.negotiations.decide({ negotiationId: 'n', decidedBy: 'vote', contentType: 'application/json', result: Buffer.from('{}') }, agentSpeaker(A), ctx()), 'invalid', 'VALIDATION_ERROR');
+      const result = Buffer.from([0, 1, 2, 250, 255]);
+      h.negotiations.decide({ negotiationId: 'n', decidedBy: '', contentType: 'application/octet-stream', result }, agentSpeaker(B), ctx());
+      const rec = h.negotiations.get('n');
+      assert.deepEqual([rec?.state, rec?.decision?.decidedBy, rec?.decision?.stopReason], ['decided', 'consensus', 'decided']);
+      const decide = h.received(A).at(-1)?.json;
+      assert.deepEqual([decide?.kind, decide?.by, decide?.ct], ['decide', 'consensus', 'application/octet-stream']);
+      assert.ok(Buffer.from(String(decide?.result_b64), 'base64').equals(result));
+      const events = h.received(A).length;
+      h.negotiations.decide({ negotiationId: 'n', decidedBy: '', contentType: 'application/octet-stream', result }, agentSpeaker(B), ctx());
+      assert.equal(h.received(A).length, events, 'a retried Decide is answered OK and sends nothing');
+      refused(() => h.negotiations.decide({ negotiationId: 'n', decidedBy: '', contentType: 'application/octet-stream', result: Buffer.from('other') }, agentSpeaker(B), ctx()),
+        'precondition', 'NEGOTIATION_CLOSED');
+      refused(() => h.negotiations.abort('n', 'late', OPERATOR, ctx()), 'precondition', 'NEGOTIATION_CLOSED');
+    });
+
+    it('the operator aborts a paused debate: the pending invocation is withdrawn', async () => {
+      h.usePolicy(testPolicy({ maxRounds: 1 }));
+      h.coordinator.hitl.attachOperator('tester');
+      h.openN('n', [A, B]);
+      h.propose('n', A, { v: 1 });
+      h.evaluate('n', B, 0.1);
+      const id = h.negotiations.get('n')?.pending?.invocationId ?? '';
+      h.negotiations.abort('n', 'changed my mind', OPERATOR, ctx());
+      await settle();
+      assert.equal(h.coordinator.hitl.get(id)?.state, 'cancelled');
+      assert.deepEqual([h.stateOf('n'), h.negotiations.get('n')?.abort?.reason], ['aborted', 'changed my mind']);
+      assert.deepEqual(h.received(B).at(-1)?.json.reason, 'changed my mind');
+      h.negotiations.abort('n', 'changed my mind', OPERATOR, ctx());
+      assert.equal(h.events('negotiation.aborted').length, 1, 'a retried Abort changes nothing');
+      refused(() => h.negotiations.abort('n', 'another reason', OPERATOR, ctx()), 'precondition', 'NEGOTIATION_CLOSED');
+    });
+  });
+
+  describe('a coordinator restart', () => {
+    it('restore re-arms the round timer from the store', async () => {
+      setup();
+      h.usePolicy(testPolicy({ roundTimeoutMs: 10_000 }), { tieBreak: 'abort' });
+      h.openN('n', [A, B]);
+      h.propose('n', A, { v: 1 });
+      await h.advance(4_000);
+      h.restart();
+      assert.equal(h.stateOf('n'), 'open');
+      await h.advance(5_000);
+      assert.equal(h.stateOf('n'), 'open');
+      await h.advance(1_000);
+      assert.deepEqual([h.stateOf('n'), h.negotiations.get('n')?.stopReason], ['aborted', 'timeout']);
+      h.reconnect(A);
+      assert.equal(h.received(A).at(-1)?.json.kind, 'abort', 'the event waited in the store for the participant');
+    });
+
+    it('a HITL decision made while the coordinator was stopping is applied by restore()', async () => {
+      setup();
+      h.usePolicy(testPolicy({ maxRounds: 1 }));
+      h.coordinator.hitl.attachOperator('tester');
+      h.openN('n', [A, B]);
+      h.propose('n', A, { v: 1 });
+      h.evaluate('n', B, 0.4);
+      const id = h.negotiations.get('n')?.pending?.invocationId ?? '';
+      // The decision commits; the coordinator stops before the negotiation hears of it.
+      h.coordinator.hitl.decide(id, { action: 'approve', rationale: 'take it' }, 'tester', ctx());
+      h.restart();
+      await settle();
+      const rec = h.negotiations.get('n');
+      assert.deepEqual([rec?.state, rec?.decision?.decidedBy, rec?.decision?.round], ['decided', 'hitl', 1]);
+      assert.equal(h.events('negotiation.decided').length, 1);
+    });
+  });
+});
+
+describe('negotiation: fan-out refusals and the inference engine', function () {
+  this.timeout(20_000);
+  let h: NegotiationHarness;
+  afterEach(() => h?.dispose());
+
+  it('a full inbox: refused before any copy went out → the call is refused BUFFER_FULL and nothing is kept; after → deferred and redelivered in order', async () => {
+    h = new NegotiationHarness(undefined, { capacity: 4 });
+    for (const id of [A, B, C]) h.agent(id);
+    h.usePolicy(testPolicy());
+    h.openN('n', [B, A]);
+    const fillers = [h.sendData(C, A), h.sendData(C, A)];
+    // A holds 4 messages not READ (open, policy, two DATA): full. B is first: its copy goes out, A's waits.
+    h.propose('n', B, { v: 1 });
+    h.counter('n', A, { v: 2 });
+    const rec = h.negotiations.get('n');
+    assert.equal(rec?.rounds, 2, 'the rounds happened: B heard of them');
+    assert.deepEqual(rec?.undelivered.map((u) => [u.to, u.kind, u.code]), [[A, 'propose', 'BUFFER_FULL'], [A, 'counter', 'ORDER']]);
+    assert.deepEqual(h.kinds(A), ['open', 'policy']);
+    assert.equal(h.events('negotiation.event_deferred').length, 2);
+    await h.advance(1_000);
+    assert.equal(h.negotiations.get('n')?.undelivered.length, 2, 'still full: still waiting');
+    for (const m of fillers) h.acked(A, m.messageId, 'READ');
+    await h.advance(1_000);
+    assert.deepEqual(h.kinds(A), ['open', 'policy', 'propose', 'counter'], 'redelivered in order');
+    assert.deepEqual(h.negotiations.get('n')?.undelivered, []);
+    assert.equal(h.events('negotiation.event_redelivered').length, 2);
+
+    // A (four events not READ: full again) is first in this one: the Open is refused as a whole.
+    refused(() => h.openN('m', [A, B]), 'exhausted', 'BUFFER_FULL', /agent-a/);
+    assert.equal(h.negotiations.get('m'), undefined);
+  });
+
+  it('deferred event copies survive a restart and are redelivered in order after it', async () => {
+    h = new NegotiationHarness(undefined, { capacity: 3 });
+    for (const id of [A, B, C]) h.agent(id);
+    h.usePolicy(testPolicy());
+    h.openN('n', [B, A]);
+    const filler = h.sendData(C, A);
+    h.propose('n', B, { v: 1 });
+    assert.deepEqual(h.negotiations.get('n')?.undelivered.map((u) => u.kind), ['propose']);
+    h.restart();
+    h.reconnect(A);
+    h.reconnect(B);
+    assert.deepEqual(h.negotiations.get('n')?.undelivered.map((u) => u.kind), ['propose'], 'kept in the store');
+    h.acked(A, filler.messageId, 'READ');
+    await h.advance(1_000);
+    assert.deepEqual(h.kinds(A), ['open', 'policy', 'propose']);
+    assert.deepEqual(h.negotiations.get('n')?.undelivered, []);
+  });
+
+  it('llm_weight > 0 with an engine: the deterministic score first, the blend when the engine answers; a failure leaves the deterministic score', async () => {
+    h = new NegotiationHarness();
+    for (const id of [A, B]) h.agent(id);
+    h.usePolicy(testPolicy({ scoring: { requireSchemaValid: true, requireExamplesPass: false, llmWeight: 0.5 } }));
+    const asked: Array<{ proposalA: string; proposalB: string; resolve: (v: { confidence: number; notes: string }) => void; reject: (e: Error) => void }> = [];
+    const c = h.coordinator;
+    const negotiations = new Negotiations({
+      store: c.store, log: c.log, clock: c.clock, ids: c.ids, agents: c.registry, outbox: c.router, hitl: c.hitl, artifacts: c.activity, policies: c.policies,
+      inference: {
+        engineAgent: () => 'engine',
+        evaluateDebate: (request) => new Promise((resolve, reject) => asked.push({ ...request, resolve, reject })),
+      },
+    });
+    try {
+      negotiations.open(h.openInput('n', [A, B]), OPERATOR, ctx());
+      negotiations.propose(h.proposal('n', A, { v: 1 }), agentSpeaker(A), ctx());
+      negotiations.evaluate({ negotiationId: 'n', fromAgent: B, confidenceScore: 0.6, notes: '' }, agentSpeaker(B), ctx());
+      let round = negotiations.detail('n')?.rounds[0];
+      assert.deepEqual([round?.llm, round?.deterministicScore, round?.score], ['pending', 0.6, 0.6]);
+      assert.equal(negotiations.get('n')?.state, 'open', 'no verdict before the engine answered');
+      assert.equal(asked.length, 1);
+      assert.deepEqual([asked[0].proposalA, asked[0].proposalB], ['', '{"v":1}']);
+      asked[0].resolve({ confidence: 1, notes: 'converged' });
+      await settle();
+      round = negotiations.detail('n')?.rounds[0];
+      assert.deepEqual([round?.llm, round?.llmConfidence], ['answered', 1]);
+      assert.ok(Math.abs((round?.score ?? 0) - 0.8) < 1e-9, '(1 - 0.5)·0.6 + 0.5·1');
+      assert.deepEqual([negotiations.get('n')?.state, negotiations.get('n')?.decision?.decidedBy], ['decided', 'consensus']);
+
+      negotiations.open(h.openInput('f', [A, B]), OPERATOR, ctx());
+      negotiations.propose(h.proposal('f', A, { v: 1 }), agentSpeaker(A), ctx());
+      negotiations.evaluate({ negotiationId: 'f', fromAgent: B, confidenceScore: 0.9, notes: '' }, agentSpeaker(B), ctx());
+      asked[1].reject(new Error('engine offline'));
+      await settle();
+      const failed = negotiations.detail('f')?.rounds[0];
+      assert.deepEqual([failed?.llm, failed?.score], ['failed', 0.9]);
+      assert.match(failed?.llmNotes ?? '', /engine offline/);
+      assert.equal(negotiations.get('f')?.state, 'decided', 'the deterministic score decides');
+      assert.equal(h.events('negotiation.scored').filter((e) => e.level === 'WARN').length, 1);
+    } finally {
+      negotiations.dispose();
+    }
+  });
+});
