@@ -4,7 +4,11 @@ import { parsePolicySettings, type PolicySet, type PolicySettings, type PolicySe
 export type NegotiationSettingValues = PolicySettingValues;
 
 export interface NegotiationSettings {
-  /** What the coordinator is given (laid over its newest policy version): only the fields the settings name. */
+  /**
+   * What the coordinator is given: only the fields the settings name. At start they are laid over its newest policy
+   * version; after that it lays only the fields that differ from the settings it last applied (so an unchanged
+   * setting never undoes an RPC's change).
+   */
   readonly settings: PolicySettings;
   /** What was ignored, for the Output channel. */
   readonly warnings: readonly string[];
@@ -32,8 +36,9 @@ export interface NegotiationTarget {
 
 /**
  * Keeps the running coordinator's negotiation policy in step with sw4rm.negotiation.* without a restart: once when it
- * is bound (the settings may have changed while the host started; the coordinator writes nothing when they are what
- * it has), then at every change. A refusal (and every ignored value) goes to `report`; the coordinator keeps the
+ * is bound (the settings may have changed while the host started), then at every change. The coordinator compares
+ * what it is given with the settings it last applied (at bind: those it started with) and lays only the fields that
+ * changed over its newest version, so a setting the user did not touch never undoes an RPC's change. A refusal (and every ignored value) goes to `report`; the coordinator keeps the
  * version it has. No `vscode`: `read` reads the settings.
  */
 export class NegotiationSettingsFollower {

@@ -139,7 +139,16 @@ export function affectsSchedulerLimits(event: vscode.ConfigurationChangeEvent): 
     || event.affectsConfiguration(`${SETTINGS_SECTION}.${Settings.schedulerDefaultMaxParallelInstances}`);
 }
 
-/** sw4rm.negotiation.*: applied to the running coordinator at once (a new policy version when anything differs). */
+/** A setting's value only where the user set it (a workspace folder, the workspace, the user): never its declared default. */
+function explicitValue(config: vscode.WorkspaceConfiguration, key: string): unknown {
+  const seen = config.inspect<unknown>(key);
+  return seen === undefined ? undefined : seen.workspaceFolderValue ?? seen.workspaceValue ?? seen.globalValue;
+}
+
+/**
+ * sw4rm.negotiation.*: applied to the running coordinator at once (a new policy version when anything differs).
+ * tieBreak and proposalSchemas are read only where set, so that their declared defaults do not count as set.
+ */
 export function readNegotiationSettings(): NegotiationSettings {
   const config = vscode.workspace.getConfiguration(SETTINGS_SECTION);
   return negotiationSettings({
@@ -147,8 +156,8 @@ export function readNegotiationSettings(): NegotiationSettings {
     profiles: config.get<unknown>(Settings.negotiationProfiles),
     guardrails: config.get<unknown>(Settings.negotiationGuardrails),
     room: config.get<unknown>(Settings.negotiationRoom),
-    tieBreak: config.get<unknown>(Settings.negotiationTieBreak),
-    proposalSchemas: config.get<unknown>(Settings.negotiationProposalSchemas),
+    tieBreak: explicitValue(config, Settings.negotiationTieBreak),
+    proposalSchemas: explicitValue(config, Settings.negotiationProposalSchemas),
   });
 }
 

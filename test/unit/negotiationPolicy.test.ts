@@ -1,4 +1,5 @@
 import { strict as assert } from 'node:assert';
+import { Ajv } from 'ajv';
 import { ManualClock } from '../../src/core/clock';
 import { CoordinatorStore } from '../../src/core/coordinatorStore';
 import { EventLog } from '../../src/core/log/eventLog';
@@ -6,6 +7,7 @@ import { DEFAULT_GUARDRAILS, DEFAULT_PROFILES, MAX_DEBATE_TIMEOUT_MS } from '../
 import type { NegotiationPolicy, PolicySet } from '../../src/core/policy/model';
 import { NegotiationPolicies, type EffectiveInput, type PolicySettings } from '../../src/core/policy/policies';
 import { parseAgentPreferences } from '../../src/core/policy/preferences';
+import { parsePolicySettings } from '../../src/core/policy/settings';
 import { NegotiationError } from '../../src/core/policy/speaker';
 import { makeTempDir, removeTempDir } from '../support/tempDir';
 
@@ -342,6 +344,112 @@ describe('NegotiationPolicies (RFC §17.2): the versioned policy set, profiles a
       assert.match(refusal(() => p.applySettings({ proposalSchemas: [{ topic: 'x', schema: 'not json' }] }, ctx)).message, /^proposal_schemas\[0\]\.schema: does not compile: /);
       assert.match(refusal(() => p.applySettings({ proposalSchemas: [{ topic: '', schema: '{}' }] }, ctx)).message, /^proposal_schemas\[0\]\.topic: /);
       assert.equal(p.current().version, 1, 'nothing written');
+    });
+  });
+
+  describe('review fixes', () => {
+    it('a settings change lays only the fields that changed: an RPC change to a field no changed setting names stays', () => {
+      const start: PolicySettings = { base: { scoreThreshold: 0.8 } };
+      const p = open(start);
+      assert.equal(p.current().base.scoreThreshold, 0.8);
+      const rpc = p.setBase({ ...p.current().base, scoreThreshold: 0.9 }, 'rpc:operator', ctx);
+      const edited = p.applySettings({ ...start, room: { minPassRatio: 0.9 } }, ctx);
+      assert.equal(edited.version, rpc.version + 1);
+      assert.equal(edited.base.scoreThreshold, 0.9, 'the gRPC change stays: the score_threshold setting did not change');
+      assert.equal(edited.room.minPassRatio, 0.9);
+      assert.deepEqual(policySets().at(-1)!.details.changed, ['room.min_pass_ratio']);
+      const again = p.applySettings({ base: { scoreThreshold: 0.85 }, room: { minPassRatio: 0.9 } }, ctx);
+      assert.equal(again.base.scoreThreshold, 0.85, 'the setting naming the field changed: it wins');
+      // A refused change leaves the settings last applied as they were: the next one still compares with them.
+      refusal(() => p.applySettings({ base: { scoreThreshold: 0.85, maxRounds: 500 }, room: { minPassRatio: 0.9 } }, ctx));
+      p.setBase({ ...p.current().base, scoreThreshold: 0.95 }, 'rpc:operator', ctx);
+      assert.equal(p.applySettings({ base: { scoreThreshold: 0.85, maxRounds: 4 }, room: { minPassRatio: 0.9 } }, ctx).base.scoreThreshold, 0.95);
+    });
+
+    it('refuses topic globs that are slow to match, naming the field; a safe glob still matches; long topics match none', () => {
+      const p = open();
+      const hostile: Array<[string, RegExp]> = [
+        ['*a*a*a*a*a*a*a*a*a*a*a*a*a*a*b', /wildcards \(\* or \?\) in one path segment; at most 3/],
+        ['*-*-*-*.json', /in one path segment; at most 3/],
+        ['*?*?*?*b', /in one path segment; at most 3/],
+        ['*a*/**/*a*b', /holds 5 wildcards \(\* or \?\); at most 4/],
+        ['+(a|b)/x', /extglobs/],
+        ['api/@(x|y)', /extglobs/],
+        ['{a,{b,c}}', /nest braces/],
+        ['{a,b}/{c,d}/{e,f}', /more than 2 brace groups/],
+        ['{a,b,c,d,e,f,g,h,i}', /more than 8 alternatives/],
+        ['v{1..2000}', /brace ranges/],
+      ];
+      for (const [glob, why] of hostile) {
+        const err = refusal(() => p.applySettings({ proposalSchemas: [{ topic: 'ok/*', schema: '{}' }, { topic: glob, schema: '{}' }] }, ctx));
+        assert.match(err.message, /^proposal_schemas\[1\]\.topic: /, glob);
+        assert.match(err.message, why, glob);
+      }
+      assert.equal(p.current().version, 1);
+      const warned = parsePolicySettings({ proposalSchemas: [{ topic: '*-*-*-*.json', schema: {} }] });
+      assert.deepEqual(warned.settings.proposalSchemas, []);
+      assert.match(warned.warnings[0], /^sw4rm\.negotiation\.proposalSchemas\[0\]\.topic: holds 4 wildcards/);
+
+      p.applySettings({ proposalSchemas: [{ topic: 'api/**', schema: '{"type":"object"}' }, { topic: '{docs,plan}/*.md', schema: '{"type":"array"}' }] }, ctx);
+      assert.equal(p.schemaFor('api/design/v2'), '{"type":"object"}');
+      assert.equal(p.schemaFor('plan/x.md'), '{"type":"array"}');
+      assert.equal(p.schemaFor('other'), '');
+      assert.equal(p.schemaFor(`api/${'x'.repeat(252)}`), '{"type":"object"}', '256 characters: matched');
+      assert.equal(p.schemaFor(`api/${'x'.repeat(253)}`), '', 'longer than 256 characters: no glob is matched');
+      assert.equal(p.effectiveFor(input({ topic: 'api/design' })).schema, '{"type":"object"}');
+      assert.equal(p.effectiveFor(input({ topic: undefined })).schema, '', 'no topic (Open brought its own schema): no lookup');
+    });
+
+    it('compiles each proposal schema text once: a change of another field does not compile them again', () => {
+      const p = open();
+      const unique = `${Date.now()}-${Math.random()}`;
+      const schemas = [0, 1, 2].map((i) => ({ topic: `t${i}/**`, schema: JSON.stringify({ type: 'object', description: `${unique}-${i}` }) }));
+      const original = Ajv.prototype.compile;
+      let compiles = 0;
+      Ajv.prototype.compile = function (this: Ajv, ...args: Parameters<Ajv['compile']>) {
+        compiles++;
+        return original.apply(this, args);
+      } as Ajv['compile'];
+      try {
+        const parsed = parsePolicySettings({ proposalSchemas: schemas.map((s) => ({ topic: s.topic, schema: JSON.parse(s.schema) as object })) });
+        assert.equal(parsed.warnings.length, 0);
+        p.applySettings(parsed.settings, ctx);
+        assert.ok(compiles <= 3, `each text compiled at most once (${compiles})`);
+        const before = compiles;
+        p.setBase({ ...p.current().base, maxRounds: 4 }, 'rpc:operator', ctx);
+        p.applySettings({ ...parsePolicySettings({ proposalSchemas: schemas.map((s) => ({ topic: s.topic, schema: s.schema })) }).settings, room: { minPassRatio: 0.5 } }, ctx);
+        p.setProfiles([{ name: 'custom', policy: p.current().base }], 'rpc:operator', ctx);
+        assert.equal(p.current().version, 5);
+        assert.equal(compiles, before, 'no schema compiled again');
+        p.applySettings({ proposalSchemas: [...schemas, { topic: 'new/**', schema: JSON.stringify({ type: 'object', description: `${unique}-new` }) }] }, ctx);
+        assert.equal(compiles, before + 1, 'only the new text is compiled');
+      } finally {
+        Ajv.prototype.compile = original;
+      }
+      const big = (i: number) => ({ topic: `big${i}`, schema: JSON.stringify({ type: 'object', description: 'x'.repeat(60_000) }) });
+      assert.match(refusal(() => p.applySettings({ proposalSchemas: [0, 1, 2, 3, 4].map(big) }, ctx)).message, /^proposal_schemas: holds more than 256 KiB of schemas in all$/);
+    });
+
+    it('profile names that are Object.prototype keys: constructor and toString work, __proto__ is refused', () => {
+      const p = open();
+      const base = p.current().base;
+      const set = p.setProfiles([{ name: 'constructor', policy: { ...base, maxRounds: 6 } }, { name: 'toString', policy: base }], 'rpc:operator', ctx);
+      assert.deepEqual(Object.keys(set.debateTimeoutMs).sort(), ['HIGH', 'HIGHEST', 'LOW', 'LOWEST', 'MEDIUM']);
+      for (const name of ['constructor', 'toString']) {
+        const { effective } = p.effectiveFor(input({ profileHint: name }));
+        assert.equal(effective.profile, name);
+        assert.equal(effective.debateTimeoutMs, set.baseDebateTimeoutMs, `${name}: the base debate time limit`);
+      }
+      const timed = p.applySettings({ debateTimeoutMs: { constructor: 120_000 } }, ctx);
+      assert.equal(timed.debateTimeoutMs.constructor, 120_000);
+      assert.equal(p.effectiveFor(input({ profileHint: 'constructor' })).effective.debateTimeoutMs, 120_000);
+      assert.match(refusal(() => p.setProfiles([{ name: '__proto__', policy: base }], 'rpc:operator', ctx)).message, /^profiles\[0\]\.name: must be 1\.\.64 characters/);
+      const parsed = parsePolicySettings(JSON.parse('{"profiles": {"__proto__": {"max_rounds": 2}, "constructor": {"max_rounds": 2, "debate_timeout_ms": 60000}}}') as object);
+      assert.deepEqual(parsed.settings.profiles, [{ name: 'constructor', policy: { maxRounds: 2 } }]);
+      assert.equal(parsed.settings.debateTimeoutMs?.constructor, 60_000);
+      assert.match(parsed.warnings[0], /profiles\["__proto__"\] is not a profile name/);
+      const reopened = reopen();
+      assert.equal(reopened.effectiveFor(input({ profileHint: 'constructor' })).effective.debateTimeoutMs, 120_000, 'read back from the store');
     });
   });
 });

@@ -181,4 +181,37 @@ describe('NegotiationSettingsFollower: a settings change reaches the running coo
       removeTempDir(dataDir);
     }
   });
+
+  it('editing one setting does not undo a gRPC change to a field another setting names (at bind nor on change)', async () => {
+    const dataDir = makeTempDir('sw4rm-negotiation-settings-');
+    const store = CoordinatorStore.open(dataDir);
+    let values: NegotiationSettingValues = { basePolicy: { score_threshold: 0.8 } };
+    const coordinator = new Coordinator({ store, clock: new ManualClock(), negotiation: negotiationSettings(values).settings });
+    const api = new InProcessCoordinatorApi(coordinator);
+    try {
+      const policies = coordinator.policies;
+      assert.equal(policies.current().base.scoreThreshold, 0.8);
+      // SetNegotiationPolicy before the follower is bound, and again after.
+      policies.setBase({ ...policies.current().base, scoreThreshold: 0.85 }, 'rpc:operator', { correlationId: 'c' });
+      const problems: string[] = [];
+      const follower = new NegotiationSettingsFollower(() => negotiationSettings(values), (p) => problems.push(p));
+      await follower.bind(api);
+      assert.equal(policies.current().base.scoreThreshold, 0.85, 'bind: the settings the host started with are unchanged');
+      const v = policies.setBase({ ...policies.current().base, scoreThreshold: 0.9 }, 'rpc:operator', { correlationId: 'c' }).version;
+      values = { basePolicy: { score_threshold: 0.8 }, room: { min_pass_ratio: 0.9 } };
+      await follower.settingsChanged();
+      assert.equal(policies.current().version, v + 1);
+      assert.equal(policies.current().base.scoreThreshold, 0.9, 'the gRPC change stays');
+      assert.equal(policies.current().room.minPassRatio, 0.9);
+      values = { basePolicy: { score_threshold: 0.75 }, room: { min_pass_ratio: 0.9 } };
+      await follower.settingsChanged();
+      assert.equal(policies.current().base.scoreThreshold, 0.75, 'the setting naming it changed: it wins');
+      assert.deepEqual(problems, []);
+    } finally {
+      api.dispose();
+      coordinator.dispose();
+      store.close();
+      removeTempDir(dataDir);
+    }
+  });
 });

@@ -80,8 +80,8 @@ export const MAX_DEBATE_TIMEOUT_MS = 24 * 60 * MINUTE;
 export const MIN_VOTE_TIMEOUT_MS = 1_000;
 export const MAX_VOTE_TIMEOUT_MS = 7 * 24 * 60 * MINUTE;
 
-/** Profile names: 1–64 of these characters (the intensities included). */
-export const PROFILE_NAME = /^[A-Za-z0-9_.:-]{1,64}$/;
+/** Profile names: 1–64 of these characters (the intensities included); `__proto__` is not a name. */
+export const PROFILE_NAME = /^(?!__proto__$)[A-Za-z0-9_.:-]{1,64}$/;
 export const MAX_PROFILES = 64;
 export const MAX_PROPOSAL_SCHEMAS = 64;
 export const MAX_TOPIC_GLOB_CHARS = 256;

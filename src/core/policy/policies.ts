@@ -12,7 +12,9 @@ import type {
   PolicyStorage, RoomThresholds, TieBreak,
 } from './model';
 import { NegotiationError } from './speaker';
-import { checkPolicy, checkProfiles, checkSet, describe, PREFERENCE_FIELDS, refuse, ROOM_FIELDS } from './validate';
+import {
+  checkPolicy, checkProfiles, checkSet, describe, MAX_MATCHED_TOPIC_CHARS, PREFERENCE_FIELDS, refuse, ROOM_FIELDS, unsafeGlobReason,
+} from './validate';
 
 /** Part of a policy: the fields given replace the policy's (scoring field by field). */
 export type PolicyPatch =
@@ -20,9 +22,10 @@ export type PolicyPatch =
   & { readonly scoring?: Partial<NegotiationPolicy['scoring']> };
 
 /**
- * What the editor's settings (sw4rm.negotiation.*) and the CLI may set; every field optional. Settings are laid over
- * the newest stored version: a field they do not set keeps its stored value (an RPC's change stays until a setting
- * names that field); a field they set wins.
+ * What the editor's settings (sw4rm.negotiation.*) and the CLI may set; every field optional. At start the settings
+ * are laid over the newest stored version (a field they set wins; a field they do not set keeps its stored value);
+ * after that, applySettings lays over the newest version only the fields that differ from the settings last applied,
+ * so an RPC's change stays until the setting naming that field changes.
  */
 export interface PolicySettings {
   readonly base?: PolicyPatch;
@@ -46,7 +49,8 @@ export interface EffectiveInput {
   readonly preferences: Readonly<Record<string, Partial<AgentPreferences>>>;
   /** Open's debate_timeout, 0 = the profile's. */
   readonly debateTimeoutMs: number;
-  readonly topic: string;
+  /** The topic whose proposal schema is looked up; undefined = no lookup (the opener brought its own schema). */
+  readonly topic?: string;
 }
 
 /** The most agents whose preferences one Open may carry, and the longest agent id among them. */
@@ -70,6 +74,11 @@ export function defaultPolicyContent(): Content {
     tieBreak: DEFAULT_TIE_BREAK,
     proposalSchemas: [],
   };
+}
+
+/** A record's own value for `key` (never one inherited from Object.prototype, such as `constructor`). */
+function own<T>(record: Readonly<Record<string, T>> | undefined, key: string): T | undefined {
+  return record !== undefined && Object.hasOwn(record, key) ? record[key] : undefined;
 }
 
 /** An object without its undefined fields (so that spreading a patch never writes undefined). */
@@ -98,8 +107,11 @@ function patched(policy: NegotiationPolicy, patch: PolicyPatch | undefined): Neg
 function canonical(c: Content): Content {
   const profiles = c.profiles.map((p) => ({ name: p.name, policy: policyOf(p.policy) }));
   const debateTimeoutMs: Record<string, number> = {};
-  for (const p of profiles) if (c.debateTimeoutMs[p.name] !== undefined) debateTimeoutMs[p.name] = c.debateTimeoutMs[p.name];
-  for (const [k, v] of Object.entries(c.debateTimeoutMs)) if (!(k in debateTimeoutMs)) debateTimeoutMs[k] = v; // refused by checkSet
+  for (const p of profiles) {
+    const ms = own(c.debateTimeoutMs, p.name);
+    if (ms !== undefined) debateTimeoutMs[p.name] = ms;
+  }
+  for (const [k, v] of Object.entries(c.debateTimeoutMs)) if (!Object.hasOwn(debateTimeoutMs, k)) debateTimeoutMs[k] = v; // refused by checkSet
   const guardrails = {} as Record<keyof Guardrails, { min: number; max: number }>;
   for (const f of PREFERENCE_FIELDS) guardrails[f.key] = { min: c.guardrails[f.key]?.min, max: c.guardrails[f.key]?.max };
   const room = {} as Record<string, unknown>;
@@ -159,6 +171,56 @@ function overlay(c: Content, settings: PolicySettings): Content {
 
 const same = (a: unknown, b: unknown): boolean => JSON.stringify(a) === JSON.stringify(b);
 
+/** The fields of `next` whose value differs from `prev`'s (a field `next` lacks is not in the result). */
+function changedFields<T extends object>(prev: T | undefined, next: T | undefined): Partial<T> {
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(next ?? {})) {
+    if (v !== undefined && !same(own(prev as Record<string, unknown> | undefined, k), v)) out[k] = v;
+  }
+  return out as Partial<T>;
+}
+
+function patchChanges(prev: PolicyPatch | undefined, next: PolicyPatch): PolicyPatch {
+  const { scoring, ...rest } = next;
+  const out: Record<string, unknown> = changedFields(prev as Record<string, unknown> | undefined, rest as Record<string, unknown>);
+  const scoringChanged = changedFields(prev?.scoring, scoring);
+  if (Object.keys(scoringChanged).length > 0) out.scoring = scoringChanged;
+  return out as PolicyPatch;
+}
+
+/**
+ * What differs in `next` from the settings last applied (`prev`): only those fields, so that laying the result over
+ * the newest version leaves every other field as it is (an RPC's change to a field no changed setting names stays).
+ * A field `next` no longer names is not in the result (the stored value stays). A profile `prev` lacked is in it even
+ * with no field (it is created).
+ */
+export function settingsChanges(prev: PolicySettings, next: PolicySettings): PolicySettings {
+  const out: { -readonly [K in keyof PolicySettings]: PolicySettings[K] } = {};
+  const base = next.base ? patchChanges(prev.base, next.base) : {};
+  if (Object.keys(base).length > 0) out.base = base;
+  if (next.baseDebateTimeoutMs !== undefined && next.baseDebateTimeoutMs !== prev.baseDebateTimeoutMs) out.baseDebateTimeoutMs = next.baseDebateTimeoutMs;
+  const profiles: { name: string; policy: PolicyPatch }[] = [];
+  for (const p of next.profiles ?? []) {
+    const before = prev.profiles?.find((q) => q.name === p.name);
+    const policy = patchChanges(before?.policy, p.policy);
+    if (!before || Object.keys(policy).length > 0) profiles.push({ name: p.name, policy });
+  }
+  if (profiles.length > 0) out.profiles = profiles;
+  const debateTimeoutMs = changedFields(prev.debateTimeoutMs, next.debateTimeoutMs);
+  if (Object.keys(debateTimeoutMs).length > 0) out.debateTimeoutMs = debateTimeoutMs as Record<string, number>;
+  const guardrails: Record<string, unknown> = {};
+  for (const f of PREFERENCE_FIELDS) {
+    const g = changedFields(prev.guardrails?.[f.key], next.guardrails?.[f.key]);
+    if (Object.keys(g).length > 0) guardrails[f.key] = g;
+  }
+  if (Object.keys(guardrails).length > 0) out.guardrails = guardrails as PolicySettings['guardrails'];
+  const room = changedFields(prev.room, next.room);
+  if (Object.keys(room).length > 0) out.room = room;
+  if (next.tieBreak !== undefined && next.tieBreak !== prev.tieBreak) out.tieBreak = next.tieBreak;
+  if (next.proposalSchemas !== undefined && !same(next.proposalSchemas, prev.proposalSchemas)) out.proposalSchemas = next.proposalSchemas;
+  return out;
+}
+
 function policyChanges(prefix: string, a: NegotiationPolicy, b: NegotiationPolicy): string[] {
   const out: string[] = [];
   for (const f of PREFERENCE_FIELDS) if (a[f.key] !== b[f.key]) out.push(`${prefix}.${f.proto}`);
@@ -180,7 +242,7 @@ export function policyChangesBetween(a: Content, b: Content): string[] {
     else out.push(...policyChanges(`profiles.${name}`, pa.policy, pb.policy));
   }
   for (const name of new Set([...Object.keys(a.debateTimeoutMs), ...Object.keys(b.debateTimeoutMs)])) {
-    if (a.debateTimeoutMs[name] !== b.debateTimeoutMs[name]) out.push(`debate_timeout_ms.${name}`);
+    if (own(a.debateTimeoutMs, name) !== own(b.debateTimeoutMs, name)) out.push(`debate_timeout_ms.${name}`);
   }
   if (a.baseDebateTimeoutMs !== b.baseDebateTimeoutMs) out.push('base_debate_timeout_ms');
   for (const f of PREFERENCE_FIELDS) if (!same(a.guardrails[f.key], b.guardrails[f.key])) out.push(`guardrails.${f.proto}`);
@@ -203,6 +265,10 @@ export class NegotiationPolicies implements Disposable {
   /** Fires after a new version is committed. */
   readonly onDidChange: Event<PolicySet> = this.changed.event;
   private latest: PolicySet;
+  /** The settings last applied (at start: those given, when accepted): applySettings lays over only what differs from them. */
+  private appliedSettings: PolicySettings = {};
+  /** The proposal-schema topic globs of `latest`, compiled once per version. */
+  private matchers: { readonly set: PolicySet; readonly list: readonly { readonly match: (topic: string) => boolean; readonly schema: string }[] } | undefined;
   /** Why the settings given at construction were not applied (the newest stored version, or the defaults, stayed), or undefined. */
   readonly settingsRefusal: string | undefined;
 
@@ -233,6 +299,7 @@ export class NegotiationPolicies implements Disposable {
       }
     }
     this.settingsRefusal = refusal;
+    if (refusal === undefined) this.appliedSettings = settings;
     if (refusal !== undefined) {
       deps.log.record({
         correlationId: ctx.correlationId, actor: ACTOR, eventType: 'negotiation.policy_settings_refused', level: 'WARN',
@@ -273,9 +340,16 @@ export class NegotiationPolicies implements Disposable {
     return this.applyContent(canonical({ ...contentOf(this.latest), profiles: next }), by, ctx);
   }
 
-  /** The editor's settings changed: a new version when anything differs (settings win over the stored values they name). */
+  /**
+   * The editor's settings changed: the fields that differ from the settings last applied are laid over the newest
+   * version (a new version when that changes anything). A field whose setting did not change keeps its value, even
+   * one an RPC changed since. Refused as a whole (NegotiationError naming the field): nothing changes, and the next
+   * call compares with the settings last applied.
+   */
   applySettings(settings: PolicySettings, ctx: CallContext): PolicySet {
-    return this.applyContent(overlay(contentOf(this.latest), settings), 'settings', ctx);
+    const set = this.applyContent(overlay(contentOf(this.latest), settingsChanges(this.appliedSettings, settings)), 'settings', ctx);
+    this.appliedSettings = settings;
+    return set;
   }
 
   /**
@@ -290,7 +364,7 @@ export class NegotiationPolicies implements Disposable {
     const g = set.guardrails;
     const profile = this.profileFor(input.profileHint) ?? (input.intensity ? set.profiles.find((p) => p.name === input.intensity) : undefined);
     const base = profile?.policy ?? set.base;
-    const applied: Record<string, AgentPreferences> = {};
+    const applied: [string, AgentPreferences][] = [];
     const chosen: Partial<Record<keyof AgentPreferences, number>> = {};
     const agents = Object.keys(input.preferences ?? {});
     if (agents.length > MAX_PREFERENCE_AGENTS) throw refuse('preferences', `names more than ${MAX_PREFERENCE_AGENTS} agents (${agents.length})`);
@@ -312,7 +386,7 @@ export class NegotiationPolicies implements Disposable {
         const prior = chosen[f.key];
         chosen[f.key] = prior === undefined ? v : f.stricter === 'lower' ? Math.min(prior, v) : Math.max(prior, v);
       }
-      if (stated) applied[agent] = clamped;
+      if (stated) applied.push([agent, clamped]);
     }
     const merged = { ...base } as Record<string, unknown>;
     for (const f of PREFERENCE_FIELDS) {
@@ -320,26 +394,46 @@ export class NegotiationPolicies implements Disposable {
       merged[f.key] = f.key === 'totalTokenBudget' && value === 0 ? 0 : clamp(value, g[f.key], f.integer);
     }
     const policy = policyOf(merged as unknown as NegotiationPolicy);
-    const own = profile ? set.debateTimeoutMs[profile.name] ?? set.baseDebateTimeoutMs : set.baseDebateTimeoutMs;
+    const ownTimeout = profile ? own(set.debateTimeoutMs, profile.name) ?? set.baseDebateTimeoutMs : set.baseDebateTimeoutMs;
     const asked = Number.isFinite(input.debateTimeoutMs) && input.debateTimeoutMs > 0 ? Math.min(Math.ceil(input.debateTimeoutMs), MAX_DEBATE_TIMEOUT_MS) : 0;
     return {
       effective: {
         policy,
-        applied,
+        applied: Object.fromEntries(applied),
         profile: profile?.name ?? '',
         policyVersion: `v${set.version}`,
-        debateTimeoutMs: asked > 0 ? asked : own,
+        debateTimeoutMs: asked > 0 ? asked : ownTimeout,
       },
       schema: input.topic !== undefined ? this.schemaFor(input.topic) : '',
     };
   }
 
-  /** The first proposal schema whose topic glob matches `topic`, '' when none. */
+  /**
+   * The first proposal schema whose topic glob matches `topic`, '' when none. A topic longer than
+   * MAX_MATCHED_TOPIC_CHARS matches no glob; the globs are compiled once per version, and one that is not safe to
+   * match (a version stored before the check) matches nothing.
+   */
   schemaFor(topic: string): string {
-    for (const entry of this.latest.proposalSchemas) {
-      if (picomatch(entry.topic, { dot: true })(topic)) return entry.schema;
+    if (topic.length > MAX_MATCHED_TOPIC_CHARS) return '';
+    for (const entry of this.matchersOf(this.latest)) {
+      if (entry.match(topic)) return entry.schema;
     }
     return '';
+  }
+
+  private matchersOf(set: PolicySet): readonly { readonly match: (topic: string) => boolean; readonly schema: string }[] {
+    if (this.matchers?.set === set) return this.matchers.list;
+    const list: { match: (topic: string) => boolean; schema: string }[] = [];
+    for (const entry of set.proposalSchemas) {
+      if (unsafeGlobReason(entry.topic) !== undefined) continue;
+      try {
+        list.push({ match: picomatch(entry.topic, { dot: true }), schema: entry.schema });
+      } catch {
+        // Not a glob (refused when set): matches nothing.
+      }
+    }
+    this.matchers = { set, list };
+    return list;
   }
 
   dispose(): void {

@@ -21,7 +21,7 @@ export function parseAgentPreferences(text: string): Record<string, Partial<Agen
   if (value === null || typeof value !== 'object' || Array.isArray(value)) throw refuse('preferences', 'must be a JSON object of agent id → AgentPreferences');
   const entries = Object.entries(value as Record<string, unknown>);
   if (entries.length > MAX_PREFERENCE_AGENTS) throw refuse('preferences', `names more than ${MAX_PREFERENCE_AGENTS} agents (${entries.length})`);
-  const out: Record<string, Partial<AgentPreferences>> = {};
+  const out: [string, Partial<AgentPreferences>][] = [];
   for (const [agent, raw] of entries) {
     if (agent.length === 0 || agent.length > MAX_PREFERENCE_AGENT_ID) throw refuse('preferences', `an agent id must be 1..${MAX_PREFERENCE_AGENT_ID} characters (${agent.length})`);
     const at = `preferences.${agent.slice(0, 64)}`;
@@ -35,7 +35,7 @@ export function parseAgentPreferences(text: string): Record<string, Partial<Agen
       if (typeof n !== 'number' || !Number.isFinite(n) || n < 0) throw refuse(`${at}.${f.proto}`, `must be a non-negative number (0 = no preference), not ${describe(v)}`);
       if (n !== 0) prefs[f.key] = n;
     }
-    out[agent] = prefs;
+    out.push([agent, prefs]);
   }
-  return out;
+  return Object.fromEntries(out);
 }

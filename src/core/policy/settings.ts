@@ -97,7 +97,7 @@ export function parsePolicySettings(values: PolicySettingValues, prefix = 'sw4rm
           checkProfileName('name', name);
         } catch (err) {
           if (!(err instanceof NegotiationError)) throw err;
-          ignore(`profiles["${name.slice(0, 64)}"]`, 'is not a profile name (1..64 characters of A-Z a-z 0-9 _ . : -)');
+          ignore(`profiles["${name.slice(0, 64)}"]`, 'is not a profile name (1..64 characters of A-Z a-z 0-9 _ . : -, not __proto__)');
           continue;
         }
         if (profiles.length >= MAX_PROFILES) { ignore(`profiles["${name}"]`, `is past the ${MAX_PROFILES} profiles allowed`); continue; }

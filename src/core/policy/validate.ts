@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import picomatch from 'picomatch';
 import { compileSchemaText, schemaCompiler } from '../tools/descriptors';
 import {
@@ -94,7 +95,7 @@ export function checkRoom(field: string, room: RoomThresholds): void {
 
 export function checkProfileName(field: string, name: unknown): string {
   if (typeof name !== 'string' || !PROFILE_NAME.test(name)) {
-    throw refuse(field, `must be 1..64 characters of A-Z a-z 0-9 _ . : -, not ${describe(name)}`);
+    throw refuse(field, `must be 1..64 characters of A-Z a-z 0-9 _ . : - (not __proto__), not ${describe(name)}`);
   }
   return name;
 }
@@ -103,23 +104,107 @@ export function checkDebateTimeout(field: string, value: unknown): number {
   return checkNumber(field, value, MIN_DEBATE_TIMEOUT_MS, MAX_DEBATE_TIMEOUT_MS, true);
 }
 
+/** Wildcards (`*`, a run of `*` such as `**` counting once, and `?`) a topic glob may hold: in one path segment, in all. */
+export const MAX_GLOB_WILDCARDS_PER_SEGMENT = 3;
+export const MAX_GLOB_WILDCARDS = 4;
+/** Brace groups `{a,b}` a topic glob may hold (not nested, no `{1..9}` ranges), and alternatives in each. */
+export const MAX_GLOB_BRACE_GROUPS = 2;
+export const MAX_GLOB_BRACE_ALTERNATIVES = 8;
+/** The longest topic a proposal-schema glob is matched against: a longer topic gets no policy schema. */
+export const MAX_MATCHED_TOPIC_CHARS = 256;
+/** All proposal schemas' text together (each is also bounded by the schema's own limit). */
+export const MAX_PROPOSAL_SCHEMAS_TOTAL_BYTES = 256 * 1024;
+
+/**
+ * Why a topic glob could make matching slow (picomatch compiles a glob to a backtracking regex: many wildcards, or an
+ * extglob, against a long topic take seconds to minutes), or undefined when it is safe.
+ */
+export function unsafeGlobReason(glob: string): string | undefined {
+  if (/[+*@?!]\(/.test(glob)) return 'may not use extglobs (+( *( @( ?( !( )';
+  let total = 0;
+  let groups = 0;
+  for (const segment of glob.split('/')) {
+    const count = (segment.match(/\*+|\?/g) ?? []).length;
+    if (count > MAX_GLOB_WILDCARDS_PER_SEGMENT) return `holds ${count} wildcards (* or ?) in one path segment; at most ${MAX_GLOB_WILDCARDS_PER_SEGMENT}`;
+    total += count;
+  }
+  if (total > MAX_GLOB_WILDCARDS) return `holds ${total} wildcards (* or ?); at most ${MAX_GLOB_WILDCARDS}`;
+  let depth = 0;
+  let alternatives = 0;
+  for (let i = 0; i < glob.length; i++) {
+    const c = glob[i];
+    if (c === '\\') { i++; continue; }
+    if (c === '{') {
+      if (depth > 0) return 'may not nest braces';
+      depth = 1; groups++; alternatives = 1;
+      if (groups > MAX_GLOB_BRACE_GROUPS) return `holds more than ${MAX_GLOB_BRACE_GROUPS} brace groups`;
+    } else if (c === '}' && depth > 0) {
+      depth = 0;
+    } else if (c === ',' && depth > 0) {
+      if (++alternatives > MAX_GLOB_BRACE_ALTERNATIVES) return `holds a brace group of more than ${MAX_GLOB_BRACE_ALTERNATIVES} alternatives`;
+    } else if (c === '.' && depth > 0 && glob[i + 1] === '.') {
+      return 'may not use brace ranges ({a..z})';
+    }
+  }
+  return undefined;
+}
+
+/** A topic glob: non-empty, bounded, safe to match (unsafeGlobReason), and one picomatch compiles. */
+export function checkTopicGlob(field: string, topic: unknown): string {
+  if (typeof topic !== 'string' || topic.trim() === '') throw refuse(field, 'must be a non-empty topic glob');
+  if (topic.length > MAX_TOPIC_GLOB_CHARS) throw refuse(field, `is longer than ${MAX_TOPIC_GLOB_CHARS} characters`);
+  const unsafe = unsafeGlobReason(topic);
+  if (unsafe !== undefined) throw refuse(field, unsafe);
+  try {
+    picomatch(topic);
+  } catch (err) {
+    throw refuse(field, `is not a glob: ${(err as Error).message.slice(0, 120)}`);
+  }
+  return topic;
+}
+
+/** The verdicts on schema texts already compiled, by sha256 of the text (most recently used last; bounded). */
+const schemaVerdicts = new Map<string, string | undefined>();
+const MAX_SCHEMA_VERDICTS = 256;
+let schemaCompilations = 0;
+
+/** How many proposal schemas were compiled since the process started (a cached verdict does not count). */
+export function proposalSchemaCompilations(): number {
+  return schemaCompilations;
+}
+
+/** Why a proposal schema's text does not compile, or undefined; each distinct text is compiled once (cached by digest). */
+function proposalSchemaRefusal(text: string): string | undefined {
+  const key = createHash('sha256').update(text).digest('hex');
+  if (schemaVerdicts.has(key)) {
+    const verdict = schemaVerdicts.get(key);
+    schemaVerdicts.delete(key);
+    schemaVerdicts.set(key, verdict);
+    return verdict;
+  }
+  schemaCompilations++;
+  const compiled = compileSchemaText(schemaCompiler(), text, 'output');
+  const verdict = compiled.ok ? undefined : compiled.why;
+  schemaVerdicts.set(key, verdict);
+  if (schemaVerdicts.size > MAX_SCHEMA_VERDICTS) schemaVerdicts.delete(schemaVerdicts.keys().next().value as string);
+  return verdict;
+}
+
 export function checkProposalSchemas(field: string, list: PolicySet['proposalSchemas']): void {
   if (!Array.isArray(list)) throw refuse(field, 'must be a list of {topic, schema}');
   if (list.length > MAX_PROPOSAL_SCHEMAS) throw refuse(field, `holds more than ${MAX_PROPOSAL_SCHEMAS} entries (${list.length})`);
-  const ajv = schemaCompiler();
+  let bytes = 0;
   list.forEach((entry, i) => {
     const at = `${field}[${i}]`;
     if (entry === null || typeof entry !== 'object') throw refuse(at, 'must be {topic, schema}');
-    if (typeof entry.topic !== 'string' || entry.topic.trim() === '') throw refuse(`${at}.topic`, 'must be a non-empty topic glob');
-    if (entry.topic.length > MAX_TOPIC_GLOB_CHARS) throw refuse(`${at}.topic`, `is longer than ${MAX_TOPIC_GLOB_CHARS} characters`);
-    try {
-      picomatch(entry.topic);
-    } catch (err) {
-      throw refuse(`${at}.topic`, `is not a glob: ${(err as Error).message.slice(0, 120)}`);
-    }
+    checkTopicGlob(`${at}.topic`, entry.topic);
     if (typeof entry.schema !== 'string') throw refuse(`${at}.schema`, 'must be a JSON Schema (text)');
-    const compiled = compileSchemaText(ajv, entry.schema, 'output');
-    if (!compiled.ok) throw refuse(`${at}.schema`, `does not compile: ${compiled.why}`);
+    bytes += Buffer.byteLength(entry.schema);
+    if (bytes > MAX_PROPOSAL_SCHEMAS_TOTAL_BYTES) throw refuse(field, `holds more than ${MAX_PROPOSAL_SCHEMAS_TOTAL_BYTES / 1024} KiB of schemas in all`);
+  });
+  list.forEach((entry, i) => {
+    const why = proposalSchemaRefusal(entry.schema);
+    if (why !== undefined) throw refuse(`${field}[${i}].schema`, `does not compile: ${why}`);
   });
 }
 
