@@ -198,4 +198,19 @@ describe('NegotiationService over gRPC (debates, RFC §17)', function () {
     await rejects(operator.call('Open', { negotiation_id: 'deal-4', correlation_id: 'other', topic: 't', participants: ['alice', 'bob'] }),
       grpc.status.INVALID_ARGUMENT, /^VALIDATION_ERROR: correlation_id/);
   });
+
+  it('Open refuses bad sw4rm-negotiation-preferences as preferences.<agent>.<field>, and preferences not the opener\'s to state', async () => {
+    const open = (client: NegotiationClient, preferences: string) =>
+      client.call('Open', { negotiation_id: 'deal-p', topic: 't', participants: ['alice', 'bob'] }, { 'sw4rm-negotiation-preferences': preferences });
+    await rejects(open(operator, '{"alice": {"max_rounds": -1}}'), grpc.status.INVALID_ARGUMENT,
+      /^VALIDATION_ERROR: preferences\.alice\.max_rounds: must be a non-negative number \(0 = no preference\), not -1$/);
+    await rejects(open(operator, '{"alice": 5}'), grpc.status.INVALID_ARGUMENT, /^VALIDATION_ERROR: preferences\.alice: must be an AgentPreferences object$/);
+    await rejects(open(operator, 'not json'), grpc.status.INVALID_ARGUMENT, /^VALIDATION_ERROR: preferences: sw4rm-negotiation-preferences is not valid JSON/);
+    await rejects(open(operator, '{"carol": {"max_rounds": 2}}'), grpc.status.INVALID_ARGUMENT, /^VALIDATION_ERROR: preferences\.carol: 'carol' is not a participant/);
+    await rejects(open(as('alice'), '{"alice": {"max_rounds": 2}, "bob": {"max_rounds": 1}}'), grpc.status.PERMISSION_DENIED,
+      /^PERMISSION_DENIED: preferences\.bob: agent:alice may not state preferences for bob$/);
+    assert.equal(host.coordinator.negotiations.get('deal-p'), undefined);
+    await open(as('alice'), '{"alice": {"max_rounds": 2}}');
+    assert.deepEqual(Object.keys(host.coordinator.negotiations.get('deal-p')!.effective.applied), ['alice']);
+  });
 });

@@ -1,8 +1,8 @@
 import * as grpc from '@grpc/grpc-js';
 import type { Coordinator } from '../../core/coordinator';
 import { FIELD_LIMITS } from '../../core/fieldLimits';
-import { parseBoundedJson } from '../../core/json';
-import { DEBATE_INTENSITIES, type AgentPreferences, type DebateIntensity } from '../../core/policy/model';
+import { DEBATE_INTENSITIES, type DebateIntensity } from '../../core/policy/model';
+import { parseAgentPreferences } from '../../core/policy/preferences';
 import { NegotiationError } from '../../core/policy/speaker';
 import { callContext } from '../callContext';
 import { answerWhenDurable } from '../durable';
@@ -18,12 +18,6 @@ const LIMITS = FIELD_LIMITS.negotiation;
 
 interface DurationMessage { seconds?: string | number; nanos?: number }
 
-/** AgentPreferences' proto field names → the core's. */
-const PREFERENCE_FIELDS: ReadonlyArray<readonly [string, keyof AgentPreferences]> = [
-  ['max_rounds', 'maxRounds'], ['score_threshold', 'scoreThreshold'], ['diff_tolerance', 'diffTolerance'], ['round_timeout_ms', 'roundTimeoutMs'],
-  ['token_budget_per_round', 'tokenBudgetPerRound'], ['total_token_budget', 'totalTokenBudget'], ['oscillation_limit', 'oscillationLimit'],
-];
-
 const invalid = (message: string) => new NegotiationError('invalid', 'VALIDATION_ERROR', message);
 
 function metadataText(metadata: grpc.Metadata, key: string, maxBytes: number): string {
@@ -32,27 +26,6 @@ function metadataText(metadata: grpc.Metadata, key: string, maxBytes: number): s
   const text = typeof value === 'string' ? value : Buffer.from(value).toString('utf8');
   if (Buffer.byteLength(text) > maxBytes) throw invalid(`metadata ${key} is larger than ${maxBytes} bytes`);
   return text;
-}
-
-/** `sw4rm-negotiation-preferences`: `{"<agent id>": {"max_rounds": 3, …}}` with proto field names (camelCase accepted too). */
-export function parsePreferences(text: string): Record<string, Partial<AgentPreferences>> {
-  if (text.trim() === '') return {};
-  const parsed = parseBoundedJson(text, { what: `metadata ${PREFERENCES_METADATA}`, maxBytes: LIMITS.preferences_bytes });
-  if (!parsed.ok) throw invalid(parsed.reason);
-  const value = parsed.value;
-  if (value === null || typeof value !== 'object' || Array.isArray(value)) throw invalid(`metadata ${PREFERENCES_METADATA} must be a JSON object: agent id → AgentPreferences`);
-  const out: Record<string, Partial<AgentPreferences>> = {};
-  for (const [agent, prefs] of Object.entries(value as Record<string, unknown>)) {
-    if (prefs === null || typeof prefs !== 'object' || Array.isArray(prefs)) throw invalid(`${PREFERENCES_METADATA}.${agent.slice(0, 64)} must be an AgentPreferences object`);
-    const given = prefs as Record<string, unknown>;
-    const mapped: Record<string, unknown> = {};
-    for (const [proto, key] of PREFERENCE_FIELDS) {
-      const v = given[proto] ?? given[key];
-      if (v !== undefined) mapped[key] = typeof v === 'string' && v.trim() !== '' ? Number(v) : v;
-    }
-    out[agent] = mapped as Partial<AgentPreferences>;
-  }
-  return out;
 }
 
 /** google.protobuf.Duration → ms; absent or zero → 0 (the profile's). */
@@ -101,7 +74,7 @@ export class NegotiationServiceAdapter {
           participants: Array.isArray(r.participants) ? r.participants.map(str) : [],
           intensity: intensityOf(r.intensity), debateTimeoutMs: durationMs(r.debate_timeout as DurationMessage | null, 'debate_timeout'),
           profileHint: metadataText(call.metadata, PROFILE_METADATA, LIMITS.profile).trim(),
-          preferences: parsePreferences(metadataText(call.metadata, PREFERENCES_METADATA, LIMITS.preferences_bytes)),
+          preferences: parseAgentPreferences(metadataText(call.metadata, PREFERENCES_METADATA, LIMITS.preferences_bytes)),
           schema: metadataText(call.metadata, SCHEMA_METADATA, LIMITS.schema_bytes),
         }, speakerOf(call, credentials), callContext(call, ids));
       }),
