@@ -73,6 +73,30 @@ describe('negotiation: debates (RFC §17–§17.4)', function () {
       refused(() => h.openN('n2', [A, C]), 'exists', 'ALREADY_EXISTS');
       refused(() => h.openN('n2', [A, B], { debateTimeoutMs: 60_000 }), 'exists', 'ALREADY_EXISTS');
     });
+
+    it('preferences: an agent states only its own, nobody a non-participant\'s; the operator any participant\'s', () => {
+      refused(() => h.openN('x', [A, B], { preferences: { [C]: { maxRounds: 2 } } }), 'invalid', 'VALIDATION_ERROR', /^preferences\.agent-c: 'agent-c' is not a participant/);
+      refused(() => h.openN('x', [A, B], { preferences: { [A]: { maxRounds: 2 }, [B]: { maxRounds: 1 } } }, agentSpeaker(A)), 'permission', 'PERMISSION_DENIED',
+        /^preferences\.agent-b: agent:agent-a may not state preferences for agent-b$/);
+      assert.equal(h.negotiations.get('x'), undefined);
+      assert.deepEqual(Object.keys(h.openN('own', [A, B], { preferences: { [A]: { maxRounds: 2 } } }, agentSpeaker(A)).effective.applied), [A]);
+      assert.deepEqual(Object.keys(h.openN('both', [A, B], { preferences: { [A]: { maxRounds: 2 }, [B]: { maxRounds: 1 } } }).effective.applied), [A, B]);
+    });
+
+    it('records the profile that applied ("" for the base policy), and looks up no policy schema when Open brings one', () => {
+      const policies = h.coordinator.policies;
+      const original = policies.schemaFor.bind(policies);
+      let lookups = 0;
+      policies.schemaFor = (topic: string) => { lookups++; return original(topic); };
+      assert.equal(h.openN('base', [A, B], { intensity: '', profileHint: '' }).intensity, '', 'no intensity, no hint: the base policy');
+      assert.equal(h.openN('high', [A, B], { intensity: 'HIGH', profileHint: '' }).intensity, 'HIGH');
+      assert.equal(h.openN('hinted', [A, B], { intensity: 'LOW' }).intensity, 'TEST', 'the hint\'s profile');
+      const rows = new Map(h.negotiations.list().map((r) => [r.id, r.intensity]));
+      assert.deepEqual([rows.get('base'), rows.get('high'), rows.get('hinted')], ['', 'HIGH', 'TEST']);
+      assert.equal(lookups, 3);
+      h.openN('own-schema', [A, B], { schema: '{"type":"object"}' });
+      assert.equal(lookups, 3, 'Open\'s own schema wins: no glob is matched');
+    });
   });
 
   describe('rounds, evaluations, acceptance', () => {

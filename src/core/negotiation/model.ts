@@ -94,7 +94,8 @@ export interface NegotiationRecord {
   readonly correlationId: string;
   readonly topic: string;
   readonly participants: readonly string[];
-  readonly intensity: DebateIntensity;
+  /** The profile that applied (EffectivePolicy.profile: the intensity's, or the one a hint named); '' = the base policy. */
+  readonly intensity: string;
   readonly openedBy: string;
   readonly openedAt: number;
   /** openedAt + the effective debate timeout. */
@@ -147,7 +148,8 @@ export interface NegotiationSummary {
   readonly id: string;
   readonly topic: string;
   readonly participants: readonly string[];
-  readonly intensity: DebateIntensity;
+  /** The profile that applied; '' = the base policy (no intensity, no hint). */
+  readonly intensity: string;
   readonly state: NegotiationState;
   readonly rounds: number;
   readonly bestScore: number | null;

@@ -386,6 +386,12 @@ export class Negotiations implements NegotiationQueries, Disposable {
     if (speaker.kind === 'agent' && !input.participants.some((p) => speaker.mayActAs(p))) {
       throw fail('permission', 'PERMISSION_DENIED', `${speaker.label} may not open a negotiation it takes no part in: the opener is the operator or one of the participants`);
     }
+    // Preferences are a participant's: an agent states only those of agents it may act as; the operator any participant's.
+    for (const agent of Object.keys(input.preferences)) {
+      const at = `preferences.${agent.slice(0, 64)}`;
+      if (!input.participants.includes(agent)) throw fail('invalid', 'VALIDATION_ERROR', `${at}: '${agent.slice(0, 64)}' is not a participant of this negotiation`);
+      if (speaker.kind === 'agent' && !speaker.mayActAs(agent)) throw fail('permission', 'PERMISSION_DENIED', `${at}: ${speaker.label} may not state preferences for ${agent.slice(0, 64)}`);
+    }
     const existing = negotiation.get(input.negotiationId);
     if (existing) {
       if (existing.openDigest === openDigest(input)) return existing;
@@ -399,14 +405,15 @@ export class Negotiations implements NegotiationQueries, Disposable {
       }
     }
     const { effective, schema: policySchema } = this.deps.policies.effectiveFor({
-      intensity: input.intensity, profileHint: input.profileHint, preferences: input.preferences, debateTimeoutMs: input.debateTimeoutMs, topic: input.topic,
+      intensity: input.intensity, profileHint: input.profileHint, preferences: input.preferences, debateTimeoutMs: input.debateTimeoutMs,
+      topic: input.schema.trim() !== '' ? undefined : input.topic, // Open's own schema wins: no glob lookup
     });
     const schema = input.schema.trim() !== '' ? input.schema : policySchema;
     if (schema.trim() !== '') this.validatorFor(input.negotiationId, schema, input.schema.trim() !== '' ? 'sw4rm-proposal-schema' : 'the policy\'s proposal schema');
     const now = this.deps.clock.now();
     const rec: NegotiationRecord = {
       id: input.negotiationId, correlationId, topic: input.topic, participants: [...input.participants],
-      intensity: input.intensity === '' ? 'MEDIUM' : input.intensity, openedBy: speakerName(speaker), openedAt: now,
+      intensity: effective.profile, openedBy: speakerName(speaker), openedAt: now,
       deadlineAt: now + effective.debateTimeoutMs, effective, schema, openDigest: openDigest(input), state: 'open', rounds: 0, tokensUsed: 0, oscillations: 0,
       roundStartedAt: now, pending: null, decision: null, abort: null, events: 0, bestRound: 0, bestScore: null, stopReason: null,
       undelivered: [], updatedAt: now,
