@@ -6,7 +6,9 @@ import type { CoordinatorHost } from '../../src/server/host';
 import { canonicalDefinition, CoordinatorClients, expectStatus, unary } from '../support/clients';
 import { useCliProcesses } from '../support/cli';
 import { descriptorMessage } from '../support/fixtures';
-import { startHost, stopHost } from '../support/host';
+import { clientsFor, startHost, stopHost } from '../support/host';
+import { RoomClient } from '../support/roomClient';
+import { jsonPayload, registerRouterAgent, RouterClient, type Inbox } from '../support/routerClient';
 import { makeTempDir, removeTempDir } from '../support/tempDir';
 
 type Client = grpc.Client & Record<string, (...args: unknown[]) => unknown>;
@@ -167,15 +169,16 @@ describe('negotiation policy over real gRPC (SchedulerPolicyService)', function 
     await expectStatus(call('SubmitEvaluation', { negotiation_id: 'n1' }), grpc.status.INVALID_ARGUMENT);
     const long = await expectStatus(call('HitlAction', { negotiation_id: 'n'.repeat(257), action: 'approve' }), grpc.status.INVALID_ARGUMENT);
     assert.match(long.details, /negotiation_id is longer than 256 characters/);
-    // An unknown negotiation: NOT_FOUND from the debate area (INTERNAL while that area is still a skeleton); either
-    // way an answer, and the server keeps serving.
-    try {
-      await call('GetEffectivePolicy', { negotiation_id: 'no-such-negotiation' });
-      assert.fail('an unknown negotiation has no effective policy');
-    } catch (err) {
-      const code = (err as grpc.ServiceError).code;
-      assert.ok(code === grpc.status.NOT_FOUND || code === grpc.status.INTERNAL, grpc.status[code]);
-    }
+    // An unknown negotiation: NOT_FOUND (GetEffectivePolicy as a status; the two others answer ok/accepted false).
+    const unknown = await expectStatus(call('GetEffectivePolicy', { negotiation_id: 'no-such-negotiation' }), grpc.status.NOT_FOUND);
+    assert.equal(unknown.details, "NOT_FOUND: no negotiation 'no-such-negotiation'");
+    const evaluation = await call<{ accepted: boolean; reason: string }>('SubmitEvaluation', {
+      negotiation_id: 'no-such-negotiation', report: { from_agent: 'critic', deterministic_score: 0.5, llm_confidence: 0, notes: '' },
+    }, agentToken);
+    assert.equal(evaluation.accepted, false);
+    assert.match(evaluation.reason, /^NOT_FOUND: no negotiation 'no-such-negotiation'/);
+    const hitl = await call<Answer>('HitlAction', { negotiation_id: 'no-such-negotiation', action: 'approve', rationale: 'ok' });
+    assert.deepEqual(hitl, { ok: false, reason: "NOT_FOUND: no negotiation room or artifact 'no-such-negotiation'" });
     assert.equal((await getPolicy()).max_rounds, POLICY.max_rounds);
   });
 
@@ -216,6 +219,114 @@ describe('negotiation policy over real gRPC (SchedulerPolicyService)', function 
     assert.equal(answer.ok, true, answer.reason);
     assert.equal(host.coordinator.policies.current().setBy, 'rpc:unauthenticated');
     assert.equal((await getPolicy(null)).max_rounds, 8);
+  });
+});
+
+/** The three per-debate RPCs on a debate and a room built for real (README "Negotiation policy", "Debates", "Rooms"). */
+describe('SchedulerPolicyService on opened debates and rooms', function () {
+  this.timeout(60_000);
+  let dataDir: string;
+  let host: CoordinatorHost;
+  let service: Client;
+  let negotiation: Client;
+  let room: RoomClient;
+  const routers: RouterClient[] = [];
+  const inboxes = new Map<string, Inbox>();
+  const tokens = new Map<string, string>();
+  let seat: { dispose(): void } | undefined;
+
+  const md = (token: string) => {
+    const m = new grpc.Metadata();
+    m.set('authorization', `Bearer ${token}`);
+    return m;
+  };
+
+  beforeEach(async () => {
+    dataDir = makeTempDir('sw4rm-int-policy-debates-');
+    host = await startHost(dataDir);
+    seat = host.coordinator.hitl.attachOperator('editor:test');
+    const root = grpc.loadPackageDefinition(canonicalDefinition()) as unknown as {
+      sw4rm: { scheduler: { SchedulerPolicyService: grpc.ServiceClientConstructor }; negotiation: { NegotiationService: grpc.ServiceClientConstructor } };
+    };
+    const address = `127.0.0.1:${host.port}`;
+    service = new root.sw4rm.scheduler.SchedulerPolicyService(address, grpc.credentials.createInsecure()) as Client;
+    negotiation = new root.sw4rm.negotiation.NegotiationService(address, grpc.credentials.createInsecure()) as Client;
+    room = new RoomClient(address, host.token);
+    const clients = clientsFor(host);
+    try {
+      for (const id of ['alice', 'bob', 'critic-1', 'critic-2']) {
+        await registerRouterAgent(clients, id);
+        const router = new RouterClient(address, host.token, id);
+        routers.push(router);
+        inboxes.set(id, router.openInbox(id));
+        tokens.set(id, host.coordinator.credentials.mintAgent(id, 'test', `agent ${id}`, { correlationId: 'test' }).token);
+      }
+    } finally {
+      clients.close();
+    }
+  });
+
+  afterEach(async () => {
+    for (const inbox of inboxes.values()) inbox.close();
+    inboxes.clear();
+    for (const router of routers.splice(0)) router.close();
+    room?.close();
+    service?.close();
+    negotiation?.close();
+    seat?.dispose();
+    await stopHost(host);
+    removeTempDir(dataDir);
+  });
+
+  it('GetEffectivePolicy of an opened debate equals what Open broadcast; SubmitEvaluation is accepted for a participant', async () => {
+    const open = md(host.token!);
+    open.set('sw4rm-negotiation-preferences', JSON.stringify({ alice: { max_rounds: 2 }, bob: { score_threshold: 0.85 } }));
+    await unary(negotiation, 'Open', { negotiation_id: 'deal', topic: 'price', participants: ['alice', 'bob'], intensity: 'HIGH' }, open);
+    const item = await inboxes.get('bob')!.waitFor((i) => i.msg.message_type === 'NEGOTIATION' && jsonPayload<{ kind: string }>(i.msg)?.kind === 'policy', 10_000, 'the policy event');
+    const event = jsonPayload<{ profile: string; policy: Record<string, unknown> & { hitl: { mode: string }; scoring: Record<string, unknown> } }>(item.msg)!;
+    assert.equal(event.profile, 'HIGH');
+    const { effective } = await unary<{ effective: { policy: PolicyMessage; applied: Record<string, Record<string, unknown>> } }>(
+      service, 'GetEffectivePolicy', { negotiation_id: 'deal' }, md(tokens.get('alice')!));
+    const close = (a: unknown, b: unknown, what: string) => assert.ok(Math.abs(Number(a) - Number(b)) < 1e-6, `${what}: ${String(a)} ≠ ${String(b)}`);
+    const { hitl, scoring, ...numbers } = event.policy;
+    for (const [key, value] of Object.entries(numbers)) close((effective.policy as unknown as Record<string, unknown>)[key], value, key);
+    assert.deepEqual(effective.policy.hitl, hitl);
+    assert.equal(effective.policy.scoring?.require_schema_valid, scoring.require_schema_valid);
+    assert.equal(effective.policy.scoring?.require_examples_pass, scoring.require_examples_pass);
+    close(effective.policy.scoring?.llm_weight, scoring.llm_weight, 'llm_weight');
+    assert.equal(effective.policy.max_rounds, 2, 'the most restrictive stated max_rounds');
+    close(effective.policy.score_threshold, 0.85, 'the highest stated score_threshold');
+    assert.deepEqual(Object.keys(effective.applied).sort(), ['alice', 'bob']);
+    assert.equal(Number(effective.applied.alice.max_rounds), 2);
+
+    await unary(negotiation, 'Propose', { negotiation_id: 'deal', from_agent: 'alice', content_type: 'application/json', payload: Buffer.from('{"price": 10}') },
+      md(tokens.get('alice')!));
+    const answer = await unary<{ accepted: boolean; reason: string }>(service, 'SubmitEvaluation', {
+      negotiation_id: 'deal', report: { from_agent: 'bob', deterministic_score: 0.9, llm_confidence: 0.8, notes: 'fair' },
+    }, md(tokens.get('bob')!));
+    assert.deepEqual(answer, { accepted: true, reason: '' });
+    const round = host.coordinator.negotiations.detail('deal')!.rounds[0];
+    assert.deepEqual(round.evaluations.map((e) => [e.from, e.score]), [['bob', 0.9]]);
+  });
+
+  it('HitlAction with the operator token decides a room escalation: ok, and the decision is APPROVED', async () => {
+    await room.submitProposal({
+      artifact_type: 'PLAN', artifact_id: 'plan-1', producer_id: 'alice', artifact: Buffer.from('{"steps": ["a"]}'), artifact_content_type: 'application/json',
+      requested_critics: ['critic-1', 'critic-2'], negotiation_room_id: 'room-1',
+    });
+    const vote = (critic: string, confidence: number) => ({
+      artifact_id: 'plan-1', critic_id: critic, score: 8, confidence, passed: true, strengths: [], weaknesses: [], recommendations: [],
+    });
+    await room.submitVote(vote('critic-1', 0.9));
+    await room.submitVote(vote('critic-2', 0.1)); // below escalate_below_confidence (0.3): a person decides
+    assert.equal((await room.getDecision('plan-1')).decision?.outcome, 'ESCALATED_TO_HITL', 'a person decides');
+    const denied = await unary<Answer>(service, 'HitlAction', { negotiation_id: 'room-1', action: 'approve', rationale: 'mine' }, md(tokens.get('critic-1')!))
+      .then((a) => a, (err: grpc.ServiceError) => ({ ok: false, reason: err.details }));
+    assert.match(denied.reason, /^PERMISSION_DENIED: /);
+    const answer = await unary<Answer>(service, 'HitlAction', { negotiation_id: 'room-1', action: 'approve', rationale: 'reviewed by hand' }, md(host.token!));
+    assert.equal(answer.ok, true, answer.reason);
+    assert.match(answer.reason, /^artifact 'plan-1' revision \d+: APPROVED$/);
+    assert.equal((await room.getDecision('plan-1')).decision?.outcome, 'APPROVED');
   });
 });
 
