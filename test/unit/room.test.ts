@@ -138,6 +138,29 @@ describe('negotiation room (RFC §17.5)', function () {
       refusal(() => submit({ artifact: Buffer.from('{"steps":[]}') }), 'precondition', 'FAILED_PRECONDITION', /still being voted on/);
       refusal(() => submit({ roomId: 'room-2' }), 'precondition', 'FAILED_PRECONDITION', /is in room 'room-1'/);
     });
+
+    it('a retried SubmitProposal after the revision is decided answers the same revision and changes nothing', () => {
+      submit();
+      vote('c1', 8, 0.9);
+      vote('c2', 8, 0.9);
+      assert.equal(decision().outcome, 'APPROVED');
+      const before = h.events('room.proposal_submitted').length;
+      assert.deepEqual(submit({ requestedCritics: ['c2', 'c1'] }), { artifactId: 'plan-1', roomId: 'room-1', revision: 1 });
+      assert.equal(h.events('room.proposal_submitted').length, before, 'no new revision');
+      assert.equal(sinks.get('c1')!.ofType('NEGOTIATION').length, 1, 'not notified again');
+      // After REVISION_REQUESTED: the retry of revision 2 once it is decided too.
+      submit({ artifactId: 'plan-2' });
+      vote('c1', 3, 0.9, { artifactId: 'plan-2' });
+      vote('c2', 3, 0.9, { artifactId: 'plan-2' });
+      const v2 = Buffer.from('{"v":2}');
+      assert.equal(submit({ artifactId: 'plan-2', artifact: v2 }).revision, 2);
+      // Votes like those on revision 1, cast for revision 2 (voted_at after its submission): stored.
+      const at = h.clock.now();
+      vote('c1', 3, 0.9, { artifactId: 'plan-2', votedAt: at });
+      vote('c2', 3, 0.9, { artifactId: 'plan-2', votedAt: at });
+      assert.equal(room().getDecision('plan-2', '')?.outcome, 'REVISION_REQUESTED');
+      assert.equal(submit({ artifactId: 'plan-2', artifact: v2 }).revision, 2, 'the retry of revision 2, not a revision 3');
+    });
   });
 
   describe('SubmitVote', () => {
@@ -179,6 +202,37 @@ describe('negotiation room (RFC §17.5)', function () {
       assert.deepEqual([previous.score, previous.confidence, previous.passed], [5, 0.9, true]);
       assert.equal(replaced.details.score, 8);
       assert.equal(room().getDecision('plan-1', ''), undefined, 'still voting');
+    });
+
+    it('a retried deciding vote is answered OK and changes nothing once the revision is decided or escalated', () => {
+      vote('c1', 8, 0.9);
+      vote('c2', 8, 0.9);
+      vote('c3', 8, 0.9, { strengths: ['ok'] });
+      assert.equal(decision().outcome, 'APPROVED');
+      const counts = () => ['room.vote', 'room.vote_replaced', 'room.decided', 'room.escalated'].map((t) => events(t).length);
+      const before = counts();
+      assert.deepEqual(vote('c3', 8, 0.9, { strengths: ['ok'] }), { artifactId: 'plan-1', criticId: 'c3' });
+      assert.deepEqual(counts(), before, 'nothing recorded');
+      refusal(() => vote('c3', 7, 0.9), 'precondition', 'FAILED_PRECONDITION', /votes are closed/);
+    });
+
+    it('a vote counts for the revision current when it arrives: a retry of the previous revision\'s vote changes nothing, a vote cast before this revision is refused', () => {
+      // Revision 1 (c1, c2, c3) is decided REVISION_REQUESTED; the producer resubmits at once.
+      vote('c1', 3, 0.9);
+      vote('c2', 3, 0.9);
+      vote('c3', 3, 0.9);
+      assert.equal(decision().outcome, 'REVISION_REQUESTED');
+      h.clock.advance(1_000);
+      assert.equal(submit({ requestedCritics: ['c1', 'c2', 'c3'], artifact: Buffer.from('{"v":2}') }).revision, 2);
+      // c3's revision-1 vote is retried (its answer was lost): OK, not stored on revision 2.
+      assert.deepEqual(vote('c3', 3, 0.9), { artifactId: 'plan-1', criticId: 'c3' });
+      assert.equal(room().getVotes('plan-1', '').length, 0, 'not counted for revision 2');
+      // A late vote stamped before revision 2 was submitted: refused, naming why.
+      const r2 = room().artifactDetail('plan-1')!.proposal.submittedAt;
+      refusal(() => vote('c2', 4, 0.9, { votedAt: r2 - 500 }), 'precondition', 'FAILED_PRECONDITION', /earlier revision/);
+      assert.equal(room().getVotes('plan-1', '').length, 0);
+      vote('c2', 9, 0.9, { votedAt: r2 + 10 });
+      assert.equal(room().getVotes('plan-1', '').length, 1);
     });
   });
 

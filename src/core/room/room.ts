@@ -173,11 +173,12 @@ export class NegotiationRoom implements RoomQueries, Disposable {
         throw precondition(`artifact '${latest.artifactId}' is in room '${latest.roomId}', not '${input.roomId}'`);
       }
       if (latest.producerId !== producerId) throw denied(`artifact '${latest.artifactId}' was submitted by '${latest.producerId}', not '${producerId}'`);
+      // A retry of the latest submission (its answer was lost) answers that revision, in every state: no new revision.
+      const identical = latest.artifactType === input.artifactType && latest.contentType === contentType &&
+        latest.artifact.equals(input.artifact) && sameList([...latest.requestedCritics].sort(), [...critics].sort());
+      if (identical) return { artifactId: latest.artifactId, roomId: latest.roomId, revision: latest.revision };
       if (latest.closed) throw precondition(`artifact '${latest.artifactId}' was rejected by a person (revision ${latest.revision}): no further revision is accepted`);
       if (latest.state !== 'decided') {
-        const identical = latest.artifactType === input.artifactType && latest.contentType === contentType &&
-          latest.artifact.equals(input.artifact) && sameList([...latest.requestedCritics].sort(), [...critics].sort());
-        if (identical) return { artifactId: latest.artifactId, roomId: latest.roomId, revision: latest.revision };
         throw precondition(`revision ${latest.revision} of artifact '${latest.artifactId}' is still ${latest.state === 'voting' ? 'being voted on' : 'escalated to a human'}: wait for its decision before submitting another`);
       }
       const decision = this.deps.store.room.decision(latest.artifactId, latest.revision);
@@ -269,9 +270,6 @@ export class NegotiationRoom implements RoomQueries, Disposable {
     if (!mayActAs(speaker, criticId)) throw denied(`${speakerName(speaker)} may not vote as critic '${criticId}'`);
     if (input.roomId !== '') identifier('negotiation_room_id', input.roomId, LIMITS.negotiation_room_id);
     const proposal = this.current(artifactId, input.roomId);
-    if (!proposal.requestedCritics.includes(criticId)) {
-      throw denied(`'${criticId}' is not a requested critic of revision ${proposal.revision} of artifact '${artifactId}' (requested: ${proposal.requestedCritics.join(', ')})`);
-    }
     if (typeof input.score !== 'number' || !Number.isFinite(input.score) || input.score < 0 || input.score > 10) {
       throw invalid(`score must be a number from 0 to 10, not ${String(input.score)}`);
     }
@@ -281,22 +279,35 @@ export class NegotiationRoom implements RoomQueries, Disposable {
     const strengths = textList('strengths', input.strengths);
     const weaknesses = textList('weaknesses', input.weaknesses);
     const recommendations = textList('recommendations', input.recommendations);
+    const passed = input.passed === true;
+    const same = (v: VoteRecord | undefined): boolean => v !== undefined && v.score === input.score && v.confidence === input.confidence &&
+      v.passed === passed && sameList(v.strengths, strengths) && sameList(v.weaknesses, weaknesses) && sameList(v.recommendations, recommendations);
+    const previous = this.deps.store.room.votes(artifactId, proposal.revision).find((v) => v.criticId === criticId);
+    // A retry of the same vote (its answer was lost) changes nothing, whatever the revision's state.
+    if (same(previous)) return { artifactId, criticId };
+    // A retry of the critic's vote on the previous revision (the producer resubmitted meanwhile) changes nothing either:
+    // a vote counts for the revision current when it arrives, so it is not carried over to this one. A vote whose
+    // voted_at is at or after this revision's submission was cast for it, however like the earlier one it is.
+    if (previous === undefined && proposal.revision > 1 && (input.votedAt === null || input.votedAt < proposal.submittedAt) &&
+      same(this.deps.store.room.votes(artifactId, proposal.revision - 1).find((v) => v.criticId === criticId))) {
+      return { artifactId, criticId };
+    }
+    if (!proposal.requestedCritics.includes(criticId)) {
+      throw denied(`'${criticId}' is not a requested critic of revision ${proposal.revision} of artifact '${artifactId}' (requested: ${proposal.requestedCritics.join(', ')})`);
+    }
+    if (input.votedAt !== null && input.votedAt < proposal.submittedAt) {
+      throw precondition(`the vote was cast for an earlier revision: its voted_at ${isoUtc(input.votedAt)} is before revision ${proposal.revision} of artifact '${artifactId}' was submitted (${isoUtc(proposal.submittedAt)}); read the revision again and vote on it`);
+    }
     if (proposal.state !== 'voting') {
       const decision = this.deps.store.room.decision(artifactId, proposal.revision);
       throw precondition(`revision ${proposal.revision} of artifact '${artifactId}' is ${proposal.state === 'escalated' ? 'escalated to a human' : `decided (${decision?.outcome ?? 'final'})`}: votes are closed`);
     }
-    const previous = this.deps.store.room.votes(artifactId, proposal.revision).find((v) => v.criticId === criticId);
     const now = this.deps.clock.now();
     const vote: VoteRecord = {
       roomId: proposal.roomId, artifactId, revision: proposal.revision, criticId, score: input.score, confidence: input.confidence,
-      passed: input.passed === true, strengths, weaknesses, recommendations, votedAt: input.votedAt ?? now,
+      passed, strengths, weaknesses, recommendations, votedAt: input.votedAt ?? now,
       replaced: previous ? previous.replaced + 1 : 0,
     };
-    // A retry of the same vote (its answer was lost) changes nothing.
-    if (previous && previous.score === vote.score && previous.confidence === vote.confidence && previous.passed === vote.passed &&
-      sameList(previous.strengths, strengths) && sameList(previous.weaknesses, weaknesses) && sameList(previous.recommendations, recommendations)) {
-      return { artifactId, criticId };
-    }
     const after: Array<() => void> = [];
     this.deps.store.transaction(() => {
       this.deps.store.room.putVote(vote);
