@@ -586,7 +586,7 @@ export class NegotiationRoom implements RoomQueries, Disposable {
     const why = rationale.trim();
     if (why === '') throw invalid('rationale is required: say why (it is recorded in the audit trail and the decision)');
     if (why.length > LIMITS.rationale) throw invalid(`rationale is longer than ${LIMITS.rationale} characters`);
-    const pending = this.deps.store.room.listUnfinished().filter((p) => p.state === 'escalated' && (p.roomId === roomId || p.artifactId === roomId));
+    const pending = this.deps.store.room.escalatedFor(roomId);
     if (pending.length === 0) {
       if (!this.deps.store.room.latest(roomId) && this.deps.store.room.countInRoom(roomId) === 0) throw notFound(`no negotiation room or artifact '${roomId}'`);
       return { ok: false, reason: `FAILED_PRECONDITION: room '${roomId}' has no escalation waiting for a person` };
