@@ -536,18 +536,27 @@ describe('negotiation room (RFC §17.5)', function () {
     });
   });
 
-  it('the HITL context stays bounded with 16 critics of long votes, and carries the diff against the previous revision', () => {
+  it('the HITL context stays bounded (UTF-8 JSON bytes) with 16 critics of long votes on the escalated revision, and carries the diff', () => {
     const critics = Array.from({ length: 16 }, (_, i) => `k${i}`);
     for (const id of critics) h.register(id);
-    const long = Array.from({ length: 32 }, (_, i) => `${'é'.repeat(990)} ${i}`);
     submit({ requestedCritics: critics, artifact: Buffer.from('step one\nstep two\n') });
-    critics.forEach((c, i) => vote(c, i % 2 === 0 ? 8 : 5, 0.9, { strengths: long, weaknesses: long, recommendations: long }));
+    critics.forEach((c, i) => vote(c, i % 2 === 0 ? 8 : 5, 0.9));
     assert.equal(decision().outcome, 'REVISION_REQUESTED');
     submit({ requestedCritics: critics, artifact: Buffer.from('step one\nstep two\nstep three\n') });
-    critics.forEach((c) => vote(c, 9, 0.9, { recommendations: c === 'k3' ? ['escalate: the budget needs a person'] : [] }));
-    const invocation = h.coordinator.hitl.get(decision().hitl!.invocationId)!;
+    // The longest texts a vote may carry, each control character escaped to 6 bytes of JSON: on the escalated revision.
+    const long = (i: number) => `${'\u0001'.repeat(990)} ${i}`;
+    const lists = Array.from({ length: 32 }, (_, i) => long(i));
+    critics.forEach((c) => vote(c, 9, 0.9, {
+      strengths: lists, weaknesses: lists, recommendations: c === 'k3' ? ['escalate: the budget needs a person', ...lists.slice(1)] : lists,
+    }));
+    const d = decision();
+    assert.equal(d.outcome, 'ESCALATED_TO_HITL');
+    const invocation = h.coordinator.hitl.get(d.hitl!.invocationId)!;
     const size = Buffer.byteLength(JSON.stringify(invocation.context));
-    assert.ok(size < 256 * 1024, `the context is ${size} bytes`);
+    assert.ok(size <= 256 * 1024, `the context is ${size} bytes`);
+    assert.equal(invocation.context.facts.context_trimmed, true);
+    const votes = invocation.context.facts.votes as Array<Record<string, unknown>>;
+    assert.equal(votes.length, 16, 'every vote is there (its texts cut)');
     assert.deepEqual(JSON.parse(JSON.stringify(invocation.context.diffs)), [{ title: 'plan-1: revision 1 → 2', before: 'step one\nstep two\n', after: 'step one\nstep two\nstep three\n' }]);
     assert.equal(invocation.context.facts.artifact_excerpt, 'step one\nstep two\nstep three\n');
   });

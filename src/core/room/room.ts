@@ -4,7 +4,7 @@ import { Emitter, type Disposable, type Event } from '../events';
 import { FIELD_LIMITS, identifierRefusal } from '../fieldLimits';
 import { HitlStateError, type HitlService } from '../hitl/hitlService';
 import type { HitlInvocation, InvocationRequest } from '../hitl/model';
-import { HitlRequestError, parseInvocationRequest } from '../hitl/request';
+import { HitlRequestError, MAX_INVOCATION_BYTES, parseInvocationRequest } from '../hitl/request';
 import type { IdSource } from '../ids';
 import type { EventLog } from '../log/eventLog';
 import type { RoomThresholds } from '../policy/model';
@@ -72,6 +72,17 @@ export const DEFAULT_WAIT_MS = 300_000;
 export const MAX_WAIT_MS = 3_600_000;
 /** An artifact shown in the HITL context as text: at most this many characters. */
 const CONTEXT_EXCERPT_CHARS = 16_384;
+
+interface ContextCut { readonly entries: number; readonly chars: number; readonly excerpt: number; readonly diffs: boolean }
+/** How much of the votes' texts, the excerpt and the diff the HITL context holds: the first that fits MAX_INVOCATION_BYTES. */
+const CONTEXT_CUTS: readonly ContextCut[] = [
+  { entries: 5, chars: 200, excerpt: CONTEXT_EXCERPT_CHARS, diffs: true },
+  { entries: 3, chars: 100, excerpt: CONTEXT_EXCERPT_CHARS, diffs: true },
+  { entries: 1, chars: 100, excerpt: CONTEXT_EXCERPT_CHARS, diffs: true },
+  { entries: 0, chars: 0, excerpt: 4_096, diffs: true },
+  { entries: 0, chars: 0, excerpt: 1_024, diffs: false },
+  { entries: 0, chars: 0, excerpt: 0, diffs: false },
+];
 const LIMITS = FIELD_LIMITS.room;
 const ACTOR = 'room';
 
@@ -473,19 +484,33 @@ export class NegotiationRoom implements RoomQueries, Disposable {
     }
   }
 
-  /** The HITL DEBATE_DEADLOCK invocation of an escalation (README, "Negotiation rooms": the context JSON). */
+  /**
+   * The HITL DEBATE_DEADLOCK invocation of an escalation (README, "Negotiation rooms": the context JSON). Its context is
+   * kept within a HITL invocation's MAX_INVOCATION_BYTES, measured as UTF-8 JSON: the votes' texts are cut first, then
+   * the excerpt and the diff (`context_trimmed` says so); the editor shows the votes and the artifact whole.
+   */
   private escalationRequest(p: ProposalRecord, votes: readonly VoteRecord[], v: Verdict, t: RoomThresholds, policyVersion: string, missing: readonly string[]): InvocationRequest {
     const text = textOf(p.artifact);
     const previous = p.revision > 1 ? this.deps.store.room.revision(p.artifactId, p.revision - 1) : undefined;
     const previousText = previous ? textOf(previous.artifact) : undefined;
-    // Bounded so that the context stays well under a HITL invocation's 256 KiB with 16 critics (the editor shows the votes whole).
-    const cut = (list: readonly string[]) => list.slice(0, 5).map((s) => s.slice(0, 200));
+    let request: InvocationRequest | undefined;
+    for (const [level, cut] of CONTEXT_CUTS.entries()) {
+      request = this.escalationRequestCut(p, votes, v, t, policyVersion, missing, text, previousText, cut, level > 0);
+      if (Buffer.byteLength(JSON.stringify(request.context)) <= MAX_INVOCATION_BYTES) return request;
+    }
+    return request!;
+  }
+
+  private escalationRequestCut(p: ProposalRecord, votes: readonly VoteRecord[], v: Verdict, t: RoomThresholds, policyVersion: string,
+    missing: readonly string[], text: string | undefined, previousText: string | undefined, c: ContextCut, trimmed: boolean): InvocationRequest {
+    const cut = (list: readonly string[]) => list.slice(0, c.entries).map((s) => s.slice(0, c.chars));
+    const excerpt = text !== undefined && c.excerpt > 0 ? { artifact_excerpt: text.slice(0, c.excerpt), artifact_excerpt_cut: text.length > c.excerpt } : {};
     const facts = {
       negotiation_room_id: p.roomId, artifact_id: p.artifactId, revision: p.revision, artifact_type: p.artifactType, producer_id: p.producerId,
       content_type: p.contentType, artifact_bytes: p.artifact.byteLength,
       aggregate: aggregateJson(v.aggregate),
       thresholds: thresholdsJson(t),
-      checks: v.checks.map((c) => ({ name: c.name, value: c.value, threshold: c.threshold, pass: c.pass })),
+      checks: v.checks.map((x) => ({ name: x.name, value: x.value, threshold: x.threshold, pass: x.pass })),
       escalation_reasons: v.escalation,
       votes: votes.map((x) => ({
         critic_id: x.criticId, score: x.score, confidence: x.confidence, passed: x.passed,
@@ -498,9 +523,10 @@ export class NegotiationRoom implements RoomQueries, Disposable {
         modify: 'REVISION_REQUESTED: the producer submits a new revision (Request Revision)',
         deny: 'REVISION_REQUESTED and closed: rejected, no further revision of this artifact is accepted',
       },
-      ...(text !== undefined ? { artifact_excerpt: text.slice(0, CONTEXT_EXCERPT_CHARS), artifact_excerpt_cut: text.length > CONTEXT_EXCERPT_CHARS } : {}),
+      ...excerpt,
+      ...(trimmed ? { context_trimmed: true } : {}),
     };
-    const diffs = text !== undefined && previousText !== undefined && text.length <= CONTEXT_EXCERPT_CHARS / 2 && previousText.length <= CONTEXT_EXCERPT_CHARS / 2
+    const diffs = c.diffs && text !== undefined && previousText !== undefined && text.length <= CONTEXT_EXCERPT_CHARS / 2 && previousText.length <= CONTEXT_EXCERPT_CHARS / 2
       ? [{ title: `${p.artifactId}: revision ${p.revision - 1} → ${p.revision}`, before: previousText, after: text }] : [];
     const summary = `Negotiation room ${p.roomId.slice(0, 80)}: ${p.artifactType} artifact ${p.artifactId.slice(0, 80)} (revision ${p.revision}, by ${p.producerId}) needs a person: ${v.escalation.map((r) => r.split(':')[0]).join(', ')}.`;
     return parseInvocationRequest({
