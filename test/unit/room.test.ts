@@ -421,6 +421,45 @@ describe('negotiation room (RFC §17.5)', function () {
       assert.equal(submit({ artifact: Buffer.from('{"v":2}') }).revision, 2);
     });
 
+    it('an escalation that cannot be opened (BUFFER_FULL) is decided by the DEBATE_DEADLOCK fallback policy, recorded as a fallback', () => {
+      h.coordinator.hitl.setPolicy({ ...h.coordinator.hitl.policy, maxPendingPerRequester: 0 });
+      two();
+      vote('c1', 10, 0.9);
+      vote('c2', 2, 0.9);
+      const d = decision();
+      assert.deepEqual([d.outcome, d.decidedBy, d.final, d.closed], ['REVISION_REQUESTED', 'fallback', true, false]);
+      assert.match(d.reason, /could not be opened \(BUFFER_FULL: prod already has 0 pending HITL invocations.*the HITL fallback DENY_BY_DEFAULT.*No person decided/);
+      const [failed] = events('room.escalation_failed');
+      assert.equal(failed.details.fallback_policy, 'DENY_BY_DEFAULT');
+      // AUTO_DECIDE_THRESHOLD approves a high weighted mean (0.9 ≥ 0.8) when no person can be asked.
+      const fallbacks = { ...h.coordinator.hitl.policy.fallbacks, DEBATE_DEADLOCK: { policy: 'AUTO_DECIDE_THRESHOLD' as const, threshold: 0.8, extendMs: 0, maxExtensions: 0 } };
+      h.coordinator.hitl.setPolicy({ ...h.coordinator.hitl.policy, fallbacks });
+      submit({ artifactId: 'plan-2' });
+      vote('c1', 9, 0.9, { artifactId: 'plan-2' });
+      vote('c2', 9, 0.9, { artifactId: 'plan-2', recommendations: ['Please escalate to a human'] });
+      const d2 = room().getDecision('plan-2', '')!;
+      assert.deepEqual([d2.outcome, d2.decidedBy], ['APPROVED', 'fallback']);
+      assert.match(d2.reason, /AUTO_DECIDE_THRESHOLD/);
+    });
+
+    it('an unexpected error while escalating is not swallowed: the deciding vote is rolled back', () => {
+      two();
+      vote('c1', 10, 0.9);
+      const hitl = h.coordinator.hitl;
+      const open = hitl.open.bind(hitl);
+      hitl.open = () => { throw new Error('disk on fire'); };
+      try {
+        assert.throws(() => vote('c2', 2, 0.9), /disk on fire/);
+      } finally {
+        hitl.open = open;
+      }
+      assert.equal(room().getVotes('plan-1', '').length, 1, 'the deciding vote was not kept');
+      assert.equal(room().getDecision('plan-1', ''), undefined);
+      assert.equal(events('room.escalation_failed').length, 0);
+      vote('c2', 2, 0.9);
+      assert.equal(decision().outcome, 'ESCALATED_TO_HITL');
+    });
+
     it('auto-approval off: thresholds that all hold go to a person', () => {
       h.coordinator.policies.applySettings({ room: { autoApprove: false } }, ctx());
       two();
@@ -430,6 +469,20 @@ describe('negotiation room (RFC §17.5)', function () {
       assert.equal(d.outcome, 'ESCALATED_TO_HITL');
       assert.match(d.escalation[0], /^approval_required/);
       assert.equal(d.policyVersion, `v${h.coordinator.policies.current().version}`);
+    });
+
+    it('a revision is decided under the policy version recorded at its submission (thresholds, timeout, version)', () => {
+      const v1 = h.coordinator.policies.current().version;
+      two();
+      h.coordinator.policies.applySettings({ room: { minScoreThreshold: 9, voteTimeoutMs: 60_000 } }, ctx());
+      assert.equal(h.coordinator.policies.current().version, v1 + 1);
+      assert.equal(room().artifactDetail('plan-1')!.thresholds.minScoreThreshold, 7, 'the editor shows the thresholds it is decided by');
+      vote('c1', 8, 0.9);
+      vote('c2', 8, 0.9);
+      const d = decision();
+      assert.equal(d.outcome, 'APPROVED', 'min_score_threshold 7 of the submitted version, not 9');
+      assert.equal(d.policyVersion, `v${v1}`);
+      assert.equal(d.checks[0].threshold, 7);
     });
 
     it('configured thresholds apply (min_score_threshold 9)', () => {

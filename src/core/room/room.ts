@@ -4,10 +4,11 @@ import { Emitter, type Disposable, type Event } from '../events';
 import { FIELD_LIMITS, identifierRefusal } from '../fieldLimits';
 import { HitlStateError, type HitlService } from '../hitl/hitlService';
 import type { HitlInvocation, InvocationRequest } from '../hitl/model';
+import { applyFallback } from '../hitl/policy';
 import { HitlRequestError, MAX_INVOCATION_BYTES, parseInvocationRequest } from '../hitl/request';
 import type { IdSource } from '../ids';
 import type { EventLog } from '../log/eventLog';
-import type { RoomThresholds } from '../policy/model';
+import type { PolicySet, RoomThresholds } from '../policy/model';
 import type { NegotiationPolicies } from '../policy/policies';
 import { NegotiationError, type Speaker } from '../policy/speaker';
 import type { AgentDirectory } from '../registry/model';
@@ -353,8 +354,9 @@ export class NegotiationRoom implements RoomQueries, Disposable {
    * HITL invocation in the same transaction. Answers what to run after the commit (waiters, listeners, watching).
    */
   private decide(proposal: ProposalRecord, votes: VoteRecord[], missing: readonly string[], ctx: CallContext): () => void {
-    const policy = this.deps.policies.current();
-    const result = verdict(votes, policy.room, missing);
+    const policy = this.policyOf(proposal);
+    const thresholds = policy.room;
+    const result = verdict(votes, thresholds, missing);
     const now = this.deps.clock.now();
     const policyVersion = `v${policy.version}`;
     this.clearTimer(proposal);
@@ -365,17 +367,14 @@ export class NegotiationRoom implements RoomQueries, Disposable {
       return this.finish(proposal, decision);
     }
     let invocation: HitlInvocation;
+    const request = this.escalationRequest(proposal, votes, result, thresholds, policyVersion, missing);
     try {
-      invocation = this.deps.hitl.open(this.escalationRequest(proposal, votes, result, policy.room, policyVersion, missing), { kind: 'internal', component: ROOM_COMPONENT }, ctx).invocation;
+      invocation = this.deps.hitl.open(request, { kind: 'internal', component: ROOM_COMPONENT }, ctx).invocation;
     } catch (err) {
-      // The human cannot be asked (e.g. the producer already has too many pending invocations): decided as a fallback.
-      const why = err instanceof Error ? err.message : String(err);
-      this.record(proposal.roomId, ACTOR, 'room.escalation_failed', { room_id: proposal.roomId, artifact_id: proposal.artifactId, revision: proposal.revision, error: why.slice(0, 500), reasons: result.escalation }, 'WARN');
-      const decision = this.decisionOf(proposal, votes, result, policyVersion, {
-        outcome: 'REVISION_REQUESTED', decidedBy: 'fallback', final: true, closed: false, hitl: null, decidedAt: now,
-        reason: `${result.reason} The escalation could not be opened (${why.slice(0, 300)}): revision requested as a fallback, no person decided.`,
-      });
-      return this.finish(proposal, decision);
+      // Only HITL's refusal to open (e.g. BUFFER_FULL: the producer already has too many pending invocations) is
+      // decided here; anything else is rethrown so that the transaction (the deciding vote with it) rolls back.
+      if (!(err instanceof HitlRequestError)) throw err;
+      return this.escalationFallback(proposal, votes, result, policyVersion, request, err, now);
     }
     const escalated = this.decisionOf(proposal, votes, result, policyVersion, {
       outcome: 'ESCALATED_TO_HITL', reason: result.reason, decidedBy: 'policy', final: false, closed: false, decidedAt: now,
@@ -404,6 +403,44 @@ export class NegotiationRoom implements RoomQueries, Disposable {
       roomId: p.roomId, artifactId: p.artifactId, revision: p.revision, votes, aggregate: v.aggregate, checks: v.checks,
       escalation: v.escalation, policyVersion, ...rest,
     };
+  }
+
+  /**
+   * Inside a transaction: an escalation HITL refused to open, decided as if no human were available (RFC §15.4): the
+   * HITL policy's DEBATE_DEADLOCK fallback (DENY_BY_DEFAULT → REVISION_REQUESTED; AUTO_DECIDE_THRESHOLD approves when
+   * weighted_mean / 10 reaches its threshold; EXTEND_TIMEOUT cannot extend what is not open → REVISION_REQUESTED).
+   */
+  private escalationFallback(proposal: ProposalRecord, votes: VoteRecord[], result: Verdict, policyVersion: string,
+    request: InvocationRequest, err: HitlRequestError, now: number): () => void {
+    const setting = this.deps.hitl.policy.fallbacks.DEBATE_DEADLOCK;
+    const probe: HitlInvocation = {
+      id: '', reasonType: request.reasonType, requester: request.requester, correlationId: request.correlationId, subject: request.subject,
+      context: request.context, proposedActions: request.proposedActions, suggestedAction: request.suggestedAction, priority: request.priority,
+      requestedFallback: request.requestedFallback, origin: { kind: 'internal', component: ROOM_COMPONENT }, createdAt: now, deadlineAt: now,
+      originalDeadlineAt: now, extensions: 0, state: 'pending', decision: null, updatedAt: now,
+    };
+    const fallback = applyFallback(probe, setting, 'hitl_unavailable', now);
+    const approve = fallback.kind === 'decide' && fallback.action === 'approve';
+    const why = `${err.code}: ${err.message}`.slice(0, 300);
+    this.record(proposal.roomId, ACTOR, 'room.escalation_failed', {
+      room_id: proposal.roomId, artifact_id: proposal.artifactId, revision: proposal.revision, error: why, reasons: result.escalation,
+      fallback_policy: setting.policy, outcome: approve ? 'APPROVED' : 'REVISION_REQUESTED',
+    }, 'WARN');
+    const decision = this.decisionOf(proposal, votes, result, policyVersion, {
+      outcome: approve ? 'APPROVED' : 'REVISION_REQUESTED', decidedBy: 'fallback', final: true, closed: false, hitl: null, decidedAt: now,
+      reason: `${result.reason} The escalation could not be opened (${why}): decided by the HITL fallback ${setting.policy} (no human could be asked), ` +
+        `${approve ? 'approved' : fallback.kind === 'extend' ? 'revision requested (nothing is open to extend)' : 'revision requested'} — ${fallback.rationale} No person decided.`,
+    });
+    return this.finish(proposal, decision);
+  }
+
+  /**
+   * The policy version a revision is decided under: the one recorded on it at submission (its vote timeout came from
+   * it too), so that the decision records exactly the version it used; the current one only if that is unreadable.
+   */
+  private policyOf(proposal: ProposalRecord): PolicySet {
+    const n = /^v(\d+)$/.exec(proposal.policyVersion)?.[1];
+    return (n !== undefined ? this.deps.policies.version(Number(n)) : undefined) ?? this.deps.policies.current();
   }
 
   /** Inside a transaction: a final decision persisted with its event; answers what to run after the commit. */
@@ -657,7 +694,7 @@ export class NegotiationRoom implements RoomQueries, Disposable {
       previous: proposal.revision > 1 ? this.deps.store.room.revision(artifactId, proposal.revision - 1) : undefined,
       votes,
       aggregate: votes.length > 0 ? aggregate(votes) : null,
-      thresholds: this.deps.policies.current().room,
+      thresholds: this.policyOf(proposal).room,
       decision: this.deps.store.room.decision(artifactId, proposal.revision) ?? null,
     };
   }
