@@ -495,6 +495,32 @@ describe('negotiation room (RFC §17.5)', function () {
     });
   });
 
+  describe('reading the votes', () => {
+    it('GetVotes: the producer and the operator; a requested critic only once the revision is decided; nobody else', () => {
+      submit();
+      vote('c1', 10, 0.9);
+      assert.equal(room().getVotes('plan-1', '', as('prod')).length, 1);
+      assert.equal(room().getVotes('plan-1', '', OPERATOR).length, 1);
+      const unauthenticated: Speaker = { kind: 'agent', label: 'unauthenticated', mayActAs: () => true };
+      assert.equal(room().getVotes('plan-1', '', unauthenticated).length, 1, 'auth none: may act as anyone');
+      refusal(() => room().getVotes('plan-1', '', as('c2')), 'permission', 'PERMISSION_DENIED', /before the revision is decided/);
+      refusal(() => room().getVotes('plan-1', '', as('c1')), 'permission', 'PERMISSION_DENIED', /before the revision is decided/);
+      refusal(() => room().getVotes('plan-1', '', as('other')), 'permission', 'PERMISSION_DENIED', /only the producer/);
+      // Escalated: still not decided; GetDecision answers the escalation without the votes to a critic.
+      vote('c2', 2, 0.9);
+      assert.equal(decision().outcome, 'ESCALATED_TO_HITL');
+      refusal(() => room().getVotes('plan-1', '', as('c2')), 'permission', 'PERMISSION_DENIED');
+      const seen = room().getDecision('plan-1', '', as('c2'))!;
+      assert.deepEqual([seen.outcome, seen.votes.length], ['ESCALATED_TO_HITL', 0]);
+      assert.equal(room().getDecision('plan-1', '', as('prod'))!.votes.length, 2);
+      assert.equal(room().getDecision('plan-1', '', as('other'))!.votes.length, 0);
+      room().hitlAction('room-1', 'approve', 'fine', OPERATOR, ctx());
+      assert.equal(room().getVotes('plan-1', '', as('c2')).length, 2, 'decided: the critics may read each other\'s votes');
+      assert.equal(room().getDecision('plan-1', '', as('c1'))!.votes.length, 2);
+      refusal(() => room().getVotes('plan-1', '', as('other')), 'permission', 'PERMISSION_DENIED');
+    });
+  });
+
   describe('WaitForDecision', () => {
     it('resolves when the last critic votes; at once when decided', async () => {
       submit();
@@ -527,8 +553,27 @@ describe('negotiation room (RFC §17.5)', function () {
       submit();
       const aborter = new AbortController();
       const waited = room().waitForDecision('plan-1', '', 0, aborter.signal);
+      assert.equal(room().waiterCount('plan-1'), 1);
       aborter.abort();
       await assert.rejects(waited, (err: unknown) => err instanceof NegotiationError && err.code === 'CANCELLED');
+      assert.equal(room().waiterCount('plan-1'), 0, 'the waiter is gone');
+    });
+
+    it('at most 64 waits per artifact: one more is refused RESOURCE_EXHAUSTED (BUFFER_FULL); a freed place is usable again', async () => {
+      submit();
+      const aborters = Array.from({ length: 64 }, () => new AbortController());
+      const waits = aborters.map((a) => room().waitForDecision('plan-1', '', 0, a.signal));
+      assert.equal(room().waiterCount('plan-1'), 64);
+      await assert.rejects(room().waitForDecision('plan-1', '', 0),
+        (err: unknown) => err instanceof NegotiationError && err.kind === 'exhausted' && err.code === 'BUFFER_FULL' && /at most 64/.test(err.message));
+      aborters[0].abort();
+      await assert.rejects(waits[0], (err: unknown) => err instanceof NegotiationError && err.code === 'CANCELLED');
+      const again = room().waitForDecision('plan-1', '', 0);
+      vote('c1', 8, 0.9);
+      vote('c2', 8, 0.9);
+      assert.equal((await again).outcome, 'APPROVED');
+      for (const w of waits.slice(1)) assert.equal((await w).outcome, 'APPROVED');
+      assert.equal(room().waiterCount('plan-1'), 0);
     });
   });
 
@@ -549,7 +594,20 @@ describe('negotiation room (RFC §17.5)', function () {
       assert.equal((await room().waitForDecision('plan-1', '', 0)).outcome, 'APPROVED');
     });
 
-    it('the vote timer is re-armed after a restart (a deadline passed while stopped escalates at start)', async () => {
+    it('a vote deadline that passed while the coordinator was stopped escalates at start', async () => {
+      submit();
+      vote('c1', 8, 0.9);
+      operator?.dispose();
+      operator = undefined;
+      h.restart(() => h.clock.advance(16 * 60_000));
+      // restore() ran at start, the clock already past the deadline: no further time passes.
+      const d = decision();
+      assert.equal(d.outcome, 'ESCALATED_TO_HITL');
+      assert.match(d.escalation[0], /^vote_timeout/);
+      assert.equal(events('room.vote_timeout').length, 1);
+    });
+
+    it('the vote timer is re-armed after a restart', async () => {
       submit();
       vote('c1', 8, 0.9);
       h.restart();

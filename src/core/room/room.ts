@@ -71,6 +71,8 @@ export const ROOM_HITL_ACTIONS = ['approve', 'modify', 'deny'] as const;
 /** WaitForDecision without timeout_seconds waits this long; a longer timeout is cut to the maximum. */
 export const DEFAULT_WAIT_MS = 300_000;
 export const MAX_WAIT_MS = 3_600_000;
+/** At most this many WaitForDecision calls wait on one artifact at once; one more is refused RESOURCE_EXHAUSTED (BUFFER_FULL). */
+export const MAX_WAITERS_PER_ARTIFACT = 64;
 /** An artifact shown in the HITL context as text: at most this many characters. */
 const CONTEXT_EXCERPT_CHARS = 16_384;
 
@@ -581,16 +583,41 @@ export class NegotiationRoom implements RoomQueries, Disposable {
 
   // ---------------------------------------------------------------- reads and waiting
 
-  /** The current revision's votes. */
-  getVotes(artifactId: string, roomId: string): VoteRecord[] {
+  /**
+   * The current revision's votes. With a `reader` (an RPC's caller): only the producer, the operator and, once the
+   * revision is decided, its requested critics may read them (a critic may not read the others' votes before the
+   * decision); PERMISSION_DENIED naming why otherwise. Without one (the editor): everything.
+   */
+  getVotes(artifactId: string, roomId: string, reader?: Speaker): VoteRecord[] {
     const proposal = this.current(artifactId, roomId);
+    const refusal = reader === undefined ? undefined : this.voteReadRefusal(proposal, reader);
+    if (refusal !== undefined) throw denied(refusal);
     return this.deps.store.room.votes(proposal.artifactId, proposal.revision);
   }
 
-  /** The current revision's newest decision (ESCALATED_TO_HITL while a human decides), undefined while voting. */
-  getDecision(artifactId: string, roomId: string): RoomDecision | undefined {
+  /**
+   * The current revision's newest decision (ESCALATED_TO_HITL while a human decides), undefined while voting. A final
+   * decision is answered whole; while it is not final, a `reader` that may not read the votes (getVotes) gets it
+   * without them.
+   */
+  getDecision(artifactId: string, roomId: string, reader?: Speaker): RoomDecision | undefined {
     const proposal = this.current(artifactId, roomId);
-    return this.deps.store.room.decision(proposal.artifactId, proposal.revision);
+    const decision = this.deps.store.room.decision(proposal.artifactId, proposal.revision);
+    if (decision && !decision.final && reader !== undefined && this.voteReadRefusal(proposal, reader) !== undefined) {
+      return { ...decision, votes: [] };
+    }
+    return decision;
+  }
+
+  /** Why `reader` may not read the revision's votes, undefined when it may. */
+  private voteReadRefusal(proposal: ProposalRecord, reader: Speaker): string | undefined {
+    if (reader.kind !== 'agent' || reader.mayActAs(proposal.producerId)) return undefined;
+    const critic = proposal.requestedCritics.find((c) => reader.mayActAs(c));
+    if (critic !== undefined) {
+      return proposal.state === 'decided' ? undefined
+        : `${speakerName(reader)} (critic '${critic}') may not read the other critics' votes on revision ${proposal.revision} of artifact '${proposal.artifactId}' before the revision is decided`;
+    }
+    return `only the producer, the operator and (once the revision is decided) the requested critics may read the votes of artifact '${proposal.artifactId}'; ${speakerName(reader)} is none of them`;
   }
 
   /**
@@ -608,6 +635,11 @@ export class NegotiationRoom implements RoomQueries, Disposable {
     const decided = this.deps.store.room.decision(proposal.artifactId, proposal.revision);
     if (decided?.final) return Promise.resolve(decided);
     if (this.disposed) return Promise.reject(new NegotiationError('unavailable', 'UNAVAILABLE', 'the coordinator is stopping'));
+    const waiting = this.waiterCount(proposal.artifactId);
+    if (waiting >= MAX_WAITERS_PER_ARTIFACT) {
+      return Promise.reject(new NegotiationError('exhausted', 'BUFFER_FULL',
+        `${waiting} WaitForDecision calls already wait on artifact '${proposal.artifactId}' (at most ${MAX_WAITERS_PER_ARTIFACT}); poll GetDecision or wait again later`));
+    }
     const waitMs = timeoutMs > 0 ? Math.min(timeoutMs, MAX_WAIT_MS) : DEFAULT_WAIT_MS;
     const k = key(proposal.artifactId, proposal.revision);
     return new Promise<RoomDecision>((resolve, reject) => {
@@ -616,11 +648,13 @@ export class NegotiationRoom implements RoomQueries, Disposable {
       const onAbort = () => {
         waiter.dispose();
         set.delete(waiter);
+        if (set.size === 0 && this.waiters.get(k) === set) this.waiters.delete(k);
         reject(new NegotiationError('unavailable', 'CANCELLED', 'the wait was cancelled'));
       };
       const timer = this.deps.clock.setTimer(waitMs, () => {
         waiter.dispose();
         set.delete(waiter);
+        if (set.size === 0 && this.waiters.get(k) === set) this.waiters.delete(k);
         reject(new NegotiationError('deadline', 'DEADLINE_EXCEEDED',
           `no final decision on revision ${proposal.revision} of artifact '${proposal.artifactId}' within ${Math.round(waitMs / 1000)} s (it is ${this.deps.store.room.revision(proposal.artifactId, proposal.revision)?.state ?? proposal.state}); call WaitForDecision again`));
       });
@@ -635,6 +669,13 @@ export class NegotiationRoom implements RoomQueries, Disposable {
       if (signal?.aborted) onAbort();
       else signal?.addEventListener('abort', onAbort, { once: true });
     });
+  }
+
+  /** How many WaitForDecision calls wait on the artifact now (any revision): the cap's count, and what tests check. */
+  waiterCount(artifactId: string): number {
+    let n = 0;
+    for (const [k, set] of this.waiters) if (k.slice(k.indexOf('#') + 1) === artifactId) n += set.size;
+    return n;
   }
 
   /**
@@ -714,6 +755,9 @@ export class NegotiationRoom implements RoomQueries, Disposable {
           if (proposal.requestedCritics.every((c) => votes.some((v) => v.criticId === c))) {
             const after = this.deps.store.transaction(() => this.decide(proposal, votes, [], { correlationId: proposal.roomId }));
             after();
+          } else if (proposal.voteDeadlineAt > 0 && proposal.voteDeadlineAt <= this.deps.clock.now()) {
+            // The deadline passed while the coordinator was stopped: decided now, not at the clock's next tick.
+            this.voteTimedOut(proposal);
           } else {
             this.armVoteTimer(proposal);
           }
@@ -769,23 +813,28 @@ export class NegotiationRoom implements RoomQueries, Disposable {
     this.timers.get(k)?.dispose();
     this.timers.set(k, this.deps.clock.setTimer(Math.max(0, proposal.voteDeadlineAt - this.deps.clock.now()), () => {
       this.timers.delete(k);
-      if (this.disposed) return;
-      try {
-        const current = this.deps.store.room.revision(proposal.artifactId, proposal.revision);
-        if (!current || current.state !== 'voting') return;
-        const votes = this.deps.store.room.votes(current.artifactId, current.revision);
-        const missing = current.requestedCritics.filter((c) => !votes.some((v) => v.criticId === c));
-        const after = this.deps.store.transaction(() => {
-          this.record(current.roomId, ACTOR, 'room.vote_timeout', {
-            room_id: current.roomId, artifact_id: current.artifactId, revision: current.revision, missing, deadline: isoUtc(current.voteDeadlineAt),
-          }, 'WARN');
-          return this.decide(current, votes, missing, { correlationId: current.roomId });
-        });
-        after();
-      } catch (err) {
-        this.deps.log.internalError(ACTOR, proposal.roomId, err);
-      }
+      this.voteTimedOut(proposal);
     }));
+  }
+
+  /** The vote deadline passed: decided on the votes there are (the missing critics named: vote_timeout escalates). */
+  private voteTimedOut(proposal: ProposalRecord): void {
+    if (this.disposed) return;
+    try {
+      const current = this.deps.store.room.revision(proposal.artifactId, proposal.revision);
+      if (!current || current.state !== 'voting') return;
+      const votes = this.deps.store.room.votes(current.artifactId, current.revision);
+      const missing = current.requestedCritics.filter((c) => !votes.some((v) => v.criticId === c));
+      const after = this.deps.store.transaction(() => {
+        this.record(current.roomId, ACTOR, 'room.vote_timeout', {
+          room_id: current.roomId, artifact_id: current.artifactId, revision: current.revision, missing, deadline: isoUtc(current.voteDeadlineAt),
+        }, 'WARN');
+        return this.decide(current, votes, missing, { correlationId: current.roomId });
+      });
+      after();
+    } catch (err) {
+      this.deps.log.internalError(ACTOR, proposal.roomId, err);
+    }
   }
 
   private clearTimer(proposal: ProposalRecord): void {
