@@ -205,10 +205,11 @@ export class RouterHarness implements Disposable {
     return this.events(eventType).filter((e) => e.details.message_id === messageId);
   }
 
-  /** Stops this coordinator and starts a new one over the same store (a coordinator restart). */
-  restart(): void {
+  /** Stops this coordinator and starts a new one over the same store (a coordinator restart); `whileStopped` runs between. */
+  restart(whileStopped?: () => void): void {
     for (const handle of this.handles.splice(0)) handle.dispose();
     this.coordinator.dispose();
+    whileStopped?.();
     this.open();
   }
 

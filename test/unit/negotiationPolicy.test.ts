@@ -298,6 +298,19 @@ describe('NegotiationPolicies (RFC §17.2): the versioned policy set, profiles a
       assert.match(q.settingsRefusal ?? '', /^proposal_schemas\[0\]\.schema: does not compile: strict mode/);
       assert.deepEqual(q.current().proposalSchemas, []);
     });
+
+    it('the RFC §17.5 escalation thresholds (MUST) may only be made stricter: confidence ≥ 0.3, std dev ≤ 3.0', () => {
+      open();
+      const low = reopen({ room: { escalateBelowConfidence: 0.1 } });
+      assert.equal(low.current().version, 1);
+      assert.match(low.settingsRefusal ?? '', /^room\.escalate_below_confidence: must be within 0\.3\.\.1 \(RFC §17\.5 MUST: .*stricter.*\), not 0\.1/);
+      const wide = reopen({ room: { escalateAboveStdDev: 5 } });
+      assert.equal(wide.current().version, 1);
+      assert.match(wide.settingsRefusal ?? '', /^room\.escalate_above_std_dev: must be within 0\.\.3 \(RFC §17\.5 MUST: .*stricter.*\), not 5/);
+      const strict = reopen({ room: { escalateBelowConfidence: 0.5, escalateAboveStdDev: 2 } });
+      assert.equal(strict.settingsRefusal, undefined);
+      assert.deepEqual([strict.current().room.escalateBelowConfidence, strict.current().room.escalateAboveStdDev], [0.5, 2]);
+    });
   });
 
   describe('refusals name the proto field', () => {

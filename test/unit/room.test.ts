@@ -138,6 +138,29 @@ describe('negotiation room (RFC §17.5)', function () {
       refusal(() => submit({ artifact: Buffer.from('{"steps":[]}') }), 'precondition', 'FAILED_PRECONDITION', /still being voted on/);
       refusal(() => submit({ roomId: 'room-2' }), 'precondition', 'FAILED_PRECONDITION', /is in room 'room-1'/);
     });
+
+    it('a retried SubmitProposal after the revision is decided answers the same revision and changes nothing', () => {
+      submit();
+      vote('c1', 8, 0.9);
+      vote('c2', 8, 0.9);
+      assert.equal(decision().outcome, 'APPROVED');
+      const before = h.events('room.proposal_submitted').length;
+      assert.deepEqual(submit({ requestedCritics: ['c2', 'c1'] }), { artifactId: 'plan-1', roomId: 'room-1', revision: 1 });
+      assert.equal(h.events('room.proposal_submitted').length, before, 'no new revision');
+      assert.equal(sinks.get('c1')!.ofType('NEGOTIATION').length, 1, 'not notified again');
+      // After REVISION_REQUESTED: the retry of revision 2 once it is decided too.
+      submit({ artifactId: 'plan-2' });
+      vote('c1', 3, 0.9, { artifactId: 'plan-2' });
+      vote('c2', 3, 0.9, { artifactId: 'plan-2' });
+      const v2 = Buffer.from('{"v":2}');
+      assert.equal(submit({ artifactId: 'plan-2', artifact: v2 }).revision, 2);
+      // Votes like those on revision 1, cast for revision 2 (voted_at after its submission): stored.
+      const at = h.clock.now();
+      vote('c1', 3, 0.9, { artifactId: 'plan-2', votedAt: at });
+      vote('c2', 3, 0.9, { artifactId: 'plan-2', votedAt: at });
+      assert.equal(room().getDecision('plan-2', '')?.outcome, 'REVISION_REQUESTED');
+      assert.equal(submit({ artifactId: 'plan-2', artifact: v2 }).revision, 2, 'the retry of revision 2, not a revision 3');
+    });
   });
 
   describe('SubmitVote', () => {
@@ -179,6 +202,37 @@ describe('negotiation room (RFC §17.5)', function () {
       assert.deepEqual([previous.score, previous.confidence, previous.passed], [5, 0.9, true]);
       assert.equal(replaced.details.score, 8);
       assert.equal(room().getDecision('plan-1', ''), undefined, 'still voting');
+    });
+
+    it('a retried deciding vote is answered OK and changes nothing once the revision is decided or escalated', () => {
+      vote('c1', 8, 0.9);
+      vote('c2', 8, 0.9);
+      vote('c3', 8, 0.9, { strengths: ['ok'] });
+      assert.equal(decision().outcome, 'APPROVED');
+      const counts = () => ['room.vote', 'room.vote_replaced', 'room.decided', 'room.escalated'].map((t) => events(t).length);
+      const before = counts();
+      assert.deepEqual(vote('c3', 8, 0.9, { strengths: ['ok'] }), { artifactId: 'plan-1', criticId: 'c3' });
+      assert.deepEqual(counts(), before, 'nothing recorded');
+      refusal(() => vote('c3', 7, 0.9), 'precondition', 'FAILED_PRECONDITION', /votes are closed/);
+    });
+
+    it('a vote counts for the revision current when it arrives: a retry of the previous revision\'s vote changes nothing, a vote cast before this revision is refused', () => {
+      // Revision 1 (c1, c2, c3) is decided REVISION_REQUESTED; the producer resubmits at once.
+      vote('c1', 3, 0.9);
+      vote('c2', 3, 0.9);
+      vote('c3', 3, 0.9);
+      assert.equal(decision().outcome, 'REVISION_REQUESTED');
+      h.clock.advance(1_000);
+      assert.equal(submit({ requestedCritics: ['c1', 'c2', 'c3'], artifact: Buffer.from('{"v":2}') }).revision, 2);
+      // c3's revision-1 vote is retried (its answer was lost): OK, not stored on revision 2.
+      assert.deepEqual(vote('c3', 3, 0.9), { artifactId: 'plan-1', criticId: 'c3' });
+      assert.equal(room().getVotes('plan-1', '').length, 0, 'not counted for revision 2');
+      // A late vote stamped before revision 2 was submitted: refused, naming why.
+      const r2 = room().artifactDetail('plan-1')!.proposal.submittedAt;
+      refusal(() => vote('c2', 4, 0.9, { votedAt: r2 - 500 }), 'precondition', 'FAILED_PRECONDITION', /earlier revision/);
+      assert.equal(room().getVotes('plan-1', '').length, 0);
+      vote('c2', 9, 0.9, { votedAt: r2 + 10 });
+      assert.equal(room().getVotes('plan-1', '').length, 1);
     });
   });
 
@@ -367,6 +421,45 @@ describe('negotiation room (RFC §17.5)', function () {
       assert.equal(submit({ artifact: Buffer.from('{"v":2}') }).revision, 2);
     });
 
+    it('an escalation that cannot be opened (BUFFER_FULL) is decided by the DEBATE_DEADLOCK fallback policy, recorded as a fallback', () => {
+      h.coordinator.hitl.setPolicy({ ...h.coordinator.hitl.policy, maxPendingPerRequester: 0 });
+      two();
+      vote('c1', 10, 0.9);
+      vote('c2', 2, 0.9);
+      const d = decision();
+      assert.deepEqual([d.outcome, d.decidedBy, d.final, d.closed], ['REVISION_REQUESTED', 'fallback', true, false]);
+      assert.match(d.reason, /could not be opened \(BUFFER_FULL: prod already has 0 pending HITL invocations.*the HITL fallback DENY_BY_DEFAULT.*No person decided/);
+      const [failed] = events('room.escalation_failed');
+      assert.equal(failed.details.fallback_policy, 'DENY_BY_DEFAULT');
+      // AUTO_DECIDE_THRESHOLD approves a high weighted mean (0.9 ≥ 0.8) when no person can be asked.
+      const fallbacks = { ...h.coordinator.hitl.policy.fallbacks, DEBATE_DEADLOCK: { policy: 'AUTO_DECIDE_THRESHOLD' as const, threshold: 0.8, extendMs: 0, maxExtensions: 0 } };
+      h.coordinator.hitl.setPolicy({ ...h.coordinator.hitl.policy, fallbacks });
+      submit({ artifactId: 'plan-2' });
+      vote('c1', 9, 0.9, { artifactId: 'plan-2' });
+      vote('c2', 9, 0.9, { artifactId: 'plan-2', recommendations: ['Please escalate to a human'] });
+      const d2 = room().getDecision('plan-2', '')!;
+      assert.deepEqual([d2.outcome, d2.decidedBy], ['APPROVED', 'fallback']);
+      assert.match(d2.reason, /AUTO_DECIDE_THRESHOLD/);
+    });
+
+    it('an unexpected error while escalating is not swallowed: the deciding vote is rolled back', () => {
+      two();
+      vote('c1', 10, 0.9);
+      const hitl = h.coordinator.hitl;
+      const open = hitl.open.bind(hitl);
+      hitl.open = () => { throw new Error('disk on fire'); };
+      try {
+        assert.throws(() => vote('c2', 2, 0.9), /disk on fire/);
+      } finally {
+        hitl.open = open;
+      }
+      assert.equal(room().getVotes('plan-1', '').length, 1, 'the deciding vote was not kept');
+      assert.equal(room().getDecision('plan-1', ''), undefined);
+      assert.equal(events('room.escalation_failed').length, 0);
+      vote('c2', 2, 0.9);
+      assert.equal(decision().outcome, 'ESCALATED_TO_HITL');
+    });
+
     it('auto-approval off: thresholds that all hold go to a person', () => {
       h.coordinator.policies.applySettings({ room: { autoApprove: false } }, ctx());
       two();
@@ -378,6 +471,20 @@ describe('negotiation room (RFC §17.5)', function () {
       assert.equal(d.policyVersion, `v${h.coordinator.policies.current().version}`);
     });
 
+    it('a revision is decided under the policy version recorded at its submission (thresholds, timeout, version)', () => {
+      const v1 = h.coordinator.policies.current().version;
+      two();
+      h.coordinator.policies.applySettings({ room: { minScoreThreshold: 9, voteTimeoutMs: 60_000 } }, ctx());
+      assert.equal(h.coordinator.policies.current().version, v1 + 1);
+      assert.equal(room().artifactDetail('plan-1')!.thresholds.minScoreThreshold, 7, 'the editor shows the thresholds it is decided by');
+      vote('c1', 8, 0.9);
+      vote('c2', 8, 0.9);
+      const d = decision();
+      assert.equal(d.outcome, 'APPROVED', 'min_score_threshold 7 of the submitted version, not 9');
+      assert.equal(d.policyVersion, `v${v1}`);
+      assert.equal(d.checks[0].threshold, 7);
+    });
+
     it('configured thresholds apply (min_score_threshold 9)', () => {
       h.coordinator.policies.applySettings({ room: { minScoreThreshold: 9 } }, ctx());
       two();
@@ -385,6 +492,32 @@ describe('negotiation room (RFC §17.5)', function () {
       vote('c2', 8, 0.9);
       assert.equal(decision().outcome, 'REVISION_REQUESTED');
       assert.equal(decision().checks[0].threshold, 9);
+    });
+  });
+
+  describe('reading the votes', () => {
+    it('GetVotes: the producer and the operator; a requested critic only once the revision is decided; nobody else', () => {
+      submit();
+      vote('c1', 10, 0.9);
+      assert.equal(room().getVotes('plan-1', '', as('prod')).length, 1);
+      assert.equal(room().getVotes('plan-1', '', OPERATOR).length, 1);
+      const unauthenticated: Speaker = { kind: 'agent', label: 'unauthenticated', mayActAs: () => true };
+      assert.equal(room().getVotes('plan-1', '', unauthenticated).length, 1, 'auth none: may act as anyone');
+      refusal(() => room().getVotes('plan-1', '', as('c2')), 'permission', 'PERMISSION_DENIED', /before the revision is decided/);
+      refusal(() => room().getVotes('plan-1', '', as('c1')), 'permission', 'PERMISSION_DENIED', /before the revision is decided/);
+      refusal(() => room().getVotes('plan-1', '', as('other')), 'permission', 'PERMISSION_DENIED', /only the producer/);
+      // Escalated: still not decided; GetDecision answers the escalation without the votes to a critic.
+      vote('c2', 2, 0.9);
+      assert.equal(decision().outcome, 'ESCALATED_TO_HITL');
+      refusal(() => room().getVotes('plan-1', '', as('c2')), 'permission', 'PERMISSION_DENIED');
+      const seen = room().getDecision('plan-1', '', as('c2'))!;
+      assert.deepEqual([seen.outcome, seen.votes.length], ['ESCALATED_TO_HITL', 0]);
+      assert.equal(room().getDecision('plan-1', '', as('prod'))!.votes.length, 2);
+      assert.equal(room().getDecision('plan-1', '', as('other'))!.votes.length, 0);
+      room().hitlAction('room-1', 'approve', 'fine', OPERATOR, ctx());
+      assert.equal(room().getVotes('plan-1', '', as('c2')).length, 2, 'decided: the critics may read each other\'s votes');
+      assert.equal(room().getDecision('plan-1', '', as('c1'))!.votes.length, 2);
+      refusal(() => room().getVotes('plan-1', '', as('other')), 'permission', 'PERMISSION_DENIED');
     });
   });
 
@@ -420,8 +553,27 @@ describe('negotiation room (RFC §17.5)', function () {
       submit();
       const aborter = new AbortController();
       const waited = room().waitForDecision('plan-1', '', 0, aborter.signal);
+      assert.equal(room().waiterCount('plan-1'), 1);
       aborter.abort();
       await assert.rejects(waited, (err: unknown) => err instanceof NegotiationError && err.code === 'CANCELLED');
+      assert.equal(room().waiterCount('plan-1'), 0, 'the waiter is gone');
+    });
+
+    it('at most 64 waits per artifact: one more is refused RESOURCE_EXHAUSTED (BUFFER_FULL); a freed place is usable again', async () => {
+      submit();
+      const aborters = Array.from({ length: 64 }, () => new AbortController());
+      const waits = aborters.map((a) => room().waitForDecision('plan-1', '', 0, a.signal));
+      assert.equal(room().waiterCount('plan-1'), 64);
+      await assert.rejects(room().waitForDecision('plan-1', '', 0),
+        (err: unknown) => err instanceof NegotiationError && err.kind === 'exhausted' && err.code === 'BUFFER_FULL' && /at most 64/.test(err.message));
+      aborters[0].abort();
+      await assert.rejects(waits[0], (err: unknown) => err instanceof NegotiationError && err.code === 'CANCELLED');
+      const again = room().waitForDecision('plan-1', '', 0);
+      vote('c1', 8, 0.9);
+      vote('c2', 8, 0.9);
+      assert.equal((await again).outcome, 'APPROVED');
+      for (const w of waits.slice(1)) assert.equal((await w).outcome, 'APPROVED');
+      assert.equal(room().waiterCount('plan-1'), 0);
     });
   });
 
@@ -442,7 +594,20 @@ describe('negotiation room (RFC §17.5)', function () {
       assert.equal((await room().waitForDecision('plan-1', '', 0)).outcome, 'APPROVED');
     });
 
-    it('the vote timer is re-armed after a restart (a deadline passed while stopped escalates at start)', async () => {
+    it('a vote deadline that passed while the coordinator was stopped escalates at start', async () => {
+      submit();
+      vote('c1', 8, 0.9);
+      operator?.dispose();
+      operator = undefined;
+      h.restart(() => h.clock.advance(16 * 60_000));
+      // restore() ran at start, the clock already past the deadline: no further time passes.
+      const d = decision();
+      assert.equal(d.outcome, 'ESCALATED_TO_HITL');
+      assert.match(d.escalation[0], /^vote_timeout/);
+      assert.equal(events('room.vote_timeout').length, 1);
+    });
+
+    it('the vote timer is re-armed after a restart', async () => {
       submit();
       vote('c1', 8, 0.9);
       h.restart();
@@ -482,18 +647,27 @@ describe('negotiation room (RFC §17.5)', function () {
     });
   });
 
-  it('the HITL context stays bounded with 16 critics of long votes, and carries the diff against the previous revision', () => {
+  it('the HITL context stays bounded (UTF-8 JSON bytes) with 16 critics of long votes on the escalated revision, and carries the diff', () => {
     const critics = Array.from({ length: 16 }, (_, i) => `k${i}`);
     for (const id of critics) h.register(id);
-    const long = Array.from({ length: 32 }, (_, i) => `${'é'.repeat(990)} ${i}`);
     submit({ requestedCritics: critics, artifact: Buffer.from('step one\nstep two\n') });
-    critics.forEach((c, i) => vote(c, i % 2 === 0 ? 8 : 5, 0.9, { strengths: long, weaknesses: long, recommendations: long }));
+    critics.forEach((c, i) => vote(c, i % 2 === 0 ? 8 : 5, 0.9));
     assert.equal(decision().outcome, 'REVISION_REQUESTED');
     submit({ requestedCritics: critics, artifact: Buffer.from('step one\nstep two\nstep three\n') });
-    critics.forEach((c) => vote(c, 9, 0.9, { recommendations: c === 'k3' ? ['escalate: the budget needs a person'] : [] }));
-    const invocation = h.coordinator.hitl.get(decision().hitl!.invocationId)!;
+    // The longest texts a vote may carry, each control character escaped to 6 bytes of JSON: on the escalated revision.
+    const long = (i: number) => `${'\u0001'.repeat(990)} ${i}`;
+    const lists = Array.from({ length: 32 }, (_, i) => long(i));
+    critics.forEach((c) => vote(c, 9, 0.9, {
+      strengths: lists, weaknesses: lists, recommendations: c === 'k3' ? ['escalate: the budget needs a person', ...lists.slice(1)] : lists,
+    }));
+    const d = decision();
+    assert.equal(d.outcome, 'ESCALATED_TO_HITL');
+    const invocation = h.coordinator.hitl.get(d.hitl!.invocationId)!;
     const size = Buffer.byteLength(JSON.stringify(invocation.context));
-    assert.ok(size < 256 * 1024, `the context is ${size} bytes`);
+    assert.ok(size <= 256 * 1024, `the context is ${size} bytes`);
+    assert.equal(invocation.context.facts.context_trimmed, true);
+    const votes = invocation.context.facts.votes as Array<Record<string, unknown>>;
+    assert.equal(votes.length, 16, 'every vote is there (its texts cut)');
     assert.deepEqual(JSON.parse(JSON.stringify(invocation.context.diffs)), [{ title: 'plan-1: revision 1 → 2', before: 'step one\nstep two\n', after: 'step one\nstep two\nstep three\n' }]);
     assert.equal(invocation.context.facts.artifact_excerpt, 'step one\nstep two\nstep three\n');
   });

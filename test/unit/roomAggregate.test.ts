@@ -79,6 +79,15 @@ describe('room aggregation (RFC §17.5 AggregatedScore)', () => {
     assert.match(escalationReasons(fine, agg(fine), T, ['c'])[0], /^vote_timeout: .* from c/);
   });
 
+  it('critic_requested: a recommendation containing the word "escalate" anywhere, any case; not "escalated" nor "de-escalate"', () => {
+    const asking = (text: string) => {
+      const votes = [vote('a', 8, 0.9, true, [text])];
+      return escalationReasons(votes, aggregate(votes), T, []).length === 1;
+    };
+    for (const text of ['Please escalate to a human', 'ESCALATE', 'escalate.', 'We should (escalate) this', 'Escalate: budget']) assert.ok(asking(text), text);
+    for (const text of ['escalated already', 'de-escalate the tone', 'escalates quickly', 'no escalation needed', 'deescalate']) assert.ok(!asking(text), text);
+  });
+
   it('verdict: escalation first, then approval when all four hold, else revision', () => {
     const good = [vote('a', 8, 0.9), vote('b', 8, 0.8)];
     assert.equal(verdict(good, T, []).outcome, 'APPROVED');

@@ -24,6 +24,7 @@ const SHIPPED: ReadonlyArray<readonly [number, string, string]> = [
   [12, 'policy', 'b6d420d66bcaceea'],
   [13, 'negotiation', '0ba8de7e0d590938'],
   [14, 'room', 'c0659f8be0c42dbb'],
+  [15, 'room', '702557545a478cce'],
 ];
 
 function digest(step: SchemaStep): string {

@@ -35,13 +35,13 @@ export const PREFERENCE_FIELDS: readonly { readonly key: PreferenceField; readon
   { key: 'oscillationLimit', proto: 'oscillation_limit', integer: true, stricter: 'lower' },
 ];
 
-export const ROOM_FIELDS: readonly { readonly key: Exclude<keyof RoomThresholds, 'autoApprove'>; readonly proto: string; readonly min: number; readonly max: number; readonly integer: boolean }[] = [
+export const ROOM_FIELDS: readonly { readonly key: Exclude<keyof RoomThresholds, 'autoApprove'>; readonly proto: string; readonly min: number; readonly max: number; readonly integer: boolean; readonly what?: string }[] = [
   { key: 'minScoreThreshold', proto: 'min_score_threshold', min: 0, max: 10, integer: false },
   { key: 'minConfidenceThreshold', proto: 'min_confidence_threshold', min: 0, max: 1, integer: false },
   { key: 'minPassRatio', proto: 'min_pass_ratio', min: 0, max: 1, integer: false },
   { key: 'maxStdDev', proto: 'max_std_dev', min: 0, max: 10, integer: false },
-  { key: 'escalateBelowConfidence', proto: 'escalate_below_confidence', min: 0, max: 1, integer: false },
-  { key: 'escalateAboveStdDev', proto: 'escalate_above_std_dev', min: 0, max: 10, integer: false },
+  { key: 'escalateBelowConfidence', proto: 'escalate_below_confidence', min: 0.3, max: 1, integer: false, what: ' (RFC §17.5 MUST: a vote below confidence 0.3 escalates; it may only be made stricter)' },
+  { key: 'escalateAboveStdDev', proto: 'escalate_above_std_dev', min: 0, max: 3, integer: false, what: ' (RFC §17.5 MUST: a std_dev above 3.0 escalates; it may only be made stricter)' },
   { key: 'voteTimeoutMs', proto: 'vote_timeout_ms', min: MIN_VOTE_TIMEOUT_MS, max: MAX_VOTE_TIMEOUT_MS, integer: true },
 ];
 
@@ -89,7 +89,7 @@ export function checkGuardrails(field: string, guardrails: Guardrails): void {
 }
 
 export function checkRoom(field: string, room: RoomThresholds): void {
-  for (const f of ROOM_FIELDS) checkNumber(`${field}.${f.proto}`, room[f.key], f.min, f.max, f.integer);
+  for (const f of ROOM_FIELDS) checkNumber(`${field}.${f.proto}`, room[f.key], f.min, f.max, f.integer, f.what);
   checkBoolean(`${field}.auto_approve`, room.autoApprove);
 }
 

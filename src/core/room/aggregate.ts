@@ -16,8 +16,12 @@ export interface ScoredVote {
  */
 export const THRESHOLD_EPSILON = 1e-9;
 
-/** A recommendation that starts with the word "escalate" (any case, e.g. "Escalate: needs a security review") asks for a human. */
-export const ESCALATION_REQUEST = /^\s*escalate\b/i;
+/**
+ * A recommendation that contains the word "escalate" anywhere, in any case ("Please escalate to a human", "ESCALATE",
+ * "Escalate: needs a security review") asks for a human. Other words do not: "escalated", "escalates", "escalation",
+ * and "de-escalate" / "deescalate" (the word preceded by a letter, digit, _ or -).
+ */
+export const ESCALATION_REQUEST = /(?<![\w-])escalate\b/i;
 
 /**
  * RFC §17.5 AggregatedScore (pure): arithmetic mean, min, max, population standard deviation (divided by n, not n − 1:
@@ -78,7 +82,7 @@ export function thresholdChecks(votes: readonly ScoredVote[], agg: AggregatedSco
 /**
  * The RFC §17.5 auto-escalation conditions that hold, each as `<code>: <why>`: `low_confidence` (a vote's confidence
  * below escalateBelowConfidence, 0.3), `disagreement` (std_dev above escalateAboveStdDev, 3.0), `critic_requested` (a
- * recommendation starting with the word "escalate"), `vote_timeout` (the vote timeout passed before every requested
+ * recommendation containing the word "escalate"), `vote_timeout` (the vote timeout passed before every requested
  * critic voted; `missing` names who did not).
  */
 export function escalationReasons(votes: readonly ScoredVote[], agg: AggregatedScore, t: RoomThresholds, missing: readonly string[]): string[] {

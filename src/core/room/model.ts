@@ -40,6 +40,9 @@ export interface ProposalRecord {
   updatedAt: number;
 }
 
+/** A revision without its bytes (what listing and lookups read). */
+export type ProposalSummary = Omit<ProposalRecord, 'artifact'>;
+
 export interface VoteRecord {
   readonly roomId: string;
   readonly artifactId: string;
@@ -161,13 +164,16 @@ export interface RoomQueries {
   readonly onDidChange: Event<RoomChange>;
 }
 
-/** The room area's tables (schema v14). */
+/** The room area's tables (schema v14, v15). */
 export interface RoomRepository {
   putProposal(proposal: ProposalRecord): void;
   /** The newest revision of an artifact. */
   latest(artifactId: string): ProposalRecord | undefined;
   revision(artifactId: string, revision: number): ProposalRecord | undefined;
-  listLatest(limit: number): ProposalRecord[];
+  /** Each artifact's newest revision without its bytes: unfinished first, then by updatedAt descending. */
+  listLatest(limit: number): ProposalSummary[];
+  /** The escalated revisions (without bytes) of a room, or of an artifact, by its id. */
+  escalatedFor(id: string): ProposalSummary[];
   /** How many revisions (of any artifact) the room holds. */
   countInRoom(roomId: string): number;
   /** Artifacts voting or escalated (restore). */

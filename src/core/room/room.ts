@@ -4,10 +4,11 @@ import { Emitter, type Disposable, type Event } from '../events';
 import { FIELD_LIMITS, identifierRefusal } from '../fieldLimits';
 import { HitlStateError, type HitlService } from '../hitl/hitlService';
 import type { HitlInvocation, InvocationRequest } from '../hitl/model';
-import { HitlRequestError, parseInvocationRequest } from '../hitl/request';
+import { applyFallback } from '../hitl/policy';
+import { HitlRequestError, MAX_INVOCATION_BYTES, parseInvocationRequest } from '../hitl/request';
 import type { IdSource } from '../ids';
 import type { EventLog } from '../log/eventLog';
-import type { RoomThresholds } from '../policy/model';
+import type { PolicySet, RoomThresholds } from '../policy/model';
 import type { NegotiationPolicies } from '../policy/policies';
 import { NegotiationError, type Speaker } from '../policy/speaker';
 import type { AgentDirectory } from '../registry/model';
@@ -70,8 +71,21 @@ export const ROOM_HITL_ACTIONS = ['approve', 'modify', 'deny'] as const;
 /** WaitForDecision without timeout_seconds waits this long; a longer timeout is cut to the maximum. */
 export const DEFAULT_WAIT_MS = 300_000;
 export const MAX_WAIT_MS = 3_600_000;
+/** At most this many WaitForDecision calls wait on one artifact at once; one more is refused RESOURCE_EXHAUSTED (BUFFER_FULL). */
+export const MAX_WAITERS_PER_ARTIFACT = 64;
 /** An artifact shown in the HITL context as text: at most this many characters. */
 const CONTEXT_EXCERPT_CHARS = 16_384;
+
+interface ContextCut { readonly entries: number; readonly chars: number; readonly excerpt: number; readonly diffs: boolean }
+/** How much of the votes' texts, the excerpt and the diff the HITL context holds: the first that fits MAX_INVOCATION_BYTES. */
+const CONTEXT_CUTS: readonly ContextCut[] = [
+  { entries: 5, chars: 200, excerpt: CONTEXT_EXCERPT_CHARS, diffs: true },
+  { entries: 3, chars: 100, excerpt: CONTEXT_EXCERPT_CHARS, diffs: true },
+  { entries: 1, chars: 100, excerpt: CONTEXT_EXCERPT_CHARS, diffs: true },
+  { entries: 0, chars: 0, excerpt: 4_096, diffs: true },
+  { entries: 0, chars: 0, excerpt: 1_024, diffs: false },
+  { entries: 0, chars: 0, excerpt: 0, diffs: false },
+];
 const LIMITS = FIELD_LIMITS.room;
 const ACTOR = 'room';
 
@@ -173,11 +187,12 @@ export class NegotiationRoom implements RoomQueries, Disposable {
         throw precondition(`artifact '${latest.artifactId}' is in room '${latest.roomId}', not '${input.roomId}'`);
       }
       if (latest.producerId !== producerId) throw denied(`artifact '${latest.artifactId}' was submitted by '${latest.producerId}', not '${producerId}'`);
+      // A retry of the latest submission (its answer was lost) answers that revision, in every state: no new revision.
+      const identical = latest.artifactType === input.artifactType && latest.contentType === contentType &&
+        latest.artifact.equals(input.artifact) && sameList([...latest.requestedCritics].sort(), [...critics].sort());
+      if (identical) return { artifactId: latest.artifactId, roomId: latest.roomId, revision: latest.revision };
       if (latest.closed) throw precondition(`artifact '${latest.artifactId}' was rejected by a person (revision ${latest.revision}): no further revision is accepted`);
       if (latest.state !== 'decided') {
-        const identical = latest.artifactType === input.artifactType && latest.contentType === contentType &&
-          latest.artifact.equals(input.artifact) && sameList([...latest.requestedCritics].sort(), [...critics].sort());
-        if (identical) return { artifactId: latest.artifactId, roomId: latest.roomId, revision: latest.revision };
         throw precondition(`revision ${latest.revision} of artifact '${latest.artifactId}' is still ${latest.state === 'voting' ? 'being voted on' : 'escalated to a human'}: wait for its decision before submitting another`);
       }
       const decision = this.deps.store.room.decision(latest.artifactId, latest.revision);
@@ -269,9 +284,6 @@ export class NegotiationRoom implements RoomQueries, Disposable {
     if (!mayActAs(speaker, criticId)) throw denied(`${speakerName(speaker)} may not vote as critic '${criticId}'`);
     if (input.roomId !== '') identifier('negotiation_room_id', input.roomId, LIMITS.negotiation_room_id);
     const proposal = this.current(artifactId, input.roomId);
-    if (!proposal.requestedCritics.includes(criticId)) {
-      throw denied(`'${criticId}' is not a requested critic of revision ${proposal.revision} of artifact '${artifactId}' (requested: ${proposal.requestedCritics.join(', ')})`);
-    }
     if (typeof input.score !== 'number' || !Number.isFinite(input.score) || input.score < 0 || input.score > 10) {
       throw invalid(`score must be a number from 0 to 10, not ${String(input.score)}`);
     }
@@ -281,22 +293,35 @@ export class NegotiationRoom implements RoomQueries, Disposable {
     const strengths = textList('strengths', input.strengths);
     const weaknesses = textList('weaknesses', input.weaknesses);
     const recommendations = textList('recommendations', input.recommendations);
+    const passed = input.passed === true;
+    const same = (v: VoteRecord | undefined): boolean => v !== undefined && v.score === input.score && v.confidence === input.confidence &&
+      v.passed === passed && sameList(v.strengths, strengths) && sameList(v.weaknesses, weaknesses) && sameList(v.recommendations, recommendations);
+    const previous = this.deps.store.room.votes(artifactId, proposal.revision).find((v) => v.criticId === criticId);
+    // A retry of the same vote (its answer was lost) changes nothing, whatever the revision's state.
+    if (same(previous)) return { artifactId, criticId };
+    // A retry of the critic's vote on the previous revision (the producer resubmitted meanwhile) changes nothing either:
+    // a vote counts for the revision current when it arrives, so it is not carried over to this one. A vote whose
+    // voted_at is at or after this revision's submission was cast for it, however like the earlier one it is.
+    if (previous === undefined && proposal.revision > 1 && (input.votedAt === null || input.votedAt < proposal.submittedAt) &&
+      same(this.deps.store.room.votes(artifactId, proposal.revision - 1).find((v) => v.criticId === criticId))) {
+      return { artifactId, criticId };
+    }
+    if (!proposal.requestedCritics.includes(criticId)) {
+      throw denied(`'${criticId}' is not a requested critic of revision ${proposal.revision} of artifact '${artifactId}' (requested: ${proposal.requestedCritics.join(', ')})`);
+    }
+    if (input.votedAt !== null && input.votedAt < proposal.submittedAt) {
+      throw precondition(`the vote was cast for an earlier revision: its voted_at ${isoUtc(input.votedAt)} is before revision ${proposal.revision} of artifact '${artifactId}' was submitted (${isoUtc(proposal.submittedAt)}); read the revision again and vote on it`);
+    }
     if (proposal.state !== 'voting') {
       const decision = this.deps.store.room.decision(artifactId, proposal.revision);
       throw precondition(`revision ${proposal.revision} of artifact '${artifactId}' is ${proposal.state === 'escalated' ? 'escalated to a human' : `decided (${decision?.outcome ?? 'final'})`}: votes are closed`);
     }
-    const previous = this.deps.store.room.votes(artifactId, proposal.revision).find((v) => v.criticId === criticId);
     const now = this.deps.clock.now();
     const vote: VoteRecord = {
       roomId: proposal.roomId, artifactId, revision: proposal.revision, criticId, score: input.score, confidence: input.confidence,
-      passed: input.passed === true, strengths, weaknesses, recommendations, votedAt: input.votedAt ?? now,
+      passed, strengths, weaknesses, recommendations, votedAt: input.votedAt ?? now,
       replaced: previous ? previous.replaced + 1 : 0,
     };
-    // A retry of the same vote (its answer was lost) changes nothing.
-    if (previous && previous.score === vote.score && previous.confidence === vote.confidence && previous.passed === vote.passed &&
-      sameList(previous.strengths, strengths) && sameList(previous.weaknesses, weaknesses) && sameList(previous.recommendations, recommendations)) {
-      return { artifactId, criticId };
-    }
     const after: Array<() => void> = [];
     this.deps.store.transaction(() => {
       this.deps.store.room.putVote(vote);
@@ -331,8 +356,9 @@ export class NegotiationRoom implements RoomQueries, Disposable {
    * HITL invocation in the same transaction. Answers what to run after the commit (waiters, listeners, watching).
    */
   private decide(proposal: ProposalRecord, votes: VoteRecord[], missing: readonly string[], ctx: CallContext): () => void {
-    const policy = this.deps.policies.current();
-    const result = verdict(votes, policy.room, missing);
+    const policy = this.policyOf(proposal);
+    const thresholds = policy.room;
+    const result = verdict(votes, thresholds, missing);
     const now = this.deps.clock.now();
     const policyVersion = `v${policy.version}`;
     this.clearTimer(proposal);
@@ -343,17 +369,14 @@ export class NegotiationRoom implements RoomQueries, Disposable {
       return this.finish(proposal, decision);
     }
     let invocation: HitlInvocation;
+    const request = this.escalationRequest(proposal, votes, result, thresholds, policyVersion, missing);
     try {
-      invocation = this.deps.hitl.open(this.escalationRequest(proposal, votes, result, policy.room, policyVersion, missing), { kind: 'internal', component: ROOM_COMPONENT }, ctx).invocation;
+      invocation = this.deps.hitl.open(request, { kind: 'internal', component: ROOM_COMPONENT }, ctx).invocation;
     } catch (err) {
-      // The human cannot be asked (e.g. the producer already has too many pending invocations): decided as a fallback.
-      const why = err instanceof Error ? err.message : String(err);
-      this.record(proposal.roomId, ACTOR, 'room.escalation_failed', { room_id: proposal.roomId, artifact_id: proposal.artifactId, revision: proposal.revision, error: why.slice(0, 500), reasons: result.escalation }, 'WARN');
-      const decision = this.decisionOf(proposal, votes, result, policyVersion, {
-        outcome: 'REVISION_REQUESTED', decidedBy: 'fallback', final: true, closed: false, hitl: null, decidedAt: now,
-        reason: `${result.reason} The escalation could not be opened (${why.slice(0, 300)}): revision requested as a fallback, no person decided.`,
-      });
-      return this.finish(proposal, decision);
+      // Only HITL's refusal to open (e.g. BUFFER_FULL: the producer already has too many pending invocations) is
+      // decided here; anything else is rethrown so that the transaction (the deciding vote with it) rolls back.
+      if (!(err instanceof HitlRequestError)) throw err;
+      return this.escalationFallback(proposal, votes, result, policyVersion, request, err, now);
     }
     const escalated = this.decisionOf(proposal, votes, result, policyVersion, {
       outcome: 'ESCALATED_TO_HITL', reason: result.reason, decidedBy: 'policy', final: false, closed: false, decidedAt: now,
@@ -382,6 +405,44 @@ export class NegotiationRoom implements RoomQueries, Disposable {
       roomId: p.roomId, artifactId: p.artifactId, revision: p.revision, votes, aggregate: v.aggregate, checks: v.checks,
       escalation: v.escalation, policyVersion, ...rest,
     };
+  }
+
+  /**
+   * Inside a transaction: an escalation HITL refused to open, decided as if no human were available (RFC §15.4): the
+   * HITL policy's DEBATE_DEADLOCK fallback (DENY_BY_DEFAULT → REVISION_REQUESTED; AUTO_DECIDE_THRESHOLD approves when
+   * weighted_mean / 10 reaches its threshold; EXTEND_TIMEOUT cannot extend what is not open → REVISION_REQUESTED).
+   */
+  private escalationFallback(proposal: ProposalRecord, votes: VoteRecord[], result: Verdict, policyVersion: string,
+    request: InvocationRequest, err: HitlRequestError, now: number): () => void {
+    const setting = this.deps.hitl.policy.fallbacks.DEBATE_DEADLOCK;
+    const probe: HitlInvocation = {
+      id: '', reasonType: request.reasonType, requester: request.requester, correlationId: request.correlationId, subject: request.subject,
+      context: request.context, proposedActions: request.proposedActions, suggestedAction: request.suggestedAction, priority: request.priority,
+      requestedFallback: request.requestedFallback, origin: { kind: 'internal', component: ROOM_COMPONENT }, createdAt: now, deadlineAt: now,
+      originalDeadlineAt: now, extensions: 0, state: 'pending', decision: null, updatedAt: now,
+    };
+    const fallback = applyFallback(probe, setting, 'hitl_unavailable', now);
+    const approve = fallback.kind === 'decide' && fallback.action === 'approve';
+    const why = `${err.code}: ${err.message}`.slice(0, 300);
+    this.record(proposal.roomId, ACTOR, 'room.escalation_failed', {
+      room_id: proposal.roomId, artifact_id: proposal.artifactId, revision: proposal.revision, error: why, reasons: result.escalation,
+      fallback_policy: setting.policy, outcome: approve ? 'APPROVED' : 'REVISION_REQUESTED',
+    }, 'WARN');
+    const decision = this.decisionOf(proposal, votes, result, policyVersion, {
+      outcome: approve ? 'APPROVED' : 'REVISION_REQUESTED', decidedBy: 'fallback', final: true, closed: false, hitl: null, decidedAt: now,
+      reason: `${result.reason} The escalation could not be opened (${why}): decided by the HITL fallback ${setting.policy} (no human could be asked), ` +
+        `${approve ? 'approved' : fallback.kind === 'extend' ? 'revision requested (nothing is open to extend)' : 'revision requested'} — ${fallback.rationale} No person decided.`,
+    });
+    return this.finish(proposal, decision);
+  }
+
+  /**
+   * The policy version a revision is decided under: the one recorded on it at submission (its vote timeout came from
+   * it too), so that the decision records exactly the version it used; the current one only if that is unreadable.
+   */
+  private policyOf(proposal: ProposalRecord): PolicySet {
+    const n = /^v(\d+)$/.exec(proposal.policyVersion)?.[1];
+    return (n !== undefined ? this.deps.policies.version(Number(n)) : undefined) ?? this.deps.policies.current();
   }
 
   /** Inside a transaction: a final decision persisted with its event; answers what to run after the commit. */
@@ -462,19 +523,33 @@ export class NegotiationRoom implements RoomQueries, Disposable {
     }
   }
 
-  /** The HITL DEBATE_DEADLOCK invocation of an escalation (README, "Negotiation rooms": the context JSON). */
+  /**
+   * The HITL DEBATE_DEADLOCK invocation of an escalation (README, "Negotiation rooms": the context JSON). Its context is
+   * kept within a HITL invocation's MAX_INVOCATION_BYTES, measured as UTF-8 JSON: the votes' texts are cut first, then
+   * the excerpt and the diff (`context_trimmed` says so); the editor shows the votes and the artifact whole.
+   */
   private escalationRequest(p: ProposalRecord, votes: readonly VoteRecord[], v: Verdict, t: RoomThresholds, policyVersion: string, missing: readonly string[]): InvocationRequest {
     const text = textOf(p.artifact);
     const previous = p.revision > 1 ? this.deps.store.room.revision(p.artifactId, p.revision - 1) : undefined;
     const previousText = previous ? textOf(previous.artifact) : undefined;
-    // Bounded so that the context stays well under a HITL invocation's 256 KiB with 16 critics (the editor shows the votes whole).
-    const cut = (list: readonly string[]) => list.slice(0, 5).map((s) => s.slice(0, 200));
+    let request: InvocationRequest | undefined;
+    for (const [level, cut] of CONTEXT_CUTS.entries()) {
+      request = this.escalationRequestCut(p, votes, v, t, policyVersion, missing, text, previousText, cut, level > 0);
+      if (Buffer.byteLength(JSON.stringify(request.context)) <= MAX_INVOCATION_BYTES) return request;
+    }
+    return request!;
+  }
+
+  private escalationRequestCut(p: ProposalRecord, votes: readonly VoteRecord[], v: Verdict, t: RoomThresholds, policyVersion: string,
+    missing: readonly string[], text: string | undefined, previousText: string | undefined, c: ContextCut, trimmed: boolean): InvocationRequest {
+    const cut = (list: readonly string[]) => list.slice(0, c.entries).map((s) => s.slice(0, c.chars));
+    const excerpt = text !== undefined && c.excerpt > 0 ? { artifact_excerpt: text.slice(0, c.excerpt), artifact_excerpt_cut: text.length > c.excerpt } : {};
     const facts = {
       negotiation_room_id: p.roomId, artifact_id: p.artifactId, revision: p.revision, artifact_type: p.artifactType, producer_id: p.producerId,
       content_type: p.contentType, artifact_bytes: p.artifact.byteLength,
       aggregate: aggregateJson(v.aggregate),
       thresholds: thresholdsJson(t),
-      checks: v.checks.map((c) => ({ name: c.name, value: c.value, threshold: c.threshold, pass: c.pass })),
+      checks: v.checks.map((x) => ({ name: x.name, value: x.value, threshold: x.threshold, pass: x.pass })),
       escalation_reasons: v.escalation,
       votes: votes.map((x) => ({
         critic_id: x.criticId, score: x.score, confidence: x.confidence, passed: x.passed,
@@ -487,9 +562,10 @@ export class NegotiationRoom implements RoomQueries, Disposable {
         modify: 'REVISION_REQUESTED: the producer submits a new revision (Request Revision)',
         deny: 'REVISION_REQUESTED and closed: rejected, no further revision of this artifact is accepted',
       },
-      ...(text !== undefined ? { artifact_excerpt: text.slice(0, CONTEXT_EXCERPT_CHARS), artifact_excerpt_cut: text.length > CONTEXT_EXCERPT_CHARS } : {}),
+      ...excerpt,
+      ...(trimmed ? { context_trimmed: true } : {}),
     };
-    const diffs = text !== undefined && previousText !== undefined && text.length <= CONTEXT_EXCERPT_CHARS / 2 && previousText.length <= CONTEXT_EXCERPT_CHARS / 2
+    const diffs = c.diffs && text !== undefined && previousText !== undefined && text.length <= CONTEXT_EXCERPT_CHARS / 2 && previousText.length <= CONTEXT_EXCERPT_CHARS / 2
       ? [{ title: `${p.artifactId}: revision ${p.revision - 1} → ${p.revision}`, before: previousText, after: text }] : [];
     const summary = `Negotiation room ${p.roomId.slice(0, 80)}: ${p.artifactType} artifact ${p.artifactId.slice(0, 80)} (revision ${p.revision}, by ${p.producerId}) needs a person: ${v.escalation.map((r) => r.split(':')[0]).join(', ')}.`;
     return parseInvocationRequest({
@@ -507,16 +583,41 @@ export class NegotiationRoom implements RoomQueries, Disposable {
 
   // ---------------------------------------------------------------- reads and waiting
 
-  /** The current revision's votes. */
-  getVotes(artifactId: string, roomId: string): VoteRecord[] {
+  /**
+   * The current revision's votes. With a `reader` (an RPC's caller): only the producer, the operator and, once the
+   * revision is decided, its requested critics may read them (a critic may not read the others' votes before the
+   * decision); PERMISSION_DENIED naming why otherwise. Without one (the editor): everything.
+   */
+  getVotes(artifactId: string, roomId: string, reader?: Speaker): VoteRecord[] {
     const proposal = this.current(artifactId, roomId);
+    const refusal = reader === undefined ? undefined : this.voteReadRefusal(proposal, reader);
+    if (refusal !== undefined) throw denied(refusal);
     return this.deps.store.room.votes(proposal.artifactId, proposal.revision);
   }
 
-  /** The current revision's newest decision (ESCALATED_TO_HITL while a human decides), undefined while voting. */
-  getDecision(artifactId: string, roomId: string): RoomDecision | undefined {
+  /**
+   * The current revision's newest decision (ESCALATED_TO_HITL while a human decides), undefined while voting. A final
+   * decision is answered whole; while it is not final, a `reader` that may not read the votes (getVotes) gets it
+   * without them.
+   */
+  getDecision(artifactId: string, roomId: string, reader?: Speaker): RoomDecision | undefined {
     const proposal = this.current(artifactId, roomId);
-    return this.deps.store.room.decision(proposal.artifactId, proposal.revision);
+    const decision = this.deps.store.room.decision(proposal.artifactId, proposal.revision);
+    if (decision && !decision.final && reader !== undefined && this.voteReadRefusal(proposal, reader) !== undefined) {
+      return { ...decision, votes: [] };
+    }
+    return decision;
+  }
+
+  /** Why `reader` may not read the revision's votes, undefined when it may. */
+  private voteReadRefusal(proposal: ProposalRecord, reader: Speaker): string | undefined {
+    if (reader.kind !== 'agent' || reader.mayActAs(proposal.producerId)) return undefined;
+    const critic = proposal.requestedCritics.find((c) => reader.mayActAs(c));
+    if (critic !== undefined) {
+      return proposal.state === 'decided' ? undefined
+        : `${speakerName(reader)} (critic '${critic}') may not read the other critics' votes on revision ${proposal.revision} of artifact '${proposal.artifactId}' before the revision is decided`;
+    }
+    return `only the producer, the operator and (once the revision is decided) the requested critics may read the votes of artifact '${proposal.artifactId}'; ${speakerName(reader)} is none of them`;
   }
 
   /**
@@ -534,6 +635,11 @@ export class NegotiationRoom implements RoomQueries, Disposable {
     const decided = this.deps.store.room.decision(proposal.artifactId, proposal.revision);
     if (decided?.final) return Promise.resolve(decided);
     if (this.disposed) return Promise.reject(new NegotiationError('unavailable', 'UNAVAILABLE', 'the coordinator is stopping'));
+    const waiting = this.waiterCount(proposal.artifactId);
+    if (waiting >= MAX_WAITERS_PER_ARTIFACT) {
+      return Promise.reject(new NegotiationError('exhausted', 'BUFFER_FULL',
+        `${waiting} WaitForDecision calls already wait on artifact '${proposal.artifactId}' (at most ${MAX_WAITERS_PER_ARTIFACT}); poll GetDecision or wait again later`));
+    }
     const waitMs = timeoutMs > 0 ? Math.min(timeoutMs, MAX_WAIT_MS) : DEFAULT_WAIT_MS;
     const k = key(proposal.artifactId, proposal.revision);
     return new Promise<RoomDecision>((resolve, reject) => {
@@ -542,11 +648,13 @@ export class NegotiationRoom implements RoomQueries, Disposable {
       const onAbort = () => {
         waiter.dispose();
         set.delete(waiter);
+        if (set.size === 0 && this.waiters.get(k) === set) this.waiters.delete(k);
         reject(new NegotiationError('unavailable', 'CANCELLED', 'the wait was cancelled'));
       };
       const timer = this.deps.clock.setTimer(waitMs, () => {
         waiter.dispose();
         set.delete(waiter);
+        if (set.size === 0 && this.waiters.get(k) === set) this.waiters.delete(k);
         reject(new NegotiationError('deadline', 'DEADLINE_EXCEEDED',
           `no final decision on revision ${proposal.revision} of artifact '${proposal.artifactId}' within ${Math.round(waitMs / 1000)} s (it is ${this.deps.store.room.revision(proposal.artifactId, proposal.revision)?.state ?? proposal.state}); call WaitForDecision again`));
       });
@@ -563,6 +671,13 @@ export class NegotiationRoom implements RoomQueries, Disposable {
     });
   }
 
+  /** How many WaitForDecision calls wait on the artifact now (any revision): the cap's count, and what tests check. */
+  waiterCount(artifactId: string): number {
+    let n = 0;
+    for (const [k, set] of this.waiters) if (k.slice(k.indexOf('#') + 1) === artifactId) n += set.size;
+    return n;
+  }
+
   /**
    * SchedulerPolicyService.HitlAction for a room: decides its one pending escalation (the room id, or an artifact id)
    * through HITL as the operator. approve → APPROVED; modify → REVISION_REQUESTED; deny → rejected (closed). Only the
@@ -575,7 +690,7 @@ export class NegotiationRoom implements RoomQueries, Disposable {
     const why = rationale.trim();
     if (why === '') throw invalid('rationale is required: say why (it is recorded in the audit trail and the decision)');
     if (why.length > LIMITS.rationale) throw invalid(`rationale is longer than ${LIMITS.rationale} characters`);
-    const pending = this.deps.store.room.listUnfinished().filter((p) => p.state === 'escalated' && (p.roomId === roomId || p.artifactId === roomId));
+    const pending = this.deps.store.room.escalatedFor(roomId);
     if (pending.length === 0) {
       if (!this.deps.store.room.latest(roomId) && this.deps.store.room.countInRoom(roomId) === 0) throw notFound(`no negotiation room or artifact '${roomId}'`);
       return { ok: false, reason: `FAILED_PRECONDITION: room '${roomId}' has no escalation waiting for a person` };
@@ -620,7 +735,7 @@ export class NegotiationRoom implements RoomQueries, Disposable {
       previous: proposal.revision > 1 ? this.deps.store.room.revision(artifactId, proposal.revision - 1) : undefined,
       votes,
       aggregate: votes.length > 0 ? aggregate(votes) : null,
-      thresholds: this.deps.policies.current().room,
+      thresholds: this.policyOf(proposal).room,
       decision: this.deps.store.room.decision(artifactId, proposal.revision) ?? null,
     };
   }
@@ -640,6 +755,9 @@ export class NegotiationRoom implements RoomQueries, Disposable {
           if (proposal.requestedCritics.every((c) => votes.some((v) => v.criticId === c))) {
             const after = this.deps.store.transaction(() => this.decide(proposal, votes, [], { correlationId: proposal.roomId }));
             after();
+          } else if (proposal.voteDeadlineAt > 0 && proposal.voteDeadlineAt <= this.deps.clock.now()) {
+            // The deadline passed while the coordinator was stopped: decided now, not at the clock's next tick.
+            this.voteTimedOut(proposal);
           } else {
             this.armVoteTimer(proposal);
           }
@@ -695,23 +813,28 @@ export class NegotiationRoom implements RoomQueries, Disposable {
     this.timers.get(k)?.dispose();
     this.timers.set(k, this.deps.clock.setTimer(Math.max(0, proposal.voteDeadlineAt - this.deps.clock.now()), () => {
       this.timers.delete(k);
-      if (this.disposed) return;
-      try {
-        const current = this.deps.store.room.revision(proposal.artifactId, proposal.revision);
-        if (!current || current.state !== 'voting') return;
-        const votes = this.deps.store.room.votes(current.artifactId, current.revision);
-        const missing = current.requestedCritics.filter((c) => !votes.some((v) => v.criticId === c));
-        const after = this.deps.store.transaction(() => {
-          this.record(current.roomId, ACTOR, 'room.vote_timeout', {
-            room_id: current.roomId, artifact_id: current.artifactId, revision: current.revision, missing, deadline: isoUtc(current.voteDeadlineAt),
-          }, 'WARN');
-          return this.decide(current, votes, missing, { correlationId: current.roomId });
-        });
-        after();
-      } catch (err) {
-        this.deps.log.internalError(ACTOR, proposal.roomId, err);
-      }
+      this.voteTimedOut(proposal);
     }));
+  }
+
+  /** The vote deadline passed: decided on the votes there are (the missing critics named: vote_timeout escalates). */
+  private voteTimedOut(proposal: ProposalRecord): void {
+    if (this.disposed) return;
+    try {
+      const current = this.deps.store.room.revision(proposal.artifactId, proposal.revision);
+      if (!current || current.state !== 'voting') return;
+      const votes = this.deps.store.room.votes(current.artifactId, current.revision);
+      const missing = current.requestedCritics.filter((c) => !votes.some((v) => v.criticId === c));
+      const after = this.deps.store.transaction(() => {
+        this.record(current.roomId, ACTOR, 'room.vote_timeout', {
+          room_id: current.roomId, artifact_id: current.artifactId, revision: current.revision, missing, deadline: isoUtc(current.voteDeadlineAt),
+        }, 'WARN');
+        return this.decide(current, votes, missing, { correlationId: current.roomId });
+      });
+      after();
+    } catch (err) {
+      this.deps.log.internalError(ACTOR, proposal.roomId, err);
+    }
   }
 
   private clearTimer(proposal: ProposalRecord): void {

@@ -34,4 +34,16 @@ export const ROOM_SCHEMA: readonly SchemaStep[] = [
       'CREATE INDEX room_decisions_by_artifact ON room_decisions (artifact_id, revision, id)',
     ],
   },
+  {
+    version: 15,
+    area: 'room',
+    description: 'negotiation rooms: an is_latest flag and indexes so that listing, room lookups and counting read no whole table',
+    statements: [
+      'ALTER TABLE room_proposals ADD COLUMN is_latest INTEGER NOT NULL DEFAULT 0',
+      `UPDATE room_proposals SET is_latest = 1
+         WHERE revision = (SELECT MAX(q.revision) FROM room_proposals q WHERE q.artifact_id = room_proposals.artifact_id)`,
+      'CREATE INDEX room_proposals_latest ON room_proposals (is_latest, finished ASC, updated_at DESC)',
+      'CREATE INDEX room_proposals_by_room ON room_proposals (room_id, finished)',
+    ],
+  },
 ];

@@ -106,11 +106,11 @@ export class NegotiationRoomServiceAdapter {
         answerWhenDurable(store, callback, { artifact_id: result.artifactId, critic_id: result.criticId });
       }),
       GetVotes: unary<LookupMessage, { votes: unknown[]; vote_count: number }>((call, callback) => {
-        const votes = room.getVotes(call.request.artifact_id ?? '', call.request.negotiation_room_id ?? '');
+        const votes = room.getVotes(call.request.artifact_id ?? '', call.request.negotiation_room_id ?? '', speakerOf(call, credentials));
         answerWhenDurable(store, callback, { votes: votes.map(voteMessage), vote_count: votes.length });
       }),
       GetDecision: unary<LookupMessage, { decision: unknown }>((call, callback) => {
-        const decision = room.getDecision(call.request.artifact_id ?? '', call.request.negotiation_room_id ?? '');
+        const decision = room.getDecision(call.request.artifact_id ?? '', call.request.negotiation_room_id ?? '', speakerOf(call, credentials));
         answerWhenDurable(store, callback, { decision: decision ? decisionMessage(decision) : null });
       }),
       WaitForDecision: (call: grpc.ServerUnaryCall<LookupMessage, { decision: unknown }>, callback: grpc.sendUnaryData<{ decision: unknown }>) => {
