@@ -1,7 +1,7 @@
 import { strict as assert } from 'node:assert';
 import { DEFAULT_HITL_POLICY, DEFAULT_FALLBACK, type HitlPolicy } from '../../src/core/hitl/policy';
 import { REASON_TYPES } from '../../src/core/hitl/model';
-import { Negotiations } from '../../src/core/negotiation/negotiations';
+import { HITL_DIFF_MAX_BYTES, Negotiations } from '../../src/core/negotiation/negotiations';
 import { NegotiationHarness, OPERATOR, agentSpeaker, ctx, refused, settle, testPolicy } from '../support/negotiationHarness';
 
 const A = 'agent-a';
@@ -238,6 +238,28 @@ describe('negotiation: debates (RFC §17–§17.4)', function () {
       assert.deepEqual([done?.decision?.decidedBy, done?.decision?.round, done?.decision?.stopReason, done?.decision?.fallback], ['hitl', 1, 'max_rounds', null]);
       assert.deepEqual(h.kinds(A).slice(-1), ['decide']);
       assert.deepEqual(h.negotiations.hitlAction('n', 'approve', 'again', OPERATOR, ctx()).ok, false);
+    });
+
+    it('a large counter-proposal is diffed coarsely, and the HITL diff carries no large JSON (the webview diffs it)', () => {
+      setup();
+      h.usePolicy(testPolicy({ maxRounds: 2 }));
+      h.coordinator.hitl.attachOperator('tester');
+      h.openN('big', [A, B]);
+      h.propose('big', A, { items: Array.from({ length: 3_000 }, (_, i) => i) });
+      h.evaluate('big', B, 0.2);
+      const r2 = h.counter('big', B, { items: Array.from({ length: 3_000 }, (_, i) => -i) });
+      assert.equal(r2.delta.method, 'json-coarse');
+      assert.deepEqual(r2.delta.changedPaths, ['/']);
+      h.evaluate('big', A, 0.1);
+      const invocation = h.coordinator.hitl.get(h.negotiations.get('big')?.pending?.invocationId ?? '');
+      const diffs = invocation?.context.diffs ?? [];
+      assert.equal(diffs.length, 1);
+      assert.equal(diffs[0].beforeJson, undefined);
+      assert.equal(diffs[0].afterJson, undefined);
+      assert.match(diffs[0].title, /too large to show here/);
+      assert.ok(Buffer.byteLength(JSON.stringify(diffs)) < HITL_DIFF_MAX_BYTES);
+      const artifact = h.coordinator.activity.listArtifacts('big', '').find((a) => a.kind === 'diff');
+      assert.equal(JSON.parse(artifact?.content.toString() ?? '{}').method, 'json-coarse');
     });
 
     it('HITL modify decides with the person\'s payload; deny aborts', async () => {

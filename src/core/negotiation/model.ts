@@ -25,8 +25,11 @@ export interface DeltaSummary {
   readonly changedPaths: readonly string[];
   /** How many paths changed in all (changedPaths may hold fewer). */
   readonly pathCount: number;
-  /** How it was computed: `json` (jsondiffpatch), `text` (line diff), `none` (round 1). */
-  readonly method: 'json' | 'text' | 'none';
+  /**
+   * How it was computed: `json` (jsondiffpatch), `text` (line diff), `none` (round 1); `json-coarse` / `text-coarse`:
+   * too large to diff within bounds (DELTA_LIMITS), so magnitude 1 (0 when equal) and the one path `/`.
+   */
+  readonly method: 'json' | 'text' | 'none' | 'json-coarse' | 'text-coarse';
 }
 
 /** An evaluation of one round by a participant (Evaluate) or a report (SubmitEvaluation). */

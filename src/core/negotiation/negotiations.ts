@@ -98,8 +98,11 @@ export const NEGOTIATION_HITL_COMPONENT = 'negotiation';
 /** A refused event copy is retried this often, and given up (logged ERROR) after this long. */
 export const UNDELIVERED_RETRY_MS = 1_000;
 export const UNDELIVERED_GIVE_UP_MS = 10 * 60_000;
-/** Proposals larger than this are not put into a HITL invocation's diff (the contract artifacts hold them). */
-const HITL_DIFF_MAX_BYTES = 64 * 1024;
+/**
+ * Proposals larger than this are not put into a HITL invocation's diff (the contract artifacts hold them): the HITL
+ * webview diffs beforeJson/afterJson itself (jsondiffpatch), so they stay small.
+ */
+export const HITL_DIFF_MAX_BYTES = 4 * 1024;
 const DECIDED_BY = ['consensus', 'hitl', 'policy'] as const;
 
 /** A DEBATE_DEADLOCK / gate invocation's proposed actions (what each does: README, "Debates"). */
@@ -534,7 +537,8 @@ export class Negotiations implements NegotiationQueries, Disposable {
       const before = parseBoundedJson(previous.payload.toString('utf8'), { what: 'the previous round' });
       if (before.ok) {
         const { summary, delta } = jsonDeltaSummary(before.value, json.value);
-        const artifact: Record<string, unknown> = { ...header, method: 'json', magnitude: summary.magnitude, changed_paths: summary.changedPaths, path_count: summary.pathCount, delta: delta ?? null };
+        const artifact: Record<string, unknown> = { ...header, method: summary.method, magnitude: summary.magnitude, changed_paths: summary.changedPaths, path_count: summary.pathCount, delta: delta ?? null };
+        if (summary.method === 'json-coarse') return { summary, artifact: { ...artifact, delta: null, delta_omitted: 'too large to diff structurally (README, "Debates")' } };
         if (Buffer.byteLength(JSON.stringify(artifact)) > FIELD_LIMITS.activity.artifact_content_bytes) {
           return { summary, artifact: { ...artifact, delta: null, delta_omitted: 'larger than an artifact may be' } };
         }
@@ -544,9 +548,9 @@ export class Negotiations implements NegotiationQueries, Disposable {
     const a = previous.payload.toString('utf8');
     const b = payload.toString('utf8');
     const summary = textDeltaSummary(a, b);
-    let unified = unifiedDiff(a, b, `contract_v${previous.n}`, `contract_v${previous.n + 1}`);
+    let unified = summary.method === 'text-coarse' ? '' : unifiedDiff(a, b, `contract_v${previous.n}`, `contract_v${previous.n + 1}`) ?? '';
     if (Buffer.byteLength(unified) > FIELD_LIMITS.activity.artifact_content_bytes / 2) unified = '';
-    return { summary, artifact: { ...header, method: 'text', magnitude: summary.magnitude, changed_paths: summary.changedPaths, path_count: summary.pathCount, unified } };
+    return { summary, artifact: { ...header, method: summary.method, magnitude: summary.magnitude, changed_paths: summary.changedPaths, path_count: summary.pathCount, unified } };
   }
 
   private sameContract(round: RoundRecord, contentType: string, payload: Buffer, json: { value: unknown } | undefined): boolean {
