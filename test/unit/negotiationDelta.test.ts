@@ -46,7 +46,8 @@ describe('negotiation: DeltaSummary (jsondiffpatch / line diff) and scoring', ()
     const summary = textDeltaSummary('one\ntwo\nthree\nfour\n', 'one\nTWO\nthree\nfour\nfive\n');
     assert.equal(summary.method, 'text');
     assert.deepEqual(summary.changedPaths, ['/lines/2', '/lines/5']);
-    assert.equal(summary.magnitude, 3 / 5);
+    assert.equal(summary.magnitude, 2 / 5, 'a modified line counts once, an added line once');
+    assert.equal(textDeltaSummary('a\nb\nc\n', 'a\nB\nC\nD\n').magnitude, 3 / 4, 'a block of 2 removed, 3 added: 3');
     assert.equal(textDeltaSummary('same\n', 'same\n').magnitude, 0);
   });
 

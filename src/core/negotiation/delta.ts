@@ -128,7 +128,8 @@ function lineCount(text: string): number {
 }
 
 /**
- * The line DeltaSummary of two texts: changed lines (added + removed) over the lines of the longer text, in [0, 1];
+ * The line DeltaSummary of two texts: changed lines (per changed block max(added, removed), so a modified line counts once)
+ * over the lines of the longer text, in [0, 1];
  * changed_paths `/lines/<n>`: the first line (1-based, in the new text) of each changed block.
  */
 export function textDeltaSummary(before: string, after: string): DeltaSummary {
@@ -137,19 +138,33 @@ export function textDeltaSummary(before: string, after: string): DeltaSummary {
   let changed = 0;
   let line = 1;
   const paths: string[] = [];
+  // A changed block (removed and/or added lines between unchanged ones) counts max(added, removed): a modified line once.
+  let added = 0;
+  let removed = 0;
   let inBlock = false;
+  const close = () => {
+    changed += Math.max(added, removed);
+    added = 0;
+    removed = 0;
+    inBlock = false;
+  };
   for (const part of parts) {
     const n = part.count ?? lineCount(part.value);
     if (part.added || part.removed) {
-      changed += n;
       if (!inBlock) paths.push(`/lines/${line}`);
       inBlock = true;
-      if (part.added) line += n;
+      if (part.added) {
+        added += n;
+        line += n;
+      } else {
+        removed += n;
+      }
     } else {
-      inBlock = false;
+      close();
       line += n;
     }
   }
+  close();
   const magnitude = clamp01(changed / Math.max(1, lineCount(before), lineCount(after)));
   return { magnitude, ...bounded(paths), method: 'text' };
 }
