@@ -511,9 +511,53 @@ describe('negotiation: fan-out refusals and the inference engine', function () {
     assert.deepEqual(h.negotiations.get('n')?.undelivered, []);
     assert.equal(h.events('negotiation.event_redelivered').length, 2);
 
-    // A (four events not READ: full again) is first in this one: the Open is refused as a whole.
+    // A and B both hold four events not READ (full): every copy is refused, so the Open is refused as a whole.
     refused(() => h.openN('m', [A, B]), 'exhausted', 'BUFFER_FULL', /agent-a/);
     assert.equal(h.negotiations.get('m'), undefined);
+  });
+
+  it('one participant cannot block the debate: a call is refused only when every copy is refused; Decide and Abort never', () => {
+    h = new NegotiationHarness(undefined, { capacity: 5 });
+    for (const id of [A, B, C]) h.agent(id);
+    h.usePolicy(testPolicy());
+    h.openN('n', [A, B]);
+    h.openN('d', [A, B]);
+    h.sendData(C, A);
+    // A holds open, policy (twice) and a DATA message: full.
+    h.propose('n', B, { v: 1 });
+    assert.equal(h.negotiations.get('n')?.rounds, 1, 'A full, B not: the Propose is accepted');
+    assert.deepEqual(h.negotiations.get('n')?.undelivered.map((u) => [u.to, u.kind, u.code]), [[A, 'propose', 'BUFFER_FULL']]);
+    // B now holds open, policy, open, policy, propose: full too. Every copy of a Counter would be refused.
+    refused(() => h.counter('n', A, { v: 2 }), 'exhausted', 'BUFFER_FULL', /any participant/);
+    assert.equal(h.negotiations.get('n')?.rounds, 1, 'nothing of the refused Counter is kept');
+    refused(() => h.evaluate('n', A, 0.5), 'exhausted', 'BUFFER_FULL');
+    // The operator's Abort and Decide go through; the copies wait.
+    const aborted = h.negotiations.abort('n', 'enough', OPERATOR, ctx());
+    assert.equal(aborted.state, 'aborted');
+    assert.deepEqual(aborted.undelivered.filter((u) => u.kind === 'abort').map((u) => u.to), [A, B]);
+    const decided = h.negotiations.decide({ negotiationId: 'd', decidedBy: '', contentType: 'application/json', result: Buffer.from('{"v":9}') }, OPERATOR, ctx());
+    assert.equal(decided.state, 'decided');
+    assert.deepEqual(decided.undelivered.map((u) => [u.to, u.kind]), [[A, 'decide'], [B, 'decide']]);
+  });
+
+  it('a deregistered participant: its copies are kept as undeliverable (NO_ROUTE, logged), the call is not refused', () => {
+    h = new NegotiationHarness();
+    for (const id of [A, B, C]) h.agent(id);
+    h.usePolicy(testPolicy());
+    h.openN('n', [A, B, C]);
+    assert.ok(h.coordinator.registry.deregister(A, 'gone', ctx()));
+    h.propose('n', B, { v: 1 });
+    h.evaluate('n', C, 0.2);
+    const rec = h.negotiations.get('n');
+    assert.equal(rec?.rounds, 1);
+    assert.deepEqual(rec?.undelivered.map((u) => [u.to, u.kind, u.code]), [[A, 'propose', 'NO_ROUTE'], [A, 'evaluate', 'ORDER']]);
+    assert.ok(h.events('negotiation.event_deferred').some((e) => e.details.code === 'NO_ROUTE'));
+    assert.deepEqual(h.kinds(B).slice(-2), ['propose', 'evaluate']);
+    // Only deregistered participants left: nothing is refused for delivery either.
+    assert.ok(h.coordinator.registry.deregister(B, 'gone', ctx()));
+    assert.ok(h.coordinator.registry.deregister(C, 'gone', ctx()));
+    h.negotiations.abort('n', 'nobody left', OPERATOR, ctx());
+    assert.equal(h.stateOf('n'), 'aborted');
   });
 
   it('deferred event copies survive a restart and are redelivered in order after it', async () => {

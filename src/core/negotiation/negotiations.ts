@@ -120,8 +120,11 @@ export function policyWire(p: NegotiationPolicy): Record<string, unknown> {
 
 /** What one call may still undo: an event copy accepted by the router cannot be taken back. */
 interface Op {
-  /** A caller waits on this (an RPC): a refusal before any copy was accepted refuses the call. */
-  readonly interactive: boolean;
+  /**
+   * Open, Propose, Counter, Evaluate: the call is refused when no copy of its events could be sent because the router
+   * refused every one (NO_ROUTE aside). Decide, Abort, timers and HITL answers are never refused for delivery.
+   */
+  readonly refusable: boolean;
   accepted: number;
   /** Work for after the commit. */
   readonly after: Array<() => void>;
@@ -252,7 +255,7 @@ export class Negotiations implements NegotiationQueries, Disposable {
       }
       if (input.result.byteLength > LIMITS.payload_bytes) throw fail('invalid', 'OVERSIZE_PAYLOAD', `result is larger than ${LIMITS.payload_bytes} bytes (${input.result.byteLength})`);
       if (input.result.byteLength > 0 || input.contentType !== '') checkContentType('content_type', input.contentType);
-      const op = this.op(true);
+      const op = this.op(false);
       const now = this.deps.clock.now();
       const pendingId = rec.pending?.invocationId;
       this.deps.store.transaction(() => {
@@ -276,7 +279,7 @@ export class Negotiations implements NegotiationQueries, Disposable {
       if (repeat) return repeat;
       const rec = this.live(negotiationId, true);
       const participant = this.participantOrOperator(rec, speaker, 'abort');
-      const op = this.op(true);
+      const op = this.op(false);
       const pendingId = rec.pending?.invocationId;
       this.deps.store.transaction(() => {
         this.abortNow(rec, reason, 'aborted', participant ?? speakerName(speaker), 'aborted', ctx, op);
@@ -948,29 +951,45 @@ export class Negotiations implements NegotiationQueries, Disposable {
   /**
    * One §17.1 event to every participant, as a NEGOTIATION envelope from `coordinator` (correlation_id = negotiation_id),
    * inside the caller's transaction. Every copy goes to the recipient's STANDARD lane (the coordinator's), FIFO per
-   * recipient, so events arrive in the order sent. A refused copy: before any copy of this call was accepted, the call is
-   * refused with the router's code (and nothing of it is kept); after, it is kept in `undelivered` and retried in order.
+   * recipient, so events arrive in the order sent. A refusable call (Op.refusable) whose copies were ALL refused by the
+   * router (none accepted, at least one refused with a code other than NO_ROUTE) is refused with the router's code and
+   * nothing of it is kept. Otherwise a refused copy, a copy to a participant that is no longer registered (NO_ROUTE) and
+   * a copy behind an earlier waiting one are kept in `undelivered` and retried in order (given up after
+   * UNDELIVERED_GIVE_UP_MS), each logged WARN `negotiation.event_deferred`.
    */
   private fanout(rec: NegotiationRecord, kind: NegotiationEventKind, fields: Record<string, unknown>, ctx: CallContext, op: Op): void {
     const seq = rec.events + 1;
-    rec.events = seq;
     const payload = Buffer.from(JSON.stringify({ kind, ts: isoUtc(this.deps.clock.now()), ...fields, negotiation_id: rec.id, seq }), 'utf8');
+    const deferred: Array<{ to: string; code: string; reason: string; attempts: number }> = [];
+    let refusal: { to: string; code: string; reason: string } | undefined;
+    let acceptedNow = 0;
     for (const to of rec.participants) {
       const behind = rec.undelivered.some((u) => u.to === to);
-      const result = behind ? undefined : this.send(rec, to, payload, ctx);
-      if (result?.accepted) {
-        op.accepted++;
+      if (behind) {
+        deferred.push({ to, code: 'ORDER', reason: 'an earlier event to this participant waits', attempts: 0 });
         continue;
       }
-      const code = result && !result.accepted ? result.code : 'ORDER';
-      if (result && !result.accepted && op.interactive && op.accepted === 0) {
-        throw fail(routerKind(result.code), result.code, `the ${kind} event could not be sent to participant ${to}: ${result.reason}`);
+      const result = this.send(rec, to, payload, ctx);
+      if (result.accepted) {
+        acceptedNow++;
+        continue;
       }
-      rec.undelivered.push({ to, seq, kind, payload: payload.toString('base64'), firstRefusedAt: this.deps.clock.now(), code, attempts: behind ? 0 : 1 });
+      if (result.code !== 'NO_ROUTE') refusal ??= { to, code: result.code, reason: result.reason };
+      deferred.push({ to, code: result.code, reason: result.reason, attempts: 1 });
+    }
+    if (op.refusable && op.accepted === 0 && acceptedNow === 0 && refusal) {
+      throw fail(routerKind(refusal.code), refusal.code, `the ${kind} event could not be sent to any participant (${refusal.to}: ${refusal.reason})`);
+    }
+    op.accepted += acceptedNow;
+    rec.events = seq;
+    for (const d of deferred) {
+      rec.undelivered.push({ to: d.to, seq, kind, payload: payload.toString('base64'), firstRefusedAt: this.deps.clock.now(), code: d.code, attempts: d.attempts });
       this.deps.log.record({
         correlationId: rec.id, actor: ACTOR, eventType: 'negotiation.event_deferred', level: 'WARN',
-        details: { negotiation_id: rec.id, to, seq, kind, code, reason: result && !result.accepted ? result.reason.slice(0, 500) : 'an earlier event to this participant waits' },
+        details: { negotiation_id: rec.id, to: d.to, seq, kind, code: d.code, reason: d.reason.slice(0, 500) },
       });
+    }
+    if (deferred.length > 0) {
       op.after.push(() => {
         this.redeliver.add(rec.id);
         this.scheduleRetry();
@@ -1036,8 +1055,8 @@ export class Negotiations implements NegotiationQueries, Disposable {
 
   // ------------------------------------------------------------------ helpers
 
-  private op(interactive: boolean): Op {
-    return { interactive, accepted: 0, after: [] };
+  private op(refusable: boolean): Op {
+    return { refusable, accepted: 0, after: [] };
   }
 
   /** After the transaction: timers, follow-up work, the change announced once committed. */
