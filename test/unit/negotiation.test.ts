@@ -410,24 +410,75 @@ describe('negotiation: debates (RFC §17–§17.4)', function () {
       h.usePolicy(testPolicy());
     });
 
-    it('a participant decides by consensus or policy, the operator by hitl; the end is final', () => {
-      h.openN('n', [A, B]);
-      h.propose('n', A, { v: 1 });
-      refused(() => h.negotiations.decide({ negotiationId: 'n', decidedBy: 'hitl', contentType: 'application/json', result: Buffer.from('{}') }, agentSpeaker(A), ctx()), 'permission', 'PERMISSION_DENIED');
-      refused(() => h.negotiations.decide({ negotiationId: 'n', decidedBy: 'vote', contentType: 'application/json', result: Buffer.from('{}') }, agentSpeaker(A), ctx()), 'invalid', 'VALIDATION_ERROR');
-      const result = Buffer.from([0, 1, 2, 250, 255]);
-      h.negotiations.decide({ negotiationId: 'n', decidedBy: '', contentType: 'application/octet-stream', result }, agentSpeaker(B), ctx());
-      const rec = h.negotiations.get('n');
-      assert.deepEqual([rec?.state, rec?.decision?.decidedBy, rec?.decision?.stopReason], ['decided', 'consensus', 'decided']);
-      const decide = h.received(A).at(-1)?.json;
-      assert.deepEqual([decide?.kind, decide?.by, decide?.ct], ['decide', 'consensus', 'application/octet-stream']);
-      assert.ok(Buffer.from(String(decide?.result_b64), 'base64').equals(result));
+    it('a participant decides only by consensus on a round every other participant accepted; the operator decides anything; the end is final', () => {
+      h.openN('n', [A, B, C]);
+      const v1 = Buffer.from('{"v": 1}');
+      h.propose('n', A, v1);
+      const decide = (by: string, contentType: string, result: Buffer, speaker = agentSpeaker(B)) =>
+        h.negotiations.decide({ negotiationId: 'n', decidedBy: by, contentType, result }, speaker, ctx());
+      refused(() => decide('hitl', 'application/json', v1), 'permission', 'PERMISSION_DENIED', /consensus only/);
+      refused(() => decide('policy', 'application/json', v1), 'permission', 'PERMISSION_DENIED', /consensus only/);
+      refused(() => decide('vote', 'application/json', v1), 'invalid', 'VALIDATION_ERROR');
+      refused(() => decide('consensus', 'application/json', Buffer.from('{"v": 95}')), 'precondition', 'FAILED_PRECONDITION', /equals no round/);
+      refused(() => decide('', 'application/json', v1), 'precondition', 'FAILED_PRECONDITION', /agent-c/);
+      h.evaluate('n', C, 0.5);
+      refused(() => decide('', 'application/json', v1), 'precondition', 'FAILED_PRECONDITION', /agent-c/, );
+      assert.equal(h.stateOf('n'), 'open');
+      h.negotiations.abort('n', 'start again', OPERATOR, ctx());
+      const c2 = Buffer.from('{"v": 2}');
+      // Inboxes hold 10 messages not READ: read what came so far.
+      const read = new Set<string>();
+      const drain = () => {
+        for (const agent of [A, B, C]) {
+          for (const e of h.received(agent)) {
+            if (read.has(e.messageId)) continue;
+            read.add(e.messageId);
+            h.acked(agent, e.messageId, 'READ');
+          }
+        }
+      };
+      drain();
+
+      h.openN('m', [A, B, C]);
+      h.propose('m', A, c2);
+      h.evaluate('m', C, 0.9, 'fine by me');
+      const rec = h.negotiations.decide({ negotiationId: 'm', decidedBy: '', contentType: 'application/json', result: c2 }, agentSpeaker(B), ctx());
+      assert.deepEqual([rec.state, rec.decision?.decidedBy, rec.decision?.stopReason, rec.decision?.round], ['decided', 'consensus', 'decided', 1]);
+      const event = h.received(A).at(-1)?.json;
+      assert.deepEqual([event?.kind, event?.by, event?.ct, event?.round], ['decide', 'consensus', 'application/json', 1]);
+      assert.ok(Buffer.from(String(event?.result_b64), 'base64').equals(c2));
       const events = h.received(A).length;
-      h.negotiations.decide({ negotiationId: 'n', decidedBy: '', contentType: 'application/octet-stream', result }, agentSpeaker(B), ctx());
+      h.negotiations.decide({ negotiationId: 'm', decidedBy: '', contentType: 'application/json', result: c2 }, agentSpeaker(B), ctx());
       assert.equal(h.received(A).length, events, 'a retried Decide is answered OK and sends nothing');
-      refused(() => h.negotiations.decide({ negotiationId: 'n', decidedBy: '', contentType: 'application/octet-stream', result: Buffer.from('other') }, agentSpeaker(B), ctx()),
+      refused(() => h.negotiations.decide({ negotiationId: 'm', decidedBy: '', contentType: 'application/octet-stream', result: Buffer.from('other') }, agentSpeaker(B), ctx()),
         'precondition', 'NEGOTIATION_CLOSED');
-      refused(() => h.negotiations.abort('n', 'late', OPERATOR, ctx()), 'precondition', 'NEGOTIATION_CLOSED');
+      refused(() => h.negotiations.abort('m', 'late', OPERATOR, ctx()), 'precondition', 'NEGOTIATION_CLOSED');
+
+      drain();
+      // The operator decides anything: bytes nobody proposed, '' = hitl, or policy.
+      h.openN('o', [A, B]);
+      const result = Buffer.from([0, 1, 2, 250, 255]);
+      const o = h.negotiations.decide({ negotiationId: 'o', decidedBy: '', contentType: 'application/octet-stream', result }, OPERATOR, ctx());
+      assert.deepEqual([o.state, o.decision?.decidedBy, o.decision?.round], ['decided', 'hitl', 0]);
+      h.openN('p', [A, B]);
+      assert.equal(h.negotiations.decide({ negotiationId: 'p', decidedBy: 'policy', contentType: 'application/json', result: Buffer.from('{}') }, OPERATOR, ctx()).decision?.decidedBy, 'policy');
+    });
+
+    it('a participant cannot Decide while a person is asked (NEGOTIATION_PAUSED); the operator can', () => {
+      h.usePolicy(testPolicy({ maxRounds: 1 }));
+      h.coordinator.hitl.attachOperator('tester');
+      h.openN('n', [A, B]);
+      const v1 = Buffer.from('{"v":1}');
+      h.propose('n', A, v1);
+      h.evaluate('n', B, 0.1);
+      assert.equal(h.stateOf('n'), 'paused');
+      refused(() => h.negotiations.decide({ negotiationId: 'n', decidedBy: 'consensus', contentType: 'application/json', result: v1 }, agentSpeaker(A), ctx()),
+        'precondition', 'NEGOTIATION_PAUSED');
+      const id = h.negotiations.get('n')?.pending?.invocationId ?? '';
+      assert.equal(h.coordinator.hitl.get(id)?.state, 'pending', 'the gate still waits');
+      h.negotiations.decide({ negotiationId: 'n', decidedBy: '', contentType: 'application/json', result: v1 }, OPERATOR, ctx());
+      assert.equal(h.stateOf('n'), 'decided');
+      assert.equal(h.coordinator.hitl.get(id)?.state, 'cancelled');
     });
 
     it('the operator aborts a paused debate: the pending invocation is withdrawn', async () => {

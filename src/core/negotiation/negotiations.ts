@@ -239,28 +239,33 @@ export class Negotiations implements NegotiationQueries, Disposable {
 
   decide(input: DecisionInput, speaker: Speaker, ctx: CallContext): NegotiationRecord {
     return this.refusing('decide', input.negotiationId, ctx, () => {
-      const repeat = this.repeatedEnd(input.negotiationId, speaker, (r, who) => r.decision !== null && r.decision.round === 0
+      const repeat = this.repeatedEnd(input.negotiationId, speaker, (r, who) => r.decision !== null
         && r.decision.decidedBy === (input.decidedBy || (who === undefined ? 'hitl' : 'consensus')) && r.decision.contentType === input.contentType
         && r.decision.result.equals(input.result) && r.decision.stopReason === 'decided');
       if (repeat) return repeat;
-      const rec = this.live(input.negotiationId, true);
+      // A participant may not end a debate that waits on a person; the operator may.
+      const rec = this.live(input.negotiationId, speaker.kind !== 'agent');
       const participant = this.participantOrOperator(rec, speaker, 'decide');
       checkText('decided_by', input.decidedBy, LIMITS.decided_by);
       const decidedBy = input.decidedBy === '' ? (participant === undefined ? 'hitl' : 'consensus') : input.decidedBy;
       if (!(DECIDED_BY as readonly string[]).includes(decidedBy)) {
         throw fail('invalid', 'VALIDATION_ERROR', `decided_by must be one of ${DECIDED_BY.join(', ')}, not '${decidedBy.slice(0, 40)}'`);
       }
-      if (decidedBy === 'hitl' && participant !== undefined && speaker.kind === 'agent') {
-        throw fail('permission', 'PERMISSION_DENIED', "decided_by 'hitl' is the operator's (a person decides through HITL); a participant decides by consensus or policy");
-      }
       if (input.result.byteLength > LIMITS.payload_bytes) throw fail('invalid', 'OVERSIZE_PAYLOAD', `result is larger than ${LIMITS.payload_bytes} bytes (${input.result.byteLength})`);
       if (input.result.byteLength > 0 || input.contentType !== '') checkContentType('content_type', input.contentType);
+      let round = 0;
+      if (participant !== undefined) {
+        if (decidedBy !== 'consensus') {
+          throw fail('permission', 'PERMISSION_DENIED', `decided_by '${decidedBy}' is the coordinator's or the operator's (a person decides through HITL); a participant decides by consensus only`);
+        }
+        round = this.agreedRound(rec, participant, input);
+      }
       const op = this.op(false);
       const now = this.deps.clock.now();
       const pendingId = rec.pending?.invocationId;
       this.deps.store.transaction(() => {
         this.finish(rec, {
-          decidedBy, contentType: input.contentType, result: Buffer.from(input.result), round: 0, finalScore: rec.bestScore ?? 0,
+          decidedBy, contentType: input.contentType, result: Buffer.from(input.result), round, finalScore: rec.bestScore ?? 0,
           rationale: `Decide by ${participant ?? speakerName(speaker)}`, stopReason: 'decided', policyVersion: rec.effective.policyVersion, fallback: null, at: now,
         }, participant ?? speakerName(speaker), ctx, op);
         // After the event went out (a refusal before that leaves the invocation as it was).
@@ -1125,6 +1130,26 @@ export class Negotiations implements NegotiationQueries, Disposable {
       throw fail('permission', 'PERMISSION_DENIED', `${agentId} is not a participant of negotiation '${rec.id}' (${rec.participants.join(', ')})`);
     }
     if (!actsAs(speaker, agentId)) throw fail('permission', 'PERMISSION_DENIED', `${speakerName(speaker)} may not act as ${agentId}`);
+  }
+
+  /**
+   * A participant's Decide by consensus: its result must be the bytes (and content type) of a round that every
+   * participant other than the round's author and the decider evaluated at or above score_threshold (the decider's
+   * Decide is its own acceptance). Answers that round's number; FAILED_PRECONDITION saying why otherwise.
+   */
+  private agreedRound(rec: NegotiationRecord, decider: string, input: DecisionInput): number {
+    const threshold = rec.effective.policy.scoreThreshold;
+    const rounds = this.deps.store.negotiation.rounds(rec.id).filter((r) => r.payload.equals(input.result) && r.contentType === input.contentType);
+    if (rounds.length === 0) {
+      throw fail('precondition', 'FAILED_PRECONDITION', `a participant decides by consensus only on a round's contract: the result equals no round of '${rec.id}' (bytes and content_type)`);
+    }
+    const missing: string[] = [];
+    for (const r of rounds.reverse()) {
+      const short = rec.participants.filter((p) => p !== r.from && p !== decider && !r.evaluations.some((e) => e.from === p && e.score >= threshold));
+      if (short.length === 0) return r.n;
+      missing.push(`round ${r.n}: ${short.join(', ')}`);
+    }
+    throw fail('precondition', 'FAILED_PRECONDITION', `not a consensus: every other participant must have evaluated the round at or above score_threshold ${threshold}; not yet (${missing.join('; ')})`);
   }
 
   /** Decide / Abort: the operator (undefined) or the participant the agent speaks as. */
