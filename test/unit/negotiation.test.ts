@@ -188,13 +188,32 @@ describe('negotiation: debates (RFC §17–§17.4)', function () {
       assert.equal(lying.accepted, false);
       assert.match(lying.reason, /^PERMISSION_DENIED: /);
       assert.equal(h.negotiations.submitEvaluation('n', { fromAgent: B, deterministicScore: 1.5, llmConfidence: 0, notes: '' }, agentSpeaker(B), ctx()).reason.split(':')[0], 'VALIDATION_ERROR');
-      assert.deepEqual(h.negotiations.submitEvaluation('n', { fromAgent: B, deterministicScore: 0.5, llmConfidence: 1, notes: 'report' }, agentSpeaker(B), ctx()), { accepted: true, reason: '' });
+      assert.deepEqual(h.negotiations.submitEvaluation('n', { fromAgent: B, deterministicScore: 0.8, llmConfidence: 0.4, notes: 'report' }, agentSpeaker(B), ctx()), { accepted: true, reason: '' });
       const round = h.negotiations.detail('n')?.rounds[0];
-      assert.deepEqual([round?.deterministicScore, round?.llmConfidence, round?.score, round?.evaluations[0].source], [0.5, 1, 0.75, 'report']);
-      assert.equal(h.stateOf('n'), 'decided', '0.75 ≥ 0.7');
+      assert.deepEqual([round?.deterministicScore, round?.llmConfidence, round?.score, round?.evaluations[0].source], [0.8, 0.4, 0.6000000000000001, 'report']);
+      assert.equal(h.stateOf('n'), 'open', 'B is at 0.8, but the blend 0.6 is below 0.7');
+      h.counter('n', B, { v: 2 });
+      h.negotiations.submitEvaluation('n', { fromAgent: A, deterministicScore: 0.7, llmConfidence: 1, notes: '' }, agentSpeaker(A), ctx());
+      assert.equal(h.negotiations.detail('n')?.rounds[1].score, 0.85);
+      assert.equal(h.stateOf('n'), 'decided', 'A at 0.7 and the blend 0.85: both ≥ 0.7');
       assert.equal(h.received(A).at(-2)?.json.kind, 'evaluate');
       assert.deepEqual(h.negotiations.hitlAction('n', 'approve', 'x', OPERATOR, ctx()).ok, false);
       assert.deepEqual(h.negotiations.hitlAction('nope', 'approve', 'x', OPERATOR, ctx()).reason.split(':')[0], 'NOT_FOUND');
+    });
+
+    it('acceptance is unanimous: a dissenter below the threshold is not outvoted by the mean', () => {
+      h.usePolicy(testPolicy({ scoreThreshold: 0.5 }));
+      h.openN('n', [A, B, C]);
+      h.propose('n', A, { v: 1 });
+      h.evaluate('n', B, 1);
+      h.evaluate('n', C, 0.2);
+      const round = h.negotiations.detail('n')?.rounds[0];
+      assert.ok(Math.abs((round?.score ?? 0) - 0.6) < 1e-9, 'the mean 0.6 is above 0.5');
+      assert.equal(h.stateOf('n'), 'open', 'but agent-c is below it: no consensus');
+      h.counter('n', C, { v: 2 });
+      h.evaluate('n', A, 0.5);
+      h.evaluate('n', B, 0.9);
+      assert.equal(h.negotiations.get('n')?.decision?.round, 2, 'everyone at or above the threshold: accepted');
     });
 
     it('text proposals get a line DeltaSummary', () => {
@@ -645,9 +664,9 @@ describe('negotiation: fan-out refusals and the inference engine', function () {
     try {
       negotiations.open(h.openInput('n', [A, B]), OPERATOR, ctx());
       negotiations.propose(h.proposal('n', A, { v: 1 }), agentSpeaker(A), ctx());
-      negotiations.evaluate({ negotiationId: 'n', fromAgent: B, confidenceScore: 0.6, notes: '' }, agentSpeaker(B), ctx());
+      negotiations.evaluate({ negotiationId: 'n', fromAgent: B, confidenceScore: 0.7, notes: '' }, agentSpeaker(B), ctx());
       let round = negotiations.detail('n')?.rounds[0];
-      assert.deepEqual([round?.llm, round?.deterministicScore, round?.score], ['pending', 0.6, 0.6]);
+      assert.deepEqual([round?.llm, round?.deterministicScore, round?.score], ['pending', 0.7, 0.7]);
       assert.equal(negotiations.get('n')?.state, 'open', 'no verdict before the engine answered');
       assert.equal(asked.length, 1);
       assert.deepEqual([asked[0].proposalA, asked[0].proposalB], ['', '{"v":1}']);
@@ -655,7 +674,7 @@ describe('negotiation: fan-out refusals and the inference engine', function () {
       await settle();
       round = negotiations.detail('n')?.rounds[0];
       assert.deepEqual([round?.llm, round?.llmConfidence], ['answered', 1]);
-      assert.ok(Math.abs((round?.score ?? 0) - 0.8) < 1e-9, '(1 - 0.5)·0.6 + 0.5·1');
+      assert.ok(Math.abs((round?.score ?? 0) - 0.85) < 1e-9, '(1 - 0.5)·0.7 + 0.5·1');
       assert.deepEqual([negotiations.get('n')?.state, negotiations.get('n')?.decision?.decidedBy], ['decided', 'consensus']);
 
       negotiations.open(h.openInput('f', [A, B]), OPERATOR, ctx());

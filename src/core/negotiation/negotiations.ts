@@ -672,14 +672,16 @@ export class Negotiations implements NegotiationQueries, Disposable {
   private judge(rec: NegotiationRecord, round: RoundRecord, ctx: CallContext, op: Op): void {
     const policy = rec.effective.policy;
     const score = round.score ?? 0;
-    if (score >= policy.scoreThreshold) {
+    // Unanimity (RFC §17): every other participant's own evaluation at or above the threshold, and the blended score too.
+    const unanimous = this.othersOf(rec, round).every((p) => round.evaluations.some((e) => e.from === p && e.score >= policy.scoreThreshold));
+    if (unanimous && score >= policy.scoreThreshold) {
       if (policy.hitl === 'PauseOnFinalAccept') {
         this.openHitl(rec, 'final_accept', 'threshold_met', ctx, op);
         return;
       }
       this.finish(rec, {
         decidedBy: 'consensus', contentType: round.contentType, result: round.payload, round: round.n, finalScore: score,
-        rationale: `Every other participant evaluated round ${round.n} (by ${round.from}); its score ${score.toFixed(3)} ≥ score_threshold ${policy.scoreThreshold}.`,
+        rationale: `Every other participant evaluated round ${round.n} (by ${round.from}) at or above score_threshold ${policy.scoreThreshold}; its score ${score.toFixed(3)} too.`,
         stopReason: 'threshold_met', policyVersion: rec.effective.policyVersion, fallback: null, at: this.deps.clock.now(),
       }, 'coordinator', ctx, op);
       return;
