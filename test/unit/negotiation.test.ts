@@ -201,6 +201,30 @@ describe('negotiation: debates (RFC §17–§17.4)', function () {
       assert.deepEqual(h.negotiations.hitlAction('nope', 'approve', 'x', OPERATOR, ctx()).reason.split(':')[0], 'NOT_FOUND');
     });
 
+    it('a retried call that itself ended or paused the debate is answered OK: the accepting Evaluate, the Counter that tripped the budget', () => {
+      h.openN('n', [A, B]);
+      h.propose('n', A, { v: 1 });
+      h.evaluate('n', B, 0.9, 'yes');
+      assert.equal(h.stateOf('n'), 'decided');
+      const events = h.received(A).length;
+      h.evaluate('n', B, 0.9, 'yes');
+      assert.equal(h.received(A).length, events, 'the retry sends nothing');
+      refused(() => h.evaluate('n', B, 0.8, 'yes'), 'precondition', 'NEGOTIATION_CLOSED');
+      refused(() => h.evaluate('n', A, 0.9, 'yes'), 'precondition', 'NEGOTIATION_CLOSED');
+
+      h.usePolicy(testPolicy({ totalTokenBudget: 1_024, tokenBudgetPerRound: 1_000 }), { tieBreak: 'abort' });
+      h.openN('b', [A, B]);
+      const big = { text: 'x'.repeat(3_000) };
+      h.propose('b', A, { text: 'y'.repeat(3_000) });
+      const r2 = h.counter('b', B, big);
+      assert.equal(h.stateOf('b'), 'aborted', 'the Counter crossed total_token_budget');
+      assert.equal(h.negotiations.get('b')?.stopReason, 'budget');
+      assert.deepEqual(h.counter('b', B, big), r2, 'the retried Counter gets its round');
+      assert.equal(h.negotiations.get('b')?.rounds, 2);
+      refused(() => h.counter('b', A, big), 'precondition', 'NEGOTIATION_CLOSED');
+      refused(() => h.counter('b', B, { text: 'other' }), 'precondition', 'NEGOTIATION_CLOSED');
+    });
+
     it('acceptance is unanimous: a dissenter below the threshold is not outvoted by the mean', () => {
       h.usePolicy(testPolicy({ scoreThreshold: 0.5 }));
       h.openN('n', [A, B, C]);

@@ -189,6 +189,8 @@ export interface NegotiationRepository {
   listUnfinished(): NegotiationRecord[];
   putRound(round: RoundRecord): void;
   rounds(negotiationId: string): RoundRecord[];
+  /** The latest round only (one row), undefined when none. */
+  latestRound(negotiationId: string): RoundRecord | undefined;
 }
 
 export interface NegotiationStorage extends Transactions {

@@ -445,6 +445,14 @@ export class Negotiations implements NegotiationQueries, Disposable {
   // ------------------------------------------------------------------ rounds
 
   private round(kind: 'propose' | 'counter', input: ProposalInput, speaker: Speaker, ctx: CallContext): RoundRecord {
+    // A retry of the call that made the latest round (same author, kind and bytes) is answered with that round, whatever
+    // the state (the retried call itself may have ended or paused the debate).
+    const known = this.known(input.negotiationId);
+    if (known) {
+      this.mustSpeakAs(known, input.fromAgent, speaker);
+      const last = this.deps.store.negotiation.latestRound(known.id);
+      if (last && last.kind === kind && last.from === input.fromAgent && last.contentType === input.contentType && last.payload.equals(input.payload)) return last;
+    }
     const rec = this.live(input.negotiationId, false);
     this.mustSpeakAs(rec, input.fromAgent, speaker);
     checkContentType('content_type', input.contentType);
@@ -453,10 +461,6 @@ export class Negotiations implements NegotiationQueries, Disposable {
     }
     const rounds = this.deps.store.negotiation.rounds(rec.id);
     const latest = rounds.at(-1);
-    // A retry of the call that made the latest round (same author, kind and bytes) is answered with that round.
-    if (latest && latest.kind === kind && latest.from === input.fromAgent && latest.contentType === input.contentType && latest.payload.equals(input.payload)) {
-      return latest;
-    }
     if (kind === 'propose' && rounds.length > 0) {
       throw fail('precondition', 'OUT_OF_ORDER', `negotiation '${rec.id}' has ${rounds.length} round(s): round 1 is the only Propose; send a Counter`);
     }
@@ -571,6 +575,13 @@ export class Negotiations implements NegotiationQueries, Disposable {
   // ------------------------------------------------------------------ evaluations and scoring
 
   private evaluation(negotiationId: string, evaluation: RoundEvaluation, speaker: Speaker, ctx: CallContext): void {
+    // The same evaluation of the latest round again (a retry) is answered OK whatever the state (it may have ended it).
+    const known = this.known(negotiationId);
+    if (known) {
+      this.mustSpeakAs(known, evaluation.from, speaker);
+      const same = this.deps.store.negotiation.latestRound(known.id)?.evaluations.find((e) => e.from === evaluation.from);
+      if (same && same.score === clampScore(evaluation.score) && same.notes === evaluation.notes && same.llmConfidence === evaluation.llmConfidence) return;
+    }
     const rec = this.live(negotiationId, false);
     this.mustSpeakAs(rec, evaluation.from, speaker);
     checkText('notes', evaluation.notes, LIMITS.notes);
@@ -580,7 +591,6 @@ export class Negotiations implements NegotiationQueries, Disposable {
     if (current.from === evaluation.from) throw fail('precondition', 'OUT_OF_ORDER', `${evaluation.from} wrote round ${current.n}; the other participants evaluate it`);
     const before = current.evaluations.find((e) => e.from === evaluation.from);
     if (before) {
-      if (before.score === evaluation.score && before.notes === evaluation.notes && before.llmConfidence === evaluation.llmConfidence) return;
       throw fail('exists', 'ALREADY_EXISTS', `${evaluation.from} has evaluated round ${current.n} already`);
     }
     const evaluations = [...current.evaluations, { ...evaluation, score: clampScore(evaluation.score) }];
@@ -1110,6 +1120,12 @@ export class Negotiations implements NegotiationQueries, Disposable {
       return undefined;
     }
     return same(rec, participant) ? rec : undefined;
+  }
+
+  /** The negotiation, if the id is well-formed and known (any state). */
+  private known(id: string): NegotiationRecord | undefined {
+    checkId('negotiation_id', id, LIMITS.negotiation_id);
+    return this.deps.store.negotiation.get(id);
   }
 
   /** The negotiation, live: NOT_FOUND, ended (NEGOTIATION_CLOSED), paused (unless `pausedOk`). */

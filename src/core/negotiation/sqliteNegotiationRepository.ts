@@ -19,6 +19,10 @@ function fromStored(text: string): NegotiationRecord {
   return { ...stored, decision: stored.decision ? { ...stored.decision, result: Buffer.from(stored.decision.result, 'base64') } : null };
 }
 
+function roundOf(row: Row): RoundRecord {
+  return { ...(JSON.parse(String(row.record)) as Omit<RoundRecord, 'payload'>), payload: Buffer.from(row.payload as Uint8Array) };
+}
+
 /**
  * Debates (schema version 13): one JSON record per negotiation, its rounds with the payload bytes in a BLOB column.
  */
@@ -36,6 +40,7 @@ export class SqliteNegotiationRepository implements NegotiationRepository {
       putRound: p(`INSERT INTO negotiation_rounds (negotiation_id, n, record, payload) VALUES (?, ?, ?, ?)
         ON CONFLICT(negotiation_id, n) DO UPDATE SET record = excluded.record, payload = excluded.payload`),
       rounds: p('SELECT record, payload FROM negotiation_rounds WHERE negotiation_id = ? ORDER BY n'),
+      latestRound: p('SELECT record, payload FROM negotiation_rounds WHERE negotiation_id = ? ORDER BY n DESC LIMIT 1'),
     };
   }
 
@@ -62,9 +67,11 @@ export class SqliteNegotiationRepository implements NegotiationRepository {
   }
 
   rounds(negotiationId: string): RoundRecord[] {
-    return (this.s.rounds.all(negotiationId) as Row[]).map((row) => ({
-      ...(JSON.parse(String(row.record)) as Omit<RoundRecord, 'payload'>),
-      payload: Buffer.from(row.payload as Uint8Array),
-    }));
+    return (this.s.rounds.all(negotiationId) as Row[]).map(roundOf);
+  }
+
+  latestRound(negotiationId: string): RoundRecord | undefined {
+    const row = this.s.latestRound.get(negotiationId) as Row | undefined;
+    return row ? roundOf(row) : undefined;
   }
 }
