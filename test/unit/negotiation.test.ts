@@ -1,7 +1,7 @@
 import { strict as assert } from 'node:assert';
 import { DEFAULT_HITL_POLICY, DEFAULT_FALLBACK, type HitlPolicy } from '../../src/core/hitl/policy';
 import { REASON_TYPES } from '../../src/core/hitl/model';
-import { HITL_DIFF_MAX_BYTES, Negotiations } from '../../src/core/negotiation/negotiations';
+import { HITL_DIFF_MAX_BYTES, Negotiations, VALIDATOR_CACHE_SIZE } from '../../src/core/negotiation/negotiations';
 import { NegotiationHarness, OPERATOR, agentSpeaker, ctx, refused, settle, testPolicy } from '../support/negotiationHarness';
 
 const A = 'agent-a';
@@ -652,6 +652,26 @@ describe('negotiation: fan-out refusals and the inference engine', function () {
     assert.ok(h.coordinator.registry.deregister(C, 'gone', ctx()));
     h.negotiations.abort('n', 'nobody left', OPERATOR, ctx());
     assert.equal(h.stateOf('n'), 'aborted');
+  });
+
+  it('a refused Open keeps no compiled schema; compiled schemas are cached by content in a bounded LRU', () => {
+    h = new NegotiationHarness(undefined, { capacity: 2 });
+    for (const id of [A, B]) h.agent(id);
+    h.usePolicy(testPolicy());
+    const cache = () => (h.negotiations as unknown as { validators: Map<string, unknown> }).validators;
+    const schema = (i: number) => JSON.stringify({ type: 'object', properties: { [`p${i}`]: { type: 'number' } } });
+    h.openN('full', [A, B]);
+    assert.equal(cache().size, 0, 'no schema, nothing compiled');
+    for (let i = 0; i < 200; i++) refused(() => h.openN(`r${i}`, [A, B], { schema: schema(i) }), 'exhausted', 'BUFFER_FULL');
+    assert.equal(cache().size, 0, '200 refused Opens leave no validator');
+    h.dispose();
+    h = new NegotiationHarness(undefined, { capacity: 1_000 });
+    for (const id of [A, B]) h.agent(id);
+    h.usePolicy(testPolicy());
+    for (let i = 0; i < VALIDATOR_CACHE_SIZE + 8; i++) h.openN(`o${i}`, [A, B], { schema: schema(i % (VALIDATOR_CACHE_SIZE + 4)) });
+    assert.equal(cache().size, VALIDATOR_CACHE_SIZE, 'bounded');
+    refused(() => h.propose('o0', A, { p0: 'x' }), 'invalid', 'VALIDATION_ERROR', /\/p0/);
+    h.propose('o0', A, { p0: 1 });
   });
 
   it('deferred event copies survive a restart and are redelivered in order after it', async () => {

@@ -104,6 +104,8 @@ export const UNDELIVERED_GIVE_UP_MS = 10 * 60_000;
  */
 export const HITL_DIFF_MAX_BYTES = 4 * 1024;
 const DECIDED_BY = ['consensus', 'hitl', 'policy'] as const;
+/** Compiled proposal schemas kept (an LRU shared by all negotiations; a 64 KiB schema takes up to a second to compile). */
+export const VALIDATOR_CACHE_SIZE = 32;
 
 /** A DEBATE_DEADLOCK / gate invocation's proposed actions (what each does: README, "Debates"). */
 export const NEGOTIATION_HITL_ACTIONS = ['approve', 'modify', 'deny'] as const;
@@ -184,6 +186,7 @@ export class Negotiations implements NegotiationQueries, Disposable {
   private readonly changed = new Emitter<NegotiationChange>();
   readonly onDidChange: Event<NegotiationChange> = this.changed.event;
   private readonly timers = new Map<string, Disposable[]>();
+  /** Compiled proposal schemas by sha256 of the schema text, most recently used last (VALIDATOR_CACHE_SIZE). */
   private readonly validators = new Map<string, ValidateFunction>();
   private readonly waiting = new Set<string>();
   /** Negotiations with event copies waiting for redelivery (NegotiationRecord.undelivered). */
@@ -413,7 +416,8 @@ export class Negotiations implements NegotiationQueries, Disposable {
       intensity: input.intensity, profileHint: input.profileHint, preferences: input.preferences, debateTimeoutMs: input.debateTimeoutMs, topic: input.topic,
     });
     const schema = input.schema.trim() !== '' ? input.schema : policySchema;
-    if (schema.trim() !== '') this.validatorFor(input.negotiationId, schema, input.schema.trim() !== '' ? 'sw4rm-proposal-schema' : 'the policy\'s proposal schema');
+    // Compiled into a local: kept (cached) only once the Open is committed, so a refused Open leaves nothing behind.
+    const compiled = schema.trim() !== '' ? this.compiled(schema, input.schema.trim() !== '' ? 'sw4rm-proposal-schema' : 'the policy\'s proposal schema') : undefined;
     const now = this.deps.clock.now();
     const rec: NegotiationRecord = {
       id: input.negotiationId, correlationId, topic: input.topic, participants: [...input.participants],
@@ -438,6 +442,7 @@ export class Negotiations implements NegotiationQueries, Disposable {
       this.fanout(rec, 'policy', policyEvent, ctx, op);
       this.deps.store.negotiation.put(rec);
     });
+    if (compiled) op.after.push(() => this.remember(compiled.key, compiled.validate));
     this.committed(rec, op);
     return rec;
   }
@@ -521,7 +526,7 @@ export class Negotiations implements NegotiationQueries, Disposable {
     const parsed = parseBoundedJson(input.payload.toString('utf8'), { what: 'the payload', maxBytes: LIMITS.payload_bytes });
     if (!parsed.ok) throw fail('invalid', 'VALIDATION_ERROR', `${parsed.reason}; no round was used`);
     if (rec.schema !== '') {
-      const validate = this.validatorFor(rec.id, rec.schema, 'the proposal schema');
+      const validate = this.validatorFor(rec.schema, 'the proposal schema');
       if (!validate(parsed.value)) {
         const first = validate.errors?.[0];
         const where = first?.instancePath || '/';
@@ -531,15 +536,27 @@ export class Negotiations implements NegotiationQueries, Disposable {
     return { value: parsed.value };
   }
 
-  private validatorFor(id: string, schema: string, what: string): ValidateFunction {
-    const key = `${id}\u0000${schema}`;
+  /** The validator of a schema: from the cache, or compiled and cached. */
+  private validatorFor(schema: string, what: string): ValidateFunction {
+    const { key, validate } = this.compiled(schema, what);
+    this.remember(key, validate);
+    return validate;
+  }
+
+  /** The validator of a schema, from the cache or compiled, without caching it. Throws VALIDATION_ERROR. */
+  private compiled(schema: string, what: string): { key: string; validate: ValidateFunction } {
+    const key = createHash('sha256').update(schema).digest('hex');
     const cached = this.validators.get(key);
-    if (cached) return cached;
+    if (cached) return { key, validate: cached };
     const verdict = compileSchemaText(schemaCompiler(), schema, 'output');
     if (!verdict.ok) throw fail('invalid', 'VALIDATION_ERROR', `${what} is not a usable JSON Schema: ${verdict.why}`);
-    for (const k of this.validators.keys()) if (k.startsWith(`${id}\u0000`)) this.validators.delete(k);
-    this.validators.set(key, verdict.validate);
-    return verdict.validate;
+    return { key, validate: verdict.validate };
+  }
+
+  private remember(key: string, validate: ValidateFunction): void {
+    this.validators.delete(key);
+    this.validators.set(key, validate);
+    while (this.validators.size > VALIDATOR_CACHE_SIZE) this.validators.delete(this.validators.keys().next().value as string);
   }
 
   private deltaOf(previous: RoundRecord | undefined, payload: Buffer, json: { value: unknown } | undefined): { summary: DeltaSummary; artifact: Record<string, unknown> } {
@@ -1079,7 +1096,6 @@ export class Negotiations implements NegotiationQueries, Disposable {
   /** After the transaction: timers, follow-up work, the change announced once committed. */
   private committed(rec: NegotiationRecord, op: Op): void {
     this.arm(rec);
-    if (rec.state === 'decided' || rec.state === 'aborted') this.validators.delete(`${rec.id}\u0000${rec.schema}`);
     for (const fn of op.after) fn();
     const change: NegotiationChange = { negotiationId: rec.id, state: rec.state };
     this.deps.store.afterCommit(() => {
