@@ -225,6 +225,14 @@ describe('negotiation: debates (RFC §17–§17.4)', function () {
       refused(() => h.counter('b', B, { text: 'other' }), 'precondition', 'NEGOTIATION_CLOSED');
     });
 
+    it('the opener\'s sw4rm-proposal-schema does not replace the policy\'s schema for the topic: a draft must satisfy both', () => {
+      h.usePolicy(testPolicy(), { proposalSchemas: [{ topic: 'api/**', schema: '{"type":"object","properties":{"endpoint":{"type":"string"}},"required":["endpoint"]}' }] });
+      h.openN('n', [A, B], { topic: 'api/users', schema: '{"type":"object","properties":{"price":{"type":"number"}},"required":["price"]}' }, agentSpeaker(A));
+      refused(() => h.propose('n', A, { price: 1 }), 'invalid', 'VALIDATION_ERROR', /policy's proposal schema for the topic/);
+      refused(() => h.propose('n', A, { endpoint: '/x', price: 'high' }), 'invalid', 'VALIDATION_ERROR', /the proposal schema at \/price/);
+      assert.equal(h.propose('n', A, { endpoint: '/x', price: 1 }).n, 1);
+    });
+
     it('acceptance is unanimous: a dissenter below the threshold is not outvoted by the mean', () => {
       h.usePolicy(testPolicy({ scoreThreshold: 0.5 }));
       h.openN('n', [A, B, C]);

@@ -105,6 +105,8 @@ export interface NegotiationRecord {
   readonly effective: EffectivePolicy;
   /** The JSON Schema (text) proposals are checked against, '' when none. */
   readonly schema: string;
+  /** The policy's schema for the topic when the opener also gave one (`schema`): a draft must satisfy both. Absent otherwise. */
+  readonly policySchema?: string;
   /** sha256 of the Open as asked (topic, participants, intensity, debate_timeout, profile hint, preferences, schema): a repeat is the same Open. */
   readonly openDigest: string;
   state: NegotiationState;

@@ -415,14 +415,20 @@ export class Negotiations implements NegotiationQueries, Disposable {
     const { effective, schema: policySchema } = this.deps.policies.effectiveFor({
       intensity: input.intensity, profileHint: input.profileHint, preferences: input.preferences, debateTimeoutMs: input.debateTimeoutMs, topic: input.topic,
     });
-    const schema = input.schema.trim() !== '' ? input.schema : policySchema;
-    // Compiled into a local: kept (cached) only once the Open is committed, so a refused Open leaves nothing behind.
-    const compiled = schema.trim() !== '' ? this.compiled(schema, input.schema.trim() !== '' ? 'sw4rm-proposal-schema' : 'the policy\'s proposal schema') : undefined;
+    // The opener's schema does not replace the operator's for the topic: with both, a draft must satisfy both.
+    const own = input.schema.trim() !== '';
+    const schema = own ? input.schema : policySchema;
+    const alsoPolicy = own && policySchema.trim() !== '' ? policySchema : '';
+    // Compiled into locals: kept (cached) only once the Open is committed, so a refused Open leaves nothing behind.
+    const compiled = [
+      ...(schema.trim() !== '' ? [this.compiled(schema, own ? 'sw4rm-proposal-schema' : 'the policy\'s proposal schema')] : []),
+      ...(alsoPolicy !== '' ? [this.compiled(alsoPolicy, 'the policy\'s proposal schema')] : []),
+    ];
     const now = this.deps.clock.now();
     const rec: NegotiationRecord = {
       id: input.negotiationId, correlationId, topic: input.topic, participants: [...input.participants],
       intensity: input.intensity === '' ? 'MEDIUM' : input.intensity, openedBy: speakerName(speaker), openedAt: now,
-      deadlineAt: now + effective.debateTimeoutMs, effective, schema, openDigest: openDigest(input), state: 'open', rounds: 0, tokensUsed: 0, oscillations: 0,
+      deadlineAt: now + effective.debateTimeoutMs, effective, schema, ...(alsoPolicy !== '' ? { policySchema: alsoPolicy } : {}), openDigest: openDigest(input), state: 'open', rounds: 0, tokensUsed: 0, oscillations: 0,
       roundStartedAt: now, pending: null, decision: null, abort: null, events: 0, bestRound: 0, bestScore: null, stopReason: null,
       undelivered: [], updatedAt: now,
     };
@@ -442,7 +448,7 @@ export class Negotiations implements NegotiationQueries, Disposable {
       this.fanout(rec, 'policy', policyEvent, ctx, op);
       this.deps.store.negotiation.put(rec);
     });
-    if (compiled) op.after.push(() => this.remember(compiled.key, compiled.validate));
+    op.after.push(() => { for (const c of compiled) this.remember(c.key, c.validate); });
     this.committed(rec, op);
     return rec;
   }
@@ -525,12 +531,13 @@ export class Negotiations implements NegotiationQueries, Disposable {
     }
     const parsed = parseBoundedJson(input.payload.toString('utf8'), { what: 'the payload', maxBytes: LIMITS.payload_bytes });
     if (!parsed.ok) throw fail('invalid', 'VALIDATION_ERROR', `${parsed.reason}; no round was used`);
-    if (rec.schema !== '') {
-      const validate = this.validatorFor(rec.schema, 'the proposal schema');
+    for (const [schema, which] of [[rec.schema, 'the proposal schema'], [rec.policySchema ?? '', 'the policy\'s proposal schema for the topic']] as const) {
+      if (schema === '') continue;
+      const validate = this.validatorFor(schema, which);
       if (!validate(parsed.value)) {
         const first = validate.errors?.[0];
         const where = first?.instancePath || '/';
-        throw fail('invalid', 'VALIDATION_ERROR', `the draft does not match the proposal schema at ${where}: ${first?.message ?? 'is invalid'}; no round was used`);
+        throw fail('invalid', 'VALIDATION_ERROR', `the draft does not match ${which} at ${where}: ${first?.message ?? 'is invalid'}; no round was used`);
       }
     }
     return { value: parsed.value };
