@@ -1,7 +1,8 @@
 import { strict as assert } from 'node:assert';
 import { DEFAULT_HITL_POLICY, DEFAULT_FALLBACK, type HitlPolicy } from '../../src/core/hitl/policy';
 import { REASON_TYPES } from '../../src/core/hitl/model';
-import { HITL_DIFF_MAX_BYTES, Negotiations, VALIDATOR_CACHE_SIZE } from '../../src/core/negotiation/negotiations';
+import { MIN_DEBATE_TIMEOUT_MS } from '../../src/core/policy/defaults';
+import { HITL_DIFF_MAX_BYTES, MAX_OPEN_PER_OPENER, Negotiations, VALIDATOR_CACHE_SIZE } from '../../src/core/negotiation/negotiations';
 import { NegotiationHarness, OPERATOR, agentSpeaker, ctx, refused, settle, testPolicy } from '../support/negotiationHarness';
 
 const A = 'agent-a';
@@ -680,6 +681,30 @@ describe('negotiation: fan-out refusals and the inference engine', function () {
     assert.equal(cache().size, VALIDATOR_CACHE_SIZE, 'bounded');
     refused(() => h.propose('o0', A, { p0: 'x' }), 'invalid', 'VALIDATION_ERROR', /\/p0/);
     h.propose('o0', A, { p0: 1 });
+  });
+
+  it('no agent uses up the HITL quota: debate_timeout at least the minimum, the opener is the HITL requester, open debates capped per opener', () => {
+    h = new NegotiationHarness(undefined, { capacity: 1_000 });
+    for (const id of [A, B, C]) h.agent(id);
+    h.usePolicy(testPolicy({ maxRounds: 1 }));
+    h.coordinator.hitl.attachOperator('tester');
+    const t = h.openN('t', [A, B], { debateTimeoutMs: 1 }, agentSpeaker(A));
+    assert.equal(t.deadlineAt - t.openedAt, MIN_DEBATE_TIMEOUT_MS, 'a 1 ms debate_timeout is raised to the minimum');
+    assert.equal(t.effective.debateTimeoutMs, MIN_DEBATE_TIMEOUT_MS);
+    h.propose('t', A, { v: 1 });
+    h.evaluate('t', B, 0.1);
+    assert.equal(h.coordinator.hitl.get(h.negotiations.get('t')?.pending?.invocationId ?? '')?.requester, A, 'the opener asks');
+    h.openN('o', [A, B]);
+    h.propose('o', A, { v: 1 });
+    h.evaluate('o', B, 0.1);
+    assert.equal(h.coordinator.hitl.get(h.negotiations.get('o')?.pending?.invocationId ?? '')?.requester, 'operator');
+    for (let i = 1; i < MAX_OPEN_PER_OPENER; i++) h.openN(`c${i}`, [A, B], {}, agentSpeaker(A));
+    refused(() => h.openN('one-more', [A, B], {}, agentSpeaker(A)), 'exhausted', 'BUFFER_FULL', /32 debates open/);
+    h.openN('c1', [A, B], {}, agentSpeaker(A));
+    h.openN('by-b', [A, B], {}, agentSpeaker(B));
+    h.openN('by-operator', [A, B]);
+    h.negotiations.abort('c1', 'done', agentSpeaker(A), ctx());
+    h.openN('one-more', [A, B], {}, agentSpeaker(A));
   });
 
   it('deferred event copies survive a restart and are redelivered in order after it', async () => {

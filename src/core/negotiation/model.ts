@@ -99,6 +99,10 @@ export interface NegotiationRecord {
   readonly participants: readonly string[];
   readonly intensity: DebateIntensity;
   readonly openedBy: string;
+  /** The participant an agent opener acted as (absent when the operator opened it): MAX_OPEN_PER_OPENER counts these. */
+  readonly openedByAgent?: string;
+  /** The requester of the HITL invocations it opens: the opener agent's id or the operator's label (older records: `negotiation`). */
+  readonly hitlRequester?: string;
   readonly openedAt: number;
   /** openedAt + the effective debate timeout. */
   readonly deadlineAt: number;
@@ -187,6 +191,8 @@ export interface NegotiationRepository {
   get(id: string): NegotiationRecord | undefined;
   /** Open and paused ones first, then by updatedAt descending; at most `limit`. */
   list(limit: number): NegotiationRecord[];
+  /** Negotiations not decided or aborted that this agent opened (openedByAgent). */
+  countOpenBy(agentId: string): number;
   /** Every negotiation not decided or aborted (restore). */
   listUnfinished(): NegotiationRecord[];
   putRound(round: RoundRecord): void;

@@ -11,6 +11,7 @@ import { parseBoundedJson } from '../json';
 import type { EventLog } from '../log/eventLog';
 import type { Artifact } from '../activity/model';
 import type { NegotiationPolicies } from '../policy/policies';
+import { MIN_DEBATE_TIMEOUT_MS } from '../policy/defaults';
 import { DEBATE_INTENSITIES, type AgentPreferences, type DebateIntensity, type EffectivePolicy, type NegotiationPolicy, type TieBreak } from '../policy/model';
 import { NegotiationError, type NegotiationErrorKind, type Speaker } from '../policy/speaker';
 import type { AgentDirectory } from '../registry/model';
@@ -104,6 +105,8 @@ export const UNDELIVERED_GIVE_UP_MS = 10 * 60_000;
  */
 export const HITL_DIFF_MAX_BYTES = 4 * 1024;
 const DECIDED_BY = ['consensus', 'hitl', 'policy'] as const;
+/** Debates one agent may have open (not decided or aborted) at once, as their opener: beyond, Open is refused BUFFER_FULL. */
+export const MAX_OPEN_PER_OPENER = 32;
 /** Compiled proposal schemas kept (an LRU shared by all negotiations; a 64 KiB schema takes up to a second to compile). */
 export const VALIDATOR_CACHE_SIZE = 32;
 
@@ -405,6 +408,15 @@ export class Negotiations implements NegotiationQueries, Disposable {
       if (existing.openDigest === openDigest(input)) return existing;
       throw fail('exists', 'ALREADY_EXISTS', `negotiation '${input.negotiationId}' exists with other content; choose another negotiation_id`);
     }
+    // The agent that opens it (the operator: none): its open debates are capped, and it is the requester of the HITL
+    // invocations the debate opens, so HitlPolicy.maxPendingPerRequester applies per opener.
+    const opener = speaker.kind === 'agent' ? input.participants.find((p) => speaker.mayActAs(p)) : undefined;
+    if (opener !== undefined) {
+      const open = negotiation.countOpenBy(opener);
+      if (open >= MAX_OPEN_PER_OPENER) {
+        throw fail('exhausted', 'BUFFER_FULL', `${opener} has ${open} debates open that it opened (at most ${MAX_OPEN_PER_OPENER}): end one first`);
+      }
+    }
     for (const p of input.participants) {
       const agent = this.deps.agents.get(p);
       if (!agent) throw fail('not_found', 'NO_ROUTE', `participant '${p}' is not a registered agent; it must RegisterAgent first`);
@@ -412,8 +424,10 @@ export class Negotiations implements NegotiationQueries, Disposable {
         throw fail('precondition', 'UNSUPPORTED_MESSAGE_TYPE', `participant '${p}' does not accept application/json, the content type of NEGOTIATION events`);
       }
     }
+    // A debate_timeout below the minimum is raised to it (a debate that times out at once would only make HITL work).
+    const debateTimeoutMs = input.debateTimeoutMs > 0 ? Math.max(input.debateTimeoutMs, MIN_DEBATE_TIMEOUT_MS) : input.debateTimeoutMs;
     const { effective, schema: policySchema } = this.deps.policies.effectiveFor({
-      intensity: input.intensity, profileHint: input.profileHint, preferences: input.preferences, debateTimeoutMs: input.debateTimeoutMs, topic: input.topic,
+      intensity: input.intensity, profileHint: input.profileHint, preferences: input.preferences, debateTimeoutMs, topic: input.topic,
     });
     // The opener's schema does not replace the operator's for the topic: with both, a draft must satisfy both.
     const own = input.schema.trim() !== '';
@@ -428,6 +442,7 @@ export class Negotiations implements NegotiationQueries, Disposable {
     const rec: NegotiationRecord = {
       id: input.negotiationId, correlationId, topic: input.topic, participants: [...input.participants],
       intensity: input.intensity === '' ? 'MEDIUM' : input.intensity, openedBy: speakerName(speaker), openedAt: now,
+      ...(opener !== undefined ? { openedByAgent: opener } : {}), hitlRequester: opener ?? speakerName(speaker),
       deadlineAt: now + effective.debateTimeoutMs, effective, schema, ...(alsoPolicy !== '' ? { policySchema: alsoPolicy } : {}), openDigest: openDigest(input), state: 'open', rounds: 0, tokensUsed: 0, oscillations: 0,
       roundStartedAt: now, pending: null, decision: null, abort: null, events: 0, bestRound: 0, bestScore: null, stopReason: null,
       undelivered: [], updatedAt: now,
@@ -769,7 +784,7 @@ export class Negotiations implements NegotiationQueries, Disposable {
     };
     const request: InvocationRequest = {
       reasonType: why === 'deadlock' ? 'DEBATE_DEADLOCK' : 'MANUAL_OVERRIDE',
-      requester: NEGOTIATION_HITL_COMPONENT,
+      requester: rec.hitlRequester ?? NEGOTIATION_HITL_COMPONENT,
       correlationId: rec.id,
       subject: { repoId: '', worktreeId: '', taskId: '' },
       context: {

@@ -36,6 +36,7 @@ export class SqliteNegotiationRepository implements NegotiationRepository {
         ON CONFLICT(negotiation_id) DO UPDATE SET finished = excluded.finished, updated_at = excluded.updated_at, record = excluded.record`),
       get: p('SELECT record FROM negotiations WHERE negotiation_id = ?'),
       list: p('SELECT record FROM negotiations ORDER BY finished ASC, updated_at DESC LIMIT ?'),
+      countOpenBy: p("SELECT COUNT(*) AS n FROM negotiations WHERE finished = 0 AND json_extract(record, '$.openedByAgent') = ?"),
       unfinished: p('SELECT record FROM negotiations WHERE finished = 0 ORDER BY updated_at'),
       putRound: p(`INSERT INTO negotiation_rounds (negotiation_id, n, record, payload) VALUES (?, ?, ?, ?)
         ON CONFLICT(negotiation_id, n) DO UPDATE SET record = excluded.record, payload = excluded.payload`),
@@ -55,6 +56,10 @@ export class SqliteNegotiationRepository implements NegotiationRepository {
 
   list(limit: number): NegotiationRecord[] {
     return (this.s.list.all(Math.max(0, Math.floor(limit))) as Row[]).map((row) => fromStored(String(row.record)));
+  }
+
+  countOpenBy(agentId: string): number {
+    return Number((this.s.countOpenBy.get(agentId) as Row).n);
   }
 
   listUnfinished(): NegotiationRecord[] {
