@@ -725,6 +725,33 @@ describe('negotiation: fan-out refusals and the inference engine', function () {
     assert.deepEqual(h.negotiations.get('n')?.undelivered, []);
   });
 
+  it('a pending engine score at a restart with no engine registered: llm failed, judged on the deterministic score, never a built-in score as the engine\'s', async () => {
+    h = new NegotiationHarness();
+    for (const id of [A, B]) h.agent(id);
+    h.usePolicy(testPolicy({ scoring: { requireSchemaValid: true, requireExamplesPass: false, llmWeight: 0.5 } }));
+    const c = h.coordinator;
+    const deps = { store: c.store, log: c.log, clock: c.clock, ids: c.ids, agents: c.registry, outbox: c.router, hitl: c.hitl, artifacts: c.activity, policies: c.policies };
+    const before = new Negotiations({ ...deps, inference: { engineAgent: () => 'engine', evaluateDebate: () => new Promise(() => undefined) } });
+    before.open(h.openInput('n', [A, B]), OPERATOR, ctx());
+    before.propose(h.proposal('n', A, { v: 1 }), agentSpeaker(A), ctx());
+    before.evaluate({ negotiationId: 'n', fromAgent: B, confidenceScore: 0.8, notes: '' }, agentSpeaker(B), ctx());
+    assert.equal(before.detail('n')?.rounds[0].llm, 'pending');
+    before.dispose();
+    let asked = 0;
+    const after = new Negotiations({ ...deps, inference: { engineAgent: () => undefined, evaluateDebate: async () => { asked++; return { confidence: 1, notes: 'built-in' }; } } });
+    try {
+      after.restore(ctx());
+      await settle();
+      const round = after.detail('n')?.rounds[0];
+      assert.equal(asked, 0, 'no built-in heuristic is asked in the engine\'s place');
+      assert.deepEqual([round?.llm, round?.llmConfidence, round?.score], ['failed', null, 0.8]);
+      assert.match(round?.llmNotes ?? '', /no inference engine is registered/);
+      assert.deepEqual([after.get('n')?.state, after.get('n')?.decision?.round], ['decided', 1]);
+    } finally {
+      after.dispose();
+    }
+  });
+
   it('llm_weight > 0 with an engine: the deterministic score first, the blend when the engine answers; a failure leaves the deterministic score', async () => {
     h = new NegotiationHarness();
     for (const id of [A, B]) h.agent(id);

@@ -359,7 +359,7 @@ export class Negotiations implements NegotiationQueries, Disposable {
           continue;
         }
         this.arm(rec);
-        const current = this.deps.store.negotiation.rounds(rec.id).at(-1);
+        const current = this.deps.store.negotiation.latestRound(rec.id);
         if (current?.llm === 'pending') this.askEngine(rec, current, ctx);
       } catch (err) {
         this.deps.log.internalError(ACTOR, rec.id, err);
@@ -667,6 +667,12 @@ export class Negotiations implements NegotiationQueries, Disposable {
   }
 
   private askEngine(rec: NegotiationRecord, round: RoundRecord, ctx: CallContext): void {
+    // No engine (e.g. none registered again after a restart): the round is judged on its deterministic score; a built-in
+    // heuristic's answer is never recorded as the engine's.
+    if (this.deps.inference.engineAgent() === undefined) {
+      this.engineAnswered(rec.id, round.n, null, 'no inference engine is registered (any more): the deterministic score stands', ctx);
+      return;
+    }
     const rounds = this.deps.store.negotiation.rounds(rec.id);
     const previous = rounds.find((r) => r.n === round.n - 1);
     let answer: Promise<{ confidence: number; notes: string }>;
