@@ -752,6 +752,34 @@ describe('negotiation: fan-out refusals and the inference engine', function () {
     }
   });
 
+  it('a Counter while the engine is asked about the previous round marks that round superseded (not pending forever)', async () => {
+    h = new NegotiationHarness();
+    for (const id of [A, B]) h.agent(id);
+    h.usePolicy(testPolicy({ scoring: { requireSchemaValid: true, requireExamplesPass: false, llmWeight: 0.5 } }));
+    const c = h.coordinator;
+    const resolvers: Array<(v: { confidence: number; notes: string }) => void> = [];
+    const negotiations = new Negotiations({
+      store: c.store, log: c.log, clock: c.clock, ids: c.ids, agents: c.registry, outbox: c.router, hitl: c.hitl, artifacts: c.activity, policies: c.policies,
+      inference: { engineAgent: () => 'engine', evaluateDebate: () => new Promise((resolve) => resolvers.push(resolve)) },
+    });
+    try {
+      negotiations.open(h.openInput('n', [A, B]), OPERATOR, ctx());
+      negotiations.propose(h.proposal('n', A, { v: 1 }), agentSpeaker(A), ctx());
+      negotiations.evaluate({ negotiationId: 'n', fromAgent: B, confidenceScore: 0.9, notes: '' }, agentSpeaker(B), ctx());
+      assert.equal(negotiations.detail('n')?.rounds[0].llm, 'pending');
+      negotiations.counter(h.proposal('n', B, { v: 2 }), agentSpeaker(B), ctx());
+      const first = negotiations.detail('n')?.rounds[0];
+      assert.equal(first?.llm, 'failed');
+      assert.match(first?.llmNotes ?? '', /superseded by round 2/);
+      resolvers[0]({ confidence: 1, notes: 'late' });
+      await settle();
+      assert.equal(negotiations.detail('n')?.rounds[0].llm, 'failed', 'the late answer changes nothing');
+      assert.equal(negotiations.get('n')?.state, 'open');
+    } finally {
+      negotiations.dispose();
+    }
+  });
+
   it('llm_weight > 0 with an engine: the deterministic score first, the blend when the engine answers; a failure leaves the deterministic score', async () => {
     h = new NegotiationHarness();
     for (const id of [A, B]) h.agent(id);

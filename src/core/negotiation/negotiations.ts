@@ -517,8 +517,13 @@ export class Negotiations implements NegotiationQueries, Disposable {
       rec.tokensUsed += tokens;
       if (oscillation) rec.oscillations++;
       rec.roundStartedAt = now;
+      // A round still waiting on the engine is superseded: its engine answer would no longer count.
+      if (latest?.llm === 'pending') {
+        this.deps.store.negotiation.putRound({ ...latest, llm: 'failed', llmNotes: `superseded by round ${n} before the inference engine answered` });
+      }
       this.deps.store.negotiation.putRound(round);
       this.record(rec, 'negotiation.round', {
+        superseded_pending: latest?.llm === 'pending' ? latest.n : undefined,
         round: n, kind, from: round.from, content_type: round.contentType, bytes: round.payload.byteLength, tokens, tokens_used: rec.tokensUsed,
         magnitude: delta.summary.magnitude, changed_paths: delta.summary.pathCount, oscillation, oscillations: rec.oscillations,
         converged: latest !== undefined && delta.summary.magnitude <= policy.diffTolerance,
