@@ -2,6 +2,7 @@ import { strict as assert } from 'node:assert';
 import { DEFAULT_HITL_POLICY, DEFAULT_FALLBACK, type HitlPolicy } from '../../src/core/hitl/policy';
 import { REASON_TYPES } from '../../src/core/hitl/model';
 import { MIN_DEBATE_TIMEOUT_MS } from '../../src/core/policy/defaults';
+import { hitlActionFor } from '../../src/server/services/schedulerPolicyService';
 import { HITL_DIFF_MAX_BYTES, MAX_OPEN_PER_OPENER, Negotiations, VALIDATOR_CACHE_SIZE } from '../../src/core/negotiation/negotiations';
 import { NegotiationHarness, OPERATOR, agentSpeaker, ctx, refused, settle, testPolicy } from '../support/negotiationHarness';
 
@@ -705,6 +706,34 @@ describe('negotiation: fan-out refusals and the inference engine', function () {
     h.openN('by-operator', [A, B]);
     h.negotiations.abort('c1', 'done', agentSpeaker(A), ctx());
     h.openN('one-more', [A, B], {}, agentSpeaker(A));
+  });
+
+  it('HitlAction: a debate with nothing pending does not shadow a room with the same id', () => {
+    h = new NegotiationHarness();
+    for (const id of [A, B, 'prod', 'c1', 'c2']) h.agent(id);
+    h.usePolicy(testPolicy());
+    const operator = h.coordinator.hitl.attachOperator('tester');
+    try {
+      const critic = (id: string, score: number) => h.coordinator.room.submitVote({
+        artifactId: 'plan-1', criticId: id, score, confidence: 0.9, passed: true, strengths: [], weaknesses: [], recommendations: [], roomId: '', votedAt: null,
+      }, agentSpeaker(id), ctx());
+      h.coordinator.room.submitProposal({
+        artifactType: 'PLAN', artifactId: 'plan-1', producerId: 'prod', artifact: Buffer.from('{"steps":["a"]}'), contentType: 'application/json',
+        requestedCritics: ['c1', 'c2'], roomId: 'shared', createdAt: null,
+      }, agentSpeaker('prod'), ctx());
+      critic('c1', 10);
+      critic('c2', 1);
+      assert.ok(h.coordinator.room.getDecision('plan-1', '')?.hitl, 'the room escalated to a person');
+      h.openN('shared', [A, B]);
+      assert.match(h.negotiations.hitlAction('shared', 'approve', 'x', OPERATOR, ctx()).reason, /^FAILED_PRECONDITION: /, 'the debate waits on nothing');
+      const answer = hitlActionFor(h.coordinator, 'shared', 'approve', 'the spread is fine', OPERATOR, ctx());
+      assert.equal(answer.ok, true, answer.reason);
+      assert.equal(h.coordinator.room.getDecision('plan-1', '')?.outcome, 'APPROVED');
+      const none = hitlActionFor(h.coordinator, 'shared', 'approve', 'again', OPERATOR, ctx());
+      assert.match(none.reason, /negotiation 'shared' waits on no HITL invocation/, 'nothing anywhere: the debate\'s answer');
+    } finally {
+      operator.dispose();
+    }
   });
 
   it('deferred event copies survive a restart and are redelivered in order after it', async () => {
