@@ -607,11 +607,23 @@ describe('negotiation: fan-out refusals and the inference engine', function () {
     assert.deepEqual(rec?.undelivered.map((u) => [u.to, u.kind, u.code]), [[A, 'propose', 'BUFFER_FULL'], [A, 'counter', 'ORDER']]);
     assert.deepEqual(h.kinds(A), ['open', 'policy']);
     assert.equal(h.events('negotiation.event_deferred').length, 2);
+    // The record keeps references (kind, seq, round), not the bytes; and is not rewritten while nothing changes.
+    assert.ok(rec?.undelivered.every((u) => !('payload' in u)));
+    assert.deepEqual(rec?.undelivered.map((u) => [u.seq, u.round]), [[3, 1], [4, 2]]);
+    const repo = h.coordinator.store.negotiation;
+    const put = repo.put.bind(repo);
+    let writes = 0;
+    repo.put = (r) => { writes++; put(r); };
     await h.advance(1_000);
+    await h.advance(1_000);
+    await h.advance(1_000);
+    assert.equal(writes, 0, 'three refused retries, no write');
+    repo.put = put;
     assert.equal(h.negotiations.get('n')?.undelivered.length, 2, 'still full: still waiting');
     for (const m of fillers) h.acked(A, m.messageId, 'READ');
     await h.advance(1_000);
     assert.deepEqual(h.kinds(A), ['open', 'policy', 'propose', 'counter'], 'redelivered in order');
+    assert.deepEqual(h.received(A).slice(2).map((e) => e.raw.toString()), h.received(B).slice(2, 4).map((e) => e.raw.toString()), 'rebuilt byte for byte');
     assert.deepEqual(h.negotiations.get('n')?.undelivered, []);
     assert.equal(h.events('negotiation.event_redelivered').length, 2);
 

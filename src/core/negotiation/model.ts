@@ -144,10 +144,15 @@ export interface UndeliveredEvent {
   readonly to: string;
   readonly seq: number;
   readonly kind: NegotiationEventKind;
-  /** The event's JSON as base64 (the exact bytes to send). */
-  readonly payload: string;
+  /** When the event was first sent (its `ts`): with kind, seq, round and from, its bytes are rebuilt from the record. */
+  readonly at: number;
+  /** propose / counter / evaluate: the round it reports. */
+  readonly round?: number;
+  /** evaluate: the evaluator. */
+  readonly from?: string;
   readonly firstRefusedAt: number;
   code: string;
+  /** Attempts when last written (the running count is kept in memory). */
   attempts: number;
 }
 

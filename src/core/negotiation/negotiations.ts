@@ -21,8 +21,20 @@ import { compileSchemaText, schemaCompiler } from '../tools/descriptors';
 import { canonicalJson, isJsonContentType, jsonDeltaSummary, textDeltaSummary, unifiedDiff } from './delta';
 import type {
   DeltaSummary, NegotiationChange, NegotiationDecision, NegotiationDetail, NegotiationEventKind, NegotiationQueries, NegotiationRecord,
-  NegotiationStorage, NegotiationSummary, RoundEvaluation, RoundRecord, StopReason,
+  NegotiationStorage, NegotiationSummary, RoundEvaluation, RoundRecord, StopReason, UndeliveredEvent,
 } from './model';
+
+/** What an event reported, enough to rebuild its bytes (an UndeliveredEvent holds this, not the bytes). */
+interface EventRef {
+  readonly kind: NegotiationEventKind;
+  readonly seq: number;
+  /** When it was first sent (its `ts`). */
+  readonly at: number;
+  /** propose / counter / evaluate: the round. */
+  readonly round?: number;
+  /** evaluate: the evaluator. */
+  readonly from?: string;
+}
 import { bestRound, blend, clampScore, deterministicScore, reportedConfidence, tokensOf } from './scoring';
 
 export interface OpenInput {
@@ -195,6 +207,8 @@ export class Negotiations implements NegotiationQueries, Disposable {
   /** Negotiations with event copies waiting for redelivery (NegotiationRecord.undelivered). */
   private readonly redeliver = new Set<string>();
   private retryTimer: Disposable | undefined;
+  /** Redelivery attempts per deferred copy (negotiation, recipient, seq), kept in memory between record writes. */
+  private readonly attempts = new Map<string, number>();
   private disposed = false;
 
   constructor(protected readonly deps: NegotiationDeps) {}
@@ -454,13 +468,8 @@ export class Negotiations implements NegotiationQueries, Disposable {
         profile: effective.profile, policy_version: effective.policyVersion, policy: policyWire(effective.policy), applied: effective.applied,
         schema: schema === '' ? undefined : 'yes',
       }, ctx);
-      this.fanout(rec, 'open', { topic: rec.topic, corr: rec.correlationId }, ctx, op);
-      const policyEvent: Record<string, unknown> = { negotiation_id: rec.id };
-      if (effective.profile !== '') policyEvent.profile = effective.profile;
-      policyEvent.policy = policyWire(effective.policy);
-      policyEvent.policy_version = effective.policyVersion;
-      policyEvent.debate_timeout_ms = effective.debateTimeoutMs;
-      this.fanout(rec, 'policy', policyEvent, ctx, op);
+      this.fanout(rec, { kind: 'open' }, ctx, op);
+      this.fanout(rec, { kind: 'policy' }, ctx, op);
       this.deps.store.negotiation.put(rec);
     });
     op.after.push(() => { for (const c of compiled) this.remember(c.key, c.validate); });
@@ -528,7 +537,7 @@ export class Negotiations implements NegotiationQueries, Disposable {
         magnitude: delta.summary.magnitude, changed_paths: delta.summary.pathCount, oscillation, oscillations: rec.oscillations,
         converged: latest !== undefined && delta.summary.magnitude <= policy.diffTolerance,
       }, ctx);
-      this.fanout(rec, kind, { from: round.from, ct: round.contentType, payload_b64: round.payload.toString('base64'), round: n }, ctx, op);
+      this.fanout(rec, { kind, round: n }, ctx, op, round);
       this.artifact(rec, 'contract', `v${n}`, round.contentType, round.payload, ctx);
       if (latest) this.artifact(rec, 'diff', `v${n - 1}_to_v${n}`, 'application/json', Buffer.from(JSON.stringify(delta.artifact)), ctx);
       const total = policy.totalTokenBudget;
@@ -655,7 +664,7 @@ export class Negotiations implements NegotiationQueries, Disposable {
         round: round.n, from: evaluation.from, source: evaluation.source, score: evaluation.score, deterministic_score: det, score_now: round.score,
         complete, llm: round.llm,
       }, ctx);
-      this.fanout(rec, 'evaluate', { from: evaluation.from, score: evaluation.score, notes: evaluation.notes, round: round.n }, ctx, op);
+      this.fanout(rec, { kind: 'evaluate', round: round.n, from: evaluation.from }, ctx, op, round);
       this.artifact(rec, 'score', `v${round.n}:${evaluation.from}`.slice(0, FIELD_LIMITS.activity.artifact_version), 'application/json', Buffer.from(JSON.stringify({
         negotiation_id: rec.id, round: round.n, from_agent: evaluation.from, deterministic_score: evaluation.score,
         llm_confidence: evaluation.llmConfidence ?? 0, notes: evaluation.notes, delta: this.deltaWire(round.delta),
@@ -941,7 +950,7 @@ export class Negotiations implements NegotiationQueries, Disposable {
       decided_by: decision.decidedBy, by, round: decision.round, final_score: decision.finalScore, stop_reason: decision.stopReason,
       policy_version: decision.policyVersion, fallback: decision.fallback ?? undefined, content_type: decision.contentType, bytes: decision.result.byteLength,
     }, ctx, decision.fallback ? 'WARN' : 'INFO');
-    this.fanout(rec, 'decide', { by: decision.decidedBy, ct: decision.contentType, result_b64: decision.result.toString('base64'), round: decision.round, stop_reason: decision.stopReason }, ctx, op);
+    this.fanout(rec, { kind: 'decide' }, ctx, op);
     this.artifact(rec, 'decision', 'final', 'application/json', Buffer.from(JSON.stringify({
       negotiation_id: rec.id, decided_by: decision.decidedBy, final_score: decision.finalScore, rationale: decision.rationale, stop_reason: decision.stopReason,
       policy_version: decision.policyVersion, round: decision.round, content_type: decision.contentType, fallback: decision.fallback, decided_at: isoUtc(decision.at),
@@ -957,7 +966,7 @@ export class Negotiations implements NegotiationQueries, Disposable {
     rec.stopReason = stopReason;
     rec.pending = null;
     this.record(rec, 'negotiation.aborted', { reason, error_code: errorCode, by, stop_reason: stopReason, fallback: fallback ?? undefined }, ctx, by === 'coordinator' || fallback ? 'WARN' : 'INFO');
-    this.fanout(rec, 'abort', { reason, error_code: errorCode, stop_reason: stopReason }, ctx, op);
+    this.fanout(rec, { kind: 'abort' }, ctx, op);
     this.artifact(rec, 'decision', 'final', 'application/json', Buffer.from(JSON.stringify({
       negotiation_id: rec.id, decided_by: fallback ? 'policy' : by === 'coordinator' ? 'policy' : 'abort', final_score: rec.bestScore ?? 0, rationale: reason,
       stop_reason: stopReason, policy_version: rec.effective.policyVersion, aborted: true, error_code: errorCode, fallback, decided_at: isoUtc(now),
@@ -1024,9 +1033,13 @@ export class Negotiations implements NegotiationQueries, Disposable {
    * a copy behind an earlier waiting one are kept in `undelivered` and retried in order (given up after
    * UNDELIVERED_GIVE_UP_MS), each logged WARN `negotiation.event_deferred`.
    */
-  private fanout(rec: NegotiationRecord, kind: NegotiationEventKind, fields: Record<string, unknown>, ctx: CallContext, op: Op): void {
+  private fanout(rec: NegotiationRecord, event: { kind: NegotiationEventKind; round?: number; from?: string }, ctx: CallContext, op: Op, round?: RoundRecord): void {
     const seq = rec.events + 1;
-    const payload = Buffer.from(JSON.stringify({ kind, ts: isoUtc(this.deps.clock.now()), ...fields, negotiation_id: rec.id, seq }), 'utf8');
+    const at = this.deps.clock.now();
+    const ref: EventRef = { ...event, seq, at };
+    const payload = this.eventPayload(rec, ref, round ? [round] : undefined);
+    if (!payload) throw new Error(`the ${event.kind} event of '${rec.id}' has nothing to report`);
+    const kind = event.kind;
     const deferred: Array<{ to: string; code: string; reason: string; attempts: number }> = [];
     let refusal: { to: string; code: string; reason: string } | undefined;
     let acceptedNow = 0;
@@ -1050,7 +1063,8 @@ export class Negotiations implements NegotiationQueries, Disposable {
     op.accepted += acceptedNow;
     rec.events = seq;
     for (const d of deferred) {
-      rec.undelivered.push({ to: d.to, seq, kind, payload: payload.toString('base64'), firstRefusedAt: this.deps.clock.now(), code: d.code, attempts: d.attempts });
+      // A reference, not the bytes: they are rebuilt from the record and its rounds when retried.
+      rec.undelivered.push({ to: d.to, ...ref, firstRefusedAt: at, code: d.code, attempts: d.attempts });
       this.deps.log.record({
         correlationId: rec.id, actor: ACTOR, eventType: 'negotiation.event_deferred', level: 'WARN',
         details: { negotiation_id: rec.id, to: d.to, seq, kind, code: d.code, reason: d.reason.slice(0, 500) },
@@ -1062,6 +1076,50 @@ export class Negotiations implements NegotiationQueries, Disposable {
         this.scheduleRetry();
       });
     }
+  }
+
+  /**
+   * The bytes of one event, from the record (and the round it reports): the same bytes when first sent and when a
+   * deferred copy is retried, since what an event reports never changes afterwards. Undefined when it cannot be rebuilt.
+   */
+  private eventPayload(rec: NegotiationRecord, ref: EventRef, rounds?: readonly RoundRecord[]): Buffer | undefined {
+    let fields: Record<string, unknown>;
+    const roundOf = () => (rounds ?? this.deps.store.negotiation.rounds(rec.id)).find((r) => r.n === ref.round);
+    switch (ref.kind) {
+      case 'open':
+        fields = { topic: rec.topic, corr: rec.correlationId };
+        break;
+      case 'policy': {
+        const e = rec.effective;
+        fields = { negotiation_id: rec.id, ...(e.profile !== '' ? { profile: e.profile } : {}), policy: policyWire(e.policy), policy_version: e.policyVersion, debate_timeout_ms: e.debateTimeoutMs };
+        break;
+      }
+      case 'propose': case 'counter': {
+        const r = roundOf();
+        if (!r) return undefined;
+        fields = { from: r.from, ct: r.contentType, payload_b64: r.payload.toString('base64'), round: r.n };
+        break;
+      }
+      case 'evaluate': {
+        const e = roundOf()?.evaluations.find((x) => x.from === ref.from);
+        if (!e) return undefined;
+        fields = { from: e.from, score: e.score, notes: e.notes, round: ref.round };
+        break;
+      }
+      case 'decide': {
+        const d = rec.decision;
+        if (!d) return undefined;
+        fields = { by: d.decidedBy, ct: d.contentType, result_b64: d.result.toString('base64'), round: d.round, stop_reason: d.stopReason };
+        break;
+      }
+      case 'abort': {
+        const a = rec.abort;
+        if (!a) return undefined;
+        fields = { reason: a.reason, error_code: a.errorCode, stop_reason: rec.stopReason };
+        break;
+      }
+    }
+    return Buffer.from(JSON.stringify({ kind: ref.kind, ts: isoUtc(ref.at), ...fields, negotiation_id: rec.id, seq: ref.seq }), 'utf8');
   }
 
   private send(rec: NegotiationRecord, to: string, payload: Buffer, ctx: CallContext): ReturnType<CoordinatorOutbox['sendToAgent']> {
@@ -1089,28 +1147,52 @@ export class Negotiations implements NegotiationQueries, Disposable {
         this.deps.store.transaction(() => {
           const now = this.deps.clock.now();
           const blocked = new Set<string>();
-          const kept = [];
+          const kept: UndeliveredEvent[] = [];
+          const payloads = new Map<number, Buffer | undefined>();
+          let rounds: RoundRecord[] | undefined;
+          let changed = false;
           for (const u of rec.undelivered) {
             if (blocked.has(u.to)) { kept.push(u); continue; }
-            const result = this.send(rec, u.to, Buffer.from(u.payload, 'base64'), ctx);
+            const key = `${rec.id}\u0000${u.to}\u0000${u.seq}`;
+            if (!payloads.has(u.seq)) {
+              const legacy = (u as { payload?: string }).payload;
+              if (legacy !== undefined) payloads.set(u.seq, Buffer.from(legacy, 'base64'));
+              else {
+                if ((u.kind === 'propose' || u.kind === 'counter' || u.kind === 'evaluate') && !rounds) rounds = this.deps.store.negotiation.rounds(rec.id);
+                payloads.set(u.seq, this.eventPayload(rec, u, rounds));
+              }
+            }
+            const payload = payloads.get(u.seq);
+            const attempts = (this.attempts.get(key) ?? u.attempts) + 1;
+            const result = payload ? this.send(rec, u.to, payload, ctx) : { accepted: false as const, code: 'INTERNAL', reason: 'the event could not be rebuilt from the record' };
             if (result.accepted) {
-              this.deps.log.record({ correlationId: rec.id, actor: ACTOR, eventType: 'negotiation.event_redelivered', details: { negotiation_id: rec.id, to: u.to, seq: u.seq, kind: u.kind, attempts: u.attempts + 1 } });
+              this.deps.log.record({ correlationId: rec.id, actor: ACTOR, eventType: 'negotiation.event_redelivered', details: { negotiation_id: rec.id, to: u.to, seq: u.seq, kind: u.kind, attempts } });
+              this.attempts.delete(key);
+              changed = true;
               continue;
             }
-            u.attempts++;
-            u.code = result.code;
-            if (now - u.firstRefusedAt >= UNDELIVERED_GIVE_UP_MS) {
+            if (!payload || now - u.firstRefusedAt >= UNDELIVERED_GIVE_UP_MS) {
               this.deps.log.record({
                 correlationId: rec.id, actor: ACTOR, eventType: 'negotiation.event_undeliverable', level: 'ERROR',
-                details: { negotiation_id: rec.id, to: u.to, seq: u.seq, kind: u.kind, code: result.code, reason: result.reason.slice(0, 500), attempts: u.attempts },
+                details: { negotiation_id: rec.id, to: u.to, seq: u.seq, kind: u.kind, code: result.code, reason: result.reason.slice(0, 500), attempts },
               });
+              this.attempts.delete(key);
+              changed = true;
               continue;
+            }
+            // Attempts are counted in memory: the record is written only when an entry goes or its code changes.
+            this.attempts.set(key, attempts);
+            if (u.code !== result.code) {
+              u.code = result.code;
+              changed = true;
             }
             blocked.add(u.to);
             kept.push(u);
           }
-          rec.undelivered = kept;
-          this.deps.store.negotiation.put(rec);
+          if (changed) {
+            rec.undelivered = kept;
+            this.deps.store.negotiation.put(rec);
+          }
         });
       } catch (err) {
         this.deps.log.internalError(ACTOR, rec.id, err);
