@@ -748,6 +748,38 @@ describe('negotiation: fan-out refusals and the inference engine', function () {
     }
   });
 
+  it('retention: finished negotiations and their rounds are pruned beyond the newest N and after the age, in bounded runs; open ones stay', async () => {
+    h = new NegotiationHarness(undefined, { capacity: 1_000 });
+    for (const id of [A, B]) h.agent(id);
+    h.usePolicy(testPolicy());
+    const c = h.coordinator;
+    const negotiations = new Negotiations({
+      store: c.store, log: c.log, clock: c.clock, ids: c.ids, agents: c.registry, outbox: c.router, hitl: c.hitl, artifacts: c.activity, policies: c.policies,
+      inference: { engineAgent: () => undefined, evaluateDebate: async () => ({ confidence: 0, notes: '' }) },
+      retention: { maxAgeMs: 86_400_000, maxFinished: 2, intervalMs: 60_000, batch: 2 },
+    });
+    try {
+      negotiations.open(h.openInput('live', [A, B]), OPERATOR, ctx());
+      for (let i = 0; i < 5; i++) {
+        negotiations.open(h.openInput(`f${i}`, [A, B]), OPERATOR, ctx());
+        negotiations.propose(h.proposal(`f${i}`, A, { v: i }), agentSpeaker(A), ctx());
+        negotiations.abort(`f${i}`, 'done', OPERATOR, ctx());
+        h.clock.advance(1);
+      }
+      await h.advance(60_000);
+      assert.deepEqual(h.events('negotiation.pruned').map((e) => e.details.negotiations), [2], 'one run: one batch');
+      await h.advance(100);
+      assert.deepEqual(['live', 'f0', 'f1', 'f2', 'f3', 'f4'].filter((id) => negotiations.get(id) !== undefined), ['live', 'f3', 'f4'], 'the newest 2 finished kept');
+      assert.deepEqual(c.store.negotiation.rounds('f0'), [], 'rounds go with them');
+      assert.equal(c.store.negotiation.rounds('f4').length, 1);
+      await h.advance(86_400_000);
+      assert.deepEqual(['live', 'f3', 'f4'].filter((id) => negotiations.get(id) !== undefined), ['live'], 'older than a day: gone; the open one stays');
+      assert.equal(h.events('negotiation.pruned').reduce((n, e) => n + Number(e.details.negotiations), 0), 5);
+    } finally {
+      negotiations.dispose();
+    }
+  });
+
   it('deferred event copies survive a restart and are redelivered in order after it', async () => {
     h = new NegotiationHarness(undefined, { capacity: 3 });
     for (const id of [A, B, C]) h.agent(id);

@@ -196,6 +196,11 @@ export interface NegotiationRepository {
   get(id: string): NegotiationRecord | undefined;
   /** Open and paused ones first, then by updatedAt descending; at most `limit`. */
   list(limit: number): NegotiationRecord[];
+  /**
+   * Deletes at most `limit` finished (decided or aborted) negotiations with their rounds: those last updated before
+   * `updatedBefore`, then those beyond the newest `keep` finished ones (oldest first). `more`: a full batch was deleted.
+   */
+  pruneFinished(updatedBefore: number, keep: number, limit: number): { readonly deleted: number; readonly more: boolean; readonly rounds: number };
   /** Negotiations not decided or aborted that this agent opened (openedByAgent). */
   countOpenBy(agentId: string): number;
   /** Every negotiation not decided or aborted (restore). */

@@ -17,6 +17,7 @@ import { NegotiationError, type NegotiationErrorKind, type Speaker } from '../po
 import type { AgentDirectory } from '../registry/model';
 import { baseContentType, modalityAccepts } from '../router/envelope';
 import type { CoordinatorOutbox } from '../router/model';
+import { schedulePruning } from '../retention';
 import { compileSchemaText, schemaCompiler } from '../tools/descriptors';
 import { canonicalJson, isJsonContentType, jsonDeltaSummary, textDeltaSummary, unifiedDiff } from './delta';
 import type {
@@ -102,7 +103,22 @@ export interface NegotiationDeps {
     evaluateDebate(request: { negotiationId: string; proposalA: string; proposalB: string; intensity: string }, ctx: CallContext): Promise<{ confidence: number; notes: string }>;
   };
   readonly policies: NegotiationPolicies;
+  /** Retention of finished negotiations (defaults: NEGOTIATION_RETENTION). */
+  readonly retention?: Partial<NegotiationRetention>;
 }
+
+export interface NegotiationRetention {
+  /** A decided or aborted negotiation (and its rounds) is deleted this long after its last change… */
+  readonly maxAgeMs: number;
+  /** …or once more than this many newer ones have finished. */
+  readonly maxFinished: number;
+  /** How often pruning runs, and how many negotiations one run deletes at most (a backlog: catch-up runs). */
+  readonly intervalMs: number;
+  readonly batch: number;
+}
+
+/** README, "Debates": finished debates are kept 30 days, at most 10,000; pruned hourly, 100 per run. */
+export const NEGOTIATION_RETENTION: NegotiationRetention = { maxAgeMs: 30 * 86_400_000, maxFinished: 10_000, intervalMs: 3_600_000, batch: 100 };
 
 const LIMITS = FIELD_LIMITS.negotiation;
 const ACTOR = 'negotiation';
@@ -211,7 +227,34 @@ export class Negotiations implements NegotiationQueries, Disposable {
   private readonly attempts = new Map<string, number>();
   private disposed = false;
 
-  constructor(protected readonly deps: NegotiationDeps) {}
+  private readonly pruning: Disposable;
+  private readonly retention: NegotiationRetention;
+
+  constructor(protected readonly deps: NegotiationDeps) {
+    this.retention = { ...NEGOTIATION_RETENTION, ...deps.retention };
+    this.pruning = schedulePruning(deps.clock, this.retention.intervalMs, () => this.pruneFinished());
+  }
+
+  /** One bounded pruning run (logged `negotiation.pruned`); answers whether it left more. */
+  pruneFinished(): boolean {
+    if (this.disposed) return false;
+    try {
+      const before = this.deps.clock.now() - this.retention.maxAgeMs;
+      return this.deps.store.transaction(() => {
+        const result = this.deps.store.negotiation.pruneFinished(before, this.retention.maxFinished, this.retention.batch);
+        if (result.deleted > 0) {
+          this.deps.log.record({
+            correlationId: this.deps.ids.uuid(), actor: ACTOR, eventType: 'negotiation.pruned',
+            details: { negotiations: result.deleted, rounds: result.rounds, updated_before: isoUtc(before), max_finished: this.retention.maxFinished },
+          });
+        }
+        return result.more;
+      });
+    } catch (err) {
+      this.deps.log.internalError(ACTOR, 'negotiation-retention', err);
+      return false;
+    }
+  }
 
   // ------------------------------------------------------------------ RPCs
 
@@ -386,6 +429,7 @@ export class Negotiations implements NegotiationQueries, Disposable {
     for (const list of this.timers.values()) for (const t of list) t.dispose();
     this.timers.clear();
     this.retryTimer?.dispose();
+    this.pruning.dispose();
     this.changed.dispose();
   }
 
