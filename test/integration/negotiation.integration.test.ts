@@ -119,9 +119,15 @@ describe('NegotiationService over gRPC (debates, RFC §17)', function () {
     const v2 = Buffer.from('{ "price": 90, "note": "counter" }\n', 'utf8');
     await as('alice').call('Propose', { negotiation_id: 'deal-1', from_agent: 'alice', content_type: 'application/json', payload: v1 });
     await as('bob').call('Counter', { negotiation_id: 'deal-1', from_agent: 'bob', content_type: 'application/json', payload: v2 });
-    await as('alice').call('Evaluate', { negotiation_id: 'deal-1', from_agent: 'alice', confidence_score: 0.55, notes: 'close' });
-    const result = Buffer.from('{"price": 95}', 'utf8');
-    await as('bob').call('Decide', { negotiation_id: 'deal-1', decided_by: 'consensus', content_type: 'application/json', result });
+    await as('carol').call('Evaluate', { negotiation_id: 'deal-1', from_agent: 'carol', confidence_score: 0.9, notes: 'fine by me' });
+    // A participant decides by consensus only on a round every other participant accepted: not on bytes nobody proposed.
+    await rejects(as('bob').call('Decide', { negotiation_id: 'deal-1', decided_by: 'consensus', content_type: 'application/json', result: Buffer.from('{"price": 95}') }),
+      grpc.status.FAILED_PRECONDITION, /^FAILED_PRECONDITION: .*equals no round/);
+    await rejects(as('bob').call('Decide', { negotiation_id: 'deal-1', decided_by: 'policy', content_type: 'application/json', result: v2 }),
+      grpc.status.PERMISSION_DENIED, /^PERMISSION_DENIED: /);
+    // Carol accepted bob's round 2; alice's Decide is her own acceptance.
+    const result = v2;
+    await as('alice').call('Decide', { negotiation_id: 'deal-1', decided_by: 'consensus', content_type: 'application/json', result });
 
     const seen: string[][] = [];
     for (const id of ['alice', 'bob', 'carol']) {
@@ -142,8 +148,8 @@ describe('NegotiationService over gRPC (debates, RFC §17)', function () {
       assert.deepEqual([json[2].from, json[2].ct], ['alice', 'application/json']);
       assert.ok(Buffer.from(String(json[2].payload_b64), 'base64').equals(v1), 'propose payload_b64 decodes to the bytes sent');
       assert.ok(Buffer.from(String(json[3].payload_b64), 'base64').equals(v2), 'counter payload_b64 decodes to the bytes sent');
-      assert.deepEqual([json[4].from, json[4].score, json[4].notes], ['alice', 0.55, 'close']);
-      assert.deepEqual([json[5].by, json[5].ct], ['consensus', 'application/json']);
+      assert.deepEqual([json[4].from, json[4].score, json[4].notes], ['carol', 0.9, 'fine by me']);
+      assert.deepEqual([json[5].by, json[5].ct, json[5].round], ['consensus', 'application/json', 2]);
       assert.ok(Buffer.from(String(json[5].result_b64), 'base64').equals(result));
       for (const j of json) assert.match(String(j.ts), /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
     }

@@ -1,5 +1,5 @@
 import { strict as assert } from 'node:assert';
-import { DELTA_LIMITS, canonicalJson, jsonDeltaSummary, leafCount, textDeltaSummary } from '../../src/core/negotiation/delta';
+import { DELTA_LIMITS, canonicalJson, jsonDeltaSummary, leafCount, textDeltaSummary, unifiedDiff } from '../../src/core/negotiation/delta';
 import { blend, deterministicScore, tokensOf } from '../../src/core/negotiation/scoring';
 
 describe('negotiation: DeltaSummary (jsondiffpatch / line diff) and scoring', () => {
@@ -46,8 +46,37 @@ describe('negotiation: DeltaSummary (jsondiffpatch / line diff) and scoring', ()
     const summary = textDeltaSummary('one\ntwo\nthree\nfour\n', 'one\nTWO\nthree\nfour\nfive\n');
     assert.equal(summary.method, 'text');
     assert.deepEqual(summary.changedPaths, ['/lines/2', '/lines/5']);
-    assert.equal(summary.magnitude, 3 / 5);
+    assert.equal(summary.magnitude, 2 / 5, 'a modified line counts once, an added line once');
+    assert.equal(textDeltaSummary('a\nb\nc\n', 'a\nB\nC\nD\n').magnitude, 3 / 4, 'a block of 2 removed, 3 added: 3');
     assert.equal(textDeltaSummary('same\n', 'same\n').magnitude, 0);
+  });
+
+  it('bounded work: 30,000-item arrays and 100,000 leaves are summarised coarsely, not diffed (no freeze, no OOM)', () => {
+    const before = Array.from({ length: 30_000 }, (_, i) => i);
+    const after = Array.from({ length: 30_000 }, (_, i) => 30_000 - i);
+    const started = Date.now();
+    const { summary, delta } = jsonDeltaSummary({ items: before }, { items: after });
+    assert.deepEqual(summary, { magnitude: 1, changedPaths: ['/'], pathCount: 1, method: 'json-coarse' });
+    assert.equal(delta, undefined);
+    assert.equal(jsonDeltaSummary({ items: before }, { items: [...before] }).summary.magnitude, 0, 'equal large values: 0');
+    // Many small arrays: no array is long, but the leaves are too many.
+    const wide = Object.fromEntries(Array.from({ length: 100 }, (_, i) => [`k${i}`, Array.from({ length: 1_000 }, (__, j) => j)]));
+    const wider = Object.fromEntries(Array.from({ length: 100 }, (_, i) => [`k${i}`, Array.from({ length: 1_000 }, (__, j) => j + 1)]));
+    assert.equal(jsonDeltaSummary(wide, wider).summary.method, 'json-coarse');
+    // Just within the bounds: still the structural diff.
+    const small = Array.from({ length: DELTA_LIMITS.maxArrayItems - 1 }, (_, i) => i);
+    assert.equal(jsonDeltaSummary({ items: small }, { items: [...small, 1] }).summary.method, 'json');
+    assert.ok(Date.now() - started < 5_000, `took ${Date.now() - started} ms`);
+  });
+
+  it('bounded work: a 128 KB text rewritten line by line gives up (text-coarse) and yields no unified diff', () => {
+    const before = Array.from({ length: 8_000 }, (_, i) => `line ${i} alpha`).join('\n');
+    const after = Array.from({ length: 8_000 }, (_, i) => `line ${i} beta`).join('\n');
+    assert.ok(before.length > 100_000);
+    const summary = textDeltaSummary(before, after);
+    assert.deepEqual(summary, { magnitude: 1, changedPaths: ['/'], pathCount: 1, method: 'text-coarse' });
+    assert.equal(unifiedDiff(before, after, 'a', 'b'), undefined);
+    assert.equal(textDeltaSummary('x\ny\n', 'x\nz\n').method, 'text', 'small texts are still diffed');
   });
 
   it('leaves, canonical JSON, tokens, the blend', () => {

@@ -8,6 +8,14 @@ export const DELTA_LIMITS = {
   maxPaths: 1000,
   /** A JSON Pointer longer than this is cut (with `…`). */
   maxPathChars: 512,
+  /** A JSON value with an array longer than this is not diffed structurally (method `json-coarse`). */
+  maxArrayItems: 2_000,
+  /** Nor one with more leaves than this (either version). */
+  maxLeaves: 20_000,
+  /** The line diff gives up (method `text-coarse`) beyond this many changed lines… */
+  maxEditLength: 1_000,
+  /** …or after this long (milliseconds of real time). */
+  textTimeoutMs: 250,
 } as const;
 
 /** Is this content type JSON (`application/json`, `…+json`)? */
@@ -23,6 +31,32 @@ export function isJsonContentType(contentType: string): boolean {
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const jsondiffpatch = require('jsondiffpatch') as { create(options: { arrays?: { detectMove?: boolean } }): { diff(a: unknown, b: unknown): unknown } };
 const differ = jsondiffpatch.create({ arrays: { detectMove: false } });
+
+/**
+ * Is this JSON value small enough to diff structurally? Walks it once, stopping as soon as an array is longer than
+ * DELTA_LIMITS.maxArrayItems or the leaves exceed DELTA_LIMITS.maxLeaves (jsondiffpatch is quadratic in array length).
+ */
+export function diffable(value: unknown): boolean {
+  let leaves = 0;
+  const stack: unknown[] = [value];
+  while (stack.length > 0) {
+    const v = stack.pop();
+    if (v === null || typeof v !== 'object') {
+      if (++leaves > DELTA_LIMITS.maxLeaves) return false;
+      continue;
+    }
+    const children = Array.isArray(v) ? v : Object.values(v as Record<string, unknown>);
+    if (Array.isArray(v) && v.length > DELTA_LIMITS.maxArrayItems) return false;
+    if (children.length === 0 && ++leaves > DELTA_LIMITS.maxLeaves) return false;
+    for (const child of children) stack.push(child);
+  }
+  return true;
+}
+
+/** The summary of a change too large to diff: equal (canonical JSON / bytes) → 0, else 1, path `/`. */
+function coarse(equal: boolean, method: 'json-coarse' | 'text-coarse'): DeltaSummary {
+  return equal ? { magnitude: 0, changedPaths: [], pathCount: 0, method } : { magnitude: 1, changedPaths: ['/'], pathCount: 1, method };
+}
 
 /** The jsondiffpatch delta between two JSON values (undefined when equal). */
 export function jsonDelta(before: unknown, after: unknown): unknown {
@@ -79,6 +113,7 @@ const clamp01 = (x: number) => (Number.isFinite(x) ? Math.min(1, Math.max(0, x))
  * the larger version, in [0, 1]; changed_paths the JSON Pointers of the changes, sorted, bounded.
  */
 export function jsonDeltaSummary(before: unknown, after: unknown): { summary: DeltaSummary; delta: unknown } {
+  if (!diffable(before) || !diffable(after)) return { summary: coarse(canonicalJson(before) === canonicalJson(after), 'json-coarse'), delta: undefined };
   const delta = jsonDelta(before, after);
   if (delta === undefined) return { summary: { magnitude: 0, changedPaths: [], pathCount: 0, method: 'json' }, delta };
   const out = { paths: [] as string[], leaves: 0 };
@@ -93,34 +128,51 @@ function lineCount(text: string): number {
 }
 
 /**
- * The line DeltaSummary of two texts: changed lines (added + removed) over the lines of the longer text, in [0, 1];
+ * The line DeltaSummary of two texts: changed lines (per changed block max(added, removed), so a modified line counts once)
+ * over the lines of the longer text, in [0, 1];
  * changed_paths `/lines/<n>`: the first line (1-based, in the new text) of each changed block.
  */
 export function textDeltaSummary(before: string, after: string): DeltaSummary {
-  const parts = diffLines(before, after);
+  const parts = diffLines(before, after, { maxEditLength: DELTA_LIMITS.maxEditLength, timeout: DELTA_LIMITS.textTimeoutMs });
+  if (parts === undefined) return coarse(before === after, 'text-coarse');
   let changed = 0;
   let line = 1;
   const paths: string[] = [];
+  // A changed block (removed and/or added lines between unchanged ones) counts max(added, removed): a modified line once.
+  let added = 0;
+  let removed = 0;
   let inBlock = false;
+  const close = () => {
+    changed += Math.max(added, removed);
+    added = 0;
+    removed = 0;
+    inBlock = false;
+  };
   for (const part of parts) {
     const n = part.count ?? lineCount(part.value);
     if (part.added || part.removed) {
-      changed += n;
       if (!inBlock) paths.push(`/lines/${line}`);
       inBlock = true;
-      if (part.added) line += n;
+      if (part.added) {
+        added += n;
+        line += n;
+      } else {
+        removed += n;
+      }
     } else {
-      inBlock = false;
+      close();
       line += n;
     }
   }
+  close();
   const magnitude = clamp01(changed / Math.max(1, lineCount(before), lineCount(after)));
   return { magnitude, ...bounded(paths), method: 'text' };
 }
 
-/** A unified diff of two texts (the text diff artifact). */
-export function unifiedDiff(before: string, after: string, fromName: string, toName: string): string {
-  const patch = structuredPatch(fromName, toName, before, after, '', '', { context: 3 });
+/** A unified diff of two texts (the text diff artifact); undefined when the diff gave up (DELTA_LIMITS). */
+export function unifiedDiff(before: string, after: string, fromName: string, toName: string): string | undefined {
+  const patch = structuredPatch(fromName, toName, before, after, '', '', { context: 3, maxEditLength: DELTA_LIMITS.maxEditLength, timeout: DELTA_LIMITS.textTimeoutMs });
+  if (patch === undefined) return undefined;
   const lines = [`--- ${fromName}`, `+++ ${toName}`];
   for (const hunk of patch.hunks) {
     lines.push(`@@ -${hunk.oldStart},${hunk.oldLines} +${hunk.newStart},${hunk.newLines} @@`, ...hunk.lines);

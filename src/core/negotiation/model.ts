@@ -25,8 +25,11 @@ export interface DeltaSummary {
   readonly changedPaths: readonly string[];
   /** How many paths changed in all (changedPaths may hold fewer). */
   readonly pathCount: number;
-  /** How it was computed: `json` (jsondiffpatch), `text` (line diff), `none` (round 1). */
-  readonly method: 'json' | 'text' | 'none';
+  /**
+   * How it was computed: `json` (jsondiffpatch), `text` (line diff), `none` (round 1); `json-coarse` / `text-coarse`:
+   * too large to diff within bounds (DELTA_LIMITS), so magnitude 1 (0 when equal) and the one path `/`.
+   */
+  readonly method: 'json' | 'text' | 'none' | 'json-coarse' | 'text-coarse';
 }
 
 /** An evaluation of one round by a participant (Evaluate) or a report (SubmitEvaluation). */
@@ -97,12 +100,18 @@ export interface NegotiationRecord {
   /** The profile that applied (EffectivePolicy.profile: the intensity's, or the one a hint named); '' = the base policy. */
   readonly intensity: string;
   readonly openedBy: string;
+  /** The participant an agent opener acted as (absent when the operator opened it): MAX_OPEN_PER_OPENER counts these. */
+  readonly openedByAgent?: string;
+  /** The requester of the HITL invocations it opens: the opener agent's id or the operator's label (older records: `negotiation`). */
+  readonly hitlRequester?: string;
   readonly openedAt: number;
   /** openedAt + the effective debate timeout. */
   readonly deadlineAt: number;
   readonly effective: EffectivePolicy;
   /** The JSON Schema (text) proposals are checked against, '' when none. */
   readonly schema: string;
+  /** The policy's schema for the topic when the opener also gave one (`schema`): a draft must satisfy both. Absent otherwise. */
+  readonly policySchema?: string;
   /** sha256 of the Open as asked (topic, participants, intensity, debate_timeout, profile hint, preferences, schema): a repeat is the same Open. */
   readonly openDigest: string;
   state: NegotiationState;
@@ -136,10 +145,15 @@ export interface UndeliveredEvent {
   readonly to: string;
   readonly seq: number;
   readonly kind: NegotiationEventKind;
-  /** The event's JSON as base64 (the exact bytes to send). */
-  readonly payload: string;
+  /** When the event was first sent (its `ts`): with kind, seq, round and from, its bytes are rebuilt from the record. */
+  readonly at: number;
+  /** propose / counter / evaluate: the round it reports. */
+  readonly round?: number;
+  /** evaluate: the evaluator. */
+  readonly from?: string;
   readonly firstRefusedAt: number;
   code: string;
+  /** Attempts when last written (the running count is kept in memory). */
   attempts: number;
 }
 
@@ -184,10 +198,19 @@ export interface NegotiationRepository {
   get(id: string): NegotiationRecord | undefined;
   /** Open and paused ones first, then by updatedAt descending; at most `limit`. */
   list(limit: number): NegotiationRecord[];
+  /**
+   * Deletes at most `limit` finished (decided or aborted) negotiations with their rounds: those last updated before
+   * `updatedBefore`, then those beyond the newest `keep` finished ones (oldest first). `more`: a full batch was deleted.
+   */
+  pruneFinished(updatedBefore: number, keep: number, limit: number): { readonly deleted: number; readonly more: boolean; readonly rounds: number };
+  /** Negotiations not decided or aborted that this agent opened (openedByAgent). */
+  countOpenBy(agentId: string): number;
   /** Every negotiation not decided or aborted (restore). */
   listUnfinished(): NegotiationRecord[];
   putRound(round: RoundRecord): void;
   rounds(negotiationId: string): RoundRecord[];
+  /** The latest round only (one row), undefined when none. */
+  latestRound(negotiationId: string): RoundRecord | undefined;
 }
 
 export interface NegotiationStorage extends Transactions {

@@ -11,17 +11,31 @@ import { parseBoundedJson } from '../json';
 import type { EventLog } from '../log/eventLog';
 import type { Artifact } from '../activity/model';
 import type { NegotiationPolicies } from '../policy/policies';
+import { MIN_DEBATE_TIMEOUT_MS } from '../policy/defaults';
 import { DEBATE_INTENSITIES, type AgentPreferences, type DebateIntensity, type EffectivePolicy, type NegotiationPolicy, type TieBreak } from '../policy/model';
 import { NegotiationError, type NegotiationErrorKind, type Speaker } from '../policy/speaker';
 import type { AgentDirectory } from '../registry/model';
 import { baseContentType, modalityAccepts } from '../router/envelope';
 import type { CoordinatorOutbox } from '../router/model';
+import { schedulePruning } from '../retention';
 import { compileSchemaText, schemaCompiler } from '../tools/descriptors';
 import { canonicalJson, isJsonContentType, jsonDeltaSummary, textDeltaSummary, unifiedDiff } from './delta';
 import type {
   DeltaSummary, NegotiationChange, NegotiationDecision, NegotiationDetail, NegotiationEventKind, NegotiationQueries, NegotiationRecord,
-  NegotiationStorage, NegotiationSummary, RoundEvaluation, RoundRecord, StopReason,
+  NegotiationStorage, NegotiationSummary, RoundEvaluation, RoundRecord, StopReason, UndeliveredEvent,
 } from './model';
+
+/** What an event reported, enough to rebuild its bytes (an UndeliveredEvent holds this, not the bytes). */
+interface EventRef {
+  readonly kind: NegotiationEventKind;
+  readonly seq: number;
+  /** When it was first sent (its `ts`). */
+  readonly at: number;
+  /** propose / counter / evaluate: the round. */
+  readonly round?: number;
+  /** evaluate: the evaluator. */
+  readonly from?: string;
+}
 import { bestRound, blend, clampScore, deterministicScore, reportedConfidence, tokensOf } from './scoring';
 
 export interface OpenInput {
@@ -89,7 +103,22 @@ export interface NegotiationDeps {
     evaluateDebate(request: { negotiationId: string; proposalA: string; proposalB: string; intensity: string }, ctx: CallContext): Promise<{ confidence: number; notes: string }>;
   };
   readonly policies: NegotiationPolicies;
+  /** Retention of finished negotiations (defaults: NEGOTIATION_RETENTION). */
+  readonly retention?: Partial<NegotiationRetention>;
 }
+
+export interface NegotiationRetention {
+  /** A decided or aborted negotiation (and its rounds) is deleted this long after its last change… */
+  readonly maxAgeMs: number;
+  /** …or once more than this many newer ones have finished. */
+  readonly maxFinished: number;
+  /** How often pruning runs, and how many negotiations one run deletes at most (a backlog: catch-up runs). */
+  readonly intervalMs: number;
+  readonly batch: number;
+}
+
+/** README, "Debates": finished debates are kept 30 days, at most 10,000; pruned hourly, 100 per run. */
+export const NEGOTIATION_RETENTION: NegotiationRetention = { maxAgeMs: 30 * 86_400_000, maxFinished: 10_000, intervalMs: 3_600_000, batch: 100 };
 
 const LIMITS = FIELD_LIMITS.negotiation;
 const ACTOR = 'negotiation';
@@ -98,9 +127,16 @@ export const NEGOTIATION_HITL_COMPONENT = 'negotiation';
 /** A refused event copy is retried this often, and given up (logged ERROR) after this long. */
 export const UNDELIVERED_RETRY_MS = 1_000;
 export const UNDELIVERED_GIVE_UP_MS = 10 * 60_000;
-/** Proposals larger than this are not put into a HITL invocation's diff (the contract artifacts hold them). */
-const HITL_DIFF_MAX_BYTES = 64 * 1024;
+/**
+ * Proposals larger than this are not put into a HITL invocation's diff (the contract artifacts hold them): the HITL
+ * webview diffs beforeJson/afterJson itself (jsondiffpatch), so they stay small.
+ */
+export const HITL_DIFF_MAX_BYTES = 4 * 1024;
 const DECIDED_BY = ['consensus', 'hitl', 'policy'] as const;
+/** Debates one agent may have open (not decided or aborted) at once, as their opener: beyond, Open is refused BUFFER_FULL. */
+export const MAX_OPEN_PER_OPENER = 32;
+/** Compiled proposal schemas kept (an LRU shared by all negotiations; a 64 KiB schema takes up to a second to compile). */
+export const VALIDATOR_CACHE_SIZE = 32;
 
 /** A DEBATE_DEADLOCK / gate invocation's proposed actions (what each does: README, "Debates"). */
 export const NEGOTIATION_HITL_ACTIONS = ['approve', 'modify', 'deny'] as const;
@@ -117,8 +153,11 @@ export function policyWire(p: NegotiationPolicy): Record<string, unknown> {
 
 /** What one call may still undo: an event copy accepted by the router cannot be taken back. */
 interface Op {
-  /** A caller waits on this (an RPC): a refusal before any copy was accepted refuses the call. */
-  readonly interactive: boolean;
+  /**
+   * Open, Propose, Counter, Evaluate: the call is refused when no copy of its events could be sent because the router
+   * refused every one (NO_ROUTE aside). Decide, Abort, timers and HITL answers are never refused for delivery.
+   */
+  readonly refusable: boolean;
   accepted: number;
   /** Work for after the commit. */
   readonly after: Array<() => void>;
@@ -178,14 +217,44 @@ export class Negotiations implements NegotiationQueries, Disposable {
   private readonly changed = new Emitter<NegotiationChange>();
   readonly onDidChange: Event<NegotiationChange> = this.changed.event;
   private readonly timers = new Map<string, Disposable[]>();
+  /** Compiled proposal schemas by sha256 of the schema text, most recently used last (VALIDATOR_CACHE_SIZE). */
   private readonly validators = new Map<string, ValidateFunction>();
   private readonly waiting = new Set<string>();
   /** Negotiations with event copies waiting for redelivery (NegotiationRecord.undelivered). */
   private readonly redeliver = new Set<string>();
   private retryTimer: Disposable | undefined;
+  /** Redelivery attempts per deferred copy (negotiation, recipient, seq), kept in memory between record writes. */
+  private readonly attempts = new Map<string, number>();
   private disposed = false;
 
-  constructor(protected readonly deps: NegotiationDeps) {}
+  private readonly pruning: Disposable;
+  private readonly retention: NegotiationRetention;
+
+  constructor(protected readonly deps: NegotiationDeps) {
+    this.retention = { ...NEGOTIATION_RETENTION, ...deps.retention };
+    this.pruning = schedulePruning(deps.clock, this.retention.intervalMs, () => this.pruneFinished());
+  }
+
+  /** One bounded pruning run (logged `negotiation.pruned`); answers whether it left more. */
+  pruneFinished(): boolean {
+    if (this.disposed) return false;
+    try {
+      const before = this.deps.clock.now() - this.retention.maxAgeMs;
+      return this.deps.store.transaction(() => {
+        const result = this.deps.store.negotiation.pruneFinished(before, this.retention.maxFinished, this.retention.batch);
+        if (result.deleted > 0) {
+          this.deps.log.record({
+            correlationId: this.deps.ids.uuid(), actor: ACTOR, eventType: 'negotiation.pruned',
+            details: { negotiations: result.deleted, rounds: result.rounds, updated_before: isoUtc(before), max_finished: this.retention.maxFinished },
+          });
+        }
+        return result.more;
+      });
+    } catch (err) {
+      this.deps.log.internalError(ACTOR, 'negotiation-retention', err);
+      return false;
+    }
+  }
 
   // ------------------------------------------------------------------ RPCs
 
@@ -233,28 +302,33 @@ export class Negotiations implements NegotiationQueries, Disposable {
 
   decide(input: DecisionInput, speaker: Speaker, ctx: CallContext): NegotiationRecord {
     return this.refusing('decide', input.negotiationId, ctx, () => {
-      const repeat = this.repeatedEnd(input.negotiationId, speaker, (r, who) => r.decision !== null && r.decision.round === 0
+      const repeat = this.repeatedEnd(input.negotiationId, speaker, (r, who) => r.decision !== null
         && r.decision.decidedBy === (input.decidedBy || (who === undefined ? 'hitl' : 'consensus')) && r.decision.contentType === input.contentType
         && r.decision.result.equals(input.result) && r.decision.stopReason === 'decided');
       if (repeat) return repeat;
-      const rec = this.live(input.negotiationId, true);
+      // A participant may not end a debate that waits on a person; the operator may.
+      const rec = this.live(input.negotiationId, speaker.kind !== 'agent');
       const participant = this.participantOrOperator(rec, speaker, 'decide');
       checkText('decided_by', input.decidedBy, LIMITS.decided_by);
       const decidedBy = input.decidedBy === '' ? (participant === undefined ? 'hitl' : 'consensus') : input.decidedBy;
       if (!(DECIDED_BY as readonly string[]).includes(decidedBy)) {
         throw fail('invalid', 'VALIDATION_ERROR', `decided_by must be one of ${DECIDED_BY.join(', ')}, not '${decidedBy.slice(0, 40)}'`);
       }
-      if (decidedBy === 'hitl' && participant !== undefined && speaker.kind === 'agent') {
-        throw fail('permission', 'PERMISSION_DENIED', "decided_by 'hitl' is the operator's (a person decides through HITL); a participant decides by consensus or policy");
-      }
       if (input.result.byteLength > LIMITS.payload_bytes) throw fail('invalid', 'OVERSIZE_PAYLOAD', `result is larger than ${LIMITS.payload_bytes} bytes (${input.result.byteLength})`);
       if (input.result.byteLength > 0 || input.contentType !== '') checkContentType('content_type', input.contentType);
-      const op = this.op(true);
+      let round = 0;
+      if (participant !== undefined) {
+        if (decidedBy !== 'consensus') {
+          throw fail('permission', 'PERMISSION_DENIED', `decided_by '${decidedBy}' is the coordinator's or the operator's (a person decides through HITL); a participant decides by consensus only`);
+        }
+        round = this.agreedRound(rec, participant, input);
+      }
+      const op = this.op(false);
       const now = this.deps.clock.now();
       const pendingId = rec.pending?.invocationId;
       this.deps.store.transaction(() => {
         this.finish(rec, {
-          decidedBy, contentType: input.contentType, result: Buffer.from(input.result), round: 0, finalScore: rec.bestScore ?? 0,
+          decidedBy, contentType: input.contentType, result: Buffer.from(input.result), round, finalScore: rec.bestScore ?? 0,
           rationale: `Decide by ${participant ?? speakerName(speaker)}`, stopReason: 'decided', policyVersion: rec.effective.policyVersion, fallback: null, at: now,
         }, participant ?? speakerName(speaker), ctx, op);
         // After the event went out (a refusal before that leaves the invocation as it was).
@@ -273,7 +347,7 @@ export class Negotiations implements NegotiationQueries, Disposable {
       if (repeat) return repeat;
       const rec = this.live(negotiationId, true);
       const participant = this.participantOrOperator(rec, speaker, 'abort');
-      const op = this.op(true);
+      const op = this.op(false);
       const pendingId = rec.pending?.invocationId;
       this.deps.store.transaction(() => {
         this.abortNow(rec, reason, 'aborted', participant ?? speakerName(speaker), 'aborted', ctx, op);
@@ -342,7 +416,7 @@ export class Negotiations implements NegotiationQueries, Disposable {
           continue;
         }
         this.arm(rec);
-        const current = this.deps.store.negotiation.rounds(rec.id).at(-1);
+        const current = this.deps.store.negotiation.latestRound(rec.id);
         if (current?.llm === 'pending') this.askEngine(rec, current, ctx);
       } catch (err) {
         this.deps.log.internalError(ACTOR, rec.id, err);
@@ -355,6 +429,7 @@ export class Negotiations implements NegotiationQueries, Disposable {
     for (const list of this.timers.values()) for (const t of list) t.dispose();
     this.timers.clear();
     this.retryTimer?.dispose();
+    this.pruning.dispose();
     this.changed.dispose();
   }
 
@@ -397,6 +472,15 @@ export class Negotiations implements NegotiationQueries, Disposable {
       if (existing.openDigest === openDigest(input)) return existing;
       throw fail('exists', 'ALREADY_EXISTS', `negotiation '${input.negotiationId}' exists with other content; choose another negotiation_id`);
     }
+    // The agent that opens it (the operator: none): its open debates are capped, and it is the requester of the HITL
+    // invocations the debate opens, so HitlPolicy.maxPendingPerRequester applies per opener.
+    const opener = speaker.kind === 'agent' ? input.participants.find((p) => speaker.mayActAs(p)) : undefined;
+    if (opener !== undefined) {
+      const open = negotiation.countOpenBy(opener);
+      if (open >= MAX_OPEN_PER_OPENER) {
+        throw fail('exhausted', 'BUFFER_FULL', `${opener} has ${open} debates open that it opened (at most ${MAX_OPEN_PER_OPENER}): end one first`);
+      }
+    }
     for (const p of input.participants) {
       const agent = this.deps.agents.get(p);
       if (!agent) throw fail('not_found', 'NO_ROUTE', `participant '${p}' is not a registered agent; it must RegisterAgent first`);
@@ -404,17 +488,26 @@ export class Negotiations implements NegotiationQueries, Disposable {
         throw fail('precondition', 'UNSUPPORTED_MESSAGE_TYPE', `participant '${p}' does not accept application/json, the content type of NEGOTIATION events`);
       }
     }
+    // A debate_timeout below the minimum is raised to it (a debate that times out at once would only make HITL work).
+    const debateTimeoutMs = input.debateTimeoutMs > 0 ? Math.max(input.debateTimeoutMs, MIN_DEBATE_TIMEOUT_MS) : input.debateTimeoutMs;
     const { effective, schema: policySchema } = this.deps.policies.effectiveFor({
-      intensity: input.intensity, profileHint: input.profileHint, preferences: input.preferences, debateTimeoutMs: input.debateTimeoutMs,
-      topic: input.schema.trim() !== '' ? undefined : input.topic, // Open's own schema wins: no glob lookup
+      intensity: input.intensity, profileHint: input.profileHint, preferences: input.preferences, debateTimeoutMs, topic: input.topic,
     });
-    const schema = input.schema.trim() !== '' ? input.schema : policySchema;
-    if (schema.trim() !== '') this.validatorFor(input.negotiationId, schema, input.schema.trim() !== '' ? 'sw4rm-proposal-schema' : 'the policy\'s proposal schema');
+    // The opener's schema does not replace the operator's for the topic: with both, a draft must satisfy both.
+    const own = input.schema.trim() !== '';
+    const schema = own ? input.schema : policySchema;
+    const alsoPolicy = own && policySchema.trim() !== '' ? policySchema : '';
+    // Compiled into locals: kept (cached) only once the Open is committed, so a refused Open leaves nothing behind.
+    const compiled = [
+      ...(schema.trim() !== '' ? [this.compiled(schema, own ? 'sw4rm-proposal-schema' : 'the policy\'s proposal schema')] : []),
+      ...(alsoPolicy !== '' ? [this.compiled(alsoPolicy, 'the policy\'s proposal schema')] : []),
+    ];
     const now = this.deps.clock.now();
     const rec: NegotiationRecord = {
       id: input.negotiationId, correlationId, topic: input.topic, participants: [...input.participants],
       intensity: effective.profile, openedBy: speakerName(speaker), openedAt: now,
-      deadlineAt: now + effective.debateTimeoutMs, effective, schema, openDigest: openDigest(input), state: 'open', rounds: 0, tokensUsed: 0, oscillations: 0,
+      ...(opener !== undefined ? { openedByAgent: opener } : {}), hitlRequester: opener ?? speakerName(speaker),
+      deadlineAt: now + effective.debateTimeoutMs, effective, schema, ...(alsoPolicy !== '' ? { policySchema: alsoPolicy } : {}), openDigest: openDigest(input), state: 'open', rounds: 0, tokensUsed: 0, oscillations: 0,
       roundStartedAt: now, pending: null, decision: null, abort: null, events: 0, bestRound: 0, bestScore: null, stopReason: null,
       undelivered: [], updatedAt: now,
     };
@@ -425,15 +518,11 @@ export class Negotiations implements NegotiationQueries, Disposable {
         profile: effective.profile, policy_version: effective.policyVersion, policy: policyWire(effective.policy), applied: effective.applied,
         schema: schema === '' ? undefined : 'yes',
       }, ctx);
-      this.fanout(rec, 'open', { topic: rec.topic, corr: rec.correlationId }, ctx, op);
-      const policyEvent: Record<string, unknown> = { negotiation_id: rec.id };
-      if (effective.profile !== '') policyEvent.profile = effective.profile;
-      policyEvent.policy = policyWire(effective.policy);
-      policyEvent.policy_version = effective.policyVersion;
-      policyEvent.debate_timeout_ms = effective.debateTimeoutMs;
-      this.fanout(rec, 'policy', policyEvent, ctx, op);
+      this.fanout(rec, { kind: 'open' }, ctx, op);
+      this.fanout(rec, { kind: 'policy' }, ctx, op);
       this.deps.store.negotiation.put(rec);
     });
+    op.after.push(() => { for (const c of compiled) this.remember(c.key, c.validate); });
     this.committed(rec, op);
     return rec;
   }
@@ -441,6 +530,14 @@ export class Negotiations implements NegotiationQueries, Disposable {
   // ------------------------------------------------------------------ rounds
 
   private round(kind: 'propose' | 'counter', input: ProposalInput, speaker: Speaker, ctx: CallContext): RoundRecord {
+    // A retry of the call that made the latest round (same author, kind and bytes) is answered with that round, whatever
+    // the state (the retried call itself may have ended or paused the debate).
+    const known = this.known(input.negotiationId);
+    if (known) {
+      this.mustSpeakAs(known, input.fromAgent, speaker);
+      const last = this.deps.store.negotiation.latestRound(known.id);
+      if (last && last.kind === kind && last.from === input.fromAgent && last.contentType === input.contentType && last.payload.equals(input.payload)) return last;
+    }
     const rec = this.live(input.negotiationId, false);
     this.mustSpeakAs(rec, input.fromAgent, speaker);
     checkContentType('content_type', input.contentType);
@@ -449,10 +546,6 @@ export class Negotiations implements NegotiationQueries, Disposable {
     }
     const rounds = this.deps.store.negotiation.rounds(rec.id);
     const latest = rounds.at(-1);
-    // A retry of the call that made the latest round (same author, kind and bytes) is answered with that round.
-    if (latest && latest.kind === kind && latest.from === input.fromAgent && latest.contentType === input.contentType && latest.payload.equals(input.payload)) {
-      return latest;
-    }
     if (kind === 'propose' && rounds.length > 0) {
       throw fail('precondition', 'OUT_OF_ORDER', `negotiation '${rec.id}' has ${rounds.length} round(s): round 1 is the only Propose; send a Counter`);
     }
@@ -483,13 +576,18 @@ export class Negotiations implements NegotiationQueries, Disposable {
       rec.tokensUsed += tokens;
       if (oscillation) rec.oscillations++;
       rec.roundStartedAt = now;
+      // A round still waiting on the engine is superseded: its engine answer would no longer count.
+      if (latest?.llm === 'pending') {
+        this.deps.store.negotiation.putRound({ ...latest, llm: 'failed', llmNotes: `superseded by round ${n} before the inference engine answered` });
+      }
       this.deps.store.negotiation.putRound(round);
       this.record(rec, 'negotiation.round', {
+        superseded_pending: latest?.llm === 'pending' ? latest.n : undefined,
         round: n, kind, from: round.from, content_type: round.contentType, bytes: round.payload.byteLength, tokens, tokens_used: rec.tokensUsed,
         magnitude: delta.summary.magnitude, changed_paths: delta.summary.pathCount, oscillation, oscillations: rec.oscillations,
         converged: latest !== undefined && delta.summary.magnitude <= policy.diffTolerance,
       }, ctx);
-      this.fanout(rec, kind, { from: round.from, ct: round.contentType, payload_b64: round.payload.toString('base64'), round: n }, ctx, op);
+      this.fanout(rec, { kind, round: n }, ctx, op, round);
       this.artifact(rec, 'contract', `v${n}`, round.contentType, round.payload, ctx);
       if (latest) this.artifact(rec, 'diff', `v${n - 1}_to_v${n}`, 'application/json', Buffer.from(JSON.stringify(delta.artifact)), ctx);
       const total = policy.totalTokenBudget;
@@ -512,26 +610,39 @@ export class Negotiations implements NegotiationQueries, Disposable {
     }
     const parsed = parseBoundedJson(input.payload.toString('utf8'), { what: 'the payload', maxBytes: LIMITS.payload_bytes });
     if (!parsed.ok) throw fail('invalid', 'VALIDATION_ERROR', `${parsed.reason}; no round was used`);
-    if (rec.schema !== '') {
-      const validate = this.validatorFor(rec.id, rec.schema, 'the proposal schema');
+    for (const [schema, which] of [[rec.schema, 'the proposal schema'], [rec.policySchema ?? '', 'the policy\'s proposal schema for the topic']] as const) {
+      if (schema === '') continue;
+      const validate = this.validatorFor(schema, which);
       if (!validate(parsed.value)) {
         const first = validate.errors?.[0];
         const where = first?.instancePath || '/';
-        throw fail('invalid', 'VALIDATION_ERROR', `the draft does not match the proposal schema at ${where}: ${first?.message ?? 'is invalid'}; no round was used`);
+        throw fail('invalid', 'VALIDATION_ERROR', `the draft does not match ${which} at ${where}: ${first?.message ?? 'is invalid'}; no round was used`);
       }
     }
     return { value: parsed.value };
   }
 
-  private validatorFor(id: string, schema: string, what: string): ValidateFunction {
-    const key = `${id}\u0000${schema}`;
+  /** The validator of a schema: from the cache, or compiled and cached. */
+  private validatorFor(schema: string, what: string): ValidateFunction {
+    const { key, validate } = this.compiled(schema, what);
+    this.remember(key, validate);
+    return validate;
+  }
+
+  /** The validator of a schema, from the cache or compiled, without caching it. Throws VALIDATION_ERROR. */
+  private compiled(schema: string, what: string): { key: string; validate: ValidateFunction } {
+    const key = createHash('sha256').update(schema).digest('hex');
     const cached = this.validators.get(key);
-    if (cached) return cached;
+    if (cached) return { key, validate: cached };
     const verdict = compileSchemaText(schemaCompiler(), schema, 'output');
     if (!verdict.ok) throw fail('invalid', 'VALIDATION_ERROR', `${what} is not a usable JSON Schema: ${verdict.why}`);
-    for (const k of this.validators.keys()) if (k.startsWith(`${id}\u0000`)) this.validators.delete(k);
-    this.validators.set(key, verdict.validate);
-    return verdict.validate;
+    return { key, validate: verdict.validate };
+  }
+
+  private remember(key: string, validate: ValidateFunction): void {
+    this.validators.delete(key);
+    this.validators.set(key, validate);
+    while (this.validators.size > VALIDATOR_CACHE_SIZE) this.validators.delete(this.validators.keys().next().value as string);
   }
 
   private deltaOf(previous: RoundRecord | undefined, payload: Buffer, json: { value: unknown } | undefined): { summary: DeltaSummary; artifact: Record<string, unknown> } {
@@ -541,7 +652,8 @@ export class Negotiations implements NegotiationQueries, Disposable {
       const before = parseBoundedJson(previous.payload.toString('utf8'), { what: 'the previous round' });
       if (before.ok) {
         const { summary, delta } = jsonDeltaSummary(before.value, json.value);
-        const artifact: Record<string, unknown> = { ...header, method: 'json', magnitude: summary.magnitude, changed_paths: summary.changedPaths, path_count: summary.pathCount, delta: delta ?? null };
+        const artifact: Record<string, unknown> = { ...header, method: summary.method, magnitude: summary.magnitude, changed_paths: summary.changedPaths, path_count: summary.pathCount, delta: delta ?? null };
+        if (summary.method === 'json-coarse') return { summary, artifact: { ...artifact, delta: null, delta_omitted: 'too large to diff structurally (README, "Debates")' } };
         if (Buffer.byteLength(JSON.stringify(artifact)) > FIELD_LIMITS.activity.artifact_content_bytes) {
           return { summary, artifact: { ...artifact, delta: null, delta_omitted: 'larger than an artifact may be' } };
         }
@@ -551,9 +663,9 @@ export class Negotiations implements NegotiationQueries, Disposable {
     const a = previous.payload.toString('utf8');
     const b = payload.toString('utf8');
     const summary = textDeltaSummary(a, b);
-    let unified = unifiedDiff(a, b, `contract_v${previous.n}`, `contract_v${previous.n + 1}`);
+    let unified = summary.method === 'text-coarse' ? '' : unifiedDiff(a, b, `contract_v${previous.n}`, `contract_v${previous.n + 1}`) ?? '';
     if (Buffer.byteLength(unified) > FIELD_LIMITS.activity.artifact_content_bytes / 2) unified = '';
-    return { summary, artifact: { ...header, method: 'text', magnitude: summary.magnitude, changed_paths: summary.changedPaths, path_count: summary.pathCount, unified } };
+    return { summary, artifact: { ...header, method: summary.method, magnitude: summary.magnitude, changed_paths: summary.changedPaths, path_count: summary.pathCount, unified } };
   }
 
   private sameContract(round: RoundRecord, contentType: string, payload: Buffer, json: { value: unknown } | undefined): boolean {
@@ -566,6 +678,13 @@ export class Negotiations implements NegotiationQueries, Disposable {
   // ------------------------------------------------------------------ evaluations and scoring
 
   private evaluation(negotiationId: string, evaluation: RoundEvaluation, speaker: Speaker, ctx: CallContext): void {
+    // The same evaluation of the latest round again (a retry) is answered OK whatever the state (it may have ended it).
+    const known = this.known(negotiationId);
+    if (known) {
+      this.mustSpeakAs(known, evaluation.from, speaker);
+      const same = this.deps.store.negotiation.latestRound(known.id)?.evaluations.find((e) => e.from === evaluation.from);
+      if (same && same.score === clampScore(evaluation.score) && same.notes === evaluation.notes && same.llmConfidence === evaluation.llmConfidence) return;
+    }
     const rec = this.live(negotiationId, false);
     this.mustSpeakAs(rec, evaluation.from, speaker);
     checkText('notes', evaluation.notes, LIMITS.notes);
@@ -575,7 +694,6 @@ export class Negotiations implements NegotiationQueries, Disposable {
     if (current.from === evaluation.from) throw fail('precondition', 'OUT_OF_ORDER', `${evaluation.from} wrote round ${current.n}; the other participants evaluate it`);
     const before = current.evaluations.find((e) => e.from === evaluation.from);
     if (before) {
-      if (before.score === evaluation.score && before.notes === evaluation.notes && before.llmConfidence === evaluation.llmConfidence) return;
       throw fail('exists', 'ALREADY_EXISTS', `${evaluation.from} has evaluated round ${current.n} already`);
     }
     const evaluations = [...current.evaluations, { ...evaluation, score: clampScore(evaluation.score) }];
@@ -596,7 +714,7 @@ export class Negotiations implements NegotiationQueries, Disposable {
         round: round.n, from: evaluation.from, source: evaluation.source, score: evaluation.score, deterministic_score: det, score_now: round.score,
         complete, llm: round.llm,
       }, ctx);
-      this.fanout(rec, 'evaluate', { from: evaluation.from, score: evaluation.score, notes: evaluation.notes, round: round.n }, ctx, op);
+      this.fanout(rec, { kind: 'evaluate', round: round.n, from: evaluation.from }, ctx, op, round);
       this.artifact(rec, 'score', `v${round.n}:${evaluation.from}`.slice(0, FIELD_LIMITS.activity.artifact_version), 'application/json', Buffer.from(JSON.stringify({
         negotiation_id: rec.id, round: round.n, from_agent: evaluation.from, deterministic_score: evaluation.score,
         llm_confidence: evaluation.llmConfidence ?? 0, notes: evaluation.notes, delta: this.deltaWire(round.delta),
@@ -613,6 +731,12 @@ export class Negotiations implements NegotiationQueries, Disposable {
   }
 
   private askEngine(rec: NegotiationRecord, round: RoundRecord, ctx: CallContext): void {
+    // No engine (e.g. none registered again after a restart): the round is judged on its deterministic score; a built-in
+    // heuristic's answer is never recorded as the engine's.
+    if (this.deps.inference.engineAgent() === undefined) {
+      this.engineAnswered(rec.id, round.n, null, 'no inference engine is registered (any more): the deterministic score stands', ctx);
+      return;
+    }
     const rounds = this.deps.store.negotiation.rounds(rec.id);
     const previous = rounds.find((r) => r.n === round.n - 1);
     let answer: Promise<{ confidence: number; notes: string }>;
@@ -667,14 +791,16 @@ export class Negotiations implements NegotiationQueries, Disposable {
   private judge(rec: NegotiationRecord, round: RoundRecord, ctx: CallContext, op: Op): void {
     const policy = rec.effective.policy;
     const score = round.score ?? 0;
-    if (score >= policy.scoreThreshold) {
+    // Unanimity (RFC §17): every other participant's own evaluation at or above the threshold, and the blended score too.
+    const unanimous = this.othersOf(rec, round).every((p) => round.evaluations.some((e) => e.from === p && e.score >= policy.scoreThreshold));
+    if (unanimous && score >= policy.scoreThreshold) {
       if (policy.hitl === 'PauseOnFinalAccept') {
         this.openHitl(rec, 'final_accept', 'threshold_met', ctx, op);
         return;
       }
       this.finish(rec, {
         decidedBy: 'consensus', contentType: round.contentType, result: round.payload, round: round.n, finalScore: score,
-        rationale: `Every other participant evaluated round ${round.n} (by ${round.from}); its score ${score.toFixed(3)} ≥ score_threshold ${policy.scoreThreshold}.`,
+        rationale: `Every other participant evaluated round ${round.n} (by ${round.from}) at or above score_threshold ${policy.scoreThreshold}; its score ${score.toFixed(3)} too.`,
         stopReason: 'threshold_met', policyVersion: rec.effective.policyVersion, fallback: null, at: this.deps.clock.now(),
       }, 'coordinator', ctx, op);
       return;
@@ -728,7 +854,7 @@ export class Negotiations implements NegotiationQueries, Disposable {
     };
     const request: InvocationRequest = {
       reasonType: why === 'deadlock' ? 'DEBATE_DEADLOCK' : 'MANUAL_OVERRIDE',
-      requester: NEGOTIATION_HITL_COMPONENT,
+      requester: rec.hitlRequester ?? NEGOTIATION_HITL_COMPONENT,
       correlationId: rec.id,
       subject: { repoId: '', worktreeId: '', taskId: '' },
       context: {
@@ -874,7 +1000,7 @@ export class Negotiations implements NegotiationQueries, Disposable {
       decided_by: decision.decidedBy, by, round: decision.round, final_score: decision.finalScore, stop_reason: decision.stopReason,
       policy_version: decision.policyVersion, fallback: decision.fallback ?? undefined, content_type: decision.contentType, bytes: decision.result.byteLength,
     }, ctx, decision.fallback ? 'WARN' : 'INFO');
-    this.fanout(rec, 'decide', { by: decision.decidedBy, ct: decision.contentType, result_b64: decision.result.toString('base64'), round: decision.round, stop_reason: decision.stopReason }, ctx, op);
+    this.fanout(rec, { kind: 'decide' }, ctx, op);
     this.artifact(rec, 'decision', 'final', 'application/json', Buffer.from(JSON.stringify({
       negotiation_id: rec.id, decided_by: decision.decidedBy, final_score: decision.finalScore, rationale: decision.rationale, stop_reason: decision.stopReason,
       policy_version: decision.policyVersion, round: decision.round, content_type: decision.contentType, fallback: decision.fallback, decided_at: isoUtc(decision.at),
@@ -890,7 +1016,7 @@ export class Negotiations implements NegotiationQueries, Disposable {
     rec.stopReason = stopReason;
     rec.pending = null;
     this.record(rec, 'negotiation.aborted', { reason, error_code: errorCode, by, stop_reason: stopReason, fallback: fallback ?? undefined }, ctx, by === 'coordinator' || fallback ? 'WARN' : 'INFO');
-    this.fanout(rec, 'abort', { reason, error_code: errorCode, stop_reason: stopReason }, ctx, op);
+    this.fanout(rec, { kind: 'abort' }, ctx, op);
     this.artifact(rec, 'decision', 'final', 'application/json', Buffer.from(JSON.stringify({
       negotiation_id: rec.id, decided_by: fallback ? 'policy' : by === 'coordinator' ? 'policy' : 'abort', final_score: rec.bestScore ?? 0, rationale: reason,
       stop_reason: stopReason, policy_version: rec.effective.policyVersion, aborted: true, error_code: errorCode, fallback, decided_at: isoUtc(now),
@@ -951,34 +1077,99 @@ export class Negotiations implements NegotiationQueries, Disposable {
   /**
    * One §17.1 event to every participant, as a NEGOTIATION envelope from `coordinator` (correlation_id = negotiation_id),
    * inside the caller's transaction. Every copy goes to the recipient's STANDARD lane (the coordinator's), FIFO per
-   * recipient, so events arrive in the order sent. A refused copy: before any copy of this call was accepted, the call is
-   * refused with the router's code (and nothing of it is kept); after, it is kept in `undelivered` and retried in order.
+   * recipient, so events arrive in the order sent. A refusable call (Op.refusable) whose copies were ALL refused by the
+   * router (none accepted, at least one refused with a code other than NO_ROUTE) is refused with the router's code and
+   * nothing of it is kept. Otherwise a refused copy, a copy to a participant that is no longer registered (NO_ROUTE) and
+   * a copy behind an earlier waiting one are kept in `undelivered` and retried in order (given up after
+   * UNDELIVERED_GIVE_UP_MS), each logged WARN `negotiation.event_deferred`.
    */
-  private fanout(rec: NegotiationRecord, kind: NegotiationEventKind, fields: Record<string, unknown>, ctx: CallContext, op: Op): void {
+  private fanout(rec: NegotiationRecord, event: { kind: NegotiationEventKind; round?: number; from?: string }, ctx: CallContext, op: Op, round?: RoundRecord): void {
     const seq = rec.events + 1;
-    rec.events = seq;
-    const payload = Buffer.from(JSON.stringify({ kind, ts: isoUtc(this.deps.clock.now()), ...fields, negotiation_id: rec.id, seq }), 'utf8');
+    const at = this.deps.clock.now();
+    const ref: EventRef = { ...event, seq, at };
+    const payload = this.eventPayload(rec, ref, round ? [round] : undefined);
+    if (!payload) throw new Error(`the ${event.kind} event of '${rec.id}' has nothing to report`);
+    const kind = event.kind;
+    const deferred: Array<{ to: string; code: string; reason: string; attempts: number }> = [];
+    let refusal: { to: string; code: string; reason: string } | undefined;
+    let acceptedNow = 0;
     for (const to of rec.participants) {
       const behind = rec.undelivered.some((u) => u.to === to);
-      const result = behind ? undefined : this.send(rec, to, payload, ctx);
-      if (result?.accepted) {
-        op.accepted++;
+      if (behind) {
+        deferred.push({ to, code: 'ORDER', reason: 'an earlier event to this participant waits', attempts: 0 });
         continue;
       }
-      const code = result && !result.accepted ? result.code : 'ORDER';
-      if (result && !result.accepted && op.interactive && op.accepted === 0) {
-        throw fail(routerKind(result.code), result.code, `the ${kind} event could not be sent to participant ${to}: ${result.reason}`);
+      const result = this.send(rec, to, payload, ctx);
+      if (result.accepted) {
+        acceptedNow++;
+        continue;
       }
-      rec.undelivered.push({ to, seq, kind, payload: payload.toString('base64'), firstRefusedAt: this.deps.clock.now(), code, attempts: behind ? 0 : 1 });
+      if (result.code !== 'NO_ROUTE') refusal ??= { to, code: result.code, reason: result.reason };
+      deferred.push({ to, code: result.code, reason: result.reason, attempts: 1 });
+    }
+    if (op.refusable && op.accepted === 0 && acceptedNow === 0 && refusal) {
+      throw fail(routerKind(refusal.code), refusal.code, `the ${kind} event could not be sent to any participant (${refusal.to}: ${refusal.reason})`);
+    }
+    op.accepted += acceptedNow;
+    rec.events = seq;
+    for (const d of deferred) {
+      // A reference, not the bytes: they are rebuilt from the record and its rounds when retried.
+      rec.undelivered.push({ to: d.to, ...ref, firstRefusedAt: at, code: d.code, attempts: d.attempts });
       this.deps.log.record({
         correlationId: rec.id, actor: ACTOR, eventType: 'negotiation.event_deferred', level: 'WARN',
-        details: { negotiation_id: rec.id, to, seq, kind, code, reason: result && !result.accepted ? result.reason.slice(0, 500) : 'an earlier event to this participant waits' },
+        details: { negotiation_id: rec.id, to: d.to, seq, kind, code: d.code, reason: d.reason.slice(0, 500) },
       });
+    }
+    if (deferred.length > 0) {
       op.after.push(() => {
         this.redeliver.add(rec.id);
         this.scheduleRetry();
       });
     }
+  }
+
+  /**
+   * The bytes of one event, from the record (and the round it reports): the same bytes when first sent and when a
+   * deferred copy is retried, since what an event reports never changes afterwards. Undefined when it cannot be rebuilt.
+   */
+  private eventPayload(rec: NegotiationRecord, ref: EventRef, rounds?: readonly RoundRecord[]): Buffer | undefined {
+    let fields: Record<string, unknown>;
+    const roundOf = () => (rounds ?? this.deps.store.negotiation.rounds(rec.id)).find((r) => r.n === ref.round);
+    switch (ref.kind) {
+      case 'open':
+        fields = { topic: rec.topic, corr: rec.correlationId };
+        break;
+      case 'policy': {
+        const e = rec.effective;
+        fields = { negotiation_id: rec.id, ...(e.profile !== '' ? { profile: e.profile } : {}), policy: policyWire(e.policy), policy_version: e.policyVersion, debate_timeout_ms: e.debateTimeoutMs };
+        break;
+      }
+      case 'propose': case 'counter': {
+        const r = roundOf();
+        if (!r) return undefined;
+        fields = { from: r.from, ct: r.contentType, payload_b64: r.payload.toString('base64'), round: r.n };
+        break;
+      }
+      case 'evaluate': {
+        const e = roundOf()?.evaluations.find((x) => x.from === ref.from);
+        if (!e) return undefined;
+        fields = { from: e.from, score: e.score, notes: e.notes, round: ref.round };
+        break;
+      }
+      case 'decide': {
+        const d = rec.decision;
+        if (!d) return undefined;
+        fields = { by: d.decidedBy, ct: d.contentType, result_b64: d.result.toString('base64'), round: d.round, stop_reason: d.stopReason };
+        break;
+      }
+      case 'abort': {
+        const a = rec.abort;
+        if (!a) return undefined;
+        fields = { reason: a.reason, error_code: a.errorCode, stop_reason: rec.stopReason };
+        break;
+      }
+    }
+    return Buffer.from(JSON.stringify({ kind: ref.kind, ts: isoUtc(ref.at), ...fields, negotiation_id: rec.id, seq: ref.seq }), 'utf8');
   }
 
   private send(rec: NegotiationRecord, to: string, payload: Buffer, ctx: CallContext): ReturnType<CoordinatorOutbox['sendToAgent']> {
@@ -1006,28 +1197,52 @@ export class Negotiations implements NegotiationQueries, Disposable {
         this.deps.store.transaction(() => {
           const now = this.deps.clock.now();
           const blocked = new Set<string>();
-          const kept = [];
+          const kept: UndeliveredEvent[] = [];
+          const payloads = new Map<number, Buffer | undefined>();
+          let rounds: RoundRecord[] | undefined;
+          let changed = false;
           for (const u of rec.undelivered) {
             if (blocked.has(u.to)) { kept.push(u); continue; }
-            const result = this.send(rec, u.to, Buffer.from(u.payload, 'base64'), ctx);
+            const key = `${rec.id}\u0000${u.to}\u0000${u.seq}`;
+            if (!payloads.has(u.seq)) {
+              const legacy = (u as { payload?: string }).payload;
+              if (legacy !== undefined) payloads.set(u.seq, Buffer.from(legacy, 'base64'));
+              else {
+                if ((u.kind === 'propose' || u.kind === 'counter' || u.kind === 'evaluate') && !rounds) rounds = this.deps.store.negotiation.rounds(rec.id);
+                payloads.set(u.seq, this.eventPayload(rec, u, rounds));
+              }
+            }
+            const payload = payloads.get(u.seq);
+            const attempts = (this.attempts.get(key) ?? u.attempts) + 1;
+            const result = payload ? this.send(rec, u.to, payload, ctx) : { accepted: false as const, code: 'INTERNAL', reason: 'the event could not be rebuilt from the record' };
             if (result.accepted) {
-              this.deps.log.record({ correlationId: rec.id, actor: ACTOR, eventType: 'negotiation.event_redelivered', details: { negotiation_id: rec.id, to: u.to, seq: u.seq, kind: u.kind, attempts: u.attempts + 1 } });
+              this.deps.log.record({ correlationId: rec.id, actor: ACTOR, eventType: 'negotiation.event_redelivered', details: { negotiation_id: rec.id, to: u.to, seq: u.seq, kind: u.kind, attempts } });
+              this.attempts.delete(key);
+              changed = true;
               continue;
             }
-            u.attempts++;
-            u.code = result.code;
-            if (now - u.firstRefusedAt >= UNDELIVERED_GIVE_UP_MS) {
+            if (!payload || now - u.firstRefusedAt >= UNDELIVERED_GIVE_UP_MS) {
               this.deps.log.record({
                 correlationId: rec.id, actor: ACTOR, eventType: 'negotiation.event_undeliverable', level: 'ERROR',
-                details: { negotiation_id: rec.id, to: u.to, seq: u.seq, kind: u.kind, code: result.code, reason: result.reason.slice(0, 500), attempts: u.attempts },
+                details: { negotiation_id: rec.id, to: u.to, seq: u.seq, kind: u.kind, code: result.code, reason: result.reason.slice(0, 500), attempts },
               });
+              this.attempts.delete(key);
+              changed = true;
               continue;
+            }
+            // Attempts are counted in memory: the record is written only when an entry goes or its code changes.
+            this.attempts.set(key, attempts);
+            if (u.code !== result.code) {
+              u.code = result.code;
+              changed = true;
             }
             blocked.add(u.to);
             kept.push(u);
           }
-          rec.undelivered = kept;
-          this.deps.store.negotiation.put(rec);
+          if (changed) {
+            rec.undelivered = kept;
+            this.deps.store.negotiation.put(rec);
+          }
         });
       } catch (err) {
         this.deps.log.internalError(ACTOR, rec.id, err);
@@ -1039,14 +1254,13 @@ export class Negotiations implements NegotiationQueries, Disposable {
 
   // ------------------------------------------------------------------ helpers
 
-  private op(interactive: boolean): Op {
-    return { interactive, accepted: 0, after: [] };
+  private op(refusable: boolean): Op {
+    return { refusable, accepted: 0, after: [] };
   }
 
   /** After the transaction: timers, follow-up work, the change announced once committed. */
   private committed(rec: NegotiationRecord, op: Op): void {
     this.arm(rec);
-    if (rec.state === 'decided' || rec.state === 'aborted') this.validators.delete(`${rec.id}\u0000${rec.schema}`);
     for (const fn of op.after) fn();
     const change: NegotiationChange = { negotiationId: rec.id, state: rec.state };
     this.deps.store.afterCommit(() => {
@@ -1089,6 +1303,12 @@ export class Negotiations implements NegotiationQueries, Disposable {
     return same(rec, participant) ? rec : undefined;
   }
 
+  /** The negotiation, if the id is well-formed and known (any state). */
+  private known(id: string): NegotiationRecord | undefined {
+    checkId('negotiation_id', id, LIMITS.negotiation_id);
+    return this.deps.store.negotiation.get(id);
+  }
+
   /** The negotiation, live: NOT_FOUND, ended (NEGOTIATION_CLOSED), paused (unless `pausedOk`). */
   private live(id: string, pausedOk: boolean): NegotiationRecord {
     checkId('negotiation_id', id, LIMITS.negotiation_id);
@@ -1109,6 +1329,26 @@ export class Negotiations implements NegotiationQueries, Disposable {
       throw fail('permission', 'PERMISSION_DENIED', `${agentId} is not a participant of negotiation '${rec.id}' (${rec.participants.join(', ')})`);
     }
     if (!actsAs(speaker, agentId)) throw fail('permission', 'PERMISSION_DENIED', `${speakerName(speaker)} may not act as ${agentId}`);
+  }
+
+  /**
+   * A participant's Decide by consensus: its result must be the bytes (and content type) of a round that every
+   * participant other than the round's author and the decider evaluated at or above score_threshold (the decider's
+   * Decide is its own acceptance). Answers that round's number; FAILED_PRECONDITION saying why otherwise.
+   */
+  private agreedRound(rec: NegotiationRecord, decider: string, input: DecisionInput): number {
+    const threshold = rec.effective.policy.scoreThreshold;
+    const rounds = this.deps.store.negotiation.rounds(rec.id).filter((r) => r.payload.equals(input.result) && r.contentType === input.contentType);
+    if (rounds.length === 0) {
+      throw fail('precondition', 'FAILED_PRECONDITION', `a participant decides by consensus only on a round's contract: the result equals no round of '${rec.id}' (bytes and content_type)`);
+    }
+    const missing: string[] = [];
+    for (const r of rounds.reverse()) {
+      const short = rec.participants.filter((p) => p !== r.from && p !== decider && !r.evaluations.some((e) => e.from === p && e.score >= threshold));
+      if (short.length === 0) return r.n;
+      missing.push(`round ${r.n}: ${short.join(', ')}`);
+    }
+    throw fail('precondition', 'FAILED_PRECONDITION', `not a consensus: every other participant must have evaluated the round at or above score_threshold ${threshold}; not yet (${missing.join('; ')})`);
   }
 
   /** Decide / Abort: the operator (undefined) or the participant the agent speaks as. */

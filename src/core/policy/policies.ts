@@ -49,7 +49,7 @@ export interface EffectiveInput {
   readonly preferences: Readonly<Record<string, Partial<AgentPreferences>>>;
   /** Open's debate_timeout, 0 = the profile's. */
   readonly debateTimeoutMs: number;
-  /** The topic whose proposal schema is looked up; undefined = no lookup (the opener brought its own schema). */
+  /** The topic whose proposal schema is looked up (an opener's own schema does not replace it); undefined = no lookup. */
   readonly topic?: string;
 }
 

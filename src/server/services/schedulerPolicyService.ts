@@ -2,7 +2,8 @@ import * as grpc from '@grpc/grpc-js';
 import type { Coordinator } from '../../core/coordinator';
 import { FIELD_LIMITS, identifierRefusal } from '../../core/fieldLimits';
 import { HITL_GATES, type AgentPreferences, type EffectivePolicy, type HitlGate, type NegotiationPolicy, type PolicyProfile } from '../../core/policy/model';
-import { NegotiationError } from '../../core/policy/speaker';
+import type { CallContext } from '../../core/context';
+import { NegotiationError, type Speaker } from '../../core/policy/speaker';
 import { principalOf } from '../auth';
 import { callContext } from '../callContext';
 import { answerWhenDurable } from '../durable';
@@ -10,6 +11,21 @@ import { negotiationStatus } from '../negotiationStatus';
 import { speakerOf } from '../speaker';
 
 /** policy.proto NegotiationPolicy as grpc-js hands it (keepCase; uint64 as string or number; absent messages null). */
+/**
+ * SchedulerPolicyService.HitlAction's target: a debate with a pending invocation; else a room (or a room's artifact)
+ * with that id, whose escalations are answered through the same RPC; a debate with nothing pending does not shadow a
+ * room of the same id (when the room has nothing either, the debate's answer is given).
+ */
+export function hitlActionFor(
+  coordinator: Pick<Coordinator, 'negotiations' | 'room'>, id: string, action: string, rationale: string, speaker: Speaker, ctx: CallContext,
+): { readonly ok: boolean; readonly reason: string } {
+  const debate = coordinator.negotiations.get(id);
+  if (debate === undefined) return coordinator.room.hitlAction(id, action, rationale, speaker, ctx);
+  if (debate.pending) return coordinator.negotiations.hitlAction(id, action, rationale, speaker, ctx);
+  const room = coordinator.room.hitlAction(id, action, rationale, speaker, ctx);
+  return room.ok ? room : coordinator.negotiations.hitlAction(id, action, rationale, speaker, ctx);
+}
+
 export interface NegotiationPolicyMessage {
   max_rounds?: number;
   score_threshold?: number;
@@ -255,10 +271,7 @@ export class SchedulerPolicyServiceAdapter {
           const rationale = textOf('rationale', call.request.rationale, LIMITS.rationale);
           const speaker = speakerOf(call, this.coordinator.credentials);
           const ctx = callContext(call, ids);
-          // A debate's id, else a room's (the room's HITL escalations are answered through the same RPC).
-          const result = this.coordinator.negotiations.get(id) !== undefined
-            ? this.coordinator.negotiations.hitlAction(id, action, rationale, speaker, ctx)
-            : this.coordinator.room.hitlAction(id, action, rationale, speaker, ctx);
+          const result = hitlActionFor(this.coordinator, id, action, rationale, speaker, ctx);
           answerWhenDurable(store, callback, { ok: result.ok, reason: result.reason });
         } catch (err) {
           if (err instanceof NegotiationError) return callback(null, { ok: false, reason: `${err.code}: ${err.message}` });
