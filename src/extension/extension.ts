@@ -23,6 +23,8 @@ import { SchedulerLimits } from './schedulerSettings';
 import { affectsSchedulerLimits, readSchedulerSettings } from './settings';
 import { ToolCommands } from './toolCommands';
 import { ToolsView } from './views/toolsView';
+import { NegotiationsView, asNegotiationNode } from './views/negotiationsView';
+import { NegotiationPanels } from './panels/negotiationPanel';
 
 let controller: CoordinatorController | undefined;
 
@@ -59,6 +61,10 @@ export function activate(context: vscode.ExtensionContext): void {
   const toolCommands = new ToolCommands(approvals.operator, toolsView, documents);
   running.follow(toolsView);
   running.follow(toolCommands);
+  const negotiationsView = new NegotiationsView();
+  const negotiationPanels = new NegotiationPanels(context.extensionUri, approvals.operator);
+  running.follow(negotiationsView);
+  running.follow(negotiationPanels);
 
   context.subscriptions.push(
     output,
@@ -137,6 +143,14 @@ export function activate(context: vscode.ExtensionContext): void {
     vscode.commands.registerCommand(Commands.cancelToolCall, (node?: unknown) => toolCommands.cancelToolCall(node)),
     vscode.commands.registerCommand(Commands.copyToolCallId, (node?: unknown) => toolCommands.copyCallId(node)),
     vscode.commands.registerCommand(Commands.refreshTools, () => toolsView.refresh()),
+    negotiationsView,
+    negotiationPanels,
+    vscode.commands.registerCommand(Commands.openNegotiation, (node?: unknown) => {
+      const row = asNegotiationNode(node) ?? negotiationsView.selected();
+      if (row) negotiationPanels.open({ kind: row.kind === 'debate' ? 'debate' : 'room', id: row.id });
+      else void vscode.window.showInformationMessage('Select a debate or a room in the Negotiations view to open it.');
+    }),
+    vscode.commands.registerCommand(Commands.refreshNegotiations, () => negotiationsView.refresh()),
     vscode.workspace.onDidChangeConfiguration((event) => {
       if (affectsSchedulerLimits(event)) void schedulerLimits.settingsChanged();
     }),

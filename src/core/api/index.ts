@@ -49,3 +49,7 @@ export { DEFAULT_PRIORITY, DEFAULT_SCHEDULER_OPTIONS, MAX_PRIORITY, MIN_PRIORITY
 export { describeWaiting } from '../scheduler/scheduler';
 /** The tools area's records the Tools view and Show Tool Call Details use. */
 export type { CallOutcome, ExecutionPolicy, ProviderInfo, SideEffectClass, ToolCallRecord, ToolDescriptor, ToolsChange } from '../tools/model';
+/** The negotiation areas' records the Negotiations view and the negotiation panel use. */
+export type { DeltaSummary, NegotiationState, NegotiationSummary, RoundEvaluation, StopReason } from '../negotiation/model';
+export type { AggregatedScore, ArtifactState, ArtifactType, DecisionOutcome, RoomArtifactSummary, RoomDecision, ThresholdCheck, VoteRecord } from '../room/model';
+export type { EffectivePolicy, NegotiationPolicy, RoomThresholds } from '../policy/model';
