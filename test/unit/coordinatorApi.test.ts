@@ -11,6 +11,8 @@ import { CollectingSink, RouterHarness, ctx, settle } from '../support/routerHar
 import { rejection } from '../support/apiErrors';
 import { DEFAULT_EXECUTION_POLICY, type ToolCallError, type ToolFrame } from '../../src/core/tools/model';
 import type { ToolsChange } from '../../src/core/api';
+import { MAX_NEGOTIATION_PAYLOAD_SHOWN } from '../../src/core/api';
+import { payloadText } from '../../src/core/api/inProcessApi';
 
 /** Collects what an API event fires. */
 function collect<T>(event: (listener: (value: T) => void) => Disposable): { seen: T[]; subscription: Disposable } {
@@ -457,5 +459,28 @@ describe('CoordinatorApi in process (the editor\'s one way into the coordinator)
     assert.equal((await rejection(api.requeueDeadLetter(1))).code, 'stopped');
     h.register('agent-a');
     assert.deepEqual(agents.seen, []);
+  });
+});
+
+describe('CoordinatorApi: negotiation payloads as text for the editor', () => {
+  it('decodes UTF-8 as it is, markup included (the views insert it as text)', () => {
+    const text = '{"strength":"<img src=x onerror=\\"x\\">","é":"ü"}';
+    assert.deepEqual(payloadText(Buffer.from(text), 'application/json'), { contentType: 'application/json', bytes: Buffer.byteLength(text), text, binary: false, truncated: false });
+  });
+
+  it('says binary content is binary, with its size, and gives no text', () => {
+    assert.deepEqual(payloadText(Buffer.from([0xff, 0xfe, 0x00, 0x80]), 'application/octet-stream'),
+      { contentType: 'application/octet-stream', bytes: 4, text: '', binary: true, truncated: false });
+  });
+
+  it('bounds the excerpt, without splitting a character at the cut', () => {
+    const big = Buffer.from('a'.repeat(MAX_NEGOTIATION_PAYLOAD_SHOWN - 1) + 'é' + 'b'.repeat(10));
+    const shown = payloadText(big, 'text/plain');
+    assert.equal(shown.truncated, true);
+    assert.equal(shown.binary, false);
+    assert.equal(shown.bytes, big.byteLength);
+    assert.equal(shown.text, 'a'.repeat(MAX_NEGOTIATION_PAYLOAD_SHOWN - 1), 'the é cut in half is left out');
+    const exact = payloadText(Buffer.from('x'.repeat(MAX_NEGOTIATION_PAYLOAD_SHOWN + 5)), 'text/plain');
+    assert.equal(exact.text.length, MAX_NEGOTIATION_PAYLOAD_SHOWN);
   });
 });
