@@ -101,8 +101,10 @@ export interface PolicySet {
   readonly base: NegotiationPolicy;
   /** By name; always holds the five intensities (LOWEST…HIGHEST). */
   readonly profiles: readonly PolicyProfile[];
-  /** Debate time limit per profile name, ms (Open's debate_timeout overrides). */
+  /** Debate time limit per profile name, ms (Open's debate_timeout overrides); a profile without one uses baseDebateTimeoutMs. */
   readonly debateTimeoutMs: Readonly<Record<string, number>>;
+  /** The debate time limit when the base policy itself applies (no intensity, no hint), ms. */
+  readonly baseDebateTimeoutMs: number;
   readonly guardrails: Guardrails;
   readonly room: RoomThresholds;
   readonly tieBreak: TieBreak;
