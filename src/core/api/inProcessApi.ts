@@ -429,9 +429,15 @@ export class InProcessCoordinatorApi implements CoordinatorApi, Disposable {
     return this.run((c) => {
       const detail = c.negotiations.detail(negotiationId);
       if (!detail) return undefined;
-      const { decision, ...record } = detail.record;
+      const r = detail.record;
+      const decision = r.decision;
       return {
-        negotiation: { ...record, decision: decision && { ...withoutKey(decision, 'result'), result: payloadText(decision.result, decision.contentType) } },
+        negotiation: {
+          id: r.id, correlationId: r.correlationId, topic: r.topic, participants: [...r.participants], intensity: r.intensity, openedBy: r.openedBy,
+          openedAt: r.openedAt, deadlineAt: r.deadlineAt, effective: r.effective, schema: r.schema, state: r.state, rounds: r.rounds,
+          tokensUsed: r.tokensUsed, oscillations: r.oscillations, roundStartedAt: r.roundStartedAt, pending: r.pending, abort: r.abort, updatedAt: r.updatedAt,
+          decision: decision && { ...withoutKey(decision, 'result'), result: payloadText(decision.result, decision.contentType) },
+        },
         rounds: detail.rounds.map((round) => ({ ...withoutKey(round, 'payload'), payload: payloadText(round.payload, round.contentType) })),
       };
     });
