@@ -85,7 +85,7 @@ describe('negotiation panel wire shapes', () => {
           applied: {}, profile: 'HIGH', policyVersion: '7', debateTimeoutMs: 60_000,
         } as unknown as NegotiationDetailView['negotiation']['effective'],
         schema: '', state: 'paused', rounds: 1, tokensUsed: 3, oscillations: 0, roundStartedAt: 1,
-        pending: { invocationId: 'inv-1', why: 'deadlock', stopReason: 'max_rounds' }, decision: null, abort: null, events: 3, updatedAt: 2,
+        pending: { invocationId: 'inv-1', why: 'deadlock', stopReason: 'max_rounds' }, decision: null, abort: null, updatedAt: 2,
       },
       rounds: [{
         negotiationId: 'neg-1', n: 1, kind: 'propose', from: 'a', contentType: 'application/json', payload: payload('{"x":1}'), tokens: 2, at: 1,
