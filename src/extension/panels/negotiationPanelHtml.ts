@@ -38,9 +38,9 @@ export function negotiationPanelHtml(page: PanelPage): string {
     <p id="payload-error" class="error" role="alert" hidden></p>
     <div class="buttons"><button type="button" id="send-modify" class="primary" disabled>Decide with this payload</button></div>
   </div>
-  <p id="status" class="status" role="status" aria-live="polite"></p>
   <p id="error" class="error" role="alert" hidden></p>
 </form>
+<p id="status" class="status" role="status" aria-live="polite"></p>
 <script nonce="${attr(page.nonce)}" src="${attr(page.scriptUri)}"></script>
 </body>
 </html>`;
