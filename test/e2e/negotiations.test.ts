@@ -72,8 +72,25 @@ describe('the Negotiations view and the negotiation panel in a real editor (code
     return await harness!.webviewFrameShowing(panelText);
   }
 
-  async function screenshot(name: string): Promise<void> {
+  /** Drags the side bar's edge to `width` pixels, so that rows show their descriptions whole. */
+  async function sideBarWidth(width: number): Promise<void> {
+    const box = await page().locator('.part.sidebar').boundingBox();
+    if (!box) return;
+    const y = box.y + box.height / 2;
+    await page().mouse.move(box.x + box.width + 1, y);
+    await page().mouse.down();
+    await page().mouse.move(box.x + width, y, { steps: 8 });
+    await page().mouse.up();
+    await poll(async () => (await page().locator('.monaco-sash.hover, .monaco-sash.active').count()) === 0, { timeoutMs: 3_000 }).catch(() => undefined);
+  }
+
+  /** The page with the panel scrolled to the section titled `sectionId`, into media/screenshots/<name>.png. */
+  async function screenshot(name: string, frame: Frame, sectionId: string): Promise<void> {
     await harness!.runCommand('Notifications: Clear All Notifications');
+    // The "approval needed" notification stays while the escalation waits; its Cancel only hides it.
+    const toast = page().locator('.notification-toast', { hasText: 'SW4RM approval needed' }).locator('.monaco-button', { hasText: 'Cancel' });
+    if (await toast.count()) await toast.first().click();
+    await frame.evaluate(`document.getElementById(${JSON.stringify(sectionId)}).scrollIntoView()`);
     await page().mouse.move(1, 1);
     const shot = await harness!.screenshot(name);
     fs.mkdirSync(SCREENSHOTS, { recursive: true });
@@ -161,7 +178,8 @@ describe('the Negotiations view and the negotiation panel in a real editor (code
     assert.equal(await frame.locator('#deny').innerText(), 'Reject');
     await frame.locator('#rationale').fill(RATIONALE);
     assert.equal(await frame.locator('#approve').isEnabled(), true);
-    await screenshot('negotiation-room');
+    await sideBarWidth(560);
+    await screenshot('negotiation-room', frame, 'votes-title');
     await frame.locator('#approve').click();
 
     const { decision } = await waiting;
@@ -183,16 +201,18 @@ describe('the Negotiations view and the negotiation panel in a real editor (code
     await unary(negotiation, 'Counter', {
       negotiation_id: NEGOTIATION, from_agent: DEBATER_B, content_type: 'application/json', payload: Buffer.from(JSON.stringify({ fields: ['id', 'total', 'status'], currency: 'EUR' })),
     }, DEBATER_B);
-    const text = await harness!.waitForText((t) => t.includes(TOPIC) && t.includes('2 rounds'), 20_000, () => harness!.viewText('Negotiations'));
-    assert.match(text, new RegExp(`${TOPIC}\\s*${DEBATER_A}, ${DEBATER_B} · 2 rounds · no score · open`), text);
+    await unary(negotiation, 'Evaluate', { negotiation_id: NEGOTIATION, from_agent: DEBATER_A, confidence_score: 0.6, notes: `Status helps ${IMG}` }, DEBATER_A);
+    const text = await harness!.waitForText((t) => t.includes(TOPIC) && t.includes('best 0.60'), 20_000, () => harness!.viewText('Negotiations'));
+    assert.match(text, new RegExp(`${TOPIC}\\s*${DEBATER_A}, ${DEBATER_B} · 2 rounds · best 0.60 · open`), text);
 
     const frame = await open(TOPIC, `Debate: ${TOPIC}`);
     const content = await frame.locator('#content').innerText();
     for (const expected of ['Effective policy', 'Profile', 'Policy version', 'Round 1 · proposal by ' + DEBATER_A, 'Round 2 · counter-proposal by ' + DEBATER_B,
-      '$.fields[2]', 'Open: round 3 may be proposed.']) {
+      '$.fields[2]', `Status helps ${IMG}`, 'best score', 'Open: round 3 may be proposed.']) {
       assert.ok(content.includes(expected), `the panel shows "${expected}":\n${content}`);
     }
     assert.equal(await frame.locator('#decide').isHidden(), true, 'an open debate offers no decision');
-    await screenshot('negotiation-debate');
+    assert.equal(await frame.locator('#content img, #content script').count(), 0);
+    await screenshot('negotiation-debate', frame, 'rounds-title');
   });
 });
