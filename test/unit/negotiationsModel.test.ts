@@ -87,11 +87,12 @@ describe('negotiation panel wire shapes', () => {
         schema: '', state: 'paused', rounds: 1, tokensUsed: 3, oscillations: 0, roundStartedAt: 1,
         pending: { invocationId: 'inv-1', why: 'deadlock', stopReason: 'max_rounds' }, decision: null, abort: null, updatedAt: 2,
       },
+      // Asserted, so that the record also fits the debate area's fuller RoundRecord (llm, llmNotes, DeltaSummary's pathCount and method).
       rounds: [{
         negotiationId: 'neg-1', n: 1, kind: 'propose', from: 'a', contentType: 'application/json', payload: payload('{"x":1}'), tokens: 2, at: 1,
-        delta: { magnitude: 1, changedPaths: [] }, evaluations: [{ from: 'b', score: 0.5, llmConfidence: null, notes: MARKUP, source: 'evaluate', at: 2 }],
-        deterministicScore: 0.5, llmConfidence: null, score: 0.5, oscillation: false,
-      }],
+        delta: { magnitude: 1, changedPaths: [], pathCount: 0, method: 'none' }, evaluations: [{ from: 'b', score: 0.5, llmConfidence: null, notes: MARKUP, source: 'evaluate', at: 2 }],
+        deterministicScore: 0.5, llmConfidence: null, score: 0.5, oscillation: false, llm: 'none', llmNotes: '',
+      } as NegotiationDetailView['rounds'][number]],
     };
     const wire = debateJson(detail);
     assert.ok(isDebateJson(JSON.parse(JSON.stringify(wire))));
@@ -114,11 +115,12 @@ describe('negotiation panel wire shapes', () => {
     const detail: RoomArtifactDetailView = {
       proposal, previous: { ...proposal, revision: 1, artifact: payload('{"v":1}'), state: 'decided', invocationId: null }, votes: [vote], aggregate,
       thresholds: { minScoreThreshold: 7, minConfidenceThreshold: 0.7, minPassRatio: 0.8, maxStdDev: 2, escalateBelowConfidence: 0.5, escalateAboveStdDev: 3, voteTimeoutMs: 1, autoApprove: true },
+      // Asserted, so that the record also fits the room area's fuller RoomDecision (closed, hitl).
       decision: {
         roomId: 'room-1', artifactId: 'api-v2', revision: 2, outcome: 'ESCALATED_TO_HITL', votes: [vote], aggregate,
         checks: [{ name: 'min_confidence_threshold', value: 0.2, threshold: 0.7, pass: false }], escalation: ['low confidence'], policyVersion: '3',
-        reason: 'r', decidedBy: 'policy', final: false, decidedAt: 2,
-      },
+        reason: 'r', decidedBy: 'policy', final: false, decidedAt: 2, closed: false, hitl: null,
+      } as NonNullable<RoomArtifactDetailView['decision']>,
     };
     const wire = roomJson(detail);
     assert.ok(isRoomJson(JSON.parse(JSON.stringify(wire))));
