@@ -5,7 +5,7 @@ import {
   MAX_RATIONALE_LENGTH, parseHostMessage, parsePanelState, parseWebviewMessage, type DebateJson, type PayloadJson, type RoomJson,
 } from '../../webview/negotiation/protocol';
 import {
-  aggregateRows, bestRound, debateDecidable, decisionText, isJsonContentType, policyRows, prettyText, proposalDiff, rationaleMissing, roomDecidable,
+  aggregateRows, bestRound, debateActionLabels, debateDecidable, decisionText, isJsonContentType, policyRows, prettyText, proposalDiff, rationaleMissing, roomDecidable,
   roomHeadline, stopText, thresholdRows, voteHeadline, type JsonDiffer,
 } from '../../webview/negotiation/viewModel';
 import { negotiationPanelHtml } from '../../src/extension/panels/negotiationPanelHtml';
@@ -151,6 +151,13 @@ describe('negotiation panel: a debate', () => {
     assert.deepEqual(policyRows(debate()).slice(0, 3), [{ key: 'Profile', text: 'MEDIUM (intensity MEDIUM)' }, { key: 'Policy version', text: '4' }, { key: 'maxRounds', text: '5' }]);
     assert.ok(debateDecidable(debate()));
     assert.ok(!debateDecidable(debate({ state: 'open', pending: null })));
+  });
+
+  it('names what Approve does by why the debate paused', () => {
+    assert.equal(debateActionLabels(debate()).approve, 'Approve (accept the best round)');
+    assert.equal(debateActionLabels(debate({ pending: { invocationId: 'i', why: 'pause_between_rounds', stopReason: 'hitl' } })).approve, 'Approve (next round)');
+    assert.equal(debateActionLabels(debate({ pending: { invocationId: 'i', why: 'final_accept', stopReason: 'threshold_met' } })).approve, 'Approve (accept this round)');
+    assert.deepEqual([debateActionLabels(debate()).modify, debateActionLabels(debate()).deny], ['Modify…', 'Deny (abort)']);
   });
 });
 

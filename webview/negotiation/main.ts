@@ -6,7 +6,7 @@ import { create as createJsonDiffer } from 'jsondiffpatch';
 import { formatJsonValue, type DiffLine, type JsonChange } from '../hitl/diffModel';
 import { parseHostMessage, type DebateJson, type HostMessage, type NegotiationAction, type NegotiationTarget, type PanelState, type RoomJson, type WebviewMessage } from './protocol';
 import {
-  DEBATE_ACTION_LABELS, REQUEST_REVISION_PAYLOAD, ROOM_ACTION_LABELS, aggregateRows, bestRound, debateDecidable, decisionText, payloadNote, policyRows,
+  REQUEST_REVISION_PAYLOAD, debateActionLabels, ROOM_ACTION_LABELS, aggregateRows, bestRound, debateDecidable, decisionText, payloadNote, policyRows,
   proposalDiff, rationaleMissing, roomDecidable, roomHeadline, roundFacts, roundHeadline, stopText, thresholdRows, time, voteHeadline, type ProposalDiff,
 } from './viewModel';
 
@@ -206,7 +206,7 @@ function show(message: Extract<HostMessage, { type: 'show' }>): void {
   content.replaceChildren(...parts);
   content.setAttribute('aria-busy', 'false');
   decidable = message.debate ? debateDecidable(message.debate) : message.room ? roomDecidable(message.room) : false;
-  const labels = target.kind === 'room' ? ROOM_ACTION_LABELS : DEBATE_ACTION_LABELS;
+  const labels = message.debate ? debateActionLabels(message.debate) : ROOM_ACTION_LABELS;
   for (const action of Object.keys(buttons) as NegotiationAction[]) buttons[action].textContent = labels[action];
   buttons.modify.setAttribute('aria-expanded', String(!modifyBox.hidden));
   form.hidden = !decidable;

@@ -142,8 +142,12 @@ export const REQUEST_REVISION_PAYLOAD = { outcome: 'REVISION_REQUESTED' } as con
 
 // ---------------------------------------------------------------- debate
 
-/** The buttons of a paused debate's decision, by action. */
-export const DEBATE_ACTION_LABELS: Readonly<Record<NegotiationAction, string>> = { approve: 'Approve (accept the best round)', modify: 'Modify…', deny: 'Deny (abort)' };
+/** The buttons of a paused debate's decision, by action: what Approve does depends on why it paused. */
+export function debateActionLabels(debate: DebateJson): Readonly<Record<NegotiationAction, string>> {
+  const approve = debate.pending?.why === 'pause_between_rounds' ? 'Approve (next round)'
+    : debate.pending?.why === 'final_accept' ? 'Approve (accept this round)' : 'Approve (accept the best round)';
+  return { approve, modify: 'Modify…', deny: 'Deny (abort)' };
+}
 
 export function debateDecidable(debate: DebateJson): boolean {
   return debate.state === 'paused' && debate.pending !== null;
