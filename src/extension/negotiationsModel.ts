@@ -164,6 +164,6 @@ export function decidedMessage(kind: 'debate' | 'room', action: string): string 
     return action === 'approve' ? 'Approved: the producer is answered APPROVED.' : action === 'modify'
       ? 'Revision requested: the producer is answered REVISION_REQUESTED.' : 'Rejected: the producer is answered REVISION_REQUESTED, and the artifact is closed.';
   }
-  return action === 'approve' ? 'Approved: the best-scored round is accepted.' : action === 'modify'
+  return action === 'approve' ? 'Approved: the debate goes on as the paused step said (best round, next round or this round).' : action === 'modify'
     ? 'Decided with your payload.' : 'Denied: the debate is aborted.';
 }
