@@ -78,6 +78,8 @@ await Promise.all([
     entryPoints: [
       { in: 'webview/hitl/main.ts', out: 'hitl' },
       { in: 'webview/hitl/hitl.css', out: 'hitl' },
+      { in: 'webview/negotiation/main.ts', out: 'negotiation' },
+      { in: 'webview/negotiation/negotiation.css', out: 'negotiation' },
     ],
     outdir: 'dist/webview',
   }),

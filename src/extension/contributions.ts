@@ -51,6 +51,8 @@ export const Commands = {
   cancelToolCall: 'sw4rm.tools.cancelCall',
   copyToolCallId: 'sw4rm.tools.copyCallId',
   refreshTools: 'sw4rm.tools.refresh',
+  openNegotiation: 'sw4rm.negotiations.open',
+  refreshNegotiations: 'sw4rm.negotiations.refresh',
 } as const;
 
 export const Views = {
@@ -64,6 +66,7 @@ export const Views = {
   tasks: 'sw4rm.tasks',
   activity: 'sw4rm.activity',
   tools: 'sw4rm.tools',
+  negotiations: 'sw4rm.negotiations',
 } as const;
 
 /** URI schemes of the extension's read-only documents (menus match them with `resourceScheme`). */
@@ -71,6 +74,7 @@ export { METRICS_SCHEME } from './metricsModel';
 
 /** Webview panel types (each also an `onWebviewPanel:` activation event in package.json). */
 export { HITL_PANEL_VIEW_TYPE } from '../../webview/hitl/protocol';
+export { NEGOTIATION_PANEL_VIEW_TYPE } from '../../webview/negotiation/protocol';
 
 /** Context keys the extension sets for `when` clauses in package.json. */
 export const ContextKeys = {

@@ -24,6 +24,8 @@ import { affectsNegotiation, affectsSchedulerLimits, readNegotiationSettings, re
 import { NegotiationSettingsFollower } from './negotiationSettings';
 import { ToolCommands } from './toolCommands';
 import { ToolsView } from './views/toolsView';
+import { NegotiationsView, asNegotiationNode } from './views/negotiationsView';
+import { NegotiationPanels } from './panels/negotiationPanel';
 
 let controller: CoordinatorController | undefined;
 
@@ -63,6 +65,10 @@ export function activate(context: vscode.ExtensionContext): void {
   const toolCommands = new ToolCommands(approvals.operator, toolsView, documents);
   running.follow(toolsView);
   running.follow(toolCommands);
+  const negotiationsView = new NegotiationsView();
+  const negotiationPanels = new NegotiationPanels(context.extensionUri, approvals.operator);
+  running.follow(negotiationsView);
+  running.follow(negotiationPanels);
 
   context.subscriptions.push(
     output,
@@ -141,6 +147,14 @@ export function activate(context: vscode.ExtensionContext): void {
     vscode.commands.registerCommand(Commands.cancelToolCall, (node?: unknown) => toolCommands.cancelToolCall(node)),
     vscode.commands.registerCommand(Commands.copyToolCallId, (node?: unknown) => toolCommands.copyCallId(node)),
     vscode.commands.registerCommand(Commands.refreshTools, () => toolsView.refresh()),
+    negotiationsView,
+    negotiationPanels,
+    vscode.commands.registerCommand(Commands.openNegotiation, (node?: unknown) => {
+      const row = asNegotiationNode(node) ?? negotiationsView.selected();
+      if (row) negotiationPanels.open({ kind: row.kind === 'debate' ? 'debate' : 'room', id: row.id });
+      else void vscode.window.showInformationMessage('Select a debate or a room in the Negotiations view to open it.');
+    }),
+    vscode.commands.registerCommand(Commands.refreshNegotiations, () => negotiationsView.refresh()),
     vscode.workspace.onDidChangeConfiguration((event) => {
       if (affectsSchedulerLimits(event)) void schedulerLimits.settingsChanged();
       if (affectsNegotiation(event)) void negotiationPolicy.settingsChanged();

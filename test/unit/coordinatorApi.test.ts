@@ -11,6 +11,9 @@ import { CollectingSink, RouterHarness, ctx, settle } from '../support/routerHar
 import { rejection } from '../support/apiErrors';
 import { DEFAULT_EXECUTION_POLICY, type ToolCallError, type ToolFrame } from '../../src/core/tools/model';
 import type { ToolsChange } from '../../src/core/api';
+import { MAX_NEGOTIATION_PAYLOAD_SHOWN, type NegotiationsChange } from '../../src/core/api';
+import type { Speaker } from '../../src/core/policy/speaker';
+import { payloadText } from '../../src/core/api/inProcessApi';
 
 /** Collects what an API event fires. */
 function collect<T>(event: (listener: (value: T) => void) => Disposable): { seen: T[]; subscription: Disposable } {
@@ -447,6 +450,76 @@ describe('CoordinatorApi in process (the editor\'s one way into the coordinator)
     });
   });
 
+  describe('negotiations (debates and rooms)', () => {
+    const as = (agentId: string): Speaker => ({ kind: 'agent', label: `agent:${agentId}`, mayActAs: (id) => id === agentId });
+    const MARKUP = '<img src=x onerror="window.__pwned=1">';
+
+    it('answers room artifacts and an artifact\'s detail as plain data (payload as text), fires changes, and an operator decides the escalation', async () => {
+      for (const id of ['prod', 'c1', 'c2']) h.register(id);
+      const operator = h.coordinator.hitl.attachOperator('tester');
+      const changes = collect<NegotiationsChange>(api.onDidChangeNegotiations);
+      const artifact = JSON.stringify({ steps: ['design', 'build'] });
+      h.coordinator.room.submitProposal({
+        artifactType: 'PLAN', artifactId: 'plan-1', producerId: 'prod', artifact: Buffer.from(artifact), contentType: 'application/json',
+        requestedCritics: ['c1', 'c2'], roomId: 'room-1', createdAt: null,
+      }, as('prod'), ctx('submit'));
+      const vote = (criticId: string, confidence: number, strengths: string[]) => h.coordinator.room.submitVote({
+        artifactId: 'plan-1', criticId, score: 8, confidence, passed: true, strengths, weaknesses: [], recommendations: [], roomId: '', votedAt: null,
+      }, as(criticId), ctx(`vote-${criticId}`));
+      vote('c1', 0.9, [MARKUP]);
+      vote('c2', 0.2, []);
+
+      const rows = await api.roomArtifacts();
+      assertPlain(rows);
+      assert.deepEqual(rows.map((r) => [r.artifactId, r.roomId, r.state, r.votes, r.requested, r.outcome]), [['plan-1', 'room-1', 'escalated', 2, 2, 'ESCALATED_TO_HITL']]);
+      const invocationId = rows[0]!.invocationId;
+      assert.ok(invocationId, 'the escalation\'s HITL invocation');
+      const detail = await api.roomArtifactDetail('plan-1');
+      assert.ok(detail);
+      assertPlain(detail);
+      assert.deepEqual(detail.proposal.artifact, { contentType: 'application/json', bytes: Buffer.byteLength(artifact), text: artifact, binary: false, truncated: false });
+      assert.equal(detail.previous, undefined);
+      assert.deepEqual(detail.votes.map((v) => [v.criticId, v.strengths]), [['c1', [MARKUP]], ['c2', []]]);
+      assert.equal(detail.aggregate?.voteCount, 2);
+      assert.equal(detail.decision?.outcome, 'ESCALATED_TO_HITL');
+      assert.ok(detail.decision?.checks.some((c) => c.name === 'min_confidence_threshold' && !c.pass));
+      assert.equal(await api.roomArtifactDetail('no-such-artifact'), undefined);
+      assert.ok(changes.seen.some((c) => c.kind === 'room' && c.id === 'plan-1' && c.state === 'escalated'), JSON.stringify(changes.seen));
+
+      await api.decideApproval(invocationId, { action: 'approve', rationale: 'Checked the unsure vote myself.' }, 'editor:alice');
+      await settle();
+      const decided = await api.roomArtifactDetail('plan-1');
+      assert.equal(decided?.decision?.outcome, 'APPROVED');
+      assert.ok(decided?.decision?.reason.includes('Checked the unsure vote myself.'), decided?.decision?.reason);
+      assert.equal((await api.roomArtifacts())[0]!.state, 'decided');
+      changes.subscription.dispose();
+      operator.dispose();
+    });
+
+    it('answers debates and a debate\'s detail as plain data (rounds\' payloads as text), and fires changes', async () => {
+      for (const id of ['deb-a', 'deb-b']) h.register(id);
+      const changes = collect<NegotiationsChange>(api.onDidChangeNegotiations);
+      h.coordinator.negotiations.open({
+        negotiationId: 'neg-1', correlationId: '', topic: `orders ${MARKUP}`, participants: ['deb-a', 'deb-b'], intensity: 'MEDIUM', debateTimeoutMs: 0,
+        profileHint: '', preferences: {}, schema: '',
+      }, as('deb-a'), ctx('neg-1'));
+      h.coordinator.negotiations.propose({ negotiationId: 'neg-1', fromAgent: 'deb-a', contentType: 'application/json', payload: Buffer.from('{"a":1}') }, as('deb-a'), ctx('neg-1'));
+      const rows = await api.negotiations();
+      assertPlain(rows);
+      assert.deepEqual(rows.map((r) => [r.id, r.topic, r.state, r.rounds]), [['neg-1', `orders ${MARKUP}`, 'open', 1]]);
+      const detail = await api.negotiationDetail('neg-1');
+      assert.ok(detail);
+      assertPlain(detail);
+      assert.equal(detail.negotiation.topic, `orders ${MARKUP}`);
+      assert.equal(detail.negotiation.effective.profile.length > 0, true);
+      assert.deepEqual(detail.rounds.map((r) => [r.n, r.from, r.payload.text]), [[1, 'deb-a', '{"a":1}']]);
+      assert.ok(!('undelivered' in detail.negotiation), 'the router retry queue stays inside the core');
+      assert.equal(await api.negotiationDetail('no-such-negotiation'), undefined);
+      assert.ok(changes.seen.some((c) => c.kind === 'debate' && c.id === 'neg-1'), JSON.stringify(changes.seen));
+      changes.subscription.dispose();
+    });
+  });
+
   it('once disposed, refuses every call as stopped, fires no more events and detaches its operators', async () => {
     const agents = collect<AgentsChange>(api.onDidChangeAgents);
     await api.attachOperator('editor:alice');
@@ -457,5 +530,28 @@ describe('CoordinatorApi in process (the editor\'s one way into the coordinator)
     assert.equal((await rejection(api.requeueDeadLetter(1))).code, 'stopped');
     h.register('agent-a');
     assert.deepEqual(agents.seen, []);
+  });
+});
+
+describe('CoordinatorApi: negotiation payloads as text for the editor', () => {
+  it('decodes UTF-8 as it is, markup included (the views insert it as text)', () => {
+    const text = '{"strength":"<img src=x onerror=\\"x\\">","é":"ü"}';
+    assert.deepEqual(payloadText(Buffer.from(text), 'application/json'), { contentType: 'application/json', bytes: Buffer.byteLength(text), text, binary: false, truncated: false });
+  });
+
+  it('says binary content is binary, with its size, and gives no text', () => {
+    assert.deepEqual(payloadText(Buffer.from([0xff, 0xfe, 0x00, 0x80]), 'application/octet-stream'),
+      { contentType: 'application/octet-stream', bytes: 4, text: '', binary: true, truncated: false });
+  });
+
+  it('bounds the excerpt, without splitting a character at the cut', () => {
+    const big = Buffer.from('a'.repeat(MAX_NEGOTIATION_PAYLOAD_SHOWN - 1) + 'é' + 'b'.repeat(10));
+    const shown = payloadText(big, 'text/plain');
+    assert.equal(shown.truncated, true);
+    assert.equal(shown.binary, false);
+    assert.equal(shown.bytes, big.byteLength);
+    assert.equal(shown.text, 'a'.repeat(MAX_NEGOTIATION_PAYLOAD_SHOWN - 1), 'the é cut in half is left out');
+    const exact = payloadText(Buffer.from('x'.repeat(MAX_NEGOTIATION_PAYLOAD_SHOWN + 5)), 'text/plain');
+    assert.equal(exact.text.length, MAX_NEGOTIATION_PAYLOAD_SHOWN);
   });
 });

@@ -15,8 +15,10 @@ import type { TaskCounts, TaskQuery } from '../scheduler/scheduler';
 import type { ActivityChange, ActivityEntry, ActivityFilter } from '../activity/model';
 import type { ActivityUsage } from '../activity/activityBuffer';
 import type { ProviderInfo, ToolCallRecord, ToolsChange, ToolsQueries } from '../tools/model';
-import type { PolicySet } from '../policy/model';
+import type { PolicySet, RoomThresholds } from '../policy/model';
 import type { PolicySettings } from '../policy/policies';
+import type { NegotiationDecision, NegotiationRecord, NegotiationSummary, RoundRecord } from '../negotiation/model';
+import type { AggregatedScore, ProposalRecord, RoomArtifactSummary, RoomDecision, VoteRecord } from '../room/model';
 import type {
   BindWorktreeRequest, WorktreeInfo, WorktreeMergeInfo, WorktreeMergeOptions, WorktreeMergeResult, WorktreePruneCandidate,
   WorktreeRemoval, WorktreeRepositoryInfo, WorktreesChange, WorktreeSetupEvent,
@@ -273,7 +275,64 @@ export interface CoordinatorApi {
    * same one otherwise. Rejects `invalid` with the field named (`policy.max_rounds: must be within …`).
    */
   applyNegotiationSettings(settings: PolicySettings): Promise<PolicySet>;
+  // ---------------------------------------------------------------- negotiations (RFC §17; README, "Negotiations view")
+
+  /** Debates: open and paused first, then the most recently updated; at most `limit` (100; 1,000 at most). */
+  negotiations(limit?: number): Promise<NegotiationSummary[]>;
+  /** A debate with its rounds, payloads as bounded text; undefined for an unknown id. */
+  negotiationDetail(negotiationId: string): Promise<NegotiationDetailView | undefined>;
+  /** Room artifacts (their newest revision): voting and escalated first, then the most recently updated; at most `limit` (100; 1,000 at most). */
+  roomArtifacts(limit?: number): Promise<RoomArtifactSummary[]>;
+  /** An artifact's newest revision, the previous one (for the diff), its votes, aggregate, thresholds and decision; undefined when unknown. */
+  roomArtifactDetail(artifactId: string): Promise<RoomArtifactDetailView | undefined>;
+  /** A debate or a room artifact changed state (opened, a round, a vote, escalated, decided…). Refresh throttled. */
+  readonly onDidChangeNegotiations: Event<NegotiationsChange>;
 }
+
+/** The most bytes of one payload (a round's proposal, an artifact, a decision's result) shown as text. */
+export const MAX_NEGOTIATION_PAYLOAD_SHOWN = 64 * 1024;
+
+/**
+ * A payload agents sent, for the editor: UTF-8 text (the first MAX_NEGOTIATION_PAYLOAD_SHOWN bytes), or nothing
+ * but its size when the bytes are not UTF-8 (`binary`). Agent data: the views show it as text only.
+ */
+export interface PayloadText {
+  readonly contentType: string;
+  readonly bytes: number;
+  readonly text: string;
+  readonly binary: boolean;
+  /** Only the first MAX_NEGOTIATION_PAYLOAD_SHOWN bytes are in `text`. */
+  readonly truncated: boolean;
+}
+
+/** A debate's record for the editor: what it shows (not the core's delivery bookkeeping), the decision's result as text. */
+export type NegotiationView = Pick<NegotiationRecord,
+  'id' | 'correlationId' | 'topic' | 'participants' | 'intensity' | 'openedBy' | 'openedAt' | 'deadlineAt' | 'effective' | 'schema' | 'state'
+  | 'rounds' | 'tokensUsed' | 'oscillations' | 'roundStartedAt' | 'pending' | 'abort' | 'updatedAt'> & {
+  readonly decision: (Omit<NegotiationDecision, 'result'> & { readonly result: PayloadText }) | null;
+};
+
+export type RoundView = Omit<RoundRecord, 'payload'> & { readonly payload: PayloadText };
+
+export interface NegotiationDetailView {
+  readonly negotiation: NegotiationView;
+  readonly rounds: readonly RoundView[];
+}
+
+export type ProposalView = Omit<ProposalRecord, 'artifact'> & { readonly artifact: PayloadText };
+
+export interface RoomArtifactDetailView {
+  readonly proposal: ProposalView;
+  readonly previous: ProposalView | undefined;
+  readonly votes: readonly VoteRecord[];
+  readonly aggregate: AggregatedScore | null;
+  readonly thresholds: RoomThresholds;
+  readonly decision: RoomDecision | null;
+}
+
+export type NegotiationsChange =
+  | { readonly kind: 'debate'; readonly id: string; readonly state: string }
+  | { readonly kind: 'room'; readonly id: string; readonly roomId: string; readonly state: string };
 
 /** One frame kept for a call's details: its number, whether final, its content type, its content as text (cut at 4 KiB). */
 export type ToolCallFrameText = ReturnType<ToolsQueries['callFrames']>[number];

@@ -32,11 +32,17 @@ import {
   type WorktreeInfo, type WorktreeMergeInfo, type WorktreeMergeOptions, type WorktreeMergeResult, type WorktreePruneCandidate, type WorktreeRemoval,
   type WorktreeRepositoryInfo, type WorktreesChange, type WorktreeSetupEvent, type TaskSubmissionInput,
   type ToolCallDetails, type ToolCancelResult,
+  MAX_NEGOTIATION_PAYLOAD_SHOWN, type NegotiationDetailView, type NegotiationsChange, type PayloadText, type ProposalView, type RoomArtifactDetailView,
 } from './coordinatorApi';
+import type { NegotiationSummary } from '../negotiation/model';
+import type { ProposalRecord, RoomArtifactSummary } from '../room/model';
 
 /** The calls Recent calls asks for when no limit is given, and the most it may ask for. */
 const DEFAULT_TOOL_CALLS = 100;
 const MAX_TOOL_CALLS = 1_000;
+/** Debates and room artifacts the Negotiations view asks for when no limit is given, and the most it may ask for. */
+const DEFAULT_NEGOTIATIONS = 100;
+const MAX_NEGOTIATIONS = 1_000;
 
 /**
  * The CoordinatorApi over a coordinator in this thread. Every call does its work at once (before the first
@@ -69,6 +75,8 @@ export class InProcessCoordinatorApi implements CoordinatorApi, Disposable {
   readonly onDidChangeActivity = this.activityChanged.event;
   private readonly toolsChanged = new Emitter<ToolsChange>();
   readonly onDidChangeTools = this.toolsChanged.event;
+  private readonly negotiationsChanged = new Emitter<NegotiationsChange>();
+  readonly onDidChangeNegotiations = this.negotiationsChanged.event;
   private readonly subscriptions: Disposable[];
   private readonly operators = new Map<string, Disposable>();
   private nextOperator = 1;
@@ -90,6 +98,8 @@ export class InProcessCoordinatorApi implements CoordinatorApi, Disposable {
       coordinator.scheduler.onDidChange((change) => this.tasksChanged.fire(change)),
       coordinator.activity.onDidChange((change) => this.activityChanged.fire(change)),
       coordinator.tools.onDidChange((change) => this.toolsChanged.fire({ kind: change.kind, id: change.id })),
+      coordinator.negotiations.onDidChange((change) => this.negotiationsChanged.fire({ kind: 'debate', id: change.negotiationId, state: change.state })),
+      coordinator.room.onDidChange((change) => this.negotiationsChanged.fire({ kind: 'room', id: change.artifactId, roomId: change.roomId, state: change.state })),
     ];
   }
 
@@ -412,6 +422,49 @@ export class InProcessCoordinatorApi implements CoordinatorApi, Disposable {
     });
   }
 
+  // ---------------------------------------------------------------- negotiations
+
+  negotiations(limit = DEFAULT_NEGOTIATIONS): Promise<NegotiationSummary[]> {
+    return this.run((c) => c.negotiations.list(boundedLimit(limit)));
+  }
+
+  negotiationDetail(negotiationId: string): Promise<NegotiationDetailView | undefined> {
+    return this.run((c) => {
+      const detail = c.negotiations.detail(negotiationId);
+      if (!detail) return undefined;
+      const r = detail.record;
+      const decision = r.decision;
+      return {
+        negotiation: {
+          id: r.id, correlationId: r.correlationId, topic: r.topic, participants: [...r.participants], intensity: r.intensity, openedBy: r.openedBy,
+          openedAt: r.openedAt, deadlineAt: r.deadlineAt, effective: r.effective, schema: r.schema, state: r.state, rounds: r.rounds,
+          tokensUsed: r.tokensUsed, oscillations: r.oscillations, roundStartedAt: r.roundStartedAt, pending: r.pending, abort: r.abort, updatedAt: r.updatedAt,
+          decision: decision && { ...withoutKey(decision, 'result'), result: payloadText(decision.result, decision.contentType) },
+        },
+        rounds: detail.rounds.map((round) => ({ ...withoutKey(round, 'payload'), payload: payloadText(round.payload, round.contentType) })),
+      };
+    });
+  }
+
+  roomArtifacts(limit = DEFAULT_NEGOTIATIONS): Promise<RoomArtifactSummary[]> {
+    return this.run((c) => c.room.listArtifacts(boundedLimit(limit)));
+  }
+
+  roomArtifactDetail(artifactId: string): Promise<RoomArtifactDetailView | undefined> {
+    return this.run((c) => {
+      const detail = c.room.artifactDetail(artifactId);
+      if (!detail) return undefined;
+      return {
+        proposal: proposalView(detail.proposal),
+        previous: detail.previous && proposalView(detail.previous),
+        votes: detail.votes,
+        aggregate: detail.aggregate,
+        thresholds: detail.thresholds,
+        decision: detail.decision,
+      };
+    });
+  }
+
   /** Detaches the operators attached through this API and stops answering; the coordinator itself is not touched. */
   dispose(): void {
     if (this.disposed) return;
@@ -431,6 +484,7 @@ export class InProcessCoordinatorApi implements CoordinatorApi, Disposable {
     this.tasksChanged.dispose();
     this.activityChanged.dispose();
     this.toolsChanged.dispose();
+    this.negotiationsChanged.dispose();
   }
 
   /** Runs `work` now; its result or its error (translated for the user) is the Promise's. */
@@ -470,6 +524,56 @@ export class InProcessCoordinatorApi implements CoordinatorApi, Disposable {
   private correlationOf(id: string): string {
     return this.coordinator.hitl.get(id)?.correlationId || this.coordinator.ids.uuid();
   }
+}
+
+function boundedLimit(limit: number): number {
+  return Math.max(1, Math.min(Math.floor(limit) || DEFAULT_NEGOTIATIONS, MAX_NEGOTIATIONS));
+}
+
+function withoutKey<T extends object, K extends keyof T>(value: T, key: K): Omit<T, K> {
+  const copy = { ...value };
+  delete copy[key];
+  return copy;
+}
+
+function proposalView(proposal: ProposalRecord): ProposalView {
+  return { ...withoutKey(proposal, 'artifact'), artifact: payloadText(proposal.artifact, proposal.contentType) };
+}
+
+/**
+ * Payload bytes as text for the editor: the first MAX_NEGOTIATION_PAYLOAD_SHOWN bytes decoded as UTF-8 (a cut may
+ * split the last character: decoded leniently then), or no text at all for bytes that are not UTF-8.
+ */
+export function payloadText(bytes: Uint8Array, contentType: string): PayloadText {
+  const truncated = bytes.byteLength > MAX_NEGOTIATION_PAYLOAD_SHOWN;
+  const shown = truncated ? bytes.subarray(0, MAX_NEGOTIATION_PAYLOAD_SHOWN) : bytes;
+  try {
+    return { contentType, bytes: bytes.byteLength, text: new TextDecoder('utf-8', { fatal: true }).decode(shown), binary: false, truncated };
+  } catch {
+    if (truncated) {
+      // Valid UTF-8 cut inside a character: only the last 1–3 bytes fail.
+      try {
+        const text = new TextDecoder('utf-8', { fatal: true }).decode(shown.subarray(0, lastCharBoundary(shown)));
+        return { contentType, bytes: bytes.byteLength, text, binary: false, truncated };
+      } catch {
+        // binary below
+      }
+    }
+    return { contentType, bytes: bytes.byteLength, text: '', binary: true, truncated: false };
+  }
+}
+
+/** The length of `bytes` without a trailing incomplete UTF-8 sequence. */
+function lastCharBoundary(bytes: Uint8Array): number {
+  let end = bytes.byteLength;
+  for (let back = 1; back <= 3 && end - back >= 0; back++) {
+    const byte = bytes[end - back]!;
+    if ((byte & 0xc0) !== 0x80) {
+      const need = byte >= 0xf0 ? 4 : byte >= 0xe0 ? 3 : byte >= 0xc0 ? 2 : 1;
+      return need > back ? end - back : end;
+    }
+  }
+  return end;
 }
 
 /** The core's errors the user must see become CoordinatorApiErrors with the same message; others pass as they are. */

@@ -53,3 +53,6 @@ export type { CallOutcome, ExecutionPolicy, ProviderInfo, SideEffectClass, ToolC
 export type { DebateIntensity, EffectivePolicy, Guardrails, NegotiationPolicy, PolicyProfile, PolicySet, RoomThresholds, TieBreak } from '../policy/model';
 export type { PolicyPatch, PolicySettings } from '../policy/policies';
 export { parsePolicySettings, POLICY_SETTING_KEYS, type PolicySettingValues } from '../policy/settings';
+/** The negotiation areas' records the Negotiations view and the negotiation panel use. */
+export type { DeltaSummary, NegotiationState, NegotiationSummary, RoundEvaluation, StopReason } from '../negotiation/model';
+export type { AggregatedScore, ArtifactState, ArtifactType, DecisionOutcome, RoomArtifactSummary, RoomDecision, ThresholdCheck, VoteRecord } from '../room/model';
