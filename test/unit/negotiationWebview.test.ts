@@ -105,20 +105,20 @@ describe('negotiation panel: a room', () => {
   it('marks each of the four thresholds pass or fail as the decision checked it, in words', () => {
     assert.deepEqual(thresholdRows(room()).map((r) => [r.label, r.text, r.pass, r.mark]), [
       ['Minimum score', '7.91 ≥ 7', true, 'pass'],
-      ['Minimum confidence', '0.55 ≥ 0.70', false, 'fail'],
-      ['Minimum pass ratio', '1 ≥ 0.80', true, 'pass'],
+      ['Minimum confidence', '0.55 ≥ 0.7', false, 'fail'],
+      ['Minimum pass ratio', '1 ≥ 0.8', true, 'pass'],
       ['Maximum standard deviation', '0.25 ≤ 2', true, 'pass'],
     ]);
   });
 
   it('lists the thresholds unchecked while the critics are still voting', () => {
     const rows = thresholdRows(room({ state: 'voting', decision: null, invocationId: null }));
-    assert.deepEqual(rows.map((r) => [r.text, r.pass, r.mark]), [['≥ 7', null, 'not checked yet'], ['≥ 0.70', null, 'not checked yet'], ['≥ 0.80', null, 'not checked yet'], ['≤ 2', null, 'not checked yet']]);
+    assert.deepEqual(rows.map((r) => [r.text, r.pass, r.mark]), [['≥ 7', null, 'not checked yet'], ['≥ 0.7', null, 'not checked yet'], ['≥ 0.8', null, 'not checked yet'], ['≤ 2', null, 'not checked yet']]);
   });
 
   it('shows the aggregate (mean, weighted mean, min, max, std dev, count) and each vote', () => {
     assert.deepEqual(aggregateRows(room()).map((r) => `${r.key}: ${r.text}`), [
-      'Mean: 7.75', 'Confidence-weighted mean: 7.91', 'Minimum: 7.50', 'Maximum: 8', 'Standard deviation: 0.25', 'Votes: 2 of 2 requested',
+      'Mean: 7.75', 'Confidence-weighted mean: 7.91', 'Minimum: 7.5', 'Maximum: 8', 'Standard deviation: 0.25', 'Votes: 2 of 2 requested',
     ]);
     assert.equal(voteHeadline(room().votes[1]!), 'score 7.5 / 10 · confidence 0.20 · passed · re-voted (1 earlier vote replaced)');
   });
@@ -142,7 +142,7 @@ describe('negotiation panel: a debate', () => {
       decision: { decidedBy: 'policy', round: 2, finalScore: 0.7, rationale: 'best', stopReason: 'oscillation', policyVersion: '4', fallback: null, at: 9, result: payload('{"a":2}') },
     });
     assert.equal(stopText(decided), 'Stopped because the proposals oscillated (A → B → A) too often.');
-    assert.equal(decisionText(decided), 'Decided by policy: round 2 (score 0.70), policy version 4.');
+    assert.equal(decisionText(decided), 'Decided by policy: round 2 (score 0.7), policy version 4.');
     assert.equal(decisionText(debate()), undefined);
   });
 

@@ -222,8 +222,9 @@ export function policyRows(debate: DebateJson): Array<{ key: string; text: strin
   ];
 }
 
+/** At most two decimals, without trailing zeros, so that 8 and 8.5 read alike (8, 8.5, 8.41). */
 export function num(value: number): string {
-  return Number.isInteger(value) ? String(value) : value.toFixed(2);
+  return String(Number(value.toFixed(2)));
 }
 
 export function time(ms: number): string {
