@@ -6,7 +6,7 @@ import { canonicalDefinition } from '../support/clients';
 import { startHost, stopHost } from '../support/host';
 import { makeTempDir, removeTempDir } from '../support/tempDir';
 
-/** The RPCs the coordinator implements (walking skeleton, messaging plane, HITL, worktrees, the built-in tools); every other one must answer UNIMPLEMENTED. */
+/** The RPCs the coordinator implements (walking skeleton, messaging plane, HITL, worktrees, tools, scheduler, negotiation); every other one must answer UNIMPLEMENTED. */
 const IMPLEMENTED = new Set([
   '/sw4rm.registry.RegistryService/RegisterAgent',
   '/sw4rm.registry.RegistryService/Heartbeat',
