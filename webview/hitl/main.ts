@@ -2,7 +2,9 @@
 // Everything the requester supplied (summary, facts, diffs, notes, payloads) is data: it is inserted with
 // textContent only, never parsed as HTML.
 import { create as createJsonDiffer } from 'jsondiffpatch';
-import { formatJsonValue, jsonDeltaChanges, textDiffLines, unifiedDiffLines, type DiffLine, type JsonChange } from './diffModel';
+import { h, byId, section } from '../shared/dom';
+import { jsonChangesList, linesBlock } from '../shared/diffView';
+import { formatJsonValue, jsonDeltaChanges, textDiffLines, unifiedDiffLines } from './diffModel';
 import {
   parseHostMessage,
   type DecisionAction, type DiffJson, type HostMessage, type InvocationJson, type PanelState, type WebviewMessage,
@@ -20,33 +22,6 @@ declare function acquireVsCodeApi(): VsCodeApi;
 
 const vscode = acquireVsCodeApi();
 const jsonDiffer = createJsonDiffer({ arrays: { detectMove: true, includeValueOnMove: false } });
-
-// ---------------------------------------------------------------- element helpers (text only)
-
-type Child = Node | string | null | undefined | false;
-
-function h<K extends keyof HTMLElementTagNameMap>(tag: K, props: { class?: string; id?: string; attrs?: Record<string, string> } = {},
-  ...children: Child[]): HTMLElementTagNameMap[K] {
-  const element = document.createElement(tag);
-  if (props.class) element.className = props.class;
-  if (props.id) element.id = props.id;
-  for (const [name, value] of Object.entries(props.attrs ?? {})) element.setAttribute(name, value);
-  for (const child of children) {
-    if (child === null || child === undefined || child === false) continue;
-    element.append(typeof child === 'string' ? document.createTextNode(child) : child);
-  }
-  return element;
-}
-
-function byId<T extends HTMLElement>(id: string): T {
-  const element = document.getElementById(id);
-  if (!element) throw new Error(`the panel has no #${id}`);
-  return element as T;
-}
-
-function section(title: string, id: string, ...children: Child[]): HTMLElement {
-  return h('section', { class: 'section', attrs: { 'aria-labelledby': `${id}-title` } }, h('h2', { id: `${id}-title` }, title), ...children);
-}
 
 function definitionList(rows: ReadonlyArray<{ key: string; text: string; block: boolean }>): HTMLElement {
   const list = h('dl', { class: 'facts' });
@@ -73,42 +48,6 @@ function renderDiff(diff: DiffJson, index: number): HTMLElement {
   }
   return h('article', { class: 'diff', attrs: { 'aria-labelledby': `diff-${index}-title` } },
     h('h3', { id: `diff-${index}-title` }, diff.title), ...parts);
-}
-
-function linesBlock(lines: readonly DiffLine[], label: string): HTMLElement {
-  const block = h('div', { class: 'diff-lines', attrs: { role: 'group', 'aria-label': label, tabindex: '0' } });
-  for (const line of lines) {
-    const number = (n: number | undefined) => h('span', { class: 'ln', attrs: { 'aria-hidden': 'true' } }, n === undefined ? '' : String(n));
-    block.append(h('div', { class: `line ${line.kind}` }, number(line.oldLine), number(line.newLine), h('span', { class: 'code' }, line.text || ' ')));
-  }
-  return block;
-}
-
-const CHANGE_MARK: Readonly<Record<JsonChange['kind'], string>> = { added: '+', removed: '−', changed: '~', moved: '↷', text: '~' };
-
-function jsonChangesList(changes: readonly JsonChange[], label: string): HTMLElement {
-  const list = h('ul', { class: 'json-changes', attrs: { 'aria-label': label } });
-  for (const change of changes) {
-    const item = h('li', { class: `change ${change.kind}` },
-      h('span', { class: 'mark', attrs: { 'aria-hidden': 'true' } }, CHANGE_MARK[change.kind]),
-      h('code', { class: 'path' }, change.path), ' ', h('span', { class: 'kind' }, change.kind));
-    if (change.kind === 'moved') item.append(' to ', h('code', {}, change.to ?? '?'));
-    const before = change.kind === 'changed' || change.kind === 'removed' ? formatJsonValue(change.before) : undefined;
-    const after = change.kind === 'changed' || change.kind === 'added' || change.kind === 'text' ? formatJsonValue(change.after) : undefined;
-    const short = (text: string | undefined) => text === undefined || (text.length <= 60 && !text.includes('\n'));
-    if (short(before) && short(after)) {
-      // Short values on the change's own line: `before → after`.
-      if (before !== undefined) item.append(': ', h('code', { class: 'value before', attrs: { title: 'before' } }, before));
-      if (before !== undefined && after !== undefined) item.append(h('span', { class: 'arrow' }, ' → '));
-      else if (after !== undefined) item.append(': ');
-      if (after !== undefined) item.append(h('code', { class: 'value after', attrs: { title: 'after' } }, after));
-    } else {
-      if (before !== undefined) item.append(h('div', { class: 'side' }, 'before'), h('pre', { class: 'json before' }, before));
-      if (after !== undefined) item.append(h('div', { class: 'side' }, 'after'), h('pre', { class: 'json after' }, after));
-    }
-    list.append(item);
-  }
-  return list;
 }
 
 function renderDecision(invocation: InvocationJson): HTMLElement | null {

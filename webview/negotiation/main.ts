@@ -3,11 +3,12 @@
 // and — when a person must decide — the decision form. Everything an agent sent is inserted with textContent only,
 // never parsed as HTML.
 import { create as createJsonDiffer } from 'jsondiffpatch';
-import { formatJsonValue, type DiffLine, type JsonChange } from '../hitl/diffModel';
+import { h, byId, section } from '../shared/dom';
+import { jsonChangesList, linesBlock } from '../shared/diffView';
 import { parseHostMessage, type DebateJson, type HostMessage, type NegotiationAction, type NegotiationTarget, type PanelState, type RoomJson, type WebviewMessage } from './protocol';
 import {
   REQUEST_REVISION_PAYLOAD, debateActionLabels, ROOM_ACTION_LABELS, aggregateRows, bestRound, debateDecidable, decisionText, payloadNote, policyRows,
-  proposalDiff, rationaleMissing, roomDecidable, roomHeadline, roundFacts, roundHeadline, stopText, thresholdRows, time, voteHeadline, type ProposalDiff,
+  proposalDiff, rationaleMissing, roomDecidable, roomHeadline, roundFacts, roundHeadline, stopText, num, thresholdRows, time, voteHeadline, type ProposalDiff,
 } from './viewModel';
 
 interface VsCodeApi {
@@ -20,33 +21,6 @@ declare function acquireVsCodeApi(): VsCodeApi;
 const vscode = acquireVsCodeApi();
 const jsonDiffer = createJsonDiffer({ arrays: { detectMove: true, includeValueOnMove: false } });
 const differ = (before: unknown, after: unknown): unknown => jsonDiffer.diff(before, after);
-
-// ---------------------------------------------------------------- element helpers (text only)
-
-type Child = Node | string | null | undefined | false;
-
-function h<K extends keyof HTMLElementTagNameMap>(tag: K, props: { class?: string; id?: string; attrs?: Record<string, string> } = {},
-  ...children: Child[]): HTMLElementTagNameMap[K] {
-  const element = document.createElement(tag);
-  if (props.class) element.className = props.class;
-  if (props.id) element.id = props.id;
-  for (const [name, value] of Object.entries(props.attrs ?? {})) element.setAttribute(name, value);
-  for (const child of children) {
-    if (child === null || child === undefined || child === false) continue;
-    element.append(typeof child === 'string' ? document.createTextNode(child) : child);
-  }
-  return element;
-}
-
-function byId<T extends HTMLElement>(id: string): T {
-  const element = document.getElementById(id);
-  if (!element) throw new Error(`the panel has no #${id}`);
-  return element as T;
-}
-
-function section(title: string, id: string, ...children: Child[]): HTMLElement {
-  return h('section', { class: 'section', attrs: { 'aria-labelledby': `${id}-title` } }, h('h2', { id: `${id}-title` }, title), ...children);
-}
 
 function facts(rows: ReadonlyArray<{ key: string; text: string }>): HTMLElement {
   const list = h('dl', { class: 'facts' });
@@ -61,37 +35,10 @@ function textList(title: string, items: readonly string[]): HTMLElement | null {
 
 // ---------------------------------------------------------------- diffs
 
-const CHANGE_MARK: Readonly<Record<JsonChange['kind'], string>> = { added: '+', removed: '−', changed: '~', moved: '↷', text: '~' };
-
-function linesBlock(lines: readonly DiffLine[], label: string): HTMLElement {
-  const block = h('div', { class: 'diff-lines', attrs: { role: 'group', 'aria-label': label, tabindex: '0' } });
-  for (const line of lines) {
-    const number = (n: number | undefined) => h('span', { class: 'ln', attrs: { 'aria-hidden': 'true' } }, n === undefined ? '' : String(n));
-    block.append(h('div', { class: `line ${line.kind}` }, number(line.oldLine), number(line.newLine), h('span', { class: 'code' }, line.text || ' ')));
-  }
-  return block;
-}
-
-function jsonChanges(changes: readonly JsonChange[], label: string): HTMLElement {
-  const list = h('ul', { class: 'json-changes', attrs: { 'aria-label': label } });
-  for (const change of changes) {
-    const item = h('li', { class: `change ${change.kind}` },
-      h('span', { class: 'mark', attrs: { 'aria-hidden': 'true' } }, CHANGE_MARK[change.kind]),
-      h('code', { class: 'path' }, change.path), ' ', h('span', { class: 'kind' }, change.kind));
-    if (change.kind === 'moved') item.append(' to ', h('code', {}, change.to ?? '?'));
-    const before = change.kind === 'changed' || change.kind === 'removed' ? formatJsonValue(change.before) : undefined;
-    const after = change.kind === 'changed' || change.kind === 'added' || change.kind === 'text' ? formatJsonValue(change.after) : undefined;
-    if (before !== undefined) item.append(h('pre', { class: 'value before' }, before));
-    if (after !== undefined) item.append(h('pre', { class: 'value after' }, after));
-    list.append(item);
-  }
-  return list;
-}
-
 function diffBlock(diff: ProposalDiff, label: string): HTMLElement {
   switch (diff.kind) {
     case 'initial': return h('pre', { class: 'payload', attrs: { 'aria-label': label, tabindex: '0' } }, diff.text);
-    case 'json': return jsonChanges(diff.changes, `${label}: JSON changes`);
+    case 'json': return jsonChangesList(diff.changes, `${label}: JSON changes`);
     case 'text': return linesBlock(diff.lines, `${label}: line diff`);
     case 'same': return h('p', { class: 'muted' }, 'Identical to the previous version.');
     case 'binary': return h('p', { class: 'muted' }, diff.note);
@@ -111,7 +58,7 @@ function renderDebate(debate: DebateJson): HTMLElement[] {
   debate.rounds.forEach((round, index) => {
     const previous = index > 0 ? debate.rounds[index - 1]!.payload : null;
     const evaluations = round.evaluations.map((e) => h('li', {},
-      h('span', { class: 'critic' }, e.from), ` · score ${e.score.toFixed(2)}${e.llmConfidence === null ? '' : ` · inference ${e.llmConfidence.toFixed(2)}`} · ${e.source}`,
+      h('span', { class: 'critic' }, e.from), ` · score ${num(e.score)}${e.llmConfidence === null ? '' : ` · inference ${num(e.llmConfidence)}`} · ${e.source}`,
       e.notes ? h('p', { class: 'notes' }, e.notes) : null));
     timeline.append(h('li', { class: `round${round.n === best ? ' best' : ''}`, attrs: { 'aria-label': `Round ${round.n}` } },
       h('h3', {}, roundHeadline(round), round.n === best ? h('span', { class: 'badge' }, 'best score') : null),
