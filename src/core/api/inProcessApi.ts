@@ -465,6 +465,14 @@ export class InProcessCoordinatorApi implements CoordinatorApi, Disposable {
     });
   }
 
+  negotiationPolicy(): Promise<PolicySet> {
+    return this.run((c) => c.policies.current());
+  }
+
+  applyNegotiationSettings(settings: PolicySettings): Promise<PolicySet> {
+    return this.run((c) => c.policies.applySettings(settings, { correlationId: c.ids.uuid() }));
+  }
+
   /** Detaches the operators attached through this API and stops answering; the coordinator itself is not touched. */
   dispose(): void {
     if (this.disposed) return;
@@ -488,14 +496,6 @@ export class InProcessCoordinatorApi implements CoordinatorApi, Disposable {
   }
 
   /** Runs `work` now; its result or its error (translated for the user) is the Promise's. */
-  negotiationPolicy(): Promise<PolicySet> {
-    return this.run((c) => c.policies.current());
-  }
-
-  applyNegotiationSettings(settings: PolicySettings): Promise<PolicySet> {
-    return this.run((c) => c.policies.applySettings(settings, { correlationId: c.ids.uuid() }));
-  }
-
   private run<T>(work: (coordinator: Coordinator) => T): Promise<T> {
     if (this.disposed) return Promise.reject(new CoordinatorApiError('stopped', 'The SW4RM coordinator is not running.'));
     try {

@@ -32,27 +32,15 @@ export interface NegotiationPolicy {
   };
 }
 
+/** The numeric policy fields an agent may state a preference for, and the guardrails bound (policy.proto AgentPreferences). */
+export type PreferenceField = 'maxRounds' | 'scoreThreshold' | 'diffTolerance' | 'roundTimeoutMs' | 'tokenBudgetPerRound' | 'totalTokenBudget'
+  | 'oscillationLimit';
+
 /** Advisory per-agent values (policy.proto AgentPreferences); 0 = no preference for that field. */
-export interface AgentPreferences {
-  readonly maxRounds: number;
-  readonly scoreThreshold: number;
-  readonly diffTolerance: number;
-  readonly roundTimeoutMs: number;
-  readonly tokenBudgetPerRound: number;
-  readonly totalTokenBudget: number;
-  readonly oscillationLimit: number;
-}
+export type AgentPreferences = Pick<NegotiationPolicy, PreferenceField>;
 
 /** The scheduler's bounds on what a preference may move a field to (inclusive). */
-export interface Guardrails {
-  readonly maxRounds: { readonly min: number; readonly max: number };
-  readonly scoreThreshold: { readonly min: number; readonly max: number };
-  readonly diffTolerance: { readonly min: number; readonly max: number };
-  readonly roundTimeoutMs: { readonly min: number; readonly max: number };
-  readonly tokenBudgetPerRound: { readonly min: number; readonly max: number };
-  readonly totalTokenBudget: { readonly min: number; readonly max: number };
-  readonly oscillationLimit: { readonly min: number; readonly max: number };
-}
+export type Guardrails = { readonly [F in PreferenceField]: { readonly min: number; readonly max: number } };
 
 export interface PolicyProfile {
   /** LOWEST, LOW, MEDIUM, HIGH, HIGHEST (the debate intensities) or any other name set by SetPolicyProfiles. */

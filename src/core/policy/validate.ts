@@ -5,7 +5,7 @@ import {
   HARD_BOUNDS, MAX_DEBATE_TIMEOUT_MS, MAX_PROFILES, MAX_PROPOSAL_SCHEMAS, MAX_TOPIC_GLOB_CHARS, MAX_VOTE_TIMEOUT_MS,
   MIN_DEBATE_TIMEOUT_MS, MIN_VOTE_TIMEOUT_MS, PROFILE_NAME, TIE_BREAKS,
 } from './defaults';
-import { DEBATE_INTENSITIES, HITL_GATES, type AgentPreferences, type Guardrails, type NegotiationPolicy, type PolicyProfile, type PolicySet, type RoomThresholds } from './model';
+import { DEBATE_INTENSITIES, HITL_GATES, type AgentPreferences, type Guardrails, type PreferenceField, type NegotiationPolicy, type PolicyProfile, type PolicySet, type RoomThresholds } from './model';
 import { NegotiationError } from './speaker';
 
 /**
@@ -23,8 +23,7 @@ export function describe(value: unknown): string {
   return text.length > 80 ? `${text.slice(0, 80)}…` : text;
 }
 
-/** The numeric fields a preference may move, with their proto names; `integer` fields are whole numbers. */
-export type PreferenceField = keyof AgentPreferences;
+/** The numeric fields a preference may move (model.ts PreferenceField), with their proto names; `integer` fields are whole numbers. */
 export const PREFERENCE_FIELDS: readonly { readonly key: PreferenceField; readonly proto: string; readonly integer: boolean; readonly stricter: 'lower' | 'higher' }[] = [
   { key: 'maxRounds', proto: 'max_rounds', integer: true, stricter: 'lower' },
   { key: 'scoreThreshold', proto: 'score_threshold', integer: false, stricter: 'higher' },

@@ -36,19 +36,12 @@ export interface RoomProposalInput {
   readonly createdAt: number | null;
 }
 
-export interface VoteInput {
-  readonly artifactId: string;
-  readonly criticId: string;
-  readonly score: number;
-  readonly confidence: number;
-  readonly passed: boolean;
-  readonly strengths: readonly string[];
-  readonly weaknesses: readonly string[];
-  readonly recommendations: readonly string[];
+/** SubmitVote: a vote as the critic sends it (the revision is the one current when it arrives). */
+export type VoteInput = Omit<VoteRecord, 'revision' | 'replaced' | 'votedAt' | 'roomId'> & {
   /** '' = the artifact's room. */
   readonly roomId: string;
   readonly votedAt: number | null;
-}
+};
 
 export interface RoomDeps {
   readonly store: RoomStorage;
