@@ -19,6 +19,8 @@ import type { PolicySet, RoomThresholds } from '../policy/model';
 import type { PolicySettings } from '../policy/policies';
 import type { NegotiationDecision, NegotiationRecord, NegotiationSummary, RoundRecord } from '../negotiation/model';
 import type { AggregatedScore, ProposalRecord, RoomArtifactSummary, RoomDecision, VoteRecord } from '../room/model';
+import type { HandoffChange, HandoffRecord } from '../handoff/model';
+import type { ValidationIssue, WorkflowCreateResult, WorkflowDetail, WorkflowFileIssue, WorkflowsChange, WorkflowSummary } from '../workflow/model';
 import type {
   BindWorktreeRequest, WorktreeInfo, WorktreeMergeInfo, WorktreeMergeOptions, WorktreeMergeResult, WorktreePruneCandidate,
   WorktreeRemoval, WorktreeRepositoryInfo, WorktreesChange, WorktreeSetupEvent,
@@ -287,7 +289,47 @@ export interface CoordinatorApi {
   roomArtifactDetail(artifactId: string): Promise<RoomArtifactDetailView | undefined>;
   /** A debate or a room artifact changed state (opened, a round, a vote, escalated, decided…). Refresh throttled. */
   readonly onDidChangeNegotiations: Event<NegotiationsChange>;
+
+  // ---------------------------------------------------------------- handoffs (RFC §17.6; README, "Handoffs")
+
+  /** Handoffs: pending first, then the most recently updated; at most `limit` (100; 1,000 at most). */
+  handoffs(limit?: number): Promise<HandoffView[]>;
+  handoff(requestId: string): Promise<HandoffView | undefined>;
+  /**
+   * The operator takes a handoff that policy routed to a person (`awaitingOperator`): ACCEPTED by `operator:<by>`.
+   * Rejects `not_found`, or `refused` when it is not waiting for a person.
+   */
+  acceptHandoff(requestId: string, by: string): Promise<HandoffView>;
+  /** The operator declines it: REJECTED with `reason` (required). Same refusals as acceptHandoff. */
+  rejectHandoff(requestId: string, reason: string, by: string): Promise<HandoffView>;
+  readonly onDidChangeHandoffs: Event<HandoffChange>;
+
+  // ---------------------------------------------------------------- workflows (RFC §17.7; README, "Workflows")
+
+  /** Workflows: running and waiting first, then the most recently updated; at most `limit` (100; 1,000 at most). */
+  workflows(limit?: number): Promise<WorkflowSummary[]>;
+  /** A workflow's definition, data and every node's state; undefined for an unknown id. */
+  workflow(workflowId: string): Promise<WorkflowDetail | undefined>;
+  /**
+   * Create Workflow from File: `text` is the file's JSON or YAML (workflow.proto's WorkflowDefinition in proto field
+   * names), validated as CreateWorkflow validates; refusals come back with their place in the file, never thrown.
+   */
+  createWorkflowFromText(text: string, fileName: string, by: string): Promise<WorkflowCreateResult>;
+  /** StartWorkflow with initial data (JSON object text; '' = {}). Rejects `not_found` / `invalid` / `refused` (already started). */
+  startWorkflow(workflowId: string, data: string, by: string): Promise<WorkflowDetail>;
+  /** Runs a MANUAL node that is READY (its dependencies COMPLETED). Rejects `not_found`, `refused` (not a MANUAL node or not ready). */
+  runWorkflowNode(workflowId: string, nodeId: string, by: string): Promise<WorkflowDetail>;
+  /** ResumeWorkflow: from `nodeId` again (it and what depends on it), with `data` (JSON object text) merged over workflow_data when given. */
+  resumeWorkflow(workflowId: string, nodeId: string, data: string, by: string): Promise<WorkflowDetail>;
+  /** Cancels a workflow: running tasks cancelled, nodes not finished SKIPPED, the workflow CANCELLED with `reason`. */
+  cancelWorkflow(workflowId: string, reason: string, by: string): Promise<WorkflowDetail>;
+  readonly onDidChangeWorkflows: Event<WorkflowsChange>;
 }
+
+/** A handoff for the editor: the record without the context's bytes, the context as bounded text. */
+export type HandoffView = Omit<HandoffRecord, 'context'> & { readonly context: PayloadText };
+
+export type { HandoffChange, HandoffRecord, ValidationIssue, WorkflowCreateResult, WorkflowDetail, WorkflowFileIssue, WorkflowsChange, WorkflowSummary };
 
 /** The most bytes of one payload (a round's proposal, an artifact, a decision's result) shown as text. */
 export const MAX_NEGOTIATION_PAYLOAD_SHOWN = 64 * 1024;

@@ -56,3 +56,6 @@ export { parsePolicySettings, POLICY_SETTING_KEYS, type PolicySettingValues } fr
 /** The negotiation areas' records the Negotiations view and the negotiation panel use. */
 export type { DeltaSummary, NegotiationState, NegotiationSummary, RoundEvaluation, StopReason } from '../negotiation/model';
 export type { AggregatedScore, ArtifactState, ArtifactType, DecisionOutcome, RoomArtifactSummary, RoomDecision, ThresholdCheck, VoteRecord } from '../room/model';
+export { HANDOFF_CONTEXT_CONTENT_TYPE, HANDOFF_STATES, TERMINAL_HANDOFF_STATES, type HandoffAttempt, type HandoffState } from '../handoff/model';
+export { NODE_METADATA_KEYS, NODE_STATUSES, TRIGGER_TYPES, WORKFLOW_STATES } from '../workflow/model';
+export type { NodeRecord, NodeStatus, TriggerType, WorkflowDefinition, WorkflowNodeDefinition, WorkflowNodeView, WorkflowState } from '../workflow/model';
