@@ -53,6 +53,16 @@ export const Commands = {
   refreshTools: 'sw4rm.tools.refresh',
   openNegotiation: 'sw4rm.negotiations.open',
   refreshNegotiations: 'sw4rm.negotiations.refresh',
+  createWorkflowFromFile: 'sw4rm.workflows.createFromFile',
+  startWorkflow: 'sw4rm.workflows.start',
+  runWorkflowNode: 'sw4rm.workflows.runNode',
+  resumeWorkflowFromNode: 'sw4rm.workflows.resumeFromNode',
+  cancelWorkflow: 'sw4rm.workflows.cancel',
+  showWorkflowNode: 'sw4rm.workflows.showNode',
+  refreshWorkflows: 'sw4rm.workflows.refresh',
+  showHandoff: 'sw4rm.handoffs.show',
+  acceptHandoff: 'sw4rm.handoffs.accept',
+  rejectHandoff: 'sw4rm.handoffs.reject',
 } as const;
 
 export const Views = {
@@ -67,7 +77,11 @@ export const Views = {
   activity: 'sw4rm.activity',
   tools: 'sw4rm.tools',
   negotiations: 'sw4rm.negotiations',
+  workflows: 'sw4rm.workflows',
 } as const;
+
+/** The Problems view's source of Create Workflow from File's refusals (a DiagnosticCollection of that name). */
+export const WORKFLOW_DIAGNOSTICS = 'sw4rm-workflows';
 
 /** URI schemes of the extension's read-only documents (menus match them with `resourceScheme`). */
 export { METRICS_SCHEME } from './metricsModel';

@@ -26,6 +26,8 @@ import { ToolCommands } from './toolCommands';
 import { ToolsView } from './views/toolsView';
 import { NegotiationsView, asNegotiationNode } from './views/negotiationsView';
 import { NegotiationPanels } from './panels/negotiationPanel';
+import { WorkflowCommands } from './workflowCommands';
+import { WorkflowsView } from './views/workflowsView';
 
 let controller: CoordinatorController | undefined;
 
@@ -69,6 +71,10 @@ export function activate(context: vscode.ExtensionContext): void {
   const negotiationPanels = new NegotiationPanels(context.extensionUri, approvals.operator);
   running.follow(negotiationsView);
   running.follow(negotiationPanels);
+  const workflowsView = new WorkflowsView();
+  const workflowCommands = new WorkflowCommands(approvals.operator, workflowsView, documents);
+  running.follow(workflowsView);
+  running.follow(workflowCommands);
 
   context.subscriptions.push(
     output,
@@ -155,6 +161,18 @@ export function activate(context: vscode.ExtensionContext): void {
       else void vscode.window.showInformationMessage('Select a debate or a room in the Negotiations view to open it.');
     }),
     vscode.commands.registerCommand(Commands.refreshNegotiations, () => negotiationsView.refresh()),
+    workflowsView,
+    workflowCommands,
+    vscode.commands.registerCommand(Commands.createWorkflowFromFile, (target?: unknown) => workflowCommands.createFromFile(target)),
+    vscode.commands.registerCommand(Commands.startWorkflow, (node?: unknown) => workflowCommands.startWorkflow(node)),
+    vscode.commands.registerCommand(Commands.runWorkflowNode, (node?: unknown) => workflowCommands.runNode(node)),
+    vscode.commands.registerCommand(Commands.resumeWorkflowFromNode, (node?: unknown) => workflowCommands.resumeFromNode(node)),
+    vscode.commands.registerCommand(Commands.cancelWorkflow, (node?: unknown) => workflowCommands.cancelWorkflow(node)),
+    vscode.commands.registerCommand(Commands.showWorkflowNode, (node?: unknown) => workflowCommands.showNode(node)),
+    vscode.commands.registerCommand(Commands.refreshWorkflows, () => workflowsView.refresh()),
+    vscode.commands.registerCommand(Commands.showHandoff, (node?: unknown) => workflowCommands.showHandoff(node)),
+    vscode.commands.registerCommand(Commands.acceptHandoff, (node?: unknown) => workflowCommands.acceptHandoff(node)),
+    vscode.commands.registerCommand(Commands.rejectHandoff, (node?: unknown) => workflowCommands.rejectHandoff(node)),
     vscode.workspace.onDidChangeConfiguration((event) => {
       if (affectsSchedulerLimits(event)) void schedulerLimits.settingsChanged();
       if (affectsNegotiation(event)) void negotiationPolicy.settingsChanged();

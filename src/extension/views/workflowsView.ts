@@ -1,0 +1,235 @@
+import * as vscode from 'vscode';
+import type { CoordinatorApi, Disposable, HandoffView, WorkflowDetail, WorkflowSummary } from '../../core/api';
+import { Commands, Views } from '../contributions';
+import { KeyedThrottle } from '../throttle';
+import {
+  HANDOFFS_LISTED, WORKFLOWS_LISTED, WORKFLOW_SECTIONS, WORKFLOW_SECTION_LABELS, handoffRow, moreNodesRow, nodeRow, sectionDescription, shownNodes,
+  sortHandoffs, workflowIsActive, workflowRow, type WorkflowRow, type WorkflowSection,
+} from '../workflowsModel';
+
+export type WorkflowsNode =
+  | { readonly kind: 'workflowSection'; readonly section: WorkflowSection }
+  | { readonly kind: 'workflow'; readonly id: string }
+  | { readonly kind: 'workflowNode'; readonly workflowId: string; readonly nodeId: string }
+  | { readonly kind: 'moreNodes'; readonly workflowId: string }
+  | { readonly kind: 'handoff'; readonly id: string };
+
+export type WorkflowRowNode = Extract<WorkflowsNode, { kind: 'workflow' }>;
+export type WorkflowNodeRowNode = Extract<WorkflowsNode, { kind: 'workflowNode' }>;
+export type HandoffRowNode = Extract<WorkflowsNode, { kind: 'handoff' }>;
+
+/** Workflows change on every node transition; the view asks for its rows at most this often, while visible. */
+const WORKFLOWS_REFRESH_MS = 500;
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null;
+}
+
+/** The workflow row a command was run on, if it was (not from the palette). */
+export function asWorkflowRow(value: unknown): WorkflowRowNode | undefined {
+  return isObject(value) && value.kind === 'workflow' && typeof value.id === 'string' ? value as WorkflowRowNode : undefined;
+}
+
+/** The node row a command was run on, if it was. */
+export function asWorkflowNodeRow(value: unknown): WorkflowNodeRowNode | undefined {
+  return isObject(value) && value.kind === 'workflowNode' && typeof value.workflowId === 'string' && typeof value.nodeId === 'string'
+    ? value as WorkflowNodeRowNode : undefined;
+}
+
+/** The handoff row a command was run on, if it was. */
+export function asHandoffRow(value: unknown): HandoffRowNode | undefined {
+  return isObject(value) && value.kind === 'handoff' && typeof value.id === 'string' ? value as HandoffRowNode : undefined;
+}
+
+class WorkflowsTreeProvider implements vscode.TreeDataProvider<WorkflowsNode>, vscode.Disposable {
+  private readonly changed = new vscode.EventEmitter<WorkflowsNode | undefined>();
+  readonly onDidChangeTreeData = this.changed.event;
+  private readonly sectionNodes = new Map<WorkflowSection, WorkflowsNode>(WORKFLOW_SECTIONS.map((section) => [section, { kind: 'workflowSection', section }]));
+  private workflows: WorkflowSummary[] = [];
+  private handoffs: HandoffView[] = [];
+  /** The details read for the workflows whose nodes are shown (an expanded row asks again at each refresh). */
+  private readonly details = new Map<string, WorkflowDetail>();
+  private readonly nodes = new Map<string, WorkflowsNode>();
+
+  constructor(private readonly source: () => CoordinatorApi | undefined) {}
+
+  refresh(): void {
+    this.changed.fire(undefined);
+  }
+
+  summary(workflowId: string): WorkflowSummary | undefined {
+    return this.workflows.find((w) => w.workflowId === workflowId);
+  }
+
+  async getChildren(node?: WorkflowsNode): Promise<WorkflowsNode[]> {
+    if (!node) return this.roots();
+    switch (node.kind) {
+      case 'workflowSection':
+        return node.section === 'workflows'
+          ? this.workflows.map((w) => this.cached(`w:${w.workflowId}`, () => ({ kind: 'workflow', id: w.workflowId })))
+          : this.handoffs.map((h) => this.cached(`h:${h.requestId}`, () => ({ kind: 'handoff', id: h.requestId })));
+      case 'workflow': {
+        const api = this.source();
+        const detail = await api?.workflow(node.id).catch(() => undefined);
+        if (!api || api !== this.source() || !detail) return [];
+        this.details.set(node.id, detail);
+        const { nodes, hidden } = shownNodes(detail);
+        const rows: WorkflowsNode[] = nodes.map((n) => this.cached(`n:${node.id}\u0000${n.definition.nodeId}`,
+          () => ({ kind: 'workflowNode', workflowId: node.id, nodeId: n.definition.nodeId })));
+        if (hidden) rows.push(this.cached(`m:${node.id}`, () => ({ kind: 'moreNodes', workflowId: node.id })));
+        return rows;
+      }
+      default:
+        return [];
+    }
+  }
+
+  getTreeItem(node: WorkflowsNode): vscode.TreeItem {
+    switch (node.kind) {
+      case 'workflowSection': {
+        const item = new vscode.TreeItem(WORKFLOW_SECTION_LABELS[node.section], vscode.TreeItemCollapsibleState.Expanded);
+        item.id = `workflowSection:${node.section}`;
+        item.description = sectionDescription(node.section, this.workflows, this.handoffs);
+        item.contextValue = `workflowSection+${node.section}`;
+        return item;
+      }
+      case 'workflow': {
+        const summary = this.summary(node.id);
+        if (!summary) return new vscode.TreeItem(node.id);
+        const item = rowItem(`workflow:${node.id}`, workflowRow(summary),
+          summary.nodeCount === 0 ? vscode.TreeItemCollapsibleState.None
+            : workflowIsActive(summary.state) ? vscode.TreeItemCollapsibleState.Expanded : vscode.TreeItemCollapsibleState.Collapsed);
+        return item;
+      }
+      case 'workflowNode': {
+        const detail = this.details.get(node.workflowId);
+        const view = detail?.nodes.find((n) => n.definition.nodeId === node.nodeId);
+        if (!detail || !view) return new vscode.TreeItem(node.nodeId);
+        const item = rowItem(`workflowNode:${node.workflowId}\u0000${node.nodeId}`, nodeRow(view, detail.summary.state, Date.now()), vscode.TreeItemCollapsibleState.None);
+        item.command = { command: Commands.showWorkflowNode, title: 'Show Node Inputs and Outputs', arguments: [node] };
+        return item;
+      }
+      case 'moreNodes': {
+        const detail = this.details.get(node.workflowId);
+        const total = detail?.nodes.length ?? 0;
+        const row = moreNodesRow(shownNodes(detail ?? { nodes: [] }).nodes.length, total);
+        const item = new vscode.TreeItem(row.label, vscode.TreeItemCollapsibleState.None);
+        item.id = `moreNodes:${node.workflowId}`;
+        item.tooltip = row.tooltip;
+        item.iconPath = new vscode.ThemeIcon('ellipsis');
+        item.contextValue = 'workflowMoreNodes';
+        return item;
+      }
+      case 'handoff': {
+        const handoff = this.handoffs.find((h) => h.requestId === node.id);
+        if (!handoff) return new vscode.TreeItem(node.id);
+        const item = rowItem(`handoff:${node.id}`, handoffRow(handoff, Date.now()), vscode.TreeItemCollapsibleState.None);
+        item.command = { command: Commands.showHandoff, title: 'Show Handoff', arguments: [node] };
+        return item;
+      }
+    }
+  }
+
+  dispose(): void {
+    this.changed.dispose();
+  }
+
+  private async roots(): Promise<WorkflowsNode[]> {
+    const api = this.source();
+    if (!api) return [];
+    const [workflows, handoffs] = await Promise.all([
+      api.workflows(WORKFLOWS_LISTED).catch(() => [] as WorkflowSummary[]),
+      api.handoffs(HANDOFFS_LISTED).catch(() => [] as HandoffView[]),
+    ]);
+    if (api !== this.source()) return [];
+    this.workflows = workflows;
+    this.handoffs = sortHandoffs(handoffs);
+    const keep = new Set([...workflows.map((w) => w.workflowId)]);
+    for (const id of [...this.details.keys()]) if (!keep.has(id)) this.details.delete(id);
+    for (const [key, node] of [...this.nodes]) {
+      const alive = node.kind === 'handoff' ? this.handoffs.some((h) => h.requestId === node.id)
+        : node.kind === 'workflow' ? keep.has(node.id) : node.kind === 'workflowNode' || node.kind === 'moreNodes' ? keep.has(node.workflowId) : true;
+      if (!alive) this.nodes.delete(key);
+    }
+    // Nothing at all: no sections, so that the welcome (Create Workflow from File…) shows.
+    return workflows.length || handoffs.length ? WORKFLOW_SECTIONS.map((section) => this.sectionNodes.get(section)!) : [];
+  }
+
+  private cached(key: string, make: () => WorkflowsNode): WorkflowsNode {
+    let node = this.nodes.get(key);
+    if (!node) this.nodes.set(key, (node = make()));
+    return node;
+  }
+}
+
+function rowItem(id: string, row: WorkflowRow, collapsible: vscode.TreeItemCollapsibleState): vscode.TreeItem {
+  const item = new vscode.TreeItem(row.label, collapsible);
+  item.id = id;
+  item.description = row.description;
+  // A plain string: ids, reasons and errors come from agents and definition authors and are never rendered as Markdown.
+  item.tooltip = row.tooltip;
+  item.contextValue = row.contextValue;
+  const color = row.tone === 'passed' ? 'testing.iconPassed' : row.tone === 'failed' ? 'problemsErrorIcon.foreground'
+    : row.tone === 'warning' ? 'notificationsWarningIcon.foreground' : undefined;
+  item.iconPath = color ? new vscode.ThemeIcon(row.icon, new vscode.ThemeColor(color)) : new vscode.ThemeIcon(row.icon);
+  item.accessibilityInformation = { label: `${row.label}, ${row.description}` };
+  return item;
+}
+
+/**
+ * The Workflows view: Workflows (each with its state, `n/m done` and what runs or why it waits; under it its nodes with
+ * status, agent, duration and the reason they wait or failed) and Handoffs (pending first, then accepted, completed and
+ * the rest: who to whom, state, reason; those routed to a person marked `needs you`). Live: it follows the workflow
+ * and handoff areas' changes, throttled, while it is visible.
+ */
+export class WorkflowsView implements vscode.Disposable {
+  private api: CoordinatorApi | undefined;
+  private subscriptions: Disposable[] = [];
+  private stale = false;
+  private readonly provider = new WorkflowsTreeProvider(() => this.api);
+  private readonly view: vscode.TreeView<WorkflowsNode>;
+  private readonly throttle = new KeyedThrottle<'workflows'>(WORKFLOWS_REFRESH_MS, () => this.refreshIfVisible());
+  private readonly own: vscode.Disposable[] = [];
+
+  constructor() {
+    this.view = vscode.window.createTreeView(Views.workflows, { treeDataProvider: this.provider, showCollapseAll: true });
+    this.own.push(this.view.onDidChangeVisibility(({ visible }) => {
+      if (visible && this.stale) this.refreshIfVisible();
+    }));
+  }
+
+  bind(api: CoordinatorApi | undefined): void {
+    for (const subscription of this.subscriptions) subscription.dispose();
+    this.throttle.cancel();
+    this.api = api;
+    this.subscriptions = api ? [
+      api.onDidChangeWorkflows(() => this.throttle.schedule('workflows')),
+      api.onDidChangeHandoffs(() => this.throttle.schedule('workflows')),
+    ] : [];
+    this.stale = true;
+    this.refreshIfVisible();
+  }
+
+  refresh(): void {
+    this.stale = false;
+    this.provider.refresh();
+  }
+
+  /** The selected row, if any. */
+  selected(): WorkflowsNode | undefined {
+    return this.view.selection[0];
+  }
+
+  dispose(): void {
+    for (const subscription of this.subscriptions) subscription.dispose();
+    this.throttle.dispose();
+    for (const subscription of this.own) subscription.dispose();
+    this.view.dispose();
+    this.provider.dispose();
+  }
+
+  private refreshIfVisible(): void {
+    if (this.view.visible) this.refresh();
+    else this.stale = true;
+  }
+}
