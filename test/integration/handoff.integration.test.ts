@@ -230,7 +230,7 @@ describe('HandoffService over gRPC (RFC §17.6)', function () {
     it('a receiver bound at its own home switches into the sender\'s worktree (SWITCH_REQUEST, decided through HITL)', async () => {
       assert.equal((await worktrees.call<{ ok: boolean }>('Bind', { agent_id: 'reviewer', repo_id: 'app', worktree_id: '' })).ok, true);
       await handoff.request(request({ to_agent: 'reviewer' }), { 'sw4rm-handoff-worktree': 'carry' });
-      await handoff.accept('h1', 'reviewer');
+      await Promise.all([handoff.accept('h1', 'reviewer'), handoff.accept('h1', 'reviewer')]);
       const record = host.coordinator.handoffs.get('h1')!;
       assert.equal(record.state, 'ACCEPTED');
       assert.deepEqual([record.worktree?.repoId, record.worktree?.worktreeId, record.worktree?.outcome], ['app', 'origin', 'switch_pending']);
@@ -250,7 +250,9 @@ describe('HandoffService over gRPC (RFC §17.6)', function () {
       assert.equal(host.coordinator.handoffs.get('h1')!.state, 'PENDING', 'not accepted');
       assert.equal((await status('reviewer')).state, 'UNBOUND');
       assert.equal((await worktrees.call<{ ok: boolean }>('Unbind', { agent_id: 'origin' })).ok, true);
-      await handoff.accept('h1', 'reviewer');
+      // An accept and its retry at once (the answer of the first was slow): both answered OK, one acceptance.
+      await Promise.all([handoff.accept('h1', 'reviewer'), handoff.accept('h1', 'reviewer')]);
+      assert.equal(host.coordinator.log.query({ eventType: 'handoff.accepted', limit: 10 }).length, 1);
       const record = host.coordinator.handoffs.get('h1')!;
       assert.equal(record.state, 'ACCEPTED');
       assert.equal(record.worktree?.outcome, 'bound');

@@ -512,7 +512,7 @@ describe('handoffs (RFC §17.6)', function () {
       const run = sinks.get('a')!.ofType('CONTROL').map((i) => ({ id: i.envelope.messageId, body: json(i.envelope) })).find((c) => c.body.command === 'run')!;
       await h.answer('a', run.id, 'RECEIVED');
       assert.equal(h.task('t1').state, 'RUNNING');
-      refusal(() => request({ taskId: 't1', fromAgent: 'b', toAgent: 'a' }), 'permission', 'PERMISSION_DENIED', /task 't1' is not 'b''s/);
+      refusal(() => request({ taskId: 't1', fromAgent: 'b', toAgent: 'a' }), 'permission', 'PERMISSION_DENIED', /task 't1' belongs to 'a', not 'b'/);
       const r = request({ taskId: 't1', toAgent: 'b' });
       assert.equal(r.correlationId, 't1', 'the correlation id defaults to the task id');
       refusal(() => request({ requestId: 'h2', taskId: 't1', toAgent: 'b' }), 'precondition', 'FAILED_PRECONDITION', /already being handed off by handoff 'h1'/);

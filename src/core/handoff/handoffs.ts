@@ -257,7 +257,7 @@ export class Handoffs implements HandoffQueries, TransferredWork, Disposable {
     const existing = this.open.get(requestId) ?? this.deps.store.handoffs.get(requestId);
     if (existing) {
       // A retry whose answer was lost: the same request changes nothing, whatever became of it.
-      if (existing.requestDigest === digest) return existing;
+      if (existing.requestDigest === digest) return this.full(existing);
       throw fail('exists', 'DUPLICATE_DETECTED', `request_id '${requestId}' was already used for another handoff (from '${existing.fromAgent}', now ${existing.state}); a new request needs a new request_id`);
     }
     const work = this.refusalFor(fromAgent, input.correlationId || input.taskId || requestId);
@@ -274,6 +274,7 @@ export class Handoffs implements HandoffQueries, TransferredWork, Disposable {
     }
     const now = this.deps.clock.now();
     let timeoutMs = this.options.defaultTimeoutMs;
+    if (input.timeoutMs !== null && !(Number.isFinite(input.timeoutMs) && input.timeoutMs >= 0)) throw invalid(`timeout must be a non-negative duration, not ${String(input.timeoutMs)}`);
     if (input.timeoutMs !== null && input.timeoutMs > 0) {
       if (input.timeoutMs > this.options.maxTimeoutMs) throw invalid(`timeout is ${input.timeoutMs} ms; at most ${this.options.maxTimeoutMs} ms`);
       timeoutMs = Math.ceil(input.timeoutMs);
@@ -383,7 +384,7 @@ export class Handoffs implements HandoffQueries, TransferredWork, Disposable {
     if (!task) throw fail('not_found', 'NOT_FOUND', `sw4rm-task-id '${taskId}' is not a task of the scheduler`);
     if (TERMINAL_TASK_STATES.has(task.state)) throw precondition(`sw4rm-task-id '${taskId}' already ended ${task.state}: there is nothing to hand off`);
     if (task.assignedAgentId !== fromAgent && task.target !== fromAgent) {
-      throw denied(`task '${taskId}' is not '${fromAgent}''s (it is for '${task.assignedAgentId || task.target}'): only its agent may hand it off`);
+      throw denied(`task '${taskId}' belongs to '${task.assignedAgentId || task.target}', not '${fromAgent}': only its agent may hand it off`);
     }
     const other = [...this.open.values()].find((r) => r.taskId === taskId);
     if (other) throw precondition(`task '${taskId}' is already being handed off by handoff '${other.requestId}' (${other.state})`);
@@ -475,6 +476,11 @@ export class Handoffs implements HandoffQueries, TransferredWork, Disposable {
     const carry = record.worktree!;
     const place = this.deps.worktrees.placeOf(agentId);
     const refuse = (why: string) => precondition(`handoff '${record.requestId}' carries worktree '${carry.worktreeId}' of '${carry.repoId}', but ${why}`);
+    /** The same agent's accept that ran meanwhile (a retry while git worked) is this one's answer. */
+    const acceptedMeanwhile = (): HandoffRecord | undefined => {
+      const now = this.open.get(record.requestId) ?? this.deps.store.handoffs.get(record.requestId);
+      return now && now.state !== 'PENDING' && now.acceptedBy === agentId ? this.full(now) : undefined;
+    };
     if (place && place.repoId === carry.repoId && place.worktreeId === carry.worktreeId) {
       this.deps.store.transaction(() => this.commitAccept(record, agentId, 'agent', speaker, ctx, { outcome: 'already_there', detail: `'${agentId}' works in it already`, invocationId: '' }));
       this.afterAccept(record);
@@ -499,6 +505,8 @@ export class Handoffs implements HandoffQueries, TransferredWork, Disposable {
         await this.deps.worktrees.bind(agentId, carry.repoId, carry.worktreeId, ctx,
           within('bound', (b) => `'${agentId}' bound to it (BIND, UNBOUND → BOUND_HOME) at ${b.worktreePath}`));
       } catch (err) {
+        const done = acceptedMeanwhile();
+        if (done) return done;
         throw refuse(`the worktree state machine refused to bind '${agentId}' to it: ${(err as Error).message}`);
       }
     } else if (binding.state === 'BOUND_HOME' && binding.repoId === carry.repoId) {
@@ -509,6 +517,8 @@ export class Handoffs implements HandoffQueries, TransferredWork, Disposable {
           { reason: `handoff ${record.requestId} from ${record.fromAgent} carries its worktree` },
           within('switch_pending', (b) => `'${agentId}' asked to switch into it (SWITCH_REQUEST, BOUND_HOME → SWITCH_PENDING; HITL WORKTREE_OVERRIDE ${b.switch?.invocationId ?? ''})`));
       } catch (err) {
+        const done = acceptedMeanwhile();
+        if (done) return done;
         throw refuse(`the worktree state machine refused the switch of '${agentId}' into it: ${(err as Error).message}`);
       }
       if (!committed && switched.switch) {
@@ -523,6 +533,8 @@ export class Handoffs implements HandoffQueries, TransferredWork, Disposable {
       throw refuse(`'${agentId}' is ${binding.state} in repository '${binding.repoId}': the worktree state machine (RFC §16.2) carries a worktree only into an UNBOUND agent (BIND) or one BOUND_HOME in the same repository (SWITCH_REQUEST)`);
     }
     if (!committed) {
+      const done = acceptedMeanwhile();
+      if (done) return done;
       const now = this.open.get(record.requestId) ?? this.deps.store.handoffs.get(record.requestId);
       throw precondition(`handoff '${record.requestId}' changed while the worktree was carried (now ${now?.state ?? 'gone'}${now?.toAgent && now.toAgent !== agentId ? `, offered to '${now.toAgent}'` : ''}); it was not accepted`);
     }
