@@ -422,16 +422,22 @@ export class Handoffs implements HandoffQueries, TransferredWork, Disposable {
   }
 
   private candidates(capabilities: readonly string[], exclude: ReadonlySet<string>) {
+    // One pass over the open handoffs for every agent's count (not one per agent).
+    const carried = new Map<string, number>();
+    for (const r of this.open.values()) {
+      const holder = r.state === 'PENDING' ? r.toAgent : r.acceptedBy;
+      if (holder !== '') carried.set(holder, (carried.get(holder) ?? 0) + 1);
+    }
     return rankCandidates({
       agents: this.deps.agents.list(), required: capabilities, exclude,
-      tasks: (id) => this.deps.tasks.loadOf(id), handoffs: (id) => this.handoffLoad(id),
+      tasks: (id) => this.deps.tasks.loadOf(id), handoffs: (id) => carried.get(id) ?? 0,
     });
   }
 
   /** Handoffs an agent is the PENDING target of or has ACCEPTED. */
   private handoffLoad(agentId: string): number {
     let n = 0;
-    for (const r of this.open.values()) if ((r.state === 'PENDING' && r.toAgent === agentId) || (r.state === 'ACCEPTED' && r.acceptedBy === agentId)) n++;
+    for (const r of this.open.values()) if ((r.state === 'PENDING' ? r.toAgent : r.acceptedBy) === agentId) n++;
     return n;
   }
 
