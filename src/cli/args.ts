@@ -10,6 +10,7 @@ import {
 import type { AuthMode } from '../server/auth';
 import { CONNECTION_LIMIT_BOUNDS, DEFAULT_CONNECTION_LIMITS } from '../server/connections';
 import { DEFAULT_SCHEDULER_OPTIONS } from '../core/scheduler/model';
+import { DEFAULT_HANDOFF_OPTIONS, HANDOFF_OPTION_BOUNDS } from '../core/handoff/handoffs';
 import { DEFAULT_SNAPSHOT_RETENTION_DAYS, MAX_SNAPSHOT_RETENTION_DAYS, MIN_SNAPSHOT_RETENTION_DAYS } from '../core/worktree/operations';
 import { checkCopyGlob, DEFAULT_SETUP_TIMEOUT_SECONDS, MAX_SETUP_TIMEOUT_SECONDS, SetupConfigError, settingsSetupConfig } from '../core/worktree/setup';
 
@@ -63,6 +64,11 @@ export interface CliOptions {
   readonly acceptUnenforcedNetwork: boolean;
   /** A JSON file with the negotiation policy (`--negotiation-policy`; README, "Negotiation policy"), laid over the stored one at start. */
   readonly negotiationPolicyFile: string | undefined;
+  /** Handoffs (README, "Handoffs"): the default timeout, rerouting on reject / timeout, routing to the operator, retention. */
+  readonly handoffTimeoutSeconds: number;
+  readonly handoffReroute: boolean;
+  readonly handoffToOperator: boolean;
+  readonly handoffRetentionDays: number;
 }
 
 export const USAGE = `Usage: sw4rm-coordinator [options]
@@ -118,6 +124,13 @@ Options:
                             (refused PERMISSION_DENIED without it)
   --negotiation-policy <file>  negotiation policy JSON (README, "Negotiation policy") with the keys
                             ${POLICY_SETTING_KEYS.join(', ')}; laid over the stored policy
+  --handoff-timeout <s>     seconds the target of a handoff has to answer when the request names no
+                            timeout (default ${DEFAULT_HANDOFF_OPTIONS.defaultTimeoutMs / 1000}, ${HANDOFF_OPTION_BOUNDS.defaultTimeoutSeconds.min}-${HANDOFF_OPTION_BOUNDS.defaultTimeoutSeconds.max})
+  --no-handoff-reroute      a rejected or timed-out handoff ends there (default: it is offered to the
+                            next capable agent)
+  --handoff-to-operator     a handoff no agent can take waits for a person (the operator) instead of
+                            being refused NO_ROUTE or ended
+  --handoff-retention <days>  days an ended handoff is kept (default ${DEFAULT_HANDOFF_OPTIONS.retentionDays}, ${HANDOFF_OPTION_BOUNDS.retentionDays.min}-${HANDOFF_OPTION_BOUNDS.retentionDays.max})
   -v, --verbose             print every event to stderr, per-message ones included
   -h, --help                show this help
 `;
@@ -145,6 +158,8 @@ export function parseArgs(argv: readonly string[]): CliOptions {
     trustRepositorySetup: false, snapshotRetentionDays: DEFAULT_SNAPSHOT_RETENTION_DAYS,
     maxParallel: {} as Record<string, number>, conflictThreshold: DEFAULT_SCHEDULER_OPTIONS.conflictThreshold,
     processTools: false, acceptUnenforcedNetwork: false, negotiationPolicyFile: undefined as string | undefined,
+    handoffTimeoutSeconds: DEFAULT_HANDOFF_OPTIONS.defaultTimeoutMs / 1000, handoffReroute: DEFAULT_HANDOFF_OPTIONS.reroute,
+    handoffToOperator: DEFAULT_HANDOFF_OPTIONS.routeToOperator, handoffRetentionDays: DEFAULT_HANDOFF_OPTIONS.retentionDays,
   };
   const positiveInteger = (flag: string, v: string, max: number): number => {
     const n = Number(v);
@@ -263,6 +278,21 @@ export function parseArgs(argv: readonly string[]): CliOptions {
         if (inline !== undefined) throw new UsageError(`${flag} takes no value`);
         if (flag === '--process-tools') options.processTools = true;
         else options.acceptUnenforcedNetwork = true;
+        break;
+      case '--handoff-timeout': {
+        const { min, max } = HANDOFF_OPTION_BOUNDS.defaultTimeoutSeconds;
+        options.handoffTimeoutSeconds = wholeIn(flag, value(), min, max);
+        break;
+      }
+      case '--handoff-retention': {
+        const { min, max } = HANDOFF_OPTION_BOUNDS.retentionDays;
+        options.handoffRetentionDays = wholeIn(flag, value(), min, max);
+        break;
+      }
+      case '--no-handoff-reroute': case '--handoff-to-operator':
+        if (inline !== undefined) throw new UsageError(`${flag} takes no value`);
+        if (flag === '--no-handoff-reroute') options.handoffReroute = false;
+        else options.handoffToOperator = true;
         break;
       case '-v': case '--verbose': options.verbose = true; break;
       case '-h': case '--help': options.help = true; break;

@@ -123,6 +123,10 @@ async function main(): Promise<number> {
       scheduler: { maxParallelInstances: options.maxParallel, conflictThreshold: options.conflictThreshold },
       tools: { process: { enabled: options.processTools, acceptUnenforcedNetworkPolicy: options.acceptUnenforcedNetwork } },
       negotiation,
+      handoffs: {
+        defaultTimeoutMs: options.handoffTimeoutSeconds * 1000, reroute: options.handoffReroute, routeToOperator: options.handoffToOperator,
+        retentionDays: options.handoffRetentionDays,
+      },
       connections: {
         maxConnections: options.maxConnections,
         unauthenticatedIdleMs: options.unauthenticatedIdleSeconds * 1000,

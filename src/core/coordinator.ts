@@ -21,6 +21,7 @@ import { Scheduler } from './scheduler/scheduler';
 import { NegotiationPolicies, type PolicySettings } from './policy/policies';
 import { Negotiations } from './negotiation/negotiations';
 import { NegotiationRoom } from './room/room';
+import { DEFAULT_HANDOFF_OPTIONS, Handoffs, type HandoffOptions } from './handoff/handoffs';
 import { bindToolCallsToRouter } from './tools/envelopeBridge';
 import { ToolTransport } from './tools/externalProvider';
 import { DEFAULT_PROCESS_PROVIDER_OPTIONS, ProcessProvider, type ProcessProviderOptions } from './tools/processProvider';
@@ -68,6 +69,8 @@ export interface CoordinatorOptions {
   readonly tools?: Partial<ToolsOptions> & { readonly process?: Partial<ProcessProviderOptions> };
   /** Negotiation policy from the editor's settings / the CLI (README, "Negotiation policy"); the store's newest version wins where unset. */
   readonly negotiation?: PolicySettings;
+  /** Handoffs: the default timeout, rerouting, routing to the operator, retention (README, "Handoffs"). */
+  readonly handoffs?: Partial<HandoffOptions>;
   /** Subscribed before anything is recorded, so that start-up and restore events are seen too. */
   readonly onEvent?: (event: StoredEvent) => void;
 }
@@ -111,6 +114,9 @@ export class Coordinator {
   readonly negotiations: Negotiations;
   /** Negotiation rooms (RFC §17.5). */
   readonly room: NegotiationRoom;
+  /** Handoffs (RFC §17.6): delegation between agents, capability routing, transferred work (the router's TransferredWork). */
+  readonly handoffs: Handoffs;
+  private readonly transferGuard: Disposable;
   private readonly hitlBinding: Disposable;
   private readonly worktreeBinding: Disposable;
   private readonly toolBinding: Disposable;
@@ -191,14 +197,23 @@ export class Coordinator {
       store: this.store, log: this.log, clock: this.clock, ids: this.ids, agents: this.registry, outbox: this.router, hitl: this.hitl,
       policies: this.policies,
     });
+    this.handoffs = new Handoffs({
+      store: this.store, log: this.log, clock: this.clock, ids: this.ids, agents: this.registry, outbox: this.router, tasks: this.scheduler,
+      worktrees: this.worktrees,
+      cancelInvocation: (id, by, reason, ctx) => { this.hitl.cancel(id, by, reason, ctx); },
+    }, { ...DEFAULT_HANDOFF_OPTIONS, ...options.handoffs });
+    this.transferGuard = this.router.guardTransferredWork(this.handoffs);
     this.negotiations.restore({ correlationId: this.ids.uuid() });
     this.room.restore({ correlationId: this.ids.uuid() });
+    this.handoffs.restore({ correlationId: this.ids.uuid() });
     this.retentionTimer = scheduleEventRetention(this.store, this.log, this.clock, this.ids, options.maxEvents ?? DEFAULT_MAX_EVENTS);
   }
 
   /** Stops timers and closes the store. The coordinator cannot be used afterwards. */
   dispose(): void {
     this.retentionTimer.dispose();
+    this.transferGuard.dispose();
+    this.handoffs.dispose();
     this.room.dispose();
     this.negotiations.dispose();
     this.policies.dispose();

@@ -119,6 +119,28 @@ export const FIELD_LIMITS = {
     preferences_bytes: 64 * 1024,
     profile: 64,
   },
+  /**
+   * HandoffService (handoff/handoffs.ts; README, "Handoffs"). Chosen so that a handoff_request NOTIFICATION without its
+   * context always fits the 32 KiB NOTIFICATION limit; the context itself travels there only when it fits.
+   */
+  handoff: {
+    request_id: 256,
+    /** from_agent, to_agent, accepting_agent, redirect_to_agent_id, GetPendingHandoffs' agent_id: registry agent ids. */
+    agent_id: 128,
+    reason: 2048,
+    /** capabilities_required: entries and characters per entry. */
+    capabilities: 32,
+    capability: 256,
+    /** context_snapshot: the most bytes (a larger context goes by reference, e.g. a file in the worktree). */
+    context_bytes: 1024 * 1024,
+    rejection_reason: 2048,
+    /** Metadata sw4rm-context-content-type, sw4rm-task-id, sw4rm-correlation-id, sw4rm-parent-request-id. */
+    content_type: 256,
+    task_id: 128,
+    correlation_id: 256,
+    /** CancelDelegation's reason, and the operator's rejection reason. */
+    cancel_reason: 2048,
+  },
   /** ConnectorService.RegisterProvider (tools/descriptors.ts). */
   connector: {
     tools: 256,

@@ -155,6 +155,10 @@ export const Settings = {
   negotiationRoom: 'negotiation.room',
   negotiationTieBreak: 'negotiation.tieBreak',
   negotiationProposalSchemas: 'negotiation.proposalSchemas',
+  handoffsDefaultTimeoutSeconds: 'handoffs.defaultTimeoutSeconds',
+  handoffsReroute: 'handoffs.reroute',
+  handoffsRouteToOperator: 'handoffs.routeToOperator',
+  handoffsRetentionDays: 'handoffs.retentionDays',
 } as const;
 
 export const OUTPUT_CHANNEL_NAME = 'SW4RM';

@@ -11,6 +11,7 @@ import { worktreeSettings, type WorktreeSettings } from './worktreeSettings';
 import { schedulerSettings, type SchedulerSettings } from './schedulerSettings';
 import { toolSettings, type ToolSettings } from './toolSettings';
 import { negotiationSettings, type NegotiationSettings } from './negotiationSettings';
+import { handoffSettings, type HandoffSettings } from './handoffSettings';
 
 export interface CoordinatorSettings {
   readonly port: number;
@@ -37,6 +38,8 @@ export interface CoordinatorSettings {
   readonly tools: ToolSettings;
   /** The negotiation policy (sw4rm.negotiation.*): given at start, and applied live on a change. */
   readonly negotiation: NegotiationSettings;
+  /** Handoffs: default timeout, rerouting, routing to the operator, retention (sw4rm.handoffs.*; at the next start). */
+  readonly handoffs: HandoffSettings;
 }
 
 /**
@@ -88,6 +91,12 @@ export function readSettings(context: vscode.ExtensionContext): CoordinatorSetti
       processAcceptUnenforcedNetworkPolicy: config.get<unknown>(Settings.toolsProcessAcceptUnenforcedNetworkPolicy),
     }),
     negotiation: readNegotiationSettings(),
+    handoffs: handoffSettings({
+      defaultTimeoutSeconds: config.get<unknown>(Settings.handoffsDefaultTimeoutSeconds),
+      reroute: config.get<unknown>(Settings.handoffsReroute),
+      routeToOperator: config.get<unknown>(Settings.handoffsRouteToOperator),
+      retentionDays: config.get<unknown>(Settings.handoffsRetentionDays),
+    }),
   };
 }
 
@@ -101,6 +110,7 @@ export const SERVER_SETTINGS: readonly string[] = [
   Settings.worktreesSnapshotRetentionDays,
   Settings.schedulerConflictThreshold, Settings.schedulerOnUnavailableEngine,
   Settings.toolsProcessEnabled, Settings.toolsProcessAcceptUnenforcedNetworkPolicy,
+  Settings.handoffsDefaultTimeoutSeconds, Settings.handoffsReroute, Settings.handoffsRouteToOperator, Settings.handoffsRetentionDays,
 ];
 
 export function affectsServer(event: vscode.ConfigurationChangeEvent): boolean {

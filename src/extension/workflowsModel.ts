@@ -260,7 +260,9 @@ export function handoffRow(handoff: HandoffView, now: number): WorkflowRow {
       ...(handoff.attempts.length ? [`targets tried: ${handoff.attempts.map((a) => `${a.agentId}${a.outcome ? ` (${a.outcome}${a.reason ? `: ${a.reason}` : ''})` : ''}`).join(', ')}`] : []),
       `context: ${handoff.context.contentType || 'opaque bytes'}, ${context}`,
       ...(handoff.taskId ? [`task ${handoff.taskId}`] : []),
-      ...(handoff.carryWorktree ? ['carries the sender\'s worktree'] : []),
+      ...(handoff.worktree ? [`worktree ${worktreeText(handoff.worktree)}`] : []),
+      ...(handoff.endReason ? [`ended: ${handoff.endReason}`] : []),
+      ...(handoff.completedBy ? [`completed by ${handoff.completedBy}`] : []),
       ...(needsYou ? ['No agent could take it: accept it yourself or reject it with a reason (its context menu).'] : []),
       `requested ${time(handoff.requestedAt)}`,
       ...(handoff.expiresAt !== null && handoff.state === 'PENDING' ? [`expires ${time(handoff.expiresAt)}`] : []),
@@ -299,17 +301,26 @@ export function handoffDetailText(handoff: HandoffView): string {
     `task            ${handoff.taskId || '—'}`,
     `correlation id  ${handoff.correlationId || '—'}`,
     ...(handoff.parentRequestId ? [`delegated under ${handoff.parentRequestId}`] : []),
-    `worktree        ${handoff.carryWorktree ? 'the receiver is bound to the sender\'s worktree' : 'not carried'}`,
+    `worktree        ${handoff.worktree ? worktreeText(handoff.worktree) : 'not carried'}`,
+    ...(handoff.completedBy ? [`completed by    ${handoff.completedBy}`] : []),
+    ...(handoff.endReason ? [`ended because   ${handoff.endReason}`] : []),
     `requested       ${time(handoff.requestedAt)}`,
     `expires         ${handoff.state === 'PENDING' ? time(handoff.expiresAt) : '—'}`,
     `ended           ${time(handoff.endedAt)}`,
     '',
     `Targets tried: ${handoff.attempts.length}`,
-    ...handoff.attempts.map((a) => `${time(a.at)} ${a.agentId} ${a.outcome || '(current)'}${a.code ? ` ${a.code}` : ''}${a.reason ? `: ${a.reason}` : ''}`),
+    ...handoff.attempts.map((a) => `${time(a.at)} ${a.agentId}${a.via ? ` (${a.via})` : ''} ${a.outcome || '(current)'}${a.code ? ` ${a.code}` : ''}`
+      + `${a.reason ? `: ${a.reason}` : ''}${a.redirectTo ? ` → redirect to ${a.redirectTo}` : ''}`),
     '',
     `Context (${context.contentType || 'opaque bytes'}, ${context.bytes} bytes):`,
     contextText,
   ].join('\n') + '\n';
+}
+
+/** The worktree a handoff carries, and what became of it: `repo/worktree (bound)`. */
+function worktreeText(worktree: NonNullable<HandoffView['worktree']>): string {
+  const outcome = [worktree.outcome, worktree.detail].filter(Boolean).join(': ');
+  return `${worktree.repoId}/${worktree.worktreeId}${outcome ? ` (${outcome})` : ''}`;
 }
 
 /** What Accept Handoff / Reject Handoff… did (request ids and agent ids are the agents' choice). */

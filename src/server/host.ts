@@ -11,6 +11,7 @@ import { discoverRepositories, type Repository } from '../core/worktree/reposito
 import type { WorktreeOperationsOptions } from '../core/worktree/operations';
 import type { SchedulerOptions } from '../core/scheduler/model';
 import type { PolicySettings } from '../core/policy/policies';
+import type { HandoffOptions } from '../core/handoff/handoffs';
 import type { ProcessProviderOptions } from '../core/tools/processProvider';
 import { PAYLOAD_FOLDER_NAME } from '../core/router/payloadFiles';
 import type { Event } from '../core/events';
@@ -55,6 +56,8 @@ export interface HostOptions {
   readonly tools?: { readonly process?: Partial<ProcessProviderOptions> };
   /** Negotiation policy (sw4rm.negotiation.*, --negotiation-policy), laid over the store's newest version at start. */
   readonly negotiation?: PolicySettings;
+  /** Handoffs: default timeout, rerouting, routing to the operator, retention (sw4rm.handoffs.*, --handoff-*). */
+  readonly handoffs?: Partial<HandoffOptions>;
 }
 
 /**
@@ -102,6 +105,7 @@ export class CoordinatorHost {
         scheduler: options.scheduler,
         tools: options.tools,
         negotiation: options.negotiation,
+        handoffs: options.handoffs,
       });
       if (unreadable !== undefined) {
         coordinator.log.record({

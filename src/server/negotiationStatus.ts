@@ -13,7 +13,7 @@ const STATUS: Readonly<Record<NegotiationErrorKind, grpc.status>> = {
 };
 
 /**
- * The gRPC status of a refusal from the policy, negotiation or room areas (the three adapters share it): the kind
+ * The gRPC status of a refusal from the policy, negotiation, room or handoff areas (their adapters share it): the kind
  * picks the status, the details start with the SW4RM error code (`VALIDATION_ERROR: …`). Anything else is INTERNAL.
  */
 export function negotiationStatus(err: unknown): grpc.StatusObject {

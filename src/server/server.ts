@@ -14,6 +14,7 @@ import { ActivityServiceAdapter } from './services/activityService';
 import { ConnectorServiceAdapter } from './services/connectorService';
 import { ReasoningServiceAdapter } from './services/reasoningService';
 import { CREDENTIALS_RULES, CREDENTIALS_SERVICE, CredentialsServiceAdapter, loadCredentialsDefinition } from './services/credentialsService';
+import { HandoffServiceAdapter } from './services/handoffService';
 import { HitlServiceAdapter } from './services/hitlService';
 import { LoggingServiceAdapter } from './services/loggingService';
 import { NegotiationRoomServiceAdapter } from './services/negotiationRoomService';
@@ -123,6 +124,7 @@ export class CoordinatorServer {
       [ReasoningServiceAdapter.serviceName]: new ReasoningServiceAdapter(coordinator).handlers(),
       [NegotiationRoomServiceAdapter.serviceName]: new NegotiationRoomServiceAdapter(coordinator).handlers(),
       [NegotiationServiceAdapter.serviceName]: new NegotiationServiceAdapter(coordinator).handlers(),
+      [HandoffServiceAdapter.serviceName]: new HandoffServiceAdapter(coordinator).handlers(),
     };
     // Every handler, built or not, runs behind the identity check of its rule (identity.ts).
     const add = (definition: grpc.ServiceDefinition, implementation: grpc.UntypedServiceImplementation | undefined, rules: Readonly<Record<string, IdentityRule>>) => {

@@ -1,7 +1,7 @@
 import { strict as assert } from 'node:assert';
 import { v4 as uuidv4 } from 'uuid';
 import { ManualClock } from '../../src/core/clock';
-import { Coordinator } from '../../src/core/coordinator';
+import { Coordinator, type CoordinatorOptions } from '../../src/core/coordinator';
 import { CoordinatorStore } from '../../src/core/coordinatorStore';
 import type { Disposable } from '../../src/core/events';
 import type { HitlPolicy } from '../../src/core/hitl/policy';
@@ -99,13 +99,16 @@ export class RouterHarness implements Disposable {
 
   constructor(readonly routerOptions: Partial<RouterOptions> = {}, readonly registryOptions: Partial<RegistryOptions> = {},
     /** The HITL policy each (re)started coordinator gets; tests may replace it before `restart`. */
-    public hitlPolicy?: HitlPolicy) {
+    public hitlPolicy?: HitlPolicy,
+    /** Further options each (re)started coordinator gets (an area's options); tests may replace them before `restart`. */
+    public coordinatorOptions: Partial<CoordinatorOptions> = {}) {
     this.open();
   }
 
   private open(): void {
     this.store = CoordinatorStore.open(this.dataDir);
     this.coordinator = new Coordinator({
+      ...this.coordinatorOptions,
       store: this.store, clock: this.clock, registry: this.registryOptions,
       router: { heartbeatIntervalMs: 0, ...this.routerOptions }, hitl: this.hitlPolicy,
     });

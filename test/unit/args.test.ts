@@ -19,6 +19,7 @@ const HITL_DEFAULTS = { operator: false, hitlPolicyFile: undefined };
 const WORKSPACE_DEFAULTS = {
   workspaceFolders: [], worktreesFolder: '', setupCopy: [], setupCommand: '', setupTimeoutSeconds: 600, trustRepositorySetup: false, snapshotRetentionDays: 30,
   maxParallel: {}, conflictThreshold: 0.7, processTools: false, acceptUnenforcedNetwork: false, negotiationPolicyFile: undefined,
+  handoffTimeoutSeconds: 300, handoffReroute: true, handoffToOperator: false, handoffRetentionDays: 30,
 };
 
 describe('parseArgs (headless CLI)', () => {
@@ -78,6 +79,18 @@ describe('parseArgs (headless CLI)', () => {
     refused(['--accept-unenforced-network=no'], /--accept-unenforced-network takes no value/);
     assert.match(USAGE, /--process-tools/);
     assert.match(USAGE, /--accept-unenforced-network/);
+  });
+
+  it('takes the handoff options: --handoff-timeout, --handoff-retention (bounded), --no-handoff-reroute and --handoff-to-operator (switches)', () => {
+    const o = parseArgs(['--handoff-timeout', '90', '--handoff-retention=7', '--no-handoff-reroute', '--handoff-to-operator']);
+    assert.deepEqual([o.handoffTimeoutSeconds, o.handoffRetentionDays, o.handoffReroute, o.handoffToOperator], [90, 7, false, true]);
+    refused(['--handoff-timeout', '0'], /--handoff-timeout must be a whole number from 1 to 86400, not '0'/);
+    refused(['--handoff-timeout', '86401'], /--handoff-timeout must be a whole number from 1 to 86400/);
+    refused(['--handoff-retention', '1.5'], /--handoff-retention must be a whole number from 1 to 3650/);
+    refused(['--handoff-to-operator=false'], /--handoff-to-operator takes no value/);
+    refused(['--no-handoff-reroute=1'], /--no-handoff-reroute takes no value/);
+    assert.match(USAGE, /--handoff-timeout <s>/);
+    assert.match(USAGE, /--handoff-to-operator/);
   });
 
   it('takes --workspace DIR repeatedly, in order', () => {

@@ -7,6 +7,7 @@ import { worktreeSettings } from '../../src/extension/worktreeSettings';
 import { schedulerSettings } from '../../src/extension/schedulerSettings';
 import { toolSettings } from '../../src/extension/toolSettings';
 import { negotiationSettings } from '../../src/extension/negotiationSettings';
+import { handoffSettings } from '../../src/extension/handoffSettings';
 
 /** Settings with a value other than the default in every group, as readSettings would produce them. */
 function settings(): CoordinatorSettings {
@@ -24,6 +25,7 @@ function settings(): CoordinatorSettings {
     scheduler: schedulerSettings({ maxParallelInstances: { Echo: 2 }, defaultMaxParallelInstances: 5, conflictThreshold: 0.4, onUnavailableEngine: 'escalate' }),
     tools: toolSettings({ processEnabled: true, processAcceptUnenforcedNetworkPolicy: true }),
     negotiation: negotiationSettings({ basePolicy: { max_rounds: 4 }, tieBreak: 'abort' }),
+    handoffs: handoffSettings({ defaultTimeoutSeconds: 42, reroute: false, routeToOperator: true, retentionDays: 7 }),
   };
 }
 
@@ -51,6 +53,7 @@ describe('the editor\'s host options (every host setting reaches CoordinatorHost
     assert.deepEqual(options.scheduler, { maxParallelInstances: { Echo: 2 }, defaultMaxParallelInstances: 5, conflictThreshold: 0.4, unavailableEngine: 'escalate' });
     assert.deepEqual(options.tools, { process: { enabled: true, acceptUnenforcedNetworkPolicy: true } }, 'sw4rm.tools.process.* reach the host');
     assert.deepEqual(options.negotiation, { base: { maxRounds: 4 }, tieBreak: 'abort' }, 'sw4rm.negotiation.* reach the host');
+    assert.deepEqual(options.handoffs, { defaultTimeoutMs: 42_000, reroute: false, routeToOperator: true, retentionDays: 7 }, 'sw4rm.handoffs.* reach the host');
   });
 
   it('uses every field of the settings that configures the host', () => {

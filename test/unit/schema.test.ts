@@ -25,6 +25,7 @@ const SHIPPED: ReadonlyArray<readonly [number, string, string]> = [
   [13, 'negotiation', '0ba8de7e0d590938'],
   [14, 'room', 'c0659f8be0c42dbb'],
   [15, 'room', '702557545a478cce'],
+  [16, 'handoff', '356f633dc7ddaa35'],
 ];
 
 function digest(step: SchemaStep): string {

@@ -37,10 +37,10 @@ function nodeView(nodeId: string, state: Partial<NodeRecord> = {}, trigger: Trig
 function handoff(overrides: Partial<HandoffView> = {}): HandoffView {
   return {
     requestId: 'h-1', fromAgent: 'planner', requestedTo: 'coder', toAgent: 'coder', reason: 'needs a TypeScript expert',
-    context: { contentType: 'application/json', bytes: 13, text: '{"step":3}', binary: false, truncated: false }, contextContentType: 'application/json',
+    context: { contentType: 'application/json', bytes: 13, text: '{"step":3}', binary: false, truncated: false }, contextContentType: 'application/json', contextBytes: 13,
     capabilitiesRequired: ['typescript'], priority: 0, timeoutMs: 60_000, budget: null, delegationPolicy: null, taskId: '', correlationId: 'c-1',
-    parentRequestId: '', carryWorktree: false, state: 'PENDING', awaitingOperator: false, attempts: [], acceptedBy: '', rejectionReason: '',
-    rejectionCode: '', expiresAt: T0 + 90_000, requestedAt: T0, updatedAt: T0, endedAt: null, ...overrides,
+    parentRequestId: '', carryWorktree: false, worktree: null, requestDigest: 'd', state: 'PENDING', awaitingOperator: false, attempts: [], acceptedBy: '',
+    rejectionReason: '', rejectionCode: '', endReason: '', completedBy: '', expiresAt: T0 + 90_000, requestedAt: T0, updatedAt: T0, endedAt: null, ...overrides,
   };
 }
 
@@ -182,10 +182,14 @@ describe('Workflows view rows (no vscode)', () => {
   });
 
   it('writes a handoff\'s details with its context as text, JSON pretty-printed, binary by size only', () => {
-    const text = handoffDetailText(handoff({ attempts: [{ agentId: 'coder', at: T0, outcome: '', reason: '', code: '', endedAt: null }] }));
+    const text = handoffDetailText(handoff({
+      attempts: [{ agentId: 'coder', at: T0, outcome: '', reason: '', code: '', endedAt: null, via: 'requested' }], carryWorktree: true,
+      worktree: { repoId: 'app', worktreeId: 'planner', outcome: 'bound', detail: '', invocationId: '' },
+    }));
     assert.match(text, /^Handoff h-1\n/);
     assert.match(text, /requested to {4}coder/);
-    assert.match(text, /coder \(current\)/);
+    assert.match(text, /coder \(requested\) \(current\)/);
+    assert.match(text, /worktree {8}app\/planner \(bound\)/);
     assert.ok(text.includes('{\n  "step": 3\n}'));
     const binary = handoffDetailText(handoff({ context: { contentType: '', bytes: 5, text: '', binary: true, truncated: false } }));
     assert.match(binary, /\(5 bytes, not UTF-8 text\)/);

@@ -37,7 +37,7 @@ import {
 import type { NegotiationSummary } from '../negotiation/model';
 import type { ProposalRecord, RoomArtifactSummary } from '../room/model';
 import type { Event } from '../events';
-import type { HandoffChange } from '../handoff/model';
+import type { HandoffChange, HandoffRecord } from '../handoff/model';
 import type { WorkflowCreateResult, WorkflowDetail, WorkflowsChange, WorkflowSummary } from '../workflow/model';
 import type { HandoffView } from './coordinatorApi';
 
@@ -470,11 +470,41 @@ export class InProcessCoordinatorApi implements CoordinatorApi, Disposable {
   }
 
   // ---- HANDOFF SECTION (the handoff helper replaces this block; nothing else may stay 'not built yet')
-  readonly onDidChangeHandoffs: Event<HandoffChange> = () => ({ dispose: () => undefined });
-  handoffs(_limit?: number): Promise<HandoffView[]> { return Promise.reject(new Error('not built yet')); }
-  handoff(_requestId: string): Promise<HandoffView | undefined> { return Promise.reject(new Error('not built yet')); }
-  acceptHandoff(_requestId: string, _by: string): Promise<HandoffView> { return Promise.reject(new Error('not built yet')); }
-  rejectHandoff(_requestId: string, _reason: string, _by: string): Promise<HandoffView> { return Promise.reject(new Error('not built yet')); }
+  private handoffsChanged: Emitter<HandoffChange> | undefined;
+  /** Subscribed to the core on first use (this block keeps its own state, so that the sections merge cleanly). */
+  get onDidChangeHandoffs(): Event<HandoffChange> {
+    if (this.disposed) return () => ({ dispose: () => undefined });
+    if (!this.handoffsChanged) {
+      const emitter = this.handoffsChanged = new Emitter<HandoffChange>();
+      this.subscriptions.push(this.coordinator.handoffs.onDidChange((change) => { if (!this.disposed) emitter.fire(change); }), emitter);
+    }
+    return this.handoffsChanged.event;
+  }
+
+  handoffs(limit = DEFAULT_NEGOTIATIONS): Promise<HandoffView[]> {
+    return this.run((c) => c.handoffs.recent(boundedLimit(limit)).map((r) => this.handoffView(r)));
+  }
+
+  handoff(requestId: string): Promise<HandoffView | undefined> {
+    return this.run((c) => {
+      const record = c.handoffs.get(requestId);
+      return record && this.handoffView(record);
+    });
+  }
+
+  acceptHandoff(requestId: string, by: string): Promise<HandoffView> {
+    return this.run((c) => this.handoffView(c.handoffs.acceptAsOperator(requestId, by, { correlationId: c.ids.uuid(), principal: 'operator' })));
+  }
+
+  rejectHandoff(requestId: string, reason: string, by: string): Promise<HandoffView> {
+    return this.run((c) => this.handoffView(c.handoffs.rejectAsOperator(requestId, reason, by, { correlationId: c.ids.uuid(), principal: 'operator' })));
+  }
+
+  /** The record for the editor: the context as bounded text (a listed record holds only its first bytes; contextBytes is the size). */
+  private handoffView(record: HandoffRecord): HandoffView {
+    const { context, ...rest } = record;
+    return { ...rest, context: { ...payloadText(context, record.contextContentType), bytes: record.contextBytes } };
+  }
   // ---- END HANDOFF SECTION
 
   negotiationPolicy(): Promise<PolicySet> {

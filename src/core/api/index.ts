@@ -57,5 +57,7 @@ export { parsePolicySettings, POLICY_SETTING_KEYS, type PolicySettingValues } fr
 export type { DeltaSummary, NegotiationState, NegotiationSummary, RoundEvaluation, StopReason } from '../negotiation/model';
 export type { AggregatedScore, ArtifactState, ArtifactType, DecisionOutcome, RoomArtifactSummary, RoomDecision, ThresholdCheck, VoteRecord } from '../room/model';
 export { HANDOFF_CONTEXT_CONTENT_TYPE, HANDOFF_STATES, TERMINAL_HANDOFF_STATES, type HandoffAttempt, type HandoffState } from '../handoff/model';
+export type { HandoffWorktree } from '../handoff/model';
+export { DEFAULT_HANDOFF_OPTIONS, HANDOFF_OPTION_BOUNDS, type HandoffOptions } from '../handoff/handoffs';
 export { NODE_METADATA_KEYS, NODE_STATUSES, TRIGGER_TYPES, WORKFLOW_STATES } from '../workflow/model';
 export type { NodeRecord, NodeStatus, TriggerType, WorkflowDefinition, WorkflowNodeDefinition, WorkflowNodeView, WorkflowState } from '../workflow/model';

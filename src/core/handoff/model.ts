@@ -12,7 +12,11 @@ export const HANDOFF_STATES = ['PENDING', 'ACCEPTED', 'REJECTED', 'COMPLETED', '
 export type HandoffState = (typeof HANDOFF_STATES)[number];
 export const TERMINAL_HANDOFF_STATES: ReadonlySet<HandoffState> = new Set(['REJECTED', 'COMPLETED', 'EXPIRED', 'CANCELLED']);
 
-/** The content types a context snapshot may declare (gRPC metadata `sw4rm-context-content-type`; README, "Handoffs"). */
+/**
+ * The content types a context snapshot may declare (gRPC metadata `sw4rm-context-content-type`; README, "Handoffs"):
+ * this one is validated against the HandoffContext JSON Schema (handoff-context.txt), `application/json` must be
+ * bounded valid JSON, any other MIME type (or none) is opaque bytes.
+ */
 export const HANDOFF_CONTEXT_CONTENT_TYPE = 'application/vnd.sw4rm.handoff-context+json';
 
 /** One target tried: who, when, and how it ended (accepted, rejected with reason and code, expired, redirected). */
@@ -20,10 +24,34 @@ export interface HandoffAttempt {
   readonly agentId: string;
   readonly at: number;
   /** '' while this attempt is the current one. */
-  outcome: '' | 'accepted' | 'rejected' | 'expired' | 'redirected' | 'cancelled' | 'left';
+  outcome: '' | 'accepted' | 'rejected' | 'expired' | 'redirected' | 'cancelled' | 'left' | 'completed';
   reason: string;
   code: string;
   endedAt: number | null;
+  /** How the agent became the target: named by the requester, capability routing, a redirect, or the operator. */
+  via?: 'requested' | 'capability' | 'redirect' | 'operator';
+  /** RejectHandoff's retry_after_ms (recorded; README, "Handoffs"). */
+  retryAfterMs?: number;
+  /** RejectHandoff's redirect_to_agent_id, as given. */
+  redirectTo?: string;
+}
+
+/**
+ * `sw4rm-handoff-worktree: carry`: the requester's worktree when it asked (repository and worktree), and what became of
+ * the carry when the handoff was accepted (README, "Handoffs").
+ */
+export interface HandoffWorktree {
+  readonly repoId: string;
+  readonly worktreeId: string;
+  /**
+   * '' until accepted; `bound`: the receiver was UNBOUND and is now bound with it as its home (BIND); `switch_pending`:
+   * the receiver was bound at its own home in the same repository and asked to switch into it (SWITCH_REQUEST, decided
+   * through HITL WORKTREE_OVERRIDE: `invocationId`); `already_there`: the receiver works in it already; `not_applicable`:
+   * the operator accepted (no agent to bind).
+   */
+  outcome: '' | 'bound' | 'switch_pending' | 'already_there' | 'not_applicable';
+  detail: string;
+  invocationId: string;
 }
 
 /** SW4-004 BudgetEnvelope as received (uint64 as numbers; 0 = not given). */
@@ -54,8 +82,12 @@ export interface HandoffRecord {
   /** The current (or last) target; '' while it waits for an operator or when nobody could be chosen. */
   toAgent: string;
   readonly reason: string;
-  /** The context snapshot's bytes, as sent. */
+  /**
+   * The context snapshot's bytes, as sent. Records listed by HandoffRepository.listRecent hold only its first
+   * LISTED_CONTEXT_BYTES (what the editor shows); `contextBytes` is always the whole size.
+   */
   readonly context: Buffer;
+  readonly contextBytes: number;
   /** '' (opaque bytes), 'application/json', or HANDOFF_CONTEXT_CONTENT_TYPE (validated against the HandoffContext schema). */
   readonly contextContentType: string;
   readonly capabilitiesRequired: readonly string[];
@@ -72,6 +104,10 @@ export interface HandoffRecord {
   readonly parentRequestId: string;
   /** The requester asked that the receiving agent be bound to its worktree (README, "Handoffs"). */
   readonly carryWorktree: boolean;
+  /** With carryWorktree: the worktree carried and the outcome; null otherwise. */
+  readonly worktree: HandoffWorktree | null;
+  /** sha256 of everything the request asked (a retry with the same request_id and digest is the same request). */
+  readonly requestDigest: string;
   state: HandoffState;
   /** PENDING and waiting for a person (no agent could take it and policy routes it to the operator). */
   awaitingOperator: boolean;
@@ -80,6 +116,10 @@ export interface HandoffRecord {
   acceptedBy: string;
   rejectionReason: string;
   rejectionCode: string;
+  /** Why it ended EXPIRED or CANCELLED (and who), '' otherwise. */
+  endReason: string;
+  /** Who completed it (an agent id, or `operator:<name>`), '' until COMPLETED. */
+  completedBy: string;
   /** When the current target's time runs out (epoch ms), null when not PENDING. */
   expiresAt: number | null;
   readonly requestedAt: number;
@@ -87,15 +127,32 @@ export interface HandoffRecord {
   endedAt: number | null;
 }
 
+/** A listed record's context holds at most this many bytes (the editor shows 64 KiB; one more says it was cut). */
+export const LISTED_CONTEXT_BYTES = 64 * 1024 + 1;
+
+/** A COMPLETED handoff as the router's TransferredWork needs it. */
+export interface TransferredEntry {
+  readonly requestId: string;
+  readonly fromAgent: string;
+  readonly correlationId: string;
+  readonly acceptedBy: string;
+}
+
 export interface HandoffRepository {
+  /** Inserts or updates; the context bytes are written only by the insert (they never change). */
   put(record: HandoffRecord): void;
   get(requestId: string): HandoffRecord | undefined;
-  /** Every handoff not terminal (restore after a restart). */
+  /** Every handoff not terminal (restore after a restart), without their context bytes (`context` empty; get() reads it). */
   listOpen(): HandoffRecord[];
-  /** The newest `limit` handoffs, open ones first, then by updatedAt descending. */
+  /** The newest `limit` handoffs, open ones first, then by updatedAt descending; contexts cut to LISTED_CONTEXT_BYTES. */
   listRecent(limit: number): HandoffRecord[];
-  /** Terminal handoffs ended before `before`, at most `limit` deleted; answers how many. */
-  pruneEnded(before: number, limit: number): number;
+  /** Every COMPLETED handoff (the router's TransferredWork is rebuilt from them at start). */
+  listTransferred(): TransferredEntry[];
+  /**
+   * Terminal handoffs ended before `before`, at most `limit` deleted; answers how many, whether more are due, and the
+   * COMPLETED ones among them (their transferred-work refusals end with them).
+   */
+  pruneEnded(before: number, limit: number): { readonly deleted: number; readonly more: boolean; readonly transferred: readonly TransferredEntry[] };
 }
 
 export interface HandoffStorage extends Transactions {

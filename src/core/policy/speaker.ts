@@ -23,7 +23,7 @@ export type NegotiationErrorKind =
   | 'unavailable'; // UNAVAILABLE
 
 /**
- * A refusal from the policy, negotiation or room areas. `code` is the spec's error code (RFC §21 / message-types.txt:
+ * A refusal from the policy, negotiation, room or handoff areas. `code` is the spec's error code (RFC §21 / message-types.txt:
  * VALIDATION_ERROR, PERMISSION_DENIED, NOT_FOUND, BUFFER_FULL, …); the server sends `<code>: <message>` as details.
  */
 export class NegotiationError extends Error {

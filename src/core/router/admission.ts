@@ -79,6 +79,16 @@ export class Admission {
       }), { original_message_id: same.envelope.messageId, original_status: same.state });
     }
 
+    // RFC §17.6: after a handoff COMPLETED, its origin may no longer act on the transferred work. ACKs (protocol answers
+    // about messages it received, a `terminate` included) and heartbeats are not acting on it. A Map lookup, and none
+    // at all while nothing was ever handed off.
+    const work = core.transferredWork;
+    if (work !== undefined && envelope.correlationId !== '' && envelope.producerId !== COORDINATOR_ID
+      && envelope.messageType !== 'ACKNOWLEDGEMENT' && envelope.messageType !== 'HEARTBEAT') {
+      const transferred = work.refusalFor(envelope.producerId, envelope.correlationId);
+      if (transferred !== undefined) return refused('PERMISSION_DENIED', transferred, { correlation_id: envelope.correlationId });
+    }
+
     const json = jsonObject(envelope);
     const to = (options.to ?? '').trim() || (typeof json?.to === 'string' ? json.to.trim() : '');
 

@@ -3,6 +3,7 @@ import type { CallContext } from '../context';
 import type { Disposable, Event } from '../events';
 import type { IdSource } from '../ids';
 import type { EventLog } from '../log/eventLog';
+import type { TransferredWork } from '../handoff/model';
 import type { AgentDirectory } from '../registry/model';
 import type { SendOptions, SendResult } from './admission';
 import type { DeadLetterChange } from './deadLetters';
@@ -74,6 +75,15 @@ export class Router implements CoordinatorMailbox, CoordinatorOutbox, Disposable
     }));
     core.coordinator.startHeartbeat();
     this.housekeeping = new Housekeeping(core);
+  }
+
+  /**
+   * The handoff area's completed transfers: from now on admission asks `work.refusalFor(producer, correlation_id)` of every
+   * message an agent sends (ACKs and heartbeats aside) and refuses it PERMISSION_DENIED with the answer (RFC §17.6).
+   */
+  guardTransferredWork(work: TransferredWork): Disposable {
+    this.core.transferredWork = work;
+    return { dispose: () => { if (this.core.transferredWork === work) this.core.transferredWork = undefined; } };
   }
 
   /** SendMessage: answers accepted only after the message is committed to the store. Validates on the event loop. */

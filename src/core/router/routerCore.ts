@@ -2,6 +2,7 @@ import type { Clock } from '../clock';
 import { Emitter } from '../events';
 import type { IdSource } from '../ids';
 import type { EventLog } from '../log/eventLog';
+import type { TransferredWork } from '../handoff/model';
 import type { AgentDirectory } from '../registry/model';
 import { AckLifecycle } from './ackLifecycle';
 import { Admission } from './admission';
@@ -64,6 +65,8 @@ export class RouterCore {
   readonly storeBudget: StoreBudget;
   /** The payload folder (RouterOptions.payloadDir); without one, every payload stays in SQLite. */
   readonly files: PayloadFiles | undefined;
+  /** The handoff area's completed transfers (Router.guardTransferredWork): admission refuses their origins' sends about them. */
+  transferredWork: TransferredWork | undefined;
 
   constructor(
     readonly store: RouterStorage,

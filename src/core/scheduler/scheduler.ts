@@ -819,20 +819,47 @@ export class Scheduler implements Disposable {
       if (done) throw new SchedulerError('refused', `Task ${taskId} already ended ${done.state}.`);
       throw new SchedulerError('not_found', `There is no task ${taskId}.`);
     }
-    const taskCtx: CallContext = { ...ctx, correlationId: taskId };
+    this.close(task, 'cancelled', reason, `cancelled: ${reason}`, { ...ctx, correlationId: taskId }, 'operator');
+    return task;
+  }
+
+  /**
+   * A handoff of this task COMPLETED (RFC §17.6: the origin "MUST NOT continue work on the transferred context"): the
+   * task ends CANCELLED with error code `handed_off` (cause `handoff`, its one `task.state_changed` event), and, when it
+   * was dispatched, its agent is told `terminate` and stays occupied until it answers, exactly as for a cancel (a grace
+   * past which the agent is FAILED). CANCELLED rather than COMPLETED: the task's work did not finish here, and its
+   * result, if any, comes from the receiver. Joins the caller's transaction. Answers the task, or undefined when it is
+   * not open (ended meanwhile: nothing to close).
+   */
+  handOff(taskId: string, note: string, ctx: CallContext): TaskRecord | undefined {
+    const task = this.open.get(taskId);
+    if (!task) return undefined;
+    this.close(task, 'handed_off', note, `handed off: ${note}`, { ...ctx, correlationId: taskId }, 'handoff');
+    return task;
+  }
+
+  /** Open scheduler tasks for the agent: the one it runs (or a cancelled one awaiting `terminate`) and those queued for its id. */
+  loadOf(agentId: string): number {
+    let n = this.slots.has(agentId) ? 1 : 0;
+    n += this.queues.get(agentId)?.size ?? 0;
+    for (const task of this.gateHeld) if (task.target === agentId) n++;
+    return n;
+  }
+
+  /** Ends an open task CANCELLED with `code`; a dispatched one's agent is told `terminate` with the cancel grace. */
+  private close(task: TaskRecord, code: string, note: string, terminateReason: string, taskCtx: CallContext, cause: string): void {
     if (task.state === 'QUEUED') {
-      this.end(task, 'CANCELLED', 'cancelled', reason, taskCtx, 'operator');
-      return task;
+      this.end(task, 'CANCELLED', code, note, taskCtx, cause);
+      return;
     }
     const agentId = task.assignedAgentId;
-    this.clearTimer(taskId);
-    this.end(task, 'CANCELLED', 'cancelled', reason, taskCtx, 'operator');
+    this.clearTimer(task.taskId);
+    this.end(task, 'CANCELLED', code, note, taskCtx, cause);
     // The agent stays occupied until it answers `terminate` (or the grace passes: then it is FAILED).
-    this.slots.set(agentId, { taskId, cancelled: task });
+    this.slots.set(agentId, { taskId: task.taskId, cancelled: task });
     this.syncRunning(agentId);
-    this.sendTerminate(task, `cancelled: ${reason}`, taskCtx);
+    this.sendTerminate(task, terminateReason, taskCtx);
     this.armCancelGrace(task);
-    return task;
   }
 
   /**

@@ -1,0 +1,1120 @@
+import { createHash } from 'node:crypto';
+import { isoUtc, type Clock } from '../clock';
+import type { CallContext } from '../context';
+import { Emitter, type Disposable, type Event } from '../events';
+import { FIELD_LIMITS, identifierRefusal } from '../fieldLimits';
+import type { IdSource } from '../ids';
+import { PAYLOAD_LIMITS } from '../limits';
+import type { EventLog } from '../log/eventLog';
+import { NegotiationError, type NegotiationErrorKind, type Speaker } from '../policy/speaker';
+import type { AgentDirectory, AgentRecord, RegistryChange } from '../registry/model';
+import { schedulePruning } from '../retention';
+import type { CoordinatorOutbox } from '../router/model';
+import { MAX_PRIORITY, MIN_PRIORITY, TERMINAL_TASK_STATES, type TaskRecord } from '../scheduler/model';
+import type { BindingStatus } from '../worktree/bindings';
+import { contextKindOf, contextRefusal } from './context';
+import {
+  TERMINAL_HANDOFF_STATES,
+  type HandoffAttempt, type HandoffBudget, type HandoffChange, type HandoffDelegationPolicy, type HandoffQueries, type HandoffRecord,
+  type HandoffState, type HandoffStorage, type HandoffWorktree, type TransferredEntry, type TransferredWork,
+} from './model';
+import { missingCapabilities, rankCandidates, unavailability } from './routing';
+
+/** What RequestHandoff asks (the server reads the proto and the call metadata into this). */
+export interface HandoffRequestInput {
+  readonly requestId: string;
+  readonly fromAgent: string;
+  /** '' = capability routing. */
+  readonly toAgent: string;
+  readonly reason: string;
+  readonly context: Buffer;
+  /** Metadata sw4rm-context-content-type; '' = opaque bytes. */
+  readonly contextContentType: string;
+  readonly capabilitiesRequired: readonly string[];
+  readonly priority: number;
+  /** The request's `timeout` in ms; null when absent (or zero): the default. */
+  readonly timeoutMs: number | null;
+  readonly budget: HandoffBudget | null;
+  readonly delegationPolicy: HandoffDelegationPolicy | null;
+  /** Metadata sw4rm-task-id, sw4rm-correlation-id, sw4rm-parent-request-id; '' when absent. */
+  readonly taskId: string;
+  readonly correlationId: string;
+  readonly parentRequestId: string;
+  /** Metadata `sw4rm-handoff-worktree: carry`. */
+  readonly carryWorktree: boolean;
+}
+
+/** RejectHandoff's HandoffResponse. */
+export interface HandoffRejection {
+  readonly requestId: string;
+  /** accepting_agent: the agent answering. */
+  readonly agentId: string;
+  readonly reason: string;
+  /** common.ErrorCode by name ('' = unspecified). */
+  readonly code: string;
+  readonly retryAfterMs: number;
+  readonly redirectTo: string;
+}
+
+export interface HandoffOptions {
+  /** How long each target has to answer when the request names no `timeout` (ms). */
+  readonly defaultTimeoutMs: number;
+  /** The longest `timeout` a request may ask (ms); a longer one is refused. */
+  readonly maxTimeoutMs: number;
+  /** On a rejection or a timeout, offer the handoff to the next capable agent (README, "Handoffs", "Routing"). */
+  readonly reroute: boolean;
+  /** When no agent can take it, the handoff waits for a person (awaitingOperator) instead of being refused or ended. */
+  readonly routeToOperator: boolean;
+  /** Ended handoffs are deleted this many days after they ended (their transferred-work refusals end with them). */
+  readonly retentionDays: number;
+  /** Open (PENDING or ACCEPTED) handoffs at most, in all and per requesting agent; beyond, RequestHandoff is refused BUFFER_FULL. */
+  readonly maxOpen: number;
+  readonly maxOpenPerAgent: number;
+}
+
+export const DEFAULT_HANDOFF_OPTIONS: HandoffOptions = {
+  defaultTimeoutMs: 300_000,
+  maxTimeoutMs: 86_400_000,
+  reroute: true,
+  routeToOperator: false,
+  retentionDays: 30,
+  maxOpen: 10_000,
+  maxOpenPerAgent: 256,
+};
+
+/** The bounds of the options a setting or a flag may give. */
+export const HANDOFF_OPTION_BOUNDS = {
+  defaultTimeoutSeconds: { min: 1, max: 86_400 },
+  retentionDays: { min: 1, max: 3650 },
+} as const;
+
+/** Targets tried at most per handoff (the first included); then it ends as if no agent could take it. */
+export const MAX_ATTEMPTS = 32;
+/** CancelDelegation's grace_period_ms at most (forwarded to the parties; README, "Handoffs"). */
+export const MAX_GRACE_PERIOD_MS = 3_600_000;
+/** How often retention runs and how many ended handoffs one run deletes at most. */
+export const HANDOFF_RETENTION_INTERVAL_MS = 3_600_000;
+export const HANDOFF_RETENTION_BATCH = 100;
+/** The NOTIFICATION payloads' `type` (README, "Handoffs"). */
+export const HANDOFF_REQUEST_NOTICE = 'handoff_request';
+export const HANDOFF_STATUS_NOTICE = 'handoff_status';
+const NOTICE_CONTENT_TYPE = 'application/json';
+
+/** What the handoff area needs of the scheduler. */
+export interface HandoffTasks {
+  task(taskId: string): TaskRecord | undefined;
+  loadOf(agentId: string): number;
+  handOff(taskId: string, note: string, ctx: CallContext): TaskRecord | undefined;
+}
+
+/** What the handoff area needs of the worktree bindings (WorktreeBindings). */
+export interface HandoffWorktrees {
+  placeOf(agentId: string): { readonly repoId: string; readonly worktreeId: string; readonly branch: string } | undefined;
+  status(agentId: string): BindingStatus;
+  bind(agentId: string, repoId: string, worktreeId: string, ctx: CallContext, within?: (b: BindingStatus) => void): Promise<BindingStatus>;
+  requestSwitch(agentId: string, targetWorktreeId: string, ctx: CallContext, options: { requiresHitl?: boolean; reason?: string },
+    within?: (b: BindingStatus) => void): Promise<BindingStatus>;
+}
+
+export interface HandoffDeps {
+  readonly store: HandoffStorage;
+  readonly log: EventLog;
+  readonly clock: Clock;
+  readonly ids: IdSource;
+  readonly agents: AgentDirectory;
+  readonly outbox: CoordinatorOutbox;
+  readonly tasks: HandoffTasks;
+  readonly worktrees: HandoffWorktrees;
+  /** HitlService.cancel: a switch asked for a carry whose accept could not be committed is withdrawn. */
+  readonly cancelInvocation: (invocationId: string, by: string, reason: string, ctx: CallContext) => void;
+}
+
+const LIMITS = FIELD_LIMITS.handoff;
+const ACTOR = 'handoff';
+const EMPTY = Buffer.alloc(0);
+/** An in-memory record: everything but the context bytes (read from the store when needed). */
+type OpenRecord = HandoffRecord;
+type Ended = Extract<HandoffState, 'REJECTED' | 'EXPIRED' | 'CANCELLED' | 'COMPLETED'>;
+type Trigger = 'rejected' | 'expired' | 'left';
+
+const fail = (kind: NegotiationErrorKind, code: string, message: string) => new NegotiationError(kind, code, message);
+const invalid = (message: string) => fail('invalid', 'VALIDATION_ERROR', message);
+const denied = (message: string) => fail('permission', 'PERMISSION_DENIED', message);
+const precondition = (message: string) => fail('precondition', 'FAILED_PRECONDITION', message);
+
+function identifier(field: string, value: string, max: number, required: boolean): string {
+  if (required && value === '') throw invalid(`${field} is required`);
+  const refusal = identifierRefusal(field, value, max);
+  if (refusal !== undefined) throw invalid(refusal);
+  if (value !== value.trim()) throw invalid(`${field} '${value.slice(0, 80)}' has leading or trailing spaces`);
+  return value;
+}
+
+function text(field: string, value: string, max: number): string {
+  if (value.length > max) throw invalid(`${field} is longer than ${max} characters (${value.length})`);
+  if (value.includes('\u0000')) throw invalid(`${field} contains NUL`);
+  return value;
+}
+
+function nonNegative(field: string, value: number): number {
+  if (!Number.isFinite(value) || value < 0) throw invalid(`${field} must be a non-negative number, not ${String(value)}`);
+  return value;
+}
+
+function speakerName(speaker: Speaker): string {
+  return speaker.kind === 'coordinator' ? 'coordinator' : speaker.label;
+}
+
+function mayActAs(speaker: Speaker, agentId: string): boolean {
+  return speaker.kind !== 'agent' || (agentId !== '' && speaker.mayActAs(agentId));
+}
+
+function transferKey(fromAgent: string, correlationId: string): string {
+  return `${fromAgent}\u0000${correlationId}`;
+}
+
+function transferRefusal(entry: TransferredEntry): string {
+  return `handoff ${entry.requestId} completed: ${entry.acceptedBy} owns this work (correlation_id '${entry.correlationId}'; RFC §17.6: the origin may not act on it)`;
+}
+
+function withoutContext(record: HandoffRecord): OpenRecord {
+  return { ...record, context: EMPTY };
+}
+
+function currentAttempt(record: HandoffRecord): HandoffAttempt | undefined {
+  const last = record.attempts[record.attempts.length - 1];
+  return last && last.outcome === '' ? last : undefined;
+}
+
+/**
+ * Handoffs (RFC §17.6; README, "Handoffs"): RequestHandoff validated (ids, budget envelope, the context snapshot against
+ * the HandoffContext schema when its content type says so, the task handed off), routed to the named agent or by
+ * capability (routing.ts), announced to the target by a NOTIFICATION envelope in the transaction of the change; the
+ * target accepts or rejects, a rejection or a timeout (Clock) moves it to the next candidate when rerouting is allowed,
+ * or to a person when no agent can take it and the options say so; CompleteHandoff transfers the work (the origin's task
+ * closed, its further sends about it refused by the router: TransferredWork); CancelDelegation cancels a delegation and
+ * its children. Every transition is one `handoff.*` event in its transaction; the requester learns each outcome by a
+ * `handoff_status` NOTIFICATION. Everything persists; timers come back after a restart.
+ */
+export class Handoffs implements HandoffQueries, TransferredWork, Disposable {
+  private readonly changed = new Emitter<HandoffChange>();
+  readonly onDidChange: Event<HandoffChange> = this.changed.event;
+  /** Open (PENDING or ACCEPTED) handoffs by request id, without their context bytes. */
+  private readonly open = new Map<string, OpenRecord>();
+  private readonly timers = new Map<string, Disposable>();
+  /** (from_agent, correlation_id) of COMPLETED handoffs → the router's refusal text; by request id for retention. */
+  private readonly transferred = new Map<string, string>();
+  private readonly transferKeys = new Map<string, string>();
+  private readonly subscriptions: Disposable[] = [];
+  private readonly pruning: Disposable;
+  private disposed = false;
+
+  constructor(private readonly deps: HandoffDeps, private readonly options: HandoffOptions = DEFAULT_HANDOFF_OPTIONS) {
+    this.pruning = schedulePruning(deps.clock, HANDOFF_RETENTION_INTERVAL_MS, () => this.pruneEnded());
+    this.subscriptions.push(deps.agents.onDidChange((change) => this.safely('agent_change', () => this.onAgentChange(change))));
+  }
+
+  // ---------------------------------------------------------------- queries
+
+  recent(limit: number): HandoffRecord[] {
+    return this.deps.store.handoffs.listRecent(limit);
+  }
+
+  get(requestId: string): HandoffRecord | undefined {
+    return this.deps.store.handoffs.get(requestId);
+  }
+
+  /** TransferredWork: the router asks this of every message an agent sends (O(1); nothing at all while none completed). */
+  refusalFor(producerId: string, correlationId: string): string | undefined {
+    if (this.transferred.size === 0) return undefined;
+    return this.transferred.get(transferKey(producerId, correlationId));
+  }
+
+  /** Open handoffs (tests and the editor's counts). */
+  openCount(): number {
+    return this.open.size;
+  }
+
+  /**
+   * GetPendingHandoffs: the PENDING handoffs whose current target is `agentId` (context included), by priority (-19
+   * first) then age. Only the agent itself (or the operator) may ask.
+   */
+  pending(agentId: string, speaker: Speaker): HandoffRecord[] {
+    identifier('agent_id', agentId, LIMITS.agent_id, true);
+    if (!mayActAs(speaker, agentId)) throw denied(`${speakerName(speaker)} may not read the pending handoffs of '${agentId}'`);
+    const mine = [...this.open.values()].filter((r) => r.state === 'PENDING' && !r.awaitingOperator && r.toAgent === agentId)
+      .sort((a, b) => a.priority - b.priority || a.requestedAt - b.requestedAt || (a.requestId < b.requestId ? -1 : 1));
+    return mine.map((r) => this.deps.store.handoffs.get(r.requestId)).filter((r): r is HandoffRecord => r !== undefined);
+  }
+
+  // ---------------------------------------------------------------- RequestHandoff
+
+  request(input: HandoffRequestInput, speaker: Speaker, ctx: CallContext): HandoffRecord {
+    const requestId = identifier('request_id', input.requestId, LIMITS.request_id, true);
+    const fromAgent = identifier('from_agent', input.fromAgent, LIMITS.agent_id, true);
+    if (!mayActAs(speaker, fromAgent)) throw denied(`${speakerName(speaker)} may not request a handoff as '${fromAgent}'`);
+    const digest = requestDigest(input);
+    const existing = this.open.get(requestId) ?? this.deps.store.handoffs.get(requestId);
+    if (existing) {
+      // A retry whose answer was lost: the same request changes nothing, whatever became of it.
+      if (existing.requestDigest === digest) return this.full(existing);
+      throw fail('exists', 'DUPLICATE_DETECTED', `request_id '${requestId}' was already used for another handoff (from '${existing.fromAgent}', now ${existing.state}); a new request needs a new request_id`);
+    }
+    const work = this.refusalFor(fromAgent, input.correlationId || input.taskId || requestId);
+    if (work !== undefined) throw denied(work);
+    const from = this.deps.agents.get(fromAgent);
+    if (!from) throw fail('not_found', 'NOT_FOUND', `from_agent '${fromAgent}' is not a registered agent; RegisterAgent first`);
+    const toAgent = identifier('to_agent', input.toAgent, LIMITS.agent_id, false);
+    if (toAgent === fromAgent) throw invalid(`to_agent is from_agent '${fromAgent}': an agent cannot hand off to itself`);
+    const reason = text('reason', input.reason, LIMITS.reason);
+    if (reason.trim() === '') throw invalid('reason is required: say why the work is handed off (RFC §17.6)');
+    const capabilities = this.checkCapabilities(input.capabilitiesRequired);
+    if (!Number.isInteger(input.priority) || input.priority < MIN_PRIORITY || input.priority > MAX_PRIORITY) {
+      throw invalid(`priority must be an integer from ${MIN_PRIORITY} (highest) to ${MAX_PRIORITY} (lowest), not ${String(input.priority)}`);
+    }
+    const now = this.deps.clock.now();
+    let timeoutMs = this.options.defaultTimeoutMs;
+    if (input.timeoutMs !== null && !(Number.isFinite(input.timeoutMs) && input.timeoutMs >= 0)) throw invalid(`timeout must be a non-negative duration, not ${String(input.timeoutMs)}`);
+    if (input.timeoutMs !== null && input.timeoutMs > 0) {
+      if (input.timeoutMs > this.options.maxTimeoutMs) throw invalid(`timeout is ${input.timeoutMs} ms; at most ${this.options.maxTimeoutMs} ms`);
+      timeoutMs = Math.ceil(input.timeoutMs);
+    }
+    const budget = input.budget ? this.checkBudget(input.budget, now) : null;
+    const policy = input.delegationPolicy ? checkPolicy(input.delegationPolicy) : null;
+    const contentType = identifier('sw4rm-context-content-type', input.contextContentType, LIMITS.content_type, false);
+    const contextProblem = contextRefusal(input.context, contentType);
+    if (contextProblem !== undefined) throw invalid(contextProblem);
+    const taskId = identifier('sw4rm-task-id', input.taskId, LIMITS.task_id, false);
+    if (taskId !== '') this.checkTask(taskId, fromAgent);
+    const correlationId = identifier('sw4rm-correlation-id', input.correlationId, LIMITS.correlation_id, false) || taskId || requestId;
+    const parentRequestId = identifier('sw4rm-parent-request-id', input.parentRequestId, LIMITS.request_id, false);
+    if (parentRequestId === requestId) throw invalid('sw4rm-parent-request-id names the request itself');
+    let worktree: HandoffWorktree | null = null;
+    if (input.carryWorktree) {
+      const place = this.deps.worktrees.placeOf(fromAgent);
+      if (!place) throw precondition(`sw4rm-handoff-worktree: carry asks to carry the worktree of '${fromAgent}', which is not bound to one (WorktreeService.Bind first)`);
+      worktree = { repoId: place.repoId, worktreeId: place.worktreeId, outcome: '', detail: '', invocationId: '' };
+    }
+    if (this.open.size >= this.options.maxOpen) {
+      throw fail('exhausted', 'BUFFER_FULL', `${this.open.size} handoffs are open (at most ${this.options.maxOpen}); wait for some to end`);
+    }
+    const ofAgent = [...this.open.values()].filter((r) => r.fromAgent === fromAgent).length;
+    if (ofAgent >= this.options.maxOpenPerAgent) {
+      throw fail('exhausted', 'BUFFER_FULL', `'${fromAgent}' already has ${ofAgent} open handoffs (at most ${this.options.maxOpenPerAgent})`);
+    }
+
+    // Routing: the named agent, else the best capable one, else a person (when the options say so).
+    let target: { agentId: string; via: 'requested' | 'capability' } | undefined;
+    if (toAgent !== '') {
+      target = { agentId: this.checkNamedTarget(toAgent, capabilities), via: 'requested' };
+    } else {
+      const best = this.candidates(capabilities, new Set([fromAgent]))[0];
+      if (best) target = { agentId: best.agentId, via: 'capability' };
+      else if (!this.options.routeToOperator) throw fail('precondition', 'NO_ROUTE', this.noRoute(capabilities, fromAgent));
+    }
+    const deadlineAt = this.deadlineOf(budget, now);
+    const record: HandoffRecord = {
+      requestId, fromAgent, requestedTo: toAgent, toAgent: target?.agentId ?? '', reason, context: Buffer.from(input.context),
+      contextBytes: input.context.byteLength, contextContentType: contentType, capabilitiesRequired: capabilities, priority: input.priority,
+      timeoutMs: deadlineAt === null ? timeoutMs : Math.max(1, Math.min(timeoutMs, deadlineAt - now)),
+      budget, delegationPolicy: policy, taskId, correlationId, parentRequestId, carryWorktree: input.carryWorktree, worktree, requestDigest: digest,
+      state: 'PENDING', awaitingOperator: target === undefined,
+      attempts: target ? [{ agentId: target.agentId, at: now, outcome: '', reason: '', code: '', endedAt: null, via: target.via }] : [],
+      acceptedBy: '', rejectionReason: '', rejectionCode: '', endReason: '', completedBy: '',
+      expiresAt: null, requestedAt: now, updatedAt: now, endedAt: null,
+    };
+    record.expiresAt = this.expiryOf(record, now);
+    const hctx: CallContext = { ...ctx, correlationId };
+    this.deps.store.transaction(() => {
+      this.deps.store.handoffs.put(record);
+      const notice = target ? this.notifyTarget(record, hctx) : undefined;
+      this.record(record, fromAgent, 'handoff.requested', {
+        to_agent: record.toAgent, requested_to: toAgent, via: target?.via ?? 'operator', awaiting_operator: record.awaitingOperator,
+        capabilities_required: capabilities, priority: record.priority, timeout_ms: record.timeoutMs, expires_at: isoUtc(record.expiresAt!),
+        context_bytes: record.contextBytes, context_content_type: contentType, task_id: taskId, parent_request_id: parentRequestId,
+        carry_worktree: worktree ? { repo_id: worktree.repoId, worktree_id: worktree.worktreeId } : undefined,
+        budget: budget ?? undefined, delegation_policy: policy ?? undefined, requested_by: speakerName(speaker), principal: ctx.principal,
+        notification: notice,
+      }, notice && !notice.sent ? 'WARN' : 'INFO');
+    });
+    this.opened(record);
+    return record;
+  }
+
+  private checkCapabilities(list: readonly string[]): string[] {
+    if (list.length > LIMITS.capabilities) throw invalid(`capabilities_required names ${list.length} capabilities; at most ${LIMITS.capabilities}`);
+    const seen = new Set<string>();
+    list.forEach((raw, i) => {
+      const cap = identifier(`capabilities_required[${i}]`, raw, LIMITS.capability, true);
+      if (/\s/.test(cap)) throw invalid(`capabilities_required[${i}] '${cap.slice(0, 80)}' contains spaces`);
+      if (seen.has(cap)) throw invalid(`capabilities_required names '${cap}' twice`);
+      seen.add(cap);
+    });
+    return [...seen];
+  }
+
+  private checkBudget(budget: HandoffBudget, now: number): HandoffBudget {
+    for (const [field, value] of Object.entries(budget)) nonNegative(`budget.${field}`, value as number);
+    if (budget.maxDelegationDepth > 0 && budget.currentDepth >= budget.maxDelegationDepth) {
+      throw fail('precondition', 'VALIDATION_ERROR',
+        `budget.current_depth ${budget.currentDepth} has reached max_delegation_depth ${budget.maxDelegationDepth}: the work may not be delegated further`);
+    }
+    if (budget.deadlineEpochMs > 0 && budget.deadlineEpochMs <= now) {
+      throw fail('deadline', 'TTL_EXPIRED', `budget.deadline_epoch_ms ${isoUtc(budget.deadlineEpochMs)} has passed (now ${isoUtc(now)})`);
+    }
+    return { ...budget };
+  }
+
+  /** The budget's deadline: deadline_epoch_ms, or the request time plus wall_time_remaining_ms, whichever is sooner. */
+  private deadlineOf(budget: HandoffBudget | null, requestedAt: number): number | null {
+    if (!budget) return null;
+    const candidates = [budget.deadlineEpochMs > 0 ? budget.deadlineEpochMs : Infinity, budget.wallTimeRemainingMs > 0 ? requestedAt + budget.wallTimeRemainingMs : Infinity];
+    const deadline = Math.min(...candidates);
+    return Number.isFinite(deadline) ? deadline : null;
+  }
+
+  /** When the current target's (or the operator's) time runs out: the per-target timeout from now, cut to the budget's deadline. */
+  private expiryOf(record: HandoffRecord, now: number): number {
+    const deadline = this.deadlineOf(record.budget, record.requestedAt);
+    return deadline === null ? now + record.timeoutMs : Math.min(now + record.timeoutMs, deadline);
+  }
+
+  private checkTask(taskId: string, fromAgent: string): void {
+    const task = this.deps.tasks.task(taskId);
+    if (!task) throw fail('not_found', 'NOT_FOUND', `sw4rm-task-id '${taskId}' is not a task of the scheduler`);
+    if (TERMINAL_TASK_STATES.has(task.state)) throw precondition(`sw4rm-task-id '${taskId}' already ended ${task.state}: there is nothing to hand off`);
+    if (task.assignedAgentId !== fromAgent && task.target !== fromAgent) {
+      throw denied(`task '${taskId}' belongs to '${task.assignedAgentId || task.target}', not '${fromAgent}': only its agent may hand it off`);
+    }
+    const other = [...this.open.values()].find((r) => r.taskId === taskId);
+    if (other) throw precondition(`task '${taskId}' is already being handed off by handoff '${other.requestId}' (${other.state})`);
+  }
+
+  /** The named target: registered (NO_ROUTE), holding every required capability, not shutting down, not over its delegations. */
+  private checkNamedTarget(agentId: string, capabilities: readonly string[]): string {
+    const agent = this.deps.agents.get(agentId);
+    if (!agent) throw fail('not_found', 'NO_ROUTE', `to_agent '${agentId}' is not a registered agent`);
+    const missing = missingCapabilities(agent, capabilities);
+    if (missing.length > 0) {
+      throw fail('precondition', 'NO_ROUTE', `to_agent '${agentId}' lacks the required capabilities ${missing.join(', ')} (it registered: ${agent.descriptor.capabilities.join(', ') || 'none'})`);
+    }
+    if (agent.state === 'SHUTTING_DOWN') throw fail('unavailable', 'AGENT_SHUTDOWN', `to_agent '${agentId}' is shutting down`);
+    const cap = agent.descriptor.maxConcurrentDelegations;
+    const carried = this.handoffLoad(agentId);
+    if (cap > 0 && carried >= cap) {
+      throw fail('exhausted', 'OVERLOADED', `to_agent '${agentId}' takes at most ${cap} delegations at once (max_concurrent_delegations) and has ${carried}`);
+    }
+    return agentId;
+  }
+
+  /** Why no agent could be chosen, for the NO_ROUTE refusal: the registered agents that hold the capabilities and why each is out. */
+  private noRoute(capabilities: readonly string[], fromAgent: string, tried: ReadonlySet<string> = new Set()): string {
+    const capable = this.deps.agents.list().filter((a) => a.descriptor.agentId !== fromAgent && missingCapabilities(a, capabilities).length === 0);
+    const wanted = capabilities.length > 0 ? `holding ${capabilities.join(', ')}` : '(no capability required)';
+    if (capable.length === 0) return `no registered agent other than '${fromAgent}' ${capabilities.length > 0 ? `holds the capabilities ${capabilities.join(', ')}` : 'is registered'}`;
+    const why = capable.slice(0, 5).map((a) => {
+      const id = a.descriptor.agentId;
+      if (tried.has(id)) return `${id}: tried already`;
+      const cap = a.descriptor.maxConcurrentDelegations;
+      return `${id}: ${unavailability(a) ?? (cap > 0 && this.handoffLoad(id) >= cap ? `at its max_concurrent_delegations (${cap})` : 'available')}`;
+    });
+    return `no agent ${wanted} can take the handoff now (${why.join('; ')}${capable.length > 5 ? `; and ${capable.length - 5} more` : ''})`;
+  }
+
+  private candidates(capabilities: readonly string[], exclude: ReadonlySet<string>) {
+    // One pass over the open handoffs for every agent's count (not one per agent).
+    const carried = new Map<string, number>();
+    for (const r of this.open.values()) {
+      const holder = r.state === 'PENDING' ? r.toAgent : r.acceptedBy;
+      if (holder !== '') carried.set(holder, (carried.get(holder) ?? 0) + 1);
+    }
+    return rankCandidates({
+      agents: this.deps.agents.list(), required: capabilities, exclude,
+      tasks: (id) => this.deps.tasks.loadOf(id), handoffs: (id) => carried.get(id) ?? 0,
+    });
+  }
+
+  /** Handoffs an agent is the PENDING target of or has ACCEPTED. */
+  private handoffLoad(agentId: string): number {
+    let n = 0;
+    for (const r of this.open.values()) if ((r.state === 'PENDING' ? r.toAgent : r.acceptedBy) === agentId) n++;
+    return n;
+  }
+
+  // ---------------------------------------------------------------- AcceptHandoff
+
+  /**
+   * AcceptHandoff: only the current target → ACCEPTED. With a worktree carry the receiver's binding moves first (BIND or
+   * SWITCH_REQUEST through the worktree state machine) and the acceptance commits in the same transaction; a carry the
+   * state machine forbids refuses the accept (FAILED_PRECONDITION, the reason named).
+   */
+  async accept(requestId: string, agentId: string, speaker: Speaker, ctx: CallContext): Promise<HandoffRecord> {
+    identifier('request_id', requestId, LIMITS.request_id, true);
+    identifier('accepting_agent', agentId, LIMITS.agent_id, true);
+    if (!mayActAs(speaker, agentId)) throw denied(`${speakerName(speaker)} may not accept as '${agentId}'`);
+    const record = this.open.get(requestId);
+    if (!record) {
+      const stored = this.deps.store.handoffs.get(requestId);
+      if (!stored) throw fail('not_found', 'NOT_FOUND', `no handoff '${requestId}'`);
+      if (stored.acceptedBy === agentId) return stored;
+      throw precondition(`handoff '${requestId}' is ${stored.state}: it can no longer be accepted`);
+    }
+    if (record.state === 'ACCEPTED') {
+      if (record.acceptedBy === agentId) return this.deps.store.handoffs.get(requestId) ?? record;
+      throw precondition(`handoff '${requestId}' was accepted by '${record.acceptedBy}'`);
+    }
+    if (record.awaitingOperator) throw precondition(`handoff '${requestId}' waits for the operator (no agent could take it); an agent may not accept it now`);
+    if (record.toAgent !== agentId) throw denied(`only the current target '${record.toAgent}' may accept handoff '${requestId}'; '${agentId}' is not`);
+    const hctx: CallContext = { ...ctx, correlationId: record.correlationId };
+    if (record.worktree && record.worktree.outcome === '') return this.acceptCarrying(record, agentId, speaker, hctx);
+    this.deps.store.transaction(() => this.commitAccept(record, agentId, 'agent', speaker, hctx, null));
+    this.afterAccept(record);
+    return this.full(record);
+  }
+
+  /** Whether `record` may still be accepted by `agentId` (checked again after the worktree's asynchronous work). */
+  private acceptable(requestId: string, agentId: string): OpenRecord | undefined {
+    const r = this.open.get(requestId);
+    return r && r.state === 'PENDING' && !r.awaitingOperator && r.toAgent === agentId ? r : undefined;
+  }
+
+  private async acceptCarrying(record: OpenRecord, agentId: string, speaker: Speaker, ctx: CallContext): Promise<HandoffRecord> {
+    const carry = record.worktree!;
+    const place = this.deps.worktrees.placeOf(agentId);
+    const refuse = (why: string) => precondition(`handoff '${record.requestId}' carries worktree '${carry.worktreeId}' of '${carry.repoId}', but ${why}`);
+    /** The same agent's accept that ran meanwhile (a retry while git worked) is this one's answer. */
+    const acceptedMeanwhile = (): HandoffRecord | undefined => {
+      const now = this.open.get(record.requestId) ?? this.deps.store.handoffs.get(record.requestId);
+      return now && now.state !== 'PENDING' && now.acceptedBy === agentId ? this.full(now) : undefined;
+    };
+    if (place && place.repoId === carry.repoId && place.worktreeId === carry.worktreeId) {
+      this.deps.store.transaction(() => this.commitAccept(record, agentId, 'agent', speaker, ctx, { outcome: 'already_there', detail: `'${agentId}' works in it already`, invocationId: '' }));
+      this.afterAccept(record);
+      return this.full(record);
+    }
+    const binding = this.deps.worktrees.status(agentId);
+    let committed = false;
+    const within = (outcome: HandoffWorktree['outcome'], detail: (b: BindingStatus) => string) => (b: BindingStatus) => {
+      const current = this.acceptable(record.requestId, agentId);
+      // A BIND is rolled back when the handoff changed meanwhile (the receiver stays UNBOUND); a switch asked for is
+      // withdrawn after it (throwing here would leave its HITL invocation half made).
+      if (!current && outcome === 'bound') throw new CarryFailed('the handoff changed while the worktree was prepared');
+      if (!current) return;
+      if (outcome === 'bound' && b.state !== 'BOUND_HOME') throw new CarryFailed(`binding '${agentId}' to it failed: ${b.failure?.reason ?? b.state} ${b.failure?.detail ?? ''}`.trim());
+      this.commitAccept(current, agentId, 'agent', speaker, ctx, { outcome, detail: detail(b), invocationId: b.switch?.invocationId ?? '' });
+      committed = true;
+    };
+    if (binding.state === 'UNBOUND') {
+      // RFC §16.2 BIND: UNBOUND → BOUND_HOME with the carried worktree as the receiver's home (refused while it is another
+      // bound agent's home: one bound agent per home worktree).
+      try {
+        await this.deps.worktrees.bind(agentId, carry.repoId, carry.worktreeId, ctx,
+          within('bound', (b) => `'${agentId}' bound to it (BIND, UNBOUND → BOUND_HOME) at ${b.worktreePath}`));
+      } catch (err) {
+        const done = acceptedMeanwhile();
+        if (done) return done;
+        throw refuse(`the worktree state machine refused to bind '${agentId}' to it: ${(err as Error).message}`);
+      }
+    } else if (binding.state === 'BOUND_HOME' && binding.repoId === carry.repoId) {
+      // RFC §16.2 SWITCH_REQUEST: BOUND_HOME → SWITCH_PENDING; a person (HITL WORKTREE_OVERRIDE) or a policy rule decides.
+      let switched: BindingStatus;
+      try {
+        switched = await this.deps.worktrees.requestSwitch(agentId, carry.worktreeId, ctx,
+          { reason: `handoff ${record.requestId} from ${record.fromAgent} carries its worktree` },
+          within('switch_pending', (b) => `'${agentId}' asked to switch into it (SWITCH_REQUEST, BOUND_HOME → SWITCH_PENDING; HITL WORKTREE_OVERRIDE ${b.switch?.invocationId ?? ''})`));
+      } catch (err) {
+        const done = acceptedMeanwhile();
+        if (done) return done;
+        throw refuse(`the worktree state machine refused the switch of '${agentId}' into it: ${(err as Error).message}`);
+      }
+      if (!committed && switched.switch) {
+        // The handoff changed while git ran (expired, rejected, rerouted): the switch asked for it is withdrawn.
+        try {
+          this.deps.cancelInvocation(switched.switch.invocationId, ACTOR, `handoff ${record.requestId} was no longer acceptable`, ctx);
+        } catch (err) {
+          this.deps.log.internalError(ACTOR, record.correlationId, err, { request_id: record.requestId, during: 'withdraw switch' });
+        }
+      }
+    } else {
+      throw refuse(`'${agentId}' is ${binding.state} in repository '${binding.repoId}': the worktree state machine (RFC §16.2) carries a worktree only into an UNBOUND agent (BIND) or one BOUND_HOME in the same repository (SWITCH_REQUEST)`);
+    }
+    if (!committed) {
+      const done = acceptedMeanwhile();
+      if (done) return done;
+      const now = this.open.get(record.requestId) ?? this.deps.store.handoffs.get(record.requestId);
+      throw precondition(`handoff '${record.requestId}' changed while the worktree was carried (now ${now?.state ?? 'gone'}${now?.toAgent && now.toAgent !== agentId ? `, offered to '${now.toAgent}'` : ''}); it was not accepted`);
+    }
+    this.afterAccept(record);
+    return this.full(record);
+  }
+
+  /** Inside a transaction: PENDING → ACCEPTED with its event and the requester's notice. */
+  private commitAccept(record: OpenRecord, by: string, kind: 'agent' | 'operator', speaker: Speaker, ctx: CallContext,
+    worktree: Pick<HandoffWorktree, 'outcome' | 'detail' | 'invocationId'> | null): void {
+    const now = this.deps.clock.now();
+    const attempt = currentAttempt(record);
+    if (attempt) {
+      attempt.outcome = 'accepted';
+      attempt.endedAt = now;
+    }
+    record.state = 'ACCEPTED';
+    record.acceptedBy = by;
+    record.awaitingOperator = false;
+    record.expiresAt = null;
+    record.updatedAt = now;
+    if (record.worktree) Object.assign(record.worktree, worktree ?? { outcome: 'not_applicable', detail: `accepted by ${by}: no agent to bind`, invocationId: '' });
+    this.deps.store.handoffs.put(record);
+    const notice = this.notifyParty(record, record.fromAgent, 'accepted', {}, ctx);
+    this.record(record, by, 'handoff.accepted', {
+      accepted_by: by, by_operator: kind === 'operator', attempt: record.attempts.length, waited_ms: now - (attempt?.at ?? record.requestedAt),
+      worktree: record.worktree ? { repo_id: record.worktree.repoId, worktree_id: record.worktree.worktreeId, outcome: record.worktree.outcome, detail: record.worktree.detail, invocation_id: record.worktree.invocationId || undefined } : undefined,
+      principal: ctx.principal, speaker: speakerName(speaker), requester_notice: notice,
+    });
+  }
+
+  private afterAccept(record: OpenRecord): void {
+    this.clearTimer(record.requestId);
+    this.changed.fire({ requestId: record.requestId, state: record.state });
+  }
+
+  // ---------------------------------------------------------------- RejectHandoff
+
+  /**
+   * RejectHandoff: only the current target; reason, code and retry_after_ms kept; a redirect_to_agent_id that can take it
+   * is the next target; else the next candidate (rerouting allowed), the operator (option), or the handoff ends REJECTED.
+   */
+  reject(input: HandoffRejection, speaker: Speaker, ctx: CallContext): HandoffRecord {
+    const requestId = identifier('request_id', input.requestId, LIMITS.request_id, true);
+    const agentId = identifier('accepting_agent', input.agentId, LIMITS.agent_id, true);
+    if (!mayActAs(speaker, agentId)) throw denied(`${speakerName(speaker)} may not answer as '${agentId}'`);
+    const reason = text('rejection_reason', input.reason, LIMITS.rejection_reason);
+    const code = identifier('rejection_code', input.code === 'ERROR_CODE_UNSPECIFIED' ? '' : input.code, 64, false);
+    const retryAfterMs = nonNegative('retry_after_ms', input.retryAfterMs);
+    const redirectTo = identifier('redirect_to_agent_id', input.redirectTo, LIMITS.agent_id, false);
+    const record = this.open.get(requestId) ?? this.deps.store.handoffs.get(requestId);
+    if (!record) throw fail('not_found', 'NOT_FOUND', `no handoff '${requestId}'`);
+    // A retry of this agent's rejection (its answer was lost; the handoff may have moved on since): nothing changes.
+    if (record.attempts.some((a) => a.agentId === agentId && (a.outcome === 'rejected' || a.outcome === 'redirected'))) return this.full(record);
+    if (record.state !== 'PENDING') throw precondition(`handoff '${requestId}' is ${record.state}: it can no longer be rejected`);
+    if (record.awaitingOperator) throw precondition(`handoff '${requestId}' waits for the operator; an agent may not reject it now`);
+    if (record.toAgent !== agentId) throw denied(`only the current target '${record.toAgent}' may reject handoff '${requestId}'; '${agentId}' is not`);
+    const open = this.open.get(requestId)!;
+    const hctx: CallContext = { ...ctx, correlationId: open.correlationId };
+    this.deps.store.transaction(() => {
+      const now = this.deps.clock.now();
+      const attempt = currentAttempt(open)!;
+      attempt.outcome = 'rejected';
+      attempt.reason = reason;
+      attempt.code = code;
+      attempt.endedAt = now;
+      if (retryAfterMs > 0) attempt.retryAfterMs = retryAfterMs;
+      if (redirectTo !== '') attempt.redirectTo = redirectTo;
+      open.rejectionReason = reason;
+      open.rejectionCode = code;
+      this.next(open, 'rejected', agentId, hctx, { rejected_by: agentId, rejection_reason: reason, rejection_code: code, retry_after_ms: retryAfterMs || undefined, redirect_to: redirectTo || undefined }, redirectTo);
+    });
+    this.settled(open);
+    return this.full(open);
+  }
+
+  // ---------------------------------------------------------------- moving on: the next target, the operator, or the end
+
+  /**
+   * Inside a transaction, after the current target rejected, timed out or left: a redirect that can take it, else the
+   * best capable agent not tried (rerouting on, the delegation policy allowing it, attempts left), else the operator
+   * (option; once), else the end (REJECTED, EXPIRED; a target that left without a successor changes nothing).
+   */
+  private next(record: OpenRecord, trigger: Trigger, actor: string, ctx: CallContext, details: Record<string, unknown>, redirectTo = ''): boolean {
+    const now = this.deps.clock.now();
+    const policy = record.delegationPolicy;
+    const tried = new Set([record.fromAgent, ...record.attempts.map((a) => a.agentId)]);
+    const reroutes = Math.max(0, record.attempts.length - 1);
+    const deadline = this.deadlineOf(record.budget, record.requestedAt);
+    const notes: string[] = [];
+    let mayReroute = true;
+    if (policy && !policy.allowSpilloverRouting) { mayReroute = false; notes.push('delegation_policy.allow_spillover_routing is false'); }
+    if (policy && policy.maxRedirects > 0 && reroutes >= policy.maxRedirects) { mayReroute = false; notes.push(`delegation_policy.max_redirects ${policy.maxRedirects} reached`); }
+    if (record.attempts.length >= MAX_ATTEMPTS) { mayReroute = false; notes.push(`${MAX_ATTEMPTS} targets tried`); }
+    if (deadline !== null && deadline <= now) { mayReroute = false; notes.push(`the budget's deadline ${isoUtc(deadline)} passed`); }
+    let next: { agentId: string; via: 'redirect' | 'capability' } | undefined;
+    if (mayReroute && redirectTo !== '') {
+      const why = this.redirectRefusal(record, redirectTo, tried);
+      if (why === undefined) next = { agentId: redirectTo, via: 'redirect' };
+      else notes.push(`redirect to '${redirectTo}' not followed: ${why}`);
+    }
+    if (!next && mayReroute && this.options.reroute) {
+      const best = this.candidates(record.capabilitiesRequired, tried)[0];
+      if (best) next = { agentId: best.agentId, via: 'capability' };
+      else notes.push(this.noRoute(record.capabilitiesRequired, record.fromAgent, tried));
+    } else if (!next && mayReroute) notes.push('rerouting is off (sw4rm.handoffs.reroute)');
+    const previous = record.attempts[record.attempts.length - 1];
+    if (next) {
+      if (previous?.outcome === 'rejected' && next.via === 'redirect') previous.outcome = 'redirected';
+      record.attempts.push({ agentId: next.agentId, at: now, outcome: '', reason: '', code: '', endedAt: null, via: next.via });
+      record.toAgent = next.agentId;
+      record.expiresAt = this.expiryOf(record, now);
+      record.updatedAt = now;
+      this.deps.store.handoffs.put(record);
+      const targetNotice = this.notifyTarget(record, ctx);
+      const requesterNotice = this.notifyParty(record, record.fromAgent, 'rerouted', { previous_agent: previous?.agentId ?? '', previous_outcome: trigger }, ctx);
+      this.record(record, actor, 'handoff.rerouted', {
+        ...details, trigger, from_target: previous?.agentId ?? '', to_agent: next.agentId, via: next.via, attempt: record.attempts.length,
+        expires_at: isoUtc(record.expiresAt), notes: notes.length ? notes : undefined, notification: targetNotice, requester_notice: requesterNotice,
+      }, targetNotice.sent ? 'INFO' : 'WARN');
+      return true;
+    }
+    if (this.options.routeToOperator && !record.awaitingOperator && (deadline === null || deadline > now)) {
+      record.toAgent = '';
+      record.awaitingOperator = true;
+      record.expiresAt = this.expiryOf(record, now);
+      record.updatedAt = now;
+      this.deps.store.handoffs.put(record);
+      const notice = this.notifyParty(record, record.fromAgent, 'awaiting_operator', { previous_agent: previous?.agentId ?? '', previous_outcome: trigger }, ctx);
+      this.record(record, actor, 'handoff.awaiting_operator', {
+        ...details, trigger, from_target: previous?.agentId ?? '', expires_at: isoUtc(record.expiresAt), notes, requester_notice: notice,
+      }, 'WARN');
+      return true;
+    }
+    // Nobody else can take it: it stays offered to the agent that left (found by GetPendingHandoffs if it comes back) until it expires.
+    if (trigger === 'left') return false;
+    const state: Ended = trigger === 'rejected' ? 'REJECTED' : 'EXPIRED';
+    const why = trigger === 'rejected'
+      ? `rejected by '${previous?.agentId ?? ''}'${notes.length ? `; not offered to anyone else: ${notes.join('; ')}` : ''}`
+      : `${record.awaitingOperator ? 'the operator' : `'${previous?.agentId ?? ''}'`} did not answer in time${notes.length ? `; not offered to anyone else: ${notes.join('; ')}` : ''}`;
+    this.end(record, state, actor, why, ctx, { ...details, trigger, from_target: previous?.agentId ?? '', notes: notes.length ? notes : undefined });
+    return true;
+  }
+
+  /** Why a redirect target cannot take the handoff, or undefined when it can. */
+  private redirectRefusal(record: OpenRecord, agentId: string, tried: ReadonlySet<string>): string | undefined {
+    if (tried.has(agentId)) return agentId === record.fromAgent ? 'it is the requester' : 'it was tried already';
+    const agent: AgentRecord | undefined = this.deps.agents.get(agentId);
+    if (!agent) return 'not a registered agent';
+    const missing = missingCapabilities(agent, record.capabilitiesRequired);
+    if (missing.length > 0) return `it lacks ${missing.join(', ')}`;
+    const down = unavailability(agent);
+    if (down) return down;
+    const cap = agent.descriptor.maxConcurrentDelegations;
+    if (cap > 0 && this.handoffLoad(agentId) >= cap) return `it is at its max_concurrent_delegations (${cap})`;
+    return undefined;
+  }
+
+  /** Inside a transaction: the handoff ends (REJECTED, EXPIRED, CANCELLED) with its event and the requester's notice. */
+  private end(record: OpenRecord, state: Exclude<Ended, 'COMPLETED'>, actor: string, why: string, ctx: CallContext, details: Record<string, unknown>,
+    extraNotices: readonly string[] = [], notice: Record<string, unknown> = {}): void {
+    const now = this.deps.clock.now();
+    record.state = state;
+    record.expiresAt = null;
+    record.updatedAt = now;
+    record.endedAt = now;
+    if (state !== 'REJECTED') record.endReason = why.slice(0, 4096);
+    this.deps.store.handoffs.put(record);
+    const event = state === 'REJECTED' ? 'rejected' : state === 'EXPIRED' ? 'expired' : 'cancelled';
+    const notices: Record<string, unknown> = {};
+    for (const party of new Set([record.fromAgent, ...extraNotices])) {
+      if (party !== '' && !party.startsWith('operator:')) notices[party] = this.notifyParty(record, party, event, { reason: why, ...notice }, ctx);
+    }
+    this.record(record, actor, `handoff.${event}`, { ...details, reason: why, attempts: record.attempts.length, notices }, state === 'CANCELLED' ? 'INFO' : 'WARN');
+  }
+
+  // ---------------------------------------------------------------- timeouts and agents leaving
+
+  private armTimer(record: OpenRecord): void {
+    this.clearTimer(record.requestId);
+    if (this.disposed || record.state !== 'PENDING' || record.expiresAt === null) return;
+    const requestId = record.requestId;
+    this.timers.set(requestId, this.deps.clock.setTimer(Math.max(0, record.expiresAt - this.deps.clock.now()), () => {
+      this.timers.delete(requestId);
+      this.safely('timeout', () => this.expire(requestId));
+    }));
+  }
+
+  private clearTimer(requestId: string): void {
+    this.timers.get(requestId)?.dispose();
+    this.timers.delete(requestId);
+  }
+
+  /** The current target's (or the operator's) time ran out: the next candidate, the operator, or EXPIRED. */
+  private expire(requestId: string): void {
+    const record = this.open.get(requestId);
+    if (!record || record.state !== 'PENDING' || record.expiresAt === null || record.expiresAt > this.deps.clock.now()) return;
+    const ctx: CallContext = { correlationId: record.correlationId };
+    this.deps.store.transaction(() => {
+      const attempt = currentAttempt(record);
+      if (attempt) {
+        attempt.outcome = 'expired';
+        attempt.endedAt = this.deps.clock.now();
+      }
+      const waited = record.awaitingOperator ? 'the operator' : attempt?.agentId ?? '';
+      if (record.awaitingOperator) {
+        this.end(record, 'EXPIRED', ACTOR, `the operator did not answer within ${record.timeoutMs} ms`, ctx, { trigger: 'expired', waited_for: waited });
+      } else {
+        this.next(record, 'expired', ACTOR, ctx, { timed_out: waited, timeout_ms: record.timeoutMs });
+      }
+    });
+    this.settled(record);
+  }
+
+  private onAgentChange(change: RegistryChange): void {
+    if (change.kind !== 'left') return;
+    for (const record of [...this.open.values()]) {
+      if (record.state !== 'PENDING' || record.awaitingOperator || record.toAgent !== change.agentId) continue;
+      const ctx: CallContext = { correlationId: record.correlationId };
+      let moved = false;
+      this.deps.store.transaction(() => {
+        const attempt = currentAttempt(record)!;
+        const kept = { ...attempt };
+        attempt.outcome = 'left';
+        attempt.reason = change.reason.slice(0, 500);
+        attempt.endedAt = this.deps.clock.now();
+        moved = this.next(record, 'left', ACTOR, ctx, { left: change.agentId, left_reason: change.reason.slice(0, 500) });
+        // Nobody else could take it: nothing changed, the attempt stays the current one (the agent may come back for it).
+        if (!moved) Object.assign(attempt, kept);
+      });
+      if (moved) this.settled(record);
+    }
+  }
+
+  // ---------------------------------------------------------------- CompleteHandoff
+
+  /**
+   * CompleteHandoff(COMPLETED): a party (the requester or the accepting agent) or the operator; ACCEPTED only. The work
+   * is transferred: the task handed off (if any) is closed (Scheduler.handOff), and from now on the router refuses the
+   * requester's sends with the handoff's correlation id. Any other status is refused: CancelDelegation withdraws a handoff.
+   */
+  complete(requestId: string, status: string, speaker: Speaker, ctx: CallContext): { readonly success: boolean; readonly message: string } {
+    identifier('request_id', requestId, LIMITS.request_id, true);
+    if (status !== 'COMPLETED') {
+      throw invalid(`status must be COMPLETED, not ${status || 'HANDOFF_STATUS_UNSPECIFIED'}: CompleteHandoff records that the work was transferred; to withdraw a handoff call CancelDelegation, to decline one RejectHandoff`);
+    }
+    const record = this.open.get(requestId) ?? this.deps.store.handoffs.get(requestId);
+    if (!record) throw fail('not_found', 'NOT_FOUND', `no handoff '${requestId}'`);
+    const party = this.partyOf(record, speaker);
+    if (party === undefined) {
+      throw denied(`only the parties of handoff '${requestId}' ('${record.fromAgent}', '${record.acceptedBy || record.toAgent}') or the operator may complete it; ${speakerName(speaker)} is neither`);
+    }
+    if (record.state === 'COMPLETED') return { success: true, message: `handoff '${requestId}' was already completed by ${record.completedBy}` };
+    if (record.state !== 'ACCEPTED') throw precondition(`handoff '${requestId}' is ${record.state}: only an ACCEPTED handoff can be completed`);
+    const open = this.open.get(requestId)!;
+    const hctx: CallContext = { ...ctx, correlationId: open.correlationId };
+    let closed: TaskRecord | undefined;
+    this.deps.store.transaction(() => {
+      const now = this.deps.clock.now();
+      open.state = 'COMPLETED';
+      open.completedBy = party;
+      open.updatedAt = now;
+      open.endedAt = now;
+      const accepted = open.attempts.find((a) => a.outcome === 'accepted');
+      if (accepted) accepted.outcome = 'completed';
+      this.deps.store.handoffs.put(open);
+      const notices: Record<string, unknown> = {};
+      for (const to of new Set([open.fromAgent, open.acceptedBy])) {
+        if (!to.startsWith('operator:')) notices[to] = this.notifyParty(open, to, 'completed', { completed_by: party }, hctx);
+      }
+      // Last: the scheduler changes its memory as it closes the task.
+      closed = open.taskId === '' ? undefined : this.deps.tasks.handOff(open.taskId, `handed off to ${open.acceptedBy} by handoff ${open.requestId}`, hctx);
+      this.record(open, party, 'handoff.completed', {
+        completed_by: party, accepted_by: open.acceptedBy, task_id: open.taskId || undefined,
+        task_closed: open.taskId === '' ? undefined : closed !== undefined, task_state: closed?.state,
+        transferred: { from_agent: open.fromAgent, correlation_id: open.correlationId }, principal: ctx.principal, notices,
+      });
+    });
+    this.addTransfer({ requestId, fromAgent: open.fromAgent, correlationId: open.correlationId, acceptedBy: open.acceptedBy });
+    this.settled(open);
+    const task = open.taskId === '' ? '' : closed ? `; task '${open.taskId}' closed` : `; task '${open.taskId}' had ended already`;
+    return { success: true, message: `handoff '${requestId}' completed: '${open.acceptedBy}' owns the work (correlation_id '${open.correlationId}')${task}` };
+  }
+
+  /** Who `speaker` is among the parties (the accepting agent first), `operator:<label>` for the operator, or undefined. */
+  private partyOf(record: HandoffRecord, speaker: Speaker): string | undefined {
+    if (speaker.kind === 'operator') return `operator:${speaker.label}`;
+    if (speaker.kind === 'coordinator') return 'coordinator';
+    if (record.acceptedBy !== '' && !record.acceptedBy.startsWith('operator:') && speaker.mayActAs(record.acceptedBy)) return record.acceptedBy;
+    if (speaker.mayActAs(record.fromAgent)) return record.fromAgent;
+    return undefined;
+  }
+
+  // ---------------------------------------------------------------- CancelDelegation
+
+  /**
+   * CancelDelegation: the open handoffs whose correlation id (or request id) is `correlationId`, and, transitively, the
+   * open handoffs made under them (sw4rm-parent-request-id), end CANCELLED; every party is told (with grace_period_ms).
+   * Only a party of the delegation or the operator may. acknowledged=false when nothing open matched.
+   */
+  cancelDelegation(correlationId: string, reason: string, gracePeriodMs: number, speaker: Speaker, ctx: CallContext): { readonly acknowledged: boolean; readonly message: string } {
+    const key = identifier('correlation_id', correlationId, LIMITS.correlation_id, true);
+    const why = text('reason', reason, LIMITS.cancel_reason).trim();
+    const grace = nonNegative('grace_period_ms', gracePeriodMs);
+    if (grace > MAX_GRACE_PERIOD_MS) throw invalid(`grace_period_ms is ${grace}; at most ${MAX_GRACE_PERIOD_MS}`);
+    const roots = [...this.open.values()].filter((r) => r.correlationId === key || r.requestId === key);
+    if (roots.length === 0) {
+      const known = this.deps.store.handoffs.get(key);
+      return { acknowledged: false, message: known ? `handoff '${key}' is ${known.state}: nothing to cancel` : `no open handoff has correlation id or request id '${key}'` };
+    }
+    const outsider = roots.find((r) => speaker.kind === 'agent' && ![r.fromAgent, r.toAgent, r.acceptedBy].some((id) => id !== '' && !id.startsWith('operator:') && speaker.mayActAs(id)));
+    if (outsider) throw denied(`only a party of delegation '${key}' or the operator may cancel it; ${speakerName(speaker)} is not a party of handoff '${outsider.requestId}'`);
+    // The cascade: open handoffs whose parent is one being cancelled, breadth first.
+    const cancel: Array<{ record: OpenRecord; parent: string }> = roots.map((record) => ({ record, parent: '' }));
+    const seen = new Set(roots.map((r) => r.requestId));
+    for (let i = 0; i < cancel.length; i++) {
+      for (const child of this.open.values()) {
+        if (child.parentRequestId === cancel[i].record.requestId && !seen.has(child.requestId)) {
+          seen.add(child.requestId);
+          cancel.push({ record: child, parent: cancel[i].record.requestId });
+        }
+      }
+    }
+    const by = speaker.kind === 'operator' ? `operator:${speaker.label}` : speaker.kind === 'agent'
+      ? [roots[0].fromAgent, roots[0].toAgent, roots[0].acceptedBy].find((id) => id !== '' && !id.startsWith('operator:') && speaker.mayActAs(id)) ?? speaker.label
+      : 'coordinator';
+    this.deps.store.transaction(() => {
+      for (const { record, parent } of cancel) {
+        const attempt = currentAttempt(record);
+        if (attempt) {
+          attempt.outcome = 'cancelled';
+          attempt.endedAt = this.deps.clock.now();
+        }
+        const text = `cancelled by ${by}${parent ? ` (cascade: its parent '${parent}' was cancelled)` : ''}${why ? `: ${why}` : ''}`;
+        this.end(record, 'CANCELLED', by, text, { ...ctx, correlationId: record.correlationId },
+          { cancelled_by: by, delegation: key, cascade_of: parent || undefined, grace_period_ms: grace, principal: ctx.principal },
+          [record.toAgent, record.acceptedBy], { grace_period_ms: grace, delegation: key });
+      }
+    });
+    for (const { record } of cancel) this.settled(record);
+    return { acknowledged: true, message: `cancelled ${cancel.length} handoff${cancel.length === 1 ? '' : 's'}: ${cancel.map((c) => c.record.requestId).join(', ').slice(0, 2000)}` };
+  }
+
+  // ---------------------------------------------------------------- the operator (CoordinatorApi)
+
+  /** The operator takes a handoff that waits for a person: ACCEPTED by `operator:<by>`. */
+  acceptAsOperator(requestId: string, by: string, ctx: CallContext): HandoffRecord {
+    const record = this.awaitingOperator(requestId);
+    const speaker: Speaker = { kind: 'operator', label: by };
+    this.deps.store.transaction(() => this.commitAccept(record, `operator:${by}`, 'operator', speaker, { ...ctx, correlationId: record.correlationId }, null));
+    this.afterAccept(record);
+    return this.full(record);
+  }
+
+  /** The operator declines a handoff that waits for a person: REJECTED with the reason (required). */
+  rejectAsOperator(requestId: string, reason: string, by: string, ctx: CallContext): HandoffRecord {
+    const why = text('reason', reason, LIMITS.cancel_reason).trim();
+    if (why === '') throw invalid('a reason is required: the requester is told why');
+    const record = this.awaitingOperator(requestId);
+    this.deps.store.transaction(() => {
+      record.rejectionReason = why;
+      record.rejectionCode = '';
+      this.end(record, 'REJECTED', `operator:${by}`, `rejected by the operator ${by}: ${why}`, { ...ctx, correlationId: record.correlationId }, { rejected_by: `operator:${by}` });
+    });
+    this.settled(record);
+    return this.full(record);
+  }
+
+  private awaitingOperator(requestId: string): OpenRecord {
+    const record = this.open.get(requestId);
+    if (!record) {
+      const stored = this.deps.store.handoffs.get(requestId);
+      if (!stored) throw fail('not_found', 'NOT_FOUND', `no handoff '${requestId}'`);
+      throw precondition(`handoff '${requestId}' is ${stored.state}: it does not wait for a person`);
+    }
+    if (record.state !== 'PENDING' || !record.awaitingOperator) {
+      throw precondition(`handoff '${requestId}' is ${record.state}${record.state === 'PENDING' ? `, offered to '${record.toAgent}'` : ''}: it does not wait for a person`);
+    }
+    return record;
+  }
+
+  // ---------------------------------------------------------------- restart and retention
+
+  /** At start: open handoffs back in memory with their timers (a passed expiry decided now), the transferred work rebuilt. */
+  restore(ctx: CallContext): void {
+    for (const entry of this.deps.store.handoffs.listTransferred()) this.addTransfer(entry);
+    const open = this.deps.store.handoffs.listOpen();
+    for (const record of open) this.open.set(record.requestId, record);
+    let expired = 0;
+    for (const record of open) {
+      if (record.state !== 'PENDING' || record.expiresAt === null) continue;
+      if (record.expiresAt <= this.deps.clock.now()) {
+        expired++;
+        this.safely('restore', () => this.expire(record.requestId));
+      } else {
+        this.armTimer(record);
+      }
+    }
+    if (open.length > 0 || this.transferred.size > 0) {
+      this.deps.log.record({
+        correlationId: ctx.correlationId, actor: ACTOR, eventType: 'handoff.restored',
+        details: { open: open.length, pending: open.filter((r) => r.state === 'PENDING').length, expired_while_stopped: expired, transferred: this.transferred.size },
+      });
+    }
+  }
+
+  /** One bounded retention run (logged `handoff.pruned`); answers whether it left more. */
+  pruneEnded(): boolean {
+    if (this.disposed) return false;
+    try {
+      const before = this.deps.clock.now() - this.options.retentionDays * 86_400_000;
+      const result = this.deps.store.transaction(() => {
+        const pruned = this.deps.store.handoffs.pruneEnded(before, HANDOFF_RETENTION_BATCH);
+        if (pruned.deleted > 0) {
+          this.deps.log.record({
+            correlationId: this.deps.ids.uuid(), actor: ACTOR, eventType: 'handoff.pruned',
+            details: { handoffs: pruned.deleted, transfers_ended: pruned.transferred.length, ended_before: isoUtc(before), retention_days: this.options.retentionDays },
+          });
+        }
+        return pruned;
+      });
+      for (const entry of result.transferred) {
+        const k = this.transferKeys.get(entry.requestId);
+        if (k !== undefined && this.transferred.get(k) === transferRefusal(entry)) this.transferred.delete(k);
+        this.transferKeys.delete(entry.requestId);
+      }
+      return result.more;
+    } catch (err) {
+      this.deps.log.internalError(ACTOR, 'handoff-retention', err);
+      return false;
+    }
+  }
+
+  dispose(): void {
+    this.disposed = true;
+    this.pruning.dispose();
+    for (const s of this.subscriptions.splice(0)) s.dispose();
+    for (const timer of this.timers.values()) timer.dispose();
+    this.timers.clear();
+    this.changed.dispose();
+  }
+
+  // ---------------------------------------------------------------- internals
+
+  private opened(record: HandoffRecord): void {
+    const open = withoutContext(record);
+    this.open.set(record.requestId, open);
+    this.armTimer(open);
+    this.changed.fire({ requestId: record.requestId, state: record.state });
+  }
+
+  /** After a committed change: an ended handoff leaves memory, a pending one's timer follows its expiry. */
+  private settled(record: OpenRecord): void {
+    if (TERMINAL_HANDOFF_STATES.has(record.state)) {
+      this.open.delete(record.requestId);
+      this.clearTimer(record.requestId);
+    } else {
+      this.armTimer(record);
+    }
+    this.changed.fire({ requestId: record.requestId, state: record.state });
+  }
+
+  private addTransfer(entry: TransferredEntry): void {
+    const k = transferKey(entry.fromAgent, entry.correlationId);
+    this.transferred.set(k, transferRefusal(entry));
+    this.transferKeys.set(entry.requestId, k);
+  }
+
+  /** The stored record (with its context), or the memory one when the store has none (never: a committed change). */
+  private full(record: HandoffRecord): HandoffRecord {
+    return this.deps.store.handoffs.get(record.requestId) ?? record;
+  }
+
+  /** The target's `handoff_request` NOTIFICATION (README, "Handoffs"); its outcome goes into the transition's event. */
+  private notifyTarget(record: HandoffRecord, ctx: CallContext): Record<string, unknown> & { sent: boolean } {
+    const context = record.context.byteLength > 0 || record.contextBytes === 0 ? record.context : this.deps.store.handoffs.get(record.requestId)?.context ?? EMPTY;
+    const payload = requestNotice(record, context, this.deps.clock.now());
+    return this.send(record.toAgent, payload, record, ctx);
+  }
+
+  /** A party's `handoff_status` NOTIFICATION. */
+  private notifyParty(record: HandoffRecord, to: string, event: string, extra: Record<string, unknown>, ctx: CallContext): Record<string, unknown> & { sent: boolean } {
+    const attempt = record.attempts[record.attempts.length - 1];
+    const payload = {
+      type: HANDOFF_STATUS_NOTICE, event, request_id: record.requestId, status: record.state, awaiting_operator: record.awaitingOperator,
+      from_agent: record.fromAgent, to_agent: record.toAgent, accepted_by: record.acceptedBy, correlation_id: record.correlationId,
+      task_id: record.taskId, attempt: record.attempts.length, last_agent: attempt?.agentId ?? '', rejection_reason: record.rejectionReason,
+      rejection_code: record.rejectionCode, retry_after_ms: attempt?.retryAfterMs ?? 0,
+      expires_at: record.expiresAt === null ? null : isoUtc(record.expiresAt), at: isoUtc(this.deps.clock.now()), ...extra,
+    };
+    return this.send(to, fitNotice(payload), record, ctx);
+  }
+
+  private send(to: string, payload: Record<string, unknown>, record: HandoffRecord, ctx: CallContext): Record<string, unknown> & { sent: boolean } {
+    const sent = this.deps.outbox.sendToAgent({
+      to, messageType: 'NOTIFICATION', contentType: NOTICE_CONTENT_TYPE, correlationId: record.correlationId,
+      payload: Buffer.from(JSON.stringify(payload), 'utf8'),
+    }, ctx);
+    return sent.accepted ? { to, sent: true, message_id: sent.messageId } : { to, sent: false, code: sent.code, reason: sent.reason.slice(0, 300) };
+  }
+
+  private record(record: HandoffRecord, actor: string, eventType: string, details: Record<string, unknown>, level: 'INFO' | 'WARN' = 'INFO'): void {
+    this.deps.log.record({
+      correlationId: record.correlationId, actor, eventType, level,
+      details: { request_id: record.requestId, from_agent: record.fromAgent, state: record.state, ...details },
+    });
+  }
+
+  private safely(during: string, fn: () => void): void {
+    if (this.disposed) return;
+    try {
+      fn();
+    } catch (err) {
+      this.deps.log.internalError(ACTOR, 'handoffs', err, { during });
+    }
+  }
+}
+
+/** A worktree carry that the binding could not complete (its transaction is rolled back). */
+class CarryFailed extends Error {}
+
+function checkPolicy(p: HandoffDelegationPolicy): HandoffDelegationPolicy {
+  for (const [field, value] of Object.entries(p)) if (typeof value === 'number') nonNegative(`delegation_policy.${field}`, value);
+  return { ...p };
+}
+
+/** What makes two RequestHandoffs with one request_id the same request. */
+function requestDigest(input: HandoffRequestInput): string {
+  return createHash('sha256').update(JSON.stringify([
+    input.fromAgent, input.toAgent, input.reason, createHash('sha256').update(input.context).digest('hex'), input.contextContentType,
+    input.capabilitiesRequired, input.priority, input.timeoutMs, input.budget, input.delegationPolicy, input.taskId, input.correlationId,
+    input.parentRequestId, input.carryWorktree,
+  ])).digest('hex');
+}
+
+/**
+ * The target's `handoff_request` payload (README, "Handoffs"). The context travels as UTF-8 text (JSON content types,
+ * valid UTF-8) or base64, unless the payload would exceed the NOTIFICATION limit: then `context_omitted` is true and
+ * GetPendingHandoffs has it.
+ */
+export function requestNotice(record: HandoffRecord, context: Buffer, now: number): Record<string, unknown> {
+  const base: Record<string, unknown> = {
+    type: HANDOFF_REQUEST_NOTICE, request_id: record.requestId, from_agent: record.fromAgent, to_agent: record.toAgent, reason: record.reason,
+    capabilities_required: record.capabilitiesRequired, priority: record.priority, attempt: record.attempts.length,
+    expires_at: record.expiresAt === null ? null : isoUtc(record.expiresAt), timeout_ms: record.timeoutMs, correlation_id: record.correlationId,
+    task_id: record.taskId, parent_request_id: record.parentRequestId, carry_worktree: record.worktree ? { repo_id: record.worktree.repoId, worktree_id: record.worktree.worktreeId } : null,
+    budget: record.budget && {
+      token_budget_remaining: record.budget.tokenBudgetRemaining, wall_time_remaining_ms: record.budget.wallTimeRemainingMs,
+      deadline_epoch_ms: record.budget.deadlineEpochMs, current_depth: record.budget.currentDepth, max_delegation_depth: record.budget.maxDelegationDepth,
+    },
+    context_content_type: record.contextContentType, context_bytes: record.contextBytes, at: isoUtc(now),
+  };
+  const textual = contextKindOf(record.contextContentType) !== 'opaque' ? utf8(context) : undefined;
+  const withContext = { ...base, context_encoding: textual !== undefined ? 'utf8' : 'base64', context: textual ?? context.toString('base64'), context_omitted: false };
+  if (fits(withContext)) return withContext;
+  return fitNotice({ ...base, context_encoding: null, context: null, context_omitted: true });
+}
+
+function utf8(bytes: Buffer): string | undefined {
+  try {
+    return new TextDecoder('utf-8', { fatal: true }).decode(bytes);
+  } catch {
+    return undefined;
+  }
+}
+
+function fits(payload: Record<string, unknown>): boolean {
+  return Buffer.byteLength(JSON.stringify(payload), 'utf8') <= PAYLOAD_LIMITS.NOTIFICATION;
+}
+
+/** A notice that would not fit the NOTIFICATION limit (long reasons, many escapes) has its texts cut. */
+function fitNotice(payload: Record<string, unknown>): Record<string, unknown> {
+  if (fits(payload)) return payload;
+  const cut: Record<string, unknown> = { ...payload, texts_cut: true };
+  for (const key of ['reason', 'rejection_reason']) if (typeof cut[key] === 'string') cut[key] = (cut[key] as string).slice(0, 500);
+  return cut;
+}

@@ -1,0 +1,271 @@
+import { strict as assert } from 'node:assert';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import * as grpc from '@grpc/grpc-js';
+import type { CoordinatorHost } from '../../src/server/host';
+import { canonicalDefinition, expectStatus, type CoordinatorClients } from '../support/clients';
+import { makeRepo } from '../support/gitRepo';
+import { HandoffClient } from '../support/handoffClient';
+import { clientsFor, startHost, stopHost } from '../support/host';
+import { pollUntil } from '../support/poll';
+import { jsonPayload, registerRouterAgent, RouterClient, type Inbox, type StreamItem } from '../support/routerClient';
+import { makeTempDir, removeTempDir } from '../support/tempDir';
+
+const CONTEXT_TYPE = 'application/vnd.sw4rm.handoff-context+json';
+const CONTEXT = {
+  conversation_history: [
+    { role: 'user', content: 'Analyze the sales data for Q3', timestamp: '2025-01-15T10:30:00Z' },
+    { role: 'tool', name: 'query_database', tool_call_id: 'call_abc123', content: '{"total_sales": 1500000}' },
+  ],
+  tool_state: { cached_results: { call_abc123: { total_sales: 1500000 } } },
+  metadata: { agent_id: 'origin' },
+};
+
+/** sw4rm.worktree.WorktreeService as the agents call it. */
+class WorktreeClient {
+  private readonly client: grpc.Client & Record<string, unknown>;
+
+  constructor(address: string, private readonly token: string | undefined) {
+    const root = grpc.loadPackageDefinition(canonicalDefinition()) as unknown as { sw4rm: { worktree: { WorktreeService: grpc.ServiceClientConstructor } } };
+    this.client = new root.sw4rm.worktree.WorktreeService(address, grpc.credentials.createInsecure()) as grpc.Client & Record<string, unknown>;
+  }
+
+  call<T>(method: string, request: Record<string, unknown>): Promise<T> {
+    const metadata = new grpc.Metadata();
+    if (this.token) metadata.set('authorization', `Bearer ${this.token}`);
+    const fn = this.client[method] as (r: unknown, m: grpc.Metadata, o: grpc.CallOptions, cb: (err: grpc.ServiceError | null, res: T) => void) => void;
+    return new Promise((resolve, reject) => fn.call(this.client, request, metadata, { deadline: Date.now() + 20_000 }, (err, res) => (err ? reject(err) : resolve(res))));
+  }
+
+  close(): void {
+    this.client.close();
+  }
+}
+
+const notice = (type: string, requestId: string, event?: string) => (item: StreamItem) => {
+  if (item.msg.message_type !== 'NOTIFICATION') return false;
+  const body = jsonPayload<Record<string, unknown>>(item.msg);
+  return body?.type === type && body.request_id === requestId && (event === undefined || body.event === event);
+};
+
+describe('HandoffService over gRPC (RFC §17.6)', function () {
+  this.timeout(60_000);
+  let dir: string;
+  let host: CoordinatorHost;
+  let clients: CoordinatorClients;
+  let handoff: HandoffClient;
+  const routers = new Map<string, RouterClient>();
+  const inboxes = new Map<string, Inbox>();
+  const closers: Array<{ close(): void }> = [];
+
+  async function start(options: Parameters<typeof startHost>[1] = {}): Promise<void> {
+    host = await startHost(path.join(dir, 'data'), { handoffs: { defaultTimeoutMs: 60_000 }, ...options });
+    clients = clientsFor(host);
+    handoff = new HandoffClient(`127.0.0.1:${host.port}`, host.token);
+    closers.push(clients, handoff);
+  }
+
+  /** Registers through RegistryService with capabilities, heartbeats RUNNABLE, opens the inbox stream. */
+  async function agent(id: string, capabilities: string[]): Promise<Inbox> {
+    await registerRouterAgent(clients, id, { capabilities });
+    assert.equal((await clients.heartbeat(id, 'RUNNABLE')).ok, true);
+    const router = new RouterClient(`127.0.0.1:${host.port}`, host.token, id);
+    routers.set(id, router);
+    closers.push(router);
+    const inbox = router.openInbox(id);
+    inboxes.set(id, inbox);
+    await pollUntil(`${id}'s inbox stream is open`, async () => inbox.live || undefined, 5_000);
+    return inbox;
+  }
+
+  const request = (extra: Record<string, unknown> = {}) => ({
+    request_id: 'h1', from_agent: 'origin', to_agent: '', reason: 'needs a reviewer', context_snapshot: Buffer.from(JSON.stringify(CONTEXT)),
+    capabilities_required: ['review'], priority: 0, timeout: { seconds: 60, nanos: 0 }, ...extra,
+  });
+
+  beforeEach(() => { dir = makeTempDir('sw4rm-int-handoff-'); });
+
+  afterEach(async () => {
+    for (const inbox of inboxes.values()) inbox.close();
+    inboxes.clear();
+    routers.clear();
+    for (const c of closers.splice(0)) c.close();
+    await stopHost(host);
+    removeTempDir(dir);
+  });
+
+  it('capability routing, the NOTIFICATION, GetPendingHandoffs, accept, complete; afterwards the origin\'s SendMessage about the work is refused', async () => {
+    await start();
+    const origin = await agent('origin', ['code']);
+    const reviewer = await agent('reviewer', ['review', 'code']);
+    await agent('writer', ['docs']);
+    await handoff.request(request(), { 'sw4rm-context-content-type': CONTEXT_TYPE, 'sw4rm-correlation-id': 'work-1' });
+
+    const offer = await reviewer.waitFor(notice('handoff_request', 'h1'), 10_000, 'the handoff request');
+    assert.equal(offer.msg.producer_id, 'coordinator');
+    assert.equal(offer.msg.correlation_id, 'work-1');
+    const body = jsonPayload<Record<string, unknown>>(offer.msg)!;
+    assert.equal(body.from_agent, 'origin');
+    assert.equal(body.context_encoding, 'utf8');
+    assert.deepEqual(JSON.parse(String(body.context)), CONTEXT, 'the context arrives intact');
+
+    const { pending_requests: pending } = await handoff.pending('reviewer');
+    assert.equal(pending.length, 1);
+    assert.equal(pending[0].request_id, 'h1');
+    assert.equal(pending[0].to_agent, 'reviewer');
+    assert.deepEqual(JSON.parse(pending[0].context_snapshot.toString()), CONTEXT);
+    assert.deepEqual(pending[0].capabilities_required, ['review']);
+    assert.ok(Number(pending[0].timeout!.seconds) > 50 && Number(pending[0].timeout!.seconds) <= 60, 'the time that remains');
+    assert.deepEqual((await handoff.pending('writer')).pending_requests, []);
+
+    await handoff.accept('h1', 'reviewer');
+    const accepted = await origin.waitFor(notice('handoff_status', 'h1', 'accepted'), 10_000, 'the accepted status');
+    assert.equal(jsonPayload<Record<string, unknown>>(accepted.msg)!.status, 'ACCEPTED');
+    assert.deepEqual((await handoff.pending('reviewer')).pending_requests, []);
+
+    const done = await handoff.complete('h1');
+    assert.equal(done.success, true);
+    await origin.waitFor(notice('handoff_status', 'h1', 'completed'), 10_000, 'the completed status');
+
+    const originRouter = routers.get('origin')!;
+    const refused = await originRouter.send(originRouter.envelope({ correlation_id: 'work-1', payload: { more: 'work' } }), { to: 'writer' });
+    assert.equal(refused.accepted, false);
+    assert.match(refused.reason, /^PERMISSION_DENIED: handoff h1 completed: reviewer owns this work/);
+    const other = await originRouter.send(originRouter.envelope({ correlation_id: 'work-2', payload: {} }), { to: 'writer' });
+    assert.equal(other.accepted, true, other.reason);
+    const reviewerRouter = routers.get('reviewer')!;
+    const owner = await reviewerRouter.send(reviewerRouter.envelope({ correlation_id: 'work-1', payload: {} }), { to: 'writer' });
+    assert.equal(owner.accepted, true, owner.reason);
+    // The origin still acknowledges what reaches it about the work.
+    const ack = await originRouter.ack(accepted.msg.message_id, 'READ', { correlation_id: 'work-1' });
+    assert.equal(ack.accepted, true, ack.reason);
+  });
+
+  it('refusals carry the gRPC status and the SW4RM code first: schema path, no route, duplicates, bad metadata', async () => {
+    await start();
+    await agent('origin', ['code']);
+    await agent('reviewer', ['review']);
+    const bad = { ...CONTEXT, conversation_history: [{ content: 'no role' }] };
+    let err = await expectStatus(handoff.request(request({ context_snapshot: Buffer.from(JSON.stringify(bad)) }), { 'sw4rm-context-content-type': CONTEXT_TYPE }), grpc.status.INVALID_ARGUMENT);
+    assert.equal(err.details, "VALIDATION_ERROR: context_snapshot/conversation_history/0: must have required property 'role'");
+    err = await expectStatus(handoff.request(request({ capabilities_required: ['flying'] })), grpc.status.FAILED_PRECONDITION);
+    assert.match(err.details, /^NO_ROUTE: no registered agent other than 'origin' holds the capabilities flying/);
+    err = await expectStatus(handoff.request(request({ to_agent: 'ghost' })), grpc.status.NOT_FOUND);
+    assert.match(err.details, /^NO_ROUTE: to_agent 'ghost'/);
+    err = await expectStatus(handoff.request(request(), { 'sw4rm-handoff-worktree': 'move' }), grpc.status.INVALID_ARGUMENT);
+    assert.match(err.details, /sw4rm-handoff-worktree may only be 'carry'/);
+    err = await expectStatus(handoff.request(request({ timeout: { seconds: -1, nanos: 0 } })), grpc.status.INVALID_ARGUMENT);
+    await handoff.request(request());
+    await handoff.request(request()); // an identical retry
+    err = await expectStatus(handoff.request(request({ reason: 'something else' })), grpc.status.ALREADY_EXISTS);
+    assert.match(err.details, /^DUPLICATE_DETECTED: request_id 'h1' was already used/);
+    err = await expectStatus(handoff.complete('h1'), grpc.status.FAILED_PRECONDITION);
+    assert.match(err.details, /^FAILED_PRECONDITION: handoff 'h1' is PENDING/);
+    err = await expectStatus(handoff.complete('h1', 'EXPIRED'), grpc.status.INVALID_ARGUMENT);
+    assert.match(err.details, /status must be COMPLETED/);
+    err = await expectStatus(handoff.pending(''), grpc.status.INVALID_ARGUMENT);
+    assert.equal((await handoff.cancel('nothing-like-this', 'x')).acknowledged, false);
+  });
+
+  it('an impostor cannot accept, reject or complete someone else\'s handoff; the credential\'s own agent is not the target either', async () => {
+    await start();
+    await agent('origin', ['code']);
+    await agent('reviewer', ['review']);
+    await agent('mallory', ['review']);
+    await handoff.request(request({ to_agent: 'reviewer' }));
+    const mallory = host.coordinator.credentials.mintAgent('mallory', 'test', 'mallory', { correlationId: 'test' }).token;
+    let err = await expectStatus(handoff.accept('h1', 'reviewer', mallory), grpc.status.PERMISSION_DENIED);
+    assert.match(err.details, /acts as agent 'mallory'; the call acts as 'reviewer'/);
+    err = await expectStatus(handoff.accept('h1', 'mallory', mallory), grpc.status.PERMISSION_DENIED);
+    assert.match(err.details, /^PERMISSION_DENIED: only the current target 'reviewer' may accept/);
+    err = await expectStatus(handoff.reject('h1', 'mallory', { rejection_reason: 'mine now' }, mallory), grpc.status.PERMISSION_DENIED);
+    err = await expectStatus(handoff.pending('reviewer', mallory), grpc.status.PERMISSION_DENIED);
+    const reviewer = host.coordinator.credentials.mintAgent('reviewer', 'test', 'reviewer', { correlationId: 'test' }).token;
+    await handoff.accept('h1', 'reviewer', reviewer);
+    err = await expectStatus(handoff.complete('h1', 'COMPLETED', mallory), grpc.status.PERMISSION_DENIED);
+    assert.match(err.details, /only the parties of handoff 'h1'/);
+    err = await expectStatus(handoff.cancel('h1', 'stop', 0, mallory), grpc.status.PERMISSION_DENIED);
+    assert.equal((await handoff.complete('h1', 'COMPLETED', reviewer)).success, true);
+  });
+
+  it('reject with a reason → the next candidate is offered it; CancelDelegation ends it and tells both parties', async () => {
+    await start();
+    const origin = await agent('origin', ['code']);
+    const first = await agent('a-reviewer', ['review']);
+    const second = await agent('b-reviewer', ['review']);
+    await handoff.request(request(), { 'sw4rm-correlation-id': 'job-9' });
+    await first.waitFor(notice('handoff_request', 'h1'), 10_000, 'the first offer');
+    await handoff.reject('h1', 'a-reviewer', { rejection_reason: 'on holiday', rejection_code: 'OVERLOADED', retry_after_ms: 3_600_000 });
+    const rerouted = await origin.waitFor(notice('handoff_status', 'h1', 'rerouted'), 10_000, 'the rerouted status');
+    assert.equal(jsonPayload<Record<string, unknown>>(rerouted.msg)!.to_agent, 'b-reviewer');
+    await second.waitFor(notice('handoff_request', 'h1'), 10_000, 'the second offer');
+    const record = host.coordinator.handoffs.get('h1')!;
+    assert.deepEqual(record.attempts.map((a) => [a.agentId, a.outcome, a.code, a.retryAfterMs]), [['a-reviewer', 'rejected', 'OVERLOADED', 3_600_000], ['b-reviewer', '', '', undefined]]);
+    const cancelled = await handoff.cancel('job-9', 'plans changed', 1_000);
+    assert.deepEqual(cancelled, { acknowledged: true, message: 'cancelled 1 handoff: h1' });
+    for (const inbox of [origin, second]) {
+      const item = await inbox.waitFor(notice('handoff_status', 'h1', 'cancelled'), 10_000, 'the cancellation');
+      assert.equal(jsonPayload<Record<string, unknown>>(item.msg)!.grace_period_ms, 1_000);
+    }
+    assert.deepEqual((await handoff.pending('b-reviewer')).pending_requests, []);
+  });
+
+  describe('carrying the worktree (real git)', () => {
+    let repo: string;
+    let worktrees: WorktreeClient;
+
+    beforeEach(async () => {
+      repo = makeRepo(dir, 'app', { 'README.md': 'hello\n' });
+      await start({ workspaceFolders: [repo] });
+      host.coordinator.hitl.attachOperator('editor:test');
+      worktrees = new WorktreeClient(`127.0.0.1:${host.port}`, host.token);
+      closers.push(worktrees);
+      await agent('origin', ['code']);
+      await agent('reviewer', ['review']);
+      assert.equal((await worktrees.call<{ ok: boolean; reason: string }>('Bind', { agent_id: 'origin', repo_id: 'app', worktree_id: '' })).ok, true);
+    });
+
+    const status = (agentId: string) => worktrees.call<{ repo_id: string; worktree_id: string; state: string }>('Status', { agent_id: agentId });
+
+    it('a receiver bound at its own home switches into the sender\'s worktree (SWITCH_REQUEST, decided through HITL)', async () => {
+      assert.equal((await worktrees.call<{ ok: boolean }>('Bind', { agent_id: 'reviewer', repo_id: 'app', worktree_id: '' })).ok, true);
+      await handoff.request(request({ to_agent: 'reviewer' }), { 'sw4rm-handoff-worktree': 'carry' });
+      await Promise.all([handoff.accept('h1', 'reviewer'), handoff.accept('h1', 'reviewer')]);
+      const record = host.coordinator.handoffs.get('h1')!;
+      assert.equal(record.state, 'ACCEPTED');
+      assert.deepEqual([record.worktree?.repoId, record.worktree?.worktreeId, record.worktree?.outcome], ['app', 'origin', 'switch_pending']);
+      assert.equal((await status('reviewer')).state, 'SWITCH_PENDING');
+      host.coordinator.hitl.decide(record.worktree!.invocationId, { action: 'approve', rationale: 'the reviewer takes over the work' }, 'editor:test', { correlationId: 'test' });
+      await pollUntil('the switch is granted', async () => ((await status('reviewer')).state === 'BOUND_NON_HOME' ? true : undefined), 10_000);
+      const reviewerStatus = await status('reviewer');
+      assert.equal(reviewerStatus.worktree_id, 'origin', 'the reviewer works in the sender\'s worktree');
+      assert.equal(host.coordinator.worktrees.worktreePathOf('reviewer'), host.coordinator.worktrees.worktreePathOf('origin'));
+      assert.ok(fs.existsSync(path.join(host.coordinator.worktrees.worktreePathOf('reviewer')!, 'README.md')));
+    });
+
+    it('an UNBOUND receiver: refused while the worktree is the sender\'s home; bound to it (BIND) once the sender let go', async () => {
+      await handoff.request(request({ to_agent: 'reviewer' }), { 'sw4rm-handoff-worktree': 'carry' });
+      const err = await expectStatus(handoff.accept('h1', 'reviewer'), grpc.status.FAILED_PRECONDITION);
+      assert.match(err.details, /^FAILED_PRECONDITION: handoff 'h1' carries worktree 'origin' of 'app', but the worktree state machine refused to bind 'reviewer' to it: worktree 'origin' of 'app' is the home worktree of agent 'origin'/);
+      assert.equal(host.coordinator.handoffs.get('h1')!.state, 'PENDING', 'not accepted');
+      assert.equal((await status('reviewer')).state, 'UNBOUND');
+      assert.equal((await worktrees.call<{ ok: boolean }>('Unbind', { agent_id: 'origin' })).ok, true);
+      // An accept and its retry at once (the answer of the first was slow): both answered OK, one acceptance.
+      await Promise.all([handoff.accept('h1', 'reviewer'), handoff.accept('h1', 'reviewer')]);
+      assert.equal(host.coordinator.log.query({ eventType: 'handoff.accepted', limit: 10 }).length, 1);
+      const record = host.coordinator.handoffs.get('h1')!;
+      assert.equal(record.state, 'ACCEPTED');
+      assert.equal(record.worktree?.outcome, 'bound');
+      const reviewerStatus = await status('reviewer');
+      assert.deepEqual([reviewerStatus.state, reviewerStatus.repo_id, reviewerStatus.worktree_id], ['BOUND_HOME', 'app', 'origin']);
+    });
+
+    it('a receiver in another binding state is refused with the state machine\'s reason', async () => {
+      await handoff.request(request({ to_agent: 'reviewer' }), { 'sw4rm-handoff-worktree': 'carry' });
+      assert.equal((await worktrees.call<{ ok: boolean }>('Bind', { agent_id: 'reviewer', repo_id: 'app', worktree_id: '' })).ok, true);
+      assert.equal((await worktrees.call<{ state: string }>('RequestSwitch', { agent_id: 'reviewer', target_worktree_id: 'origin', requires_hitl: true })).state, 'SWITCH_PENDING');
+      const err = await expectStatus(handoff.accept('h1', 'reviewer'), grpc.status.FAILED_PRECONDITION);
+      assert.match(err.details, /'reviewer' is SWITCH_PENDING in repository 'app': the worktree state machine \(RFC §16.2\) carries a worktree only into an UNBOUND agent \(BIND\) or one BOUND_HOME/);
+    });
+  });
+});

@@ -1,0 +1,626 @@
+import { strict as assert } from 'node:assert';
+import type { HandoffRequestInput } from '../../src/core/handoff/handoffs';
+import { HANDOFF_CONTEXT_CONTENT_TYPE, type HandoffRecord } from '../../src/core/handoff/model';
+import { NegotiationError, type Speaker } from '../../src/core/policy/speaker';
+import type { CollectingSink } from '../support/routerHarness';
+import { assertRefused, ctx, json, settle } from '../support/routerHarness';
+import { SchedulerHarness } from '../support/schedulerHarness';
+
+const OPERATOR: Speaker = { kind: 'operator', label: 'operator' };
+const as = (agentId: string): Speaker => ({ kind: 'agent', label: `agent:${agentId}`, mayActAs: (id) => id === agentId });
+const CONTEXT = {
+  conversation_history: [
+    { role: 'user', content: 'Review this code for security issues', timestamp: '2025-01-15T10:30:00Z' },
+    { role: 'assistant', content: 'I will hand this off to a specialist.' },
+  ],
+  tool_state: { active_calls: [] },
+  metadata: { original_request_id: 'req-123' },
+};
+const TIMEOUT = 10_000;
+
+function refusal(fn: () => unknown, kind: NegotiationError['kind'], code: string, message?: RegExp): NegotiationError {
+  let caught: NegotiationError | undefined;
+  assert.throws(fn, (err: unknown) => {
+    assert.ok(err instanceof NegotiationError, `a NegotiationError, not ${String(err)}`);
+    assert.equal(err.kind, kind, err.message);
+    assert.equal(err.code, code, err.message);
+    if (message) assert.match(err.message, message);
+    caught = err;
+    return true;
+  });
+  return caught!;
+}
+
+async function rejected(promise: Promise<unknown>, kind: NegotiationError['kind'], code: string, message?: RegExp): Promise<NegotiationError> {
+  try {
+    await promise;
+  } catch (err) {
+    assert.ok(err instanceof NegotiationError, `a NegotiationError, not ${String(err)}`);
+    assert.equal(err.kind, kind, err.message);
+    assert.equal(err.code, code, err.message);
+    if (message) assert.match(err.message, message);
+    return err;
+  }
+  assert.fail('expected a refusal');
+}
+
+describe('handoffs (RFC §17.6)', function () {
+  this.timeout(20_000);
+  let h: SchedulerHarness;
+  const sinks = new Map<string, CollectingSink>();
+
+  function start(options: Record<string, unknown> = {}): void {
+    h = new SchedulerHarness({}, { heartbeatDebounceMs: 86_400_000 }, undefined, { handoffs: { defaultTimeoutMs: TIMEOUT, ...options } });
+    sinks.clear();
+  }
+
+  /** Registers an agent with capabilities, opens its inbox and reports RUNNABLE (available for routing). */
+  function agent(id: string, capabilities: string[] = ['review'], extra: Record<string, unknown> = {}): CollectingSink {
+    h.register(id, { capabilities, ...extra });
+    const sink = h.stream(id).sink;
+    sinks.set(id, sink);
+    assert.ok(h.registry.heartbeat(id, 'RUNNABLE', {}, ctx(`hb-${id}`)));
+    return sink;
+  }
+
+  function input(extra: Partial<HandoffRequestInput> = {}): HandoffRequestInput {
+    return {
+      requestId: 'h1', fromAgent: 'a', toAgent: '', reason: 'needs a security review', context: Buffer.from(JSON.stringify(CONTEXT)),
+      contextContentType: HANDOFF_CONTEXT_CONTENT_TYPE, capabilitiesRequired: ['review'], priority: 0, timeoutMs: null, budget: null,
+      delegationPolicy: null, taskId: '', correlationId: '', parentRequestId: '', carryWorktree: false, ...extra,
+    };
+  }
+
+  const handoffs = () => h.coordinator.handoffs;
+  const request = (extra: Partial<HandoffRequestInput> = {}) => handoffs().request(input(extra), as(extra.fromAgent ?? 'a'), ctx('request'));
+  const reject = (requestId: string, agentId: string, extra: { reason?: string; code?: string; retryAfterMs?: number; redirectTo?: string } = {}) =>
+    handoffs().reject({ requestId, agentId, reason: extra.reason ?? 'busy', code: extra.code ?? '', retryAfterMs: extra.retryAfterMs ?? 0, redirectTo: extra.redirectTo ?? '' }, as(agentId), ctx('reject'));
+  const stored = (requestId = 'h1'): HandoffRecord => {
+    const r = handoffs().get(requestId);
+    assert.ok(r, `handoff ${requestId} is stored`);
+    return r;
+  };
+  /** The NOTIFICATION payloads `agentId` received of `type` (handoff_request / handoff_status). */
+  const notices = (agentId: string, type: string) => sinks.get(agentId)!.ofType('NOTIFICATION').map((i) => ({ envelope: i.envelope, body: json(i.envelope) }))
+    .filter((n) => n.body.type === type);
+  const events = (type: string) => h.events(type);
+
+  afterEach(() => h.dispose());
+
+  describe('the lifecycle', () => {
+    beforeEach(() => start());
+
+    it('PENDING → ACCEPTED → COMPLETED: the target is notified in the transaction, finds it pending, accepts; the requester learns each outcome', async () => {
+      agent('a');
+      agent('b');
+      const record = request({ toAgent: 'b' });
+      assert.equal(record.state, 'PENDING');
+      assert.equal(record.toAgent, 'b');
+      assert.equal(record.correlationId, 'h1', 'the correlation id defaults to the request id');
+      assert.equal(record.expiresAt, h.clock.now() + TIMEOUT);
+      const [offer] = notices('b', 'handoff_request');
+      assert.ok(offer, 'b received the request as a NOTIFICATION');
+      assert.equal(offer.envelope.producerId, 'coordinator');
+      assert.equal(offer.envelope.correlationId, 'h1');
+      assert.equal(offer.body.request_id, 'h1');
+      assert.equal(offer.body.from_agent, 'a');
+      assert.equal(offer.body.reason, 'needs a security review');
+      assert.deepEqual(offer.body.capabilities_required, ['review']);
+      assert.equal(offer.body.context_content_type, HANDOFF_CONTEXT_CONTENT_TYPE);
+      assert.equal(offer.body.context_encoding, 'utf8');
+      assert.deepEqual(JSON.parse(String(offer.body.context)), CONTEXT, 'the context arrives intact');
+      assert.equal(offer.body.context_omitted, false);
+      const [requested] = events('handoff.requested');
+      assert.equal(requested.correlationId, 'h1');
+      assert.equal(requested.details.to_agent, 'b');
+      assert.equal((requested.details.notification as { sent: boolean }).sent, true);
+
+      const pending = handoffs().pending('b', as('b'));
+      assert.deepEqual(pending.map((p) => p.requestId), ['h1']);
+      assert.deepEqual(JSON.parse(pending[0].context.toString()), CONTEXT);
+      assert.deepEqual(handoffs().pending('a', as('a')), []);
+      refusal(() => handoffs().pending('b', as('a')), 'permission', 'PERMISSION_DENIED');
+
+      const accepted = await handoffs().accept('h1', 'b', as('b'), ctx('accept'));
+      assert.equal(accepted.state, 'ACCEPTED');
+      assert.equal(accepted.acceptedBy, 'b');
+      assert.equal(accepted.expiresAt, null);
+      assert.deepEqual(accepted.attempts.map((a) => [a.agentId, a.outcome, a.via]), [['b', 'accepted', 'requested']]);
+      assert.deepEqual(handoffs().pending('b', as('b')), [], 'no longer pending');
+      assert.deepEqual(notices('a', 'handoff_status').map((n) => [n.body.event, n.body.status, n.envelope.correlationId]), [['accepted', 'ACCEPTED', 'h1']]);
+      // Accepting again (a retry) is answered with the same record.
+      assert.equal((await handoffs().accept('h1', 'b', as('b'), ctx())).state, 'ACCEPTED');
+
+      const done = handoffs().complete('h1', 'COMPLETED', as('a'), ctx('complete'));
+      assert.equal(done.success, true);
+      assert.match(done.message, /'b' owns the work/);
+      assert.equal(stored().state, 'COMPLETED');
+      assert.equal(stored().completedBy, 'a');
+      assert.deepEqual(notices('a', 'handoff_status').map((n) => n.body.event), ['accepted', 'completed']);
+      assert.deepEqual(notices('b', 'handoff_status').map((n) => n.body.event), ['completed'], 'the receiver is told too');
+      assert.deepEqual(handoffs().complete('h1', 'COMPLETED', as('b'), ctx()), { success: true, message: "handoff 'h1' was already completed by a" });
+      for (const type of ['handoff.requested', 'handoff.accepted', 'handoff.completed']) {
+        assert.deepEqual(events(type).map((e) => e.correlationId), ['h1'], `one ${type} event, under the handoff's correlation id`);
+      }
+      await settle();
+    });
+
+    it('after COMPLETED the router refuses the origin\'s sends about the work (PERMISSION_DENIED naming the handoff); ACKs, other work and the receiver pass', async () => {
+      agent('a');
+      agent('b');
+      agent('c');
+      request({ toAgent: 'b', correlationId: 'work-7' });
+      // Before completion the origin may still send about it.
+      h.sendData('a', 'c', { correlationId: 'work-7' });
+      await handoffs().accept('h1', 'b', as('b'), ctx());
+      handoffs().complete('h1', 'COMPLETED', as('b'), ctx());
+      const refused = h.send(h.envelope('a', { correlationId: 'work-7' }), 'c');
+      assertRefused(refused, 'PERMISSION_DENIED', /handoff h1 completed: b owns this work/);
+      assertRefused(h.send(h.envelope('a', { correlationId: 'work-7', messageType: 'NOTIFICATION' }), 'b'), 'PERMISSION_DENIED');
+      h.sendData('a', 'c', { correlationId: 'other-work' });
+      h.sendData('b', 'c', { correlationId: 'work-7' });
+      // The origin still acknowledges what it receives about the work (the completion notice).
+      const notice = notices('a', 'handoff_status').at(-1)!;
+      assert.equal(notice.envelope.correlationId, 'work-7');
+      h.acked('a', notice.envelope.messageId, 'READ');
+      // And it may not start a new handoff about it either.
+      refusal(() => request({ requestId: 'h2', toAgent: 'c', correlationId: 'work-7' }), 'permission', 'PERMISSION_DENIED', /handoff h1 completed/);
+    });
+
+    it('refuses bad requests with the spec\'s codes and stores nothing', () => {
+      agent('a');
+      agent('b');
+      agent('x', ['other']);
+      refusal(() => request({ requestId: '' }), 'invalid', 'VALIDATION_ERROR', /request_id is required/);
+      refusal(() => request({ requestId: 'r'.repeat(257) }), 'invalid', 'VALIDATION_ERROR', /request_id is longer than 256/);
+      refusal(() => request({ requestId: 'a\u0000b' }), 'invalid', 'VALIDATION_ERROR', /control characters/);
+      refusal(() => handoffs().request(input({ fromAgent: 'ghost' }), OPERATOR, ctx()), 'not_found', 'NOT_FOUND', /from_agent 'ghost' is not a registered agent/);
+      refusal(() => handoffs().request(input(), as('b'), ctx()), 'permission', 'PERMISSION_DENIED', /as 'a'/);
+      refusal(() => request({ toAgent: 'ghost' }), 'not_found', 'NO_ROUTE', /to_agent 'ghost' is not a registered agent/);
+      refusal(() => request({ toAgent: 'x' }), 'precondition', 'NO_ROUTE', /to_agent 'x' lacks the required capabilities review \(it registered: other\)/);
+      refusal(() => request({ toAgent: 'a' }), 'invalid', 'VALIDATION_ERROR', /cannot hand off to itself/);
+      refusal(() => request({ reason: '  ' }), 'invalid', 'VALIDATION_ERROR', /reason is required/);
+      for (const priority of [-20, 21, 0.5]) refusal(() => request({ priority }), 'invalid', 'VALIDATION_ERROR', /-19 \(highest\) to 20 \(lowest\)/);
+      refusal(() => request({ capabilitiesRequired: ['review', 'review'] }), 'invalid', 'VALIDATION_ERROR', /twice/);
+      refusal(() => request({ capabilitiesRequired: ['has space'] }), 'invalid', 'VALIDATION_ERROR', /contains spaces/);
+      refusal(() => request({ timeoutMs: 86_400_001 }), 'invalid', 'VALIDATION_ERROR', /timeout is 86400001 ms; at most 86400000/);
+      refusal(() => request({ capabilitiesRequired: ['nobody-has-this'] }), 'precondition', 'NO_ROUTE', /no registered agent other than 'a' holds the capabilities nobody-has-this/);
+      refusal(() => request({ taskId: 'no-task' }), 'not_found', 'NOT_FOUND', /sw4rm-task-id 'no-task'/);
+      refusal(() => request({ carryWorktree: true }), 'precondition', 'FAILED_PRECONDITION', /not bound to one/);
+      assert.deepEqual(handoffs().recent(10), []);
+      assert.equal(events('handoff.requested').length, 0);
+      assert.equal(notices('b', 'handoff_request').length, 0);
+    });
+
+    it('an identical retry is idempotent; the same request_id with other content is DUPLICATE_DETECTED (ALREADY_EXISTS)', () => {
+      agent('a');
+      agent('b');
+      const first = request({ toAgent: 'b' });
+      h.clock.advance(1_000);
+      const again = request({ toAgent: 'b' });
+      assert.equal(again.requestedAt, first.requestedAt);
+      assert.equal(events('handoff.requested').length, 1);
+      assert.equal(notices('b', 'handoff_request').length, 1, 'notified once');
+      refusal(() => request({ toAgent: 'b', reason: 'another reason' }), 'exists', 'DUPLICATE_DETECTED', /request_id 'h1' was already used/);
+      refusal(() => request({ toAgent: 'b', context: Buffer.from('{}') }), 'exists', 'DUPLICATE_DETECTED');
+    });
+
+    it('only the current target accepts or rejects; only the parties (or the operator) complete, from ACCEPTED only, with status COMPLETED', async () => {
+      agent('a');
+      agent('b');
+      agent('c');
+      request({ toAgent: 'b' });
+      await rejected(handoffs().accept('h1', 'c', as('c'), ctx()), 'permission', 'PERMISSION_DENIED', /only the current target 'b' may accept/);
+      // An impostor naming the target is refused by its credential (the identity guard, and again here).
+      await rejected(handoffs().accept('h1', 'b', as('c'), ctx()), 'permission', 'PERMISSION_DENIED', /may not accept as 'b'/);
+      refusal(() => reject('h1', 'c'), 'permission', 'PERMISSION_DENIED', /only the current target 'b' may reject/);
+      refusal(() => handoffs().complete('h1', 'COMPLETED', as('a'), ctx()), 'precondition', 'FAILED_PRECONDITION', /is PENDING: only an ACCEPTED handoff/);
+      await rejected(handoffs().accept('nope', 'b', as('b'), ctx()), 'not_found', 'NOT_FOUND');
+      await handoffs().accept('h1', 'b', as('b'), ctx());
+      refusal(() => handoffs().complete('h1', 'COMPLETED', as('c'), ctx()), 'permission', 'PERMISSION_DENIED', /only the parties/);
+      for (const status of ['REJECTED', 'EXPIRED', 'PENDING', '']) refusal(() => handoffs().complete('h1', status, as('a'), ctx()), 'invalid', 'VALIDATION_ERROR', /status must be COMPLETED/);
+      refusal(() => reject('h1', 'b'), 'precondition', 'FAILED_PRECONDITION', /is ACCEPTED/);
+      assert.equal(handoffs().complete('h1', 'COMPLETED', OPERATOR, ctx()).success, true);
+      assert.equal(stored().completedBy, 'operator:operator');
+    });
+  });
+
+  describe('routing', () => {
+    beforeEach(() => start());
+
+    it('capability routing: agents holding every capability, online and able to take work, not the requester, least loaded first, ties by id', () => {
+      agent('a', ['review']);
+      agent('busy', ['review', 'security']);
+      agent('d', ['review', 'security']);
+      agent('c', ['review', 'security']);
+      agent('lacks', ['review']);
+      h.register('starting', { capabilities: ['review', 'security'] }); // INITIALIZING: cannot take work yet
+      agent('leaving', ['review', 'security']);
+      assert.ok(h.scheduler.shutdownAgent('leaving', 60_000, 'test', ctx()).ok);
+      // `busy` runs one task and has another queued: load 2.
+      h.submitted('busy');
+      h.submitted('busy');
+      assert.equal(h.scheduler.loadOf('busy'), 2);
+      const first = request({ capabilitiesRequired: ['review', 'security'] });
+      assert.equal(first.toAgent, 'c', 'c and d carry nothing: the lower id');
+      assert.equal(first.attempts[0].via, 'capability');
+      // c now carries one pending handoff: d is less loaded.
+      assert.equal(request({ requestId: 'h2', capabilitiesRequired: ['review', 'security'] }).toAgent, 'd');
+      assert.equal(request({ requestId: 'h3', capabilitiesRequired: ['review', 'security'] }).toAgent, 'c');
+      assert.equal(request({ requestId: 'h4', capabilitiesRequired: ['review', 'security'] }).toAgent, 'd');
+      // busy (2 tasks), c and d (2 handoffs each) tie: by id.
+      assert.equal(request({ requestId: 'h5', capabilitiesRequired: ['review', 'security'] }).toAgent, 'busy');
+      assert.equal(request({ requestId: 'h6', capabilitiesRequired: ['review'] }).toAgent, 'lacks', 'holding review is enough here');
+    });
+
+    it('an agent\'s max_concurrent_delegations bounds what it is offered; the named target over it is refused OVERLOADED', () => {
+      agent('a');
+      agent('b', ['review'], { maxConcurrentDelegations: 1 });
+      agent('c');
+      assert.equal(request({ toAgent: 'b' }).toAgent, 'b');
+      refusal(() => request({ requestId: 'h2', toAgent: 'b' }), 'exhausted', 'OVERLOADED', /at most 1 delegations/);
+      assert.equal(request({ requestId: 'h3' }).toAgent, 'c');
+    });
+
+    it('reject → the next candidate (each attempt recorded, the requester told); the last rejection ends it REJECTED with reason and code', () => {
+      agent('a');
+      agent('b');
+      agent('c');
+      request();
+      assert.equal(stored().toAgent, 'b');
+      reject('h1', 'b', { reason: 'too busy', code: 'OVERLOADED', retryAfterMs: 5_000 });
+      let r = stored();
+      assert.equal(r.state, 'PENDING');
+      assert.equal(r.toAgent, 'c');
+      assert.deepEqual(r.attempts.map((a) => [a.agentId, a.outcome, a.reason, a.code, a.retryAfterMs]), [['b', 'rejected', 'too busy', 'OVERLOADED', 5_000], ['c', '', '', '', undefined]]);
+      assert.equal(notices('c', 'handoff_request').length, 1);
+      const [rerouted] = notices('a', 'handoff_status');
+      assert.equal(rerouted.body.event, 'rerouted');
+      assert.equal(rerouted.body.to_agent, 'c');
+      assert.equal(rerouted.body.retry_after_ms, 0);
+      assert.equal(events('handoff.rerouted')[0].details.rejection_code, 'OVERLOADED');
+      // b's retry of its rejection (the answer was lost) changes nothing.
+      assert.equal(reject('h1', 'b').toAgent, 'c');
+      assert.equal(events('handoff.rerouted').length, 1);
+      reject('h1', 'c', { reason: 'not my area', code: 'VALIDATION_ERROR' });
+      r = stored();
+      assert.equal(r.state, 'REJECTED');
+      assert.equal(r.rejectionReason, 'not my area');
+      assert.equal(r.rejectionCode, 'VALIDATION_ERROR');
+      assert.ok(r.endedAt);
+      assert.equal(events('handoff.rejected').length, 1);
+      assert.match(String(events('handoff.rejected')[0].details.reason), /rejected by 'c'; not offered to anyone else: no agent holding review can take the handoff now \(b: tried already; c: tried already\)/);
+      assert.deepEqual(notices('a', 'handoff_status').map((n) => [n.body.event, n.body.status, n.body.rejection_reason]), [['rerouted', 'PENDING', 'too busy'], ['rejected', 'REJECTED', 'not my area']]);
+      assert.deepEqual(handoffs().pending('c', as('c')), []);
+    });
+
+    it('a redirect to a capable agent is the next target; an incapable one is noted and capability routing goes on', () => {
+      agent('a');
+      agent('b');
+      agent('c');
+      agent('z');
+      agent('nocap', ['other']);
+      request({ toAgent: 'b' });
+      reject('h1', 'b', { redirectTo: 'z', code: 'REDIRECT' });
+      let r = stored();
+      assert.equal(r.toAgent, 'z');
+      assert.deepEqual(r.attempts.map((a) => [a.agentId, a.outcome, a.via, a.redirectTo]), [['b', 'redirected', 'requested', 'z'], ['z', '', 'redirect', undefined]]);
+      reject('h1', 'z', { redirectTo: 'nocap' });
+      r = stored();
+      assert.equal(r.toAgent, 'c');
+      assert.equal(r.attempts[2].via, 'capability');
+      assert.match(JSON.stringify(events('handoff.rerouted')[1].details.notes), /redirect to 'nocap' not followed: it lacks review/);
+    });
+
+    it('delegation_policy: allow_spillover_routing false never reroutes; max_redirects bounds the reroutes', () => {
+      agent('a');
+      agent('b');
+      agent('c');
+      agent('d');
+      const policy = { maxRetriesOnOverloaded: 0, initialBackoffMs: 0, backoffMultiplier: 0, maxBackoffMs: 0, allowSpilloverRouting: false, maxRedirects: 0 };
+      request({ delegationPolicy: policy });
+      reject('h1', 'b');
+      assert.equal(stored().state, 'REJECTED');
+      assert.equal(stored().attempts.length, 1);
+      assert.match(String(events('handoff.rejected')[0].details.reason), /allow_spillover_routing is false/);
+      request({ requestId: 'h2', delegationPolicy: { ...policy, allowSpilloverRouting: true, maxRedirects: 1 } });
+      const first = stored('h2').toAgent;
+      reject('h2', first);
+      const second = stored('h2').toAgent;
+      assert.notEqual(second, first);
+      reject('h2', second);
+      assert.equal(stored('h2').state, 'REJECTED');
+      assert.equal(stored('h2').attempts.length, 2, 'one reroute only');
+    });
+
+    it('with rerouting off a rejection ends the handoff', () => {
+      h.dispose();
+      start({ reroute: false });
+      agent('a');
+      agent('b');
+      agent('c');
+      request();
+      reject('h1', 'b');
+      assert.equal(stored().state, 'REJECTED');
+      assert.match(String(events('handoff.rejected')[0].details.reason), /rerouting is off/);
+    });
+
+    it('a target that deregisters: the handoff moves to the next candidate', () => {
+      agent('a');
+      agent('b');
+      agent('c');
+      request({ toAgent: 'b' });
+      assert.ok(h.registry.deregister('b', 'going away', ctx()));
+      const r = stored();
+      assert.equal(r.toAgent, 'c');
+      assert.deepEqual(r.attempts.map((a) => [a.agentId, a.outcome]), [['b', 'left'], ['c', '']]);
+      // Nobody left to take it: it stays offered to the agent that left.
+      assert.ok(h.registry.deregister('c', 'going away', ctx()));
+      assert.equal(stored().toAgent, 'c');
+      assert.equal(stored().attempts[1].outcome, '');
+    });
+  });
+
+  describe('timeouts', () => {
+    beforeEach(() => start());
+
+    it('expiry → the next candidate; the last expiry ends it EXPIRED (nothing waits forever)', async () => {
+      agent('a');
+      agent('b');
+      agent('c');
+      request();
+      h.clock.advance(TIMEOUT - 1);
+      assert.equal(stored().toAgent, 'b');
+      h.clock.advance(1);
+      let r = stored();
+      assert.equal(r.toAgent, 'c');
+      assert.deepEqual(r.attempts.map((a) => [a.agentId, a.outcome]), [['b', 'expired'], ['c', '']]);
+      assert.equal(r.expiresAt, h.clock.now() + TIMEOUT, 'each target has the whole timeout');
+      h.clock.advance(TIMEOUT);
+      r = stored();
+      assert.equal(r.state, 'EXPIRED');
+      assert.match(r.endReason, /'c' did not answer in time/);
+      assert.deepEqual(notices('a', 'handoff_status').map((n) => n.body.event), ['rerouted', 'expired']);
+      assert.equal(handoffs().openCount(), 0);
+      await settle();
+    });
+
+    it('a request\'s own timeout is used; the budget\'s deadline cuts it, and ends it without rerouting', () => {
+      agent('a');
+      agent('b');
+      agent('c');
+      const now = h.clock.now();
+      const budget = { tokenBudgetRemaining: 1000, wallTimeRemainingMs: 0, deadlineEpochMs: now + 3_000, currentDepth: 1, maxDelegationDepth: 3 };
+      const r = request({ timeoutMs: 20_000, budget });
+      assert.equal(r.timeoutMs, 3_000);
+      assert.equal(r.expiresAt, now + 3_000);
+      const [offer] = notices('b', 'handoff_request');
+      assert.deepEqual(offer.body.budget, { token_budget_remaining: 1000, wall_time_remaining_ms: 0, deadline_epoch_ms: now + 3_000, current_depth: 1, max_delegation_depth: 3 });
+      h.clock.advance(3_000);
+      assert.equal(stored().state, 'EXPIRED');
+      assert.match(stored().endReason, /the budget's deadline .* passed/);
+      assert.equal(request({ requestId: 'h2', timeoutMs: 20_000 }).expiresAt, h.clock.now() + 20_000);
+      assert.equal(request({ requestId: 'h3', budget: { ...budget, deadlineEpochMs: 0, wallTimeRemainingMs: 4_000 } }).timeoutMs, 4_000);
+    });
+
+    it('the budget envelope refuses a delegation too deep or past its deadline', () => {
+      agent('a');
+      agent('b');
+      const budget = { tokenBudgetRemaining: 0, wallTimeRemainingMs: 0, deadlineEpochMs: 0, currentDepth: 3, maxDelegationDepth: 3 };
+      refusal(() => request({ budget }), 'precondition', 'VALIDATION_ERROR', /current_depth 3 has reached max_delegation_depth 3/);
+      refusal(() => request({ budget: { ...budget, currentDepth: 0, deadlineEpochMs: h.clock.now() } }), 'deadline', 'TTL_EXPIRED', /deadline_epoch_ms .* has passed/);
+      assert.equal(request({ budget: { ...budget, maxDelegationDepth: 0 } }).state, 'PENDING', 'max_delegation_depth 0: no limit');
+    });
+  });
+
+  describe('the operator', () => {
+    beforeEach(() => start({ routeToOperator: true }));
+
+    it('no agent can take it → PENDING awaiting the operator; agents may not answer; the operator accepts', async () => {
+      agent('a');
+      agent('b', ['other']);
+      const r = request();
+      assert.equal(r.state, 'PENDING');
+      assert.equal(r.awaitingOperator, true);
+      assert.equal(r.toAgent, '');
+      assert.deepEqual(r.attempts, []);
+      assert.equal(events('handoff.requested')[0].details.via, 'operator');
+      await rejected(handoffs().accept('h1', 'b', as('b'), ctx()), 'precondition', 'FAILED_PRECONDITION', /waits for the operator/);
+      const accepted = handoffs().acceptAsOperator('h1', 'alice', ctx());
+      assert.equal(accepted.state, 'ACCEPTED');
+      assert.equal(accepted.acceptedBy, 'operator:alice');
+      assert.deepEqual(notices('a', 'handoff_status').map((n) => [n.body.event, n.body.accepted_by]), [['accepted', 'operator:alice']]);
+      refusal(() => handoffs().acceptAsOperator('h1', 'alice', ctx()), 'precondition', 'FAILED_PRECONDITION', /does not wait for a person/);
+      assert.equal(handoffs().complete('h1', 'COMPLETED', as('a'), ctx()).success, true);
+    });
+
+    it('after the last rejection the operator is asked once; the operator rejects with a reason, or the timeout ends it EXPIRED', () => {
+      agent('a');
+      agent('b');
+      request();
+      reject('h1', 'b', { reason: 'cannot' });
+      const r = stored();
+      assert.equal(r.awaitingOperator, true);
+      assert.equal(events('handoff.awaiting_operator').length, 1);
+      assert.equal(notices('a', 'handoff_status')[0].body.event, 'awaiting_operator');
+      refusal(() => handoffs().rejectAsOperator('h1', ' ', 'alice', ctx()), 'invalid', 'VALIDATION_ERROR', /reason is required/);
+      handoffs().rejectAsOperator('h1', 'nobody has time', 'alice', ctx());
+      assert.equal(stored().state, 'REJECTED');
+      assert.equal(stored().rejectionReason, 'nobody has time');
+      request({ requestId: 'h2', capabilitiesRequired: ['nobody-has-this'] });
+      h.clock.advance(TIMEOUT);
+      assert.equal(stored('h2').state, 'EXPIRED');
+      assert.match(stored('h2').endReason, /the operator did not answer/);
+    });
+  });
+
+  describe('the context snapshot', () => {
+    beforeEach(() => {
+      start();
+      agent('a');
+      agent('b');
+    });
+
+    const ctxOf = (value: unknown) => Buffer.from(JSON.stringify(value));
+
+    it('is validated against the HandoffContext schema when its content type says so, the failing JSON path named', () => {
+      refusal(() => request({ context: ctxOf({ ...CONTEXT, conversation_history: [{ content: 'no role' }] }) }), 'invalid', 'VALIDATION_ERROR',
+        /^context_snapshot\/conversation_history\/0: must have required property 'role'$/);
+      refusal(() => request({ context: ctxOf({ conversation_history: [], tool_state: {} }) }), 'invalid', 'VALIDATION_ERROR',
+        /^context_snapshot: must have required property 'metadata'$/);
+      refusal(() => request({ context: ctxOf({ ...CONTEXT, tool_state: [] }) }), 'invalid', 'VALIDATION_ERROR', /^context_snapshot\/tool_state: must be object$/);
+      refusal(() => request({ context: ctxOf({ ...CONTEXT, conversation_history: [{ role: 'user', content: 'x', timestamp: 'yesterday' }] }) }), 'invalid', 'VALIDATION_ERROR',
+        /^context_snapshot\/conversation_history\/0\/timestamp: must match format "date-time"$/);
+      refusal(() => request({ context: ctxOf({ ...CONTEXT, conversation_history: [{ role: 'user', content: 'x', timestamp: '2025-02-30T10:00:00Z' }] }) }), 'invalid', 'VALIDATION_ERROR', /date-time/);
+      refusal(() => request({ context: Buffer.from('{"conversation_history": [') }), 'invalid', 'VALIDATION_ERROR', /context_snapshot is not valid JSON/);
+      refusal(() => request({ context: Buffer.from('['.repeat(100) + ']'.repeat(100)) }), 'invalid', 'VALIDATION_ERROR', /nests deeper than 64/);
+      refusal(() => request({ context: Buffer.from([0xff, 0xfe]) }), 'invalid', 'VALIDATION_ERROR', /not valid UTF-8/);
+      assert.equal(request().state, 'PENDING', 'the valid context is taken');
+    });
+
+    it('application/json must be bounded valid JSON; no content type is opaque bytes; every context is at most 1 MiB', () => {
+      refusal(() => request({ contextContentType: 'application/json', context: Buffer.from('not json') }), 'invalid', 'VALIDATION_ERROR', /not valid JSON/);
+      assert.equal(request({ contextContentType: 'application/json', context: ctxOf({ anything: true }) }).state, 'PENDING');
+      const opaque = request({ requestId: 'h2', contextContentType: '', context: Buffer.from([0, 1, 2, 255]) });
+      assert.equal(opaque.state, 'PENDING');
+      const offer = notices('b', 'handoff_request').find((n) => n.body.request_id === 'h2')!;
+      assert.equal(offer.body.context_encoding, 'base64');
+      assert.deepEqual(Buffer.from(String(offer.body.context), 'base64'), Buffer.from([0, 1, 2, 255]));
+      refusal(() => request({ requestId: 'h3', contextContentType: '', context: Buffer.alloc(1024 * 1024 + 1) }), 'invalid', 'VALIDATION_ERROR', /at most 1048576/);
+      refusal(() => request({ requestId: 'h3', contextContentType: 'not a type' }), 'invalid', 'VALIDATION_ERROR', /is not a MIME type/);
+    });
+
+    it('a context too large for the 32 KiB NOTIFICATION is omitted there (context_omitted) and read whole by GetPendingHandoffs', () => {
+      const big = { ...CONTEXT, metadata: { blob: 'x'.repeat(100_000) } };
+      request({ context: ctxOf(big) });
+      const [offer] = notices('b', 'handoff_request');
+      assert.equal(offer.body.context_omitted, true);
+      assert.equal(offer.body.context, null);
+      assert.equal(offer.body.context_bytes, ctxOf(big).byteLength);
+      assert.ok(offer.envelope.payload.byteLength <= 32 * 1024);
+      assert.deepEqual(JSON.parse(handoffs().pending('b', as('b'))[0].context.toString()), big);
+    });
+  });
+
+  describe('tasks', () => {
+    beforeEach(() => start());
+
+    it('COMPLETED closes the origin\'s task (CANCELLED handed_off, terminate sent); its sends with the task\'s correlation are refused, its ACK of terminate is not', async () => {
+      agent('a');
+      agent('b');
+      h.submitted('a', 0, { taskId: 't1' });
+      const run = sinks.get('a')!.ofType('CONTROL').map((i) => ({ id: i.envelope.messageId, body: json(i.envelope) })).find((c) => c.body.command === 'run')!;
+      await h.answer('a', run.id, 'RECEIVED');
+      assert.equal(h.task('t1').state, 'RUNNING');
+      refusal(() => request({ taskId: 't1', fromAgent: 'b', toAgent: 'a' }), 'permission', 'PERMISSION_DENIED', /task 't1' belongs to 'a', not 'b'/);
+      const r = request({ taskId: 't1', toAgent: 'b' });
+      assert.equal(r.correlationId, 't1', 'the correlation id defaults to the task id');
+      refusal(() => request({ requestId: 'h2', taskId: 't1', toAgent: 'b' }), 'precondition', 'FAILED_PRECONDITION', /already being handed off by handoff 'h1'/);
+      await handoffs().accept('h1', 'b', as('b'), ctx());
+      assert.equal(h.task('t1').state, 'RUNNING', 'the task runs on until the handoff completes');
+      handoffs().complete('h1', 'COMPLETED', as('b'), ctx());
+      const task = h.task('t1');
+      assert.equal(task.state, 'CANCELLED');
+      assert.equal(task.errorCode, 'handed_off');
+      assert.match(task.note, /handed off to b by handoff h1/);
+      const changed = h.events('task.state_changed').filter((e) => e.correlationId === 't1').at(-1)!;
+      assert.equal(changed.details.cause, 'handoff');
+      const completed = events('handoff.completed')[0];
+      assert.equal(completed.details.task_closed, true);
+      assert.equal(completed.details.task_state, 'CANCELLED');
+      const terminate = sinks.get('a')!.ofType('CONTROL').map((i) => ({ id: i.envelope.messageId, body: json(i.envelope) })).find((c) => c.body.command === 'terminate')!;
+      assert.ok(terminate, 'the origin is told to stop');
+      assertRefused(h.send(h.envelope('a', { correlationId: 't1' }), 'b'), 'PERMISSION_DENIED', /handoff h1 completed: b owns this work/);
+      await h.answer('a', terminate.id, 'FULFILLED', { note: 'stopped' });
+      assert.equal(h.agentState('a'), 'RUNNABLE', 'the origin is free again');
+      assert.equal(h.scheduler.loadOf('a'), 0);
+    });
+  });
+
+  describe('CancelDelegation', () => {
+    beforeEach(() => start());
+
+    it('cancels the delegation by correlation id and, in cascade, the handoffs made under it; the parties are told', async () => {
+      agent('a');
+      agent('b');
+      agent('c');
+      agent('d');
+      request({ toAgent: 'b', correlationId: 'job-1' });
+      await handoffs().accept('h1', 'b', as('b'), ctx());
+      request({ requestId: 'h2', fromAgent: 'b', toAgent: 'c', parentRequestId: 'h1', correlationId: 'job-1/sub' });
+      request({ requestId: 'h3', fromAgent: 'c', toAgent: 'd', parentRequestId: 'h2' });
+      request({ requestId: 'h4', toAgent: 'd' });
+      refusal(() => handoffs().cancelDelegation('job-1', 'stop', 0, as('d'), ctx()), 'permission', 'PERMISSION_DENIED', /not a party of handoff 'h1'/);
+      const answer = handoffs().cancelDelegation('job-1', 'plans changed', 5_000, as('a'), ctx('cancel'));
+      assert.deepEqual(answer, { acknowledged: true, message: 'cancelled 3 handoffs: h1, h2, h3' });
+      for (const id of ['h1', 'h2', 'h3']) assert.equal(stored(id).state, 'CANCELLED', id);
+      assert.equal(stored('h4').state, 'PENDING', 'another delegation is untouched');
+      assert.match(stored('h2').endReason, /cascade: its parent 'h1' was cancelled/);
+      const toB = notices('b', 'handoff_status').filter((n) => n.body.event === 'cancelled');
+      assert.deepEqual(toB.map((n) => [n.body.request_id, n.body.grace_period_ms]), [['h1', 5_000], ['h2', 5_000]]);
+      assert.equal(events('handoff.cancelled').length, 3);
+      assert.deepEqual(handoffs().cancelDelegation('job-1', '', 0, as('a'), ctx()), { acknowledged: false, message: "no open handoff has correlation id or request id 'job-1'" });
+      assert.equal(handoffs().cancelDelegation('h4', '', 0, OPERATOR, ctx()).acknowledged, true, 'by request id, by the operator');
+      refusal(() => handoffs().cancelDelegation('x', '', 3_600_001, OPERATOR, ctx()), 'invalid', 'VALIDATION_ERROR', /grace_period_ms/);
+    });
+  });
+
+  describe('restart', () => {
+    beforeEach(() => start());
+
+    it('pending handoffs, their timers, accepted ones and transferred work survive a restart', async () => {
+      agent('a');
+      agent('b');
+      agent('c');
+      request({ toAgent: 'b' });
+      request({ requestId: 'h2', toAgent: 'c', correlationId: 'w2' });
+      await handoffs().accept('h2', 'c', as('c'), ctx());
+      handoffs().complete('h2', 'COMPLETED', as('a'), ctx());
+      request({ requestId: 'h3', toAgent: 'c' });
+      await handoffs().accept('h3', 'c', as('c'), ctx());
+      h.clock.advance(4_000);
+      h.restart();
+      for (const id of ['a', 'b', 'c']) {
+        sinks.set(id, h.stream(id).sink);
+        assert.ok(h.registry.heartbeat(id, 'RUNNABLE', {}, ctx()));
+      }
+      assert.equal(events('handoff.restored').at(-1)!.details.pending, 1);
+      assert.deepEqual(handoffs().pending('b', as('b')).map((r) => r.requestId), ['h1'], 'b finds it after the restart');
+      assert.equal(stored('h3').state, 'ACCEPTED');
+      assertRefused(h.send(h.envelope('a', { correlationId: 'w2' }), 'b'), 'PERMISSION_DENIED', /handoff h2 completed/);
+      h.clock.advance(TIMEOUT - 4_000 - 1);
+      assert.equal(stored().toAgent, 'b');
+      h.clock.advance(1);
+      assert.equal(stored().toAgent, 'c', 'the re-armed timer fired at the original expiry and rerouted');
+      assert.equal(handoffs().complete('h3', 'COMPLETED', as('c'), ctx()).success, true);
+    });
+
+    it('a handoff whose time ran out while the coordinator was stopped is decided at start', () => {
+      agent('a');
+      agent('b');
+      request({ toAgent: 'b', delegationPolicy: { maxRetriesOnOverloaded: 0, initialBackoffMs: 0, backoffMultiplier: 0, maxBackoffMs: 0, allowSpilloverRouting: false, maxRedirects: 0 } });
+      h.restart(() => h.clock.advance(TIMEOUT * 2));
+      assert.equal(stored().state, 'EXPIRED');
+      assert.equal(events('handoff.restored').at(-1)!.details.expired_while_stopped, 1);
+    });
+  });
+
+  describe('retention', () => {
+    it('ended handoffs are deleted after the retention days, and their transferred-work refusals end with them', async () => {
+      start({ retentionDays: 1 });
+      agent('a');
+      agent('b');
+      request({ toAgent: 'b', correlationId: 'w' });
+      await handoffs().accept('h1', 'b', as('b'), ctx());
+      handoffs().complete('h1', 'COMPLETED', as('a'), ctx());
+      assertRefused(h.send(h.envelope('a', { correlationId: 'w' }), 'b'), 'PERMISSION_DENIED');
+      h.clock.advance(23 * 3_600_000);
+      request({ requestId: 'h2', toAgent: 'b' });
+      h.clock.advance(2 * 3_600_000);
+      assert.equal(handoffs().get('h1'), undefined, 'ended more than a day before the run: deleted');
+      assert.equal(stored('h2').state, 'EXPIRED', 'ended less than a day before the run: kept');
+      assert.equal(events('handoff.pruned')[0].details.handoffs, 1);
+      h.sendData('a', 'b', { correlationId: 'w' });
+    });
+  });
+});
