@@ -227,11 +227,11 @@ export function sortHandoffs<H extends Pick<HandoffView, 'state' | 'awaitingOper
   return handoffs.map((h, i) => ({ h, i })).sort((a, b) => rank(a.h) - rank(b.h) || a.i - b.i).map(({ h }) => h);
 }
 
-/** Who a handoff goes to: its current target, `you` when it waits for the operator, else who accepted it. */
-export function handoffTarget(handoff: Pick<HandoffView, 'toAgent' | 'requestedTo' | 'awaitingOperator' | 'acceptedBy' | 'state'>): string {
+/** Who a handoff goes to: who accepted it, else its current (or last) target, `you` when it was routed to the operator. */
+export function handoffTarget(handoff: Pick<HandoffView, 'toAgent' | 'requestedTo' | 'awaitingOperator' | 'acceptedBy'>): string {
   if (handoff.acceptedBy) return handoff.acceptedBy;
   if (handoff.toAgent) return handoff.toAgent;
-  if (handoff.awaitingOperator && handoff.state === 'PENDING') return 'you';
+  if (handoff.awaitingOperator) return 'you';
   return handoff.requestedTo || '(no agent found)';
 }
 

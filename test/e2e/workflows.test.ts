@@ -13,6 +13,9 @@ const AGENT = 'e2e-wf-agent';
 const PLANNER = 'e2e-planner';
 const WORKFLOW = 'e2e-release';
 const HANDOFF = 'e2e-handoff-parser';
+/** Handoffs asking for a capability no agent has: routed to the operator (sw4rm.handoffs.routeToOperator). */
+const HANDOFF_TO_YOU = 'e2e-handoff-cobol-a';
+const HANDOFF_REJECTED = 'e2e-handoff-cobol-b';
 const SCREENSHOTS = path.join(ROOT, 'media', 'screenshots');
 
 /**
@@ -184,6 +187,14 @@ describe('the Workflows view in a real editor (code-server + Chromium, an agent 
     return run;
   }
 
+  /** A handoff asking for a capability no agent has: no agent can take it, so it waits for the operator. */
+  async function requestCobolHandoff(requestId: string): Promise<void> {
+    await unary(handoffs!, 'RequestHandoff', {
+      request_id: requestId, from_agent: PLANNER, to_agent: '', reason: 'nobody here writes this language',
+      context_snapshot: Buffer.from(JSON.stringify({ file: 'legacy/payroll.cbl' })), capabilities_required: ['cobol'], timeout: { seconds: 900 },
+    }, PLANNER);
+  }
+
   /** Expands the row labelled `label` if it is collapsed. */
   async function expand(label: string): Promise<void> {
     await row(label).waitFor({ state: 'visible', timeout: 15_000 });
@@ -197,7 +208,9 @@ describe('the Workflows view in a real editor (code-server + Chromium, an agent 
       viewport: { width: 1400, height: 900 },
       workspaceFiles: { 'workflows/release.yaml': RELEASE_YAML, 'workflows/broken.yaml': BROKEN_YAML },
       // The agents report once; they stay online for the whole test.
-      userSettings: { 'sw4rm.heartbeatDebounceSeconds': 3600, 'workbench.secondarySideBar.defaultVisibility': 'hidden' },
+      userSettings: {
+        'sw4rm.heartbeatDebounceSeconds': 3600, 'sw4rm.handoffs.routeToOperator': true, 'workbench.secondarySideBar.defaultVisibility': 'hidden',
+      },
     }));
     const env = await harness.terminalEnvironment();
     token = env.SW4RM_TOKEN;
@@ -259,6 +272,12 @@ describe('the Workflows view in a real editor (code-server + Chromium, an agent 
     await unary(handoffs!, 'AcceptHandoff', { request_id: HANDOFF, accepted: true, accepting_agent: AGENT }, AGENT);
     const accepted = await harness!.waitForText((t) => new RegExp(`${HANDOFF}\\s*${PLANNER} → ${AGENT} · ACCEPTED`).test(t), 20_000, view);
     assert.match(accepted, /Handoffs\s*1\b/);
+
+    await requestCobolHandoff(HANDOFF_TO_YOU);
+    const mine = await harness!.waitForText((t) => t.includes(HANDOFF_TO_YOU), 20_000, view);
+    assert.match(mine, /Handoffs\s*2 \(1 pending, 1 needs you\)/, mine);
+    assert.match(mine, new RegExp(`${HANDOFF_TO_YOU}\\s*${PLANNER} → you · PENDING · needs you · expires in \\d+ min · nobody here writes this language`), mine);
+    assert.ok(mine.indexOf(HANDOFF_TO_YOU) < mine.indexOf(HANDOFF), 'the handoff waiting for you comes first');
   });
 
   it('creates a workflow from a YAML file, starts it with initial data; the nodes change state in the view as the agent works them', async function () {
@@ -315,5 +334,23 @@ describe('the Workflows view in a real editor (code-server + Chromium, an agent 
     assert.match(text, /"route": "score > 0\.5 \? 'ship' : 'fix'"/);
     assert.match(text, /Inputs \(from workflow_data by input_mapping\):\s*\{\s*"artifact": "dist\/app\.tgz"\s*\}/);
     assert.match(text, /Output \(written to workflow_data by output_mapping\):\s*\{\s*"score": 0\.9\s*\}/);
+  });
+
+  it('accepts a handoff routed to you from its context menu, rejects another with a reason, and shows a handoff\'s context', async function () {
+    await contextMenu(HANDOFF_TO_YOU, 'Accept Handoff');
+    const accepted = await harness!.waitForText((t) => new RegExp(`${HANDOFF_TO_YOU}\\s*${PLANNER} → operator:[^·]+ · ACCEPTED`).test(t), 20_000, view);
+    assert.doesNotMatch(accepted, /needs you\)/);
+
+    await requestCobolHandoff(HANDOFF_REJECTED);
+    await harness!.waitForText((t) => new RegExp(`${HANDOFF_REJECTED}\\s*${PLANNER} → you · PENDING · needs you`).test(t), 20_000, view);
+    await contextMenu(HANDOFF_REJECTED, 'Reject Handoff…');
+    await answer(`Reject Handoff ${HANDOFF_REJECTED} from ${PLANNER}`, 'no COBOL here: ask the mainframe team');
+    const rejected = await harness!.waitForText((t) => new RegExp(`${HANDOFF_REJECTED}\\s*${PLANNER} → [^·]+ · REJECTED`).test(t), 20_000, view);
+    assert.match(rejected, new RegExp(`${HANDOFF_REJECTED}\\s*[^\\n]*REJECTED[^\\n]* · no COBOL here: ask the mainframe team`), rejected);
+
+    await row(HANDOFF).click();
+    const text = await harness!.waitForText((t) => t.includes(`Handoff ${HANDOFF}`) && t.includes('Context ('), 15_000, editorText);
+    assert.match(text, /state +ACCEPTED/);
+    assert.match(text, /"file": "src\/parser\.ts"/);
   });
 });

@@ -178,7 +178,9 @@ describe('Workflows view rows (no vscode)', () => {
     const rejected = handoffRow(handoff({ state: 'REJECTED', rejectionReason: 'out of scope', rejectionCode: 'CAPABILITY_MISMATCH', expiresAt: null, endedAt: now }), now);
     assert.equal(rejected.description, 'planner → coder · REJECTED CAPABILITY_MISMATCH · out of scope');
     assert.equal(handoffContextValue({ state: 'REJECTED', awaitingOperator: true }), 'handoff+REJECTED', 'an ended handoff offers no Accept');
-    assert.equal(handoffTarget({ toAgent: '', requestedTo: '', awaitingOperator: false, acceptedBy: 'operator:ana', state: 'ACCEPTED' }), 'operator:ana');
+    assert.equal(handoffTarget({ toAgent: '', requestedTo: '', awaitingOperator: true, acceptedBy: 'operator:ana' }), 'operator:ana');
+    assert.equal(handoffTarget({ toAgent: '', requestedTo: '', awaitingOperator: true, acceptedBy: '' }), 'you', 'rejected by the operator too');
+    assert.equal(handoffTarget({ toAgent: '', requestedTo: '', awaitingOperator: false, acceptedBy: '' }), '(no agent found)');
   });
 
   it('writes a handoff\'s details with its context as text, JSON pretty-printed, binary by size only', () => {
