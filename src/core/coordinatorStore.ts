@@ -39,6 +39,9 @@ import { SqliteNegotiationRepository } from './negotiation/sqliteNegotiationRepo
 import type { RoomRepository, RoomStorage } from './room/model';
 import { ROOM_SCHEMA } from './room/schema';
 import { SqliteRoomRepository } from './room/sqliteRoomRepository';
+import type { WorkflowRepository, WorkflowStorage } from './workflow/model';
+import { WORKFLOW_SCHEMA } from './workflow/schema';
+import { SqliteWorkflowRepository } from './workflow/sqliteWorkflowRepository';
 
 /**
  * Every area's schema steps in their fixed order: by version, and within version 1 the registry before the log.
@@ -56,7 +59,9 @@ export const COORDINATOR_SCHEMA: readonly SchemaStep[] = [
   ...TOOLS_SCHEMA, // 11
   ...POLICY_SCHEMA, // 12
   ...NEGOTIATION_SCHEMA, // 13
-  ...ROOM_SCHEMA, // 14
+  ...ROOM_SCHEMA, // 14, 15
+  // v16: handoff (branch s9-handoff)
+  ...WORKFLOW_SCHEMA, // 17
 ].sort((a, b) => a.version - b.version);
 
 export const LATEST_SCHEMA_VERSION = COORDINATOR_SCHEMA[COORDINATOR_SCHEMA.length - 1].version;
@@ -72,15 +77,16 @@ export interface CoordinatorStoreOptions {
 
 /** What the coordinator needs of a store: the engine and every area's slice. */
 export type CoordinatorStorage = Store & RegistryStorage & LogStorage & RouterStorage & HitlStorage & CredentialsStorage & WorktreeStorage
-  & SchedulerStorage & ActivityStorage & ToolsStorage & PolicyStorage & NegotiationStorage & RoomStorage;
+  & SchedulerStorage & ActivityStorage & ToolsStorage & PolicyStorage & NegotiationStorage & RoomStorage & WorkflowStorage;
 
 /**
  * The store as the coordinator uses it: the engine and every area's repository over it. Each area is handed only
  * its slice (RegistryStorage, LogStorage, RouterStorage, HitlStorage, CredentialsStorage, WorktreeStorage,
- * SchedulerStorage, ActivityStorage, ToolsStorage, PolicyStorage, NegotiationStorage, RoomStorage): its own repository and transactions.
+ * SchedulerStorage, ActivityStorage, ToolsStorage, PolicyStorage, NegotiationStorage, RoomStorage, WorkflowStorage): its own repository and
+ * transactions.
  */
 export class CoordinatorStore implements Store, RegistryStorage, LogStorage, RouterStorage, HitlStorage, CredentialsStorage, WorktreeStorage,
-  SchedulerStorage, ActivityStorage, ToolsStorage, PolicyStorage, NegotiationStorage, RoomStorage {
+  SchedulerStorage, ActivityStorage, ToolsStorage, PolicyStorage, NegotiationStorage, RoomStorage, WorkflowStorage {
   readonly agents: AgentRepository;
   readonly events: EventRepository;
   readonly router: SqliteRouterRepository;
@@ -93,6 +99,7 @@ export class CoordinatorStore implements Store, RegistryStorage, LogStorage, Rou
   readonly policy: PolicyRepository;
   readonly negotiation: NegotiationRepository;
   readonly room: RoomRepository;
+  readonly workflows: WorkflowRepository;
 
   private constructor(private readonly engine: SqliteStore) {
     const db: DatabaseSync = engine.database;
@@ -108,6 +115,7 @@ export class CoordinatorStore implements Store, RegistryStorage, LogStorage, Rou
     this.policy = new SqlitePolicyRepository(db);
     this.negotiation = new SqliteNegotiationRepository(db);
     this.room = new SqliteRoomRepository(db);
+    this.workflows = new SqliteWorkflowRepository(db);
     engine.addCommitParticipant(this.router.indexFill);
   }
 
