@@ -25,6 +25,8 @@ const SHIPPED: ReadonlyArray<readonly [number, string, string]> = [
   [13, 'negotiation', '0ba8de7e0d590938'],
   [14, 'room', 'c0659f8be0c42dbb'],
   [15, 'room', '702557545a478cce'],
+  // v16: handoff (branch s9-handoff)
+  [17, 'workflow', '911c3f4048623d4c'],
 ];
 
 function digest(step: SchemaStep): string {

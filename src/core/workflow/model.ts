@@ -84,7 +84,10 @@ export interface NodeRecord {
   output: string;
   /** Why it FAILED or was SKIPPED ('' otherwise). */
   error: string;
-  /** What a PENDING / READY / RUNNING node waits for, in words (`dependencies: a, b`, `a person: Run Node`, `schedule: next 2026-…`). */
+  /**
+   * What a PENDING / READY / RUNNING node waits for, in words that follow "waiting for" (`dependencies: a, b`,
+   * `a person: Run Node`, `schedule '0 2 * * *': next 2026-…`, `event 'approved': …`, `its task wf:…`).
+   */
   waiting: string;
   /** The scheduler task of the current run ('' when none). */
   taskId: string;

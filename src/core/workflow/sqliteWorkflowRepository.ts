@@ -9,11 +9,12 @@ type Row = Record<string, unknown>;
 
 /** The repository's statements (exported so that a test can check their query plans). */
 export const WORKFLOW_SQL = {
-  insertWorkflow: 'INSERT INTO workflows (workflow_id, active, updated_at, record, counts, definition) VALUES (?, ?, ?, ?, ?, ?)',
+  insertWorkflow: 'INSERT INTO workflows (workflow_id, active, updated_at, record, counts) VALUES (?, ?, ?, ?, ?)',
+  insertDefinition: 'INSERT INTO workflow_definitions (workflow_id, definition) VALUES (?, ?)',
   putWorkflow: 'UPDATE workflows SET active = ?, updated_at = ?, record = ?, counts = ? WHERE workflow_id = ?',
   putNode: `INSERT INTO workflow_nodes (workflow_id, node_id, record) VALUES (?, ?, ?)
     ON CONFLICT(workflow_id, node_id) DO UPDATE SET record = excluded.record`,
-  get: 'SELECT record, definition FROM workflows WHERE workflow_id = ?',
+  get: 'SELECT w.record, d.definition FROM workflows w JOIN workflow_definitions d ON d.workflow_id = w.workflow_id WHERE w.workflow_id = ?',
   nodes: 'SELECT record FROM workflow_nodes WHERE workflow_id = ?',
   active: 'SELECT workflow_id FROM workflows WHERE active = 1',
   recent: 'SELECT record, counts FROM workflows ORDER BY active DESC, updated_at DESC LIMIT ?',
@@ -25,8 +26,9 @@ type StoredWorkflow = Omit<WorkflowRecord, 'definition' | 'warnings' | 'nodes'> 
 const ACTIVE_STATES: ReadonlySet<WorkflowState> = new Set(['RUNNING', 'WAITING']);
 
 /**
- * Workflows (schema version 17): one `workflows` row per workflow (its definition and warnings written once at create;
- * its own fields and node counts rewritten by putWorkflow), one `workflow_nodes` row per node (rewritten by putNode).
+ * Workflows (schema version 17): one `workflows` row per workflow (its own fields and node counts, rewritten by
+ * putWorkflow), its definition and warnings in `workflow_definitions` (written once at create: a row is rewritten whole,
+ * so the definition is kept out of the row that changes), one `workflow_nodes` row per node (rewritten by putNode).
  */
 export class SqliteWorkflowRepository implements WorkflowRepository {
   private readonly s: Record<keyof typeof WORKFLOW_SQL, StatementSync>;
@@ -37,8 +39,8 @@ export class SqliteWorkflowRepository implements WorkflowRepository {
 
   create(record: WorkflowRecord): void {
     const counts = countsOf(record.nodes.values());
-    this.s.insertWorkflow.run(record.workflowId, ACTIVE_STATES.has(record.state) ? 1 : 0, record.updatedAt, JSON.stringify(stored(record)),
-      JSON.stringify(counts), JSON.stringify({ definition: record.definition, warnings: record.warnings }));
+    this.s.insertWorkflow.run(record.workflowId, ACTIVE_STATES.has(record.state) ? 1 : 0, record.updatedAt, JSON.stringify(stored(record)), JSON.stringify(counts));
+    this.s.insertDefinition.run(record.workflowId, JSON.stringify({ definition: record.definition, warnings: record.warnings }));
     for (const node of record.nodes.values()) this.putNode(record.workflowId, node);
   }
 

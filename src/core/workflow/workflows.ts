@@ -461,10 +461,11 @@ export class Workflows implements WorkflowQueries, WorkflowEventSink, Disposable
     return open.length ? `dependencies: ${open.join(', ')}`.slice(0, 1024) : '';
   }
 
+  /** What a RUNNING node waits for: its task, queued (and why) or on its agent. */
   private taskWaiting(task: TaskRecord): string {
-    if (task.state === 'QUEUED') return `task ${task.taskId}: ${task.waiting ? describeWaiting(task.waiting) : 'queued'}`;
+    if (task.state === 'QUEUED') return `its task ${task.taskId}, queued: ${task.waiting ? describeWaiting(task.waiting) : 'next in line'}`;
     if (TERMINAL_TASK_STATES.has(task.state)) return '';
-    return `task ${task.taskId} ${task.state} on ${task.assignedAgentId}`;
+    return `its task ${task.taskId} on ${task.assignedAgentId} (${task.state})`;
   }
 
   /** The inputs a node was given (its task's params, while the scheduler keeps the task), or would be given now. */
@@ -531,7 +532,7 @@ export class Workflows implements WorkflowQueries, WorkflowEventSink, Disposable
       for (const id of waiting) {
         const node = this.node(live, id);
         node.fireAt = now;
-        node.waiting = `event '${input.event}' from ${input.producerId}: starting`;
+        node.waiting = `its task to be submitted (event '${input.event}' from ${input.producerId} came)`;
         this.deps.store.workflows.putNode(live.record.workflowId, node);
         this.reindex(live, node);
         this.queueStart(live, id);
@@ -838,7 +839,7 @@ export class Workflows implements WorkflowQueries, WorkflowEventSink, Disposable
     node.invocationId = '';
     if (action === 'approve') {
       node.error = '';
-      node.waiting = 'retry approved: starting';
+      node.waiting = 'its task to be submitted (retry approved)';
       node.readyAt = this.deps.clock.now();
       node.fireAt = null;
       this.setStatus(live, node, 'READY', `retry approved by ${who}${rationale}`, by, { invocation_id: invocation.id });
@@ -905,7 +906,7 @@ export class Workflows implements WorkflowQueries, WorkflowEventSink, Disposable
     node.error = '';
     switch (def.trigger) {
       case 'DEPENDENCY':
-        node.waiting = 'starting';
+        node.waiting = 'its task to be submitted';
         break;
       case 'MANUAL':
         node.waiting = 'a person: Run Node';
@@ -1054,8 +1055,8 @@ export class Workflows implements WorkflowQueries, WorkflowEventSink, Disposable
           // Not the node's fault: it waits (visibly) and is submitted again when the agent registers or a task ends.
           const why = result.code === 'BUFFER_FULL' ? '' : def.agentId;
           live.blocked.set(nodeId, why);
-          const waiting = result.code === 'BUFFER_FULL' ? `the scheduler's queue is full: submitted again when a task ends (${result.reason})`
-            : `agent ${def.agentId} cannot take it (${result.reason}): submitted again when it registers`;
+          const waiting = result.code === 'BUFFER_FULL' ? `room in the scheduler's queue (${result.reason}): submitted again when a task ends`
+            : `agent ${def.agentId} to register (${result.reason}): submitted again when it does`;
           if (node.waiting !== waiting) {
             node.waiting = waiting.slice(0, 1024);
             this.deps.store.workflows.putNode(workflowId, node);
@@ -1157,7 +1158,7 @@ export class Workflows implements WorkflowQueries, WorkflowEventSink, Disposable
         this.deps.store.workflows.putNode(workflowId, node);
       } else if (node.status === 'READY') {
         // It stays READY (a resume picks it up) but waits for nothing any more.
-        node.waiting = `not started: the workflow ended ${live.record.state} (ResumeWorkflow runs it again)`;
+        node.waiting = `a resume: the workflow ended ${live.record.state} before this node started (ResumeWorkflow runs it)`;
         node.fireAt = null;
         this.deps.store.workflows.putNode(workflowId, node);
       }
