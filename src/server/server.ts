@@ -25,6 +25,7 @@ import { SchedulerServiceAdapter } from './services/schedulerService';
 import { ToolServiceAdapter } from './services/toolService';
 import { unimplementedHandler } from './services/unimplemented';
 import { WorktreeServiceAdapter } from './services/worktreeService';
+import { WorkflowServiceAdapter } from './services/workflowService';
 import { isLoopback } from './agentEnvironment';
 
 export interface ServerOptions {
@@ -122,6 +123,7 @@ export class CoordinatorServer {
       [ActivityServiceAdapter.serviceName]: new ActivityServiceAdapter(coordinator).handlers(),
       [ReasoningServiceAdapter.serviceName]: new ReasoningServiceAdapter(coordinator).handlers(),
       [NegotiationRoomServiceAdapter.serviceName]: new NegotiationRoomServiceAdapter(coordinator).handlers(),
+      [WorkflowServiceAdapter.serviceName]: new WorkflowServiceAdapter(coordinator).handlers(),
       [NegotiationServiceAdapter.serviceName]: new NegotiationServiceAdapter(coordinator).handlers(),
     };
     // Every handler, built or not, runs behind the identity check of its rule (identity.ts).
