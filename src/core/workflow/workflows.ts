@@ -21,7 +21,7 @@ import {
   type WorkflowNodeView, type WorkflowQueries, type WorkflowRecord, type WorkflowsChange, type WorkflowState, type WorkflowStorage, type WorkflowSummary,
 } from './model';
 import { PathError, getPath, isPlainObject, setPath } from './paths';
-import { validateDefinition } from './validate';
+import { DEFAULT_MAX_ITERATIONS, validateDefinition } from './validate';
 
 export interface WorkflowDeps {
   readonly store: WorkflowStorage;
@@ -55,8 +55,6 @@ export type CreateResult =
 
 /** workflow_data (StartWorkflow, ResumeWorkflow, after each node's outputs): at most this many bytes of JSON. */
 export const MAX_WORKFLOW_DATA_BYTES = 1024 * 1024;
-/** A loop back re-runs a node at most this many times unless its `max_iterations` says otherwise. */
-export const DEFAULT_MAX_ITERATIONS = 10;
 /** The scheduler's longest task id: longer `wf:<workflow_id>:<node_id>:<run>` ids use a digest (taskIdOf). */
 const MAX_TASK_ID = 128;
 /** The component name of the engine's HITL invocations (origin `internal`). */
@@ -151,7 +149,7 @@ function priorityOf(def: WorkflowNodeDefinition): number {
 }
 
 function asksPerson(def: WorkflowNodeDefinition): boolean {
-  return (def.metadata.on_failure ?? '').trim().toLowerCase() === 'hitl';
+  return def.metadata.on_failure === 'hitl';
 }
 
 /**
