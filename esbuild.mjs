@@ -77,6 +77,11 @@ await Promise.all([
   }),
   esbuild.build({
     ...common,
+    entryPoints: ['examples/workflowAgent.ts'],
+    outfile: 'dist/example-workflow.js',
+  }),
+  esbuild.build({
+    ...common,
     platform: 'browser',
     format: 'iife',
     target: 'es2022',

@@ -34,6 +34,8 @@ import { createGit, type Git } from './worktree/git';
 import { DEFAULT_WORKTREE_OPERATIONS_OPTIONS, WorktreeOperations, type WorktreeOperationsOptions } from './worktree/operations';
 import type { Repository } from './worktree/repositories';
 import { Snapshots } from './worktree/snapshots';
+import { bindWorkflowEventsToRouter } from './workflow/eventTrigger';
+import { Workflows } from './workflow/workflows';
 
 export interface CoordinatorOptions {
   readonly store: CoordinatorStorage;
@@ -117,6 +119,9 @@ export class Coordinator {
   /** Handoffs (RFC §17.6): delegation between agents, capability routing, transferred work (the router's TransferredWork). */
   readonly handoffs: Handoffs;
   private readonly transferGuard: Disposable;
+  /** DAG workflows (RFC §17.7): nodes run as scheduler tasks; EVENT triggers are NOTIFICATIONs to `coordinator`. */
+  readonly workflows: Workflows;
+  private readonly workflowEvents: Disposable;
   private readonly hitlBinding: Disposable;
   private readonly worktreeBinding: Disposable;
   private readonly toolBinding: Disposable;
@@ -206,12 +211,20 @@ export class Coordinator {
     this.negotiations.restore({ correlationId: this.ids.uuid() });
     this.room.restore({ correlationId: this.ids.uuid() });
     this.handoffs.restore({ correlationId: this.ids.uuid() });
+    this.workflows = new Workflows({
+      store: this.store, log: this.log, clock: this.clock, ids: this.ids, tasks: this.scheduler, agents: this.registry, hitl: this.hitl,
+    });
+    this.workflowEvents = bindWorkflowEventsToRouter(this.workflows, this.router);
+    // After the scheduler restored its tasks and HITL its invocations: RUNNING nodes are reconciled with them.
+    this.workflows.restore({ correlationId: this.ids.uuid() });
     this.retentionTimer = scheduleEventRetention(this.store, this.log, this.clock, this.ids, options.maxEvents ?? DEFAULT_MAX_EVENTS);
   }
 
   /** Stops timers and closes the store. The coordinator cannot be used afterwards. */
   dispose(): void {
     this.retentionTimer.dispose();
+    this.workflowEvents.dispose();
+    this.workflows.dispose();
     this.transferGuard.dispose();
     this.handoffs.dispose();
     this.room.dispose();

@@ -42,6 +42,9 @@ import { SqliteRoomRepository } from './room/sqliteRoomRepository';
 import type { HandoffRepository, HandoffStorage } from './handoff/model';
 import { HANDOFF_SCHEMA } from './handoff/schema';
 import { SqliteHandoffRepository } from './handoff/sqliteHandoffRepository';
+import type { WorkflowRepository, WorkflowStorage } from './workflow/model';
+import { WORKFLOW_SCHEMA } from './workflow/schema';
+import { SqliteWorkflowRepository } from './workflow/sqliteWorkflowRepository';
 
 /**
  * Every area's schema steps in their fixed order: by version, and within version 1 the registry before the log.
@@ -61,6 +64,7 @@ export const COORDINATOR_SCHEMA: readonly SchemaStep[] = [
   ...NEGOTIATION_SCHEMA, // 13
   ...ROOM_SCHEMA, // 14, 15
   ...HANDOFF_SCHEMA, // 16
+  ...WORKFLOW_SCHEMA, // 17
 ].sort((a, b) => a.version - b.version);
 
 export const LATEST_SCHEMA_VERSION = COORDINATOR_SCHEMA[COORDINATOR_SCHEMA.length - 1].version;
@@ -76,15 +80,16 @@ export interface CoordinatorStoreOptions {
 
 /** What the coordinator needs of a store: the engine and every area's slice. */
 export type CoordinatorStorage = Store & RegistryStorage & LogStorage & RouterStorage & HitlStorage & CredentialsStorage & WorktreeStorage
-  & SchedulerStorage & ActivityStorage & ToolsStorage & PolicyStorage & NegotiationStorage & RoomStorage & HandoffStorage;
+  & SchedulerStorage & ActivityStorage & ToolsStorage & PolicyStorage & NegotiationStorage & RoomStorage & HandoffStorage & WorkflowStorage;
 
 /**
  * The store as the coordinator uses it: the engine and every area's repository over it. Each area is handed only
  * its slice (RegistryStorage, LogStorage, RouterStorage, HitlStorage, CredentialsStorage, WorktreeStorage,
- * SchedulerStorage, ActivityStorage, ToolsStorage, PolicyStorage, NegotiationStorage, RoomStorage, HandoffStorage): its own repository and transactions.
+ * SchedulerStorage, ActivityStorage, ToolsStorage, PolicyStorage, NegotiationStorage, RoomStorage, HandoffStorage, WorkflowStorage): its own repository
+ * and transactions.
  */
 export class CoordinatorStore implements Store, RegistryStorage, LogStorage, RouterStorage, HitlStorage, CredentialsStorage, WorktreeStorage,
-  SchedulerStorage, ActivityStorage, ToolsStorage, PolicyStorage, NegotiationStorage, RoomStorage, HandoffStorage {
+  SchedulerStorage, ActivityStorage, ToolsStorage, PolicyStorage, NegotiationStorage, RoomStorage, HandoffStorage, WorkflowStorage {
   readonly agents: AgentRepository;
   readonly events: EventRepository;
   readonly router: SqliteRouterRepository;
@@ -98,6 +103,7 @@ export class CoordinatorStore implements Store, RegistryStorage, LogStorage, Rou
   readonly negotiation: NegotiationRepository;
   readonly room: RoomRepository;
   readonly handoffs: HandoffRepository;
+  readonly workflows: WorkflowRepository;
 
   private constructor(private readonly engine: SqliteStore) {
     const db: DatabaseSync = engine.database;
@@ -114,6 +120,7 @@ export class CoordinatorStore implements Store, RegistryStorage, LogStorage, Rou
     this.negotiation = new SqliteNegotiationRepository(db);
     this.room = new SqliteRoomRepository(db);
     this.handoffs = new SqliteHandoffRepository(db);
+    this.workflows = new SqliteWorkflowRepository(db);
     engine.addCommitParticipant(this.router.indexFill);
   }
 

@@ -96,8 +96,8 @@ export function workflowRow(summary: WorkflowSummary): WorkflowRow {
       `workflow ${summary.workflowId}`,
       `state: ${summary.state}`,
       `nodes: ${summary.nodeCount}${counts.length ? ` (${counts.join(', ')})` : ''}`,
-      ...(summary.reason ? [`${summary.state === 'WAITING' ? 'waiting for' : 'reason'}: ${summary.reason}`] : []),
-      ...(needsYou ? ['A person must decide: see the Approvals view.'] : []),
+      ...(summary.reason ? [summary.reason] : []),
+      ...(needsYou ? ['A person must act: Run Node on a node marked needs you, or decide on a failed node in the Approvals view.'] : []),
       `created ${time(summary.createdAt)}`,
       ...(summary.startedAt !== null ? [`started ${time(summary.startedAt)}`] : []),
       ...(summary.completedAt !== null ? [`ended ${time(summary.completedAt)}${summary.startedAt !== null ? ` (after ${formatDuration(summary.completedAt - summary.startedAt)})` : ''}`] : []),
@@ -126,12 +126,16 @@ export function nodeDuration(state: Pick<WorkflowNodeView['state'], 'startedAt' 
   return state.status === 'RUNNING' ? `${formatDuration(now - state.startedAt)} so far` : '';
 }
 
-/** Why a node waits, failed or was skipped, in the core's words ('' when nothing is to say). */
+/**
+ * Why a node failed or was skipped, or what it waits for (`waiting for dependencies: a, b`), in the core's words; ''
+ * when nothing is to say. A RUNNING node's task is said only while the scheduler queues it (the row says RUNNING already).
+ */
 export function nodeReason(view: WorkflowNodeView): string {
   const { state } = view;
   if (state.status === 'FAILED' || state.status === 'SKIPPED') return state.error;
-  if (state.status === 'COMPLETED') return '';
-  return state.waiting;
+  if (state.status === 'COMPLETED' || !state.waiting) return '';
+  if (state.status === 'RUNNING' && !/\bqueued\b/.test(state.waiting)) return '';
+  return `waiting for ${state.waiting}`;
 }
 
 /** A MANUAL node that is READY waits for Run Node: the one node state a person must act on. */
@@ -141,7 +145,7 @@ export function nodeNeedsYou(view: WorkflowNodeView, workflowState: WorkflowStat
 
 /**
  * The `contextValue` of a node row: `workflowNode+<STATUS>+<TRIGGER>+<WORKFLOW STATE>`, so that menus offer Run Node on
- * READY MANUAL nodes of a running workflow and Resume from Node on nodes of a started workflow.
+ * READY MANUAL nodes of a running (or waiting) workflow and Resume from Node on nodes of a started workflow, ended ones too.
  */
 export function nodeContextValue(view: WorkflowNodeView, workflowState: WorkflowState): string {
   return `workflowNode+${view.state.status}+${view.definition.trigger}+${workflowState}`;
@@ -165,7 +169,8 @@ export function nodeRow(view: WorkflowNodeView, workflowState: WorkflowState, no
       `depends on: ${definition.dependencies.length ? definition.dependencies.join(', ') : '(nothing: a root)'}`,
       ...(definition.metadata.route ? [`route: ${definition.metadata.route}`] : []),
       ...(state.status === 'FAILED' || state.status === 'SKIPPED' ? (state.error ? [`${state.status === 'FAILED' ? 'failed' : 'skipped'}: ${state.error}`] : [])
-        : state.waiting && state.status !== 'COMPLETED' ? [`waiting for: ${state.waiting}`] : []),
+        : state.waiting && state.status !== 'COMPLETED' ? [`waiting for ${state.waiting}`] : []),
+      ...(state.loops ? [`loop backs into it: ${state.loops}${definition.metadata.max_iterations ? ` of ${definition.metadata.max_iterations}` : ''}`] : []),
       ...(needsYou ? ['A MANUAL node: run it from its context menu (Run Node).'] : []),
       ...(state.startedAt !== null ? [`started ${time(state.startedAt)}`] : []),
       ...(state.completedAt !== null ? [`ended ${time(state.completedAt)}`] : []),
@@ -370,11 +375,13 @@ export function nodeDetailText(detail: WorkflowDetail, nodeId: string, now: numb
     `agent           ${view.definition.agentId}`,
     `trigger         ${view.definition.trigger}`,
     `depends on      ${view.definition.dependencies.join(', ') || '(nothing: a root)'}`,
-    `runs            ${state.runs}`,
+    `runs            ${state.runs}${state.loops ? ` (${state.loops} loop back${state.loops === 1 ? '' : 's'} since the last resume)` : ''}`,
     `started         ${time(state.startedAt)}`,
     `ended           ${time(state.completedAt)}`,
     `duration        ${duration || '—'}`,
     ...(state.waiting && state.status !== 'COMPLETED' && state.status !== 'FAILED' && state.status !== 'SKIPPED' ? [`waiting for     ${state.waiting}`] : []),
+    ...(state.fireAt !== null && state.status === 'READY' ? [`runs at         ${time(state.fireAt)}`] : []),
+    ...(state.invocationId ? [`asking          HITL ${state.invocationId} (Approvals view)`] : []),
     ...(state.error ? [`error           ${state.error}`] : []),
     `task            ${state.taskId || '—'}`,
     '',

@@ -26,6 +26,7 @@ import { SchedulerServiceAdapter } from './services/schedulerService';
 import { ToolServiceAdapter } from './services/toolService';
 import { unimplementedHandler } from './services/unimplemented';
 import { WorktreeServiceAdapter } from './services/worktreeService';
+import { WorkflowServiceAdapter } from './services/workflowService';
 import { isLoopback } from './agentEnvironment';
 
 export interface ServerOptions {
@@ -123,6 +124,7 @@ export class CoordinatorServer {
       [ActivityServiceAdapter.serviceName]: new ActivityServiceAdapter(coordinator).handlers(),
       [ReasoningServiceAdapter.serviceName]: new ReasoningServiceAdapter(coordinator).handlers(),
       [NegotiationRoomServiceAdapter.serviceName]: new NegotiationRoomServiceAdapter(coordinator).handlers(),
+      [WorkflowServiceAdapter.serviceName]: new WorkflowServiceAdapter(coordinator).handlers(),
       [NegotiationServiceAdapter.serviceName]: new NegotiationServiceAdapter(coordinator).handlers(),
       [HandoffServiceAdapter.serviceName]: new HandoffServiceAdapter(coordinator).handlers(),
     };

@@ -305,7 +305,7 @@ describe('the Workflows view in a real editor (code-server + Chromium, an agent 
     await work('ship', { shipped: true });
     const manual = await harness!.waitForText((t) => /approve\s*READY/.test(t), 20_000, view);
     assert.match(manual, new RegExp(`approve\\s*READY · ${AGENT} · MANUAL · needs you: Run Node`), manual);
-    assert.match(manual, new RegExp(`${WORKFLOW}\\s*RUNNING · 3/5 done · 1 ready, 1 skipped`), manual);
+    assert.match(manual, new RegExp(`${WORKFLOW}\\s*WAITING · needs you · 4/5 done · 1 ready, 1 skipped · waiting for a person: Run Node approve`), manual);
     assert.equal(agent!.has('run'), false, 'a MANUAL node waits for a person');
 
     await harness!.runCommand('Notifications: Clear All Notifications');

@@ -18,7 +18,8 @@ const methods = canonicalMethods();
 const built = new Set(['sw4rm.registry.RegistryService', 'sw4rm.router.RouterService', 'sw4rm.hitl.HitlService', 'sw4rm.logging.LoggingService',
   'sw4rm.worktree.WorktreeService', 'sw4rm.tool.ToolService', 'sw4rm.connector.ConnectorService',
   'sw4rm.activity.ActivityService', 'sw4rm.scheduler.SchedulerService', 'sw4rm.negotiation_room.NegotiationRoomService',
-  'sw4rm.negotiation.NegotiationService', 'sw4rm.handoff.HandoffService']);
+  'sw4rm.negotiation.NegotiationService', 'sw4rm.handoff.HandoffService',
+  'sw4rm.workflow.WorkflowService']);
 /** Operator actions: the handler, reached, refuses every agent credential (its own details, not the identity check's). */
 const OPERATOR_ONLY = new Set(['/sw4rm.worktree.WorktreeService/ApproveSwitch', '/sw4rm.worktree.WorktreeService/RejectSwitch']);
 

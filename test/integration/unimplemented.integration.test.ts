@@ -6,7 +6,7 @@ import { canonicalDefinition } from '../support/clients';
 import { startHost, stopHost } from '../support/host';
 import { makeTempDir, removeTempDir } from '../support/tempDir';
 
-/** The RPCs the coordinator implements (walking skeleton, messaging plane, HITL, worktrees, tools, scheduler, negotiation, handoffs); every other one must answer UNIMPLEMENTED. */
+/** The RPCs the coordinator implements (walking skeleton, messaging plane, HITL, worktrees, tools, scheduler, negotiation, handoffs, workflows); every other one must answer UNIMPLEMENTED. */
 const IMPLEMENTED = new Set([
   '/sw4rm.registry.RegistryService/RegisterAgent',
   '/sw4rm.registry.RegistryService/Heartbeat',
@@ -61,6 +61,10 @@ const IMPLEMENTED = new Set([
   '/sw4rm.handoff.HandoffService/GetPendingHandoffs',
   '/sw4rm.handoff.HandoffService/CompleteHandoff',
   '/sw4rm.handoff.HandoffService/CancelDelegation',
+  '/sw4rm.workflow.WorkflowService/CreateWorkflow',
+  '/sw4rm.workflow.WorkflowService/StartWorkflow',
+  '/sw4rm.workflow.WorkflowService/GetWorkflowState',
+  '/sw4rm.workflow.WorkflowService/ResumeWorkflow',
 ]);
 
 type Method = grpc.MethodDefinition<unknown, unknown>;

@@ -125,7 +125,8 @@ export class TaskTestAgent {
     });
   }
 
-  async ack(received: ReceivedCommand, stage: string, extra: { error_code?: string; note?: string } = {}): Promise<void> {
+  /** `result`: a FULFILLED run's output (a workflow node's; README, "Workflows"). */
+  async ack(received: ReceivedCommand, stage: string, extra: { error_code?: string; note?: string; result?: unknown } = {}): Promise<void> {
     return this.ackMessage(received.item.msg.message_id, stage, extra);
   }
 
@@ -133,7 +134,7 @@ export class TaskTestAgent {
    * An ACK of `messageId`, with an idempotency token of its own: a test agent restarted with the same id numbers its
    * envelopes from 1 again, which the router would take for retries of the old ones.
    */
-  async ackMessage(messageId: string, stage: string, extra: { error_code?: string; note?: string } = {}): Promise<void> {
+  async ackMessage(messageId: string, stage: string, extra: { error_code?: string; note?: string; result?: unknown } = {}): Promise<void> {
     const envelope = this.wire.envelope({
       message_type: 'ACKNOWLEDGEMENT', idempotency_token: `${this.agentId}:ack:${randomUUID()}`,
       payload: { ack_for_message_id: messageId, ack_stage: stage, ...extra },

@@ -21,7 +21,7 @@ function task(taskId: string, fields: { target?: string; agent?: string; scope?:
     jobKey: jobKeyOf(target, 'application/json', params), submittedBy: 'operator', submittedAt: 0,
     state: fields.state ?? 'QUEUED', waiting: null, runMessageId: '', preemptMessageId: '', preemptedBy: '', nonPreemptibleUntil: null,
     dispatches: 0, errorCode: '', note: '', startedAt: null, endedAt: null, updatedAt: 0,
-    agentType: '', terminateMessageId: '', deadline: null, withdrawals: 0,
+    agentType: '', terminateMessageId: '', deadline: null, withdrawals: 0, result: '',
   };
 }
 

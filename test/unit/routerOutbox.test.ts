@@ -54,6 +54,16 @@ describe('Router outbox (CoordinatorOutbox: the coordinator\'s own tracked messa
     ]);
   });
 
+  it('carries a FULFILLED ACK\'s `result` as JSON text (\'\' without one, and for the router\'s own ends)', () => {
+    const id = control({ command: 'run', task_id: 'task-1' });
+    h.acked(A, id, 'RECEIVED');
+    h.acked(A, id, 'FULFILLED', { result: { files: 3, ok: true } });
+    assert.deepEqual(updates.map((u) => [u.state, u.result]), [['RECEIVED', ''], ['FULFILLED', '{"files":3,"ok":true}']]);
+    const other = control({ command: 'run', task_id: 'task-2' }, 'task-2');
+    h.clock.advance(ACK_TIMEOUT_MS + 1);
+    assert.deepEqual(updates.filter((u) => u.messageId === other).map((u) => [u.state, u.result]), [['TIMED_OUT', '']]);
+  });
+
   it('reports an ACK FAILED with its error_code, byAck', () => {
     const id = control({ command: 'run', task_id: 'task-1' });
     h.acked(A, id, 'FAILED', { error_code: 'VALIDATION_ERROR', note: 'bad params' });

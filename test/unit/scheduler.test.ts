@@ -69,6 +69,41 @@ describe('Scheduler (RFC §7, §7.1, §7.2, §8.4; App. D C.4, C.5)', () => {
       assert.deepEqual(agentMoves.slice(-4), ['RUNNABLE→SCHEDULED', 'SCHEDULED→RUNNING', 'RUNNING→COMPLETED', 'COMPLETED→RUNNABLE']);
     });
 
+    it('keeps the FULFILLED ACK payload\'s `result` (any JSON) on the task as JSON text, across a restart; none → \'\'', async () => {
+      h.agent('a1');
+      h.submitted('a1', 0, { taskId: 'with-result' });
+      await h.answer('a1', h.command('a1', 'run').messageId, 'FULFILLED', { note: 'ok', result: { verdict: 'approve', score: 0.9, tags: ['a'] } });
+      assert.deepEqual(JSON.parse(h.task('with-result').result), { verdict: 'approve', score: 0.9, tags: ['a'] });
+      h.submitted('a1', 0, { taskId: 'without' });
+      await h.answer('a1', h.command('a1', 'run').messageId, 'FULFILLED', { note: 'plain note' });
+      assert.equal(h.task('without').result, '');
+      assert.equal(h.task('without').note, 'plain note');
+      h.submitted('a1', 0, { taskId: 'failed' });
+      await h.answer('a1', h.command('a1', 'run').messageId, 'FAILED', { error_code: 'VALIDATION_ERROR', result: { partial: true } });
+      assert.equal(h.task('failed').result, '', 'only a completed task keeps a result');
+      h.restart();
+      assert.deepEqual(JSON.parse(h.task('with-result').result), { verdict: 'approve', score: 0.9, tags: ['a'] });
+    });
+
+    it('onDidEndTask fires once per ended task (COMPLETED, FAILED, CANCELLED) inside the transaction that records the end', async () => {
+      h.agent('a1');
+      const depth = () => (h.store as unknown as { engine: { depth: number } }).engine.depth;
+      const seen: Array<[string, string, string, number]> = [];
+      h.scheduler.onDidEndTask((task) => seen.push([task.taskId, task.state, h.store.scheduler.get(task.taskId)?.state ?? '', depth()]));
+      h.submitted('a1', 0, { taskId: 'done' });
+      await h.answer('a1', h.command('a1', 'run').messageId, 'FULFILLED', { result: 1 });
+      h.submitted('a1', 0, { taskId: 'bad' });
+      await h.answer('a1', h.command('a1', 'run').messageId, 'FAILED', { error_code: 'VALIDATION_ERROR' });
+      h.submitted('a1', 0, { taskId: 'running' });
+      h.submitted('a1', 0, { taskId: 'queued' });
+      h.scheduler.cancel('queued', 'not needed', ctx('cancel'));
+      assert.deepEqual(seen, [
+        ['done', 'COMPLETED', 'COMPLETED', 1],
+        ['bad', 'FAILED', 'FAILED', 1],
+        ['queued', 'CANCELLED', 'CANCELLED', 1],
+      ]);
+    });
+
     it('ACK FAILED ends the task FAILED with the ACK error_code; the agent is fine (COMPLETED → RUNNABLE) and takes the next task', async () => {
       h.agent('a1');
       h.submitted('a1', 0, { taskId: 't1' });

@@ -26,6 +26,7 @@ const SHIPPED: ReadonlyArray<readonly [number, string, string]> = [
   [14, 'room', 'c0659f8be0c42dbb'],
   [15, 'room', '702557545a478cce'],
   [16, 'handoff', '356f633dc7ddaa35'],
+  [17, 'workflow', '911c3f4048623d4c'],
 ];
 
 function digest(step: SchemaStep): string {

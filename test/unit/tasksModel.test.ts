@@ -17,7 +17,7 @@ function task(overrides: Partial<TaskRecord> = {}): TaskRecord {
     scopeText: 'repo:myrepo/src/**', scope: { repoId: 'myrepo', worktreeId: '', paths: ['src/**'], resources: [] },
     jobKey: 'k', submittedBy: 'editor:me', submittedAt: 0, state: 'QUEUED', waiting: null, runMessageId: '', preemptMessageId: '',
     preemptedBy: '', nonPreemptibleUntil: null, dispatches: 0, errorCode: '', note: '', startedAt: null, endedAt: null, updatedAt: 0,
-    agentType: '', terminateMessageId: '', deadline: null, withdrawals: 0,
+    agentType: '', terminateMessageId: '', deadline: null, withdrawals: 0, result: '',
     ...overrides,
   };
 }

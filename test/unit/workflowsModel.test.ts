@@ -29,7 +29,10 @@ function summary(overrides: Partial<WorkflowSummary> = {}): WorkflowSummary {
 function nodeView(nodeId: string, state: Partial<NodeRecord> = {}, trigger: TriggerType = 'DEPENDENCY', dependencies: string[] = []): WorkflowNodeView {
   return {
     definition: { nodeId, agentId: 'builder-1', dependencies, trigger, inputMapping: { 'src.path': 'path' }, outputMapping: { score: 'review.score' }, metadata: {} },
-    state: { nodeId, status: 'PENDING', startedAt: null, completedAt: null, output: '', error: '', waiting: '', taskId: '', runs: 0, ...state },
+    state: {
+      nodeId, status: 'PENDING', startedAt: null, completedAt: null, output: '', error: '', waiting: '', taskId: '', runs: 0, readyAt: null, fireAt: null, loops: 0,
+      invocationId: '', ...state,
+    },
     inputs: '',
   };
 }
@@ -73,11 +76,12 @@ describe('Workflows view rows (no vscode)', () => {
     assert.equal(failed.tone, 'failed');
     assert.match(failed.tooltip, /ended 2026-01-01T00:01:01.000Z \(after 1 min\)/);
 
-    const waiting = workflowRow(summary({ state: 'WAITING', reason: 'a person: node deploy failed (on_failure hitl)' }));
+    const waiting = workflowRow(summary({ state: 'WAITING', reason: 'waiting for a person: Run Node approve', counts: counts({ COMPLETED: 3, READY: 1, SKIPPED: 1 }) }));
     assert.ok(waiting.needsYou);
     assert.equal(waiting.icon, 'person');
-    assert.equal(waiting.description, 'WAITING · needs you · 2/5 done · 1 running · a person: node deploy failed (on_failure hitl)');
-    assert.match(waiting.tooltip, /Approvals view/);
+    assert.equal(waiting.description, 'WAITING · needs you · 4/5 done · 1 ready, 1 skipped · waiting for a person: Run Node approve');
+    assert.match(waiting.tooltip, /\nwaiting for a person: Run Node approve\n/);
+    assert.match(waiting.tooltip, /Run Node on a node marked needs you, or decide on a failed node in the Approvals view/);
 
     const defined = workflowRow(summary({ state: 'DEFINED', counts: counts({ PENDING: 5 }), startedAt: null }));
     assert.equal(defined.description, 'DEFINED · 0/5 done · not started');
@@ -89,14 +93,18 @@ describe('Workflows view rows (no vscode)', () => {
     assert.equal(new Set(Object.values(NODE_ICONS)).size, NODE_STATUSES.length, 'each status has an icon of its own');
     const now = T0 + 100_000;
     const pending = nodeRow(nodeView('test', { waiting: 'dependencies: build, lint' }, 'DEPENDENCY', ['build', 'lint']), 'RUNNING', now);
-    assert.equal(pending.description, 'PENDING · builder-1 · dependencies: build, lint');
+    assert.equal(pending.description, 'PENDING · builder-1 · waiting for dependencies: build, lint');
     assert.equal(pending.icon, 'circle-large-outline');
     assert.match(pending.tooltip, /depends on: build, lint/);
-    assert.match(pending.tooltip, /waiting for: dependencies: build, lint/);
+    assert.match(pending.tooltip, /waiting for dependencies: build, lint/);
 
-    const running = nodeRow(nodeView('build', { status: 'RUNNING', startedAt: now - 12_000, runs: 1, taskId: 'wf:release:build:1' }), 'RUNNING', now);
-    assert.equal(running.description, 'RUNNING · builder-1 · 12 s so far');
-    assert.match(running.tooltip, /task wf:release:build:1/);
+    const running = nodeRow(nodeView('build', { status: 'RUNNING', startedAt: now - 12_000, runs: 1, taskId: 'wf:release:build:1',
+      waiting: 'its task wf:release:build:1 on builder-1 (RUNNING)' }), 'RUNNING', now);
+    assert.equal(running.description, 'RUNNING · builder-1 · 12 s so far', 'the row says RUNNING: its task on its agent is in the tooltip');
+    assert.match(running.tooltip, /waiting for its task wf:release:build:1 on builder-1 \(RUNNING\)/);
+    const queued = nodeRow(nodeView('build', { status: 'RUNNING', startedAt: now - 2_000, runs: 1, taskId: 'wf:release:build:1',
+      waiting: 'its task wf:release:build:1, queued: waiting for agent builder-1 to finish its current task' }), 'RUNNING', now);
+    assert.equal(queued.description, 'RUNNING · builder-1 · 2 s so far · waiting for its task wf:release:build:1, queued: waiting for agent builder-1 to finish its current task');
 
     const done = nodeRow(nodeView('lint', { status: 'COMPLETED', startedAt: T0, completedAt: T0 + 2_500, runs: 2, waiting: 'stale' }), 'RUNNING', now);
     assert.equal(done.description, 'COMPLETED · builder-1 · run 2 · 2 s', 'a COMPLETED node says nothing about waiting');
@@ -338,6 +346,7 @@ describe('the Workflows view in package.json', () => {
     assert.ok(!run(nodeContextValue(nodeView('a', { status: 'PENDING' }, 'MANUAL'), 'RUNNING')));
     assert.ok(resume(nodeContextValue(nodeView('a', { status: 'COMPLETED' }), 'COMPLETED')));
     assert.ok(resume(nodeContextValue(nodeView('a', { status: 'FAILED' }), 'FAILED')));
+    assert.ok(resume(nodeContextValue(nodeView('a', { status: 'SKIPPED' }), 'CANCELLED')), 'a cancelled workflow may be resumed');
     assert.ok(!resume(nodeContextValue(nodeView('a'), 'DEFINED')), 'a workflow not started is started, not resumed');
     assert.ok(show(nodeContextValue(nodeView('a'), 'DEFINED')));
     assert.ok(!show(workflowRow(summary()).contextValue));

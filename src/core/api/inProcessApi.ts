@@ -38,7 +38,9 @@ import type { NegotiationSummary } from '../negotiation/model';
 import type { ProposalRecord, RoomArtifactSummary } from '../room/model';
 import type { Event } from '../events';
 import type { HandoffChange, HandoffRecord } from '../handoff/model';
-import type { WorkflowCreateResult, WorkflowDetail, WorkflowsChange, WorkflowSummary } from '../workflow/model';
+import type { ValidationIssue, WorkflowCreateResult, WorkflowDetail, WorkflowFileIssue, WorkflowsChange, WorkflowSummary } from '../workflow/model';
+import { parseDefinitionText } from '../workflow/definitionFile';
+import { WorkflowError } from '../workflow/workflows';
 import type { HandoffView } from './coordinatorApi';
 
 /** The calls Recent calls asks for when no limit is given, and the most it may ask for. */
@@ -47,6 +49,9 @@ const MAX_TOOL_CALLS = 1_000;
 /** Debates and room artifacts the Negotiations view asks for when no limit is given, and the most it may ask for. */
 const DEFAULT_NEGOTIATIONS = 100;
 const MAX_NEGOTIATIONS = 1_000;
+/** Workflows the Workflows view asks for when no limit is given, and the most it may ask for. */
+const DEFAULT_WORKFLOWS = 100;
+const MAX_WORKFLOWS = 1_000;
 
 /**
  * The CoordinatorApi over a coordinator in this thread. Every call does its work at once (before the first
@@ -516,14 +521,71 @@ export class InProcessCoordinatorApi implements CoordinatorApi, Disposable {
   }
 
   // ---- WORKFLOW SECTION (the workflow helper replaces this block; nothing else may stay 'not built yet')
-  readonly onDidChangeWorkflows: Event<WorkflowsChange> = () => ({ dispose: () => undefined });
-  workflows(_limit?: number): Promise<WorkflowSummary[]> { return Promise.reject(new Error('not built yet')); }
-  workflow(_workflowId: string): Promise<WorkflowDetail | undefined> { return Promise.reject(new Error('not built yet')); }
-  createWorkflowFromText(_text: string, _fileName: string, _by: string): Promise<WorkflowCreateResult> { return Promise.reject(new Error('not built yet')); }
-  startWorkflow(_workflowId: string, _data: string, _by: string): Promise<WorkflowDetail> { return Promise.reject(new Error('not built yet')); }
-  runWorkflowNode(_workflowId: string, _nodeId: string, _by: string): Promise<WorkflowDetail> { return Promise.reject(new Error('not built yet')); }
-  resumeWorkflow(_workflowId: string, _nodeId: string, _data: string, _by: string): Promise<WorkflowDetail> { return Promise.reject(new Error('not built yet')); }
-  cancelWorkflow(_workflowId: string, _reason: string, _by: string): Promise<WorkflowDetail> { return Promise.reject(new Error('not built yet')); }
+  /** Workflow changes, passed on while this API is not disposed. */
+  readonly onDidChangeWorkflows: Event<WorkflowsChange> = (listener) =>
+    this.coordinator.workflows.onDidChange((change) => {
+      if (!this.disposed) listener(change);
+    });
+
+  workflows(limit?: number): Promise<WorkflowSummary[]> {
+    return this.workflowRun((c) => c.workflows.list(Math.min(Math.max(1, Math.floor(limit ?? DEFAULT_WORKFLOWS) || DEFAULT_WORKFLOWS), MAX_WORKFLOWS)));
+  }
+
+  workflow(workflowId: string): Promise<WorkflowDetail | undefined> {
+    return this.workflowRun((c) => c.workflows.detail(workflowId));
+  }
+
+  createWorkflowFromText(text: string, fileName: string, by: string): Promise<WorkflowCreateResult> {
+    return this.workflowRun((c): WorkflowCreateResult => {
+      const parsed = parseDefinitionText(text, fileName);
+      const placed = parsed.issues;
+      if (!parsed.definition || placed.some((i) => i.severity === 'error')) return { ok: false, issues: placed };
+      const unplaced = (issues: readonly ValidationIssue[]): WorkflowFileIssue[] => issues.map((i) => {
+        const at = placed.find((p) => p.path === i.path);
+        return { ...i, line: at?.line ?? 0, column: at?.column ?? 0, endLine: at?.endLine ?? 0, endColumn: at?.endColumn ?? 0 };
+      });
+      try {
+        const result = c.workflows.create(parsed.definition, by, { correlationId: parsed.definition.workflowId || c.ids.uuid(), principal: 'operator' });
+        if (!result.ok) return { ok: false, issues: unplaced(result.issues) };
+        return { ok: true, workflowId: result.workflowId, warnings: placed.filter((i) => i.severity === 'warning') };
+      } catch (err) {
+        if (err instanceof WorkflowError && err.kind === 'exists') {
+          return { ok: false, issues: unplaced([{ severity: 'error', code: err.code, path: 'workflow_id', message: err.message }]) };
+        }
+        throw err;
+      }
+    });
+  }
+
+  startWorkflow(workflowId: string, data: string, by: string): Promise<WorkflowDetail> {
+    return this.workflowRun((c) => c.workflows.start(workflowId, data, by, { correlationId: workflowId, principal: 'operator' }));
+  }
+
+  runWorkflowNode(workflowId: string, nodeId: string, by: string): Promise<WorkflowDetail> {
+    return this.workflowRun((c) => c.workflows.runNode(workflowId, nodeId, by, { correlationId: workflowId, principal: 'operator' }));
+  }
+
+  resumeWorkflow(workflowId: string, nodeId: string, data: string, by: string): Promise<WorkflowDetail> {
+    return this.workflowRun((c) => c.workflows.resume(workflowId, nodeId, data, by, { correlationId: workflowId, principal: 'operator' }));
+  }
+
+  cancelWorkflow(workflowId: string, reason: string, by: string): Promise<WorkflowDetail> {
+    return this.workflowRun((c) => c.workflows.cancel(workflowId, reason, by, { correlationId: workflowId, principal: 'operator' }));
+  }
+
+  /** `run` with the workflow engine's refusals as CoordinatorApiError (not_found, invalid, refused; the SW4RM code kept). */
+  private workflowRun<T>(work: (coordinator: Coordinator) => T): Promise<T> {
+    return this.run((c) => {
+      try {
+        return work(c);
+      } catch (err) {
+        if (err instanceof WorkflowError) {
+          throw new CoordinatorApiError(err.kind === 'not_found' ? 'not_found' : err.kind === 'invalid' ? 'invalid' : 'refused', err.message, err.code);
+        }
+        throw err;
+      }
+    });
+  }
   // ---- END WORKFLOW SECTION
 
   /** Detaches the operators attached through this API and stops answering; the coordinator itself is not touched. */

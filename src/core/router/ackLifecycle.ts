@@ -143,7 +143,7 @@ export class AckLifecycle {
     if (target.envelope.producerId === COORDINATOR_ID) {
       core.outbox.fire({
         messageId: id, recipientId: target.recipientId, correlationId: target.envelope.correlationId, state: to,
-        errorCode: ack.errorCode, note: ack.note, byAck: true,
+        errorCode: ack.errorCode, note: ack.note, byAck: true, result: ack.raw.result === undefined ? '' : JSON.stringify(ack.raw.result),
       });
     }
     core.changed.fire({ agentId: target.recipientId });
@@ -175,7 +175,7 @@ export class AckLifecycle {
     if (record.tracked && record.envelope.producerId === COORDINATOR_ID) {
       core.outbox.fire({
         messageId: record.envelope.messageId, recipientId: record.recipientId, correlationId: record.envelope.correlationId, state,
-        errorCode: code, note, byAck: how.byAck === true,
+        errorCode: code, note, byAck: how.byAck === true, result: '',
       });
     }
     core.changed.fire({ agentId: record.recipientId });

@@ -225,6 +225,11 @@ export interface OutboxUpdate {
   readonly note: string;
   /** True when the recipient's ACK caused it, false when the router did (a timeout, the agent left). */
   readonly byAck: boolean;
+  /**
+   * The ACK payload's `result` field as JSON text when the ACK carried one (any JSON value: a task's output, README
+   * "Workflows"), else ''. ACKNOWLEDGEMENT payloads are at most 4 KiB, so it is too.
+   */
+  readonly result: string;
 }
 
 /**

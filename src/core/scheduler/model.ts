@@ -96,10 +96,33 @@ export interface TaskRecord {
   /** The CONTROL `terminate` sent for the current forced preemption or cancellation, '' when none. */
   terminateMessageId: string;
   /**
+   * The FULFILLED ACK of its `run` carried a `result` (README, "Tasks for agent authors"): that value as JSON text (at most
+   * 4 KiB, the ACK payload's limit); '' when none, and for tasks that did not complete.
+   */
+  result: string;
+  /**
    * While PREEMPTING: when the scheduler stops waiting (epoch ms) — for the yield (then it sends `terminate`), or, once
    * `terminate` went out, for its answer (then the task is FAILED forced_preemption). Re-armed after a restart.
    */
   deadline: number | null;
+}
+
+/**
+ * What another area (the workflow engine) uses of the scheduler: it submits tasks, reads them, cancels them, and learns
+ * of their end inside the transaction that records it.
+ */
+export interface TaskRunner {
+  submit(submission: TaskSubmission, ctx: CallContext): SubmitResult;
+  /** An open task, or a finished one still kept (SchedulerOptions.keepFinishedTasks); undefined when unknown or pruned. */
+  task(taskId: string): TaskRecord | undefined;
+  /** Throws SchedulerError (`not_found`, `refused` when it already ended). */
+  cancel(taskId: string, reason: string, ctx: CallContext): TaskRecord;
+  /**
+   * A task ended (COMPLETED, FAILED or CANCELLED): fired inside the store transaction that records the end, after the
+   * record was written, so that a listener commits its own change with it. A listener must not throw and must not call
+   * the scheduler from inside (defer that, e.g. to a microtask): the scheduler is in the middle of ending the task.
+   */
+  readonly onDidEndTask: Event<TaskRecord>;
 }
 
 /** What SubmitTask (and the editor's Submit Task…) asks. */
@@ -183,8 +206,8 @@ export interface SchedulerStorage extends Transactions {
 /**
  * The payloads of the CONTROL envelopes the scheduler sends an agent (content type application/json; README,
  * "Tasks for agent authors"). The agent answers each with protocol ACKs for that envelope's message_id:
- * - `run`: RECEIVED/READ (the agent started: SCHEDULED → RUNNING), then FULFILLED (task COMPLETED, the note is kept as
- *   its result) or FAILED with an error_code (task FAILED); FULFILLED with note `yielded` after a preempt_request
+ * - `run`: RECEIVED/READ (the agent started: SCHEDULED → RUNNING), then FULFILLED (task COMPLETED, the note is kept, and
+ *   the ACK payload's `result` when it has one: TaskRecord.result, a workflow node's output) or FAILED with an error_code (task FAILED); FULFILLED with note `yielded` after a preempt_request
  *   also counts as the yield.
  * - `preempt_request`: FULFILLED with note `yielded` once at a safe point (the task goes back to the queue at its
  *   priority); or an ACK RECEIVED/READ with note `non_preemptible:<ms>` declares a non-preemptible section first

@@ -13,7 +13,7 @@ import type { WorktreeLocator } from '../worktree/model';
 import {
   MAX_PRIORITY, MIN_PRIORITY, TERMINAL_TASK_STATES,
   type ControlCommand, type DispatchGate, type RunningTasks, type ScopeWire, type SchedulerOptions, type SchedulerStorage, type SubmitResult, type TaskChange, type TaskRecord,
-  type TaskState, type TaskSubmission, type WaitingReason,
+  type TaskRunner, type TaskState, type TaskSubmission, type WaitingReason,
 } from './model';
 import { RunningIndex } from './concurrency';
 import { formatScope, isScopeRefusal, parseScope, toWire } from './scope';
@@ -90,9 +90,12 @@ interface Slot {
  * (runningIndex: what the gate's mayStart and preemption ask, never a walk over every running task); open tasks by job key
  * (for the gate's duplicate check).
  */
-export class Scheduler implements Disposable {
+export class Scheduler implements TaskRunner, Disposable {
   private readonly changed = new Emitter<TaskChange>();
   readonly onDidChange: Event<TaskChange> = this.changed.event;
+  private readonly ended = new Emitter<TaskRecord>();
+  /** A task ended: fired inside the transaction that records its end (TaskRunner.onDidEndTask). */
+  readonly onDidEndTask: Event<TaskRecord> = this.ended.event;
 
   private readonly open = new Map<string, TaskRecord>();
   private readonly queues = new Map<string, TargetQueue>();
@@ -213,6 +216,7 @@ export class Scheduler implements Disposable {
       scopeText: submission.scope, scope, jobKey: this.deps.gate.jobKey(target, contentType, submission.params), submittedBy: submission.submittedBy,
       submittedAt: now, state: 'QUEUED', waiting: null, runMessageId: '', preemptMessageId: '', preemptedBy: '', nonPreemptibleUntil: null,
       dispatches: 0, withdrawals: 0, errorCode: '', note: '', startedAt: null, endedAt: null, updatedAt: now, agentType: '', terminateMessageId: '', deadline: null,
+      result: '',
     };
     const sameJob = [...(this.byJob.get(task.jobKey) ?? [])];
     const admission = this.deps.gate.admit(task, sameJob, { ...ctx, correlationId: taskId });
@@ -584,7 +588,7 @@ export class Scheduler implements Disposable {
       }
       case 'FULFILLED':
         if (update.note === 'yielded' && task.state === 'PREEMPTING') this.yielded(task, ctx);
-        else this.finished(task, 'COMPLETED', '', update.note, ctx);
+        else this.finished(task, 'COMPLETED', '', update.note, ctx, update.result);
         return;
       case 'FAILED':
       case 'REJECTED':
@@ -606,9 +610,9 @@ export class Scheduler implements Disposable {
   }
 
   /** The task ended by the agent's answer (or the router's end of its run): the agent is free again. */
-  private finished(task: TaskRecord, state: 'COMPLETED' | 'FAILED', code: string, note: string, ctx: CallContext): void {
+  private finished(task: TaskRecord, state: 'COMPLETED' | 'FAILED', code: string, note: string, ctx: CallContext, result = ''): void {
     const agentId = task.assignedAgentId;
-    this.end(task, state, code, note, ctx, 'agent');
+    this.end(task, state, code, note, ctx, 'agent', result);
     this.releaseAgent(agentId, task.taskId, `task ${task.taskId} ${state.toLowerCase()}`, ctx);
   }
 
@@ -907,7 +911,7 @@ export class Scheduler implements Disposable {
    * Ends an open task (COMPLETED, FAILED or CANCELLED): stored with its event, its activity entry ended, the gate told.
    * Does not move the agent (the caller does, as the cause requires). Joins the caller's transaction.
    */
-  private end(task: TaskRecord, state: 'COMPLETED' | 'FAILED' | 'CANCELLED', code: string, note: string, ctx: CallContext, cause: string): void {
+  private end(task: TaskRecord, state: 'COMPLETED' | 'FAILED' | 'CANCELLED', code: string, note: string, ctx: CallContext, cause: string, result = ''): void {
     if (!this.open.has(task.taskId)) return;
     const now = this.deps.clock.now();
     const from = task.state;
@@ -918,6 +922,7 @@ export class Scheduler implements Disposable {
       task.state = state;
       task.errorCode = state === 'COMPLETED' ? '' : code;
       task.note = note.slice(0, 4096);
+      task.result = state === 'COMPLETED' ? result : '';
       task.endedAt = now;
       task.updatedAt = now;
       task.waiting = null;
@@ -930,6 +935,8 @@ export class Scheduler implements Disposable {
       } catch (err) {
         this.deps.log.internalError(SCHEDULER, task.taskId, err, { task_id: task.taskId, during: 'gate.forget' });
       }
+      // Inside the transaction: a listener (the workflow engine) commits what the end means with it.
+      this.ended.fire(task);
     });
     this.open.delete(task.taskId);
     const jobs = this.byJob.get(task.jobKey);
@@ -1215,6 +1222,7 @@ export class Scheduler implements Disposable {
     this.timers.clear();
     this.housekeepingTimer?.dispose();
     this.changed.dispose();
+    this.ended.dispose();
   }
 }
 

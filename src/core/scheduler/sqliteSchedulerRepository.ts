@@ -58,5 +58,6 @@ export class SqliteSchedulerRepository implements SchedulerRepository {
 
 function revive(row: Row): TaskRecord {
   const record = JSON.parse(String(row.record)) as TaskRecord & { params: string };
-  return { ...record, withdrawals: record.withdrawals ?? 0, params: Buffer.from(record.params, 'base64') };
+  // Records written before a field existed read with its default.
+  return { ...record, withdrawals: record.withdrawals ?? 0, result: record.result ?? '', params: Buffer.from(record.params, 'base64') };
 }

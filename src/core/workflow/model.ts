@@ -84,12 +84,26 @@ export interface NodeRecord {
   output: string;
   /** Why it FAILED or was SKIPPED ('' otherwise). */
   error: string;
-  /** What a PENDING / READY / RUNNING node waits for, in words (`dependencies: a, b`, `a person: Run Node`, `schedule: next 2026-…`). */
+  /**
+   * What a PENDING / READY / RUNNING node waits for, in words that follow "waiting for" (`dependencies: a, b`,
+   * `a person: Run Node`, `schedule '0 2 * * *': next 2026-…`, `event 'approved': …`, `its task wf:…`).
+   */
   waiting: string;
   /** The scheduler task of the current run ('' when none). */
   taskId: string;
-  /** How many times it was started (loop backs and resumes run it again). */
+  /** How many times it was started (loop backs and resumes run it again); the current run's number. */
   runs: number;
+  /** When it last became READY (ms since the epoch), null while PENDING: a SCHEDULE node's cron base. */
+  readyAt: number | null;
+  /**
+   * A READY node that is due: when it runs (a SCHEDULE node's next cron time; an EVENT node's event arrival), null
+   * otherwise. Stored so that the timer is armed again after a restart.
+   */
+  fireAt: number | null;
+  /** Loop backs into this node since it was last resumed (at most its `max_iterations`). */
+  loops: number;
+  /** A FAILED node with `on_failure: hitl`: the HITL invocation asking a person ('' when none is pending). */
+  invocationId: string;
 }
 
 export interface WorkflowRecord {
@@ -153,21 +167,39 @@ export interface WorkflowQueries {
   readonly onDidChange: Event<WorkflowsChange>;
 }
 
-/** The workflow area's storage slice; its repository is the workflow engine helper's to shape (WorkflowRepository). */
+/** The workflow area's storage slice (schema v17: workflows, workflow_nodes). */
 export interface WorkflowStorage extends Transactions {
   readonly workflows: WorkflowRepository;
 }
 
+/** How many nodes are in each status. */
+export type NodeCounts = Record<NodeStatus, number>;
+
+/** Nodes by status. */
+export function countsOf(nodes: Iterable<Pick<NodeRecord, 'status'>>): NodeCounts {
+  const counts = Object.fromEntries(NODE_STATUSES.map((s) => [s, 0])) as NodeCounts;
+  for (const node of nodes) counts[node.status]++;
+  return counts;
+}
+
+/**
+ * The workflow tables. A workflow's definition is written once (create); its own fields and each node's state are
+ * separate rows, so that a node transition writes one node row (putNode), never the whole workflow: a 100,000-node
+ * workflow costs per transition what a 3-node one does.
+ */
 export interface WorkflowRepository {
-  /** Inserts a workflow's definition and its run state (all nodes). */
+  /** Inserts a workflow's definition, its run state and every node (PENDING). */
   create(record: WorkflowRecord): void;
-  /** Writes the workflow's own fields (state, data, times, reason). */
-  putWorkflow(record: WorkflowRecord): void;
+  /** Writes the workflow's own fields (state, data, times, reason) and its node counts (what listRecent answers). */
+  putWorkflow(record: WorkflowRecord, counts: Readonly<NodeCounts>): void;
   /** Writes one node's state: O(1) per node transition, never the whole workflow. */
   putNode(workflowId: string, node: NodeRecord): void;
   get(workflowId: string): WorkflowRecord | undefined;
-  /** Workflows not ended (RUNNING, WAITING): restore after a restart. */
+  /** Workflows not ended and started (RUNNING, WAITING): restore after a restart. */
   listActive(): WorkflowRecord[];
-  /** Summaries, active first, then by updatedAt descending, at most `limit`. */
-  listRecent(limit: number): WorkflowRecord[];
+  /**
+   * Summaries, active first, then by updatedAt descending, at most `limit`, without reading a node or a definition (the
+   * counts are those last written by putWorkflow; the engine overlays its live counts for workflows it runs).
+   */
+  listRecent(limit: number): WorkflowSummary[];
 }

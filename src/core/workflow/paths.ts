@@ -1,0 +1,79 @@
+/**
+ * Dotted paths into workflow_data and node outputs (README, "Workflows": input_mapping and output_mapping).
+ * `review.score` is the key `score` of the object under `review`; a segment that is a decimal number also indexes a
+ * list when reading (`items.0`). Writing creates missing objects on the way and copies every object it changes, so
+ * that a value that was read before (a node's inputs, the data a route saw) never changes underneath.
+ */
+
+/** Why a path cannot be used. */
+export class PathError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'PathError';
+  }
+}
+
+const FORBIDDEN = new Set(['__proto__', 'constructor', 'prototype']);
+
+export function isPlainObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+function segments(path: string): string[] {
+  const parts = path.split('.');
+  if (path === '' || parts.some((p) => p === '')) throw new PathError(`'${path.slice(0, 200)}' is not a dotted path (an empty segment)`);
+  const bad = parts.find((p) => FORBIDDEN.has(p));
+  if (bad !== undefined) throw new PathError(`'${path.slice(0, 200)}' names '${bad}', which no path may`);
+  return parts;
+}
+
+/** The value at `path` in `root`, undefined when any segment is missing. */
+export function getPath(root: unknown, path: string): unknown {
+  let current: unknown = root;
+  for (const part of segments(path)) {
+    if (Array.isArray(current)) {
+      if (!/^(0|[1-9]\d*)$/.test(part)) return undefined;
+      current = current[Number(part)];
+    } else if (isPlainObject(current)) {
+      if (!Object.hasOwn(current, part)) return undefined;
+      current = current[part];
+    } else {
+      return undefined;
+    }
+  }
+  return current;
+}
+
+/**
+ * A copy of `root` with `value` at `path` (only the objects on the path are copied). A segment whose current value is
+ * not an object (a string, a number, a list) cannot be written through: PathError names it.
+ */
+export function setPath(root: Record<string, unknown>, path: string, value: unknown): Record<string, unknown> {
+  const parts = segments(path);
+  const copy = (o: Record<string, unknown>): Record<string, unknown> => ({ ...o });
+  const top = copy(root);
+  let current = top;
+  for (let i = 0; i < parts.length - 1; i++) {
+    const part = parts[i];
+    const next = Object.hasOwn(current, part) ? current[part] : undefined;
+    if (next !== undefined && !isPlainObject(next)) {
+      throw new PathError(`cannot write '${path.slice(0, 200)}': '${parts.slice(0, i + 1).join('.').slice(0, 200)}' holds ${describe(next)}, not an object`);
+    }
+    const child = next === undefined ? {} : copy(next);
+    define(current, part, child);
+    current = child;
+  }
+  define(current, parts[parts.length - 1], value);
+  return top;
+}
+
+/** An own, enumerable property even for names like `__proto__` that plain assignment would treat specially. */
+function define(o: Record<string, unknown>, key: string, value: unknown): void {
+  Object.defineProperty(o, key, { value, enumerable: true, writable: true, configurable: true });
+}
+
+function describe(value: unknown): string {
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return 'a list';
+  return `a ${typeof value}`;
+}

@@ -1,0 +1,131 @@
+import { strict as assert } from 'node:assert';
+import * as fs from 'node:fs';
+import { CoordinatorStore } from '../../src/core/coordinatorStore';
+import { findFreePort } from '../../src/server/server';
+import { CliProcess } from '../support/cli';
+import { CLI_BUNDLE } from '../support/paths';
+import { pollUntil } from '../support/poll';
+import { retryTransport } from '../support/routerClient';
+import { TaskTestAgent, type ReceivedCommand } from '../support/taskAgents';
+import { makeTempDir, removeTempDir } from '../support/tempDir';
+import { WorkflowClient, type WorkflowStateMessage } from '../support/workflowClient';
+
+/** A call to a coordinator that just (re)started, retried while its channel cannot connect yet (as an agent retries). */
+function retry<T>(what: string, fn: () => Promise<T>): Promise<T> {
+  return retryTransport(what, fn, Date.now() + 20_000);
+}
+
+/**
+ * A workflow in progress survives kill -9 of the headless coordinator: after the restart it goes on from the store,
+ * the running node's task is the same task (its agent answers the run it got before the crash), and no COMPLETED node's
+ * task is dispatched again.
+ */
+describe('workflows across a coordinator crash (kill -9) and restart (dist/cli.js)', function () {
+  this.timeout(90_000);
+  let dataDir: string;
+  const processes: CliProcess[] = [];
+  const closers: Array<{ close(): void }> = [];
+
+  before(() => assert.ok(fs.existsSync(CLI_BUNDLE), `${CLI_BUNDLE} is missing: run \`npm run build\` first`));
+  beforeEach(() => { dataDir = makeTempDir('sw4rm-int-workflow-crash-'); });
+  afterEach(async () => {
+    for (const c of closers.splice(0)) c.close();
+    for (const cli of processes.splice(0)) await cli.kill();
+    removeTempDir(dataDir);
+  });
+
+  async function start(port: number): Promise<{ cli: CliProcess; env: Record<string, string>; workflows: WorkflowClient }> {
+    const { cli, env } = await pollUntil(`a coordinator serving on port ${port}`, async () => {
+      const cli = new CliProcess(['--port', String(port), '--data-dir', dataDir]);
+      processes.push(cli);
+      try {
+        return { cli, env: await cli.environment(15_000) };
+      } catch (err) {
+        if (/already in use/.test(cli.stderr)) return undefined;
+        throw err;
+      }
+    }, 20_000, 100);
+    const workflows = new WorkflowClient(env.SW4RM_WORKFLOW_ADDR, env.SW4RM_TOKEN);
+    closers.push(workflows);
+    return { cli, env, workflows };
+  }
+
+  /** A registered agent coming back after the coordinator restarted: a new inbox stream and a heartbeat, no new registration. */
+  async function reconnect(env: Record<string, string>, agentId: string, state: string): Promise<TaskTestAgent> {
+    const agent = new TaskTestAgent(env.SW4RM_ROUTER_ADDR, env.SW4RM_TOKEN, agentId);
+    closers.push(agent);
+    await retry(`${agentId} heartbeat`, () => agent.heartbeat(state));
+    agent.inbox = agent.wire.openInbox();
+    return agent;
+  }
+
+  async function complete(agent: TaskTestAgent, run: ReceivedCommand, result: unknown): Promise<void> {
+    await agent.ack(run, 'RECEIVED');
+    await agent.ack(run, 'FULFILLED', { result });
+  }
+
+  async function state(workflows: WorkflowClient, id: string, what: string, check: (s: WorkflowStateMessage) => boolean): Promise<WorkflowStateMessage> {
+    return pollUntil(what, async () => {
+      const answer = await retry('GetWorkflowState', () => workflows.state(id));
+      return answer.state && check(answer.state) ? answer.state : undefined;
+    }, 15_000);
+  }
+
+  it('kill -9 while a node runs: after the restart the workflow finishes, the running node keeps its task, no COMPLETED node runs twice', async () => {
+    const port = await findFreePort('127.0.0.1');
+    const first = await start(port);
+    const w1 = new TaskTestAgent(first.env.SW4RM_ROUTER_ADDR, first.env.SW4RM_TOKEN, 'w1');
+    const w2 = new TaskTestAgent(first.env.SW4RM_ROUTER_ADDR, first.env.SW4RM_TOKEN, 'w2');
+    closers.push(w1, w2);
+    await w1.start();
+    await w2.start();
+    const created = await first.workflows.create('crash', {
+      a: { agent_id: 'w1', output_mapping: { a: 'a' } },
+      b: { agent_id: 'w2', dependencies: ['a'], output_mapping: { b: 'b' } },
+      c: { agent_id: 'w1', dependencies: ['a'], output_mapping: { c: 'c' } },
+      d: { agent_id: 'w2', dependencies: ['b', 'c'] },
+    });
+    assert.equal(created.success, true, created.error);
+    assert.equal((await first.workflows.start('crash', { n: 0 })).success, true);
+    await complete(w1, await w1.command('run', 'wf:crash:a:1'), { a: 1 });
+    const b = await w2.command('run', 'wf:crash:b:1');
+    await w2.ack(b, 'RECEIVED');
+    await complete(w1, await w1.command('run', 'wf:crash:c:1'), { c: 3 });
+    const before = await state(first.workflows, 'crash', 'a, c COMPLETED; b RUNNING', (s) => s.node_states.c.status === 'COMPLETED');
+    assert.deepEqual(Object.fromEntries(Object.entries(before.node_states).map(([id, n]) => [id, n.status])), { a: 'COMPLETED', b: 'RUNNING', c: 'COMPLETED', d: 'PENDING' });
+
+    first.cli.signal('SIGKILL');
+    await first.cli.exit();
+    assert.equal(first.cli.exitSignal, 'SIGKILL');
+    w1.close();
+    w2.close();
+
+    const second = await start(port);
+    const after = await state(second.workflows, 'crash', 'the workflow read back', () => true);
+    assert.equal(after.metadata.state, 'RUNNING');
+    assert.equal(after.node_states.b.status, 'RUNNING', 'b still waits for its task');
+    const w1b = await reconnect(second.env, 'w1', 'RUNNABLE');
+    const w2b = await reconnect(second.env, 'w2', 'RUNNING');
+    // w2 answers the run it got before the crash: the same message, the same task.
+    await retry('ACK FULFILLED of b', () => w2b.ackMessage(b.item.msg.message_id, 'FULFILLED', { result: { b: 2 } }));
+    const d = await w2b.command('run', 'wf:crash:d:1', 10_000);
+    assert.deepEqual((d.command as unknown as { params: { inputs: unknown } }).params.inputs, { n: 0, a: 1, c: 3, b: 2 });
+    await complete(w2b, d, { done: true });
+    const done = await state(second.workflows, 'crash', 'COMPLETED', (s) => s.metadata.state === 'COMPLETED');
+    assert.deepEqual(JSON.parse(done.workflow_data), { n: 0, a: 1, c: 3, b: 2 });
+    assert.deepEqual(w1b.commands().filter((c) => c.startsWith('run')), [], 'w1 was sent no run after the restart (a and c were COMPLETED)');
+
+    second.cli.signal('SIGTERM');
+    assert.equal(await second.cli.exit(), 0);
+    const store = CoordinatorStore.open(dataDir);
+    try {
+      const tasks = store.scheduler.listFinished(100).map((t) => [t.taskId, t.state, t.dispatches]).sort();
+      assert.deepEqual(tasks, [
+        ['wf:crash:a:1', 'COMPLETED', 1], ['wf:crash:b:1', 'COMPLETED', 1], ['wf:crash:c:1', 'COMPLETED', 1], ['wf:crash:d:1', 'COMPLETED', 1],
+      ], 'one task per node, each dispatched once');
+      assert.deepEqual(store.scheduler.listOpen(), []);
+    } finally {
+      store.close();
+    }
+  });
+});
