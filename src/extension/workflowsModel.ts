@@ -360,7 +360,7 @@ export function nodeDefinitionJson(definition: WorkflowNodeDefinition): Record<s
   };
 }
 
-/** Show Node Inputs and Outputs: the node's definition, state, runs and times, inputs and output (plain text). */
+/** Show Node Inputs and Outputs: the node's state, runs and times, its inputs and output, its definition, the workflow data (plain text). */
 export function nodeDetailText(detail: WorkflowDetail, nodeId: string, now: number): string {
   const view = detail.nodes.find((n) => n.definition.nodeId === nodeId);
   const workflowId = detail.summary.workflowId;
@@ -385,14 +385,14 @@ export function nodeDetailText(detail: WorkflowDetail, nodeId: string, now: numb
     ...(state.error ? [`error           ${state.error}`] : []),
     `task            ${state.taskId || '—'}`,
     '',
-    'Definition:',
-    JSON.stringify(nodeDefinitionJson(view.definition), null, 2),
-    '',
     'Inputs (from workflow_data by input_mapping):',
     prettyJson(view.inputs),
     '',
     'Output (written to workflow_data by output_mapping):',
     prettyJson(state.output),
+    '',
+    'Definition:',
+    JSON.stringify(nodeDefinitionJson(view.definition), null, 2),
     '',
     'Workflow data now:',
     prettyJson(detail.data),

@@ -329,7 +329,7 @@ describe('the Workflows view in a real editor (code-server + Chromium, an agent 
 
   it('shows a node\'s inputs and outputs as JSON in a read-only document', async function () {
     await row('review').click();
-    const text = await harness!.waitForText((t) => t.includes(`Workflow ${WORKFLOW} · node review`) && t.includes('Workflow data now'), 15_000, editorText);
+    const text = await harness!.waitForText((t) => t.includes(`Workflow ${WORKFLOW} · node review`) && t.includes('"route"'), 15_000, editorText);
     assert.match(text, /status +COMPLETED/);
     assert.match(text, /"route": "score > 0\.5 \? 'ship' : 'fix'"/);
     assert.match(text, /Inputs \(from workflow_data by input_mapping\):\s*\{\s*"artifact": "dist\/app\.tgz"\s*\}/);

@@ -226,6 +226,7 @@ describe('Show Node Inputs and Outputs (no vscode)', () => {
     assert.ok(text.includes('"route": "score > 0.5 ? \'ship\' : \'fix\'"'));
     assert.ok(text.includes('Inputs (from workflow_data by input_mapping):\n{\n  "path": "src"\n}'));
     assert.ok(text.includes('Output (written to workflow_data by output_mapping):\n{\n  "score": 0.8,\n  "notes": "ok"\n}'));
+    assert.ok(text.indexOf('Inputs') < text.indexOf('Definition:'), 'what the command is named for comes first');
     assert.match(nodeDetailText(detail(), 'nope', T0), /has no node nope/);
   });
 
