@@ -6,7 +6,7 @@ import { notificationText } from './notificationText';
 import { requireRunning } from './notRunning';
 import type { ReadOnlyDocuments } from './readOnlyDocuments';
 import {
-  HANDOFFS_LISTED, NODES_SHOWN, WORKFLOWS_LISTED, createdText, dataProblem, definitionFileName, handoffActionText, handoffDetailText, handoffNeedsYou,
+  HANDOFFS_LISTED, NODES_SHOWN, WORKFLOWS_LISTED, cancelReasonProblem, createdText, dataProblem, definitionFileName, handoffActionText, handoffDetailText, handoffNeedsYou,
   handoffRow, isDefinitionDocument, issueMessage, issueRange, nodeDetailText, nodeDocumentKey, nodeDocumentTitle, nodeNeedsYou, nodeRow,
   parseNodeDocumentKey, reasonProblem, refusalText, sortHandoffs, workflowActionText, workflowIsActive, workflowRow,
 } from './workflowsModel';
@@ -130,7 +130,7 @@ export class WorkflowCommands implements vscode.Disposable {
     const reason = await vscode.window.showInputBox({
       title: notificationText(`Cancel Workflow ${workflowId}`), value: `cancelled from the editor by ${this.operator}`,
       prompt: 'Why (kept with the workflow). Its running tasks are cancelled and its unfinished nodes SKIPPED. Escape keeps it running.',
-      validateInput: reasonProblem, ignoreFocusOut: true,
+      validateInput: cancelReasonProblem, ignoreFocusOut: true,
     });
     if (reason === undefined || this.api !== api) return;
     await this.report(() => api.cancelWorkflow(workflowId, reason.trim(), this.operator), (d) => workflowActionText('cancel', d), `Workflow ${workflowId} was not cancelled`);
@@ -201,8 +201,12 @@ export class WorkflowCommands implements vscode.Disposable {
 
   /** The workflow of the row the command was run on, else of the selected row, else one picked among those that fit. */
   private async workflowOf(node: unknown, api: CoordinatorApi, title: string, fits: (w: WorkflowSummary) => boolean): Promise<string | undefined> {
-    const row = asWorkflowRow(node) ?? asWorkflowRow(this.view.selected());
+    const row = asWorkflowRow(node);
     if (row) return row.id;
+    // From the palette: the selected workflow when the command applies to it, else one picked.
+    const selected = asWorkflowRow(this.view.selected());
+    const summary = selected && this.view.summary(selected.id);
+    if (summary && fits(summary)) return summary.workflowId;
     try {
       const workflows = (await api.workflows(WORKFLOWS_LISTED)).filter(fits);
       if (!workflows.length) {

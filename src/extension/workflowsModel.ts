@@ -499,6 +499,11 @@ export function reasonProblem(text: string): string | undefined {
   return text.trim() ? undefined : 'Say why: the requesting agent receives this reason.';
 }
 
+/** Cancel Workflow…'s reason field: required (the workflow keeps it as the reason it was cancelled). */
+export function cancelReasonProblem(text: string): string | undefined {
+  return text.trim() ? undefined : 'Say why: the workflow keeps this reason.';
+}
+
 /** What Start / Run Node / Resume / Cancel did (workflow and node ids are the authors' choice). */
 export function workflowActionText(action: 'start' | 'run' | 'resume' | 'cancel', detail: WorkflowDetail, nodeId?: string): string {
   const id = detail.summary.workflowId;

@@ -9,7 +9,7 @@ import { Commands, Views, WORKFLOW_DIAGNOSTICS } from '../../src/extension/contr
 import {
   NODES_SHOWN, NODE_ICONS, createdText, dataProblem, definitionFileName, formatDuration, handoffContextValue, handoffDetailText, handoffRow,
   handoffTarget, isDefinitionDocument, issueMessage, issueRange, moreNodesRow, nodeContextValue, nodeDetailText, nodeDocumentKey, nodeDuration,
-  nodeRow, parseNodeDocumentKey, reasonProblem, refusalText, sectionDescription, shownNodes, sortHandoffs, workflowActionText, workflowRow,
+  nodeRow, parseNodeDocumentKey, reasonProblem, cancelReasonProblem, refusalText, sectionDescription, shownNodes, sortHandoffs, workflowActionText, workflowRow,
 } from '../../src/extension/workflowsModel';
 
 const T0 = Date.UTC(2026, 0, 1);
@@ -291,6 +291,7 @@ describe('Create Workflow from File: problems on the file, data fields (no vscod
     assert.match(dataProblem('{branch') ?? '', /^Not valid JSON/);
     assert.match(reasonProblem('  ') ?? '', /Say why/);
     assert.equal(reasonProblem('not mine'), undefined);
+    assert.match(cancelReasonProblem('') ?? '', /the workflow keeps/);
   });
 
   it('says what Start, Run Node, Resume and Cancel did', () => {

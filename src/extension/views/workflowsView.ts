@@ -215,6 +215,11 @@ export class WorkflowsView implements vscode.Disposable {
     this.provider.refresh();
   }
 
+  /** The workflow of the last listing with this id, if it was listed. */
+  summary(workflowId: string): WorkflowSummary | undefined {
+    return this.provider.summary(workflowId);
+  }
+
   /** The selected row, if any. */
   selected(): WorkflowsNode | undefined {
     return this.view.selection[0];
