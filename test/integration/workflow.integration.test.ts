@@ -133,6 +133,12 @@ describe('WorkflowService over gRPC (a workflow run by real agents)', function (
     assert.match(several.error, /self_dependency: .*; .*unknown_dependency: |unknown_dependency: .*; .*self_dependency: /, several.error);
     assert.equal((await workflows.state('cyclic')).success, false, 'a refused definition was not stored');
 
+    // A warning (a node no route ever chooses) does not refuse the definition: it comes in the trailer.
+    const warned = await workflows.call<{ workflow_id: string; success: boolean; error: string }>('CreateWorkflow', { definition: {
+      workflow_id: 'warned', nodes: { a: { agent_id: 'w', metadata: { route: "'b'" } }, b: { agent_id: 'w', dependencies: ['a'] }, c: { agent_id: 'w', dependencies: ['a'] } },
+    } });
+    assert.deepEqual(warned.response, { workflow_id: 'warned', success: true, error: '' });
+    assert.match(String(warned.trailer.get('sw4rm-warning')[0]), /^unreachable_node: node "c" can never run/, JSON.stringify(warned.trailer.getMap()));
     assert.equal((await workflows.create('ok', { a: { agent_id: 'w' } })).success, true);
     const clash = await workflows.create('ok', { a: { agent_id: 'someone-else' } });
     assert.equal(clash.success, false);

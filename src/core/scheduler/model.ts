@@ -207,8 +207,8 @@ export interface SchedulerStorage extends Transactions {
  * The payloads of the CONTROL envelopes the scheduler sends an agent (content type application/json; README,
  * "Tasks for agent authors"). The agent answers each with protocol ACKs for that envelope's message_id:
  * - `run`: RECEIVED/READ (the agent started: SCHEDULED → RUNNING), then FULFILLED (task COMPLETED, the note is kept, and
- *   the ACK payload's `result` when it has one: TaskRecord.result, a workflow node's output) or FAILED with an error_code (task FAILED); FULFILLED with note `yielded` after a preempt_request
- *   also counts as the yield.
+ *   the ACK payload's `result` when it has one: TaskRecord.result, a workflow node's output) or FAILED with an error_code
+ *   (task FAILED); FULFILLED with note `yielded` after a preempt_request also counts as the yield.
  * - `preempt_request`: FULFILLED with note `yielded` once at a safe point (the task goes back to the queue at its
  *   priority); or an ACK RECEIVED/READ with note `non_preemptible:<ms>` declares a non-preemptible section first
  *   (deferral, C.5).

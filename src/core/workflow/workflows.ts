@@ -767,7 +767,8 @@ export class Workflows implements WorkflowQueries, WorkflowEventSink, Disposable
       invocation = this.deps.hitl.open(this.question(live, def, node), { kind: 'internal', component: WORKFLOW_COMPONENT }, { correlationId: live.record.workflowId }).invocation;
     } catch (err) {
       if (!(err instanceof HitlRequestError)) throw err;
-      this.setStatus(live, node, 'FAILED', `${reason} (a person could not be asked: ${err.code}: ${err.message})`, by);
+      node.error = `${reason} (a person could not be asked: ${err.code}: ${err.message})`.slice(0, 4096);
+      this.setStatus(live, node, 'FAILED', node.error, by);
       this.skipDependents(live, nodeId, 'FAILED', by);
       return;
     }
