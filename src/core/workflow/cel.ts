@@ -95,14 +95,25 @@ export function routeVariables(node: WorkflowNodeDefinition): string[] {
 }
 
 let baseEnvironment: Environment | undefined;
+/**
+ * Environments by their variables (the names joined): the routes of a workflow mostly share their output keys, and an
+ * environment holds a registry of its own (tens of kilobytes). Parsed expressions keep the one they were parsed in.
+ */
+const environments = new Map<string, Environment>();
+const MAX_ENVIRONMENTS = 256;
 
 function environmentFor(variables: readonly string[]): Environment {
+  const key = variables.join(',');
+  const known = environments.get(key);
+  if (known) return known;
   baseEnvironment ??= new cel.Environment({ limits: { maxAstNodes: ROUTE_LIMITS.maxAstNodes, maxDepth: ROUTE_LIMITS.maxDepth } })
     .registerVariable('data', 'map')
     .registerVariable('output', 'map');
-  // clone() is cheap (a few µs) and leaves the base untouched; the base itself takes no more registrations.
+  // clone() leaves the base untouched; the base itself takes no more registrations.
   const env = baseEnvironment.clone();
   for (const name of variables) env.registerVariable(name, 'dyn');
+  if (environments.size >= MAX_ENVIRONMENTS) environments.clear();
+  environments.set(key, env);
   return env;
 }
 
@@ -176,14 +187,10 @@ interface Shape {
   readonly guarded: boolean;
 }
 
-function children(node: ASTNode): ASTNode[] {
-  const out: ASTNode[] = [];
-  const visit = (value: unknown): void => {
-    if (Array.isArray(value)) for (const v of value) visit(v);
-    else if (value !== null && typeof value === 'object' && 'op' in value) out.push(value as ASTNode);
-  };
-  visit(node.args);
-  return out;
+/** Pushes the AST nodes among `value` (a node's args: a node, a list of nodes or of pairs, names) onto `stack`. */
+function pushChildren(value: unknown, stack: ASTNode[]): void {
+  if (Array.isArray(value)) for (const v of value) pushChildren(v, stack);
+  else if (value !== null && typeof value === 'object' && 'op' in value) stack.push(value as ASTNode);
 }
 
 function isNode(value: unknown): value is ASTNode {
@@ -240,10 +247,12 @@ function analyse(root: ASTNode): Shape {
     const args = n.args as unknown;
     if ((n.op === 'call' || n.op === 'rcall') && Array.isArray(args) && !LINEAR_FUNCTIONS.has(String(args[0]))) guarded = true;
     if (n.op === 'in') guarded = true;
-    for (const c of children(n)) stack.push(c);
+    pushChildren(n.args, stack);
   }
-  // In the order they are written.
-  const targets = [...new Set(literals.sort((x, y) => x.at - y.at).map((l) => l.value))];
+  // In the order they are written (results were visited last branch first).
+  if (literals.length > 1) literals.sort((x, y) => x.at - y.at);
+  const targets: string[] = [];
+  for (const l of literals) if (!targets.includes(l.value)) targets.push(l.value);
   return { targets, badLiterals, mayChooseDependents, computed, guarded };
 }
 
