@@ -26,12 +26,15 @@
  * Choose: a string → [it]; a list of strings → it (repeats dropped); true → every dependent of the node; false → [] (none);
  * anything else, a string that is not a node id of the workflow, or an evaluation error → { ok: false, error }.
  *
- * Bounded: an expression built only from literals, variables, field and index access, operators, `?:` and the functions
- * size, has, dyn, int, uint, double, string, bool, startsWith, endsWith, lowerAscii, upperAscii and trim costs time linear
- * in its size and its input, and is evaluated directly. Any other (comprehension macros such as exists / map / filter, which
- * may nest; cel.bind; matches, whose regular expression may backtrack exponentially; substring searches) is evaluated under
- * a wall-clock limit of ROUTE_LIMITS.evaluationTimeoutMs (node:vm's timeout, the one real-time bound here: a hung
- * evaluation cannot be left to the injected Clock) and fails with a clear error when it takes longer.
+ * Bounded: a small expression (at most ROUTE_LIMITS.directMaxAstNodes AST nodes) built only from literals, variables, field
+ * and index access, operators, `?:` and the functions size, has, dyn, int, uint, double, string, bool, startsWith,
+ * endsWith, lowerAscii, upperAscii and trim touches each input value a bounded number of times (each of its few nodes
+ * costs at most the size of its operands), and is evaluated directly: that is `score > 0.5 ? 'ship' : 'revise'` and most
+ * routes. Any other — comprehension macros such as exists / map / filter (which may nest), cel.bind, matches (whose
+ * regular expression may backtrack exponentially), substring searches (`in`, contains…), or a long chain of list
+ * concatenations — is evaluated under a wall-clock limit of ROUTE_LIMITS.evaluationTimeoutMs (node:vm's timeout, the one
+ * real-time bound here: a hung evaluation cannot be left to the injected Clock) and fails with a clear error when it takes
+ * longer. The guard costs about 0.2 ms per evaluation.
  */
 import * as vm from 'node:vm';
 import type { ASTNode, Environment, ParseResult } from '@marcbachmann/cel-js' with { 'resolution-mode': 'import' };
@@ -53,6 +56,8 @@ export const ROUTE_LIMITS = {
   maxDepth: 64,
   /** Wall-clock bound of one evaluation of an expression that is not linear by construction (see above). */
   evaluationTimeoutMs: 100,
+  /** The most AST nodes of an expression evaluated without the wall-clock guard (see above). */
+  directMaxAstNodes: 32,
 } as const;
 
 export type RouteChoice = { readonly ok: true; readonly chosen: readonly string[] } | { readonly ok: false; readonly error: string };
@@ -240,13 +245,15 @@ function analyse(root: ASTNode): Shape {
     }
   }
 
-  // Cost: any call outside LINEAR_FUNCTIONS, and `in` (a substring search on strings), is evaluated guarded.
+  // Cost: a call outside LINEAR_FUNCTIONS, `in` (a substring search on strings) or more than directMaxAstNodes nodes is
+  // evaluated guarded.
   const stack: ASTNode[] = [root];
+  let count = 0;
   while (stack.length && !guarded) {
     const n = stack.pop()!;
     const args = n.args as unknown;
     if ((n.op === 'call' || n.op === 'rcall') && Array.isArray(args) && !LINEAR_FUNCTIONS.has(String(args[0]))) guarded = true;
-    if (n.op === 'in') guarded = true;
+    if (n.op === 'in' || ++count > ROUTE_LIMITS.directMaxAstNodes) guarded = true;
     pushChildren(n.args, stack);
   }
   // In the order they are written (results were visited last branch first).

@@ -40,7 +40,7 @@
  * 0 when no place is known. Syntax errors carry the parser's position (`invalid_syntax`).
  */
 import { printParseErrorCode, parseTree, type Node as JsonNode, type ParseError as JsonParseError } from 'jsonc-parser';
-import { isAlias, isMap, isPair, isScalar, isSeq, parseDocument, type Document, type Node as YamlNode, type Pair } from 'yaml';
+import { isAlias, isMap, isPair, isScalar, isSeq, parseDocument, type Document, type Pair } from 'yaml';
 import { jsonDepth } from '../json';
 import { IssueList, type PathSegment, MAX_ISSUES, bounded, issuePath, moreMessage, parseIssuePath, quote } from './issues';
 import type { TriggerType, ValidationIssue, WorkflowDefinition, WorkflowFileIssue, WorkflowNodeDefinition } from './model';
