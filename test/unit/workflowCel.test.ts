@@ -155,6 +155,11 @@ describe('workflow routes: conditional edges in CEL (@marcbachmann/cel-js)', () 
     assert.equal(compiled("data.s.contains('x') ? 'b' : 'c'").guarded, true);
     assert.equal(compiled("'x' in data.l ? 'b' : 'c'").guarded, true);
     assert.equal(compiled("size(data.s) > 2 && data.s.startsWith('a') ? 'b' : 'c'").guarded, false);
+    // A long expression is guarded too: a chain of list concatenations copies the lists again at every step.
+    const chain = compiled(`size(${Array.from({ length: 20 }, () => 'data.l').join(' + ')}) > 0 ? 'b' : 'c'`);
+    assert.equal(chain.guarded, true);
+    assert.deepEqual(chain.choose({ l: [1] }, {}), { ok: true, chosen: ['b'] });
+    assert.equal(compiled(`size(${Array.from({ length: 4 }, () => 'data.l').join(' + ')}) > 0 ? 'b' : 'c'`).guarded, false);
 
     const redos = compiled("data.s.matches('^(a+)+$') ? 'b' : 'c'");
     assert.deepEqual(redos.choose({ s: 'aaaa' }, {}), { ok: true, chosen: ['b'] });

@@ -26,12 +26,15 @@
  * Choose: a string → [it]; a list of strings → it (repeats dropped); true → every dependent of the node; false → [] (none);
  * anything else, a string that is not a node id of the workflow, or an evaluation error → { ok: false, error }.
  *
- * Bounded: an expression built only from literals, variables, field and index access, operators, `?:` and the functions
- * size, has, dyn, int, uint, double, string, bool, startsWith, endsWith, lowerAscii, upperAscii and trim costs time linear
- * in its size and its input, and is evaluated directly. Any other (comprehension macros such as exists / map / filter, which
- * may nest; cel.bind; matches, whose regular expression may backtrack exponentially; substring searches) is evaluated under
- * a wall-clock limit of ROUTE_LIMITS.evaluationTimeoutMs (node:vm's timeout, the one real-time bound here: a hung
- * evaluation cannot be left to the injected Clock) and fails with a clear error when it takes longer.
+ * Bounded: a small expression (at most ROUTE_LIMITS.directMaxAstNodes AST nodes) built only from literals, variables, field
+ * and index access, operators, `?:` and the functions size, has, dyn, int, uint, double, string, bool, startsWith,
+ * endsWith, lowerAscii, upperAscii and trim touches each input value a bounded number of times (each of its few nodes
+ * costs at most the size of its operands), and is evaluated directly: that is `score > 0.5 ? 'ship' : 'revise'` and most
+ * routes. Any other — comprehension macros such as exists / map / filter (which may nest), cel.bind, matches (whose
+ * regular expression may backtrack exponentially), substring searches (`in`, contains…), or a long chain of list
+ * concatenations — is evaluated under a wall-clock limit of ROUTE_LIMITS.evaluationTimeoutMs (node:vm's timeout, the one
+ * real-time bound here: a hung evaluation cannot be left to the injected Clock) and fails with a clear error when it takes
+ * longer. The guard costs about 0.2 ms per evaluation.
  */
 import * as vm from 'node:vm';
 import type { ASTNode, Environment, ParseResult } from '@marcbachmann/cel-js' with { 'resolution-mode': 'import' };
@@ -53,6 +56,8 @@ export const ROUTE_LIMITS = {
   maxDepth: 64,
   /** Wall-clock bound of one evaluation of an expression that is not linear by construction (see above). */
   evaluationTimeoutMs: 100,
+  /** The most AST nodes of an expression evaluated without the wall-clock guard (see above). */
+  directMaxAstNodes: 32,
 } as const;
 
 export type RouteChoice = { readonly ok: true; readonly chosen: readonly string[] } | { readonly ok: false; readonly error: string };
@@ -95,14 +100,25 @@ export function routeVariables(node: WorkflowNodeDefinition): string[] {
 }
 
 let baseEnvironment: Environment | undefined;
+/**
+ * Environments by their variables (the names joined): the routes of a workflow mostly share their output keys, and an
+ * environment holds a registry of its own (tens of kilobytes). Parsed expressions keep the one they were parsed in.
+ */
+const environments = new Map<string, Environment>();
+const MAX_ENVIRONMENTS = 256;
 
 function environmentFor(variables: readonly string[]): Environment {
+  const key = variables.join(',');
+  const known = environments.get(key);
+  if (known) return known;
   baseEnvironment ??= new cel.Environment({ limits: { maxAstNodes: ROUTE_LIMITS.maxAstNodes, maxDepth: ROUTE_LIMITS.maxDepth } })
     .registerVariable('data', 'map')
     .registerVariable('output', 'map');
-  // clone() is cheap (a few µs) and leaves the base untouched; the base itself takes no more registrations.
+  // clone() leaves the base untouched; the base itself takes no more registrations.
   const env = baseEnvironment.clone();
   for (const name of variables) env.registerVariable(name, 'dyn');
+  if (environments.size >= MAX_ENVIRONMENTS) environments.clear();
+  environments.set(key, env);
   return env;
 }
 
@@ -176,14 +192,10 @@ interface Shape {
   readonly guarded: boolean;
 }
 
-function children(node: ASTNode): ASTNode[] {
-  const out: ASTNode[] = [];
-  const visit = (value: unknown): void => {
-    if (Array.isArray(value)) for (const v of value) visit(v);
-    else if (value !== null && typeof value === 'object' && 'op' in value) out.push(value as ASTNode);
-  };
-  visit(node.args);
-  return out;
+/** Pushes the AST nodes among `value` (a node's args: a node, a list of nodes or of pairs, names) onto `stack`. */
+function pushChildren(value: unknown, stack: ASTNode[]): void {
+  if (Array.isArray(value)) for (const v of value) pushChildren(v, stack);
+  else if (value !== null && typeof value === 'object' && 'op' in value) stack.push(value as ASTNode);
 }
 
 function isNode(value: unknown): value is ASTNode {
@@ -233,17 +245,21 @@ function analyse(root: ASTNode): Shape {
     }
   }
 
-  // Cost: any call outside LINEAR_FUNCTIONS, and `in` (a substring search on strings), is evaluated guarded.
+  // Cost: a call outside LINEAR_FUNCTIONS, `in` (a substring search on strings) or more than directMaxAstNodes nodes is
+  // evaluated guarded.
   const stack: ASTNode[] = [root];
+  let count = 0;
   while (stack.length && !guarded) {
     const n = stack.pop()!;
     const args = n.args as unknown;
     if ((n.op === 'call' || n.op === 'rcall') && Array.isArray(args) && !LINEAR_FUNCTIONS.has(String(args[0]))) guarded = true;
-    if (n.op === 'in') guarded = true;
-    for (const c of children(n)) stack.push(c);
+    if (n.op === 'in' || ++count > ROUTE_LIMITS.directMaxAstNodes) guarded = true;
+    pushChildren(n.args, stack);
   }
-  // In the order they are written.
-  const targets = [...new Set(literals.sort((x, y) => x.at - y.at).map((l) => l.value))];
+  // In the order they are written (results were visited last branch first).
+  if (literals.length > 1) literals.sort((x, y) => x.at - y.at);
+  const targets: string[] = [];
+  for (const l of literals) if (!targets.includes(l.value)) targets.push(l.value);
   return { targets, badLiterals, mayChooseDependents, computed, guarded };
 }
 

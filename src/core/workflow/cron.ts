@@ -24,8 +24,22 @@ function parse(expression: string, afterEpochMs: number) {
   return CronExpressionParser.parse(expression.trim(), { currentDate: new Date(afterEpochMs), tz: 'UTC', strict: false });
 }
 
+/** Verdicts of recent expressions: a workflow repeats its schedules, and cron-parser takes tens of µs per parse. */
+const verdicts = new Map<string, string | undefined>();
+const MAX_VERDICTS = 1_000;
+
 /** Why `expression` is not an accepted schedule, or undefined. */
 export function scheduleError(expression: string): string | undefined {
+  if (typeof expression === 'string' && verdicts.has(expression)) return verdicts.get(expression);
+  const verdict = check(expression);
+  if (typeof expression === 'string' && expression.length <= SCHEDULE_LIMITS.maxChars) {
+    if (verdicts.size >= MAX_VERDICTS) verdicts.clear();
+    verdicts.set(expression, verdict);
+  }
+  return verdict;
+}
+
+function check(expression: string): string | undefined {
   if (typeof expression !== 'string' || expression.trim() === '') return 'schedule is empty: give a 5-field cron expression (minute hour day-of-month month day-of-week, UTC), e.g. "0 9 * * 1-5"';
   if (expression.length > SCHEDULE_LIMITS.maxChars) return `schedule is longer than ${SCHEDULE_LIMITS.maxChars} characters (${expression.length})`;
   const text = expression.trim();

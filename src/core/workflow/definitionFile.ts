@@ -40,7 +40,7 @@
  * 0 when no place is known. Syntax errors carry the parser's position (`invalid_syntax`).
  */
 import { printParseErrorCode, parseTree, type Node as JsonNode, type ParseError as JsonParseError } from 'jsonc-parser';
-import { isAlias, isMap, isPair, isScalar, isSeq, parseDocument, type Document, type Node as YamlNode, type Pair } from 'yaml';
+import { isAlias, isMap, isPair, isScalar, isSeq, parseDocument, type Document, type Pair } from 'yaml';
 import { jsonDepth } from '../json';
 import { IssueList, type PathSegment, MAX_ISSUES, bounded, issuePath, moreMessage, parseIssuePath, quote } from './issues';
 import type { TriggerType, ValidationIssue, WorkflowDefinition, WorkflowFileIssue, WorkflowNodeDefinition } from './model';
@@ -48,7 +48,7 @@ import { type ValidatedWorkflow, WORKFLOW_LIMITS, validateWithAllIssues } from '
 
 export const DEFINITION_FILE_LIMITS = {
   /** The largest definition text, in characters. */
-  maxChars: 32 * 1024 * 1024,
+  maxChars: 64 * 1024 * 1024,
   /** Nesting (a definition needs 4: nodes → node → metadata → value). */
   maxDepth: 32,
   /** Values a YAML file may expand to through aliases. */
@@ -83,9 +83,10 @@ function isMapValue(value: unknown): value is JsonMap {
   return value !== null && typeof value === 'object' && !Array.isArray(value) && !(value instanceof Uint8Array);
 }
 
-/** An own, enumerable property even for the key `__proto__`. */
+/** An own, enumerable property even for the key `__proto__` (which plain assignment would take as the prototype). */
 function setOwn(target: Record<string, unknown>, key: string, value: unknown): void {
-  Object.defineProperty(target, key, { value, enumerable: true, writable: true, configurable: true });
+  if (key === '__proto__') Object.defineProperty(target, key, { value, enumerable: true, writable: true, configurable: true });
+  else target[key] = value;
 }
 
 function typeName(value: unknown): string {

@@ -62,23 +62,32 @@ export interface ValidatedWorkflow {
   readonly roots: readonly string[];
 }
 
-const ID_CHARACTERS = /[\s,:/]/;
+/** Anything an id may not hold (whitespace, `,` `:` `/`, control characters, U+FFFD): one scan for the usual case. */
+const ID_REFUSED = /[\s,:/\u0000-\u001f\u007f\uFFFD]/;
 const NONE: readonly string[] = Object.freeze([]);
+const BLANK = /^\s*$/;
 
 /** Why a node id or workflow id cannot be used ([code, message]), or undefined. */
 function idRefusal(what: string, id: unknown): [string, string] | undefined {
   if (typeof id !== 'string') return ['invalid_field', `${what} must be a string`];
+  if (id !== '' && id.length <= WORKFLOW_LIMITS.maxIdChars && !ID_REFUSED.test(id)) return undefined;
   if (id === '') return ['invalid_field', `${what} is empty`];
   if (id.length > WORKFLOW_LIMITS.maxIdChars) return ['limit_exceeded', `${what} ${quote(id, 40)} is longer than ${WORKFLOW_LIMITS.maxIdChars} characters (${id.length})`];
   const why = identifierRefusal(what, id, WORKFLOW_LIMITS.maxIdChars);
   if (why) return ['invalid_field', why];
-  if (ID_CHARACTERS.test(id)) return ['invalid_field', `${what} ${quote(id)} contains whitespace, ',', ':' or '/'`];
-  return undefined;
+  return ['invalid_field', `${what} ${quote(id)} contains whitespace, ',', ':' or '/'`];
 }
 
+function hasOwn(map: object, key: string): boolean {
+  return Object.prototype.hasOwnProperty.call(map, key);
+}
+
+const WHOLE_NUMBER = /^\s*-?\d{1,6}\s*$/;
+const TYPE_WITHOUT_NAME = /^type:\s*$/;
+
 function isWholeNumber(text: string, min: number, max: number): boolean {
-  if (!/^-?\d{1,6}$/.test(text.trim())) return false;
-  const n = Number(text.trim());
+  if (!WHOLE_NUMBER.test(text)) return false;
+  const n = Number(text);
   return n >= min && n <= max;
 }
 
@@ -90,7 +99,7 @@ export function validateDefinition(definition: WorkflowDefinition): ValidatedWor
 export function validateWithAllIssues(definition: WorkflowDefinition): { readonly validated: ValidatedWorkflow; readonly all: readonly ValidationIssue[] } {
   const issues = new IssueList();
   const routes = new Map<string, CompiledRoute>();
-  const dependentsOut = new Map<string, readonly string[]>();
+  let dependentsOut: ReadonlyMap<string, readonly string[]> = new Map<string, readonly string[]>();
   const roots: string[] = [];
   const done = () => ({ validated: { ok: !issues.hasErrors, issues: issues.list(), routes, dependents: dependentsOut, roots }, all: issues.all() });
 
@@ -98,7 +107,7 @@ export function validateWithAllIssues(definition: WorkflowDefinition): { readonl
     const why = idRefusal('workflow_id', definition.workflowId);
     if (why) issues.error(-1, why[0], 'workflow_id', why[1]);
   }
-  checkStringMap(issues, -1, definition.metadata, ['metadata'], 'metadata', WORKFLOW_LIMITS.maxMetadataEntries, WORKFLOW_LIMITS.maxMetadataKeyChars, WORKFLOW_LIMITS.maxMetadataValueChars);
+  checkStringMap(issues, -1, definition.metadata, undefined, 'metadata', WORKFLOW_LIMITS.maxMetadataEntries, WORKFLOW_LIMITS.maxMetadataKeyChars, WORKFLOW_LIMITS.maxMetadataValueChars);
 
   const nodes = definition.nodes;
   const n = nodes.length;
@@ -111,9 +120,10 @@ export function validateWithAllIssues(definition: WorkflowDefinition): { readonl
     return done();
   }
 
-  // Ids → author positions.
+  // Ids → author positions. One Map operation per node when no id repeats (the usual case); a second pass otherwise.
   const index = new Map<string, number>();
   const usable = new Uint8Array(n); // 1: this node's id is valid and its first occurrence
+  let valid = 0;
   for (let i = 0; i < n; i++) {
     const id = nodes[i].nodeId;
     const why = idRefusal('node id', id);
@@ -121,12 +131,23 @@ export function validateWithAllIssues(definition: WorkflowDefinition): { readonl
       issues.error(i, why[0], issuePath('nodes', String(id)), why[1]);
       continue;
     }
-    if (index.has(id)) {
-      issues.error(i, 'duplicate_node', issuePath('nodes', id), `node ${quote(id)} is defined twice (nodes ${index.get(id)! + 1} and ${i + 1})`);
-      continue;
-    }
     index.set(id, i);
     usable[i] = 1;
+    valid++;
+  }
+  if (index.size < valid) {
+    index.clear();
+    for (let i = 0; i < n; i++) {
+      if (!usable[i]) continue;
+      const id = nodes[i].nodeId;
+      const first = index.get(id);
+      if (first !== undefined) {
+        issues.error(i, 'duplicate_node', issuePath('nodes', id), `node ${quote(id)} is defined twice (nodes ${first + 1} and ${i + 1})`);
+        usable[i] = 0;
+        continue;
+      }
+      index.set(id, i);
+    }
   }
 
   // Dependency edges: dep → node, kept in flat arrays (CSR): for node i, edges depStart[i] … depStart[i + 1] - 1 hold the
@@ -136,8 +157,8 @@ export function validateWithAllIssues(definition: WorkflowDefinition): { readonl
   const depStart = new Int32Array(n + 1);
   const depNode = new Int32Array(edgeCount);
   const depPos = new Int32Array(edgeCount);
-  const indegree = new Int32Array(n);
-  const lastSeen = new Int32Array(n).fill(-1);
+  const indegree = new Uint16Array(n); // ≤ maxDependencies
+  let lastSeen: Int32Array | undefined; // for nodes with many dependencies; a few are compared with each other
   let e = 0;
   for (let i = 0; i < n; i++) {
     depStart[i] = e;
@@ -153,22 +174,23 @@ export function validateWithAllIssues(definition: WorkflowDefinition): { readonl
       issues.error(i, 'limit_exceeded', issuePath('nodes', id, 'dependencies'), `a node has at most ${WORKFLOW_LIMITS.maxDependencies} dependencies (this one has ${deps.length})`);
     }
     const count = Math.min(deps.length, WORKFLOW_LIMITS.maxDependencies);
+    const few = count <= 16;
+    if (!few) lastSeen ??= new Int32Array(n).fill(-1);
     for (let k = 0; k < count; k++) {
       const dep = deps[k];
-      const path = issuePath('nodes', String(id), 'dependencies', k);
       if (typeof dep !== 'string' || dep === '') {
-        issues.error(i, 'invalid_field', path, 'a dependency is a node id (a non-empty string)');
+        issues.error(i, 'invalid_field', issuePath('nodes', String(id), 'dependencies', k), 'a dependency is a node id (a non-empty string)');
         continue;
       }
       const d = index.get(dep);
       if (dep === id) {
-        issues.error(i, 'self_dependency', path, `node ${quote(id)} depends on itself`);
+        issues.error(i, 'self_dependency', issuePath('nodes', id, 'dependencies', k), `node ${quote(id)} depends on itself`);
       } else if (d === undefined) {
-        issues.error(i, 'unknown_dependency', path, `node ${quote(String(id))} depends on ${quote(dep)}, which is not a node of this workflow`);
-      } else if (lastSeen[d] === i) {
-        issues.error(i, 'duplicate_dependency', path, `node ${quote(id)} lists ${quote(dep)} twice`);
+        issues.error(i, 'unknown_dependency', issuePath('nodes', String(id), 'dependencies', k), `node ${quote(String(id))} depends on ${quote(dep)}, which is not a node of this workflow`);
+      } else if (few ? listed(depNode, depStart[i], e, d) : lastSeen![d] === i) {
+        issues.error(i, 'duplicate_dependency', issuePath('nodes', id, 'dependencies', k), `node ${quote(id)} lists ${quote(dep)} twice`);
       } else if (usable[i]) {
-        lastSeen[d] = i;
+        if (!few) lastSeen![d] = i;
         depNode[e] = d;
         depPos[e] = k;
         e++;
@@ -179,16 +201,16 @@ export function validateWithAllIssues(definition: WorkflowDefinition): { readonl
   depStart[n] = e;
   if (roots.length === 0) issues.error(-1, 'no_root', 'nodes', 'no node is a root: every node has dependencies, so none can start (give at least one node no dependencies)');
 
-  // Dependents, in author order (node i is appended to each of its dependencies' lists as i grows).
+  // Dependents (the reverse edges, CSR like the dependencies), in author order: node i is written into each of its
+  // dependencies' slots as i grows. The lists are made when asked for (DependentsMap).
   const dependentCount = new Int32Array(n);
   for (let k = 0; k < e; k++) dependentCount[depNode[k]]++;
-  const dependents: string[][] = new Array(n);
-  for (let i = 0; i < n; i++) {
-    if (!usable[i]) continue;
-    dependents[i] = dependentCount[i] ? [] : (NONE as string[]);
-  }
-  for (let i = 0; i < n; i++) for (let k = depStart[i]; k < depStart[i + 1]; k++) dependents[depNode[k]].push(nodes[i].nodeId);
-  for (let i = 0; i < n; i++) if (usable[i]) dependentsOut.set(nodes[i].nodeId, dependents[i]);
+  const dependentStart = new Int32Array(n + 1);
+  for (let i = 0; i < n; i++) dependentStart[i + 1] = dependentStart[i] + dependentCount[i];
+  const dependentNode = new Int32Array(e);
+  const fill = dependentStart.slice(0, n);
+  for (let i = 0; i < n; i++) for (let k = depStart[i]; k < depStart[i + 1]; k++) dependentNode[fill[depNode[k]]++] = i;
+  dependentsOut = new DependentsMap(nodes, index, dependentStart, dependentNode);
 
   // Per-node fields, metadata and routes.
   const analysed: (AnalysedRoute | undefined)[] = new Array(n);
@@ -197,8 +219,7 @@ export function validateWithAllIssues(definition: WorkflowDefinition): { readonl
     const node = nodes[i];
     checkNode(issues, i, node);
     if (node.metadata && Object.prototype.hasOwnProperty.call(node.metadata, 'route')) {
-      const deps = dependents[i];
-      const compiled = compileRouteIn(node, index, () => deps);
+      const compiled = compileRouteIn(node, index, () => dependentsOut.get(node.nodeId) ?? NONE);
       for (const issue of compiled.issues) issues.add(i, issue);
       if (compiled.route) {
         routes.set(node.nodeId, compiled.route);
@@ -213,11 +234,6 @@ export function validateWithAllIssues(definition: WorkflowDefinition): { readonl
   let head = 0;
   let tail = 0;
   for (let i = 0; i < n; i++) if (usable[i] && remaining[i] === 0) queue[tail++] = i;
-  const dependentStart = new Int32Array(n + 1);
-  for (let i = 0; i < n; i++) dependentStart[i + 1] = dependentStart[i] + dependentCount[i];
-  const dependentNode = new Int32Array(e);
-  const fill = dependentStart.slice(0, n);
-  for (let i = 0; i < n; i++) for (let k = depStart[i]; k < depStart[i + 1]; k++) dependentNode[fill[depNode[k]]++] = i;
   while (head < tail) {
     const v = queue[head++];
     for (let k = dependentStart[v]; k < dependentStart[v + 1]; k++) {
@@ -232,6 +248,77 @@ export function validateWithAllIssues(definition: WorkflowDefinition): { readonl
   return done();
 }
 
+/**
+ * node → the nodes that list it in dependencies (author order), for every node with a valid id: a ReadonlyMap over
+ * the validation's arrays, each list made at its first `get` (validating 100,000 nodes makes no 100,000 lists).
+ */
+class DependentsMap implements ReadonlyMap<string, readonly string[]> {
+  private readonly lists: (readonly string[] | undefined)[];
+
+  constructor(
+    private readonly nodes: readonly WorkflowNodeDefinition[],
+    private readonly index: ReadonlyMap<string, number>,
+    private readonly start: Int32Array,
+    private readonly dependent: Int32Array,
+  ) {
+    this.lists = new Array(nodes.length);
+  }
+
+  get size(): number {
+    return this.index.size;
+  }
+
+  has(nodeId: string): boolean {
+    return this.index.has(nodeId);
+  }
+
+  get(nodeId: string): readonly string[] | undefined {
+    const i = this.index.get(nodeId);
+    return i === undefined ? undefined : this.at(i);
+  }
+
+  private at(i: number): readonly string[] {
+    let list = this.lists[i];
+    if (list === undefined) {
+      const count = this.start[i + 1] - this.start[i];
+      if (count === 0) list = NONE;
+      else {
+        const ids = new Array<string>(count);
+        for (let k = 0; k < count; k++) ids[k] = this.nodes[this.dependent[this.start[i] + k]].nodeId;
+        list = Object.freeze(ids);
+      }
+      this.lists[i] = list;
+    }
+    return list;
+  }
+
+  *entries(): MapIterator<[string, readonly string[]]> {
+    for (const [id, i] of this.index) yield [id, this.at(i)];
+  }
+
+  keys(): MapIterator<string> {
+    return this.index.keys();
+  }
+
+  *values(): MapIterator<readonly string[]> {
+    for (const i of this.index.values()) yield this.at(i);
+  }
+
+  [Symbol.iterator](): MapIterator<[string, readonly string[]]> {
+    return this.entries();
+  }
+
+  forEach(callback: (value: readonly string[], key: string, map: ReadonlyMap<string, readonly string[]>) => void, thisArg?: unknown): void {
+    for (const [id, i] of this.index) callback.call(thisArg, this.at(i), id, this);
+  }
+}
+
+/** Is `d` among from … to - 1 of `list`? (a node's first few dependencies: compared in place, no lookup table) */
+function listed(list: Int32Array, from: number, to: number, d: number): boolean {
+  for (let k = from; k < to; k++) if (list[k] === d) return true;
+  return false;
+}
+
 function countUsable(usable: Uint8Array): number {
   let c = 0;
   for (let i = 0; i < usable.length; i++) c += usable[i];
@@ -244,7 +331,7 @@ function countUsable(usable: Uint8Array): number {
  * at most once: O(V + E).
  */
 function reportCycles(
-  issues: IssueList, nodes: readonly WorkflowNodeDefinition[], usable: Uint8Array, remaining: Int32Array,
+  issues: IssueList, nodes: readonly WorkflowNodeDefinition[], usable: Uint8Array, remaining: Uint16Array,
   depStart: Int32Array, depNode: Int32Array, depPos: Int32Array,
 ): number {
   const n = nodes.length;
@@ -306,12 +393,13 @@ function reportUnreachable(
 ): void {
   const n = nodes.length;
   const runs = new Uint8Array(n);
-  const enabled = new Int32Array(n);
-  const work: number[] = [];
-  const mark = (i: number) => { if (!runs[i]) { runs[i] = 1; work.push(i); } };
+  const enabled = new Uint16Array(n); // ≤ maxDependencies
+  const work = new Int32Array(n); // a stack: each node is pushed once
+  let top = 0;
+  const mark = (i: number) => { if (!runs[i]) { runs[i] = 1; work[top++] = i; } };
   for (let i = 0; i < n; i++) if (usable[i] && depStart[i + 1] === depStart[i] && nodes[i].dependencies.length === 0) mark(i);
-  while (work.length) {
-    const v = work.pop()!;
+  while (top > 0) {
+    const v = work[--top];
     const route = routes[v];
     if (route?.computed) return; // it may choose any node: none is provably unreachable
     for (let k = dependentStart[v]; k < dependentStart[v + 1]; k++) {
@@ -345,12 +433,12 @@ function reportUnreachable(
 function checkNode(issues: IssueList, i: number, node: WorkflowNodeDefinition): void {
   const id = node.nodeId;
   const agent = node.agentId;
-  if (typeof agent !== 'string' || agent.trim() === '') {
+  if (typeof agent !== 'string' || BLANK.test(agent)) {
     issues.error(i, 'invalid_field', issuePath('nodes', id, 'agent_id'), `node ${quote(id)} has no agent_id: give the agent that runs it (an agent id, or type:<agent type>)`);
   } else {
     const why = identifierRefusal('agent_id', agent, WORKFLOW_LIMITS.maxAgentIdChars);
     if (why) issues.error(i, agent.length > WORKFLOW_LIMITS.maxAgentIdChars ? 'limit_exceeded' : 'invalid_field', issuePath('nodes', id, 'agent_id'), why);
-    else if (/^type:\s*$/.test(agent)) issues.error(i, 'invalid_field', issuePath('nodes', id, 'agent_id'), 'agent_id "type:" names no agent type');
+    else if (TYPE_WITHOUT_NAME.test(agent)) issues.error(i, 'invalid_field', issuePath('nodes', id, 'agent_id'), 'agent_id "type:" names no agent type');
   }
   if (!(TRIGGER_TYPES as readonly string[]).includes(node.trigger)) {
     issues.error(i, 'invalid_field', issuePath('nodes', id, 'trigger_type'), `trigger_type ${quote(String(node.trigger))} is not one of ${TRIGGER_TYPES.join(', ')}`);
@@ -359,62 +447,70 @@ function checkNode(issues: IssueList, i: number, node: WorkflowNodeDefinition): 
   checkMapping(issues, i, node, 'output_mapping', node.outputMapping, false);
 
   const metadata = node.metadata;
-  if (!checkStringMap(issues, i, metadata, ['nodes', id, 'metadata'], 'metadata', WORKFLOW_LIMITS.maxMetadataEntries, WORKFLOW_LIMITS.maxMetadataKeyChars, WORKFLOW_LIMITS.maxMetadataValueChars)) return;
-  const has = (key: string) => Object.prototype.hasOwnProperty.call(metadata, key);
-  const at = (key: string) => issuePath('nodes', id, 'metadata', key);
-  if (has('priority') && !isWholeNumber(metadata.priority, -19, 20)) {
-    issues.error(i, 'invalid_field', at('priority'), `priority ${quote(metadata.priority)} is not a whole number from -19 to 20`);
+  if (!checkStringMap(issues, i, metadata, id, 'metadata', WORKFLOW_LIMITS.maxMetadataEntries, WORKFLOW_LIMITS.maxMetadataKeyChars, WORKFLOW_LIMITS.maxMetadataValueChars)) return;
+  if (hasOwn(metadata, 'priority') && !isWholeNumber(metadata.priority, -19, 20)) {
+    issues.error(i, 'invalid_field', mapPath(id, 'metadata', 'priority'), `priority ${quote(metadata.priority)} is not a whole number from -19 to 20`);
   }
-  if (has('scope')) {
+  if (hasOwn(metadata, 'scope')) {
     const scope = parseScope(metadata.scope);
-    if (isScopeRefusal(scope)) issues.error(i, 'invalid_field', at('scope'), scope);
+    if (isScopeRefusal(scope)) issues.error(i, 'invalid_field', mapPath(id, 'metadata', 'scope'), scope);
   }
-  if (has('on_failure') && metadata.on_failure !== 'fail' && metadata.on_failure !== 'hitl') {
-    issues.error(i, 'invalid_field', at('on_failure'), `on_failure ${quote(metadata.on_failure)} is neither "fail" nor "hitl"`);
+  if (hasOwn(metadata, 'on_failure') && metadata.on_failure !== 'fail' && metadata.on_failure !== 'hitl') {
+    issues.error(i, 'invalid_field', mapPath(id, 'metadata', 'on_failure'), `on_failure ${quote(metadata.on_failure)} is neither "fail" nor "hitl"`);
   }
-  if (has('max_iterations') && !isWholeNumber(metadata.max_iterations, 1, WORKFLOW_LIMITS.maxIterations)) {
-    issues.error(i, 'invalid_field', at('max_iterations'), `max_iterations ${quote(metadata.max_iterations)} is not a whole number from 1 to ${WORKFLOW_LIMITS.maxIterations}`);
+  if (hasOwn(metadata, 'max_iterations') && !isWholeNumber(metadata.max_iterations, 1, WORKFLOW_LIMITS.maxIterations)) {
+    issues.error(i, 'invalid_field', mapPath(id, 'metadata', 'max_iterations'), `max_iterations ${quote(metadata.max_iterations)} is not a whole number from 1 to ${WORKFLOW_LIMITS.maxIterations}`);
   }
   if (node.trigger === 'SCHEDULE') {
-    if (!has('schedule')) issues.error(i, 'invalid_schedule', issuePath('nodes', id, 'metadata'), `node ${quote(id)} is a SCHEDULE node without metadata schedule (a 5-field cron expression, UTC)`);
+    if (!hasOwn(metadata, 'schedule')) issues.error(i, 'invalid_schedule', issuePath('nodes', id, 'metadata'), `node ${quote(id)} is a SCHEDULE node without metadata schedule (a 5-field cron expression, UTC)`);
     else {
       const why = scheduleError(metadata.schedule);
-      if (why) issues.error(i, 'invalid_schedule', at('schedule'), why);
+      if (why) issues.error(i, 'invalid_schedule', mapPath(id, 'metadata', 'schedule'), why);
     }
-  } else if (has('schedule')) {
-    issues.warning(i, 'unused_metadata', at('schedule'), `schedule is read only for SCHEDULE nodes; node ${quote(id)} is ${node.trigger}`);
+  } else if (hasOwn(metadata, 'schedule')) {
+    issues.warning(i, 'unused_metadata', mapPath(id, 'metadata', 'schedule'), `schedule is read only for SCHEDULE nodes; node ${quote(id)} is ${node.trigger}`);
   }
   if (node.trigger === 'EVENT') {
-    if (!has('event') || metadata.event.trim() === '') issues.error(i, 'invalid_event', has('event') ? at('event') : issuePath('nodes', id, 'metadata'), `node ${quote(id)} is an EVENT node without metadata event (the event name it waits for)`);
-  } else if (has('event')) {
-    issues.warning(i, 'unused_metadata', at('event'), `event is read only for EVENT nodes; node ${quote(id)} is ${node.trigger}`);
+    if (!hasOwn(metadata, 'event') || BLANK.test(metadata.event)) issues.error(i, 'invalid_event', hasOwn(metadata, 'event') ? mapPath(id, 'metadata', 'event') : issuePath('nodes', id, 'metadata'), `node ${quote(id)} is an EVENT node without metadata event (the event name it waits for)`);
+  } else if (hasOwn(metadata, 'event')) {
+    issues.warning(i, 'unused_metadata', mapPath(id, 'metadata', 'event'), `event is read only for EVENT nodes; node ${quote(id)} is ${node.trigger}`);
   }
 }
 
-/** A map of strings within its bounds; false when it is not a map at all. */
-function checkStringMap(issues: IssueList, i: number, map: unknown, at: readonly (string | number)[], what: string, maxEntries: number, maxKey: number, maxValue: number): boolean {
+/** The path of a map field (`nodeId` undefined: the workflow's own) or of one of its keys. */
+function mapPath(nodeId: string | undefined, field: string, key?: string): string {
+  const base: (string | number)[] = nodeId === undefined ? [field] : ['nodes', nodeId, field];
+  if (key !== undefined) base.push(key);
+  return issuePath(...base);
+}
+
+/** A map of strings within its bounds; false when it is not a map at all. Allocates nothing unless it finds an issue. */
+function checkStringMap(issues: IssueList, i: number, map: unknown, nodeId: string | undefined, field: string, maxEntries: number, maxKey: number, maxValue: number): boolean {
   if (map === null || typeof map !== 'object' || Array.isArray(map)) {
-    issues.error(i, 'invalid_field', issuePath(...at), `${what} must be a map of strings`);
+    issues.error(i, 'invalid_field', mapPath(nodeId, field), `${field} must be a map of strings`);
     return false;
   }
-  const keys = Object.keys(map);
-  if (keys.length > maxEntries) issues.error(i, 'limit_exceeded', issuePath(...at), `${what} has ${keys.length} entries; at most ${maxEntries}`);
   let ok = true;
-  for (const key of keys) {
+  let entries = 0;
+  for (const key in map) {
+    if (!Object.prototype.hasOwnProperty.call(map, key)) continue;
+    entries++;
     const value = (map as Record<string, unknown>)[key];
     if (typeof value !== 'string') {
-      issues.error(i, 'invalid_field', issuePath(...at, key), `${what} ${quote(key)} must be a string`);
+      issues.error(i, 'invalid_field', mapPath(nodeId, field, key), `${field} ${quote(key)} must be a string`);
       ok = false;
     } else if (value.length > maxValue) {
-      issues.error(i, 'limit_exceeded', issuePath(...at, key), `${what} ${quote(key)} is longer than ${maxValue} characters (${value.length})`);
+      issues.error(i, 'limit_exceeded', mapPath(nodeId, field, key), `${field} ${quote(key)} is longer than ${maxValue} characters (${value.length})`);
     }
-    if (key.length > maxKey) issues.error(i, 'limit_exceeded', issuePath(...at, key), `${what} key ${quote(key, 40)} is longer than ${maxKey} characters`);
+    if (key.length > maxKey) issues.error(i, 'limit_exceeded', mapPath(nodeId, field, key), `${field} key ${quote(key, 40)} is longer than ${maxKey} characters`);
   }
+  if (entries > maxEntries) issues.error(i, 'limit_exceeded', mapPath(nodeId, field), `${field} has ${entries} entries; at most ${maxEntries}`);
   return ok;
 }
 
+/** Dot-separated keys, none empty. */
 function isDataPath(text: string): boolean {
-  return text.split('.').every((segment) => segment !== '');
+  return text !== '' && text.charCodeAt(0) !== 0x2e && text.charCodeAt(text.length - 1) !== 0x2e && !text.includes('..');
 }
 
 /**
@@ -423,22 +519,32 @@ function isDataPath(text: string): boolean {
  */
 function checkMapping(issues: IssueList, i: number, node: WorkflowNodeDefinition, field: 'input_mapping' | 'output_mapping', mapping: unknown, input: boolean): void {
   const id = node.nodeId;
-  if (!checkStringMap(issues, i, mapping, ['nodes', id, field], field, WORKFLOW_LIMITS.maxMappingEntries, WORKFLOW_LIMITS.maxMappingChars, WORKFLOW_LIMITS.maxMappingChars)) return;
-  const seen = new Map<string, string>();
-  for (const [key, value] of Object.entries(mapping as Record<string, string>)) {
-    const path = issuePath('nodes', id, field, key);
+  if (!checkStringMap(issues, i, mapping, id, field, WORKFLOW_LIMITS.maxMappingEntries, WORKFLOW_LIMITS.maxMappingChars, WORKFLOW_LIMITS.maxMappingChars)) return;
+  // Which key wrote each input (or data key): made at the second entry.
+  let seen: Map<string, string> | undefined;
+  let firstKey: string | undefined;
+  let firstValue = '';
+  for (const key in mapping as Record<string, string>) {
+    if (!Object.prototype.hasOwnProperty.call(mapping, key)) continue;
+    const value = (mapping as Record<string, string>)[key];
     const dataPath = input ? key : value;
     if (key === '' || value === '') {
-      issues.error(i, 'invalid_field', path, `${field} has an empty ${key === '' ? 'key' : 'value'}`);
+      issues.error(i, 'invalid_field', mapPath(id, field, key), `${field} has an empty ${key === '' ? 'key' : 'value'}`);
       continue;
     }
     if (!isDataPath(dataPath)) {
-      issues.error(i, 'invalid_field', path, `${quote(dataPath)} is not a workflow data path (dot-separated keys, none empty)`);
+      issues.error(i, 'invalid_field', mapPath(id, field, key), `${quote(dataPath)} is not a workflow data path (dot-separated keys, none empty)`);
       continue;
     }
+    if (firstKey === undefined) {
+      firstKey = key;
+      firstValue = value;
+      continue;
+    }
+    seen ??= new Map([[firstValue, firstKey]]);
     const previous = seen.get(value);
     if (previous !== undefined) {
-      issues.error(i, 'invalid_field', path, input
+      issues.error(i, 'invalid_field', mapPath(id, field, key), input
         ? `input ${quote(value)} is mapped from both ${quote(previous)} and ${quote(key)}`
         : `data key ${quote(value)} is written by both outputs ${quote(previous)} and ${quote(key)}`);
     } else {
