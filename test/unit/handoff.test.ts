@@ -565,6 +565,118 @@ describe('handoffs (RFC §17.6)', function () {
     });
   });
 
+  describe('a failed transaction leaves memory as the store is', () => {
+    beforeEach(() => start());
+
+    /** The next `count` writes of a handoff record throw (a failing write inside the transaction: it is rolled back). */
+    function failPuts(count = 1): void {
+      const repo = h.store.handoffs;
+      const put = repo.put.bind(repo);
+      let left = count;
+      repo.put = (record) => {
+        if (left > 0) {
+          left--;
+          throw new Error('the disk says no');
+        }
+        put(record);
+      };
+    }
+
+    /** The next event of `eventType` throws as it is recorded. */
+    function failEvent(eventType: string): void {
+      const log = h.coordinator.log;
+      const record = log.record.bind(log);
+      let armed = true;
+      log.record = (input) => {
+        if (armed && input.eventType === eventType) {
+          armed = false;
+          throw new Error(`no ${eventType} today`);
+        }
+        return record(input);
+      };
+    }
+
+    it('accept: a failed write leaves it PENDING in memory too; the retry accepts it', async () => {
+      agent('a');
+      agent('b');
+      request({ toAgent: 'b' });
+      failPuts();
+      await assert.rejects(handoffs().accept('h1', 'b', as('b'), ctx()), /the disk says no/);
+      assert.equal(stored().state, 'PENDING');
+      assert.deepEqual(handoffs().pending('b', as('b')).map((r) => r.requestId), ['h1'], 'still pending in memory');
+      assert.equal((await handoffs().accept('h1', 'b', as('b'), ctx())).state, 'ACCEPTED');
+      assert.equal(stored().state, 'ACCEPTED');
+      assert.equal(events('handoff.accepted').length, 1);
+    });
+
+    it('complete: a failed write leaves it ACCEPTED; the retry completes it (the transfer refused), not "already completed"', async () => {
+      agent('a');
+      agent('b');
+      request({ toAgent: 'b', correlationId: 'w' });
+      await handoffs().accept('h1', 'b', as('b'), ctx());
+      failPuts();
+      assert.throws(() => handoffs().complete('h1', 'COMPLETED', as('a'), ctx()), /the disk says no/);
+      assert.equal(stored().state, 'ACCEPTED');
+      assert.equal(handoffs().refusalFor('a', 'w'), undefined);
+      const done = handoffs().complete('h1', 'COMPLETED', as('a'), ctx());
+      assert.match(done.message, /^handoff 'h1' completed: 'b' owns the work/);
+      assert.equal(stored().state, 'COMPLETED');
+      assert.match(handoffs().refusalFor('a', 'w') ?? '', /handoff h1 completed/);
+    });
+
+    it('complete: the scheduler closes the task last, so a failure before it leaves the task open and the retry closes it', async () => {
+      agent('a');
+      agent('b');
+      h.submitted('a', 0, { taskId: 't1' });
+      request({ taskId: 't1', toAgent: 'b' });
+      await handoffs().accept('h1', 'b', as('b'), ctx());
+      failEvent('handoff.completed');
+      assert.throws(() => handoffs().complete('h1', 'COMPLETED', as('a'), ctx()), /no handoff.completed today/);
+      assert.notEqual(h.task('t1').state, 'CANCELLED');
+      assert.equal(handoffs().complete('h1', 'COMPLETED', as('a'), ctx()).success, true);
+      assert.equal(h.task('t1').state, 'CANCELLED', 'the retry closed the task');
+      assert.equal(events('handoff.completed')[0].details.task_closed, true);
+    });
+
+    it('reject: a failed write leaves the rejection unrecorded; the retry moves it on', () => {
+      agent('a');
+      agent('b');
+      agent('c');
+      request({ toAgent: 'b' });
+      failPuts();
+      assert.throws(() => reject('h1', 'b'), /the disk says no/);
+      assert.equal(stored().toAgent, 'b');
+      reject('h1', 'b');
+      assert.equal(stored().toAgent, 'c');
+      assert.deepEqual(stored().attempts.map((a) => [a.agentId, a.outcome]), [['b', 'rejected'], ['c', '']]);
+    });
+
+    it('expiry: a failed write is tried again a moment later (the handoff does not stay with a target whose time ran out)', () => {
+      agent('a');
+      agent('b');
+      agent('c');
+      request({ toAgent: 'b' });
+      failPuts();
+      h.clock.advance(TIMEOUT);
+      assert.equal(stored().toAgent, 'b');
+      assert.equal(events('handoff.internal_error').length, 1);
+      h.clock.advance(1_000);
+      assert.equal(stored().attempts[0].outcome, 'expired', 'decided on the second try');
+    });
+
+    it('cancel: a failed write leaves it open (still pending for its target); the retry cancels it', () => {
+      agent('a');
+      agent('b');
+      request({ toAgent: 'b' });
+      failPuts();
+      assert.throws(() => handoffs().cancelDelegation('h1', 'stop', 0, as('a'), ctx()), /the disk says no/);
+      assert.equal(stored().state, 'PENDING');
+      assert.deepEqual(handoffs().pending('b', as('b')).map((r) => r.requestId), ['h1']);
+      assert.equal(handoffs().cancelDelegation('h1', 'stop', 0, as('a'), ctx()).acknowledged, true);
+      assert.equal(stored().state, 'CANCELLED');
+    });
+  });
+
   describe('restart', () => {
     beforeEach(() => start());
 

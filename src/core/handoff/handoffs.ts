@@ -92,6 +92,8 @@ export const HANDOFF_OPTION_BOUNDS = {
 export const MAX_ATTEMPTS = 32;
 /** CancelDelegation's grace_period_ms at most (forwarded to the parties; README, "Handoffs"). */
 export const MAX_GRACE_PERIOD_MS = 3_600_000;
+/** A timeout whose transaction failed is decided again this much later (ms). */
+export const EXPIRY_RETRY_MS = 1_000;
 /** How often retention runs and how many ended handoffs one run deletes at most. */
 export const HANDOFF_RETENTION_INTERVAL_MS = 3_600_000;
 export const HANDOFF_RETENTION_BATCH = 100;
@@ -179,6 +181,11 @@ function transferRefusal(entry: TransferredEntry): string {
 
 function withoutContext(record: HandoffRecord): OpenRecord {
   return { ...record, context: EMPTY };
+}
+
+/** A copy whose mutable parts (attempts, the worktree carry) are its own: a transaction changes the copy, never memory. */
+function draftOf(record: OpenRecord): OpenRecord {
+  return { ...record, attempts: record.attempts.map((a) => ({ ...a })), worktree: record.worktree && { ...record.worktree } };
 }
 
 function currentAttempt(record: HandoffRecord): HandoffAttempt | undefined {
@@ -467,9 +474,7 @@ export class Handoffs implements HandoffQueries, TransferredWork, Disposable {
     if (record.toAgent !== agentId) throw denied(`only the current target '${record.toAgent}' may accept handoff '${requestId}'; '${agentId}' is not`);
     const hctx: CallContext = { ...ctx, correlationId: record.correlationId };
     if (record.worktree && record.worktree.outcome === '') return this.acceptCarrying(record, agentId, speaker, hctx);
-    this.deps.store.transaction(() => this.commitAccept(record, agentId, 'agent', speaker, hctx, null));
-    this.afterAccept(record);
-    return this.full(record);
+    return this.full(this.change(record, (draft) => this.commitAccept(draft, agentId, 'agent', speaker, hctx, null)));
   }
 
   /** Whether `record` may still be accepted by `agentId` (checked again after the worktree's asynchronous work). */
@@ -488,12 +493,10 @@ export class Handoffs implements HandoffQueries, TransferredWork, Disposable {
       return now && now.state !== 'PENDING' && now.acceptedBy === agentId ? this.full(now) : undefined;
     };
     if (place && place.repoId === carry.repoId && place.worktreeId === carry.worktreeId) {
-      this.deps.store.transaction(() => this.commitAccept(record, agentId, 'agent', speaker, ctx, { outcome: 'already_there', detail: `'${agentId}' works in it already`, invocationId: '' }));
-      this.afterAccept(record);
-      return this.full(record);
+      return this.full(this.change(record, (draft) => this.commitAccept(draft, agentId, 'agent', speaker, ctx, { outcome: 'already_there', detail: `'${agentId}' works in it already`, invocationId: '' })));
     }
     const binding = this.deps.worktrees.status(agentId);
-    let committed = false;
+    let committed: OpenRecord | undefined;
     const within = (outcome: HandoffWorktree['outcome'], detail: (b: BindingStatus) => string) => (b: BindingStatus) => {
       const current = this.acceptable(record.requestId, agentId);
       // A BIND is rolled back when the handoff changed meanwhile (the receiver stays UNBOUND); a switch asked for is
@@ -501,8 +504,16 @@ export class Handoffs implements HandoffQueries, TransferredWork, Disposable {
       if (!current && outcome === 'bound') throw new CarryFailed('the handoff changed while the worktree was prepared');
       if (!current) return;
       if (outcome === 'bound' && b.state !== 'BOUND_HOME') throw new CarryFailed(`binding '${agentId}' to it failed: ${b.failure?.reason ?? b.state} ${b.failure?.detail ?? ''}`.trim());
-      this.commitAccept(current, agentId, 'agent', speaker, ctx, { outcome, detail: detail(b), invocationId: b.switch?.invocationId ?? '' });
-      committed = true;
+      const draft = draftOf(current);
+      this.commitAccept(draft, agentId, 'agent', speaker, ctx, { outcome, detail: detail(b), invocationId: b.switch?.invocationId ?? '' });
+      // The last step of the binding's transaction: memory follows the store at once (a failure after it: reloaded below).
+      this.install(draft);
+      committed = draft;
+    };
+    /** The binding failed after this acceptance was written: its transaction was rolled back, and memory with it. */
+    const undo = () => {
+      if (committed) this.reload(record.requestId);
+      committed = undefined;
     };
     if (binding.state === 'UNBOUND') {
       // RFC §16.2 BIND: UNBOUND → BOUND_HOME with the carried worktree as the receiver's home (refused while it is another
@@ -511,6 +522,7 @@ export class Handoffs implements HandoffQueries, TransferredWork, Disposable {
         await this.deps.worktrees.bind(agentId, carry.repoId, carry.worktreeId, ctx,
           within('bound', (b) => `'${agentId}' bound to it (BIND, UNBOUND → BOUND_HOME) at ${b.worktreePath}`));
       } catch (err) {
+        undo();
         const done = acceptedMeanwhile();
         if (done) return done;
         throw refuse(`the worktree state machine refused to bind '${agentId}' to it: ${(err as Error).message}`);
@@ -523,6 +535,7 @@ export class Handoffs implements HandoffQueries, TransferredWork, Disposable {
           { reason: `handoff ${record.requestId} from ${record.fromAgent} carries its worktree` },
           within('switch_pending', (b) => `'${agentId}' asked to switch into it (SWITCH_REQUEST, BOUND_HOME → SWITCH_PENDING; HITL WORKTREE_OVERRIDE ${b.switch?.invocationId ?? ''})`));
       } catch (err) {
+        undo();
         const done = acceptedMeanwhile();
         if (done) return done;
         throw refuse(`the worktree state machine refused the switch of '${agentId}' into it: ${(err as Error).message}`);
@@ -544,8 +557,7 @@ export class Handoffs implements HandoffQueries, TransferredWork, Disposable {
       const now = this.open.get(record.requestId) ?? this.deps.store.handoffs.get(record.requestId);
       throw precondition(`handoff '${record.requestId}' changed while the worktree was carried (now ${now?.state ?? 'gone'}${now?.toAgent && now.toAgent !== agentId ? `, offered to '${now.toAgent}'` : ''}); it was not accepted`);
     }
-    this.afterAccept(record);
-    return this.full(record);
+    return this.full(committed);
   }
 
   /** Inside a transaction: PENDING → ACCEPTED with its event and the requester's notice. */
@@ -572,11 +584,6 @@ export class Handoffs implements HandoffQueries, TransferredWork, Disposable {
     });
   }
 
-  private afterAccept(record: OpenRecord): void {
-    this.clearTimer(record.requestId);
-    this.changed.fire({ requestId: record.requestId, state: record.state });
-  }
-
   // ---------------------------------------------------------------- RejectHandoff
 
   /**
@@ -600,21 +607,19 @@ export class Handoffs implements HandoffQueries, TransferredWork, Disposable {
     if (record.toAgent !== agentId) throw denied(`only the current target '${record.toAgent}' may reject handoff '${requestId}'; '${agentId}' is not`);
     const open = this.open.get(requestId)!;
     const hctx: CallContext = { ...ctx, correlationId: open.correlationId };
-    this.deps.store.transaction(() => {
+    return this.full(this.change(open, (draft) => {
       const now = this.deps.clock.now();
-      const attempt = currentAttempt(open)!;
+      const attempt = currentAttempt(draft)!;
       attempt.outcome = 'rejected';
       attempt.reason = reason;
       attempt.code = code;
       attempt.endedAt = now;
       if (retryAfterMs > 0) attempt.retryAfterMs = retryAfterMs;
       if (redirectTo !== '') attempt.redirectTo = redirectTo;
-      open.rejectionReason = reason;
-      open.rejectionCode = code;
-      this.next(open, 'rejected', agentId, hctx, { rejected_by: agentId, rejection_reason: reason, rejection_code: code, retry_after_ms: retryAfterMs || undefined, redirect_to: redirectTo || undefined }, redirectTo);
-    });
-    this.settled(open);
-    return this.full(open);
+      draft.rejectionReason = reason;
+      draft.rejectionCode = code;
+      this.next(draft, 'rejected', agentId, hctx, { rejected_by: agentId, rejection_reason: reason, rejection_code: code, retry_after_ms: retryAfterMs || undefined, redirect_to: redirectTo || undefined }, redirectTo);
+    }));
   }
 
   // ---------------------------------------------------------------- moving on: the next target, the operator, or the end
@@ -725,8 +730,24 @@ export class Handoffs implements HandoffQueries, TransferredWork, Disposable {
     const requestId = record.requestId;
     this.timers.set(requestId, this.deps.clock.setTimer(Math.max(0, record.expiresAt - this.deps.clock.now()), () => {
       this.timers.delete(requestId);
-      this.safely('timeout', () => this.expire(requestId));
+      this.timeUp(requestId);
     }));
+  }
+
+  /** A timer fired: the timeout decided; when its transaction fails (rolled back: memory is untouched) it is tried again a moment later. */
+  private timeUp(requestId: string): void {
+    if (this.disposed) return;
+    try {
+      this.expire(requestId);
+    } catch (err) {
+      this.deps.log.internalError(ACTOR, this.open.get(requestId)?.correlationId ?? requestId, err, { during: 'timeout', request_id: requestId, retry_in_ms: EXPIRY_RETRY_MS });
+      if (this.disposed || !this.open.has(requestId)) return;
+      this.clearTimer(requestId);
+      this.timers.set(requestId, this.deps.clock.setTimer(EXPIRY_RETRY_MS, () => {
+        this.timers.delete(requestId);
+        this.timeUp(requestId);
+      }));
+    }
   }
 
   private clearTimer(requestId: string): void {
@@ -739,20 +760,19 @@ export class Handoffs implements HandoffQueries, TransferredWork, Disposable {
     const record = this.open.get(requestId);
     if (!record || record.state !== 'PENDING' || record.expiresAt === null || record.expiresAt > this.deps.clock.now()) return;
     const ctx: CallContext = { correlationId: record.correlationId };
-    this.deps.store.transaction(() => {
-      const attempt = currentAttempt(record);
+    this.change(record, (draft) => {
+      const attempt = currentAttempt(draft);
       if (attempt) {
         attempt.outcome = 'expired';
         attempt.endedAt = this.deps.clock.now();
       }
-      const waited = record.awaitingOperator ? 'the operator' : attempt?.agentId ?? '';
-      if (record.awaitingOperator) {
-        this.end(record, 'EXPIRED', ACTOR, `the operator did not answer within ${record.timeoutMs} ms`, ctx, { trigger: 'expired', waited_for: waited });
+      const waited = draft.awaitingOperator ? 'the operator' : attempt?.agentId ?? '';
+      if (draft.awaitingOperator) {
+        this.end(draft, 'EXPIRED', ACTOR, `the operator did not answer within ${draft.timeoutMs} ms`, ctx, { trigger: 'expired', waited_for: waited });
       } else {
-        this.next(record, 'expired', ACTOR, ctx, { timed_out: waited, timeout_ms: record.timeoutMs });
+        this.next(draft, 'expired', ACTOR, ctx, { timed_out: waited, timeout_ms: draft.timeoutMs });
       }
     });
-    this.settled(record);
   }
 
   private onAgentChange(change: RegistryChange): void {
@@ -760,18 +780,16 @@ export class Handoffs implements HandoffQueries, TransferredWork, Disposable {
     for (const record of [...this.open.values()]) {
       if (record.state !== 'PENDING' || record.awaitingOperator || record.toAgent !== change.agentId) continue;
       const ctx: CallContext = { correlationId: record.correlationId };
-      let moved = false;
-      this.deps.store.transaction(() => {
-        const attempt = currentAttempt(record)!;
-        const kept = { ...attempt };
+      const draft = draftOf(record);
+      const moved = this.deps.store.transaction(() => {
+        const attempt = currentAttempt(draft)!;
         attempt.outcome = 'left';
         attempt.reason = change.reason.slice(0, 500);
         attempt.endedAt = this.deps.clock.now();
-        moved = this.next(record, 'left', ACTOR, ctx, { left: change.agentId, left_reason: change.reason.slice(0, 500) });
-        // Nobody else could take it: nothing changed, the attempt stays the current one (the agent may come back for it).
-        if (!moved) Object.assign(attempt, kept);
+        return this.next(draft, 'left', ACTOR, ctx, { left: change.agentId, left_reason: change.reason.slice(0, 500) });
       });
-      if (moved) this.settled(record);
+      // Nobody else could take it: nothing changed (the draft is dropped), the attempt stays the current one (the agent may come back for it).
+      if (moved) this.install(draft);
     }
   }
 
@@ -797,32 +815,33 @@ export class Handoffs implements HandoffQueries, TransferredWork, Disposable {
     if (record.state !== 'ACCEPTED') throw precondition(`handoff '${requestId}' is ${record.state}: only an ACCEPTED handoff can be completed`);
     const open = this.open.get(requestId)!;
     const hctx: CallContext = { ...ctx, correlationId: open.correlationId };
-    let closed: TaskRecord | undefined;
-    this.deps.store.transaction(() => {
+    let closing = false;
+    const done = this.change(open, (draft) => {
       const now = this.deps.clock.now();
-      open.state = 'COMPLETED';
-      open.completedBy = party;
-      open.updatedAt = now;
-      open.endedAt = now;
-      const accepted = open.attempts.find((a) => a.outcome === 'accepted');
+      draft.state = 'COMPLETED';
+      draft.completedBy = party;
+      draft.updatedAt = now;
+      draft.endedAt = now;
+      const accepted = draft.attempts.find((a) => a.outcome === 'accepted');
       if (accepted) accepted.outcome = 'completed';
-      this.deps.store.handoffs.put(open);
+      this.deps.store.handoffs.put(draft);
       const notices: Record<string, unknown> = {};
-      for (const to of new Set([open.fromAgent, open.acceptedBy])) {
-        if (!to.startsWith('operator:')) notices[to] = this.notifyParty(open, to, 'completed', { completed_by: party }, hctx);
+      for (const to of new Set([draft.fromAgent, draft.acceptedBy])) {
+        if (!to.startsWith('operator:')) notices[to] = this.notifyParty(draft, to, 'completed', { completed_by: party }, hctx);
       }
-      // Last: the scheduler changes its memory as it closes the task.
-      closed = open.taskId === '' ? undefined : this.deps.tasks.handOff(open.taskId, `handed off to ${open.acceptedBy} by handoff ${open.requestId}`, hctx);
-      this.record(open, party, 'handoff.completed', {
-        completed_by: party, accepted_by: open.acceptedBy, task_id: open.taskId || undefined,
-        task_closed: open.taskId === '' ? undefined : closed !== undefined, task_state: closed?.state,
-        transferred: { from_agent: open.fromAgent, correlation_id: open.correlationId }, principal: ctx.principal, notices,
+      const task = draft.taskId === '' ? undefined : this.deps.tasks.task(draft.taskId);
+      closing = task !== undefined && !TERMINAL_TASK_STATES.has(task.state);
+      this.record(draft, party, 'handoff.completed', {
+        completed_by: party, accepted_by: draft.acceptedBy, task_id: draft.taskId || undefined,
+        task_closed: draft.taskId === '' ? undefined : closing, task_state: closing ? 'CANCELLED' : task?.state,
+        transferred: { from_agent: draft.fromAgent, correlation_id: draft.correlationId }, principal: ctx.principal, notices,
       });
+      // Last: the scheduler changes its memory as it closes the task (nothing of ours can fail after it).
+      if (closing) closing = this.deps.tasks.handOff(draft.taskId, `handed off to ${draft.acceptedBy} by handoff ${draft.requestId}`, hctx) !== undefined;
     });
-    this.addTransfer({ requestId, fromAgent: open.fromAgent, correlationId: open.correlationId, acceptedBy: open.acceptedBy });
-    this.settled(open);
-    const task = open.taskId === '' ? '' : closed ? `; task '${open.taskId}' closed` : `; task '${open.taskId}' had ended already`;
-    return { success: true, message: `handoff '${requestId}' completed: '${open.acceptedBy}' owns the work (correlation_id '${open.correlationId}')${task}` };
+    this.addTransfer({ requestId, fromAgent: done.fromAgent, correlationId: done.correlationId, acceptedBy: done.acceptedBy });
+    const task = done.taskId === '' ? '' : closing ? `; task '${done.taskId}' closed` : `; task '${done.taskId}' had ended already`;
+    return { success: true, message: `handoff '${requestId}' completed: '${done.acceptedBy}' owns the work (correlation_id '${done.correlationId}')${task}` };
   }
 
   /** Who `speaker` is among the parties (the accepting agent first), `operator:<label>` for the operator, or undefined. */
@@ -867,20 +886,21 @@ export class Handoffs implements HandoffQueries, TransferredWork, Disposable {
     const by = speaker.kind === 'operator' ? `operator:${speaker.label}` : speaker.kind === 'agent'
       ? [roots[0].fromAgent, roots[0].toAgent, roots[0].acceptedBy].find((id) => id !== '' && !id.startsWith('operator:') && speaker.mayActAs(id)) ?? speaker.label
       : 'coordinator';
+    const drafts = cancel.map(({ record, parent }) => ({ draft: draftOf(record), parent }));
     this.deps.store.transaction(() => {
-      for (const { record, parent } of cancel) {
-        const attempt = currentAttempt(record);
+      for (const { draft, parent } of drafts) {
+        const attempt = currentAttempt(draft);
         if (attempt) {
           attempt.outcome = 'cancelled';
           attempt.endedAt = this.deps.clock.now();
         }
         const text = `cancelled by ${by}${parent ? ` (cascade: its parent '${parent}' was cancelled)` : ''}${why ? `: ${why}` : ''}`;
-        this.end(record, 'CANCELLED', by, text, { ...ctx, correlationId: record.correlationId },
+        this.end(draft, 'CANCELLED', by, text, { ...ctx, correlationId: draft.correlationId },
           { cancelled_by: by, delegation: key, cascade_of: parent || undefined, grace_period_ms: grace, principal: ctx.principal },
-          [record.toAgent, record.acceptedBy], { grace_period_ms: grace, delegation: key });
+          [draft.toAgent, draft.acceptedBy], { grace_period_ms: grace, delegation: key });
       }
     });
-    for (const { record } of cancel) this.settled(record);
+    for (const { draft } of drafts) this.install(draft);
     return { acknowledged: true, message: `cancelled ${cancel.length} handoff${cancel.length === 1 ? '' : 's'}: ${cancel.map((c) => c.record.requestId).join(', ').slice(0, 2000)}` };
   }
 
@@ -890,9 +910,7 @@ export class Handoffs implements HandoffQueries, TransferredWork, Disposable {
   acceptAsOperator(requestId: string, by: string, ctx: CallContext): HandoffRecord {
     const record = this.awaitingOperator(requestId);
     const speaker: Speaker = { kind: 'operator', label: by };
-    this.deps.store.transaction(() => this.commitAccept(record, `operator:${by}`, 'operator', speaker, { ...ctx, correlationId: record.correlationId }, null));
-    this.afterAccept(record);
-    return this.full(record);
+    return this.full(this.change(record, (draft) => this.commitAccept(draft, `operator:${by}`, 'operator', speaker, { ...ctx, correlationId: record.correlationId }, null)));
   }
 
   /** The operator declines a handoff that waits for a person: REJECTED with the reason (required). */
@@ -900,13 +918,11 @@ export class Handoffs implements HandoffQueries, TransferredWork, Disposable {
     const why = text('reason', reason, LIMITS.cancel_reason).trim();
     if (why === '') throw invalid('a reason is required: the requester is told why');
     const record = this.awaitingOperator(requestId);
-    this.deps.store.transaction(() => {
-      record.rejectionReason = why;
-      record.rejectionCode = '';
-      this.end(record, 'REJECTED', `operator:${by}`, `rejected by the operator ${by}: ${why}`, { ...ctx, correlationId: record.correlationId }, { rejected_by: `operator:${by}` });
-    });
-    this.settled(record);
-    return this.full(record);
+    return this.full(this.change(record, (draft) => {
+      draft.rejectionReason = why;
+      draft.rejectionCode = '';
+      this.end(draft, 'REJECTED', `operator:${by}`, `rejected by the operator ${by}: ${why}`, { ...ctx, correlationId: draft.correlationId }, { rejected_by: `operator:${by}` });
+    }));
   }
 
   private awaitingOperator(requestId: string): OpenRecord {
@@ -934,7 +950,7 @@ export class Handoffs implements HandoffQueries, TransferredWork, Disposable {
       if (record.state !== 'PENDING' || record.expiresAt === null) continue;
       if (record.expiresAt <= this.deps.clock.now()) {
         expired++;
-        this.safely('restore', () => this.expire(record.requestId));
+        this.timeUp(record.requestId);
       } else {
         this.armTimer(record);
       }
@@ -992,15 +1008,40 @@ export class Handoffs implements HandoffQueries, TransferredWork, Disposable {
     this.changed.fire({ requestId: record.requestId, state: record.state });
   }
 
-  /** After a committed change: an ended handoff leaves memory, a pending one's timer follows its expiry. */
-  private settled(record: OpenRecord): void {
+  /**
+   * Changes `record` in one transaction through a copy (draftOf): the copy replaces the memory record only once the
+   * transaction returned, so a throw inside it (rolled back) leaves memory as the store is. Answers the new record.
+   */
+  private change(record: OpenRecord, fn: (draft: OpenRecord) => void): OpenRecord {
+    const draft = draftOf(record);
+    this.deps.store.transaction(() => fn(draft));
+    this.install(draft);
+    return draft;
+  }
+
+  /** After a committed change: the record replaces the memory one; an ended handoff leaves memory, a pending one's timer follows its expiry. */
+  private install(record: OpenRecord): void {
     if (TERMINAL_HANDOFF_STATES.has(record.state)) {
       this.open.delete(record.requestId);
       this.clearTimer(record.requestId);
     } else {
+      this.open.set(record.requestId, withoutContext(record));
       this.armTimer(record);
     }
     this.changed.fire({ requestId: record.requestId, state: record.state });
+  }
+
+  /** Memory back to what the store holds for `requestId` (after a transaction that wrote it was rolled back), timers re-armed. */
+  private reload(requestId: string): void {
+    const stored = this.deps.store.handoffs.get(requestId);
+    if (!stored || TERMINAL_HANDOFF_STATES.has(stored.state)) {
+      this.open.delete(requestId);
+      this.clearTimer(requestId);
+    } else {
+      this.open.set(requestId, withoutContext(stored));
+      this.armTimer(stored);
+    }
+    this.changed.fire({ requestId, state: stored?.state ?? 'CANCELLED' });
   }
 
   private addTransfer(entry: TransferredEntry): void {
