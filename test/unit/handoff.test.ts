@@ -364,19 +364,22 @@ describe('handoffs (RFC §17.6)', function () {
   describe('timeouts', () => {
     beforeEach(() => start());
 
-    it('expiry → the next candidate; the last expiry ends it EXPIRED (nothing waits forever)', async () => {
+    it('a target\'s answer window passing → the next candidate; the timeout ends it EXPIRED (nothing waits forever)', async () => {
+      h.dispose();
+      start({ answerWindowMs: 6_000 });
       agent('a');
       agent('b');
       agent('c');
+      const t0 = h.clock.now();
       request();
-      h.clock.advance(TIMEOUT - 1);
+      h.clock.advance(6_000 - 1);
       assert.equal(stored().toAgent, 'b');
       h.clock.advance(1);
       let r = stored();
       assert.equal(r.toAgent, 'c');
       assert.deepEqual(r.attempts.map((a) => [a.agentId, a.outcome]), [['b', 'expired'], ['c', '']]);
-      assert.equal(r.expiresAt, h.clock.now() + TIMEOUT, 'each target has the whole timeout');
-      h.clock.advance(TIMEOUT);
+      assert.equal(r.expiresAt, t0 + TIMEOUT, 'the requester\'s wait did not grow');
+      h.clock.advance(TIMEOUT - 6_000);
       r = stored();
       assert.equal(r.state, 'EXPIRED');
       assert.match(r.endReason, /'c' did not answer in time/);
@@ -401,6 +404,78 @@ describe('handoffs (RFC §17.6)', function () {
       assert.match(stored().endReason, /the budget's deadline .* passed/);
       assert.equal(request({ requestId: 'h2', timeoutMs: 20_000 }).expiresAt, h.clock.now() + 20_000);
       assert.equal(request({ requestId: 'h3', budget: { ...budget, deadlineEpochMs: 0, wallTimeRemainingMs: 4_000 } }).timeoutMs, 4_000);
+    });
+
+    it('`timeout` bounds the requester\'s whole wait: each target has the answer window, and every window ends by requestedAt + timeout', () => {
+      h.dispose();
+      start({ answerWindowMs: 4_000 });
+      agent('a');
+      agent('b');
+      agent('c');
+      agent('d');
+      const t0 = h.clock.now();
+      assert.equal(request().expiresAt, t0 + TIMEOUT);
+      assert.equal(notices('b', 'handoff_request')[0].body.answer_by, new Date(t0 + 4_000).toISOString());
+      h.clock.advance(4_000);
+      assert.equal(stored().toAgent, 'c', 'b\'s window passed: the next candidate');
+      h.clock.advance(4_000);
+      assert.equal(stored().toAgent, 'd');
+      assert.equal(stored().expiresAt, t0 + TIMEOUT, 'the wait still ends where it did');
+      assert.equal(notices('d', 'handoff_request')[0].body.answer_by, new Date(t0 + TIMEOUT).toISOString(), 'd has only what remains');
+      h.clock.advance(TIMEOUT - 8_000 - 1);
+      assert.equal(stored().state, 'PENDING');
+      h.clock.advance(1);
+      assert.equal(stored().state, 'EXPIRED', 'the requester waited `timeout` in all');
+      assert.deepEqual(stored().attempts.map((a) => [a.agentId, a.outcome]), [['b', 'expired'], ['c', 'expired'], ['d', 'expired']]);
+      assert.match(stored().endReason, /'d' did not answer in time/);
+    });
+
+    it('a target rerouted to after a rejection gets what remains of the wait, not a new timeout', () => {
+      agent('a');
+      agent('b');
+      agent('c');
+      const t0 = h.clock.now();
+      request();
+      h.clock.advance(9_000);
+      reject('h1', 'b');
+      assert.equal(stored().toAgent, 'c');
+      assert.equal(stored().expiresAt, t0 + TIMEOUT);
+      h.clock.advance(1_000);
+      assert.equal(stored().state, 'EXPIRED');
+    });
+
+    it('a window that passes with nobody else to offer it to: the target keeps it until the timeout (one event), then it expires', () => {
+      h.dispose();
+      start({ answerWindowMs: 4_000 });
+      agent('a');
+      agent('b');
+      const t0 = h.clock.now();
+      request();
+      h.clock.advance(4_000);
+      assert.equal(stored().toAgent, 'b');
+      assert.equal(stored().attempts[0].outcome, '');
+      assert.equal(stored().attempts[0].windowEndedAt, t0 + 4_000);
+      assert.equal(events('handoff.answer_window_ended').length, 1);
+      h.clock.advance(TIMEOUT - 4_000);
+      assert.equal(stored().state, 'EXPIRED');
+    });
+
+    it('an answer after the time ran out, while the timer\'s callback is still queued, is refused: the timeout is decided first', async () => {
+      agent('a');
+      agent('b');
+      request({ toAgent: 'b' });
+      const clock = h.clock;
+      const now = clock.now.bind(clock);
+      clock.now = () => now() + TIMEOUT; // the wall clock passed the expiry; the timer has not run yet
+      await rejected(handoffs().accept('h1', 'b', as('b'), ctx()), 'precondition', 'FAILED_PRECONDITION', /is EXPIRED/);
+      clock.now = now;
+      assert.equal(stored().state, 'EXPIRED');
+      h.clock.advance(TIMEOUT);
+      assert.equal(events('handoff.expired').length, 1, 'the queued timer changes nothing');
+      request({ requestId: 'h2', toAgent: 'b' });
+      clock.now = () => now() + TIMEOUT;
+      refusal(() => reject('h2', 'b'), 'precondition', 'FAILED_PRECONDITION', /is EXPIRED/);
+      clock.now = now;
     });
 
     it('the budget envelope refuses a delegation too deep or past its deadline', () => {
@@ -701,9 +776,9 @@ describe('handoffs (RFC §17.6)', function () {
       assert.equal(stored('h3').state, 'ACCEPTED');
       assertRefused(h.send(h.envelope('a', { correlationId: 'w2' }), 'b'), 'PERMISSION_DENIED', /handoff h2 completed/);
       h.clock.advance(TIMEOUT - 4_000 - 1);
-      assert.equal(stored().toAgent, 'b');
+      assert.equal(stored().state, 'PENDING');
       h.clock.advance(1);
-      assert.equal(stored().toAgent, 'c', 'the re-armed timer fired at the original expiry and rerouted');
+      assert.equal(stored().state, 'EXPIRED', 'the re-armed timer fired at the original expiry');
       assert.equal(handoffs().complete('h3', 'COMPLETED', as('c'), ctx()).success, true);
     });
 

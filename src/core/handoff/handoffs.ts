@@ -57,8 +57,13 @@ export interface HandoffRejection {
 }
 
 export interface HandoffOptions {
-  /** How long each target has to answer when the request names no `timeout` (ms). */
+  /** How long the requester waits for an acceptance in all when the request names no `timeout` (ms). */
   readonly defaultTimeoutMs: number;
+  /**
+   * How long one target has to answer before the handoff is offered to the next candidate (rerouting allowed, one
+   * available), within the requester's wait; with nobody else, the target keeps it until the wait ends.
+   */
+  readonly answerWindowMs: number;
   /** The longest `timeout` a request may ask (ms); a longer one is refused. */
   readonly maxTimeoutMs: number;
   /** On a rejection or a timeout, offer the handoff to the next capable agent (README, "Handoffs", "Routing"). */
@@ -74,6 +79,7 @@ export interface HandoffOptions {
 
 export const DEFAULT_HANDOFF_OPTIONS: HandoffOptions = {
   defaultTimeoutMs: 300_000,
+  answerWindowMs: 60_000,
   maxTimeoutMs: 86_400_000,
   reroute: true,
   routeToOperator: false,
@@ -137,6 +143,7 @@ const EMPTY = Buffer.alloc(0);
 /** An in-memory record: everything but the context bytes (read from the store when needed). */
 type OpenRecord = HandoffRecord;
 type Ended = Extract<HandoffState, 'REJECTED' | 'EXPIRED' | 'CANCELLED' | 'COMPLETED'>;
+/** Why the current target is replaced: it rejected, its answer window passed, it left (deregistered or FAILED). */
 type Trigger = 'rejected' | 'expired' | 'left';
 
 const fail = (kind: NegotiationErrorKind, code: string, message: string) => new NegotiationError(kind, code, message);
@@ -197,8 +204,9 @@ function currentAttempt(record: HandoffRecord): HandoffAttempt | undefined {
  * Handoffs (RFC §17.6; README, "Handoffs"): RequestHandoff validated (ids, budget envelope, the context snapshot against
  * the HandoffContext schema when its content type says so, the task handed off), routed to the named agent or by
  * capability (routing.ts), announced to the target by a NOTIFICATION envelope in the transaction of the change; the
- * target accepts or rejects, a rejection or a timeout (Clock) moves it to the next candidate when rerouting is allowed,
- * or to a person when no agent can take it and the options say so; CompleteHandoff transfers the work (the origin's task
+ * target accepts or rejects, a rejection or the end of its answer window (Clock) moves it to the next candidate when
+ * rerouting is allowed, or to a person when no agent can take it and the options say so; `timeout` bounds the
+ * requester's whole wait (then EXPIRED); CompleteHandoff transfers the work (the origin's task
  * closed, its further sends about it refused by the router: TransferredWork); CancelDelegation cancels a delegation and
  * its children. Every transition is one `handoff.*` event in its transaction; the requester learns each outcome by a
  * `handoff_status` NOTIFICATION. Everything persists; timers come back after a restart.
@@ -338,6 +346,7 @@ export class Handoffs implements HandoffQueries, TransferredWork, Disposable {
       this.record(record, fromAgent, 'handoff.requested', {
         to_agent: record.toAgent, requested_to: toAgent, via: target?.via ?? 'operator', awaiting_operator: record.awaitingOperator,
         capabilities_required: capabilities, priority: record.priority, timeout_ms: record.timeoutMs, expires_at: isoUtc(record.expiresAt!),
+        answer_by: isoUtc(this.answerBy(record)!),
         context_bytes: record.contextBytes, context_content_type: contentType, task_id: taskId, parent_request_id: parentRequestId,
         carry_worktree: worktree ? { repo_id: worktree.repoId, worktree_id: worktree.worktreeId } : undefined,
         budget: budget ?? undefined, delegation_policy: policy ?? undefined, requested_by: speakerName(speaker), principal: ctx.principal,
@@ -380,10 +389,32 @@ export class Handoffs implements HandoffQueries, TransferredWork, Disposable {
     return Number.isFinite(deadline) ? deadline : null;
   }
 
-  /** When the current target's (or the operator's) time runs out: the per-target timeout from now, cut to the budget's deadline. */
-  private expiryOf(record: HandoffRecord, now: number): number {
+  /** When a wait that starts at `from` ends: the timeout from then, cut to the budget's deadline. */
+  private expiryOf(record: HandoffRecord, from: number): number {
     const deadline = this.deadlineOf(record.budget, record.requestedAt);
-    return deadline === null ? now + record.timeoutMs : Math.min(now + record.timeoutMs, deadline);
+    return deadline === null ? from + record.timeoutMs : Math.min(from + record.timeoutMs, deadline);
+  }
+
+  /**
+   * When the current target (or the operator) must have answered: the target's answer window (answerWindowMs from when
+   * it was offered the handoff) or, once that passed with nobody else to offer it to, the end of the requester's wait —
+   * never past it. null when not PENDING. The handoff's timer is armed for it.
+   */
+  answerBy(record: HandoffRecord): number | null {
+    if (record.state !== 'PENDING' || record.expiresAt === null) return null;
+    const attempt = currentAttempt(record);
+    if (record.awaitingOperator || !attempt || attempt.windowEndedAt !== undefined) return record.expiresAt;
+    return Math.min(attempt.at + this.options.answerWindowMs, record.expiresAt);
+  }
+
+  /**
+   * A time that has run out is decided before an answer is taken: with a real clock the timer's callback may still be
+   * queued behind this call. Then the answer finds the handoff rerouted or ended (and is refused).
+   */
+  private catchUp(requestId: string): void {
+    const record = this.open.get(requestId);
+    const due = record ? this.answerBy(record) : null;
+    if (due !== null && due <= this.deps.clock.now()) this.timeUp(requestId);
   }
 
   private checkTask(taskId: string, fromAgent: string): void {
@@ -459,6 +490,7 @@ export class Handoffs implements HandoffQueries, TransferredWork, Disposable {
     identifier('request_id', requestId, LIMITS.request_id, true);
     identifier('accepting_agent', agentId, LIMITS.agent_id, true);
     if (!mayActAs(speaker, agentId)) throw denied(`${speakerName(speaker)} may not accept as '${agentId}'`);
+    this.catchUp(requestId);
     const record = this.open.get(requestId);
     if (!record) {
       const stored = this.deps.store.handoffs.get(requestId);
@@ -598,6 +630,7 @@ export class Handoffs implements HandoffQueries, TransferredWork, Disposable {
     const code = identifier('rejection_code', input.code === 'ERROR_CODE_UNSPECIFIED' ? '' : input.code, 64, false);
     const retryAfterMs = nonNegative('retry_after_ms', input.retryAfterMs);
     const redirectTo = identifier('redirect_to_agent_id', input.redirectTo, LIMITS.agent_id, false);
+    this.catchUp(requestId);
     const record = this.open.get(requestId) ?? this.deps.store.handoffs.get(requestId);
     if (!record) throw fail('not_found', 'NOT_FOUND', `no handoff '${requestId}'`);
     // A retry of this agent's rejection (its answer was lost; the handoff may have moved on since): nothing changes.
@@ -637,6 +670,8 @@ export class Handoffs implements HandoffQueries, TransferredWork, Disposable {
     const deadline = this.deadlineOf(record.budget, record.requestedAt);
     const notes: string[] = [];
     let mayReroute = true;
+    const waitLeft = (record.expiresAt === null || record.expiresAt > now) && (deadline === null || deadline > now);
+    if (record.expiresAt !== null && record.expiresAt <= now) { mayReroute = false; notes.push(`the requester's wait ended at ${isoUtc(record.expiresAt)}`); }
     if (policy && !policy.allowSpilloverRouting) { mayReroute = false; notes.push('delegation_policy.allow_spillover_routing is false'); }
     if (policy && policy.maxRedirects > 0 && reroutes >= policy.maxRedirects) { mayReroute = false; notes.push(`delegation_policy.max_redirects ${policy.maxRedirects} reached`); }
     if (record.attempts.length >= MAX_ATTEMPTS) { mayReroute = false; notes.push(`${MAX_ATTEMPTS} targets tried`); }
@@ -657,36 +692,33 @@ export class Handoffs implements HandoffQueries, TransferredWork, Disposable {
       if (previous?.outcome === 'rejected' && next.via === 'redirect') previous.outcome = 'redirected';
       record.attempts.push({ agentId: next.agentId, at: now, outcome: '', reason: '', code: '', endedAt: null, via: next.via });
       record.toAgent = next.agentId;
-      record.expiresAt = this.expiryOf(record, now);
       record.updatedAt = now;
       this.deps.store.handoffs.put(record);
       const targetNotice = this.notifyTarget(record, ctx);
       const requesterNotice = this.notifyParty(record, record.fromAgent, 'rerouted', { previous_agent: previous?.agentId ?? '', previous_outcome: trigger }, ctx);
       this.record(record, actor, 'handoff.rerouted', {
         ...details, trigger, from_target: previous?.agentId ?? '', to_agent: next.agentId, via: next.via, attempt: record.attempts.length,
-        expires_at: isoUtc(record.expiresAt), notes: notes.length ? notes : undefined, notification: targetNotice, requester_notice: requesterNotice,
+        expires_at: isoUtc(record.expiresAt!), answer_by: isoUtc(this.answerBy(record)!), notes: notes.length ? notes : undefined, notification: targetNotice, requester_notice: requesterNotice,
       }, targetNotice.sent ? 'INFO' : 'WARN');
       return true;
     }
-    if (this.options.routeToOperator && !record.awaitingOperator && (deadline === null || deadline > now)) {
+    // A target whose answer window passed keeps the offer while the wait lasts (it may still answer).
+    if (trigger === 'expired') return false;
+    if (this.options.routeToOperator && !record.awaitingOperator && waitLeft) {
       record.toAgent = '';
       record.awaitingOperator = true;
-      record.expiresAt = this.expiryOf(record, now);
       record.updatedAt = now;
       this.deps.store.handoffs.put(record);
       const notice = this.notifyParty(record, record.fromAgent, 'awaiting_operator', { previous_agent: previous?.agentId ?? '', previous_outcome: trigger }, ctx);
       this.record(record, actor, 'handoff.awaiting_operator', {
-        ...details, trigger, from_target: previous?.agentId ?? '', expires_at: isoUtc(record.expiresAt), notes, requester_notice: notice,
+        ...details, trigger, from_target: previous?.agentId ?? '', expires_at: isoUtc(record.expiresAt!), notes, requester_notice: notice,
       }, 'WARN');
       return true;
     }
     // Nobody else can take it: it stays offered to the agent that left (found by GetPendingHandoffs if it comes back) until it expires.
     if (trigger === 'left') return false;
-    const state: Ended = trigger === 'rejected' ? 'REJECTED' : 'EXPIRED';
-    const why = trigger === 'rejected'
-      ? `rejected by '${previous?.agentId ?? ''}'${notes.length ? `; not offered to anyone else: ${notes.join('; ')}` : ''}`
-      : `${record.awaitingOperator ? 'the operator' : `'${previous?.agentId ?? ''}'`} did not answer in time${notes.length ? `; not offered to anyone else: ${notes.join('; ')}` : ''}`;
-    this.end(record, state, actor, why, ctx, { ...details, trigger, from_target: previous?.agentId ?? '', notes: notes.length ? notes : undefined });
+    const why = `rejected by '${previous?.agentId ?? ''}'${notes.length ? `; not offered to anyone else: ${notes.join('; ')}` : ''}`;
+    this.end(record, 'REJECTED', actor, why, ctx, { ...details, trigger, from_target: previous?.agentId ?? '', notes: notes.length ? notes : undefined });
     return true;
   }
 
@@ -726,9 +758,10 @@ export class Handoffs implements HandoffQueries, TransferredWork, Disposable {
 
   private armTimer(record: OpenRecord): void {
     this.clearTimer(record.requestId);
-    if (this.disposed || record.state !== 'PENDING' || record.expiresAt === null) return;
+    const due = this.answerBy(record);
+    if (this.disposed || due === null) return;
     const requestId = record.requestId;
-    this.timers.set(requestId, this.deps.clock.setTimer(Math.max(0, record.expiresAt - this.deps.clock.now()), () => {
+    this.timers.set(requestId, this.deps.clock.setTimer(Math.max(0, due - this.deps.clock.now()), () => {
       this.timers.delete(requestId);
       this.timeUp(requestId);
     }));
@@ -755,24 +788,56 @@ export class Handoffs implements HandoffQueries, TransferredWork, Disposable {
     this.timers.delete(requestId);
   }
 
-  /** The current target's (or the operator's) time ran out: the next candidate, the operator, or EXPIRED. */
+  /**
+   * The handoff's timer fired. The requester's wait ended: EXPIRED. Only the current target's answer window passed: the
+   * next candidate, or — nobody else — the target keeps it until the wait ends (its attempt's windowEndedAt). Early: re-armed.
+   */
   private expire(requestId: string): void {
     const record = this.open.get(requestId);
-    if (!record || record.state !== 'PENDING' || record.expiresAt === null || record.expiresAt > this.deps.clock.now()) return;
+    const due = record ? this.answerBy(record) : null;
+    if (!record || due === null || record.expiresAt === null) return;
+    const now = this.deps.clock.now();
+    if (due > now) {
+      this.armTimer(record);
+      return;
+    }
     const ctx: CallContext = { correlationId: record.correlationId };
-    this.change(record, (draft) => {
+    const expireAttempt = (draft: OpenRecord) => {
       const attempt = currentAttempt(draft);
       if (attempt) {
         attempt.outcome = 'expired';
-        attempt.endedAt = this.deps.clock.now();
+        attempt.endedAt = now;
       }
-      const waited = draft.awaitingOperator ? 'the operator' : attempt?.agentId ?? '';
-      if (draft.awaitingOperator) {
-        this.end(draft, 'EXPIRED', ACTOR, `the operator did not answer within ${draft.timeoutMs} ms`, ctx, { trigger: 'expired', waited_for: waited });
-      } else {
-        this.next(draft, 'expired', ACTOR, ctx, { timed_out: waited, timeout_ms: draft.timeoutMs });
-      }
+      return attempt;
+    };
+    if (record.expiresAt <= now) {
+      this.change(record, (draft) => {
+        const attempt = expireAttempt(draft);
+        const who = draft.awaitingOperator ? 'the operator' : `'${attempt?.agentId ?? ''}'`;
+        const deadline = this.deadlineOf(draft.budget, draft.requestedAt);
+        const cut = deadline !== null && deadline <= now ? `; the budget's deadline ${isoUtc(deadline)} passed` : '';
+        this.end(draft, 'EXPIRED', ACTOR, `${who} did not answer in time: the requester's wait of ${draft.timeoutMs} ms ended at ${isoUtc(record.expiresAt!)}${cut}`, ctx,
+          { trigger: 'expired', waited_for: draft.awaitingOperator ? 'operator' : attempt?.agentId ?? '', timeout_ms: draft.timeoutMs });
+      });
+      return;
+    }
+    // The target's answer window passed (the wait goes on).
+    const draft = draftOf(record);
+    this.deps.store.transaction(() => {
+      const attempt = expireAttempt(draft)!;
+      const details = { timed_out: attempt.agentId, answer_window_ms: this.options.answerWindowMs };
+      if (this.next(draft, 'expired', ACTOR, ctx, details)) return;
+      attempt.outcome = '';
+      attempt.endedAt = null;
+      attempt.windowEndedAt = now;
+      draft.updatedAt = now;
+      this.deps.store.handoffs.put(draft);
+      this.record(draft, ACTOR, 'handoff.answer_window_ended', {
+        ...details, to_agent: draft.toAgent, keeps_it_until: isoUtc(draft.expiresAt!),
+        why: 'no other agent can be offered it now; the target may still answer',
+      }, 'WARN');
     });
+    this.install(draft);
   }
 
   private onAgentChange(change: RegistryChange): void {
@@ -926,6 +991,7 @@ export class Handoffs implements HandoffQueries, TransferredWork, Disposable {
   }
 
   private awaitingOperator(requestId: string): OpenRecord {
+    this.catchUp(requestId);
     const record = this.open.get(requestId);
     if (!record) {
       const stored = this.deps.store.handoffs.get(requestId);
@@ -947,13 +1013,11 @@ export class Handoffs implements HandoffQueries, TransferredWork, Disposable {
     for (const record of open) this.open.set(record.requestId, record);
     let expired = 0;
     for (const record of open) {
-      if (record.state !== 'PENDING' || record.expiresAt === null) continue;
-      if (record.expiresAt <= this.deps.clock.now()) {
-        expired++;
-        this.timeUp(record.requestId);
-      } else {
-        this.armTimer(record);
-      }
+      const due = this.answerBy(record);
+      if (due === null) continue;
+      if (record.expiresAt! <= this.deps.clock.now()) expired++;
+      if (due <= this.deps.clock.now()) this.timeUp(record.requestId);
+      else this.armTimer(record);
     }
     if (open.length > 0 || this.transferred.size > 0) {
       this.deps.log.record({
@@ -1058,7 +1122,7 @@ export class Handoffs implements HandoffQueries, TransferredWork, Disposable {
   /** The target's `handoff_request` NOTIFICATION (README, "Handoffs"); its outcome goes into the transition's event. */
   private notifyTarget(record: HandoffRecord, ctx: CallContext): Record<string, unknown> & { sent: boolean } {
     const context = record.context.byteLength > 0 || record.contextBytes === 0 ? record.context : this.deps.store.handoffs.get(record.requestId)?.context ?? EMPTY;
-    const payload = requestNotice(record, context, this.deps.clock.now());
+    const payload = requestNotice(record, context, this.deps.clock.now(), this.answerBy(record));
     return this.send(record.toAgent, payload, record, ctx);
   }
 
@@ -1122,10 +1186,11 @@ function requestDigest(input: HandoffRequestInput): string {
  * valid UTF-8) or base64, unless the payload would exceed the NOTIFICATION limit: then `context_omitted` is true and
  * GetPendingHandoffs has it.
  */
-export function requestNotice(record: HandoffRecord, context: Buffer, now: number): Record<string, unknown> {
+export function requestNotice(record: HandoffRecord, context: Buffer, now: number, answerBy: number | null): Record<string, unknown> {
   const base: Record<string, unknown> = {
     type: HANDOFF_REQUEST_NOTICE, request_id: record.requestId, from_agent: record.fromAgent, to_agent: record.toAgent, reason: record.reason,
     capabilities_required: record.capabilitiesRequired, priority: record.priority, attempt: record.attempts.length,
+    answer_by: answerBy === null ? null : isoUtc(answerBy),
     expires_at: record.expiresAt === null ? null : isoUtc(record.expiresAt), timeout_ms: record.timeoutMs, correlation_id: record.correlationId,
     task_id: record.taskId, parent_request_id: record.parentRequestId, carry_worktree: record.worktree ? { repo_id: record.worktree.repoId, worktree_id: record.worktree.worktreeId } : null,
     budget: record.budget && {

@@ -34,6 +34,11 @@ export interface HandoffAttempt {
   retryAfterMs?: number;
   /** RejectHandoff's redirect_to_agent_id, as given. */
   redirectTo?: string;
+  /**
+   * When this target's answer window (HandoffOptions.answerWindowMs) ended with nobody else to offer the handoff to:
+   * it keeps the offer until the requester's wait ends (`expiresAt`). Absent while the window runs.
+   */
+  windowEndedAt?: number;
 }
 
 /**
@@ -92,7 +97,10 @@ export interface HandoffRecord {
   readonly contextContentType: string;
   readonly capabilitiesRequired: readonly string[];
   readonly priority: number;
-  /** How long each target has to answer (ms) — from `timeout`, else the default; cut to the budget's deadline. */
+  /**
+   * How long the requester waits for an acceptance in all (ms; RFC §17.6 `timeout`: "maximum duration to wait for
+   * acceptance") — from `timeout`, else the default; cut to the budget's deadline. Every target's answer window ends by then.
+   */
   readonly timeoutMs: number;
   readonly budget: HandoffBudget | null;
   readonly delegationPolicy: HandoffDelegationPolicy | null;
@@ -120,7 +128,11 @@ export interface HandoffRecord {
   endReason: string;
   /** Who completed it (an agent id, or `operator:<name>`), '' until COMPLETED. */
   completedBy: string;
-  /** When the current target's time runs out (epoch ms), null when not PENDING. */
+  /**
+   * When the requester's wait ends (epoch ms): requestedAt + timeoutMs (again from when it went back to PENDING because
+   * its accepting agent left), never past the budget's deadline; then it is EXPIRED. null when not PENDING. The current
+   * target's own answer window may end sooner (Handoffs.answerBy).
+   */
   expiresAt: number | null;
   readonly requestedAt: number;
   updatedAt: number;

@@ -63,9 +63,9 @@ function policyOf(p: Wire | null | undefined): HandoffDelegationPolicy | null {
   };
 }
 
-/** A stored handoff as handoff.proto HandoffRequest (GetPendingHandoffs): `timeout` is what remains of the target's time. */
-export function requestMessage(r: HandoffRecord, now: number): Wire {
-  const remaining = Math.max(0, (r.expiresAt ?? now) - now);
+/** A stored handoff as handoff.proto HandoffRequest (GetPendingHandoffs): `timeout` is what remains of the target's time to answer (`answerBy`). */
+export function requestMessage(r: HandoffRecord, now: number, answerBy: number | null): Wire {
+  const remaining = Math.max(0, (answerBy ?? now) - now);
   return {
     request_id: r.requestId, from_agent: r.fromAgent, to_agent: r.toAgent, reason: r.reason, context_snapshot: r.context,
     capabilities_required: [...r.capabilitiesRequired], priority: r.priority,
@@ -146,7 +146,7 @@ export class HandoffServiceAdapter {
       GetPendingHandoffs: unary((call) => {
         const pending = handoffs.pending(str(call.request.agent_id), speakerOf(call, credentials));
         const now = clock.now();
-        return { pending_requests: pending.map((r) => requestMessage(r, now)) };
+        return { pending_requests: pending.map((r) => requestMessage(r, now, handoffs.answerBy(r))) };
       }),
       CompleteHandoff: unary((call) => {
         const status = call.request.status;
