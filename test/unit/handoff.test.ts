@@ -1,7 +1,10 @@
 import { strict as assert } from 'node:assert';
+import * as path from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
 import type { HandoffRequestInput } from '../../src/core/handoff/handoffs';
 import { HANDOFF_CONTEXT_CONTENT_TYPE, type HandoffRecord } from '../../src/core/handoff/model';
 import { NegotiationError, type Speaker } from '../../src/core/policy/speaker';
+import { STORE_FILE_NAME } from '../../src/core/store/sqliteStore';
 import type { CollectingSink } from '../support/routerHarness';
 import { assertRefused, ctx, json, settle } from '../support/routerHarness';
 import { SchedulerHarness } from '../support/schedulerHarness';
@@ -358,6 +361,81 @@ describe('handoffs (RFC §17.6)', function () {
       assert.ok(h.registry.deregister('c', 'going away', ctx()));
       assert.equal(stored().toAgent, 'c');
       assert.equal(stored().attempts[1].outcome, '');
+    });
+  });
+
+  describe('the accepting agent leaves', () => {
+    beforeEach(() => start());
+
+    it('deregisters: the handoff goes back to PENDING and to the next candidate (attempt `left`), the origin is told; a new wait starts', async () => {
+      agent('a');
+      agent('b');
+      agent('c');
+      request({ toAgent: 'b' });
+      await handoffs().accept('h1', 'b', as('b'), ctx());
+      h.clock.advance(TIMEOUT * 3);
+      assert.ok(h.registry.deregister('b', 'going away', ctx()));
+      const r = stored();
+      assert.equal(r.state, 'PENDING');
+      assert.equal(r.acceptedBy, '');
+      assert.equal(r.toAgent, 'c');
+      assert.deepEqual(r.attempts.map((a) => [a.agentId, a.outcome]), [['b', 'left'], ['c', '']]);
+      assert.match(r.attempts[0].reason, /going away/);
+      assert.equal(r.expiresAt, h.clock.now() + TIMEOUT, 'a new wait from when it went back to PENDING');
+      const told = notices('a', 'handoff_status').map((n) => [n.body.event, n.body.status, n.body.previous_agent, n.body.previous_outcome]);
+      assert.deepEqual(told, [['accepted', 'ACCEPTED', undefined, undefined], ['rerouted', 'PENDING', 'b', 'acceptor_left']]);
+      assert.equal(notices('c', 'handoff_request').length, 1);
+      assert.equal(events('handoff.rerouted')[0].details.trigger, 'acceptor_left');
+      refusal(() => handoffs().complete('h1', 'COMPLETED', as('a'), ctx()), 'precondition', 'FAILED_PRECONDITION', /is PENDING/);
+      await handoffs().accept('h1', 'c', as('c'), ctx());
+      assert.equal(handoffs().complete('h1', 'COMPLETED', as('a'), ctx()).success, true);
+      assert.equal(stored().acceptedBy, 'c');
+    });
+
+    it('goes FAILED: the same; with nobody else to offer it to it ends REJECTED (AGENT_UNAVAILABLE) and the origin knows', async () => {
+      agent('a');
+      agent('b');
+      request({ toAgent: 'b' });
+      await handoffs().accept('h1', 'b', as('b'), ctx());
+      for (const to of ['SCHEDULED', 'RUNNING', 'FAILED_STATE']) {
+        const moved = h.registry.transition('b', to, { by: 'task', reason: 'crashed' }, ctx());
+        assert.ok(moved.ok, moved.ok ? '' : moved.reason);
+      }
+      const r = stored();
+      assert.equal(r.state, 'REJECTED');
+      assert.equal(r.rejectionCode, 'AGENT_UNAVAILABLE');
+      assert.match(r.rejectionReason, /the accepting agent 'b' failed/);
+      assert.deepEqual(r.attempts.map((a) => [a.agentId, a.outcome]), [['b', 'left']]);
+      assert.deepEqual(notices('a', 'handoff_status').map((n) => n.body.event), ['accepted', 'rejected']);
+    });
+
+    it('CompleteHandoff is refused while the accepting agent is not registered (its departure could not be recorded yet)', async () => {
+      agent('a');
+      agent('b');
+      request({ toAgent: 'b' });
+      await handoffs().accept('h1', 'b', as('b'), ctx());
+      const repo = h.store.handoffs;
+      const put = repo.put.bind(repo);
+      repo.put = () => { throw new Error('the disk says no'); };
+      assert.ok(h.registry.deregister('b', 'going away', ctx()));
+      repo.put = put;
+      assert.equal(stored().state, 'ACCEPTED', 'the departure was not recorded');
+      refusal(() => handoffs().complete('h1', 'COMPLETED', as('a'), ctx()), 'precondition', 'FAILED_PRECONDITION', /the accepting agent 'b' is not registered/);
+      assert.equal(stored().state, 'REJECTED', 'the refusal recorded the departure it found');
+    });
+
+    it('found FAILED after a restart: handled at start', async () => {
+      agent('a');
+      agent('b');
+      request({ toAgent: 'b' });
+      await handoffs().accept('h1', 'b', as('b'), ctx());
+      h.restart(() => {
+        const db = new DatabaseSync(path.join(h.dataDir, STORE_FILE_NAME));
+        db.prepare("UPDATE agents SET state = 'FAILED_STATE' WHERE agent_id = 'b'").run();
+        db.close();
+      });
+      assert.equal(stored().state, 'REJECTED');
+      assert.deepEqual(stored().attempts.map((a) => [a.agentId, a.outcome]), [['b', 'left']]);
     });
   });
 

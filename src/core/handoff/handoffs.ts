@@ -143,8 +143,11 @@ const EMPTY = Buffer.alloc(0);
 /** An in-memory record: everything but the context bytes (read from the store when needed). */
 type OpenRecord = HandoffRecord;
 type Ended = Extract<HandoffState, 'REJECTED' | 'EXPIRED' | 'CANCELLED' | 'COMPLETED'>;
-/** Why the current target is replaced: it rejected, its answer window passed, it left (deregistered or FAILED). */
-type Trigger = 'rejected' | 'expired' | 'left';
+/**
+ * Why the current target is replaced: it rejected, its answer window passed, it left (deregistered or FAILED) — or the
+ * agent that had accepted it left (the handoff went back to PENDING).
+ */
+type Trigger = 'rejected' | 'expired' | 'left' | 'acceptor_left';
 
 const fail = (kind: NegotiationErrorKind, code: string, message: string) => new NegotiationError(kind, code, message);
 const invalid = (message: string) => fail('invalid', 'VALIDATION_ERROR', message);
@@ -658,9 +661,10 @@ export class Handoffs implements HandoffQueries, TransferredWork, Disposable {
   // ---------------------------------------------------------------- moving on: the next target, the operator, or the end
 
   /**
-   * Inside a transaction, after the current target rejected, timed out or left: a redirect that can take it, else the
-   * best capable agent not tried (rerouting on, the delegation policy allowing it, attempts left), else the operator
-   * (option; once), else the end (REJECTED, EXPIRED; a target that left without a successor changes nothing).
+   * Inside a transaction, after the current target rejected, its window passed or it left, or its accepting agent left:
+   * a redirect that can take it, else the best capable agent not tried (rerouting on, the delegation policy allowing it,
+   * attempts left), else the operator (option; once), else the end (REJECTED); a target whose window passed or that
+   * left, without a successor, changes nothing (answers false).
    */
   private next(record: OpenRecord, trigger: Trigger, actor: string, ctx: CallContext, details: Record<string, unknown>, redirectTo = ''): boolean {
     const now = this.deps.clock.now();
@@ -717,7 +721,14 @@ export class Handoffs implements HandoffQueries, TransferredWork, Disposable {
     }
     // Nobody else can take it: it stays offered to the agent that left (found by GetPendingHandoffs if it comes back) until it expires.
     if (trigger === 'left') return false;
-    const why = `rejected by '${previous?.agentId ?? ''}'${notes.length ? `; not offered to anyone else: ${notes.join('; ')}` : ''}`;
+    const nobody = notes.length ? `; not offered to anyone else: ${notes.join('; ')}` : '';
+    const why = trigger === 'acceptor_left'
+      ? `the accepting agent '${previous?.agentId ?? ''}' ${previous?.reason ?? 'left'}${nobody}`
+      : `rejected by '${previous?.agentId ?? ''}'${nobody}`;
+    if (trigger === 'acceptor_left') {
+      record.rejectionReason = why.slice(0, LIMITS.rejection_reason);
+      record.rejectionCode = 'AGENT_UNAVAILABLE';
+    }
     this.end(record, 'REJECTED', actor, why, ctx, { ...details, trigger, from_target: previous?.agentId ?? '', notes: notes.length ? notes : undefined });
     return true;
   }
@@ -840,22 +851,72 @@ export class Handoffs implements HandoffQueries, TransferredWork, Disposable {
     this.install(draft);
   }
 
+  /** An agent deregistered or went FAILED: the handoffs offered to it move on; those it had accepted go back to PENDING. */
   private onAgentChange(change: RegistryChange): void {
-    if (change.kind !== 'left') return;
+    let agentId: string;
+    let why: string;
+    if (change.kind === 'left') {
+      agentId = change.agentId;
+      why = `left (deregistered: ${change.reason})`;
+    } else if (change.kind === 'state' && change.agent.state === 'FAILED_STATE') {
+      agentId = change.agent.descriptor.agentId;
+      why = 'failed (lifecycle state FAILED)';
+    } else {
+      return;
+    }
     for (const record of [...this.open.values()]) {
-      if (record.state !== 'PENDING' || record.awaitingOperator || record.toAgent !== change.agentId) continue;
+      if (record.state === 'ACCEPTED' && record.acceptedBy === agentId) {
+        this.safely('acceptor_left', () => this.acceptorLeft(record, why));
+        continue;
+      }
+      if (record.state !== 'PENDING' || record.awaitingOperator || record.toAgent !== agentId) continue;
       const ctx: CallContext = { correlationId: record.correlationId };
       const draft = draftOf(record);
-      const moved = this.deps.store.transaction(() => {
-        const attempt = currentAttempt(draft)!;
-        attempt.outcome = 'left';
-        attempt.reason = change.reason.slice(0, 500);
-        attempt.endedAt = this.deps.clock.now();
-        return this.next(draft, 'left', ACTOR, ctx, { left: change.agentId, left_reason: change.reason.slice(0, 500) });
+      this.safely('target_left', () => {
+        const moved = this.deps.store.transaction(() => {
+          const attempt = currentAttempt(draft)!;
+          attempt.outcome = 'left';
+          attempt.reason = why.slice(0, 500);
+          attempt.endedAt = this.deps.clock.now();
+          return this.next(draft, 'left', ACTOR, ctx, { left: agentId, left_reason: why.slice(0, 500) });
+        });
+        // Nobody else could take it: nothing changed (the draft is dropped), the attempt stays the current one (the agent may come back for it).
+        if (moved) this.install(draft);
       });
-      // Nobody else could take it: nothing changed (the draft is dropped), the attempt stays the current one (the agent may come back for it).
-      if (moved) this.install(draft);
     }
+  }
+
+  /** Why the agent that accepted `record` can no longer carry the work (not registered, or FAILED), or undefined. */
+  private acceptorGone(record: HandoffRecord): string | undefined {
+    if (record.state !== 'ACCEPTED' || record.acceptedBy === '' || record.acceptedBy.startsWith('operator:')) return undefined;
+    const agent = this.deps.agents.get(record.acceptedBy);
+    if (!agent) return 'left (it is not registered)';
+    if (agent.state === 'FAILED_STATE') return 'failed (lifecycle state FAILED)';
+    return undefined;
+  }
+
+  /**
+   * The accepting agent left (deregistered) or failed: the handoff goes back to PENDING with a new wait (`timeout` from
+   * now) and is offered to the next candidate like after a rejection (its attempt ends `left`); the origin is told.
+   * Nobody else: the operator (option), else REJECTED (AGENT_UNAVAILABLE).
+   */
+  private acceptorLeft(record: OpenRecord, why: string): void {
+    const ctx: CallContext = { correlationId: record.correlationId };
+    const acceptor = record.acceptedBy;
+    this.change(record, (draft) => {
+      const now = this.deps.clock.now();
+      const accepted = [...draft.attempts].reverse().find((a) => a.outcome === 'accepted' && a.agentId === acceptor);
+      if (accepted) {
+        accepted.outcome = 'left';
+        accepted.reason = why.slice(0, 500);
+        accepted.endedAt = now;
+      }
+      draft.state = 'PENDING';
+      draft.acceptedBy = '';
+      draft.expiresAt = this.expiryOf(draft, now);
+      draft.updatedAt = now;
+      this.next(draft, 'acceptor_left', ACTOR, ctx, { acceptor_left: acceptor, left_reason: why.slice(0, 500) });
+    });
   }
 
   // ---------------------------------------------------------------- CompleteHandoff
@@ -878,6 +939,12 @@ export class Handoffs implements HandoffQueries, TransferredWork, Disposable {
     }
     if (record.state === 'COMPLETED') return { success: true, message: `handoff '${requestId}' was already completed by ${record.completedBy}` };
     if (record.state !== 'ACCEPTED') throw precondition(`handoff '${requestId}' is ${record.state}: only an ACCEPTED handoff can be completed`);
+    const gone = this.acceptorGone(record);
+    if (gone !== undefined) {
+      // Its departure is recorded now (it goes back to PENDING) if that could not be done when it happened.
+      this.safely('acceptor_left', () => this.acceptorLeft(this.open.get(requestId)!, gone));
+      throw precondition(`handoff '${requestId}' cannot be completed: the accepting agent '${record.acceptedBy}' is not registered or failed (${gone}); it goes back to PENDING for another agent`);
+    }
     const open = this.open.get(requestId)!;
     const hctx: CallContext = { ...ctx, correlationId: open.correlationId };
     let closing = false;
@@ -1011,6 +1078,14 @@ export class Handoffs implements HandoffQueries, TransferredWork, Disposable {
     for (const entry of this.deps.store.handoffs.listTransferred()) this.addTransfer(entry);
     const open = this.deps.store.handoffs.listOpen();
     for (const record of open) this.open.set(record.requestId, record);
+    // Accepted by an agent that left or failed while the coordinator was stopped (or whose departure was not recorded).
+    let returned = 0;
+    for (const record of open) {
+      const gone = this.acceptorGone(record);
+      if (gone === undefined) continue;
+      returned++;
+      this.safely('restore', () => this.acceptorLeft(record, gone));
+    }
     let expired = 0;
     for (const record of open) {
       const due = this.answerBy(record);
@@ -1022,7 +1097,7 @@ export class Handoffs implements HandoffQueries, TransferredWork, Disposable {
     if (open.length > 0 || this.transferred.size > 0) {
       this.deps.log.record({
         correlationId: ctx.correlationId, actor: ACTOR, eventType: 'handoff.restored',
-        details: { open: open.length, pending: open.filter((r) => r.state === 'PENDING').length, expired_while_stopped: expired, transferred: this.transferred.size },
+        details: { open: open.length, pending: open.filter((r) => r.state === 'PENDING').length, expired_while_stopped: expired, acceptor_gone: returned, transferred: this.transferred.size },
       });
     }
   }
