@@ -177,7 +177,7 @@ describe('HandoffService over gRPC (RFC §17.6)', function () {
     let err = await expectStatus(handoff.accept('h1', 'reviewer', mallory), grpc.status.PERMISSION_DENIED);
     assert.match(err.details, /acts as agent 'mallory'; the call acts as 'reviewer'/);
     err = await expectStatus(handoff.accept('h1', 'mallory', mallory), grpc.status.PERMISSION_DENIED);
-    assert.match(err.details, /^PERMISSION_DENIED: only the current target 'reviewer' may accept/);
+    assert.match(err.details, /^PERMISSION_DENIED: handoff 'h1' is not offered to 'mallory'/);
     err = await expectStatus(handoff.reject('h1', 'mallory', { rejection_reason: 'mine now' }, mallory), grpc.status.PERMISSION_DENIED);
     err = await expectStatus(handoff.pending('reviewer', mallory), grpc.status.PERMISSION_DENIED);
     const reviewer = host.coordinator.credentials.mintAgent('reviewer', 'test', 'reviewer', { correlationId: 'test' }).token;

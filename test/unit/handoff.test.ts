@@ -1,7 +1,7 @@
 import { strict as assert } from 'node:assert';
 import * as path from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
-import type { HandoffRequestInput } from '../../src/core/handoff/handoffs';
+import { delegationTree, type HandoffRequestInput } from '../../src/core/handoff/handoffs';
 import { HANDOFF_CONTEXT_CONTENT_TYPE, type HandoffRecord } from '../../src/core/handoff/model';
 import { NegotiationError, type Speaker } from '../../src/core/policy/speaker';
 import { STORE_FILE_NAME } from '../../src/core/store/sqliteStore';
@@ -213,10 +213,10 @@ describe('handoffs (RFC §17.6)', function () {
       agent('b');
       agent('c');
       request({ toAgent: 'b' });
-      await rejected(handoffs().accept('h1', 'c', as('c'), ctx()), 'permission', 'PERMISSION_DENIED', /only the current target 'b' may accept/);
+      await rejected(handoffs().accept('h1', 'c', as('c'), ctx()), 'permission', 'PERMISSION_DENIED', /handoff 'h1' is not offered to 'c'/);
       // An impostor naming the target is refused by its credential (the identity guard, and again here).
       await rejected(handoffs().accept('h1', 'b', as('c'), ctx()), 'permission', 'PERMISSION_DENIED', /may not accept as 'b'/);
-      refusal(() => reject('h1', 'c'), 'permission', 'PERMISSION_DENIED', /only the current target 'b' may reject/);
+      refusal(() => reject('h1', 'c'), 'permission', 'PERMISSION_DENIED', /handoff 'h1' is not offered to 'c'/);
       refusal(() => handoffs().complete('h1', 'COMPLETED', as('a'), ctx()), 'precondition', 'FAILED_PRECONDITION', /is PENDING: only an ACCEPTED handoff/);
       await rejected(handoffs().accept('nope', 'b', as('b'), ctx()), 'not_found', 'NOT_FOUND');
       await handoffs().accept('h1', 'b', as('b'), ctx());
@@ -578,7 +578,7 @@ describe('handoffs (RFC §17.6)', function () {
       assert.equal(r.toAgent, '');
       assert.deepEqual(r.attempts, []);
       assert.equal(events('handoff.requested')[0].details.via, 'operator');
-      await rejected(handoffs().accept('h1', 'b', as('b'), ctx()), 'precondition', 'FAILED_PRECONDITION', /waits for the operator/);
+      await rejected(handoffs().accept('h1', 'b', as('b'), ctx()), 'permission', 'PERMISSION_DENIED', /is not offered to 'b'/);
       const accepted = handoffs().acceptAsOperator('h1', 'alice', ctx());
       assert.equal(accepted.state, 'ACCEPTED');
       assert.equal(accepted.acceptedBy, 'operator:alice');
@@ -703,7 +703,8 @@ describe('handoffs (RFC §17.6)', function () {
       request({ requestId: 'h2', fromAgent: 'b', toAgent: 'c', parentRequestId: 'h1', correlationId: 'job-1/sub' });
       request({ requestId: 'h3', fromAgent: 'c', toAgent: 'd', parentRequestId: 'h2' });
       request({ requestId: 'h4', toAgent: 'd' });
-      refusal(() => handoffs().cancelDelegation('job-1', 'stop', 0, as('d'), ctx()), 'permission', 'PERMISSION_DENIED', /not a party of handoff 'h1'/);
+      const denial = refusal(() => handoffs().cancelDelegation('job-1', 'stop', 0, as('d'), ctx()), 'permission', 'PERMISSION_DENIED', /only the origin or the accepting agent of a delegation, or the operator, may cancel it/);
+      assert.doesNotMatch(denial.message, /h1|'a'|'b'/, 'an outsider learns no handoff id or party');
       const answer = handoffs().cancelDelegation('job-1', 'plans changed', 5_000, as('a'), ctx('cancel'));
       assert.deepEqual(answer, { acknowledged: true, message: 'cancelled 3 handoffs: h1, h2, h3' });
       for (const id of ['h1', 'h2', 'h3']) assert.equal(stored(id).state, 'CANCELLED', id);
@@ -827,6 +828,76 @@ describe('handoffs (RFC §17.6)', function () {
       assert.deepEqual(handoffs().pending('b', as('b')).map((r) => r.requestId), ['h1']);
       assert.equal(handoffs().cancelDelegation('h1', 'stop', 0, as('a'), ctx()).acknowledged, true);
       assert.equal(stored().state, 'CANCELLED');
+    });
+  });
+
+  describe('CancelDelegation: who may', () => {
+    beforeEach(() => start());
+
+    it('an agent cancels only the handoffs it is a party of: another requester sharing the correlation id cannot block it, nor be cancelled by it', () => {
+      agent('a');
+      agent('b');
+      agent('c');
+      agent('d');
+      request({ requestId: 'h1', fromAgent: 'a', toAgent: 'c', correlationId: 'shared' });
+      request({ requestId: 'h2', fromAgent: 'b', toAgent: 'd', correlationId: 'shared' });
+      assert.deepEqual(handoffs().cancelDelegation('shared', 'mine only', 0, as('a'), ctx()), { acknowledged: true, message: 'cancelled 1 handoff: h1' });
+      assert.equal(stored('h1').state, 'CANCELLED');
+      assert.equal(stored('h2').state, 'PENDING', "b's handoff is untouched");
+      assert.deepEqual(handoffs().cancelDelegation('shared', '', 0, as('b'), ctx()), { acknowledged: true, message: 'cancelled 1 handoff: h2' });
+    });
+
+    it('an agent only offered the handoff (not accepting it yet) may not cancel it; its acceptor, origin and the operator may', async () => {
+      agent('a');
+      agent('b');
+      request({ toAgent: 'b' });
+      refusal(() => handoffs().cancelDelegation('h1', 'not mine', 0, as('b'), ctx()), 'permission', 'PERMISSION_DENIED');
+      await handoffs().accept('h1', 'b', as('b'), ctx());
+      assert.equal(handoffs().cancelDelegation('h1', 'I cannot after all', 0, as('b'), ctx()).acknowledged, true);
+      request({ requestId: 'h2', toAgent: 'b' });
+      assert.equal(handoffs().cancelDelegation('h2', '', 0, OPERATOR, ctx()).acknowledged, true);
+    });
+
+    it('the cascade reads the open handoffs once (a parent → children map), however deep or wide the tree', () => {
+      const records = new Map<string, HandoffRecord>();
+      const make = (requestId: string, parentRequestId: string) => records.set(requestId, { requestId, parentRequestId } as HandoffRecord);
+      make('root', '');
+      for (let i = 0; i < 200; i++) make(`wide-${i}`, 'root');
+      for (let i = 0; i < 200; i++) make(`deep-${i}`, i === 0 ? 'root' : `deep-${i - 1}`);
+      let read = 0;
+      const counted: Iterable<HandoffRecord> = { *[Symbol.iterator]() { for (const r of records.values()) { read++; yield r; } } };
+      const tree = delegationTree([records.get('root')!], counted);
+      assert.equal(tree.length, 401);
+      assert.deepEqual(tree.slice(0, 2).map((c) => [c.record.requestId, c.parent]), [['root', ''], ['wide-0', 'root']]);
+      assert.deepEqual(tree.at(-1)!.record.requestId, 'deep-199');
+      assert.equal(tree.find((c) => c.record.requestId === 'deep-5')!.parent, 'deep-4');
+      assert.ok(read <= records.size, `read ${read} records for ${records.size} open ones`);
+    });
+  });
+
+  describe('what a refusal tells an outsider', () => {
+    beforeEach(() => start());
+
+    it('names no other agent\'s handoff, parties or state unless the caller is one of its parties (or the operator)', async () => {
+      agent('a');
+      agent('b');
+      agent('m');
+      request({ toAgent: 'b', correlationId: 'job' });
+      // m never took part in h1.
+      const dup = refusal(() => request({ fromAgent: 'm', toAgent: 'b', reason: 'other' }), 'exists', 'DUPLICATE_DETECTED', /request_id 'h1' was already used/);
+      assert.doesNotMatch(dup.message, /'a'|PENDING/);
+      assert.match(refusal(() => request({ toAgent: 'b', reason: 'other' }), 'exists', 'DUPLICATE_DETECTED').message, /from 'a', now PENDING/, 'its origin is told more');
+      const acc = await rejected(handoffs().accept('h1', 'm', as('m'), ctx()), 'permission', 'PERMISSION_DENIED', /handoff 'h1' is not offered to 'm'/);
+      assert.doesNotMatch(acc.message, /'b'/);
+      assert.doesNotMatch(refusal(() => reject('h1', 'm'), 'permission', 'PERMISSION_DENIED', /is not offered to 'm'/).message, /'b'/);
+      await handoffs().accept('h1', 'b', as('b'), ctx());
+      assert.doesNotMatch((await rejected(handoffs().accept('h1', 'm', as('m'), ctx()), 'permission', 'PERMISSION_DENIED')).message, /'b'/);
+      assert.doesNotMatch(refusal(() => handoffs().complete('h1', 'COMPLETED', as('m'), ctx()), 'permission', 'PERMISSION_DENIED', /only the parties of handoff 'h1'/).message, /'a'|'b'/);
+      assert.doesNotMatch(refusal(() => handoffs().cancelDelegation('job', '', 0, as('m'), ctx()), 'permission', 'PERMISSION_DENIED').message, /h1|'a'|'b'/);
+      handoffs().complete('h1', 'COMPLETED', as('a'), ctx());
+      assert.deepEqual(handoffs().cancelDelegation('h1', '', 0, as('m'), ctx()), { acknowledged: false, message: "no open handoff has correlation id or request id 'h1'" });
+      assert.deepEqual(handoffs().cancelDelegation('h1', '', 0, as('a'), ctx()), { acknowledged: false, message: "handoff 'h1' is COMPLETED: nothing to cancel" });
+      assert.doesNotMatch((await rejected(handoffs().accept('h1', 'm', as('m'), ctx()), 'permission', 'PERMISSION_DENIED')).message, /COMPLETED/);
     });
   });
 

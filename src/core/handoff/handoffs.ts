@@ -276,7 +276,8 @@ export class Handoffs implements HandoffQueries, TransferredWork, Disposable {
     if (existing) {
       // A retry whose answer was lost: the same request changes nothing, whatever became of it.
       if (existing.requestDigest === digest) return this.full(existing);
-      throw fail('exists', 'DUPLICATE_DETECTED', `request_id '${requestId}' was already used for another handoff (from '${existing.fromAgent}', now ${existing.state}); a new request needs a new request_id`);
+      const more = this.knows(existing, speaker) ? ` (from '${existing.fromAgent}', now ${existing.state})` : '';
+      throw fail('exists', 'DUPLICATE_DETECTED', `request_id '${requestId}' was already used for another handoff${more}; a new request needs a new request_id`);
     }
     const work = this.refusalFor(fromAgent, input.correlationId || input.taskId || requestId);
     if (work !== undefined) throw denied(work);
@@ -495,12 +496,15 @@ export class Handoffs implements HandoffQueries, TransferredWork, Disposable {
     if (!mayActAs(speaker, agentId)) throw denied(`${speakerName(speaker)} may not accept as '${agentId}'`);
     this.catchUp(requestId);
     const record = this.open.get(requestId);
+    const notOffered = () => denied(`handoff '${requestId}' is not offered to '${agentId}'`);
     if (!record) {
       const stored = this.deps.store.handoffs.get(requestId);
       if (!stored) throw fail('not_found', 'NOT_FOUND', `no handoff '${requestId}'`);
       if (stored.acceptedBy === agentId) return stored;
+      if (!this.knows(stored, speaker)) throw notOffered();
       throw precondition(`handoff '${requestId}' is ${stored.state}: it can no longer be accepted`);
     }
+    if (!this.knows(record, speaker)) throw notOffered();
     if (record.state === 'ACCEPTED') {
       if (record.acceptedBy === agentId) return this.deps.store.handoffs.get(requestId) ?? record;
       throw precondition(`handoff '${requestId}' was accepted by '${record.acceptedBy}'`);
@@ -638,6 +642,7 @@ export class Handoffs implements HandoffQueries, TransferredWork, Disposable {
     if (!record) throw fail('not_found', 'NOT_FOUND', `no handoff '${requestId}'`);
     // A retry of this agent's rejection (its answer was lost; the handoff may have moved on since): nothing changes.
     if (record.attempts.some((a) => a.agentId === agentId && (a.outcome === 'rejected' || a.outcome === 'redirected'))) return this.full(record);
+    if (!this.knows(record, speaker)) throw denied(`handoff '${requestId}' is not offered to '${agentId}'`);
     if (record.state !== 'PENDING') throw precondition(`handoff '${requestId}' is ${record.state}: it can no longer be rejected`);
     if (record.awaitingOperator) throw precondition(`handoff '${requestId}' waits for the operator; an agent may not reject it now`);
     if (record.toAgent !== agentId) throw denied(`only the current target '${record.toAgent}' may reject handoff '${requestId}'; '${agentId}' is not`);
@@ -935,7 +940,7 @@ export class Handoffs implements HandoffQueries, TransferredWork, Disposable {
     if (!record) throw fail('not_found', 'NOT_FOUND', `no handoff '${requestId}'`);
     const party = this.partyOf(record, speaker);
     if (party === undefined) {
-      throw denied(`only the parties of handoff '${requestId}' ('${record.fromAgent}', '${record.acceptedBy || record.toAgent}') or the operator may complete it; ${speakerName(speaker)} is neither`);
+      throw denied(`only the parties of handoff '${requestId}' (its origin and the agent that accepted it) or the operator may complete it; ${speakerName(speaker)} is neither`);
     }
     if (record.state === 'COMPLETED') return { success: true, message: `handoff '${requestId}' was already completed by ${record.completedBy}` };
     if (record.state !== 'ACCEPTED') throw precondition(`handoff '${requestId}' is ${record.state}: only an ACCEPTED handoff can be completed`);
@@ -976,6 +981,22 @@ export class Handoffs implements HandoffQueries, TransferredWork, Disposable {
     return { success: true, message: `handoff '${requestId}' completed: '${done.acceptedBy}' owns the work (correlation_id '${done.correlationId}')${task}` };
   }
 
+  /** Which party of `record` the agent `speaker` is for CancelDelegation: its origin or the agent that accepted it (not an agent only offered it). */
+  private cancellerOf(record: HandoffRecord, speaker: Speaker): string | undefined {
+    if (speaker.kind !== 'agent') return undefined;
+    return [record.fromAgent, record.acceptedBy].find((id) => id !== '' && !id.startsWith('operator:') && speaker.mayActAs(id));
+  }
+
+  /**
+   * Whether a refusal may tell `speaker` about `record` (its state, parties, target): the operator and the coordinator,
+   * its origin, an agent it was offered to, the agent that accepted it. Others learn only that the call was refused.
+   */
+  private knows(record: HandoffRecord, speaker: Speaker): boolean {
+    if (speaker.kind !== 'agent') return true;
+    return [record.fromAgent, record.acceptedBy, ...record.attempts.map((a) => a.agentId)]
+      .some((id) => id !== '' && !id.startsWith('operator:') && speaker.mayActAs(id));
+  }
+
   /** Who `speaker` is among the parties (the accepting agent first), `operator:<label>` for the operator, or undefined. */
   private partyOf(record: HandoffRecord, speaker: Speaker): string | undefined {
     if (speaker.kind === 'operator') return `operator:${speaker.label}`;
@@ -988,36 +1009,28 @@ export class Handoffs implements HandoffQueries, TransferredWork, Disposable {
   // ---------------------------------------------------------------- CancelDelegation
 
   /**
-   * CancelDelegation: the open handoffs whose correlation id (or request id) is `correlationId`, and, transitively, the
-   * open handoffs made under them (sw4rm-parent-request-id), end CANCELLED; every party is told (with grace_period_ms).
-   * Only a party of the delegation or the operator may. acknowledged=false when nothing open matched.
+   * CancelDelegation: the open handoffs whose correlation id (or request id) is `correlationId` and that the caller is a
+   * party of (its origin or the agent that accepted it; the operator: all of them), and, transitively, the open
+   * handoffs made under them (sw4rm-parent-request-id), end CANCELLED; every party is told (with grace_period_ms). An
+   * agent that is a party of none of the matches is refused (another requester's handoffs with the same correlation id
+   * neither block nor are cancelled). acknowledged=false when nothing open matched.
    */
   cancelDelegation(correlationId: string, reason: string, gracePeriodMs: number, speaker: Speaker, ctx: CallContext): { readonly acknowledged: boolean; readonly message: string } {
     const key = identifier('correlation_id', correlationId, LIMITS.correlation_id, true);
     const why = text('reason', reason, LIMITS.cancel_reason).trim();
     const grace = nonNegative('grace_period_ms', gracePeriodMs);
     if (grace > MAX_GRACE_PERIOD_MS) throw invalid(`grace_period_ms is ${grace}; at most ${MAX_GRACE_PERIOD_MS}`);
-    const roots = [...this.open.values()].filter((r) => r.correlationId === key || r.requestId === key);
-    if (roots.length === 0) {
+    const matches = [...this.open.values()].filter((r) => r.correlationId === key || r.requestId === key);
+    if (matches.length === 0) {
       const known = this.deps.store.handoffs.get(key);
-      return { acknowledged: false, message: known ? `handoff '${key}' is ${known.state}: nothing to cancel` : `no open handoff has correlation id or request id '${key}'` };
+      return { acknowledged: false, message: known && this.knows(known, speaker) ? `handoff '${key}' is ${known.state}: nothing to cancel` : `no open handoff has correlation id or request id '${key}'` };
     }
-    const outsider = roots.find((r) => speaker.kind === 'agent' && ![r.fromAgent, r.toAgent, r.acceptedBy].some((id) => id !== '' && !id.startsWith('operator:') && speaker.mayActAs(id)));
-    if (outsider) throw denied(`only a party of delegation '${key}' or the operator may cancel it; ${speakerName(speaker)} is not a party of handoff '${outsider.requestId}'`);
-    // The cascade: open handoffs whose parent is one being cancelled, breadth first.
-    const cancel: Array<{ record: OpenRecord; parent: string }> = roots.map((record) => ({ record, parent: '' }));
-    const seen = new Set(roots.map((r) => r.requestId));
-    for (let i = 0; i < cancel.length; i++) {
-      for (const child of this.open.values()) {
-        if (child.parentRequestId === cancel[i].record.requestId && !seen.has(child.requestId)) {
-          seen.add(child.requestId);
-          cancel.push({ record: child, parent: cancel[i].record.requestId });
-        }
-      }
+    const roots = speaker.kind === 'agent' ? matches.filter((r) => this.cancellerOf(r, speaker) !== undefined) : matches;
+    if (roots.length === 0) {
+      throw denied(`only the origin or the accepting agent of a delegation, or the operator, may cancel it; ${speakerName(speaker)} is neither for any open handoff with correlation id or request id '${key}'`);
     }
-    const by = speaker.kind === 'operator' ? `operator:${speaker.label}` : speaker.kind === 'agent'
-      ? [roots[0].fromAgent, roots[0].toAgent, roots[0].acceptedBy].find((id) => id !== '' && !id.startsWith('operator:') && speaker.mayActAs(id)) ?? speaker.label
-      : 'coordinator';
+    const cancel = delegationTree(roots, this.open.values());
+    const by = speaker.kind === 'operator' ? `operator:${speaker.label}` : speaker.kind === 'agent' ? this.cancellerOf(roots[0], speaker)! : 'coordinator';
     const drafts = cancel.map(({ record, parent }) => ({ draft: draftOf(record), parent }));
     this.deps.store.transaction(() => {
       for (const { draft, parent } of drafts) {
@@ -1298,4 +1311,30 @@ function fitNotice(payload: Record<string, unknown>): Record<string, unknown> {
   const cut: Record<string, unknown> = { ...payload, texts_cut: true };
   for (const key of ['reason', 'rejection_reason']) if (typeof cut[key] === 'string') cut[key] = (cut[key] as string).slice(0, 500);
   return cut;
+}
+
+/**
+ * CancelDelegation's cascade: `roots`, then, breadth first, every record of `open` made under one of them
+ * (parentRequestId), transitively, each with the parent it was reached from ('' for a root). Reads `open` once (a
+ * parent → children map), so a deep or wide delegation tree costs O(open handoffs).
+ */
+export function delegationTree(roots: readonly HandoffRecord[], open: Iterable<HandoffRecord>): Array<{ record: HandoffRecord; parent: string }> {
+  const children = new Map<string, HandoffRecord[]>();
+  for (const record of open) {
+    if (record.parentRequestId === '') continue;
+    const list = children.get(record.parentRequestId);
+    if (list) list.push(record);
+    else children.set(record.parentRequestId, [record]);
+  }
+  const tree: Array<{ record: HandoffRecord; parent: string }> = roots.map((record) => ({ record, parent: '' }));
+  const seen = new Set(roots.map((r) => r.requestId));
+  for (let i = 0; i < tree.length; i++) {
+    const parent = tree[i].record.requestId;
+    for (const child of children.get(parent) ?? []) {
+      if (seen.has(child.requestId)) continue;
+      seen.add(child.requestId);
+      tree.push({ record: child, parent });
+    }
+  }
+  return tree;
 }
