@@ -315,7 +315,7 @@ describe('handoffs (RFC §17.6)', function () {
       assert.match(JSON.stringify(events('handoff.rerouted')[1].details.notes), /redirect to 'nocap' not followed: it lacks review/);
     });
 
-    it('delegation_policy: allow_spillover_routing false never reroutes; max_redirects bounds the reroutes', () => {
+    it('delegation_policy: allow_spillover_routing false never reroutes; max_redirects bounds the redirects followed, not capability routing', () => {
       agent('a');
       agent('b');
       agent('c');
@@ -327,13 +327,27 @@ describe('handoffs (RFC §17.6)', function () {
       assert.equal(stored().attempts.length, 1);
       assert.match(String(events('handoff.rejected')[0].details.reason), /allow_spillover_routing is false/);
       request({ requestId: 'h2', delegationPolicy: { ...policy, allowSpilloverRouting: true, maxRedirects: 1 } });
-      const first = stored('h2').toAgent;
-      reject('h2', first);
-      const second = stored('h2').toAgent;
-      assert.notEqual(second, first);
-      reject('h2', second);
+      for (const target of ['b', 'c', 'd']) {
+        assert.equal(stored('h2').toAgent, target, 'capability routing is not a redirect');
+        reject('h2', target);
+      }
       assert.equal(stored('h2').state, 'REJECTED');
-      assert.equal(stored('h2').attempts.length, 2, 'one reroute only');
+      assert.equal(stored('h2').attempts.length, 3);
+    });
+
+    it('max_redirects counts the redirects followed: beyond it a redirect is noted and capability routing goes on', () => {
+      agent('a');
+      agent('b');
+      agent('c');
+      agent('y');
+      agent('z');
+      request({ toAgent: 'b', delegationPolicy: { maxRetriesOnOverloaded: 0, initialBackoffMs: 0, backoffMultiplier: 0, maxBackoffMs: 0, allowSpilloverRouting: true, maxRedirects: 1 } });
+      reject('h1', 'b', { redirectTo: 'z', code: 'REDIRECT' });
+      assert.equal(stored().toAgent, 'z');
+      reject('h1', 'z', { redirectTo: 'y', code: 'REDIRECT' });
+      assert.equal(stored().toAgent, 'c', 'the second redirect is not followed; the next capable agent is offered it');
+      assert.deepEqual(stored().attempts.map((a) => [a.agentId, a.via]), [['b', 'requested'], ['z', 'redirect'], ['c', 'capability']]);
+      assert.match(JSON.stringify(events('handoff.rerouted')[1].details.notes), /redirect to 'y' not followed: delegation_policy.max_redirects 1 reached/);
     });
 
     it('with rerouting off a rejection ends the handoff', () => {
@@ -688,6 +702,17 @@ describe('handoffs (RFC §17.6)', function () {
       assert.equal(h.agentState('a'), 'RUNNABLE', 'the origin is free again');
       assert.equal(h.scheduler.loadOf('a'), 0);
     });
+    it('a task the workflow engine submitted cannot be handed off (its node\'s agent is fixed by the definition)', () => {
+      agent('a');
+      agent('b');
+      const submitted = h.scheduler.submit({
+        taskId: 'wf:w1:review:1', target: 'a', priority: 0, params: Buffer.from('{"workflow_id":"w1"}'), contentType: 'application/json',
+        scope: 'resource:workflow:w1/review', submittedBy: 'workflow:w1',
+      }, ctx());
+      assert.ok(submitted.accepted);
+      refusal(() => request({ taskId: 'wf:w1:review:1', toAgent: 'b' }), 'precondition', 'FAILED_PRECONDITION',
+        /task 'wf:w1:review:1' was submitted by the workflow engine \(workflow:w1\).*resume the node instead/);
+    });
   });
 
   describe('CancelDelegation', () => {
@@ -701,6 +726,7 @@ describe('handoffs (RFC §17.6)', function () {
       request({ toAgent: 'b', correlationId: 'job-1' });
       await handoffs().accept('h1', 'b', as('b'), ctx());
       request({ requestId: 'h2', fromAgent: 'b', toAgent: 'c', parentRequestId: 'h1', correlationId: 'job-1/sub' });
+      await handoffs().accept('h2', 'c', as('c'), ctx());
       request({ requestId: 'h3', fromAgent: 'c', toAgent: 'd', parentRequestId: 'h2' });
       request({ requestId: 'h4', toAgent: 'd' });
       const denial = refusal(() => handoffs().cancelDelegation('job-1', 'stop', 0, as('d'), ctx()), 'permission', 'PERMISSION_DENIED', /only the origin or the accepting agent of a delegation, or the operator, may cancel it/);
@@ -828,6 +854,40 @@ describe('handoffs (RFC §17.6)', function () {
       assert.deepEqual(handoffs().pending('b', as('b')).map((r) => r.requestId), ['h1']);
       assert.equal(handoffs().cancelDelegation('h1', 'stop', 0, as('a'), ctx()).acknowledged, true);
       assert.equal(stored().state, 'CANCELLED');
+    });
+  });
+
+  describe('delegation trees (sw4rm-parent-request-id)', () => {
+    beforeEach(() => start());
+    const budget = (currentDepth: number, maxDelegationDepth = 0) => ({ tokenBudgetRemaining: 0, wallTimeRemainingMs: 0, deadlineEpochMs: 0, currentDepth, maxDelegationDepth });
+
+    it('the parent must be a handoff the requester accepted (ACCEPTED, or COMPLETED: the work is its own)', async () => {
+      agent('a');
+      agent('b');
+      agent('c');
+      request({ toAgent: 'b' });
+      const refused = /sw4rm-parent-request-id '(nope|h1)' is not a handoff 'b' has accepted/;
+      refusal(() => request({ requestId: 'h2', fromAgent: 'b', toAgent: 'c', parentRequestId: 'nope' }), 'precondition', 'FAILED_PRECONDITION', refused);
+      refusal(() => request({ requestId: 'h2', fromAgent: 'b', toAgent: 'c', parentRequestId: 'h1' }), 'precondition', 'FAILED_PRECONDITION', refused);
+      refusal(() => request({ requestId: 'h2', fromAgent: 'c', toAgent: 'b', parentRequestId: 'h1' }), 'precondition', 'FAILED_PRECONDITION', /not a handoff 'c' has accepted/);
+      await handoffs().accept('h1', 'b', as('b'), ctx());
+      assert.equal(request({ requestId: 'h2', fromAgent: 'b', toAgent: 'c', parentRequestId: 'h1' }).parentRequestId, 'h1');
+      handoffs().complete('h1', 'COMPLETED', as('a'), ctx());
+      assert.equal(request({ requestId: 'h3', fromAgent: 'b', toAgent: 'c', parentRequestId: 'h1' }).state, 'PENDING');
+    });
+
+    it('a child\'s current_depth must exceed its parent\'s; the parent\'s max_delegation_depth bounds the child (its depth, or the parent\'s + 1)', async () => {
+      agent('a');
+      agent('b');
+      agent('c');
+      request({ toAgent: 'b', budget: budget(1, 2) });
+      await handoffs().accept('h1', 'b', as('b'), ctx());
+      refusal(() => request({ requestId: 'h2', fromAgent: 'b', toAgent: 'c', parentRequestId: 'h1', budget: budget(1) }), 'invalid', 'VALIDATION_ERROR', /budget.current_depth 1 must exceed its parent's \(h1: 1\)/);
+      refusal(() => request({ requestId: 'h2', fromAgent: 'b', toAgent: 'c', parentRequestId: 'h1' }), 'precondition', 'VALIDATION_ERROR', /depth 2 has reached max_delegation_depth 2/);
+      refusal(() => request({ requestId: 'h2', fromAgent: 'b', toAgent: 'c', parentRequestId: 'h1', budget: budget(2, 5) }), 'precondition', 'VALIDATION_ERROR', /depth 2 has reached max_delegation_depth 2/);
+      request({ requestId: 'h3', fromAgent: 'a', toAgent: 'b', budget: budget(0, 0) });
+      await handoffs().accept('h3', 'b', as('b'), ctx());
+      assert.equal(request({ requestId: 'h4', fromAgent: 'b', toAgent: 'c', parentRequestId: 'h3' }).state, 'PENDING', 'no bound anywhere');
     });
   });
 

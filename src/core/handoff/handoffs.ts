@@ -138,6 +138,8 @@ export interface HandoffDeps {
 }
 
 const LIMITS = FIELD_LIMITS.handoff;
+/** TaskRecord.submittedBy of the tasks the workflow engine submits (`workflow:<workflow_id>`): they are not handed off. */
+const WORKFLOW_SUBMITTER = 'workflow:';
 const ACTOR = 'handoff';
 const EMPTY = Buffer.alloc(0);
 /** An in-memory record: everything but the context bytes (read from the store when needed). */
@@ -308,6 +310,7 @@ export class Handoffs implements HandoffQueries, TransferredWork, Disposable {
     const correlationId = identifier('sw4rm-correlation-id', input.correlationId, LIMITS.correlation_id, false) || taskId || requestId;
     const parentRequestId = identifier('sw4rm-parent-request-id', input.parentRequestId, LIMITS.request_id, false);
     if (parentRequestId === requestId) throw invalid('sw4rm-parent-request-id names the request itself');
+    if (parentRequestId !== '') this.checkParent(parentRequestId, fromAgent, budget);
     let worktree: HandoffWorktree | null = null;
     if (input.carryWorktree) {
       const place = this.deps.worktrees.placeOf(fromAgent);
@@ -421,10 +424,34 @@ export class Handoffs implements HandoffQueries, TransferredWork, Disposable {
     if (due !== null && due <= this.deps.clock.now()) this.timeUp(requestId);
   }
 
+  /**
+   * sw4rm-parent-request-id: a handoff the requester accepted (ACCEPTED, or COMPLETED: the work is now its own). Depth: a
+   * child's budget.current_depth must exceed its parent's; its depth (current_depth, or the parent's + 1 without a
+   * budget) must stay below max_delegation_depth — the child's, else the parent's — when one is set.
+   */
+  private checkParent(parentRequestId: string, fromAgent: string, budget: HandoffBudget | null): void {
+    const parent = this.open.get(parentRequestId) ?? this.deps.store.handoffs.get(parentRequestId);
+    if (!parent || parent.acceptedBy !== fromAgent || (parent.state !== 'ACCEPTED' && parent.state !== 'COMPLETED')) {
+      throw precondition(`sw4rm-parent-request-id '${parentRequestId}' is not a handoff '${fromAgent}' has accepted: a delegation is made under a handoff its requester accepted`);
+    }
+    const parentDepth = parent.budget?.currentDepth ?? 0;
+    if (budget && budget.currentDepth <= parentDepth) {
+      throw invalid(`budget.current_depth ${budget.currentDepth} must exceed its parent's (${parentRequestId}: ${parentDepth}): a delegation is one level deeper`);
+    }
+    const depth = budget ? budget.currentDepth : parentDepth + 1;
+    const max = budget && budget.maxDelegationDepth > 0 ? Math.min(budget.maxDelegationDepth, parent.budget?.maxDelegationDepth || Infinity) : parent.budget?.maxDelegationDepth ?? 0;
+    if (max > 0 && depth >= max) {
+      throw fail('precondition', 'VALIDATION_ERROR', `the delegation's depth ${depth} has reached max_delegation_depth ${max} (its parent ${parentRequestId} is at depth ${parentDepth}): the work may not be delegated further`);
+    }
+  }
+
   private checkTask(taskId: string, fromAgent: string): void {
     const task = this.deps.tasks.task(taskId);
     if (!task) throw fail('not_found', 'NOT_FOUND', `sw4rm-task-id '${taskId}' is not a task of the scheduler`);
     if (TERMINAL_TASK_STATES.has(task.state)) throw precondition(`sw4rm-task-id '${taskId}' already ended ${task.state}: there is nothing to hand off`);
+    if (task.submittedBy.startsWith(WORKFLOW_SUBMITTER)) {
+      throw precondition(`task '${taskId}' was submitted by the workflow engine (${task.submittedBy.slice(0, 200)}): the agent of a workflow node is fixed by the workflow's definition, so its task cannot be handed off; resume the node instead (ResumeWorkflow)`);
+    }
     if (task.assignedAgentId !== fromAgent && task.target !== fromAgent) {
       throw denied(`task '${taskId}' belongs to '${task.assignedAgentId || task.target}', not '${fromAgent}': only its agent may hand it off`);
     }
@@ -675,19 +702,20 @@ export class Handoffs implements HandoffQueries, TransferredWork, Disposable {
     const now = this.deps.clock.now();
     const policy = record.delegationPolicy;
     const tried = new Set([record.fromAgent, ...record.attempts.map((a) => a.agentId)]);
-    const reroutes = Math.max(0, record.attempts.length - 1);
+    const redirects = record.attempts.filter((a) => a.via === 'redirect').length;
     const deadline = this.deadlineOf(record.budget, record.requestedAt);
     const notes: string[] = [];
     let mayReroute = true;
     const waitLeft = (record.expiresAt === null || record.expiresAt > now) && (deadline === null || deadline > now);
     if (record.expiresAt !== null && record.expiresAt <= now) { mayReroute = false; notes.push(`the requester's wait ended at ${isoUtc(record.expiresAt)}`); }
     if (policy && !policy.allowSpilloverRouting) { mayReroute = false; notes.push('delegation_policy.allow_spillover_routing is false'); }
-    if (policy && policy.maxRedirects > 0 && reroutes >= policy.maxRedirects) { mayReroute = false; notes.push(`delegation_policy.max_redirects ${policy.maxRedirects} reached`); }
     if (record.attempts.length >= MAX_ATTEMPTS) { mayReroute = false; notes.push(`${MAX_ATTEMPTS} targets tried`); }
     if (deadline !== null && deadline <= now) { mayReroute = false; notes.push(`the budget's deadline ${isoUtc(deadline)} passed`); }
     let next: { agentId: string; via: 'redirect' | 'capability' } | undefined;
     if (mayReroute && redirectTo !== '') {
-      const why = this.redirectRefusal(record, redirectTo, tried);
+      const why = policy && policy.maxRedirects > 0 && redirects >= policy.maxRedirects
+        ? `delegation_policy.max_redirects ${policy.maxRedirects} reached`
+        : this.redirectRefusal(record, redirectTo, tried);
       if (why === undefined) next = { agentId: redirectTo, via: 'redirect' };
       else notes.push(`redirect to '${redirectTo}' not followed: ${why}`);
     }
