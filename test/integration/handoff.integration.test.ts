@@ -167,6 +167,47 @@ describe('HandoffService over gRPC (RFC §17.6)', function () {
     assert.equal((await handoff.cancel('nothing-like-this', 'x')).acknowledged, false);
   });
 
+  it('GetPendingHandoffs: the trailer sw4rm-pending-handoffs carries what HandoffRequest has no field for, keyed by request_id; sw4rm-pending-more', async () => {
+    await start();
+    await agent('origin', ['code']);
+    await agent('reviewer', ['review']);
+    await handoff.request(request({ to_agent: 'reviewer' }), { 'sw4rm-context-content-type': CONTEXT_TYPE, 'sw4rm-correlation-id': 'work-1' });
+    await handoff.request(request({ request_id: 'h-ü', to_agent: 'reviewer', priority: 3, context_snapshot: Buffer.from([1, 2]) }));
+    const { response, trailer } = await handoff.pendingWithTrailer('reviewer');
+    assert.deepEqual(response.pending_requests.map((p) => p.request_id), ['h1', 'h-ü']);
+    assert.deepEqual(trailer.get('sw4rm-pending-more'), ['0']);
+    const [raw] = trailer.get('sw4rm-pending-handoffs');
+    assert.match(String(raw), /^[\x20-\x7e]+$/, 'printable ASCII (non-ASCII escaped in the JSON)');
+    const extra = JSON.parse(String(raw)) as { more: number; handoffs: Record<string, Record<string, unknown>> };
+    assert.equal(extra.more, 0);
+    assert.deepEqual(Object.keys(extra.handoffs), ['h1', 'h-ü']);
+    const h1 = extra.handoffs.h1;
+    assert.deepEqual([h1.context_content_type, h1.correlation_id, h1.task_id, h1.parent_request_id, h1.carry_worktree, h1.attempt],
+      [CONTEXT_TYPE, 'work-1', '', '', null, 1]);
+    assert.match(String(h1.answer_by), /^\d{4}-\d\d-\d\dT/);
+    assert.match(String(h1.expires_at), /^\d{4}-\d\d-\d\dT/);
+    assert.equal(extra.handoffs['h-ü'].correlation_id, 'h-ü');
+  });
+
+  it('AcceptHandoff says accept: accepted false or rejection fields are refused; RejectHandoff with accepted true too', async () => {
+    await start();
+    await agent('origin', ['code']);
+    await agent('reviewer', ['review']);
+    await handoff.request(request({ to_agent: 'reviewer' }));
+    const accept = (extra: Record<string, unknown>) => handoff.call('AcceptHandoff', { request_id: 'h1', accepting_agent: 'reviewer', accepted: true, ...extra });
+    let err = await expectStatus(accept({ accepted: false }), grpc.status.INVALID_ARGUMENT);
+    assert.match(err.details, /^VALIDATION_ERROR: AcceptHandoff with accepted false/);
+    for (const extra of [{ rejection_reason: 'but no' }, { rejection_code: 'OVERLOADED' }, { retry_after_ms: 5 }, { redirect_to_agent_id: 'someone' }]) {
+      err = await expectStatus(accept(extra), grpc.status.INVALID_ARGUMENT);
+      assert.match(err.details, /^VALIDATION_ERROR: AcceptHandoff carries (rejection_reason|rejection_code|retry_after_ms|redirect_to_agent_id)/, JSON.stringify(extra));
+    }
+    err = await expectStatus(handoff.call('RejectHandoff', { request_id: 'h1', accepting_agent: 'reviewer', accepted: true, rejection_reason: 'no' }), grpc.status.INVALID_ARGUMENT);
+    assert.match(err.details, /^VALIDATION_ERROR: RejectHandoff with accepted true/);
+    assert.equal(host.coordinator.handoffs.get('h1')!.state, 'PENDING', 'nothing was decided');
+    await handoff.accept('h1', 'reviewer');
+    assert.equal(host.coordinator.handoffs.get('h1')!.state, 'ACCEPTED');
+  });
+
   it('an impostor cannot accept, reject or complete someone else\'s handoff; the credential\'s own agent is not the target either', async () => {
     await start();
     await agent('origin', ['code']);

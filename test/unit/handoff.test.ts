@@ -118,10 +118,10 @@ describe('handoffs (RFC §17.6)', function () {
       assert.equal(requested.details.to_agent, 'b');
       assert.equal((requested.details.notification as { sent: boolean }).sent, true);
 
-      const pending = handoffs().pending('b', as('b'));
+      const pending = handoffs().pending('b', as('b')).records;
       assert.deepEqual(pending.map((p) => p.requestId), ['h1']);
       assert.deepEqual(JSON.parse(pending[0].context.toString()), CONTEXT);
-      assert.deepEqual(handoffs().pending('a', as('a')), []);
+      assert.deepEqual(handoffs().pending('a', as('a')), { records: [], more: 0 });
       refusal(() => handoffs().pending('b', as('a')), 'permission', 'PERMISSION_DENIED');
 
       const accepted = await handoffs().accept('h1', 'b', as('b'), ctx('accept'));
@@ -129,7 +129,7 @@ describe('handoffs (RFC §17.6)', function () {
       assert.equal(accepted.acceptedBy, 'b');
       assert.equal(accepted.expiresAt, null);
       assert.deepEqual(accepted.attempts.map((a) => [a.agentId, a.outcome, a.via]), [['b', 'accepted', 'requested']]);
-      assert.deepEqual(handoffs().pending('b', as('b')), [], 'no longer pending');
+      assert.deepEqual(handoffs().pending('b', as('b')).records, [], 'no longer pending');
       assert.deepEqual(notices('a', 'handoff_status').map((n) => [n.body.event, n.body.status, n.envelope.correlationId]), [['accepted', 'ACCEPTED', 'h1']]);
       // Accepting again (a retry) is answered with the same record.
       assert.equal((await handoffs().accept('h1', 'b', as('b'), ctx())).state, 'ACCEPTED');
@@ -294,7 +294,7 @@ describe('handoffs (RFC §17.6)', function () {
       assert.equal(events('handoff.rejected').length, 1);
       assert.match(String(events('handoff.rejected')[0].details.reason), /rejected by 'c'; not offered to anyone else: no agent holding review can take the handoff now \(b: tried already; c: tried already\)/);
       assert.deepEqual(notices('a', 'handoff_status').map((n) => [n.body.event, n.body.status, n.body.rejection_reason]), [['rerouted', 'PENDING', 'too busy'], ['rejected', 'REJECTED', 'not my area']]);
-      assert.deepEqual(handoffs().pending('c', as('c')), []);
+      assert.deepEqual(handoffs().pending('c', as('c')).records, []);
     });
 
     it('a redirect to a capable agent is the next target; an incapable one is noted and capability routing goes on', () => {
@@ -450,6 +450,54 @@ describe('handoffs (RFC §17.6)', function () {
       });
       assert.equal(stored().state, 'REJECTED');
       assert.deepEqual(stored().attempts.map((a) => [a.agentId, a.outcome]), [['b', 'left']]);
+    });
+  });
+
+  describe('GetPendingHandoffs is bounded', () => {
+    it('answers at most 3.5 MiB of handoffs, highest priority then oldest first, and says how many more remain', () => {
+      start();
+      agent('a');
+      agent('b');
+      const MiB = 1024 * 1024;
+      for (const [requestId, priority] of [['h1', 0], ['h2', -5], ['h3', 0], ['h4', 5], ['h5', -5]] as const) {
+        request({ requestId, toAgent: 'b', priority, contextContentType: '', context: Buffer.alloc(MiB, requestId.charCodeAt(1)) });
+        h.clock.advance(10);
+      }
+      const page = handoffs().pending('b', as('b'));
+      assert.deepEqual(page.records.map((r) => r.requestId), ['h2', 'h5', 'h1']);
+      assert.equal(page.more, 2);
+      assert.ok(page.records.reduce((n, r) => n + r.context.byteLength, 0) <= 3.5 * MiB);
+      assert.equal(page.records[0].context.byteLength, MiB, 'contexts whole');
+      reject('h2', 'b');
+      reject('h5', 'b');
+      assert.deepEqual(handoffs().pending('b', as('b')).records.map((r) => r.requestId), ['h1', 'h3', 'h4']);
+      assert.equal(handoffs().pending('b', as('b')).more, 0);
+    });
+
+    it('one handoff larger than the budget is still answered (alone)', () => {
+      start();
+      agent('a');
+      agent('b');
+      request({ toAgent: 'b', contextContentType: '', context: Buffer.alloc(1024 * 1024) });
+      request({ requestId: 'h2', toAgent: 'b' });
+      const page = handoffs().pending('b', as('b'), 1000);
+      assert.deepEqual([page.records.map((r) => r.requestId), page.more], [['h1'], 1]);
+    });
+
+    it('an agent waits to answer at most maxPendingPerTarget handoffs: a named target beyond it is BUFFER_FULL; routing and redirects pass it by', () => {
+      start({ maxPendingPerTarget: 2 });
+      agent('a');
+      agent('b');
+      agent('c');
+      request({ requestId: 'h1', toAgent: 'b' });
+      request({ requestId: 'h2', toAgent: 'b' });
+      refusal(() => request({ requestId: 'h3', toAgent: 'b' }), 'exhausted', 'BUFFER_FULL', /to_agent 'b' already has 2 handoffs waiting for its answer \(at most 2\)/);
+      assert.equal(request({ requestId: 'h4' }).toAgent, 'c', 'capability routing passes b by');
+      request({ requestId: 'h5', toAgent: 'c' });
+      refusal(() => request({ requestId: 'h6' }), 'precondition', 'NO_ROUTE', /b: 2 handoffs waiting for its answer/);
+      reject('h4', 'c', { redirectTo: 'b' });
+      assert.equal(stored('h4').state, 'REJECTED');
+      assert.match(String(events('handoff.rejected')[0].details.reason), /redirect to 'b' not followed: it has 2 handoffs waiting for its answer/);
     });
   });
 
@@ -665,7 +713,7 @@ describe('handoffs (RFC §17.6)', function () {
       assert.equal(offer.body.context, null);
       assert.equal(offer.body.context_bytes, ctxOf(big).byteLength);
       assert.ok(offer.envelope.payload.byteLength <= 32 * 1024);
-      assert.deepEqual(JSON.parse(handoffs().pending('b', as('b'))[0].context.toString()), big);
+      assert.deepEqual(JSON.parse(handoffs().pending('b', as('b')).records[0].context.toString()), big);
     });
   });
 
@@ -783,7 +831,7 @@ describe('handoffs (RFC §17.6)', function () {
       failPuts();
       await assert.rejects(handoffs().accept('h1', 'b', as('b'), ctx()), /the disk says no/);
       assert.equal(stored().state, 'PENDING');
-      assert.deepEqual(handoffs().pending('b', as('b')).map((r) => r.requestId), ['h1'], 'still pending in memory');
+      assert.deepEqual(handoffs().pending('b', as('b')).records.map((r) => r.requestId), ['h1'], 'still pending in memory');
       assert.equal((await handoffs().accept('h1', 'b', as('b'), ctx())).state, 'ACCEPTED');
       assert.equal(stored().state, 'ACCEPTED');
       assert.equal(events('handoff.accepted').length, 1);
@@ -851,7 +899,7 @@ describe('handoffs (RFC §17.6)', function () {
       failPuts();
       assert.throws(() => handoffs().cancelDelegation('h1', 'stop', 0, as('a'), ctx()), /the disk says no/);
       assert.equal(stored().state, 'PENDING');
-      assert.deepEqual(handoffs().pending('b', as('b')).map((r) => r.requestId), ['h1']);
+      assert.deepEqual(handoffs().pending('b', as('b')).records.map((r) => r.requestId), ['h1']);
       assert.equal(handoffs().cancelDelegation('h1', 'stop', 0, as('a'), ctx()).acknowledged, true);
       assert.equal(stored().state, 'CANCELLED');
     });
@@ -981,7 +1029,7 @@ describe('handoffs (RFC §17.6)', function () {
         assert.ok(h.registry.heartbeat(id, 'RUNNABLE', {}, ctx()));
       }
       assert.equal(events('handoff.restored').at(-1)!.details.pending, 1);
-      assert.deepEqual(handoffs().pending('b', as('b')).map((r) => r.requestId), ['h1'], 'b finds it after the restart');
+      assert.deepEqual(handoffs().pending('b', as('b')).records.map((r) => r.requestId), ['h1'], 'b finds it after the restart');
       assert.equal(stored('h3').state, 'ACCEPTED');
       assertRefused(h.send(h.envelope('a', { correlationId: 'w2' }), 'b'), 'PERMISSION_DENIED', /handoff h2 completed/);
       h.clock.advance(TIMEOUT - 4_000 - 1);

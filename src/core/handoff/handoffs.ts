@@ -75,6 +75,11 @@ export interface HandoffOptions {
   /** Open (PENDING or ACCEPTED) handoffs at most, in all and per requesting agent; beyond, RequestHandoff is refused BUFFER_FULL. */
   readonly maxOpen: number;
   readonly maxOpenPerAgent: number;
+  /**
+   * PENDING handoffs waiting for one agent's answer at most: a named target beyond it is refused BUFFER_FULL, capability
+   * routing and redirects pass it by (GetPendingHandoffs stays answerable).
+   */
+  readonly maxPendingPerTarget: number;
 }
 
 export const DEFAULT_HANDOFF_OPTIONS: HandoffOptions = {
@@ -86,6 +91,7 @@ export const DEFAULT_HANDOFF_OPTIONS: HandoffOptions = {
   retentionDays: 30,
   maxOpen: 10_000,
   maxOpenPerAgent: 256,
+  maxPendingPerTarget: 64,
 };
 
 /** The bounds of the options a setting or a flag may give. */
@@ -94,6 +100,13 @@ export const HANDOFF_OPTION_BOUNDS = {
   retentionDays: { min: 1, max: 3650 },
 } as const;
 
+/**
+ * GetPendingHandoffs answers at most this many bytes of handoffs (contexts and fields, estimated): most gRPC clients
+ * receive 4 MiB at most. One handoff is always answered, however large (its context is at most 1 MiB).
+ */
+export const PENDING_ANSWER_BYTES = 3.5 * 1024 * 1024;
+/** What a listed handoff costs besides its context, reason and capabilities (ids, budget, policy, framing), estimated. */
+const PENDING_RECORD_OVERHEAD = 2048;
 /** Targets tried at most per handoff (the first included); then it ends as if no agent could take it. */
 export const MAX_ATTEMPTS = 32;
 /** CancelDelegation's grace_period_ms at most (forwarded to the parties; README, "Handoffs"). */
@@ -257,14 +270,26 @@ export class Handoffs implements HandoffQueries, TransferredWork, Disposable {
 
   /**
    * GetPendingHandoffs: the PENDING handoffs whose current target is `agentId` (context included), by priority (-19
-   * first) then age. Only the agent itself (or the operator) may ask.
+   * first) then age, as many as fit `maxBytes` (at least one); `more`: how many were left out (the agent answers these
+   * and asks again). Only the agent itself (or the operator) may ask. A time that ran out is decided first.
    */
-  pending(agentId: string, speaker: Speaker): HandoffRecord[] {
+  pending(agentId: string, speaker: Speaker, maxBytes = PENDING_ANSWER_BYTES): { readonly records: HandoffRecord[]; readonly more: number } {
     identifier('agent_id', agentId, LIMITS.agent_id, true);
     if (!mayActAs(speaker, agentId)) throw denied(`${speakerName(speaker)} may not read the pending handoffs of '${agentId}'`);
-    const mine = [...this.open.values()].filter((r) => r.state === 'PENDING' && !r.awaitingOperator && r.toAgent === agentId)
-      .sort((a, b) => a.priority - b.priority || a.requestedAt - b.requestedAt || (a.requestId < b.requestId ? -1 : 1));
-    return mine.map((r) => this.deps.store.handoffs.get(r.requestId)).filter((r): r is HandoffRecord => r !== undefined);
+    const waiting = () => [...this.open.values()].filter((r) => r.state === 'PENDING' && !r.awaitingOperator && r.toAgent === agentId);
+    for (const r of waiting()) this.catchUp(r.requestId);
+    const mine = waiting().sort((a, b) => a.priority - b.priority || a.requestedAt - b.requestedAt || (a.requestId < b.requestId ? -1 : 1));
+    const records: HandoffRecord[] = [];
+    let bytes = 0;
+    for (const r of mine) {
+      const cost = r.contextBytes + Buffer.byteLength(r.reason) + r.capabilitiesRequired.reduce((n, c) => n + c.length, 0) + PENDING_RECORD_OVERHEAD;
+      if (records.length > 0 && bytes + cost > maxBytes) break;
+      const full = this.deps.store.handoffs.get(r.requestId);
+      if (!full) continue;
+      records.push(full);
+      bytes += cost;
+    }
+    return { records, more: mine.length - records.length };
   }
 
   // ---------------------------------------------------------------- RequestHandoff
@@ -473,7 +498,23 @@ export class Handoffs implements HandoffQueries, TransferredWork, Disposable {
     if (cap > 0 && carried >= cap) {
       throw fail('exhausted', 'OVERLOADED', `to_agent '${agentId}' takes at most ${cap} delegations at once (max_concurrent_delegations) and has ${carried}`);
     }
+    const waiting = this.waitingFor(agentId);
+    if (waiting >= this.options.maxPendingPerTarget) {
+      throw fail('exhausted', 'BUFFER_FULL', `to_agent '${agentId}' already has ${waiting} handoffs waiting for its answer (at most ${this.options.maxPendingPerTarget}); try again later or another agent`);
+    }
     return agentId;
+  }
+
+  /** PENDING handoffs offered to `agentId` (waiting for its answer). */
+  private waitingFor(agentId: string): number {
+    let n = 0;
+    for (const r of this.open.values()) if (r.state === 'PENDING' && !r.awaitingOperator && r.toAgent === agentId) n++;
+    return n;
+  }
+
+  /** Why `agentId` may not be offered another handoff now (maxPendingPerTarget), or undefined. */
+  private fullUp(agentId: string, waiting = this.waitingFor(agentId)): string | undefined {
+    return waiting >= this.options.maxPendingPerTarget ? `${waiting} handoffs waiting for its answer (at most ${this.options.maxPendingPerTarget})` : undefined;
   }
 
   /** Why no agent could be chosen, for the NO_ROUTE refusal: the registered agents that hold the capabilities and why each is out. */
@@ -485,7 +526,7 @@ export class Handoffs implements HandoffQueries, TransferredWork, Disposable {
       const id = a.descriptor.agentId;
       if (tried.has(id)) return `${id}: tried already`;
       const cap = a.descriptor.maxConcurrentDelegations;
-      return `${id}: ${unavailability(a) ?? (cap > 0 && this.handoffLoad(id) >= cap ? `at its max_concurrent_delegations (${cap})` : 'available')}`;
+      return `${id}: ${unavailability(a) ?? (cap > 0 && this.handoffLoad(id) >= cap ? `at its max_concurrent_delegations (${cap})` : this.fullUp(id) ?? 'available')}`;
     });
     return `no agent ${wanted} can take the handoff now (${why.join('; ')}${capable.length > 5 ? `; and ${capable.length - 5} more` : ''})`;
   }
@@ -493,12 +534,15 @@ export class Handoffs implements HandoffQueries, TransferredWork, Disposable {
   private candidates(capabilities: readonly string[], exclude: ReadonlySet<string>) {
     // One pass over the open handoffs for every agent's count (not one per agent).
     const carried = new Map<string, number>();
+    const waiting = new Map<string, number>();
     for (const r of this.open.values()) {
       const holder = r.state === 'PENDING' ? r.toAgent : r.acceptedBy;
       if (holder !== '') carried.set(holder, (carried.get(holder) ?? 0) + 1);
+      if (r.state === 'PENDING' && holder !== '' && !r.awaitingOperator) waiting.set(holder, (waiting.get(holder) ?? 0) + 1);
     }
+    const full = [...waiting].filter(([, n]) => n >= this.options.maxPendingPerTarget).map(([id]) => id);
     return rankCandidates({
-      agents: this.deps.agents.list(), required: capabilities, exclude,
+      agents: this.deps.agents.list(), required: capabilities, exclude: full.length === 0 ? exclude : new Set([...exclude, ...full]),
       tasks: (id) => this.deps.tasks.loadOf(id), handoffs: (id) => carried.get(id) ?? 0,
     });
   }
@@ -777,7 +821,8 @@ export class Handoffs implements HandoffQueries, TransferredWork, Disposable {
     if (down) return down;
     const cap = agent.descriptor.maxConcurrentDelegations;
     if (cap > 0 && this.handoffLoad(agentId) >= cap) return `it is at its max_concurrent_delegations (${cap})`;
-    return undefined;
+    const full = this.fullUp(agentId);
+    return full === undefined ? undefined : `it has ${full}`;
   }
 
   /** Inside a transaction: the handoff ends (REJECTED, EXPIRED, CANCELLED) with its event and the requester's notice. */
