@@ -278,10 +278,58 @@ describe('HandoffService over gRPC (RFC §17.6)', function () {
       assert.equal((await status('reviewer')).state, 'SWITCH_PENDING');
       host.coordinator.hitl.decide(record.worktree!.invocationId, { action: 'approve', rationale: 'the reviewer takes over the work' }, 'editor:test', { correlationId: 'test' });
       await pollUntil('the switch is granted', async () => ((await status('reviewer')).state === 'BOUND_NON_HOME' ? true : undefined), 10_000);
+      const followed = host.coordinator.handoffs.get('h1')!;
+      assert.equal(followed.worktree?.outcome, 'switched', 'the handoff follows the decision');
+      assert.equal(followed.state, 'ACCEPTED');
+      const told = await inboxes.get('origin')!.waitFor(notice('handoff_status', 'h1', 'worktree'), 10_000, 'the worktree status');
+      assert.equal((jsonPayload<Record<string, unknown>>(told.msg)!.worktree as Record<string, unknown>).outcome, 'switched');
+      assert.equal(host.coordinator.log.query({ eventType: 'handoff.worktree_switched', limit: 10 }).length, 1);
       const reviewerStatus = await status('reviewer');
       assert.equal(reviewerStatus.worktree_id, 'origin', 'the reviewer works in the sender\'s worktree');
       assert.equal(host.coordinator.worktrees.worktreePathOf('reviewer'), host.coordinator.worktrees.worktreePathOf('origin'));
       assert.ok(fs.existsSync(path.join(host.coordinator.worktrees.worktreePathOf('reviewer')!, 'README.md')));
+    });
+
+    it('a switch denied: the handoff follows (switch_refused, the receiver stays in its home) and the origin is told', async () => {
+      assert.equal((await worktrees.call<{ ok: boolean }>('Bind', { agent_id: 'reviewer', repo_id: 'app', worktree_id: '' })).ok, true);
+      await handoff.request(request({ to_agent: 'reviewer' }), { 'sw4rm-handoff-worktree': 'carry' });
+      await handoff.accept('h1', 'reviewer');
+      const invocationId = host.coordinator.handoffs.get('h1')!.worktree!.invocationId;
+      assert.equal(host.coordinator.hitl.get(invocationId)!.context.facts.handoff_request_id, 'h1', 'the approval names the handoff');
+      host.coordinator.hitl.decide(invocationId, { action: 'deny', rationale: 'not in my worktree' }, 'editor:test', { correlationId: 'test' });
+      await pollUntil('the handoff follows', async () => (host.coordinator.handoffs.get('h1')!.worktree?.outcome === 'switch_refused' ? true : undefined), 10_000);
+      assert.equal((await status('reviewer')).state, 'BOUND_HOME');
+      const told = await inboxes.get('origin')!.waitFor(notice('handoff_status', 'h1', 'worktree'), 10_000, 'the worktree status');
+      assert.match(String((jsonPayload<Record<string, unknown>>(told.msg)!.worktree as Record<string, unknown>).detail), /not granted/);
+    });
+
+    it('CancelDelegation after the accept withdraws the pending switch; one a crash left behind is withdrawn at the next start', async () => {
+      assert.equal((await worktrees.call<{ ok: boolean }>('Bind', { agent_id: 'reviewer', repo_id: 'app', worktree_id: '' })).ok, true);
+      await handoff.request(request({ to_agent: 'reviewer' }), { 'sw4rm-handoff-worktree': 'carry' });
+      await handoff.accept('h1', 'reviewer');
+      const first = host.coordinator.handoffs.get('h1')!.worktree!.invocationId;
+      assert.equal((await handoff.cancel('h1', 'plans changed')).acknowledged, true);
+      assert.equal(host.coordinator.hitl.get(first)!.state, 'cancelled');
+      assert.equal(host.coordinator.handoffs.get('h1')!.worktree?.outcome, 'withdrawn');
+      await pollUntil('the reviewer is home again', async () => ((await status('reviewer')).state === 'BOUND_HOME' ? true : undefined), 10_000);
+
+      // The same, but the withdrawal does not happen (as if the process died right after the cancel's commit).
+      await handoff.request(request({ request_id: 'h2', to_agent: 'reviewer' }), { 'sw4rm-handoff-worktree': 'carry' });
+      await handoff.accept('h2', 'reviewer');
+      const second = host.coordinator.handoffs.get('h2')!.worktree!.invocationId;
+      const hitl = host.coordinator.hitl;
+      const cancel = hitl.cancel.bind(hitl);
+      hitl.cancel = () => { throw new Error('the process died here'); };
+      assert.equal((await handoff.cancel('h2', 'plans changed')).acknowledged, true);
+      hitl.cancel = cancel;
+      assert.equal(host.coordinator.hitl.get(second)!.state, 'pending', 'orphaned');
+      for (const c of closers.splice(0)) c.close();
+      for (const inbox of inboxes.values()) inbox.close();
+      inboxes.clear();
+      await stopHost(host);
+      await start({ workspaceFolders: [repo] });
+      assert.equal(host.coordinator.hitl.get(second)!.state, 'cancelled', 'withdrawn at start');
+      assert.equal(host.coordinator.worktrees.status('reviewer').state, 'BOUND_HOME');
     });
 
     it('an UNBOUND receiver: refused while the worktree is the sender\'s home; bound to it (BIND) once the sender let go', async () => {

@@ -132,10 +132,16 @@ export interface HandoffTasks {
 export interface HandoffWorktrees {
   placeOf(agentId: string): { readonly repoId: string; readonly worktreeId: string; readonly branch: string } | undefined;
   status(agentId: string): BindingStatus;
+  list(): BindingStatus[];
   bind(agentId: string, repoId: string, worktreeId: string, ctx: CallContext, within?: (b: BindingStatus) => void): Promise<BindingStatus>;
-  requestSwitch(agentId: string, targetWorktreeId: string, ctx: CallContext, options: { requiresHitl?: boolean; reason?: string },
-    within?: (b: BindingStatus) => void): Promise<BindingStatus>;
+  requestSwitch(agentId: string, targetWorktreeId: string, ctx: CallContext,
+    options: { requiresHitl?: boolean; reason?: string; facts?: Readonly<Record<string, string>> }, within?: (b: BindingStatus) => void): Promise<BindingStatus>;
+  /** Fires after every committed change of a binding (a carried worktree's switch decided). */
+  readonly onDidChange: Event<BindingStatus>;
 }
+
+/** The fact a carried worktree's switch request names its handoff by (README, "Handoffs"). */
+export const SWITCH_HANDOFF_FACT = 'handoff_request_id';
 
 export interface HandoffDeps {
   readonly store: HandoffStorage;
@@ -146,8 +152,10 @@ export interface HandoffDeps {
   readonly outbox: CoordinatorOutbox;
   readonly tasks: HandoffTasks;
   readonly worktrees: HandoffWorktrees;
-  /** HitlService.cancel: a switch asked for a carry whose accept could not be committed is withdrawn. */
+  /** HitlService.cancel: a carried worktree's switch the handoff no longer waits for is withdrawn. */
   readonly cancelInvocation: (invocationId: string, by: string, reason: string, ctx: CallContext) => void;
+  /** HitlService.get: an invocation's state and facts (a switch's SWITCH_HANDOFF_FACT), undefined when unknown. */
+  readonly invocation: (invocationId: string) => { readonly state: string; readonly facts: Readonly<Record<string, unknown>> } | undefined;
 }
 
 const LIMITS = FIELD_LIMITS.handoff;
@@ -245,6 +253,7 @@ export class Handoffs implements HandoffQueries, TransferredWork, Disposable {
   constructor(private readonly deps: HandoffDeps, private readonly options: HandoffOptions = DEFAULT_HANDOFF_OPTIONS) {
     this.pruning = schedulePruning(deps.clock, HANDOFF_RETENTION_INTERVAL_MS, () => this.pruneEnded());
     this.subscriptions.push(deps.agents.onDidChange((change) => this.safely('agent_change', () => this.onAgentChange(change))));
+    this.subscriptions.push(deps.worktrees.onDidChange((binding) => this.safely('worktree_change', () => this.followSwitch(binding.agentId))));
   }
 
   // ---------------------------------------------------------------- queries
@@ -642,7 +651,7 @@ export class Handoffs implements HandoffQueries, TransferredWork, Disposable {
       let switched: BindingStatus;
       try {
         switched = await this.deps.worktrees.requestSwitch(agentId, carry.worktreeId, ctx,
-          { reason: `handoff ${record.requestId} from ${record.fromAgent} carries its worktree` },
+          { reason: `handoff ${record.requestId} from ${record.fromAgent} carries its worktree`, facts: { [SWITCH_HANDOFF_FACT]: record.requestId } },
           within('switch_pending', (b) => `'${agentId}' asked to switch into it (SWITCH_REQUEST, BOUND_HOME → SWITCH_PENDING; HITL WORKTREE_OVERRIDE ${b.switch?.invocationId ?? ''})`));
       } catch (err) {
         undo();
@@ -650,14 +659,11 @@ export class Handoffs implements HandoffQueries, TransferredWork, Disposable {
         if (done) return done;
         throw refuse(`the worktree state machine refused the switch of '${agentId}' into it: ${(err as Error).message}`);
       }
-      if (!committed && switched.switch) {
-        // The handoff changed while git ran (expired, rejected, rerouted): the switch asked for it is withdrawn.
-        try {
-          this.deps.cancelInvocation(switched.switch.invocationId, ACTOR, `handoff ${record.requestId} was no longer acceptable`, ctx);
-        } catch (err) {
-          this.deps.log.internalError(ACTOR, record.correlationId, err, { request_id: record.requestId, during: 'withdraw switch' });
-        }
-      }
+      // The handoff changed while git ran (expired, rejected, rerouted): the switch asked for it is withdrawn (after a
+      // crash here, by restore: its invocation names the handoff, which does not wait for it).
+      if (!committed && switched.switch) this.withdrawSwitch(switched.switch.invocationId, record.requestId, 'it was no longer acceptable', ctx);
+      // A switch decided as it was asked (a policy rule) is followed at once.
+      if (committed) this.followSwitch(agentId);
     } else {
       throw refuse(`'${agentId}' is ${binding.state} in repository '${binding.repoId}': the worktree state machine (RFC §16.2) carries a worktree only into an UNBOUND agent (BIND) or one BOUND_HOME in the same repository (SWITCH_REQUEST)`);
     }
@@ -981,8 +987,11 @@ export class Handoffs implements HandoffQueries, TransferredWork, Disposable {
   private acceptorLeft(record: OpenRecord, why: string): void {
     const ctx: CallContext = { correlationId: record.correlationId };
     const acceptor = record.acceptedBy;
+    const pendingSwitch = record.worktree?.outcome === 'switch_pending' ? record.worktree.invocationId : '';
     this.change(record, (draft) => {
       const now = this.deps.clock.now();
+      // The next acceptor is carried into the worktree afresh; the departed one's switch is withdrawn (below).
+      if (draft.worktree) Object.assign(draft.worktree, { outcome: '', detail: '', invocationId: '' });
       const accepted = [...draft.attempts].reverse().find((a) => a.outcome === 'accepted' && a.agentId === acceptor);
       if (accepted) {
         accepted.outcome = 'left';
@@ -993,8 +1002,75 @@ export class Handoffs implements HandoffQueries, TransferredWork, Disposable {
       draft.acceptedBy = '';
       draft.expiresAt = this.expiryOf(draft, now);
       draft.updatedAt = now;
-      this.next(draft, 'acceptor_left', ACTOR, ctx, { acceptor_left: acceptor, left_reason: why.slice(0, 500) });
+      this.next(draft, 'acceptor_left', ACTOR, ctx, { acceptor_left: acceptor, left_reason: why.slice(0, 500), withdrawn_switch: pendingSwitch || undefined });
     });
+    if (pendingSwitch) this.withdrawSwitch(pendingSwitch, record.requestId, `its accepting agent '${acceptor}' ${why}`, ctx);
+  }
+
+  // ---------------------------------------------------------------- a carried worktree's switch
+
+  /**
+   * The binding of `agentId` changed: an ACCEPTED handoff it accepted whose carried worktree's switch was pending
+   * follows the decision — `switched` (BOUND_NON_HOME in that worktree) or `switch_refused` (denied, cancelled, timed
+   * out: back home) — in one transaction with its event, and the origin is told (`handoff_status` event `worktree`).
+   */
+  private followSwitch(agentId: string): void {
+    for (const record of [...this.open.values()]) {
+      const carry = record.worktree;
+      if (record.state !== 'ACCEPTED' || record.acceptedBy !== agentId || !carry || carry.outcome !== 'switch_pending') continue;
+      const b = this.deps.worktrees.status(agentId);
+      if (b.state === 'SWITCH_PENDING' && b.switch?.invocationId === carry.invocationId) continue;
+      const switched = b.state === 'BOUND_NON_HOME' && b.repoId === carry.repoId && b.worktreeId === carry.worktreeId;
+      const decided = this.deps.invocation(carry.invocationId);
+      const ctx: CallContext = { correlationId: record.correlationId };
+      this.change(record, (draft) => {
+        const w = draft.worktree!;
+        w.outcome = switched ? 'switched' : 'switch_refused';
+        w.detail = switched
+          ? `'${agentId}' works in it (the switch was granted${b.nonHomeUntil !== null ? ` until ${isoUtc(b.nonHomeUntil)}` : ''})`
+          : `the switch into it was not granted (HITL WORKTREE_OVERRIDE ${carry.invocationId} ${decided?.state ?? 'gone'}); '${agentId}' is ${b.state}${b.worktreeId ? ` in '${b.worktreeId}'` : ''}`;
+        draft.updatedAt = this.deps.clock.now();
+        this.deps.store.handoffs.put(draft);
+        const worktree = { repo_id: w.repoId, worktree_id: w.worktreeId, outcome: w.outcome, detail: w.detail, invocation_id: w.invocationId };
+        const notice = this.notifyParty(draft, draft.fromAgent, 'worktree', { worktree }, ctx);
+        this.record(draft, ACTOR, switched ? 'handoff.worktree_switched' : 'handoff.worktree_switch_refused', {
+          accepted_by: agentId, worktree, binding_state: b.state, invocation_state: decided?.state, requester_notice: notice,
+        }, switched ? 'INFO' : 'WARN');
+      });
+    }
+  }
+
+  /** Withdraws a carried worktree's pending switch the handoff no longer waits for (HITL cancel; the binding goes home). */
+  private withdrawSwitch(invocationId: string, requestId: string, why: string, ctx: CallContext): void {
+    try {
+      if (this.deps.invocation(invocationId)?.state !== 'pending') return;
+      this.deps.cancelInvocation(invocationId, ACTOR, `handoff ${requestId} no longer waits for this switch: ${why}`, ctx);
+    } catch (err) {
+      this.deps.log.internalError(ACTOR, ctx.correlationId, err, { request_id: requestId, invocation_id: invocationId, during: 'withdraw switch' });
+    }
+  }
+
+  /**
+   * At start: a switch a handoff asked for (its invocation names the handoff) that the handoff does not wait for (any
+   * more: cancelled, rerouted, its acceptor gone — the process died before the withdrawal) is withdrawn; one decided while
+   * nobody listened is followed. Bounded by the bindings (one per agent). Answers how many were withdrawn.
+   */
+  private reconcileSwitches(): number {
+    let withdrawn = 0;
+    for (const b of this.deps.worktrees.list()) {
+      if (b.state !== 'SWITCH_PENDING' || !b.switch) continue;
+      const invocation = this.deps.invocation(b.switch.invocationId);
+      const requestId = invocation?.facts[SWITCH_HANDOFF_FACT];
+      if (invocation?.state !== 'pending' || typeof requestId !== 'string') continue;
+      const r = this.open.get(requestId) ?? this.deps.store.handoffs.get(requestId);
+      const waits = r !== undefined && (r.state === 'ACCEPTED' || r.state === 'COMPLETED') && r.acceptedBy === b.agentId
+        && r.worktree?.outcome === 'switch_pending' && r.worktree.invocationId === b.switch.invocationId;
+      if (waits) continue;
+      withdrawn++;
+      this.withdrawSwitch(b.switch.invocationId, requestId, `found at start: it is ${r?.state ?? 'gone'}`, { correlationId: r?.correlationId ?? requestId });
+    }
+    for (const r of [...this.open.values()]) if (r.state === 'ACCEPTED' && r.worktree?.outcome === 'switch_pending') this.safely('restore', () => this.followSwitch(r.acceptedBy));
+    return withdrawn;
   }
 
   // ---------------------------------------------------------------- CompleteHandoff
@@ -1105,12 +1181,17 @@ export class Handoffs implements HandoffQueries, TransferredWork, Disposable {
     const cancel = delegationTree(roots, this.open.values());
     const by = speaker.kind === 'operator' ? `operator:${speaker.label}` : speaker.kind === 'agent' ? this.cancellerOf(roots[0], speaker)! : 'coordinator';
     const drafts = cancel.map(({ record, parent }) => ({ draft: draftOf(record), parent }));
+    const withdraw: Array<{ invocationId: string; requestId: string; correlationId: string }> = [];
     this.deps.store.transaction(() => {
       for (const { draft, parent } of drafts) {
         const attempt = currentAttempt(draft);
         if (attempt) {
           attempt.outcome = 'cancelled';
           attempt.endedAt = this.deps.clock.now();
+        }
+        if (draft.worktree?.outcome === 'switch_pending') {
+          withdraw.push({ invocationId: draft.worktree.invocationId, requestId: draft.requestId, correlationId: draft.correlationId });
+          Object.assign(draft.worktree, { outcome: 'withdrawn', detail: `the switch into it (HITL WORKTREE_OVERRIDE ${draft.worktree.invocationId}) was withdrawn: the handoff was cancelled` });
         }
         const text = `cancelled by ${by}${parent ? ` (cascade: its parent '${parent}' was cancelled)` : ''}${why ? `: ${why}` : ''}`;
         this.end(draft, 'CANCELLED', by, text, { ...ctx, correlationId: draft.correlationId },
@@ -1119,6 +1200,7 @@ export class Handoffs implements HandoffQueries, TransferredWork, Disposable {
       }
     });
     for (const { draft } of drafts) this.install(draft);
+    for (const w of withdraw) this.withdrawSwitch(w.invocationId, w.requestId, 'it was cancelled', { ...ctx, correlationId: w.correlationId });
     return { acknowledged: true, message: `cancelled ${cancel.length} handoff${cancel.length === 1 ? '' : 's'}: ${cancel.map((c) => c.record.requestId).join(', ').slice(0, 2000)}` };
   }
 
@@ -1172,6 +1254,7 @@ export class Handoffs implements HandoffQueries, TransferredWork, Disposable {
       returned++;
       this.safely('restore', () => this.acceptorLeft(record, gone));
     }
+    const withdrawn = this.reconcileSwitches();
     let expired = 0;
     for (const record of open) {
       const due = this.answerBy(record);
@@ -1180,10 +1263,10 @@ export class Handoffs implements HandoffQueries, TransferredWork, Disposable {
       if (due <= this.deps.clock.now()) this.timeUp(record.requestId);
       else this.armTimer(record);
     }
-    if (open.length > 0 || this.transferred.size > 0) {
+    if (open.length > 0 || this.transferred.size > 0 || withdrawn > 0) {
       this.deps.log.record({
         correlationId: ctx.correlationId, actor: ACTOR, eventType: 'handoff.restored',
-        details: { open: open.length, pending: open.filter((r) => r.state === 'PENDING').length, expired_while_stopped: expired, acceptor_gone: returned, transferred: this.transferred.size },
+        details: { open: open.length, pending: open.filter((r) => r.state === 'PENDING').length, expired_while_stopped: expired, acceptor_gone: returned, switches_withdrawn: withdrawn, transferred: this.transferred.size },
       });
     }
   }

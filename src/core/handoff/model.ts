@@ -51,10 +51,12 @@ export interface HandoffWorktree {
   /**
    * '' until accepted; `bound`: the receiver was UNBOUND and is now bound with it as its home (BIND); `switch_pending`:
    * the receiver was bound at its own home in the same repository and asked to switch into it (SWITCH_REQUEST, decided
-   * through HITL WORKTREE_OVERRIDE: `invocationId`); `already_there`: the receiver works in it already; `not_applicable`:
-   * the operator accepted (no agent to bind).
+   * through HITL WORKTREE_OVERRIDE: `invocationId`), then — followed while the handoff is ACCEPTED — `switched` (granted:
+   * it works there) or `switch_refused` (denied, cancelled or timed out: it stays in its home), or `withdrawn` (the
+   * handoff was cancelled first: the switch was withdrawn); `already_there`: the receiver works in it already;
+   * `not_applicable`: the operator accepted (no agent to bind). Back to '' when the handoff returns to PENDING.
    */
-  outcome: '' | 'bound' | 'switch_pending' | 'already_there' | 'not_applicable';
+  outcome: '' | 'bound' | 'switch_pending' | 'switched' | 'switch_refused' | 'withdrawn' | 'already_there' | 'not_applicable';
   detail: string;
   invocationId: string;
 }
