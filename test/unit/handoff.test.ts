@@ -5,6 +5,8 @@ import { delegationTree, type HandoffRequestInput } from '../../src/core/handoff
 import { HANDOFF_CONTEXT_CONTENT_TYPE, type HandoffRecord } from '../../src/core/handoff/model';
 import { NegotiationError, type Speaker } from '../../src/core/policy/speaker';
 import { STORE_FILE_NAME } from '../../src/core/store/sqliteStore';
+import { COORDINATOR_SCHEMA } from '../../src/core/coordinatorStore';
+import { HANDOFF_SQL } from '../../src/core/handoff/sqliteHandoffRepository';
 import type { CollectingSink } from '../support/routerHarness';
 import { assertRefused, ctx, json, settle } from '../support/routerHarness';
 import { SchedulerHarness } from '../support/schedulerHarness';
@@ -1046,6 +1048,53 @@ describe('handoffs (RFC §17.6)', function () {
       h.restart(() => h.clock.advance(TIMEOUT * 2));
       assert.equal(stored().state, 'EXPIRED');
       assert.equal(events('handoff.restored').at(-1)!.details.expired_while_stopped, 1);
+    });
+  });
+
+  describe('the transferred work in memory is bounded', () => {
+    async function transfer(requestId: string, correlationId: string): Promise<void> {
+      request({ requestId, toAgent: 'b', correlationId });
+      await handoffs().accept(requestId, 'b', as('b'), ctx());
+      handoffs().complete(requestId, 'COMPLETED', as('a'), ctx());
+      h.clock.advance(1);
+    }
+
+    it('keeps the newest maxTransfersInMemory; an older transfer is still refused through an indexed store lookup, also after a restart', async () => {
+      start({ maxTransfersInMemory: 2 });
+      agent('a');
+      agent('b');
+      agent('c');
+      const repo = h.store.handoffs;
+      const lookup = repo.transferred.bind(repo);
+      let lookups = 0;
+      repo.transferred = (from, correlationId) => { lookups++; return lookup(from, correlationId); };
+      await transfer('h1', 'w1');
+      await transfer('h2', 'w2');
+      h.sendData('c', 'b', { correlationId: 'w1' });
+      assertRefused(h.send(h.envelope('a', { correlationId: 'w1' }), 'c'), 'PERMISSION_DENIED', /handoff h1 completed/);
+      assert.equal(lookups, 0, 'under the cap the store is never asked');
+      await transfer('h3', 'w3');
+      assert.equal(handoffs().transfersInMemory(), 2);
+      for (const [w, id] of [['w1', 'h1'], ['w2', 'h2'], ['w3', 'h3']]) {
+        assertRefused(h.send(h.envelope('a', { correlationId: w }), 'c'), 'PERMISSION_DENIED', new RegExp(`handoff ${id} completed: b owns this work`));
+      }
+      assert.equal(lookups, 1, 'only the transfer beyond the cap was looked up');
+      h.sendData('a', 'c', { correlationId: 'other' });
+      h.restart();
+      agent('a');
+      agent('c');
+      assert.equal(handoffs().transfersInMemory(), 2);
+      assertRefused(h.send(h.envelope('a', { correlationId: 'w1' }), 'c'), 'PERMISSION_DENIED', /handoff h1 completed/);
+      assert.equal(events('handoff.restored').at(-1)!.details.transfers_beyond_memory, true);
+    });
+
+    it('the store lookup of a transfer reads an index', () => {
+      start();
+      const db = new DatabaseSync(':memory:');
+      for (const step of COORDINATOR_SCHEMA) for (const sql of step.statements) db.exec(sql);
+      const lines = (db.prepare(`EXPLAIN QUERY PLAN ${HANDOFF_SQL.transferred}`).all('a', 'w') as Array<{ detail: string }>).map((r) => r.detail);
+      assert.ok(lines.some((l) => /USING (COVERING )?INDEX handoffs_transferred/.test(l)), lines.join(' | '));
+      assert.ok(lines.every((l) => !/^SCAN handoffs\b(?!.*INDEX)/.test(l)), lines.join(' | '));
     });
   });
 

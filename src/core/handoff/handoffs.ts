@@ -80,6 +80,11 @@ export interface HandoffOptions {
    * routing and redirects pass it by (GetPendingHandoffs stays answerable).
    */
   readonly maxPendingPerTarget: number;
+  /**
+   * Completed transfers the router's refusal keeps in memory (the newest); once more were ever completed, a message that
+   * misses memory is looked up in the store (an indexed lookup).
+   */
+  readonly maxTransfersInMemory: number;
 }
 
 export const DEFAULT_HANDOFF_OPTIONS: HandoffOptions = {
@@ -92,6 +97,7 @@ export const DEFAULT_HANDOFF_OPTIONS: HandoffOptions = {
   maxOpen: 10_000,
   maxOpenPerAgent: 256,
   maxPendingPerTarget: 64,
+  maxTransfersInMemory: 100_000,
 };
 
 /** The bounds of the options a setting or a flag may give. */
@@ -243,9 +249,14 @@ export class Handoffs implements HandoffQueries, TransferredWork, Disposable {
   /** Open (PENDING or ACCEPTED) handoffs by request id, without their context bytes. */
   private readonly open = new Map<string, OpenRecord>();
   private readonly timers = new Map<string, Disposable>();
-  /** (from_agent, correlation_id) of COMPLETED handoffs → the router's refusal text; by request id for retention. */
-  private readonly transferred = new Map<string, string>();
+  /**
+   * The newest maxTransfersInMemory COMPLETED handoffs by (from_agent, correlation_id), for the router's refusal;
+   * `transferKeys` by request id, oldest first (eviction, retention). `beyondMemory`: more were ever completed than
+   * memory keeps, so a miss asks the store.
+   */
+  private readonly transferred = new Map<string, TransferredEntry>();
   private readonly transferKeys = new Map<string, string>();
+  private beyondMemory = false;
   private readonly subscriptions: Disposable[] = [];
   private readonly pruning: Disposable;
   private disposed = false;
@@ -266,15 +277,27 @@ export class Handoffs implements HandoffQueries, TransferredWork, Disposable {
     return this.deps.store.handoffs.get(requestId);
   }
 
-  /** TransferredWork: the router asks this of every message an agent sends (O(1); nothing at all while none completed). */
+  /**
+   * TransferredWork: the router asks this of every message an agent sends. A map lookup (nothing at all while none
+   * completed); only once more transfers were completed than memory keeps does a miss ask the store (an indexed lookup).
+   */
   refusalFor(producerId: string, correlationId: string): string | undefined {
-    if (this.transferred.size === 0) return undefined;
-    return this.transferred.get(transferKey(producerId, correlationId));
+    if (this.transferred.size === 0 && !this.beyondMemory) return undefined;
+    const entry = this.transferred.get(transferKey(producerId, correlationId));
+    if (entry) return transferRefusal(entry);
+    if (!this.beyondMemory) return undefined;
+    const stored = this.deps.store.handoffs.transferred(producerId, correlationId);
+    return stored && transferRefusal(stored);
   }
 
   /** Open handoffs (tests and the editor's counts). */
   openCount(): number {
     return this.open.size;
+  }
+
+  /** Completed transfers held in memory (at most maxTransfersInMemory). */
+  transfersInMemory(): number {
+    return this.transferred.size;
   }
 
   /**
@@ -1243,7 +1266,9 @@ export class Handoffs implements HandoffQueries, TransferredWork, Disposable {
 
   /** At start: open handoffs back in memory with their timers (a passed expiry decided now), the transferred work rebuilt. */
   restore(ctx: CallContext): void {
-    for (const entry of this.deps.store.handoffs.listTransferred()) this.addTransfer(entry);
+    const newest = this.deps.store.handoffs.listTransferred(this.options.maxTransfersInMemory + 1);
+    this.beyondMemory = newest.length > this.options.maxTransfersInMemory;
+    for (const entry of newest.slice(0, this.options.maxTransfersInMemory).reverse()) this.addTransfer(entry);
     const open = this.deps.store.handoffs.listOpen();
     for (const record of open) this.open.set(record.requestId, record);
     // Accepted by an agent that left or failed while the coordinator was stopped (or whose departure was not recorded).
@@ -1266,7 +1291,7 @@ export class Handoffs implements HandoffQueries, TransferredWork, Disposable {
     if (open.length > 0 || this.transferred.size > 0 || withdrawn > 0) {
       this.deps.log.record({
         correlationId: ctx.correlationId, actor: ACTOR, eventType: 'handoff.restored',
-        details: { open: open.length, pending: open.filter((r) => r.state === 'PENDING').length, expired_while_stopped: expired, acceptor_gone: returned, switches_withdrawn: withdrawn, transferred: this.transferred.size },
+        details: { open: open.length, pending: open.filter((r) => r.state === 'PENDING').length, expired_while_stopped: expired, acceptor_gone: returned, switches_withdrawn: withdrawn, transferred: this.transferred.size, transfers_beyond_memory: this.beyondMemory },
       });
     }
   }
@@ -1286,11 +1311,7 @@ export class Handoffs implements HandoffQueries, TransferredWork, Disposable {
         }
         return pruned;
       });
-      for (const entry of result.transferred) {
-        const k = this.transferKeys.get(entry.requestId);
-        if (k !== undefined && this.transferred.get(k) === transferRefusal(entry)) this.transferred.delete(k);
-        this.transferKeys.delete(entry.requestId);
-      }
+      for (const entry of result.transferred) this.dropTransfer(entry.requestId);
       return result.more;
     } catch (err) {
       this.deps.log.internalError(ACTOR, 'handoff-retention', err);
@@ -1352,10 +1373,23 @@ export class Handoffs implements HandoffQueries, TransferredWork, Disposable {
     this.changed.fire({ requestId, state: stored?.state ?? 'CANCELLED' });
   }
 
+  /** A completed transfer into memory; beyond maxTransfersInMemory the oldest leaves it (and misses ask the store from then on). */
   private addTransfer(entry: TransferredEntry): void {
     const k = transferKey(entry.fromAgent, entry.correlationId);
-    this.transferred.set(k, transferRefusal(entry));
+    this.transferred.set(k, entry);
+    this.transferKeys.delete(entry.requestId);
     this.transferKeys.set(entry.requestId, k);
+    while (this.transferKeys.size > this.options.maxTransfersInMemory) {
+      const oldest = this.transferKeys.keys().next().value!;
+      this.dropTransfer(oldest);
+      this.beyondMemory = true;
+    }
+  }
+
+  private dropTransfer(requestId: string): void {
+    const k = this.transferKeys.get(requestId);
+    if (k !== undefined && this.transferred.get(k)?.requestId === requestId) this.transferred.delete(k);
+    this.transferKeys.delete(requestId);
   }
 
   /** The stored record (with its context), or the memory one when the store has none (never: a committed change). */

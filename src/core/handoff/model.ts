@@ -160,8 +160,10 @@ export interface HandoffRepository {
   listOpen(): HandoffRecord[];
   /** The newest `limit` handoffs, open ones first, then by updatedAt descending; contexts cut to LISTED_CONTEXT_BYTES. */
   listRecent(limit: number): HandoffRecord[];
-  /** Every COMPLETED handoff (the router's TransferredWork is rebuilt from them at start). */
-  listTransferred(): TransferredEntry[];
+  /** The newest `limit` COMPLETED handoffs, newest first (the router's TransferredWork is rebuilt from them at start). */
+  listTransferred(limit: number): TransferredEntry[];
+  /** The newest COMPLETED handoff of `fromAgent` with `correlationId` (an indexed lookup), or undefined. */
+  transferred(fromAgent: string, correlationId: string): TransferredEntry | undefined;
   /**
    * Terminal handoffs ended before `before`, at most `limit` deleted; answers how many, whether more are due, and the
    * COMPLETED ones among them (their transferred-work refusals end with them).
@@ -182,7 +184,8 @@ export interface HandoffChange {
 /**
  * The router asks this before it admits a message: after a handoff COMPLETED, its origin may no longer act on the
  * transferred work (RFC §17.6). Answers the refusal's text when `producerId` sending about `correlationId` is such an
- * origin, else undefined. O(1): it runs on every message.
+ * origin, else undefined. It runs on every message: a map lookup (the newest transfers; an indexed store lookup on a
+ * miss only once more were completed than memory keeps).
  */
 export interface TransferredWork {
   refusalFor(producerId: string, correlationId: string): string | undefined;
