@@ -378,6 +378,16 @@ describe('handoffs (RFC §17.6)', function () {
       assert.equal(stored().toAgent, 'c');
       assert.equal(stored().attempts[1].outcome, '');
     });
+
+    it('a target that goes FAILED: the handoff moves to the next candidate too', () => {
+      agent('a');
+      agent('b');
+      agent('c');
+      request({ toAgent: 'b' });
+      for (const to of ['SCHEDULED', 'RUNNING', 'FAILED_STATE']) assert.ok(h.registry.transition('b', to, { by: 'task', reason: 'crashed' }, ctx()).ok, to);
+      assert.equal(stored().toAgent, 'c');
+      assert.deepEqual(stored().attempts.map((a) => [a.agentId, a.outcome, a.reason]), [['b', 'left', 'failed (lifecycle state FAILED)'], ['c', '', '']]);
+    });
   });
 
   describe('the accepting agent leaves', () => {
