@@ -124,8 +124,8 @@ Options:
                             (refused PERMISSION_DENIED without it)
   --negotiation-policy <file>  negotiation policy JSON (README, "Negotiation policy") with the keys
                             ${POLICY_SETTING_KEYS.join(', ')}; laid over the stored policy
-  --handoff-timeout <s>     seconds the target of a handoff has to answer when the request names no
-                            timeout (default ${DEFAULT_HANDOFF_OPTIONS.defaultTimeoutMs / 1000}, ${HANDOFF_OPTION_BOUNDS.defaultTimeoutSeconds.min}-${HANDOFF_OPTION_BOUNDS.defaultTimeoutSeconds.max})
+  --handoff-timeout <s>     seconds the requester of a handoff waits for an acceptance when the request
+                            names no timeout (default ${DEFAULT_HANDOFF_OPTIONS.defaultTimeoutMs / 1000}, ${HANDOFF_OPTION_BOUNDS.defaultTimeoutSeconds.min}-${HANDOFF_OPTION_BOUNDS.defaultTimeoutSeconds.max})
   --no-handoff-reroute      a rejected or timed-out handoff ends there (default: it is offered to the
                             next capable agent)
   --handoff-to-operator     a handoff no agent can take waits for a person (the operator) instead of

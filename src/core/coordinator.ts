@@ -206,6 +206,10 @@ export class Coordinator {
       store: this.store, log: this.log, clock: this.clock, ids: this.ids, agents: this.registry, outbox: this.router, tasks: this.scheduler,
       worktrees: this.worktrees,
       cancelInvocation: (id, by, reason, ctx) => { this.hitl.cancel(id, by, reason, ctx); },
+      invocation: (id) => {
+        const invocation = this.hitl.get(id);
+        return invocation && { state: invocation.state, facts: invocation.context.facts };
+      },
     }, { ...DEFAULT_HANDOFF_OPTIONS, ...options.handoffs });
     this.transferGuard = this.router.guardTransferredWork(this.handoffs);
     this.negotiations.restore({ correlationId: this.ids.uuid() });

@@ -167,6 +167,47 @@ describe('HandoffService over gRPC (RFC §17.6)', function () {
     assert.equal((await handoff.cancel('nothing-like-this', 'x')).acknowledged, false);
   });
 
+  it('GetPendingHandoffs: the trailer sw4rm-pending-handoffs carries what HandoffRequest has no field for, keyed by request_id; sw4rm-pending-more', async () => {
+    await start();
+    await agent('origin', ['code']);
+    await agent('reviewer', ['review']);
+    await handoff.request(request({ to_agent: 'reviewer' }), { 'sw4rm-context-content-type': CONTEXT_TYPE, 'sw4rm-correlation-id': 'work-1' });
+    await handoff.request(request({ request_id: 'h-ü', to_agent: 'reviewer', priority: 3, context_snapshot: Buffer.from([1, 2]) }));
+    const { response, trailer } = await handoff.pendingWithTrailer('reviewer');
+    assert.deepEqual(response.pending_requests.map((p) => p.request_id), ['h1', 'h-ü']);
+    assert.deepEqual(trailer.get('sw4rm-pending-more'), ['0']);
+    const [raw] = trailer.get('sw4rm-pending-handoffs');
+    assert.match(String(raw), /^[\x20-\x7e]+$/, 'printable ASCII (non-ASCII escaped in the JSON)');
+    const extra = JSON.parse(String(raw)) as { more: number; handoffs: Record<string, Record<string, unknown>> };
+    assert.equal(extra.more, 0);
+    assert.deepEqual(Object.keys(extra.handoffs), ['h1', 'h-ü']);
+    const h1 = extra.handoffs.h1;
+    assert.deepEqual([h1.context_content_type, h1.correlation_id, h1.task_id, h1.parent_request_id, h1.carry_worktree, h1.attempt],
+      [CONTEXT_TYPE, 'work-1', '', '', null, 1]);
+    assert.match(String(h1.answer_by), /^\d{4}-\d\d-\d\dT/);
+    assert.match(String(h1.expires_at), /^\d{4}-\d\d-\d\dT/);
+    assert.equal(extra.handoffs['h-ü'].correlation_id, 'h-ü');
+  });
+
+  it('AcceptHandoff says accept: accepted false or rejection fields are refused; RejectHandoff with accepted true too', async () => {
+    await start();
+    await agent('origin', ['code']);
+    await agent('reviewer', ['review']);
+    await handoff.request(request({ to_agent: 'reviewer' }));
+    const accept = (extra: Record<string, unknown>) => handoff.call('AcceptHandoff', { request_id: 'h1', accepting_agent: 'reviewer', accepted: true, ...extra });
+    let err = await expectStatus(accept({ accepted: false }), grpc.status.INVALID_ARGUMENT);
+    assert.match(err.details, /^VALIDATION_ERROR: AcceptHandoff with accepted false/);
+    for (const extra of [{ rejection_reason: 'but no' }, { rejection_code: 'OVERLOADED' }, { retry_after_ms: 5 }, { redirect_to_agent_id: 'someone' }]) {
+      err = await expectStatus(accept(extra), grpc.status.INVALID_ARGUMENT);
+      assert.match(err.details, /^VALIDATION_ERROR: AcceptHandoff carries (rejection_reason|rejection_code|retry_after_ms|redirect_to_agent_id)/, JSON.stringify(extra));
+    }
+    err = await expectStatus(handoff.call('RejectHandoff', { request_id: 'h1', accepting_agent: 'reviewer', accepted: true, rejection_reason: 'no' }), grpc.status.INVALID_ARGUMENT);
+    assert.match(err.details, /^VALIDATION_ERROR: RejectHandoff with accepted true/);
+    assert.equal(host.coordinator.handoffs.get('h1')!.state, 'PENDING', 'nothing was decided');
+    await handoff.accept('h1', 'reviewer');
+    assert.equal(host.coordinator.handoffs.get('h1')!.state, 'ACCEPTED');
+  });
+
   it('an impostor cannot accept, reject or complete someone else\'s handoff; the credential\'s own agent is not the target either', async () => {
     await start();
     await agent('origin', ['code']);
@@ -177,7 +218,7 @@ describe('HandoffService over gRPC (RFC §17.6)', function () {
     let err = await expectStatus(handoff.accept('h1', 'reviewer', mallory), grpc.status.PERMISSION_DENIED);
     assert.match(err.details, /acts as agent 'mallory'; the call acts as 'reviewer'/);
     err = await expectStatus(handoff.accept('h1', 'mallory', mallory), grpc.status.PERMISSION_DENIED);
-    assert.match(err.details, /^PERMISSION_DENIED: only the current target 'reviewer' may accept/);
+    assert.match(err.details, /^PERMISSION_DENIED: handoff 'h1' is not offered to 'mallory'/);
     err = await expectStatus(handoff.reject('h1', 'mallory', { rejection_reason: 'mine now' }, mallory), grpc.status.PERMISSION_DENIED);
     err = await expectStatus(handoff.pending('reviewer', mallory), grpc.status.PERMISSION_DENIED);
     const reviewer = host.coordinator.credentials.mintAgent('reviewer', 'test', 'reviewer', { correlationId: 'test' }).token;
@@ -237,10 +278,58 @@ describe('HandoffService over gRPC (RFC §17.6)', function () {
       assert.equal((await status('reviewer')).state, 'SWITCH_PENDING');
       host.coordinator.hitl.decide(record.worktree!.invocationId, { action: 'approve', rationale: 'the reviewer takes over the work' }, 'editor:test', { correlationId: 'test' });
       await pollUntil('the switch is granted', async () => ((await status('reviewer')).state === 'BOUND_NON_HOME' ? true : undefined), 10_000);
+      const followed = host.coordinator.handoffs.get('h1')!;
+      assert.equal(followed.worktree?.outcome, 'switched', 'the handoff follows the decision');
+      assert.equal(followed.state, 'ACCEPTED');
+      const told = await inboxes.get('origin')!.waitFor(notice('handoff_status', 'h1', 'worktree'), 10_000, 'the worktree status');
+      assert.equal((jsonPayload<Record<string, unknown>>(told.msg)!.worktree as Record<string, unknown>).outcome, 'switched');
+      assert.equal(host.coordinator.log.query({ eventType: 'handoff.worktree_switched', limit: 10 }).length, 1);
       const reviewerStatus = await status('reviewer');
       assert.equal(reviewerStatus.worktree_id, 'origin', 'the reviewer works in the sender\'s worktree');
       assert.equal(host.coordinator.worktrees.worktreePathOf('reviewer'), host.coordinator.worktrees.worktreePathOf('origin'));
       assert.ok(fs.existsSync(path.join(host.coordinator.worktrees.worktreePathOf('reviewer')!, 'README.md')));
+    });
+
+    it('a switch denied: the handoff follows (switch_refused, the receiver stays in its home) and the origin is told', async () => {
+      assert.equal((await worktrees.call<{ ok: boolean }>('Bind', { agent_id: 'reviewer', repo_id: 'app', worktree_id: '' })).ok, true);
+      await handoff.request(request({ to_agent: 'reviewer' }), { 'sw4rm-handoff-worktree': 'carry' });
+      await handoff.accept('h1', 'reviewer');
+      const invocationId = host.coordinator.handoffs.get('h1')!.worktree!.invocationId;
+      assert.equal(host.coordinator.hitl.get(invocationId)!.context.facts.handoff_request_id, 'h1', 'the approval names the handoff');
+      host.coordinator.hitl.decide(invocationId, { action: 'deny', rationale: 'not in my worktree' }, 'editor:test', { correlationId: 'test' });
+      await pollUntil('the handoff follows', async () => (host.coordinator.handoffs.get('h1')!.worktree?.outcome === 'switch_refused' ? true : undefined), 10_000);
+      assert.equal((await status('reviewer')).state, 'BOUND_HOME');
+      const told = await inboxes.get('origin')!.waitFor(notice('handoff_status', 'h1', 'worktree'), 10_000, 'the worktree status');
+      assert.match(String((jsonPayload<Record<string, unknown>>(told.msg)!.worktree as Record<string, unknown>).detail), /not granted/);
+    });
+
+    it('CancelDelegation after the accept withdraws the pending switch; one a crash left behind is withdrawn at the next start', async () => {
+      assert.equal((await worktrees.call<{ ok: boolean }>('Bind', { agent_id: 'reviewer', repo_id: 'app', worktree_id: '' })).ok, true);
+      await handoff.request(request({ to_agent: 'reviewer' }), { 'sw4rm-handoff-worktree': 'carry' });
+      await handoff.accept('h1', 'reviewer');
+      const first = host.coordinator.handoffs.get('h1')!.worktree!.invocationId;
+      assert.equal((await handoff.cancel('h1', 'plans changed')).acknowledged, true);
+      assert.equal(host.coordinator.hitl.get(first)!.state, 'cancelled');
+      assert.equal(host.coordinator.handoffs.get('h1')!.worktree?.outcome, 'withdrawn');
+      await pollUntil('the reviewer is home again', async () => ((await status('reviewer')).state === 'BOUND_HOME' ? true : undefined), 10_000);
+
+      // The same, but the withdrawal does not happen (as if the process died right after the cancel's commit).
+      await handoff.request(request({ request_id: 'h2', to_agent: 'reviewer' }), { 'sw4rm-handoff-worktree': 'carry' });
+      await handoff.accept('h2', 'reviewer');
+      const second = host.coordinator.handoffs.get('h2')!.worktree!.invocationId;
+      const hitl = host.coordinator.hitl;
+      const cancel = hitl.cancel.bind(hitl);
+      hitl.cancel = () => { throw new Error('the process died here'); };
+      assert.equal((await handoff.cancel('h2', 'plans changed')).acknowledged, true);
+      hitl.cancel = cancel;
+      assert.equal(host.coordinator.hitl.get(second)!.state, 'pending', 'orphaned');
+      for (const c of closers.splice(0)) c.close();
+      for (const inbox of inboxes.values()) inbox.close();
+      inboxes.clear();
+      await stopHost(host);
+      await start({ workspaceFolders: [repo] });
+      assert.equal(host.coordinator.hitl.get(second)!.state, 'cancelled', 'withdrawn at start');
+      assert.equal(host.coordinator.worktrees.status('reviewer').state, 'BOUND_HOME');
     });
 
     it('an UNBOUND receiver: refused while the worktree is the sender\'s home; bound to it (BIND) once the sender let go', async () => {

@@ -54,6 +54,24 @@ export class HandoffClient {
     return this.call('GetPendingHandoffs', { agent_id: agentId }, { token });
   }
 
+  /** GetPendingHandoffs with the answer's trailing metadata (README, "Handoffs": sw4rm-pending-handoffs, sw4rm-pending-more). */
+  pendingWithTrailer(agentId: string, token?: string): Promise<{ response: { pending_requests: WireHandoffRequest[] }; trailer: grpc.Metadata }> {
+    const md = new grpc.Metadata();
+    const bearer = token ?? this.token;
+    if (bearer) md.set('authorization', `Bearer ${bearer}`);
+    return new Promise((resolve, reject) => {
+      let response: { pending_requests: WireHandoffRequest[] } | undefined;
+      let trailer: grpc.Metadata | undefined;
+      const done = () => { if (response && trailer) resolve({ response, trailer }); };
+      const call = this.client.GetPendingHandoffs({ agent_id: agentId }, md, { deadline: Date.now() + 20_000 },
+        (err: grpc.ServiceError | null, res: { pending_requests: WireHandoffRequest[] }) => {
+          if (err) reject(err);
+          else { response = res; done(); }
+        }) as grpc.ClientUnaryCall;
+      call.on('status', (status: grpc.StatusObject) => { trailer = status.metadata; done(); });
+    });
+  }
+
   complete(requestId: string, status = 'COMPLETED', token?: string): Promise<{ success: boolean; message: string }> {
     return this.call('CompleteHandoff', { request_id: requestId, status }, { token });
   }

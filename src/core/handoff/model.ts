@@ -34,6 +34,11 @@ export interface HandoffAttempt {
   retryAfterMs?: number;
   /** RejectHandoff's redirect_to_agent_id, as given. */
   redirectTo?: string;
+  /**
+   * When this target's answer window (HandoffOptions.answerWindowMs) ended with nobody else to offer the handoff to:
+   * it keeps the offer until the requester's wait ends (`expiresAt`). Absent while the window runs.
+   */
+  windowEndedAt?: number;
 }
 
 /**
@@ -46,10 +51,12 @@ export interface HandoffWorktree {
   /**
    * '' until accepted; `bound`: the receiver was UNBOUND and is now bound with it as its home (BIND); `switch_pending`:
    * the receiver was bound at its own home in the same repository and asked to switch into it (SWITCH_REQUEST, decided
-   * through HITL WORKTREE_OVERRIDE: `invocationId`); `already_there`: the receiver works in it already; `not_applicable`:
-   * the operator accepted (no agent to bind).
+   * through HITL WORKTREE_OVERRIDE: `invocationId`), then — followed while the handoff is ACCEPTED — `switched` (granted:
+   * it works there) or `switch_refused` (denied, cancelled or timed out: it stays in its home), or `withdrawn` (the
+   * handoff was cancelled first: the switch was withdrawn); `already_there`: the receiver works in it already;
+   * `not_applicable`: the operator accepted (no agent to bind). Back to '' when the handoff returns to PENDING.
    */
-  outcome: '' | 'bound' | 'switch_pending' | 'already_there' | 'not_applicable';
+  outcome: '' | 'bound' | 'switch_pending' | 'switched' | 'switch_refused' | 'withdrawn' | 'already_there' | 'not_applicable';
   detail: string;
   invocationId: string;
 }
@@ -92,7 +99,10 @@ export interface HandoffRecord {
   readonly contextContentType: string;
   readonly capabilitiesRequired: readonly string[];
   readonly priority: number;
-  /** How long each target has to answer (ms) — from `timeout`, else the default; cut to the budget's deadline. */
+  /**
+   * How long the requester waits for an acceptance in all (ms; RFC §17.6 `timeout`: "maximum duration to wait for
+   * acceptance") — from `timeout`, else the default; cut to the budget's deadline. Every target's answer window ends by then.
+   */
   readonly timeoutMs: number;
   readonly budget: HandoffBudget | null;
   readonly delegationPolicy: HandoffDelegationPolicy | null;
@@ -120,7 +130,11 @@ export interface HandoffRecord {
   endReason: string;
   /** Who completed it (an agent id, or `operator:<name>`), '' until COMPLETED. */
   completedBy: string;
-  /** When the current target's time runs out (epoch ms), null when not PENDING. */
+  /**
+   * When the requester's wait ends (epoch ms): requestedAt + timeoutMs (again from when it went back to PENDING because
+   * its accepting agent left), never past the budget's deadline; then it is EXPIRED. null when not PENDING. The current
+   * target's own answer window may end sooner (Handoffs.answerBy).
+   */
   expiresAt: number | null;
   readonly requestedAt: number;
   updatedAt: number;
@@ -146,8 +160,10 @@ export interface HandoffRepository {
   listOpen(): HandoffRecord[];
   /** The newest `limit` handoffs, open ones first, then by updatedAt descending; contexts cut to LISTED_CONTEXT_BYTES. */
   listRecent(limit: number): HandoffRecord[];
-  /** Every COMPLETED handoff (the router's TransferredWork is rebuilt from them at start). */
-  listTransferred(): TransferredEntry[];
+  /** The newest `limit` COMPLETED handoffs, newest first (the router's TransferredWork is rebuilt from them at start). */
+  listTransferred(limit: number): TransferredEntry[];
+  /** The newest COMPLETED handoff of `fromAgent` with `correlationId` (an indexed lookup), or undefined. */
+  transferred(fromAgent: string, correlationId: string): TransferredEntry | undefined;
   /**
    * Terminal handoffs ended before `before`, at most `limit` deleted; answers how many, whether more are due, and the
    * COMPLETED ones among them (their transferred-work refusals end with them).
@@ -168,7 +184,8 @@ export interface HandoffChange {
 /**
  * The router asks this before it admits a message: after a handoff COMPLETED, its origin may no longer act on the
  * transferred work (RFC §17.6). Answers the refusal's text when `producerId` sending about `correlationId` is such an
- * origin, else undefined. O(1): it runs on every message.
+ * origin, else undefined. It runs on every message: a map lookup (the newest transfers; an indexed store lookup on a
+ * miss only once more were completed than memory keeps).
  */
 export interface TransferredWork {
   refusalFor(producerId: string, correlationId: string): string | undefined;

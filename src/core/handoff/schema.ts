@@ -23,7 +23,7 @@ export const HANDOFF_SCHEMA: readonly SchemaStep[] = [
       'CREATE INDEX handoffs_by_update ON handoffs (open, updated_at)',
       // Retention: ended handoffs by when they ended.
       'CREATE INDEX handoffs_ended ON handoffs (ended_at) WHERE open = 0',
-      // The router's transferred-work refusals, rebuilt at start.
+      // The router's transferred-work refusals: the newest rebuilt at start, older ones looked up (Handoffs.refusalFor).
       "CREATE INDEX handoffs_transferred ON handoffs (from_agent, correlation_id) WHERE state = 'COMPLETED'",
     ],
   },

@@ -12,7 +12,10 @@ export const HANDOFF_SQL = {
   get: 'SELECT record, context FROM handoffs WHERE request_id = ?',
   listOpen: 'SELECT record FROM handoffs WHERE open = 1 ORDER BY updated_at',
   listRecent: `SELECT record, substr(context, 1, ${LISTED_CONTEXT_BYTES}) AS context FROM handoffs ORDER BY open DESC, updated_at DESC LIMIT ?`,
-  listTransferred: "SELECT request_id, from_agent, correlation_id, json_extract(record, '$.acceptedBy') AS accepted_by FROM handoffs WHERE state = 'COMPLETED'",
+  listTransferred: `SELECT request_id, from_agent, correlation_id, json_extract(record, '$.acceptedBy') AS accepted_by
+    FROM handoffs WHERE state = 'COMPLETED' ORDER BY ended_at DESC LIMIT ?`,
+  transferred: `SELECT request_id, from_agent, correlation_id, json_extract(record, '$.acceptedBy') AS accepted_by
+    FROM handoffs WHERE state = 'COMPLETED' AND from_agent = ? AND correlation_id = ? ORDER BY ended_at DESC LIMIT 1`,
   endedBefore: `SELECT request_id, state, from_agent, correlation_id, json_extract(record, '$.acceptedBy') AS accepted_by
     FROM handoffs WHERE open = 0 AND ended_at < ? ORDER BY ended_at LIMIT ?`,
   delete: 'DELETE FROM handoffs WHERE request_id IN (SELECT value FROM json_each(?))',
@@ -60,8 +63,13 @@ export class SqliteHandoffRepository implements HandoffRepository {
     return (this.s.listRecent.all(Math.max(0, Math.floor(limit))) as Row[]).map((row) => recordOf(row, true));
   }
 
-  listTransferred(): TransferredEntry[] {
-    return (this.s.listTransferred.all() as Row[]).map(transferredOf);
+  listTransferred(limit: number): TransferredEntry[] {
+    return (this.s.listTransferred.all(Math.max(0, Math.floor(limit))) as Row[]).map(transferredOf);
+  }
+
+  transferred(fromAgent: string, correlationId: string): TransferredEntry | undefined {
+    const row = this.s.transferred.get(fromAgent, correlationId) as Row | undefined;
+    return row ? transferredOf(row) : undefined;
   }
 
   pruneEnded(before: number, limit: number): { readonly deleted: number; readonly more: boolean; readonly transferred: readonly TransferredEntry[] } {

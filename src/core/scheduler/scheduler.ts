@@ -831,8 +831,9 @@ export class Scheduler implements TaskRunner, Disposable {
    * A handoff of this task COMPLETED (RFC §17.6: the origin "MUST NOT continue work on the transferred context"): the
    * task ends CANCELLED with error code `handed_off` (cause `handoff`, its one `task.state_changed` event), and, when it
    * was dispatched, its agent is told `terminate` and stays occupied until it answers, exactly as for a cancel (a grace
-   * past which the agent is FAILED). CANCELLED rather than COMPLETED: the task's work did not finish here, and its
-   * result, if any, comes from the receiver. Joins the caller's transaction. Answers the task, or undefined when it is
+   * past which the agent is FAILED). CANCELLED rather than COMPLETED: the task's work did not finish here, and the task
+   * produces no result any more (the receiver's work is its own, reported under the handoff's correlation id, not as this
+   * task's result). The handoff area refuses tasks the workflow engine submitted. Joins the caller's transaction. Answers the task, or undefined when it is
    * not open (ended meanwhile: nothing to close).
    */
   handOff(taskId: string, note: string, ctx: CallContext): TaskRecord | undefined {

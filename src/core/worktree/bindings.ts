@@ -260,8 +260,10 @@ export class WorktreeBindings {
    * SWITCH_REQUEST: asks for the agent to work in worktree `targetWorktreeId` of its repository for a while. The
    * binding becomes SWITCH_PENDING and a HITL WORKTREE_OVERRIDE invocation is opened; its decision approves (for
    * the TTL) or rejects. Approval is never skipped: `requiresHitl` false is recorded, a policy rule may approve.
+   * `facts` go into the invocation's facts too (who asked on the agent's behalf: the handoff area's handoff_request_id).
    */
-  requestSwitch(agentId: string, targetWorktreeId: string, ctx: CallContext, options: { requiresHitl?: boolean; reason?: string } = {},
+  requestSwitch(agentId: string, targetWorktreeId: string, ctx: CallContext,
+    options: { requiresHitl?: boolean; reason?: string; facts?: Readonly<Record<string, string>> } = {},
     within?: (b: BindingStatus) => void): Promise<BindingStatus> {
     this.checkAgent(agentId);
     try {
@@ -289,6 +291,8 @@ export class WorktreeBindings {
         subject: { repo_id: after.repoId, worktree_id: targetWorktreeId, task_id: '' },
         summary: `Agent ${agentId} asks to work in worktree ${targetWorktreeId} instead of its home ${after.homeWorktreeId}`,
         facts: {
+          // The caller's own facts (the handoff area: handoff_request_id), under the binding's.
+          ...options.facts,
           agent_id: agentId, repo_id: after.repoId, home_worktree_id: after.homeWorktreeId, target_worktree_id: targetWorktreeId,
           target_path: target.path, target_branch: target.branch, requires_hitl: options.requiresHitl ?? true,
           ...(options.reason ? { reason: options.reason } : {}),

@@ -1,5 +1,6 @@
 import * as grpc from '@grpc/grpc-js';
 import type { Coordinator } from '../../core/coordinator';
+import { isoUtc } from '../../core/clock';
 import { FIELD_LIMITS } from '../../core/fieldLimits';
 import type { HandoffBudget, HandoffDelegationPolicy, HandoffRecord } from '../../core/handoff/model';
 import { NegotiationError } from '../../core/policy/speaker';
@@ -16,6 +17,15 @@ export const PARENT_REQUEST_ID_METADATA = 'sw4rm-parent-request-id';
 export const WORKTREE_METADATA = 'sw4rm-handoff-worktree';
 /** The one value of sw4rm-handoff-worktree. */
 export const WORKTREE_CARRY = 'carry';
+/**
+ * GetPendingHandoffs' trailers (README, "Handoffs"): `sw4rm-pending-handoffs`, JSON (printable ASCII: anything else
+ * \u-escaped) `{"more": n, "handoffs": {"<request_id>": {…}}}` with what HandoffRequest has no field for; and
+ * `sw4rm-pending-more`: how many pending handoffs the answer left out (ask again after answering these).
+ */
+export const PENDING_TRAILER = 'sw4rm-pending-handoffs';
+export const PENDING_MORE_TRAILER = 'sw4rm-pending-more';
+/** The JSON trailer's size at most (bytes): gRPC clients commonly accept 8 KiB of metadata in all. */
+export const PENDING_TRAILER_BYTES = 6 * 1024;
 
 const LIMITS = FIELD_LIMITS.handoff;
 
@@ -63,9 +73,9 @@ function policyOf(p: Wire | null | undefined): HandoffDelegationPolicy | null {
   };
 }
 
-/** A stored handoff as handoff.proto HandoffRequest (GetPendingHandoffs): `timeout` is what remains of the target's time. */
-export function requestMessage(r: HandoffRecord, now: number): Wire {
-  const remaining = Math.max(0, (r.expiresAt ?? now) - now);
+/** A stored handoff as handoff.proto HandoffRequest (GetPendingHandoffs): `timeout` is what remains of the target's time to answer (`answerBy`). */
+export function requestMessage(r: HandoffRecord, now: number, answerBy: number | null): Wire {
+  const remaining = Math.max(0, (answerBy ?? now) - now);
   return {
     request_id: r.requestId, from_agent: r.fromAgent, to_agent: r.toAgent, reason: r.reason, context_snapshot: r.context,
     capabilities_required: [...r.capabilitiesRequired], priority: r.priority,
@@ -82,10 +92,61 @@ export function requestMessage(r: HandoffRecord, now: number): Wire {
   };
 }
 
+/** What HandoffRequest has no field for, for the trailer (README, "Handoffs", GetPendingHandoffs). */
+export function pendingExtra(r: HandoffRecord, answerBy: number | null): Wire {
+  return {
+    context_content_type: r.contextContentType, correlation_id: r.correlationId, task_id: r.taskId, parent_request_id: r.parentRequestId,
+    carry_worktree: r.worktree ? { repo_id: r.worktree.repoId, worktree_id: r.worktree.worktreeId } : null, attempt: r.attempts.length,
+    answer_by: answerBy === null ? null : isoUtc(answerBy), expires_at: r.expiresAt === null ? null : isoUtc(r.expiresAt), requested_at: isoUtc(r.requestedAt),
+  };
+}
+
+/** JSON as printable ASCII (a metadata value): every character outside 0x20–0x7e \u-escaped (JSON.stringify escapes control characters). */
+export function asciiJson(value: unknown): string {
+  return JSON.stringify(value).replace(/[^\x20-\x7e]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+}
+
+/**
+ * GetPendingHandoffs' answer: the records as HandoffRequests and the trailers. Records whose trailer entry would pass
+ * PENDING_TRAILER_BYTES are left out too (counted in `more`; one is always answered).
+ */
+export function pendingAnswer(page: { readonly records: readonly HandoffRecord[]; readonly more: number }, now: number,
+  answerBy: (r: HandoffRecord) => number | null): { readonly response: Wire; readonly trailer: grpc.Metadata } {
+  const entries: Array<[string, Wire]> = [];
+  let size = asciiJson({ more: page.more + page.records.length, handoffs: {} }).length;
+  for (const r of page.records) {
+    const entry = pendingExtra(r, answerBy(r));
+    const cost = asciiJson({ [r.requestId]: entry }).length;
+    if (entries.length > 0 && size + cost > PENDING_TRAILER_BYTES) break;
+    entries.push([r.requestId, entry]);
+    size += cost;
+  }
+  const answered = page.records.slice(0, entries.length);
+  const more = page.more + page.records.length - answered.length;
+  const trailer = new grpc.Metadata();
+  trailer.set(PENDING_TRAILER, asciiJson({ more, handoffs: Object.fromEntries(entries) }));
+  trailer.set(PENDING_MORE_TRAILER, String(more));
+  return { response: { pending_requests: answered.map((r) => requestMessage(r, now, answerBy(r))) }, trailer };
+}
+
+/** AcceptHandoff's HandoffResponse must say accept: accepted true, no rejection fields (README, "Handoffs"). */
+function acceptRefusal(r: Wire): string | undefined {
+  if (r.accepted !== true) return 'AcceptHandoff with accepted false: the response says it does not accept; call RejectHandoff to decline';
+  const code = str(r.rejection_code);
+  for (const [field, set] of [
+    ['rejection_reason', str(r.rejection_reason) !== ''], ['rejection_code', code !== '' && code !== 'ERROR_CODE_UNSPECIFIED' && code !== '0'],
+    ['retry_after_ms', num(r.retry_after_ms) !== 0], ['redirect_to_agent_id', str(r.redirect_to_agent_id) !== ''],
+  ] as const) {
+    if (set) return `AcceptHandoff carries ${field}, which only a rejection has: call RejectHandoff to decline (or leave it empty to accept)`;
+  }
+  return undefined;
+}
+
 /**
  * sw4rm.handoff.HandoffService (handoff.proto; RFC §17.6) over the core's Handoffs: RequestHandoff (metadata
  * sw4rm-context-content-type, sw4rm-task-id, sw4rm-correlation-id, sw4rm-parent-request-id, sw4rm-handoff-worktree),
- * AcceptHandoff, RejectHandoff (HandoffResponse.accepted is not read: the RPC says it), GetPendingHandoffs, CompleteHandoff, CancelDelegation. Answers once durable; a refusal is
+ * AcceptHandoff (accepted true, no rejection fields), RejectHandoff (accepted false), GetPendingHandoffs (bounded;
+ * trailers), CompleteHandoff, CancelDelegation. Answers once durable; a refusal is
  * the NegotiationError's status with `<CODE>: <why>` as details (negotiationStatus). identity.ts checks from_agent,
  * accepting_agent and agent_id against the caller's credential before a handler runs; the core checks the rest.
  */
@@ -127,6 +188,8 @@ export class HandoffServiceAdapter {
         const r = call.request;
         let accepted: Promise<HandoffRecord>;
         try {
+          const refusal = acceptRefusal(r);
+          if (refusal !== undefined) throw invalid(refusal);
           accepted = handoffs.accept(str(r.request_id), str(r.accepting_agent), speakerOf(call, credentials), callContext(call, ids));
         } catch (err) {
           callback(negotiationStatus(err));
@@ -136,6 +199,7 @@ export class HandoffServiceAdapter {
       },
       RejectHandoff: unary((call) => {
         const r = call.request;
+        if (r.accepted === true) throw invalid('RejectHandoff with accepted true: the response says it accepts; call AcceptHandoff to take the handoff');
         const code = str(r.rejection_code) || (typeof r.rejection_code === 'number' ? String(r.rejection_code) : '');
         handoffs.reject({
           requestId: str(r.request_id), agentId: str(r.accepting_agent), reason: str(r.rejection_reason), code,
@@ -143,11 +207,15 @@ export class HandoffServiceAdapter {
         }, speakerOf(call, credentials), callContext(call, ids));
         return {};
       }),
-      GetPendingHandoffs: unary((call) => {
-        const pending = handoffs.pending(str(call.request.agent_id), speakerOf(call, credentials));
-        const now = clock.now();
-        return { pending_requests: pending.map((r) => requestMessage(r, now)) };
-      }),
+      GetPendingHandoffs: (call: Call, callback: grpc.sendUnaryData<unknown>) => {
+        try {
+          const page = handoffs.pending(str(call.request.agent_id), speakerOf(call, credentials));
+          const { response, trailer } = pendingAnswer(page, clock.now(), (r) => handoffs.answerBy(r));
+          answerWhenDurable(store, callback, response, undefined, trailer);
+        } catch (err) {
+          callback(negotiationStatus(err));
+        }
+      },
       CompleteHandoff: unary((call) => {
         const status = call.request.status;
         return handoffs.complete(str(call.request.request_id), typeof status === 'number' ? String(status) : str(status),
