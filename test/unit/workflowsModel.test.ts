@@ -31,7 +31,7 @@ function nodeView(nodeId: string, state: Partial<NodeRecord> = {}, trigger: Trig
     definition: { nodeId, agentId: 'builder-1', dependencies, trigger, inputMapping: { 'src.path': 'path' }, outputMapping: { score: 'review.score' }, metadata: {} },
     state: {
       nodeId, status: 'PENDING', startedAt: null, completedAt: null, output: '', error: '', waiting: '', taskId: '', runs: 0, readyAt: null, fireAt: null, loops: 0,
-      invocationId: '', ...state,
+      invocationId: '', retries: 0, ...state,
     },
     inputs: '',
   };

@@ -104,6 +104,8 @@ export interface NodeRecord {
   loops: number;
   /** A FAILED node with `on_failure: hitl`: the HITL invocation asking a person ('' when none is pending). */
   invocationId: string;
+  /** Retries a rule or a fallback approved (not a person) since it was last resumed: at most MAX_AUTOMATIC_RETRIES. */
+  retries: number;
 }
 
 export interface WorkflowRecord {

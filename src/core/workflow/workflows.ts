@@ -61,10 +61,16 @@ const MAX_TASK_ID = 128;
 export const WORKFLOW_COMPONENT = 'workflow';
 /** What a person may answer about a FAILED node with `on_failure: hitl`, and what each does. */
 export const WORKFLOW_HITL_ACTIONS = {
-  approve: 'retry: the node runs again at once (a new run, a new task)',
+  approve: 'retry: the node runs again (a new run, a new task): at once when a person approves; after 1 s, 2 s, 4 s… and at most 3 times between resumes when a rule or a fallback approves',
   modify: 'skip it with an output: the node is not run again and counts as COMPLETED with the edited payload as its output (a JSON object); its output_mapping and route apply',
   deny: 'fail: the node stays FAILED, its dependents are SKIPPED and the workflow ends FAILED once nothing runs',
 } as const;
+/** How often a rule or a fallback (not a person) may approve a retry of one node, between resumes. */
+export const MAX_AUTOMATIC_RETRIES = 3;
+/** The wait before automatic retry `n` (1-based): 1 s, doubled each time, at most a minute. */
+export function automaticRetryDelay(n: number): number {
+  return Math.min(1_000 * 2 ** Math.max(0, n - 1), 60_000);
+}
 const ACTOR = 'workflow';
 const DEFAULT_LIST = 100;
 const MAX_LIST = 1_000;
@@ -89,14 +95,33 @@ interface Live {
   readonly events: Map<string, Set<string>>;
   /** READY nodes with a time to run (fireAt): SCHEDULE nodes, EVENT nodes whose event came. */
   readonly due: Set<string>;
-  /** READY nodes whose task the scheduler refused for now: node → why (an agent not registered, a full queue). */
+  /**
+   * READY nodes whose task the scheduler refused for now: node → the agent it waits for to register, or '' for room in
+   * the scheduler's queue (kept in step with Workflows.queueBlocked / agentBlocked by block and unblock).
+   */
   readonly blocked: Map<string, string>;
+  /** READY nodes not started because a node FAILED for good: queued again once no node is failed (a resume). */
+  readonly held: Set<string>;
   /** The workflow row must be written (data, state, reason changed). */
   dirty: boolean;
 }
 
-function emptyLiveSets(): Pick<Live, 'failed' | 'asking' | 'manual' | 'events' | 'due' | 'blocked'> {
-  return { failed: new Set(), asking: new Set(), manual: new Set(), events: new Map(), due: new Set(), blocked: new Map() };
+function emptyLiveSets(): Pick<Live, 'failed' | 'asking' | 'manual' | 'events' | 'due' | 'blocked' | 'held'> {
+  return { failed: new Set(), asking: new Set(), manual: new Set(), events: new Map(), due: new Set(), blocked: new Map(), held: new Set() };
+}
+
+/** Submit refusals that are not the node's fault and pass: the node waits READY and is submitted again. */
+const TEMPORARY_REFUSALS: ReadonlySet<string> = new Set(['NO_ROUTE', 'AGENT_SHUTDOWN', 'BUFFER_FULL']);
+
+/** The first `max` values of a collection, without copying it. */
+function firstOf<T>(values: Iterable<T>, max: number): T[] {
+  const out: T[] = [];
+  if (max <= 0) return out;
+  for (const v of values) {
+    out.push(v);
+    if (out.length >= max) break;
+  }
+  return out;
 }
 
 function key(workflowId: string, nodeId: string): string {
@@ -206,6 +231,12 @@ export class Workflows implements WorkflowQueries, WorkflowEventSink, Disposable
   private readonly toStart = new Set<string>();
   /** HITL invocations being watched. */
   private readonly watched = new Set<string>();
+  /** READY nodes the scheduler refused BUFFER_FULL, by node key, first refused first: tried again as slots free. */
+  private readonly queueBlocked = new Set<string>();
+  /** READY nodes the scheduler refused NO_ROUTE / AGENT_SHUTDOWN, by the agent they wait for: tried again when it registers. */
+  private readonly agentBlocked = new Map<string, Set<string>>();
+  /** Tasks that ended since the last drain while nodes waited for room: how many queue-blocked nodes to try. */
+  private freed = 0;
   private readonly subscriptions: Disposable[] = [];
   private readonly pendingChanges: WorkflowsChange[] = [];
   private drainQueued = false;
@@ -247,7 +278,7 @@ export class Workflows implements WorkflowQueries, WorkflowEventSink, Disposable
     for (const n of definition.nodes) {
       nodes.set(n.nodeId, {
         nodeId: n.nodeId, status: 'PENDING', startedAt: null, completedAt: null, output: '', error: '', waiting: '',
-        taskId: '', runs: 0, readyAt: null, fireAt: null, loops: 0, invocationId: '',
+        taskId: '', runs: 0, readyAt: null, fireAt: null, loops: 0, invocationId: '', retries: 0,
       });
     }
     const record: WorkflowRecord = {
@@ -334,6 +365,13 @@ export class Workflows implements WorkflowQueries, WorkflowEventSink, Disposable
     const blocking = def.dependencies.find((d) => this.node(live, d).status === 'SKIPPED' || this.node(live, d).status === 'FAILED');
     if (blocking !== undefined) {
       throw new WorkflowError('refused', 'FAILED_PRECONDITION', `node '${nodeId}' depends on '${blocking}', which is ${this.node(live, blocking).status}: resume from '${blocking}' (or a node before it)`);
+    }
+    // A node FAILED for good that this resume would not reset keeps the workflow failing: it would end FAILED again at once.
+    const reset = new Set(downstream);
+    const stranded = firstOf([...live.failed].filter((id) => !reset.has(id)), 10);
+    if (stranded.length > 0) {
+      throw new WorkflowError('refused', 'FAILED_PRECONDITION', `resuming from '${nodeId}' would leave FAILED node(s) ${stranded.join(', ')} failed (not downstream of '${nodeId}'), `
+        + `and the workflow would end FAILED again: resume from ${stranded[0]} (or from a node upstream of every FAILED node)`);
     }
     let data = live.data;
     if (merge) {
@@ -617,6 +655,11 @@ export class Workflows implements WorkflowQueries, WorkflowEventSink, Disposable
   /** Inside the scheduler's transaction that ended `task`: the node's outcome commits with it. */
   private taskEnded(task: TaskRecord): void {
     if (this.disposed) return;
+    if (this.queueBlocked.size > 0) {
+      // Any task that ends (a workflow's or not) frees a slot in the scheduler's queue: one node held back may go.
+      this.freed = Math.min(this.freed + 1, this.queueBlocked.size);
+      this.scheduleDrain();
+    }
     const k = this.byTask.get(task.taskId);
     if (k === undefined) return;
     this.byTask.delete(task.taskId);
@@ -632,10 +675,7 @@ export class Workflows implements WorkflowQueries, WorkflowEventSink, Disposable
     } catch (err) {
       this.deps.log.internalError(ACTOR, workflowId, err, { node_id: nodeId, task_id: task.taskId, during: 'task_ended' });
     }
-    // A task ended: nodes the full queue held back may go now. Submissions wait until the scheduler is done.
-    for (const other of this.live.values()) {
-      for (const [id, why] of other.blocked) if (why === '') this.queueStart(other, id);
-    }
+    // Submissions wait until the scheduler is done ending the task.
     this.scheduleDrain();
   }
 
@@ -652,17 +692,10 @@ export class Workflows implements WorkflowQueries, WorkflowEventSink, Disposable
 
   private agentChanged(change: RegistryChange): void {
     if (this.disposed || change.kind !== 'joined') return;
-    const agentId = change.agent.descriptor.agentId;
-    let any = false;
-    for (const live of this.live.values()) {
-      for (const [id, why] of live.blocked) {
-        if (why === agentId) {
-          this.queueStart(live, id);
-          any = true;
-        }
-      }
-    }
-    if (any) this.scheduleDrain();
+    const keys = this.agentBlocked.get(change.agent.descriptor.agentId);
+    if (!keys) return;
+    for (const k of keys) this.toStart.add(k);
+    this.scheduleDrain();
   }
 
   // ---------------------------------------------------------------- node transitions
@@ -713,7 +746,20 @@ export class Workflows implements WorkflowQueries, WorkflowEventSink, Disposable
           this.fail(live, nodeId, `route: loop back to '${target}' refused: it has looped ${t.loops} time(s), its max_iterations is ${max}`, by);
           return;
         }
-        const busy = this.downstream(live, [target]).find((id) => id !== nodeId && this.node(live, id).status === 'RUNNING');
+        let busy: string | undefined;
+        let failed: string | undefined;
+        for (const id of this.downstream(live, [target])) {
+          const other = this.node(live, id);
+          if (busy === undefined && id !== nodeId && other.status === 'RUNNING') busy = id;
+          if (failed === undefined && other.status === 'FAILED' && !other.invocationId) failed = id;
+        }
+        if (failed !== undefined) {
+          // Resetting it would undo a final failure (the workflow ends FAILED once nothing runs): only a resume may.
+          node.output = outputText;
+          this.fail(live, nodeId, `route: loop back to '${target}' refused: '${failed}'${failed === target ? '' : ' (downstream of it)'} FAILED for good `
+            + `(${this.node(live, failed).error.slice(0, 300)}): resume the workflow from it instead`, by);
+          return;
+        }
         if (busy !== undefined) {
           node.output = outputText;
           this.fail(live, nodeId, `route: loop back to '${target}' refused: '${busy}' (downstream of it) is RUNNING`, by);
@@ -747,17 +793,18 @@ export class Workflows implements WorkflowQueries, WorkflowEventSink, Disposable
 
   /**
    * A node FAILED (its task failed or was cancelled, its output or route could not be used, its task could not be
-   * submitted). With `on_failure: hitl` a person is asked (the workflow WAITING); otherwise its dependents are SKIPPED
-   * and the workflow ends FAILED once nothing runs.
+   * submitted). With `on_failure: hitl` a person is asked (the workflow WAITING) unless `final` (a retry could only fail
+   * the same way: a submission refused for a reason that does not pass); otherwise its dependents are SKIPPED and the
+   * workflow ends FAILED once nothing runs.
    */
-  private fail(live: Live, nodeId: string, reason: string, by: string): void {
+  private fail(live: Live, nodeId: string, reason: string, by: string, final = false): void {
     const node = this.node(live, nodeId);
     const def = live.defs.get(nodeId)!;
     node.error = reason.slice(0, 4096);
     node.waiting = '';
     node.fireAt = null;
     node.completedAt = this.deps.clock.now();
-    if (!asksPerson(def)) {
+    if (final || !asksPerson(def)) {
       this.setStatus(live, node, 'FAILED', reason, by);
       this.skipDependents(live, nodeId, 'FAILED', by);
       return;
@@ -836,6 +883,25 @@ export class Workflows implements WorkflowQueries, WorkflowEventSink, Disposable
     const action = invocation.state === 'cancelled' ? 'deny' : d?.action ?? 'deny';
     const rationale = d?.rationale ? `: ${d.rationale.slice(0, 500)}` : '';
     node.invocationId = '';
+    if (action === 'approve' && d?.origin.automatic) {
+      // A rule or a fallback, not a person: bounded, and later (the Clock), never in the turn that failed it.
+      const retries = node.retries ?? 0;
+      if (retries >= MAX_AUTOMATIC_RETRIES) {
+        this.finalFailure(live, node, `${node.error} — ${who} approved a retry, but it was retried automatically ${retries} times `
+          + `(at most ${MAX_AUTOMATIC_RETRIES}): failed for good`, by);
+        return;
+      }
+      const now = this.deps.clock.now();
+      node.retries = retries + 1;
+      node.error = '';
+      node.readyAt = now;
+      node.fireAt = now + automaticRetryDelay(node.retries);
+      node.waiting = `its automatic retry ${node.retries} of ${MAX_AUTOMATIC_RETRIES} at ${isoUtc(node.fireAt)} (approved by ${who})`;
+      this.setStatus(live, node, 'READY', `automatic retry ${node.retries} of ${MAX_AUTOMATIC_RETRIES} approved by ${who}${rationale}`, by,
+        { invocation_id: invocation.id, fire_at: isoUtc(node.fireAt) });
+      this.armOrQueue(live, node);
+      return;
+    }
     if (action === 'approve') {
       node.error = '';
       node.waiting = 'its task to be submitted (retry approved)';
@@ -868,7 +934,7 @@ export class Workflows implements WorkflowQueries, WorkflowEventSink, Disposable
       const k = key(live.record.workflowId, id);
       this.clearTimer(k);
       this.toStart.delete(k);
-      live.blocked.delete(id);
+      this.unblock(live, id);
       node.error = why;
       node.waiting = '';
       node.fireAt = null;
@@ -954,7 +1020,7 @@ export class Workflows implements WorkflowQueries, WorkflowEventSink, Disposable
     const k = key(live.record.workflowId, nodeId);
     this.clearTimer(k);
     this.toStart.delete(k);
-    live.blocked.delete(nodeId);
+    this.unblock(live, nodeId);
     if (node.invocationId) this.withdraw(node, reason, by, ctx ?? { correlationId: live.record.workflowId });
     node.invocationId = '';
     node.readyAt = null;
@@ -964,7 +1030,10 @@ export class Workflows implements WorkflowQueries, WorkflowEventSink, Disposable
     node.completedAt = null;
     node.taskId = '';
     node.waiting = '';
-    if (resetLoops) node.loops = 0;
+    if (resetLoops) {
+      node.loops = 0;
+      node.retries = 0;
+    }
     if (node.status === 'PENDING') this.deps.store.workflows.putNode(live.record.workflowId, node);
     else this.setStatus(live, node, 'PENDING', reason, by);
   }
@@ -1014,23 +1083,93 @@ export class Workflows implements WorkflowQueries, WorkflowEventSink, Disposable
     });
   }
 
-  /** Submits the queued READY nodes, each in its own transaction with its task. Never inside the scheduler's callbacks. */
+  /**
+   * Submits READY nodes, each in its own transaction with its task: first as many of the nodes the full queue held back
+   * as tasks ended since (first held back first; the first refused again stops that), then the queued ones. A READY
+   * node of a workflow with a node FAILED for good is held (never dropped). Never inside the scheduler's callbacks.
+   */
   private drain(): void {
     if (this.draining || this.disposed) return;
     this.draining = true;
     try {
-      while (this.toStart.size > 0) {
-        const k = this.toStart.values().next().value as string;
-        this.toStart.delete(k);
+      for (;;) {
+        let k: string;
+        let fromQueue = false;
+        if (this.freed > 0 && this.queueBlocked.size > 0) {
+          k = this.queueBlocked.values().next().value as string;
+          this.freed--;
+          fromQueue = true;
+        } else if (this.toStart.size > 0) {
+          k = this.toStart.values().next().value as string;
+          this.toStart.delete(k);
+        } else {
+          break;
+        }
         const [workflowId, nodeId] = unkey(k);
         const live = this.live.get(workflowId);
-        if (!live) continue;
-        const node = live.record.nodes.get(nodeId);
-        if (!node || node.status !== 'READY' || live.failed.size > 0) continue;
+        const node = live?.record.nodes.get(nodeId);
+        if (!live || !node || node.status !== 'READY') {
+          // Gone meanwhile (indexes are kept in step; this is a guard): it took no slot.
+          if (fromQueue) {
+            this.queueBlocked.delete(k);
+            this.freed++;
+          }
+          continue;
+        }
+        if (live.failed.size > 0) {
+          if (fromQueue) this.freed++;
+          this.safely(workflowId, () => this.hold(live, node));
+          continue;
+        }
         this.safely(workflowId, () => this.startNode(live, nodeId, '', ACTOR, { correlationId: workflowId }));
+        // Refused BUFFER_FULL again: the queue is full after all; the others wait for the next task to end.
+        if (fromQueue && live.blocked.get(nodeId) === '') this.freed = 0;
       }
     } finally {
       this.draining = false;
+    }
+  }
+
+  /** A READY node not started while a node of its workflow is FAILED for good: it waits, saying why, until a resume. */
+  private hold(live: Live, node: NodeRecord): void {
+    this.unblock(live, node.nodeId);
+    live.held.add(node.nodeId);
+    const first = live.failed.values().next().value as string;
+    const waiting = `a resume: node ${first} FAILED (${this.node(live, first).error.slice(0, 200)}), so no new node starts; resume the workflow to run this one`.slice(0, 1024);
+    if (node.waiting === waiting) return;
+    node.waiting = waiting;
+    this.deps.store.transaction(() => this.deps.store.workflows.putNode(live.record.workflowId, node));
+    this.notify({ workflowId: live.record.workflowId, nodeId: node.nodeId, state: live.record.state });
+  }
+
+  /** A READY node the scheduler refused for now: `why` is the agent it waits for, '' for room in the queue. */
+  private block(live: Live, nodeId: string, why: string): void {
+    const before = live.blocked.get(nodeId);
+    if (before === why) return;
+    if (before !== undefined) this.unblock(live, nodeId);
+    live.blocked.set(nodeId, why);
+    const k = key(live.record.workflowId, nodeId);
+    if (why === '') {
+      this.queueBlocked.add(k);
+    } else {
+      let keys = this.agentBlocked.get(why);
+      if (!keys) this.agentBlocked.set(why, keys = new Set());
+      keys.add(k);
+    }
+  }
+
+  private unblock(live: Live, nodeId: string): void {
+    const why = live.blocked.get(nodeId);
+    if (why === undefined) return;
+    live.blocked.delete(nodeId);
+    const k = key(live.record.workflowId, nodeId);
+    if (why === '') {
+      this.queueBlocked.delete(k);
+      if (this.queueBlocked.size === 0) this.freed = 0;
+    } else {
+      const keys = this.agentBlocked.get(why);
+      keys?.delete(k);
+      if (keys?.size === 0) this.agentBlocked.delete(why);
     }
   }
 
@@ -1050,10 +1189,9 @@ export class Workflows implements WorkflowQueries, WorkflowEventSink, Disposable
         taskId, target: def.agentId, priority: priorityOf(def), params, contentType: 'application/json', scope, submittedBy: `workflow:${workflowId}`,
       }, ctx);
       if (!result.accepted) {
-        if (result.code === 'NO_ROUTE' || result.code === 'AGENT_SHUTDOWN' || result.code === 'BUFFER_FULL') {
+        if (TEMPORARY_REFUSALS.has(result.code)) {
           // Not the node's fault: it waits (visibly) and is submitted again when the agent registers or a task ends.
-          const why = result.code === 'BUFFER_FULL' ? '' : def.agentId;
-          live.blocked.set(nodeId, why);
+          this.block(live, nodeId, result.code === 'BUFFER_FULL' ? '' : def.agentId);
           const waiting = result.code === 'BUFFER_FULL' ? `room in the scheduler's queue (${result.reason}): submitted again when a task ends`
             : `agent ${def.agentId} to register (${result.reason}): submitted again when it does`;
           if (node.waiting !== waiting) {
@@ -1068,13 +1206,14 @@ export class Workflows implements WorkflowQueries, WorkflowEventSink, Disposable
           this.settle(live, by);
           return;
         }
+        // Refused for a reason a retry would meet again (OVERSIZE_PAYLOAD, VALIDATION_ERROR…): failed for good, nobody asked.
         node.runs = run;
         node.taskId = '';
-        this.fail(live, nodeId, `its task could not be submitted: ${result.reason}`, by);
+        this.fail(live, nodeId, `its task could not be submitted: ${result.reason}`, by, true);
         this.settle(live, by);
         return;
       }
-      live.blocked.delete(nodeId);
+      this.unblock(live, nodeId);
       node.runs = run;
       node.taskId = taskId;
       node.startedAt = this.deps.clock.now();
@@ -1117,8 +1256,8 @@ export class Workflows implements WorkflowQueries, WorkflowEventSink, Disposable
       reason = '';
     } else if (live.asking.size > 0 || live.manual.size > 0) {
       to = 'WAITING';
-      const asks = [...live.asking].slice(0, 5).map((id) => `decide on FAILED node ${id} (approve = retry, modify = skip with an output, deny = fail)`);
-      const manual = [...live.manual].slice(0, 5).map((id) => `Run Node ${id}`);
+      const asks = firstOf(live.asking, 5).map((id) => `decide on FAILED node ${id} (approve = retry, modify = skip with an output, deny = fail)`);
+      const manual = firstOf(live.manual, 5).map((id) => `Run Node ${id}`);
       reason = `waiting for a person: ${[...asks, ...manual].join('; ')}`;
     } else {
       to = 'RUNNING';
@@ -1133,15 +1272,27 @@ export class Workflows implements WorkflowQueries, WorkflowEventSink, Disposable
       live.dirty = true;
     }
     this.persist(live);
-    if (ENDED.has(record.state)) this.end(live, by);
+    if (ENDED.has(record.state)) {
+      this.end(live, by);
+      return;
+    }
+    if (live.failed.size === 0 && live.held.size > 0) {
+      // The failure that held them was cleared (a resume): they go now.
+      for (const id of live.held) this.queueStart(live, id);
+      live.held.clear();
+      this.scheduleDrain();
+    }
   }
 
   /** Nothing runs and nobody is asked: what the workflow waits for (schedules, events, agents), in words. */
   private waitingFor(live: Live): string {
     const parts: string[] = [];
-    for (const id of [...live.due].slice(0, 5)) parts.push(`${id}: ${this.node(live, id).waiting}`);
-    for (const [event, ids] of live.events) if (ids.size > 0) parts.push(`event '${event}' for ${[...ids].slice(0, 5).join(', ')}`);
-    for (const [id, why] of [...live.blocked].slice(0, 5)) parts.push(why ? `agent ${why} for ${id}` : `room in the scheduler's queue for ${id}`);
+    for (const id of firstOf(live.due, 5)) parts.push(`${id}: ${this.node(live, id).waiting}`);
+    for (const [event, ids] of live.events) {
+      if (parts.length >= 10) break;
+      if (ids.size > 0) parts.push(`event '${event}' for ${firstOf(ids, 5).join(', ')}`);
+    }
+    for (const [id, why] of firstOf(live.blocked, 5)) parts.push(why ? `agent ${why} for ${id}` : `room in the scheduler's queue for ${id}`);
     return parts.length ? `waiting for ${parts.slice(0, 10).join('; ')}` : '';
   }
 
@@ -1152,6 +1303,7 @@ export class Workflows implements WorkflowQueries, WorkflowEventSink, Disposable
       const k = key(workflowId, node.nodeId);
       this.clearTimer(k);
       this.toStart.delete(k);
+      this.unblock(live, node.nodeId);
       if (node.invocationId) {
         this.withdraw(node, `workflow ${live.record.state}`, by, { correlationId: workflowId });
         this.deps.store.workflows.putNode(workflowId, node);
@@ -1217,7 +1369,8 @@ export class Workflows implements WorkflowQueries, WorkflowEventSink, Disposable
     live.events.get(event)?.delete(id);
     if (node.status === 'FAILED') (node.invocationId ? live.asking : live.failed).add(id);
     if (node.status !== 'READY') {
-      live.blocked.delete(id);
+      this.unblock(live, id);
+      live.held.delete(id);
       return;
     }
     if (node.fireAt !== null) live.due.add(id);
