@@ -16,7 +16,7 @@ import type { CompiledRoute } from './cel';
 import { nextFireAfter } from './cron';
 import { EVENT_DATA_KEY, type WorkflowEventInput, type WorkflowEventSink } from './eventTrigger';
 import {
-  countsOf,
+  countsOf, NODE_STATUSES,
   type NodeCounts, type NodeRecord, type NodeStatus, type ValidationIssue, type WorkflowDefinition, type WorkflowDetail, type WorkflowNodeDefinition,
   type WorkflowNodeView, type WorkflowQueries, type WorkflowRecord, type WorkflowsChange, type WorkflowState, type WorkflowStorage, type WorkflowSummary,
 } from './model';
@@ -102,12 +102,31 @@ interface Live {
   readonly blocked: Map<string, string>;
   /** READY nodes not started because a node FAILED for good: queued again once no node is failed (a resume). */
   readonly held: Set<string>;
+  /**
+   * Per node, how many of its dependencies are not COMPLETED (`openDeps`) and how many of those are SKIPPED or FAILED
+   * for good (`badDeps`), kept in step by reindex from each node's class (`depClass`): a dependency's end touches its
+   * dependents' counts, never their other dependencies.
+   */
+  readonly openDeps: Map<string, number>;
+  readonly badDeps: Map<string, number>;
+  readonly depClass: Map<string, DepClass>;
   /** The workflow row must be written (data, state, reason changed). */
   dirty: boolean;
 }
 
-function emptyLiveSets(): Pick<Live, 'failed' | 'asking' | 'manual' | 'events' | 'due' | 'blocked' | 'held'> {
-  return { failed: new Set(), asking: new Set(), manual: new Set(), events: new Map(), due: new Set(), blocked: new Map(), held: new Set() };
+function emptyLiveSets(): Pick<Live, 'failed' | 'asking' | 'manual' | 'events' | 'due' | 'blocked' | 'held' | 'openDeps' | 'badDeps' | 'depClass'> {
+  return {
+    failed: new Set(), asking: new Set(), manual: new Set(), events: new Map(), due: new Set(), blocked: new Map(), held: new Set(),
+    openDeps: new Map(), badDeps: new Map(), depClass: new Map(),
+  };
+}
+
+/** What a node is to its dependents: not done yet, COMPLETED, or SKIPPED / FAILED for good (they are SKIPPED). */
+type DepClass = 'open' | 'done' | 'bad';
+
+function depClassOf(node: NodeRecord): DepClass {
+  if (node.status === 'COMPLETED') return 'done';
+  return node.status === 'SKIPPED' || (node.status === 'FAILED' && !node.invocationId) ? 'bad' : 'open';
 }
 
 /** Submit refusals that are not the node's fault and pass: the node waits READY and is submitted again. */
@@ -598,7 +617,9 @@ export class Workflows implements WorkflowQueries, WorkflowEventSink, Disposable
         this.restoreOne(record);
         workflows++;
       } catch (err) {
+        // It cannot go on: it must not stay RUNNING with nobody running it (what restoreOne wrote was rolled back).
         this.deps.log.internalError(ACTOR, record.workflowId, err, { during: 'restore' });
+        this.abandon(record.workflowId, `it could not be restored after the restart: ${err instanceof Error ? err.message : String(err)}`);
       }
     }
     this.deps.log.record({ correlationId: ctx.correlationId, actor: ACTOR, eventType: 'workflow.restored', details: { workflows, running_nodes: this.byTask.size } });
@@ -610,13 +631,7 @@ export class Workflows implements WorkflowQueries, WorkflowEventSink, Disposable
     if (!validated.ok) {
       // Stored by an older build whose rules differed: it cannot be run safely by these.
       const first = validated.issues.find((i) => i.severity === 'error');
-      const live = this.build(record, validated.dependents, validated.routes);
-      this.deps.store.transaction(() => {
-        record.completedAt = this.deps.clock.now();
-        this.setWorkflow(live, 'FAILED', `its definition no longer validates: ${first?.code}: ${first?.message}`, 'coordinator', {});
-        this.persist(live);
-      });
-      this.live.delete(record.workflowId);
+      this.abandon(record.workflowId, `its definition no longer validates: ${first?.code}: ${first?.message}`);
       return;
     }
     const live = this.build(record, validated.dependents, validated.routes);
@@ -650,6 +665,130 @@ export class Workflows implements WorkflowQueries, WorkflowEventSink, Disposable
     });
   }
 
+  /**
+   * A workflow that cannot go on (restore failed, its definition no longer validates, an internal error could not be
+   * contained): read again from the store, whatever memory holds of it dropped; its RUNNING nodes FAILED with `reason`
+   * and their tasks cancelled, pending questions withdrawn, the workflow FAILED with `reason`. A resume may go on from it.
+   * `fromScheduler`: called inside the scheduler's end-of-task callback, which must not call the scheduler: the tasks
+   * are cancelled right after it.
+   */
+  private abandon(workflowId: string, reason: string, fromScheduler = false): void {
+    const by = 'coordinator';
+    const ctx: CallContext = { correlationId: workflowId };
+    this.forget(workflowId);
+    const record = this.deps.store.workflows.get(workflowId);
+    if (!record || ENDED.has(record.state)) return;
+    try {
+      this.deps.store.transaction(() => {
+        const now = this.deps.clock.now();
+        const nodeReason = `workflow FAILED: ${reason}`.slice(0, 4096);
+        const cancel: string[] = [];
+        for (const node of record.nodes.values()) {
+          let changed = false;
+          if (node.invocationId) {
+            this.withdraw(node, nodeReason, by, ctx);
+            changed = true;
+          }
+          if (node.status === 'RUNNING') {
+            if (node.taskId) cancel.push(node.taskId);
+            node.status = 'FAILED';
+            node.error = nodeReason;
+            node.waiting = '';
+            node.completedAt = now;
+            this.deps.log.record({
+              correlationId: workflowId, actor: by, eventType: 'workflow.node', level: 'WARN',
+              details: { workflow_id: workflowId, node_id: node.nodeId, from: 'RUNNING', to: 'FAILED', reason: nodeReason.slice(0, 1024), run: node.runs },
+            });
+            changed = true;
+          } else if (node.status === 'READY') {
+            node.waiting = `a resume: the workflow ended FAILED before this node started (ResumeWorkflow runs it)`;
+            node.fireAt = null;
+            changed = true;
+          }
+          if (changed) {
+            this.deps.store.workflows.putNode(workflowId, node);
+            this.notify({ workflowId, nodeId: node.nodeId, state: 'FAILED' });
+          }
+        }
+        const from = record.state;
+        record.state = 'FAILED';
+        record.reason = reason.slice(0, 4096);
+        record.completedAt = now;
+        record.updatedAt = now;
+        this.deps.store.workflows.putWorkflow(record, countsOf(record.nodes.values()));
+        this.deps.log.record({
+          correlationId: workflowId, actor: by, eventType: 'workflow.state', level: 'WARN',
+          details: { workflow_id: workflowId, from, to: 'FAILED', reason: record.reason.slice(0, 1024) },
+        });
+        this.notify({ workflowId, state: 'FAILED' });
+        const cancelAll = () => {
+          for (const taskId of cancel) {
+            try {
+              if (!TERMINAL_TASK_STATES.has(this.deps.tasks.task(taskId)?.state ?? 'COMPLETED')) this.deps.tasks.cancel(taskId, `workflow ${workflowId} FAILED: ${reason}`.slice(0, 1024), ctx);
+            } catch {
+              // Ended meanwhile: nothing to cancel.
+            }
+          }
+        };
+        if (fromScheduler) queueMicrotask(() => this.safely(workflowId, () => this.deps.store.transaction(cancelAll)));
+        else cancelAll();
+      });
+    } catch (err) {
+      this.deps.log.internalError(ACTOR, workflowId, err, { during: 'abandon' });
+    }
+  }
+
+  /** Drops everything memory holds of a workflow (indexes, timers, tasks watched), not the store. */
+  private forget(workflowId: string): void {
+    const live = this.live.get(workflowId);
+    this.live.delete(workflowId);
+    const record = live?.record ?? this.deps.store.workflows.get(workflowId);
+    if (!record) return;
+    for (const node of record.nodes.values()) {
+      const k = key(workflowId, node.nodeId);
+      this.clearTimer(k);
+      this.toStart.delete(k);
+      this.queueBlocked.delete(k);
+      if (node.taskId && this.byTask.get(node.taskId) === k) this.byTask.delete(node.taskId);
+    }
+    for (const [agentId, keys] of this.agentBlocked) {
+      for (const k of keys) if (unkey(k)[0] === workflowId) keys.delete(k);
+      if (keys.size === 0) this.agentBlocked.delete(agentId);
+    }
+    if (this.queueBlocked.size === 0) this.freed = 0;
+  }
+
+  /**
+   * An error while a task's end was applied (inside the scheduler's transaction, which commits whatever part of the
+   * change was written): the node is FAILED with the error, its indexes are rebuilt from the records, its dependents
+   * SKIPPED, and the workflow moves on (FAILED once nothing runs). If even that fails, the workflow is abandoned.
+   */
+  private recover(live: Live, nodeId: string, reason: string): void {
+    const workflowId = live.record.workflowId;
+    try {
+      this.deps.store.transaction(() => {
+        const node = this.node(live, nodeId);
+        if (node.invocationId) this.withdraw(node, reason, ACTOR, { correlationId: workflowId });
+        this.reindexAll(live);
+        node.error = reason.slice(0, 4096);
+        node.waiting = '';
+        node.fireAt = null;
+        node.completedAt = this.deps.clock.now();
+        if (node.status !== 'FAILED') {
+          this.setStatus(live, node, 'FAILED', reason, ACTOR, { internal_error: true });
+        } else {
+          this.deps.store.workflows.putNode(workflowId, node);
+          this.reindex(live, node);
+        }
+        this.skipDependents(live, nodeId, 'FAILED', ACTOR);
+        this.settle(live, ACTOR);
+      });
+    } catch (err) {
+      this.deps.log.internalError(ACTOR, workflowId, err, { node_id: nodeId, during: 'recover' });
+      this.abandon(workflowId, `an internal error left node ${nodeId} in an unknown state: ${reason}`, true);
+    }
+  }
+
   // ---------------------------------------------------------------- the scheduler's side
 
   /** Inside the scheduler's transaction that ended `task`: the node's outcome commits with it. */
@@ -674,6 +813,7 @@ export class Workflows implements WorkflowQueries, WorkflowEventSink, Disposable
       });
     } catch (err) {
       this.deps.log.internalError(ACTOR, workflowId, err, { node_id: nodeId, task_id: task.taskId, during: 'task_ended' });
+      this.recover(live, nodeId, `internal error while applying the end of task ${task.taskId} (${task.state}): ${err instanceof Error ? err.message : String(err)}`);
     }
     // Submissions wait until the scheduler is done ending the task.
     this.scheduleDrain();
@@ -948,17 +1088,14 @@ export class Workflows implements WorkflowQueries, WorkflowEventSink, Disposable
     const node = this.node(live, nodeId);
     if (node.status !== 'PENDING') return;
     const def = live.defs.get(nodeId)!;
-    let done = true;
-    for (const dep of def.dependencies) {
-      const d = this.node(live, dep);
-      if (d.status === 'SKIPPED' || (d.status === 'FAILED' && !d.invocationId)) {
-        this.skip(live, nodeId, `dependency '${dep}' ${d.status}`, by);
-        return;
-      }
-      if (d.status !== 'COMPLETED') done = false;
+    if ((live.badDeps.get(nodeId) ?? 0) > 0) {
+      // Read the dependencies only to name the one that makes it SKIPPED (once per node).
+      const dep = def.dependencies.find((d) => depClassOf(this.node(live, d)) === 'bad') ?? def.dependencies[0];
+      this.skip(live, nodeId, `dependency '${dep}' ${this.node(live, dep).status}`, by);
+      return;
     }
     // A PENDING node's `waiting` (the dependencies not COMPLETED yet) is worked out when it is read, never written.
-    if (done) this.ready(live, nodeId, def.dependencies.length ? `dependencies COMPLETED: ${def.dependencies.join(', ').slice(0, 512)}` : 'a root: no dependencies', by);
+    if ((live.openDeps.get(nodeId) ?? 0) === 0) this.ready(live, nodeId, def.dependencies.length ? `dependencies COMPLETED: ${def.dependencies.join(', ').slice(0, 512)}` : 'a root: no dependencies', by);
   }
 
   /** PENDING → READY; what it then waits for depends on its trigger. */
@@ -1059,7 +1196,12 @@ export class Workflows implements WorkflowQueries, WorkflowEventSink, Disposable
       if (node.status === 'PENDING') this.consider(live, def.nodeId, by);
       else if (node.status === 'READY') {
         if (def.trigger === 'SCHEDULE' && node.fireAt === null) {
-          node.fireAt = nextFireAfter(def.metadata.schedule ?? '', node.readyAt ?? this.deps.clock.now());
+          // Its time was dropped when the workflow ended: the next cron time from now (a resume), not from when it
+          // became READY, or every time missed while it was ended would fire at once.
+          const now = this.deps.clock.now();
+          node.readyAt = now;
+          node.fireAt = nextFireAfter(def.metadata.schedule ?? '', now);
+          node.waiting = `schedule '${def.metadata.schedule}': next ${isoUtc(node.fireAt)}`;
           this.deps.store.workflows.putNode(live.record.workflowId, node);
           this.reindex(live, node);
         }
@@ -1357,10 +1499,35 @@ export class Workflows implements WorkflowQueries, WorkflowEventSink, Disposable
     this.notify({ workflowId: live.record.workflowId, nodeId: node.nodeId, state: live.record.state });
   }
 
-  /** Keeps the live indexes (failed, asking, manual, events, due) in step with one node. */
+  /** Every live index and count worked out again from the node records: O(V + E), after an internal error and at load. */
+  private reindexAll(live: Live): void {
+    for (const status of NODE_STATUSES) live.counts[status] = 0;
+    for (const node of live.record.nodes.values()) live.counts[node.status]++;
+    for (const set of [live.failed, live.asking, live.manual, live.due, live.held]) set.clear();
+    live.events.clear();
+    live.depClass.clear();
+    live.badDeps.clear();
+    live.openDeps.clear();
+    for (const def of live.record.definition.nodes) if (def.dependencies.length > 0) live.openDeps.set(def.nodeId, def.dependencies.length);
+    for (const node of live.record.nodes.values()) this.reindex(live, node);
+  }
+
+  /** Keeps the live indexes (failed, asking, manual, events, due, dependency counts) in step with one node. */
   private reindex(live: Live, node: NodeRecord): void {
     const id = node.nodeId;
     const def = live.defs.get(id)!;
+    const cls = depClassOf(node);
+    const was = live.depClass.get(id) ?? 'open';
+    if (cls !== was) {
+      if (cls === 'open') live.depClass.delete(id);
+      else live.depClass.set(id, cls);
+      const open = (was === 'done' ? 1 : 0) - (cls === 'done' ? 1 : 0);
+      const bad = (cls === 'bad' ? 1 : 0) - (was === 'bad' ? 1 : 0);
+      for (const d of live.dependents.get(id) ?? []) {
+        if (open !== 0) live.openDeps.set(d, (live.openDeps.get(d) ?? 0) + open);
+        if (bad !== 0) live.badDeps.set(d, (live.badDeps.get(d) ?? 0) + bad);
+      }
+    }
     live.failed.delete(id);
     live.asking.delete(id);
     live.manual.delete(id);
@@ -1431,9 +1598,9 @@ export class Workflows implements WorkflowQueries, WorkflowEventSink, Disposable
   private build(record: WorkflowRecord, dependents: ReadonlyMap<string, readonly string[]>, routes: ReadonlyMap<string, CompiledRoute>): Live {
     const live: Live = {
       record, defs: new Map(record.definition.nodes.map((n) => [n.nodeId, n])), dependents, routes,
-      data: JSON.parse(record.data) as Record<string, unknown>, counts: countsOf(record.nodes.values()), ...emptyLiveSets(), dirty: false,
+      data: JSON.parse(record.data) as Record<string, unknown>, counts: countsOf([]), ...emptyLiveSets(), dirty: false,
     };
-    for (const node of record.nodes.values()) this.reindex(live, node);
+    this.reindexAll(live);
     return live;
   }
 
