@@ -145,3 +145,94 @@ describe('Workflows: internal errors, restores that fail, schedules on resume, p
     assert.ok(reads < 50, `the last dependency's end read ${reads} node records (200 would mean every dependency again)`);
   });
 });
+
+describe('Workflows: workflow_data stored apart, the stored summary kept right', () => {
+  let h: WorkflowHarness;
+
+  beforeEach(() => {
+    h = new WorkflowHarness();
+  });
+
+  afterEach(() => h.dispose());
+
+  /** Bytes handed to the repository's writes, and the longest text JSON.stringify made, while `fn` runs. */
+  async function measured(fn: () => Promise<void>): Promise<{ readonly written: number; readonly longestJson: number }> {
+    const repo = h.store.workflows as unknown as Record<string, (...args: unknown[]) => unknown>;
+    const originals = new Map<string, (...args: unknown[]) => unknown>();
+    let written = 0;
+    for (const name of ['putWorkflow', 'putNode', 'putData', 'appendData', 'create']) {
+      const original = repo[name];
+      if (typeof original !== 'function') continue;
+      originals.set(name, original);
+      repo[name] = (...args: unknown[]) => {
+        written += JSON.stringify(args).length;
+        return original.apply(h.store.workflows, args);
+      };
+    }
+    const stringify = JSON.stringify;
+    let longestJson = 0;
+    JSON.stringify = ((...args: Parameters<typeof JSON.stringify>) => {
+      const text = stringify(...args);
+      if (typeof text === 'string') longestJson = Math.max(longestJson, text.length);
+      return text;
+    }) as typeof JSON.stringify;
+    try {
+      await fn();
+    } finally {
+      JSON.stringify = stringify;
+      for (const [name, original] of originals) repo[name] = original;
+    }
+    return { written, longestJson };
+  }
+
+  it('a node\'s output costs what it writes, not the size of workflow_data (no copy, no whole-data row, no whole-data JSON)', async () => {
+    h.agent('x');
+    const id = h.create(definition('big-data', [
+      { nodeId: 'a', agentId: 'x', inputMapping: { small: 'small' }, outputMapping: { v: 'results.a' } },
+      { nodeId: 'b', agentId: 'x', dependencies: ['a'], inputMapping: { 'results.a': 'a' }, outputMapping: { v: 'results.b' } },
+    ]));
+    h.start(id, { big: 'x'.repeat(800_000), small: 1 });
+    const { written, longestJson } = await measured(async () => { await h.finish('x', { v: 'done' }); });
+    assert.equal(h.statuses(id).b, 'RUNNING');
+    assert.ok(written < 20_000, `${written} characters handed to the store for one node's end`);
+    assert.ok(longestJson < 50_000, `a ${longestJson}-character JSON text was made for one node's end`);
+    await h.finish('x', { v: 'also' });
+    const data = h.data(id);
+    assert.deepEqual([data.small, data.results, (data.big as string).length], [1, { a: 'done', b: 'also' }, 800_000]);
+    h.restart();
+    assert.deepEqual(h.data(id).results, { a: 'done', b: 'also' }, 'the store replays the writes');
+    assert.deepEqual(Object.keys(h.data(id)), ['big', 'small', 'results'], 'in the order they were written');
+  });
+
+  it('workflow_data stays bounded in the store: a new snapshot once the writes since the last one outweigh it', async () => {
+    h.agent('x');
+    const n = 120;
+    const nodes = Array.from({ length: n }, (_, i) => ({ nodeId: `n${i}`, agentId: 'x', dependencies: i ? [`n${i - 1}`] : [], inputMapping: { none: 'none' }, outputMapping: { v: `out.n${i}` } }));
+    const id = h.create(definition('compacted', nodes));
+    h.start(id);
+    for (let i = 0; i < n; i++) await h.finish('x', { v: `${i}:${'y'.repeat(1_000)}` });
+    assert.equal(h.detail(id).summary.state, 'COMPLETED');
+    const rows = (h.store as unknown as { engine: { database: DatabaseSync } }).engine.database
+      .prepare('SELECT COUNT(*) AS n FROM workflow_data WHERE workflow_id = ?').get(id) as { n: number };
+    assert.ok(rows.n < n, `${rows.n} data rows for ${n} writes`);
+    h.restart();
+    const out = h.data(id).out as Record<string, string>;
+    assert.equal(Object.keys(out).length, n);
+    assert.equal(out.n77.split(':')[0], '77');
+  });
+
+  it('the stored summary (what the list reads) is right while the workflow runs: counts and updated_at after each transition', async () => {
+    h.agent('x');
+    const id = h.create(definition('listed', [{ nodeId: 'a', agentId: 'x' }, { nodeId: 'b', agentId: 'x', dependencies: ['a'] }, { nodeId: 'c', agentId: 'x', dependencies: ['b'] }]));
+    h.start(id);
+    await h.advance(5_000);
+    await h.finish('x');
+    const stored = h.store.workflows.listRecent(10).find((w) => w.workflowId === id)!;
+    assert.deepEqual(stored.counts, h.detail(id).summary.counts);
+    assert.deepEqual(stored.counts, { PENDING: 1, READY: 0, RUNNING: 1, COMPLETED: 1, FAILED: 0, SKIPPED: 0 });
+    assert.equal(stored.updatedAt, h.clock.now());
+    const row = (h.store as unknown as { engine: { database: DatabaseSync } }).engine.database
+      .prepare('SELECT length(record) + length(counts) AS n FROM workflows WHERE workflow_id = ?').get(id) as { n: number };
+    assert.ok(row.n < 1_000, `the workflow row is small (${row.n} characters): no data, no definition`);
+  });
+});

@@ -185,17 +185,25 @@ export function countsOf(nodes: Iterable<Pick<NodeRecord, 'status'>>): NodeCount
 }
 
 /**
- * The workflow tables. A workflow's definition is written once (create); its own fields and each node's state are
- * separate rows, so that a node transition writes one node row (putNode), never the whole workflow: a 100,000-node
- * workflow costs per transition what a 3-node one does.
+ * The workflow tables. A workflow's definition is written once (create); its own fields (a small row), its
+ * workflow_data (a snapshot and the writes since) and each node's state are separate rows, so that a node transition
+ * writes its node row, the small workflow row and, for its output, one row per output_mapping entry — never the
+ * definition or the whole workflow_data: a 100,000-node workflow costs per transition what a 3-node one does.
  */
 export interface WorkflowRepository {
-  /** Inserts a workflow's definition, its run state and every node (PENDING). */
+  /** Inserts a workflow's definition, its run state, its workflow_data (`record.data`, as the first snapshot) and every node (PENDING). */
   create(record: WorkflowRecord): void;
-  /** Writes the workflow's own fields (state, data, times, reason) and its node counts (what listRecent answers). */
+  /** Writes the workflow's own fields (state, times, reason; not its data) and its node counts (what listRecent answers). */
   putWorkflow(record: WorkflowRecord, counts: Readonly<NodeCounts>): void;
+  /** Replaces workflow_data by a snapshot (`json`, the whole object) numbered `seq`: every earlier write is dropped. */
+  putData(workflowId: string, seq: number, json: string): void;
+  /** One write into workflow_data, numbered `seq` (after the snapshot's): `valueJson` at the key path `path` (its segments). */
+  appendData(workflowId: string, seq: number, path: readonly string[], valueJson: string): void;
+  /** The last `seq` written and how many characters the writes since the snapshot hold (when to write a new snapshot). */
+  dataLog(workflowId: string): { readonly seq: number; readonly chars: number };
   /** Writes one node's state: O(1) per node transition, never the whole workflow. */
   putNode(workflowId: string, node: NodeRecord): void;
+  /** A workflow with its nodes, and its workflow_data as JSON text (the snapshot with the writes since replayed). */
   get(workflowId: string): WorkflowRecord | undefined;
   /** Workflows not ended and started (RUNNING, WAITING): restore after a restart. */
   listActive(): WorkflowRecord[];

@@ -20,7 +20,7 @@ import {
   type NodeCounts, type NodeRecord, type NodeStatus, type ValidationIssue, type WorkflowDefinition, type WorkflowDetail, type WorkflowNodeDefinition,
   type WorkflowNodeView, type WorkflowQueries, type WorkflowRecord, type WorkflowsChange, type WorkflowState, type WorkflowStorage, type WorkflowSummary,
 } from './model';
-import { PathError, getPath, isPlainObject, setPath } from './paths';
+import { PathError, getPath, isPlainObject, writePath } from './paths';
 import { DEFAULT_MAX_ITERATIONS, validateDefinition } from './validate';
 
 export interface WorkflowDeps {
@@ -55,6 +55,8 @@ export type CreateResult =
 
 /** workflow_data (StartWorkflow, ResumeWorkflow, after each node's outputs): at most this many bytes of JSON. */
 export const MAX_WORKFLOW_DATA_BYTES = 1024 * 1024;
+/** A new workflow_data snapshot is stored once the writes since the last one hold more characters than it (at least this many). */
+const DATA_SNAPSHOT_MIN_CHARS = 64 * 1024;
 /** The scheduler's longest task id: longer `wf:<workflow_id>:<node_id>:<run>` ids use a digest (taskIdOf). */
 const MAX_TASK_ID = 128;
 /** The component name of the engine's HITL invocations (origin `internal`). */
@@ -83,7 +85,13 @@ interface Live {
   readonly defs: ReadonlyMap<string, WorkflowNodeDefinition>;
   readonly dependents: ReadonlyMap<string, readonly string[]>;
   readonly routes: ReadonlyMap<string, CompiledRoute>;
-  data: Record<string, unknown>;
+  /** workflow_data, written in place (writePath: values cloned first), never copied whole. */
+  readonly data: Record<string, unknown>;
+  /** Its JSON size in bytes, kept up to date by each write (an upper bound by a byte per object a write created; exact after a snapshot). */
+  dataBytes: number;
+  /** The last workflow_data row written (the snapshot or a write), and the characters written since the snapshot. */
+  dataSeq: number;
+  dataLogChars: number;
   readonly counts: NodeCounts;
   /** FAILED nodes nobody is asked about: the workflow ends FAILED once nothing runs (and starts nothing new meanwhile). */
   readonly failed: Set<string>;
@@ -110,7 +118,7 @@ interface Live {
   readonly openDeps: Map<string, number>;
   readonly badDeps: Map<string, number>;
   readonly depClass: Map<string, DepClass>;
-  /** The workflow row must be written (data, state, reason changed). */
+  /** The workflow row must be written (state, reason, a node's status: its counts and updated_at changed). */
   dirty: boolean;
 }
 
@@ -127,6 +135,13 @@ type DepClass = 'open' | 'done' | 'bad';
 function depClassOf(node: NodeRecord): DepClass {
   if (node.status === 'COMPLETED') return 'done';
   return node.status === 'SKIPPED' || (node.status === 'FAILED' && !node.invocationId) ? 'bad' : 'open';
+}
+
+/** Writes made into workflow_data in place, not stored yet: their paths and values, their size, how to undo them. */
+interface DataWrites {
+  readonly writes: ReadonlyArray<readonly [readonly string[], unknown]>;
+  readonly bytes: number;
+  readonly undo: () => void;
 }
 
 /** Submit refusals that are not the node's fault and pass: the node waits READY and is submitted again. */
@@ -327,13 +342,13 @@ export class Workflows implements WorkflowQueries, WorkflowEventSink, Disposable
       throw new WorkflowError('refused', 'FAILED_PRECONDITION', `workflow '${workflowId}' was already started (${record.state}): use ResumeWorkflow to run a node again`);
     }
     const data = readData(dataText, 'workflow_data') ?? {};
-    const live = this.load(record);
-    live.data = data;
+    const live = this.load(record, data);
     const now = this.deps.clock.now();
     record.startedAt = now;
     record.startedBy = by;
     this.deps.store.transaction(() => {
-      this.setWorkflow(live, 'RUNNING', '', by, { data_bytes: Buffer.byteLength(JSON.stringify(data)) });
+      this.snapshotData(live);
+      this.setWorkflow(live, 'RUNNING', '', by, { data_bytes: live.dataBytes });
       for (const def of record.definition.nodes) if (def.dependencies.length === 0) this.ready(live, def.nodeId, 'a root: no dependencies', by);
       this.settle(live, by);
     });
@@ -392,22 +407,17 @@ export class Workflows implements WorkflowQueries, WorkflowEventSink, Disposable
       throw new WorkflowError('refused', 'FAILED_PRECONDITION', `resuming from '${nodeId}' would leave FAILED node(s) ${stranded.join(', ')} failed (not downstream of '${nodeId}'), `
         + `and the workflow would end FAILED again: resume from ${stranded[0]} (or from a node upstream of every FAILED node)`);
     }
-    let data = live.data;
-    if (merge) {
-      data = { ...data };
-      for (const [k, v] of Object.entries(merge)) Object.defineProperty(data, k, { value: v, enumerable: true, writable: true, configurable: true });
-      const size = Buffer.byteLength(JSON.stringify(data));
-      if (size > MAX_WORKFLOW_DATA_BYTES) throw new WorkflowError('invalid', 'OVERSIZE_PAYLOAD', `workflow_data would be ${size} bytes with this data; at most ${MAX_WORKFLOW_DATA_BYTES}`);
+    // Merged by top-level key, in place (the last check: nothing is refused after this).
+    const merged = merge ? this.applyWrites(live, Object.entries(merge).map(([k, v]): [readonly string[], unknown] => [[k], v])) : undefined;
+    if (merged && 'error' in merged) {
+      throw new WorkflowError('invalid', merged.kind === 'size' ? 'OVERSIZE_PAYLOAD' : 'VALIDATION_ERROR', `${merged.error} with this data`);
     }
     const wasActive = active !== undefined;
     const ctxWf: CallContext = { ...ctx, correlationId: workflowId };
     this.deps.store.transaction(() => {
       const reason = `resumed from ${nodeId} by ${by}`;
       for (const id of downstream) this.reset(live, id, reason, by, true, ctxWf);
-      if (merge) {
-        live.data = data;
-        live.dirty = true;
-      }
+      if (merged) this.commitWrites(live, merged);
       if (!wasActive) {
         record.completedAt = null;
         this.setWorkflow(live, 'RUNNING', '', by, { resumed_from: nodeId, merged_keys: merge ? Object.keys(merge).slice(0, 50) : [] });
@@ -572,18 +582,11 @@ export class Workflows implements WorkflowQueries, WorkflowEventSink, Disposable
     if (current !== undefined && !isPlainObject(current)) {
       return { code: 'VALIDATION_ERROR', detail: `workflow_data.${EVENT_DATA_KEY} holds ${Array.isArray(current) ? 'a list' : typeof current}, so the event's data cannot be written to ${EVENT_DATA_KEY}.${input.event.slice(0, 128)}` };
     }
-    let data: Record<string, unknown>;
-    try {
-      data = setPath(live.data, EVENT_DATA_KEY, { ...(current ?? {}), [input.event]: input.data });
-    } catch (err) {
-      return { code: 'VALIDATION_ERROR', detail: (err as Error).message };
-    }
-    const size = Buffer.byteLength(JSON.stringify(data));
-    if (size > MAX_WORKFLOW_DATA_BYTES) return { code: 'OVERSIZE_PAYLOAD', detail: `workflow_data would be ${size} bytes with this event's data; at most ${MAX_WORKFLOW_DATA_BYTES}` };
+    const written = this.applyWrites(live, [[[EVENT_DATA_KEY, input.event], input.data]]);
+    if ('error' in written) return { code: written.kind === 'size' ? 'OVERSIZE_PAYLOAD' : 'VALIDATION_ERROR', detail: `${written.error} with this event's data` };
     const now = this.deps.clock.now();
     this.deps.store.transaction(() => {
-      live.data = data;
-      live.dirty = true;
+      this.commitWrites(live, written);
       for (const id of waiting) {
         const node = this.node(live, id);
         node.fireAt = now;
@@ -845,23 +848,23 @@ export class Workflows implements WorkflowQueries, WorkflowEventSink, Disposable
     const def = live.defs.get(nodeId)!;
     const node = this.node(live, nodeId);
     const outputText = JSON.stringify(output);
-    // Everything that may refuse is worked out first, so that a refusal leaves nothing half done.
-    let data = live.data;
+    // Everything that may refuse is worked out first; the writes are undone on a refusal, so nothing is half done.
+    const writes: Array<[string, unknown]> = [];
     try {
       for (const [outKey, dataPath] of Object.entries(def.outputMapping)) {
         const value = getPath(output, outKey);
         if (value === undefined) throw new PathError(`output_mapping: the output has no '${outKey}' (it has ${Object.keys(output).slice(0, 10).join(', ') || 'no key'})`);
-        data = setPath(data, dataPath, value);
+        writes.push([dataPath, value]);
       }
     } catch (err) {
       node.output = outputText;
       this.fail(live, nodeId, err instanceof PathError ? (err.message.startsWith('output_mapping') ? err.message : `output_mapping: ${err.message}`) : String(err), by);
       return;
     }
-    const size = data === live.data ? 0 : Buffer.byteLength(JSON.stringify(data));
-    if (size > MAX_WORKFLOW_DATA_BYTES) {
+    const written = this.applyWrites(live, writes);
+    if ('error' in written) {
       node.output = outputText;
-      this.fail(live, nodeId, `output_mapping: workflow_data would be ${size} bytes; at most ${MAX_WORKFLOW_DATA_BYTES}`, by);
+      this.fail(live, nodeId, `output_mapping: ${written.error}`, by);
       return;
     }
     const dependents = live.dependents.get(nodeId) ?? [];
@@ -869,8 +872,9 @@ export class Workflows implements WorkflowQueries, WorkflowEventSink, Disposable
     const loops: string[] = [];
     const route = live.routes.get(nodeId);
     if (route) {
-      const choice = route.choose(data, output);
+      const choice = route.choose(live.data, output);
       if (!choice.ok) {
+        written.undo();
         node.output = outputText;
         this.fail(live, nodeId, `route: ${choice.error}`, by);
         return;
@@ -882,6 +886,7 @@ export class Workflows implements WorkflowQueries, WorkflowEventSink, Disposable
         const t = this.node(live, target);
         const max = maxIterations(live.defs.get(target)!);
         if (t.loops + 1 > max) {
+          written.undo();
           node.output = outputText;
           this.fail(live, nodeId, `route: loop back to '${target}' refused: it has looped ${t.loops} time(s), its max_iterations is ${max}`, by);
           return;
@@ -895,22 +900,21 @@ export class Workflows implements WorkflowQueries, WorkflowEventSink, Disposable
         }
         if (failed !== undefined) {
           // Resetting it would undo a final failure (the workflow ends FAILED once nothing runs): only a resume may.
+          written.undo();
           node.output = outputText;
           this.fail(live, nodeId, `route: loop back to '${target}' refused: '${failed}'${failed === target ? '' : ' (downstream of it)'} FAILED for good `
             + `(${this.node(live, failed).error.slice(0, 300)}): resume the workflow from it instead`, by);
           return;
         }
         if (busy !== undefined) {
+          written.undo();
           node.output = outputText;
           this.fail(live, nodeId, `route: loop back to '${target}' refused: '${busy}' (downstream of it) is RUNNING`, by);
           return;
         }
       }
     }
-    if (data !== live.data) {
-      live.data = data;
-      live.dirty = true;
-    }
+    this.commitWrites(live, written);
     node.output = outputText;
     node.error = '';
     node.waiting = '';
@@ -1474,11 +1478,10 @@ export class Workflows implements WorkflowQueries, WorkflowEventSink, Disposable
     this.notify({ workflowId: record.workflowId, state: to });
   }
 
-  /** Writes the workflow row when something of it changed. */
+  /** Writes the workflow's small row (state, reason, times, node counts; never its definition or data) when something of it changed. */
   private persist(live: Live): void {
     if (!live.dirty) return;
     live.dirty = false;
-    live.record.data = JSON.stringify(live.data);
     live.record.updatedAt = this.deps.clock.now();
     this.deps.store.workflows.putWorkflow(live.record, live.counts);
   }
@@ -1492,6 +1495,8 @@ export class Workflows implements WorkflowQueries, WorkflowEventSink, Disposable
     this.deps.store.workflows.putNode(live.record.workflowId, node);
     this.reindex(live, node);
     live.record.updatedAt = this.deps.clock.now();
+    // The stored counts and updated_at (what the list reads) follow: one small row, written once per transaction (persist).
+    live.dirty = true;
     this.deps.log.record({
       correlationId: live.record.workflowId, actor: by, eventType: 'workflow.node', level: to === 'FAILED' ? 'WARN' : 'INFO',
       details: { workflow_id: live.record.workflowId, node_id: node.nodeId, from, to, reason: reason.slice(0, 1024), run: node.runs, ...details },
@@ -1549,6 +1554,60 @@ export class Workflows implements WorkflowQueries, WorkflowEventSink, Disposable
     }
   }
 
+  // ---------------------------------------------------------------- workflow_data
+
+  /**
+   * Writes into workflow_data in place (each value cloned), all or none: a path through a value that is not an object,
+   * or workflow_data beyond MAX_WORKFLOW_DATA_BYTES (counted from each write's size, never by serialising it all),
+   * undoes the writes before it. The caller stores them (commitWrites) or undoes them (a later refusal).
+   */
+  private applyWrites(live: Live, writes: ReadonlyArray<readonly [string | readonly string[], unknown]>): DataWrites | { readonly error: string; readonly kind: 'path' | 'size' } {
+    const undos: Array<() => void> = [];
+    const undo = () => {
+      for (let i = undos.length - 1; i >= 0; i--) undos[i]();
+    };
+    const done: Array<[readonly string[], unknown]> = [];
+    let bytes = 0;
+    try {
+      for (const [path, value] of writes) {
+        const copy = structuredClone(value);
+        const write = writePath(live.data, path, copy);
+        undos.push(write.undo);
+        bytes += write.bytes;
+        done.push([typeof path === 'string' ? path.split('.') : path, copy]);
+      }
+    } catch (err) {
+      undo();
+      if (err instanceof PathError) return { error: err.message, kind: 'path' };
+      throw err;
+    }
+    if (live.dataBytes + bytes > MAX_WORKFLOW_DATA_BYTES) {
+      undo();
+      return { error: `workflow_data would be ${live.dataBytes + bytes} bytes; at most ${MAX_WORKFLOW_DATA_BYTES}`, kind: 'size' };
+    }
+    return { writes: done, bytes, undo };
+  }
+
+  /** Stores writes applyWrites made (one row each, inside the caller's transaction); a new snapshot once they outweigh the last. */
+  private commitWrites(live: Live, written: DataWrites): void {
+    if (written.writes.length === 0) return;
+    live.dataBytes += written.bytes;
+    for (const [path, value] of written.writes) {
+      const json = JSON.stringify(value);
+      this.deps.store.workflows.appendData(live.record.workflowId, ++live.dataSeq, path, json);
+      live.dataLogChars += json.length + path.reduce((n, p) => n + p.length + 3, 2);
+    }
+    if (live.dataLogChars > Math.max(DATA_SNAPSHOT_MIN_CHARS, live.dataBytes)) this.snapshotData(live);
+  }
+
+  /** Stores workflow_data whole (dropping the writes before): at start, and when the writes outweigh the last snapshot. O(|workflow_data|), amortised. */
+  private snapshotData(live: Live): void {
+    const json = JSON.stringify(live.data);
+    live.dataBytes = Buffer.byteLength(json);
+    this.deps.store.workflows.putData(live.record.workflowId, ++live.dataSeq, json);
+    live.dataLogChars = 0;
+  }
+
   // ---------------------------------------------------------------- helpers
 
   /** The node and every node downstream of it by dependencies (each once, the given ones first). */
@@ -1585,20 +1644,22 @@ export class Workflows implements WorkflowQueries, WorkflowEventSink, Disposable
       : `workflow '${workflowId}' ended ${record.state}: resume it before you ${what}`);
   }
 
-  /** A stored workflow made live (not yet registered as running: setWorkflow does that when it becomes RUNNING). */
-  private load(record: WorkflowRecord): Live {
+  /** A stored workflow made live (not yet registered as running: setWorkflow does that when it becomes RUNNING); `data` replaces its stored data (StartWorkflow). */
+  private load(record: WorkflowRecord, data?: Record<string, unknown>): Live {
     const validated = validateDefinition(record.definition);
     if (!validated.ok) {
       const first = validated.issues.find((i) => i.severity === 'error');
       throw new WorkflowError('refused', 'FAILED_PRECONDITION', `workflow '${record.workflowId}' no longer validates: ${first?.code}: ${first?.message}`);
     }
-    return this.build(record, validated.dependents, validated.routes);
+    return this.build(record, validated.dependents, validated.routes, data);
   }
 
-  private build(record: WorkflowRecord, dependents: ReadonlyMap<string, readonly string[]>, routes: ReadonlyMap<string, CompiledRoute>): Live {
+  private build(record: WorkflowRecord, dependents: ReadonlyMap<string, readonly string[]>, routes: ReadonlyMap<string, CompiledRoute>, data?: Record<string, unknown>): Live {
+    const log = this.deps.store.workflows.dataLog(record.workflowId);
     const live: Live = {
       record, defs: new Map(record.definition.nodes.map((n) => [n.nodeId, n])), dependents, routes,
-      data: JSON.parse(record.data) as Record<string, unknown>, counts: countsOf([]), ...emptyLiveSets(), dirty: false,
+      data: data ?? (JSON.parse(record.data) as Record<string, unknown>), dataBytes: Buffer.byteLength(record.data), dataSeq: log.seq, dataLogChars: log.chars,
+      counts: countsOf([]), ...emptyLiveSets(), dirty: false,
     };
     this.reindexAll(live);
     return live;
