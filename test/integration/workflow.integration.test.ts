@@ -121,6 +121,25 @@ describe('WorkflowService over gRPC (a workflow run by real agents)', function (
     assert.ok(!writer.commands().includes('run wf:wf-review:draft:2'), 'draft ran once');
   });
 
+  it('answers a large workflow within a client\'s default 4 MiB: StartWorkflow only the nodes that moved, GetWorkflowState PENDING nodes left out and counted', async () => {
+    const n = 12_000;
+    const id = (i: number) => `${'n'.repeat(110)}-${i}`;
+    const nodes: Record<string, NodeMessage> = {};
+    for (let i = 0; i < n; i++) nodes[id(i)] = { agent_id: 'absent', dependencies: i ? [id(i - 1)] : [] };
+    assert.equal((await workflows.create('long-ids', nodes)).success, true);
+    const started = await workflows.start('long-ids');
+    assert.equal(started.success, true, started.error);
+    assert.deepEqual(Object.keys(started.state!.node_states), [id(0)], 'only the node that moved');
+    assert.equal(started.state!.metadata.node_states_omitted, String(n - 1));
+    // All of them: about 5 MB, more than a gRPC client takes by default; the PENDING ones go first.
+    const answer = await workflows.state('long-ids');
+    assert.equal(answer.success, true, answer.error);
+    assert.deepEqual(Object.keys(answer.state!.node_states), [id(0)]);
+    assert.equal(answer.state!.node_states[id(0)].status, 'READY');
+    assert.equal(answer.state!.metadata.node_states_omitted, String(n - 1));
+    assert.deepEqual(JSON.parse(answer.state!.metadata.counts), { PENDING: n - 1, READY: 1, RUNNING: 0, COMPLETED: 0, FAILED: 0, SKIPPED: 0 });
+  });
+
   it('answers domain refusals as success=false with the code first, and malformed requests with INVALID_ARGUMENT', async () => {
     const cyclic = await workflows.create('cyclic', {
       root: { agent_id: 'w' }, a: { agent_id: 'w', dependencies: ['root', 'c'] }, b: { agent_id: 'w', dependencies: ['a'] }, c: { agent_id: 'w', dependencies: ['b'] },

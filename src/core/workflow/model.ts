@@ -106,6 +106,11 @@ export interface NodeRecord {
   invocationId: string;
   /** Retries a rule or a fallback approved (not a person) since it was last resumed: at most MAX_AUTOMATIC_RETRIES. */
   retries: number;
+  /**
+   * The inputs of its last run as given to its task (JSON text, kept with the node: the scheduler forgets finished
+   * tasks), or a note in parentheses when they were larger than 64 KiB; '' before its first run and after a reset.
+   */
+  inputs: string;
 }
 
 export interface WorkflowRecord {
@@ -144,7 +149,10 @@ export interface WorkflowSummary {
 export interface WorkflowNodeView {
   readonly definition: WorkflowNodeDefinition;
   readonly state: NodeRecord;
-  /** The inputs the node was (or would be) given, JSON text ('' when not computed yet). */
+  /**
+   * The inputs the node was given at its last run, or (PENDING, READY) would be given now, JSON text; '' for a SKIPPED
+   * node, and in a WorkflowDetail (only WorkflowQueries.nodeDetail works them out: O(workflow_data) each).
+   */
   readonly inputs: string;
 }
 
@@ -153,7 +161,18 @@ export interface WorkflowDetail {
   readonly definition: WorkflowDefinition;
   readonly warnings: readonly ValidationIssue[];
   readonly data: string;
+  /**
+   * Nodes in the author's order: every node, or the first `maxNodes` asked for (summary.nodeCount counts them all);
+   * the answers of start / runNode / resume / cancel hold only nodes that are not PENDING, at most ANSWER_NODES.
+   */
   readonly nodes: readonly WorkflowNodeView[];
+}
+
+/** One node with its inputs, its workflow's summary and data (Show Node Inputs and Outputs). */
+export interface WorkflowNodeDetail {
+  readonly summary: WorkflowSummary;
+  readonly node: WorkflowNodeView;
+  readonly data: string;
 }
 
 export interface WorkflowsChange {
@@ -165,7 +184,10 @@ export interface WorkflowsChange {
 
 export interface WorkflowQueries {
   list(limit: number): WorkflowSummary[];
-  detail(workflowId: string): WorkflowDetail | undefined;
+  /** The workflow with its first `maxNodes` nodes (all when omitted), no node's inputs: O(maxNodes) for a running workflow. */
+  detail(workflowId: string, maxNodes?: number): WorkflowDetail | undefined;
+  /** One node with its inputs; undefined for an unknown workflow or node. */
+  nodeDetail(workflowId: string, nodeId: string): WorkflowNodeDetail | undefined;
   readonly onDidChange: Event<WorkflowsChange>;
 }
 

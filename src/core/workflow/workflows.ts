@@ -18,7 +18,7 @@ import { EVENT_DATA_KEY, type WorkflowEventInput, type WorkflowEventSink } from 
 import {
   countsOf, NODE_STATUSES,
   type NodeCounts, type NodeRecord, type NodeStatus, type ValidationIssue, type WorkflowDefinition, type WorkflowDetail, type WorkflowNodeDefinition,
-  type WorkflowNodeView, type WorkflowQueries, type WorkflowRecord, type WorkflowsChange, type WorkflowState, type WorkflowStorage, type WorkflowSummary,
+  type WorkflowNodeDetail, type WorkflowNodeView, type WorkflowQueries, type WorkflowRecord, type WorkflowsChange, type WorkflowState, type WorkflowStorage, type WorkflowSummary,
 } from './model';
 import { PathError, getPath, isPlainObject, writePath } from './paths';
 import { DEFAULT_MAX_ITERATIONS, validateDefinition } from './validate';
@@ -55,6 +55,12 @@ export type CreateResult =
 
 /** workflow_data (StartWorkflow, ResumeWorkflow, after each node's outputs): at most this many bytes of JSON. */
 export const MAX_WORKFLOW_DATA_BYTES = 1024 * 1024;
+/** The most nodes start / runNode / resume / cancel answer (those not PENDING, in the author's order). */
+export const ANSWER_NODES = 1_000;
+/** A node's inputs are kept with it (Show Node Inputs and Outputs) up to this many characters of JSON; beyond, a note. */
+export const MAX_KEPT_INPUTS = 64 * 1024;
+/** Workflows that do not run kept after a read (the view reads an expanded one at every refresh). */
+const RECENTLY_READ = 4;
 /** A new workflow_data snapshot is stored once the writes since the last one hold more characters than it (at least this many). */
 const DATA_SNAPSHOT_MIN_CHARS = 64 * 1024;
 /** The scheduler's longest task id: longer `wf:<workflow_id>:<node_id>:<run>` ids use a digest (taskIdOf). */
@@ -271,6 +277,8 @@ export class Workflows implements WorkflowQueries, WorkflowEventSink, Disposable
   private readonly agentBlocked = new Map<string, Set<string>>();
   /** Tasks that ended since the last drain while nodes waited for room: how many queue-blocked nodes to try. */
   private freed = 0;
+  /** Workflows that do not run, as last read from the store (storedRecord), least recently read first. */
+  private readonly recentlyRead = new Map<string, WorkflowRecord>();
   private readonly subscriptions: Disposable[] = [];
   private readonly pendingChanges: WorkflowsChange[] = [];
   private drainQueued = false;
@@ -312,7 +320,7 @@ export class Workflows implements WorkflowQueries, WorkflowEventSink, Disposable
     for (const n of definition.nodes) {
       nodes.set(n.nodeId, {
         nodeId: n.nodeId, status: 'PENDING', startedAt: null, completedAt: null, output: '', error: '', waiting: '',
-        taskId: '', runs: 0, readyAt: null, fireAt: null, loops: 0, invocationId: '', retries: 0,
+        taskId: '', runs: 0, readyAt: null, fireAt: null, loops: 0, invocationId: '', retries: 0, inputs: '',
       });
     }
     const record: WorkflowRecord = {
@@ -353,7 +361,7 @@ export class Workflows implements WorkflowQueries, WorkflowEventSink, Disposable
       this.settle(live, by);
     });
     this.drain();
-    return this.detailOf(workflowId, false)!;
+    return this.answer(workflowId);
   }
 
   // ---------------------------------------------------------------- Run Node, Resume, Cancel
@@ -371,7 +379,7 @@ export class Workflows implements WorkflowQueries, WorkflowEventSink, Disposable
     if (live.failed.size > 0) throw new WorkflowError('refused', 'FAILED_PRECONDITION', `workflow '${workflowId}' is failing (${live.record.reason}): resume it first`);
     this.startNode(live, nodeId, `Run Node by ${by}`, by, { ...ctx, correlationId: workflowId });
     this.drain();
-    return this.detailOf(workflowId, false)!;
+    return this.answer(workflowId);
   }
 
   /**
@@ -434,7 +442,7 @@ export class Workflows implements WorkflowQueries, WorkflowEventSink, Disposable
       this.settle(live, by);
     });
     this.drain();
-    return this.detailOf(workflowId, false)!;
+    return this.answer(workflowId);
   }
 
   /** Cancels a workflow: running tasks cancelled, nodes not finished SKIPPED, pending questions withdrawn, CANCELLED. */
@@ -479,7 +487,7 @@ export class Workflows implements WorkflowQueries, WorkflowEventSink, Disposable
       this.persist(live);
     });
     this.live.delete(workflowId);
-    return this.detailOf(workflowId, false)!;
+    return this.answer(workflowId);
   }
 
   // ---------------------------------------------------------------- reads
@@ -492,31 +500,80 @@ export class Workflows implements WorkflowQueries, WorkflowEventSink, Disposable
     });
   }
 
-  /** A workflow's definition, data and every node's state, with each node's inputs (what it was or would be given). */
-  detail(workflowId: string): WorkflowDetail | undefined {
-    return this.detailOf(workflowId, true);
+  /**
+   * A workflow's definition, data and its nodes' states, the first `maxNodes` in the author's order (all when omitted),
+   * without any node's inputs: O(maxNodes) for a running workflow, whatever its size (the Workflows view asks for 500).
+   */
+  detail(workflowId: string, maxNodes?: number): WorkflowDetail | undefined {
+    return this.detailOf(workflowId, maxNodes === undefined ? Infinity : Math.max(0, Math.floor(maxNodes)), false);
   }
 
-  /** GetWorkflowState: as `detail`, without computing inputs. */
+  /** GetWorkflowState: every node (the server bounds what it sends). */
   state(workflowId: string): WorkflowDetail | undefined {
-    return this.detailOf(workflowId, false);
+    return this.detailOf(workflowId, Infinity, false);
   }
 
-  private detailOf(workflowId: string, withInputs: boolean): WorkflowDetail | undefined {
+  /** One node with its inputs (what it was given at its last run, or would be given now), its workflow's summary and data. */
+  nodeDetail(workflowId: string, nodeId: string): WorkflowNodeDetail | undefined {
     const live = this.live.get(workflowId);
-    const record = live?.record ?? this.deps.store.workflows.get(workflowId);
-    if (!record) return undefined;
+    const record = live?.record ?? this.storedRecord(workflowId);
+    const definition = live ? live.defs.get(nodeId) : record?.definition.nodes.find((n) => n.nodeId === nodeId);
+    const state = record?.nodes.get(nodeId);
+    if (!record || !definition || !state) return undefined;
+    const view = this.viewOf(record, definition, state);
     const data = live ? live.data : (JSON.parse(record.data) as Record<string, unknown>);
-    const nodes: WorkflowNodeView[] = record.definition.nodes.map((definition) => {
+    return {
+      summary: this.summaryOf(record, live?.counts ?? countsOf(record.nodes.values())),
+      node: { ...view, inputs: this.inputsShown(definition, state, data) },
+      data: live ? JSON.stringify(live.data) : record.data,
+    };
+  }
+
+  /** What start, runNode, resume and cancel answer: the nodes that are not PENDING, at most ANSWER_NODES. */
+  private answer(workflowId: string): WorkflowDetail {
+    return this.detailOf(workflowId, ANSWER_NODES, true)!;
+  }
+
+  private detailOf(workflowId: string, maxNodes: number, startedOnly: boolean): WorkflowDetail | undefined {
+    const live = this.live.get(workflowId);
+    const record = live?.record ?? this.storedRecord(workflowId);
+    if (!record) return undefined;
+    const nodes: WorkflowNodeView[] = [];
+    for (const definition of record.definition.nodes) {
+      if (nodes.length >= maxNodes) break;
       const state = record.nodes.get(definition.nodeId)!;
-      const task = state.status === 'RUNNING' && state.taskId ? this.deps.tasks.task(state.taskId) : undefined;
-      const waiting = task ? this.taskWaiting(task) : state.status === 'PENDING' ? this.pendingWaiting(record, definition) : state.waiting;
-      return { definition, state: { ...state, waiting }, inputs: withInputs ? this.inputsShown(definition, state, data) : '' };
-    });
+      if (startedOnly && state.status === 'PENDING') continue;
+      nodes.push(this.viewOf(record, definition, state));
+    }
     return {
       summary: this.summaryOf(record, live?.counts ?? countsOf(record.nodes.values())),
       definition: record.definition, warnings: record.warnings, data: live ? JSON.stringify(live.data) : record.data, nodes,
     };
+  }
+
+  /** A node as the editor and GetWorkflowState show it: its state with what it waits for worked out now, no inputs. */
+  private viewOf(record: WorkflowRecord, definition: WorkflowNodeDefinition, state: NodeRecord): WorkflowNodeView {
+    const task = state.status === 'RUNNING' && state.taskId ? this.deps.tasks.task(state.taskId) : undefined;
+    const waiting = task ? this.taskWaiting(task) : state.status === 'PENDING' ? this.pendingWaiting(record, definition) : state.waiting;
+    return { definition, state: { ...state, waiting }, inputs: '' };
+  }
+
+  /**
+   * A workflow that does not run, from the store; the last few read are kept (an expanded row of a large ended workflow
+   * is read at every refresh of the view), dropped as soon as anything of theirs changes (notify).
+   */
+  private storedRecord(workflowId: string): WorkflowRecord | undefined {
+    const cached = this.recentlyRead.get(workflowId);
+    if (cached) {
+      this.recentlyRead.delete(workflowId);
+      this.recentlyRead.set(workflowId, cached);
+      return cached;
+    }
+    const record = this.deps.store.workflows.get(workflowId);
+    if (!record) return undefined;
+    this.recentlyRead.set(workflowId, record);
+    if (this.recentlyRead.size > RECENTLY_READ) this.recentlyRead.delete(this.recentlyRead.keys().next().value as string);
+    return record;
   }
 
   /** What a PENDING node waits for: the workflow's start, or its dependencies not COMPLETED yet. */
@@ -533,21 +590,14 @@ export class Workflows implements WorkflowQueries, WorkflowEventSink, Disposable
     return `its task ${task.taskId} on ${task.assignedAgentId} (${task.state})`;
   }
 
-  /** The inputs a node was given (its task's params, while the scheduler keeps the task), or would be given now. */
+  /**
+   * The inputs a node was given at its last run (kept with the node at its start), or, PENDING or READY, would be given
+   * now; none for a SKIPPED node (it was given nothing).
+   */
   private inputsShown(def: WorkflowNodeDefinition, node: NodeRecord, data: Record<string, unknown>): string {
-    if (node.taskId) {
-      const task = this.deps.tasks.task(node.taskId);
-      if (task) {
-        try {
-          const params = JSON.parse(task.params.toString('utf8')) as { inputs?: unknown };
-          return JSON.stringify(params.inputs ?? null);
-        } catch {
-          return '';
-        }
-      }
-      if (node.status !== 'PENDING' && node.status !== 'READY') return '';
-    }
-    return JSON.stringify(inputsOf(def, data));
+    if (node.status === 'SKIPPED') return '';
+    if (node.status === 'PENDING' || node.status === 'READY') return JSON.stringify(inputsOf(def, data));
+    return node.inputs ?? '';
   }
 
   private summaryOf(record: WorkflowRecord, counts: NodeCounts): WorkflowSummary {
@@ -1170,6 +1220,7 @@ export class Workflows implements WorkflowQueries, WorkflowEventSink, Disposable
     node.startedAt = null;
     node.completedAt = null;
     node.taskId = '';
+    node.inputs = '';
     node.waiting = '';
     if (resetLoops) {
       node.loops = 0;
@@ -1328,7 +1379,10 @@ export class Workflows implements WorkflowQueries, WorkflowEventSink, Disposable
     const run = node.runs + 1;
     const taskId = taskIdOf(workflowId, nodeId, run);
     const inputs = inputsOf(def, live.data);
-    const params = Buffer.from(JSON.stringify({ workflow_id: workflowId, node_id: nodeId, run, inputs }), 'utf8');
+    const inputsText = JSON.stringify(inputs);
+    const params = Buffer.from(`{"workflow_id":${JSON.stringify(workflowId)},"node_id":${JSON.stringify(nodeId)},"run":${run},"inputs":${inputsText}}`, 'utf8');
+    // Kept with the node (the scheduler forgets finished tasks): what this run was given.
+    const kept = inputsText.length <= MAX_KEPT_INPUTS ? inputsText : `(not kept: the inputs were ${inputsText.length} characters of JSON; at most ${MAX_KEPT_INPUTS} are kept)`;
     const scope = def.metadata.scope?.trim() || JSON.stringify({ resources: [`workflow:${workflowId}/${nodeId}`] });
     this.deps.store.transaction(() => {
       const result = this.deps.tasks.submit({
@@ -1355,6 +1409,7 @@ export class Workflows implements WorkflowQueries, WorkflowEventSink, Disposable
         // Refused for a reason a retry would meet again (OVERSIZE_PAYLOAD, VALIDATION_ERROR…): failed for good, nobody asked.
         node.runs = run;
         node.taskId = '';
+        node.inputs = kept;
         this.fail(live, nodeId, `its task could not be submitted: ${result.reason}`, by, true);
         this.settle(live, by);
         return;
@@ -1362,6 +1417,7 @@ export class Workflows implements WorkflowQueries, WorkflowEventSink, Disposable
       this.unblock(live, nodeId);
       node.runs = run;
       node.taskId = taskId;
+      node.inputs = kept;
       node.startedAt = this.deps.clock.now();
       node.completedAt = null;
       node.fireAt = null;
@@ -1672,6 +1728,7 @@ export class Workflows implements WorkflowQueries, WorkflowEventSink, Disposable
 
   /** Listeners hear of a change once it is durable (after the commit). */
   private notify(change: WorkflowsChange): void {
+    this.recentlyRead.delete(change.workflowId);
     this.pendingChanges.push(change);
     if (this.pendingChanges.length > 1) return;
     this.deps.store.afterCommit(() => {

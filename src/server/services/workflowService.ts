@@ -28,22 +28,43 @@ export function issuesText(issues: readonly ValidationIssue[]): string {
   return [...shown, ...more].join('; ');
 }
 
-/** workflow.proto WorkflowState (proto field names, keepCase) of a workflow. */
-export function stateMessage(d: WorkflowDetail): Record<string, unknown> {
+/** The most bytes a WorkflowState answer is let grow to: what a gRPC client receives by default (4 MiB), less room for the rest. */
+export const STATE_ANSWER_BUDGET = 4 * 1024 * 1024 - 64 * 1024;
+
+/**
+ * workflow.proto WorkflowState (proto field names, keepCase) of a workflow, within `budget` bytes (estimated: each
+ * node's ids, output and error, plus workflow_data): every node of the detail while they fit; else the PENDING nodes
+ * are left out first (a node absent from node_states is PENDING unless node_states_omitted says more were cut), then
+ * the last ones in the definition's order. `metadata.node_states_omitted` counts the workflow's nodes not in
+ * node_states (absent when none is), `metadata.counts` is every node's status count (JSON).
+ */
+export function stateMessage(d: WorkflowDetail, budget = STATE_ANSWER_BUDGET): Record<string, unknown> {
   const ts = (ms: number | null) => (ms === null ? null : timestampOf(ms));
-  const nodeStates: Record<string, unknown> = {};
-  for (const n of d.nodes) {
-    const s = n.state;
-    nodeStates[s.nodeId] = {
-      node_id: s.nodeId, status: s.status, started_at: ts(s.startedAt), completed_at: ts(s.completedAt), output: s.output,
-      // The proto has no field for what a node waits for: a node that has no error shows it there.
-      error: s.error || (s.waiting ? `waiting for ${s.waiting}` : ''),
-    };
-  }
   const summary = d.summary;
+  const entries = d.nodes.map((n) => {
+    const s = n.state;
+    // The proto has no field for what a node waits for: a node that has no error shows it there.
+    const error = s.error || (s.waiting ? `waiting for ${s.waiting}` : '');
+    const bytes = 2 * Buffer.byteLength(s.nodeId) + Buffer.byteLength(s.output) + Buffer.byteLength(error) + 48;
+    return { s, error, bytes };
+  });
+  let room = budget - Buffer.byteLength(d.data) - Buffer.byteLength(summary.reason) - 1024;
+  const total = entries.reduce((sum, e) => sum + e.bytes, 0);
+  const kept = total <= room ? entries : entries.filter((e) => e.s.status !== 'PENDING').filter((e) => {
+    room -= e.bytes;
+    return room >= 0;
+  });
+  const nodeStates: Record<string, unknown> = {};
+  for (const { s, error } of kept) {
+    nodeStates[s.nodeId] = { node_id: s.nodeId, status: s.status, started_at: ts(s.startedAt), completed_at: ts(s.completedAt), output: s.output, error };
+  }
+  const omitted = summary.nodeCount - kept.length;
   return {
     workflow_id: summary.workflowId, node_states: nodeStates, workflow_data: d.data, started_at: ts(summary.startedAt), completed_at: ts(summary.completedAt),
-    metadata: { state: summary.state, reason: summary.reason, nodes: String(summary.nodeCount), updated_at: new Date(summary.updatedAt).toISOString() },
+    metadata: {
+      state: summary.state, reason: summary.reason, nodes: String(summary.nodeCount), updated_at: new Date(summary.updatedAt).toISOString(),
+      counts: JSON.stringify(summary.counts), ...(omitted > 0 ? { node_states_omitted: String(omitted) } : {}),
+    },
   };
 }
 
