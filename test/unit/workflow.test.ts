@@ -257,13 +257,13 @@ describe('Workflows: the engine (RFC §17.7) over a real store, scheduler and ro
 
     it('EVENT: a NOTIFICATION to coordinator {"workflow_event"} with correlation_id = workflow_id starts the READY node; its data lands in events.<name>; others are refused', async () => {
       h.agent('x');
-      h.agent('sender');
       const id = h.create(definition('evented', [
         { nodeId: 'build', agentId: 'x' },
         { nodeId: 'ship', agentId: 'x', dependencies: ['build'], trigger: 'EVENT', metadata: { event: 'approved' }, inputMapping: { 'events.approved.by': 'approver' } },
       ]));
       h.start(id);
-      const event = (payload: unknown, correlationId = id) => h.send(h.envelope('sender', { messageType: 'NOTIFICATION', correlationId, payload: payload as Record<string, unknown> }), 'coordinator');
+      // Sent by x, an agent a node names (workflowAccess.test.ts: who else may).
+      const event = (payload: unknown, correlationId = id) => h.send(h.envelope('x', { messageType: 'NOTIFICATION', correlationId, payload: payload as Record<string, unknown> }), 'coordinator');
       const early = event({ workflow_event: 'approved', data: { by: 'bob' } });
       assert.equal(!early.accepted && early.code, 'NO_ROUTE', 'not READY yet: refused, not kept');
       assert.match(!early.accepted ? early.reason : '', /no EVENT node .* waits for 'approved' now: ship \(PENDING\)/);

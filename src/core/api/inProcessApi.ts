@@ -584,6 +584,7 @@ export class InProcessCoordinatorApi implements CoordinatorApi, Disposable {
         return work(c);
       } catch (err) {
         if (err instanceof WorkflowError) {
+          // `permission` does not arise here (the editor is the operator): refused, should it ever.
           throw new CoordinatorApiError(err.kind === 'not_found' ? 'not_found' : err.kind === 'invalid' ? 'invalid' : 'refused', err.message, err.code);
         }
         throw err;

@@ -18,8 +18,10 @@ export type NodeStatus = (typeof NODE_STATUSES)[number];
  * - `priority` (-19…20), `scope` (the task scope, scheduler/scope.ts syntax): how the node's scheduler task is submitted.
  * - `on_failure`: `fail` (default: the workflow ends FAILED) or `hitl` (a person decides: retry, skip or fail).
  * - `max_iterations`: how often loop backs may re-run the node (default 10).
+ * - `event_from`: EVENT nodes: a comma-separated list of agent ids; only they (and the operator) may send the node's
+ *   event — it narrows the default (the workflow's creator and the agents its nodes name), never widens it.
  */
-export const NODE_METADATA_KEYS = ['route', 'schedule', 'event', 'priority', 'scope', 'on_failure', 'max_iterations'] as const;
+export const NODE_METADATA_KEYS = ['route', 'schedule', 'event', 'priority', 'scope', 'on_failure', 'max_iterations', 'event_from'] as const;
 
 /** A node as defined (workflow.proto WorkflowNode). Maps keep the author's order. */
 export interface WorkflowNodeDefinition {

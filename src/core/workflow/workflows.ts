@@ -9,6 +9,7 @@ import type { IdSource } from '../ids';
 import { parseBoundedJson } from '../json';
 import type { EventLog } from '../log/eventLog';
 import type { AgentDirectory, RegistryChange } from '../registry/model';
+import { COORDINATOR_SPEAKER, type Speaker } from '../policy/speaker';
 import type { Refusal } from '../router/envelope';
 import { TERMINAL_TASK_STATES, type TaskRecord, type TaskRunner } from '../scheduler/model';
 import { describeWaiting } from '../scheduler/scheduler';
@@ -39,10 +40,11 @@ export interface WorkflowDeps {
 /**
  * Why a workflow operation was refused: `not_found` (no such workflow or node), `invalid` (the request itself: bad
  * JSON data, a definition that does not validate), `exists` (another definition has that workflow_id), `refused` (the
- * workflow's state does not allow it now; the message says what would). `code` is the SW4RM-style code.
+ * workflow's state does not allow it now; the message says what would), `permission` (the caller may not: README,
+ * "Workflows: who may call"). `code` is the SW4RM-style code.
  */
 export class WorkflowError extends Error {
-  constructor(readonly kind: 'not_found' | 'invalid' | 'exists' | 'refused', readonly code: string, message: string) {
+  constructor(readonly kind: 'not_found' | 'invalid' | 'exists' | 'refused' | 'permission', readonly code: string, message: string) {
     super(message);
     this.name = 'WorkflowError';
   }
@@ -80,6 +82,9 @@ export function automaticRetryDelay(n: number): number {
   return Math.min(1_000 * 2 ** Math.max(0, n - 1), 60_000);
 }
 const ACTOR = 'workflow';
+const TYPE_TARGET = 'type:';
+/** The principal name of an agent credential: `agent:<id>` (src/core/credentials). */
+const AGENT_PRINCIPAL = 'agent:';
 const DEFAULT_LIST = 100;
 const MAX_LIST = 1_000;
 const ACTIVE: ReadonlySet<WorkflowState> = new Set(['RUNNING', 'WAITING']);
@@ -91,6 +96,8 @@ interface Live {
   readonly defs: ReadonlyMap<string, WorkflowNodeDefinition>;
   readonly dependents: ReadonlyMap<string, readonly string[]>;
   readonly routes: ReadonlyMap<string, CompiledRoute>;
+  /** The agent ids its nodes name (`type:` targets name none): who may read it and send its events. */
+  readonly agents: ReadonlySet<string>;
   /** workflow_data, written in place (writePath: values cloned first), never copied whole. */
   readonly data: Record<string, unknown>;
   /** Its JSON size in bytes, kept up to date by each write (an upper bound by a byte per object a write created; exact after a snapshot). */
@@ -202,6 +209,20 @@ function readData(text: string, what: string): Record<string, unknown> | undefin
   return parsed.value;
 }
 
+/** The agent ids a definition's nodes name (`type:<agent type>` targets name no agent). */
+function agentsOf(definition: WorkflowDefinition): Set<string> {
+  const agents = new Set<string>();
+  for (const n of definition.nodes) if (!n.agentId.startsWith(TYPE_TARGET)) agents.add(n.agentId);
+  return agents;
+}
+
+/** A node's `event_from`: the agents that may send its event, or undefined when it has none. */
+function eventFrom(def: WorkflowNodeDefinition): string[] | undefined {
+  const raw = def.metadata.event_from;
+  if (raw === undefined) return undefined;
+  return raw.split(',').map((id) => id.trim()).filter((id) => id !== '');
+}
+
 function maxIterations(def: WorkflowNodeDefinition): number {
   const raw = def.metadata.max_iterations;
   const n = raw === undefined ? NaN : Number(raw);
@@ -298,7 +319,12 @@ export class Workflows implements WorkflowQueries, WorkflowEventSink, Disposable
    * Validates and stores a definition (DEFINED). An empty workflow_id gets a uuid. The same workflow_id again is
    * answered as created when the definition is the same (`created` false: a retry), refused ALREADY_EXISTS otherwise.
    */
-  create(input: WorkflowDefinition, by: string, ctx: CallContext): CreateResult {
+  /**
+   * `speaker`: who asks (the operator when omitted: the editor). An agent credential may create a workflow only when it
+   * may act as every node's agent (as SubmitTask lets it submit only for agents it may act as); a `type:` target is
+   * the operator's alone. Refused PERMISSION_DENIED (WorkflowError `permission`) otherwise.
+   */
+  create(input: WorkflowDefinition, by: string, ctx: CallContext, speaker: Speaker = COORDINATOR_SPEAKER): CreateResult {
     const definition: WorkflowDefinition = input.workflowId === '' ? { ...input, workflowId: this.deps.ids.uuid() } : input;
     const validated = validateDefinition(definition);
     const warnings = validated.issues.filter((i) => i.severity === 'warning');
@@ -309,6 +335,17 @@ export class Workflows implements WorkflowQueries, WorkflowEventSink, Disposable
         details: { workflow_id: definition.workflowId.slice(0, 256), nodes: definition.nodes.length, codes: [...new Set(errors.map((e) => e.code))], first: errors[0]?.message.slice(0, 512) },
       });
       return { ok: false, issues: validated.issues };
+    }
+    if (speaker.kind === 'agent') {
+      for (const n of definition.nodes) {
+        if (n.agentId.startsWith(TYPE_TARGET)) {
+          this.deny('create', definition.workflowId, by, `node ${n.nodeId} goes to ${n.agentId} (any agent of a type): only the operator may create a workflow with such a node`);
+        }
+        if (!speaker.mayActAs(n.agentId)) {
+          this.deny('create', definition.workflowId, by, `${speaker.label} may not act as agent '${n.agentId}' (node ${n.nodeId}): an agent credential may create a `
+            + 'workflow only for agents it may act as (as SubmitTask lets it submit only for them)');
+        }
+      }
     }
     const existing = this.live.get(definition.workflowId)?.record ?? this.deps.store.workflows.get(definition.workflowId);
     if (existing) {
@@ -340,8 +377,13 @@ export class Workflows implements WorkflowQueries, WorkflowEventSink, Disposable
 
   // ---------------------------------------------------------------- StartWorkflow
 
-  /** Starts a DEFINED workflow with initial workflow_data (a JSON object; '' = {}): its roots become READY. */
-  start(workflowId: string, dataText: string, by: string, ctx: CallContext): WorkflowDetail {
+  /**
+   * Starts a DEFINED workflow with initial workflow_data (a JSON object; '' = {}): its roots become READY. Only its
+   * creator (or a credential that may act as it) and the operator may (`speaker`; the operator when omitted).
+   */
+  start(workflowId: string, dataText: string, by: string, ctx: CallContext, speaker: Speaker = COORDINATOR_SPEAKER): WorkflowDetail {
+    const known = this.live.get(workflowId)?.record ?? this.stored(workflowId);
+    if (!this.isCreator(known, speaker, by)) this.deny('start', workflowId, by, `only its creator (${known.createdBy}) or the operator may start workflow '${workflowId}'`);
     if (this.live.has(workflowId)) {
       throw new WorkflowError('refused', 'FAILED_PRECONDITION', `workflow '${workflowId}' was already started (${this.live.get(workflowId)!.record.state}): use ResumeWorkflow to run a node again`);
     }
@@ -389,9 +431,10 @@ export class Workflows implements WorkflowQueries, WorkflowEventSink, Disposable
    * COMPLETED, whatever its trigger. Refused while it or a node downstream of it is RUNNING, and when one of its
    * dependencies is SKIPPED or FAILED (resume from that one).
    */
-  resume(workflowId: string, nodeId: string, dataText: string, by: string, ctx: CallContext): WorkflowDetail {
+  resume(workflowId: string, nodeId: string, dataText: string, by: string, ctx: CallContext, speaker: Speaker = COORDINATOR_SPEAKER): WorkflowDetail {
     const active = this.live.get(workflowId);
     const record = active?.record ?? this.stored(workflowId);
+    if (!this.isCreator(record, speaker, by)) this.deny('resume', workflowId, by, `only its creator (${record.createdBy}) or the operator may resume workflow '${workflowId}'`);
     if (record.state === 'DEFINED') throw new WorkflowError('refused', 'FAILED_PRECONDITION', `workflow '${workflowId}' has not started: use StartWorkflow`);
     const def = record.definition.nodes.find((n) => n.nodeId === nodeId);
     if (!def) throw new WorkflowError('not_found', 'NOT_FOUND', `workflow '${workflowId}' has no node '${nodeId}'`);
@@ -508,9 +551,34 @@ export class Workflows implements WorkflowQueries, WorkflowEventSink, Disposable
     return this.detailOf(workflowId, maxNodes === undefined ? Infinity : Math.max(0, Math.floor(maxNodes)), false);
   }
 
-  /** GetWorkflowState: every node (the server bounds what it sends). */
-  state(workflowId: string): WorkflowDetail | undefined {
+  /**
+   * GetWorkflowState: every node (the server bounds what it sends). Only its creator, an agent one of its nodes names,
+   * or the operator may read it (`speaker`; the operator when omitted); an unknown id is undefined for anyone.
+   */
+  state(workflowId: string, speaker: Speaker = COORDINATOR_SPEAKER, by = 'operator'): WorkflowDetail | undefined {
+    const live = this.live.get(workflowId);
+    const record = live?.record ?? this.storedRecord(workflowId);
+    if (!record) return undefined;
+    if (speaker.kind === 'agent' && !this.isCreator(record, speaker, by) && ![...(live?.agents ?? agentsOf(record.definition))].some((a) => speaker.mayActAs(a))) {
+      this.deny('read', workflowId, by, `only its creator, an agent one of its nodes names, or the operator may read it (workflow '${workflowId}')`);
+    }
     return this.detailOf(workflowId, Infinity, false);
+  }
+
+  /** The operator (and the coordinator) always; an agent when it created the workflow or may act as the agent that did. */
+  private isCreator(record: WorkflowRecord, speaker: Speaker, by: string): boolean {
+    if (speaker.kind !== 'agent') return true;
+    if (record.createdBy === by) return true;
+    return record.createdBy.startsWith(AGENT_PRINCIPAL) && speaker.mayActAs(record.createdBy.slice(AGENT_PRINCIPAL.length));
+  }
+
+  /** PERMISSION_DENIED, logged (`workflow.permission_denied`). */
+  private deny(action: string, workflowId: string, by: string, reason: string): never {
+    this.deps.log.record({
+      correlationId: workflowId || 'workflow', actor: by, eventType: 'workflow.permission_denied', level: 'WARN',
+      details: { workflow_id: workflowId.slice(0, 256), action, principal: by, reason: reason.slice(0, 512) },
+    });
+    throw new WorkflowError('permission', 'PERMISSION_DENIED', reason);
   }
 
   /** One node with its inputs (what it was given at its last run, or would be given now), its workflow's summary and data. */
@@ -612,13 +680,30 @@ export class Workflows implements WorkflowQueries, WorkflowEventSink, Disposable
   /** A workflow event (eventTrigger.ts): taken in the envelope's transaction; the nodes start right after. */
   takeEvent(input: WorkflowEventInput, ctx: { readonly correlationId: string }, settle: (result: Record<string, unknown>) => void): Refusal | undefined {
     const live = this.live.get(input.workflowId);
-    if (!live) {
-      const stored = this.deps.store.workflows.get(input.workflowId);
+    const record = live?.record ?? this.storedRecord(input.workflowId);
+    if (!record) return { code: 'NO_ROUTE', detail: `no workflow '${input.workflowId.slice(0, 128)}' (correlation_id names the workflow)` };
+    // Who may send it (README, "The EVENT filter"): the operator, the workflow's creator, an agent one of its nodes names.
+    const operator = input.principal === 'operator';
+    if (!operator) {
+      const creator = record.createdBy === `${AGENT_PRINCIPAL}${input.producerId}` || (input.principal !== undefined && input.principal === record.createdBy);
+      if (!creator && !(live?.agents ?? agentsOf(record.definition)).has(input.producerId)) {
+        return {
+          code: 'PERMISSION_DENIED',
+          detail: `${input.producerId.slice(0, 128)} neither created workflow '${input.workflowId.slice(0, 128)}' nor is named by one of its nodes: only those agents and the operator may send its events`,
+        };
+      }
+    }
+    if (!live) return { code: 'NO_ROUTE', detail: `workflow '${input.workflowId.slice(0, 128)}' is ${record.state}: it takes no events` };
+    const candidates = [...(live.events.get(input.event) ?? [])].filter((id) => input.nodeId === '' || id === input.nodeId);
+    // A node's event_from narrows who may send its event (the operator excepted).
+    const waiting = operator ? candidates : candidates.filter((id) => eventFrom(live.defs.get(id)!)?.includes(input.producerId) ?? true);
+    if (candidates.length > 0 && waiting.length === 0) {
+      const first = candidates[0];
       return {
-        code: 'NO_ROUTE', detail: stored ? `workflow '${input.workflowId.slice(0, 128)}' is ${stored.state}: it takes no events` : `no workflow '${input.workflowId.slice(0, 128)}' (correlation_id names the workflow)`,
+        code: 'PERMISSION_DENIED',
+        detail: `the event_from of node ${first} lists ${eventFrom(live.defs.get(first)!)!.join(', ').slice(0, 512)}: ${input.producerId.slice(0, 128)} may not send its event '${input.event.slice(0, 128)}'`,
       };
     }
-    const waiting = [...(live.events.get(input.event) ?? [])].filter((id) => input.nodeId === '' || id === input.nodeId);
     if (waiting.length === 0) {
       const named = live.record.definition.nodes.filter((n) => n.trigger === 'EVENT' && n.metadata.event === input.event && (input.nodeId === '' || n.nodeId === input.nodeId));
       const states = named.map((n) => `${n.nodeId} (${this.node(live, n.nodeId).status})`).join(', ');
@@ -1713,7 +1798,7 @@ export class Workflows implements WorkflowQueries, WorkflowEventSink, Disposable
   private build(record: WorkflowRecord, dependents: ReadonlyMap<string, readonly string[]>, routes: ReadonlyMap<string, CompiledRoute>, data?: Record<string, unknown>): Live {
     const log = this.deps.store.workflows.dataLog(record.workflowId);
     const live: Live = {
-      record, defs: new Map(record.definition.nodes.map((n) => [n.nodeId, n])), dependents, routes,
+      record, defs: new Map(record.definition.nodes.map((n) => [n.nodeId, n])), dependents, routes, agents: agentsOf(record.definition),
       data: data ?? (JSON.parse(record.data) as Record<string, unknown>), dataBytes: Buffer.byteLength(record.data), dataSeq: log.seq, dataLogChars: log.chars,
       counts: countsOf([]), ...emptyLiveSets(), dirty: false,
     };
