@@ -1,7 +1,10 @@
 import { strict as assert } from 'node:assert';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
 import { DEFAULT_HITL_POLICY, type HitlPolicy } from '../../src/core/hitl/policy';
 import { MAX_AUTOMATIC_RETRIES, WorkflowError, automaticRetryDelay } from '../../src/core/workflow/workflows';
 import { ctx } from '../support/routerHarness';
+import { REPO_ROOT } from '../support/paths';
 import { WorkflowHarness, definition } from '../support/workflowHarness';
 
 /** A HITL policy whose one rule approves every invocation at once (an automatic `approve`). */
@@ -136,6 +139,21 @@ describe('Workflows: failures, automatic retries, blocked and held nodes', () =>
       assert.equal(h.events('task.refused').length, 2);
       assert.deepEqual(h.statuses(id), { a: 'RUNNING', b: 'READY' });
     });
+  });
+
+  it('README says the waiting texts the engine writes for a node its agent or the full queue holds back', () => {
+    h = new WorkflowHarness({}, {}, undefined, { scheduler: { maxQueuedTasks: 1 } });
+    h.agent('x');
+    h.submitted('x', 0, { taskId: 'plain' });
+    const id = h.create(definition('texts', [{ nodeId: 'a', agentId: 'late' }, { nodeId: 'b', agentId: 'x' }]));
+    h.start(id);
+    const readme = fs.readFileSync(path.join(REPO_ROOT, 'README.md'), 'utf8').replace(/\s+/g, ' ');
+    // As README writes them: the agent id as <id>, the scheduler's reason as …
+    const noRoute = h.nodeOf(id, 'a').state.waiting.replace(/^agent late /, 'agent <id> ').replace(/\(NO_ROUTE: [^)]*\)/, '(NO_ROUTE: …)');
+    const full = h.nodeOf(id, 'b').state.waiting.replace(/\(BUFFER_FULL: .*\)(?=: submitted)/, '(…)');
+    assert.equal(noRoute, 'agent <id> to register (NO_ROUTE: …): submitted again when it does');
+    assert.ok(readme.includes(`\`${noRoute}\``), `README quotes \`${noRoute}\``);
+    assert.ok(readme.includes(`\`${full}\``), `README quotes \`${full}\``);
   });
 
   describe('a final failure is never undone by a loop back', () => {
