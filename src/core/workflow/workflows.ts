@@ -318,9 +318,7 @@ export class Workflows implements WorkflowQueries, WorkflowEventSink, Disposable
   /**
    * Validates and stores a definition (DEFINED). An empty workflow_id gets a uuid. The same workflow_id again is
    * answered as created when the definition is the same (`created` false: a retry), refused ALREADY_EXISTS otherwise.
-   */
-  /**
-   * `speaker`: who asks (the operator when omitted: the editor). An agent credential may create a workflow only when it
+   * `speaker`: who asks (omitted: the editor or the coordinator itself, which may do everything). An agent credential may create a workflow only when it
    * may act as every node's agent (as SubmitTask lets it submit only for agents it may act as); a `type:` target is
    * the operator's alone. Refused PERMISSION_DENIED (WorkflowError `permission`) otherwise.
    */
@@ -379,15 +377,15 @@ export class Workflows implements WorkflowQueries, WorkflowEventSink, Disposable
 
   /**
    * Starts a DEFINED workflow with initial workflow_data (a JSON object; '' = {}): its roots become READY. Only its
-   * creator (or a credential that may act as it) and the operator may (`speaker`; the operator when omitted).
+   * creator (or a credential that may act as it) and the operator may (`speaker`; omitted: the editor, allowed).
    */
   start(workflowId: string, dataText: string, by: string, ctx: CallContext, speaker: Speaker = COORDINATOR_SPEAKER): WorkflowDetail {
-    const known = this.live.get(workflowId)?.record ?? this.stored(workflowId);
-    if (!this.isCreator(known, speaker, by)) this.deny('start', workflowId, by, `only its creator (${known.createdBy}) or the operator may start workflow '${workflowId}'`);
-    if (this.live.has(workflowId)) {
-      throw new WorkflowError('refused', 'FAILED_PRECONDITION', `workflow '${workflowId}' was already started (${this.live.get(workflowId)!.record.state}): use ResumeWorkflow to run a node again`);
+    const running = this.live.get(workflowId);
+    const record = running?.record ?? this.stored(workflowId);
+    if (!this.isCreator(record, speaker, by)) this.deny('start', workflowId, by, `only its creator (${record.createdBy}) or the operator may start workflow '${workflowId}'`);
+    if (running) {
+      throw new WorkflowError('refused', 'FAILED_PRECONDITION', `workflow '${workflowId}' was already started (${running.record.state}): use ResumeWorkflow to run a node again`);
     }
-    const record = this.stored(workflowId);
     if (record.state !== 'DEFINED') {
       throw new WorkflowError('refused', 'FAILED_PRECONDITION', `workflow '${workflowId}' was already started (${record.state}): use ResumeWorkflow to run a node again`);
     }
@@ -428,8 +426,10 @@ export class Workflows implements WorkflowQueries, WorkflowEventSink, Disposable
    * ResumeWorkflow: `nodeId` and every node downstream of it (by dependencies) go back to PENDING (their earlier outputs
    * stay in workflow_data until a new run overwrites them), `dataText` (a JSON object, '' = none) is merged over
    * workflow_data by top-level key, and the workflow runs again; `nodeId` itself runs at once when its dependencies are
-   * COMPLETED, whatever its trigger. Refused while it or a node downstream of it is RUNNING, and when one of its
-   * dependencies is SKIPPED or FAILED (resume from that one).
+   * COMPLETED, whatever its trigger. Refused while it or a node downstream of it is RUNNING, when one of its
+   * dependencies is SKIPPED or FAILED (resume from that one), and when a node FAILED for good is not downstream of it
+   * (the workflow would end FAILED again at once: the message names it). Only its creator (or a credential that may
+   * act as it) and the operator may (`speaker`; omitted: the editor, allowed).
    */
   resume(workflowId: string, nodeId: string, dataText: string, by: string, ctx: CallContext, speaker: Speaker = COORDINATOR_SPEAKER): WorkflowDetail {
     const active = this.live.get(workflowId);
@@ -553,7 +553,7 @@ export class Workflows implements WorkflowQueries, WorkflowEventSink, Disposable
 
   /**
    * GetWorkflowState: every node (the server bounds what it sends). Only its creator, an agent one of its nodes names,
-   * or the operator may read it (`speaker`; the operator when omitted); an unknown id is undefined for anyone.
+   * or the operator may read it (`speaker`; omitted: the editor, allowed); an unknown id is undefined for anyone.
    */
   state(workflowId: string, speaker: Speaker = COORDINATOR_SPEAKER, by = 'operator'): WorkflowDetail | undefined {
     const live = this.live.get(workflowId);
