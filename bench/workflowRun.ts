@@ -7,8 +7,9 @@
  * - plain: N scheduler tasks submitted by the bench in the same waves a workflow would run them (layer by layer, each
  *   layer when the one before it completed), no workflow;
  * - workflow: one workflow of N nodes in layers of 8, each node depending on two nodes of the layer before (about 2N
- *   edges), with an output_mapping (every node writes its result into workflow_data); CreateWorkflow and
- *   StartWorkflow included, so validation counts too.
+ *   edges), reading their outputs (input_mapping `out.n<dep>`) and writing its own under a key of its own
+ *   (output_mapping `value` → `out.n<i>`: workflow_data grows to N keys, as a real workflow's does — the per-node cost
+ *   must not grow with it); CreateWorkflow and StartWorkflow included, so validation counts too.
  * It prints the wall time and CPU per node (task), the ratio workflow / plain (the per-node overhead of a running
  * workflow), and the ratio of the per-node cost at 10,000 nodes to that at 1,000 (goal: about 1, a node costs the
  * same whatever the size of its workflow).
@@ -62,8 +63,8 @@ function layeredNodes(n: number): WorkflowNodeDefinition[] {
     const k = i % WIDTH;
     const dependencies = layer === 0 ? [] : [...new Set([(layer - 1) * WIDTH + k, (layer - 1) * WIDTH + ((k + 1) % WIDTH)])].filter((d) => d < n).map((d) => `n${d}`);
     return {
-      nodeId: `n${i}`, agentId: `type:${AGENT_TYPE}`, dependencies, trigger: 'DEPENDENCY' as const, inputMapping: {},
-      outputMapping: { value: `out.n${k}` }, metadata: {},
+      nodeId: `n${i}`, agentId: `type:${AGENT_TYPE}`, dependencies, trigger: 'DEPENDENCY' as const,
+      inputMapping: Object.fromEntries(dependencies.map((d, j) => [`out.${d}`, `in${j}`])), outputMapping: { value: `out.n${i}` }, metadata: {},
     };
   });
 }

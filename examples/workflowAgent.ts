@@ -12,7 +12,9 @@
  * heartbeats and streams its inbox. A node reaches it as a scheduler task: a CONTROL envelope
  * `{"command": "run", "task_id": "wf:<workflow_id>:<node_id>:<run>", "params": {"workflow_id", "node_id", "run",
  * "inputs"}}`. It ACKs RECEIVED, "works" (SW4RM_WORK_MS), and ACKs FULFILLED with the node's output in the ACK payload's
- * `result` (a JSON object; the coordinator writes it to workflow_data by the node's output_mapping). Its output here:
+ * `result` (a JSON object; the coordinator writes it to workflow_data by the node's output_mapping). A
+ * `preempt_request` finds the run already answered (a node here is short and the inbox is handled in order): it is
+ * closed with FULFILLED note `completed`. Its output here:
  * `text` (the node and its run), `score` (0.4 × the run: a first review scores 0.4, a second 0.8, which drives the demo's
  * loop back) and `inputs_seen`. A node whose inputs hold `"fail": true` is answered ACK FAILED (the node FAILS).
  *
@@ -227,8 +229,14 @@ async function react(msg: Envelope): Promise<void> {
   } else if (json.command === 'shutdown') {
     await ack(msg, 'FULFILLED', { note: 'stopped' });
     await leave('shutdown', false);
+  } else if (json.command === 'preempt_request') {
+    // A node here is short: it finishes instead of yielding. The inbox is handled one envelope after the other, so the
+    // run this asks about was answered (FULFILLED or FAILED) before we get here; the README's Tasks table: answer the
+    // run as usual, then close the preempt_request with FULFILLED note `completed` (the task is not requeued).
+    say(`preempt_request for ${String(json.task_id)}: the run finished first; closing it (completed)`);
+    await ack(msg, 'FULFILLED', { note: 'completed' });
   } else {
-    // preempt_request: a node here is short; it finishes instead of yielding.
+    // A command this example does not know: taken, nothing done.
     await ack(msg, 'RECEIVED');
   }
 }

@@ -32,8 +32,10 @@ export class WorkflowCommands implements vscode.Disposable {
       if (!api) return 'The SW4RM coordinator is not running.\n';
       const ids = parseNodeDocumentKey(key);
       if (!ids) return `Nothing to show for ${key}.\n`;
-      const detail = await api.workflow(ids.workflowId);
-      return detail ? nodeDetailText(detail, ids.nodeId, Date.now()) : `Workflow ${ids.workflowId} is not known to the coordinator.\n`;
+      // One node with its inputs (the coordinator works them out for this node only).
+      const detail = await api.workflowNode(ids.workflowId, ids.nodeId);
+      if (detail) return nodeDetailText(detail, Date.now());
+      return (await api.workflow(ids.workflowId, 0)) ? `Workflow ${ids.workflowId} has no node ${ids.nodeId}.\n` : `Workflow ${ids.workflowId} is not known to the coordinator.\n`;
     });
     documents.register(HANDOFF_DOCUMENT, async (key) => {
       const api = this.api;

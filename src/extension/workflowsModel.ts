@@ -1,5 +1,5 @@
 import type {
-  HandoffState, HandoffView, NodeStatus, WorkflowDetail, WorkflowFileIssue, WorkflowNodeDefinition, WorkflowNodeView, WorkflowState, WorkflowSummary,
+  HandoffState, HandoffView, NodeStatus, WorkflowDetail, WorkflowFileIssue, WorkflowNodeDefinition, WorkflowNodeDetail, WorkflowNodeView, WorkflowState, WorkflowSummary,
 } from '../core/api';
 import { notificationText } from './notificationText';
 
@@ -184,9 +184,13 @@ export function nodeRow(view: WorkflowNodeView, workflowState: WorkflowState, no
   };
 }
 
-/** The nodes a workflow row shows: the first NODES_SHOWN in the author's order, and how many are left out. */
-export function shownNodes(detail: Pick<WorkflowDetail, 'nodes'>, max = NODES_SHOWN): { readonly nodes: readonly WorkflowNodeView[]; readonly hidden: number } {
-  return detail.nodes.length > max ? { nodes: detail.nodes.slice(0, max), hidden: detail.nodes.length - max } : { nodes: detail.nodes, hidden: 0 };
+/**
+ * The nodes a workflow row shows: the first NODES_SHOWN in the author's order (the view asks the coordinator for no
+ * more), and how many of the workflow's nodes (summary.nodeCount) are left out.
+ */
+export function shownNodes(detail: Pick<WorkflowDetail, 'nodes' | 'summary'>, max = NODES_SHOWN): { readonly nodes: readonly WorkflowNodeView[]; readonly hidden: number } {
+  const nodes = detail.nodes.length > max ? detail.nodes.slice(0, max) : detail.nodes;
+  return { nodes, hidden: Math.max(0, detail.summary.nodeCount - nodes.length) };
 }
 
 /** The row after a large workflow's first nodes: `first 500 of 100,000 nodes`. */
@@ -361,10 +365,10 @@ export function nodeDefinitionJson(definition: WorkflowNodeDefinition): Record<s
 }
 
 /** Show Node Inputs and Outputs: the node's state, runs and times, its inputs and output, its definition, the workflow data (plain text). */
-export function nodeDetailText(detail: WorkflowDetail, nodeId: string, now: number): string {
-  const view = detail.nodes.find((n) => n.definition.nodeId === nodeId);
+export function nodeDetailText(detail: WorkflowNodeDetail, now: number): string {
+  const view = detail.node;
   const workflowId = detail.summary.workflowId;
-  if (!view) return `Workflow ${workflowId} has no node ${nodeId}.\n`;
+  const nodeId = view.definition.nodeId;
   const { state } = view;
   const duration = nodeDuration(state, now);
   return [
@@ -385,8 +389,8 @@ export function nodeDetailText(detail: WorkflowDetail, nodeId: string, now: numb
     ...(state.error ? [`error           ${state.error}`] : []),
     `task            ${state.taskId || '—'}`,
     '',
-    'Inputs (from workflow_data by input_mapping):',
-    prettyJson(view.inputs),
+    state.status === 'SKIPPED' ? 'Inputs: none (SKIPPED: it was not run)' : `Inputs (from workflow_data by input_mapping${state.status === 'PENDING' || state.status === 'READY' ? ', as it would be given them now' : ''}):`,
+    ...(state.status === 'SKIPPED' ? [] : [prettyJson(view.inputs)]),
     '',
     'Output (written to workflow_data by output_mapping):',
     prettyJson(state.output),

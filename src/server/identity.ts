@@ -91,10 +91,10 @@ export const IDENTITY_RULES: Readonly<Record<string, IdentityRule>> = Object.fre
   '/sw4rm.handoff.HandoffService/CompleteHandoff': none('no field names an agent (request_id, status)'),
   '/sw4rm.handoff.HandoffService/CancelDelegation': none('no field names an agent (correlation_id)'),
   // workflow.proto
-  '/sw4rm.workflow.WorkflowService/CreateWorkflow': none('no field names the caller (nodes name the agents that will execute them)'),
-  '/sw4rm.workflow.WorkflowService/StartWorkflow': none('no field names an agent'),
-  '/sw4rm.workflow.WorkflowService/GetWorkflowState': none('no field names an agent'),
-  '/sw4rm.workflow.WorkflowService/ResumeWorkflow': none('no field names an agent'),
+  '/sw4rm.workflow.WorkflowService/CreateWorkflow': none('no field names the caller; the handler lets an agent credential create a workflow only when it may act as every node\'s agent_id (type: targets: the operator only)'),
+  '/sw4rm.workflow.WorkflowService/StartWorkflow': none('no field names an agent; the handler lets only the workflow\'s creator (or a credential that may act as it) and the operator start it'),
+  '/sw4rm.workflow.WorkflowService/GetWorkflowState': none('no field names an agent; the handler lets the workflow\'s creator, an agent one of its nodes names, and the operator read it'),
+  '/sw4rm.workflow.WorkflowService/ResumeWorkflow': none('no field names an agent; the handler lets only the workflow\'s creator (or a credential that may act as it) and the operator resume it'),
   // connector.proto
   '/sw4rm.connector.ConnectorService/RegisterProvider': acts('the agent registering its tools', field('provider_id')),
   '/sw4rm.connector.ConnectorService/DescribeTools': none('reads any provider\'s tools: provider_id names whose tools are listed, not the caller'),

@@ -2,9 +2,11 @@ import { strict as assert } from 'node:assert';
 import { spawn, type ChildProcess } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
+import { CoordinatorStore } from '../../src/core/coordinatorStore';
 import { useCliProcesses } from '../support/cli';
 import { REPO_ROOT } from '../support/paths';
 import { pollUntil } from '../support/poll';
+import { SchedulerClient } from '../support/taskAgents';
 
 /** The example bundle built by `npm run build` from examples/workflowAgent.ts. */
 const EXAMPLE_WORKFLOW_BUNDLE = path.join(REPO_ROOT, 'dist', 'example-workflow.js');
@@ -76,5 +78,41 @@ describe('the workflow example (dist/example-workflow.js) against the headless c
     agent.child.kill('SIGTERM');
     assert.equal(await agent.exited, 0);
     assert.match(agent.output.text, /deregistered/);
+  });
+
+  it('closes a preempt_request for a node it finishes first (FULFILLED "completed", as the README\'s Tasks table asks)', async () => {
+    const coordinator = cli.run('--port', '0', '--data-dir', cli.dataDir());
+    const env: Record<string, string> = { ...(await coordinator.environment()), SW4RM_AGENT_ID: 'wf-preempted-agent', SW4RM_WORK_MS: '1500' };
+    const agent = start(env, []);
+    children.push(agent.child);
+    await pollUntil('the agent registered', () => (/registered as wf-preempted-agent/.test(agent.output.text) ? true : undefined), 20_000);
+    const file = path.join(cli.dataDir(), 'one-node.yaml');
+    fs.writeFileSync(file, 'workflow_id: preempt\nnodes:\n  only:\n    agent_id: type:example-workflow\n');
+    const runner = start(env, ['--run', file]);
+    children.push(runner.child);
+    const taskId = await pollUntil('the node runs on the agent', () => /run (wf:preempt-[0-9a-f]{8}:only:1):/.exec(agent.output.text)?.[1], 20_000);
+    const scheduler = new SchedulerClient(env.SW4RM_SCHEDULER_ADDR, env.SW4RM_TOKEN);
+    try {
+      const preempted = await scheduler.call<{ enqueued: boolean }>('RequestPreemption', { agent_id: 'wf-preempted-agent', task_id: taskId, reason: 'the test asks' });
+      assert.equal(preempted.response.enqueued, true);
+    } finally {
+      scheduler.close();
+    }
+    assert.equal(await runner.exited, 0, `${runner.output.text}\n--- agent:\n${agent.output.text}`);
+    agent.child.kill('SIGTERM');
+    assert.equal(await agent.exited, 0);
+    coordinator.signal('SIGTERM');
+    await coordinator.exit();
+    const store = CoordinatorStore.open(cli.dataDir());
+    try {
+      const requested = store.events.query({ eventType: 'task.preempt_requested' }).find((e) => e.correlationId === taskId);
+      assert.ok(requested, 'the scheduler sent the preempt_request');
+      const message = store.router.getMessage(String(requested.details.preempt_message_id));
+      assert.equal(message?.state, 'FULFILLED', JSON.stringify(message?.history));
+      assert.equal(store.scheduler.get(taskId)?.state, 'COMPLETED', 'the node finished, it was not requeued');
+    } finally {
+      store.close();
+    }
+    assert.match(agent.output.text, new RegExp(`preempt_request for ${taskId}: the run finished first`));
   });
 });

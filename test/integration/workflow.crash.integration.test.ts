@@ -128,4 +128,108 @@ describe('workflows across a coordinator crash (kill -9) and restart (dist/cli.j
       store.close();
     }
   });
+
+  /** From the store of a stopped coordinator: every task of `workflowId`, as [node, run] with how many tasks each has. */
+  function tasksByRun(workflowId: string): { readonly runs: Map<string, number>; readonly nodes: Map<string, { status: string; taskId: string; runs: number }> } {
+    const store = CoordinatorStore.open(dataDir);
+    try {
+      const runs = new Map<string, number>();
+      for (const t of [...store.scheduler.listOpen(), ...store.scheduler.listFinished(100_000)]) {
+        const m = new RegExp(`^wf:${workflowId}:(.+):(\\d+)$`).exec(t.taskId);
+        if (m) runs.set(`${m[1]}:${m[2]}`, (runs.get(`${m[1]}:${m[2]}`) ?? 0) + 1);
+      }
+      const record = store.workflows.get(workflowId);
+      const nodes = new Map([...(record?.nodes.values() ?? [])].map((n) => [n.nodeId, { status: n.status, taskId: n.taskId, runs: n.runs }]));
+      return { runs, nodes };
+    } finally {
+      store.close();
+    }
+  }
+
+  it('kill -9 right after an agent sent FULFILLED (before anyone looked): the node is COMPLETED once, its dependents get one task each', async () => {
+    const port = await findFreePort('127.0.0.1');
+    const first = await start(port);
+    const w1 = new TaskTestAgent(first.env.SW4RM_ROUTER_ADDR, first.env.SW4RM_TOKEN, 'w1');
+    closers.push(w1);
+    await w1.start();
+    const created = await first.workflows.create('acked', {
+      a: { agent_id: 'w1', output_mapping: { a: 'a' } },
+      b: { agent_id: 'w1', dependencies: ['a'] },
+      c: { agent_id: 'w1', dependencies: ['a'] },
+      d: { agent_id: 'w1', dependencies: ['b', 'c'] },
+    });
+    assert.equal(created.success, true, created.error);
+    assert.equal((await first.workflows.start('acked', {})).success, true);
+    const a = await w1.command('run', 'wf:acked:a:1');
+    await w1.ack(a, 'RECEIVED');
+    await w1.ack(a, 'FULFILLED', { result: { a: 1 } });
+    // No look at the state: the ACK was answered (durable), the node's end and its dependents' submissions may or may
+    // not be committed when the process dies.
+    first.cli.signal('SIGKILL');
+    await first.cli.exit();
+    assert.equal(first.cli.exitSignal, 'SIGKILL');
+    w1.close();
+
+    const second = await start(port);
+    const after = await state(second.workflows, 'acked', 'the workflow read back', () => true);
+    assert.equal(after.node_states.a.status, 'COMPLETED', 'the ACK answered before the kill counts');
+    const w1b = await reconnect(second.env, 'w1', 'RUNNABLE');
+    // Run whatever is sent until the workflow is COMPLETED (b, c, d: in some order, each once).
+    const ran: string[] = [];
+    const done = await pollUntil('COMPLETED', async () => {
+      const answer = await retry('GetWorkflowState', () => second.workflows.state('acked'));
+      if (answer.state?.metadata.state === 'COMPLETED') return answer.state;
+      const next = ['b', 'c', 'd'].map((n) => `wf:acked:${n}:1`).find((id) => w1b.has('run', id));
+      if (next) {
+        const run = await w1b.command('run', next);
+        await w1b.ack(run, 'RECEIVED');
+        await w1b.ack(run, 'FULFILLED', { result: {} });
+        ran.push(next);
+      }
+      return undefined;
+    }, 20_000);
+    assert.equal(done.metadata.state, 'COMPLETED');
+    assert.deepEqual([...ran].sort(), ['wf:acked:b:1', 'wf:acked:c:1', 'wf:acked:d:1']);
+    second.cli.signal('SIGTERM');
+    assert.equal(await second.cli.exit(), 0);
+    const { runs } = tasksByRun('acked');
+    assert.deepEqual(Object.fromEntries([...runs].sort()), { 'a:1': 1, 'b:1': 1, 'c:1': 1, 'd:1': 1 }, 'one task per (node, run), and one run each');
+  });
+
+  /**
+   * StartWorkflow of 300 roots and kill -9 at `moment`: as soon as the request is sent (the start may not have been read
+   * or committed), or as soon as it was answered (committed: the roots RUNNING, their tasks submitted in the same group
+   * commit). After the restart the workflow is DEFINED (started again then) or RUNNING, and every root has exactly one
+   * task, for its one run, from the store.
+   */
+  async function killDuringStart(moment: 'sent' | 'answered'): Promise<void> {
+    const port = await findFreePort('127.0.0.1');
+    const first = await start(port);
+    const roots = Object.fromEntries(Array.from({ length: 300 }, (_, i) => [`r${i}`, { agent_id: 'type:crash-worker' }]));
+    assert.equal((await first.workflows.create('many', roots)).success, true);
+    const started = first.workflows.start('many', {}).then(() => 'answered', () => 'not answered');
+    if (moment === 'answered') assert.equal(await started, 'answered');
+    else await new Promise((resolve) => setImmediate(resolve));
+    first.cli.signal('SIGKILL');
+    await first.cli.exit();
+    const outcome = await started;
+
+    const second = await start(port);
+    const after = await state(second.workflows, 'many', 'the workflow read back', () => true);
+    const was = after.metadata.state;
+    assert.ok(was === 'DEFINED' || was === 'RUNNING', `${was} (the start was ${outcome})`);
+    if (outcome === 'answered') assert.equal(was, 'RUNNING', 'an answered start was committed');
+    if (was === 'DEFINED') assert.equal((await retry('StartWorkflow', () => second.workflows.start('many', {}))).success, true);
+    await state(second.workflows, 'many', 'every root RUNNING', (st) => Object.values(st.node_states).filter((n) => n.status === 'RUNNING').length === 300);
+    second.cli.signal('SIGTERM');
+    assert.equal(await second.cli.exit(), 0);
+    const { runs, nodes } = tasksByRun('many');
+    assert.equal(runs.size, 300, `one task per root (${was} after the kill; the start was ${outcome})`);
+    for (const [key, count] of runs) assert.equal(count, 1, `${key}: one task`);
+    for (const [nodeId, node] of nodes) assert.deepEqual([node.status, node.runs, node.taskId], ['RUNNING', 1, `wf:many:${nodeId}:1`], nodeId);
+  }
+
+  it('kill -9 as the start of a workflow of 300 roots is sent: after the restart every root has one task for its one run', () => killDuringStart('sent'));
+
+  it('kill -9 as soon as the start of a workflow of 300 roots is answered: the restart submits none of them again', () => killDuringStart('answered'));
 });

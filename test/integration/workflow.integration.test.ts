@@ -121,6 +121,66 @@ describe('WorkflowService over gRPC (a workflow run by real agents)', function (
     assert.ok(!writer.commands().includes('run wf:wf-review:draft:2'), 'draft ran once');
   });
 
+  it('answers a large workflow within a client\'s default 4 MiB: StartWorkflow only the nodes that moved, GetWorkflowState PENDING nodes left out and counted', async () => {
+    const n = 12_000;
+    const id = (i: number) => `${'n'.repeat(110)}-${i}`;
+    const nodes: Record<string, NodeMessage> = {};
+    for (let i = 0; i < n; i++) nodes[id(i)] = { agent_id: 'absent', dependencies: i ? [id(i - 1)] : [] };
+    assert.equal((await workflows.create('long-ids', nodes)).success, true);
+    const started = await workflows.start('long-ids');
+    assert.equal(started.success, true, started.error);
+    assert.deepEqual(Object.keys(started.state!.node_states), [id(0)], 'only the node that moved');
+    assert.equal(started.state!.metadata.node_states_omitted, String(n - 1));
+    // All of them: about 5 MB, more than a gRPC client takes by default; the PENDING ones go first.
+    const answer = await workflows.state('long-ids');
+    assert.equal(answer.success, true, answer.error);
+    assert.deepEqual(Object.keys(answer.state!.node_states), [id(0)]);
+    assert.equal(answer.state!.node_states[id(0)].status, 'READY');
+    assert.equal(answer.state!.metadata.node_states_omitted, String(n - 1));
+    assert.deepEqual(JSON.parse(answer.state!.metadata.counts), { PENDING: n - 1, READY: 1, RUNNING: 0, COMPLETED: 0, FAILED: 0, SKIPPED: 0 });
+  });
+
+  it('authorises by credential: an agent creates only for agents it may act as, starts and reads its own; outsiders get PERMISSION_DENIED, their events too', async () => {
+    const mint = (agentId: string) => host.coordinator.credentials.mintAgent(agentId, 'test', `workflow tests: ${agentId}`, { correlationId: 'test' }).token;
+    const tokens = { self: mint('self'), outsider: mint('outsider') };
+    const address = `127.0.0.1:${host.port}`;
+    const self = new WorkflowClient(address, tokens.self);
+    const outsider = new WorkflowClient(address, tokens.outsider);
+    const code = async (promise: Promise<unknown>) => promise.then(() => 'answered', (err: grpc.ServiceError) => `${grpc.status[err.code]}: ${err.details}`);
+    try {
+      const selfAgent = new TaskTestAgent(address, tokens.self, 'self');
+      const outsiderAgent = new TaskTestAgent(address, tokens.outsider, 'outsider');
+      agents.push(selfAgent, outsiderAgent);
+      await selfAgent.start();
+      await outsiderAgent.start();
+      assert.match(await code(self.create('not-mine', { a: { agent_id: 'self' }, b: { agent_id: 'victim', dependencies: ['a'] } })),
+        /^PERMISSION_DENIED: PERMISSION_DENIED: agent:self may not act as agent 'victim' \(node b\)/);
+      assert.match(await code(self.create('typed', { a: { agent_id: 'type:worker' } })), /^PERMISSION_DENIED: .*only the operator/);
+      const nodes: Record<string, NodeMessage> = {
+        a: { agent_id: 'self' },
+        wait: { agent_id: 'self', dependencies: ['a'], trigger_type: 'EVENT', metadata: { event: 'go' } },
+      };
+      assert.deepEqual(await self.create('mine', nodes), { workflow_id: 'mine', success: true, error: '' });
+      assert.match(await code(outsider.start('mine')), /^PERMISSION_DENIED: .*only its creator \(agent:self\) or the operator may start/);
+      assert.match(await code(outsider.state('mine')), /^PERMISSION_DENIED: /);
+      assert.equal((await self.start('mine')).success, true);
+      assert.equal((await self.state('mine')).success, true);
+      assert.equal((await workflows.state('mine')).success, true, 'the operator reads any');
+      await runNode(selfAgent, 'wf:mine:a:1', { done: true });
+      await waitFor('mine', 'wait READY', (st) => st.node_states.wait.status === 'READY');
+      const event = (a: TaskTestAgent) => a.wire.send(a.wire.envelope({ message_type: 'NOTIFICATION', correlation_id: 'mine', payload: { workflow_event: 'go' } }), 'coordinator');
+      const refused = await event(outsiderAgent);
+      assert.equal(refused.accepted, false);
+      assert.match(refused.reason, /^PERMISSION_DENIED: outsider neither created workflow 'mine' nor is named by one of its nodes/);
+      assert.equal((await event(selfAgent)).accepted, true);
+      await selfAgent.command('run', 'wf:mine:wait:1');
+      assert.ok(host.coordinator.log.query({ eventType: 'workflow.permission_denied' }).length >= 4, 'each refusal logged');
+    } finally {
+      self.close();
+      outsider.close();
+    }
+  });
+
   it('answers domain refusals as success=false with the code first, and malformed requests with INVALID_ARGUMENT', async () => {
     const cyclic = await workflows.create('cyclic', {
       root: { agent_id: 'w' }, a: { agent_id: 'w', dependencies: ['root', 'c'] }, b: { agent_id: 'w', dependencies: ['a'] }, c: { agent_id: 'w', dependencies: ['b'] },

@@ -1,5 +1,7 @@
 import { strict as assert } from 'node:assert';
 import { InProcessCoordinatorApi, type WorkflowsChange } from '../../src/core/api';
+import { CoordinatorStore } from '../../src/core/coordinatorStore';
+import { ANSWER_NODES } from '../../src/core/workflow/workflows';
 import { rejection } from '../support/apiErrors';
 import { WorkflowHarness } from '../support/workflowHarness';
 
@@ -63,10 +65,10 @@ describe('CoordinatorApi: the workflow section (what the Workflows view uses)', 
     assert.equal(started.summary.state, 'RUNNING');
     await h.finish('writer', { text: 'a draft' });
     const detail = await api.workflow('review-flow');
-    const review = detail?.nodes.find((n) => n.definition.nodeId === 'review');
-    assert.equal(review?.state.status, 'RUNNING');
-    assert.deepEqual(JSON.parse(review?.inputs ?? ''), { text: 'a draft' }, 'the inputs it was given');
-    assert.deepEqual(JSON.parse(detail?.nodes.find((n) => n.definition.nodeId === 'publish')?.inputs ?? ''), { topic: 'parsers', draft: { text: 'a draft' } },
+    assert.equal(detail?.nodes.find((n) => n.definition.nodeId === 'review')?.state.status, 'RUNNING');
+    const review = await api.workflowNode('review-flow', 'review');
+    assert.deepEqual(JSON.parse(review?.node.inputs ?? ''), { text: 'a draft' }, 'the inputs it was given');
+    assert.deepEqual(JSON.parse((await api.workflowNode('review-flow', 'publish'))?.node.inputs ?? ''), { topic: 'parsers', draft: { text: 'a draft' } },
       'the inputs it would be given now');
     await h.finish('reviewer', { score: 0.8 });
     const waiting = await api.workflow('review-flow');
@@ -127,5 +129,100 @@ describe('CoordinatorApi: the workflow section (what the Workflows view uses)', 
       'operator', { correlationId: 'c' });
     assert.deepEqual(seen, []);
     assert.equal((await rejection(api.workflows())).code, 'stopped');
+  });
+});
+
+describe('CoordinatorApi: reading large workflows (the Workflows view, Show Node Inputs and Outputs)', () => {
+  let h: WorkflowHarness;
+  let api: InProcessCoordinatorApi;
+
+  beforeEach(() => {
+    h = new WorkflowHarness();
+    api = new InProcessCoordinatorApi(h.coordinator);
+  });
+
+  afterEach(() => {
+    api.dispose();
+    h.dispose();
+  });
+
+  it('the view reads the first N nodes and the counts, without working out any node\'s inputs', async () => {
+    h.agent('w');
+    const n = 2_000;
+    const nodes = Object.fromEntries(Array.from({ length: n }, (_, i) => [`n${i}`, { agent_id: 'w', input_mapping: { topic: 'topic' } }]));
+    const created = await api.createWorkflowFromText(JSON.stringify({ workflow_id: 'wide', nodes }), 'wide.json', 'editor:me');
+    assert.ok(created.ok, JSON.stringify(created));
+    await api.startWorkflow('wide', '{"topic": "t"}', 'editor:me');
+    const detail = await api.workflow('wide', 500);
+    assert.ok(detail);
+    assert.equal(detail.nodes.length, 500, 'the first 500 nodes');
+    assert.equal(detail.nodes[0].definition.nodeId, 'n0', 'in the author\'s order');
+    assert.equal(detail.summary.nodeCount, n, 'the counts cover every node');
+    assert.equal(detail.summary.counts.RUNNING + detail.summary.counts.READY + detail.summary.counts.PENDING, n);
+    assert.ok(detail.nodes.every((v) => v.inputs === ''), 'no node\'s inputs are worked out for a refresh (O(nodes × workflow_data))');
+  });
+
+  it('workflowNode answers one node with its inputs: given at its start (kept after the scheduler forgot its task), would be given now, none when SKIPPED', async () => {
+    h.agent('writer');
+    h.agent('reviewer');
+    const yaml = `workflow_id: one-node
+nodes:
+  draft:
+    agent_id: writer
+    input_mapping: { topic: subject }
+    output_mapping: { text: draft.text }
+    metadata: { route: "'review'" }
+  review:
+    agent_id: reviewer
+    dependencies: [draft]
+    input_mapping: { draft.text: text }
+  skipped:
+    agent_id: writer
+    dependencies: [draft]
+`;
+    assert.ok((await api.createWorkflowFromText(yaml, 'one.yaml', 'editor:me')).ok);
+    await api.startWorkflow('one-node', '{"topic": "parsers"}', 'editor:me');
+    const pending = await api.workflowNode('one-node', 'review');
+    assert.ok(pending);
+    assert.equal(pending.node.state.status, 'PENDING');
+    assert.deepEqual(JSON.parse(pending.node.inputs), {}, 'what it would be given now');
+    assert.deepEqual(JSON.parse(pending.data), { topic: 'parsers' });
+    assert.equal(pending.summary.workflowId, 'one-node');
+    const running = await api.workflowNode('one-node', 'draft');
+    assert.deepEqual(JSON.parse(running!.node.inputs), { subject: 'parsers' });
+    assert.match(running!.node.state.waiting, /^its task wf:one-node:draft:1 on writer/);
+    await h.finish('writer', { text: 'v1' });
+    assert.deepEqual(JSON.parse((await api.workflowNode('one-node', 'review'))!.node.inputs), { text: 'v1' });
+    assert.equal((await api.workflowNode('one-node', 'skipped'))!.node.state.status, 'SKIPPED');
+    assert.equal((await api.workflowNode('one-node', 'skipped'))!.node.inputs, '', 'a SKIPPED node was given nothing');
+    await h.finish('reviewer');
+    // The scheduler forgets finished tasks (pruned): the inputs a node was given stay with the node.
+    h.restart(() => {
+      const store = CoordinatorStore.open(h.dataDir);
+      try {
+        (store as unknown as { engine: { database: { exec(sql: string): void } } }).engine.database.exec("DELETE FROM scheduler_tasks WHERE task_id LIKE 'wf:one-node:%'");
+      } finally {
+        store.close();
+      }
+    });
+    api.dispose();
+    api = new InProcessCoordinatorApi(h.coordinator);
+    assert.deepEqual(JSON.parse((await api.workflowNode('one-node', 'draft'))!.node.inputs), { subject: 'parsers' });
+    assert.deepEqual(JSON.parse((await api.workflowNode('one-node', 'review'))!.node.inputs), { text: 'v1' });
+    assert.equal(await api.workflowNode('one-node', 'nope'), undefined);
+    assert.equal(await api.workflowNode('nope', 'draft'), undefined);
+  });
+
+  it('Start (and Run Node, Resume, Cancel) answer the nodes that are not PENDING, at most ANSWER_NODES', async () => {
+    h.agent('w');
+    const nodes = Object.fromEntries([['root', { agent_id: 'w' }], ...Array.from({ length: 1_500 }, (_, i) => [`n${i}`, { agent_id: 'w', dependencies: ['root'] }])]);
+    assert.ok((await api.createWorkflowFromText(JSON.stringify({ workflow_id: 'answers', nodes }), 'answers.json', 'editor:me')).ok);
+    const started = await api.startWorkflow('answers', '', 'editor:me');
+    assert.deepEqual(started.nodes.map((n) => [n.definition.nodeId, n.state.status]), [['root', 'RUNNING']], 'only what moved');
+    assert.equal(started.summary.nodeCount, 1_501);
+    await h.finish('w');
+    const cancelled = await api.cancelWorkflow('answers', 'enough', 'editor:me');
+    assert.equal(cancelled.nodes.length, ANSWER_NODES);
+    assert.equal(cancelled.summary.counts.SKIPPED, 1_500);
   });
 });

@@ -3,7 +3,7 @@
 import { strict as assert } from 'node:assert';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { NODE_STATUSES, type HandoffView, type NodeStatus, type WorkflowDetail, type WorkflowFileIssue, type WorkflowNodeView, type WorkflowSummary } from '../../src/core/api';
+import { NODE_STATUSES, type HandoffView, type NodeStatus, type WorkflowDetail, type WorkflowFileIssue, type WorkflowNodeDetail, type WorkflowNodeView, type WorkflowSummary } from '../../src/core/api';
 import type { NodeRecord, TriggerType, WorkflowState } from '../../src/core/api';
 import { Commands, Views, WORKFLOW_DIAGNOSTICS } from '../../src/extension/contributions';
 import {
@@ -31,7 +31,7 @@ function nodeView(nodeId: string, state: Partial<NodeRecord> = {}, trigger: Trig
     definition: { nodeId, agentId: 'builder-1', dependencies, trigger, inputMapping: { 'src.path': 'path' }, outputMapping: { score: 'review.score' }, metadata: {} },
     state: {
       nodeId, status: 'PENDING', startedAt: null, completedAt: null, output: '', error: '', waiting: '', taskId: '', runs: 0, readyAt: null, fireAt: null, loops: 0,
-      invocationId: '', ...state,
+      invocationId: '', retries: 0, inputs: '', ...state,
     },
     inputs: '',
   };
@@ -138,14 +138,17 @@ describe('Workflows view rows (no vscode)', () => {
     assert.ok(row.description.endsWith('…'));
   });
 
-  it('shows at most NODES_SHOWN nodes of a large workflow, and a row saying how many there are', () => {
+  it('shows at most NODES_SHOWN nodes of a large workflow, and a row saying how many there are (from the counts: the view reads no more)', () => {
     const nodes = Array.from({ length: NODES_SHOWN + 1234 }, (_, i) => nodeView(`n${i}`));
-    const { nodes: shown, hidden } = shownNodes({ nodes });
+    const total = summary({ nodeCount: NODES_SHOWN + 1234 });
+    // What the view gets: the first NODES_SHOWN nodes and the summary counting all of them.
+    const { nodes: shown, hidden } = shownNodes({ nodes: nodes.slice(0, NODES_SHOWN), summary: total });
     assert.equal(shown.length, NODES_SHOWN);
     assert.equal(shown[0].definition.nodeId, 'n0', 'the author\'s order');
     assert.equal(hidden, 1234);
-    assert.equal(moreNodesRow(shown.length, nodes.length).label, `first ${NODES_SHOWN} of 1,734 nodes`);
-    assert.equal(shownNodes({ nodes: nodes.slice(0, 3) }).hidden, 0);
+    assert.equal(moreNodesRow(shown.length, total.nodeCount).label, `first ${NODES_SHOWN} of 1,734 nodes`);
+    assert.deepEqual(shownNodes({ nodes, summary: total }).nodes.length, NODES_SHOWN, 'a full detail is cut too');
+    assert.equal(shownNodes({ nodes: nodes.slice(0, 3), summary: summary({ nodeCount: 3 }) }).hidden, 0);
   });
 
   it('counts the sections: active workflows, those that need you; pending handoffs and those routed to you', () => {
@@ -207,16 +210,16 @@ describe('Workflows view rows (no vscode)', () => {
 });
 
 describe('Show Node Inputs and Outputs (no vscode)', () => {
-  function detail(state: WorkflowState = 'RUNNING'): WorkflowDetail {
-    const review = nodeView('review', { status: 'COMPLETED', startedAt: T0, completedAt: T0 + 3_000, runs: 1, output: '{"score":0.8,"notes":"ok"}', taskId: 'wf:release:review:1' }, 'DEPENDENCY', ['build']);
+  function detail(state: WorkflowState = 'RUNNING', node: Partial<NodeRecord> = {}): WorkflowNodeDetail {
+    const review = nodeView('review', { status: 'COMPLETED', startedAt: T0, completedAt: T0 + 3_000, runs: 1, output: '{"score":0.8,"notes":"ok"}', taskId: 'wf:release:review:1', ...node }, 'DEPENDENCY', ['build']);
     return {
-      summary: summary({ state }), definition: { workflowId: 'release', nodes: [review.definition], metadata: {} }, warnings: [], data: '{"review":{"score":0.8}}',
-      nodes: [{ ...review, definition: { ...review.definition, metadata: { route: 'score > 0.5 ? \'ship\' : \'fix\'' } }, inputs: '{"path":"src"}' }],
+      summary: summary({ state }), data: '{"review":{"score":0.8}}',
+      node: { ...review, definition: { ...review.definition, metadata: { route: 'score > 0.5 ? \'ship\' : \'fix\'' } }, inputs: node.status === 'SKIPPED' ? '' : '{"path":"src"}' },
     };
   }
 
   it('shows the definition in the file\'s field names, inputs and output pretty-printed, runs and times', () => {
-    const text = nodeDetailText(detail(), 'review', T0 + 10_000);
+    const text = nodeDetailText(detail(), T0 + 10_000);
     assert.match(text, /^Workflow release · node review\n/);
     assert.match(text, /status {10}COMPLETED/);
     assert.match(text, /runs {12}1/);
@@ -227,7 +230,9 @@ describe('Show Node Inputs and Outputs (no vscode)', () => {
     assert.ok(text.includes('Inputs (from workflow_data by input_mapping):\n{\n  "path": "src"\n}'));
     assert.ok(text.includes('Output (written to workflow_data by output_mapping):\n{\n  "score": 0.8,\n  "notes": "ok"\n}'));
     assert.ok(text.indexOf('Inputs') < text.indexOf('Definition:'), 'what the command is named for comes first');
-    assert.match(nodeDetailText(detail(), 'nope', T0), /has no node nope/);
+    assert.match(nodeDetailText(detail('RUNNING', { status: 'READY', output: '' }), T0), /Inputs \(from workflow_data by input_mapping, as it would be given them now\):/);
+    const skipped = nodeDetailText(detail('RUNNING', { status: 'SKIPPED', output: '', error: "dependency 'build' SKIPPED" }), T0);
+    assert.match(skipped, /Inputs: none \(SKIPPED: it was not run\)\n\nOutput/);
   });
 
   it('keys documents by both ids, whatever characters they hold', () => {

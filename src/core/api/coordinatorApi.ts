@@ -20,7 +20,7 @@ import type { PolicySettings } from '../policy/policies';
 import type { NegotiationDecision, NegotiationRecord, NegotiationSummary, RoundRecord } from '../negotiation/model';
 import type { AggregatedScore, ProposalRecord, RoomArtifactSummary, RoomDecision, VoteRecord } from '../room/model';
 import type { HandoffChange, HandoffRecord } from '../handoff/model';
-import type { ValidationIssue, WorkflowCreateResult, WorkflowDetail, WorkflowFileIssue, WorkflowsChange, WorkflowSummary } from '../workflow/model';
+import type { ValidationIssue, WorkflowCreateResult, WorkflowDetail, WorkflowFileIssue, WorkflowNodeDetail, WorkflowsChange, WorkflowSummary } from '../workflow/model';
 import type {
   BindWorktreeRequest, WorktreeInfo, WorktreeMergeInfo, WorktreeMergeOptions, WorktreeMergeResult, WorktreePruneCandidate,
   WorktreeRemoval, WorktreeRepositoryInfo, WorktreesChange, WorktreeSetupEvent,
@@ -308,14 +308,26 @@ export interface CoordinatorApi {
 
   /** Workflows: running and waiting first, then the most recently updated; at most `limit` (100; 1,000 at most). */
   workflows(limit?: number): Promise<WorkflowSummary[]>;
-  /** A workflow's definition, data and every node's state; undefined for an unknown id. */
-  workflow(workflowId: string): Promise<WorkflowDetail | undefined>;
+  /**
+   * A workflow's definition, data and its nodes' states — the first `maxNodes` in the definition's order (every node
+   * when omitted; summary.nodeCount and summary.counts cover all of them) — without any node's inputs; undefined for an
+   * unknown id. The Workflows view asks for the nodes it shows: the answer costs that many nodes, not the workflow's size.
+   */
+  workflow(workflowId: string, maxNodes?: number): Promise<WorkflowDetail | undefined>;
+  /**
+   * Show Node Inputs and Outputs: one node with its inputs (as given to its last run, or, PENDING or READY, as it would be
+   * given them now; none when SKIPPED), its workflow's summary and data; undefined for an unknown workflow or node.
+   */
+  workflowNode(workflowId: string, nodeId: string): Promise<WorkflowNodeDetail | undefined>;
   /**
    * Create Workflow from File: `text` is the file's JSON or YAML (workflow.proto's WorkflowDefinition in proto field
    * names), validated as CreateWorkflow validates; refusals come back with their place in the file, never thrown.
    */
   createWorkflowFromText(text: string, fileName: string, by: string): Promise<WorkflowCreateResult>;
-  /** StartWorkflow with initial data (JSON object text; '' = {}). Rejects `not_found` / `invalid` / `refused` (already started). */
+  /**
+   * StartWorkflow with initial data (JSON object text; '' = {}). Rejects `not_found` / `invalid` / `refused` (already started).
+   * This and the three below answer the workflow with only its nodes that are not PENDING (at most 1,000).
+   */
   startWorkflow(workflowId: string, data: string, by: string): Promise<WorkflowDetail>;
   /** Runs a MANUAL node that is READY (its dependencies COMPLETED). Rejects `not_found`, `refused` (not a MANUAL node or not ready). */
   runWorkflowNode(workflowId: string, nodeId: string, by: string): Promise<WorkflowDetail>;
@@ -329,7 +341,7 @@ export interface CoordinatorApi {
 /** A handoff for the editor: the record without the context's bytes, the context as bounded text. */
 export type HandoffView = Omit<HandoffRecord, 'context'> & { readonly context: PayloadText };
 
-export type { HandoffChange, HandoffRecord, ValidationIssue, WorkflowCreateResult, WorkflowDetail, WorkflowFileIssue, WorkflowsChange, WorkflowSummary };
+export type { HandoffChange, HandoffRecord, ValidationIssue, WorkflowCreateResult, WorkflowDetail, WorkflowFileIssue, WorkflowNodeDetail, WorkflowsChange, WorkflowSummary };
 
 /** The most bytes of one payload (a round's proposal, an artifact, a decision's result) shown as text. */
 export const MAX_NEGOTIATION_PAYLOAD_SHOWN = 64 * 1024;

@@ -38,7 +38,7 @@ import type { NegotiationSummary } from '../negotiation/model';
 import type { ProposalRecord, RoomArtifactSummary } from '../room/model';
 import type { Event } from '../events';
 import type { HandoffChange, HandoffRecord } from '../handoff/model';
-import type { ValidationIssue, WorkflowCreateResult, WorkflowDetail, WorkflowFileIssue, WorkflowsChange, WorkflowSummary } from '../workflow/model';
+import type { ValidationIssue, WorkflowCreateResult, WorkflowDetail, WorkflowFileIssue, WorkflowNodeDetail, WorkflowsChange, WorkflowSummary } from '../workflow/model';
 import { parseDefinitionText } from '../workflow/definitionFile';
 import { WorkflowError } from '../workflow/workflows';
 import type { HandoffView } from './coordinatorApi';
@@ -531,8 +531,12 @@ export class InProcessCoordinatorApi implements CoordinatorApi, Disposable {
     return this.workflowRun((c) => c.workflows.list(Math.min(Math.max(1, Math.floor(limit ?? DEFAULT_WORKFLOWS) || DEFAULT_WORKFLOWS), MAX_WORKFLOWS)));
   }
 
-  workflow(workflowId: string): Promise<WorkflowDetail | undefined> {
-    return this.workflowRun((c) => c.workflows.detail(workflowId));
+  workflow(workflowId: string, maxNodes?: number): Promise<WorkflowDetail | undefined> {
+    return this.workflowRun((c) => c.workflows.detail(workflowId, maxNodes));
+  }
+
+  workflowNode(workflowId: string, nodeId: string): Promise<WorkflowNodeDetail | undefined> {
+    return this.workflowRun((c) => c.workflows.nodeDetail(workflowId, nodeId));
   }
 
   createWorkflowFromText(text: string, fileName: string, by: string): Promise<WorkflowCreateResult> {
@@ -580,6 +584,7 @@ export class InProcessCoordinatorApi implements CoordinatorApi, Disposable {
         return work(c);
       } catch (err) {
         if (err instanceof WorkflowError) {
+          // `permission` does not arise here (the editor is the operator): refused, should it ever.
           throw new CoordinatorApiError(err.kind === 'not_found' ? 'not_found' : err.kind === 'invalid' ? 'invalid' : 'refused', err.message, err.code);
         }
         throw err;

@@ -60,4 +60,4 @@ export { HANDOFF_CONTEXT_CONTENT_TYPE, HANDOFF_STATES, TERMINAL_HANDOFF_STATES, 
 export type { HandoffWorktree } from '../handoff/model';
 export { DEFAULT_HANDOFF_OPTIONS, HANDOFF_OPTION_BOUNDS, type HandoffOptions } from '../handoff/handoffs';
 export { NODE_METADATA_KEYS, NODE_STATUSES, TRIGGER_TYPES, WORKFLOW_STATES } from '../workflow/model';
-export type { NodeRecord, NodeStatus, TriggerType, WorkflowDefinition, WorkflowNodeDefinition, WorkflowNodeView, WorkflowState } from '../workflow/model';
+export type { NodeRecord, NodeStatus, TriggerType, WorkflowDefinition, WorkflowNodeDefinition, WorkflowNodeDetail, WorkflowNodeView, WorkflowState } from '../workflow/model';

@@ -9,7 +9,9 @@ import type { CoordinatorMailbox } from '../router/model';
  * It starts every READY EVENT node of that workflow whose metadata `event` is `<name>` (or only `node_id`), after
  * `data` (absent: `{}`) was written to workflow_data at `events.<name>`. Anything else is refused with a NACK:
  * VALIDATION_ERROR (not such a payload), NO_ROUTE (no running workflow with that id, or no node of it waits for that
- * event now: an event is never kept for later, so the sender learns it was not taken).
+ * event now: an event is never kept for later, so the sender learns it was not taken), PERMISSION_DENIED (the sender is
+ * neither the operator, nor the workflow's creator, nor an agent one of its nodes names; or the metadata `event_from`
+ * of the nodes waiting for it does not list it).
  */
 export const WORKFLOW_EVENT_MESSAGE_TYPE = 'NOTIFICATION';
 /** Where an event's data lands in workflow_data: `events.<name>`. */
@@ -25,6 +27,8 @@ export interface WorkflowEventInput {
   readonly nodeId: string;
   /** The agent that sent it. */
   readonly producerId: string;
+  /** Who sent it, authenticated (`operator`, `agent:<id>`, `enrolment:<id>`); absent with auth `none`. */
+  readonly principal?: string;
   readonly messageId: string;
 }
 
@@ -52,7 +56,8 @@ export function bindWorkflowEventsToRouter(sink: WorkflowEventSink, router: Coor
     const parsed = parseWorkflowEvent(json, envelope.correlationId);
     if ('code' in parsed) return parsed;
     return sink.takeEvent({
-      workflowId: envelope.correlationId, event: parsed.event, data: parsed.data, nodeId: parsed.nodeId, producerId: envelope.producerId, messageId: envelope.messageId,
+      workflowId: envelope.correlationId, event: parsed.event, data: parsed.data, nodeId: parsed.nodeId, producerId: envelope.producerId, principal: ctx.principal,
+      messageId: envelope.messageId,
     }, ctx, (result) => router.settleAtCoordinator(envelope.messageId, ctx, result));
   });
 }

@@ -18,8 +18,10 @@ export type NodeStatus = (typeof NODE_STATUSES)[number];
  * - `priority` (-19…20), `scope` (the task scope, scheduler/scope.ts syntax): how the node's scheduler task is submitted.
  * - `on_failure`: `fail` (default: the workflow ends FAILED) or `hitl` (a person decides: retry, skip or fail).
  * - `max_iterations`: how often loop backs may re-run the node (default 10).
+ * - `event_from`: EVENT nodes: a comma-separated list of agent ids; only they (and the operator) may send the node's
+ *   event — it narrows the default (the workflow's creator and the agents its nodes name), never widens it.
  */
-export const NODE_METADATA_KEYS = ['route', 'schedule', 'event', 'priority', 'scope', 'on_failure', 'max_iterations'] as const;
+export const NODE_METADATA_KEYS = ['route', 'schedule', 'event', 'priority', 'scope', 'on_failure', 'max_iterations', 'event_from'] as const;
 
 /** A node as defined (workflow.proto WorkflowNode). Maps keep the author's order. */
 export interface WorkflowNodeDefinition {
@@ -104,6 +106,13 @@ export interface NodeRecord {
   loops: number;
   /** A FAILED node with `on_failure: hitl`: the HITL invocation asking a person ('' when none is pending). */
   invocationId: string;
+  /** Retries a rule or a fallback approved (not a person) since it was last resumed: at most MAX_AUTOMATIC_RETRIES. */
+  retries: number;
+  /**
+   * The inputs of its last run as given to its task (JSON text, kept with the node: the scheduler forgets finished
+   * tasks), or a note in parentheses when they were larger than 64 KiB; '' before its first run and after a reset.
+   */
+  inputs: string;
 }
 
 export interface WorkflowRecord {
@@ -142,7 +151,10 @@ export interface WorkflowSummary {
 export interface WorkflowNodeView {
   readonly definition: WorkflowNodeDefinition;
   readonly state: NodeRecord;
-  /** The inputs the node was (or would be) given, JSON text ('' when not computed yet). */
+  /**
+   * The inputs the node was given at its last run, or (PENDING, READY) would be given now, JSON text; '' for a SKIPPED
+   * node, and in a WorkflowDetail (only WorkflowQueries.nodeDetail works them out: O(workflow_data) each).
+   */
   readonly inputs: string;
 }
 
@@ -151,7 +163,18 @@ export interface WorkflowDetail {
   readonly definition: WorkflowDefinition;
   readonly warnings: readonly ValidationIssue[];
   readonly data: string;
+  /**
+   * Nodes in the author's order: every node, or the first `maxNodes` asked for (summary.nodeCount counts them all);
+   * the answers of start / runNode / resume / cancel hold only nodes that are not PENDING, at most ANSWER_NODES.
+   */
   readonly nodes: readonly WorkflowNodeView[];
+}
+
+/** One node with its inputs, its workflow's summary and data (Show Node Inputs and Outputs). */
+export interface WorkflowNodeDetail {
+  readonly summary: WorkflowSummary;
+  readonly node: WorkflowNodeView;
+  readonly data: string;
 }
 
 export interface WorkflowsChange {
@@ -163,7 +186,10 @@ export interface WorkflowsChange {
 
 export interface WorkflowQueries {
   list(limit: number): WorkflowSummary[];
-  detail(workflowId: string): WorkflowDetail | undefined;
+  /** The workflow with its first `maxNodes` nodes (all when omitted), no node's inputs: O(maxNodes) for a running workflow. */
+  detail(workflowId: string, maxNodes?: number): WorkflowDetail | undefined;
+  /** One node with its inputs; undefined for an unknown workflow or node. */
+  nodeDetail(workflowId: string, nodeId: string): WorkflowNodeDetail | undefined;
   readonly onDidChange: Event<WorkflowsChange>;
 }
 
@@ -183,17 +209,25 @@ export function countsOf(nodes: Iterable<Pick<NodeRecord, 'status'>>): NodeCount
 }
 
 /**
- * The workflow tables. A workflow's definition is written once (create); its own fields and each node's state are
- * separate rows, so that a node transition writes one node row (putNode), never the whole workflow: a 100,000-node
- * workflow costs per transition what a 3-node one does.
+ * The workflow tables. A workflow's definition is written once (create); its own fields (a small row), its
+ * workflow_data (a snapshot and the writes since) and each node's state are separate rows, so that a node transition
+ * writes its node row, the small workflow row and, for its output, one row per output_mapping entry — never the
+ * definition or the whole workflow_data: a 100,000-node workflow costs per transition what a 3-node one does.
  */
 export interface WorkflowRepository {
-  /** Inserts a workflow's definition, its run state and every node (PENDING). */
+  /** Inserts a workflow's definition, its run state, its workflow_data (`record.data`, as the first snapshot) and every node (PENDING). */
   create(record: WorkflowRecord): void;
-  /** Writes the workflow's own fields (state, data, times, reason) and its node counts (what listRecent answers). */
+  /** Writes the workflow's own fields (state, times, reason; not its data) and its node counts (what listRecent answers). */
   putWorkflow(record: WorkflowRecord, counts: Readonly<NodeCounts>): void;
+  /** Replaces workflow_data by a snapshot (`json`, the whole object) numbered `seq`: every earlier write is dropped. */
+  putData(workflowId: string, seq: number, json: string): void;
+  /** One write into workflow_data, numbered `seq` (after the snapshot's): `valueJson` at the key path `path` (its segments). */
+  appendData(workflowId: string, seq: number, path: readonly string[], valueJson: string): void;
+  /** The last `seq` written and how many characters the writes since the snapshot hold (when to write a new snapshot). */
+  dataLog(workflowId: string): { readonly seq: number; readonly chars: number };
   /** Writes one node's state: O(1) per node transition, never the whole workflow. */
   putNode(workflowId: string, node: NodeRecord): void;
+  /** A workflow with its nodes, and its workflow_data as JSON text (the snapshot with the writes since replayed). */
   get(workflowId: string): WorkflowRecord | undefined;
   /** Workflows not ended and started (RUNNING, WAITING): restore after a restart. */
   listActive(): WorkflowRecord[];

@@ -5,7 +5,7 @@ export const WORKFLOW_SCHEMA: readonly SchemaStep[] = [
   {
     version: 17,
     area: 'workflow',
-    description: 'DAG workflows (RFC §17.7): each workflow (its run state and node counts), its definition (written once, in its own table), one row per node',
+    description: 'DAG workflows (RFC §17.7): each workflow (its run state and node counts), its definition (written once, in its own table), its workflow_data (a snapshot and the writes since), one row per node',
     statements: [
       `CREATE TABLE workflows (
          workflow_id TEXT PRIMARY KEY,
@@ -20,6 +20,16 @@ export const WORKFLOW_SCHEMA: readonly SchemaStep[] = [
          workflow_id TEXT PRIMARY KEY,
          definition TEXT NOT NULL
        )`,
+      // workflow_data apart from the run state too: a snapshot (path '') and each write since (path: the JSON array of
+      // its segments), in seq order; a node's output costs one small row, and the engine writes a new snapshot once the
+      // writes since the last one outweigh it (amortised O(1) per write whatever the size of workflow_data).
+      `CREATE TABLE workflow_data (
+         workflow_id TEXT NOT NULL,
+         seq INTEGER NOT NULL,
+         path TEXT NOT NULL,
+         value TEXT NOT NULL,
+         PRIMARY KEY (workflow_id, seq)
+       ) WITHOUT ROWID`,
       `CREATE TABLE workflow_nodes (
          workflow_id TEXT NOT NULL,
          node_id TEXT NOT NULL,

@@ -3,7 +3,7 @@ import type { CoordinatorApi, Disposable, HandoffView, WorkflowDetail, WorkflowS
 import { Commands, Views } from '../contributions';
 import { KeyedThrottle } from '../throttle';
 import {
-  HANDOFFS_LISTED, WORKFLOWS_LISTED, WORKFLOW_SECTIONS, WORKFLOW_SECTION_LABELS, handoffRow, moreNodesRow, nodeRow, sectionDescription, shownNodes,
+  HANDOFFS_LISTED, NODES_SHOWN, WORKFLOWS_LISTED, WORKFLOW_SECTIONS, WORKFLOW_SECTION_LABELS, handoffRow, moreNodesRow, nodeRow, sectionDescription, shownNodes,
   sortHandoffs, workflowIsActive, workflowRow, type WorkflowRow, type WorkflowSection,
 } from '../workflowsModel';
 
@@ -70,7 +70,8 @@ class WorkflowsTreeProvider implements vscode.TreeDataProvider<WorkflowsNode>, v
           : this.handoffs.map((h) => this.cached(`h:${h.requestId}`, () => ({ kind: 'handoff', id: h.requestId })));
       case 'workflow': {
         const api = this.source();
-        const detail = await api?.workflow(node.id).catch(() => undefined);
+        // The nodes shown only (the first NODES_SHOWN) and the counts: a refresh costs what it shows, not the workflow's size.
+        const detail = await api?.workflow(node.id, NODES_SHOWN).catch(() => undefined);
         if (!api || api !== this.source() || !detail) return [];
         this.details.set(node.id, detail);
         const { nodes, hidden } = shownNodes(detail);
@@ -111,8 +112,8 @@ class WorkflowsTreeProvider implements vscode.TreeDataProvider<WorkflowsNode>, v
       }
       case 'moreNodes': {
         const detail = this.details.get(node.workflowId);
-        const total = detail?.nodes.length ?? 0;
-        const row = moreNodesRow(shownNodes(detail ?? { nodes: [] }).nodes.length, total);
+        const total = detail?.summary.nodeCount ?? 0;
+        const row = moreNodesRow(detail ? shownNodes(detail).nodes.length : 0, total);
         const item = new vscode.TreeItem(row.label, vscode.TreeItemCollapsibleState.None);
         item.id = `moreNodes:${node.workflowId}`;
         item.tooltip = row.tooltip;

@@ -5,6 +5,7 @@ import { definitionFromJson } from '../../core/workflow/definitionFile';
 import { WorkflowError } from '../../core/workflow/workflows';
 import { callContext } from '../callContext';
 import { answerWhenDurable } from '../durable';
+import { speakerOf } from '../speaker';
 import { timestampOf } from './negotiationRoomService';
 
 /** The trailer that carries CreateWorkflow's warnings (unreachable nodes…): one `code: message` per entry, at most 20. */
@@ -28,22 +29,43 @@ export function issuesText(issues: readonly ValidationIssue[]): string {
   return [...shown, ...more].join('; ');
 }
 
-/** workflow.proto WorkflowState (proto field names, keepCase) of a workflow. */
-export function stateMessage(d: WorkflowDetail): Record<string, unknown> {
+/** The most bytes a WorkflowState answer is let grow to: what a gRPC client receives by default (4 MiB), less room for the rest. */
+export const STATE_ANSWER_BUDGET = 4 * 1024 * 1024 - 64 * 1024;
+
+/**
+ * workflow.proto WorkflowState (proto field names, keepCase) of a workflow, within `budget` bytes (estimated: each
+ * node's ids, output and error, plus workflow_data): every node of the detail while they fit; else the PENDING nodes
+ * are left out first (a node absent from node_states is PENDING unless node_states_omitted says more were cut), then
+ * the last ones in the definition's order. `metadata.node_states_omitted` counts the workflow's nodes not in
+ * node_states (absent when none is), `metadata.counts` is every node's status count (JSON).
+ */
+export function stateMessage(d: WorkflowDetail, budget = STATE_ANSWER_BUDGET): Record<string, unknown> {
   const ts = (ms: number | null) => (ms === null ? null : timestampOf(ms));
-  const nodeStates: Record<string, unknown> = {};
-  for (const n of d.nodes) {
-    const s = n.state;
-    nodeStates[s.nodeId] = {
-      node_id: s.nodeId, status: s.status, started_at: ts(s.startedAt), completed_at: ts(s.completedAt), output: s.output,
-      // The proto has no field for what a node waits for: a node that has no error shows it there.
-      error: s.error || (s.waiting ? `waiting for ${s.waiting}` : ''),
-    };
-  }
   const summary = d.summary;
+  const entries = d.nodes.map((n) => {
+    const s = n.state;
+    // The proto has no field for what a node waits for: a node that has no error shows it there.
+    const error = s.error || (s.waiting ? `waiting for ${s.waiting}` : '');
+    const bytes = 2 * Buffer.byteLength(s.nodeId) + Buffer.byteLength(s.output) + Buffer.byteLength(error) + 48;
+    return { s, error, bytes };
+  });
+  let room = budget - Buffer.byteLength(d.data) - Buffer.byteLength(summary.reason) - 1024;
+  const total = entries.reduce((sum, e) => sum + e.bytes, 0);
+  const kept = total <= room ? entries : entries.filter((e) => e.s.status !== 'PENDING').filter((e) => {
+    room -= e.bytes;
+    return room >= 0;
+  });
+  const nodeStates: Record<string, unknown> = {};
+  for (const { s, error } of kept) {
+    nodeStates[s.nodeId] = { node_id: s.nodeId, status: s.status, started_at: ts(s.startedAt), completed_at: ts(s.completedAt), output: s.output, error };
+  }
+  const omitted = summary.nodeCount - kept.length;
   return {
     workflow_id: summary.workflowId, node_states: nodeStates, workflow_data: d.data, started_at: ts(summary.startedAt), completed_at: ts(summary.completedAt),
-    metadata: { state: summary.state, reason: summary.reason, nodes: String(summary.nodeCount), updated_at: new Date(summary.updatedAt).toISOString() },
+    metadata: {
+      state: summary.state, reason: summary.reason, nodes: String(summary.nodeCount), updated_at: new Date(summary.updatedAt).toISOString(),
+      counts: JSON.stringify(summary.counts), ...(omitted > 0 ? { node_states_omitted: String(omitted) } : {}),
+    },
   };
 }
 
@@ -53,7 +75,10 @@ export function stateMessage(d: WorkflowDetail): Record<string, unknown> {
  * (`workflow_cycle_detected: a → b → a`, several issues joined by `; `), ALREADY_EXISTS, NOT_FOUND, FAILED_PRECONDITION
  * (already started, a node RUNNING…). A request that cannot be read is a gRPC status: INVALID_ARGUMENT for a missing
  * definition or workflow_id / node_id, and for workflow_data that is not a JSON object within its bounds. Answers after
- * the store is durable. Anyone authenticated may call (identity.ts: no field names the caller).
+ * the store is durable. No field names the caller (identity.ts); the engine decides from the caller's credential
+ * (speakerOf): the operator may do everything; an agent credential may create a workflow only for agents it may act as
+ * (no `type:` node), start and resume only one it created (or may act as the agent that did), read one it created or
+ * whose nodes name it — else the gRPC status PERMISSION_DENIED, logged `workflow.permission_denied`.
  */
 export class WorkflowServiceAdapter {
   static readonly serviceName = 'sw4rm.workflow.WorkflowService';
@@ -61,7 +86,7 @@ export class WorkflowServiceAdapter {
   constructor(private readonly coordinator: Coordinator) {}
 
   handlers(): grpc.UntypedServiceImplementation {
-    const { workflows, ids, store } = this.coordinator;
+    const { workflows, ids, store, credentials } = this.coordinator;
     type Unary<Req, Res> = (call: grpc.ServerUnaryCall<Req, Res>, callback: grpc.sendUnaryData<Res>) => void;
     const invalid = (details: string): grpc.StatusObject => ({ code: grpc.status.INVALID_ARGUMENT, details: `VALIDATION_ERROR: ${details}`, metadata: new grpc.Metadata() });
     /** Runs `work`; a WorkflowError of kind `invalid` is INVALID_ARGUMENT, the others are answered by `refusal`. */
@@ -72,15 +97,23 @@ export class WorkflowServiceAdapter {
       } catch (err) {
         if (err instanceof WorkflowError) {
           if (err.kind === 'invalid') callback({ code: grpc.status.INVALID_ARGUMENT, details: `${err.code}: ${err.message}`, metadata: new grpc.Metadata() });
+          else if (err.kind === 'permission') callback({ code: grpc.status.PERMISSION_DENIED, details: `${err.code}: ${err.message}`, metadata: new grpc.Metadata() });
           else answerWhenDurable(store, callback, refusal(call, `${err.code}: ${err.message}`));
           return;
         }
         callback({ code: grpc.status.INTERNAL, details: `INTERNAL_ERROR: ${err instanceof Error ? err.message : String(err)}`, metadata: new grpc.Metadata() });
       }
     };
-    /** Who asks (the log's actor): `operator`, `agent:<id>`…, `anonymous` without auth. */
     const contextOf = (call: grpc.ServerUnaryCall<unknown, unknown>, workflowId: string) => ({ ...callContext(call, ids), correlationId: workflowId });
     const required = (value: string | undefined, field: string): string | undefined => ((value ?? '').trim() === '' ? `${field} is required` : undefined);
+    /**
+     * Who calls, for the engine's rules and as the workflow's creator / the log's actor: `operator`, `agent:<agent id>`,
+     * `enrolment:<credential id>`, `unauthenticated` (auth none).
+     */
+    const caller = (call: grpc.ServerUnaryCall<unknown, unknown>) => {
+      const speaker = speakerOf(call, credentials);
+      return { speaker, by: speaker.kind === 'coordinator' ? 'coordinator' : speaker.label };
+    };
 
     return {
       CreateWorkflow: unary<{ definition?: unknown }, { workflow_id: string; success: boolean; error: string }>((call, callback) => {
@@ -95,7 +128,8 @@ export class WorkflowServiceAdapter {
           answerWhenDurable(store, callback, { workflow_id: String((raw as { workflow_id?: unknown }).workflow_id ?? ''), success: false, error: issuesText(read.issues) });
           return;
         }
-        const result = workflows.create(read.definition, ctx.principal ?? 'anonymous', ctx);
+        const { speaker, by } = caller(call);
+        const result = workflows.create(read.definition, by, ctx, speaker);
         if (!result.ok) {
           answerWhenDurable(store, callback, { workflow_id: read.definition.workflowId, success: false, error: issuesText(result.issues) });
           return;
@@ -115,7 +149,8 @@ export class WorkflowServiceAdapter {
           return;
         }
         const ctx = contextOf(call, id);
-        const detail = workflows.start(id, call.request.workflow_data ?? '', ctx.principal ?? 'anonymous', ctx);
+        const { speaker, by } = caller(call);
+        const detail = workflows.start(id, call.request.workflow_data ?? '', by, ctx, speaker);
         answerWhenDurable(store, callback, { workflow_id: id, state: stateMessage(detail), success: true, error: '' });
       }, (call, error) => ({ workflow_id: call.request.workflow_id ?? '', state: null, success: false, error })),
 
@@ -126,7 +161,8 @@ export class WorkflowServiceAdapter {
           callback(invalid(missing));
           return;
         }
-        const detail = workflows.state(id);
+        const { speaker, by } = caller(call);
+        const detail = workflows.state(id, speaker, by);
         if (!detail) {
           answerWhenDurable(store, callback, { state: null, success: false, error: `NOT_FOUND: no workflow '${id.slice(0, 128)}'` });
           return;
@@ -142,7 +178,8 @@ export class WorkflowServiceAdapter {
           return;
         }
         const ctx = contextOf(call, id);
-        const detail = workflows.resume(id, call.request.node_id ?? '', call.request.workflow_data ?? '', ctx.principal ?? 'anonymous', ctx);
+        const { speaker, by } = caller(call);
+        const detail = workflows.resume(id, call.request.node_id ?? '', call.request.workflow_data ?? '', by, ctx, speaker);
         answerWhenDurable(store, callback, { workflow_id: id, state: stateMessage(detail), success: true, error: '' });
       }, (call, error) => ({ workflow_id: call.request.workflow_id ?? '', state: null, success: false, error })),
     };
