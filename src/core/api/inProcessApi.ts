@@ -474,7 +474,7 @@ export class InProcessCoordinatorApi implements CoordinatorApi, Disposable {
     });
   }
 
-  // ---- HANDOFF SECTION (the handoff helper replaces this block; nothing else may stay 'not built yet')
+  // ---- handoffs (RFC §17.6)
   private handoffsChanged: Emitter<HandoffChange> | undefined;
   /** Subscribed to the core on first use (this block keeps its own state, so that the sections merge cleanly). */
   get onDidChangeHandoffs(): Event<HandoffChange> {
@@ -510,7 +510,6 @@ export class InProcessCoordinatorApi implements CoordinatorApi, Disposable {
     const { context, ...rest } = record;
     return { ...rest, context: { ...payloadText(context, record.contextContentType), bytes: record.contextBytes } };
   }
-  // ---- END HANDOFF SECTION
 
   negotiationPolicy(): Promise<PolicySet> {
     return this.run((c) => c.policies.current());
@@ -520,7 +519,7 @@ export class InProcessCoordinatorApi implements CoordinatorApi, Disposable {
     return this.run((c) => c.policies.applySettings(settings, { correlationId: c.ids.uuid() }));
   }
 
-  // ---- WORKFLOW SECTION (the workflow helper replaces this block; nothing else may stay 'not built yet')
+  // ---- workflows (RFC §17.7)
   /** Workflow changes, passed on while this API is not disposed. */
   readonly onDidChangeWorkflows: Event<WorkflowsChange> = (listener) =>
     this.coordinator.workflows.onDidChange((change) => {
@@ -591,7 +590,6 @@ export class InProcessCoordinatorApi implements CoordinatorApi, Disposable {
       }
     });
   }
-  // ---- END WORKFLOW SECTION
 
   /** Detaches the operators attached through this API and stops answering; the coordinator itself is not touched. */
   dispose(): void {
