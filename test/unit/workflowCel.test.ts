@@ -48,6 +48,13 @@ describe('workflow routes: conditional edges in CEL (@marcbachmann/cel-js)', () 
     assert.deepEqual(compiled("data.review.score >= 1 ? 'b' : 'c'").choose({ review: { score: 1 } }, {}), { ok: true, chosen: ['b'] });
   });
 
+  it('output keys named like CEL types (type, int, map…) do not break the route: they are reached as output[\'type\']', () => {
+    const route = compiled("score > 0.5 && output['type'] == 'fix' ? 'b' : 'c'", { type: 'kind', int: 'n', map: 'm', score: 's' });
+    assert.deepEqual(route.choose({}, { type: 'fix', score: 0.9 }), { ok: true, chosen: ['b'] });
+    assert.deepEqual(route.choose({}, { type: 'doc', score: 0.9 }), { ok: true, chosen: ['c'] });
+    assert.deepEqual(routeVariables(node('n', [], {}, { type: 'k', score: 's' })), ['score']);
+  });
+
   it('ints and doubles: comparisons mix, arithmetic does not (documented)', () => {
     const eq = compiled("data.count == 3 ? 'b' : 'c'");
     assert.deepEqual(eq.choose({ count: 3 }, {}), { ok: true, chosen: ['b'] });

@@ -88,6 +88,9 @@ export interface AnalysedRoute extends CompiledRoute {
 const RESERVED = new Set([
   'true', 'false', 'null', 'in', 'as', 'break', 'const', 'continue', 'else', 'for', 'function', 'if', 'import', 'let',
   'loop', 'namespace', 'package', 'return', 'var', 'void', 'while', 'data', 'output', 'cel',
+  // CEL's type names and namespaces: cel-js refuses them as variable names (reach such keys as output['type']).
+  'type', 'int', 'uint', 'double', 'bool', 'string', 'bytes', 'list', 'map', 'null_type', 'dyn', 'google', 'optional',
+  'timestamp', 'duration',
 ]);
 const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]*$/;
 const RESULT_TYPES = new Set(['string', 'list<string>', 'list', 'bool', 'dyn']);
