@@ -150,4 +150,28 @@ describe('read_inbox on the Clock (ManualClock, in-memory MCP)', () => {
     assert.deepEqual(read.messages.map((m: { message_id: string; payload: unknown }) => [m.message_id, m.payload]), [[sent.message_id, 'now']]);
     assert.equal(coordinator.router.message(sent.message_id)!.state, 'READ');
   });
+  it('one read per agent at a time: a second read while one waits is refused FAILED_PRECONDITION (retryable); another agent reads meanwhile', async () => {
+    const a = await connect('a');
+    const b = await connect('b');
+    const waiting = call(b, 'read_inbox', { wait_ms: 1000 });
+    await turnsUntil(() => coordinator.router.inboxStats('b').streaming);
+    const second = (await b.callTool({ name: 'read_inbox', arguments: {} })) as CallToolResult;
+    assert.equal(second.isError, true);
+    assert.deepEqual((second.structuredContent as { error: { code: string; retryable: boolean } }).error.code, 'FAILED_PRECONDITION');
+    assert.equal((second.structuredContent as { error: { retryable: boolean } }).error.retryable, true);
+    assert.deepEqual((await call(a, 'read_inbox', {})).messages, []);
+    clock.advance(1000);
+    assert.deepEqual((await waiting).messages, []);
+    assert.deepEqual((await call(b, 'read_inbox', {})).messages, [], 'free again');
+  });
+
+  it('a cancelled read stops waiting, detaches and confirms nothing', async () => {
+    const b = await connect('b');
+    const controller = new AbortController();
+    const reading = b.callTool({ name: 'read_inbox', arguments: { wait_ms: 30_000 } }, undefined, { signal: controller.signal });
+    await turnsUntil(() => coordinator.router.inboxStats('b').streaming);
+    controller.abort('test');
+    await assert.rejects(reading);
+    await turnsUntil(() => !coordinator.router.inboxStats('b').streaming);
+  });
 });
