@@ -161,8 +161,7 @@ export class BridgeServer {
     if (url.pathname === MCP_PATH) return this.serveMcp(req, res, caller);
     const route = this.options.routes.find((r) => r.path === url.pathname && r.method === req.method);
     if (route === undefined) {
-      const known = url.pathname === MCP_PATH || this.options.routes.some((r) => r.path === url.pathname);
-      return known
+      return this.options.routes.some((r) => r.path === url.pathname)
         ? refuse(res, { status: 405, code: 'METHOD_NOT_ALLOWED', message: `${req.method} is not served on ${url.pathname}` })
         : refuse(res, { status: 404, code: 'NOT_FOUND', message: `no bridge endpoint at ${url.pathname.slice(0, 256)}; MCP is served at ${MCP_PATH}` });
     }
