@@ -174,4 +174,22 @@ describe('read_inbox on the Clock (ManualClock, in-memory MCP)', () => {
     await assert.rejects(reading);
     await turnsUntil(() => !coordinator.router.inboxStats('b').streaming);
   });
+  it('max is the read\'s delivery window: messages beyond it stay queued without spending delivery attempts', async () => {
+    const a = await connect('a');
+    const b = await connect('b');
+    const ids: string[] = [];
+    for (let i = 0; i < 7; i++) ids.push((await call(a, 'send_message', { to: 'b', payload: { i } })).message_id as string);
+    const got: string[] = [];
+    for (let i = 0; i < 7; i++) {
+      const read = await call(b, 'read_inbox', { max: 1 });
+      assert.equal(read.messages.length, 1);
+      assert.equal(read.remaining, 6 - i);
+      got.push(read.messages[0].message_id as string);
+    }
+    assert.deepEqual(got, ids, 'each once, in order');
+    for (const id of ids) {
+      const record = coordinator.router.message(id)!;
+      assert.deepEqual([record.state, record.deliveryAttempts], ['READ', 1], id);
+    }
+  });
 });

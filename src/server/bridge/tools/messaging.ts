@@ -201,9 +201,9 @@ interface Delivered {
 }
 
 /**
- * Attaches a temporary inbox sink for the caller, collects what the router delivers (waiting up to `waitMs` on the
- * coordinator's Clock for the first message), then detaches. Deliveries beyond `max` messages are left
- * unconfirmed: the router delivers them again on the next read.
+ * Attaches a temporary inbox sink for the caller with a delivery window of `max` (the router hands it at most `max`
+ * messages that need an answer; the rest stay queued, costing no delivery attempt), collects what the router delivers
+ * (waiting up to `waitMs` on the coordinator's Clock for the first message), then detaches.
  */
 async function collect(tool: BridgeToolContext, max: number, waitMs: number): Promise<Delivered[]> {
   const { coordinator, caller, ctx, signal } = tool;
@@ -227,7 +227,7 @@ async function collect(tool: BridgeToolContext, max: number, waitMs: number): Pr
   };
   let attached: Disposable;
   try {
-    attached = router.attach(caller.agentId, sink, ctx);
+    attached = router.attach(caller.agentId, sink, ctx, undefined, max);
   } catch (err) {
     if (err instanceof StreamRefusal) throw new BridgeToolError('FAILED_PRECONDITION', err.message);
     throw err;
@@ -257,12 +257,10 @@ async function collect(tool: BridgeToolContext, max: number, waitMs: number): Pr
   } finally {
     attached.dispose();
   }
-  // The first `max` messages (by seq) and every acknowledgement delivered with them; live-only envelopes need no answer.
-  const kept: Delivered[] = [];
-  let count = 0;
-  for (const d of delivered.sort((a, b) => a.seq - b.seq)) {
-    if (isAck(d) || (isMessage(d) && ++count <= max)) kept.push(d);
-  }
+  // What the router keeps, in seq order: the messages (at most `max` tracked ones, by the window; the coordinator's own
+  // untracked replies, which the window does not limit, with them) and the acknowledgements. Live-only envelopes need
+  // no answer.
+  const kept = delivered.filter((d) => isAck(d) || isMessage(d)).sort((a, b) => a.seq - b.seq);
   if (signal.aborted) throw new BridgeToolError('CANCELLED', 'the read was cancelled (the request closed); nothing was confirmed: the messages are delivered again');
   return kept;
 }
