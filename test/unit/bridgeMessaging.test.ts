@@ -192,4 +192,19 @@ describe('read_inbox on the Clock (ManualClock, in-memory MCP)', () => {
       assert.deepEqual([record.state, record.deliveryAttempts], ['READ', 1], id);
     }
   });
+  it('a message not read within the ACK timeout is TIMED_OUT: the sender reads ACK_TIMEOUT and a retry with the same key sends it again', async () => {
+    const a = await connect('a');
+    const b = await connect('b');
+    const first = await call(a, 'send_message', { to: 'b', payload: { job: 7 }, idempotency_key: 'job-7' });
+    clock.advance(10_000);
+    await turnsUntil(() => coordinator.router.message(first.message_id)!.state === 'TIMED_OUT');
+    assert.deepEqual((await call(b, 'read_inbox', {})).messages, [], 'gone from the inbox (RFC §11: 10 s to RECEIVED)');
+    const told = await call(a, 'read_inbox', {});
+    const nack = told.acknowledgements.find((x: { for_message_id: string }) => x.for_message_id === first.message_id);
+    assert.deepEqual([nack.stage, nack.error_code], ['TIMED_OUT', 'ACK_TIMEOUT']);
+    const retry = await call(a, 'send_message', { to: 'b', payload: { job: 7 }, idempotency_key: 'job-7' });
+    assert.notEqual(retry.message_id, first.message_id, 'a retryable outcome: a new attempt of the same operation');
+    assert.equal(retry.duplicate, undefined);
+    assert.deepEqual((await call(b, 'read_inbox', {})).messages.map((m: { message_id: string }) => m.message_id), [retry.message_id]);
+  });
 });
