@@ -331,6 +331,18 @@ describe('the MCP bridge (README, "The MCP bridge")', function () {
       assert.equal(second.remaining, 0);
     });
 
+    it('a payload of more than 1 MiB (a payload file) reaches read_inbox with wait_ms 0', async () => {
+      const a = await connect(tokenA);
+      const b = await connect(tokenB);
+      const text = 'x'.repeat(1536 * 1024);
+      const sent = await call(a, 'send_message', { to: 'b', payload: text });
+      assert.ok(host.coordinator.router.message(sent.message_id)!.payloadFile, 'stored as a payload file');
+      const read = await call(b, 'read_inbox', { wait_ms: 0 });
+      assert.equal(read.messages.length, 1);
+      assert.equal(read.messages[0].message_id, sent.message_id);
+      assert.equal(read.messages[0].payload, text);
+    });
+
     it('send_message with an idempotency_key: a retry answers the first outcome, one message is delivered; without a key each call is new', async () => {
       const a = await connect(tokenA);
       const b = await connect(tokenB);
