@@ -7,7 +7,7 @@ import { TERMINAL_TASK_STATES, type TaskRecord } from '../../../core/scheduler/m
 import { paramsOnWire } from '../../../core/scheduler/scheduler';
 import { toWire } from '../../../core/scheduler/scope';
 import type { BridgeCaller, BridgeTool, BridgeToolOutput } from '../model';
-import { fromReason, refusal } from './errors';
+import { refusal } from './errors';
 
 const TASK_ID = { type: 'string', minLength: 1, maxLength: FIELD_LIMITS.scheduler.task_id, description: 'Default: the task you are running (current_task).' } as const;
 /** States in which a task is the agent's: its `run` went to the agent and the task has not ended. */
@@ -21,7 +21,7 @@ const HELD = new Set(['DISPATCHED', 'RUNNING', 'PREEMPTING']);
  * The idempotency token names the operation (this stage of this message), so a retried call is DUPLICATE_DETECTED.
  */
 export function acknowledgeAs(coordinator: Coordinator, caller: BridgeCaller, ackFor: string, stage: 'RECEIVED' | 'FULFILLED' | 'FAILED',
-  extra: Record<string, unknown>, ctx: CallContext): void {
+  extra: Record<string, unknown>, ctx: CallContext, what: string): void {
   const payload = Buffer.from(JSON.stringify({ ack_for_message_id: ackFor, ack_stage: stage, ...extra }), 'utf8');
   const envelope: Envelope = {
     messageId: coordinator.ids.uuid(), idempotencyToken: `bridge:ack:${stage}:${ackFor}`, producerId: caller.agentId,
@@ -30,7 +30,10 @@ export function acknowledgeAs(coordinator: Coordinator, caller: BridgeCaller, ac
     payload, parentCorrelationId: '',
   };
   const sent = coordinator.router.send(envelope, ctx);
-  if (!sent.accepted) throw fromReason(`${sent.code}: ${sent.reason}`);
+  if (!sent.accepted) {
+    const reason = sent.reason.startsWith(`${sent.code}: `) ? sent.reason.slice(sent.code.length + 2) : sent.reason;
+    throw refusal(sent.code, `${what}: ${reason}`);
+  }
 }
 
 /** The caller's task: the one named (which must have been sent to it), else the one it holds now; undefined when none. */
@@ -72,7 +75,7 @@ function parseResult(text: string): unknown {
 
 /** ACKs RECEIVED a `run` the agent has not started yet (the task goes RUNNING), as a gRPC agent does when it starts. */
 function start(coordinator: Coordinator, caller: BridgeCaller, task: TaskRecord, ctx: CallContext): void {
-  if (task.state === 'DISPATCHED' && task.runMessageId !== '') acknowledgeAs(coordinator, caller, task.runMessageId, 'RECEIVED', { note: 'started (MCP bridge)' }, ctx);
+  if (task.state === 'DISPATCHED' && task.runMessageId !== '') acknowledgeAs(coordinator, caller, task.runMessageId, 'RECEIVED', { note: 'started (MCP bridge)' }, ctx, `task '${task.taskId}'`);
 }
 
 /** complete_task / fail_task: the task's `run` answered FULFILLED or FAILED through the router, as a gRPC agent answers it. */
@@ -88,7 +91,7 @@ async function endTask(tool: Parameters<BridgeTool['run']>[1], taskId: unknown, 
   if (task.runMessageId === '') throw refusal('FAILED_PRECONDITION', `task '${task.taskId}' is ${task.state}: it has not been sent to an agent`);
   // The router refuses an ACK for a message sent to another agent (PERMISSION_DENIED): the caller ends only its own task.
   start(coordinator, caller, task, ctx);
-  acknowledgeAs(coordinator, caller, task.runMessageId, outcome === 'COMPLETED' ? 'FULFILLED' : 'FAILED', extra, ctx);
+  acknowledgeAs(coordinator, caller, task.runMessageId, outcome === 'COMPLETED' ? 'FULFILLED' : 'FAILED', extra, ctx, `task '${task.taskId}'`);
   await coordinator.store.whenDurable();
   return taskJson(coordinator.scheduler.task(task.taskId) ?? task);
 }

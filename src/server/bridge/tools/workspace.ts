@@ -1,6 +1,6 @@
 import { DEFAULT_EXECUTION_POLICY, ToolCallError, type ToolDescriptor, type ToolFrame } from '../../../core/tools/model';
 import { WORKSPACE_PROVIDER_ID, WORKSPACE_TOOL_DESCRIPTORS } from '../../../core/tools/workspaceProvider';
-import type { BridgeTool, BridgeToolContext, BridgeToolOutput, JsonSchemaObject } from '../model';
+import { BridgeToolError, type BridgeTool, type BridgeToolContext, type BridgeToolOutput, type JsonSchemaObject } from '../model';
 import { asBridgeError, refusal } from './errors';
 
 /**
@@ -50,16 +50,25 @@ function callWorkspace(toolName: string, args: Record<string, unknown>, { coordi
             reject(err);
           }
         }),
-        fail: (err: ToolCallError) => settle(() => reject(asBridgeError(err))),
+        fail: (err: ToolCallError) => settle(() => reject(bridged(err))),
       }).callId;
     } catch (err) {
       done = true;
-      reject(asBridgeError(err));
+      reject(bridged(err));
       return;
     }
     if (signal.aborted) onAbort();
     else signal.addEventListener('abort', onAbort, { once: true });
   });
+}
+
+/** The tools area's refusal as the bridge answers it; an unbound caller is told how a bridged agent gets its worktree. */
+function bridged(err: unknown): unknown {
+  const answer = asBridgeError(err);
+  if (err instanceof ToolCallError && err.code === 'worktree_not_bound' && answer instanceof BridgeToolError) {
+    return new BridgeToolError(answer.code, `${answer.message} (an agent launched with SW4RM: Launch Agent… is bound to its worktree at launch; ask the person at the editor to bind you)`, false);
+  }
+  return answer;
 }
 
 /** The confined `workspace` file and git tools, through the tools area (README, "Workspace tools"), as workspace_<tool>. */
