@@ -2,13 +2,10 @@ import { strict as assert } from 'node:assert';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { InProcessCoordinatorApi } from '../../src/core/api/inProcessApi';
 import { ManualClock } from '../../src/core/clock';
 import type { Disposable } from '../../src/core/events';
-import { createBridgeMcpServer } from '../../src/server/bridge/mcpServer';
-import type { BridgeCaller } from '../../src/server/bridge/model';
-import { BRIDGE_TOOLS } from '../../src/server/bridge/tools';
 import { WORK_TOOLS } from '../../src/server/bridge/tools/work';
 import { WORKSPACE_TOOLS } from '../../src/server/bridge/tools/workspace';
 import type { CoordinatorHost } from '../../src/server/host';
@@ -27,13 +24,14 @@ interface ToolAnswer {
 const ctx = (correlationId = 'test') => ({ correlationId });
 
 /**
- * The MCP bridge's work and workspace tools (issue 20, part 3) with the official SDK's Client against a real coordinator
- * (CoordinatorHost: real store files, real git worktrees, ManualClock for the HITL deadline). Every tool is called with
+ * The MCP bridge's work and workspace tools (issue 20, part 3) with the official SDK's Client over Streamable HTTP (the
+ * host's bridge on 127.0.0.1, each agent's own credential) against a real coordinator (CoordinatorHost: real store files,
+ * real git worktrees, ManualClock for the HITL deadline). Every tool is called with
  * a success and a refusal; a person's decision reaches a blocked request_decision; a deadline answers `fallback`;
  * the caller is always its credential's agent (no completing another agent's task, no voting as another critic) and the
  * workspace tools are confined to the caller's worktree.
  */
-describe('MCP bridge: work and workspace tools (real coordinator, SDK Client)', function () {
+describe('MCP bridge: work and workspace tools (real coordinator, SDK Client over Streamable HTTP)', function () {
   this.timeout(120_000);
   let base: string;
   let dataDir: string;
@@ -41,23 +39,26 @@ describe('MCP bridge: work and workspace tools (real coordinator, SDK Client)', 
   let clock: ManualClock;
   let host: CoordinatorHost;
   let operator: Disposable;
-  const callers = new Map<string, BridgeCaller>();
+  const tokens = new Map<string, string>();
   const clients = new Map<string, Client>();
 
-  /** A connected SDK Client for `agent` (its own credential), through an in-memory transport to createBridgeMcpServer. */
+  /** A new SDK Client for `agent` over Streamable HTTP to the host's bridge, with the agent's own credential. */
+  async function connect(agent: string): Promise<Client> {
+    const c = new Client({ name: `test-${agent}`, version: '1.0.0' });
+    await c.connect(new StreamableHTTPClientTransport(new URL(host.bridgeEndpoints!.mcpUrl), { requestInit: { headers: { Authorization: `Bearer ${tokens.get(agent)}` } } }));
+    return c;
+  }
+
   async function client(agent: string): Promise<Client> {
     const existing = clients.get(agent);
     if (existing) return existing;
-    const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
-    await createBridgeMcpServer(host.coordinator, BRIDGE_TOOLS, callers.get(agent)!).connect(serverSide);
-    const c = new Client({ name: `test-${agent}`, version: '1.0.0' });
-    await c.connect(clientSide);
+    const c = await connect(agent);
     clients.set(agent, c);
     return c;
   }
 
-  async function call(agent: string, name: string, args: Record<string, unknown> = {}, signal?: AbortSignal): Promise<ToolAnswer> {
-    const result = await (await client(agent)).callTool({ name, arguments: args }, undefined, signal ? { signal } : undefined);
+  async function call(agent: string, name: string, args: Record<string, unknown> = {}, via?: Client): Promise<ToolAnswer> {
+    const result = await (via ?? await client(agent)).callTool({ name, arguments: args });
     const text = (result.content as Array<{ type: string; text: string }>)[0]?.text ?? '';
     return { isError: result.isError === true, text, data: (result.structuredContent ?? {}) as Record<string, unknown> };
   }
@@ -89,8 +90,7 @@ describe('MCP bridge: work and workspace tools (real coordinator, SDK Client)', 
     for (const agent of ['coder', 'peer', 'loner']) {
       assert.equal(registry.register(validDescriptor(agent), ctx()).accepted, true);
       assert.ok(registry.heartbeat(agent, 'RUNNABLE', {}, ctx()));
-      const minted = credentials.mintAgent(agent, 'test', 'bridge work tests', ctx());
-      callers.set(agent, { agentId: agent, credentialId: minted.credential.id });
+      tokens.set(agent, credentials.mintAgent(agent, 'test', 'bridge work tests', ctx()).token);
     }
     for (const agent of ['coder', 'peer']) assert.notEqual((await worktrees.bind(agent, 'app', '', ctx())).state, 'BIND_FAILED');
   });
@@ -162,12 +162,12 @@ describe('MCP bridge: work and workspace tools (real coordinator, SDK Client)', 
     assert.match(answer.data.rationale as string, /deadline passed/);
   });
 
-  it('an aborted request_decision leaves the invocation pending; the same request_id re-attaches (no second invocation); another agent may not use it', async () => {
+  it('a request_decision whose client goes away leaves the invocation pending; the same request_id re-attaches (no second invocation); another agent may not use it', async () => {
     const before = host.coordinator.hitl.list().length;
-    const aborter = new AbortController();
-    const first = call('coder', 'request_decision', { reason_type: 'MANUAL_OVERRIDE', summary: 'Force-push the branch?', request_id: 'coder-q3' }, aborter.signal);
+    const leaving = await connect('coder');
+    const first = call('coder', 'request_decision', { reason_type: 'MANUAL_OVERRIDE', summary: 'Force-push the branch?', request_id: 'coder-q3' }, leaving);
     await pollUntil('the pending invocation', () => host.coordinator.hitl.get('coder-q3'));
-    aborter.abort();
+    await leaving.close();
     await assert.rejects(first);
     await pollUntil('requester_detached in the audit', () =>
       host.coordinator.hitl.auditTrail({ invocationId: 'coder-q3' }).find((e) => e.kind === 'requester_detached'));
@@ -221,7 +221,7 @@ describe('MCP bridge: work and workspace tools (real coordinator, SDK Client)', 
     assert.equal(dispatched.assignedAgentId, 'coder');
     const current = (await ok('coder', 'current_task')).task as Record<string, unknown>;
     assert.equal(current.task_id, 'task-a');
-    assert.equal(current.state, 'RUNNING', 'asking for it starts it (ACK RECEIVED of its run)');
+    assert.equal(current.state, 'RUNNING', 'asking for it starts it (ACK READ of its run)');
     assert.deepEqual(current.params, { title: 'fix the build' });
     assert.equal((current.scope as { repo_id: string }).repo_id, 'app');
     assert.equal(host.coordinator.registry.get('coder')?.state, 'RUNNING');
@@ -250,11 +250,18 @@ describe('MCP bridge: work and workspace tools (real coordinator, SDK Client)', 
     assert.equal(retried.already_ended, true);
     await refused('coder', 'fail_task', { task_id: 'task-a', error: 'too late' }, 'FAILED_PRECONDITION');
     assert.deepEqual(await ok('coder', 'current_task'), { task: null });
+    // The run envelope ended with the task: the messaging tools do not hand it out again.
+    assert.deepEqual((await ok('coder', 'read_inbox', {})).messages, []);
   });
 
-  it('fail_task ends the caller\'s task FAILED with its error code; the agent is free for the next', async () => {
+  it('a task read from the inbox is the current task; fail_task ends it FAILED with its error code; the agent is free for the next', async () => {
     submit('task-b', 'coder', { title: 'migrate the schema' });
     await pollUntil('task-b dispatched', () => host.coordinator.scheduler.task('task-b')?.state === 'DISPATCHED' || undefined);
+    // Learning of it from the inbox (the scheduler's CONTROL `run`, read and acknowledged READ by read_inbox) starts it too.
+    const { messages } = await ok('coder', 'read_inbox', {}) as { messages: Array<{ message_type: string; payload: { command: string; task_id: string } }> };
+    assert.deepEqual(messages.map((m) => [m.message_type, m.payload.command, m.payload.task_id]), [['CONTROL', 'run', 'task-b']]);
+    assert.equal(host.coordinator.scheduler.task('task-b')?.state, 'RUNNING');
+    assert.equal(((await ok('coder', 'current_task')).task as { task_id: string }).task_id, 'task-b');
     await refused('coder', 'fail_task', {}, 'VALIDATION_ERROR');
     assert.match(await refused('peer', 'fail_task', { task_id: 'task-b', error: 'not mine' }, 'PERMISSION_DENIED'), /only the recipient/);
     const failed = await ok('coder', 'fail_task', { error: 'the database is read-only', error_code: 'DB_READ_ONLY' });

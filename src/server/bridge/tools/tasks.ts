@@ -1,38 +1,29 @@
 import { isoUtc } from '../../../core/clock';
 import type { Coordinator } from '../../../core/coordinator';
-import type { CallContext } from '../../../core/context';
 import { FIELD_LIMITS } from '../../../core/fieldLimits';
-import type { Envelope } from '../../../core/router/envelope';
 import { TERMINAL_TASK_STATES, type TaskRecord } from '../../../core/scheduler/model';
 import { paramsOnWire } from '../../../core/scheduler/scheduler';
 import { toWire } from '../../../core/scheduler/scope';
-import type { BridgeCaller, BridgeTool, BridgeToolOutput } from '../model';
+import { BridgeToolError, type BridgeCaller, type BridgeTool, type BridgeToolContext, type BridgeToolOutput } from '../model';
 import { refusal } from './errors';
+import { acknowledge } from './messaging';
 
 const TASK_ID = { type: 'string', minLength: 1, maxLength: FIELD_LIMITS.scheduler.task_id, description: 'Default: the task you are running (current_task).' } as const;
 /** States in which a task is the agent's: its `run` went to the agent and the task has not ended. */
 const HELD = new Set(['DISPATCHED', 'RUNNING', 'PREEMPTING']);
 
 /**
- * A protocol ACK from the bridged agent, built as a gRPC agent would send it (README, "Routing messages":
- * an ACKNOWLEDGEMENT envelope `{ack_for_message_id, ack_stage, error_code, note, …}`) and admitted by the same
- * Router.send: the router checks that the caller is the message's recipient (PERMISSION_DENIED otherwise), routes it
- * to `coordinator`, and the scheduler reads it in Scheduler.onOutbox exactly as it reads a gRPC agent's ACK.
- * The idempotency token names the operation (this stage of this message), so a retried call is DUPLICATE_DETECTED.
+ * The caller's protocol ACK of its task's `run` envelope, sent as a gRPC agent sends it (messaging.ts `acknowledge`: an
+ * ACKNOWLEDGEMENT envelope through Router.submit, the token derived from the message and the stage): the router checks
+ * that the caller is the run's recipient (PERMISSION_DENIED otherwise) and the scheduler reads it in Scheduler.onOutbox
+ * exactly as it reads a gRPC agent's ACK, so TaskRecord.state / note / result (what workflows read) come from one path.
  */
-export function acknowledgeAs(coordinator: Coordinator, caller: BridgeCaller, ackFor: string, stage: 'RECEIVED' | 'FULFILLED' | 'FAILED',
-  extra: Record<string, unknown>, ctx: CallContext, what: string): void {
-  const payload = Buffer.from(JSON.stringify({ ack_for_message_id: ackFor, ack_stage: stage, ...extra }), 'utf8');
-  const envelope: Envelope = {
-    messageId: coordinator.ids.uuid(), idempotencyToken: `bridge:ack:${stage}:${ackFor}`, producerId: caller.agentId,
-    correlationId: ctx.correlationId, sequenceNumber: '1', retryCount: 0, messageType: 'ACKNOWLEDGEMENT', contentType: 'application/json',
-    contentLength: String(payload.byteLength), repoId: '', worktreeId: '', hlcTimestamp: '', ttlMs: 0, timestampMs: coordinator.clock.now(),
-    payload, parentCorrelationId: '',
-  };
-  const sent = coordinator.router.send(envelope, ctx);
-  if (!sent.accepted) {
-    const reason = sent.reason.startsWith(`${sent.code}: `) ? sent.reason.slice(sent.code.length + 2) : sent.reason;
-    throw refusal(sent.code, `${what}: ${reason}`);
+async function acknowledgeRun(tool: BridgeToolContext, task: TaskRecord, stage: 'READ' | 'FULFILLED' | 'FAILED', extra: Record<string, unknown>): Promise<void> {
+  try {
+    await acknowledge(tool, { messageId: task.runMessageId, correlationId: task.taskId }, stage, extra);
+  } catch (err) {
+    if (err instanceof BridgeToolError) throw new BridgeToolError(err.code, `task '${task.taskId}': ${err.message}`, err.retryable);
+    throw err;
   }
 }
 
@@ -73,14 +64,14 @@ function parseResult(text: string): unknown {
   }
 }
 
-/** ACKs RECEIVED a `run` the agent has not started yet (the task goes RUNNING), as a gRPC agent does when it starts. */
-function start(coordinator: Coordinator, caller: BridgeCaller, task: TaskRecord, ctx: CallContext): void {
-  if (task.state === 'DISPATCHED' && task.runMessageId !== '') acknowledgeAs(coordinator, caller, task.runMessageId, 'RECEIVED', { note: 'started (MCP bridge)' }, ctx, `task '${task.taskId}'`);
+/** ACKs READ a `run` the agent has not started yet (the task goes RUNNING), as a gRPC agent does when it starts (read_inbox does the same). */
+async function start(tool: BridgeToolContext, task: TaskRecord): Promise<void> {
+  if (task.state === 'DISPATCHED' && task.runMessageId !== '') await acknowledgeRun(tool, task, 'READ', { note: 'started (MCP bridge)' });
 }
 
 /** complete_task / fail_task: the task's `run` answered FULFILLED or FAILED through the router, as a gRPC agent answers it. */
-async function endTask(tool: Parameters<BridgeTool['run']>[1], taskId: unknown, outcome: 'COMPLETED' | 'FAILED', extra: Record<string, unknown>): Promise<BridgeToolOutput> {
-  const { coordinator, caller, ctx } = tool;
+async function endTask(tool: BridgeToolContext, taskId: unknown, outcome: 'COMPLETED' | 'FAILED', extra: Record<string, unknown>): Promise<BridgeToolOutput> {
+  const { coordinator, caller } = tool;
   const task = heldTask(coordinator, caller, taskId);
   if (!task) throw refusal('FAILED_PRECONDITION', 'you hold no task: current_task answers the task the scheduler sent you; pass task_id to name one');
   if (TERMINAL_TASK_STATES.has(task.state)) {
@@ -90,9 +81,8 @@ async function endTask(tool: Parameters<BridgeTool['run']>[1], taskId: unknown, 
   }
   if (task.runMessageId === '') throw refusal('FAILED_PRECONDITION', `task '${task.taskId}' is ${task.state}: it has not been sent to an agent`);
   // The router refuses an ACK for a message sent to another agent (PERMISSION_DENIED): the caller ends only its own task.
-  start(coordinator, caller, task, ctx);
-  acknowledgeAs(coordinator, caller, task.runMessageId, outcome === 'COMPLETED' ? 'FULFILLED' : 'FAILED', extra, ctx, `task '${task.taskId}'`);
-  await coordinator.store.whenDurable();
+  await start(tool, task);
+  await acknowledgeRun(tool, task, outcome === 'COMPLETED' ? 'FULFILLED' : 'FAILED', extra);
   return taskJson(coordinator.scheduler.task(task.taskId) ?? task);
 }
 
@@ -102,11 +92,11 @@ export const CURRENT_TASK: BridgeTool = {
     + 'Calling it starts the task (it goes RUNNING); end it with complete_task or fail_task.',
   inputSchema: { type: 'object', properties: {}, additionalProperties: false },
   annotations: { readOnlyHint: false, idempotentHint: true },
-  async run(_args, { coordinator, caller, ctx }) {
+  async run(_args, tool) {
+    const { coordinator, caller } = tool;
     const task = heldTask(coordinator, caller, undefined);
     if (!task) return { task: null };
-    start(coordinator, caller, task, ctx);
-    await coordinator.store.whenDurable();
+    await start(tool, task);
     return { task: taskJson(coordinator.scheduler.task(task.taskId) ?? task) };
   },
 };
