@@ -273,6 +273,27 @@ describe('MCP bridge: work and workspace tools (real coordinator, SDK Client ove
     await pollUntil('coder free again', () => host.coordinator.registry.get('coder')?.state === 'RUNNABLE' || undefined);
   });
 
+  it('a workflow node run by a bridged agent: complete_task\'s result is the node\'s output, mapped into the workflow data', async () => {
+    const { workflows } = host.coordinator;
+    const created = workflows.create({
+      workflowId: 'bridged-flow', metadata: {},
+      nodes: [{
+        nodeId: 'summarise', agentId: 'peer', dependencies: [], trigger: 'DEPENDENCY', inputMapping: { 'doc.title': 'title' },
+        outputMapping: { summary: 'result.summary' }, metadata: {},
+      }],
+    }, 'operator', ctx());
+    assert.ok(created.ok);
+    workflows.start('bridged-flow', JSON.stringify({ doc: { title: 'Parsers' } }), 'operator', ctx());
+    const task = await pollUntil('the node\'s task', async () => ((await ok('peer', 'current_task')).task ?? undefined) as Record<string, unknown> | undefined);
+    assert.deepEqual((task.params as { inputs: unknown }).inputs, { title: 'Parsers' });
+    await ok('peer', 'complete_task', { result: { summary: 'A short summary.' } });
+    const detail = await pollUntil('the workflow completed', () => {
+      const d = workflows.detail('bridged-flow');
+      return d?.summary.state === 'COMPLETED' ? d : undefined;
+    });
+    assert.deepEqual(JSON.parse(detail.data), { doc: { title: 'Parsers' }, result: { summary: 'A short summary.' } });
+  });
+
   it('append_artifact stores an artifact through the activity area; its refusals keep the area\'s codes', async () => {
     const stored = await ok('coder', 'append_artifact', { negotiation_id: 'neg-1', kind: 'note', content: 'the build is green', version: '1' });
     assert.deepEqual(stored, { negotiation_id: 'neg-1', kind: 'note', bytes: 18 });
