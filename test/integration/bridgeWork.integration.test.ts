@@ -273,6 +273,36 @@ describe('MCP bridge: work and workspace tools (real coordinator, SDK Client ove
     await pollUntil('coder free again', () => host.coordinator.registry.get('coder')?.state === 'RUNNABLE' || undefined);
   });
 
+  it('a preempt_request read from the inbox is answered with ack_message: the task goes back to the queue and the urgent one becomes current', async () => {
+    submit('task-slow', 'coder', { title: 'slow refactor' });
+    await pollUntil('task-slow dispatched', () => host.coordinator.scheduler.task('task-slow')?.state === 'DISPATCHED' || undefined);
+    assert.equal(((await ok('coder', 'current_task')).task as { task_id: string }).task_id, 'task-slow');
+    const urgent = host.coordinator.scheduler.submit({
+      taskId: 'task-urgent', target: 'coder', priority: -10, params: Buffer.from('{"title":"hotfix"}'), contentType: 'application/json', scope: 'resource:hotfix', submittedBy: 'operator',
+    }, ctx());
+    assert.ok(urgent.accepted);
+    await pollUntil('task-slow preempting', () => host.coordinator.scheduler.task('task-slow')?.state === 'PREEMPTING' || undefined);
+    const { messages } = await ok('coder', 'read_inbox', {}) as { messages: Array<{ message_id: string; payload: { command: string; task_id: string } }> };
+    const preempt = messages.find((m) => m.payload.command === 'preempt_request');
+    assert.ok(preempt, JSON.stringify(messages));
+    assert.equal(preempt.payload.task_id, 'task-slow');
+    await ok('coder', 'ack_message', { message_id: preempt.message_id, outcome: 'fulfilled', reason: 'yielded' });
+    assert.equal(host.coordinator.scheduler.task('task-slow')?.state, 'QUEUED');
+    const next = await pollUntil('the urgent task', async () => {
+      const t = (await ok('coder', 'current_task')).task as { task_id: string } | null;
+      return t?.task_id === 'task-urgent' ? t : undefined;
+    });
+    assert.equal(next.task_id, 'task-urgent');
+    await ok('coder', 'complete_task', { note: 'hotfixed' });
+    const resumed = await pollUntil('task-slow again', async () => {
+      const t = (await ok('coder', 'current_task')).task as { task_id: string } | null;
+      return t?.task_id === 'task-slow' ? t : undefined;
+    });
+    assert.equal(resumed.task_id, 'task-slow');
+    await ok('coder', 'complete_task', {});
+    assert.equal(host.coordinator.scheduler.task('task-slow')?.state, 'COMPLETED');
+  });
+
   it('a workflow node run by a bridged agent: complete_task\'s result is the node\'s output, mapped into the workflow data', async () => {
     const { workflows } = host.coordinator;
     const created = workflows.create({
