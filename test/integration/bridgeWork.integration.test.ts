@@ -303,6 +303,31 @@ describe('MCP bridge: work and workspace tools (real coordinator, SDK Client ove
     assert.equal(host.coordinator.scheduler.task('task-slow')?.state, 'COMPLETED');
   });
 
+  it('a task that ends while asked to yield: complete_task ends it COMPLETED and closes the preempt_request `completed`', async () => {
+    submit('task-long', 'coder', { title: 'long job' });
+    await pollUntil('task-long dispatched', () => host.coordinator.scheduler.task('task-long')?.state === 'DISPATCHED' || undefined);
+    await ok('coder', 'current_task');
+    assert.ok(host.coordinator.scheduler.submit({
+      taskId: 'task-urgent-2', target: 'coder', priority: -10, params: Buffer.from('{"title":"hotfix 2"}'), contentType: 'application/json', scope: 'resource:hotfix', submittedBy: 'operator',
+    }, ctx()).accepted);
+    const preempting = await pollUntil('task-long preempting', () => {
+      const t = host.coordinator.scheduler.task('task-long');
+      return t?.state === 'PREEMPTING' ? t : undefined;
+    });
+    const preemptId = preempting.preemptMessageId;
+    const done = await ok('coder', 'complete_task', { result: 'finished anyway' });
+    assert.equal(done.state, 'COMPLETED');
+    assert.equal(done.result, 'finished anyway');
+    assert.equal(host.coordinator.router.message(preemptId)?.state, 'FULFILLED');
+    const next = await pollUntil('the urgent task', async () => {
+      const t = (await ok('coder', 'current_task')).task as { task_id: string } | null;
+      return t?.task_id === 'task-urgent-2' ? t : undefined;
+    });
+    await ok('coder', 'complete_task', { task_id: next.task_id });
+    // The inbox no longer offers the closed preempt_request or the finished runs.
+    assert.deepEqual((await ok('coder', 'read_inbox', {})).messages, []);
+  });
+
   it('a workflow node run by a bridged agent: complete_task\'s result is the node\'s output, mapped into the workflow data', async () => {
     const { workflows } = host.coordinator;
     const created = workflows.create({

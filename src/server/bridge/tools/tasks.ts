@@ -82,7 +82,10 @@ async function endTask(tool: BridgeToolContext, taskId: unknown, outcome: 'COMPL
   if (task.runMessageId === '') throw refusal('FAILED_PRECONDITION', `task '${task.taskId}' is ${task.state}: it has not been sent to an agent`);
   // The router refuses an ACK for a message sent to another agent (PERMISSION_DENIED): the caller ends only its own task.
   await start(tool, task);
+  const preempt = task.state === 'PREEMPTING' ? task.preemptMessageId : '';
   await acknowledgeRun(tool, task, outcome === 'COMPLETED' ? 'FULFILLED' : 'FAILED', extra);
+  // Asked to yield, the task ended first: the preempt_request is closed FULFILLED `completed`, as README's table says.
+  if (preempt !== '') await acknowledge(tool, { messageId: preempt, correlationId: task.taskId }, 'FULFILLED', { note: 'completed' });
   return taskJson(coordinator.scheduler.task(task.taskId) ?? task);
 }
 
