@@ -1,5 +1,6 @@
 import type * as grpc from '@grpc/grpc-js';
 import type { Credentials } from '../core/credentials/credentials';
+import type { Principal } from '../core/credentials/model';
 import type { Speaker } from '../core/policy/speaker';
 import { principalOf } from './auth';
 
@@ -10,7 +11,11 @@ import { principalOf } from './auth';
  * still an agent, not the operator, so the participant rules of the areas apply.
  */
 export function speakerOf(call: { readonly metadata: grpc.Metadata }, credentials: Credentials): Speaker {
-  const principal = principalOf(call);
+  return speakerOfPrincipal(principalOf(call), credentials);
+}
+
+/** The same for a Principal already known (the MCP bridge: the agent credential of the request). */
+export function speakerOfPrincipal(principal: Principal | undefined, credentials: Credentials): Speaker {
   if (principal === undefined) return { kind: 'agent', label: 'unauthenticated', mayActAs: () => true };
   if (principal.kind === 'operator') return { kind: 'operator', label: 'operator' };
   const label = principal.kind === 'agent' ? `agent:${principal.agentId}` : `enrolment:${principal.credentialId}`;

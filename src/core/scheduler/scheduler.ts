@@ -1235,7 +1235,7 @@ function runCommand(taskId: string, params: unknown, contentType: string, scope:
  * The params as the `run` command carries them: JSON content types as the JSON value (must parse); text/* as a string;
  * anything else as base64 text.
  */
-function paramsOnWire(params: Uint8Array, contentType: string): { value: unknown } | { refusal: string } {
+export function paramsOnWire(params: Uint8Array, contentType: string): { value: unknown } | { refusal: string } {
   const base = contentType.split(';')[0].trim().toLowerCase();
   const bytes = Buffer.from(params);
   if (base === 'application/json' || base.endsWith('+json')) {

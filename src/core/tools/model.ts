@@ -173,8 +173,8 @@ export interface CallInput {
   /** Raw policy, as parsed by parseExecutionPolicy from the proto or the envelope's JSON. */
   readonly policy: ExecutionPolicy;
   readonly stream: boolean;
-  /** `grpc`, `envelope` or `internal`: shown in the Tools view. */
-  readonly via: 'grpc' | 'envelope' | 'internal';
+  /** `grpc`, `envelope`, `bridge` (the MCP bridge's workspace_* tools) or `internal`: shown in the Tools view. */
+  readonly via: 'grpc' | 'envelope' | 'bridge' | 'internal';
   /** via = envelope: the TOOL_CALL envelope's message id (kept in the record, to answer it after a restart). */
   readonly messageId?: string;
 }

@@ -48,7 +48,8 @@ function object(properties: Record<string, unknown>, required: readonly string[]
   return { type: 'object', properties, required: [...required], additionalProperties: false };
 }
 
-const DESCRIPTORS: readonly ToolDescriptor[] = [
+/** The workspace tools' descriptors (DescribeTools lists them; the MCP bridge serves each as `workspace_<name>`). */
+export const WORKSPACE_TOOL_DESCRIPTORS: readonly ToolDescriptor[] = [
   {
     name: 'read_file',
     description: 'The content of a regular file of the caller\'s worktree: UTF-8 text, or base64 when it is not valid UTF-8 or base64 is asked for.',
@@ -189,7 +190,7 @@ export class WorkspaceProvider implements ToolProvider {
   constructor(private readonly git: Git, private readonly confinementOptions: ConfinementOptions = {}) {}
 
   describe(): readonly ToolDescriptor[] {
-    return DESCRIPTORS;
+    return WORKSPACE_TOOL_DESCRIPTORS;
   }
 
   async call(request: ToolRequest): Promise<unknown> {

@@ -363,7 +363,7 @@ function acknowledgementOf(envelope: Envelope): BridgeToolOutput {
  * is derived from the message and the stage: acknowledging the same message at the same stage again is the same
  * operation (answered DUPLICATE_DETECTED / ALREADY_IN_PROGRESS by the router, which counts as done).
  */
-async function acknowledge(tool: BridgeToolContext, target: Pick<Envelope, 'messageId' | 'correlationId'>, stage: 'READ' | 'FULFILLED' | 'REJECTED' | 'FAILED',
+export async function acknowledge(tool: BridgeToolContext, target: Pick<Envelope, 'messageId' | 'correlationId'>, stage: 'READ' | 'FULFILLED' | 'REJECTED' | 'FAILED',
   extra: Record<string, unknown> = {}, durably = true): Promise<{ messageId: string; duplicate: boolean }> {
   const { coordinator, caller } = tool;
   const body = Buffer.from(JSON.stringify({ ack_for_message_id: target.messageId, ack_stage: stage, ...extra }), 'utf8');
