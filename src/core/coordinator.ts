@@ -228,7 +228,7 @@ export class Coordinator {
     // After the scheduler restored its tasks and HITL its invocations: RUNNING nodes are reconciled with them.
     this.workflows.restore({ correlationId: this.ids.uuid() });
     const { rules: toolRules, ...toolApprovalOptions } = options.toolApprovals ?? {};
-    this.toolApprovals = new ToolApprovals({ hitl: this.hitl, log: this.log, clock: this.clock, locator: this.worktrees }, toolApprovalOptions, toolRules ?? []);
+    this.toolApprovals = new ToolApprovals({ hitl: this.hitl, log: this.log, clock: this.clock, locator: this.worktrees, ids: this.ids }, toolApprovalOptions, toolRules ?? []);
     // After HITL restored its invocations: questions whose hook died with the previous process are withdrawn.
     this.toolApprovals.restore({ correlationId: this.ids.uuid() });
     this.retentionTimer = scheduleEventRetention(this.store, this.log, this.clock, this.ids, options.maxEvents ?? DEFAULT_MAX_EVENTS);

@@ -5,6 +5,7 @@ import type { Disposable } from '../events';
 import type { HitlService } from '../hitl/hitlService';
 import type { HitlInvocation, ReasonType } from '../hitl/model';
 import { HitlRequestError, parseInvocationRequest } from '../hitl/request';
+import type { IdSource } from '../ids';
 import type { EventLog } from '../log/eventLog';
 import { Confinement, ConfinementError } from '../worktree/confinement';
 import type { WorktreeLocator } from '../worktree/model';
@@ -37,6 +38,7 @@ export interface ToolApprovalDeps {
   readonly log: EventLog;
   readonly clock: Clock;
   readonly locator: WorktreeLocator;
+  readonly ids: IdSource;
 }
 
 /**
@@ -63,12 +65,18 @@ export class ToolApprovals {
 
   constructor(private readonly deps: ToolApprovalDeps, options: Partial<ToolApprovalOptions> = {}, rules: readonly ToolRule[] = []) {
     this.options = { ...DEFAULT_TOOL_APPROVAL_OPTIONS, ...options };
-    this.setRules(rules);
+    this.userRules = compileRules(rules);
   }
 
-  /** The user's rules (already checked by parseToolRules), before the built-in ones. */
-  setRules(rules: readonly ToolRule[]): void {
+  /** Replaces the user's rules (already checked by parseToolRules; they come before the built-in ones), logged once. */
+  setRules(rules: readonly ToolRule[], by: string): void {
+    const before = JSON.stringify(this.rules);
     this.userRules = compileRules(rules);
+    if (JSON.stringify(this.rules) === before) return;
+    this.deps.log.record({
+      correlationId: this.deps.ids.uuid(), actor: by, eventType: 'tool_approval.rules_set',
+      details: { rules: this.rules.length, names: this.rules.slice(0, 50).map((r, i) => r.name ?? `toolRules[${i}]`) },
+    });
   }
 
   /**
