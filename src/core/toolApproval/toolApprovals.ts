@@ -19,7 +19,7 @@ export const TOOL_APPROVAL_COMPONENT = 'tool_approval';
 const ACTOR = 'tool_approval';
 
 export interface ToolApprovalOptions {
-  /** The longest a hook waits for a person (then: "ask"); also the invocation's deadline. Default 600 s. */
+  /** The longest a hook waits for a person (then: "ask", the question withdrawn); the HITL policy's deadline may end it sooner. Default 600 s. */
   readonly maxWaitMs: number;
   /** The current file read for a diff: at most this many bytes (larger files: no diff, said so). Default 1 MiB. */
   readonly maxFileBytes: number;
@@ -202,7 +202,6 @@ export class ToolApprovals {
       risk_level: escalation ? 'high' : 'medium',
       risk_notes: notes.join(' '),
       proposed_actions: ['approve', 'deny', 'modify'],
-      deadline_ms: this.options.maxWaitMs,
     }, { requester: agentId, correlationId: ctx.correlationId, now: this.deps.clock.now() });
   }
 
