@@ -113,7 +113,8 @@ describe('approvals for CLI agents: the hook endpoint and sw4rm-hook (README, "A
 
   it('asks the editor for an edit: the diff in the invocation, decided through the core API, the answer reaching the HTTP client', async () => {
     const opened = nextApproval();
-    const answer = post(port, '?cli=claude-code', claude('Edit', { file_path: 'src/app.ts', old_string: 'answer = 1', new_string: 'answer = 2' }), token);
+    // The body may claim anything: who asks is the credential's agent.
+    const answer = post(port, '?cli=claude-code', { ...claude('Edit', { file_path: 'src/app.ts', old_string: 'answer = 1', new_string: 'answer = 2' }), agent_id: 'someone-else' }, token);
     const invocation = await opened;
     assert.equal(invocation.requester, AGENT);
     assert.equal(invocation.reasonType, 'SECURITY_APPROVAL');

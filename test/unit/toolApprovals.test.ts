@@ -228,6 +228,12 @@ describe('tool approvals: ToolApprovals.decide (ManualClock, real HITL service a
     assert.match(invocation.context.risk.notes.join(' '), /no worktree/);
     h.coordinator.hitl.decide(invocation.id, { action: 'approve', rationale: 'ok' }, 'editor:alice', ctx());
     assert.equal((await pending).decision, 'allow');
+    const openedSearch = nextOpened();
+    const search = decide('claude-code', claude('Grep', { pattern: 'TODO' }));
+    const question = await openedSearch;
+    assert.deepEqual([question.context.facts.paths, question.context.facts.places], [[], ['unknown']], 'a search naming no path…');
+    h.coordinator.hitl.decide(question.id, { action: 'deny', rationale: 'no' }, 'editor:alice', ctx());
+    assert.equal((await search).decision, 'deny', '…is asked too: where it searches is unknown');
   });
 
   it('the user\'s rules apply first and are logged when they change; a HITL auto rule decides like a person and says so', async () => {

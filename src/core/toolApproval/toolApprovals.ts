@@ -100,7 +100,8 @@ export class ToolApprovals {
   async decide(cli: HookCli, hookInput: unknown, agentId: string, ctx: CallContext, signal?: AbortSignal): Promise<HookAnswer> {
     const use = parseHookInput(cli, hookInput);
     const root = this.deps.locator.worktreePathOf(agentId);
-    const places = await placesOf(root, use.paths);
+    // Without a worktree even a tool naming no path (a search of "here") has no known place.
+    const places = root === undefined && use.paths.length === 0 ? ['unknown' as const] : await placesOf(root, use.paths);
     const outcome = evaluate(use, places, this.userRules);
     if (outcome.action !== 'ask') {
       const answer = formatAnswer(cli, { decision: outcome.action, reason: outcome.reason }, `rule:${outcome.rule}`);
