@@ -154,6 +154,17 @@ describe('launch wiring: what a launch writes and runs, per profile', () => {
       assert.equal(fs.readFileSync(excludeFile, 'utf8').match(/AGENT\.md/g)?.length, 1);
     });
 
+    it('a worktree of a bare repository stays a work tree: core.bare moves into the main config.worktree first', async () => {
+      const bare = path.join(dir, 'bare.git');
+      git(dir, 'clone', '-q', '--bare', repo, bare);
+      const linked = path.join(dir, 'linked');
+      git(bare, 'worktree', 'add', '-q', '-b', 'sw4rm/linked', linked, 'main');
+      await writeWiring(createGit(), linked, plannedFiles({ ...ctxFor(builtin('claude-code')), cwd: linked }), {});
+      assert.equal(git(linked, 'status', '--porcelain', '--untracked-files=all'), '', 'still a work tree, the wiring ignored');
+      assert.equal(git(bare, 'rev-parse', '--is-bare-repository').trim(), 'true', 'the repository is still bare');
+      assert.equal(git(bare, 'config', '--file', path.join(bare, 'config.worktree'), '--get', 'core.bare').trim(), 'true');
+    });
+
     it('refuses a file git tracks in the worktree, writing nothing', async () => {
       fs.writeFileSync(path.join(repo, '.mcp.json'), '{"mcpServers": {}}\n');
       git(repo, 'add', '.mcp.json');

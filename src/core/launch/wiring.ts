@@ -361,6 +361,25 @@ async function userExcludesFile(git: Git, cwd: string, env: Readonly<Record<stri
 }
 
 /**
+ * Turns `extensions.worktreeConfig` on as git-worktree(1) says to: `core.bare = true` and `core.worktree` of the shared config
+ * move first into the main worktree's `config.worktree`, or every linked worktree of a bare repository would read
+ * `core.bare = true` and stop being a work tree.
+ */
+async function enableWorktreeConfig(git: Git, cwd: string): Promise<void> {
+  const common = (await git.run(cwd, ['rev-parse', '--path-format=absolute', '--git-common-dir'])).stdout.trim();
+  const shared = path.join(common, 'config');
+  const main = path.join(common, 'config.worktree');
+  for (const key of ['core.bare', 'core.worktree']) {
+    const value = await git.run(cwd, ['config', '--file', shared, '--get', key], { okExitCodes: [1] });
+    // core.bare false means what its absence means: it stays where it is.
+    if (value.exitCode !== 0 || (key === 'core.bare' && value.stdout.trim() !== 'true')) continue;
+    await git.run(cwd, ['config', '--file', main, key, value.stdout.replace(/\n$/, '')]);
+    await git.run(cwd, ['config', '--file', shared, '--unset', key]);
+  }
+  await git.run(cwd, ['config', 'extensions.worktreeConfig', 'true']);
+}
+
+/**
  * Makes `paths` ignored in the worktree `cwd` only: `<worktree git dir>/info/sw4rm-exclude` holds the user's own
  * excludes file first (core.excludesFile is replaced, not added to), then our paths; the worktree's config points
  * core.excludesFile at it (`extensions.worktreeConfig` on, `git config --worktree`). The main checkout's status does
@@ -383,7 +402,7 @@ export async function excludeFromGit(git: Git, cwd: string, paths: readonly stri
   fs.mkdirSync(path.dirname(excludeFile), { recursive: true });
   fs.writeFileSync(excludeFile, lines.join('\n'));
   const enabled = await git.run(cwd, ['config', '--bool', '--get', 'extensions.worktreeConfig'], { okExitCodes: [1] });
-  if (enabled.stdout.trim() !== 'true') await git.run(cwd, ['config', 'extensions.worktreeConfig', 'true']);
+  if (enabled.stdout.trim() !== 'true') await enableWorktreeConfig(git, cwd);
   await git.run(cwd, ['config', '--worktree', 'core.excludesFile', excludeFile]);
   return excludeFile;
 }
