@@ -40,11 +40,8 @@ describe('launch wiring: what a launch writes and runs, per profile', () => {
     const text = files['.sw4rm/AGENT.md'] as string;
     for (const expected of ['`coder-1`', '/wt/coder-1', '`read_inbox`', '`send_message`', '`list_agents`', '`request_decision`', 'SW4RM_TOKEN']) assert.ok(text.includes(expected), expected);
     assert.match(text, /Call `read_inbox` now, before you start/);
-    // An HTTP hook instead of a command: the token is named for Claude Code to fill, never written.
-    const http = rendered({ ...builtin('claude-code'), approvals: { kind: 'claude-code-hooks', via: 'http' } });
-    assert.deepEqual((http['.claude/settings.local.json'] as { hooks: { PreToolUse: unknown[] } }).hooks.PreToolUse, [{
-      matcher: '*', hooks: [{ type: 'http', url: `${endpoints.hookUrl}?cli=claude-code`, headers: { Authorization: 'Bearer $SW4RM_TOKEN' }, allowedEnvVars: ['SW4RM_TOKEN'], timeout: 660 }],
-    }]);
+    // Never an HTTP hook (it fails open in Claude Code): refused when wiring too, should a profile get here.
+    assert.throws(() => plannedFiles(ctxFor({ ...builtin('claude-code'), approvals: { kind: 'claude-code-hooks', via: 'http' } })), /command hook only/);
   });
 
   it('Gemini CLI: one .gemini/settings.json with the server (httpUrl) and the BeforeTool hook (660,000 ms); the prompt by -i', () => {

@@ -184,9 +184,9 @@ export function plannedFiles(ctx: WiringContext): PlannedFile[] {
     if (!e) throw new WiringError('the MCP bridge is not listening');
     switch (approvals.kind) {
       case 'claude-code-hooks': {
-        const hook = approvals.via === 'http'
-          ? { type: 'http', url: `${e.hookUrl}?cli=claude-code`, headers: { Authorization: 'Bearer $SW4RM_TOKEN' }, allowedEnvVars: ['SW4RM_TOKEN'], timeout: HOOK_TIMEOUT_SECONDS }
-          : { type: 'command', command: hookCommandLine(e, 'claude-code'), timeout: HOOK_TIMEOUT_SECONDS };
+        // Never an HTTP hook: Claude Code runs the tool when one fails (profiles.ts refuses `via: "http"`).
+        if (approvals.via === 'http') throw new WiringError('Claude Code approvals are wired as a command hook only (an HTTP hook that fails lets the tool run)');
+        const hook = { type: 'command', command: hookCommandLine(e, 'claude-code'), timeout: HOOK_TIMEOUT_SECONDS };
         add('.claude/settings.local.json', { kind: 'hook', path: ['hooks', 'PreToolUse'], entry: { matcher: '*', hooks: [hook] } });
         break;
       }
