@@ -38,7 +38,7 @@ describe('launch wiring: what a launch writes and runs, per profile', () => {
     assert.equal(command[0], 'claude');
     assert.match(command[1], /^You are coder-1, an agent of a SW4RM swarm .* Read \.sw4rm\/AGENT\.md now/);
     const text = files['.sw4rm/AGENT.md'] as string;
-    for (const expected of ['`coder-1`', '/wt/coder-1', '`read_inbox`', '`send_message`', '`list_agents`', '`request_decision`', 'SW4RM_TOKEN']) assert.ok(text.includes(expected), expected);
+    for (const expected of ['`coder-1`', '/wt/coder-1', '`read_inbox`', '`ack_message`', '`send_message`', '`list_agents`', '`request_decision`', '`current_task`', '`complete_task`', 'SW4RM_TOKEN']) assert.ok(text.includes(expected), expected);
     assert.match(text, /Call `read_inbox` now, before you start/);
     // Never an HTTP hook (it fails open in Claude Code): refused when wiring too, should a profile get here.
     assert.throws(() => plannedFiles(ctxFor({ ...builtin('claude-code'), approvals: { kind: 'claude-code-hooks', via: 'http' } })), /command hook only/);
