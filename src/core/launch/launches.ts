@@ -7,7 +7,7 @@ import type { EventLog } from '../log/eventLog';
 import { validateDescriptor } from '../registry/descriptor';
 import type { Registry } from '../registry/registry';
 import type { WorkspaceWorktrees, WorktreeBindings } from '../worktree/bindings';
-import { homeWorktreeIdOf } from '../worktree/bindings';
+import { BindingRequestError, BindingStateError, homeWorktreeIdOf } from '../worktree/bindings';
 import type { Git } from '../worktree/git';
 import { checkWorktreeId, InvalidWorktreeIdError } from '../worktree/snapshots';
 import { profileAvailability, systemLookup, type ProgramLookup } from './availability';
@@ -113,7 +113,8 @@ export class Launches implements Disposable {
       lists.push(read.profiles);
       issues.push(...read.issues);
     }
-    return { profiles: mergeProfiles(...lists), issues };
+    // Copies: the built-in profiles are module constants, and callers get plain data.
+    return { profiles: JSON.parse(JSON.stringify(mergeProfiles(...lists))) as LaunchProfile[], issues };
   }
 
   profile(profileId: string): LaunchProfile {
@@ -156,7 +157,7 @@ export class Launches implements Disposable {
     if (previous && previous.state !== 'FAILED') {
       throw new LaunchError('refused', `Agent '${agentId}' was launched here already (${previous.state}): use Relaunch for it, or choose another id.`);
     }
-    if (!previous && this.deps.registry.get(agentId)) {
+    if (this.registeredByOthers(agentId, previous)) {
       throw new LaunchError('refused', `Agent id '${agentId}' is taken by a registered agent that was not launched from the editor; choose another id.`);
     }
     let worktreeId: string | null = null;
@@ -284,6 +285,17 @@ export class Launches implements Disposable {
     }
   }
 
+  /**
+   * Whether `agentId` is registered by someone else than this launch area: registered with no launch record, or
+   * registered anew after its launch failed (a failed first launch deregistered it).
+   */
+  private registeredByOthers(agentId: string, previous: LaunchRecord | undefined): boolean {
+    const agent = this.deps.registry.get(agentId);
+    if (!agent) return false;
+    if (!previous) return true;
+    return previous.state === 'FAILED' && agent.registeredAt >= previous.updatedAt;
+  }
+
   /** `<profile>-<n>` with the smallest n not registered, launched or being launched. */
   private nextAgentId(profileId: string): string {
     for (let n = 1; ; n++) {
@@ -315,7 +327,13 @@ export class Launches implements Disposable {
       let cwd = repoPath;
       if (worktreeId !== null) {
         const before = this.deps.bindings.status(agentId);
-        const binding = await this.deps.bindings.bind(agentId, repoId, worktreeId, ctx, undefined, base === undefined ? {} : { base });
+        let binding;
+        try {
+          binding = await this.deps.bindings.bind(agentId, repoId, worktreeId, ctx, undefined, base === undefined ? {} : { base });
+        } catch (err) {
+          if (err instanceof BindingRequestError || err instanceof BindingStateError) throw new LaunchError('refused', `The worktree could not be bound: ${err.message}`);
+          throw err;
+        }
         if (binding.state !== 'BOUND_HOME' && binding.state !== 'SWITCH_PENDING' && binding.state !== 'BOUND_NON_HOME') {
           boundNow = binding.state === 'BIND_FAILED';
           throw new LaunchError('refused', `The worktree could not be bound: ${binding.failure?.detail ?? binding.state}`);
@@ -331,9 +349,10 @@ export class Launches implements Disposable {
       if (this.disposed) throw new LaunchError('refused', 'The coordinator is stopping.');
 
       // Registration, credential and record together: RegisterAgent's rules, now that the agent can start.
-      const registered = this.deps.registry.get(agentId);
-      if (registered && !attempt.previous) throw new LaunchError('refused', `Agent id '${agentId}' was registered by another agent meanwhile; choose another id.`);
-      wasRegistered = registered !== undefined;
+      if (!attempt.relaunch && this.registeredByOthers(agentId, previous)) {
+        throw new LaunchError('refused', `Agent id '${agentId}' was registered by another agent meanwhile; choose another id.`);
+      }
+      wasRegistered = this.deps.registry.get(agentId) !== undefined;
       let token: string;
       const ready = this.deps.store.transaction(() => {
         const result = this.deps.registry.register({
