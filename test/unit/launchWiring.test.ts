@@ -31,6 +31,7 @@ describe('launch wiring: what a launch writes and runs, per profile', () => {
     assert.deepEqual(Object.keys(files), ['.sw4rm/AGENT.md', '.mcp.json', '.claude/settings.local.json']);
     assert.deepEqual(files['.mcp.json'], { mcpServers: { sw4rm: { type: 'http', url: endpoints.mcpUrl, headers: { Authorization: 'Bearer ${SW4RM_TOKEN}' } } } });
     assert.deepEqual(files['.claude/settings.local.json'], {
+      enabledMcpjsonServers: ['sw4rm'],
       hooks: { PreToolUse: [{ matcher: '*', hooks: [{ type: 'command', command: `${HOOK} --cli claude-code`, timeout: 660 }] }] },
     });
     const command = launchCommand(ctxFor(builtin('claude-code')));
@@ -99,6 +100,9 @@ describe('launch wiring: what a launch writes and runs, per profile', () => {
 
   it('merges into an existing untracked file: other servers, settings and hooks kept, ours replaced not duplicated', () => {
     const [, mcp, settings] = plannedFiles(ctxFor(builtin('claude-code')));
+    // The person's own approved servers stay; ours is added once.
+    const approved = JSON.parse(renderFile(settings, renderFile(settings, JSON.stringify({ enabledMcpjsonServers: ['github'] }))));
+    assert.deepEqual(approved.enabledMcpjsonServers, ['github', 'sw4rm']);
     const existing = '{\n  // mine\n  "mcpServers": { "other": { "command": "x" }, "sw4rm": { "url": "old" } }\n}\n';
     assert.deepEqual(JSON.parse(renderFile(mcp, existing).replace('// mine', '')).mcpServers, {
       other: { command: 'x' }, sw4rm: { type: 'http', url: endpoints.mcpUrl, headers: { Authorization: 'Bearer ${SW4RM_TOKEN}' } },

@@ -125,7 +125,9 @@ export function hookCommandLine(endpoints: BridgeEndpoints, cli: string): string
 /** A change to a JSON file: set the value at a path, or put our entry into an array of hooks (others kept). */
 type JsonEdit =
   | { readonly kind: 'set'; readonly path: readonly (string | number)[]; readonly value: unknown }
-  | { readonly kind: 'hook'; readonly path: readonly (string | number)[]; readonly entry: unknown };
+  | { readonly kind: 'hook'; readonly path: readonly (string | number)[]; readonly entry: unknown }
+  /** A string added to an array of strings unless it is there already. */
+  | { readonly kind: 'include'; readonly path: readonly (string | number)[]; readonly item: string };
 
 export type PlannedFile =
   | { readonly path: string; readonly kind: 'text'; readonly content: string }
@@ -178,6 +180,11 @@ export function plannedFiles(ctx: WiringContext): PlannedFile[] {
     if (!e) throw new WiringError('the MCP bridge is not listening');
     const entry = serverEntry(profile.bridge.format, profile.bridge.transport, e);
     add(profile.bridge.path, { kind: 'set', path: entry.path, value: entry.value });
+    // Claude Code uses a project's .mcp.json server only once it is approved: the launch approves its own one in the
+    // worktree's local settings (checked with Claude Code 2.1.328: without it `claude mcp list` says "Pending approval").
+    if (profile.cli === 'claude-code' && profile.bridge.format === 'claude-mcp-json' && profile.bridge.path === '.mcp.json') {
+      add('.claude/settings.local.json', { kind: 'include', path: ['enabledMcpjsonServers'], item: SERVER_NAME });
+    }
   }
   const approvals = profile.approvals;
   if (approvals.kind !== 'none') {
@@ -229,8 +236,14 @@ export function renderFile(file: PlannedFile, existing: string | undefined): str
     } else {
       let at: unknown = parse(text, [], { allowTrailingComma: true });
       for (const key of edit.path) at = at !== null && typeof at === 'object' ? (at as Record<string | number, unknown>)[key] : undefined;
-      const others = Array.isArray(at) ? at.filter((entry) => !isOurHook(entry)) : [];
-      value = [...others, edit.entry];
+      if (edit.kind === 'include') {
+        const list = Array.isArray(at) ? at : [];
+        if (list.includes(edit.item)) continue;
+        value = [...list, edit.item];
+      } else {
+        const others = Array.isArray(at) ? at.filter((entry) => !isOurHook(entry)) : [];
+        value = [...others, edit.entry];
+      }
     }
     text = applyEdits(text, modify(text, [...edit.path], value, { formattingOptions }));
   }
