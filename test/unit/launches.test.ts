@@ -181,5 +181,11 @@ describe('Launches (real store, real git, ManualClock)', function () {
     const plan = await api.launchAgent({ profileId: 'mine', repoId: 'app', worktree: { kind: 'new' } }, 'editor:test');
     assert.equal(plan.env.SW4RM_MCP_URL, undefined, 'a profile that needs no bridge launches without it');
     assert.equal(plan.env.ELECTRON_RUN_AS_NODE, '1');
+    // Its profile removed from the setting: a relaunch says so.
+    await api.launchExited(plan.record.agentId, 0, 'editor:test');
+    await api.setLaunchProfileSettings([]);
+    const gone = await refusal(api.relaunchAgent(plan.record.agentId, 'editor:test'));
+    assert.equal(gone.code, 'not_found');
+    assert.match(gone.message, /The launch profile 'mine' of agent 'mine-1' is gone/);
   });
 });

@@ -43,7 +43,7 @@ export interface LaunchesDeps {
   readonly ids: IdSource;
   readonly git: Git;
   /** The registry: the launch registers the agent as RegisterAgent does, moves its lifecycle, records its liveness. */
-  readonly registry: Pick<Registry, 'register' | 'get' | 'transition' | 'recordLiveness' | 'deregister'>;
+  readonly registry: Pick<Registry, 'register' | 'get' | 'transition' | 'recordLiveness'>;
   readonly credentials: Pick<Credentials, 'mintAgent' | 'revoke' | 'get'>;
   readonly bindings: Pick<WorktreeBindings, 'bind' | 'unbind' | 'status' | 'list'>;
   readonly workspace: Pick<WorkspaceWorktrees, 'repositories' | 'worktrees'>;
@@ -65,8 +65,9 @@ type Attempt = { readonly relaunch: boolean; readonly previous: LaunchRecord | u
  * one from a branch, or an existing one not bound to another agent; the worktree setup runs first), writes the wiring
  * into it (wiring.ts), registers the agent as RegisterAgent does and mints its agent credential, and answers the
  * LaunchPlan the editor starts the process with. Every change of a LaunchRecord and its `launch.*` event are one
- * transaction; a failure part-way revokes the credential, releases the binding, deregisters an agent it registered
- * and leaves a FAILED record with the reason. `started` / `exited` follow the process (RUNNING; EXITED with the
+ * transaction; the registration, the credential and the prepared record are the last step and one transaction, so a
+ * failure before it (the worktree, the wiring) leaves nothing registered or minted: it releases the binding it made,
+ * revokes the agent's earlier credential and leaves a FAILED record with the reason. `started` / `exited` follow the process (RUNNING; EXITED with the
  * registry lifecycle moved to SHUTTING_DOWN without a grace timer: the agent is gone, its history kept, never
  * deregistered). While RUNNING the agent's liveness is recorded every `livenessIntervalMs` on the Clock: the process
  * running in its terminal is the sign of life of a CLI agent, which has no heartbeat of its own.
@@ -193,16 +194,17 @@ export class Launches implements Disposable {
   }
 
   /**
-   * Relaunch: the same agent and worktree again with the current profile of its id (the recorded one's wiring if the
-   * profile is gone, refused), the wiring rewritten, its credential reused when this process still holds it and it
-   * is active, else a new one minted and the old one revoked.
+   * Relaunch: the same agent and worktree again with the current profile of its id (refused when no profile has that
+   * id any more), the wiring rewritten, its credential reused when this process still holds it and it is active, else
+   * a new one minted and the old one revoked.
    */
   async relaunch(agentId: string, by: string, ctx: CallContext): Promise<LaunchPlan> {
     this.checkOpen();
     const previous = this.get(agentId);
     if (!previous) throw new LaunchError('not_found', `Agent '${String(agentId).slice(0, 100)}' was not launched from the editor.`);
     if (previous.state === 'RUNNING') throw new LaunchError('refused', `Agent '${agentId}' is running; close its terminal first.`);
-    const profile = this.profile(previous.profileId);
+    const profile = this.profiles().profiles.find((p) => p.id === previous.profileId);
+    if (!profile) throw new LaunchError('not_found', `The launch profile '${previous.profileId}' of agent '${agentId}' is gone (it was ${previous.profileName}); add it again to relaunch the agent.`);
     const repository = this.deps.workspace.repositories.find((r) => r.id === previous.repoId);
     if (!repository) throw new LaunchError('not_found', `The repository '${previous.repoId}' of agent '${agentId}' is no longer in the workspace.`);
     this.checkRunnable(profile);
@@ -321,7 +323,6 @@ export class Launches implements Disposable {
     this.changed.fire({ kind: attempt.relaunch ? 'state' : 'launched', record: starting });
 
     let boundNow = false;
-    let wasRegistered = this.deps.registry.get(agentId) !== undefined;
     let minted: string | undefined;
     try {
       let cwd = repoPath;
@@ -352,7 +353,6 @@ export class Launches implements Disposable {
       if (!attempt.relaunch && this.registeredByOthers(agentId, previous)) {
         throw new LaunchError('refused', `Agent id '${agentId}' was registered by another agent meanwhile; choose another id.`);
       }
-      wasRegistered = this.deps.registry.get(agentId) !== undefined;
       let token: string;
       const ready = this.deps.store.transaction(() => {
         const result = this.deps.registry.register({
@@ -392,15 +392,18 @@ export class Launches implements Disposable {
       };
     } catch (err) {
       const reason = err instanceof Error ? err.message : String(err);
-      await this.fail(starting, reason, { boundNow, registeredNow: !wasRegistered && !attempt.previous, minted }, by, ctx);
+      await this.fail(starting, reason, { boundNow, minted }, by, ctx);
       if (err instanceof LaunchError) throw err;
       if (err instanceof WiringError) throw new LaunchError('refused', `${err.message}`);
       throw err;
     }
   }
 
-  /** Rolls back what the failed attempt did (binding, credential, registration) and records FAILED with the reason. */
-  private async fail(record: LaunchRecord, reason: string, done: { boundNow: boolean; registeredNow: boolean; minted: string | undefined },
+  /**
+   * Rolls back what the failed attempt did (the binding it made; a credential minted in a transaction that then failed
+   * is revoked in memory too) and records FAILED with the reason. Nothing was registered: that is the last step.
+   */
+  private async fail(record: LaunchRecord, reason: string, done: { boundNow: boolean; minted: string | undefined },
     by: string, ctx: CallContext): Promise<void> {
     if (done.boundNow) {
       try {
@@ -416,7 +419,6 @@ export class Launches implements Disposable {
         for (const id of [done.minted, record.credentialId]) {
           if (id && this.deps.credentials.get(id)?.revokedAt === null) this.deps.credentials.revoke(id, by, ctx);
         }
-        if (done.registeredNow && this.deps.registry.get(record.agentId)) this.deps.registry.deregister(record.agentId, `its launch failed: ${reason.slice(0, 200)}`, ctx);
         this.write(failed, 'launch.failed', ctx, { from: record.state, to: 'FAILED', error: failed.error, binding_released: done.boundNow });
       });
       this.tokens.delete(record.agentId);
