@@ -39,7 +39,7 @@ describe('Launching agents (real coordinator, real git)', function () {
     host = await startHost(dataDir, { workspaceFolders: [repoPath] });
     endpoints = {
       mcpUrl: 'http://127.0.0.1:50999/mcp', hookUrl: 'http://127.0.0.1:50999/hooks/pre-tool-use',
-      stdioCommand: [process.execPath, '/opt/sw4rm/dist/sw4rm-mcp.js'], hookCommand: [process.execPath, '/opt/sw4rm ext/dist/sw4rm-hook.js'],
+      stdioCommand: [process.execPath, '/opt/sw4rm/dist/sw4rm-mcp.js'], hookCommand: [process.execPath, '/opt/sw4rm ext/dist/sw4rm-hook.js'], commandEnv: {},
       grpcAddress: `127.0.0.1:${host.port}`,
     };
     host.coordinator.launches.setEndpoints(endpoints);
@@ -96,7 +96,7 @@ describe('Launching agents (real coordinator, real git)', function () {
       Object.fromEntries(Object.entries(plan.env).filter(([k]) => k !== 'SW4RM_TOKEN')),
       {
         EXTRA: 'home=/home/test', SW4RM_AGENT_ID: agentId, SW4RM_MCP_URL: endpoints.mcpUrl, SW4RM_HOOK_URL: endpoints.hookUrl,
-        SW4RM_ADDRESS: endpoints.grpcAddress, ELECTRON_RUN_AS_NODE: '1',
+        SW4RM_ADDRESS: endpoints.grpcAddress,
       },
     );
 
@@ -133,7 +133,7 @@ describe('Launching agents (real coordinator, real git)', function () {
     const run = spawnSync(plan.command[0], plan.command.slice(1), { cwd: plan.cwd, env: { ...process.env, ...plan.env }, encoding: 'utf8' });
     assert.equal(run.status, 3);
     const seen = JSON.parse(run.stdout);
-    assert.deepEqual(seen, { id: agentId, cwd: plan.cwd, args: [`read .sw4rm/AGENT.md as ${agentId}`], electron: '1', extra: 'home=/home/test' });
+    assert.deepEqual(seen, { id: agentId, cwd: plan.cwd, args: [`read .sw4rm/AGENT.md as ${agentId}`], electron: undefined, extra: 'home=/home/test' });
     assert.equal((await api.launchStarted(agentId)).state, 'RUNNING');
     assert.equal(host.coordinator.registry.get(agentId)!.state, 'RUNNABLE');
     const exited = await api.launchExited(agentId, run.status, 'editor:test');

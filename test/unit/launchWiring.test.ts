@@ -16,6 +16,8 @@ const endpoints: BridgeEndpoints = {
   mcpUrl: 'http://127.0.0.1:50052/mcp', hookUrl: 'http://127.0.0.1:50052/hooks/pre-tool-use',
   stdioCommand: ['/usr/bin/node', '/ext/dist/sw4rm-mcp.js'], hookCommand: ['/Applications/Code Helper', '/ext/dist/sw4rm-hook.js'],
   grpcAddress: '127.0.0.1:50051',
+  // The desktop editor: its binary is Electron, so our own commands (only they) run with ELECTRON_RUN_AS_NODE.
+  commandEnv: { ELECTRON_RUN_AS_NODE: '1' },
 };
 /** `null`: the bridge is not listening. */
 const ctxFor = (profile: LaunchProfile, e: BridgeEndpoints | null = endpoints): WiringContext => ({ agentId: 'coder-1', profile, cwd: '/wt/coder-1', endpoints: e ?? undefined });
@@ -23,7 +25,7 @@ const ctxFor = (profile: LaunchProfile, e: BridgeEndpoints | null = endpoints): 
 function rendered(profile: LaunchProfile): Record<string, unknown> {
   return Object.fromEntries(plannedFiles(ctxFor(profile)).map((f) => [f.path, f.kind === 'text' ? f.content : JSON.parse(renderFile(f, undefined))]));
 }
-const HOOK = "'/Applications/Code Helper' /ext/dist/sw4rm-hook.js";
+const HOOK = "ELECTRON_RUN_AS_NODE=1 '/Applications/Code Helper' /ext/dist/sw4rm-hook.js";
 
 describe('launch wiring: what a launch writes and runs, per profile', () => {
   it('Claude Code: .mcp.json over Streamable HTTP naming SW4RM_TOKEN, a PreToolUse command hook (660 s), the instructions and a first prompt', () => {
@@ -74,7 +76,7 @@ describe('launch wiring: what a launch writes and runs, per profile', () => {
     const files = rendered(builtin('copilot'));
     assert.deepEqual(files['.github/hooks/sw4rm.json'], {
       version: 1,
-      hooks: { preToolUse: [{ type: 'command', bash: `${HOOK} --cli copilot`, powershell: "& '/Applications/Code Helper' '/ext/dist/sw4rm-hook.js' '--cli' 'copilot'", timeoutSec: 660 }] },
+      hooks: { preToolUse: [{ type: 'command', bash: `${HOOK} --cli copilot`, powershell: "$env:ELECTRON_RUN_AS_NODE='1'; & '/Applications/Code Helper' '/ext/dist/sw4rm-hook.js' '--cli' 'copilot'", timeoutSec: 660 }] },
     });
   });
 

@@ -17,6 +17,7 @@ const lookup: ProgramLookup = { env: { PATH: '/fake/bin' }, platform: 'linux', i
 const endpoints: BridgeEndpoints = {
   mcpUrl: 'http://127.0.0.1:50052/mcp', hookUrl: 'http://127.0.0.1:50052/hooks/pre-tool-use',
   stdioCommand: ['/usr/bin/node', '/ext/dist/sw4rm-mcp.js'], hookCommand: ['/usr/bin/node', '/ext/dist/sw4rm-hook.js'], grpcAddress: '127.0.0.1:50051',
+  commandEnv: {},
 };
 
 describe('Launches (real store, real git, ManualClock)', function () {
@@ -180,7 +181,7 @@ describe('Launches (real store, real git, ManualClock)', function () {
     assert.match(noBridge.message, /MCP bridge is not listening/);
     const plan = await api.launchAgent({ profileId: 'mine', repoId: 'app', worktree: { kind: 'new' } }, 'editor:test');
     assert.equal(plan.env.SW4RM_MCP_URL, undefined, 'a profile that needs no bridge launches without it');
-    assert.equal(plan.env.ELECTRON_RUN_AS_NODE, '1');
+    assert.equal(plan.env.ELECTRON_RUN_AS_NODE, undefined, 'ELECTRON_RUN_AS_NODE goes to the bridge\'s own commands only, never the agent');
     // Its profile removed from the setting: a relaunch says so.
     await api.launchExited(plan.record.agentId, 0, 'editor:test');
     await api.setLaunchProfileSettings([]);

@@ -248,6 +248,19 @@ describe('tool approvals: ToolApprovals.decide (ManualClock, real HITL service a
     assert.match(answer.reason, /HITL rule trust-claude/);
   });
 
+  it('a write to the agent\'s own hook or bridge wiring is asked even when the user\'s rules allow writes inside', async () => {
+    approvals.setRules([{ kind: 'write', path: 'inside', action: 'allow', name: 'writes' }, { kind: 'edit', path: 'inside', action: 'allow', name: 'edits' }], 'settings');
+    assert.equal((await decide('claude-code', claude('Write', { file_path: path.join(root, 'src', 'new.ts'), content: 'x' }))).decidedBy, 'rule:writes');
+    for (const file of ['.claude/settings.local.json', '.mcp.json', '.sw4rm/AGENT.md', '.gemini/settings.json']) {
+      const opened = nextOpened();
+      const pending = decide('claude-code', claude('Write', { file_path: path.join(root, file), content: '{}' }));
+      const invocation = await opened;
+      assert.match(JSON.stringify(invocation), /builtin:guard-wiring/, `${file}: asked by builtin:guard-wiring`);
+      h.coordinator.hitl.decide(invocation.id, { action: 'deny', rationale: 'keep your hooks' }, 'editor:alice', ctx('corr-deny'));
+      assert.equal((await pending).decision, 'deny');
+    }
+  });
+
   it('after a restart, a question nobody waits for any more is withdrawn (coordinator.toolApprovals)', async () => {
     const opened = nextOpened();
     // The coordinator's own instance: this agent is not bound, so the read is asked.

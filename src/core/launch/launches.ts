@@ -443,8 +443,7 @@ export class Launches implements Disposable {
       env.SW4RM_HOOK_URL = e.hookUrl;
       env.SW4RM_ADDRESS = e.grpcAddress;
     }
-    // stdioCommand / hookCommand run `process.execPath`, which is Electron in the desktop editor.
-    env.ELECTRON_RUN_AS_NODE = '1';
+    // ELECTRON_RUN_AS_NODE (stdioCommand / hookCommand under Electron) goes to those commands only: BridgeEndpoints.commandEnv.
     return env;
   }
 

@@ -161,4 +161,11 @@ export interface BridgeEndpoints {
   readonly hookCommand: readonly string[];
   /** The gRPC address agents with an SDK use (SW4RM_ADDRESS). */
   readonly grpcAddress: string;
+  /**
+   * What stdioCommand and hookCommand need in their own environment: `{ ELECTRON_RUN_AS_NODE: '1' }` when
+   * `process.execPath` is Electron (the desktop editor), else nothing. Given to those commands only (the MCP config's
+   * `env`, a prefix of the hook command line), never to the agent's whole environment, where it would break any
+   * Electron program the agent starts (`code --wait`).
+   */
+  readonly commandEnv: Readonly<Record<string, string>>;
 }

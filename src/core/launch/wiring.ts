@@ -117,7 +117,8 @@ function powershellQuote(arg: string): string {
 
 /** The hook command line for `cli`: the bridge's hook command, shell-quoted, with `--cli <cli>`. */
 export function hookCommandLine(endpoints: BridgeEndpoints, cli: string): string {
-  return [...endpoints.hookCommand, '--cli', cli].map(shellQuote).join(' ');
+  const prefix = Object.entries(endpoints.commandEnv).map(([name, value]) => `${name}=${shellQuote(value)} `).join('');
+  return prefix + [...endpoints.hookCommand, '--cli', cli].map(shellQuote).join(' ');
 }
 
 // ---------------------------------------------------------------- the files
@@ -144,7 +145,7 @@ function serverEntry(format: 'claude-mcp-json' | 'gemini-settings' | 'cursor-mcp
   // How each format names an environment variable inside a string value.
   const ref = format === 'gemini-settings' ? (n: string) => `\${${n}}` : format === 'claude-mcp-json' ? (n: string) => `\${${n}}` : (n: string) => `\${env:${n}}`;
   const auth = { Authorization: `Bearer ${ref('SW4RM_TOKEN')}` };
-  const stdioEnv = { SW4RM_MCP_URL: ref('SW4RM_MCP_URL'), SW4RM_TOKEN: ref('SW4RM_TOKEN'), ELECTRON_RUN_AS_NODE: '1' };
+  const stdioEnv = { SW4RM_MCP_URL: ref('SW4RM_MCP_URL'), SW4RM_TOKEN: ref('SW4RM_TOKEN'), ...e.commandEnv };
   const [command, ...args] = e.stdioCommand;
   switch (format) {
     case 'claude-mcp-json':
@@ -208,7 +209,11 @@ export function plannedFiles(ctx: WiringContext): PlannedFile[] {
         add('.github/hooks/sw4rm.json', { kind: 'set', path: ['version'], value: 1 });
         add('.github/hooks/sw4rm.json', {
           kind: 'hook', path: ['hooks', 'preToolUse'],
-          entry: { type: 'command', bash: argv.map(shellQuote).join(' '), powershell: `& ${argv.map(powershellQuote).join(' ')}`, timeoutSec: HOOK_TIMEOUT_SECONDS },
+          entry: {
+            type: 'command', bash: hookCommandLine(e, 'copilot'),
+            powershell: `${Object.entries(e.commandEnv).map(([n, v]) => `$env:${n}=${powershellQuote(v)}; `).join('')}& ${argv.map(powershellQuote).join(' ')}`,
+            timeoutSec: HOOK_TIMEOUT_SECONDS,
+          },
         });
         break;
       }

@@ -1,3 +1,4 @@
+import picomatch from 'picomatch';
 import { createTwoFilesPatch } from 'diff';
 import type { Clock } from '../clock';
 import type { CallContext } from '../context';
@@ -102,7 +103,10 @@ export class ToolApprovals {
     const root = this.deps.locator.worktreePathOf(agentId);
     // Without a worktree even a tool naming no path (a search of "here") has no known place.
     const places = root === undefined && use.paths.length === 0 ? ['unknown' as const] : await placesOf(root, use.paths);
-    const outcome = evaluate(use, places, this.userRules);
+    const guarded = root === undefined ? undefined : await guardedWiringFile(root, use);
+    const outcome = guarded !== undefined
+      ? { action: 'ask' as const, rule: 'builtin:guard-wiring', reason: `${use.toolName} ${guarded}: changes the agent's own approval or bridge wiring (always asked)` }
+      : evaluate(use, places, this.userRules);
     if (outcome.action !== 'ask') {
       const answer = formatAnswer(cli, { decision: outcome.action, reason: outcome.reason }, `rule:${outcome.rule}`);
       this.record(ctx, 'tool_approval.decided', agentId, use, places, answer, { rule: outcome.rule });
@@ -292,4 +296,20 @@ export function verdictOf(invocation: HitlInvocation): HookVerdict & { by: strin
     };
     case 'defer': return { decision: 'ask', reason: `${who} deferred the decision to the CLI's user: ${decision.rationale}`, by };
   }
+}
+
+/**
+ * The files a launch writes to wire an agent's approvals and bridge (src/core/launch/wiring.ts): a write or edit of one
+ * is always asked, before the user's rules, so that an agent allowed to write in its worktree cannot quietly remove
+ * its own hook. Best effort: a shell command can still change them, and shell commands are matched by text only.
+ */
+const GUARDED_WIRING = picomatch(['.claude/**', '.gemini/**', '.github/hooks/**', '.codex/**', '.mcp.json', '.sw4rm/**', '.vscode/mcp.json', '.cursor/mcp.json'], { dot: true });
+
+async function guardedWiringFile(root: string, use: ToolUse): Promise<string | undefined> {
+  if (use.kind !== 'write' && use.kind !== 'edit') return undefined;
+  for (const requested of use.paths) {
+    const relative = await relativeInside(root, requested);
+    if (relative !== undefined && GUARDED_WIRING(relative)) return relative;
+  }
+  return undefined;
 }

@@ -117,6 +117,7 @@ export class BridgeServer {
       stdioCommand: [process.execPath, path.join(this.distDir, STDIO_ENTRY)],
       hookCommand: [process.execPath, path.join(this.distDir, HOOK_ENTRY)],
       grpcAddress: this.options.grpcAddress,
+      commandEnv: process.versions.electron !== undefined ? { ELECTRON_RUN_AS_NODE: '1' } : {},
     };
   }
 
