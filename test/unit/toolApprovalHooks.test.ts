@@ -5,7 +5,7 @@ import { askAsDenyReason, formatAnswer, HookInputError, kindOf, MAX_HOOK_INPUT_B
 import type { HookCli } from '../../src/core/toolApproval/model';
 import { REPO_ROOT } from '../support/paths';
 
-/** Hook inputs written from each CLI's documented format (HOOK-CONFIGS.md names the sources). */
+/** Hook inputs written from each CLI's documented format (docs/hook-configs.md names the sources). */
 function fixture(name: string): unknown {
   return JSON.parse(fs.readFileSync(path.join(REPO_ROOT, 'test', 'fixtures', 'hooks', `${name}.json`), 'utf8'));
 }

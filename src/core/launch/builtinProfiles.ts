@@ -13,7 +13,7 @@ import type { AgentCli, LaunchProfile } from './model';
  *   expansion in .mcp.json"). Ran with 2.1.328: `claude mcp list` Connected with the token from SW4RM_TOKEN (401 with
  *   another), once the folder is trusted and the server approved: the launch approves its own server in
  *   `.claude/settings.local.json` (`enabledMcpjsonServers`), else it stays "Pending approval". PreToolUse hooks in the
- *   same file (the approvals part's HOOK-CONFIGS.md). `claude [prompt]`: the first prompt of the interactive session.
+ *   same file (the approvals part's docs/hook-configs.md). `claude [prompt]`: the first prompt of the interactive session.
  * - Codex CLI: MCP servers come from config.toml tables `mcp_servers.<name>`, which `-c key=value` overrides per run
  *   (TOML values): `url` + `bearer_token_env_var` is a Streamable HTTP server whose bearer token Codex reads from the
  *   named environment variable, so nothing is written and the user's ~/.codex is untouched. Ran with 0.169.0: `codex -c

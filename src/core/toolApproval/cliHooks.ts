@@ -3,7 +3,7 @@ import type { HookAnswer, HookCli, HookVerdict, ToolEdit, ToolKind, ToolUse } fr
 
 /**
  * Each CLI's hook input read into a ToolUse, and an answer put in the CLI's words (README, "Approvals for CLI agents";
- * the formats and where they are documented are in HOOK-CONFIGS.md):
+ * the formats and where they are documented are in docs/hook-configs.md):
  *
  * - Claude Code PreToolUse: stdin `{session_id, transcript_path, cwd, permission_mode, hook_event_name, tool_name,
  *   tool_input, tool_use_id}`; stdout `{"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision":
