@@ -133,7 +133,7 @@ describe('Launching agents (real coordinator, real git)', function () {
     const run = spawnSync(plan.command[0], plan.command.slice(1), { cwd: plan.cwd, env: { ...process.env, ...plan.env }, encoding: 'utf8' });
     assert.equal(run.status, 3);
     const seen = JSON.parse(run.stdout);
-    assert.deepEqual(seen, { id: agentId, cwd: plan.cwd, args: [`read .sw4rm/AGENT.md as ${agentId}`], electron: undefined, extra: 'home=/home/test' });
+    assert.deepEqual(seen, { id: agentId, cwd: plan.cwd, args: [`read .sw4rm/AGENT.md as ${agentId}`], extra: 'home=/home/test' }, 'no ELECTRON_RUN_AS_NODE in the agent\'s environment');
     assert.equal((await api.launchStarted(agentId)).state, 'RUNNING');
     assert.equal(host.coordinator.registry.get(agentId)!.state, 'RUNNABLE');
     const exited = await api.launchExited(agentId, run.status, 'editor:test');
