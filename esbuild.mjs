@@ -35,6 +35,12 @@ await Promise.all([
     entryPoints: ['src/core/router/payloadWorker.ts'],
     outfile: 'dist/payloadWorker.js',
   }),
+  // The MCP bridge's stdio entry point (src/cli/mcpStdio.ts): BridgeEndpoints.stdioCommand runs it beside the bundles.
+  esbuild.build({
+    ...common,
+    entryPoints: ['src/cli/mcpStdio.ts'],
+    outfile: 'dist/sw4rm-mcp.js',
+  }),
   esbuild.build({
     ...common,
     entryPoints: ['examples/agent.ts'],

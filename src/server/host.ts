@@ -24,6 +24,10 @@ import { agentEnvironment } from './agentEnvironment';
 import type { AuthMode } from './auth';
 import type { ConnectionLimits } from './connections';
 import { CoordinatorServer } from './server';
+import { BridgeServer, DEFAULT_BRIDGE_PORT } from './bridge/bridgeServer';
+import type { BridgeEndpoints } from './bridge/model';
+import { BRIDGE_TOOLS } from './bridge/tools';
+import { HOOK_ROUTES } from './bridge/hookRoute';
 
 export interface HostOptions {
   readonly dataDir: string;
@@ -58,6 +62,12 @@ export interface HostOptions {
   readonly negotiation?: PolicySettings;
   /** Handoffs: default timeout, rerouting, routing to the operator, retention (sw4rm.handoffs.*, --handoff-*). */
   readonly handoffs?: Partial<HandoffOptions>;
+  /** The MCP bridge's port on 127.0.0.1 (sw4rm.bridge.port, --bridge-port): default 50052; 0 = any free port; a busy port falls back to a free one. */
+  readonly bridgePort?: number;
+  /** `false`: no MCP bridge (bridgeEndpoints undefined). */
+  readonly bridge?: boolean;
+  /** Where the bundled sw4rm-mcp.js and sw4rm-hook.js are (BridgeEndpoints); default the running bundle's directory. */
+  readonly distDir?: string;
 }
 
 /**
@@ -72,7 +82,14 @@ export class CoordinatorHost {
     readonly port: number,
     readonly token: string | undefined,
     private enrolmentToken: string | undefined,
+    /** The MCP bridge (README, "The MCP bridge"); undefined with `bridge: false`. */
+    readonly bridge: BridgeServer | undefined,
   ) {}
+
+  /** Where launched agents reach the MCP bridge; undefined when the bridge is off. */
+  get bridgeEndpoints(): BridgeEndpoints | undefined {
+    return this.bridge?.endpoints();
+  }
 
   static async start(options: HostOptions): Promise<CoordinatorHost> {
     let repositories = options.repositories;
@@ -88,6 +105,7 @@ export class CoordinatorHost {
     }
     const store = CoordinatorStore.open(options.dataDir, { lockWaitMs: options.lockWaitMs, groupCommit: true });
     let coordinator: Coordinator | undefined;
+    let serving: CoordinatorServer | undefined;
     try {
       const token = options.auth === 'token' ? loadOrCreateToken(options.dataDir) : undefined;
       coordinator = new Coordinator({
@@ -121,13 +139,24 @@ export class CoordinatorHost {
         connections: options.connections,
       });
       const port = await server.start();
+      serving = server;
       coordinator.log.record({
         correlationId: coordinator.ids.uuid(), actor: 'coordinator', eventType: 'server.serving',
         details: { host: options.host, port, auth: options.auth },
       });
+      let bridge: BridgeServer | undefined;
+      if (options.bridge !== false) {
+        bridge = new BridgeServer({
+          coordinator, tools: BRIDGE_TOOLS, routes: HOOK_ROUTES, port: options.bridgePort ?? DEFAULT_BRIDGE_PORT,
+          grpcAddress: agentEnvironment(options.host, port, undefined).SW4RM_ROUTER_ADDR, distDir: options.distDir,
+        });
+        await bridge.start();
+      }
       writeEndpoint(options.dataDir, options.host, port);
-      return new CoordinatorHost(coordinator, server, options, port, token, enrolment);
+      return new CoordinatorHost(coordinator, server, options, port, token, enrolment, bridge);
     } catch (err) {
+      // The gRPC server is serving when the bridge could not start: it stops too.
+      if (serving) await serving.drain(0).catch(() => undefined);
       if (coordinator) coordinator.dispose();
       else store.close();
       throw err;
@@ -187,6 +216,7 @@ export class CoordinatorHost {
       correlationId: this.coordinator.ids.uuid(), actor: 'coordinator', eventType: 'server.draining', details: { grace_ms: graceMs },
     });
     removeEndpoint(this.options.dataDir, this.port);
+    await this.bridge?.close();
     await this.server.drain(graceMs);
     this.coordinator.dispose();
   }

@@ -19,7 +19,11 @@ function expiry(envelope: Envelope, now: number): number | null {
 
 export type SendResult =
   | { readonly accepted: true; readonly messageId: string }
-  | { readonly accepted: false; readonly code: ErrorCode; readonly reason: string };
+  | {
+    readonly accepted: false; readonly code: ErrorCode; readonly reason: string;
+    /** The refusal's structured details when it has any (a repeated operation's original_message_id and status, RFC §11.2). */
+    readonly details?: Readonly<Record<string, unknown>>;
+  };
 
 export interface SendOptions {
   /** The recipient from call metadata `sw4rm-to`. */
@@ -307,6 +311,6 @@ export class Admission {
           { ...nackPayload(String(envelope.messageId ?? ''), 'REJECTED', code, detail), ack_stage: stage, status: code, ...extra });
       }
     }
-    return { accepted: false, code, reason };
+    return Object.keys(extra).length > 0 ? { accepted: false, code, reason, details: extra } : { accepted: false, code, reason };
   }
 }

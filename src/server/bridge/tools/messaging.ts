@@ -1,4 +1,401 @@
-import type { BridgeTool } from '../model';
+import { createHash } from 'node:crypto';
+import { isoUtc } from '../../../core/clock';
+import type { Coordinator } from '../../../core/coordinator';
+import type { Disposable } from '../../../core/events';
+import { baseContentType, decodeUtf8, type Envelope } from '../../../core/router/envelope';
+import { RETRYABLE_CODES } from '../../../core/router/lifecycle';
+import { StreamRefusal, type InboxSink, type SendResult } from '../../../core/router/router';
+import { BridgeToolError, type BridgeCaller, type BridgeTool, type BridgeToolContext, type BridgeToolOutput } from '../model';
 
-/** list_agents, send_message, read_inbox, ack_message (README, "The MCP bridge"). Built by the bridge helper. */
-export const MESSAGING_TOOLS: readonly BridgeTool[] = [];
+/** list_agents answers at most this many agents (ordered by id), with `more` when there are others. */
+export const LIST_AGENTS_MAX = 500;
+/** read_inbox: the most messages one call returns, and the longest it waits for the first one. */
+export const READ_MAX = 50;
+export const READ_DEFAULT = 10;
+export const READ_WAIT_MAX_MS = 30_000;
+/**
+ * A message whose payload is a file (1 MiB or more) reaches the inbox after the file is read; a read that finds
+ * such messages queued and none delivered yet waits this long for them even with wait_ms 0.
+ */
+export const READ_LOAD_GRACE_MS = 5_000;
+/** read_inbox returns at most this many acknowledgements of the caller's own messages per call (the rest are counted). */
+export const READ_ACKS_MAX = 200;
+
+/** An idempotency key or correlation id the agent names (bounded like the envelope's identifiers). */
+const IDENTIFIER = { type: 'string', minLength: 1, maxLength: 200 } as const;
+const AGENT_ID = { type: 'string', minLength: 1, maxLength: 128 } as const;
+const MESSAGE_ID = { type: 'string', minLength: 1, maxLength: 64 } as const;
+
+/**
+ * Sequence numbers of the envelopes the bridge sends: increasing per process, from the clock (ms × 1000) so that a
+ * restarted coordinator does not reuse the numbers of its previous run. Every bridge envelope carries an idempotency
+ * token, so the router deduplicates by the token and the number only has to be valid (≥ 1).
+ */
+let sequence = 0;
+function nextSequence(now: number): string {
+  sequence = Math.max(sequence + 1, Math.floor(now) * 1000);
+  return String(sequence);
+}
+
+/** A token derived from its parts: the same parts always give the same token (a retried call is the same operation). */
+export function derivedToken(kind: string, ...parts: string[]): string {
+  const digest = createHash('sha256');
+  for (const part of parts) digest.update(part).update('\u0000');
+  return `mcp-${kind}:${digest.digest('hex').slice(0, 40)}`;
+}
+
+/** The envelope the caller sends through the router: producer_id is always the caller. */
+function envelopeFrom(coordinator: Coordinator, caller: BridgeCaller, messageType: string, payload: Uint8Array, contentType: string,
+  correlationId: string, idempotencyToken: string): Envelope {
+  const now = coordinator.clock.now();
+  return {
+    messageId: coordinator.ids.uuid(), idempotencyToken, producerId: caller.agentId, correlationId, sequenceNumber: nextSequence(now),
+    retryCount: 0, messageType, contentType, contentLength: String(payload.byteLength), repoId: '', worktreeId: '', hlcTimestamp: '',
+    ttlMs: 0, timestampMs: now, payload, parentCorrelationId: '',
+  };
+}
+
+/** The router's answer, once durable (as SendMessage answers: answerWhenDurable), or its refusal as a BridgeToolError. */
+async function submit(tool: BridgeToolContext, envelope: Envelope, to: string | undefined): Promise<SendResult> {
+  const { coordinator, ctx } = tool;
+  let result: SendResult;
+  try {
+    result = await coordinator.router.submit(envelope, ctx, { to, receivedAt: coordinator.clock.now() });
+  } catch (err) {
+    coordinator.log.internalError('router', ctx.correlationId, err);
+    throw new BridgeToolError('INTERNAL_ERROR', `the message was not accepted: ${(err as Error).message}`, true);
+  }
+  await durable(coordinator);
+  return result;
+}
+
+async function durable(coordinator: Coordinator): Promise<void> {
+  try {
+    await coordinator.store.whenDurable();
+  } catch (err) {
+    throw new BridgeToolError('INTERNAL_ERROR', `the store could not commit: ${(err as Error).message}`, true);
+  }
+}
+
+/** A router refusal as the tool's error: the router's code, its reason without the code prefix, retryable as the router says. */
+function refusal(result: Extract<SendResult, { accepted: false }>): BridgeToolError {
+  const prefix = `${result.code}: `;
+  const message = result.reason.startsWith(prefix) ? result.reason.slice(prefix.length) : result.reason;
+  return new BridgeToolError(result.code, message, RETRYABLE_CODES.has(result.code));
+}
+
+/** The payload's bytes and content type from send_message's arguments. */
+export function payloadOf(payload: unknown, contentType: string | undefined): { bytes: Buffer; contentType: string } {
+  if (typeof payload === 'string') return { bytes: Buffer.from(payload, 'utf8'), contentType: contentType ?? 'text/plain; charset=utf-8' };
+  const type = contentType ?? 'application/json';
+  const base = baseContentType(type);
+  if (base !== undefined && base !== 'application/json' && !base.endsWith('+json')) {
+    throw new BridgeToolError('VALIDATION_ERROR', `send_message: a JSON payload (object or array) needs a JSON content_type, not ${type}; send text as a string`);
+  }
+  return { bytes: Buffer.from(JSON.stringify(payload), 'utf8'), contentType: type };
+}
+
+/** A delivered payload for the model: JSON parsed, UTF-8 text as text, anything else base64. */
+export function renderPayload(bytes: Uint8Array, contentType: string): { payload: unknown; payload_encoding: 'json' | 'text' | 'base64' } {
+  const base = baseContentType(contentType) ?? '';
+  let text: string | undefined;
+  try {
+    text = decodeUtf8(bytes);
+  } catch {
+    text = undefined;
+  }
+  if (text !== undefined && (base === 'application/json' || base.endsWith('+json'))) {
+    try {
+      return { payload: JSON.parse(text) as unknown, payload_encoding: 'json' };
+    } catch {
+      return { payload: text, payload_encoding: 'text' };
+    }
+  }
+  if (text !== undefined && (base.startsWith('text/') || base === '' || base.endsWith('+xml') || base === 'application/xml')) {
+    return { payload: text, payload_encoding: 'text' };
+  }
+  return { payload: Buffer.from(bytes).toString('base64'), payload_encoding: 'base64' };
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+
+const listAgents: BridgeTool = {
+  name: 'list_agents',
+  description: 'Lists the agents registered in the swarm: id, name, capabilities, lifecycle state and presence (online, unavailable, ' +
+    'disconnected). Use the ids as send_message\'s `to`.',
+  inputSchema: { type: 'object', properties: {}, additionalProperties: false },
+  annotations: { readOnlyHint: true, openWorldHint: false },
+  run(_args, { coordinator, caller }) {
+    const agents = coordinator.registry.list();
+    return {
+      agents: agents.slice(0, LIST_AGENTS_MAX).map((agent) => ({
+        agent_id: agent.descriptor.agentId,
+        name: agent.descriptor.name,
+        description: agent.descriptor.description,
+        capabilities: agent.descriptor.capabilities,
+        state: agent.state,
+        presence: agent.presence,
+        ...(agent.descriptor.agentId === caller.agentId ? { you: true } : {}),
+      })),
+      total: agents.length,
+      ...(agents.length > LIST_AGENTS_MAX ? { more: true, note: `only the first ${LIST_AGENTS_MAX} agents (by id) are listed` } : {}),
+    };
+  },
+};
+
+const sendMessage: BridgeTool = {
+  name: 'send_message',
+  description: 'Sends a message to another agent (a DATA envelope from you through the router). `payload` is text (a string) or JSON (an ' +
+    'object or array). Give an `idempotency_key` when you may retry: a retry with the same key answers the first call\'s outcome ' +
+    'instead of sending twice. Refusals carry the router\'s code (NO_ROUTE: no such agent; BUFFER_FULL: its inbox is full, retry later).',
+  inputSchema: {
+    type: 'object',
+    properties: {
+      to: { ...AGENT_ID, description: 'The recipient\'s agent id (list_agents).' },
+      payload: {
+        description: 'The message: a string (sent as text/plain) or a JSON object or array (sent as application/json).',
+        anyOf: [{ type: 'string' }, { type: 'object' }, { type: 'array' }],
+      },
+      content_type: { type: 'string', minLength: 3, maxLength: 256, description: 'MIME type; default text/plain for a string, application/json otherwise.' },
+      correlation_id: { ...IDENTIFIER, description: 'The conversation this message belongs to (e.g. the correlation_id of the message you answer); default a new one.' },
+      idempotency_key: { ...IDENTIFIER, description: 'Names this send: a retry with the same key is answered with the first outcome (RFC §11.2).' },
+    },
+    required: ['to', 'payload'],
+    additionalProperties: false,
+  },
+  annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
+  async run(args, tool) {
+    const { coordinator, caller } = tool;
+    const to = String(args.to);
+    const { bytes, contentType } = payloadOf(args.payload, args.content_type as string | undefined);
+    const key = args.idempotency_key as string | undefined;
+    const token = key !== undefined ? derivedToken('send', caller.agentId, key) : derivedToken('send', caller.agentId, coordinator.ids.uuid());
+    const correlationId = (args.correlation_id as string | undefined) ?? coordinator.ids.uuid();
+    const envelope = envelopeFrom(coordinator, caller, 'DATA', bytes, contentType, correlationId, token);
+    const result = await submit(tool, envelope, to);
+    if (result.accepted) return { accepted: true, message_id: result.messageId, correlation_id: correlationId };
+    // The same operation again (RFC §11.2): the first call's message, as it stands.
+    if (key !== undefined && (result.code === 'DUPLICATE_DETECTED' || result.code === 'ALREADY_IN_PROGRESS')) {
+      const original = result.details?.original_message_id;
+      if (typeof original === 'string') {
+        return {
+          accepted: true, message_id: original, correlation_id: coordinator.router.message(original)?.envelope.correlationId ?? correlationId,
+          duplicate: true, state: result.details?.original_status ?? '',
+          reason: `a send with idempotency_key ${JSON.stringify(key)} was accepted before; this is its outcome`,
+        };
+      }
+    }
+    throw refusal(result);
+  },
+};
+
+/** Bridge reads in progress, per coordinator: one at a time per agent. */
+const reading = new WeakMap<Coordinator, Set<string>>();
+
+interface Delivered {
+  readonly seq: number;
+  readonly envelope: Envelope;
+}
+
+/**
+ * Attaches a temporary inbox sink for the caller, collects what the router delivers (waiting up to `waitMs` on the
+ * coordinator's Clock for the first message), then detaches. Deliveries beyond `max` messages are left
+ * unconfirmed: the router delivers them again on the next read.
+ */
+async function collect(tool: BridgeToolContext, max: number, waitMs: number): Promise<Delivered[]> {
+  const { coordinator, caller, ctx, signal } = tool;
+  const { router, clock } = coordinator;
+  const delivered: Delivered[] = [];
+  let wake: (() => void) | undefined;
+  let closed: string | undefined;
+  const isMessage = (d: Delivered) => d.envelope.messageType !== 'ACKNOWLEDGEMENT' && d.envelope.messageType !== 'HEARTBEAT';
+  const sink: InboxSink = {
+    deliver(seq, envelope) {
+      delivered.push({ seq, envelope });
+      if (isMessage(delivered[delivered.length - 1])) wake?.();
+    },
+    close(reason, detail) {
+      closed = `${reason}: ${detail}`;
+      wake?.();
+    },
+  };
+  let attached: Disposable;
+  try {
+    attached = router.attach(caller.agentId, sink, ctx);
+  } catch (err) {
+    if (err instanceof StreamRefusal) throw new BridgeToolError('FAILED_PRECONDITION', err.message);
+    throw err;
+  }
+  try {
+    // Deliveries reach a sink after their commit: once durable, everything dispatched now has arrived.
+    await durable(coordinator);
+    const messages = () => delivered.filter(isMessage).length;
+    let wait = waitMs;
+    if (messages() === 0 && router.inboxStats(caller.agentId).queued > 0) wait = Math.max(wait, READ_LOAD_GRACE_MS);
+    if (messages() === 0 && wait > 0 && closed === undefined && !signal.aborted) {
+      await new Promise<void>((resolve) => {
+        const timer = clock.setTimer(wait, () => done());
+        const onAbort = () => done();
+        function done() {
+          wake = undefined;
+          timer.dispose();
+          signal.removeEventListener('abort', onAbort);
+          resolve();
+        }
+        wake = done;
+        signal.addEventListener('abort', onAbort);
+      });
+      // A delivery that woke the wait may have company in the same commit.
+      await durable(coordinator);
+    }
+  } finally {
+    attached.dispose();
+  }
+  // The first `max` messages (by seq) and every acknowledgement delivered with them.
+  const kept: Delivered[] = [];
+  let count = 0;
+  for (const d of delivered.sort((a, b) => a.seq - b.seq)) {
+    if (d.envelope.messageType === 'HEARTBEAT' && d.envelope.producerId === 'coordinator') continue;
+    if (isMessage(d) && ++count > max) continue;
+    kept.push(d);
+  }
+  if (signal.aborted) throw new BridgeToolError('CANCELLED', 'the read was cancelled (the request closed); nothing was confirmed: the messages are delivered again');
+  return kept;
+}
+
+const readInbox: BridgeTool = {
+  name: 'read_inbox',
+  description: 'Reads your pending messages (oldest first) and acknowledges them as READ. Call it when you start, after each step of work ' +
+    'and whenever you wait; `wait_ms` waits up to 30 s for the first message. Each message has a message_id: when you are done with ' +
+    'it, answer it with ack_message (fulfilled / rejected / failed). `acknowledgements` tells you what happened to messages you sent.',
+  inputSchema: {
+    type: 'object',
+    properties: {
+      max: { type: 'integer', minimum: 1, maximum: READ_MAX, description: `At most this many messages (default ${READ_DEFAULT}).` },
+      wait_ms: { type: 'integer', minimum: 0, maximum: READ_WAIT_MAX_MS, description: 'Wait up to this long for a first message when none is pending (default 0).' },
+    },
+    additionalProperties: false,
+  },
+  annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
+  async run(args, tool) {
+    const { coordinator, caller, ctx } = tool;
+    const { router } = coordinator;
+    const agentId = caller.agentId;
+    if (coordinator.registry.get(agentId) === undefined) {
+      throw new BridgeToolError('FAILED_PRECONDITION', `agent '${agentId}' is not registered: an agent started by SW4RM: Launch Agent… is registered for you; an SDK agent calls RegisterAgent first`);
+    }
+    const busy = reading.get(coordinator) ?? new Set<string>();
+    reading.set(coordinator, busy);
+    if (busy.has(agentId)) throw new BridgeToolError('FAILED_PRECONDITION', 'another read_inbox of yours is in progress; call again when it has answered', true);
+    if (router.inboxStats(agentId).streaming) {
+      throw new BridgeToolError('FAILED_PRECONDITION', `agent '${agentId}' has an inbox stream open (StreamIncoming): its messages go there; read_inbox would take them from it`);
+    }
+    busy.add(agentId);
+    let kept: Delivered[];
+    try {
+      kept = await collect(tool, (args.max as number | undefined) ?? READ_DEFAULT, (args.wait_ms as number | undefined) ?? 0);
+    } finally {
+      busy.delete(agentId);
+    }
+    const messages: BridgeToolOutput[] = [];
+    const acknowledgements: BridgeToolOutput[] = [];
+    let acksOmitted = 0;
+    for (const { seq, envelope } of kept) {
+      // The delivery is confirmed (AckDelivery), then a tracked message is acknowledged READ by the caller (a protocol ACK).
+      router.ackDelivery(agentId, seq, envelope.messageId, 'DELIVERED', ctx);
+      const record = router.message(envelope.messageId);
+      if (envelope.messageType === 'ACKNOWLEDGEMENT') {
+        if (acknowledgements.length >= READ_ACKS_MAX) acksOmitted++;
+        else acknowledgements.push(acknowledgementOf(envelope));
+        continue;
+      }
+      if (record?.tracked) await acknowledge(tool, envelope, 'READ');
+      messages.push({
+        message_id: envelope.messageId,
+        from: envelope.producerId,
+        message_type: envelope.messageType,
+        correlation_id: envelope.correlationId,
+        content_type: envelope.contentType,
+        ...renderPayload(envelope.payload, envelope.contentType),
+        sent_at: isoUtc(envelope.timestampMs ?? record?.acceptedAt ?? coordinator.clock.now()),
+        ...(record?.tracked ? { needs_ack: true } : {}),
+      });
+    }
+    await durable(coordinator);
+    return {
+      messages,
+      remaining: router.inboxStats(agentId).queueDepth,
+      ...(acknowledgements.length > 0 ? { acknowledgements } : {}),
+      ...(acksOmitted > 0 ? { acknowledgements_omitted: acksOmitted } : {}),
+    };
+  },
+};
+
+/** An ACK (or NACK) of a message the caller sent, as read_inbox shows it. */
+function acknowledgementOf(envelope: Envelope): BridgeToolOutput {
+  const { payload } = renderPayload(envelope.payload, envelope.contentType);
+  const ack = (typeof payload === 'object' && payload !== null ? payload : {}) as Record<string, unknown>;
+  const code = typeof ack.error_code === 'string' && ack.error_code !== 'ERROR_CODE_UNSPECIFIED' ? ack.error_code : undefined;
+  return {
+    for_message_id: ack.ack_for_message_id ?? '',
+    from: typeof ack.recipient_id === 'string' ? ack.recipient_id : envelope.producerId,
+    stage: ack.ack_stage ?? '',
+    ...(code ? { error_code: code } : {}),
+    ...(typeof ack.note === 'string' && ack.note !== '' ? { note: ack.note } : {}),
+  };
+}
+
+/**
+ * A protocol ACK by the caller (an ACKNOWLEDGEMENT envelope through the router, as an SDK agent sends it). Its token
+ * is derived from the message and the stage: acknowledging the same message at the same stage again is the same
+ * operation (answered DUPLICATE_DETECTED / ALREADY_IN_PROGRESS by the router, which counts as done).
+ */
+async function acknowledge(tool: BridgeToolContext, target: Pick<Envelope, 'messageId' | 'correlationId'>, stage: 'READ' | 'FULFILLED' | 'REJECTED' | 'FAILED',
+  extra: Record<string, unknown> = {}): Promise<{ messageId: string; duplicate: boolean }> {
+  const { coordinator, caller } = tool;
+  const body = Buffer.from(JSON.stringify({ ack_for_message_id: target.messageId, ack_stage: stage, ...extra }), 'utf8');
+  const envelope = envelopeFrom(coordinator, caller, 'ACKNOWLEDGEMENT', body, 'application/json', target.correlationId || coordinator.ids.uuid(),
+    derivedToken('ack', caller.agentId, target.messageId, stage));
+  const result = await submit(tool, envelope, undefined);
+  if (result.accepted) return { messageId: result.messageId, duplicate: false };
+  if (result.code === 'DUPLICATE_DETECTED' || result.code === 'ALREADY_IN_PROGRESS') return { messageId: String(result.details?.original_message_id ?? ''), duplicate: true };
+  throw refusal(result);
+}
+
+const OUTCOME_STAGES = { fulfilled: 'FULFILLED', rejected: 'REJECTED', failed: 'FAILED' } as const;
+
+const ackMessage: BridgeTool = {
+  name: 'ack_message',
+  description: 'Gives your final answer on a message you read: `fulfilled` (done; `result` goes back to the sender), `rejected` (you will ' +
+    'not do it) or `failed` (you tried and could not); `reason` explains. Only the message\'s recipient may acknowledge it.',
+  inputSchema: {
+    type: 'object',
+    properties: {
+      message_id: { ...MESSAGE_ID, description: 'The message_id read_inbox gave.' },
+      outcome: { type: 'string', enum: ['fulfilled', 'rejected', 'failed'] },
+      result: { description: 'Any JSON value: what you produced (sent to the sender with a fulfilled acknowledgement).' },
+      reason: { type: 'string', maxLength: 1024, description: 'Why, in a sentence (the note the sender reads).' },
+    },
+    required: ['message_id', 'outcome'],
+    additionalProperties: false,
+  },
+  annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: false },
+  async run(args, tool) {
+    const messageId = String(args.message_id);
+    const stage = OUTCOME_STAGES[args.outcome as keyof typeof OUTCOME_STAGES];
+    const record = tool.coordinator.router.message(messageId);
+    const extra: Record<string, unknown> = {};
+    if (typeof args.reason === 'string' && args.reason !== '') extra.note = args.reason;
+    if (args.result !== undefined) extra.result = args.result;
+    const answer = await acknowledge(tool, { messageId, correlationId: record?.envelope.correlationId ?? '' }, stage, extra);
+    const after = tool.coordinator.router.message(messageId);
+    return {
+      acknowledged: true, message_id: messageId, outcome: args.outcome, ack_message_id: answer.messageId,
+      ...(answer.duplicate ? { duplicate: true } : {}), ...(after ? { state: after.state } : {}),
+    };
+  },
+};
+
+/** list_agents, send_message, read_inbox, ack_message (README, "The MCP bridge"). */
+export const MESSAGING_TOOLS: readonly BridgeTool[] = [listAgents, sendMessage, readInbox, ackMessage];
+

@@ -1,0 +1,329 @@
+import * as http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import * as path from 'node:path';
+import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import type { Coordinator } from '../../core/coordinator';
+import type { CallContext } from '../../core/context';
+import { CREDENTIAL_TOKEN_PREFIX, principalName } from '../../core/credentials/credentials';
+import { createBridgeMcpServer } from './mcpServer';
+import { BridgeToolError, type BridgeCaller, type BridgeEndpoints, type BridgeHttpRoute, type BridgeTool, type BridgeToolContext } from './model';
+
+/** The bridge listens on loopback only: agents on this machine reach it, nothing else does. */
+export const BRIDGE_HOST = '127.0.0.1';
+/** The default port (sw4rm.bridge.port, --bridge-port). */
+export const DEFAULT_BRIDGE_PORT = 50052;
+/** The largest request body read (MCP JSON-RPC, hook JSON); larger ones are answered 413. */
+export const BRIDGE_MAX_BODY_BYTES = 4 * 1024 * 1024;
+export const MCP_PATH = '/mcp';
+export const HOOK_PATH = '/hooks/pre-tool-use';
+/** The bundled entry points beside the extension's and the CLI's bundles (esbuild.mjs). */
+export const STDIO_ENTRY = 'sw4rm-mcp.js';
+export const HOOK_ENTRY = 'sw4rm-hook.js';
+
+export interface BridgeServerOptions {
+  readonly coordinator: Coordinator;
+  /** What `/mcp` serves (BRIDGE_TOOLS). */
+  readonly tools: readonly BridgeTool[];
+  /** The other routes (HOOK_ROUTES), dispatched by method and exact path. */
+  readonly routes: readonly BridgeHttpRoute[];
+  /** 0 = any free port; a busy port falls back to a free one (logged `bridge.port_fallback`). */
+  readonly port: number;
+  /** The gRPC address SDK agents use (BridgeEndpoints.grpcAddress). */
+  readonly grpcAddress: string;
+  /** Where sw4rm-mcp.js and sw4rm-hook.js are; default the directory of the running bundle (dist/). */
+  readonly distDir?: string;
+}
+
+/** A refusal before any tool or route runs: an HTTP status and a SW4RM code, answered as JSON. */
+interface Refusal {
+  readonly status: number;
+  readonly code: string;
+  readonly message: string;
+}
+
+class BodyTooLarge extends Error {}
+
+/** The HTTP status of a route's BridgeToolError (any other code: 400). */
+const STATUS_OF_CODE: Readonly<Record<string, number>> = {
+  UNAUTHENTICATED: 401, PERMISSION_DENIED: 403, NOT_FOUND: 404, FAILED_PRECONDITION: 409, ALREADY_EXISTS: 409,
+  OVERLOADED: 429, BUFFER_FULL: 429, DEADLINE_EXCEEDED: 504, INTERNAL_ERROR: 500,
+};
+
+/**
+ * The MCP bridge's HTTP door (README, "The MCP bridge"): a node:http server on 127.0.0.1. Every request is checked
+ * in this order: Host and Origin (DNS rebinding: 403), exactly one `Authorization: Bearer <agent credential>` (401
+ * for anything else, logged `auth.unauthenticated`), the body (≤ 4 MiB: 413; JSON: 400). Then the agent's liveness
+ * is recorded and the request is served: `/mcp` by a fresh MCP server and stateless Streamable HTTP transport per
+ * request (createBridgeMcpServer), any other route from `routes`; unknown paths 404.
+ */
+export class BridgeServer {
+  private readonly server: http.Server;
+  private boundPort = 0;
+  private readonly distDir: string;
+  private closed = false;
+
+  constructor(private readonly options: BridgeServerOptions) {
+    this.distDir = options.distDir ?? __dirname;
+    this.server = http.createServer({ requestTimeout: 0 }, (req, res) => {
+      this.handle(req, res).catch((err: unknown) => {
+        if (err instanceof BridgeToolError) {
+          if (!res.headersSent) refuse(res, { status: STATUS_OF_CODE[err.code] ?? 400, code: err.code, message: err.message });
+          else res.end();
+          return;
+        }
+        options.coordinator.log.internalError('bridge', options.coordinator.ids.uuid(), err, { path: safePath(req.url) });
+        if (!res.headersSent) sendJson(res, 500, { error: { code: 'INTERNAL_ERROR', message: err instanceof Error ? err.message : String(err) } });
+        else res.end();
+      });
+    });
+  }
+
+  /** Listens; answers the port bound. A busy requested port falls back to a free one (logged). */
+  async start(): Promise<number> {
+    const { coordinator, port } = this.options;
+    try {
+      this.boundPort = await this.listen(port);
+    } catch (err) {
+      if (port === 0 || (err as NodeJS.ErrnoException).code !== 'EADDRINUSE') throw err;
+      this.boundPort = await this.listen(0);
+      coordinator.log.record({
+        correlationId: coordinator.ids.uuid(), actor: 'bridge', eventType: 'bridge.port_fallback', level: 'WARN',
+        details: { requested_port: port, port: this.boundPort, reason: `port ${port} is in use` },
+      });
+    }
+    coordinator.log.record({
+      correlationId: coordinator.ids.uuid(), actor: 'bridge', eventType: 'bridge.serving',
+      details: { host: BRIDGE_HOST, port: this.boundPort, mcp_url: this.endpoints().mcpUrl },
+    });
+    return this.boundPort;
+  }
+
+  get port(): number {
+    return this.boundPort;
+  }
+
+  /** Where a launched agent reaches the bridge. */
+  endpoints(): BridgeEndpoints {
+    const base = `http://${BRIDGE_HOST}:${this.boundPort}`;
+    return {
+      mcpUrl: `${base}${MCP_PATH}`,
+      hookUrl: `${base}${HOOK_PATH}`,
+      stdioCommand: [process.execPath, path.join(this.distDir, STDIO_ENTRY)],
+      hookCommand: [process.execPath, path.join(this.distDir, HOOK_ENTRY)],
+      grpcAddress: this.options.grpcAddress,
+    };
+  }
+
+  /** Stops listening and ends every open request (a waiting read_inbox or hook stops waiting). */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await new Promise<void>((resolve) => {
+      this.server.close(() => resolve());
+      this.server.closeAllConnections();
+    });
+  }
+
+  private listen(port: number): Promise<number> {
+    return new Promise((resolve, reject) => {
+      const onError = (err: Error) => reject(err);
+      this.server.once('error', onError);
+      this.server.listen(port, BRIDGE_HOST, () => {
+        this.server.off('error', onError);
+        resolve((this.server.address() as AddressInfo).port);
+      });
+    });
+  }
+
+  private async handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+    const { coordinator } = this.options;
+    const url = new URL(req.url ?? '/', 'http://bridge');
+    const rebinding = this.rebindingRefusal(req);
+    if (rebinding !== undefined) return refuse(res, rebinding);
+
+    const correlationId = coordinator.ids.uuid();
+    const caller = this.authenticate(req);
+    if (typeof caller === 'string') {
+      coordinator.credentials.recordUnauthenticated(`HTTP ${req.method ?? ''} ${url.pathname.slice(0, 256)}`, caller, { correlationId });
+      res.setHeader('WWW-Authenticate', 'Bearer');
+      return refuse(res, { status: 401, code: 'UNAUTHENTICATED', message: caller });
+    }
+    const ctx: CallContext = { correlationId, principal: principalName({ kind: 'agent', ...caller }) };
+    // A bridged agent has no heartbeat stream: each authenticated request is its sign of life (presence).
+    coordinator.registry.recordLiveness(caller.agentId, ctx);
+
+    if (url.pathname === MCP_PATH) return this.serveMcp(req, res, caller);
+    const route = this.options.routes.find((r) => r.path === url.pathname && r.method === req.method);
+    if (route === undefined) {
+      const known = url.pathname === MCP_PATH || this.options.routes.some((r) => r.path === url.pathname);
+      return known
+        ? refuse(res, { status: 405, code: 'METHOD_NOT_ALLOWED', message: `${req.method} is not served on ${url.pathname}` })
+        : refuse(res, { status: 404, code: 'NOT_FOUND', message: `no bridge endpoint at ${url.pathname.slice(0, 256)}; MCP is served at ${MCP_PATH}` });
+    }
+    const body = await this.readJson(req, res);
+    if (body === NO_BODY) return;
+    const signal = abortOnEarlyClose(res);
+    const tool: BridgeToolContext = { coordinator, caller, ctx, signal };
+    const answer = await route.handle({ body, query: url.searchParams, headers: req.headers }, tool);
+    if (!res.writableEnded && !res.destroyed) sendJson(res, answer.status, answer.body);
+  }
+
+  private async serveMcp(req: http.IncomingMessage, res: http.ServerResponse, caller: BridgeCaller): Promise<void> {
+    if (req.method !== 'POST') {
+      // Stateless: no server-initiated stream (GET) and no session to end (DELETE), as the SDK's stateless examples answer.
+      res.setHeader('Allow', 'POST');
+      res.writeHead(405, { 'Content-Type': 'application/json' }).end(JSON.stringify({
+        jsonrpc: '2.0', error: { code: -32000, message: 'Method not allowed: this stateless MCP endpoint takes POST only' }, id: null,
+      }));
+      return;
+    }
+    const body = await this.readJson(req, res, true);
+    if (body === NO_BODY) return;
+    const server = createBridgeMcpServer(this.options.coordinator, this.options.tools, caller);
+    const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined });
+    // Closing the server when the response closes (finished, or the client went away) aborts every tool call still
+    // running for this request: their AbortSignal fires (the SDK aborts open requests when its transport closes).
+    res.on('close', () => {
+      void transport.close();
+      void server.close();
+    });
+    await server.connect(transport);
+    await transport.handleRequest(req, res, body);
+  }
+
+  /** Host must name this server on loopback (not a rebound DNS name); a browser Origin must be loopback too. */
+  private rebindingRefusal(req: http.IncomingMessage): Refusal | undefined {
+    const host = req.headers.host;
+    const allowed = [`${BRIDGE_HOST}:${this.boundPort}`, `localhost:${this.boundPort}`];
+    if (host === undefined || !allowed.includes(host.toLowerCase())) {
+      return { status: 403, code: 'PERMISSION_DENIED', message: `Host header must be ${allowed.join(' or ')}` };
+    }
+    const origin = req.headers.origin;
+    if (origin !== undefined && origin !== 'null' && !isLoopbackOrigin(origin)) {
+      return { status: 403, code: 'PERMISSION_DENIED', message: 'requests from web pages are refused: the Origin is not loopback' };
+    }
+    if (origin === 'null') return { status: 403, code: 'PERMISSION_DENIED', message: 'requests from web pages are refused: opaque Origin' };
+    return undefined;
+  }
+
+  /** The agent the request's credential acts as, or why it acts as none. */
+  private authenticate(req: http.IncomingMessage): BridgeCaller | string {
+    let count = 0;
+    let value = '';
+    for (let i = 0; i + 1 < req.rawHeaders.length; i += 2) {
+      if (req.rawHeaders[i].toLowerCase() === 'authorization') {
+        count++;
+        value = req.rawHeaders[i + 1];
+      }
+    }
+    if (count === 0) return 'missing credentials: send `Authorization: Bearer <token>` with the agent credential from SW4RM_TOKEN';
+    if (count > 1) return 'more than one Authorization header: send exactly one `Authorization: Bearer <token>`';
+    const match = /^Bearer\s+(\S+)\s*$/i.exec(value);
+    if (!match) return 'malformed Authorization header: expected `Bearer <token>`';
+    const token = match[1];
+    if (!token.startsWith(CREDENTIAL_TOKEN_PREFIX)) {
+      return 'the bridge accepts agent credentials only (not the operator token): use the agent\'s own SW4RM_TOKEN';
+    }
+    const principal = this.options.coordinator.credentials.verify(token);
+    if (typeof principal === 'string') return `${principal}: use a current agent credential (SW4RM_TOKEN) of this coordinator`;
+    if (principal.kind !== 'agent') {
+      return `the bridge accepts agent credentials only (this is ${principal.kind === 'enrolment' ? 'an enrolment credential' : 'the operator token'}): mint the agent a credential of its own`;
+    }
+    return { agentId: principal.agentId, credentialId: principal.credentialId };
+  }
+
+  /**
+   * The request body as JSON (at most BRIDGE_MAX_BODY_BYTES), or NO_BODY once a refusal was answered. An empty body
+   * is `undefined` for routes. For `/mcp` a parse error is a JSON-RPC parse error, as the SDK answers one.
+   */
+  private async readJson(req: http.IncomingMessage, res: http.ServerResponse, jsonRpc = false): Promise<unknown> {
+    const declared = Number(req.headers['content-length'] ?? 0);
+    let text: string;
+    try {
+      if (declared > BRIDGE_MAX_BODY_BYTES) throw new BodyTooLarge();
+      text = await readBody(req, BRIDGE_MAX_BODY_BYTES);
+    } catch (err) {
+      if (!(err instanceof BodyTooLarge)) throw err;
+      res.setHeader('Connection', 'close');
+      refuse(res, { status: 413, code: 'VALIDATION_ERROR', message: `the request body is larger than ${BRIDGE_MAX_BODY_BYTES} bytes` });
+      return NO_BODY;
+    }
+    if (text.trim() === '') return undefined;
+    try {
+      return JSON.parse(text) as unknown;
+    } catch (err) {
+      const why = `the request body is not JSON: ${(err as Error).message}`;
+      if (jsonRpc) {
+        res.writeHead(400, { 'Content-Type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', error: { code: -32700, message: `Parse error: ${why}` }, id: null }));
+      } else {
+        refuse(res, { status: 400, code: 'VALIDATION_ERROR', message: why });
+      }
+      return NO_BODY;
+    }
+  }
+}
+
+const NO_BODY = Symbol('no body');
+
+function readBody(req: http.IncomingMessage, limit: number): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    let done = false;
+    req.on('data', (chunk: Buffer) => {
+      if (done) return;
+      size += chunk.length;
+      if (size > limit) {
+        done = true;
+        req.resume();
+        reject(new BodyTooLarge());
+        return;
+      }
+      chunks.push(chunk);
+    });
+    req.on('end', () => {
+      if (!done) {
+        done = true;
+        resolve(Buffer.concat(chunks).toString('utf8'));
+      }
+    });
+    req.on('error', (err) => {
+      if (!done) {
+        done = true;
+        reject(err);
+      }
+    });
+  });
+}
+
+/** Aborted when the response closes before it was finished (the client went away): a waiting route stops waiting. */
+function abortOnEarlyClose(res: http.ServerResponse): AbortSignal {
+  const controller = new AbortController();
+  res.on('close', () => {
+    if (!res.writableFinished) controller.abort(new Error('the HTTP request closed'));
+  });
+  return controller.signal;
+}
+
+function isLoopbackOrigin(origin: string): boolean {
+  try {
+    const { protocol, hostname } = new URL(origin);
+    if (protocol !== 'http:' && protocol !== 'https:') return false;
+    return hostname === 'localhost' || hostname === '[::1]' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(hostname);
+  } catch {
+    return false;
+  }
+}
+
+function safePath(url: string | undefined): string {
+  return (url ?? '').split('?')[0].slice(0, 256);
+}
+
+function sendJson(res: http.ServerResponse, status: number, body: unknown): void {
+  const text = JSON.stringify(body ?? null);
+  res.writeHead(status, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(text) }).end(text);
+}
+
+function refuse(res: http.ServerResponse, refusal: Refusal): void {
+  sendJson(res, refusal.status, { error: { code: refusal.code, message: refusal.message } });
+}
