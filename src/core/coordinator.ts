@@ -36,6 +36,8 @@ import type { Repository } from './worktree/repositories';
 import { Snapshots } from './worktree/snapshots';
 import { bindWorkflowEventsToRouter } from './workflow/eventTrigger';
 import { Workflows } from './workflow/workflows';
+import type { ProgramLookup } from './launch/availability';
+import { DEFAULT_LAUNCHES_OPTIONS, Launches, type LaunchesOptions } from './launch/launches';
 
 export interface CoordinatorOptions {
   readonly store: CoordinatorStorage;
@@ -73,6 +75,11 @@ export interface CoordinatorOptions {
   readonly negotiation?: PolicySettings;
   /** Handoffs: the default timeout, rerouting, routing to the operator, retention (README, "Handoffs"). */
   readonly handoffs?: Partial<HandoffOptions>;
+  /**
+   * Launched agents (README, "Launch profiles"): the liveness interval (default a third of the heartbeat debounce), and
+   * for tests the program lookup (PATH) and the environment `${env:NAME}` reads.
+   */
+  readonly launches?: Partial<LaunchesOptions> & { readonly lookup?: ProgramLookup; readonly env?: Readonly<Record<string, string | undefined>> };
   /** Subscribed before anything is recorded, so that start-up and restore events are seen too. */
   readonly onEvent?: (event: StoredEvent) => void;
 }
@@ -122,6 +129,8 @@ export class Coordinator {
   /** DAG workflows (RFC §17.7): nodes run as scheduler tasks; EVENT triggers are NOTIFICATIONs to `coordinator`. */
   readonly workflows: Workflows;
   private readonly workflowEvents: Disposable;
+  /** Managed agents launched from the editor: profiles, the launch (registration, credential, worktree, wiring), their process's life. */
+  readonly launches: Launches;
   private readonly hitlBinding: Disposable;
   private readonly worktreeBinding: Disposable;
   private readonly toolBinding: Disposable;
@@ -221,12 +230,23 @@ export class Coordinator {
     this.workflowEvents = bindWorkflowEventsToRouter(this.workflows, this.router);
     // After the scheduler restored its tasks and HITL its invocations: RUNNING nodes are reconciled with them.
     this.workflows.restore({ correlationId: this.ids.uuid() });
+    const debounceMs = options.registry?.heartbeatDebounceMs ?? DEFAULT_REGISTRY_OPTIONS.heartbeatDebounceMs;
+    this.launches = new Launches({
+      store: this.store, log: this.log, clock: this.clock, ids: this.ids, git, registry: this.registry, credentials: this.credentials,
+      bindings: this.worktrees, workspace: this.workspace, setupOf: (repoId, worktreeId) => this.worktreeOperations.setupOf(repoId, worktreeId),
+      lookup: options.launches?.lookup, env: options.launches?.env,
+    }, {
+      ...DEFAULT_LAUNCHES_OPTIONS,
+      livenessIntervalMs: Math.max(1_000, Math.min(DEFAULT_LAUNCHES_OPTIONS.livenessIntervalMs, Math.floor(debounceMs / 3))),
+      ...(options.launches?.livenessIntervalMs !== undefined ? { livenessIntervalMs: options.launches.livenessIntervalMs } : {}),
+    });
     this.retentionTimer = scheduleEventRetention(this.store, this.log, this.clock, this.ids, options.maxEvents ?? DEFAULT_MAX_EVENTS);
   }
 
   /** Stops timers and closes the store. The coordinator cannot be used afterwards. */
   dispose(): void {
     this.retentionTimer.dispose();
+    this.launches.dispose();
     this.workflowEvents.dispose();
     this.workflows.dispose();
     this.transferGuard.dispose();

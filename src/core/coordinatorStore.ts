@@ -45,6 +45,9 @@ import { SqliteHandoffRepository } from './handoff/sqliteHandoffRepository';
 import type { WorkflowRepository, WorkflowStorage } from './workflow/model';
 import { WORKFLOW_SCHEMA } from './workflow/schema';
 import { SqliteWorkflowRepository } from './workflow/sqliteWorkflowRepository';
+import type { LaunchRepository, LaunchStorage } from './launch/model';
+import { LAUNCH_SCHEMA } from './launch/schema';
+import { SqliteLaunchRepository } from './launch/sqliteLaunchRepository';
 
 /**
  * Every area's schema steps in their fixed order: by version, and within version 1 the registry before the log.
@@ -65,6 +68,7 @@ export const COORDINATOR_SCHEMA: readonly SchemaStep[] = [
   ...ROOM_SCHEMA, // 14, 15
   ...HANDOFF_SCHEMA, // 16
   ...WORKFLOW_SCHEMA, // 17
+  ...LAUNCH_SCHEMA, // 18
 ].sort((a, b) => a.version - b.version);
 
 export const LATEST_SCHEMA_VERSION = COORDINATOR_SCHEMA[COORDINATOR_SCHEMA.length - 1].version;
@@ -80,16 +84,16 @@ export interface CoordinatorStoreOptions {
 
 /** What the coordinator needs of a store: the engine and every area's slice. */
 export type CoordinatorStorage = Store & RegistryStorage & LogStorage & RouterStorage & HitlStorage & CredentialsStorage & WorktreeStorage
-  & SchedulerStorage & ActivityStorage & ToolsStorage & PolicyStorage & NegotiationStorage & RoomStorage & HandoffStorage & WorkflowStorage;
+  & SchedulerStorage & ActivityStorage & ToolsStorage & PolicyStorage & NegotiationStorage & RoomStorage & HandoffStorage & WorkflowStorage & LaunchStorage;
 
 /**
  * The store as the coordinator uses it: the engine and every area's repository over it. Each area is handed only
  * its slice (RegistryStorage, LogStorage, RouterStorage, HitlStorage, CredentialsStorage, WorktreeStorage,
- * SchedulerStorage, ActivityStorage, ToolsStorage, PolicyStorage, NegotiationStorage, RoomStorage, HandoffStorage, WorkflowStorage): its own repository
+ * SchedulerStorage, ActivityStorage, ToolsStorage, PolicyStorage, NegotiationStorage, RoomStorage, HandoffStorage, WorkflowStorage, LaunchStorage): its own repository
  * and transactions.
  */
 export class CoordinatorStore implements Store, RegistryStorage, LogStorage, RouterStorage, HitlStorage, CredentialsStorage, WorktreeStorage,
-  SchedulerStorage, ActivityStorage, ToolsStorage, PolicyStorage, NegotiationStorage, RoomStorage, HandoffStorage, WorkflowStorage {
+  SchedulerStorage, ActivityStorage, ToolsStorage, PolicyStorage, NegotiationStorage, RoomStorage, HandoffStorage, WorkflowStorage, LaunchStorage {
   readonly agents: AgentRepository;
   readonly events: EventRepository;
   readonly router: SqliteRouterRepository;
@@ -104,6 +108,7 @@ export class CoordinatorStore implements Store, RegistryStorage, LogStorage, Rou
   readonly room: RoomRepository;
   readonly handoffs: HandoffRepository;
   readonly workflows: WorkflowRepository;
+  readonly launches: LaunchRepository;
 
   private constructor(private readonly engine: SqliteStore) {
     const db: DatabaseSync = engine.database;
@@ -121,6 +126,7 @@ export class CoordinatorStore implements Store, RegistryStorage, LogStorage, Rou
     this.room = new SqliteRoomRepository(db);
     this.handoffs = new SqliteHandoffRepository(db);
     this.workflows = new SqliteWorkflowRepository(db);
+    this.launches = new SqliteLaunchRepository(db);
     engine.addCommitParticipant(this.router.indexFill);
   }
 

@@ -42,10 +42,8 @@ import type { ValidationIssue, WorkflowCreateResult, WorkflowDetail, WorkflowFil
 import { parseDefinitionText } from '../workflow/definitionFile';
 import { WorkflowError } from '../workflow/workflows';
 import type { HandoffView } from './coordinatorApi';
+import { LaunchError } from '../launch/launches';
 import type { BridgeEndpoints, LaunchesChange, LaunchPlan, LaunchProfile, LaunchRecord, LaunchRequest, ProfileAvailability, ProfileIssue } from '../launch/model';
-
-/** TEMPORARY (issue 20 contract): replaced by the launch helper. */
-function notYet(): never { throw new Error('the launch section is not built yet'); }
 
 /** The calls Recent calls asks for when no limit is given, and the most it may ask for. */
 const DEFAULT_TOOL_CALLS = 100;
@@ -580,19 +578,52 @@ export class InProcessCoordinatorApi implements CoordinatorApi, Disposable {
     return this.workflowRun((c) => c.workflows.cancel(workflowId, reason, by, { correlationId: workflowId, principal: 'operator' }));
   }
 
-  // ---- launched agents: BUILT BY THE LAUNCH HELPER (issue 20); these bodies are the contract's temporaries and
-  // must all be replaced before the issue lands.
-  launchProfiles(): Promise<{ readonly profiles: LaunchProfile[]; readonly issues: ProfileIssue[] }> { return notYet(); }
-  setLaunchProfileSettings(_value: unknown): Promise<ProfileIssue[]> { return notYet(); }
-  profileAvailability(_profileId: string): Promise<ProfileAvailability> { return notYet(); }
-  launchAgent(_request: LaunchRequest, _by: string): Promise<LaunchPlan> { return notYet(); }
-  relaunchAgent(_agentId: string, _by: string): Promise<LaunchPlan> { return notYet(); }
-  launchStarted(_agentId: string): Promise<LaunchRecord> { return notYet(); }
-  launchExited(_agentId: string, _exitCode: number | null, _by: string): Promise<LaunchRecord> { return notYet(); }
-  launches(): Promise<LaunchRecord[]> { return notYet(); }
-  launch(_agentId: string): Promise<LaunchRecord | undefined> { return notYet(); }
-  get onDidChangeLaunches(): Event<LaunchesChange> { return notYet() as never; }
-  bridgeEndpoints(): Promise<BridgeEndpoints | undefined> { return notYet(); }
+  // ---- launched agents (README, "Launch profiles")
+  /** Launch changes, passed on while this API is not disposed. */
+  readonly onDidChangeLaunches: Event<LaunchesChange> = (listener) =>
+    this.coordinator.launches.onDidChange((change) => {
+      if (!this.disposed) listener(change);
+    });
+
+  launchProfiles(): Promise<{ readonly profiles: LaunchProfile[]; readonly issues: ProfileIssue[] }> {
+    return this.run((c) => c.launches.profiles());
+  }
+
+  setLaunchProfileSettings(value: unknown): Promise<ProfileIssue[]> {
+    return this.run((c) => c.launches.setSettingsProfiles(value));
+  }
+
+  profileAvailability(profileId: string): Promise<ProfileAvailability> {
+    return this.run((c) => c.launches.availability(profileId));
+  }
+
+  launchAgent(request: LaunchRequest, by: string): Promise<LaunchPlan> {
+    return this.runAsync((c) => c.launches.launch(request, by, { correlationId: c.ids.uuid(), principal: 'operator' }));
+  }
+
+  relaunchAgent(agentId: string, by: string): Promise<LaunchPlan> {
+    return this.runAsync((c) => c.launches.relaunch(agentId, by, { correlationId: c.ids.uuid(), principal: 'operator' }));
+  }
+
+  launchStarted(agentId: string): Promise<LaunchRecord> {
+    return this.run((c) => c.launches.started(agentId, { correlationId: c.ids.uuid(), principal: 'operator' }));
+  }
+
+  launchExited(agentId: string, exitCode: number | null, by: string): Promise<LaunchRecord> {
+    return this.run((c) => c.launches.exited(agentId, exitCode, by, { correlationId: c.ids.uuid(), principal: 'operator' }));
+  }
+
+  launches(): Promise<LaunchRecord[]> {
+    return this.run((c) => c.launches.list());
+  }
+
+  launch(agentId: string): Promise<LaunchRecord | undefined> {
+    return this.run((c) => c.launches.get(agentId));
+  }
+
+  bridgeEndpoints(): Promise<BridgeEndpoints | undefined> {
+    return this.run((c) => c.launches.bridgeEndpoints());
+  }
 
   /** `run` with the workflow engine's refusals as CoordinatorApiError (not_found, invalid, refused; the SW4RM code kept). */
   private workflowRun<T>(work: (coordinator: Coordinator) => T): Promise<T> {
@@ -728,6 +759,7 @@ function translateError(err: unknown): unknown {
   if (err instanceof BindingRequestError) return new CoordinatorApiError(err.kind === 'not_found' ? 'not_found' : err.kind === 'invalid_argument' ? 'invalid' : 'refused', err.message, err.code);
   if (err instanceof SchedulerError) return new CoordinatorApiError(err.code, err.message, err.sw4rmCode);
   if (err instanceof InvalidWorktreeIdError) return new CoordinatorApiError('invalid', err.message, 'VALIDATION_ERROR');
+  if (err instanceof LaunchError) return new CoordinatorApiError(err.kind, err.message, err.code);
   if (err instanceof NegotiationError) {
     return new CoordinatorApiError(err.kind === 'invalid' ? 'invalid' : err.kind === 'not_found' ? 'not_found' : 'refused', err.message, err.code);
   }

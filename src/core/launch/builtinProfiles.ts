@@ -1,0 +1,132 @@
+import type { AgentCli, LaunchProfile } from './model';
+
+/**
+ * The built-in launch profiles (README, "Launch profiles"): one per CLI whose wiring the launch area knows, plus the
+ * `custom` template. A profile of the `sw4rm.agents.profiles` setting or of `.sw4rm/agents.json` with the same id
+ * replaces one of these; one with another id and a known `cli` takes the wiring of that CLI's built-in profile for
+ * every field it leaves out (profiles.ts).
+ *
+ * Sources of each CLI's wiring (checked for issue 20):
+ * - Claude Code: project `.mcp.json` `{"mcpServers": {name: {"type": "http", "url", "headers"}}}`; `${VAR}` and
+ *   `${VAR:-default}` are expanded in command, args, env, url and headers (Claude Code docs, "Environment variable
+ *   expansion in .mcp.json"). A project server is used once the person approved it in Claude Code (its own prompt).
+ *   PreToolUse hooks in `.claude/settings.local.json` (the approvals part's HOOK-CONFIGS.md). A trailing argument is
+ *   the first prompt of the interactive session.
+ * - Codex CLI: MCP servers come from config.toml tables `mcp_servers.<name>`, which `-c key=value` overrides per run
+ *   (TOML values): `url` + `bearer_token_env_var` is a Streamable HTTP server whose bearer token Codex reads from the
+ *   named environment variable, so nothing is written and the user's ~/.codex is untouched. A trailing argument is
+ *   the first prompt. Codex 0.124+ has PreToolUse hooks too, but only a deny is enforced and a project's hooks must be
+ *   trusted in Codex first; the launch contract has no wiring for them (approvals: none, its own modes apply).
+ * - Gemini CLI: project `.gemini/settings.json` `mcpServers.<name>.httpUrl` + `headers`; string values may name
+ *   environment variables as `$VAR` or `${VAR}` (Gemini CLI configuration docs). BeforeTool hooks in the same file.
+ *   `-i <prompt>` (--prompt-interactive) runs the first prompt and stays interactive. Gemini CLI reads a project's
+ *   settings only in a folder it trusts (its own "trusted folders" prompt).
+ * - Aider: no MCP and no pre-tool hook; `--read <file>` puts the instructions in the chat read-only.
+ * - Copilot CLI: reads a workspace `.mcp.json` (the Claude Code format); preToolUse hooks in `.github/hooks/*.json`;
+ *   `-i <prompt>` starts interactive with a first prompt. Its expansion of `${SW4RM_TOKEN}` in the file's headers is
+ *   not verified here.
+ */
+
+/** The instructions file every built-in profile writes into the worktree (excluded from git). */
+export const INSTRUCTIONS_FILE = '.sw4rm/AGENT.md';
+
+/** The first prompt of the CLIs that take one: read the instructions file first. */
+export const FIRST_PROMPT = 'You are {agentId}, an agent of a SW4RM swarm working in this git worktree. Read {instructionsPath} now and follow it: it says how to check your inbox and work with the other agents.';
+
+export const BUILTIN_PROFILES: readonly LaunchProfile[] = [
+  {
+    id: 'claude-code',
+    name: 'Claude Code',
+    cli: 'claude-code',
+    command: ['claude'],
+    env: {},
+    bridge: { kind: 'mcp-config-file', path: '.mcp.json', format: 'claude-mcp-json', transport: 'http' },
+    approvals: { kind: 'claude-code-hooks', via: 'command' },
+    needsWorktree: true,
+    instructions: { file: INSTRUCTIONS_FILE, firstPromptArgs: [FIRST_PROMPT] },
+    capabilities: ['code'],
+    source: 'builtin',
+    description: 'Claude Code (`claude`): the bridge in `.mcp.json` (Streamable HTTP, token from SW4RM_TOKEN), tool approvals by a PreToolUse hook in `.claude/settings.local.json`, instructions in .sw4rm/AGENT.md and a first prompt.',
+  },
+  {
+    id: 'codex',
+    name: 'Codex CLI',
+    cli: 'codex',
+    command: ['codex'],
+    env: {},
+    bridge: { kind: 'args', args: ['-c', 'mcp_servers.sw4rm.url="{mcpUrl}"', '-c', 'mcp_servers.sw4rm.bearer_token_env_var="SW4RM_TOKEN"'] },
+    approvals: {
+      kind: 'none',
+      note: 'Codex CLI: no approval hook is wired; its own --ask-for-approval and --sandbox modes apply, and the agent stays in its worktree.',
+    },
+    needsWorktree: true,
+    instructions: { file: INSTRUCTIONS_FILE, firstPromptArgs: [FIRST_PROMPT] },
+    capabilities: ['code'],
+    source: 'builtin',
+    description: 'Codex CLI (`codex`): the bridge by `-c mcp_servers.sw4rm.*` arguments (Streamable HTTP, token from SW4RM_TOKEN; ~/.codex untouched), no approval hook (Codex\'s own approval mode), instructions in .sw4rm/AGENT.md and a first prompt.',
+  },
+  {
+    id: 'gemini',
+    name: 'Gemini CLI',
+    cli: 'gemini',
+    command: ['gemini'],
+    env: {},
+    bridge: { kind: 'mcp-config-file', path: '.gemini/settings.json', format: 'gemini-settings', transport: 'http' },
+    approvals: { kind: 'gemini-hooks' },
+    needsWorktree: true,
+    instructions: { file: INSTRUCTIONS_FILE, firstPromptArgs: ['-i', FIRST_PROMPT] },
+    capabilities: ['code'],
+    source: 'builtin',
+    description: 'Gemini CLI (`gemini`): the bridge and a BeforeTool approval hook in `.gemini/settings.json` (token from SW4RM_TOKEN), instructions in .sw4rm/AGENT.md and a first prompt (-i).',
+  },
+  {
+    id: 'aider',
+    name: 'Aider',
+    cli: 'aider',
+    command: ['aider'],
+    env: {},
+    bridge: { kind: 'none' },
+    approvals: {
+      kind: 'none',
+      note: 'Aider has no hook before it edits files or runs commands: its own confirmations apply (leave --yes-always off), and the agent stays in its worktree.',
+    },
+    needsWorktree: true,
+    instructions: { file: INSTRUCTIONS_FILE, firstPromptArgs: ['--read', '{instructionsPath}'] },
+    capabilities: ['code'],
+    source: 'builtin',
+    description: 'Aider (`aider`): no MCP, so no swarm tools; isolated in its worktree, shown in the views, instructions read with --read.',
+  },
+  {
+    id: 'copilot',
+    name: 'Copilot CLI',
+    cli: 'copilot',
+    command: ['copilot'],
+    env: {},
+    bridge: { kind: 'mcp-config-file', path: '.mcp.json', format: 'claude-mcp-json', transport: 'http' },
+    approvals: { kind: 'copilot-hooks' },
+    needsWorktree: true,
+    instructions: { file: INSTRUCTIONS_FILE, firstPromptArgs: ['-i', FIRST_PROMPT] },
+    capabilities: ['code'],
+    source: 'builtin',
+    description: 'GitHub Copilot CLI (`copilot`): the bridge in `.mcp.json`, tool approvals by a preToolUse hook in `.github/hooks/sw4rm.json`, instructions in .sw4rm/AGENT.md and a first prompt (-i).',
+  },
+  {
+    id: 'custom',
+    name: 'Custom command',
+    cli: 'custom',
+    command: [],
+    env: {},
+    bridge: { kind: 'none' },
+    approvals: { kind: 'none' },
+    needsWorktree: true,
+    instructions: { file: INSTRUCTIONS_FILE },
+    capabilities: [],
+    source: 'builtin',
+    description: 'A template: add a profile with your own command (cli "custom") to the sw4rm.agents.profiles setting or .sw4rm/agents.json. Every launched command gets SW4RM_MCP_URL, SW4RM_TOKEN and SW4RM_HOOK_URL.',
+  },
+];
+
+/** The built-in profile of a CLI: the defaults of a user profile naming that CLI. */
+export function builtinFor(cli: AgentCli): LaunchProfile | undefined {
+  return BUILTIN_PROFILES.find((p) => p.cli === cli);
+}

@@ -1,0 +1,169 @@
+import { strict as assert } from 'node:assert';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { BUILTIN_PROFILES } from '../../src/core/launch/builtinProfiles';
+import type { BridgeEndpoints, LaunchProfile } from '../../src/core/launch/model';
+import { parseSettingsProfiles } from '../../src/core/launch/profiles';
+import {
+  excludeFromGit, excludePattern, fillArgs, launchCommand, plannedFiles, renderFile, shellQuote, WiringError, writeWiring, type WiringContext,
+} from '../../src/core/launch/wiring';
+import { createGit } from '../../src/core/worktree/git';
+import { git, makeRepo } from '../support/gitRepo';
+import { makeTempDir, removeTempDir } from '../support/tempDir';
+
+const builtin = (id: string): LaunchProfile => BUILTIN_PROFILES.find((p) => p.id === id)!;
+const endpoints: BridgeEndpoints = {
+  mcpUrl: 'http://127.0.0.1:50052/mcp', hookUrl: 'http://127.0.0.1:50052/hooks/pre-tool-use',
+  stdioCommand: ['/usr/bin/node', '/ext/dist/sw4rm-mcp.js'], hookCommand: ['/Applications/Code Helper', '/ext/dist/sw4rm-hook.js'],
+  grpcAddress: '127.0.0.1:50051',
+};
+/** `null`: the bridge is not listening. */
+const ctxFor = (profile: LaunchProfile, e: BridgeEndpoints | null = endpoints): WiringContext => ({ agentId: 'coder-1', profile, cwd: '/wt/coder-1', endpoints: e ?? undefined });
+/** The planned files rendered as if none existed: path → parsed JSON or text. */
+function rendered(profile: LaunchProfile): Record<string, unknown> {
+  return Object.fromEntries(plannedFiles(ctxFor(profile)).map((f) => [f.path, f.kind === 'text' ? f.content : JSON.parse(renderFile(f, undefined))]));
+}
+const HOOK = "'/Applications/Code Helper' /ext/dist/sw4rm-hook.js";
+
+describe('launch wiring: what a launch writes and runs, per profile', () => {
+  it('Claude Code: .mcp.json over Streamable HTTP naming SW4RM_TOKEN, a PreToolUse command hook (660 s), the instructions and a first prompt', () => {
+    const files = rendered(builtin('claude-code'));
+    assert.deepEqual(Object.keys(files), ['.sw4rm/AGENT.md', '.mcp.json', '.claude/settings.local.json']);
+    assert.deepEqual(files['.mcp.json'], { mcpServers: { sw4rm: { type: 'http', url: endpoints.mcpUrl, headers: { Authorization: 'Bearer ${SW4RM_TOKEN}' } } } });
+    assert.deepEqual(files['.claude/settings.local.json'], {
+      hooks: { PreToolUse: [{ matcher: '*', hooks: [{ type: 'command', command: `${HOOK} --cli claude-code`, timeout: 660 }] }] },
+    });
+    const command = launchCommand(ctxFor(builtin('claude-code')));
+    assert.equal(command.length, 2);
+    assert.equal(command[0], 'claude');
+    assert.match(command[1], /^You are coder-1, an agent of a SW4RM swarm .* Read \.sw4rm\/AGENT\.md now/);
+    const text = files['.sw4rm/AGENT.md'] as string;
+    for (const expected of ['`coder-1`', '/wt/coder-1', '`read_inbox`', '`send_message`', '`list_agents`', '`request_decision`', 'SW4RM_TOKEN']) assert.ok(text.includes(expected), expected);
+    assert.match(text, /Call `read_inbox` now, before you start/);
+    // An HTTP hook instead of a command: the token is named for Claude Code to fill, never written.
+    const http = rendered({ ...builtin('claude-code'), approvals: { kind: 'claude-code-hooks', via: 'http' } });
+    assert.deepEqual((http['.claude/settings.local.json'] as { hooks: { PreToolUse: unknown[] } }).hooks.PreToolUse, [{
+      matcher: '*', hooks: [{ type: 'http', url: `${endpoints.hookUrl}?cli=claude-code`, headers: { Authorization: 'Bearer $SW4RM_TOKEN' }, allowedEnvVars: ['SW4RM_TOKEN'], timeout: 660 }],
+    }]);
+  });
+
+  it('Gemini CLI: one .gemini/settings.json with the server (httpUrl) and the BeforeTool hook (660,000 ms); the prompt by -i', () => {
+    const files = rendered(builtin('gemini'));
+    assert.deepEqual(files['.gemini/settings.json'], {
+      mcpServers: { sw4rm: { httpUrl: endpoints.mcpUrl, headers: { Authorization: 'Bearer ${SW4RM_TOKEN}' } } },
+      hooks: { BeforeTool: [{ matcher: '.*', hooks: [{ type: 'command', name: 'sw4rm-approvals', command: `${HOOK} --cli gemini`, timeout: 660_000 }] }] },
+    });
+    assert.equal(launchCommand(ctxFor(builtin('gemini')))[1], '-i');
+  });
+
+  it('Codex CLI: nothing but the instructions written; the server by -c overrides with the token\'s variable name', () => {
+    assert.deepEqual(Object.keys(rendered(builtin('codex'))), ['.sw4rm/AGENT.md']);
+    const command = launchCommand(ctxFor(builtin('codex')));
+    assert.deepEqual(command.slice(0, 5), ['codex', '-c', 'mcp_servers.sw4rm.url="http://127.0.0.1:50052/mcp"', '-c', 'mcp_servers.sw4rm.bearer_token_env_var="SW4RM_TOKEN"']);
+    assert.match(command[5], /Read \.sw4rm\/AGENT\.md now/);
+  });
+
+  it('Aider: only the instructions, read with --read; the file says there are no swarm tools', () => {
+    const files = rendered(builtin('aider'));
+    assert.deepEqual(Object.keys(files), ['.sw4rm/AGENT.md']);
+    assert.match(files['.sw4rm/AGENT.md'] as string, /No swarm tools in this CLI/);
+    assert.doesNotMatch(files['.sw4rm/AGENT.md'] as string, /read_inbox/);
+    assert.deepEqual(launchCommand(ctxFor(builtin('aider'))), ['aider', '--read', '.sw4rm/AGENT.md']);
+    assert.deepEqual(launchCommand(ctxFor(builtin('aider'), null)), ['aider', '--read', '.sw4rm/AGENT.md'], 'needs no bridge');
+  });
+
+  it('Copilot CLI: .mcp.json and a preToolUse hook file for bash and PowerShell', () => {
+    const files = rendered(builtin('copilot'));
+    assert.deepEqual(files['.github/hooks/sw4rm.json'], {
+      version: 1,
+      hooks: { preToolUse: [{ type: 'command', bash: `${HOOK} --cli copilot`, powershell: "& '/Applications/Code Helper' '/ext/dist/sw4rm-hook.js' '--cli' 'copilot'", timeoutSec: 660 }] },
+    });
+  });
+
+  it('stdio transport and the other formats name the environment variables each format expands', () => {
+    const stdio = parseSettingsProfiles([{ id: 'cursorish', command: ['cursor-agent'], bridge: { kind: 'mcp-config-file', path: '.cursor/mcp.json', format: 'cursor-mcp-json', transport: 'stdio' } }]).profiles[0];
+    assert.deepEqual(rendered(stdio)['.cursor/mcp.json'], {
+      mcpServers: { sw4rm: { command: '/usr/bin/node', args: ['/ext/dist/sw4rm-mcp.js'], env: { SW4RM_MCP_URL: '${env:SW4RM_MCP_URL}', SW4RM_TOKEN: '${env:SW4RM_TOKEN}', ELECTRON_RUN_AS_NODE: '1' } } },
+    });
+    const vscode = { ...stdio, bridge: { kind: 'mcp-config-file', path: '.vscode/mcp.json', format: 'vscode-mcp-json', transport: 'http' } } as LaunchProfile;
+    assert.deepEqual(rendered(vscode)['.vscode/mcp.json'], { servers: { sw4rm: { type: 'http', url: endpoints.mcpUrl, headers: { Authorization: 'Bearer ${env:SW4RM_TOKEN}' } } } });
+  });
+
+  it('fills placeholders: whole-argument lists spread, lists inside an argument as JSON, unknown ones kept, missing values refused', () => {
+    const values = { agentId: 'a', mcpUrl: 'http://x/mcp', stdioCommand: ['node', '/p q/mcp.js'], instructionsPath: undefined };
+    assert.deepEqual(fillArgs(['--id={agentId}', '{stdioCommand}', 'cmd={stdioCommand}', '{json}', '{mcpUrl}'], values),
+      ['--id=a', 'node', '/p q/mcp.js', 'cmd=["node","/p q/mcp.js"]', '{json}', 'http://x/mcp']);
+    assert.throws(() => fillArgs(['{instructionsPath}'], values), (err: unknown) => err instanceof WiringError && /no instructions file/.test(err.message));
+    assert.throws(() => launchCommand(ctxFor(builtin('codex'), null)), /MCP bridge is not listening/);
+    assert.equal(shellQuote("it's"), "'it'\\''s'");
+    assert.equal(excludePattern('.sw4rm/AGENT.md'), '/.sw4rm/AGENT.md');
+    assert.equal(excludePattern('a b/#x[1]*.json'), '/a\\ b/\\#x\\[1\\]\\*.json');
+  });
+
+  it('merges into an existing untracked file: other servers, settings and hooks kept, ours replaced not duplicated', () => {
+    const [, mcp, settings] = plannedFiles(ctxFor(builtin('claude-code')));
+    const existing = '{\n  // mine\n  "mcpServers": { "other": { "command": "x" }, "sw4rm": { "url": "old" } }\n}\n';
+    assert.deepEqual(JSON.parse(renderFile(mcp, existing).replace('// mine', '')).mcpServers, {
+      other: { command: 'x' }, sw4rm: { type: 'http', url: endpoints.mcpUrl, headers: { Authorization: 'Bearer ${SW4RM_TOKEN}' } },
+    });
+    assert.ok(renderFile(mcp, existing).includes('// mine'), 'comments are kept');
+    const theirs = { matcher: 'Bash', hooks: [{ type: 'command', command: 'lint.sh' }] };
+    const once = renderFile(settings, JSON.stringify({ permissions: { allow: ['Read'] }, hooks: { PreToolUse: [theirs] } }));
+    const twice = JSON.parse(renderFile(settings, once));
+    assert.deepEqual(twice.permissions, { allow: ['Read'] });
+    assert.equal(twice.hooks.PreToolUse.length, 2);
+    assert.deepEqual(twice.hooks.PreToolUse[0], theirs);
+    assert.throws(() => renderFile(mcp, '[1, 2]'), /cannot be merged \(it is not a JSON object\)/);
+    assert.throws(() => renderFile(mcp, '{"a": '), /cannot be merged/);
+  });
+
+  describe('in a real worktree', function () {
+    this.timeout(30_000);
+    let dir: string;
+    let repo: string;
+    let worktree: string;
+
+    beforeEach(() => {
+      dir = makeTempDir('sw4rm-wiring-');
+      repo = makeRepo(dir, 'app');
+      worktree = path.join(dir, 'wt');
+      git(repo, 'worktree', 'add', '-q', '-b', 'sw4rm/wt', worktree);
+    });
+    afterEach(() => removeTempDir(dir));
+
+    it('writes the files, ignored by the worktree\'s own exclude file (the user\'s excludes kept); the main checkout is untouched', async () => {
+      const userExcludes = path.join(dir, 'my-excludes');
+      fs.writeFileSync(userExcludes, '*.log\n');
+      git(repo, 'config', 'core.excludesFile', userExcludes);
+      const wrote = await writeWiring(createGit(), worktree, plannedFiles({ ...ctxFor(builtin('gemini')), cwd: worktree }), {});
+      assert.deepEqual(wrote, ['.sw4rm/AGENT.md', '.gemini/settings.json']);
+      fs.writeFileSync(path.join(worktree, 'debug.log'), 'x');
+      assert.equal(git(worktree, 'status', '--porcelain', '--untracked-files=all'), '', 'ours and the user\'s excludes apply in the worktree');
+      fs.writeFileSync(path.join(worktree, 'new.txt'), 'x');
+      assert.equal(git(worktree, 'status', '--porcelain', '--untracked-files=all'), '?? new.txt\n', 'nothing else is hidden');
+      const excludeFile = git(worktree, 'config', '--worktree', '--get', 'core.excludesFile').trim();
+      assert.equal(excludeFile, path.join(fs.realpathSync(path.join(repo, '.git')), 'worktrees', 'wt', 'info', 'sw4rm-exclude'));
+      assert.match(fs.readFileSync(excludeFile, 'utf8'), /\*\.log\n# What the launch wrote:\n\/\.sw4rm\/AGENT\.md\n\/\.gemini\/settings\.json\n$/);
+      // The main checkout: same names are not ignored there, its config keeps the user's excludes, nothing written.
+      assert.equal(git(repo, 'config', '--get', 'core.excludesFile').trim(), userExcludes);
+      fs.mkdirSync(path.join(repo, '.gemini'));
+      fs.writeFileSync(path.join(repo, '.gemini', 'settings.json'), '{}');
+      assert.equal(git(repo, 'status', '--porcelain', '--untracked-files=all'), '?? .gemini/settings.json\n');
+      // Written again (a relaunch): the exclude file is rewritten, not appended to.
+      await excludeFromGit(createGit(), worktree, ['.sw4rm/AGENT.md'], {});
+      assert.equal(fs.readFileSync(excludeFile, 'utf8').match(/AGENT\.md/g)?.length, 1);
+    });
+
+    it('refuses a file git tracks in the worktree, writing nothing', async () => {
+      fs.writeFileSync(path.join(repo, '.mcp.json'), '{"mcpServers": {}}\n');
+      git(repo, 'add', '.mcp.json');
+      git(repo, 'commit', '-q', '-m', 'team servers');
+      git(worktree, 'merge', '-q', '--ff-only', 'main');
+      await assert.rejects(writeWiring(createGit(), worktree, plannedFiles({ ...ctxFor(builtin('claude-code')), cwd: worktree }), {}),
+        (err: unknown) => err instanceof WiringError && /^\.mcp\.json is tracked by git in this repository/.test(err.message));
+      assert.ok(!fs.existsSync(path.join(worktree, '.sw4rm')), 'nothing written');
+      assert.equal(fs.readFileSync(path.join(worktree, '.mcp.json'), 'utf8'), '{"mcpServers": {}}\n');
+      assert.equal(git(worktree, 'status', '--porcelain', '--untracked-files=all'), '');
+    });
+  });
+});
