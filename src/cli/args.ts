@@ -9,6 +9,7 @@ import {
 } from '../core/router/router';
 import type { AuthMode } from '../server/auth';
 import { CONNECTION_LIMIT_BOUNDS, DEFAULT_CONNECTION_LIMITS } from '../server/connections';
+import { DEFAULT_BRIDGE_PORT } from '../server/bridge/bridgeServer';
 import { DEFAULT_SCHEDULER_OPTIONS } from '../core/scheduler/model';
 import { DEFAULT_HANDOFF_OPTIONS, HANDOFF_OPTION_BOUNDS } from '../core/handoff/handoffs';
 import { DEFAULT_SNAPSHOT_RETENTION_DAYS, MAX_SNAPSHOT_RETENTION_DAYS, MIN_SNAPSHOT_RETENTION_DAYS } from '../core/worktree/operations';
@@ -20,6 +21,8 @@ const TRANSPORT_MAX_PAYLOAD = 16 * MIB;
 export interface CliOptions {
   readonly host: string;
   readonly port: number;
+  /** The MCP bridge's port on 127.0.0.1 (0 = any free port; a busy one falls back to a free one). */
+  readonly bridgePort: number;
   readonly dataDir: string;
   readonly auth: AuthMode;
   readonly heartbeatDebounceSeconds: number;
@@ -78,6 +81,7 @@ Runs the SW4RM coordinator headless: all SW4RM services on one gRPC port.
 Options:
   --host <address>          address to bind (default 127.0.0.1; non-loopback needs --auth token)
   --port <port>             TCP port (default 50051; 0 = any free port)
+  --bridge-port <port>      the MCP bridge's port on 127.0.0.1 (default 50052; 0 = any free port; in use: a free one)
   --data-dir <folder>       store folder (default .sw4rm)
   --auth <token|none>       agent authentication (default token)
   --heartbeat-debounce <s>  seconds without heartbeat before an agent is unavailable (default 30)
@@ -147,7 +151,7 @@ export const MAX_DEBOUNCE_SECONDS = 86_400;
 
 export function parseArgs(argv: readonly string[]): CliOptions {
   const options = {
-    host: '127.0.0.1', port: 50051, dataDir: '.sw4rm', auth: 'token' as AuthMode, heartbeatDebounceSeconds: 30,
+    host: '127.0.0.1', port: 50051, bridgePort: DEFAULT_BRIDGE_PORT, dataDir: '.sw4rm', auth: 'token' as AuthMode, heartbeatDebounceSeconds: 30,
     capacity: 10, dedupWindowSeconds: 3600, messageRetentionHours: DEFAULT_ROUTER_OPTIONS.messageRetentionMs / 3_600_000, storeBudgetMiB: DEFAULT_ROUTER_OPTIONS.storeBudgetBytes / MIB,
     memoryBudgetMiB: DEFAULT_ROUTER_OPTIONS.memoryBudgetBytes / MIB, maxConnections: DEFAULT_CONNECTION_LIMITS.maxConnections,
     unauthenticatedIdleSeconds: DEFAULT_CONNECTION_LIMITS.unauthenticatedIdleMs / 1000, requestBodySeconds: DEFAULT_CONNECTION_LIMITS.requestBodyMs / 1000,
@@ -186,6 +190,13 @@ export function parseArgs(argv: readonly string[]): CliOptions {
         const port = Number(v);
         if (!/^\d+$/.test(v) || port > 65535) throw new UsageError(`--port must be a number from 0 to 65535, not '${v}'`);
         options.port = port;
+        break;
+      }
+      case '--bridge-port': {
+        const v = value();
+        const port = Number(v);
+        if (!/^\d+$/.test(v) || port > 65535) throw new UsageError(`--bridge-port must be a number from 0 to 65535, not '${v}'`);
+        options.bridgePort = port;
         break;
       }
       case '--data-dir': options.dataDir = value(); break;

@@ -98,6 +98,7 @@ async function main(): Promise<number> {
       repositories,
       host: options.host,
       port: options.port,
+      bridgePort: options.bridgePort,
       auth: options.auth,
       heartbeatDebounceMs: options.heartbeatDebounceSeconds * 1000,
       onEvent: (event) => {
@@ -164,6 +165,7 @@ async function main(): Promise<number> {
     // The environment on stdout says "ready", and scripts and tests may signal us as soon as they see it: print it only
     // once the handlers are in place, so that such a signal drains instead of killing the process.
     process.stdout.write(`# SW4RM coordinator serving on ${options.host}:${host.port} (auth ${options.auth}, store ${host.coordinator.store.location})\n`);
+    if (host.bridgeEndpoints) process.stdout.write(`# MCP bridge for agents: ${host.bridgeEndpoints.mcpUrl} (stdio: ${host.bridgeEndpoints.stdioCommand.join(' ')})\n`);
     for (const repo of repositories) process.stdout.write(`# Repository ${repo.id}: ${repo.path}${repo.bare ? ' (bare)' : ''}\n`);
     process.stdout.write('# Agent environment:\n');
     process.stdout.write(formatEnvironment(host.environment()));

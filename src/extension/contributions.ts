@@ -120,6 +120,7 @@ export const SETTINGS_SECTION = 'sw4rm';
 
 export const Settings = {
   port: 'port',
+  bridgePort: 'bridge.port',
   host: 'host',
   auth: 'auth',
   dataDir: 'dataDir',

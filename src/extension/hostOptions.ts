@@ -30,6 +30,7 @@ export function hostOptionsOf(settings: CoordinatorSettings, context: HostStartC
     protosDir: context.protosDir,
     host: settings.host,
     port: context.port,
+    bridgePort: settings.bridgePort,
     auth: settings.auth,
     heartbeatDebounceMs: settings.heartbeatDebounceMs,
     router: settings.router.options,

@@ -2,6 +2,7 @@ import * as path from 'node:path';
 import * as vscode from 'vscode';
 import type { AuthMode } from '../server/auth';
 import type { ConnectionLimits } from '../server/connections';
+import { DEFAULT_BRIDGE_PORT } from '../server/bridge/bridgeServer';
 import type { ApprovalSettingValues } from './approvalSettings';
 import { defaultDataFolder } from './dataFolder';
 import { SETTINGS_SECTION, Settings } from './contributions';
@@ -15,6 +16,8 @@ import { handoffSettings, type HandoffSettings } from './handoffSettings';
 
 export interface CoordinatorSettings {
   readonly port: number;
+  /** The MCP bridge's port on 127.0.0.1 (sw4rm.bridge.port; 0 = any free port; a busy one falls back to a free one). */
+  readonly bridgePort: number;
   readonly host: string;
   readonly auth: AuthMode;
   /** Absolute folder of the store. */
@@ -57,6 +60,7 @@ export function readSettings(context: vscode.ExtensionContext): CoordinatorSetti
   const legacyDataDir = configured === '' ? context.storageUri?.fsPath : undefined;
   return {
     port: config.get<number>(Settings.port, 50051),
+    bridgePort: bridgePortOf(config.get<unknown>(Settings.bridgePort)),
     host: config.get<string>(Settings.host, '127.0.0.1').trim() || '127.0.0.1',
     auth,
     dataDir,
@@ -100,9 +104,14 @@ export function readSettings(context: vscode.ExtensionContext): CoordinatorSetti
   };
 }
 
+/** sw4rm.bridge.port: a port number, else the default (the schema bounds it; a hand-edited value may not be). */
+export function bridgePortOf(value: unknown): number {
+  return typeof value === 'number' && Number.isInteger(value) && value >= 0 && value <= 65535 ? value : DEFAULT_BRIDGE_PORT;
+}
+
 /** Settings whose change needs a restart of the coordinator to take effect. */
 export const SERVER_SETTINGS: readonly string[] = [
-  Settings.port, Settings.host, Settings.auth, Settings.dataDir, Settings.heartbeatDebounceSeconds,
+  Settings.port, Settings.bridgePort, Settings.host, Settings.auth, Settings.dataDir, Settings.heartbeatDebounceSeconds,
   Settings.inboxCapacity, Settings.deduplicationWindowSeconds, Settings.messageRetentionHours, Settings.privilegedRatePerSecond,
   Settings.storeBudgetMiB, Settings.payloadLimits, Settings.unaddressedMessages,
   Settings.memoryBudgetMiB, Settings.maxConnections, Settings.unauthenticatedIdleSeconds, Settings.requestBodyTimeoutSeconds,

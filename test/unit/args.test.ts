@@ -25,21 +25,21 @@ const WORKSPACE_DEFAULTS = {
 describe('parseArgs (headless CLI)', () => {
   it('defaults to 127.0.0.1:50051, token auth, .sw4rm, a 30 s debounce and the RFC router defaults', () => {
     assert.deepEqual(parseArgs([]), {
-      host: '127.0.0.1', port: 50051, dataDir: '.sw4rm', auth: 'token', heartbeatDebounceSeconds: 30, ...ROUTER_DEFAULTS, help: false, ...HITL_DEFAULTS, ...WORKSPACE_DEFAULTS,
+      host: '127.0.0.1', port: 50051, bridgePort: 50052, dataDir: '.sw4rm', auth: 'token', heartbeatDebounceSeconds: 30, ...ROUTER_DEFAULTS, help: false, ...HITL_DEFAULTS, ...WORKSPACE_DEFAULTS,
     });
   });
 
   it('reads every option, as separate values or with =', () => {
-    assert.deepEqual(parseArgs(['--host', '::1', '--port', '0', '--data-dir', '/tmp/x y', '--auth', 'none', '--heartbeat-debounce', '2.5',
+    assert.deepEqual(parseArgs(['--host', '::1', '--port', '0', '--bridge-port', '0', '--data-dir', '/tmp/x y', '--auth', 'none', '--heartbeat-debounce', '2.5',
       '--capacity', '3', '--dedup-window', '60', '--message-retention', '48', '--store-budget', '64', '--privileged-rate', '5', '--payload-limit', 'DATA=1048576', '--unaddressed', 'fanout', '--operator', '--hitl-policy', 'p.json',
       '--memory-budget', '256', '--max-connections', '50', '--idle-unauthenticated', '5', '--request-body-timeout', '60']), {
-      host: '::1', port: 0, dataDir: '/tmp/x y', auth: 'none', heartbeatDebounceSeconds: 2.5,
+      host: '::1', port: 0, bridgePort: 0, dataDir: '/tmp/x y', auth: 'none', heartbeatDebounceSeconds: 2.5,
       capacity: 3, dedupWindowSeconds: 60, messageRetentionHours: 48, storeBudgetMiB: 64, privilegedRatePerSecond: 5, payloadLimits: { DATA: 1048576 }, unaddressed: 'fanout', verbose: false, help: false,
       memoryBudgetMiB: 256, maxConnections: 50, unauthenticatedIdleSeconds: 5, requestBodySeconds: 60,
       operator: true, hitlPolicyFile: 'p.json', ...WORKSPACE_DEFAULTS,
     });
-    assert.deepEqual(parseArgs(['--port=65535', '--data-dir=a=b', '--auth=token', '--capacity=25', '--dedup-window=7200', '--payload-limit=CONTROL=100']), {
-      host: '127.0.0.1', port: 65535, dataDir: 'a=b', auth: 'token', heartbeatDebounceSeconds: 30,
+    assert.deepEqual(parseArgs(['--port=65535', '--bridge-port=50060', '--data-dir=a=b', '--auth=token', '--capacity=25', '--dedup-window=7200', '--payload-limit=CONTROL=100']), {
+      host: '127.0.0.1', port: 65535, bridgePort: 50060, dataDir: 'a=b', auth: 'token', heartbeatDebounceSeconds: 30,
       capacity: 25, dedupWindowSeconds: 7200, messageRetentionHours: 24, storeBudgetMiB: 2048, privilegedRatePerSecond: 50, payloadLimits: { CONTROL: 100 }, unaddressed: 'refuse', verbose: false, help: false, ...HITL_DEFAULTS, ...BOUNDS_DEFAULTS, ...WORKSPACE_DEFAULTS,
     });
   });
@@ -184,6 +184,12 @@ describe('parseArgs (headless CLI)', () => {
     });
   }
 
+  for (const bad of ['abc', '-1', '65536', '1e3', '']) {
+    it(`refuses --bridge-port ${JSON.stringify(bad)}`, () => {
+      refused(['--bridge-port', bad], /--bridge-port must be a number from 0 to 65535/);
+    });
+  }
+
   it('refuses an unknown auth mode, naming it', () => {
     refused(['--auth', 'bogus'], /--auth must be 'token' or 'none', not 'bogus'/);
   });
@@ -221,7 +227,7 @@ describe('parseArgs (headless CLI)', () => {
   });
 
   it('documents every option in the usage text', () => {
-    for (const flag of ['--host', '--port', '--data-dir', '--auth', '--heartbeat-debounce', '--capacity', '--dedup-window', '--privileged-rate', '--payload-limit', '--verbose', '--help']) {
+    for (const flag of ['--host', '--port', '--bridge-port', '--data-dir', '--auth', '--heartbeat-debounce', '--capacity', '--dedup-window', '--privileged-rate', '--payload-limit', '--verbose', '--help']) {
       assert.ok(USAGE.includes(flag), flag);
     }
   });

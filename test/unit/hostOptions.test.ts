@@ -13,6 +13,7 @@ import { handoffSettings } from '../../src/extension/handoffSettings';
 function settings(): CoordinatorSettings {
   return {
     port: 50099,
+    bridgePort: 50098,
     host: '0.0.0.0',
     auth: 'none',
     dataDir: '/data/store',
@@ -42,6 +43,7 @@ describe('the editor\'s host options (every host setting reaches CoordinatorHost
     assert.equal(options.auth, 'none');
     assert.equal(options.heartbeatDebounceMs, 7_000);
     assert.equal(options.port, 50100, 'the port of the start (after a conflict), not the setting');
+    assert.equal(options.bridgePort, 50098, 'sw4rm.bridge.port reaches the host');
     assert.equal(options.dataDir, '/data/moved', 'the folder the store was moved to');
     assert.equal(options.protosDir, '/ext/protos');
     assert.deepEqual(options.workspaceFolders, ['/ws/app']);

@@ -208,7 +208,10 @@ async function collect(tool: BridgeToolContext, max: number, waitMs: number): Pr
   const delivered: Delivered[] = [];
   let wake: (() => void) | undefined;
   let closed: string | undefined;
-  const isMessage = (d: Delivered) => d.envelope.messageType !== 'ACKNOWLEDGEMENT' && d.envelope.messageType !== 'HEARTBEAT';
+  // A message the router keeps; live-only envelopes (the coordinator's heartbeats and join/leave notices, written only to
+  // an open stream and never stored) are not pending messages, and acknowledgements are answered apart.
+  const isMessage = (d: Delivered) => d.envelope.messageType !== 'ACKNOWLEDGEMENT' && router.message(d.envelope.messageId) !== undefined;
+  const isAck = (d: Delivered) => d.envelope.messageType === 'ACKNOWLEDGEMENT';
   const sink: InboxSink = {
     deliver(seq, envelope) {
       delivered.push({ seq, envelope });
@@ -251,13 +254,11 @@ async function collect(tool: BridgeToolContext, max: number, waitMs: number): Pr
   } finally {
     attached.dispose();
   }
-  // The first `max` messages (by seq) and every acknowledgement delivered with them.
+  // The first `max` messages (by seq) and every acknowledgement delivered with them; live-only envelopes need no answer.
   const kept: Delivered[] = [];
   let count = 0;
   for (const d of delivered.sort((a, b) => a.seq - b.seq)) {
-    if (d.envelope.messageType === 'HEARTBEAT' && d.envelope.producerId === 'coordinator') continue;
-    if (isMessage(d) && ++count > max) continue;
-    kept.push(d);
+    if (isAck(d) || (isMessage(d) && ++count <= max)) kept.push(d);
   }
   if (signal.aborted) throw new BridgeToolError('CANCELLED', 'the read was cancelled (the request closed); nothing was confirmed: the messages are delivered again');
   return kept;
