@@ -41,6 +41,12 @@ await Promise.all([
     entryPoints: ['src/cli/mcpStdio.ts'],
     outfile: 'dist/sw4rm-mcp.js',
   }),
+  // The approval hooks' command (src/cli/hookCommand.ts): BridgeEndpoints.hookCommand runs it beside the bundles.
+  esbuild.build({
+    ...common,
+    entryPoints: ['src/cli/hookCommand.ts'],
+    outfile: 'dist/sw4rm-hook.js',
+  }),
   esbuild.build({
     ...common,
     entryPoints: ['examples/agent.ts'],

@@ -34,6 +34,8 @@ import { createGit, type Git } from './worktree/git';
 import { DEFAULT_WORKTREE_OPERATIONS_OPTIONS, WorktreeOperations, type WorktreeOperationsOptions } from './worktree/operations';
 import type { Repository } from './worktree/repositories';
 import { Snapshots } from './worktree/snapshots';
+import type { ToolRule } from './toolApproval/model';
+import { ToolApprovals, type ToolApprovalOptions } from './toolApproval/toolApprovals';
 import { bindWorkflowEventsToRouter } from './workflow/eventTrigger';
 import { Workflows } from './workflow/workflows';
 import type { ProgramLookup } from './launch/availability';
@@ -82,6 +84,8 @@ export interface CoordinatorOptions {
   readonly launches?: Partial<LaunchesOptions> & { readonly lookup?: ProgramLookup; readonly env?: Readonly<Record<string, string | undefined>> };
   /** Subscribed before anything is recorded, so that start-up and restore events are seen too. */
   readonly onEvent?: (event: StoredEvent) => void;
+  /** Tool approvals of CLI agents: the user's rules (`sw4rm.approvals.toolRules`, checked by parseToolRules) and limits. */
+  readonly toolApprovals?: { readonly rules?: readonly ToolRule[] } & Partial<ToolApprovalOptions>;
 }
 
 /**
@@ -128,6 +132,8 @@ export class Coordinator {
   private readonly transferGuard: Disposable;
   /** DAG workflows (RFC §17.7): nodes run as scheduler tasks; EVENT triggers are NOTIFICATIONs to `coordinator`. */
   readonly workflows: Workflows;
+  /** Tool approvals of CLI agents (their hooks, through the bridge's hook endpoint). */
+  readonly toolApprovals: ToolApprovals;
   private readonly workflowEvents: Disposable;
   /** Managed agents launched from the editor: profiles, the launch (registration, credential, worktree, wiring), their process's life. */
   readonly launches: Launches;
@@ -240,6 +246,10 @@ export class Coordinator {
       livenessIntervalMs: Math.max(1_000, Math.min(DEFAULT_LAUNCHES_OPTIONS.livenessIntervalMs, Math.floor(debounceMs / 3))),
       ...(options.launches?.livenessIntervalMs !== undefined ? { livenessIntervalMs: options.launches.livenessIntervalMs } : {}),
     });
+    const { rules: toolRules, ...toolApprovalOptions } = options.toolApprovals ?? {};
+    this.toolApprovals = new ToolApprovals({ hitl: this.hitl, log: this.log, clock: this.clock, locator: this.worktrees, ids: this.ids }, toolApprovalOptions, toolRules ?? []);
+    // After HITL restored its invocations: questions whose hook died with the previous process are withdrawn.
+    this.toolApprovals.restore({ correlationId: this.ids.uuid() });
     this.retentionTimer = scheduleEventRetention(this.store, this.log, this.clock, this.ids, options.maxEvents ?? DEFAULT_MAX_EVENTS);
   }
 

@@ -1,4 +1,4 @@
-import { parsePolicy, type HitlPolicy } from '../core/api';
+import { parsePolicy, parseToolRules, type HitlPolicy, type ToolRule } from '../core/api';
 import { SETTINGS_SECTION, Settings } from './contributions';
 
 /** The sw4rm.approvals.* settings as the user wrote them (any JSON value may arrive from settings.json). */
@@ -8,10 +8,14 @@ export interface ApprovalSettingValues {
   readonly rules: unknown;
   readonly pauseAll: unknown;
   readonly retentionDays: unknown;
+  /** sw4rm.approvals.toolRules: the tool-use rules of CLI agents' approval hooks. */
+  readonly toolRules?: unknown;
 }
 
 export interface ApprovalSettings {
   readonly policy: HitlPolicy;
+  /** The tool-use rules that passed their checks, in their order (src/core/toolApproval/rules.ts). */
+  readonly toolRules: readonly ToolRule[];
   /** What was wrong and skipped, one sentence each, naming the setting. */
   readonly problems: readonly string[];
 }
@@ -37,7 +41,8 @@ export function approvalSettings(values: ApprovalSettingValues): ApprovalSetting
     paused: values.pauseAll,
     retentionDays: values.retentionDays,
   });
-  return { policy, problems: problems.map(nameSetting) };
+  const tools = parseToolRules(values.toolRules, `${SETTINGS_SECTION}.${Settings.approvalsToolRules}`);
+  return { policy, toolRules: tools.rules, problems: [...problems.map(nameSetting), ...tools.issues.map((i) => `${i.path}: ${i.message}`)] };
 }
 
 function nameSetting(problem: string): string {

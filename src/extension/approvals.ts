@@ -1,6 +1,6 @@
 import * as os from 'node:os';
 import * as vscode from 'vscode';
-import type { CoordinatorApi, Disposable, HitlInvocation, HitlPolicy, OperatorAttachment } from '../core/api';
+import type { CoordinatorApi, Disposable, HitlInvocation, HitlPolicy, OperatorAttachment, ToolRule } from '../core/api';
 import { approvalSettings, ProblemMemory } from './approvalSettings';
 import { announcementText, needsAnnouncement, OpenAnnouncements } from './approvalsModel';
 import { Commands, ContextKeys, SETTINGS_SECTION, Settings } from './contributions';
@@ -74,6 +74,7 @@ export class Approvals implements vscode.Disposable {
     if (api) {
       // The settings may have changed while the coordinator was starting.
       steps.push(api.setApprovalPolicy(this.readPolicy(true), 'settings').catch(ignore));
+      steps.push(api.setToolApprovalRules(this.readToolRules(), 'settings').catch(ignore));
       this.attachment = api.attachOperator(this.operator).catch(() => undefined);
       steps.push(this.attachment);
       this.subscriptions.push(api.onDidChangeApprovals((change) => {
@@ -91,6 +92,7 @@ export class Approvals implements vscode.Disposable {
   settingsChanged(): void {
     const policy = this.readPolicy(true);
     void this.api?.setApprovalPolicy(policy, 'settings').catch(ignore);
+    void this.api?.setToolApprovalRules(this.readToolRules(), 'settings').catch(ignore);
   }
 
   /** Sets sw4rm.approvals.pauseAll for this workspace (or for the user when no folder is open). */
@@ -112,6 +114,11 @@ export class Approvals implements vscode.Disposable {
     void this.bind(undefined);
     this.view.dispose();
     this.panels.dispose();
+  }
+
+  /** sw4rm.approvals.toolRules as checked (its problems are reported with the others by readPolicy). */
+  private readToolRules(): readonly ToolRule[] {
+    return approvalSettings(readApprovalSettings()).toolRules;
   }
 
   private readPolicy(report: boolean): HitlPolicy {

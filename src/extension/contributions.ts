@@ -140,6 +140,7 @@ export const Settings = {
   approvalsDefaultDeadlineSeconds: 'approvals.defaultDeadlineSeconds',
   approvalsFallbacks: 'approvals.fallbacks',
   approvalsRules: 'approvals.rules',
+  approvalsToolRules: 'approvals.toolRules',
   approvalsPauseAll: 'approvals.pauseAll',
   approvalsRetentionDays: 'approvals.retentionDays',
   worktreesFolder: 'worktrees.folder',

@@ -135,6 +135,7 @@ export function readApprovalSettings(): ApprovalSettingValues {
     rules: config.get<unknown>(Settings.approvalsRules),
     pauseAll: config.get<unknown>(Settings.approvalsPauseAll),
     retentionDays: config.get<unknown>(Settings.approvalsRetentionDays),
+    toolRules: config.get<unknown>(Settings.approvalsToolRules),
   };
 }
 

@@ -2,6 +2,7 @@ import type { CredentialInfo, CredentialsChange, MintedCredential } from '../cre
 import type { Event } from '../events';
 import type { AuditEntry, AuditQuery, HitlInvocation } from '../hitl/model';
 import type { HitlPolicy } from '../hitl/policy';
+import type { ToolRule } from '../toolApproval/model';
 import type { AgentRecord } from '../registry/model';
 import type { DeadLetter, DeadLetterFilter } from '../router/model';
 import type { InboxStats, SendResult, StoreUsage } from '../router/router';
@@ -110,6 +111,10 @@ export interface CoordinatorApi {
   approvalPolicy(): Promise<HitlPolicy>;
   /** Replaces the HITL policy; rules and pause apply to invocations opened from then on. */
   setApprovalPolicy(policy: HitlPolicy, by: string): Promise<void>;
+  /** The tool-use rules of CLI agents' approval hooks (sw4rm.approvals.toolRules; README, "Approvals for CLI agents"). */
+  toolApprovalRules(): Promise<readonly ToolRule[]>;
+  /** Replaces them (already checked by parseToolRules); they apply to the next tool use. */
+  setToolApprovalRules(rules: readonly ToolRule[], by: string): Promise<void>;
   approvalsPaused(): Promise<boolean>;
   /** Pauses (no rule decides; every new invocation waits for a human) or resumes approvals. */
   setApprovalsPaused(paused: boolean, by: string): Promise<void>;

@@ -37,6 +37,7 @@ import {
 import type { NegotiationSummary } from '../negotiation/model';
 import type { ProposalRecord, RoomArtifactSummary } from '../room/model';
 import type { Event } from '../events';
+import type { ToolRule } from '../toolApproval/model';
 import type { HandoffChange, HandoffRecord } from '../handoff/model';
 import type { ValidationIssue, WorkflowCreateResult, WorkflowDetail, WorkflowFileIssue, WorkflowNodeDetail, WorkflowsChange, WorkflowSummary } from '../workflow/model';
 import { parseDefinitionText } from '../workflow/definitionFile';
@@ -207,6 +208,14 @@ export class InProcessCoordinatorApi implements CoordinatorApi, Disposable {
 
   setApprovalPolicy(policy: HitlPolicy, by: string): Promise<void> {
     return this.run((c) => this.replacePolicy(c, policy, by));
+  }
+
+  toolApprovalRules(): Promise<readonly ToolRule[]> {
+    return this.run((c) => c.toolApprovals.rules);
+  }
+
+  setToolApprovalRules(rules: readonly ToolRule[], by: string): Promise<void> {
+    return this.run((c) => c.toolApprovals.setRules(rules, by));
   }
 
   approvalsPaused(): Promise<boolean> {

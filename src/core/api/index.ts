@@ -24,6 +24,8 @@ export type { MergePreview, MergeStrategy, PredictedConflict, MergeCommitSummary
 
 // Pure helpers and constants for settings, views and panels.
 export { parsePolicy, type HitlPolicy } from '../hitl/policy';
+export { parseToolRules } from '../toolApproval/rules';
+export type { ToolRule, ToolRuleIssue } from '../toolApproval/model';
 export { invocationJson } from '../hitl/hitlService';
 export { MIB, PAYLOAD_LIMITS } from '../limits';
 export { MESSAGE_TYPES } from '../router/envelope';
