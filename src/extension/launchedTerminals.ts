@@ -149,6 +149,8 @@ export class LaunchedTerminals implements vscode.Disposable {
       this.agentOf.set(terminal, agentId);
       this.output.appendLine(`SW4RM: ${agentId} still runs in its terminal "${name}": adopted`);
       this.changed.fire(agentId);
+      // Its terminal opened before the window could say so (a reload right after the launch).
+      if (records.find((r) => r.agentId === agentId)?.state === 'STARTING') await api.launchStarted(agentId).catch(() => undefined);
     }
     if (!markGone) return;
     for (const agentId of exited) {

@@ -8,6 +8,9 @@ import {
   profilePick, reconcileLaunches, terminalTitleOf, worktreePicks,
 } from '../../src/extension/launchModel';
 import { LaunchProfileSettingsFollower } from '../../src/extension/launchSettings';
+import { PROFILE_JSON_SCHEMA } from '../../src/core/launch/profiles';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
 
 const T0 = Date.UTC(2026, 10, 27, 21, 0, 0);
 const time = (ms: number | null) => (ms === null ? 'never' : new Date(ms).toISOString().slice(11, 19));
@@ -171,6 +174,18 @@ describe('launched agents in the Agents view', () => {
 });
 
 describe('sw4rm.agents.profiles follows the settings', () => {
+  it('declares the setting\'s items with the schema the coordinator reads profiles with (descriptions aside)', () => {
+    const manifest = JSON.parse(fs.readFileSync(path.resolve(__dirname, '../../../package.json'), 'utf8'));
+    const setting = manifest.contributes.configuration.properties['sw4rm.agents.profiles'];
+    const strip = (value: unknown): unknown => Array.isArray(value) ? value.map(strip)
+      : typeof value === 'object' && value !== null
+        ? Object.fromEntries(Object.entries(value).filter(([key]) => key !== 'description').map(([key, v]) => [key, strip(v)]))
+        : value;
+    assert.equal(setting.type, 'array');
+    assert.deepEqual(setting.default, []);
+    assert.deepEqual(strip(setting.items), strip(JSON.parse(JSON.stringify(PROFILE_JSON_SCHEMA))));
+  });
+
   it('gives the value at bind and at every change, and reports each distinct set of issues once', async () => {
     let value: unknown = [{ id: 'mine', command: ['x'] }];
     const given: unknown[] = [];
