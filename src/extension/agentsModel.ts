@@ -16,14 +16,16 @@ export interface AgentRow {
  * description (the id only when the name differs from it; `queued` counts the messages it has not read yet), and
  * every fact in the tooltip. An agent launched from the editor (`launched`) shows its profile and launch state and its
  * unread messages instead of the stream counts: `claude-code-1 · Claude Code · RUNNING · 2 unread · connected` (it
- * reads its inbox through the MCP bridge, where messages wait until it asks).
+ * reads its inbox through the MCP bridge, where messages wait until it asks); the profile's name is left out of the
+ * description when the label's name is already it.
  */
 export function agentRow(agent: AgentRecord, inbox: InboxStats | undefined, formatTime: (ms: number | null) => string = defaultTime,
   launched?: LaunchedRowParts): AgentRow {
   const { descriptor } = agent;
   const id = descriptor.name === descriptor.agentId ? [] : [descriptor.agentId];
   const description = (launched
-    ? [...id, ...launched.description, ...(inbox ? [unreadText(inbox)] : []), connection(agent)]
+    // The profile's name only where the label does not already show it (a launched agent is named after its profile).
+    ? [...id, ...launched.description.filter((part, i) => i !== 0 || part !== descriptor.name), ...(inbox ? [unreadText(inbox)] : []), connection(agent)]
     : [...id, connection(agent), ...(inbox ? [queued(inbox), `${inbox.inFlight} in flight`] : [])]
   ).join(' · ');
   const tooltip = [

@@ -41,7 +41,7 @@ export function activate(context: vscode.ExtensionContext): void {
   const statusBar = new CoordinatorStatusBar();
   const worktreeState = new WorktreeState();
   const approvals = new Approvals(context.extensionUri, output);
-  const launchedTerminals = new LaunchedTerminals(approvals.operator, output);
+  const launchedTerminals = new LaunchedTerminals(approvals.operator, output, vscode.Uri.joinPath(context.extensionUri, 'dist', 'sw4rm-launch.js').fsPath);
   const agentsView = new AgentsTreeProvider(worktreeState, launchedTerminals);
   const deadLetters = new DeadLettersView();
   const credentials = new CredentialsView(approvals.operator);

@@ -179,7 +179,7 @@ export class LaunchCommands {
     if (choice === OPEN_SETTINGS) {
       await vscode.commands.executeCommand('workbench.action.openSettings', `${SETTINGS_SECTION}.${Settings.agentsProfiles}`);
     } else if (choice === OPEN_README) {
-      await vscode.commands.executeCommand('markdown.showPreview', vscode.Uri.joinPath(this.extensionUri, 'README.md'));
+      await vscode.commands.executeCommand('markdown.showPreview', vscode.Uri.joinPath(this.extensionUri, 'readme.md'));
     }
   }
 }

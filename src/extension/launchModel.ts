@@ -90,6 +90,9 @@ export function profileIssuesWarning(issues: readonly ProfileIssue[]): string {
     : `SW4RM: ${issues.length} launch profile entries were refused; the first: ${first} (all of them in the SW4RM Output channel).`;
 }
 
+/** The variable the terminal gives the starter (dist/sw4rm-launch.js) the plan in: src/cli/agentLauncher.ts's PLAN_VARIABLE. */
+export const LAUNCH_PLAN_VARIABLE = 'SW4RM_LAUNCH_PLAN';
+
 /** The terminal a launched agent runs in is found again by this title (the plan's `title`) after a window reload. */
 export function terminalTitleOf(record: Pick<LaunchRecord, 'agentId' | 'profileName'>): string {
   return `SW4RM: ${record.agentId} (${record.profileName})`;

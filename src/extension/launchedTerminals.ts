@@ -1,6 +1,6 @@
 import * as vscode from 'vscode';
 import { systemClock, type Clock, type CoordinatorApi, type Disposable, type LaunchPlan } from '../core/api';
-import { reconcileLaunches } from './launchModel';
+import { LAUNCH_PLAN_VARIABLE, reconcileLaunches } from './launchModel';
 
 /**
  * After a window reload the editor brings back the terminals whose process survived (persistent terminal sessions),
@@ -10,7 +10,7 @@ export const TERMINAL_RESTORE_GRACE_MS = 10_000;
 
 /**
  * The integrated terminals launched agents run in (README, "Launch your first agent"): one per agent, opened from a
- * LaunchPlan with no shell in between; a terminal closed or whose process exited marks its agent EXITED
+ * LaunchPlan with no shell in between (the starter dist/sw4rm-launch.js spawns the program's argv on the terminal); a terminal closed or whose process exited marks its agent EXITED
  * (`launchExited` with the exit code); after the editor or the coordinator (re)started, a RUNNING or STARTING agent
  * whose terminal this window still has (found by its title) is adopted again, and one whose terminal is gone is marked
  * EXITED (its process ended with the window that ran it).
@@ -28,7 +28,9 @@ export class LaunchedTerminals implements vscode.Disposable {
   readonly onDidChange = this.changed.event;
   private readonly activatedAt: number;
 
-  constructor(private readonly operator: string, private readonly output: vscode.OutputChannel, private readonly clock: Clock = systemClock) {
+  /** `launcherPath`: the bundled dist/sw4rm-launch.js. */
+  constructor(private readonly operator: string, private readonly output: vscode.OutputChannel, private readonly launcherPath: string,
+    private readonly clock: Clock = systemClock) {
     this.activatedAt = clock.now();
     this.subscriptions = [
       vscode.window.onDidCloseTerminal((terminal) => this.closed(terminal)),
@@ -79,12 +81,14 @@ export class LaunchedTerminals implements vscode.Disposable {
     const terminal = vscode.window.createTerminal({
       name: plan.title,
       cwd: plan.cwd,
-      env: terminalEnvironment(plan.env),
-      // The window's environment variable collection (the terminals' enrolment credential in SW4RM_TOKEN) must not
-      // replace the agent's own credential: the environment is exactly this one.
+      // The starter (dist/sw4rm-launch.js, src/cli/agentLauncher.ts) runs the plan's program on this terminal with the
+      // plan's variables laid over the terminal's: the window's environment variable collection (the terminals'
+      // enrolment credential in SW4RM_TOKEN) is applied over a terminal's own environment by remote editors even with
+      // strictEnv, and must never replace the agent's own credential.
+      env: { ...terminalEnvironment(plan.env), [LAUNCH_PLAN_VARIABLE]: JSON.stringify({ command: plan.command, env: plan.env }) },
       strictEnv: true,
-      shellPath: plan.command[0],
-      shellArgs: plan.command.slice(1),
+      shellPath: process.execPath,
+      shellArgs: [this.launcherPath],
       iconPath: new vscode.ThemeIcon('hubot'),
     });
     this.byAgent.set(agentId, terminal);

@@ -2,8 +2,10 @@ import { strict as assert } from 'node:assert';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import type { Locator } from 'playwright-core';
+import { CoordinatorClients } from '../support/clients';
+import { descriptorMessage } from '../support/fixtures';
 import { git } from '../support/gitRepo';
-import { ROOT, poll, startWithCoordinator, type CodeServerHarness } from './harness';
+import { PollAbortError, ROOT, poll, startWithCoordinator, type CodeServerHarness } from './harness';
 
 /** The stand-in CLI agent (speaks MCP with the SDK's Client, runs the PreToolUse hook like Claude Code). */
 const STAND_IN = path.join(ROOT, 'test', 'fixtures', 'standInAgent.mjs');
@@ -15,6 +17,9 @@ const MISSING_PROGRAM = 'sw4rm-e2e-no-such-cli';
 const REPO_ID = 'workspace';
 const SCREENSHOTS = path.join(ROOT, 'media', 'screenshots');
 const RATIONALE = 'The build folder is generated; removing it is safe.';
+/** An SDK agent registered beside the stand-in: the one it writes to. */
+const PEER = 'e2e-peer';
+const GREETING = 'hello stand-in, please check the build';
 
 /** The repository's own launch profiles (README, "Launch your first agent"). */
 const AGENTS_JSON = {
@@ -23,6 +28,7 @@ const AGENTS_JSON = {
       id: PROFILE_ID, name: PROFILE_NAME, cli: 'custom',
       // process.execPath: the Node running this test (the profile's program is looked up on PATH otherwise).
       command: [process.execPath, STAND_IN],
+      env: { STAND_IN_PEER: PEER },
       bridge: { kind: 'mcp-config-file', path: '.mcp.json', format: 'claude-mcp-json', transport: 'http' },
       approvals: { kind: 'claude-code-hooks', via: 'command' },
       instructions: { file: '.sw4rm/AGENT.md' },
@@ -41,6 +47,7 @@ describe('SW4RM: Launch Agent… in a real editor (code-server + Chromium, a sta
   let agentId = '';
   let worktreeId = '';
   let worktreePath = '';
+  let clients: CoordinatorClients | undefined;
 
   const page = () => harness!.page;
   const pane = (title: string): Locator => page().locator('.pane').filter({ has: page().locator('.pane-header', { hasText: title }) });
@@ -49,12 +56,13 @@ describe('SW4RM: Launch Agent… in a real editor (code-server + Chromium, a sta
 
   /** Waits for a file the stand-in writes; fails at once with its error if it wrote one. */
   async function standInFile(name: string, timeoutMs = 30_000): Promise<unknown> {
+    const failed = (): Error => new Error(`the stand-in failed: ${fs.readFileSync(standIn('error.txt'), 'utf8')}\nits environment: ${
+      fs.existsSync(standIn('env.json')) ? fs.readFileSync(standIn('env.json'), 'utf8') : 'not written'}`);
     return await poll(() => {
-      if (fs.existsSync(standIn('error.txt'))) throw new Error(`the stand-in failed: ${fs.readFileSync(standIn('error.txt'), 'utf8')}`);
+      if (fs.existsSync(standIn('error.txt'))) throw new PollAbortError(failed().message);
       return fs.existsSync(standIn(name)) ? readJson(name) : false;
     }, { timeoutMs, description: `the stand-in to write .stand-in/${name}` }).catch((err: Error) => {
-      if (fs.existsSync(standIn('error.txt'))) throw new Error(`the stand-in failed: ${fs.readFileSync(standIn('error.txt'), 'utf8')}`);
-      throw err;
+      throw fs.existsSync(standIn('error.txt')) ? failed() : err;
     });
   }
 
@@ -102,6 +110,16 @@ describe('SW4RM: Launch Agent… in a real editor (code-server + Chromium, a sta
     await action.waitFor({ state: 'hidden', timeout: 10_000 });
   }
 
+  const quickTitle = () => page().locator('.quick-input-widget .quick-input-title');
+  const quickInput = () => page().locator('.quick-input-widget .quick-input-box input');
+
+  /** Waits for a quick input titled `title`, optionally types `text`, and accepts the active item. */
+  async function answer(title: string, text?: string): Promise<void> {
+    await harness!.waitForText((t) => t.includes(title), 15_000, async () => (await quickTitle().isVisible()) ? await quickTitle().innerText() : '');
+    if (text !== undefined) await quickInput().fill(text);
+    await page().keyboard.press('Enter');
+  }
+
   const agentsText = (predicate: (t: string) => boolean, timeoutMs = 20_000) => harness!.waitForText(predicate, timeoutMs, () => harness!.viewText('Agents'));
 
   before(async function () {
@@ -110,17 +128,24 @@ describe('SW4RM: Launch Agent… in a real editor (code-server + Chromium, a sta
       workspaceFiles: { '.sw4rm/agents.json': `${JSON.stringify(AGENTS_JSON, null, 2)}\n` },
       userSettings: { 'workbench.secondarySideBar.defaultVisibility': 'hidden', 'sw4rm.bridge.port': 0 },
     }));
+    const env = await harness.copyAgentEnvironment(PEER);
+    clients = new CoordinatorClients(env.SW4RM_REGISTRY_ADDR, env.SW4RM_TOKEN);
+    const registered = await clients.registerAgent(descriptorMessage(PEER));
+    assert.ok(registered.accepted, registered.reason);
     await harness.openViewContainer('SW4RM');
     await showOnly('Agents', 'Worktrees', 'Approvals');
   });
 
   after(async function () {
+    clients?.close();
     if (harness && this.currentTest?.state === 'failed') await harness.screenshot('launch-failure').catch(() => undefined);
     await harness?.dispose();
   });
 
-  it('offers Launch Agent… in the empty Agents view', async function () {
-    await agentsText((t) => t.includes('Launch Agent…') && t.includes('No agent has registered yet'));
+  it('offers Launch Agent… on the Agents view', async function () {
+    await agentsText((t) => t.includes(PEER));
+    const button = pane('Agents').locator('.pane-header .action-label[aria-label="Launch Agent…"]');
+    await button.waitFor({ state: 'attached', timeout: 15_000 });
   });
 
   it('refuses a profile whose program is not installed before launching anything, naming the program', async function () {
@@ -145,18 +170,19 @@ describe('SW4RM: Launch Agent… in a real editor (code-server + Chromium, a sta
     assert.match(agentId, new RegExp(`^${PROFILE_ID}-\\d+$`));
     worktreePath = path.join(path.dirname(harness!.workspaceDir), `${REPO_ID}.sw4rm-worktrees`, worktreeId);
 
-    // The stand-in reached the bridge with its own credential: the tools, itself among the agents, its message accepted.
-    const sent = await standInFile('mcp-sent.json') as { me: string; tools: string[]; agents: { agents: Array<{ agent_id: string }> }; sent: { accepted: boolean } };
+    // The stand-in reached the bridge with its own credential: the tools, the agents, its message to the peer accepted.
+    const sent = await standInFile('mcp-sent.json') as { me: string; peer: string; tools: string[]; agents: unknown; sent: { accepted: boolean } };
     assert.equal(sent.me, agentId);
     for (const tool of ['list_agents', 'send_message', 'read_inbox']) assert.ok(sent.tools.includes(tool), `${tool} in ${sent.tools.join(', ')}`);
-    assert.ok(JSON.stringify(sent.agents).includes(agentId), JSON.stringify(sent.agents));
+    for (const id of [agentId, PEER]) assert.ok(JSON.stringify(sent.agents).includes(id), JSON.stringify(sent.agents));
+    assert.equal(sent.peer, PEER);
     assert.equal(sent.sent.accepted, true, JSON.stringify(sent.sent));
 
     // Its terminal: named after it, in the panel.
     await harness!.waitForText((t) => t.includes(`SW4RM: ${agentId} (${PROFILE_NAME})`), 15_000);
 
-    // The Agents view: its profile, its launch state, and the message it sent itself waiting unread (a bridged agent reads on request).
-    await agentsText((t) => new RegExp(`${PROFILE_NAME} · RUNNING · 1 unread`).test(t));
+    // The Agents view: its profile and launch state; the peer's inbox holds the stand-in's message, unread.
+    await agentsText((t) => new RegExp(`${PROFILE_NAME} · [A-Z_]+\\s*${agentId} · RUNNING · 0 unread`).test(t) && new RegExp(`${PEER}[^\\n]*\\n?[^\\n]*1/\\d+ queued`).test(t));
     // The Worktrees view: its worktree, bound to it.
     const worktrees = await harness!.waitForText((t) => t.includes(worktreeId) && t.includes(`${agentId} (home`), 20_000, () => harness!.viewText('Worktrees'));
     assert.match(worktrees, new RegExp(`${agentId} \\(home`));
@@ -170,11 +196,17 @@ describe('SW4RM: Launch Agent… in a real editor (code-server + Chromium, a sta
     assert.doesNotMatch(fs.readFileSync(path.join(worktreePath, '.mcp.json'), 'utf8'), /Bearer [A-Za-z0-9_-]{16,}/);
     assert.equal(git(harness!.workspaceDir, 'status', '--porcelain'), '', 'nothing was written into the main checkout');
 
-    // The stand-in reads its inbox: the message, and the count goes back to 0.
+    // A message to the stand-in from the editor waits in its inbox, unread, until it calls read_inbox.
+    await contextMenu(agentId, 'Send Message…');
+    await answer(`Send Message to ${agentId}: Payload Source`);
+    await answer(`Send Message to ${agentId}: Type the Payload`, JSON.stringify({ text: GREETING }));
+    await answer('Send Message: Content Type');
+    await harness!.waitForText((t) => t.includes(`to ${agentId} (application/json)`), 15_000);
+    await agentsText((t) => new RegExp(`${agentId} · RUNNING · 1 unread`).test(t));
     fs.writeFileSync(standIn('go-read'), '');
     const read = await standInFile('mcp-read.json');
-    assert.ok(JSON.stringify(read).includes(`hello from ${agentId}`), JSON.stringify(read));
-    await agentsText((t) => new RegExp(`${PROFILE_NAME} · RUNNING · 0 unread`).test(t));
+    assert.ok(JSON.stringify(read).includes(GREETING), JSON.stringify(read));
+    await agentsText((t) => new RegExp(`${PROFILE_NAME} · [A-Z_]+\\s*${agentId} · RUNNING · 0 unread`).test(t));
   });
 
   it('asks in the editor before the stand-in\'s Bash `rm -rf build`; Approve in the panel reaches the hook as allow', async function () {
@@ -198,10 +230,15 @@ describe('SW4RM: Launch Agent… in a real editor (code-server + Chromium, a sta
     const agentRow = pane('Agents').locator('.monaco-list-row', { hasText: agentId }).first();
     if ((await agentRow.getAttribute('aria-expanded')) !== 'true') await agentRow.click();
     await agentsText((t) => t.includes(`Worktree ${worktreeId}`));
+    await sideBarWidth(640);
     await harness!.runCommand('SW4RM: Show Terminal');
     await pick(agentId);
-    await harness!.waitForText((t) => t.includes('stand-in: wrote .stand-in/hook-answer.json'), 15_000);
-    await sideBarWidth(640);
+    // The terminal draws on a canvas: its tab, titled after the agent, says which one is shown.
+    await page().locator('.xterm').first().waitFor({ state: 'visible', timeout: 15_000 });
+    await harness!.waitForText((t) => t.includes(`SW4RM: ${agentId} (${PROFILE_NAME})`), 15_000);
+    await page().mouse.move(1, 1);
+    // The terminal's size overlay (shown while it resizes) goes away by itself; cosmetic, so not an error.
+    await poll(async () => (await page().locator('.terminal-overlay-widget').count()) === 0, { timeoutMs: 5_000 }).catch(() => undefined);
     const shot = await harness!.screenshot('launch-agent');
     fs.mkdirSync(SCREENSHOTS, { recursive: true });
     fs.copyFileSync(shot, path.join(SCREENSHOTS, 'launch-agent.png'));
@@ -211,17 +248,17 @@ describe('SW4RM: Launch Agent… in a real editor (code-server + Chromium, a sta
     await harness!.runCommand('SW4RM: Show Terminal');
     await pick(agentId);
     await harness!.runCommand('Terminal: Kill the Active Terminal Instance');
-    await agentsText((t) => new RegExp(`${PROFILE_NAME} · EXITED`).test(t));
+    await agentsText((t) => new RegExp(`${agentId} · EXITED`).test(t));
 
     fs.rmSync(path.join(worktreePath, '.stand-in'), { recursive: true, force: true });
     await harness!.runCommand('Notifications: Clear All Notifications');
     await contextMenu(agentId, 'Relaunch');
     await harness!.waitForText((t) => t.includes(`Relaunched ${agentId} (${PROFILE_NAME}) in worktree ${worktreeId}.`), 60_000);
-    await agentsText((t) => new RegExp(`${PROFILE_NAME} · RUNNING`).test(t));
-    // The same agent again, in the same worktree, with a working credential.
+    await agentsText((t) => new RegExp(`${agentId} · RUNNING`).test(t));
+    // The same agent again, in the same worktree, with a working credential (its send with the same key is the first one's).
     const sent = await standInFile('mcp-sent.json') as { me: string; sent: { accepted: boolean } };
     assert.equal(sent.me, agentId);
-    assert.equal(sent.sent.accepted, true);
+    assert.equal(sent.sent.accepted, true, JSON.stringify(sent.sent));
     await harness!.waitForText((t) => t.includes(`SW4RM: ${agentId} (${PROFILE_NAME})`), 15_000);
   });
 });

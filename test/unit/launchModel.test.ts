@@ -144,6 +144,9 @@ describe('launched agents in the Agents view', () => {
       'reads its inbox: with the read_inbox tool of the SW4RM MCP server, when it calls it (told so in .sw4rm/AGENT.md); messages wait until then',
     ]) assert.ok(tooltip.includes(line), `${line}\n${row.tooltip}`);
     assert.equal(parts.contextSuffix, '+launched+RUNNING');
+    const named = { ...agent, descriptor: { ...agent.descriptor, name: 'Claude Code' } } as AgentRecord;
+    assert.equal(agentRow(named, inbox, time, parts).label, 'Claude Code · RUNNING');
+    assert.equal(agentRow(named, inbox, time, parts).description, 'claude-code-1 · RUNNING · 3 unread · connected', 'the profile\'s name once');
   });
 
   it('shows an exited agent with its exit code, and a failed one with its error', () => {
