@@ -99,6 +99,14 @@ describe('launch profiles (settings and .sw4rm/agents.json)', () => {
     assert.match(issues[0].message, /writes nothing into the main checkout/);
   });
 
+  it('refuses Claude Code approvals through an HTTP hook (Claude Code runs the tool when one fails)', () => {
+    const { profiles, issues } = parseSettingsProfiles([{ id: 'c', cli: 'claude-code', command: ['claude'], approvals: { kind: 'claude-code-hooks', via: 'http' } }]);
+    assert.deepEqual(profiles, []);
+    assert.deepEqual(issues.map((i) => i.path), ['/0/approvals/via']);
+    assert.match(issues[0].message, /runs the tool when an HTTP hook fails/);
+    assert.deepEqual(parseSettingsProfiles([{ id: 'c', cli: 'claude-code', command: ['claude'], approvals: { kind: 'claude-code-hooks', via: 'command' } }]).issues, []);
+  });
+
   it('reads .sw4rm/agents.json ({"profiles": [...]}) with issues placed under /profiles, and a missing file as none', () => {
     const file = '/repo/.sw4rm/agents.json';
     const parsed = parseProfilesFile(JSON.stringify({ profiles: [{ id: 'reviewer', cli: 'gemini', command: ['gemini'], capabilities: ['review'] }, { id: 'x' }], other: 1 }), file);

@@ -31,6 +31,7 @@ describe('launch wiring: what a launch writes and runs, per profile', () => {
     assert.deepEqual(Object.keys(files), ['.sw4rm/AGENT.md', '.mcp.json', '.claude/settings.local.json']);
     assert.deepEqual(files['.mcp.json'], { mcpServers: { sw4rm: { type: 'http', url: endpoints.mcpUrl, headers: { Authorization: 'Bearer ${SW4RM_TOKEN}' } } } });
     assert.deepEqual(files['.claude/settings.local.json'], {
+      enabledMcpjsonServers: ['sw4rm'],
       hooks: { PreToolUse: [{ matcher: '*', hooks: [{ type: 'command', command: `${HOOK} --cli claude-code`, timeout: 660 }] }] },
     });
     const command = launchCommand(ctxFor(builtin('claude-code')));
@@ -38,13 +39,10 @@ describe('launch wiring: what a launch writes and runs, per profile', () => {
     assert.equal(command[0], 'claude');
     assert.match(command[1], /^You are coder-1, an agent of a SW4RM swarm .* Read \.sw4rm\/AGENT\.md now/);
     const text = files['.sw4rm/AGENT.md'] as string;
-    for (const expected of ['`coder-1`', '/wt/coder-1', '`read_inbox`', '`send_message`', '`list_agents`', '`request_decision`', 'SW4RM_TOKEN']) assert.ok(text.includes(expected), expected);
+    for (const expected of ['`coder-1`', '/wt/coder-1', '`read_inbox`', '`ack_message`', '`send_message`', '`list_agents`', '`request_decision`', '`current_task`', '`complete_task`', 'SW4RM_TOKEN']) assert.ok(text.includes(expected), expected);
     assert.match(text, /Call `read_inbox` now, before you start/);
-    // An HTTP hook instead of a command: the token is named for Claude Code to fill, never written.
-    const http = rendered({ ...builtin('claude-code'), approvals: { kind: 'claude-code-hooks', via: 'http' } });
-    assert.deepEqual((http['.claude/settings.local.json'] as { hooks: { PreToolUse: unknown[] } }).hooks.PreToolUse, [{
-      matcher: '*', hooks: [{ type: 'http', url: `${endpoints.hookUrl}?cli=claude-code`, headers: { Authorization: 'Bearer $SW4RM_TOKEN' }, allowedEnvVars: ['SW4RM_TOKEN'], timeout: 660 }],
-    }]);
+    // Never an HTTP hook (it fails open in Claude Code): refused when wiring too, should a profile get here.
+    assert.throws(() => plannedFiles(ctxFor({ ...builtin('claude-code'), approvals: { kind: 'claude-code-hooks', via: 'http' } })), /command hook only/);
   });
 
   it('Gemini CLI: one .gemini/settings.json with the server (httpUrl) and the BeforeTool hook (660,000 ms); the prompt by -i', () => {
@@ -102,6 +100,9 @@ describe('launch wiring: what a launch writes and runs, per profile', () => {
 
   it('merges into an existing untracked file: other servers, settings and hooks kept, ours replaced not duplicated', () => {
     const [, mcp, settings] = plannedFiles(ctxFor(builtin('claude-code')));
+    // The person's own approved servers stay; ours is added once.
+    const approved = JSON.parse(renderFile(settings, renderFile(settings, JSON.stringify({ enabledMcpjsonServers: ['github'] }))));
+    assert.deepEqual(approved.enabledMcpjsonServers, ['github', 'sw4rm']);
     const existing = '{\n  // mine\n  "mcpServers": { "other": { "command": "x" }, "sw4rm": { "url": "old" } }\n}\n';
     assert.deepEqual(JSON.parse(renderFile(mcp, existing).replace('// mine', '')).mcpServers, {
       other: { command: 'x' }, sw4rm: { type: 'http', url: endpoints.mcpUrl, headers: { Authorization: 'Bearer ${SW4RM_TOKEN}' } },
@@ -152,6 +153,17 @@ describe('launch wiring: what a launch writes and runs, per profile', () => {
       // Written again (a relaunch): the exclude file is rewritten, not appended to.
       await excludeFromGit(createGit(), worktree, ['.sw4rm/AGENT.md'], {});
       assert.equal(fs.readFileSync(excludeFile, 'utf8').match(/AGENT\.md/g)?.length, 1);
+    });
+
+    it('a worktree of a bare repository stays a work tree: core.bare moves into the main config.worktree first', async () => {
+      const bare = path.join(dir, 'bare.git');
+      git(dir, 'clone', '-q', '--bare', repo, bare);
+      const linked = path.join(dir, 'linked');
+      git(bare, 'worktree', 'add', '-q', '-b', 'sw4rm/linked', linked, 'main');
+      await writeWiring(createGit(), linked, plannedFiles({ ...ctxFor(builtin('claude-code')), cwd: linked }), {});
+      assert.equal(git(linked, 'status', '--porcelain', '--untracked-files=all'), '', 'still a work tree, the wiring ignored');
+      assert.equal(git(bare, 'rev-parse', '--is-bare-repository').trim(), 'true', 'the repository is still bare');
+      assert.equal(git(bare, 'config', '--file', path.join(bare, 'config.worktree'), '--get', 'core.bare').trim(), 'true');
     });
 
     it('refuses a file git tracks in the worktree, writing nothing', async () => {

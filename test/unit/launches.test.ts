@@ -136,6 +136,10 @@ describe('Launches (real store, real git, ManualClock)', function () {
     assert.match(badBase.message, /could not be bound: 'no-such-branch' is not a commit/);
     assert.equal(coordinator.worktrees.status('d').state, 'UNBOUND');
     assert.equal((await api.launch('d'))!.state, 'FAILED');
+    // An SDK agent registers 'd' after its launch failed: the id is its own now, a launch of 'd' is refused.
+    coordinator.registry.register({ agentId: 'd', name: 'sdk' }, { correlationId: 't' });
+    assert.match((await refusal(api.launchAgent({ profileId: 'gemini', repoId: 'app', worktree: { kind: 'new' }, agentId: 'd' }, 'editor:test'))).message,
+      /taken by a registered agent that was not launched from the editor/);
 
     // A FAILED id launches again (its worktree, kept, is reused; Gemini CLI's wiring does not touch the tracked .mcp.json).
     const plan = await api.launchAgent({ profileId: 'gemini', repoId: 'app', worktree: { kind: 'new' }, agentId: 'c' }, 'editor:test');
@@ -177,5 +181,11 @@ describe('Launches (real store, real git, ManualClock)', function () {
     const plan = await api.launchAgent({ profileId: 'mine', repoId: 'app', worktree: { kind: 'new' } }, 'editor:test');
     assert.equal(plan.env.SW4RM_MCP_URL, undefined, 'a profile that needs no bridge launches without it');
     assert.equal(plan.env.ELECTRON_RUN_AS_NODE, '1');
+    // Its profile removed from the setting: a relaunch says so.
+    await api.launchExited(plan.record.agentId, 0, 'editor:test');
+    await api.setLaunchProfileSettings([]);
+    const gone = await refusal(api.relaunchAgent(plan.record.agentId, 'editor:test'));
+    assert.equal(gone.code, 'not_found');
+    assert.match(gone.message, /The launch profile 'mine' of agent 'mine-1' is gone/);
   });
 });

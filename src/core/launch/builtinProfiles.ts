@@ -6,25 +6,30 @@ import type { AgentCli, LaunchProfile } from './model';
  * replaces one of these; one with another id and a known `cli` takes the wiring of that CLI's built-in profile for
  * every field it leaves out (profiles.ts).
  *
- * Sources of each CLI's wiring (checked for issue 20):
+ * Sources of each CLI's wiring (checked for issue 20; "ran" = run here against a real Streamable HTTP MCP server of the
+ * official SDK that accepts only `Authorization: Bearer <token>`, the CLI's folder trust given in a temporary HOME):
  * - Claude Code: project `.mcp.json` `{"mcpServers": {name: {"type": "http", "url", "headers"}}}`; `${VAR}` and
  *   `${VAR:-default}` are expanded in command, args, env, url and headers (Claude Code docs, "Environment variable
- *   expansion in .mcp.json"). A project server is used once the person approved it in Claude Code (its own prompt).
- *   PreToolUse hooks in `.claude/settings.local.json` (the approvals part's HOOK-CONFIGS.md). A trailing argument is
- *   the first prompt of the interactive session.
+ *   expansion in .mcp.json"). Ran with 2.1.328: `claude mcp list` Connected with the token from SW4RM_TOKEN (401 with
+ *   another), once the folder is trusted and the server approved: the launch approves its own server in
+ *   `.claude/settings.local.json` (`enabledMcpjsonServers`), else it stays "Pending approval". PreToolUse hooks in the
+ *   same file (the approvals part's HOOK-CONFIGS.md). `claude [prompt]`: the first prompt of the interactive session.
  * - Codex CLI: MCP servers come from config.toml tables `mcp_servers.<name>`, which `-c key=value` overrides per run
  *   (TOML values): `url` + `bearer_token_env_var` is a Streamable HTTP server whose bearer token Codex reads from the
- *   named environment variable, so nothing is written and the user's ~/.codex is untouched. A trailing argument is
- *   the first prompt. Codex 0.124+ has PreToolUse hooks too, but only a deny is enforced and a project's hooks must be
- *   trusted in Codex first; the launch contract has no wiring for them (approvals: none, its own modes apply).
+ *   named environment variable, so nothing is written and the user's ~/.codex is untouched. Ran with 0.169.0: `codex -c
+ *   … mcp get sw4rm --json` answers transport `streamable_http` with `bearer_token_env_var: "SW4RM_TOKEN"`. `codex
+ *   [PROMPT]`: the first prompt. Codex 0.124+ has PreToolUse hooks too, but only a deny is enforced and a project's
+ *   hooks must be trusted in Codex first; the launch contract has no wiring for them (approvals: none; Codex's own
+ *   `--ask-for-approval` / `--sandbox` apply).
  * - Gemini CLI: project `.gemini/settings.json` `mcpServers.<name>.httpUrl` + `headers`; string values may name
- *   environment variables as `$VAR` or `${VAR}` (Gemini CLI configuration docs). BeforeTool hooks in the same file.
- *   `-i <prompt>` (--prompt-interactive) runs the first prompt and stays interactive. Gemini CLI reads a project's
- *   settings only in a folder it trusts (its own "trusted folders" prompt).
+ *   environment variables as `$VAR` or `${VAR}` (Gemini CLI configuration docs). Ran with 0.61.0: `gemini mcp list`
+ *   Connected with the token from SW4RM_TOKEN in a trusted folder; in an untrusted one project servers are "Disabled"
+ *   (Gemini CLI asks to trust the folder at its first start). BeforeTool hooks in the same file. `-i <prompt>`
+ *   (--prompt-interactive) runs the first prompt and stays interactive.
  * - Aider: no MCP and no pre-tool hook; `--read <file>` puts the instructions in the chat read-only.
- * - Copilot CLI: reads a workspace `.mcp.json` (the Claude Code format); preToolUse hooks in `.github/hooks/*.json`;
- *   `-i <prompt>` starts interactive with a first prompt. Its expansion of `${SW4RM_TOKEN}` in the file's headers is
- *   not verified here.
+ * - Copilot CLI: reads a workspace `.mcp.json` (the Claude Code format) in a trusted folder (ran: `copilot mcp list`
+ *   shows it as a workspace server); preToolUse hooks in `.github/hooks/*.json`; `-i <prompt>` starts interactive with a
+ *   first prompt. Its expansion of `${SW4RM_TOKEN}` in the headers was not checked (no session without a sign-in).
  */
 
 /** The instructions file every built-in profile writes into the worktree (excluded from git). */

@@ -7,7 +7,7 @@ import type { EventLog } from '../log/eventLog';
 import { validateDescriptor } from '../registry/descriptor';
 import type { Registry } from '../registry/registry';
 import type { WorkspaceWorktrees, WorktreeBindings } from '../worktree/bindings';
-import { homeWorktreeIdOf } from '../worktree/bindings';
+import { BindingRequestError, BindingStateError, homeWorktreeIdOf } from '../worktree/bindings';
 import type { Git } from '../worktree/git';
 import { checkWorktreeId, InvalidWorktreeIdError } from '../worktree/snapshots';
 import { profileAvailability, systemLookup, type ProgramLookup } from './availability';
@@ -43,7 +43,7 @@ export interface LaunchesDeps {
   readonly ids: IdSource;
   readonly git: Git;
   /** The registry: the launch registers the agent as RegisterAgent does, moves its lifecycle, records its liveness. */
-  readonly registry: Pick<Registry, 'register' | 'get' | 'transition' | 'recordLiveness' | 'deregister'>;
+  readonly registry: Pick<Registry, 'register' | 'get' | 'transition' | 'recordLiveness'>;
   readonly credentials: Pick<Credentials, 'mintAgent' | 'revoke' | 'get'>;
   readonly bindings: Pick<WorktreeBindings, 'bind' | 'unbind' | 'status' | 'list'>;
   readonly workspace: Pick<WorkspaceWorktrees, 'repositories' | 'worktrees'>;
@@ -65,8 +65,9 @@ type Attempt = { readonly relaunch: boolean; readonly previous: LaunchRecord | u
  * one from a branch, or an existing one not bound to another agent; the worktree setup runs first), writes the wiring
  * into it (wiring.ts), registers the agent as RegisterAgent does and mints its agent credential, and answers the
  * LaunchPlan the editor starts the process with. Every change of a LaunchRecord and its `launch.*` event are one
- * transaction; a failure part-way revokes the credential, releases the binding, deregisters an agent it registered
- * and leaves a FAILED record with the reason. `started` / `exited` follow the process (RUNNING; EXITED with the
+ * transaction; the registration, the credential and the prepared record are the last step and one transaction, so a
+ * failure before it (the worktree, the wiring) leaves nothing registered or minted: it releases the binding it made,
+ * revokes the agent's earlier credential and leaves a FAILED record with the reason. `started` / `exited` follow the process (RUNNING; EXITED with the
  * registry lifecycle moved to SHUTTING_DOWN without a grace timer: the agent is gone, its history kept, never
  * deregistered). While RUNNING the agent's liveness is recorded every `livenessIntervalMs` on the Clock: the process
  * running in its terminal is the sign of life of a CLI agent, which has no heartbeat of its own.
@@ -113,7 +114,8 @@ export class Launches implements Disposable {
       lists.push(read.profiles);
       issues.push(...read.issues);
     }
-    return { profiles: mergeProfiles(...lists), issues };
+    // Copies: the built-in profiles are module constants, and callers get plain data.
+    return { profiles: JSON.parse(JSON.stringify(mergeProfiles(...lists))) as LaunchProfile[], issues };
   }
 
   profile(profileId: string): LaunchProfile {
@@ -156,7 +158,7 @@ export class Launches implements Disposable {
     if (previous && previous.state !== 'FAILED') {
       throw new LaunchError('refused', `Agent '${agentId}' was launched here already (${previous.state}): use Relaunch for it, or choose another id.`);
     }
-    if (!previous && this.deps.registry.get(agentId)) {
+    if (this.registeredByOthers(agentId, previous)) {
       throw new LaunchError('refused', `Agent id '${agentId}' is taken by a registered agent that was not launched from the editor; choose another id.`);
     }
     let worktreeId: string | null = null;
@@ -192,16 +194,17 @@ export class Launches implements Disposable {
   }
 
   /**
-   * Relaunch: the same agent and worktree again with the current profile of its id (the recorded one's wiring if the
-   * profile is gone, refused), the wiring rewritten, its credential reused when this process still holds it and it
-   * is active, else a new one minted and the old one revoked.
+   * Relaunch: the same agent and worktree again with the current profile of its id (refused when no profile has that
+   * id any more), the wiring rewritten, its credential reused when this process still holds it and it is active, else
+   * a new one minted and the old one revoked.
    */
   async relaunch(agentId: string, by: string, ctx: CallContext): Promise<LaunchPlan> {
     this.checkOpen();
     const previous = this.get(agentId);
     if (!previous) throw new LaunchError('not_found', `Agent '${String(agentId).slice(0, 100)}' was not launched from the editor.`);
     if (previous.state === 'RUNNING') throw new LaunchError('refused', `Agent '${agentId}' is running; close its terminal first.`);
-    const profile = this.profile(previous.profileId);
+    const profile = this.profiles().profiles.find((p) => p.id === previous.profileId);
+    if (!profile) throw new LaunchError('not_found', `The launch profile '${previous.profileId}' of agent '${agentId}' is gone (it was ${previous.profileName}); add it again to relaunch the agent.`);
     const repository = this.deps.workspace.repositories.find((r) => r.id === previous.repoId);
     if (!repository) throw new LaunchError('not_found', `The repository '${previous.repoId}' of agent '${agentId}' is no longer in the workspace.`);
     this.checkRunnable(profile);
@@ -284,6 +287,17 @@ export class Launches implements Disposable {
     }
   }
 
+  /**
+   * Whether `agentId` is registered by someone else than this launch area: registered with no launch record, or
+   * registered anew after its launch failed (a failed first launch deregistered it).
+   */
+  private registeredByOthers(agentId: string, previous: LaunchRecord | undefined): boolean {
+    const agent = this.deps.registry.get(agentId);
+    if (!agent) return false;
+    if (!previous) return true;
+    return previous.state === 'FAILED' && agent.registeredAt >= previous.updatedAt;
+  }
+
   /** `<profile>-<n>` with the smallest n not registered, launched or being launched. */
   private nextAgentId(profileId: string): string {
     for (let n = 1; ; n++) {
@@ -309,13 +323,18 @@ export class Launches implements Disposable {
     this.changed.fire({ kind: attempt.relaunch ? 'state' : 'launched', record: starting });
 
     let boundNow = false;
-    let wasRegistered = this.deps.registry.get(agentId) !== undefined;
     let minted: string | undefined;
     try {
       let cwd = repoPath;
       if (worktreeId !== null) {
         const before = this.deps.bindings.status(agentId);
-        const binding = await this.deps.bindings.bind(agentId, repoId, worktreeId, ctx, undefined, base === undefined ? {} : { base });
+        let binding;
+        try {
+          binding = await this.deps.bindings.bind(agentId, repoId, worktreeId, ctx, undefined, base === undefined ? {} : { base });
+        } catch (err) {
+          if (err instanceof BindingRequestError || err instanceof BindingStateError) throw new LaunchError('refused', `The worktree could not be bound: ${err.message}`);
+          throw err;
+        }
         if (binding.state !== 'BOUND_HOME' && binding.state !== 'SWITCH_PENDING' && binding.state !== 'BOUND_NON_HOME') {
           boundNow = binding.state === 'BIND_FAILED';
           throw new LaunchError('refused', `The worktree could not be bound: ${binding.failure?.detail ?? binding.state}`);
@@ -331,9 +350,9 @@ export class Launches implements Disposable {
       if (this.disposed) throw new LaunchError('refused', 'The coordinator is stopping.');
 
       // Registration, credential and record together: RegisterAgent's rules, now that the agent can start.
-      const registered = this.deps.registry.get(agentId);
-      if (registered && !attempt.previous) throw new LaunchError('refused', `Agent id '${agentId}' was registered by another agent meanwhile; choose another id.`);
-      wasRegistered = registered !== undefined;
+      if (!attempt.relaunch && this.registeredByOthers(agentId, previous)) {
+        throw new LaunchError('refused', `Agent id '${agentId}' was registered by another agent meanwhile; choose another id.`);
+      }
       let token: string;
       const ready = this.deps.store.transaction(() => {
         const result = this.deps.registry.register({
@@ -373,15 +392,18 @@ export class Launches implements Disposable {
       };
     } catch (err) {
       const reason = err instanceof Error ? err.message : String(err);
-      await this.fail(starting, reason, { boundNow, registeredNow: !wasRegistered && !attempt.previous, minted }, by, ctx);
+      await this.fail(starting, reason, { boundNow, minted }, by, ctx);
       if (err instanceof LaunchError) throw err;
       if (err instanceof WiringError) throw new LaunchError('refused', `${err.message}`);
       throw err;
     }
   }
 
-  /** Rolls back what the failed attempt did (binding, credential, registration) and records FAILED with the reason. */
-  private async fail(record: LaunchRecord, reason: string, done: { boundNow: boolean; registeredNow: boolean; minted: string | undefined },
+  /**
+   * Rolls back what the failed attempt did (the binding it made; a credential minted in a transaction that then failed
+   * is revoked in memory too) and records FAILED with the reason. Nothing was registered: that is the last step.
+   */
+  private async fail(record: LaunchRecord, reason: string, done: { boundNow: boolean; minted: string | undefined },
     by: string, ctx: CallContext): Promise<void> {
     if (done.boundNow) {
       try {
@@ -397,7 +419,6 @@ export class Launches implements Disposable {
         for (const id of [done.minted, record.credentialId]) {
           if (id && this.deps.credentials.get(id)?.revokedAt === null) this.deps.credentials.revoke(id, by, ctx);
         }
-        if (done.registeredNow && this.deps.registry.get(record.agentId)) this.deps.registry.deregister(record.agentId, `its launch failed: ${reason.slice(0, 200)}`, ctx);
         this.write(failed, 'launch.failed', ctx, { from: record.state, to: 'FAILED', error: failed.error, binding_released: done.boundNow });
       });
       this.tokens.delete(record.agentId);

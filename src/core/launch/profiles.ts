@@ -185,6 +185,11 @@ export function parseProfile(value: unknown, at: string, source: LaunchProfile['
   const bridge: BridgeWiring = input.bridge ?? (needsWorktree ? base.bridge : { kind: 'none' });
   const approvals: ApprovalWiring = input.approvals ?? (needsWorktree ? base.approvals : { kind: 'none' });
   const instructions = input.instructions ?? (needsWorktree ? base.instructions : {});
+  if (approvals.kind === 'claude-code-hooks' && approvals.via === 'http') {
+    // Claude Code lets the tool run when an HTTP hook fails (non-2xx, no connection, timeout): a stopped coordinator
+    // or a revoked credential would approve everything. The command hook answers "ask" in all those cases.
+    issue('/approvals/via', 'Claude Code runs the tool when an HTTP hook fails (a stopped coordinator, a revoked credential), so approvals use the command hook: leave "via" out or set it to "command"');
+  }
   if (bridge.kind === 'mcp-config-file') {
     const refusal = relativePathRefusal(bridge.path);
     if (refusal) issue('/bridge/path', refusal);

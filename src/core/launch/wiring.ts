@@ -125,7 +125,9 @@ export function hookCommandLine(endpoints: BridgeEndpoints, cli: string): string
 /** A change to a JSON file: set the value at a path, or put our entry into an array of hooks (others kept). */
 type JsonEdit =
   | { readonly kind: 'set'; readonly path: readonly (string | number)[]; readonly value: unknown }
-  | { readonly kind: 'hook'; readonly path: readonly (string | number)[]; readonly entry: unknown };
+  | { readonly kind: 'hook'; readonly path: readonly (string | number)[]; readonly entry: unknown }
+  /** A string added to an array of strings unless it is there already. */
+  | { readonly kind: 'include'; readonly path: readonly (string | number)[]; readonly item: string };
 
 export type PlannedFile =
   | { readonly path: string; readonly kind: 'text'; readonly content: string }
@@ -178,15 +180,20 @@ export function plannedFiles(ctx: WiringContext): PlannedFile[] {
     if (!e) throw new WiringError('the MCP bridge is not listening');
     const entry = serverEntry(profile.bridge.format, profile.bridge.transport, e);
     add(profile.bridge.path, { kind: 'set', path: entry.path, value: entry.value });
+    // Claude Code uses a project's .mcp.json server only once it is approved: the launch approves its own one in the
+    // worktree's local settings (checked with Claude Code 2.1.328: without it `claude mcp list` says "Pending approval").
+    if (profile.cli === 'claude-code' && profile.bridge.format === 'claude-mcp-json' && profile.bridge.path === '.mcp.json') {
+      add('.claude/settings.local.json', { kind: 'include', path: ['enabledMcpjsonServers'], item: SERVER_NAME });
+    }
   }
   const approvals = profile.approvals;
   if (approvals.kind !== 'none') {
     if (!e) throw new WiringError('the MCP bridge is not listening');
     switch (approvals.kind) {
       case 'claude-code-hooks': {
-        const hook = approvals.via === 'http'
-          ? { type: 'http', url: `${e.hookUrl}?cli=claude-code`, headers: { Authorization: 'Bearer $SW4RM_TOKEN' }, allowedEnvVars: ['SW4RM_TOKEN'], timeout: HOOK_TIMEOUT_SECONDS }
-          : { type: 'command', command: hookCommandLine(e, 'claude-code'), timeout: HOOK_TIMEOUT_SECONDS };
+        // Never an HTTP hook: Claude Code runs the tool when one fails (profiles.ts refuses `via: "http"`).
+        if (approvals.via === 'http') throw new WiringError('Claude Code approvals are wired as a command hook only (an HTTP hook that fails lets the tool run)');
+        const hook = { type: 'command', command: hookCommandLine(e, 'claude-code'), timeout: HOOK_TIMEOUT_SECONDS };
         add('.claude/settings.local.json', { kind: 'hook', path: ['hooks', 'PreToolUse'], entry: { matcher: '*', hooks: [hook] } });
         break;
       }
@@ -229,8 +236,14 @@ export function renderFile(file: PlannedFile, existing: string | undefined): str
     } else {
       let at: unknown = parse(text, [], { allowTrailingComma: true });
       for (const key of edit.path) at = at !== null && typeof at === 'object' ? (at as Record<string | number, unknown>)[key] : undefined;
-      const others = Array.isArray(at) ? at.filter((entry) => !isOurHook(entry)) : [];
-      value = [...others, edit.entry];
+      if (edit.kind === 'include') {
+        const list = Array.isArray(at) ? at : [];
+        if (list.includes(edit.item)) continue;
+        value = [...list, edit.item];
+      } else {
+        const others = Array.isArray(at) ? at.filter((entry) => !isOurHook(entry)) : [];
+        value = [...others, edit.entry];
+      }
     }
     text = applyEdits(text, modify(text, [...edit.path], value, { formattingOptions }));
   }
@@ -270,9 +283,10 @@ export function instructionsText(ctx: WiringContext): string {
       'your inbox until you read them; nothing is pushed to you, so you must look:',
       '',
       '- Call `read_inbox` now, before you start.',
-      '- Call it again after each step of your work (a commit, a finished subtask), whenever you wait for something,',
-      '  before you ask a question, and before you say you are done.',
-      '- Reading a message acknowledges it: act on it or answer it; do not leave it unanswered.',
+      '- Call it again after each step of your work (a commit, a finished subtask), whenever you wait for something',
+      '  (`wait_ms` waits for the first message), before you ask a question, and before you say you are done.',
+      '- Reading marks a message READ. When you have handled it, answer it with `ack_message` (fulfilled, rejected or',
+      '  failed): its sender learns what became of it. Do not leave a message unanswered.',
       '',
       '## Working with the others',
       '',
@@ -280,8 +294,11 @@ export function instructionsText(ctx: WiringContext): string {
       '- `send_message`: a message to one agent by its id. Say what you need and what you did.',
       '- `request_decision`: a question that needs the person (it waits until they decide; when the deadline passes',
       '  without an answer, that is not a "no": ask again or choose the safe option).',
-      '- `report_activity`: tell the editor what you are doing; when you were given a task, `complete_task` when it',
-      '  is done or `fail_task` when you cannot do it; `request_handoff` to pass work to an agent with the right capability.',
+      '- `current_task`: the task the coordinator gave you, if any; `complete_task` when it is done, `fail_task` when you',
+      '  cannot do it; `request_handoff` to pass work to an agent with the right capability.',
+      '- `report_activity` and `append_artifact`: tell the editor what you are doing and what you produced;',
+      '  `submit_proposal` / `submit_vote` in a negotiation room.',
+      '- `workspace_*`: file and git tools confined to your worktree.',
       '',
       `The tool list of the \`${SERVER_NAME}\` server is the reference: if a name above differs from it, use the tool it describes.`,
       '',
@@ -361,6 +378,25 @@ async function userExcludesFile(git: Git, cwd: string, env: Readonly<Record<stri
 }
 
 /**
+ * Turns `extensions.worktreeConfig` on as git-worktree(1) says to: `core.bare = true` and `core.worktree` of the shared config
+ * move first into the main worktree's `config.worktree`, or every linked worktree of a bare repository would read
+ * `core.bare = true` and stop being a work tree.
+ */
+async function enableWorktreeConfig(git: Git, cwd: string): Promise<void> {
+  const common = (await git.run(cwd, ['rev-parse', '--path-format=absolute', '--git-common-dir'])).stdout.trim();
+  const shared = path.join(common, 'config');
+  const main = path.join(common, 'config.worktree');
+  for (const key of ['core.bare', 'core.worktree']) {
+    const value = await git.run(cwd, ['config', '--file', shared, '--get', key], { okExitCodes: [1] });
+    // core.bare false means what its absence means: it stays where it is.
+    if (value.exitCode !== 0 || (key === 'core.bare' && value.stdout.trim() !== 'true')) continue;
+    await git.run(cwd, ['config', '--file', main, key, value.stdout.replace(/\n$/, '')]);
+    await git.run(cwd, ['config', '--file', shared, '--unset', key]);
+  }
+  await git.run(cwd, ['config', 'extensions.worktreeConfig', 'true']);
+}
+
+/**
  * Makes `paths` ignored in the worktree `cwd` only: `<worktree git dir>/info/sw4rm-exclude` holds the user's own
  * excludes file first (core.excludesFile is replaced, not added to), then our paths; the worktree's config points
  * core.excludesFile at it (`extensions.worktreeConfig` on, `git config --worktree`). The main checkout's status does
@@ -383,7 +419,7 @@ export async function excludeFromGit(git: Git, cwd: string, paths: readonly stri
   fs.mkdirSync(path.dirname(excludeFile), { recursive: true });
   fs.writeFileSync(excludeFile, lines.join('\n'));
   const enabled = await git.run(cwd, ['config', '--bool', '--get', 'extensions.worktreeConfig'], { okExitCodes: [1] });
-  if (enabled.stdout.trim() !== 'true') await git.run(cwd, ['config', 'extensions.worktreeConfig', 'true']);
+  if (enabled.stdout.trim() !== 'true') await enableWorktreeConfig(git, cwd);
   await git.run(cwd, ['config', '--worktree', 'core.excludesFile', excludeFile]);
   return excludeFile;
 }
