@@ -5,6 +5,8 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { BridgeServer } from '../../src/server/bridge/bridgeServer';
+import { BridgeToolError, type BridgeHttpRoute } from '../../src/server/bridge/model';
 import type { CoordinatorHost } from '../../src/server/host';
 import { validDescriptor } from '../support/fixtures';
 import { startHost, stopHost } from '../support/host';
@@ -175,6 +177,68 @@ describe('the MCP bridge (README, "The MCP bridge")', function () {
       assert.equal(host.coordinator.registry.get('b')!.lastHeartbeatAt, null, 'only the caller');
     });
 
+    it('dispatches other routes by method and path: JSON in, JSON out, as the authenticated agent; bad JSON 400; a wrong method 405', async () => {
+      const seen: Array<{ body: unknown; cli: string | null; agent: string; principal?: string }> = [];
+      const echo: BridgeHttpRoute = {
+        method: 'POST', path: '/hooks/echo',
+        async handle(request, tool) {
+          seen.push({ body: request.body, cli: request.query.get('cli'), agent: tool.caller.agentId, principal: tool.ctx.principal });
+          if ((request.body as { refuse?: boolean } | undefined)?.refuse) throw new BridgeToolError('PERMISSION_DENIED', 'refused by the route');
+          return { status: 200, body: { echoed: request.body } };
+        },
+      };
+      const bridge = new BridgeServer({ coordinator: host.coordinator, tools: [], routes: [echo], port: 0, grpcAddress: 'x', distDir: DIST });
+      const routePort = await bridge.start();
+      try {
+        const auth = { 'Content-Type': 'application/json', Authorization: `Bearer ${tokenA}` };
+        const ok = await raw(routePort, { path: '/hooks/echo?cli=claude', headers: auth, body: '{"tool":"Bash"}' });
+        assert.deepEqual([ok.status, JSON.parse(ok.body)], [200, { echoed: { tool: 'Bash' } }]);
+        assert.equal(seen[0].agent, 'a');
+        assert.equal(seen[0].cli, 'claude');
+        assert.match(seen[0].principal ?? '', /^agent:/);
+        const bad = await raw(routePort, { path: '/hooks/echo', headers: auth, body: '{"tool":' });
+        assert.equal(bad.status, 400);
+        assert.equal((JSON.parse(bad.body) as { error: { code: string } }).error.code, 'VALIDATION_ERROR');
+        const refused = await raw(routePort, { path: '/hooks/echo', headers: auth, body: '{"refuse":true}' });
+        assert.deepEqual([refused.status, (JSON.parse(refused.body) as { error: { code: string } }).error.code], [403, 'PERMISSION_DENIED']);
+        assert.equal((await raw(routePort, { method: 'GET', path: '/hooks/echo', headers: auth })).status, 405);
+        const unauthenticated = await raw(routePort, { path: '/hooks/echo', headers: { 'Content-Type': 'application/json' }, body: '{}' });
+        assert.equal(unauthenticated.status, 401);
+        assert.equal(seen.length, 2, 'the route ran for the two readable requests only');
+      } finally {
+        await bridge.close();
+      }
+    });
+
+    it('aborts a route\'s signal when its request closes before the answer', async () => {
+      let aborted: (() => void) | undefined;
+      let entered: (() => void) | undefined;
+      const abortSeen = new Promise<void>((resolve) => { aborted = resolve; });
+      const enteredSeen = new Promise<void>((resolve) => { entered = resolve; });
+      const waiting: BridgeHttpRoute = {
+        method: 'POST', path: '/hooks/wait',
+        handle: (_request, tool) => new Promise((resolve) => {
+          entered!();
+          tool.signal.addEventListener('abort', () => {
+            aborted!();
+            resolve({ status: 200, body: {} });
+          });
+        }),
+      };
+      const bridge = new BridgeServer({ coordinator: host.coordinator, tools: [], routes: [waiting], port: 0, grpcAddress: 'x', distDir: DIST });
+      const routePort = await bridge.start();
+      try {
+        const req = http.request({ host: '127.0.0.1', port: routePort, method: 'POST', path: '/hooks/wait', headers: { 'Content-Type': 'application/json', Authorization: `Bearer ${tokenA}` } });
+        req.on('error', () => undefined);
+        req.end('{}');
+        await enteredSeen;
+        req.destroy();
+        await abortSeen;
+      } finally {
+        await bridge.close();
+      }
+    });
+
     it('falls back to a free port when the requested one is busy, and logs it', async () => {
       const other = makeTempDir('sw4rm-int-bridge-busy-');
       const second = await startHost(other, { bridgePort: port, distDir: DIST });
@@ -265,6 +329,18 @@ describe('the MCP bridge (README, "The MCP bridge")', function () {
       const second = await call(b, 'read_inbox', { max: 2 });
       assert.deepEqual(second.messages.map((m: { message_id: string }) => m.message_id), [ids[2]]);
       assert.equal(second.remaining, 0);
+    });
+
+    it('a payload of more than 1 MiB (a payload file) reaches read_inbox with wait_ms 0', async () => {
+      const a = await connect(tokenA);
+      const b = await connect(tokenB);
+      const text = 'x'.repeat(1536 * 1024);
+      const sent = await call(a, 'send_message', { to: 'b', payload: text });
+      assert.ok(host.coordinator.router.message(sent.message_id)!.payloadFile, 'stored as a payload file');
+      const read = await call(b, 'read_inbox', { wait_ms: 0 });
+      assert.equal(read.messages.length, 1);
+      assert.equal(read.messages[0].message_id, sent.message_id);
+      assert.equal(read.messages[0].payload, text);
     });
 
     it('send_message with an idempotency_key: a retry answers the first outcome, one message is delivered; without a key each call is new', async () => {
@@ -358,7 +434,7 @@ describe('the MCP bridge (README, "The MCP bridge")', function () {
       }
     });
 
-    it('a read whose HTTP request closes early stops waiting and detaches; its messages are delivered again', async () => {
+    it('a read whose HTTP request closes early stops waiting and detaches (the inbox free again for the next read)', async () => {
       await connect(tokenB);
       const req = http.request({ host: '127.0.0.1', port, method: 'POST', path: '/mcp', headers: { ...MCP_HEADERS, Authorization: `Bearer ${tokenB}` } });
       req.on('error', () => undefined);

@@ -150,4 +150,61 @@ describe('read_inbox on the Clock (ManualClock, in-memory MCP)', () => {
     assert.deepEqual(read.messages.map((m: { message_id: string; payload: unknown }) => [m.message_id, m.payload]), [[sent.message_id, 'now']]);
     assert.equal(coordinator.router.message(sent.message_id)!.state, 'READ');
   });
+  it('one read per agent at a time: a second read while one waits is refused FAILED_PRECONDITION (retryable); another agent reads meanwhile', async () => {
+    const a = await connect('a');
+    const b = await connect('b');
+    const waiting = call(b, 'read_inbox', { wait_ms: 1000 });
+    await turnsUntil(() => coordinator.router.inboxStats('b').streaming);
+    const second = (await b.callTool({ name: 'read_inbox', arguments: {} })) as CallToolResult;
+    assert.equal(second.isError, true);
+    assert.deepEqual((second.structuredContent as { error: { code: string; retryable: boolean } }).error.code, 'FAILED_PRECONDITION');
+    assert.equal((second.structuredContent as { error: { retryable: boolean } }).error.retryable, true);
+    assert.deepEqual((await call(a, 'read_inbox', {})).messages, []);
+    clock.advance(1000);
+    assert.deepEqual((await waiting).messages, []);
+    assert.deepEqual((await call(b, 'read_inbox', {})).messages, [], 'free again');
+  });
+
+  it('a cancelled read stops waiting, detaches and confirms nothing', async () => {
+    const b = await connect('b');
+    const controller = new AbortController();
+    const reading = b.callTool({ name: 'read_inbox', arguments: { wait_ms: 30_000 } }, undefined, { signal: controller.signal });
+    await turnsUntil(() => coordinator.router.inboxStats('b').streaming);
+    controller.abort('test');
+    await assert.rejects(reading);
+    await turnsUntil(() => !coordinator.router.inboxStats('b').streaming);
+  });
+  it('max is the read\'s delivery window: messages beyond it stay queued without spending delivery attempts', async () => {
+    const a = await connect('a');
+    const b = await connect('b');
+    const ids: string[] = [];
+    for (let i = 0; i < 7; i++) ids.push((await call(a, 'send_message', { to: 'b', payload: { i } })).message_id as string);
+    const got: string[] = [];
+    for (let i = 0; i < 7; i++) {
+      const read = await call(b, 'read_inbox', { max: 1 });
+      assert.equal(read.messages.length, 1);
+      assert.equal(read.remaining, 6 - i);
+      got.push(read.messages[0].message_id as string);
+    }
+    assert.deepEqual(got, ids, 'each once, in order');
+    for (const id of ids) {
+      const record = coordinator.router.message(id)!;
+      assert.deepEqual([record.state, record.deliveryAttempts], ['READ', 1], id);
+    }
+  });
+  it('a message not read within the ACK timeout is TIMED_OUT: the sender reads ACK_TIMEOUT and a retry with the same key sends it again', async () => {
+    const a = await connect('a');
+    const b = await connect('b');
+    const first = await call(a, 'send_message', { to: 'b', payload: { job: 7 }, idempotency_key: 'job-7' });
+    clock.advance(10_000);
+    await turnsUntil(() => coordinator.router.message(first.message_id)!.state === 'TIMED_OUT');
+    assert.deepEqual((await call(b, 'read_inbox', {})).messages, [], 'gone from the inbox (RFC §11: 10 s to RECEIVED)');
+    const told = await call(a, 'read_inbox', {});
+    const nack = told.acknowledgements.find((x: { for_message_id: string }) => x.for_message_id === first.message_id);
+    assert.deepEqual([nack.stage, nack.error_code], ['TIMED_OUT', 'ACK_TIMEOUT']);
+    const retry = await call(a, 'send_message', { to: 'b', payload: { job: 7 }, idempotency_key: 'job-7' });
+    assert.notEqual(retry.message_id, first.message_id, 'a retryable outcome: a new attempt of the same operation');
+    assert.equal(retry.duplicate, undefined);
+    assert.deepEqual((await call(b, 'read_inbox', {})).messages.map((m: { message_id: string }) => m.message_id), [retry.message_id]);
+  });
 });

@@ -115,6 +115,8 @@ describe('contributions (package.json ⇄ src/extension/contributions.ts)', () =
     assert.equal(manifest.capabilities.untrustedWorkspaces.supported, false);
     const ignore = fs.readFileSync(path.join(root, '.vscodeignore'), 'utf8').split('\n').map((l) => l.trim());
     assert.equal(ignore.find((l) => l && !l.startsWith('#')), '**', 'the first rule must exclude everything');
+    // BridgeEndpoints.stdioCommand runs it from the installed extension's dist/ (README, "The MCP bridge").
+    assert.ok(ignore.includes('!dist/sw4rm-mcp.js'), 'the MCP bridge\'s stdio entry point is packaged');
   });
 });
 

@@ -50,6 +50,7 @@ export class Delivery {
   /** The inbox's stream is gone: its bytes in flight no longer count (gRPC freed them). */
   private detach(inbox: Inbox): void {
     inbox.sink = undefined;
+    inbox.window = undefined;
     for (const record of this.loaded.keys()) if (record.recipientId === inbox.agentId) this.dropLoaded(record);
     inbox.inflight.uncount();
     this.waiting.delete(inbox);
@@ -58,9 +59,11 @@ export class Delivery {
 
   /**
    * Opens an agent's inbox stream. A newer stream replaces an older one. With `resumeAfter`, deliveries up to
-   * that seq count as processed; anything else not yet confirmed is delivered again.
+   * that seq count as processed; anything else not yet confirmed is delivered again. `window` (≥ 1): this stream takes
+   * at most that many tracked deliveries unconfirmed at once, when fewer than the router's deliveryWindow (the MCP
+   * bridge's read_inbox, which returns at most `max` messages and must not be handed more it would leave unconfirmed).
    */
-  attach(agentId: string, sink: InboxSink, ctx: CallContext, resumeAfter?: number): Disposable {
+  attach(agentId: string, sink: InboxSink, ctx: CallContext, resumeAfter?: number, window?: number): Disposable {
     const core = this.core;
     if (!core.registry.get(agentId)) throw new StreamRefusal('not_registered', `agent '${agentId.slice(0, 128)}' is not registered; RegisterAgent first`);
     const inbox = core.inbox(agentId);
@@ -103,6 +106,7 @@ export class Delivery {
     });
     for (const record of requeue.reverse()) inbox.queue.unshift(record.lane, record);
     inbox.sink = sink;
+    inbox.window = window !== undefined && window >= 1 && window < core.options.deliveryWindow ? Math.floor(window) : undefined;
     inbox.inflight.count();
     core.registry.recordLiveness(agentId, ctx);
     this.dispatch(inbox);
@@ -166,7 +170,7 @@ export class Delivery {
         this.dropLoaded(record);
         continue;
       }
-      if (record.tracked && trackedInflight >= core.options.deliveryWindow) {
+      if (record.tracked && trackedInflight >= (inbox.window ?? core.options.deliveryWindow)) {
         inbox.queue.unshift(next.lane, record);
         break;
       }

@@ -88,6 +88,8 @@ export interface Inbox {
   readonly queue: LaneQueues<MessageRecord>;
   readonly inflight: Inflight;
   sink: InboxSink | undefined;
+  /** The open stream's own delivery window (tracked deliveries unconfirmed at once), when it asked for one smaller than the router's. */
+  window: number | undefined;
   lastSeq: number;
   /** Tracked messages admitted and not yet READ (the capacity count), by message id. */
   readonly notRead: Set<string>;

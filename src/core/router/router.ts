@@ -224,10 +224,11 @@ export class Router implements CoordinatorMailbox, CoordinatorOutbox, Disposable
 
   /**
    * Opens an agent's inbox stream. A newer stream replaces an older one. With `resumeAfter`, deliveries up to
-   * that seq count as processed; anything else not yet confirmed is delivered again.
+   * that seq count as processed; anything else not yet confirmed is delivered again. With `window`, the stream takes
+   * at most that many tracked deliveries unconfirmed at once (below the router's deliveryWindow).
    */
-  attach(agentId: string, sink: InboxSink, ctx: CallContext, resumeAfter?: number): Disposable {
-    return this.core.delivery.attach(agentId, sink, ctx, resumeAfter);
+  attach(agentId: string, sink: InboxSink, ctx: CallContext, resumeAfter?: number, window?: number): Disposable {
+    return this.core.delivery.attach(agentId, sink, ctx, resumeAfter, window);
   }
 
   /** AckDelivery: confirms (or permanently fails) the delivery with this seq. Answers whether it was recorded. */

@@ -112,7 +112,7 @@ export class RouterCore {
     let inbox = this.inboxes.get(agentId);
     if (!inbox) {
       inbox = {
-        agentId, queue: new LaneQueues<MessageRecord>(this.options.lanes.weights), inflight: new Inflight(this.memory), sink: undefined,
+        agentId, queue: new LaneQueues<MessageRecord>(this.options.lanes.weights), inflight: new Inflight(this.memory), sink: undefined, window: undefined,
         lastSeq: this.repo.lastSeq(agentId), notRead: new Set(), metrics: emptyMetrics(agentId, this.options.capacity),
       };
       this.inboxes.set(agentId, inbox);

@@ -14,6 +14,10 @@ export const BRIDGE_HOST = '127.0.0.1';
 export const DEFAULT_BRIDGE_PORT = 50052;
 /** The largest request body read (MCP JSON-RPC, hook JSON); larger ones are answered 413. */
 export const BRIDGE_MAX_BODY_BYTES = 4 * 1024 * 1024;
+/** How long a request's headers and body may take to arrive. */
+export const BRIDGE_REQUEST_TIMEOUT_MS = 60_000;
+/** Open connections at most (loopback agents; each MCP client keeps a few). */
+export const BRIDGE_MAX_CONNECTIONS = 1024;
 export const MCP_PATH = '/mcp';
 export const HOOK_PATH = '/hooks/pre-tool-use';
 /** The bundled entry points beside the extension's and the CLI's bundles (esbuild.mjs). */
@@ -64,7 +68,8 @@ export class BridgeServer {
 
   constructor(private readonly options: BridgeServerOptions) {
     this.distDir = options.distDir ?? __dirname;
-    this.server = http.createServer({ requestTimeout: 0 }, (req, res) => {
+    // The request (headers and body) must arrive within a minute; the answer may take as long as its tool waits.
+    this.server = http.createServer({ requestTimeout: BRIDGE_REQUEST_TIMEOUT_MS }, (req, res) => {
       this.handle(req, res).catch((err: unknown) => {
         if (err instanceof BridgeToolError) {
           if (!res.headersSent) refuse(res, { status: STATUS_OF_CODE[err.code] ?? 400, code: err.code, message: err.message });
@@ -76,6 +81,7 @@ export class BridgeServer {
         else res.end();
       });
     });
+    this.server.maxConnections = BRIDGE_MAX_CONNECTIONS;
   }
 
   /** Listens; answers the port bound. A busy requested port falls back to a free one (logged). */
@@ -155,8 +161,7 @@ export class BridgeServer {
     if (url.pathname === MCP_PATH) return this.serveMcp(req, res, caller);
     const route = this.options.routes.find((r) => r.path === url.pathname && r.method === req.method);
     if (route === undefined) {
-      const known = url.pathname === MCP_PATH || this.options.routes.some((r) => r.path === url.pathname);
-      return known
+      return this.options.routes.some((r) => r.path === url.pathname)
         ? refuse(res, { status: 405, code: 'METHOD_NOT_ALLOWED', message: `${req.method} is not served on ${url.pathname}` })
         : refuse(res, { status: 404, code: 'NOT_FOUND', message: `no bridge endpoint at ${url.pathname.slice(0, 256)}; MCP is served at ${MCP_PATH}` });
     }

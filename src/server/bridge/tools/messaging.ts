@@ -55,8 +55,11 @@ function envelopeFrom(coordinator: Coordinator, caller: BridgeCaller, messageTyp
   };
 }
 
-/** The router's answer, once durable (as SendMessage answers: answerWhenDurable), or its refusal as a BridgeToolError. */
-async function submit(tool: BridgeToolContext, envelope: Envelope, to: string | undefined): Promise<SendResult> {
+/**
+ * The router's answer (Router.submit, as SendMessage calls it), once durable (as SendMessage answers: answerWhenDurable)
+ * unless `durably` is false (the caller waits once for several).
+ */
+async function submit(tool: BridgeToolContext, envelope: Envelope, to: string | undefined, durably = true): Promise<SendResult> {
   const { coordinator, ctx } = tool;
   let result: SendResult;
   try {
@@ -65,7 +68,7 @@ async function submit(tool: BridgeToolContext, envelope: Envelope, to: string | 
     coordinator.log.internalError('router', ctx.correlationId, err);
     throw new BridgeToolError('INTERNAL_ERROR', `the message was not accepted: ${(err as Error).message}`, true);
   }
-  await durable(coordinator);
+  if (durably) await durable(coordinator);
   return result;
 }
 
@@ -198,9 +201,9 @@ interface Delivered {
 }
 
 /**
- * Attaches a temporary inbox sink for the caller, collects what the router delivers (waiting up to `waitMs` on the
- * coordinator's Clock for the first message), then detaches. Deliveries beyond `max` messages are left
- * unconfirmed: the router delivers them again on the next read.
+ * Attaches a temporary inbox sink for the caller with a delivery window of `max` (the router hands it at most `max`
+ * messages that need an answer; the rest stay queued, costing no delivery attempt), collects what the router delivers
+ * (waiting up to `waitMs` on the coordinator's Clock for the first message), then detaches.
  */
 async function collect(tool: BridgeToolContext, max: number, waitMs: number): Promise<Delivered[]> {
   const { coordinator, caller, ctx, signal } = tool;
@@ -224,7 +227,7 @@ async function collect(tool: BridgeToolContext, max: number, waitMs: number): Pr
   };
   let attached: Disposable;
   try {
-    attached = router.attach(caller.agentId, sink, ctx);
+    attached = router.attach(caller.agentId, sink, ctx, undefined, max);
   } catch (err) {
     if (err instanceof StreamRefusal) throw new BridgeToolError('FAILED_PRECONDITION', err.message);
     throw err;
@@ -254,12 +257,10 @@ async function collect(tool: BridgeToolContext, max: number, waitMs: number): Pr
   } finally {
     attached.dispose();
   }
-  // The first `max` messages (by seq) and every acknowledgement delivered with them; live-only envelopes need no answer.
-  const kept: Delivered[] = [];
-  let count = 0;
-  for (const d of delivered.sort((a, b) => a.seq - b.seq)) {
-    if (isAck(d) || (isMessage(d) && ++count <= max)) kept.push(d);
-  }
+  // What the router keeps, in seq order: the messages (at most `max` tracked ones, by the window; the coordinator's own
+  // untracked replies, which the window does not limit, with them) and the acknowledgements. Live-only envelopes need
+  // no answer.
+  const kept = delivered.filter((d) => isAck(d) || isMessage(d)).sort((a, b) => a.seq - b.seq);
   if (signal.aborted) throw new BridgeToolError('CANCELLED', 'the read was cancelled (the request closed); nothing was confirmed: the messages are delivered again');
   return kept;
 }
@@ -310,7 +311,17 @@ const readInbox: BridgeTool = {
         else acknowledgements.push(acknowledgementOf(envelope));
         continue;
       }
-      if (record?.tracked) await acknowledge(tool, envelope, 'READ');
+      // The message is the caller's now (its delivery is confirmed): a READ the router refuses (the message ended
+      // meanwhile) is noted and the message still returned, never dropped. All of it becomes durable together, below.
+      let readRefused: string | undefined;
+      if (record?.tracked) {
+        try {
+          await acknowledge(tool, envelope, 'READ', {}, false);
+        } catch (err) {
+          // The router logged its refusal (message.refused); the agent is told with the message.
+          readRefused = err instanceof BridgeToolError ? `${err.code}: ${err.message}` : String(err);
+        }
+      }
       messages.push({
         message_id: envelope.messageId,
         from: envelope.producerId,
@@ -320,6 +331,7 @@ const readInbox: BridgeTool = {
         ...renderPayload(envelope.payload, envelope.contentType),
         sent_at: isoUtc(envelope.timestampMs ?? record?.acceptedAt ?? coordinator.clock.now()),
         ...(record?.tracked ? { needs_ack: true } : {}),
+        ...(readRefused !== undefined ? { state: router.message(envelope.messageId)?.state ?? '', note: `not acknowledged READ: ${readRefused}` } : {}),
       });
     }
     await durable(coordinator);
@@ -352,12 +364,12 @@ function acknowledgementOf(envelope: Envelope): BridgeToolOutput {
  * operation (answered DUPLICATE_DETECTED / ALREADY_IN_PROGRESS by the router, which counts as done).
  */
 async function acknowledge(tool: BridgeToolContext, target: Pick<Envelope, 'messageId' | 'correlationId'>, stage: 'READ' | 'FULFILLED' | 'REJECTED' | 'FAILED',
-  extra: Record<string, unknown> = {}): Promise<{ messageId: string; duplicate: boolean }> {
+  extra: Record<string, unknown> = {}, durably = true): Promise<{ messageId: string; duplicate: boolean }> {
   const { coordinator, caller } = tool;
   const body = Buffer.from(JSON.stringify({ ack_for_message_id: target.messageId, ack_stage: stage, ...extra }), 'utf8');
   const envelope = envelopeFrom(coordinator, caller, 'ACKNOWLEDGEMENT', body, 'application/json', target.correlationId || coordinator.ids.uuid(),
     derivedToken('ack', caller.agentId, target.messageId, stage));
-  const result = await submit(tool, envelope, undefined);
+  const result = await submit(tool, envelope, undefined, durably);
   if (result.accepted) return { messageId: result.messageId, duplicate: false };
   if (result.code === 'DUPLICATE_DETECTED' || result.code === 'ALREADY_IN_PROGRESS') return { messageId: String(result.details?.original_message_id ?? ''), duplicate: true };
   throw refusal(result);
