@@ -259,6 +259,19 @@ describe('tool approvals: ToolApprovals.decide (ManualClock, real HITL service a
     assert.match(after.decision!.rationale, /restarted/);
   });
 
+  it('an agent asking more than the HITL policy lets one requester have pending: the CLI asks its own user', async () => {
+    h.coordinator.hitl.setPolicy({ ...h.coordinator.hitl.policy, maxPendingPerRequester: 1 }, 'test');
+    const opened = nextOpened();
+    const first = decide('claude-code', claude('Bash', { command: 'make a' }));
+    const invocation = await opened;
+    const second = await decide('claude-code', claude('Bash', { command: 'make b' }));
+    assert.deepEqual([second.decision, second.decidedBy], ['ask', 'hitl_refused']);
+    assert.match(second.reason, /BUFFER_FULL/);
+    assert.equal(h.events('tool_approval.answered').at(-1)?.level, 'WARN');
+    h.coordinator.hitl.decide(invocation.id, { action: 'approve', rationale: 'ok' }, 'editor:alice', ctx());
+    assert.equal((await first).decision, 'allow');
+  });
+
   it('refuses an unreadable hook input before anything is asked', async () => {
     await assert.rejects(decide('claude-code', { tool_input: {} }), /no tool_name/);
     assert.equal(h.coordinator.hitl.list().length, 0);
