@@ -149,11 +149,15 @@ describe('SW4RM: Launch Agent… in a real editor (code-server + Chromium, a sta
   });
 
   it('refuses a profile whose program is not installed before launching anything, naming the program', async function () {
+    await harness!.runCommand('Notifications: Clear All Notifications');
     await harness!.runCommand('SW4RM: Launch Agent…');
     await pick(MISSING_NAME);
-    const text = await harness!.waitForText((t) => t.includes(`${MISSING_NAME} cannot be launched`), 15_000);
-    assert.ok(text.includes(MISSING_PROGRAM), text);
-    assert.match(text, /Open Settings/);
+    const toast = page().locator('.notification-toast', { hasText: `${MISSING_NAME} cannot be launched` }).first();
+    await toast.waitFor({ state: 'visible', timeout: 15_000 });
+    // The toast's accessible label holds the whole message (its text may be cut to the toast's width).
+    const message = (await toast.locator('.notification-list-item').first().getAttribute('aria-label')) ?? await toast.innerText();
+    assert.ok(message.includes(MISSING_PROGRAM), message);
+    assert.equal(await toast.locator('.monaco-button', { hasText: 'Open Settings' }).count(), 1);
     await harness!.runCommand('Notifications: Clear All Notifications');
     assert.equal(fs.existsSync(path.join(path.dirname(harness!.workspaceDir), `${REPO_ID}.sw4rm-worktrees`)), false, 'no worktree was made');
     assert.doesNotMatch(await harness!.viewText('Agents'), new RegExp(MISSING_NAME));
@@ -237,6 +241,7 @@ describe('SW4RM: Launch Agent… in a real editor (code-server + Chromium, a sta
     await page().locator('.xterm').first().waitFor({ state: 'visible', timeout: 15_000 });
     await harness!.waitForText((t) => t.includes(`SW4RM: ${agentId} (${PROFILE_NAME})`), 15_000);
     await page().mouse.move(1, 1);
+    await page().locator('.quick-input-widget').waitFor({ state: 'hidden', timeout: 5_000 });
     // The terminal's size overlay (shown while it resizes) goes away by itself; cosmetic, so not an error.
     await poll(async () => (await page().locator('.terminal-overlay-widget').count()) === 0, { timeoutMs: 5_000 }).catch(() => undefined);
     const shot = await harness!.screenshot('launch-agent');
