@@ -47,6 +47,12 @@ await Promise.all([
     entryPoints: ['src/cli/hookCommand.ts'],
     outfile: 'dist/sw4rm-hook.js',
   }),
+  // The launched agents' starter (src/cli/agentLauncher.ts): the editor's terminal runs it with the launch plan.
+  esbuild.build({
+    ...common,
+    entryPoints: ['src/cli/agentLauncher.ts'],
+    outfile: 'dist/sw4rm-launch.js',
+  }),
   esbuild.build({
     ...common,
     entryPoints: ['examples/agent.ts'],

@@ -63,6 +63,9 @@ export const Commands = {
   showHandoff: 'sw4rm.handoffs.show',
   acceptHandoff: 'sw4rm.handoffs.accept',
   rejectHandoff: 'sw4rm.handoffs.reject',
+  launchAgent: 'sw4rm.launchAgent',
+  relaunchAgent: 'sw4rm.relaunchAgent',
+  showAgentTerminal: 'sw4rm.showAgentTerminal',
 } as const;
 
 export const Views = {
@@ -161,6 +164,7 @@ export const Settings = {
   handoffsReroute: 'handoffs.reroute',
   handoffsRouteToOperator: 'handoffs.routeToOperator',
   handoffsRetentionDays: 'handoffs.retentionDays',
+  agentsProfiles: 'agents.profiles',
 } as const;
 
 export const OUTPUT_CHANNEL_NAME = 'SW4RM';

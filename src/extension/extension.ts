@@ -28,6 +28,10 @@ import { NegotiationsView, asNegotiationNode } from './views/negotiationsView';
 import { NegotiationPanels } from './panels/negotiationPanel';
 import { WorkflowCommands } from './workflowCommands';
 import { WorkflowsView } from './views/workflowsView';
+import { LaunchCommands } from './launchCommands';
+import { LaunchedTerminals } from './launchedTerminals';
+import { LaunchProfileSettingsFollower } from './launchSettings';
+import { affectsLaunchProfiles, readLaunchProfileSettings } from './settings';
 
 let controller: CoordinatorController | undefined;
 
@@ -36,9 +40,10 @@ export function activate(context: vscode.ExtensionContext): void {
   const output = vscode.window.createOutputChannel(OUTPUT_CHANNEL_NAME);
   const statusBar = new CoordinatorStatusBar();
   const worktreeState = new WorktreeState();
-  const agentsView = new AgentsTreeProvider(worktreeState);
-  const deadLetters = new DeadLettersView();
   const approvals = new Approvals(context.extensionUri, output);
+  const launchedTerminals = new LaunchedTerminals(approvals.operator, output, vscode.Uri.joinPath(context.extensionUri, 'dist', 'sw4rm-launch.js').fsPath);
+  const agentsView = new AgentsTreeProvider(worktreeState, launchedTerminals);
+  const deadLetters = new DeadLettersView();
   const credentials = new CredentialsView(approvals.operator);
   controller = new CoordinatorController(context, output, statusBar, agentsView, deadLetters, approvals, credentials);
   const running = controller;
@@ -75,6 +80,12 @@ export function activate(context: vscode.ExtensionContext): void {
   const workflowCommands = new WorkflowCommands(approvals.operator, workflowsView, documents);
   running.follow(workflowsView);
   running.follow(workflowCommands);
+  // Launched agents: their terminals (reconciled with the launches at every start), the commands, the profiles setting.
+  const launchCommands = new LaunchCommands(approvals.operator, launchedTerminals, worktreeState, output, context.extensionUri);
+  const launchProfiles = new LaunchProfileSettingsFollower(readLaunchProfileSettings, (issues) => launchCommands.reportIssues(issues));
+  running.follow(launchedTerminals);
+  running.follow(launchCommands);
+  running.follow(launchProfiles);
 
   context.subscriptions.push(
     output,
@@ -173,6 +184,13 @@ export function activate(context: vscode.ExtensionContext): void {
     vscode.commands.registerCommand(Commands.showHandoff, (node?: unknown) => workflowCommands.showHandoff(node)),
     vscode.commands.registerCommand(Commands.acceptHandoff, (node?: unknown) => workflowCommands.acceptHandoff(node)),
     vscode.commands.registerCommand(Commands.rejectHandoff, (node?: unknown) => workflowCommands.rejectHandoff(node)),
+    launchedTerminals,
+    vscode.commands.registerCommand(Commands.launchAgent, () => launchCommands.launchAgent()),
+    vscode.commands.registerCommand(Commands.relaunchAgent, (node?: unknown) => launchCommands.relaunchAgent(node)),
+    vscode.commands.registerCommand(Commands.showAgentTerminal, (node?: unknown) => launchCommands.showAgentTerminal(node)),
+    vscode.workspace.onDidChangeConfiguration((event) => {
+      if (affectsLaunchProfiles(event)) void launchProfiles.settingsChanged();
+    }),
     vscode.workspace.onDidChangeConfiguration((event) => {
       if (affectsSchedulerLimits(event)) void schedulerLimits.settingsChanged();
       if (affectsNegotiation(event)) void negotiationPolicy.settingsChanged();

@@ -184,3 +184,12 @@ export function readNegotiationSettings(): NegotiationSettings {
 export function affectsNegotiation(event: vscode.ConfigurationChangeEvent): boolean {
   return event.affectsConfiguration(`${SETTINGS_SECTION}.negotiation`);
 }
+
+/** sw4rm.agents.profiles as the user wrote it (any JSON): the coordinator reads it (CoordinatorApi.setLaunchProfileSettings). */
+export function readLaunchProfileSettings(): unknown {
+  return vscode.workspace.getConfiguration(SETTINGS_SECTION).get<unknown>(Settings.agentsProfiles);
+}
+
+export function affectsLaunchProfiles(event: vscode.ConfigurationChangeEvent): boolean {
+  return event.affectsConfiguration(`${SETTINGS_SECTION}.${Settings.agentsProfiles}`);
+}

@@ -151,6 +151,8 @@ export class CoordinatorHost {
           grpcAddress: agentEnvironment(options.host, port, undefined).SW4RM_ROUTER_ADDR, distDir: options.distDir,
         });
         await bridge.start();
+        // Launched agents are wired to where it actually listens (a busy port falls back to a free one).
+        coordinator.launches.setEndpoints(bridge.endpoints());
       }
       writeEndpoint(options.dataDir, options.host, port);
       return new CoordinatorHost(coordinator, server, options, port, token, enrolment, bridge);
@@ -216,6 +218,7 @@ export class CoordinatorHost {
       correlationId: this.coordinator.ids.uuid(), actor: 'coordinator', eventType: 'server.draining', details: { grace_ms: graceMs },
     });
     removeEndpoint(this.options.dataDir, this.port);
+    this.coordinator.launches.setEndpoints(undefined);
     await this.bridge?.close();
     await this.server.drain(graceMs);
     this.coordinator.dispose();

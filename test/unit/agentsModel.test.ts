@@ -36,7 +36,7 @@ describe('Agents view rows', () => {
   it('keeps every fact in the tooltip, one a line', () => {
     assert.equal(agentRow(agent({ presence: 'disconnected' }), INBOX, time).tooltip, [
       'id: e2e-agent-1', 'state: RUNNABLE', 'connection: disconnected', 'class: STANDARD', 'capabilities: echo', 'last heartbeat: 03:04:05',
-      'inbox: 2/10 queued · 1 in flight · streaming: yes · last delivery: 03:04:06',
+      'unread messages: 2', 'inbox: 2/10 queued · 1 in flight · streaming: yes · last delivery: 03:04:06',
     ].join('\n'));
   });
 });

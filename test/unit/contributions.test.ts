@@ -117,6 +117,9 @@ describe('contributions (package.json ⇄ src/extension/contributions.ts)', () =
     assert.equal(ignore.find((l) => l && !l.startsWith('#')), '**', 'the first rule must exclude everything');
     // BridgeEndpoints.stdioCommand runs it from the installed extension's dist/ (README, "The MCP bridge").
     assert.ok(ignore.includes('!dist/sw4rm-mcp.js'), 'the MCP bridge\'s stdio entry point is packaged');
+    // BridgeEndpoints.hookCommand (the approval hooks) and the launched terminals' starter run from there too.
+    assert.ok(ignore.includes('!dist/sw4rm-hook.js'), 'the approval hook command is packaged');
+    assert.ok(ignore.includes('!dist/sw4rm-launch.js'), 'the launched agents\' starter is packaged');
   });
 });
 

@@ -1,6 +1,7 @@
 import * as vscode from 'vscode';
-import type { AgentRecord, CoordinatorApi, Disposable, InboxStats } from '../../core/api';
+import type { AgentRecord, CoordinatorApi, Disposable, InboxStats, LaunchProfile, LaunchRecord } from '../../core/api';
 import { agentRow, connection, inboxSummary } from '../agentsModel';
+import { launchedRowParts } from '../launchModel';
 import { KeyedThrottle } from '../throttle';
 import { agentWorktreeRow, worktreeOf } from '../worktreesModel';
 import type { WorktreeState } from '../worktreeState';
@@ -21,6 +22,15 @@ export const INBOX_REFRESH_MS = 250;
 interface AgentSnapshot {
   readonly agent: AgentRecord;
   readonly inbox: InboxStats | undefined;
+  /** Set for an agent launched from the editor (SW4RM: Launch Agent…). */
+  readonly launch: LaunchRecord | undefined;
+  readonly profile: LaunchProfile | undefined;
+}
+
+/** Which launched agents have a terminal in this window (launchedTerminals.ts). */
+export interface AgentTerminals {
+  has(agentId: string): boolean;
+  onDidChange(listener: (agentId: string) => void): Disposable;
 }
 
 /**
@@ -40,10 +50,17 @@ export class AgentsTreeProvider implements vscode.TreeDataProvider<AgentsNode>, 
   private readonly snapshots = new Map<string, Promise<AgentSnapshot | undefined>>();
   private readonly worktreeNodes = new Map<string, AgentsNode>();
   private readonly worktreeSubscription: Disposable | undefined;
+  private readonly terminalSubscription: Disposable | undefined;
+  /** The launch profiles, read once per refresh of the whole tree (for how a launched agent reads its inbox). */
+  private profiles: Promise<LaunchProfile[]> | undefined;
 
-  /** With `worktrees`, a bound agent's row has its worktree as its first child, refreshed as worktrees change. */
-  constructor(private readonly worktrees?: WorktreeState) {
+  /**
+   * With `worktrees`, a bound agent's row has its worktree as its first child, refreshed as worktrees change; with
+   * `terminals`, a launched agent's row says whether its terminal is open here (Show Terminal, Relaunch).
+   */
+  constructor(private readonly worktrees?: WorktreeState, private readonly terminals?: AgentTerminals) {
     this.worktreeSubscription = worktrees?.onDidChange(() => this.changed.fire(undefined));
+    this.terminalSubscription = terminals?.onDidChange((agentId) => this.refresh(agentId));
   }
 
   /** Follows the API of a (new) coordinator, or none while the coordinator is stopped. */
@@ -56,6 +73,7 @@ export class AgentsTreeProvider implements vscode.TreeDataProvider<AgentsNode>, 
       this.subscriptions.push(
         api.onDidChangeAgents((change) => this.refresh(change.kind === 'joined' || change.kind === 'left' ? undefined : change.agentId)),
         api.onDidChangeInbox(({ agentId }) => this.inboxRefresh.schedule(agentId)),
+        api.onDidChangeLaunches((change) => this.refresh(change.kind === 'forgotten' ? change.agentId : change.record.agentId)),
       );
     }
     this.refresh(undefined);
@@ -83,11 +101,12 @@ export class AgentsTreeProvider implements vscode.TreeDataProvider<AgentsNode>, 
     const snapshot = await this.snapshot(node.agentId);
     if (!snapshot) return new vscode.TreeItem(node.agentId);
     const { agent, inbox } = snapshot;
-    return node.kind === 'agent' ? agentItem(agent, inbox) : detailItem(agent, (node as { key: DetailKey }).key, inbox);
+    return node.kind === 'agent' ? agentItem(snapshot, this.terminals?.has(node.agentId) ?? false) : detailItem(agent, (node as { key: DetailKey }).key, inbox);
   }
 
   dispose(): void {
     this.worktreeSubscription?.dispose();
+    this.terminalSubscription?.dispose();
     for (const subscription of this.subscriptions) subscription.dispose();
     this.subscriptions = [];
     this.inboxRefresh.dispose();
@@ -96,8 +115,12 @@ export class AgentsTreeProvider implements vscode.TreeDataProvider<AgentsNode>, 
 
   /** Refreshes one agent's row (with its details), or the whole tree. */
   private refresh(agentId: string | undefined): void {
-    if (agentId === undefined) this.snapshots.clear();
-    else this.snapshots.delete(agentId);
+    if (agentId === undefined) {
+      this.snapshots.clear();
+      this.profiles = undefined;
+    } else {
+      this.snapshots.delete(agentId);
+    }
     this.changed.fire(agentId === undefined ? undefined : this.agentNode(agentId));
   }
 
@@ -112,11 +135,20 @@ export class AgentsTreeProvider implements vscode.TreeDataProvider<AgentsNode>, 
     if (!api) return Promise.resolve(undefined);
     let snapshot = this.snapshots.get(agentId);
     if (!snapshot) {
-      snapshot = Promise.all([api.agent(agentId), api.inboxStats(agentId).catch(() => undefined)])
-        .then(([agent, inbox]) => (agent ? { agent, inbox } : undefined), () => undefined);
+      snapshot = Promise.all([api.agent(agentId), api.inboxStats(agentId).catch(() => undefined), api.launch(agentId).catch(() => undefined)])
+        .then(async ([agent, inbox, launch]) => {
+          if (!agent) return undefined;
+          const profile = launch ? (await this.launchProfiles(api)).find((p) => p.id === launch.profileId) : undefined;
+          return { agent, inbox, launch, profile };
+        }, () => undefined);
       this.snapshots.set(agentId, snapshot);
     }
     return snapshot;
+  }
+
+  private launchProfiles(api: CoordinatorApi): Promise<LaunchProfile[]> {
+    this.profiles ??= api.launchProfiles().then((answer) => answer.profiles, () => []);
+    return this.profiles;
   }
 
   private agentNode(agentId: string): AgentsNode {
@@ -155,14 +187,15 @@ export class AgentsTreeProvider implements vscode.TreeDataProvider<AgentsNode>, 
   }
 }
 
-function agentItem(agent: AgentRecord, inbox: InboxStats | undefined): vscode.TreeItem {
+function agentItem({ agent, inbox, launch, profile }: AgentSnapshot, hasTerminal: boolean): vscode.TreeItem {
   const { descriptor } = agent;
-  const row = agentRow(agent, inbox, formatTime);
+  const launched = launch ? launchedRowParts(launch, profile, hasTerminal, formatTime) : undefined;
+  const row = agentRow(agent, inbox, formatTime, launched);
   const item = new vscode.TreeItem(row.label, vscode.TreeItemCollapsibleState.Collapsed);
   item.id = `agent:${descriptor.agentId}`;
   item.description = row.description;
-  item.iconPath = presenceIcon(agent);
-  item.contextValue = `agent+${agent.presence}`;
+  item.iconPath = launch ? launchIcon(launch) : presenceIcon(agent);
+  item.contextValue = `agent+${agent.presence}${launched?.contextSuffix ?? ''}${hasTerminal ? '+terminal' : ''}`;
   const tooltip = new vscode.MarkdownString(undefined, false);
   tooltip.appendMarkdown('**').appendText(descriptor.name).appendMarkdown('**\n\n');
   tooltip.appendText(row.tooltip);
@@ -190,6 +223,16 @@ function detailItem(agent: AgentRecord, key: DetailKey, inbox: InboxStats | unde
   item.tooltip = value;
   item.contextValue = `agentDetail+${key}`;
   return item;
+}
+
+/** A launched agent's icon: its process's state (the terminal icon while it runs). */
+function launchIcon(launch: LaunchRecord): vscode.ThemeIcon {
+  switch (launch.state) {
+    case 'STARTING': return new vscode.ThemeIcon('loading~spin');
+    case 'RUNNING': return new vscode.ThemeIcon('terminal', new vscode.ThemeColor('testing.iconPassed'));
+    case 'EXITED': return new vscode.ThemeIcon('debug-stop', new vscode.ThemeColor('disabledForeground'));
+    case 'FAILED': return new vscode.ThemeIcon('error', new vscode.ThemeColor('problemsErrorIcon.foreground'));
+  }
 }
 
 function presenceIcon(agent: AgentRecord): vscode.ThemeIcon {
