@@ -41,10 +41,12 @@ export function planFrom(env: NodeJS.ProcessEnv): LaunchPlanJson | { readonly pr
   return { command: plan.command, env: plan.env };
 }
 
-/** The program's environment: the terminal's (without the plan itself), then the plan's variables over it. */
+/** The program's environment: the terminal's (without the plan itself and ELECTRON_RUN_AS_NODE), then the plan's variables over it. */
 export function programEnvironment(terminal: NodeJS.ProcessEnv, plan: LaunchPlanJson): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = { ...terminal };
   delete env[PLAN_VARIABLE];
+  // The starter's own need under Electron (the desktop editor's binary), never the agent's: profiles cannot set it.
+  delete env.ELECTRON_RUN_AS_NODE;
   return { ...env, ...plan.env };
 }
 

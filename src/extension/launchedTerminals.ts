@@ -85,7 +85,12 @@ export class LaunchedTerminals implements vscode.Disposable {
       // plan's variables laid over the terminal's: the window's environment variable collection (the terminals'
       // enrolment credential in SW4RM_TOKEN) is applied over a terminal's own environment by remote editors even with
       // strictEnv, and must never replace the agent's own credential.
-      env: { ...terminalEnvironment(plan.env), [LAUNCH_PLAN_VARIABLE]: JSON.stringify({ command: plan.command, env: plan.env }) },
+      // In the desktop editor process.execPath is Electron: the starter needs ELECTRON_RUN_AS_NODE, and drops it again
+      // for the agent's program (agentLauncher.ts programEnvironment), so an Electron program the agent starts works.
+      env: {
+        ...terminalEnvironment(plan.env), [LAUNCH_PLAN_VARIABLE]: JSON.stringify({ command: plan.command, env: plan.env }),
+        ...(process.versions.electron !== undefined ? { ELECTRON_RUN_AS_NODE: '1' } : {}),
+      },
       strictEnv: true,
       shellPath: process.execPath,
       shellArgs: [this.launcherPath],

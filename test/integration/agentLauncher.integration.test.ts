@@ -47,6 +47,6 @@ describe('the launched agents\' starter (src/cli/agentLauncher.ts, dist/sw4rm-la
     assert.deepEqual(planFrom({ [PLAN_VARIABLE]: '{"command":["x"],"env":{"A":"1"}}' }), { command: ['x'], env: { A: '1' } });
     assert.deepEqual(planFrom({ [PLAN_VARIABLE]: 'not json' }), { problem: 'SW4RM_LAUNCH_PLAN is not JSON' });
     assert.deepEqual(planFrom({ [PLAN_VARIABLE]: '{"command":["x"],"env":{"A":1}}' }), { problem: 'SW4RM_LAUNCH_PLAN.env must map names to strings' });
-    assert.deepEqual(programEnvironment({ A: 'terminal', B: 'kept', [PLAN_VARIABLE]: '{}' }, { command: ['x'], env: { A: 'plan' } }), { A: 'plan', B: 'kept' });
+    assert.deepEqual(programEnvironment({ A: 'terminal', B: 'kept', [PLAN_VARIABLE]: '{}', ELECTRON_RUN_AS_NODE: '1' }, { command: ['x'], env: { A: 'plan' } }), { A: 'plan', B: 'kept' }, 'the starter\'s ELECTRON_RUN_AS_NODE never reaches the agent');
   });
 });
