@@ -163,9 +163,17 @@ export function launchedRowParts(record: LaunchRecord, profile: LaunchProfile | 
   };
 }
 
+/**
+ * The launch state in words that cannot be taken for the agent's lifecycle state (RFC §8, shown in the label: RUNNING,
+ * RUNNABLE…): `starting`, `terminal running`, `exited` / `exited (code 2)`, `launch failed`.
+ */
 export function launchStateText(record: Pick<LaunchRecord, 'state' | 'exitCode'>): string {
-  if (record.state === 'EXITED') return record.exitCode === null ? 'EXITED' : `EXITED (code ${record.exitCode})`;
-  return record.state;
+  switch (record.state) {
+    case 'STARTING': return 'starting';
+    case 'RUNNING': return 'terminal running';
+    case 'EXITED': return record.exitCode === null ? 'exited' : `exited (code ${record.exitCode})`;
+    case 'FAILED': return 'launch failed';
+  }
 }
 
 /** Messages waiting in an agent's inbox that it has not read (acknowledged): the router's not-read count. */

@@ -133,12 +133,12 @@ describe('launched agents in the Agents view', () => {
     const parts = launchedRowParts(record({ launches: 2 }), profile(), true, time);
     const row = agentRow(agent, inbox, time, parts);
     assert.equal(row.label, 'claude-code-1 · RUNNING');
-    assert.equal(row.description, 'Claude Code · RUNNING · 3 unread · connected');
+    assert.equal(row.description, 'Claude Code · terminal running · 3 unread · connected');
     const tooltip = row.tooltip.split('\n');
     for (const line of [
       'unread messages: 3',
       'launched from profile: Claude Code (claude-code)',
-      'launch: RUNNING · launched 2 times · since 21:00:00',
+      'launch: terminal running · launched 2 times · since 21:00:00',
       'worktree: app/claude-code-1 (/work/app.sw4rm-worktrees/claude-code-1)',
       'terminal: open in this window',
       'reads its inbox: with the read_inbox tool of the SW4RM MCP server, when it calls it (told so in .sw4rm/AGENT.md); messages wait until then',
@@ -146,12 +146,14 @@ describe('launched agents in the Agents view', () => {
     assert.equal(parts.contextSuffix, '+launched+RUNNING');
     const named = { ...agent, descriptor: { ...agent.descriptor, name: 'Claude Code' } } as AgentRecord;
     assert.equal(agentRow(named, inbox, time, parts).label, 'Claude Code · RUNNING');
-    assert.equal(agentRow(named, inbox, time, parts).description, 'claude-code-1 · RUNNING · 3 unread · connected', 'the profile\'s name once');
+    assert.equal(agentRow(named, inbox, time, parts).description, 'claude-code-1 · terminal running · 3 unread · connected', 'the profile\'s name once');
   });
 
   it('shows an exited agent with its exit code, and a failed one with its error', () => {
-    assert.equal(launchStateText(record({ state: 'EXITED', exitCode: 2 })), 'EXITED (code 2)');
-    assert.equal(launchStateText(record({ state: 'EXITED', exitCode: null })), 'EXITED');
+    assert.equal(launchStateText(record({ state: 'EXITED', exitCode: 2 })), 'exited (code 2)');
+    assert.equal(launchStateText(record({ state: 'EXITED', exitCode: null })), 'exited');
+    assert.equal(launchStateText(record({ state: 'STARTING' })), 'starting');
+    assert.equal(launchStateText(record({ state: 'FAILED' })), 'launch failed');
     const failed = launchedRowParts(record({ state: 'FAILED', error: 'worktree setup failed' }), undefined, false, time);
     assert.ok(failed.tooltip.includes('error: worktree setup failed'));
     assert.ok(failed.tooltip.includes('terminal: none in this window'));
