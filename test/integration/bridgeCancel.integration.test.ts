@@ -2,6 +2,7 @@ import { strict as assert } from 'node:assert';
 import * as http from 'node:http';
 import * as path from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { ManualClock } from '../../src/core/clock';
@@ -163,6 +164,25 @@ describe('MCP bridge: a cancelled tool call reaches the running tool (stateless 
     const answer = (await again) as CallToolResult;
     assert.equal(answer.isError, undefined, JSON.stringify(answer.content));
     assert.deepEqual([answer.structuredContent?.action, answer.structuredContent?.decided_by, answer.structuredContent?.reattached], ['approve', 'person', true]);
+  });
+
+  it('through the stdio entry point (dist/sw4rm-mcp.js): the client\'s cancellation reaches request_decision too', async () => {
+    const [command, ...args] = host.bridgeEndpoints!.stdioCommand;
+    const client = new Client({ name: 'cancel-stdio', version: '1.0.0' });
+    clients.push(client);
+    await client.connect(new StdioClientTransport({ command, args, stderr: 'ignore',
+      env: { PATH: process.env.PATH ?? '', SW4RM_MCP_URL: host.bridgeEndpoints!.mcpUrl, SW4RM_TOKEN: tokens.get('asker')! } }));
+    const controller = new AbortController();
+    const opened = logged('hitl.opened', (e) => e.details.invocation_id === 'ask-stdio');
+    const call = client.callTool({ name: 'request_decision', arguments: { reason_type: 'MANUAL_OVERRIDE', summary: 'Via stdio?', request_id: 'ask-stdio' } },
+      undefined, { signal: controller.signal });
+    await within(opened, 'hitl.opened');
+    const detached = logged('hitl.requester_detached', (e) => e.details.invocation_id === 'ask-stdio');
+    controller.abort('stop');
+    await assert.rejects(call);
+    await within(detached, 'requester_detached through the stdio relay');
+    assert.equal(host.coordinator.hitl.get('ask-stdio')?.state, 'pending');
+    host.coordinator.hitl.cancel('ask-stdio', 'editor:test', 'test over', ctx);
   });
 
   it('read_inbox waiting 30 s: the client aborts → the read ends at once (the inbox detached), and a message sent afterwards waits for the next read', async () => {

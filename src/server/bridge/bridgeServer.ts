@@ -1,7 +1,6 @@
 import * as http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import * as path from 'node:path';
-import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import type { Coordinator } from '../../core/coordinator';
 import type { CallContext } from '../../core/context';
 import { CREDENTIAL_TOKEN_PREFIX, principalName } from '../../core/credentials/credentials';
@@ -233,7 +232,10 @@ export class BridgeServer {
       }
       : {
         correlationId: ctx.correlationId, actor: caller.agentId, eventType: 'bridge.cancel_ambiguous', level: 'WARN',
-        details: { agent_id: caller.agentId, request_id: requestId, calls: result.count, reason: 'more than one running tool call of this credential has this request id (two MCP clients sharing it?): none was cancelled' },
+        details: {
+          agent_id: caller.agentId, request_id: requestId, calls: result.count, reason: reason ?? null,
+          note: 'more than one running tool call of this credential has this request id (two MCP clients sharing the credential?): none was cancelled',
+        },
       });
   }
 
