@@ -1,10 +1,10 @@
 import * as http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import * as path from 'node:path';
-import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import type { Coordinator } from '../../core/coordinator';
 import type { CallContext } from '../../core/context';
 import { CREDENTIAL_TOKEN_PREFIX, principalName } from '../../core/credentials/credentials';
+import { InflightCalls, McpExchange, readPost } from './inflight';
 import { createBridgeMcpServer } from './mcpServer';
 import { BridgeToolError, type BridgeCaller, type BridgeEndpoints, type BridgeHttpRoute, type BridgeTool, type BridgeToolContext } from './model';
 
@@ -36,6 +36,8 @@ export interface BridgeServerOptions {
   readonly grpcAddress: string;
   /** Where sw4rm-mcp.js and sw4rm-hook.js are; default the directory of the running bundle (dist/). */
   readonly distDir?: string;
+  /** Tool calls in progress per agent credential at most (default MAX_INFLIGHT_CALLS_PER_CREDENTIAL); beyond: 429 OVERLOADED. */
+  readonly maxInflightCallsPerCredential?: number;
 }
 
 /** A refusal before any tool or route runs: an HTTP status and a SW4RM code, answered as JSON. */
@@ -65,9 +67,12 @@ export class BridgeServer {
   private boundPort = 0;
   private readonly distDir: string;
   private closed = false;
+  /** The `tools/call` requests being served, per credential and JSON-RPC id: what a `notifications/cancelled` aborts. */
+  private readonly inflight: InflightCalls;
 
   constructor(private readonly options: BridgeServerOptions) {
     this.distDir = options.distDir ?? __dirname;
+    this.inflight = new InflightCalls(options.maxInflightCallsPerCredential);
     // The request (headers and body) must arrive within a minute; the answer may take as long as its tool waits.
     this.server = http.createServer({ requestTimeout: BRIDGE_REQUEST_TIMEOUT_MS }, (req, res) => {
       this.handle(req, res).catch((err: unknown) => {
@@ -159,7 +164,7 @@ export class BridgeServer {
     // A bridged agent has no heartbeat stream: each authenticated request is its sign of life (presence).
     coordinator.registry.recordLiveness(caller.agentId, ctx);
 
-    if (url.pathname === MCP_PATH) return this.serveMcp(req, res, caller);
+    if (url.pathname === MCP_PATH) return this.serveMcp(req, res, caller, ctx);
     const route = this.options.routes.find((r) => r.path === url.pathname && r.method === req.method);
     if (route === undefined) {
       return this.options.routes.some((r) => r.path === url.pathname)
@@ -174,7 +179,7 @@ export class BridgeServer {
     if (!res.writableEnded && !res.destroyed) sendJson(res, answer.status, answer.body);
   }
 
-  private async serveMcp(req: http.IncomingMessage, res: http.ServerResponse, caller: BridgeCaller): Promise<void> {
+  private async serveMcp(req: http.IncomingMessage, res: http.ServerResponse, caller: BridgeCaller, ctx: CallContext): Promise<void> {
     if (req.method !== 'POST') {
       // Stateless: no server-initiated stream (GET) and no session to end (DELETE), as the SDK's stateless examples answer.
       res.setHeader('Allow', 'POST');
@@ -185,16 +190,53 @@ export class BridgeServer {
     }
     const body = await this.readJson(req, res, true);
     if (body === NO_BODY) return;
+    const { requests, cancels } = readPost(body);
+    // A cancellation reaches the call it names (an earlier POST's Server), never this POST's fresh one.
+    for (const cancel of cancels) this.cancelCall(caller, cancel.requestId, cancel.reason, ctx);
+    const exchange = new McpExchange(requests);
+    if (!this.inflight.admit(caller.credentialId, exchange)) {
+      const message = `OVERLOADED: agent '${caller.agentId}' has ${this.inflight.count(caller.credentialId)} tool calls in progress with this credential `
+        + `(at most ${this.inflight.maxPerCredential}); retry when some have answered`;
+      res.writeHead(429, { 'Content-Type': 'application/json', 'Retry-After': '1' }).end(JSON.stringify({
+        jsonrpc: '2.0', error: { code: -32000, message, data: { code: 'OVERLOADED', retryable: true } }, id: requests.length === 1 ? requests[0].id : null,
+      }));
+      return;
+    }
     const server = createBridgeMcpServer(this.options.coordinator, this.options.tools, caller);
-    const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined });
-    // Closing the server when the response closes (finished, or the client went away) aborts every tool call still
-    // running for this request: their AbortSignal fires (the SDK aborts open requests when its transport closes).
+    const transport = exchange.transport;
+    // Closing the server when the response closes (finished, cancelled, or the client went away) aborts every tool call
+    // still running for this request: their AbortSignal fires (the SDK aborts open requests when its transport closes).
     res.on('close', () => {
+      this.inflight.release(exchange);
       void transport.close();
       void server.close();
     });
     await server.connect(transport);
+    exchange.watchDeliveries();
     await transport.handleRequest(req, res, body);
+  }
+
+  /**
+   * A client's `notifications/cancelled` for request `requestId`: the tool call of that id made with the SAME
+   * credential, still running, is aborted (its signal fires: request_decision detaches, read_inbox stops waiting) and
+   * its POST ends without an answer (McpExchange.cancel). An id of no running call of this credential changes nothing.
+   */
+  private cancelCall(caller: BridgeCaller, requestId: string | number, reason: string | undefined, ctx: CallContext): void {
+    const { coordinator } = this.options;
+    const result = this.inflight.cancel(caller.credentialId, requestId, reason);
+    if (result.outcome === 'unknown') return;
+    coordinator.log.record(result.outcome === 'cancelled'
+      ? {
+        correlationId: ctx.correlationId, actor: caller.agentId, eventType: 'bridge.call_cancelled',
+        details: { agent_id: caller.agentId, request_id: requestId, tool: result.request.tool ?? null, reason: reason ?? null },
+      }
+      : {
+        correlationId: ctx.correlationId, actor: caller.agentId, eventType: 'bridge.cancel_ambiguous', level: 'WARN',
+        details: {
+          agent_id: caller.agentId, request_id: requestId, calls: result.count, reason: reason ?? null,
+          note: 'more than one running tool call of this credential has this request id (two MCP clients sharing the credential?): none was cancelled',
+        },
+      });
   }
 
   /** Host must name this server on loopback (not a rebound DNS name); a browser Origin must be loopback too. */
