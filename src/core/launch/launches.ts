@@ -43,8 +43,10 @@ export interface LaunchesOptions {
   readonly bridgedAckTimeoutMs: number;
 }
 
-/** sw4rm.agents.inboxAckTimeoutMinutes, --inbox-ack-timeout-minutes: 10 s (the RFC's default) to 24 h. */
+/** bridgedAckTimeoutMs: from 10 s (the RFC's default) to 24 h. */
 export const BRIDGED_ACK_TIMEOUT_BOUNDS_MS = { min: 10_000, max: 24 * 3_600_000 } as const;
+/** sw4rm.agents.inboxAckTimeoutMinutes and --inbox-ack-timeout-minutes: whole minutes, 1 to 1440 (24 h). */
+export const INBOX_ACK_TIMEOUT_MINUTES = { min: 1, max: BRIDGED_ACK_TIMEOUT_BOUNDS_MS.max / 60_000 } as const;
 
 export const DEFAULT_LAUNCHES_OPTIONS: LaunchesOptions = { livenessIntervalMs: 10_000, bridgedAckTimeoutMs: 30 * 60_000 };
 
