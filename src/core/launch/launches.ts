@@ -34,8 +34,8 @@ export interface LaunchesOptions {
    */
   readonly livenessIntervalMs: number;
   /**
-   * The ACK timeout of messages to an agent launched with the MCP bridge (its profile's bridge is not `none`): it pulls
-   * its inbox with read_inbox between steps of its work, minutes apart, where an agent with an inbox stream acknowledges
+   * The ACK timeout of messages to an agent launched with the MCP bridge (`pullsInbox`: its profile wires the bridge, or it
+   * is a custom command): it pulls its inbox with read_inbox between steps of its work, minutes apart, where an agent with an inbox stream acknowledges
    * RECEIVED at once; the RFC's 10 s default would time out every message to it. Given to the router
    * (RecipientAckTimeouts) from its launch on, and again at each start, for as long as its launch record exists (EXITED
    * included: its messages wait this long for a relaunch). Bounds: BRIDGED_ACK_TIMEOUT_BOUNDS_MS.

@@ -39,8 +39,9 @@ export interface SendOptions {
    */
   readonly payloadFile?: { readonly file: PayloadFile; owned: boolean };
   /**
-   * false: no ACK deadline (ackTimeoutMs, or the recipient's own: Router.setRecipientAckTimeout) for this message — the coordinator's own commands whose sender keeps its own
-   * deadlines (the scheduler's `run`, `preempt_request`, `terminate`, `shutdown`). TTL and the recipient leaving still end it.
+   * false: no ACK deadline (ackTimeoutMs, or the recipient's own: Router.setRecipientAckTimeout) for this message — the
+   * coordinator's own commands whose sender keeps its own deadlines (the scheduler's `run`, `preempt_request`,
+   * `terminate`, `shutdown`). TTL and the recipient leaving still end it.
    */
   readonly ackTimeout?: false;
 }
