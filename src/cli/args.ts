@@ -12,6 +12,7 @@ import { CONNECTION_LIMIT_BOUNDS, DEFAULT_CONNECTION_LIMITS } from '../server/co
 import { DEFAULT_BRIDGE_PORT } from '../server/bridge/bridgeServer';
 import { DEFAULT_SCHEDULER_OPTIONS } from '../core/scheduler/model';
 import { DEFAULT_HANDOFF_OPTIONS, HANDOFF_OPTION_BOUNDS } from '../core/handoff/handoffs';
+import { DEFAULT_LAUNCHES_OPTIONS, INBOX_ACK_TIMEOUT_MINUTES } from '../core/launch/launches';
 import { DEFAULT_SNAPSHOT_RETENTION_DAYS, MAX_SNAPSHOT_RETENTION_DAYS, MIN_SNAPSHOT_RETENTION_DAYS } from '../core/worktree/operations';
 import { checkCopyGlob, DEFAULT_SETUP_TIMEOUT_SECONDS, MAX_SETUP_TIMEOUT_SECONDS, SetupConfigError, settingsSetupConfig } from '../core/worktree/setup';
 
@@ -72,6 +73,8 @@ export interface CliOptions {
   readonly handoffReroute: boolean;
   readonly handoffToOperator: boolean;
   readonly handoffRetentionDays: number;
+  /** Minutes a message to a launched agent that pulls its inbox through the MCP bridge waits to be read (README, "The MCP bridge"). */
+  readonly inboxAckTimeoutMinutes: number;
 }
 
 export const USAGE = `Usage: sw4rm-coordinator [options]
@@ -82,6 +85,9 @@ Options:
   --host <address>          address to bind (default 127.0.0.1; non-loopback needs --auth token)
   --port <port>             TCP port (default 50051; 0 = any free port)
   --bridge-port <port>      the MCP bridge's port on 127.0.0.1 (default 50052; 0 = any free port; in use: a free one)
+  --inbox-ack-timeout-minutes <min>  minutes a message to an agent launched with the MCP bridge waits
+                            to be read (read_inbox) before it is TIMED_OUT (default ${DEFAULT_LAUNCHES_OPTIONS.bridgedAckTimeoutMs / 60_000},
+                            ${INBOX_ACK_TIMEOUT_MINUTES.min}-${INBOX_ACK_TIMEOUT_MINUTES.max}); every other agent has the RFC's 10 s
   --data-dir <folder>       store folder (default .sw4rm)
   --auth <token|none>       agent authentication (default token)
   --heartbeat-debounce <s>  seconds without heartbeat before an agent is unavailable (default 30)
@@ -164,6 +170,7 @@ export function parseArgs(argv: readonly string[]): CliOptions {
     processTools: false, acceptUnenforcedNetwork: false, negotiationPolicyFile: undefined as string | undefined,
     handoffTimeoutSeconds: DEFAULT_HANDOFF_OPTIONS.defaultTimeoutMs / 1000, handoffReroute: DEFAULT_HANDOFF_OPTIONS.reroute,
     handoffToOperator: DEFAULT_HANDOFF_OPTIONS.routeToOperator, handoffRetentionDays: DEFAULT_HANDOFF_OPTIONS.retentionDays,
+    inboxAckTimeoutMinutes: DEFAULT_LAUNCHES_OPTIONS.bridgedAckTimeoutMs / 60_000,
   };
   const positiveInteger = (flag: string, v: string, max: number): number => {
     const n = Number(v);
@@ -197,6 +204,11 @@ export function parseArgs(argv: readonly string[]): CliOptions {
         const port = Number(v);
         if (!/^\d+$/.test(v) || port > 65535) throw new UsageError(`--bridge-port must be a number from 0 to 65535, not '${v}'`);
         options.bridgePort = port;
+        break;
+      }
+      case '--inbox-ack-timeout-minutes': {
+        const { min, max } = INBOX_ACK_TIMEOUT_MINUTES;
+        options.inboxAckTimeoutMinutes = wholeIn(flag, value(), min, max);
         break;
       }
       case '--data-dir': options.dataDir = value(); break;

@@ -128,6 +128,7 @@ async function main(): Promise<number> {
         defaultTimeoutMs: options.handoffTimeoutSeconds * 1000, reroute: options.handoffReroute, routeToOperator: options.handoffToOperator,
         retentionDays: options.handoffRetentionDays,
       },
+      launches: { bridgedAckTimeoutMs: options.inboxAckTimeoutMinutes * 60_000 },
       connections: {
         maxConnections: options.maxConnections,
         unauthenticatedIdleMs: options.unauthenticatedIdleSeconds * 1000,

@@ -78,7 +78,8 @@ export interface CoordinatorOptions {
   /** Handoffs: the default timeout, rerouting, routing to the operator, retention (README, "Handoffs"). */
   readonly handoffs?: Partial<HandoffOptions>;
   /**
-   * Launched agents (README, "Launch profiles"): the liveness interval (default a third of the heartbeat debounce), and
+   * Launched agents (README, "Launch profiles"): the liveness interval (default a third of the heartbeat debounce), the
+   * ACK timeout of bridged agents (bridgedAckTimeoutMs, default 30 min), and
    * for tests the program lookup (PATH) and the environment `${env:NAME}` reads.
    */
   readonly launches?: Partial<LaunchesOptions> & { readonly lookup?: ProgramLookup; readonly env?: Readonly<Record<string, string | undefined>> };
@@ -178,6 +179,20 @@ export class Coordinator {
       { ...DEFAULT_WORKTREE_OPERATIONS_OPTIONS, ...options.worktreeOperations },
     );
     this.worktreeBinding = bindWorktreeControlToRouter(this.worktrees, this.router, this.log);
+    // Right after the router and the areas it needs: it gives its bridged agents their ACK timeout (restored from its
+    // records) before any restore below sends them a message.
+    const debounceMs = options.registry?.heartbeatDebounceMs ?? DEFAULT_REGISTRY_OPTIONS.heartbeatDebounceMs;
+    this.launches = new Launches({
+      store: this.store, log: this.log, clock: this.clock, ids: this.ids, git, registry: this.registry, credentials: this.credentials,
+      ackTimeouts: this.router,
+      bindings: this.worktrees, workspace: this.workspace, setupOf: (repoId, worktreeId) => this.worktreeOperations.setupOf(repoId, worktreeId),
+      lookup: options.launches?.lookup, env: options.launches?.env,
+    }, {
+      ...DEFAULT_LAUNCHES_OPTIONS,
+      livenessIntervalMs: Math.max(1_000, Math.min(DEFAULT_LAUNCHES_OPTIONS.livenessIntervalMs, Math.floor(debounceMs / 3))),
+      ...(options.launches?.livenessIntervalMs !== undefined ? { livenessIntervalMs: options.launches.livenessIntervalMs } : {}),
+      ...(options.launches?.bridgedAckTimeoutMs !== undefined ? { bridgedAckTimeoutMs: options.launches.bridgedAckTimeoutMs } : {}),
+    });
     this.toolTransport = new ToolTransport({ outbox: this.router, mailbox: this.router, agents: this.registry, log: this.log, clock: this.clock });
     this.toolCatalog = new ProviderCatalog({
       store: this.store, log: this.log, clock: this.clock, agents: this.registry,
@@ -240,16 +255,6 @@ export class Coordinator {
     this.toolApprovals = new ToolApprovals({ hitl: this.hitl, log: this.log, clock: this.clock, locator: this.worktrees, ids: this.ids }, toolApprovalOptions, toolRules ?? []);
     // After HITL restored its invocations: questions whose hook died with the previous process are withdrawn.
     this.toolApprovals.restore({ correlationId: this.ids.uuid() });
-    const debounceMs = options.registry?.heartbeatDebounceMs ?? DEFAULT_REGISTRY_OPTIONS.heartbeatDebounceMs;
-    this.launches = new Launches({
-      store: this.store, log: this.log, clock: this.clock, ids: this.ids, git, registry: this.registry, credentials: this.credentials,
-      bindings: this.worktrees, workspace: this.workspace, setupOf: (repoId, worktreeId) => this.worktreeOperations.setupOf(repoId, worktreeId),
-      lookup: options.launches?.lookup, env: options.launches?.env,
-    }, {
-      ...DEFAULT_LAUNCHES_OPTIONS,
-      livenessIntervalMs: Math.max(1_000, Math.min(DEFAULT_LAUNCHES_OPTIONS.livenessIntervalMs, Math.floor(debounceMs / 3))),
-      ...(options.launches?.livenessIntervalMs !== undefined ? { livenessIntervalMs: options.launches.livenessIntervalMs } : {}),
-    });
     this.retentionTimer = scheduleEventRetention(this.store, this.log, this.clock, this.ids, options.maxEvents ?? DEFAULT_MAX_EVENTS);
   }
 

@@ -121,6 +121,7 @@ export const SETTINGS_SECTION = 'sw4rm';
 export const Settings = {
   port: 'port',
   bridgePort: 'bridge.port',
+  agentsInboxAckTimeoutMinutes: 'agents.inboxAckTimeoutMinutes',
   host: 'host',
   auth: 'auth',
   dataDir: 'dataDir',

@@ -150,7 +150,7 @@ export class CoordinatorController implements vscode.Disposable {
     const storeLocation = await api.storeLocation();
     this.output.appendLine(`SW4RM coordinator serving on ${settings.host}:${host.port} (auth ${settings.auth}; store ${storeLocation})`);
     if (host.bridgeEndpoints) this.output.appendLine(`SW4RM MCP bridge for agents: ${host.bridgeEndpoints.mcpUrl}`);
-    for (const warning of [...settings.router.warnings, ...settings.connections.warnings, ...settings.worktrees.warnings, ...settings.scheduler.warnings, ...settings.tools.warnings, ...settings.negotiation.warnings, ...settings.handoffs.warnings]) this.output.appendLine(`SW4RM settings: ${warning}`);
+    for (const warning of [...settings.router.warnings, ...settings.connections.warnings, ...settings.worktrees.warnings, ...settings.scheduler.warnings, ...settings.tools.warnings, ...settings.negotiation.warnings, ...settings.handoffs.warnings, ...settings.agentInbox.warnings]) this.output.appendLine(`SW4RM settings: ${warning}`);
     this.hostSubscriptions.push(
       host.onDidFail((err) => void this.reportStoreFailure(host, err)),
       api.onDidChangeAgents(() => void this.updateStatus()),

@@ -4,6 +4,7 @@ import { schedulerOptionsOf } from './schedulerSettings';
 import { toolOptionsOf } from './toolSettings';
 import { negotiationOptionsOf } from './negotiationSettings';
 import { handoffOptionsOf } from './handoffSettings';
+import { agentInboxOptionsOf } from './agentInboxSettings';
 
 /** What the editor adds to the settings when it starts its coordinator. */
 export interface HostStartContext {
@@ -21,7 +22,7 @@ export interface HostStartContext {
 
 /**
  * The options the editor starts its CoordinatorHost with: every group of sw4rm.* settings that configures the host
- * (server, router, connections, worktrees, scheduler, tools, negotiation, handoffs) goes through here, so that a setting cannot be read and then left out
+ * (server, router, connections, worktrees, scheduler, tools, negotiation, handoffs, launched agents' inboxes) goes through here, so that a setting cannot be read and then left out
  * (test/unit/hostOptions.test.ts checks each group arrives). No `vscode` here.
  */
 export function hostOptionsOf(settings: CoordinatorSettings, context: HostStartContext): HostOptions {
@@ -48,5 +49,6 @@ export function hostOptionsOf(settings: CoordinatorSettings, context: HostStartC
     tools: toolOptionsOf(settings.tools),
     negotiation: negotiationOptionsOf(settings.negotiation),
     handoffs: handoffOptionsOf(settings.handoffs),
+    launches: agentInboxOptionsOf(settings.agentInbox),
   };
 }

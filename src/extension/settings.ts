@@ -13,6 +13,7 @@ import { schedulerSettings, type SchedulerSettings } from './schedulerSettings';
 import { toolSettings, type ToolSettings } from './toolSettings';
 import { negotiationSettings, type NegotiationSettings } from './negotiationSettings';
 import { handoffSettings, type HandoffSettings } from './handoffSettings';
+import { agentInboxSettings, type AgentInboxSettings } from './agentInboxSettings';
 
 export interface CoordinatorSettings {
   readonly port: number;
@@ -43,6 +44,8 @@ export interface CoordinatorSettings {
   readonly negotiation: NegotiationSettings;
   /** Handoffs: default timeout, rerouting, routing to the operator, retention (sw4rm.handoffs.*; at the next start). */
   readonly handoffs: HandoffSettings;
+  /** The ACK timeout of messages to launched agents that pull their inbox through the bridge (sw4rm.agents.inboxAckTimeoutMinutes; at the next start). */
+  readonly agentInbox: AgentInboxSettings;
 }
 
 /**
@@ -101,6 +104,7 @@ export function readSettings(context: vscode.ExtensionContext): CoordinatorSetti
       routeToOperator: config.get<unknown>(Settings.handoffsRouteToOperator),
       retentionDays: config.get<unknown>(Settings.handoffsRetentionDays),
     }),
+    agentInbox: agentInboxSettings({ inboxAckTimeoutMinutes: config.get<unknown>(Settings.agentsInboxAckTimeoutMinutes) }),
   };
 }
 
@@ -111,7 +115,7 @@ export function bridgePortOf(value: unknown): number {
 
 /** Settings whose change needs a restart of the coordinator to take effect. */
 export const SERVER_SETTINGS: readonly string[] = [
-  Settings.port, Settings.bridgePort, Settings.host, Settings.auth, Settings.dataDir, Settings.heartbeatDebounceSeconds,
+  Settings.port, Settings.bridgePort, Settings.agentsInboxAckTimeoutMinutes, Settings.host, Settings.auth, Settings.dataDir, Settings.heartbeatDebounceSeconds,
   Settings.inboxCapacity, Settings.deduplicationWindowSeconds, Settings.messageRetentionHours, Settings.privilegedRatePerSecond,
   Settings.storeBudgetMiB, Settings.payloadLimits, Settings.unaddressedMessages,
   Settings.memoryBudgetMiB, Settings.maxConnections, Settings.unauthenticatedIdleSeconds, Settings.requestBodyTimeoutSeconds,

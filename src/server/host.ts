@@ -12,6 +12,7 @@ import type { WorktreeOperationsOptions } from '../core/worktree/operations';
 import type { SchedulerOptions } from '../core/scheduler/model';
 import type { PolicySettings } from '../core/policy/policies';
 import type { HandoffOptions } from '../core/handoff/handoffs';
+import type { LaunchesOptions } from '../core/launch/launches';
 import type { ProcessProviderOptions } from '../core/tools/processProvider';
 import { PAYLOAD_FOLDER_NAME } from '../core/router/payloadFiles';
 import type { Event } from '../core/events';
@@ -62,6 +63,11 @@ export interface HostOptions {
   readonly negotiation?: PolicySettings;
   /** Handoffs: default timeout, rerouting, routing to the operator, retention (sw4rm.handoffs.*, --handoff-*). */
   readonly handoffs?: Partial<HandoffOptions>;
+  /**
+   * Launched agents: the ACK timeout of messages to those that pull their inbox through the bridge
+   * (sw4rm.agents.inboxAckTimeoutMinutes, --inbox-ack-timeout-minutes; default 30 min).
+   */
+  readonly launches?: Partial<Pick<LaunchesOptions, 'bridgedAckTimeoutMs'>>;
   /** The MCP bridge's port on 127.0.0.1 (sw4rm.bridge.port, --bridge-port): default 50052; 0 = any free port; a busy port falls back to a free one. */
   readonly bridgePort?: number;
   /** `false`: no MCP bridge (bridgeEndpoints undefined). */
@@ -124,6 +130,7 @@ export class CoordinatorHost {
         tools: options.tools,
         negotiation: options.negotiation,
         handoffs: options.handoffs,
+        launches: options.launches,
       });
       if (unreadable !== undefined) {
         coordinator.log.record({

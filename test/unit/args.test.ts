@@ -19,7 +19,7 @@ const HITL_DEFAULTS = { operator: false, hitlPolicyFile: undefined };
 const WORKSPACE_DEFAULTS = {
   workspaceFolders: [], worktreesFolder: '', setupCopy: [], setupCommand: '', setupTimeoutSeconds: 600, trustRepositorySetup: false, snapshotRetentionDays: 30,
   maxParallel: {}, conflictThreshold: 0.7, processTools: false, acceptUnenforcedNetwork: false, negotiationPolicyFile: undefined,
-  handoffTimeoutSeconds: 300, handoffReroute: true, handoffToOperator: false, handoffRetentionDays: 30,
+  handoffTimeoutSeconds: 300, handoffReroute: true, handoffToOperator: false, handoffRetentionDays: 30, inboxAckTimeoutMinutes: 30,
 };
 
 describe('parseArgs (headless CLI)', () => {
@@ -79,6 +79,16 @@ describe('parseArgs (headless CLI)', () => {
     refused(['--accept-unenforced-network=no'], /--accept-unenforced-network takes no value/);
     assert.match(USAGE, /--process-tools/);
     assert.match(USAGE, /--accept-unenforced-network/);
+  });
+
+  it('takes --inbox-ack-timeout-minutes: whole minutes from 1 to 1440 (the ACK timeout of launched agents that pull their inbox)', () => {
+    assert.equal(parseArgs(['--inbox-ack-timeout-minutes', '90']).inboxAckTimeoutMinutes, 90);
+    assert.equal(parseArgs(['--inbox-ack-timeout-minutes=1440']).inboxAckTimeoutMinutes, 1440);
+    refused(['--inbox-ack-timeout-minutes', '0'], /--inbox-ack-timeout-minutes must be a whole number from 1 to 1440, not '0'/);
+    refused(['--inbox-ack-timeout-minutes', '1441'], /--inbox-ack-timeout-minutes must be a whole number from 1 to 1440/);
+    refused(['--inbox-ack-timeout-minutes', '2.5'], /--inbox-ack-timeout-minutes must be a whole number/);
+    refused(['--inbox-ack-timeout-minutes'], /--inbox-ack-timeout-minutes needs a value/);
+    assert.match(USAGE, /--inbox-ack-timeout-minutes <min>/);
   });
 
   it('takes the handoff options: --handoff-timeout, --handoff-retention (bounded), --no-handoff-reroute and --handoff-to-operator (switches)', () => {

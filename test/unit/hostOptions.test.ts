@@ -8,6 +8,7 @@ import { schedulerSettings } from '../../src/extension/schedulerSettings';
 import { toolSettings } from '../../src/extension/toolSettings';
 import { negotiationSettings } from '../../src/extension/negotiationSettings';
 import { handoffSettings } from '../../src/extension/handoffSettings';
+import { agentInboxSettings } from '../../src/extension/agentInboxSettings';
 
 /** Settings with a value other than the default in every group, as readSettings would produce them. */
 function settings(): CoordinatorSettings {
@@ -27,6 +28,7 @@ function settings(): CoordinatorSettings {
     tools: toolSettings({ processEnabled: true, processAcceptUnenforcedNetworkPolicy: true }),
     negotiation: negotiationSettings({ basePolicy: { max_rounds: 4 }, tieBreak: 'abort' }),
     handoffs: handoffSettings({ defaultTimeoutSeconds: 42, reroute: false, routeToOperator: true, retentionDays: 7 }),
+    agentInbox: agentInboxSettings({ inboxAckTimeoutMinutes: 90 }),
   };
 }
 
@@ -56,6 +58,7 @@ describe('the editor\'s host options (every host setting reaches CoordinatorHost
     assert.deepEqual(options.tools, { process: { enabled: true, acceptUnenforcedNetworkPolicy: true } }, 'sw4rm.tools.process.* reach the host');
     assert.deepEqual(options.negotiation, { base: { maxRounds: 4 }, tieBreak: 'abort' }, 'sw4rm.negotiation.* reach the host');
     assert.deepEqual(options.handoffs, { defaultTimeoutMs: 42_000, reroute: false, routeToOperator: true, retentionDays: 7 }, 'sw4rm.handoffs.* reach the host');
+    assert.deepEqual(options.launches, { bridgedAckTimeoutMs: 90 * 60_000 }, 'sw4rm.agents.inboxAckTimeoutMinutes reaches the host');
   });
 
   it('uses every field of the settings that configures the host', () => {

@@ -6,6 +6,7 @@ import { ManualClock } from '../../src/core/clock';
 import { Coordinator } from '../../src/core/coordinator';
 import { CoordinatorStore } from '../../src/core/coordinatorStore';
 import type { ProgramLookup } from '../../src/core/launch/availability';
+import { DEFAULT_LAUNCHES_OPTIONS, Launches, type LaunchesDeps } from '../../src/core/launch/launches';
 import type { BridgeEndpoints } from '../../src/core/launch/model';
 import { createGit } from '../../src/core/worktree/git';
 import { discoverRepositories, type Repository } from '../../src/core/worktree/repositories';
@@ -163,6 +164,83 @@ describe('Launches (real store, real git, ManualClock)', function () {
     assert.equal(git(repoPath, 'status', '--porcelain', '--untracked-files=all'), '');
     assert.equal(fs.readFileSync(path.join(repoPath, '.git', 'config'), 'utf8'), configBefore);
     assert.equal(coordinator.worktrees.status('here-1').state, 'UNBOUND');
+  });
+
+  describe('the ACK timeout of agents that pull their inbox (the bridge\'s read_inbox)', () => {
+    const MINUTE = 60_000;
+    const ctx = { correlationId: 'ack-timeout-test' };
+    /** A message from the editor (Send Message…) to `to`, admitted now: its stored ACK deadline. */
+    let sent = 0;
+    function send(to: string): string {
+      const result = coordinator.router.sendFromCoordinator({ to, contentType: 'application/json', payload: JSON.stringify({ hello: ++sent }) }, ctx);
+      assert.ok(result.accepted, result.accepted ? '' : result.reason);
+      return result.messageId;
+    }
+    const deadlineOf = (messageId: string) => coordinator.router.message(messageId)!.ackDeadline! - coordinator.router.message(messageId)!.acceptedAt;
+
+    it('gives a bridged agent 30 min from its launch, EXITED too, and again after a restart; Aider (no MCP) and SDK agents keep 10 s', async () => {
+      coordinator.registry.register({ agentId: 'sdk', name: 'sdk agent' }, ctx);
+      await api.setLaunchProfileSettings([{ id: 'mine', command: ['my-agent'] }]);
+      const claude = await api.launchAgent({ profileId: 'claude-code', repoId: 'app', worktree: { kind: 'new' }, agentId: 'cc' }, 'editor:test');
+      await api.launchAgent({ profileId: 'aider', repoId: 'app', worktree: { kind: 'new' }, agentId: 'ai' }, 'editor:test');
+      const custom = await api.launchAgent({ profileId: 'mine', repoId: 'app', worktree: { kind: 'new' }, agentId: 'own' }, 'editor:test');
+      assert.equal(claude.record.bridged, true);
+      assert.equal(custom.record.bridged, true, 'a custom command gets SW4RM_MCP_URL and may pull its inbox');
+      assert.equal((await api.launch('ai'))!.bridged, false);
+      await api.launchStarted('cc');
+      assert.deepEqual(['cc', 'own', 'ai', 'sdk'].map((id) => deadlineOf(send(id))), [30 * MINUTE, 30 * MINUTE, 10_000, 10_000]);
+
+      // A message to it waits while it works between two read_inbox calls, and is RECEIVED when it pulls.
+      const pending = send('cc');
+      clock.advance(10_000);
+      assert.equal(coordinator.router.message(pending)!.state, 'SENT', 'not timed out at the RFC default');
+      clock.advance(29 * MINUTE);
+      assert.equal(coordinator.router.message(pending)!.state, 'SENT');
+
+      // EXITED: its messages wait for its relaunch, and still time out.
+      await api.launchExited('cc', 0, 'editor:test');
+      const whileGone = send('cc');
+      assert.equal(deadlineOf(whileGone), 30 * MINUTE);
+      clock.advance(MINUTE);
+      assert.equal(coordinator.router.message(pending)!.state, 'TIMED_OUT', 'at 30 min');
+      clock.advance(29 * MINUTE - 1);
+      assert.equal(coordinator.router.message(whileGone)!.state, 'SENT');
+      clock.advance(1);
+      assert.equal(coordinator.router.message(whileGone)!.state, 'TIMED_OUT', 'an EXITED agent\'s message does not wait forever');
+
+      // A restart: restored from the launch records before anything else runs.
+      const stored = send('cc');
+      stop();
+      start();
+      assert.equal(coordinator.router.ackTimeoutOf('cc'), 30 * MINUTE);
+      assert.equal(coordinator.router.ackTimeoutOf('own'), 30 * MINUTE);
+      assert.equal(coordinator.router.ackTimeoutOf('ai'), 10_000);
+      assert.equal(coordinator.router.ackTimeoutOf('sdk'), 10_000);
+      assert.equal(deadlineOf(send('cc')), 30 * MINUTE);
+      assert.equal(deadlineOf(stored), 30 * MINUTE, 'a message admitted before the restart keeps its deadline');
+      const set = coordinator.log.query({ limit: 1000 }).filter((e) => e.eventType === 'router.recipient_ack_timeout' && e.details.agent_id === 'cc');
+      assert.deepEqual(set.map((e) => e.details.ack_timeout_ms), [30 * MINUTE, 30 * MINUTE], 'logged once at the launch, once at the restart: not per message');
+    });
+
+    it('takes bridgedAckTimeoutMs from the options, within 10 s … 24 h', async () => {
+      stop();
+      coordinator = new Coordinator({ store: CoordinatorStore.open(dataDir), clock, repositories, launches: { lookup, env: {}, bridgedAckTimeoutMs: 5 * MINUTE } });
+      coordinator.launches.setEndpoints(endpoints);
+      api = new InProcessCoordinatorApi(coordinator);
+      await api.launchAgent({ profileId: 'gemini', repoId: 'app', worktree: { kind: 'new' }, agentId: 'gm' }, 'editor:test');
+      assert.equal(deadlineOf(send('gm')), 5 * MINUTE);
+      for (const bad of [9_999, 24 * 60 * MINUTE + 1, 1.5 * MINUTE + 0.5]) {
+        assert.throws(() => new Launches({ ...launchDeps(), ackTimeouts: coordinator.router }, { ...DEFAULT_LAUNCHES_OPTIONS, bridgedAckTimeoutMs: bad }), RangeError, String(bad));
+      }
+    });
+
+    function launchDeps(): LaunchesDeps {
+      return {
+        store: coordinator.store, log: coordinator.log, clock, ids: coordinator.ids, git: createGit(), registry: coordinator.registry,
+        credentials: coordinator.credentials, ackTimeouts: coordinator.router, bindings: coordinator.worktrees, workspace: coordinator.workspace,
+        setupOf: () => undefined, lookup, env: {},
+      };
+    }
   });
 
   it('reads profiles from the setting and each repository\'s .sw4rm/agents.json, with their issues; refuses what needs a bridge that is not listening', async () => {

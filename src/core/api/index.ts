@@ -61,5 +61,6 @@ export type { AggregatedScore, ArtifactState, ArtifactType, DecisionOutcome, Roo
 export { HANDOFF_CONTEXT_CONTENT_TYPE, HANDOFF_STATES, TERMINAL_HANDOFF_STATES, type HandoffAttempt, type HandoffState } from '../handoff/model';
 export type { HandoffWorktree } from '../handoff/model';
 export { DEFAULT_HANDOFF_OPTIONS, HANDOFF_OPTION_BOUNDS, type HandoffOptions } from '../handoff/handoffs';
+export { DEFAULT_LAUNCHES_OPTIONS, INBOX_ACK_TIMEOUT_MINUTES, type LaunchesOptions } from '../launch/launches';
 export { NODE_METADATA_KEYS, NODE_STATUSES, TRIGGER_TYPES, WORKFLOW_STATES } from '../workflow/model';
 export type { NodeRecord, NodeStatus, TriggerType, WorkflowDefinition, WorkflowNodeDefinition, WorkflowNodeDetail, WorkflowNodeView, WorkflowState } from '../workflow/model';

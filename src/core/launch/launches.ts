@@ -6,6 +6,7 @@ import type { IdSource } from '../ids';
 import type { EventLog } from '../log/eventLog';
 import { validateDescriptor } from '../registry/descriptor';
 import type { Registry } from '../registry/registry';
+import type { RecipientAckTimeouts } from '../router/model';
 import type { WorkspaceWorktrees, WorktreeBindings } from '../worktree/bindings';
 import { BindingRequestError, BindingStateError, homeWorktreeIdOf } from '../worktree/bindings';
 import type { Git } from '../worktree/git';
@@ -32,9 +33,22 @@ export interface LaunchesOptions {
    * Below the registry's heartbeat debounce, so that it never shows unavailable while its terminal is open.
    */
   readonly livenessIntervalMs: number;
+  /**
+   * The ACK timeout of messages to an agent launched with the MCP bridge (`pullsInbox`: its profile wires the bridge, or it
+   * is a custom command): it pulls its inbox with read_inbox between steps of its work, minutes apart, where an agent with an inbox stream acknowledges
+   * RECEIVED at once; the RFC's 10 s default would time out every message to it. Given to the router
+   * (RecipientAckTimeouts) from its launch on, and again at each start, for as long as its launch record exists (EXITED
+   * included: its messages wait this long for a relaunch). Bounds: BRIDGED_ACK_TIMEOUT_BOUNDS_MS.
+   */
+  readonly bridgedAckTimeoutMs: number;
 }
 
-export const DEFAULT_LAUNCHES_OPTIONS: LaunchesOptions = { livenessIntervalMs: 10_000 };
+/** bridgedAckTimeoutMs: from 10 s (the RFC's default) to 24 h. */
+export const BRIDGED_ACK_TIMEOUT_BOUNDS_MS = { min: 10_000, max: 24 * 3_600_000 } as const;
+/** sw4rm.agents.inboxAckTimeoutMinutes and --inbox-ack-timeout-minutes: whole minutes, 1 to 1440 (24 h). */
+export const INBOX_ACK_TIMEOUT_MINUTES = { min: 1, max: BRIDGED_ACK_TIMEOUT_BOUNDS_MS.max / 60_000 } as const;
+
+export const DEFAULT_LAUNCHES_OPTIONS: LaunchesOptions = { livenessIntervalMs: 10_000, bridgedAckTimeoutMs: 30 * 60_000 };
 
 export interface LaunchesDeps {
   readonly store: LaunchStorage;
@@ -45,6 +59,8 @@ export interface LaunchesDeps {
   /** The registry: the launch registers the agent as RegisterAgent does, moves its lifecycle, records its liveness. */
   readonly registry: Pick<Registry, 'register' | 'get' | 'transition' | 'recordLiveness'>;
   readonly credentials: Pick<Credentials, 'mintAgent' | 'revoke' | 'get'>;
+  /** The router: a bridged launched agent's own ACK timeout (LaunchesOptions.bridgedAckTimeoutMs). */
+  readonly ackTimeouts: RecipientAckTimeouts;
   readonly bindings: Pick<WorktreeBindings, 'bind' | 'unbind' | 'status' | 'list'>;
   readonly workspace: Pick<WorkspaceWorktrees, 'repositories' | 'worktrees'>;
   /** The worktree setup started when a worktree was made (WorktreeOperations.setupOf): the launch waits for it. */
@@ -53,6 +69,15 @@ export interface LaunchesDeps {
   readonly lookup?: ProgramLookup;
   /** The environment `${env:NAME}` in a profile's env reads, and git's XDG default; default this process's. */
   readonly env?: Readonly<Record<string, string | undefined>>;
+}
+
+/**
+ * Whether an agent launched with `profile` reaches its inbox through the MCP bridge (read_inbox): its profile wires the
+ * bridge, or it is a custom command, which gets SW4RM_MCP_URL and SW4RM_TOKEN and may call the bridge on its own. A known
+ * CLI whose profile has no bridge (Aider) cannot read its inbox at all: its messages keep the RFC's 10 s.
+ */
+export function pullsInbox(profile: Pick<LaunchProfile, 'bridge' | 'cli'>): boolean {
+  return profile.bridge.kind !== 'none' || profile.cli === 'custom';
 }
 
 const ACTOR = 'launch';
@@ -84,6 +109,12 @@ export class Launches implements Disposable {
   private disposed = false;
 
   constructor(private readonly deps: LaunchesDeps, private readonly options: LaunchesOptions = DEFAULT_LAUNCHES_OPTIONS) {
+    const { min, max } = BRIDGED_ACK_TIMEOUT_BOUNDS_MS;
+    if (!(Number.isInteger(options.bridgedAckTimeoutMs) && options.bridgedAckTimeoutMs >= min && options.bridgedAckTimeoutMs <= max)) {
+      throw new RangeError(`bridgedAckTimeoutMs must be a whole number of ms from ${min} to ${max}, not ${options.bridgedAckTimeoutMs}`);
+    }
+    // After a restart: every launched agent's ACK timeout as its record says, before any message reaches it.
+    for (const record of this.list()) this.applyAckTimeout(record);
     this.liveness = this.armLiveness();
   }
 
@@ -316,6 +347,7 @@ export class Launches implements Disposable {
       credentialId: previous?.credentialId ?? '', state: 'STARTING',
       launchedAt: attempt.relaunch && previous ? previous.launchedAt : now, updatedAt: now,
       launches: (previous?.launches ?? 0) + 1, exitCode: null, error: null, wroteFiles: previous?.wroteFiles ?? [],
+      bridged: pullsInbox(profile),
     };
     this.deps.store.transaction(() => this.write(starting, 'launch.starting', ctx, {
       from: previous?.state ?? null, to: 'STARTING', profile_id: profile.id, repo_id: repoId, worktree_id: worktreeId, relaunch: attempt.relaunch, launches: starting.launches, by,
@@ -447,13 +479,23 @@ export class Launches implements Disposable {
     return env;
   }
 
-  /** Stores `record` with its event (inside the caller's transaction). */
+  /** Stores `record` with its event (inside the caller's transaction), and gives the router its ACK timeout. */
   private write(record: LaunchRecord, eventType: string, ctx: CallContext, details: Record<string, unknown>): void {
     this.deps.store.launches.upsert(record);
+    this.applyAckTimeout(record);
     this.deps.log.record({
       correlationId: ctx.correlationId, actor: ACTOR, eventType, level: eventType === 'launch.failed' ? 'WARN' : 'INFO',
       details: { agent_id: record.agentId, state: record.state, ...details },
     });
+  }
+
+  /**
+   * A bridged agent's messages wait `bridgedAckTimeoutMs` to be RECEIVED (it pulls them with read_inbox), in every
+   * state of its record: while it is EXITED they wait for its relaunch, and still time out. Any other agent keeps the
+   * RFC's default. A record written before `bridged` existed counts as bridged.
+   */
+  private applyAckTimeout(record: LaunchRecord): void {
+    this.deps.ackTimeouts.setRecipientAckTimeout(record.agentId, record.bridged !== false ? this.options.bridgedAckTimeoutMs : undefined);
   }
 
   /** Every RUNNING launched agent counts as present while its process runs. */

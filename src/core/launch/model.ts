@@ -107,6 +107,12 @@ export interface LaunchRecord {
   readonly error: string | null;
   /** The files the launch wrote into the worktree (relative paths), all excluded from git. */
   readonly wroteFiles: readonly string[];
+  /**
+   * Whether it reaches its inbox through the MCP bridge (launches.ts `pullsInbox`: its profile wires the bridge, or it is
+   * a custom command, which gets the bridge's address): it pulls its inbox with read_inbox, and its messages wait the
+   * launch area's longer ACK timeout (LaunchesOptions.bridgedAckTimeoutMs) instead of the RFC's 10 s.
+   */
+  readonly bridged: boolean;
 }
 
 /** What the editor asks for. */

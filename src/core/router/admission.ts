@@ -39,8 +39,9 @@ export interface SendOptions {
    */
   readonly payloadFile?: { readonly file: PayloadFile; owned: boolean };
   /**
-   * false: no ACK deadline (ackTimeoutMs) for this message — the coordinator's own commands whose sender keeps its own
-   * deadlines (the scheduler's `run`, `preempt_request`, `terminate`, `shutdown`). TTL and the recipient leaving still end it.
+   * false: no ACK deadline (ackTimeoutMs, or the recipient's own: Router.setRecipientAckTimeout) for this message — the
+   * coordinator's own commands whose sender keeps its own deadlines (the scheduler's `run`, `preempt_request`,
+   * `terminate`, `shutdown`). TTL and the recipient leaving still end it.
    */
   readonly ackTimeout?: false;
 }
@@ -234,7 +235,7 @@ export class Admission {
     const record: MessageRecord = {
       envelope, recipientId: recipient, dedupKey: key, tracked: true, lane, ackFor: copyOf, acceptedAt: now,
       state: 'SENT', errorCode: '', updatedAt: now,
-      ackDeadline: ackTimeout === false ? null : now + core.options.ackTimeoutMs, expiresAt,
+      ackDeadline: ackTimeout === false ? null : now + core.ackTimeoutOf(recipient), expiresAt,
       delivery: 'queued', deliverySeq: null, deliveredAt: null, leaseUntil: null, deliveryAttempts: 0,
       history: [{ at: now, event: 'accepted', detail: previous ? `retry of ${previous.originalMessageId}` : copyOf ? `fan-out copy of ${copyOf}` : undefined }],
     };

@@ -264,6 +264,17 @@ export interface OutboxMessage {
   readonly ackTimeout?: false;
 }
 
+/**
+ * A recipient's own ACK timeout beside the RFC's default (RouterOptions.ackTimeoutMs, 10 s): the launch area gives one
+ * to each agent it launched with the MCP bridge, which pulls its inbox (read_inbox) between steps of its work instead of
+ * holding a stream. Admission sets `now + ms` as the deadline of every message to it (fan-out copies each their own
+ * recipient's); messages already admitted keep the deadline they were stored with.
+ */
+export interface RecipientAckTimeouts {
+  /** `ms` a whole number ≥ 1 (else RangeError); undefined: the default again. In memory only: the owner sets it at each start. */
+  setRecipientAckTimeout(agentId: string, ms: number | undefined): void;
+}
+
 /** What the Messages view filters by; every field set must match. */
 export interface MessageListFilter {
   /** The producer or the recipient. */

@@ -17,7 +17,7 @@ import { checkPayloadFiles, recover, sweepPayloadFiles } from './recovery';
 import { Housekeeping } from './housekeeping';
 import { NOT_READ, type InboxSink, type InboxStats } from './inbox';
 import { metricsText, type AgentRouterMetrics } from './metrics';
-import type { CoordinatorHandler, CoordinatorMailbox, CoordinatorOutbox, DeadLetter, DeadLetterFilter, MessageRecord, OutboxMessage, OutboxUpdate, RouterStorage } from './model';
+import type { CoordinatorHandler, CoordinatorMailbox, CoordinatorOutbox, DeadLetter, DeadLetterFilter, MessageRecord, OutboxMessage, OutboxUpdate, RecipientAckTimeouts, RouterStorage } from './model';
 import { DEFAULT_ROUTER_OPTIONS, type RouterOptions } from './options';
 import { RouterCore } from './routerCore';
 import type { StoreUsage } from './storeUsage';
@@ -43,7 +43,7 @@ export {
  * delivery.ts, timeouts.ts, coordinatorHandlers.ts, coordinatorMessages.ts, deadLetters.ts, housekeeping.ts
  * and recovery.ts. The Router builds them and answers the rest of the coordinator.
  */
-export class Router implements CoordinatorMailbox, CoordinatorOutbox, Disposable {
+export class Router implements CoordinatorMailbox, CoordinatorOutbox, RecipientAckTimeouts, Disposable {
   private readonly core: RouterCore;
   private readonly subscriptions: Disposable[] = [];
   private readonly housekeeping: Housekeeping;
@@ -84,6 +84,30 @@ export class Router implements CoordinatorMailbox, CoordinatorOutbox, Disposable
   guardTransferredWork(work: TransferredWork): Disposable {
     this.core.transferredWork = work;
     return { dispose: () => { if (this.core.transferredWork === work) this.core.transferredWork = undefined; } };
+  }
+
+  /**
+   * A recipient's own ACK timeout (RecipientAckTimeouts), beside the RFC's default `ackTimeoutMs` for everyone else:
+   * messages admitted to `agentId` from now on must be RECEIVED within `ms`; undefined gives it the default again.
+   * Messages already admitted keep their stored deadline. A change is logged (`router.recipient_ack_timeout`), a repeat
+   * of the same value is not. In memory only: its owner (the launch area) sets it again at each start.
+   */
+  setRecipientAckTimeout(agentId: string, ms: number | undefined): void {
+    if (ms !== undefined && !(Number.isInteger(ms) && ms >= 1)) throw new RangeError(`an ACK timeout is a whole number of ms ≥ 1, not ${ms}`);
+    const own = this.core.recipientAckTimeouts;
+    const previous = own.get(agentId);
+    if (previous === ms) return;
+    if (ms === undefined) own.delete(agentId);
+    else own.set(agentId, ms);
+    this.core.store.transaction(() => this.core.log.record({
+      correlationId: `ack-timeout:${agentId}`, actor: 'router', eventType: 'router.recipient_ack_timeout',
+      details: { agent_id: agentId, ack_timeout_ms: ms ?? this.options.ackTimeoutMs, own: ms !== undefined, previous_ms: previous ?? this.options.ackTimeoutMs },
+    }));
+  }
+
+  /** The ACK timeout a message admitted to `agentId` now gets: its own, or the default. */
+  ackTimeoutOf(agentId: string): number {
+    return this.core.ackTimeoutOf(agentId);
   }
 
   /** SendMessage: answers accepted only after the message is committed to the store. Validates on the event loop. */

@@ -67,6 +67,8 @@ export class RouterCore {
   readonly files: PayloadFiles | undefined;
   /** The handoff area's completed transfers (Router.guardTransferredWork): admission refuses their origins' sends about them. */
   transferredWork: TransferredWork | undefined;
+  /** Recipients with their own ACK timeout (Router.setRecipientAckTimeout); empty for most coordinators. */
+  readonly recipientAckTimeouts = new Map<string, number>();
 
   constructor(
     readonly store: RouterStorage,
@@ -105,6 +107,15 @@ export class RouterCore {
   /** A message by id, from memory or the store. */
   message(messageId: string): MessageRecord | undefined {
     return this.live.get(messageId) ?? this.repo.getMessage(messageId);
+  }
+
+  /**
+   * The ACK timeout of a message to `agentId` admitted now: its own (setRecipientAckTimeout) or the RFC's default.
+   * One Map lookup on the hot path, none while no recipient has its own.
+   */
+  ackTimeoutOf(agentId: string): number {
+    const own = this.recipientAckTimeouts;
+    return own.size === 0 ? this.options.ackTimeoutMs : own.get(agentId) ?? this.options.ackTimeoutMs;
   }
 
   /** An agent's inbox, made on first use. */

@@ -69,7 +69,9 @@ export class Timeouts {
         core.acks.finish(record, 'FAILED', 'TTL_EXPIRED', `ttl_ms ${record.envelope.ttlMs} passed before it was received`, ctx, now,
           { dlq: true, nack: true, settleDedup: true });
       } else {
-        core.acks.finish(record, 'TIMED_OUT', 'ACK_TIMEOUT', `not RECEIVED within ${core.options.ackTimeoutMs} ms`, ctx, now,
+        // The timeout it was admitted with: the default, or its recipient's own (Router.setRecipientAckTimeout).
+        const within = record.ackDeadline !== null ? record.ackDeadline - record.acceptedAt : core.options.ackTimeoutMs;
+        core.acks.finish(record, 'TIMED_OUT', 'ACK_TIMEOUT', `not RECEIVED within ${within} ms`, ctx, now,
           { dlq: false, nack: true, settleDedup: true });
       }
     });
