@@ -29,7 +29,7 @@ function record(overrides: Partial<LaunchRecord> = {}): LaunchRecord {
   return {
     agentId: 'claude-code-1', profileId: 'claude-code', profileName: 'Claude Code', cli: 'claude-code', repoId: 'app', worktreeId: 'claude-code-1',
     cwd: '/work/app.sw4rm-worktrees/claude-code-1', credentialId: 'cred-1', state: 'RUNNING', launchedAt: T0, updatedAt: T0, launches: 1,
-    exitCode: null, error: null, wroteFiles: ['.mcp.json'],
+    exitCode: null, error: null, wroteFiles: ['.mcp.json'], bridged: true,
     ...overrides,
   };
 }
