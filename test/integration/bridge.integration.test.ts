@@ -480,6 +480,47 @@ describe('the MCP bridge (README, "The MCP bridge")', function () {
       assert.equal((await refusal(b, 'read_inbox', { agent_id: 'a' })).code, 'VALIDATION_ERROR');
     });
 
+    it('calls every tool of tools/list over stdio: each one runs (an answer, or a refusal from the core, never a schema error)', async () => {
+      const { client: a } = await stdioClient({ SW4RM_MCP_URL: host.bridgeEndpoints!.mcpUrl, SW4RM_TOKEN: tokenA });
+      // Arguments each tool's schema accepts; the core then answers or refuses (a has no task, no worktree, no artifact).
+      const argsOf: Record<string, Record<string, unknown>> = {
+        list_agents: {}, send_message: { to: 'b', payload: 'over stdio', idempotency_key: 'stdio-1' }, read_inbox: {},
+        ack_message: { message_id: '00000000-0000-4000-8000-000000000000', outcome: 'fulfilled' },
+        request_decision: { reason_type: 'TASK_ESCALATION', summary: 'over stdio', request_id: 'stdio-decision' },
+        current_task: {}, complete_task: {}, fail_task: { error: 'over stdio' },
+        report_activity: { description: 'over stdio' },
+        append_artifact: { negotiation_id: 'stdio-negotiation', kind: 'note', content: 'over stdio' },
+        request_handoff: { reason: 'over stdio', to_agent: 'b' },
+        submit_proposal: { artifact_type: 'PLAN', artifact: 'over stdio', requested_critics: ['b'] },
+        submit_vote: { artifact_id: 'no-such-artifact', score: 5, confidence: 0.5, passed: true },
+      };
+      const { tools } = await a.listTools();
+      // request_decision blocks until it is decided: the operator decides it as soon as it opens.
+      const decided = new Promise<void>((resolve) => {
+        const subscription = host.coordinator.hitl.onDidChange((change) => {
+          if (change.kind !== 'opened') return;
+          subscription.dispose();
+          host.coordinator.hitl.decide(change.invocation.id, { action: 'approve', rationale: 'over stdio' }, 'operator', ctx);
+          resolve();
+        });
+      });
+      const seen: string[] = [];
+      for (const tool of tools) {
+        const args = argsOf[tool.name] ?? (tool.name.startsWith('workspace_') ? workspaceArgs(tool.inputSchema) : undefined);
+        assert.ok(args !== undefined, `${tool.name} has no arguments in this test: add them, so that every tool is called over stdio`);
+        const result = (await a.callTool({ name: tool.name, arguments: args })) as CallToolResult;
+        const text = result.content.map((c) => (c.type === 'text' ? c.text : '')).join('');
+        if (result.isError) {
+          assert.match(text, /^[A-Z_]+: /, `${tool.name}: a SW4RM code`);
+          assert.doesNotMatch(text, new RegExp(`^VALIDATION_ERROR: ${tool.name}: `), `${tool.name}: its arguments passed the schema`);
+        }
+        seen.push(`${tool.name}:${result.isError ? text.split(':')[0] : 'ok'}`);
+      }
+      await decided;
+      assert.ok(seen.includes('list_agents:ok') && seen.includes('send_message:ok') && seen.includes('request_decision:ok'), seen.join(' '));
+      assert.ok(seen.some((s) => /^workspace_read_file:FAILED_PRECONDITION$/.test(s)), `a is bound to no worktree: ${seen.join(' ')}`);
+    });
+
     it('answers a refused credential (401) with a JSON-RPC error, not a hang, and says so on stderr', async () => {
       const [command, ...args] = host.bridgeEndpoints!.stdioCommand;
       const transport = new StdioClientTransport({ command, args, stderr: 'pipe', env: { PATH: process.env.PATH ?? '', SW4RM_MCP_URL: host.bridgeEndpoints!.mcpUrl, SW4RM_TOKEN: host.token! } });
@@ -501,3 +542,13 @@ describe('the MCP bridge (README, "The MCP bridge")', function () {
     });
   });
 });
+
+/** Arguments a workspace tool's own schema accepts: its required string properties as `README.md`, numbers 1. */
+function workspaceArgs(schema: { properties?: Record<string, { type?: string | string[] }>; required?: string[] }): Record<string, unknown> {
+  const args: Record<string, unknown> = {};
+  for (const name of schema.required ?? []) {
+    const type = schema.properties?.[name]?.type;
+    args[name] = type === 'number' || type === 'integer' ? 1 : type === 'boolean' ? false : type === 'array' ? [] : 'README.md';
+  }
+  return args;
+}
