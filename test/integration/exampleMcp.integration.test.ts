@@ -1,0 +1,166 @@
+import { strict as assert } from 'node:assert';
+import { spawn } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { InProcessCoordinatorApi } from '../../src/core/api';
+import type { CoordinatorHost } from '../../src/server/host';
+import { validDescriptor } from '../support/fixtures';
+import { makeRepo } from '../support/gitRepo';
+import { startHost, stopHost } from '../support/host';
+import { pollUntil } from '../support/poll';
+import { REPO_ROOT } from '../support/paths';
+import { makeTempDir, removeTempDir } from '../support/tempDir';
+
+/** The example bundle built by `npm run build` from examples/mcpAgent.ts. */
+const EXAMPLE_MCP_BUNDLE = path.join(REPO_ROOT, 'dist', 'example-mcp.js');
+const ctx = { correlationId: 'example-mcp-test' };
+
+async function httpClient(url: string, token: string): Promise<Client> {
+  const client = new Client({ name: 'example-mcp-test', version: '1.0.0' });
+  await client.connect(new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers: { Authorization: `Bearer ${token}` } } }));
+  return client;
+}
+
+/** Calls a tool as the test's peer; answers its structured output (a tool error fails the test). */
+async function call(client: Client, name: string, args: Record<string, unknown> = {}): Promise<Record<string, any>> {
+  const result = (await client.callTool({ name, arguments: args })) as CallToolResult;
+  assert.notEqual(result.isError, true, `${name}: ${JSON.stringify(result.content)}`);
+  return result.structuredContent as Record<string, any>;
+}
+
+/** Runs a launch plan's command in its directory with its environment (as dist/sw4rm-launch.js does) until it exits. */
+function runPlan(plan: { command: readonly string[]; cwd: string; env: Readonly<Record<string, string>> }, deadlineMs = 60_000): Promise<{ output: string; code: number | null }> {
+  return new Promise((resolve, reject) => {
+    const [program, ...args] = plan.command;
+    const child = spawn(program, args, { cwd: plan.cwd, env: { PATH: process.env.PATH ?? '', ...plan.env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let output = '';
+    for (const stream of [child.stdout, child.stderr]) stream.setEncoding('utf8').on('data', (chunk: string) => { output += chunk; });
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`the MCP example did not exit within ${deadlineMs} ms:\n${output}`));
+    }, deadlineMs);
+    child.once('error', reject);
+    child.once('close', (code) => {
+      clearTimeout(timer);
+      resolve({ output, code });
+    });
+  });
+}
+
+/**
+ * README "The MCP bridge (for agent authors)", "Run the example": the example launched as a custom launch profile by the
+ * launch area (its identity, credential, worktree and environment from the launch plan) against a real coordinator
+ * (CoordinatorHost: store files, gRPC and the bridge on port 0, a real git repository). Its peer `echo` is a second
+ * bridged agent driven here through the official SDK's Client: it reads the example's message, replies and fulfils it.
+ * A task submitted to the example through the scheduler is completed with complete_task.
+ */
+describe('the MCP example (dist/example-mcp.js) launched as a custom profile', function () {
+  this.timeout(120_000);
+  let dir: string;
+  let host: CoordinatorHost;
+  let api: InProcessCoordinatorApi;
+  let echo: Client | undefined;
+
+  before(() => assert.ok(fs.existsSync(EXAMPLE_MCP_BUNDLE), `${EXAMPLE_MCP_BUNDLE} is missing: run \`npm run build\` first`));
+
+  beforeEach(async () => {
+    dir = makeTempDir('sw4rm-int-example-mcp-');
+    const repo = makeRepo(dir, 'app', { 'README.md': 'hello\n' });
+    host = await startHost(path.join(dir, 'data'), { workspaceFolders: [repo], distDir: path.join(REPO_ROOT, 'dist') });
+    api = new InProcessCoordinatorApi(host.coordinator);
+  });
+
+  afterEach(async () => {
+    await echo?.close();
+    echo = undefined;
+    api.dispose();
+    await stopHost(host);
+    removeTempDir(dir);
+  });
+
+  it('lists, sends (a retry is a duplicate), reads and acknowledges the reply, completes its task; exit 0', async () => {
+    // The peer: a registered agent with its own credential, talking through the bridge.
+    assert.equal(host.coordinator.registry.register(validDescriptor('echo'), ctx).accepted, true);
+    echo = await httpClient(host.bridgeEndpoints!.mcpUrl, host.coordinator.credentials.mintAgent('echo', 'test', 'the echo peer', ctx).token);
+
+    // The profile of README "Run the example" (node is this test's Node), launched as the editor launches it.
+    const profile = { id: 'mcp-example', name: 'MCP example agent', command: [process.execPath, EXAMPLE_MCP_BUNDLE, 'echo'] };
+    assert.deepEqual(await api.setLaunchProfileSettings([profile]), []);
+    const plan = await api.launchAgent({ profileId: 'mcp-example', repoId: 'app', worktree: { kind: 'new' } }, 'editor:test');
+    const agentId = plan.record.agentId;
+    assert.equal(agentId, 'mcp-example-1');
+    assert.deepEqual([plan.env.SW4RM_MCP_URL, plan.env.SW4RM_AGENT_ID], [host.bridgeEndpoints!.mcpUrl, agentId]);
+    await api.launchStarted(agentId);
+
+    // A task for the example through the scheduler: its `run` waits in the example's inbox.
+    const submitted = host.coordinator.scheduler.submit({
+      taskId: 'summarise-1', target: agentId, priority: 0, params: Buffer.from(JSON.stringify({ title: 'say hello to echo' })),
+      contentType: 'application/json', scope: 'resource:greeting', submittedBy: 'operator',
+    }, ctx);
+    assert.ok(submitted.accepted, submitted.accepted ? '' : submitted.reason);
+    await pollUntil('the task dispatched', () => host.coordinator.scheduler.task('summarise-1')?.state === 'DISPATCHED' || undefined);
+
+    // The peer answers the first message from the example: a reply in the same conversation, then FULFILLED.
+    const peer = (async () => {
+      for (;;) {
+        const read = await call(echo!, 'read_inbox', { wait_ms: 5_000 });
+        const message = (read.messages as Array<{ message_id: string; from: string; correlation_id: string; payload: { text: string } }>).find((m) => m.from === agentId);
+        if (!message) continue;
+        const reply = await call(echo!, 'send_message', { to: agentId, payload: { text: `echo: ${message.payload.text}` }, correlation_id: message.correlation_id });
+        await call(echo!, 'ack_message', { message_id: message.message_id, outcome: 'fulfilled', reason: 'echoed' });
+        return { received: message, replyId: reply.message_id as string };
+      }
+    })();
+
+    const { output, code } = await runPlan(plan);
+    assert.equal(code, 0, output);
+    const { received, replyId } = await peer;
+    const sentId = received.message_id;
+    const expected = [
+      new RegExp(`^connected to ${host.bridgeEndpoints!.mcpUrl.replace(/[.]/g, '\\.')} \\(sw4rm-coordinator [^)]*\\)$`, 'm'),
+      /^tools\/list: \d+ tools \(list_agents, send_message, read_inbox, ack_message, .*complete_task.*\)$/m,
+      /^list_agents: 2 agents: echo \(online\), mcp-example-1 \(you\)$/m,
+      new RegExp(`^send_message to echo: accepted ${sentId}$`, 'm'),
+      new RegExp(`^send_message again with the same idempotency_key: duplicate of ${sentId}$`, 'm'),
+      /^read_inbox: task summarise-1 \(a run from coordinator\): current_task answers it$/m,
+      /^read_inbox: DATA from echo: \{"text":"echo: hello from mcp-example-1"\}$/m,
+      new RegExp(`^ack_message ${replyId}: fulfilled \\(FULFILLED\\)$`, 'm'),
+      /^read_inbox: echo acknowledged our message: FULFILLED \(echoed\)$/m,
+      /^current_task: summarise-1 RUNNING, params \{"title":"say hello to echo"\}$/m,
+      /^complete_task summarise-1: COMPLETED, result \{"done_by":"mcp-example-1","params":\{"title":"say hello to echo"\},"peer_answer":"FULFILLED"\}$/m,
+      /^done$/m,
+    ];
+    for (const pattern of expected) assert.match(output, pattern);
+    assert.doesNotMatch(output, /refused:|failed:/i, 'no call was refused');
+
+    // The effects in the coordinator: both messages answered FULFILLED by their recipients, the task COMPLETED with the result.
+    assert.equal(host.coordinator.router.message(sentId)!.state, 'FULFILLED');
+    assert.equal(host.coordinator.router.message(sentId)!.envelope.producerId, agentId);
+    assert.equal(host.coordinator.router.message(replyId)!.state, 'FULFILLED');
+    const task = host.coordinator.scheduler.task('summarise-1')!;
+    assert.deepEqual([task.state, task.assignedAgentId, task.note], ['COMPLETED', agentId, 'done by the MCP example agent']);
+    assert.deepEqual(JSON.parse(task.result), { done_by: agentId, params: { title: 'say hello to echo' }, peer_answer: 'FULFILLED' });
+    // The retried send was not delivered twice: echo has nothing more from the example.
+    const rest = await call(echo, 'read_inbox', { wait_ms: 0 });
+    assert.deepEqual((rest.messages as Array<{ from: string }>).filter((m) => m.from === agentId), []);
+  });
+
+  it('exits 2 with a clear message when SW4RM_TOKEN is missing; exits 1 naming the refusal for a peer nobody registered', async () => {
+    const missing = await runPlan({ command: [process.execPath, EXAMPLE_MCP_BUNDLE, 'echo'], cwd: REPO_ROOT, env: { SW4RM_MCP_URL: host.bridgeEndpoints!.mcpUrl } });
+    assert.equal(missing.code, 2, missing.output);
+    assert.match(missing.output, /^SW4RM_TOKEN is not set\. Launch this example with SW4RM: Launch Agent…/m);
+
+    assert.equal(host.coordinator.registry.register(validDescriptor('lonely'), ctx).accepted, true);
+    const token = host.coordinator.credentials.mintAgent('lonely', 'test', 'no peer', ctx).token;
+    const noRoute = await runPlan({ command: [process.execPath, EXAMPLE_MCP_BUNDLE, 'nobody'], cwd: REPO_ROOT, env: { SW4RM_MCP_URL: host.bridgeEndpoints!.mcpUrl, SW4RM_TOKEN: token } });
+    assert.equal(noRoute.code, 1, noRoute.output);
+    assert.match(noRoute.output, /^send_message refused: NO_ROUTE: /m);
+
+    const operator = await runPlan({ command: [process.execPath, EXAMPLE_MCP_BUNDLE, 'lonely'], cwd: REPO_ROOT, env: { SW4RM_MCP_URL: host.bridgeEndpoints!.mcpUrl, SW4RM_TOKEN: host.token! } });
+    assert.equal(operator.code, 1, operator.output);
+    assert.match(operator.output, /^connect to .* failed: .*agent credentials only/m);
+  });
+});
