@@ -2,7 +2,7 @@
  * An agent that joins the swarm through the MCP bridge only (no SDK, no gRPC): the official MCP TypeScript SDK's Client
  * over Streamable HTTP, to copy as a start. README: "The MCP bridge (for agent authors)", "Run the example".
  *
- *   node dist/example-mcp.js <peer agent id>          (npm run build first; or: npm run example:mcp -- <peer>)
+ *   node dist/example-mcp.js <peer agent id> [--wait-for-task <seconds>]     (npm run build first; or npm run example:mcp -- <peer>)
  *
  * Run it as a launch profile (SW4RM: Launch Agent…), which gives it its identity, worktree and environment. Environment,
  * exactly as a launched agent gets it: SW4RM_MCP_URL (the bridge, http://127.0.0.1:50052/mcp) and SW4RM_TOKEN (the
@@ -16,7 +16,8 @@
  * - reads its inbox (read_inbox with wait_ms) until the peer has given its final answer on that message (an
  *   acknowledgement FULFILLED, REJECTED or FAILED) or SW4RM_WAIT_MS passed; it answers every message it reads with
  *   ack_message `fulfilled` — except a task's CONTROL `run`, which is the task current_task answers;
- * - if the scheduler gave it a task (current_task), completes it (complete_task) with a result.
+ * - if the scheduler gave it a task (current_task), completes it (complete_task) with a result; with --wait-for-task it
+ *   first waits that long for one (read_inbox until a CONTROL `run` arrives: Submit Task… for it in the Tasks view).
  * It exits 0 when every step went well, 1 when a call was refused or the peer did not answer in time, 2 when its
  * environment or the peer is missing.
  */
@@ -27,7 +28,10 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 const env = process.env;
 const mcpUrl = env.SW4RM_MCP_URL;
 const token = env.SW4RM_TOKEN;
-const peer = process.argv[2] || env.SW4RM_PEER;
+const args = process.argv.slice(2);
+const waitFlag = args.indexOf('--wait-for-task');
+const taskWaitMs = waitFlag < 0 ? 0 : Number(args[waitFlag + 1]) * 1000;
+const peer = args.find((a, i) => !a.startsWith('--') && (waitFlag < 0 || i !== waitFlag + 1)) || env.SW4RM_PEER;
 const waitMs = Number(env.SW4RM_WAIT_MS || 30_000);
 /** One read_inbox waits at most this long: an acknowledgement alone does not end a wait (only a message does). */
 const READ_WAIT_MS = 2_000;
@@ -38,6 +42,10 @@ for (const [name, value] of [['SW4RM_MCP_URL', mcpUrl], ['SW4RM_TOKEN', token]] 
       'SW4RM_MCP_URL and SW4RM_TOKEN; headless, see README "The MCP bridge (for agent authors)", "Run the example".');
     process.exit(2);
   }
+}
+if (!Number.isFinite(taskWaitMs) || taskWaitMs < 0) {
+  console.error('--wait-for-task takes a number of seconds.');
+  process.exit(2);
 }
 if (!peer) {
   console.error('No peer: name the agent to message as the first argument or in SW4RM_PEER (list_agents shows the ids).');
@@ -110,18 +118,20 @@ async function main(): Promise<number> {
       return 1;
     }
 
-    // Read until the peer gave its final answer on our message (or the wait is over), answering what we read.
-    const deadline = Date.now() + waitMs;
-    let answered: string | undefined;
+    // One read of the inbox: every message answered with ack_message (a task's `run` is left to current_task), the
+    // acknowledgements of what we sent reported. Answers whether a `run` came.
     const seen = new Set<string>();
-    while (answered === undefined && Date.now() < deadline) {
-      const read = await call(client, 'read_inbox', { wait_ms: Math.max(0, Math.min(READ_WAIT_MS, deadline - Date.now())) });
+    let answered: string | undefined;
+    async function readInbox(waitForMs: number): Promise<boolean> {
+      let run = false;
+      const read = await call(client, 'read_inbox', { wait_ms: Math.max(0, Math.round(waitForMs)) });
       for (const message of read.messages as Json[]) {
         // Delivery is at least once: a message seen before (a read that broke off) is skipped.
         if (seen.has(message.message_id)) continue;
         seen.add(message.message_id);
         if (message.message_type === 'CONTROL' && message.payload?.command === 'run') {
           say(`read_inbox: task ${message.payload.task_id} (a run from ${message.from}): current_task answers it`);
+          run = true;
           continue;
         }
         say(`read_inbox: ${message.message_type} from ${message.from}: ${compact(message.payload)}`);
@@ -136,14 +146,26 @@ async function main(): Promise<number> {
         say(`read_inbox: ${ack.from} acknowledged ${which}: ${ack.stage}${ack.error_code ? ` ${ack.error_code}` : ''}${ack.note ? ` (${ack.note})` : ''}`);
         if (ack.for_message_id === sent.message_id && FINAL_STAGES.has(ack.stage)) answered = ack.stage;
       }
+      return run;
     }
+
+    // Read until the peer gave its final answer on our message, or the wait is over.
+    const deadline = Date.now() + waitMs;
+    while (answered === undefined && Date.now() < deadline) await readInbox(Math.min(READ_WAIT_MS, deadline - Date.now()));
     if (answered === undefined) {
       say(`no final answer from ${peer} within ${waitMs} ms (the message stays in its inbox until its ACK timeout)`);
       return 1;
     }
 
     // The task the scheduler gave us, if any: asking for it starts it; complete_task ends it with a result.
-    const { task } = await call(client, 'current_task');
+    let { task } = await call(client, 'current_task');
+    if (task === null && taskWaitMs > 0) {
+      say(`current_task: none yet; waiting up to ${taskWaitMs / 1000} s for one (Submit Task… for ${myId})`);
+      const until = Date.now() + taskWaitMs;
+      // A `run` is a message: read_inbox returns as soon as it arrives (at most 30 s per read).
+      while (Date.now() < until && !(await readInbox(Math.min(30_000, until - Date.now()))));
+      ({ task } = await call(client, 'current_task'));
+    }
     if (task === null) {
       say('current_task: none');
     } else {

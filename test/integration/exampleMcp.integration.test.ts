@@ -32,12 +32,16 @@ async function call(client: Client, name: string, args: Record<string, unknown> 
 }
 
 /** Runs a launch plan's command in its directory with its environment (as dist/sw4rm-launch.js does) until it exits. */
-function runPlan(plan: { command: readonly string[]; cwd: string; env: Readonly<Record<string, string>> }, deadlineMs = 60_000): Promise<{ output: string; code: number | null }> {
+function runPlan(plan: { command: readonly string[]; cwd: string; env: Readonly<Record<string, string>> }, onOutput: (output: string) => void = () => undefined,
+  deadlineMs = 90_000): Promise<{ output: string; code: number | null }> {
   return new Promise((resolve, reject) => {
     const [program, ...args] = plan.command;
     const child = spawn(program, args, { cwd: plan.cwd, env: { PATH: process.env.PATH ?? '', ...plan.env }, stdio: ['ignore', 'pipe', 'pipe'] });
     let output = '';
-    for (const stream of [child.stdout, child.stderr]) stream.setEncoding('utf8').on('data', (chunk: string) => { output += chunk; });
+    for (const stream of [child.stdout, child.stderr]) stream.setEncoding('utf8').on('data', (chunk: string) => {
+      output += chunk;
+      onOutput(output);
+    });
     const timer = setTimeout(() => {
       child.kill('SIGKILL');
       reject(new Error(`the MCP example did not exit within ${deadlineMs} ms:\n${output}`));
@@ -81,69 +85,104 @@ describe('the MCP example (dist/example-mcp.js) launched as a custom profile', f
     removeTempDir(dir);
   });
 
-  it('lists, sends (a retry is a duplicate), reads and acknowledges the reply, completes its task; exit 0', async () => {
-    // The peer: a registered agent with its own credential, talking through the bridge.
-    assert.equal(host.coordinator.registry.register(validDescriptor('echo'), ctx).accepted, true);
-    echo = await httpClient(host.bridgeEndpoints!.mcpUrl, host.coordinator.credentials.mintAgent('echo', 'test', 'the echo peer', ctx).token);
+  /** The peer answers the next message from `from`: a reply in the same conversation, then its final answer FULFILLED. */
+  async function echoAnswers(from: string): Promise<{ sentId: string; replyId: string }> {
+    for (;;) {
+      const read = await call(echo!, 'read_inbox', { wait_ms: 5_000 });
+      const message = (read.messages as Array<{ message_id: string; from: string; correlation_id: string; payload: { text: string } }>).find((m) => m.from === from);
+      if (!message) continue;
+      const reply = await call(echo!, 'send_message', { to: from, payload: { text: `echo: ${message.payload.text}` }, correlation_id: message.correlation_id });
+      await call(echo!, 'ack_message', { message_id: message.message_id, outcome: 'fulfilled', reason: 'echoed' });
+      return { sentId: message.message_id, replyId: reply.message_id as string };
+    }
+  }
 
-    // The profile of README "Run the example" (node is this test's Node), launched as the editor launches it.
-    const profile = { id: 'mcp-example', name: 'MCP example agent', command: [process.execPath, EXAMPLE_MCP_BUNDLE, 'echo'] };
-    assert.deepEqual(await api.setLaunchProfileSettings([profile]), []);
-    const plan = await api.launchAgent({ profileId: 'mcp-example', repoId: 'app', worktree: { kind: 'new' } }, 'editor:test');
-    const agentId = plan.record.agentId;
-    assert.equal(agentId, 'mcp-example-1');
-    assert.deepEqual([plan.env.SW4RM_MCP_URL, plan.env.SW4RM_AGENT_ID], [host.bridgeEndpoints!.mcpUrl, agentId]);
-    await api.launchStarted(agentId);
-
-    // A task for the example through the scheduler: its `run` waits in the example's inbox.
-    const submitted = host.coordinator.scheduler.submit({
-      taskId: 'summarise-1', target: agentId, priority: 0, params: Buffer.from(JSON.stringify({ title: 'say hello to echo' })),
-      contentType: 'application/json', scope: 'resource:greeting', submittedBy: 'operator',
-    }, ctx);
-    assert.ok(submitted.accepted, submitted.accepted ? '' : submitted.reason);
-    await pollUntil('the task dispatched', () => host.coordinator.scheduler.task('summarise-1')?.state === 'DISPATCHED' || undefined);
-
-    // The peer answers the first message from the example: a reply in the same conversation, then FULFILLED.
-    const peer = (async () => {
-      for (;;) {
-        const read = await call(echo!, 'read_inbox', { wait_ms: 5_000 });
-        const message = (read.messages as Array<{ message_id: string; from: string; correlation_id: string; payload: { text: string } }>).find((m) => m.from === agentId);
-        if (!message) continue;
-        const reply = await call(echo!, 'send_message', { to: agentId, payload: { text: `echo: ${message.payload.text}` }, correlation_id: message.correlation_id });
-        await call(echo!, 'ack_message', { message_id: message.message_id, outcome: 'fulfilled', reason: 'echoed' });
-        return { received: message, replyId: reply.message_id as string };
-      }
-    })();
-
-    const { output, code } = await runPlan(plan);
-    assert.equal(code, 0, output);
-    const { received, replyId } = await peer;
-    const sentId = received.message_id;
+  /** The lines every run prints, for the message `sentId` and the reply `replyId`. */
+  function assertConversation(output: string, sentId: string, replyId: string): void {
     const expected = [
       new RegExp(`^connected to ${host.bridgeEndpoints!.mcpUrl.replace(/[.]/g, '\\.')} \\(sw4rm-coordinator [^)]*\\)$`, 'm'),
       /^tools\/list: \d+ tools \(list_agents, send_message, read_inbox, ack_message, .*complete_task.*\)$/m,
       /^list_agents: 2 agents: echo \(online\), mcp-example-1 \(you\)$/m,
       new RegExp(`^send_message to echo: accepted ${sentId}$`, 'm'),
       new RegExp(`^send_message again with the same idempotency_key: duplicate of ${sentId}$`, 'm'),
-      /^read_inbox: task summarise-1 \(a run from coordinator\): current_task answers it$/m,
       /^read_inbox: DATA from echo: \{"text":"echo: hello from mcp-example-1"\}$/m,
       new RegExp(`^ack_message ${replyId}: fulfilled \\(FULFILLED\\)$`, 'm'),
       /^read_inbox: echo acknowledged our message: FULFILLED \(echoed\)$/m,
-      /^current_task: summarise-1 RUNNING, params \{"title":"say hello to echo"\}$/m,
-      /^complete_task summarise-1: COMPLETED, result \{"done_by":"mcp-example-1","params":\{"title":"say hello to echo"\},"peer_answer":"FULFILLED"\}$/m,
       /^done$/m,
     ];
     for (const pattern of expected) assert.match(output, pattern);
     assert.doesNotMatch(output, /refused:|failed:/i, 'no call was refused');
-
-    // The effects in the coordinator: both messages answered FULFILLED by their recipients, the task COMPLETED with the result.
+    // The effects in the coordinator: both messages answered FULFILLED by their recipients.
     assert.equal(host.coordinator.router.message(sentId)!.state, 'FULFILLED');
-    assert.equal(host.coordinator.router.message(sentId)!.envelope.producerId, agentId);
+    assert.equal(host.coordinator.router.message(sentId)!.envelope.producerId, 'mcp-example-1');
     assert.equal(host.coordinator.router.message(replyId)!.state, 'FULFILLED');
-    const task = host.coordinator.scheduler.task('summarise-1')!;
+  }
+
+  function submit(taskId: string, target: string): void {
+    const submitted = host.coordinator.scheduler.submit({
+      taskId, target, priority: 0, params: Buffer.from(JSON.stringify({ title: `say hello to echo (${taskId})` })),
+      contentType: 'application/json', scope: `resource:${taskId}`, submittedBy: 'operator',
+    }, ctx);
+    assert.ok(submitted.accepted, submitted.accepted ? '' : submitted.reason);
+  }
+
+  function assertCompleted(output: string, taskId: string, agentId: string): void {
+    const params = `{"title":"say hello to echo (${taskId})"}`.replace(/[()]/g, '\\$&');
+    assert.match(output, new RegExp(`^read_inbox: task ${taskId} \\(a run from coordinator\\): current_task answers it$`, 'm'));
+    assert.match(output, new RegExp(`^current_task: ${taskId} RUNNING, params ${params}$`, 'm'));
+    assert.match(output, new RegExp(`^complete_task ${taskId}: COMPLETED, result \\{"done_by":"mcp-example-1","params":${params},"peer_answer":"FULFILLED"\\}$`, 'm'));
+    const task = host.coordinator.scheduler.task(taskId)!;
     assert.deepEqual([task.state, task.assignedAgentId, task.note], ['COMPLETED', agentId, 'done by the MCP example agent']);
-    assert.deepEqual(JSON.parse(task.result), { done_by: agentId, params: { title: 'say hello to echo' }, peer_answer: 'FULFILLED' });
-    // The retried send was not delivered twice: echo has nothing more from the example.
+    assert.deepEqual(JSON.parse(task.result), { done_by: agentId, params: { title: `say hello to echo (${taskId})` }, peer_answer: 'FULFILLED' });
+  }
+
+  it('launched, it lists, sends (a retry is a duplicate), reads and acknowledges the reply, waits for a task and completes it; relaunched, finds its task in the inbox', async () => {
+    // The peer: a registered agent with its own credential, talking through the bridge.
+    assert.equal(host.coordinator.registry.register(validDescriptor('echo'), ctx).accepted, true);
+    echo = await httpClient(host.bridgeEndpoints!.mcpUrl, host.coordinator.credentials.mintAgent('echo', 'test', 'the echo peer', ctx).token);
+
+    // The profile of README "Run the example" (node is this test's Node), launched as the editor launches it.
+    const profile = { id: 'mcp-example', name: 'MCP example agent', command: [process.execPath, EXAMPLE_MCP_BUNDLE, 'echo', '--wait-for-task', '60'] };
+    assert.deepEqual(await api.setLaunchProfileSettings([profile]), []);
+    const plan = await api.launchAgent({ profileId: 'mcp-example', repoId: 'app', worktree: { kind: 'new' } }, 'editor:test');
+    const agentId = plan.record.agentId;
+    assert.equal(agentId, 'mcp-example-1');
+    assert.deepEqual([plan.env.SW4RM_MCP_URL, plan.env.SW4RM_AGENT_ID], [host.bridgeEndpoints!.mcpUrl, agentId]);
+    assert.match(plan.env.SW4RM_TOKEN, /^sw4rm\./, 'its own agent credential');
+    await api.launchStarted(agentId);
+
+    // First run: it talks with echo, then waits for a task; Submit Task… (the scheduler) gives it one.
+    const first = echoAnswers(agentId);
+    let submitted = false;
+    const run1 = await runPlan(plan, (output) => {
+      if (!submitted && /^current_task: none yet; waiting up to 60 s for one \(Submit Task… for mcp-example-1\)$/m.test(output)) {
+        submitted = true;
+        submit('greet-1', agentId);
+      }
+    });
+    await api.launchExited(agentId, run1.code, 'editor:test');
+    assert.equal(run1.code, 0, run1.output);
+    assert.ok(submitted, run1.output);
+    const one = await first;
+    assertConversation(run1.output, one.sentId, one.replyId);
+    assertCompleted(run1.output, 'greet-1', agentId);
+
+    // Relaunch, and a task submitted before its process asks: the `run` is in the inbox at its first read.
+    const again = await api.relaunchAgent(agentId, 'editor:test');
+    await api.launchStarted(agentId);
+    submit('greet-2', agentId);
+    await pollUntil('the task dispatched', () => host.coordinator.scheduler.task('greet-2')?.state === 'DISPATCHED' || undefined);
+    const second = echoAnswers(agentId);
+    const run2 = await runPlan(again);
+    await api.launchExited(agentId, run2.code, 'editor:test');
+    assert.equal(run2.code, 0, run2.output);
+    const two = await second;
+    assert.notEqual(two.sentId, one.sentId, 'a new run is a new message (a new idempotency_key)');
+    assertConversation(run2.output, two.sentId, two.replyId);
+    assert.doesNotMatch(run2.output, /waiting up to/);
+    assertCompleted(run2.output, 'greet-2', agentId);
+
+    // The retried sends were not delivered twice: echo has nothing more from the example.
     const rest = await call(echo, 'read_inbox', { wait_ms: 0 });
     assert.deepEqual((rest.messages as Array<{ from: string }>).filter((m) => m.from === agentId), []);
   });
