@@ -7,11 +7,13 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { InProcessCoordinatorApi } from '../../src/core/api';
 import type { CoordinatorHost } from '../../src/server/host';
+import { useCliProcesses } from '../support/cli';
+import { EXAMPLE_AGENT_BUNDLE, ExampleAgentProcess } from '../support/exampleAgentProcess';
 import { validDescriptor } from '../support/fixtures';
 import { makeRepo } from '../support/gitRepo';
 import { startHost, stopHost } from '../support/host';
 import { pollUntil } from '../support/poll';
-import { REPO_ROOT } from '../support/paths';
+import { CLI_BUNDLE, REPO_ROOT } from '../support/paths';
 import { makeTempDir, removeTempDir } from '../support/tempDir';
 
 /** The example bundle built by `npm run build` from examples/mcpAgent.ts. */
@@ -201,5 +203,86 @@ describe('the MCP example (dist/example-mcp.js) launched as a custom profile', f
     const operator = await runPlan({ command: [process.execPath, EXAMPLE_MCP_BUNDLE, 'lonely'], cwd: REPO_ROOT, env: { SW4RM_MCP_URL: host.bridgeEndpoints!.mcpUrl, SW4RM_TOKEN: host.token! } });
     assert.equal(operator.code, 1, operator.output);
     assert.match(operator.output, /^connect to .* failed: .*agent credentials only/m);
+  });
+});
+
+/** The `node -e '…'` registration snippet of README "The MCP bridge (for agent authors)", "Run the example". */
+function readmeRegistrationSnippet(): string {
+  const readme = fs.readFileSync(path.join(REPO_ROOT, 'README.md'), 'utf8');
+  const section = readme.slice(readme.indexOf('## The MCP bridge (for agent authors)'));
+  const run = section.slice(section.indexOf('### Run the example'));
+  const match = /^node -e '\n([^']*)'$/m.exec(run);
+  assert.ok(match, 'the README shows the registration snippet');
+  return match[1];
+}
+
+/** Runs `node <args>` (this test's Node) from the clone's folder with `env` until it exits. */
+function runNode(args: readonly string[], env: Record<string, string>): Promise<{ output: string; code: number | null }> {
+  return runPlan({ command: [process.execPath, ...args], cwd: REPO_ROOT, env });
+}
+
+/**
+ * README "Run the example", headless: `npm start` (dist/cli.js), `sw4rm-coordinator credentials --agent mcp-example`,
+ * the README's RegisterAgent snippet with that credential, the SDK example agent as the peer `echo`, then the example
+ * with SW4RM_MCP_URL (the printed bridge address) and the agent credential.
+ */
+describe('the MCP example (dist/example-mcp.js) against the headless coordinator', function () {
+  this.timeout(120_000);
+  const cli = useCliProcesses('sw4rm-int-example-mcp-cli-');
+  let peer: ExampleAgentProcess | undefined;
+
+  before(() => {
+    for (const bundle of [CLI_BUNDLE, EXAMPLE_AGENT_BUNDLE, EXAMPLE_MCP_BUNDLE]) assert.ok(fs.existsSync(bundle), `${bundle} is missing: run \`npm run build\` first`);
+  });
+
+  afterEach(async () => {
+    await peer?.kill();
+    peer = undefined;
+  });
+
+  it('a minted agent credential, registered once over gRPC: talks with the SDK echo agent; the operator token is refused', async () => {
+    const coordinator = cli.run('--port', '0', '--bridge-port', '0', '--data-dir', cli.dataDir());
+    const env = await coordinator.environment();
+    const mcpUrl = (await coordinator.waitForOutput(/^# MCP bridge for agents: (http:\/\/127\.0\.0\.1:\d+\/mcp) /m))[1];
+
+    const minted = await runNode([CLI_BUNDLE, 'credentials', '--agent', 'mcp-example', '--data-dir', cli.dataDir()], {});
+    assert.equal(minted.code, 0, minted.output);
+    const agentEnv: Record<string, string> = {};
+    for (const m of minted.output.matchAll(/^export (SW4RM_\w+)=(\S+)$/gm)) agentEnv[m[1]] = m[2];
+    assert.equal(agentEnv.SW4RM_AGENT_ID, 'mcp-example');
+    assert.notEqual(agentEnv.SW4RM_TOKEN, env.SW4RM_TOKEN);
+
+    // Before it is registered, the example says so.
+    const unregistered = await runNode([EXAMPLE_MCP_BUNDLE, 'echo'], { ...env, ...agentEnv, SW4RM_MCP_URL: mcpUrl });
+    assert.equal(unregistered.code, 1, unregistered.output);
+    assert.match(unregistered.output, /^this credential's agent is not registered/m);
+
+    const registered = await runNode(['-e', readmeRegistrationSnippet()], { ...env, ...agentEnv });
+    assert.equal(registered.code, 0, registered.output);
+    assert.equal(registered.output.trim(), 'RegisterAgent accepted');
+
+    peer = new ExampleAgentProcess({ ...env, SW4RM_AGENT_ID: 'echo' });
+    await peer.waitForLine(/inbox stream open/);
+
+    const { output, code } = await runNode([EXAMPLE_MCP_BUNDLE, 'echo'], { ...env, ...agentEnv, SW4RM_MCP_URL: mcpUrl });
+    assert.equal(code, 0, output);
+    for (const pattern of [
+      /^list_agents: 2 agents: echo \(online\), mcp-example \(you\)$/m,
+      /^send_message to echo: accepted [\w-]+$/m,
+      /^send_message again with the same idempotency_key: duplicate of [\w-]+$/m,
+      /^read_inbox: DATA from echo: \{"text":"echo: hello from mcp-example"\}$/m,
+      /^ack_message [\w-]+: fulfilled \(FULFILLED\)$/m,
+      /^read_inbox: echo acknowledged our message: RECEIVED$/m,
+      /^read_inbox: echo acknowledged our message: FULFILLED$/m,
+      /^current_task: none$/m,
+      /^done$/m,
+    ]) assert.match(output, pattern);
+    await peer.waitForLine(/mcp-example acknowledged the reply "echo: hello from mcp-example": FULFILLED \(read by the MCP example agent\)/);
+    assert.equal(peer.output.match(/message from mcp-example: hello from mcp-example/g)?.length, 1, 'the retried send was delivered once');
+
+    // The operator token that npm start prints is not an agent's: the bridge refuses it.
+    const operator = await runNode([EXAMPLE_MCP_BUNDLE, 'echo'], { ...env, SW4RM_MCP_URL: mcpUrl });
+    assert.equal(operator.code, 1, operator.output);
+    assert.match(operator.output, /agent credentials only/);
   });
 });
