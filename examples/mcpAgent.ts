@@ -2,7 +2,9 @@
  * An agent that joins the swarm through the MCP bridge only (no SDK, no gRPC): the official MCP TypeScript SDK's Client
  * over Streamable HTTP, to copy as a start. README: "The MCP bridge (for agent authors)", "Run the example".
  *
- *   node dist/example-mcp.js <peer agent id> [--wait-for-task <seconds>]     (npm run build first; or npm run example:mcp -- <peer>)
+ *   node dist/example-mcp.js <peer agent id> [--wait-for-task <seconds>]
+ *
+ * (after `npm run build`; `npm run example:mcp -- <peer>` builds and runs it).
  *
  * Run it as a launch profile (SW4RM: Launch Agent…), which gives it its identity, worktree and environment. Environment,
  * exactly as a launched agent gets it: SW4RM_MCP_URL (the bridge, http://127.0.0.1:50052/mcp) and SW4RM_TOKEN (the
@@ -18,8 +20,8 @@
  *   ack_message `fulfilled` — except a task's CONTROL `run`, which is the task current_task answers;
  * - if the scheduler gave it a task (current_task), completes it (complete_task) with a result; with --wait-for-task it
  *   first waits that long for one (read_inbox until a CONTROL `run` arrives: Submit Task… for it in the Tasks view).
- * It exits 0 when every step went well, 1 when a call was refused or the peer did not answer in time, 2 when its
- * environment or the peer is missing.
+ * It exits 0 when every step went well, 1 when a call was refused or the peer did not answer in time (or the router ended
+ * the message: ACK_TIMEOUT when nobody received it within the ACK timeout), 2 when its environment or the peer is missing.
  */
 import { randomUUID } from 'node:crypto';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -63,8 +65,8 @@ function say(line: string): void {
 type Json = Record<string, any>;
 
 /** Calls a tool and answers its structured output; a tool error (isError) throws `<CODE>: message`. */
-async function call(client: Client, name: string, args: Json = {}): Promise<Json> {
-  const result = await client.callTool({ name, arguments: args });
+async function call(client: Client, name: string, input: Json = {}): Promise<Json> {
+  const result = await client.callTool({ name, arguments: input });
   if (result.isError) {
     const error = (result.structuredContent as { error?: { code: string; message: string } } | undefined)?.error;
     const text = (result.content as Array<{ type: string; text?: string }>)[0]?.text;
@@ -74,7 +76,7 @@ async function call(client: Client, name: string, args: Json = {}): Promise<Json
 }
 
 function compact(value: unknown): string {
-  const text = typeof value === 'string' ? JSON.stringify(value) : JSON.stringify(value) ?? 'null';
+  const text = JSON.stringify(value) ?? 'null';
   return text.length > 200 ? `${text.slice(0, 199)}…` : text;
 }
 
@@ -101,7 +103,8 @@ async function main(): Promise<number> {
     const me = (listed.agents as Json[]).find((a) => a.you === true);
     say(`list_agents: ${listed.total} agents: ${(listed.agents as Json[]).map((a) => `${a.agent_id} (${a.you ? 'you' : a.presence})`).join(', ')}`);
     if (!me) {
-      say('this credential\'s agent is not registered: launch it with SW4RM: Launch Agent… (README, "Run the example")');
+      say('this credential\'s agent is not registered: launch it with SW4RM: Launch Agent…, or register it headless (README, ' +
+        '"The MCP bridge (for agent authors)", "Run the example")');
       return 1;
     }
     const myId = String(me.agent_id);
@@ -122,6 +125,8 @@ async function main(): Promise<number> {
     // acknowledgements of what we sent reported. Answers whether a `run` came.
     const seen = new Set<string>();
     let answered: string | undefined;
+    /** The router ended our message without the peer's answer (a NACK: ACK_TIMEOUT when nobody received it in time…). */
+    let nacked: string | undefined;
     async function readInbox(waitForMs: number): Promise<boolean> {
       let run = false;
       const read = await call(client, 'read_inbox', { wait_ms: Math.max(0, Math.round(waitForMs)) });
@@ -144,14 +149,20 @@ async function main(): Promise<number> {
       for (const ack of (read.acknowledgements ?? []) as Json[]) {
         const which = ack.for_message_id === sent.message_id ? 'our message' : `message ${ack.for_message_id}`;
         say(`read_inbox: ${ack.from} acknowledged ${which}: ${ack.stage}${ack.error_code ? ` ${ack.error_code}` : ''}${ack.note ? ` (${ack.note})` : ''}`);
-        if (ack.for_message_id === sent.message_id && FINAL_STAGES.has(ack.stage)) answered = ack.stage;
+        if (ack.for_message_id !== sent.message_id) continue;
+        if (ack.error_code) nacked = `${ack.stage} ${ack.error_code}`;
+        else if (FINAL_STAGES.has(ack.stage)) answered = ack.stage;
       }
       return run;
     }
 
     // Read until the peer gave its final answer on our message, or the wait is over.
     const deadline = Date.now() + waitMs;
-    while (answered === undefined && Date.now() < deadline) await readInbox(Math.min(READ_WAIT_MS, deadline - Date.now()));
+    while (answered === undefined && nacked === undefined && Date.now() < deadline) await readInbox(Math.min(READ_WAIT_MS, deadline - Date.now()));
+    if (nacked !== undefined) {
+      say(`our message to ${peer} ended without an answer: ${nacked}`);
+      return 1;
+    }
     if (answered === undefined) {
       say(`no final answer from ${peer} within ${waitMs} ms (the message stays in its inbox until its ACK timeout)`);
       return 1;
