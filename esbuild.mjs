@@ -98,6 +98,12 @@ await Promise.all([
     entryPoints: ['examples/workflowAgent.ts'],
     outfile: 'dist/example-workflow.js',
   }),
+  // An agent that talks to the swarm through the MCP bridge only (the MCP SDK's Client), run as a launch profile.
+  esbuild.build({
+    ...common,
+    entryPoints: ['examples/mcpAgent.ts'],
+    outfile: 'dist/example-mcp.js',
+  }),
   esbuild.build({
     ...common,
     platform: 'browser',
