@@ -150,6 +150,22 @@ describe('read_inbox on the Clock (ManualClock, in-memory MCP)', () => {
     assert.deepEqual(read.messages.map((m: { message_id: string; payload: unknown }) => [m.message_id, m.payload]), [[sent.message_id, 'now']]);
     assert.equal(coordinator.router.message(sent.message_id)!.state, 'READ');
   });
+  it('an acknowledgement of a message the reader sent ends its wait too, with the clock unmoved (waiting for an answer)', async () => {
+    const a = await connect('a');
+    const b = await connect('b');
+    const sent = await call(a, 'send_message', { to: 'b', payload: 'question' });
+    const readByB = await call(b, 'read_inbox', {});
+    assert.equal(readByB.messages[0].message_id, sent.message_id);
+    // a's own read: b's READ (sent for it by read_inbox) reaches a's inbox; a waits for what comes next.
+    assert.ok((await call(a, 'read_inbox', {})).acknowledgements.some((k: { stage: string }) => k.stage === 'READ'));
+    const waiting = call(a, 'read_inbox', { wait_ms: 30_000 });
+    await turnsUntil(() => coordinator.router.inboxStats('a').streaming);
+    await call(b, 'ack_message', { message_id: sent.message_id, outcome: 'fulfilled', result: { answer: 42 } });
+    const answered = await waiting;
+    assert.deepEqual(answered.messages, []);
+    assert.deepEqual(answered.acknowledgements.map((k: { for_message_id: string; stage: string }) => [k.for_message_id, k.stage]), [[sent.message_id, 'FULFILLED']]);
+  });
+
   it('one read per agent at a time: a second read while one waits is refused FAILED_PRECONDITION (retryable); another agent reads meanwhile', async () => {
     const a = await connect('a');
     const b = await connect('b');

@@ -218,7 +218,9 @@ async function collect(tool: BridgeToolContext, max: number, waitMs: number): Pr
   const sink: InboxSink = {
     deliver(seq, envelope) {
       delivered.push({ seq, envelope });
-      if (isMessage(delivered[delivered.length - 1])) wake?.();
+      // A message, or an acknowledgement of one the caller sent (what an agent waiting for an answer waits for), ends the wait.
+      const last = delivered[delivered.length - 1];
+      if (isMessage(last) || isAck(last)) wake?.();
     },
     close(reason, detail) {
       closed = `${reason}: ${detail}`;
@@ -235,7 +237,7 @@ async function collect(tool: BridgeToolContext, max: number, waitMs: number): Pr
   try {
     // Deliveries reach a sink after their commit: once durable, everything dispatched now has arrived.
     await durable(coordinator);
-    const messages = () => delivered.filter(isMessage).length;
+    const messages = () => delivered.filter((d) => isMessage(d) || isAck(d)).length;
     let wait = waitMs;
     if (messages() === 0 && router.inboxStats(caller.agentId).queued > 0) wait = Math.max(wait, READ_LOAD_GRACE_MS);
     if (messages() === 0 && wait > 0 && closed === undefined && !signal.aborted) {
@@ -268,13 +270,13 @@ async function collect(tool: BridgeToolContext, max: number, waitMs: number): Pr
 const readInbox: BridgeTool = {
   name: 'read_inbox',
   description: 'Reads your pending messages (oldest first) and acknowledges them as READ. Call it when you start, after each step of work ' +
-    'and whenever you wait; `wait_ms` waits up to 30 s for the first message. Each message has a message_id: when you are done with ' +
+    'and whenever you wait; `wait_ms` waits up to 30 s for the first message or acknowledgement of a message you sent. Each message has a message_id: when you are done with ' +
     'it, answer it with ack_message (fulfilled / rejected / failed). `acknowledgements` tells you what happened to messages you sent.',
   inputSchema: {
     type: 'object',
     properties: {
       max: { type: 'integer', minimum: 1, maximum: READ_MAX, description: `At most this many messages (default ${READ_DEFAULT}).` },
-      wait_ms: { type: 'integer', minimum: 0, maximum: READ_WAIT_MAX_MS, description: 'Wait up to this long for a first message when none is pending (default 0).' },
+      wait_ms: { type: 'integer', minimum: 0, maximum: READ_WAIT_MAX_MS, description: 'Wait up to this long for a first message (or an acknowledgement of one you sent) when none is pending (default 0).' },
     },
     additionalProperties: false,
   },
