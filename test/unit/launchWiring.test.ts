@@ -43,6 +43,9 @@ describe('launch wiring: what a launch writes and runs, per profile', () => {
     const text = files['.sw4rm/AGENT.md'] as string;
     for (const expected of ['`coder-1`', '/wt/coder-1', '`read_inbox`', '`ack_message`', '`send_message`', '`list_agents`', '`request_decision`', '`current_task`', '`complete_task`', 'SW4RM_TOKEN']) assert.ok(text.includes(expected), expected);
     assert.match(text, /Call `read_inbox` now, before you start/);
+    const timed = plannedFiles({ ...ctxFor(builtin('claude-code')), inboxWaitMs: 30 * 60_000 }).find((f) => f.path === '.sw4rm/AGENT.md');
+    assert.ok(timed?.kind === 'text' && /not read within 30 minutes of its sending ends unread \(TIMED_OUT\)/.test(timed.content), 'the instructions say how long a message waits');
+    assert.doesNotMatch(text, /ends unread/, 'without the launch\'s timeout, nothing is said of it');
     // Never an HTTP hook (it fails open in Claude Code): refused when wiring too, should a profile get here.
     assert.throws(() => plannedFiles(ctxFor({ ...builtin('claude-code'), approvals: { kind: 'claude-code-hooks', via: 'http' } })), /command hook only/);
   });

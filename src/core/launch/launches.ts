@@ -376,7 +376,7 @@ export class Launches implements Disposable {
         // The worktree setup (copies, its command) runs before the agent does.
         await this.deps.setupOf(repoId, worktreeId);
       }
-      const wiring: WiringContext = { agentId, profile, cwd, endpoints: this.endpoints };
+      const wiring: WiringContext = { agentId, profile, cwd, endpoints: this.endpoints, ...(pullsInbox(profile) ? { inboxWaitMs: this.options.bridgedAckTimeoutMs } : {}) };
       const command = launchCommand(wiring);
       const wrote = await writeWiring(this.deps.git, cwd, plannedFiles(wiring), this.deps.env ?? process.env);
       if (this.disposed) throw new LaunchError('refused', 'The coordinator is stopping.');

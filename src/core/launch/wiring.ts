@@ -42,6 +42,8 @@ export interface WiringContext {
   readonly cwd: string;
   /** Undefined when the bridge is not listening (then only profiles that need none of it can be wired). */
   readonly endpoints: BridgeEndpoints | undefined;
+  /** How long a message to this agent waits to be read before it ends TIMED_OUT (LaunchesOptions.bridgedAckTimeoutMs). */
+  readonly inboxWaitMs?: number;
 }
 
 /** Whether the profile needs the bridge's endpoints (its MCP wiring, its hook, or a placeholder naming them). */
@@ -287,6 +289,9 @@ export function instructionsText(ctx: WiringContext): string {
       `Your swarm tools come from the MCP server \`${SERVER_NAME}\`. Messages from other agents and from the person wait in`,
       'your inbox until you read them; nothing is pushed to you, so you must look:',
       '',
+      ...(ctx.inboxWaitMs !== undefined
+        ? [`A message you have not read within ${waitText(ctx.inboxWaitMs)} of its sending ends unread (TIMED_OUT) and its sender is told so.`, '']
+        : []),
       '- Call `read_inbox` now, before you start.',
       '- Call it again after each step of your work (a commit, a finished subtask), whenever you wait for something',
       '  (`wait_ms` waits for the first message), before you ask a question, and before you say you are done.',
@@ -427,4 +432,12 @@ export async function excludeFromGit(git: Git, cwd: string, paths: readonly stri
   if (enabled.stdout.trim() !== 'true') await enableWorktreeConfig(git, cwd);
   await git.run(cwd, ['config', '--worktree', 'core.excludesFile', excludeFile]);
   return excludeFile;
+}
+
+/** `30 minutes`, `1 hour`, `45 seconds`: how long a message waits, for the instructions file. */
+function waitText(ms: number): string {
+  const unit = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`;
+  if (ms % 3_600_000 === 0) return unit(ms / 3_600_000, 'hour');
+  if (ms % 60_000 === 0) return unit(ms / 60_000, 'minute');
+  return unit(Math.round(ms / 1000), 'second');
 }
