@@ -15,7 +15,7 @@ export interface AgentRow {
  * An agent's row: `E2E Agent · RUNNABLE` as the label, `e2e-agent-1 · connected · 0/10 queued · 0 in flight` as the
  * description (the id only when the name differs from it; `queued` counts the messages it has not read yet), and
  * every fact in the tooltip. An agent launched from the editor (`launched`) shows its profile and launch state and its
- * unread messages instead of the stream counts: `claude-code-1 · Claude Code · RUNNING · 2 unread · connected` (it
+ * unread messages instead of the stream counts: `Claude Code · terminal running · 2 unread · connected` (it
  * reads its inbox through the MCP bridge, where messages wait until it asks); the profile's name is left out of the
  * description when the label's name is already it.
  */
@@ -24,7 +24,7 @@ export function agentRow(agent: AgentRecord, inbox: InboxStats | undefined, form
   const { descriptor } = agent;
   const id = descriptor.name === descriptor.agentId ? [] : [descriptor.agentId];
   const description = (launched
-    // The profile's name only where the label does not already show it (a launched agent is named after its profile).
+    // The profile's name only where the label does not already show it (a launched agent is named by its id; one registered with its profile's name shows it once).
     ? [...id, ...launched.description.filter((part, i) => i !== 0 || part !== descriptor.name), ...(inbox ? [unreadText(inbox)] : []), connection(agent)]
     : [...id, connection(agent), ...(inbox ? [queued(inbox), `${inbox.inFlight} in flight`] : [])]
   ).join(' · ');

@@ -186,7 +186,7 @@ describe('SW4RM: Launch Agent… in a real editor (code-server + Chromium, a sta
     await harness!.waitForText((t) => t.includes(`SW4RM: ${agentId} (${PROFILE_NAME})`), 15_000);
 
     // The Agents view: its profile and launch state; the peer's inbox holds the stand-in's message, unread.
-    await agentsText((t) => new RegExp(`${PROFILE_NAME} · [A-Z_]+\\s*${agentId} · terminal running · 0 unread`).test(t) && new RegExp(`${PEER}[^\\n]*\\n?[^\\n]*1/\\d+ queued`).test(t));
+    await agentsText((t) => new RegExp(`${agentId} · [A-Z_]+\\s*${PROFILE_NAME} · terminal running · 0 unread`).test(t) && new RegExp(`${PEER}[^\\n]*\\n?[^\\n]*1/\\d+ queued`).test(t));
     // The Worktrees view: its worktree, bound to it.
     const worktrees = await harness!.waitForText((t) => t.includes(worktreeId) && t.includes(`${agentId} (home`), 20_000, () => harness!.viewText('Worktrees'));
     assert.match(worktrees, new RegExp(`${agentId} \\(home`));
@@ -206,11 +206,11 @@ describe('SW4RM: Launch Agent… in a real editor (code-server + Chromium, a sta
     await answer(`Send Message to ${agentId}: Type the Payload`, JSON.stringify({ text: GREETING }));
     await answer('Send Message: Content Type');
     await harness!.waitForText((t) => t.includes(`to ${agentId} (application/json)`), 15_000);
-    await agentsText((t) => new RegExp(`${agentId} · terminal running · 1 unread`).test(t));
+    await agentsText((t) => new RegExp(`${agentId} · [A-Z_]+\\s*${PROFILE_NAME} · terminal running · 1 unread`).test(t));
     fs.writeFileSync(standIn('go-read'), '');
     const read = await standInFile('mcp-read.json');
     assert.ok(JSON.stringify(read).includes(GREETING), JSON.stringify(read));
-    await agentsText((t) => new RegExp(`${PROFILE_NAME} · [A-Z_]+\\s*${agentId} · terminal running · 0 unread`).test(t));
+    await agentsText((t) => new RegExp(`${agentId} · [A-Z_]+\\s*${PROFILE_NAME} · terminal running · 0 unread`).test(t));
   });
 
   it('asks in the editor before the stand-in\'s Bash `rm -rf build`; Approve in the panel reaches the hook as allow', async function () {
@@ -253,13 +253,13 @@ describe('SW4RM: Launch Agent… in a real editor (code-server + Chromium, a sta
     await harness!.runCommand('SW4RM: Show Terminal');
     await pick(agentId);
     await harness!.runCommand('Terminal: Kill the Active Terminal Instance');
-    await agentsText((t) => new RegExp(`${agentId} · exited`).test(t));
+    await agentsText((t) => new RegExp(`${agentId} · [A-Z_]+\\s*${PROFILE_NAME} · exited`).test(t));
 
     fs.rmSync(path.join(worktreePath, '.stand-in'), { recursive: true, force: true });
     await harness!.runCommand('Notifications: Clear All Notifications');
     await contextMenu(agentId, 'Relaunch');
     await harness!.waitForText((t) => t.includes(`Relaunched ${agentId} (${PROFILE_NAME}) in worktree ${worktreeId}.`), 60_000);
-    await agentsText((t) => new RegExp(`${agentId} · terminal running`).test(t));
+    await agentsText((t) => new RegExp(`${agentId} · [A-Z_]+\\s*${PROFILE_NAME} · terminal running`).test(t));
     // The same agent again, in the same worktree, with a working credential (its send with the same key is the first one's).
     const sent = await standInFile('mcp-sent.json') as { me: string; sent: { accepted: boolean } };
     assert.equal(sent.me, agentId);

@@ -89,7 +89,7 @@ describe('Launching agents (real coordinator, real git)', function () {
     // Registered as RegisterAgent would, with its own agent credential.
     const agent = host.coordinator.registry.get(agentId)!;
     assert.equal(agent.state, 'INITIALIZING');
-    assert.equal(agent.descriptor.name, 'Stand-in CLI');
+    assert.equal(agent.descriptor.name, agentId);
     assert.deepEqual(agent.descriptor.capabilities, ['code', 'test']);
     assert.deepEqual(host.coordinator.credentials.verify(plan.env.SW4RM_TOKEN), { kind: 'agent', credentialId: plan.record.credentialId, agentId });
     assert.deepEqual(

@@ -71,7 +71,7 @@ describe('Launches (real store, real git, ManualClock)', function () {
     const b = await api.launchAgent({ profileId: 'claude-code', repoId: 'app', worktree: { kind: 'new' } }, 'editor:test');
     assert.deepEqual([a.record.agentId, b.record.agentId], ['claude-code-1', 'claude-code-3']);
     const agent = coordinator.registry.get('claude-code-1')!;
-    assert.equal(agent.descriptor.name, 'Claude Code');
+    assert.equal(agent.descriptor.name, agent.descriptor.agentId, 'named by its id: two agents of one profile are told apart');
     assert.deepEqual(agent.descriptor.capabilities, ['code']);
     assert.match(agent.descriptor.description, /profile claude-code/);
     assert.equal(a.record.cli, 'claude-code');

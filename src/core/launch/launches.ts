@@ -388,7 +388,7 @@ export class Launches implements Disposable {
       let token: string;
       const ready = this.deps.store.transaction(() => {
         const result = this.deps.registry.register({
-          agentId, name: profile.name, description: `Launched from the editor with profile ${profile.id} (${profile.name})`, capabilities: profile.capabilities,
+          agentId, name: agentId, description: `Launched from the editor with profile ${profile.id} (${profile.name})`, capabilities: profile.capabilities,
           communicationClass: 'STANDARD', modalitiesSupported: [], reasoningConnectors: [],
         }, ctx);
         if (!result.accepted) throw new LaunchError('invalid', `The agent could not be registered: ${result.reason.replace(/^VALIDATION_ERROR: /, '')}`);
