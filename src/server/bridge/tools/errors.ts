@@ -3,12 +3,16 @@ import { ActivityEntryInvalidError } from '../../../core/activity/activityBuffer
 import { HitlStateError } from '../../../core/hitl/hitlService';
 import { HitlRequestError } from '../../../core/hitl/request';
 import { NegotiationError } from '../../../core/policy/speaker';
+import { RETRYABLE_CODES } from '../../../core/router/lifecycle';
 import { SchedulerError } from '../../../core/scheduler/scheduler';
 import { ToolCallError, type ToolErrorKind } from '../../../core/tools/model';
 import { BridgeToolError } from '../model';
 
-/** SW4RM codes after which the same call may succeed later (the router's RETRYABLE_CODES and the back-pressure codes). */
-const RETRYABLE = new Set(['BUFFER_FULL', 'OVERLOADED', 'AGENT_UNAVAILABLE', 'ALREADY_IN_PROGRESS', 'ACK_TIMEOUT', 'TOOL_TIMEOUT', 'TTL_EXPIRED', 'AGENT_SHUTDOWN']);
+/**
+ * SW4RM codes after which the same call may succeed later: the router's RETRYABLE_CODES (the one list), plus an
+ * operation still under way and an agent that is shutting down (it may come back).
+ */
+const RETRYABLE: ReadonlySet<string> = new Set([...RETRYABLE_CODES, 'ALREADY_IN_PROGRESS', 'AGENT_SHUTDOWN']);
 
 /** A refusal with `code` (and retryable when the code says so). */
 export function refusal(code: string, message: string): BridgeToolError {

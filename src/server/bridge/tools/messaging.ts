@@ -3,8 +3,8 @@ import { isoUtc } from '../../../core/clock';
 import type { Coordinator } from '../../../core/coordinator';
 import type { Disposable } from '../../../core/events';
 import { baseContentType, decodeUtf8, type Envelope } from '../../../core/router/envelope';
-import { RETRYABLE_CODES } from '../../../core/router/lifecycle';
 import { StreamRefusal, type InboxSink, type SendResult } from '../../../core/router/router';
+import { refusal } from './errors';
 import { BridgeToolError, type BridgeCaller, type BridgeTool, type BridgeToolContext, type BridgeToolOutput } from '../model';
 
 /** list_agents answers at most this many agents (ordered by id), with `more` when there are others. */
@@ -80,11 +80,10 @@ async function durable(coordinator: Coordinator): Promise<void> {
   }
 }
 
-/** A router refusal as the tool's error: the router's code, its reason without the code prefix, retryable as the router says. */
-function refusal(result: Extract<SendResult, { accepted: false }>): BridgeToolError {
+/** A router refusal as the tool's error: the router's code, its reason without the code prefix (errors.ts decides retryable). */
+function routerRefusal(result: Extract<SendResult, { accepted: false }>): BridgeToolError {
   const prefix = `${result.code}: `;
-  const message = result.reason.startsWith(prefix) ? result.reason.slice(prefix.length) : result.reason;
-  return new BridgeToolError(result.code, message, RETRYABLE_CODES.has(result.code));
+  return refusal(result.code, result.reason.startsWith(prefix) ? result.reason.slice(prefix.length) : result.reason);
 }
 
 /** The payload's bytes and content type from send_message's arguments. */
@@ -188,7 +187,7 @@ const sendMessage: BridgeTool = {
         };
       }
     }
-    throw refusal(result);
+    throw routerRefusal(result);
   },
 };
 
@@ -374,7 +373,7 @@ export async function acknowledge(tool: BridgeToolContext, target: Pick<Envelope
   const result = await submit(tool, envelope, undefined, durably);
   if (result.accepted) return { messageId: result.messageId, duplicate: false };
   if (result.code === 'DUPLICATE_DETECTED' || result.code === 'ALREADY_IN_PROGRESS') return { messageId: String(result.details?.original_message_id ?? ''), duplicate: true };
-  throw refusal(result);
+  throw routerRefusal(result);
 }
 
 const OUTCOME_STAGES = { fulfilled: 'FULFILLED', rejected: 'REJECTED', failed: 'FAILED' } as const;
