@@ -128,6 +128,14 @@ export async function poll<T>(
   }
 }
 
+/** The little of an input element (and its document) that acceptQuickInput reads in the page. */
+interface PageElement { readonly tagName: string; readonly id: string; readonly className: unknown; readonly textContent: string | null }
+interface PageInput extends PageElement {
+  readonly value: string;
+  readonly ownerDocument: { readonly activeElement: PageElement | null };
+  closest(selector: string): { querySelector(selector: string): PageElement | null } | null;
+}
+
 /** Ports this test process has handed out: a test's coordinator port and code-server's must never coincide. */
 const handedOut = new Set<number>();
 
@@ -467,9 +475,41 @@ export class CodeServerHarness {
       return current === '' || current.startsWith('>') ? false : current;
     }, { timeoutMs, description: 'an input box with a proposed value' });
     if (value !== undefined) await input.fill(value);
-    await this.page.keyboard.press('Enter');
-    await poll(async () => !(await input.isVisible()), { timeoutMs, description: 'the input box to close' });
+    await this.acceptQuickInput(value ?? proposed, timeoutMs);
     return proposed;
+  }
+
+  /**
+   * Accepts the quick input's box showing `value` with Enter, and waits for it to close. The key goes to the box
+   * itself: a box that stays open on focus loss (`ignoreFocusOut`) keeps waiting when a page that took the focus
+   * meanwhile (the walkthrough's step content does, as it loads) swallows a key sent to the page. While it still shows
+   * `value` without the focus, the focus is put back and Enter pressed again; a timeout says what the box showed.
+   */
+  async acceptQuickInput(value: string, timeoutMs = 15_000): Promise<void> {
+    const input = this.page.locator('.quick-input-widget .quick-input-box input');
+    await input.press('Enter', { timeout: timeoutMs });
+    let state = '';
+    try {
+      await poll(async () => {
+        if (!(await input.isVisible())) return true;
+        // Runs in the page (no DOM types here): only what the function itself holds.
+        const shown = await input.evaluate((el: PageInput) => {
+          const active = el.ownerDocument.activeElement;
+          const classes = active && typeof active.className === 'string' ? active.className.trim().split(/\s+/).filter(Boolean).slice(0, 4) : [];
+          return {
+            value: el.value, focused: active === el,
+            active: active ? `${active.tagName.toLowerCase()}${active.id ? `#${active.id}` : ''}${classes.map((c: string) => `.${c}`).join('')}` : 'nothing',
+            message: el.closest('.quick-input-widget')?.querySelector('.quick-input-message')?.textContent ?? '',
+          };
+        }, undefined, { timeout: 1_000 }).catch(() => undefined);
+        if (shown === undefined) return false;
+        state = `it shows "${shown.value}", message "${shown.message}", focus on ${shown.active}`;
+        if (shown.value === value && !shown.focused) await input.press('Enter', { timeout: 1_000 }).catch(() => undefined);
+        return false;
+      }, { timeoutMs, intervalMs: 500, description: 'the input box to close' });
+    } catch (err) {
+      throw new Error(`${(err as Error).message}; ${state || 'its state could not be read'}`);
+    }
   }
 
   /**
