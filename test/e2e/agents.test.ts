@@ -1,39 +1,22 @@
 import { strict as assert } from 'node:assert';
-import { spawn, type ChildProcess } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as net from 'node:net';
 import * as path from 'node:path';
-import { CodeServerHarness, ROOT, freePort, poll } from './harness';
-
-const VSIX = path.join(ROOT, 'dist', 'sw4rm-coordinator.vsix');
-const EXAMPLE_AGENT = path.join(ROOT, 'dist', 'example-agent.js');
-
-/** Starts the example agent (only canonical protos) with the environment the editor handed out. */
-function startAgent(env: Record<string, string>, agentId: string): { child: ChildProcess; output: () => string; exited: Promise<number | null> } {
-  let output = '';
-  const child = spawn(process.execPath, [EXAMPLE_AGENT], {
-    env: { ...process.env, ...env, SW4RM_AGENT_ID: agentId, SW4RM_AGENT_NAME: 'E2E Agent', SW4RM_HEARTBEAT_MS: '1000' },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  child.stdout!.on('data', (chunk) => { output += chunk; });
-  child.stderr!.on('data', (chunk) => { output += chunk; });
-  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
-  return { child, output: () => output, exited };
-}
+import { ExampleAgentProcess } from '../support/exampleAgentProcess';
+import { poll, startWithCoordinator, type CodeServerHarness } from './harness';
 
 describe('the packaged extension in a real editor (code-server + Chromium)', function () {
   let harness: CodeServerHarness | undefined;
-  let agent: ReturnType<typeof startAgent> | undefined;
+  let agent: ExampleAgentProcess | undefined;
   let port: number;
 
   before(async function () {
-    assert.ok(fs.existsSync(VSIX), `${VSIX} is missing: npm run package builds it`);
-    port = await freePort();
-    harness = await CodeServerHarness.start({ vsixPath: VSIX, userSettings: { 'sw4rm.port': port }, name: 'sw4rm-agents-e2e' });
+    // The first test sees the coordinator start.
+    ({ harness, port } = await startWithCoordinator({ name: 'sw4rm-agents-e2e', waitForCoordinator: false }));
   });
 
   after(async function () {
-    if (agent && agent.child.exitCode === null) agent.child.kill('SIGKILL');
+    await agent?.kill();
     if (harness && this.currentTest?.state === 'failed') await harness.screenshot('agents-failure').catch(() => undefined);
     await harness?.dispose();
   });
@@ -56,9 +39,9 @@ describe('the packaged extension in a real editor (code-server + Chromium)', fun
     const env = await harness!.copyAgentEnvironment('e2e-agent-1');
     await harness!.openViewContainer('SW4RM');
 
-    agent = startAgent(env, 'e2e-agent-1');
+    agent = new ExampleAgentProcess({ ...env, SW4RM_AGENT_ID: 'e2e-agent-1', SW4RM_AGENT_NAME: 'E2E Agent', SW4RM_HEARTBEAT_MS: '1000' });
     const registeredAt = Date.now();
-    await poll(async () => agent!.output().includes('registered as e2e-agent-1'), { timeoutMs: 15_000, description: `the agent to register (output: ${agent.output()})` });
+    await agent.waitForLine(/registered as e2e-agent-1/);
     const shown = await harness!.waitForText((t) => t.includes('e2e-agent-1') && t.includes('RUNNABLE'), 10_000, () => harness!.viewText('Agents'));
     console.log(`    agent visible ${Date.now() - registeredAt} ms after registering`);
     assert.match(shown, /E2E Agent · RUNNABLE\s*e2e-agent-1 · connected/);
@@ -66,9 +49,9 @@ describe('the packaged extension in a real editor (code-server + Chromium)', fun
     await harness!.waitForText((t) => t.includes(`SW4RM :${port} · 1 agent`), 10_000, () => harness!.statusBarText());
     await harness!.screenshot('agents-view');
 
-    agent.child.kill('SIGINT');
-    assert.equal(await agent.exited, 0, agent.output());
-    assert.match(agent.output(), /deregistered/);
+    agent.signal('SIGINT');
+    assert.equal(await agent.exited, 0, agent.output);
+    assert.match(agent.output, /deregistered/);
     await harness!.waitForText((t) => !t.includes('e2e-agent-1'), 10_000, () => harness!.viewText('Agents'));
     await harness!.waitForText((t) => t.includes(`SW4RM :${port} · 0 agents`), 10_000, () => harness!.statusBarText());
   });
@@ -98,7 +81,7 @@ describe('a second window whose port is taken (code-server + Chromium)', functio
     blocker = net.createServer();
     await new Promise<void>((resolve) => blocker!.listen({ host: '127.0.0.1', port: 0 }, resolve));
     takenPort = (blocker.address() as net.AddressInfo).port;
-    harness = await CodeServerHarness.start({ vsixPath: VSIX, userSettings: { 'sw4rm.port': takenPort }, name: 'sw4rm-port-e2e' });
+    ({ harness } = await startWithCoordinator({ port: takenPort, name: 'sw4rm-port-e2e', waitForCoordinator: false }));
   });
 
   after(async function () {

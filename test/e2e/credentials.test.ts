@@ -5,9 +5,8 @@ import * as grpc from '@grpc/grpc-js';
 import type { Locator } from 'playwright-core';
 import { CoordinatorClients, expectStatus } from '../support/clients';
 import { descriptorMessage } from '../support/fixtures';
-import { CodeServerHarness, ROOT, freePort, parseEnvironment, poll } from './harness';
+import { parseEnvironment, poll, startWithCoordinator, type CodeServerHarness } from './harness';
 
-const VSIX = path.join(ROOT, 'dist', 'sw4rm-coordinator.vsix');
 const AGENT = 'e2e-cred-agent';
 
 /** The operator token the coordinator keeps in its data folder (the window's workspace storage). */
@@ -22,18 +21,13 @@ describe('credentials in a real editor (code-server + Chromium, a real gRPC agen
   let port: number;
   let env: Record<string, string>;
 
-  const pane = (title: string): Locator =>
-    harness!.page.locator('.pane').filter({ has: harness!.page.locator('.pane-header', { hasText: title }) });
-  const row = (): Locator => pane('Credentials').locator('.monaco-list-row', { hasText: AGENT }).first();
+  const row = (): Locator => harness!.viewRow('Credentials', AGENT);
 
   before(async function () {
-    assert.ok(fs.existsSync(VSIX), `${VSIX} is missing: npm run package builds it`);
-    port = await freePort();
-    harness = await CodeServerHarness.start({
-      vsixPath: VSIX, name: 'sw4rm-credentials-e2e', viewport: { width: 1400, height: 800 },
-      userSettings: { 'sw4rm.port': port, 'workbench.secondarySideBar.defaultVisibility': 'hidden' },
-    });
-    await harness.waitForText((text) => text.includes(`SW4RM :${port}`), 60_000, () => harness!.statusBarText());
+    ({ harness, port } = await startWithCoordinator({
+      name: 'sw4rm-credentials-e2e', viewport: { width: 1400, height: 800 },
+      userSettings: { 'workbench.secondarySideBar.defaultVisibility': 'hidden' },
+    }));
   });
 
   after(async function () {
@@ -71,31 +65,19 @@ describe('credentials in a real editor (code-server + Chromium, a real gRPC agen
   it('lists the credential in the Credentials view, and revoking it there refuses its calls UNAUTHENTICATED', async function () {
     await harness!.openViewContainer('SW4RM');
     // Room for the Credentials view: the empty Approvals and Dead Letters views are collapsed.
-    for (const title of ['Approvals', 'Dead Letters']) {
-      const header = pane(title).locator('.pane-header').first();
-      if ((await header.getAttribute('aria-expanded')) === 'true') await header.click();
-    }
+    await harness!.collapseViews('Approvals', 'Dead Letters');
     const shown = await harness!.waitForText((t) => t.includes(AGENT), 15_000, () => harness!.viewText('Credentials'));
     assert.match(shown, /enrolment/, 'the terminals\' enrolment credential is listed too');
     await harness!.waitForText((t) => /agent · used \d/.test(t), 15_000, () => row().innerText());
     assert.equal(await row().getAttribute('aria-label').then((label) => label?.includes(`copied for agent ${AGENT}`)), true);
 
     // A wider side bar, so that the screenshot shows the rows whole.
-    const sideBar = await harness!.page.locator('.part.sidebar').boundingBox();
-    assert.ok(sideBar);
-    await harness!.page.mouse.move(sideBar.x + sideBar.width + 1, sideBar.y + sideBar.height / 2);
-    await harness!.page.mouse.down();
-    await harness!.page.mouse.move(sideBar.x + 640, sideBar.y + sideBar.height / 2, { steps: 8 });
-    await harness!.page.mouse.up();
+    await harness!.sideBarWidth(640);
     await row().hover();
-    await harness!.page.waitForTimeout(800); // the sash's highlight fades
     await harness!.screenshot('credentials-view');
 
     await row().locator('.action-label[aria-label="Revoke Credential"]').click();
-    const dialog = harness!.page.locator('.monaco-dialog-box');
-    await dialog.waitFor({ state: 'visible', timeout: 15_000 });
-    assert.match(await dialog.innerText(), new RegExp(`Revoke the agent credential of ${AGENT}\\?`));
-    await dialog.locator('.monaco-button', { hasText: /^Revoke$/ }).click();
+    assert.match(await harness!.answerDialog('Revoke'), new RegExp(`Revoke the agent credential of ${AGENT}\\?`));
 
     await harness!.waitForText((t) => /revoked \d/.test(t), 15_000, () => row().innerText());
     await poll(async () => !(await row().locator('.action-label[aria-label="Revoke Credential"]').isVisible()),
@@ -124,10 +106,7 @@ describe('auth none in a real editor (code-server + Chromium)', function () {
   let port: number;
 
   before(async function () {
-    port = await freePort();
-    harness = await CodeServerHarness.start({
-      vsixPath: VSIX, name: 'sw4rm-auth-none-e2e', userSettings: { 'sw4rm.port': port, 'sw4rm.auth': 'none' },
-    });
+    ({ harness, port } = await startWithCoordinator({ name: 'sw4rm-auth-none-e2e', userSettings: { 'sw4rm.auth': 'none' }, waitForCoordinator: false }));
   });
 
   after(async function () {

@@ -4,9 +4,8 @@ import * as path from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import { v4 as uuidv4 } from 'uuid';
 import { loadProtos } from '../../src/server/protos';
-import { CodeServerHarness, ROOT, freePort, poll } from './harness';
+import { ROOT, poll, startWithCoordinator, type CodeServerHarness } from './harness';
 
-const VSIX = path.join(ROOT, 'dist', 'sw4rm-coordinator.vsix');
 const PRODUCER = 'e2e-dlq-producer';
 const CONSUMER = 'e2e-dlq-consumer';
 /** Not the default (10), to show that sw4rm.inboxCapacity reaches the router. */
@@ -110,10 +109,7 @@ describe('dead letters in a real editor (code-server + Chromium, real gRPC agent
   let sent: Awaited<ReturnType<WireAgents['sendData']>>;
 
   before(async function () {
-    assert.ok(fs.existsSync(VSIX), `${VSIX} is missing: npm run package builds it`);
-    port = await freePort();
-    harness = await CodeServerHarness.start({ vsixPath: VSIX, userSettings: { 'sw4rm.port': port, 'sw4rm.inboxCapacity': CAPACITY }, name: 'sw4rm-dlq-e2e' });
-    await harness.waitForText((text) => text.includes(`SW4RM :${port}`), 60_000, () => harness!.statusBarText());
+    ({ harness, port } = await startWithCoordinator({ userSettings: { 'sw4rm.inboxCapacity': CAPACITY }, name: 'sw4rm-dlq-e2e' }));
     // The terminals' enrolment credential: one credential for the producer and the consumer it registers.
     const env = await harness.terminalEnvironment();
     agents = new WireAgents(env.SW4RM_ROUTER_ADDR, env.SW4RM_TOKEN);
@@ -140,8 +136,7 @@ describe('dead letters in a real editor (code-server + Chromium, real gRPC agent
       () => harness!.viewText('Agents'));
     assert.match(text, new RegExp(`${PRODUCER} · [A-Z_]+\\s*connected · 0/${CAPACITY} queued · 0 in flight`));
     assert.match(text, new RegExp(`${CONSUMER} · [A-Z_]+\\s*connected · 1/${CAPACITY} queued · 0 in flight`));
-    const agentsPane = harness!.page.locator('.pane').filter({ has: harness!.page.locator('.pane-header', { hasText: 'Agents' }) });
-    await agentsPane.locator('.monaco-list-row', { hasText: CONSUMER }).first().click();
+    await harness!.viewRow('Agents', CONSUMER).click();
     await harness!.page.keyboard.press('ArrowRight');
     const details = await harness!.waitForText((t) => t.includes('Inbox'), 10_000, () => harness!.viewText('Agents'));
     assert.match(details, new RegExp(`Inbox\\s*1/${CAPACITY} queued · 0 in flight · streaming: no · last delivery: never`));
@@ -157,8 +152,7 @@ describe('dead letters in a real editor (code-server + Chromium, real gRPC agent
     assert.match(status, new RegExp(`SW4RM :${port} · 1 agent · 1 dead letter`));
 
     // The tooltip has the reason, the attempt history and the payload excerpt, as plain text.
-    const pane = harness!.page.locator('.pane').filter({ has: harness!.page.locator('.pane-header', { hasText: 'Dead Letters' }) });
-    await pane.locator('.monaco-list-row', { hasText: 'AGENT_UNAVAILABLE' }).first().hover();
+    await harness!.viewRow('Dead Letters', 'AGENT_UNAVAILABLE').hover();
     const hover = harness!.page.locator('.workbench-hover, .monaco-hover').filter({ hasText: 'reason:' }).first();
     await hover.waitFor({ state: 'visible', timeout: 10_000 });
     const tooltip = await hover.innerText();
@@ -173,13 +167,7 @@ describe('dead letters in a real editor (code-server + Chromium, real gRPC agent
   });
 
   it('filters by error code, shows the filter, and exports the matching entries as a diagnostic bundle', async function () {
-    const title = harness!.page.locator('.quick-input-widget .quick-input-title');
-    const input = harness!.page.locator('.quick-input-widget .quick-input-box input');
-    const step = async (n: number, text?: string) => {
-      await harness!.waitForText((t) => t.includes(`Filter Dead Letters (${n}/5)`), 10_000, async () => (await title.isVisible()) ? await title.innerText() : '');
-      if (text !== undefined) await input.fill(text);
-      await harness!.page.keyboard.press('Enter');
-    };
+    const step = (n: number, text?: string) => harness!.answerQuickInput(`Filter Dead Letters (${n}/5)`, text, 10_000);
     await harness!.runCommand('SW4RM: Filter Dead Letters');
     await step(1, 'AGENT_UNAVAILABLE');
     for (const n of [2, 3, 4, 5]) await step(n);
@@ -189,9 +177,7 @@ describe('dead letters in a real editor (code-server + Chromium, real gRPC agent
     await harness!.screenshot('dead-letters-filtered');
 
     await harness!.runCommand('SW4RM: Export Dead Letter Diagnostic Bundle');
-    // code-server's save dialog is a quick input holding the proposed path; Enter accepts it.
-    await harness!.waitForText((t) => /sw4rm-dead-letters-[\dT-]+Z\.json$/.test(t), 10_000, () => input.inputValue());
-    await harness!.page.keyboard.press('Enter');
+    await harness!.acceptSaveDialog(/sw4rm-dead-letters-[\dT-]+Z\.json$/);
     await harness!.waitForText((t) => t.includes('Exported 1 dead letter to'), 15_000);
     const file = fs.readdirSync(harness!.workspaceDir).find((name) => name.startsWith('sw4rm-dead-letters-'));
     assert.ok(file, 'the bundle was written to the workspace folder');
@@ -210,19 +196,7 @@ describe('dead letters in a real editor (code-server + Chromium, real gRPC agent
     await agents!.register(CONSUMER);
     inbox = agents!.stream(CONSUMER);
 
-    const pane = harness!.page.locator('.pane').filter({ has: harness!.page.locator('.pane-header', { hasText: 'Dead Letters' }) });
-    const row = pane.locator('.monaco-list-row', { hasText: 'AGENT_UNAVAILABLE' }).first();
-    await row.click({ button: 'right' });
-    const requeue = harness!.page.locator('.context-view .monaco-menu .action-item', { hasText: 'Requeue Dead Letter' }).first();
-    await requeue.waitFor({ state: 'visible', timeout: 10_000 });
-    // The workbench's menu ignores a click that follows its opening too closely; the keyboard is deterministic.
-    await poll(async () => {
-      if ((await requeue.getAttribute('class'))?.split(/\s+/).includes('focused')) return true;
-      await harness!.page.keyboard.press('ArrowDown');
-      return false;
-    }, { timeoutMs: 5_000, description: 'the Requeue menu item to have the focus' });
-    await harness!.page.keyboard.press('Enter');
-    await requeue.waitFor({ state: 'hidden', timeout: 10_000 });
+    await harness!.contextMenu('Dead Letters', 'AGENT_UNAVAILABLE', 'Requeue Dead Letter');
 
     const delivered = await poll(() => inbox!.items.find((item) => item.msg.message_type === 'DATA' && item.msg.producer_id === PRODUCER),
       { timeoutMs: 15_000, description: `the requeued message on ${CONSUMER}'s stream (errors: ${inbox!.errors.map((e) => e.message).join('; ')})` });
@@ -240,8 +214,7 @@ describe('dead letters in a real editor (code-server + Chromium, real gRPC agent
 
   it('opens the router metrics in an editor', async function () {
     await harness!.runCommand('SW4RM: Show Router Metrics');
-    const text = await harness!.waitForText((t) => t.includes('router_inbound_queue_depth'), 15_000,
-      async () => (await harness!.page.locator('.editor-instance .view-lines').allInnerTexts()).join('\n'));
+    const text = await harness!.waitForText((t) => t.includes('router_inbound_queue_depth'), 15_000, () => harness!.editorText());
     assert.ok(text.includes(`agent_id="${CONSUMER}"`), text.slice(0, 2000));
   });
 });

@@ -1,14 +1,14 @@
 // Issue 14, defects 1–5 and 9, as a new user meets them in a real editor: the packaged .vsix in code-server,
 // driven by Playwright in Debian Chromium, with the example agent and a real HitlService.Decide call.
 import { strict as assert } from 'node:assert';
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import type { Frame, Locator } from 'playwright-core';
+import { EXAMPLE_AGENT_BUNDLE as EXAMPLE_AGENT, ExampleAgentProcess } from '../support/exampleAgentProcess';
 import { HitlClient, type DecideOutcome } from '../support/hitlClient';
 import { ROOT, poll, startWithCoordinator, type CodeServerHarness } from './harness';
 
-const EXAMPLE_AGENT = path.join(ROOT, 'dist', 'example-agent.js');
 const EXAMPLE_SEND = path.join(ROOT, 'dist', 'example-send.js');
 const AGENT = 'e2e-defects-agent';
 const AGENT_NAME = 'Defects Agent';
@@ -19,12 +19,9 @@ describe('issue 14 defects in a real editor (code-server + Chromium)', function 
   let harness: CodeServerHarness;
   let port: number;
   let env: Record<string, string>;
-  let agent: ChildProcess | undefined;
-  let agentOutput = '';
+  let agent: ExampleAgentProcess | undefined;
   let hitl: HitlClient | undefined;
 
-  const pane = (title: string): Locator =>
-    harness.page.locator('.pane').filter({ has: harness.page.locator('.pane-header', { hasText: title }) });
   const toasts = (text: string): Locator => harness.page.locator('.notifications-toasts .notification-toast', { hasText: text });
   const centreItems = (text: string): Locator => harness.page.locator('.notifications-center .notification-list-item', { hasText: text });
   const announcement = (reason: string) => `SW4RM approval needed: ${reason} from ${AGENT}`;
@@ -59,7 +56,7 @@ describe('issue 14 defects in a real editor (code-server + Chromium)', function 
 
   after(async function () {
     hitl?.close();
-    if (agent && agent.exitCode === null) agent.kill('SIGKILL');
+    await agent?.kill();
     if (this.currentTest?.state === 'failed') await harness?.screenshot('defects-failure').catch(() => undefined);
     await harness?.dispose();
   });
@@ -67,8 +64,8 @@ describe('issue 14 defects in a real editor (code-server + Chromium)', function 
   it('9: the empty Agents view says that terminals already carry the agent environment; no view cites RFC sections', async function () {
     const agents = await harness.waitForText((t) => t.includes('No agent has registered yet'), 15_000, () => harness.viewText('Agents'));
     assert.match(agents.replace(/\s+/g, ' '), /Terminals opened in this window since the coordinator started already carry the agent environment \(SW4RM_\*_ADDR, and an enrolment credential in SW4RM_TOKEN\)/);
-    assert.equal(await pane('Agents').locator('.monaco-button', { hasText: 'Open a Terminal' }).count(), 1);
-    assert.equal(await pane('Agents').locator('.monaco-button', { hasText: 'Copy Agent Environment' }).count(), 1);
+    assert.equal(await harness.pane('Agents').locator('.monaco-button', { hasText: 'Open a Terminal' }).count(), 1);
+    assert.equal(await harness.pane('Agents').locator('.monaco-button', { hasText: 'Copy Agent Environment' }).count(), 1);
     const approvals = await harness.waitForText((t) => t.includes('No approval requests'), 15_000, () => harness.viewText('Approvals'));
     assert.match(approvals, /When an agent asks you to decide something/);
     const sideBar = await harness.page.locator('.part.sidebar').innerText();
@@ -77,14 +74,9 @@ describe('issue 14 defects in a real editor (code-server + Chromium)', function 
   });
 
   it('4: an agent row leads with name and state, shown whole at the default side-bar width; the rest is in the description', async function () {
-    agent = spawn(process.execPath, [EXAMPLE_AGENT], {
-      env: { ...process.env, ...env, SW4RM_AGENT_ID: AGENT, SW4RM_AGENT_NAME: AGENT_NAME, SW4RM_HEARTBEAT_MS: '1000' },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    agent.stdout!.on('data', (chunk) => { agentOutput += chunk; });
-    agent.stderr!.on('data', (chunk) => { agentOutput += chunk; });
-    await poll(() => agentOutput.includes(`registered as ${AGENT}`), { timeoutMs: 15_000, description: 'the example agent to register' });
-    const row = pane('Agents').locator('.monaco-list-row', { hasText: AGENT_NAME }).first();
+    agent = new ExampleAgentProcess({ ...env, SW4RM_AGENT_ID: AGENT, SW4RM_AGENT_NAME: AGENT_NAME, SW4RM_HEARTBEAT_MS: '1000' });
+    await agent.waitForLine(new RegExp(`registered as ${AGENT}`));
+    const row = harness.viewRow('Agents', AGENT_NAME);
     // The example agent reports RUNNABLE with its first heartbeat after registering.
     await poll(async () => (await row.locator('.label-name').innerText().catch(() => '')).includes('RUNNABLE') &&
       (await row.locator('.label-description').innerText().catch(() => '')).includes('connected'),
@@ -199,9 +191,7 @@ describe('issue 14 defects in a real editor (code-server + Chromium)', function 
     assert.match(copied, dequeued);
 
     await harness.page.locator('.editor-group-container.active .editor-actions a[aria-label="Export Router Metrics…"]').click();
-    const input = harness.page.locator('.quick-input-widget .quick-input-box input');
-    await harness.waitForText((t) => /sw4rm-router-metrics-[\dT-]+Z\.prom$/.test(t), 10_000, () => input.inputValue());
-    await harness.page.keyboard.press('Enter');
+    await harness.acceptSaveDialog(/sw4rm-router-metrics-[\dT-]+Z\.prom$/);
     await harness.waitForText((t) => t.includes('Exported the SW4RM router metrics to'), 15_000);
     const file = fs.readdirSync(harness.workspaceDir).find((name) => /^sw4rm-router-metrics-.*\.prom$/.test(name));
     assert.ok(file, 'the metrics were written to the workspace folder');
@@ -215,7 +205,7 @@ describe('issue 14 defects in a real editor (code-server + Chromium)', function 
     await harness.waitForText((t) => !t.includes(`SW4RM :${port}`), 30_000, () => harness.statusBarText());
     for (const view of ['Agents', 'Approvals', 'Dead Letters', 'Credentials']) {
       await harness.waitForText((t) => t.includes('The coordinator is not running.'), 15_000, () => harness.viewText(view));
-      assert.equal(await pane(view).locator('.monaco-button', { hasText: 'Start Coordinator' }).count(), 1, `${view} offers Start`);
+      assert.equal(await harness.pane(view).locator('.monaco-button', { hasText: 'Start Coordinator' }).count(), 1, `${view} offers Start`);
     }
     assert.doesNotMatch(await harness.viewText('Agents'), /No agent has registered yet/);
     // The metrics document (still open) says so too.
@@ -223,7 +213,7 @@ describe('issue 14 defects in a real editor (code-server + Chromium)', function 
     await harness.page.mouse.move(1, 1);
     await harness.screenshot('defects-agents-not-running');
 
-    await pane('Agents').locator('.monaco-button', { hasText: 'Start Coordinator' }).click();
+    await harness.pane('Agents').locator('.monaco-button', { hasText: 'Start Coordinator' }).click();
     await harness.waitForText((t) => t.includes(`SW4RM :${port}`), 30_000, () => harness.statusBarText());
     await harness.waitForText((t) => t.includes(AGENT_NAME) || t.includes(AGENT), 30_000, () => harness.viewText('Agents'));
   });

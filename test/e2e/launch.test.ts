@@ -1,7 +1,6 @@
 import { strict as assert } from 'node:assert';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import type { Locator } from 'playwright-core';
 import { CoordinatorClients } from '../support/clients';
 import { descriptorMessage } from '../support/fixtures';
 import { git } from '../support/gitRepo';
@@ -50,7 +49,6 @@ describe('SW4RM: Launch Agent… in a real editor (code-server + Chromium, a sta
   let clients: CoordinatorClients | undefined;
 
   const page = () => harness!.page;
-  const pane = (title: string): Locator => page().locator('.pane').filter({ has: page().locator('.pane-header', { hasText: title }) });
   const standIn = (name: string): string => path.join(worktreePath, '.stand-in', name);
   const readJson = (name: string): unknown => JSON.parse(fs.readFileSync(standIn(name), 'utf8'));
 
@@ -66,60 +64,6 @@ describe('SW4RM: Launch Agent… in a real editor (code-server + Chromium, a sta
     });
   }
 
-  async function pick(text: string): Promise<void> {
-    const row = page().locator('.quick-input-widget .quick-input-list .monaco-list-row', { hasText: text }).first();
-    await row.waitFor({ state: 'visible', timeout: 15_000 });
-    await row.click();
-  }
-
-  /** Collapses every view of the SW4RM container but the ones named. */
-  async function showOnly(...titles: string[]): Promise<void> {
-    for (const header of await page().locator('.part.sidebar .pane-header').all()) {
-      const title = (await header.innerText()).split('\n')[0].trim();
-      const expanded = (await header.getAttribute('aria-expanded')) === 'true';
-      const wanted = titles.some((t) => title.toLowerCase() === t.toLowerCase());
-      if (expanded !== wanted) await header.click();
-    }
-  }
-
-  /** Drags the side bar's edge to `width` pixels, so that rows show their descriptions whole. */
-  async function sideBarWidth(width: number): Promise<void> {
-    const box = await page().locator('.part.sidebar').boundingBox();
-    if (!box) return;
-    const y = box.y + box.height / 2;
-    await page().mouse.move(box.x + box.width + 1, y);
-    await page().mouse.down();
-    await page().mouse.move(box.x + width, y, { steps: 8 });
-    await page().mouse.up();
-    await page().mouse.move(box.x + width + 300, box.y + 40);
-    await poll(async () => (await page().locator('.monaco-sash.hover, .monaco-sash.active').count()) === 0, { timeoutMs: 3_000 }).catch(() => undefined);
-  }
-
-  /** Runs `item` from the context menu of the Agents view's row showing `rowText`. */
-  async function contextMenu(rowText: string, item: string): Promise<void> {
-    await pane('Agents').locator('.monaco-list-row', { hasText: rowText }).first().click({ button: 'right' });
-    const action = page().locator('.context-view .monaco-menu .action-item', { hasText: item }).first();
-    await action.waitFor({ state: 'visible', timeout: 10_000 });
-    // The workbench's menu ignores a click that follows its opening too closely; the keyboard is deterministic.
-    await poll(async () => {
-      if ((await action.getAttribute('class'))?.split(/\s+/).includes('focused')) return true;
-      await page().keyboard.press('ArrowDown');
-      return false;
-    }, { timeoutMs: 5_000, description: `the "${item}" menu item to have the focus` });
-    await page().keyboard.press('Enter');
-    await action.waitFor({ state: 'hidden', timeout: 10_000 });
-  }
-
-  const quickTitle = () => page().locator('.quick-input-widget .quick-input-title');
-  const quickInput = () => page().locator('.quick-input-widget .quick-input-box input');
-
-  /** Waits for a quick input titled `title`, optionally types `text`, and accepts the active item. */
-  async function answer(title: string, text?: string): Promise<void> {
-    await harness!.waitForText((t) => t.includes(title), 15_000, async () => (await quickTitle().isVisible()) ? await quickTitle().innerText() : '');
-    if (text !== undefined) await quickInput().fill(text);
-    await page().keyboard.press('Enter');
-  }
-
   const agentsText = (predicate: (t: string) => boolean, timeoutMs = 20_000) => harness!.waitForText(predicate, timeoutMs, () => harness!.viewText('Agents'));
 
   before(async function () {
@@ -133,7 +77,7 @@ describe('SW4RM: Launch Agent… in a real editor (code-server + Chromium, a sta
     const registered = await clients.registerAgent(descriptorMessage(PEER));
     assert.ok(registered.accepted, registered.reason);
     await harness.openViewContainer('SW4RM');
-    await showOnly('Agents', 'Worktrees', 'Approvals');
+    await harness.showOnly('Agents', 'Worktrees', 'Approvals');
   });
 
   after(async function () {
@@ -144,14 +88,14 @@ describe('SW4RM: Launch Agent… in a real editor (code-server + Chromium, a sta
 
   it('offers Launch Agent… on the Agents view', async function () {
     await agentsText((t) => t.includes(PEER));
-    const button = pane('Agents').locator('.pane-header .action-label[aria-label="Launch Agent…"]');
+    const button = harness!.pane('Agents').locator('.pane-header .action-label[aria-label="Launch Agent…"]');
     await button.waitFor({ state: 'attached', timeout: 15_000 });
   });
 
   it('refuses a profile whose program is not installed before launching anything, naming the program', async function () {
     await harness!.runCommand('Notifications: Clear All Notifications');
     await harness!.runCommand('SW4RM: Launch Agent…');
-    await pick(MISSING_NAME);
+    await harness!.chooseQuickPick(MISSING_NAME);
     const toast = page().locator('.notification-toast', { hasText: `${MISSING_NAME} cannot be launched` }).first();
     await toast.waitFor({ state: 'visible', timeout: 15_000 });
     // The toast's accessible label holds the whole message (its text may be cut to the toast's width).
@@ -165,10 +109,10 @@ describe('SW4RM: Launch Agent… in a real editor (code-server + Chromium, a sta
 
   it('launches the stand-in in a new worktree: its terminal runs it, the Agents and Worktrees views show it, its message waits unread', async function () {
     await harness!.runCommand('SW4RM: Launch Agent…');
-    await pick(PROFILE_NAME);
+    await harness!.chooseQuickPick(PROFILE_NAME);
     // One repository: no repository question. Then the worktree and its base branch.
-    await pick('New worktree from branch…');
-    await pick('main');
+    await harness!.chooseQuickPick('New worktree from branch…');
+    await harness!.chooseQuickPick('main');
     const launched = await harness!.waitForText((t) => new RegExp(`Launched \\S+ \\(${PROFILE_NAME}\\) in worktree \\S+\\.`).test(t), 60_000);
     [, agentId, worktreeId] = new RegExp(`Launched (\\S+) \\(${PROFILE_NAME}\\) in worktree (\\S+)\\.`).exec(launched)!;
     assert.match(agentId, new RegExp(`^${PROFILE_ID}-\\d+$`));
@@ -201,10 +145,10 @@ describe('SW4RM: Launch Agent… in a real editor (code-server + Chromium, a sta
     assert.equal(git(harness!.workspaceDir, 'status', '--porcelain'), '', 'nothing was written into the main checkout');
 
     // A message to the stand-in from the editor waits in its inbox, unread, until it calls read_inbox.
-    await contextMenu(agentId, 'Send Message…');
-    await answer(`Send Message to ${agentId}: Payload Source`);
-    await answer(`Send Message to ${agentId}: Type the Payload`, JSON.stringify({ text: GREETING }));
-    await answer('Send Message: Content Type');
+    await harness!.contextMenu('Agents', agentId, 'Send Message…');
+    await harness!.answerQuickInput(`Send Message to ${agentId}: Payload Source`);
+    await harness!.answerQuickInput(`Send Message to ${agentId}: Type the Payload`, JSON.stringify({ text: GREETING }));
+    await harness!.answerQuickInput('Send Message: Content Type');
     await harness!.waitForText((t) => t.includes(`to ${agentId} (application/json)`), 15_000);
     await agentsText((t) => new RegExp(`${agentId} · [A-Z_]+\\s*${PROFILE_NAME} · terminal running · 1 unread`).test(t));
     fs.writeFileSync(standIn('go-read'), '');
@@ -214,7 +158,7 @@ describe('SW4RM: Launch Agent… in a real editor (code-server + Chromium, a sta
   });
 
   it('asks in the editor before the stand-in\'s Bash `rm -rf build`; Approve in the panel reaches the hook as allow', async function () {
-    const row = pane('Approvals').locator('.monaco-list-row', { hasText: agentId }).first();
+    const row = harness!.viewRow('Approvals', agentId);
     await row.waitFor({ state: 'visible', timeout: 30_000 });
     assert.equal(fs.existsSync(standIn('hook-answer.json')), false, 'the hook waits for the decision');
     await row.click();
@@ -227,16 +171,14 @@ describe('SW4RM: Launch Agent… in a real editor (code-server + Chromium, a sta
 
     // The screenshot: the Agents view with the launched agent (its worktree beneath it) and its terminal.
     await harness!.runCommand('View: Close All Editors');
-    await harness!.runCommand('Notifications: Clear All Notifications');
-    const toast = page().locator('.notification-toast', { hasText: 'SW4RM approval needed' }).locator('.monaco-button', { hasText: 'Cancel' });
-    if (await toast.count()) await toast.first().click();
-    await showOnly('Agents', 'Worktrees');
-    const agentRow = pane('Agents').locator('.monaco-list-row', { hasText: agentId }).first();
+    await harness!.clearNotifications();
+    await harness!.showOnly('Agents', 'Worktrees');
+    const agentRow = harness!.viewRow('Agents', agentId);
     if ((await agentRow.getAttribute('aria-expanded')) !== 'true') await agentRow.click();
     await agentsText((t) => t.includes(`Worktree ${worktreeId}`));
-    await sideBarWidth(640);
+    await harness!.sideBarWidth(640);
     await harness!.runCommand('SW4RM: Show Terminal');
-    await pick(agentId);
+    await harness!.chooseQuickPick(agentId);
     // The terminal draws on a canvas: its tab, titled after the agent, says which one is shown.
     await page().locator('.xterm').first().waitFor({ state: 'visible', timeout: 15_000 });
     await harness!.waitForText((t) => t.includes(`SW4RM: ${agentId} (${PROFILE_NAME})`), 15_000);
@@ -251,13 +193,13 @@ describe('SW4RM: Launch Agent… in a real editor (code-server + Chromium, a sta
 
   it('closing the terminal marks the agent EXITED; Relaunch reopens it in the same worktree', async function () {
     await harness!.runCommand('SW4RM: Show Terminal');
-    await pick(agentId);
+    await harness!.chooseQuickPick(agentId);
     await harness!.runCommand('Terminal: Kill the Active Terminal Instance');
     await agentsText((t) => new RegExp(`${agentId} · [A-Z_]+\\s*${PROFILE_NAME} · exited`).test(t));
 
     fs.rmSync(path.join(worktreePath, '.stand-in'), { recursive: true, force: true });
     await harness!.runCommand('Notifications: Clear All Notifications');
-    await contextMenu(agentId, 'Relaunch');
+    await harness!.contextMenu('Agents', agentId, 'Relaunch');
     await harness!.waitForText((t) => t.includes(`Relaunched ${agentId} (${PROFILE_NAME}) in worktree ${worktreeId}.`), 60_000);
     await agentsText((t) => new RegExp(`${agentId} · [A-Z_]+\\s*${PROFILE_NAME} · terminal running`).test(t));
     // The same agent again, in the same worktree, with a working credential (its send with the same key is the first one's).

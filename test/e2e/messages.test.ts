@@ -1,12 +1,9 @@
 import { strict as assert } from 'node:assert';
-import * as fs from 'node:fs';
-import * as path from 'node:path';
 import { ExampleAgentProcess } from '../support/exampleAgentProcess';
 import { CoordinatorClients } from '../support/clients';
 import { descriptorMessage } from '../support/fixtures';
-import { CodeServerHarness, ROOT, freePort, poll } from './harness';
+import { startWithCoordinator, type CodeServerHarness } from './harness';
 
-const VSIX = path.join(ROOT, 'dist', 'sw4rm-coordinator.vsix');
 const ECHO = 'e2e-echo';
 /** A passive agent (registered over gRPC, no stream) that accepts JSON only. */
 const JSON_ONLY = 'e2e-json-only';
@@ -16,55 +13,16 @@ describe('the Messages view and Send Message… in a real editor (code-server + 
   let harness: CodeServerHarness | undefined;
   let agent: ExampleAgentProcess | undefined;
   let clients: CoordinatorClients | undefined;
-  let port: number;
   let sentId: string;
 
   const page = () => harness!.page;
-  const pane = (title: string) => page().locator('.pane').filter({ has: page().locator('.pane-header', { hasText: title }) });
-  const quickTitle = () => page().locator('.quick-input-widget .quick-input-title');
-  const quickInput = () => page().locator('.quick-input-widget .quick-input-box input');
-  /** The text of the editors shown (Monaco renders spaces as no-break spaces). */
-  const editorText = async () => (await page().locator('.editor-instance .view-lines').allInnerTexts()).join('\n').replace(/\u00a0/g, ' ');
-
-  /** Waits for a quick input titled `title`, optionally types `text`, and accepts the active item. */
-  async function answer(title: string, text?: string): Promise<void> {
-    await harness!.waitForText((t) => t.includes(title), 15_000, async () => (await quickTitle().isVisible()) ? await quickTitle().innerText() : '');
-    if (text !== undefined) await quickInput().fill(text);
-    await page().keyboard.press('Enter');
-  }
-
-  /** Runs `item` from the context menu of the row of `viewTitle` that shows `rowText`. */
-  async function contextMenu(viewTitle: string, rowText: string, item: string): Promise<void> {
-    await pane(viewTitle).locator('.monaco-list-row', { hasText: rowText }).first().click({ button: 'right' });
-    const action = page().locator('.context-view .monaco-menu .action-item', { hasText: item }).first();
-    await action.waitFor({ state: 'visible', timeout: 10_000 });
-    // The workbench's menu ignores a click that follows its opening too closely; the keyboard is deterministic.
-    await poll(async () => {
-      if ((await action.getAttribute('class'))?.split(/\s+/).includes('focused')) return true;
-      await page().keyboard.press('ArrowDown');
-      return false;
-    }, { timeoutMs: 5_000, description: `the "${item}" menu item to have the focus` });
-    await page().keyboard.press('Enter');
-    await action.waitFor({ state: 'hidden', timeout: 10_000 });
-  }
-
-  /** Collapses the views that would take the Messages view's room in the side bar. */
-  async function collapse(...titles: string[]): Promise<void> {
-    for (const title of titles) {
-      const header = page().locator('.pane-header', { hasText: title }).first();
-      if ((await header.getAttribute('aria-expanded')) === 'true') await header.click();
-    }
-  }
 
   before(async function () {
-    assert.ok(fs.existsSync(VSIX), `${VSIX} is missing: npm run package builds it`);
-    port = await freePort();
-    harness = await CodeServerHarness.start({ vsixPath: VSIX, userSettings: { 'sw4rm.port': port }, name: 'sw4rm-messages-e2e' });
-    await harness.waitForText((text) => text.includes(`SW4RM :${port}`), 60_000, () => harness!.statusBarText());
+    ({ harness } = await startWithCoordinator({ name: 'sw4rm-messages-e2e' }));
     const env = await harness.terminalEnvironment();
     clients = new CoordinatorClients(env.SW4RM_REGISTRY_ADDR, env.SW4RM_TOKEN);
     await harness.openViewContainer('SW4RM');
-    await collapse('Approvals', 'Dead Letters', 'Credentials');
+    await harness.collapseViews('Approvals', 'Dead Letters', 'Credentials');
     agent = new ExampleAgentProcess({ ...env, SW4RM_AGENT_ID: ECHO, SW4RM_AGENT_NAME: 'Echo', SW4RM_HEARTBEAT_MS: '1000' });
     await agent.waitForLine(new RegExp(`registered as ${ECHO}`));
   });
@@ -82,10 +40,10 @@ describe('the Messages view and Send Message… in a real editor (code-server + 
 
   it('sends a message from the agent\'s context menu; the agent receives it from coordinator and acknowledges it', async function () {
     await harness!.waitForText((t) => t.includes(ECHO), 15_000, () => harness!.viewText('Agents'));
-    await contextMenu('Agents', ECHO, 'Send Message…');
-    await answer(`Send Message to ${ECHO}: Payload Source`);
-    await answer(`Send Message to ${ECHO}: Type the Payload`, JSON.stringify({ text: TEXT }));
-    await answer('Send Message: Content Type');
+    await harness!.contextMenu('Agents', ECHO, 'Send Message…');
+    await harness!.answerQuickInput(`Send Message to ${ECHO}: Payload Source`);
+    await harness!.answerQuickInput(`Send Message to ${ECHO}: Type the Payload`, JSON.stringify({ text: TEXT }));
+    await harness!.answerQuickInput('Send Message: Content Type');
     const notice = await harness!.waitForText((t) => t.includes(`to ${ECHO} (application/json)`), 15_000);
     sentId = /Sent message ([0-9a-f-]{36}) to/.exec(notice)![1];
     await agent!.waitForLine(new RegExp(`message from coordinator: ${TEXT.replace(/[<>/]/g, '.')}`));
@@ -98,8 +56,8 @@ describe('the Messages view and Send Message… in a real editor (code-server + 
   });
 
   it('opens the message: envelope, payload as text, and every state with its time and the ACK that caused it', async function () {
-    await pane('Messages').locator('.monaco-list-row', { hasText: 'DATA · FULFILLED' }).first().click();
-    const text = await harness!.waitForText((t) => t.includes(`DATA message ${sentId}`) && t.includes('Payload ('), 15_000, editorText);
+    await harness!.viewRow('Messages', 'DATA · FULFILLED').click();
+    const text = await harness!.waitForText((t) => t.includes(`DATA message ${sentId}`) && t.includes('Payload ('), 15_000, () => harness!.editorText());
     const ts = '\\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\d\\.\\d{3}Z';
     assert.match(text, new RegExp(`${ts} +SENT +accepted`));
     for (const [state, event] of [['RECEIVED', 'ack_received'], ['READ', 'ack_read'], ['FULFILLED', 'ack_fulfilled']]) {
@@ -113,24 +71,24 @@ describe('the Messages view and Send Message… in a real editor (code-server + 
     const registered = await clients!.registerAgent(descriptorMessage(JSON_ONLY, { modalities_supported: ['application/json'] }));
     assert.ok(registered.accepted, registered.reason);
     await harness!.runCommand('SW4RM: Send Message…');
-    await answer('Send Message: Recipient', JSON_ONLY);
-    await answer(`Send Message to ${JSON_ONLY}: Payload Source`);
-    await answer(`Send Message to ${JSON_ONLY}: Type the Payload`, 'plain words');
-    await answer('Send Message: Content Type');
+    await harness!.answerQuickInput('Send Message: Recipient', JSON_ONLY);
+    await harness!.answerQuickInput(`Send Message to ${JSON_ONLY}: Payload Source`);
+    await harness!.answerQuickInput(`Send Message to ${JSON_ONLY}: Type the Payload`, 'plain words');
+    await harness!.answerQuickInput('Send Message: Content Type');
     await harness!.waitForText((t) => t.includes(`The message to ${JSON_ONLY} was not accepted: UNSUPPORTED_MESSAGE_TYPE — the agent does not accept this content type`), 15_000);
   });
 
   it('filters by agent from the context menu, by state through Filter Messages, and clears the filter', async function () {
-    await contextMenu('Agents', ECHO, 'Show Agent\'s Messages');
+    await harness!.contextMenu('Agents', ECHO, 'Show Agent\'s Messages');
     const header = page().locator('.pane-header', { hasText: 'Messages' });
     await harness!.waitForText((t) => t.includes(`agent ${ECHO}`), 10_000, () => header.innerText());
     assert.match(await harness!.viewText('Messages'), /DATA · FULFILLED/);
 
     await harness!.runCommand('SW4RM: Filter Messages');
-    await answer('Filter Messages (1/4)');
-    await answer('Filter Messages (2/4)', 'TIMED_OUT');
-    await answer('Filter Messages (3/4)');
-    await answer('Filter Messages (4/4)');
+    await harness!.answerQuickInput('Filter Messages (1/4)');
+    await harness!.answerQuickInput('Filter Messages (2/4)', 'TIMED_OUT');
+    await harness!.answerQuickInput('Filter Messages (3/4)');
+    await harness!.answerQuickInput('Filter Messages (4/4)');
     await harness!.waitForText((t) => t.includes('TIMED_OUT'), 10_000, () => header.innerText());
     await harness!.waitForText((t) => t.includes('No message matches the filter'), 10_000, () => harness!.viewText('Messages'));
     await harness!.runCommand('SW4RM: Clear Message Filter');
@@ -139,29 +97,26 @@ describe('the Messages view and Send Message… in a real editor (code-server + 
 
   it('copies an agent\'s id and shows its log events from the context menu', async function () {
     await harness!.writeClipboard('');
-    await contextMenu('Agents', ECHO, 'Copy Agent Id');
+    await harness!.contextMenu('Agents', ECHO, 'Copy Agent Id');
     await harness!.waitForText((t) => t === ECHO, 10_000, () => harness!.readClipboard());
-    await contextMenu('Agents', ECHO, 'Show Agent\'s Log Events');
-    const text = await harness!.waitForText((t) => t.includes(`Log events about agent ${ECHO}`), 15_000, editorText);
+    await harness!.contextMenu('Agents', ECHO, 'Show Agent\'s Log Events');
+    const text = await harness!.waitForText((t) => t.includes(`Log events about agent ${ECHO}`), 15_000, () => harness!.editorText());
     assert.match(text, new RegExp(`agent\\.registered`));
   });
 
   it('deregisters an agent after a modal confirmation naming it', async function () {
-    await contextMenu('Agents', JSON_ONLY, 'Deregister Agent');
-    const dialog = page().locator('.monaco-dialog-box');
-    await dialog.waitFor({ state: 'visible', timeout: 10_000 });
-    assert.match(await dialog.innerText(), new RegExp(`Deregister agent ${JSON_ONLY}\\?`));
-    await dialog.locator('.monaco-button', { hasText: 'Deregister' }).first().click();
+    await harness!.contextMenu('Agents', JSON_ONLY, 'Deregister Agent');
+    assert.match(await harness!.answerDialog('Deregister'), new RegExp(`Deregister agent ${JSON_ONLY}\\?`));
     await harness!.waitForText((t) => t.includes(`Deregistered agent ${JSON_ONLY}.`), 10_000);
     await harness!.waitForText((t) => !t.includes(JSON_ONLY), 10_000, () => harness!.viewText('Agents'));
   });
 
   it('shows a text message beside the JSON one, for the README\'s screenshot of the view and a message', async function () {
     await harness!.runCommand('SW4RM: Send Message…');
-    await answer('Send Message: Recipient', ECHO);
-    await answer(`Send Message to ${ECHO}: Payload Source`);
-    await answer(`Send Message to ${ECHO}: Type the Payload`, 'a plain text message');
-    await answer('Send Message: Content Type');
+    await harness!.answerQuickInput('Send Message: Recipient', ECHO);
+    await harness!.answerQuickInput(`Send Message to ${ECHO}: Payload Source`);
+    await harness!.answerQuickInput(`Send Message to ${ECHO}: Type the Payload`, 'a plain text message');
+    await harness!.answerQuickInput('Send Message: Content Type');
     await harness!.waitForText((t) => t.includes(`to ${ECHO} (text/plain)`), 15_000);
     await harness!.waitForText((t) => (t.match(/DATA · FULFILLED/g) ?? []).length === 2, 15_000, () => harness!.viewText('Messages'));
     await harness!.runCommand('Notifications: Clear All Notifications', 5_000).catch(() => page().keyboard.press('Escape'));
@@ -172,17 +127,9 @@ describe('the Messages view and Send Message… in a real editor (code-server + 
       await page().keyboard.press('Control+Alt+KeyB');
       await auxiliary.waitFor({ state: 'hidden', timeout: 5_000 }).catch(() => undefined);
     }
-    const sidebar = await page().locator('.part.sidebar').boundingBox();
-    if (sidebar) {
-      const x = sidebar.x + sidebar.width;
-      const y = sidebar.y + sidebar.height / 2;
-      await page().mouse.move(x + 1, y);
-      await page().mouse.down();
-      await page().mouse.move(x + 160, y, { steps: 8 });
-      await page().mouse.up();
-    }
-    await pane('Messages').locator('.monaco-list-row', { hasText: 'DATA · FULFILLED' }).last().click();
-    await harness!.waitForText((t) => t.includes(`DATA message ${sentId}`), 15_000, editorText);
+    await harness!.sideBarWidth((width) => width + 160);
+    await harness!.pane('Messages').locator('.monaco-list-row', { hasText: 'DATA · FULFILLED' }).last().click();
+    await harness!.waitForText((t) => t.includes(`DATA message ${sentId}`), 15_000, () => harness!.editorText());
     await harness!.screenshot('messages');
   });
 });

@@ -2,7 +2,7 @@ import { strict as assert } from 'node:assert';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import * as grpc from '@grpc/grpc-js';
-import type { Frame, Locator } from 'playwright-core';
+import type { Frame } from 'playwright-core';
 import { canonicalDefinition, CoordinatorClients } from '../support/clients';
 import { ROOT, poll, startWithCoordinator, type CodeServerHarness } from './harness';
 
@@ -38,7 +38,6 @@ describe('the Negotiations view and the negotiation panel in a real editor (code
   let token: string;
 
   const page = () => harness!.page;
-  const pane = (title: string): Locator => page().locator('.pane').filter({ has: page().locator('.pane-header', { hasText: title }) });
 
   function metadata(agentId: string): grpc.Metadata {
     const m = new grpc.Metadata();
@@ -54,42 +53,15 @@ describe('the Negotiations view and the negotiation panel in a real editor (code
     });
   }
 
-  /** Collapses every view of the SW4RM container but the ones named. */
-  async function showOnly(...titles: string[]): Promise<void> {
-    for (const header of await page().locator('.part.sidebar .pane-header').all()) {
-      const title = (await header.innerText()).split('\n')[0].trim();
-      const expanded = (await header.getAttribute('aria-expanded')) === 'true';
-      const wanted = titles.some((t) => title.toLowerCase() === t.toLowerCase());
-      if (expanded !== wanted) await header.click();
-    }
-  }
-
   /** Opens the panel by clicking the row showing `rowText` in the Negotiations view; the frame showing `panelText`. */
   async function open(rowText: string, panelText: string): Promise<Frame> {
-    const row = pane('Negotiations').locator('.monaco-list-row', { hasText: rowText }).first();
-    await row.waitFor({ state: 'visible', timeout: 15_000 });
-    await row.click();
+    await harness!.clickViewRow('Negotiations', rowText);
     return await harness!.webviewFrameShowing(panelText);
-  }
-
-  /** Drags the side bar's edge to `width` pixels, so that rows show their descriptions whole. */
-  async function sideBarWidth(width: number): Promise<void> {
-    const box = await page().locator('.part.sidebar').boundingBox();
-    if (!box) return;
-    const y = box.y + box.height / 2;
-    await page().mouse.move(box.x + box.width + 1, y);
-    await page().mouse.down();
-    await page().mouse.move(box.x + width, y, { steps: 8 });
-    await page().mouse.up();
-    await poll(async () => (await page().locator('.monaco-sash.hover, .monaco-sash.active').count()) === 0, { timeoutMs: 3_000 }).catch(() => undefined);
   }
 
   /** The page with the panel scrolled to the section titled `sectionId`, into media/screenshots/<name>.png. */
   async function screenshot(name: string, frame: Frame, sectionId: string): Promise<void> {
-    await harness!.runCommand('Notifications: Clear All Notifications');
-    // The "approval needed" notification stays while the escalation waits; its Cancel only hides it.
-    const toast = page().locator('.notification-toast', { hasText: 'SW4RM approval needed' }).locator('.monaco-button', { hasText: 'Cancel' });
-    if (await toast.count()) await toast.first().click();
+    await harness!.clearNotifications();
     await frame.evaluate(`document.getElementById(${JSON.stringify(sectionId)}).scrollIntoView()`);
     await page().mouse.move(1, 1);
     const shot = await harness!.screenshot(name);
@@ -117,7 +89,7 @@ describe('the Negotiations view and the negotiation panel in a real editor (code
     room = new root.sw4rm.negotiation_room.NegotiationRoomService(address, grpc.credentials.createInsecure()) as Client;
     negotiation = new root.sw4rm.negotiation.NegotiationService(address, grpc.credentials.createInsecure()) as Client;
     await harness.openViewContainer('SW4RM');
-    await showOnly('Negotiations');
+    await harness.showOnly('Negotiations');
   });
 
   after(async function () {
@@ -178,7 +150,7 @@ describe('the Negotiations view and the negotiation panel in a real editor (code
     assert.equal(await frame.locator('#deny').innerText(), 'Reject');
     await frame.locator('#rationale').fill(RATIONALE);
     assert.equal(await frame.locator('#approve').isEnabled(), true);
-    await sideBarWidth(560);
+    await harness!.sideBarWidth(560);
     await screenshot('negotiation-room', frame, 'votes-title');
     await frame.locator('#approve').click();
 

@@ -2,9 +2,8 @@ import { strict as assert } from 'node:assert';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { inflateRawSync } from 'node:zlib';
-import { ROOT } from './harness';
+import { PACKAGED_VSIX as VSIX, ROOT } from './harness';
 
-const VSIX = path.join(ROOT, 'dist', 'sw4rm-coordinator.vsix');
 /** The package before it had a users' README and left its screenshots out (2026-11-23): 399.75 KB. */
 const SIZE_BEFORE = 409_348;
 

@@ -6,9 +6,8 @@ import { CoordinatorStore } from '../../src/core/coordinatorStore';
 import { STORE_FILE_NAME } from '../../src/core/store/sqliteStore';
 import { loadProtos } from '../../src/server/protos';
 import { makeTempDir, removeTempDir } from '../support/tempDir';
-import { CodeServerHarness, ROOT, freePort } from './harness';
+import { ROOT, startWithCoordinator, type CodeServerHarness } from './harness';
 
-const VSIX = path.join(ROOT, 'dist', 'sw4rm-coordinator.vsix');
 const POISON_AGENT = 'e2e-poison';
 
 /**
@@ -55,10 +54,7 @@ describe('a store that cannot commit (code-server + Chromium)', function () {
   before(async function () {
     dataDir = makeTempDir('sw4rm-e2e-store-failure-');
     poisonedStore(dataDir);
-    port = await freePort();
-    harness = await CodeServerHarness.start({
-      vsixPath: VSIX, userSettings: { 'sw4rm.port': port, 'sw4rm.dataDir': dataDir }, name: 'sw4rm-store-failure-e2e',
-    });
+    ({ harness, port } = await startWithCoordinator({ userSettings: { 'sw4rm.dataDir': dataDir }, name: 'sw4rm-store-failure-e2e', waitForCoordinator: false }));
   });
 
   after(async function () {

@@ -1,23 +1,14 @@
 import { strict as assert } from 'node:assert';
-import { spawn, type ChildProcess } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { CodeServerHarness, ROOT, freePort, poll } from './harness';
+import { ExampleAgentProcess } from '../support/exampleAgentProcess';
+import { startWithCoordinator, type CodeServerHarness } from './harness';
 
-const VSIX = path.join(ROOT, 'dist', 'sw4rm-coordinator.vsix');
-const EXAMPLE_AGENT = path.join(ROOT, 'dist', 'example-agent.js');
 const EXTENSION_ID = 'sw4rm.sw4rm-coordinator';
 
-function startAgent(env: Record<string, string>, agentId: string): { child: ChildProcess; output: () => string } {
-  let output = '';
-  const child = spawn(process.execPath, [EXAMPLE_AGENT], {
-    env: { ...process.env, ...env, SW4RM_AGENT_ID: agentId, SW4RM_AGENT_NAME: 'Kept Agent', SW4RM_HEARTBEAT_MS: '1000' },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  child.stdout!.on('data', (chunk) => { output += chunk; });
-  child.stderr!.on('data', (chunk) => { output += chunk; });
-  return { child, output: () => output };
-}
+/** The example agent kept-1 with the environment the editor handed out. */
+const startAgent = (env: Record<string, string>): ExampleAgentProcess =>
+  new ExampleAgentProcess({ ...env, SW4RM_AGENT_ID: 'kept-1', SW4RM_AGENT_NAME: 'Kept Agent', SW4RM_HEARTBEAT_MS: '1000' });
 
 /** The data folders under the extension's global storage (one per workspace), with their token files. */
 function dataFolders(userDataDir: string): Array<{ dir: string; token: string; enrolment: string }> {
@@ -39,11 +30,11 @@ function storesInWorkspaceStorage(userDataDir: string): string[] {
 
 describe('the store after a restart of the editor process (code-server + Chromium)', function () {
   let harness: CodeServerHarness | undefined;
-  let agent: ReturnType<typeof startAgent> | undefined;
+  let agent: ExampleAgentProcess | undefined;
   let tempDir: string | undefined;
 
   after(async function () {
-    if (agent && agent.child.exitCode === null) agent.child.kill('SIGKILL');
+    await agent?.kill();
     if (harness && this.currentTest?.state === 'failed') await harness.screenshot('store-restart-failure').catch(() => undefined);
     await harness?.dispose();
     if (tempDir) fs.rmSync(tempDir, { recursive: true, force: true });
@@ -51,20 +42,18 @@ describe('the store after a restart of the editor process (code-server + Chromiu
 
   it('finds the same store, agent and tokens when code-server is started again on the same user data', async function () {
     this.timeout(360_000);
-    assert.ok(fs.existsSync(VSIX), `${VSIX} is missing: npm run package builds it`);
-    const port = await freePort();
-    harness = await CodeServerHarness.start({ vsixPath: VSIX, userSettings: { 'sw4rm.port': port }, name: 'sw4rm-restart-e2e' });
+    let port: number;
+    ({ harness, port } = await startWithCoordinator({ name: 'sw4rm-restart-e2e' }));
     tempDir = harness.tempDir;
     const userDataDir = harness.userDataDir;
-    await harness.waitForText((t) => t.includes(`SW4RM :${port}`), 60_000, () => harness!.statusBarText());
 
     const env = await harness.copyAgentEnvironment('kept-1');
     await harness.openViewContainer('SW4RM');
-    agent = startAgent(env, 'kept-1');
-    await poll(() => agent!.output().includes('registered as kept-1'), { timeoutMs: 15_000, description: 'the agent to register' });
+    agent = startAgent(env);
+    await agent.waitForLine(/registered as kept-1/);
     await harness.waitForText((t) => t.includes('kept-1'), 15_000, () => harness!.viewText('Agents'));
     // Killed, it never deregisters: the registry keeps it.
-    agent.child.kill('SIGKILL');
+    agent.signal('SIGKILL');
 
     const before = dataFolders(userDataDir);
     assert.equal(before.length, 1, `one data folder under the global storage: ${JSON.stringify(before)}`);
@@ -74,8 +63,7 @@ describe('the store after a restart of the editor process (code-server + Chromiu
 
     // Stop the code-server process (and its extension host) and start a new one on the same user data.
     await harness.dispose(true);
-    harness = await CodeServerHarness.start({ vsixPath: VSIX, restartIn: tempDir, name: 'sw4rm-restart-e2e' });
-    await harness.waitForText((t) => t.includes(`SW4RM :${port}`), 60_000, () => harness!.statusBarText());
+    ({ harness } = await startWithCoordinator({ restartIn: tempDir, port, name: 'sw4rm-restart-e2e' }));
     await harness.openViewContainer('SW4RM');
     const shown = await harness.waitForText((t) => t.includes('kept-1'), 20_000, () => harness!.viewText('Agents'));
     assert.match(shown, /Kept Agent/);
@@ -85,10 +73,9 @@ describe('the store after a restart of the editor process (code-server + Chromiu
     assert.deepEqual(storesInWorkspaceStorage(userDataDir), []);
 
     // The agent's own credential, minted before the restart, is still known to the coordinator.
-    agent = startAgent(env, 'kept-1');
-    await poll(() => agent!.output().includes('registered as kept-1') || /UNAUTHENTICATED/.test(agent!.output()),
-      { timeoutMs: 15_000, description: 'the agent to register again' });
-    assert.doesNotMatch(agent.output(), /UNAUTHENTICATED/);
-    agent.child.kill('SIGINT');
+    agent = startAgent(env);
+    await agent.waitForLine(/registered as kept-1|UNAUTHENTICATED/);
+    assert.doesNotMatch(agent.output, /UNAUTHENTICATED/);
+    agent.signal('SIGINT');
   });
 });

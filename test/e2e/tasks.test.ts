@@ -1,9 +1,8 @@
 import { strict as assert } from 'node:assert';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import type { Locator } from 'playwright-core';
 import { TaskTestAgent, type ReceivedCommand } from '../support/taskAgents';
-import { ROOT, poll, startWithCoordinator, type CodeServerHarness } from './harness';
+import { ROOT, startWithCoordinator, type CodeServerHarness } from './harness';
 
 /** The test agent: registered over gRPC, of type Echo, taking CONTROL `run` commands from its inbox stream. */
 const AGENT = 'e2e-task-agent';
@@ -17,55 +16,6 @@ describe('tasks and activity in a real editor (code-server + Chromium, a test ag
   let agent: TaskTestAgent | undefined;
 
   const page = () => harness!.page;
-  const pane = (title: string): Locator => page().locator('.pane').filter({ has: page().locator('.pane-header', { hasText: title }) });
-  const quickTitle = () => page().locator('.quick-input-widget .quick-input-title');
-  const quickInput = () => page().locator('.quick-input-widget .quick-input-box input');
-  const editorText = async () => (await page().locator('.editor-instance .view-lines').allInnerTexts()).join('\n').replace(/\u00a0/g, ' ');
-
-  /** Waits for a quick input titled `title`, types `text` over what it holds (if given) and accepts it. */
-  async function answer(title: string, text?: string): Promise<void> {
-    await harness!.waitForText((t) => t.includes(title), 15_000, async () => (await quickTitle().isVisible()) ? await quickTitle().innerText() : '');
-    if (text !== undefined) await quickInput().fill(text);
-    await page().keyboard.press('Enter');
-  }
-
-  /** Collapses every view of the SW4RM container but the ones named. */
-  async function showOnly(...titles: string[]): Promise<void> {
-    for (const header of await page().locator('.part.sidebar .pane-header').all()) {
-      const title = (await header.innerText()).split('\n')[0].trim();
-      const expanded = (await header.getAttribute('aria-expanded')) === 'true';
-      const wanted = titles.some((t) => title.toLowerCase() === t.toLowerCase());
-      if (expanded !== wanted) await header.click();
-    }
-  }
-
-  /** Drags the side bar's edge to `width` pixels, so that rows show their descriptions whole. */
-  async function sideBarWidth(width: number): Promise<void> {
-    const box = await page().locator('.part.sidebar').boundingBox();
-    if (!box) return;
-    const y = box.y + box.height / 2;
-    await page().mouse.move(box.x + box.width + 1, y);
-    await page().mouse.down();
-    await page().mouse.move(box.x + width, y, { steps: 8 });
-    await page().mouse.up();
-    await page().mouse.move(box.x + width + 300, box.y + box.height - 100);
-    await poll(async () => (await page().locator('.monaco-sash.hover, .monaco-sash.active').count()) === 0, { timeoutMs: 3_000 }).catch(() => undefined);
-  }
-
-  /** Runs `item` from the context menu of the row of `viewTitle` that shows `rowText`. */
-  async function contextMenu(viewTitle: string, rowText: string, item: string): Promise<void> {
-    await pane(viewTitle).locator('.monaco-list-row', { hasText: rowText }).first().click({ button: 'right' });
-    const action = page().locator('.context-view .monaco-menu .action-item', { hasText: item }).first();
-    await action.waitFor({ state: 'visible', timeout: 10_000 });
-    // The workbench's menu ignores a click that follows its opening too closely; the keyboard is deterministic.
-    await poll(async () => {
-      if ((await action.getAttribute('class'))?.split(/\s+/).includes('focused')) return true;
-      await page().keyboard.press('ArrowDown');
-      return false;
-    }, { timeoutMs: 5_000, description: `the "${item}" menu item to have the focus` });
-    await page().keyboard.press('Enter');
-    await action.waitFor({ state: 'hidden', timeout: 10_000 });
-  }
 
   /** The next CONTROL `run` the agent receives (its delivery confirmed). */
   async function nextRun(): Promise<ReceivedCommand> {
@@ -76,13 +26,11 @@ describe('tasks and activity in a real editor (code-server + Chromium, a test ag
   async function submitThroughForm(target: string, priority: string, scope: string, params: string): Promise<string> {
     await harness!.runCommand('Notifications: Clear All Notifications');
     await harness!.runCommand('SW4RM: Submit Task…');
-    await harness!.waitForText((t) => t.includes('Submit Task (1/4)'), 15_000, async () => (await quickTitle().isVisible()) ? await quickTitle().innerText() : '');
-    const row = page().locator('.quick-input-widget .quick-input-list .monaco-list-row', { hasText: target }).first();
-    await row.waitFor({ state: 'visible', timeout: 15_000 });
-    await row.click();
-    await answer('Submit Task (2/4)', priority);
-    await answer('Submit Task (3/4)', scope);
-    await answer('Submit Task (4/4)', params);
+    await harness!.quickInputTitled('Submit Task (1/4)');
+    await harness!.chooseQuickPick(target);
+    await harness!.answerQuickInput('Submit Task (2/4)', priority);
+    await harness!.answerQuickInput('Submit Task (3/4)', scope);
+    await harness!.answerQuickInput('Submit Task (4/4)', params);
     // An earlier task's notification may still be in the workbench's text: this one names its priority.
     const answered = new RegExp(`Task [0-9a-f-]{36} accepted \\(priority ${priority.replace(/^\+/, '')}\\)|Task refused`);
     return await harness!.waitForText((t) => answered.test(t), 15_000);
@@ -98,7 +46,7 @@ describe('tasks and activity in a real editor (code-server + Chromium, a test ag
     const env = await harness.terminalEnvironment();
     agent = await new TaskTestAgent(env.SW4RM_REGISTRY_ADDR, env.SW4RM_TOKEN, AGENT, AGENT_TYPE).start();
     await harness.openViewContainer('SW4RM');
-    await showOnly('Agents', 'Tasks', 'Activity');
+    await harness.showOnly('Agents', 'Tasks', 'Activity');
     await harness.waitForText((t) => t.includes(AGENT), 15_000, () => harness!.viewText('Agents'));
   });
 
@@ -115,20 +63,19 @@ describe('tasks and activity in a real editor (code-server + Chromium, a test ag
 
   it('checks the priority in the form: outside -19..20 is not accepted', async function () {
     await harness!.runCommand('SW4RM: Submit Task…');
-    await harness!.waitForText((t) => t.includes('Submit Task (1/4)'), 15_000, async () => (await quickTitle().isVisible()) ? await quickTitle().innerText() : '');
-    await page().locator('.quick-input-widget .quick-input-list .monaco-list-row', { hasText: `type:${AGENT_TYPE}` }).first().click();
-    await harness!.waitForText((t) => t.includes('Submit Task (2/4)'), 15_000, () => quickTitle().innerText());
-    await quickInput().fill('30');
+    await harness!.quickInputTitled('Submit Task (1/4)');
+    await harness!.chooseQuickPick(`type:${AGENT_TYPE}`);
+    await harness!.quickInputTitled('Submit Task (2/4)');
+    await harness!.quickInputBox().fill('30');
     await harness!.waitForText((t) => t.includes('30 is outside -19..20'), 10_000, () => page().locator('.quick-input-widget').innerText());
-    await page().keyboard.press('Enter');
+    await harness!.pressEnterInQuickInput();
     // Had Enter been taken, step 3 would open asynchronously: prove the step-2 box is still the one shown by typing
     // into it again and waiting for its own check (the scope step would not say this), with the title still step 2.
-    await quickInput().fill('31');
+    await harness!.quickInputBox().fill('31');
     const after = await harness!.waitForText((t) => t.includes('31 is outside -19..20') && t.includes('Submit Task (2/4)'), 10_000,
       () => page().locator('.quick-input-widget').innerText());
     assert.match(after, /Submit Task \(2\/4\)/, 'Enter does not leave the step while the priority is wrong');
-    await page().keyboard.press('Escape');
-    await page().locator('.quick-input-widget').waitFor({ state: 'hidden', timeout: 5_000 });
+    await harness!.dismissQuickInput();
   });
 
   it('submits a task for the agent type through the form; it runs on the agent, shows Running and in the Activity view, then Done', async function () {
@@ -147,12 +94,12 @@ describe('tasks and activity in a real editor (code-server + Chromium, a test ag
     assert.match(activity, new RegExp(`${AGENT}[\\s\\S]*${REPO_ID}[\\s\\S]*task ${taskId.slice(0, 8)}`), activity);
 
     await harness!.runCommand('Notifications: Clear All Notifications');
-    await showOnly('Tasks', 'Activity');
-    await sideBarWidth(640);
+    await harness!.showOnly('Tasks', 'Activity');
+    await harness!.sideBarWidth(640);
     const activityShot = await harness!.screenshot('activity');
     fs.mkdirSync(SCREENSHOTS, { recursive: true });
     fs.copyFileSync(activityShot, path.join(SCREENSHOTS, 'activity.png'));
-    await showOnly('Agents', 'Tasks', 'Activity');
+    await harness!.showOnly('Agents', 'Tasks', 'Activity');
 
     await agent!.ack(run, 'FULFILLED', { note: 'parsed 1 file' });
     const done = await harness!.waitForText((t) => /Done\s*1/.test(t) && t.includes('COMPLETED'), 15_000, () => harness!.viewText('Tasks'));
@@ -161,8 +108,8 @@ describe('tasks and activity in a real editor (code-server + Chromium, a test ag
   });
 
   it('opens a task\'s details: the record, its run command and ACKs, its log events', async function () {
-    await pane('Tasks').locator('.monaco-list-row', { hasText: 'COMPLETED' }).first().click();
-    const text = await harness!.waitForText((t) => /^Task [0-9a-f-]{36}/m.test(t) && t.includes('Log events'), 15_000, editorText);
+    await harness!.viewRow('Tasks', 'COMPLETED').click();
+    const text = await harness!.waitForText((t) => /^Task [0-9a-f-]{36}/m.test(t) && t.includes('Log events'), 15_000, () => harness!.editorText());
     assert.match(text, /state +COMPLETED/);
     assert.match(text, /note +parsed 1 file/);
     assert.match(text, new RegExp(`CONTROL \\w+ coordinator → ${AGENT}`));
@@ -186,16 +133,13 @@ describe('tasks and activity in a real editor (code-server + Chromium, a test ag
     await harness!.runCommand('Notifications: Clear All Notifications');
     await harness!.runCommand('View: Close All Editors');
     await page().keyboard.press('Escape');
-    await showOnly('Tasks');
-    await sideBarWidth(900);
+    await harness!.showOnly('Tasks');
+    await harness!.sideBarWidth(900);
     const shot = await harness!.screenshot('tasks');
     fs.copyFileSync(shot, path.join(SCREENSHOTS, 'tasks.png'));
 
-    await contextMenu('Tasks', queuedId, 'Cancel Task');
-    const dialog = page().locator('.monaco-dialog-box');
-    await dialog.waitFor({ state: 'visible', timeout: 10_000 });
-    assert.match(await dialog.innerText(), new RegExp(`Cancel task ${queuedId}\\?`));
-    await dialog.locator('.monaco-button', { hasText: 'Cancel Task' }).first().click();
+    await harness!.contextMenu('Tasks', queuedId, 'Cancel Task');
+    assert.match(await harness!.answerDialog('Cancel Task'), new RegExp(`Cancel task ${queuedId}\\?`));
     await harness!.waitForText((t) => new RegExp(`${queuedId}\\s*P5 · ${AGENT} · CANCELLED`).test(t) && /Queued\s*0/.test(t), 15_000, () => harness!.viewText('Tasks'));
     assert.equal(agent!.has('run', queuedId), false, 'a cancelled queued task never runs');
 
@@ -204,8 +148,8 @@ describe('tasks and activity in a real editor (code-server + Chromium, a test ag
   });
 
   it('shuts an agent down from the Agents view with a grace: it is sent shutdown, answers, and leaves', async function () {
-    await showOnly('Agents', 'Tasks');
-    await contextMenu('Agents', AGENT, 'Shutdown Agent…');
+    await harness!.showOnly('Agents', 'Tasks');
+    await harness!.contextMenu('Agents', AGENT, 'Shutdown Agent…');
     assert.equal(await harness!.answerInputBox('20'), 'default', 'the grace proposed is the coordinator\'s default');
     await harness!.waitForText((t) => t.includes(`Agent ${AGENT} is shutting down (grace 20 s).`), 15_000);
     const shutdown = await agent!.command('shutdown', undefined, 15_000);

@@ -2,7 +2,6 @@ import { strict as assert } from 'node:assert';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import * as grpc from '@grpc/grpc-js';
-import type { Locator } from 'playwright-core';
 import { canonicalDefinition, CoordinatorClients } from '../support/clients';
 import { ToolProviderAgent, type ReceivedToolCall } from '../support/toolProviderAgent';
 import { ROOT, poll, startWithCoordinator, type CodeServerHarness } from './harness';
@@ -21,9 +20,6 @@ describe('the Tools view in a real editor (code-server + Chromium, a provider ag
   let registry: CoordinatorClients | undefined;
   let token: string;
 
-  const page = () => harness!.page;
-  const pane = (title: string): Locator => page().locator('.pane').filter({ has: page().locator('.pane-header', { hasText: title }) });
-  const editorText = async () => (await page().locator('.editor-instance .view-lines').allInnerTexts()).join('\n').replace(/\u00a0/g, ' ');
 
   /** ToolService.Call as CALLER: answers the final frame (a cancelled call's terminal frame too), or rejects with the status. */
   function call(toolName: string, callId: string, args: unknown): Promise<WireFrame> {
@@ -36,44 +32,6 @@ describe('the Tools view in a real editor (code-server + Chromium, a provider ag
         call_id: callId, provider_id: PROVIDER, tool_name: toolName, content_type: 'application/json', args: Buffer.from(JSON.stringify(args)), stream: true,
       }, metadata, { deadline: Date.now() + 120_000 }, (err, frame) => (err ? reject(err) : resolve(frame)));
     });
-  }
-
-  /** Collapses every view of the SW4RM container but the ones named. */
-  async function showOnly(...titles: string[]): Promise<void> {
-    for (const header of await page().locator('.part.sidebar .pane-header').all()) {
-      const title = (await header.innerText()).split('\n')[0].trim();
-      const expanded = (await header.getAttribute('aria-expanded')) === 'true';
-      const wanted = titles.some((t) => title.toLowerCase() === t.toLowerCase());
-      if (expanded !== wanted) await header.click();
-    }
-  }
-
-  /** Drags the side bar's edge to `width` pixels, so that rows show their descriptions whole. */
-  async function sideBarWidth(width: number): Promise<void> {
-    const box = await page().locator('.part.sidebar').boundingBox();
-    if (!box) return;
-    const y = box.y + box.height / 2;
-    await page().mouse.move(box.x + box.width + 1, y);
-    await page().mouse.down();
-    await page().mouse.move(box.x + width, y, { steps: 8 });
-    await page().mouse.up();
-    await page().mouse.move(box.x + width + 300, box.y + box.height - 100);
-    await poll(async () => (await page().locator('.monaco-sash.hover, .monaco-sash.active').count()) === 0, { timeoutMs: 3_000 }).catch(() => undefined);
-  }
-
-  /** Runs `item` from the context menu of the row of `viewTitle` that shows `rowText`. */
-  async function contextMenu(viewTitle: string, rowText: string, item: string): Promise<void> {
-    await pane(viewTitle).locator('.monaco-list-row', { hasText: rowText }).first().click({ button: 'right' });
-    const action = page().locator('.context-view .monaco-menu .action-item', { hasText: item }).first();
-    await action.waitFor({ state: 'visible', timeout: 10_000 });
-    // The workbench's menu ignores a click that follows its opening too closely; the keyboard is deterministic.
-    await poll(async () => {
-      if ((await action.getAttribute('class'))?.split(/\s+/).includes('focused')) return true;
-      await page().keyboard.press('ArrowDown');
-      return false;
-    }, { timeoutMs: 5_000, description: `the "${item}" menu item to have the focus` });
-    await page().keyboard.press('Enter');
-    await action.waitFor({ state: 'hidden', timeout: 10_000 });
   }
 
   before(async function () {
@@ -103,7 +61,7 @@ describe('the Tools view in a real editor (code-server + Chromium, a provider ag
     const root = grpc.loadPackageDefinition(canonicalDefinition()) as unknown as { sw4rm: { tool: { ToolService: grpc.ServiceClientConstructor } } };
     tools = new root.sw4rm.tool.ToolService(address, grpc.credentials.createInsecure()) as grpc.Client & Record<string, unknown>;
     await harness.openViewContainer('SW4RM');
-    await showOnly('Tools');
+    await harness.showOnly('Tools');
   });
 
   after(async function () {
@@ -119,7 +77,7 @@ describe('the Tools view in a real editor (code-server + Chromium, a provider ag
     assert.match(text, /Providers/);
     assert.match(text, /workspace\s*built in · available · \d+ tools/, text);
     assert.match(text, new RegExp(`${PROVIDER}\\s*agent · available · 2 tools`), text);
-    await pane('Tools').locator('.monaco-list-row', { hasText: PROVIDER }).first().click();
+    await harness!.viewRow('Tools', PROVIDER).click();
     const expanded = await harness!.waitForText((t) => t.includes('grep'), 10_000, () => harness!.viewText('Tools'));
     assert.match(expanded, /grep\s*side effects: none · idempotent · max 4 at once · timeout 30 s/, expanded);
     assert.match(expanded, /index\s*side effects: filesystem · not idempotent · max 1 at once · no timeout/, expanded);
@@ -138,8 +96,8 @@ describe('the Tools view in a real editor (code-server + Chromium, a provider ag
     const text = await harness!.waitForText((t) => /Recent calls\s*1/.test(t) && t.includes(`${PROVIDER}/grep`), 15_000, () => harness!.viewText('Tools'));
     assert.match(text, new RegExp(`${PROVIDER}/grep\\s*${CALLER} · ok · [\\d.]+ m?s · 2 frames / \\d+ B`), text);
 
-    await pane('Tools').locator('.monaco-list-row', { hasText: `${PROVIDER}/grep` }).first().click();
-    const details = await harness!.waitForText((t) => t.includes('Tool call e2e-call-grep-1') && t.includes('Frames kept'), 15_000, editorText);
+    await harness!.viewRow('Tools', `${PROVIDER}/grep`).click();
+    const details = await harness!.waitForText((t) => t.includes('Tool call e2e-call-grep-1') && t.includes('Frames kept'), 15_000, () => harness!.editorText());
     assert.match(details, new RegExp(`tool +${PROVIDER}/grep`));
     assert.match(details, new RegExp(`caller +${CALLER}`));
     assert.match(details, /outcome +ok/);
@@ -158,16 +116,13 @@ describe('the Tools view in a real editor (code-server + Chromium, a provider ag
 
     await harness!.runCommand('Notifications: Clear All Notifications');
     await harness!.runCommand('View: Close All Editors');
-    await sideBarWidth(900);
+    await harness!.sideBarWidth(900);
     const shot = await harness!.screenshot('tools-view');
     fs.mkdirSync(SCREENSHOTS, { recursive: true });
     fs.copyFileSync(shot, path.join(SCREENSHOTS, 'tools-view.png'));
 
-    await contextMenu('Tools', `${PROVIDER}/index`, 'Cancel Tool Call');
-    const dialog = page().locator('.monaco-dialog-box');
-    await dialog.waitFor({ state: 'visible', timeout: 10_000 });
-    assert.match(await dialog.innerText(), new RegExp(`Cancel tool call ${PROVIDER}/index of ${CALLER}\\?`));
-    await dialog.locator('.monaco-button', { hasText: 'Cancel Tool Call' }).first().click();
+    await harness!.contextMenu('Tools', `${PROVIDER}/index`, 'Cancel Tool Call');
+    assert.match(await harness!.answerDialog('Cancel Tool Call'), new RegExp(`Cancel tool call ${PROVIDER}/index of ${CALLER}\\?`));
     await harness!.waitForText((t) => t.includes('Tool call e2e-call-index-1 was cancelled'), 15_000);
 
     const terminal = await answer;

@@ -1,14 +1,11 @@
 import { strict as assert } from 'node:assert';
-import * as fs from 'node:fs';
-import * as path from 'node:path';
 import type { Frame, Locator } from 'playwright-core';
 import { CoordinatorClients } from '../support/clients';
 import { ExampleAgentProcess } from '../support/exampleAgentProcess';
 import { descriptorMessage } from '../support/fixtures';
 import { RouterClient, type Inbox } from '../support/routerClient';
-import { CodeServerHarness, ROOT, freePort, poll } from './harness';
+import { poll, startWithCoordinator, type CodeServerHarness } from './harness';
 
-const VSIX = path.join(ROOT, 'dist', 'sw4rm-coordinator.vsix');
 const AGENT = 'e2e-walk-echo';
 const SENDER = 'e2e-walk-sender';
 const SUMMARY = 'Delete generated fixtures';
@@ -45,17 +42,14 @@ describe('the Get Started walkthrough in a real editor (code-server + Chromium, 
   const panelFrame = (text: string): Promise<Frame> => harness!.webviewFrameShowing(text);
 
   before(async function () {
-    assert.ok(fs.existsSync(VSIX), `${VSIX} is missing: npm run package builds it`);
-    port = await freePort();
-    harness = await CodeServerHarness.start({
-      vsixPath: VSIX, name: 'sw4rm-walkthrough-e2e', viewport: { width: 1280, height: 800 },
+    ({ harness, port } = await startWithCoordinator({
+      name: 'sw4rm-walkthrough-e2e', viewport: { width: 1280, height: 800 },
       // Any startup editor but `none` lets the extension open its walkthrough on the first activation; this one
       // opens nothing else when a folder is open.
-      userSettings: {
-        'sw4rm.port': port, 'workbench.startupEditor': 'welcomePageInEmptyWorkbench',
-        'workbench.secondarySideBar.defaultVisibility': 'hidden',
-      },
-    });
+      userSettings: { 'workbench.startupEditor': 'welcomePageInEmptyWorkbench', 'workbench.secondarySideBar.defaultVisibility': 'hidden' },
+      // The first test sees the walkthrough open and then the coordinator serve.
+      waitForCoordinator: false,
+    }));
   });
 
   after(async function () {
@@ -110,10 +104,7 @@ describe('the Get Started walkthrough in a real editor (code-server + Chromium, 
     // The SW4RM icon carries the pending count as a badge (in its label too), which may cover the icon's centre:
     // a click on the badge is a click on the icon.
     await harness!.page.locator('.part.activitybar .action-item a[aria-label^="SW4RM"]').first().click({ force: true });
-    const approvals = harness!.page.locator('.pane').filter({ has: harness!.page.locator('.pane-header', { hasText: 'Approvals' }) });
-    const row = approvals.locator('.monaco-list-row', { hasText: SUMMARY }).first();
-    await row.waitFor({ state: 'visible', timeout: 15_000 });
-    await row.click();
+    await harness!.clickViewRow('Approvals', SUMMARY);
     const frame = await panelFrame(SUMMARY);
     await frame.locator('#rationale').fill(RATIONALE);
     await frame.locator('#approve').click();

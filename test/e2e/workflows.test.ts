@@ -89,10 +89,6 @@ describe('the Workflows view in a real editor (code-server + Chromium, an agent 
   let token: string;
 
   const page = () => harness!.page;
-  const pane = (title: string): Locator => page().locator('.pane').filter({ has: page().locator('.pane-header', { hasText: title }) });
-  const quickTitle = () => page().locator('.quick-input-widget .quick-input-title');
-  const quickInput = () => page().locator('.quick-input-widget .quick-input-box input');
-  const editorText = async () => (await page().locator('.editor-instance .view-lines').allInnerTexts()).join('\n').replace(/\u00a0/g, ' ');
   const view = () => harness!.viewText('Workflows');
 
   function unary<T>(client: Client, method: string, request: unknown, agentId: string): Promise<T> {
@@ -105,64 +101,16 @@ describe('the Workflows view in a real editor (code-server + Chromium, an agent 
     });
   }
 
-  /** Waits for a quick input titled `title`, types `text` over what it holds (if given) and accepts it. */
-  async function answer(title: string, text?: string): Promise<void> {
-    await harness!.waitForText((t) => t.includes(title), 15_000, async () => (await quickTitle().isVisible()) ? await quickTitle().innerText() : '');
-    if (text !== undefined) await quickInput().fill(text);
-    await page().keyboard.press('Enter');
-    await poll(async () => !(await quickInput().isVisible()), { timeoutMs: 10_000, description: `the input "${title}" to close` });
-  }
-
-  /** Collapses every view of the SW4RM container but the ones named. */
-  async function showOnly(...titles: string[]): Promise<void> {
-    for (const header of await page().locator('.part.sidebar .pane-header').all()) {
-      const title = (await header.innerText()).split('\n')[0].trim();
-      const expanded = (await header.getAttribute('aria-expanded')) === 'true';
-      const wanted = titles.some((t) => title.toLowerCase() === t.toLowerCase());
-      if (expanded !== wanted) await header.click();
-    }
-  }
-
-  /** Drags the side bar's edge to `width` pixels, so that rows show their descriptions whole. */
-  async function sideBarWidth(width: number): Promise<void> {
-    const box = await page().locator('.part.sidebar').boundingBox();
-    if (!box) return;
-    const y = box.y + box.height / 2;
-    await page().mouse.move(box.x + box.width + 1, y);
-    await page().mouse.down();
-    await page().mouse.move(box.x + width, y, { steps: 8 });
-    await page().mouse.up();
-    await page().mouse.move(box.x + width + 300, box.y + box.height - 100);
-    await poll(async () => (await page().locator('.monaco-sash.hover, .monaco-sash.active').count()) === 0, { timeoutMs: 3_000 }).catch(() => undefined);
-  }
-
   /** The row of the Workflows view whose label is `label` (rows are found by their label, not their description). */
   function row(label: string): Locator {
-    return pane('Workflows').locator('.monaco-list-row').filter({ has: page().locator('.label-name', { hasText: new RegExp(`^${label}$`) }) }).first();
-  }
-
-  /** Runs `item` from the context menu of the row labelled `label`. */
-  async function contextMenu(label: string, item: string): Promise<void> {
-    await row(label).click({ button: 'right' });
-    const action = page().locator('.context-view .monaco-menu .action-item', { hasText: item }).first();
-    await action.waitFor({ state: 'visible', timeout: 10_000 });
-    // The workbench's menu ignores a click that follows its opening too closely; the keyboard is deterministic.
-    await poll(async () => {
-      if ((await action.getAttribute('class'))?.split(/\s+/).includes('focused')) return true;
-      await page().keyboard.press('ArrowDown');
-      return false;
-    }, { timeoutMs: 5_000, description: `the "${item}" menu item to have the focus` });
-    await page().keyboard.press('Enter');
-    await action.waitFor({ state: 'hidden', timeout: 10_000 });
+    return harness!.pane('Workflows').locator('.monaco-list-row').filter({ has: page().locator('.label-name', { hasText: new RegExp(`^${label}$`) }) }).first();
   }
 
   /** Opens a file of the workspace in an editor through Go to File. */
   async function openFile(relative: string): Promise<void> {
     await harness!.runCommand('Go to File');
-    await quickInput().fill(relative);
-    const match = page().locator('.quick-input-widget .quick-input-list .monaco-list-row', { hasText: path.basename(relative) }).first();
-    await match.waitFor({ state: 'visible', timeout: 15_000 });
-    await page().keyboard.press('Enter');
+    await harness!.quickInputBox().fill(relative);
+    await harness!.chooseQuickPick(path.basename(relative));
     // The tab shows the name and the extension in elements of their own.
     await harness!.waitForText((t) => t.replace(/\s+/g, '').includes(path.basename(relative)), 15_000,
       async () => (await page().locator('.tabs-container .tab.active').allInnerTexts()).join('\n'));
@@ -221,7 +169,7 @@ describe('the Workflows view in a real editor (code-server + Chromium, an agent 
     const root = grpc.loadPackageDefinition(canonicalDefinition()) as unknown as { sw4rm: { handoff: { HandoffService: grpc.ServiceClientConstructor } } };
     handoffs = new root.sw4rm.handoff.HandoffService(env.SW4RM_REGISTRY_ADDR, grpc.credentials.createInsecure()) as Client;
     await harness.openViewContainer('SW4RM');
-    await showOnly('Workflows');
+    await harness.showOnly('Workflows');
   });
 
   after(async function () {
@@ -289,7 +237,7 @@ describe('the Workflows view in a real editor (code-server + Chromium, an agent 
     assert.match(defined, new RegExp(`${WORKFLOW}\\s*DEFINED · 0/5 done · not started`), defined);
 
     await page().locator('.notification-toast', { hasText: `Workflow ${WORKFLOW} created` }).locator('.monaco-button', { hasText: 'Start Workflow…' }).first().click();
-    await answer(`Start Workflow ${WORKFLOW}`, '{"branch": "main"}');
+    await harness!.answerQuickInput(`Start Workflow ${WORKFLOW}`, '{"branch": "main"}');
     await harness!.waitForText((t) => new RegExp(`${WORKFLOW}\\s*RUNNING · 0/5 done`).test(t), 20_000, view);
     await expand(WORKFLOW);
     const started = await harness!.waitForText((t) => /approve\s*PENDING/.test(t) && /build\s*(READY|RUNNING)/.test(t), 20_000, view);
@@ -311,14 +259,14 @@ describe('the Workflows view in a real editor (code-server + Chromium, an agent 
     await harness!.runCommand('Notifications: Clear All Notifications');
     await harness!.runCommand('View: Close All Editors');
     await page().keyboard.press('Escape');
-    await sideBarWidth(760);
+    await harness!.sideBarWidth(760);
     await page().mouse.move(1200, 850);
     const shot = await harness!.screenshot('workflows-view');
     fs.copyFileSync(shot, path.join(SCREENSHOTS, 'workflows-view.png'));
   });
 
   it('runs the MANUAL node from its context menu; the workflow completes', async function () {
-    await contextMenu('approve', 'Run Node');
+    await harness!.contextMenuOf(row('approve'), 'Run Node');
     const run = await nextRun('approve');
     await agent!.ack(run, 'RECEIVED');
     await harness!.waitForText((t) => new RegExp(`approve\\s*RUNNING · ${AGENT} · MANUAL`).test(t), 20_000, view);
@@ -329,7 +277,7 @@ describe('the Workflows view in a real editor (code-server + Chromium, an agent 
 
   it('shows a node\'s inputs and outputs as JSON in a read-only document', async function () {
     await row('review').click();
-    const text = await harness!.waitForText((t) => t.includes(`Workflow ${WORKFLOW} · node review`) && t.includes('"route"'), 15_000, editorText);
+    const text = await harness!.waitForText((t) => t.includes(`Workflow ${WORKFLOW} · node review`) && t.includes('"route"'), 15_000, () => harness!.editorText());
     assert.match(text, /status +COMPLETED/);
     assert.match(text, /"route": "score > 0\.5 \? 'ship' : 'fix'"/);
     assert.match(text, /Inputs \(from workflow_data by input_mapping\):\s*\{\s*"artifact": "dist\/app\.tgz"\s*\}/);
@@ -337,19 +285,19 @@ describe('the Workflows view in a real editor (code-server + Chromium, an agent 
   });
 
   it('accepts a handoff routed to you from its context menu, rejects another with a reason, and shows a handoff\'s context', async function () {
-    await contextMenu(HANDOFF_TO_YOU, 'Accept Handoff');
+    await harness!.contextMenuOf(row(HANDOFF_TO_YOU), 'Accept Handoff');
     const accepted = await harness!.waitForText((t) => new RegExp(`${HANDOFF_TO_YOU}\\s*${PLANNER} → operator:[^·]+ · ACCEPTED`).test(t), 20_000, view);
     assert.doesNotMatch(accepted, /needs you\)/);
 
     await requestCobolHandoff(HANDOFF_REJECTED);
     await harness!.waitForText((t) => new RegExp(`${HANDOFF_REJECTED}\\s*${PLANNER} → you · PENDING · needs you`).test(t), 20_000, view);
-    await contextMenu(HANDOFF_REJECTED, 'Reject Handoff…');
-    await answer(`Reject Handoff ${HANDOFF_REJECTED} from ${PLANNER}`, 'no COBOL here: ask the mainframe team');
+    await harness!.contextMenuOf(row(HANDOFF_REJECTED), 'Reject Handoff…');
+    await harness!.answerQuickInput(`Reject Handoff ${HANDOFF_REJECTED} from ${PLANNER}`, 'no COBOL here: ask the mainframe team');
     const rejected = await harness!.waitForText((t) => new RegExp(`${HANDOFF_REJECTED}\\s*${PLANNER} → [^·]+ · REJECTED`).test(t), 20_000, view);
     assert.match(rejected, new RegExp(`${HANDOFF_REJECTED}\\s*[^\\n]*REJECTED[^\\n]* · no COBOL here: ask the mainframe team`), rejected);
 
     await row(HANDOFF).click();
-    const text = await harness!.waitForText((t) => t.includes(`Handoff ${HANDOFF}`) && t.includes('Context ('), 15_000, editorText);
+    const text = await harness!.waitForText((t) => t.includes(`Handoff ${HANDOFF}`) && t.includes('Context ('), 15_000, () => harness!.editorText());
     assert.match(text, /state +ACCEPTED/);
     assert.match(text, /"file": "src\/parser\.ts"/);
   });

@@ -2,7 +2,6 @@ import { strict as assert } from 'node:assert';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import * as grpc from '@grpc/grpc-js';
-import type { Locator } from 'playwright-core';
 import { CoordinatorClients, canonicalDefinition, unary } from '../support/clients';
 import { descriptorMessage } from '../support/fixtures';
 import { ROOT, poll, startWithCoordinator, type CodeServerHarness } from './harness';
@@ -24,42 +23,6 @@ describe('worktrees in a real editor (code-server + Chromium, an agent bound thr
   let worktreeService: ServiceClient | undefined;
   let token: string;
 
-  const pane = (title: string): Locator =>
-    harness!.page.locator('.pane').filter({ has: harness!.page.locator('.pane-header', { hasText: title }) });
-
-  /** Collapses every view of the SW4RM container but the ones named, so that those have room (and a clean screenshot). */
-  async function showOnly(...titles: string[]): Promise<void> {
-    for (const header of await harness!.page.locator('.part.sidebar .pane-header').all()) {
-      const title = (await header.innerText()).split('\n')[0].trim();
-      const expanded = (await header.getAttribute('aria-expanded')) === 'true';
-      const wanted = titles.some((t) => title.toLowerCase() === t.toLowerCase());
-      if (expanded !== wanted) await header.click();
-    }
-  }
-
-  /** Drags the side bar's edge to `width` pixels (wide: rows show their descriptions whole), then moves the mouse away. */
-  async function sideBarWidth(width: number): Promise<void> {
-    const page = harness!.page;
-    const box = await page.locator('.part.sidebar').boundingBox();
-    if (!box) return;
-    const y = box.y + box.height / 2;
-    await page.mouse.move(box.x + box.width + 1, y);
-    await page.mouse.down();
-    await page.mouse.move(box.x + width, y, { steps: 8 });
-    await page.mouse.up();
-    await page.mouse.move(box.x + width + 300, box.y + box.height - 100);
-    // The sash stays highlighted while hovered: the screenshot waits until it is not (cosmetic, so not an error).
-    await poll(async () => (await page.locator('.monaco-sash.hover, .monaco-sash.active').count()) === 0, { timeoutMs: 3_000 }).catch(() => undefined);
-  }
-
-  /** Picks the quick pick row showing `text`. */
-  async function pick(text: string): Promise<void> {
-    const row = harness!.page.locator('.quick-input-widget .quick-input-list .monaco-list-row', { hasText: text }).first();
-    await row.waitFor({ state: 'visible', timeout: 15_000 });
-    await row.click();
-  }
-
-  /** Waits for a modal dialog, answers its text, and presses `button`. */
   /**
    * Bind Agent to Worktree… from the palette: another agent id typed, a new worktree from main, the proposed worktree id
    * (the agent id) kept; waits for the notification that it is bound.
@@ -67,24 +30,12 @@ describe('worktrees in a real editor (code-server + Chromium, an agent bound thr
   async function bindThroughCommand(agentId: string): Promise<void> {
     await harness!.runCommand('Notifications: Clear All Notifications');
     await harness!.runCommand('SW4RM: Bind Agent to Worktree…');
-    await pick('Another agent id…');
-    const input = harness!.page.locator('.quick-input-widget .quick-input-box input');
-    await poll(async () => (await input.isVisible()) && (await input.inputValue()) === '', { timeoutMs: 15_000, description: 'the agent id input box' });
-    await input.fill(agentId);
-    await harness!.page.keyboard.press('Enter');
-    await pick('New worktree from a branch…');
-    await pick('main');
+    await harness!.chooseQuickPick('Another agent id…');
+    await harness!.answerQuickInput('Bind Agent to Worktree: Agent Id', agentId);
+    await harness!.chooseQuickPick('New worktree from a branch…');
+    await harness!.chooseQuickPick('main');
     assert.equal(await harness!.answerInputBox(), agentId, 'the worktree id proposed is the agent id');
     await harness!.waitForText((t) => t.includes(`Agent ${agentId} is bound to worktree ${agentId} (BOUND_HOME)`), 30_000);
-  }
-
-  async function answerDialog(button: string): Promise<string> {
-    const dialog = harness!.page.locator('.monaco-dialog-box');
-    await dialog.waitFor({ state: 'visible', timeout: 15_000 });
-    const text = (await dialog.innerText()).replace(/\s+/g, ' ');
-    await dialog.locator('.monaco-button', { hasText: new RegExp(`^${button}$`) }).click();
-    await dialog.waitFor({ state: 'hidden', timeout: 15_000 });
-    return text;
   }
 
   const worktreeFolder = (id: string): string => path.join(path.dirname(harness!.workspaceDir), `${REPO_ID}.sw4rm-worktrees`, id);
@@ -113,7 +64,7 @@ describe('worktrees in a real editor (code-server + Chromium, an agent bound thr
   });
 
   it('shows the repository in the Worktrees view before any agent is bound', async function () {
-    await showOnly('Agents', 'Worktrees');
+    await harness!.showOnly('Agents', 'Worktrees');
     await harness!.waitForText((t) => t.includes(REPO_ID) && t.includes('0 worktrees'), 30_000, () => harness!.viewText('Worktrees'));
   });
 
@@ -129,7 +80,7 @@ describe('worktrees in a real editor (code-server + Chromium, an agent bound thr
     assert.match(worktrees, new RegExp(`sw4rm/${AGENT} ← main · up to date · clean · ${AGENT} \\(home\\)`));
 
     // The agent's row has its worktree as its first child.
-    const agentRow = pane('Agents').locator('.monaco-list-row', { hasText: AGENT }).first();
+    const agentRow = harness!.viewRow('Agents', AGENT);
     await agentRow.waitFor({ state: 'visible', timeout: 15_000 });
     if ((await agentRow.getAttribute('aria-expanded')) !== 'true') await agentRow.click();
     const agents = await harness!.waitForText((t) => t.includes(`Worktree ${AGENT}`), 15_000, () => harness!.viewText('Agents'));
@@ -149,8 +100,8 @@ describe('worktrees in a real editor (code-server + Chromium, an agent bound thr
     git(worktreePath, 'commit', '-q', '-m', 'Add the feature');
     await harness!.runCommand('SW4RM: Refresh Worktrees');
     await harness!.waitForText((t) => t.includes('↑1 ↓0'), 15_000, () => harness!.viewText('Worktrees'));
-    await showOnly('Worktrees', 'Agents');
-    await sideBarWidth(760);
+    await harness!.showOnly('Worktrees', 'Agents');
+    await harness!.sideBarWidth(760);
     await harness!.runCommand('Notifications: Clear All Notifications');
     const shot = await harness!.screenshot('worktrees');
     fs.mkdirSync(SCREENSHOTS, { recursive: true });
@@ -167,33 +118,25 @@ describe('worktrees in a real editor (code-server + Chromium, an agent bound thr
 
     await harness!.runCommand('Notifications: Clear All Notifications');
     await harness!.runCommand('SW4RM: Merge Back…');
-    const input = harness!.page.locator('.quick-input-widget .quick-input-box input');
-    await input.waitFor({ state: 'visible', timeout: 15_000 });
-    const row = harness!.page.locator('.quick-input-list .monaco-list-row', { hasText: AGENT }).first();
-    await row.waitFor({ state: 'visible', timeout: 15_000 });
-    await row.click();
+    await harness!.chooseQuickPick(AGENT);
 
     const notice = await harness!.waitForText((t) => t.includes('would conflict in 1 file: README.md'), 30_000);
     assert.match(notice, new RegExp(`Merge Back of sw4rm/${AGENT} into main would conflict in 1 file: README\\.md\\. Nothing was changed\\.`));
     // The prediction document: the conflicted file with its stages, and git's own message.
-    const editor = harness!.page.locator('.editor-instance .view-lines').first();
-    // Monaco renders spaces as no-break spaces.
-    const document = await harness!.waitForText((t) => t.includes('CONFLICT'), 15_000, async () => (await editor.innerText()).replace(/\u00a0/g, ' '));
+    const document = await harness!.waitForText((t) => t.includes('CONFLICT'), 15_000, () => harness!.editorText());
     assert.match(document, /Conflicts predicted by git merge-tree --write-tree/);
     assert.match(document, /README\.md/);
     assert.match(document, /CONFLICT \(content\): Merge conflict in README\.md/);
     assert.equal(git(harness!.workspaceDir, 'rev-parse', 'HEAD').trim(), before, 'the main checkout did not move');
     assert.equal(git(harness!.workspaceDir, 'status', '--porcelain'), '', 'the main checkout has no change');
-    await sideBarWidth(520);
+    await harness!.sideBarWidth(520);
     const shot = await harness!.screenshot('merge-conflicts');
     fs.copyFileSync(shot, path.join(SCREENSHOTS, 'merge-conflicts.png'));
   });
 
   it('refuses to remove the worktree the agent is bound to, naming the agent', async function () {
     await harness!.runCommand('SW4RM: Remove Worktree');
-    const row = harness!.page.locator('.quick-input-list .monaco-list-row', { hasText: AGENT }).first();
-    await row.waitFor({ state: 'visible', timeout: 15_000 });
-    await row.click();
+    await harness!.chooseQuickPick(AGENT);
     await harness!.waitForText((t) => t.includes(`Worktree ${AGENT} is not removed: ${AGENT} (home, BOUND_HOME) is bound to it. Unbind first.`), 15_000);
     const worktreePath = path.join(path.dirname(harness!.workspaceDir), `${REPO_ID}.sw4rm-worktrees`, AGENT);
     await poll(() => fs.existsSync(worktreePath), { timeoutMs: 1_000, description: 'the worktree still there' });
@@ -214,9 +157,9 @@ describe('worktrees in a real editor (code-server + Chromium, an agent bound thr
     await harness!.waitForText((t) => new RegExp(`sw4rm/${SECOND} ← main · up to date · 1 changed file · not bound`).test(t), 15_000, () => harness!.viewText('Worktrees'));
     await harness!.runCommand('Notifications: Clear All Notifications');
     await harness!.runCommand('SW4RM: Remove Worktree');
-    await pick(SECOND);
-    assert.match(await answerDialog('Remove'), new RegExp(`Remove worktree ${SECOND}\\?`));
-    const second = await answerDialog('Remove Anyway');
+    await harness!.chooseQuickPick(SECOND);
+    assert.match(await harness!.answerDialog('Remove'), new RegExp(`Remove worktree ${SECOND}\\?`));
+    const second = await harness!.answerDialog('Remove Anyway');
     assert.match(second, new RegExp(`Worktree ${SECOND} has uncommitted files \\(1\\)\\. Remove it anyway\\?`));
     assert.match(second, /A snapshot of all its files .* is written first/);
     assert.match(second, new RegExp(`its branch sw4rm/${SECOND} is kept`));
@@ -236,7 +179,7 @@ describe('worktrees in a real editor (code-server + Chromium, an agent bound thr
     await harness!.waitForText((t) => t.includes(`${STALE}`) && t.includes('stale: folder gone'), 15_000, () => harness!.viewText('Worktrees'));
     await harness!.runCommand('Notifications: Clear All Notifications');
     await harness!.runCommand('SW4RM: Prune Stale Worktrees…');
-    const question = await answerDialog('Prune');
+    const question = await harness!.answerDialog('Prune');
     assert.match(question, /Prune 1 stale worktree\?/);
     assert.match(question, new RegExp(`no file and no branch is deleted: ${REPO_ID}: ${STALE} \\(`));
     await harness!.waitForText((t) => t.includes(`Pruned 1 stale worktree: ${REPO_ID}: ${STALE}`), 30_000);
@@ -249,9 +192,9 @@ describe('worktrees in a real editor (code-server + Chromium, an agent bound thr
     assert.ok(!fs.existsSync(path.join(worktreeFolder(SECOND), 'unsaved.txt')), 'the uncommitted file is not in the branch');
 
     await harness!.runCommand('SW4RM: Restore Snapshot…');
-    await pick(SECOND);
-    await pick(`refs/sw4rm/snapshots/${SECOND}/`);
-    assert.match(await answerDialog('Restore'), new RegExp(`Restore worktree ${SECOND} to the snapshot of .*\\? .*The current state is snapshotted first`));
+    await harness!.chooseQuickPick(SECOND);
+    await harness!.chooseQuickPick(`refs/sw4rm/snapshots/${SECOND}/`);
+    assert.match(await harness!.answerDialog('Restore'), new RegExp(`Restore worktree ${SECOND} to the snapshot of .*\\? .*The current state is snapshotted first`));
     await harness!.waitForText((t) => new RegExp(`Restored worktree ${SECOND}\\. The state before is snapshot refs/sw4rm/snapshots/${SECOND}/`).test(t), 30_000);
     assert.equal(fs.readFileSync(path.join(worktreeFolder(SECOND), 'unsaved.txt'), 'utf8'), 'work not committed\n');
     await harness!.runCommand('SW4RM: Refresh Worktrees');
@@ -261,7 +204,7 @@ describe('worktrees in a real editor (code-server + Chromium, an agent bound thr
 
   it('Show Worktree Changes opens the editor\'s diff of each changed file against the base', async function () {
     await harness!.runCommand('SW4RM: Show Worktree Changes');
-    await pick(AGENT);
+    await harness!.chooseQuickPick(AGENT);
     const tab = harness!.page.locator('.tabs-container .tab', { hasText: `${AGENT} ↔ main` }).first();
     await tab.waitFor({ state: 'visible', timeout: 30_000 });
     const editor = await harness!.waitForText((t) => t.includes('feature.txt') && t.includes('README.md'), 30_000,
@@ -275,19 +218,17 @@ describe('worktrees in a real editor (code-server + Chromium, an agent bound thr
     const before = git(harness!.workspaceDir, 'rev-parse', 'HEAD').trim();
     await harness!.runCommand('Notifications: Clear All Notifications');
     await harness!.runCommand('SW4RM: Merge Back…');
-    await pick(AGENT);
-    await pick('Squash');
-    const question = await answerDialog('Ask for Approval');
+    await harness!.chooseQuickPick(AGENT);
+    await harness!.chooseQuickPick('Squash');
+    const question = await harness!.answerDialog('Ask for Approval');
     assert.match(question, new RegExp(`Squash sw4rm/${AGENT} into main\\? 1 commit, 1 file changed \\(feature\\.txt\\)\\. No conflict is predicted\\.`));
     await harness!.waitForText((t) => t.includes(`Merge Back of sw4rm/${AGENT} waits for approval`), 15_000);
     assert.equal(git(harness!.workspaceDir, 'rev-parse', 'HEAD').trim(), before, 'nothing merged before the approval');
 
     // The approval, with the diff, in the Approvals view and its panel.
-    await showOnly('Approvals', 'Worktrees');
+    await harness!.showOnly('Approvals', 'Worktrees');
     const summary = `Merge back sw4rm/${AGENT} into main (squash)`;
-    const row = pane('Approvals').locator('.monaco-list-row', { hasText: summary }).first();
-    await row.waitFor({ state: 'visible', timeout: 15_000 });
-    await row.click();
+    await harness!.clickViewRow('Approvals', summary);
     const frame = await harness!.webviewFrameShowing(summary);
     const content = await frame.locator('#content').innerText();
     assert.ok(content.includes('feature.txt') && content.includes("+the agent's feature"), `the panel shows the diff:\n${content}`);
@@ -302,7 +243,7 @@ describe('worktrees in a real editor (code-server + Chromium, an agent bound thr
     assert.equal(git(harness!.workspaceDir, 'log', '-1', '--format=%s'), 'Add the feature\n', 'a squash of one commit keeps its subject');
 
     await harness!.page.locator('.notification-toast', { hasText: `Merged sw4rm/${AGENT}` }).locator('.monaco-button', { hasText: 'Undo Merge' }).click();
-    assert.match(await answerDialog('Undo Merge'), new RegExp(`Undo the squash of sw4rm/${AGENT} into main\\?`));
+    assert.match(await harness!.answerDialog('Undo Merge'), new RegExp(`Undo the squash of sw4rm/${AGENT} into main\\?`));
     await harness!.waitForText((t) => t.includes(`Undone: main is back on ${before.slice(0, 12)}`), 30_000);
     assert.equal(git(harness!.workspaceDir, 'rev-parse', 'HEAD').trim(), before);
     assert.ok(!fs.existsSync(path.join(harness!.workspaceDir, 'feature.txt')), 'the merged file is gone again');
@@ -310,10 +251,10 @@ describe('worktrees in a real editor (code-server + Chromium, an agent bound thr
   });
 
   it('says the coordinator is not running while it is stopped, offers Start, and shows the worktrees again once it runs', async function () {
-    await showOnly('Agents', 'Worktrees');
+    await harness!.showOnly('Agents', 'Worktrees');
     await harness!.runCommand('SW4RM: Stop Coordinator');
     await harness!.waitForText((t) => t.includes('The coordinator is not running.') && !t.includes(AGENT), 30_000, () => harness!.viewText('Worktrees'));
-    await pane('Worktrees').locator('.monaco-button', { hasText: 'Start Coordinator' }).click();
+    await harness!.pane('Worktrees').locator('.monaco-button', { hasText: 'Start Coordinator' }).click();
     await harness!.waitForText((t) => /SW4RM :\d+/.test(t), 30_000, () => harness!.statusBarText());
     // The binding was kept in the store: the worktree is still the agent's home after the restart.
     await harness!.waitForText((t) => t.includes(`sw4rm/${AGENT} ← main`) && t.includes(`${AGENT} (home)`), 30_000, () => harness!.viewText('Worktrees'));
