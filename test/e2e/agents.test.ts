@@ -3,7 +3,7 @@ import * as fs from 'node:fs';
 import * as net from 'node:net';
 import * as path from 'node:path';
 import { ExampleAgentProcess } from '../support/exampleAgentProcess';
-import { poll, startWithCoordinator, type CodeServerHarness } from './harness';
+import { disposeAfter, poll, startWithCoordinator, type CodeServerHarness } from './harness';
 
 describe('the packaged extension in a real editor (code-server + Chromium)', function () {
   let harness: CodeServerHarness | undefined;
@@ -17,8 +17,7 @@ describe('the packaged extension in a real editor (code-server + Chromium)', fun
 
   after(async function () {
     await agent?.kill();
-    if (harness && this.currentTest?.state === 'failed') await harness.screenshot('agents-failure').catch(() => undefined);
-    await harness?.dispose();
+    await disposeAfter(harness, this.currentTest, 'agents');
   });
 
   it('starts the coordinator on the configured port and says so in the status bar', async function () {
@@ -85,8 +84,7 @@ describe('a second window whose port is taken (code-server + Chromium)', functio
   });
 
   after(async function () {
-    if (harness && this.currentTest?.state === 'failed') await harness.screenshot('port-conflict-failure').catch(() => undefined);
-    await harness?.dispose();
+    await disposeAfter(harness, this.currentTest, 'port-conflict');
     await new Promise((resolve) => blocker?.close(resolve));
   });
 

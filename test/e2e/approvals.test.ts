@@ -5,7 +5,7 @@ import type { Frame } from 'playwright-core';
 import { CoordinatorClients } from '../support/clients';
 import { descriptorMessage } from '../support/fixtures';
 import { HitlClient, type DecideOutcome } from '../support/hitlClient';
-import { poll, startWithCoordinator, type CodeServerHarness } from './harness';
+import { disposeAfter, poll, startWithCoordinator, type CodeServerHarness } from './harness';
 
 const AGENT = 'e2e-hitl-agent';
 const SUMMARY = 'Delete generated fixtures';
@@ -44,8 +44,7 @@ describe('approvals in a real editor (code-server + Chromium, an agent blocked o
   after(async function () {
     hitl?.close();
     clients?.close();
-    if (harness && this.currentTest?.state === 'failed') await harness.screenshot('approvals-failure').catch(() => undefined);
-    await harness?.dispose();
+    await disposeAfter(harness, this.currentTest, 'approvals');
   });
 
   it('shows an empty Approvals view while nothing waits', async function () {

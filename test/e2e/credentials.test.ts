@@ -5,7 +5,7 @@ import * as grpc from '@grpc/grpc-js';
 import type { Locator } from 'playwright-core';
 import { CoordinatorClients, expectStatus } from '../support/clients';
 import { descriptorMessage } from '../support/fixtures';
-import { parseEnvironment, poll, startWithCoordinator, type CodeServerHarness } from './harness';
+import { disposeAfter, parseEnvironment, poll, startWithCoordinator, type CodeServerHarness } from './harness';
 
 const AGENT = 'e2e-cred-agent';
 
@@ -32,8 +32,7 @@ describe('credentials in a real editor (code-server + Chromium, a real gRPC agen
 
   after(async function () {
     clients?.close();
-    if (harness && this.currentTest?.state === 'failed') await harness.screenshot('credentials-failure').catch(() => undefined);
-    await harness?.dispose();
+    await disposeAfter(harness, this.currentTest, 'credentials');
   });
 
   it('copies the environment of the agent typed in the input box, with that agent\'s own credential', async function () {
@@ -110,8 +109,7 @@ describe('auth none in a real editor (code-server + Chromium)', function () {
   });
 
   after(async function () {
-    if (harness && this.currentTest?.state === 'failed') await harness.screenshot('auth-none-failure').catch(() => undefined);
-    await harness?.dispose();
+    await disposeAfter(harness, this.currentTest, 'auth-none');
   });
 
   it('says so in the status bar, and copies an agent id without a token', async function () {

@@ -4,7 +4,7 @@ import * as path from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import { v4 as uuidv4 } from 'uuid';
 import { loadProtos } from '../../src/server/protos';
-import { ROOT, poll, startWithCoordinator, type CodeServerHarness } from './harness';
+import { disposeAfter, ROOT, poll, startWithCoordinator, type CodeServerHarness } from './harness';
 
 const PRODUCER = 'e2e-dlq-producer';
 const CONSUMER = 'e2e-dlq-consumer';
@@ -119,8 +119,7 @@ describe('dead letters in a real editor (code-server + Chromium, real gRPC agent
   after(async function () {
     inbox?.cancel();
     agents?.close();
-    if (harness && this.currentTest?.state === 'failed') await harness.screenshot('dead-letters-failure').catch(() => undefined);
-    await harness?.dispose();
+    await disposeAfter(harness, this.currentTest, 'dead-letters');
   });
 
   it('shows an empty Dead Letters view with its welcome text', async function () {

@@ -7,7 +7,7 @@ import * as path from 'node:path';
 import type { Frame, Locator } from 'playwright-core';
 import { EXAMPLE_AGENT_BUNDLE as EXAMPLE_AGENT, ExampleAgentProcess } from '../support/exampleAgentProcess';
 import { HitlClient, type DecideOutcome } from '../support/hitlClient';
-import { ROOT, poll, startWithCoordinator, type CodeServerHarness } from './harness';
+import { disposeAfter, ROOT, poll, startWithCoordinator, type CodeServerHarness } from './harness';
 
 const EXAMPLE_SEND = path.join(ROOT, 'dist', 'example-send.js');
 const AGENT = 'e2e-defects-agent';
@@ -57,8 +57,7 @@ describe('issue 14 defects in a real editor (code-server + Chromium)', function 
   after(async function () {
     hitl?.close();
     await agent?.kill();
-    if (this.currentTest?.state === 'failed') await harness?.screenshot('defects-failure').catch(() => undefined);
-    await harness?.dispose();
+    await disposeAfter(harness, this.currentTest, 'defects');
   });
 
   it('9: the empty Agents view says that terminals already carry the agent environment; no view cites RFC sections', async function () {

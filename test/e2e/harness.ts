@@ -79,6 +79,8 @@ export function repoRoot(): string {
 
 export const ROOT = repoRoot();
 export const ARTIFACTS_DIR = path.join(ROOT, 'test-artifacts');
+/** The screenshots the README and the user guide show, taken by the e2e tests. */
+export const SCREENSHOTS_DIR = path.join(ROOT, 'media', 'screenshots');
 export const CODE_SERVER_BIN = path.join(ROOT, '.cache', 'code-server', 'node_modules', '.bin', 'code-server');
 /** The folder of the Node 24 binary the project installs (node_modules/.bin/node links to it). */
 export const NODE24_BIN_DIR = (() => {
@@ -348,6 +350,13 @@ export class CodeServerHarness extends Workbench {
     return file;
   }
 
+  /** Saves a PNG of the page as test-artifacts/<name>.png and as media/screenshots/<name>.png, a picture the docs show. */
+  async screenshotForDocs(name: string): Promise<void> {
+    const shot = await this.screenshot(name);
+    fs.mkdirSync(SCREENSHOTS_DIR, { recursive: true });
+    fs.copyFileSync(shot, path.join(SCREENSHOTS_DIR, `${name}.png`));
+  }
+
   /**
    * Closes the browser, stops code-server with its whole process group and removes the temporary dirs (kept with
    * `keepFiles`, for a restart: `HarnessOptions.restartIn`).
@@ -435,6 +444,15 @@ export function parseEnvironment(text: string): Record<string, string> {
     if (match) env[match[1]] = match[2];
   }
   return env;
+}
+
+/**
+ * The end of a test file (its `after` hook): a screenshot test-artifacts/<name>-failure.png when `test` (mocha's
+ * `this.currentTest`) failed, then the harness disposed.
+ */
+export async function disposeAfter(harness: CodeServerHarness | undefined, test: { state?: string } | undefined, name: string): Promise<void> {
+  if (harness && test?.state === 'failed') await harness.screenshot(`${name}-failure`).catch(() => undefined);
+  await harness?.dispose();
 }
 
 /** The packaged extension `npm run package` builds. */

@@ -4,7 +4,7 @@ import * as path from 'node:path';
 import { CoordinatorClients } from '../support/clients';
 import { descriptorMessage } from '../support/fixtures';
 import { git } from '../support/gitRepo';
-import { PollAbortError, ROOT, poll, startWithCoordinator, type CodeServerHarness } from './harness';
+import { disposeAfter, PollAbortError, ROOT, poll, startWithCoordinator, type CodeServerHarness } from './harness';
 
 /** The stand-in CLI agent (speaks MCP with the SDK's Client, runs the PreToolUse hook like Claude Code). */
 const STAND_IN = path.join(ROOT, 'test', 'fixtures', 'standInAgent.mjs');
@@ -14,7 +14,6 @@ const MISSING_NAME = 'Missing CLI';
 const MISSING_PROGRAM = 'sw4rm-e2e-no-such-cli';
 /** The harness opens `<temp>/workspace`, a git repository: its repo_id is its folder's name. */
 const REPO_ID = 'workspace';
-const SCREENSHOTS = path.join(ROOT, 'media', 'screenshots');
 const RATIONALE = 'The build folder is generated; removing it is safe.';
 /** An SDK agent registered beside the stand-in: the one it writes to. */
 const PEER = 'e2e-peer';
@@ -82,8 +81,7 @@ describe('SW4RM: Launch Agent… in a real editor (code-server + Chromium, a sta
 
   after(async function () {
     clients?.close();
-    if (harness && this.currentTest?.state === 'failed') await harness.screenshot('launch-failure').catch(() => undefined);
-    await harness?.dispose();
+    await disposeAfter(harness, this.currentTest, 'launch');
   });
 
   it('offers Launch Agent… on the Agents view', async function () {
@@ -186,9 +184,7 @@ describe('SW4RM: Launch Agent… in a real editor (code-server + Chromium, a sta
     await page().locator('.quick-input-widget').waitFor({ state: 'hidden', timeout: 5_000 });
     // The terminal's size overlay (shown while it resizes) goes away by itself; cosmetic, so not an error.
     await poll(async () => (await page().locator('.terminal-overlay-widget').count()) === 0, { timeoutMs: 5_000 }).catch(() => undefined);
-    const shot = await harness!.screenshot('launch-agent');
-    fs.mkdirSync(SCREENSHOTS, { recursive: true });
-    fs.copyFileSync(shot, path.join(SCREENSHOTS, 'launch-agent.png'));
+    await harness!.screenshotForDocs('launch-agent');
   });
 
   it('closing the terminal marks the agent EXITED; Relaunch reopens it in the same worktree', async function () {

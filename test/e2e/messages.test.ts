@@ -2,7 +2,7 @@ import { strict as assert } from 'node:assert';
 import { ExampleAgentProcess } from '../support/exampleAgentProcess';
 import { CoordinatorClients } from '../support/clients';
 import { descriptorMessage } from '../support/fixtures';
-import { startWithCoordinator, type CodeServerHarness } from './harness';
+import { disposeAfter, startWithCoordinator, type CodeServerHarness } from './harness';
 
 const ECHO = 'e2e-echo';
 /** A passive agent (registered over gRPC, no stream) that accepts JSON only. */
@@ -30,8 +30,7 @@ describe('the Messages view and Send Message… in a real editor (code-server + 
   after(async function () {
     await agent?.kill();
     clients?.close();
-    if (harness && this.currentTest?.state === 'failed') await harness.screenshot('messages-failure').catch(() => undefined);
-    await harness?.dispose();
+    await disposeAfter(harness, this.currentTest, 'messages');
   });
 
   it('shows an empty Messages view that offers Send Message…', async function () {

@@ -1,10 +1,8 @@
 import { strict as assert } from 'node:assert';
-import * as fs from 'node:fs';
-import * as path from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import type { Frame } from 'playwright-core';
 import { canonicalDefinition, CoordinatorClients } from '../support/clients';
-import { ROOT, poll, startWithCoordinator, type CodeServerHarness } from './harness';
+import { disposeAfter, poll, startWithCoordinator, type CodeServerHarness } from './harness';
 
 /** A producer and two critics (the room), two debaters (the debate): real gRPC clients. */
 const PRODUCER = 'e2e-producer';
@@ -17,7 +15,6 @@ const NEGOTIATION = 'e2e-neg-orders';
 const TOPIC = 'Order schema v2';
 const IMG = '<img src=x onerror="window.__pwned=1">';
 const RATIONALE = 'Reviewed the low-confidence vote myself: the API is fine.';
-const SCREENSHOTS = path.join(ROOT, 'media', 'screenshots');
 
 type Client = grpc.Client & Record<string, unknown>;
 
@@ -64,9 +61,7 @@ describe('the Negotiations view and the negotiation panel in a real editor (code
     await harness!.clearNotifications();
     await frame.evaluate(`document.getElementById(${JSON.stringify(sectionId)}).scrollIntoView()`);
     await page().mouse.move(1, 1);
-    const shot = await harness!.screenshot(name);
-    fs.mkdirSync(SCREENSHOTS, { recursive: true });
-    fs.copyFileSync(shot, path.join(SCREENSHOTS, `${name}.png`));
+    await harness!.screenshotForDocs(name);
   }
 
   before(async function () {
@@ -96,8 +91,7 @@ describe('the Negotiations view and the negotiation panel in a real editor (code
     registry?.close();
     room?.close();
     negotiation?.close();
-    if (harness && this.currentTest?.state === 'failed') await harness.screenshot('negotiations-failure').catch(() => undefined);
-    await harness?.dispose();
+    await disposeAfter(harness, this.currentTest, 'negotiations');
   });
 
   it('shows an escalated room; the panel shows the votes with agent markup as text, and Approve with a rationale reaches the producer blocked in WaitForDecision', async function () {

@@ -6,7 +6,7 @@ import { CoordinatorStore } from '../../src/core/coordinatorStore';
 import { STORE_FILE_NAME } from '../../src/core/store/sqliteStore';
 import { loadProtos } from '../../src/server/protos';
 import { makeTempDir, removeTempDir } from '../support/tempDir';
-import { ROOT, startWithCoordinator, type CodeServerHarness } from './harness';
+import { disposeAfter, ROOT, startWithCoordinator, type CodeServerHarness } from './harness';
 
 const POISON_AGENT = 'e2e-poison';
 
@@ -58,8 +58,7 @@ describe('a store that cannot commit (code-server + Chromium)', function () {
   });
 
   after(async function () {
-    if (harness && this.currentTest?.state === 'failed') await harness.screenshot('store-failure-failure').catch(() => undefined);
-    await harness?.dispose();
+    await disposeAfter(harness, this.currentTest, 'store-failure');
     removeTempDir(dataDir);
   });
 

@@ -2,7 +2,7 @@ import { strict as assert } from 'node:assert';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { ExampleAgentProcess } from '../support/exampleAgentProcess';
-import { startWithCoordinator, type CodeServerHarness } from './harness';
+import { disposeAfter, startWithCoordinator, type CodeServerHarness } from './harness';
 
 const EXTENSION_ID = 'sw4rm.sw4rm-coordinator';
 
@@ -35,8 +35,7 @@ describe('the store after a restart of the editor process (code-server + Chromiu
 
   after(async function () {
     await agent?.kill();
-    if (harness && this.currentTest?.state === 'failed') await harness.screenshot('store-restart-failure').catch(() => undefined);
-    await harness?.dispose();
+    await disposeAfter(harness, this.currentTest, 'store-restart');
     if (tempDir) fs.rmSync(tempDir, { recursive: true, force: true });
   });
 

@@ -1,15 +1,12 @@
 import { strict as assert } from 'node:assert';
-import * as fs from 'node:fs';
-import * as path from 'node:path';
 import { TaskTestAgent, type ReceivedCommand } from '../support/taskAgents';
-import { ROOT, startWithCoordinator, type CodeServerHarness } from './harness';
+import { disposeAfter, startWithCoordinator, type CodeServerHarness } from './harness';
 
 /** The test agent: registered over gRPC, of type Echo, taking CONTROL `run` commands from its inbox stream. */
 const AGENT = 'e2e-task-agent';
 const AGENT_TYPE = 'Echo';
 /** The harness opens `<temp>/workspace`, a git repository: its repo_id is its folder's name. */
 const REPO_ID = 'workspace';
-const SCREENSHOTS = path.join(ROOT, 'media', 'screenshots');
 
 describe('tasks and activity in a real editor (code-server + Chromium, a test agent over gRPC that takes run)', function () {
   let harness: CodeServerHarness | undefined;
@@ -52,8 +49,7 @@ describe('tasks and activity in a real editor (code-server + Chromium, a test ag
 
   after(async function () {
     agent?.close();
-    if (harness && this.currentTest?.state === 'failed') await harness.screenshot('tasks-failure').catch(() => undefined);
-    await harness?.dispose();
+    await disposeAfter(harness, this.currentTest, 'tasks');
   });
 
   it('shows empty Tasks and Activity views that offer Submit Task…', async function () {
@@ -96,9 +92,7 @@ describe('tasks and activity in a real editor (code-server + Chromium, a test ag
     await harness!.runCommand('Notifications: Clear All Notifications');
     await harness!.showOnly('Tasks', 'Activity');
     await harness!.sideBarWidth(640);
-    const activityShot = await harness!.screenshot('activity');
-    fs.mkdirSync(SCREENSHOTS, { recursive: true });
-    fs.copyFileSync(activityShot, path.join(SCREENSHOTS, 'activity.png'));
+    await harness!.screenshotForDocs('activity');
     await harness!.showOnly('Agents', 'Tasks', 'Activity');
 
     await agent!.ack(run, 'FULFILLED', { note: 'parsed 1 file' });
@@ -135,8 +129,7 @@ describe('tasks and activity in a real editor (code-server + Chromium, a test ag
     await page().keyboard.press('Escape');
     await harness!.showOnly('Tasks');
     await harness!.sideBarWidth(900);
-    const shot = await harness!.screenshot('tasks');
-    fs.copyFileSync(shot, path.join(SCREENSHOTS, 'tasks.png'));
+    await harness!.screenshotForDocs('tasks');
 
     await harness!.contextMenu('Tasks', queuedId, 'Cancel Task');
     assert.match(await harness!.answerDialog('Cancel Task'), new RegExp(`Cancel task ${queuedId}\\?`));

@@ -1,15 +1,12 @@
 import { strict as assert } from 'node:assert';
-import * as fs from 'node:fs';
-import * as path from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import { canonicalDefinition, CoordinatorClients } from '../support/clients';
 import { ToolProviderAgent, type ReceivedToolCall } from '../support/toolProviderAgent';
-import { ROOT, poll, startWithCoordinator, type CodeServerHarness } from './harness';
+import { disposeAfter, poll, startWithCoordinator, type CodeServerHarness } from './harness';
 
 /** The provider agent (its tools registered with RegisterProvider) and the agent that calls them through ToolService. */
 const PROVIDER = 'e2e-search';
 const CALLER = 'e2e-coder';
-const SCREENSHOTS = path.join(ROOT, 'media', 'screenshots');
 
 interface WireFrame { call_id: string; frame_no: string; final: boolean; content_type: string; data: Buffer; summary: Buffer }
 
@@ -68,8 +65,7 @@ describe('the Tools view in a real editor (code-server + Chromium, a provider ag
     provider?.close();
     registry?.close();
     tools?.close();
-    if (harness && this.currentTest?.state === 'failed') await harness.screenshot('tools-failure').catch(() => undefined);
-    await harness?.dispose();
+    await disposeAfter(harness, this.currentTest, 'tools');
   });
 
   it('lists the providers: the built-in ones and the agent with its tools (side effects, idempotent, concurrency, timeout)', async function () {
@@ -117,9 +113,7 @@ describe('the Tools view in a real editor (code-server + Chromium, a provider ag
     await harness!.runCommand('Notifications: Clear All Notifications');
     await harness!.runCommand('View: Close All Editors');
     await harness!.sideBarWidth(900);
-    const shot = await harness!.screenshot('tools-view');
-    fs.mkdirSync(SCREENSHOTS, { recursive: true });
-    fs.copyFileSync(shot, path.join(SCREENSHOTS, 'tools-view.png'));
+    await harness!.screenshotForDocs('tools-view');
 
     await harness!.contextMenu('Tools', `${PROVIDER}/index`, 'Cancel Tool Call');
     assert.match(await harness!.answerDialog('Cancel Tool Call'), new RegExp(`Cancel tool call ${PROVIDER}/index of ${CALLER}\\?`));

@@ -4,7 +4,7 @@ import { CoordinatorClients } from '../support/clients';
 import { ExampleAgentProcess } from '../support/exampleAgentProcess';
 import { descriptorMessage } from '../support/fixtures';
 import { RouterClient, type Inbox } from '../support/routerClient';
-import { poll, startWithCoordinator, type CodeServerHarness } from './harness';
+import { disposeAfter, poll, startWithCoordinator, type CodeServerHarness } from './harness';
 
 const AGENT = 'e2e-walk-echo';
 const SENDER = 'e2e-walk-sender';
@@ -57,8 +57,7 @@ describe('the Get Started walkthrough in a real editor (code-server + Chromium, 
     sender?.close();
     clients?.close();
     await agent?.kill();
-    if (harness && this.currentTest?.state === 'failed') await harness.screenshot('walkthrough-failure').catch(() => undefined);
-    await harness?.dispose();
+    await disposeAfter(harness, this.currentTest, 'walkthrough');
   });
 
   it('opens by itself on the first activation, and checks "Start" once the coordinator serves', async function () {

@@ -1,11 +1,10 @@
 import { strict as assert } from 'node:assert';
-import * as fs from 'node:fs';
 import * as path from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import type { Locator } from 'playwright-core';
 import { canonicalDefinition, CoordinatorClients } from '../support/clients';
 import { TaskTestAgent, type ReceivedCommand } from '../support/taskAgents';
-import { ROOT, poll, startWithCoordinator, type CodeServerHarness } from './harness';
+import { disposeAfter, poll, startWithCoordinator, type CodeServerHarness } from './harness';
 
 /** The agent that runs every node: registered over gRPC, taking the nodes' scheduler tasks (CONTROL `run`) from its inbox. */
 const AGENT = 'e2e-wf-agent';
@@ -16,7 +15,6 @@ const HANDOFF = 'e2e-handoff-parser';
 /** Handoffs asking for a capability no agent has: routed to the operator (sw4rm.handoffs.routeToOperator). */
 const HANDOFF_TO_YOU = 'e2e-handoff-cobol-a';
 const HANDOFF_REJECTED = 'e2e-handoff-cobol-b';
-const SCREENSHOTS = path.join(ROOT, 'media', 'screenshots');
 
 /**
  * build → review → (route: score > 0.5 ? ship : fix) → ship → approve (MANUAL). `fix` is the branch not taken: SKIPPED.
@@ -176,8 +174,7 @@ describe('the Workflows view in a real editor (code-server + Chromium, an agent 
     agent?.close();
     registry?.close();
     handoffs?.close();
-    if (harness && this.currentTest?.state === 'failed') await harness.screenshot('workflows-failure').catch(() => undefined);
-    await harness?.dispose();
+    await disposeAfter(harness, this.currentTest, 'workflows');
   });
 
   it('shows an empty Workflows view that offers Create Workflow from File…', async function () {
@@ -203,9 +200,7 @@ describe('the Workflows view in a real editor (code-server + Chromium, an agent 
 
     await harness!.runCommand('Notifications: Clear All Notifications');
     await page().mouse.move(1, 1);
-    const shot = await harness!.screenshot('workflow-diagnostics');
-    fs.mkdirSync(SCREENSHOTS, { recursive: true });
-    fs.copyFileSync(shot, path.join(SCREENSHOTS, 'workflow-diagnostics.png'));
+    await harness!.screenshotForDocs('workflow-diagnostics');
     await harness!.runCommand('View: Hide Panel');
   });
 
@@ -261,8 +256,7 @@ describe('the Workflows view in a real editor (code-server + Chromium, an agent 
     await page().keyboard.press('Escape');
     await harness!.sideBarWidth(760);
     await page().mouse.move(1200, 850);
-    const shot = await harness!.screenshot('workflows-view');
-    fs.copyFileSync(shot, path.join(SCREENSHOTS, 'workflows-view.png'));
+    await harness!.screenshotForDocs('workflows-view');
   });
 
   it('runs the MANUAL node from its context menu; the workflow completes', async function () {

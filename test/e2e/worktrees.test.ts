@@ -4,7 +4,7 @@ import * as path from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import { CoordinatorClients, canonicalDefinition, unary } from '../support/clients';
 import { descriptorMessage } from '../support/fixtures';
-import { ROOT, poll, startWithCoordinator, type CodeServerHarness } from './harness';
+import { disposeAfter, poll, startWithCoordinator, type CodeServerHarness } from './harness';
 import { git } from '../support/gitRepo';
 
 const AGENT = 'e2e-wt-agent';
@@ -13,7 +13,6 @@ const SECOND = 'e2e-wt-second';
 const STALE = 'e2e-wt-stale';
 /** The harness opens `<temp>/workspace`, a git repository: its repo_id is its folder's name. */
 const REPO_ID = 'workspace';
-const SCREENSHOTS = path.join(ROOT, 'media', 'screenshots');
 
 type ServiceClient = grpc.Client & Record<string, (...args: unknown[]) => unknown>;
 
@@ -59,8 +58,7 @@ describe('worktrees in a real editor (code-server + Chromium, an agent bound thr
   after(async function () {
     worktreeService?.close();
     clients?.close();
-    if (harness && this.currentTest?.state === 'failed') await harness.screenshot('worktrees-failure').catch(() => undefined);
-    await harness?.dispose();
+    await disposeAfter(harness, this.currentTest, 'worktrees');
   });
 
   it('shows the repository in the Worktrees view before any agent is bound', async function () {
@@ -103,9 +101,7 @@ describe('worktrees in a real editor (code-server + Chromium, an agent bound thr
     await harness!.showOnly('Worktrees', 'Agents');
     await harness!.sideBarWidth(760);
     await harness!.runCommand('Notifications: Clear All Notifications');
-    const shot = await harness!.screenshot('worktrees');
-    fs.mkdirSync(SCREENSHOTS, { recursive: true });
-    fs.copyFileSync(shot, path.join(SCREENSHOTS, 'worktrees.png'));
+    await harness!.screenshotForDocs('worktrees');
   });
 
   it('Merge Back on a worktree whose change conflicts with the main checkout shows the conflict prediction and changes nothing', async function () {
@@ -130,8 +126,7 @@ describe('worktrees in a real editor (code-server + Chromium, an agent bound thr
     assert.equal(git(harness!.workspaceDir, 'rev-parse', 'HEAD').trim(), before, 'the main checkout did not move');
     assert.equal(git(harness!.workspaceDir, 'status', '--porcelain'), '', 'the main checkout has no change');
     await harness!.sideBarWidth(520);
-    const shot = await harness!.screenshot('merge-conflicts');
-    fs.copyFileSync(shot, path.join(SCREENSHOTS, 'merge-conflicts.png'));
+    await harness!.screenshotForDocs('merge-conflicts');
   });
 
   it('refuses to remove the worktree the agent is bound to, naming the agent', async function () {
