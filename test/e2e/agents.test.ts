@@ -57,12 +57,7 @@ describe('the packaged extension in a real editor (code-server + Chromium)', fun
 
   it('gives integrated terminals the agent environment with the bound port', async function () {
     const out = path.join(harness!.workspaceDir, 'terminal-env.txt');
-    await harness!.runCommand('Terminal: Create New Terminal');
-    const terminalInput = harness!.page.locator('.terminal-wrapper.active .xterm-helper-textarea, .terminal .xterm-helper-textarea').first();
-    await terminalInput.waitFor({ state: 'attached', timeout: 30_000 });
-    await terminalInput.focus();
-    await harness!.page.keyboard.type(`printf '%s %s\\n' "$SW4RM_REGISTRY_ADDR" "\${#SW4RM_TOKEN}" > '${out}'`);
-    await harness!.page.keyboard.press('Enter');
+    await harness!.runInNewTerminal(`printf '%s %s\\n' "$SW4RM_REGISTRY_ADDR" "\${#SW4RM_TOKEN}" > '${out}'`);
     const written = await poll(async () => (fs.existsSync(out) && fs.readFileSync(out, 'utf8').includes('\n') ? fs.readFileSync(out, 'utf8') : false),
       { timeoutMs: 30_000, description: 'the terminal to write the environment' });
     const [address, tokenLength] = written.trim().split(' ');

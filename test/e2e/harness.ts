@@ -319,13 +319,8 @@ export class CodeServerHarness extends Workbench {
    */
   async terminalEnvironment(): Promise<Record<string, string>> {
     const out = path.join(this.tempDir, `terminal-env-${Date.now()}.txt`);
-    await this.runCommand('Terminal: Create New Terminal');
-    const terminalInput = this.page.locator('.terminal-wrapper.active .xterm-helper-textarea, .terminal .xterm-helper-textarea').first();
-    await terminalInput.waitFor({ state: 'attached', timeout: 30_000 });
-    await terminalInput.focus();
     // Written under another name first, so that the file is read only once complete.
-    await this.page.keyboard.type(`env | grep '^SW4RM_' | sed 's/^/export /' > '${out}.tmp' && mv '${out}.tmp' '${out}'`);
-    await this.page.keyboard.press('Enter');
+    await this.runInNewTerminal(`env | grep '^SW4RM_' | sed 's/^/export /' > '${out}.tmp' && mv '${out}.tmp' '${out}'`);
     const text = await poll(async () => (fs.existsSync(out) ? fs.readFileSync(out, 'utf8') : false),
       { timeoutMs: 30_000, description: 'the terminal to write its environment' });
     // The panel would take room from later screenshots.

@@ -204,6 +204,15 @@ export class Workbench {
     });
   }
 
+  /** Opens a new integrated terminal and runs `commandLine` in it: the keys go to the terminal's own input. */
+  async runInNewTerminal(commandLine: string): Promise<void> {
+    await this.runCommand('Terminal: Create New Terminal');
+    const terminalInput = this.page.locator('.terminal-wrapper.active .xterm-helper-textarea, .terminal .xterm-helper-textarea').first();
+    await terminalInput.waitFor({ state: 'attached', timeout: 30_000 });
+    await terminalInput.pressSequentially(commandLine);
+    await terminalInput.press('Enter');
+  }
+
   // ---- Views ---------------------------------------------------------------------------------------------------
 
   /** Opens a view container from the activity bar by its title (its aria-label), e.g. 'SW4RM'. */
