@@ -7,7 +7,7 @@ import {
 } from '../messagesModel';
 import { requireRunning } from '../notRunning';
 import type { ReadOnlyDocuments } from '../readOnlyDocuments';
-import { KeyedThrottle } from '../throttle';
+import { CoordinatorRows, LiveTreeView, NodeCache } from './liveTree';
 
 export interface MessageNode {
   readonly kind: 'message';
@@ -26,32 +26,22 @@ const AGE_REFRESH_MS = 15_000;
 /** The read-only document kind of a message's detail. */
 const MESSAGE_DOCUMENT = 'message';
 
-class MessagesTreeProvider implements vscode.TreeDataProvider<MessageNode>, vscode.Disposable {
-  private readonly changed = new vscode.EventEmitter<MessageNode | undefined>();
-  readonly onDidChangeTreeData = this.changed.event;
-  private readonly nodes = new Map<string, MessageNode>();
+class MessagesTreeProvider extends CoordinatorRows<MessageNode> {
+  private readonly nodes = new NodeCache<MessageNode>();
   private readonly messages = new Map<string, MessageSummary>();
-
-  constructor(
-    private readonly source: () => { api: CoordinatorApi; filter: MessagesViewFilter } | undefined,
-    /** Told after each listing whether it stopped at MAX_LISTED_MESSAGES. */
-    private readonly onListed: (full: boolean) => void,
-  ) {}
-
-  refresh(): void {
-    this.changed.fire(undefined);
-  }
+  /** What the rows show: the messages matching it. */
+  filter: MessagesViewFilter = NO_MESSAGE_FILTER;
 
   async getChildren(node?: MessageNode): Promise<MessageNode[]> {
     if (node) return [];
-    const current = this.source();
-    const listed = current ? await current.api.messages(messageQuery(current.filter, MAX_LISTED_MESSAGES)).catch(() => []) : [];
-    const found = current?.api === this.source()?.api ? listed : [];
-    this.onListed(found.length >= MAX_LISTED_MESSAGES);
+    const filter = this.filter;
+    const found = await this.listed((api) => api.messages(messageQuery(filter, MAX_LISTED_MESSAGES)).catch(() => [])) ?? [];
+    this.showMessage(found.length >= MAX_LISTED_MESSAGES
+      ? `The newest ${MAX_LISTED_MESSAGES} are shown. Filter by agent, correlation, state or type to find others.` : undefined);
     this.messages.clear();
     for (const m of found) this.messages.set(m.messageId, m);
-    for (const id of [...this.nodes.keys()]) if (!this.messages.has(id)) this.nodes.delete(id);
-    return found.map((m) => this.node(m.messageId));
+    this.nodes.keepOnly(this.messages);
+    return found.map((m) => this.nodes.get(m.messageId, () => ({ kind: 'message', id: m.messageId })));
   }
 
   getParent(): MessageNode | undefined {
@@ -73,16 +63,6 @@ class MessagesTreeProvider implements vscode.TreeDataProvider<MessageNode>, vsco
     item.accessibilityInformation = { label: `${row.label}, ${row.description}` };
     return item;
   }
-
-  dispose(): void {
-    this.changed.dispose();
-  }
-
-  private node(id: string): MessageNode {
-    let node = this.nodes.get(id);
-    if (!node) this.nodes.set(id, (node = { kind: 'message', id }));
-    return node;
-  }
 }
 
 function stateIcon(m: MessageSummary): vscode.ThemeIcon {
@@ -99,23 +79,9 @@ function stateIcon(m: MessageSummary): vscode.ThemeIcon {
  * correlation id; filters by agent, correlation id, state and type; a row opens the message's envelope, payload
  * and lifecycle history in a read-only document. Live: it follows inbox changes, throttled, while it is visible.
  */
-export class MessagesView implements vscode.Disposable {
-  private api: CoordinatorApi | undefined;
-  private filter: MessagesViewFilter = NO_MESSAGE_FILTER;
-  private subscription: Disposable | undefined;
-  /** A change arrived while the view was hidden: it refreshes when shown. */
-  private stale = false;
-  private readonly provider = new MessagesTreeProvider(
-    () => (this.api ? { api: this.api, filter: this.filter } : undefined),
-    (full) => {
-      this.view.message = full ? `The newest ${MAX_LISTED_MESSAGES} are shown. Filter by agent, correlation, state or type to find others.` : undefined;
-    });
-  private readonly view: vscode.TreeView<MessageNode>;
-  private readonly throttle = new KeyedThrottle<'messages'>(MESSAGES_REFRESH_MS, () => this.refreshIfVisible());
-  private readonly subscriptions: vscode.Disposable[] = [];
-
+export class MessagesView extends LiveTreeView<MessageNode, MessagesTreeProvider> {
   constructor(private readonly documents: ReadOnlyDocuments) {
-    this.view = vscode.window.createTreeView(Views.messages, { treeDataProvider: this.provider });
+    super(new MessagesTreeProvider(), Views.messages, MESSAGES_REFRESH_MS);
     documents.register(MESSAGE_DOCUMENT, async (id) => {
       const api = this.api;
       if (!api) return 'The SW4RM coordinator is not running.\n';
@@ -124,28 +90,8 @@ export class MessagesView implements vscode.Disposable {
         : `Message ${id} is no longer stored: finished messages are deleted after sw4rm.messageRetentionHours.\n`;
     });
     const ages = setInterval(() => this.refreshIfVisible(), AGE_REFRESH_MS);
-    this.subscriptions.push(
-      this.view.onDidChangeVisibility(({ visible }) => {
-        if (visible && this.stale) this.refreshIfVisible();
-      }),
-      { dispose: () => clearInterval(ages) },
-    );
+    this.own({ dispose: () => clearInterval(ages) });
     this.showFilter();
-  }
-
-  /** Follows the API of a (new) coordinator, or none while the coordinator is stopped. */
-  bind(api: CoordinatorApi | undefined): void {
-    this.subscription?.dispose();
-    this.throttle.cancel();
-    this.api = api;
-    this.subscription = api?.onDidChangeInbox(() => this.throttle.schedule('messages'));
-    this.stale = true;
-    this.refreshIfVisible();
-  }
-
-  refresh(): void {
-    this.stale = false;
-    this.provider.refresh();
   }
 
   /** Opens a message's detail (envelope, payload as text, lifecycle history) in a read-only document. */
@@ -167,7 +113,7 @@ export class MessagesView implements vscode.Disposable {
   async pickFilter(): Promise<void> {
     const api = await requireRunning(this.api);
     if (!api) return;
-    const current = this.filter;
+    const current = this.rows.filter;
     const [agents, recent] = await Promise.all([api.agents(), api.messages({ limit: 1000 })]);
     const agentIds = new Set<string>(agents.map((a) => a.descriptor.agentId));
     for (const m of recent) {
@@ -197,32 +143,23 @@ export class MessagesView implements vscode.Disposable {
     this.setFilter(NO_MESSAGE_FILTER);
   }
 
-  dispose(): void {
-    this.subscription?.dispose();
-    this.throttle.dispose();
-    for (const subscription of this.subscriptions) subscription.dispose();
-    this.view.dispose();
-    this.provider.dispose();
-  }
-
-  private refreshIfVisible(): void {
-    if (this.view.visible) this.refresh();
-    else this.stale = true;
+  protected follow(api: CoordinatorApi, changed: () => void): Disposable[] {
+    return [api.onDidChangeInbox(changed)];
   }
 
   private setFilter(filter: MessagesViewFilter): void {
-    this.filter = filter;
+    this.rows.filter = filter;
     this.showFilter();
     this.refresh();
   }
 
   private showFilter(): void {
-    this.view.description = describeMessageFilter(this.filter);
-    void vscode.commands.executeCommand('setContext', ContextKeys.messagesFiltered, isMessageFilterSet(this.filter));
+    this.view.description = describeMessageFilter(this.rows.filter);
+    void vscode.commands.executeCommand('setContext', ContextKeys.messagesFiltered, isMessageFilterSet(this.rows.filter));
   }
 
   private async pickMessage(api: CoordinatorApi): Promise<string | undefined> {
-    const messages = await api.messages(messageQuery(this.filter, MAX_LISTED_MESSAGES));
+    const messages = await api.messages(messageQuery(this.rows.filter, MAX_LISTED_MESSAGES));
     if (!messages.length) {
       void vscode.window.showInformationMessage(`No message to open among the newest ${MESSAGE_SCAN_WINDOW.toLocaleString('en-US')}.`);
       return undefined;

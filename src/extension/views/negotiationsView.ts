@@ -1,10 +1,10 @@
 import * as vscode from 'vscode';
 import type { CoordinatorApi, Disposable, NegotiationSummary, RoomArtifactSummary } from '../../core/api';
 import { Commands, Views } from '../contributions';
-import { KeyedThrottle } from '../throttle';
 import {
   NEGOTIATIONS_LISTED, NEGOTIATION_GROUPS, NEGOTIATION_GROUP_LABELS, debateRow, groupDescription, roomRow, type NegotiationGroup, type NegotiationRow,
 } from '../negotiationsModel';
+import { CoordinatorRows, LiveTreeView, NodeCache } from './liveTree';
 
 export type NegotiationsNode =
   | { readonly kind: 'negotiationGroup'; readonly group: NegotiationGroup }
@@ -21,39 +21,30 @@ export function asNegotiationNode(value: unknown): Exclude<NegotiationsNode, { k
   return (node.kind === 'debate' || node.kind === 'roomArtifact') && typeof (node as { id: unknown }).id === 'string' ? node : undefined;
 }
 
-class NegotiationsTreeProvider implements vscode.TreeDataProvider<NegotiationsNode>, vscode.Disposable {
-  private readonly changed = new vscode.EventEmitter<NegotiationsNode | undefined>();
-  readonly onDidChangeTreeData = this.changed.event;
+class NegotiationsTreeProvider extends CoordinatorRows<NegotiationsNode> {
   private readonly groupNodes = new Map<NegotiationGroup, NegotiationsNode>(NEGOTIATION_GROUPS.map((group) => [group, { kind: 'negotiationGroup', group }]));
   private debates: NegotiationSummary[] = [];
   private rooms: RoomArtifactSummary[] = [];
-  private readonly debateNodes = new Map<string, NegotiationsNode>();
-  private readonly roomNodes = new Map<string, NegotiationsNode>();
-
-  constructor(private readonly source: () => CoordinatorApi | undefined) {}
-
-  refresh(): void {
-    this.changed.fire(undefined);
-  }
+  private readonly debateNodes = new NodeCache<NegotiationsNode>();
+  private readonly roomNodes = new NodeCache<NegotiationsNode>();
 
   async getChildren(node?: NegotiationsNode): Promise<NegotiationsNode[]> {
     if (node?.kind === 'negotiationGroup') {
       return node.group === 'debates'
-        ? this.debates.map((d) => cached(this.debateNodes, d.id, () => ({ kind: 'debate', id: d.id })))
-        : this.rooms.map((r) => cached(this.roomNodes, r.artifactId, () => ({ kind: 'roomArtifact', id: r.artifactId })));
+        ? this.debates.map((d) => this.debateNodes.get(d.id, () => ({ kind: 'debate', id: d.id })))
+        : this.rooms.map((r) => this.roomNodes.get(r.artifactId, () => ({ kind: 'roomArtifact', id: r.artifactId })));
     }
     if (node) return [];
-    const api = this.source();
-    if (!api) return [];
-    const [debates, rooms] = await Promise.all([
+    const listing = await this.listed((api) => Promise.all([
       api.negotiations(NEGOTIATIONS_LISTED).catch(() => [] as NegotiationSummary[]),
       api.roomArtifacts(NEGOTIATIONS_LISTED).catch(() => [] as RoomArtifactSummary[]),
-    ]);
-    if (api !== this.source()) return [];
+    ]));
+    if (!listing) return [];
+    const [debates, rooms] = listing;
     this.debates = debates;
     this.rooms = rooms;
-    prune(this.debateNodes, new Set(debates.map((d) => d.id)));
-    prune(this.roomNodes, new Set(rooms.map((r) => r.artifactId)));
+    this.debateNodes.keepOnly(new Set(debates.map((d) => d.id)));
+    this.roomNodes.keepOnly(new Set(rooms.map((r) => r.artifactId)));
     return NEGOTIATION_GROUPS.map((group) => this.groupNodes.get(group)!);
   }
 
@@ -76,10 +67,6 @@ class NegotiationsTreeProvider implements vscode.TreeDataProvider<NegotiationsNo
       }
     }
   }
-
-  dispose(): void {
-    this.changed.dispose();
-  }
 }
 
 function rowItem(id: string, row: NegotiationRow, node: NegotiationsNode): vscode.TreeItem {
@@ -97,49 +84,14 @@ function rowItem(id: string, row: NegotiationRow, node: NegotiationsNode): vscod
   return item;
 }
 
-function cached<N>(nodes: Map<string, N>, key: string, make: () => N): N {
-  let node = nodes.get(key);
-  if (!node) nodes.set(key, (node = make()));
-  return node;
-}
-
-function prune<N>(nodes: Map<string, N>, keep: ReadonlySet<string>): void {
-  for (const key of [...nodes.keys()]) if (!keep.has(key)) nodes.delete(key);
-}
-
 /**
  * The Negotiations view: Debates (open and paused first, then recent: topic, participants, rounds, best score, state)
  * and Rooms (artifact, type, producer, revision, votes n/m, state or outcome); rows that wait for a person are marked.
  * Live: it follows the negotiation areas' changes, throttled, while it is visible. A row opens the negotiation panel.
  */
-export class NegotiationsView implements vscode.Disposable {
-  private api: CoordinatorApi | undefined;
-  private subscription: Disposable | undefined;
-  private stale = false;
-  private readonly provider = new NegotiationsTreeProvider(() => this.api);
-  private readonly view: vscode.TreeView<NegotiationsNode>;
-  private readonly throttle = new KeyedThrottle<'negotiations'>(NEGOTIATIONS_REFRESH_MS, () => this.refreshIfVisible());
-  private readonly subscriptions: vscode.Disposable[] = [];
-
+export class NegotiationsView extends LiveTreeView<NegotiationsNode, NegotiationsTreeProvider> {
   constructor() {
-    this.view = vscode.window.createTreeView(Views.negotiations, { treeDataProvider: this.provider, showCollapseAll: true });
-    this.subscriptions.push(this.view.onDidChangeVisibility(({ visible }) => {
-      if (visible && this.stale) this.refreshIfVisible();
-    }));
-  }
-
-  bind(api: CoordinatorApi | undefined): void {
-    this.subscription?.dispose();
-    this.throttle.cancel();
-    this.api = api;
-    this.subscription = api?.onDidChangeNegotiations(() => this.throttle.schedule('negotiations'));
-    this.stale = true;
-    this.refreshIfVisible();
-  }
-
-  refresh(): void {
-    this.stale = false;
-    this.provider.refresh();
+    super(new NegotiationsTreeProvider(), Views.negotiations, NEGOTIATIONS_REFRESH_MS, { showCollapseAll: true });
   }
 
   /** The selected debate or room row, if one is selected. */
@@ -147,16 +99,7 @@ export class NegotiationsView implements vscode.Disposable {
     return asNegotiationNode(this.view.selection[0]);
   }
 
-  dispose(): void {
-    this.subscription?.dispose();
-    this.throttle.dispose();
-    for (const subscription of this.subscriptions) subscription.dispose();
-    this.view.dispose();
-    this.provider.dispose();
-  }
-
-  private refreshIfVisible(): void {
-    if (this.view.visible) this.refresh();
-    else this.stale = true;
+  protected follow(api: CoordinatorApi, changed: () => void): Disposable[] {
+    return [api.onDidChangeNegotiations(changed)];
   }
 }

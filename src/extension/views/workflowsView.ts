@@ -1,11 +1,11 @@
 import * as vscode from 'vscode';
 import type { CoordinatorApi, Disposable, HandoffView, WorkflowDetail, WorkflowSummary } from '../../core/api';
 import { Commands, Views } from '../contributions';
-import { KeyedThrottle } from '../throttle';
 import {
   HANDOFFS_LISTED, NODES_SHOWN, WORKFLOWS_LISTED, WORKFLOW_SECTIONS, WORKFLOW_SECTION_LABELS, handoffRow, moreNodesRow, nodeRow, sectionDescription, shownNodes,
   sortHandoffs, workflowIsActive, workflowRow, type WorkflowRow, type WorkflowSection,
 } from '../workflowsModel';
+import { CoordinatorRows, LiveTreeView, NodeCache } from './liveTree';
 
 export type WorkflowsNode =
   | { readonly kind: 'workflowSection'; readonly section: WorkflowSection }
@@ -41,21 +41,13 @@ export function asHandoffRow(value: unknown): HandoffRowNode | undefined {
   return isObject(value) && value.kind === 'handoff' && typeof value.id === 'string' ? value as HandoffRowNode : undefined;
 }
 
-class WorkflowsTreeProvider implements vscode.TreeDataProvider<WorkflowsNode>, vscode.Disposable {
-  private readonly changed = new vscode.EventEmitter<WorkflowsNode | undefined>();
-  readonly onDidChangeTreeData = this.changed.event;
+class WorkflowsTreeProvider extends CoordinatorRows<WorkflowsNode> {
   private readonly sectionNodes = new Map<WorkflowSection, WorkflowsNode>(WORKFLOW_SECTIONS.map((section) => [section, { kind: 'workflowSection', section }]));
   private workflows: WorkflowSummary[] = [];
   private handoffs: HandoffView[] = [];
   /** The details read for the workflows whose nodes are shown (an expanded row asks again at each refresh). */
   private readonly details = new Map<string, WorkflowDetail>();
-  private readonly nodes = new Map<string, WorkflowsNode>();
-
-  constructor(private readonly source: () => CoordinatorApi | undefined) {}
-
-  refresh(): void {
-    this.changed.fire(undefined);
-  }
+  private readonly nodes = new NodeCache<WorkflowsNode>();
 
   summary(workflowId: string): WorkflowSummary | undefined {
     return this.workflows.find((w) => w.workflowId === workflowId);
@@ -66,18 +58,17 @@ class WorkflowsTreeProvider implements vscode.TreeDataProvider<WorkflowsNode>, v
     switch (node.kind) {
       case 'workflowSection':
         return node.section === 'workflows'
-          ? this.workflows.map((w) => this.cached(`w:${w.workflowId}`, () => ({ kind: 'workflow', id: w.workflowId })))
-          : this.handoffs.map((h) => this.cached(`h:${h.requestId}`, () => ({ kind: 'handoff', id: h.requestId })));
+          ? this.workflows.map((w) => this.nodes.get(`w:${w.workflowId}`, () => ({ kind: 'workflow', id: w.workflowId })))
+          : this.handoffs.map((h) => this.nodes.get(`h:${h.requestId}`, () => ({ kind: 'handoff', id: h.requestId })));
       case 'workflow': {
-        const api = this.source();
         // The nodes shown only (the first NODES_SHOWN) and the counts: a refresh costs what it shows, not the workflow's size.
-        const detail = await api?.workflow(node.id, NODES_SHOWN).catch(() => undefined);
-        if (!api || api !== this.source() || !detail) return [];
+        const detail = await this.listed((api) => api.workflow(node.id, NODES_SHOWN).catch(() => undefined));
+        if (!detail) return [];
         this.details.set(node.id, detail);
         const { nodes, hidden } = shownNodes(detail);
-        const rows: WorkflowsNode[] = nodes.map((n) => this.cached(`n:${node.id}\u0000${n.definition.nodeId}`,
+        const rows: WorkflowsNode[] = nodes.map((n) => this.nodes.get(`n:${node.id}\u0000${n.definition.nodeId}`,
           () => ({ kind: 'workflowNode', workflowId: node.id, nodeId: n.definition.nodeId })));
-        if (hidden) rows.push(this.cached(`m:${node.id}`, () => ({ kind: 'moreNodes', workflowId: node.id })));
+        if (hidden) rows.push(this.nodes.get(`m:${node.id}`, () => ({ kind: 'moreNodes', workflowId: node.id })));
         return rows;
       }
       default:
@@ -131,35 +122,21 @@ class WorkflowsTreeProvider implements vscode.TreeDataProvider<WorkflowsNode>, v
     }
   }
 
-  dispose(): void {
-    this.changed.dispose();
-  }
-
   private async roots(): Promise<WorkflowsNode[]> {
-    const api = this.source();
-    if (!api) return [];
-    const [workflows, handoffs] = await Promise.all([
+    const listing = await this.listed((api) => Promise.all([
       api.workflows(WORKFLOWS_LISTED).catch(() => [] as WorkflowSummary[]),
       api.handoffs(HANDOFFS_LISTED).catch(() => [] as HandoffView[]),
-    ]);
-    if (api !== this.source()) return [];
+    ]));
+    if (!listing) return [];
+    const [workflows, handoffs] = listing;
     this.workflows = workflows;
     this.handoffs = sortHandoffs(handoffs);
     const keep = new Set([...workflows.map((w) => w.workflowId)]);
     for (const id of [...this.details.keys()]) if (!keep.has(id)) this.details.delete(id);
-    for (const [key, node] of [...this.nodes]) {
-      const alive = node.kind === 'handoff' ? this.handoffs.some((h) => h.requestId === node.id)
-        : node.kind === 'workflow' ? keep.has(node.id) : node.kind === 'workflowNode' || node.kind === 'moreNodes' ? keep.has(node.workflowId) : true;
-      if (!alive) this.nodes.delete(key);
-    }
+    this.nodes.retain((node) => (node.kind === 'handoff' ? this.handoffs.some((h) => h.requestId === node.id)
+      : node.kind === 'workflow' ? keep.has(node.id) : node.kind === 'workflowNode' || node.kind === 'moreNodes' ? keep.has(node.workflowId) : true));
     // Nothing at all: no sections, so that the welcome (Create Workflow from File…) shows.
     return workflows.length || handoffs.length ? WORKFLOW_SECTIONS.map((section) => this.sectionNodes.get(section)!) : [];
-  }
-
-  private cached(key: string, make: () => WorkflowsNode): WorkflowsNode {
-    let node = this.nodes.get(key);
-    if (!node) this.nodes.set(key, (node = make()));
-    return node;
   }
 }
 
@@ -183,42 +160,14 @@ function rowItem(id: string, row: WorkflowRow, collapsible: vscode.TreeItemColla
  * the rest: who to whom, state, reason; those routed to a person marked `needs you`). Live: it follows the workflow
  * and handoff areas' changes, throttled, while it is visible.
  */
-export class WorkflowsView implements vscode.Disposable {
-  private api: CoordinatorApi | undefined;
-  private subscriptions: Disposable[] = [];
-  private stale = false;
-  private readonly provider = new WorkflowsTreeProvider(() => this.api);
-  private readonly view: vscode.TreeView<WorkflowsNode>;
-  private readonly throttle = new KeyedThrottle<'workflows'>(WORKFLOWS_REFRESH_MS, () => this.refreshIfVisible());
-  private readonly own: vscode.Disposable[] = [];
-
+export class WorkflowsView extends LiveTreeView<WorkflowsNode, WorkflowsTreeProvider> {
   constructor() {
-    this.view = vscode.window.createTreeView(Views.workflows, { treeDataProvider: this.provider, showCollapseAll: true });
-    this.own.push(this.view.onDidChangeVisibility(({ visible }) => {
-      if (visible && this.stale) this.refreshIfVisible();
-    }));
-  }
-
-  bind(api: CoordinatorApi | undefined): void {
-    for (const subscription of this.subscriptions) subscription.dispose();
-    this.throttle.cancel();
-    this.api = api;
-    this.subscriptions = api ? [
-      api.onDidChangeWorkflows(() => this.throttle.schedule('workflows')),
-      api.onDidChangeHandoffs(() => this.throttle.schedule('workflows')),
-    ] : [];
-    this.stale = true;
-    this.refreshIfVisible();
-  }
-
-  refresh(): void {
-    this.stale = false;
-    this.provider.refresh();
+    super(new WorkflowsTreeProvider(), Views.workflows, WORKFLOWS_REFRESH_MS, { showCollapseAll: true });
   }
 
   /** The workflow of the last listing with this id, if it was listed. */
   summary(workflowId: string): WorkflowSummary | undefined {
-    return this.provider.summary(workflowId);
+    return this.rows.summary(workflowId);
   }
 
   /** The selected row, if any. */
@@ -226,16 +175,7 @@ export class WorkflowsView implements vscode.Disposable {
     return this.view.selection[0];
   }
 
-  dispose(): void {
-    for (const subscription of this.subscriptions) subscription.dispose();
-    this.throttle.dispose();
-    for (const subscription of this.own) subscription.dispose();
-    this.view.dispose();
-    this.provider.dispose();
-  }
-
-  private refreshIfVisible(): void {
-    if (this.view.visible) this.refresh();
-    else this.stale = true;
+  protected follow(api: CoordinatorApi, changed: () => void): Disposable[] {
+    return [api.onDidChangeWorkflows(changed), api.onDidChangeHandoffs(changed)];
   }
 }
