@@ -2,6 +2,7 @@ import * as vscode from 'vscode';
 import { CoordinatorApiError, type CoordinatorApi, type TaskRecord } from '../core/api';
 import { asAgentRow } from './messageCommands';
 import { notificationText } from './notificationText';
+import { answerOf } from './quickPick';
 import { requireRunning } from './notRunning';
 import type { ReadOnlyDocuments } from './readOnlyDocuments';
 import {
@@ -187,33 +188,19 @@ async function pickTarget(title: string, api: CoordinatorApi): Promise<string | 
   const targets = taskTargets(await api.agents());
   type Item = vscode.QuickPickItem & { target: string };
   const listed: Item[] = targets.map((t) => ({ label: t.target, description: t.description, target: t.target }));
-  return new Promise((resolve) => {
-    const quickPick = vscode.window.createQuickPick<Item>();
-    quickPick.title = title;
-    quickPick.placeholder = 'An agent, or type:<agent type> for any RUNNABLE agent of that type (type one to use it)';
-    quickPick.items = listed;
-    quickPick.ignoreFocusOut = true;
-    let done = false;
-    const finish = (value: string | undefined) => {
-      if (done) return;
-      done = true;
-      resolve(value);
-      quickPick.dispose();
-    };
-    quickPick.onDidChangeValue((value) => {
-      const typed = value.trim();
-      const problem = typed ? targetProblem(typed) : undefined;
-      // A typed target is offered first; one that cannot be sent says why and is not accepted.
-      quickPick.items = typed && !listed.some((i) => i.target === typed)
-        ? [{ label: typed, description: problem ?? 'as typed', target: typed, alwaysShow: true }, ...listed] : listed;
-    });
-    quickPick.onDidAccept(() => {
-      const item = quickPick.selectedItems[0] ?? quickPick.activeItems[0];
-      if (item && !targetProblem(item.target)) finish(item.target);
-    });
-    quickPick.onDidHide(() => finish(undefined));
-    quickPick.show();
+  const quickPick = vscode.window.createQuickPick<Item>();
+  quickPick.title = title;
+  quickPick.placeholder = 'An agent, or type:<agent type> for any RUNNABLE agent of that type (type one to use it)';
+  quickPick.items = listed;
+  quickPick.ignoreFocusOut = true;
+  quickPick.onDidChangeValue((value) => {
+    const typed = value.trim();
+    const problem = typed ? targetProblem(typed) : undefined;
+    // A typed target is offered first; one that cannot be sent says why and is not accepted.
+    quickPick.items = typed && !listed.some((i) => i.target === typed)
+      ? [{ label: typed, description: problem ?? 'as typed', target: typed, alwaysShow: true }, ...listed] : listed;
   });
+  return (await answerOf(quickPick, (item) => item !== undefined && !targetProblem(item.target)))?.target;
 }
 
 async function pickAgent(api: CoordinatorApi): Promise<string | undefined> {

@@ -3,6 +3,7 @@ import * as vscode from 'vscode';
 import type { CoordinatorApi, HandoffView, WorkflowDetail, WorkflowFileIssue, WorkflowNodeView, WorkflowSummary } from '../core/api';
 import { WORKFLOW_DIAGNOSTICS } from './contributions';
 import { notificationText } from './notificationText';
+import { answerOf } from './quickPick';
 import { requireRunning } from './notRunning';
 import type { ReadOnlyDocuments } from './readOnlyDocuments';
 import {
@@ -297,30 +298,19 @@ async function pickNode(title: string, nodes: readonly WorkflowNodeView[], detai
     return { label: row.label, description: row.description, nodeId: n.definition.nodeId };
   };
   const first = nodes.slice(0, NODES_SHOWN).map(item);
-  return new Promise((resolve) => {
-    const quickPick = vscode.window.createQuickPick<Item>();
-    quickPick.title = notificationText(title);
-    quickPick.placeholder = nodes.length > NODES_SHOWN
-      ? `Pick a node (the first ${NODES_SHOWN} of ${nodes.length} are listed; type to find any)` : 'Pick a node';
-    quickPick.matchOnDescription = true;
-    quickPick.items = first;
-    let done = false;
-    const finish = (value: string | undefined) => {
-      if (done) return;
-      done = true;
-      resolve(value);
-      quickPick.dispose();
-    };
-    if (nodes.length > NODES_SHOWN) {
-      quickPick.onDidChangeValue((value) => {
-        const typed = value.trim();
-        quickPick.items = typed ? nodes.filter((n) => n.definition.nodeId.includes(typed)).slice(0, NODES_SHOWN).map(item) : first;
-      });
-    }
-    quickPick.onDidAccept(() => finish((quickPick.selectedItems[0] ?? quickPick.activeItems[0])?.nodeId));
-    quickPick.onDidHide(() => finish(undefined));
-    quickPick.show();
-  });
+  const quickPick = vscode.window.createQuickPick<Item>();
+  quickPick.title = notificationText(title);
+  quickPick.placeholder = nodes.length > NODES_SHOWN
+    ? `Pick a node (the first ${NODES_SHOWN} of ${nodes.length} are listed; type to find any)` : 'Pick a node';
+  quickPick.matchOnDescription = true;
+  quickPick.items = first;
+  if (nodes.length > NODES_SHOWN) {
+    quickPick.onDidChangeValue((value) => {
+      const typed = value.trim();
+      quickPick.items = typed ? nodes.filter((n) => n.definition.nodeId.includes(typed)).slice(0, NODES_SHOWN).map(item) : first;
+    });
+  }
+  return (await answerOf(quickPick))?.nodeId;
 }
 
 /** One refusal or warning of a definition file as a problem on it. */

@@ -6,6 +6,7 @@ import {
   type DeadLetterViewFilter, type TimeRange,
 } from '../deadLetterFilter';
 import { requireRunning } from '../notRunning';
+import { CANCELLED, pickItem, pickValueOrAny } from '../quickPick';
 import { KeyedThrottle } from '../throttle';
 
 /** What became of one requeue: the coordinator's answer, or why it could not be asked (it stopped). */
@@ -199,13 +200,13 @@ export class DeadLettersView implements vscode.Disposable {
     const steps = 5;
     const title = (step: number) => `Filter Dead Letters (${step}/${steps})`;
 
-    const errorCode = await pickValue(title(1), 'Show dead letters with this error code', 'Any error code',
+    const errorCode = await pickCounted(title(1), 'Show dead letters with this error code', 'Any error code',
       valueCounts(pool({}), (l) => l.errorCode), current.errorCode);
     if (errorCode === CANCELLED) return;
-    const producerId = await pickValue(title(2), 'Show dead letters from this producer', 'Any producer',
+    const producerId = await pickCounted(title(2), 'Show dead letters from this producer', 'Any producer',
       valueCounts(pool({ errorCode }), (l) => l.producerId), current.producerId);
     if (producerId === CANCELLED) return;
-    const recipientId = await pickValue(title(3), 'Show dead letters routed to this recipient', 'Any recipient',
+    const recipientId = await pickCounted(title(3), 'Show dead letters routed to this recipient', 'Any recipient',
       valueCounts(pool({ errorCode, producerId }), (l) => l.recipientId), current.recipientId);
     if (recipientId === CANCELLED) return;
     const narrowed = pool({ errorCode, producerId, recipientId });
@@ -289,48 +290,18 @@ export class DeadLettersView implements vscode.Disposable {
   }
 }
 
-const CANCELLED = Symbol('cancelled');
-
 /** One value of a field, or "any" (undefined); CANCELLED when the user pressed Escape. */
-async function pickValue(title: string, placeholder: string, anyLabel: string, values: Array<{ value: string; count: number }>,
+function pickCounted(title: string, placeholder: string, anyLabel: string, values: Array<{ value: string; count: number }>,
   current: string | undefined): Promise<string | undefined | typeof CANCELLED> {
   const total = values.reduce((sum, v) => sum + v.count, 0);
-  const items: Array<{ label: string; value: string | undefined; description: string }> = [
-    { label: anyLabel, value: undefined, description: counted(total) },
-    ...values.map((v) => ({ label: v.value || '(none)', value: v.value as string | undefined, description: counted(v.count) })),
-  ];
-  if (current !== undefined && !values.some((v) => v.value === current)) items.push({ label: current, value: current, description: counted(0) });
-  const picked = await pickItem(title, placeholder, items, current);
-  return picked === undefined ? CANCELLED : picked.value;
+  return pickValueOrAny(title, placeholder, { label: anyLabel, description: counted(total) },
+    values.map((v) => ({ value: v.value, label: v.value || '(none)', description: counted(v.count) })), current, counted(0));
 }
 
 /** A single choice among `items`, with the current value active; undefined when the user pressed Escape. */
 async function pickOne<T>(title: string, placeholder: string, items: Array<{ label: string; value: T; description?: string }>,
   current: T): Promise<T | undefined> {
   return (await pickItem(title, placeholder, items, current))?.value;
-}
-
-function pickItem<T, I extends { label: string; value: T; description?: string }>(title: string, placeholder: string, items: I[],
-  current: T): Promise<I | undefined> {
-  return new Promise((resolve) => {
-    const quickPick = vscode.window.createQuickPick<I>();
-    quickPick.title = title;
-    quickPick.placeholder = placeholder;
-    quickPick.matchOnDescription = true;
-    quickPick.items = items;
-    const active = items.find((item) => item.value === current);
-    if (active) quickPick.activeItems = [active];
-    let done = false;
-    const finish = (item: I | undefined) => {
-      if (done) return;
-      done = true;
-      resolve(item);
-      quickPick.dispose();
-    };
-    quickPick.onDidAccept(() => finish(quickPick.selectedItems[0] ?? quickPick.activeItems[0]));
-    quickPick.onDidHide(() => finish(undefined));
-    quickPick.show();
-  });
 }
 
 function counted(n: number): string {

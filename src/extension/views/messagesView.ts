@@ -6,6 +6,7 @@ import {
   type MessagesViewFilter,
 } from '../messagesModel';
 import { requireRunning } from '../notRunning';
+import { CANCELLED, pickValueOrAny, type ValueChoice } from '../quickPick';
 import type { ReadOnlyDocuments } from '../readOnlyDocuments';
 import { CoordinatorRows, LiveTreeView, NodeCache } from './liveTree';
 
@@ -122,11 +123,11 @@ export class MessagesView extends LiveTreeView<MessageNode, MessagesTreeProvider
     }
     const steps = 4;
     const title = (step: number) => `Filter Messages (${step}/${steps})`;
-    const agentId = await pickValue(title(1), 'Show messages from or to this agent', 'Any agent', [...agentIds].sort(), current.agentId);
+    const agentId = await pickValueOrAny(title(1), 'Show messages from or to this agent', { label: 'Any agent' }, choices([...agentIds].sort()), current.agentId);
     if (agentId === CANCELLED) return;
-    const state = await pickValue(title(2), 'Show messages in this state', 'Any state', [...MESSAGE_STATES], current.state);
+    const state = await pickValueOrAny(title(2), 'Show messages in this state', { label: 'Any state' }, choices(MESSAGE_STATES), current.state);
     if (state === CANCELLED) return;
-    const messageType = await pickValue(title(3), 'Show messages of this type', 'Any type', [...MESSAGE_TYPES], current.messageType);
+    const messageType = await pickValueOrAny(title(3), 'Show messages of this type', { label: 'Any type' }, choices(MESSAGE_TYPES), current.messageType);
     if (messageType === CANCELLED) return;
     const correlationId = await vscode.window.showInputBox({
       title: title(4), value: current.correlationId ?? '', placeHolder: 'Any correlation id (leave empty)',
@@ -173,35 +174,6 @@ export class MessagesView extends LiveTreeView<MessageNode, MessagesTreeProvider
   }
 }
 
-const CANCELLED = Symbol('cancelled');
-
-/** One value, or "any" (undefined); CANCELLED when the user pressed Escape. */
-async function pickValue(title: string, placeholder: string, anyLabel: string, values: readonly string[],
-  current: string | undefined): Promise<string | undefined | typeof CANCELLED> {
-  const items: Array<vscode.QuickPickItem & { value: string | undefined }> = [
-    { label: anyLabel, value: undefined },
-    ...values.map((value) => ({ label: value, value: value as string | undefined })),
-  ];
-  if (current !== undefined && !values.includes(current)) items.push({ label: current, value: current });
-  return new Promise((resolve) => {
-    const quickPick = vscode.window.createQuickPick<vscode.QuickPickItem & { value: string | undefined }>();
-    quickPick.title = title;
-    quickPick.placeholder = placeholder;
-    quickPick.items = items;
-    const active = items.find((item) => item.value === current);
-    if (active) quickPick.activeItems = [active];
-    let done = false;
-    const finish = (value: string | undefined | typeof CANCELLED) => {
-      if (done) return;
-      done = true;
-      resolve(value);
-      quickPick.dispose();
-    };
-    quickPick.onDidAccept(() => {
-      const item = quickPick.selectedItems[0] ?? quickPick.activeItems[0];
-      finish(item ? item.value : CANCELLED);
-    });
-    quickPick.onDidHide(() => finish(CANCELLED));
-    quickPick.show();
-  });
+function choices(values: readonly string[]): ValueChoice[] {
+  return values.map((value) => ({ value }));
 }
