@@ -1,5 +1,6 @@
 import * as vscode from 'vscode';
 import { CoordinatorApiError, type CoordinatorApi, type TaskRecord } from '../core/api';
+import { CoordinatorCommands, messageOf, showError } from './coordinatorCommands';
 import { asAgentRow } from './messageCommands';
 import { notificationText } from './notificationText';
 import { answerOf } from './quickPick';
@@ -32,23 +33,16 @@ function graceMsOf(text: string): number | undefined | null {
  * The Tasks view's commands: Submit Task… (a form: agent or agent type, priority, scope, parameters), Preempt Task,
  * Cancel Task, Shutdown Agent… (also on the Agents view's rows) and Show Task Details (a read-only document).
  */
-export class TaskCommands {
-  private api: CoordinatorApi | undefined;
-
+export class TaskCommands extends CoordinatorCommands {
   constructor(private readonly operator: string, private readonly view: TasksView, private readonly documents: ReadOnlyDocuments) {
-    documents.register(TASK_DOCUMENT, async (key) => {
-      const api = this.api;
-      if (!api) return 'The SW4RM coordinator is not running.\n';
+    super();
+    this.registerDocument(documents, TASK_DOCUMENT, async (api, key) => {
       const taskId = decodeURIComponent(key);
       const task = await api.task(taskId);
       if (!task) return `Task ${taskId} is no longer kept: the scheduler keeps the newest finished tasks only.\n`;
       const [messages, events] = await Promise.all([api.taskMessages(taskId), api.taskEvents(taskId, TASK_EVENTS_LIMIT)]);
       return taskDetailText(task, messages, events);
     });
-  }
-
-  bind(api: CoordinatorApi | undefined): void {
-    this.api = api;
   }
 
   async submitTask(): Promise<void> {
@@ -171,16 +165,6 @@ export class TaskCommands {
       showError(err);
     }
   }
-}
-
-function messageOf(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
-}
-
-/** The coordinator's words (e.g. it stopped while a form was open), as notification text; nothing was picked. */
-function showError(err: unknown): undefined {
-  void vscode.window.showErrorMessage(notificationText(messageOf(err)));
-  return undefined;
 }
 
 /** The task's target: a registered agent, an agent type, or one typed (checked: an agent id or `type:<name>`). */

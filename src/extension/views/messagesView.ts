@@ -5,6 +5,7 @@ import {
   MESSAGE_STATES, NO_MESSAGE_FILTER, describeMessageFilter, isMessageFilterSet, messageDetailText, messageQuery, messageRow, shortId,
   type MessagesViewFilter,
 } from '../messagesModel';
+import { coordinatorDocument } from '../coordinatorCommands';
 import { requireRunning } from '../notRunning';
 import { CANCELLED, pickValueOrAny, type ValueChoice } from '../quickPick';
 import type { ReadOnlyDocuments } from '../readOnlyDocuments';
@@ -83,9 +84,7 @@ function stateIcon(m: MessageSummary): vscode.ThemeIcon {
 export class MessagesView extends LiveTreeView<MessageNode, MessagesTreeProvider> {
   constructor(private readonly documents: ReadOnlyDocuments) {
     super(new MessagesTreeProvider(), Views.messages, MESSAGES_REFRESH_MS);
-    documents.register(MESSAGE_DOCUMENT, async (id) => {
-      const api = this.api;
-      if (!api) return 'The SW4RM coordinator is not running.\n';
+    coordinatorDocument(documents, MESSAGE_DOCUMENT, () => this.api, async (api, id) => {
       const detail = await api.message(id);
       return detail ? messageDetailText(detail)
         : `Message ${id} is no longer stored: finished messages are deleted after sw4rm.messageRetentionHours.\n`;
