@@ -3,6 +3,7 @@ import type { ActivityEntry, CoordinatorApi, Disposable } from '../../core/api';
 import { activityKey, activityOverlaps, activityRow, activityUsageMessage, groupActivity, type ActivityGrouping, type ActivityOverlap } from '../activityModel';
 import { Views } from '../contributions';
 import { CoordinatorRows, LiveTreeView, NodeCache } from './liveTree';
+import { rowItem, themeIcon } from './rowItem';
 
 type ActivityNode =
   | { readonly kind: 'activityGroup'; readonly key: string }
@@ -64,17 +65,11 @@ class ActivityTreeProvider extends CoordinatorRows<ActivityNode> {
     const entry = this.snapshot.entries.get(node.key);
     if (!entry) return new vscode.TreeItem('(ended)');
     const row = activityRow(entry, this.snapshot.overlaps.get(node.key), this.snapshot.grouping, Date.now());
-    const item = new vscode.TreeItem(row.label, vscode.TreeItemCollapsibleState.None);
-    item.id = `activity:${this.snapshot.grouping}:${node.key}`;
-    item.description = row.description;
-    // A plain string: the description is the agent's own text.
-    item.tooltip = row.tooltip;
-    item.iconPath = row.overlapping
-      ? new vscode.ThemeIcon('warning', new vscode.ThemeColor('list.warningForeground'))
-      : new vscode.ThemeIcon('pulse');
-    item.contextValue = row.overlapping ? 'activity+overlap' : 'activity';
-    item.accessibilityInformation = { label: `${row.overlapping ? 'Warning: ' : ''}${row.label}, ${row.description}` };
-    return item;
+    return rowItem(`activity:${this.snapshot.grouping}:${node.key}`, row, {
+      contextValue: row.overlapping ? 'activity+overlap' : 'activity',
+      iconPath: row.overlapping ? themeIcon('warning', 'list.warningForeground') : themeIcon('pulse'),
+      accessibilityLabel: `${row.overlapping ? 'Warning: ' : ''}${row.label}, ${row.description}`,
+    });
   }
 
   private node(kind: ActivityNode['kind'], key: string): ActivityNode {

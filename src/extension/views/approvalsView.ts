@@ -5,6 +5,7 @@ import { Commands, Views } from '../contributions';
 import { requireRunning } from '../notRunning';
 import { KeyedThrottle } from '../throttle';
 import { RecordListProvider, type RecordNode } from './recordList';
+import { rowItem, themeIcon } from './rowItem';
 
 export type ApprovalNode = RecordNode<'approval'>;
 
@@ -14,15 +15,10 @@ export const APPROVALS_REFRESH_MS = 100;
 /** A row of the Approvals view: the reason, requester, state; a click opens its review panel. */
 function approvalItem(invocation: HitlInvocation, node: ApprovalNode): vscode.TreeItem {
   const row = approvalRow(invocation);
-  const item = new vscode.TreeItem(row.label, vscode.TreeItemCollapsibleState.None);
-  item.id = `approval:${invocation.id}`;
-  item.description = row.description;
-  item.iconPath = new vscode.ThemeIcon(row.icon, new vscode.ThemeColor(row.color));
-  item.contextValue = row.contextValue;
-  item.tooltip = row.tooltip;
-  item.accessibilityInformation = { label: row.accessibilityLabel };
-  item.command = { command: Commands.reviewApproval, title: 'Review', arguments: [node] };
-  return item;
+  return rowItem(`approval:${invocation.id}`, row, {
+    contextValue: row.contextValue, iconPath: themeIcon(row.icon, row.color), accessibilityLabel: row.accessibilityLabel,
+    command: { command: Commands.reviewApproval, title: 'Review', arguments: [node] },
+  });
 }
 
 /**

@@ -7,6 +7,7 @@ import {
 import { requireRunning } from '../notRunning';
 import { KeyedThrottle } from '../throttle';
 import { RecordListProvider, type RecordNode } from './recordList';
+import { rowItem, themeIcon } from './rowItem';
 
 export type CredentialNode = RecordNode<'credential'>;
 
@@ -19,14 +20,9 @@ export const CREDENTIALS_REFRESH_MS = 1000;
 /** A row of the Credentials view: the agent (or "enrolment"), label, created, last used or revoked; never a secret. */
 function credentialItem(credential: CredentialInfo): vscode.TreeItem {
   const row = credentialRow(credential);
-  const item = new vscode.TreeItem(row.label, vscode.TreeItemCollapsibleState.None);
-  item.id = `credential:${credential.id}`;
-  item.description = row.description;
-  item.iconPath = new vscode.ThemeIcon(row.icon, row.color ? new vscode.ThemeColor(row.color) : undefined);
-  item.contextValue = row.contextValue;
-  item.tooltip = row.tooltip;
-  item.accessibilityInformation = { label: row.accessibilityLabel };
-  return item;
+  return rowItem(`credential:${credential.id}`, row, {
+    contextValue: row.contextValue, iconPath: themeIcon(row.icon, row.color), accessibilityLabel: row.accessibilityLabel,
+  });
 }
 
 /**

@@ -10,6 +10,7 @@ import { requireRunning } from '../notRunning';
 import { CANCELLED, pickValueOrAny, type ValueChoice } from '../quickPick';
 import type { ReadOnlyDocuments } from '../readOnlyDocuments';
 import { CoordinatorRows, LiveTreeView, NodeCache } from './liveTree';
+import { rowItem } from './rowItem';
 
 export interface MessageNode {
   readonly kind: 'message';
@@ -53,17 +54,10 @@ class MessagesTreeProvider extends CoordinatorRows<MessageNode> {
   getTreeItem(node: MessageNode): vscode.TreeItem {
     const m = this.messages.get(node.id);
     if (!m) return new vscode.TreeItem(`message ${node.id}`);
-    const row = messageRow(m, Date.now());
-    const item = new vscode.TreeItem(row.label, vscode.TreeItemCollapsibleState.None);
-    item.id = `message:${m.messageId}`;
-    item.description = row.description;
-    // A plain string: ids and types come from agents and are never rendered as Markdown.
-    item.tooltip = row.tooltip;
-    item.contextValue = `message+${m.state}${m.tracked ? '' : '+untracked'}`;
-    item.iconPath = stateIcon(m);
-    item.command = { command: Commands.openMessage, title: 'Open Message', arguments: [node] };
-    item.accessibilityInformation = { label: `${row.label}, ${row.description}` };
-    return item;
+    return rowItem(`message:${m.messageId}`, messageRow(m, Date.now()), {
+      contextValue: `message+${m.state}${m.tracked ? '' : '+untracked'}`, iconPath: stateIcon(m),
+      command: { command: Commands.openMessage, title: 'Open Message', arguments: [node] },
+    });
   }
 }
 

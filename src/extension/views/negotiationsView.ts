@@ -5,6 +5,7 @@ import {
   NEGOTIATIONS_LISTED, NEGOTIATION_GROUPS, NEGOTIATION_GROUP_LABELS, debateRow, groupDescription, roomRow, type NegotiationGroup, type NegotiationRow,
 } from '../negotiationsModel';
 import { CoordinatorRows, LiveTreeView, NodeCache } from './liveTree';
+import { rowItem, themeIcon } from './rowItem';
 
 export type NegotiationsNode =
   | { readonly kind: 'negotiationGroup'; readonly group: NegotiationGroup }
@@ -59,29 +60,23 @@ class NegotiationsTreeProvider extends CoordinatorRows<NegotiationsNode> {
       }
       case 'debate': {
         const debate = this.debates.find((d) => d.id === node.id);
-        return debate ? rowItem(`debate:${debate.id}`, debateRow(debate), node) : new vscode.TreeItem(node.id);
+        return debate ? negotiationItem(`debate:${debate.id}`, debateRow(debate), node) : new vscode.TreeItem(node.id);
       }
       case 'roomArtifact': {
         const room = this.rooms.find((r) => r.artifactId === node.id);
-        return room ? rowItem(`roomArtifact:${room.artifactId}`, roomRow(room), node) : new vscode.TreeItem(node.id);
+        return room ? negotiationItem(`roomArtifact:${room.artifactId}`, roomRow(room), node) : new vscode.TreeItem(node.id);
       }
     }
   }
 }
 
-function rowItem(id: string, row: NegotiationRow, node: NegotiationsNode): vscode.TreeItem {
-  const item = new vscode.TreeItem(row.label, vscode.TreeItemCollapsibleState.None);
-  item.id = id;
-  item.description = row.description;
-  // A plain string: topics, ids and states come from agents and are never rendered as Markdown.
-  item.tooltip = row.tooltip;
-  item.contextValue = row.contextValue;
-  item.iconPath = row.needsYou ? new vscode.ThemeIcon(row.icon, new vscode.ThemeColor('notificationsWarningIcon.foreground'))
-    : row.icon === 'pass' ? new vscode.ThemeIcon(row.icon, new vscode.ThemeColor('testing.iconPassed'))
-      : row.icon === 'error' ? new vscode.ThemeIcon(row.icon, new vscode.ThemeColor('problemsWarningIcon.foreground')) : new vscode.ThemeIcon(row.icon);
-  item.command = { command: Commands.openNegotiation, title: 'Open Negotiation', arguments: [node] };
-  item.accessibilityInformation = { label: `${row.label}, ${row.description}` };
-  return item;
+function negotiationItem(id: string, row: NegotiationRow, node: NegotiationsNode): vscode.TreeItem {
+  return rowItem(id, row, {
+    contextValue: row.contextValue,
+    iconPath: themeIcon(row.icon, row.needsYou ? 'notificationsWarningIcon.foreground'
+      : row.icon === 'pass' ? 'testing.iconPassed' : row.icon === 'error' ? 'problemsWarningIcon.foreground' : undefined),
+    command: { command: Commands.openNegotiation, title: 'Open Negotiation', arguments: [node] },
+  });
 }
 
 /**

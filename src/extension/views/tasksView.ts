@@ -3,6 +3,7 @@ import type { CoordinatorApi, Disposable, TaskCounts, TaskRecord } from '../../c
 import { Commands, Views } from '../contributions';
 import { TASK_GROUPS, TASK_GROUP_LABELS, groupTasks, taskContextValue, taskGroupDescription, taskRow, type TaskGroup } from '../tasksModel';
 import { CoordinatorRows, LiveTreeView, NodeCache } from './liveTree';
+import { rowItem } from './rowItem';
 
 export type TasksNode =
   | { readonly kind: 'taskGroup'; readonly group: TaskGroup }
@@ -63,17 +64,10 @@ class TasksTreeProvider extends CoordinatorRows<TasksNode> {
     }
     const task = this.records.get(node.id);
     if (!task) return new vscode.TreeItem(`task ${node.id}`);
-    const row = taskRow(task);
-    const item = new vscode.TreeItem(row.label, vscode.TreeItemCollapsibleState.None);
-    item.id = `task:${task.taskId}`;
-    item.description = row.description;
-    // A plain string: scopes, notes and ids come from agents and submitters and are never rendered as Markdown.
-    item.tooltip = row.tooltip;
-    item.contextValue = taskContextValue(task);
-    item.iconPath = stateIcon(task);
-    item.command = { command: Commands.showTaskDetails, title: 'Show Task Details', arguments: [node] };
-    item.accessibilityInformation = { label: `${row.label}, ${row.description}` };
-    return item;
+    return rowItem(`task:${task.taskId}`, taskRow(task), {
+      contextValue: taskContextValue(task), iconPath: stateIcon(task),
+      command: { command: Commands.showTaskDetails, title: 'Show Task Details', arguments: [node] },
+    });
   }
 }
 

@@ -6,6 +6,7 @@ import {
   toolRow, type ToolGroup,
 } from '../toolsModel';
 import { CoordinatorRows, LiveTreeView, NodeCache } from './liveTree';
+import { rowItem, themeIcon } from './rowItem';
 
 export type ToolsNode =
   | { readonly kind: 'toolGroup'; readonly group: ToolGroup }
@@ -72,42 +73,26 @@ class ToolsTreeProvider extends CoordinatorRows<ToolsNode> {
       case 'toolProvider': {
         const provider = this.providers.find((p) => p.providerId === node.id);
         if (!provider) return new vscode.TreeItem(node.id);
-        const row = providerRow(provider);
-        const item = new vscode.TreeItem(row.label, provider.tools.length ? vscode.TreeItemCollapsibleState.Collapsed : vscode.TreeItemCollapsibleState.None);
-        item.id = `toolProvider:${provider.providerId}`;
-        item.description = row.description;
-        // A plain string: provider ids, tool names and reasons come from agents and are never rendered as Markdown.
-        item.tooltip = row.tooltip;
-        item.contextValue = providerContextValue(provider);
-        item.iconPath = provider.available ? new vscode.ThemeIcon('tools') : new vscode.ThemeIcon('debug-disconnect', new vscode.ThemeColor('disabledForeground'));
-        item.accessibilityInformation = { label: `${row.label}, ${row.description}` };
-        return item;
+        return rowItem(`toolProvider:${provider.providerId}`, providerRow(provider), {
+          contextValue: providerContextValue(provider),
+          iconPath: provider.available ? themeIcon('tools') : themeIcon('debug-disconnect', 'disabledForeground'),
+          collapsible: provider.tools.length ? vscode.TreeItemCollapsibleState.Collapsed : vscode.TreeItemCollapsibleState.None,
+        });
       }
       case 'tool': {
         const tool = this.providers.find((p) => p.providerId === node.providerId)?.tools.find((t) => t.name === node.name);
         if (!tool) return new vscode.TreeItem(node.name);
-        const row = toolRow(tool);
-        const item = new vscode.TreeItem(row.label, vscode.TreeItemCollapsibleState.None);
-        item.id = `tool:${node.providerId}\u0000${node.name}`;
-        item.description = row.description;
-        item.tooltip = row.tooltip;
-        item.contextValue = 'tool';
-        item.iconPath = new vscode.ThemeIcon('symbol-method');
-        return item;
+        return rowItem(`tool:${node.providerId}\u0000${node.name}`, toolRow(tool), {
+          contextValue: 'tool', iconPath: themeIcon('symbol-method'), accessibilityLabel: false,
+        });
       }
       case 'toolCall': {
         const call = this.call(node.id);
         if (!call) return new vscode.TreeItem(`call ${node.id}`);
-        const row = callRow(call);
-        const item = new vscode.TreeItem(row.label, vscode.TreeItemCollapsibleState.None);
-        item.id = `toolCall:${call.callId}`;
-        item.description = row.description;
-        item.tooltip = row.tooltip;
-        item.contextValue = callContextValue(call);
-        item.iconPath = outcomeIcon(call);
-        item.command = { command: Commands.showToolCallDetails, title: 'Show Tool Call Details', arguments: [node] };
-        item.accessibilityInformation = { label: `${row.label}, ${row.description}` };
-        return item;
+        return rowItem(`toolCall:${call.callId}`, callRow(call), {
+          contextValue: callContextValue(call), iconPath: outcomeIcon(call),
+          command: { command: Commands.showToolCallDetails, title: 'Show Tool Call Details', arguments: [node] },
+        });
       }
     }
   }

@@ -6,6 +6,7 @@ import {
   sortHandoffs, workflowIsActive, workflowRow, type WorkflowRow, type WorkflowSection,
 } from '../workflowsModel';
 import { CoordinatorRows, LiveTreeView, NodeCache } from './liveTree';
+import { rowItem, themeIcon, type RowItemOptions } from './rowItem';
 
 export type WorkflowsNode =
   | { readonly kind: 'workflowSection'; readonly section: WorkflowSection }
@@ -88,18 +89,18 @@ class WorkflowsTreeProvider extends CoordinatorRows<WorkflowsNode> {
       case 'workflow': {
         const summary = this.summary(node.id);
         if (!summary) return new vscode.TreeItem(node.id);
-        const item = rowItem(`workflow:${node.id}`, workflowRow(summary),
-          summary.nodeCount === 0 ? vscode.TreeItemCollapsibleState.None
-            : workflowIsActive(summary.state) ? vscode.TreeItemCollapsibleState.Expanded : vscode.TreeItemCollapsibleState.Collapsed);
-        return item;
+        return workflowItem(`workflow:${node.id}`, workflowRow(summary), {
+          collapsible: summary.nodeCount === 0 ? vscode.TreeItemCollapsibleState.None
+            : workflowIsActive(summary.state) ? vscode.TreeItemCollapsibleState.Expanded : vscode.TreeItemCollapsibleState.Collapsed,
+        });
       }
       case 'workflowNode': {
         const detail = this.details.get(node.workflowId);
         const view = detail?.nodes.find((n) => n.definition.nodeId === node.nodeId);
         if (!detail || !view) return new vscode.TreeItem(node.nodeId);
-        const item = rowItem(`workflowNode:${node.workflowId}\u0000${node.nodeId}`, nodeRow(view, detail.summary.state, Date.now()), vscode.TreeItemCollapsibleState.None);
-        item.command = { command: Commands.showWorkflowNode, title: 'Show Node Inputs and Outputs', arguments: [node] };
-        return item;
+        return workflowItem(`workflowNode:${node.workflowId}\u0000${node.nodeId}`, nodeRow(view, detail.summary.state, Date.now()), {
+          command: { command: Commands.showWorkflowNode, title: 'Show Node Inputs and Outputs', arguments: [node] },
+        });
       }
       case 'moreNodes': {
         const detail = this.details.get(node.workflowId);
@@ -115,9 +116,9 @@ class WorkflowsTreeProvider extends CoordinatorRows<WorkflowsNode> {
       case 'handoff': {
         const handoff = this.handoffs.find((h) => h.requestId === node.id);
         if (!handoff) return new vscode.TreeItem(node.id);
-        const item = rowItem(`handoff:${node.id}`, handoffRow(handoff, Date.now()), vscode.TreeItemCollapsibleState.None);
-        item.command = { command: Commands.showHandoff, title: 'Show Handoff', arguments: [node] };
-        return item;
+        return workflowItem(`handoff:${node.id}`, handoffRow(handoff, Date.now()), {
+          command: { command: Commands.showHandoff, title: 'Show Handoff', arguments: [node] },
+        });
       }
     }
   }
@@ -140,18 +141,10 @@ class WorkflowsTreeProvider extends CoordinatorRows<WorkflowsNode> {
   }
 }
 
-function rowItem(id: string, row: WorkflowRow, collapsible: vscode.TreeItemCollapsibleState): vscode.TreeItem {
-  const item = new vscode.TreeItem(row.label, collapsible);
-  item.id = id;
-  item.description = row.description;
-  // A plain string: ids, reasons and errors come from agents and definition authors and are never rendered as Markdown.
-  item.tooltip = row.tooltip;
-  item.contextValue = row.contextValue;
+function workflowItem(id: string, row: WorkflowRow, options: Pick<RowItemOptions, 'collapsible' | 'command'>): vscode.TreeItem {
   const color = row.tone === 'passed' ? 'testing.iconPassed' : row.tone === 'failed' ? 'problemsErrorIcon.foreground'
     : row.tone === 'warning' ? 'notificationsWarningIcon.foreground' : undefined;
-  item.iconPath = color ? new vscode.ThemeIcon(row.icon, new vscode.ThemeColor(color)) : new vscode.ThemeIcon(row.icon);
-  item.accessibilityInformation = { label: `${row.label}, ${row.description}` };
-  return item;
+  return rowItem(id, row, { contextValue: row.contextValue, iconPath: themeIcon(row.icon, color), ...options });
 }
 
 /**
