@@ -5,7 +5,7 @@ import {
   NEGOTIATIONS_LISTED, NEGOTIATION_GROUPS, NEGOTIATION_GROUP_LABELS, debateRow, groupDescription, roomRow, type NegotiationGroup, type NegotiationRow,
 } from '../negotiationsModel';
 import { CoordinatorRows, LiveTreeView, NodeCache } from './liveTree';
-import { rowItem, themeIcon } from './rowItem';
+import { groupItem, rowItem, themeIcon } from './rowItem';
 
 export type NegotiationsNode =
   | { readonly kind: 'negotiationGroup'; readonly group: NegotiationGroup }
@@ -51,13 +51,8 @@ class NegotiationsTreeProvider extends CoordinatorRows<NegotiationsNode> {
 
   getTreeItem(node: NegotiationsNode): vscode.TreeItem {
     switch (node.kind) {
-      case 'negotiationGroup': {
-        const item = new vscode.TreeItem(NEGOTIATION_GROUP_LABELS[node.group], vscode.TreeItemCollapsibleState.Expanded);
-        item.id = `negotiationGroup:${node.group}`;
-        item.description = groupDescription(node.group, this.debates, this.rooms);
-        item.contextValue = `negotiationGroup+${node.group}`;
-        return item;
-      }
+      case 'negotiationGroup':
+        return groupItem('negotiationGroup', node.group, NEGOTIATION_GROUP_LABELS[node.group], groupDescription(node.group, this.debates, this.rooms));
       case 'debate': {
         const debate = this.debates.find((d) => d.id === node.id);
         return debate ? negotiationItem(`debate:${debate.id}`, debateRow(debate), node) : new vscode.TreeItem(node.id);

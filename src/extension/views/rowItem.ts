@@ -37,3 +37,12 @@ export function rowItem(id: string, row: RowText, options: RowItemOptions): vsco
 export function themeIcon(icon: string, color?: string): vscode.ThemeIcon {
   return color ? new vscode.ThemeIcon(icon, new vscode.ThemeColor(color)) : new vscode.ThemeIcon(icon);
 }
+
+/** The expanded row of a group of rows: item id `<kind>:<group>`, context value `<kind>+<group>`. */
+export function groupItem(kind: string, group: string, label: string, description: string): vscode.TreeItem {
+  const item = new vscode.TreeItem(label, vscode.TreeItemCollapsibleState.Expanded);
+  item.id = `${kind}:${group}`;
+  item.description = description;
+  item.contextValue = `${kind}+${group}`;
+  return item;
+}

@@ -3,7 +3,7 @@ import type { CoordinatorApi, Disposable, TaskCounts, TaskRecord } from '../../c
 import { Commands, Views } from '../contributions';
 import { TASK_GROUPS, TASK_GROUP_LABELS, groupTasks, taskContextValue, taskGroupDescription, taskRow, type TaskGroup } from '../tasksModel';
 import { CoordinatorRows, LiveTreeView, NodeCache } from './liveTree';
-import { rowItem } from './rowItem';
+import { groupItem, rowItem } from './rowItem';
 
 export type TasksNode =
   | { readonly kind: 'taskGroup'; readonly group: TaskGroup }
@@ -56,11 +56,8 @@ class TasksTreeProvider extends CoordinatorRows<TasksNode> {
   getTreeItem(node: TasksNode): vscode.TreeItem {
     if (node.kind === 'taskGroup') {
       const count = this.groups[node.group].length;
-      const item = new vscode.TreeItem(TASK_GROUP_LABELS[node.group], vscode.TreeItemCollapsibleState.Expanded);
-      item.id = `taskGroup:${node.group}`;
-      item.description = taskGroupDescription(node.group, count, node.group === 'done' ? undefined : this.counts[node.group], DONE_TASKS_LISTED);
-      item.contextValue = `taskGroup+${node.group}`;
-      return item;
+      return groupItem('taskGroup', node.group, TASK_GROUP_LABELS[node.group],
+        taskGroupDescription(node.group, count, node.group === 'done' ? undefined : this.counts[node.group], DONE_TASKS_LISTED));
     }
     const task = this.records.get(node.id);
     if (!task) return new vscode.TreeItem(`task ${node.id}`);

@@ -6,7 +6,7 @@ import {
   toolRow, type ToolGroup,
 } from '../toolsModel';
 import { CoordinatorRows, LiveTreeView, NodeCache } from './liveTree';
-import { rowItem, themeIcon } from './rowItem';
+import { groupItem, rowItem, themeIcon } from './rowItem';
 
 export type ToolsNode =
   | { readonly kind: 'toolGroup'; readonly group: ToolGroup }
@@ -63,13 +63,8 @@ class ToolsTreeProvider extends CoordinatorRows<ToolsNode> {
 
   getTreeItem(node: ToolsNode): vscode.TreeItem {
     switch (node.kind) {
-      case 'toolGroup': {
-        const item = new vscode.TreeItem(TOOL_GROUP_LABELS[node.group], vscode.TreeItemCollapsibleState.Expanded);
-        item.id = `toolGroup:${node.group}`;
-        item.description = toolGroupDescription(node.group, this.providers, this.calls);
-        item.contextValue = `toolGroup+${node.group}`;
-        return item;
-      }
+      case 'toolGroup':
+        return groupItem('toolGroup', node.group, TOOL_GROUP_LABELS[node.group], toolGroupDescription(node.group, this.providers, this.calls));
       case 'toolProvider': {
         const provider = this.providers.find((p) => p.providerId === node.id);
         if (!provider) return new vscode.TreeItem(node.id);

@@ -6,7 +6,7 @@ import {
   sortHandoffs, workflowIsActive, workflowRow, type WorkflowRow, type WorkflowSection,
 } from '../workflowsModel';
 import { CoordinatorRows, LiveTreeView, NodeCache } from './liveTree';
-import { rowItem, themeIcon, type RowItemOptions } from './rowItem';
+import { groupItem, rowItem, themeIcon, type RowItemOptions } from './rowItem';
 
 export type WorkflowsNode =
   | { readonly kind: 'workflowSection'; readonly section: WorkflowSection }
@@ -79,13 +79,8 @@ class WorkflowsTreeProvider extends CoordinatorRows<WorkflowsNode> {
 
   getTreeItem(node: WorkflowsNode): vscode.TreeItem {
     switch (node.kind) {
-      case 'workflowSection': {
-        const item = new vscode.TreeItem(WORKFLOW_SECTION_LABELS[node.section], vscode.TreeItemCollapsibleState.Expanded);
-        item.id = `workflowSection:${node.section}`;
-        item.description = sectionDescription(node.section, this.workflows, this.handoffs);
-        item.contextValue = `workflowSection+${node.section}`;
-        return item;
-      }
+      case 'workflowSection':
+        return groupItem('workflowSection', node.section, WORKFLOW_SECTION_LABELS[node.section], sectionDescription(node.section, this.workflows, this.handoffs));
       case 'workflow': {
         const summary = this.summary(node.id);
         if (!summary) return new vscode.TreeItem(node.id);
