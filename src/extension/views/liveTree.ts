@@ -73,6 +73,28 @@ export class NodeCache<N, K = string> {
   }
 }
 
+/** A count a view shows as its badge (none at 0), with an event when it changes (the status bar follows it). */
+export class ViewCount implements vscode.Disposable {
+  private readonly changed = new vscode.EventEmitter<number>();
+  /** Fires with the count when it changes. */
+  readonly onDidChange = this.changed.event;
+  /** As of the last `show`. */
+  value = 0;
+
+  constructor(private readonly tooltip: (count: number) => string) {}
+
+  show(view: vscode.TreeView<unknown>, count: number): void {
+    view.badge = count > 0 ? { value: count, tooltip: this.tooltip(count) } : undefined;
+    if (count === this.value) return;
+    this.value = count;
+    this.changed.fire(count);
+  }
+
+  dispose(): void {
+    this.changed.dispose();
+  }
+}
+
 export interface LiveTreeOptions {
   readonly showCollapseAll?: boolean;
 }
