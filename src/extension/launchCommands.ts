@@ -1,6 +1,7 @@
 import * as vscode from 'vscode';
 import type { CoordinatorApi, LaunchPlan, LaunchProfile, LaunchRecord, LaunchRequest, ProfileAvailability, ProfileIssue, WorktreeRepositoryInfo } from '../core/api';
 import { Settings, SETTINGS_SECTION } from './contributions';
+import { CoordinatorCommands, messageOf } from './coordinatorCommands';
 import type { LaunchedTerminals } from './launchedTerminals';
 import { launchedText, notInstalledWarning, profileIssueLines, profileIssuesWarning, profilePick, worktreePicks } from './launchModel';
 import { asAgentRow } from './messageCommands';
@@ -18,19 +19,15 @@ const OPEN_README = 'Open README';
  * (README, "Launch your first agent"). Refusals are shown with the coordinator's message; a profile whose program is
  * not installed is refused here, before anything is launched.
  */
-export class LaunchCommands {
-  private api: CoordinatorApi | undefined;
-
+export class LaunchCommands extends CoordinatorCommands {
   constructor(
     private readonly operator: string,
     private readonly terminals: LaunchedTerminals,
     private readonly worktrees: WorktreeState,
     private readonly output: vscode.OutputChannel,
     private readonly extensionUri: vscode.Uri,
-  ) {}
-
-  bind(api: CoordinatorApi | undefined): void {
-    this.api = api;
+  ) {
+    super();
   }
 
   async launchAgent(): Promise<void> {
@@ -159,7 +156,7 @@ export class LaunchCommands {
   }
 
   private refused(what: string, err: unknown): void {
-    const message = err instanceof Error ? err.message : String(err);
+    const message = messageOf(err);
     this.output.appendLine(`SW4RM ${what}: ${message}`);
     void vscode.window.showErrorMessage(notificationText(`${what}: ${message}`));
   }

@@ -1,5 +1,6 @@
 import * as vscode from 'vscode';
 import { AGENT_EVENTS_SCAN_WINDOW, type CoordinatorApi, type CoordinatorSendContentType } from '../core/api';
+import { CoordinatorCommands, messageOf } from './coordinatorCommands';
 import { agentEventsText, isJson, refusalText } from './messagesModel';
 import { requireRunning } from './notRunning';
 import type { ReadOnlyDocuments } from './readOnlyDocuments';
@@ -25,19 +26,12 @@ const AGENT_LOG_LIMIT = 1000;
  * Send Message… and the Agents view's context menu (Copy Agent Id, Show Agent's Messages, Show Agent's Log Events,
  * Deregister Agent), over the running coordinator's API.
  */
-export class MessageCommands {
-  private api: CoordinatorApi | undefined;
-
+export class MessageCommands extends CoordinatorCommands {
   constructor(private readonly operator: string, private readonly messages: MessagesView, private readonly documents: ReadOnlyDocuments) {
-    documents.register(AGENT_LOG_DOCUMENT, async (agentId) => {
-      const api = this.api;
-      if (!api) return 'The SW4RM coordinator is not running.\n';
+    super();
+    this.registerDocument(documents, AGENT_LOG_DOCUMENT, async (api, agentId) => {
       return agentEventsText(agentId, await api.agentEvents(agentId, AGENT_LOG_LIMIT), AGENT_EVENTS_SCAN_WINDOW);
     });
-  }
-
-  bind(api: CoordinatorApi | undefined): void {
-    this.api = api;
   }
 
   /**
@@ -55,7 +49,7 @@ export class MessageCommands {
     const contentType = await pickContentType(payload);
     if (!contentType || this.api !== api) return;
     const result = await api.sendMessage({ to, contentType, payload }, this.operator)
-      .catch((err: unknown) => ({ accepted: false as const, code: '', reason: err instanceof Error ? err.message : String(err) }));
+      .catch((err: unknown) => ({ accepted: false as const, code: '', reason: messageOf(err) }));
     if (result.accepted) {
       const choice = await vscode.window.showInformationMessage(`Sent message ${result.messageId} to ${to} (${contentType}).`, 'Open Message');
       if (choice) await this.messages.open({ kind: 'message', id: result.messageId });

@@ -1,7 +1,9 @@
 import * as vscode from 'vscode';
 import { CoordinatorApiError, type CoordinatorApi, type TaskRecord } from '../core/api';
+import { CoordinatorCommands, messageOf, showError } from './coordinatorCommands';
 import { asAgentRow } from './messageCommands';
 import { notificationText } from './notificationText';
+import { answerOf } from './quickPick';
 import { requireRunning } from './notRunning';
 import type { ReadOnlyDocuments } from './readOnlyDocuments';
 import {
@@ -31,23 +33,16 @@ function graceMsOf(text: string): number | undefined | null {
  * The Tasks view's commands: Submit Task… (a form: agent or agent type, priority, scope, parameters), Preempt Task,
  * Cancel Task, Shutdown Agent… (also on the Agents view's rows) and Show Task Details (a read-only document).
  */
-export class TaskCommands {
-  private api: CoordinatorApi | undefined;
-
+export class TaskCommands extends CoordinatorCommands {
   constructor(private readonly operator: string, private readonly view: TasksView, private readonly documents: ReadOnlyDocuments) {
-    documents.register(TASK_DOCUMENT, async (key) => {
-      const api = this.api;
-      if (!api) return 'The SW4RM coordinator is not running.\n';
+    super();
+    this.registerDocument(documents, TASK_DOCUMENT, async (api, key) => {
       const taskId = decodeURIComponent(key);
       const task = await api.task(taskId);
       if (!task) return `Task ${taskId} is no longer kept: the scheduler keeps the newest finished tasks only.\n`;
       const [messages, events] = await Promise.all([api.taskMessages(taskId), api.taskEvents(taskId, TASK_EVENTS_LIMIT)]);
       return taskDetailText(task, messages, events);
     });
-  }
-
-  bind(api: CoordinatorApi | undefined): void {
-    this.api = api;
   }
 
   async submitTask(): Promise<void> {
@@ -172,48 +167,24 @@ export class TaskCommands {
   }
 }
 
-function messageOf(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
-}
-
-/** The coordinator's words (e.g. it stopped while a form was open), as notification text; nothing was picked. */
-function showError(err: unknown): undefined {
-  void vscode.window.showErrorMessage(notificationText(messageOf(err)));
-  return undefined;
-}
-
 /** The task's target: a registered agent, an agent type, or one typed (checked: an agent id or `type:<name>`). */
 async function pickTarget(title: string, api: CoordinatorApi): Promise<string | undefined> {
   const targets = taskTargets(await api.agents());
   type Item = vscode.QuickPickItem & { target: string };
   const listed: Item[] = targets.map((t) => ({ label: t.target, description: t.description, target: t.target }));
-  return new Promise((resolve) => {
-    const quickPick = vscode.window.createQuickPick<Item>();
-    quickPick.title = title;
-    quickPick.placeholder = 'An agent, or type:<agent type> for any RUNNABLE agent of that type (type one to use it)';
-    quickPick.items = listed;
-    quickPick.ignoreFocusOut = true;
-    let done = false;
-    const finish = (value: string | undefined) => {
-      if (done) return;
-      done = true;
-      resolve(value);
-      quickPick.dispose();
-    };
-    quickPick.onDidChangeValue((value) => {
-      const typed = value.trim();
-      const problem = typed ? targetProblem(typed) : undefined;
-      // A typed target is offered first; one that cannot be sent says why and is not accepted.
-      quickPick.items = typed && !listed.some((i) => i.target === typed)
-        ? [{ label: typed, description: problem ?? 'as typed', target: typed, alwaysShow: true }, ...listed] : listed;
-    });
-    quickPick.onDidAccept(() => {
-      const item = quickPick.selectedItems[0] ?? quickPick.activeItems[0];
-      if (item && !targetProblem(item.target)) finish(item.target);
-    });
-    quickPick.onDidHide(() => finish(undefined));
-    quickPick.show();
+  const quickPick = vscode.window.createQuickPick<Item>();
+  quickPick.title = title;
+  quickPick.placeholder = 'An agent, or type:<agent type> for any RUNNABLE agent of that type (type one to use it)';
+  quickPick.items = listed;
+  quickPick.ignoreFocusOut = true;
+  quickPick.onDidChangeValue((value) => {
+    const typed = value.trim();
+    const problem = typed ? targetProblem(typed) : undefined;
+    // A typed target is offered first; one that cannot be sent says why and is not accepted.
+    quickPick.items = typed && !listed.some((i) => i.target === typed)
+      ? [{ label: typed, description: problem ?? 'as typed', target: typed, alwaysShow: true }, ...listed] : listed;
   });
+  return (await answerOf(quickPick, (item) => item !== undefined && !targetProblem(item.target)))?.target;
 }
 
 async function pickAgent(api: CoordinatorApi): Promise<string | undefined> {

@@ -1,5 +1,6 @@
 import * as vscode from 'vscode';
 import type { CoordinatorApi, ToolCallRecord } from '../core/api';
+import { CoordinatorCommands, showError } from './coordinatorCommands';
 import { notificationText } from './notificationText';
 import { requireRunning } from './notRunning';
 import type { ReadOnlyDocuments } from './readOnlyDocuments';
@@ -12,22 +13,15 @@ const TOOL_CALL_DOCUMENT = 'toolCall';
  * The Tools view's commands: Show Tool Call Details (a read-only document: record, policy, args, frames, error),
  * Cancel Tool Call (as the caller would: RFC §18.6) and Copy Call Id. From the palette, a call is picked.
  */
-export class ToolCommands {
-  private api: CoordinatorApi | undefined;
-
+export class ToolCommands extends CoordinatorCommands {
   constructor(private readonly operator: string, private readonly view: ToolsView, private readonly documents: ReadOnlyDocuments) {
-    documents.register(TOOL_CALL_DOCUMENT, async (key) => {
-      const api = this.api;
-      if (!api) return 'The SW4RM coordinator is not running.\n';
+    super();
+    this.registerDocument(documents, TOOL_CALL_DOCUMENT, async (api, key) => {
       const callId = decodeURIComponent(key);
       const details = await api.toolCallDetails(callId);
       if (!details) return `Tool call ${callId} is no longer kept: the coordinator keeps the newest calls only.\n`;
       return callDetailText(details, Date.now());
     });
-  }
-
-  bind(api: CoordinatorApi | undefined): void {
-    this.api = api;
   }
 
   async showToolCallDetails(node?: unknown): Promise<void> {
@@ -88,10 +82,4 @@ export class ToolCommands {
       return showError(err);
     }
   }
-}
-
-/** The coordinator's words (e.g. it stopped while a pick was open), as notification text. */
-function showError(err: unknown): undefined {
-  void vscode.window.showErrorMessage(notificationText(err instanceof Error ? err.message : String(err)));
-  return undefined;
 }

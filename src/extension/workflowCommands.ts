@@ -2,7 +2,9 @@ import * as path from 'node:path';
 import * as vscode from 'vscode';
 import type { CoordinatorApi, HandoffView, WorkflowDetail, WorkflowFileIssue, WorkflowNodeView, WorkflowSummary } from '../core/api';
 import { WORKFLOW_DIAGNOSTICS } from './contributions';
+import { CoordinatorCommands, showError } from './coordinatorCommands';
 import { notificationText } from './notificationText';
+import { answerOf } from './quickPick';
 import { requireRunning } from './notRunning';
 import type { ReadOnlyDocuments } from './readOnlyDocuments';
 import {
@@ -22,14 +24,12 @@ const START_WORKFLOW = 'Start Workflow…';
  * document); for handoffs routed to a person, Accept Handoff and Reject Handoff…, and Show Handoff. From the palette,
  * the workflow, node or handoff is picked.
  */
-export class WorkflowCommands implements vscode.Disposable {
-  private api: CoordinatorApi | undefined;
+export class WorkflowCommands extends CoordinatorCommands implements vscode.Disposable {
   private readonly diagnostics = vscode.languages.createDiagnosticCollection(WORKFLOW_DIAGNOSTICS);
 
   constructor(private readonly operator: string, private readonly view: WorkflowsView, private readonly documents: ReadOnlyDocuments) {
-    documents.register(NODE_DOCUMENT, async (key) => {
-      const api = this.api;
-      if (!api) return 'The SW4RM coordinator is not running.\n';
+    super();
+    this.registerDocument(documents, NODE_DOCUMENT, async (api, key) => {
       const ids = parseNodeDocumentKey(key);
       if (!ids) return `Nothing to show for ${key}.\n`;
       // One node with its inputs (the coordinator works them out for this node only).
@@ -37,17 +37,11 @@ export class WorkflowCommands implements vscode.Disposable {
       if (detail) return nodeDetailText(detail, Date.now());
       return (await api.workflow(ids.workflowId, 0)) ? `Workflow ${ids.workflowId} has no node ${ids.nodeId}.\n` : `Workflow ${ids.workflowId} is not known to the coordinator.\n`;
     });
-    documents.register(HANDOFF_DOCUMENT, async (key) => {
-      const api = this.api;
-      if (!api) return 'The SW4RM coordinator is not running.\n';
+    this.registerDocument(documents, HANDOFF_DOCUMENT, async (api, key) => {
       const requestId = decodeURIComponent(key);
       const handoff = await api.handoff(requestId);
       return handoff ? handoffDetailText(handoff) : `Handoff ${requestId} is not known to the coordinator (ended handoffs are pruned after a while).\n`;
     });
-  }
-
-  bind(api: CoordinatorApi | undefined): void {
-    this.api = api;
   }
 
   /**
@@ -297,30 +291,19 @@ async function pickNode(title: string, nodes: readonly WorkflowNodeView[], detai
     return { label: row.label, description: row.description, nodeId: n.definition.nodeId };
   };
   const first = nodes.slice(0, NODES_SHOWN).map(item);
-  return new Promise((resolve) => {
-    const quickPick = vscode.window.createQuickPick<Item>();
-    quickPick.title = notificationText(title);
-    quickPick.placeholder = nodes.length > NODES_SHOWN
-      ? `Pick a node (the first ${NODES_SHOWN} of ${nodes.length} are listed; type to find any)` : 'Pick a node';
-    quickPick.matchOnDescription = true;
-    quickPick.items = first;
-    let done = false;
-    const finish = (value: string | undefined) => {
-      if (done) return;
-      done = true;
-      resolve(value);
-      quickPick.dispose();
-    };
-    if (nodes.length > NODES_SHOWN) {
-      quickPick.onDidChangeValue((value) => {
-        const typed = value.trim();
-        quickPick.items = typed ? nodes.filter((n) => n.definition.nodeId.includes(typed)).slice(0, NODES_SHOWN).map(item) : first;
-      });
-    }
-    quickPick.onDidAccept(() => finish((quickPick.selectedItems[0] ?? quickPick.activeItems[0])?.nodeId));
-    quickPick.onDidHide(() => finish(undefined));
-    quickPick.show();
-  });
+  const quickPick = vscode.window.createQuickPick<Item>();
+  quickPick.title = notificationText(title);
+  quickPick.placeholder = nodes.length > NODES_SHOWN
+    ? `Pick a node (the first ${NODES_SHOWN} of ${nodes.length} are listed; type to find any)` : 'Pick a node';
+  quickPick.matchOnDescription = true;
+  quickPick.items = first;
+  if (nodes.length > NODES_SHOWN) {
+    quickPick.onDidChangeValue((value) => {
+      const typed = value.trim();
+      quickPick.items = typed ? nodes.filter((n) => n.definition.nodeId.includes(typed)).slice(0, NODES_SHOWN).map(item) : first;
+    });
+  }
+  return (await answerOf(quickPick))?.nodeId;
 }
 
 /** One refusal or warning of a definition file as a problem on it. */
@@ -333,12 +316,3 @@ function diagnostic(document: vscode.TextDocument, issue: WorkflowFileIssue): vs
   return found;
 }
 
-function messageOf(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
-}
-
-/** The coordinator's words (e.g. it stopped while a form was open), as notification text; nothing was picked. */
-function showError(err: unknown, what?: string): undefined {
-  void vscode.window.showErrorMessage(notificationText(what ? `${what}: ${messageOf(err)}` : messageOf(err)));
-  return undefined;
-}

@@ -15,7 +15,8 @@ import {
   REASON_ICONS, stateText,
 } from '../../src/extension/approvalsModel';
 import { Commands, ContextKeys, HITL_PANEL_VIEW_TYPE, Views } from '../../src/extension/contributions';
-import { hitlPanelHtml, panelCsp } from '../../src/extension/panels/hitlPanelHtml';
+import { hitlPanelHtml } from '../../src/extension/panels/hitlPanelHtml';
+import { panelCsp } from '../../src/extension/panels/panelHtml';
 import { parseHostMessage, parseInvocationJson } from '../../webview/hitl/protocol';
 import { makeTempDir, removeTempDir } from '../support/tempDir';
 

@@ -1,39 +1,13 @@
 import { MAX_RATIONALE_LENGTH } from '../../../webview/hitl/protocol';
 import { RATIONALE_REQUIRED_HINT } from '../../../webview/hitl/viewModel';
-
-export interface PanelPage {
-  /** The webview's own origin (`webview.cspSource`): the only place styles and images may come from. */
-  readonly cspSource: string;
-  /** `webview.asWebviewUri` of dist/webview/hitl.js and hitl.css. */
-  readonly scriptUri: string;
-  readonly styleUri: string;
-  /** New for every render. */
-  readonly nonce: string;
-}
-
-/** The panel's Content-Security-Policy: scripts by nonce only, styles and images from the extension only. */
-export function panelCsp(cspSource: string, nonce: string): string {
-  return `default-src 'none'; script-src 'nonce-${nonce}'; style-src ${cspSource}; img-src ${cspSource}`;
-}
+import { panelDocument, type PanelPage } from './panelHtml';
 
 /**
- * The approval panel's page: a fixed skeleton (no inline styles, no inline handlers), the bundled script
- * by nonce and the stylesheet. Nothing in it comes from the invocation; the script fills it in with
- * textContent.
+ * The approval panel's page (panelDocument: the CSP, the stylesheet, the bundled script by nonce): a fixed
+ * skeleton. Nothing in it comes from the invocation; the script fills it in with textContent.
  */
 export function hitlPanelHtml(page: PanelPage): string {
-  const attr = (value: string) => value.replace(/&/g, '&amp;').replace(/"/g, '&quot;').replace(/</g, '&lt;');
-  return `<!DOCTYPE html>
-<html lang="en">
-<head>
-<meta charset="UTF-8">
-<meta http-equiv="Content-Security-Policy" content="${attr(panelCsp(page.cspSource, page.nonce))}">
-<meta name="viewport" content="width=device-width, initial-scale=1.0">
-<link rel="stylesheet" href="${attr(page.styleUri)}">
-<title>SW4RM approval request</title>
-</head>
-<body>
-<main id="content" aria-busy="true" aria-label="Approval request"><p class="muted">Loading the approval request…</p></main>
+  return panelDocument(page, 'SW4RM approval request', `<main id="content" aria-busy="true" aria-label="Approval request"><p class="muted">Loading the approval request…</p></main>
 <form id="decide" hidden aria-label="Decision">
   <label for="rationale">Rationale <span class="hint">(required; recorded in the audit trail and sent to the requester)</span></label>
   <textarea id="rationale" rows="3" maxlength="${MAX_RATIONALE_LENGTH}" required aria-required="true" aria-describedby="rationale-required"></textarea>
@@ -53,8 +27,5 @@ export function hitlPanelHtml(page: PanelPage): string {
   </div>
   <p id="status" class="status" role="status" aria-live="polite"></p>
   <p id="error" class="error" role="alert" hidden></p>
-</form>
-<script nonce="${attr(page.nonce)}" src="${attr(page.scriptUri)}"></script>
-</body>
-</html>`;
+</form>`);
 }

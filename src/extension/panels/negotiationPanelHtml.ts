@@ -1,27 +1,13 @@
 import { MAX_RATIONALE_LENGTH } from '../../../webview/negotiation/protocol';
 import { RATIONALE_REQUIRED_HINT } from '../../../webview/negotiation/viewModel';
-import { panelCsp, type PanelPage } from './hitlPanelHtml';
-
-export type { PanelPage };
+import { panelDocument, type PanelPage } from './panelHtml';
 
 /**
- * The negotiation panel's page: a fixed skeleton (no inline styles, no inline handlers), the bundled script by nonce
- * and the stylesheet, under the same Content-Security-Policy as the approval panel (scripts by nonce only). Nothing in
- * it comes from a debate or a room; the script fills it in with textContent.
+ * The negotiation panel's page (panelDocument: the approval panel's CSP, stylesheet and script by nonce): a fixed
+ * skeleton. Nothing in it comes from a debate or a room; the script fills it in with textContent.
  */
 export function negotiationPanelHtml(page: PanelPage): string {
-  const attr = (value: string) => value.replace(/&/g, '&amp;').replace(/"/g, '&quot;').replace(/</g, '&lt;');
-  return `<!DOCTYPE html>
-<html lang="en">
-<head>
-<meta charset="UTF-8">
-<meta http-equiv="Content-Security-Policy" content="${attr(panelCsp(page.cspSource, page.nonce))}">
-<meta name="viewport" content="width=device-width, initial-scale=1.0">
-<link rel="stylesheet" href="${attr(page.styleUri)}">
-<title>SW4RM negotiation</title>
-</head>
-<body>
-<main id="content" aria-busy="true" aria-label="Negotiation"><p class="muted">Loading…</p></main>
+  return panelDocument(page, 'SW4RM negotiation', `<main id="content" aria-busy="true" aria-label="Negotiation"><p class="muted">Loading…</p></main>
 <form id="decide" hidden aria-label="Decision">
   <label for="rationale">Rationale <span class="hint">(required; recorded in the audit trail and sent to the agents)</span></label>
   <textarea id="rationale" rows="3" maxlength="${MAX_RATIONALE_LENGTH}" required aria-required="true" aria-describedby="rationale-required"></textarea>
@@ -40,8 +26,5 @@ export function negotiationPanelHtml(page: PanelPage): string {
   </div>
   <p id="error" class="error" role="alert" hidden></p>
 </form>
-<p id="status" class="status" role="status" aria-live="polite"></p>
-<script nonce="${attr(page.nonce)}" src="${attr(page.scriptUri)}"></script>
-</body>
-</html>`;
+<p id="status" class="status" role="status" aria-live="polite"></p>`);
 }

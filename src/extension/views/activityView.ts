@@ -2,7 +2,8 @@ import * as vscode from 'vscode';
 import type { ActivityEntry, CoordinatorApi, Disposable } from '../../core/api';
 import { activityKey, activityOverlaps, activityRow, activityUsageMessage, groupActivity, type ActivityGrouping, type ActivityOverlap } from '../activityModel';
 import { Views } from '../contributions';
-import { KeyedThrottle } from '../throttle';
+import { CoordinatorRows, LiveTreeView, NodeCache } from './liveTree';
+import { rowItem, themeIcon } from './rowItem';
 
 type ActivityNode =
   | { readonly kind: 'activityGroup'; readonly key: string }
@@ -20,41 +21,32 @@ interface ActivitySnapshot {
   readonly overlaps: Map<string, ActivityOverlap>;
 }
 
-class ActivityTreeProvider implements vscode.TreeDataProvider<ActivityNode>, vscode.Disposable {
-  private readonly changed = new vscode.EventEmitter<ActivityNode | undefined>();
-  readonly onDidChangeTreeData = this.changed.event;
+class ActivityTreeProvider extends CoordinatorRows<ActivityNode> {
   private snapshot: ActivitySnapshot = { grouping: 'agent', groups: new Map(), entries: new Map(), overlaps: new Map() };
-  private readonly nodes = new Map<string, ActivityNode>();
-
-  constructor(
-    private readonly source: () => { api: CoordinatorApi; grouping: ActivityGrouping } | undefined,
-    private readonly onListed: (message: string | undefined) => void,
-  ) {}
-
-  refresh(): void {
-    this.changed.fire(undefined);
-  }
+  private readonly nodes = new NodeCache<ActivityNode>();
+  /** How the next listing groups the entries. */
+  grouping: ActivityGrouping = 'agent';
 
   async getChildren(node?: ActivityNode): Promise<ActivityNode[]> {
     if (node?.kind === 'activity') return [];
     if (node?.kind === 'activityGroup') {
       return (this.snapshot.groups.get(node.key)?.entries ?? []).map((e) => this.node('activity', activityKey(e)));
     }
-    const current = this.source();
-    if (!current) return [];
-    const [entries, usage] = await Promise.all([
-      current.api.activity().catch(() => [] as ActivityEntry[]),
-      current.api.activityUsage().catch(() => undefined),
-    ]);
-    if (current.api !== this.source()?.api) return [];
-    const groups = groupActivity(entries, current.grouping);
+    const grouping = this.grouping;
+    const listing = await this.listed((api) => Promise.all([
+      api.activity().catch(() => [] as ActivityEntry[]),
+      api.activityUsage().catch(() => undefined),
+    ]));
+    if (!listing) return [];
+    const [entries, usage] = listing;
+    const groups = groupActivity(entries, grouping);
     this.snapshot = {
-      grouping: current.grouping,
+      grouping,
       groups: new Map(groups.map((g) => [g.key, g])),
       entries: new Map(entries.map((e) => [activityKey(e), e])),
       overlaps: activityOverlaps(entries),
     };
-    this.onListed(usage ? activityUsageMessage(usage) : undefined);
+    this.showMessage(usage ? activityUsageMessage(usage) : undefined);
     this.nodes.clear();
     return groups.map((g) => this.node('activityGroup', g.key));
   }
@@ -73,30 +65,15 @@ class ActivityTreeProvider implements vscode.TreeDataProvider<ActivityNode>, vsc
     const entry = this.snapshot.entries.get(node.key);
     if (!entry) return new vscode.TreeItem('(ended)');
     const row = activityRow(entry, this.snapshot.overlaps.get(node.key), this.snapshot.grouping, Date.now());
-    const item = new vscode.TreeItem(row.label, vscode.TreeItemCollapsibleState.None);
-    item.id = `activity:${this.snapshot.grouping}:${node.key}`;
-    item.description = row.description;
-    // A plain string: the description is the agent's own text.
-    item.tooltip = row.tooltip;
-    item.iconPath = row.overlapping
-      ? new vscode.ThemeIcon('warning', new vscode.ThemeColor('list.warningForeground'))
-      : new vscode.ThemeIcon('pulse');
-    item.contextValue = row.overlapping ? 'activity+overlap' : 'activity';
-    item.accessibilityInformation = { label: `${row.overlapping ? 'Warning: ' : ''}${row.label}, ${row.description}` };
-    return item;
-  }
-
-  dispose(): void {
-    this.changed.dispose();
+    return rowItem(`activity:${this.snapshot.grouping}:${node.key}`, row, {
+      contextValue: row.overlapping ? 'activity+overlap' : 'activity',
+      iconPath: row.overlapping ? themeIcon('warning', 'list.warningForeground') : themeIcon('pulse'),
+      accessibilityLabel: `${row.overlapping ? 'Warning: ' : ''}${row.label}, ${row.description}`,
+    });
   }
 
   private node(kind: ActivityNode['kind'], key: string): ActivityNode {
-    const id = `${kind}\u0001${key}`;
-    const known = this.nodes.get(id);
-    if (known) return known;
-    const node: ActivityNode = { kind, key };
-    this.nodes.set(id, node);
-    return node;
+    return this.nodes.get(`${kind}\u0001${key}`, () => ({ kind, key }));
   }
 }
 
@@ -105,64 +82,31 @@ class ActivityTreeProvider implements vscode.TreeDataProvider<ActivityNode>, vsc
  * by repository (remembered); entries in the same repository and worktree or branch are marked as overlapping; the
  * buffer's 80% warning is the view's message. Live: the buffer's feed, throttled, while visible.
  */
-export class ActivityView implements vscode.Disposable {
-  private api: CoordinatorApi | undefined;
-  private subscription: Disposable | undefined;
-  private stale = false;
-  private grouping: ActivityGrouping;
-  private readonly provider = new ActivityTreeProvider(
-    () => (this.api ? { api: this.api, grouping: this.grouping } : undefined),
-    (message) => { this.view.message = message; });
-  private readonly view: vscode.TreeView<ActivityNode>;
-  private readonly throttle = new KeyedThrottle<'activity'>(ACTIVITY_REFRESH_MS, () => this.refreshIfVisible());
-  private readonly subscriptions: vscode.Disposable[] = [];
-
+export class ActivityView extends LiveTreeView<ActivityNode, ActivityTreeProvider> {
   constructor(private readonly state: vscode.Memento) {
-    this.grouping = state.get<ActivityGrouping>(GROUPING_KEY) === 'repository' ? 'repository' : 'agent';
-    this.view = vscode.window.createTreeView(Views.activity, { treeDataProvider: this.provider, showCollapseAll: true });
-    this.subscriptions.push(this.view.onDidChangeVisibility(({ visible }) => {
-      if (visible && this.stale) this.refreshIfVisible();
-    }));
+    super(new ActivityTreeProvider(), Views.activity, ACTIVITY_REFRESH_MS, { showCollapseAll: true });
+    this.rows.grouping = state.get<ActivityGrouping>(GROUPING_KEY) === 'repository' ? 'repository' : 'agent';
     this.showGrouping();
   }
 
-  bind(api: CoordinatorApi | undefined): void {
-    this.subscription?.dispose();
-    this.throttle.cancel();
-    this.api = api;
-    this.subscription = api?.onDidChangeActivity(() => this.throttle.schedule('activity'));
+  override bind(api: CoordinatorApi | undefined): void {
     if (!api) this.view.message = undefined;
-    this.stale = true;
-    this.refreshIfVisible();
-  }
-
-  refresh(): void {
-    this.stale = false;
-    this.provider.refresh();
+    super.bind(api);
   }
 
   /** Switches between grouping by agent and by repository, and remembers it for this workspace. */
   async toggleGrouping(): Promise<void> {
-    this.grouping = this.grouping === 'agent' ? 'repository' : 'agent';
-    await this.state.update(GROUPING_KEY, this.grouping);
+    this.rows.grouping = this.rows.grouping === 'agent' ? 'repository' : 'agent';
+    await this.state.update(GROUPING_KEY, this.rows.grouping);
     this.showGrouping();
     this.refresh();
   }
 
-  dispose(): void {
-    this.subscription?.dispose();
-    this.throttle.dispose();
-    for (const subscription of this.subscriptions) subscription.dispose();
-    this.view.dispose();
-    this.provider.dispose();
+  protected follow(api: CoordinatorApi, changed: () => void): Disposable[] {
+    return [api.onDidChangeActivity(changed)];
   }
 
   private showGrouping(): void {
-    this.view.description = this.grouping === 'agent' ? 'by agent' : 'by repository';
-  }
-
-  private refreshIfVisible(): void {
-    if (this.view.visible) this.refresh();
-    else this.stale = true;
+    this.view.description = this.rows.grouping === 'agent' ? 'by agent' : 'by repository';
   }
 }

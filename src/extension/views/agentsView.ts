@@ -5,6 +5,8 @@ import { launchedRowParts } from '../launchModel';
 import { KeyedThrottle } from '../throttle';
 import { agentWorktreeRow, worktreeOf } from '../worktreesModel';
 import type { WorktreeState } from '../worktreeState';
+import { NodeCache } from './liveTree';
+import { rowItem, themeIcon } from './rowItem';
 
 type AgentsNode =
   | { readonly kind: 'agent'; readonly agentId: string }
@@ -44,11 +46,11 @@ export class AgentsTreeProvider implements vscode.TreeDataProvider<AgentsNode>, 
   private api: CoordinatorApi | undefined;
   private subscriptions: Disposable[] = [];
   private readonly inboxRefresh = new KeyedThrottle<string>(INBOX_REFRESH_MS, (agentId) => void this.refreshIfRegistered(agentId));
-  private readonly agentNodes = new Map<string, AgentsNode>();
-  private readonly detailNodes = new Map<string, AgentsNode>();
+  private readonly agentNodes = new NodeCache<AgentsNode>();
+  private readonly detailNodes = new NodeCache<AgentsNode>();
   /** The data of each shown agent, shared by its row and its details until the row is refreshed. */
   private readonly snapshots = new Map<string, Promise<AgentSnapshot | undefined>>();
-  private readonly worktreeNodes = new Map<string, AgentsNode>();
+  private readonly worktreeNodes = new NodeCache<AgentsNode>();
   private readonly worktreeSubscription: Disposable | undefined;
   private readonly terminalSubscription: Disposable | undefined;
   /** The launch profiles, read once per refresh of the whole tree (for how a launched agent reads its inbox). */
@@ -152,15 +154,11 @@ export class AgentsTreeProvider implements vscode.TreeDataProvider<AgentsNode>, 
   }
 
   private agentNode(agentId: string): AgentsNode {
-    let node = this.agentNodes.get(agentId);
-    if (!node) this.agentNodes.set(agentId, (node = { kind: 'agent', agentId }));
-    return node;
+    return this.agentNodes.get(agentId, () => ({ kind: 'agent', agentId }));
   }
 
   private worktreeNode(agentId: string): AgentsNode {
-    let node = this.worktreeNodes.get(agentId);
-    if (!node) this.worktreeNodes.set(agentId, (node = { kind: 'agentWorktree', agentId }));
-    return node;
+    return this.worktreeNodes.get(agentId, () => ({ kind: 'agentWorktree', agentId }));
   }
 
   private async worktreeItem(agentId: string): Promise<vscode.TreeItem> {
@@ -168,22 +166,14 @@ export class AgentsTreeProvider implements vscode.TreeDataProvider<AgentsNode>, 
     const binding = data?.bindings.find((b) => b.agentId === agentId);
     const row = binding && data && agentWorktreeRow(binding, worktreeOf(binding, data.worktrees), (ms) => formatTime(ms));
     if (!row) return new vscode.TreeItem('Not bound to a worktree');
-    const item = new vscode.TreeItem(row.label, vscode.TreeItemCollapsibleState.None);
-    item.id = `agent:${agentId}/worktree`;
-    item.description = row.description;
-    item.tooltip = row.tooltip;
-    item.contextValue = row.contextValue;
-    item.iconPath = binding.state === 'BIND_FAILED'
-      ? new vscode.ThemeIcon('error', new vscode.ThemeColor('problemsErrorIcon.foreground'))
-      : new vscode.ThemeIcon('git-branch');
-    return item;
+    return rowItem(`agent:${agentId}/worktree`, row, {
+      contextValue: row.contextValue, accessibilityLabel: false,
+      iconPath: binding.state === 'BIND_FAILED' ? themeIcon('error', 'problemsErrorIcon.foreground') : themeIcon('git-branch'),
+    });
   }
 
   private detailNode(agentId: string, key: DetailKey): AgentsNode {
-    const id = `${agentId}/${key}`;
-    let node = this.detailNodes.get(id);
-    if (!node) this.detailNodes.set(id, (node = { kind: 'detail', agentId, key }));
-    return node;
+    return this.detailNodes.get(`${agentId}/${key}`, () => ({ kind: 'detail', agentId, key }));
   }
 }
 

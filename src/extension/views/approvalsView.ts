@@ -4,7 +4,9 @@ import { approvalRow, auditFileName, MAX_SETTLED_LISTED, orderForView, stateText
 import { Commands, Views } from '../contributions';
 import { requireRunning } from '../notRunning';
 import { KeyedThrottle } from '../throttle';
+import { ViewCount } from './liveTree';
 import { RecordListProvider, type RecordNode } from './recordList';
+import { rowItem, themeIcon } from './rowItem';
 
 export type ApprovalNode = RecordNode<'approval'>;
 
@@ -14,15 +16,10 @@ export const APPROVALS_REFRESH_MS = 100;
 /** A row of the Approvals view: the reason, requester, state; a click opens its review panel. */
 function approvalItem(invocation: HitlInvocation, node: ApprovalNode): vscode.TreeItem {
   const row = approvalRow(invocation);
-  const item = new vscode.TreeItem(row.label, vscode.TreeItemCollapsibleState.None);
-  item.id = `approval:${invocation.id}`;
-  item.description = row.description;
-  item.iconPath = new vscode.ThemeIcon(row.icon, new vscode.ThemeColor(row.color));
-  item.contextValue = row.contextValue;
-  item.tooltip = row.tooltip;
-  item.accessibilityInformation = { label: row.accessibilityLabel };
-  item.command = { command: Commands.reviewApproval, title: 'Review', arguments: [node] };
-  return item;
+  return rowItem(`approval:${invocation.id}`, row, {
+    contextValue: row.contextValue, iconPath: themeIcon(row.icon, row.color), accessibilityLabel: row.accessibilityLabel,
+    command: { command: Commands.reviewApproval, title: 'Review', arguments: [node] },
+  });
 }
 
 /**
@@ -31,18 +28,15 @@ function approvalItem(invocation: HitlInvocation, node: ApprovalNode): vscode.Tr
  * invocations as its badge and says in its title when approvals are paused.
  */
 export class ApprovalsView implements vscode.Disposable {
-  private api: CoordinatorApi | undefined;
   private subscription: Disposable | undefined;
   /** The rows: pending invocations first, then the settled ones (bounded). */
-  private readonly provider = new RecordListProvider('approval', () => this.api,
+  private readonly provider = new RecordListProvider('approval',
     async (api: CoordinatorApi) => orderForView(await api.approvals({ limit: MAX_SETTLED_LISTED })), (invocation) => invocation.id, approvalItem);
   private readonly view: vscode.TreeView<ApprovalNode>;
   private readonly throttle = new KeyedThrottle<'approvals'>(APPROVALS_REFRESH_MS, () => void this.update());
-  private readonly countChanged = new vscode.EventEmitter<number>();
+  private readonly pending = new ViewCount((count) => `${count} approval${count === 1 ? '' : 's'} pending`);
   /** Fires with the number of pending invocations when it changes. */
-  readonly onDidChangeCount = this.countChanged.event;
-  /** Pending invocations, as of the last update. */
-  pendingCount = 0;
+  readonly onDidChangeCount = this.pending.onDidChange;
   /** Updates started; only the latest one shows its count. */
   private updates = 0;
 
@@ -59,7 +53,7 @@ export class ApprovalsView implements vscode.Disposable {
   bind(api: CoordinatorApi | undefined): void {
     this.subscription?.dispose();
     this.throttle.cancel();
-    this.api = api;
+    this.provider.api = api;
     this.subscription = api?.onDidChangeApprovals(() => this.throttle.schedule('approvals'));
     void this.update();
   }
@@ -131,12 +125,22 @@ export class ApprovalsView implements vscode.Disposable {
     if (choice) await vscode.window.showTextDocument(target);
   }
 
+  /** Pending invocations, as of the last update. */
+  get pendingCount(): number {
+    return this.pending.value;
+  }
+
+  /** The running coordinator's API, or undefined while it is stopped. */
+  private get api(): CoordinatorApi | undefined {
+    return this.provider.api;
+  }
+
   dispose(): void {
     this.subscription?.dispose();
     this.throttle.dispose();
     this.view.dispose();
     this.provider.dispose();
-    this.countChanged.dispose();
+    this.pending.dispose();
   }
 
   private async update(): Promise<void> {
@@ -151,12 +155,8 @@ export class ApprovalsView implements vscode.Disposable {
       }
     }
     if (update !== this.updates) return;
-    this.view.badge = count > 0 ? { value: count, tooltip: `${count} approval${count === 1 ? '' : 's'} pending` } : undefined;
     this.provider.refresh();
-    if (count !== this.pendingCount) {
-      this.pendingCount = count;
-      this.countChanged.fire(count);
-    }
+    this.pending.show(this.view, count);
   }
 
   private async pick(api: CoordinatorApi, title: string, pendingOnly: boolean): Promise<HitlInvocation | undefined> {

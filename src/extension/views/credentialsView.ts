@@ -7,6 +7,7 @@ import {
 import { requireRunning } from '../notRunning';
 import { KeyedThrottle } from '../throttle';
 import { RecordListProvider, type RecordNode } from './recordList';
+import { rowItem, themeIcon } from './rowItem';
 
 export type CredentialNode = RecordNode<'credential'>;
 
@@ -19,14 +20,9 @@ export const CREDENTIALS_REFRESH_MS = 1000;
 /** A row of the Credentials view: the agent (or "enrolment"), label, created, last used or revoked; never a secret. */
 function credentialItem(credential: CredentialInfo): vscode.TreeItem {
   const row = credentialRow(credential);
-  const item = new vscode.TreeItem(row.label, vscode.TreeItemCollapsibleState.None);
-  item.id = `credential:${credential.id}`;
-  item.description = row.description;
-  item.iconPath = new vscode.ThemeIcon(row.icon, row.color ? new vscode.ThemeColor(row.color) : undefined);
-  item.contextValue = row.contextValue;
-  item.tooltip = row.tooltip;
-  item.accessibilityInformation = { label: row.accessibilityLabel };
-  return item;
+  return rowItem(`credential:${credential.id}`, row, {
+    contextValue: row.contextValue, iconPath: themeIcon(row.icon, row.color), accessibilityLabel: row.accessibilityLabel,
+  });
 }
 
 /**
@@ -34,10 +30,9 @@ function credentialItem(credential: CredentialInfo): vscode.TreeItem {
  * their secrets), minting one for an agent (its token shown once) and revoking one after a confirmation.
  */
 export class CredentialsView implements vscode.Disposable {
-  private api: CoordinatorApi | undefined;
   private subscriptions: Disposable[] = [];
   /** The rows: credentials in use first, then revoked ones. */
-  private readonly provider = new RecordListProvider('credential', () => this.api,
+  private readonly provider = new RecordListProvider('credential',
     async (api: CoordinatorApi) => orderCredentials(await api.credentials()), (credential) => credential.id, credentialItem);
   private readonly view: vscode.TreeView<CredentialNode>;
   private readonly throttle = new KeyedThrottle<'credentials'>(CREDENTIALS_REFRESH_MS, () => this.provider.refresh());
@@ -57,7 +52,7 @@ export class CredentialsView implements vscode.Disposable {
   bind(api: CoordinatorApi | undefined, renewEnrolment?: () => void): void {
     for (const subscription of this.subscriptions) subscription.dispose();
     this.throttle.cancel();
-    this.api = api;
+    this.provider.api = api;
     this.renewEnrolment = renewEnrolment;
     this.subscriptions = api
       ? [
@@ -147,6 +142,11 @@ export class CredentialsView implements vscode.Disposable {
     } catch (err) {
       void vscode.window.showWarningMessage(`The credential was not revoked: ${err instanceof Error ? err.message : String(err)}`);
     }
+  }
+
+  /** The running coordinator's API, or undefined while it is stopped. */
+  private get api(): CoordinatorApi | undefined {
+    return this.provider.api;
   }
 
   dispose(): void {

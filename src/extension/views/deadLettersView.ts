@@ -6,7 +6,9 @@ import {
   type DeadLetterViewFilter, type TimeRange,
 } from '../deadLetterFilter';
 import { requireRunning } from '../notRunning';
+import { CANCELLED, pickItem, pickValueOrAny } from '../quickPick';
 import { KeyedThrottle } from '../throttle';
+import { CoordinatorRows, NodeCache, ViewCount } from './liveTree';
 
 /** What became of one requeue: the coordinator's answer, or why it could not be asked (it stopped). */
 type Requeued = RequeueResult | { readonly accepted: false; readonly reason: string };
@@ -27,21 +29,11 @@ export const DLQ_REFRESH_MS = 250;
  * The rows of the Dead Letters view: the coordinator's dead letters matching the filter, newest first. A row's
  * text comes from agents (ids, reasons, payloads) and is shown as plain text only.
  */
-class DeadLettersTreeProvider implements vscode.TreeDataProvider<DeadLetterNode>, vscode.Disposable {
-  private readonly changed = new vscode.EventEmitter<DeadLetterNode | undefined>();
-  readonly onDidChangeTreeData = this.changed.event;
-  private readonly nodes = new Map<number, DeadLetterNode>();
+class DeadLettersTreeProvider extends CoordinatorRows<DeadLetterNode> {
+  private readonly nodes = new NodeCache<DeadLetterNode, number>();
   private readonly letters = new Map<number, DeadLetter>();
-
-  constructor(
-    private readonly source: () => { api: CoordinatorApi; filter: DeadLetterViewFilter } | undefined,
-    /** Told after each listing whether it stopped at MAX_LISTED. */
-    private readonly onListed: (truncated: boolean) => void,
-  ) {}
-
-  refresh(): void {
-    this.changed.fire(undefined);
-  }
+  /** What the rows show: the dead letters matching it. */
+  filter: DeadLetterViewFilter = NO_FILTER;
 
   letter(id: number): DeadLetter | undefined {
     return this.letters.get(id);
@@ -49,19 +41,14 @@ class DeadLettersTreeProvider implements vscode.TreeDataProvider<DeadLetterNode>
 
   async getChildren(node?: DeadLetterNode): Promise<DeadLetterNode[]> {
     if (node) return [];
-    const current = this.source();
-    const listed = current ? await current.api.deadLetters(coreFilter(current.filter, Date.now(), MAX_LISTED + 1)).catch(() => []) : [];
-    const found = current?.api === this.source()?.api ? listed : [];
-    this.onListed(found.length > MAX_LISTED);
+    const filter = this.filter;
+    const found = await this.listed((api) => api.deadLetters(coreFilter(filter, Date.now(), MAX_LISTED + 1)).catch(() => [])) ?? [];
+    this.showMessage(found.length > MAX_LISTED ? `Showing the newest ${MAX_LISTED}. Filter, or export the diagnostic bundle for all of them.` : undefined);
     const shown = found.slice(0, MAX_LISTED);
     this.letters.clear();
-    const keep = new Set<number>();
-    for (const letter of shown) {
-      this.letters.set(letter.id, letter);
-      keep.add(letter.id);
-    }
-    for (const id of [...this.nodes.keys()]) if (!keep.has(id)) this.nodes.delete(id);
-    return shown.map((letter) => this.node(letter.id));
+    for (const letter of shown) this.letters.set(letter.id, letter);
+    this.nodes.keepOnly(this.letters);
+    return shown.map((letter) => this.nodes.get(letter.id, () => ({ kind: 'deadLetter', id: letter.id })));
   }
 
   getParent(): DeadLetterNode | undefined {
@@ -72,16 +59,6 @@ class DeadLettersTreeProvider implements vscode.TreeDataProvider<DeadLetterNode>
     const letter = this.letters.get(node.id);
     return letter ? deadLetterItem(letter) : new vscode.TreeItem(`dead letter ${node.id}`);
   }
-
-  dispose(): void {
-    this.changed.dispose();
-  }
-
-  private node(id: number): DeadLetterNode {
-    let node = this.nodes.get(id);
-    if (!node) this.nodes.set(id, (node = { kind: 'deadLetter', id }));
-    return node;
-  }
 }
 
 /**
@@ -90,29 +67,25 @@ class DeadLettersTreeProvider implements vscode.TreeDataProvider<DeadLetterNode>
  * letter events, coalesced, and tells the status bar how many dead letters wait.
  */
 export class DeadLettersView implements vscode.Disposable {
-  private api: CoordinatorApi | undefined;
-  private filter: DeadLetterViewFilter = NO_FILTER;
   private subscription: Disposable | undefined;
   private signature = '';
   /** Checks started; only the latest one shows its result. */
   private checks = 0;
   /** A forced check was asked for and has not completed yet. */
   private forced = false;
-  private readonly provider = new DeadLettersTreeProvider(
-    () => (this.api ? { api: this.api, filter: this.filter } : undefined),
-    (truncated) => {
-      this.view.message = truncated ? `Showing the newest ${MAX_LISTED}. Filter, or export the diagnostic bundle for all of them.` : undefined;
-    });
+  private readonly provider = new DeadLettersTreeProvider();
   private readonly view: vscode.TreeView<DeadLetterNode>;
   private readonly check = new KeyedThrottle<'dlq'>(DLQ_REFRESH_MS, () => void this.checkForChanges());
-  private readonly countChanged = new vscode.EventEmitter<number>();
+  private readonly listedMessage: vscode.Disposable;
+  private readonly waiting = new ViewCount((count) => `${count} dead letter${count === 1 ? '' : 's'}`);
   /** Fires with the number of dead letters not yet requeued when it changes. */
-  readonly onDidChangeCount = this.countChanged.event;
-  /** Dead letters not yet requeued, as of the last check. */
-  count = 0;
+  readonly onDidChangeCount = this.waiting.onDidChange;
 
   constructor() {
     this.view = vscode.window.createTreeView(Views.deadLetters, { treeDataProvider: this.provider, canSelectMany: true });
+    this.listedMessage = this.provider.onDidChangeMessage((message) => {
+      this.view.message = message;
+    });
     this.showFilter();
   }
 
@@ -120,7 +93,7 @@ export class DeadLettersView implements vscode.Disposable {
   bind(api: CoordinatorApi | undefined): void {
     this.subscription?.dispose();
     this.check.cancel();
-    this.api = api;
+    this.provider.api = api;
     this.subscription = api?.onDidChangeDeadLetters(() => this.check.schedule('dlq'));
     void this.checkForChanges(true);
   }
@@ -179,7 +152,7 @@ export class DeadLettersView implements vscode.Disposable {
       saveLabel: 'Export',
     });
     if (!target || this.api !== api) return;
-    const bundle = await api.exportDeadLetters(coreFilter(this.filter, now, MAX_EXPORTED));
+    const bundle = await api.exportDeadLetters(coreFilter(this.provider.filter, now, MAX_EXPORTED));
     await vscode.workspace.fs.writeFile(target, new TextEncoder().encode(JSON.stringify(bundle, null, 2) + '\n'));
     const entries = Array.isArray(bundle.entries) ? bundle.entries.length : 0;
     const choice = await vscode.window.showInformationMessage(
@@ -193,19 +166,19 @@ export class DeadLettersView implements vscode.Disposable {
     if (!api) return;
     const now = Date.now();
     const all = await api.deadLetters({ includeRequeued: true, limit: MAX_EXPORTED });
-    const current = this.filter;
+    const current = this.provider.filter;
     const pool = (draft: Partial<DeadLetterViewFilter>) =>
       all.filter((l) => matches(l, { ...draft, includeRequeued: current.includeRequeued ? undefined : false }, now));
     const steps = 5;
     const title = (step: number) => `Filter Dead Letters (${step}/${steps})`;
 
-    const errorCode = await pickValue(title(1), 'Show dead letters with this error code', 'Any error code',
+    const errorCode = await pickCounted(title(1), 'Show dead letters with this error code', 'Any error code',
       valueCounts(pool({}), (l) => l.errorCode), current.errorCode);
     if (errorCode === CANCELLED) return;
-    const producerId = await pickValue(title(2), 'Show dead letters from this producer', 'Any producer',
+    const producerId = await pickCounted(title(2), 'Show dead letters from this producer', 'Any producer',
       valueCounts(pool({ errorCode }), (l) => l.producerId), current.producerId);
     if (producerId === CANCELLED) return;
-    const recipientId = await pickValue(title(3), 'Show dead letters routed to this recipient', 'Any recipient',
+    const recipientId = await pickCounted(title(3), 'Show dead letters routed to this recipient', 'Any recipient',
       valueCounts(pool({ errorCode, producerId }), (l) => l.recipientId), current.recipientId);
     if (recipientId === CANCELLED) return;
     const narrowed = pool({ errorCode, producerId, recipientId });
@@ -229,20 +202,31 @@ export class DeadLettersView implements vscode.Disposable {
   dispose(): void {
     this.subscription?.dispose();
     this.check.dispose();
+    this.listedMessage.dispose();
     this.view.dispose();
     this.provider.dispose();
-    this.countChanged.dispose();
+    this.waiting.dispose();
+  }
+
+  /** Dead letters not yet requeued, as of the last check. */
+  get count(): number {
+    return this.waiting.value;
+  }
+
+  /** The running coordinator's API, or undefined while it is stopped. */
+  private get api(): CoordinatorApi | undefined {
+    return this.provider.api;
   }
 
   private setFilter(filter: DeadLetterViewFilter): void {
-    this.filter = filter;
+    this.provider.filter = filter;
     this.showFilter();
     this.provider.refresh();
   }
 
   private showFilter(): void {
-    this.view.description = describeFilter(this.filter);
-    void vscode.commands.executeCommand('setContext', ContextKeys.deadLettersFiltered, isFiltered(this.filter));
+    this.view.description = describeFilter(this.provider.filter);
+    void vscode.commands.executeCommand('setContext', ContextKeys.deadLettersFiltered, isFiltered(this.provider.filter));
   }
 
   /** Refreshes the rows and the count when the DLQ changed: a new entry, a requeue, a prune. */
@@ -267,16 +251,12 @@ export class DeadLettersView implements vscode.Disposable {
     if (signature === this.signature && !this.forced) return;
     this.forced = false;
     this.signature = signature;
-    this.view.badge = count > 0 ? { value: count, tooltip: `${count} dead letter${count === 1 ? '' : 's'}` } : undefined;
     this.provider.refresh();
-    if (count !== this.count) {
-      this.count = count;
-      this.countChanged.fire(count);
-    }
+    this.waiting.show(this.view, count);
   }
 
   private async pickToRequeue(api: CoordinatorApi): Promise<DeadLetter[]> {
-    const letters = await api.deadLetters(coreFilter({ ...this.filter, includeRequeued: false }, Date.now(), MAX_LISTED));
+    const letters = await api.deadLetters(coreFilter({ ...this.provider.filter, includeRequeued: false }, Date.now(), MAX_LISTED));
     if (!letters.length) {
       void vscode.window.showInformationMessage('There is no dead letter to requeue.');
       return [];
@@ -289,48 +269,18 @@ export class DeadLettersView implements vscode.Disposable {
   }
 }
 
-const CANCELLED = Symbol('cancelled');
-
 /** One value of a field, or "any" (undefined); CANCELLED when the user pressed Escape. */
-async function pickValue(title: string, placeholder: string, anyLabel: string, values: Array<{ value: string; count: number }>,
+function pickCounted(title: string, placeholder: string, anyLabel: string, values: Array<{ value: string; count: number }>,
   current: string | undefined): Promise<string | undefined | typeof CANCELLED> {
   const total = values.reduce((sum, v) => sum + v.count, 0);
-  const items: Array<{ label: string; value: string | undefined; description: string }> = [
-    { label: anyLabel, value: undefined, description: counted(total) },
-    ...values.map((v) => ({ label: v.value || '(none)', value: v.value as string | undefined, description: counted(v.count) })),
-  ];
-  if (current !== undefined && !values.some((v) => v.value === current)) items.push({ label: current, value: current, description: counted(0) });
-  const picked = await pickItem(title, placeholder, items, current);
-  return picked === undefined ? CANCELLED : picked.value;
+  return pickValueOrAny(title, placeholder, { label: anyLabel, description: counted(total) },
+    values.map((v) => ({ value: v.value, label: v.value || '(none)', description: counted(v.count) })), current, counted(0));
 }
 
 /** A single choice among `items`, with the current value active; undefined when the user pressed Escape. */
 async function pickOne<T>(title: string, placeholder: string, items: Array<{ label: string; value: T; description?: string }>,
   current: T): Promise<T | undefined> {
   return (await pickItem(title, placeholder, items, current))?.value;
-}
-
-function pickItem<T, I extends { label: string; value: T; description?: string }>(title: string, placeholder: string, items: I[],
-  current: T): Promise<I | undefined> {
-  return new Promise((resolve) => {
-    const quickPick = vscode.window.createQuickPick<I>();
-    quickPick.title = title;
-    quickPick.placeholder = placeholder;
-    quickPick.matchOnDescription = true;
-    quickPick.items = items;
-    const active = items.find((item) => item.value === current);
-    if (active) quickPick.activeItems = [active];
-    let done = false;
-    const finish = (item: I | undefined) => {
-      if (done) return;
-      done = true;
-      resolve(item);
-      quickPick.dispose();
-    };
-    quickPick.onDidAccept(() => finish(quickPick.selectedItems[0] ?? quickPick.activeItems[0]));
-    quickPick.onDidHide(() => finish(undefined));
-    quickPick.show();
-  });
 }
 
 function counted(n: number): string {

@@ -5,9 +5,12 @@ import {
   MESSAGE_STATES, NO_MESSAGE_FILTER, describeMessageFilter, isMessageFilterSet, messageDetailText, messageQuery, messageRow, shortId,
   type MessagesViewFilter,
 } from '../messagesModel';
+import { coordinatorDocument } from '../coordinatorCommands';
 import { requireRunning } from '../notRunning';
+import { CANCELLED, pickValueOrAny, type ValueChoice } from '../quickPick';
 import type { ReadOnlyDocuments } from '../readOnlyDocuments';
-import { KeyedThrottle } from '../throttle';
+import { CoordinatorRows, LiveTreeView, NodeCache } from './liveTree';
+import { rowItem } from './rowItem';
 
 export interface MessageNode {
   readonly kind: 'message';
@@ -26,32 +29,22 @@ const AGE_REFRESH_MS = 15_000;
 /** The read-only document kind of a message's detail. */
 const MESSAGE_DOCUMENT = 'message';
 
-class MessagesTreeProvider implements vscode.TreeDataProvider<MessageNode>, vscode.Disposable {
-  private readonly changed = new vscode.EventEmitter<MessageNode | undefined>();
-  readonly onDidChangeTreeData = this.changed.event;
-  private readonly nodes = new Map<string, MessageNode>();
+class MessagesTreeProvider extends CoordinatorRows<MessageNode> {
+  private readonly nodes = new NodeCache<MessageNode>();
   private readonly messages = new Map<string, MessageSummary>();
-
-  constructor(
-    private readonly source: () => { api: CoordinatorApi; filter: MessagesViewFilter } | undefined,
-    /** Told after each listing whether it stopped at MAX_LISTED_MESSAGES. */
-    private readonly onListed: (full: boolean) => void,
-  ) {}
-
-  refresh(): void {
-    this.changed.fire(undefined);
-  }
+  /** What the rows show: the messages matching it. */
+  filter: MessagesViewFilter = NO_MESSAGE_FILTER;
 
   async getChildren(node?: MessageNode): Promise<MessageNode[]> {
     if (node) return [];
-    const current = this.source();
-    const listed = current ? await current.api.messages(messageQuery(current.filter, MAX_LISTED_MESSAGES)).catch(() => []) : [];
-    const found = current?.api === this.source()?.api ? listed : [];
-    this.onListed(found.length >= MAX_LISTED_MESSAGES);
+    const filter = this.filter;
+    const found = await this.listed((api) => api.messages(messageQuery(filter, MAX_LISTED_MESSAGES)).catch(() => [])) ?? [];
+    this.showMessage(found.length >= MAX_LISTED_MESSAGES
+      ? `The newest ${MAX_LISTED_MESSAGES} are shown. Filter by agent, correlation, state or type to find others.` : undefined);
     this.messages.clear();
     for (const m of found) this.messages.set(m.messageId, m);
-    for (const id of [...this.nodes.keys()]) if (!this.messages.has(id)) this.nodes.delete(id);
-    return found.map((m) => this.node(m.messageId));
+    this.nodes.keepOnly(this.messages);
+    return found.map((m) => this.nodes.get(m.messageId, () => ({ kind: 'message', id: m.messageId })));
   }
 
   getParent(): MessageNode | undefined {
@@ -61,27 +54,10 @@ class MessagesTreeProvider implements vscode.TreeDataProvider<MessageNode>, vsco
   getTreeItem(node: MessageNode): vscode.TreeItem {
     const m = this.messages.get(node.id);
     if (!m) return new vscode.TreeItem(`message ${node.id}`);
-    const row = messageRow(m, Date.now());
-    const item = new vscode.TreeItem(row.label, vscode.TreeItemCollapsibleState.None);
-    item.id = `message:${m.messageId}`;
-    item.description = row.description;
-    // A plain string: ids and types come from agents and are never rendered as Markdown.
-    item.tooltip = row.tooltip;
-    item.contextValue = `message+${m.state}${m.tracked ? '' : '+untracked'}`;
-    item.iconPath = stateIcon(m);
-    item.command = { command: Commands.openMessage, title: 'Open Message', arguments: [node] };
-    item.accessibilityInformation = { label: `${row.label}, ${row.description}` };
-    return item;
-  }
-
-  dispose(): void {
-    this.changed.dispose();
-  }
-
-  private node(id: string): MessageNode {
-    let node = this.nodes.get(id);
-    if (!node) this.nodes.set(id, (node = { kind: 'message', id }));
-    return node;
+    return rowItem(`message:${m.messageId}`, messageRow(m, Date.now()), {
+      contextValue: `message+${m.state}${m.tracked ? '' : '+untracked'}`, iconPath: stateIcon(m),
+      command: { command: Commands.openMessage, title: 'Open Message', arguments: [node] },
+    });
   }
 }
 
@@ -99,53 +75,17 @@ function stateIcon(m: MessageSummary): vscode.ThemeIcon {
  * correlation id; filters by agent, correlation id, state and type; a row opens the message's envelope, payload
  * and lifecycle history in a read-only document. Live: it follows inbox changes, throttled, while it is visible.
  */
-export class MessagesView implements vscode.Disposable {
-  private api: CoordinatorApi | undefined;
-  private filter: MessagesViewFilter = NO_MESSAGE_FILTER;
-  private subscription: Disposable | undefined;
-  /** A change arrived while the view was hidden: it refreshes when shown. */
-  private stale = false;
-  private readonly provider = new MessagesTreeProvider(
-    () => (this.api ? { api: this.api, filter: this.filter } : undefined),
-    (full) => {
-      this.view.message = full ? `The newest ${MAX_LISTED_MESSAGES} are shown. Filter by agent, correlation, state or type to find others.` : undefined;
-    });
-  private readonly view: vscode.TreeView<MessageNode>;
-  private readonly throttle = new KeyedThrottle<'messages'>(MESSAGES_REFRESH_MS, () => this.refreshIfVisible());
-  private readonly subscriptions: vscode.Disposable[] = [];
-
+export class MessagesView extends LiveTreeView<MessageNode, MessagesTreeProvider> {
   constructor(private readonly documents: ReadOnlyDocuments) {
-    this.view = vscode.window.createTreeView(Views.messages, { treeDataProvider: this.provider });
-    documents.register(MESSAGE_DOCUMENT, async (id) => {
-      const api = this.api;
-      if (!api) return 'The SW4RM coordinator is not running.\n';
+    super(new MessagesTreeProvider(), Views.messages, MESSAGES_REFRESH_MS);
+    coordinatorDocument(documents, MESSAGE_DOCUMENT, () => this.api, async (api, id) => {
       const detail = await api.message(id);
       return detail ? messageDetailText(detail)
         : `Message ${id} is no longer stored: finished messages are deleted after sw4rm.messageRetentionHours.\n`;
     });
     const ages = setInterval(() => this.refreshIfVisible(), AGE_REFRESH_MS);
-    this.subscriptions.push(
-      this.view.onDidChangeVisibility(({ visible }) => {
-        if (visible && this.stale) this.refreshIfVisible();
-      }),
-      { dispose: () => clearInterval(ages) },
-    );
+    this.own({ dispose: () => clearInterval(ages) });
     this.showFilter();
-  }
-
-  /** Follows the API of a (new) coordinator, or none while the coordinator is stopped. */
-  bind(api: CoordinatorApi | undefined): void {
-    this.subscription?.dispose();
-    this.throttle.cancel();
-    this.api = api;
-    this.subscription = api?.onDidChangeInbox(() => this.throttle.schedule('messages'));
-    this.stale = true;
-    this.refreshIfVisible();
-  }
-
-  refresh(): void {
-    this.stale = false;
-    this.provider.refresh();
   }
 
   /** Opens a message's detail (envelope, payload as text, lifecycle history) in a read-only document. */
@@ -167,7 +107,7 @@ export class MessagesView implements vscode.Disposable {
   async pickFilter(): Promise<void> {
     const api = await requireRunning(this.api);
     if (!api) return;
-    const current = this.filter;
+    const current = this.rows.filter;
     const [agents, recent] = await Promise.all([api.agents(), api.messages({ limit: 1000 })]);
     const agentIds = new Set<string>(agents.map((a) => a.descriptor.agentId));
     for (const m of recent) {
@@ -176,11 +116,11 @@ export class MessagesView implements vscode.Disposable {
     }
     const steps = 4;
     const title = (step: number) => `Filter Messages (${step}/${steps})`;
-    const agentId = await pickValue(title(1), 'Show messages from or to this agent', 'Any agent', [...agentIds].sort(), current.agentId);
+    const agentId = await pickValueOrAny(title(1), 'Show messages from or to this agent', { label: 'Any agent' }, choices([...agentIds].sort()), current.agentId);
     if (agentId === CANCELLED) return;
-    const state = await pickValue(title(2), 'Show messages in this state', 'Any state', [...MESSAGE_STATES], current.state);
+    const state = await pickValueOrAny(title(2), 'Show messages in this state', { label: 'Any state' }, choices(MESSAGE_STATES), current.state);
     if (state === CANCELLED) return;
-    const messageType = await pickValue(title(3), 'Show messages of this type', 'Any type', [...MESSAGE_TYPES], current.messageType);
+    const messageType = await pickValueOrAny(title(3), 'Show messages of this type', { label: 'Any type' }, choices(MESSAGE_TYPES), current.messageType);
     if (messageType === CANCELLED) return;
     const correlationId = await vscode.window.showInputBox({
       title: title(4), value: current.correlationId ?? '', placeHolder: 'Any correlation id (leave empty)',
@@ -197,32 +137,23 @@ export class MessagesView implements vscode.Disposable {
     this.setFilter(NO_MESSAGE_FILTER);
   }
 
-  dispose(): void {
-    this.subscription?.dispose();
-    this.throttle.dispose();
-    for (const subscription of this.subscriptions) subscription.dispose();
-    this.view.dispose();
-    this.provider.dispose();
-  }
-
-  private refreshIfVisible(): void {
-    if (this.view.visible) this.refresh();
-    else this.stale = true;
+  protected follow(api: CoordinatorApi, changed: () => void): Disposable[] {
+    return [api.onDidChangeInbox(changed)];
   }
 
   private setFilter(filter: MessagesViewFilter): void {
-    this.filter = filter;
+    this.rows.filter = filter;
     this.showFilter();
     this.refresh();
   }
 
   private showFilter(): void {
-    this.view.description = describeMessageFilter(this.filter);
-    void vscode.commands.executeCommand('setContext', ContextKeys.messagesFiltered, isMessageFilterSet(this.filter));
+    this.view.description = describeMessageFilter(this.rows.filter);
+    void vscode.commands.executeCommand('setContext', ContextKeys.messagesFiltered, isMessageFilterSet(this.rows.filter));
   }
 
   private async pickMessage(api: CoordinatorApi): Promise<string | undefined> {
-    const messages = await api.messages(messageQuery(this.filter, MAX_LISTED_MESSAGES));
+    const messages = await api.messages(messageQuery(this.rows.filter, MAX_LISTED_MESSAGES));
     if (!messages.length) {
       void vscode.window.showInformationMessage(`No message to open among the newest ${MESSAGE_SCAN_WINDOW.toLocaleString('en-US')}.`);
       return undefined;
@@ -236,35 +167,6 @@ export class MessagesView implements vscode.Disposable {
   }
 }
 
-const CANCELLED = Symbol('cancelled');
-
-/** One value, or "any" (undefined); CANCELLED when the user pressed Escape. */
-async function pickValue(title: string, placeholder: string, anyLabel: string, values: readonly string[],
-  current: string | undefined): Promise<string | undefined | typeof CANCELLED> {
-  const items: Array<vscode.QuickPickItem & { value: string | undefined }> = [
-    { label: anyLabel, value: undefined },
-    ...values.map((value) => ({ label: value, value: value as string | undefined })),
-  ];
-  if (current !== undefined && !values.includes(current)) items.push({ label: current, value: current });
-  return new Promise((resolve) => {
-    const quickPick = vscode.window.createQuickPick<vscode.QuickPickItem & { value: string | undefined }>();
-    quickPick.title = title;
-    quickPick.placeholder = placeholder;
-    quickPick.items = items;
-    const active = items.find((item) => item.value === current);
-    if (active) quickPick.activeItems = [active];
-    let done = false;
-    const finish = (value: string | undefined | typeof CANCELLED) => {
-      if (done) return;
-      done = true;
-      resolve(value);
-      quickPick.dispose();
-    };
-    quickPick.onDidAccept(() => {
-      const item = quickPick.selectedItems[0] ?? quickPick.activeItems[0];
-      finish(item ? item.value : CANCELLED);
-    });
-    quickPick.onDidHide(() => finish(CANCELLED));
-    quickPick.show();
-  });
+function choices(values: readonly string[]): ValueChoice[] {
+  return values.map((value) => ({ value }));
 }

@@ -2,7 +2,8 @@ import * as vscode from 'vscode';
 import type { CoordinatorApi, Disposable, TaskCounts, TaskRecord } from '../../core/api';
 import { Commands, Views } from '../contributions';
 import { TASK_GROUPS, TASK_GROUP_LABELS, groupTasks, taskContextValue, taskGroupDescription, taskRow, type TaskGroup } from '../tasksModel';
-import { KeyedThrottle } from '../throttle';
+import { CoordinatorRows, LiveTreeView, NodeCache } from './liveTree';
+import { groupItem, rowItem } from './rowItem';
 
 export type TasksNode =
   | { readonly kind: 'taskGroup'; readonly group: TaskGroup }
@@ -21,22 +22,14 @@ export function asTaskNode(value: unknown): Extract<TasksNode, { kind: 'task' }>
     ? value as Extract<TasksNode, { kind: 'task' }> : undefined;
 }
 
-class TasksTreeProvider implements vscode.TreeDataProvider<TasksNode>, vscode.Disposable {
-  private readonly changed = new vscode.EventEmitter<TasksNode | undefined>();
-  readonly onDidChangeTreeData = this.changed.event;
+class TasksTreeProvider extends CoordinatorRows<TasksNode> {
   private readonly groupNodes = new Map<TaskGroup, TasksNode>(TASK_GROUPS.map((group) => [group, { kind: 'taskGroup', group }]));
-  private readonly taskNodes = new Map<string, TasksNode>();
+  private readonly taskNodes = new NodeCache<TasksNode>();
   /** The tasks of the last listing, by group: the groups' children come from the same listing as their counts. */
   private groups: Record<TaskGroup, TaskRecord[]> = { running: [], queued: [], done: [] };
   /** How many tasks are running and queued, listed or not. */
   private counts: TaskCounts = { queued: 0, running: 0 };
   private readonly records = new Map<string, TaskRecord>();
-
-  constructor(private readonly source: () => CoordinatorApi | undefined) {}
-
-  refresh(): void {
-    this.changed.fire(undefined);
-  }
 
   record(taskId: string): TaskRecord | undefined {
     return this.records.get(taskId);
@@ -44,19 +37,18 @@ class TasksTreeProvider implements vscode.TreeDataProvider<TasksNode>, vscode.Di
 
   async getChildren(node?: TasksNode): Promise<TasksNode[]> {
     if (node?.kind === 'task') return [];
-    if (node?.kind === 'taskGroup') return this.groups[node.group].map((t) => this.taskNode(t.taskId));
-    const api = this.source();
-    if (!api) return [];
-    const [tasks, counts] = await Promise.all([
+    if (node?.kind === 'taskGroup') return this.groups[node.group].map((t) => this.taskNodes.get(t.taskId, () => ({ kind: 'task', id: t.taskId })));
+    const listing = await this.listed((api) => Promise.all([
       api.tasks({ includeFinished: true, openLimit: OPEN_TASKS_LISTED, finishedLimit: DONE_TASKS_LISTED }).catch(() => [] as TaskRecord[]),
       api.taskCounts().catch(() => undefined),
-    ]);
-    if (api !== this.source()) return [];
+    ]));
+    if (!listing) return [];
+    const [tasks, counts] = listing;
     this.groups = groupTasks(tasks);
     this.counts = counts ?? { queued: this.groups.queued.length, running: this.groups.running.length };
     this.records.clear();
     for (const t of tasks) this.records.set(t.taskId, t);
-    for (const id of [...this.taskNodes.keys()]) if (!this.records.has(id)) this.taskNodes.delete(id);
+    this.taskNodes.keepOnly(this.records);
     // No task at all: no groups, so that the welcome (Submit Task…) shows.
     return tasks.length ? TASK_GROUPS.map((group) => this.groupNodes.get(group)!) : [];
   }
@@ -64,35 +56,15 @@ class TasksTreeProvider implements vscode.TreeDataProvider<TasksNode>, vscode.Di
   getTreeItem(node: TasksNode): vscode.TreeItem {
     if (node.kind === 'taskGroup') {
       const count = this.groups[node.group].length;
-      const item = new vscode.TreeItem(TASK_GROUP_LABELS[node.group], vscode.TreeItemCollapsibleState.Expanded);
-      item.id = `taskGroup:${node.group}`;
-      item.description = taskGroupDescription(node.group, count, node.group === 'done' ? undefined : this.counts[node.group], DONE_TASKS_LISTED);
-      item.contextValue = `taskGroup+${node.group}`;
-      return item;
+      return groupItem('taskGroup', node.group, TASK_GROUP_LABELS[node.group],
+        taskGroupDescription(node.group, count, node.group === 'done' ? undefined : this.counts[node.group], DONE_TASKS_LISTED));
     }
     const task = this.records.get(node.id);
     if (!task) return new vscode.TreeItem(`task ${node.id}`);
-    const row = taskRow(task);
-    const item = new vscode.TreeItem(row.label, vscode.TreeItemCollapsibleState.None);
-    item.id = `task:${task.taskId}`;
-    item.description = row.description;
-    // A plain string: scopes, notes and ids come from agents and submitters and are never rendered as Markdown.
-    item.tooltip = row.tooltip;
-    item.contextValue = taskContextValue(task);
-    item.iconPath = stateIcon(task);
-    item.command = { command: Commands.showTaskDetails, title: 'Show Task Details', arguments: [node] };
-    item.accessibilityInformation = { label: `${row.label}, ${row.description}` };
-    return item;
-  }
-
-  dispose(): void {
-    this.changed.dispose();
-  }
-
-  private taskNode(id: string): TasksNode {
-    let node = this.taskNodes.get(id);
-    if (!node) this.taskNodes.set(id, (node = { kind: 'task', id }));
-    return node;
+    return rowItem(`task:${task.taskId}`, taskRow(task), {
+      contextValue: taskContextValue(task), iconPath: stateIcon(task),
+      command: { command: Commands.showTaskDetails, title: 'Show Task Details', arguments: [node] },
+    });
   }
 }
 
@@ -111,34 +83,9 @@ function stateIcon(task: TaskRecord): vscode.ThemeIcon {
  * The Tasks view: Running, Queued (in dispatch order, with why each waits) and Done (newest first); each row the task
  * id, priority, agent, state and scope. Live: it follows the scheduler's task changes, throttled, while it is visible.
  */
-export class TasksView implements vscode.Disposable {
-  private api: CoordinatorApi | undefined;
-  private subscription: Disposable | undefined;
-  private stale = false;
-  private readonly provider = new TasksTreeProvider(() => this.api);
-  private readonly view: vscode.TreeView<TasksNode>;
-  private readonly throttle = new KeyedThrottle<'tasks'>(TASKS_REFRESH_MS, () => this.refreshIfVisible());
-  private readonly subscriptions: vscode.Disposable[] = [];
-
+export class TasksView extends LiveTreeView<TasksNode, TasksTreeProvider> {
   constructor() {
-    this.view = vscode.window.createTreeView(Views.tasks, { treeDataProvider: this.provider, showCollapseAll: true });
-    this.subscriptions.push(this.view.onDidChangeVisibility(({ visible }) => {
-      if (visible && this.stale) this.refreshIfVisible();
-    }));
-  }
-
-  bind(api: CoordinatorApi | undefined): void {
-    this.subscription?.dispose();
-    this.throttle.cancel();
-    this.api = api;
-    this.subscription = api?.onDidChangeTasks(() => this.throttle.schedule('tasks'));
-    this.stale = true;
-    this.refreshIfVisible();
-  }
-
-  refresh(): void {
-    this.stale = false;
-    this.provider.refresh();
+    super(new TasksTreeProvider(), Views.tasks, TASKS_REFRESH_MS, { showCollapseAll: true });
   }
 
   /** The task of the selected row, if a task row is selected. */
@@ -147,16 +94,7 @@ export class TasksView implements vscode.Disposable {
     return node?.kind === 'task' ? node.id : undefined;
   }
 
-  dispose(): void {
-    this.subscription?.dispose();
-    this.throttle.dispose();
-    for (const subscription of this.subscriptions) subscription.dispose();
-    this.view.dispose();
-    this.provider.dispose();
-  }
-
-  private refreshIfVisible(): void {
-    if (this.view.visible) this.refresh();
-    else this.stale = true;
+  protected follow(api: CoordinatorApi, changed: () => void): Disposable[] {
+    return [api.onDidChangeTasks(changed)];
   }
 }

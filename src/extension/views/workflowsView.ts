@@ -1,11 +1,12 @@
 import * as vscode from 'vscode';
 import type { CoordinatorApi, Disposable, HandoffView, WorkflowDetail, WorkflowSummary } from '../../core/api';
 import { Commands, Views } from '../contributions';
-import { KeyedThrottle } from '../throttle';
 import {
   HANDOFFS_LISTED, NODES_SHOWN, WORKFLOWS_LISTED, WORKFLOW_SECTIONS, WORKFLOW_SECTION_LABELS, handoffRow, moreNodesRow, nodeRow, sectionDescription, shownNodes,
   sortHandoffs, workflowIsActive, workflowRow, type WorkflowRow, type WorkflowSection,
 } from '../workflowsModel';
+import { CoordinatorRows, LiveTreeView, NodeCache } from './liveTree';
+import { groupItem, rowItem, themeIcon, type RowItemOptions } from './rowItem';
 
 export type WorkflowsNode =
   | { readonly kind: 'workflowSection'; readonly section: WorkflowSection }
@@ -41,21 +42,13 @@ export function asHandoffRow(value: unknown): HandoffRowNode | undefined {
   return isObject(value) && value.kind === 'handoff' && typeof value.id === 'string' ? value as HandoffRowNode : undefined;
 }
 
-class WorkflowsTreeProvider implements vscode.TreeDataProvider<WorkflowsNode>, vscode.Disposable {
-  private readonly changed = new vscode.EventEmitter<WorkflowsNode | undefined>();
-  readonly onDidChangeTreeData = this.changed.event;
+class WorkflowsTreeProvider extends CoordinatorRows<WorkflowsNode> {
   private readonly sectionNodes = new Map<WorkflowSection, WorkflowsNode>(WORKFLOW_SECTIONS.map((section) => [section, { kind: 'workflowSection', section }]));
   private workflows: WorkflowSummary[] = [];
   private handoffs: HandoffView[] = [];
   /** The details read for the workflows whose nodes are shown (an expanded row asks again at each refresh). */
   private readonly details = new Map<string, WorkflowDetail>();
-  private readonly nodes = new Map<string, WorkflowsNode>();
-
-  constructor(private readonly source: () => CoordinatorApi | undefined) {}
-
-  refresh(): void {
-    this.changed.fire(undefined);
-  }
+  private readonly nodes = new NodeCache<WorkflowsNode>();
 
   summary(workflowId: string): WorkflowSummary | undefined {
     return this.workflows.find((w) => w.workflowId === workflowId);
@@ -66,18 +59,17 @@ class WorkflowsTreeProvider implements vscode.TreeDataProvider<WorkflowsNode>, v
     switch (node.kind) {
       case 'workflowSection':
         return node.section === 'workflows'
-          ? this.workflows.map((w) => this.cached(`w:${w.workflowId}`, () => ({ kind: 'workflow', id: w.workflowId })))
-          : this.handoffs.map((h) => this.cached(`h:${h.requestId}`, () => ({ kind: 'handoff', id: h.requestId })));
+          ? this.workflows.map((w) => this.nodes.get(`w:${w.workflowId}`, () => ({ kind: 'workflow', id: w.workflowId })))
+          : this.handoffs.map((h) => this.nodes.get(`h:${h.requestId}`, () => ({ kind: 'handoff', id: h.requestId })));
       case 'workflow': {
-        const api = this.source();
         // The nodes shown only (the first NODES_SHOWN) and the counts: a refresh costs what it shows, not the workflow's size.
-        const detail = await api?.workflow(node.id, NODES_SHOWN).catch(() => undefined);
-        if (!api || api !== this.source() || !detail) return [];
+        const detail = await this.listed((api) => api.workflow(node.id, NODES_SHOWN).catch(() => undefined));
+        if (!detail) return [];
         this.details.set(node.id, detail);
         const { nodes, hidden } = shownNodes(detail);
-        const rows: WorkflowsNode[] = nodes.map((n) => this.cached(`n:${node.id}\u0000${n.definition.nodeId}`,
+        const rows: WorkflowsNode[] = nodes.map((n) => this.nodes.get(`n:${node.id}\u0000${n.definition.nodeId}`,
           () => ({ kind: 'workflowNode', workflowId: node.id, nodeId: n.definition.nodeId })));
-        if (hidden) rows.push(this.cached(`m:${node.id}`, () => ({ kind: 'moreNodes', workflowId: node.id })));
+        if (hidden) rows.push(this.nodes.get(`m:${node.id}`, () => ({ kind: 'moreNodes', workflowId: node.id })));
         return rows;
       }
       default:
@@ -87,28 +79,23 @@ class WorkflowsTreeProvider implements vscode.TreeDataProvider<WorkflowsNode>, v
 
   getTreeItem(node: WorkflowsNode): vscode.TreeItem {
     switch (node.kind) {
-      case 'workflowSection': {
-        const item = new vscode.TreeItem(WORKFLOW_SECTION_LABELS[node.section], vscode.TreeItemCollapsibleState.Expanded);
-        item.id = `workflowSection:${node.section}`;
-        item.description = sectionDescription(node.section, this.workflows, this.handoffs);
-        item.contextValue = `workflowSection+${node.section}`;
-        return item;
-      }
+      case 'workflowSection':
+        return groupItem('workflowSection', node.section, WORKFLOW_SECTION_LABELS[node.section], sectionDescription(node.section, this.workflows, this.handoffs));
       case 'workflow': {
         const summary = this.summary(node.id);
         if (!summary) return new vscode.TreeItem(node.id);
-        const item = rowItem(`workflow:${node.id}`, workflowRow(summary),
-          summary.nodeCount === 0 ? vscode.TreeItemCollapsibleState.None
-            : workflowIsActive(summary.state) ? vscode.TreeItemCollapsibleState.Expanded : vscode.TreeItemCollapsibleState.Collapsed);
-        return item;
+        return workflowItem(`workflow:${node.id}`, workflowRow(summary), {
+          collapsible: summary.nodeCount === 0 ? vscode.TreeItemCollapsibleState.None
+            : workflowIsActive(summary.state) ? vscode.TreeItemCollapsibleState.Expanded : vscode.TreeItemCollapsibleState.Collapsed,
+        });
       }
       case 'workflowNode': {
         const detail = this.details.get(node.workflowId);
         const view = detail?.nodes.find((n) => n.definition.nodeId === node.nodeId);
         if (!detail || !view) return new vscode.TreeItem(node.nodeId);
-        const item = rowItem(`workflowNode:${node.workflowId}\u0000${node.nodeId}`, nodeRow(view, detail.summary.state, Date.now()), vscode.TreeItemCollapsibleState.None);
-        item.command = { command: Commands.showWorkflowNode, title: 'Show Node Inputs and Outputs', arguments: [node] };
-        return item;
+        return workflowItem(`workflowNode:${node.workflowId}\u0000${node.nodeId}`, nodeRow(view, detail.summary.state, Date.now()), {
+          command: { command: Commands.showWorkflowNode, title: 'Show Node Inputs and Outputs', arguments: [node] },
+        });
       }
       case 'moreNodes': {
         const detail = this.details.get(node.workflowId);
@@ -124,57 +111,35 @@ class WorkflowsTreeProvider implements vscode.TreeDataProvider<WorkflowsNode>, v
       case 'handoff': {
         const handoff = this.handoffs.find((h) => h.requestId === node.id);
         if (!handoff) return new vscode.TreeItem(node.id);
-        const item = rowItem(`handoff:${node.id}`, handoffRow(handoff, Date.now()), vscode.TreeItemCollapsibleState.None);
-        item.command = { command: Commands.showHandoff, title: 'Show Handoff', arguments: [node] };
-        return item;
+        return workflowItem(`handoff:${node.id}`, handoffRow(handoff, Date.now()), {
+          command: { command: Commands.showHandoff, title: 'Show Handoff', arguments: [node] },
+        });
       }
     }
   }
 
-  dispose(): void {
-    this.changed.dispose();
-  }
-
   private async roots(): Promise<WorkflowsNode[]> {
-    const api = this.source();
-    if (!api) return [];
-    const [workflows, handoffs] = await Promise.all([
+    const listing = await this.listed((api) => Promise.all([
       api.workflows(WORKFLOWS_LISTED).catch(() => [] as WorkflowSummary[]),
       api.handoffs(HANDOFFS_LISTED).catch(() => [] as HandoffView[]),
-    ]);
-    if (api !== this.source()) return [];
+    ]));
+    if (!listing) return [];
+    const [workflows, handoffs] = listing;
     this.workflows = workflows;
     this.handoffs = sortHandoffs(handoffs);
     const keep = new Set([...workflows.map((w) => w.workflowId)]);
     for (const id of [...this.details.keys()]) if (!keep.has(id)) this.details.delete(id);
-    for (const [key, node] of [...this.nodes]) {
-      const alive = node.kind === 'handoff' ? this.handoffs.some((h) => h.requestId === node.id)
-        : node.kind === 'workflow' ? keep.has(node.id) : node.kind === 'workflowNode' || node.kind === 'moreNodes' ? keep.has(node.workflowId) : true;
-      if (!alive) this.nodes.delete(key);
-    }
+    this.nodes.retain((node) => (node.kind === 'handoff' ? this.handoffs.some((h) => h.requestId === node.id)
+      : node.kind === 'workflow' ? keep.has(node.id) : node.kind === 'workflowNode' || node.kind === 'moreNodes' ? keep.has(node.workflowId) : true));
     // Nothing at all: no sections, so that the welcome (Create Workflow from File…) shows.
     return workflows.length || handoffs.length ? WORKFLOW_SECTIONS.map((section) => this.sectionNodes.get(section)!) : [];
   }
-
-  private cached(key: string, make: () => WorkflowsNode): WorkflowsNode {
-    let node = this.nodes.get(key);
-    if (!node) this.nodes.set(key, (node = make()));
-    return node;
-  }
 }
 
-function rowItem(id: string, row: WorkflowRow, collapsible: vscode.TreeItemCollapsibleState): vscode.TreeItem {
-  const item = new vscode.TreeItem(row.label, collapsible);
-  item.id = id;
-  item.description = row.description;
-  // A plain string: ids, reasons and errors come from agents and definition authors and are never rendered as Markdown.
-  item.tooltip = row.tooltip;
-  item.contextValue = row.contextValue;
+function workflowItem(id: string, row: WorkflowRow, options: Pick<RowItemOptions, 'collapsible' | 'command'>): vscode.TreeItem {
   const color = row.tone === 'passed' ? 'testing.iconPassed' : row.tone === 'failed' ? 'problemsErrorIcon.foreground'
     : row.tone === 'warning' ? 'notificationsWarningIcon.foreground' : undefined;
-  item.iconPath = color ? new vscode.ThemeIcon(row.icon, new vscode.ThemeColor(color)) : new vscode.ThemeIcon(row.icon);
-  item.accessibilityInformation = { label: `${row.label}, ${row.description}` };
-  return item;
+  return rowItem(id, row, { contextValue: row.contextValue, iconPath: themeIcon(row.icon, color), ...options });
 }
 
 /**
@@ -183,42 +148,14 @@ function rowItem(id: string, row: WorkflowRow, collapsible: vscode.TreeItemColla
  * the rest: who to whom, state, reason; those routed to a person marked `needs you`). Live: it follows the workflow
  * and handoff areas' changes, throttled, while it is visible.
  */
-export class WorkflowsView implements vscode.Disposable {
-  private api: CoordinatorApi | undefined;
-  private subscriptions: Disposable[] = [];
-  private stale = false;
-  private readonly provider = new WorkflowsTreeProvider(() => this.api);
-  private readonly view: vscode.TreeView<WorkflowsNode>;
-  private readonly throttle = new KeyedThrottle<'workflows'>(WORKFLOWS_REFRESH_MS, () => this.refreshIfVisible());
-  private readonly own: vscode.Disposable[] = [];
-
+export class WorkflowsView extends LiveTreeView<WorkflowsNode, WorkflowsTreeProvider> {
   constructor() {
-    this.view = vscode.window.createTreeView(Views.workflows, { treeDataProvider: this.provider, showCollapseAll: true });
-    this.own.push(this.view.onDidChangeVisibility(({ visible }) => {
-      if (visible && this.stale) this.refreshIfVisible();
-    }));
-  }
-
-  bind(api: CoordinatorApi | undefined): void {
-    for (const subscription of this.subscriptions) subscription.dispose();
-    this.throttle.cancel();
-    this.api = api;
-    this.subscriptions = api ? [
-      api.onDidChangeWorkflows(() => this.throttle.schedule('workflows')),
-      api.onDidChangeHandoffs(() => this.throttle.schedule('workflows')),
-    ] : [];
-    this.stale = true;
-    this.refreshIfVisible();
-  }
-
-  refresh(): void {
-    this.stale = false;
-    this.provider.refresh();
+    super(new WorkflowsTreeProvider(), Views.workflows, WORKFLOWS_REFRESH_MS, { showCollapseAll: true });
   }
 
   /** The workflow of the last listing with this id, if it was listed. */
   summary(workflowId: string): WorkflowSummary | undefined {
-    return this.provider.summary(workflowId);
+    return this.rows.summary(workflowId);
   }
 
   /** The selected row, if any. */
@@ -226,16 +163,7 @@ export class WorkflowsView implements vscode.Disposable {
     return this.view.selection[0];
   }
 
-  dispose(): void {
-    for (const subscription of this.subscriptions) subscription.dispose();
-    this.throttle.dispose();
-    for (const subscription of this.own) subscription.dispose();
-    this.view.dispose();
-    this.provider.dispose();
-  }
-
-  private refreshIfVisible(): void {
-    if (this.view.visible) this.refresh();
-    else this.stale = true;
+  protected follow(api: CoordinatorApi, changed: () => void): Disposable[] {
+    return [api.onDidChangeWorkflows(changed), api.onDidChangeHandoffs(changed)];
   }
 }

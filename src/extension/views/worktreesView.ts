@@ -2,6 +2,8 @@ import * as vscode from 'vscode';
 import type { Disposable, WorktreeInfo } from '../../core/api';
 import { groupByRepository, repositoryRow, worktreeRow, type WorktreeRow } from '../worktreesModel';
 import type { WorktreeState } from '../worktreeState';
+import { NodeCache } from './liveTree';
+import { rowItem } from './rowItem';
 
 /** A row of the Worktrees view, as its context menu hands it to a command. */
 export type WorktreesNode =
@@ -24,8 +26,8 @@ export class WorktreesTreeProvider implements vscode.TreeDataProvider<WorktreesN
   private readonly changed = new vscode.EventEmitter<WorktreesNode | undefined>();
   readonly onDidChangeTreeData = this.changed.event;
   private readonly subscription: Disposable;
-  private readonly repositoryNodes = new Map<string, WorktreesNode>();
-  private readonly worktreeNodes = new Map<string, WorktreesNode>();
+  private readonly repositoryNodes = new NodeCache<WorktreesNode>();
+  private readonly worktreeNodes = new NodeCache<WorktreesNode>();
 
   constructor(private readonly state: WorktreeState) {
     this.subscription = state.onDidChange(() => this.changed.fire(undefined));
@@ -69,29 +71,16 @@ export class WorktreesTreeProvider implements vscode.TreeDataProvider<WorktreesN
   }
 
   private repositoryNode(repoId: string): WorktreesNode {
-    let node = this.repositoryNodes.get(repoId);
-    if (!node) this.repositoryNodes.set(repoId, (node = { kind: 'repository', repoId }));
-    return node;
+    return this.repositoryNodes.get(repoId, () => ({ kind: 'repository', repoId }));
   }
 
   private worktreeNode(repoId: string, worktreeId: string): WorktreesNode {
-    const key = `${repoId}/${worktreeId}`;
-    let node = this.worktreeNodes.get(key);
-    if (!node) this.worktreeNodes.set(key, (node = { kind: 'worktree', repoId, worktreeId }));
-    return node;
+    return this.worktreeNodes.get(`${repoId}/${worktreeId}`, () => ({ kind: 'worktree', repoId, worktreeId }));
   }
 }
 
 function worktreeItem(worktree: WorktreeInfo, row: WorktreeRow): vscode.TreeItem {
-  const item = new vscode.TreeItem(row.label, vscode.TreeItemCollapsibleState.None);
-  item.id = `worktree:${worktree.repoId}/${worktree.worktreeId}`;
-  item.description = row.description;
-  // A plain string: branch names and ids may come from agents and are never rendered as Markdown.
-  item.tooltip = row.tooltip;
-  item.contextValue = row.contextValue;
-  item.iconPath = rowIcon(row.icon);
-  item.accessibilityInformation = { label: `${row.label}, ${row.description}` };
-  return item;
+  return rowItem(`worktree:${worktree.repoId}/${worktree.worktreeId}`, row, { contextValue: row.contextValue, iconPath: rowIcon(row.icon) });
 }
 
 export function rowIcon(icon: WorktreeRow['icon']): vscode.ThemeIcon {
