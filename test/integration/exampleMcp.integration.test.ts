@@ -209,14 +209,17 @@ describe('the MCP example (dist/example-mcp.js) launched as a custom profile', f
   });
 });
 
-/** The `node -e '…'` registration snippet of README "The MCP bridge (for agent authors)", "Run the example". */
-function readmeRegistrationSnippet(): string {
+/**
+ * The arguments of the `npx sw4rm-coordinator credentials …` command of README "The MCP bridge (for agent authors)",
+ * "Run the example", headless (double-quoted words kept together, as the shell does).
+ */
+function readmeCredentialsCommand(): string[] {
   const readme = fs.readFileSync(path.join(REPO_ROOT, 'README.md'), 'utf8');
   const section = readme.slice(readme.indexOf('## The MCP bridge (for agent authors)'));
   const run = section.slice(section.indexOf('### Run the example'));
-  const match = /^node -e '\n([^']*)'$/m.exec(run);
-  assert.ok(match, 'the README shows the registration snippet');
-  return match[1];
+  const match = /^npx sw4rm-coordinator (credentials .*)$/m.exec(run);
+  assert.ok(match, 'the README shows the credentials command');
+  return [...match[1].matchAll(/"([^"]*)"|(\S+)/g)].map((m) => m[1] ?? m[2]);
 }
 
 /** Runs `node <args>` (this test's Node) from the clone's folder with `env` until it exits. */
@@ -225,9 +228,9 @@ function runNode(args: readonly string[], env: Record<string, string>): Promise<
 }
 
 /**
- * README "Run the example", headless: `npm start` (dist/cli.js), `sw4rm-coordinator credentials --agent mcp-example`,
- * the README's RegisterAgent snippet with that credential, the SDK example agent as the peer `echo`, then the example
- * with SW4RM_MCP_URL (the printed bridge address) and the agent credential.
+ * README "Run the example", headless: `npm start` (dist/cli.js), the README's `sw4rm-coordinator credentials --agent
+ * mcp-example --register …` (mints the credential and registers the agent with it), the SDK example agent as the peer
+ * `echo`, then the example with SW4RM_MCP_URL (the printed bridge address) and the agent credential.
  */
 describe('the MCP example (dist/example-mcp.js) against the headless coordinator', function () {
   this.timeout(120_000);
@@ -243,26 +246,29 @@ describe('the MCP example (dist/example-mcp.js) against the headless coordinator
     peer = undefined;
   });
 
-  it('a minted agent credential, registered once over gRPC: talks with the SDK echo agent; the operator token is refused', async () => {
+  it('an agent credential minted and registered by the README\'s credentials command: talks with the SDK echo agent; the operator token is refused', async () => {
     const coordinator = cli.run('--port', '0', '--bridge-port', '0', '--data-dir', cli.dataDir());
     const env = await coordinator.environment();
     const mcpUrl = (await coordinator.waitForOutput(/^# MCP bridge for agents: (http:\/\/127\.0\.0\.1:\d+\/mcp) /m))[1];
 
-    const minted = await runNode([CLI_BUNDLE, 'credentials', '--agent', 'mcp-example', '--data-dir', cli.dataDir()], {});
-    assert.equal(minted.code, 0, minted.output);
-    const agentEnv: Record<string, string> = {};
-    for (const m of minted.output.matchAll(/^export (SW4RM_\w+)=(\S+)$/gm)) agentEnv[m[1]] = m[2];
-    assert.equal(agentEnv.SW4RM_AGENT_ID, 'mcp-example');
-    assert.notEqual(agentEnv.SW4RM_TOKEN, env.SW4RM_TOKEN);
-
-    // Before it is registered, the example says so.
-    const unregistered = await runNode([EXAMPLE_MCP_BUNDLE, 'echo'], { ...env, ...agentEnv, SW4RM_MCP_URL: mcpUrl });
+    // A credential of an agent nobody registered: the example says so.
+    const bare = await runNode([CLI_BUNDLE, 'credentials', '--agent', 'mcp-unregistered', '--data-dir', cli.dataDir()], {});
+    assert.equal(bare.code, 0, bare.output);
+    const bareToken = /^export SW4RM_TOKEN=(\S+)$/m.exec(bare.output)![1];
+    const unregistered = await runNode([EXAMPLE_MCP_BUNDLE, 'echo'], { ...env, SW4RM_AGENT_ID: 'mcp-unregistered', SW4RM_TOKEN: bareToken, SW4RM_MCP_URL: mcpUrl });
     assert.equal(unregistered.code, 1, unregistered.output);
     assert.match(unregistered.output, /^this credential's agent is not registered/m);
 
-    const registered = await runNode(['-e', readmeRegistrationSnippet()], { ...env, ...agentEnv });
-    assert.equal(registered.code, 0, registered.output);
-    assert.equal(registered.output.trim(), 'RegisterAgent accepted');
+    const args = readmeCredentialsCommand();
+    assert.deepEqual(args.slice(0, 4), ['credentials', '--agent', 'mcp-example', '--register']);
+    const minted = await runNode([CLI_BUNDLE, ...args, '--data-dir', cli.dataDir()], {});
+    assert.equal(minted.code, 0, minted.output);
+    assert.match(minted.output, /^# agent mcp-example registered \(RegisterAgent accepted with warnings: /m);
+    const agentEnv: Record<string, string> = {};
+    for (const m of minted.output.matchAll(/^export (SW4RM_\w+)=(\S+)$/gm)) agentEnv[m[1]] = m[2];
+    assert.deepEqual(Object.keys(agentEnv), ['SW4RM_AGENT_ID', 'SW4RM_TOKEN']);
+    assert.equal(agentEnv.SW4RM_AGENT_ID, 'mcp-example');
+    assert.notEqual(agentEnv.SW4RM_TOKEN, env.SW4RM_TOKEN);
 
     peer = new ExampleAgentProcess({ ...env, SW4RM_AGENT_ID: 'echo' });
     await peer.waitForLine(/inbox stream open/);
