@@ -243,7 +243,7 @@ function render(request: Request, answer: Answer): string {
   if (action.kind === 'mint') {
     const minted = answer as Minted;
     const registered = minted.registered === undefined ? ''
-      : `# agent ${action.agentId} registered (RegisterAgent ${minted.registered || 'accepted'})\n`;
+      : `# agent ${action.agentId} registered (${minted.registered || 'accepted'})\n`;
     return `${registered}# credential ${minted.credential.id} for agent ${action.agentId} (shown once; revoke with --revoke ${minted.credential.id})\n` +
       `export SW4RM_AGENT_ID=${action.agentId}\nexport SW4RM_TOKEN=${minted.token}\n`;
   }

@@ -263,7 +263,7 @@ describe('the MCP example (dist/example-mcp.js) against the headless coordinator
     assert.deepEqual(args.slice(0, 4), ['credentials', '--agent', 'mcp-example', '--register']);
     const minted = await runNode([CLI_BUNDLE, ...args, '--data-dir', cli.dataDir()], {});
     assert.equal(minted.code, 0, minted.output);
-    assert.match(minted.output, /^# agent mcp-example registered \(RegisterAgent accepted with warnings: /m);
+    assert.match(minted.output, /^# agent mcp-example registered \(accepted with warnings: /m);
     const agentEnv: Record<string, string> = {};
     for (const m of minted.output.matchAll(/^export (SW4RM_\w+)=(\S+)$/gm)) agentEnv[m[1]] = m[2];
     assert.deepEqual(Object.keys(agentEnv), ['SW4RM_AGENT_ID', 'SW4RM_TOKEN']);

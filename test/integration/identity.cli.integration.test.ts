@@ -105,7 +105,7 @@ describe('sw4rm-coordinator credentials', () => {
       const mcpUrl = await startCoordinator();
       const first = await register('bridged', '--name', 'Bridged agent', '--capability', 'mcp-example', '--capability', 'review', '--description', 'talks through MCP');
       assert.equal(first.code, 0, first.stderr);
-      assert.match(first.stdout, /^# agent bridged registered \(RegisterAgent accepted with warnings: .*no reasoning_connectors declared/m);
+      assert.match(first.stdout, /^# agent bridged registered \(accepted with warnings: .*no reasoning_connectors declared/m);
       const agent = exported(first.stdout);
       assert.equal(agent.SW4RM_AGENT_ID, 'bridged');
       const [self] = (await listAgents(mcpUrl, agent.SW4RM_TOKEN)).filter((a) => a.agent_id === 'bridged');
@@ -149,7 +149,7 @@ describe('sw4rm-coordinator credentials', () => {
 
       const done = await register('offline', '--name', 'Offline agent', '--capability', 'mcp-example');
       assert.equal(done.code, 0, done.stderr);
-      assert.match(done.stdout, /^# agent offline registered \(RegisterAgent accepted with warnings: /m);
+      assert.match(done.stdout, /^# agent offline registered \(accepted with warnings: /m);
       const agent = exported(done.stdout);
       assert.deepEqual((await credentialsOf('offline')).map(([, state]) => state), ['active']);
 
