@@ -1,10 +1,9 @@
 import { strict as assert } from 'node:assert';
-import * as fs from 'node:fs';
 import { findFreePort } from '../../src/server/server';
 import { CliProcess } from '../support/cli';
 import { CoordinatorClients } from '../support/clients';
 import { EXAMPLE_AGENT_BUNDLE, ExampleAgentProcess } from '../support/exampleAgentProcess';
-import { CLI_BUNDLE } from '../support/paths';
+import { CLI_BUNDLE, requireBundles } from '../support/paths';
 import { pollUntil } from '../support/poll';
 import { ackPayload, jsonPayload, registerRouterAgent, retryTransport, RouterClient, type Inbox, type StreamItem } from '../support/routerClient';
 import { makeTempDir, removeTempDir } from '../support/tempDir';
@@ -20,9 +19,7 @@ describe('the example agent (dist/example-agent.js) against the headless coordin
   let senderInbox: Inbox | undefined;
   let registry: CoordinatorClients | undefined;
 
-  before(() => {
-    for (const bundle of [CLI_BUNDLE, EXAMPLE_AGENT_BUNDLE]) assert.ok(fs.existsSync(bundle), `${bundle} is missing: run \`npm run build\` first`);
-  });
+  requireBundles(CLI_BUNDLE, EXAMPLE_AGENT_BUNDLE);
 
   beforeEach(() => {
     dataDir = makeTempDir('sw4rm-int-example-agent-');

@@ -1,7 +1,5 @@
-import { strict as assert } from 'node:assert';
 import { spawn, type ChildProcess } from 'node:child_process';
-import * as fs from 'node:fs';
-import { CLI_BUNDLE, REPO_ROOT } from './paths';
+import { CLI_BUNDLE, REPO_ROOT, requireBundles } from './paths';
 import { pollUntil } from './poll';
 import { makeTempDir, removeTempDir } from './tempDir';
 
@@ -100,9 +98,7 @@ export class CliProcess {
 export function useCliProcesses(prefix: string): { readonly dataDir: () => string; readonly run: (...args: string[]) => CliProcess } {
   let dataDir = '';
   const processes: CliProcess[] = [];
-  before(() => {
-    assert.ok(fs.existsSync(CLI_BUNDLE), `${CLI_BUNDLE} is missing: run \`npm run build\` first`);
-  });
+  requireBundles(CLI_BUNDLE);
   beforeEach(() => {
     dataDir = makeTempDir(prefix);
   });
