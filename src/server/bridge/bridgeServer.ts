@@ -64,8 +64,9 @@ const STATUS_OF_CODE: Readonly<Record<string, number>> = {
  * The MCP bridge's HTTP door (README, "The MCP bridge"): a node:http server on 127.0.0.1. Every request is checked
  * in this order: Host and Origin (DNS rebinding: 403), exactly one `Authorization: Bearer <agent credential>` (401
  * for anything else, logged `auth.unauthenticated`), the body (≤ 4 MiB: 413; JSON: 400). Then the agent's liveness
- * is recorded (livenessOf: at most once per BRIDGE_LIVENESS_INTERVAL_MS while it is online) and the request is served: `/mcp` by a fresh MCP server and stateless Streamable HTTP transport per
- * request (createBridgeMcpServer), any other route from `routes`; unknown paths 404.
+ * is recorded (recordLiveness: at most once per BRIDGE_LIVENESS_INTERVAL_MS while it is online) and the request is
+ * served: `/mcp` by a fresh MCP server and stateless Streamable HTTP transport per request (createBridgeMcpServer), any
+ * other route from `routes`; unknown paths 404.
  */
 export class BridgeServer {
   private readonly server: http.Server;
