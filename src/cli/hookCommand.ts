@@ -8,9 +8,7 @@ import * as http from 'node:http';
 import * as https from 'node:https';
 import { formatAnswer, MAX_HOOK_INPUT_BYTES } from '../core/toolApproval/cliHooks';
 import { HOOK_CLIS, isHookCli, type HookCli } from '../core/toolApproval/model';
-
-/** Exit code when the command line does not say which CLI is asking: 2 blocks the tool in Claude Code, Gemini and Codex. */
-export const EXIT_USAGE = 2;
+import { EXIT_USAGE, readBridgeEnv } from './bridgeEnv';
 
 /** How long the command waits for the coordinator (which answers within 600 s); under the hooks' 660 s timeout. */
 export const DEFAULT_HOOK_WAIT_MS = 630_000;
@@ -29,15 +27,10 @@ export function hookConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Hoo
     return { problem: `sw4rm-hook: --cli must be one of ${HOOK_CLIS.join(', ')}${given === undefined ? '' : `, not ${JSON.stringify(given)}`}` };
   }
   const cli = given;
-  const missing = ['SW4RM_HOOK_URL', 'SW4RM_TOKEN'].filter((name) => (env[name] ?? '').trim() === '');
-  if (missing.length > 0) {
-    return { cli, problem: `sw4rm-hook: ${missing.join(' and ')} ${missing.length > 1 ? 'are' : 'is'} not set (an agent launched by SW4RM: Launch Agent… has both)` };
-  }
-  let url: URL;
-  try { url = new URL(env.SW4RM_HOOK_URL!.trim()); } catch { return { cli, problem: `sw4rm-hook: SW4RM_HOOK_URL is not a URL: ${JSON.stringify(env.SW4RM_HOOK_URL)}` }; }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') return { cli, problem: `sw4rm-hook: SW4RM_HOOK_URL must be an http(s) URL, not ${url.protocol}` };
-  url.searchParams.set('cli', cli);
-  return { cli, url, token: env.SW4RM_TOKEN!.trim() };
+  const read = readBridgeEnv(env, { command: 'sw4rm-hook', urlVariable: 'SW4RM_HOOK_URL', missingHint: ' (an agent launched by SW4RM: Launch Agent… has both)' });
+  if (typeof read === 'string') return { cli, problem: read };
+  read.url.searchParams.set('cli', cli);
+  return { cli, ...read };
 }
 
 export interface HookResult {

@@ -6,31 +6,21 @@
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
-
-/** Exit code when the environment does not say where the bridge is or who the agent is. */
-export const EXIT_USAGE = 2;
+import { EXIT_USAGE, readBridgeEnv, type BridgeEnv } from './bridgeEnv';
 
 /** The JSON-RPC error code of a request the bridge could not be asked (the SDK's ConnectionClosed is -32000 too). */
 export const PROXY_ERROR_CODE = -32000;
 
-export type ProxyConfig = { readonly url: URL; readonly token: string };
+export type ProxyConfig = BridgeEnv;
 
-/** Where to relay and with which credential, or the message that says what is missing. */
+/** Where to relay and with which credential, or the message (one line) that says what is missing. */
 export function proxyConfig(env: NodeJS.ProcessEnv): ProxyConfig | string {
-  const missing = ['SW4RM_MCP_URL', 'SW4RM_TOKEN'].filter((name) => (env[name] ?? '').trim() === '');
-  if (missing.length > 0) {
-    return `sw4rm-mcp: ${missing.join(' and ')} ${missing.length > 1 ? 'are' : 'is'} not set. This command relays MCP between stdio and the ` +
-      'SW4RM coordinator\'s bridge: set SW4RM_MCP_URL to the bridge URL (e.g. http://127.0.0.1:50052/mcp) and SW4RM_TOKEN to ' +
-      'the agent\'s own credential (an agent launched by SW4RM: Launch Agent… has both).\n';
-  }
-  let url: URL;
-  try {
-    url = new URL(env.SW4RM_MCP_URL!.trim());
-  } catch {
-    return `sw4rm-mcp: SW4RM_MCP_URL is not a URL: ${JSON.stringify(env.SW4RM_MCP_URL)}\n`;
-  }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') return `sw4rm-mcp: SW4RM_MCP_URL must be an http(s) URL, not ${url.protocol}\n`;
-  return { url, token: env.SW4RM_TOKEN!.trim() };
+  const read = readBridgeEnv(env, {
+    command: 'sw4rm-mcp', urlVariable: 'SW4RM_MCP_URL',
+    missingHint: '. This command relays MCP between stdio and the SW4RM coordinator\'s bridge: set SW4RM_MCP_URL to the bridge URL '
+      + '(e.g. http://127.0.0.1:50052/mcp) and SW4RM_TOKEN to the agent\'s own credential (an agent launched by SW4RM: Launch Agent… has both).',
+  });
+  return typeof read === 'string' ? `${read}\n` : read;
 }
 
 /** The answer to each request in `message` that could not be relayed: a JSON-RPC error with the reason. */

@@ -5,7 +5,8 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import { BridgeServer } from '../../src/server/bridge/bridgeServer';
+import { ManualClock } from '../../src/core/clock';
+import { BRIDGE_LIVENESS_INTERVAL_MS, BridgeServer } from '../../src/server/bridge/bridgeServer';
 import { BridgeToolError, type BridgeHttpRoute } from '../../src/server/bridge/model';
 import type { CoordinatorHost } from '../../src/server/host';
 import { validDescriptor } from '../support/fixtures';
@@ -540,6 +541,75 @@ describe('the MCP bridge (README, "The MCP bridge")', function () {
       assert.equal(run.stdout, '');
       assert.match(run.stderr, /SW4RM_TOKEN is not set/);
     });
+  });
+});
+
+/**
+ * A bridged agent's presence without a store write per request (bridgeServer.ts, BRIDGE_LIVENESS_INTERVAL_MS): on a
+ * ManualClock, an online agent's requests record its liveness at most once per interval; an agent not shown online is
+ * recorded at its next request, whenever that is.
+ */
+describe('the MCP bridge records a bridged agent\'s liveness at most once per interval (ManualClock)', function () {
+  this.timeout(30_000);
+  let dataDir: string;
+  let host: CoordinatorHost | undefined;
+  let clock: ManualClock;
+
+  async function start(heartbeatDebounceMs?: number): Promise<(agentId: string) => Promise<void>> {
+    clock = new ManualClock(Date.now());
+    host = await startHost(dataDir, { clock, distDir: DIST, ...(heartbeatDebounceMs === undefined ? {} : { heartbeatDebounceMs }) });
+    const { registry, credentials } = host.coordinator;
+    const tokens = new Map<string, string>();
+    for (const id of ['a', 'b']) {
+      assert.equal(registry.register(validDescriptor(id), ctx).accepted, true);
+      tokens.set(id, credentials.mintAgent(id, 'test', `agent ${id}`, ctx).token);
+    }
+    const port = host.bridge!.port;
+    return async (agentId) => {
+      const answer = await raw(port, { headers: { ...MCP_HEADERS, Authorization: `Bearer ${tokens.get(agentId)}` }, body: INITIALIZE });
+      assert.equal(answer.status, 200, answer.body);
+    };
+  }
+  const agent = (id: string) => host!.coordinator.registry.get(id)!;
+
+  beforeEach(() => {
+    dataDir = makeTempDir('sw4rm-int-bridge-liveness-');
+  });
+
+  afterEach(async () => {
+    await stopHost(host);
+    host = undefined;
+    removeTempDir(dataDir);
+  });
+
+  it('an online agent: the first request records it, another within the interval does not, the next one after it does', async () => {
+    const request = await start();
+    const t0 = clock.now();
+    await request('a');
+    assert.equal(agent('a').lastHeartbeatAt, t0);
+    clock.advance(BRIDGE_LIVENESS_INTERVAL_MS - 1);
+    await request('a');
+    assert.equal(agent('a').lastHeartbeatAt, t0, 'within the interval: not recorded');
+    await request('b');
+    assert.equal(agent('b').lastHeartbeatAt, t0 + BRIDGE_LIVENESS_INTERVAL_MS - 1, 'each agent has its own interval');
+    clock.advance(1);
+    await request('a');
+    assert.equal(agent('a').lastHeartbeatAt, t0 + BRIDGE_LIVENESS_INTERVAL_MS, 'the interval has passed: recorded');
+    assert.equal(agent('a').presence, 'online');
+  });
+
+  it('an agent shown unavailable is online again at its next request, within the interval too', async () => {
+    const debounce = Math.floor(BRIDGE_LIVENESS_INTERVAL_MS / 2);
+    const request = await start(debounce);
+    const t0 = clock.now();
+    await request('a');
+    clock.advance(debounce);
+    assert.equal(agent('a').presence, 'unavailable', 'not heard from for longer than the debounce');
+    await request('a');
+    assert.equal(agent('a').presence, 'online');
+    assert.equal(agent('a').lastHeartbeatAt, t0 + debounce);
+    const changes = host!.coordinator.log.query({ eventType: 'agent.presence_changed', agentId: 'a' }).map((e) => [e.details.from, e.details.to]);
+    assert.deepEqual(changes.slice(0, 2).sort(), [['online', 'unavailable'], ['unavailable', 'online']].sort());
   });
 });
 

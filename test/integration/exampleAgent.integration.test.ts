@@ -1,53 +1,32 @@
 import { strict as assert } from 'node:assert';
-import * as fs from 'node:fs';
 import { findFreePort } from '../../src/server/server';
-import { CliProcess } from '../support/cli';
+import { useCliProcesses } from '../support/cli';
 import { CoordinatorClients } from '../support/clients';
 import { EXAMPLE_AGENT_BUNDLE, ExampleAgentProcess } from '../support/exampleAgentProcess';
-import { CLI_BUNDLE } from '../support/paths';
-import { pollUntil } from '../support/poll';
+import { requireBundles } from '../support/paths';
 import { ackPayload, jsonPayload, registerRouterAgent, retryTransport, RouterClient, type Inbox, type StreamItem } from '../support/routerClient';
-import { makeTempDir, removeTempDir } from '../support/tempDir';
 
 const AGENT = 'echo-agent';
 const SENDER = 'test-sender';
 
 describe('the example agent (dist/example-agent.js) against the headless coordinator', () => {
-  let dataDir: string;
-  const coordinators: CliProcess[] = [];
+  const coordinators = useCliProcesses('sw4rm-int-example-agent-');
   let agent: ExampleAgentProcess | undefined;
   let sender: RouterClient | undefined;
   let senderInbox: Inbox | undefined;
   let registry: CoordinatorClients | undefined;
 
-  before(() => {
-    for (const bundle of [CLI_BUNDLE, EXAMPLE_AGENT_BUNDLE]) assert.ok(fs.existsSync(bundle), `${bundle} is missing: run \`npm run build\` first`);
-  });
-
-  beforeEach(() => {
-    dataDir = makeTempDir('sw4rm-int-example-agent-');
-  });
+  requireBundles(EXAMPLE_AGENT_BUNDLE);
 
   afterEach(async () => {
     senderInbox?.close();
     sender?.close();
     registry?.close();
     await agent?.kill();
-    for (const cli of coordinators.splice(0)) await cli.kill();
-    removeTempDir(dataDir);
   });
 
-  /** Starts dist/cli.js on `port` and dataDir, again while the killed one's port is not free yet. */
-  function startCoordinator(port: number): Promise<Record<string, string>> {
-    return pollUntil(`a coordinator serving on port ${port}`, async () => {
-      const cli = new CliProcess(['--port', String(port), '--data-dir', dataDir]);
-      coordinators.push(cli);
-      return cli.environment().catch((err: Error) => {
-        if (/already in use/.test(cli.stderr)) return undefined;
-        throw err;
-      });
-    }, 15_000, 100);
-  }
+  /** Starts dist/cli.js on `port` and the test's data folder, again while the killed one's port is not free yet. */
+  const startCoordinator = async (port: number): Promise<Record<string, string>> => (await coordinators.serve(port, [], 15_000)).env;
 
   /**
    * Sends DATA {"text": text} to the agent, and answers its reply and the stages it acknowledged, in order.
@@ -99,7 +78,7 @@ describe('the example agent (dist/example-agent.js) against the headless coordin
     await agent.waitForLine(/message from test-sender: hello\n/);
     await agent.waitForLine(/replied to test-sender: echo: hello\n/);
 
-    const killed = coordinators.at(-1)!;
+    const killed = coordinators.last();
     killed.signal('SIGKILL');
     await killed.exit();
     await agent.waitForLine(/inbox stream ended \(UNAVAILABLE/);

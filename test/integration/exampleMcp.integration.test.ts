@@ -1,5 +1,4 @@
 import { strict as assert } from 'node:assert';
-import { spawn } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -8,16 +7,16 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { InProcessCoordinatorApi } from '../../src/core/api';
 import type { CoordinatorHost } from '../../src/server/host';
 import { useCliProcesses } from '../support/cli';
-import { EXAMPLE_AGENT_BUNDLE, ExampleAgentProcess } from '../support/exampleAgentProcess';
+import { EXAMPLE_AGENT_BUNDLE, ExampleAgentProcess, runExample, type ExampleRun } from '../support/exampleAgentProcess';
 import { validDescriptor } from '../support/fixtures';
 import { makeRepo } from '../support/gitRepo';
 import { startHost, stopHost } from '../support/host';
 import { pollUntil } from '../support/poll';
-import { CLI_BUNDLE, REPO_ROOT } from '../support/paths';
+import { CLI_BUNDLE, exampleBundle, REPO_ROOT, requireBundles } from '../support/paths';
 import { makeTempDir, removeTempDir } from '../support/tempDir';
 
 /** The example bundle built by `npm run build` from examples/mcpAgent.ts. */
-const EXAMPLE_MCP_BUNDLE = path.join(REPO_ROOT, 'dist', 'example-mcp.js');
+const EXAMPLE_MCP_BUNDLE = exampleBundle('mcp');
 const ctx = { correlationId: 'example-mcp-test' };
 
 async function httpClient(url: string, token: string): Promise<Client> {
@@ -33,27 +32,9 @@ async function call(client: Client, name: string, args: Record<string, unknown> 
   return result.structuredContent as Record<string, any>;
 }
 
-/** Runs a launch plan's command in its directory with its environment (as dist/sw4rm-launch.js does) until it exits. */
-function runPlan(plan: { command: readonly string[]; cwd: string; env: Readonly<Record<string, string>> }, onOutput: (output: string) => void = () => undefined,
-  deadlineMs = 90_000): Promise<{ output: string; code: number | null }> {
-  return new Promise((resolve, reject) => {
-    const [program, ...args] = plan.command;
-    const child = spawn(program, args, { cwd: plan.cwd, env: { PATH: process.env.PATH ?? '', ...plan.env }, stdio: ['ignore', 'pipe', 'pipe'] });
-    let output = '';
-    for (const stream of [child.stdout, child.stderr]) stream.setEncoding('utf8').on('data', (chunk: string) => {
-      output += chunk;
-      onOutput(output);
-    });
-    const timer = setTimeout(() => {
-      child.kill('SIGKILL');
-      reject(new Error(`the MCP example did not exit within ${deadlineMs} ms:\n${output}`));
-    }, deadlineMs);
-    child.once('error', reject);
-    child.once('close', (code) => {
-      clearTimeout(timer);
-      resolve({ output, code });
-    });
-  });
+/** Runs a launch plan's command in its directory with its environment only (as dist/sw4rm-launch.js does) until it exits. */
+function runPlan(plan: { command: readonly string[]; cwd: string; env: Readonly<Record<string, string>> }, onOutput?: (output: string) => void): Promise<ExampleRun> {
+  return runExample(plan.command, plan.env, { cwd: plan.cwd, inheritEnv: false, onOutput, deadlineMs: 90_000, name: 'the MCP example' });
 }
 
 /**
@@ -70,7 +51,7 @@ describe('the MCP example (dist/example-mcp.js) launched as a custom profile', f
   let api: InProcessCoordinatorApi;
   let echo: Client | undefined;
 
-  before(() => assert.ok(fs.existsSync(EXAMPLE_MCP_BUNDLE), `${EXAMPLE_MCP_BUNDLE} is missing: run \`npm run build\` first`));
+  requireBundles(EXAMPLE_MCP_BUNDLE);
 
   beforeEach(async () => {
     dir = makeTempDir('sw4rm-int-example-mcp-');
@@ -209,65 +190,69 @@ describe('the MCP example (dist/example-mcp.js) launched as a custom profile', f
   });
 });
 
-/** The `node -e '…'` registration snippet of README "The MCP bridge (for agent authors)", "Run the example". */
-function readmeRegistrationSnippet(): string {
+/**
+ * The arguments of the `npx sw4rm-coordinator credentials …` command of README "The MCP bridge (for agent authors)",
+ * "Run the example", headless (double-quoted words kept together, as the shell does).
+ */
+function readmeCredentialsCommand(): string[] {
   const readme = fs.readFileSync(path.join(REPO_ROOT, 'README.md'), 'utf8');
   const section = readme.slice(readme.indexOf('## The MCP bridge (for agent authors)'));
   const run = section.slice(section.indexOf('### Run the example'));
-  const match = /^node -e '\n([^']*)'$/m.exec(run);
-  assert.ok(match, 'the README shows the registration snippet');
-  return match[1];
+  const match = /^npx sw4rm-coordinator (credentials .*)$/m.exec(run);
+  assert.ok(match, 'the README shows the credentials command');
+  return [...match[1].matchAll(/"([^"]*)"|(\S+)/g)].map((m) => m[1] ?? m[2]);
 }
 
-/** Runs `node <args>` (this test's Node) from the clone's folder with `env` until it exits. */
-function runNode(args: readonly string[], env: Record<string, string>): Promise<{ output: string; code: number | null }> {
-  return runPlan({ command: [process.execPath, ...args], cwd: REPO_ROOT, env });
+/** Runs the bundle `bundle` (this test's Node) with `args` from the clone's folder, with `env` only, until it exits. */
+function runNode(bundle: string, args: readonly string[], env: Record<string, string>): Promise<ExampleRun> {
+  return runExample(bundle, env, { args, inheritEnv: false, deadlineMs: 90_000 });
 }
 
 /**
- * README "Run the example", headless: `npm start` (dist/cli.js), `sw4rm-coordinator credentials --agent mcp-example`,
- * the README's RegisterAgent snippet with that credential, the SDK example agent as the peer `echo`, then the example
- * with SW4RM_MCP_URL (the printed bridge address) and the agent credential.
+ * README "Run the example", headless: `npm start` (dist/cli.js), the README's `sw4rm-coordinator credentials --agent
+ * mcp-example --register …` (mints the credential and registers the agent with it), the SDK example agent as the peer
+ * `echo`, then the example with SW4RM_MCP_URL (the printed bridge address) and the agent credential.
  */
 describe('the MCP example (dist/example-mcp.js) against the headless coordinator', function () {
   this.timeout(120_000);
   const cli = useCliProcesses('sw4rm-int-example-mcp-cli-');
   let peer: ExampleAgentProcess | undefined;
 
-  before(() => {
-    for (const bundle of [CLI_BUNDLE, EXAMPLE_AGENT_BUNDLE, EXAMPLE_MCP_BUNDLE]) assert.ok(fs.existsSync(bundle), `${bundle} is missing: run \`npm run build\` first`);
-  });
+  requireBundles(CLI_BUNDLE, EXAMPLE_AGENT_BUNDLE, EXAMPLE_MCP_BUNDLE);
 
   afterEach(async () => {
     await peer?.kill();
     peer = undefined;
   });
 
-  it('a minted agent credential, registered once over gRPC: talks with the SDK echo agent; the operator token is refused', async () => {
+  it('an agent credential minted and registered by the README\'s credentials command: talks with the SDK echo agent; the operator token is refused', async () => {
     const coordinator = cli.run('--port', '0', '--bridge-port', '0', '--data-dir', cli.dataDir());
     const env = await coordinator.environment();
     const mcpUrl = (await coordinator.waitForOutput(/^# MCP bridge for agents: (http:\/\/127\.0\.0\.1:\d+\/mcp) /m))[1];
 
-    const minted = await runNode([CLI_BUNDLE, 'credentials', '--agent', 'mcp-example', '--data-dir', cli.dataDir()], {});
-    assert.equal(minted.code, 0, minted.output);
-    const agentEnv: Record<string, string> = {};
-    for (const m of minted.output.matchAll(/^export (SW4RM_\w+)=(\S+)$/gm)) agentEnv[m[1]] = m[2];
-    assert.equal(agentEnv.SW4RM_AGENT_ID, 'mcp-example');
-    assert.notEqual(agentEnv.SW4RM_TOKEN, env.SW4RM_TOKEN);
-
-    // Before it is registered, the example says so.
-    const unregistered = await runNode([EXAMPLE_MCP_BUNDLE, 'echo'], { ...env, ...agentEnv, SW4RM_MCP_URL: mcpUrl });
+    // A credential of an agent nobody registered: the example says so.
+    const bare = await runNode(CLI_BUNDLE, ['credentials', '--agent', 'mcp-unregistered', '--data-dir', cli.dataDir()], {});
+    assert.equal(bare.code, 0, bare.output);
+    const bareToken = /^export SW4RM_TOKEN=(\S+)$/m.exec(bare.output)![1];
+    const unregistered = await runNode(EXAMPLE_MCP_BUNDLE, ['echo'], { ...env, SW4RM_AGENT_ID: 'mcp-unregistered', SW4RM_TOKEN: bareToken, SW4RM_MCP_URL: mcpUrl });
     assert.equal(unregistered.code, 1, unregistered.output);
     assert.match(unregistered.output, /^this credential's agent is not registered/m);
 
-    const registered = await runNode(['-e', readmeRegistrationSnippet()], { ...env, ...agentEnv });
-    assert.equal(registered.code, 0, registered.output);
-    assert.equal(registered.output.trim(), 'RegisterAgent accepted');
+    const args = readmeCredentialsCommand();
+    assert.deepEqual(args.slice(0, 4), ['credentials', '--agent', 'mcp-example', '--register']);
+    const minted = await runNode(CLI_BUNDLE, [...args, '--data-dir', cli.dataDir()], {});
+    assert.equal(minted.code, 0, minted.output);
+    assert.match(minted.output, /^# agent mcp-example registered \(accepted with warnings: /m);
+    const agentEnv: Record<string, string> = {};
+    for (const m of minted.output.matchAll(/^export (SW4RM_\w+)=(\S+)$/gm)) agentEnv[m[1]] = m[2];
+    assert.deepEqual(Object.keys(agentEnv), ['SW4RM_AGENT_ID', 'SW4RM_TOKEN']);
+    assert.equal(agentEnv.SW4RM_AGENT_ID, 'mcp-example');
+    assert.notEqual(agentEnv.SW4RM_TOKEN, env.SW4RM_TOKEN);
 
     peer = new ExampleAgentProcess({ ...env, SW4RM_AGENT_ID: 'echo' });
     await peer.waitForLine(/inbox stream open/);
 
-    const { output, code } = await runNode([EXAMPLE_MCP_BUNDLE, 'echo'], { ...env, ...agentEnv, SW4RM_MCP_URL: mcpUrl });
+    const { output, code } = await runNode(EXAMPLE_MCP_BUNDLE, ['echo'], { ...env, ...agentEnv, SW4RM_MCP_URL: mcpUrl });
     assert.equal(code, 0, output);
     for (const pattern of [
       /^list_agents: 2 agents: echo \(online\), mcp-example \(you\)$/m,
@@ -284,7 +269,7 @@ describe('the MCP example (dist/example-mcp.js) against the headless coordinator
     assert.equal(peer.output.match(/message from mcp-example: hello from mcp-example/g)?.length, 1, 'the retried send was delivered once');
 
     // The operator token that npm start prints is not an agent's: the bridge refuses it.
-    const operator = await runNode([EXAMPLE_MCP_BUNDLE, 'echo'], { ...env, SW4RM_MCP_URL: mcpUrl });
+    const operator = await runNode(EXAMPLE_MCP_BUNDLE, ['echo'], { ...env, SW4RM_MCP_URL: mcpUrl });
     assert.equal(operator.code, 1, operator.output);
     assert.match(operator.output, /agent credentials only/);
   });

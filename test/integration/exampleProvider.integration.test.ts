@@ -1,30 +1,10 @@
 import { strict as assert } from 'node:assert';
-import { spawn } from 'node:child_process';
-import * as fs from 'node:fs';
-import * as path from 'node:path';
 import { useCliProcesses } from '../support/cli';
-import { REPO_ROOT } from '../support/paths';
+import { runExample } from '../support/exampleAgentProcess';
+import { exampleBundle, requireBundles } from '../support/paths';
 
 /** The example provider bundle built by `npm run build` from examples/toolProvider.ts. */
-const EXAMPLE_PROVIDER_BUNDLE = path.join(REPO_ROOT, 'dist', 'example-provider.js');
-
-/** Runs `node dist/example-provider.js args…` with `env` until it exits; answers its output (stdout and stderr) and code. */
-function runExample(args: readonly string[], env: Record<string, string>, deadlineMs = 30_000): Promise<{ output: string; code: number | null }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [EXAMPLE_PROVIDER_BUNDLE, ...args], { cwd: REPO_ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-    let output = '';
-    for (const stream of [child.stdout, child.stderr]) stream.setEncoding('utf8').on('data', (chunk: string) => { output += chunk; });
-    const timer = setTimeout(() => {
-      child.kill('SIGKILL');
-      reject(new Error(`the example provider did not exit within ${deadlineMs} ms:\n${output}`));
-    }, deadlineMs);
-    child.once('error', reject);
-    child.once('close', (code) => {
-      clearTimeout(timer);
-      resolve({ output, code });
-    });
-  });
-}
+const EXAMPLE_PROVIDER_BUNDLE = exampleBundle('provider');
 
 /**
  * README "Write a tool provider", "Try it": the example provider against the headless coordinator, as a newcomer runs it
@@ -34,12 +14,12 @@ describe('the example tool provider (dist/example-provider.js --call) against th
   this.timeout(60_000);
   const cli = useCliProcesses('sw4rm-int-example-provider-');
 
-  before(() => assert.ok(fs.existsSync(EXAMPLE_PROVIDER_BUNDLE), `${EXAMPLE_PROVIDER_BUNDLE} is missing: run \`npm run build\` first`));
+  requireBundles(EXAMPLE_PROVIDER_BUNDLE);
 
   it('registers its tools, calls them through the coordinator (Call, a refused call, CallStream, Cancel, an envelope) and leaves', async () => {
     const coordinator = cli.run('--port', '0', '--data-dir', cli.dataDir());
     const env = await coordinator.environment();
-    const { output, code } = await runExample(['--call'], { ...env, SW4RM_AGENT_ID: 'example-provider' });
+    const { output, code } = await runExample(EXAMPLE_PROVIDER_BUNDLE, { ...env, SW4RM_AGENT_ID: 'example-provider' }, { args: ['--call'], name: 'the example provider' });
     assert.equal(code, 0, output);
     const expected = [
       /registered as example-provider; provider example-provider with tools word_count, count_slowly/,

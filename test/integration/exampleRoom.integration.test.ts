@@ -1,30 +1,10 @@
 import { strict as assert } from 'node:assert';
-import { spawn } from 'node:child_process';
-import * as fs from 'node:fs';
-import * as path from 'node:path';
 import { useCliProcesses } from '../support/cli';
-import { REPO_ROOT } from '../support/paths';
+import { runExample } from '../support/exampleAgentProcess';
+import { exampleBundle, requireBundles } from '../support/paths';
 
 /** The example bundle built by `npm run build` from examples/negotiationRoom.ts. */
-const EXAMPLE_ROOM_BUNDLE = path.join(REPO_ROOT, 'dist', 'example-room.js');
-
-/** Runs `node dist/example-room.js` with `env` until it exits; answers its output (stdout and stderr) and code. */
-function runExample(env: Record<string, string>, deadlineMs = 30_000): Promise<{ output: string; code: number | null }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [EXAMPLE_ROOM_BUNDLE], { cwd: REPO_ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-    let output = '';
-    for (const stream of [child.stdout, child.stderr]) stream.setEncoding('utf8').on('data', (chunk: string) => { output += chunk; });
-    const timer = setTimeout(() => {
-      child.kill('SIGKILL');
-      reject(new Error(`the room example did not exit within ${deadlineMs} ms:\n${output}`));
-    }, deadlineMs);
-    child.once('error', reject);
-    child.once('close', (code) => {
-      clearTimeout(timer);
-      resolve({ output, code });
-    });
-  });
-}
+const EXAMPLE_ROOM_BUNDLE = exampleBundle('room');
 
 /**
  * README "Negotiation rooms (for agent authors)", "Run the example": a producer and two critics against the headless
@@ -34,12 +14,12 @@ describe('the negotiation room example (dist/example-room.js) against the headle
   this.timeout(60_000);
   const cli = useCliProcesses('sw4rm-int-example-room-');
 
-  before(() => assert.ok(fs.existsSync(EXAMPLE_ROOM_BUNDLE), `${EXAMPLE_ROOM_BUNDLE} is missing: run \`npm run build\` first`));
+  requireBundles(EXAMPLE_ROOM_BUNDLE);
 
   it('submits a PLAN, the critics vote on what they receive, revision 1 gets REVISION_REQUESTED, revision 2 APPROVED', async () => {
     const coordinator = cli.run('--port', '0', '--data-dir', cli.dataDir());
     const env = await coordinator.environment();
-    const { output, code } = await runExample(env);
+    const { output, code } = await runExample(EXAMPLE_ROOM_BUNDLE, env, { name: 'the room example' });
     assert.equal(code, 0, output);
     const expected = [
       /^room-producer registered room-producer-\w+, room-critic-a-\w+, room-critic-b-\w+$/m,

@@ -1,21 +1,13 @@
 import { strict as assert } from 'node:assert';
-import * as fs from 'node:fs';
 import { findFreePort } from '../../src/server/server';
-import { CliProcess } from '../support/cli';
+import { useCliProcesses, type CliProcess } from '../support/cli';
 import { CoordinatorClients } from '../support/clients';
 import { HandoffClient } from '../support/handoffClient';
-import { CLI_BUNDLE } from '../support/paths';
 import { pollUntil } from '../support/poll';
-import { jsonPayload, registerRouterAgent, retryTransport, RouterClient, type StreamItem } from '../support/routerClient';
-import { makeTempDir, removeTempDir } from '../support/tempDir';
+import { jsonPayload, registerRouterAgent, retryAfterRestart, RouterClient, type StreamItem } from '../support/routerClient';
 
 const CONTEXT = { conversation_history: [{ role: 'user', content: 'carry on with the parser' }], tool_state: {}, metadata: { step: 3 } };
 const NO_SPILLOVER = { max_retries_on_overloaded: 0, initial_backoff_ms: 0, backoff_multiplier: 0, max_backoff_ms: 0, allow_spillover_routing: false, max_redirects: 0 };
-
-/** A call to a coordinator that just (re)started, retried while its channel cannot connect yet (as an agent retries). */
-function retry<T>(what: string, fn: () => Promise<T>): Promise<T> {
-  return retryTransport(what, fn, Date.now() + 20_000);
-}
 
 /**
  * Pending handoffs survive a crash (kill -9) of the headless coordinator: after the restart the target finds the handoff
@@ -24,38 +16,19 @@ function retry<T>(what: string, fn: () => Promise<T>): Promise<T> {
  */
 describe('handoffs across a coordinator crash and restart (dist/cli.js)', function () {
   this.timeout(90_000);
-  let dataDir: string;
-  const processes: CliProcess[] = [];
-  const closers: Array<{ close(): void }> = [];
-
-  before(() => assert.ok(fs.existsSync(CLI_BUNDLE), `${CLI_BUNDLE} is missing: run \`npm run build\` first`));
-  beforeEach(() => { dataDir = makeTempDir('sw4rm-int-handoff-crash-'); });
-  afterEach(async () => {
-    for (const c of closers.splice(0)) c.close();
-    for (const cli of processes.splice(0)) await cli.kill();
-    removeTempDir(dataDir);
-  });
+  const coordinators = useCliProcesses('sw4rm-int-handoff-crash-');
 
   async function start(port: number): Promise<{ cli: CliProcess; handoff: HandoffClient; clients: CoordinatorClients; address: string; token: string }> {
-    const { cli, env } = await pollUntil(`a coordinator serving on port ${port}`, async () => {
-      const cli = new CliProcess(['--port', String(port), '--data-dir', dataDir, '--handoff-timeout', '60']);
-      processes.push(cli);
-      try {
-        return { cli, env: await cli.environment(15_000) };
-      } catch (err) {
-        if (/already in use/.test(cli.stderr)) return undefined;
-        throw err;
-      }
-    }, 20_000, 100);
+    const { cli, env } = await coordinators.serve(port, ['--handoff-timeout', '60']);
     const handoff = new HandoffClient(env.SW4RM_HANDOFF_ADDR, env.SW4RM_TOKEN);
     const clients = new CoordinatorClients(env.SW4RM_REGISTRY_ADDR, env.SW4RM_TOKEN);
-    closers.push(handoff, clients);
+    coordinators.closeAfter(handoff, clients);
     return { cli, handoff, clients, address: env.SW4RM_ROUTER_ADDR, token: env.SW4RM_TOKEN };
   }
 
   /** The agents say they are alive (after a restart every agent is `disconnected` until it is heard from). */
   async function alive(clients: CoordinatorClients, ids: readonly string[]): Promise<void> {
-    for (const id of ids) assert.equal((await retry(`Heartbeat ${id}`, () => clients.heartbeat(id, 'RUNNABLE'))).ok, true);
+    for (const id of ids) assert.equal((await retryAfterRestart(`Heartbeat ${id}`, () => clients.heartbeat(id, 'RUNNABLE'))).ok, true);
   }
 
   it('kill -9 with a handoff pending: after the restart the target finds it, rejects it, and the next candidate is offered it', async () => {
@@ -75,7 +48,7 @@ describe('handoffs across a coordinator crash and restart (dist/cli.js)', functi
 
     const second = await start(port);
     await alive(second.clients, ['origin', 'a-reviewer', 'b-reviewer']);
-    const { pending_requests: pending } = await retry('GetPendingHandoffs', () => second.handoff.pending('a-reviewer'));
+    const { pending_requests: pending } = await retryAfterRestart('GetPendingHandoffs', () => second.handoff.pending('a-reviewer'));
     assert.deepEqual(pending.map((p) => [p.request_id, p.from_agent, p.priority]), [['h1', 'origin', -5]], 'the handoff answered before the crash survived');
     assert.deepEqual(JSON.parse(pending[0].context_snapshot.toString()), CONTEXT, 'its context intact');
     await second.handoff.reject('h1', 'a-reviewer', { rejection_reason: 'not mine' });
@@ -83,9 +56,9 @@ describe('handoffs across a coordinator crash and restart (dist/cli.js)', functi
     assert.deepEqual(next.map((p) => p.request_id), ['h1']);
     // The offer to b-reviewer is a stored NOTIFICATION: its inbox receives it when it connects.
     const router = new RouterClient(second.address, second.token, 'b-reviewer');
-    closers.push(router);
+    coordinators.closeAfter(router);
     const inbox = router.openInbox('b-reviewer');
-    closers.push(inbox);
+    coordinators.closeAfter(inbox);
     const offer = await inbox.waitFor((i: StreamItem) => i.msg.message_type === 'NOTIFICATION' && jsonPayload<Record<string, unknown>>(i.msg)?.type === 'handoff_request', 10_000, 'the offer');
     assert.equal(offer.msg.correlation_id, 'parser-work');
     await second.handoff.accept('h1', 'b-reviewer');
@@ -96,8 +69,8 @@ describe('handoffs across a coordinator crash and restart (dist/cli.js)', functi
     await second.cli.exit();
     const third = await start(port);
     const origin = new RouterClient(third.address, third.token, 'origin');
-    closers.push(origin);
-    const refused = await retry('SendMessage', () => origin.send(origin.envelope({ correlation_id: 'parser-work', payload: {} }), { to: 'b-reviewer' }));
+    coordinators.closeAfter(origin);
+    const refused = await retryAfterRestart('SendMessage', () => origin.send(origin.envelope({ correlation_id: 'parser-work', payload: {} }), { to: 'b-reviewer' }));
     assert.equal(refused.accepted, false);
     assert.match(refused.reason, /^PERMISSION_DENIED: handoff h1 completed: b-reviewer owns this work/);
   });
@@ -125,14 +98,14 @@ describe('handoffs across a coordinator crash and restart (dist/cli.js)', functi
     const restored = await pollUntil('handoff.restored on stderr', async () => /handoff\.restored \[[^\]]*\] (\{.*\})$/m.exec(second.cli.stderr) ?? undefined, 10_000);
     assert.equal((JSON.parse(restored[1]) as { expired_while_stopped: number }).expired_while_stopped, 1);
     const origin = new RouterClient(second.address, second.token, 'origin');
-    closers.push(origin);
+    coordinators.closeAfter(origin);
     const inbox = origin.openInbox('origin', { reconnect: true });
-    closers.push(inbox);
+    coordinators.closeAfter(inbox);
     const expired = await inbox.waitFor((i: StreamItem) => {
       const body = i.msg.message_type === 'NOTIFICATION' ? jsonPayload<Record<string, unknown>>(i.msg) : undefined;
       return body?.type === 'handoff_status' && body.request_id === 'h2' && body.event === 'expired';
     }, 20_000, 'the expired status');
     assert.equal(jsonPayload<Record<string, unknown>>(expired.msg)!.status, 'EXPIRED');
-    assert.deepEqual((await retry('GetPendingHandoffs', () => second.handoff.pending('reviewer'))).pending_requests, []);
+    assert.deepEqual((await retryAfterRestart('GetPendingHandoffs', () => second.handoff.pending('reviewer'))).pending_requests, []);
   });
 });

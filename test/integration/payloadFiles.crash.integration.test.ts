@@ -3,12 +3,10 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { findFreePort } from '../../src/server/server';
 import { bigJson } from '../support/bigSender';
-import { CliProcess } from '../support/cli';
+import { useCliProcesses } from '../support/cli';
 import { CoordinatorClients } from '../support/clients';
-import { CLI_BUNDLE } from '../support/paths';
 import { pollUntil } from '../support/poll';
 import { registerRouterAgent, retryTransport, RouterClient, type Inbox } from '../support/routerClient';
-import { makeTempDir, removeTempDir } from '../support/tempDir';
 
 /** Messages of 4 MiB (payload files), sent CONCURRENCY at a time; the coordinator is SIGKILLed after KILL_AFTER accepted. */
 const MESSAGES = 24;
@@ -18,36 +16,8 @@ const PRODUCER = 'files-producer';
 const recipient = (i: number): string => `files-r${i % 4}`;
 
 describe('payload files across a coordinator crash (kill -9 while 4 MiB messages are being written)', () => {
-  let dataDir: string;
-  const processes: CliProcess[] = [];
-  const clients: Array<{ close(): void }> = [];
-  const inboxes: Inbox[] = [];
-
-  before(() => {
-    assert.ok(fs.existsSync(CLI_BUNDLE), `${CLI_BUNDLE} is missing: run \`npm run build\` first`);
-  });
-  beforeEach(() => {
-    dataDir = makeTempDir('sw4rm-int-payload-files-crash-');
-  });
-  afterEach(async () => {
-    for (const inbox of inboxes.splice(0)) inbox.close();
-    for (const client of clients.splice(0)) client.close();
-    for (const cli of processes.splice(0)) await cli.kill();
-    removeTempDir(dataDir);
-  });
-
-  async function startCoordinator(port: number): Promise<Record<string, string>> {
-    return pollUntil(`a coordinator serving on port ${port}`, async () => {
-      const cli = new CliProcess(['--port', String(port), '--data-dir', dataDir]);
-      processes.push(cli);
-      try {
-        return await cli.environment(15_000);
-      } catch (err) {
-        if (/already in use/.test(cli.stderr)) return undefined;
-        throw err;
-      }
-    }, 15_000, 100);
-  }
+  const coordinators = useCliProcesses('sw4rm-int-payload-files-crash-');
+  const startCoordinator = async (port: number): Promise<Record<string, string>> => (await coordinators.serve(port, [], 15_000)).env;
 
   it('delivers every accepted message whole after the restart, nothing refused, and leaves no orphan file', async function () {
     this.timeout(120_000);
@@ -56,15 +26,16 @@ describe('payload files across a coordinator crash (kill -9 while 4 MiB messages
     const address = env.SW4RM_ROUTER_ADDR;
     const token = env.SW4RM_TOKEN;
     const registry = new CoordinatorClients(address, token);
-    clients.push(registry);
+    coordinators.closeAfter(registry);
     await registerRouterAgent(registry, PRODUCER);
     for (let i = 0; i < 4; i++) await registerRouterAgent(registry, recipient(i));
     const producer = new RouterClient(address, token, PRODUCER);
-    clients.push(producer);
+    coordinators.closeAfter(producer);
     // The recipients stream throughout (reconnecting after the crash) and finish every message they get: confirmed
     // (AckDelivery) and FULFILLED, so that each file is released once its message is done with.
     const receivers = Array.from({ length: 4 }, (_, i) => new RouterClient(address, token, recipient(i)));
-    clients.push(...receivers);
+    coordinators.closeAfter(...receivers);
+    const inboxes: Inbox[] = [];
     for (const receiver of receivers) {
       const inbox = receiver.openInbox(receiver.agentId, { reconnect: true });
       inbox.onItem((item) => {
@@ -72,6 +43,7 @@ describe('payload files across a coordinator crash (kill -9 while 4 MiB messages
         void receiver.ackDelivery(receiver.agentId, item.seq, item.msg.message_id)
           .then(() => receiver.ack(item.msg.message_id, 'FULFILLED')).catch(() => undefined);
       });
+      coordinators.closeAfter(inbox);
       inboxes.push(inbox);
     }
 
@@ -84,7 +56,7 @@ describe('payload files across a coordinator crash (kill -9 while 4 MiB messages
     const refused = new Set<string>();
     let next = 0;
     let killed = false;
-    const first = processes[processes.length - 1];
+    const first = coordinators.last();
     const sender = async (): Promise<void> => {
       while (next < MESSAGES) {
         const i = next++;
@@ -107,7 +79,7 @@ describe('payload files across a coordinator crash (kill -9 while 4 MiB messages
     assert.ok(accepted.size >= KILL_AFTER, `${accepted.size} accepted before the kill`);
     assert.ok(refused.size >= 1, 'some were refused before the kill');
 
-    const atKill = fs.readdirSync(path.join(dataDir, 'payloads')).length;
+    const atKill = fs.readdirSync(path.join(coordinators.dataDir(), 'payloads')).length;
     await startCoordinator(port);
     for (const agentId of [PRODUCER, ...receivers.map((r) => r.agentId)]) {
       await retryTransport(`re-registering ${agentId}`, () => registerRouterAgent(registry, agentId), Date.now() + 15_000);
@@ -119,14 +91,14 @@ describe('payload files across a coordinator crash (kill -9 while 4 MiB messages
     };
     // Every accepted message arrives (before the kill, or again after it); so may one whose answer the kill cut off.
     await pollUntil('every accepted message delivered', () => [...accepted.keys()].every((id) => delivered().has(id)) || undefined, 60_000, 100);
-    const payloads = path.join(dataDir, 'payloads');
+    const payloads = path.join(coordinators.dataDir(), 'payloads');
     // Finished messages release their files after the commit; the sweep after start deletes the files of
     // transactions the kill cut short and of unlinks it prevented. Nothing is left.
     await pollUntil('an empty payload folder', () => (fs.readdirSync(payloads).length === 0 || undefined), 30_000, 100);
     const got = delivered();
     for (const [id, bytes] of got) assert.ok(bytes.equals(valid), `${id} was delivered whole`);
     for (const id of refused) assert.ok(!got.has(id), `refused ${id} was delivered`);
-    const swept = /payload_files_swept[^\n]*/.exec(processes[processes.length - 1].stderr)?.[0] ?? 'no orphan file to sweep';
+    const swept = /payload_files_swept[^\n]*/.exec(coordinators.last().stderr)?.[0] ?? 'no orphan file to sweep';
     console.log(`      (${accepted.size} accepted and ${refused.size} refused before the kill; ${got.size} delivered; ${atKill} files at the kill; after the restart: ${swept.slice(0, 160)})`);
   });
 });

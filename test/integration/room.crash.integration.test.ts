@@ -1,22 +1,13 @@
 import { strict as assert } from 'node:assert';
 import * as grpc from '@grpc/grpc-js';
-import * as fs from 'node:fs';
 import { findFreePort } from '../../src/server/server';
-import { CliProcess } from '../support/cli';
+import { useCliProcesses, type CliProcess } from '../support/cli';
 import { CoordinatorClients } from '../support/clients';
-import { CLI_BUNDLE } from '../support/paths';
-import { pollUntil } from '../support/poll';
 import { RoomClient, type WireDecision } from '../support/roomClient';
-import { registerRouterAgent, retryTransport } from '../support/routerClient';
-import { makeTempDir, removeTempDir } from '../support/tempDir';
+import { registerRouterAgent, retryAfterRestart } from '../support/routerClient';
 
 const PLAN = Buffer.from(JSON.stringify({ steps: ['design', 'build', 'test'] }));
 const CRITICS = ['critic-1', 'critic-2', 'critic-3'];
-
-/** A call to a coordinator that just (re)started, retried while its channel cannot connect yet (as an agent retries). */
-function retry<T>(what: string, fn: () => Promise<T>): Promise<T> {
-  return retryTransport(what, fn, Date.now() + 20_000);
-}
 
 /**
  * Votes and decisions survive a crash (kill -9) of the headless coordinator, and WaitForDecision survives a restart: the
@@ -25,33 +16,14 @@ function retry<T>(what: string, fn: () => Promise<T>): Promise<T> {
  */
 describe('negotiation rooms across a coordinator crash and restart (dist/cli.js)', function () {
   this.timeout(90_000);
-  let dataDir: string;
-  const processes: CliProcess[] = [];
-  const closers: Array<{ close(): void }> = [];
-
-  before(() => assert.ok(fs.existsSync(CLI_BUNDLE), `${CLI_BUNDLE} is missing: run \`npm run build\` first`));
-  beforeEach(() => { dataDir = makeTempDir('sw4rm-int-room-crash-'); });
-  afterEach(async () => {
-    for (const c of closers.splice(0)) c.close();
-    for (const cli of processes.splice(0)) await cli.kill();
-    removeTempDir(dataDir);
-  });
+  const coordinators = useCliProcesses('sw4rm-int-room-crash-');
 
   /** Starts dist/cli.js on `port`; a port still held by the killed process is retried until it is free. */
   async function start(port: number): Promise<{ cli: CliProcess; room: RoomClient; clients: CoordinatorClients }> {
-    const { cli, env } = await pollUntil(`a coordinator serving on port ${port}`, async () => {
-      const cli = new CliProcess(['--port', String(port), '--data-dir', dataDir]);
-      processes.push(cli);
-      try {
-        return { cli, env: await cli.environment(15_000) };
-      } catch (err) {
-        if (/already in use/.test(cli.stderr)) return undefined;
-        throw err;
-      }
-    }, 20_000, 100);
+    const { cli, env } = await coordinators.serve(port);
     const room = new RoomClient(env.SW4RM_NEGOTIATION_ROOM_ADDR, env.SW4RM_TOKEN);
     const clients = new CoordinatorClients(env.SW4RM_REGISTRY_ADDR, env.SW4RM_TOKEN);
-    closers.push(room, clients);
+    coordinators.closeAfter(room, clients);
     return { cli, room, clients };
   }
 
@@ -81,12 +53,12 @@ describe('negotiation rooms across a coordinator crash and restart (dist/cli.js)
     assert.equal(await blocked, grpc.status.UNAVAILABLE, 'the blocked WaitForDecision ends UNAVAILABLE: call again');
 
     const second = await start(port);
-    const { votes } = await retry('GetVotes', () => second.room.getVotes('plan-1', 'room-1'));
+    const { votes } = await retryAfterRestart('GetVotes', () => second.room.getVotes('plan-1', 'room-1'));
     assert.deepEqual(votes.map((v) => [v.critic_id, v.score, v.strengths[0]]), [['critic-1', 8, 'critic-1 likes it'], ['critic-2', 9, 'critic-2 likes it']], 'both votes answered before the crash survived');
     assert.equal((await second.room.getDecision('plan-1')).decision, null);
     let answered: WireDecision | undefined;
-    const waiting = retry('WaitForDecision', () => second.room.waitForDecision('plan-1', 60)).then((r) => { answered = r.decision; return r.decision; });
-    await retry('SubmitVote', () => second.room.submitVote(vote('critic-3', 8)));
+    const waiting = retryAfterRestart('WaitForDecision', () => second.room.waitForDecision('plan-1', 60)).then((r) => { answered = r.decision; return r.decision; });
+    await retryAfterRestart('SubmitVote', () => second.room.submitVote(vote('critic-3', 8)));
     const decision = await waiting;
     assert.ok(answered);
     assert.equal(decision.outcome, 'APPROVED');
@@ -96,7 +68,7 @@ describe('negotiation rooms across a coordinator crash and restart (dist/cli.js)
     second.cli.signal('SIGKILL');
     await second.cli.exit();
     const third = await start(port);
-    const again = await retry('WaitForDecision', () => third.room.waitForDecision('plan-1', 5));
+    const again = await retryAfterRestart('WaitForDecision', () => third.room.waitForDecision('plan-1', 5));
     assert.deepEqual(again.decision, decision);
   });
 
@@ -113,9 +85,9 @@ describe('negotiation rooms across a coordinator crash and restart (dist/cli.js)
     assert.ok(code === grpc.status.CANCELLED || code === grpc.status.UNAVAILABLE, `ended ${grpc.status[code]}: call again`);
 
     const second = await start(port);
-    const waiting = retry('WaitForDecision', () => second.room.waitForDecision('plan-1', 60));
-    await retry('SubmitVote', () => second.room.submitVote(vote('critic-2', 8)));
-    await retry('SubmitVote', () => second.room.submitVote(vote('critic-3', 8)));
+    const waiting = retryAfterRestart('WaitForDecision', () => second.room.waitForDecision('plan-1', 60));
+    await retryAfterRestart('SubmitVote', () => second.room.submitVote(vote('critic-2', 8)));
+    await retryAfterRestart('SubmitVote', () => second.room.submitVote(vote('critic-3', 8)));
     const { decision } = await waiting;
     assert.equal(decision.outcome, 'APPROVED');
     assert.equal(decision.aggregated_score.vote_count, 3);

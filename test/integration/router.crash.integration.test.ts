@@ -1,14 +1,11 @@
 import { strict as assert } from 'node:assert';
-import * as fs from 'node:fs';
 import { findFreePort } from '../../src/server/server';
-import { CliProcess } from '../support/cli';
+import { useCliProcesses } from '../support/cli';
 import { CoordinatorClients } from '../support/clients';
-import { CLI_BUNDLE } from '../support/paths';
 import { pollUntil } from '../support/poll';
 import { ExactlyOnceWorker, OperationLedger, RETRYABLE_CODES, type Operation } from '../support/routerAgents';
-import { registerRouterAgent, retryTransport, RouterClient, type Inbox } from '../support/routerClient';
+import { registerRouterAgent, retryTransport, RouterClient } from '../support/routerClient';
 import { runPool } from '../support/routerFuzz';
-import { makeTempDir, removeTempDir } from '../support/tempDir';
 
 const OPERATIONS = 1_000;
 const CONCURRENCY = 16;
@@ -22,43 +19,10 @@ const PRODUCER = 'crash-producer';
 const CONSUMER = 'crash-consumer';
 
 describe('router exactly-once across a coordinator crash (kill -9 and restart)', () => {
-  let dataDir: string;
-  const processes: CliProcess[] = [];
-  const routers: RouterClient[] = [];
-  const inboxes: Inbox[] = [];
-  let registry: CoordinatorClients | undefined;
-
-  before(() => {
-    assert.ok(fs.existsSync(CLI_BUNDLE), `${CLI_BUNDLE} is missing: run \`npm run build\` first`);
-  });
-
-  beforeEach(() => {
-    dataDir = makeTempDir('sw4rm-int-router-crash-');
-  });
-
-  afterEach(async () => {
-    for (const inbox of inboxes.splice(0)) inbox.close();
-    for (const router of routers.splice(0)) router.close();
-    registry?.close();
-    registry = undefined;
-    for (const cli of processes.splice(0)) await cli.kill();
-    removeTempDir(dataDir);
-  });
+  const coordinators = useCliProcesses('sw4rm-int-router-crash-');
 
   /** Starts dist/cli.js on `port`; a port still held by the killed process is retried until it is free. */
-  async function startCoordinator(port: number, deadlineMs = 15_000): Promise<{ cli: CliProcess; env: Record<string, string> }> {
-    const args = ['--port', String(port), '--data-dir', dataDir, '--capacity', String(CAPACITY)];
-    return pollUntil(`a coordinator serving on port ${port}`, async () => {
-      const cli = new CliProcess(args);
-      processes.push(cli);
-      try {
-        return { cli, env: await cli.environment(deadlineMs) };
-      } catch (err) {
-        if (/already in use/.test(cli.stderr)) return undefined;
-        throw err;
-      }
-    }, deadlineMs, 100);
-  }
+  const startCoordinator = (port: number) => coordinators.serve(port, ['--capacity', String(CAPACITY)], 15_000);
 
   it(`settles ${OPERATIONS} operations exactly once although the coordinator is killed mid-flight`, async function () {
     this.timeout(120_000);
@@ -74,15 +38,16 @@ describe('router exactly-once across a coordinator crash (kill -9 and restart)',
     const token = first.env.SW4RM_TOKEN;
     mark(`coordinator 1 serving on ${address} (--capacity ${CAPACITY})`);
 
-    registry = new CoordinatorClients(address, token);
+    const registry = new CoordinatorClients(address, token);
+    coordinators.closeAfter(registry);
     await registerRouterAgent(registry, PRODUCER);
     await registerRouterAgent(registry, CONSUMER);
     const producer = new RouterClient(address, token, PRODUCER);
     const consumer = new RouterClient(address, token, CONSUMER);
-    routers.push(producer, consumer);
+    coordinators.closeAfter(producer, consumer);
     const consumerInbox = consumer.openInbox(CONSUMER, { reconnect: true });
     const producerInbox = producer.openInbox(PRODUCER, { reconnect: true });
-    inboxes.push(consumerInbox, producerInbox);
+    coordinators.closeAfter(consumerInbox, producerInbox);
     const worker = new ExactlyOnceWorker(consumer, consumerInbox, PRODUCER, deadline);
     const ledger = new OperationLedger(producer, CONSUMER, producerInbox, deadline);
     const operations = ledger.create(OPERATIONS, (i) => `${PRODUCER}:op:${String(i).padStart(4, '0')}`);
@@ -116,7 +81,7 @@ describe('router exactly-once across a coordinator crash (kill -9 and restart)',
     assert.equal(second.env.SW4RM_TOKEN, token, 'the token survives the crash');
     mark(`coordinator 2 serving on port ${port}`);
     for (const agent of [PRODUCER, CONSUMER]) {
-      await retryTransport(`re-registering ${agent}`, () => registerRouterAgent(registry!, agent), deadline);
+      await retryTransport(`re-registering ${agent}`, () => registerRouterAgent(registry, agent), deadline);
     }
     await pollUntil('both inbox streams reopened against coordinator 2 (or refused for good)', () => {
       const settled = [consumerInbox, producerInbox].every((inbox) => inbox.final || (inbox.openedAt !== undefined && inbox.openedAt >= restartedAt));

@@ -1,19 +1,11 @@
 import { strict as assert } from 'node:assert';
-import * as fs from 'node:fs';
 import { CoordinatorStore } from '../../src/core/coordinatorStore';
 import { findFreePort } from '../../src/server/server';
-import { CliProcess } from '../support/cli';
-import { CLI_BUNDLE } from '../support/paths';
+import { useCliProcesses, type CliProcess } from '../support/cli';
 import { pollUntil } from '../support/poll';
-import { retryTransport } from '../support/routerClient';
+import { retryAfterRestart } from '../support/routerClient';
 import { TaskTestAgent, type ReceivedCommand } from '../support/taskAgents';
-import { makeTempDir, removeTempDir } from '../support/tempDir';
 import { WorkflowClient, type WorkflowStateMessage } from '../support/workflowClient';
-
-/** A call to a coordinator that just (re)started, retried while its channel cannot connect yet (as an agent retries). */
-function retry<T>(what: string, fn: () => Promise<T>): Promise<T> {
-  return retryTransport(what, fn, Date.now() + 20_000);
-}
 
 /**
  * A workflow in progress survives kill -9 of the headless coordinator: after the restart it goes on from the store,
@@ -22,39 +14,20 @@ function retry<T>(what: string, fn: () => Promise<T>): Promise<T> {
  */
 describe('workflows across a coordinator crash (kill -9) and restart (dist/cli.js)', function () {
   this.timeout(90_000);
-  let dataDir: string;
-  const processes: CliProcess[] = [];
-  const closers: Array<{ close(): void }> = [];
-
-  before(() => assert.ok(fs.existsSync(CLI_BUNDLE), `${CLI_BUNDLE} is missing: run \`npm run build\` first`));
-  beforeEach(() => { dataDir = makeTempDir('sw4rm-int-workflow-crash-'); });
-  afterEach(async () => {
-    for (const c of closers.splice(0)) c.close();
-    for (const cli of processes.splice(0)) await cli.kill();
-    removeTempDir(dataDir);
-  });
+  const coordinators = useCliProcesses('sw4rm-int-workflow-crash-');
 
   async function start(port: number): Promise<{ cli: CliProcess; env: Record<string, string>; workflows: WorkflowClient }> {
-    const { cli, env } = await pollUntil(`a coordinator serving on port ${port}`, async () => {
-      const cli = new CliProcess(['--port', String(port), '--data-dir', dataDir]);
-      processes.push(cli);
-      try {
-        return { cli, env: await cli.environment(15_000) };
-      } catch (err) {
-        if (/already in use/.test(cli.stderr)) return undefined;
-        throw err;
-      }
-    }, 20_000, 100);
+    const { cli, env } = await coordinators.serve(port);
     const workflows = new WorkflowClient(env.SW4RM_WORKFLOW_ADDR, env.SW4RM_TOKEN);
-    closers.push(workflows);
+    coordinators.closeAfter(workflows);
     return { cli, env, workflows };
   }
 
   /** A registered agent coming back after the coordinator restarted: a new inbox stream and a heartbeat, no new registration. */
   async function reconnect(env: Record<string, string>, agentId: string, state: string): Promise<TaskTestAgent> {
     const agent = new TaskTestAgent(env.SW4RM_ROUTER_ADDR, env.SW4RM_TOKEN, agentId);
-    closers.push(agent);
-    await retry(`${agentId} heartbeat`, () => agent.heartbeat(state));
+    coordinators.closeAfter(agent);
+    await retryAfterRestart(`${agentId} heartbeat`, () => agent.heartbeat(state));
     agent.inbox = agent.wire.openInbox();
     return agent;
   }
@@ -66,7 +39,7 @@ describe('workflows across a coordinator crash (kill -9) and restart (dist/cli.j
 
   async function state(workflows: WorkflowClient, id: string, what: string, check: (s: WorkflowStateMessage) => boolean): Promise<WorkflowStateMessage> {
     return pollUntil(what, async () => {
-      const answer = await retry('GetWorkflowState', () => workflows.state(id));
+      const answer = await retryAfterRestart('GetWorkflowState', () => workflows.state(id));
       return answer.state && check(answer.state) ? answer.state : undefined;
     }, 15_000);
   }
@@ -76,7 +49,7 @@ describe('workflows across a coordinator crash (kill -9) and restart (dist/cli.j
     const first = await start(port);
     const w1 = new TaskTestAgent(first.env.SW4RM_ROUTER_ADDR, first.env.SW4RM_TOKEN, 'w1');
     const w2 = new TaskTestAgent(first.env.SW4RM_ROUTER_ADDR, first.env.SW4RM_TOKEN, 'w2');
-    closers.push(w1, w2);
+    coordinators.closeAfter(w1, w2);
     await w1.start();
     await w2.start();
     const created = await first.workflows.create('crash', {
@@ -107,7 +80,7 @@ describe('workflows across a coordinator crash (kill -9) and restart (dist/cli.j
     const w1b = await reconnect(second.env, 'w1', 'RUNNABLE');
     const w2b = await reconnect(second.env, 'w2', 'RUNNING');
     // w2 answers the run it got before the crash: the same message, the same task.
-    await retry('ACK FULFILLED of b', () => w2b.ackMessage(b.item.msg.message_id, 'FULFILLED', { result: { b: 2 } }));
+    await retryAfterRestart('ACK FULFILLED of b', () => w2b.ackMessage(b.item.msg.message_id, 'FULFILLED', { result: { b: 2 } }));
     const d = await w2b.command('run', 'wf:crash:d:1', 10_000);
     assert.deepEqual((d.command as unknown as { params: { inputs: unknown } }).params.inputs, { n: 0, a: 1, c: 3, b: 2 });
     await complete(w2b, d, { done: true });
@@ -117,7 +90,7 @@ describe('workflows across a coordinator crash (kill -9) and restart (dist/cli.j
 
     second.cli.signal('SIGTERM');
     assert.equal(await second.cli.exit(), 0);
-    const store = CoordinatorStore.open(dataDir);
+    const store = CoordinatorStore.open(coordinators.dataDir());
     try {
       const tasks = store.scheduler.listFinished(100).map((t) => [t.taskId, t.state, t.dispatches]).sort();
       assert.deepEqual(tasks, [
@@ -131,7 +104,7 @@ describe('workflows across a coordinator crash (kill -9) and restart (dist/cli.j
 
   /** From the store of a stopped coordinator: every task of `workflowId`, as [node, run] with how many tasks each has. */
   function tasksByRun(workflowId: string): { readonly runs: Map<string, number>; readonly nodes: Map<string, { status: string; taskId: string; runs: number }> } {
-    const store = CoordinatorStore.open(dataDir);
+    const store = CoordinatorStore.open(coordinators.dataDir());
     try {
       const runs = new Map<string, number>();
       for (const t of [...store.scheduler.listOpen(), ...store.scheduler.listFinished(100_000)]) {
@@ -150,7 +123,7 @@ describe('workflows across a coordinator crash (kill -9) and restart (dist/cli.j
     const port = await findFreePort('127.0.0.1');
     const first = await start(port);
     const w1 = new TaskTestAgent(first.env.SW4RM_ROUTER_ADDR, first.env.SW4RM_TOKEN, 'w1');
-    closers.push(w1);
+    coordinators.closeAfter(w1);
     await w1.start();
     const created = await first.workflows.create('acked', {
       a: { agent_id: 'w1', output_mapping: { a: 'a' } },
@@ -177,7 +150,7 @@ describe('workflows across a coordinator crash (kill -9) and restart (dist/cli.j
     // Run whatever is sent until the workflow is COMPLETED (b, c, d: in some order, each once).
     const ran: string[] = [];
     const done = await pollUntil('COMPLETED', async () => {
-      const answer = await retry('GetWorkflowState', () => second.workflows.state('acked'));
+      const answer = await retryAfterRestart('GetWorkflowState', () => second.workflows.state('acked'));
       if (answer.state?.metadata.state === 'COMPLETED') return answer.state;
       const next = ['b', 'c', 'd'].map((n) => `wf:acked:${n}:1`).find((id) => w1b.has('run', id));
       if (next) {
@@ -219,7 +192,7 @@ describe('workflows across a coordinator crash (kill -9) and restart (dist/cli.j
     const was = after.metadata.state;
     assert.ok(was === 'DEFINED' || was === 'RUNNING', `${was} (the start was ${outcome})`);
     if (outcome === 'answered') assert.equal(was, 'RUNNING', 'an answered start was committed');
-    if (was === 'DEFINED') assert.equal((await retry('StartWorkflow', () => second.workflows.start('many', {}))).success, true);
+    if (was === 'DEFINED') assert.equal((await retryAfterRestart('StartWorkflow', () => second.workflows.start('many', {}))).success, true);
     await state(second.workflows, 'many', 'every root RUNNING', (st) => Object.values(st.node_states).filter((n) => n.status === 'RUNNING').length === 300);
     second.cli.signal('SIGTERM');
     assert.equal(await second.cli.exit(), 0);

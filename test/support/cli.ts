@@ -1,7 +1,6 @@
 import { strict as assert } from 'node:assert';
 import { spawn, type ChildProcess } from 'node:child_process';
-import * as fs from 'node:fs';
-import { CLI_BUNDLE, REPO_ROOT } from './paths';
+import { CLI_BUNDLE, REPO_ROOT, requireBundles } from './paths';
 import { pollUntil } from './poll';
 import { makeTempDir, removeTempDir } from './tempDir';
 
@@ -93,29 +92,70 @@ export class CliProcess {
   }
 }
 
+/** A client or stream a test closes when it ends. */
+export interface Closable {
+  close(): void;
+}
+
+/** What `useCliProcesses` gives a suite's tests. */
+export interface CliProcesses {
+  /** This test's data folder. */
+  readonly dataDir: () => string;
+  /** Starts dist/cli.js with `args`. */
+  readonly run: (...args: string[]) => CliProcess;
+  /** The process started last (after `serve`, the one serving). */
+  readonly last: () => CliProcess;
+  /**
+   * Starts dist/cli.js serving on `port` with this test's data folder and `args`, started again while a killed
+   * coordinator still holds the port (a crash test restarts where its clients connect); answers the process and the
+   * agent environment it printed.
+   */
+  readonly serve: (port: number, args?: readonly string[], deadlineMs?: number) => Promise<{ cli: CliProcess; env: Record<string, string> }>;
+  /** Closes these (clients, inbox streams) after the test, the last given first, before the processes are killed. */
+  readonly closeAfter: (...closables: Closable[]) => void;
+}
+
 /**
- * Mocha hooks for a suite that runs headless coordinators: a fresh data folder per test (prefix `prefix`), every
- * process started with `run` killed and the folder removed after it, and a check that the bundle is built.
+ * Mocha hooks for a suite that runs headless coordinators: a fresh data folder per test (prefix `prefix`), after it
+ * everything given to `closeAfter` closed (the last first), every process started with `run` or `serve` killed and the folder removed,
+ * and a check that the bundle is built.
  */
-export function useCliProcesses(prefix: string): { readonly dataDir: () => string; readonly run: (...args: string[]) => CliProcess } {
+export function useCliProcesses(prefix: string): CliProcesses {
   let dataDir = '';
   const processes: CliProcess[] = [];
-  before(() => {
-    assert.ok(fs.existsSync(CLI_BUNDLE), `${CLI_BUNDLE} is missing: run \`npm run build\` first`);
-  });
+  const closables: Closable[] = [];
+  requireBundles(CLI_BUNDLE);
   beforeEach(() => {
     dataDir = makeTempDir(prefix);
   });
   afterEach(async () => {
+    for (const closable of closables.splice(0).reverse()) closable.close();
     for (const cli of processes.splice(0)) await cli.kill();
     removeTempDir(dataDir);
   });
+  const run = (...args: string[]): CliProcess => {
+    const cli = new CliProcess(args);
+    processes.push(cli);
+    return cli;
+  };
   return {
     dataDir: () => dataDir,
-    run: (...args: string[]) => {
-      const cli = new CliProcess(args);
-      processes.push(cli);
-      return cli;
+    run,
+    last: () => {
+      assert.ok(processes.length > 0, 'no coordinator was started');
+      return processes[processes.length - 1];
+    },
+    serve: (port, args = [], deadlineMs = 20_000) => pollUntil(`a coordinator serving on port ${port}`, async () => {
+      const cli = run('--port', String(port), '--data-dir', dataDir, ...args);
+      try {
+        return { cli, env: await cli.environment(Math.min(deadlineMs, 15_000)) };
+      } catch (err) {
+        if (/already in use/.test(cli.stderr)) return undefined;
+        throw err;
+      }
+    }, deadlineMs, 100),
+    closeAfter: (...more) => {
+      closables.push(...more);
     },
   };
 }

@@ -1,23 +1,55 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import * as path from 'node:path';
-import { REPO_ROOT } from './paths';
+import { exampleBundle, REPO_ROOT } from './paths';
 import { pollUntil } from './poll';
 
 /** The example agent bundle built by `npm run build` from examples/agent.ts. */
-export const EXAMPLE_AGENT_BUNDLE = path.join(REPO_ROOT, 'dist', 'example-agent.js');
+export const EXAMPLE_AGENT_BUNDLE = exampleBundle('agent');
 
-/** The example agent (dist/example-agent.js) as a child process with the given environment, its output collected. */
-export class ExampleAgentProcess {
+/** What an example printed (stdout and stderr, in the order each stream wrote it) and its exit code. */
+export interface ExampleRun {
+  output: string;
+  code: number | null;
+}
+
+export interface ExampleProcessOptions {
+  /** Arguments after the bundle (not used when the command is a whole command line). */
+  args?: readonly string[];
+  /** The working directory: the clone's folder unless given. */
+  cwd?: string;
+  /**
+   * false: the child gets only PATH and `env` (a launch plan's environment, as dist/sw4rm-launch.js runs it);
+   * otherwise `env` is added to this test's environment.
+   */
+  inheritEnv?: boolean;
+  /** Called with all the output so far each time the child writes. */
+  onOutput?: (output: string) => void;
+  /** How the failure messages name the child (default: the bundle's file name). */
+  name?: string;
+}
+
+/**
+ * An example (a bundle run by this test's Node, or a whole command line `[program, ...args]`) as a child process
+ * with the given environment, its output collected.
+ */
+export class ExampleProcess {
   output = '';
   exitCode: number | null | undefined;
   readonly exited: Promise<number | null>;
+  readonly name: string;
   private readonly child: ChildProcess;
 
-  constructor(environment: Record<string, string>) {
-    const env = { ...process.env, ...environment };
-    this.child = spawn(process.execPath, [EXAMPLE_AGENT_BUNDLE], { cwd: REPO_ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
-    // The agent's lines and its complaints are read together, in the order they were written per stream.
-    for (const stream of [this.child.stdout!, this.child.stderr!]) stream.setEncoding('utf8').on('data', (chunk: string) => { this.output += chunk; });
+  constructor(command: string | readonly string[], environment: Readonly<Record<string, string>>, options: ExampleProcessOptions = {}) {
+    // process.execPath is the Node 24 that runs the tests (node_modules/.bin/node).
+    const [program, ...args] = typeof command === 'string' ? [process.execPath, command, ...(options.args ?? [])] : command;
+    this.name = options.name ?? path.basename(typeof command === 'string' ? command : program);
+    const env = options.inheritEnv === false ? { PATH: process.env.PATH ?? '', ...environment } : { ...process.env, ...environment };
+    this.child = spawn(program, args, { cwd: options.cwd ?? REPO_ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    // The child's lines and its complaints are read together, in the order they were written per stream.
+    for (const stream of [this.child.stdout!, this.child.stderr!]) stream.setEncoding('utf8').on('data', (chunk: string) => {
+      this.output += chunk;
+      options.onOutput?.(this.output);
+    });
     this.exited = new Promise((resolve, reject) => {
       this.child.once('error', reject);
       this.child.once('close', (code) => {
@@ -31,13 +63,13 @@ export class ExampleAgentProcess {
     return this.exitCode === undefined;
   }
 
-  /** Waits until the output matches `pattern`, failing early (with the output) when the agent exits. */
+  /** Waits until the output matches `pattern`, failing early (with the output) when the child exits. */
   async waitForLine(pattern: RegExp, deadlineMs = 15_000): Promise<RegExpMatchArray> {
     try {
-      return await pollUntil(`the example agent to print ${pattern}`, () => {
+      return await pollUntil(`${this.name} to print ${pattern}`, () => {
         const match = this.output.match(pattern);
         if (match) return match;
-        if (!this.running) throw new Error(`the example agent exited with ${this.exitCode}`);
+        if (!this.running) throw new Error(`${this.name} exited with ${this.exitCode}`);
         return undefined;
       }, deadlineMs);
     } catch (err) {
@@ -54,10 +86,44 @@ export class ExampleAgentProcess {
     this.child.kill(signal);
   }
 
+  /** Waits until the child exits and answers its output and code; SIGKILLs it and fails after the deadline. */
+  async finished(deadlineMs = 30_000): Promise<ExampleRun> {
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => {
+        this.child.kill('SIGKILL');
+        reject(new Error(`${this.name} did not exit within ${deadlineMs} ms:\n${this.output}`));
+      }, deadlineMs);
+    });
+    try {
+      const code = await Promise.race([this.exited, timeout]);
+      return { output: this.output, code };
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
   async kill(): Promise<void> {
     if (this.running) {
       this.child.kill('SIGKILL');
       await this.exited.catch(() => undefined);
     }
   }
+}
+
+/** The example agent (dist/example-agent.js) as a child process with the given environment, its output collected. */
+export class ExampleAgentProcess extends ExampleProcess {
+  constructor(environment: Record<string, string>) {
+    super(EXAMPLE_AGENT_BUNDLE, environment, { name: 'the example agent' });
+  }
+}
+
+/**
+ * Runs an example until it exits and answers its output and code: `command` is a bundle run by this test's Node
+ * (`options.args` after it) or a whole command line; `env` is added to this test's environment (or, with
+ * `inheritEnv: false`, is all of it besides PATH). Fails after `deadlineMs` (30 s unless given), the child killed.
+ */
+export function runExample(command: string | readonly string[], env: Readonly<Record<string, string>>,
+  options: ExampleProcessOptions & { deadlineMs?: number } = {}): Promise<ExampleRun> {
+  return new ExampleProcess(command, env, options).finished(options.deadlineMs);
 }

@@ -484,3 +484,8 @@ export async function retryTransport<T>(what: string, fn: () => Promise<T>, dead
     wait = Math.min(wait * 2, 1000);
   }
 }
+
+/** A call to a coordinator that just (re)started, retried for up to 20 s while its channel cannot connect yet (as an agent retries). */
+export function retryAfterRestart<T>(what: string, fn: () => Promise<T>): Promise<T> {
+  return retryTransport(what, fn, Date.now() + 20_000);
+}

@@ -1,21 +1,20 @@
 import { strict as assert } from 'node:assert';
 import { v4 as uuidv4 } from 'uuid';
-import { ManualClock } from '../../src/core/clock';
-import { Coordinator, type CoordinatorOptions } from '../../src/core/coordinator';
-import { CoordinatorStore } from '../../src/core/coordinatorStore';
+import type { CoordinatorOptions } from '../../src/core/coordinator';
 import type { Disposable } from '../../src/core/events';
 import type { HitlPolicy } from '../../src/core/hitl/policy';
 import type { StoredEvent } from '../../src/core/log/model';
 import type { DescriptorInput } from '../../src/core/registry/descriptor';
 import type { RegistryOptions } from '../../src/core/registry/registry';
 import type { Envelope } from '../../src/core/router/envelope';
+import type { MessageRecord } from '../../src/core/router/model';
 import type { InboxSink, RouterOptions, SendResult } from '../../src/core/router/router';
 import { validDescriptor } from './fixtures';
-import { makeTempDir, removeTempDir } from './tempDir';
+import { CoordinatorFixture } from './coordinatorFixture';
 
 /**
- * Unit-test harness for the router: a real CoordinatorStore in a temp folder, a ManualClock, a Coordinator, and
- * fake inbox sinks that collect what the router writes to an agent's stream.
+ * Unit-test harness for the router: a CoordinatorFixture (a real CoordinatorStore in a temp folder, a ManualClock, a
+ * Coordinator) and inbox sinks that collect what the router writes to an agent's stream.
  */
 
 /** An InboxSink that records every delivery (seq, envelope) and every close. */
@@ -89,29 +88,25 @@ export function payloadOf(payload: EnvelopeInput['payload']): Uint8Array {
 
 export const ctx = (correlationId = 'corr-test') => ({ correlationId });
 
-export class RouterHarness implements Disposable {
-  readonly dataDir = makeTempDir('sw4rm-router-');
-  readonly clock = new ManualClock();
-  store!: CoordinatorStore;
-  coordinator!: Coordinator;
+export class RouterHarness extends CoordinatorFixture {
   private readonly sequences = new Map<string, number>();
-  private readonly handles: Disposable[] = [];
 
   constructor(readonly routerOptions: Partial<RouterOptions> = {}, readonly registryOptions: Partial<RegistryOptions> = {},
-    /** The HITL policy each (re)started coordinator gets; tests may replace it before `restart`. */
-    public hitlPolicy?: HitlPolicy,
-    /** Further options each (re)started coordinator gets (an area's options); tests may replace them before `restart`. */
-    public coordinatorOptions: Partial<CoordinatorOptions> = {}) {
-    this.open();
+    /** The HITL policy each (re)started coordinator gets; tests may replace it (`hitlPolicy`) before `restart`. */
+    hitlPolicy?: HitlPolicy,
+    /** Further options each (re)started coordinator gets (an area's options). */
+    coordinatorOptions: Partial<CoordinatorOptions> = {}) {
+    super('sw4rm-router-', {
+      coordinator: { ...coordinatorOptions, registry: registryOptions, router: { heartbeatIntervalMs: 0, ...routerOptions }, hitl: hitlPolicy },
+    });
   }
 
-  private open(): void {
-    this.store = CoordinatorStore.open(this.dataDir);
-    this.coordinator = new Coordinator({
-      ...this.coordinatorOptions,
-      store: this.store, clock: this.clock, registry: this.registryOptions,
-      router: { heartbeatIntervalMs: 0, ...this.routerOptions }, hitl: this.hitlPolicy,
-    });
+  get hitlPolicy(): HitlPolicy | undefined {
+    return this.coordinatorOptions.hitl;
+  }
+
+  set hitlPolicy(policy: HitlPolicy | undefined) {
+    this.coordinatorOptions = { ...this.coordinatorOptions, hitl: policy };
   }
 
   get router() {
@@ -130,8 +125,7 @@ export class RouterHarness implements Disposable {
   /** Opens `agentId`'s inbox stream with a fresh collecting sink. */
   stream(agentId: string, resumeAfter?: number): { sink: CollectingSink; handle: Disposable } {
     const sink = new CollectingSink();
-    const handle = this.router.attach(agentId, sink, ctx(`stream-${agentId}`), resumeAfter);
-    this.handles.push(handle);
+    const handle = this.own(this.router.attach(agentId, sink, ctx(`stream-${agentId}`), resumeAfter));
     return { sink, handle };
   }
 
@@ -208,22 +202,21 @@ export class RouterHarness implements Disposable {
     return this.events(eventType).filter((e) => e.details.message_id === messageId);
   }
 
-  /** Stops this coordinator and starts a new one over the same store (a coordinator restart); `whileStopped` runs between. */
-  restart(whileStopped?: () => void): void {
-    for (const handle of this.handles.splice(0)) handle.dispose();
-    this.coordinator.dispose();
-    whileStopped?.();
-    this.open();
+  /**
+   * Advances the clock to `ms` after now: `messageId` is still SENT 1 ms before, then TIMED_OUT with ACK_TIMEOUT
+   * (once queued work settled); answers its record.
+   */
+  async timesOutAfter(messageId: string, ms: number): Promise<MessageRecord> {
+    this.clock.advance(ms - 1);
+    assert.equal(this.state(messageId), 'SENT');
+    this.clock.advance(1);
+    await settle();
+    const record = this.router.message(messageId)!;
+    assert.equal(record.state, 'TIMED_OUT');
+    assert.equal(record.errorCode, 'ACK_TIMEOUT');
+    return record;
   }
 
-  dispose(): void {
-    for (const handle of this.handles.splice(0)) handle.dispose();
-    try {
-      this.coordinator.dispose();
-    } finally {
-      removeTempDir(this.dataDir);
-    }
-  }
 }
 
 /** Lets queued microtasks and immediates run (the router dispatches persisted NACKs in a microtask). */

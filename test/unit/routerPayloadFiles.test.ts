@@ -215,29 +215,30 @@ describe('Router payload files: payloads of 1 MiB or more are files written off 
     open();
     const m = await accepted(h.envelope(P, { payload: jsonPayload(MIB) }), C);
     const file = path.join(payloadDir, h.router.message(m.messageId)!.payloadFile!.fileId);
-    h.coordinator.dispose();
-    const refusal = (): StoreOpenError => {
-      const store = CoordinatorStore.open(h.dataDir);
-      try {
-        new Coordinator({ store, clock: h.clock, router: { payloadDir, heartbeatIntervalMs: 0 } }).dispose();
-      } catch (err) {
-        store.close();
-        assert.ok(err instanceof StoreOpenError, String(err));
-        return err;
-      }
-      return assert.fail('the store started');
-    };
-    fs.truncateSync(file, 1000);
-    const truncated = refusal();
-    assert.equal(truncated.reason, 'missing-data');
-    assert.ok(truncated.message.includes(`${file} has 1000 bytes, not ${MIB}`), truncated.message);
-    assert.match(truncated.message, /Restore the folder/);
-    fs.rmSync(file);
-    const missing = refusal();
-    assert.ok(missing.message.includes(`${file} is missing`), missing.message);
-    // Put back, it starts again.
-    fs.writeFileSync(file, jsonPayload(MIB));
-    (h as unknown as { open(): void }).open();
+    // Stopped: a coordinator started on the store refuses; the file put back, the restart starts.
+    h.restart(() => {
+      const refusal = (): StoreOpenError => {
+        const store = CoordinatorStore.open(h.dataDir);
+        try {
+          new Coordinator({ store, clock: h.clock, router: { payloadDir, heartbeatIntervalMs: 0 } }).dispose();
+        } catch (err) {
+          store.close();
+          assert.ok(err instanceof StoreOpenError, String(err));
+          return err;
+        }
+        return assert.fail('the store started');
+      };
+      fs.truncateSync(file, 1000);
+      const truncated = refusal();
+      assert.equal(truncated.reason, 'missing-data');
+      assert.ok(truncated.message.includes(`${file} has 1000 bytes, not ${MIB}`), truncated.message);
+      assert.match(truncated.message, /Restore the folder/);
+      fs.rmSync(file);
+      const missing = refusal();
+      assert.ok(missing.message.includes(`${file} is missing`), missing.message);
+      // Put back, it starts again.
+      fs.writeFileSync(file, jsonPayload(MIB));
+    });
     assert.equal(h.router.message(m.messageId)!.storedPayloadBytes, MIB);
   });
 

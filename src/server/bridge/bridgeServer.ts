@@ -18,6 +18,11 @@ export const BRIDGE_MAX_BODY_BYTES = 4 * 1024 * 1024;
 export const BRIDGE_REQUEST_TIMEOUT_MS = 60_000;
 /** Open connections at most (loopback agents; each MCP client keeps a few). */
 export const BRIDGE_MAX_CONNECTIONS = 1024;
+/**
+ * An online agent's requests record its liveness (a store write) at most once per this interval, on the coordinator's
+ * Clock: far under the registry's presence debounce (30 s), so a polling agent stays online without a write per request.
+ */
+export const BRIDGE_LIVENESS_INTERVAL_MS = 5_000;
 export const MCP_PATH = '/mcp';
 export const HOOK_PATH = '/hooks/pre-tool-use';
 /** The bundled entry points beside the extension's and the CLI's bundles (esbuild.mjs). */
@@ -59,8 +64,9 @@ const STATUS_OF_CODE: Readonly<Record<string, number>> = {
  * The MCP bridge's HTTP door (README, "The MCP bridge"): a node:http server on 127.0.0.1. Every request is checked
  * in this order: Host and Origin (DNS rebinding: 403), exactly one `Authorization: Bearer <agent credential>` (401
  * for anything else, logged `auth.unauthenticated`), the body (≤ 4 MiB: 413; JSON: 400). Then the agent's liveness
- * is recorded and the request is served: `/mcp` by a fresh MCP server and stateless Streamable HTTP transport per
- * request (createBridgeMcpServer), any other route from `routes`; unknown paths 404.
+ * is recorded (recordLiveness: at most once per BRIDGE_LIVENESS_INTERVAL_MS while it is online) and the request is
+ * served: `/mcp` by a fresh MCP server and stateless Streamable HTTP transport per request (createBridgeMcpServer), any
+ * other route from `routes`; unknown paths 404.
  */
 export class BridgeServer {
   private readonly server: http.Server;
@@ -69,6 +75,8 @@ export class BridgeServer {
   private closed = false;
   /** The `tools/call` requests being served, per credential and JSON-RPC id: what a `notifications/cancelled` aborts. */
   private readonly inflight: InflightCalls;
+  /** When each agent's liveness was last recorded by a request (the coordinator's Clock). */
+  private readonly livenessRecordedAt = new Map<string, number>();
 
   constructor(private readonly options: BridgeServerOptions) {
     this.distDir = options.distDir ?? __dirname;
@@ -161,8 +169,7 @@ export class BridgeServer {
       return refuse(res, { status: 401, code: 'UNAUTHENTICATED', message: caller });
     }
     const ctx: CallContext = { correlationId, principal: principalName({ kind: 'agent', ...caller }) };
-    // A bridged agent has no heartbeat stream: each authenticated request is its sign of life (presence).
-    coordinator.registry.recordLiveness(caller.agentId, ctx);
+    this.recordLiveness(caller.agentId, ctx);
 
     if (url.pathname === MCP_PATH) return this.serveMcp(req, res, caller, ctx);
     const route = this.options.routes.find((r) => r.path === url.pathname && r.method === req.method);
@@ -214,6 +221,21 @@ export class BridgeServer {
     await server.connect(transport);
     exchange.watchDeliveries();
     await transport.handleRequest(req, res, body);
+  }
+
+  /**
+   * A bridged agent has no heartbeat stream: each authenticated request is its sign of life (presence). Recorded when
+   * the agent is not shown online (an unavailable or disconnected agent is online again at its first request), and
+   * otherwise at most once per BRIDGE_LIVENESS_INTERVAL_MS, on the coordinator's Clock.
+   */
+  private recordLiveness(agentId: string, ctx: CallContext): void {
+    const { registry, clock } = this.options.coordinator;
+    const agent = registry.get(agentId);
+    if (agent === undefined) return; // not registered: nothing to keep alive (its tools say so)
+    const now = clock.now();
+    const last = this.livenessRecordedAt.get(agentId);
+    if (agent.presence === 'online' && last !== undefined && now - last < BRIDGE_LIVENESS_INTERVAL_MS && now >= last) return;
+    if (registry.recordLiveness(agentId, ctx)) this.livenessRecordedAt.set(agentId, now);
   }
 
   /**

@@ -1,0 +1,144 @@
+import { ManualClock } from '../../src/core/clock';
+import { Coordinator, type CoordinatorOptions } from '../../src/core/coordinator';
+import { CoordinatorStore, type CoordinatorStoreOptions } from '../../src/core/coordinatorStore';
+import type { Disposable } from '../../src/core/events';
+import { EventLog } from '../../src/core/log/eventLog';
+import { makeTempDir, removeTempDir } from './tempDir';
+
+/**
+ * Unit-test fixtures on real store files: a CoordinatorStore in a fresh temp folder (or a folder the test gives) and a
+ * ManualClock, with the event log (StoreFixture) or a whole Coordinator (CoordinatorFixture) over them. `dispose`
+ * closes what is open and removes the temp folder.
+ */
+
+export interface StoreFixtureOptions {
+  /** The store's folder; by default a fresh temp folder named `<prefix>…`, removed by `dispose`. */
+  readonly dataDir?: string;
+  /** The ManualClock's start (default: ManualClock's). */
+  readonly now?: number;
+  /** How each (re)opened store is opened (group commit, …). */
+  readonly store?: CoordinatorStoreOptions;
+}
+
+/** The store folder and the clock of a fixture. */
+class FixtureBase {
+  readonly dataDir: string;
+  readonly clock: ManualClock;
+  private readonly ownsDir: boolean;
+
+  constructor(prefix: string, protected readonly fixtureOptions: StoreFixtureOptions) {
+    this.ownsDir = fixtureOptions.dataDir === undefined;
+    this.dataDir = fixtureOptions.dataDir ?? makeTempDir(prefix);
+    this.clock = new ManualClock(fixtureOptions.now);
+  }
+
+  protected openStore(): CoordinatorStore {
+    return CoordinatorStore.open(this.dataDir, this.fixtureOptions.store);
+  }
+
+  protected removeDir(): void {
+    if (this.ownsDir) removeTempDir(this.dataDir);
+  }
+}
+
+/** A real store file, a ManualClock and the structured event log over them (for one area built by hand). */
+export class StoreFixture extends FixtureBase implements Disposable {
+  store: CoordinatorStore;
+  log: EventLog;
+  private readonly owned: Disposable[] = [];
+
+  constructor(prefix: string, options: StoreFixtureOptions = {}) {
+    super(prefix, options);
+    this.store = this.openStore();
+    this.log = new EventLog(this.store, this.clock);
+  }
+
+  /** Disposes `disposable` (an area built on this store) before the store closes; answers it. */
+  own<T extends Disposable>(disposable: T): T {
+    this.owned.push(disposable);
+    return disposable;
+  }
+
+  /** Closes the store (what `own` holds first) and opens it again, with a new event log: a restart. */
+  reopen(): void {
+    this.close();
+    this.store = this.openStore();
+    this.log = new EventLog(this.store, this.clock);
+  }
+
+  dispose(): void {
+    try {
+      this.close();
+    } finally {
+      this.removeDir();
+    }
+  }
+
+  private close(): void {
+    for (const disposable of this.owned.splice(0).reverse()) disposable.dispose();
+    this.log.dispose();
+    this.store.close();
+  }
+}
+
+export interface CoordinatorFixtureOptions extends StoreFixtureOptions {
+  /** What each (re)started coordinator gets besides the store and the clock (`coordinatorOptions`, replaceable). */
+  readonly coordinator?: Partial<CoordinatorOptions>;
+  /** Runs after each (re)start: what the test attaches to the coordinator (an API, an operator, endpoints). */
+  readonly started?: (fixture: CoordinatorFixture) => void;
+}
+
+/** A real store file, a ManualClock and a Coordinator over them, which the test may restart on the same store. */
+export class CoordinatorFixture extends FixtureBase implements Disposable {
+  store!: CoordinatorStore;
+  coordinator!: Coordinator;
+  /** What each (re)started coordinator gets besides the store and the clock; a test may replace them before `restart`. */
+  coordinatorOptions: Partial<CoordinatorOptions>;
+  private readonly owned: Disposable[] = [];
+  private running = false;
+
+  constructor(prefix: string, options: CoordinatorFixtureOptions = {}) {
+    super(prefix, options);
+    this.coordinatorOptions = options.coordinator ?? {};
+    this.openCoordinator();
+  }
+
+  /** Disposes `disposable` (an API, an operator, a subscription) when this coordinator stops, before it; answers it. */
+  own<T extends Disposable>(disposable: T): T {
+    this.owned.push(disposable);
+    return disposable;
+  }
+
+  /**
+   * Stops this coordinator and starts a new one over the same store (a coordinator restart), with the
+   * `coordinatorOptions` the test may have replaced; `whileStopped` runs between.
+   */
+  restart(whileStopped?: () => void): void {
+    this.closeCoordinator();
+    whileStopped?.();
+    this.openCoordinator();
+  }
+
+  dispose(): void {
+    try {
+      this.closeCoordinator();
+    } finally {
+      this.removeDir();
+    }
+  }
+
+  private openCoordinator(): void {
+    this.store = this.openStore();
+    this.coordinator = new Coordinator({ ...this.coordinatorOptions, store: this.store, clock: this.clock });
+    this.running = true;
+    (this.fixtureOptions as CoordinatorFixtureOptions).started?.(this);
+  }
+
+  /** Stops the coordinator unless it is stopped (a `whileStopped` that failed left it so). */
+  private closeCoordinator(): void {
+    if (!this.running) return;
+    this.running = false;
+    for (const disposable of this.owned.splice(0).reverse()) disposable.dispose();
+    this.coordinator.dispose();
+  }
+}
