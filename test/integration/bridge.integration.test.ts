@@ -273,7 +273,7 @@ describe('the MCP bridge (README, "The MCP bridge")', function () {
       assert.equal(answer.total, 2);
       assert.deepEqual(answer.agents.map((a: { agent_id: string }) => a.agent_id), ['a', 'b']);
       const a = answer.agents[0];
-      assert.deepEqual([a.name, a.state, a.presence, a.you, a.capabilities], ['Agent a', 'INITIALIZING', 'online', true, ['code.write', 'code.review']]);
+      assert.deepEqual([a.name, a.state, a.presence, a.you, a.capabilities], ['Agent a', 'RUNNABLE', 'online', true, ['code.write', 'code.review']]);
       assert.equal(answer.agents[1].you, undefined);
     });
 
@@ -610,6 +610,28 @@ describe('the MCP bridge records a bridged agent\'s liveness at most once per in
     assert.equal(agent('a').lastHeartbeatAt, t0 + debounce);
     const changes = host!.coordinator.log.query({ eventType: 'agent.presence_changed', agentId: 'a' }).map((e) => [e.details.from, e.details.to]);
     assert.deepEqual(changes.slice(0, 2).sort(), [['online', 'unavailable'], ['unavailable', 'online']].sort());
+  });
+
+  it('an agent that calls is ready: INITIALIZING becomes RUNNABLE at its first request, as a heartbeat reporting RUNNABLE', async () => {
+    const request = await start();
+    assert.equal(agent('a').state, 'INITIALIZING');
+    await request('a');
+    assert.equal(agent('a').state, 'RUNNABLE');
+    assert.equal(agent('b').state, 'INITIALIZING', 'only the caller');
+    const changes = host!.coordinator.log.query({ eventType: 'agent.state_changed', agentId: 'a' }).map((e) => [e.details.from, e.details.to, e.details.cause]);
+    assert.deepEqual(changes, [['INITIALIZING', 'RUNNABLE', 'heartbeat']], 'one event for the one transition');
+  });
+
+  it('an agent FAILED init_timeout before its first request (registered headless, started later) recovers at its first request', async () => {
+    const request = await start();
+    clock.advance(60_000);
+    assert.equal(agent('a').state, 'FAILED_STATE', 'the RFC §8.3 init timeout: nothing reported it RUNNABLE');
+    await request('a');
+    assert.equal(agent('a').state, 'RUNNABLE');
+    const changes = host!.coordinator.log.query({ eventType: 'agent.state_changed', agentId: 'a' }).map((e) => [e.details.from, e.details.to]);
+    assert.deepEqual(changes.slice(-2), [['FAILED_STATE', 'RECOVERING'], ['RECOVERING', 'RUNNABLE']]);
+    await request('a');
+    assert.equal(host!.coordinator.log.query({ eventType: 'agent.state_changed', agentId: 'a' }).length, changes.length, 'a RUNNABLE agent\'s next request changes no state');
   });
 });
 

@@ -111,7 +111,7 @@ describe('sw4rm-coordinator credentials', () => {
       const [self] = (await listAgents(mcpUrl, agent.SW4RM_TOKEN)).filter((a) => a.agent_id === 'bridged');
       assert.deepEqual(self, {
         agent_id: 'bridged', name: 'Bridged agent', description: 'talks through MCP', capabilities: ['mcp-example', 'review'],
-        state: 'INITIALIZING', presence: 'online', you: true,
+        state: 'RUNNABLE', presence: 'online', you: true,
       });
 
       // Registering the id again updates it (and mints it another credential; the first stays active).
@@ -156,7 +156,7 @@ describe('sw4rm-coordinator credentials', () => {
       const mcpUrl = await startCoordinator();
       const agents = await listAgents(mcpUrl, agent.SW4RM_TOKEN);
       assert.deepEqual(agents.map((a) => [a.agent_id, a.name, a.capabilities, a.state, a.presence, a.you]),
-        [['offline', 'Offline agent', ['mcp-example'], 'INITIALIZING', 'online', true]], 'disconnected after the restart, online at its first request');
+        [['offline', 'Offline agent', ['mcp-example'], 'RUNNABLE', 'online', true]], 'disconnected after the restart, online at its first request');
     });
   });
 });

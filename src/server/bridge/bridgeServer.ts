@@ -224,18 +224,22 @@ export class BridgeServer {
   }
 
   /**
-   * A bridged agent has no heartbeat stream: each authenticated request is its sign of life (presence). Recorded when
-   * the agent is not shown online (an unavailable or disconnected agent is online again at its first request), and
-   * otherwise at most once per BRIDGE_LIVENESS_INTERVAL_MS, on the coordinator's Clock.
+   * A bridged agent has no heartbeat stream: each authenticated request is its heartbeat. Recorded when the agent is
+   * not shown online (an unavailable or disconnected agent is online again at its first request), and otherwise at
+   * most once per BRIDGE_LIVENESS_INTERVAL_MS, on the coordinator's Clock. An agent that calls is ready (it has no
+   * other way to say so): an INITIALIZING or FAILED one is reported RUNNABLE, as a gRPC agent reports it in
+   * `Heartbeat.state` (FAILED goes through RECOVERING); every other state is kept.
    */
   private recordLiveness(agentId: string, ctx: CallContext): void {
     const { registry, clock } = this.options.coordinator;
     const agent = registry.get(agentId);
     if (agent === undefined) return; // not registered: nothing to keep alive (its tools say so)
     const now = clock.now();
+    const ready = agent.state === 'INITIALIZING' || agent.state === 'FAILED_STATE';
     const last = this.livenessRecordedAt.get(agentId);
-    if (agent.presence === 'online' && last !== undefined && now - last < BRIDGE_LIVENESS_INTERVAL_MS && now >= last) return;
-    if (registry.recordLiveness(agentId, ctx)) this.livenessRecordedAt.set(agentId, now);
+    if (!ready && agent.presence === 'online' && last !== undefined && now - last < BRIDGE_LIVENESS_INTERVAL_MS && now >= last) return;
+    const recorded = ready ? registry.heartbeat(agentId, 'RUNNABLE', { ...agent.health }, ctx) : registry.recordLiveness(agentId, ctx);
+    if (recorded) this.livenessRecordedAt.set(agentId, now);
   }
 
   /**
