@@ -12,7 +12,9 @@ import { makeTempDir, removeTempDir } from './tempDir';
  */
 
 export interface StoreFixtureOptions {
-  /** The store's folder; by default a fresh temp folder named `<prefix>…`, removed by `dispose`. */
+  /** The name of the fresh temp folder the store is in (`<prefix>…`), removed by `dispose`. */
+  readonly prefix?: string;
+  /** A folder of the test's own for the store instead (the test removes it). */
   readonly dataDir?: string;
   /** The ManualClock's start (default: ManualClock's). */
   readonly now?: number;
@@ -26,9 +28,9 @@ class FixtureBase {
   readonly clock: ManualClock;
   private readonly ownsDir: boolean;
 
-  constructor(prefix: string, protected readonly fixtureOptions: StoreFixtureOptions) {
+  constructor(protected readonly fixtureOptions: StoreFixtureOptions) {
     this.ownsDir = fixtureOptions.dataDir === undefined;
-    this.dataDir = fixtureOptions.dataDir ?? makeTempDir(prefix);
+    this.dataDir = fixtureOptions.dataDir ?? makeTempDir(fixtureOptions.prefix ?? 'sw4rm-unit-');
     this.clock = new ManualClock(fixtureOptions.now);
   }
 
@@ -47,8 +49,8 @@ export class StoreFixture extends FixtureBase implements Disposable {
   log: EventLog;
   private readonly owned: Disposable[] = [];
 
-  constructor(prefix: string, options: StoreFixtureOptions = {}) {
-    super(prefix, options);
+  constructor(options: StoreFixtureOptions = {}) {
+    super(options);
     this.store = this.openStore();
     this.log = new EventLog(this.store, this.clock);
   }
@@ -97,8 +99,8 @@ export class CoordinatorFixture extends FixtureBase implements Disposable {
   private readonly owned: Disposable[] = [];
   private running = false;
 
-  constructor(prefix: string, options: CoordinatorFixtureOptions = {}) {
-    super(prefix, options);
+  constructor(options: CoordinatorFixtureOptions = {}) {
+    super(options);
     this.coordinatorOptions = options.coordinator ?? {};
     this.openCoordinator();
   }
