@@ -43,11 +43,13 @@ class FixtureBase {
   }
 }
 
-/** A real store file, a ManualClock and the structured event log over them (for one area built by hand). */
+/**
+ * A real store file, a ManualClock and the structured event log over them, for an area a test builds by hand (the
+ * test disposes the area before the fixture).
+ */
 export class StoreFixture extends FixtureBase implements Disposable {
   store: CoordinatorStore;
   log: EventLog;
-  private readonly owned: Disposable[] = [];
 
   constructor(options: StoreFixtureOptions = {}) {
     super(options);
@@ -55,15 +57,10 @@ export class StoreFixture extends FixtureBase implements Disposable {
     this.log = new EventLog(this.store, this.clock);
   }
 
-  /** Disposes `disposable` (an area built on this store) before the store closes; answers it. */
-  own<T extends Disposable>(disposable: T): T {
-    this.owned.push(disposable);
-    return disposable;
-  }
-
-  /** Closes the store (what `own` holds first) and opens it again, with a new event log: a restart. */
-  reopen(): void {
+  /** Closes the store and opens it again with a new event log (a restart); `whileClosed` runs between. */
+  reopen(whileClosed?: () => void): void {
     this.close();
+    whileClosed?.();
     this.store = this.openStore();
     this.log = new EventLog(this.store, this.clock);
   }
@@ -77,7 +74,6 @@ export class StoreFixture extends FixtureBase implements Disposable {
   }
 
   private close(): void {
-    for (const disposable of this.owned.splice(0).reverse()) disposable.dispose();
     this.log.dispose();
     this.store.close();
   }
