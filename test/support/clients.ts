@@ -2,7 +2,7 @@ import { strict as assert } from 'node:assert';
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
 import { HEALTH_PROTO } from '../../src/server/health';
-import { LOADER_OPTIONS, loadPackageDefinition } from '../../src/server/protos';
+import { LOADER_OPTIONS, loadPackageDefinition, serviceDefinition } from '../../src/server/protos';
 import { PROTOS_DIR } from './paths';
 
 export interface RegisterAgentResponse { accepted: boolean; reason: string }
@@ -104,6 +104,55 @@ export class CoordinatorClients {
     this.registry.close();
     this.logging.close();
     this.health.close();
+  }
+}
+
+/** A unary call's response and the trailer that came with its status. */
+export interface UnaryAnswer<T> {
+  readonly response: T;
+  readonly trailer: grpc.Metadata;
+}
+
+/**
+ * One service of the canonical protos over a plain grpc-js channel with one bearer token: unary calls by method name
+ * (10 s deadline, further metadata when given), answered with the trailer (which says why a call was refused).
+ */
+export class ServiceCaller<Method extends string> {
+  private readonly client: grpc.Client;
+  private readonly methods: Record<Method, grpc.MethodDefinition<unknown, unknown>>;
+
+  constructor(address: string, private readonly token: string | undefined, service: string) {
+    this.client = new grpc.Client(address, grpc.credentials.createInsecure());
+    this.methods = serviceDefinition(canonicalDefinition(), service) as unknown as Record<Method, grpc.MethodDefinition<unknown, unknown>>;
+  }
+
+  call<T>(method: Method, request: unknown, extra: Record<string, string> = {}): Promise<UnaryAnswer<T>> {
+    const definition = this.methods[method];
+    const metadata = new grpc.Metadata();
+    if (this.token) metadata.set('authorization', `Bearer ${this.token}`);
+    for (const [key, value] of Object.entries(extra)) metadata.set(key, value);
+    return new Promise((resolve, reject) => {
+      // grpc-js calls back before it emits 'status' (which carries the trailer): answer once both came.
+      let answered: { response: T } | undefined;
+      let trailer: grpc.Metadata | undefined;
+      const settle = () => {
+        if (answered && trailer) resolve({ response: answered.response, trailer });
+      };
+      const call = this.client.makeUnaryRequest(definition.path, definition.requestSerialize, definition.responseDeserialize, request, metadata,
+        { deadline: Date.now() + 10_000 }, (err, response) => {
+          if (err) return reject(err);
+          answered = { response: response as T };
+          settle();
+        });
+      call.on('status', (status: grpc.StatusObject) => {
+        trailer = status.metadata;
+        settle();
+      });
+    });
+  }
+
+  close(): void {
+    this.client.close();
   }
 }
 
