@@ -3,31 +3,10 @@ import { strict as assert } from 'node:assert';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { CliProcess } from '../support/cli';
-import { canonicalDefinition } from '../support/clients';
+import { WorktreeClient } from '../support/clients';
 import { git, makeRepo, writeFile } from '../support/gitRepo';
 import { pollUntil } from '../support/poll';
 import { makeTempDir, removeTempDir } from '../support/tempDir';
-
-/** sw4rm.worktree.WorktreeService with the operator token (Bind / Unbind as an agent's launcher would call them). */
-class WorktreeClient {
-  private readonly client: grpc.Client & Record<string, unknown>;
-
-  constructor(address: string, private readonly token: string) {
-    const root = grpc.loadPackageDefinition(canonicalDefinition()) as unknown as { sw4rm: { worktree: { WorktreeService: grpc.ServiceClientConstructor } } };
-    this.client = new root.sw4rm.worktree.WorktreeService(address, grpc.credentials.createInsecure()) as grpc.Client & Record<string, unknown>;
-  }
-
-  call<T>(method: string, request: Record<string, unknown>): Promise<T> {
-    const metadata = new grpc.Metadata();
-    metadata.set('authorization', `Bearer ${this.token}`);
-    const fn = this.client[method] as (r: unknown, m: grpc.Metadata, o: grpc.CallOptions, cb: (err: grpc.ServiceError | null, res: T) => void) => void;
-    return new Promise((resolve, reject) => fn.call(this.client, request, metadata, { deadline: Date.now() + 10_000 }, (err, res) => (err ? reject(err) : resolve(res))));
-  }
-
-  close(): void {
-    this.client.close();
-  }
-}
 
 describe('the operator console\'s worktree commands (sw4rm-coordinator --operator --workspace)', function () {
   this.timeout(60_000);

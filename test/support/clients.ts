@@ -115,19 +115,21 @@ export interface UnaryAnswer<T> {
 
 /**
  * One service of the canonical protos over a plain grpc-js channel with one bearer token: unary calls by method name
- * (10 s deadline, further metadata when given), answered with the trailer (which says why a call was refused).
+ * (10 s deadline unless given, further metadata when given), answered with the trailer (which says why a call was
+ * refused).
  */
 export class ServiceCaller<Method extends string> {
   private readonly client: grpc.Client;
   private readonly methods: Record<Method, grpc.MethodDefinition<unknown, unknown>>;
 
-  constructor(address: string, private readonly token: string | undefined, service: string) {
+  constructor(address: string, private readonly token: string | undefined, private readonly service: string, private readonly deadlineMs = 10_000) {
     this.client = new grpc.Client(address, grpc.credentials.createInsecure());
     this.methods = serviceDefinition(canonicalDefinition(), service) as unknown as Record<Method, grpc.MethodDefinition<unknown, unknown>>;
   }
 
   call<T>(method: Method, request: unknown, extra: Record<string, string> = {}): Promise<UnaryAnswer<T>> {
     const definition = this.methods[method];
+    assert.ok(definition, `no method ${method} in ${this.service}`);
     const metadata = new grpc.Metadata();
     if (this.token) metadata.set('authorization', `Bearer ${this.token}`);
     for (const [key, value] of Object.entries(extra)) metadata.set(key, value);
@@ -139,7 +141,7 @@ export class ServiceCaller<Method extends string> {
         if (answered && trailer) resolve({ response: answered.response, trailer });
       };
       const call = this.client.makeUnaryRequest(definition.path, definition.requestSerialize, definition.responseDeserialize, request, metadata,
-        { deadline: Date.now() + 10_000 }, (err, response) => {
+        { deadline: Date.now() + this.deadlineMs }, (err, response) => {
           if (err) return reject(err);
           answered = { response: response as T };
           settle();
@@ -153,6 +155,23 @@ export class ServiceCaller<Method extends string> {
 
   close(): void {
     this.client.close();
+  }
+}
+
+/** sw4rm.worktree.WorktreeService as an agent (or the operator) calls it: the canonical proto, a bearer token. */
+export class WorktreeClient {
+  private readonly service: ServiceCaller<string>;
+
+  constructor(address: string, token: string | undefined, deadlineMs = 10_000) {
+    this.service = new ServiceCaller(address, token, 'sw4rm.worktree.WorktreeService', deadlineMs);
+  }
+
+  async call<T>(method: string, request: Record<string, unknown>): Promise<T> {
+    return (await this.service.call<T>(method, request)).response;
+  }
+
+  close(): void {
+    this.service.close();
   }
 }
 
