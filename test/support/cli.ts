@@ -103,6 +103,8 @@ export interface CliProcesses {
   readonly dataDir: () => string;
   /** Starts dist/cli.js with `args`. */
   readonly run: (...args: string[]) => CliProcess;
+  /** Starts dist/cli.js with `args` and a standard input the test types into (the operator console). */
+  readonly runWithInput: (...args: string[]) => CliProcess;
   /** The process started last (after `serve`, the one serving). */
   readonly last: () => CliProcess;
   /**
@@ -117,7 +119,7 @@ export interface CliProcesses {
 
 /**
  * Mocha hooks for a suite that runs headless coordinators: a fresh data folder per test (prefix `prefix`), after it
- * everything given to `closeAfter` closed (the last first), every process started with `run` or `serve` killed and the folder removed,
+ * everything given to `closeAfter` closed (the last first), every process it started killed and the folder removed,
  * and a check that the bundle is built.
  */
 export function useCliProcesses(prefix: string): CliProcesses {
@@ -133,14 +135,16 @@ export function useCliProcesses(prefix: string): CliProcesses {
     for (const cli of processes.splice(0)) await cli.kill();
     removeTempDir(dataDir);
   });
-  const run = (...args: string[]): CliProcess => {
-    const cli = new CliProcess(args);
+  const start = (args: readonly string[], stdin: boolean): CliProcess => {
+    const cli = new CliProcess(args, { stdin });
     processes.push(cli);
     return cli;
   };
+  const run = (...args: string[]): CliProcess => start(args, false);
   return {
     dataDir: () => dataDir,
     run,
+    runWithInput: (...args: string[]) => start(args, true),
     last: () => {
       assert.ok(processes.length > 0, 'no coordinator was started');
       return processes[processes.length - 1];
