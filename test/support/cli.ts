@@ -1,7 +1,7 @@
 import { strict as assert } from 'node:assert';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { CLI_BUNDLE, REPO_ROOT, requireBundles } from './paths';
-import { pollUntil } from './poll';
+import { pollUntil, within } from './poll';
 import { makeTempDir, removeTempDir } from './tempDir';
 
 /** A headless coordinator (dist/cli.js) running as a child process, with its output collected. */
@@ -71,16 +71,8 @@ export class CliProcess {
   }
 
   /** Waits for the exit code, failing after the deadline. */
-  async exit(deadlineMs = 20_000): Promise<number | null> {
-    let timer: NodeJS.Timeout | undefined;
-    const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new Error(`the coordinator did not exit within ${deadlineMs} ms:\n${this.stderr}`)), deadlineMs);
-    });
-    try {
-      return await Promise.race([this.exited, timeout]);
-    } finally {
-      clearTimeout(timer);
-    }
+  exit(deadlineMs = 20_000): Promise<number | null> {
+    return within(this.exited, deadlineMs, () => new Error(`the coordinator did not exit within ${deadlineMs} ms:\n${this.stderr}`));
   }
 
   /** Ends the child if a test left it running. */
@@ -108,9 +100,9 @@ export interface CliProcesses {
   /** The process started last (after `serve`, the one serving). */
   readonly last: () => CliProcess;
   /**
-   * Starts dist/cli.js serving on `port` with this test's data folder and `args`, started again while a killed
-   * coordinator still holds the port (a crash test restarts where its clients connect); answers the process and the
-   * agent environment it printed.
+   * Starts dist/cli.js serving on `port` (0: any free one) with this test's data folder and `args`, started again
+   * while a killed coordinator still holds the port (a crash test restarts where its clients connect); answers the
+   * process and the agent environment it printed.
    */
   readonly serve: (port: number, args?: readonly string[], deadlineMs?: number) => Promise<{ cli: CliProcess; env: Record<string, string> }>;
   /** Closes these (clients, inbox streams) after the test, the last given first, before the processes are killed. */
