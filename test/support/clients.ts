@@ -40,13 +40,27 @@ export function healthDefinition(): protoLoader.PackageDefinition {
   return cachedHealth;
 }
 
-type ServiceClient = grpc.Client & Record<string, (...args: unknown[]) => unknown>;
+/** A generated grpc-js client: its methods by their proto names. */
+export type ServiceClient = grpc.Client & Record<string, (...args: unknown[]) => unknown>;
 
 function clientConstructor(definition: protoLoader.PackageDefinition, fullName: string): grpc.ServiceClientConstructor {
   let node: unknown = grpc.loadPackageDefinition(definition);
   for (const part of fullName.split('.')) node = (node as Record<string, unknown>)[part];
   assert.equal(typeof node, 'function', `${fullName} is not a service in the loaded protos`);
   return node as grpc.ServiceClientConstructor;
+}
+
+/** The generated client of one canonical service (e.g. `sw4rm.tool.ToolService`) at `address`, over plain TCP. */
+export function serviceClient(address: string, fullName: string, options?: grpc.ClientOptions): ServiceClient {
+  return new (clientConstructor(canonicalDefinition(), fullName))(address, grpc.credentials.createInsecure(), options) as ServiceClient;
+}
+
+/** Metadata with `authorization: Bearer <token>` (none when token is undefined) and any further keys. */
+export function bearer(token: string | undefined, extra: Record<string, string> = {}): grpc.Metadata {
+  const metadata = new grpc.Metadata();
+  if (token !== undefined) metadata.set('authorization', `Bearer ${token}`);
+  for (const [key, value] of Object.entries(extra)) metadata.set(key, value);
+  return metadata;
 }
 
 /**
