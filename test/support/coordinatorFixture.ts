@@ -28,14 +28,17 @@ class FixtureBase {
   readonly clock: ManualClock;
   private readonly ownsDir: boolean;
 
-  constructor(protected readonly fixtureOptions: StoreFixtureOptions) {
-    this.ownsDir = fixtureOptions.dataDir === undefined;
-    this.dataDir = fixtureOptions.dataDir ?? makeTempDir(fixtureOptions.prefix ?? 'sw4rm-unit-');
-    this.clock = new ManualClock(fixtureOptions.now);
+  private readonly storeOptions: CoordinatorStoreOptions | undefined;
+
+  constructor(options: StoreFixtureOptions) {
+    this.ownsDir = options.dataDir === undefined;
+    this.dataDir = options.dataDir ?? makeTempDir(options.prefix ?? 'sw4rm-unit-');
+    this.clock = new ManualClock(options.now);
+    this.storeOptions = options.store;
   }
 
   protected openStore(): CoordinatorStore {
-    return CoordinatorStore.open(this.dataDir, this.fixtureOptions.store);
+    return CoordinatorStore.open(this.dataDir, this.storeOptions);
   }
 
   protected removeDir(): void {
@@ -48,21 +51,20 @@ class FixtureBase {
  * test disposes the area before the fixture).
  */
 export class StoreFixture extends FixtureBase implements Disposable {
-  store: CoordinatorStore;
-  log: EventLog;
+  store!: CoordinatorStore;
+  log!: EventLog;
+  private open = false;
 
   constructor(options: StoreFixtureOptions = {}) {
     super(options);
-    this.store = this.openStore();
-    this.log = new EventLog(this.store, this.clock);
+    this.openAll();
   }
 
   /** Closes the store and opens it again with a new event log (a restart); `whileClosed` runs between. */
   reopen(whileClosed?: () => void): void {
     this.close();
     whileClosed?.();
-    this.store = this.openStore();
-    this.log = new EventLog(this.store, this.clock);
+    this.openAll();
   }
 
   dispose(): void {
@@ -73,7 +75,16 @@ export class StoreFixture extends FixtureBase implements Disposable {
     }
   }
 
+  private openAll(): void {
+    this.store = this.openStore();
+    this.log = new EventLog(this.store, this.clock);
+    this.open = true;
+  }
+
+  /** Closes the store unless it is closed (a `whileClosed` that failed left it so). */
   private close(): void {
+    if (!this.open) return;
+    this.open = false;
     this.log.dispose();
     this.store.close();
   }
@@ -93,11 +104,13 @@ export class CoordinatorFixture extends FixtureBase implements Disposable {
   /** What each (re)started coordinator gets besides the store and the clock; a test may replace them before `restart`. */
   coordinatorOptions: Partial<CoordinatorOptions>;
   private readonly owned: Disposable[] = [];
+  private readonly started: ((fixture: CoordinatorFixture) => void) | undefined;
   private running = false;
 
   constructor(options: CoordinatorFixtureOptions = {}) {
     super(options);
     this.coordinatorOptions = options.coordinator ?? {};
+    this.started = options.started;
     this.openCoordinator();
   }
 
@@ -129,7 +142,7 @@ export class CoordinatorFixture extends FixtureBase implements Disposable {
     this.store = this.openStore();
     this.coordinator = new Coordinator({ ...this.coordinatorOptions, store: this.store, clock: this.clock });
     this.running = true;
-    (this.fixtureOptions as CoordinatorFixtureOptions).started?.(this);
+    this.started?.(this);
   }
 
   /** Stops the coordinator unless it is stopped (a `whileStopped` that failed left it so). */
