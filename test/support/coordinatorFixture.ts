@@ -22,13 +22,13 @@ export interface StoreFixtureOptions {
   readonly store?: CoordinatorStoreOptions;
 }
 
-/** The store folder and the clock of a fixture. */
-class FixtureBase {
+/** The store folder and the clock of a fixture, and its lifecycle: open, closed and opened again, disposed. */
+abstract class FixtureBase implements Disposable {
   readonly dataDir: string;
   readonly clock: ManualClock;
   private readonly ownsDir: boolean;
-
   private readonly storeOptions: CoordinatorStoreOptions | undefined;
+  private isOpen = false;
 
   constructor(options: StoreFixtureOptions) {
     this.ownsDir = options.dataDir === undefined;
@@ -37,12 +37,39 @@ class FixtureBase {
     this.storeOptions = options.store;
   }
 
+  dispose(): void {
+    try {
+      this.close();
+    } finally {
+      if (this.ownsDir) removeTempDir(this.dataDir);
+    }
+  }
+
+  /** What opening the fixture opens, and what closing it closes. */
+  protected abstract openParts(): void;
+  protected abstract closeParts(): void;
+
   protected openStore(): CoordinatorStore {
     return CoordinatorStore.open(this.dataDir, this.storeOptions);
   }
 
-  protected removeDir(): void {
-    if (this.ownsDir) removeTempDir(this.dataDir);
+  protected open(): void {
+    this.openParts();
+    this.isOpen = true;
+  }
+
+  /** Closes and opens again (a restart); `between` runs while closed. */
+  protected cycle(between?: () => void): void {
+    this.close();
+    between?.();
+    this.open();
+  }
+
+  /** Closes unless closed (a `between` that failed left it so). */
+  private close(): void {
+    if (!this.isOpen) return;
+    this.isOpen = false;
+    this.closeParts();
   }
 }
 
@@ -50,41 +77,26 @@ class FixtureBase {
  * A real store file, a ManualClock and the structured event log over them, for an area a test builds by hand (the
  * test disposes the area before the fixture).
  */
-export class StoreFixture extends FixtureBase implements Disposable {
+export class StoreFixture extends FixtureBase {
   store!: CoordinatorStore;
   log!: EventLog;
-  private open = false;
 
   constructor(options: StoreFixtureOptions = {}) {
     super(options);
-    this.openAll();
+    this.open();
   }
 
   /** Closes the store and opens it again with a new event log (a restart); `whileClosed` runs between. */
   reopen(whileClosed?: () => void): void {
-    this.close();
-    whileClosed?.();
-    this.openAll();
+    this.cycle(whileClosed);
   }
 
-  dispose(): void {
-    try {
-      this.close();
-    } finally {
-      this.removeDir();
-    }
-  }
-
-  private openAll(): void {
+  protected openParts(): void {
     this.store = this.openStore();
     this.log = new EventLog(this.store, this.clock);
-    this.open = true;
   }
 
-  /** Closes the store unless it is closed (a `whileClosed` that failed left it so). */
-  private close(): void {
-    if (!this.open) return;
-    this.open = false;
+  protected closeParts(): void {
     this.log.dispose();
     this.store.close();
   }
@@ -98,20 +110,19 @@ export interface CoordinatorFixtureOptions extends StoreFixtureOptions {
 }
 
 /** A real store file, a ManualClock and a Coordinator over them, which the test may restart on the same store. */
-export class CoordinatorFixture extends FixtureBase implements Disposable {
+export class CoordinatorFixture extends FixtureBase {
   store!: CoordinatorStore;
   coordinator!: Coordinator;
   /** What each (re)started coordinator gets besides the store and the clock; a test may replace them before `restart`. */
   coordinatorOptions: Partial<CoordinatorOptions>;
   private readonly owned: Disposable[] = [];
   private readonly started: ((fixture: CoordinatorFixture) => void) | undefined;
-  private running = false;
 
   constructor(options: CoordinatorFixtureOptions = {}) {
     super(options);
     this.coordinatorOptions = options.coordinator ?? {};
     this.started = options.started;
-    this.openCoordinator();
+    this.open();
   }
 
   /** Disposes `disposable` (an API, an operator, a subscription) when this coordinator stops, before it; answers it. */
@@ -125,30 +136,16 @@ export class CoordinatorFixture extends FixtureBase implements Disposable {
    * `coordinatorOptions` the test may have replaced; `whileStopped` runs between.
    */
   restart(whileStopped?: () => void): void {
-    this.closeCoordinator();
-    whileStopped?.();
-    this.openCoordinator();
+    this.cycle(whileStopped);
   }
 
-  dispose(): void {
-    try {
-      this.closeCoordinator();
-    } finally {
-      this.removeDir();
-    }
-  }
-
-  private openCoordinator(): void {
+  protected openParts(): void {
     this.store = this.openStore();
     this.coordinator = new Coordinator({ ...this.coordinatorOptions, store: this.store, clock: this.clock });
-    this.running = true;
     this.started?.(this);
   }
 
-  /** Stops the coordinator unless it is stopped (a `whileStopped` that failed left it so). */
-  private closeCoordinator(): void {
-    if (!this.running) return;
-    this.running = false;
+  protected closeParts(): void {
     for (const disposable of this.owned.splice(0).reverse()) disposable.dispose();
     this.coordinator.dispose();
   }
