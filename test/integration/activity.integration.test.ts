@@ -1,12 +1,12 @@
 import * as grpc from '@grpc/grpc-js';
 import { strict as assert } from 'node:assert';
 import type { CoordinatorHost } from '../../src/server/host';
-import { canonicalDefinition, expectStatus, unary } from '../support/clients';
+import { bearer, expectStatus, serviceClient, unary, type ServiceClient } from '../support/clients';
 import { startHost, stopHost } from '../support/host';
 import { makeTempDir, removeTempDir } from '../support/tempDir';
 
 interface ArtifactMessage { negotiation_id: string; kind: string; version: string; content_type: string; content: Buffer; created_at: string }
-type Client = grpc.Client & Record<string, (...args: unknown[]) => unknown>;
+type Client = ServiceClient;
 
 /** sw4rm.activity.ActivityService over real gRPC with the canonical protos: artifacts appended, refused, listed, kept across a restart. */
 describe('ActivityService over real gRPC (AppendArtifact, ListArtifacts)', function () {
@@ -15,16 +15,8 @@ describe('ActivityService over real gRPC (AppendArtifact, ListArtifacts)', funct
   let host: CoordinatorHost;
   let client: Client;
 
-  function connect(): Client {
-    const root = grpc.loadPackageDefinition(canonicalDefinition()) as unknown as { sw4rm: { activity: { ActivityService: grpc.ServiceClientConstructor } } };
-    return new root.sw4rm.activity.ActivityService(`127.0.0.1:${host.port}`, grpc.credentials.createInsecure()) as Client;
-  }
-
-  function metadata(): grpc.Metadata {
-    const m = new grpc.Metadata();
-    m.set('authorization', `Bearer ${host.token}`);
-    return m;
-  }
+  const connect = (): Client => serviceClient(`127.0.0.1:${host.port}`, 'sw4rm.activity.ActivityService');
+  const metadata = (): grpc.Metadata => bearer(host.token);
 
   const artifact = (more: Partial<ArtifactMessage> = {}): Partial<ArtifactMessage> => ({
     negotiation_id: 'neg-1', kind: 'contract', version: 'v1', content_type: 'application/json', content: Buffer.from('{"terms":1}'), ...more,
@@ -90,10 +82,9 @@ describe('ActivityService over real gRPC (AppendArtifact, ListArtifacts)', funct
   });
 
   it('a negotiation too big for one ListArtifacts answer: RESOURCE_EXHAUSTED saying to list one kind at a time, which works', async () => {
-    const root = grpc.loadPackageDefinition(canonicalDefinition()) as unknown as { sw4rm: { activity: { ActivityService: grpc.ServiceClientConstructor } } };
-    const big = new root.sw4rm.activity.ActivityService(`127.0.0.1:${host.port}`, grpc.credentials.createInsecure(), {
+    const big = serviceClient(`127.0.0.1:${host.port}`, 'sw4rm.activity.ActivityService', {
       'grpc.max_receive_message_length': -1, 'grpc.max_send_message_length': -1,
-    }) as Client;
+    });
     try {
       const mib = Buffer.alloc(1024 * 1024, 7);
       for (const kind of ['diff', 'contract']) {

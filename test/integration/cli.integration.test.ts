@@ -11,23 +11,18 @@ import { CoordinatorClients } from '../support/clients';
 import { descriptorMessage, fingerprint, writeGarbage } from '../support/fixtures';
 
 describe('headless coordinator (dist/cli.js)', () => {
-  const suite = useCliProcesses('sw4rm-int-cli-');
-  const run = suite.run;
-  let dataDir: string;
-  beforeEach(() => {
-    dataDir = suite.dataDir();
-  });
+  const { run, dataDir } = useCliProcesses('sw4rm-int-cli-');
 
   it('prints the agent environment, serves agents, and drains and exits 0 on SIGTERM', async () => {
-    const cli = run('--port', '0', '--data-dir', dataDir);
+    const cli = run('--port', '0', '--data-dir', dataDir());
     const env = await cli.environment();
 
     for (const name of SERVICE_ADDRESS_VARIABLES) assert.equal(env[name], env.SW4RM_REGISTRY_ADDR, name);
     assert.match(env.SW4RM_REGISTRY_ADDR, /^127\.0\.0\.1:\d+$/);
     assert.notEqual(env.SW4RM_REGISTRY_ADDR, '127.0.0.1:0');
     assert.match(env.SW4RM_TOKEN, /^[A-Za-z0-9_-]{43}$/);
-    assert.equal(fs.readFileSync(path.join(dataDir, 'token'), 'utf8').trim(), env.SW4RM_TOKEN);
-    assert.match(cli.stdout, new RegExp(`store ${dataDir.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}/coordinator\\.db`));
+    assert.equal(fs.readFileSync(path.join(dataDir(), 'token'), 'utf8').trim(), env.SW4RM_TOKEN);
+    assert.match(cli.stdout, new RegExp(`store ${dataDir().replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}/coordinator\\.db`));
 
     const clients = new CoordinatorClients(env.SW4RM_REGISTRY_ADDR, env.SW4RM_TOKEN);
     try {
@@ -45,9 +40,9 @@ describe('headless coordinator (dist/cli.js)', () => {
     assert.match(cli.stderr, /server\.draining/);
   });
 
-  /** Runs the CLI on dataDir, registers agent 'alpha', stops it with `signal` and checks it exited 0. */
+  /** Runs the CLI on dataDir(), registers agent 'alpha', stops it with `signal` and checks it exited 0. */
   async function registerAlphaAndStop(signal: NodeJS.Signals) {
-    const first = run('--port', '0', '--data-dir', dataDir);
+    const first = run('--port', '0', '--data-dir', dataDir());
     const env = await first.environment();
     const clients = new CoordinatorClients(env.SW4RM_REGISTRY_ADDR, env.SW4RM_TOKEN);
     try {
@@ -64,7 +59,7 @@ describe('headless coordinator (dist/cli.js)', () => {
     const { first, env } = await registerAlphaAndStop('SIGINT');
     assert.match(first.stderr, /SIGINT received, draining/);
 
-    const second = run('--port', '0', '--data-dir', dataDir);
+    const second = run('--port', '0', '--data-dir', dataDir());
     const env2 = await second.environment();
     assert.equal(env2.SW4RM_TOKEN, env.SW4RM_TOKEN, 'the token survives a restart');
     const clients2 = new CoordinatorClients(env2.SW4RM_REGISTRY_ADDR, env2.SW4RM_TOKEN);
@@ -80,7 +75,7 @@ describe('headless coordinator (dist/cli.js)', () => {
   it('echoes the events of its own start-up to stderr, including agents restored as disconnected', async () => {
     await registerAlphaAndStop('SIGTERM');
 
-    const second = run('--port', '0', '--data-dir', dataDir);
+    const second = run('--port', '0', '--data-dir', dataDir());
     await second.environment();
     second.signal('SIGTERM');
     assert.equal(await second.exit(), 0);
@@ -95,14 +90,14 @@ describe('headless coordinator (dist/cli.js)', () => {
   it('exits 1 with the reason when the store cannot commit, having told no agent "accepted" for what was lost; a new run recovers', async () => {
     // A real commit failure: registering 'poison' inserts a row that breaks a deferred foreign key, so SQLite
     // refuses the COMMIT of that batch (as it would refuse one on a full disk).
-    CoordinatorStore.open(dataDir).close();
-    const db = new DatabaseSync(path.join(dataDir, STORE_FILE_NAME));
+    CoordinatorStore.open(dataDir()).close();
+    const db = new DatabaseSync(path.join(dataDir(), STORE_FILE_NAME));
     db.exec(`CREATE TABLE poison_parent (id INTEGER PRIMARY KEY);
       CREATE TABLE poison_child (parent INTEGER REFERENCES poison_parent(id) DEFERRABLE INITIALLY DEFERRED);
       CREATE TRIGGER poison AFTER INSERT ON agents WHEN NEW.agent_id = 'poison' BEGIN INSERT INTO poison_child (parent) VALUES (42); END;`);
     db.close();
 
-    const cli = run('--port', '0', '--data-dir', dataDir);
+    const cli = run('--port', '0', '--data-dir', dataDir());
     const env = await cli.environment();
     const clients = new CoordinatorClients(env.SW4RM_REGISTRY_ADDR, env.SW4RM_TOKEN);
     try {
@@ -118,7 +113,7 @@ describe('headless coordinator (dist/cli.js)', () => {
     assert.equal(await cli.exit(), 1, cli.stderr);
     assert.match(cli.stderr, /sw4rm-coordinator: The SW4RM store .*coordinator\.db could not commit \(FOREIGN KEY constraint failed\)/);
 
-    const second = run('--port', '0', '--data-dir', dataDir);
+    const second = run('--port', '0', '--data-dir', dataDir());
     const env2 = await second.environment();
     const clients2 = new CoordinatorClients(env2.SW4RM_REGISTRY_ADDR, env2.SW4RM_TOKEN);
     try {
@@ -132,21 +127,21 @@ describe('headless coordinator (dist/cli.js)', () => {
   });
 
   it('prints no token with --auth none', async () => {
-    const cli = run('--port', '0', '--data-dir', dataDir, '--auth', 'none');
+    const cli = run('--port', '0', '--data-dir', dataDir(), '--auth', 'none');
     const env = await cli.environment();
     assert.equal(env.SW4RM_TOKEN, undefined);
-    assert.ok(!fs.existsSync(path.join(dataDir, 'token')));
+    assert.ok(!fs.existsSync(path.join(dataDir(), 'token')));
     cli.signal('SIGTERM');
     assert.equal(await cli.exit(), 0);
   });
 
   it('exits 2 with the usage on a bad option', async () => {
-    const cli = run('--auth', 'bogus', '--data-dir', dataDir);
+    const cli = run('--auth', 'bogus', '--data-dir', dataDir());
     assert.equal(await cli.exit(), 2);
     assert.match(cli.stderr, /--auth must be 'token' or 'none', not 'bogus'/);
     assert.match(cli.stderr, /Usage: sw4rm-coordinator/);
     assert.equal(cli.stdout, '');
-    assert.ok(!fs.existsSync(path.join(dataDir, STORE_FILE_NAME)), 'nothing was created');
+    assert.ok(!fs.existsSync(path.join(dataDir(), STORE_FILE_NAME)), 'nothing was created');
   });
 
   it('prints the usage and exits 0 with --help', async () => {
@@ -156,11 +151,11 @@ describe('headless coordinator (dist/cli.js)', () => {
   });
 
   it('exits 1 with the store\'s message on a corrupt store, leaving the file unchanged', async () => {
-    const file = path.join(dataDir, STORE_FILE_NAME);
+    const file = path.join(dataDir(), STORE_FILE_NAME);
     const garbage = writeGarbage(file);
     const before = fingerprint(file);
 
-    const cli = run('--port', '0', '--data-dir', dataDir);
+    const cli = run('--port', '0', '--data-dir', dataDir());
 
     assert.equal(await cli.exit(), 1, cli.stderr);
     assert.ok(cli.stderr.includes(file), cli.stderr);
@@ -172,7 +167,7 @@ describe('headless coordinator (dist/cli.js)', () => {
   });
 
   it('exits 1 with a clear message, not a stack trace, when the data folder cannot be created', async () => {
-    const notAFolder = path.join(dataDir, 'plain-file');
+    const notAFolder = path.join(dataDir(), 'plain-file');
     fs.writeFileSync(notAFolder, 'x');
 
     const cli = run('--port', '0', '--data-dir', notAFolder);
@@ -187,7 +182,7 @@ describe('headless coordinator (dist/cli.js)', () => {
     await new Promise<void>((resolve) => blocker.listen({ host: '127.0.0.1', port: 0 }, resolve));
     const taken = (blocker.address() as net.AddressInfo).port;
     try {
-      const cli = run('--port', String(taken), '--data-dir', dataDir);
+      const cli = run('--port', String(taken), '--data-dir', dataDir());
       assert.equal(await cli.exit(), 1, cli.stderr);
       assert.match(cli.stderr, new RegExp(`Port ${taken} on 127\\.0\\.0\\.1 is already in use`));
       const offered = /Port (\d+) is free/.exec(cli.stderr);
@@ -202,7 +197,7 @@ describe('headless coordinator (dist/cli.js)', () => {
   });
 
   it('exits 1 when asked to bind a non-loopback address without auth', async () => {
-    const cli = run('--host', '0.0.0.0', '--auth', 'none', '--port', '0', '--data-dir', dataDir);
+    const cli = run('--host', '0.0.0.0', '--auth', 'none', '--port', '0', '--data-dir', dataDir());
     assert.equal(await cli.exit(), 1);
     assert.match(cli.stderr, /requires auth "token"/);
   });

@@ -1,29 +1,19 @@
 import { strict as assert } from 'node:assert';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { CliProcess } from '../support/cli';
+import { useCliProcesses, type CliProcess } from '../support/cli';
 import { HitlClient } from '../support/hitlClient';
-import { makeTempDir, removeTempDir } from '../support/tempDir';
 
 describe('headless HITL operator (sw4rm-coordinator --operator)', () => {
-  let dataDir: string;
+  const processes = useCliProcesses('sw4rm-int-operator-');
   let cli: CliProcess | undefined;
-  let client: HitlClient | undefined;
-
-  beforeEach(() => {
-    dataDir = makeTempDir('sw4rm-int-operator-');
-  });
-
-  afterEach(async () => {
-    client?.close();
-    await cli?.kill();
-    removeTempDir(dataDir);
-  });
 
   async function start(args: string[], stdin = true): Promise<HitlClient> {
-    cli = new CliProcess(['--port', '0', '--data-dir', dataDir, ...args], { stdin });
+    const coordinatorArgs = ['--port', '0', '--data-dir', processes.dataDir(), ...args];
+    cli = stdin ? processes.runWithInput(...coordinatorArgs) : processes.run(...coordinatorArgs);
     const env = await cli.environment();
-    client = new HitlClient(env.SW4RM_HITL_ADDR, env.SW4RM_TOKEN);
+    const client = new HitlClient(env.SW4RM_HITL_ADDR, env.SW4RM_TOKEN);
+    processes.closeAfter(client);
     return client;
   }
 
@@ -45,7 +35,7 @@ describe('headless HITL operator (sw4rm-coordinator --operator)', () => {
     assert.equal(outcome.action, 'approve');
     assert.equal(outcome.rationale, 'reviewed the Dockerfile');
     assert.match(outcome.trailers['sw4rm-hitl-decided-by'], /^cli:/);
-    const auditFile = path.join(dataDir, 'audit.json');
+    const auditFile = path.join(processes.dataDir(), 'audit.json');
     cli!.type(`audit ${auditFile}`);
     await cli!.waitForOutput(/audit written to /);
     const audit = JSON.parse(fs.readFileSync(auditFile, 'utf8')) as { audit: Array<{ kind: string; actor: string }> };
@@ -53,7 +43,7 @@ describe('headless HITL operator (sw4rm-coordinator --operator)', () => {
   });
 
   it('takes a policy file; without an operator the fallback answers at once (unavailableAfterSeconds 0)', async () => {
-    const policyFile = path.join(dataDir, 'policy.json');
+    const policyFile = path.join(processes.dataDir(), 'policy.json');
     fs.writeFileSync(policyFile, JSON.stringify({
       unavailableAfterSeconds: 0,
       fallbacks: { CONNECTOR_APPROVAL: { policy: 'AUTO_DECIDE_THRESHOLD', threshold: 0.5 } },
@@ -66,9 +56,9 @@ describe('headless HITL operator (sw4rm-coordinator --operator)', () => {
   });
 
   it('exits 2 naming what is wrong in a bad policy file', async () => {
-    const policyFile = path.join(dataDir, 'policy.json');
+    const policyFile = path.join(processes.dataDir(), 'policy.json');
     fs.writeFileSync(policyFile, JSON.stringify({ fallbacks: { CONFLICT: 'YOLO' } }));
-    cli = new CliProcess(['--port', '0', '--data-dir', dataDir, '--hitl-policy', policyFile]);
+    cli = processes.run('--port', '0', '--data-dir', processes.dataDir(), '--hitl-policy', policyFile);
     assert.equal(await cli.exit(), 2);
     assert.match(cli.stderr, /--hitl-policy .*policy\.json: fallbacks\.CONFLICT\.policy must be one of DENY_BY_DEFAULT, AUTO_DECIDE_THRESHOLD, EXTEND_TIMEOUT/);
   });

@@ -2,63 +2,31 @@ import * as grpc from '@grpc/grpc-js';
 import { strict as assert } from 'node:assert';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { CliProcess } from '../support/cli';
-import { canonicalDefinition } from '../support/clients';
+import { useCliProcesses } from '../support/cli';
+import { WorktreeClient } from '../support/clients';
 import { git, makeRepo, writeFile } from '../support/gitRepo';
 import { pollUntil } from '../support/poll';
-import { makeTempDir, removeTempDir } from '../support/tempDir';
-
-/** sw4rm.worktree.WorktreeService with the operator token (Bind / Unbind as an agent's launcher would call them). */
-class WorktreeClient {
-  private readonly client: grpc.Client & Record<string, unknown>;
-
-  constructor(address: string, private readonly token: string) {
-    const root = grpc.loadPackageDefinition(canonicalDefinition()) as unknown as { sw4rm: { worktree: { WorktreeService: grpc.ServiceClientConstructor } } };
-    this.client = new root.sw4rm.worktree.WorktreeService(address, grpc.credentials.createInsecure()) as grpc.Client & Record<string, unknown>;
-  }
-
-  call<T>(method: string, request: Record<string, unknown>): Promise<T> {
-    const metadata = new grpc.Metadata();
-    metadata.set('authorization', `Bearer ${this.token}`);
-    const fn = this.client[method] as (r: unknown, m: grpc.Metadata, o: grpc.CallOptions, cb: (err: grpc.ServiceError | null, res: T) => void) => void;
-    return new Promise((resolve, reject) => fn.call(this.client, request, metadata, { deadline: Date.now() + 10_000 }, (err, res) => (err ? reject(err) : resolve(res))));
-  }
-
-  close(): void {
-    this.client.close();
-  }
-}
 
 describe('the operator console\'s worktree commands (sw4rm-coordinator --operator --workspace)', function () {
   this.timeout(60_000);
-  let dir: string;
-  let cli: CliProcess | undefined;
-  let client: WorktreeClient | undefined;
-
-  beforeEach(() => {
-    dir = makeTempDir('sw4rm-int-wtconsole-');
-  });
-
-  afterEach(async () => {
-    client?.close();
-    await cli?.kill();
-    removeTempDir(dir);
-  });
+  const processes = useCliProcesses('sw4rm-int-wtconsole-');
 
   it('binds with setup from the flags, lists, merges back through an approval typed in the console, undoes, removes with --confirm, restores, prunes', async () => {
+    const dir = processes.dataDir();
     const repoPath = makeRepo(dir, 'app', { 'README.md': 'hello\n', 'src/a.txt': 'a\n' });
     fs.appendFileSync(path.join(repoPath, '.git', 'info', 'exclude'), '.env\n');
     writeFile(repoPath, '.env', 'TOKEN=local\n');
-    cli = new CliProcess(['--port', '0', '--data-dir', path.join(dir, 'data'), '--workspace', repoPath, '--operator',
-      '--setup-copy', '.env', '--setup-command', 'echo setting up', '--snapshot-retention', '7'], { stdin: true });
+    const cli = processes.runWithInput('--port', '0', '--data-dir', path.join(dir, 'data'), '--workspace', repoPath, '--operator',
+      '--setup-copy', '.env', '--setup-command', 'echo setting up', '--snapshot-retention', '7');
     const env = await cli.environment();
     await cli.waitForOutput(/# HITL operator cli:\S+ attached/);
-    client = new WorktreeClient(env.SW4RM_WORKTREE_ADDR, env.SW4RM_TOKEN);
+    const client = new WorktreeClient(env.SW4RM_WORKTREE_ADDR, env.SW4RM_TOKEN);
+    processes.closeAfter(client);
 
     // A Bind through the RPC makes the worktree, and its setup runs (copies, command output on stderr).
     assert.deepEqual(await client.call('Bind', { agent_id: 'coder', repo_id: 'app', worktree_id: 'w1' }), { ok: true, reason: '' });
     const w1 = path.join(`${repoPath}.sw4rm-worktrees`, 'w1');
-    await pollUntil('the setup to finish', () => (/worktree\.setup_finished/.test(cli!.stderr) ? true : undefined));
+    await pollUntil('the setup to finish', () => (/worktree\.setup_finished/.test(cli.stderr) ? true : undefined));
     assert.match(cli.stderr, /setup app\/w1: setting up/);
     assert.equal(fs.readFileSync(path.join(w1, '.env'), 'utf8'), 'TOKEN=local\n');
 
@@ -103,7 +71,7 @@ describe('the operator console\'s worktree commands (sw4rm-coordinator --operato
     // Prune: listed first, then exactly that.
     assert.deepEqual(await client.call('Bind', { agent_id: 'other', repo_id: 'app', worktree_id: 'w2' }), { ok: true, reason: '' });
     assert.deepEqual(await client.call('Unbind', { agent_id: 'other' }), { ok: true });
-    await pollUntil('the setup of w2 to finish', () => (/worktree\.setup_finished.*"worktree_id":"w2"/.test(cli!.stderr) ? true : undefined));
+    await pollUntil('the setup of w2 to finish', () => (/worktree\.setup_finished.*"worktree_id":"w2"/.test(cli.stderr) ? true : undefined));
     fs.rmSync(path.join(`${repoPath}.sw4rm-worktrees`, 'w2'), { recursive: true, force: true });
     cli.type('prune apply');
     await cli.waitForOutput(/error: run "prune" first/);
@@ -115,15 +83,15 @@ describe('the operator console\'s worktree commands (sw4rm-coordinator --operato
   });
 
   it('--help lists the worktree flags; a bad one is a usage error', async () => {
-    cli = new CliProcess(['--help']);
+    let cli = processes.run('--help');
     assert.equal(await cli.exit(), 0);
     for (const flag of ['--worktrees-folder', '--setup-copy', '--setup-command', '--setup-timeout', '--trust-repository-setup', '--snapshot-retention']) {
       assert.ok(cli.stdout.includes(flag), flag);
     }
-    cli = new CliProcess(['--snapshot-retention', '0']);
+    cli = processes.run('--snapshot-retention', '0');
     assert.equal(await cli.exit(), 2);
     assert.match(cli.stderr, /--snapshot-retention must be a whole number from 1 to 3650/);
-    cli = new CliProcess(['--setup-copy', '../outside']);
+    cli = processes.run('--setup-copy', '../outside');
     assert.equal(await cli.exit(), 2);
     assert.match(cli.stderr, /--setup-copy: .*contains "\.\."/);
   });

@@ -1,6 +1,6 @@
 import { strict as assert } from 'node:assert';
 import { useCliProcesses } from '../support/cli';
-import { runExample } from '../support/exampleAgentProcess';
+import { assertPrinted, runExample } from '../support/exampleAgentProcess';
 import { exampleBundle, requireBundles } from '../support/paths';
 
 /** The example provider bundle built by `npm run build` from examples/toolProvider.ts. */
@@ -17,8 +17,7 @@ describe('the example tool provider (dist/example-provider.js --call) against th
   requireBundles(EXAMPLE_PROVIDER_BUNDLE);
 
   it('registers its tools, calls them through the coordinator (Call, a refused call, CallStream, Cancel, an envelope) and leaves', async () => {
-    const coordinator = cli.run('--port', '0', '--data-dir', cli.dataDir());
-    const env = await coordinator.environment();
+    const { env } = await cli.serve(0);
     const { output, code } = await runExample(EXAMPLE_PROVIDER_BUNDLE, { ...env, SW4RM_AGENT_ID: 'example-provider' }, { args: ['--call'], name: 'the example provider' });
     assert.equal(code, 0, output);
     const expected = [
@@ -35,7 +34,6 @@ describe('the example tool provider (dist/example-provider.js --call) against th
       /^TOOL_CALL envelope count_slowly n=2 → TOOL_RESULT \{"call_id":"[^"]+","frame_no":2,"final":true,"content_type":"application\/json","status":"OK","result":\{"counted":2\}\}$/m,
       /deregistered/,
     ];
-    for (const pattern of expected) assert.match(output, pattern);
-    assert.doesNotMatch(output, /refused|failed/i, 'nothing the example sent was refused');
+    assertPrinted(output, expected, /refused|failed/i);
   });
 });

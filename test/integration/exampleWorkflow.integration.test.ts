@@ -32,8 +32,7 @@ describe('the workflow example (dist/example-workflow.js) against the headless c
   }
 
   it('runs examples/workflows/demo.yaml to COMPLETED: the review loops back to the draft once, then publish and report run', async () => {
-    const coordinator = cli.run('--port', '0', '--data-dir', cli.dataDir());
-    const env = { ...(await coordinator.environment()), SW4RM_AGENT_ID: 'wf-example-agent', SW4RM_WORK_MS: '20' };
+    const env = { ...(await cli.serve(0)).env, SW4RM_AGENT_ID: 'wf-example-agent', SW4RM_WORK_MS: '20' };
     const agent = start(env, []);
     await agent.waitForLine(/registered as wf-example-agent/, 20_000);
     const runner = start(env, ['--run', 'examples/workflows/demo.yaml', '--data', '{"topic": "parsers"}']);
@@ -73,8 +72,8 @@ describe('the workflow example (dist/example-workflow.js) against the headless c
   });
 
   it('closes a preempt_request for a node it finishes first (FULFILLED "completed", as the README\'s Tasks table asks)', async () => {
-    const coordinator = cli.run('--port', '0', '--data-dir', cli.dataDir());
-    const env: Record<string, string> = { ...(await coordinator.environment()), SW4RM_AGENT_ID: 'wf-preempted-agent', SW4RM_WORK_MS: '1500' };
+    const { cli: coordinator, env: printed } = await cli.serve(0);
+    const env: Record<string, string> = { ...printed, SW4RM_AGENT_ID: 'wf-preempted-agent', SW4RM_WORK_MS: '1500' };
     const agent = start(env, []);
     await agent.waitForLine(/registered as wf-preempted-agent/, 20_000);
     const file = path.join(cli.dataDir(), 'one-node.yaml');

@@ -3,7 +3,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import type { CoordinatorHost } from '../../src/server/host';
-import { canonicalDefinition, expectStatus, type CoordinatorClients } from '../support/clients';
+import { expectStatus, WorktreeClient, type CoordinatorClients } from '../support/clients';
 import { makeRepo } from '../support/gitRepo';
 import { HandoffClient } from '../support/handoffClient';
 import { clientsFor, startHost, stopHost } from '../support/host';
@@ -20,27 +20,6 @@ const CONTEXT = {
   tool_state: { cached_results: { call_abc123: { total_sales: 1500000 } } },
   metadata: { agent_id: 'origin' },
 };
-
-/** sw4rm.worktree.WorktreeService as the agents call it. */
-class WorktreeClient {
-  private readonly client: grpc.Client & Record<string, unknown>;
-
-  constructor(address: string, private readonly token: string | undefined) {
-    const root = grpc.loadPackageDefinition(canonicalDefinition()) as unknown as { sw4rm: { worktree: { WorktreeService: grpc.ServiceClientConstructor } } };
-    this.client = new root.sw4rm.worktree.WorktreeService(address, grpc.credentials.createInsecure()) as grpc.Client & Record<string, unknown>;
-  }
-
-  call<T>(method: string, request: Record<string, unknown>): Promise<T> {
-    const metadata = new grpc.Metadata();
-    if (this.token) metadata.set('authorization', `Bearer ${this.token}`);
-    const fn = this.client[method] as (r: unknown, m: grpc.Metadata, o: grpc.CallOptions, cb: (err: grpc.ServiceError | null, res: T) => void) => void;
-    return new Promise((resolve, reject) => fn.call(this.client, request, metadata, { deadline: Date.now() + 20_000 }, (err, res) => (err ? reject(err) : resolve(res))));
-  }
-
-  close(): void {
-    this.client.close();
-  }
-}
 
 const notice = (type: string, requestId: string, event?: string) => (item: StreamItem) => {
   if (item.msg.message_type !== 'NOTIFICATION') return false;
@@ -259,7 +238,7 @@ describe('HandoffService over gRPC (RFC §17.6)', function () {
       repo = makeRepo(dir, 'app', { 'README.md': 'hello\n' });
       await start({ workspaceFolders: [repo] });
       host.coordinator.hitl.attachOperator('editor:test');
-      worktrees = new WorktreeClient(`127.0.0.1:${host.port}`, host.token);
+      worktrees = new WorktreeClient(`127.0.0.1:${host.port}`, host.token, 20_000);
       closers.push(worktrees);
       await agent('origin', ['code']);
       await agent('reviewer', ['review']);

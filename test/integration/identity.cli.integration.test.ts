@@ -9,21 +9,16 @@ import { descriptorMessage } from '../support/fixtures';
 
 /** `sw4rm-coordinator credentials`: headless minting, listing and revoking, with or without a running coordinator. */
 describe('sw4rm-coordinator credentials', () => {
-  const processes = useCliProcesses('sw4rm-int-cli-credentials-');
-  const run = processes.run;
-  let dataDir: string;
-  beforeEach(() => {
-    dataDir = processes.dataDir();
-  });
+  const { run, dataDir } = useCliProcesses('sw4rm-int-cli-credentials-');
   const command = async (...args: string[]) => {
-    const cli = run('credentials', '--data-dir', dataDir, ...args);
+    const cli = run('credentials', '--data-dir', dataDir(), ...args);
     const code = await cli.exit();
     return { code, stdout: cli.stdout, stderr: cli.stderr };
   };
   const exported = (stdout: string) => Object.fromEntries([...stdout.matchAll(/^export (\w+)=(\S+)$/gm)].map((m) => [m[1], m[2]]));
 
   it('mints, lists and revokes through the running coordinator; the credential acts only as its agent', async () => {
-    const coordinator = run('--port', '0', '--data-dir', dataDir);
+    const coordinator = run('--port', '0', '--data-dir', dataDir());
     const env = await coordinator.environment();
     const minted = await command('--agent', 'alpha');
     assert.equal(minted.code, 0, minted.stderr);
@@ -52,7 +47,7 @@ describe('sw4rm-coordinator credentials', () => {
     const minted = await command('--agent', 'alpha', '--label', 'for the build bot');
     assert.equal(minted.code, 0, minted.stderr);
     const agent = exported(minted.stdout);
-    const coordinator = run('--port', '0', '--data-dir', dataDir);
+    const coordinator = run('--port', '0', '--data-dir', dataDir());
     const env = await coordinator.environment();
     const clients = new CoordinatorClients(env.SW4RM_REGISTRY_ADDR, agent.SW4RM_TOKEN);
     try {

@@ -3,10 +3,10 @@ import { strict as assert } from 'node:assert';
 import { CANONICAL_SERVICES } from '../../src/server/protos';
 import type { CoordinatorHost } from '../../src/server/host';
 import { firstRefusal, IDENTITY_RULES } from '../../src/server/identity';
-import { CoordinatorClients } from '../support/clients';
+import { bearer, CoordinatorClients } from '../support/clients';
 import { descriptorMessage } from '../support/fixtures';
 import { startHost, stopHost } from '../support/host';
-import { bearer, callPath, canonicalMethods, claimingRequest, describeClaim } from '../support/identityClient';
+import { callPath, canonicalMethods, claimingRequest, describeClaim } from '../support/identityClient';
 import { makeTempDir, removeTempDir } from '../support/tempDir';
 
 /**

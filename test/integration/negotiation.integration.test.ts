@@ -2,8 +2,7 @@ import { strict as assert } from 'node:assert';
 import * as grpc from '@grpc/grpc-js';
 import type { Disposable } from '../../src/core/events';
 import type { CoordinatorHost } from '../../src/server/host';
-import { serviceDefinition } from '../../src/server/protos';
-import { canonicalDefinition } from '../support/clients';
+import { ServiceCaller } from '../support/clients';
 import { startHost, stopHost } from '../support/host';
 import { pollUntil } from '../support/poll';
 import { wireJson, type WireItem } from '../support/routerWire';
@@ -11,30 +10,11 @@ import { TaskTestAgent } from '../support/taskAgents';
 import { makeTempDir, removeTempDir } from '../support/tempDir';
 
 type Method = 'Open' | 'Propose' | 'Counter' | 'Evaluate' | 'Decide' | 'Abort';
-let methods: Record<Method, grpc.MethodDefinition<unknown, unknown>> | undefined;
 
 /** NegotiationService over a real grpc-js channel: one bearer token, optional call metadata. */
-class NegotiationClient {
-  private readonly client: grpc.Client;
-
-  constructor(address: string, private readonly token: string) {
-    this.client = new grpc.Client(address, grpc.credentials.createInsecure());
-    methods ??= serviceDefinition(canonicalDefinition(), 'sw4rm.negotiation.NegotiationService') as unknown as Record<Method, grpc.MethodDefinition<unknown, unknown>>;
-  }
-
-  call(method: Method, request: unknown, extra: Record<string, string> = {}): Promise<unknown> {
-    const definition = methods![method];
-    const metadata = new grpc.Metadata();
-    metadata.set('authorization', `Bearer ${this.token}`);
-    for (const [k, v] of Object.entries(extra)) metadata.set(k, v);
-    return new Promise((resolve, reject) => {
-      this.client.makeUnaryRequest(definition.path, definition.requestSerialize, definition.responseDeserialize, request, metadata,
-        { deadline: Date.now() + 10_000 }, (err, response) => (err ? reject(err) : resolve(response)));
-    });
-  }
-
-  close(): void {
-    this.client.close();
+class NegotiationClient extends ServiceCaller<Method> {
+  constructor(address: string, token: string) {
+    super(address, token, 'sw4rm.negotiation.NegotiationService');
   }
 }
 

@@ -4,7 +4,7 @@ import * as fs from 'node:fs';
 import type { CoordinatorHost } from '../../src/server/host';
 import { processGroupMembers } from '../../src/core/tools/processTree';
 import { probeNetworkNamespace } from '../../src/core/tools/sandbox';
-import { canonicalDefinition, CoordinatorClients, expectStatus, unary } from '../support/clients';
+import { bearer, CoordinatorClients, expectStatus, serviceClient, unary, type ServiceClient } from '../support/clients';
 import { descriptorMessage } from '../support/fixtures';
 import { makeRepo } from '../support/gitRepo';
 import { startHost, stopHost } from '../support/host';
@@ -12,7 +12,7 @@ import { pollUntil } from '../support/poll';
 import { makeTempDir, removeTempDir } from '../support/tempDir';
 
 interface ToolFrame { call_id: string; frame_no: string; final: boolean; content_type: string; data: Buffer; summary: Buffer }
-type Client = grpc.Client & Record<string, (...args: unknown[]) => unknown>;
+type Client = ServiceClient;
 
 /**
  * The `process` provider through the whole coordinator (issue 17, part 5): the setting reaches the composition
@@ -26,11 +26,7 @@ describe('the process provider through ToolService (real gRPC, the engine, real 
   const dataDirs: string[] = [];
   const clients: Client[] = [];
 
-  function metadata(token: string): grpc.Metadata {
-    const m = new grpc.Metadata();
-    m.set('authorization', `Bearer ${token}`);
-    return m;
-  }
+  const metadata = (token: string): grpc.Metadata => bearer(token);
 
   /** A coordinator with the repository `app`, agent `coder` registered and bound; its ToolService client and coder's token. */
   async function start(processEnabled: boolean): Promise<{ tools: Client; connector: Client; token: string }> {
@@ -40,12 +36,9 @@ describe('the process provider through ToolService (real gRPC, the engine, real 
     const host = await startHost(dataDir, { workspaceFolders: [repo], tools: { process: { enabled: processEnabled, acceptUnenforcedNetworkPolicy: false } } });
     hosts.push(host);
     const address = `127.0.0.1:${host.port}`;
-    const root = grpc.loadPackageDefinition(canonicalDefinition()) as unknown as {
-      sw4rm: { tool: { ToolService: grpc.ServiceClientConstructor }; connector: { ConnectorService: grpc.ServiceClientConstructor }; worktree: { WorktreeService: grpc.ServiceClientConstructor } };
-    };
-    const tools = new root.sw4rm.tool.ToolService(address, grpc.credentials.createInsecure()) as Client;
-    const connector = new root.sw4rm.connector.ConnectorService(address, grpc.credentials.createInsecure()) as Client;
-    const worktrees = new root.sw4rm.worktree.WorktreeService(address, grpc.credentials.createInsecure()) as Client;
+    const tools = serviceClient(address, 'sw4rm.tool.ToolService');
+    const connector = serviceClient(address, 'sw4rm.connector.ConnectorService');
+    const worktrees = serviceClient(address, 'sw4rm.worktree.WorktreeService');
     clients.push(tools, connector, worktrees);
     const registry = new CoordinatorClients(address, host.token);
     assert.equal((await registry.registerAgent(descriptorMessage('coder'))).accepted, true);

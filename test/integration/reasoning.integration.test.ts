@@ -2,7 +2,7 @@ import * as grpc from '@grpc/grpc-js';
 import { strict as assert } from 'node:assert';
 import type { CoordinatorHost } from '../../src/server/host';
 import { BUILT_IN_NOTE, INFERENCE_ENGINE_CONNECTOR } from '../../src/core/reasoning/inferenceEngine';
-import { canonicalDefinition, CoordinatorClients, expectStatus, unary } from '../support/clients';
+import { bearer, CoordinatorClients, expectStatus, serviceClient, unary, type ServiceClient } from '../support/clients';
 import { descriptorMessage } from '../support/fixtures';
 import { RouterClient, type Inbox } from '../support/routerClient';
 import { startHost, stopHost } from '../support/host';
@@ -10,7 +10,7 @@ import { makeTempDir, removeTempDir } from '../support/tempDir';
 
 interface Verdict { confidence_score: number; notes: string }
 interface Summary { summary: string; tokens: number; cost_cents: number; model: string }
-type Client = grpc.Client & Record<string, (...args: unknown[]) => unknown>;
+type Client = ServiceClient;
 
 /**
  * ReasoningProxy over real gRPC (RFC §9.3): without an inference engine agent, the built-in deterministic scorers (the
@@ -24,19 +24,13 @@ describe('ReasoningProxy over real gRPC', function () {
   let client: Client;
   let agentToken: string;
 
-  const bearer = (token: string) => {
-    const m = new grpc.Metadata();
-    m.set('authorization', `Bearer ${token}`);
-    return m;
-  };
   const check = (scopeA: string, scopeB: string, token = host.token!) =>
     unary<Verdict>(client, 'CheckParallelism', { scope_a: scopeA, scope_b: scopeB }, bearer(token));
 
   before(async () => {
     dataDir = makeTempDir('sw4rm-int-reasoning-');
     host = await startHost(dataDir);
-    const root = grpc.loadPackageDefinition(canonicalDefinition()) as unknown as { sw4rm: { reasoning: { ReasoningProxy: grpc.ServiceClientConstructor } } };
-    client = new root.sw4rm.reasoning.ReasoningProxy(`127.0.0.1:${host.port}`, grpc.credentials.createInsecure()) as Client;
+    client = serviceClient(`127.0.0.1:${host.port}`, 'sw4rm.reasoning.ReasoningProxy');
     const operator = new CoordinatorClients(`127.0.0.1:${host.port}`, host.token);
     assert.equal((await operator.registerAgent(descriptorMessage('planner'))).accepted, true);
     operator.close();
@@ -149,8 +143,7 @@ describe('ReasoningProxy over real gRPC', function () {
 
     it('an agent may call the reasoning tools itself through ToolService.Call; the engine sees it as the caller', async () => {
       answers = { summarize: { summary: 'asked by an agent', tokens: 3, cost_cents: 0, model: 'test-model' } };
-      const root = grpc.loadPackageDefinition(canonicalDefinition()) as unknown as { sw4rm: { tool: { ToolService: grpc.ServiceClientConstructor } } };
-      const tools = new root.sw4rm.tool.ToolService(`127.0.0.1:${host.port}`, grpc.credentials.createInsecure()) as Client;
+      const tools = serviceClient(`127.0.0.1:${host.port}`, 'sw4rm.tool.ToolService');
       try {
         const frame = await unary<{ final: boolean; data: Buffer }>(tools, 'Call', {
           provider_id: 'reasoning', tool_name: 'summarize', content_type: 'application/json',

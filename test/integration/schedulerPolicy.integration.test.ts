@@ -3,7 +3,7 @@ import { strict as assert } from 'node:assert';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import type { CoordinatorHost } from '../../src/server/host';
-import { canonicalDefinition, CoordinatorClients, expectStatus, unary } from '../support/clients';
+import { bearer, CoordinatorClients, expectStatus, serviceClient, unary, type ServiceClient } from '../support/clients';
 import { useCliProcesses } from '../support/cli';
 import { descriptorMessage } from '../support/fixtures';
 import { clientsFor, startHost, stopHost } from '../support/host';
@@ -11,7 +11,7 @@ import { RoomClient } from '../support/roomClient';
 import { jsonPayload, registerRouterAgent, RouterClient, type Inbox } from '../support/routerClient';
 import { makeTempDir, removeTempDir } from '../support/tempDir';
 
-type Client = grpc.Client & Record<string, (...args: unknown[]) => unknown>;
+type Client = ServiceClient;
 
 interface PolicyMessage {
   max_rounds: number; score_threshold: number; diff_tolerance: number; round_timeout_ms: string; token_budget_per_round: string;
@@ -54,17 +54,12 @@ describe('negotiation policy over real gRPC (SchedulerPolicyService)', function 
   let service: Client;
   let agentToken: string;
 
-  function metadata(token: string | undefined, correlationId?: string): grpc.Metadata {
-    const m = new grpc.Metadata();
-    if (token !== undefined) m.set('authorization', `Bearer ${token}`);
-    if (correlationId !== undefined) m.set('x-correlation-id', correlationId);
-    return m;
-  }
+  const metadata = (token: string | undefined, correlationId?: string): grpc.Metadata =>
+    bearer(token, correlationId === undefined ? {} : { 'x-correlation-id': correlationId });
 
   async function start(auth: 'token' | 'none' = 'token'): Promise<void> {
     host = await startHost(dataDir, { auth });
-    const root = grpc.loadPackageDefinition(canonicalDefinition()) as unknown as { sw4rm: { scheduler: { SchedulerPolicyService: grpc.ServiceClientConstructor } } };
-    service = new root.sw4rm.scheduler.SchedulerPolicyService(`127.0.0.1:${host.port}`, grpc.credentials.createInsecure()) as Client;
+    service = serviceClient(`127.0.0.1:${host.port}`, 'sw4rm.scheduler.SchedulerPolicyService');
   }
 
   async function stop(): Promise<void> {
@@ -198,8 +193,7 @@ describe('negotiation policy over real gRPC (SchedulerPolicyService)', function 
     const fresh = makeTempDir('sw4rm-int-policy-settings-');
     try {
       host = await startHost(fresh, { negotiation: { base: { maxRounds: 5 }, profiles: [{ name: 'security-review', policy: { scoreThreshold: 0.95 } }], tieBreak: 'abort' } });
-      const root = grpc.loadPackageDefinition(canonicalDefinition()) as unknown as { sw4rm: { scheduler: { SchedulerPolicyService: grpc.ServiceClientConstructor } } };
-      service = new root.sw4rm.scheduler.SchedulerPolicyService(`127.0.0.1:${host.port}`, grpc.credentials.createInsecure()) as Client;
+      service = serviceClient(`127.0.0.1:${host.port}`, 'sw4rm.scheduler.SchedulerPolicyService');
       assert.deepEqual([host.coordinator.policies.current().version, host.coordinator.policies.current().setBy], [1, 'settings']);
       assert.equal((await getPolicy()).max_rounds, 5);
       const custom = (await listProfiles()).find((p) => p.name === 'security-review');
@@ -235,22 +229,15 @@ describe('SchedulerPolicyService on opened debates and rooms', function () {
   const tokens = new Map<string, string>();
   let seat: { dispose(): void } | undefined;
 
-  const md = (token: string) => {
-    const m = new grpc.Metadata();
-    m.set('authorization', `Bearer ${token}`);
-    return m;
-  };
+  const md = (token: string) => bearer(token);
 
   beforeEach(async () => {
     dataDir = makeTempDir('sw4rm-int-policy-debates-');
     host = await startHost(dataDir);
     seat = host.coordinator.hitl.attachOperator('editor:test');
-    const root = grpc.loadPackageDefinition(canonicalDefinition()) as unknown as {
-      sw4rm: { scheduler: { SchedulerPolicyService: grpc.ServiceClientConstructor }; negotiation: { NegotiationService: grpc.ServiceClientConstructor } };
-    };
     const address = `127.0.0.1:${host.port}`;
-    service = new root.sw4rm.scheduler.SchedulerPolicyService(address, grpc.credentials.createInsecure()) as Client;
-    negotiation = new root.sw4rm.negotiation.NegotiationService(address, grpc.credentials.createInsecure()) as Client;
+    service = serviceClient(address, 'sw4rm.scheduler.SchedulerPolicyService');
+    negotiation = serviceClient(address, 'sw4rm.negotiation.NegotiationService');
     room = new RoomClient(address, host.token);
     const clients = clientsFor(host);
     try {
@@ -343,12 +330,9 @@ describe('the headless CLI\'s --negotiation-policy <file>', function () {
     const policyFile = file({ basePolicy: { max_rounds: 6, hitl: 'PauseOnFinalAccept' }, room: { min_score_threshold: 8 } });
     const run = cli.run('--port', '0', '--data-dir', path.join(cli.dataDir(), 'store'), '--negotiation-policy', policyFile);
     const env = await run.environment();
-    const root = grpc.loadPackageDefinition(canonicalDefinition()) as unknown as { sw4rm: { scheduler: { SchedulerPolicyService: grpc.ServiceClientConstructor } } };
-    const service = new root.sw4rm.scheduler.SchedulerPolicyService(env.SW4RM_SCHEDULER_POLICY_ADDR, grpc.credentials.createInsecure()) as Client;
+    const service = serviceClient(env.SW4RM_SCHEDULER_POLICY_ADDR, 'sw4rm.scheduler.SchedulerPolicyService');
     try {
-      const m = new grpc.Metadata();
-      m.set('authorization', `Bearer ${env.SW4RM_TOKEN}`);
-      const { policy } = await unary<{ policy: PolicyMessage }>(service, 'GetNegotiationPolicy', {}, m);
+      const { policy } = await unary<{ policy: PolicyMessage }>(service, 'GetNegotiationPolicy', {}, bearer(env.SW4RM_TOKEN));
       assert.equal(policy.max_rounds, 6);
       assert.deepEqual(policy.hitl, { mode: 'PauseOnFinalAccept' });
       assert.match(run.stderr, /negotiation\.policy_set .*"version":1,"policy_version":"v1","set_by":"settings"/);

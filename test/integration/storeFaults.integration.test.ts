@@ -7,17 +7,12 @@ import { CoordinatorClients } from '../support/clients';
 import { descriptorMessage } from '../support/fixtures';
 
 describe('headless coordinator on a store that lost committed data', () => {
-  const suite = useCliProcesses('sw4rm-int-store-faults-');
-  const run = suite.run;
-  let dataDir: string;
-  beforeEach(() => {
-    dataDir = suite.dataDir();
-  });
+  const { run, dataDir } = useCliProcesses('sw4rm-int-store-faults-');
 
   it('exits 1 with the reason, naming the files, when the write-ahead log was deleted after kill -9; with the log it starts', async () => {
-    const file = path.join(dataDir, STORE_FILE_NAME);
+    const file = path.join(dataDir(), STORE_FILE_NAME);
     const wal = `${file}-wal`;
-    const first = run('--port', '0', '--data-dir', dataDir);
+    const first = run('--port', '0', '--data-dir', dataDir());
     const env = await first.environment();
     const clients = new CoordinatorClients(env.SW4RM_REGISTRY_ADDR, env.SW4RM_TOKEN);
     try {
@@ -31,14 +26,14 @@ describe('headless coordinator on a store that lost committed data', () => {
 
     // The log intact: a crash is not a fault, the store starts with what was committed.
     const wal0 = fs.readFileSync(wal);
-    const second = run('--port', '0', '--data-dir', dataDir);
+    const second = run('--port', '0', '--data-dir', dataDir());
     await second.environment();
     second.signal('SIGKILL');
     await second.exit();
 
     fs.rmSync(wal);
     const before = fs.readFileSync(file);
-    const third = run('--port', '0', '--data-dir', dataDir);
+    const third = run('--port', '0', '--data-dir', dataDir());
     assert.equal(await third.exit(), 1, third.stderr);
     assert.match(third.stderr, /^sw4rm-coordinator: The SW4RM store .*coordinator\.db has lost committed data/m);
     assert.ok(third.stderr.includes(wal), third.stderr);

@@ -3,7 +3,7 @@ import { strict as assert } from 'node:assert';
 import { ManualClock } from '../../src/core/clock';
 import type { Disposable } from '../../src/core/events';
 import type { CoordinatorHost } from '../../src/server/host';
-import { canonicalDefinition, CoordinatorClients, expectStatus, unary } from '../support/clients';
+import { bearer, CoordinatorClients, expectStatus, serviceClient, unary, type ServiceClient } from '../support/clients';
 import { descriptorMessage } from '../support/fixtures';
 import { startHost, stopHost } from '../support/host';
 import { pollUntil } from '../support/poll';
@@ -13,7 +13,7 @@ import { makeTempDir, removeTempDir } from '../support/tempDir';
 
 interface ToolFrame { call_id: string; frame_no: string; final: boolean; content_type: string; data: Buffer; summary: Buffer }
 interface ToolErrorMessage { call_id: string; error_code: string; message: string }
-type Client = grpc.Client & Record<string, (...args: unknown[]) => unknown>;
+type Client = ServiceClient;
 
 const PROVIDER = 'provider-1';
 const CALLER = 'caller-1';
@@ -146,11 +146,7 @@ describe('tool calls to a provider agent over real gRPC (ToolService, TOOL_CALL 
   let operator: Disposable | undefined;
   const tokens: Record<string, string> = {};
 
-  function metadata(agent: string): grpc.Metadata {
-    const m = new grpc.Metadata();
-    m.set('authorization', `Bearer ${tokens[agent]}`);
-    return m;
-  }
+  const metadata = (agent: string): grpc.Metadata => bearer(tokens[agent]);
 
   function toolCall(tool: string, args: unknown, extra: Record<string, unknown> = {}): Record<string, unknown> {
     return {
@@ -185,11 +181,8 @@ describe('tool calls to a provider agent over real gRPC (ToolService, TOOL_CALL 
     host = await startHost(dataDir, { clock });
     operator = host.coordinator.hitl.attachOperator('editor:test');
     const address = `127.0.0.1:${host.port}`;
-    const root = grpc.loadPackageDefinition(canonicalDefinition()) as unknown as {
-      sw4rm: { tool: { ToolService: grpc.ServiceClientConstructor }; connector: { ConnectorService: grpc.ServiceClientConstructor } };
-    };
-    tools = new root.sw4rm.tool.ToolService(address, grpc.credentials.createInsecure()) as Client;
-    connector = new root.sw4rm.connector.ConnectorService(address, grpc.credentials.createInsecure()) as Client;
+    tools = serviceClient(address, 'sw4rm.tool.ToolService');
+    connector = serviceClient(address, 'sw4rm.connector.ConnectorService');
     registry = new CoordinatorClients(address, host.token);
     for (const agent of [PROVIDER, CALLER]) {
       assert.equal((await registry.registerAgent(descriptorMessage(agent, { modalities_supported: ['application/json'], reasoning_connectors: [] }))).accepted, true);

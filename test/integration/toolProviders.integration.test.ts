@@ -1,7 +1,7 @@
 import * as grpc from '@grpc/grpc-js';
 import { strict as assert } from 'node:assert';
 import type { CoordinatorHost } from '../../src/server/host';
-import { canonicalDefinition, CoordinatorClients, expectStatus, unary } from '../support/clients';
+import { bearer, CoordinatorClients, expectStatus, serviceClient, unary, type ServiceClient } from '../support/clients';
 import { descriptorMessage } from '../support/fixtures';
 import { startHost, stopHost } from '../support/host';
 import { makeTempDir, removeTempDir } from '../support/tempDir';
@@ -10,7 +10,7 @@ interface ToolDescriptorMessage {
   tool_name: string; input_schema: string; output_schema: string; idempotent: boolean; needs_worktree: boolean;
   default_timeout_s: number; max_concurrency: number; side_effects: string;
 }
-type Client = grpc.Client & Record<string, (...args: unknown[]) => unknown>;
+type Client = ServiceClient;
 
 const grep = {
   tool_name: 'grep',
@@ -31,16 +31,11 @@ describe('tool providers over real gRPC (ConnectorService)', function () {
   let connector: Client;
   const tokens: Record<string, string> = {};
 
-  function metadata(token: string | undefined): grpc.Metadata {
-    const m = new grpc.Metadata();
-    if (token !== undefined) m.set('authorization', `Bearer ${token}`);
-    return m;
-  }
+  const metadata = (token: string | undefined): grpc.Metadata => bearer(token);
 
   async function start(): Promise<void> {
     host = await startHost(dataDir);
-    const root = grpc.loadPackageDefinition(canonicalDefinition()) as unknown as { sw4rm: { connector: { ConnectorService: grpc.ServiceClientConstructor } } };
-    connector = new root.sw4rm.connector.ConnectorService(`127.0.0.1:${host.port}`, grpc.credentials.createInsecure()) as Client;
+    connector = serviceClient(`127.0.0.1:${host.port}`, 'sw4rm.connector.ConnectorService');
   }
 
   async function stop(): Promise<void> {

@@ -4,7 +4,7 @@ import { spawn } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import type { CoordinatorHost } from '../../src/server/host';
-import { canonicalDefinition, CoordinatorClients, expectStatus, unary } from '../support/clients';
+import { bearer, CoordinatorClients, expectStatus, serviceClient, unary, type ServiceClient } from '../support/clients';
 import { ALL_OPS, ATTACK_COUNT, CORPUS, SECRET, plantAttackFixture, type Fixture, type Op } from '../support/confinementCorpus';
 import { descriptorMessage } from '../support/fixtures';
 import { git, makeRepo } from '../support/gitRepo';
@@ -16,7 +16,7 @@ interface ToolDescriptorMessage {
   tool_name: string; input_schema: string; output_schema: string; idempotent: boolean; needs_worktree: boolean;
   default_timeout_s: number; max_concurrency: number; side_effects: string;
 }
-type Client = grpc.Client & Record<string, (...args: unknown[]) => unknown>;
+type Client = ServiceClient;
 
 /**
  * The built-in `workspace` tools over real gRPC (issue 15, parts 6 and 11): a coordinator with a workspace repository,
@@ -34,12 +34,7 @@ describe('workspace tools over real gRPC (ToolService, ConnectorService)', funct
   let worktrees: Client;
   const tokens: Record<string, string> = {};
 
-  function metadata(token: string, agentId?: string): grpc.Metadata {
-    const m = new grpc.Metadata();
-    m.set('authorization', `Bearer ${token}`);
-    if (agentId !== undefined) m.set('sw4rm-agent-id', agentId);
-    return m;
-  }
+  const metadata = (token: string, agentId?: string): grpc.Metadata => bearer(token, agentId === undefined ? {} : { 'sw4rm-agent-id': agentId });
 
   /** ToolService.Call of `workspace` as `agent` (its own credential unless `as` says otherwise): the parsed result and the frame. */
   async function call(agent: string, tool: string, args: unknown, as: { token?: string; agentId?: string } = {}): Promise<{ result: Record<string, unknown>; frame: ToolFrame }> {
@@ -56,12 +51,9 @@ describe('workspace tools over real gRPC (ToolService, ConnectorService)', funct
     repo = makeRepo(base, 'app', { 'README.md': 'hello\n', 'src/main.ts': 'export const answer = 42;\n' });
     host = await startHost(dataDir, { workspaceFolders: [repo] });
     const address = `127.0.0.1:${host.port}`;
-    const root = grpc.loadPackageDefinition(canonicalDefinition()) as unknown as {
-      sw4rm: { tool: { ToolService: grpc.ServiceClientConstructor }; connector: { ConnectorService: grpc.ServiceClientConstructor }; worktree: { WorktreeService: grpc.ServiceClientConstructor } };
-    };
-    tools = new root.sw4rm.tool.ToolService(address, grpc.credentials.createInsecure()) as Client;
-    connector = new root.sw4rm.connector.ConnectorService(address, grpc.credentials.createInsecure()) as Client;
-    worktrees = new root.sw4rm.worktree.WorktreeService(address, grpc.credentials.createInsecure()) as Client;
+    tools = serviceClient(address, 'sw4rm.tool.ToolService');
+    connector = serviceClient(address, 'sw4rm.connector.ConnectorService');
+    worktrees = serviceClient(address, 'sw4rm.worktree.WorktreeService');
     const registry = new CoordinatorClients(address, host.token);
     for (const agent of ['coder', 'peer', 'loner', 'attacker']) {
       assert.equal((await registry.registerAgent(descriptorMessage(agent))).accepted, true);

@@ -5,7 +5,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { cleanEnvironment } from '../../src/core/worktree/git';
 import type { CoordinatorHost } from '../../src/server/host';
-import { canonicalDefinition, CoordinatorClients, expectStatus } from '../support/clients';
+import { CoordinatorClients, expectStatus, WorktreeClient } from '../support/clients';
 import { descriptorMessage } from '../support/fixtures';
 import { startHost, stopHost } from '../support/host';
 import { makeTempDir, removeTempDir } from '../support/tempDir';
@@ -18,27 +18,6 @@ function git(cwd: string, ...args: string[]): string {
 }
 
 interface StatusResponse { repo_id: string; worktree_id: string; state: string }
-
-/** sw4rm.worktree.WorktreeService as an agent (or the operator) calls it: the canonical proto, a bearer token. */
-class WorktreeClient {
-  private readonly client: grpc.Client & Record<string, unknown>;
-
-  constructor(address: string, private readonly token: string | undefined) {
-    const root = grpc.loadPackageDefinition(canonicalDefinition()) as unknown as { sw4rm: { worktree: { WorktreeService: grpc.ServiceClientConstructor } } };
-    this.client = new root.sw4rm.worktree.WorktreeService(address, grpc.credentials.createInsecure()) as grpc.Client & Record<string, unknown>;
-  }
-
-  call<T>(method: string, request: Record<string, unknown>): Promise<T> {
-    const metadata = new grpc.Metadata();
-    if (this.token) metadata.set('authorization', `Bearer ${this.token}`);
-    const fn = this.client[method] as (r: unknown, m: grpc.Metadata, o: grpc.CallOptions, cb: (err: grpc.ServiceError | null, res: T) => void) => void;
-    return new Promise((resolve, reject) => fn.call(this.client, request, metadata, { deadline: Date.now() + 10_000 }, (err, res) => (err ? reject(err) : resolve(res))));
-  }
-
-  close(): void {
-    this.client.close();
-  }
-}
 
 describe('WorktreeService and WORKTREE_CONTROL over real gRPC (RFC §16)', function () {
   this.timeout(30_000);

@@ -1,7 +1,7 @@
 import { strict as assert } from 'node:assert';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { CLI_BUNDLE, REPO_ROOT, requireBundles } from './paths';
-import { pollUntil } from './poll';
+import { pollUntil, within } from './poll';
 import { makeTempDir, removeTempDir } from './tempDir';
 
 /** A headless coordinator (dist/cli.js) running as a child process, with its output collected. */
@@ -71,16 +71,8 @@ export class CliProcess {
   }
 
   /** Waits for the exit code, failing after the deadline. */
-  async exit(deadlineMs = 20_000): Promise<number | null> {
-    let timer: NodeJS.Timeout | undefined;
-    const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new Error(`the coordinator did not exit within ${deadlineMs} ms:\n${this.stderr}`)), deadlineMs);
-    });
-    try {
-      return await Promise.race([this.exited, timeout]);
-    } finally {
-      clearTimeout(timer);
-    }
+  exit(deadlineMs = 20_000): Promise<number | null> {
+    return within(this.exited, deadlineMs, () => new Error(`the coordinator did not exit within ${deadlineMs} ms:\n${this.stderr}`));
   }
 
   /** Ends the child if a test left it running. */
@@ -103,12 +95,14 @@ export interface CliProcesses {
   readonly dataDir: () => string;
   /** Starts dist/cli.js with `args`. */
   readonly run: (...args: string[]) => CliProcess;
+  /** Starts dist/cli.js with `args` and a standard input the test types into (the operator console). */
+  readonly runWithInput: (...args: string[]) => CliProcess;
   /** The process started last (after `serve`, the one serving). */
   readonly last: () => CliProcess;
   /**
-   * Starts dist/cli.js serving on `port` with this test's data folder and `args`, started again while a killed
-   * coordinator still holds the port (a crash test restarts where its clients connect); answers the process and the
-   * agent environment it printed.
+   * Starts dist/cli.js serving on `port` (0: any free one) with this test's data folder and `args`, started again
+   * while a killed coordinator still holds the port (a crash test restarts where its clients connect); answers the
+   * process and the agent environment it printed.
    */
   readonly serve: (port: number, args?: readonly string[], deadlineMs?: number) => Promise<{ cli: CliProcess; env: Record<string, string> }>;
   /** Closes these (clients, inbox streams) after the test, the last given first, before the processes are killed. */
@@ -117,7 +111,7 @@ export interface CliProcesses {
 
 /**
  * Mocha hooks for a suite that runs headless coordinators: a fresh data folder per test (prefix `prefix`), after it
- * everything given to `closeAfter` closed (the last first), every process started with `run` or `serve` killed and the folder removed,
+ * everything given to `closeAfter` closed (the last first), every process it started killed and the folder removed,
  * and a check that the bundle is built.
  */
 export function useCliProcesses(prefix: string): CliProcesses {
@@ -133,14 +127,16 @@ export function useCliProcesses(prefix: string): CliProcesses {
     for (const cli of processes.splice(0)) await cli.kill();
     removeTempDir(dataDir);
   });
-  const run = (...args: string[]): CliProcess => {
-    const cli = new CliProcess(args);
+  const start = (args: readonly string[], stdin: boolean): CliProcess => {
+    const cli = new CliProcess(args, { stdin });
     processes.push(cli);
     return cli;
   };
+  const run = (...args: string[]): CliProcess => start(args, false);
   return {
     dataDir: () => dataDir,
     run,
+    runWithInput: (...args: string[]) => start(args, true),
     last: () => {
       assert.ok(processes.length > 0, 'no coordinator was started');
       return processes[processes.length - 1];

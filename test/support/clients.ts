@@ -2,7 +2,7 @@ import { strict as assert } from 'node:assert';
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
 import { HEALTH_PROTO } from '../../src/server/health';
-import { LOADER_OPTIONS, loadPackageDefinition } from '../../src/server/protos';
+import { LOADER_OPTIONS, loadPackageDefinition, serviceDefinition } from '../../src/server/protos';
 import { PROTOS_DIR } from './paths';
 
 export interface RegisterAgentResponse { accepted: boolean; reason: string }
@@ -40,13 +40,27 @@ export function healthDefinition(): protoLoader.PackageDefinition {
   return cachedHealth;
 }
 
-type ServiceClient = grpc.Client & Record<string, (...args: unknown[]) => unknown>;
+/** A generated grpc-js client: its methods by their proto names. */
+export type ServiceClient = grpc.Client & Record<string, (...args: unknown[]) => unknown>;
 
 function clientConstructor(definition: protoLoader.PackageDefinition, fullName: string): grpc.ServiceClientConstructor {
   let node: unknown = grpc.loadPackageDefinition(definition);
   for (const part of fullName.split('.')) node = (node as Record<string, unknown>)[part];
   assert.equal(typeof node, 'function', `${fullName} is not a service in the loaded protos`);
   return node as grpc.ServiceClientConstructor;
+}
+
+/** The generated client of one canonical service (e.g. `sw4rm.tool.ToolService`) at `address`, over plain TCP. */
+export function serviceClient(address: string, fullName: string, options?: grpc.ClientOptions): ServiceClient {
+  return new (clientConstructor(canonicalDefinition(), fullName))(address, grpc.credentials.createInsecure(), options) as ServiceClient;
+}
+
+/** Metadata with `authorization: Bearer <token>` (none when token is undefined) and any further keys. */
+export function bearer(token: string | undefined, extra: Record<string, string> = {}): grpc.Metadata {
+  const metadata = new grpc.Metadata();
+  if (token !== undefined) metadata.set('authorization', `Bearer ${token}`);
+  for (const [key, value] of Object.entries(extra)) metadata.set(key, value);
+  return metadata;
 }
 
 /**
@@ -104,6 +118,74 @@ export class CoordinatorClients {
     this.registry.close();
     this.logging.close();
     this.health.close();
+  }
+}
+
+/** A unary call's response and the trailer that came with its status. */
+export interface UnaryAnswer<T> {
+  readonly response: T;
+  readonly trailer: grpc.Metadata;
+}
+
+/**
+ * One service of the canonical protos over a plain grpc-js channel with one bearer token: unary calls by method name
+ * (10 s deadline unless given, further metadata when given), answered with the trailer (which says why a call was
+ * refused).
+ */
+export class ServiceCaller<Method extends string> {
+  private readonly client: grpc.Client;
+  private readonly methods: Record<Method, grpc.MethodDefinition<unknown, unknown>>;
+
+  constructor(address: string, private readonly token: string | undefined, private readonly service: string, private readonly deadlineMs = 10_000) {
+    this.client = new grpc.Client(address, grpc.credentials.createInsecure());
+    this.methods = serviceDefinition(canonicalDefinition(), service) as unknown as Record<Method, grpc.MethodDefinition<unknown, unknown>>;
+  }
+
+  call<T>(method: Method, request: unknown, extra: Record<string, string> = {}): Promise<UnaryAnswer<T>> {
+    const definition = this.methods[method];
+    assert.ok(definition, `no method ${method} in ${this.service}`);
+    const metadata = new grpc.Metadata();
+    if (this.token) metadata.set('authorization', `Bearer ${this.token}`);
+    for (const [key, value] of Object.entries(extra)) metadata.set(key, value);
+    return new Promise((resolve, reject) => {
+      // grpc-js calls back before it emits 'status' (which carries the trailer): answer once both came.
+      let answered: { response: T } | undefined;
+      let trailer: grpc.Metadata | undefined;
+      const settle = () => {
+        if (answered && trailer) resolve({ response: answered.response, trailer });
+      };
+      const call = this.client.makeUnaryRequest(definition.path, definition.requestSerialize, definition.responseDeserialize, request, metadata,
+        { deadline: Date.now() + this.deadlineMs }, (err, response) => {
+          if (err) return reject(err);
+          answered = { response: response as T };
+          settle();
+        });
+      call.on('status', (status: grpc.StatusObject) => {
+        trailer = status.metadata;
+        settle();
+      });
+    });
+  }
+
+  close(): void {
+    this.client.close();
+  }
+}
+
+/** sw4rm.worktree.WorktreeService as an agent (or the operator) calls it: the canonical proto, a bearer token. */
+export class WorktreeClient {
+  private readonly service: ServiceCaller<string>;
+
+  constructor(address: string, token: string | undefined, deadlineMs = 10_000) {
+    this.service = new ServiceCaller(address, token, 'sw4rm.worktree.WorktreeService', deadlineMs);
+  }
+
+  async call<T>(method: string, request: Record<string, unknown>): Promise<T> {
+    return (await this.service.call<T>(method, request)).response;
+  }
+
+  close(): void {
+    this.service.close();
   }
 }
 

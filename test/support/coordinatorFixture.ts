@@ -12,7 +12,9 @@ import { makeTempDir, removeTempDir } from './tempDir';
  */
 
 export interface StoreFixtureOptions {
-  /** The store's folder; by default a fresh temp folder named `<prefix>…`, removed by `dispose`. */
+  /** The name of the fresh temp folder the store is in (`<prefix>…`), removed by `dispose`. */
+  readonly prefix?: string;
+  /** A folder of the test's own for the store instead (the test removes it). */
   readonly dataDir?: string;
   /** The ManualClock's start (default: ManualClock's). */
   readonly now?: number;
@@ -20,62 +22,81 @@ export interface StoreFixtureOptions {
   readonly store?: CoordinatorStoreOptions;
 }
 
-/** The store folder and the clock of a fixture. */
-class FixtureBase {
+/** The store folder and the clock of a fixture, and its lifecycle: open, closed and opened again, disposed. */
+abstract class FixtureBase implements Disposable {
   readonly dataDir: string;
   readonly clock: ManualClock;
   private readonly ownsDir: boolean;
+  private readonly storeOptions: CoordinatorStoreOptions | undefined;
+  private isOpen = false;
 
-  constructor(prefix: string, protected readonly fixtureOptions: StoreFixtureOptions) {
-    this.ownsDir = fixtureOptions.dataDir === undefined;
-    this.dataDir = fixtureOptions.dataDir ?? makeTempDir(prefix);
-    this.clock = new ManualClock(fixtureOptions.now);
-  }
-
-  protected openStore(): CoordinatorStore {
-    return CoordinatorStore.open(this.dataDir, this.fixtureOptions.store);
-  }
-
-  protected removeDir(): void {
-    if (this.ownsDir) removeTempDir(this.dataDir);
-  }
-}
-
-/** A real store file, a ManualClock and the structured event log over them (for one area built by hand). */
-export class StoreFixture extends FixtureBase implements Disposable {
-  store: CoordinatorStore;
-  log: EventLog;
-  private readonly owned: Disposable[] = [];
-
-  constructor(prefix: string, options: StoreFixtureOptions = {}) {
-    super(prefix, options);
-    this.store = this.openStore();
-    this.log = new EventLog(this.store, this.clock);
-  }
-
-  /** Disposes `disposable` (an area built on this store) before the store closes; answers it. */
-  own<T extends Disposable>(disposable: T): T {
-    this.owned.push(disposable);
-    return disposable;
-  }
-
-  /** Closes the store (what `own` holds first) and opens it again, with a new event log: a restart. */
-  reopen(): void {
-    this.close();
-    this.store = this.openStore();
-    this.log = new EventLog(this.store, this.clock);
+  constructor(options: StoreFixtureOptions) {
+    this.ownsDir = options.dataDir === undefined;
+    this.dataDir = options.dataDir ?? makeTempDir(options.prefix ?? 'sw4rm-unit-');
+    this.clock = new ManualClock(options.now);
+    this.storeOptions = options.store;
   }
 
   dispose(): void {
     try {
       this.close();
     } finally {
-      this.removeDir();
+      if (this.ownsDir) removeTempDir(this.dataDir);
     }
   }
 
+  /** What opening the fixture opens, and what closing it closes. */
+  protected abstract openParts(): void;
+  protected abstract closeParts(): void;
+
+  protected openStore(): CoordinatorStore {
+    return CoordinatorStore.open(this.dataDir, this.storeOptions);
+  }
+
+  protected open(): void {
+    this.openParts();
+    this.isOpen = true;
+  }
+
+  /** Closes and opens again (a restart); `between` runs while closed. */
+  protected cycle(between?: () => void): void {
+    this.close();
+    between?.();
+    this.open();
+  }
+
+  /** Closes unless closed (a `between` that failed left it so). */
   private close(): void {
-    for (const disposable of this.owned.splice(0).reverse()) disposable.dispose();
+    if (!this.isOpen) return;
+    this.isOpen = false;
+    this.closeParts();
+  }
+}
+
+/**
+ * A real store file, a ManualClock and the structured event log over them, for an area a test builds by hand (the
+ * test disposes the area before the fixture).
+ */
+export class StoreFixture extends FixtureBase {
+  store!: CoordinatorStore;
+  log!: EventLog;
+
+  constructor(options: StoreFixtureOptions = {}) {
+    super(options);
+    this.open();
+  }
+
+  /** Closes the store and opens it again with a new event log (a restart); `whileClosed` runs between. */
+  reopen(whileClosed?: () => void): void {
+    this.cycle(whileClosed);
+  }
+
+  protected openParts(): void {
+    this.store = this.openStore();
+    this.log = new EventLog(this.store, this.clock);
+  }
+
+  protected closeParts(): void {
     this.log.dispose();
     this.store.close();
   }
@@ -89,18 +110,19 @@ export interface CoordinatorFixtureOptions extends StoreFixtureOptions {
 }
 
 /** A real store file, a ManualClock and a Coordinator over them, which the test may restart on the same store. */
-export class CoordinatorFixture extends FixtureBase implements Disposable {
+export class CoordinatorFixture extends FixtureBase {
   store!: CoordinatorStore;
   coordinator!: Coordinator;
   /** What each (re)started coordinator gets besides the store and the clock; a test may replace them before `restart`. */
   coordinatorOptions: Partial<CoordinatorOptions>;
   private readonly owned: Disposable[] = [];
-  private running = false;
+  private readonly started: ((fixture: CoordinatorFixture) => void) | undefined;
 
-  constructor(prefix: string, options: CoordinatorFixtureOptions = {}) {
-    super(prefix, options);
+  constructor(options: CoordinatorFixtureOptions = {}) {
+    super(options);
     this.coordinatorOptions = options.coordinator ?? {};
-    this.openCoordinator();
+    this.started = options.started;
+    this.open();
   }
 
   /** Disposes `disposable` (an API, an operator, a subscription) when this coordinator stops, before it; answers it. */
@@ -114,30 +136,16 @@ export class CoordinatorFixture extends FixtureBase implements Disposable {
    * `coordinatorOptions` the test may have replaced; `whileStopped` runs between.
    */
   restart(whileStopped?: () => void): void {
-    this.closeCoordinator();
-    whileStopped?.();
-    this.openCoordinator();
+    this.cycle(whileStopped);
   }
 
-  dispose(): void {
-    try {
-      this.closeCoordinator();
-    } finally {
-      this.removeDir();
-    }
-  }
-
-  private openCoordinator(): void {
+  protected openParts(): void {
     this.store = this.openStore();
     this.coordinator = new Coordinator({ ...this.coordinatorOptions, store: this.store, clock: this.clock });
-    this.running = true;
-    (this.fixtureOptions as CoordinatorFixtureOptions).started?.(this);
+    this.started?.(this);
   }
 
-  /** Stops the coordinator unless it is stopped (a `whileStopped` that failed left it so). */
-  private closeCoordinator(): void {
-    if (!this.running) return;
-    this.running = false;
+  protected closeParts(): void {
     for (const disposable of this.owned.splice(0).reverse()) disposable.dispose();
     this.coordinator.dispose();
   }

@@ -1,7 +1,8 @@
+import { strict as assert } from 'node:assert';
 import { spawn, type ChildProcess } from 'node:child_process';
 import * as path from 'node:path';
 import { exampleBundle, REPO_ROOT } from './paths';
-import { pollUntil } from './poll';
+import { pollUntil, within } from './poll';
 
 /** The example agent bundle built by `npm run build` from examples/agent.ts. */
 export const EXAMPLE_AGENT_BUNDLE = exampleBundle('agent');
@@ -88,19 +89,11 @@ export class ExampleProcess {
 
   /** Waits until the child exits and answers its output and code; SIGKILLs it and fails after the deadline. */
   async finished(deadlineMs = 30_000): Promise<ExampleRun> {
-    let timer: NodeJS.Timeout | undefined;
-    const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => {
-        this.child.kill('SIGKILL');
-        reject(new Error(`${this.name} did not exit within ${deadlineMs} ms:\n${this.output}`));
-      }, deadlineMs);
+    const code = await within(this.exited, deadlineMs, () => {
+      this.child.kill('SIGKILL');
+      return new Error(`${this.name} did not exit within ${deadlineMs} ms:\n${this.output}`);
     });
-    try {
-      const code = await Promise.race([this.exited, timeout]);
-      return { output: this.output, code };
-    } finally {
-      clearTimeout(timer);
-    }
+    return { output: this.output, code };
   }
 
   async kill(): Promise<void> {
@@ -126,4 +119,10 @@ export class ExampleAgentProcess extends ExampleProcess {
 export function runExample(command: string | readonly string[], env: Readonly<Record<string, string>>,
   options: ExampleProcessOptions & { deadlineMs?: number } = {}): Promise<ExampleRun> {
   return new ExampleProcess(command, env, options).finished(options.deadlineMs);
+}
+
+/** Asserts that an example printed every line of `expected`, and nothing `refused` matches (a refusal it was sent). */
+export function assertPrinted(output: string, expected: readonly RegExp[], refused: RegExp, message = 'nothing the example sent was refused'): void {
+  for (const pattern of expected) assert.match(output, pattern);
+  assert.doesNotMatch(output, refused, message);
 }

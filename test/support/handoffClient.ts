@@ -1,5 +1,5 @@
 import * as grpc from '@grpc/grpc-js';
-import { canonicalDefinition } from './clients';
+import { bearer, serviceClient } from './clients';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type ServiceClient = grpc.Client & Record<string, any>;
@@ -23,16 +23,11 @@ export class HandoffClient {
   private readonly client: ServiceClient;
 
   constructor(address: string, private readonly token: string | undefined) {
-    let node: unknown = grpc.loadPackageDefinition(canonicalDefinition());
-    for (const part of 'sw4rm.handoff.HandoffService'.split('.')) node = (node as Record<string, unknown>)[part];
-    this.client = new (node as grpc.ServiceClientConstructor)(address, grpc.credentials.createInsecure()) as ServiceClient;
+    this.client = serviceClient(address, 'sw4rm.handoff.HandoffService');
   }
 
   call<T>(method: string, request: unknown, options: { token?: string; metadata?: Record<string, string> } = {}): Promise<T> {
-    const md = new grpc.Metadata();
-    const token = options.token ?? this.token;
-    if (token) md.set('authorization', `Bearer ${token}`);
-    for (const [key, value] of Object.entries(options.metadata ?? {})) md.set(key, value);
+    const md = bearer((options.token ?? this.token) || undefined, options.metadata);
     return new Promise((resolve, reject) => {
       this.client[method](request, md, { deadline: Date.now() + 20_000 }, (err: grpc.ServiceError | null, response: T) => (err ? reject(err) : resolve(response)));
     });

@@ -22,14 +22,6 @@ export function canonicalMethods(definition: protoLoader.PackageDefinition = can
   return methods;
 }
 
-/** Metadata with `authorization: Bearer <token>` (none when token is undefined) and any further keys. */
-export function bearer(token: string | undefined, extra: Record<string, string> = {}): grpc.Metadata {
-  const metadata = new grpc.Metadata();
-  if (token !== undefined) metadata.set('authorization', `Bearer ${token}`);
-  for (const [key, value] of Object.entries(extra)) metadata.set(key, value);
-  return metadata;
-}
-
 /**
  * Calls any RPC by path with a plain grpc.Client. A unary call answers its status (OK with its response); a server
  * stream answers its status if it ends within `openMs`, else `open` (and is cancelled).

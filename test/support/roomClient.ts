@@ -1,5 +1,5 @@
 import * as grpc from '@grpc/grpc-js';
-import { canonicalDefinition } from './clients';
+import { serviceClient } from './clients';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type ServiceClient = grpc.Client & Record<string, any>;
@@ -32,9 +32,7 @@ export class RoomClient {
   private readonly client: ServiceClient;
 
   constructor(address: string, private readonly token: string | undefined) {
-    let node: unknown = grpc.loadPackageDefinition(canonicalDefinition());
-    for (const part of 'sw4rm.negotiation_room.NegotiationRoomService'.split('.')) node = (node as Record<string, unknown>)[part];
-    this.client = new (node as grpc.ServiceClientConstructor)(address, grpc.credentials.createInsecure()) as ServiceClient;
+    this.client = serviceClient(address, 'sw4rm.negotiation_room.NegotiationRoomService');
   }
 
   private metadata(agentId?: string, token = this.token): grpc.Metadata {

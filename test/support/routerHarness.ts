@@ -96,7 +96,8 @@ export class RouterHarness extends CoordinatorFixture {
     hitlPolicy?: HitlPolicy,
     /** Further options each (re)started coordinator gets (an area's options). */
     coordinatorOptions: Partial<CoordinatorOptions> = {}) {
-    super('sw4rm-router-', {
+    super({
+      prefix: 'sw4rm-router-',
       coordinator: { ...coordinatorOptions, registry: registryOptions, router: { heartbeatIntervalMs: 0, ...routerOptions }, hitl: hitlPolicy },
     });
   }

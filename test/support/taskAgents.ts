@@ -1,7 +1,5 @@
-import * as grpc from '@grpc/grpc-js';
 import { randomUUID } from 'node:crypto';
-import { serviceDefinition } from '../../src/server/protos';
-import { canonicalDefinition, CoordinatorClients } from './clients';
+import { CoordinatorClients, ServiceCaller } from './clients';
 import { pollUntil } from './poll';
 import { WireAgent, wireJson, type WireInbox, type WireItem } from './routerWire';
 
@@ -11,54 +9,17 @@ import { WireAgent, wireJson, type WireInbox, type WireItem } from './routerWire
  * commands from `coordinator` and answers them with protocol ACKs.
  */
 
-export interface UnaryAnswer<T> {
-  readonly response: T;
-  readonly trailer: grpc.Metadata;
-}
-
 type SchedulerMethod = 'SubmitTask' | 'RequestPreemption' | 'ShutdownAgent' | 'PollActivityBuffer' | 'PurgeActivity';
-let methods: Record<SchedulerMethod, grpc.MethodDefinition<unknown, unknown>> | undefined;
 
 /** SchedulerService over a real grpc-js channel, with one bearer token. */
-export class SchedulerClient {
-  private readonly client: grpc.Client;
-
-  constructor(address: string, private readonly token: string | undefined) {
-    this.client = new grpc.Client(address, grpc.credentials.createInsecure());
-    methods ??= serviceDefinition(canonicalDefinition(), 'sw4rm.scheduler.SchedulerService') as unknown as Record<SchedulerMethod, grpc.MethodDefinition<unknown, unknown>>;
-  }
-
-  call<T>(method: SchedulerMethod, request: unknown): Promise<UnaryAnswer<T>> {
-    const definition = methods![method];
-    const metadata = new grpc.Metadata();
-    if (this.token) metadata.set('authorization', `Bearer ${this.token}`);
-    return new Promise((resolve, reject) => {
-      // grpc-js calls back before it emits 'status' (which carries the trailer): answer once both came.
-      let answered: { response: T } | undefined;
-      let trailer: grpc.Metadata | undefined;
-      const settle = () => {
-        if (answered && trailer) resolve({ response: answered.response, trailer });
-      };
-      const call = this.client.makeUnaryRequest(definition.path, definition.requestSerialize, definition.responseDeserialize, request, metadata,
-        { deadline: Date.now() + 10_000 }, (err, response) => {
-          if (err) return reject(err);
-          answered = { response: response as T };
-          settle();
-        });
-      call.on('status', (status: grpc.StatusObject) => {
-        trailer = status.metadata;
-        settle();
-      });
-    });
+export class SchedulerClient extends ServiceCaller<SchedulerMethod> {
+  constructor(address: string, token: string | undefined) {
+    super(address, token, 'sw4rm.scheduler.SchedulerService');
   }
 
   async submit(request: { agent_id: string; task_id?: string; priority?: number; params?: unknown; content_type?: string; scope?: string }): Promise<{ accepted: boolean; reason: string }> {
     const params = request.params === undefined ? Buffer.from('{}') : Buffer.from(JSON.stringify(request.params));
     return (await this.call<{ accepted: boolean; reason: string }>('SubmitTask', { content_type: 'application/json', ...request, params })).response;
-  }
-
-  close(): void {
-    this.client.close();
   }
 }
 

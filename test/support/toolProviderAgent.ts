@@ -1,5 +1,5 @@
 import * as grpc from '@grpc/grpc-js';
-import { canonicalDefinition, CoordinatorClients, unary } from './clients';
+import { CoordinatorClients, serviceClient, unary } from './clients';
 import { WireAgent, wireJson, type WireInbox, type WireItem } from './routerWire';
 
 /**
@@ -42,8 +42,7 @@ export class ToolProviderAgent {
   constructor(readonly address: string, private readonly token: string | undefined, readonly agentId: string) {
     this.wire = new WireAgent(address, token, agentId);
     this.clients = new CoordinatorClients(address, token);
-    const root = grpc.loadPackageDefinition(canonicalDefinition()) as unknown as { sw4rm: { connector: { ConnectorService: grpc.ServiceClientConstructor } } };
-    this.connector = new root.sw4rm.connector.ConnectorService(address, grpc.credentials.createInsecure()) as Client;
+    this.connector = serviceClient(address, 'sw4rm.connector.ConnectorService');
   }
 
   /** Registers the agent, opens its inbox stream, reports RUNNABLE and registers its tools as a provider. */

@@ -1,15 +1,15 @@
 import { strict as assert } from 'node:assert';
-import { ManualClock, isoUtc } from '../../src/core/clock';
-import { CoordinatorStore } from '../../src/core/coordinatorStore';
-import { EventLog } from '../../src/core/log/eventLog';
+import { isoUtc, type ManualClock } from '../../src/core/clock';
+import type { CoordinatorStore } from '../../src/core/coordinatorStore';
+import type { EventLog } from '../../src/core/log/eventLog';
+import { StoreFixture } from '../support/coordinatorFixture';
 import { ActivityBuffer, ActivityEntryInvalidError, HISTORY_EVICTION_BATCH } from '../../src/core/activity/activityBuffer';
 import { ARTIFACT_LIMITS } from '../../src/core/activity/activityBuffer';
 import { TRANSPORT_MAX_MESSAGE_BYTES } from '../../src/core/limits';
 import { ActivityBufferFullError, DEFAULT_ACTIVITY_OPTIONS, type ActivityChange, type ActivityEntry, type ActivityOptions, type Artifact } from '../../src/core/activity/model';
-import { makeTempDir, removeTempDir } from '../support/tempDir';
 
 describe('Activity buffer (RFC §10, §10.1)', () => {
-  let dataDir: string;
+  let fixture: StoreFixture;
   let store: CoordinatorStore;
   let clock: ManualClock;
   let log: EventLog;
@@ -35,19 +35,15 @@ describe('Activity buffer (RFC §10, §10.1)', () => {
   const events = (eventType: string) => log.query({ eventType, limit: 100_000 });
 
   beforeEach(() => {
-    dataDir = makeTempDir('sw4rm-activity-');
-    store = CoordinatorStore.open(dataDir);
-    clock = new ManualClock();
-    log = new EventLog(store, clock);
+    fixture = new StoreFixture({ prefix: 'sw4rm-activity-' });
+    ({ store, clock, log } = fixture);
     changes = [];
     buffer = open();
   });
 
   afterEach(() => {
     buffer.dispose();
-    log.dispose();
-    store.close();
-    removeTempDir(dataDir);
+    fixture.dispose();
   });
 
   describe('entries', () => {

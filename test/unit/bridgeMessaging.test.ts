@@ -2,12 +2,11 @@ import { strict as assert } from 'node:assert';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import { ManualClock } from '../../src/core/clock';
-import { Coordinator } from '../../src/core/coordinator';
-import { CoordinatorStore } from '../../src/core/coordinatorStore';
+import type { ManualClock } from '../../src/core/clock';
+import type { Coordinator } from '../../src/core/coordinator';
 import { createBridgeMcpServer } from '../../src/server/bridge/mcpServer';
+import { CoordinatorFixture } from '../support/coordinatorFixture';
 import { validDescriptor } from '../support/fixtures';
-import { makeTempDir, removeTempDir } from '../support/tempDir';
 import { failedRequests, negotiatedVersion, PROXY_ERROR_CODE, proxyConfig } from '../../src/cli/mcpStdio';
 import { BridgeToolError } from '../../src/server/bridge/model';
 import { derivedToken, MESSAGING_TOOLS, payloadOf, renderPayload } from '../../src/server/bridge/tools/messaging';
@@ -84,8 +83,7 @@ describe('the MCP bridge, pure parts', () => {
 });
 
 describe('read_inbox on the Clock (ManualClock, in-memory MCP)', () => {
-  let dataDir: string;
-  let store: CoordinatorStore;
+  let fixture: CoordinatorFixture;
   let clock: ManualClock;
   let coordinator: Coordinator;
   const clients: Client[] = [];
@@ -111,17 +109,14 @@ describe('read_inbox on the Clock (ManualClock, in-memory MCP)', () => {
   };
 
   beforeEach(() => {
-    dataDir = makeTempDir('sw4rm-bridge-unit-');
-    store = CoordinatorStore.open(dataDir, { groupCommit: true });
-    clock = new ManualClock();
-    coordinator = new Coordinator({ store, clock, router: { heartbeatIntervalMs: 0 } });
+    fixture = new CoordinatorFixture({ prefix: 'sw4rm-bridge-unit-', store: { groupCommit: true }, coordinator: { router: { heartbeatIntervalMs: 0 } } });
+    ({ clock, coordinator } = fixture);
     for (const id of ['a', 'b']) assert.equal(coordinator.registry.register(validDescriptor(id), { correlationId: 'unit' }).accepted, true);
   });
 
   afterEach(async () => {
     for (const client of clients.splice(0)) await client.close();
-    coordinator.dispose();
-    removeTempDir(dataDir);
+    fixture.dispose();
   });
 
   it('waits on the Clock: an empty inbox answers when wait_ms has passed on the clock, not before', async () => {

@@ -1,32 +1,22 @@
 import { strict as assert } from 'node:assert';
-import * as fs from 'node:fs';
-import * as os from 'node:os';
-import * as path from 'node:path';
-import { ManualClock } from '../../src/core/clock';
-import { Coordinator } from '../../src/core/coordinator';
-import { CoordinatorStore } from '../../src/core/coordinatorStore';
-import { EventLog, formatEvent } from '../../src/core/log/eventLog';
+import type { ManualClock } from '../../src/core/clock';
+import type { CoordinatorStore } from '../../src/core/coordinatorStore';
+import { formatEvent, type EventLog } from '../../src/core/log/eventLog';
 import type { StoredEvent } from '../../src/core/log/model';
-import { makeTempDir, removeTempDir } from '../support/tempDir';
+import { CoordinatorFixture, StoreFixture } from '../support/coordinatorFixture';
 
 describe('EventLog', () => {
-  let dataDir: string;
+  let fixture: StoreFixture;
   let store: CoordinatorStore;
   let clock: ManualClock;
   let log: EventLog;
 
   beforeEach(() => {
-    dataDir = makeTempDir('sw4rm-log-');
-    store = CoordinatorStore.open(dataDir);
-    clock = new ManualClock(Date.UTC(2026, 2, 4, 5, 6, 7, 89));
-    log = new EventLog(store, clock);
+    fixture = new StoreFixture({ prefix: 'sw4rm-log-', now: Date.UTC(2026, 2, 4, 5, 6, 7, 89) });
+    ({ store, clock, log } = fixture);
   });
 
-  afterEach(() => {
-    log.dispose();
-    store.close();
-    removeTempDir(dataDir);
-  });
+  afterEach(() => fixture.dispose());
 
   it('records an internal error as <actor>.internal_error with the stack, and never throws when the log cannot be written', () => {
     const event = (() => { log.internalError('router', 'c-err', new Error('boom'), { during: 'test' }); return log.query({ eventType: 'router.internal_error' })[0]; })();
@@ -35,18 +25,18 @@ describe('EventLog', () => {
     assert.equal(event.details.during, 'test');
     assert.match(String(event.details.error), /^Error: boom\n\s+at /, 'with the stack');
 
-    store.close(); // every write now throws
-    const printed: string[] = [];
-    const original = console.error;
-    console.error = (...args: unknown[]) => { printed.push(args.join(' ')); };
-    try {
-      assert.doesNotThrow(() => log.internalError('registry', 'c-closed', new Error('store gone')));
-    } finally {
-      console.error = original;
-    }
-    assert.equal(printed.length, 1);
-    assert.match(printed[0], /registry: Error: store gone/);
-    store = CoordinatorStore.open(dataDir);
+    fixture.reopen(() => { // the store closed: every write now throws
+      const printed: string[] = [];
+      const original = console.error;
+      console.error = (...args: unknown[]) => { printed.push(args.join(' ')); };
+      try {
+        assert.doesNotThrow(() => log.internalError('registry', 'c-closed', new Error('store gone')));
+      } finally {
+        console.error = original;
+      }
+      assert.equal(printed.length, 1);
+      assert.match(printed[0], /registry: Error: store gone/);
+    });
   });
 
   it('stamps an event with the clock in ISO-8601 UTC and fills in the defaults', () => {
@@ -121,9 +111,8 @@ describe('EventLog', () => {
 
 describe('event retention', () => {
   it('keeps only the newest maxEvents events, checked every minute with the injected clock', () => {
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'sw4rm-retention-'));
-    const clock = new ManualClock();
-    const coordinator = new Coordinator({ store: CoordinatorStore.open(dir), clock, maxEvents: 5, router: { heartbeatIntervalMs: 0 } });
+    const fixture = new CoordinatorFixture({ prefix: 'sw4rm-retention-', coordinator: { maxEvents: 5, router: { heartbeatIntervalMs: 0 } } });
+    const { clock, coordinator } = fixture;
     try {
       for (let i = 0; i < 20; i++) coordinator.log.record({ correlationId: `c${i}`, actor: 'test', eventType: 'test.event' });
       assert.ok(coordinator.store.events.count() > 5);
@@ -135,15 +124,13 @@ describe('event retention', () => {
       assert.equal(kept[kept.length - 1].eventType, 'events.pruned');
       assert.deepEqual(kept.slice(0, 5).map((e) => e.correlationId), ['c15', 'c16', 'c17', 'c18', 'c19']);
     } finally {
-      coordinator.dispose();
-      fs.rmSync(dir, { recursive: true, force: true });
+      fixture.dispose();
     }
   });
 
   it('works off a backlog beyond maxEvents 5,000 events per run, the rest on catch-up runs 100 ms apart', () => {
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'sw4rm-retention-'));
-    const clock = new ManualClock();
-    const coordinator = new Coordinator({ store: CoordinatorStore.open(dir), clock, maxEvents: 10, router: { heartbeatIntervalMs: 0 } });
+    const fixture = new CoordinatorFixture({ prefix: 'sw4rm-retention-', coordinator: { maxEvents: 10, router: { heartbeatIntervalMs: 0 } } });
+    const { clock, coordinator } = fixture;
     try {
       coordinator.store.transaction(() => {
         for (let i = 0; i < 12_000; i++) coordinator.store.events.append({ ts: '2026-01-01T00:00:00.000Z', correlationId: `b${i}`, actor: 'test', eventType: 'test.backlog', level: 'INFO', source: 'coordinator', details: {} });
@@ -160,8 +147,7 @@ describe('event retention', () => {
       clock.advance(60_000 - 200 - 1);
       assert.equal(runs().length, 3, 'caught up: nothing until the next minute');
     } finally {
-      coordinator.dispose();
-      fs.rmSync(dir, { recursive: true, force: true });
+      fixture.dispose();
     }
   });
 });

@@ -3,13 +3,13 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { CoordinatorApiError, InProcessCoordinatorApi } from '../../src/core/api';
 import { ManualClock } from '../../src/core/clock';
-import { Coordinator } from '../../src/core/coordinator';
-import { CoordinatorStore } from '../../src/core/coordinatorStore';
+import type { Coordinator } from '../../src/core/coordinator';
 import type { ProgramLookup } from '../../src/core/launch/availability';
 import { DEFAULT_LAUNCHES_OPTIONS, Launches, type LaunchesDeps } from '../../src/core/launch/launches';
 import type { BridgeEndpoints } from '../../src/core/launch/model';
 import { createGit } from '../../src/core/worktree/git';
-import { discoverRepositories, type Repository } from '../../src/core/worktree/repositories';
+import { discoverRepositories } from '../../src/core/worktree/repositories';
+import { CoordinatorFixture } from '../support/coordinatorFixture';
 import { commitAll, git, makeRepo, writeFile } from '../support/gitRepo';
 import { makeTempDir, removeTempDir } from '../support/tempDir';
 
@@ -24,33 +24,28 @@ const endpoints: BridgeEndpoints = {
 describe('Launches (real store, real git, ManualClock)', function () {
   this.timeout(30_000);
   let dir: string;
-  let dataDir: string;
   let repoPath: string;
-  let repositories: Repository[];
+  let fixture: CoordinatorFixture;
   let clock: ManualClock;
   let coordinator: Coordinator;
   let api: InProcessCoordinatorApi;
 
-  function start(): void {
-    coordinator = new Coordinator({ store: CoordinatorStore.open(dataDir), clock, repositories, launches: { lookup, env: {} } });
-    coordinator.launches.setEndpoints(endpoints);
-    api = new InProcessCoordinatorApi(coordinator);
-  }
-  function stop(): void {
-    api.dispose();
-    coordinator.dispose();
-  }
-
   beforeEach(async () => {
     dir = makeTempDir('sw4rm-launches-');
     repoPath = makeRepo(dir, 'app', { 'README.md': 'hello\n' });
-    repositories = await discoverRepositories(createGit(), [repoPath]);
-    dataDir = path.join(dir, 'data');
-    clock = new ManualClock(Date.UTC(2026, 0, 1));
-    start();
+    const repositories = await discoverRepositories(createGit(), [repoPath]);
+    fixture = new CoordinatorFixture({
+      dataDir: path.join(dir, 'data'), now: Date.UTC(2026, 0, 1), coordinator: { repositories, launches: { lookup, env: {} } },
+      started: (f) => {
+        coordinator = f.coordinator;
+        coordinator.launches.setEndpoints(endpoints);
+        api = f.own(new InProcessCoordinatorApi(coordinator));
+      },
+    });
+    clock = fixture.clock;
   });
   afterEach(() => {
-    stop();
+    fixture.dispose();
     removeTempDir(dir);
   });
 
@@ -98,8 +93,7 @@ describe('Launches (real store, real git, ManualClock)', function () {
     assert.equal(gone.state, 'SHUTTING_DOWN');
     assert.equal(gone.presence, 'unavailable', 'no liveness once exited');
     assert.equal((await refusal(api.launchStarted('g'))).code, 'refused');
-    stop();
-    start();
+    fixture.restart();
     clock.advance(60 * 60_000);
     assert.equal(coordinator.registry.get('g')?.state, 'SHUTTING_DOWN', 'no grace timer re-armed: still registered');
     assert.deepEqual(launchEvents('g').map((e) => [e.eventType, e.details.state]),
@@ -210,8 +204,7 @@ describe('Launches (real store, real git, ManualClock)', function () {
 
       // A restart: restored from the launch records before anything else runs.
       const stored = send('cc');
-      stop();
-      start();
+      fixture.restart();
       assert.equal(coordinator.router.ackTimeoutOf('cc'), 30 * MINUTE);
       assert.equal(coordinator.router.ackTimeoutOf('own'), 30 * MINUTE);
       assert.equal(coordinator.router.ackTimeoutOf('ai'), 10_000);
@@ -223,10 +216,8 @@ describe('Launches (real store, real git, ManualClock)', function () {
     });
 
     it('takes bridgedAckTimeoutMs from the options, within 10 s … 24 h', async () => {
-      stop();
-      coordinator = new Coordinator({ store: CoordinatorStore.open(dataDir), clock, repositories, launches: { lookup, env: {}, bridgedAckTimeoutMs: 5 * MINUTE } });
-      coordinator.launches.setEndpoints(endpoints);
-      api = new InProcessCoordinatorApi(coordinator);
+      fixture.coordinatorOptions = { ...fixture.coordinatorOptions, launches: { lookup, env: {}, bridgedAckTimeoutMs: 5 * MINUTE } };
+      fixture.restart();
       await api.launchAgent({ profileId: 'gemini', repoId: 'app', worktree: { kind: 'new' }, agentId: 'gm' }, 'editor:test');
       assert.equal(deadlineOf(send('gm')), 5 * MINUTE);
       for (const bad of [9_999, 24 * 60 * MINUTE + 1, 1.5 * MINUTE + 0.5]) {

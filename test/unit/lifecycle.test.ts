@@ -1,14 +1,14 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { strict as assert } from 'node:assert';
-import { ManualClock } from '../../src/core/clock';
-import { CoordinatorStore } from '../../src/core/coordinatorStore';
-import { EventLog } from '../../src/core/log/eventLog';
+import type { ManualClock } from '../../src/core/clock';
+import type { CoordinatorStore } from '../../src/core/coordinatorStore';
+import type { EventLog } from '../../src/core/log/eventLog';
 import { AGENT_STATES, AGENT_TRANSITIONS, DEFAULT_STATE_TIMEOUTS, allows } from '../../src/core/registry/lifecycle';
 import type { TransitionCause } from '../../src/core/registry/model';
 import { Registry, type RegistryChange } from '../../src/core/registry/registry';
+import { StoreFixture } from '../support/coordinatorFixture';
 import { validDescriptor } from '../support/fixtures';
-import { makeTempDir, removeTempDir } from '../support/tempDir';
 
 /**
  * The expected table, written out independently of lifecycle.ts: RFC Appendix C plus COMPLETED → RUNNABLE (§8.1),
@@ -55,7 +55,7 @@ const TIMEOUTS: Array<[string, number, string]> = [
 ];
 
 describe('Agent lifecycle (RFC §8, Appendix C)', () => {
-  let dataDir: string;
+  let fixture: StoreFixture;
   let store: CoordinatorStore;
   let clock: ManualClock;
   let log: EventLog;
@@ -84,19 +84,15 @@ describe('Agent lifecycle (RFC §8, Appendix C)', () => {
   const stateEvents = (agentId: string) => log.query({ eventType: 'agent.state_changed', limit: 100_000 }).filter((e) => e.details.agent_id === agentId);
 
   beforeEach(() => {
-    dataDir = makeTempDir('sw4rm-lifecycle-');
-    store = CoordinatorStore.open(dataDir);
-    clock = new ManualClock();
-    log = new EventLog(store, clock);
+    fixture = new StoreFixture({ prefix: 'sw4rm-lifecycle-' });
+    ({ store, clock, log } = fixture);
     changes = [];
     registry = open();
   });
 
   afterEach(() => {
     registry.dispose();
-    log.dispose();
-    store.close();
-    removeTempDir(dataDir);
+    fixture.dispose();
   });
 
   describe('the table', () => {

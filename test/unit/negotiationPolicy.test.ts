@@ -1,15 +1,15 @@
 import { strict as assert } from 'node:assert';
 import { Ajv } from 'ajv';
-import { ManualClock } from '../../src/core/clock';
-import { CoordinatorStore } from '../../src/core/coordinatorStore';
-import { EventLog } from '../../src/core/log/eventLog';
+import type { ManualClock } from '../../src/core/clock';
+import type { CoordinatorStore } from '../../src/core/coordinatorStore';
+import type { EventLog } from '../../src/core/log/eventLog';
 import { DEFAULT_GUARDRAILS, DEFAULT_PROFILES, MAX_DEBATE_TIMEOUT_MS } from '../../src/core/policy/defaults';
 import type { NegotiationPolicy, PolicySet } from '../../src/core/policy/model';
 import { NegotiationPolicies, type EffectiveInput, type PolicySettings } from '../../src/core/policy/policies';
 import { parseAgentPreferences } from '../../src/core/policy/preferences';
 import { parsePolicySettings } from '../../src/core/policy/settings';
 import { NegotiationError } from '../../src/core/policy/speaker';
-import { makeTempDir, removeTempDir } from '../support/tempDir';
+import { StoreFixture } from '../support/coordinatorFixture';
 
 const ctx = { correlationId: 'corr-policy', principal: 'operator' };
 
@@ -30,7 +30,7 @@ function refusal(fn: () => unknown): NegotiationError {
 }
 
 describe('NegotiationPolicies (RFC §17.2): the versioned policy set, profiles and effective policies', () => {
-  let dataDir: string;
+  let fixture: StoreFixture;
   let store: CoordinatorStore;
   let log: EventLog;
   let clock: ManualClock;
@@ -42,24 +42,20 @@ describe('NegotiationPolicies (RFC §17.2): the versioned policy set, profiles a
     return p;
   };
   const reopen = (settings?: PolicySettings): NegotiationPolicies => {
-    store.close();
-    store = CoordinatorStore.open(dataDir);
-    log = new EventLog(store, clock);
+    fixture.reopen();
+    ({ store, log } = fixture);
     return open(settings);
   };
   const policySets = () => log.query({ eventType: 'negotiation.policy_set' });
 
   beforeEach(() => {
-    dataDir = makeTempDir('sw4rm-negotiation-policy-');
-    store = CoordinatorStore.open(dataDir);
-    clock = new ManualClock();
-    log = new EventLog(store, clock);
+    fixture = new StoreFixture({ prefix: 'sw4rm-negotiation-policy-' });
+    ({ store, log, clock } = fixture);
   });
 
   afterEach(() => {
     for (const p of opened.splice(0)) p.dispose();
-    store.close();
-    removeTempDir(dataDir);
+    fixture.dispose();
   });
 
   describe('defaults', () => {

@@ -1,18 +1,18 @@
 import { strict as assert } from 'node:assert';
-import { ManualClock, isoUtc } from '../../src/core/clock';
-import { CoordinatorStore } from '../../src/core/coordinatorStore';
-import { EventLog } from '../../src/core/log/eventLog';
+import { isoUtc, type ManualClock } from '../../src/core/clock';
+import type { CoordinatorStore } from '../../src/core/coordinatorStore';
+import type { EventLog } from '../../src/core/log/eventLog';
 import type { StoredEvent } from '../../src/core/log/model';
 import { Registry, type RegistryChange, type RegistryOptions } from '../../src/core/registry/registry';
+import { StoreFixture } from '../support/coordinatorFixture';
 import { validDescriptor } from '../support/fixtures';
-import { makeTempDir, removeTempDir } from '../support/tempDir';
 
 const DEBOUNCE_MS = 30_000;
 const INIT_TIMEOUT_MS = 60_000;
 const ISO_UTC = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 
 describe('Registry (RFC §14, §8.3)', () => {
-  let dataDir: string;
+  let fixture: StoreFixture;
   let store: CoordinatorStore;
   let clock: ManualClock;
   let log: EventLog;
@@ -33,19 +33,15 @@ describe('Registry (RFC §14, §8.3)', () => {
   }
 
   beforeEach(() => {
-    dataDir = makeTempDir('sw4rm-registry-');
-    store = CoordinatorStore.open(dataDir);
-    clock = new ManualClock();
-    log = new EventLog(store, clock);
+    fixture = new StoreFixture({ prefix: 'sw4rm-registry-' });
+    ({ store, clock, log } = fixture);
     changes = [];
     registry = openRegistry();
   });
 
   afterEach(() => {
     registry.dispose();
-    log.dispose();
-    store.close();
-    removeTempDir(dataDir);
+    fixture.dispose();
   });
 
   describe('register', () => {
@@ -345,11 +341,8 @@ describe('Registry (RFC §14, §8.3)', () => {
       registry.register(validDescriptor('beta'), ctx());
       const before = registry.list();
       registry.dispose();
-      store.close();
-
-      clock.advance(3_600_000);
-      store = CoordinatorStore.open(dataDir);
-      log = new EventLog(store, clock);
+      fixture.reopen(() => clock.advance(3_600_000));
+      ({ store, log } = fixture);
       registry = openRegistry();
 
       const after = registry.list();

@@ -1,13 +1,13 @@
 import { strict as assert } from 'node:assert';
 import { Ajv } from 'ajv';
-import { ManualClock } from '../../src/core/clock';
+import type { ManualClock } from '../../src/core/clock';
 import type { CallContext } from '../../src/core/context';
-import { CoordinatorStore } from '../../src/core/coordinatorStore';
+import type { CoordinatorStore } from '../../src/core/coordinatorStore';
 import { Emitter } from '../../src/core/events';
 import { HitlService } from '../../src/core/hitl/hitlService';
 import { DEFAULT_HITL_POLICY } from '../../src/core/hitl/policy';
 import { SequentialIds } from '../../src/core/ids';
-import { EventLog } from '../../src/core/log/eventLog';
+import type { EventLog } from '../../src/core/log/eventLog';
 import {
   DEFAULT_EXECUTION_POLICY, RawToolResult, ToolCallError,
   type CallInput, type ExecutionPolicy, type ProviderInfo, type ToolCallRecord, type ToolDescriptor, type ToolFrame, type ToolProvider, type ToolRequest,
@@ -16,7 +16,7 @@ import {
 import { escalationReason, parseExecutionPolicy, parsePolicyJson } from '../../src/core/tools/policy';
 import { backoffMs, DEFAULT_TOOLS_OPTIONS, Tools, type ToolCatalogView } from '../../src/core/tools/tools';
 import type { WorktreeLocator } from '../../src/core/worktree/model';
-import { makeTempDir, removeTempDir } from '../support/tempDir';
+import { StoreFixture } from '../support/coordinatorFixture';
 
 const ctx: CallContext = { correlationId: 'test' };
 const T0 = Date.UTC(2026, 0, 2, 3, 4, 5);
@@ -75,7 +75,7 @@ async function settle(): Promise<void> {
 }
 
 describe('tool call engine (RFC §18.2, §18.5, §18.6)', () => {
-  let dir: string;
+  let fixture: StoreFixture;
   let store: CoordinatorStore;
   let clock: ManualClock;
   let log: EventLog;
@@ -95,10 +95,8 @@ describe('tool call engine (RFC §18.2, §18.5, §18.6)', () => {
   }
 
   beforeEach(() => {
-    dir = makeTempDir('sw4rm-tool-engine-');
-    store = CoordinatorStore.open(dir);
-    clock = new ManualClock(T0);
-    log = new EventLog(store, clock);
+    fixture = new StoreFixture({ prefix: 'sw4rm-tool-engine-', now: T0 });
+    ({ store, clock, log } = fixture);
     storage = store;
     provider = new ControlledProvider('acme', [
       tool('echo', { outputSchema: { type: 'object', required: ['ok'], properties: { ok: { type: 'boolean' } } }, inputSchema: { type: 'object', properties: { n: { type: 'integer' } }, additionalProperties: false } }),
@@ -113,9 +111,7 @@ describe('tool call engine (RFC §18.2, §18.5, §18.6)', () => {
   afterEach(() => {
     tools.dispose();
     hitl.dispose();
-    log.dispose();
-    store.close();
-    removeTempDir(dir);
+    fixture.dispose();
   });
 
   const input = (toolName: string, over: Partial<CallInput> = {}): CallInput => ({

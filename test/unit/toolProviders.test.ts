@@ -1,14 +1,14 @@
 import { strict as assert } from 'node:assert';
-import { ManualClock } from '../../src/core/clock';
-import { CoordinatorStore } from '../../src/core/coordinatorStore';
-import { EventLog } from '../../src/core/log/eventLog';
+import type { ManualClock } from '../../src/core/clock';
+import type { CoordinatorStore } from '../../src/core/coordinatorStore';
+import type { EventLog } from '../../src/core/log/eventLog';
 import { Registry } from '../../src/core/registry/registry';
 import { checkDescriptors, DESCRIPTOR_LIMITS, type WireToolDescriptor } from '../../src/core/tools/descriptors';
 import type { ToolCallRecord, ToolDescriptor, ToolProvider, ToolsChange } from '../../src/core/tools/model';
 import { DEFAULT_EXECUTION_POLICY, ToolCallError } from '../../src/core/tools/model';
 import { ProviderCatalog } from '../../src/core/tools/providers';
+import { StoreFixture } from '../support/coordinatorFixture';
 import { validDescriptor } from '../support/fixtures';
-import { makeTempDir, removeTempDir } from '../support/tempDir';
 
 const DEBOUNCE_MS = 30_000;
 
@@ -144,7 +144,7 @@ describe('checkDescriptors (RFC §18.1): a registration\'s tools, checked', () =
 });
 
 describe('ProviderCatalog (RFC §18.1): registered providers, persisted, available while their agent is online', () => {
-  let dataDir: string;
+  let fixture: StoreFixture;
   let store: CoordinatorStore;
   let clock: ManualClock;
   let log: EventLog;
@@ -166,36 +166,33 @@ describe('ProviderCatalog (RFC §18.1): registered providers, persisted, availab
     return opened;
   }
 
-  function openAll(): void {
-    store = CoordinatorStore.open(dataDir);
-    log = new EventLog(store, clock);
+  function openAreas(): void {
+    ({ store, log } = fixture);
     registry = new Registry(store, log, clock, { heartbeatDebounceMs: DEBOUNCE_MS, initTimeoutMs: 10 * DEBOUNCE_MS });
     catalog = open();
   }
 
-  function closeAll(): void {
+  function closeAreas(): void {
     catalog.dispose();
     registry.dispose();
-    log.dispose();
-    store.close();
   }
 
   const events = (eventType: string) => log.query({ eventType, limit: 1000 });
   const info = (id: string) => catalog.infos().find((p) => p.providerId === id);
 
   beforeEach(() => {
-    dataDir = makeTempDir('sw4rm-tool-providers-');
-    clock = new ManualClock();
+    fixture = new StoreFixture({ prefix: 'sw4rm-tool-providers-' });
+    clock = fixture.clock;
     changes = [];
     made = [];
-    openAll();
+    openAreas();
     assert.equal(registry.register(validDescriptor('indexer'), ctx).accepted, true);
     assert.equal(registry.heartbeat('indexer', 'RUNNABLE', {}, ctx), true);
   });
 
   afterEach(() => {
-    closeAll();
-    removeTempDir(dataDir);
+    closeAreas();
+    fixture.dispose();
   });
 
   it('registers an agent as provider: persisted with one event, listed after the built-ins, its provider made once', () => {
@@ -259,9 +256,9 @@ describe('ProviderCatalog (RFC §18.1): registered providers, persisted, availab
 
   it('keeps a registration across a reopen of the store; unavailable until the agent is heard from again', () => {
     assert.ok(catalog.register('indexer', 'indexer', [grep], ctx).ok);
-    closeAll();
-    clock.advance(60_000);
-    openAll();
+    closeAreas();
+    fixture.reopen(() => clock.advance(60_000));
+    openAreas();
     const restored = info('indexer');
     assert.ok(restored);
     assert.deepEqual(restored.tools.map((t) => [t.name, t.description, t.maxConcurrency, t.sideEffectClasses]), [['grep', 'Searches files for a pattern.', 1, ['filesystem']]]);
@@ -343,18 +340,15 @@ describe('ProviderCatalog (RFC §18.1): registered providers, persisted, availab
 });
 
 describe('SqliteToolsRepository (schema v11): calls in start order, pruned oldest first', () => {
-  let dataDir: string;
+  let fixture: StoreFixture;
   let store: CoordinatorStore;
 
   beforeEach(() => {
-    dataDir = makeTempDir('sw4rm-tool-calls-');
-    store = CoordinatorStore.open(dataDir);
+    fixture = new StoreFixture({ prefix: 'sw4rm-tool-calls-' });
+    store = fixture.store;
   });
 
-  afterEach(() => {
-    store.close();
-    removeTempDir(dataDir);
-  });
+  afterEach(() => fixture.dispose());
 
   const call = (callId: string, outcome: ToolCallRecord['outcome'], startedAt: number): ToolCallRecord => ({
     callId, callerAgentId: 'a', providerId: 'p', toolName: 't', via: 'grpc', stream: false, outcome, errorCode: '', errorMessage: '',
@@ -376,8 +370,8 @@ describe('SqliteToolsRepository (schema v11): calls in start order, pruned oldes
     assert.equal(store.transaction(() => store.tools.pruneCalls(4, 5)), 1);
     assert.equal(store.transaction(() => store.tools.pruneCalls(4, 5)), 0);
     assert.deepEqual(store.tools.recentCalls(100).map((c) => c.callId), ['c9', 'c8', 'c7', 'c6']);
-    store.close();
-    store = CoordinatorStore.open(dataDir);
+    fixture.reopen();
+    store = fixture.store;
     store.transaction(() => store.tools.upsertCall(call('new', 'running', 0)));
     assert.deepEqual(store.tools.recentCalls(2).map((c) => c.callId), ['new', 'c9'], 'a reopened store continues the order');
   });

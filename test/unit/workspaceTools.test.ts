@@ -2,14 +2,13 @@ import * as assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { Ajv } from 'ajv';
-import { ManualClock } from '../../src/core/clock';
 import type { CallContext } from '../../src/core/context';
-import { Coordinator } from '../../src/core/coordinator';
-import { CoordinatorStore } from '../../src/core/coordinatorStore';
+import type { Coordinator } from '../../src/core/coordinator';
 import { ToolCallError, type ToolResult } from '../../src/core/tools/model';
 import { WORKSPACE_LIMITS } from '../../src/core/tools/workspaceProvider';
 import { createGit } from '../../src/core/worktree/git';
 import { discoverRepositories } from '../../src/core/worktree/repositories';
+import { CoordinatorFixture } from '../support/coordinatorFixture';
 import { git, makeRepo } from '../support/gitRepo';
 import { makeTempDir, removeTempDir } from '../support/tempDir';
 
@@ -24,6 +23,7 @@ describe('workspace tools (RFC §18, §16)', function () {
   let dir: string;
   let repoPath: string;
   let home: string;
+  let fixture: CoordinatorFixture;
   let coordinator: Coordinator;
   const ajv = new Ajv({ strict: true });
 
@@ -31,14 +31,15 @@ describe('workspace tools (RFC §18, §16)', function () {
     dir = makeTempDir('sw4rm-tools-');
     repoPath = makeRepo(dir, 'app', { 'README.md': 'hello\n', 'src/main.ts': 'export const answer = 42;\n' });
     const repositories = await discoverRepositories(createGit(), [repoPath]);
-    coordinator = new Coordinator({ store: CoordinatorStore.open(path.join(dir, 'data')), clock: new ManualClock(), repositories });
+    fixture = new CoordinatorFixture({ dataDir: path.join(dir, 'data'), coordinator: { repositories } });
+    coordinator = fixture.coordinator;
     const bound = await coordinator.worktrees.bind('coder', 'app', '', ctx);
     assert.equal(bound.state, 'BOUND_HOME', JSON.stringify(bound.failure));
     home = bound.worktreePath;
   });
 
   afterEach(() => {
-    coordinator.dispose();
+    fixture.dispose();
     removeTempDir(dir);
   });
 

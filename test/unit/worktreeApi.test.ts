@@ -5,13 +5,12 @@ import {
   InProcessCoordinatorApi, type WorktreesChange, type WorktreeSetupEvent,
 } from '../../src/core/api';
 import { ManualClock } from '../../src/core/clock';
-import { Coordinator, type CoordinatorOptions } from '../../src/core/coordinator';
-import { CoordinatorStore } from '../../src/core/coordinatorStore';
-import type { Disposable } from '../../src/core/events';
+import type { Coordinator, CoordinatorOptions } from '../../src/core/coordinator';
 import { createGit } from '../../src/core/worktree/git';
 import { MERGE_SNAPSHOT_KEY } from '../../src/core/worktree/mergeBack';
 import { discoverRepositories, type Repository } from '../../src/core/worktree/repositories';
 import { checkWorktreeId, InvalidWorktreeIdError } from '../../src/core/worktree/snapshots';
+import { CoordinatorFixture } from '../support/coordinatorFixture';
 import { commitAll, git, makeRepo, readTree, writeFile } from '../support/gitRepo';
 import { pollUntil } from '../support/poll';
 import { makeTempDir, removeTempDir } from '../support/tempDir';
@@ -24,37 +23,18 @@ const DAY_MS = 86_400_000;
 describe('CoordinatorApi: worktree operations (real repositories, a real store file)', function () {
   this.timeout(30_000);
   let dir: string;
-  let dataDir: string;
   let repoPath: string;
   let repositories: Repository[];
+  let fixture: CoordinatorFixture;
   let clock: ManualClock;
   let coordinator: Coordinator;
   let api: InProcessCoordinatorApi;
-  let operator: Disposable;
   let changes: WorktreesChange[];
   let setupEvents: WorktreeSetupEvent[];
-  let extra: Partial<CoordinatorOptions>;
-
-  function start(): void {
-    coordinator = new Coordinator({ store: CoordinatorStore.open(dataDir), clock, repositories, ...extra });
-    api = new InProcessCoordinatorApi(coordinator);
-    operator = coordinator.hitl.attachOperator('editor:test');
-    changes = [];
-    setupEvents = [];
-    api.onDidChangeWorktrees((c) => changes.push(c));
-    api.onDidRunWorktreeSetup((e) => setupEvents.push(e));
-  }
-
-  function stop(): void {
-    operator.dispose();
-    api.dispose();
-    coordinator.dispose();
-  }
 
   async function restartWith(options: Partial<CoordinatorOptions>): Promise<void> {
-    stop();
-    extra = options;
-    start();
+    fixture.coordinatorOptions = { repositories, ...options };
+    fixture.restart();
   }
 
   before(() => {
@@ -65,12 +45,21 @@ describe('CoordinatorApi: worktree operations (real repositories, a real store f
   beforeEach(async () => {
     repoPath = makeRepo(fs.mkdtempSync(path.join(dir, 'ws-')), 'app', { 'README.md': 'hello\n', 'src/a.txt': 'a\n' });
     repositories = await discoverRepositories(createGit(), [repoPath]);
-    dataDir = fs.mkdtempSync(path.join(dir, 'data-'));
-    clock = new ManualClock(Date.UTC(2026, 0, 1));
-    extra = {};
-    start();
+    fixture = new CoordinatorFixture({
+      dataDir: fs.mkdtempSync(path.join(dir, 'data-')), now: Date.UTC(2026, 0, 1), coordinator: { repositories },
+      started: (f) => {
+        coordinator = f.coordinator;
+        api = f.own(new InProcessCoordinatorApi(coordinator));
+        f.own(coordinator.hitl.attachOperator('editor:test'));
+        changes = [];
+        setupEvents = [];
+        api.onDidChangeWorktrees((c) => changes.push(c));
+        api.onDidRunWorktreeSetup((e) => setupEvents.push(e));
+      },
+    });
+    clock = fixture.clock;
   });
-  afterEach(() => stop());
+  afterEach(() => fixture.dispose());
 
   const setupDone = async (worktreeId: string) => coordinator.worktreeOperations.setupOf('app', worktreeId);
 

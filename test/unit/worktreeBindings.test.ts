@@ -2,13 +2,13 @@ import * as assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { ManualClock } from '../../src/core/clock';
-import { Coordinator } from '../../src/core/coordinator';
-import { CoordinatorStore } from '../../src/core/coordinatorStore';
+import type { Coordinator } from '../../src/core/coordinator';
 import type { Disposable } from '../../src/core/events';
 import { BindingRequestError, BindingStateError, homeWorktreeIdOf, TRANSITIONS, type BindingStatus } from '../../src/core/worktree/bindings';
 import { createGit } from '../../src/core/worktree/git';
 import type { BindingOperation, BindingState } from '../../src/core/worktree/model';
 import { discoverRepositories, type Repository } from '../../src/core/worktree/repositories';
+import { CoordinatorFixture } from '../support/coordinatorFixture';
 import { git, makeRepo } from '../support/gitRepo';
 import { pollUntil } from '../support/poll';
 import { makeTempDir, removeTempDir } from '../support/tempDir';
@@ -19,24 +19,12 @@ const RETRY_MS = 1_000;
 describe('worktree bindings (RFC §16, §16.1–§16.3)', function () {
   this.timeout(30_000);
   let dir: string;
-  let dataDir: string;
   let repoPath: string;
   let repositories: Repository[];
+  let fixture: CoordinatorFixture;
   let clock: ManualClock;
   let coordinator: Coordinator;
   let operator: Disposable;
-
-  function start(): Coordinator {
-    const store = CoordinatorStore.open(dataDir);
-    coordinator = new Coordinator({ store, clock, repositories, bindings: { retryBaseMs: RETRY_MS } });
-    operator = coordinator.hitl.attachOperator('editor:test');
-    return coordinator;
-  }
-
-  function stop(): void {
-    operator.dispose();
-    coordinator.dispose();
-  }
 
   before(() => {
     dir = makeTempDir('sw4rm-bindings-');
@@ -49,12 +37,18 @@ describe('worktree bindings (RFC §16, §16.1–§16.3)', function () {
     repoPath = makeRepo(fs.mkdtempSync(path.join(dir, 'ws-')), 'app');
     repositories = await discoverRepositories(createGit(), [repoPath]);
     assert.deepEqual(repositories.map((r) => r.id), ['app']);
-    dataDir = fs.mkdtempSync(path.join(dir, 'data-'));
-    clock = new ManualClock();
-    start();
+    fixture = new CoordinatorFixture({
+      dataDir: fs.mkdtempSync(path.join(dir, 'data-')), coordinator: { repositories, bindings: { retryBaseMs: RETRY_MS } },
+      started: (f) => {
+        coordinator = f.coordinator;
+        operator = coordinator.hitl.attachOperator('editor:test');
+        f.own({ dispose: () => operator.dispose() });
+      },
+    });
+    clock = fixture.clock;
   });
 
-  afterEach(() => stop());
+  afterEach(() => fixture.dispose());
 
   const bindings = () => coordinator.worktrees;
   const transitions = () => coordinator.log.query({ eventType: 'worktree.binding_transition' })
@@ -379,9 +373,7 @@ describe('worktree bindings (RFC §16, §16.1–§16.3)', function () {
     await bindings().approveSwitch('c', 'shared', 10_000, 'operator', ctx);
     await bindings().bind('f', 'nope', '', ctx);
     assert.ok(sb.switch);
-    stop();
-    clock.advance(30_000); // stopped for 30 s: c's TTL ran out meanwhile, b's has 30 s left
-    start();
+    fixture.restart(() => clock.advance(30_000)); // stopped for 30 s: c's TTL ran out meanwhile, b's has 30 s left
     assert.equal(bindings().status('a').state, 'SWITCH_PENDING');
     assert.equal(bindings().status('b').state, 'BOUND_NON_HOME');
     assert.equal(bindings().status('c').state, 'BOUND_HOME');
