@@ -84,7 +84,7 @@ describe('sw4rm-coordinator credentials', () => {
       }
     }
     const startCoordinator = async () => {
-      const coordinator = run('--port', '0', '--bridge-port', '0', '--data-dir', dataDir);
+      const coordinator = run('--port', '0', '--bridge-port', '0', '--data-dir', dataDir());
       await coordinator.environment();
       return (await coordinator.waitForOutput(/^# MCP bridge for agents: (http:\/\/127\.0\.0\.1:\d+\/mcp) /m))[1];
     };
