@@ -31,7 +31,6 @@ describe('approvals in a real editor (code-server + Chromium, an agent blocked o
     ({ harness, port } = await startWithCoordinator({
       name: 'sw4rm-approvals-e2e', viewport: { width: 1280, height: 800 },
       // The secondary side bar would only take room from the panel in the screenshot.
-      userSettings: { 'workbench.secondarySideBar.defaultVisibility': 'hidden' },
     }));
     const env = await harness.copyAgentEnvironment(AGENT);
     clients = new CoordinatorClients(env.SW4RM_REGISTRY_ADDR, env.SW4RM_TOKEN);

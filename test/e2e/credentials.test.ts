@@ -26,7 +26,6 @@ describe('credentials in a real editor (code-server + Chromium, a real gRPC agen
   before(async function () {
     ({ harness, port } = await startWithCoordinator({
       name: 'sw4rm-credentials-e2e', viewport: { width: 1400, height: 800 },
-      userSettings: { 'workbench.secondarySideBar.defaultVisibility': 'hidden' },
     }));
   });
 

@@ -47,7 +47,6 @@ describe('issue 14 defects in a real editor (code-server + Chromium)', function 
     for (const file of [EXAMPLE_AGENT, EXAMPLE_SEND]) assert.ok(fs.existsSync(file), `${file} is missing: npm run build makes it`);
     ({ harness, port } = await startWithCoordinator({
       name: 'sw4rm-defects-e2e', viewport: { width: 1280, height: 1000 },
-      userSettings: { 'workbench.secondarySideBar.defaultVisibility': 'hidden' },
     }));
     env = await harness.copyAgentEnvironment(AGENT);
     hitl = new HitlClient(env.SW4RM_HITL_ADDR, env.SW4RM_TOKEN);

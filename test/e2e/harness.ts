@@ -462,6 +462,12 @@ export interface CoordinatorOptions extends HarnessOptions {
 }
 
 /**
+ * User settings every editor test starts with (a test's own userSettings win): the editor's empty secondary side bar
+ * (the chat view's) is hidden, so that the views and the README's screenshots get the window's width.
+ */
+const EDITOR_DEFAULTS: Readonly<Record<string, unknown>> = { 'workbench.secondarySideBar.defaultVisibility': 'hidden' };
+
+/**
  * The one way the e2e tests start an editor: code-server with the packaged extension (unless `vsixPath` says
  * otherwise) and its coordinator on a free port (or `port`), resolving once the status bar says the coordinator
  * serves on it (unless `waitForCoordinator` is false). A restart (`restartIn`) keeps the settings it had.
@@ -470,7 +476,7 @@ export async function startWithCoordinator(options: CoordinatorOptions = {}): Pr
   const vsixPath = options.vsixPath ?? PACKAGED_VSIX;
   if (!fs.existsSync(vsixPath)) throw new Error(`${vsixPath} is missing: npm run package builds it`);
   const port = options.port ?? await freePort();
-  const harness = await CodeServerHarness.start({ ...options, vsixPath, userSettings: { 'sw4rm.port': port, ...options.userSettings } });
+  const harness = await CodeServerHarness.start({ ...options, vsixPath, userSettings: { 'sw4rm.port': port, ...EDITOR_DEFAULTS, ...options.userSettings } });
   if (options.waitForCoordinator === false) return { harness, port };
   try {
     await harness.waitForText((text) => text.includes(`SW4RM :${port}`), options.coordinatorTimeoutMs ?? 60_000, () => harness.statusBarText());

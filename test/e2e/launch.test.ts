@@ -69,7 +69,7 @@ describe('SW4RM: Launch Agent… in a real editor (code-server + Chromium, a sta
     ({ harness } = await startWithCoordinator({
       name: 'sw4rm-launch-e2e', viewport: { width: 1400, height: 900 },
       workspaceFiles: { '.sw4rm/agents.json': `${JSON.stringify(AGENTS_JSON, null, 2)}\n` },
-      userSettings: { 'workbench.secondarySideBar.defaultVisibility': 'hidden', 'sw4rm.bridge.port': 0 },
+      userSettings: { 'sw4rm.bridge.port': 0 },
     }));
     const env = await harness.copyAgentEnvironment(PEER);
     clients = new CoordinatorClients(env.SW4RM_REGISTRY_ADDR, env.SW4RM_TOKEN);
