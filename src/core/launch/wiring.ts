@@ -117,10 +117,15 @@ function powershellQuote(arg: string): string {
   return `'${arg.replace(/'/g, "''")}'`;
 }
 
-/** The hook command line for `cli`: the bridge's hook command, shell-quoted, with `--cli <cli>`. */
-export function hookCommandLine(endpoints: BridgeEndpoints, cli: string): string {
-  const prefix = Object.entries(endpoints.commandEnv).map(([name, value]) => `${name}=${shellQuote(value)} `).join('');
-  return prefix + [...endpoints.hookCommand, '--cli', cli].map(shellQuote).join(' ');
+/**
+ * The hook command line for `cli`: the bridge's hook command with `--cli <cli>`, after the commands' own environment
+ * (BridgeEndpoints.commandEnv), quoted for a POSIX shell or, with `shell: 'powershell'`, for PowerShell.
+ */
+export function hookCommandLine(endpoints: BridgeEndpoints, cli: string, shell: 'posix' | 'powershell' = 'posix'): string {
+  const argv = [...endpoints.hookCommand, '--cli', cli];
+  const env = Object.entries(endpoints.commandEnv);
+  if (shell === 'powershell') return `${env.map(([name, value]) => `$env:${name}=${powershellQuote(value)}; `).join('')}& ${argv.map(powershellQuote).join(' ')}`;
+  return `${env.map(([name, value]) => `${name}=${shellQuote(value)} `).join('')}${argv.map(shellQuote).join(' ')}`;
 }
 
 // ---------------------------------------------------------------- the files
@@ -206,19 +211,13 @@ export function plannedFiles(ctx: WiringContext): PlannedFile[] {
           entry: { matcher: '.*', hooks: [{ type: 'command', name: 'sw4rm-approvals', command: hookCommandLine(e, 'gemini'), timeout: HOOK_TIMEOUT_SECONDS * 1000 }] },
         });
         break;
-      case 'copilot-hooks': {
-        const argv = [...e.hookCommand, '--cli', 'copilot'];
+      case 'copilot-hooks':
         add('.github/hooks/sw4rm.json', { kind: 'set', path: ['version'], value: 1 });
         add('.github/hooks/sw4rm.json', {
           kind: 'hook', path: ['hooks', 'preToolUse'],
-          entry: {
-            type: 'command', bash: hookCommandLine(e, 'copilot'),
-            powershell: `${Object.entries(e.commandEnv).map(([n, v]) => `$env:${n}=${powershellQuote(v)}; `).join('')}& ${argv.map(powershellQuote).join(' ')}`,
-            timeoutSec: HOOK_TIMEOUT_SECONDS,
-          },
+          entry: { type: 'command', bash: hookCommandLine(e, 'copilot'), powershell: hookCommandLine(e, 'copilot', 'powershell'), timeoutSec: HOOK_TIMEOUT_SECONDS },
         });
         break;
-      }
     }
   }
   for (const [file, edits] of json) files.push({ path: file, kind: 'json', edits });

@@ -75,8 +75,6 @@ export class BridgeServer {
   private closed = false;
   /** The `tools/call` requests being served, per credential and JSON-RPC id: what a `notifications/cancelled` aborts. */
   private readonly inflight: InflightCalls;
-  /** When each agent's liveness was last recorded by a request (the coordinator's Clock). */
-  private readonly livenessRecordedAt = new Map<string, number>();
 
   constructor(private readonly options: BridgeServerOptions) {
     this.distDir = options.distDir ?? __dirname;
@@ -226,7 +224,8 @@ export class BridgeServer {
   /**
    * A bridged agent has no heartbeat stream: each authenticated request is its heartbeat. Recorded when the agent is
    * not shown online (an unavailable or disconnected agent is online again at its first request), and otherwise at
-   * most once per BRIDGE_LIVENESS_INTERVAL_MS, on the coordinator's Clock. An agent that calls is ready (it has no
+   * most once per BRIDGE_LIVENESS_INTERVAL_MS after the registry's last one (`lastHeartbeatAt`, on the coordinator's
+   * Clock: a gRPC heartbeat counts too). An agent that calls is ready (it has no
    * other way to say so): an INITIALIZING or FAILED one is reported RUNNABLE, as a gRPC agent reports it in
    * `Heartbeat.state` (FAILED goes through RECOVERING); every other state is kept.
    */
@@ -235,11 +234,9 @@ export class BridgeServer {
     const agent = registry.get(agentId);
     if (agent === undefined) return; // not registered: nothing to keep alive (its tools say so)
     const now = clock.now();
-    const ready = agent.state === 'INITIALIZING' || agent.state === 'FAILED_STATE';
-    const last = this.livenessRecordedAt.get(agentId);
-    if (!ready && agent.presence === 'online' && last !== undefined && now - last < BRIDGE_LIVENESS_INTERVAL_MS && now >= last) return;
-    const recorded = ready ? registry.heartbeat(agentId, 'RUNNABLE', { ...agent.health }, ctx) : registry.recordLiveness(agentId, ctx);
-    if (recorded) this.livenessRecordedAt.set(agentId, now);
+    const last = agent.lastHeartbeatAt;
+    if (agent.state === 'INITIALIZING' || agent.state === 'FAILED_STATE') registry.heartbeat(agentId, 'RUNNABLE', { ...agent.health }, ctx);
+    else if (agent.presence !== 'online' || last === null || now - last >= BRIDGE_LIVENESS_INTERVAL_MS || now < last) registry.recordLiveness(agentId, ctx);
   }
 
   /**
