@@ -32,8 +32,3 @@ export function agentInboxSettings(values: AgentInboxSettingValues): AgentInboxS
   }
   return { options: { bridgedAckTimeoutMs: minutes * 60_000 }, warnings };
 }
-
-/** The host's launch options from the settings (the host starts with them). */
-export function agentInboxOptionsOf(settings: AgentInboxSettings): Pick<LaunchesOptions, 'bridgedAckTimeoutMs'> {
-  return { ...settings.options };
-}

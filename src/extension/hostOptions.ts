@@ -4,7 +4,6 @@ import { schedulerOptionsOf } from './schedulerSettings';
 import { toolOptionsOf } from './toolSettings';
 import { negotiationOptionsOf } from './negotiationSettings';
 import { handoffOptionsOf } from './handoffSettings';
-import { agentInboxOptionsOf } from './agentInboxSettings';
 
 /** What the editor adds to the settings when it starts its coordinator. */
 export interface HostStartContext {
@@ -49,6 +48,6 @@ export function hostOptionsOf(settings: CoordinatorSettings, context: HostStartC
     tools: toolOptionsOf(settings.tools),
     negotiation: negotiationOptionsOf(settings.negotiation),
     handoffs: handoffOptionsOf(settings.handoffs),
-    launches: agentInboxOptionsOf(settings.agentInbox),
+    launches: settings.agentInbox.options,
   };
 }
