@@ -1,10 +1,12 @@
 import { strict as assert } from 'node:assert';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
 import type { Frame, Locator } from 'playwright-core';
 import { CoordinatorClients } from '../support/clients';
 import { ExampleAgentProcess } from '../support/exampleAgentProcess';
 import { descriptorMessage } from '../support/fixtures';
 import { RouterClient, type Inbox } from '../support/routerClient';
-import { disposeAfter, poll, startWithCoordinator, type CodeServerHarness } from './harness';
+import { disposeAfter, poll, ROOT, startWithCoordinator, type CodeServerHarness } from './harness';
 
 const AGENT = 'e2e-walk-echo';
 const SENDER = 'e2e-walk-sender';
@@ -65,6 +67,25 @@ describe('the Get Started walkthrough in a real editor (code-server + Chromium, 
     await harness!.waitForText((t) => t.includes(`SW4RM :${port}`), 60_000, () => harness!.statusBarText());
     for (const id of STEPS) await step(id).waitFor({ state: 'attached', timeout: 15_000 });
     await waitForChecked(['start'], 'the coordinator serves');
+  });
+
+  it('shows each step\'s own text from the installed .vsix (its markdown is packaged), not an error', async function () {
+    for (const id of STEPS) {
+      const markdown = fs.readFileSync(path.join(ROOT, 'media', 'walkthrough', `${id}.md`), 'utf8');
+      // The step's first paragraph after its heading, as the rendered page shows it (markdown emphasis and code marks gone).
+      const paragraph = markdown.split('\n\n').find((block) => block.trim() !== '' && !block.startsWith('#'))!;
+      const expected = paragraph.split('\n')[0]!.replace(/[*`]/g, '').replace(/\[([^\]]*)\]\([^)]*\)/g, '$1').trim().slice(0, 40);
+      await step(id).click();
+      await poll(async () => {
+        for (const frame of harness!.page.frames()) {
+          const text = await frame.locator('body').innerText({ timeout: 1_000 }).catch(() => '');
+          assert.doesNotMatch(text, /Error reading markdown|nonexistent file/, `step ${id}'s media shows an error`);
+          if (text.replace(/\s+/g, ' ').includes(expected)) return true;
+        }
+        return undefined;
+      }, { timeoutMs: 20_000, description: `step ${id} to show "${expected}"` });
+    }
+    await step('start').click();
   });
 
   it('checks "environment" when an agent credential is minted, and "agent" when the example agent registers', async function () {
