@@ -1,5 +1,5 @@
 import picomatch from 'picomatch';
-import { createTwoFilesPatch } from 'diff';
+import { applyEdits, boundedDiff, coarseDiff } from '../boundedDiff';
 import type { Clock } from '../clock';
 import type { CallContext } from '../context';
 import type { Disposable } from '../events';
@@ -219,7 +219,11 @@ export class ToolApprovals {
     try { confinement = await Confinement.forWorktree(root); } catch { notes.push('The worktree could not be opened: no diff.'); return { diffs, notes }; }
     const budget = { left: this.options.maxDiffChars };
     const byPath = new Map<string, typeof use.edits[number][]>();
-    for (const edit of use.edits) byPath.set(edit.path, [...(byPath.get(edit.path) ?? []), edit]);
+    // Grouped in linear time (a MultiEdit may carry ~100,000 edits of one file in a 4 MiB body).
+    for (const edit of use.edits) {
+      const list = byPath.get(edit.path);
+      if (list === undefined) byPath.set(edit.path, [edit]); else list.push(edit);
+    }
     for (const [file, edits] of byPath) {
       if (diffs.length >= 10) { notes.push(`${byPath.size - 10} more files are not shown.`); break; }
       const patch = edits.find((e) => e.patch !== undefined)?.patch;
@@ -237,16 +241,18 @@ export class ToolApprovals {
         if (err instanceof ConfinementError && err.reason === 'not_found') exists = false;
         else { notes.push(`${relative}: the current file could not be read (${err instanceof ConfinementError ? err.message : String(err)}), no diff.`); continue; }
       }
-      let after = before;
-      for (const edit of edits) {
-        if (edit.content !== undefined) { after = edit.content; continue; }
-        const oldString = edit.oldString ?? '';
-        const newString = edit.newString ?? '';
-        if (oldString === '') { after = exists || after !== '' ? after + newString : newString; continue; }
-        if (!after.includes(oldString)) { notes.push(`${relative}: the text to replace is not in the current file.`); continue; }
-        after = edit.replaceAll ? after.split(oldString).join(newString) : after.replace(oldString, () => newString);
+      const fromName = exists ? `a/${relative}` : '/dev/null';
+      const edited = applyEdits(before, exists, edits);
+      let diff;
+      if (edited.kind === 'too_large') {
+        // The approval never waits on a diff too large to compute: shown coarse (sizes of the current file only).
+        diff = coarseDiff(fromName, `b/${relative}`, before, undefined, `${edited.why}, the edited text is not computed`);
+      } else {
+        if (edited.notFound > 0) notes.push(`${relative}: the text to replace is not in the current file.`);
+        diff = boundedDiff(fromName, `b/${relative}`, before, edited.after);
       }
-      const unified = createTwoFilesPatch(exists ? `a/${relative}` : '/dev/null', `b/${relative}`, before, after, undefined, undefined, { context: 3 });
+      if (diff.coarse) notes.push(`${relative}: the diff is coarse (files and sizes only): the change is too large to show line by line.`);
+      const unified = diff.unified;
       diffs.push({ title: `${exists ? use.toolName : `${use.toolName} (new file)`} ${relative}`, unified: this.cut(unified, notes, budget) });
     }
     return { diffs, notes };
