@@ -130,7 +130,7 @@ export const EDIT_LIMITS = {
   /** The edited text: at most this many characters (beyond: no diff, coarse). */
   maxResultChars: 1024 * 1024,
   /** The characters scanned and written over all the edits of one file. */
-  maxProcessedChars: 16 * 1024 * 1024,
+  maxProcessedChars: 8 * 1024 * 1024,
   /** Replacements over all the edits of one file. */
   maxReplacements: 100_000,
 } as const;

@@ -138,14 +138,30 @@ describe('approvals for CLI agents: the approval diff never holds the event loop
     assert.match(invocation.context.diffs[0].unified!, /^after: not computed$/m);
   });
 
-  it('a MultiEdit of 60,000 edits on a 1 MB file (a 4 MiB body): the loop held <= 50 ms, the work stopped at its bound', async () => {
+  it('a MultiEdit of 30,000 edits on a 1 MB file: the loop held <= 50 ms, the work stopped at its bound', async () => {
     const before = lines(40_000, 'line');
     // Each edit is found near the end of the file (each scans and rebuilds ~1 MB); the toggles keep every one found.
-    const edits = Array.from({ length: 60_000 }, (_, i) => (i % 2 === 0 ? { old_string: 'line39999', new_string: 'LINE39999' } : { old_string: 'LINE39999', new_string: 'line39999' }));
+    const edits = Array.from({ length: 30_000 }, (_, i) => (i % 2 === 0 ? { old_string: 'line39999', new_string: 'LINE39999' } : { old_string: 'LINE39999', new_string: 'line39999' }));
     const { held, invocation } = await holdWhileAsked('src/many.txt', before, 'MultiEdit', { edits });
     console.log(`      event loop held ${held.toFixed(1)} ms (MultiEdit, ${edits.length} edits on ${before.length} characters)`);
     assert.ok(held <= MAX_HOLD_MS, `held ${held} ms`);
     assert.match(invocation.context.diffs[0].unified!, /coarse diff: the edits process more than \d+ characters/);
+  });
+
+  it('a 4 MiB body of 1.4 million empty edits: refused before JSON.parse (400, more than 100,000 values), the loop held <= 50 ms', async () => {
+    const count = Math.floor((4 * 1024 * 1024 - 300) / 3);
+    const text = `{"session_id":"s1","cwd":${JSON.stringify(worktree)},"hook_event_name":"PreToolUse","tool_name":"MultiEdit","tool_input":{"file_path":"a.txt","edits":[${new Array<string>(count).fill('{}').join(',')}]}}`;
+    assert.ok(text.length <= 4 * 1024 * 1024);
+    const histogram = monitorEventLoopDelay({ resolution: 1 });
+    histogram.enable();
+    const { status, body } = await post(port, text, token);
+    histogram.disable();
+    const held = histogram.max / 1e6;
+    console.log(`      event loop held ${held.toFixed(1)} ms (a ${text.length}-byte body of ${count} objects)`);
+    assert.equal(status, 400);
+    assert.match(body, /more than 100000 JSON values/);
+    assert.ok(held <= MAX_HOLD_MS, `held ${held} ms`);
+    assert.equal((await api.approvals()).length, 0);
   });
 
   it('a small Edit is still shown line by line (the bound changes nothing for ordinary diffs)', async () => {

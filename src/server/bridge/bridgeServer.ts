@@ -4,6 +4,7 @@ import * as path from 'node:path';
 import type { Coordinator } from '../../core/coordinator';
 import type { CallContext } from '../../core/context';
 import { CREDENTIAL_TOKEN_PREFIX, principalName } from '../../core/credentials/credentials';
+import { jsonShape, MAX_JSON_DEPTH } from '../../core/json';
 import { InflightCalls, McpExchange, readPost } from './inflight';
 import { createBridgeMcpServer } from './mcpServer';
 import { BridgeToolError, type BridgeCaller, type BridgeEndpoints, type BridgeHttpRoute, type BridgeTool, type BridgeToolContext } from './model';
@@ -14,6 +15,12 @@ export const BRIDGE_HOST = '127.0.0.1';
 export const DEFAULT_BRIDGE_PORT = 50052;
 /** The largest request body read (MCP JSON-RPC, hook JSON); larger ones are answered 413. */
 export const BRIDGE_MAX_BODY_BYTES = 4 * 1024 * 1024;
+/**
+ * A request body with more JSON values than this (arrays, objects and commas counted) or nested deeper than
+ * MAX_JSON_DEPTH is refused before JSON.parse (400 VALIDATION_ERROR): parsing 4 MiB of `[{},{},…]` alone holds the
+ * event loop ~200 ms (README, "Limits").
+ */
+export const BRIDGE_MAX_BODY_VALUES = 100_000;
 /** How long a request's headers and body may take to arrive. */
 export const BRIDGE_REQUEST_TIMEOUT_MS = 60_000;
 /** Open connections at most (loopback agents; each MCP client keeps a few). */
@@ -320,6 +327,17 @@ export class BridgeServer {
       return NO_BODY;
     }
     if (text.trim() === '') return undefined;
+    const shape = jsonShape(text, MAX_JSON_DEPTH, BRIDGE_MAX_BODY_VALUES);
+    if (shape.depth > MAX_JSON_DEPTH || shape.values > BRIDGE_MAX_BODY_VALUES) {
+      const why = shape.depth > MAX_JSON_DEPTH ? `the request body nests deeper than ${MAX_JSON_DEPTH} levels (JSON depth limit)`
+        : `the request body holds more than ${BRIDGE_MAX_BODY_VALUES} JSON values`;
+      if (jsonRpc) {
+        res.writeHead(400, { 'Content-Type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', error: { code: -32600, message: `Invalid Request: ${why}` }, id: null }));
+      } else {
+        refuse(res, { status: 400, code: 'VALIDATION_ERROR', message: why });
+      }
+      return NO_BODY;
+    }
     try {
       return JSON.parse(text) as unknown;
     } catch (err) {
