@@ -14,8 +14,9 @@
  *   that is not one of TRIGGER_TYPES; an empty mapping key or value, a data path with an empty segment (`a..b`), two data
  *   keys mapped to the same input or two outputs to the same data key; `priority` not a whole number from -19 to 20,
  *   `scope` not a scheduler scope, `on_failure` not `fail` or `hitl`, `max_iterations` not a whole number from 1 to 1,000.
- * - `limit_exceeded`: more than WORKFLOW_LIMITS.maxNodes nodes, ids longer than maxIdChars, more than maxDependencies
- *   dependencies, metadata or mapping entries beyond their bounds.
+ * - `limit_exceeded`: more than WORKFLOW_LIMITS.maxNodes nodes, more than maxTotalDependencies dependencies or
+ *   maxMapEntries map entries in all (these three are counted before anything else is looked at, and refuse alone), ids
+ *   longer than maxIdChars, more than maxDependencies dependencies on a node, metadata or mapping entries beyond their bounds.
  * - `duplicate_node` (two nodes with one id), `duplicate_dependency`, `unknown_dependency`, `self_dependency`, `no_root`
  *   (no node without dependencies), `workflow_cycle_detected`.
  * - `invalid_route` (cel.ts), `invalid_schedule` (a SCHEDULE node without a valid `schedule`, cron.ts), `invalid_event`
@@ -26,7 +27,7 @@
  * so then nothing is called unreachable.
  *
  * Issues come errors first, then warnings, each group in the author's node order (the workflow's own fields first); at
- * most MAX_ISSUES (100), then one `more_issues`. Nothing recurses: a 100,000-node chain is fine.
+ * most MAX_ISSUES (100), then one `more_issues`. Nothing recurses, and every step is O(V + E) (a 100,000-node chain takes well under a second, though only 500 nodes are accepted).
  */
 import { identifierRefusal } from '../fieldLimits';
 import { isScopeRefusal, parseScope } from '../scheduler/scope';
@@ -36,8 +37,13 @@ import { IssueList, issuePath, quote } from './issues';
 import { TRIGGER_TYPES, type ValidationIssue, type WorkflowDefinition, type WorkflowNodeDefinition } from './model';
 
 export const WORKFLOW_LIMITS = {
-  maxNodes: 100_000,
-  maxDependencies: 1_000,
+  maxNodes: 500,
+  /** Dependencies of one node. */
+  maxDependencies: 500,
+  /** Dependencies of all the nodes together. */
+  maxTotalDependencies: 10_000,
+  /** Entries of every map of a definition together: its metadata, and each node's input_mapping, output_mapping, metadata. */
+  maxMapEntries: 8_192,
   /** Node ids and workflow ids. */
   maxIdChars: 128,
   /** An agent id or `type:<agent type>` (the scheduler's target bound). */
@@ -76,6 +82,14 @@ function idRefusal(what: string, id: unknown): [string, string] | undefined {
   const why = identifierRefusal(what, id, WORKFLOW_LIMITS.maxIdChars);
   if (why) return ['invalid_field', why];
   return ['invalid_field', `${what} ${quote(id)} contains whitespace, ',', ':' or '/'`];
+}
+
+/** Own enumerable keys of a map (0 when it is not one). */
+function countEntries(map: unknown): number {
+  if (map === null || typeof map !== 'object') return 0;
+  let c = 0;
+  for (const key in map) if (Object.prototype.hasOwnProperty.call(map, key)) c++;
+  return c;
 }
 
 function hasOwn(map: object, key: string): boolean {
@@ -117,6 +131,22 @@ export function validateWithAllIssues(definition: WorkflowDefinition): { readonl
   }
   if (n > WORKFLOW_LIMITS.maxNodes) {
     issues.error(-1, 'limit_exceeded', 'nodes', `a workflow has at most ${WORKFLOW_LIMITS.maxNodes} nodes (this one has ${n})`);
+    return done();
+  }
+  // The totals, counted before any other work (each a plain count, no allocation): what the rest costs is bounded by them.
+  let totalDependencies = 0;
+  let mapEntries = countEntries(definition.metadata);
+  for (let i = 0; i < n; i++) {
+    const node = nodes[i];
+    if (Array.isArray(node.dependencies)) totalDependencies += node.dependencies.length;
+    mapEntries += countEntries(node.inputMapping) + countEntries(node.outputMapping) + countEntries(node.metadata);
+  }
+  if (totalDependencies > WORKFLOW_LIMITS.maxTotalDependencies) {
+    issues.error(-1, 'limit_exceeded', 'nodes', `a workflow has at most ${WORKFLOW_LIMITS.maxTotalDependencies} dependencies in all (this one has ${totalDependencies})`);
+    return done();
+  }
+  if (mapEntries > WORKFLOW_LIMITS.maxMapEntries) {
+    issues.error(-1, 'limit_exceeded', 'nodes', `a workflow has at most ${WORKFLOW_LIMITS.maxMapEntries} map entries in all (metadata, input_mapping, output_mapping; this one has ${mapEntries})`);
     return done();
   }
 
