@@ -2,6 +2,7 @@ import * as grpc from '@grpc/grpc-js';
 import * as net from 'node:net';
 import type { Coordinator } from '../core/coordinator';
 import { TRANSPORT_MAX_MESSAGE_BYTES } from '../core/limits';
+import { REFUSED_BEFORE_DECODE, type RefusedRequest, definitionRefusal } from './services/workflowDefinitionScan';
 import { authInterceptor, type AuthMode } from './auth';
 import { callContext } from './callContext';
 import { ConnectionGuard, DEFAULT_CONNECTION_LIMITS, requestBodyInterceptor, type ConnectionLimits } from './connections';
@@ -74,6 +75,29 @@ export const SERVER_CHANNEL_OPTIONS: grpc.ChannelOptions = {
 };
 
 /**
+ * Requests measured on their bytes before protobuf decodes them (decoding is synchronous and grows with the message):
+ * a refused one reaches its handler as a RefusedRequest, which answers INVALID_ARGUMENT with the reason.
+ */
+const PRE_DECODE_REFUSALS: Readonly<Record<string, (bytes: Buffer) => string | undefined>> = {
+  '/sw4rm.workflow.WorkflowService/CreateWorkflow': definitionRefusal,
+};
+
+function withPreDecodeRefusals(definition: grpc.ServiceDefinition): grpc.ServiceDefinition {
+  const out: Record<string, grpc.MethodDefinition<unknown, unknown>> = {};
+  for (const [method, m] of Object.entries(definition) as [string, grpc.MethodDefinition<unknown, unknown>][]) {
+    const refusal = PRE_DECODE_REFUSALS[m.path];
+    out[method] = !refusal ? m : {
+      ...m,
+      requestDeserialize: (bytes: Buffer) => {
+        const why = refusal(bytes);
+        return why === undefined ? m.requestDeserialize(bytes) : ({ [REFUSED_BEFORE_DECODE]: why } satisfies RefusedRequest);
+      },
+    };
+  }
+  return out as grpc.ServiceDefinition;
+}
+
+/**
  * One gRPC server hosting all 15 canonical SW4RM services plus grpc.health.v1.Health. Services that are
  * built translate to the core; every other RPC answers UNIMPLEMENTED.
  */
@@ -129,8 +153,9 @@ export class CoordinatorServer {
       [HandoffServiceAdapter.serviceName]: new HandoffServiceAdapter(coordinator).handlers(),
     };
     // Every handler, built or not, runs behind the identity check of its rule (identity.ts).
-    const add = (definition: grpc.ServiceDefinition, implementation: grpc.UntypedServiceImplementation | undefined, rules: Readonly<Record<string, IdentityRule>>) => {
+    const add = (original: grpc.ServiceDefinition, implementation: grpc.UntypedServiceImplementation | undefined, rules: Readonly<Record<string, IdentityRule>>) => {
       const guarded: grpc.UntypedServiceImplementation = {};
+      const definition = withPreDecodeRefusals(original);
       for (const [method, methodDefinition] of Object.entries(definition)) {
         const handler = implementation?.[method] ?? unimplementedHandler(methodDefinition.path, methodDefinition as grpc.MethodDefinition<unknown, unknown>);
         guarded[method] = this.guard.wrap(methodDefinition.path, methodDefinition, identityRule(methodDefinition.path, rules), handler);

@@ -1,3 +1,4 @@
+import { WORKFLOW_LIMITS } from '../../src/core/workflow/validate';
 import { strict as assert } from 'node:assert';
 import { WorkflowError } from '../../src/core/workflow/workflows';
 import { ctx } from '../support/routerHarness';
@@ -476,10 +477,10 @@ describe('Workflows: the engine (RFC §17.7) over a real store, scheduler and ro
   });
 
   describe('size', () => {
-    it('a 20,000-node workflow: a node transition writes its node row and the small workflow row (never the definition or data); create and start stay usable', async function () {
+    it('a workflow at the node limit (WORKFLOW_LIMITS.maxNodes): a node transition writes its node row and the small workflow row (never the definition or data); create and start stay usable', async function () {
       this.timeout(120_000);
       h.agent('x');
-      const n = 20_000;
+      const n = WORKFLOW_LIMITS.maxNodes;
       const nodes = Array.from({ length: n }, (_, i) => ({ nodeId: `n${i}`, agentId: 'x', dependencies: i === 0 ? [] : [`n${i - 1}`] }));
       const began = Date.now();
       const id = h.create(definition('big', nodes));

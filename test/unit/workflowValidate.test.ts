@@ -1,7 +1,7 @@
 import { strict as assert } from 'node:assert';
 import { issuePath, MAX_ISSUES, parseIssuePath } from '../../src/core/workflow/issues';
 import type { TriggerType, ValidationIssue, WorkflowDefinition, WorkflowNodeDefinition } from '../../src/core/workflow/model';
-import { WORKFLOW_LIMITS, validateDefinition } from '../../src/core/workflow/validate';
+import { WORKFLOW_LIMITS, validateDefinition, validateDefinition as validateBig } from '../../src/core/workflow/validate';
 import { prng } from '../support/prng';
 
 interface NodeSpec {
@@ -163,7 +163,9 @@ describe('workflow validation (RFC §17.7)', () => {
     assert.match(cycles[1].message, /"c" → "d" → "e" → "c" \(each depends on the next\)/);
   });
 
-  it('validates a 100,000-node chain without overflowing the stack, and finds a 100,000-node cycle', () => {
+  it('validates a 100,000-node chain without overflowing the stack, and finds a 100,000-node cycle (limits raised: the algorithms are linear)', () => {
+    const big = { ...WORKFLOW_LIMITS, maxNodes: 200_000, maxTotalDependencies: 200_000, maxMapEntries: 1_000_000 };
+    const validateDefinition = (d: WorkflowDefinition) => validateBig(d, big);
     const nodes: WorkflowNodeDefinition[] = [];
     for (let i = 0; i < 100_000; i++) nodes.push(node(`n${i}`, { deps: i ? [`n${i - 1}`] : [] }));
     const chain = validateDefinition({ workflowId: 'wf', nodes, metadata: {} });

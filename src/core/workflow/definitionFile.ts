@@ -47,8 +47,8 @@ import type { TriggerType, ValidationIssue, WorkflowDefinition, WorkflowFileIssu
 import { type ValidatedWorkflow, WORKFLOW_LIMITS, validateWithAllIssues } from './validate';
 
 export const DEFINITION_FILE_LIMITS = {
-  /** The largest definition text, in characters. */
-  maxChars: 64 * 1024 * 1024,
+  /** The largest definition text, in characters (1 MiB), refused before it is parsed. */
+  maxChars: 1024 * 1024,
   /** Nesting (a definition needs 4: nodes → node → metadata → value). */
   maxDepth: 32,
   /** Values a YAML file may expand to through aliases. */
@@ -175,12 +175,39 @@ function shape(value: unknown): Shaped {
       issues.error(-1, 'limit_exceeded', 'nodes', `a workflow has at most ${WORKFLOW_LIMITS.maxNodes} nodes (this one has ${keys.length})`);
       return { issues };
     }
+    const totals = rawTotals(rawNodes, keys, top.get('metadata'));
+    if (totals.dependencies > WORKFLOW_LIMITS.maxTotalDependencies) {
+      issues.error(-1, 'limit_exceeded', 'nodes', `a workflow has at most ${WORKFLOW_LIMITS.maxTotalDependencies} dependencies in all (this one has ${totals.dependencies})`);
+      return { issues };
+    }
+    if (totals.mapEntries > WORKFLOW_LIMITS.maxMapEntries) {
+      issues.error(-1, 'limit_exceeded', 'nodes', `a workflow has at most ${WORKFLOW_LIMITS.maxMapEntries} map entries in all (metadata, input_mapping, output_mapping; this one has ${totals.mapEntries})`);
+      return { issues };
+    }
     for (let i = 0; i < keys.length; i++) {
       const node = shapeNode(issues, i, keys[i], rawNodes[keys[i]]);
       if (node) nodes.push(node);
     }
   }
   return { definition: { workflowId, nodes, metadata }, issues };
+}
+
+/** Dependencies and map entries of a definition not yet shaped (both spellings of each field counted): plain counts. */
+function rawTotals(rawNodes: JsonMap, keys: readonly string[], metadata: unknown): { dependencies: number; mapEntries: number } {
+  const entries = (v: unknown) => (isMapValue(v) ? keysOf(v).length : 0);
+  let dependencies = 0;
+  let mapEntries = entries(metadata);
+  for (const key of keys) {
+    const node = rawNodes[key];
+    if (!isMapValue(node)) continue;
+    for (const field of ['dependencies', 'input_mapping', 'inputMapping', 'output_mapping', 'outputMapping', 'metadata']) {
+      if (!Object.prototype.hasOwnProperty.call(node, field)) continue;
+      const v = node[field];
+      if (field === 'dependencies') dependencies += Array.isArray(v) ? v.length : 0;
+      else mapEntries += entries(v);
+    }
+  }
+  return { dependencies, mapEntries };
 }
 
 function shapeNode(issues: IssueList, i: number, key: string, value: unknown): WorkflowNodeDefinition | undefined {
@@ -362,6 +389,17 @@ function parseJsonFile(text: string, lines: LineIndex): ParsedFile {
     return node.value;
   };
   const value = convert(root);
+  // Each object's keys in a Map, made at its first lookup: placing every issue is linear, not issues × keys.
+  const keyMaps = new WeakMap<JsonNode, Map<string, JsonNode>>();
+  const jsonKeys = (object: JsonNode): Map<string, JsonNode> => {
+    let map = keyMaps.get(object);
+    if (!map) {
+      map = new Map();
+      for (const p of object.children ?? []) { const k = p.children?.[0]?.value; if (typeof k === 'string' && !map.has(k)) map.set(k, p); }
+      keyMaps.set(object, map);
+    }
+    return map;
+  };
   const locate = (path: readonly PathSegment[], wantKey = false): Span | undefined => {
     let node: JsonNode = root;
     let anchor: Span = [root.offset, lines.lineEnd(root.offset, text)];
@@ -371,7 +409,7 @@ function parseJsonFile(text: string, lines: LineIndex): ParsedFile {
       if (typeof segment === 'number' && node.type === 'array') next = node.children?.[segment];
       else if (typeof segment === 'string' && node.type === 'object') {
         for (const name of spellings(segment)) {
-          const property = node.children?.find((p) => p.children?.[0]?.value === name);
+          const property = jsonKeys(node).get(name);
           if (property) { key = property.children![0]; next = property.children![1]; break; }
         }
       }
@@ -470,6 +508,17 @@ function parseYamlFile(text: string, lines: LineIndex): ParsedFile {
     return result;
   };
   const value = doc.contents === null ? null : convert(doc.contents, 1).value;
+  // Each map's keys in a Map, made at its first lookup: placing every issue is linear, not issues × keys.
+  const keyMaps = new WeakMap<object, Map<string, Pair>>();
+  const yamlKeys = (yamlMap: { items: unknown[] }): Map<string, Pair> => {
+    let map = keyMaps.get(yamlMap);
+    if (!map) {
+      map = new Map();
+      for (const p of yamlMap.items as Pair[]) { if (!isPair(p)) continue; const k = keyText(p.key); if (k !== undefined && !map.has(k)) map.set(k, p); }
+      keyMaps.set(yamlMap, map);
+    }
+    return map;
+  };
   const locate = (path: readonly PathSegment[], wantKey = false): Span | undefined => {
     let node: unknown = doc.contents;
     const start = spanOf(node)?.[0] ?? 0;
@@ -481,7 +530,7 @@ function parseYamlFile(text: string, lines: LineIndex): ParsedFile {
       if (typeof segment === 'number' && isSeq(node)) next = node.items[segment];
       else if (typeof segment === 'string' && isMap(node)) {
         for (const name of spellings(segment)) {
-          const pair = (node.items as Pair[]).find((p) => isPair(p) && keyText(p.key) === name);
+          const pair = yamlKeys(node).get(name);
           if (pair) { key = pair.key; next = pair.value ?? pair.key; break; }
         }
       }

@@ -14,8 +14,9 @@
  *   that is not one of TRIGGER_TYPES; an empty mapping key or value, a data path with an empty segment (`a..b`), two data
  *   keys mapped to the same input or two outputs to the same data key; `priority` not a whole number from -19 to 20,
  *   `scope` not a scheduler scope, `on_failure` not `fail` or `hitl`, `max_iterations` not a whole number from 1 to 1,000.
- * - `limit_exceeded`: more than WORKFLOW_LIMITS.maxNodes nodes, ids longer than maxIdChars, more than maxDependencies
- *   dependencies, metadata or mapping entries beyond their bounds.
+ * - `limit_exceeded`: more than WORKFLOW_LIMITS.maxNodes nodes, more than maxTotalDependencies dependencies or
+ *   maxMapEntries map entries in all (these three are counted before anything else is looked at, and refuse alone), ids
+ *   longer than maxIdChars, more than maxDependencies dependencies on a node, metadata or mapping entries beyond their bounds.
  * - `duplicate_node` (two nodes with one id), `duplicate_dependency`, `unknown_dependency`, `self_dependency`, `no_root`
  *   (no node without dependencies), `workflow_cycle_detected`.
  * - `invalid_route` (cel.ts), `invalid_schedule` (a SCHEDULE node without a valid `schedule`, cron.ts), `invalid_event`
@@ -26,7 +27,7 @@
  * so then nothing is called unreachable.
  *
  * Issues come errors first, then warnings, each group in the author's node order (the workflow's own fields first); at
- * most MAX_ISSUES (100), then one `more_issues`. Nothing recurses: a 100,000-node chain is fine.
+ * most MAX_ISSUES (100), then one `more_issues`. Nothing recurses, and every step is O(V + E) (a 100,000-node chain takes well under a second, though only 500 nodes are accepted).
  */
 import { identifierRefusal } from '../fieldLimits';
 import { isScopeRefusal, parseScope } from '../scheduler/scope';
@@ -36,8 +37,13 @@ import { IssueList, issuePath, quote } from './issues';
 import { TRIGGER_TYPES, type ValidationIssue, type WorkflowDefinition, type WorkflowNodeDefinition } from './model';
 
 export const WORKFLOW_LIMITS = {
-  maxNodes: 100_000,
-  maxDependencies: 1_000,
+  maxNodes: 500,
+  /** Dependencies of one node. */
+  maxDependencies: 500,
+  /** Dependencies of all the nodes together. */
+  maxTotalDependencies: 10_000,
+  /** Entries of every map of a definition together: its metadata, and each node's input_mapping, output_mapping, metadata. */
+  maxMapEntries: 8_192,
   /** Node ids and workflow ids. */
   maxIdChars: 128,
   /** An agent id or `type:<agent type>` (the scheduler's target bound). */
@@ -78,6 +84,14 @@ function idRefusal(what: string, id: unknown): [string, string] | undefined {
   return ['invalid_field', `${what} ${quote(id)} contains whitespace, ',', ':' or '/'`];
 }
 
+/** Own enumerable keys of a map (0 when it is not one). */
+function countEntries(map: unknown): number {
+  if (map === null || typeof map !== 'object') return 0;
+  let c = 0;
+  for (const key in map) if (Object.prototype.hasOwnProperty.call(map, key)) c++;
+  return c;
+}
+
 function hasOwn(map: object, key: string): boolean {
   return Object.prototype.hasOwnProperty.call(map, key);
 }
@@ -91,12 +105,15 @@ function isWholeNumber(text: string, min: number, max: number): boolean {
   return n >= min && n <= max;
 }
 
-export function validateDefinition(definition: WorkflowDefinition): ValidatedWorkflow {
-  return validateWithAllIssues(definition).validated;
+export type WorkflowLimits = { readonly [K in keyof typeof WORKFLOW_LIMITS]: number };
+
+/** `limits`: WORKFLOW_LIMITS, what every caller uses; other limits only to show the algorithms linear at scale (tests). */
+export function validateDefinition(definition: WorkflowDefinition, limits: WorkflowLimits = WORKFLOW_LIMITS): ValidatedWorkflow {
+  return validateWithAllIssues(definition, limits).validated;
 }
 
 /** validateDefinition, and every issue (not only the first MAX_ISSUES): definition files place them all. */
-export function validateWithAllIssues(definition: WorkflowDefinition): { readonly validated: ValidatedWorkflow; readonly all: readonly ValidationIssue[] } {
+export function validateWithAllIssues(definition: WorkflowDefinition, L: WorkflowLimits = WORKFLOW_LIMITS): { readonly validated: ValidatedWorkflow; readonly all: readonly ValidationIssue[] } {
   const issues = new IssueList();
   const routes = new Map<string, CompiledRoute>();
   let dependentsOut: ReadonlyMap<string, readonly string[]> = new Map<string, readonly string[]>();
@@ -115,8 +132,24 @@ export function validateWithAllIssues(definition: WorkflowDefinition): { readonl
     issues.error(-1, 'invalid_field', 'nodes', 'a workflow needs at least one node');
     return done();
   }
-  if (n > WORKFLOW_LIMITS.maxNodes) {
-    issues.error(-1, 'limit_exceeded', 'nodes', `a workflow has at most ${WORKFLOW_LIMITS.maxNodes} nodes (this one has ${n})`);
+  if (n > L.maxNodes) {
+    issues.error(-1, 'limit_exceeded', 'nodes', `a workflow has at most ${L.maxNodes} nodes (this one has ${n})`);
+    return done();
+  }
+  // The totals, counted before any other work (each a plain count, no allocation): what the rest costs is bounded by them.
+  let totalDependencies = 0;
+  let mapEntries = countEntries(definition.metadata);
+  for (let i = 0; i < n; i++) {
+    const node = nodes[i];
+    if (Array.isArray(node.dependencies)) totalDependencies += node.dependencies.length;
+    mapEntries += countEntries(node.inputMapping) + countEntries(node.outputMapping) + countEntries(node.metadata);
+  }
+  if (totalDependencies > L.maxTotalDependencies) {
+    issues.error(-1, 'limit_exceeded', 'nodes', `a workflow has at most ${L.maxTotalDependencies} dependencies in all (this one has ${totalDependencies})`);
+    return done();
+  }
+  if (mapEntries > L.maxMapEntries) {
+    issues.error(-1, 'limit_exceeded', 'nodes', `a workflow has at most ${L.maxMapEntries} map entries in all (metadata, input_mapping, output_mapping; this one has ${mapEntries})`);
     return done();
   }
 
@@ -153,11 +186,11 @@ export function validateWithAllIssues(definition: WorkflowDefinition): { readonl
   // Dependency edges: dep → node, kept in flat arrays (CSR): for node i, edges depStart[i] … depStart[i + 1] - 1 hold the
   // dependency's position and the index in the author's list (for paths). Unknown, self and repeated ones are left out.
   let edgeCount = 0;
-  for (let i = 0; i < n; i++) edgeCount += Array.isArray(nodes[i].dependencies) ? Math.min(nodes[i].dependencies.length, WORKFLOW_LIMITS.maxDependencies) : 0;
+  for (let i = 0; i < n; i++) edgeCount += Array.isArray(nodes[i].dependencies) ? Math.min(nodes[i].dependencies.length, L.maxDependencies) : 0;
   const depStart = new Int32Array(n + 1);
   const depNode = new Int32Array(edgeCount);
   const depPos = new Int32Array(edgeCount);
-  const indegree = new Uint16Array(n); // ≤ maxDependencies
+  const indegree = new Uint32Array(n); // ≤ maxDependencies
   let lastSeen: Int32Array | undefined; // for nodes with many dependencies; a few are compared with each other
   let e = 0;
   for (let i = 0; i < n; i++) {
@@ -170,10 +203,10 @@ export function validateWithAllIssues(definition: WorkflowDefinition): { readonl
       continue;
     }
     if (deps.length === 0 && usable[i]) roots.push(id);
-    if (deps.length > WORKFLOW_LIMITS.maxDependencies) {
-      issues.error(i, 'limit_exceeded', issuePath('nodes', id, 'dependencies'), `a node has at most ${WORKFLOW_LIMITS.maxDependencies} dependencies (this one has ${deps.length})`);
+    if (deps.length > L.maxDependencies) {
+      issues.error(i, 'limit_exceeded', issuePath('nodes', id, 'dependencies'), `a node has at most ${L.maxDependencies} dependencies (this one has ${deps.length})`);
     }
-    const count = Math.min(deps.length, WORKFLOW_LIMITS.maxDependencies);
+    const count = Math.min(deps.length, L.maxDependencies);
     const few = count <= 16;
     if (!few) lastSeen ??= new Int32Array(n).fill(-1);
     for (let k = 0; k < count; k++) {
@@ -331,7 +364,7 @@ function countUsable(usable: Uint8Array): number {
  * at most once: O(V + E).
  */
 function reportCycles(
-  issues: IssueList, nodes: readonly WorkflowNodeDefinition[], usable: Uint8Array, remaining: Uint16Array,
+  issues: IssueList, nodes: readonly WorkflowNodeDefinition[], usable: Uint8Array, remaining: Uint32Array,
   depStart: Int32Array, depNode: Int32Array, depPos: Int32Array,
 ): number {
   const n = nodes.length;
@@ -393,7 +426,7 @@ function reportUnreachable(
 ): void {
   const n = nodes.length;
   const runs = new Uint8Array(n);
-  const enabled = new Uint16Array(n); // ≤ maxDependencies
+  const enabled = new Uint32Array(n); // ≤ maxDependencies
   const work = new Int32Array(n); // a stack: each node is pushed once
   let top = 0;
   const mark = (i: number) => { if (!runs[i]) { runs[i] = 1; work[top++] = i; } };

@@ -7,6 +7,7 @@ import { callContext } from '../callContext';
 import { answerWhenDurable } from '../durable';
 import { speakerOf } from '../speaker';
 import { timestampOf } from './negotiationRoomService';
+import { refusedBeforeDecode } from './workflowDefinitionScan';
 
 /** The trailer that carries CreateWorkflow's warnings (unreachable nodes…): one `code: message` per entry, at most 20. */
 export const WARNING_TRAILER = 'sw4rm-warning';
@@ -74,7 +75,9 @@ export function stateMessage(d: WorkflowDetail, budget = STATE_ANSWER_BUDGET): R
  * answers, `success` false and `error` starting with the code: a definition that does not validate
  * (`workflow_cycle_detected: a → b → a`, several issues joined by `; `), ALREADY_EXISTS, NOT_FOUND, FAILED_PRECONDITION
  * (already started, a node RUNNING…). A request that cannot be read is a gRPC status: INVALID_ARGUMENT for a missing
- * definition or workflow_id / node_id, and for workflow_data that is not a JSON object within its bounds. Answers after
+ * definition or workflow_id / node_id, for workflow_data that is not a JSON object within its bounds, and for a
+ * CreateWorkflowRequest refused on its bytes before it is decoded (workflowDefinitionScan.ts: over 1 MiB,
+ * `OVERSIZE_PAYLOAD: …`; more nodes, dependencies or map entries than WORKFLOW_LIMITS, `VALIDATION_ERROR: limit_exceeded: …`). Answers after
  * the store is durable. No field names the caller (identity.ts); the engine decides from the caller's credential
  * (speakerOf): the operator may do everything; an agent credential may create a workflow only for agents it may act as
  * (no `type:` node), start and resume only one it created (or may act as the agent that did), read one it created or
@@ -117,6 +120,11 @@ export class WorkflowServiceAdapter {
 
     return {
       CreateWorkflow: unary<{ definition?: unknown }, { workflow_id: string; success: boolean; error: string }>((call, callback) => {
+        const refused = refusedBeforeDecode(call.request);
+        if (refused !== undefined) {
+          callback({ code: grpc.status.INVALID_ARGUMENT, details: refused, metadata: new grpc.Metadata() });
+          return;
+        }
         const ctx = callContext(call, ids);
         const raw = call.request.definition;
         if (raw === null || raw === undefined) {
