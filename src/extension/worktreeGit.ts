@@ -1,7 +1,6 @@
-import { execFile } from 'node:child_process';
 import * as path from 'node:path';
 import * as vscode from 'vscode';
-import { cleanEnvironment } from '../core/api';
+import { createGit, GitCommandError } from '../core/api';
 import { isCommitId, parseChangedFiles, type ChangedFile } from './worktreesModel';
 
 /**
@@ -9,15 +8,16 @@ import { isCommitId, parseChangedFiles, type ChangedFile } from './worktreesMode
  * repository's branches for Bind's "new from a branch", and a worktree's changes against its base for Show Changes.
  * Always an argument vector (never a shell), read-only, run when the user asks.
  */
-export function gitRead(cwd: string, args: readonly string[]): Promise<string> {
-  return new Promise((resolve, reject) => {
-    execFile('git', ['-c', 'core.quotepath=off', ...args], {
-      cwd, encoding: 'utf8', maxBuffer: 64 * 1024 * 1024, timeout: 30_000,
-      // No GIT_* of the editor's own (an editor started from a git hook has GIT_DIR, GIT_INDEX_FILE…): as the coordinator runs git.
-      env: { ...cleanEnvironment(), GIT_TERMINAL_PROMPT: '0', GIT_OPTIONAL_LOCKS: '0' },
-    }, (err, stdout, stderr) => (err ? reject(new Error(`git ${args[0]}: ${stderr.trim() || err.message}`)) : resolve(stdout)));
-  });
+export async function gitRead(cwd: string, args: readonly string[]): Promise<string> {
+  // Through the core's one git spawner: its hardening (no repository-configured program ever runs) and clean environment.
+  try {
+    return (await editorGit.run(cwd, ['-c', 'core.quotepath=off', ...args], { env: { GIT_OPTIONAL_LOCKS: '0' } })).stdout;
+  } catch (err) {
+    throw new Error(`git ${args[0]}: ${err instanceof GitCommandError ? err.stderr.trim() || err.message : (err as Error).message}`);
+  }
 }
+
+const editorGit = createGit();
 
 /** The local branches of a repository (the one checked out first), other than the agents' `sw4rm/…` branches. */
 export async function localBranches(repoPath: string): Promise<string[]> {

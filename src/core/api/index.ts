@@ -39,7 +39,7 @@ export { StoreOpenError } from '../store/store';
 export { isWorktreeId } from '../worktree/snapshots';
 export { homeWorktreeIdOf } from '../worktree/bindings';
 /** The environment the coordinator runs git in (no GIT_* of the editor's own): the editor's own git reads use it too. */
-export { cleanEnvironment } from '../worktree/git';
+export { cleanEnvironment, createGit, GitCommandError } from '../worktree/git';
 export { systemClock, type Clock } from '../clock';
 export type { Disposable, Event } from '../events';
 export { DEFAULT_SNAPSHOT_RETENTION_DAYS, MAX_SNAPSHOT_RETENTION_DAYS, MIN_SNAPSHOT_RETENTION_DAYS } from '../worktree/operations';

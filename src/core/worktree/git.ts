@@ -1,4 +1,4 @@
-import { simpleGit } from 'simple-git';
+import { spawn } from 'node:child_process';
 
 /**
  * The environment variables the worktree area may hand to git. Everything else named GIT_* is removed from the
@@ -14,10 +14,13 @@ export interface GitEnvironment {
   readonly GIT_COMMITTER_NAME?: string;
   readonly GIT_COMMITTER_EMAIL?: string;
   readonly GIT_COMMITTER_DATE?: string;
+  /** Reads that must not take the index lock (the editor's own reads). */
+  readonly GIT_OPTIONAL_LOCKS?: string;
 }
 
 const ALLOWED_ENVIRONMENT: readonly (keyof GitEnvironment)[] = [
   'GIT_INDEX_FILE', 'GIT_AUTHOR_NAME', 'GIT_AUTHOR_EMAIL', 'GIT_AUTHOR_DATE', 'GIT_COMMITTER_NAME', 'GIT_COMMITTER_EMAIL', 'GIT_COMMITTER_DATE',
+  'GIT_OPTIONAL_LOCKS',
 ];
 
 export interface GitRunOptions {
@@ -68,30 +71,115 @@ export function cleanEnvironment(base: NodeJS.ProcessEnv = process.env): Record<
   return env;
 }
 
-/** The product's git: simple-git (its environment guard on), one process per call, argv only. */
+/**
+ * Settings every git the coordinator runs is given on its command line (they win over every configuration file,
+ * include.path and includeIf content included): none of the programs a repository's configuration may name
+ * (git-config(1): hooks, fsmonitor, pager, editors, ssh, askpass, credential helpers, gpg/ssh/x509 signing
+ * programs, external diff, automatic gc/maintenance, any transport) is ever started. An agent's sandboxed command
+ * could write the shared .git/config; the coordinator then still runs only git itself.
+ */
+export const HARDENING_CONFIG: readonly string[] = [
+  'core.hooksPath=/dev/null', 'core.fsmonitor=false', 'core.pager=cat', 'core.editor=false', 'sequence.editor=false',
+  'core.sshCommand=false', 'credential.helper=', 'gpg.program=false', 'gpg.openpgp.program=false', 'gpg.ssh.program=false',
+  'gpg.x509.program=false', 'gpg.ssh.defaultKeyCommand=false', 'commit.gpgSign=false', 'tag.gpgSign=false',
+  'log.showSignature=false', 'merge.verifySignatures=false', 'gc.auto=0', 'maintenance.auto=false',
+  'protocol.allow=never', 'diff.external=', 'core.askPass=false', 'core.gitProxy=false', 'submodule.recurse=false',
+  'core.alternateRefsCommand=false',
+];
+
+/** The environment every git run is given (after cleanEnvironment, which removes every other GIT_*). */
+export const HARDENING_ENVIRONMENT: Readonly<Record<string, string>> = {
+  GIT_ALLOW_PROTOCOL: '', GIT_NO_LAZY_FETCH: '1', GIT_TERMINAL_PROMPT: '0', GIT_CONFIG_NOSYSTEM: '1',
+};
+
+/** Subcommands that may produce a diff: given --no-ext-diff --no-textconv right after their name. */
+const DIFF_COMMANDS = new Set(['diff', 'show', 'log', 'diff-tree', 'diff-index', 'diff-files']);
+
+/** A driver variable (filter.<x>.clean, merge.<x>.driver, diff.<x>.command…) and the value that disables it. */
+const DRIVER_OVERRIDES: Readonly<Record<string, Readonly<Record<string, string>>>> = {
+  filter: { clean: '', smudge: '', process: '', required: 'false' },
+  merge: { driver: 'false' },
+  diff: { command: 'false', textconv: 'false', cachetextconv: 'false' },
+};
+
+const DRIVER_KEY = /^(filter|merge|diff)\.(.+)\.([a-z]+)$/s;
+
+/**
+ * The `-c` overrides for every filter, merge and diff driver the repository's own configuration (local or worktree
+ * scope, include.path/includeIf content included) defines. A subsection name git's `-c` cannot carry is refused.
+ */
+export function driverOverrides(configListing: string): string[] {
+  const out = new Set<string>();
+  const fields = configListing.split('\0');
+  for (let i = 0; i + 1 < fields.length; i += 2) {
+    const scope = fields[i];
+    const entry = fields[i + 1];
+    const key = entry.split('\n', 1)[0];
+    if (scope === 'global' || scope === 'system' || scope === 'command') continue;
+    const match = DRIVER_KEY.exec(key);
+    if (!match) continue;
+    const [, section, name] = match;
+    if (/[=\n\0]/.test(name)) {
+      throw new GitCommandError(['config'], -1, `the repository defines a ${section} driver whose name git's -c cannot override; refused`);
+    }
+    for (const [variable, value] of Object.entries(DRIVER_OVERRIDES[section])) out.add(`${section}.${name}.${variable}=${value}`);
+  }
+  return [...out];
+}
+
+/** Leading `-c k=v` pairs a caller gave, then the subcommand; --no-ext-diff --no-textconv after a diff-producing one. */
+function hardenedArgs(args: readonly string[], drivers: readonly string[]): string[] {
+  let i = 0;
+  while (args[i] === '-c' && i + 1 < args.length) i += 2;
+  const sub = args[i];
+  const rest = DIFF_COMMANDS.has(sub ?? '') ? [sub, '--no-ext-diff', '--no-textconv', ...args.slice(i + 1)] : args.slice(i);
+  const config = [...args.slice(0, i).filter((_, k) => k % 2 === 1), ...HARDENING_CONFIG, ...drivers];
+  return [...config.flatMap((c) => ['-c', c]), ...rest];
+}
+
+interface Spawned { readonly stdout: string; readonly stderr: string; readonly exitCode: number }
+
+function spawnGit(binary: string, cwd: string, args: readonly string[], env: Record<string, string>): Promise<Spawned> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(binary, [...args], { cwd, env, stdio: ['ignore', 'pipe', 'pipe'], shell: false, windowsHide: true });
+    const out: Buffer[] = [];
+    const err: Buffer[] = [];
+    child.stdout.on('data', (b: Buffer) => out.push(b));
+    child.stderr.on('data', (b: Buffer) => err.push(b));
+    child.once('error', reject);
+    child.once('close', (code, signal) => resolve({
+      stdout: Buffer.concat(out).toString('utf8'),
+      stderr: Buffer.concat(err).toString('utf8'),
+      exitCode: code ?? (signal ? 128 : -1),
+    }));
+  });
+}
+
+/**
+ * The product's git and the only place the product starts a git process: argv only (never a shell), a clean
+ * environment plus HARDENING_ENVIRONMENT, HARDENING_CONFIG and the overrides of the repository's own drivers
+ * (read first with `git config --includes --show-scope --get-regexp`) on every command line.
+ */
 export function createGit(binary = 'git'): Git {
   return {
     async run(cwd, args, options = {}) {
-      let exitCode = 0;
-      let stderr = '';
-      const git = simpleGit({
-        baseDir: cwd,
-        binary,
-        trimmed: false,
-        allowEnvironment: [...ALLOWED_ENVIRONMENT, 'GIT_TERMINAL_PROMPT'],
-        errors: (_error, result) => {
-          exitCode = result.exitCode;
-          stderr = Buffer.concat(result.stdErr).toString('utf8');
-          return undefined;
-        },
-      });
-      git.env({ ...cleanEnvironment(), ...options.env });
-      let stdout: string;
-      try {
-        stdout = await git.raw([...args]);
-      } catch (err) {
-        throw new GitCommandError(args, exitCode || -1, (err as Error).message);
+      const env: Record<string, string> = { ...cleanEnvironment(), ...HARDENING_ENVIRONMENT };
+      for (const key of ALLOWED_ENVIRONMENT) {
+        const value = options.env?.[key];
+        if (value !== undefined) env[key] = value;
       }
+      let result: Spawned;
+      try {
+        const listing = await spawnGit(binary, cwd, hardenedArgs(
+          ['config', '--includes', '--show-scope', '-z', '--get-regexp', '^(filter|merge|diff)\\.'], []), env);
+        // 1: no such variable; anything else (not a repository…) is left to the command itself to report.
+        const drivers = listing.exitCode === 0 ? driverOverrides(listing.stdout) : [];
+        result = await spawnGit(binary, cwd, hardenedArgs(args, drivers), env);
+      } catch (err) {
+        if (err instanceof GitCommandError) throw err;
+        throw new GitCommandError(args, -1, (err as Error).message);
+      }
+      const { stdout, stderr, exitCode } = result;
       if (exitCode !== 0 && !(options.okExitCodes ?? []).includes(exitCode)) throw new GitCommandError(args, exitCode, stderr);
       return { stdout, stderr, exitCode };
     },
