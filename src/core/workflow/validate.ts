@@ -14,8 +14,8 @@
  *   that is not one of TRIGGER_TYPES; an empty mapping key or value, a data path with an empty segment (`a..b`), two data
  *   keys mapped to the same input or two outputs to the same data key; `priority` not a whole number from -19 to 20,
  *   `scope` not a scheduler scope, `on_failure` not `fail` or `hitl`, `max_iterations` not a whole number from 1 to 1,000.
- * - `limit_exceeded`: more than WORKFLOW_LIMITS.maxNodes nodes, more than maxTotalDependencies dependencies or
- *   maxMapEntries map entries in all (these three are counted before anything else is looked at, and refuse alone), ids
+ * - `limit_exceeded`: more than WORKFLOW_LIMITS.maxNodes nodes, more than maxTotalDependencies dependencies,
+ *   maxMapEntries map entries or maxTotalRouteChars route characters in all (these four are counted before anything else is looked at, and refuse alone), ids
  *   longer than maxIdChars, more than maxDependencies dependencies on a node, metadata or mapping entries beyond their bounds.
  * - `duplicate_node` (two nodes with one id), `duplicate_dependency`, `unknown_dependency`, `self_dependency`, `no_root`
  *   (no node without dependencies), `workflow_cycle_detected`.
@@ -44,6 +44,8 @@ export const WORKFLOW_LIMITS = {
   maxTotalDependencies: 10_000,
   /** Entries of every map of a definition together: its metadata, and each node's input_mapping, output_mapping, metadata. */
   maxMapEntries: 8_192,
+  /** Characters of every `route` of a definition together (each one also at most ROUTE_LIMITS.maxExpressionChars, 4 KiB): CEL compiles each. */
+  maxTotalRouteChars: 32_768,
   /** Node ids and workflow ids. */
   maxIdChars: 128,
   /** An agent id or `type:<agent type>` (the scheduler's target bound). */
@@ -139,10 +141,13 @@ export function validateWithAllIssues(definition: WorkflowDefinition, L: Workflo
   // The totals, counted before any other work (each a plain count, no allocation): what the rest costs is bounded by them.
   let totalDependencies = 0;
   let mapEntries = countEntries(definition.metadata);
+  let routeChars = 0;
   for (let i = 0; i < n; i++) {
     const node = nodes[i];
     if (Array.isArray(node.dependencies)) totalDependencies += node.dependencies.length;
     mapEntries += countEntries(node.inputMapping) + countEntries(node.outputMapping) + countEntries(node.metadata);
+    const route = node.metadata && typeof node.metadata === 'object' && hasOwn(node.metadata, 'route') ? node.metadata.route : undefined;
+    if (typeof route === 'string') routeChars += route.length;
   }
   if (totalDependencies > L.maxTotalDependencies) {
     issues.error(-1, 'limit_exceeded', 'nodes', `a workflow has at most ${L.maxTotalDependencies} dependencies in all (this one has ${totalDependencies})`);
@@ -150,6 +155,10 @@ export function validateWithAllIssues(definition: WorkflowDefinition, L: Workflo
   }
   if (mapEntries > L.maxMapEntries) {
     issues.error(-1, 'limit_exceeded', 'nodes', `a workflow has at most ${L.maxMapEntries} map entries in all (metadata, input_mapping, output_mapping; this one has ${mapEntries})`);
+    return done();
+  }
+  if (routeChars > L.maxTotalRouteChars) {
+    issues.error(-1, 'limit_exceeded', 'nodes', `the routes of a workflow have at most ${L.maxTotalRouteChars} characters in all (this one's have ${routeChars})`);
     return done();
   }
 
