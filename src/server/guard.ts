@@ -7,16 +7,21 @@ import { firstRefusal, type IdentityRule } from './identity';
 
 type Handler = grpc.UntypedHandleCall;
 type StreamCall = grpc.ServerWritableStream<unknown, unknown> | grpc.ServerDuplexStream<unknown, unknown>;
+/** A call in flight under a credential: `revoke` stops its work (as a client cancel would) and answers UNAUTHENTICATED. */
+interface Bound { revoke(details: string): void }
 
 /**
  * Identity enforcement, written once (README, "Security model"): every handler of every service — built or
  * UNIMPLEMENTED — is wrapped so that, before it runs, each agent the request claims to act as (its rule in
  * identity.ts) is checked against the caller's principal. A refusal answers PERMISSION_DENIED and is logged
- * (`auth.permission_denied`). Streams opened with a credential end (UNAUTHENTICATED) as soon as it is revoked.
+ * (`auth.permission_denied`). Every call opened with a credential — unary or streamed — ends (UNAUTHENTICATED) as soon
+ * as it is revoked: the handler first sees its call 'cancelled' (so a tool call is abandoned and its process killed, a
+ * WaitForDecision or HITL wait stops waiting, exactly as on a client cancel), then the call is answered UNAUTHENTICATED
+ * and whatever the handler answers later is dropped.
  */
 export class IdentityGuard implements Disposable {
-  /** credential id → the streams opened with it that are still open. */
-  private readonly streams = new Map<string, Set<StreamCall>>();
+  /** credential id → the calls opened with it that are still open. */
+  private readonly streams = new Map<string, Set<Bound>>();
   private readonly subscription: Disposable;
 
   constructor(private readonly coordinator: Coordinator) {
@@ -37,7 +42,13 @@ export class IdentityGuard implements Disposable {
           call.emit('error', refusal);
           return;
         }
-        if (this.track(call)) (handler as (call: StreamCall) => void)(call);
+        const bound: Bound = {
+          revoke: (details) => {
+            call.emit('cancelled', 'revoked');
+            call.emit('error', { code: grpc.status.UNAUTHENTICATED, details });
+          },
+        };
+        if (this.track(call, bound, (status) => call.emit('error', status))) (handler as (call: StreamCall) => void)(call);
       };
     }
     return (call: grpc.ServerUnaryCall<unknown, unknown>, callback: grpc.sendUnaryData<unknown>) => {
@@ -46,7 +57,25 @@ export class IdentityGuard implements Disposable {
         callback(refusal);
         return;
       }
-      (handler as grpc.handleUnaryCall<unknown, unknown>)(call, callback);
+      let answered = false;
+      let forget = (): void => undefined;
+      const answer: grpc.sendUnaryData<unknown> = (...args) => {
+        if (answered) return;
+        answered = true;
+        forget();
+        callback(...args);
+      };
+      const bound: Bound = {
+        revoke: (details) => {
+          if (answered) return;
+          call.emit('cancelled', 'revoked');
+          answer({ code: grpc.status.UNAUTHENTICATED, details });
+        },
+      };
+      const tracked = this.track(call, bound, (status) => answer(status));
+      if (tracked === false) return;
+      forget = tracked === true ? forget : tracked;
+      (handler as grpc.handleUnaryCall<unknown, unknown>)(call, answer);
     };
   }
 
@@ -71,36 +100,35 @@ export class IdentityGuard implements Disposable {
     return { code: grpc.status.PERMISSION_DENIED, details: `PERMISSION_DENIED: ${denied.reason}` };
   }
 
-  /** Remembers an open stream under its credential; false when that credential is no longer active. */
-  private track(call: StreamCall): boolean {
+  /**
+   * Remembers an open call under its credential: false (after refusing it) when that credential is no longer active,
+   * true when no credential is involved, else the function that forgets it.
+   */
+  private track(call: grpc.ServerUnaryCall<unknown, unknown> | StreamCall, bound: Bound, refuse: (status: Partial<grpc.StatusObject>) => void): boolean | (() => void) {
     const principal = principalOf(call);
     if (principal === undefined || principal.kind === 'operator') return true;
     const id = principal.credentialId;
     if (!this.coordinator.credentials.isActive(id)) {
-      // Revoked between authentication and now: the stream never opens.
-      call.emit('error', { code: grpc.status.UNAUTHENTICATED, details: `credential ${id} was revoked` });
+      // Revoked between authentication and now: the call never starts.
+      refuse({ code: grpc.status.UNAUTHENTICATED, details: `credential ${id} was revoked` });
       return false;
     }
     let open = this.streams.get(id);
     if (open === undefined) this.streams.set(id, (open = new Set()));
-    open.add(call);
+    open.add(bound);
     const forget = () => {
-      open.delete(call);
+      open.delete(bound);
       if (open.size === 0 && this.streams.get(id) === open) this.streams.delete(id);
     };
-    call.once('close', forget);
-    call.once('cancelled', forget);
-    call.once('error', forget);
-    call.once('finish', forget);
-    return true;
+    const events = call as unknown as NodeJS.EventEmitter;
+    for (const event of ['close', 'cancelled', 'error', 'finish']) events.once(event, forget);
+    return forget;
   }
 
   private endStreams(credentialId: string): void {
     const open = this.streams.get(credentialId);
     if (open === undefined) return;
     this.streams.delete(credentialId);
-    for (const call of open) {
-      call.emit('error', { code: grpc.status.UNAUTHENTICATED, details: `credential ${credentialId} was revoked: this stream ends` });
-    }
+    for (const bound of [...open]) bound.revoke(`credential ${credentialId} was revoked: this call ends`);
   }
 }

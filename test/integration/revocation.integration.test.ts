@@ -1,0 +1,94 @@
+import * as grpc from '@grpc/grpc-js';
+import { strict as assert } from 'node:assert';
+import * as fs from 'node:fs';
+import type { CoordinatorHost } from '../../src/server/host';
+import { processGroupMembers } from '../../src/core/tools/processTree';
+import { bearer, CoordinatorClients, expectStatus, serviceClient, unary, type ServiceClient } from '../support/clients';
+import { descriptorMessage } from '../support/fixtures';
+import { makeRepo } from '../support/gitRepo';
+import { startHost, stopHost } from '../support/host';
+import { pollUntil } from '../support/poll';
+import { makeTempDir, removeTempDir } from '../support/tempDir';
+
+interface ToolFrame { call_id: string; frame_no: string; final: boolean; content_type: string; data: Buffer; summary: Buffer }
+
+/**
+ * Issue 30, item 4: revoking a credential ends every call in flight under it at once, UNAUTHENTICATED — a streamed
+ * run_command (its process group killed, not left to run to its end) and a unary one (answered UNAUTHENTICATED, not
+ * with the command's result).
+ */
+describe('revocation ends the calls in flight under the credential (real gRPC, real processes)', function () {
+  this.timeout(120_000);
+  let base: string;
+  let dataDir: string;
+  let host: CoordinatorHost;
+  let tools: ServiceClient;
+  let worktrees: ServiceClient;
+  const policy = { privilege_level: 'DEFAULT', network_policy: 'DENY_ALL' };
+  const ctx = { correlationId: 'test' };
+
+  before(async () => {
+    base = fs.realpathSync(makeTempDir('sw4rm-int-revoke-'));
+    dataDir = makeTempDir('sw4rm-int-revoke-data-');
+    const repo = makeRepo(base, 'app', { 'README.md': 'hello\n' });
+    host = await startHost(dataDir, { workspaceFolders: [repo], tools: { process: { enabled: true, acceptUnenforcedNetworkPolicy: false } } });
+    const address = `127.0.0.1:${host.port}`;
+    tools = serviceClient(address, 'sw4rm.tool.ToolService');
+    worktrees = serviceClient(address, 'sw4rm.worktree.WorktreeService');
+    const registry = new CoordinatorClients(address, host.token);
+    assert.equal((await registry.registerAgent(descriptorMessage('coder'))).accepted, true);
+    registry.close();
+  });
+
+  after(async () => {
+    tools.close();
+    worktrees.close();
+    await stopHost(host);
+    removeTempDir(dataDir);
+    removeTempDir(base);
+  });
+
+  /** A fresh credential of `coder`, bound to its worktree; its id and token. */
+  async function credential(): Promise<{ id: string; token: string }> {
+    const minted = host.coordinator.credentials.mintAgent('coder', 'test', 'revocation tests', ctx);
+    await unary(worktrees, 'Bind', { agent_id: 'coder', repo_id: 'app' }, bearer(minted.token));
+    return { id: minted.credential.id, token: minted.token };
+  }
+
+  it('a streamed run_command ends UNAUTHENTICATED and its process group is killed', async () => {
+    const { id, token } = await credential();
+    const frames: ToolFrame[] = [];
+    const stream = (tools.CallStream as (r: unknown, m: grpc.Metadata) => grpc.ClientReadableStream<ToolFrame>).call(tools, {
+      call_id: 'revoked-stream', provider_id: 'process', tool_name: 'run_command', stream: true, policy,
+      args: Buffer.from(JSON.stringify({ argv: ['sh', '-c', 'read -r _ _ _ _ pg _ < /proc/self/stat; echo $pg; sleep 60 & sleep 60'] })),
+    }, bearer(token));
+    const ended = new Promise<grpc.ServiceError>((resolve) => { stream.on('error', resolve); stream.on('end', () => resolve(undefined as unknown as grpc.ServiceError)); });
+    stream.on('data', (f: ToolFrame) => frames.push(f));
+    await pollUntil('the first output frame', () => frames.length > 0 || undefined);
+    const pgid = Number((JSON.parse(frames[0].data.toString('utf8')) as { text: string }).text.trim());
+    await pollUntil('the sleeps', async () => (await processGroupMembers(pgid)).length >= 3 || undefined);
+    host.coordinator.credentials.revoke(id, 'test', ctx);
+    const error = await ended;
+    assert.equal(error?.code, grpc.status.UNAUTHENTICATED);
+    assert.match(error.details, /revoked/);
+    await pollUntil('the process group to be gone', async () => (await processGroupMembers(pgid)).length === 0 || undefined, 10_000);
+    console.log(`      process group ${pgid}: gone after revocation`);
+  });
+
+  it('a unary run_command ends UNAUTHENTICATED at once, not with the command\'s result', async () => {
+    const { id, token } = await credential();
+    const answer = unary<ToolFrame>(tools, 'Call', {
+      call_id: 'revoked-unary', provider_id: 'process', tool_name: 'run_command', policy,
+      args: Buffer.from(JSON.stringify({ argv: ['sh', '-c', 'echo started; sleep 3; echo finished'] })),
+    }, bearer(token));
+    await pollUntil('the command running', () => host.coordinator.log.query({ eventType: 'tool.call' }).length >= 0
+      && [...(host.coordinator.tools as unknown as { active: Map<unknown, { record: { callId: string } }> }).active.values()].some((c) => c.record.callId === 'revoked-unary') || undefined);
+    const started = Date.now();
+    host.coordinator.credentials.revoke(id, 'test', ctx);
+    const error = await expectStatus(answer, grpc.status.UNAUTHENTICATED);
+    assert.match(error.details, /revoked/);
+    const elapsed = Date.now() - started;
+    console.log(`      unary run_command answered UNAUTHENTICATED ${elapsed} ms after revocation`);
+    assert.ok(elapsed < 2_000, `answered ${elapsed} ms after revocation, before the 3 s command could finish`);
+  });
+});
