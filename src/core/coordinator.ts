@@ -209,7 +209,8 @@ export class Coordinator {
     this.toolBinding = bindToolCallsToRouter(this.tools, this.router, this.log);
     // After the binding: the envelope callers of calls a crash interrupted are answered.
     this.tools.restore({ correlationId: this.ids.uuid() });
-    this.activity = new ActivityBuffer(this.store, this.log, this.clock, { ...DEFAULT_ACTIVITY_OPTIONS, ...options.activity });
+    this.activity = new ActivityBuffer(this.store, this.log, this.clock, { ...DEFAULT_ACTIVITY_OPTIONS, ...options.activity },
+      (negotiationId) => this.store.negotiation.get(negotiationId)?.participants);
     const schedulerOptions: SchedulerOptions = { ...DEFAULT_SCHEDULER_OPTIONS, ...options.scheduler };
     this.inference = new InferenceEngine({
       agents: this.registry, call: (input, ctx) => this.tools.call('coordinator', input, ctx), abandon: (callId) => this.tools.abandon(callId),

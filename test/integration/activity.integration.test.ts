@@ -1,6 +1,7 @@
 import * as grpc from '@grpc/grpc-js';
 import { strict as assert } from 'node:assert';
 import type { CoordinatorHost } from '../../src/server/host';
+import { validDescriptor } from '../support/fixtures';
 import { bearer, expectStatus, serviceClient, unary, type ServiceClient } from '../support/clients';
 import { startHost, stopHost } from '../support/host';
 import { makeTempDir, removeTempDir } from '../support/tempDir';
@@ -100,5 +101,37 @@ describe('ActivityService over real gRPC (AppendArtifact, ListArtifacts)', funct
     } finally {
       big.close();
     }
+  });
+
+  it('only the participants of a negotiation and the operator append or list its artifacts; others get PERMISSION_DENIED (logged)', async () => {
+    const ctx = { correlationId: 'test' };
+    for (const id of ['alice', 'bob', 'mallory']) assert.equal(host.coordinator.registry.register(validDescriptor(id), ctx).accepted, true);
+    host.coordinator.negotiations.open({
+      negotiationId: 'deal', correlationId: '', topic: 'price', participants: ['alice', 'bob'], intensity: '', debateTimeoutMs: 0,
+      profileHint: '', preferences: {}, schema: '',
+    }, { kind: 'operator', label: 'operator' }, ctx);
+    await host.coordinator.store.whenDurable();
+    const tokenOf = (id: string) => host.coordinator.credentials.mintAgent(id, 'test', `agent ${id}`, ctx).token;
+    const alice = bearer(tokenOf('alice'));
+    const mallory = bearer(tokenOf('mallory'));
+
+    assert.deepEqual(await unary(client, 'AppendArtifact', { artifact: artifact({ negotiation_id: 'deal' }) }, alice), { ok: true, reason: '' });
+    assert.deepEqual(await unary(client, 'AppendArtifact', { artifact: artifact({ negotiation_id: 'deal', kind: 'note' }) }, metadata()), { ok: true, reason: '' });
+    const listed = await unary<{ items: ArtifactMessage[] }>(client, 'ListArtifacts', { negotiation_id: 'deal', kind: '' }, alice);
+    assert.deepEqual(listed.items.map((a) => a.kind), ['contract', 'note']);
+
+    // Not a participant: refused for a known negotiation and for an unknown one alike (the answer does not tell which).
+    for (const negotiationId of ['deal', 'no-such-deal']) {
+      const append = await expectStatus(unary(client, 'AppendArtifact', { artifact: artifact({ negotiation_id: negotiationId }) }, mallory), grpc.status.PERMISSION_DENIED);
+      assert.match(append.details, /^PERMISSION_DENIED: agent:mallory may not append artifacts to negotiation .*only its participants and the operator may/);
+      const list = await expectStatus(unary(client, 'ListArtifacts', { negotiation_id: negotiationId, kind: '' }, mallory), grpc.status.PERMISSION_DENIED);
+      assert.match(list.details, /^PERMISSION_DENIED: agent:mallory may not list the artifacts of negotiation /);
+      await expectStatus(unary(client, 'ListArtifacts', { negotiation_id: negotiationId, kind: 'contract' }, mallory), grpc.status.PERMISSION_DENIED);
+    }
+    const all = await unary<{ items: ArtifactMessage[] }>(client, 'ListArtifacts', { negotiation_id: 'deal', kind: '' }, metadata());
+    assert.deepEqual(all.items.map((a) => a.kind), ['contract', 'note'], 'nothing stored for mallory');
+    const refusals = host.coordinator.log.query({ eventType: 'activity.artifact_refused' });
+    assert.equal(refusals.length, 6);
+    assert.ok(refusals.every((e) => (e.details as { code?: string }).code === 'PERMISSION_DENIED'));
   });
 });

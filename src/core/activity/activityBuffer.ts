@@ -4,6 +4,7 @@ import { Emitter, type Disposable, type Event } from '../events';
 import { FIELD_LIMITS, identifierRefusal } from '../fieldLimits';
 import { MIB, TRANSPORT_MAX_MESSAGE_BYTES } from '../limits';
 import type { EventLog } from '../log/eventLog';
+import { COORDINATOR_SPEAKER, NegotiationError, type Speaker } from '../policy/speaker';
 import {
   ActivityBufferFullError, type ActivityChange, type ActivityEntry, type ActivityFilter, type ActivityOptions, type ActivitySink,
   type ActivityStorage, type Artifact,
@@ -61,7 +62,12 @@ export class ActivityBuffer implements ActivitySink, Disposable {
   private readonly changed = new Emitter<ActivityChange>();
   readonly onDidChange: Event<ActivityChange> = this.changed.event;
 
-  constructor(private readonly store: ActivityStorage, private readonly log: EventLog, private readonly clock: Clock, private readonly options: ActivityOptions) {
+  /**
+   * `participantsOf` names the participants of a negotiation (undefined: no such negotiation): only they, the operator
+   * and the coordinator's own work may append or list its artifacts.
+   */
+  constructor(private readonly store: ActivityStorage, private readonly log: EventLog, private readonly clock: Clock, private readonly options: ActivityOptions,
+    private readonly participantsOf: (negotiationId: string) => readonly string[] | undefined = () => undefined) {
     this.restore();
   }
 
@@ -187,7 +193,7 @@ export class ActivityBuffer implements ActivitySink, Disposable {
    * AppendArtifact: checked (negotiation_id, kind, sizes; the negotiation's ARTIFACT_LIMITS), persisted; a refusal is
    * `{ ok: false, reason }` (`VALIDATION_ERROR: …` or `BUFFER_FULL: …`).
    */
-  appendArtifact(artifact: Artifact, ctx: CallContext): { readonly ok: boolean; readonly reason: string } {
+  appendArtifact(artifact: Artifact, ctx: CallContext, speaker: Speaker = COORDINATOR_SPEAKER): { readonly ok: boolean; readonly reason: string } {
     const refuse = (code: string, reason: string) => {
       this.log.record({
         correlationId: ctx.correlationId, actor: 'activity', eventType: 'activity.artifact_refused', level: 'WARN',
@@ -197,6 +203,8 @@ export class ActivityBuffer implements ActivitySink, Disposable {
     };
     const reason = artifactRefusal(artifact);
     if (reason) return refuse('VALIDATION_ERROR', reason);
+    const denied = this.accessRefusal(artifact.negotiationId, speaker, 'append artifacts to');
+    if (denied) return refuse('PERMISSION_DENIED', denied);
     const createdAt = artifact.createdAt === '' ? isoUtc(this.clock.now()) : artifact.createdAt;
     const stored: Artifact = { ...artifact, content: Buffer.from(artifact.content), createdAt };
     return this.store.transaction(() => {
@@ -233,9 +241,32 @@ export class ActivityBuffer implements ActivitySink, Disposable {
     return undefined;
   }
 
-  /** ListArtifacts: a negotiation's artifacts in the order appended, of one kind when `kind` is not ''. */
-  listArtifacts(negotiationId: string, kind: string): Artifact[] {
+  /**
+   * ListArtifacts: a negotiation's artifacts in the order appended, of one kind when `kind` is not ''. An agent that takes
+   * no part in it is refused (NegotiationError 'permission', PERMISSION_DENIED; logged activity.artifact_refused).
+   */
+  listArtifacts(negotiationId: string, kind: string, speaker: Speaker = COORDINATOR_SPEAKER, ctx?: CallContext): Artifact[] {
+    const denied = this.accessRefusal(negotiationId, speaker, 'list the artifacts of');
+    if (denied) {
+      this.log.record({
+        correlationId: ctx?.correlationId ?? 'activity', actor: 'activity', eventType: 'activity.artifact_refused', level: 'WARN',
+        details: { negotiation_id: negotiationId.slice(0, LIMITS.negotiation_id), kind: kind.slice(0, 64), code: 'PERMISSION_DENIED', reason: denied },
+      });
+      throw new NegotiationError('permission', 'PERMISSION_DENIED', denied);
+    }
     return this.store.activity.listArtifacts(negotiationId, kind);
+  }
+
+  /**
+   * Why `speaker` may not touch the artifacts of `negotiationId`, or undefined: the operator and the coordinator may; an
+   * agent only when it may act as one of the negotiation's participants (an unknown negotiation has none; the same
+   * answer, so that a refusal does not tell whether it exists).
+   */
+  private accessRefusal(negotiationId: string, speaker: Speaker, what: string): string | undefined {
+    if (speaker.kind !== 'agent') return undefined;
+    const participants = this.participantsOf(negotiationId) ?? [];
+    if (participants.some((p) => speaker.mayActAs(p))) return undefined;
+    return `${speaker.label} may not ${what} negotiation '${negotiationId.slice(0, LIMITS.negotiation_id)}': only its participants and the operator may`;
   }
 
   dispose(): void {

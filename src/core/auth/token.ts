@@ -11,7 +11,8 @@ export const TOKEN_FILE_NAME = 'token';
  * only (0600), and reused afterwards so that running agents keep working across restarts.
  */
 export function loadOrCreateToken(dataDir: string): string {
-  fs.mkdirSync(dataDir, { recursive: true });
+  fs.mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+  fs.chmodSync(dataDir, 0o700);
   const file = path.join(dataDir, TOKEN_FILE_NAME);
   const existing = readSecretFile(file);
   if (existing !== undefined && /^[A-Za-z0-9_-]{32,}$/.test(existing)) return existing;
@@ -24,6 +25,7 @@ export function loadOrCreateToken(dataDir: string): string {
 export function writeSecretFile(file: string, secret: string): void {
   const temporary = `${file}.${process.pid}.tmp`;
   fs.writeFileSync(temporary, secret + '\n', { mode: 0o600 });
+  fs.chmodSync(temporary, 0o600);
   fs.renameSync(temporary, file);
 }
 

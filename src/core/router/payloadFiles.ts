@@ -46,10 +46,12 @@ export class PayloadFiles {
     const tmp = `${target}.tmp`;
     this.pending.add(fileId);
     try {
-      this.folderReady ??= fs.promises.mkdir(this.dir, { recursive: true }).then(() => undefined);
+      // The folder is its user's only, whatever the umask (the mode is masked by it, so chmod after).
+      this.folderReady ??= fs.promises.mkdir(this.dir, { recursive: true, mode: 0o700 }).then(() => fs.promises.chmod(this.dir, 0o700));
       await this.folderReady;
       const handle = await fs.promises.open(tmp, 'wx', 0o600);
       try {
+        await handle.chmod(0o600);
         await handle.writeFile(payload);
         await handle.sync();
       } finally {

@@ -6,6 +6,7 @@ import { schemaVersions, type SchemaStep } from './schema';
 import {
   checkFilesAgainstMarker, diagnoseOpenFailure, missingDataError, notWritable, readMarker, readOnlyError, syncWal, writeMarker,
   type StoreMarker,
+  makePrivateDir, makePrivateFile, PRIVATE_FILE_MODE,
 } from './storeState';
 import { StoreFailedError, StoreOpenError, type CommitParticipant, type Store } from './store';
 
@@ -90,7 +91,10 @@ export class SqliteStore implements Store {
     const walNote = SqliteStore.checkMarker(location);
     let db: DatabaseSync;
     try {
-      fs.mkdirSync(dataDir, { recursive: true });
+      makePrivateDir(dataDir);
+      // SQLite gives its -wal and -shm the mode of the database file: create that one 0600 first.
+      fs.closeSync(fs.openSync(location, 'a', PRIVATE_FILE_MODE));
+      makePrivateFile(location);
       db = new DatabaseSync(location);
     } catch (err) {
       throw failure(err, 'opened') ?? new StoreOpenError(location, 'unreadable',
@@ -108,6 +112,7 @@ export class SqliteStore implements Store {
       const marker = readMarker(location);
       if (marker) SqliteStore.checkEpoch(db, location, marker, walNote);
       db.exec('PRAGMA journal_mode = WAL');
+      for (const file of [location, `${location}-wal`, `${location}-shm`]) makePrivateFile(file);
       // NORMAL in WAL mode: a commit survives a crash of the process (kill -9); only a power loss may take back
       // the last commits. Checkpoints (which sync, and stall the event loop for their duration) run every ~4 MB of
       // WAL: about 8 ms each on a development machine, against 26 ms at 16 MB, for the same total work.
@@ -146,6 +151,7 @@ export class SqliteStore implements Store {
         throw err;
       }
       syncWal(location);
+      for (const file of [location, `${location}-wal`, `${location}-shm`]) makePrivateFile(file);
       writeMarker(location, { state: 'open', schemaVersion, epoch });
       return new SqliteStore(db, location, schemaVersion, options.groupCommit ?? false, epoch,
         options.markIntervalMs ?? DEFAULT_MARK_INTERVAL_MS);

@@ -50,12 +50,36 @@ export function readMarker(location: string): StoreMarker | undefined {
   }
 }
 
+/**
+ * The data folder and everything the store keeps in it are its user's only, whatever the umask (README, "Security
+ * model"): folders 0700, files 0600. `mkdir` and `open` modes are masked by the umask and never widen an existing
+ * entry, so each is created with the mode and chmod'ed after.
+ */
+export const PRIVATE_DIR_MODE = 0o700;
+export const PRIVATE_FILE_MODE = 0o600;
+
+/** Creates `dir` if needed (its missing parents too, those as the umask makes them) and makes it 0700. */
+export function makePrivateDir(dir: string): void {
+  fs.mkdirSync(dir, { recursive: true, mode: PRIVATE_DIR_MODE });
+  fs.chmodSync(dir, PRIVATE_DIR_MODE);
+}
+
+/** Makes `file` 0600 when it exists (SQLite creates its -wal and -shm itself). */
+export function makePrivateFile(file: string): void {
+  try {
+    fs.chmodSync(file, PRIVATE_FILE_MODE);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+  }
+}
+
 /** Replaces the marker atomically: a crash leaves the old one or the new one, never a mix. */
 export function writeMarker(location: string, marker: Omit<StoreMarker, 'format' | 'writtenAt'>): void {
   const target = markerPath(location);
   const temp = `${target}.tmp`;
   const full: StoreMarker = { format: 1, ...marker, writtenAt: new Date().toISOString() };
-  fs.writeFileSync(temp, `${JSON.stringify(full)}\n`);
+  fs.writeFileSync(temp, `${JSON.stringify(full)}\n`, { mode: PRIVATE_FILE_MODE });
+  fs.chmodSync(temp, PRIVATE_FILE_MODE);
   fs.renameSync(temp, target);
 }
 

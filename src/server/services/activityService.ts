@@ -5,6 +5,8 @@ import type { Artifact } from '../../core/activity/model';
 import { FIELD_LIMITS, identifierRefusal } from '../../core/fieldLimits';
 import { TRANSPORT_MAX_MESSAGE_BYTES } from '../../core/limits';
 import { callContext } from '../callContext';
+import { speakerOf } from '../speaker';
+import { NegotiationError } from '../../core/policy/speaker';
 import { answerWhenDurable } from '../durable';
 
 interface ArtifactMessage {
@@ -33,7 +35,7 @@ export class ActivityServiceAdapter {
   constructor(private readonly coordinator: Coordinator) {}
 
   handlers(): grpc.UntypedServiceImplementation {
-    const { activity, store } = this.coordinator;
+    const { activity, store, credentials } = this.coordinator;
     return {
       AppendArtifact: (call: grpc.ServerUnaryCall<{ artifact?: ArtifactMessage | null }, unknown>, callback: grpc.sendUnaryData<unknown>) => {
         try {
@@ -47,7 +49,8 @@ export class ActivityServiceAdapter {
             content: Buffer.from(given.content ?? new Uint8Array()),
             createdAt: (given.created_at ?? '').trim(),
           };
-          const result = activity.appendArtifact(artifact, callContext(call, this.coordinator.ids));
+          const result = activity.appendArtifact(artifact, callContext(call, this.coordinator.ids), speakerOf(call, credentials));
+          if (!result.ok && result.reason.startsWith('PERMISSION_DENIED: ')) return callback({ code: grpc.status.PERMISSION_DENIED, details: result.reason });
           if (!result.ok) return callback(null, { ok: false, reason: result.reason });
           answerWhenDurable(store, callback, { ok: true, reason: '' });
         } catch (err) {
@@ -63,7 +66,7 @@ export class ActivityServiceAdapter {
         if (refusal) return invalid(refusal);
         if (kind !== '' && !ARTIFACT_KINDS.includes(kind)) return invalid(`kind must be empty or one of ${ARTIFACT_KINDS.join(', ')}`);
         try {
-          const items = activity.listArtifacts(negotiationId, kind);
+          const items = activity.listArtifacts(negotiationId, kind, speakerOf(call, credentials), callContext(call, this.coordinator.ids));
           const bytes = items.reduce((sum, a) => sum + a.content.length, 0);
           if (bytes > LIST_CONTENT_BUDGET) {
             return callback({
@@ -77,6 +80,7 @@ export class ActivityServiceAdapter {
             })),
           });
         } catch (err) {
+          if (err instanceof NegotiationError && err.kind === 'permission') return callback({ code: grpc.status.PERMISSION_DENIED, details: `${err.code}: ${err.message}` });
           callback({ code: grpc.status.INTERNAL, details: `INTERNAL_ERROR: ${(err as Error).message}` });
         }
       },
