@@ -6,7 +6,7 @@ import type { Clock } from '../clock';
 import type { Disposable } from '../events';
 import { Confinement, ConfinementError } from '../worktree/confinement';
 import { ToolCallError, type JsonSchema, type ToolDescriptor, type ToolProvider, type ToolRequest } from './model';
-import { clockTicksPerSecond, groupCpuMs, killProcessGroup, listPids, liveMembers, procAvailable, ProcessGroupReader } from './processTree';
+import { clockTicksPerSecond, killPids, killProcessGroup, membersCpuMs, listPids, procAvailable, ProcessGroupReader } from './processTree';
 import { probeSandboxTools, sandboxPlan, type SandboxOptions } from './sandbox';
 
 /**
@@ -262,6 +262,8 @@ class OutputStream {
 class CpuSampler {
   /** The highest group CPU time seen (ms): members reaped by init take their time out of the sum. */
   cpuMs = 0;
+  /** The live members seen last (the group and descendants that left it). */
+  private members: number[] = [];
   private readonly interval: ReturnType<typeof setInterval>;
   private reading = false;
   private gone: { resolve: () => void; left: number } | undefined;
@@ -287,16 +289,18 @@ class CpuSampler {
     this.reading = true;
     try {
       const stats = await this.reader.members();
-      this.cpuMs = Math.max(this.cpuMs, groupCpuMs(stats, this.pgid, clockTicksPerSecond()));
-      if (this.budgetMs > 0 && this.cpuMs >= this.budgetMs) this.onExceeded();
+      this.members = stats.filter((s) => s.state !== 'Z' && s.state !== 'X').map((s) => s.pid);
+      this.cpuMs = Math.max(this.cpuMs, membersCpuMs(stats, clockTicksPerSecond()));
+      if (this.budgetMs > 0 && this.cpuMs >= this.budgetMs) { killPids(this.members.filter((p) => p !== this.pgid)); this.onExceeded(); }
       if (this.gone) {
-        if (liveMembers(stats, this.pgid).length === 0 || --this.gone.left <= 0) {
+        if (this.members.length === 0 || --this.gone.left <= 0) {
           const { resolve } = this.gone;
           this.gone = undefined;
           this.dispose();
           resolve();
         } else {
           killProcessGroup(this.pgid, 'SIGKILL');
+          killPids(this.members);
         }
       }
     } finally {
