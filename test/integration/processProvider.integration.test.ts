@@ -6,7 +6,7 @@ import * as path from 'node:path';
 import { ManualClock, systemClock, type Clock } from '../../src/core/clock';
 import { DEFAULT_EXECUTION_POLICY, ToolCallError, type ExecutionPolicy, type ToolRequest } from '../../src/core/tools/model';
 import { ProcessProvider, PROCESS_LIMITS, type RunResult } from '../../src/core/tools/processProvider';
-import { processGroupMembers } from '../../src/core/tools/processTree';
+import { processGroupMembers, readAllProcStats } from '../../src/core/tools/processTree';
 import { probeNetworkNamespace } from '../../src/core/tools/sandbox';
 import { pollUntil } from '../support/poll';
 import { makeTempDir, removeTempDir } from '../support/tempDir';
@@ -42,6 +42,17 @@ async function refusal(promise: Promise<unknown>): Promise<ToolCallError> {
 function conforms(result: RunResult): void {
   const validate = new Ajv({ strict: true }).compile(enabled().describe()[0].outputSchema);
   assert.ok(validate(result), JSON.stringify(validate.errors));
+}
+
+/** Live processes with their command lines (to find loops left behind). */
+async function readAllProcStatsNow(): Promise<{ pid: number; ppid: number; comm: string; state: string; cmd: string }[]> {
+  const out = [];
+  for (const stat of await readAllProcStats()) {
+    let cmd = '';
+    try { cmd = fs.readFileSync(`/proc/${stat.pid}/cmdline`, 'utf8'); } catch { continue; }
+    out.push({ pid: stat.pid, ppid: stat.ppid, comm: stat.comm, state: stat.state, cmd });
+  }
+  return out;
 }
 
 function enabled(clock: Clock = systemClock, acceptUnenforcedNetworkPolicy = false): ProcessProvider {
@@ -126,6 +137,21 @@ describe('the process provider (real child processes)', function () {
     assert.equal(error.code, 'CPU_BUDGET_EXCEEDED');
     const pgid = Number(frames[0].text.trim());
     assert.deepEqual(await processGroupMembers(pgid), []);
+  });
+
+  it('counts and kills every descendant: 4 busy loops that setsid out of the group stop within budget_cpu_ms + margin', async function () {
+    if (!fs.existsSync('/usr/bin/setsid')) this.skip();
+    const frames: Frame[] = [];
+    const busy = 'setsid node -e "for(;;){}"';
+    const started = Date.now();
+    const error = await refusal(call(enabled(), worktree, { argv: ['sh', '-c', `${busy} & ${busy} & ${busy} & ${busy} & wait`] }, { stream: true, frames, policy: { budgetCpuMs: 300 } }));
+    assert.equal(error.code, 'CPU_BUDGET_EXCEEDED');
+    const used = Number(/used (\d+) ms of CPU/.exec(error.message)?.[1]);
+    // Margin: 4 loops on 2 cores over a sampler period or two, plus node start-up counted; before, 9.5 s.
+    console.log(`      4 setsid busy loops: ${used} ms of CPU reported against 300 ms, ${Date.now() - started} ms wall`);
+    assert.ok(used < 1500, error.message);
+    const left = (await readAllProcStatsNow()).filter((s) => s.comm === 'node' && s.state !== 'Z' && s.ppid !== process.pid && s.cmd.includes('for(;;){}'));
+    assert.deepEqual(left.map((s) => s.pid), [], 'no loop left running');
   });
 
   it('stops a sleep at budget_wall_ms (the provider\'s Clock) with WALL_TIMEOUT; SIGKILL follows SIGTERM after 2 s', async () => {
