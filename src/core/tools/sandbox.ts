@@ -172,7 +172,7 @@ export function sandboxPlan(argv: readonly string[], policy: ExecutionPolicy, op
   // env(1) would read a first word with '=' as a variable: such a program name is refused under a wrapper.
   if (argv[0].includes('=')) throw new ToolCallError('invalid_argument', 'VALIDATION_ERROR', "/argv/0: a program name with '=' cannot run under the sandbox's env -i");
   const assignments = Object.entries(env).map(([name, value]) => `${name}=${value}`);
-  return { argv: [...cpuLimit, ...prefix, options.env as string, '-i', ...assignments, ...argv], env: {}, networkEnforced, seccomp: seccompProgram };
+  return { argv: [...cpuLimit, ...prefix, options.env as string, '-i', ...assignments, ...argv], env: {}, networkEnforced, ...(seccompProgram === undefined ? {} : { seccomp: seccompProgram }) };
 }
 
 /**
