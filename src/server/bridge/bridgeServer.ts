@@ -1,10 +1,12 @@
 import * as http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import type * as net from 'node:net';
 import * as path from 'node:path';
 import type { Coordinator } from '../../core/coordinator';
 import type { CallContext } from '../../core/context';
 import { CREDENTIAL_TOKEN_PREFIX, principalName } from '../../core/credentials/credentials';
 import { jsonShape, MAX_JSON_DEPTH } from '../../core/json';
+import { ConnectionBounds, DEFAULT_BRIDGE_CONNECTION_LIMITS, type BridgeConnectionLimits } from './connectionBounds';
 import { InflightCalls, McpExchange, readPost } from './inflight';
 import { createBridgeMcpServer } from './mcpServer';
 import { BridgeToolError, type BridgeCaller, type BridgeEndpoints, type BridgeHttpRoute, type BridgeTool, type BridgeToolContext } from './model';
@@ -50,6 +52,8 @@ export interface BridgeServerOptions {
   readonly distDir?: string;
   /** Tool calls in progress per agent credential at most (default MAX_INFLIGHT_CALLS_PER_CREDENTIAL); beyond: 429 OVERLOADED. */
   readonly maxInflightCallsPerCredential?: number;
+  /** Bounds on unauthenticated connections (default DEFAULT_BRIDGE_CONNECTION_LIMITS). */
+  readonly connectionLimits?: BridgeConnectionLimits;
 }
 
 /** A refusal before any tool or route runs: an HTTP status and a SW4RM code, answered as JSON. */
@@ -82,6 +86,8 @@ export class BridgeServer {
   private closed = false;
   /** The `tools/call` requests being served, per credential and JSON-RPC id: what a `notifications/cancelled` aborts. */
   private readonly inflight: InflightCalls;
+  /** Unauthenticated and header timeouts, the per-address bound (README "Limits"). */
+  private readonly bounds: ConnectionBounds;
 
   constructor(private readonly options: BridgeServerOptions) {
     this.distDir = options.distDir ?? __dirname;
@@ -100,6 +106,16 @@ export class BridgeServer {
       });
     });
     this.server.maxConnections = BRIDGE_MAX_CONNECTIONS;
+    const { coordinator } = options;
+    this.bounds = new ConnectionBounds(options.connectionLimits ?? DEFAULT_BRIDGE_CONNECTION_LIMITS, coordinator.clock, (counts) => {
+      coordinator.log.record({
+        correlationId: coordinator.ids.uuid(), actor: 'bridge', eventType: 'bridge.connections_dropped', level: 'WARN', details: { ...counts },
+      });
+    });
+    // prependListener: tracked before Node's own handler can close or parse anything.
+    this.server.prependListener('connection', (socket: net.Socket) => this.bounds.accept(socket));
+    // Node's own header timer (headersTimeout) uses real timers; ours runs on the Clock and answers 100 Continue only after auth.
+    this.server.on('checkContinue', (req: http.IncomingMessage, res: http.ServerResponse) => this.server.emit('request', req, res));
   }
 
   /** Listens; answers the port bound. A busy requested port falls back to a free one (logged). */
@@ -143,6 +159,7 @@ export class BridgeServer {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    this.bounds.dispose();
     await new Promise<void>((resolve) => {
       this.server.close(() => resolve());
       this.server.closeAllConnections();
@@ -162,6 +179,9 @@ export class BridgeServer {
 
   private async handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
     const { coordinator } = this.options;
+    const socket = req.socket;
+    this.bounds.headersComplete(socket);
+    res.once('finish', () => this.bounds.answered(socket));
     const url = new URL(req.url ?? '/', 'http://bridge');
     const rebinding = this.rebindingRefusal(req);
     if (rebinding !== undefined) return refuse(res, rebinding);
@@ -173,6 +193,9 @@ export class BridgeServer {
       res.setHeader('WWW-Authenticate', 'Bearer');
       return refuse(res, { status: 401, code: 'UNAUTHENTICATED', message: caller });
     }
+    this.bounds.markAuthenticated(socket);
+    // `Expect: 100-continue` is answered only now, after Host, Origin and the credential passed.
+    if (/^100-continue$/i.test(req.headers.expect ?? '')) res.writeContinue();
     const ctx: CallContext = { correlationId, principal: principalName({ kind: 'agent', ...caller }) };
     this.recordLiveness(caller.agentId, ctx);
 
