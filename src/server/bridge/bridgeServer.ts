@@ -19,10 +19,16 @@ export const DEFAULT_BRIDGE_PORT = 50052;
 export const BRIDGE_MAX_BODY_BYTES = 4 * 1024 * 1024;
 /**
  * A request body with more JSON values than this (arrays, objects and commas counted) or nested deeper than
- * MAX_JSON_DEPTH is refused before JSON.parse (400 VALIDATION_ERROR): parsing 4 MiB of `[{},{},…]` alone holds the
+ * BRIDGE_MAX_BODY_DEPTH is refused before JSON.parse (400 VALIDATION_ERROR): parsing 4 MiB of `[{},{},…]` alone holds the
  * event loop ~200 ms (README, "Limits").
  */
 export const BRIDGE_MAX_BODY_VALUES = 100_000;
+/**
+ * A request body's nesting at most, checked before JSON.parse (which recurses): well above MAX_JSON_DEPTH, so that
+ * a tool's argument nested deeper than MAX_JSON_DEPTH inside the JSON-RPC envelope gets that tool's own answer
+ * (VALIDATION_ERROR, the field named) rather than a transport error.
+ */
+export const BRIDGE_MAX_BODY_DEPTH = 8 * MAX_JSON_DEPTH;
 /** How long a request's headers and body may take to arrive. */
 export const BRIDGE_REQUEST_TIMEOUT_MS = 60_000;
 /** Open connections at most (loopback agents; each MCP client keeps a few). */
@@ -350,9 +356,9 @@ export class BridgeServer {
       return NO_BODY;
     }
     if (text.trim() === '') return undefined;
-    const shape = jsonShape(text, MAX_JSON_DEPTH, BRIDGE_MAX_BODY_VALUES);
-    if (shape.depth > MAX_JSON_DEPTH || shape.values > BRIDGE_MAX_BODY_VALUES) {
-      const why = shape.depth > MAX_JSON_DEPTH ? `the request body nests deeper than ${MAX_JSON_DEPTH} levels (JSON depth limit)`
+    const shape = jsonShape(text, BRIDGE_MAX_BODY_DEPTH, BRIDGE_MAX_BODY_VALUES);
+    if (shape.depth > BRIDGE_MAX_BODY_DEPTH || shape.values > BRIDGE_MAX_BODY_VALUES) {
+      const why = shape.depth > BRIDGE_MAX_BODY_DEPTH ? `the request body nests deeper than ${BRIDGE_MAX_BODY_DEPTH} levels (JSON depth limit)`
         : `the request body holds more than ${BRIDGE_MAX_BODY_VALUES} JSON values`;
       if (jsonRpc) {
         res.writeHead(400, { 'Content-Type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', error: { code: -32600, message: `Invalid Request: ${why}` }, id: null }));
