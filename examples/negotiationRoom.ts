@@ -96,6 +96,10 @@ function errorText(err: unknown): string {
 
 let sequence = Date.now() * 1000;
 const streams: grpc.ClientReadableStream<unknown>[] = [];
+/** Each agent's chain of message handlers: `leave()` lets the last ones (a critic's FULFILLED ACK) finish first. */
+const handling: (() => Promise<void>)[] = [];
+/** Set when the example is done: messages that arrive after it (a late notice) are left to the coordinator. */
+let leaving = false;
 
 /** A protocol ACK (RECEIVED, then FULFILLED): an ACKNOWLEDGEMENT routed back to the envelope's producer. */
 async function ack(agentId: string, msg: Envelope, stage: 'RECEIVED' | 'FULFILLED'): Promise<void> {
@@ -121,8 +125,10 @@ async function register(agentId: string, description: string, onMessage: (msg: E
     const stream: grpc.ClientReadableStream<{ msg: Envelope; seq: string }> = router.StreamIncoming({ agent_id: agentId }, metadata(agentId));
     streams.push(stream);
     let queue: Promise<void> = Promise.resolve();
+    handling.push(() => queue);
     stream.on('metadata', () => resolve());
     stream.on('data', (item: { msg: Envelope; seq: string }) => {
+      if (leaving) return;
       queue = queue.then(async () => {
         try {
           await call(router, 'AckDelivery', agentId, { agent_id: agentId, seq: item.seq, message_id: item.msg.message_id });
@@ -225,6 +231,11 @@ async function main(): Promise<void> {
 }
 
 async function leave(): Promise<void> {
+  // Take no new messages, let the ones in hand finish (a critic may still be sending the FULFILLED ACK of the review
+  // that decided), then close the streams: deregistering an agent first would refuse what it still sends.
+  leaving = true;
+  await Promise.all(handling.map((pending) => pending()));
+  for (const stream of streams) stream.cancel();
   for (const agentId of [PRODUCER, CRITIC_A, CRITIC_B]) {
     try {
       await call(registry, 'DeregisterAgent', agentId, { agent_id: agentId, reason: 'the room example is done' });
@@ -233,7 +244,6 @@ async function leave(): Promise<void> {
     }
   }
   say(PRODUCER, 'deregistered the three agents');
-  for (const stream of streams) stream.cancel();
   for (const client of [registry, router, room]) client.close();
 }
 
