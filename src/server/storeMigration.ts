@@ -4,17 +4,18 @@ import { ENROLMENT_FILE_NAME } from '../core/auth/enrolment';
 import { TOKEN_FILE_NAME } from '../core/auth/token';
 import { CoordinatorStore } from '../core/coordinatorStore';
 import { STORE_FILE_NAME } from '../core/store/sqliteStore';
-import { MARKER_SUFFIX } from '../core/store/storeState';
+import { COMMITS_SUFFIX, MARKER_SUFFIX } from '../core/store/storeState';
 import { StoreOpenError } from '../core/store/store';
 import { PAYLOAD_FOLDER_NAME } from '../core/router/payloadFiles';
 
 /**
  * Every file of a data folder that belongs to its store, moved together: the database with its write-ahead log and
- * shared memory, the engine's marker, the operator token and the enrolment credential's token. (endpoint.json is
+ * shared memory, the engine's marker and commit counter, the operator token and the enrolment credential's token. (endpoint.json is
  * not among them: it only says where a running coordinator serves, and the next start writes it anew.)
  */
 export const STORE_FILES: readonly string[] = [
   STORE_FILE_NAME, `${STORE_FILE_NAME}-wal`, `${STORE_FILE_NAME}-shm`, `${STORE_FILE_NAME}${MARKER_SUFFIX}`,
+  `${STORE_FILE_NAME}${COMMITS_SUFFIX}`,
   TOKEN_FILE_NAME, ENROLMENT_FILE_NAME,
   // The payload files (router/payloadFiles.ts) the database references: a folder, moved with it.
   PAYLOAD_FOLDER_NAME,

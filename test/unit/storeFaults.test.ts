@@ -5,7 +5,7 @@ import * as path from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import type { SchemaStep } from '../../src/core/store/schema';
 import { SqliteStore, STORE_FILE_NAME } from '../../src/core/store/sqliteStore';
-import { diagnoseOpenFailure, markerPath, readMarker } from '../../src/core/store/storeState';
+import { diagnoseOpenFailure, markerPath, readCommitCounter, readMarker } from '../../src/core/store/storeState';
 import { StoreOpenError } from '../../src/core/store/store';
 import { pollUntil } from '../support/poll';
 import { makeTempDir, removeTempDir } from '../support/tempDir';
@@ -51,14 +51,15 @@ function assertMissingData(err: StoreOpenError, ...named: string[]): void {
  * A real crash: a child process opens the store, commits `rows` rows one by one, lets the marker follow, and
  * kills itself with SIGKILL (nothing is closed, the write-ahead log stays as the kernel has it).
  */
-function crashAfter(dataDir: string, rows: number, groupCommit = false): void {
+function crashAfter(dataDir: string, rows: number, groupCommit = false, { markIntervalMs = 0, killAtOnce = false } = {}): void {
+  const kill = killAtOnce ? 'process.kill(process.pid, \'SIGKILL\')' : 'setTimeout(() => process.kill(process.pid, \'SIGKILL\'), 50)';
   const script = `
     const { SqliteStore } = require(${JSON.stringify(ENGINE_MODULE)});
-    const store = SqliteStore.open(${JSON.stringify(dataDir)}, { schema: ${JSON.stringify(ROWS)}, markIntervalMs: 0, groupCommit: ${groupCommit} });
+    const store = SqliteStore.open(${JSON.stringify(dataDir)}, { schema: ${JSON.stringify(ROWS)}, markIntervalMs: ${markIntervalMs}, groupCommit: ${groupCommit} });
     const insert = store.database.prepare('INSERT INTO rows (text) VALUES (?)');
     const before = store.database.prepare('SELECT COUNT(*) AS n FROM rows').get().n;
     for (let i = 0; i < ${rows}; i++) store.transaction(() => insert.run('row ' + (before + i) + ' ' + 'x'.repeat(200)));
-    store.whenDurable().then(() => setTimeout(() => process.kill(process.pid, 'SIGKILL'), 50));
+    store.whenDurable().then(() => ${kill});
   `;
   const child = spawnSync(process.execPath, ['-e', script], { encoding: 'utf8' });
   assert.equal(child.signal, 'SIGKILL', `the child should have died of SIGKILL: ${child.status} ${child.stderr}`);
@@ -97,6 +98,13 @@ describe('store faults that are never silent', () => {
       crashAfter(dataDir, 5);
       store = open(dataDir);
       assert.equal(rowCount(store), 65);
+    });
+
+    it('after a crash at once after its last commit, the marker a second behind (the default), with every row', () => {
+      crashAfter(dataDir, 30, false, { markIntervalMs: 1000, killAtOnce: true });
+      crashAfter(dataDir, 30, true, { markIntervalMs: 1000, killAtOnce: true });
+      store = open(dataDir);
+      assert.equal(rowCount(store), 60);
     });
 
     it('after a clean close: an empty log, a "clean" marker, every row', () => {
@@ -177,6 +185,32 @@ describe('store faults that are never silent', () => {
       assert.match(err.message, /holds the store as of epoch \d+, but epoch \d+ was committed/);
       assert.match(err.message, /SQLite folded what the write-ahead log still held/, 'says what its close did to the files');
       assert.equal(refusal(dataDir).reason, 'missing-data', 'and again on the next start');
+    });
+
+    // Issue 30, 6c: the marker follows the commits about once a second; the commit counter covers that second.
+    for (const groupCommit of [false, true]) {
+      it(`the write-ahead log cut in half at once after the last commit, the marker a second behind${groupCommit ? ' (group commit)' : ''}`, () => {
+        crashAfter(dataDir, 30, groupCommit, { markIntervalMs: 1000, killAtOnce: true });
+        const marked = readMarker(file)!.epoch;
+        const counted = readCommitCounter(file)!;
+        assert.ok(counted > marked, `the counter (${counted}) is ahead of the marker (${marked})`);
+        fs.truncateSync(wal, Math.floor(fs.statSync(wal).size / 2));
+        const err = refusal(dataDir);
+        assertMissingData(err, file);
+        assert.match(err.message, new RegExp(`holds the store as of epoch \\d+, but epoch ${counted} was committed \\(its commit counter coordinator\\.db\\.commits says so\\)`));
+        assert.equal(refusal(dataDir).reason, 'missing-data', 'and again on the next start');
+      });
+    }
+
+    it('the write-ahead log without only its last commit, at once after it', () => {
+      crashAfter(dataDir, 30, false, { markIntervalMs: 1000, killAtOnce: true });
+      const size = fs.statSync(wal).size;
+      const pageSize = fs.readFileSync(wal).readUInt32BE(8);
+      // The last frame is the last commit's commit frame: without it, that commit is gone and every one before stays.
+      fs.truncateSync(wal, size - (pageSize + 24));
+      const err = refusal(dataDir);
+      assertMissingData(err, file);
+      assert.match(err.message, /commit counter/);
     });
 
     it('the write-ahead log overwritten with garbage after a crash', () => {

@@ -4,7 +4,8 @@ import { DatabaseSync } from 'node:sqlite';
 import { Emitter, type Event } from '../events';
 import { schemaVersions, type SchemaStep } from './schema';
 import {
-  checkFilesAgainstMarker, diagnoseOpenFailure, missingDataError, notWritable, readMarker, readOnlyError, syncWal, writeMarker,
+  checkFilesAgainstMarker, CommitCounter, commitsPath, diagnoseOpenFailure, missingDataError, notWritable, readCommitCounter, readMarker,
+  readOnlyError, syncWal, writeMarker,
   type StoreMarker,
   makePrivateDir, makePrivateFile, PRIVATE_FILE_MODE,
 } from './storeState';
@@ -54,6 +55,13 @@ export class SqliteStore implements Store {
   readonly onDidFail: Event<StoreFailedError> = this.failed.event;
   /** The next marker update, pending while commits since the last one are not yet covered by it. */
   private markTimer: NodeJS.Timeout | undefined;
+  /** The epoch the marker last recorded. */
+  private markedEpoch: number;
+  /** Every commit advances the epoch inside its transaction (an insert and a delete on the epoch table). */
+  private readonly epochInsert;
+  private readonly epochDelete;
+  /** Set when writing the commit counter failed: said once, the store goes on (the marker still follows). */
+  private counterFailed = false;
 
   private constructor(
     private readonly db: DatabaseSync,
@@ -62,7 +70,12 @@ export class SqliteStore implements Store {
     private readonly groupCommit: boolean,
     private epoch: number,
     private readonly markIntervalMs: number,
-  ) {}
+    private readonly counter: CommitCounter,
+  ) {
+    this.markedEpoch = epoch;
+    this.epochInsert = db.prepare(`INSERT INTO ${EPOCH_TABLE} DEFAULT VALUES`);
+    this.epochDelete = db.prepare(`DELETE FROM ${EPOCH_TABLE}`);
+  }
 
   /** The open connection, for the areas' repositories (they prepare their statements on it). */
   get database(): DatabaseSync {
@@ -110,7 +123,7 @@ export class SqliteStore implements Store {
       }
       // After the lock: a previous owner that was closing has finished, so the marker is its last word.
       const marker = readMarker(location);
-      if (marker) SqliteStore.checkEpoch(db, location, marker, walNote);
+      if (marker) SqliteStore.checkEpoch(db, location, marker, readCommitCounter(location), walNote);
       db.exec('PRAGMA journal_mode = WAL');
       for (const file of [location, `${location}-wal`, `${location}-shm`]) makePrivateFile(file);
       // NORMAL in WAL mode: a commit survives a crash of the process (kill -9); only a power loss may take back
@@ -152,9 +165,16 @@ export class SqliteStore implements Store {
       }
       syncWal(location);
       for (const file of [location, `${location}-wal`, `${location}-shm`]) makePrivateFile(file);
-      writeMarker(location, { state: 'open', schemaVersion, epoch });
+      const counter = CommitCounter.open(location);
+      try {
+        counter.write(epoch);
+        writeMarker(location, { state: 'open', schemaVersion, epoch });
+      } catch (err) {
+        counter.close();
+        throw err;
+      }
       return new SqliteStore(db, location, schemaVersion, options.groupCommit ?? false, epoch,
-        options.markIntervalMs ?? DEFAULT_MARK_INTERVAL_MS);
+        options.markIntervalMs ?? DEFAULT_MARK_INTERVAL_MS, counter);
     } catch (err) {
       db.close();
       if (err instanceof StoreOpenError) throw err;
@@ -182,11 +202,16 @@ export class SqliteStore implements Store {
     return recheck.problem;
   }
 
-  /** Refuses a database whose epoch is behind the marker's: commits made before the marker was written are gone. */
-  private static checkEpoch(db: DatabaseSync, location: string, marker: StoreMarker, walNote: string | undefined): void {
+  /**
+   * Refuses a database whose epoch is behind the marker's or the commit counter's: commits made before either was
+   * written are gone. The counter is read only beside a marker (deleting the marker accepts the file, as the
+   * refusal says).
+   */
+  private static checkEpoch(db: DatabaseSync, location: string, marker: StoreMarker, counted: number | undefined, walNote: string | undefined): void {
     const table = db.prepare(`SELECT 1 AS found FROM sqlite_master WHERE type = 'table' AND name = '${EPOCH_TABLE}'`).get();
     const epoch = table ? SqliteStore.currentEpoch(db) : 0;
-    if (table && epoch >= marker.epoch) return;
+    const required = Math.max(marker.epoch, counted ?? 0);
+    if (table && epoch >= required) return;
     // Closing this connection folds a log it could read into the file (SQLite does that on every close).
     const folded = (() => {
       try {
@@ -195,9 +220,10 @@ export class SqliteStore implements Store {
         return false;
       }
     })();
-    if (walNote) throw missingDataError(location, `${walNote}, and the file alone lacks commits the store had made (epoch ${epoch} of ${marker.epoch})`, folded);
-    if (!table) throw missingDataError(location, `the file is not the store that was here (it has no record of the ${marker.epoch} epochs the store had committed)`, folded);
-    throw missingDataError(location, `it holds the store as of epoch ${epoch}, but epoch ${marker.epoch} was committed (at or before ${marker.writtenAt}); ` +
+    if (walNote) throw missingDataError(location, `${walNote}, and the file alone lacks commits the store had made (epoch ${epoch} of ${required})`, folded);
+    if (!table) throw missingDataError(location, `the file is not the store that was here (it has no record of the ${required} epochs the store had committed)`, folded);
+    const when = required > marker.epoch ? `(its commit counter ${path.basename(commitsPath(location))} says so)` : `(at or before ${marker.writtenAt})`;
+    throw missingDataError(location, `it holds the store as of epoch ${epoch}, but epoch ${required} was committed ${when}; ` +
       `${marker.state === 'open' ? 'the previous run stopped without closing, and the end of its write-ahead log is gone or damaged' : 'the file is older than the store that was closed here'}`, folded);
   }
 
@@ -278,9 +304,10 @@ export class SqliteStore implements Store {
     try {
       const result = fn();
       const maintained = this.maintain();
+      const epoch = this.advanceEpoch();
       this.db.exec('COMMIT');
       this.depth--;
-      this.scheduleMark();
+      this.committed(epoch);
       maintained();
       this.runAfterCommit();
       return result;
@@ -324,11 +351,12 @@ export class SqliteStore implements Store {
     const waiters = this.durableWaiters;
     this.durableWaiters = [];
     let maintained: () => void;
+    let epoch: number;
     try {
       maintained = this.maintain();
+      epoch = this.advanceEpoch();
       this.db.exec('COMMIT');
       this.lastCommitAt = performance.now();
-      this.scheduleMark();
     } catch (err) {
       try { this.db.exec('ROLLBACK'); } catch { /* the transaction is already gone */ }
       this.afterCommitQueue = [];
@@ -340,9 +368,32 @@ export class SqliteStore implements Store {
       this.failed.fire(this.failure);
       return;
     }
+    this.committed(epoch);
     maintained();
     this.runAfterCommit();
     for (const waiter of waiters) waiter.resolve();
+  }
+
+  /** Inside the transaction, just before its COMMIT: the epoch this commit makes. */
+  private advanceEpoch(): number {
+    const { lastInsertRowid } = this.epochInsert.run();
+    this.epochDelete.run();
+    return Number(lastInsertRowid);
+  }
+
+  /**
+   * Right after a COMMIT returned, before anything it did is revealed or called durable: the counter records its
+   * epoch, and the marker is due to follow.
+   */
+  private committed(epoch: number): void {
+    this.epoch = epoch;
+    try {
+      this.counter.write(epoch);
+    } catch (err) {
+      if (!this.counterFailed) console.error('[sw4rm] writing the store\'s commit counter failed; the marker still follows the commits:', err);
+      this.counterFailed = true;
+    }
+    this.scheduleMark();
   }
 
   /**
@@ -390,30 +441,18 @@ export class SqliteStore implements Store {
   }
 
   /**
-   * Commits a new epoch, syncs the log, and only then records the epoch in the marker: after any crash or power
-   * loss, the marker's epoch is at most the database's.
+   * Syncs the log, and only then records the latest committed epoch in the marker: after any crash or power loss,
+   * the marker's epoch is at most the database's.
    */
   private mark(): void {
     this.markTimer = undefined;
     if (!this.db.isOpen || this.failure) return;
-    if (this.batchOpen || this.depth > 0) {
-      this.markTimer = setTimeout(() => this.mark(), GROUP_COMMIT_WINDOW_MS);
-      this.markTimer.unref?.();
-      return;
-    }
+    const epoch = this.epoch;
+    if (epoch === this.markedEpoch) return;
     try {
-      this.db.exec('BEGIN IMMEDIATE');
-      let epoch: number;
-      try {
-        epoch = SqliteStore.nextEpoch(this.db);
-        this.db.exec('COMMIT');
-      } catch (err) {
-        this.db.exec('ROLLBACK');
-        throw err;
-      }
-      this.epoch = epoch;
       syncWal(this.location);
       writeMarker(this.location, { state: 'open', schemaVersion: this.schemaVersion, epoch });
+      this.markedEpoch = epoch;
     } catch (err) {
       // The marker stays at an older epoch (never ahead of the database); it is tried again with a later commit.
       console.error('[sw4rm] updating the store marker failed; it is retried with a later commit:', err);
@@ -428,7 +467,9 @@ export class SqliteStore implements Store {
       try {
         this.db.exec('BEGIN IMMEDIATE');
         const maintained = this.maintain(true);
+        const epoch = this.advanceEpoch();
         this.db.exec('COMMIT');
+        this.committed(epoch);
         maintained();
       } catch {
         try { this.db.exec('ROLLBACK'); } catch { /* nothing open */ }
@@ -447,6 +488,7 @@ export class SqliteStore implements Store {
       console.error('[sw4rm] closing the store cleanly failed; the next start recovers from its write-ahead log:', err);
     }
     this.db.close();
+    this.counter.close();
   }
 }
 

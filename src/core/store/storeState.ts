@@ -83,6 +83,72 @@ export function writeMarker(location: string, marker: Omit<StoreMarker, 'format'
   fs.renameSync(temp, target);
 }
 
+/**
+ * The commit counter beside the store (`coordinator.db.commits`): the epoch of the latest commit, written right after
+ * each COMMIT returns and before anyone is told the commit is durable. The marker follows the epoch only about once a
+ * second (it syncs the log); the counter closes that window: a write-ahead log that lost its last commits (cut short,
+ * its tail damaged) leaves the database behind the counter, and opening refuses. Not synced (a commit is not synced
+ * either under synchronous = NORMAL): after a crash of the process it is exactly as written; after a power loss it may
+ * be ahead of the database only if commits it recorded were really lost, which is what it is there to say.
+ *
+ * 16 bytes at offset 0: the epoch (u64 LE), then its bitwise complement (u64 LE); anything else reads as no counter.
+ */
+export const COMMITS_SUFFIX = '.commits';
+const COMMITS_BYTES = 16;
+const U64_MASK = 0xffff_ffff_ffff_ffffn;
+
+export function commitsPath(location: string): string {
+  return `${location}${COMMITS_SUFFIX}`;
+}
+
+export class CommitCounter {
+  private readonly record = Buffer.alloc(COMMITS_BYTES);
+
+  private constructor(private fd: number | undefined) {}
+
+  /** Opens (creating, 0600) the counter of the store at `location`. */
+  static open(location: string): CommitCounter {
+    const fd = fs.openSync(commitsPath(location), fs.constants.O_RDWR | fs.constants.O_CREAT, PRIVATE_FILE_MODE);
+    try {
+      fs.fchmodSync(fd, PRIVATE_FILE_MODE);
+    } catch (err) {
+      fs.closeSync(fd);
+      throw err;
+    }
+    return new CommitCounter(fd);
+  }
+
+  /** Records `epoch` in place (one pwrite of 16 bytes). */
+  write(epoch: number): void {
+    if (this.fd === undefined) return;
+    const value = BigInt(epoch);
+    this.record.writeBigUInt64LE(value, 0);
+    this.record.writeBigUInt64LE(value ^ U64_MASK, 8);
+    fs.writeSync(this.fd, this.record, 0, COMMITS_BYTES, 0);
+  }
+
+  close(): void {
+    if (this.fd === undefined) return;
+    const fd = this.fd;
+    this.fd = undefined;
+    fs.closeSync(fd);
+  }
+}
+
+/** The counter's epoch, or undefined when there is none or it does not read back whole (then nothing is known). */
+export function readCommitCounter(location: string): number | undefined {
+  let bytes: Buffer;
+  try {
+    bytes = fs.readFileSync(commitsPath(location));
+  } catch {
+    return undefined;
+  }
+  if (bytes.length < COMMITS_BYTES) return undefined;
+  const value = bytes.readBigUInt64LE(0);
+  if ((value ^ U64_MASK) !== bytes.readBigUInt64LE(8) || value > BigInt(Number.MAX_SAFE_INTEGER)) return undefined;
+  return Number(value);
+}
+
 /** Makes what is in the write-ahead log durable (synchronous = NORMAL syncs it only at checkpoints). */
 export function syncWal(location: string): void {
   let fd: number;
@@ -198,7 +264,7 @@ export const canWrite: WritableProbe = (file) => {
 
 /** The folder or files the store needs to write and may not, if any. */
 export function notWritable(dataDir: string, location: string, probe: WritableProbe = canWrite): string | undefined {
-  for (const file of [dataDir, location, `${location}-wal`, markerPath(location)]) {
+  for (const file of [dataDir, location, `${location}-wal`, markerPath(location), commitsPath(location)]) {
     if (!probe(file)) return file;
   }
   return undefined;
