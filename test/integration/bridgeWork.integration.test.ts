@@ -350,6 +350,11 @@ describe('MCP bridge: work and workspace tools (real coordinator, SDK Client ove
   });
 
   it('append_artifact stores an artifact through the activity area; its refusals keep the area\'s codes', async () => {
+    host.coordinator.negotiations.open({
+      negotiationId: 'neg-1', correlationId: '', topic: 'the build', participants: ['coder', 'peer'], intensity: '', debateTimeoutMs: 0,
+      profileHint: '', preferences: {}, schema: '',
+    }, { kind: 'operator', label: 'operator' }, ctx());
+    await host.coordinator.store.whenDurable();
     const stored = await ok('coder', 'append_artifact', { negotiation_id: 'neg-1', kind: 'note', content: 'the build is green', version: '1' });
     assert.deepEqual(stored, { negotiation_id: 'neg-1', kind: 'note', bytes: 18 });
     const [artifact] = host.coordinator.activity.listArtifacts('neg-1', 'note');
@@ -360,6 +365,24 @@ describe('MCP bridge: work and workspace tools (real coordinator, SDK Client ove
     assert.match(await refused('coder', 'append_artifact', { negotiation_id: 'neg\u0000x', kind: 'note', content: 'x' }, 'VALIDATION_ERROR'), /negotiation_id/);
     await refused('coder', 'append_artifact', { negotiation_id: 'neg-1', kind: 'poem', content: 'x' }, 'VALIDATION_ERROR');
     assert.match(await refused('coder', 'append_artifact', { negotiation_id: 'neg-1', kind: 'note', content: 'x'.repeat(1024 * 1024 + 1) }, 'VALIDATION_ERROR'), /content/);
+  });
+
+  it('append_artifact: only the negotiation\'s participants append (issue 30 item 6); an outsider is refused PERMISSION_DENIED, logged, an unknown negotiation alike', async () => {
+    host.coordinator.negotiations.open({
+      negotiationId: 'neg-private', correlationId: '', topic: 'price', participants: ['coder', 'peer'], intensity: '', debateTimeoutMs: 0,
+      profileHint: '', preferences: {}, schema: '',
+    }, { kind: 'operator', label: 'operator' }, ctx());
+    await host.coordinator.store.whenDurable();
+    await ok('peer', 'append_artifact', { negotiation_id: 'neg-private', kind: 'contract', content: 'the terms' });
+    const before = host.coordinator.log.query({ eventType: 'activity.artifact_refused' }).length;
+    for (const negotiationId of ['neg-private', 'no-such-negotiation']) {
+      const message = await refused('loner', 'append_artifact', { negotiation_id: negotiationId, kind: 'note', content: 'planted' }, 'PERMISSION_DENIED');
+      assert.match(message, /agent:loner may not append artifacts to negotiation .*only its participants and the operator may/);
+    }
+    assert.deepEqual(host.coordinator.activity.listArtifacts('neg-private', '').map((a) => a.content.toString('utf8')), ['the terms'], 'nothing stored for loner');
+    assert.equal(host.coordinator.activity.listArtifacts('no-such-negotiation', '').length, 0);
+    const refusals = host.coordinator.log.query({ eventType: 'activity.artifact_refused' }).slice(before);
+    assert.deepEqual(refusals.map((e) => e.details.code), ['PERMISSION_DENIED', 'PERMISSION_DENIED']);
   });
 
   // ------------------------------------------------------------------------------------------------ handoffs and rooms

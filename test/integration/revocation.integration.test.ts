@@ -3,10 +3,11 @@ import { strict as assert } from 'node:assert';
 import * as fs from 'node:fs';
 import type { CoordinatorHost } from '../../src/server/host';
 import { bearer, CoordinatorClients, expectStatus, serviceClient, unary, type ServiceClient } from '../support/clients';
-import { descriptorMessage } from '../support/fixtures';
+import { descriptorMessage, validDescriptor } from '../support/fixtures';
 import { makeRepo } from '../support/gitRepo';
 import { startHost, stopHost } from '../support/host';
 import { pollUntil } from '../support/poll';
+import { RoomClient } from '../support/roomClient';
 import { makeTempDir, removeTempDir } from '../support/tempDir';
 
 interface ToolFrame { call_id: string; frame_no: string; final: boolean; content_type: string; data: Buffer; summary: Buffer }
@@ -14,7 +15,7 @@ interface ToolFrame { call_id: string; frame_no: string; final: boolean; content
 /**
  * Issue 30, item 4: revoking a credential ends every call in flight under it at once, UNAUTHENTICATED — a streamed
  * run_command (its process group killed, not left to run to its end) and a unary one (answered UNAUTHENTICATED, not
- * with the command's result).
+ * with the command's result) — and a WaitForDecision waiting for a room's decision.
  */
 describe('revocation ends the calls in flight under the credential (real gRPC, real processes)', function () {
   this.timeout(120_000);
@@ -94,5 +95,38 @@ describe('revocation ends the calls in flight under the credential (real gRPC, r
     const elapsed = Date.now() - started;
     console.log(`      unary run_command answered UNAUTHENTICATED ${elapsed} ms after revocation`);
     assert.ok(elapsed < 2_000, `answered ${elapsed} ms after revocation, before the 3 s command could finish`);
+  });
+
+  it('a WaitForDecision waiting for the critics ends UNAUTHENTICATED at once; the room still decides for the new credential', async () => {
+    for (const id of ['producer', 'critic-1', 'critic-2']) assert.equal(host.coordinator.registry.register(validDescriptor(id), ctx).accepted, true);
+    const room = new RoomClient(`127.0.0.1:${host.port}`, host.token);
+    try {
+      const old = host.coordinator.credentials.mintAgent('producer', 'test', 'revocation tests', ctx);
+      await room.submitProposal({
+        artifact_type: 'PLAN', artifact_id: 'plan-r', producer_id: 'producer', artifact: Buffer.from('{"steps":[]}'), artifact_content_type: 'application/json',
+        requested_critics: ['critic-1', 'critic-2'], negotiation_room_id: 'room-r',
+      }, old.token);
+      const waiting = room.call<{ decision: unknown }>('WaitForDecision', { artifact_id: 'plan-r', negotiation_room_id: 'room-r', timeout_seconds: 60 },
+        { agentId: 'producer', token: old.token, deadlineMs: 70_000 });
+      await pollUntil('the producer waiting', () => host.coordinator.room.waiterCount('plan-r') === 1 || undefined);
+      const started = Date.now();
+      host.coordinator.credentials.revoke(old.credential.id, 'test', ctx);
+      const error = await expectStatus(waiting, grpc.status.UNAUTHENTICATED);
+      assert.match(error.details, /revoked/);
+      const elapsed = Date.now() - started;
+      console.log(`      WaitForDecision answered UNAUTHENTICATED ${elapsed} ms after revocation`);
+      assert.ok(elapsed < 2_000, `answered ${elapsed} ms after revocation`);
+      await pollUntil('the server to drop the waiter', () => host.coordinator.room.waiterCount('plan-r') === 0 || undefined);
+      // The room is untouched: the critics vote and the producer's new credential gets the decision.
+      for (const critic of ['critic-1', 'critic-2']) {
+        await room.submitVote({ artifact_id: 'plan-r', critic_id: critic, score: 8, confidence: 0.9, passed: true, strengths: [], weaknesses: [], recommendations: [], negotiation_room_id: 'room-r' });
+      }
+      const renewed = host.coordinator.credentials.mintAgent('producer', 'test', 'revocation tests', ctx).token;
+      const answer = await room.call<{ decision: { outcome: string } }>('WaitForDecision', { artifact_id: 'plan-r', negotiation_room_id: 'room-r', timeout_seconds: 5 },
+        { agentId: 'producer', token: renewed });
+      assert.equal(answer.decision.outcome, 'APPROVED');
+    } finally {
+      room.close();
+    }
   });
 });

@@ -4,11 +4,13 @@ import type * as net from 'node:net';
 import * as path from 'node:path';
 import type { Coordinator } from '../../core/coordinator';
 import type { CallContext } from '../../core/context';
+import type { Disposable } from '../../core/events';
 import { CREDENTIAL_TOKEN_PREFIX, principalName } from '../../core/credentials/credentials';
 import { jsonShape, MAX_JSON_DEPTH } from '../../core/json';
 import { ConnectionBounds, DEFAULT_BRIDGE_CONNECTION_LIMITS, type BridgeConnectionLimits } from './connectionBounds';
 import { InflightCalls, McpExchange, readPost } from './inflight';
 import { createBridgeMcpServer } from './mcpServer';
+import { revokedError, untilRevoked } from './revocation';
 import { BridgeToolError, type BridgeCaller, type BridgeEndpoints, type BridgeHttpRoute, type BridgeTool, type BridgeToolContext } from './model';
 
 /** The bridge listens on loopback only: agents on this machine reach it, nothing else does. */
@@ -94,6 +96,9 @@ export class BridgeServer {
   private readonly inflight: InflightCalls;
   /** Unauthenticated and header timeouts, the per-address bound (README "Limits"). */
   private readonly bounds: ConnectionBounds;
+  /** credential id → the requests authenticated with it and still open: aborted when the credential is revoked. */
+  private readonly live = new Map<string, Set<AbortController>>();
+  private readonly revocations: Disposable;
 
   constructor(private readonly options: BridgeServerOptions) {
     this.distDir = options.distDir ?? __dirname;
@@ -122,6 +127,9 @@ export class BridgeServer {
     this.server.prependListener('connection', (socket: net.Socket) => this.bounds.accept(socket));
     // Node's own header timer (headersTimeout) uses real timers; ours runs on the Clock and answers 100 Continue only after auth.
     this.server.on('checkContinue', (req: http.IncomingMessage, res: http.ServerResponse) => this.server.emit('request', req, res));
+    this.revocations = coordinator.credentials.onDidChange((change) => {
+      if (change.kind === 'revoked') this.endRequests(change.credential.id);
+    });
   }
 
   /** Listens; answers the port bound. A busy requested port falls back to a free one (logged). */
@@ -165,6 +173,7 @@ export class BridgeServer {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    this.revocations.dispose();
     this.bounds.dispose();
     await new Promise<void>((resolve) => {
       this.server.close(() => resolve());
@@ -200,12 +209,14 @@ export class BridgeServer {
       return refuse(res, { status: 401, code: 'UNAUTHENTICATED', message: caller });
     }
     this.bounds.markAuthenticated(socket);
+    // Bound to its credential from now (no await since it was verified): revoking it ends this request at once.
+    const revoked = this.bindToCredential(caller.credentialId, res);
     // `Expect: 100-continue` is answered only now, after Host, Origin and the credential passed.
     if (/^100-continue$/i.test(req.headers.expect ?? '')) res.writeContinue();
     const ctx: CallContext = { correlationId, principal: principalName({ kind: 'agent', ...caller }) };
     this.recordLiveness(caller.agentId, ctx);
 
-    if (url.pathname === MCP_PATH) return this.serveMcp(req, res, caller, ctx);
+    if (url.pathname === MCP_PATH) return this.serveMcp(req, res, caller, ctx, revoked);
     const route = this.options.routes.find((r) => r.path === url.pathname && r.method === req.method);
     if (route === undefined) {
       return this.options.routes.some((r) => r.path === url.pathname)
@@ -214,13 +225,41 @@ export class BridgeServer {
     }
     const body = await this.readJson(req, res);
     if (body === NO_BODY) return;
-    const signal = abortOnEarlyClose(res);
+    if (revoked.aborted) throw revokedError(revoked);
+    // The route stops waiting when the client goes away or the credential is revoked; on revocation the request is
+    // answered 401 UNAUTHENTICATED at once and whatever the route answers later is dropped.
+    const signal = AbortSignal.any([abortOnEarlyClose(res), revoked]);
     const tool: BridgeToolContext = { coordinator, caller, ctx, signal };
-    const answer = await route.handle({ body, query: url.searchParams, headers: req.headers }, tool);
+    const answer = await untilRevoked(route.handle({ body, query: url.searchParams, headers: req.headers }, tool), revoked);
     if (!res.writableEnded && !res.destroyed) sendJson(res, answer.status, answer.body);
   }
 
-  private async serveMcp(req: http.IncomingMessage, res: http.ServerResponse, caller: BridgeCaller, ctx: CallContext): Promise<void> {
+  /**
+   * An AbortSignal aborted when the credential `credentialId` is revoked while the response `res` is open (README,
+   * "Security model": revocation ends everything a credential started).
+   */
+  private bindToCredential(credentialId: string, res: http.ServerResponse): AbortSignal {
+    const controller = new AbortController();
+    let open = this.live.get(credentialId);
+    if (open === undefined) this.live.set(credentialId, (open = new Set()));
+    open.add(controller);
+    res.once('close', () => {
+      open.delete(controller);
+      if (open.size === 0 && this.live.get(credentialId) === open) this.live.delete(credentialId);
+    });
+    return controller.signal;
+  }
+
+  /** The credential was revoked: every request still open under it ends now, UNAUTHENTICATED. */
+  private endRequests(credentialId: string): void {
+    const open = this.live.get(credentialId);
+    if (open === undefined) return;
+    this.live.delete(credentialId);
+    const reason = new BridgeToolError('UNAUTHENTICATED', `credential ${credentialId} was revoked: this call ends`);
+    for (const controller of [...open]) controller.abort(reason);
+  }
+
+  private async serveMcp(req: http.IncomingMessage, res: http.ServerResponse, caller: BridgeCaller, ctx: CallContext, revoked: AbortSignal): Promise<void> {
     if (req.method !== 'POST') {
       // Stateless: no server-initiated stream (GET) and no session to end (DELETE), as the SDK's stateless examples answer.
       res.setHeader('Allow', 'POST');
@@ -243,7 +282,7 @@ export class BridgeServer {
       }));
       return;
     }
-    const server = createBridgeMcpServer(this.options.coordinator, this.options.tools, caller);
+    const server = createBridgeMcpServer(this.options.coordinator, this.options.tools, caller, revoked);
     const transport = exchange.transport;
     // Closing the server when the response closes (finished, cancelled, or the client went away) aborts every tool call
     // still running for this request: their AbortSignal fires (the SDK aborts open requests when its transport closes).

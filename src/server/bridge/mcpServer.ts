@@ -3,6 +3,7 @@ import { CallToolRequestSchema, ListToolsRequestSchema, type CallToolResult } fr
 import { Ajv, type ValidateFunction } from 'ajv';
 import type { Coordinator } from '../../core/coordinator';
 import { principalName } from '../../core/credentials/credentials';
+import { revokedError, untilRevoked } from './revocation';
 import { BridgeToolError, type BridgeCaller, type BridgeTool, type BridgeToolOutput } from './model';
 
 /** The server's name and version in the MCP handshake. */
@@ -51,7 +52,7 @@ function okResult(output: BridgeToolOutput): CallToolResult {
  * an in-memory transport. Arguments are checked against the tool's schema first: a refusal is a tool error
  * `VALIDATION_ERROR: <path> <reason>`. Any other exception is logged and answered INTERNAL_ERROR.
  */
-export function createBridgeMcpServer(coordinator: Coordinator, tools: readonly BridgeTool[], caller: BridgeCaller): Server {
+export function createBridgeMcpServer(coordinator: Coordinator, tools: readonly BridgeTool[], caller: BridgeCaller, revoked?: AbortSignal): Server {
   const checks = validators(tools);
   const byName = new Map(tools.map((tool) => [tool.name, tool]));
   const server = new Server(BRIDGE_SERVER_INFO, { capabilities: { tools: {} }, instructions: BRIDGE_INSTRUCTIONS });
@@ -78,8 +79,16 @@ export function createBridgeMcpServer(coordinator: Coordinator, tools: readonly 
       return errorResult('VALIDATION_ERROR', `${tool.name}: ${where} ${first?.message ?? 'is invalid'}${extraKey}`, false);
     }
     const ctx = { correlationId: coordinator.ids.uuid(), principal };
+    // Revoking the credential ends the call at once (UNAUTHENTICATED): the tool's signal fires (it stops waiting, as on
+    // a client cancel) and whatever it answers later is dropped.
+    if (revoked?.aborted) {
+      const refused = revokedError(revoked);
+      return errorResult(refused.code, refused.message, false);
+    }
+    const signal = revoked === undefined ? extra.signal : AbortSignal.any([extra.signal, revoked]);
     try {
-      return okResult(await tool.run(args, { coordinator, caller, ctx, signal: extra.signal }));
+      const run = Promise.resolve().then(() => tool.run(args, { coordinator, caller, ctx, signal }));
+      return okResult(await (revoked === undefined ? run : untilRevoked(run, revoked)));
     } catch (err) {
       if (err instanceof BridgeToolError) return errorResult(err.code, err.message, err.retryable);
       coordinator.log.internalError('bridge', ctx.correlationId, err);

@@ -1,6 +1,7 @@
 import { ARTIFACT_KINDS } from '../../../core/activity/activityBuffer';
 import { FIELD_LIMITS } from '../../../core/fieldLimits';
 import { isoUtc } from '../../../core/clock';
+import { speakerOfBridgeCaller } from '../../speaker';
 import type { BridgeTool } from '../model';
 import { fromReason, refusal, refusing } from './errors';
 
@@ -51,14 +52,19 @@ export const REPORT_ACTIVITY: BridgeTool = {
   },
 };
 
-/** append_artifact: ActivityService.AppendArtifact's core call (ActivityBuffer.appendArtifact), its refusals as SW4RM codes. */
+/**
+ * append_artifact: ActivityService.AppendArtifact's core call (ActivityBuffer.appendArtifact) with the caller as the
+ * speaker, its refusals as SW4RM codes: only a participant of the negotiation may append (PERMISSION_DENIED otherwise,
+ * logged `activity.artifact_refused`, for an unknown negotiation alike), the check the gRPC adapter's call gets.
+ */
 export const APPEND_ARTIFACT: BridgeTool = {
   name: 'append_artifact',
-  description: 'Stores an artifact you produced (a contract, diff, decision, score or note) under a negotiation id; other agents and the editor list them in order.',
+  description: 'Stores an artifact you produced (a contract, diff, decision, score or note) under a negotiation you take part in; '
+    + 'the other participants and the editor list them in order.',
   inputSchema: {
     type: 'object',
     properties: {
-      negotiation_id: { type: 'string', minLength: 1, maxLength: L.negotiation_id, description: 'What the artifact belongs to (a negotiation, room or task id).' },
+      negotiation_id: { type: 'string', minLength: 1, maxLength: L.negotiation_id, description: 'The negotiation the artifact belongs to (you must be one of its participants).' },
       kind: { enum: [...ARTIFACT_KINDS] },
       content: { type: 'string', description: 'The artifact: text, or base64 with encoding "base64" (at most 1 MiB of content).' },
       encoding: { enum: ['utf8', 'base64'] },
@@ -68,7 +74,7 @@ export const APPEND_ARTIFACT: BridgeTool = {
     required: ['negotiation_id', 'kind', 'content'],
     additionalProperties: false,
   },
-  async run(args, { coordinator, ctx }) {
+  async run(args, { coordinator, caller, ctx }) {
     const base64 = args.encoding === 'base64';
     const text = args.content as string;
     if (base64 && (!/^[A-Za-z0-9+/]*={0,2}$/.test(text) || text.length % 4 !== 0)) throw refusal('VALIDATION_ERROR', 'content is not valid base64 (RFC 4648, padded)');
@@ -77,7 +83,7 @@ export const APPEND_ARTIFACT: BridgeTool = {
       negotiationId: args.negotiation_id as string, kind: args.kind as string, version: (args.version as string | undefined) ?? '',
       contentType: (args.content_type as string | undefined) ?? (base64 ? 'application/octet-stream' : 'text/plain; charset=utf-8'),
       content, createdAt: '',
-    }, ctx);
+    }, ctx, speakerOfBridgeCaller(caller, coordinator.credentials));
     if (!result.ok) throw fromReason(result.reason);
     await coordinator.store.whenDurable();
     return { negotiation_id: args.negotiation_id, kind: args.kind, bytes: content.length };

@@ -1,10 +1,9 @@
 import { isoUtc } from '../../../core/clock';
-import type { Principal } from '../../../core/credentials/model';
 import { FIELD_LIMITS } from '../../../core/fieldLimits';
 import type { Speaker } from '../../../core/policy/speaker';
 import { ARTIFACT_TYPES, type ArtifactType } from '../../../core/room/model';
 import { MAX_PRIORITY, MIN_PRIORITY } from '../../../core/scheduler/model';
-import { speakerOfPrincipal } from '../../speaker';
+import { speakerOfBridgeCaller } from '../../speaker';
 import type { BridgeToolContext, BridgeTool } from '../model';
 import { refusing } from './errors';
 
@@ -15,8 +14,7 @@ const MAX_TIMEOUT_SECONDS = 7 * 24 * 3600;
 
 /** The caller as the handoff and room areas see a speaker: its agent credential, as speakerOf makes it for a gRPC call. */
 function speaker({ coordinator, caller }: BridgeToolContext): Speaker {
-  const principal: Principal = { kind: 'agent', credentialId: caller.credentialId, agentId: caller.agentId };
-  return speakerOfPrincipal(principal, coordinator.credentials);
+  return speakerOfBridgeCaller(caller, coordinator.credentials);
 }
 
 /**

@@ -242,7 +242,12 @@ async function collect(tool: BridgeToolContext, max: number, waitMs: number): Pr
     if (messages() === 0 && wait > 0 && closed === undefined && !signal.aborted) {
       await new Promise<void>((resolve) => {
         const timer = clock.setTimer(wait, () => done());
-        const onAbort = () => done();
+        // Aborted (the client cancelled, the request closed, the credential was revoked): the sink is detached at once,
+        // so nothing sent from now on is delivered to this read.
+        const onAbort = () => {
+          attached.dispose();
+          done();
+        };
         function done() {
           wake = undefined;
           timer.dispose();
@@ -253,7 +258,7 @@ async function collect(tool: BridgeToolContext, max: number, waitMs: number): Pr
         signal.addEventListener('abort', onAbort);
       });
       // A delivery that woke the wait may have company in the same commit.
-      await durable(coordinator);
+      if (!signal.aborted) await durable(coordinator);
     }
   } finally {
     attached.dispose();
@@ -304,6 +309,8 @@ const readInbox: BridgeTool = {
     const acknowledgements: BridgeToolOutput[] = [];
     let acksOmitted = 0;
     for (const { seq, envelope } of kept) {
+      // Aborted meanwhile (revoked): nothing more is confirmed; the rest stays for the agent's next read.
+      if (tool.signal.aborted) break;
       // The delivery is confirmed (AckDelivery), then a tracked message is acknowledged READ by the caller (a protocol ACK).
       router.ackDelivery(agentId, seq, envelope.messageId, 'DELIVERED', ctx);
       const record = router.message(envelope.messageId);

@@ -1,0 +1,200 @@
+import { strict as assert } from 'node:assert';
+import * as http from 'node:http';
+import * as path from 'node:path';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { ManualClock } from '../../src/core/clock';
+import type { Disposable } from '../../src/core/events';
+import type { StoredEvent } from '../../src/core/log/model';
+import type { CoordinatorHost } from '../../src/server/host';
+import { validDescriptor } from '../support/fixtures';
+import { makeRepo } from '../support/gitRepo';
+import { startHost, stopHost } from '../support/host';
+import { REPO_ROOT } from '../support/paths';
+import { pollUntil } from '../support/poll';
+import { makeTempDir, removeTempDir } from '../support/tempDir';
+
+const ctx = { correlationId: 'bridge-revoke-test' };
+const DIST = path.join(REPO_ROOT, 'dist');
+
+/** Rejects with `what` when `promise` has not settled within `ms` (the ManualClock never ends a wait on its own). */
+function within<T>(promise: Promise<T>, what: string, ms = 5_000): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  return Promise.race([
+    promise.finally(() => clearTimeout(timer)),
+    new Promise<never>((_, reject) => { timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms waiting for ${what}`)), ms); }),
+  ]);
+}
+
+/** A tool call's outcome: `ok` with its output, or the tool error's code and message. */
+async function outcome(call: Promise<unknown>): Promise<{ ok: true; output: Record<string, any> } | { ok: false; code: string; message: string }> {
+  const result = (await call) as CallToolResult;
+  if (result.isError) {
+    const { code, message } = (result.structuredContent as { error: { code: string; message: string } }).error;
+    return { ok: false, code, message };
+  }
+  return { ok: true, output: result.structuredContent as Record<string, any> };
+}
+
+/** A hook POST as sw4rm-hook.js sends it. */
+function hookPost(port: number, token: string, body: unknown): Promise<{ status: number; json: Record<string, any> }> {
+  return new Promise((resolve, reject) => {
+    const req = http.request({
+      host: '127.0.0.1', port, method: 'POST', path: '/hooks/pre-tool-use?cli=claude-code',
+      headers: { 'Content-Type': 'application/json', Authorization: `Bearer ${token}` },
+    }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, json: JSON.parse(Buffer.concat(chunks).toString('utf8')) as Record<string, any> }));
+    });
+    req.on('error', reject);
+    req.end(JSON.stringify(body));
+  });
+}
+
+/**
+ * Issue 30, item 4, the MCP bridge's half: revoking a credential ends at once, UNAUTHENTICATED, every bridge request
+ * waiting under it — a read_inbox (which then takes nothing sent after the revocation: the agent's new credential
+ * reads it), a request_decision (the question stays pending for the new credential) and a hook waiting for an approval
+ * (the question is withdrawn). Real coordinator, real bridge socket, the official SDK client; ManualClock, so no wait
+ * ends on its own: only the revocation can end it.
+ */
+describe('MCP bridge: revocation ends every request waiting under the credential', function () {
+  this.timeout(60_000);
+  let dir: string;
+  let clock: ManualClock;
+  let host: CoordinatorHost;
+  let operator: Disposable;
+  const clients: Client[] = [];
+  const listeners: Disposable[] = [];
+
+  async function connect(token: string): Promise<Client> {
+    const client = new Client({ name: 'revoke-test', version: '1.0.0' });
+    await client.connect(new StreamableHTTPClientTransport(new URL(host.bridgeEndpoints!.mcpUrl), { requestInit: { headers: { Authorization: `Bearer ${token}` } } }));
+    clients.push(client);
+    return client;
+  }
+
+  /** A fresh credential of `agent`. */
+  function mint(agent: string): { id: string; token: string } {
+    const minted = host.coordinator.credentials.mintAgent(agent, 'test', 'bridge revocation tests', ctx);
+    return { id: minted.credential.id, token: minted.token };
+  }
+
+  /** The next log event of `eventType` matching `match`; listen BEFORE acting. */
+  function logged(eventType: string, match: (event: StoredEvent) => boolean = () => true): Promise<StoredEvent> {
+    return new Promise((resolve) => {
+      const listener = host.coordinator.log.onDidRecord((event) => {
+        if (event.eventType === eventType && match(event)) {
+          listener.dispose();
+          resolve(event);
+        }
+      });
+      listeners.push(listener);
+    });
+  }
+
+  beforeEach(async () => {
+    dir = makeTempDir('sw4rm-int-bridge-revoke-');
+    const repo = makeRepo(dir, 'app', { 'README.md': 'hello\n' });
+    clock = new ManualClock(Date.now());
+    host = await startHost(path.join(dir, 'data'), { clock, distDir: DIST, workspaceFolders: [repo] });
+    operator = host.coordinator.hitl.attachOperator('editor:test');
+    for (const agent of ['reader', 'sender', 'asker']) {
+      assert.equal(host.coordinator.registry.register(validDescriptor(agent), ctx).accepted, true);
+      assert.ok(host.coordinator.registry.heartbeat(agent, 'RUNNABLE', {}, ctx));
+    }
+  });
+
+  afterEach(async () => {
+    for (const listener of listeners.splice(0)) listener.dispose();
+    for (const client of clients.splice(0)) await client.close();
+    operator?.dispose();
+    await stopHost(host);
+    removeTempDir(dir);
+  });
+
+  it('a waiting read_inbox ends UNAUTHENTICATED at once and takes nothing sent after the revocation: the new credential reads it', async () => {
+    const old = mint('reader');
+    const reader = await connect(old.token);
+    const sender = await connect(mint('sender').token);
+    const attached = logged('stream.opened', (e) => e.details.agent_id === 'reader');
+    const waiting = outcome(reader.callTool({ name: 'read_inbox', arguments: { wait_ms: 30_000 } }));
+    await within(attached, 'read_inbox to attach its sink');
+
+    const started = Date.now();
+    host.coordinator.credentials.revoke(old.id, 'test', ctx);
+    // Sent right after the revocation, while the revoked read is (on the old code) still waiting for it.
+    const sent = outcome(sender.callTool({ name: 'send_message', arguments: { to: 'reader', payload: 'after the revocation', idempotency_key: 'after' } }));
+    const ended = await within(waiting, 'the revoked read_inbox to end');
+    const elapsed = Date.now() - started;
+    assert.deepEqual(ended.ok ? ended.output : { code: ended.code }, { code: 'UNAUTHENTICATED' });
+    assert.match((ended as { message: string }).message, /revoked/);
+    const message = await sent;
+    assert.ok(message.ok, JSON.stringify(message));
+    console.log(`      read_inbox answered UNAUTHENTICATED ${elapsed} ms after revocation`);
+
+    // Nothing was consumed: the message is still queued for the agent, unconfirmed, and its new credential reads it.
+    const record = host.coordinator.router.message(message.output.message_id as string)!;
+    assert.notEqual(record.state, 'READ');
+    const renewed = await connect(mint('reader').token);
+    const read = await outcome(renewed.callTool({ name: 'read_inbox', arguments: {} }));
+    assert.ok(read.ok, JSON.stringify(read));
+    assert.deepEqual(read.output.messages.map((m: { payload: unknown }) => m.payload), ['after the revocation']);
+  });
+
+  it('a waiting request_decision ends UNAUTHENTICATED at once; another credential\'s wait goes on; the new credential re-attaches', async () => {
+    const old = mint('asker');
+    const other = mint('asker');
+    const revokedClient = await connect(old.token);
+    const otherClient = await connect(other.token);
+    const opened = logged('hitl.opened', (e) => e.details.invocation_id === 'ask-revoked');
+    const openedOther = logged('hitl.opened', (e) => e.details.invocation_id === 'ask-other');
+    const waiting = outcome(revokedClient.callTool({ name: 'request_decision', arguments: { reason_type: 'MANUAL_OVERRIDE', summary: 'Deploy?', request_id: 'ask-revoked' } }));
+    let otherEnded = false;
+    const waitingOther = outcome(otherClient.callTool({ name: 'request_decision', arguments: { reason_type: 'MANUAL_OVERRIDE', summary: 'Other?', request_id: 'ask-other' } }))
+      .finally(() => { otherEnded = true; });
+    await within(Promise.all([opened, openedOther]), 'both questions to open');
+
+    const detached = logged('hitl.requester_detached', (e) => e.details.invocation_id === 'ask-revoked');
+    host.coordinator.credentials.revoke(old.id, 'test', ctx);
+    const ended = await within(waiting, 'the revoked request_decision to end');
+    assert.deepEqual(ended.ok ? ended.output : { code: ended.code }, { code: 'UNAUTHENTICATED' });
+    await within(detached, 'the requester detached');
+    assert.equal(host.coordinator.hitl.get('ask-revoked')?.state, 'pending', 'the question stays for the agent');
+    assert.equal(otherEnded, false, 'the other credential\'s wait is not ended');
+
+    const renewed = await connect(mint('asker').token);
+    const reattached = logged('hitl.reattached', (e) => e.details.invocation_id === 'ask-revoked');
+    const again = outcome(renewed.callTool({ name: 'request_decision', arguments: { reason_type: 'MANUAL_OVERRIDE', summary: 'Deploy?', request_id: 'ask-revoked' } }));
+    await within(reattached, 'the new credential re-attached');
+    host.coordinator.hitl.decide('ask-revoked', { action: 'approve', rationale: 'fine' }, 'editor:alice', ctx);
+    host.coordinator.hitl.decide('ask-other', { action: 'deny', rationale: 'no' }, 'editor:alice', ctx);
+    const answer = await within(again, 'the decision');
+    assert.deepEqual(answer.ok && [answer.output.action, answer.output.reattached], ['approve', true]);
+    const otherAnswer = await within(waitingOther, 'the other decision');
+    assert.deepEqual(otherAnswer.ok && otherAnswer.output.action, 'deny');
+  });
+
+  it('a hook waiting for an approval ends 401 UNAUTHENTICATED at once and its question is withdrawn', async () => {
+    const old = mint('asker');
+    await host.coordinator.worktrees.bind('asker', 'app', '', ctx);
+    const worktree = host.coordinator.worktrees.worktreePathOf('asker')!;
+    const opened = new Promise<string>((resolve) => {
+      const listener = host.coordinator.log.onDidRecord((e) => { if (e.eventType === 'hitl.opened') { listener.dispose(); resolve(String(e.details.invocation_id)); } });
+      listeners.push(listener);
+    });
+    const answer = hookPost(host.bridge!.port, old.token, {
+      session_id: 's1', transcript_path: '/tmp/t.jsonl', cwd: worktree, permission_mode: 'default', hook_event_name: 'PreToolUse',
+      tool_name: 'Bash', tool_input: { command: 'make' }, tool_use_id: 'toolu_1',
+    });
+    const invocationId = await within(opened, 'the approval question');
+    host.coordinator.credentials.revoke(old.id, 'test', ctx);
+    const { status, json } = await within(answer, 'the revoked hook request to end');
+    assert.equal(status, 401);
+    assert.equal(json.error.code, 'UNAUTHENTICATED');
+    assert.match(json.error.message, /revoked/);
+    await pollUntil('the question withdrawn', () => (host.coordinator.hitl.get(invocationId)?.state === 'cancelled' ? true : undefined), 5_000);
+  });
+});
