@@ -236,4 +236,24 @@ describe('MCP bridge under a connection flood (README, "Limits")', function () {
     clock.advance(LIMITS.unauthenticatedMs + 1);
     await pollUntil('the rest timed out', () => closedFlood() === FLOOD || undefined, 10_000);
   });
+
+  it('answers `Expect: 100-continue` only after authentication: without a credential 401 at once, never 100 Continue', async () => {
+    /** The first status line the bridge writes for headers that announce a body and wait for 100 Continue. */
+    const firstStatus = (authorization: string | undefined) => new Promise<string>((resolve, reject) => {
+      const socket = net.connect({ host: '127.0.0.1', port });
+      let text = '';
+      socket.on('data', (chunk: Buffer) => {
+        text += chunk.toString('latin1');
+        const end = text.indexOf('\r\n');
+        if (end >= 0) { socket.destroy(); resolve(text.slice(0, end)); }
+      });
+      socket.on('error', reject);
+      socket.on('connect', () => socket.write(`POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nContent-Type: application/json\r\n`
+        + `Accept: application/json, text/event-stream\r\nContent-Length: 1000\r\nExpect: 100-continue\r\n`
+        + `${authorization !== undefined ? `Authorization: ${authorization}\r\n` : ''}\r\n`));
+    });
+    assert.equal(await within(firstStatus(undefined), 'the answer without a credential'), 'HTTP/1.1 401 Unauthorized');
+    assert.equal(await within(firstStatus('Bearer sw4rm.nobody.secret'), 'the answer with an unknown credential'), 'HTTP/1.1 401 Unauthorized');
+    assert.equal(await within(firstStatus(`Bearer ${tokens.get('sender')}`), 'the answer with a credential'), 'HTTP/1.1 100 Continue');
+  });
 });
