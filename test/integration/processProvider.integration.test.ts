@@ -9,7 +9,7 @@ import { ManualClock, systemClock, type Clock } from '../../src/core/clock';
 import { DEFAULT_EXECUTION_POLICY, ToolCallError, type ExecutionPolicy, type ToolRequest } from '../../src/core/tools/model';
 import { ProcessProvider, PROCESS_LIMITS, type RunResult } from '../../src/core/tools/processProvider';
 import { processGroupMembers, readAllProcStats } from '../../src/core/tools/processTree';
-import { probeNetworkNamespace } from '../../src/core/tools/sandbox';
+import { probeNetworkNamespace, probeSandboxTools } from '../../src/core/tools/sandbox';
 import { pollUntil } from '../support/poll';
 import { makeTempDir, removeTempDir } from '../support/tempDir';
 
@@ -297,7 +297,8 @@ describe('the process provider (real child processes)', function () {
   });
 
   it('DENY_ALL reaches no filesystem UNIX socket: one beside the worktree, one under HOME, one in a folder the coordinator runs in', async function () {
-    if (!(await probeNetworkNamespace())) this.skip();
+    // Only bubblewrap's seccomp filter closes UNIX sockets; the unshare fallback does not (README, "Confinement").
+    if ((await probeSandboxTools()).bwrap === undefined) this.skip();
     const homeDir = fs.mkdtempSync(path.join(os.homedir(), '.sw4rm-sock-'));
     const cwdDir = fs.mkdtempSync(path.join(process.cwd(), '.sw4rm-sock-'));
     const places = [path.join(path.dirname(worktree), `sw4rm-${process.pid}.sock`), path.join(homeDir, 's.sock'), path.join(cwdDir, 's.sock')];
@@ -321,8 +322,29 @@ describe('the process provider (real child processes)', function () {
     }
   });
 
+  it('DENY_ALL never sees the coordinator\'s data folder (hiddenFolders), outside the worktree or inside it', async function () {
+    if ((await probeSandboxTools()).bwrap === undefined) this.skip();
+    // Neither under /tmp nor HOME (both are hidden anyway): a folder the coordinator runs in.
+    const outside = fs.mkdtempSync(path.join(process.cwd(), '.sw4rm-data-'));
+    const inside = path.join(worktree, '.sw4rm');
+    fs.mkdirSync(inside, { recursive: true });
+    try {
+      for (const dir of [outside, inside]) fs.writeFileSync(path.join(dir, 'token'), 'secret\n');
+      const provider = new ProcessProvider({ enabled: true, acceptUnenforcedNetworkPolicy: false, hiddenFolders: [outside, inside] }, systemClock);
+      const read = { argv: ['sh', '-c', `cat ${JSON.stringify(path.join(outside, 'token'))} ${JSON.stringify(path.join(inside, 'token'))}; ls -A ${JSON.stringify(outside)} ${JSON.stringify(inside)}`] };
+      const open = await call(provider, worktree, read, { policy: { networkPolicy: 'EGRESS_UNRESTRICTED' } });
+      assert.match(String(open.stdout), /^secret\nsecret\n/, 'readable without the sandbox');
+      const denied = await call(provider, worktree, read, { policy: { networkPolicy: 'DENY_ALL' } });
+      assert.doesNotMatch(String(denied.stdout), /secret|token/, String(denied.stdout));
+      assert.match(String(denied.stderr), /No such file/, String(denied.stderr));
+    } finally {
+      fs.rmSync(outside, { recursive: true, force: true });
+      fs.rmSync(inside, { recursive: true, force: true });
+    }
+  });
+
   it('DENY_ALL cannot write the repository\'s shared git directory (config, hooks) from a linked worktree; git still works in it', async function () {
-    if (!(await probeNetworkNamespace())) this.skip();
+    if ((await probeSandboxTools()).bwrap === undefined) this.skip();
     const repo = path.join(worktree, 'repo');
     const linked = path.join(worktree, 'linked');
     const git = (cwd: string, ...a: string[]) => execFileSync('git', ['-c', 'user.name=t', '-c', 'user.email=t@t', ...a], { cwd, stdio: 'pipe' }).toString();

@@ -20,6 +20,8 @@ import { probeSandboxTools, sandboxPlan, SECCOMP_FD, type Confinement as BwrapCo
 export interface ProcessProviderOptions {
   readonly enabled: boolean;
   readonly acceptUnenforcedNetworkPolicy: boolean;
+  /** Folders a DENY_ALL command under bubblewrap never sees (an empty tmpfs over each): the coordinator's data folder. */
+  readonly hiddenFolders?: readonly string[];
 }
 
 export const DEFAULT_PROCESS_PROVIDER_OPTIONS: ProcessProviderOptions = { enabled: false, acceptUnenforcedNetworkPolicy: false };
@@ -320,10 +322,10 @@ interface RunEnd {
 /**
  * What bubblewrap confines a DENY_ALL call to: the worktree's real path; for a linked worktree (.git a file naming
  * <common>/worktrees/<name>) the common git directory read-only and its own git directory read-write; for a worktree
- * whose .git is a folder, that folder read-only; HOME hidden (its sockets and secrets, the coordinator's data folder
- * when under it) unless the worktree is HOME itself.
+ * whose .git is a folder, that folder read-only; HOME hidden (its sockets and secrets) unless the worktree is HOME itself
+ * or an ancestor of it; `hidden` (the coordinator's data folder) hidden wherever it is, inside the worktree too.
  */
-async function confinementOf(worktreePath: string, cwdArg: string): Promise<BwrapConfinement> {
+async function confinementOf(worktreePath: string, cwdArg: string, hidden: readonly string[] = []): Promise<BwrapConfinement> {
   const worktree = await fsp.realpath(worktreePath);
   const cwd = path.join(worktree, ...cwdArg.split('/').filter((p) => p !== ''));
   let gitCommonDir: string | undefined;
@@ -349,6 +351,13 @@ async function confinementOf(worktreePath: string, cwdArg: string): Promise<Bwra
   const home = os.homedir();
   if (home !== '' && home !== '/' && !isInside(home, worktree)) {
     try { hide.push(await fsp.realpath(home)); } catch { /* no HOME */ }
+  }
+  for (const dir of hidden) {
+    try {
+      const real = await fsp.realpath(dir);
+      // A data folder that holds the worktree cannot be hidden without hiding the worktree: the worktree is bound over it.
+      if (real !== '/' && !hide.includes(real)) hide.push(real);
+    } catch { /* not created yet: nothing to hide */ }
   }
   return { worktree, cwd, gitCommonDir, gitWorktreeDir, hide };
 }
@@ -400,7 +409,7 @@ export class ProcessProvider implements ToolProvider {
     const sandbox: SandboxOptions = { acceptUnenforcedNetworkPolicy: this.options.acceptUnenforcedNetworkPolicy, ...tools };
     const env = childEnvironment(args.env);
     const confine = request.policy.networkPolicy === 'DENY_ALL' && sandbox.bwrap !== undefined
-      ? await confinementOf(request.worktreePath, args.cwd) : undefined;
+      ? await confinementOf(request.worktreePath, args.cwd, this.options.hiddenFolders) : undefined;
     const plan = sandboxPlan(args.argv, request.policy, sandbox, env, confine);
     if (request.policy.budgetCpuMs > 0 && !proc) {
       throw new ToolCallError('permission_denied', 'PERMISSION_DENIED', 'budget_cpu_ms cannot be enforced here (no /proc): ask without it');

@@ -99,8 +99,8 @@ export function unixSocketSeccomp(arch: string = process.arch): Buffer | undefin
 /**
  * bubblewrap's arguments for a DENY_ALL call: every namespace new (user, net, pid, ipc, uts, cgroup), a new session,
  * dead with the coordinator; / read-only, a private /tmp, /run (and /var/run), /dev and /proc; the hidden folders
- * empty; the worktree read-write; the shared git directory read-only and the worktree's own git directory read-write;
- * the seccomp program of unixSocketSeccomp on SECCOMP_FD when `seccomp`.
+ * empty (one inside the worktree too); the worktree read-write; the shared git directory read-only and the worktree's
+ * own git directory read-write; the seccomp program of unixSocketSeccomp on SECCOMP_FD when `seccomp`.
  */
 export function bwrapArgs(bwrap: string, c: Confinement, seccomp: boolean): string[] {
   const args = [bwrap, '--unshare-all', '--die-with-parent', '--new-session', '--ro-bind', '/', '/',
@@ -120,10 +120,21 @@ export function bwrapArgs(bwrap: string, c: Confinement, seccomp: boolean): stri
     }
   }
   if (c.gitWorktreeDir !== undefined) args.push('--bind', c.gitWorktreeDir, c.gitWorktreeDir);
+  // A hidden folder inside a folder bound above (a data folder inside the worktree) is hidden again over that bind.
+  const bound = [c.worktree, c.gitCommonDir, c.gitWorktreeDir].filter((d): d is string => d !== undefined);
+  for (const dir of c.hide) {
+    if (bound.some((b) => b !== dir && isWithin(dir, b))) args.push('--tmpfs', dir);
+  }
   args.push('--chdir', c.cwd);
   if (seccomp) args.push('--seccomp', String(SECCOMP_FD));
   args.push('--');
   return args;
+}
+
+/** Whether `child` is `parent` or inside it (both absolute, real paths). */
+function isWithin(child: string, parent: string): boolean {
+  const rel = path.relative(parent, child);
+  return rel === '' || (!rel.startsWith('..') && !path.isAbsolute(rel));
 }
 
 function refusedNetwork(policy: string, why: string): ToolCallError {
