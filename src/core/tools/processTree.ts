@@ -192,7 +192,6 @@ export async function processGroupMembers(pgid: number): Promise<ProcStat[]> {
   return liveMembers(await readAllProcStats(), pgid);
 }
 
-/** Sends `signal` to every process of the group; answers false when none was left (ESRCH). */
 /** The CPU time of `stats` (a ProcessGroupReader's members, descendants that left the group included), in ms. */
 export function membersCpuMs(stats: readonly ProcStat[], ticksPerSecond: number): number {
   let ticks = 0;
@@ -207,6 +206,7 @@ export function killPids(pids: Iterable<number>): void {
   }
 }
 
+/** Sends `signal` to every process of the group; answers false when none was left (ESRCH). */
 export function killProcessGroup(pgid: number, signal: NodeJS.Signals): boolean {
   try {
     process.kill(-pgid, signal);
