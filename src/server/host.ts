@@ -127,7 +127,8 @@ export class CoordinatorHost {
         worktreesFolder: options.worktreesFolder,
         worktreeOperations: options.worktreeOperations,
         scheduler: options.scheduler,
-        tools: options.tools,
+        // A DENY_ALL run_command under bubblewrap never sees the data folder (the store, the tokens, the payloads).
+        tools: { ...options.tools, process: { ...options.tools?.process, hiddenFolders: [options.dataDir, ...(options.tools?.process?.hiddenFolders ?? [])] } },
         negotiation: options.negotiation,
         handoffs: options.handoffs,
         launches: options.launches,

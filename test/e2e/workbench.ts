@@ -176,26 +176,44 @@ export class Workbench {
       if ((await input.inputValue({ timeout: 1_000 })) !== `>${title}`) await input.fill(`>${title}`, { timeout: 3_000 });
       return (await input.inputValue({ timeout: 1_000 })) === `>${title}`;
     };
-    await poll(openWithTitle, { timeoutMs, description: `the command palette to open with "${title}"` });
     const row = this.page.locator('.quick-input-list .monaco-list-row');
-    // The command is the row whose label starts with the title; another command that also matches may rank first
-    // (e.g. "Show Agent's Log Events" for "Show Log"), so the matching row is chosen, not the first one.
-    const index = await poll(
-      async () => {
-        if (!(await openWithTitle())) return false;
-        const count = await row.count();
-        for (let i = 0; i < count; i++) {
-          const candidate = row.nth(i);
-          if (!(await candidate.isVisible())) continue;
-          const label = (await candidate.getAttribute('aria-label')) ?? (await candidate.innerText());
-          if (normalize(label).toLowerCase().startsWith(normalize(title).toLowerCase())) return i + 1;
-        }
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const left = Math.max(deadline - Date.now(), 1_000);
+      await poll(openWithTitle, { timeoutMs: left, description: `the command palette to open with "${title}"` });
+      // The command is the row whose label starts with the title; another command that also matches may rank first
+      // (e.g. "Show Agent's Log Events" for "Show Log"), so the matching row is chosen, not the first one.
+      const index = await poll(
+        async () => {
+          if (!(await openWithTitle())) return false;
+          const count = await row.count();
+          for (let i = 0; i < count; i++) {
+            const candidate = row.nth(i);
+            if (!(await candidate.isVisible())) continue;
+            const label = (await candidate.getAttribute('aria-label')) ?? (await candidate.innerText());
+            if (normalize(label).toLowerCase().startsWith(normalize(title).toLowerCase())) return i + 1;
+          }
+          return false;
+        },
+        { timeoutMs: left, description: `the command palette to list "${title}"` },
+      );
+      const before = await this.quickInputState();
+      for (let i = 1; i < index; i++) await input.press('ArrowDown');
+      await input.press('Enter');
+      // Enter ran the command only if it reached the palette's box. A page that takes the focus meanwhile (the
+      // walkthrough's step content does, as it loads) gets the key instead, and the palette closes on the focus loss
+      // without running anything: then it is opened and the command chosen again. Enter is never sent twice to a
+      // palette it reached, so a command is never run twice.
+      const outcome = before === undefined ? 'reached' : await poll(async () => {
+        const now = await this.quickInputState();
+        if (now === undefined || now.enters > before.enters) return 'reached';
+        if (!now.visible || now.hides > before.hides) return 'lost';
+        await input.press('Enter', { timeout: 1_000 }).catch(() => undefined);
         return false;
-      },
-      { timeoutMs, description: `the command palette to list "${title}"` },
-    );
-    for (let i = 1; i < index; i++) await input.press('ArrowDown');
-    await input.press('Enter');
+      }, { timeoutMs: Math.max(deadline - Date.now(), 1_000), intervalMs: 250, description: `Enter to reach the command palette showing "${title}"` });
+      if (outcome === 'reached') break;
+      if (Date.now() > deadline) throw new Error(`The command palette closed before it ran "${title}" (a page took the focus)`);
+    }
     // The palette closes, or is reused by a quick pick that the command opens itself (or the page reloads:
     // hence the short timeout, so that a palette gone with the old page does not hold the check).
     await poll(async () => !(await input.isVisible()) || (await input.inputValue({ timeout: 1_000 }).catch(() => '')) !== `>${title}`, {

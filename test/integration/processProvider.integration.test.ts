@@ -2,12 +2,14 @@ import { Ajv } from 'ajv';
 import { strict as assert } from 'node:assert';
 import * as fs from 'node:fs';
 import * as net from 'node:net';
+import * as os from 'node:os';
+import { execFileSync } from 'node:child_process';
 import * as path from 'node:path';
 import { ManualClock, systemClock, type Clock } from '../../src/core/clock';
 import { DEFAULT_EXECUTION_POLICY, ToolCallError, type ExecutionPolicy, type ToolRequest } from '../../src/core/tools/model';
 import { ProcessProvider, PROCESS_LIMITS, type RunResult } from '../../src/core/tools/processProvider';
-import { processGroupMembers } from '../../src/core/tools/processTree';
-import { probeNetworkNamespace } from '../../src/core/tools/sandbox';
+import { processGroupMembers, readAllProcStats } from '../../src/core/tools/processTree';
+import { probeNetworkNamespace, probeSandboxTools } from '../../src/core/tools/sandbox';
 import { pollUntil } from '../support/poll';
 import { makeTempDir, removeTempDir } from '../support/tempDir';
 
@@ -42,6 +44,17 @@ async function refusal(promise: Promise<unknown>): Promise<ToolCallError> {
 function conforms(result: RunResult): void {
   const validate = new Ajv({ strict: true }).compile(enabled().describe()[0].outputSchema);
   assert.ok(validate(result), JSON.stringify(validate.errors));
+}
+
+/** Live processes with their command lines (to find loops left behind). */
+async function readAllProcStatsNow(): Promise<{ pid: number; ppid: number; comm: string; state: string; cmd: string }[]> {
+  const out = [];
+  for (const stat of await readAllProcStats()) {
+    let cmd = '';
+    try { cmd = fs.readFileSync(`/proc/${stat.pid}/cmdline`, 'utf8'); } catch { continue; }
+    out.push({ pid: stat.pid, ppid: stat.ppid, comm: stat.comm, state: stat.state, cmd });
+  }
+  return out;
 }
 
 function enabled(clock: Clock = systemClock, acceptUnenforcedNetworkPolicy = false): ProcessProvider {
@@ -126,6 +139,21 @@ describe('the process provider (real child processes)', function () {
     assert.equal(error.code, 'CPU_BUDGET_EXCEEDED');
     const pgid = Number(frames[0].text.trim());
     assert.deepEqual(await processGroupMembers(pgid), []);
+  });
+
+  it('counts and kills every descendant: 4 busy loops that setsid out of the group stop within budget_cpu_ms + margin', async function () {
+    if (!fs.existsSync('/usr/bin/setsid')) this.skip();
+    const frames: Frame[] = [];
+    const busy = 'setsid node -e "for(;;){}"';
+    const started = Date.now();
+    const error = await refusal(call(enabled(), worktree, { argv: ['sh', '-c', `${busy} & ${busy} & ${busy} & ${busy} & wait`] }, { stream: true, frames, policy: { budgetCpuMs: 300 } }));
+    assert.equal(error.code, 'CPU_BUDGET_EXCEEDED');
+    const used = Number(/used (\d+) ms of CPU/.exec(error.message)?.[1]);
+    // Margin: 4 loops on 2 cores over a sampler period or two, plus node start-up counted; before, 9.5 s.
+    console.log(`      4 setsid busy loops: ${used} ms of CPU reported against 300 ms, ${Date.now() - started} ms wall`);
+    assert.ok(used < 1500, error.message);
+    const left = (await readAllProcStatsNow()).filter((s) => s.comm === 'node' && s.state !== 'Z' && s.ppid !== process.pid && s.cmd.includes('for(;;){}'));
+    assert.deepEqual(left.map((s) => s.pid), [], 'no loop left running');
   });
 
   it('stops a sleep at budget_wall_ms (the provider\'s Clock) with WALL_TIMEOUT; SIGKILL follows SIGTERM after 2 s', async () => {
@@ -266,6 +294,78 @@ describe('the process provider (real child processes)', function () {
     } finally {
       for (const pid of await escaped()) process.kill(pid, 'SIGKILL');
     }
+  });
+
+  it('DENY_ALL reaches no filesystem UNIX socket: one beside the worktree, one under HOME, one in a folder the coordinator runs in', async function () {
+    // Only bubblewrap's seccomp filter closes UNIX sockets; the unshare fallback does not (README, "Confinement").
+    if ((await probeSandboxTools()).bwrap === undefined) this.skip();
+    const homeDir = fs.mkdtempSync(path.join(os.homedir(), '.sw4rm-sock-'));
+    const cwdDir = fs.mkdtempSync(path.join(process.cwd(), '.sw4rm-sock-'));
+    const places = [path.join(path.dirname(worktree), `sw4rm-${process.pid}.sock`), path.join(homeDir, 's.sock'), path.join(cwdDir, 's.sock')];
+    const servers = await Promise.all(places.map((place) => new Promise<net.Server>((resolve) => {
+      const server = net.createServer((socket) => { socket.on('error', () => { /* client gone */ }); socket.end('hi'); });
+      server.listen(place, () => resolve(server));
+    })));
+    try {
+      for (const place of places) {
+        const connect = ['node', '-e', `require("net").connect(${JSON.stringify(place)}).on("connect", () => { console.log("connected"); process.exit(0) }).on("error", (e) => { console.log(e.code); process.exit(7) })`];
+        const open = await call(enabled(), worktree, { argv: connect }, { policy: { networkPolicy: 'EGRESS_UNRESTRICTED' } });
+        assert.deepEqual([open.exit_code, open.stdout], [0, 'connected\n'], `reachable outside the sandbox: ${place}`);
+        const denied = await call(enabled(), worktree, { argv: connect }, { policy: { networkPolicy: 'DENY_ALL' } });
+        console.log(`      DENY_ALL connect ${place}: ${String(denied.stdout).trim()}`);
+        assert.equal(denied.exit_code, 7, `${place}: ${denied.stdout}`);
+      }
+    } finally {
+      for (const server of servers) server.close();
+      fs.rmSync(homeDir, { recursive: true, force: true });
+      fs.rmSync(cwdDir, { recursive: true, force: true });
+    }
+  });
+
+  it('DENY_ALL never sees the coordinator\'s data folder (hiddenFolders), outside the worktree or inside it', async function () {
+    if ((await probeSandboxTools()).bwrap === undefined) this.skip();
+    // Neither under /tmp nor HOME (both are hidden anyway): a folder the coordinator runs in.
+    const outside = fs.mkdtempSync(path.join(process.cwd(), '.sw4rm-data-'));
+    const inside = path.join(worktree, '.sw4rm');
+    fs.mkdirSync(inside, { recursive: true });
+    try {
+      for (const dir of [outside, inside]) fs.writeFileSync(path.join(dir, 'token'), 'secret\n');
+      const provider = new ProcessProvider({ enabled: true, acceptUnenforcedNetworkPolicy: false, hiddenFolders: [outside, inside] }, systemClock);
+      const read = { argv: ['sh', '-c', `cat ${JSON.stringify(path.join(outside, 'token'))} ${JSON.stringify(path.join(inside, 'token'))}; ls -A ${JSON.stringify(outside)} ${JSON.stringify(inside)}`] };
+      const open = await call(provider, worktree, read, { policy: { networkPolicy: 'EGRESS_UNRESTRICTED' } });
+      assert.match(String(open.stdout), /^secret\nsecret\n/, 'readable without the sandbox');
+      const denied = await call(provider, worktree, read, { policy: { networkPolicy: 'DENY_ALL' } });
+      assert.doesNotMatch(String(denied.stdout), /secret|token/, String(denied.stdout));
+      assert.match(String(denied.stderr), /No such file/, String(denied.stderr));
+    } finally {
+      fs.rmSync(outside, { recursive: true, force: true });
+      fs.rmSync(inside, { recursive: true, force: true });
+    }
+  });
+
+  it('DENY_ALL cannot write the repository\'s shared git directory (config, hooks) from a linked worktree; git still works in it', async function () {
+    if ((await probeSandboxTools()).bwrap === undefined) this.skip();
+    const repo = path.join(worktree, 'repo');
+    const linked = path.join(worktree, 'linked');
+    const git = (cwd: string, ...a: string[]) => execFileSync('git', ['-c', 'user.name=t', '-c', 'user.email=t@t', ...a], { cwd, stdio: 'pipe' }).toString();
+    fs.mkdirSync(repo);
+    git(repo, 'init', '-q');
+    fs.writeFileSync(path.join(repo, 'a.txt'), 'a\n');
+    git(repo, 'add', 'a.txt');
+    git(repo, 'commit', '-qm', 'a');
+    git(repo, 'worktree', 'add', '-q', linked, '-b', 'w');
+    const config = path.join(repo, '.git', 'config');
+    const before = fs.readFileSync(config, 'utf8');
+    const attack = ['sh', '-c', `git config core.fsmonitor "touch /tmp/pwned"; echo '[core] hooksPath = /tmp' >> ${JSON.stringify(config)}; mkdir -p ${JSON.stringify(path.join(repo, '.git', 'hooks'))} && echo x > ${JSON.stringify(path.join(repo, '.git', 'hooks', 'post-checkout'))}; echo b > b.txt; git add b.txt && git status --short`];
+    const denied = await call(enabled(), linked, { argv: attack }, { policy: { networkPolicy: 'DENY_ALL' } });
+    console.log(`      DENY_ALL attack on .git: exit ${denied.exit_code}, stderr ${JSON.stringify(String(denied.stderr).slice(0, 300))}`);
+    assert.equal(fs.readFileSync(config, 'utf8'), before, 'the shared .git/config is unchanged');
+    assert.equal(fs.existsSync(path.join(repo, '.git', 'hooks', 'post-checkout')), false, 'no hook planted');
+    assert.match(String(denied.stdout), /A {2}b\.txt/, 'the worktree\'s own index is writable: git add works');
+    // The same attack without the sandbox writes the config (what DENY_ALL must prevent).
+    const open = await call(enabled(), linked, { argv: attack }, { policy: { networkPolicy: 'EGRESS_UNRESTRICTED' } });
+    assert.equal(open.exit_code, 0);
+    assert.notEqual(fs.readFileSync(config, 'utf8'), before);
   });
 
   it('EGRESS_RESTRICTED is refused unless unenforced network policy is accepted (then the result says so)', async () => {

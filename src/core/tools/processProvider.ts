@@ -1,13 +1,14 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { constants as FS, promises as fsp } from 'node:fs';
+import * as os from 'node:os';
 import * as path from 'node:path';
 import { StringDecoder } from 'node:string_decoder';
 import type { Clock } from '../clock';
 import type { Disposable } from '../events';
 import { Confinement, ConfinementError } from '../worktree/confinement';
 import { ToolCallError, type JsonSchema, type ToolDescriptor, type ToolProvider, type ToolRequest } from './model';
-import { clockTicksPerSecond, groupCpuMs, killProcessGroup, listPids, liveMembers, procAvailable, ProcessGroupReader } from './processTree';
-import { probeSandboxTools, sandboxPlan, type SandboxOptions } from './sandbox';
+import { clockTicksPerSecond, killPids, killProcessGroup, membersCpuMs, listPids, procAvailable, ProcessGroupReader } from './processTree';
+import { probeSandboxTools, sandboxPlan, SECCOMP_FD, type Confinement as BwrapConfinement, type SandboxOptions } from './sandbox';
 
 /**
  * The built-in provider `process` (README, "The process provider"): `run_command` (argv, never a shell) in the caller's
@@ -19,6 +20,8 @@ import { probeSandboxTools, sandboxPlan, type SandboxOptions } from './sandbox';
 export interface ProcessProviderOptions {
   readonly enabled: boolean;
   readonly acceptUnenforcedNetworkPolicy: boolean;
+  /** Folders a DENY_ALL command under bubblewrap never sees (an empty tmpfs over each): the coordinator's data folder. */
+  readonly hiddenFolders?: readonly string[];
 }
 
 export const DEFAULT_PROCESS_PROVIDER_OPTIONS: ProcessProviderOptions = { enabled: false, acceptUnenforcedNetworkPolicy: false };
@@ -262,6 +265,8 @@ class OutputStream {
 class CpuSampler {
   /** The highest group CPU time seen (ms): members reaped by init take their time out of the sum. */
   cpuMs = 0;
+  /** The live members seen last (the group and descendants that left it). */
+  private members: number[] = [];
   private readonly interval: ReturnType<typeof setInterval>;
   private reading = false;
   private gone: { resolve: () => void; left: number } | undefined;
@@ -287,16 +292,18 @@ class CpuSampler {
     this.reading = true;
     try {
       const stats = await this.reader.members();
-      this.cpuMs = Math.max(this.cpuMs, groupCpuMs(stats, this.pgid, clockTicksPerSecond()));
-      if (this.budgetMs > 0 && this.cpuMs >= this.budgetMs) this.onExceeded();
+      this.members = stats.filter((s) => s.state !== 'Z' && s.state !== 'X').map((s) => s.pid);
+      this.cpuMs = Math.max(this.cpuMs, membersCpuMs(stats, clockTicksPerSecond()));
+      if (this.budgetMs > 0 && this.cpuMs >= this.budgetMs) { killPids(this.members.filter((p) => p !== this.pgid)); this.onExceeded(); }
       if (this.gone) {
-        if (liveMembers(stats, this.pgid).length === 0 || --this.gone.left <= 0) {
+        if (this.members.length === 0 || --this.gone.left <= 0) {
           const { resolve } = this.gone;
           this.gone = undefined;
           this.dispose();
           resolve();
         } else {
           killProcessGroup(this.pgid, 'SIGKILL');
+          killPids(this.members);
         }
       }
     } finally {
@@ -310,6 +317,54 @@ interface RunEnd {
   readonly exitCode: number | null;
   readonly signal: string | null;
   readonly spawnError?: string;
+}
+
+/**
+ * What bubblewrap confines a DENY_ALL call to: the worktree's real path; for a linked worktree (.git a file naming
+ * <common>/worktrees/<name>) the common git directory read-only and its own git directory read-write; for a worktree
+ * whose .git is a folder, that folder read-only; HOME hidden (its sockets and secrets) unless the worktree is HOME itself
+ * or an ancestor of it; `hidden` (the coordinator's data folder) hidden wherever it is, inside the worktree too.
+ */
+async function confinementOf(worktreePath: string, cwdArg: string, hidden: readonly string[] = []): Promise<BwrapConfinement> {
+  const worktree = await fsp.realpath(worktreePath);
+  const cwd = path.join(worktree, ...cwdArg.split('/').filter((p) => p !== ''));
+  let gitCommonDir: string | undefined;
+  let gitWorktreeDir: string | undefined;
+  const dotGit = path.join(worktree, '.git');
+  try {
+    const st = await fsp.lstat(dotGit);
+    if (st.isDirectory()) gitCommonDir = dotGit;
+    else if (st.isFile()) {
+      const m = /^gitdir:\s*(.+?)\s*$/m.exec(await fsp.readFile(dotGit, 'utf8'));
+      if (m) {
+        const own = await fsp.realpath(path.resolve(worktree, m[1]));
+        gitWorktreeDir = own;
+        let common = path.resolve(own, '..', '..');
+        try {
+          common = await fsp.realpath(path.resolve(own, (await fsp.readFile(path.join(own, 'commondir'), 'utf8')).trim()));
+        } catch { /* the default layout */ }
+        gitCommonDir = common;
+      }
+    }
+  } catch { /* not a git worktree */ }
+  const hide: string[] = [];
+  const home = os.homedir();
+  if (home !== '' && home !== '/' && !isInside(home, worktree)) {
+    try { hide.push(await fsp.realpath(home)); } catch { /* no HOME */ }
+  }
+  for (const dir of hidden) {
+    try {
+      const real = await fsp.realpath(dir);
+      // A data folder that holds the worktree cannot be hidden without hiding the worktree: the worktree is bound over it.
+      if (real !== '/' && !hide.includes(real)) hide.push(real);
+    } catch { /* not created yet: nothing to hide */ }
+  }
+  return { worktree, cwd, gitCommonDir, gitWorktreeDir, hide };
+}
+
+function isInside(child: string, parent: string): boolean {
+  const rel = path.relative(parent, child);
+  return rel === '' || (!rel.startsWith('..') && !path.isAbsolute(rel));
 }
 
 export class ProcessProvider implements ToolProvider {
@@ -353,7 +408,9 @@ export class ProcessProvider implements ToolProvider {
     const [tools, proc] = await Promise.all([probeSandboxTools(), procAvailable()]);
     const sandbox: SandboxOptions = { acceptUnenforcedNetworkPolicy: this.options.acceptUnenforcedNetworkPolicy, ...tools };
     const env = childEnvironment(args.env);
-    const plan = sandboxPlan(args.argv, request.policy, sandbox, env);
+    const confine = request.policy.networkPolicy === 'DENY_ALL' && sandbox.bwrap !== undefined
+      ? await confinementOf(request.worktreePath, args.cwd, this.options.hiddenFolders) : undefined;
+    const plan = sandboxPlan(args.argv, request.policy, sandbox, env, confine);
     if (request.policy.budgetCpuMs > 0 && !proc) {
       throw new ToolCallError('permission_denied', 'PERMISSION_DENIED', 'budget_cpu_ms cannot be enforced here (no /proc): ask without it');
     }
@@ -376,7 +433,7 @@ export class ProcessProvider implements ToolProvider {
     // A cancel (or a stopping coordinator) during the awaits above: nothing is started.
     if (request.signal.aborted) return this.aborted(request, { ...base(), cancelled: true });
     if (this.disposed) throw new ToolCallError('unavailable', 'AGENT_UNAVAILABLE', 'the process provider takes no calls: the coordinator is stopping');
-    return this.run(request, plan.argv, cwd, plan.env, args.stdin, started, plan.networkEnforced, existing);
+    return this.run(request, plan.argv, cwd, plan.env, args.stdin, started, plan.networkEnforced, existing, plan.seccomp);
   }
 
   /** An aborted call: the engine's reason (a ToolCallError, e.g. WALL_TIMEOUT) when it gave one, else a cancelled result. */
@@ -387,7 +444,7 @@ export class ProcessProvider implements ToolProvider {
   }
 
   private run(request: ToolRequest, argv: readonly string[], cwd: string, env: Record<string, string>, stdin: string | undefined,
-    started: number, networkEnforced: boolean, existing: readonly number[]): Promise<unknown> {
+    started: number, networkEnforced: boolean, existing: readonly number[], seccomp?: Buffer): Promise<unknown> {
     const policy = request.policy;
     const emit = request.stream
       ? (name: StreamName, text: string) => request.emit(Buffer.from(JSON.stringify({ stream: name, text }), 'utf8'), 'application/json')
@@ -396,9 +453,15 @@ export class ProcessProvider implements ToolProvider {
     return new Promise<unknown>((resolve, reject) => {
       let child: ChildProcess;
       try {
-        child = spawn(argv[0], argv.slice(1), {
-          cwd, env, detached: true, windowsHide: true, stdio: [stdin === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'],
-        });
+        const stdio: ('ignore' | 'pipe')[] = [stdin === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'];
+        // bubblewrap reads the seccomp program from fd SECCOMP_FD (a pipe written at once: 96 bytes, under PIPE_BUF).
+        if (seccomp !== undefined) stdio.push('pipe');
+        child = spawn(argv[0], argv.slice(1), { cwd, env, detached: true, windowsHide: true, stdio });
+        if (seccomp !== undefined) {
+          const fd = child.stdio[SECCOMP_FD] as NodeJS.WritableStream | null;
+          fd?.on?.('error', () => { /* bwrap failed: its exit answers */ });
+          fd?.end(seccomp);
+        }
       } catch (error) {
         reject(new ToolCallError('failed_precondition', 'SPAWN_FAILED', `${argv[0].slice(0, 200)} could not be started: ${(error as Error).message}`));
         return;

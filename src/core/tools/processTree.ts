@@ -121,6 +121,8 @@ export async function readAllProcStats(): Promise<ProcStat[]> {
  */
 export class ProcessGroupReader {
   private readonly outside = new Set<number>();
+  /** Pids seen as members (the group or a descendant): their children are members too. */
+  private readonly inside = new Set<number>();
   private reads = 0;
 
   constructor(readonly pgid: number, existing: Iterable<number> = [], private readonly fullEvery = 100) {
@@ -152,12 +154,26 @@ export class ProcessGroupReader {
         return undefined;
       }
     }));
+    // Members: the group, and every descendant of a member or of a process once seen inside, whatever it did to its
+    // session or group (setsid, setpgid): a child is first seen with a member's pid as its parent.
+    const read = stats.filter((s): s is ProcStat => s !== undefined);
     const members: ProcStat[] = [];
-    for (const stat of stats) {
-      if (stat === undefined) continue;
-      if (stat.pgrp === this.pgid) members.push(stat);
-      else this.outside.add(stat.pid);
+    let grew = true;
+    const taken = new Set<number>();
+    while (grew) {
+      grew = false;
+      for (const stat of read) {
+        if (taken.has(stat.pid)) continue;
+        if (stat.pgrp === this.pgid || stat.pid === this.pgid || this.inside.has(stat.pid) || this.inside.has(stat.ppid)) {
+          taken.add(stat.pid);
+          this.inside.add(stat.pid);
+          members.push(stat);
+          grew = true;
+        }
+      }
     }
+    for (const pid of this.inside) if (!listed.has(pid)) this.inside.delete(pid);
+    for (const stat of read) if (!taken.has(stat.pid)) this.outside.add(stat.pid);
     return members;
   }
 }
@@ -174,6 +190,20 @@ export async function listPids(): Promise<number[]> {
 /** The process group's members that still run, read from /proc now. */
 export async function processGroupMembers(pgid: number): Promise<ProcStat[]> {
   return liveMembers(await readAllProcStats(), pgid);
+}
+
+/** The CPU time of `stats` (a ProcessGroupReader's members, descendants that left the group included), in ms. */
+export function membersCpuMs(stats: readonly ProcStat[], ticksPerSecond: number): number {
+  let ticks = 0;
+  for (const stat of stats) ticks += cpuTicksOf(stat);
+  return Math.round((ticks * 1000) / ticksPerSecond);
+}
+
+/** SIGKILLs each pid (members that left the group); ESRCH ignored. */
+export function killPids(pids: Iterable<number>): void {
+  for (const pid of pids) {
+    try { process.kill(pid, 'SIGKILL'); } catch { /* gone */ }
+  }
 }
 
 /** Sends `signal` to every process of the group; answers false when none was left (ESRCH). */
