@@ -65,8 +65,10 @@ export class NegotiationServiceAdapter {
       }
     };
     /** unary, after `prepare` (the proposal schemas compiled off the event loop, Negotiations.compileSchemas). */
+    // A request `prepare` cannot read (bad metadata) is refused by `work`, which reads it again.
     const prepared = (prepare: (call: Call) => Promise<void>, work: (call: Call) => void) => (call: Call, callback: grpc.sendUnaryData<unknown>) => {
-      prepare(call).then(() => unary(work)(call, callback), (err: unknown) => callback(negotiationStatus(err)));
+      const then = () => unary(work)(call, callback);
+      Promise.resolve().then(() => prepare(call)).then(then, then);
     };
     const str = (v: unknown) => (typeof v === 'string' ? v : '');
     const bytes = (v: unknown) => (v instanceof Uint8Array ? Buffer.from(v) : Buffer.alloc(0));
