@@ -41,6 +41,12 @@ await Promise.all([
     entryPoints: ['src/core/tools/schemaWorker.ts'],
     outfile: 'dist/schemaWorker.js',
   }),
+  // Reads large workflow definition files off the event loop (src/core/workflow/definitionThread.ts).
+  esbuild.build({
+    ...common,
+    entryPoints: ['src/core/workflow/definitionWorker.ts'],
+    outfile: 'dist/definitionWorker.js',
+  }),
   // The MCP bridge's stdio entry point (src/cli/mcpStdio.ts): BridgeEndpoints.stdioCommand runs it beside the bundles.
   esbuild.build({
     ...common,

@@ -36,6 +36,8 @@ async function held<T>(work: () => Promise<T>): Promise<{ value: T; holdMs: numb
   const histogram = monitorEventLoopDelay({ resolution: 1 });
   const t0 = performance.now();
   histogram.enable();
+  // A first sample is taken before the work (a hold before the histogram's first tick would not be seen).
+  await new Promise((r) => setTimeout(r, 5));
   let value: T;
   try {
     value = await work();

@@ -2,19 +2,12 @@
  * The worker thread that compiles agents' JSON Schemas off the event loop (schemaThread.ts): each request
  * `{id, text, what}` is answered `{id, ok, source | why}` by descriptors.schemaSourceOf. Bundled on its own as dist/schemaWorker.js.
  */
-import * as os from 'node:os';
 import { parentPort } from 'node:worker_threads';
+import { lowerThisThreadsPriority } from '../workerThread';
 import { schemaSourceOf } from './descriptors';
 
-// The lowest CPU priority for this thread only (Linux: nice is per thread; elsewhere it would be the whole process's):
-// on a loaded machine the coordinator's event loop is then scheduled before ajv's seconds of compiling.
-if (process.platform === 'linux') {
-  try {
-    os.setPriority(0, 19);
-  } catch {
-    // Not permitted: compiled at the normal priority.
-  }
-}
+// On a loaded machine the coordinator's event loop is scheduled before ajv's seconds of compiling.
+lowerThisThreadsPriority();
 
 parentPort?.on('message', (request: { id: number; text: string; what: 'input' | 'output' }) => {
   let answer;
