@@ -49,7 +49,7 @@ async function held<T>(work: () => Promise<T>): Promise<{ value: T; holdMs: numb
   return { value, holdMs: histogram.max / 1e6, ms: performance.now() - t0 };
 }
 
-class NegotiationClient extends ServiceCaller<'Open' | 'Propose' | 'Counter'> {
+class NegotiationClient extends ServiceCaller<'Open' | 'Propose'> {
   constructor(address: string, token: string) {
     super(address, token, 'sw4rm.negotiation.NegotiationService');
   }
@@ -68,7 +68,6 @@ describe('agent JSON Schemas hold the event loop at most 50 ms at any size (issu
   let host: CoordinatorHost;
   let connector: ServiceClient;
   let negotiator: NegotiationClient;
-  let bobClient: NegotiationClient;
   const tokens: Record<string, string> = {};
   let atLimit: number;
 
@@ -84,7 +83,6 @@ describe('agent JSON Schemas hold the event loop at most 50 ms at any size (issu
     }
     registry.close();
     negotiator = new NegotiationClient(`127.0.0.1:${host.port}`, tokens.alice);
-    bobClient = new NegotiationClient(`127.0.0.1:${host.port}`, tokens.bob);
     // The schema worker is started (and ajv loaded there) before the measurements, as a coordinator running for a while has it.
     assert.ok((await unary<{ ok: boolean }>(connector, 'RegisterProvider', { provider_id: 'indexer', tools: [{ tool_name: 'warm' }] }, bearer(tokens.indexer))).ok);
   });
@@ -92,7 +90,6 @@ describe('agent JSON Schemas hold the event loop at most 50 ms at any size (issu
   after(async () => {
     connector?.close();
     negotiator?.close();
-    bobClient?.close();
     await stopHost(host);
     removeTempDir(dataDir);
   });
@@ -152,44 +149,5 @@ describe('agent JSON Schemas hold the event loop at most 50 ms at any size (issu
     console.log(`      Propose against it: ${draft.value.slice(0, 90)}, event loop held ${draft.holdMs.toFixed(1)} ms`);
     assert.match(draft.value, /the draft does not match the proposal schema/);
     assert.ok(draft.holdMs <= 50, `held ${draft.holdMs} ms`);
-  });
-
-  it('takes debate rounds of 512 KiB (JSON rewritten throughout, arrays, text) within 50 ms of event loop each: the delta and oscillation checks bounded', async () => {
-    const limit = 512 * 1024;
-    const fill = (make: (i: number) => string, open: string, close: string, sep = ',') => {
-      const parts: string[] = [];
-      let size = open.length + close.length;
-      for (let i = 0; ; i++) {
-        const part = make(i);
-        if (size + part.length + sep.length > limit) break;
-        parts.push(part);
-        size += part.length + sep.length;
-      }
-      return `${open}${parts.join(sep)}${close}`;
-    };
-    const objectOf = (salt: string) => fill((i) => `"k${i}":"${salt}${i}"`, '{', '}');
-    const arraysOf = (salt: string) => `{${Array.from({ length: 9 }, (_, j) => `"l${j}":[${Array.from({ length: 2000 }, (_, i) => `"${salt}${j}-${i}"`).join(',')}]`).join(',')}}`;
-    const textOf = (salt: string) => fill((i) => `${salt} line ${i} of the contract`, '', '\n', '\n');
-    const kinds: [string, string, (salt: string) => string][] = [
-      ['JSON object', 'application/json', objectOf], ['JSON arrays', 'application/json', arraysOf], ['text', 'text/plain', textOf],
-    ];
-    for (const [name, contentType, make] of kinds) {
-      const id = `rounds-${name.replace(/\W/g, '')}`;
-      // The guardrails' largest round (131,072 tokens: 512 KiB), as the opener prefers.
-      await negotiator.call('Open', { negotiation_id: id, topic: 't', participants: ['alice', 'bob'], intensity: 'HIGHEST' },
-        { 'sw4rm-negotiation-preferences': JSON.stringify({ alice: { token_budget_per_round: 131_072, total_token_budget: 1_000_000 } }) });
-      const versions = [make('a'), make('b'), make('a')]; // the third repeats the first: the oscillation check compares them
-      for (const [k, text] of versions.entries()) {
-        assert.ok(Buffer.byteLength(text) <= limit && Buffer.byteLength(text) > limit - 64 * 1024, `${Buffer.byteLength(text)} bytes`);
-        const method = k === 0 ? 'Propose' : 'Counter';
-        const from = k % 2 === 0 ? 'alice' : 'bob';
-        const client = from === 'alice' ? negotiator : bobClient;
-        const a = await held(() => client.call(method, { negotiation_id: id, from_agent: from, content_type: contentType, payload: Buffer.from(text) }).then(
-          () => 'accepted', (err: { details?: string }) => err.details ?? String(err)));
-        console.log(`      ${name}, round ${k + 1} (${Buffer.byteLength(text)} bytes): ${a.value.slice(0, 80)} in ${a.ms.toFixed(0)} ms, event loop held ${a.holdMs.toFixed(1)} ms`);
-        assert.equal(a.value, 'accepted');
-        assert.ok(a.holdMs <= 50, `held ${a.holdMs} ms`);
-      }
-    }
   });
 });

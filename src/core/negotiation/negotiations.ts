@@ -19,7 +19,7 @@ import { baseContentType, modalityAccepts } from '../router/envelope';
 import type { CoordinatorOutbox } from '../router/model';
 import { schedulePruning } from '../retention';
 import { compileSchemaText, compileSchemaTextAsync } from '../tools/descriptors';
-import { canonicalJson, isJsonContentType, jsonDeltaSummary, jsonEqual, textDeltaSummary, unifiedDiff } from './delta';
+import { canonicalJson, isJsonContentType, jsonDeltaSummary, jsonSame, textDeltaSummary, unifiedDiff } from './delta';
 import type {
   DeltaSummary, NegotiationChange, NegotiationDecision, NegotiationDetail, NegotiationEventKind, NegotiationQueries, NegotiationRecord,
   NegotiationStorage, NegotiationSummary, RoundEvaluation, RoundRecord, StopReason, UndeliveredEvent,
@@ -697,7 +697,7 @@ export class Negotiations implements NegotiationQueries, Disposable {
     if (round.payload.equals(payload)) return true;
     if (!json || !isJsonContentType(round.contentType) || !isJsonContentType(contentType)) return false;
     const other = parseBoundedJson(round.payload.toString('utf8'), { what: 'round' });
-    return other.ok && jsonEqual(other.value, json.value);
+    return other.ok && jsonSame(other.value, json.value);
   }
 
   // ------------------------------------------------------------------ evaluations and scoring
