@@ -35,6 +35,18 @@ await Promise.all([
     entryPoints: ['src/core/router/payloadWorker.ts'],
     outfile: 'dist/payloadWorker.js',
   }),
+  // Compiles agents' JSON Schemas off the event loop (src/core/tools/schemaThread.ts); found beside the bundles.
+  esbuild.build({
+    ...common,
+    entryPoints: ['src/core/tools/schemaWorker.ts'],
+    outfile: 'dist/schemaWorker.js',
+  }),
+  // Reads large workflow definition files off the event loop (src/core/workflow/definitionThread.ts).
+  esbuild.build({
+    ...common,
+    entryPoints: ['src/core/workflow/definitionWorker.ts'],
+    outfile: 'dist/definitionWorker.js',
+  }),
   // The MCP bridge's stdio entry point (src/cli/mcpStdio.ts): BridgeEndpoints.stdioCommand runs it beside the bundles.
   esbuild.build({
     ...common,

@@ -254,7 +254,7 @@ describe('ProviderCatalog (RFC §18.1): registered providers, persisted, availab
     assert.equal(store.tools.listProviders().length, 1);
   });
 
-  it('keeps a registration across a reopen of the store; unavailable until the agent is heard from again', () => {
+  it('keeps a registration across a reopen of the store; unavailable until the agent is heard from again', async () => {
     assert.ok(catalog.register('indexer', 'indexer', [grep], ctx).ok);
     closeAreas();
     fixture.reopen(() => clock.advance(60_000));
@@ -264,8 +264,11 @@ describe('ProviderCatalog (RFC §18.1): registered providers, persisted, availab
     assert.deepEqual(restored.tools.map((t) => [t.name, t.description, t.maxConcurrency, t.sideEffectClasses]), [['grep', 'Searches files for a pattern.', 1, ['filesystem']]]);
     assert.equal(restored.available, false);
     assert.match(restored.unavailableReason, /agent 'indexer' is disconnected/);
+    // The stored schemas compile again on the schema worker; a call meanwhile is refused, retryable.
+    assert.throws(() => catalog.validators('indexer', 'grep'), /AGENT_UNAVAILABLE|being compiled again/);
+    await catalog.whenCompiled('indexer');
     const compiled = catalog.validators('indexer', 'grep');
-    assert.equal(compiled?.input({ pattern: 1 }), false, 'schemas compiled again, on first use');
+    assert.equal(compiled?.input({ pattern: 1 }), false, 'schemas compiled again, off the event loop');
     assert.equal(compiled?.output?.({ matches: 'no' }), false);
     assert.equal(catalog.validators('indexer', 'grep'), compiled, 'compiled once');
     assert.equal(registry.heartbeat('indexer', 'RUNNABLE', {}, ctx), true);

@@ -9,13 +9,23 @@ export const DELTA_LIMITS = {
   /** A JSON Pointer longer than this is cut (with `…`). */
   maxPathChars: 512,
   /** A JSON value with an array longer than this is not diffed structurally (method `json-coarse`). */
-  maxArrayItems: 2_000,
-  /** Nor one with more leaves than this (either version). */
-  maxLeaves: 20_000,
+  maxArrayItems: 500,
+  /**
+   * Nor two versions whose arrays together cost more than this: jsondiffpatch compares two arrays at one path by a
+   * longest common subsequence (items before × items after, ≤ (before² + after²) / 2), so Σ items² over every array of
+   * both versions is at most twice this. 250,000 cells take about 8 ms here; 9 arrays of 2,000 numbers took 0.64 s.
+   */
+  maxArrayCells: 250_000,
+  /** Nor one with more leaves than this (either version): jsondiffpatch takes about 5 µs a leaf (20,000 took 0.13 s). */
+  maxLeaves: 3_000,
+  /** Two texts are line-diffed only when what differs (after their common prefix and suffix) is at most this many lines… */
+  maxMiddleLines: 1_000,
+  /** …and this many characters. */
+  maxMiddleChars: 64 * 1024,
   /** The line diff gives up (method `text-coarse`) beyond this many changed lines… */
-  maxEditLength: 1_000,
-  /** …or after this long (milliseconds of real time). */
-  textTimeoutMs: 250,
+  maxEditLength: 200,
+  /** …or after this long (milliseconds of real time; 1,000 lines and 250 ms held the event loop 0.1 s at 512 KiB). */
+  textTimeoutMs: 10,
 } as const;
 
 /** Is this content type JSON (`application/json`, `…+json`)? */
@@ -37,20 +47,34 @@ const differ = jsondiffpatch.create({ arrays: { detectMove: false } });
  * DELTA_LIMITS.maxArrayItems or the leaves exceed DELTA_LIMITS.maxLeaves (jsondiffpatch is quadratic in array length).
  */
 export function diffable(value: unknown): boolean {
+  return arrayCells(value) !== undefined;
+}
+
+/**
+ * Σ items² over the arrays of a JSON value (what its arrays cost jsondiffpatch), or undefined when the value is not
+ * diffable: an array longer than DELTA_LIMITS.maxArrayItems, more than DELTA_LIMITS.maxLeaves leaves, or more than
+ * twice DELTA_LIMITS.maxArrayCells. One walk, stopping at the first bound passed.
+ */
+function arrayCells(value: unknown): number | undefined {
   let leaves = 0;
+  let cells = 0;
   const stack: unknown[] = [value];
   while (stack.length > 0) {
     const v = stack.pop();
     if (v === null || typeof v !== 'object') {
-      if (++leaves > DELTA_LIMITS.maxLeaves) return false;
+      if (++leaves > DELTA_LIMITS.maxLeaves) return undefined;
       continue;
     }
     const children = Array.isArray(v) ? v : Object.values(v as Record<string, unknown>);
-    if (Array.isArray(v) && v.length > DELTA_LIMITS.maxArrayItems) return false;
-    if (children.length === 0 && ++leaves > DELTA_LIMITS.maxLeaves) return false;
+    if (Array.isArray(v)) {
+      if (v.length > DELTA_LIMITS.maxArrayItems) return undefined;
+      cells += v.length * v.length;
+      if (cells > 2 * DELTA_LIMITS.maxArrayCells) return undefined;
+    }
+    if (children.length === 0 && ++leaves > DELTA_LIMITS.maxLeaves) return undefined;
     for (const child of children) stack.push(child);
   }
-  return true;
+  return cells;
 }
 
 /** The summary of a change too large to diff: equal (canonical JSON / bytes) → 0, else 1, path `/`. */
@@ -113,7 +137,12 @@ const clamp01 = (x: number) => (Number.isFinite(x) ? Math.min(1, Math.max(0, x))
  * the larger version, in [0, 1]; changed_paths the JSON Pointers of the changes, sorted, bounded.
  */
 export function jsonDeltaSummary(before: unknown, after: unknown): { summary: DeltaSummary; delta: unknown } {
-  if (!diffable(before) || !diffable(after)) return { summary: coarse(canonicalJson(before) === canonicalJson(after), 'json-coarse'), delta: undefined };
+  const cellsBefore = arrayCells(before);
+  const cellsAfter = cellsBefore === undefined ? undefined : arrayCells(after);
+  if (cellsBefore === undefined || cellsAfter === undefined || (cellsBefore + cellsAfter) / 2 > DELTA_LIMITS.maxArrayCells) {
+    // Too large to diff: equal by their JSON text (key order counts), a linear native comparison.
+    return { summary: coarse(JSON.stringify(before) === JSON.stringify(after), 'json-coarse'), delta: undefined };
+  }
   const delta = jsonDelta(before, after);
   if (delta === undefined) return { summary: { magnitude: 0, changedPaths: [], pathCount: 0, method: 'json' }, delta };
   const out = { paths: [] as string[], leaves: 0 };
@@ -132,11 +161,53 @@ function lineCount(text: string): number {
  * over the lines of the longer text, in [0, 1];
  * changed_paths `/lines/<n>`: the first line (1-based, in the new text) of each changed block.
  */
+/** The line count of `text` up to `end` ('\n's). */
+function newlines(text: string, from: number, end: number, stopAbove = Infinity): number {
+  let n = 0;
+  for (let i = text.indexOf('\n', from); i !== -1 && i < end; i = text.indexOf('\n', i + 1)) if (++n > stopAbove) break;
+  return n;
+}
+
+/**
+ * The part of two texts that differs: their common prefix and suffix cut at line starts, `context` lines of each kept,
+ * and how many lines the cut prefix had; undefined when a middle is larger than DELTA_LIMITS.maxMiddleLines or
+ * maxMiddleChars. Linear, so two large texts rewritten throughout never reach the line diff, and the diff sees only
+ * the middles (the `diff` package's own work on 512 KiB texts took 30–45 ms even when it gave up).
+ */
+function middles(before: string, after: string, context: number): { before: string; after: string; skippedLines: number } | undefined {
+  const shorter = Math.min(before.length, after.length);
+  let head = 0;
+  while (head < shorter && before.charCodeAt(head) === after.charCodeAt(head)) head++;
+  let tail = 0;
+  while (tail < shorter - head && before.charCodeAt(before.length - 1 - tail) === after.charCodeAt(after.length - 1 - tail)) tail++;
+  // The prefix ends at a line start (the start of the line of the first difference), `context` lines earlier.
+  head = head === 0 ? 0 : before.lastIndexOf('\n', head - 1) + 1;
+  for (let k = 0; k < context && head > 0; k++) head = before.lastIndexOf('\n', head - 2) + 1;
+  // The suffix starts at a line start (the same offset from the end in both texts), `context` lines later.
+  let suffix = before.length - tail;
+  if (suffix > 0 && before.charCodeAt(suffix - 1) !== 10) {
+    const next = before.indexOf('\n', suffix);
+    suffix = next === -1 ? before.length : next + 1;
+  }
+  for (let k = 0; k < context && suffix < before.length; k++) {
+    const next = before.indexOf('\n', suffix);
+    suffix = next === -1 ? before.length : next + 1;
+  }
+  tail = Math.min(before.length - suffix, shorter - head);
+  const middle = { before: before.slice(head, before.length - tail), after: after.slice(head, after.length - tail) };
+  for (const text of [middle.before, middle.after]) {
+    if (text.length > DELTA_LIMITS.maxMiddleChars || newlines(text, 0, text.length, DELTA_LIMITS.maxMiddleLines) > DELTA_LIMITS.maxMiddleLines) return undefined;
+  }
+  return { ...middle, skippedLines: newlines(before, 0, head) };
+}
+
 export function textDeltaSummary(before: string, after: string): DeltaSummary {
-  const parts = diffLines(before, after, { maxEditLength: DELTA_LIMITS.maxEditLength, timeout: DELTA_LIMITS.textTimeoutMs });
+  const middle = middles(before, after, 0);
+  if (middle === undefined) return coarse(before === after, 'text-coarse');
+  const parts = diffLines(middle.before, middle.after, { maxEditLength: DELTA_LIMITS.maxEditLength, timeout: DELTA_LIMITS.textTimeoutMs });
   if (parts === undefined) return coarse(before === after, 'text-coarse');
   let changed = 0;
-  let line = 1;
+  let line = 1 + middle.skippedLines;
   const paths: string[] = [];
   // A changed block (removed and/or added lines between unchanged ones) counts max(added, removed): a modified line once.
   let added = 0;
@@ -171,13 +242,50 @@ export function textDeltaSummary(before: string, after: string): DeltaSummary {
 
 /** A unified diff of two texts (the text diff artifact); undefined when the diff gave up (DELTA_LIMITS). */
 export function unifiedDiff(before: string, after: string, fromName: string, toName: string): string | undefined {
-  const patch = structuredPatch(fromName, toName, before, after, '', '', { context: 3, maxEditLength: DELTA_LIMITS.maxEditLength, timeout: DELTA_LIMITS.textTimeoutMs });
+  const middle = middles(before, after, 3);
+  if (middle === undefined) return undefined;
+  const patch = structuredPatch(fromName, toName, middle.before, middle.after, '', '', { context: 3, maxEditLength: DELTA_LIMITS.maxEditLength, timeout: DELTA_LIMITS.textTimeoutMs });
   if (patch === undefined) return undefined;
   const lines = [`--- ${fromName}`, `+++ ${toName}`];
+  const at = (start: number, count: number) => (count === 0 && start === 0 && middle.skippedLines === 0 ? 0 : start + middle.skippedLines);
   for (const hunk of patch.hunks) {
-    lines.push(`@@ -${hunk.oldStart},${hunk.oldLines} +${hunk.newStart},${hunk.newLines} @@`, ...hunk.lines);
+    lines.push(`@@ -${at(hunk.oldStart, hunk.oldLines)},${hunk.oldLines} +${at(hunk.newStart, hunk.newLines)},${hunk.newLines} @@`, ...hunk.lines);
   }
   return `${lines.join('\n')}\n`;
+}
+
+/**
+ * Whether two JSON values are equal, object keys in any order (what comparing their canonicalJson says, in one linear
+ * walk without sorting: canonicalJson of a 512 KiB object of 19,000 keys took 20–145 ms).
+ */
+export function jsonEqual(a: unknown, b: unknown): boolean {
+  if (a === b) return true;
+  if (a === null || b === null || typeof a !== 'object' || typeof b !== 'object') return false;
+  if (Array.isArray(a) || Array.isArray(b)) {
+    if (!Array.isArray(a) || !Array.isArray(b) || a.length !== b.length) return false;
+    for (let i = 0; i < a.length; i++) if (!jsonEqual(a[i], b[i])) return false;
+    return true;
+  }
+  // Parsed JSON: no value is undefined, so equal key counts and every key of `a` in `b` mean the same keys.
+  const left = a as Record<string, unknown>;
+  const right = b as Record<string, unknown>;
+  const keys = Object.keys(left);
+  if (keys.length !== Object.keys(right).length) return false;
+  for (let i = 0; i < keys.length; i++) {
+    const key = keys[i];
+    if (!Object.prototype.hasOwnProperty.call(right, key) || !jsonEqual(left[key], right[key])) return false;
+  }
+  return true;
+}
+
+/**
+ * Whether two versions are the same contract: jsonEqual (key order aside) when both have at most
+ * DELTA_LIMITS.maxLeaves leaves, else their JSON text compared (key order counts: jsonEqual of 19,000 keys took
+ * 10–90 ms, Object.keys of such large objects being slow). Bounded either way.
+ */
+export function jsonSame(a: unknown, b: unknown): boolean {
+  if (arrayCells(a) !== undefined && arrayCells(b) !== undefined) return jsonEqual(a, b);
+  return JSON.stringify(a) === JSON.stringify(b);
 }
 
 /** JSON with object keys sorted: two values that differ only in key order compare equal (oscillation). */

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import picomatch from 'picomatch';
-import { compileSchemaText, schemaCompiler } from '../tools/descriptors';
+import { compileSchemaText } from '../tools/descriptors';
 import {
   HARD_BOUNDS, MAX_DEBATE_TIMEOUT_MS, MAX_PROFILES, MAX_PROPOSAL_SCHEMAS, MAX_TOPIC_GLOB_CHARS, MAX_VOTE_TIMEOUT_MS,
   MIN_DEBATE_TIMEOUT_MS, MIN_VOTE_TIMEOUT_MS, PROFILE_NAME, TIE_BREAKS,
@@ -182,7 +182,7 @@ function proposalSchemaRefusal(text: string): string | undefined {
     return verdict;
   }
   schemaCompilations++;
-  const compiled = compileSchemaText(schemaCompiler(), text, 'output');
+  const compiled = compileSchemaText(text, 'output');
   const verdict = compiled.ok ? undefined : compiled.why;
   schemaVerdicts.set(key, verdict);
   if (schemaVerdicts.size > MAX_SCHEMA_VERDICTS) schemaVerdicts.delete(schemaVerdicts.keys().next().value as string);

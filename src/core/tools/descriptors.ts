@@ -1,7 +1,13 @@
+import * as vm from 'node:vm';
 import { Ajv, type ValidateFunction } from 'ajv';
+import standaloneCode from 'ajv/dist/standalone';
+import { createHash } from 'node:crypto';
 import { FIELD_LIMITS } from '../fieldLimits';
 import { parseBoundedJson } from '../json';
 import type { JsonSchema, SideEffectClass, ToolDescriptor } from './model';
+import { SchemaThread, schemaWorkerScript, type SchemaSource } from './schemaThread';
+
+export type { SchemaSource } from './schemaThread';
 
 /** A tool descriptor as connector.proto carries it (schemas as JSON text). */
 export interface WireToolDescriptor {
@@ -250,10 +256,21 @@ export function unsafeSchemaReason(schema: Record<string, unknown>): string | un
 const secureMetaSchema = require('ajv/lib/refs/json-schema-secure.json') as Record<string, unknown>;
 const secureSchema: ValidateFunction = new Ajv({ allErrors: false, strict: false, validateSchema: false }).compile(secureMetaSchema);
 
-type SchemaVerdict = { readonly ok: true; readonly schema: JsonSchema; readonly validate: ValidateFunction } | { readonly ok: false; readonly why: string };
+export type SchemaVerdict = { readonly ok: true; readonly schema: JsonSchema; readonly validate: ValidateFunction } | { readonly ok: false; readonly why: string };
 
-/** One schema text: bounded, parsed, an object, valid against ajv's meta-schema, compiled. */
-export function compileSchemaText(ajv: Ajv, text: string, what: 'input' | 'output'): SchemaVerdict {
+/**
+ * The validator code ajv may generate for one agent schema, in bytes. The coordinator's thread evaluates that code and
+ * V8 compiles it on its first call: about 0.1 ms per KiB here, so 256 KiB stays well within the 50 ms event-loop bound
+ * (README, "Limits"). A tool schema of 20 KB with descriptions generates far less; 1,000 bare properties generate ~1 MiB.
+ */
+export const MAX_VALIDATOR_SOURCE_BYTES = 256 * 1024;
+
+/**
+ * One schema text: bounded, parsed, an object, valid against ajv's meta-schema, safe (unsafeSchemaReason), compiled by
+ * a fresh ajv to standalone code of at most MAX_VALIDATOR_SOURCE_BYTES. The expensive part (ajv's code generation grows
+ * faster than the schema: 0.6–1.6 s at 64 KiB): run on the schema worker (schemaWorker.ts, schemaCompilation.ts).
+ */
+export function schemaSourceOf(text: string, what: 'input' | 'output'): SchemaSource {
   const trimmed = text.trim();
   if (URL_TEXT.test(trimmed)) return { ok: false, why: 'schema URLs are not fetched: inline the schema' };
   const parsed = parseBoundedJson(trimmed, { what: 'the schema', maxBytes: DESCRIPTOR_LIMITS.maxSchemaBytes });
@@ -264,6 +281,7 @@ export function compileSchemaText(ajv: Ajv, text: string, what: 'input' | 'outpu
   if (what === 'input' && 'type' in record && record.type !== 'object') {
     return { ok: false, why: `args are a JSON object: the input schema's type must be "object", not ${JSON.stringify(record.type)}` };
   }
+  const ajv = new Ajv({ allErrors: false, strict: true, addUsedSchema: false, code: { source: true } });
   let valid: boolean;
   try {
     valid = ajv.validateSchema(record) as boolean;
@@ -274,12 +292,144 @@ export function compileSchemaText(ajv: Ajv, text: string, what: 'input' | 'outpu
   // An agent's schema is refused when validating with it could freeze or exhaust the coordinator.
   const unsafe = unsafeSchemaReason(record);
   if (unsafe !== undefined) return { ok: false, why: unsafe };
+  let source: string;
   try {
-    return { ok: true, schema: record, validate: ajv.compile(record) };
+    source = standaloneCode(ajv, ajv.compile(record));
   } catch (err) {
     // Strict mode (unknown keywords, ambiguous types) and unresolvable $refs are refused when compiled.
     return { ok: false, why: (err as Error).message.split('\n')[0].slice(0, 300) };
   }
+  const bytes = Buffer.byteLength(source);
+  if (bytes > MAX_VALIDATOR_SOURCE_BYTES) {
+    return {
+      ok: false,
+      why: `compiles to ${Math.ceil(bytes / 1024)} KiB of validator code, more than ${MAX_VALIDATOR_SOURCE_BYTES / 1024} KiB (refused: evaluating it would hold the coordinator; use fewer properties or shared $defs)`,
+    };
+  }
+  return { ok: true, source };
+}
+
+/** The modules ajv's standalone code requires (bundled: the code is evaluated with this table as its `require`). */
+const AJV_RUNTIME: Readonly<Record<string, unknown>> = {
+  /* eslint-disable @typescript-eslint/no-require-imports -- ajv's runtime parts, by the names its generated code uses */
+  'ajv/dist/runtime/ucs2length': require('ajv/dist/runtime/ucs2length'),
+  'ajv/dist/runtime/equal': require('ajv/dist/runtime/equal'),
+  'ajv/dist/runtime/uri': require('ajv/dist/runtime/uri'),
+  'ajv/dist/runtime/validation_error': require('ajv/dist/runtime/validation_error'),
+  /* eslint-enable @typescript-eslint/no-require-imports */
+};
+
+function runtimeRequire(id: string): unknown {
+  if (!Object.prototype.hasOwnProperty.call(AJV_RUNTIME, id)) throw new Error(`the schema's validator code requires '${id.slice(0, 100)}'`);
+  return AJV_RUNTIME[id];
+}
+
+/** A validator from ajv's standalone code (schemaSourceOf): evaluated on this thread, V8 compiling it on first call. */
+export function validatorFromSource(source: string): ValidateFunction {
+  const factory = vm.runInThisContext(`(function (require, module, exports) {${source}\n})`, { filename: 'sw4rm-agent-schema.js' }) as (
+    r: (id: string) => unknown, m: { exports: unknown }, e: unknown,
+  ) => void;
+  const module = { exports: {} as unknown };
+  factory(runtimeRequire, module, module.exports);
+  if (typeof module.exports !== 'function') throw new Error('the schema\'s validator code exports no function');
+  return module.exports as ValidateFunction;
+}
+
+/** The verdict for a text whose source verdict is known: the schema parsed again (64 KiB at most) and the code evaluated. */
+export function schemaVerdictOf(text: string, source: SchemaSource): SchemaVerdict {
+  if (!source.ok) return source;
+  try {
+    return { ok: true, schema: JSON.parse(text.trim()) as JsonSchema, validate: validatorFromSource(source.source) };
+  } catch (err) {
+    return { ok: false, why: (err as Error).message.split('\n')[0].slice(0, 300) };
+  }
+}
+
+/** Compiled agent schemas kept (validators and refusals), by digest of their text: a repeat never compiles again. */
+const SCHEMA_CACHE = { maxEntries: 1024, maxSourceBytes: 32 * 1024 * 1024 } as const;
+const verdicts = new Map<string, { readonly verdict: SchemaVerdict; readonly bytes: number }>();
+let cachedBytes = 0;
+const inFlight = new Map<string, Promise<SchemaVerdict>>();
+let thread: SchemaThread | null | undefined;
+let compilations = 0;
+
+function cacheKey(text: string, what: 'input' | 'output'): string {
+  return createHash('sha256').update(what).update('\0').update(text.trim()).digest('hex');
+}
+
+function cached(key: string): SchemaVerdict | undefined {
+  const hit = verdicts.get(key);
+  if (!hit) return undefined;
+  verdicts.delete(key);
+  verdicts.set(key, hit);
+  return hit.verdict;
+}
+
+function keep(key: string, verdict: SchemaVerdict, bytes: number): SchemaVerdict {
+  verdicts.delete(key);
+  verdicts.set(key, { verdict, bytes });
+  cachedBytes += bytes;
+  while (verdicts.size > SCHEMA_CACHE.maxEntries || (cachedBytes > SCHEMA_CACHE.maxSourceBytes && verdicts.size > 1)) {
+    const [oldest, entry] = verdicts.entries().next().value as [string, { bytes: number }];
+    verdicts.delete(oldest);
+    cachedBytes -= entry.bytes;
+  }
+  return verdict;
+}
+
+/** How many agent schemas were compiled since the process started (a cached verdict does not count). */
+export function schemaCompilations(): number {
+  return compilations;
+}
+
+/** Whether agent schemas compile on the worker thread (false when its script is not beside this module). */
+export function schemaWorkerAvailable(): boolean {
+  if (thread === undefined) {
+    const script = schemaWorkerScript();
+    thread = script === undefined ? null : new SchemaThread(script);
+  }
+  return thread !== null;
+}
+
+/**
+ * One agent schema text, checked and compiled (schemaSourceOf) on the schema worker, off the event loop: this thread
+ * only parses the text again and evaluates the generated code (at most MAX_VALIDATOR_SOURCE_BYTES). Verdicts are
+ * cached by digest of the text, refusals too; the same text compiling meanwhile is waited for, not compiled twice.
+ * Without the worker's script (not built), compiles on this thread as compileSchemaText does.
+ */
+export function compileSchemaTextAsync(text: string, what: 'input' | 'output'): Promise<SchemaVerdict> {
+  const key = cacheKey(text, what);
+  const hit = cached(key);
+  if (hit) return Promise.resolve(hit);
+  const running = inFlight.get(key);
+  if (running) return running;
+  if (!schemaWorkerAvailable()) return Promise.resolve(compileSchemaText(text, what));
+  compilations++;
+  const work = thread!.compile(text, what).then((source) => {
+    inFlight.delete(key);
+    return keep(key, schemaVerdictOf(text, source), source.ok ? source.source.length : 0);
+  });
+  inFlight.set(key, work);
+  return work;
+}
+
+/**
+ * compileSchemaText on this thread: from the cache (compileSchemaTextAsync fills it), else compiled here, which
+ * holds the event loop as long as ajv takes (0.6–1.6 s at 64 KiB). For texts that are not an agent's (the operator's
+ * policy settings) or that compileSchemaTextAsync has just compiled.
+ */
+export function compileSchemaText(text: string, what: 'input' | 'output'): SchemaVerdict {
+  const key = cacheKey(text, what);
+  const hit = cached(key);
+  if (hit) return hit;
+  compilations++;
+  const source = schemaSourceOf(text, what);
+  return keep(key, schemaVerdictOf(text, source), source.ok ? source.source.length : 0);
+}
+
+/** The cached verdict of a text, or undefined (nothing is compiled). */
+export function cachedSchemaVerdict(text: string, what: 'input' | 'output'): SchemaVerdict | undefined {
+  return cached(cacheKey(text, what));
 }
 
 function sideEffectsOf(text: string): { readonly ok: true; readonly classes: readonly SideEffectClass[] } | { readonly ok: false; readonly why: string } {
@@ -303,8 +453,17 @@ function count(value: unknown): number {
   return Number.isFinite(n) ? n : NaN;
 }
 
+/** A tool's schemas compiled beforehand (off the event loop, compileSchemaTextAsync). */
+interface CompiledTexts { readonly input: SchemaVerdict; readonly output: SchemaVerdict | undefined }
+
+/** A tool's input schema text ({"type":"object"} when none is given). */
+function inputTextOf(wire: WireToolDescriptor): string {
+  const text = (wire.input_schema ?? '').trim();
+  return text === '' ? '{"type":"object"}' : text;
+}
+
 /** One tool of a registration: `tools[i].<field>: <why>` when refused; `names` collects the names seen so far. */
-function checkTool(wire: WireToolDescriptor, i: number, names: Set<string>, ajv: Ajv): { readonly ok: true; readonly tool: CheckedTool } | { readonly ok: false; readonly reason: string } {
+function checkTool(wire: WireToolDescriptor, i: number, names: Set<string>, compiled?: CompiledTexts): { readonly ok: true; readonly tool: CheckedTool } | { readonly ok: false; readonly reason: string } {
   const at = (field: string, why: string) => ({ ok: false as const, reason: `tools[${i}].${field}: ${why}` });
   const name = wire.tool_name ?? '';
   if (name.length === 0) return at('tool_name', 'must not be empty');
@@ -325,13 +484,12 @@ function checkTool(wire: WireToolDescriptor, i: number, names: Set<string>, ajv:
   if (!effects.ok) return at('side_effects', effects.why);
 
   // The schemas last: compiling is the expensive part.
-  const inputText = (wire.input_schema ?? '').trim();
-  const input = compileSchemaText(ajv, inputText === '' ? '{"type":"object"}' : inputText, 'input');
+  const input = compiled?.input ?? compileSchemaText(inputTextOf(wire), 'input');
   if (!input.ok) return at('input_schema', input.why);
   const outputText = (wire.output_schema ?? '').trim();
   let output: SchemaVerdict | undefined;
   if (outputText !== '') {
-    output = compileSchemaText(ajv, outputText, 'output');
+    output = compiled?.output ?? compileSchemaText(outputText, 'output');
     if (!output.ok) return at('output_schema', output.why);
   }
 
@@ -354,15 +512,15 @@ function checkTool(wire: WireToolDescriptor, i: number, names: Set<string>, ajv:
 /**
  * The tools of one RegisterProvider, checked (RFC §18.1): names, schemas (compiled with `ajv`: an invalid schema is
  * refused with the path of the problem), bounds and side-effect classes. The first problem refuses the whole
- * registration: `tools[i].<field>: <why>`. Compiling costs about 1–4 ms a tool: use checkDescriptorsInTurns on the
- * coordinator's event loop.
+ * registration: `tools[i].<field>: <why>`. Compiles on this thread (0.6–1.6 s for a 64 KiB schema): on the
+ * coordinator's event loop use checkDescriptorsInTurns.
  */
-export function checkDescriptors(tools: readonly WireToolDescriptor[], ajv: Ajv = schemaCompiler()): DescriptorsVerdict {
+export function checkDescriptors(tools: readonly WireToolDescriptor[]): DescriptorsVerdict {
   if (tools.length > DESCRIPTOR_LIMITS.maxTools) return { ok: false, reason: `tools: at most ${DESCRIPTOR_LIMITS.maxTools} tools per provider (${tools.length} given)` };
   const names = new Set<string>();
   const checked: CheckedTool[] = [];
   for (const [i, wire] of tools.entries()) {
-    const verdict = checkTool(wire, i, names, ajv);
+    const verdict = checkTool(wire, i, names);
     if (!verdict.ok) return verdict;
     checked.push(verdict.tool);
   }
@@ -370,16 +528,19 @@ export function checkDescriptors(tools: readonly WireToolDescriptor[], ajv: Ajv 
 }
 
 /**
- * checkDescriptors one tool per event-loop turn (setImmediate between tools), so that a registration of 256 tools
- * (hundreds of ms of ajv compiling) never holds the event loop for more than one tool's schemas.
+ * checkDescriptors with every schema compiled on the schema worker (compileSchemaTextAsync), one tool at a time:
+ * this thread only evaluates each schema's generated code (at most MAX_VALIDATOR_SOURCE_BYTES), one tool per turn.
  */
-export async function checkDescriptorsInTurns(tools: readonly WireToolDescriptor[], ajv: Ajv = schemaCompiler()): Promise<DescriptorsVerdict> {
+export async function checkDescriptorsInTurns(tools: readonly WireToolDescriptor[]): Promise<DescriptorsVerdict> {
   if (tools.length > DESCRIPTOR_LIMITS.maxTools) return { ok: false, reason: `tools: at most ${DESCRIPTOR_LIMITS.maxTools} tools per provider (${tools.length} given)` };
   const names = new Set<string>();
   const checked: CheckedTool[] = [];
   for (const [i, wire] of tools.entries()) {
     if (i > 0) await new Promise<void>((resolve) => setImmediate(resolve));
-    const verdict = checkTool(wire, i, names, ajv);
+    const input = await compileSchemaTextAsync(inputTextOf(wire), 'input');
+    const outputText = (wire.output_schema ?? '').trim();
+    const output = input.ok && outputText !== '' ? await compileSchemaTextAsync(outputText, 'output') : undefined;
+    const verdict = checkTool(wire, i, names, { input, output });
     if (!verdict.ok) return verdict;
     checked.push(verdict.tool);
   }

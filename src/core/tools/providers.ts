@@ -5,7 +5,10 @@ import { Emitter, type Disposable, type Event } from '../events';
 import type { EventLog } from '../log/eventLog';
 import type { AgentDirectory, RegistryChange } from '../registry/model';
 import { KeyedQueue } from '../keyedQueue';
-import { checkDescriptors, checkDescriptorsInTurns, compileDescriptor, schemaCompiler, type DescriptorsVerdict, type WireToolDescriptor } from './descriptors';
+import {
+  checkDescriptors, checkDescriptorsInTurns, compileDescriptor, compileSchemaText, compileSchemaTextAsync, schemaCompiler, schemaWorkerAvailable,
+  type DescriptorsVerdict, type SchemaVerdict, type WireToolDescriptor,
+} from './descriptors';
 import { ToolCallError, type ProviderInfo, type ProviderRecord, type ToolDescriptor, type ToolProvider, type ToolsChange, type ToolsStorage } from './model';
 
 export type { WireToolDescriptor } from './descriptors';
@@ -34,12 +37,23 @@ type Validators = { readonly input: ValidateFunction; readonly output: ValidateF
 /** A registered agent provider in memory: its record, compiled schemas, the ToolProvider made for this registration. */
 interface AgentProvider {
   readonly record: ProviderRecord;
-  /** Compiled when registered; after a restart compiled on first use, one tool at a time (start-up compiles nothing). */
+  /** Compiled when registered; after a restart compiled on the schema worker from the start (warming meanwhile). */
   readonly validators: Map<string, Validators>;
-  readonly ajv: Ajv;
+  /** The stored schemas compiling on the schema worker after a restart; undefined once done. */
+  warming: Promise<void> | undefined;
   provider: ToolProvider | undefined;
   /** Availability as last announced (a change logs `tool.provider_availability`). */
   available: boolean;
+}
+
+/** A stored tool's validators from its schemas' verdicts; a refused one throws the call's INTERNAL_ERROR. */
+function storedValidators(providerId: string, tool: ToolDescriptor, compile: (text: string, what: 'input' | 'output') => SchemaVerdict): Validators {
+  const one = (schema: ToolDescriptor['inputSchema'], what: 'input' | 'output') => {
+    const verdict = compile(JSON.stringify(schema), what);
+    if (!verdict.ok) throw new ToolCallError('internal', 'INTERNAL_ERROR', `the stored ${what} schema of ${providerId}/${tool.name} is refused now: ${verdict.why} (register the provider again)`);
+    return verdict.validate;
+  };
+  return { input: one(tool.inputSchema, 'input'), output: Object.keys(tool.outputSchema).length === 0 ? undefined : one(tool.outputSchema, 'output') };
 }
 
 /** The ids of the built-in providers, refused to agents even when a built-in is not constructed (process off). */
@@ -69,9 +83,9 @@ export class ProviderCatalog implements Disposable {
     this.onDidChange = this.changed.event;
     for (const provider of deps.builtins) this.builtins.set(provider.id, provider);
     for (const record of deps.store.tools.listProviders()) {
-      this.agentProviders.set(record.providerId, {
-        record, validators: new Map(), ajv: schemaCompiler(), provider: undefined, available: this.availability(record.providerId).available,
-      });
+      const entry: AgentProvider = { record, validators: new Map(), warming: undefined, provider: undefined, available: this.availability(record.providerId).available };
+      this.agentProviders.set(record.providerId, entry);
+      this.warm(entry);
     }
     this.registryListener = deps.agents.onDidChange((change) => this.agentChanged(change));
   }
@@ -84,23 +98,21 @@ export class ProviderCatalog implements Disposable {
   register(agentId: string, providerId: string, tools: readonly WireToolDescriptor[], ctx: CallContext): RegisterResult {
     const refused = this.refusal(agentId, providerId);
     if (refused) return refused;
-    const ajv = schemaCompiler();
-    return this.commit(agentId, providerId, checkDescriptors(tools, ajv), ajv, ctx);
+    return this.commit(agentId, providerId, checkDescriptors(tools), ctx);
   }
 
   /**
-   * register, with the schemas compiled one tool per event-loop turn (a registration of 256 tools compiles for hundreds
-   * of ms); registrations of one provider run one at a time, in the order they came.
+   * register, with the schemas compiled on the schema worker (ajv takes 0.6–1.6 s for one 64 KiB schema), this thread
+   * evaluating the generated code one tool per turn; registrations of one provider run one at a time, in order.
    */
   registerInTurns(agentId: string, providerId: string, tools: readonly WireToolDescriptor[], ctx: CallContext): Promise<RegisterResult> {
     const refused = this.refusal(agentId, providerId);
     if (refused) return Promise.resolve(refused);
     return this.registrations.run(providerId, async () => {
-      const ajv = schemaCompiler();
-      const checked = await checkDescriptorsInTurns(tools, ajv);
+      const checked = await checkDescriptorsInTurns(tools);
       if (this.disposed) return { ok: false, code: 'UNAVAILABLE', reason: 'the coordinator is stopping' };
       // The agent may have left while its schemas compiled.
-      return this.refusal(agentId, providerId) ?? this.commit(agentId, providerId, checked, ajv, ctx);
+      return this.refusal(agentId, providerId) ?? this.commit(agentId, providerId, checked, ctx);
     });
   }
 
@@ -131,7 +143,7 @@ export class ProviderCatalog implements Disposable {
     return undefined;
   }
 
-  private commit(agentId: string, providerId: string, checked: DescriptorsVerdict, ajv: Ajv, ctx: CallContext): RegisterResult {
+  private commit(agentId: string, providerId: string, checked: DescriptorsVerdict, ctx: CallContext): RegisterResult {
     if (!checked.ok) return { ok: false, code: 'VALIDATION_ERROR', reason: checked.reason };
     const record: ProviderRecord = { providerId, tools: checked.tools.map((t) => t.descriptor), registeredAt: this.deps.clock.now() };
     const previous = this.agentProviders.get(providerId);
@@ -146,7 +158,7 @@ export class ProviderCatalog implements Disposable {
       });
     });
     const entry: AgentProvider = {
-      record, provider: undefined, available: this.availability(providerId).available, ajv,
+      record, provider: undefined, available: this.availability(providerId).available, warming: undefined,
       validators: new Map(checked.tools.map((t) => [t.descriptor.name, { input: t.input, output: t.output }])),
     };
     this.agentProviders.set(providerId, entry);
@@ -171,8 +183,11 @@ export class ProviderCatalog implements Disposable {
       let compiled = entry.validators.get(toolName);
       const tool = compiled ? undefined : entry.record.tools.find((t) => t.name === toolName);
       if (tool) {
-        // A stored schema was checked when it was registered; a newer ajv that refuses it throws here, for the call.
-        compiled = compileDescriptor(entry.ajv, tool);
+        if (entry.warming) {
+          throw new ToolCallError('unavailable', 'AGENT_UNAVAILABLE', `the schemas of '${providerId}' are being compiled again since the coordinator started: retry in a moment`);
+        }
+        // A stored schema was checked when it was registered; one refused now (a newer bound) is refused for the call.
+        compiled = storedValidators(providerId, tool, (text, what) => compileSchemaText(text, what));
         entry.validators.set(toolName, compiled);
       }
       return compiled;
@@ -188,6 +203,33 @@ export class ProviderCatalog implements Disposable {
       this.builtinValidators.set(key, compiled);
     }
     return compiled;
+  }
+
+  /** Resolves once a restored provider's stored schemas are compiled (at once when they are). */
+  async whenCompiled(providerId: string): Promise<void> {
+    await this.agentProviders.get(providerId)?.warming;
+  }
+
+  /** A restored provider's stored schemas, compiled on the schema worker; its tools wait meanwhile (AGENT_UNAVAILABLE). */
+  private warm(entry: AgentProvider): void {
+    if (!schemaWorkerAvailable() || entry.record.tools.length === 0) return;
+    const warming = (async () => {
+      for (const tool of entry.record.tools) {
+        const input = await compileSchemaTextAsync(JSON.stringify(tool.inputSchema), 'input');
+        const output = Object.keys(tool.outputSchema).length === 0 ? undefined : await compileSchemaTextAsync(JSON.stringify(tool.outputSchema), 'output');
+        if (this.disposed || this.agentProviders.get(entry.record.providerId) !== entry) return;
+        if (entry.validators.has(tool.name)) continue;
+        try {
+          entry.validators.set(tool.name, storedValidators(entry.record.providerId, tool, (_text, what) => (what === 'input' ? input : output!)));
+        } catch {
+          // A refused stored schema is refused again for each call (validators, from the cache).
+        }
+      }
+    })();
+    entry.warming = warming;
+    void warming.finally(() => {
+      if (entry.warming === warming) entry.warming = undefined;
+    });
   }
 
   /** Every provider: the built-ins in the order given, then the agent providers by id. */

@@ -64,26 +64,35 @@ export class NegotiationServiceAdapter {
         callback(negotiationStatus(err));
       }
     };
+    /** unary, after `prepare` (the proposal schemas compiled off the event loop, Negotiations.compileSchemas). */
+    // A request `prepare` cannot read (bad metadata) is refused by `work`, which reads it again.
+    const prepared = (prepare: (call: Call) => Promise<void>, work: (call: Call) => void) => (call: Call, callback: grpc.sendUnaryData<unknown>) => {
+      const then = () => unary(work)(call, callback);
+      Promise.resolve().then(() => prepare(call)).then(then, then);
+    };
     const str = (v: unknown) => (typeof v === 'string' ? v : '');
     const bytes = (v: unknown) => (v instanceof Uint8Array ? Buffer.from(v) : Buffer.alloc(0));
+    const openInput = (call: Call) => {
+      const r = call.request;
+      return {
+        negotiationId: str(r.negotiation_id), correlationId: str(r.correlation_id), topic: str(r.topic),
+        participants: Array.isArray(r.participants) ? r.participants.map(str) : [],
+        intensity: intensityOf(r.intensity), debateTimeoutMs: durationMs(r.debate_timeout as DurationMessage | null, 'debate_timeout'),
+        profileHint: metadataText(call.metadata, PROFILE_METADATA, LIMITS.profile).trim(),
+        preferences: parseAgentPreferences(metadataText(call.metadata, PREFERENCES_METADATA, LIMITS.preferences_bytes)),
+        schema: metadataText(call.metadata, SCHEMA_METADATA, LIMITS.schema_bytes),
+      };
+    };
     return {
-      Open: unary((call) => {
-        const r = call.request;
-        negotiations.open({
-          negotiationId: str(r.negotiation_id), correlationId: str(r.correlation_id), topic: str(r.topic),
-          participants: Array.isArray(r.participants) ? r.participants.map(str) : [],
-          intensity: intensityOf(r.intensity), debateTimeoutMs: durationMs(r.debate_timeout as DurationMessage | null, 'debate_timeout'),
-          profileHint: metadataText(call.metadata, PROFILE_METADATA, LIMITS.profile).trim(),
-          preferences: parseAgentPreferences(metadataText(call.metadata, PREFERENCES_METADATA, LIMITS.preferences_bytes)),
-          schema: metadataText(call.metadata, SCHEMA_METADATA, LIMITS.schema_bytes),
-        }, speakerOf(call, credentials), callContext(call, ids));
+      Open: prepared((call) => negotiations.compileSchemas('', openInput(call)), (call) => {
+        negotiations.open(openInput(call), speakerOf(call, credentials), callContext(call, ids));
       }),
-      Propose: unary((call) => {
+      Propose: prepared((call) => negotiations.compileSchemas(str(call.request.negotiation_id)), (call) => {
         const r = call.request;
         negotiations.propose({ negotiationId: str(r.negotiation_id), fromAgent: str(r.from_agent), contentType: str(r.content_type), payload: bytes(r.payload) },
           speakerOf(call, credentials), callContext(call, ids));
       }),
-      Counter: unary((call) => {
+      Counter: prepared((call) => negotiations.compileSchemas(str(call.request.negotiation_id)), (call) => {
         const r = call.request;
         negotiations.counter({ negotiationId: str(r.negotiation_id), fromAgent: str(r.from_agent), contentType: str(r.content_type), payload: bytes(r.payload) },
           speakerOf(call, credentials), callContext(call, ids));
