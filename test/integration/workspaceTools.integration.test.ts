@@ -1,6 +1,6 @@
 import * as grpc from '@grpc/grpc-js';
 import { strict as assert } from 'node:assert';
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import type { CoordinatorHost } from '../../src/server/host';
@@ -55,12 +55,12 @@ describe('workspace tools over real gRPC (ToolService, ConnectorService)', funct
     connector = serviceClient(address, 'sw4rm.connector.ConnectorService');
     worktrees = serviceClient(address, 'sw4rm.worktree.WorktreeService');
     const registry = new CoordinatorClients(address, host.token);
-    for (const agent of ['coder', 'peer', 'loner', 'attacker']) {
+    for (const agent of ['coder', 'peer', 'loner', 'attacker', 'linker']) {
       assert.equal((await registry.registerAgent(descriptorMessage(agent))).accepted, true);
       tokens[agent] = host.coordinator.credentials.mintAgent(agent, 'test', 'workspace tool tests', { correlationId: 'test' }).token;
     }
     registry.close();
-    for (const agent of ['coder', 'peer', 'attacker']) {
+    for (const agent of ['coder', 'peer', 'attacker', 'linker']) {
       assert.deepEqual(await unary(worktrees, 'Bind', { agent_id: agent, repo_id: 'app' }, metadata(tokens[agent])), { ok: true, reason: '' });
     }
   });
@@ -264,6 +264,147 @@ describe('workspace tools over real gRPC (ToolService, ConnectorService)', funct
       assert.ok((outcomes.get('permission_denied') ?? 0) > 0, `some calls met the link and were refused: ${JSON.stringify([...outcomes])}`);
       assert.deepEqual(f.guarded(), guardedBefore, 'nothing outside the worktree was read, written or deleted');
       assert.deepEqual(fs.readdirSync(path.join(f.outside, 'dir')), ['secret.txt']);
+    });
+
+    it('the git tools while a tracked folder is swapped for a symlink to outside (another process): git never reads through it', async () => {
+      const worktree = homeOf('attacker');
+      const race = path.join(worktree, 'gitrace');
+      fs.mkdirSync(race);
+      fs.writeFileSync(path.join(race, 'secret.txt'), 'inside\n');
+      git(worktree, 'add', 'gitrace/secret.txt');
+      git(worktree, '-c', 'user.name=t', '-c', 'user.email=t@t', 'commit', '-q', '-m', 'gitrace');
+      const swapper = spawn(process.execPath, ['-e', `
+        const fs = require('fs');
+        const race = ${JSON.stringify(race)}, moved = race + '.real', target = ${JSON.stringify(path.join(f.outside, 'dir'))};
+        const end = Date.now() + 5000;
+        while (Date.now() < end) {
+          try { fs.renameSync(race, moved); fs.symlinkSync(target, race); } catch {}
+          try { fs.unlinkSync(race); fs.renameSync(moved, race); } catch {}
+        }
+        try { if (fs.lstatSync(race).isSymbolicLink()) { fs.unlinkSync(race); fs.renameSync(moved, race); } } catch {}
+      `], { stdio: 'ignore' });
+      const exited = new Promise<void>((resolve) => swapper.on('exit', () => resolve()));
+      const outcomes = new Map<string, number>();
+      const started = Date.now();
+      let followed = 0;
+      while (Date.now() - started < 4500) {
+        const attempts = [
+          call('attacker', 'git_diff', { paths: ['gitrace/secret.txt'] }),
+          call('attacker', 'git_diff', { paths: ['gitrace'] }),
+          call('attacker', 'git_diff', {}),
+          call('attacker', 'git_status', {}),
+          call('attacker', 'git_commit', { message: 'race', paths: ['gitrace'] }),
+        ];
+        for (const settled of await Promise.allSettled(attempts)) {
+          if (settled.status === 'fulfilled') {
+            const text = JSON.stringify(settled.value.result);
+            if (text.includes(SECRET)) followed++;
+            const entries = settled.value.result.entries as Array<{ path: string; xy: string }> | undefined;
+            // Followed out, git would see outside/dir/secret.txt (SECRET) as the tracked file's content: modified.
+            if (entries?.some((e) => e.path === 'gitrace/secret.txt' && e.xy[1] === 'M')) followed++;
+            outcomes.set('ok', (outcomes.get('ok') ?? 0) + 1);
+          } else {
+            const details = (settled.reason as grpc.ServiceError).details ?? String(settled.reason);
+            if (details.includes(SECRET)) followed++;
+            const code = details.split(':')[0];
+            assert.ok(['permission_denied', 'not_found', 'filesystem_error', 'nothing_to_commit', 'git_error'].includes(code), details);
+            outcomes.set(code, (outcomes.get(code) ?? 0) + 1);
+          }
+        }
+      }
+      await exited;
+      const history = git(repo, 'log', '-p', '--format=%H', 'sw4rm/attacker');
+      assert.equal(followed, 0, `no answer carried or revealed the outside content: ${JSON.stringify([...outcomes])}`);
+      assert.ok(!history.includes(SECRET), 'no commit holds the outside content');
+      assert.ok(!git(worktree, 'diff', '--cached', 'HEAD').includes(SECRET), 'the worktree\'s index holds no outside content');
+      assert.ok((outcomes.get('ok') ?? 0) > 0, JSON.stringify([...outcomes]));
+      // The repository itself changed (the commits); what is outside the worktree and the repository did not.
+      const outsideOnly = (m: Map<string, string>) => [...m].filter(([k]) => k.startsWith('outside/'));
+      assert.deepEqual(outsideOnly(f.guarded()), outsideOnly(guardedBefore), 'nothing outside was read, written or deleted');
+    });
+  });
+
+  describe('hard links and mount points planted by an agent\'s own program: refused by every tool', () => {
+    const SECRET_TEXT = `${SECRET}\n`;
+    let outside: string;
+    let home: string;
+
+    before(() => {
+      outside = path.join(base, 'outside-links');
+      fs.mkdirSync(path.join(outside, 'dir'), { recursive: true });
+      fs.writeFileSync(path.join(outside, 'secret.txt'), SECRET_TEXT);
+      fs.writeFileSync(path.join(outside, 'dir', 'secret.txt'), SECRET_TEXT);
+      home = homeOf('linker');
+    });
+
+    afterEach(() => {
+      git(home, 'reset', '-q', '--hard');
+      git(home, 'clean', '-q', '-fdx');
+    });
+
+    async function refusedAs(promise: Promise<unknown>, pattern: RegExp): Promise<void> {
+      const error = await expectStatus(promise, grpc.status.PERMISSION_DENIED);
+      assert.match(error.details, pattern);
+      assert.ok(!error.details.includes(SECRET) && !error.details.includes(base), error.details);
+    }
+
+    it('a new hard link to an outside file: git_commit refuses it, so no git_diff can read it back', async () => {
+      fs.linkSync(path.join(outside, 'secret.txt'), path.join(home, 'leak.txt'));
+      const before = git(repo, 'rev-parse', 'sw4rm/linker').trim();
+      await refusedAs(call('linker', 'git_commit', { message: 'leak' }), /^permission_denied: the file has more than one hard link.*leak\.txt/);
+      await refusedAs(call('linker', 'git_commit', { message: 'leak', paths: ['leak.txt'] }), /^permission_denied: the file has more than one hard link/);
+      assert.equal(git(repo, 'rev-parse', 'sw4rm/linker').trim(), before, 'nothing was committed');
+      fs.unlinkSync(path.join(home, 'leak.txt'));
+      for (const args of [{}, { staged: true }]) assert.ok(!JSON.stringify((await call('linker', 'git_diff', args)).result).includes(SECRET));
+      assert.ok(!git(repo, 'log', '-p', 'sw4rm/linker').includes(SECRET));
+      for (const tool of ['read_file', 'stat', 'delete_file', 'write_file']) {
+        fs.linkSync(path.join(outside, 'secret.txt'), path.join(home, 'leak.txt'));
+        await refusedAs(call('linker', tool, tool === 'write_file' ? { path: 'leak.txt', content: 'x' } : { path: 'leak.txt' }), /^permission_denied: the file has more than one hard link/);
+        fs.unlinkSync(path.join(home, 'leak.txt'));
+      }
+      assert.equal(fs.readFileSync(path.join(outside, 'secret.txt'), 'utf8'), SECRET_TEXT);
+    });
+
+    it('a tracked file replaced by a hard link to an outside file: git_diff, git_status and git_commit refuse it', async () => {
+      fs.unlinkSync(path.join(home, 'README.md'));
+      fs.linkSync(path.join(outside, 'secret.txt'), path.join(home, 'README.md'));
+      await refusedAs(call('linker', 'git_diff', {}), /^permission_denied: the file has more than one hard link.*README\.md/);
+      await refusedAs(call('linker', 'git_diff', { paths: ['README.md'] }), /^permission_denied: the file has more than one hard link/);
+      await refusedAs(call('linker', 'git_status', {}), /^permission_denied: the file has more than one hard link/);
+      await refusedAs(call('linker', 'git_commit', { message: 'leak' }), /^permission_denied: the file has more than one hard link/);
+      assert.ok(!git(repo, 'log', '-p', 'sw4rm/linker').includes(SECRET));
+      assert.ok(!JSON.stringify((await call('linker', 'git_diff', { staged: true })).result).includes(SECRET), 'the index vs HEAD reads no worktree file');
+    });
+
+    it('bind mounts inside the worktree (a folder, and a file over a tracked one): every tool refuses, reads included', async function () {
+      const mountedDir = path.join(home, 'mnt');
+      const tracked = path.join(home, 'src', 'main.ts');
+      fs.mkdirSync(mountedDir);
+      try {
+        execFileSync('mount', ['--bind', path.join(outside, 'dir'), mountedDir], { stdio: 'ignore' });
+      } catch {
+        fs.rmdirSync(mountedDir);
+        this.skip(); // mount --bind needs root (CAP_SYS_ADMIN) and a mount namespace that allows it
+      }
+      try {
+        execFileSync('mount', ['--bind', path.join(outside, 'secret.txt'), tracked], { stdio: 'ignore' });
+        await refusedAs(call('linker', 'read_file', { path: 'mnt/secret.txt' }), /^permission_denied: the path crosses into another file system mounted inside the worktree/);
+        await refusedAs(call('linker', 'read_file', { path: 'src/main.ts' }), /^permission_denied: .*mounted/);
+        await refusedAs(call('linker', 'stat', { path: 'mnt/secret.txt' }), /^permission_denied: /);
+        await refusedAs(call('linker', 'list_dir', { path: 'mnt' }), /^permission_denied: /);
+        await refusedAs(call('linker', 'write_file', { path: 'mnt/new.txt', content: 'PWNED' }), /^permission_denied: /);
+        await refusedAs(call('linker', 'git_diff', {}), /^permission_denied: the path crosses into another file system mounted inside the worktree/);
+        await refusedAs(call('linker', 'git_diff', { paths: ['src'] }), /^permission_denied: /);
+        await refusedAs(call('linker', 'git_status', {}), /^permission_denied: /);
+        await refusedAs(call('linker', 'git_commit', { message: 'leak' }), /^permission_denied: /);
+        const search = (await call('linker', 'search', { query: SECRET })).result;
+        assert.deepEqual(search.matches, [], 'search skips what it may not read');
+        assert.ok(!git(repo, 'log', '-p', 'sw4rm/linker').includes(SECRET));
+        assert.deepEqual(fs.readdirSync(path.join(outside, 'dir')), ['secret.txt']);
+      } finally {
+        try { execFileSync('umount', [tracked], { stdio: 'ignore' }); } catch { /* was not mounted */ }
+        execFileSync('umount', [mountedDir], { stdio: 'ignore' });
+      }
     });
   });
 });

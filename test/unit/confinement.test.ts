@@ -101,25 +101,42 @@ describe('Confinement (RFC §6.4, §16, §23)', () => {
         assert.ok(fs.lstatSync(path.join(f.worktree, 'devnull')).isCharacterDevice());
       });
 
-      describe('a hard link to a file outside (documented: same inode; reads refused, writes replace the name)', () => {
-        it('writing over a hard-linked name replaces that name only: the other file is untouched', async () => {
-          const name = 'hard-write.txt';
-          fs.linkSync(path.join(f.outside, 'secret.txt'), path.join(f.worktree, name));
-          await confinement.writeFile(name, 'new content');
-          assert.equal(fs.readFileSync(path.join(f.outside, 'secret.txt'), 'utf8'), SECRET);
-          assert.equal(fs.readFileSync(path.join(f.worktree, name), 'utf8'), 'new content');
-          assert.equal(fs.statSync(path.join(f.worktree, name)).nlink, 1);
-          fs.unlinkSync(path.join(f.worktree, name));
-          assert.deepEqual(f.guarded(), guardedBefore);
-        });
+      describe('a hard link to a file outside (issue 30: refused by every operation, not only reads)', () => {
+        for (const op of ALL_OPS) {
+          it(`${op} of a hard-linked name is refused (hard_link); the other file is untouched`, async () => {
+            const name = `hard-${op}.txt`;
+            fs.linkSync(path.join(f.outside, 'secret.txt'), path.join(f.worktree, name));
+            try {
+              await assertRefused(run(confinement, op, name), op === 'list' || op === 'mkdir' ? ['hard_link', 'not_a_directory'] : 'hard_link', f, op);
+              assert.equal(fs.readFileSync(path.join(f.outside, 'secret.txt'), 'utf8'), SECRET);
+              assert.equal(fs.statSync(path.join(f.worktree, name)).ino, fs.statSync(path.join(f.outside, 'secret.txt')).ino, 'the name still is the other file');
+            } finally {
+              fs.unlinkSync(path.join(f.worktree, name));
+            }
+          });
+        }
 
-        it('deleting a hard-linked name removes that name only', async () => {
-          const name = 'hard-delete.txt';
+        it('readEntry (what the git tools hand to git) refuses a hard link, and a name made one after the check (fstat)', async () => {
+          const name = 'hard-entry.txt';
           fs.linkSync(path.join(f.outside, 'secret.txt'), path.join(f.worktree, name));
-          await confinement.deleteFile(name);
-          assert.equal(fs.existsSync(path.join(f.worktree, name)), false);
-          assert.equal(fs.readFileSync(path.join(f.outside, 'secret.txt'), 'utf8'), SECRET);
-          assert.deepEqual(f.guarded(), guardedBefore);
+          try {
+            await assertRefused(confinement.readEntry(name), 'hard_link', f, 'readEntry');
+          } finally {
+            fs.unlinkSync(path.join(f.worktree, name));
+          }
+          const late = path.join(f.worktree, 'hard-late.txt');
+          fs.writeFileSync(late, 'inside');
+          const racing = await Confinement.forWorktree(f.worktree, {
+            strategy,
+            beforeOpen: (p) => { if (p === late && fs.statSync(late).nlink === 1) fs.linkSync(late, path.join(f.worktree, 'hard-late-2.txt')); },
+          });
+          try {
+            await assertRefused(racing.readEntry('hard-late.txt'), 'hard_link', f, 'readEntry after a link was made');
+            await assertRefused(confinement.readFile('hard-late.txt'), 'hard_link', f, 'readFile');
+          } finally {
+            fs.unlinkSync(late);
+            fs.rmSync(path.join(f.worktree, 'hard-late-2.txt'), { force: true });
+          }
         });
       });
 
@@ -399,6 +416,68 @@ describe('Confinement (RFC §6.4, §16, §23)', () => {
       const confinement = await Confinement.forWorktree(f.repo);
       await assertRefused(confinement.readFile('.git/config'), 'git_metadata', f, 'main checkout .git');
       assert.equal((await confinement.readFile('README.md')).toString(), '# repo\n');
+    });
+
+    it('a bind mount inside the worktree (same file system, same st_dev) is refused by every operation, reads included', async function () {
+      f = await makeFixture();
+      const mountedDir = path.join(f.worktree, 'mnt');
+      const mountedFile = path.join(f.worktree, 'mounted.txt');
+      fs.mkdirSync(mountedDir);
+      fs.writeFileSync(mountedFile, 'inside');
+      try {
+        execFileSync('mount', ['--bind', path.join(f.outside, 'dir'), mountedDir], { stdio: 'ignore' });
+      } catch {
+        this.skip(); // needs root (CAP_SYS_ADMIN): planting one needs it too
+      }
+      try {
+        execFileSync('mount', ['--bind', path.join(f.outside, 'secret.txt'), mountedFile], { stdio: 'ignore' });
+        assert.equal(fs.statSync(path.join(mountedDir, 'secret.txt')).dev, fs.statSync(f.worktree).dev, 'a bind mount keeps st_dev: only the mount table tells');
+        for (const strategy of ['proc-fd', 'path'] as const) {
+          const confinement = await Confinement.forWorktree(f.worktree, { strategy });
+          assert.deepEqual((await confinement.mountPointsInside()).sort(), ['mnt', 'mounted.txt']);
+          for (const op of ALL_OPS) {
+            for (const requested of ['mnt/secret.txt', 'mnt', 'mounted.txt', 'mnt/new.txt']) {
+              if (op === 'delete' && requested === 'mnt') continue;
+              await assertRefused(run(confinement, op, requested), 'mount_point', f, `${strategy} ${op} ${requested}`);
+            }
+          }
+          await assertRefused(confinement.readEntry('mnt/secret.txt'), 'mount_point', f, `${strategy} readEntry`);
+          await assertRefused(confinement.readEntry('mounted.txt'), 'mount_point', f, `${strategy} readEntry file`);
+          assert.equal((await confinement.readFile('src/app.ts')).toString(), 'export const app = 1;\n', 'the rest of the worktree is readable');
+        }
+        assert.deepEqual(fs.readdirSync(path.join(f.outside, 'dir')), ['secret.txt']);
+      } finally {
+        execFileSync('umount', [mountedFile], { stdio: 'ignore' });
+        execFileSync('umount', [mountedDir], { stdio: 'ignore' });
+      }
+    });
+
+    it('a bind mount planted after the check is caught at the open (mount id of the descriptor)', async function () {
+      f = await makeFixture();
+      const mountedDir = path.join(f.worktree, 'late');
+      fs.mkdirSync(mountedDir);
+      fs.writeFileSync(path.join(mountedDir, 'secret.txt'), 'inside');
+      let mounted = false;
+      const confinement = await Confinement.forWorktree(f.worktree, {
+        strategy: 'proc-fd',
+        beforeOpen: (p) => {
+          if (mounted || p !== mountedDir) return;
+          execFileSync('mount', ['--bind', path.join(f!.outside, 'dir'), mountedDir], { stdio: 'ignore' });
+          mounted = true;
+        },
+      });
+      if (process.platform !== 'linux') this.skip();
+      try {
+        await confinement.mountPointsInside(); // read before the mount: the check sees none
+        try {
+          await assertRefused(confinement.readFile('late/secret.txt'), 'mount_point', f, 'read');
+        } catch (error) {
+          if (!mounted) this.skip(); // not permitted here
+          throw error;
+        }
+      } finally {
+        if (mounted) execFileSync('umount', [mountedDir], { stdio: 'ignore' });
+      }
     });
 
     it('a root given through a symlink is canonicalised', async () => {

@@ -1,9 +1,7 @@
-import { promises as fsp } from 'node:fs';
-import * as os from 'node:os';
 import * as path from 'node:path';
+import { ConfinedGit, ConfinedGitLimitError, byteOrder, withinSpecs } from '../worktree/confinedGit';
 import { Confinement, ConfinementError, type ConfinementOptions } from '../worktree/confinement';
 import { GitCommandError, type Git } from '../worktree/git';
-import { parseStatusV2 } from '../worktree/porcelain';
 import { ToolCallError, type JsonSchema, type ToolDescriptor, type ToolProvider, type ToolRequest } from './model';
 
 /** The bounds of the workspace tools (README, "Limits" and "Workspace tools"). */
@@ -141,6 +139,8 @@ export const WORKSPACE_TOOL_DESCRIPTORS: readonly ToolDescriptor[] = [
 ];
 
 const UTF8 = new TextDecoder('utf-8', { fatal: true });
+const GITLINK = '160000';
+const SYMLINK = '120000';
 
 /** A ConfinementError as the tool's error: its code first, the gRPC status by what it means. */
 function fromConfinement(error: ConfinementError): ToolCallError {
@@ -303,15 +303,76 @@ export class WorkspaceProvider implements ToolProvider {
     return { matches, truncated, files_searched: files, skipped };
   }
 
+  /** One call's ConfinedGit (git never opens a worktree file: README, "Confinement"), disposed afterwards. */
+  private async withGit<T>(c: Confinement, body: (g: ConfinedGit) => Promise<T>): Promise<T> {
+    const g = await ConfinedGit.open(this.git, c);
+    try {
+      await g.refuseMounts();
+      return await body(g);
+    } catch (error) {
+      if (error instanceof ConfinedGitLimitError) throw new ToolCallError('resource_exhausted', 'too_large', error.message);
+      throw error;
+    } finally {
+      await g.dispose();
+    }
+  }
+
+  /**
+   * Porcelain v2's answer, made of what the confined reader saw: X from the index against HEAD (git reads no
+   * worktree file for that), Y from each tracked path's content read through the confinement and hashed here
+   * against its index entry, untracked files from a confined walk and the ignore rules of the `.gitignore` files
+   * read the same way. A tracked file that is a hard link (or a FIFO, a socket, a device) refuses the call.
+   */
   private async gitStatus(c: Confinement) {
-    const { stdout } = await this.git.run(c.root, ['status', '--porcelain=v2', '-z', '--branch', '--untracked-files=all']);
-    const status = parseStatusV2(stdout);
-    const entries = status.entries.filter((e) => e.kind !== 'ignored');
-    return {
-      branch: status.branchHead ?? '', head: status.branchOid ?? '', clean: entries.length === 0,
-      entries: entries.slice(0, L.maxStatusEntries).map((e) => ({ path: e.path, xy: e.xy, kind: e.kind, ...(e.origPath !== undefined ? { orig_path: e.origPath } : {}) })),
-      truncated: entries.length > L.maxStatusEntries,
-    };
+    return this.withGit(c, async (g) => {
+      const branch = (await g.run(['symbolic-ref', '-q', '--short', 'HEAD'], { okExitCodes: [1] })).stdout.trim() || '(detached)';
+      const head = (await g.run(['rev-parse', '-q', '--verify', 'HEAD'], { okExitCodes: [1] })).stdout.trim();
+      const index = await g.indexEntries();
+      const staged = new Map<string, { x: string; orig?: string }>();
+      if (head) {
+        const fields = (await g.run(['diff-index', '--cached', '-z', '--name-status', '-M', 'HEAD'])).stdout.split('\0');
+        for (let i = 0; i + 1 < fields.length;) {
+          const code = fields[i];
+          if (code === '') break;
+          if (code.startsWith('R') || code.startsWith('C')) {
+            staged.set(fields[i + 2], { x: code[0], orig: fields[i + 1] });
+            i += 3;
+          } else {
+            if (code !== 'U') staged.set(fields[i + 1], { x: code[0] });
+            i += 2;
+          }
+        }
+      } else {
+        for (const e of index) if (e.stage === 0) staged.set(e.path, { x: 'A' });
+      }
+      const stages = new Map<string, Set<number>>();
+      const tracked = new Set<string>();
+      const entries: Array<{ path: string; xy: string; kind: 'changed' | 'renamed' | 'unmerged' | 'untracked'; orig_path?: string }> = [];
+      const worktreeSide = new Map<string, string>();
+      for (const e of index) {
+        tracked.add(e.path);
+        if (e.stage !== 0) { (stages.get(e.path) ?? stages.set(e.path, new Set()).get(e.path)!).add(e.stage); continue; }
+        if (e.mode === GITLINK) continue;
+        const blob = await g.worktreeBlob(e.path, { write: false });
+        const y = !blob ? 'D' : (blob.mode === SYMLINK) !== (e.mode === SYMLINK) ? 'T' : blob.mode !== e.mode || blob.oid !== e.oid ? 'M' : '.';
+        if (y !== '.') worktreeSide.set(e.path, y);
+      }
+      for (const p of new Set([...staged.keys(), ...worktreeSide.keys()])) {
+        if (stages.has(p)) continue;
+        const x = staged.get(p);
+        const xy = `${x?.x ?? '.'}${worktreeSide.get(p) ?? '.'}`;
+        if (x?.orig !== undefined) entries.push({ path: p, xy, kind: 'renamed', orig_path: x.orig });
+        else entries.push({ path: p, xy, kind: 'changed' });
+      }
+      for (const [p, set] of stages) entries.push({ path: p, xy: unmergedXy(set), kind: 'unmerged' });
+      entries.sort((a, b) => byteOrder(a.path, b.path));
+      for (const p of await g.untracked(['.'], tracked)) entries.push({ path: p, xy: '??', kind: 'untracked' });
+      return {
+        branch, head: head || '(initial)', clean: entries.length === 0,
+        entries: entries.slice(0, L.maxStatusEntries),
+        truncated: entries.length > L.maxStatusEntries,
+      };
+    });
   }
 
   /** The paths as the worktree-relative names git is given, each checked by the confinement first. */
@@ -319,53 +380,97 @@ export class WorkspaceProvider implements ToolProvider {
     const checked: string[] = [];
     for (const p of paths ?? []) {
       const canonical = await c.resolve(p);
-      const relative = canonical === c.root ? '.' : canonical.slice(c.root.length + 1);
+      const relative = canonical === c.root ? '.' : canonical.slice(c.root.length + 1).split(path.sep).join('/');
       checked.push(relative);
     }
     return checked;
   }
 
+  /**
+   * Staged: the index against HEAD (no worktree file is read). Otherwise HEAD against the worktree as the confined
+   * reader saw it: a temporary index of the tracked paths (of `paths`) set to the blobs of their confined content
+   * (missing ones left out), diffed against HEAD with `diff --cached`, so git's own format and rename detection.
+   */
   private async gitDiff(c: Confinement, args: Record<string, unknown>) {
     const paths = await this.checkedPaths(c, args.paths as string[] | undefined);
     const maxBytes = (args.max_bytes as number | undefined) ?? L.defaultDiffBytes;
-    const { stdout } = await this.git.run(c.root, [
-      'diff', '--no-ext-diff', '--no-textconv', '--no-color', ...(args.staged === true ? ['--cached'] : ['HEAD']), '--', ...literal(paths),
-    ]);
+    const stdout = await this.withGit(c, async (g) => {
+      const diff = ['diff', '--no-ext-diff', '--no-textconv', '--no-color', '--cached', 'HEAD', '--', ...literal(paths)];
+      if (args.staged === true) return (await g.run(diff)).stdout;
+      const index = await g.indexEntries();
+      const known = new Set(index.map((e) => e.oid));
+      let lines = '';
+      const done = new Set<string>();
+      for (const e of index) {
+        if (done.has(e.path) || !withinSpecs(e.path, paths)) continue;
+        done.add(e.path);
+        if (e.mode === GITLINK) { lines += g.entryLine(e.path, { mode: e.mode, oid: e.oid }); continue; }
+        const blob = await g.worktreeBlob(e.path, { write: true, known });
+        if (blob) lines += g.entryLine(e.path, blob);
+      }
+      await g.writeBlobs();
+      if (lines !== '') await g.run(['update-index', '-z', '--index-info'], { index: g.tempIndex, input: lines });
+      else await g.run(['read-tree', '--empty'], { index: g.tempIndex });
+      return (await g.run(diff, { index: g.tempIndex })).stdout;
+    });
     const { text, truncated } = cutAtLine(stdout, maxBytes);
     return { diff: text, bytes: Buffer.byteLength(text, 'utf8'), truncated };
   }
 
+  /**
+   * `git add -A -- <paths>` then a commit, without git reading the worktree: every path of `paths` (all: ".") that
+   * HEAD or the index tracks, or that is new and not ignored, is set to the blob of its confined content (or removed
+   * when missing) in a temporary index made from HEAD, whose tree is committed with commit-tree (no hook) and
+   * update-ref (only if nobody moved the branch); the worktree's own index then takes the same entries.
+   */
   private async gitCommit(c: Confinement, agentId: string, args: Record<string, unknown>) {
     const message = args.message as string;
     if (message.includes('\0')) throw new ToolCallError('invalid_argument', 'VALIDATION_ERROR', 'message must not contain NUL');
-    const head = (await this.git.run(c.root, ['symbolic-ref', '-q', 'HEAD'], { okExitCodes: [1] })).stdout.trim();
-    if (!head.startsWith('refs/heads/sw4rm/')) {
-      throw new ToolCallError('failed_precondition', 'not_on_agent_branch', `the worktree is not on an agent branch sw4rm/… (HEAD: ${head || 'detached'}): nothing is committed`);
-    }
-    const oldHead = (await this.git.run(c.root, ['rev-parse', '--verify', '-q', 'HEAD'])).stdout.trim();
     const paths = await this.checkedPaths(c, args.paths as string[] | undefined);
-    const pathspec = paths.length > 0 ? literal(paths) : ['.'];
-    // The worktree's own index takes the committed paths (so that its status is clean for them afterwards); the tree
-    // is written from a temporary index (HEAD plus those paths), so nothing else staged before goes in by accident.
-    await this.git.run(c.root, ['add', '-A', '--', ...pathspec]);
-    const tempDir = await fsp.mkdtemp(path.join(os.tmpdir(), 'sw4rm-tool-index-'));
-    let tree: string;
-    try {
-      const env = { GIT_INDEX_FILE: path.join(tempDir, 'index') };
-      await this.git.run(c.root, ['read-tree', oldHead], { env });
-      await this.git.run(c.root, ['add', '-A', '--', ...pathspec], { env });
-      tree = (await this.git.run(c.root, ['write-tree'], { env })).stdout.trim();
-    } finally {
-      await fsp.rm(tempDir, { recursive: true, force: true });
-    }
-    const headTree = (await this.git.run(c.root, ['rev-parse', `${oldHead}^{tree}`])).stdout.trim();
-    if (tree === headTree) throw new ToolCallError('failed_precondition', 'nothing_to_commit', 'no changes to commit');
-    const who = gitIdentity(agentId);
-    // commit-tree and update-ref run no hook and no editor; the branch moves only if nobody moved it meanwhile.
-    const commit = (await this.git.run(c.root, ['commit-tree', '--no-gpg-sign', tree, '-p', oldHead, '-m', message], {
-      env: { GIT_AUTHOR_NAME: who.name, GIT_AUTHOR_EMAIL: who.email, GIT_COMMITTER_NAME: who.name, GIT_COMMITTER_EMAIL: who.email },
-    })).stdout.trim();
-    await this.git.run(c.root, ['update-ref', '-m', `sw4rm: git_commit by agent ${agentId.slice(0, 200)}`, head, commit, oldHead]);
-    return { commit, branch: head.slice('refs/heads/'.length) };
+    return this.withGit(c, async (g) => {
+      const head = (await g.run(['symbolic-ref', '-q', 'HEAD'], { okExitCodes: [1] })).stdout.trim();
+      if (!head.startsWith('refs/heads/sw4rm/')) {
+        throw new ToolCallError('failed_precondition', 'not_on_agent_branch', `the worktree is not on an agent branch sw4rm/… (HEAD: ${head || 'detached'}): nothing is committed`);
+      }
+      const oldHead = (await g.run(['rev-parse', '--verify', '-q', 'HEAD'])).stdout.trim();
+      const specs = paths.length > 0 ? paths : ['.'];
+      const index = await g.indexEntries();
+      const headTreeEntries = await g.treeEntries(oldHead);
+      const indexPaths = new Set(index.map((e) => e.path));
+      const gitlinks = new Map(index.filter((e) => e.mode === GITLINK).map((e) => [e.path, e.oid]));
+      const known = new Set([...index.map((e) => e.oid), ...headTreeEntries.map((e) => e.oid)]);
+      const candidates = new Set<string>();
+      for (const e of [...index, ...headTreeEntries]) if (withinSpecs(e.path, specs)) candidates.add(e.path);
+      for (const p of await g.untracked(specs, indexPaths)) candidates.add(p);
+      let lines = '';
+      for (const p of [...candidates].sort(byteOrder)) {
+        const gitlink = gitlinks.get(p);
+        const blob = gitlink !== undefined ? { mode: GITLINK, oid: gitlink } : await g.worktreeBlob(p, { write: true, known });
+        // Removed first, so that an unmerged path's stages go too; then its stage 0 (when it exists).
+        lines += g.entryLine(p, undefined);
+        if (blob) lines += g.entryLine(p, blob);
+      }
+      await g.writeBlobs();
+      await g.run(['read-tree', oldHead], { index: g.tempIndex });
+      if (lines !== '') await g.run(['update-index', '-z', '--index-info'], { index: g.tempIndex, input: lines });
+      const tree = (await g.run(['write-tree'], { index: g.tempIndex })).stdout.trim();
+      const headTree = (await g.run(['rev-parse', `${oldHead}^{tree}`])).stdout.trim();
+      if (tree === headTree) throw new ToolCallError('failed_precondition', 'nothing_to_commit', 'no changes to commit');
+      const who = gitIdentity(agentId);
+      // commit-tree and update-ref run no hook and no editor; the branch moves only if nobody moved it meanwhile.
+      const commit = (await g.run(['commit-tree', '--no-gpg-sign', tree, '-p', oldHead, '-m', message], {
+        env: { GIT_AUTHOR_NAME: who.name, GIT_AUTHOR_EMAIL: who.email, GIT_COMMITTER_NAME: who.name, GIT_COMMITTER_EMAIL: who.email },
+      })).stdout.trim();
+      await g.run(['update-ref', '-m', `sw4rm: git_commit by agent ${agentId.slice(0, 200)}`, head, commit, oldHead]);
+      // The worktree's own index takes the committed paths, so that its status is clean for them afterwards.
+      if (lines !== '') await g.run(['update-index', '-z', '--index-info'], { input: lines });
+      return { commit, branch: head.slice('refs/heads/'.length) };
+    });
   }
+}
+
+/** Porcelain's XY of an unmerged path from the stages the index has (1 base, 2 ours, 3 theirs). */
+function unmergedXy(stages: ReadonlySet<number>): string {
+  const key = [1, 2, 3].map((n) => (stages.has(n) ? n : '')).join('');
+  return ({ '123': 'UU', '23': 'AA', '12': 'UD', '13': 'DU', '2': 'AU', '3': 'UA', '1': 'DD' } as Record<string, string>)[key] ?? 'UU';
 }

@@ -18,10 +18,15 @@ import * as path from 'node:path';
  * or a listing that raced a swap is refused before any byte is returned, but a create that raced one may have made
  * an empty temporary file where the link pointed (README, "Confinement").
  *
- * Hard links: a hard link is the same file under a second name, indistinguishable from the original. A regular
- * file with more than one link is refused for reading and stat; writes never modify a file in place (they write a
- * temporary file and rename it over the name), and deleting removes the name only, so neither reaches the other
- * names of that file.
+ * Hard links: a hard link is the same file under a second name, indistinguishable from the original (an agent's
+ * program may link a file from outside into its worktree). A regular file with more than one link is refused by
+ * every operation that names it (read, stat, write, delete, resolve: `hard_link`), at the check (lstat) and again
+ * on the opened descriptor (fstat) for reads.
+ *
+ * Mount points: another file system, or a bind mount of a folder of the same one (same st_dev), mounted at or above
+ * a path inside the worktree is refused (`mount_point`): at the check, every mount point of /proc/self/mountinfo
+ * inside the worktree; at each open, the descriptor's st_dev and (Linux) its mount id (/proc/self/fdinfo) must be
+ * the root's.
  */
 
 export type ConfinementErrorCode = 'permission_denied' | 'worktree_not_bound' | 'not_found' | 'filesystem_error';
@@ -109,6 +114,44 @@ export interface ConfinementOptions {
 export type EntryType = 'file' | 'directory' | 'symlink' | 'other';
 export interface DirEntry { name: string; type: EntryType }
 export interface FileStat { type: 'file' | 'directory'; size: number; mtimeMs: number; mode: number }
+
+/**
+ * A worktree entry as git would record it, read by the confinement (readEntry): what the workspace tools hand to
+ * git instead of letting git open the path. `missing`: no such name, or a parent is not a folder or is a link (git
+ * itself then counts the path as deleted).
+ */
+export type TreeEntry =
+  | { kind: 'missing' }
+  | { kind: 'file'; data: Buffer; executable: boolean }
+  | { kind: 'symlink'; target: Buffer }
+  | { kind: 'directory' };
+
+/** The mount id of an open descriptor (Linux: /proc/self/fdinfo), or undefined where it is not known. */
+async function mountIdOf(handle: FileHandle): Promise<number | undefined> {
+  try {
+    const match = /^mnt_id:\s*(\d+)/m.exec(await fsp.readFile(`/proc/self/fdinfo/${handle.fd}`, 'utf8'));
+    return match ? Number(match[1]) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** A mountinfo field with its octal escapes (\040 for a space…) decoded. */
+function unescapeMountField(field: string): string {
+  return Buffer.from(field.replace(/\\([0-7]{3})/g, (_, octal: string) => String.fromCharCode(parseInt(octal, 8))), 'latin1').toString('utf8');
+}
+
+/** Every mount point of this process's mount namespace (Linux: /proc/self/mountinfo); empty where there is none. */
+export async function mountPoints(): Promise<string[]> {
+  let text: string;
+  try { text = await fsp.readFile('/proc/self/mountinfo', 'utf8'); } catch { return []; }
+  const points: string[] = [];
+  for (const line of text.split('\n')) {
+    const fields = line.split(' ');
+    if (fields.length > 4) points.push(unescapeMountField(fields[4]));
+  }
+  return points;
+}
 
 // ---------------------------------------------------------------------------------------------------------------
 // The text of a requested path (pure).
@@ -310,7 +353,12 @@ export class Confinement {
     private readonly strategy: 'proc-fd' | 'path',
     private readonly beforeOpen: ConfinementOptions['beforeOpen'],
     private readonly windowsNames: boolean,
+    /** The root's mount id (Linux), which every descriptor the walk opens must share. */
+    private readonly rootMountId: number | undefined,
   ) {}
+
+  /** Mount points strictly inside the root, read once per Confinement (one per tool call). */
+  private mountsInside: Promise<string[]> | undefined;
 
   /** Confinement to the worktree at `root`; `worktree_not_bound` when it does not exist or is not a folder. */
   static async forWorktree(root: string, options: ConfinementOptions = {}): Promise<Confinement> {
@@ -334,7 +382,78 @@ export class Confinement {
         try { await fsp.access('/proc/self/fd', C.R_OK); strategy = 'proc-fd'; } catch { /* no /proc: the path walk */ }
       }
     }
-    return new Confinement(canonical, stats.dev, gitDirs, strategy, options.beforeOpen, options.windowsNames ?? process.platform === 'win32');
+    let rootMountId: number | undefined;
+    if (strategy === 'proc-fd') {
+      try {
+        const handle = await fsp.open(canonical, DIR_FLAGS);
+        try { rootMountId = await mountIdOf(handle); } finally { await handle.close(); }
+      } catch {
+        throw new ConfinementError('worktree_missing');
+      }
+    }
+    return new Confinement(canonical, stats.dev, gitDirs, strategy, options.beforeOpen, options.windowsNames ?? process.platform === 'win32', rootMountId);
+  }
+
+  /** The mount points inside the worktree (bind mounts included), relative to its root, "/" separated. */
+  async mountPointsInside(): Promise<string[]> {
+    this.mountsInside ??= mountPoints().then((points) => points.filter((p) => p !== this.root && isInside(this.root, p)));
+    return (await this.mountsInside).map((p) => p.slice(this.root.length + 1).split(path.sep).join('/'));
+  }
+
+  /**
+   * A tracked path's content as git would record it, read through the confinement and never by git: a regular file
+   * (its bytes, at most `maxBytes`, and its owner-execute bit), a link (its target, never followed), a folder, or
+   * missing (also when a parent is not a folder or is a link, as git counts it). Refused like readFile: a hard link,
+   * a mount point, a FIFO, a socket or a device, or a swap caught at the open.
+   */
+  async readEntry(requested: string, options: { maxBytes?: number } = {}): Promise<TreeEntry> {
+    const { canonical, components } = await this.checkText(requested, { allowRoot: false });
+    await this.checkMounts(canonical);
+    let parent: Dir;
+    try {
+      parent = await this.walk(components.slice(0, -1), { create: false });
+    } catch (error) {
+      if (error instanceof ConfinementError && ['symlink', 'not_found', 'not_a_directory'].includes(error.reason)) return { kind: 'missing' };
+      throw error;
+    }
+    const name = components[components.length - 1];
+    try {
+      const child = this.child(parent, name);
+      await this.beforeOpen?.(canonical);
+      await this.verifyDir(parent);
+      let stats: Stats;
+      try {
+        stats = await fsp.lstat(child);
+      } catch (error) {
+        if (errno(error) === 'ENOENT' || errno(error) === 'ENOTDIR') return { kind: 'missing' };
+        throw error;
+      }
+      if (stats.isSymbolicLink()) {
+        const target = await fsp.readlink(child, { encoding: 'buffer' });
+        await this.verifyDir(parent);
+        return { kind: 'symlink', target };
+      }
+      if (stats.dev !== this.rootDev) throw new ConfinementError('mount_point');
+      if (stats.isDirectory()) return { kind: 'directory' };
+      const refusal = typeRefusal(stats);
+      if (refusal) throw new ConfinementError(refusal);
+      if (stats.nlink > 1) throw new ConfinementError('hard_link');
+      const handle = await this.openIn(parent, name, canonical, READ_FLAGS);
+      try {
+        const opened = await handle.stat();
+        if (!opened.isFile()) throw new ConfinementError('changed_during_open');
+        if (opened.nlink > 1) throw new ConfinementError('hard_link');
+        const limit = options.maxBytes ?? DEFAULT_MAX_READ_BYTES;
+        if (opened.size > limit) throw new ConfinementError('too_large');
+        return { kind: 'file', data: await readAtMost(handle, opened.size, limit), executable: (opened.mode & 0o100) !== 0 };
+      } finally {
+        await handle.close();
+      }
+    } catch (error) {
+      throw fsError(error);
+    } finally {
+      await parent.handle?.close();
+    }
   }
 
   /**
@@ -382,6 +501,7 @@ export class Confinement {
         const refusal = typeRefusal(existing);
         if (refusal) throw new ConfinementError(refusal);
         if (existing.isDirectory()) throw new ConfinementError('is_a_directory');
+        if (existing.nlink > 1) throw new ConfinementError('hard_link');
         mode = existing.mode & 0o777;
       } catch (error) {
         if (errno(error) !== 'ENOENT') throw error;
@@ -463,6 +583,7 @@ export class Confinement {
       const refusal = typeRefusal(stats);
       if (refusal) throw new ConfinementError(refusal);
       if (stats.isDirectory()) throw new ConfinementError('is_a_directory');
+      if (stats.nlink > 1) throw new ConfinementError('hard_link');
       await fsp.unlink(target);
     } catch (error) {
       throw fsError(error);
@@ -503,21 +624,8 @@ export class Confinement {
    * where the operation creates them.
    */
   private async check(requested: string, options: { allowRoot: boolean; createParents?: boolean }): Promise<{ canonical: string; components: string[] }> {
-    const parsed = parseRequestedPath(requested, { windowsNames: this.windowsNames });
-    if ('refused' in parsed) throw new ConfinementError(parsed.refused);
-    const { components } = parsed;
-    if (components.length === 0 && !options.allowRoot) throw new ConfinementError('root');
-    const canonical = path.join(this.root, ...components);
-    if (Buffer.byteLength(canonical, 'utf8') >= MAX_PATH_BYTES) throw new ConfinementError('path_too_long');
-    if (!isInside(this.root, canonical)) throw new ConfinementError('outside_worktree');
-    if (this.gitDirs.some((dir) => isInside(dir, canonical))) throw new ConfinementError('git_metadata');
-    try {
-      const rootStats = await fsp.stat(this.root);
-      if (!rootStats.isDirectory()) throw new ConfinementError('worktree_missing');
-    } catch (error) {
-      if (error instanceof ConfinementError) throw error;
-      throw new ConfinementError('worktree_missing');
-    }
+    const { canonical, components } = await this.checkText(requested, options);
+    await this.checkMounts(canonical);
     let current = this.root;
     for (let i = 0; i < components.length; i++) {
       current = path.join(current, components[i]);
@@ -535,6 +643,33 @@ export class Confinement {
       if (refusal) throw new ConfinementError(refusal);
       if (stats.dev !== this.rootDev) throw new ConfinementError('mount_point');
       if (i < components.length - 1 && !stats.isDirectory()) throw new ConfinementError('not_a_directory');
+      if (stats.isFile() && stats.nlink > 1) throw new ConfinementError('hard_link');
+    }
+    return { canonical, components };
+  }
+
+  /** A mount point at or above `canonical` inside the worktree (a bind mount shares st_dev, so mountinfo says). */
+  private async checkMounts(canonical: string): Promise<void> {
+    this.mountsInside ??= mountPoints().then((points) => points.filter((p) => p !== this.root && isInside(this.root, p)));
+    if ((await this.mountsInside).some((point) => isInside(point, canonical))) throw new ConfinementError('mount_point');
+  }
+
+  /** The text of the path, its place (inside the root, outside every git directory), and the root still a folder. */
+  private async checkText(requested: string, options: { allowRoot: boolean }): Promise<{ canonical: string; components: string[] }> {
+    const parsed = parseRequestedPath(requested, { windowsNames: this.windowsNames });
+    if ('refused' in parsed) throw new ConfinementError(parsed.refused);
+    const { components } = parsed;
+    if (components.length === 0 && !options.allowRoot) throw new ConfinementError('root');
+    const canonical = path.join(this.root, ...components);
+    if (Buffer.byteLength(canonical, 'utf8') >= MAX_PATH_BYTES) throw new ConfinementError('path_too_long');
+    if (!isInside(this.root, canonical)) throw new ConfinementError('outside_worktree');
+    if (this.gitDirs.some((dir) => isInside(dir, canonical))) throw new ConfinementError('git_metadata');
+    try {
+      const rootStats = await fsp.stat(this.root);
+      if (!rootStats.isDirectory()) throw new ConfinementError('worktree_missing');
+    } catch (error) {
+      if (error instanceof ConfinementError) throw error;
+      throw new ConfinementError('worktree_missing');
     }
     return { canonical, components };
   }
@@ -597,6 +732,7 @@ export class Confinement {
         dir = { path: next, handle };
         const stats = await handle.stat();
         if (stats.dev !== this.rootDev) throw new ConfinementError('mount_point');
+        await this.checkMountId(handle);
       }
       await this.verifyOpened(dir.handle!, dir.path);
       return dir;
@@ -609,28 +745,41 @@ export class Confinement {
   /** Opens the file `components` name (the last one with O_NOFOLLOW and O_NONBLOCK) and verifies what was opened. */
   private async openConfined(components: readonly string[], canonical: string, flags: number): Promise<FileHandle> {
     const parent = await this.walk(components.slice(0, -1), { create: false });
-    const name = components[components.length - 1];
+    try {
+      return await this.openIn(parent, components[components.length - 1], canonical, flags);
+    } finally {
+      await parent.handle?.close();
+    }
+  }
+
+  /** Opens `name` in the folder the walk reached and verifies what was opened (type, file system, mount, real path). */
+  private async openIn(parent: Dir, name: string, canonical: string, flags: number): Promise<FileHandle> {
     let handle: FileHandle;
     try {
       await this.beforeOpen?.(canonical);
       handle = await fsp.open(this.child(parent, name), flags);
     } catch (error) {
-      const failure = await this.classifyOpenFailure(parent, name, error);
-      await parent.handle?.close();
-      throw failure;
+      throw await this.classifyOpenFailure(parent, name, error);
     }
-    await parent.handle?.close();
     try {
       const stats = await handle.stat();
       const refusal = typeRefusal(stats);
       if (refusal) throw new ConfinementError(refusal);
       if (stats.dev !== this.rootDev) throw new ConfinementError('mount_point');
+      await this.checkMountId(handle);
       await this.verifyOpened(handle, canonical);
       return handle;
     } catch (error) {
       await handle.close();
       throw fsError(error);
     }
+  }
+
+  /** The descriptor is on the root's mount (a bind mount of the same file system has the same st_dev, not the same mount). */
+  private async checkMountId(handle: FileHandle): Promise<void> {
+    if (this.rootMountId === undefined) return;
+    const id = await mountIdOf(handle);
+    if (id !== undefined && id !== this.rootMountId) throw new ConfinementError('mount_point');
   }
 
   /** Why opening `name` in `dir` failed: a link (ELOOP, or ENOTDIR for a link where a folder was expected) or else. */

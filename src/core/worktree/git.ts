@@ -16,17 +16,25 @@ export interface GitEnvironment {
   readonly GIT_COMMITTER_DATE?: string;
   /** Reads that must not take the index lock (the editor's own reads). */
   readonly GIT_OPTIONAL_LOCKS?: string;
+  /**
+   * The git directory and the work tree, named by the coordinator (the workspace tools run git with an empty private
+   * folder as its work tree, so that git never opens a file of an agent's worktree itself).
+   */
+  readonly GIT_DIR?: string;
+  readonly GIT_WORK_TREE?: string;
 }
 
 const ALLOWED_ENVIRONMENT: readonly (keyof GitEnvironment)[] = [
   'GIT_INDEX_FILE', 'GIT_AUTHOR_NAME', 'GIT_AUTHOR_EMAIL', 'GIT_AUTHOR_DATE', 'GIT_COMMITTER_NAME', 'GIT_COMMITTER_EMAIL', 'GIT_COMMITTER_DATE',
-  'GIT_OPTIONAL_LOCKS',
+  'GIT_OPTIONAL_LOCKS', 'GIT_DIR', 'GIT_WORK_TREE',
 ];
 
 export interface GitRunOptions {
   readonly env?: GitEnvironment;
   /** Exit codes that are answers, not failures (e.g. 1 from `merge-base --is-ancestor`). 0 always is. */
   readonly okExitCodes?: readonly number[];
+  /** What git reads on its standard input (e.g. `update-index --index-info`); nothing (closed) when absent. */
+  readonly input?: string | Uint8Array;
 }
 
 export interface GitResult {
@@ -139,13 +147,17 @@ function hardenedArgs(args: readonly string[], drivers: readonly string[]): stri
 
 interface Spawned { readonly stdout: string; readonly stderr: string; readonly exitCode: number }
 
-function spawnGit(binary: string, cwd: string, args: readonly string[], env: Record<string, string>): Promise<Spawned> {
+function spawnGit(binary: string, cwd: string, args: readonly string[], env: Record<string, string>, input?: string | Uint8Array): Promise<Spawned> {
   return new Promise((resolve, reject) => {
-    const child = spawn(binary, [...args], { cwd, env, stdio: ['ignore', 'pipe', 'pipe'], shell: false, windowsHide: true });
+    const child = spawn(binary, [...args], { cwd, env, stdio: [input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'], shell: false, windowsHide: true });
+    if (input !== undefined) {
+      child.stdin!.on('error', () => undefined); // git may exit before reading everything: its exit code says why
+      child.stdin!.end(input);
+    }
     const out: Buffer[] = [];
     const err: Buffer[] = [];
-    child.stdout.on('data', (b: Buffer) => out.push(b));
-    child.stderr.on('data', (b: Buffer) => err.push(b));
+    child.stdout!.on('data', (b: Buffer) => out.push(b));
+    child.stderr!.on('data', (b: Buffer) => err.push(b));
     child.once('error', reject);
     child.once('close', (code, signal) => resolve({
       stdout: Buffer.concat(out).toString('utf8'),
@@ -174,7 +186,7 @@ export function createGit(binary = 'git'): Git {
           ['config', '--includes', '--show-scope', '-z', '--get-regexp', '^(filter|merge|diff)\\.'], []), env);
         // 1: no such variable; anything else (not a repository…) is left to the command itself to report.
         const drivers = listing.exitCode === 0 ? driverOverrides(listing.stdout) : [];
-        result = await spawnGit(binary, cwd, hardenedArgs(args, drivers), env);
+        result = await spawnGit(binary, cwd, hardenedArgs(args, drivers), env, options.input);
       } catch (err) {
         if (err instanceof GitCommandError) throw err;
         throw new GitCommandError(args, -1, (err as Error).message);
