@@ -14,19 +14,14 @@ import type { CoordinatorHost } from '../../src/server/host';
 import { validDescriptor } from '../support/fixtures';
 import { startHost, stopHost } from '../support/host';
 import { REPO_ROOT } from '../support/paths';
+import { settles } from '../support/poll';
 import { makeTempDir, removeTempDir } from '../support/tempDir';
 
 const ctx = { correlationId: 'bridge-cancel-test' };
 const DIST = path.join(REPO_ROOT, 'dist');
 
-/** Rejects with `what` when `promise` has not settled within `ms` (a failing test says what it waited for, instead of mocha's timeout). */
-function within<T>(promise: Promise<T>, what: string, ms = 10_000): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  return Promise.race([
-    promise.finally(() => clearTimeout(timer)),
-    new Promise<never>((_, reject) => { timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms waiting for ${what}`)), ms); }),
-  ]);
-}
+/** settles (support/poll.ts) with this file's longer wait: a failing test says what it waited for, instead of mocha's timeout. */
+const within = <T>(promise: Promise<T>, what: string, ms = 10_000): Promise<T> => settles(promise, what, ms);
 
 /** A raw MCP POST whose response is read as it streams: its status and headers first, then its whole body when it ends. */
 interface OpenPost {

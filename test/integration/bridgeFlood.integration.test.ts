@@ -1,6 +1,5 @@
 import { strict as assert } from 'node:assert';
 import { execFileSync } from 'node:child_process';
-import * as http from 'node:http';
 import * as net from 'node:net';
 import * as path from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -14,7 +13,8 @@ import { validDescriptor } from '../support/fixtures';
 import { makeRepo } from '../support/gitRepo';
 import { startHost, stopHost } from '../support/host';
 import { REPO_ROOT } from '../support/paths';
-import { pollUntil } from '../support/poll';
+import { hookPost } from '../support/bridgeHttp';
+import { pollUntil, settles } from '../support/poll';
 import { makeTempDir, removeTempDir } from '../support/tempDir';
 
 const ctx = { correlationId: 'bridge-flood-test' };
@@ -24,15 +24,6 @@ const FLOOD = 1_200;
 /** Every 4th flood connection sends part of a request's headers (a valid credential among them) and never finishes them. */
 const SLOW_EVERY = 4;
 const LIMITS = DEFAULT_BRIDGE_CONNECTION_LIMITS;
-
-/** Rejects with `what` when `promise` has not settled within `ms`. */
-function within<T>(promise: Promise<T>, what: string, ms = 5_000): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  return Promise.race([
-    promise.finally(() => clearTimeout(timer)),
-    new Promise<never>((_, reject) => { timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms waiting for ${what}`)), ms); }),
-  ]);
-}
 
 /** The soft limit on open files this process's children inherit (Node raises its own soft limit to the hard one). */
 function openFileLimit(): number {
@@ -78,20 +69,7 @@ describe('MCP bridge under a connection flood (README, "Limits")', function () {
   }
 
   /** A hook POST on a connection of its own, as sw4rm-hook.js sends it. */
-  function hook(token: string, body: unknown): Promise<{ status: number; json: Record<string, any> }> {
-    return new Promise((resolve, reject) => {
-      const req = http.request({
-        host: '127.0.0.1', port, method: 'POST', path: '/hooks/pre-tool-use?cli=claude-code', agent: false,
-        headers: { 'Content-Type': 'application/json', Authorization: `Bearer ${token}` },
-      }, (res) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (c: Buffer) => chunks.push(c));
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, json: JSON.parse(Buffer.concat(chunks).toString('utf8')) as Record<string, any> }));
-      });
-      req.on('error', reject);
-      req.end(JSON.stringify(body));
-    });
-  }
+  const hook = (token: string, body: unknown) => hookPost(port, token, body, true);
 
   /** Opens `count` connections that never authenticate, 100 at a time (the n-th from `from(n)`); answers when all are connected. */
   async function openFlood(count: number, from: (n: number) => string = () => '127.0.0.1'): Promise<void> {
@@ -149,7 +127,7 @@ describe('MCP bridge under a connection flood (README, "Limits")', function () {
     let held: Record<string, any> | Error | undefined;
     const heldNow = () => held;
     const holding = call(reader, 'read_inbox', { wait_ms: 30_000 }).then((r) => { held = r; }, (err: Error) => { held = err; });
-    await within(attached, 'the held read_inbox to wait');
+    await settles(attached, 'the held read_inbox to wait');
 
     const started = Date.now();
     await openFlood(FLOOD);
@@ -157,11 +135,11 @@ describe('MCP bridge under a connection flood (README, "Limits")', function () {
     // an MCP agent's and a hook's, promptly.
     let t = Date.now();
     const sender = await connect('sender');
-    const agents = await within(call(sender, 'list_agents'), 'list_agents during the flood');
+    const agents = await settles(call(sender, 'list_agents'), 'list_agents during the flood');
     assert.ok((agents.agents as Array<{ agent_id: string }>).some((a) => a.agent_id === 'reader'));
     const mcpMs = Date.now() - t;
     t = Date.now();
-    const answer = await within(hook(tokens.get('hooked')!, {
+    const answer = await settles(hook(tokens.get('hooked')!, {
       session_id: 's1', transcript_path: '/tmp/t.jsonl', cwd: worktree, permission_mode: 'default', hook_event_name: 'PreToolUse',
       tool_name: 'Read', tool_input: { file_path: path.join(worktree, 'README.md') }, tool_use_id: 'toolu_1',
     }), 'the hook during the flood');
@@ -209,7 +187,7 @@ describe('MCP bridge under a connection flood (README, "Limits")', function () {
     assert.equal(heldNow(), undefined, 'the held read_inbox is still waiting after the timeouts');
     const late = await connect('sender');
     await call(late, 'send_message', { to: 'reader', payload: 'still there?' });
-    await within(holding, 'the held read_inbox to answer');
+    await settles(holding, 'the held read_inbox to answer');
     const result = heldNow();
     assert.ok(result !== undefined && !(result instanceof Error), String(result));
     assert.deepEqual((result as { messages: Array<{ payload: unknown }> }).messages.map((m) => m.payload), ['still there?']);
@@ -222,8 +200,8 @@ describe('MCP bridge under a connection flood (README, "Limits")', function () {
     await openFlood(FLOOD, (n) => `127.0.0.${2 + (n % 10)}`);
     const t = Date.now();
     const agent = await connect('sender');
-    await within(call(agent, 'list_agents'), 'list_agents during the flood');
-    const answer = await within(hook(tokens.get('hooked')!, {
+    await settles(call(agent, 'list_agents'), 'list_agents during the flood');
+    const answer = await settles(hook(tokens.get('hooked')!, {
       session_id: 's1', transcript_path: '/tmp/t.jsonl', cwd: worktree, permission_mode: 'default', hook_event_name: 'PreToolUse',
       tool_name: 'Read', tool_input: { file_path: path.join(worktree, 'README.md') }, tool_use_id: 'toolu_2',
     }), 'the hook during the flood');
@@ -252,8 +230,8 @@ describe('MCP bridge under a connection flood (README, "Limits")', function () {
         + `Accept: application/json, text/event-stream\r\nContent-Length: 1000\r\nExpect: 100-continue\r\n`
         + `${authorization !== undefined ? `Authorization: ${authorization}\r\n` : ''}\r\n`));
     });
-    assert.equal(await within(firstStatus(undefined), 'the answer without a credential'), 'HTTP/1.1 401 Unauthorized');
-    assert.equal(await within(firstStatus('Bearer sw4rm.nobody.secret'), 'the answer with an unknown credential'), 'HTTP/1.1 401 Unauthorized');
-    assert.equal(await within(firstStatus(`Bearer ${tokens.get('sender')}`), 'the answer with a credential'), 'HTTP/1.1 100 Continue');
+    assert.equal(await settles(firstStatus(undefined), 'the answer without a credential'), 'HTTP/1.1 401 Unauthorized');
+    assert.equal(await settles(firstStatus('Bearer sw4rm.nobody.secret'), 'the answer with an unknown credential'), 'HTTP/1.1 401 Unauthorized');
+    assert.equal(await settles(firstStatus(`Bearer ${tokens.get('sender')}`), 'the answer with a credential'), 'HTTP/1.1 100 Continue');
   });
 });

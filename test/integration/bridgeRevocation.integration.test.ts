@@ -1,5 +1,4 @@
 import { strict as assert } from 'node:assert';
-import * as http from 'node:http';
 import * as path from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
@@ -12,20 +11,12 @@ import { validDescriptor } from '../support/fixtures';
 import { makeRepo } from '../support/gitRepo';
 import { startHost, stopHost } from '../support/host';
 import { REPO_ROOT } from '../support/paths';
-import { pollUntil } from '../support/poll';
+import { hookPost } from '../support/bridgeHttp';
+import { pollUntil, settles } from '../support/poll';
 import { makeTempDir, removeTempDir } from '../support/tempDir';
 
 const ctx = { correlationId: 'bridge-revoke-test' };
 const DIST = path.join(REPO_ROOT, 'dist');
-
-/** Rejects with `what` when `promise` has not settled within `ms` (the ManualClock never ends a wait on its own). */
-function within<T>(promise: Promise<T>, what: string, ms = 5_000): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  return Promise.race([
-    promise.finally(() => clearTimeout(timer)),
-    new Promise<never>((_, reject) => { timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms waiting for ${what}`)), ms); }),
-  ]);
-}
 
 /** A tool call's outcome: `ok` with its output, or the tool error's code and message. */
 async function outcome(call: Promise<unknown>): Promise<{ ok: true; output: Record<string, any> } | { ok: false; code: string; message: string }> {
@@ -35,22 +26,6 @@ async function outcome(call: Promise<unknown>): Promise<{ ok: true; output: Reco
     return { ok: false, code, message };
   }
   return { ok: true, output: result.structuredContent as Record<string, any> };
-}
-
-/** A hook POST as sw4rm-hook.js sends it. */
-function hookPost(port: number, token: string, body: unknown): Promise<{ status: number; json: Record<string, any> }> {
-  return new Promise((resolve, reject) => {
-    const req = http.request({
-      host: '127.0.0.1', port, method: 'POST', path: '/hooks/pre-tool-use?cli=claude-code',
-      headers: { 'Content-Type': 'application/json', Authorization: `Bearer ${token}` },
-    }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, json: JSON.parse(Buffer.concat(chunks).toString('utf8')) as Record<string, any> }));
-    });
-    req.on('error', reject);
-    req.end(JSON.stringify(body));
-  });
 }
 
 /**
@@ -121,13 +96,13 @@ describe('MCP bridge: revocation ends every request waiting under the credential
     const sender = await connect(mint('sender').token);
     const attached = logged('stream.opened', (e) => e.details.agent_id === 'reader');
     const waiting = outcome(reader.callTool({ name: 'read_inbox', arguments: { wait_ms: 30_000 } }));
-    await within(attached, 'read_inbox to attach its sink');
+    await settles(attached, 'read_inbox to attach its sink');
 
     const started = Date.now();
     host.coordinator.credentials.revoke(old.id, 'test', ctx);
     // Sent right after the revocation, while the revoked read is (on the old code) still waiting for it.
     const sent = outcome(sender.callTool({ name: 'send_message', arguments: { to: 'reader', payload: 'after the revocation', idempotency_key: 'after' } }));
-    const ended = await within(waiting, 'the revoked read_inbox to end');
+    const ended = await settles(waiting, 'the revoked read_inbox to end');
     const elapsed = Date.now() - started;
     assert.deepEqual(ended.ok ? ended.output : { code: ended.code }, { code: 'UNAUTHENTICATED' });
     assert.match((ended as { message: string }).message, /revoked/);
@@ -155,25 +130,25 @@ describe('MCP bridge: revocation ends every request waiting under the credential
     let otherEnded = false;
     const waitingOther = outcome(otherClient.callTool({ name: 'request_decision', arguments: { reason_type: 'MANUAL_OVERRIDE', summary: 'Other?', request_id: 'ask-other' } }))
       .finally(() => { otherEnded = true; });
-    await within(Promise.all([opened, openedOther]), 'both questions to open');
+    await settles(Promise.all([opened, openedOther]), 'both questions to open');
 
     const detached = logged('hitl.requester_detached', (e) => e.details.invocation_id === 'ask-revoked');
     host.coordinator.credentials.revoke(old.id, 'test', ctx);
-    const ended = await within(waiting, 'the revoked request_decision to end');
+    const ended = await settles(waiting, 'the revoked request_decision to end');
     assert.deepEqual(ended.ok ? ended.output : { code: ended.code }, { code: 'UNAUTHENTICATED' });
-    await within(detached, 'the requester detached');
+    await settles(detached, 'the requester detached');
     assert.equal(host.coordinator.hitl.get('ask-revoked')?.state, 'pending', 'the question stays for the agent');
     assert.equal(otherEnded, false, 'the other credential\'s wait is not ended');
 
     const renewed = await connect(mint('asker').token);
     const reattached = logged('hitl.reattached', (e) => e.details.invocation_id === 'ask-revoked');
     const again = outcome(renewed.callTool({ name: 'request_decision', arguments: { reason_type: 'MANUAL_OVERRIDE', summary: 'Deploy?', request_id: 'ask-revoked' } }));
-    await within(reattached, 'the new credential re-attached');
+    await settles(reattached, 'the new credential re-attached');
     host.coordinator.hitl.decide('ask-revoked', { action: 'approve', rationale: 'fine' }, 'editor:alice', ctx);
     host.coordinator.hitl.decide('ask-other', { action: 'deny', rationale: 'no' }, 'editor:alice', ctx);
-    const answer = await within(again, 'the decision');
+    const answer = await settles(again, 'the decision');
     assert.deepEqual(answer.ok && [answer.output.action, answer.output.reattached], ['approve', true]);
-    const otherAnswer = await within(waitingOther, 'the other decision');
+    const otherAnswer = await settles(waitingOther, 'the other decision');
     assert.deepEqual(otherAnswer.ok && otherAnswer.output.action, 'deny');
   });
 
@@ -189,9 +164,9 @@ describe('MCP bridge: revocation ends every request waiting under the credential
       session_id: 's1', transcript_path: '/tmp/t.jsonl', cwd: worktree, permission_mode: 'default', hook_event_name: 'PreToolUse',
       tool_name: 'Bash', tool_input: { command: 'make' }, tool_use_id: 'toolu_1',
     });
-    const invocationId = await within(opened, 'the approval question');
+    const invocationId = await settles(opened, 'the approval question');
     host.coordinator.credentials.revoke(old.id, 'test', ctx);
-    const { status, json } = await within(answer, 'the revoked hook request to end');
+    const { status, json } = await settles(answer, 'the revoked hook request to end');
     assert.equal(status, 401);
     assert.equal(json.error.code, 'UNAUTHENTICATED');
     assert.match(json.error.message, /revoked/);

@@ -23,6 +23,24 @@ type Client = ServiceClient;
  * agents bound through WorktreeService, every tool called through sw4rm.tool.ToolService with the canonical protos;
  * the caller is its credential's agent; and the whole confinement corpus sent as tool calls, with zero escapes.
  */
+/**
+ * Another process swaps the folder `race` for a symbolic link to `target` and back as fast as it can for `ms`, then
+ * leaves the folder in place; answers when it has exited.
+ */
+function swapForLink(race: string, target: string, ms: number): Promise<void> {
+  const swapper = spawn(process.execPath, ['-e', `
+    const fs = require('fs');
+    const race = ${JSON.stringify(race)}, moved = race + '.real', target = ${JSON.stringify(target)};
+    const end = Date.now() + ${ms};
+    while (Date.now() < end) {
+      try { fs.renameSync(race, moved); fs.symlinkSync(target, race); } catch {}
+      try { fs.unlinkSync(race); fs.renameSync(moved, race); } catch {}
+    }
+    try { if (fs.lstatSync(race).isSymbolicLink()) { fs.unlinkSync(race); fs.renameSync(moved, race); } } catch {}
+  `], { stdio: 'ignore' });
+  return new Promise<void>((resolve) => swapper.on('exit', () => resolve()));
+}
+
 describe('workspace tools over real gRPC (ToolService, ConnectorService)', function () {
   this.timeout(180_000);
   let base: string;
@@ -226,17 +244,7 @@ describe('workspace tools over real gRPC (ToolService, ConnectorService)', funct
       const DELETABLE = 3000;
       for (let i = 0; i < DELETABLE; i++) fs.writeFileSync(path.join(race, `del-${i}.txt`), 'inside');
       // Another process swaps `race` for a link to outside/dir and back as fast as it can, for 4 s.
-      const swapper = spawn(process.execPath, ['-e', `
-        const fs = require('fs');
-        const race = ${JSON.stringify(race)}, moved = race + '.real', target = ${JSON.stringify(path.join(f.outside, 'dir'))};
-        const end = Date.now() + 4000;
-        while (Date.now() < end) {
-          try { fs.renameSync(race, moved); fs.symlinkSync(target, race); } catch {}
-          try { fs.unlinkSync(race); fs.renameSync(moved, race); } catch {}
-        }
-        try { if (fs.lstatSync(race).isSymbolicLink()) { fs.unlinkSync(race); fs.renameSync(moved, race); } } catch {}
-      `], { stdio: 'ignore' });
-      const exited = new Promise<void>((resolve) => swapper.on('exit', () => resolve()));
+      const exited = swapForLink(race, path.join(f.outside, 'dir'), 4000);
       const outcomes = new Map<string, number>();
       const started = Date.now();
       for (let round = 0; Date.now() - started < 3500; round++) {
@@ -273,17 +281,7 @@ describe('workspace tools over real gRPC (ToolService, ConnectorService)', funct
       fs.writeFileSync(path.join(race, 'secret.txt'), 'inside\n');
       git(worktree, 'add', 'gitrace/secret.txt');
       git(worktree, '-c', 'user.name=t', '-c', 'user.email=t@t', 'commit', '-q', '-m', 'gitrace');
-      const swapper = spawn(process.execPath, ['-e', `
-        const fs = require('fs');
-        const race = ${JSON.stringify(race)}, moved = race + '.real', target = ${JSON.stringify(path.join(f.outside, 'dir'))};
-        const end = Date.now() + 5000;
-        while (Date.now() < end) {
-          try { fs.renameSync(race, moved); fs.symlinkSync(target, race); } catch {}
-          try { fs.unlinkSync(race); fs.renameSync(moved, race); } catch {}
-        }
-        try { if (fs.lstatSync(race).isSymbolicLink()) { fs.unlinkSync(race); fs.renameSync(moved, race); } } catch {}
-      `], { stdio: 'ignore' });
-      const exited = new Promise<void>((resolve) => swapper.on('exit', () => resolve()));
+      const exited = swapForLink(race, path.join(f.outside, 'dir'), 5000);
       const outcomes = new Map<string, number>();
       const started = Date.now();
       let followed = 0;

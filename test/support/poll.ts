@@ -29,3 +29,8 @@ export async function within<T>(promise: Promise<T>, deadlineMs: number, timedOu
     clearTimeout(timer);
   }
 }
+
+/** `within` for a test's own waits: fails saying what it waited for (a ManualClock never ends a wait on its own). */
+export function settles<T>(promise: Promise<T>, what: string, ms = 5_000): Promise<T> {
+  return within(promise, ms, () => new Error(`timed out after ${ms} ms waiting for ${what}`));
+}
