@@ -138,6 +138,36 @@ describe('the coordinator never runs a program a repository configures (issue 30
     assert.equal(ran(), '', 'a planted program ran');
   });
 
+  it('a worktree .git rewritten to name another repository is not believed: git_status, git_diff, git_commit refuse it, read and write nothing there', async () => {
+    const home = path.join(base, 'app.sw4rm-worktrees', 'coder');
+    const other = makeRepo(base, 'other', { 'secret.txt': 'other repository\n' });
+    git(other, 'commit', '-q', '--allow-empty', '-m', 'SECRET-COMMIT-MESSAGE');
+    const dotGit = path.join(home, '.git');
+    const before = fs.readFileSync(dotGit, 'utf8');
+    try {
+      // What an agent's program run without the sandbox (or before it) could write.
+      fs.writeFileSync(dotGit, `gitdir: ${path.join(other, '.git')}\n`);
+      const otherHead = git(other, 'rev-parse', 'HEAD');
+      for (const [tool, args] of [['git_status', {}], ['git_diff', {}], ['git_commit', { message: 'into the other repository' }]] as const) {
+        let answer = '';
+        try {
+          answer = JSON.stringify(await call(tool, args));
+        } catch (error) {
+          const status = error as grpc.ServiceError;
+          console.log(`      ${tool} with a rewritten .git: ${status.details}`);
+          assert.equal(status.code, grpc.status.PERMISSION_DENIED, status.details);
+          assert.match(status.details, /\.git is not believed/);
+          continue;
+        }
+        assert.fail(`${tool} answered with a rewritten .git: ${answer.slice(0, 200)}`);
+      }
+      assert.equal(git(other, 'rev-parse', 'HEAD'), otherHead, 'nothing was committed there');
+    } finally {
+      fs.writeFileSync(dotGit, before);
+    }
+    assert.equal((await call('git_status', {})).branch, 'sw4rm/coder', 'the restored .git is believed again');
+  });
+
   it('the planted programs do run under a plain git (the fixture is live)', () => {
     const home = path.join(base, 'app.sw4rm-worktrees', 'coder');
     git(home, 'status');

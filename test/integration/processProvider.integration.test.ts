@@ -368,6 +368,63 @@ describe('the process provider (real child processes)', function () {
     assert.notEqual(fs.readFileSync(config, 'utf8'), before);
   });
 
+  /** A repository with a linked worktree on an agent's branch (sw4rm/w), as the binding makes it. */
+  function linkedWorktree(): { repo: string; linked: string; git: (cwd: string, ...a: string[]) => string } {
+    const repo = path.join(worktree, 'repo');
+    const linked = path.join(worktree, 'linked');
+    const git = (cwd: string, ...a: string[]) => execFileSync('git', ['-c', 'user.name=t', '-c', 'user.email=t@t', ...a], { cwd, stdio: 'pipe' }).toString();
+    fs.mkdirSync(repo);
+    git(repo, 'init', '-q', '-b', 'main');
+    fs.writeFileSync(path.join(repo, 'a.txt'), 'a\n');
+    git(repo, 'add', 'a.txt');
+    git(repo, 'commit', '-qm', 'a');
+    git(repo, 'tag', 'v1');
+    git(repo, 'worktree', 'add', '-q', linked, '-b', 'sw4rm/w');
+    return { repo, linked, git };
+  }
+
+  it('DENY_ALL cannot move main, tags or other refs of the shared git directory, nor rewrite its .git; it commits on its own branch', async function () {
+    if ((await probeSandboxTools()).bwrap === undefined) this.skip();
+    const { repo, linked, git } = linkedWorktree();
+    const main = git(repo, 'rev-parse', 'main').trim();
+    const dotGit = fs.readFileSync(path.join(linked, '.git'), 'utf8');
+    const attack = ['sh', '-c', [
+      'echo b > b.txt', 'git add b.txt', 'git -c user.name=t -c user.email=t@t commit -qm b', 'c=$(git rev-parse HEAD)',
+      'git update-ref refs/heads/main "$c"; echo "main:$?"', 'git update-ref refs/tags/v1 "$c"; echo "tag:$?"',
+      'git update-ref refs/sw4rm/snapshots/w/1 "$c"; echo "snapshot:$?"',
+      `echo "gitdir: ${repo}/.git" > .git; echo "dotgit:$?"`,
+    ].join('; ')];
+    const denied = await call(enabled(), linked, { argv: attack }, { policy: { networkPolicy: 'DENY_ALL' } });
+    console.log(`      DENY_ALL on shared refs: ${JSON.stringify(String(denied.stdout))}`);
+    assert.match(String(denied.stdout), /main:[1-9]/);
+    assert.match(String(denied.stdout), /tag:[1-9]/);
+    assert.match(String(denied.stdout), /snapshot:[1-9]/);
+    assert.match(String(denied.stdout), /dotgit:[1-9]/);
+    assert.equal(git(repo, 'rev-parse', 'main').trim(), main, 'main has not moved');
+    assert.equal(git(repo, 'rev-parse', 'v1').trim(), main, 'the tag has not moved');
+    assert.equal(fs.readFileSync(path.join(linked, '.git'), 'utf8'), dotGit, 'the worktree\'s .git is unchanged');
+    assert.notEqual(git(repo, 'rev-parse', 'sw4rm/w').trim(), main, 'the agent\'s own branch took its commit');
+  });
+
+  it('a .git rewritten to name another folder (outside the sandbox) is not believed: DENY_ALL is refused, that folder never bound', async function () {
+    if ((await probeSandboxTools()).bwrap === undefined) this.skip();
+    const { linked } = linkedWorktree();
+    // A folder of the user's that a rewritten .git names (its commondir and gitdir as an attacker would lay them out).
+    const outside = fs.mkdtempSync(path.join(process.cwd(), '.sw4rm-outside-'));
+    try {
+      fs.writeFileSync(path.join(outside, 'secret'), 'secret\n');
+      fs.writeFileSync(path.join(outside, 'commondir'), '..\n');
+      fs.writeFileSync(path.join(linked, '.git'), `gitdir: ${outside}\n`);
+      const read = { argv: ['sh', '-c', `cat ${JSON.stringify(path.join(outside, 'secret'))}; echo x >> ${JSON.stringify(path.join(outside, 'secret'))}`] };
+      const refused = await refusal(call(enabled(), linked, read, { policy: { networkPolicy: 'DENY_ALL' } }));
+      assert.equal(refused.code, 'PERMISSION_DENIED');
+      assert.match(refused.message, /the worktree's \.git is not believed/);
+      assert.equal(fs.readFileSync(path.join(outside, 'secret'), 'utf8'), 'secret\n', 'nothing ran');
+    } finally {
+      fs.rmSync(outside, { recursive: true, force: true });
+    }
+  });
+
   it('EGRESS_RESTRICTED is refused unless unenforced network policy is accepted (then the result says so)', async () => {
     const refused = await refusal(call(enabled(), worktree, { argv: ['true'] }, { policy: { networkPolicy: 'EGRESS_RESTRICTED' } }));
     assert.equal(refused.code, 'PERMISSION_DENIED');

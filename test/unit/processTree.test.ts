@@ -2,7 +2,7 @@ import { strict as assert } from 'node:assert';
 import { DEFAULT_EXECUTION_POLICY, ToolCallError, type ExecutionPolicy } from '../../src/core/tools/model';
 import { childEnvironment } from '../../src/core/tools/processProvider';
 import { cpuTicksOf, groupCpuMs, liveMembers, parseProcStat } from '../../src/core/tools/processTree';
-import { resolveTool, sandboxPlan, type SandboxOptions } from '../../src/core/tools/sandbox';
+import { bwrapArgs, resolveTool, sandboxPlan, unixSocketSeccomp, type Confinement, type SandboxOptions } from '../../src/core/tools/sandbox';
 
 /** A /proc/<pid>/stat line (proc(5)) with the fields the provider reads set, the rest as Linux prints them. */
 function statLine(pid: number, comm: string, state: string, ppid: number, pgrp: number, times: [number, number, number, number]): string {
@@ -50,7 +50,11 @@ describe('the process tree as /proc shows it (pure parsers)', () => {
 
 describe('the process provider\'s sandbox plan (network and privilege policy)', () => {
   const policy = (p: Partial<ExecutionPolicy>): ExecutionPolicy => ({ ...DEFAULT_EXECUTION_POLICY, privilegeLevel: 'DEFAULT', ...p });
-  const here: SandboxOptions = { acceptUnenforcedNetworkPolicy: false, unshare: '/usr/bin/unshare', prlimit: '/usr/bin/prlimit', env: '/usr/bin/env' };
+  const here: SandboxOptions = { acceptUnenforcedNetworkPolicy: false, bwrap: '/usr/bin/bwrap', unshare: '/usr/bin/unshare', prlimit: '/usr/bin/prlimit', env: '/usr/bin/env' };
+  const confine: Confinement = { worktree: '/nonexistent-sw4rm/wt', hide: [], cwd: '/nonexistent-sw4rm/wt' };
+  /** The plan with bubblewrap's confinement, as the provider asks for DENY_ALL. */
+  const plan = (argv: readonly string[], p: ExecutionPolicy, options: SandboxOptions = here, env: Record<string, string> = {}) => sandboxPlan(argv, p, options, env, confine);
+  const unshareOnly: SandboxOptions = { ...here, bwrap: undefined };
   const refusal = (fn: () => unknown): ToolCallError => {
     try {
       fn();
@@ -60,16 +64,21 @@ describe('the process provider\'s sandbox plan (network and privilege policy)', 
     }
     assert.fail('refused expected');
   };
+  const bwrapPrefix = bwrapArgs('/usr/bin/bwrap', confine, unixSocketSeccomp() !== undefined);
 
-  it('DENY_ALL (the default) runs in a new user and network namespace', () => {
-    assert.deepEqual(sandboxPlan(['make'], policy({}), here), { argv: ['/usr/bin/unshare', '--user', '--map-root-user', '--net', '--pid', '--fork', '--kill-child', '--', '/usr/bin/env', '-i', 'make'], env: {}, networkEnforced: true });
+  it('DENY_ALL (the default) runs under bubblewrap: every namespace new, the worktree the only place it writes', () => {
+    const deny = plan(['make'], policy({}));
+    assert.deepEqual(deny.argv, [...bwrapPrefix, '/usr/bin/env', '-i', 'make']);
+    assert.deepEqual(deny.argv.slice(0, 4), ['/usr/bin/bwrap', '--unshare-all', '--die-with-parent', '--new-session']);
+    assert.ok(deny.networkEnforced);
+    assert.deepEqual(deny.env, {});
   });
 
   it('starts the wrappers by absolute path with an empty environment; the command\'s variables are applied inside by env -i', () => {
-    const plan = sandboxPlan(['make', 'all'], policy({}), here, { PATH: '/evil:/usr/bin', LD_PRELOAD: '/evil/x.so', A: 'b=c' });
-    assert.deepEqual(plan.argv, ['/usr/bin/unshare', '--user', '--map-root-user', '--net', '--pid', '--fork', '--kill-child', '--', '/usr/bin/env', '-i', 'PATH=/evil:/usr/bin', 'LD_PRELOAD=/evil/x.so', 'A=b=c', 'make', 'all']);
-    assert.deepEqual(plan.env, {}, 'unshare never sees the caller\'s PATH or LD_PRELOAD');
-    assert.equal(refusal(() => sandboxPlan(['A=b'], policy({}), here)).code, 'VALIDATION_ERROR');
+    const withEnv = plan(['make', 'all'], policy({}), here, { PATH: '/evil:/usr/bin', LD_PRELOAD: '/evil/x.so', A: 'b=c' });
+    assert.deepEqual(withEnv.argv, [...bwrapPrefix, '/usr/bin/env', '-i', 'PATH=/evil:/usr/bin', 'LD_PRELOAD=/evil/x.so', 'A=b=c', 'make', 'all']);
+    assert.deepEqual(withEnv.env, {}, 'bubblewrap never sees the caller\'s PATH or LD_PRELOAD');
+    assert.equal(refusal(() => plan(['A=b'], policy({}))).code, 'VALIDATION_ERROR');
     const open = sandboxPlan(['make'], policy({ networkPolicy: 'FULL_ACCESS' }), here, { PATH: '/usr/bin' });
     assert.deepEqual(open, { argv: ['make'], env: { PATH: '/usr/bin' }, networkEnforced: true }, 'no wrapper: spawned directly');
   });
@@ -79,11 +88,21 @@ describe('the process provider\'s sandbox plan (network and privilege policy)', 
     assert.equal(await resolveTool('no-such-tool-sw4rm', '.'), undefined);
   });
 
-  it('DENY_ALL without namespaces is refused with the reason and the setting, or runs unenforced when accepted', () => {
-    const error = refusal(() => sandboxPlan(['make'], policy({}), { ...here, unshare: undefined }));
+  it('DENY_ALL without bubblewrap is refused (unshare alone leaves UNIX sockets and the shared .git reachable), or runs under unshare, unenforced, when accepted', () => {
+    const error = refusal(() => sandboxPlan(['make'], policy({}), unshareOnly));
+    assert.equal(error.code, 'PERMISSION_DENIED');
+    assert.equal(error.message, 'network_policy DENY_ALL cannot be enforced here (no bubblewrap: UNIX sockets and the shared .git would be reachable): enable sw4rm.tools.process.acceptUnenforcedNetworkPolicy to run without it');
+    assert.equal(refusal(() => sandboxPlan(['make'], policy({}), here)).code, 'PERMISSION_DENIED', 'bubblewrap without a confinement is not DENY_ALL either');
+    assert.deepEqual(sandboxPlan(['make'], policy({}), { ...unshareOnly, acceptUnenforcedNetworkPolicy: true }),
+      { argv: ['/usr/bin/unshare', '--user', '--map-root-user', '--net', '--pid', '--fork', '--kill-child', '--', '/usr/bin/env', '-i', 'make'], env: {}, networkEnforced: false });
+  });
+
+  it('DENY_ALL without any namespace is refused with the reason and the setting, or runs unenforced when accepted', () => {
+    const none: SandboxOptions = { ...unshareOnly, unshare: undefined };
+    const error = refusal(() => sandboxPlan(['make'], policy({}), none));
     assert.equal(error.code, 'PERMISSION_DENIED');
     assert.equal(error.message, 'network_policy DENY_ALL cannot be enforced here (no unprivileged network namespaces): enable sw4rm.tools.process.acceptUnenforcedNetworkPolicy to run without it');
-    assert.deepEqual(sandboxPlan(['make'], policy({}), { ...here, unshare: undefined, acceptUnenforcedNetworkPolicy: true }), { argv: ['make'], env: {}, networkEnforced: false });
+    assert.deepEqual(sandboxPlan(['make'], policy({}), { ...none, acceptUnenforcedNetworkPolicy: true }), { argv: ['make'], env: {}, networkEnforced: false });
   });
 
   it('EGRESS_RESTRICTED is never enforced here: refused, or unenforced when accepted', () => {
@@ -98,15 +117,15 @@ describe('the process provider\'s sandbox plan (network and privilege policy)', 
   });
 
   it('MINIMAL spawns nothing; ELEVATED and PRIVILEGED run like DEFAULT', () => {
-    const error = refusal(() => sandboxPlan(['make'], policy({ privilegeLevel: 'MINIMAL' }), here));
+    const error = refusal(() => plan(['make'], policy({ privilegeLevel: 'MINIMAL' })));
     assert.deepEqual([error.code, error.kind, error.message], ['PERMISSION_DENIED', 'permission_denied', 'run_command spawns processes: ask for privilege_level DEFAULT']);
-    const plain = sandboxPlan(['make'], policy({}), here);
-    for (const privilegeLevel of ['ELEVATED', 'PRIVILEGED'] as const) assert.deepEqual(sandboxPlan(['make'], policy({ privilegeLevel }), here), plain);
+    const plain = plan(['make'], policy({}));
+    for (const privilegeLevel of ['ELEVATED', 'PRIVILEGED'] as const) assert.deepEqual(plan(['make'], policy({ privilegeLevel })), plain);
   });
 
   it('budget_cpu_ms adds RLIMIT_CPU a second above the budget (whole seconds) as a backstop, when prlimit exists', () => {
     assert.deepEqual(sandboxPlan(['make'], policy({ budgetCpuMs: 300, networkPolicy: 'EGRESS_UNRESTRICTED' }), here).argv, ['/usr/bin/prlimit', '--cpu=2', '--', '/usr/bin/env', '-i', 'make']);
-    assert.deepEqual(sandboxPlan(['make'], policy({ budgetCpuMs: 2500 }), here).argv.slice(0, 3), ['/usr/bin/prlimit', '--cpu=4', '--']);
+    assert.deepEqual(plan(['make'], policy({ budgetCpuMs: 2500 })).argv.slice(0, 4), ['/usr/bin/prlimit', '--cpu=4', '--', '/usr/bin/bwrap']);
     assert.deepEqual(sandboxPlan(['make'], policy({ budgetCpuMs: 300, networkPolicy: 'EGRESS_UNRESTRICTED' }), { ...here, prlimit: undefined }).argv, ['make']);
   });
 });

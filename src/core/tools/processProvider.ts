@@ -6,9 +6,10 @@ import { StringDecoder } from 'node:string_decoder';
 import type { Clock } from '../clock';
 import type { Disposable } from '../events';
 import { Confinement, ConfinementError } from '../worktree/confinement';
+import { UntrustedGitDirError, worktreeGitDirs, type WorktreeGitDirs } from '../worktree/gitDirs';
 import { ToolCallError, type JsonSchema, type ToolDescriptor, type ToolProvider, type ToolRequest } from './model';
 import { clockTicksPerSecond, killPids, killProcessGroup, membersCpuMs, listPids, procAvailable, ProcessGroupReader } from './processTree';
-import { probeSandboxTools, sandboxPlan, SECCOMP_FD, type Confinement as BwrapConfinement, type SandboxOptions } from './sandbox';
+import { AGENT_BRANCHES, probeSandboxTools, sandboxPlan, SECCOMP_FD, type Confinement as BwrapConfinement, type SandboxOptions } from './sandbox';
 
 /**
  * The built-in provider `process` (README, "The process provider"): `run_command` (argv, never a shell) in the caller's
@@ -321,32 +322,28 @@ interface RunEnd {
 
 /**
  * What bubblewrap confines a DENY_ALL call to: the worktree's real path; for a linked worktree (.git a file naming
- * <common>/worktrees/<name>) the common git directory read-only and its own git directory read-write; for a worktree
+ * <common>/worktrees/<name>, believed only as worktreeGitDirs checks it: PERMISSION_DENIED otherwise) the common git
+ * directory read-only but its objects and the agents' branches, and its own git directory read-write; for a worktree
  * whose .git is a folder, that folder read-only; HOME hidden (its sockets and secrets) unless the worktree is HOME itself
  * or an ancestor of it; `hidden` (the coordinator's data folder) hidden wherever it is, inside the worktree too.
  */
 async function confinementOf(worktreePath: string, cwdArg: string, hidden: readonly string[] = []): Promise<BwrapConfinement> {
   const worktree = await fsp.realpath(worktreePath);
   const cwd = path.join(worktree, ...cwdArg.split('/').filter((p) => p !== ''));
-  let gitCommonDir: string | undefined;
-  let gitWorktreeDir: string | undefined;
-  const dotGit = path.join(worktree, '.git');
+  let dirs: WorktreeGitDirs | undefined;
   try {
-    const st = await fsp.lstat(dotGit);
-    if (st.isDirectory()) gitCommonDir = dotGit;
-    else if (st.isFile()) {
-      const m = /^gitdir:\s*(.+?)\s*$/m.exec(await fsp.readFile(dotGit, 'utf8'));
-      if (m) {
-        const own = await fsp.realpath(path.resolve(worktree, m[1]));
-        gitWorktreeDir = own;
-        let common = path.resolve(own, '..', '..');
-        try {
-          common = await fsp.realpath(path.resolve(own, (await fsp.readFile(path.join(own, 'commondir'), 'utf8')).trim()));
-        } catch { /* the default layout */ }
-        gitCommonDir = common;
-      }
-    }
-  } catch { /* not a git worktree */ }
+    dirs = await worktreeGitDirs(worktree);
+  } catch (error) {
+    // A `.git` rewritten to name another folder would have that folder bound read-write (README, "Confinement").
+    if (error instanceof UntrustedGitDirError) throw new ToolCallError('permission_denied', 'PERMISSION_DENIED', `DENY_ALL: ${error.message}`);
+    throw error;
+  }
+  const gitCommonDir = dirs?.commonDir;
+  const gitWorktreeDir = dirs?.linked === true ? dirs.gitDir : undefined;
+  if (gitCommonDir !== undefined && gitWorktreeDir !== undefined) {
+    // The only refs a linked worktree's sandbox may write (bwrapArgs): made here when packed refs left no folder.
+    for (const sub of [AGENT_BRANCHES, `logs/${AGENT_BRANCHES}`]) await fsp.mkdir(path.join(gitCommonDir, sub), { recursive: true }).catch(() => undefined);
+  }
   const hide: string[] = [];
   const home = os.homedir();
   if (home !== '' && home !== '/' && !isInside(home, worktree)) {

@@ -7,10 +7,11 @@ import { ToolCallError, type ExecutionPolicy } from './model';
  * What the process provider can enforce of a call's network_policy and privilege_level (RFC §18.5.2, §18.5.3;
  * README, "The process provider"), and the argv prefix that enforces it.
  *
- * DENY_ALL runs the command in a new, empty network namespace (only a loopback interface, down) of a new user
- * namespace: `unshare --user --map-root-user --net -- argv…`, where unprivileged user namespaces are allowed (a
- * probe, `unshare -rn true`, once). Nothing else is enforced by this provider: EGRESS_RESTRICTED would need a
- * firewall it does not have.
+ * DENY_ALL runs the command under bubblewrap (bwrapArgs): new user, network and PID namespaces, the file system
+ * confined, UNIX sockets closed by seccomp. Where bubblewrap does not work it is refused, unless the operator's
+ * setting accepts it unenforced: then it still runs in what `unshare --user --map-root-user --net --pid` gives where
+ * unprivileged user namespaces are allowed (no network, its own PID namespace), and says network_enforced false.
+ * Nothing else is enforced by this provider: EGRESS_RESTRICTED would need a firewall it does not have.
  *
  * The wrappers (prlimit, unshare) are never looked up on the caller's PATH nor started with the caller's variables:
  * they are resolved to absolute paths at probe time (on the coordinator's PATH, absolute folders only), started with an
@@ -110,16 +111,29 @@ export function bwrapArgs(bwrap: string, c: Confinement, seccomp: boolean): stri
   if (!varRunIsLink) args.push('--tmpfs', '/var/run');
   for (const dir of c.hide) args.push('--tmpfs', dir);
   args.push('--bind', c.worktree, c.worktree);
+  const isDir = (dir: string): boolean => { try { return lstatSync(dir).isDirectory(); } catch { return false; } };
+  const isFile = (file: string): boolean => { try { return lstatSync(file).isFile(); } catch { return false; } };
   if (c.gitCommonDir !== undefined) {
     args.push('--ro-bind', c.gitCommonDir, c.gitCommonDir);
-    // Objects, refs and reflogs stay writable (git add, commit): none of them names a program git would run;
-    // config, hooks, info and the other worktrees' folders stay read-only.
-    for (const sub of ['objects', 'refs', 'logs']) {
+    // Objects stay writable (git add, commit), but objects/info (alternates: other object stores) does not. From a
+    // linked worktree only the agents' branches and their reflogs are writable (refs/heads/sw4rm, made by the
+    // binding), never main, tags, the stash or the snapshots under refs/sw4rm; a main checkout's refs and logs are
+    // its own. config, hooks, info and the other worktrees' folders stay read-only.
+    const writable = c.gitWorktreeDir === undefined ? ['objects', 'refs', 'logs'] : ['objects', AGENT_BRANCHES, `logs/${AGENT_BRANCHES}`];
+    for (const sub of writable) {
       const dir = path.join(c.gitCommonDir, sub);
-      try { if (lstatSync(dir).isDirectory()) args.push('--bind', dir, dir); } catch { /* absent */ }
+      if (isDir(dir)) args.push('--bind', dir, dir);
+    }
+    const objectsInfo = path.join(c.gitCommonDir, 'objects', 'info');
+    if (isDir(objectsInfo)) args.push('--ro-bind', objectsInfo, objectsInfo);
+  }
+  if (c.gitWorktreeDir !== undefined) {
+    args.push('--bind', c.gitWorktreeDir, c.gitWorktreeDir);
+    // What names the git directories stays as worktreeGitDirs checked it: the worktree's .git file and the back links.
+    for (const file of [path.join(c.worktree, '.git'), path.join(c.gitWorktreeDir, 'gitdir'), path.join(c.gitWorktreeDir, 'commondir')]) {
+      if (isFile(file)) args.push('--ro-bind', file, file);
     }
   }
-  if (c.gitWorktreeDir !== undefined) args.push('--bind', c.gitWorktreeDir, c.gitWorktreeDir);
   // A hidden folder inside a folder bound above (a data folder inside the worktree) is hidden again over that bind.
   const bound = [c.worktree, c.gitCommonDir, c.gitWorktreeDir].filter((d): d is string => d !== undefined);
   for (const dir of c.hide) {
@@ -130,6 +144,9 @@ export function bwrapArgs(bwrap: string, c: Confinement, seccomp: boolean): stri
   args.push('--');
   return args;
 }
+
+/** Where the agents' branches (`sw4rm/<worktree id>`) live in a repository's shared git directory. */
+export const AGENT_BRANCHES = 'refs/heads/sw4rm';
 
 /** Whether `child` is `parent` or inside it (both absolute, real paths). */
 function isWithin(child: string, parent: string): boolean {
@@ -143,8 +160,8 @@ function refusedNetwork(policy: string, why: string): ToolCallError {
 }
 
 /**
- * The plan for one call, or a PERMISSION_DENIED ToolCallError: MINIMAL spawns no process; DENY_ALL needs a network
- * namespace (else accepted unenforced only by the setting); EGRESS_RESTRICTED is never enforced here (accepted
+ * The plan for one call, or a PERMISSION_DENIED ToolCallError: MINIMAL spawns no process; DENY_ALL needs bubblewrap
+ * and a confinement (else accepted unenforced only by the setting); EGRESS_RESTRICTED is never enforced here (accepted
  * unenforced only by the setting); EGRESS_UNRESTRICTED and FULL_ACCESS run without a namespace. ELEVATED and
  * PRIVILEGED run like DEFAULT: this provider never adds a privilege (the engine asked a human before).
  */
@@ -163,9 +180,17 @@ export function sandboxPlan(argv: readonly string[], policy: ExecutionPolicy, op
         const seccomp = unixSocketSeccomp();
         prefix = bwrapArgs(options.bwrap, confine, seccomp !== undefined);
         seccompProgram = seccomp;
-      } else if (options.unshare !== undefined && options.env !== undefined) prefix = [options.unshare, '--user', '--map-root-user', '--net', '--pid', '--fork', '--kill-child', '--'];
-      else if (options.acceptUnenforcedNetworkPolicy) networkEnforced = false;
-      else throw refusedNetwork('DENY_ALL', 'no unprivileged network namespaces');
+      } else if (!options.acceptUnenforcedNetworkPolicy) {
+        // unshare alone closes the network and the processes, not filesystem UNIX sockets (D-Bus, docker.sock,
+        // ssh-agent) nor the shared .git: that is not DENY_ALL, so it runs only when the setting accepts it.
+        throw refusedNetwork('DENY_ALL', options.unshare !== undefined && options.env !== undefined
+          ? 'no bubblewrap: UNIX sockets and the shared .git would be reachable'
+          : 'no unprivileged network namespaces');
+      } else {
+        networkEnforced = false;
+        // Accepted unenforced: still in what unshare gives (no network interface, its own PID namespace) where it works.
+        if (options.unshare !== undefined && options.env !== undefined) prefix = [options.unshare, '--user', '--map-root-user', '--net', '--pid', '--fork', '--kill-child', '--'];
+      }
       break;
     case 'EGRESS_RESTRICTED':
       if (options.acceptUnenforcedNetworkPolicy) networkEnforced = false;

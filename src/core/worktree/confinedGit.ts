@@ -4,6 +4,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { ConfinementError, type Confinement } from './confinement';
 import type { Git, GitEnvironment, GitResult } from './git';
+import { UntrustedGitDirError, worktreeGitDirs } from './gitDirs';
 
 /**
  * git for the workspace tools without git ever opening a file of the agent's worktree (issue 30, item 3). Every
@@ -92,9 +93,20 @@ export class ConfinedGit {
     private readonly tmp: string,
   ) {}
 
-  /** The worktree's git directory (asked of git in the worktree: the only git run there, reading no tracked file). */
+  /**
+   * The worktree's git directory as worktreeGitDirs believes it (never what a rewritten `.git` names, and never a
+   * repository above the worktree when its `.git` is gone): git_metadata otherwise.
+   */
   static async open(git: Git, confinement: Confinement): Promise<ConfinedGit> {
-    const gitDir = (await git.run(confinement.root, ['rev-parse', '--absolute-git-dir'])).stdout.replace(/\n$/, '');
+    let gitDir: string;
+    try {
+      const dirs = await worktreeGitDirs(confinement.root);
+      if (dirs === undefined) throw new ConfinementError('git_metadata', 'the worktree has no .git');
+      gitDir = dirs.gitDir;
+    } catch (error) {
+      if (error instanceof UntrustedGitDirError) throw new ConfinementError('git_metadata', error.message);
+      throw error;
+    }
     const tmp = await fsp.mkdtemp(path.join(os.tmpdir(), 'sw4rm-confined-git-'));
     try {
       await fsp.mkdir(path.join(tmp, 'empty'));
