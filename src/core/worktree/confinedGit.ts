@@ -18,6 +18,9 @@ import { UntrustedGitDirError, worktreeGitDirs } from './gitDirs';
  * and copied into a private folder that `check-ignore` takes as its work tree.
  */
 
+/** A file up to this size is kept in memory as it is hashed, for its private copy; a larger one is read again. */
+const KEPT_BYTES = 4 * 1024 * 1024;
+
 export const CONFINED_GIT_LIMITS = Object.freeze({
   /** A tracked or new file larger than this fails the call (resource_exhausted): name smaller paths. */
   maxFileBytes: 64 * 1024 * 1024,
@@ -168,28 +171,58 @@ export class ConfinedGit {
   /**
    * The path's worktree content as git would record it, read through the confinement; undefined when missing (or a
    * folder, or under a link). With `write`, its blob is written to the repository by writeBlobs unless `known`
-   * says the repository has it. A refusal of the confinement names the path.
+   * says the repository has it. A refusal of the confinement names the path. The content is hashed a slice at a
+   * time as it is read (a 64 MiB file never holds the event loop, nor lies in memory whole); a file larger than
+   * KEPT_BYTES that must be written is read again straight into the private copy (writeBlobs checks git's hash of
+   * that copy against this one, so a file changed in between fails the call).
    */
   async worktreeBlob(p: string, options: { write: boolean; known?: ReadonlySet<string> }): Promise<WorktreeBlob | undefined> {
+    const hash = createHash(this.objectFormat);
+    const kept: Buffer[] = [];
+    let large = false;
     let entry;
     try {
-      entry = await this.confinement.readEntry(p, { maxBytes: CONFINED_GIT_LIMITS.maxFileBytes });
+      entry = await this.confinement.streamEntry(p, {
+        maxBytes: CONFINED_GIT_LIMITS.maxFileBytes,
+        start: (size) => {
+          hash.update(`blob ${size}\0`);
+          large = size > KEPT_BYTES;
+        },
+        sink: (slice) => {
+          hash.update(slice);
+          if (options.write && !large) kept.push(Buffer.from(slice));
+        },
+      });
     } catch (error) {
       throw about(p, error);
     }
     if (entry.kind === 'missing' || entry.kind === 'directory') return undefined;
-    const data = entry.kind === 'file' ? entry.data : entry.target;
-    this.bytesRead += data.length;
+    const size = entry.kind === 'file' ? entry.data : entry.target.length;
+    this.bytesRead += size;
     if (this.bytesRead > CONFINED_GIT_LIMITS.maxTotalBytes) throw new ConfinedGitLimitError(`the worktree files to read are more than ${CONFINED_GIT_LIMITS.maxTotalBytes} bytes: name fewer paths`);
     const mode = entry.kind === 'symlink' ? SYMLINK : entry.executable ? '100755' : '100644';
-    const oid = this.hash(data);
+    const oid = entry.kind === 'symlink' ? this.hash(entry.target) : hash.digest('hex');
     if (options.write && !options.known?.has(oid) && !this.written.has(oid)) {
       const file = path.join(this.tmp, 'blobs', String(this.blobs++));
-      await fsp.writeFile(file, data, { mode: 0o600 });
+      if (entry.kind === 'symlink') await fsp.writeFile(file, entry.target, { mode: 0o600 });
+      else if (!large) await fsp.writeFile(file, Buffer.concat(kept), { mode: 0o600 });
+      else await this.copyInto(p, file);
       this.pending.push({ file, oid });
       this.written.add(oid);
     }
     return { mode, oid };
+  }
+
+  /** A large file's content read again through the confinement, slice by slice, into the private copy `file`. */
+  private async copyInto(p: string, file: string): Promise<void> {
+    const out = await fsp.open(file, 'wx', 0o600);
+    try {
+      await this.confinement.streamEntry(p, { maxBytes: CONFINED_GIT_LIMITS.maxFileBytes, sink: async (slice) => { await out.write(slice); } });
+    } catch (error) {
+      throw about(p, error);
+    } finally {
+      await out.close();
+    }
   }
 
   /** Writes the blobs worktreeBlob read (from the private copies, without filters) and checks git hashed the same. */

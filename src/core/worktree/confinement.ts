@@ -126,6 +126,12 @@ export type TreeEntry =
   | { kind: 'symlink'; target: Buffer }
   | { kind: 'directory' };
 
+/** streamEntry's answer: a file's size instead of its bytes. */
+export type StreamedEntry = Exclude<TreeEntry, { kind: 'file' }> | { kind: 'file'; data: number; executable: boolean };
+
+/** The slice streamEntry reads and hands on at a time. */
+const STREAM_SLICE = 4 * 1024 * 1024;
+
 /** The mount id of an open descriptor (Linux: /proc/self/fdinfo), or undefined where it is not known. */
 async function mountIdOf(handle: FileHandle): Promise<number | undefined> {
   try {
@@ -295,6 +301,23 @@ async function readAtMost(handle: FileHandle, expectedSize: number, limit: numbe
   }
 }
 
+/** What readAtMost reads, handed to `sink` a slice of 4 MiB at a time, a turn of the event loop between; its size. */
+async function readInSlices(handle: FileHandle, expectedSize: number, limit: number, sink: (slice: Buffer) => void | Promise<void>): Promise<number> {
+  const slice = Buffer.allocUnsafeSlow(Math.min(STREAM_SLICE, Math.max(expectedSize + 1, 8192)));
+  let total = 0;
+  for (;;) {
+    const { bytesRead } = await handle.read(slice, 0, slice.length, total);
+    if (bytesRead === 0) break;
+    total += bytesRead;
+    if (total > limit) throw new ConfinementError('too_large');
+    if (total > expectedSize) throw new ConfinementError('changed_during_open');
+    await sink(slice.subarray(0, bytesRead));
+    await new Promise<void>((resolve) => setImmediate(resolve));
+  }
+  if (total !== expectedSize) throw new ConfinementError('changed_during_open');
+  return total;
+}
+
 function errno(error: unknown): string | undefined {
   return (error as NodeJS.ErrnoException | undefined)?.code;
 }
@@ -407,6 +430,23 @@ export class Confinement {
    * a mount point, a FIFO, a socket or a device, or a swap caught at the open.
    */
   async readEntry(requested: string, options: { maxBytes?: number } = {}): Promise<TreeEntry> {
+    return this.entry(requested, options.maxBytes ?? DEFAULT_MAX_READ_BYTES, readAtMost);
+  }
+
+  /**
+   * readEntry for a large file: its size handed to `start` (the size at the open: a file whose bytes then differ in
+   * length is refused changed_during_open), then its bytes to `sink` a slice at a time (the slice is reused: copy
+   * what you keep), the event loop turned between slices; the file's answer is its size instead of its bytes.
+   */
+  async streamEntry(requested: string, options: { maxBytes: number; start?: (size: number) => void; sink: (slice: Buffer) => void | Promise<void> }): Promise<StreamedEntry> {
+    return this.entry(requested, options.maxBytes, (handle, size, limit) => {
+      options.start?.(size);
+      return readInSlices(handle, size, limit, options.sink);
+    });
+  }
+
+  private async entry<T>(requested: string, limit: number, read: (handle: FileHandle, size: number, limit: number) => Promise<T>):
+  Promise<{ kind: 'missing' } | { kind: 'file'; data: T; executable: boolean } | { kind: 'symlink'; target: Buffer } | { kind: 'directory' }> {
     const { canonical, components } = await this.checkText(requested, { allowRoot: false });
     await this.checkMounts(canonical);
     let parent: Dir;
@@ -443,9 +483,8 @@ export class Confinement {
         const opened = await handle.stat();
         if (!opened.isFile()) throw new ConfinementError('changed_during_open');
         if (opened.nlink > 1) throw new ConfinementError('hard_link');
-        const limit = options.maxBytes ?? DEFAULT_MAX_READ_BYTES;
         if (opened.size > limit) throw new ConfinementError('too_large');
-        return { kind: 'file', data: await readAtMost(handle, opened.size, limit), executable: (opened.mode & 0o100) !== 0 };
+        return { kind: 'file', data: await read(handle, opened.size, limit), executable: (opened.mode & 0o100) !== 0 };
       } finally {
         await handle.close();
       }
