@@ -86,8 +86,11 @@ describe('approvals for CLI agents: the approval diff never holds the event loop
     });
     const histogram = monitorEventLoopDelay({ resolution: 1 });
     histogram.enable();
+    // A first sample before the request (a hold before the histogram's first tick would not be seen), one after.
+    await new Promise((r) => setTimeout(r, 5));
     const answer = post(port, text, token);
     const invocation = await opened;
+    await new Promise((r) => setTimeout(r, 5));
     histogram.disable();
     await api.decideApproval(invocation.id, { action: 'deny', rationale: 'measured' }, 'editor:test');
     assert.equal((await answer).status, 200);
@@ -154,7 +157,9 @@ describe('approvals for CLI agents: the approval diff never holds the event loop
     assert.ok(text.length <= 4 * 1024 * 1024);
     const histogram = monitorEventLoopDelay({ resolution: 1 });
     histogram.enable();
+    await new Promise((r) => setTimeout(r, 5));
     const { status, body } = await post(port, text, token);
+    await new Promise((r) => setTimeout(r, 5));
     histogram.disable();
     const held = histogram.max / 1e6;
     console.log(`      event loop held ${held.toFixed(1)} ms (a ${text.length}-byte body of ${count} objects)`);
