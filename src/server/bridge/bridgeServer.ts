@@ -223,7 +223,7 @@ export class BridgeServer {
         ? refuse(res, { status: 405, code: 'METHOD_NOT_ALLOWED', message: `${req.method} is not served on ${url.pathname}` })
         : refuse(res, { status: 404, code: 'NOT_FOUND', message: `no bridge endpoint at ${url.pathname.slice(0, 256)}; MCP is served at ${MCP_PATH}` });
     }
-    const body = await this.readJson(req, res);
+    const body = await this.readJson(req, res, false, route.bodyAsText === true);
     if (body === NO_BODY) return;
     if (revoked.aborted) throw revokedError(revoked);
     // The route stops waiting when the client goes away or the credential is revoked; on revocation the request is
@@ -379,10 +379,10 @@ export class BridgeServer {
   }
 
   /**
-   * The request body as JSON (at most BRIDGE_MAX_BODY_BYTES), or NO_BODY once a refusal was answered. An empty body
-   * is `undefined` for routes. For `/mcp` a parse error is a JSON-RPC parse error, as the SDK answers one.
+   * The request body as JSON (at most BRIDGE_MAX_BODY_BYTES), or its text (`asText`, shape checked: the route parses
+   * it), or NO_BODY once a refusal was answered. An empty body is `undefined` for routes. For `/mcp` a parse error is a JSON-RPC parse error, as the SDK answers one.
    */
-  private async readJson(req: http.IncomingMessage, res: http.ServerResponse, jsonRpc = false): Promise<unknown> {
+  private async readJson(req: http.IncomingMessage, res: http.ServerResponse, jsonRpc = false, asText = false): Promise<unknown> {
     const declared = Number(req.headers['content-length'] ?? 0);
     let text: string;
     try {
@@ -406,6 +406,7 @@ export class BridgeServer {
       }
       return NO_BODY;
     }
+    if (asText) return text;
     try {
       return JSON.parse(text) as unknown;
     } catch (err) {

@@ -13,6 +13,8 @@ import { BridgeToolError, type BridgeHttpRoute } from './model';
 export const preToolUseRoute: BridgeHttpRoute = {
   method: 'POST',
   path: HOOK_PATH,
+  // parseHookInput parses the text once, within its own bounds: a parsed body would be stringified again to check them.
+  bodyAsText: true,
   async handle(request, { coordinator, caller, ctx, signal }) {
     const cli = request.query.get('cli');
     if (!isHookCli(cli)) {

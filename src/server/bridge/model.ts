@@ -71,6 +71,11 @@ export interface BridgeHttpRoute {
   readonly method: 'POST';
   /** Exact path, e.g. `/hooks/pre-tool-use`. */
   readonly path: string;
+  /**
+   * The body handed over as its text (size and shape checked, not parsed), for a route that parses it once itself;
+   * otherwise parsed JSON. A body that is empty is `undefined` either way.
+   */
+  readonly bodyAsText?: true;
   handle(request: BridgeHttpRequest, tool: BridgeToolContext): Promise<BridgeHttpAnswer>;
 }
 
