@@ -207,8 +207,15 @@ describe('MCP bridge: revocation ends every request waiting under the credential
         else socket.destroy();
         const event = await settles(returned, 'the read to give back what it took', 10_000);
         assert.deepEqual(event.details.message_ids, big);
-        // Revoked: the coordinator ends the answer's connection itself (the test never reads it, so only the server can).
+        // Revoked: the coordinator ends the unfinished answer's connection itself (read now, it ends short of the answer).
+        let received = 0;
+        socket.on('data', (chunk: Buffer) => { received += chunk.length; });
+        socket.resume();
         await settles(closed, 'the connection of the unfinished answer to end');
+        if (how === 'revoked') {
+          console.log(`      revoked: the server ended the connection after ${(received / 1024 / 1024).toFixed(1)} MiB of an answer of more than 7 MiB`);
+          assert.ok(received < 7 * 1024 * 1024);
+        }
       } finally {
         socket.destroy();
       }
