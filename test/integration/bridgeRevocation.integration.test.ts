@@ -199,9 +199,10 @@ describe('MCP bridge: revocation ends every request waiting under the credential
         // The read took both (delivered, its sink detached) and is answering: nothing is confirmed while the answer is written.
         await pollUntil('the read to take the two messages', () => {
           const records = big.map((id) => host.coordinator.router.message(id)!);
-          return records.every((r) => r.delivery === 'inflight') && !host.coordinator.router.inboxStats('reader').streaming ? true : undefined;
+          return records.every((r) => r.delivery !== 'queued') && !host.coordinator.router.inboxStats('reader').streaming ? true : undefined;
         }, 10_000);
-        assert.deepEqual(big.map((id) => host.coordinator.router.message(id)!.state), ['SENT', 'SENT'], 'not READ while the answer is being written');
+        assert.deepEqual(big.map((id) => { const r = host.coordinator.router.message(id)!; return [r.delivery, r.state]; }),
+          [['inflight', 'SENT'], ['inflight', 'SENT']], 'neither confirmed nor READ while the answer is being written');
         const closed = new Promise<void>((resolve) => socket.once('close', () => resolve()));
         if (how === 'revoked') host.coordinator.credentials.revoke(old.id, 'test', ctx);
         else socket.destroy();
