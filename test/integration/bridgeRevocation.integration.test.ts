@@ -12,6 +12,7 @@ import { validDescriptor } from '../support/fixtures';
 import { makeRepo } from '../support/gitRepo';
 import { startHost, stopHost } from '../support/host';
 import { REPO_ROOT } from '../support/paths';
+import { READ_SETTLE_WAIT_MS } from '../../src/server/bridge/tools/messaging';
 import { hookPost } from '../support/bridgeHttp';
 import { pollUntil, settles } from '../support/poll';
 import { makeTempDir, removeTempDir } from '../support/tempDir';
@@ -227,6 +228,58 @@ describe('MCP bridge: revocation ends every request waiting under the credential
       assert.deepEqual([...big, after].map((id) => host.coordinator.router.message(id)!.state), ['READ', 'READ', 'READ']);
     });
   }
+
+  /** Counts the timers of READ_SETTLE_WAIT_MS set on the Clock from now (a read waiting for the previous read's confirmation). */
+  function settleWaits(): () => number {
+    let count = 0;
+    const setTimer = clock.setTimer.bind(clock);
+    clock.setTimer = (ms, fn) => {
+      if (ms === READ_SETTLE_WAIT_MS) count++;
+      return setTimer(ms, fn);
+    };
+    return () => count;
+  }
+
+  it('a read while the agent\'s previous answer is still being written waits for it (on the Clock, 3 s at most) instead of taking the same messages again', async () => {
+    const first = mint('reader');
+    const sender = await connect(mint('sender').token);
+    const big = [await send(sender, 'c'.repeat(3.8 * 1024 * 1024), 'big'), await send(sender, 'small', 'small')];
+    const socket = stalledRead(first.token);
+    try {
+      await pollUntil('the first read to take the two messages', () => (big.every((id) => host.coordinator.router.message(id)!.delivery !== 'queued')
+        && !host.coordinator.router.inboxStats('reader').streaming ? true : undefined), 10_000);
+      const second = await connect(mint('reader').token);
+      let answered = false;
+      const waits = settleWaits();
+      const reading = outcome(second.callTool({ name: 'read_inbox', arguments: {} })).finally(() => { answered = true; });
+      await pollUntil('the second read to be waiting', () => (waits() > 0 ? true : undefined));
+      for (let i = 0; i < 50; i++) await new Promise((resolve) => setImmediate(resolve));
+      assert.equal(answered, false, 'the second read waits while the first answer is being written');
+      assert.equal(host.coordinator.router.inboxStats('reader').streaming, false, 'and has not attached');
+      socket.destroy();
+      const read = await settles(reading, 'the second read, once the first gave back what it took');
+      assert.deepEqual(idsOf(read), big, 'each once');
+    } finally {
+      socket.destroy();
+    }
+    // With no confirmation in sight, the wait is bounded on the Clock.
+    const third = mint('reader');
+    const another = await send(sender, 'd'.repeat(3.8 * 1024 * 1024), 'big-2');
+    const stalled = stalledRead(third.token);
+    try {
+      await pollUntil('the stalled read to take it', () => (host.coordinator.router.message(another)!.delivery !== 'queued'
+        && !host.coordinator.router.inboxStats('reader').streaming ? true : undefined), 10_000);
+      const client = await connect(third.token);
+      const waits = settleWaits();
+      const waiting = outcome(client.callTool({ name: 'read_inbox', arguments: {} }));
+      await pollUntil('the read to be waiting', () => (waits() > 0 ? true : undefined));
+      clock.advance(READ_SETTLE_WAIT_MS);
+      const read = await settles(waiting, 'the read after 3 s on the Clock');
+      assert.deepEqual(idsOf(read), [another], 'taken again: the stalled answer may reach the agent too (at least once)');
+    } finally {
+      stalled.destroy();
+    }
+  });
 
   it('a waiting request_decision ends UNAUTHENTICATED at once; another credential\'s wait goes on; the new credential re-attaches', async () => {
     const old = mint('asker');

@@ -365,7 +365,7 @@ const readInbox: BridgeTool = {
 type ReadState = 'reading' | Promise<void>;
 
 /** How long a read waits, on the coordinator's Clock, for the agent's previous read to be confirmed before it goes on. */
-export const READ_SETTLE_WAIT_MS = 5_000;
+export const READ_SETTLE_WAIT_MS = 3_000;
 
 /** Waits for `previous` to settle, at most READ_SETTLE_WAIT_MS or until this call is aborted (then it goes on: a duplicate at worst). */
 async function settledOrAfter(tool: BridgeToolContext, previous: Promise<void>): Promise<void> {
