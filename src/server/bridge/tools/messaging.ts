@@ -306,51 +306,54 @@ const readInbox: BridgeTool = {
       throw new BridgeToolError('FAILED_PRECONDITION', `agent '${agentId}' has an inbox stream open (StreamIncoming): its messages go there; read_inbox would take them from it`);
     }
     reads.set(agentId, 'reading');
-    let kept: Delivered[];
-    try {
-      kept = await collect(tool, (args.max as number | undefined) ?? READ_DEFAULT, (args.wait_ms as number | undefined) ?? 0);
-    } catch (err) {
-      if (reads.get(agentId) === 'reading') reads.delete(agentId);
-      throw err;
-    }
+    let kept: Delivered[] = [];
     const messages: BridgeToolOutput[] = [];
     const acknowledgements: BridgeToolOutput[] = [];
     const toRead: Envelope[] = [];
     let acksOmitted = 0;
     let unread = 0;
-    for (const { envelope } of kept) {
-      const record = router.message(envelope.messageId);
-      if (envelope.messageType === 'ACKNOWLEDGEMENT') {
-        if (acknowledgements.length >= READ_ACKS_MAX) acksOmitted++;
-        else acknowledgements.push(acknowledgementOf(envelope));
-        continue;
+    try {
+      kept = await collect(tool, (args.max as number | undefined) ?? READ_DEFAULT, (args.wait_ms as number | undefined) ?? 0);
+      for (const { envelope } of kept) {
+        const record = router.message(envelope.messageId);
+        if (envelope.messageType === 'ACKNOWLEDGEMENT') {
+          if (acknowledgements.length >= READ_ACKS_MAX) acksOmitted++;
+          else acknowledgements.push(acknowledgementOf(envelope));
+          continue;
+        }
+        // A tracked message is acknowledged READ once this answer is written (below); one that ended meanwhile (timed
+        // out, failed) is still returned, with its state and why it is not acknowledged.
+        const ended = record?.tracked && isTerminal(record.state) ? record.state : undefined;
+        if (record?.tracked && ended === undefined) {
+          toRead.push(envelope);
+          if (NOT_READ.has(record.state)) unread++;
+        }
+        messages.push({
+          message_id: envelope.messageId,
+          from: envelope.producerId,
+          message_type: envelope.messageType,
+          correlation_id: envelope.correlationId,
+          content_type: envelope.contentType,
+          ...renderPayload(envelope.payload, envelope.contentType),
+          sent_at: isoUtc(envelope.timestampMs ?? record?.acceptedAt ?? coordinator.clock.now()),
+          ...(record?.tracked ? { needs_ack: true } : {}),
+          ...(ended !== undefined ? { state: ended, note: `not acknowledged READ: the message is ${ended} already` } : {}),
+        });
       }
-      // A tracked message is acknowledged READ once this answer is written (below); one that ended meanwhile (timed
-      // out, failed) is still returned, with its state and why it is not acknowledged.
-      const ended = record?.tracked && isTerminal(record.state) ? record.state : undefined;
-      if (record?.tracked && ended === undefined) {
-        toRead.push(envelope);
-        if (NOT_READ.has(record.state)) unread++;
-      }
-      messages.push({
-        message_id: envelope.messageId,
-        from: envelope.producerId,
-        message_type: envelope.messageType,
-        correlation_id: envelope.correlationId,
-        content_type: envelope.contentType,
-        ...renderPayload(envelope.payload, envelope.contentType),
-        sent_at: isoUtc(envelope.timestampMs ?? record?.acceptedAt ?? coordinator.clock.now()),
-        ...(record?.tracked ? { needs_ack: true } : {}),
-        ...(ended !== undefined ? { state: ended, note: `not acknowledged READ: the message is ${ended} already` } : {}),
-      });
+    } catch (err) {
+      if (reads.get(agentId) === 'reading') reads.delete(agentId);
+      throw err;
     }
     // Nothing is confirmed before the answer reaches the agent's connection: confirmed then (each delivery, then READ
     // for a tracked message, durably), or, when it never will (revoked, cancelled, the connection closed first), left
     // unconfirmed: the agent's next read (any credential of it) gets them again.
-    const settled = settle(tool, kept, toRead).finally(() => {
-      if (reads.get(agentId) === settled) reads.delete(agentId);
-    });
-    reads.set(agentId, settled);
+    if (kept.length === 0) reads.delete(agentId);
+    else {
+      const settled: Promise<void> = settle(tool, kept, toRead).finally(() => {
+        if (reads.get(agentId) === settled) reads.delete(agentId);
+      });
+      reads.set(agentId, settled);
+    }
     return {
       messages,
       // Still waiting after this read: the messages returned here are READ once it is written.
@@ -395,7 +398,6 @@ async function settledOrAfter(tool: BridgeToolContext, previous: Promise<void>):
 async function settle(tool: BridgeToolContext, kept: readonly Delivered[], toRead: readonly Envelope[]): Promise<void> {
   const { coordinator, caller, ctx } = tool;
   const written = tool.answerWritten === undefined ? true : await tool.answerWritten;
-  if (kept.length === 0) return;
   if (!written) {
     coordinator.log.record({
       correlationId: ctx.correlationId, actor: 'bridge', eventType: 'bridge.read_returned',
