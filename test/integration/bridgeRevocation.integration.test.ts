@@ -1,4 +1,5 @@
 import { strict as assert } from 'node:assert';
+import * as net from 'node:net';
 import * as path from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
@@ -11,6 +12,7 @@ import { validDescriptor } from '../support/fixtures';
 import { makeRepo } from '../support/gitRepo';
 import { startHost, stopHost } from '../support/host';
 import { REPO_ROOT } from '../support/paths';
+import { READ_SETTLE_WAIT_MS } from '../../src/server/bridge/tools/messaging';
 import { hookPost } from '../support/bridgeHttp';
 import { pollUntil, settles } from '../support/poll';
 import { makeTempDir, removeTempDir } from '../support/tempDir';
@@ -117,6 +119,166 @@ describe('MCP bridge: revocation ends every request waiting under the credential
     const read = await outcome(renewed.callTool({ name: 'read_inbox', arguments: {} }));
     assert.ok(read.ok, JSON.stringify(read));
     assert.deepEqual(read.output.messages.map((m: { payload: unknown }) => m.payload), ['after the revocation']);
+  });
+
+  /** The message ids of a read_inbox outcome (none when it was refused). */
+  const idsOf = (read: Awaited<ReturnType<typeof outcome>>): string[] => (read.ok ? read.output.messages.map((m: { message_id: string }) => m.message_id) : []);
+
+  /**
+   * What the agent's NEW credential reads, all of it: read_inbox until an empty answer. Each message it reads once,
+   * and none it read already comes again.
+   */
+  async function readAll(token: string): Promise<string[]> {
+    const client = await connect(token);
+    const ids: string[] = [];
+    for (let i = 0; i < 5; i++) {
+      const read = await outcome(client.callTool({ name: 'read_inbox', arguments: { max: 50 } }));
+      assert.ok(read.ok, JSON.stringify(read));
+      if (read.output.messages.length === 0) return ids;
+      ids.push(...idsOf(read));
+    }
+    assert.fail(`read_inbox still answered messages after 5 reads: ${ids.join(', ')}`);
+  }
+
+  async function send(client: Client, payload: string, key: string): Promise<string> {
+    const sent = await outcome(client.callTool({ name: 'send_message', arguments: { to: 'reader', payload, idempotency_key: key } }));
+    assert.ok(sent.ok, JSON.stringify(sent));
+    return sent.output.message_id as string;
+  }
+
+  /**
+   * A read_inbox POST on a raw connection that is never read: an answer larger than the socket buffers cannot be
+   * written to its end, so the HTTP response stays unfinished until the test revokes or drops the connection.
+   */
+  function stalledRead(token: string): net.Socket {
+    const body = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'read_inbox', arguments: { max: 10 } } });
+    const port = host.bridge!.port;
+    const socket = net.connect(port, '127.0.0.1');
+    socket.on('error', () => undefined);
+    socket.pause();
+    socket.write(`POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n`
+      + `Authorization: Bearer ${token}\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
+    return socket;
+  }
+
+  it('revoked as the read acknowledges what it took: each message reaches the agent exactly once (its answer or the new credential), and one sent after the revocation reaches the new credential', async () => {
+    const old = mint('reader');
+    const reader = await connect(old.token);
+    const sender = await connect(mint('sender').token);
+    const taken = await send(sender, 'before the revocation', 'before');
+    // The old code acknowledged READ before its answer was written, and answered UNAUTHENTICATED: the message was lost.
+    const revoked = new Promise<void>((resolve) => {
+      const listener = host.coordinator.log.onDidRecord((e) => {
+        if (e.eventType === 'message.state_changed' && e.details.message_id === taken && e.details.to === 'READ') {
+          listener.dispose();
+          host.coordinator.credentials.revoke(old.id, 'test', ctx);
+          resolve();
+        }
+      });
+      listeners.push(listener);
+    });
+    const first = await settles(outcome(reader.callTool({ name: 'read_inbox', arguments: {} })), 'the read');
+    await settles(revoked, 'the revocation at READ');
+    const after = await send(sender, 'after the revocation', 'after');
+    const renewed = await readAll(mint('reader').token);
+    const seen = [...idsOf(first), ...renewed];
+    console.log(`      old credential's read: ${first.ok ? `${idsOf(first).length} message(s)` : first.code}; new credential: ${renewed.length}`);
+    assert.deepEqual(seen.filter((id) => id === taken).length, 1, `the message taken at the revocation, seen ${JSON.stringify(seen)}`);
+    assert.deepEqual(renewed.filter((id) => id === after).length, 1, 'the message sent after the revocation, read by the new credential');
+  });
+
+  for (const how of ['revoked', 'dropped'] as const) {
+    it(`${how === 'revoked' ? 'revoked' : 'the connection dropped'} while the read's answer is still being written: nothing it took is confirmed; the new credential reads each message exactly once`, async () => {
+      const old = mint('reader');
+      const sender = await connect(mint('sender').token);
+      // A payload of 3.8 MiB (the payload file is read first; the small message behind it comes in the same delivery):
+      // an answer of some 7.6 MiB (the payload twice: text and structured), more than a connection that is not read takes.
+      const big = [await send(sender, 'a'.repeat(3.8 * 1024 * 1024), 'big'), await send(sender, 'small', 'small')];
+      const returned = logged('bridge.read_returned', (e) => e.details.agent_id === 'reader');
+      const socket = stalledRead(old.token);
+      try {
+        // The read took both (delivered, its sink detached) and is answering: nothing is confirmed while the answer is written.
+        await pollUntil('the read to take the two messages', () => {
+          const records = big.map((id) => host.coordinator.router.message(id)!);
+          return records.every((r) => r.delivery !== 'queued') && !host.coordinator.router.inboxStats('reader').streaming ? true : undefined;
+        }, 10_000);
+        assert.deepEqual(big.map((id) => { const r = host.coordinator.router.message(id)!; return [r.delivery, r.state]; }),
+          [['inflight', 'SENT'], ['inflight', 'SENT']], 'neither confirmed nor READ while the answer is being written');
+        const closed = new Promise<void>((resolve) => socket.once('close', () => resolve()));
+        if (how === 'revoked') host.coordinator.credentials.revoke(old.id, 'test', ctx);
+        else socket.destroy();
+        const event = await settles(returned, 'the read to give back what it took', 10_000);
+        assert.deepEqual(event.details.message_ids, big);
+        // Revoked: the coordinator ends the unfinished answer's connection itself (read now, it ends short of the answer).
+        let received = 0;
+        socket.on('data', (chunk: Buffer) => { received += chunk.length; });
+        socket.resume();
+        await settles(closed, 'the connection of the unfinished answer to end');
+        if (how === 'revoked') {
+          console.log(`      revoked: the server ended the connection after ${(received / 1024 / 1024).toFixed(1)} MiB of an answer of more than 7 MiB`);
+          assert.ok(received < 7 * 1024 * 1024);
+        }
+      } finally {
+        socket.destroy();
+      }
+      if (how === 'dropped') host.coordinator.credentials.revoke(old.id, 'test', ctx);
+      const after = await send(sender, 'after', 'after');
+      const renewed = await readAll(mint('reader').token);
+      assert.deepEqual(renewed, [...big, after], 'each once, in order');
+      assert.deepEqual([...big, after].map((id) => host.coordinator.router.message(id)!.state), ['READ', 'READ', 'READ']);
+    });
+  }
+
+  /** Counts the timers of READ_SETTLE_WAIT_MS set on the Clock from now (a read waiting for the previous read's confirmation). */
+  function settleWaits(): () => number {
+    let count = 0;
+    const setTimer = clock.setTimer.bind(clock);
+    clock.setTimer = (ms, fn) => {
+      if (ms === READ_SETTLE_WAIT_MS) count++;
+      return setTimer(ms, fn);
+    };
+    return () => count;
+  }
+
+  it('a read while the agent\'s previous answer is still being written waits for it (on the Clock, 3 s at most) instead of taking the same messages again', async () => {
+    const first = mint('reader');
+    const sender = await connect(mint('sender').token);
+    const big = [await send(sender, 'c'.repeat(3.8 * 1024 * 1024), 'big'), await send(sender, 'small', 'small')];
+    const socket = stalledRead(first.token);
+    try {
+      await pollUntil('the first read to take the two messages', () => (big.every((id) => host.coordinator.router.message(id)!.delivery !== 'queued')
+        && !host.coordinator.router.inboxStats('reader').streaming ? true : undefined), 10_000);
+      const second = await connect(mint('reader').token);
+      let answered = false;
+      const waits = settleWaits();
+      const reading = outcome(second.callTool({ name: 'read_inbox', arguments: {} })).finally(() => { answered = true; });
+      await pollUntil('the second read to be waiting', () => (waits() > 0 ? true : undefined));
+      for (let i = 0; i < 50; i++) await new Promise((resolve) => setImmediate(resolve));
+      assert.equal(answered, false, 'the second read waits while the first answer is being written');
+      assert.equal(host.coordinator.router.inboxStats('reader').streaming, false, 'and has not attached');
+      socket.destroy();
+      const read = await settles(reading, 'the second read, once the first gave back what it took');
+      assert.deepEqual(idsOf(read), big, 'each once');
+    } finally {
+      socket.destroy();
+    }
+    // With no confirmation in sight, the wait is bounded on the Clock.
+    const third = mint('reader');
+    const another = await send(sender, 'd'.repeat(3.8 * 1024 * 1024), 'big-2');
+    const stalled = stalledRead(third.token);
+    try {
+      await pollUntil('the stalled read to take it', () => (host.coordinator.router.message(another)!.delivery !== 'queued'
+        && !host.coordinator.router.inboxStats('reader').streaming ? true : undefined), 10_000);
+      const client = await connect(third.token);
+      const waits = settleWaits();
+      const waiting = outcome(client.callTool({ name: 'read_inbox', arguments: {} }));
+      await pollUntil('the read to be waiting', () => (waits() > 0 ? true : undefined));
+      clock.advance(READ_SETTLE_WAIT_MS);
+      const read = await settles(waiting, 'the read after 3 s on the Clock');
+      assert.deepEqual(idsOf(read), [another], 'taken again: the stalled answer may reach the agent too (at least once)');
+    } finally {
+      stalled.destroy();
+    }
   });
 
   it('a waiting request_decision ends UNAUTHENTICATED at once; another credential\'s wait goes on; the new credential re-attaches', async () => {

@@ -282,7 +282,9 @@ export class BridgeServer {
       }));
       return;
     }
-    const server = createBridgeMcpServer(this.options.coordinator, this.options.tools, caller, revoked);
+    // A tool learns whether its answer reached the connection (BridgeToolContext.answerWritten) from how this POST's response ends.
+    exchange.bindResponse(res, revoked);
+    const server = createBridgeMcpServer(this.options.coordinator, this.options.tools, caller, revoked, (id) => exchange.written(id));
     const transport = exchange.transport;
     // Closing the server when the response closes (finished, cancelled, or the client went away) aborts every tool call
     // still running for this request: their AbortSignal fires (the SDK aborts open requests when its transport closes).

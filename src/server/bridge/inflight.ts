@@ -14,6 +14,13 @@ export interface PostedRequest {
   readonly tool?: string;
 }
 
+/** What McpExchange.bindResponse needs of the POST's http.ServerResponse. */
+export interface ResponseLike {
+  once(event: 'finish' | 'close', listener: () => void): unknown;
+  destroy(): unknown;
+  readonly writableFinished: boolean;
+}
+
 /** A `notifications/cancelled` of a POST body. */
 export interface PostedCancel {
   readonly requestId: RequestId;
@@ -62,7 +69,7 @@ class ExchangeTransport extends StreamableHTTPServerTransport {
     const answered = 'id' in message && ('result' in message || 'error' in message) ? message.id : undefined;
     if (answered !== undefined && answered !== null) this.exchange.answering(answered);
     await super.send(message, options);
-    if (answered !== undefined && answered !== null) this.exchange.answered();
+    if (answered !== undefined && answered !== null) this.exchange.answered(answered);
   }
 }
 
@@ -84,6 +91,10 @@ export class McpExchange {
   private readonly cancelOnDelivery = new Map<string, string | undefined>();
   private cancelledAny = false;
   private closing = false;
+  /** The requests whose response went into the POST's response stream. */
+  private readonly sent = new Set<string>();
+  /** Whether the POST's HTTP response finished (true) or closed unfinished (false): bindResponse. */
+  private ended: Promise<boolean> = Promise.resolve(false);
   /** Told when a request of this exchange ends (answered or cancelled): the in-flight map forgets it. */
   onEnded: (id: RequestId) => void = () => undefined;
 
@@ -141,8 +152,40 @@ export class McpExchange {
   }
 
   /** A response was sent: if only cancelled requests were left, nothing more will be written, so the POST ends. */
-  answered(): void {
+  answered(id: RequestId): void {
+    this.sent.add(keyOf(id));
     this.closeWhenDone();
+  }
+
+  /**
+   * The POST's HTTP response and the signal of its credential's revocation: `written` answers from how it ends.
+   * Revoked before the response finished, nothing of it counts as written; one that has answered everything and is
+   * still being written (a client reading slowly) is destroyed at once: what it carried is given back.
+   */
+  bindResponse(res: ResponseLike, revoked: AbortSignal): void {
+    this.ended = new Promise<boolean>((resolve) => {
+      const onRevoked = () => {
+        if (this.unanswered.size === 0 && !res.writableFinished) res.destroy();
+      };
+      revoked.addEventListener('abort', onRevoked, { once: true });
+      const end = (finished: boolean) => {
+        revoked.removeEventListener('abort', onRevoked);
+        resolve(finished && !revoked.aborted);
+      };
+      res.once('finish', () => end(true));
+      res.once('close', () => end(res.writableFinished));
+    });
+  }
+
+  /**
+   * Whether the response to request `id` reached the connection: true once it went into the POST's response and the
+   * HTTP response then finished (every byte handed to the operating system) before any revocation; false when the
+   * response closed before it finished (the client went away, the connection broke), the credential was revoked
+   * first, or the POST ended without it (the call was cancelled). Node cannot tell more: bytes handed to the OS may
+   * still be lost with the client.
+   */
+  written(id: RequestId): Promise<boolean> {
+    return this.ended.then((finished) => finished && this.sent.has(keyOf(id)));
   }
 
   private deliverCancel(id: RequestId, reason: string | undefined): void {

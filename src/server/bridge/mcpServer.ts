@@ -1,5 +1,5 @@
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
-import { CallToolRequestSchema, ListToolsRequestSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { CallToolRequestSchema, ListToolsRequestSchema, type CallToolResult, type RequestId } from '@modelcontextprotocol/sdk/types.js';
 import { Ajv, type ValidateFunction } from 'ajv';
 import type { Coordinator } from '../../core/coordinator';
 import { principalName } from '../../core/credentials/credentials';
@@ -52,7 +52,8 @@ function okResult(output: BridgeToolOutput): CallToolResult {
  * an in-memory transport. Arguments are checked against the tool's schema first: a refusal is a tool error
  * `VALIDATION_ERROR: <path> <reason>`. Any other exception is logged and answered INTERNAL_ERROR.
  */
-export function createBridgeMcpServer(coordinator: Coordinator, tools: readonly BridgeTool[], caller: BridgeCaller, revoked?: AbortSignal): Server {
+export function createBridgeMcpServer(coordinator: Coordinator, tools: readonly BridgeTool[], caller: BridgeCaller, revoked?: AbortSignal,
+  written?: (requestId: RequestId) => Promise<boolean>): Server {
   const checks = validators(tools);
   const byName = new Map(tools.map((tool) => [tool.name, tool]));
   const server = new Server(BRIDGE_SERVER_INFO, { capabilities: { tools: {} }, instructions: BRIDGE_INSTRUCTIONS });
@@ -86,10 +87,24 @@ export function createBridgeMcpServer(coordinator: Coordinator, tools: readonly 
       return errorResult(refused.code, refused.message, false);
     }
     const signal = revoked === undefined ? extra.signal : AbortSignal.any([extra.signal, revoked]);
+    // The tool learns whether its answer reached the caller (answerWritten): false unless the answer is sent.
+    let settle: (written: boolean) => void = () => undefined;
+    const answerWritten = new Promise<boolean>((resolve) => { settle = resolve; });
     try {
-      const run = Promise.resolve().then(() => tool.run(args, { coordinator, caller, ctx, signal }));
-      return okResult(await (revoked === undefined ? run : untilRevoked(run, revoked)));
+      const run = Promise.resolve().then(() => tool.run(args, { coordinator, caller, ctx, signal, answerWritten }));
+      const output = await (revoked === undefined ? run : untilRevoked(run, revoked));
+      // Revoked or cancelled as it answered: the answer is not sent (revoked: UNAUTHENTICATED; cancelled: nothing).
+      if (revoked?.aborted) {
+        settle(false);
+        const refused = revokedError(revoked);
+        return errorResult(refused.code, refused.message, false);
+      }
+      if (extra.signal.aborted) settle(false);
+      else if (written === undefined) settle(true);
+      else written(extra.requestId).then(settle, () => settle(false));
+      return okResult(output);
     } catch (err) {
+      settle(false);
       if (err instanceof BridgeToolError) return errorResult(err.code, err.message, err.retryable);
       coordinator.log.internalError('bridge', ctx.correlationId, err);
       return errorResult('INTERNAL_ERROR', err instanceof Error ? err.message : String(err), true);

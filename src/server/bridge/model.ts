@@ -30,6 +30,14 @@ export interface BridgeToolContext {
   readonly ctx: CallContext;
   /** Aborted when the MCP client cancels the call or its HTTP request closes (a blocking tool stops waiting). */
   readonly signal: AbortSignal;
+  /**
+   * Whether the tool's answer reached the caller's connection (MCP tool calls only): true once it was written (the
+   * HTTP response finished, every byte handed to the operating system; without HTTP, e.g. an in-memory transport, as
+   * soon as the tool answered); false when it never will be: the credential was revoked or the call cancelled before
+   * it answered, the tool failed, or the connection closed first. A tool that takes something for the caller
+   * (read_inbox) confirms it only on true, so what the caller never received is delivered again.
+   */
+  readonly answerWritten?: Promise<boolean>;
 }
 
 /**

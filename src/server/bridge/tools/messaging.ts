@@ -3,6 +3,8 @@ import { isoUtc } from '../../../core/clock';
 import type { Coordinator } from '../../../core/coordinator';
 import type { Disposable } from '../../../core/events';
 import { baseContentType, decodeUtf8, type Envelope } from '../../../core/router/envelope';
+import { NOT_READ } from '../../../core/router/inbox';
+import { isTerminal } from '../../../core/router/lifecycle';
 import { StreamRefusal, type InboxSink, type SendResult } from '../../../core/router/router';
 import { refusal } from './errors';
 import { BridgeToolError, type BridgeCaller, type BridgeTool, type BridgeToolContext, type BridgeToolOutput } from '../model';
@@ -191,8 +193,8 @@ const sendMessage: BridgeTool = {
   },
 };
 
-/** Bridge reads in progress, per coordinator: one at a time per agent. */
-const reading = new WeakMap<Coordinator, Set<string>>();
+/** Bridge reads in progress, per coordinator: one at a time per agent (ReadState). */
+const reading = new WeakMap<Coordinator, Map<string, ReadState>>();
 
 interface Delivered {
   readonly seq: number;
@@ -286,71 +288,140 @@ const readInbox: BridgeTool = {
   },
   annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
   async run(args, tool) {
-    const { coordinator, caller, ctx } = tool;
+    const { coordinator, caller } = tool;
     const { router } = coordinator;
     const agentId = caller.agentId;
     if (coordinator.registry.get(agentId) === undefined) {
       throw new BridgeToolError('FAILED_PRECONDITION', `agent '${agentId}' is not registered: an agent started by SW4RM: Launch Agent… is registered for you; an SDK agent calls RegisterAgent first`);
     }
-    const busy = reading.get(coordinator) ?? new Set<string>();
-    reading.set(coordinator, busy);
-    if (busy.has(agentId)) throw new BridgeToolError('FAILED_PRECONDITION', 'another read_inbox of yours is in progress; call again when it has answered', true);
+    const reads = reading.get(coordinator) ?? new Map<string, ReadState>();
+    reading.set(coordinator, reads);
+    // The agent's previous read answered and is being confirmed: this read waits for that (else it would take the
+    // same messages again), a bounded while.
+    const previous = reads.get(agentId);
+    if (previous !== undefined && previous !== 'reading') await settledOrAfter(tool, previous);
+    const current = reads.get(agentId);
+    if (current === 'reading') throw new BridgeToolError('FAILED_PRECONDITION', 'another read_inbox of yours is in progress; call again when it has answered', true);
     if (router.inboxStats(agentId).streaming) {
       throw new BridgeToolError('FAILED_PRECONDITION', `agent '${agentId}' has an inbox stream open (StreamIncoming): its messages go there; read_inbox would take them from it`);
     }
-    busy.add(agentId);
-    let kept: Delivered[];
-    try {
-      kept = await collect(tool, (args.max as number | undefined) ?? READ_DEFAULT, (args.wait_ms as number | undefined) ?? 0);
-    } finally {
-      busy.delete(agentId);
-    }
+    reads.set(agentId, 'reading');
+    let kept: Delivered[] = [];
     const messages: BridgeToolOutput[] = [];
     const acknowledgements: BridgeToolOutput[] = [];
+    const toRead: Envelope[] = [];
     let acksOmitted = 0;
-    for (const { seq, envelope } of kept) {
-      // Aborted meanwhile (revoked): nothing more is confirmed; the rest stays for the agent's next read.
-      if (tool.signal.aborted) break;
-      // The delivery is confirmed (AckDelivery), then a tracked message is acknowledged READ by the caller (a protocol ACK).
-      router.ackDelivery(agentId, seq, envelope.messageId, 'DELIVERED', ctx);
-      const record = router.message(envelope.messageId);
-      if (envelope.messageType === 'ACKNOWLEDGEMENT') {
-        if (acknowledgements.length >= READ_ACKS_MAX) acksOmitted++;
-        else acknowledgements.push(acknowledgementOf(envelope));
-        continue;
-      }
-      // The message is the caller's now (its delivery is confirmed): a READ the router refuses (the message ended
-      // meanwhile) is noted and the message still returned, never dropped. All of it becomes durable together, below.
-      let readRefused: string | undefined;
-      if (record?.tracked) {
-        try {
-          await acknowledge(tool, envelope, 'READ', {}, false);
-        } catch (err) {
-          // The router logged its refusal (message.refused); the agent is told with the message.
-          readRefused = err instanceof BridgeToolError ? `${err.code}: ${err.message}` : String(err);
+    let unread = 0;
+    try {
+      kept = await collect(tool, (args.max as number | undefined) ?? READ_DEFAULT, (args.wait_ms as number | undefined) ?? 0);
+      for (const { envelope } of kept) {
+        const record = router.message(envelope.messageId);
+        if (envelope.messageType === 'ACKNOWLEDGEMENT') {
+          if (acknowledgements.length >= READ_ACKS_MAX) acksOmitted++;
+          else acknowledgements.push(acknowledgementOf(envelope));
+          continue;
         }
+        // A tracked message is acknowledged READ once this answer is written (below); one that ended meanwhile (timed
+        // out, failed) is still returned, with its state and why it is not acknowledged.
+        const ended = record?.tracked && isTerminal(record.state) ? record.state : undefined;
+        if (record?.tracked && ended === undefined) {
+          toRead.push(envelope);
+          if (NOT_READ.has(record.state)) unread++;
+        }
+        messages.push({
+          message_id: envelope.messageId,
+          from: envelope.producerId,
+          message_type: envelope.messageType,
+          correlation_id: envelope.correlationId,
+          content_type: envelope.contentType,
+          ...renderPayload(envelope.payload, envelope.contentType),
+          sent_at: isoUtc(envelope.timestampMs ?? record?.acceptedAt ?? coordinator.clock.now()),
+          ...(record?.tracked ? { needs_ack: true } : {}),
+          ...(ended !== undefined ? { state: ended, note: `not acknowledged READ: the message is ${ended} already` } : {}),
+        });
       }
-      messages.push({
-        message_id: envelope.messageId,
-        from: envelope.producerId,
-        message_type: envelope.messageType,
-        correlation_id: envelope.correlationId,
-        content_type: envelope.contentType,
-        ...renderPayload(envelope.payload, envelope.contentType),
-        sent_at: isoUtc(envelope.timestampMs ?? record?.acceptedAt ?? coordinator.clock.now()),
-        ...(record?.tracked ? { needs_ack: true } : {}),
-        ...(readRefused !== undefined ? { state: router.message(envelope.messageId)?.state ?? '', note: `not acknowledged READ: ${readRefused}` } : {}),
-      });
+    } catch (err) {
+      if (reads.get(agentId) === 'reading') reads.delete(agentId);
+      throw err;
     }
-    await durable(coordinator);
+    // Nothing is confirmed before the answer reaches the agent's connection: confirmed then (each delivery, then READ
+    // for a tracked message, durably), or, when it never will (revoked, cancelled, the connection closed first), left
+    // unconfirmed: the agent's next read (any credential of it) gets them again.
+    if (kept.length === 0) reads.delete(agentId);
+    else {
+      const settled: Promise<void> = settle(tool, kept, toRead).finally(() => {
+        if (reads.get(agentId) === settled) reads.delete(agentId);
+      });
+      reads.set(agentId, settled);
+    }
     return {
       messages,
-      remaining: router.inboxStats(agentId).queueDepth,
+      // Still waiting after this read: the messages returned here are READ once it is written.
+      remaining: Math.max(0, router.inboxStats(agentId).queueDepth - unread),
       ...(acknowledgements.length > 0 ? { acknowledgements } : {}),
       ...(acksOmitted > 0 ? { acknowledgements_omitted: acksOmitted } : {}),
     };
   },
 };
+
+/** Per coordinator and agent: a read collecting (`reading`), or one that answered and is being confirmed (its promise). */
+type ReadState = 'reading' | Promise<void>;
+
+/** How long a read waits, on the coordinator's Clock, for the agent's previous read to be confirmed before it goes on. */
+export const READ_SETTLE_WAIT_MS = 3_000;
+
+/** Waits for `previous` to settle, at most READ_SETTLE_WAIT_MS or until this call is aborted (then it goes on: a duplicate at worst). */
+async function settledOrAfter(tool: BridgeToolContext, previous: Promise<void>): Promise<void> {
+  let timer: Disposable | undefined;
+  let onAbort: (() => void) | undefined;
+  try {
+    await Promise.race([
+      previous,
+      new Promise<void>((resolve) => {
+        timer = tool.coordinator.clock.setTimer(READ_SETTLE_WAIT_MS, resolve);
+        onAbort = resolve;
+        if (tool.signal.aborted) resolve();
+        else tool.signal.addEventListener('abort', onAbort, { once: true });
+      }),
+    ]);
+  } finally {
+    timer?.dispose();
+    if (onAbort !== undefined) tool.signal.removeEventListener('abort', onAbort);
+  }
+}
+
+/**
+ * Once the read's answer is written (tool.answerWritten true): confirms each delivery (AckDelivery) and acknowledges
+ * each of `toRead` READ, all of it durable together. Not written: nothing is confirmed (logged `bridge.read_returned`):
+ * the deliveries stay unconfirmed and go to the agent's next read, or again after their lease.
+ */
+async function settle(tool: BridgeToolContext, kept: readonly Delivered[], toRead: readonly Envelope[]): Promise<void> {
+  const { coordinator, caller, ctx } = tool;
+  const written = tool.answerWritten === undefined ? true : await tool.answerWritten;
+  if (!written) {
+    coordinator.log.record({
+      correlationId: ctx.correlationId, actor: 'bridge', eventType: 'bridge.read_returned',
+      details: {
+        agent_id: caller.agentId, deliveries: kept.length, message_ids: kept.slice(0, 50).map((d) => d.envelope.messageId),
+        reason: tool.signal.aborted ? 'the call ended before it answered (revoked or cancelled)' : 'the answer did not reach the connection',
+      },
+    });
+    return;
+  }
+  try {
+    for (const { seq, envelope } of kept) coordinator.router.ackDelivery(caller.agentId, seq, envelope.messageId, 'DELIVERED', ctx);
+    for (const envelope of toRead) {
+      try {
+        await acknowledge(tool, envelope, 'READ', {}, false);
+      } catch {
+        // The router logged its refusal (message.refused): the message ended after the answer was written.
+      }
+    }
+    await durable(coordinator);
+  } catch (err) {
+    coordinator.log.internalError('bridge', ctx.correlationId, err);
+  }
+}
 
 /** An ACK (or NACK) of a message the caller sent, as read_inbox shows it. */
 function acknowledgementOf(envelope: Envelope): BridgeToolOutput {
