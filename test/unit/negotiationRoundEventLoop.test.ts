@@ -98,6 +98,7 @@ describe('debate rounds of very many JSON values hold the event loop at most 50 
     debate('warm-up', warmA, warmB);
     const worst: string[] = [];
     const baseline = [0, 0, 0];
+    const accepted: string[] = [];
     shapes.forEach(([name, make], k) => {
       const a = make('a');
       const b = make('b');
@@ -111,6 +112,7 @@ describe('debate rounds of very many JSON values hold the event loop at most 50 
         const calls = runs.map((run) => run[i]);
         for (const c of calls) {
           if (atLimit) assert.equal(c.error, undefined, `${name}: ${what} accepted`);
+          else if (c.error === undefined) accepted.push(`${name}: ${what}`);
           else {
             assert.ok(c.error instanceof NegotiationError, String(c.error));
             assert.equal(c.error.code, 'VALIDATION_ERROR', c.error.message);
@@ -120,12 +122,13 @@ describe('debate rounds of very many JSON values hold the event loop at most 50 
         const ms = calls.map((c) => c.ms).sort((x, y) => x - y);
         if (k === 0) baseline[i] = ms[1];
         else if (ms[1] > Math.max(50, baseline[i] + 25)) worst.push(`${name}: ${what} ${ms[1].toFixed(1)} ms`);
-        return `${what}${atLimit ? '' : ' refused'} ${ms[1].toFixed(1)} ms (${ms.map((x) => x.toFixed(0)).join(', ')})`;
+        return `${what}${calls.every((c) => c.error !== undefined) ? ' refused' : ''} ${ms[1].toFixed(1)} ms (${ms.map((x) => x.toFixed(0)).join(', ')})`;
       });
       console.log(`      ${name} (${a.length} bytes): median ${figures.join(', ')}`);
     });
     console.log(`      (bounds: 50 ms, or the same call with one string plus 25 ms when that call itself is slower: ${baseline.map((b) => Math.max(50, b + 25).toFixed(1)).join(', ')} ms)`);
     assert.deepEqual(worst, [], 'calls over the bound');
+    assert.deepEqual(accepted, [], 'rounds beyond the values limit are refused');
   });
 
   it('the built-in debate scorer (EvaluateDebate without an engine) on two 1 MiB proposals of up to 20,000 leaves and beyond: within 50 ms', async () => {
@@ -148,16 +151,26 @@ describe('debate rounds of very many JSON values hold the event loop at most 50 
     try {
       await engine.evaluateDebate({ negotiationId: 'warm-up', proposalA: cases[0][1], proposalB: cases[0][2], intensity: '' }, c);
       for (const [name, a, b] of cases) {
-        // The event loop's longest delay while the request is made and answered (1 ms resolution).
-        const delay = monitorEventLoopDelay({ resolution: 1 });
-        delay.enable();
-        const t0 = performance.now();
-        const verdict = await engine.evaluateDebate({ negotiationId: 'n', proposalA: a, proposalB: b, intensity: '' }, c);
-        const total = performance.now() - t0;
-        delay.disable();
-        const ms = delay.max / 1e6;
-        assert.equal(verdict, scoreDebateSame(verdict, a, b), name);
-        console.log(`      ${name} (${a.length} bytes): event loop held ${ms.toFixed(1)} ms at most (answered in ${total.toFixed(0)} ms), ${verdict.notes.slice(BUILT_IN_NOTE.length, BUILT_IN_NOTE.length + 60)}`);
+        // Three requests: the median of the event loop's longest delay while each is made and answered (1 ms resolution;
+        // a shared machine's scheduler alone delays it that much now and then).
+        const runs: number[] = [];
+        let verdict = { confidence: 0, notes: '' };
+        let total = 0;
+        for (let r = 0; r < 3; r++) {
+          const delay = monitorEventLoopDelay({ resolution: 1 });
+          delay.enable();
+          const t0 = performance.now();
+          const answer = engine.evaluateDebate({ negotiationId: 'n', proposalA: a, proposalB: b, intensity: '' }, c);
+          const call = performance.now() - t0; // what the call itself held, before it returned its promise
+          verdict = await answer;
+          total = performance.now() - t0;
+          await new Promise((resolve) => setTimeout(resolve, 5)); // the monitor's timer runs once more, recording any hold
+          delay.disable();
+          runs.push(Math.max(call, delay.max / 1e6));
+        }
+        assert.deepEqual(verdict, scoreDebateSame(verdict, a, b), name);
+        const ms = [...runs].sort((x, y) => x - y)[1];
+        console.log(`      ${name} (${a.length} bytes): event loop held ${ms.toFixed(1)} ms (median; ${runs.map((x) => x.toFixed(0)).join(', ')}), answered in ${total.toFixed(0)} ms: ${verdict.notes.slice(BUILT_IN_NOTE.length, BUILT_IN_NOTE.length + 50)}`);
         if (ms > 50) worst.push(`${name}: ${ms.toFixed(1)} ms`);
       }
     } finally {
