@@ -27,14 +27,25 @@ function fill(make: (i: number) => string, open: string, close: string, sep = ',
   return `${open}${parts.join(sep)}${close}`;
 }
 
-/** How long a synchronous call held the event loop (it runs on it from start to end), and what it answered or threw. */
-function held<T>(work: () => T): { ms: number; answer?: T; error?: unknown } {
+/** The main thread's CPU time so far, in ms (Node ≥ 23.9; else undefined). */
+function threadCpuMs(): number | undefined {
+  const usage = (process as { threadCpuUsage?: () => { user: number; system: number } }).threadCpuUsage?.();
+  return usage === undefined ? undefined : (usage.user + usage.system) / 1000;
+}
+
+/**
+ * How long a synchronous call held the event loop (it runs on it from start to end), the main thread's CPU time in it
+ * (the same less the time other processes took the core from it, and less I/O waits), and what it answered or threw.
+ */
+function held<T>(work: () => T): { ms: number; cpu: number; answer?: T; error?: unknown } {
+  const c0 = threadCpuMs();
   const t0 = performance.now();
+  const done = () => ({ ms: performance.now() - t0, cpu: c0 === undefined ? performance.now() - t0 : (threadCpuMs() ?? 0) - c0 });
   try {
     const answer = work();
-    return { ms: performance.now() - t0, answer };
+    return { ...done(), answer };
   } catch (error) {
-    return { ms: performance.now() - t0, error };
+    return { ...done(), error };
   }
 }
 
@@ -51,9 +62,10 @@ const B = 'agent-b';
  * 512 KiB rounds of very many JSON values (issue 30 item 1): before, a Propose of an object of 30,000 keys held the
  * event loop 64–135 ms and a Counter 78–300 ms here (JSON.parse of the draft, the previous round and the one before,
  * JSON.stringify of two for the coarse delta); now a round of more than FIELD_LIMITS.negotiation.payload_json_values
- * is refused VALIDATION_ERROR after a linear scan, before any parse. The bound asserted: 50 ms; the first shape, one
- * string of 512 KiB, is the round's own cost without many values (storing it, sending it to each participant), not
- * asserted here: on a machine so loaded that a call of it takes more than 25 ms, the others' same call may take 25 ms more.
+ * is refused VALIDATION_ERROR after a linear scan, before any parse. Asserted, on the median of five calls: the main
+ * thread's CPU time in the call ≤ 50 ms, and the hold (wall clock) ≤ 50 ms when the machine is quiet, i.e. when the first
+ * shape, one string of 512 KiB (the round's own cost without many values: storing it, sending it to each participant),
+ * takes at most 25 ms; on a machine loaded by other processes (load 6–12 on 2 cores here) the wall clock measures them.
  */
 describe('debate rounds of very many JSON values hold the event loop at most 50 ms (issue 30, item 1)', function () {
   this.timeout(120_000);
@@ -80,7 +92,7 @@ describe('debate rounds of very many JSON values hold the event loop at most 50 
     [`at the limit: an object of ${(VALUES - 1) / 3 | 0} small objects`, (s) => fill((i) => `"g${i}":{"a":"${padded(s, i, Math.floor(3 * LIMIT / VALUES) - 20)}","b":${i}}`, '{', '}', ',', LIMIT, (VALUES - 1) / 3 | 0)],
   ];
 
-  it('Propose, Counter, Counter (oscillating) of 512 KiB each: every call within 50 ms (accepted, or refused VALIDATION_ERROR)', () => {
+  it('Propose, Counter, Counter (oscillating) of 512 KiB each: every call within 50 ms, the median of five (accepted, or refused VALIDATION_ERROR)', () => {
     h = new NegotiationHarness(undefined, { capacity: 1000 });
     h.agent(A);
     h.agent(B);
@@ -105,8 +117,8 @@ describe('debate rounds of very many JSON values hold the event loop at most 50 
       assert.ok(Buffer.byteLength(a) <= LIMIT && Buffer.byteLength(b) <= LIMIT);
       const atLimit = !name.startsWith('beyond');
       if (atLimit) for (const v of [a, b]) assert.ok(jsonShape(v, 64, VALUES).values <= VALUES, `${name}: ${jsonShape(v, 64, VALUES).values} values`);
-      // Three debates: each call's median (one run in a few is slowed by other processes on a shared machine).
-      const runs = [0, 1, 2].map((r) => debate(`n${k}-${r}`, a, b));
+      // Five debates: each call's median (one run in a few is slowed by other processes on a shared machine, or a GC).
+      const runs = [0, 1, 2, 3, 4].map((r) => debate(`n${k}-${r}`, a, b));
       const figures = [0, 1, 2].map((i) => {
         const what = ['Propose', 'Counter', 'Counter'][i];
         const calls = runs.map((run) => run[i]);
@@ -120,18 +132,21 @@ describe('debate rounds of very many JSON values hold the event loop at most 50 
           }
         }
         const ms = calls.map((c) => c.ms).sort((x, y) => x - y);
-        if (k === 0) baseline[i] = ms[1];
-        else if (ms[1] > Math.max(50, baseline[i] + 25)) worst.push(`${name}: ${what} ${ms[1].toFixed(1)} ms`);
-        return `${what}${calls.every((c) => c.error !== undefined) ? ' refused' : ''} ${ms[1].toFixed(1)} ms (${ms.map((x) => x.toFixed(0)).join(', ')})`;
+        const median = ms[2];
+        const cpu = calls.map((c) => c.cpu).sort((x, y) => x - y)[2];
+        if (k === 0) baseline[i] = median;
+        if (cpu > 50 || (baseline[i] <= 25 && median > 50)) worst.push(`${name}: ${what} ${median.toFixed(1)} ms (CPU ${cpu.toFixed(1)} ms)`);
+        return `${what}${calls.every((c) => c.error !== undefined) ? ' refused' : ''} ${median.toFixed(1)} ms (${ms.map((x) => x.toFixed(0)).join(', ')}; CPU ${cpu.toFixed(1)})`;
       });
       console.log(`      ${name} (${a.length} bytes): median ${figures.join(', ')}`);
     });
-    console.log(`      (bounds: 50 ms, or the same call with one string plus 25 ms when that call itself is slower: ${baseline.map((b) => Math.max(50, b + 25).toFixed(1)).join(', ')} ms)`);
+    const quiet = baseline.every((b) => b <= 25);
+    console.log(`      (asserted: the main thread's CPU time${quiet ? ' and the hold' : ''} ≤ 50 ms${quiet ? '' : '; not the hold: one string took more than 25 ms, other processes load this machine'})`);
     assert.deepEqual(worst, [], 'calls over the bound');
     assert.deepEqual(accepted, [], 'rounds beyond the values limit are refused');
   });
 
-  it('the built-in debate scorer (EvaluateDebate without an engine) on two 1 MiB proposals of up to 20,000 leaves and beyond: within 50 ms', async () => {
+  it('the built-in debate scorer (EvaluateDebate without an engine) on two 1 MiB proposals of up to 20,000 leaves and beyond: within 50 ms, the median of five', async () => {
     assert.equal(MAX_STRUCTURAL_LEAVES, 20_000);
     const router = new RouterHarness();
     const engine = new InferenceEngine({
@@ -151,12 +166,12 @@ describe('debate rounds of very many JSON values hold the event loop at most 50 
     try {
       await engine.evaluateDebate({ negotiationId: 'warm-up', proposalA: cases[0][1], proposalB: cases[0][2], intensity: '' }, c);
       for (const [name, a, b] of cases) {
-        // Three requests: the median of the event loop's longest delay while each is made and answered (1 ms resolution;
+        // Five requests: the median of the event loop's longest delay while each is made and answered (1 ms resolution;
         // a shared machine's scheduler alone delays it that much now and then).
         const runs: number[] = [];
         let verdict = { confidence: 0, notes: '' };
         let total = 0;
-        for (let r = 0; r < 3; r++) {
+        for (let r = 0; r < 5; r++) {
           const delay = monitorEventLoopDelay({ resolution: 1 });
           delay.enable();
           const t0 = performance.now();
@@ -169,7 +184,7 @@ describe('debate rounds of very many JSON values hold the event loop at most 50 
           runs.push(Math.max(call, delay.max / 1e6));
         }
         assert.deepEqual(verdict, scoreDebateSame(verdict, a, b), name);
-        const ms = [...runs].sort((x, y) => x - y)[1];
+        const ms = [...runs].sort((x, y) => x - y)[2];
         console.log(`      ${name} (${a.length} bytes): event loop held ${ms.toFixed(1)} ms (median; ${runs.map((x) => x.toFixed(0)).join(', ')}), answered in ${total.toFixed(0)} ms: ${verdict.notes.slice(BUILT_IN_NOTE.length, BUILT_IN_NOTE.length + 50)}`);
         if (ms > 50) worst.push(`${name}: ${ms.toFixed(1)} ms`);
       }
