@@ -47,6 +47,12 @@ await Promise.all([
     entryPoints: ['src/core/workflow/definitionWorker.ts'],
     outfile: 'dist/definitionWorker.js',
   }),
+  // Runs the built-in debate scorer off the event loop (src/core/reasoning/debateThread.ts).
+  esbuild.build({
+    ...common,
+    entryPoints: ['src/core/reasoning/debateWorker.ts'],
+    outfile: 'dist/debateWorker.js',
+  }),
   // The MCP bridge's stdio entry point (src/cli/mcpStdio.ts): BridgeEndpoints.stdioCommand runs it beside the bundles.
   esbuild.build({
     ...common,

@@ -110,6 +110,13 @@ export const FIELD_LIMITS = {
     content_type: 256,
     /** A proposal's or a decision's bytes: its base64 must fit a NEGOTIATION envelope (1 MiB) with the event's fields. */
     payload_bytes: 512 * 1024,
+    /**
+     * A JSON proposal's values (jsonShape's count: 1 + each `{`, `[` and `,` outside strings; counted before JSON.parse):
+     * a Counter parses the draft and the previous round (and the one before unless its bytes are the same) and
+     * serializes two of them, and V8's walks of a 512 KiB object of 30,000 keys took 10–90 ms each. At 5,000 they add
+     * a few ms to the round's own cost (README, "Debates"); at 10,000, 15–20 ms.
+     */
+    payload_json_values: 5_000,
     notes: 4096,
     reason: 4096,
     decided_by: 16,

@@ -62,20 +62,29 @@ export interface JsonBounds {
   /** The largest text in UTF-8 bytes; none when the caller has checked the size already. */
   readonly maxBytes?: number;
   readonly maxDepth?: number;
+  /**
+   * The most JSON values the text may hold, as jsonShape counts them (each array or object and each comma outside
+   * strings): when set, depth and values are measured by one jsonShape scan instead of jsonDepth.
+   */
+  readonly maxValues?: number;
 }
 
 export type JsonVerdict =
   | { readonly ok: true; readonly value: unknown }
-  | { readonly ok: false; readonly limit: 'size' | 'depth' | 'syntax'; readonly reason: string };
+  | { readonly ok: false; readonly limit: 'size' | 'depth' | 'values' | 'syntax'; readonly reason: string };
 
-/** Which bound a JSON text is beyond (size, then depth), and why; undefined when it is within them. */
-export function jsonBoundsBreach(text: Uint8Array | string, bounds: JsonBounds): { readonly limit: 'size' | 'depth'; readonly reason: string } | undefined {
+/** Which bound a JSON text is beyond (size, then depth, then values), and why; undefined when it is within them. */
+export function jsonBoundsBreach(text: Uint8Array | string, bounds: JsonBounds): { readonly limit: 'size' | 'depth' | 'values'; readonly reason: string } | undefined {
   const maxDepth = bounds.maxDepth ?? MAX_JSON_DEPTH;
   if (bounds.maxBytes !== undefined) {
     const size = typeof text === 'string' ? Buffer.byteLength(text) : text.byteLength;
     if (size > bounds.maxBytes) return { limit: 'size', reason: `${bounds.what} is larger than ${bounds.maxBytes} bytes (${size})` };
   }
-  if (jsonDepth(text, maxDepth) > maxDepth) return { limit: 'depth', reason: `${bounds.what} nests deeper than ${maxDepth} levels (JSON depth limit)` };
+  const depthBreach = { limit: 'depth', reason: `${bounds.what} nests deeper than ${maxDepth} levels (JSON depth limit)` } as const;
+  if (bounds.maxValues === undefined) return jsonDepth(text, maxDepth) > maxDepth ? depthBreach : undefined;
+  const shape = jsonShape(typeof text === 'string' ? text : Buffer.from(text.buffer, text.byteOffset, text.byteLength).toString('utf8'), maxDepth, bounds.maxValues);
+  if (shape.depth > maxDepth) return depthBreach;
+  if (shape.values > bounds.maxValues) return { limit: 'values', reason: `${bounds.what} holds more than ${bounds.maxValues} JSON values (JSON values limit)` };
   return undefined;
 }
 
@@ -84,7 +93,7 @@ export function jsonBoundsRefusal(text: Uint8Array | string, bounds: JsonBounds)
   return jsonBoundsBreach(text, bounds)?.reason;
 }
 
-/** Parses an agent's JSON text after checking its size and depth; never throws. */
+/** Parses an agent's JSON text after checking its size, depth and (when bounded) values; never throws. */
 export function parseBoundedJson(text: string, bounds: JsonBounds): JsonVerdict {
   const breach = jsonBoundsBreach(text, bounds);
   if (breach !== undefined) return { ok: false, ...breach };

@@ -120,6 +120,11 @@ describe('contributions (package.json ⇄ src/extension/contributions.ts)', () =
     // BridgeEndpoints.hookCommand (the approval hooks) and the launched terminals' starter run from there too.
     assert.ok(ignore.includes('!dist/sw4rm-hook.js'), 'the approval hook command is packaged');
     assert.ok(ignore.includes('!dist/sw4rm-launch.js'), 'the launched agents\' starter is packaged');
+    // Every worker thread esbuild bundles (schema compiles, definition files, the debate scorer…) is found beside the
+    // bundle: left out, the work would run on the extension host's event loop again.
+    const workers = [...fs.readFileSync(path.join(root, 'esbuild.mjs'), 'utf8').matchAll(/outfile: '(dist\/\w+Worker\.js)'/g)].map((m) => m[1]);
+    assert.ok(workers.length >= 4, workers.join(', '));
+    assert.deepEqual(workers.filter((w) => !ignore.includes(`!${w}`)), [], 'every worker bundle is packaged');
   });
 });
 

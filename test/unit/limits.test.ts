@@ -61,6 +61,15 @@ describe('limits: JSON depth and size (src/core/json.ts)', () => {
     const syntax = parseBoundedJson('{', { what: 't' });
     assert.ok(!syntax.ok && syntax.limit === 'syntax' && /t is not valid JSON/.test(syntax.reason));
   });
+
+  it('parseBoundedJson with maxValues: 1 + each {, [ and , outside strings, counted before parsing; depth still first', () => {
+    assert.deepEqual(parseBoundedJson('[1,2,3]', { what: 't', maxValues: 4 }), { ok: true, value: [1, 2, 3] });
+    const over = parseBoundedJson('[1,2,3,4]', { what: 't', maxValues: 4 });
+    assert.ok(!over.ok && over.limit === 'values' && over.reason === 't holds more than 4 JSON values (JSON values limit)', JSON.stringify(over));
+    assert.ok(parseBoundedJson('{"a,b":"[{,,,"}', { what: 't', maxValues: 2 }).ok, 'commas and brackets in strings do not count');
+    const deep = parseBoundedJson(nested(5000), { what: 't', maxValues: 100_000 });
+    assert.ok(!deep.ok && deep.limit === 'depth', JSON.stringify(deep));
+  });
 });
 
 describe('limits: envelope fields and payload JSON (checkEnvelope)', () => {

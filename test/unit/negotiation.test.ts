@@ -412,6 +412,22 @@ describe('negotiation: debates (RFC §17–§17.4)', function () {
       assert.deepEqual(h.kinds(A).slice(-2), ['counter', 'decide']);
     });
 
+    it('a JSON round of more than 5,000 values is refused before it is parsed; an earlier one beyond it (stored before the limit) is compared as text', () => {
+      setup();
+      h.usePolicy(testPolicy({ maxRounds: 8, tokenBudgetPerRound: 131_072, totalTokenBudget: 2_097_152 }));
+      h.openN('n', [A, B]);
+      // jsonShape's count: 1 + '[' + 4,999 commas = 5,001 values (the array and its 5,000 items).
+      refused(() => h.propose('n', A, JSON.stringify(Array(5_000).fill(0))), 'invalid', 'VALIDATION_ERROR',
+        /^the payload holds more than 5000 JSON values \(JSON values limit\); no round was used$/);
+      assert.equal(h.negotiations.get('n')?.rounds, 0, 'no round was used');
+      const r1 = h.propose('n', A, JSON.stringify(Array(4_999).fill(0)));
+      assert.equal(r1.n, 1, '5,000 values are accepted');
+      h.coordinator.store.negotiation.putRound({ ...r1, payload: Buffer.from(JSON.stringify(Array(6_000).fill(1))) });
+      const r2 = h.counter('n', B, { offer: 'B' });
+      assert.match(r2.delta.method, /^text/, 'the earlier round is not parsed: a line diff of the texts');
+      assert.equal(r2.delta.magnitude, 1);
+    });
+
     it('total_token_budget exceeded stops; tie-break abort aborts', () => {
       setup();
       h.usePolicy(testPolicy({ maxRounds: 8, tokenBudgetPerRound: 1_000, totalTokenBudget: 1_024 }), { tieBreak: 'abort' });

@@ -633,7 +633,7 @@ export class Negotiations implements NegotiationQueries, Disposable {
       }
       return undefined;
     }
-    const parsed = parseBoundedJson(input.payload.toString('utf8'), { what: 'the payload', maxBytes: LIMITS.payload_bytes });
+    const parsed = parseBoundedJson(input.payload.toString('utf8'), { what: 'the payload', maxBytes: LIMITS.payload_bytes, maxValues: LIMITS.payload_json_values });
     if (!parsed.ok) throw fail('invalid', 'VALIDATION_ERROR', `${parsed.reason}; no round was used`);
     for (const [schema, which] of [[rec.schema, 'the proposal schema'], [rec.policySchema ?? '', 'the policy\'s proposal schema for the topic']] as const) {
       if (schema === '') continue;
@@ -674,7 +674,8 @@ export class Negotiations implements NegotiationQueries, Disposable {
     if (!previous) return { summary: { magnitude: 1, changedPaths: [], pathCount: 0, method: 'none' }, artifact: {} };
     const header = { from: `v${previous.n}`, to: `v${previous.n + 1}` };
     if (json && isJsonContentType(previous.contentType)) {
-      const before = parseBoundedJson(previous.payload.toString('utf8'), { what: 'the previous round' });
+      // A round of more values (stored before the limit) is compared as text.
+      const before = parseBoundedJson(previous.payload.toString('utf8'), { what: 'the previous round', maxValues: LIMITS.payload_json_values });
       if (before.ok) {
         const { summary, delta } = jsonDeltaSummary(before.value, json.value);
         const artifact: Record<string, unknown> = { ...header, method: summary.method, magnitude: summary.magnitude, changed_paths: summary.changedPaths, path_count: summary.pathCount, delta: delta ?? null };
@@ -696,7 +697,7 @@ export class Negotiations implements NegotiationQueries, Disposable {
   private sameContract(round: RoundRecord, contentType: string, payload: Buffer, json: { value: unknown } | undefined): boolean {
     if (round.payload.equals(payload)) return true;
     if (!json || !isJsonContentType(round.contentType) || !isJsonContentType(contentType)) return false;
-    const other = parseBoundedJson(round.payload.toString('utf8'), { what: 'round' });
+    const other = parseBoundedJson(round.payload.toString('utf8'), { what: 'round', maxValues: LIMITS.payload_json_values });
     return other.ok && jsonSame(other.value, json.value);
   }
 

@@ -15,7 +15,7 @@ import {
   DEFAULT_EXECUTION_POLICY, ToolCallError,
   type CallInput, type JsonSchema, type ToolDescriptor, type ToolProvider, type ToolRequest, type ToolResult,
 } from '../tools/model';
-import { scoreDebate } from './debateScorer';
+import { scoreDebateOffThread } from './debateThread';
 
 /**
  * The inference engine (RFC §9.3): an agent whose descriptor declares reasoning_connectors and that takes TOOL_CALL
@@ -255,8 +255,10 @@ export class InferenceEngine implements ParallelismScorer, Disposable {
     }
     const engineId = this.engineAgent();
     if (engineId === undefined) {
-      const verdict = scoreDebate(request.proposalA, request.proposalB, request.intensity);
-      return { confidence: verdict.confidence, notes: BUILT_IN_NOTE + verdict.notes };
+      // On a worker thread for long proposals (debateThread.ts): it took up to seconds for two of 1 MiB.
+      const answer = await scoreDebateOffThread(request.proposalA, request.proposalB, request.intensity);
+      if (!answer.ok) throw new ToolCallError('unavailable', 'UNAVAILABLE', answer.why);
+      return { confidence: answer.verdict.confidence, notes: BUILT_IN_NOTE + answer.verdict.notes };
     }
     const answer = await this.ask(engineId, 'evaluate_debate', {
       negotiation_id: request.negotiationId, proposal_a: request.proposalA, proposal_b: request.proposalB, intensity: request.intensity,
