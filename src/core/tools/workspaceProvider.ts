@@ -1,5 +1,6 @@
 import * as path from 'node:path';
-import { ConfinedGit, ConfinedGitLimitError, byteOrder, withinSpecs } from '../worktree/confinedGit';
+import { byteOrder, sortInTurns } from '../inTurns';
+import { ConfinedGit, ConfinedGitLimitError, specMatcher } from '../worktree/confinedGit';
 import { Confinement, ConfinementError, type ConfinementOptions } from '../worktree/confinement';
 import { GitCommandError, type Git } from '../worktree/git';
 import { ToolCallError, type JsonSchema, type ToolDescriptor, type ToolProvider, type ToolRequest } from './model';
@@ -365,12 +366,12 @@ export class WorkspaceProvider implements ToolProvider {
         else entries.push({ path: p, xy, kind: 'changed' });
       }
       for (const [p, set] of stages) entries.push({ path: p, xy: unmergedXy(set), kind: 'unmerged' });
-      entries.sort((a, b) => byteOrder(a.path, b.path));
-      for (const p of await g.untracked(['.'], tracked)) entries.push({ path: p, xy: '??', kind: 'untracked' });
+      const sorted = await sortInTurns(entries, (a, b) => byteOrder(a.path, b.path));
+      for (const p of await g.untracked(['.'], tracked)) sorted.push({ path: p, xy: '??', kind: 'untracked' });
       return {
-        branch, head: head || '(initial)', clean: entries.length === 0,
-        entries: entries.slice(0, L.maxStatusEntries),
-        truncated: entries.length > L.maxStatusEntries,
+        branch, head: head || '(initial)', clean: sorted.length === 0,
+        entries: sorted.slice(0, L.maxStatusEntries),
+        truncated: sorted.length > L.maxStatusEntries,
       };
     });
   }
@@ -401,8 +402,9 @@ export class WorkspaceProvider implements ToolProvider {
       const known = new Set(index.map((e) => e.oid));
       let lines = '';
       const done = new Set<string>();
+      const within = specMatcher(paths);
       for (const e of index) {
-        if (done.has(e.path) || !withinSpecs(e.path, paths)) continue;
+        if (done.has(e.path) || !within(e.path)) continue;
         done.add(e.path);
         if (e.mode === GITLINK) { lines += g.entryLine(e.path, { mode: e.mode, oid: e.oid }); continue; }
         const blob = await g.worktreeBlob(e.path, { write: true, known });
@@ -440,10 +442,11 @@ export class WorkspaceProvider implements ToolProvider {
       const gitlinks = new Map(index.filter((e) => e.mode === GITLINK).map((e) => [e.path, e.oid]));
       const known = new Set([...index.map((e) => e.oid), ...headTreeEntries.map((e) => e.oid)]);
       const candidates = new Set<string>();
-      for (const e of [...index, ...headTreeEntries]) if (withinSpecs(e.path, specs)) candidates.add(e.path);
+      const within = specMatcher(specs);
+      for (const e of [...index, ...headTreeEntries]) if (within(e.path)) candidates.add(e.path);
       for (const p of await g.untracked(specs, indexPaths)) candidates.add(p);
       let lines = '';
-      for (const p of [...candidates].sort(byteOrder)) {
+      for (const p of await sortInTurns([...candidates], byteOrder)) {
         const gitlink = gitlinks.get(p);
         const blob = gitlink !== undefined ? { mode: GITLINK, oid: gitlink } : await g.worktreeBlob(p, { write: true, known });
         // Removed first, so that an unmerged path's stages go too; then its stage 0 (when it exists).

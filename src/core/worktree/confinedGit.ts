@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { promises as fsp } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
+import { byteOrder, sortInTurns } from '../inTurns';
 import { ConfinementError, type Confinement } from './confinement';
 import type { Git, GitEnvironment, GitResult } from './git';
 
@@ -38,10 +39,19 @@ export class ConfinedGitLimitError extends Error {}
 const GITLINK = '160000';
 const SYMLINK = '120000';
 
-/** `path` is one of `specs` or below one ("." or no spec: everything). */
-export function withinSpecs(p: string, specs: readonly string[]): boolean {
-  if (specs.length === 0) return true;
-  return specs.some((s) => s === '.' || s === '' || p === s || p.startsWith(`${s}/`));
+/**
+ * Whether a path is one of `specs` or below one ("." or no spec: everything): the specs in a Set, each path looked up
+ * with its folders (work as long as the path is deep), not compared with every spec (1,000 specs against a
+ * 100,000-entry index were 2.8 s of one turn).
+ */
+export function specMatcher(specs: readonly string[]): (p: string) => boolean {
+  if (specs.length === 0 || specs.some((s) => s === '.' || s === '')) return () => true;
+  const set = new Set(specs);
+  return (p) => {
+    if (set.has(p)) return true;
+    for (let slash = p.indexOf('/'); slash >= 0; slash = p.indexOf('/', slash + 1)) if (set.has(p.slice(0, slash))) return true;
+    return false;
+  };
 }
 
 function parseIndex(stdout: string): GitEntry[] {
@@ -256,7 +266,7 @@ export class ConfinedGit {
       }
       candidates = [];
     }
-    return found.sort(byteOrder);
+    return sortInTurns(found, byteOrder);
   }
 
   /** Copies `<dir>/.gitignore`, read through the confinement, into the private ignore tree (absent or refused: none). */
@@ -280,7 +290,3 @@ export class ConfinedGit {
   }
 }
 
-/** git's own order of paths: by bytes. */
-export function byteOrder(a: string, b: string): number {
-  return Buffer.compare(Buffer.from(a, 'utf8'), Buffer.from(b, 'utf8'));
-}
