@@ -99,4 +99,22 @@ describe('workspace git tools hold the event loop at most 50 ms at their limits 
     }
     assert.ok(holds.every((h) => heldMs(h) <= 50), holds.map(describeHold).join('; '));
   });
+
+  it('git_diff of a changed 60 MiB file: git\'s output kept to the answer\'s size, at most 50 ms of event loop', async () => {
+    const big = (c: string) => `${`${c.repeat(99)}\n`.repeat(60 * 1024 * 1024 / 100)}`;
+    fs.writeFileSync(path.join(home, 'big.txt'), big('a'));
+    await measured('git_commit', { message: 'a big file', paths: ['big.txt'] });
+    fs.writeFileSync(path.join(home, 'big.txt'), big('b'));
+    const holds: Hold[] = [];
+    for (let k = 0; k < 2; k++) {
+      const { value, hold } = await measured('git_diff', { paths: ['big.txt'], max_bytes: WORKSPACE_LIMITS.maxDiffBytes });
+      console.log(`      git_diff of a 60 MiB file, every line changed #${k + 1}: ${String(value.bytes)} bytes (truncated ${String(value.truncated)}) in ${hold.ms.toFixed(0)} ms, ${describeHold(hold)}`);
+      assert.equal(value.truncated, true);
+      assert.ok((value.bytes as number) <= WORKSPACE_LIMITS.maxDiffBytes && (value.bytes as number) > WORKSPACE_LIMITS.maxDiffBytes - 200, String(value.bytes));
+      assert.match(value.diff as string, /^diff --git a\/big.txt b\/big.txt\n[^]*\n-a{99}\n/);
+      assert.ok((value.diff as string).endsWith('\n'));
+      holds.push(hold);
+    }
+    assert.ok(holds.every((h) => heldMs(h) <= 50), holds.map(describeHold).join('; '));
+  });
 });
