@@ -9,7 +9,7 @@ export const TURN_MS = 8;
 const yieldTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 /** Counts work, and yields once TURN_MS has passed since the last yield (the clock read every 256 steps). */
-class Turns {
+export class Turns {
   private started = performance.now();
   private steps = 0;
 
@@ -56,6 +56,23 @@ export async function sortInTurns<T>(items: readonly T[], compare: (a: T, b: T) 
     [from, to] = [to, from];
   }
   return from;
+}
+
+/**
+ * Calls `body` with each `separator`-ended record of `text` (empty ones skipped; a last record without its separator
+ * too), yielding the event loop every TURN_MS: git's `-z` output of 200,000 index entries was ≈ 0.2 s to split and
+ * parse in one turn.
+ */
+export async function eachRecordInTurns(text: string, separator: string, body: (record: string) => void): Promise<void> {
+  const turns = new Turns();
+  let at = 0;
+  while (at < text.length) {
+    let end = text.indexOf(separator, at);
+    if (end < 0) end = text.length;
+    if (end > at) body(text.slice(at, end));
+    at = end + separator.length;
+    await turns.step();
+  }
 }
 
 /** Calls `body` for each item, yielding the event loop every TURN_MS. */

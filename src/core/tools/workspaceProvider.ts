@@ -1,5 +1,5 @@
 import * as path from 'node:path';
-import { byteOrder, sortInTurns } from '../inTurns';
+import { Turns, byteOrder, forEachInTurns, sortInTurns } from '../inTurns';
 import { ConfinedGit, ConfinedGitLimitError, specMatcher } from '../worktree/confinedGit';
 import { Confinement, ConfinementError, type ConfinementOptions } from '../worktree/confinement';
 import { GitCommandError, type Git } from '../worktree/git';
@@ -405,11 +405,14 @@ export class WorkspaceProvider implements ToolProvider {
       const diff = ['diff', '--no-ext-diff', '--no-textconv', '--no-color', '--cached', 'HEAD', '--', ...literal(paths)];
       if (args.staged === true) return g.run(diff, keep);
       const index = await g.indexEntries();
-      const known = new Set(index.map((e) => e.oid));
+      const known = new Set<string>();
+      await forEachInTurns(index, (e) => known.add(e.oid));
       let lines = '';
       const done = new Set<string>();
       const within = specMatcher(paths);
+      const turns = new Turns();
       for (const e of index) {
+        await turns.step();
         if (done.has(e.path) || !within(e.path)) continue;
         done.add(e.path);
         if (e.mode === GITLINK) { lines += g.entryLine(e.path, { mode: e.mode, oid: e.oid }); continue; }
@@ -444,12 +447,21 @@ export class WorkspaceProvider implements ToolProvider {
       const specs = paths.length > 0 ? paths : ['.'];
       const index = await g.indexEntries();
       const headTreeEntries = await g.treeEntries(oldHead);
-      const indexPaths = new Set(index.map((e) => e.path));
-      const gitlinks = new Map(index.filter((e) => e.mode === GITLINK).map((e) => [e.path, e.oid]));
-      const known = new Set([...index.map((e) => e.oid), ...headTreeEntries.map((e) => e.oid)]);
+      const indexPaths = new Set<string>();
+      const gitlinks = new Map<string, string>();
+      const known = new Set<string>();
       const candidates = new Set<string>();
       const within = specMatcher(specs);
-      for (const e of [...index, ...headTreeEntries]) if (within(e.path)) candidates.add(e.path);
+      await forEachInTurns(index, (e) => {
+        indexPaths.add(e.path);
+        if (e.mode === GITLINK) gitlinks.set(e.path, e.oid);
+        known.add(e.oid);
+        if (within(e.path)) candidates.add(e.path);
+      });
+      await forEachInTurns(headTreeEntries, (e) => {
+        known.add(e.oid);
+        if (within(e.path)) candidates.add(e.path);
+      });
       for (const p of await g.untracked(specs, indexPaths)) candidates.add(p);
       let lines = '';
       for (const p of await sortInTurns([...candidates], byteOrder)) {

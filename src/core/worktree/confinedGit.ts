@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { promises as fsp } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { byteOrder, sortInTurns } from '../inTurns';
+import { byteOrder, eachRecordInTurns, sortInTurns } from '../inTurns';
 import { ConfinementError, type Confinement } from './confinement';
 import type { Git, GitEnvironment, GitResult } from './git';
 
@@ -55,25 +55,25 @@ export function specMatcher(specs: readonly string[]): (p: string) => boolean {
   };
 }
 
-function parseIndex(stdout: string): GitEntry[] {
+/** `ls-files -s -z` records, parsed in turns. */
+async function parseIndex(stdout: string): Promise<GitEntry[]> {
   const entries: GitEntry[] = [];
-  for (const record of stdout.split('\0')) {
-    if (record === '') continue;
+  await eachRecordInTurns(stdout, '\0', (record) => {
     const tab = record.indexOf('\t');
     const [mode, oid, stage] = record.slice(0, tab).split(' ');
     entries.push({ mode, oid, stage: Number(stage), path: record.slice(tab + 1) });
-  }
+  });
   return entries;
 }
 
-function parseTree(stdout: string): GitEntry[] {
+/** `ls-tree -r -z` records, parsed in turns. */
+async function parseTree(stdout: string): Promise<GitEntry[]> {
   const entries: GitEntry[] = [];
-  for (const record of stdout.split('\0')) {
-    if (record === '') continue;
+  await eachRecordInTurns(stdout, '\0', (record) => {
     const tab = record.indexOf('\t');
     const [mode, , oid] = record.slice(0, tab).split(' ');
     entries.push({ mode, oid, stage: 0, path: record.slice(tab + 1) });
-  }
+  });
   return entries;
 }
 
