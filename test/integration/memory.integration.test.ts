@@ -34,20 +34,38 @@ describe('memory and the event loop with 16 MB payloads (real sockets, a real st
   describe('validation off the event loop', () => {
     const fixture = useHost('sw4rm-int-memory-');
 
-    it('validates four 16 MB JSON payloads at once without holding the event loop for the parse', async () => {
+    it('validates four 16 MB JSON payloads at once without holding the event loop for the parse (against a baseline of the same run)', async () => {
       await registerRouterAgent(fixture.clients, 'sender');
-      await registerRouterAgent(fixture.clients, 'r0');
-      const delay = monitorEventLoopDelay({ resolution: 1 });
-      delay.enable();
-      // Invalid in the last byte: everything is parsed, nothing is stored, so the measure is the validation path.
-      const result = await sendFromAnotherProcess(`127.0.0.1:${fixture.host.port}`, fixture.host.token!, ['sender', 4, 16, 4, 'r', 'broken']);
-      delay.disable();
-      assert.deepEqual(Object.keys(result.outcomes), ['VALIDATION_ERROR: the payload is not valid JSON for content_type application/json'], JSON.stringify(result));
-      assert.equal(result.outcomes['VALIDATION_ERROR: the payload is not valid JSON for content_type application/json'], 4);
-      const maxMs = delay.max / 1e6;
-      // On the event loop, JSON.parse of one such payload took 100-300 ms here; off it, what is left is gRPC's own
-      // decoding and a copy to the worker.
-      assert.ok(maxMs < 80, `the event loop was held at most ${maxMs.toFixed(1)} ms`);
+      for (let i = 0; i < 4; i++) await registerRouterAgent(fixture.clients, `r${i}`);
+      const address = `127.0.0.1:${fixture.host.port}`;
+      const hold = async (args: Array<string | number>) => {
+        const delay = monitorEventLoopDelay({ resolution: 1 });
+        delay.enable();
+        const result = await sendFromAnotherProcess(address, fixture.host.token!, args);
+        delay.disable();
+        return { result, ms: delay.max / 1e6 };
+      };
+      // The baseline: the same four 16 MiB messages as application/octet-stream to recipients that do not exist, so
+      // decoded by gRPC and refused, never parsed. What holds the loop there (gRPC's decoding of 16 MiB messages and
+      // the garbage collector freeing them: one pause of ≈ 0.1 s in a CPU profile on a loaded machine) is common to
+      // both; the parse, on the worker, must add nothing the size of a parse (JSON.parse of one such payload on the
+      // event loop took 100-300 ms). Interleaved, three of each; the medians are compared.
+      const baseline: number[] = [];
+      const measured: number[] = [];
+      for (let k = 0; k < 3; k++) {
+        const base = await hold(['sender', 4, 16, 4, 'nobody-', 'octet']);
+        assert.equal(base.result.outcomes.accepted, undefined, JSON.stringify(base.result));
+        baseline.push(base.ms);
+        // Invalid in the last byte: everything is parsed, nothing is stored, so the measure is the validation path.
+        const { result, ms } = await hold(['sender', 4, 16, 4, 'r', 'broken']);
+        assert.deepEqual(Object.keys(result.outcomes), ['VALIDATION_ERROR: the payload is not valid JSON for content_type application/json'], JSON.stringify(result));
+        assert.equal(result.outcomes['VALIDATION_ERROR: the payload is not valid JSON for content_type application/json'], 4);
+        measured.push(ms);
+      }
+      const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[1];
+      const text = `validated: event loop held ${measured.map((m) => m.toFixed(1)).join(', ')} ms; baseline (not parsed): ${baseline.map((m) => m.toFixed(1)).join(', ')} ms`;
+      console.log(`      (${text})`);
+      assert.ok(median(measured) <= median(baseline) + 40, text);
     });
   });
 

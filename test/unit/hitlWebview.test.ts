@@ -40,6 +40,23 @@ describe('approval panel: text diffs', () => {
     assert.deepEqual(lines.filter((l) => l.kind === 'add').map((l) => [l.text, l.newLine]), [['+line two', 2], ['+line nineteen', 19]]);
   });
 
+  it('gives up on a diff too large to show at the context limit within 50 ms, and says so (issue 30, item 1)', () => {
+    // Two texts filling an approval's 256 KiB context, every other line changed: unbounded, 9.9 s of the panel's thread.
+    const text = (f: (i: number) => string) => Array.from({ length: 8000 }, (_, i) => f(i)).join('\n') + '\n';
+    const before = text((i) => `line ${i} alpha`);
+    const after = text((i) => (i % 2 ? `line ${i} beta` : `line ${i} alpha`));
+    assert.ok(before.length + after.length > 240_000 && before.length + after.length < 256 * 1024, String(before.length + after.length));
+    const t0 = performance.now();
+    const lines = textDiffLines(before, after);
+    const ms = performance.now() - t0;
+    console.log(`      ${before.length + after.length} characters, 4,000 changed lines: ${lines.length} line${lines.length === 1 ? '' : 's'} shown in ${ms.toFixed(1)} ms`);
+    assert.deepEqual(lines, [{ kind: 'note', text: `The texts differ in too many lines to show line by line here (8000 lines, ${before.length} characters before; 8000 lines, ${after.length} characters after).` }]);
+    assert.ok(ms <= 50, `${ms.toFixed(1)} ms`);
+    // A few changed lines in the same texts are still shown line by line.
+    const few = textDiffLines(before, before.replace('line 4000 alpha\n', 'line 4000 gamma\n'));
+    assert.deepEqual(few.filter((l) => l.kind === 'add').map((l) => l.text), ['+line 4000 gamma']);
+  });
+
   it('has nothing to show for equal texts, and treats a missing side as empty', () => {
     assert.deepEqual(textDiffLines('same\n', 'same\n'), []);
     assert.deepEqual(textDiffLines('', 'new').map((l) => l.kind), ['hunk', 'add']);

@@ -15,6 +15,16 @@ export interface DiffLine {
 export const CONTEXT_LINES = 3;
 
 /**
+ * The line diff's bounds: it gives up beyond this many changed lines or after this long (the `diff` package's
+ * maxEditLength and timeout), and the panel says the texts differ too much to show line by line. Unbounded, two
+ * 125 KB texts with every other line changed (an approval's context may be 256 KiB) took 9.9 s of the panel's one
+ * thread, its buttons included (issue 30, item 1: the approval never waits on the diff).
+ */
+export const TEXT_DIFF_LIMITS = { maxEditLength: 1_000, timeoutMs: 30 } as const;
+
+const lineCount = (t: string) => (t === '' ? 0 : t.split('\n').length - (t.endsWith('\n') ? 1 : 0));
+
+/**
  * A unified line diff of two texts (the `diff` package's structured patch): hunk headers, then the
  * context, removed and added lines with their line numbers. No lines when the texts are equal.
  * "No newline at end of file" is shown only when the two texts differ in that.
@@ -23,7 +33,11 @@ export function textDiffLines(before: string, after: string, context = CONTEXT_L
   // An empty text has no last line to terminate; otherwise both sides unterminated is the common case of short texts.
   const unterminated = [before, after].filter((t) => t !== '').every((t) => !t.endsWith('\n'));
   const terminate = (t: string) => (unterminated && t !== '' ? `${t}\n` : t);
-  const patch = structuredPatch('before', 'after', terminate(before), terminate(after), undefined, undefined, { context });
+  const patch = structuredPatch('before', 'after', terminate(before), terminate(after), undefined, undefined,
+    { context, maxEditLength: TEXT_DIFF_LIMITS.maxEditLength, timeout: TEXT_DIFF_LIMITS.timeoutMs });
+  if (!patch) {
+    return [{ kind: 'note', text: `The texts differ in too many lines to show line by line here (${lineCount(before)} lines, ${before.length} characters before; ${lineCount(after)} lines, ${after.length} characters after).` }];
+  }
   const lines: DiffLine[] = [];
   for (const hunk of patch.hunks) {
     lines.push({ kind: 'hunk', text: `@@ -${hunk.oldStart},${hunk.oldLines} +${hunk.newStart},${hunk.newLines} @@` });

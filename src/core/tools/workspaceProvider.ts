@@ -1,5 +1,6 @@
 import * as path from 'node:path';
-import { ConfinedGit, ConfinedGitLimitError, byteOrder, withinSpecs } from '../worktree/confinedGit';
+import { Turns, byteOrder, forEachInTurns, sortInTurns } from '../inTurns';
+import { ConfinedGit, ConfinedGitLimitError, specMatcher } from '../worktree/confinedGit';
 import { Confinement, ConfinementError, type ConfinementOptions } from '../worktree/confinement';
 import { GitCommandError, type Git } from '../worktree/git';
 import { ToolCallError, type JsonSchema, type ToolDescriptor, type ToolProvider, type ToolRequest } from './model';
@@ -169,10 +170,13 @@ function literal(paths: readonly string[]): string[] {
   return paths.map((p) => `:(literal)${p}`);
 }
 
-/** Cuts `text` to at most `maxBytes` UTF-8 bytes at a line end (or, for one huge line, at a character). */
-function cutAtLine(text: string, maxBytes: number): { text: string; truncated: boolean } {
+/**
+ * Cuts `text` to at most `maxBytes` UTF-8 bytes at a line end (or, for one huge line, at a character); `longer`: the
+ * text is itself the start of a longer one (git's output was cut).
+ */
+function cutAtLine(text: string, maxBytes: number, longer = false): { text: string; truncated: boolean } {
   const bytes = Buffer.from(text, 'utf8');
-  if (bytes.length <= maxBytes) return { text, truncated: false };
+  if (bytes.length <= maxBytes && !longer) return { text, truncated: false };
   let cut = bytes.subarray(0, maxBytes).toString('utf8');
   if (cut.endsWith('\ufffd')) cut = cut.slice(0, -1);
   const lastNewline = cut.lastIndexOf('\n');
@@ -365,12 +369,12 @@ export class WorkspaceProvider implements ToolProvider {
         else entries.push({ path: p, xy, kind: 'changed' });
       }
       for (const [p, set] of stages) entries.push({ path: p, xy: unmergedXy(set), kind: 'unmerged' });
-      entries.sort((a, b) => byteOrder(a.path, b.path));
-      for (const p of await g.untracked(['.'], tracked)) entries.push({ path: p, xy: '??', kind: 'untracked' });
+      const sorted = await sortInTurns(entries, (a, b) => byteOrder(a.path, b.path));
+      for (const p of await g.untracked(['.'], tracked)) sorted.push({ path: p, xy: '??', kind: 'untracked' });
       return {
-        branch, head: head || '(initial)', clean: entries.length === 0,
-        entries: entries.slice(0, L.maxStatusEntries),
-        truncated: entries.length > L.maxStatusEntries,
+        branch, head: head || '(initial)', clean: sorted.length === 0,
+        entries: sorted.slice(0, L.maxStatusEntries),
+        truncated: sorted.length > L.maxStatusEntries,
       };
     });
   }
@@ -394,15 +398,22 @@ export class WorkspaceProvider implements ToolProvider {
   private async gitDiff(c: Confinement, args: Record<string, unknown>) {
     const paths = await this.checkedPaths(c, args.paths as string[] | undefined);
     const maxBytes = (args.max_bytes as number | undefined) ?? L.defaultDiffBytes;
-    const stdout = await this.withGit(c, async (g) => {
+    // git's output is kept up to the answer's size and a few bytes more (to cut at a line), never gathered whole: the
+    // diff of a changed 64 MiB file is 128 MiB, ≈ 0.3 s of one turn to join, decode and measure.
+    const keep = { maxStdoutBytes: maxBytes + 4 };
+    const result = await this.withGit(c, async (g) => {
       const diff = ['diff', '--no-ext-diff', '--no-textconv', '--no-color', '--cached', 'HEAD', '--', ...literal(paths)];
-      if (args.staged === true) return (await g.run(diff)).stdout;
+      if (args.staged === true) return g.run(diff, keep);
       const index = await g.indexEntries();
-      const known = new Set(index.map((e) => e.oid));
+      const known = new Set<string>();
+      await forEachInTurns(index, (e) => known.add(e.oid));
       let lines = '';
       const done = new Set<string>();
+      const within = specMatcher(paths);
+      const turns = new Turns();
       for (const e of index) {
-        if (done.has(e.path) || !withinSpecs(e.path, paths)) continue;
+        await turns.step();
+        if (done.has(e.path) || !within(e.path)) continue;
         done.add(e.path);
         if (e.mode === GITLINK) { lines += g.entryLine(e.path, { mode: e.mode, oid: e.oid }); continue; }
         const blob = await g.worktreeBlob(e.path, { write: true, known });
@@ -411,9 +422,9 @@ export class WorkspaceProvider implements ToolProvider {
       await g.writeBlobs();
       if (lines !== '') await g.run(['update-index', '-z', '--index-info'], { index: g.tempIndex, input: lines });
       else await g.run(['read-tree', '--empty'], { index: g.tempIndex });
-      return (await g.run(diff, { index: g.tempIndex })).stdout;
+      return g.run(diff, { index: g.tempIndex, ...keep });
     });
-    const { text, truncated } = cutAtLine(stdout, maxBytes);
+    const { text, truncated } = cutAtLine(result.stdout, maxBytes, result.stdoutTruncated === true);
     return { diff: text, bytes: Buffer.byteLength(text, 'utf8'), truncated };
   }
 
@@ -436,14 +447,24 @@ export class WorkspaceProvider implements ToolProvider {
       const specs = paths.length > 0 ? paths : ['.'];
       const index = await g.indexEntries();
       const headTreeEntries = await g.treeEntries(oldHead);
-      const indexPaths = new Set(index.map((e) => e.path));
-      const gitlinks = new Map(index.filter((e) => e.mode === GITLINK).map((e) => [e.path, e.oid]));
-      const known = new Set([...index.map((e) => e.oid), ...headTreeEntries.map((e) => e.oid)]);
+      const indexPaths = new Set<string>();
+      const gitlinks = new Map<string, string>();
+      const known = new Set<string>();
       const candidates = new Set<string>();
-      for (const e of [...index, ...headTreeEntries]) if (withinSpecs(e.path, specs)) candidates.add(e.path);
+      const within = specMatcher(specs);
+      await forEachInTurns(index, (e) => {
+        indexPaths.add(e.path);
+        if (e.mode === GITLINK) gitlinks.set(e.path, e.oid);
+        known.add(e.oid);
+        if (within(e.path)) candidates.add(e.path);
+      });
+      await forEachInTurns(headTreeEntries, (e) => {
+        known.add(e.oid);
+        if (within(e.path)) candidates.add(e.path);
+      });
       for (const p of await g.untracked(specs, indexPaths)) candidates.add(p);
       let lines = '';
-      for (const p of [...candidates].sort(byteOrder)) {
+      for (const p of await sortInTurns([...candidates], byteOrder)) {
         const gitlink = gitlinks.get(p);
         const blob = gitlink !== undefined ? { mode: GITLINK, oid: gitlink } : await g.worktreeBlob(p, { write: true, known });
         // Removed first, so that an unmerged path's stages go too; then its stage 0 (when it exists).

@@ -15,7 +15,7 @@
  *   keys mapped to the same input or two outputs to the same data key; `priority` not a whole number from -19 to 20,
  *   `scope` not a scheduler scope, `on_failure` not `fail` or `hitl`, `max_iterations` not a whole number from 1 to 1,000.
  * - `limit_exceeded`: more than WORKFLOW_LIMITS.maxNodes nodes, more than maxTotalDependencies dependencies,
- *   maxMapEntries map entries or maxTotalRouteChars route characters in all (these four are counted before anything else is looked at, and refuse alone), ids
+ *   maxMapEntries map entries, maxTotalRouteChars route characters or maxTotalScheduleChars schedule characters in all (these five are counted before anything else is looked at, and refuse alone), ids
  *   longer than maxIdChars, more than maxDependencies dependencies on a node, metadata or mapping entries beyond their bounds.
  * - `duplicate_node` (two nodes with one id), `duplicate_dependency`, `unknown_dependency`, `self_dependency`, `no_root`
  *   (no node without dependencies), `workflow_cycle_detected`.
@@ -46,6 +46,8 @@ export const WORKFLOW_LIMITS = {
   maxMapEntries: 8_192,
   /** Characters of every `route` of a definition together (each one also at most ROUTE_LIMITS.maxExpressionChars, 4 KiB): CEL compiles each. */
   maxTotalRouteChars: 32_768,
+  /** Characters of every SCHEDULE node's `schedule` together (each also at most SCHEDULE_LIMITS.maxChars, 256): cron-parser reads each, ≈ 0.06 ms for a long one. */
+  maxTotalScheduleChars: 16_384,
   /** Node ids and workflow ids. */
   maxIdChars: 128,
   /** An agent id or `type:<agent type>` (the scheduler's target bound). */
@@ -142,12 +144,15 @@ export function validateWithAllIssues(definition: WorkflowDefinition, L: Workflo
   let totalDependencies = 0;
   let mapEntries = countEntries(definition.metadata);
   let routeChars = 0;
+  let scheduleChars = 0;
   for (let i = 0; i < n; i++) {
     const node = nodes[i];
     if (Array.isArray(node.dependencies)) totalDependencies += node.dependencies.length;
     mapEntries += countEntries(node.inputMapping) + countEntries(node.outputMapping) + countEntries(node.metadata);
     const route = node.metadata && typeof node.metadata === 'object' && hasOwn(node.metadata, 'route') ? node.metadata.route : undefined;
     if (typeof route === 'string') routeChars += route.length;
+    const schedule = node.trigger === 'SCHEDULE' && node.metadata && typeof node.metadata === 'object' && hasOwn(node.metadata, 'schedule') ? node.metadata.schedule : undefined;
+    if (typeof schedule === 'string') scheduleChars += schedule.length;
   }
   if (totalDependencies > L.maxTotalDependencies) {
     issues.error(-1, 'limit_exceeded', 'nodes', `a workflow has at most ${L.maxTotalDependencies} dependencies in all (this one has ${totalDependencies})`);
@@ -159,6 +164,10 @@ export function validateWithAllIssues(definition: WorkflowDefinition, L: Workflo
   }
   if (routeChars > L.maxTotalRouteChars) {
     issues.error(-1, 'limit_exceeded', 'nodes', `the routes of a workflow have at most ${L.maxTotalRouteChars} characters in all (this one's have ${routeChars})`);
+    return done();
+  }
+  if (scheduleChars > L.maxTotalScheduleChars) {
+    issues.error(-1, 'limit_exceeded', 'nodes', `the schedules of a workflow's SCHEDULE nodes have at most ${L.maxTotalScheduleChars} characters in all (this one's have ${scheduleChars})`);
     return done();
   }
 

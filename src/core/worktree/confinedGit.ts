@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { promises as fsp } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
+import { byteOrder, eachRecordInTurns, sortInTurns } from '../inTurns';
 import { ConfinementError, type Confinement } from './confinement';
 import type { Git, GitEnvironment, GitResult } from './git';
 import { UntrustedGitDirError, worktreeGitDirs } from './gitDirs';
@@ -42,31 +43,40 @@ export class ConfinedGitLimitError extends Error {}
 const GITLINK = '160000';
 const SYMLINK = '120000';
 
-/** `path` is one of `specs` or below one ("." or no spec: everything). */
-export function withinSpecs(p: string, specs: readonly string[]): boolean {
-  if (specs.length === 0) return true;
-  return specs.some((s) => s === '.' || s === '' || p === s || p.startsWith(`${s}/`));
+/**
+ * Whether a path is one of `specs` or below one ("." or no spec: everything): the specs in a Set, each path looked up
+ * with its folders (work as long as the path is deep), not compared with every spec (1,000 specs against a
+ * 100,000-entry index were 2.8 s of one turn).
+ */
+export function specMatcher(specs: readonly string[]): (p: string) => boolean {
+  if (specs.length === 0 || specs.some((s) => s === '.' || s === '')) return () => true;
+  const set = new Set(specs);
+  return (p) => {
+    if (set.has(p)) return true;
+    for (let slash = p.indexOf('/'); slash >= 0; slash = p.indexOf('/', slash + 1)) if (set.has(p.slice(0, slash))) return true;
+    return false;
+  };
 }
 
-function parseIndex(stdout: string): GitEntry[] {
+/** `ls-files -s -z` records, parsed in turns. */
+async function parseIndex(stdout: string): Promise<GitEntry[]> {
   const entries: GitEntry[] = [];
-  for (const record of stdout.split('\0')) {
-    if (record === '') continue;
+  await eachRecordInTurns(stdout, '\0', (record) => {
     const tab = record.indexOf('\t');
     const [mode, oid, stage] = record.slice(0, tab).split(' ');
     entries.push({ mode, oid, stage: Number(stage), path: record.slice(tab + 1) });
-  }
+  });
   return entries;
 }
 
-function parseTree(stdout: string): GitEntry[] {
+/** `ls-tree -r -z` records, parsed in turns. */
+async function parseTree(stdout: string): Promise<GitEntry[]> {
   const entries: GitEntry[] = [];
-  for (const record of stdout.split('\0')) {
-    if (record === '') continue;
+  await eachRecordInTurns(stdout, '\0', (record) => {
     const tab = record.indexOf('\t');
     const [mode, , oid] = record.slice(0, tab).split(' ');
     entries.push({ mode, oid, stage: 0, path: record.slice(tab + 1) });
-  }
+  });
   return entries;
 }
 
@@ -139,12 +149,13 @@ export class ConfinedGit {
   }
 
   /** git with the empty private folder as its folder and work tree; `index` a temporary index instead of the worktree's. */
-  run(args: readonly string[], options: { index?: string; input?: string; okExitCodes?: readonly number[]; env?: GitEnvironment; workTree?: string } = {}): Promise<GitResult> {
+  run(args: readonly string[], options: { index?: string; input?: string; okExitCodes?: readonly number[]; env?: GitEnvironment; workTree?: string; maxStdoutBytes?: number } = {}): Promise<GitResult> {
     const workTree = options.workTree ?? path.join(this.tmp, 'empty');
     return this.git.run(workTree, args, {
       env: { ...options.env, GIT_DIR: this.gitDir, GIT_WORK_TREE: workTree, ...(options.index !== undefined ? { GIT_INDEX_FILE: options.index } : {}) },
       input: options.input,
       okExitCodes: options.okExitCodes,
+      maxStdoutBytes: options.maxStdoutBytes,
     });
   }
 
@@ -164,6 +175,7 @@ export class ConfinedGit {
     return parseTree((await this.run(['ls-tree', '-r', '-z', '--full-tree', commit])).stdout);
   }
 
+  /** git's blob id of a link's target (a few bytes: hashed at once). */
   private hash(data: Buffer): string {
     return createHash(this.objectFormat).update(`blob ${data.length}\0`).update(data).digest('hex');
   }
@@ -301,7 +313,7 @@ export class ConfinedGit {
       }
       candidates = [];
     }
-    return found.sort(byteOrder);
+    return sortInTurns(found, byteOrder);
   }
 
   /** Copies `<dir>/.gitignore`, read through the confinement, into the private ignore tree (absent or refused: none). */
@@ -325,7 +337,3 @@ export class ConfinedGit {
   }
 }
 
-/** git's own order of paths: by bytes. */
-export function byteOrder(a: string, b: string): number {
-  return Buffer.compare(Buffer.from(a, 'utf8'), Buffer.from(b, 'utf8'));
-}

@@ -35,10 +35,17 @@ export interface GitRunOptions {
   readonly okExitCodes?: readonly number[];
   /** What git reads on its standard input (e.g. `update-index --index-info`); nothing (closed) when absent. */
   readonly input?: string | Uint8Array;
+  /**
+   * Keep at most this many bytes of stdout (the rest is read and dropped; `stdoutTruncated` says so), so that an
+   * agent-sized output (a diff of a 64 MiB file) is never gathered and decoded in one turn of the event loop.
+   */
+  readonly maxStdoutBytes?: number;
 }
 
 export interface GitResult {
   readonly stdout: string;
+  /** True when stdout was longer than GitRunOptions.maxStdoutBytes and was cut there (maybe inside a character). */
+  readonly stdoutTruncated?: boolean;
   /** What git wrote to stderr (some commands, e.g. `worktree prune --verbose`, report there). */
   readonly stderr: string;
   readonly exitCode: number;
@@ -145,9 +152,9 @@ function hardenedArgs(args: readonly string[], drivers: readonly string[]): stri
   return [...config.flatMap((c) => ['-c', c]), ...rest];
 }
 
-interface Spawned { readonly stdout: string; readonly stderr: string; readonly exitCode: number }
+interface Spawned { readonly stdout: string; readonly stdoutTruncated: boolean; readonly stderr: string; readonly exitCode: number }
 
-function spawnGit(binary: string, cwd: string, args: readonly string[], env: Record<string, string>, input?: string | Uint8Array): Promise<Spawned> {
+function spawnGit(binary: string, cwd: string, args: readonly string[], env: Record<string, string>, input?: string | Uint8Array, maxStdoutBytes = Infinity): Promise<Spawned> {
   return new Promise((resolve, reject) => {
     const child = spawn(binary, [...args], { cwd, env, stdio: [input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'], shell: false, windowsHide: true });
     if (input !== undefined) {
@@ -156,11 +163,20 @@ function spawnGit(binary: string, cwd: string, args: readonly string[], env: Rec
     }
     const out: Buffer[] = [];
     const err: Buffer[] = [];
-    child.stdout!.on('data', (b: Buffer) => out.push(b));
+    let kept = 0;
+    let truncated = false;
+    child.stdout!.on('data', (b: Buffer) => {
+      if (kept >= maxStdoutBytes) { truncated = true; return; }
+      const part = kept + b.length > maxStdoutBytes ? b.subarray(0, maxStdoutBytes - kept) : b;
+      if (part.length < b.length) truncated = true;
+      out.push(part);
+      kept += part.length;
+    });
     child.stderr!.on('data', (b: Buffer) => err.push(b));
     child.once('error', reject);
     child.once('close', (code, signal) => resolve({
       stdout: Buffer.concat(out).toString('utf8'),
+      stdoutTruncated: truncated,
       stderr: Buffer.concat(err).toString('utf8'),
       exitCode: code ?? (signal ? 128 : -1),
     }));
@@ -186,14 +202,14 @@ export function createGit(binary = 'git'): Git {
           ['config', '--includes', '--show-scope', '-z', '--get-regexp', '^(filter|merge|diff)\\.'], []), env);
         // 1: no such variable; anything else (not a repository…) is left to the command itself to report.
         const drivers = listing.exitCode === 0 ? driverOverrides(listing.stdout) : [];
-        result = await spawnGit(binary, cwd, hardenedArgs(args, drivers), env, options.input);
+        result = await spawnGit(binary, cwd, hardenedArgs(args, drivers), env, options.input, options.maxStdoutBytes);
       } catch (err) {
         if (err instanceof GitCommandError) throw err;
         throw new GitCommandError(args, -1, (err as Error).message);
       }
-      const { stdout, stderr, exitCode } = result;
+      const { stdout, stdoutTruncated, stderr, exitCode } = result;
       if (exitCode !== 0 && !(options.okExitCodes ?? []).includes(exitCode)) throw new GitCommandError(args, exitCode, stderr);
-      return { stdout, stderr, exitCode };
+      return { stdout, stdoutTruncated, stderr, exitCode };
     },
   };
 }
