@@ -7,6 +7,9 @@ import { firstRefusal, type IdentityRule } from './identity';
 
 type Handler = grpc.UntypedHandleCall;
 type StreamCall = grpc.ServerWritableStream<unknown, unknown> | grpc.ServerDuplexStream<unknown, unknown>;
+/** The events that end a call, after which it is forgotten (a unary call is also forgotten when it answers). */
+const STREAM_END_EVENTS: readonly string[] = ['close', 'cancelled', 'error', 'finish'];
+const UNARY_END_EVENTS: readonly string[] = ['cancelled'];
 /** A call in flight under a credential: `revoke` stops its work (as a client cancel would) and answers UNAUTHENTICATED. */
 interface Bound { revoke(details: string): void }
 
@@ -48,7 +51,7 @@ export class IdentityGuard implements Disposable {
             call.emit('error', { code: grpc.status.UNAUTHENTICATED, details });
           },
         };
-        if (this.track(call, bound, (status) => call.emit('error', status))) (handler as (call: StreamCall) => void)(call);
+        if (this.track(call, STREAM_END_EVENTS, bound, (status) => call.emit('error', status))) (handler as (call: StreamCall) => void)(call);
       };
     }
     return (call: grpc.ServerUnaryCall<unknown, unknown>, callback: grpc.sendUnaryData<unknown>) => {
@@ -72,7 +75,8 @@ export class IdentityGuard implements Disposable {
           answer({ code: grpc.status.UNAUTHENTICATED, details });
         },
       };
-      const tracked = this.track(call, bound, (status) => answer(status));
+      // grpc-js emits only 'cancelled' on a unary call (a client cancel, a deadline); else the call ends with its answer.
+      const tracked = this.track(call, UNARY_END_EVENTS, bound, (status) => answer(status));
       if (tracked === false) return;
       forget = tracked === true ? forget : tracked;
       (handler as grpc.handleUnaryCall<unknown, unknown>)(call, answer);
@@ -104,7 +108,9 @@ export class IdentityGuard implements Disposable {
    * Remembers an open call under its credential: false (after refusing it) when that credential is no longer active,
    * true when no credential is involved, else the function that forgets it.
    */
-  private track(call: grpc.ServerUnaryCall<unknown, unknown> | StreamCall, bound: Bound, refuse: (status: Partial<grpc.StatusObject>) => void): boolean | (() => void) {
+  private track(
+    call: grpc.ServerUnaryCall<unknown, unknown> | StreamCall, endEvents: readonly string[], bound: Bound, refuse: (status: Partial<grpc.StatusObject>) => void,
+  ): boolean | (() => void) {
     const principal = principalOf(call);
     if (principal === undefined || principal.kind === 'operator') return true;
     const id = principal.credentialId;
@@ -121,7 +127,7 @@ export class IdentityGuard implements Disposable {
       if (open.size === 0 && this.streams.get(id) === open) this.streams.delete(id);
     };
     const events = call as unknown as NodeJS.EventEmitter;
-    for (const event of ['close', 'cancelled', 'error', 'finish']) events.once(event, forget);
+    for (const event of endEvents) events.once(event, forget);
     return forget;
   }
 

@@ -96,6 +96,7 @@ export function writeMarker(location: string, marker: Omit<StoreMarker, 'format'
 export const COMMITS_SUFFIX = '.commits';
 const COMMITS_BYTES = 16;
 const U64_MASK = 0xffff_ffff_ffff_ffffn;
+const U32_SPAN = 0x1_0000_0000;
 
 export function commitsPath(location: string): string {
   return `${location}${COMMITS_SUFFIX}`;
@@ -118,12 +119,18 @@ export class CommitCounter {
     return new CommitCounter(fd);
   }
 
-  /** Records `epoch` in place (one pwrite of 16 bytes). */
+  /**
+   * Records `epoch` in place (one pwrite of 16 bytes). The u64 halves are written as 32-bit words (an epoch is a safe
+   * integer): the same bytes as writeBigUInt64LE, without a BigInt per commit.
+   */
   write(epoch: number): void {
     if (this.fd === undefined) return;
-    const value = BigInt(epoch);
-    this.record.writeBigUInt64LE(value, 0);
-    this.record.writeBigUInt64LE(value ^ U64_MASK, 8);
+    const low = epoch % U32_SPAN;
+    const high = (epoch - low) / U32_SPAN;
+    this.record.writeUInt32LE(low, 0);
+    this.record.writeUInt32LE(high, 4);
+    this.record.writeUInt32LE(~low >>> 0, 8);
+    this.record.writeUInt32LE(~high >>> 0, 12);
     fs.writeSync(this.fd, this.record, 0, COMMITS_BYTES, 0);
   }
 
