@@ -4,9 +4,8 @@ import * as path from 'node:path';
 import type { CallContext } from '../../src/core/context';
 import type { Coordinator } from '../../src/core/coordinator';
 import { WORKSPACE_LIMITS } from '../../src/core/tools/workspaceProvider';
-import { createGit } from '../../src/core/worktree/git';
-import { discoverRepositories } from '../../src/core/worktree/repositories';
-import { CoordinatorFixture } from '../support/coordinatorFixture';
+import { boundAtHome } from '../support/boundWorktree';
+import type { CoordinatorFixture } from '../support/coordinatorFixture';
 import { commitAll, makeRepo } from '../support/gitRepo';
 import { type Hold, describeHold, heldMs, measureHold } from '../support/loopHold';
 import { makeTempDir, removeTempDir } from '../support/tempDir';
@@ -27,6 +26,26 @@ function plant(root: string, prefix: string, count: number): string[] {
   return names;
 }
 
+/** A repository of `count` tracked files with `coder` bound at home, made before the describe's tests, removed after. */
+function trackedWorktree(prefix: string, count: number): { home: string; coordinator: Coordinator; tracked: string[] } {
+  const w = {} as { home: string; coordinator: Coordinator; tracked: string[] };
+  let dir: string;
+  let fixture: CoordinatorFixture;
+  before(async () => {
+    dir = makeTempDir(prefix);
+    const repoPath = makeRepo(dir, 'app', { 'README.md': 'hello\n' });
+    w.tracked = plant(repoPath, 't', count);
+    commitAll(repoPath, `${count} files`);
+    ({ fixture, home: w.home } = await boundAtHome(dir, repoPath, ctx));
+    w.coordinator = fixture.coordinator;
+  });
+  after(() => {
+    fixture.dispose();
+    removeTempDir(dir);
+  });
+  return w;
+}
+
 /**
  * The workspace git tools at the worktree walk's limit (issue 30, item 1): git_status of a worktree with 100,000 new
  * files, git_diff naming WORKSPACE_LIMITS.maxPaths paths of a 5,000-file index. The coordinator's event loop (this
@@ -37,37 +56,15 @@ function plant(root: string, prefix: string, count: number): string[] {
  */
 describe('workspace git tools hold the event loop at most 50 ms at their limits (issue 30, item 1)', function () {
   this.timeout(300_000);
-  let dir: string;
-  let home: string;
-  let fixture: CoordinatorFixture;
-  let coordinator: Coordinator;
-  let tracked: string[];
-
-  before(async () => {
-    dir = makeTempDir('sw4rm-git-loop-');
-    const repoPath = makeRepo(dir, 'app', { 'README.md': 'hello\n' });
-    tracked = plant(repoPath, 't', 5_000);
-    commitAll(repoPath, 'five thousand files');
-    const repositories = await discoverRepositories(createGit(), [repoPath]);
-    fixture = new CoordinatorFixture({ dataDir: path.join(dir, 'data'), coordinator: { repositories } });
-    coordinator = fixture.coordinator;
-    const bound = await coordinator.worktrees.bind('coder', 'app', '', ctx);
-    assert.equal(bound.state, 'BOUND_HOME', JSON.stringify(bound.failure));
-    home = bound.worktreePath;
-  });
-
-  after(() => {
-    fixture.dispose();
-    removeTempDir(dir);
-  });
+  const w = trackedWorktree('sw4rm-git-loop-', 5_000);
 
   async function measured(tool: string, args: unknown): Promise<{ value: Record<string, unknown>; hold: Hold }> {
-    const { value, hold } = await measureHold(() => coordinator.tools.call('coder', { providerId: 'workspace', toolName: tool, contentType: 'application/json', args: Buffer.from(JSON.stringify(args)) }, ctx));
+    const { value, hold } = await measureHold(() => w.coordinator.tools.call('coder', { providerId: 'workspace', toolName: tool, contentType: 'application/json', args: Buffer.from(JSON.stringify(args)) }, ctx));
     return { value: JSON.parse(value.data.toString('utf8')) as Record<string, unknown>, hold };
   }
 
   it('git_status of 100,000 new files (and 5,000 tracked ones): at most 50 ms of event loop', async () => {
-    plant(home, 'u', 100_000);
+    plant(w.home, 'u', 100_000);
     const holds: Hold[] = [];
     for (let k = 0; k < 2; k++) {
       const { value, hold } = await measured('git_status', {});
@@ -82,14 +79,14 @@ describe('workspace git tools hold the event loop at most 50 ms at their limits 
       holds.push(hold);
     }
     assert.ok(holds.every((h) => heldMs(h) <= 50), holds.map(describeHold).join('; '));
-    for (let k = 0; k < 100; k++) fs.rmSync(path.join(home, `u${k}`), { recursive: true, force: true });
+    for (let k = 0; k < 100; k++) fs.rmSync(path.join(w.home, `u${k}`), { recursive: true, force: true });
   });
 
   it(`git_diff naming ${WORKSPACE_LIMITS.maxPaths} paths of a 5,000-file index: at most 50 ms of event loop`, async () => {
     // The last folder's: the index entries before them are each looked at against every named path.
-    const named = tracked.slice(-WORKSPACE_LIMITS.maxPaths);
+    const named = w.tracked.slice(-WORKSPACE_LIMITS.maxPaths);
     assert.equal(named.length, WORKSPACE_LIMITS.maxPaths);
-    for (const p of named) fs.writeFileSync(path.join(home, p), 'changed\n');
+    for (const p of named) fs.writeFileSync(path.join(w.home, p), 'changed\n');
     const holds: Hold[] = [];
     for (let k = 0; k < 2; k++) {
       const { value, hold } = await measured('git_diff', { paths: named, max_bytes: 4096 });
@@ -103,9 +100,9 @@ describe('workspace git tools hold the event loop at most 50 ms at their limits 
 
   it('git_diff of a changed 60 MiB file: git\'s output kept to the answer\'s size, at most 50 ms of event loop', async () => {
     const big = (c: string) => `${`${c.repeat(99)}\n`.repeat(60 * 1024 * 1024 / 100)}`;
-    fs.writeFileSync(path.join(home, 'big.txt'), big('a'));
+    fs.writeFileSync(path.join(w.home, 'big.txt'), big('a'));
     await measured('git_commit', { message: 'a big file', paths: ['big.txt'] });
-    fs.writeFileSync(path.join(home, 'big.txt'), big('b'));
+    fs.writeFileSync(path.join(w.home, 'big.txt'), big('b'));
     const holds: Hold[] = [];
     for (let k = 0; k < 2; k++) {
       const { value, hold } = await measured('git_diff', { paths: ['big.txt'], max_bytes: WORKSPACE_LIMITS.maxDiffBytes });
@@ -123,36 +120,14 @@ describe('workspace git tools hold the event loop at most 50 ms at their limits 
 /** An index of 100,000 entries (a kernel-sized repository; an agent's `git add` can make one too). */
 describe('workspace git tools on a 100,000-file index hold the event loop at most 50 ms (issue 30, item 1)', function () {
   this.timeout(600_000);
-  let dir: string;
-  let home: string;
-  let fixture: CoordinatorFixture;
-  let coordinator: Coordinator;
-  let tracked: string[];
-
-  before(async () => {
-    dir = makeTempDir('sw4rm-git-index-');
-    const repoPath = makeRepo(dir, 'app', { 'README.md': 'hello\n' });
-    tracked = plant(repoPath, 't', 100_000);
-    commitAll(repoPath, 'one hundred thousand files');
-    const repositories = await discoverRepositories(createGit(), [repoPath]);
-    fixture = new CoordinatorFixture({ dataDir: path.join(dir, 'data'), coordinator: { repositories } });
-    coordinator = fixture.coordinator;
-    const bound = await coordinator.worktrees.bind('coder', 'app', '', ctx);
-    assert.equal(bound.state, 'BOUND_HOME', JSON.stringify(bound.failure));
-    home = bound.worktreePath;
-  });
-
-  after(() => {
-    fixture.dispose();
-    removeTempDir(dir);
-  });
+  const w = trackedWorktree('sw4rm-git-index-', 100_000);
 
   it('git_diff of one named path of a 100,000-entry index: the index parsed and walked in turns', async () => {
-    const last = tracked[tracked.length - 1];
-    fs.writeFileSync(path.join(home, last), 'changed\n');
+    const last = w.tracked[w.tracked.length - 1];
+    fs.writeFileSync(path.join(w.home, last), 'changed\n');
     const holds: Hold[] = [];
     for (let k = 0; k < 2; k++) {
-      const { value: result, hold } = await measureHold(() => coordinator.tools.call('coder', { providerId: 'workspace', toolName: 'git_diff', contentType: 'application/json', args: Buffer.from(JSON.stringify({ paths: [last] })) }, ctx));
+      const { value: result, hold } = await measureHold(() => w.coordinator.tools.call('coder', { providerId: 'workspace', toolName: 'git_diff', contentType: 'application/json', args: Buffer.from(JSON.stringify({ paths: [last] })) }, ctx));
       const value = JSON.parse(result.data.toString('utf8')) as Record<string, unknown>;
       console.log(`      git_diff of 1 path of a 100,000-entry index #${k + 1}: ${String(value.bytes)} bytes in ${hold.ms.toFixed(0)} ms, ${describeHold(hold)}`);
       assert.match(value.diff as string, /^\+changed$/m);

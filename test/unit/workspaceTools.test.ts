@@ -6,9 +6,8 @@ import type { CallContext } from '../../src/core/context';
 import type { Coordinator } from '../../src/core/coordinator';
 import { ToolCallError, type ToolResult } from '../../src/core/tools/model';
 import { WORKSPACE_LIMITS } from '../../src/core/tools/workspaceProvider';
-import { createGit } from '../../src/core/worktree/git';
-import { discoverRepositories } from '../../src/core/worktree/repositories';
-import { CoordinatorFixture } from '../support/coordinatorFixture';
+import { boundAtHome } from '../support/boundWorktree';
+import type { CoordinatorFixture } from '../support/coordinatorFixture';
 import { git, makeRepo } from '../support/gitRepo';
 import { makeTempDir, removeTempDir } from '../support/tempDir';
 
@@ -30,12 +29,8 @@ describe('workspace tools (RFC §18, §16)', function () {
   beforeEach(async () => {
     dir = makeTempDir('sw4rm-tools-');
     repoPath = makeRepo(dir, 'app', { 'README.md': 'hello\n', 'src/main.ts': 'export const answer = 42;\n' });
-    const repositories = await discoverRepositories(createGit(), [repoPath]);
-    fixture = new CoordinatorFixture({ dataDir: path.join(dir, 'data'), coordinator: { repositories } });
+    ({ fixture, home } = await boundAtHome(dir, repoPath, ctx));
     coordinator = fixture.coordinator;
-    const bound = await coordinator.worktrees.bind('coder', 'app', '', ctx);
-    assert.equal(bound.state, 'BOUND_HOME', JSON.stringify(bound.failure));
-    home = bound.worktreePath;
   });
 
   afterEach(() => {
