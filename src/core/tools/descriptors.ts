@@ -3,6 +3,7 @@ import { Ajv, type ValidateFunction } from 'ajv';
 import standaloneCode from 'ajv/dist/standalone';
 import { createHash } from 'node:crypto';
 import { FIELD_LIMITS } from '../fieldLimits';
+import { yieldTurn } from '../inTurns';
 import { parseBoundedJson } from '../json';
 import type { JsonSchema, SideEffectClass, ToolDescriptor } from './model';
 import { SchemaThread, schemaWorkerScript, type SchemaSource } from './schemaThread';
@@ -536,7 +537,7 @@ export async function checkDescriptorsInTurns(tools: readonly WireToolDescriptor
   const names = new Set<string>();
   const checked: CheckedTool[] = [];
   for (const [i, wire] of tools.entries()) {
-    if (i > 0) await new Promise<void>((resolve) => setImmediate(resolve));
+    if (i > 0) await yieldTurn();
     const input = await compileSchemaTextAsync(inputTextOf(wire), 'input');
     const outputText = (wire.output_schema ?? '').trim();
     const output = input.ok && outputText !== '' ? await compileSchemaTextAsync(outputText, 'output') : undefined;

@@ -1,6 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { constants as C, promises as fsp, type Stats } from 'node:fs';
 import * as path from 'node:path';
+import { yieldTurn } from '../inTurns';
+import { namedGitDirs } from './gitDirs';
 
 /**
  * Confinement (RFC §6.4, §16, §23): the one module through which the coordinator touches files for an agent.
@@ -312,7 +314,7 @@ async function readInSlices(handle: FileHandle, expectedSize: number, limit: num
     if (total > limit) throw new ConfinementError('too_large');
     if (total > expectedSize) throw new ConfinementError('changed_during_open');
     await sink(slice.subarray(0, bytesRead));
-    await new Promise<void>((resolve) => setImmediate(resolve));
+    await yieldTurn();
   }
   if (total !== expectedSize) throw new ConfinementError('changed_during_open');
   return total;
@@ -342,31 +344,6 @@ function isInside(root: string, candidate: string): boolean {
   return candidate === root || candidate.startsWith(root.endsWith(path.sep) ? root : root + path.sep);
 }
 
-/** The folder a worktree's `.git` names (a `gitdir:` file, or the folder itself) and its common git directory. */
-async function gitDirectoriesOf(root: string): Promise<string[]> {
-  const dotGit = path.join(root, '.git');
-  let stats: Stats;
-  try { stats = await fsp.lstat(dotGit); } catch { return []; }
-  const found: string[] = [];
-  if (stats.isDirectory()) found.push(dotGit);
-  else if (stats.isFile() && stats.size < 64 * 1024) {
-    const match = /^gitdir:\s*(.+?)\s*$/m.exec(await fsp.readFile(dotGit, 'utf8'));
-    if (match) {
-      const gitDir = path.resolve(root, match[1]);
-      found.push(gitDir);
-      try {
-        const common = (await fsp.readFile(path.join(gitDir, 'commondir'), 'utf8')).trim();
-        if (common) found.push(path.resolve(gitDir, common));
-      } catch { /* a worktree without commondir: its gitdir is the repository's git directory */ }
-    }
-  }
-  const real: string[] = [];
-  for (const dir of found) {
-    try { real.push(await fsp.realpath(dir)); } catch { real.push(path.resolve(dir)); }
-  }
-  return real;
-}
-
 export class Confinement {
   private constructor(
     /** The worktree's canonical (realpath) root. */
@@ -394,7 +371,7 @@ export class Confinement {
       throw new ConfinementError('worktree_missing');
     }
     if (!stats.isDirectory()) throw new ConfinementError('worktree_missing');
-    const gitDirs = await gitDirectoriesOf(canonical);
+    const gitDirs = await namedGitDirs(canonical);
     if (gitDirs.some((dir) => isInside(dir, canonical)) || canonical.split(path.sep).some(isGitName)) {
       throw new ConfinementError('git_metadata');
     }

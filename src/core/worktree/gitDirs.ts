@@ -1,4 +1,4 @@
-import { promises as fsp } from 'node:fs';
+import { promises as fsp, type Stats } from 'node:fs';
 import * as path from 'node:path';
 
 /**
@@ -91,4 +91,29 @@ export async function worktreeGitDirs(root: string): Promise<WorktreeGitDirs | u
     throw new UntrustedGitDirError('its git directory belongs to another worktree');
   }
   return { gitDir, commonDir, linked: true };
+}
+
+/**
+ * Every folder a worktree's `.git` names, believed or not (a `gitdir:` file and its commondir, or the folder itself),
+ * as real paths: what Confinement refuses to agents (git_metadata). Lenient where worktreeGitDirs is strict: a folder
+ * named by a bent `.git` is refused too.
+ */
+export async function namedGitDirs(root: string): Promise<string[]> {
+  const dotGit = path.join(root, '.git');
+  let stats: Stats;
+  try { stats = await fsp.lstat(dotGit); } catch { return []; }
+  const found: string[] = [];
+  if (stats.isDirectory()) found.push(dotGit);
+  else if (stats.isFile() && stats.size < 64 * 1024) {
+    const match = /^gitdir:\s*(.+?)\s*$/m.exec(await fsp.readFile(dotGit, 'utf8'));
+    if (match) {
+      const gitDir = path.resolve(root, match[1]);
+      found.push(gitDir);
+      try {
+        const common = (await fsp.readFile(path.join(gitDir, 'commondir'), 'utf8')).trim();
+        if (common) found.push(path.resolve(gitDir, common));
+      } catch { /* a worktree without commondir: its gitdir is the repository's git directory */ }
+    }
+  }
+  return Promise.all(found.map(realOrResolved));
 }
