@@ -159,6 +159,10 @@ export class CoordinatorStore implements Store, RegistryStorage, LogStorage, Rou
     return this.engine.transaction(fn);
   }
 
+  savepoint<T>(fn: () => T): T {
+    return this.engine.savepoint(fn);
+  }
+
   afterCommit(fn: () => void): void {
     this.engine.afterCommit(fn);
   }

@@ -320,6 +320,25 @@ export class SqliteStore implements Store {
     }
   }
 
+  savepoint<T>(fn: () => T): T {
+    if (this.depth === 0) return this.transaction(fn);
+    if (this.failure) throw this.failure;
+    const name = `nested${this.depth}`;
+    this.db.exec(`SAVEPOINT ${name}`);
+    this.depth++;
+    try {
+      const result = fn();
+      this.db.exec(`RELEASE ${name}`);
+      return result;
+    } catch (err) {
+      this.db.exec(`ROLLBACK TO ${name}`);
+      this.db.exec(`RELEASE ${name}`);
+      throw err;
+    } finally {
+      this.depth--;
+    }
+  }
+
   afterCommit(fn: () => void): void {
     if (this.failure) return; // what it would reveal may have been rolled back
     if (this.batchOpen || this.depth > 0) this.afterCommitQueue.push(fn);

@@ -5,6 +5,12 @@ export interface Transactions {
   /** Runs `fn` in one transaction: all of its writes commit together or none do. */
   transaction<T>(fn: () => T): T;
   /**
+   * Inside an open transaction, runs `fn` under its own savepoint: a throw undoes its writes only, and the enclosing
+   * transaction goes on. Outside one it is `transaction`. (A `transaction` called inside another joins it instead:
+   * its writes stay until the enclosing one rolls back.)
+   */
+  savepoint<T>(fn: () => T): T;
+  /**
    * Runs `fn` once everything written so far is durable: at once when nothing is pending, else after the
    * pending commit. Work that must not be seen before it is durable (stream writes, answers) goes here.
    */
