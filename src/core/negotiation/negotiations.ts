@@ -82,10 +82,11 @@ export class Negotiations implements NegotiationQueries, Disposable {
     const { store, log, clock } = deps;
     const guard = this.guard = new Guard((context, err) => log.internalError(ACTOR, context, err));
     const transitions = new Transitions(store, guard);
-    /** The end of every transition of a debate: its timeouts re-armed from the record, its change told, once committed. */
+    /** The end of every transition of a debate: its timeouts re-armed from the record, its change told once durable (as before the kernel). */
     const settle = (rec: NegotiationRecord, tx: Transition): void => {
       this.timeouts.rearm(rec, tx);
-      tx.notify(this.changed, { negotiationId: rec.id, state: rec.state });
+      const change: NegotiationChange = { negotiationId: rec.id, state: rec.state };
+      tx.whenDurable(() => this.changed.fire(change));
     };
     const journal = new Journal({ log, clock, artifacts: deps.artifacts });
     this.reads = new NegotiationReads({ store });
