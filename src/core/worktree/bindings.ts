@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import * as fs from 'node:fs';
 import { isoUtc, type Clock } from '../clock';
 import type { CallContext } from '../context';
-import { DisposableStore, Emitter, type Disposable, type Event } from '../events';
+import { DisposableStore, Emitter, type Event } from '../events';
 import type { HitlService } from '../hitl/hitlService';
 import type { HitlInvocation } from '../hitl/model';
 import { parseInvocationRequest } from '../hitl/request';
@@ -303,7 +303,7 @@ export class WorktreeBindings {
         proposed_actions: ['approve', 'deny'],
       }, { requester: agentId, correlationId: ctx.correlationId, now });
       let invocation: HitlInvocation | undefined;
-      const result = this.transition(after, 'SWITCH_REQUEST', 'SWITCH_PENDING', ctx, (b) => {
+      this.transition(after, 'SWITCH_REQUEST', 'SWITCH_PENDING', ctx, (b) => {
         invocation = this.hitl.open(request, { kind: 'internal', component: BINDINGS_COMPONENT }, ctx).invocation;
         const grant: SwitchGrant = { targetWorktreeId, targetPath: target.path, invocationId: invocation.id, requestedAt: now, ttlMs: null };
         b.switch = grant;
