@@ -1,6 +1,6 @@
 import { FIELD_LIMITS, identifierRefusal } from '../fieldLimits';
 import { jsonBoundsRefusal } from '../json';
-import { REASON_TYPES, type HitlContext, type HitlDiff, type HitlSubject, type InvocationRequest, type ReasonType } from './model';
+import { REASON_TYPES, type HitlContext, type HitlDiff, type HitlSubject, type InvocationRequest, type ReasonType } from './records';
 
 /** RFC §5.4 / message-types.txt: a HITL_INVOCATION carries at most 256 KB. */
 export const MAX_INVOCATION_BYTES = 256 * 1024;
