@@ -379,6 +379,7 @@ export class Router implements CoordinatorMailbox, CoordinatorOutbox, RecipientA
     const core = this.core;
     if (core.disposed) return;
     core.disposed = true;
+    core.guard.stop();
     for (const subscription of this.subscriptions) subscription.dispose();
     core.coordinator.dispose();
     this.checker?.dispose();
