@@ -71,7 +71,10 @@ export interface RouterShared {
   readonly clock: Clock;
   readonly ids: IdSource;
   readonly options: RouterOptions;
-  /** Work the router does on its own (timers, after a commit, a payload read) runs through it; stopped when disposed. */
+  /**
+   * Work the router does on its own (timers, after a commit, a payload read) runs through it; stopped when disposed. A
+   * fault is logged as router.internal_error under the context given to `run` as its correlation id ('' : a new one).
+   */
   readonly guard: Guard;
   /** What the router holds in memory against its budget (admission and delivery respect it). */
   readonly memory: MemoryBudget;

@@ -34,7 +34,7 @@ export { PAYLOAD_RELEASE_MIN_BYTES };
  */
 export class RouterCore implements RouterShared {
   readonly repo: RouterRepository;
-  /** Work the router does on its own runs through it: a fault is logged as router.internal_error. Stopped when disposed. */
+  /** Work the router does on its own runs through it: a fault is logged as router.internal_error (RouterShared.guard). Stopped when disposed. */
   readonly guard: Guard;
   /** What the router holds in memory against its budget (admission and delivery respect it). */
   readonly memory: MemoryBudget;
