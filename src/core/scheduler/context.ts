@@ -48,6 +48,9 @@ export class SchedulerContext {
   /** A task ended: fired inside the transaction that records its end (TaskRunner.onDidEndTask). */
   readonly ended = new Emitter<TaskRecord>();
   private current: Transition | undefined;
+  /** A transition of the scheduler's committed inside another area's open one: its effects wait for that commit. */
+  private awaiting = false;
+  private readonly heard: Array<() => void> = [];
 
   constructor(readonly deps: SchedulerDeps, readonly options: SchedulerOptions) {
     this.guard = new Guard((during, err) => deps.log.internalError(SCHEDULER, 'scheduler', err, { during }));
@@ -59,10 +62,17 @@ export class SchedulerContext {
   /** Runs `body` as one transition (joining the scheduler's own open one). */
   run<T>(context: string, body: (tx: Transition) => T): T {
     if (this.current) return body(this.current);
+    // Inside another area's transition: this one's effects wait for that commit, and so does what is heard meanwhile.
+    const nested = Transitions.inTransition;
     return this.transitions.run((tx) => {
       this.current = tx;
       try {
-        return body(tx);
+        const result = body(tx);
+        if (nested) {
+          this.awaiting = true;
+          tx.after(() => this.settle());
+        }
+        return result;
       } finally {
         this.current = undefined;
       }
@@ -70,13 +80,30 @@ export class SchedulerContext {
   }
 
   /**
-   * What the scheduler hears (an agent's change, an ACK, the gate) while its own transition is open waits for that
-   * commit: it then reads memory as the store is. Outside one it is handled at once.
+   * What the scheduler hears (an agent's change, an ACK, the gate) while its memory waits for a commit (its own
+   * transition is open, or one of its transitions sits inside another area's open one) is handled after that commit:
+   * it then reads memory as the store is. Otherwise it is handled at once.
    */
   hear(during: string, fn: () => void): void {
     const tx = this.current;
-    if (tx) tx.after(() => this.guard.run(during, fn));
-    else this.guard.run(during, fn);
+    if (tx) {
+      tx.after(() => this.guard.run(during, fn));
+      return;
+    }
+    if (this.awaiting) {
+      if (Transitions.inTransition) {
+        this.heard.push(() => this.guard.run(during, fn));
+        return;
+      }
+      // The enclosing transition ended without running this one's effects: it rolled back.
+      this.settle();
+    }
+    this.guard.run(during, fn);
+  }
+
+  private settle(): void {
+    this.awaiting = false;
+    for (const fn of this.heard.splice(0)) fn();
   }
 
   /** The record `task` becomes `next` once the transition commits (the live record keeps its identity). */
