@@ -46,6 +46,7 @@ export class Scheduler implements TaskRunner, Disposable {
   private readonly housekeeping: Housekeeping;
   private readonly subscriptions: Disposable[] = [];
 
+  /** `options`: the object every part reads (kept here as before: a change to it applies to them all). */
   constructor(deps: SchedulerDeps, private readonly options: SchedulerOptions) {
     const core = this.core = new SchedulerContext(deps, options);
     this.onDidChange = core.changed.event;
