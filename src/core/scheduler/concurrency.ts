@@ -2,10 +2,8 @@ import { createHash } from 'node:crypto';
 import type { Clock } from '../clock';
 import type { CallContext } from '../context';
 import { Emitter, type Disposable, type Event } from '../events';
-import type { HitlChange, HitlService } from '../hitl/hitlService';
-import type { HitlInvocation, InvocationRequest } from '../hitl/model';
-import { parseInvocationRequest } from '../hitl/request';
-import type { EventLog } from '../log/eventLog';
+import { type HitlChange, type HitlInvocation, type HitlInvocations, type InvocationRequest, parseInvocationRequest } from '../hitl/model';
+import type { EventRecorder } from '../log/model';
 import {
   TERMINAL_TASK_STATES,
   type DispatchGate, type GateAdmission, type GateVerdict, type ParallelismScorer, type ParallelismVerdict,
@@ -15,9 +13,9 @@ import { scopesOverlap, touchesFiles, type ScopeOverlap } from './overlap';
 import { SchedulerError } from './errors';
 
 export interface ConcurrencyDeps {
-  readonly log: EventLog;
+  readonly log: EventRecorder;
   readonly clock: Clock;
-  readonly hitl: HitlService;
+  readonly hitl: HitlInvocations;
   readonly scorer: ParallelismScorer;
   /**
    * The agent type (descriptor `name`) of a registered agent, to count running instances per type. Without it (or for
