@@ -56,6 +56,8 @@ export class Workflows implements WorkflowQueries, WorkflowEventSink, Disposable
   private readonly triggers: Triggers;
   private readonly subscriptions: Disposable[] = [];
   private readonly live = new Map<string, LiveWorkflow>();
+  /** The changes each open transition announced, told together once it is durable. */
+  private readonly pendingChanges = new WeakMap<Transition, WorkflowsChange[]>();
 
   constructor(deps: WorkflowDeps) {
     this.guard = new Guard((context, err) => deps.log.internalError(ACTOR, context, err));
@@ -67,7 +69,17 @@ export class Workflows implements WorkflowQueries, WorkflowEventSink, Disposable
       watched: new Set(),
       notify: (tx, change) => {
         parts.queries.forgetRead(change.workflowId);
-        tx.whenDurable(() => this.changed.fire(change));
+        // One durable callback per transition for all of its changes, in order (as the one afterCommit per batch before).
+        const pending = this.pendingChanges.get(tx);
+        if (pending) {
+          pending.push(change);
+          return;
+        }
+        const changes = [change];
+        this.pendingChanges.set(tx, changes);
+        tx.whenDurable(() => {
+          for (const c of changes) this.changed.fire(c);
+        });
       },
     };
     parts.access = new Access(deps.log);
