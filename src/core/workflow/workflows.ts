@@ -51,10 +51,11 @@ export class Workflows implements WorkflowQueries, WorkflowEventSink, Disposable
   private readonly guard: Guard;
   private readonly timers: KeyedTimers<string>;
   private readonly parts: Parts;
-  private readonly create_: Create;
+  private readonly creation: Create;
   private readonly control: Control;
   private readonly triggers: Triggers;
   private readonly subscriptions: Disposable[] = [];
+  /** The workflows that run, by id (Core.live; workflowRecovery.test reads it here). */
   private readonly live = new Map<string, LiveWorkflow>();
   /** The changes each open transition announced, told together once it is durable. */
   private readonly pendingChanges = new WeakMap<Transition, WorkflowsChange[]>();
@@ -91,7 +92,7 @@ export class Workflows implements WorkflowQueries, WorkflowEventSink, Disposable
     parts.dispatch = new Dispatch(core, parts);
     parts.restore = new Restore(core, parts, (tx, l, by) => this.kick(tx, l, by));
     this.parts = parts;
-    this.create_ = new Create(core, parts);
+    this.creation = new Create(core, parts);
     this.control = new Control(core, parts);
     this.triggers = new Triggers(core, parts);
     this.subscriptions.push(
@@ -108,7 +109,7 @@ export class Workflows implements WorkflowQueries, WorkflowEventSink, Disposable
    * the operator's alone. Refused PERMISSION_DENIED (WorkflowError `permission`) otherwise.
    */
   create(input: WorkflowDefinition, by: string, ctx: CallContext, speaker: Speaker = COORDINATOR_SPEAKER): CreateResult {
-    return this.create_.create(input, by, ctx, speaker);
+    return this.creation.create(input, by, ctx, speaker);
   }
 
   /**
