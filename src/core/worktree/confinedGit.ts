@@ -40,7 +40,6 @@ export interface WorktreeBlob { mode: string; oid: string }
 /** Too much to read for one call: the tool's resource_exhausted. */
 export class ConfinedGitLimitError extends Error {}
 
-const GITLINK = '160000';
 const SYMLINK = '120000';
 
 /**

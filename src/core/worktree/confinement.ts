@@ -506,7 +506,7 @@ export class Confinement {
    * file's permission bits (default 0o666; the umask applies; nothing beyond 0o777).
    */
   async writeFile(requested: string, data: string | Uint8Array, options: { createParents?: boolean; mode?: number } = {}): Promise<void> {
-    const { canonical, components } = await this.check(requested, { allowRoot: false, createParents: options.createParents });
+    const { components } = await this.check(requested, { allowRoot: false, createParents: options.createParents });
     const name = components[components.length - 1];
     const parent = await this.walk(components.slice(0, -1), { create: options.createParents === true });
     try {
@@ -549,7 +549,7 @@ export class Confinement {
 
   /** The entries of a folder, without following links (a link is listed as 'symlink'); `.git` names are left out. */
   async listDir(requested: string): Promise<DirEntry[]> {
-    const { canonical, components } = await this.check(requested, { allowRoot: true });
+    const { components } = await this.check(requested, { allowRoot: true });
     const dir = await this.walk(components, { create: false });
     try {
       if (!dir.handle) await this.beforeOpen?.(dir.path);
