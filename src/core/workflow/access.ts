@@ -1,6 +1,4 @@
-import type { EventLog } from '../log/eventLog';
-import type { Speaker } from '../policy/speaker';
-import type { Refusal } from '../router/envelope';
+import type { AccessPart, EventLog, Refusal, Speaker } from './core';
 import { WorkflowError } from './errors';
 import type { WorkflowEventInput } from './eventTrigger';
 import type { WorkflowDefinition, WorkflowRecord } from './model';
@@ -16,7 +14,7 @@ const AGENT_PRINCIPAL = 'agent:';
  * operator, the creator or an agent a node names, narrowed by the node's `event_from`. A refusal is logged
  * (`workflow.permission_denied`, WARN) and thrown as WorkflowError `permission`.
  */
-export class Access {
+export class Access implements AccessPart {
   constructor(private readonly log: Pick<EventLog, 'record'>) {}
 
   /** CreateWorkflow: an agent credential may create a workflow only when it may act as every node's agent. */

@@ -1,6 +1,6 @@
 import type { Transition } from '../kernel/transitions';
 import type { TaskRecord } from '../scheduler/model';
-import { ACTOR, type Core, type Parts } from './core';
+import { ACTOR, type CompletionPart, type Core, type Parts } from './core';
 import type { NodeRecord } from './model';
 import { PathError, getPath } from './paths';
 import { applyWrites, downstream, maxIterations, nodeOf, outputOf, unkey, type LiveWorkflow } from './state';
@@ -12,7 +12,7 @@ import { applyWrites, downstream, maxIterations, nodeOf, outputOf, unkey, type L
  * while this is applied undoes it alone (a nested transition, under a savepoint), and the node is FAILED with the
  * internal error from what the store holds (restore.ts reload); if even that fails, the workflow is abandoned.
  */
-export class Completion {
+export class Completion implements CompletionPart {
   constructor(
     private readonly c: Pick<Core, 'deps' | 'transitions' | 'live' | 'indexes' | 'guard'>,
     private readonly p: Pick<Parts, 'progress' | 'failure' | 'dispatch' | 'data' | 'restore'>,

@@ -1,7 +1,6 @@
 import type { CallContext } from '../context';
 import { parseBoundedJson } from '../json';
-import type { Speaker } from '../policy/speaker';
-import type { Core, Parts } from './core';
+import type { Core, Parts, Speaker } from './core';
 import { WorkflowError } from './errors';
 import type { WorkflowDetail } from './model';
 import { isPlainObject } from './paths';

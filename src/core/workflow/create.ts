@@ -1,6 +1,5 @@
 import type { CallContext } from '../context';
-import type { Speaker } from '../policy/speaker';
-import type { Core, Parts } from './core';
+import type { Core, Parts, Speaker } from './core';
 import { WorkflowError } from './errors';
 import type { NodeRecord, ValidationIssue, WorkflowDefinition, WorkflowRecord } from './model';
 import { canonical, pendingNode } from './state';

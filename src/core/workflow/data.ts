@@ -1,3 +1,4 @@
+import type { DataPart } from './core';
 import type { WorkflowStorage } from './model';
 import type { DataWrites, LiveWorkflow } from './state';
 
@@ -8,7 +9,7 @@ const DATA_SNAPSHOT_MIN_CHARS = 64 * 1024;
  * workflow_data in the store: each write made in memory (state.ts applyWrites) stored as one row, inside the caller's
  * transition, and a new snapshot once the writes outweigh the last one (O(|workflow_data|), amortised).
  */
-export class DataLog {
+export class DataLog implements DataPart {
   constructor(private readonly store: Pick<WorkflowStorage, 'workflows'>) {}
 
   /** Stores writes applyWrites made (one row each, inside the caller's transaction); a new snapshot once they outweigh the last. */

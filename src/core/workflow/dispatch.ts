@@ -1,7 +1,7 @@
 import type { CallContext } from '../context';
 import type { RegistryChange } from '../registry/model';
 import { TERMINAL_TASK_STATES } from '../scheduler/model';
-import { ACTOR, type Core, type Parts } from './core';
+import { ACTOR, type Core, type DispatchPart, type Parts } from './core';
 import type { NodeRecord } from './model';
 import { blockedWaiting, heldWaiting } from './notices';
 import { inputsOf, nodeKey, nodeOf, priorityOf, taskIdOf, unkey, type LiveWorkflow } from './state';
@@ -17,7 +17,7 @@ const TEMPORARY_REFUSALS: ReadonlySet<string> = new Set(['NO_ROUTE', 'AGENT_SHUT
  * BUFFER_FULL retried one per ended task, an index by agent for NO_ROUTE / AGENT_SHUTDOWN retried when it registers;
  * a READY node of a workflow with a node FAILED for good is held until a resume.
  */
-export class Dispatch {
+export class Dispatch implements DispatchPart {
   private drainQueued = false;
   private draining = false;
 

@@ -3,7 +3,7 @@ import type { CallContext } from '../context';
 import type { HitlInvocation } from '../hitl/model';
 import { HitlRequestError } from '../hitl/request';
 import type { Transition } from '../kernel/transitions';
-import { ACTOR, type Core, type Parts } from './core';
+import { ACTOR, type Core, type FailurePart, type Parts } from './core';
 import type { NodeRecord } from './model';
 import { answeredBy, question, retryWaiting, WORKFLOW_COMPONENT } from './notices';
 import { isPlainObject } from './paths';
@@ -14,7 +14,7 @@ import { asksPerson, automaticRetryDelay, MAX_AUTOMATIC_RETRIES, nodeOf, type Li
  * whenSettled) and their answer applied: approve = retry (a rule's or a fallback's at most MAX_AUTOMATIC_RETRIES
  * times, later on the Clock), modify = COMPLETED with the payload, deny = failed for good.
  */
-export class Failures {
+export class Failures implements FailurePart {
   constructor(
     private readonly c: Pick<Core, 'deps' | 'transitions' | 'guard' | 'live' | 'watched'>,
     private readonly p: Pick<Parts, 'progress' | 'completion' | 'dispatch'>,

@@ -1,7 +1,7 @@
 import { isoUtc } from '../clock';
 import type { CallContext } from '../context';
 import type { Transition } from '../kernel/transitions';
-import type { Core, Parts } from './core';
+import type { Core, Parts, ProgressPart } from './core';
 import { nextFireAfter } from './cron';
 import type { NodeRecord, NodeStatus, WorkflowState } from './model';
 import { endedWaiting, readyWaiting, scheduleWaiting, waitingFor } from './notices';
@@ -15,7 +15,7 @@ import {
  * READY or SKIPPED as their dependencies end, READY nodes queued or their timers armed (tx.arm), nodes reset (resume,
  * loop backs), and the end of a workflow (its timers, questions and memory let go).
  */
-export class Progress {
+export class Progress implements ProgressPart {
   constructor(
     private readonly c: Pick<Core, 'deps' | 'live' | 'indexes' | 'timers' | 'notify'>,
     private readonly p: Pick<Parts, 'failure' | 'dispatch'>,

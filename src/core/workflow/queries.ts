@@ -1,4 +1,5 @@
 import type { TaskRunner } from '../scheduler/model';
+import type { QueriesPart } from './core';
 import { WorkflowError } from './errors';
 import {
   countsOf,
@@ -20,7 +21,7 @@ const MAX_LIST = 1_000;
  * inputs, what the operations answer; a running workflow from memory, any other from the store (the last few read
  * kept, dropped as soon as anything of theirs changes).
  */
-export class Queries {
+export class Queries implements QueriesPart {
   /** Workflows that do not run, as last read from the store (storedRecord), least recently read first. */
   private readonly recentlyRead = new Map<string, WorkflowRecord>();
 

@@ -2,7 +2,7 @@ import type { CallContext } from '../context';
 import type { Transition } from '../kernel/transitions';
 import { TERMINAL_TASK_STATES } from '../scheduler/model';
 import type { CompiledRoute } from './cel';
-import { ACTOR, type Core, type Parts } from './core';
+import { ACTOR, type Core, type Parts, type RestorePart } from './core';
 import { WorkflowError } from './errors';
 import { countsOf, type WorkflowRecord } from './model';
 import { buildLive, ENDED, nodeKey, type LiveWorkflow } from './state';
@@ -13,7 +13,7 @@ import { validateDefinition } from './validate';
  * WAITING one read back after a restart (restore: tasks reconciled by id, timers re-armed, questions watched), read
  * again after an error undid a change (reload), and given up when it cannot go on (abandon: tasks cancelled, FAILED).
  */
-export class Restore {
+export class Restore implements RestorePart {
   constructor(
     private readonly c: Pick<Core, 'deps' | 'transitions' | 'guard' | 'live' | 'indexes' | 'timers' | 'notify'>,
     private readonly p: Pick<Parts, 'progress' | 'failure' | 'completion' | 'dispatch'>,

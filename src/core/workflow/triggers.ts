@@ -1,5 +1,4 @@
-import type { Refusal } from '../router/envelope';
-import type { Core, Parts } from './core';
+import type { Core, Parts, Refusal } from './core';
 import { EVENT_DATA_KEY, type WorkflowEventInput } from './eventTrigger';
 import { isPlainObject } from './paths';
 import { applyWrites, nodeOf } from './state';
