@@ -30,7 +30,7 @@
  * most MAX_ISSUES (100), then one `more_issues`. Nothing recurses, and every step is O(V + E) (a 100,000-node chain takes well under a second, though only 500 nodes are accepted).
  */
 import { identifierRefusal } from '../fieldLimits';
-import { isScopeRefusal, parseScope } from '../scheduler/scope';
+import { isScopeRefusal, parseScope } from '../scheduler/model';
 import { type AnalysedRoute, type CompiledRoute, compileRouteIn } from './cel';
 import { scheduleError } from './cron';
 import { IssueList, issuePath, quote } from './issues';
