@@ -27,6 +27,7 @@ import type {
   BindWorktreeRequest, WorktreeInfo, WorktreeMergeInfo, WorktreeMergeOptions, WorktreeMergeResult, WorktreePruneCandidate,
   WorktreeRemoval, WorktreeRepositoryInfo, WorktreesChange, WorktreeSetupEvent,
 } from '../worktree/model';
+import { DEFAULT_CODE, SwarmError, type ErrorKind, type Sw4rmCode } from '../kernel/errors';
 
 /** The records of the worktree section are the worktree area's (src/core/worktree/model.ts). */
 export type {
@@ -518,7 +519,7 @@ export interface OperatorAttachment {
  */
 export type CoordinatorApiErrorCode = 'not_found' | 'settled' | 'invalid' | 'refused' | 'stopped';
 
-export class CoordinatorApiError extends Error {
+export class CoordinatorApiError extends SwarmError {
   /**
    * `sw4rmCode`: the SW4RM error code, if any; for `refused`, the reason the operation was refused (a worktree's
    * `bound`, `dirty`, `unmerged`, `locked`…, a merge's `target_dirty`, `checked_out_elsewhere`…).
@@ -526,5 +527,13 @@ export class CoordinatorApiError extends Error {
   constructor(readonly code: CoordinatorApiErrorCode, message: string, readonly sw4rmCode?: string) {
     super(message);
     this.name = 'CoordinatorApiError';
+  }
+
+  override get errorKind(): ErrorKind {
+    return this.code === 'settled' || this.code === 'refused' ? 'precondition' : this.code === 'stopped' ? 'unavailable' : this.code;
+  }
+
+  override get errorCode(): Sw4rmCode {
+    return this.sw4rmCode ?? DEFAULT_CODE[this.errorKind];
   }
 }
