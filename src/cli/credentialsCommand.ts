@@ -119,7 +119,7 @@ const REGISTRY_SERVICE = RegistryServiceAdapter.serviceName;
 /** A unary client of one service at `address`, every call with `token` (when given) and a 5 s deadline. */
 function unaryClient(address: string, definition: grpc.ServiceDefinition, name: string, token: string | undefined) {
   const Client = grpc.makeClientConstructor(definition, name);
-  const client = new Client(address, grpc.credentials.createInsecure()) as grpc.Client & Record<string, Function>;
+  const client = new Client(address, grpc.credentials.createInsecure()) as grpc.Client & Record<string, (...args: unknown[]) => unknown>;
   const metadata = new grpc.Metadata();
   if (token !== undefined) metadata.set('authorization', `Bearer ${token}`);
   return {

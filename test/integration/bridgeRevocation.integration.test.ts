@@ -1,3 +1,4 @@
+/* eslint-disable @typescript-eslint/no-explicit-any -- the bridge answers untyped JSON the tests read field by field */
 import { strict as assert } from 'node:assert';
 import * as net from 'node:net';
 import * as path from 'node:path';

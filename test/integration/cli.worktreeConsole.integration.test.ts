@@ -1,4 +1,3 @@
-import * as grpc from '@grpc/grpc-js';
 import { strict as assert } from 'node:assert';
 import * as fs from 'node:fs';
 import * as path from 'node:path';

@@ -3,7 +3,6 @@ import { strict as assert } from 'node:assert';
 import * as fs from 'node:fs';
 import type { CoordinatorHost } from '../../src/server/host';
 import { processGroupMembers } from '../../src/core/tools/processTree';
-import { probeNetworkNamespace } from '../../src/core/tools/sandbox';
 import { bearer, CoordinatorClients, expectStatus, serviceClient, unary, type ServiceClient } from '../support/clients';
 import { descriptorMessage } from '../support/fixtures';
 import { makeRepo } from '../support/gitRepo';

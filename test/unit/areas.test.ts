@@ -2,29 +2,23 @@ import { strict as assert } from 'node:assert';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { REPO_ROOT } from '../support/paths';
+import { CORE, moduleRefs, parse, tsFiles as sourceFiles } from '../support/sources';
 
 /**
  * The core's shape (ARCHITECTURE.md, "areas"): store/ is the engine and knows no area; an area reaches another
  * only through an interface that area offers (its model), never through its repository or its SQLite code; only
  * the composition root (coordinator.ts, coordinatorStore.ts) and the editor's API (api/) see every area.
  */
-const CORE = path.join(REPO_ROOT, 'src', 'core');
 const NOT_AREAS = new Set(['store', 'api']);
 
-function sourceFiles(dir: string): string[] {
-  return fs.readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
-    const full = path.join(dir, entry.name);
-    if (entry.isDirectory()) return sourceFiles(full);
-    return entry.name.endsWith('.ts') ? [full] : [];
-  });
-}
-
-/** Each import of `file`: the module it names (resolved against the file when relative) and the names it takes. */
+/**
+ * Each import of `file` (the TypeScript parser's: type imports, re-exports, multi-line ones): the module it names
+ * (resolved against the file when relative) and the names it takes.
+ */
 function imports(file: string): Array<{ target: string; names: string }> {
-  const text = fs.readFileSync(file, 'utf8');
-  return [...text.matchAll(/^(?:import|export)\s+(?:type\s+)?([^;]*?)\s+from\s+'([^']+)';/gms)].map((m) => ({
-    names: m[1],
-    target: m[2].startsWith('.') ? path.relative(CORE, path.resolve(path.dirname(file), m[2])) : m[2],
+  return moduleRefs(parse(file)).map((ref) => ({
+    names: ref.names.join(', '),
+    target: ref.specifier.startsWith('.') ? path.relative(CORE, path.resolve(path.dirname(file), ref.specifier)) : ref.specifier,
   }));
 }
 

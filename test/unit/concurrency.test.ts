@@ -163,7 +163,7 @@ describe('ConcurrencyControl (RFC §9: limits, job uniqueness, scope conflicts)'
       const denied = task('t2', { params: '{"same":true}' });
       const timedOut = task('t3', { params: '{"same":true}' });
       const a = g.admit(denied, [first], ctx()) as { pending: string };
-      const b = g.admit(timedOut, [first, denied], ctx()) as { pending: string };
+      g.admit(timedOut, [first, denied], ctx());
       decide(a.pending, 'deny');
       const refusal = g.mayStart(denied, 'coder', g.runningOf([]), ctx());
       assert.ok('refuse' in refusal, JSON.stringify(refusal));

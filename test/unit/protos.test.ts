@@ -10,6 +10,7 @@ import {
   loadPackageDefinition,
   serviceDefinition,
 } from '../../src/server/protos';
+import { declaredRpcPaths } from '../support/protoRpcs';
 
 // Compiled to out/test/unit/, so the repository root is three levels up.
 const PROTOS_DIR = path.resolve(__dirname, '../../../protos');
@@ -208,12 +209,22 @@ describe('canonical SW4RM protos', () => {
     assert.deepEqual([...CANONICAL_SERVICES].sort(), EXPECTED_SERVICES);
   });
 
-  it('exposes exactly the 57 canonical RPC paths', () => {
-    assert.equal(EXPECTED_RPC_PATHS.length, 57);
+  it('exposes exactly the canonical RPC paths the .proto files declare', () => {
+    // Counted from the .proto files' text, not written down: the list below, the files and the loader agree.
+    assert.deepEqual(EXPECTED_RPC_PATHS, declaredRpcPaths(PROTOS_DIR));
     const paths = methods(packageDefinition)
       .map((method) => method.path)
       .sort();
     assert.deepEqual(paths, EXPECTED_RPC_PATHS);
+  });
+
+  it('states the number of RPCs in README.md and ARCHITECTURE.md as the .proto files declare them', () => {
+    const declared = declaredRpcPaths(PROTOS_DIR).length;
+    const root = path.resolve(PROTOS_DIR, '..');
+    const stated = ['README.md', 'ARCHITECTURE.md'].flatMap((doc) => [...fs.readFileSync(path.join(root, doc), 'utf8').matchAll(/\ball (\d+)(?: canonical)? RPCs\b/gi)]
+      .map((match) => ({ doc, count: Number(match[1]) })));
+    assert.ok(stated.some(({ doc }) => doc === 'README.md'), 'README.md says how many RPCs there are ("All <n> RPCs")');
+    assert.deepEqual(stated.filter(({ count }) => count !== declared), [], `the protos declare ${declared} RPCs`);
   });
 
   it('makes StreamIncoming (and the RFC\'s ToolService.CallStream) server-streaming and every other RPC unary', () => {

@@ -190,7 +190,7 @@ describe('Router lifecycle (RFC §11, §11.1, §21)', () => {
     it('stays SENT until the deadline, then TIMED_OUT with a persisted NACK ACK_TIMEOUT and no DLQ entry', async () => {
       h.router.attach(P, new CollectingSink(), { correlationId: 'quiet' }).dispose(); // the producer is not streaming
       const m = h.sendData(P, C, { idempotencyToken: 'op-t' });
-      const record = await h.timesOutAfter(m.messageId, ACK_TIMEOUT_MS);
+      await h.timesOutAfter(m.messageId, ACK_TIMEOUT_MS);
       assert.deepEqual(h.router.deadLetters(), [], 'a timeout is retryable: no DLQ entry');
       assert.equal(h.store.router.getDedup(P, 't:op-t')?.status, 'retryable');
       assert.deepEqual(transitions(m.messageId), [['SENT', 'TIMED_OUT']]);

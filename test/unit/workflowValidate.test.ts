@@ -33,10 +33,6 @@ function codes(issues: readonly ValidationIssue[]): string[] {
   return issues.map((i) => i.code);
 }
 
-function errors(issues: readonly ValidationIssue[]): ValidationIssue[] {
-  return issues.filter((i) => i.severity === 'error');
-}
-
 /** A layered random DAG: node i depends on up to `fanIn` earlier nodes (shuffled author order when `shuffle`). */
 function randomDag(random: () => number, size: number, fanIn: number, shuffle: boolean): WorkflowNodeDefinition[] {
   const nodes: WorkflowNodeDefinition[] = [];

@@ -1,6 +1,7 @@
 import { isoUtc, type Clock } from '../clock';
 import { Emitter, type Disposable, type Event } from '../events';
 import type { IdSource } from '../ids';
+import { Guard } from '../kernel/guard';
 import type { EventLog } from '../log/eventLog';
 import type { CallContext } from '../context';
 import { schedulePruning } from '../retention';
@@ -74,6 +75,8 @@ export class HitlService {
   private nextOperator = 1;
   private current: HitlPolicy;
   private disposed = false;
+  /** Timer work never throws into the event loop: a fault is logged under a fresh correlation id; stopped on dispose. */
+  private readonly guard = new Guard((_during, err) => this.log.internalError('hitl', this.ids.uuid(), err));
   private readonly retentionTimer: Disposable;
 
   constructor(
@@ -88,7 +91,7 @@ export class HitlService {
     this.restore();
     this.retentionTimer = schedulePruning(this.clock, SETTLED_RETENTION_INTERVAL_MS, () => {
       let more = false;
-      this.safely(() => { more = this.pruneSettled(this.clock.now()); });
+      this.guard.run('retention', () => { more = this.pruneSettled(this.clock.now()); });
       return more;
     });
   }
@@ -296,6 +299,7 @@ export class HitlService {
 
   dispose(): void {
     this.disposed = true;
+    this.guard.stop();
     this.retentionTimer.dispose();
     for (const timer of [...this.deadlineTimers.values(), ...this.unavailableTimers.values()]) timer.dispose();
     this.deadlineTimers.clear();
@@ -368,7 +372,7 @@ export class HitlService {
   private armDeadline(invocation: HitlInvocation): void {
     this.deadlineTimers.get(invocation.id)?.dispose();
     const delay = Math.max(0, invocation.deadlineAt - this.clock.now());
-    this.deadlineTimers.set(invocation.id, this.clock.setTimer(delay, () => this.safely(() => {
+    this.deadlineTimers.set(invocation.id, this.clock.setTimer(delay, () => this.guard.run(`deadline:${invocation.id}`, () => {
       this.deadlineTimers.delete(invocation.id);
       this.fallback(invocation.id, this.operators.size === 0 ? 'hitl_unavailable' : 'deadline');
     })));
@@ -376,7 +380,7 @@ export class HitlService {
 
   private armUnavailable(invocation: HitlInvocation): void {
     if (this.unavailableTimers.has(invocation.id)) return;
-    this.unavailableTimers.set(invocation.id, this.clock.setTimer(this.current.unavailableAfterMs, () => this.safely(() => {
+    this.unavailableTimers.set(invocation.id, this.clock.setTimer(this.current.unavailableAfterMs, () => this.guard.run(`unavailable:${invocation.id}`, () => {
       this.unavailableTimers.delete(invocation.id);
       if (this.operators.size > 0) return;
       const current = this.repo.get(invocation.id);
@@ -441,15 +445,6 @@ export class HitlService {
       this.audit(invocation, 'restored', 'coordinator', true, { deadline: isoUtc(invocation.deadlineAt) }, { correlationId: invocation.correlationId });
       this.armDeadline(invocation);
       this.armUnavailable(invocation);
-    }
-  }
-
-  private safely(fn: () => void): void {
-    if (this.disposed) return;
-    try {
-      fn();
-    } catch (err) {
-      this.log.internalError('hitl', this.ids.uuid(), err);
     }
   }
 }

@@ -5,7 +5,7 @@ import {
   HARD_BOUNDS, MAX_DEBATE_TIMEOUT_MS, MAX_PROFILES, MAX_PROPOSAL_SCHEMAS, MAX_TOPIC_GLOB_CHARS, MAX_VOTE_TIMEOUT_MS,
   MIN_DEBATE_TIMEOUT_MS, MIN_VOTE_TIMEOUT_MS, PROFILE_NAME, TIE_BREAKS,
 } from './defaults';
-import { DEBATE_INTENSITIES, HITL_GATES, type AgentPreferences, type Guardrails, type PreferenceField, type NegotiationPolicy, type PolicyProfile, type PolicySet, type RoomThresholds } from './model';
+import { DEBATE_INTENSITIES, HITL_GATES, type Guardrails, type PreferenceField, type NegotiationPolicy, type PolicyProfile, type PolicySet, type RoomThresholds } from './model';
 import { NegotiationError } from './speaker';
 
 /**

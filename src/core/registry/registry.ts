@@ -1,5 +1,6 @@
 import { isoUtc, type Clock } from '../clock';
 import { Emitter, type Disposable, type Event } from '../events';
+import { Guard } from '../kernel/guard';
 import type { EventLog } from '../log/eventLog';
 import type { StoredEvent } from '../log/model';
 import type { CallContext } from '../context';
@@ -33,6 +34,8 @@ export class Registry implements AgentLifecycle, Disposable {
   /** The §8.3 timeout of each agent's current state, when it has one. */
   private readonly stateTimers = new Map<string, Disposable>();
   private readonly changed = new Emitter<RegistryChange>();
+  /** A timer's work must not throw into the event loop (it would end the CLI): a failure is logged instead. */
+  private readonly guard = new Guard((agentId, err) => this.log.internalError('registry', `timer:${agentId}`, err, { agent_id: agentId }));
   private readonly options: RegistryOptions;
   /** Join, leave, and every change an agent view needs to show. */
   readonly onDidChange: Event<RegistryChange> = this.changed.event;
@@ -315,7 +318,7 @@ export class Registry implements AgentLifecycle, Disposable {
   private armStateTimer(agentId: string, state: string, timeoutMs: number, delayMs: number): void {
     this.disarm(this.stateTimers, agentId);
     const { errorCode } = stateTimeout(state, this.options, timeoutMs);
-    this.stateTimers.set(agentId, this.clock.setTimer(delayMs, () => this.safely(agentId, () => {
+    this.stateTimers.set(agentId, this.clock.setTimer(delayMs, () => this.guard.run(agentId, () => {
       this.stateTimers.delete(agentId);
       const agent = this.agents.get(agentId);
       if (!agent || agent.state !== state) return;
@@ -329,18 +332,9 @@ export class Registry implements AgentLifecycle, Disposable {
     })));
   }
 
-  /** A timer's work must not throw into the event loop (it would end the CLI): a failure is logged instead. */
-  private safely(agentId: string, fn: () => void): void {
-    try {
-      fn();
-    } catch (err) {
-      this.log.internalError('registry', `timer:${agentId}`, err, { agent_id: agentId });
-    }
-  }
-
   private armPresenceTimer(agentId: string): void {
     this.disarm(this.presenceTimers, agentId);
-    this.presenceTimers.set(agentId, this.clock.setTimer(this.options.heartbeatDebounceMs, () => this.safely(agentId, () => {
+    this.presenceTimers.set(agentId, this.clock.setTimer(this.options.heartbeatDebounceMs, () => this.guard.run(agentId, () => {
       this.presenceTimers.delete(agentId);
       this.setPresence(agentId, 'unavailable', `no heartbeat for ${this.options.heartbeatDebounceMs} ms`);
     })));

@@ -3,10 +3,25 @@ import type { CallContext } from '../context';
 import type { Envelope } from './envelope';
 import { RETRYABLE_CODES, advances, isTerminal, type AckPayload, type MessageState } from './lifecycle';
 import { observe } from './metrics';
-import type { DedupEntry, MessageRecord } from './model';
-import type { SendOptions, SendResult } from './admission';
+import type { DedupEntry, MessageRecord, RouterRepository, RouterStorage } from './model';
 import { COORDINATOR_ID } from './coordinatorMessages';
-import type { RouterCore } from './routerCore';
+import type { RouterOptions } from './options';
+import type {
+  AckHandling, CoordinatorEnvelopes, DeadLetterQueue, Deadlines, Dispatching, FinishHow, Outcomes, RouterShared, SendOptions, SendResult,
+} from './parts';
+
+/** What the lifecycle uses of the router. */
+export interface AckLifecycleCore extends Pick<RouterShared, 'log' | 'clock' | 'live' | 'changed' | 'outbox' | 'message' | 'inbox'
+  | 'setState' | 'transition' | 'retire'> {
+  readonly store: Pick<RouterStorage, 'transaction'>;
+  readonly repo: Pick<RouterRepository, 'insertMessage' | 'updateMessage'>;
+  readonly options: Pick<RouterOptions, 'dedupWindowMs'>;
+  readonly dedup: Pick<Outcomes, 'entry' | 'put' | 'noteReusedSequence' | 'reconcileSuccess' | 'settleFailure'>;
+  readonly delivery: Pick<Dispatching, 'dispatch' | 'confirm' | 'takeOffQueue'>;
+  readonly timeouts: Pick<Deadlines, 'clear' | 'clearAll'>;
+  readonly coordinator: Pick<CoordinatorEnvelopes, 'persistNack'>;
+  readonly deadLetters: DeadLetterQueue;
+}
 
 /**
  * The error code recorded when the recipient ends a message without naming one (a REJECTED/FAILED ACK with no
@@ -24,8 +39,8 @@ function copyAck(envelope: Envelope, ack: AckPayload, copyOf: string, copyId: st
  * The lifecycle of a tracked message (RFC §11, §11.1): protocol ACKs move it through its states, late ACKs are
  * recorded by the rules of §11.1, and every error path ends it through `finish`.
  */
-export class AckLifecycle {
-  constructor(private readonly core: RouterCore) {}
+export class AckLifecycle implements AckHandling {
+  constructor(private readonly core: AckLifecycleCore) {}
 
   /** An ACKNOWLEDGEMENT from a recipient: moves the acknowledged message and forwards the ACK to its producer. */
   acceptAck(envelope: Envelope, ack: AckPayload, target: MessageRecord, recipient: string, dedupKey: string,
@@ -154,7 +169,7 @@ export class AckLifecycle {
    * and into the DLQ when the failure is not one a retry can mend.
    */
   finish(record: MessageRecord, state: 'REJECTED' | 'FAILED' | 'TIMED_OUT', code: string, note: string, ctx: CallContext,
-    now: number, how: { dlq: boolean; nack: boolean; settleDedup: boolean; byAck?: boolean }): void {
+    now: number, how: FinishHow): void {
     const core = this.core;
     const from = record.state;
     core.setState(record, state);

@@ -5,46 +5,36 @@ import { PrivilegedRateLimiter } from './lanes';
 import { isTerminal, nackPayload, parseAck, type AckPayload } from './lifecycle';
 import { RECORD_OVERHEAD_BYTES } from './memoryBudget';
 import type { PayloadFile } from './payloadFiles';
+import type { AgentDirectory } from '../registry/model';
 import { observe } from './metrics';
 import type { AgentRecord } from '../registry/model';
-import type { DedupEntry, MessageRecord } from './model';
+import type { DedupEntry, MessageRecord, RouterRepository, RouterStorage } from './model';
 import { COORDINATOR_ID } from './coordinatorMessages';
 import { dedupKey } from './deduplication';
-import type { RouterCore } from './routerCore';
+import type { RouterOptions } from './options';
+import type { AckHandling, Admitting, CoordinatorEnvelopes, CoordinatorIntake, Dispatching, Deadlines, Outcomes, RouterShared, SendOptions, SendResult } from './parts';
+
+/** What admission uses of the router. */
+export interface AdmissionCore extends Pick<RouterShared, 'log' | 'clock' | 'ids' | 'memory' | 'live' | 'inboxes' | 'changed' | 'storeBudget'
+  | 'transferredWork' | 'message' | 'inbox' | 'setState' | 'transition' | 'ackTimeoutOf'> {
+  readonly store: Pick<RouterStorage, 'transaction'>;
+  readonly repo: Pick<RouterRepository, 'insertMessage' | 'updateMessage'>;
+  readonly registry: Pick<AgentDirectory, 'get' | 'list' | 'recordLiveness'>;
+  readonly options: Pick<RouterOptions, 'capacity' | 'dedupWindowMs' | 'lanes' | 'payloadLimits' | 'unaddressed'>;
+  readonly dedup: Pick<Outcomes, 'entry' | 'put' | 'reusedSequence' | 'noteReusedSequence' | 'refuseRepeat'>;
+  readonly acks: Pick<AckHandling, 'acceptAck'>;
+  readonly handlers: Pick<CoordinatorIntake, 'takes' | 'messageTypes' | 'accept'>;
+  readonly coordinator: Pick<CoordinatorEnvelopes, 'ephemeralRecipient' | 'sendEphemeral'>;
+  readonly delivery: Pick<Dispatching, 'dispatch'>;
+  readonly timeouts: Pick<Deadlines, 'arm'>;
+}
 
 /** When a message expires (RFC §11 ttl_ms, counted from its timestamp, or from acceptance); null without a TTL. */
 function expiry(envelope: Envelope, now: number): number | null {
   return envelope.ttlMs > 0 ? (envelope.timestampMs ?? now) + envelope.ttlMs : null;
 }
 
-export type SendResult =
-  | { readonly accepted: true; readonly messageId: string }
-  | {
-    readonly accepted: false; readonly code: ErrorCode; readonly reason: string;
-    /** The refusal's structured details when it has any (a repeated operation's original_message_id and status, RFC §11.2). */
-    readonly details?: Readonly<Record<string, unknown>>;
-  };
-
-export interface SendOptions {
-  /** The recipient from call metadata `sw4rm-to`. */
-  readonly to?: string;
-  /** When the request arrived, for the enqueue latency metric. */
-  readonly receivedAt?: number;
-  /** Rule 5 (valid JSON, UTF-8 text) was checked already, off the event loop (Router.submit). */
-  readonly contentChecked?: boolean;
-  /**
-   * The payload is already durable as this file (Router.submit, or the dead letter a requeue shares): a tracked message
-   * to an agent references it (an owner row) instead of storing the bytes, and sets `owned`. Any other path (an ACK, a
-   * message to the coordinator) stores the bytes as usual and leaves `owned` false: the caller deletes the file.
-   */
-  readonly payloadFile?: { readonly file: PayloadFile; owned: boolean };
-  /**
-   * false: no ACK deadline (ackTimeoutMs, or the recipient's own: Router.setRecipientAckTimeout) for this message — the
-   * coordinator's own commands whose sender keeps its own deadlines (the scheduler's `run`, `preempt_request`,
-   * `terminate`, `shutdown`). TTL and the recipient leaving still end it.
-   */
-  readonly ackTimeout?: false;
-}
+export type { SendOptions, SendResult };
 
 /** Message types an agent sends only to `coordinator` (README, "Write a tool provider"). */
 const TOOL_MESSAGE_TYPES: ReadonlySet<string> = new Set(['TOOL_CALL', 'TOOL_RESULT', 'TOOL_ERROR']);
@@ -56,10 +46,10 @@ export const TOOL_ENVELOPES_TO_COORDINATOR =
  * the store's disk budget and capacity, and commits the message with its outcome-cache entry and its log event in one transaction
  * before answering accepted. ACKs and messages to the coordinator itself are handed on once admitted.
  */
-export class Admission {
+export class Admission implements Admitting {
   private readonly limiter: PrivilegedRateLimiter;
 
-  constructor(private readonly core: RouterCore) {
+  constructor(private readonly core: AdmissionCore) {
     this.limiter = new PrivilegedRateLimiter(core.options.lanes);
   }
 

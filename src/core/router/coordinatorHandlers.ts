@@ -2,19 +2,31 @@ import type { CallContext } from '../context';
 import type { Disposable } from '../events';
 import type { Envelope, Refusal } from './envelope';
 import { isTerminal } from './lifecycle';
-import type { CoordinatorHandler, DedupEntry, MessageRecord } from './model';
-import type { SendResult } from './admission';
+import type { CoordinatorHandler, DedupEntry, MessageRecord, RouterRepository, RouterStorage } from './model';
 import { COORDINATOR_ID } from './coordinatorMessages';
-import type { RouterCore } from './routerCore';
+import type { RouterOptions } from './options';
+import type { Admitting, CoordinatorEnvelopes, CoordinatorIntake, Outcomes, RouterShared, SendResult } from './parts';
+import type { AgentDirectory } from '../registry/model';
+
+/** What the coordinator's own intake uses of the router. */
+export interface CoordinatorHandlersCore extends Pick<RouterShared, 'log' | 'clock' | 'live' | 'message' | 'setState' | 'transition' | 'retire'> {
+  readonly store: Pick<RouterStorage, 'transaction'>;
+  readonly repo: Pick<RouterRepository, 'insertMessage' | 'updateMessage'>;
+  readonly registry: Pick<AgentDirectory, 'get'>;
+  readonly options: Pick<RouterOptions, 'dedupWindowMs'>;
+  readonly dedup: Pick<Outcomes, 'put' | 'restore' | 'noteReusedSequence' | 'reconcileSuccess'>;
+  readonly admission: Pick<Admitting, 'refuse'>;
+  readonly coordinator: Pick<CoordinatorEnvelopes, 'envelope' | 'persist'>;
+}
 
 /**
  * Messages addressed to the coordinator itself (e.g. HITL_INVOCATION): the components that take them, by
  * message type, and their replies, which settle the message and go back to its producer.
  */
-export class CoordinatorHandlers {
+export class CoordinatorHandlers implements CoordinatorIntake {
   private readonly handlers = new Map<string, CoordinatorHandler>();
 
-  constructor(private readonly core: RouterCore) {}
+  constructor(private readonly core: CoordinatorHandlersCore) {}
 
   /** Lets a component take messages of `messageType` addressed to `coordinator` (e.g. HITL_INVOCATION). */
   handle(messageType: string, handler: CoordinatorHandler): Disposable {

@@ -3,8 +3,19 @@ import type { Disposable } from '../events';
 import type { Envelope } from './envelope';
 import type { Inbox } from './inbox';
 import { nackPayload } from './lifecycle';
-import type { MessageRecord } from './model';
-import type { RouterCore } from './routerCore';
+import type { MessageRecord, RouterRepository, RouterStorage } from './model';
+import type { RouterOptions } from './options';
+import type { CoordinatorEnvelopes, Dispatching, RouterShared } from './parts';
+import type { AgentDirectory } from '../registry/model';
+
+/** What the coordinator's own envelopes use of the router. */
+export interface CoordinatorMessagesCore extends Pick<RouterShared, 'clock' | 'ids' | 'guard' | 'live' | 'inboxes' | 'disposed' | 'inbox'> {
+  readonly store: Pick<RouterStorage, 'transaction' | 'afterCommit'>;
+  readonly repo: Pick<RouterRepository, 'insertMessage' | 'recordDelivery'>;
+  readonly registry: Pick<AgentDirectory, 'get'>;
+  readonly options: Pick<RouterOptions, 'heartbeatIntervalMs'>;
+  readonly delivery: Pick<Dispatching, 'dispatch' | 'pruneDeliveriesIfDue'>;
+}
 
 /** The coordinator's own address and producer id. */
 export const COORDINATOR_ID = 'coordinator';
@@ -49,7 +60,7 @@ export function noticePayloads(changes: readonly NoticeChange[]): Uint8Array[] {
  * any message, so they reach the producer across a restart. Heartbeats, join/leave notices and admission NACKs
  * are live-only: written to an open stream, never stored.
  */
-export class CoordinatorMessages {
+export class CoordinatorMessages implements CoordinatorEnvelopes {
   /** Recent live-only envelopes (id → recipient), so that agents may acknowledge them. */
   private readonly ephemeral = new Map<string, string>();
   private heartbeatTimer: Disposable | undefined;
@@ -57,7 +68,7 @@ export class CoordinatorMessages {
   private pendingNotices: NoticeChange[] = [];
   private noticesScheduled = false;
 
-  constructor(private readonly core: RouterCore) {}
+  constructor(private readonly core: CoordinatorMessagesCore) {}
 
   /** The agent a recent live-only envelope went to. */
   ephemeralRecipient(messageId: string): string | undefined {
@@ -142,7 +153,7 @@ export class CoordinatorMessages {
     if (this.noticesScheduled) return;
     this.noticesScheduled = true;
     // After the commit that made the changes durable (at once when nothing is open).
-    this.core.store.afterCommit(() => this.core.safely(() => this.flushNotices()));
+    this.core.store.afterCommit(() => this.core.guard.run('', () => this.flushNotices()));
   }
 
   /** Sends the pending join/leave notices: the payload bytes are built once per distinct list and shared. */
@@ -173,7 +184,7 @@ export class CoordinatorMessages {
     const core = this.core;
     if (core.options.heartbeatIntervalMs <= 0 || core.disposed) return;
     this.heartbeatTimer = core.clock.setTimer(core.options.heartbeatIntervalMs, () => {
-      core.safely(() => {
+      core.guard.run('', () => {
         const sentAt = isoUtc(core.clock.now());
         for (const inbox of core.inboxes.values()) {
           if (inbox.sink) this.sendEphemeral(inbox, 'HEARTBEAT', core.ids.uuid(), { kind: 'heartbeat', agent_id: inbox.agentId, sent_at: sentAt });

@@ -1,10 +1,14 @@
 import type { CallContext } from '../context';
 import type { AgentRecord } from '../registry/model';
-import type { SendResult } from './admission';
 import { COORDINATOR_ID } from './coordinatorMessages';
 import type { Envelope } from './envelope';
 import type { OutboxMessage } from './model';
-import type { RouterCore } from './routerCore';
+import type { Admitting, RouterShared, SendResult } from './parts';
+
+/** What the coordinator as a producer uses of the router. */
+export interface CoordinatorSendCore extends Pick<RouterShared, 'clock' | 'ids'> {
+  readonly admission: Pick<Admitting, 'send'>;
+}
 
 /** The content types a message from the editor may have. */
 export const COORDINATOR_SEND_CONTENT_TYPES = ['application/json', 'text/plain'] as const;
@@ -44,7 +48,7 @@ export class CoordinatorSend {
   /** Sequence numbers increase per producer; from the clock, so that a restarted coordinator never reuses one. */
   private lastSequence = 0;
 
-  constructor(private readonly core: RouterCore) {}
+  constructor(private readonly core: CoordinatorSendCore) {}
 
   send(input: CoordinatorSendInput, ctx: CallContext): SendResult {
     if (!(COORDINATOR_SEND_CONTENT_TYPES as readonly string[]).includes(input.contentType)) {

@@ -1,20 +1,28 @@
 import { isoUtc } from '../clock';
 import type { CallContext } from '../context';
 import { payloadExcerpt, type Envelope } from './envelope';
-import type { DeadLetter, DeadLetterFilter, MessageRecord } from './model';
-import type { SendResult } from './admission';
+import type { DeadLetter, DeadLetterFilter, MessageRecord, RouterRepository, RouterStorage } from './model';
 import { dedupKey } from './deduplication';
-import type { RouterCore } from './routerCore';
+import type { Admitting, DeadLetterChange, DeadLetterQueue, Outcomes, RouterShared, SendResult } from './parts';
+import type { AgentDirectory } from '../registry/model';
 
-/** What changed in the dead-letter queue. */
-export type DeadLetterChange = { kind: 'added' | 'requeued' | 'pruned'; id?: number };
+export type { DeadLetterChange };
+
+/** What the dead-letter queue uses of the router. */
+export interface DeadLettersCore extends Pick<RouterShared, 'log' | 'clock' | 'ids' | 'deadLettersChanged' | 'files' | 'message' | 'envelopeOf'> {
+  readonly store: Pick<RouterStorage, 'transaction' | 'afterCommit'>;
+  readonly repo: Pick<RouterRepository, 'addDeadLetter' | 'sharePayloadFile' | 'deadLetters' | 'deadLetterCount' | 'deadLetter' | 'markRequeued'>;
+  readonly registry: Pick<AgentDirectory, 'get'>;
+  readonly dedup: Pick<Outcomes, 'entry' | 'put'>;
+  readonly admission: Pick<Admitting, 'send'>;
+}
 
 /**
  * The dead-letter queue (RFC §21): failures a retry cannot mend, kept with their diagnostic context, listed,
  * exported and requeued by the operator. Its retention runs with the router's housekeeping.
  */
-export class DeadLetters {
-  constructor(private readonly core: RouterCore) {}
+export class DeadLetters implements DeadLetterQueue {
+  constructor(private readonly core: DeadLettersCore) {}
 
   /** Dead-letters a message that has just failed. Runs inside the transaction that ended it. */
   add(record: MessageRecord, reason: string, now: number): void {

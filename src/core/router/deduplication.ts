@@ -3,10 +3,19 @@ import type { CallContext } from '../context';
 import { contentDigest } from './contentDigest';
 import type { Envelope } from './envelope';
 import { RETRYABLE_CODES, isTerminal, type AckPayload } from './lifecycle';
-import type { DedupEntry, MessageRecord } from './model';
+import type { DedupEntry, MessageRecord, RouterRepository } from './model';
+import type { RouterOptions } from './options';
 import { OutcomeCache } from './outcomeCache';
-import type { SendResult } from './admission';
-import type { RouterCore } from './routerCore';
+import type { Admitting, Outcomes, ReusedSequence, RouterShared, SendResult } from './parts';
+
+export type { ReusedSequence };
+
+/** What deduplication uses of the router. */
+export interface DeduplicationCore extends Pick<RouterShared, 'log' | 'message' | 'envelopeOf' | 'setState' | 'transition' | 'retire'> {
+  readonly repo: Pick<RouterRepository, 'getDedup' | 'putDedup' | 'updateMessage'>;
+  readonly options: Pick<RouterOptions, 'dedupWindowMs' | 'outcomesInMemory'>;
+  readonly admission: Pick<Admitting, 'refuse'>;
+}
 
 /** The operation an envelope belongs to (RFC §11.2): its idempotency token when present, else its sequence number. */
 export function dedupKey(envelope: Envelope): string {
@@ -33,22 +42,15 @@ function contentKey(envelope: Envelope, key: string): string {
   return `${key}#${contentDigest(envelope).slice(0, 32)}`;
 }
 
-/** A distinct operation found behind a colliding `(producer_id, sequence_number)`: its own key and entry. */
-export interface ReusedSequence {
-  readonly key: string;
-  readonly previous: DedupEntry | undefined;
-  /** The operation that first used the sequence number; set only when this operation is new (logged then). */
-  readonly reusedFrom: string | undefined;
-}
 
 /**
  * Deduplication (RFC §11.2): the outcome cache of every logical operation, in memory (OutcomeCache) and in the
  * store, the refusal of repeated attempts, and the rules by which an operation's outcome is settled.
  */
-export class Deduplication {
+export class Deduplication implements Outcomes {
   private readonly cache: OutcomeCache;
 
-  constructor(private readonly core: RouterCore) {
+  constructor(private readonly core: DeduplicationCore) {
     this.cache = new OutcomeCache(core.options.outcomesInMemory);
   }
 

@@ -5,9 +5,23 @@ import type { Inbox, InboxSink } from './inbox';
 import { isTerminal } from './lifecycle';
 import { payloadSize } from './memoryBudget';
 import { observe } from './metrics';
-import type { MessageRecord } from './model';
+import type { MessageRecord, RouterRepository, RouterStorage } from './model';
 import { UNSPECIFIED_ERROR } from './ackLifecycle';
-import type { RouterCore } from './routerCore';
+import type { RouterOptions } from './options';
+import type { AckHandling, CoordinatorEnvelopes, Deadlines, Dispatching, RouterShared } from './parts';
+import type { AgentDirectory } from '../registry/model';
+
+/** What delivery uses of the router. */
+export interface DeliveryCore extends Pick<RouterShared, 'log' | 'clock' | 'guard' | 'memory' | 'live' | 'inboxes' | 'changed'
+  | 'deliveredMessages' | 'disposed' | 'files' | 'message' | 'inbox' | 'setState' | 'retire' | 'envelopeOf'> {
+  readonly store: Pick<RouterStorage, 'transaction' | 'afterCommit'>;
+  readonly repo: Pick<RouterRepository, 'updateMessage' | 'recordDelivery' | 'deliveryAt' | 'oldestDeliverySeq' | 'pruneDeliveries'>;
+  readonly registry: Pick<AgentDirectory, 'get' | 'recordLiveness'>;
+  readonly options: Pick<RouterOptions, 'deliveryWindow' | 'deliveryWindowBytes' | 'leaseMs' | 'maxDeliveryAttempts' | 'resumeBacklog'>;
+  readonly acks: Pick<AckHandling, 'finish'>;
+  readonly timeouts: Pick<Deadlines, 'armLease' | 'clear'>;
+  readonly coordinator: Pick<CoordinatorEnvelopes, 'broadcast'>;
+}
 
 /** Forwarded ACKs and NACKs held per agent for redelivery when the client never confirms them (AckDelivery). */
 const MAX_UNCONFIRMED_UNTRACKED = 256;
@@ -23,7 +37,7 @@ export class StreamRefusal extends Error {
  * delivery window, and delivery confirmations (AckDelivery, protocol ACKs, resumption). Every step is written
  * to the store; nothing reaches a stream before it is durable.
  */
-export class Delivery {
+export class Delivery implements Dispatching {
   /** Inboxes with deliveries held back by the bytes in flight; dispatched again when bytes are confirmed. */
   private readonly waiting = new Set<Inbox>();
   private retryScheduled = false;
@@ -31,7 +45,7 @@ export class Delivery {
   private readonly loading = new Set<MessageRecord>();
   private readonly loaded = new Map<MessageRecord, Uint8Array>();
 
-  constructor(private readonly core: RouterCore) {
+  constructor(private readonly core: DeliveryCore) {
     core.memory.onInflightFreed = () => this.retryWaiting();
   }
 
@@ -43,7 +57,7 @@ export class Delivery {
       this.retryScheduled = false;
       const inboxes = [...this.waiting];
       this.waiting.clear();
-      for (const inbox of inboxes) this.core.safely(() => this.dispatch(inbox));
+      for (const inbox of inboxes) this.core.guard.run('', () => this.dispatch(inbox));
     });
   }
 
@@ -325,16 +339,16 @@ export class Delivery {
         return;
       }
       this.loaded.set(record, bytes);
-      core.safely(() => this.dispatch(inbox));
+      core.guard.run('', () => this.dispatch(inbox));
     }, (err: Error) => {
       this.loading.delete(record);
       core.memory.reading -= file.bytes;
       if (core.disposed || record.delivery !== 'queued') return;
-      core.safely(() => core.store.transaction(() => {
+      core.guard.run('', () => core.store.transaction(() => {
         core.acks.finish(record, 'FAILED', 'INTERNAL_ERROR', `its payload file could not be read: ${err.message.slice(0, 200)}`,
           { correlationId: `dispatch:${inbox.agentId}` }, core.clock.now(), { dlq: false, nack: record.tracked, settleDedup: true });
       }));
-      core.safely(() => this.dispatch(inbox));
+      core.guard.run('', () => this.dispatch(inbox));
     });
   }
 

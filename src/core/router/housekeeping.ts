@@ -1,7 +1,17 @@
 import { isoUtc } from '../clock';
 import type { Disposable } from '../events';
 import { schedulePruning } from '../retention';
-import type { RouterCore } from './routerCore';
+import type { RouterRepository, RouterStorage } from './model';
+import type { RouterOptions } from './options';
+import type { Outcomes, RouterShared } from './parts';
+
+/** What housekeeping uses of the router. */
+export interface HousekeepingCore extends Pick<RouterShared, 'log' | 'clock' | 'ids' | 'guard' | 'deadLettersChanged'> {
+  readonly store: Pick<RouterStorage, 'transaction'>;
+  readonly repo: Pick<RouterRepository, 'pruneDedup' | 'pruneDeadLetters' | 'pruneMessages'>;
+  readonly options: Pick<RouterOptions, 'dedupWindowMs' | 'dlqMaxEntries' | 'dlqRetentionMs' | 'dlqMaxBytes' | 'messageRetentionMs'>;
+  readonly dedup: Pick<Outcomes, 'prune'>;
+}
 
 /**
  * Retention of finished messages runs every RETENTION_INTERVAL_MS and looks at up to RETENTION_SCAN_PER_RUN
@@ -23,7 +33,7 @@ export class Housekeeping implements Disposable {
   private readonly retentionTimer: Disposable;
 
   /** Starts both pruning jobs. */
-  constructor(private readonly core: RouterCore) {
+  constructor(private readonly core: HousekeepingCore) {
     this.housekeepingTimer = this.pruningTimer(HOUSEKEEPING_INTERVAL_MS, (now) => this.housekeeping(now));
     this.retentionTimer = this.pruningTimer(RETENTION_INTERVAL_MS, (now) => this.pruneMessages(now));
   }
@@ -37,7 +47,7 @@ export class Housekeeping implements Disposable {
   private pruningTimer(intervalMs: number, run: (now: number) => boolean): Disposable {
     return schedulePruning(this.core.clock, intervalMs, () => {
       let more = false;
-      this.core.safely(() => { more = run(this.core.clock.now()); });
+      this.core.guard.run('', () => { more = run(this.core.clock.now()); });
       return more;
     });
   }

@@ -7,6 +7,12 @@ import type { MessageRecord } from './model';
  */
 export const PAYLOAD_DETACH_MIN_BYTES = 4096;
 
+/**
+ * Payloads from this size are released when their message is finished with. Smaller ones stay in the message's
+ * row until the retention deletes it: releasing them would free no page, and cost the hot path a write and a digest.
+ */
+export const PAYLOAD_RELEASE_MIN_BYTES = 4096;
+
 /** What a message in memory costs besides its payload (record, history, envelope strings): an estimate. */
 export const RECORD_OVERHEAD_BYTES = 1024;
 

@@ -1,8 +1,14 @@
 import { isoUtc } from '../clock';
 import type { Envelope } from './envelope';
 import { advances, isTerminal, type AckStage, type MessageState } from './lifecycle';
-import type { MessageListFilter, MessageRecord, MessageSummary } from './model';
-import { PAYLOAD_RELEASE_MIN_BYTES, type RouterCore } from './routerCore';
+import { PAYLOAD_RELEASE_MIN_BYTES } from './memoryBudget';
+import type { MessageListFilter, MessageRecord, MessageSummary, RouterRepository } from './model';
+import type { RouterShared } from './parts';
+
+/** What the message queries use of the router. */
+export interface MessageQueriesCore extends Pick<RouterShared, 'message' | 'envelopeOf'> {
+  readonly repo: Pick<RouterRepository, 'recentMessages'>;
+}
 
 export type { MessageListFilter, MessageSummary };
 
@@ -74,7 +80,7 @@ const FINISH_EVENTS: Readonly<Record<string, MessageState>> = { rejected: 'REJEC
  * message's detail (envelope, payload as text, lifecycle history with the ACK behind each step). Reads only.
  */
 export class MessageQueries {
-  constructor(private readonly core: RouterCore) {}
+  constructor(private readonly core: MessageQueriesCore) {}
 
   recent(query: MessageQuery = {}): MessageSummary[] {
     const limit = Math.max(1, Math.min(Math.floor(query.limit ?? DEFAULT_MESSAGE_LIMIT), MAX_MESSAGE_LIMIT));

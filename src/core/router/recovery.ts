@@ -1,9 +1,19 @@
 import * as path from 'node:path';
 import { StoreOpenError } from '../store/store';
-import type { RouterCore } from './routerCore';
+import type { RouterRepository, RouterStorage } from './model';
+import type { RouterOptions } from './options';
+import type { Deadlines, RouterShared } from './parts';
+
+/** What recovery and the payload-file checks use of the router. */
+export interface RecoveryCore extends Pick<RouterShared, 'log' | 'ids' | 'guard' | 'live' | 'disposed' | 'files' | 'inbox' | 'setState'> {
+  readonly store: Pick<RouterStorage, 'transaction'>;
+  readonly repo: Pick<RouterRepository, 'liveMessages' | 'payloadFiles' | 'payloadFileReferenced'>;
+  readonly options: Pick<RouterOptions, 'payloadDir'>;
+  readonly timeouts: Pick<Deadlines, 'arm' | 'armLease'>;
+}
 
 /** After a restart: every message not finished with is back in its inbox, with its deadlines. */
-export function recover(core: RouterCore): void {
+export function recover(core: RecoveryCore): void {
   const records = core.repo.liveMessages();
   core.store.transaction(() => {
     for (const record of records) {
@@ -27,7 +37,7 @@ export function recover(core: RouterCore): void {
  * At start, before recovery: every payload file the store references must be there with its size, or the store
  * refuses to start (`missing-data`): messages would otherwise be delivered without their bytes.
  */
-export function checkPayloadFiles(core: RouterCore): void {
+export function checkPayloadFiles(core: RecoveryCore): void {
   const referenced = core.repo.payloadFiles();
   if (referenced.length === 0) return;
   const dir = core.files?.dir ?? core.options.payloadDir ?? '<data folder>/payloads';
@@ -45,16 +55,16 @@ export function checkPayloadFiles(core: RouterCore): void {
  * After start: deletes the payload files nobody references (a crash between a file's write and its commit, or between
  * the commit that removed its last owner and the unlink), asynchronously, and logs what it deleted.
  */
-export async function sweepPayloadFiles(core: RouterCore): Promise<string[]> {
+export async function sweepPayloadFiles(core: RecoveryCore): Promise<string[]> {
   const files = core.files;
   if (!files) return [];
   // Asked just before each deletion, so that a file referenced since the listing stays.
   const deleted = await files.sweep((fileId) => core.disposed || core.repo.payloadFileReferenced(fileId)).catch((err: Error) => {
-    if (!core.disposed) core.safely(() => { throw err; });
+    if (!core.disposed) core.guard.run('', () => { throw err; });
     return [] as string[];
   });
   if (deleted.length > 0 && !core.disposed) {
-    core.safely(() => core.store.transaction(() => core.log.record({
+    core.guard.run('', () => core.store.transaction(() => core.log.record({
       correlationId: core.ids.uuid(), actor: 'router', eventType: 'router.payload_files_swept', level: 'WARN',
       details: { folder: files.dir, deleted: deleted.length, files: deleted.slice(0, 20) },
     })));

@@ -41,7 +41,8 @@ export {
  *
  * The work is done by its parts, which share one RouterCore: admission.ts, deduplication.ts, ackLifecycle.ts,
  * delivery.ts, timeouts.ts, coordinatorHandlers.ts, coordinatorMessages.ts, deadLetters.ts, housekeeping.ts
- * and recovery.ts. The Router builds them and answers the rest of the coordinator.
+ * and recovery.ts. Each takes it as the narrow interface of what it uses (parts.ts), so no part depends on another's
+ * file but through parts.ts. The Router builds them and answers the rest of the coordinator.
  */
 export class Router implements CoordinatorMailbox, CoordinatorOutbox, RecipientAckTimeouts, Disposable {
   private readonly core: RouterCore;
@@ -379,6 +380,7 @@ export class Router implements CoordinatorMailbox, CoordinatorOutbox, RecipientA
     const core = this.core;
     if (core.disposed) return;
     core.disposed = true;
+    core.guard.stop();
     for (const subscription of this.subscriptions) subscription.dispose();
     core.coordinator.dispose();
     this.checker?.dispose();

@@ -1,6 +1,7 @@
 import type { Clock } from '../clock';
 import { Emitter } from '../events';
 import type { IdSource } from '../ids';
+import { Guard } from '../kernel/guard';
 import type { EventLog } from '../log/eventLog';
 import type { TransferredWork } from '../handoff/model';
 import type { AgentDirectory } from '../registry/model';
@@ -8,33 +9,33 @@ import { AckLifecycle } from './ackLifecycle';
 import { Admission } from './admission';
 import { CoordinatorHandlers } from './coordinatorHandlers';
 import { CoordinatorMessages } from './coordinatorMessages';
-import { DeadLetters, type DeadLetterChange } from './deadLetters';
+import { DeadLetters } from './deadLetters';
 import { Deduplication, contentDigest } from './deduplication';
 import { Delivery } from './delivery';
 import type { Envelope } from './envelope';
 import { Inflight, NOT_READ, type Inbox } from './inbox';
 import { LaneQueues } from './lanes';
 import { isTerminal, type MessageState } from './lifecycle';
-import { LiveMessages, MemoryBudget, payloadSize } from './memoryBudget';
+import { LiveMessages, MemoryBudget, PAYLOAD_RELEASE_MIN_BYTES, payloadSize } from './memoryBudget';
 import { emptyMetrics } from './metrics';
 import type { MessageRecord, OutboxUpdate, RouterRepository, RouterStorage } from './model';
 import type { RouterOptions } from './options';
+import type { DeadLetterChange, RouterShared } from './parts';
 import { StoreBudget } from './storeUsage';
 import { PayloadFiles } from './payloadFiles';
 import { Timeouts } from './timeouts';
 
-/**
- * Payloads from this size are released when their message is finished with. Smaller ones stay in the message's
- * row until the retention deletes it: releasing them would free no page, and cost the hot path a write and a digest.
- */
-export const PAYLOAD_RELEASE_MIN_BYTES = 4096;
+export { PAYLOAD_RELEASE_MIN_BYTES };
 
 /**
  * What the parts of the router share: the store, the log, the clock, the messages in memory, the inboxes, and
  * the parts themselves. The Router builds one; each part reaches the others through it, never through the Router.
+ * A part takes it as the narrow interface of what it uses (its `…Core`, from parts.ts), never as RouterCore.
  */
-export class RouterCore {
+export class RouterCore implements RouterShared {
   readonly repo: RouterRepository;
+  /** Work the router does on its own runs through it: a fault is logged as router.internal_error (RouterShared.guard). Stopped when disposed. */
+  readonly guard: Guard;
   /** What the router holds in memory against its budget (admission and delivery respect it). */
   readonly memory: MemoryBudget;
   /**
@@ -79,6 +80,7 @@ export class RouterCore {
     readonly options: RouterOptions,
   ) {
     this.repo = store.router;
+    this.guard = new Guard((context, err) => log.internalError('router', context || ids.uuid(), err));
     this.memory = new MemoryBudget(options.memoryBudgetBytes);
     this.live = new LiveMessages(this.memory);
     this.dedup = new Deduplication(this);
@@ -183,14 +185,5 @@ export class RouterCore {
       throw new Error(`the payload of ${record.envelope.messageId} (${record.storedPayloadBytes} bytes) is not in the store`);
     }
     return { ...record.envelope, payload };
-  }
-
-  /** Timer work must never take the coordinator down; a fault is logged as INTERNAL_ERROR. */
-  safely(fn: () => void): void {
-    try {
-      fn();
-    } catch (err) {
-      this.log.internalError('router', this.ids.uuid(), err);
-    }
   }
 }

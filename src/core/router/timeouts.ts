@@ -1,22 +1,35 @@
-import type { Disposable } from '../events';
+import { KeyedTimers } from '../kernel/timers';
 import { NOT_READ } from './inbox';
-import type { MessageRecord } from './model';
-import type { RouterCore } from './routerCore';
+import type { MessageRecord, RouterRepository } from './model';
+import type { RouterOptions } from './options';
+import type { AckHandling, DeadlineKind, Deadlines, Dispatching, RouterShared } from './parts';
 
-interface MessageTimers {
-  ack?: Disposable;
-  ttl?: Disposable;
-  lease?: Disposable;
+/** What the deadlines use of the router. */
+export interface TimeoutsCore extends Pick<RouterShared, 'store' | 'log' | 'clock' | 'guard' | 'live' | 'inbox'> {
+  readonly repo: Pick<RouterRepository, 'updateMessage'>;
+  readonly options: Pick<RouterOptions, 'ackTimeoutMs' | 'leaseMs'>;
+  readonly acks: Pick<AckHandling, 'finish'>;
+  readonly delivery: Pick<Dispatching, 'dispatch'>;
 }
+
+/** A timer's fault is logged like any of the router's own work (a new correlation id, RouterCore.guard). */
+const NO_CONTEXT = (): string => '';
 
 /**
  * The deadlines of messages in memory: the ACK timeout (RFC §11/§20: RECEIVED in time or TIMED_OUT), the TTL,
  * and the delivery lease (a delivery not confirmed in time is sent again).
  */
-export class Timeouts {
-  private readonly timers = new Map<string, MessageTimers>();
+export class Timeouts implements Deadlines {
+  /** One KeyedTimers per kind, by message id; a timer runs through the router's Guard (nothing once disposed). */
+  private readonly timers: Readonly<Record<DeadlineKind, KeyedTimers<string>>>;
 
-  constructor(private readonly core: RouterCore) {}
+  constructor(private readonly core: TimeoutsCore) {
+    this.timers = {
+      ack: new KeyedTimers<string>(core.clock, core.guard, NO_CONTEXT),
+      ttl: new KeyedTimers<string>(core.clock, core.guard, NO_CONTEXT),
+      lease: new KeyedTimers<string>(core.clock, core.guard, NO_CONTEXT),
+    };
+  }
 
   /** Arms the ACK timeout and TTL of a tracked message waiting to be RECEIVED. */
   arm(record: MessageRecord): void {
@@ -35,23 +48,22 @@ export class Timeouts {
     this.set(id, 'lease', this.core.options.leaseMs, () => this.leaseExpired(id));
   }
 
-  clear(id: string, kind: keyof MessageTimers): void {
-    const timers = this.timers.get(id);
-    timers?.[kind]?.dispose();
-    if (timers) delete timers[kind];
+  clear(id: string, kind: DeadlineKind): void {
+    this.timers[kind].disarm(id);
   }
 
   clearAll(id: string): void {
-    const timers = this.timers.get(id);
-    if (!timers) return;
-    timers.ack?.dispose();
-    timers.ttl?.dispose();
-    timers.lease?.dispose();
-    this.timers.delete(id);
+    const { ack, ttl, lease } = this.timers;
+    ack.disarm(id);
+    ttl.disarm(id);
+    lease.disarm(id);
   }
 
   dispose(): void {
-    for (const id of [...this.timers.keys()]) this.clearAll(id);
+    const { ack, ttl, lease } = this.timers;
+    ack.clear();
+    ttl.clear();
+    lease.clear();
   }
 
   /**
@@ -99,14 +111,7 @@ export class Timeouts {
     core.delivery.dispatch(inbox);
   }
 
-  private set(id: string, kind: keyof MessageTimers, ms: number, fn: () => void): void {
-    const timers = this.timers.get(id) ?? {};
-    timers[kind]?.dispose();
-    timers[kind] = this.core.clock.setTimer(Math.max(0, ms), () => {
-      const current = this.timers.get(id);
-      if (current) delete current[kind];
-      if (!this.core.disposed) this.core.safely(fn);
-    });
-    this.timers.set(id, timers);
+  private set(id: string, kind: DeadlineKind, ms: number, fn: () => void): void {
+    this.timers[kind].arm(id, Math.max(0, ms), fn);
   }
 }

@@ -12,7 +12,7 @@ import {
   type RunningTasks, type SchedulerOptions, type TaskRecord, type TaskScope, type WaitingReason,
 } from './model';
 import { scopesOverlap, touchesFiles, type ScopeOverlap } from './overlap';
-import { SchedulerError } from './scheduler';
+import { SchedulerError } from './errors';
 
 export interface ConcurrencyDeps {
   readonly log: EventLog;

@@ -7,6 +7,7 @@ import type { HitlInvocation } from '../hitl/model';
 import { parseInvocationRequest } from '../hitl/request';
 import type { IdSource } from '../ids';
 import { parseBoundedJson } from '../json';
+import { Guard } from '../kernel/guard';
 import { TRANSPORT_MAX_MESSAGE_BYTES } from '../limits';
 import type { EventLog } from '../log/eventLog';
 import { schedulePruning } from '../retention';
@@ -29,6 +30,9 @@ export const MAX_TOOL_RESULT_BYTES = TRANSPORT_MAX_MESSAGE_BYTES - 64 * 1024;
 const EXCERPT_BYTES = 4096;
 
 const UTF8 = new TextDecoder('utf-8', { fatal: true });
+
+/** A caller's sink (its stream) that throws must not take the call's bookkeeping down with it: the fault is printed. */
+const sinks = new Guard((_during, err) => console.error('[sw4rm] a tool call sink failed:', err));
 
 export interface ToolsOptions {
   /** Calls kept (store and memory) for the Tools view and Cancel; older ones are pruned. */
@@ -449,7 +453,7 @@ export class Tools implements ToolsQueries, Disposable {
           call.frames += 1;
           call.bytes += data.length;
           this.keepFrame(frame);
-          safely(() => call.sink.frame(frame));
+          sinks.run('frame', () => call.sink.frame(frame));
         },
       });
     } catch (err) {
@@ -545,7 +549,7 @@ export class Tools implements ToolsQueries, Disposable {
     }
     if (call.awaitingDecision) {
       call.awaitingDecision = false;
-      safely(() => this.deps.hitl.cancel(call.record.invocationId, 'coordinator', 'the tool call ended before its escalation was decided', call.ctx));
+      sinks.run('cancel-escalation', () => this.deps.hitl.cancel(call.record.invocationId, 'coordinator', 'the tool call ended before its escalation was decided', call.ctx));
     }
     if (frame) {
       call.bytes += frame.data.length;
@@ -572,8 +576,8 @@ export class Tools implements ToolsQueries, Disposable {
     }
     this.changed.fire({ kind: 'call', id: record.callId });
     if (silent) return;
-    if (frame) safely(() => call.sink.end(frame));
-    else if (error) safely(() => call.sink.fail(error));
+    if (frame) sinks.run('end', () => call.sink.end(frame));
+    else if (error) sinks.run('fail', () => call.sink.fail(error));
   }
 
   /** A state change of a call in progress (not per frame). */
@@ -628,14 +632,6 @@ function unknownProvider(providerId: string, known: readonly string[]): ToolCall
 function asToolError(err: unknown): ToolCallError {
   if (err instanceof ToolCallError) return err;
   return new ToolCallError('internal', 'INTERNAL_ERROR', err instanceof Error ? err.message : String(err));
-}
-
-function safely(fn: () => void): void {
-  try {
-    fn();
-  } catch (err) {
-    console.error('[sw4rm] a tool call sink failed:', err);
-  }
 }
 
 function excerpt(text: string): string {

@@ -89,7 +89,6 @@ function dayMask(f: Fields, length: number, firstWeekday: number): number {
 }
 
 const MINUTE_MS = 60_000;
-const DAY_MS = 86_400_000;
 /** 400 years of months: the Gregorian calendar's cycle. */
 const MAX_MONTHS = 4_800;
 

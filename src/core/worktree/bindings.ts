@@ -2,10 +2,11 @@ import { createHash } from 'node:crypto';
 import * as fs from 'node:fs';
 import { isoUtc, type Clock } from '../clock';
 import type { CallContext } from '../context';
-import { DisposableStore, Emitter, type Disposable, type Event } from '../events';
+import { DisposableStore, Emitter, type Event } from '../events';
 import type { HitlService } from '../hitl/hitlService';
 import type { HitlInvocation } from '../hitl/model';
 import { parseInvocationRequest } from '../hitl/request';
+import { Guard } from '../kernel/guard';
 import type { EventLog } from '../log/eventLog';
 import { GitCommandError, type Git } from './git';
 import type { BindFailureReason, Binding, BindingOperation, BindingState, SwitchGrant, WorktreeStorage } from './model';
@@ -176,6 +177,8 @@ export class WorktreeBindings {
   readonly onDidNeedOperator: Event<BindingStatus> = this.attention.event;
   private readonly subscriptions = new DisposableStore();
   private disposed = false;
+  /** Timer and listener work never throws into the event loop: a fault is logged; stopped on dispose. */
+  private readonly guard = new Guard((_during, err) => this.log.internalError(BINDINGS_COMPONENT, 'worktree-bindings', err));
 
   constructor(
     private readonly store: WorktreeStorage,
@@ -187,7 +190,7 @@ export class WorktreeBindings {
   ) {
     this.subscriptions.add(hitl.onDidChange((change) => {
       if (change.kind === 'settled' && change.invocation.origin.kind === 'internal' && change.invocation.origin.component === BINDINGS_COMPONENT) {
-        this.safely(() => this.switchSettled(change.invocation, { correlationId: change.invocation.correlationId }));
+        this.guard.run('switch-settled', () => this.switchSettled(change.invocation, { correlationId: change.invocation.correlationId }));
       }
     }));
     this.restore();
@@ -321,7 +324,7 @@ export class WorktreeBindings {
         proposed_actions: ['approve', 'deny'],
       }, { requester: agentId, correlationId: ctx.correlationId, now });
       let invocation: HitlInvocation | undefined;
-      const result = this.transition(after, 'SWITCH_REQUEST', 'SWITCH_PENDING', ctx, (b) => {
+      this.transition(after, 'SWITCH_REQUEST', 'SWITCH_PENDING', ctx, (b) => {
         invocation = this.hitl.open(request, { kind: 'internal', component: BINDINGS_COMPONENT }, ctx).invocation;
         const grant: SwitchGrant = { targetWorktreeId, targetPath: target.path, invocationId: invocation.id, requestedAt: now, ttlMs: null };
         b.switch = grant;
@@ -376,6 +379,7 @@ export class WorktreeBindings {
 
   dispose(): void {
     this.disposed = true;
+    this.guard.stop();
     this.subscriptions.dispose();
     for (const timers of this.timers.values()) timers.dispose();
     this.timers.clear();
@@ -562,7 +566,7 @@ export class WorktreeBindings {
     const now = this.clock.now();
     const agentId = binding.agentId;
     if (binding.state === 'BOUND_NON_HOME' && binding.nonHomeUntil !== null) {
-      timers.add(this.clock.setTimer(Math.max(0, binding.nonHomeUntil - now), () => this.safely(() => this.ttlExpired(agentId))));
+      timers.add(this.clock.setTimer(Math.max(0, binding.nonHomeUntil - now), () => this.guard.run(`ttl:${agentId}`, () => this.ttlExpired(agentId))));
     }
     if (binding.state === 'BIND_FAILED' && binding.failure) {
       const failure = binding.failure;
@@ -584,7 +588,7 @@ export class WorktreeBindings {
         }));
       }
       if (!failure.notified) {
-        timers.add(this.clock.setTimer(Math.max(0, failure.since + this.options.recoveryTimeoutMs - now), () => this.safely(() => this.notifyOperator(agentId))));
+        timers.add(this.clock.setTimer(Math.max(0, failure.since + this.options.recoveryTimeoutMs - now), () => this.guard.run(`notify-operator:${agentId}`, () => this.notifyOperator(agentId))));
       }
     }
     this.timers.set(agentId, timers);
@@ -641,16 +645,6 @@ export class WorktreeBindings {
         continue;
       }
       this.rearm(binding);
-    }
-  }
-
-
-  private safely(fn: () => void): void {
-    if (this.disposed) return;
-    try {
-      fn();
-    } catch (err) {
-      this.log.internalError(BINDINGS_COMPONENT, 'worktree-bindings', err);
     }
   }
 }

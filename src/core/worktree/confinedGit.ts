@@ -49,7 +49,6 @@ export class ConfinedGitLimitError extends SwarmError {
   }
 }
 
-const GITLINK = '160000';
 const SYMLINK = '120000';
 
 /**

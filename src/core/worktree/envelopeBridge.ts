@@ -1,4 +1,3 @@
-import type { CallContext } from '../context';
 import { DisposableStore, type Disposable } from '../events';
 import type { EventLog } from '../log/eventLog';
 import type { Refusal } from '../router/envelope';

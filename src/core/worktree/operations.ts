@@ -4,6 +4,7 @@ import { DisposableStore, Emitter, type Disposable, type Event } from '../events
 import type { HitlService } from '../hitl/hitlService';
 import { parseInvocationRequest } from '../hitl/request';
 import type { IdSource } from '../ids';
+import { Guard } from '../kernel/guard';
 import type { EventLog } from '../log/eventLog';
 import { KeyedQueue } from '../keyedQueue';
 import type {
@@ -100,6 +101,12 @@ export class WorktreeOperations implements Disposable {
   private readonly subscriptions = new DisposableStore();
   private expiryTimer: Disposable | undefined;
   private disposed = false;
+  /** Log writes after the fact never throw into the caller: a fault is logged, and a fault logging it (the store is stopping) dropped. */
+  private readonly guard = new Guard((_during, err) => {
+    try {
+      this.deps.log.internalError(ACTOR, 'worktree-operations', err);
+    } catch { /* the store is stopping */ }
+  });
 
   constructor(private readonly deps: WorktreeOperationsDeps, private readonly options: WorktreeOperationsOptions = DEFAULT_WORKTREE_OPERATIONS_OPTIONS) {
     if (!(options.snapshotRetentionDays >= MIN_SNAPSHOT_RETENTION_DAYS && options.snapshotRetentionDays <= MAX_SNAPSHOT_RETENTION_DAYS)) {
@@ -345,6 +352,7 @@ export class WorktreeOperations implements Disposable {
 
   dispose(): void {
     this.disposed = true;
+    this.guard.stop();
     this.expiryTimer?.dispose();
     this.subscriptions.dispose();
     this.changed.dispose();
@@ -357,7 +365,7 @@ export class WorktreeOperations implements Disposable {
   worktreeCreated(repoId: string, worktree: AgentWorktree, details: { readonly reusedBranch: boolean }): void {
     if (this.disposed) return;
     const correlationId = this.deps.ids.uuid();
-    this.safely(() => this.deps.log.record({
+    this.guard.run('worktree.created', () => this.deps.log.record({
       correlationId, actor: ACTOR, eventType: 'worktree.created',
       details: {
         repo_id: repoId, worktree_id: worktree.id, path: worktree.path, branch: worktree.branch, base_commit: worktree.baseCommit ?? null,
@@ -369,7 +377,7 @@ export class WorktreeOperations implements Disposable {
     if (!repository || repository.bare) return; // a bare repository has no main checkout to copy from or configure
     const key = `${repoId}\0${worktree.id}`;
     const run = this.runSetup(repository, worktree, correlationId).catch((err) => {
-      this.safely(() => this.deps.log.internalError(ACTOR, correlationId, err, { repo_id: repoId, worktree_id: worktree.id }));
+      this.guard.run('setup', () => this.deps.log.internalError(ACTOR, correlationId, err, { repo_id: repoId, worktree_id: worktree.id }));
       return undefined;
     });
     this.setups.set(key, run);
@@ -396,7 +404,7 @@ export class WorktreeOperations implements Disposable {
       ? `setup of ${worktree.id} finished: ${result.copied.length} file${result.copied.length === 1 ? '' : 's'} copied${result.command ? `, ${result.command.argv.join(' ')} exited 0` : ''}`
       : `setup of ${worktree.id} failed: ${result.failure}; the worktree and its binding stay usable`;
     emit({ kind: 'finished', text: summary, ok: result.ok });
-    this.safely(() => this.deps.log.record({
+    this.guard.run('setup', () => this.deps.log.record({
       correlationId, actor: ACTOR, eventType: result.ok ? 'worktree.setup_finished' : 'worktree.setup_failed', level: result.ok ? 'INFO' : 'WARN',
       details: {
         repo_id: repoId, worktree_id: worktree.id, source: result.source, copied: result.copied.slice(0, LIST_CAP),
@@ -465,7 +473,7 @@ export class WorktreeOperations implements Disposable {
     if (this.disposed) return;
     this.expiryTimer = this.deps.clock.setTimer(this.options.expiryIntervalMs, () => {
       this.expireSnapshots()
-        .catch((err) => this.safely(() => this.deps.log.internalError(ACTOR, `snapshot-expiry:${isoUtc(this.deps.clock.now())}`, err)))
+        .catch((err) => this.guard.run('snapshot-expiry', () => this.deps.log.internalError(ACTOR, `snapshot-expiry:${isoUtc(this.deps.clock.now())}`, err)))
         .finally(() => this.armExpiry());
     });
   }
@@ -473,17 +481,6 @@ export class WorktreeOperations implements Disposable {
 
   private fire(change: WorktreesChange): void {
     if (!this.disposed) this.changed.fire(change);
-  }
-
-  private safely(fn: () => void): void {
-    if (this.disposed) return;
-    try {
-      fn();
-    } catch (err) {
-      try {
-        this.deps.log.internalError(ACTOR, 'worktree-operations', err);
-      } catch { /* the store is stopping */ }
-    }
   }
 }
 

@@ -2,7 +2,6 @@ import * as grpc from '@grpc/grpc-js';
 import type { ActivityEntry } from '../../core/activity/model';
 import type { Coordinator } from '../../core/coordinator';
 import { FIELD_LIMITS, identifierRefusal } from '../../core/fieldLimits';
-import { SchedulerError } from '../../core/scheduler/scheduler';
 import { principalName } from '../../core/credentials/credentials';
 import { principalOf } from '../auth';
 import { callContext } from '../callContext';
@@ -49,17 +48,8 @@ class InvalidArgument extends CoreError {
   }
 }
 
-/** The gRPC status of a refused operation (statusOf); its details start with the SW4RM error code. */
-function errorStatus(err: unknown): grpc.StatusObject {
-  const metadata = new grpc.Metadata();
-  // SchedulerError is not a SwarmError yet (its area's own split makes it one): mapped here as it always was.
-  if (err instanceof SchedulerError) {
-    const code = { not_found: grpc.status.NOT_FOUND, refused: grpc.status.FAILED_PRECONDITION, invalid: grpc.status.INVALID_ARGUMENT }[err.code];
-    const sw4rm = err.sw4rmCode ?? { not_found: 'NO_ROUTE', refused: 'VALIDATION_ERROR', invalid: 'VALIDATION_ERROR' }[err.code];
-    return { code, details: `${sw4rm}: ${err.message}`, metadata };
-  }
-  return statusOf(err);
-}
+/** The gRPC status of a refused operation (statusOf: SchedulerError by its kind, InvalidArgument INVALID_ARGUMENT). */
+const errorStatus = statusOf;
 
 function check(refusal: string | undefined): void {
   if (refusal !== undefined) throw new InvalidArgument(refusal);

@@ -52,7 +52,7 @@ export function asBridgeError(err: unknown): unknown {
   if (err instanceof BridgeToolError) return err;
   // The bridge's own cases. An unknown invocation is NOT_FOUND here (gRPC answers it FAILED_PRECONDITION VALIDATION_ERROR).
   if (err instanceof HitlStateError) return refusal(err.reason === 'not_found' ? 'NOT_FOUND' : 'FAILED_PRECONDITION', err.message);
-  // SchedulerError is not a SwarmError yet (its area's own split makes it one): mapped here as it always was.
+  // A SchedulerError that names no code: the bridge's defaults (NOT_FOUND, FAILED_PRECONDITION) are not gRPC's (NO_ROUTE, VALIDATION_ERROR).
   if (err instanceof SchedulerError) {
     return refusal(err.sw4rmCode ?? { not_found: 'NOT_FOUND', refused: 'FAILED_PRECONDITION', invalid: 'VALIDATION_ERROR' }[err.code], err.message);
   }
