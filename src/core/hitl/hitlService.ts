@@ -12,6 +12,7 @@ import {
 } from './model';
 import { applyFallback, DEFAULT_HITL_POLICY, matchRule, type HitlPolicy } from './policy';
 import { HitlRequestError, MAX_INVOCATION_BYTES } from './request';
+import { SwarmError, type ErrorKind, type Sw4rmCode } from '../kernel/errors';
 
 /** What an operator (or a component acting for one) decides. */
 export interface DecisionInput {
@@ -30,11 +31,22 @@ export interface HitlChange {
   readonly invocation: HitlInvocation;
 }
 
-/** The invocation asked for cannot take this decision: it is unknown or already settled. */
-export class HitlStateError extends Error {
+/**
+ * The invocation asked for cannot take this decision: it is unknown or already settled. Either way FAILED_PRECONDITION
+ * `VALIDATION_ERROR: …` over gRPC; the bridge answers an unknown one NOT_FOUND (its own case, bridge/tools/errors.ts).
+ */
+export class HitlStateError extends SwarmError {
   constructor(readonly reason: 'not_found' | 'settled', message: string) {
     super(message);
     this.name = 'HitlStateError';
+  }
+
+  override get errorKind(): ErrorKind {
+    return 'precondition';
+  }
+
+  override get errorCode(): Sw4rmCode {
+    return 'VALIDATION_ERROR';
   }
 }
 
