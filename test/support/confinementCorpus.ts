@@ -1,5 +1,5 @@
-// The confinement attack corpus (issue 15, parts 5 and 11), shared by the unit test of the module
-// (test/unit/confinement.test.ts) and the same attacks sent as real gRPC tool calls
+// The confinement attack corpus (issue 15, parts 5 and 11), shared by the confinement tests of the module
+// (test/integration/confinement.integration.test.ts) and the same attacks sent as real gRPC tool calls
 // (test/integration/workspaceTools.integration.test.ts): a real worktree with canary files outside, links, special
 // files and nested .git folders planted in it, and the attacks, each with the confinement reason it must be refused for.
 import { strict as assert } from 'node:assert';

@@ -9,6 +9,7 @@ import {
   ActivityBufferFullError, type ActivityChange, type ActivityEntry, type ActivityFilter, type ActivityOptions, type ActivitySink,
   type ActivityStorage, type Artifact,
 } from './model';
+import { SwarmError, type ErrorKind, type Sw4rmCode } from '../kernel/errors';
 
 export interface ActivityUsage {
   readonly active: number;
@@ -37,11 +38,19 @@ export const HISTORY_EVICTION_BATCH = 500;
 const LIMITS = FIELD_LIMITS.activity;
 
 /** An entry the buffer cannot take as given: an id too long, with control characters or invalid UTF-8. */
-export class ActivityEntryInvalidError extends Error {
+export class ActivityEntryInvalidError extends SwarmError {
   readonly code = 'VALIDATION_ERROR';
   constructor(message: string) {
     super(`VALIDATION_ERROR: ${message}`);
     this.name = 'ActivityEntryInvalidError';
+  }
+
+  override get errorKind(): ErrorKind {
+    return 'invalid';
+  }
+
+  override get errorCode(): Sw4rmCode {
+    return this.code;
   }
 }
 

@@ -1,6 +1,7 @@
 import type { CallContext } from '../context';
 import type { Event } from '../events';
 import type { Transactions } from '../store/store';
+import { SwarmError, type ErrorKind, type Sw4rmCode } from '../kernel/errors';
 
 /**
  * One activity entry (RFC §10): who is working on what, right now. Created before a task runs, removed when it ends
@@ -47,11 +48,19 @@ export const DEFAULT_ACTIVITY_OPTIONS: ActivityOptions = {
 };
 
 /** A refusal of a new entry: never a silent drop (RFC §10.1). */
-export class ActivityBufferFullError extends Error {
+export class ActivityBufferFullError extends SwarmError {
   readonly code = 'activity_buffer_full';
   constructor(readonly scope: 'coordinator' | 'agent', readonly limit: number, message: string) {
     super(message);
     this.name = 'ActivityBufferFullError';
+  }
+
+  override get errorKind(): ErrorKind {
+    return 'exhausted';
+  }
+
+  override get errorCode(): Sw4rmCode {
+    return 'BUFFER_FULL';
   }
 }
 

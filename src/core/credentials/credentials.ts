@@ -9,6 +9,7 @@ import type { AgentDirectory } from '../registry/model';
 import type {
   CredentialInfo, CredentialKind, CredentialRecord, CredentialsChange, CredentialsStorage, MintedCredential, Principal,
 } from './model';
+import { SwarmError, type ErrorKind, type Sw4rmCode } from '../kernel/errors';
 
 /** Every agent and enrolment token starts so; the operator token (base64url, no '.') never does. */
 export const CREDENTIAL_TOKEN_PREFIX = 'sw4rm.';
@@ -23,10 +24,18 @@ export const LAST_USED_FLUSH_MS = 60_000;
 export const UNAUTHENTICATED_EVENTS_PER_WINDOW = 100;
 export const UNAUTHENTICATED_WINDOW_MS = 60_000;
 
-export class CredentialError extends Error {
+export class CredentialError extends SwarmError {
   constructor(readonly code: 'invalid' | 'not_found', message: string) {
     super(message);
     this.name = 'CredentialError';
+  }
+
+  override get errorKind(): ErrorKind {
+    return this.code;
+  }
+
+  override get errorCode(): Sw4rmCode {
+    return this.code === 'invalid' ? 'VALIDATION_ERROR' : 'NOT_FOUND';
   }
 }
 

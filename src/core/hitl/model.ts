@@ -2,6 +2,7 @@ import type { PruneResult } from '../retention';
 import type { Transactions } from '../store/store';
 import type { CallContext } from '../context';
 import type { Event } from '../events';
+import { SwarmError, type ErrorKind, type Sw4rmCode } from '../kernel/errors';
 import type { HitlInvocation, HitlPolicy, InvocationOrigin, InvocationRequest } from './records';
 
 export * from './records';
@@ -64,11 +65,22 @@ export interface HitlChange {
   readonly invocation: HitlInvocation;
 }
 
-/** The invocation asked for cannot take this decision: it is unknown or already settled. */
-export class HitlStateError extends Error {
+/**
+ * The invocation asked for cannot take this decision: it is unknown or already settled. Either way FAILED_PRECONDITION
+ * `VALIDATION_ERROR: …` over gRPC; the bridge answers an unknown one NOT_FOUND (its own case, bridge/tools/errors.ts).
+ */
+export class HitlStateError extends SwarmError {
   constructor(readonly reason: 'not_found' | 'settled', message: string) {
     super(message);
     this.name = 'HitlStateError';
+  }
+
+  override get errorKind(): ErrorKind {
+    return 'precondition';
+  }
+
+  override get errorCode(): Sw4rmCode {
+    return 'VALIDATION_ERROR';
   }
 }
 

@@ -1,6 +1,7 @@
 import { FIELD_LIMITS, identifierRefusal } from '../fieldLimits';
 import { jsonBoundsRefusal } from '../json';
 import { REASON_TYPES, type HitlContext, type HitlDiff, type HitlSubject, type InvocationRequest, type ReasonType } from './records';
+import { SwarmError, type ErrorKind, type Sw4rmCode } from '../kernel/errors';
 
 /** RFC §5.4 / message-types.txt: a HITL_INVOCATION carries at most 256 KB. */
 export const MAX_INVOCATION_BYTES = 256 * 1024;
@@ -9,10 +10,18 @@ const MAX_FIELD = FIELD_LIMITS.hitl.requester;
 const MAX_ACTIONS = FIELD_LIMITS.hitl.proposed_actions;
 
 /** An invocation request or decision that cannot be accepted; `code` is the SW4RM error code. */
-export class HitlRequestError extends Error {
+export class HitlRequestError extends SwarmError {
   constructor(readonly code: 'VALIDATION_ERROR' | 'OVERSIZE_PAYLOAD' | 'PERMISSION_DENIED' | 'BUFFER_FULL', message: string) {
     super(message);
     this.name = 'HitlRequestError';
+  }
+
+  override get errorKind(): ErrorKind {
+    return this.code === 'PERMISSION_DENIED' ? 'permission' : this.code === 'VALIDATION_ERROR' ? 'invalid' : 'exhausted';
+  }
+
+  override get errorCode(): Sw4rmCode {
+    return this.code;
   }
 }
 

@@ -16,6 +16,7 @@ export type ErrorKind =
   | 'deadline' // DEADLINE_EXCEEDED
   | 'unavailable' // UNAVAILABLE: try again later
   | 'unimplemented' // UNIMPLEMENTED
+  | 'cancelled' // CANCELLED: the caller or the coordinator gave the work up (a tool call)
   | 'internal'; // INTERNAL: a fault of the coordinator
 
 /** The SW4RM error codes of the RFC's ErrorCode enum, and the other codes the wire contract names in details. */
@@ -35,6 +36,7 @@ export const DEFAULT_CODE: Readonly<Record<ErrorKind, Sw4rmCode>> = {
   deadline: 'ACK_TIMEOUT',
   unavailable: 'AGENT_UNAVAILABLE',
   unimplemented: 'UNSUPPORTED_MESSAGE_TYPE',
+  cancelled: 'CANCELLED',
   internal: 'INTERNAL_ERROR',
 };
 

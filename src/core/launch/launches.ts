@@ -18,12 +18,21 @@ import type {
 } from './model';
 import { mergeProfiles, parseSettingsProfiles, readRepositoryProfiles } from './profiles';
 import { launchCommand, needsEndpoints, plannedFiles, WiringError, writeWiring, type WiringContext } from './wiring';
+import { SwarmError, type ErrorKind, type Sw4rmCode } from '../kernel/errors';
 
 /** A launch refused or not found: `kind` is the editor's error code, the message is for the person. */
-export class LaunchError extends Error {
+export class LaunchError extends SwarmError {
   constructor(readonly kind: 'not_found' | 'invalid' | 'refused', message: string, readonly code: string = kind === 'not_found' ? 'NOT_FOUND' : kind === 'invalid' ? 'VALIDATION_ERROR' : 'FAILED_PRECONDITION') {
     super(message);
     this.name = 'LaunchError';
+  }
+
+  override get errorKind(): ErrorKind {
+    return this.kind === 'refused' ? 'precondition' : this.kind;
+  }
+
+  override get errorCode(): Sw4rmCode {
+    return this.code;
   }
 }
 

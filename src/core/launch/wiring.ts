@@ -3,6 +3,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import type { Git } from '../worktree/git';
 import type { BridgeEndpoints, LaunchProfile } from './model';
+import { SwarmError, type ErrorKind, type Sw4rmCode } from '../kernel/errors';
 
 /**
  * What a launch writes into an agent's worktree and adds to its command line (README, "Launch profiles"):
@@ -28,10 +29,19 @@ export const HOOK_TIMEOUT_SECONDS = 660;
 export const EXCLUDE_FILE_NAME = 'sw4rm-exclude';
 
 /** A launch refused while wiring (a tracked file in the way): the message is for the person. */
-export class WiringError extends Error {
+export class WiringError extends SwarmError {
   constructor(message: string) {
     super(message);
     this.name = 'WiringError';
+  }
+
+  /** Refused as the launch refuses it (LaunchError `refused`). */
+  override get errorKind(): ErrorKind {
+    return 'precondition';
+  }
+
+  override get errorCode(): Sw4rmCode {
+    return 'FAILED_PRECONDITION';
   }
 }
 

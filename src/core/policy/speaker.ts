@@ -1,3 +1,4 @@
+import { SwarmError, type ErrorKind, type Sw4rmCode } from '../kernel/errors';
 /**
  * Who speaks in a negotiation or a room, as the core sees it (the server derives it from the caller's Principal):
  * the operator (editor, CLI console, the operator token) may act for anyone; an agent credential or an enrolment
@@ -26,9 +27,17 @@ export type NegotiationErrorKind =
  * A refusal from the policy, negotiation, room or handoff areas. `code` is the spec's error code (RFC §21 / message-types.txt:
  * VALIDATION_ERROR, PERMISSION_DENIED, NOT_FOUND, BUFFER_FULL, …); the server sends `<code>: <message>` as details.
  */
-export class NegotiationError extends Error {
+export class NegotiationError extends SwarmError {
   constructor(readonly kind: NegotiationErrorKind, readonly code: string, message: string) {
     super(message);
     this.name = 'NegotiationError';
+  }
+
+  override get errorKind(): ErrorKind {
+    return this.kind;
+  }
+
+  override get errorCode(): Sw4rmCode {
+    return this.code;
   }
 }

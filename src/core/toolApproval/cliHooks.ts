@@ -1,5 +1,6 @@
 import { jsonBoundsBreach, parseBoundedJson } from '../json';
 import type { HookAnswer, HookCli, HookVerdict, ToolEdit, ToolKind, ToolUse } from './model';
+import { SwarmError, type ErrorKind, type Sw4rmCode } from '../kernel/errors';
 
 /**
  * Each CLI's hook input read into a ToolUse, and an answer put in the CLI's words (README, "Approvals for CLI agents";
@@ -27,11 +28,19 @@ export const MAX_HOOK_INPUT_BYTES = 4 * 1024 * 1024;
 /** CLIs whose hook cannot answer "ask": their "ask" is a deny whose reason says nobody decided. */
 export const CLIS_WITHOUT_ASK: ReadonlySet<HookCli> = new Set<HookCli>(['gemini', 'codex']);
 
-export class HookInputError extends Error {
+export class HookInputError extends SwarmError {
   readonly code = 'VALIDATION_ERROR';
   constructor(message: string) {
     super(message);
     this.name = 'HookInputError';
+  }
+
+  override get errorKind(): ErrorKind {
+    return 'invalid';
+  }
+
+  override get errorCode(): Sw4rmCode {
+    return this.code;
   }
 }
 

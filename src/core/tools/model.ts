@@ -3,6 +3,7 @@ import type { CallContext } from '../context';
 import type { Event } from '../events';
 import type { Transactions } from '../store/store';
 import type { ToolDescriptor } from './toolDescriptor';
+import { SwarmError, type ErrorKind, type Sw4rmCode } from '../kernel/errors';
 
 /**
  * Tools (RFC §18): providers describe their tools (MCP-like descriptors, §18.1) and run calls (§18.2). Built in:
@@ -24,10 +25,25 @@ export type ToolErrorKind =
   | 'invalid_argument' | 'not_found' | 'permission_denied' | 'failed_precondition' | 'resource_exhausted'
   | 'unimplemented' | 'internal' | 'deadline_exceeded' | 'unavailable' | 'cancelled' | 'already_exists';
 
-export class ToolCallError extends Error {
+const TOOL_KINDS: Readonly<Record<ToolErrorKind, ErrorKind>> = {
+  invalid_argument: 'invalid', not_found: 'not_found', permission_denied: 'permission', failed_precondition: 'precondition',
+  resource_exhausted: 'exhausted', unimplemented: 'unimplemented', internal: 'internal', deadline_exceeded: 'deadline',
+  unavailable: 'unavailable', cancelled: 'cancelled', already_exists: 'exists',
+};
+
+export class ToolCallError extends SwarmError {
   constructor(readonly kind: ToolErrorKind, readonly code: string, detail: string) {
     super(detail);
     this.name = 'ToolCallError';
+  }
+
+  override get errorKind(): ErrorKind {
+    return TOOL_KINDS[this.kind];
+  }
+
+  /** The tools area's code: a SW4RM one (`VALIDATION_ERROR`) or the area's own (`worktree_not_bound`, `too_large`). */
+  override get errorCode(): Sw4rmCode {
+    return this.code;
   }
 
   /** `<code>: <detail>`: how the answer's details read. */

@@ -1,3 +1,4 @@
+import { SwarmError, type ErrorKind, type Sw4rmCode } from '../kernel/errors';
 /**
  * Dotted paths into workflow_data and node outputs (README, "Workflows": input_mapping and output_mapping).
  * `review.score` is the key `score` of the object under `review`; a segment that is a decimal number also indexes a
@@ -7,10 +8,18 @@
  */
 
 /** Why a path cannot be used. */
-export class PathError extends Error {
+export class PathError extends SwarmError {
   constructor(message: string) {
     super(message);
     this.name = 'PathError';
+  }
+
+  override get errorKind(): ErrorKind {
+    return 'invalid';
+  }
+
+  override get errorCode(): Sw4rmCode {
+    return 'VALIDATION_ERROR';
   }
 }
 

@@ -15,6 +15,7 @@ import { FIELD_LIMITS, identifierRefusal } from '../fieldLimits';
 import { KeyedQueue } from '../keyedQueue';
 import { checkWorktreeId, InvalidWorktreeIdError, Snapshots } from './snapshots';
 import { WorktreeRefusedError, Worktrees, type AgentWorktree } from './worktrees';
+import { SwarmError, type ErrorKind, type Sw4rmCode } from '../kernel/errors';
 
 export interface BindingOptions {
   /** The TTL of a granted switch when ApproveSwitch names none (RFC Appendix D C.7 uses 900,000 ms). */
@@ -53,19 +54,39 @@ export const TRANSITIONS: Readonly<Record<BindingOperation, ReadonlyArray<readon
 };
 
 /** An operation the binding's state does not allow (RFC §16.2). */
-export class BindingStateError extends Error {
+export class BindingStateError extends SwarmError {
   constructor(readonly state: BindingState, readonly operation: BindingOperation, readonly agentId: string) {
     const from = [...new Set(TRANSITIONS[operation].map(([f]) => f))];
     super(`${operation} is not allowed in state ${state} (agent '${agentId}'); it is allowed from ${from.join(' or ')}`);
     this.name = 'BindingStateError';
   }
+
+  override get errorKind(): ErrorKind {
+    return 'precondition';
+  }
+
+  override get errorCode(): Sw4rmCode {
+    return 'VALIDATION_ERROR';
+  }
 }
 
+const REQUEST_KINDS: Readonly<Record<BindingRequestError['kind'], ErrorKind>> = {
+  invalid_argument: 'invalid', not_found: 'not_found', permission_denied: 'permission', failed_precondition: 'precondition',
+};
+
 /** A request the bindings refuse before any transition: bad arguments, an unknown worktree, a caller without the right. */
-export class BindingRequestError extends Error {
+export class BindingRequestError extends SwarmError {
   constructor(readonly kind: 'invalid_argument' | 'not_found' | 'permission_denied' | 'failed_precondition', readonly code: string, message: string) {
     super(message);
     this.name = 'BindingRequestError';
+  }
+
+  override get errorKind(): ErrorKind {
+    return REQUEST_KINDS[this.kind];
+  }
+
+  override get errorCode(): Sw4rmCode {
+    return this.code;
   }
 }
 

@@ -6,6 +6,7 @@ import { byteOrder, eachRecordInTurns, sortInTurns } from '../inTurns';
 import { ConfinementError, type Confinement } from './confinement';
 import type { Git, GitEnvironment, GitResult } from './git';
 import { UntrustedGitDirError, worktreeGitDirs } from './gitDirs';
+import { SwarmError, type ErrorKind, type Sw4rmCode } from '../kernel/errors';
 
 /**
  * git for the workspace tools without git ever opening a file of the agent's worktree (issue 30, item 3). Every
@@ -37,8 +38,16 @@ export interface GitEntry { mode: string; oid: string; stage: number; path: stri
 /** The worktree's state of a path as git records it: its mode and blob, or undefined when it is missing. */
 export interface WorktreeBlob { mode: string; oid: string }
 
-/** Too much to read for one call: the tool's resource_exhausted. */
-export class ConfinedGitLimitError extends Error {}
+/** Too much to read for one call: the tool's resource_exhausted (workspaceProvider: `too_large`). */
+export class ConfinedGitLimitError extends SwarmError {
+  override get errorKind(): ErrorKind {
+    return 'exhausted';
+  }
+
+  override get errorCode(): Sw4rmCode {
+    return 'too_large';
+  }
+}
 
 const SYMLINK = '120000';
 

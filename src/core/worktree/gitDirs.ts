@@ -1,5 +1,6 @@
 import { promises as fsp, type Stats } from 'node:fs';
 import * as path from 'node:path';
+import { SwarmError, type ErrorKind, type Sw4rmCode } from '../kernel/errors';
 
 /**
  * A worktree's git directories, as the coordinator may trust them. A linked worktree's `.git` is a file in the
@@ -19,10 +20,19 @@ export interface WorktreeGitDirs {
 }
 
 /** What is wrong with a worktree's `.git` when it is not believed. */
-export class UntrustedGitDirError extends Error {
+export class UntrustedGitDirError extends SwarmError {
   constructor(readonly reason: string) {
     super(`the worktree's .git is not believed: ${reason}`);
     this.name = 'UntrustedGitDirError';
+  }
+
+  /** Denied, as the tools answer it (processProvider: PERMISSION_DENIED `DENY_ALL: …`). */
+  override get errorKind(): ErrorKind {
+    return 'permission';
+  }
+
+  override get errorCode(): Sw4rmCode {
+    return 'PERMISSION_DENIED';
   }
 }
 

@@ -5,6 +5,7 @@ import { dirtyCount, parseStatusV2, parseWorktreeList } from './porcelain';
 import type { Repository } from './repositories';
 import { checkWorktreeId, MERGE_TARGET_SNAPSHOT_KEY, type Snapshot, type Snapshots } from './snapshots';
 import { BRANCH_PREFIX } from './worktrees';
+import { SwarmError, type ErrorKind, type Sw4rmCode } from '../kernel/errors';
 
 /**
  * Merge-back (issue 15, part 8): an agent's branch `sw4rm/<id>` merged into a branch checked out in the main checkout.
@@ -32,10 +33,18 @@ export type MergeRefusal =
   | 'moved_on' | 'bad_target';
 
 /** A merge-back (or its undo) refused, with a reason a caller can act on; nothing was changed. */
-export class MergeRefusedError extends Error {
+export class MergeRefusedError extends SwarmError {
   constructor(readonly reason: MergeRefusal, message: string) {
     super(message);
     this.name = 'MergeRefusedError';
+  }
+
+  override get errorKind(): ErrorKind {
+    return this.reason === 'not_found' ? 'not_found' : 'precondition';
+  }
+
+  override get errorCode(): Sw4rmCode {
+    return this.errorKind === 'not_found' ? 'NOT_FOUND' : this.errorKind === 'invalid' ? 'VALIDATION_ERROR' : 'FAILED_PRECONDITION';
   }
 }
 

@@ -18,6 +18,7 @@ import type { Repository } from './repositories';
 import { runWorktreeSetup, type SetupResult } from './setup';
 import { checkWorktreeId, type Snapshot, type Snapshots } from './snapshots';
 import type { AgentWorktree, Worktrees } from './worktrees';
+import { SwarmError, type ErrorKind, type Sw4rmCode } from '../kernel/errors';
 
 /** The component name of merge-back approvals (the HITL invocation's origin). */
 export const MERGE_COMPONENT = 'worktree-merge';
@@ -51,10 +52,18 @@ export const DEFAULT_WORKTREE_OPERATIONS_OPTIONS: WorktreeOperationsOptions = {
 };
 
 /** Refused before anything changed: `kind` says how (the API's error codes), `reason` why (e.g. `bound`, `target_dirty`). */
-export class WorktreeOperationError extends Error {
+export class WorktreeOperationError extends SwarmError {
   constructor(readonly kind: 'not_found' | 'invalid' | 'refused', readonly reason: string, message: string) {
     super(message);
     this.name = 'WorktreeOperationError';
+  }
+
+  override get errorKind(): ErrorKind {
+    return this.kind === 'refused' ? 'precondition' : this.kind;
+  }
+
+  override get errorCode(): Sw4rmCode {
+    return this.errorKind === 'not_found' ? 'NOT_FOUND' : this.errorKind === 'invalid' ? 'VALIDATION_ERROR' : 'FAILED_PRECONDITION';
   }
 }
 

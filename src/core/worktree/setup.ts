@@ -6,6 +6,7 @@ import picomatch from 'picomatch';
 import type { Clock } from '../clock';
 import { Confinement, ConfinementError } from './confinement';
 import { cleanEnvironment } from './git';
+import { SwarmError, type ErrorKind, type Sw4rmCode } from '../kernel/errors';
 
 /**
  * Worktree setup (issue 15, part 9): what runs once after a worktree is made, so an agent does not start in a tree
@@ -50,10 +51,18 @@ export interface WorktreeSetupConfig {
   readonly setup: SetupCommand | undefined;
 }
 
-export class SetupConfigError extends Error {
+export class SetupConfigError extends SwarmError {
   constructor(message: string) {
     super(`worktree setup configuration: ${message}`);
     this.name = 'SetupConfigError';
+  }
+
+  override get errorKind(): ErrorKind {
+    return 'invalid';
+  }
+
+  override get errorCode(): Sw4rmCode {
+    return 'VALIDATION_ERROR';
   }
 }
 

@@ -4,6 +4,7 @@ import * as path from 'node:path';
 import type { Clock } from '../clock';
 import type { Git, GitEnvironment } from './git';
 import { parseRefList } from './porcelain';
+import { SwarmError, type ErrorKind, type Sw4rmCode } from '../kernel/errors';
 
 /** Snapshots live under this namespace, one folder per worktree id: refs/sw4rm/snapshots/<worktree_id>/<time>. */
 export const SNAPSHOT_REF_PREFIX = 'refs/sw4rm/snapshots/';
@@ -17,9 +18,17 @@ const SNAPSHOT_IDENTITY = { name: 'SW4RM Coordinator', email: 'coordinator@sw4rm
  */
 export const WORKTREE_ID_PATTERN = /^[A-Za-z0-9_][A-Za-z0-9._-]{0,63}$/;
 
-export class InvalidWorktreeIdError extends Error {
+export class InvalidWorktreeIdError extends SwarmError {
   constructor(readonly id: string) {
     super(`'${id.slice(0, 80)}' is not a worktree id (letters, digits, '.', '_', '-'; at most 64; no '..', not ending '.lock')`);
+  }
+
+  override get errorKind(): ErrorKind {
+    return 'invalid';
+  }
+
+  override get errorCode(): Sw4rmCode {
+    return 'VALIDATION_ERROR';
   }
 }
 

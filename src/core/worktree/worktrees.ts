@@ -4,6 +4,7 @@ import type { Git } from './git';
 import { dirtyCount, parsePruneDryRun, parseStatusV2, parseWorktreeList, type PruneCandidate, type WorktreeEntry } from './porcelain';
 import type { Repository } from './repositories';
 import { checkWorktreeId, type Snapshot, type Snapshots } from './snapshots';
+import { SwarmError, type ErrorKind, type Sw4rmCode } from '../kernel/errors';
 
 /** Every agent worktree is on its own branch `sw4rm/<worktree_id>`. */
 export const BRANCH_PREFIX = 'sw4rm/';
@@ -53,9 +54,18 @@ export interface RemoveResult {
 export type WorktreeRefusal = 'bound' | 'dirty' | 'unmerged' | 'locked' | 'not_found' | 'missing_folder' | 'exists' | 'inside_working_tree' | 'bad_base';
 
 /** A worktree operation refused, with a reason a caller can act on. */
-export class WorktreeRefusedError extends Error {
+export class WorktreeRefusedError extends SwarmError {
   constructor(readonly reason: WorktreeRefusal, message: string) {
     super(message);
+  }
+
+  /** As the API answers it: `not_found`, `bad_base` invalid, every other reason a refusal of the state it is in. */
+  override get errorKind(): ErrorKind {
+    return this.reason === 'not_found' ? 'not_found' : this.reason === 'bad_base' ? 'invalid' : 'precondition';
+  }
+
+  override get errorCode(): Sw4rmCode {
+    return this.errorKind === 'not_found' ? 'NOT_FOUND' : this.errorKind === 'invalid' ? 'VALIDATION_ERROR' : 'FAILED_PRECONDITION';
   }
 }
 

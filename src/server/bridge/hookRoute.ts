@@ -2,6 +2,7 @@ import { HookInputError } from '../../core/toolApproval/cliHooks';
 import { HOOK_CLIS, isHookCli } from '../../core/toolApproval/model';
 import { HOOK_PATH } from './bridgeServer';
 import { BridgeToolError, type BridgeHttpRoute } from './model';
+import { mcpErrorOf } from './tools/errors';
 
 /**
  * POST `/hooks/pre-tool-use?cli=claude-code|gemini|copilot|codex|custom`: the body is the CLI's hook input as the CLI
@@ -24,7 +25,7 @@ export const preToolUseRoute: BridgeHttpRoute = {
       const answer = await coordinator.toolApprovals.decide(cli, request.body, caller.agentId, ctx, signal);
       return { status: 200, body: answer.stdout };
     } catch (err) {
-      if (err instanceof HookInputError) throw new BridgeToolError('VALIDATION_ERROR', err.message);
+      if (err instanceof HookInputError) throw mcpErrorOf(err);
       throw err;
     }
   },

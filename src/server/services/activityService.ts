@@ -8,6 +8,7 @@ import { callContext } from '../callContext';
 import { speakerOf } from '../speaker';
 import { NegotiationError } from '../../core/policy/speaker';
 import { answerWhenDurable } from '../durable';
+import { statusOf } from '../errorStatus';
 
 interface ArtifactMessage {
   negotiation_id?: string;
@@ -80,7 +81,8 @@ export class ActivityServiceAdapter {
             })),
           });
         } catch (err) {
-          if (err instanceof NegotiationError && err.kind === 'permission') return callback({ code: grpc.status.PERMISSION_DENIED, details: `${err.code}: ${err.message}` });
+          // Only a permission refusal is the caller's: any other error of the listing is answered INTERNAL (as it always was).
+          if (err instanceof NegotiationError && err.kind === 'permission') return callback(statusOf(err));
           callback({ code: grpc.status.INTERNAL, details: `INTERNAL_ERROR: ${(err as Error).message}` });
         }
       },

@@ -8,6 +8,7 @@ import { callContext } from '../callContext';
 import { answerWhenDurable } from '../durable';
 import type { IdentityRule } from '../identity';
 import { LOADER_OPTIONS } from '../protos';
+import { statusOf } from '../errorStatus';
 
 /** Our own proto (package sw4rm.vscode.credentials), beside the canonical ones; never one of them. */
 export const CREDENTIALS_PROTO = path.join('sw4rm_vscode', 'credentials.proto');
@@ -62,12 +63,13 @@ export class CredentialsServiceAdapter {
     const { credentials, ids, store } = this.coordinator;
     const failed = (callback: grpc.sendUnaryData<unknown>, err: unknown, ctx: { correlationId: string }) => {
       if (err instanceof CredentialError) {
-        callback({ code: err.code === 'invalid' ? grpc.status.INVALID_ARGUMENT : grpc.status.NOT_FOUND, details: err.message });
+        // Its own case: the details are the message alone (the CLI prints them as they are), no SW4RM code first.
+        callback({ code: statusOf(err).code, details: err.message });
         return;
       }
       // The coordinator's own fault (a store that refuses writes…): INTERNAL with the cause, logged, never UNKNOWN.
       this.coordinator.log.internalError('credentials', ctx.correlationId, err);
-      callback({ code: grpc.status.INTERNAL, details: `INTERNAL_ERROR: ${err instanceof Error ? err.message : String(err)}` });
+      callback(statusOf(err));
     };
     return {
       MintAgentCredential: (call: grpc.ServerUnaryCall<{ agent_id?: string; label?: string; by?: string }, unknown>, callback: grpc.sendUnaryData<unknown>) => {

@@ -6,7 +6,7 @@ import type { HandoffBudget, HandoffDelegationPolicy, HandoffRecord } from '../.
 import { NegotiationError } from '../../core/policy/speaker';
 import { callContext } from '../callContext';
 import { answerWhenDurable } from '../durable';
-import { negotiationStatus } from '../negotiationStatus';
+import { statusOf } from '../errorStatus';
 import { speakerOf } from '../speaker';
 
 /** RequestHandoff's call metadata (README, "Handoffs"). */
@@ -147,7 +147,7 @@ function acceptRefusal(r: Wire): string | undefined {
  * sw4rm-context-content-type, sw4rm-task-id, sw4rm-correlation-id, sw4rm-parent-request-id, sw4rm-handoff-worktree),
  * AcceptHandoff (accepted true, no rejection fields), RejectHandoff (accepted false), GetPendingHandoffs (bounded;
  * trailers), CompleteHandoff, CancelDelegation. Answers once durable; a refusal is
- * the NegotiationError's status with `<CODE>: <why>` as details (negotiationStatus). identity.ts checks from_agent,
+ * the NegotiationError's status with `<CODE>: <why>` as details (statusOf). identity.ts checks from_agent,
  * accepting_agent and agent_id against the caller's credential before a handler runs; the core checks the rest.
  */
 export class HandoffServiceAdapter {
@@ -162,7 +162,7 @@ export class HandoffServiceAdapter {
       try {
         answerWhenDurable(store, callback, work(call));
       } catch (err) {
-        callback(negotiationStatus(err));
+        callback(statusOf(err));
       }
     };
     return {
@@ -192,10 +192,10 @@ export class HandoffServiceAdapter {
           if (refusal !== undefined) throw invalid(refusal);
           accepted = handoffs.accept(str(r.request_id), str(r.accepting_agent), speakerOf(call, credentials), callContext(call, ids));
         } catch (err) {
-          callback(negotiationStatus(err));
+          callback(statusOf(err));
           return;
         }
-        accepted.then(() => answerWhenDurable(store, callback, {}), (err: unknown) => callback(negotiationStatus(err)));
+        accepted.then(() => answerWhenDurable(store, callback, {}), (err: unknown) => callback(statusOf(err)));
       },
       RejectHandoff: unary((call) => {
         const r = call.request;
@@ -213,7 +213,7 @@ export class HandoffServiceAdapter {
           const { response, trailer } = pendingAnswer(page, clock.now(), (r) => handoffs.answerBy(r));
           answerWhenDurable(store, callback, response, undefined, trailer);
         } catch (err) {
-          callback(negotiationStatus(err));
+          callback(statusOf(err));
         }
       },
       CompleteHandoff: unary((call) => {

@@ -1,10 +1,10 @@
 import * as grpc from '@grpc/grpc-js';
 import type { Coordinator } from '../../core/coordinator';
-import { HitlStateError } from '../../core/hitl/hitlService';
 import type { HitlInvocation } from '../../core/hitl/model';
-import { HitlRequestError, parseBody, parseInvocationRequest } from '../../core/hitl/request';
+import { parseBody, parseInvocationRequest } from '../../core/hitl/request';
 import { principalOf } from '../auth';
 import { callContext } from '../callContext';
+import { statusOf } from '../errorStatus';
 
 /** hitl.proto HitlInvocation as proto-loader hands it over (keepCase, enums as strings). */
 interface HitlInvocationMessage {
@@ -95,15 +95,8 @@ export class HitlServiceAdapter {
   }
 }
 
-function errorStatus(err: unknown): Partial<grpc.StatusObject> {
-  if (err instanceof HitlRequestError) {
-    const code = err.code === 'PERMISSION_DENIED' ? grpc.status.PERMISSION_DENIED
-      : err.code === 'OVERSIZE_PAYLOAD' || err.code === 'BUFFER_FULL' ? grpc.status.RESOURCE_EXHAUSTED : grpc.status.INVALID_ARGUMENT;
-    return { code, details: `${err.code}: ${err.message}` };
-  }
-  if (err instanceof HitlStateError) return { code: grpc.status.FAILED_PRECONDITION, details: `VALIDATION_ERROR: ${err.message}` };
-  return { code: grpc.status.INTERNAL, details: `INTERNAL_ERROR: ${err instanceof Error ? err.message : String(err)}` };
-}
+/** HitlRequestError by its code (PERMISSION_DENIED, RESOURCE_EXHAUSTED, INVALID_ARGUMENT), HitlStateError FAILED_PRECONDITION. */
+const errorStatus = statusOf;
 
 function agentOf(call: { readonly metadata: grpc.Metadata }): string | undefined {
   const principal = principalOf(call);

@@ -3,7 +3,7 @@ import type { Coordinator } from '../../core/coordinator';
 import { ARTIFACT_TYPES, type ArtifactType, type RoomDecision, type VoteRecord } from '../../core/room/model';
 import { callContext } from '../callContext';
 import { answerWhenDurable } from '../durable';
-import { negotiationStatus } from '../negotiationStatus';
+import { statusOf } from '../errorStatus';
 import { speakerOf } from '../speaker';
 
 interface TimestampMessage { seconds?: string | number; nanos?: number }
@@ -66,7 +66,7 @@ export function decisionMessage(d: RoomDecision): Record<string, unknown> {
  * sw4rm.negotiation_room.NegotiationRoomService over the core's NegotiationRoom (RFC §17.5): SubmitProposal, SubmitVote,
  * GetVotes, GetDecision (never blocks; no decision while the critics vote), WaitForDecision (blocks until the current
  * revision's final decision, timeout_seconds default 300, at most 3600, then DEADLINE_EXCEEDED; ended when the call is
- * cancelled). Refusals: negotiationStatus (the SW4RM code first in the details). Answers after the store is durable.
+ * cancelled). Refusals: statusOf (the SW4RM code first in the details). Answers after the store is durable.
  * identity.ts checks producer_id and critic_id against the caller's credential before a handler runs.
  */
 export class NegotiationRoomServiceAdapter {
@@ -81,7 +81,7 @@ export class NegotiationRoomServiceAdapter {
       try {
         work(call, callback);
       } catch (err) {
-        callback(negotiationStatus(err));
+        callback(statusOf(err));
       }
     };
     return {
@@ -120,7 +120,7 @@ export class NegotiationRoomServiceAdapter {
         room.waitForDecision(call.request.artifact_id ?? '', call.request.negotiation_room_id ?? '', Number.isFinite(seconds) && seconds > 0 ? seconds * 1000 : 0, aborter.signal)
           .then((decision) => answerWhenDurable(store, callback, { decision: decisionMessage(decision) }))
           .catch((err: unknown) => {
-            if (!aborter.signal.aborted) callback(negotiationStatus(err));
+            if (!aborter.signal.aborted) callback(statusOf(err));
           });
       },
     };

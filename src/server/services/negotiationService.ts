@@ -6,7 +6,7 @@ import { parseAgentPreferences } from '../../core/policy/preferences';
 import { NegotiationError } from '../../core/policy/speaker';
 import { callContext } from '../callContext';
 import { answerWhenDurable } from '../durable';
-import { negotiationStatus } from '../negotiationStatus';
+import { statusOf } from '../errorStatus';
 import { speakerOf } from '../speaker';
 
 /** Open's call metadata (README, "Debates"): a profile hint, per-agent preferences (JSON), a proposal JSON Schema. */
@@ -61,7 +61,7 @@ export class NegotiationServiceAdapter {
         work(call);
         answerWhenDurable(store, callback, {});
       } catch (err) {
-        callback(negotiationStatus(err));
+        callback(statusOf(err));
       }
     };
     /** unary, after `prepare` (the proposal schemas compiled off the event loop, Negotiations.compileSchemas). */

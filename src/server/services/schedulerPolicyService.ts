@@ -7,8 +7,9 @@ import { NegotiationError, type Speaker } from '../../core/policy/speaker';
 import { principalOf } from '../auth';
 import { callContext } from '../callContext';
 import { answerWhenDurable } from '../durable';
-import { negotiationStatus } from '../negotiationStatus';
+import { statusOf } from '../errorStatus';
 import { speakerOf } from '../speaker';
+import { CoreError } from '../../core/kernel/errors';
 
 /** policy.proto NegotiationPolicy as grpc-js hands it (keepCase; uint64 as string or number; absent messages null). */
 /**
@@ -131,7 +132,11 @@ function profileMessage(p: PolicyProfile): { name: string; policy: Required<Nego
 }
 
 /** Bad input the response has no field for (a missing or oversized id): INVALID_ARGUMENT, `VALIDATION_ERROR: …`. */
-class Malformed extends Error {}
+class Malformed extends CoreError {
+  constructor(message: string) {
+    super('invalid', 'VALIDATION_ERROR', message);
+  }
+}
 
 const LIMITS = FIELD_LIMITS.policy;
 
@@ -149,10 +154,8 @@ function textOf(field: string, value: unknown, max: number): string {
   return text;
 }
 
-function failure(err: unknown): grpc.StatusObject {
-  if (err instanceof Malformed) return { code: grpc.status.INVALID_ARGUMENT, details: `VALIDATION_ERROR: ${err.message}`, metadata: new grpc.Metadata() };
-  return negotiationStatus(err);
-}
+/** Malformed INVALID_ARGUMENT, a NegotiationError by its kind (where the response has no refusal field), else INTERNAL. */
+const failure = statusOf;
 
 /**
  * sw4rm.scheduler.SchedulerPolicyService (RFC §17.2) over the core's NegotiationPolicies, Negotiations and

@@ -2,11 +2,12 @@ import * as grpc from '@grpc/grpc-js';
 import type { ActivityEntry } from '../../core/activity/model';
 import type { Coordinator } from '../../core/coordinator';
 import { FIELD_LIMITS, identifierRefusal } from '../../core/fieldLimits';
-import { SchedulerError } from '../../core/scheduler/scheduler';
 import { principalName } from '../../core/credentials/credentials';
 import { principalOf } from '../auth';
 import { callContext } from '../callContext';
 import { answerWhenDurable } from '../durable';
+import { statusOf } from '../errorStatus';
+import { CoreError } from '../../core/kernel/errors';
 
 /** ShutdownAgent without a grace_period (or a zero one): RFC §8.4's default drain time. */
 export const DEFAULT_SHUTDOWN_GRACE_MS = 30_000;
@@ -41,19 +42,14 @@ interface ActivityEntryMessage {
 }
 
 /** Bad input the proto has no refusal field for: INVALID_ARGUMENT, the SW4RM code first in the details. */
-class InvalidArgument extends Error {}
-
-/** The gRPC status of a refused operation; its details start with the SW4RM error code. */
-function errorStatus(err: unknown): grpc.StatusObject {
-  const metadata = new grpc.Metadata();
-  if (err instanceof InvalidArgument) return { code: grpc.status.INVALID_ARGUMENT, details: `VALIDATION_ERROR: ${err.message}`, metadata };
-  if (err instanceof SchedulerError) {
-    const code = { not_found: grpc.status.NOT_FOUND, refused: grpc.status.FAILED_PRECONDITION, invalid: grpc.status.INVALID_ARGUMENT }[err.code];
-    const sw4rm = err.sw4rmCode ?? { not_found: 'NO_ROUTE', refused: 'VALIDATION_ERROR', invalid: 'VALIDATION_ERROR' }[err.code];
-    return { code, details: `${sw4rm}: ${err.message}`, metadata };
+class InvalidArgument extends CoreError {
+  constructor(message: string) {
+    super('invalid', 'VALIDATION_ERROR', message);
   }
-  return { code: grpc.status.INTERNAL, details: `INTERNAL_ERROR: ${err instanceof Error ? err.message : String(err)}`, metadata };
 }
+
+/** The gRPC status of a refused operation (statusOf: SchedulerError by its kind, InvalidArgument INVALID_ARGUMENT). */
+const errorStatus = statusOf;
 
 function check(refusal: string | undefined): void {
   if (refusal !== undefined) throw new InvalidArgument(refusal);

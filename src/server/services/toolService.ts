@@ -1,9 +1,10 @@
 import * as grpc from '@grpc/grpc-js';
 import type { Coordinator } from '../../core/coordinator';
-import { ToolCallError, type CallInput, type ToolErrorKind, type ToolFrame } from '../../core/tools/model';
+import { ToolCallError, type CallInput, type ToolFrame } from '../../core/tools/model';
 import { parseExecutionPolicy, type ExecutionPolicyMessage } from '../../core/tools/policy';
 import { principalOf } from '../auth';
 import { callContext } from '../callContext';
+import { statusOf } from '../errorStatus';
 
 interface ToolCallMessage {
   call_id?: string;
@@ -24,27 +25,11 @@ interface ToolFrameMessage {
   summary: Buffer;
 }
 
-const STATUS_OF: Record<ToolErrorKind, grpc.status> = {
-  invalid_argument: grpc.status.INVALID_ARGUMENT,
-  not_found: grpc.status.NOT_FOUND,
-  permission_denied: grpc.status.PERMISSION_DENIED,
-  failed_precondition: grpc.status.FAILED_PRECONDITION,
-  resource_exhausted: grpc.status.RESOURCE_EXHAUSTED,
-  unimplemented: grpc.status.UNIMPLEMENTED,
-  internal: grpc.status.INTERNAL,
-  deadline_exceeded: grpc.status.DEADLINE_EXCEEDED,
-  unavailable: grpc.status.UNAVAILABLE,
-  cancelled: grpc.status.CANCELLED,
-  already_exists: grpc.status.ALREADY_EXISTS,
-};
-
 /** A refused or failed call as a gRPC status whose details start with the error code (`permission_denied: …`). */
 export function toolErrorStatus(err: unknown): Partial<grpc.StatusObject> {
-  if (err instanceof ToolCallError) {
-    // UNIMPLEMENTED keeps the words every UNIMPLEMENTED answer of this coordinator has ("not implemented yet").
-    return { code: STATUS_OF[err.kind], details: err.kind === 'unimplemented' ? err.message : err.details, metadata: new grpc.Metadata() };
-  }
-  return { code: grpc.status.INTERNAL, details: `INTERNAL_ERROR: ${err instanceof Error ? err.message : String(err)}`, metadata: new grpc.Metadata() };
+  // UNIMPLEMENTED keeps the words every UNIMPLEMENTED answer of this coordinator has ("not implemented yet"): no code first.
+  if (err instanceof ToolCallError && err.kind === 'unimplemented') return { ...statusOf(err), details: err.message };
+  return statusOf(err);
 }
 
 /**

@@ -8,6 +8,7 @@ import { answerWhenDurable } from '../durable';
 import { speakerOf } from '../speaker';
 import { timestampOf } from './negotiationRoomService';
 import { refusedBeforeDecode } from './workflowDefinitionScan';
+import { statusOf } from '../errorStatus';
 
 /** The trailer that carries CreateWorkflow's warnings (unreachable nodes…): one `code: message` per entry, at most 20. */
 export const WARNING_TRAILER = 'sw4rm-warning';
@@ -104,7 +105,7 @@ export class WorkflowServiceAdapter {
           else answerWhenDurable(store, callback, refusal(call, `${err.code}: ${err.message}`));
           return;
         }
-        callback({ code: grpc.status.INTERNAL, details: `INTERNAL_ERROR: ${err instanceof Error ? err.message : String(err)}`, metadata: new grpc.Metadata() });
+        callback(statusOf(err));
       }
     };
     const contextOf = (call: grpc.ServerUnaryCall<unknown, unknown>, workflowId: string) => ({ ...callContext(call, ids), correlationId: workflowId });

@@ -1,9 +1,10 @@
 import * as grpc from '@grpc/grpc-js';
 import type { Coordinator } from '../../core/coordinator';
-import { BindingRequestError, BindingStateError, type BindingStatus } from '../../core/worktree/bindings';
+import { BindingRequestError, type BindingStatus } from '../../core/worktree/bindings';
 import { principalOf } from '../auth';
 import { callContext } from '../callContext';
 import { answerWhenDurable } from '../durable';
+import { statusOf } from '../errorStatus';
 
 interface StatusResponse {
   repo_id: string;
@@ -15,16 +16,8 @@ function statusResponse(b: BindingStatus): StatusResponse {
   return { repo_id: b.repoId, worktree_id: b.worktreeId, state: b.state };
 }
 
-/** The gRPC status of a refused operation; its details start with the RFC error code. */
-function errorStatus(err: unknown): grpc.StatusObject | grpc.ServiceError {
-  if (err instanceof BindingRequestError) {
-    const code = { invalid_argument: grpc.status.INVALID_ARGUMENT, not_found: grpc.status.NOT_FOUND, permission_denied: grpc.status.PERMISSION_DENIED,
-      failed_precondition: grpc.status.FAILED_PRECONDITION }[err.kind];
-    return { code, details: `${err.code}: ${err.message}`, metadata: new grpc.Metadata() };
-  }
-  if (err instanceof BindingStateError) return { code: grpc.status.FAILED_PRECONDITION, details: `VALIDATION_ERROR: ${err.message}`, metadata: new grpc.Metadata() };
-  return { code: grpc.status.INTERNAL, details: `INTERNAL_ERROR: ${err instanceof Error ? err.message : String(err)}`, metadata: new grpc.Metadata() };
-}
+/** The gRPC status of a refused operation (statusOf: BindingRequestError by its kind, BindingStateError FAILED_PRECONDITION). */
+const errorStatus = statusOf;
 
 /** Who may approve or reject a switch: only the operator credential (an agent may not approve its own, or any). */
 function operatorOf(call: { readonly metadata: grpc.Metadata }): string | undefined {

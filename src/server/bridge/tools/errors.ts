@@ -1,11 +1,8 @@
-import { ActivityBufferFullError } from '../../../core/activity/model';
 import { ActivityEntryInvalidError } from '../../../core/activity/activityBuffer';
 import { HitlStateError } from '../../../core/hitl/hitlService';
-import { HitlRequestError } from '../../../core/hitl/request';
-import { NegotiationError } from '../../../core/policy/speaker';
+import { SwarmError, type ErrorKind } from '../../../core/kernel/errors';
 import { RETRYABLE_CODES } from '../../../core/router/lifecycle';
 import { SchedulerError } from '../../../core/scheduler/scheduler';
-import { ToolCallError, type ToolErrorKind } from '../../../core/tools/model';
 import { BridgeToolError } from '../model';
 
 /**
@@ -19,39 +16,49 @@ export function refusal(code: string, message: string): BridgeToolError {
   return new BridgeToolError(code, message, RETRYABLE.has(code));
 }
 
-/** What a tools-area error kind means as a SW4RM code; the area's own code (`worktree_not_bound`, …) stays in the message. */
-const TOOL_KIND_CODES: Readonly<Record<ToolErrorKind, string>> = {
-  invalid_argument: 'VALIDATION_ERROR',
+/**
+ * What each kind of refusal means as an MCP error's SW4RM code, for an error whose own code is an area's (`worktree_not_bound`,
+ * `too_large`): that code then stays in the message.
+ */
+const MCP_CODE: Readonly<Record<ErrorKind, string>> = {
+  invalid: 'VALIDATION_ERROR',
   not_found: 'NOT_FOUND',
-  permission_denied: 'PERMISSION_DENIED',
-  failed_precondition: 'FAILED_PRECONDITION',
-  resource_exhausted: 'BUFFER_FULL',
+  permission: 'PERMISSION_DENIED',
+  precondition: 'FAILED_PRECONDITION',
+  exhausted: 'BUFFER_FULL',
   unimplemented: 'UNSUPPORTED_MESSAGE_TYPE',
   internal: 'INTERNAL_ERROR',
-  deadline_exceeded: 'TOOL_TIMEOUT',
+  deadline: 'TOOL_TIMEOUT',
   unavailable: 'AGENT_UNAVAILABLE',
   cancelled: 'CANCELLED',
-  already_exists: 'ALREADY_EXISTS',
+  exists: 'ALREADY_EXISTS',
 };
 
 /**
- * The refusals the core's areas throw, as the bridge answers them (BridgeToolError with the SW4RM code the area gives);
- * anything else is rethrown as it is (the MCP server answers it INTERNAL_ERROR and logs it).
+ * A core refusal as the bridge's MCP tool error (the one mapping from SwarmError): its SW4RM code and message, retryable when
+ * the code says so; an area's own lower-case code (`worktree_not_bound`) is answered by its kind's code with
+ * `<own code>: <message>` as the message.
+ */
+export function mcpErrorOf(err: SwarmError): BridgeToolError {
+  if (/^[A-Z][A-Z_]+$/.test(err.errorCode)) return refusal(err.errorCode, err.message);
+  return refusal(MCP_CODE[err.errorKind], `${err.errorCode}: ${err.message}`);
+}
+
+/**
+ * The refusals the core's areas throw, as the bridge answers them (mcpErrorOf: BridgeToolError with the SW4RM code the
+ * area gives); anything else is rethrown as it is (the MCP server answers it INTERNAL_ERROR and logs it).
  */
 export function asBridgeError(err: unknown): unknown {
   if (err instanceof BridgeToolError) return err;
-  if (err instanceof NegotiationError) return refusal(err.code, err.message);
-  if (err instanceof HitlRequestError) return refusal(err.code, err.message);
+  // The bridge's own cases. An unknown invocation is NOT_FOUND here (gRPC answers it FAILED_PRECONDITION VALIDATION_ERROR).
   if (err instanceof HitlStateError) return refusal(err.reason === 'not_found' ? 'NOT_FOUND' : 'FAILED_PRECONDITION', err.message);
+  // A SchedulerError that names no code: the bridge's defaults (NOT_FOUND, FAILED_PRECONDITION) are not gRPC's (NO_ROUTE, VALIDATION_ERROR).
   if (err instanceof SchedulerError) {
     return refusal(err.sw4rmCode ?? { not_found: 'NOT_FOUND', refused: 'FAILED_PRECONDITION', invalid: 'VALIDATION_ERROR' }[err.code], err.message);
   }
-  if (err instanceof ToolCallError) {
-    const code = /^[A-Z][A-Z_]+$/.test(err.code) ? err.code : TOOL_KIND_CODES[err.kind];
-    return refusal(code, code === err.code ? err.message : err.details);
-  }
-  if (err instanceof ActivityBufferFullError) return refusal('BUFFER_FULL', err.message);
+  // Its message starts with its code already: the MCP error's message is the rest.
   if (err instanceof ActivityEntryInvalidError) return refusal('VALIDATION_ERROR', err.message.replace(/^VALIDATION_ERROR: /, ''));
+  if (err instanceof SwarmError) return mcpErrorOf(err);
   return err;
 }
 
