@@ -9,7 +9,7 @@ import { CORE, moduleRefs, parse, tsFiles as sourceFiles } from '../support/sour
  * only through an interface that area offers (its model), never through its repository or its SQLite code; only
  * the composition root (coordinator.ts, coordinatorStore.ts) and the editor's API (api/) see every area.
  */
-const NOT_AREAS = new Set(['store', 'api']);
+const NOT_AREAS = new Set(['store', 'api', 'kernel']);
 
 /**
  * Each import of `file` (the TypeScript parser's: type imports, re-exports, multi-line ones): the module it names
@@ -39,6 +39,18 @@ describe('the core as areas', () => {
       for (const { target } of imports(file)) {
         assert.ok(!/^coordinator/.test(target), `${path.relative(REPO_ROOT, file)} imports the composition (${target})`);
         assert.equal(areaOf(target), undefined, `${path.relative(REPO_ROOT, file)} imports the area module ${target}`);
+      }
+    }
+  });
+
+  it('kernel/ is how areas change state, not an area: it imports no area, nothing of the composition, and of the store only its interface', () => {
+    const files = sourceFiles(path.join(CORE, 'kernel'));
+    assert.ok(files.length >= 4, 'kernel/ has its files');
+    for (const file of files) {
+      for (const { target } of imports(file)) {
+        assert.ok(!/^coordinator/.test(target), `${path.relative(REPO_ROOT, file)} imports the composition (${target})`);
+        assert.equal(areaOf(target), undefined, `${path.relative(REPO_ROOT, file)} imports the area module ${target}`);
+        if (target.startsWith(`store${path.sep}`)) assert.equal(target, path.join('store', 'store'), `${path.relative(REPO_ROOT, file)} imports ${target}`);
       }
     }
   });

@@ -1,16 +1,25 @@
-import { createHash } from 'node:crypto';
 import type { Clock } from '../clock';
 import type { CallContext } from '../context';
 import { Emitter, type Disposable, type Event } from '../events';
-import { type HitlChange, type HitlInvocation, type HitlInvocations, type InvocationRequest, parseInvocationRequest } from '../hitl/model';
+import type { HitlChange, HitlInvocation, HitlInvocations } from '../hitl/model';
 import type { EventRecorder } from '../log/model';
 import {
   TERMINAL_TASK_STATES,
   type DispatchGate, type GateAdmission, type GateVerdict, type ParallelismScorer, type ParallelismVerdict,
-  type RunningTasks, type SchedulerOptions, type TaskRecord, type TaskScope, type WaitingReason,
+  type RunningTasks, type SchedulerOptions, type TaskRecord, type WaitingReason,
 } from './model';
-import { scopesOverlap, touchesFiles, type ScopeOverlap } from './overlap';
-import { SchedulerError } from './errors';
+import { scopesOverlap, type ScopeOverlap } from './overlap';
+import { conflictIsParallel, isPromiseLike, pairHas, pairKey, verdictRefusal, type ConflictUse, type PairDecision } from './conflicts';
+import { GATE_COMPONENT, REQUESTER, conflictRequest, duplicateRequest, invocationUseOf } from './gateRequests';
+import { checkLimits, limitFor, typeOfTask } from './gateLimits';
+import { duplicateAdmission, jobKeyOf, type AdmissionState, type DuplicateUse } from './jobIdentity';
+import { RunningIndex } from './runningIndex';
+
+// The gate's parts, importable from here as before.
+export { CONFLICT_ACTIONS, DUPLICATE_ACTIONS, GATE_COMPONENT } from './gateRequests';
+export { verdictRefusal } from './conflicts';
+export { jobKeyOf } from './jobIdentity';
+export { RunningIndex } from './runningIndex';
 
 export interface ConcurrencyDeps {
   readonly log: EventRecorder;
@@ -24,41 +33,6 @@ export interface ConcurrencyDeps {
   readonly agentTypeOf?: (agentId: string) => string | undefined;
 }
 
-/** The HITL invocations this gate opens are `internal` from this component, requested by it. */
-export const GATE_COMPONENT = 'scheduler';
-const REQUESTER = 'scheduler';
-
-/** The CONFLICT decision: approve = run in parallel; deny (and anything else) = serialise (README). */
-export const CONFLICT_ACTIONS = ['approve: run_in_parallel', 'deny: serialise (run one after the other)'];
-export const DUPLICATE_ACTIONS = ['approve: run the duplicate job as well', 'deny: refuse it (DUPLICATE_DETECTED)'];
-
-type AdmissionState =
-  | { readonly state: 'pending'; readonly invocationId: string; readonly duplicateOf: string }
-  | { readonly state: 'allowed'; readonly invocationId: string; readonly duplicateOf: string }
-  | { readonly state: 'refused'; readonly invocationId: string; readonly duplicateOf: string; readonly reason: string };
-
-type PairDecision =
-  /** The scorer's answer is awaited (an asynchronous scorer); the object's identity tells a late verdict it still counts. */
-  | { readonly state: 'scoring' }
-  | { readonly state: 'pending'; readonly invocationId: string }
-  | { readonly state: 'parallel' }
-  | { readonly state: 'serialise' };
-
-type InvocationUse =
-  /** `duplicates`: the open tasks of the same job when it was asked; a task that ends leaves the list (see `forget`). */
-  | { readonly kind: 'duplicate'; readonly taskId: string; readonly duplicateOf: string; readonly duplicates: Set<string> }
-  | { readonly kind: 'conflict'; readonly taskId: string; readonly otherTaskId: string; readonly confidence: number | null };
-
-/** Job identity (RFC §9.2): sha256 of the target, the content type ('' = application/json) and the params bytes, length-prefixed. */
-export function jobKeyOf(target: string, contentType: string, params: Buffer): string {
-  const hash = createHash('sha256');
-  for (const part of [Buffer.from(target, 'utf8'), Buffer.from(contentType || 'application/json', 'utf8'), params]) {
-    const length = Buffer.alloc(8);
-    length.writeBigUInt64BE(BigInt(part.length));
-    hash.update(length).update(part);
-  }
-  return hash.digest('hex');
-}
 
 /**
  * RFC §9: max_parallel_instances per agent type, job uniqueness (a duplicate job only with a human's approval), scope
@@ -70,6 +44,8 @@ export function jobKeyOf(target: string, contentType: string, params: Buffer): s
  * construction the pending and settled ones are read back, so a decision asked before a restart is still waited for
  * and followed. Invocations cancelled (by `forget` or an operator) are not read back: a restart asks again.
  */
+type InvocationUse = DuplicateUse | ConflictUse;
+
 export class ConcurrencyControl implements DispatchGate, Disposable {
   private readonly changed = new Emitter<void>();
   readonly onDidChange: Event<void> = this.changed.event;
@@ -95,13 +71,7 @@ export class ConcurrencyControl implements DispatchGate, Disposable {
 
   /** Replaces the max_parallel_instances limits (settings, API); tasks waiting on a limit are tried again. */
   setMaxParallelInstances(limits: Readonly<Record<string, number>>, defaultLimit: number): void {
-    const check = (value: unknown, what: string) => {
-      if (typeof value !== 'number' || !Number.isInteger(value) || value < 0) {
-        throw new SchedulerError('invalid', `max_parallel_instances ${what} must be a whole number ≥ 0 (0 = unlimited), not ${JSON.stringify(value)}`, 'VALIDATION_ERROR');
-      }
-    };
-    check(defaultLimit, 'default');
-    for (const [type, value] of Object.entries(limits)) check(value, `for '${type}'`);
+    checkLimits(limits, defaultLimit);
     this.options = { ...this.options, maxParallelInstances: { ...limits }, defaultMaxParallelInstances: defaultLimit };
     this.changed.fire();
   }
@@ -117,13 +87,13 @@ export class ConcurrencyControl implements DispatchGate, Disposable {
     return this.guarded(() => {
       let invocation: HitlInvocation;
       try {
-        invocation = this.deps.hitl.open(this.duplicateRequest(task, duplicates), { kind: 'internal', component: GATE_COMPONENT }, ctx).invocation;
+        invocation = this.deps.hitl.open(duplicateRequest(task, duplicates, this.deps.clock.now()), { kind: 'internal', component: GATE_COMPONENT }, ctx).invocation;
       } catch (err) {
         const reason = `the same job is already ${first.state.toLowerCase()} as task '${first.taskId}', and no approval could be asked: ${message(err)}`;
         this.log(task.taskId, 'scheduler.duplicate_refused', { task_id: task.taskId, duplicate_of: first.taskId, job_key: task.jobKey, reason }, 'WARN');
         return { refused: true, code: 'DUPLICATE_DETECTED', reason };
       }
-      const use: InvocationUse & { kind: 'duplicate' } = { kind: 'duplicate', taskId: task.taskId, duplicateOf: first.taskId, duplicates: new Set(duplicates.map((t) => t.taskId)) };
+      const use: DuplicateUse = { kind: 'duplicate', taskId: task.taskId, duplicateOf: first.taskId, duplicates: new Set(duplicates.map((t) => t.taskId)) };
       this.invocations.set(invocation.id, use);
       this.admissions.set(task.taskId, { state: 'pending', invocationId: invocation.id, duplicateOf: first.taskId });
       this.log(task.taskId, 'scheduler.duplicate_detected', {
@@ -148,7 +118,7 @@ export class ConcurrencyControl implements DispatchGate, Disposable {
       }
       if (admission?.state === 'refused') return { go: false, refuse: { code: 'DUPLICATE_DETECTED', reason: admission.reason } };
 
-      const limit = this.limitFor(agentType);
+      const limit = limitFor(this.options, agentType);
       if (limit > 0) {
         const count = running.countOfType(agentType, task.taskId);
         if (count >= limit) return this.wait(task, { kind: 'max_parallel_instances', agentType, limit, running: count }, 'scheduler.limit_reached');
@@ -293,7 +263,7 @@ export class ConcurrencyControl implements DispatchGate, Disposable {
     const key = pairKey(task.taskId, other.taskId);
     let invocation: HitlInvocation;
     try {
-      invocation = this.deps.hitl.open(this.conflictRequest(task, other, overlap, confidence, notes), { kind: 'internal', component: GATE_COMPONENT }, ctx).invocation;
+      invocation = this.deps.hitl.open(conflictRequest(task, other, overlap, confidence, notes, this.options.conflictThreshold, this.deps.clock.now()), { kind: 'internal', component: GATE_COMPONENT }, ctx).invocation;
     } catch (err) {
       this.log(task.taskId, 'scheduler.conflict_escalation_failed', { task_id: task.taskId, other_task_id: other.taskId, error: message(err) }, 'WARN');
       return this.decide(key, task.taskId, other.taskId, { state: 'serialise' }, { by: 'policy', policy: 'escalation failed: serialise', confidence });
@@ -318,9 +288,9 @@ export class ConcurrencyControl implements DispatchGate, Disposable {
   }
 
   /** The one rule for a settled CONFLICT invocation: approve (or modify to run_in_parallel) = parallel, anything else = serialise. */
-  private applyConflict(invocation: HitlInvocation, use: InvocationUse & { kind: 'conflict' }, quiet = false): PairDecision {
+  private applyConflict(invocation: HitlInvocation, use: ConflictUse, quiet = false): PairDecision {
     const action = invocation.decision?.action ?? 'deny';
-    const parallel = action === 'approve' || (action === 'modify' && modifiedToParallel(invocation.decision?.payload));
+    const parallel = conflictIsParallel(invocation);
     return this.decide(pairKey(use.taskId, use.otherTaskId), use.taskId, use.otherTaskId, parallel ? { state: 'parallel' } : { state: 'serialise' }, {
       by: invocation.decision?.origin.kind ?? invocation.state, action, invocationId: invocation.id, confidence: use.confidence,
       policy: invocation.decision?.origin.policy ?? invocation.decision?.origin.rule,
@@ -334,15 +304,10 @@ export class ConcurrencyControl implements DispatchGate, Disposable {
    * the duplicate, and then it may also run alongside the tasks it duplicates (the pairs are not asked again as a
    * CONFLICT); a denial, a timeout or a cancellation refuses it. Logged unless `quiet` (already logged before a restart).
    */
-  private applyDuplicate(invocation: HitlInvocation, use: InvocationUse & { kind: 'duplicate' }, quiet = false): AdmissionState {
+  private applyDuplicate(invocation: HitlInvocation, use: DuplicateUse, quiet = false): AdmissionState {
     const action = invocation.decision?.action ?? 'deny';
-    const allowed = invocation.state === 'decided' && action === 'approve';
-    const reason = allowed ? '' : `a duplicate of task '${use.duplicateOf}' (the same target, content type and params): ${
-      invocation.state === 'timed_out' ? 'no approval before the deadline' : invocation.state === 'cancelled' ? 'its approval was cancelled' : `${action} by ${invocation.decision?.origin.by ?? 'the operator'}`
-    }${invocation.decision?.rationale ? ` (${invocation.decision.rationale.slice(0, 300)})` : ''}`;
-    const state: AdmissionState = allowed
-      ? { state: 'allowed', invocationId: invocation.id, duplicateOf: use.duplicateOf }
-      : { state: 'refused', invocationId: invocation.id, duplicateOf: use.duplicateOf, reason };
+    const state = duplicateAdmission(invocation, use);
+    const allowed = state.state === 'allowed';
     this.admissions.set(use.taskId, state);
     if (allowed) for (const other of use.duplicates) this.pairs.set(pairKey(use.taskId, other), { state: 'parallel' });
     if (quiet) return state;
@@ -373,70 +338,24 @@ export class ConcurrencyControl implements DispatchGate, Disposable {
   private restore(): void {
     let restored = 0;
     for (const invocation of this.deps.hitl.listOfComponent(GATE_COMPONENT)) {
-      if (invocation.origin.kind !== 'internal' || invocation.origin.component !== GATE_COMPONENT || invocation.state === 'cancelled') continue;
-      const facts = invocation.context.facts;
-      const taskId = typeof facts.task_id === 'string' ? facts.task_id : '';
-      if (taskId === '') continue;
-      if (facts.gate === 'duplicate' && typeof facts.duplicate_of === 'string') {
-        const listed = Array.isArray(facts.duplicates) ? facts.duplicates.filter((id): id is string => typeof id === 'string') : [];
-        const use = { kind: 'duplicate' as const, taskId, duplicateOf: facts.duplicate_of, duplicates: new Set(listed.length > 0 ? listed : [facts.duplicate_of]) };
-        this.invocations.set(invocation.id, use);
-        this.admissions.set(taskId, { state: 'pending', invocationId: invocation.id, duplicateOf: use.duplicateOf });
+      const use = invocationUseOf(invocation);
+      if (!use) continue;
+      this.invocations.set(invocation.id, use);
+      if (use.kind === 'duplicate') {
+        this.admissions.set(use.taskId, { state: 'pending', invocationId: invocation.id, duplicateOf: use.duplicateOf });
         if (invocation.state !== 'pending') this.applyDuplicate(invocation, use, true);
-        restored++;
-      } else if (facts.gate === 'conflict' && typeof facts.other_task_id === 'string') {
-        const use = { kind: 'conflict' as const, taskId, otherTaskId: facts.other_task_id, confidence: typeof facts.confidence === 'number' ? facts.confidence : null };
-        this.invocations.set(invocation.id, use);
-        this.pairs.set(pairKey(taskId, use.otherTaskId), { state: 'pending', invocationId: invocation.id });
+      } else {
+        this.pairs.set(pairKey(use.taskId, use.otherTaskId), { state: 'pending', invocationId: invocation.id });
         if (invocation.state !== 'pending') this.applyConflict(invocation, use, true);
-        restored++;
       }
+      restored++;
     }
     if (restored > 0) {
       this.deps.log.record({ correlationId: 'scheduler', actor: REQUESTER, eventType: 'scheduler.gate_restored', details: { invocations: restored } });
     }
   }
 
-  private duplicateRequest(task: TaskRecord, duplicates: readonly TaskRecord[]): InvocationRequest {
-    const first = duplicates[0];
-    return parseInvocationRequest({
-      reason_type: 'TASK_ESCALATION',
-      subject: { repo_id: task.scope.repoId, worktree_id: task.scope.worktreeId, task_id: task.taskId },
-      summary: `Task ${task.taskId} repeats a job already ${first.state.toLowerCase()} (task ${first.taskId}): run it anyway?`,
-      facts: {
-        gate: 'duplicate', task_id: task.taskId, duplicate_of: first.taskId, duplicates: duplicates.map((t) => t.taskId).slice(0, 20),
-        job_key: task.jobKey, target: task.target, content_type: task.contentType || 'application/json', scope: task.scopeText.slice(0, 1000),
-        submitted_by: task.submittedBy, duplicate_submitted_by: first.submittedBy,
-      },
-      risk_notes: 'RFC §9.2: the same job (target, content type and params) twice at once is refused unless a human allows it.',
-      proposed_actions: DUPLICATE_ACTIONS,
-      suggested_action: 'deny',
-    }, { requester: REQUESTER, correlationId: task.taskId, now: this.deps.clock.now() });
-  }
-
-  private conflictRequest(task: TaskRecord, other: TaskRecord, overlap: ScopeOverlap, confidence: number | null, notes: string): InvocationRequest {
-    return parseInvocationRequest({
-      reason_type: 'CONFLICT',
-      subject: { repo_id: task.scope.repoId || other.scope.repoId, worktree_id: task.scope.worktreeId || other.scope.worktreeId, task_id: task.taskId },
-      summary: `Task ${task.taskId} and running task ${other.taskId} may touch the same things${confidence === null ? ' (the parallelism check is unavailable)' : ` (confidence ${confidence} < threshold ${this.options.conflictThreshold})`}: run them in parallel?`,
-      facts: {
-        gate: 'conflict', task_id: task.taskId, other_task_id: other.taskId,
-        task_target: task.target, other_target: other.target, other_agent: other.assignedAgentId,
-        task_scope: scopeFacts(task.scope), other_scope: scopeFacts(other.scope),
-        overlap: overlap.reasons.slice(0, 20), confidence, threshold: this.options.conflictThreshold, notes: notes.slice(0, 2000),
-      },
-      risk_notes: 'approve runs both at once; deny (or no answer) serialises: the task waits until the other ends (RFC Appendix D C.6, QUEUE_TASKS).',
-      proposed_actions: CONFLICT_ACTIONS,
-      suggested_action: 'deny',
-      ...(confidence === null ? {} : { score: confidence }),
-    }, { requester: REQUESTER, correlationId: task.taskId, now: this.deps.clock.now() });
-  }
-
   // ---------------------------------------------------------------- helpers
-
-  private limitFor(agentType: string): number {
-    return this.options.maxParallelInstances[agentType] ?? this.options.defaultMaxParallelInstances;
-  }
 
   /** A RunningTasks index of `tasks` (in that order), with this gate's `typeOf`: for tests and one-off questions. */
   runningOf(tasks: readonly TaskRecord[]): RunningIndex {
@@ -446,9 +365,7 @@ export class ConcurrencyControl implements DispatchGate, Disposable {
   }
 
   typeOf(task: TaskRecord): string | undefined {
-    const registered = task.assignedAgentId ? this.deps.agentTypeOf?.(task.assignedAgentId) : undefined;
-    if (registered !== undefined) return registered;
-    return task.target.startsWith('type:') ? task.target.slice('type:'.length) : undefined;
+    return typeOfTask(task, this.deps.agentTypeOf);
   }
 
   /** A waiting verdict; the event (when given) is logged when the task's waiting reason changes, not on every attempt. */
@@ -477,192 +394,9 @@ export class ConcurrencyControl implements DispatchGate, Disposable {
   }
 }
 
-interface RunningEntry {
-  readonly key: string;
-  readonly task: TaskRecord;
-  /** Start order: entries are listed by it (a key replaced in place keeps its order). */
-  readonly order: number;
-  readonly type: string | undefined;
-  /** The task's `agentType` when it was indexed (it does not change while the task runs). */
-  readonly agentType: string;
-}
-
-/**
- * The running tasks, indexed incrementally (RunningTasks): by slot key (the scheduler's agent id), by task id, by agent
- * type (a count for max_parallel_instances; by priority then seq for preemption), by repository and by declared resource
- * (the overlap candidates). `set` and `deleteTask` cost O(log n) (the priority buckets are sorted arrays).
- */
-export class RunningIndex implements RunningTasks {
-  private readonly byKey = new Map<string, RunningEntry>();
-  private readonly byTask = new Map<string, RunningEntry>();
-  private readonly byType = new Map<string, Set<RunningEntry>>();
-  /** agentType → priority → entries by seq ascending. */
-  private readonly byRank = new Map<string, Map<number, RunningEntry[]>>();
-  /** Tasks touching files: by repository ('' = none named). */
-  private readonly byRepo = new Map<string, Set<RunningEntry>>();
-  private readonly byResource = new Map<string, Set<RunningEntry>>();
-  private nextOrder = 0;
-
-  constructor(private readonly typeOf: (task: TaskRecord) => string | undefined) {}
-
-  get size(): number {
-    return this.byKey.size;
-  }
-
-  /** What runs under `key` now: `task`, or nothing (undefined). The same key keeps its place in the order. */
-  set(key: string, task: TaskRecord | undefined): void {
-    const previous = this.byKey.get(key);
-    if (previous) this.remove(previous);
-    if (!task) {
-      if (previous) this.byKey.delete(key);
-      return;
-    }
-    const stale = this.byTask.get(task.taskId);
-    if (stale && stale.key !== key) this.delete(stale);
-    const entry: RunningEntry = { key, task, order: previous ? previous.order : this.nextOrder++, type: this.typeOf(task), agentType: task.agentType };
-    this.byKey.set(key, entry);
-    this.byTask.set(task.taskId, entry);
-    if (entry.type !== undefined) addTo(this.byType, entry.type, entry);
-    let ranks = this.byRank.get(entry.agentType);
-    if (!ranks) this.byRank.set(entry.agentType, ranks = new Map());
-    let bucket = ranks.get(task.priority);
-    if (!bucket) ranks.set(task.priority, bucket = []);
-    bucket.splice(seqIndex(bucket, task.seq), 0, entry);
-    if (touchesFiles(task.scope)) addTo(this.byRepo, task.scope.repoId, entry);
-    for (const resource of new Set(task.scope.resources)) addTo(this.byResource, resource, entry);
-  }
-
-  /** The task no longer runs (ended), whatever key it was under. */
-  deleteTask(taskId: string): void {
-    const entry = this.byTask.get(taskId);
-    if (entry) this.delete(entry);
-  }
-
-  has(taskId: string): boolean {
-    return this.byTask.has(taskId);
-  }
-
-  /** Every running task, in start order (O(n log n): for tests and diagnostics, not the dispatch path). */
-  tasks(): TaskRecord[] {
-    return [...this.byKey.values()].sort((a, b) => a.order - b.order).map((e) => e.task);
-  }
-
-  countOfType(type: string, exceptTaskId?: string): number {
-    const count = this.byType.get(type)?.size ?? 0;
-    const except = exceptTaskId === undefined ? undefined : this.byTask.get(exceptTaskId);
-    return except && except.type === type ? count - 1 : count;
-  }
-
-  mayOverlap(scope: TaskScope): readonly TaskRecord[] {
-    const found = new Set<RunningEntry>();
-    const addAll = (entries: Iterable<RunningEntry> | undefined) => { if (entries) for (const e of entries) found.add(e); };
-    for (const resource of scope.resources) addAll(this.byResource.get(resource));
-    if (touchesFiles(scope)) {
-      if (scope.repoId === '') for (const entries of this.byRepo.values()) addAll(entries);
-      else {
-        addAll(this.byRepo.get(scope.repoId));
-        addAll(this.byRepo.get(''));
-      }
-    }
-    if (found.size === 0) return [];
-    return [...found].sort((a, b) => a.order - b.order).map((e) => e.task);
-  }
-
-  /**
-   * The running tasks whose `agentType` was `agentType` with a priority numerically above `priority`, from the
-   * numerically highest priority, then the latest arrival (highest seq) first: the preemption candidates in order.
-   */
-  *byPreemptionRank(agentType: string, priority: number): Generator<TaskRecord> {
-    const ranks = this.byRank.get(agentType);
-    if (!ranks) return;
-    const priorities = [...ranks.keys()].filter((p) => p > priority).sort((a, b) => b - a);
-    for (const p of priorities) {
-      const bucket = ranks.get(p);
-      if (!bucket) continue;
-      for (let i = bucket.length - 1; i >= 0; i--) yield bucket[i].task;
-    }
-  }
-
-  private delete(entry: RunningEntry): void {
-    this.remove(entry);
-    this.byKey.delete(entry.key);
-  }
-
-  /** Out of every index but byKey. */
-  private remove(entry: RunningEntry): void {
-    if (this.byTask.get(entry.task.taskId) === entry) this.byTask.delete(entry.task.taskId);
-    if (entry.type !== undefined) deleteFrom(this.byType, entry.type, entry);
-    const ranks = this.byRank.get(entry.agentType);
-    const bucket = ranks?.get(entry.task.priority);
-    if (ranks && bucket) {
-      const at = bucket.indexOf(entry, Math.max(0, seqIndex(bucket, entry.task.seq) - 1));
-      if (at >= 0) bucket.splice(at, 1);
-      if (bucket.length === 0) ranks.delete(entry.task.priority);
-      if (ranks.size === 0) this.byRank.delete(entry.agentType);
-    }
-    if (touchesFiles(entry.task.scope)) deleteFrom(this.byRepo, entry.task.scope.repoId, entry);
-    for (const resource of new Set(entry.task.scope.resources)) deleteFrom(this.byResource, resource, entry);
-  }
-}
-
-/** The first index in `bucket` (sorted by seq) whose seq is not below `seq`. */
-function seqIndex(bucket: readonly RunningEntry[], seq: number): number {
-  let lo = 0;
-  let hi = bucket.length;
-  while (lo < hi) {
-    const mid = (lo + hi) >> 1;
-    if (bucket[mid].task.seq < seq) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo;
-}
-
-function addTo<K, V>(map: Map<K, Set<V>>, key: K, value: V): void {
-  let set = map.get(key);
-  if (!set) map.set(key, set = new Set());
-  set.add(value);
-}
-
-function deleteFrom<K, V>(map: Map<K, Set<V>>, key: K, value: V): void {
-  const set = map.get(key);
-  if (set?.delete(value) && set.size === 0) map.delete(key);
-}
-
-function pairKey(a: string, b: string): string {
-  return a < b ? JSON.stringify([a, b]) : JSON.stringify([b, a]);
-}
-
-function pairHas(key: string, taskId: string): boolean {
-  const [a, b] = JSON.parse(key) as [string, string];
-  return a === taskId || b === taskId;
-}
-
-/** `modify` with payload "run_in_parallel" or {"decision": "run_in_parallel"} runs in parallel; any other payload serialises. */
-function modifiedToParallel(payload: unknown): boolean {
-  const value = typeof payload === 'string' ? payload : payload && typeof payload === 'object' ? (payload as Record<string, unknown>).decision : undefined;
-  return value === 'run_in_parallel';
-}
-
-function scopeFacts(scope: TaskScope): Record<string, unknown> {
-  return { repo_id: scope.repoId, worktree_id: scope.worktreeId, paths: scope.paths.slice(0, 50), resources: scope.resources.slice(0, 50) };
-}
-
 function waitingDetails(waiting: WaitingReason): Record<string, unknown> {
   const { kind, ...rest } = waiting;
   return { waiting: kind, ...Object.fromEntries(Object.entries(rest).map(([k, v]) => [k.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`), v])) };
-}
-
-/** Why a scorer's verdict cannot be used (a confidence outside [0, 1], notes not text), or undefined. */
-export function verdictRefusal(verdict: unknown): string | undefined {
-  const v = verdict as Partial<ParallelismVerdict> | null;
-  if (!v || typeof v !== 'object') return 'the scorer answered no verdict';
-  if (typeof v.confidence !== 'number' || !(v.confidence >= 0 && v.confidence <= 1)) return `the scorer answered a confidence outside [0, 1]: ${String(v.confidence)}`;
-  if (typeof v.notes !== 'string') return 'the scorer answered notes that are not text';
-  return undefined;
-}
-
-function isPromiseLike<T>(value: T | Promise<T>): value is Promise<T> {
-  return typeof (value as { then?: unknown } | null)?.then === 'function';
 }
 
 function message(err: unknown): string {
