@@ -1,7 +1,7 @@
 import type { Clock } from '../clock';
 import type { CallContext } from '../context';
-import type { Speaker } from '../policy/speaker';
-import type { BindingStatus } from '../worktree/bindings';
+import type { Speaker } from '../policy/model';
+import type { BindingStatus } from '../worktree/model';
 import { knows, mayActAs, speakerName } from './access';
 import type { HandoffChanges } from './changes';
 import { SWITCH_HANDOFF_FACT, type HandoffWorktrees } from './deps';

@@ -1,4 +1,4 @@
-import type { Speaker } from '../policy/speaker';
+import type { Speaker } from '../policy/model';
 import type { HandoffRecord } from './model';
 
 /** Who may call what on a handoff, and who a caller is among its parties. */

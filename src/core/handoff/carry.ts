@@ -1,7 +1,7 @@
 import { isoUtc, type Clock } from '../clock';
 import type { CallContext } from '../context';
 import type { Guard } from '../kernel/guard';
-import type { EventLog } from '../log/eventLog';
+import type { EventRecorder } from '../log/model';
 import { ACTOR, type HandoffChanges } from './changes';
 import { SWITCH_HANDOFF_FACT, type HandoffDeps } from './deps';
 import type { HandoffRepository } from './model';
@@ -10,7 +10,7 @@ import { switchDecided, type HandoffMemory } from './state';
 
 export interface CarryDeps extends Pick<HandoffDeps, 'worktrees' | 'invocation' | 'cancelInvocation'> {
   readonly clock: Clock;
-  readonly log: EventLog;
+  readonly log: EventRecorder;
   readonly guard: Guard;
   readonly handoffs: Pick<HandoffRepository, 'get' | 'put'>;
   readonly memory: HandoffMemory;

@@ -3,7 +3,7 @@ import type { Disposable } from '../events';
 import type { Guard } from '../kernel/guard';
 import { KeyedTimers } from '../kernel/timers';
 import { CommitEmitter, Transitions, type Transition } from '../kernel/transitions';
-import type { EventLog } from '../log/eventLog';
+import type { EventRecorder } from '../log/model';
 import { EXPIRY_RETRY_MS } from './options';
 import type { HandoffChange, HandoffRecord, HandoffStorage } from './model';
 import { answerBy, draftOf, isOpen, withoutContext, type HandoffMemory, type OpenRecord } from './state';
@@ -12,7 +12,7 @@ export const ACTOR = 'handoff';
 
 export interface ChangeDeps {
   readonly store: HandoffStorage;
-  readonly log: EventLog;
+  readonly log: EventRecorder;
   readonly clock: Clock;
 }
 

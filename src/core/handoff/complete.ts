@@ -1,7 +1,7 @@
 import type { Clock } from '../clock';
 import type { CallContext } from '../context';
 import type { Guard } from '../kernel/guard';
-import type { Speaker } from '../policy/speaker';
+import type { Speaker } from '../policy/model';
 import { TERMINAL_TASK_STATES } from '../scheduler/model';
 import { partyOf, speakerName } from './access';
 import type { HandoffChanges } from './changes';

@@ -1,7 +1,7 @@
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import { FIELD_LIMITS } from '../fieldLimits';
 import { parseBoundedJson } from '../json';
-import { baseContentType } from '../router/envelope';
+import { baseContentType } from '../router/model';
 import { HANDOFF_CONTEXT_CONTENT_TYPE } from './model';
 
 /**

@@ -2,11 +2,11 @@ import type { Clock } from '../clock';
 import type { CallContext } from '../context';
 import type { Event } from '../events';
 import type { IdSource } from '../ids';
-import type { EventLog } from '../log/eventLog';
+import type { EventRecorder } from '../log/model';
 import type { AgentDirectory } from '../registry/model';
 import type { CoordinatorOutbox } from '../router/model';
 import type { TaskRecord } from '../scheduler/model';
-import type { BindingStatus } from '../worktree/bindings';
+import type { BindingStatus } from '../worktree/model';
 import type { HandoffStorage } from './model';
 
 /** What the handoff area needs of the other areas (the composition root, coordinator.ts, gives it). */
@@ -35,7 +35,7 @@ export const SWITCH_HANDOFF_FACT = 'handoff_request_id';
 
 export interface HandoffDeps {
   readonly store: HandoffStorage;
-  readonly log: EventLog;
+  readonly log: EventRecorder;
   readonly clock: Clock;
   readonly ids: IdSource;
   readonly agents: AgentDirectory;

@@ -2,7 +2,7 @@ import type { CallContext } from '../context';
 import type { Disposable } from '../events';
 import { Guard } from '../kernel/guard';
 import type { AfterCommit } from '../kernel/transitions';
-import type { Speaker } from '../policy/speaker';
+import type { Speaker } from '../policy/model';
 import { schedulePruning } from '../retention';
 import { Acceptance } from './accept';
 import { cancelDelegation, type CancelDeps } from './cancel';

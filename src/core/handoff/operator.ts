@@ -1,5 +1,5 @@
 import type { CallContext } from '../context';
-import type { Speaker } from '../policy/speaker';
+import type { Speaker } from '../policy/model';
 import type { Acceptance } from './accept';
 import type { HandoffChanges } from './changes';
 import type { HandoffRecord, HandoffRepository } from './model';

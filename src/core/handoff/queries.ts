@@ -1,4 +1,4 @@
-import type { Speaker } from '../policy/speaker';
+import type { Speaker } from '../policy/model';
 import { mayActAs, speakerName } from './access';
 import type { HandoffRecord, HandoffRepository } from './model';
 import { PENDING_ANSWER_BYTES } from './options';

@@ -1,5 +1,5 @@
 import { FIELD_LIMITS, identifierRefusal } from '../fieldLimits';
-import { NegotiationError, type NegotiationErrorKind } from '../policy/speaker';
+import { NegotiationError, type NegotiationErrorKind } from '../policy/model';
 
 /** How the handoff area refuses (a NegotiationError: kind and SW4RM code) and checks the fields a call names. */
 

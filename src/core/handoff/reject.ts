@@ -1,6 +1,6 @@
 import type { Clock } from '../clock';
 import type { CallContext } from '../context';
-import type { Speaker } from '../policy/speaker';
+import type { Speaker } from '../policy/model';
 import { knows, mayActAs, speakerName } from './access';
 import type { HandoffChanges } from './changes';
 import type { HandoffRecord, HandoffRepository } from './model';

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { isoUtc, type Clock } from '../clock';
 import type { CallContext } from '../context';
-import type { Speaker } from '../policy/speaker';
+import type { Speaker } from '../policy/model';
 import type { AgentDirectory } from '../registry/model';
 import { MAX_PRIORITY, MIN_PRIORITY, TERMINAL_TASK_STATES } from '../scheduler/model';
 import { knows, mayActAs, speakerName } from './access';

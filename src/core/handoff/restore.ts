@@ -2,7 +2,7 @@ import { isoUtc, type Clock } from '../clock';
 import type { CallContext } from '../context';
 import type { Guard } from '../kernel/guard';
 import type { IdSource } from '../ids';
-import type { EventLog } from '../log/eventLog';
+import type { EventRecorder } from '../log/model';
 import { ACTOR, type HandoffChanges } from './changes';
 import type { HandoffRecord, HandoffRepository } from './model';
 import { HANDOFF_RETENTION_BATCH } from './options';
@@ -10,7 +10,7 @@ import type { HandoffMemory, OpenRecord } from './state';
 
 export interface RestoreDeps {
   readonly clock: Clock;
-  readonly log: EventLog;
+  readonly log: EventRecorder;
   readonly ids: IdSource;
   readonly guard: Guard;
   readonly handoffs: Pick<HandoffRepository, 'listTransferred' | 'listOpen' | 'pruneEnded'>;

@@ -1,7 +1,7 @@
 import { isoUtc, type Clock } from '../clock';
 import type { CallContext } from '../context';
 import type { Guard } from '../kernel/guard';
-import type { EventLog } from '../log/eventLog';
+import type { EventRecorder } from '../log/model';
 import { ACTOR, type HandoffChanges } from './changes';
 import type { HandoffRepository } from './model';
 import type { MoveOn } from './moveOn';
@@ -10,7 +10,7 @@ import { attemptExpired, deadlineOf, keepsOffer, type HandoffMemory, type OpenRe
 
 export interface TimeoutDeps {
   readonly clock: Clock;
-  readonly log: EventLog;
+  readonly log: EventRecorder;
   readonly guard: Guard;
   readonly handoffs: Pick<HandoffRepository, 'put'>;
   readonly memory: HandoffMemory;

@@ -9,46 +9,16 @@ import {
   HITL_ACTIONS,
   type AuditEntry, type AuditQuery, type DecisionOrigin, type HitlAction, type HitlDecision, type HitlInvocation,
   type HitlRepository, type HitlStorage, type InvocationOrigin, type InvocationRequest, type InvocationState,
+  type DecisionInput, type HitlChange, type HitlInvocations, HitlStateError,
 } from './model';
 import { applyFallback, DEFAULT_HITL_POLICY, matchRule, type HitlPolicy } from './policy';
 import { HitlRequestError, MAX_INVOCATION_BYTES } from './request';
-import { SwarmError, type ErrorKind, type Sw4rmCode } from '../kernel/errors';
 
-/** What an operator (or a component acting for one) decides. */
-export interface DecisionInput {
-  readonly action: string;
-  readonly rationale?: string;
-  /** For `modify`: the edited payload (any JSON value). */
-  readonly payload?: unknown;
-}
+export { HitlStateError, type DecisionInput, type HitlChange } from './model';
 
 /** Settled invocations are looked at hourly; one run deletes at most this many (records are up to 256 KB). */
 const SETTLED_RETENTION_INTERVAL_MS = 3_600_000;
 const SETTLED_PRUNE_BATCH = 200;
-
-export interface HitlChange {
-  readonly kind: 'opened' | 'settled' | 'extended';
-  readonly invocation: HitlInvocation;
-}
-
-/**
- * The invocation asked for cannot take this decision: it is unknown or already settled. Either way FAILED_PRECONDITION
- * `VALIDATION_ERROR: …` over gRPC; the bridge answers an unknown one NOT_FOUND (its own case, bridge/tools/errors.ts).
- */
-export class HitlStateError extends SwarmError {
-  constructor(readonly reason: 'not_found' | 'settled', message: string) {
-    super(message);
-    this.name = 'HitlStateError';
-  }
-
-  override get errorKind(): ErrorKind {
-    return 'precondition';
-  }
-
-  override get errorCode(): Sw4rmCode {
-    return 'VALIDATION_ERROR';
-  }
-}
 
 /** Called inside the settling transaction, so the answer to the requester commits with the decision. */
 export type Responder = (invocation: HitlInvocation) => void;
@@ -63,7 +33,7 @@ export const RATIONALE_REQUIRED = 'A rationale is required: say why you decide t
  * presence and the audit trail. Every change is persisted with its audit record and log event in one
  * transaction; pending invocations survive a restart and their deadlines are re-armed.
  */
-export class HitlService {
+export class HitlService implements HitlInvocations {
   private readonly repo: HitlRepository;
   private readonly changed = new Emitter<HitlChange>();
   readonly onDidChange: Event<HitlChange> = this.changed.event;

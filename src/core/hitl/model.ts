@@ -1,135 +1,14 @@
 import type { PruneResult } from '../retention';
 import type { Transactions } from '../store/store';
+import type { CallContext } from '../context';
+import type { Event } from '../events';
+import { SwarmError, type ErrorKind, type Sw4rmCode } from '../kernel/errors';
+import type { HitlInvocation, HitlPolicy, InvocationOrigin, InvocationRequest } from './records';
 
-/** RFC §15: the eight reasons the coordinator asks a human. */
-export const REASON_TYPES = [
-  'CONFLICT',
-  'SECURITY_APPROVAL',
-  'TASK_ESCALATION',
-  'MANUAL_OVERRIDE',
-  'WORKTREE_OVERRIDE',
-  'DEBATE_DEADLOCK',
-  'TOOL_PRIVILEGE_ESCALATION',
-  'CONNECTOR_APPROVAL',
-] as const;
-export type ReasonType = typeof REASON_TYPES[number];
-
-/** RFC §15.1: the four actions of a HITL_DECISION. */
-export const HITL_ACTIONS = ['approve', 'deny', 'modify', 'defer'] as const;
-export type HitlAction = typeof HITL_ACTIONS[number];
-
-/**
- * pending → decided (a human or a rule answered) | timed_out (a fallback was applied because the deadline
- * passed or no human was available) | cancelled (withdrawn; the requester is answered `deny`).
- */
-export type InvocationState = 'pending' | 'decided' | 'timed_out' | 'cancelled';
-
-/** RFC §15.4 fallback policies, applied per reason type. */
-export type FallbackPolicyName = 'DENY_BY_DEFAULT' | 'AUTO_DECIDE_THRESHOLD' | 'EXTEND_TIMEOUT';
-export const FALLBACK_POLICIES: readonly FallbackPolicyName[] = ['DENY_BY_DEFAULT', 'AUTO_DECIDE_THRESHOLD', 'EXTEND_TIMEOUT'];
-
-/** Where an invocation came from, so that its decision reaches the requester the same way. */
-export type InvocationOrigin =
-  /** HitlService.Decide: the caller is blocked on the RPC. */
-  | { readonly kind: 'rpc' }
-  /** A HITL_INVOCATION envelope to `coordinator`: the decision goes back as an envelope. */
-  | { readonly kind: 'envelope'; readonly messageId: string }
-  /** Another part of the coordinator (scheduler, worktrees, tools, negotiation). */
-  | { readonly kind: 'internal'; readonly component: string };
-
-/** What the work is about (RFC §15.2 `subject`). */
-export interface HitlSubject {
-  readonly repoId: string;
-  readonly worktreeId: string;
-  readonly taskId: string;
-}
-
-/** One proposed change shown to the operator: text (unified/side-by-side) or JSON (structured). */
-export interface HitlDiff {
-  readonly title: string;
-  /** Text diff: the text before and after. */
-  readonly before?: string;
-  readonly after?: string;
-  /** A ready-made unified diff (e.g. `git diff` output), shown as such. */
-  readonly unified?: string;
-  /** JSON diff: the values before and after. */
-  readonly beforeJson?: unknown;
-  readonly afterJson?: unknown;
-}
-
-/** The context presented to the operator (RFC §15.1: facts, diffs, risk notes, prior attempts). */
-export interface HitlContext {
-  readonly summary: string;
-  readonly facts: Readonly<Record<string, unknown>>;
-  readonly diffs: readonly HitlDiff[];
-  readonly risk: { readonly level: string; readonly notes: readonly string[] };
-  readonly priorAttempts: readonly unknown[];
-  /** Inference Engine metadata (model, confidence, …) when the requester sent it. */
-  readonly inference: Readonly<Record<string, unknown>>;
-  /** A confidence or score in [0,1], used by AUTO_DECIDE_THRESHOLD; null when none was given. */
-  readonly score: number | null;
-}
-
-/** What the requester says, as both a request and the invocation opened from it keep it. */
-export interface InvocationBasics {
-  readonly reasonType: ReasonType;
-  readonly requester: string;
-  readonly correlationId: string;
-  readonly subject: HitlSubject;
-  readonly context: HitlContext;
-  readonly proposedActions: readonly string[];
-  readonly suggestedAction: string;
-  readonly priority: number;
-  /** The requester's own fallback wish; only `deny` is ever honoured over the configured policy. */
-  readonly requestedFallback: string;
-}
-
-/** What a requester asks for; parsed and validated by `parseInvocationRequest`. */
-export interface InvocationRequest extends InvocationBasics {
-  /** A requester-chosen id (RFC §15.2 `invocation_id`); a retry with the same id and requester re-attaches. */
-  readonly invocationId?: string;
-  /** Absolute deadline (ms since epoch) the requester asked for; the policy's default applies when absent. */
-  readonly deadlineAt?: number;
-}
-
-/** How a decision was made. */
-export interface DecisionOrigin {
-  /** human: an operator decided; rule: an auto-approve/deny rule; fallback: a fallback policy; cancel: withdrawn. */
-  readonly kind: 'human' | 'rule' | 'fallback' | 'cancel';
-  /** The operator (e.g. `editor:alice`, `cli:alice`), or `policy`. */
-  readonly by: string;
-  readonly automatic: boolean;
-  /** For rules: the rule's name; for fallbacks: the policy applied. */
-  readonly rule?: string;
-  readonly policy?: FallbackPolicyName;
-  /** For fallbacks: why it applied. */
-  readonly trigger?: 'deadline' | 'hitl_unavailable' | 'requested_fallback';
-}
-
-export interface HitlDecision {
-  readonly action: HitlAction;
-  readonly rationale: string;
-  /** For `modify`: the edited payload (JSON value); otherwise null. */
-  readonly payload: unknown;
-  readonly decidedAt: number;
-  readonly origin: DecisionOrigin;
-}
-
-/** One invocation as the coordinator keeps (and persists) it. */
-export interface HitlInvocation extends InvocationBasics {
-  readonly id: string;
-  readonly origin: InvocationOrigin;
-  readonly createdAt: number;
-  /** The deadline in force (moved by EXTEND_TIMEOUT). */
-  deadlineAt: number;
-  /** The deadline first set, for the audit and for EXTEND_TIMEOUT's default extension. */
-  readonly originalDeadlineAt: number;
-  /** EXTEND_TIMEOUT extensions applied so far. */
-  extensions: number;
-  state: InvocationState;
-  decision: HitlDecision | null;
-  updatedAt: number;
-}
+export * from './records';
+/** What other areas use of request.ts and policy.ts (neither imports this file). */
+export { HitlRequestError, MAX_INVOCATION_BYTES, parseInvocationRequest, type RequestFrame } from './request';
+export { applyFallback, type FallbackOutcome } from './policy';
 
 /** One audit record (RFC §15, §15.1): who, when, why, what changed. */
 export interface AuditEntry {
@@ -171,4 +50,51 @@ export interface HitlRepository {
 /** What the HITL service is handed of the store: its own repository and transactions. */
 export interface HitlStorage extends Transactions {
   readonly hitl: HitlRepository;
+}
+
+/** What an operator (or a component acting for one) decides. */
+export interface DecisionInput {
+  readonly action: string;
+  readonly rationale?: string;
+  /** For `modify`: the edited payload (any JSON value). */
+  readonly payload?: unknown;
+}
+
+export interface HitlChange {
+  readonly kind: 'opened' | 'settled' | 'extended';
+  readonly invocation: HitlInvocation;
+}
+
+/**
+ * The invocation asked for cannot take this decision: it is unknown or already settled. Either way FAILED_PRECONDITION
+ * `VALIDATION_ERROR: …` over gRPC; the bridge answers an unknown one NOT_FOUND (its own case, bridge/tools/errors.ts).
+ */
+export class HitlStateError extends SwarmError {
+  constructor(readonly reason: 'not_found' | 'settled', message: string) {
+    super(message);
+    this.name = 'HitlStateError';
+  }
+
+  override get errorKind(): ErrorKind {
+    return 'precondition';
+  }
+
+  override get errorCode(): Sw4rmCode {
+    return 'VALIDATION_ERROR';
+  }
+}
+
+/**
+ * What other areas call of the HITL service (HitlService implements it; the composition root hands in the instance):
+ * ask a human, decide or withdraw for one, read an invocation, wait for its decision, follow changes.
+ */
+export interface HitlInvocations {
+  readonly onDidChange: Event<HitlChange>;
+  readonly policy: HitlPolicy;
+  open(request: InvocationRequest, origin: InvocationOrigin, ctx: CallContext): { invocation: HitlInvocation; reattached: boolean };
+  decide(id: string, input: DecisionInput, operator: string, ctx: CallContext): HitlInvocation;
+  cancel(id: string, by: string, reason: string, ctx: CallContext): HitlInvocation;
+  whenSettled(id: string): Promise<HitlInvocation>;
+  get(id: string): HitlInvocation | undefined;
+  listOfComponent(component: string): HitlInvocation[];
 }

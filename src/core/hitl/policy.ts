@@ -1,48 +1,10 @@
 import picomatch from 'picomatch';
 import {
   FALLBACK_POLICIES, REASON_TYPES,
-  type FallbackPolicyName, type HitlAction, type HitlInvocation, type ReasonType,
-} from './model';
+  type AutoRule, type FallbackPolicyName, type FallbackSetting, type HitlInvocation, type HitlPolicy, type ReasonType,
+} from './records';
 
-/** The fallback for one reason type (RFC §15.1 deadline fallback, §15.3/§15.4 no human available). */
-export interface FallbackSetting {
-  readonly policy: FallbackPolicyName;
-  /** AUTO_DECIDE_THRESHOLD: approve when the invocation's score is at least this (0..1); else deny. */
-  readonly threshold: number;
-  /** EXTEND_TIMEOUT: how far each extension moves the deadline; 0 = the original timeout (RFC: 1×). */
-  readonly extendMs: number;
-  /** EXTEND_TIMEOUT: at most this many extensions, then deny (RFC: a cap is required, 3 recommended). */
-  readonly maxExtensions: number;
-}
-
-/** An auto-approve / auto-deny rule. Globs (picomatch) match the requester and the subject. */
-export interface AutoRule {
-  readonly name: string;
-  /** A reason type, or '*' for all. */
-  readonly reasonType: ReasonType | '*';
-  /** Glob on the requester (agent id). */
-  readonly agent: string;
-  /** Glob on the subject written as `repo_id/worktree_id/task_id`. */
-  readonly subject: string;
-  readonly action: Extract<HitlAction, 'approve' | 'deny'>;
-}
-
-export interface HitlPolicy {
-  /** Deadline for invocations that do not ask for one. */
-  readonly defaultDeadlineMs: number;
-  /** Requested deadlines are capped at this. */
-  readonly maxDeadlineMs: number;
-  readonly fallbacks: Readonly<Record<ReasonType, FallbackSetting>>;
-  readonly rules: readonly AutoRule[];
-  /** "Pause all approvals": no rule decides; every new invocation waits for a human (or its fallback). */
-  readonly paused: boolean;
-  /** With no operator attached, the fallback applies after this long (RFC §15.4: detect within 5 s). */
-  readonly unavailableAfterMs: number;
-  /** Pending invocations one requester may hold; more are refused BUFFER_FULL (RFC §13: refuse, never drop). */
-  readonly maxPendingPerRequester: number;
-  /** A settled invocation and its audit trail are deleted this long after they settled (RFC §24: retention). */
-  readonly settledRetentionMs: number;
-}
+export type { AutoRule, FallbackSetting, HitlPolicy } from './records';
 
 /** The longest settled-approval retention accepted: ten years. */
 export const MAX_APPROVAL_RETENTION_DAYS = 3650;

@@ -1,6 +1,6 @@
 import { FIELD_LIMITS, identifierRefusal } from '../fieldLimits';
 import { jsonBoundsRefusal } from '../json';
-import { REASON_TYPES, type HitlContext, type HitlDiff, type HitlSubject, type InvocationRequest, type ReasonType } from './model';
+import { REASON_TYPES, type HitlContext, type HitlDiff, type HitlSubject, type InvocationRequest, type ReasonType } from './records';
 import { SwarmError, type ErrorKind, type Sw4rmCode } from '../kernel/errors';
 
 /** RFC §5.4 / message-types.txt: a HITL_INVOCATION carries at most 256 KB. */

@@ -1,25 +1,15 @@
 import { isoUtc, type Clock } from '../clock';
 import { Emitter, type Event } from '../events';
-import type { EventLevel, EventQuery, EventSource, LogStorage, StoredEvent } from './model';
+import type { EventInput, EventQuery, EventRecorder, LogStorage, StoredEvent } from './model';
 
-/** What a caller says about an event; the log adds the timestamp. */
-export interface EventInput {
-  readonly correlationId: string;
-  readonly actor: string;
-  readonly eventType: string;
-  readonly details?: Record<string, unknown>;
-  readonly level?: EventLevel;
-  readonly source?: EventSource;
-  /** For events ingested from agents: the agent's own timestamp, kept as given when valid. */
-  readonly ts?: string;
-}
+export type { EventInput } from './model';
 
 /**
  * The observability sink (RFC §19): every state transition is one structured event
  * {ts, correlation_id, actor, event_type, details}, written to the store and announced to listeners
  * (the editor's Output channel, the CLI's stderr).
  */
-export class EventLog {
+export class EventLog implements EventRecorder {
   private readonly recorded = new Emitter<StoredEvent>();
   readonly onDidRecord: Event<StoredEvent> = this.recorded.event;
 

@@ -49,3 +49,25 @@ export interface LogStorage extends Transactions {
 
 /** How far back (in events) a query by `agentId` looks: a bounded scan (details are not indexed; ~5-40 ms here). */
 export const AGENT_EVENTS_SCAN_WINDOW = 20_000;
+
+/** What a caller says about an event; the log adds the timestamp. */
+export interface EventInput {
+  readonly correlationId: string;
+  readonly actor: string;
+  readonly eventType: string;
+  readonly details?: Record<string, unknown>;
+  readonly level?: EventLevel;
+  readonly source?: EventSource;
+  /** For events ingested from agents: the agent's own timestamp, kept as given when valid. */
+  readonly ts?: string;
+}
+
+/**
+ * What other areas use of the event log (EventLog implements it; the composition root hands in the instance): record an
+ * event, or that their own work failed.
+ */
+export interface EventRecorder {
+  record(input: EventInput): StoredEvent;
+  /** `<actor>.internal_error` at level ERROR, with the stack; never throws (EventLog.internalError). */
+  internalError(actor: string, correlationId: string, err: unknown, details?: Record<string, unknown>): void;
+}

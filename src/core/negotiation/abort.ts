@@ -1,6 +1,6 @@
 import type { CallContext } from '../context';
 import type { Transition, Transitions } from '../kernel/transitions';
-import type { Speaker } from '../policy/speaker';
+import type { Speaker } from '../policy/model';
 import { participantOrOperator, speakerName } from './access';
 import { checkText, LIMITS } from './checks';
 import { step } from './delivery';

@@ -1,7 +1,6 @@
 import { FIELD_LIMITS } from '../fieldLimits';
-import type { Speaker } from '../policy/speaker';
+import type { AgentPreferences, Speaker } from '../policy/model';
 import { checkId, fail } from './checks';
-import type { AgentPreferences } from '../policy/model';
 import type { NegotiationRecord } from './model';
 
 /**

@@ -1,6 +1,6 @@
 import { FIELD_LIMITS, identifierRefusal } from '../fieldLimits';
-import { NegotiationError, type NegotiationErrorKind } from '../policy/speaker';
-import { baseContentType } from '../router/envelope';
+import { NegotiationError, type NegotiationErrorKind } from '../policy/model';
+import { baseContentType } from '../router/model';
 
 /** The negotiation fields' limits (FIELD_LIMITS.negotiation). */
 export const LIMITS = FIELD_LIMITS.negotiation;

@@ -4,7 +4,7 @@ import type { Disposable } from '../events';
 import type { Guard } from '../kernel/guard';
 import { KeyedTimers } from '../kernel/timers';
 import type { Transition, Transitions } from '../kernel/transitions';
-import type { EventLog } from '../log/eventLog';
+import type { EventRecorder } from '../log/model';
 import type { CoordinatorOutbox } from '../router/model';
 import { fail, routerKind } from './checks';
 import { ACTOR } from './journal';
@@ -44,7 +44,7 @@ export interface DeliveryDeps {
   readonly transitions: Transitions;
   readonly outbox: CoordinatorOutbox;
   readonly clock: Clock;
-  readonly log: EventLog;
+  readonly log: EventRecorder;
   readonly guard: Guard;
 }
 

@@ -1,5 +1,5 @@
 import { diffLines, structuredPatch } from 'diff';
-import { baseContentType } from '../router/envelope';
+import { baseContentType } from '../router/model';
 import type { DeltaSummary } from './model';
 
 /** The bounds of a DeltaSummary and of a diff artifact (README, "Debates"). */

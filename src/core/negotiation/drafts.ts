@@ -2,9 +2,8 @@ import { createHash } from 'node:crypto';
 import type { ValidateFunction } from 'ajv';
 import { FIELD_LIMITS } from '../fieldLimits';
 import { parseBoundedJson } from '../json';
-import { MIN_DEBATE_TIMEOUT_MS } from '../policy/defaults';
-import type { NegotiationPolicies } from '../policy/policies';
-import { compileSchemaText, compileSchemaTextAsync } from '../tools/descriptors';
+import { MIN_DEBATE_TIMEOUT_MS, type PolicyReader } from '../policy/model';
+import { compileSchemaText, compileSchemaTextAsync } from '../tools/model';
 import { fail, LIMITS } from './checks';
 import { isJsonContentType, jsonDeltaSummary, jsonSame, textDeltaSummary, unifiedDiff } from './delta';
 import type { OpenInput, ProposalInput } from './inputs';
@@ -27,7 +26,7 @@ export class Drafts {
   /** Compiled proposal schemas by sha256 of the schema text, most recently used last (VALIDATOR_CACHE_SIZE). */
   private readonly validators = new Map<string, ValidateFunction>();
 
-  constructor(private readonly deps: { readonly store: { readonly negotiation: NegotiationRepository }; readonly policies: Pick<NegotiationPolicies, 'effectiveFor'> }) {}
+  constructor(private readonly deps: { readonly store: { readonly negotiation: NegotiationRepository }; readonly policies: Pick<PolicyReader, 'effectiveFor'> }) {}
 
   /** The validators kept, by sha256 of the schema text. */
   get cached(): ReadonlyMap<string, ValidateFunction> {

@@ -1,6 +1,5 @@
 import type { Clock } from '../clock';
-import type { NegotiationPolicies } from '../policy/policies';
-import type { TieBreak } from '../policy/model';
+import type { PolicyReader, TieBreak } from '../policy/model';
 import type { Delivery, Step } from './delivery';
 import type { Journal } from './journal';
 import type { NegotiationDecision, NegotiationRecord, NegotiationRepository, RoundRecord, StopReason } from './model';
@@ -10,7 +9,7 @@ import { aborted, decided, policyVersionNumber, tieBreakOutcome, verdictOn, type
 export interface EndsDeps {
   readonly store: { readonly negotiation: NegotiationRepository };
   readonly clock: Clock;
-  readonly policies: Pick<NegotiationPolicies, 'version' | 'current'>;
+  readonly policies: Pick<PolicyReader, 'version' | 'current'>;
   readonly journal: Journal;
   readonly delivery: Pick<Delivery, 'fanout'>;
   /** A person decides: the HITL gate's pause (hitl.ts). */

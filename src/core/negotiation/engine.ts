@@ -1,7 +1,7 @@
 import type { CallContext } from '../context';
 import type { Guard } from '../kernel/guard';
 import type { Transition, Transitions } from '../kernel/transitions';
-import type { EventLog } from '../log/eventLog';
+import type { EventRecorder } from '../log/model';
 import { step } from './delivery';
 import type { Ends } from './ends';
 import { ACTOR, type Journal } from './journal';
@@ -17,7 +17,7 @@ export interface DebateInference {
 export interface DebateEngineDeps {
   readonly store: { readonly negotiation: NegotiationRepository };
   readonly transitions: Transitions;
-  readonly log: EventLog;
+  readonly log: EventRecorder;
   readonly guard: Guard;
   readonly inference: DebateInference;
   readonly journal: Journal;

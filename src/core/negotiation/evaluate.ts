@@ -2,7 +2,7 @@ import type { Clock } from '../clock';
 import type { CallContext } from '../context';
 import { FIELD_LIMITS } from '../fieldLimits';
 import type { Transition, Transitions } from '../kernel/transitions';
-import type { Speaker } from '../policy/speaker';
+import type { Speaker } from '../policy/model';
 import { mustSpeakAs } from './access';
 import { checkText, fail, LIMITS } from './checks';
 import { step, type Delivery } from './delivery';

@@ -2,10 +2,9 @@ import type { Clock } from '../clock';
 import type { CallContext } from '../context';
 import type { Guard } from '../kernel/guard';
 import type { Transition, Transitions } from '../kernel/transitions';
-import type { HitlService } from '../hitl/hitlService';
-import type { HitlInvocation } from '../hitl/model';
-import type { EventLog } from '../log/eventLog';
-import type { Speaker } from '../policy/speaker';
+import type { HitlInvocation, HitlInvocations } from '../hitl/model';
+import type { EventRecorder } from '../log/model';
+import type { Speaker } from '../policy/model';
 import { hitlActionRefusal, speakerName } from './access';
 import { LIMITS } from './checks';
 import { step, type Step } from './delivery';
@@ -19,9 +18,9 @@ export interface HitlGateDeps {
   readonly store: { readonly negotiation: NegotiationRepository };
   readonly transitions: Transitions;
   readonly clock: Clock;
-  readonly log: EventLog;
+  readonly log: EventRecorder;
   readonly guard: Guard;
-  readonly hitl: Pick<HitlService, 'open' | 'get' | 'cancel' | 'decide' | 'whenSettled'>;
+  readonly hitl: Pick<HitlInvocations, 'open' | 'get' | 'cancel' | 'decide' | 'whenSettled'>;
   readonly journal: Journal;
   readonly ends: Pick<Ends, 'finish' | 'abort'>;
   /** The end of every transition of a debate: its timers and its change (negotiations.ts). */

@@ -1,7 +1,7 @@
 import type { Artifact } from '../activity/model';
 import type { Clock } from '../clock';
 import type { CallContext } from '../context';
-import type { EventLog } from '../log/eventLog';
+import type { EventRecorder } from '../log/model';
 import type { NegotiationRecord } from './model';
 
 /** The log's actor of the negotiation area. */
@@ -17,7 +17,7 @@ export interface ArtifactSink {
  * record's updatedAt) and its artifacts (a refused artifact is logged, never a refusal of the call).
  */
 export class Journal {
-  constructor(private readonly deps: { readonly log: EventLog; readonly clock: Clock; readonly artifacts: ArtifactSink }) {}
+  constructor(private readonly deps: { readonly log: EventRecorder; readonly clock: Clock; readonly artifacts: ArtifactSink }) {}
 
   record(rec: NegotiationRecord, eventType: string, details: Record<string, unknown>, ctx: CallContext, level: 'INFO' | 'WARN' = 'INFO'): void {
     rec.updatedAt = this.deps.clock.now();

@@ -1,8 +1,7 @@
 import type { Event } from '../events';
-import type { EffectivePolicy } from '../policy/model';
+import type { DebateIntensity, EffectivePolicy } from '../policy/model';
 import type { Transactions } from '../store/store';
 
-import type { DebateIntensity } from '../policy/model';
 
 export { DEBATE_INTENSITIES, type DebateIntensity } from '../policy/model';
 

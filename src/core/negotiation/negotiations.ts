@@ -1,14 +1,12 @@
 import type { Clock } from '../clock';
 import type { CallContext } from '../context';
 import type { Disposable, Event } from '../events';
-import type { HitlService } from '../hitl/hitlService';
+import type { HitlInvocations } from '../hitl/model';
 import type { IdSource } from '../ids';
 import { Guard } from '../kernel/guard';
 import { CommitEmitter, Transitions, type Transition } from '../kernel/transitions';
-import type { EventLog } from '../log/eventLog';
-import type { EffectivePolicy } from '../policy/model';
-import type { NegotiationPolicies } from '../policy/policies';
-import { NegotiationError, type Speaker } from '../policy/speaker';
+import type { EventRecorder } from '../log/model';
+import { type EffectivePolicy, NegotiationError, type PolicyReader, type Speaker } from '../policy/model';
 import type { AgentDirectory } from '../registry/model';
 import type { CoordinatorOutbox } from '../router/model';
 import { Aborts } from './abort';
@@ -38,17 +36,17 @@ export { VALIDATOR_CACHE_SIZE } from './drafts';
 
 export interface NegotiationDeps {
   readonly store: NegotiationStorage;
-  readonly log: EventLog;
+  readonly log: EventRecorder;
   readonly clock: Clock;
   readonly ids: IdSource;
   readonly agents: AgentDirectory;
   readonly outbox: CoordinatorOutbox;
-  readonly hitl: HitlService;
+  readonly hitl: HitlInvocations;
   /** ActivityBuffer.appendArtifact: contract_vN / diff / reports. */
   readonly artifacts: ArtifactSink;
   /** The reasoning proxy (InferenceEngine): asked only when an engine agent is online and llm_weight > 0. */
   readonly inference: DebateInference;
-  readonly policies: NegotiationPolicies;
+  readonly policies: PolicyReader;
   /** Retention of finished negotiations (defaults: NEGOTIATION_RETENTION). */
   readonly retention?: Partial<NegotiationRetention>;
 }

@@ -1,7 +1,7 @@
 import type { Clock } from '../clock';
 import type { CallContext } from '../context';
 import type { Transition, Transitions } from '../kernel/transitions';
-import type { Speaker } from '../policy/speaker';
+import type { Speaker } from '../policy/model';
 import { mustSpeakAs } from './access';
 import { checkContentType, fail, LIMITS } from './checks';
 import { step, type Delivery } from './delivery';

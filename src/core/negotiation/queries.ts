@@ -1,5 +1,4 @@
-import type { EffectivePolicy } from '../policy/model';
-import type { Speaker } from '../policy/speaker';
+import type { EffectivePolicy, Speaker } from '../policy/model';
 import { participantOrOperator } from './access';
 import { checkId, fail, LIMITS } from './checks';
 import type { NegotiationDetail, NegotiationRecord, NegotiationRepository, NegotiationSummary } from './model';

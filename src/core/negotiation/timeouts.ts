@@ -4,7 +4,7 @@ import type { Disposable } from '../events';
 import type { Guard } from '../kernel/guard';
 import { KeyedTimers } from '../kernel/timers';
 import type { Transition, Transitions } from '../kernel/transitions';
-import type { EventLog } from '../log/eventLog';
+import type { EventRecorder } from '../log/model';
 import { step } from './delivery';
 import type { Ends } from './ends';
 import { ACTOR } from './journal';
@@ -15,7 +15,7 @@ export interface TimeoutsDeps {
   readonly store: { readonly negotiation: NegotiationRepository };
   readonly transitions: Transitions;
   readonly clock: Clock;
-  readonly log: EventLog;
+  readonly log: EventRecorder;
   readonly guard: Guard;
   readonly ends: Pick<Ends, 'stop'>;
   readonly settle: (rec: NegotiationRecord, tx: Transition) => void;

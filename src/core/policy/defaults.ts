@@ -75,7 +75,7 @@ export const HARD_BOUNDS: Guardrails = {
   totalTokenBudget: { min: 1, max: 1_000_000_000 },
   oscillationLimit: { min: 1, max: 1_000 },
 };
-export const MIN_DEBATE_TIMEOUT_MS = 1_000;
+export { MIN_DEBATE_TIMEOUT_MS } from './model';
 export const MAX_DEBATE_TIMEOUT_MS = 24 * 60 * MINUTE;
 export const MIN_VOTE_TIMEOUT_MS = 1_000;
 export const MAX_VOTE_TIMEOUT_MS = 7 * 24 * 60 * MINUTE;

@@ -1,5 +1,7 @@
 import type { Transactions } from '../store/store';
 
+export { COORDINATOR_SPEAKER, NegotiationError, type NegotiationErrorKind, type Speaker } from './speaker';
+
 /**
  * Negotiation policy (RFC §17.2, policy.proto) as the core keeps it: plain numbers, proto field names in camelCase.
  * The scheduler (this coordinator) is the source of truth; agents only state preferences, clamped to guardrails.
@@ -112,4 +114,29 @@ export interface PolicyRepository {
 
 export interface PolicyStorage extends Transactions {
   readonly policy: PolicyRepository;
+}
+
+export interface EffectiveInput {
+  readonly intensity: DebateIntensity | '';
+  /** A profile name hint from the opener ('' = none): it wins over the intensity when it names a profile. */
+  readonly profileHint: string;
+  /** Per agent, what it asked for (0 = no preference); clamped to the guardrails. */
+  readonly preferences: Readonly<Record<string, Partial<AgentPreferences>>>;
+  /** Open's debate_timeout, 0 = the profile's. */
+  readonly debateTimeoutMs: number;
+  /** The topic whose proposal schema is looked up (an opener's own schema does not replace it); undefined = no lookup. */
+  readonly topic?: string;
+}
+
+/** The shortest debate time limit, ms (an Open asking for less gets this). */
+export const MIN_DEBATE_TIMEOUT_MS = 1_000;
+
+/**
+ * What the engines read of the negotiation policy (NegotiationPolicies implements it; the composition root hands in
+ * the instance): the set in force, an older version for audit, and what a negotiation runs under.
+ */
+export interface PolicyReader {
+  current(): PolicySet;
+  version(n: number): PolicySet | undefined;
+  effectiveFor(input: EffectiveInput): { readonly effective: EffectivePolicy; readonly schema: string };
 }

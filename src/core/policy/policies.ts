@@ -8,8 +8,8 @@ import {
   DEFAULT_ROOM_THRESHOLDS, DEFAULT_TIE_BREAK, MAX_DEBATE_TIMEOUT_MS,
 } from './defaults';
 import type {
-  AgentPreferences, DebateIntensity, EffectivePolicy, Guardrails, NegotiationPolicy, PolicyProfile, PolicySet,
-  PolicyStorage, RoomThresholds, TieBreak,
+  AgentPreferences, EffectiveInput, EffectivePolicy, Guardrails, NegotiationPolicy, PolicyProfile, PolicyReader,
+  PolicySet, PolicyStorage, RoomThresholds, TieBreak,
 } from './model';
 import { NegotiationError } from './speaker';
 import {
@@ -41,17 +41,7 @@ export interface PolicySettings {
   readonly proposalSchemas?: readonly { readonly topic: string; readonly schema: string }[];
 }
 
-export interface EffectiveInput {
-  readonly intensity: DebateIntensity | '';
-  /** A profile name hint from the opener ('' = none): it wins over the intensity when it names a profile. */
-  readonly profileHint: string;
-  /** Per agent, what it asked for (0 = no preference); clamped to the guardrails. */
-  readonly preferences: Readonly<Record<string, Partial<AgentPreferences>>>;
-  /** Open's debate_timeout, 0 = the profile's. */
-  readonly debateTimeoutMs: number;
-  /** The topic whose proposal schema is looked up (an opener's own schema does not replace it); undefined = no lookup. */
-  readonly topic?: string;
-}
+export type { EffectiveInput } from './model';
 
 /** The most agents whose preferences one Open may carry, and the longest agent id among them. */
 export const MAX_PREFERENCE_AGENTS = 64;
@@ -260,7 +250,7 @@ const MAX_CHANGES_LOGGED = 64;
  * `negotiation.policy_set`), the five intensity profiles, clamping agent preferences into an EffectivePolicy, the room
  * thresholds, the tie-break rule and the proposal schemas by topic.
  */
-export class NegotiationPolicies implements Disposable {
+export class NegotiationPolicies implements PolicyReader, Disposable {
   private readonly changed = new Emitter<PolicySet>();
   /** Fires after a new version is committed. */
   readonly onDidChange: Event<PolicySet> = this.changed.event;

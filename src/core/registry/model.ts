@@ -3,6 +3,9 @@ import type { CallContext } from '../context';
 import type { Transactions } from '../store/store';
 import type { AgentDescriptor, AgentPresence } from './descriptor';
 
+/** What other areas use of lifecycle.ts (it imports nothing of this area). */
+export { isAgentState, pathTo, refusalReason, STATE_TIMEOUT_CODES } from './lifecycle';
+
 /** One registered agent as persisted. */
 export interface AgentRecord {
   readonly descriptor: AgentDescriptor;

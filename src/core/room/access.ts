@@ -1,4 +1,4 @@
-import type { Speaker } from '../policy/speaker';
+import type { Speaker } from '../policy/model';
 import type { ProposalRecord } from './model';
 
 /** Who may do what in a room: act as a producer or a critic, read a revision's votes, decide an escalation. */

@@ -1,5 +1,5 @@
 import { FIELD_LIMITS, identifierRefusal } from '../fieldLimits';
-import { NegotiationError } from '../policy/speaker';
+import { NegotiationError } from '../policy/model';
 
 /** The room's refusals (NegotiationError, as the policy and negotiation areas answer) and the checks of a request's fields. */
 

@@ -1,9 +1,6 @@
 import type { Clock } from '../clock';
 import type { CallContext } from '../context';
-import type { HitlService } from '../hitl/hitlService';
-import type { HitlInvocation, InvocationRequest } from '../hitl/model';
-import { applyFallback } from '../hitl/policy';
-import { HitlRequestError } from '../hitl/request';
+import { type HitlInvocation, type HitlInvocations, HitlRequestError, type InvocationRequest, applyFallback } from '../hitl/model';
 import type { CommitEmitter, Transition } from '../kernel/transitions';
 import type { KeyedTimers } from '../kernel/timers';
 import { verdict, type Verdict } from './aggregate';
@@ -22,7 +19,7 @@ export interface DecideDeps {
   readonly policies: RoomReadDeps['policies'];
   readonly journal: RoomJournal;
   readonly clock: Pick<Clock, 'now'>;
-  readonly hitl: Pick<HitlService, 'open' | 'policy'>;
+  readonly hitl: Pick<HitlInvocations, 'open' | 'policy'>;
   readonly voteTimers: KeyedTimers<string>;
   readonly changed: CommitEmitter<RoomChange>;
   /** Each final decision, after the change: the WaitForDecision waiters. */

@@ -1,10 +1,8 @@
 import type { CallContext } from '../context';
-import { HitlStateError, type HitlService } from '../hitl/hitlService';
-import type { HitlInvocation } from '../hitl/model';
-import { HitlRequestError } from '../hitl/request';
+import { type HitlInvocation, type HitlInvocations, HitlRequestError, HitlStateError } from '../hitl/model';
 import type { Guard } from '../kernel/guard';
 import type { Transitions } from '../kernel/transitions';
-import { NegotiationError, type Speaker } from '../policy/speaker';
+import { NegotiationError, type Speaker } from '../policy/model';
 import { hitlActionRefusal, speakerName } from './access';
 import { LIMITS, denied, invalid, notFound } from './checks';
 import type { Decisions } from './decide';
@@ -14,7 +12,7 @@ import { ROOM_HITL_ACTIONS } from './notices';
 /** What following an escalation uses. */
 export interface EscalationDeps {
   readonly room: Pick<RoomRepository, 'latest' | 'escalatedFor' | 'countInRoom'>;
-  readonly hitl: Pick<HitlService, 'decide' | 'whenSettled'>;
+  readonly hitl: Pick<HitlInvocations, 'decide' | 'whenSettled'>;
   readonly transitions: Transitions;
   readonly guard: Guard;
   readonly decisions: Pick<Decisions, 'applyHitl'>;

@@ -1,7 +1,6 @@
 import { isoUtc } from '../clock';
 import { FIELD_LIMITS } from '../fieldLimits';
-import type { InvocationRequest } from '../hitl/model';
-import { MAX_INVOCATION_BYTES, parseInvocationRequest } from '../hitl/request';
+import { type InvocationRequest, MAX_INVOCATION_BYTES, parseInvocationRequest } from '../hitl/model';
 import type { RoomThresholds } from '../policy/model';
 import type { Verdict } from './aggregate';
 import type { ProposalRecord, RoomDecision, VoteRecord } from './model';

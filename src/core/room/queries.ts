@@ -1,6 +1,4 @@
-import type { PolicySet } from '../policy/model';
-import type { NegotiationPolicies } from '../policy/policies';
-import type { Speaker } from '../policy/speaker';
+import type { PolicyReader, PolicySet, Speaker } from '../policy/model';
 import { voteReadRefusal } from './access';
 import { aggregate } from './aggregate';
 import { denied, invalid, notFound } from './checks';
@@ -10,7 +8,7 @@ import { policyVersionOf } from './state';
 /** What the reads use: the room's tables and the policy versions. */
 export interface RoomReadDeps {
   readonly room: Pick<RoomRepository, 'latest' | 'revision' | 'votes' | 'decision' | 'listLatest'>;
-  readonly policies: Pick<NegotiationPolicies, 'current' | 'version'>;
+  readonly policies: Pick<PolicyReader, 'current' | 'version'>;
 }
 
 /**

@@ -1,9 +1,9 @@
 import type { Clock } from '../clock';
 import type { CallContext } from '../context';
-import type { HitlService } from '../hitl/hitlService';
+import type { HitlInvocations } from '../hitl/model';
 import type { Guard } from '../kernel/guard';
 import type { Transitions } from '../kernel/transitions';
-import type { EventLog } from '../log/eventLog';
+import type { EventRecorder } from '../log/model';
 import type { Decisions } from './decide';
 import type { Escalations } from './escalations';
 import { ACTOR } from './journal';
@@ -14,9 +14,9 @@ import type { VoteTimeouts } from './timeouts';
 /** What restoring uses. */
 export interface RestoreDeps {
   readonly room: Pick<RoomRepository, 'listUnfinished' | 'votes'>;
-  readonly hitl: Pick<HitlService, 'get'>;
+  readonly hitl: Pick<HitlInvocations, 'get'>;
   readonly clock: Pick<Clock, 'now'>;
-  readonly log: Pick<EventLog, 'record'>;
+  readonly log: Pick<EventRecorder, 'record'>;
   readonly transitions: Transitions;
   readonly guard: Guard;
   readonly decisions: Pick<Decisions, 'decide' | 'applyHitl'>;

@@ -1,14 +1,13 @@
 import type { Clock } from '../clock';
 import type { CallContext } from '../context';
 import type { Disposable } from '../events';
-import type { HitlService } from '../hitl/hitlService';
+import type { HitlInvocations } from '../hitl/model';
 import type { IdSource } from '../ids';
 import { Guard } from '../kernel/guard';
 import { KeyedTimers } from '../kernel/timers';
 import { CommitEmitter, Transitions, type AfterCommit } from '../kernel/transitions';
-import type { EventLog } from '../log/eventLog';
-import type { NegotiationPolicies } from '../policy/policies';
-import type { Speaker } from '../policy/speaker';
+import type { EventRecorder } from '../log/model';
+import type { PolicyReader, Speaker } from '../policy/model';
 import type { AgentDirectory } from '../registry/model';
 import type { CoordinatorOutbox } from '../router/model';
 import { Decisions } from './decide';
@@ -30,13 +29,13 @@ export { DEFAULT_WAIT_MS, MAX_WAITERS_PER_ARTIFACT, MAX_WAIT_MS } from './waiter
 
 export interface RoomDeps {
   readonly store: RoomStorage;
-  readonly log: EventLog;
+  readonly log: EventRecorder;
   readonly clock: Clock;
   readonly ids: IdSource;
   readonly agents: AgentDirectory;
   readonly outbox: CoordinatorOutbox;
-  readonly hitl: HitlService;
-  readonly policies: NegotiationPolicies;
+  readonly hitl: HitlInvocations;
+  readonly policies: PolicyReader;
 }
 
 /**

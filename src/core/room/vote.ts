@@ -1,7 +1,7 @@
 import { isoUtc, type Clock } from '../clock';
 import type { CallContext } from '../context';
 import type { CommitEmitter, Transitions } from '../kernel/transitions';
-import type { Speaker } from '../policy/speaker';
+import type { Speaker } from '../policy/model';
 import { mayActAs, speakerName } from './access';
 import { LIMITS, denied, identifier, invalid, precondition, textList } from './checks';
 import type { Decisions } from './decide';

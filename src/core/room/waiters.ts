@@ -3,7 +3,7 @@ import type { Disposable } from '../events';
 import type { Guard } from '../kernel/guard';
 import { KeyedTimers } from '../kernel/timers';
 import type { AfterCommit } from '../kernel/transitions';
-import { NegotiationError } from '../policy/speaker';
+import { NegotiationError } from '../policy/model';
 import type { ProposalRecord, RoomDecision, RoomRepository } from './model';
 import { artifactOfKey, revisionKey } from './state';
 

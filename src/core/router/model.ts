@@ -7,6 +7,9 @@ import type { PruneResult } from '../retention';
 import type { Transactions } from '../store/store';
 import type { PayloadFile } from './payloadFiles';
 
+/** What other areas use of envelope.ts (it does not import this file). */
+export { baseContentType, modalityAccepts, type Refusal } from './envelope';
+
 /** Where a message is on its way to the recipient's stream. */
 export type DeliveryStatus = 'queued' | 'inflight' | 'done';
 

@@ -1,9 +1,8 @@
 import type { Clock } from '../clock';
 import type { CallContext } from '../context';
 import { Emitter, type Disposable, type Event } from '../events';
-import type { HitlChange, HitlService } from '../hitl/hitlService';
-import type { HitlInvocation } from '../hitl/model';
-import type { EventLog } from '../log/eventLog';
+import type { HitlChange, HitlInvocation, HitlInvocations } from '../hitl/model';
+import type { EventRecorder } from '../log/model';
 import {
   TERMINAL_TASK_STATES,
   type DispatchGate, type GateAdmission, type GateVerdict, type ParallelismScorer, type ParallelismVerdict,
@@ -23,9 +22,9 @@ export { jobKeyOf } from './jobIdentity';
 export { RunningIndex } from './runningIndex';
 
 export interface ConcurrencyDeps {
-  readonly log: EventLog;
+  readonly log: EventRecorder;
   readonly clock: Clock;
-  readonly hitl: HitlService;
+  readonly hitl: HitlInvocations;
   readonly scorer: ParallelismScorer;
   /**
    * The agent type (descriptor `name`) of a registered agent, to count running instances per type. Without it (or for

@@ -6,9 +6,8 @@ import type { IdSource } from '../ids';
 import { Guard } from '../kernel/guard';
 import { KeyedTimers } from '../kernel/timers';
 import { CommitEmitter, Transitions, type Transition } from '../kernel/transitions';
-import type { EventLog } from '../log/eventLog';
-import { pathTo, refusalReason } from '../registry/lifecycle';
-import type { AgentLifecycle, TransitionCause } from '../registry/model';
+import type { EventRecorder } from '../log/model';
+import { type AgentLifecycle, type TransitionCause, pathTo, refusalReason } from '../registry/model';
 import type { CoordinatorOutbox } from '../router/model';
 import type { WorktreeLocator } from '../worktree/model';
 import { SchedulerMemory } from './memory';
@@ -18,7 +17,7 @@ import { describeTask } from './notices';
 
 export interface SchedulerDeps {
   readonly store: SchedulerStorage;
-  readonly log: EventLog;
+  readonly log: EventRecorder;
   readonly clock: Clock;
   readonly ids: IdSource;
   readonly agents: AgentLifecycle;

@@ -1,7 +1,6 @@
-import type { HitlInvocation, InvocationRequest } from '../hitl/model';
+import { type HitlInvocation, type InvocationRequest, parseInvocationRequest } from '../hitl/model';
 import type { ConflictUse } from './conflicts';
 import type { DuplicateUse } from './jobIdentity';
-import { parseInvocationRequest } from '../hitl/request';
 import type { TaskRecord, TaskScope } from './model';
 import type { ScopeOverlap } from './overlap';
 

@@ -1,26 +1,17 @@
 import type { CallContext } from '../context';
 import type { Event } from '../events';
 import type { Transactions } from '../store/store';
+import type { ScopeWire, TaskScope } from './scope';
+import type { WaitingReason } from './waiting';
+
+/** What other areas use of scope.ts and waiting.ts (neither imports this file). */
+export { isScopeRefusal, parseScope, type ScopeRefusal, type ScopeWire, type TaskScope } from './scope';
+export { describeWaiting, type WaitingReason } from './waiting';
 
 /** RFC §7.1: priorities run from -19 (highest) to 20 (lowest); 0 is the default. */
 export const MIN_PRIORITY = -19;
 export const MAX_PRIORITY = 20;
 export const DEFAULT_PRIORITY = 0;
-
-/**
- * What a task says it will touch (RFC §9.2: every submission carries scope metadata). At least one of the four is
- * given. Parsed from SubmitTaskRequest.scope by `parseScope` (scheduler/scope.ts), which accepts a JSON object
- * `{"repo_id", "worktree_id", "paths": [...], "resources": [...]}` or compact tokens separated by whitespace or commas:
- * `repo:<repo_id>[/<path glob>]`, `worktree:<worktree_id>`, `path:<glob>`, `resource:<name>`.
- */
-export interface TaskScope {
-  readonly repoId: string;
-  readonly worktreeId: string;
-  /** Path globs relative to the repository (picomatch syntax), normalised to forward slashes. */
-  readonly paths: readonly string[];
-  /** Declared resources by name (a database, a port, a service), compared exactly. */
-  readonly resources: readonly string[];
-}
 
 /**
  * A task's life. QUEUED: waiting (its `waiting` says why); DISPATCHED: the CONTROL `run` went to the agent, not yet
@@ -32,18 +23,6 @@ export interface TaskScope {
 export const TASK_STATES = ['QUEUED', 'DISPATCHED', 'RUNNING', 'PREEMPTING', 'COMPLETED', 'FAILED', 'CANCELLED'] as const;
 export type TaskState = (typeof TASK_STATES)[number];
 export const TERMINAL_TASK_STATES: ReadonlySet<TaskState> = new Set(['COMPLETED', 'FAILED', 'CANCELLED']);
-
-/** Why a QUEUED task is not running yet, as the Tasks view shows it. */
-export type WaitingReason =
-  | { readonly kind: 'agent_busy'; readonly agentId: string }
-  | { readonly kind: 'agent_not_runnable'; readonly agentId: string; readonly state: string }
-  | { readonly kind: 'no_agent_of_type'; readonly agentType: string }
-  | { readonly kind: 'max_parallel_instances'; readonly agentType: string; readonly limit: number; readonly running: number }
-  | { readonly kind: 'conflict_decision'; readonly invocationId: string; readonly withTaskId: string }
-  /** The parallelism check of its scope against a running task's is under way (an inference engine answers later). */
-  | { readonly kind: 'conflict_check'; readonly withTaskId: string }
-  | { readonly kind: 'serialised_after'; readonly taskId: string }
-  | { readonly kind: 'preempted'; readonly byTaskId: string };
 
 /** One task as the scheduler keeps (and persists) it. */
 export interface TaskRecord {
@@ -220,14 +199,6 @@ export type ControlCommand =
   | { readonly command: 'preempt_request'; readonly task_id: string; readonly reason: string; readonly by_task_id: string; readonly by_priority: number }
   | { readonly command: 'terminate'; readonly task_id: string; readonly grace_ms: number; readonly reason: string }
   | { readonly command: 'shutdown'; readonly reason: string; readonly drain_timeout_seconds: number };
-
-/** A scope as it travels in a `run` command (snake_case, as agents read it). */
-export interface ScopeWire {
-  readonly repo_id: string;
-  readonly worktree_id: string;
-  readonly paths: readonly string[];
-  readonly resources: readonly string[];
-}
 
 /** A task changed (submitted; dispatched, moved or ended). Pruned finished tasks fire nothing. */
 export interface TaskChange {

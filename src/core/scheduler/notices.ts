@@ -1,5 +1,5 @@
 import { FIELD_LIMITS } from '../fieldLimits';
-import type { ControlCommand, ScopeWire, TaskRecord, WaitingReason } from './model';
+import type { ControlCommand, ScopeWire, TaskRecord } from './model';
 import { toWire } from './scope';
 
 /** What the scheduler tells agents (the CONTROL commands' payloads) and what views and submitters read of a task. */
@@ -68,17 +68,4 @@ export function describeTask(task: TaskRecord): string {
   return words.length > limit ? `${words.slice(0, limit).join(' ')}…` : words.join(' ').slice(0, 4096);
 }
 
-/** What a waiting task tells its submitter and the Tasks view. */
-export function describeWaiting(w: WaitingReason): string {
-  switch (w.kind) {
-    case 'agent_busy': return `waiting for agent ${w.agentId} to finish its current task`;
-    case 'agent_not_runnable': return `waiting for agent ${w.agentId} to become RUNNABLE (it is ${w.state})`;
-    case 'no_agent_of_type': return `waiting for a RUNNABLE agent of type ${w.agentType}`;
-    case 'max_parallel_instances': return `queued behind max_parallel_instances (${w.running} of ${w.limit} running for type ${w.agentType})`;
-    case 'conflict_decision': return `waiting for a conflict decision (its scope overlaps task ${w.withTaskId})`;
-    case 'conflict_check': return `waiting for the inference engine's parallelism check (its scope overlaps task ${w.withTaskId})`;
-    case 'serialised_after': return `serialised after task ${w.taskId} (a conflict decision)`;
-    // byTaskId is '' when the operator (or an agent's RequestPreemption) asked the task to yield, not a task.
-    case 'preempted': return w.byTaskId ? `preempted by task ${w.byTaskId}` : 'preempted by the operator (RequestPreemption)';
-  }
-}
+export { describeWaiting } from './waiting';

@@ -1,7 +1,29 @@
 import { FIELD_LIMITS, identifierRefusal } from '../fieldLimits';
-import type { ScopeWire, TaskScope } from './model';
 
 const LIMITS = FIELD_LIMITS.scheduler;
+
+/**
+ * What a task says it will touch (RFC §9.2: every submission carries scope metadata). At least one of the four is
+ * given. Parsed from SubmitTaskRequest.scope by `parseScope` (scheduler/scope.ts), which accepts a JSON object
+ * `{"repo_id", "worktree_id", "paths": [...], "resources": [...]}` or compact tokens separated by whitespace or commas:
+ * `repo:<repo_id>[/<path glob>]`, `worktree:<worktree_id>`, `path:<glob>`, `resource:<name>`.
+ */
+export interface TaskScope {
+  readonly repoId: string;
+  readonly worktreeId: string;
+  /** Path globs relative to the repository (picomatch syntax), normalised to forward slashes. */
+  readonly paths: readonly string[];
+  /** Declared resources by name (a database, a port, a service), compared exactly. */
+  readonly resources: readonly string[];
+}
+
+/** A scope as it travels in a `run` command (snake_case, as agents read it). */
+export interface ScopeWire {
+  readonly repo_id: string;
+  readonly worktree_id: string;
+  readonly paths: readonly string[];
+  readonly resources: readonly string[];
+}
 
 /** A scope could not be read: why, for a VALIDATION_ERROR the submitter reads. */
 export type ScopeRefusal = string;

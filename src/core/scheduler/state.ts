@@ -1,4 +1,4 @@
-import { STATE_TIMEOUT_CODES, isAgentState } from '../registry/lifecycle';
+import { STATE_TIMEOUT_CODES, isAgentState } from '../registry/model';
 import type { TaskRecord, TaskScope, TaskState, WaitingReason } from './model';
 
 /**

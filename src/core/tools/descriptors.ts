@@ -5,7 +5,7 @@ import { createHash } from 'node:crypto';
 import { FIELD_LIMITS } from '../fieldLimits';
 import { yieldTurn } from '../inTurns';
 import { parseBoundedJson } from '../json';
-import type { JsonSchema, SideEffectClass, ToolDescriptor } from './model';
+import type { JsonSchema, SideEffectClass, ToolDescriptor } from './toolDescriptor';
 import { SchemaThread, schemaWorkerScript, type SchemaSource } from './schemaThread';
 
 export type { SchemaSource } from './schemaThread';

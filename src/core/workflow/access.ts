@@ -1,4 +1,4 @@
-import type { AccessPart, EventLog, Refusal, Speaker } from './core';
+import type { AccessPart, EventRecorder, Refusal, Speaker } from './core';
 import { WorkflowError } from './errors';
 import type { WorkflowEventInput } from './eventTrigger';
 import type { WorkflowDefinition, WorkflowRecord } from './model';
@@ -15,7 +15,7 @@ const AGENT_PRINCIPAL = 'agent:';
  * (`workflow.permission_denied`, WARN) and thrown as WorkflowError `permission`.
  */
 export class Access implements AccessPart {
-  constructor(private readonly log: Pick<EventLog, 'record'>) {}
+  constructor(private readonly log: Pick<EventRecorder, 'record'>) {}
 
   /** CreateWorkflow: an agent credential may create a workflow only when it may act as every node's agent. */
   checkCreate(definition: WorkflowDefinition, by: string, speaker: Speaker): void {

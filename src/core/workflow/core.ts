@@ -1,15 +1,14 @@
 import type { Clock } from '../clock';
 import type { CallContext } from '../context';
-import type { HitlService } from '../hitl/hitlService';
-import type { HitlInvocation } from '../hitl/model';
+import type { HitlInvocation, HitlInvocations } from '../hitl/model';
 import type { IdSource } from '../ids';
 import type { Guard } from '../kernel/guard';
 import type { KeyedTimers } from '../kernel/timers';
 import type { Transition, Transitions } from '../kernel/transitions';
-import type { EventLog } from '../log/eventLog';
-import type { Speaker } from '../policy/speaker';
+import type { EventRecorder } from '../log/model';
+import type { Speaker } from '../policy/model';
 import type { AgentDirectory, RegistryChange } from '../registry/model';
-import type { Refusal } from '../router/envelope';
+import type { Refusal } from '../router/model';
 import type { TaskRecord, TaskRunner } from '../scheduler/model';
 import type { StartIndexes } from './indexes';
 import type { NodeRecord, NodeStatus, WorkflowDetail, WorkflowNodeDetail, WorkflowRecord, WorkflowsChange, WorkflowState, WorkflowStorage, WorkflowSummary } from './model';
@@ -17,11 +16,11 @@ import type { DataWrites, LiveWorkflow } from './state';
 import type { WorkflowEventInput } from './eventTrigger';
 
 /** The other areas' types the parts use, imported here once (the area's one gateway to them). */
-export type { EventLog, Refusal, Speaker };
+export type { EventRecorder, Refusal, Speaker };
 
 export interface WorkflowDeps {
   readonly store: WorkflowStorage;
-  readonly log: EventLog;
+  readonly log: EventRecorder;
   readonly clock: Clock;
   readonly ids: IdSource;
   /** The scheduler: a node runs as one of its tasks. */
@@ -29,7 +28,7 @@ export interface WorkflowDeps {
   /** Who is registered: a node whose agent is not yet registered starts when it registers. */
   readonly agents: AgentDirectory;
   /** A FAILED node with `on_failure: hitl` asks a person. */
-  readonly hitl: HitlService;
+  readonly hitl: HitlInvocations;
 }
 
 /** The actor of the engine's own events and the component of its internal errors. */

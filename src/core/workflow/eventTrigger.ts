@@ -1,6 +1,5 @@
 import type { Disposable } from '../events';
-import type { Refusal } from '../router/envelope';
-import type { CoordinatorMailbox } from '../router/model';
+import type { CoordinatorMailbox, Refusal } from '../router/model';
 
 /**
  * The EVENT trigger's filter (README, "Workflows: triggers"): a NOTIFICATION envelope addressed to `coordinator`, with

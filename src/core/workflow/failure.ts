@@ -1,7 +1,6 @@
 import { isoUtc } from '../clock';
 import type { CallContext } from '../context';
-import type { HitlInvocation } from '../hitl/model';
-import { HitlRequestError } from '../hitl/request';
+import { type HitlInvocation, HitlRequestError } from '../hitl/model';
 import type { Transition } from '../kernel/transitions';
 import { ACTOR, type Core, type FailurePart, type Parts } from './core';
 import type { NodeRecord } from './model';

@@ -1,5 +1,5 @@
 import { identifierRefusal } from '../fieldLimits';
-import { isScopeRefusal, parseScope } from '../scheduler/scope';
+import { isScopeRefusal, parseScope } from '../scheduler/model';
 import { scheduleError } from './cron';
 import { IssueList, issuePath, quote } from './issues';
 import { WORKFLOW_LIMITS } from './limits';

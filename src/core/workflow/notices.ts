@@ -1,8 +1,6 @@
 import { isoUtc } from '../clock';
-import type { HitlInvocation } from '../hitl/model';
-import { parseInvocationRequest } from '../hitl/request';
-import { TERMINAL_TASK_STATES, type TaskRecord } from '../scheduler/model';
-import { describeWaiting } from '../scheduler/scheduler';
+import { type HitlInvocation, parseInvocationRequest } from '../hitl/model';
+import { TERMINAL_TASK_STATES, type TaskRecord, describeWaiting } from '../scheduler/model';
 import type { NodeRecord, WorkflowNodeDefinition, WorkflowRecord, WorkflowState } from './model';
 import { firstOf, MAX_AUTOMATIC_RETRIES, nodeOf, type LiveWorkflow } from './state';
 

@@ -3,7 +3,7 @@ import type { Disposable } from '../events';
 import { Guard } from '../kernel/guard';
 import { KeyedTimers } from '../kernel/timers';
 import { CommitEmitter, Transitions, type AfterCommit, type Transition } from '../kernel/transitions';
-import { COORDINATOR_SPEAKER } from '../policy/speaker';
+import { COORDINATOR_SPEAKER } from '../policy/model';
 import { Access } from './access';
 import { Completion } from './completion';
 import { Control } from './control';

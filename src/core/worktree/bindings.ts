@@ -9,7 +9,7 @@ import { parseInvocationRequest } from '../hitl/request';
 import { Guard } from '../kernel/guard';
 import type { EventLog } from '../log/eventLog';
 import { GitCommandError, type Git } from './git';
-import type { BindFailureReason, Binding, BindingOperation, BindingState, SwitchGrant, WorktreeStorage } from './model';
+import type { BindFailureReason, Binding, BindingOperation, BindingState, BindingStatus, SwitchGrant, WorktreeStorage } from './model';
 import type { Repository } from './repositories';
 import { FIELD_LIMITS, identifierRefusal } from '../fieldLimits';
 import { KeyedQueue } from '../keyedQueue';
@@ -90,8 +90,7 @@ export class BindingRequestError extends SwarmError {
   }
 }
 
-/** One agent's binding as callers see it (a copy). */
-export type BindingStatus = Readonly<Binding>;
+export type { BindingStatus } from './model';
 
 /** The agent worktrees of every repository of the workspace, by repo_id. */
 export class WorkspaceWorktrees {

@@ -62,6 +62,9 @@ export interface Binding {
   updatedAt: number;
 }
 
+/** One agent's binding as callers see it (a copy). */
+export type BindingStatus = Readonly<Binding>;
+
 /** A merge-back that can be undone: what MergeBack did, who asked, the approval that allowed it (persisted, schema v8). */
 export interface StoredMerge {
   readonly id: string;
