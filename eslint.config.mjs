@@ -51,9 +51,15 @@ export default tseslint.config(
     rules: { 'no-regex-spaces': 'off' },
   },
   {
-    // Today's findings in files other work is changing (the engine splits, src/core/api): fix them there, then drop this.
-    files: ['src/core/scheduler/scheduler.ts', 'src/core/negotiation/model.ts', 'src/core/api/inProcessApi.ts'],
-    rules: { '@typescript-eslint/no-unused-vars': 'off', 'prefer-const': 'off' },
+    // The unit rung's guard patches node:child_process and node:net themselves, which only `import x = require()` reaches.
+    files: ['test/support/unitRung.ts'],
+    rules: { '@typescript-eslint/no-require-imports': 'off' },
+  },
+  {
+    // InProcessCoordinatorApi's members are put on each instance by its sections (compose): the interface of the same
+    // name declares them, on purpose.
+    files: ['src/core/api/inProcessApi.ts'],
+    rules: { '@typescript-eslint/no-unsafe-declaration-merging': 'off', '@typescript-eslint/no-empty-object-type': 'off' },
   },
   prettier,
 );

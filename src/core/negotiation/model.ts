@@ -1,5 +1,5 @@
 import type { Event } from '../events';
-import type { DebateIntensity, EffectivePolicy } from '../policy/model';
+import type { EffectivePolicy } from '../policy/model';
 import type { Transactions } from '../store/store';
 
 

@@ -40,7 +40,7 @@ export function payloadText(bytes: Uint8Array, contentType: string): PayloadText
 
 /** The length of `bytes` without a trailing incomplete UTF-8 sequence. */
 function lastCharBoundary(bytes: Uint8Array): number {
-  let end = bytes.byteLength;
+  const end = bytes.byteLength;
   for (let back = 1; back <= 3 && end - back >= 0; back++) {
     const byte = bytes[end - back]!;
     if ((byte & 0xc0) !== 0x80) {
