@@ -9,9 +9,26 @@ import tseslint from 'typescript-eslint';
 /** What Node gives a script (.mjs files are not type-checked, so eslint must be told). */
 const nodeGlobals = Object.fromEntries(
   [
-    'process', 'console', 'Buffer', 'URL', 'URLSearchParams', 'TextEncoder', 'TextDecoder', 'AbortController', 'AbortSignal',
-    'setTimeout', 'clearTimeout', 'setInterval', 'clearInterval', 'setImmediate', 'clearImmediate', 'queueMicrotask',
-    'structuredClone', 'fetch', 'performance', 'globalThis',
+    'process',
+    'console',
+    'Buffer',
+    'URL',
+    'URLSearchParams',
+    'TextEncoder',
+    'TextDecoder',
+    'AbortController',
+    'AbortSignal',
+    'setTimeout',
+    'clearTimeout',
+    'setInterval',
+    'clearInterval',
+    'setImmediate',
+    'clearImmediate',
+    'queueMicrotask',
+    'structuredClone',
+    'fetch',
+    'performance',
+    'globalThis',
   ].map((name) => [name, 'readonly']),
 );
 
@@ -22,10 +39,16 @@ export default tseslint.config(
   {
     rules: {
       // Unused names are mistakes, but a leading underscore says "on purpose" (a rest sibling dropped, an argument kept).
-      '@typescript-eslint/no-unused-vars': ['error', {
-        argsIgnorePattern: '^_', varsIgnorePattern: '^_', caughtErrorsIgnorePattern: '^_', destructuredArrayIgnorePattern: '^_',
-        ignoreRestSiblings: true,
-      }],
+      '@typescript-eslint/no-unused-vars': [
+        'error',
+        {
+          argsIgnorePattern: '^_',
+          varsIgnorePattern: '^_',
+          caughtErrorsIgnorePattern: '^_',
+          destructuredArrayIgnorePattern: '^_',
+          ignoreRestSiblings: true,
+        },
+      ],
       // A timer handle declared before the callback that disposes it and assigned after: `const` would be read too early.
       'prefer-const': ['error', { ignoreReadBeforeAssign: true }],
       // The code refuses and strips control characters on purpose (field limits, logs, terminal output).
@@ -59,7 +82,10 @@ export default tseslint.config(
     // InProcessCoordinatorApi's members are put on each instance by its sections (compose): the interface of the same
     // name declares them, on purpose.
     files: ['src/core/api/inProcessApi.ts'],
-    rules: { '@typescript-eslint/no-unsafe-declaration-merging': 'off', '@typescript-eslint/no-empty-object-type': 'off' },
+    rules: {
+      '@typescript-eslint/no-unsafe-declaration-merging': 'off',
+      '@typescript-eslint/no-empty-object-type': 'off',
+    },
   },
   prettier,
 );

@@ -56,7 +56,15 @@ export interface PairCounters {
 }
 
 export function emptyCounters(): PairCounters {
-  return { sent: 0, completed: 0, duplicateAcks: 0, redeliveredData: 0, heartbeats: 0, otherItems: 0, ackDeliveries: 0 };
+  return {
+    sent: 0,
+    completed: 0,
+    duplicateAcks: 0,
+    redeliveredData: 0,
+    heartbeats: 0,
+    otherItems: 0,
+    ackDeliveries: 0,
+  };
 }
 
 interface Pending {
@@ -145,16 +153,22 @@ export class AgentPair {
     return new Promise<number>((resolve, reject) => {
       const entry: Pending = { start: performance.now(), accepted: false, ackedAt: NaN, resolve, reject };
       this.pending.set(envelope.message_id, entry);
-      this.options.producer.router.SendMessage({ msg: envelope }, this.producerSendMetadata.clone(), (err, response) => {
-        if (err) {
-          this.fail(classify(err, `producer SendMessage #${sequence}`));
-        } else if (!response?.accepted) {
-          this.fail(new BenchError(`producer SendMessage #${sequence} refused: ${response?.reason ?? 'no response'}`));
-        } else {
-          entry.accepted = true;
-          this.maybeComplete(envelope.message_id, entry);
-        }
-      });
+      this.options.producer.router.SendMessage(
+        { msg: envelope },
+        this.producerSendMetadata.clone(),
+        (err, response) => {
+          if (err) {
+            this.fail(classify(err, `producer SendMessage #${sequence}`));
+          } else if (!response?.accepted) {
+            this.fail(
+              new BenchError(`producer SendMessage #${sequence} refused: ${response?.reason ?? 'no response'}`),
+            );
+          } else {
+            entry.accepted = true;
+            this.maybeComplete(envelope.message_id, entry);
+          }
+        },
+      );
     });
   }
 
@@ -208,14 +222,22 @@ export class AgentPair {
 
   private async heartbeat(clients: RoleClients, agentId: string): Promise<void> {
     const { ok } = await unary<{ ok: boolean }>((callback) =>
-      clients.registry.Heartbeat({ agent_id: agentId, state: 'RUNNABLE', health: {} }, this.authMetadata.clone(), callback),
+      clients.registry.Heartbeat(
+        { agent_id: agentId, state: 'RUNNABLE', health: {} },
+        this.authMetadata.clone(),
+        callback,
+      ),
     );
     if (!ok) throw new BenchError(`Heartbeat ${agentId} refused`);
   }
 
   private async deregister(clients: RoleClients, agentId: string): Promise<void> {
     await unary<{ ok: boolean }>((callback) =>
-      clients.registry.DeregisterAgent({ agent_id: agentId, reason: 'benchmark phase over' }, this.authMetadata.clone(), callback),
+      clients.registry.DeregisterAgent(
+        { agent_id: agentId, reason: 'benchmark phase over' },
+        this.authMetadata.clone(),
+        callback,
+      ),
     );
   }
 
@@ -261,7 +283,8 @@ export class AgentPair {
       const ack = ackEnvelope(this.consumerId, sequence, msg, 'FULFILLED');
       this.options.consumer.router.SendMessage({ msg: ack }, this.authMetadata.clone(), (err, response) => {
         if (err) this.fail(classify(err, `consumer ACK SendMessage #${sequence}`));
-        else if (!response?.accepted) this.fail(new BenchError(`consumer ACK #${sequence} refused: ${response?.reason ?? 'no response'}`));
+        else if (!response?.accepted)
+          this.fail(new BenchError(`consumer ACK #${sequence} refused: ${response?.reason ?? 'no response'}`));
       });
       return;
     }
@@ -290,11 +313,16 @@ export class AgentPair {
   private onOtherItem(role: Role, msg: Envelope): void {
     if (msg.producer_id === COORDINATOR_ID && msg.message_type === 'ACKNOWLEDGEMENT') {
       const ack = parseAck(msg.payload);
-      const positive = isStage(ack?.ack_stage, 'RECEIVED', 1) || isStage(ack?.ack_stage, 'READ', 2) || isStage(ack?.ack_stage, 'FULFILLED', 3);
+      const positive =
+        isStage(ack?.ack_stage, 'RECEIVED', 1) ||
+        isStage(ack?.ack_stage, 'READ', 2) ||
+        isStage(ack?.ack_stage, 'FULFILLED', 3);
       if (!positive) {
-        this.fail(new BenchError(
-          `${role} got a NACK for ${ack?.ack_for_message_id ?? '?'}: ${String(ack?.ack_stage)} ${String(ack?.error_code ?? '')} ${ack?.note ?? ''}`.trim(),
-        ));
+        this.fail(
+          new BenchError(
+            `${role} got a NACK for ${ack?.ack_for_message_id ?? '?'}: ${String(ack?.ack_stage)} ${String(ack?.error_code ?? '')} ${ack?.note ?? ''}`.trim(),
+          ),
+        );
         return;
       }
     }
@@ -313,7 +341,12 @@ export class AgentPair {
   private confirmDelivery(item: StreamItem, msg: Envelope): void {
     this.deliveryAcksInFlight += 1;
     this.options.consumer.router.AckDelivery(
-      { agent_id: this.consumerId, seq: item.seq, message_id: msg.message_id, outcome: 'DELIVERY_ACK_OUTCOME_DELIVERED' },
+      {
+        agent_id: this.consumerId,
+        seq: item.seq,
+        message_id: msg.message_id,
+        outcome: 'DELIVERY_ACK_OUTCOME_DELIVERED',
+      },
       this.authMetadata.clone(),
       (err) => {
         this.deliveryAcksInFlight -= 1;
@@ -341,7 +374,10 @@ export class AgentPair {
 /** Resolves when the stream has its response headers or has failed (the failure is handled by its error listener). */
 function waitForHeaders(stream: grpc.ClientReadableStream<StreamItem>): Promise<void> {
   return new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new BenchError(`inbox stream not open after ${READY_TIMEOUT_MS} ms`)), READY_TIMEOUT_MS);
+    const timer = setTimeout(
+      () => reject(new BenchError(`inbox stream not open after ${READY_TIMEOUT_MS} ms`)),
+      READY_TIMEOUT_MS,
+    );
     const settle = (): void => {
       clearTimeout(timer);
       resolve();

@@ -46,7 +46,10 @@ export function readConfig(env: NodeJS.ProcessEnv = process.env): BenchConfig {
     if (!Number.isFinite(value) || value < min) throw new Error(`${name} must be a number ≥ ${min}, not '${raw}'`);
     return value;
   };
-  const servers = (env.BENCH_SERVERS ?? 'bare,routed').split(',').map((s) => s.trim()).filter(Boolean);
+  const servers = (env.BENCH_SERVERS ?? 'bare,routed')
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
   for (const name of servers) {
     if (name !== 'bare' && name !== 'routed') throw new Error(`BENCH_SERVERS lists '${name}'; use bare and/or routed`);
   }
@@ -85,7 +88,13 @@ export async function runBench(config: BenchConfig): Promise<number> {
   let exitCode = 0;
   const notes = new Set<string>();
   const subjects = config.servers.map((name): Subject => ({
-    name, server: undefined, clients: undefined, stopped: undefined, throughput: [], halfLoad: [], halfRate: NaN,
+    name,
+    server: undefined,
+    clients: undefined,
+    stopped: undefined,
+    throughput: [],
+    halfLoad: [],
+    halfRate: NaN,
     totals: emptyCounters(),
   }));
 
@@ -95,37 +104,49 @@ export async function runBench(config: BenchConfig): Promise<number> {
   );
 
   const [load1] = os.loadavg();
-  if (load1 > 0.5) console.log(`note: load average ${load1.toFixed(2)} at start: other processes are busy on this machine`);
+  if (load1 > 0.5)
+    console.log(`note: load average ${load1.toFixed(2)} at start: other processes are busy on this machine`);
 
-  await Promise.all(subjects.map(async (subject) => {
-    try {
-      if (subject.name === 'bare') {
-        subject.server = await startBareServer();
-      } else {
-        const started = await startRoutedServer({ capacity: config.capacity, cliPath: config.routedCli });
-        subject.server = started.server;
-        for (const note of started.notes) notes.add(note);
+  await Promise.all(
+    subjects.map(async (subject) => {
+      try {
+        if (subject.name === 'bare') {
+          subject.server = await startBareServer();
+        } else {
+          const started = await startRoutedServer({ capacity: config.capacity, cliPath: config.routedCli });
+          subject.server = started.server;
+          for (const note of started.notes) notes.add(note);
+        }
+        subject.clients = {
+          producer: createRoleClients(subject.server.address, 'producer'),
+          consumer: createRoleClients(subject.server.address, 'consumer'),
+        };
+        console.log(`${subject.name}: serving on ${subject.server.address}`);
+      } catch (err) {
+        subject.stopped = `failed to start: ${(err as Error).message}`;
+        console.log(`${subject.name}: ${subject.stopped}`);
+        exitCode = 1;
       }
-      subject.clients = {
-        producer: createRoleClients(subject.server.address, 'producer'),
-        consumer: createRoleClients(subject.server.address, 'consumer'),
-      };
-      console.log(`${subject.name}: serving on ${subject.server.address}`);
-    } catch (err) {
-      subject.stopped = `failed to start: ${(err as Error).message}`;
-      console.log(`${subject.name}: ${subject.stopped}`);
-      exitCode = 1;
-    }
-  }));
+    }),
+  );
 
   /** Runs one phase on a fresh agent pair; a failure stops further measurement of that server. */
-  const phase = async (subject: Subject, label: string, run: (server: ServerHandle, pair: AgentPair) => Promise<PhaseResult>): Promise<PhaseResult | undefined> => {
-    if (subject.stopped !== undefined || subject.server === undefined || subject.clients === undefined) return undefined;
+  const phase = async (
+    subject: Subject,
+    label: string,
+    run: (server: ServerHandle, pair: AgentPair) => Promise<PhaseResult>,
+  ): Promise<PhaseResult | undefined> => {
+    if (subject.stopped !== undefined || subject.server === undefined || subject.clients === undefined)
+      return undefined;
     let pair: AgentPair | undefined;
     try {
       pair = await AgentPair.open({
-        server: subject.server, producer: subject.clients.producer, consumer: subject.clients.consumer,
-        label, payloadBytes: config.payloadBytes, ackDelivery: config.ackDelivery,
+        server: subject.server,
+        producer: subject.clients.producer,
+        consumer: subject.clients.consumer,
+        label,
+        payloadBytes: config.payloadBytes,
+        ackDelivery: config.ackDelivery,
       });
       return await run(subject.server, pair);
     } catch (err) {
@@ -136,15 +157,19 @@ export async function runBench(config: BenchConfig): Promise<number> {
         subject.stopped = (err as Error).message;
         console.log(`${subject.name} ${label}: ERROR ${(err as Error).message}`);
         if (!(err instanceof BenchError)) console.log((err as Error).stack);
-        console.log(`${subject.name} server stderr (last lines, full log kept in ${subject.server.stderrPath}):\n${subject.server.stderrTail()}`);
+        console.log(
+          `${subject.name} server stderr (last lines, full log kept in ${subject.server.stderrPath}):\n${subject.server.stderrTail()}`,
+        );
         exitCode = 1;
       }
       return undefined;
     } finally {
       if (pair !== undefined) {
         await pair.close();
-        for (const key of Object.keys(subject.totals) as Array<keyof PairCounters>) subject.totals[key] += pair.counters[key];
-        if (pair.ackDeliveryUnimplemented) notes.add(`${subject.name}: AckDelivery answered UNIMPLEMENTED; switched off`);
+        for (const key of Object.keys(subject.totals) as Array<keyof PairCounters>)
+          subject.totals[key] += pair.counters[key];
+        if (pair.ackDeliveryUnimplemented)
+          notes.add(`${subject.name}: AckDelivery answered UNIMPLEMENTED; switched off`);
       }
     }
   };
@@ -161,7 +186,9 @@ export async function runBench(config: BenchConfig): Promise<number> {
             last = await closedLoop(server, pair, WARMUP_CHUNK, config.concurrency, config.stallMs);
             total += last.messages;
           } while (performance.now() < until);
-          console.log(`${pad(subject.name, 7)} warm-up       ${total} msgs in ${config.warmupSeconds} s; last ${WARMUP_CHUNK}: ${describe(last)}`);
+          console.log(
+            `${pad(subject.name, 7)} warm-up       ${total} msgs in ${config.warmupSeconds} s; last ${WARMUP_CHUNK}: ${describe(last)}`,
+          );
           return last;
         });
         if (result === undefined && subject.stopped === undefined) subject.stopped = 'warm-up failed';
@@ -171,7 +198,15 @@ export async function runBench(config: BenchConfig): Promise<number> {
     for (let rep = 1; rep <= config.repeats; rep++) {
       for (const subject of interleaved(subjects, rep)) {
         const result = await phase(subject, `tput${rep}`, (server, pair) =>
-          closedLoop(server, pair, config.messages, config.concurrency, config.stallMs, config.throughputMaxSeconds * 1000));
+          closedLoop(
+            server,
+            pair,
+            config.messages,
+            config.concurrency,
+            config.stallMs,
+            config.throughputMaxSeconds * 1000,
+          ),
+        );
         if (result) {
           subject.throughput.push(result);
           const capped = result.capped ? ` (stopped sending at the ${config.throughputMaxSeconds} s limit)` : '';
@@ -185,10 +220,14 @@ export async function runBench(config: BenchConfig): Promise<number> {
     for (let rep = 1; rep <= config.repeats; rep++) {
       for (const subject of interleaved(subjects, rep)) {
         if (!(subject.halfRate > 0)) continue;
-        const result = await phase(subject, `half${rep}`, (server, pair) => openLoop(server, pair, subject.halfRate, config.latencySeconds, config.stallMs));
+        const result = await phase(subject, `half${rep}`, (server, pair) =>
+          openLoop(server, pair, subject.halfRate, config.latencySeconds, config.stallMs),
+        );
         if (result) {
           subject.halfLoad.push(result);
-          console.log(`${pad(subject.name, 7)} half load #${rep}  ${describe(result)}, offered ${subject.halfRate.toFixed(0)} msg/s, max send lag ${result.maxSendLagMs.toFixed(1)} ms`);
+          console.log(
+            `${pad(subject.name, 7)} half load #${rep}  ${describe(result)}, offered ${subject.halfRate.toFixed(0)} msg/s, max send lag ${result.maxSendLagMs.toFixed(1)} ms`,
+          );
         }
       }
     }
@@ -244,25 +283,51 @@ function printReport(subjects: readonly Subject[], notes: ReadonlySet<string>): 
     return Number.isNaN(value) ? '—' : value.toFixed(digits);
   };
   const tput = (s: Subject): number => median(s.throughput.map((r) => r.rate));
-  const half = (p: number) => (s: Subject): number => median(s.halfLoad.map((r) => percentile(r.latencies, p)));
+  const half =
+    (p: number) =>
+    (s: Subject): number =>
+      median(s.halfLoad.map((r) => percentile(r.latencies, p)));
   const cpu = (s: Subject): number => median(s.throughput.map((r) => (r.serverCpuS * 1e6) / r.messages));
   const loadCpu = (s: Subject): number => median(s.throughput.map((r) => (r.loadCpuS * 1e6) / r.messages));
   const ratio = (pick: (s: Subject) => number): number =>
     bare !== undefined && routed !== undefined ? pick(routed) / pick(bare) : NaN;
 
   const rows: [string, string, string, number, string, string][] = [];
-  const verdict = (value: number, ok: (v: number) => boolean): string => (Number.isNaN(value) ? 'n/a' : ok(value) ? 'PASS' : 'MISS');
+  const verdict = (value: number, ok: (v: number) => boolean): string =>
+    Number.isNaN(value) ? 'n/a' : ok(value) ? 'PASS' : 'MISS';
   const tputRatio = ratio(tput);
   const p99Ratio = ratio(half(99));
-  rows.push(['throughput, msg/s (median)', figure(bare, tput, 0), figure(routed, tput, 0), tputRatio, `≥ ${THROUGHPUT_TARGET}`, verdict(tputRatio, (v) => v >= THROUGHPUT_TARGET)]);
+  rows.push([
+    'throughput, msg/s (median)',
+    figure(bare, tput, 0),
+    figure(routed, tput, 0),
+    tputRatio,
+    `≥ ${THROUGHPUT_TARGET}`,
+    verdict(tputRatio, (v) => v >= THROUGHPUT_TARGET),
+  ]);
   rows.push(['p50 at half load, ms', figure(bare, half(50), 2), figure(routed, half(50), 2), ratio(half(50)), '', '']);
   rows.push(['p90 at half load, ms', figure(bare, half(90), 2), figure(routed, half(90), 2), ratio(half(90)), '', '']);
-  rows.push(['p99 at half load, ms', figure(bare, half(99), 2), figure(routed, half(99), 2), p99Ratio, `≤ ${P99_TARGET}`, verdict(p99Ratio, (v) => v <= P99_TARGET)]);
+  rows.push([
+    'p99 at half load, ms',
+    figure(bare, half(99), 2),
+    figure(routed, half(99), 2),
+    p99Ratio,
+    `≤ ${P99_TARGET}`,
+    verdict(p99Ratio, (v) => v <= P99_TARGET),
+  ]);
   rows.push(['server CPU per message, µs', figure(bare, cpu, 0), figure(routed, cpu, 0), ratio(cpu), '', '']);
-  rows.push(['load-gen CPU per message, µs', figure(bare, loadCpu, 0), figure(routed, loadCpu, 0), ratio(loadCpu), '', '']);
+  rows.push([
+    'load-gen CPU per message, µs',
+    figure(bare, loadCpu, 0),
+    figure(routed, loadCpu, 0),
+    ratio(loadCpu),
+    '',
+    '',
+  ]);
 
   const widths = [28, 10, 10, 12, 8, 6];
-  const line = (cells: string[]): string => cells.map((cell, i) => (i === 0 ? pad(cell, widths[i]) : padStart(cell, widths[i]))).join('  ');
+  const line = (cells: string[]): string =>
+    cells.map((cell, i) => (i === 0 ? pad(cell, widths[i]) : padStart(cell, widths[i]))).join('  ');
   console.log(line(['', 'bare', 'routed', 'routed/bare', 'target', '']));
   for (const [label, b, r, q, target, result] of rows) {
     console.log(line([label, b, r, Number.isNaN(q) ? '—' : q.toFixed(2), target, result]));

@@ -24,9 +24,22 @@ const CONSUMER = 'core-bench-consumer';
 
 function envelope(producerId: string, sequence: number, messageType: string, payload: Uint8Array): Envelope {
   return {
-    messageId: uuidv4(), idempotencyToken: '', producerId, correlationId: uuidv4(), sequenceNumber: String(sequence), retryCount: 0,
-    messageType, contentType: 'application/json', contentLength: String(payload.byteLength), repoId: '', worktreeId: '',
-    hlcTimestamp: '', ttlMs: 0, timestampMs: Date.now(), payload, parentCorrelationId: '',
+    messageId: uuidv4(),
+    idempotencyToken: '',
+    producerId,
+    correlationId: uuidv4(),
+    sequenceNumber: String(sequence),
+    retryCount: 0,
+    messageType,
+    contentType: 'application/json',
+    contentLength: String(payload.byteLength),
+    repoId: '',
+    worktreeId: '',
+    hlcTimestamp: '',
+    ttlMs: 0,
+    timestampMs: Date.now(),
+    payload,
+    parentCorrelationId: '',
   };
 }
 
@@ -40,7 +53,9 @@ async function main(): Promise<void> {
   const ctx = { correlationId: 'core-bench' };
   for (const agentId of [PRODUCER, CONSUMER]) {
     const registered = coordinator.registry.register(
-      { agentId, name: agentId, communicationClass: 'STANDARD', modalitiesSupported: ['application/json'] }, ctx);
+      { agentId, name: agentId, communicationClass: 'STANDARD', modalitiesSupported: ['application/json'] },
+      ctx,
+    );
     if (!registered.accepted) throw new Error(registered.reason);
     coordinator.registry.heartbeat(agentId, 'RUNNABLE', {}, ctx);
   }
@@ -51,7 +66,9 @@ async function main(): Promise<void> {
   let completed = 0;
   let failure: Error | undefined;
   let finish!: () => void;
-  const finished = new Promise<void>((resolve) => { finish = resolve; });
+  const finished = new Promise<void>((resolve) => {
+    finish = resolve;
+  });
   const fail = (err: Error): void => {
     failure ??= err;
     finish();
@@ -91,14 +108,17 @@ async function main(): Promise<void> {
   const refreshMs = Number(process.env.BENCH_VIEW_REFRESH_MS ?? 0);
   const viewQuery = process.env.BENCH_VIEW_FILTER === 'miss' ? { agentId: 'nobody', limit: 200 } : { limit: 200 };
   const view = { queries: 0, ms: 0, maxMs: 0, rows: 0 };
-  const viewTimer = refreshMs > 0 ? setInterval(() => {
-    const t = performance.now();
-    view.rows = coordinator.router.messages(viewQuery).length;
-    const ms = performance.now() - t;
-    view.queries++;
-    view.ms += ms;
-    view.maxMs = Math.max(view.maxMs, ms);
-  }, refreshMs) : undefined;
+  const viewTimer =
+    refreshMs > 0
+      ? setInterval(() => {
+          const t = performance.now();
+          view.rows = coordinator.router.messages(viewQuery).length;
+          const ms = performance.now() - t;
+          view.queries++;
+          view.ms += ms;
+          view.maxMs = Math.max(view.maxMs, ms);
+        }, refreshMs)
+      : undefined;
 
   const cpuBefore = process.cpuUsage();
   const began = performance.now();
@@ -117,8 +137,10 @@ async function main(): Promise<void> {
       `CPU ${Math.round((cpu.user + cpu.system) / total)} µs per message (user ${Math.round(cpu.user / total)}, system ${Math.round(cpu.system / total)})`,
   );
   if (viewTimer) {
-    console.log(`Messages view query (${process.env.BENCH_VIEW_FILTER === 'miss' ? 'a filter nothing matches' : 'the newest 200'}) every ${refreshMs} ms: ` +
-      `${view.queries} queries, mean ${(view.ms / Math.max(1, view.queries)).toFixed(2)} ms, max ${view.maxMs.toFixed(2)} ms, ${view.rows} rows`);
+    console.log(
+      `Messages view query (${process.env.BENCH_VIEW_FILTER === 'miss' ? 'a filter nothing matches' : 'the newest 200'}) every ${refreshMs} ms: ` +
+        `${view.queries} queries, mean ${(view.ms / Math.max(1, view.queries)).toFixed(2)} ms, max ${view.maxMs.toFixed(2)} ms, ${view.rows} rows`,
+    );
   }
 }
 

@@ -42,22 +42,28 @@ export async function closedLoop(
   let completed = 0;
   let capped = false;
   let lastCompletion = meter.start;
-  await withStallWatchdog(pair, () => issued, stallMs, () => completed, (resolve, reject) => {
-    const launch = (): void => {
-      if (!capped && issued < messages && performance.now() > deadline) capped = true;
-      const limit = capped ? issued : messages;
-      while (issued - completed < concurrency && issued < limit) {
-        issued += 1;
-        pair.send().then((latency) => {
-          latencies[completed++] = latency;
-          lastCompletion = performance.now();
-          launch();
-        }, reject);
-      }
-      if (completed === issued && issued === limit) resolve();
-    };
-    launch();
-  });
+  await withStallWatchdog(
+    pair,
+    () => issued,
+    stallMs,
+    () => completed,
+    (resolve, reject) => {
+      const launch = (): void => {
+        if (!capped && issued < messages && performance.now() > deadline) capped = true;
+        const limit = capped ? issued : messages;
+        while (issued - completed < concurrency && issued < limit) {
+          issued += 1;
+          pair.send().then((latency) => {
+            latencies[completed++] = latency;
+            lastCompletion = performance.now();
+            launch();
+          }, reject);
+        }
+        if (completed === issued && issued === limit) resolve();
+      };
+      launch();
+    },
+  );
   return meter.finish(completed, lastCompletion, latencies.subarray(0, completed), 0, capped);
 }
 
@@ -79,25 +85,31 @@ export async function openLoop(
   let lastCompletion = meter.start;
   let timer: NodeJS.Timeout | undefined;
   try {
-    await withStallWatchdog(pair, () => issued, stallMs, () => completed, (resolve, reject) => {
-      const tick = (): void => {
-        const now = performance.now();
-        const due = Math.min(messages, Math.floor((now - meter.start) / intervalMs) + 1);
-        if (due > issued) maxLag = Math.max(maxLag, now - (meter.start + issued * intervalMs));
-        while (issued < due) {
-          issued += 1;
-          pair.send().then((latency) => {
-            latencies[completed++] = latency;
-            lastCompletion = performance.now();
-            if (completed === messages) resolve();
-          }, reject);
-        }
-        if (issued < messages) {
-          timer = setTimeout(tick, Math.max(0, meter.start + issued * intervalMs - performance.now()));
-        }
-      };
-      tick();
-    });
+    await withStallWatchdog(
+      pair,
+      () => issued,
+      stallMs,
+      () => completed,
+      (resolve, reject) => {
+        const tick = (): void => {
+          const now = performance.now();
+          const due = Math.min(messages, Math.floor((now - meter.start) / intervalMs) + 1);
+          if (due > issued) maxLag = Math.max(maxLag, now - (meter.start + issued * intervalMs));
+          while (issued < due) {
+            issued += 1;
+            pair.send().then((latency) => {
+              latencies[completed++] = latency;
+              lastCompletion = performance.now();
+              if (completed === messages) resolve();
+            }, reject);
+          }
+          if (issued < messages) {
+            timer = setTimeout(tick, Math.max(0, meter.start + issued * intervalMs - performance.now()));
+          }
+        };
+        tick();
+      },
+    );
   } finally {
     clearTimeout(timer);
   }
@@ -156,10 +168,12 @@ function withStallWatchdog(
         last = completed();
         lastProgress = now;
       } else if (now - lastProgress > stallMs) {
-        pair.fail(new BenchError(
-          `lost messages: ${total() - completed()} of ${total()} not completed after ${Math.round(stallMs / 1000)} s without progress ` +
-            `(${pair.outstanding} sent and waiting for an accepted reply and a FULFILLED ACK)`,
-        ));
+        pair.fail(
+          new BenchError(
+            `lost messages: ${total() - completed()} of ${total()} not completed after ${Math.round(stallMs / 1000)} s without progress ` +
+              `(${pair.outstanding} sent and waiting for an accepted reply and a FULFILLED ACK)`,
+          ),
+        );
       }
     }, 250);
     const settle = (err?: Error): void => {
@@ -167,7 +181,10 @@ function withStallWatchdog(
       if (err) reject(err);
       else resolve();
     };
-    body(() => settle(), (err) => settle(err));
+    body(
+      () => settle(),
+      (err) => settle(err),
+    );
   });
 }
 

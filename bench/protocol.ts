@@ -68,7 +68,11 @@ export interface RegistryClient extends grpc.Client {
   ): grpc.ClientUnaryCall;
 }
 
-type ClientConstructor<T> = new (address: string, credentials: grpc.ChannelCredentials, options?: grpc.ClientOptions) => T;
+type ClientConstructor<T> = new (
+  address: string,
+  credentials: grpc.ChannelCredentials,
+  options?: grpc.ClientOptions,
+) => T;
 
 interface CanonicalTree {
   sw4rm: {
@@ -122,9 +126,7 @@ export function createRoleClients(address: string, role: string): RoleClients {
   };
 }
 
-export function unary<Res>(
-  invoke: (callback: grpc.requestCallback<Res>) => grpc.ClientUnaryCall,
-): Promise<Res> {
+export function unary<Res>(invoke: (callback: grpc.requestCallback<Res>) => grpc.ClientUnaryCall): Promise<Res> {
   return new Promise((resolve, reject) => {
     invoke((err, response) => (err ? reject(err) : resolve(response as Res)));
   });

@@ -75,14 +75,34 @@ interface Scenario {
   readonly byType: boolean;
 }
 
-interface Figures { readonly scenario: Scenario; readonly medianUs: number; readonly p99Us: number; readonly setupS: number }
+interface Figures {
+  readonly scenario: Scenario;
+  readonly medianUs: number;
+  readonly p99Us: number;
+  readonly setupS: number;
+}
 
 function ackEnvelope(agent: Agent, run: Envelope, stage: 'RECEIVED' | 'FULFILLED'): Envelope {
-  const payload = Buffer.from(JSON.stringify({ ack_for_message_id: run.messageId, ack_stage: stage, note: stage === 'FULFILLED' ? 'done' : '' }));
+  const payload = Buffer.from(
+    JSON.stringify({ ack_for_message_id: run.messageId, ack_stage: stage, note: stage === 'FULFILLED' ? 'done' : '' }),
+  );
   return {
-    messageId: uuidv4(), idempotencyToken: '', producerId: agent.id, correlationId: run.correlationId, sequenceNumber: String(++agent.sequence), retryCount: 0,
-    messageType: 'ACKNOWLEDGEMENT', contentType: 'application/json', contentLength: String(payload.byteLength), repoId: '', worktreeId: '',
-    hlcTimestamp: '', ttlMs: 0, timestampMs: Date.now(), payload, parentCorrelationId: '',
+    messageId: uuidv4(),
+    idempotencyToken: '',
+    producerId: agent.id,
+    correlationId: run.correlationId,
+    sequenceNumber: String(++agent.sequence),
+    retryCount: 0,
+    messageType: 'ACKNOWLEDGEMENT',
+    contentType: 'application/json',
+    contentLength: String(payload.byteLength),
+    repoId: '',
+    worktreeId: '',
+    hlcTimestamp: '',
+    ttlMs: 0,
+    timestampMs: Date.now(),
+    payload,
+    parentCorrelationId: '',
   };
 }
 
@@ -104,7 +124,15 @@ async function runScenario(scenario: Scenario): Promise<Figures> {
     for (let i = 0; i < scenario.agents; i++) {
       const agent: Agent = { id: `${AGENT_TYPE}-${i}`, sequence: Date.now() * 1000, runs: 0 };
       agents.set(agent.id, agent);
-      const registered = coordinator.registry.register({ agentId: agent.id, name: AGENT_TYPE, communicationClass: 'STANDARD', modalitiesSupported: ['application/json'] }, ctx);
+      const registered = coordinator.registry.register(
+        {
+          agentId: agent.id,
+          name: AGENT_TYPE,
+          communicationClass: 'STANDARD',
+          modalitiesSupported: ['application/json'],
+        },
+        ctx,
+      );
       if (!registered.accepted) throw new Error(registered.reason);
       coordinator.registry.heartbeat(agent.id, 'RUNNABLE', {}, ctx);
       const sink: InboxSink = {
@@ -140,22 +168,31 @@ async function runScenario(scenario: Scenario): Promise<Figures> {
     };
     const target = scenario.byType ? `type:${AGENT_TYPE}` : `${AGENT_TYPE}-0`;
     /** Waits until `agent` was sent a run since it had `runsBefore` and answered it RECEIVED. */
-    const started = (agent: Agent, runsBefore: number): Promise<void> => new Promise((resolve, reject) => {
-      if (agent.runs > runsBefore) return setImmediate(resolve);
-      const timer = setTimeout(() => reject(new Error(`${agent.id} was not sent its next task within 10 s`)), 10_000);
-      agent.started = () => {
-        clearTimeout(timer);
-        agent.started = undefined;
-        resolve();
-      };
-    });
+    const started = (agent: Agent, runsBefore: number): Promise<void> =>
+      new Promise((resolve, reject) => {
+        if (agent.runs > runsBefore) return setImmediate(resolve);
+        const timer = setTimeout(() => reject(new Error(`${agent.id} was not sent its next task within 10 s`)), 10_000);
+        agent.started = () => {
+          clearTimeout(timer);
+          agent.started = undefined;
+          resolve();
+        };
+      });
     let submitted = 0;
     const submit = (priority: number): void => {
       const n = submitted++;
-      const result = coordinator.scheduler.submit({
-        taskId: `t${n}`, target, priority, params: Buffer.from(`{"n":${n}}`), contentType: 'application/json',
-        scope: `resource:bench-${n}`, submittedBy: 'operator',
-      }, ctx);
+      const result = coordinator.scheduler.submit(
+        {
+          taskId: `t${n}`,
+          target,
+          priority,
+          params: Buffer.from(`{"n":${n}}`),
+          contentType: 'application/json',
+          scope: `resource:bench-${n}`,
+          submittedBy: 'operator',
+        },
+        ctx,
+      );
       if (!result.accepted) throw new Error(`task ${n} refused: ${result.code}: ${result.reason}`);
     };
     // Every agent gets a first task (priority -19: nothing queued later preempts it), then the queue fills behind them.
@@ -165,7 +202,8 @@ async function runScenario(scenario: Scenario): Promise<Figures> {
     await new Promise((resolve) => setTimeout(resolve, 100));
     if (failure) throw failure;
     const busy = [...agents.values()].filter((a) => a.run !== undefined);
-    if (busy.length !== scenario.agents) throw new Error(`${busy.length} of ${scenario.agents} agents got their first task`);
+    if (busy.length !== scenario.agents)
+      throw new Error(`${busy.length} of ${scenario.agents} agents got their first task`);
     const setupS = (performance.now() - setupStart) / 1000;
 
     const times: number[] = [];
@@ -202,19 +240,27 @@ async function main(): Promise<void> {
     { name: '1,000 queued for the type, 1 agent', agents: 1, queued: 1_000, byType: true },
     { name: '1,000 queued for the type, 1,000 agents', agents: 1_000, queued: 1_000, byType: true },
   ];
-  console.log(`Scheduler: one submit + dispatch (a task queued, a task completed and the next one sent), ${OPS} operations per scenario after ${WARMUP_OPS} untimed`);
+  console.log(
+    `Scheduler: one submit + dispatch (a task queued, a task completed and the next one sent), ${OPS} operations per scenario after ${WARMUP_OPS} untimed`,
+  );
   const figures: Figures[] = [];
   for (const scenario of scenarios) {
     const f = await runScenario(scenario);
     figures.push(f);
-    console.log(`  ${scenario.name.padEnd(42)} median ${f.medianUs.toFixed(0).padStart(6)} µs, p99 ${f.p99Us.toFixed(0).padStart(6)} µs (setup ${f.setupS.toFixed(1)} s)`);
+    console.log(
+      `  ${scenario.name.padEnd(42)} median ${f.medianUs.toFixed(0).padStart(6)} µs, p99 ${f.p99Us.toFixed(0).padStart(6)} µs (setup ${f.setupS.toFixed(1)} s)`,
+    );
   }
   const [small, large, oneOfType, manyAgents] = figures;
   const logRatio = Math.log(large.scenario.queued) / Math.log(small.scenario.queued);
   const ratio = large.medianUs / small.medianUs;
   const agentsRatio = manyAgents.medianUs / oneOfType.medianUs;
-  console.log(`  ratio ${large.scenario.queued.toLocaleString('en-US')} / 1,000 queued: ${ratio.toFixed(2)} (log n ratio ${logRatio.toFixed(2)}: ${ratio <= logRatio ? 'PASS' : 'MISS'}, grows no faster than log n)`);
-  console.log(`  ratio 1,000 agents / 1 agent (1,000 queued for the type): ${agentsRatio.toFixed(2)} (goal ≤ ${logRatio.toFixed(2)} as for the queue: ${agentsRatio <= logRatio ? 'PASS' : 'MISS'})`);
+  console.log(
+    `  ratio ${large.scenario.queued.toLocaleString('en-US')} / 1,000 queued: ${ratio.toFixed(2)} (log n ratio ${logRatio.toFixed(2)}: ${ratio <= logRatio ? 'PASS' : 'MISS'}, grows no faster than log n)`,
+  );
+  console.log(
+    `  ratio 1,000 agents / 1 agent (1,000 queued for the type): ${agentsRatio.toFixed(2)} (goal ≤ ${logRatio.toFixed(2)} as for the queue: ${agentsRatio <= logRatio ? 'PASS' : 'MISS'})`,
+  );
 }
 
 main().catch((err: unknown) => {

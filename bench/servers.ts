@@ -55,18 +55,33 @@ export async function startRoutedServer(options: RoutedOptions): Promise<{ serve
     args.push('--capacity', String(options.capacity));
     notes.push(`routed: --capacity ${options.capacity}`);
   } else {
-    notes.push('routed: this CLI has no --capacity flag; inboxes keep their default capacity, which may refuse messages with BUFFER_FULL at this concurrency');
+    notes.push(
+      'routed: this CLI has no --capacity flag; inboxes keep their default capacity, which may refuse messages with BUFFER_FULL at this concurrency',
+    );
   }
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'sw4rm-bench-routed-'));
   args.push('--data-dir', dataDir);
   const { child, lines, stderrPath } = launch(cli, args, dataDir);
   const env = new Map<string, string>();
-  await waitForLine(child, lines, (text) => {
-    const match = /^export (SW4RM_[A-Z_]+)=(.*)$/.exec(text);
-    if (match) env.set(match[1], match[2]);
-    return env.has('SW4RM_ROUTER_ADDR') && env.has('SW4RM_TOKEN') ? match : null;
-  }, stderrPath);
-  const server = handle('routed', child, env.get('SW4RM_ROUTER_ADDR') as string, env.get('SW4RM_TOKEN'), true, stderrPath, dataDir);
+  await waitForLine(
+    child,
+    lines,
+    (text) => {
+      const match = /^export (SW4RM_[A-Z_]+)=(.*)$/.exec(text);
+      if (match) env.set(match[1], match[2]);
+      return env.has('SW4RM_ROUTER_ADDR') && env.has('SW4RM_TOKEN') ? match : null;
+    },
+    stderrPath,
+  );
+  const server = handle(
+    'routed',
+    child,
+    env.get('SW4RM_ROUTER_ADDR') as string,
+    env.get('SW4RM_TOKEN'),
+    true,
+    stderrPath,
+    dataDir,
+  );
   return { server, notes };
 }
 
@@ -100,8 +115,14 @@ function launch(script: string, args: string[], logDir: string): Launched {
 
 type LineMatcher = RegExp | ((line: string) => RegExpExecArray | null);
 
-function waitForLine(child: ChildProcess, lines: string[], matcher: LineMatcher, stderrPath: string): Promise<RegExpExecArray> {
-  const match = (line: string): RegExpExecArray | null => (matcher instanceof RegExp ? matcher.exec(line) : matcher(line));
+function waitForLine(
+  child: ChildProcess,
+  lines: string[],
+  matcher: LineMatcher,
+  stderrPath: string,
+): Promise<RegExpExecArray> {
+  const match = (line: string): RegExpExecArray | null =>
+    matcher instanceof RegExp ? matcher.exec(line) : matcher(line);
   return new Promise((resolve, reject) => {
     let consumed = 0;
     const onLine = (): void => {

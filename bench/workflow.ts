@@ -80,9 +80,10 @@ function generate(size: number): WorkflowDefinition {
       // Split the dependents between the two branches: every dependent can be chosen.
       const half = Math.ceil(mine.length / 2);
       const list = (xs: string[]) => `[${xs.map((x) => `'${x}'`).join(', ')}]`;
-      metadata.route = r < 0.04
-        ? `score > 0.5 ? ${list(mine.slice(0, half))} : ${list(mine.slice(half))}`
-        : `data.mode == 'fast' ? ${list(mine.slice(0, half))} : ${list(mine.slice(half))}`;
+      metadata.route =
+        r < 0.04
+          ? `score > 0.5 ? ${list(mine.slice(0, half))} : ${list(mine.slice(half))}`
+          : `data.mode == 'fast' ? ${list(mine.slice(0, half))} : ${list(mine.slice(half))}`;
       outputMapping.score = `scores.${ids[i]}`;
     }
     let trigger: TriggerType = 'DEPENDENCY';
@@ -108,10 +109,17 @@ function generate(size: number): WorkflowDefinition {
     });
   }
   // Through JSON, as a definition read from a file or decoded from a request: its strings are separate objects.
-  return JSON.parse(JSON.stringify({ workflowId: `bench-${size}`, nodes, metadata: { purpose: 'bench' } })) as WorkflowDefinition;
+  return JSON.parse(
+    JSON.stringify({ workflowId: `bench-${size}`, nodes, metadata: { purpose: 'bench' } }),
+  ) as WorkflowDefinition;
 }
 
-interface ChildFigures { readonly cpuMs: number[]; readonly wallMs: number[]; readonly edges: number; readonly routes: number }
+interface ChildFigures {
+  readonly cpuMs: number[];
+  readonly wallMs: number[];
+  readonly edges: number;
+  readonly routes: number;
+}
 
 /**
  * In a child process: validate `size` nodes `runs` times (10× as often for the small size, so that both sizes are timed
@@ -131,12 +139,14 @@ async function child(size: number, runs: number): Promise<void> {
     const result = validateDefinition(definition);
     const wall = performance.now() - started;
     const used = process.cpuUsage(cpu);
-    if (!result.ok || result.issues.length) throw new Error(`the generated ${size}-node definition has issues: ${JSON.stringify(result.issues.slice(0, 3))}`);
+    if (!result.ok || result.issues.length)
+      throw new Error(`the generated ${size}-node definition has issues: ${JSON.stringify(result.issues.slice(0, 3))}`);
     return { cpu: (used.user + used.system) / 1000, wall };
   };
   for (let i = 0; i < WARMUP_RUNS * scale; i++) once();
   const figures: ChildFigures = {
-    cpuMs: [], wallMs: [],
+    cpuMs: [],
+    wallMs: [],
     edges: definition.nodes.reduce((sum, n) => sum + n.dependencies.length, 0),
     routes: definition.nodes.filter((n) => n.metadata.route !== undefined).length,
   };
@@ -149,7 +159,10 @@ async function child(size: number, runs: number): Promise<void> {
 }
 
 function measure(size: number, runs: number): ChildFigures {
-  const out = execFileSync(process.execPath, [__filename, '--child', String(size), String(runs)], { encoding: 'utf8', maxBuffer: 1 << 20 });
+  const out = execFileSync(process.execPath, [__filename, '--child', String(size), String(runs)], {
+    encoding: 'utf8',
+    maxBuffer: 1 << 20,
+  });
   return JSON.parse(out) as ChildFigures;
 }
 
@@ -157,8 +170,12 @@ function toFileText(definition: WorkflowDefinition): string {
   const nodes: Record<string, unknown> = {};
   for (const n of definition.nodes) {
     nodes[n.nodeId] = {
-      agent_id: n.agentId, dependencies: n.dependencies, trigger_type: n.trigger,
-      input_mapping: n.inputMapping, output_mapping: n.outputMapping, metadata: n.metadata,
+      agent_id: n.agentId,
+      dependencies: n.dependencies,
+      trigger_type: n.trigger,
+      input_mapping: n.inputMapping,
+      output_mapping: n.outputMapping,
+      metadata: n.metadata,
     };
   }
   return JSON.stringify({ workflow_id: definition.workflowId, metadata: definition.metadata, nodes }, null, 2);
@@ -168,7 +185,9 @@ function main(): void {
   const rounds = envCount('BENCH_WORKFLOW_ROUNDS', 5, 1);
   const runs = envCount('BENCH_WORKFLOW_RUNS', 5, 1);
   const fileRuns = envCount('BENCH_WORKFLOW_FILE_RUNS', 3, 0);
-  console.log(`Workflow validation (validateDefinition): ${rounds} child processes per size, alternating, each ${WARMUP_RUNS} untimed then ${runs} timed runs; CPU time`);
+  console.log(
+    `Workflow validation (validateDefinition): ${rounds} child processes per size, alternating, each ${WARMUP_RUNS} untimed then ${runs} timed runs; CPU time`,
+  );
   const all = new Map<number, ChildFigures[]>(SIZES.map((s) => [s, []]));
   for (let r = 0; r < rounds; r++) for (const size of SIZES) all.get(size)!.push(measure(size, runs));
   const cpu = new Map<number, number>();
@@ -177,16 +196,24 @@ function main(): void {
     const c = median(figures.flatMap((f) => f.cpuMs));
     const w = median(figures.flatMap((f) => f.wallMs));
     cpu.set(size, c);
-    console.log(`  ${size.toLocaleString('en-US').padStart(7)} nodes (${figures[0].edges.toLocaleString('en-US')} dependency edges, ${figures[0].routes.toLocaleString('en-US')} routes): `
-      + `median ${c.toFixed(1).padStart(6)} ms CPU (${((c * 1000) / size).toFixed(2)} µs per node), ${w.toFixed(1)} ms wall; `
-      + `child medians ${figures.map((f) => median(f.cpuMs).toFixed(0)).join(' ')}`);
+    console.log(
+      `  ${size.toLocaleString('en-US').padStart(7)} nodes (${figures[0].edges.toLocaleString('en-US')} dependency edges, ${figures[0].routes.toLocaleString('en-US')} routes): ` +
+        `median ${c.toFixed(1).padStart(6)} ms CPU (${((c * 1000) / size).toFixed(2)} µs per node), ${w.toFixed(1)} ms wall; ` +
+        `child medians ${figures.map((f) => median(f.cpuMs).toFixed(0)).join(' ')}`,
+    );
   }
   const ratio = cpu.get(100_000)! / cpu.get(10_000)!;
-  console.log(`  ratio 100,000 / 10,000: ${ratio.toFixed(2)} (goal ≤ ${GOAL} for 10× the nodes: ${ratio <= GOAL ? 'PASS' : 'MISS'})`);
-  console.log(`  ratio 100,000 / 50,000: ${(cpu.get(100_000)! / cpu.get(50_000)!).toFixed(2)} (2× the nodes: 2.0 would be linear; a 100,000-key Map alone is 30% slower per lookup than a 50,000-key one here)`);
+  console.log(
+    `  ratio 100,000 / 10,000: ${ratio.toFixed(2)} (goal ≤ ${GOAL} for 10× the nodes: ${ratio <= GOAL ? 'PASS' : 'MISS'})`,
+  );
+  console.log(
+    `  ratio 100,000 / 50,000: ${(cpu.get(100_000)! / cpu.get(50_000)!).toFixed(2)} (2× the nodes: 2.0 would be linear; a 100,000-key Map alone is 30% slower per lookup than a 50,000-key one here)`,
+  );
 
   if (fileRuns > 0) {
-    console.log(`Workflow definition files (parseDefinitionText of the same definitions as JSON), median of ${fileRuns} runs, wall time, for information`);
+    console.log(
+      `Workflow definition files (parseDefinitionText of the same definitions as JSON), median of ${fileRuns} runs, wall time, for information`,
+    );
     for (const size of [10_000, 100_000]) {
       const text = toFileText(generate(size));
       const times: number[] = [];
@@ -194,15 +221,20 @@ function main(): void {
         const started = performance.now();
         const result = parseDefinitionText(text, 'bench.json');
         times.push(performance.now() - started);
-        if (!result.validated?.ok || result.issues.length) throw new Error(`the ${size}-node file has issues: ${JSON.stringify(result.issues.slice(0, 3))}`);
+        if (!result.validated?.ok || result.issues.length)
+          throw new Error(`the ${size}-node file has issues: ${JSON.stringify(result.issues.slice(0, 3))}`);
       }
-      console.log(`  ${size.toLocaleString('en-US').padStart(7)} nodes (${(text.length / 1e6).toFixed(1)} MB of JSON): median ${median(times).toFixed(0)} ms`);
+      console.log(
+        `  ${size.toLocaleString('en-US').padStart(7)} nodes (${(text.length / 1e6).toFixed(1)} MB of JSON): median ${median(times).toFixed(0)} ms`,
+      );
     }
   }
 }
 
 const at = process.argv.indexOf('--child');
-(at >= 0 ? child(Number(process.argv[at + 1]), Number(process.argv[at + 2])) : Promise.resolve().then(main)).catch((err: unknown) => {
-  console.error(`bench:workflow: ${(err as Error).stack ?? String(err)}`);
-  process.exit(1);
-});
+(at >= 0 ? child(Number(process.argv[at + 1]), Number(process.argv[at + 2])) : Promise.resolve().then(main)).catch(
+  (err: unknown) => {
+    console.error(`bench:workflow: ${(err as Error).stack ?? String(err)}`);
+    process.exit(1);
+  },
+);

@@ -45,7 +45,11 @@ const FILE_RUNS_LARGE = envNumber('BENCH_FILE_RUNS_LARGE', 40);
 /** The setup measured: a few files copied from the main checkout and one small command run in the worktree. */
 const SETUP_SETTINGS = {
   copy: ['.env*', 'config/*.json'],
-  setup: { command: process.execPath, args: ['-e', "require('fs').writeFileSync('setup-done.txt', 'ok')"], timeoutSeconds: 60 },
+  setup: {
+    command: process.execPath,
+    args: ['-e', "require('fs').writeFileSync('setup-done.txt', 'ok')"],
+    timeoutSeconds: 60,
+  },
 };
 
 function median(values: readonly number[]): number {
@@ -95,7 +99,12 @@ async function makeRepository(dir: string): Promise<void> {
   fs.writeFileSync(path.join(dir, 'config', 'local.json'), '{"debug": true}\n');
 }
 
-interface CreationFigures { bare: number[]; create: number[]; createWithSetup: number[]; setupOnly: number[] }
+interface CreationFigures {
+  bare: number[];
+  create: number[];
+  createWithSetup: number[];
+  setupOnly: number[];
+}
 
 async function benchCreation(tmp: string): Promise<CreationFigures> {
   const repoDir = path.join(tmp, 'app');
@@ -120,7 +129,9 @@ async function benchCreation(tmp: string): Promise<CreationFigures> {
   for (let run = -1; run < WORKTREE_RUNS; run++) {
     const bareId = `bare-${run + 1}`;
     const barePath = path.join(root, bareId);
-    const bareTime = await timed(() => git(repository.path, 'worktree', 'add', '-q', '-b', `bench/${bareId}`, '--', barePath, 'HEAD'));
+    const bareTime = await timed(() =>
+      git(repository.path, 'worktree', 'add', '-q', '-b', `bench/${bareId}`, '--', barePath, 'HEAD'),
+    );
     await cleanUp(barePath, `bench/${bareId}`);
 
     const id = `agent-${run + 1}`;
@@ -132,9 +143,13 @@ async function benchCreation(tmp: string): Promise<CreationFigures> {
     const withSetupTime = await timed(async () => {
       const made = await worktrees.create(setupId);
       const start = performance.now();
-      const result = await runWorktreeSetup(repository.path, made.path, { clock: systemClock, settings: SETUP_SETTINGS });
+      const result = await runWorktreeSetup(repository.path, made.path, {
+        clock: systemClock,
+        settings: SETUP_SETTINGS,
+      });
       setupTime = performance.now() - start;
-      if (!result.ok || result.copied.length !== 3) throw new Error(`the setup failed: ${result.failure ?? `copied ${result.copied.join(', ')}`}`);
+      if (!result.ok || result.copied.length !== 3)
+        throw new Error(`the setup failed: ${result.failure ?? `copied ${result.copied.join(', ')}`}`);
       if (!fs.existsSync(path.join(made.path, 'setup-done.txt'))) throw new Error('the setup command did not run');
     });
     await cleanUp(path.join(root, setupId), `sw4rm/${setupId}`, setupId);
@@ -148,7 +163,15 @@ async function benchCreation(tmp: string): Promise<CreationFigures> {
   return figures;
 }
 
-interface FileFigures { label: string; runs: number; plainRead: number[]; confinedRead: number[]; plainWrite: number[]; plainAtomicWrite: number[]; confinedWrite: number[] }
+interface FileFigures {
+  label: string;
+  runs: number;
+  plainRead: number[];
+  confinedRead: number[];
+  plainWrite: number[];
+  plainAtomicWrite: number[];
+  confinedWrite: number[];
+}
 
 /** A plain write with what the confined write adds for durability: a temporary file, fsync, rename. */
 async function plainAtomicWrite(file: string, data: Buffer): Promise<void> {
@@ -172,12 +195,24 @@ async function benchFiles(tmp: string, label: string, bytes: number, runs: numbe
   const data = Buffer.alloc(bytes, 0x61);
   fs.writeFileSync(file, data);
   const confinement = await Confinement.forWorktree(worktree);
-  const figures: FileFigures = { label, runs, plainRead: [], confinedRead: [], plainWrite: [], plainAtomicWrite: [], confinedWrite: [] };
+  const figures: FileFigures = {
+    label,
+    runs,
+    plainRead: [],
+    confinedRead: [],
+    plainWrite: [],
+    plainAtomicWrite: [],
+    confinedWrite: [],
+  };
   const warmUp = Math.max(5, Math.floor(runs / 10));
   for (let run = -warmUp; run < runs; run++) {
     const keep = run >= 0;
-    const plainRead = await timed(async () => { if ((await fs.promises.readFile(file)).length !== bytes) throw new Error('short read'); });
-    const confinedRead = await timed(async () => { if ((await confinement.readFile(relative)).length !== bytes) throw new Error('short read'); });
+    const plainRead = await timed(async () => {
+      if ((await fs.promises.readFile(file)).length !== bytes) throw new Error('short read');
+    });
+    const confinedRead = await timed(async () => {
+      if ((await confinement.readFile(relative)).length !== bytes) throw new Error('short read');
+    });
     const plainWrite = await timed(() => fs.promises.writeFile(file, data));
     const atomicWrite = await timed(() => plainAtomicWrite(file, data));
     const confinedWrite = await timed(() => confinement.writeFile(relative, data));
@@ -197,8 +232,12 @@ function printCreation(f: CreationFigures): void {
   const withSetup = median(f.createWithSetup);
   console.log(`worktree creation (median of ${f.bare.length} interleaved runs; a repository of 200 tracked files)`);
   console.log(`  git worktree add alone                  ${ms(bare).padStart(7)} ms`);
-  console.log(`  Worktrees.create                        ${ms(create).padStart(7)} ms   ratio ${(create / bare).toFixed(2)}× git worktree add`);
-  console.log(`  Worktrees.create + runWorktreeSetup     ${ms(withSetup).padStart(7)} ms   ratio ${(withSetup / bare).toFixed(2)}× git worktree add, ${(withSetup / create).toFixed(2)}× Worktrees.create`);
+  console.log(
+    `  Worktrees.create                        ${ms(create).padStart(7)} ms   ratio ${(create / bare).toFixed(2)}× git worktree add`,
+  );
+  console.log(
+    `  Worktrees.create + runWorktreeSetup     ${ms(withSetup).padStart(7)} ms   ratio ${(withSetup / bare).toFixed(2)}× git worktree add, ${(withSetup / create).toFixed(2)}× Worktrees.create`,
+  );
   console.log(`    of which the setup (copy 3 files, node -e)  ${ms(median(f.setupOnly))} ms`);
 }
 
@@ -209,9 +248,13 @@ function printFiles(f: FileFigures): void {
   const atomicWrite = median(f.plainAtomicWrite);
   const confinedWrite = median(f.confinedWrite);
   console.log(`one ${f.label} file, 3 folders deep (median of ${f.runs} interleaved runs)`);
-  console.log(`  readFile   plain ${us(plainRead).padStart(7)} µs   confined ${us(confinedRead).padStart(7)} µs   ratio ${(confinedRead / plainRead).toFixed(2)}`);
-  console.log(`  writeFile  plain ${us(plainWrite).padStart(7)} µs   confined ${us(confinedWrite).padStart(7)} µs   ratio ${(confinedWrite / plainWrite).toFixed(2)}`
-    + `   (plain + fsync + rename ${us(atomicWrite)} µs: ratio ${(confinedWrite / atomicWrite).toFixed(2)})`);
+  console.log(
+    `  readFile   plain ${us(plainRead).padStart(7)} µs   confined ${us(confinedRead).padStart(7)} µs   ratio ${(confinedRead / plainRead).toFixed(2)}`,
+  );
+  console.log(
+    `  writeFile  plain ${us(plainWrite).padStart(7)} µs   confined ${us(confinedWrite).padStart(7)} µs   ratio ${(confinedWrite / plainWrite).toFixed(2)}` +
+      `   (plain + fsync + rename ${us(atomicWrite)} µs: ratio ${(confinedWrite / atomicWrite).toFixed(2)})`,
+  );
 }
 
 async function main(): Promise<void> {
@@ -220,16 +263,23 @@ async function main(): Promise<void> {
     if (process.env.BENCH_KEEP_TEMP === '1') console.log(`kept ${tmp}`);
     else fs.rmSync(tmp, { recursive: true, force: true });
   };
-  const interrupted = () => { cleanUp(); process.exit(130); };
+  const interrupted = () => {
+    cleanUp();
+    process.exit(130);
+  };
   process.once('SIGINT', interrupted);
   process.once('SIGTERM', interrupted);
   const started = performance.now();
   try {
-    console.log(`== worktree bench (Node ${process.version}, ${os.cpus().length} cores, load ${os.loadavg()[0].toFixed(2)}) ==`);
+    console.log(
+      `== worktree bench (Node ${process.version}, ${os.cpus().length} cores, load ${os.loadavg()[0].toFixed(2)}) ==`,
+    );
     printCreation(await benchCreation(tmp));
     printFiles(await benchFiles(tmp, '4 KiB', 4 * 1024, FILE_RUNS_SMALL));
     printFiles(await benchFiles(tmp, '1 MiB', 1024 * 1024, FILE_RUNS_LARGE));
-    console.log(`(${((performance.now() - started) / 1000).toFixed(1)} s; ratios compare between runs, times depend on the machine's load)`);
+    console.log(
+      `(${((performance.now() - started) / 1000).toFixed(1)} s; ratios compare between runs, times depend on the machine's load)`,
+    );
   } finally {
     cleanUp();
     process.removeListener('SIGINT', interrupted);
@@ -238,6 +288,6 @@ async function main(): Promise<void> {
 }
 
 main().catch((error: unknown) => {
-  console.error(error instanceof Error ? error.stack ?? error.message : error);
+  console.error(error instanceof Error ? (error.stack ?? error.message) : error);
   process.exitCode = 1;
 });

@@ -58,7 +58,9 @@ function say(line: string): void {
 function requiredEnv(name: string): string {
   const value = env[name];
   if (!value) {
-    console.error(`${name} is not set. Copy the agent environment from the editor (SW4RM: Copy Agent Environment) or from \`npm start\`.`);
+    console.error(
+      `${name} is not set. Copy the agent environment from the editor (SW4RM: Copy Agent Environment) or from \`npm start\`.`,
+    );
     process.exit(2);
   }
   return value;
@@ -67,7 +69,12 @@ function requiredEnv(name: string): string {
 function loadClients(): { registry: ServiceClient; router: ServiceClient } {
   const protosDir = env.SW4RM_PROTOS_DIR || path.join(__dirname, '..', 'protos');
   const definition = protoLoader.loadSync(['registry.proto', 'router.proto'], {
-    includeDirs: [protosDir], keepCase: true, longs: String, enums: String, defaults: true, oneofs: true,
+    includeDirs: [protosDir],
+    keepCase: true,
+    longs: String,
+    enums: String,
+    defaults: true,
+    oneofs: true,
   });
   // eslint-disable-next-line @typescript-eslint/no-explicit-any
   const sw4rm = (grpc.loadPackageDefinition(definition) as any).sw4rm;
@@ -97,7 +104,12 @@ function metadata(extra: Record<string, string> = {}): grpc.Metadata {
 
 function call<Res>(client: ServiceClient, method: string, request: unknown, md = metadata()): Promise<Res> {
   return new Promise((resolve, reject) => {
-    client[method](request, md, { deadline: Date.now() + callDeadlineMs }, (err: grpc.ServiceError | null, response: Res) => (err ? reject(err) : resolve(response)));
+    client[method](
+      request,
+      md,
+      { deadline: Date.now() + callDeadlineMs },
+      (err: grpc.ServiceError | null, response: Res) => (err ? reject(err) : resolve(response)),
+    );
   });
 }
 
@@ -169,7 +181,11 @@ let heartbeatFailing = false;
 
 async function heartbeat(): Promise<void> {
   try {
-    const { ok } = await call<{ ok: boolean }>(registry, 'Heartbeat', { agent_id: agentId, state, health: { pid: String(process.pid) } });
+    const { ok } = await call<{ ok: boolean }>(registry, 'Heartbeat', {
+      agent_id: agentId,
+      state,
+      health: { pid: String(process.pid) },
+    });
     if (heartbeatFailing) say('heartbeat answered again');
     heartbeatFailing = false;
     if (!ok && !leaving) {
@@ -192,14 +208,30 @@ async function heartbeat(): Promise<void> {
 let sequence = Date.now() * 1000;
 
 /** Sends an envelope; answers its message_id when the router accepted it. */
-async function send(messageType: string, payload: unknown, correlationId: string, to?: string): Promise<string | undefined> {
+async function send(
+  messageType: string,
+  payload: unknown,
+  correlationId: string,
+  to?: string,
+): Promise<string | undefined> {
   const bytes = Buffer.from(JSON.stringify(payload));
   const msg = {
-    message_id: randomUUID(), producer_id: agentId, correlation_id: correlationId, sequence_number: String(++sequence),
-    message_type: messageType, content_type: 'application/json', content_length: String(bytes.length), payload: bytes,
+    message_id: randomUUID(),
+    producer_id: agentId,
+    correlation_id: correlationId,
+    sequence_number: String(++sequence),
+    message_type: messageType,
+    content_type: 'application/json',
+    content_length: String(bytes.length),
+    payload: bytes,
   };
   try {
-    const { accepted, reason } = await call<{ accepted: boolean; reason: string }>(router, 'SendMessage', { msg }, metadata(to ? { 'sw4rm-to': to } : {}));
+    const { accepted, reason } = await call<{ accepted: boolean; reason: string }>(
+      router,
+      'SendMessage',
+      { msg },
+      metadata(to ? { 'sw4rm-to': to } : {}),
+    );
     if (!accepted) say(`${messageType} refused: ${reason}`);
     return accepted ? msg.message_id : undefined;
   } catch (err) {
@@ -209,8 +241,16 @@ async function send(messageType: string, payload: unknown, correlationId: string
 }
 
 /** A protocol ACK: an ACKNOWLEDGEMENT envelope; the router routes it to the producer of the acknowledged message. */
-function acknowledge(msg: Envelope, stage: 'RECEIVED' | 'READ' | 'FULFILLED', note?: string): Promise<string | undefined> {
-  return send('ACKNOWLEDGEMENT', { ack_for_message_id: msg.message_id, ack_stage: stage, ...(note ? { note } : {}) }, msg.correlation_id);
+function acknowledge(
+  msg: Envelope,
+  stage: 'RECEIVED' | 'READ' | 'FULFILLED',
+  note?: string,
+): Promise<string | undefined> {
+  return send(
+    'ACKNOWLEDGEMENT',
+    { ack_for_message_id: msg.message_id, ack_stage: stage, ...(note ? { note } : {}) },
+    msg.correlation_id,
+  );
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -248,12 +288,19 @@ async function react(msg: Envelope): Promise<void> {
   // The coordinator's heartbeats and notices are not tracked: they get no protocol ACK. DATA from the coordinator
   // (Send Message… in the editor) is tracked like any message and acknowledged below, without a reply.
   if (from === 'coordinator' && msg.message_type !== 'DATA') {
-    if (msg.message_type === 'HEARTBEAT') await send('HEARTBEAT', { kind: 'heartbeat_reply', agent_id: agentId }, msg.correlation_id || randomUUID(), 'coordinator');
+    if (msg.message_type === 'HEARTBEAT')
+      await send(
+        'HEARTBEAT',
+        { kind: 'heartbeat_reply', agent_id: agentId },
+        msg.correlation_id || randomUUID(),
+        'coordinator',
+      );
     else if (msg.message_type === 'NOTIFICATION') say(`notice: ${json?.event} ${json?.agent_id ?? ''}`.trimEnd());
     else if (msg.message_type === 'CONTROL' && json?.type === 'HITL_DECISION') {
-      say(`decision on ${json.invocation_id}: ${json.decision} by ${json.decided_by}${json.rationale ? ` (${json.rationale})` : ''}`);
-    }
-    else say(`from coordinator: ${msg.message_type} ${Buffer.from(msg.payload).toString('utf8').slice(0, 200)}`);
+      say(
+        `decision on ${json.invocation_id}: ${json.decision} by ${json.decided_by}${json.rationale ? ` (${json.rationale})` : ''}`,
+      );
+    } else say(`from coordinator: ${msg.message_type} ${Buffer.from(msg.payload).toString('utf8').slice(0, 200)}`);
     return;
   }
 
@@ -264,7 +311,12 @@ async function react(msg: Envelope): Promise<void> {
   if (msg.message_type === 'DATA' && typeof json?.ask_approval === 'string') {
     // Asks a human (RFC §15): a HITL_INVOCATION to `coordinator`; the decision comes back as a CONTROL envelope.
     const summary = json.ask_approval;
-    const asked = await send('HITL_INVOCATION', { reason_type: 'SECURITY_APPROVAL', summary, facts: { asked_by: from } }, msg.correlation_id, 'coordinator');
+    const asked = await send(
+      'HITL_INVOCATION',
+      { reason_type: 'SECURITY_APPROVAL', summary, facts: { asked_by: from } },
+      msg.correlation_id,
+      'coordinator',
+    );
     if (asked) say(`asked for approval: ${summary}`);
     await acknowledge(msg, 'FULFILLED', asked ? 'asked a human for approval' : 'the approval request was refused');
   } else if (from === 'coordinator') {
@@ -295,7 +347,11 @@ async function handle(item: StreamItem): Promise<void> {
   const seq = Number(item.seq);
   try {
     // Confirm the delivery first, so the router does not send it again.
-    const { recorded } = await call<{ recorded: boolean }>(router, 'AckDelivery', { agent_id: agentId, seq: item.seq, message_id: item.msg.message_id });
+    const { recorded } = await call<{ recorded: boolean }>(router, 'AckDelivery', {
+      agent_id: agentId,
+      seq: item.seq,
+      message_id: item.msg.message_id,
+    });
     if (!recorded) say(`delivery #${seq} was not recorded (already confirmed?)`);
   } catch (err) {
     say(`AckDelivery #${seq} failed: ${errorText(err)}`);
@@ -383,7 +439,10 @@ async function leave(signal: string, heartbeatTimer: NodeJS.Timeout): Promise<vo
   clearTimeout(reconnectTimer);
   inbox?.cancel();
   try {
-    const { ok } = await call<{ ok: boolean }>(registry, 'DeregisterAgent', { agent_id: agentId, reason: `${signal} received` });
+    const { ok } = await call<{ ok: boolean }>(registry, 'DeregisterAgent', {
+      agent_id: agentId,
+      reason: `${signal} received`,
+    });
     say(ok ? 'deregistered' : 'deregister refused: the coordinator does not know this agent');
   } catch (err) {
     console.error(`deregister failed: ${errorText(err)}`);

@@ -38,10 +38,15 @@ const waitMs = Number(env.SW4RM_WAIT_MS || 30_000);
 /** One read_inbox waits at most this long: an acknowledgement alone does not end a wait (only a message does). */
 const READ_WAIT_MS = 2_000;
 
-for (const [name, value] of [['SW4RM_MCP_URL', mcpUrl], ['SW4RM_TOKEN', token]] as const) {
+for (const [name, value] of [
+  ['SW4RM_MCP_URL', mcpUrl],
+  ['SW4RM_TOKEN', token],
+] as const) {
   if (!value) {
-    console.error(`${name} is not set. Launch this example with SW4RM: Launch Agent… (a profile whose command runs it), which sets ` +
-      'SW4RM_MCP_URL and SW4RM_TOKEN; headless, see README "The MCP bridge (for agent authors)", "Run the example".');
+    console.error(
+      `${name} is not set. Launch this example with SW4RM: Launch Agent… (a profile whose command runs it), which sets ` +
+        'SW4RM_MCP_URL and SW4RM_TOKEN; headless, see README "The MCP bridge (for agent authors)", "Run the example".',
+    );
     process.exit(2);
   }
 }
@@ -50,7 +55,9 @@ if (!Number.isFinite(taskWaitMs) || taskWaitMs < 0) {
   process.exit(2);
 }
 if (!peer) {
-  console.error('No peer: name the agent to message as the first argument or in SW4RM_PEER (list_agents shows the ids).');
+  console.error(
+    'No peer: name the agent to message as the first argument or in SW4RM_PEER (list_agents shows the ids).',
+  );
   process.exit(2);
 }
 
@@ -70,7 +77,9 @@ async function call(client: Client, name: string, input: Json = {}): Promise<Jso
   if (result.isError) {
     const error = (result.structuredContent as { error?: { code: string; message: string } } | undefined)?.error;
     const text = (result.content as Array<{ type: string; text?: string }>)[0]?.text;
-    throw new ToolRefusal(`${name} refused: ${error ? `${error.code}: ${error.message}` : text ?? 'no reason given'}`);
+    throw new ToolRefusal(
+      `${name} refused: ${error ? `${error.code}: ${error.message}` : (text ?? 'no reason given')}`,
+    );
   }
   return (result.structuredContent ?? {}) as Json;
 }
@@ -85,7 +94,9 @@ const FINAL_STAGES = new Set(['FULFILLED', 'REJECTED', 'FAILED']);
 async function main(): Promise<number> {
   const client = new Client({ name: 'sw4rm-mcp-example', version: '1.0.0' });
   // The credential goes in every request's Authorization header; it is the agent's identity (no tool takes an agent id).
-  const transport = new StreamableHTTPClientTransport(new URL(mcpUrl!), { requestInit: { headers: { Authorization: `Bearer ${token}` } } });
+  const transport = new StreamableHTTPClientTransport(new URL(mcpUrl!), {
+    requestInit: { headers: { Authorization: `Bearer ${token}` } },
+  });
   try {
     await client.connect(transport);
   } catch (err) {
@@ -101,10 +112,14 @@ async function main(): Promise<number> {
 
     const listed = await call(client, 'list_agents');
     const me = (listed.agents as Json[]).find((a) => a.you === true);
-    say(`list_agents: ${listed.total} agents: ${(listed.agents as Json[]).map((a) => `${a.agent_id} (${a.you ? 'you' : a.presence})`).join(', ')}`);
+    say(
+      `list_agents: ${listed.total} agents: ${(listed.agents as Json[]).map((a) => `${a.agent_id} (${a.you ? 'you' : a.presence})`).join(', ')}`,
+    );
     if (!me) {
-      say('this credential\'s agent is not registered: launch it with SW4RM: Launch Agent…, or register it headless (README, ' +
-        '"The MCP bridge (for agent authors)", "Run the example")');
+      say(
+        "this credential's agent is not registered: launch it with SW4RM: Launch Agent…, or register it headless (README, " +
+          '"The MCP bridge (for agent authors)", "Run the example")',
+      );
       return 1;
     }
     const myId = String(me.agent_id);
@@ -115,7 +130,9 @@ async function main(): Promise<number> {
     const sent = await call(client, 'send_message', { to: peer, payload: { text }, idempotency_key: key });
     say(`send_message to ${peer}: accepted ${sent.message_id}`);
     const retry = await call(client, 'send_message', { to: peer, payload: { text }, idempotency_key: key });
-    say(`send_message again with the same idempotency_key: ${retry.duplicate ? `duplicate of ${retry.message_id}` : `a new message ${retry.message_id}`}`);
+    say(
+      `send_message again with the same idempotency_key: ${retry.duplicate ? `duplicate of ${retry.message_id}` : `a new message ${retry.message_id}`}`,
+    );
     if (!retry.duplicate || retry.message_id !== sent.message_id) {
       say('the retry was not answered as a duplicate');
       return 1;
@@ -142,13 +159,18 @@ async function main(): Promise<number> {
         say(`read_inbox: ${message.message_type} from ${message.from}: ${compact(message.payload)}`);
         if (!message.needs_ack) continue;
         const acked = await call(client, 'ack_message', {
-          message_id: message.message_id, outcome: 'fulfilled', result: { read_by: myId }, reason: 'read by the MCP example agent',
+          message_id: message.message_id,
+          outcome: 'fulfilled',
+          result: { read_by: myId },
+          reason: 'read by the MCP example agent',
         });
         say(`ack_message ${message.message_id}: fulfilled (${acked.state ?? 'done'})`);
       }
       for (const ack of (read.acknowledgements ?? []) as Json[]) {
         const which = ack.for_message_id === sent.message_id ? 'our message' : `message ${ack.for_message_id}`;
-        say(`read_inbox: ${ack.from} acknowledged ${which}: ${ack.stage}${ack.error_code ? ` ${ack.error_code}` : ''}${ack.note ? ` (${ack.note})` : ''}`);
+        say(
+          `read_inbox: ${ack.from} acknowledged ${which}: ${ack.stage}${ack.error_code ? ` ${ack.error_code}` : ''}${ack.note ? ` (${ack.note})` : ''}`,
+        );
         if (ack.for_message_id !== sent.message_id) continue;
         if (ack.error_code) nacked = `${ack.stage} ${ack.error_code}`;
         else if (FINAL_STAGES.has(ack.stage)) answered = ack.stage;
@@ -158,7 +180,8 @@ async function main(): Promise<number> {
 
     // Read until the peer gave its final answer on our message, or the wait is over.
     const deadline = Date.now() + waitMs;
-    while (answered === undefined && nacked === undefined && Date.now() < deadline) await readInbox(Math.min(READ_WAIT_MS, deadline - Date.now()));
+    while (answered === undefined && nacked === undefined && Date.now() < deadline)
+      await readInbox(Math.min(READ_WAIT_MS, deadline - Date.now()));
     if (nacked !== undefined) {
       say(`our message to ${peer} ended without an answer: ${nacked}`);
       return 1;
@@ -182,7 +205,9 @@ async function main(): Promise<number> {
     } else {
       say(`current_task: ${task.task_id} ${task.state}, params ${compact(task.params)}`);
       const done = await call(client, 'complete_task', {
-        task_id: task.task_id, result: { done_by: myId, params: task.params, peer_answer: answered }, note: 'done by the MCP example agent',
+        task_id: task.task_id,
+        result: { done_by: myId, params: task.params, peer_answer: answered },
+        note: 'done by the MCP example agent',
       });
       say(`complete_task ${done.task_id}: ${done.state}, result ${compact(done.result)}`);
     }
@@ -196,7 +221,12 @@ async function main(): Promise<number> {
   }
 }
 
-main().then((code) => { process.exitCode = code; }, (err: unknown) => {
-  console.error(err);
-  process.exitCode = 1;
-});
+main().then(
+  (code) => {
+    process.exitCode = code;
+  },
+  (err: unknown) => {
+    console.error(err);
+    process.exitCode = 1;
+  },
+);

@@ -77,7 +77,9 @@ function say(line: string): void {
 function requiredEnv(name: string): string {
   const value = env[name];
   if (!value) {
-    console.error(`${name} is not set. Copy the agent environment from the editor (SW4RM: Copy Agent Environment) or from \`npm start\`.`);
+    console.error(
+      `${name} is not set. Copy the agent environment from the editor (SW4RM: Copy Agent Environment) or from \`npm start\`.`,
+    );
     process.exit(2);
   }
   return value;
@@ -86,7 +88,12 @@ function requiredEnv(name: string): string {
 function loadClients(): { registry: ServiceClient; router: ServiceClient; scheduler: ServiceClient } {
   const protosDir = env.SW4RM_PROTOS_DIR || path.join(__dirname, '..', 'protos');
   const definition = protoLoader.loadSync(['registry.proto', 'router.proto', 'scheduler.proto'], {
-    includeDirs: [protosDir], keepCase: true, longs: String, enums: String, defaults: true, oneofs: true,
+    includeDirs: [protosDir],
+    keepCase: true,
+    longs: String,
+    enums: String,
+    defaults: true,
+    oneofs: true,
   });
   // eslint-disable-next-line @typescript-eslint/no-explicit-any
   const sw4rm = (grpc.loadPackageDefinition(definition) as any).sw4rm;
@@ -111,7 +118,12 @@ function metadata(extra: Record<string, string> = {}): grpc.Metadata {
 
 function call<Res>(client: ServiceClient, method: string, request: unknown, md = metadata()): Promise<Res> {
   return new Promise((resolve, reject) => {
-    client[method](request, md, { deadline: Date.now() + callDeadlineMs }, (err: grpc.ServiceError | null, response: Res) => (err ? reject(err) : resolve(response)));
+    client[method](
+      request,
+      md,
+      { deadline: Date.now() + callDeadlineMs },
+      (err: grpc.ServiceError | null, response: Res) => (err ? reject(err) : resolve(response)),
+    );
   });
 }
 
@@ -125,7 +137,12 @@ function errorText(err: unknown): string {
 
 async function submitDemo(target: string): Promise<void> {
   const tasks: { name: string; priority: number; params: TaskParams; pauseMs: number }[] = [
-    { name: 'A', priority: 5, params: { title: 'A: rewrite notes/a.md (steps 1-2 non-preemptible)', steps: 4, non_preemptible_steps: 2 }, pauseMs: 300 },
+    {
+      name: 'A',
+      priority: 5,
+      params: { title: 'A: rewrite notes/a.md (steps 1-2 non-preemptible)', steps: 4, non_preemptible_steps: 2 },
+      pauseMs: 300,
+    },
     { name: 'B', priority: 10, params: { title: 'B: tidy notes/b.md', steps: 2 }, pauseMs: 0 },
     { name: 'C', priority: 10, params: { title: 'C: tidy notes/c.md', steps: 2 }, pauseMs: 0 },
     { name: 'D', priority: 5, params: { title: 'D: same priority as A, so it waits', steps: 2 }, pauseMs: 500 },
@@ -137,10 +154,16 @@ async function submitDemo(target: string): Promise<void> {
     const taskId = `demo-${run}-${task.name}`;
     try {
       const answer = await call<{ accepted: boolean; reason: string }>(scheduler, 'SubmitTask', {
-        agent_id: target, task_id: taskId, priority: task.priority, content_type: 'application/json',
-        params: Buffer.from(JSON.stringify(task.params)), scope: `repo:demo/notes/${task.name.toLowerCase()}.md`,
+        agent_id: target,
+        task_id: taskId,
+        priority: task.priority,
+        content_type: 'application/json',
+        params: Buffer.from(JSON.stringify(task.params)),
+        scope: `repo:demo/notes/${task.name.toLowerCase()}.md`,
       });
-      console.log(`${taskId} priority ${task.priority}: ${answer.accepted ? 'accepted' : 'refused'}${answer.reason ? ` (${answer.reason})` : ''}`);
+      console.log(
+        `${taskId} priority ${task.priority}: ${answer.accepted ? 'accepted' : 'refused'}${answer.reason ? ` (${answer.reason})` : ''}`,
+      );
     } catch (err) {
       console.error(`${taskId}: ${errorText(err)}`);
       process.exitCode = 1;
@@ -160,9 +183,12 @@ let reportRunnable = true;
 async function register(): Promise<void> {
   const response = await call<{ accepted: boolean; reason: string }>(registry, 'RegisterAgent', {
     agent: {
-      agent_id: agentId, name: agentType,
+      agent_id: agentId,
+      name: agentType,
       description: 'Takes scheduler tasks (CONTROL run), works them in steps with safe points, yields when asked.',
-      capabilities: ['example', 'tasks'], communication_class: 'STANDARD', modalities_supported: ['application/json'],
+      capabilities: ['example', 'tasks'],
+      communication_class: 'STANDARD',
+      modalities_supported: ['application/json'],
       reasoning_connectors: ['sw4rm://reasoning/none'],
     },
   });
@@ -179,7 +205,11 @@ async function heartbeat(): Promise<void> {
     // RUNNABLE once (INITIALIZING → RUNNABLE); then AGENT_STATE_UNSPECIFIED: presence only, the scheduler moves the state.
     // Never RUNNABLE while a task is current (after a re-registration mid-task): that would offer the agent a second task.
     const state = reportRunnable && !current ? 'RUNNABLE' : 'AGENT_STATE_UNSPECIFIED';
-    const { ok } = await call<{ ok: boolean }>(registry, 'Heartbeat', { agent_id: agentId, state, health: { pid: String(process.pid) } });
+    const { ok } = await call<{ ok: boolean }>(registry, 'Heartbeat', {
+      agent_id: agentId,
+      state,
+      health: { pid: String(process.pid) },
+    });
     if (ok) {
       if (state === 'RUNNABLE') reportRunnable = false;
     } else if (!leaving) {
@@ -197,14 +227,34 @@ async function heartbeat(): Promise<void> {
 let sequence = Date.now() * 1000;
 
 /** A protocol ACK of a coordinator envelope: an ACKNOWLEDGEMENT, routed back to `coordinator` (the envelope's producer). */
-async function ack(msg: Envelope, stage: 'RECEIVED' | 'READ' | 'FULFILLED' | 'REJECTED' | 'FAILED', note = '', errorCode = ''): Promise<void> {
-  const bytes = Buffer.from(JSON.stringify({ ack_for_message_id: msg.message_id, ack_stage: stage, ...(errorCode ? { error_code: errorCode } : {}), ...(note ? { note } : {}) }));
+async function ack(
+  msg: Envelope,
+  stage: 'RECEIVED' | 'READ' | 'FULFILLED' | 'REJECTED' | 'FAILED',
+  note = '',
+  errorCode = '',
+): Promise<void> {
+  const bytes = Buffer.from(
+    JSON.stringify({
+      ack_for_message_id: msg.message_id,
+      ack_stage: stage,
+      ...(errorCode ? { error_code: errorCode } : {}),
+      ...(note ? { note } : {}),
+    }),
+  );
   const envelope = {
-    message_id: randomUUID(), producer_id: agentId, correlation_id: msg.correlation_id, sequence_number: String(++sequence),
-    message_type: 'ACKNOWLEDGEMENT', content_type: 'application/json', content_length: String(bytes.length), payload: bytes,
+    message_id: randomUUID(),
+    producer_id: agentId,
+    correlation_id: msg.correlation_id,
+    sequence_number: String(++sequence),
+    message_type: 'ACKNOWLEDGEMENT',
+    content_type: 'application/json',
+    content_length: String(bytes.length),
+    payload: bytes,
   };
   try {
-    const { accepted, reason } = await call<{ accepted: boolean; reason: string }>(router, 'SendMessage', { msg: envelope });
+    const { accepted, reason } = await call<{ accepted: boolean; reason: string }>(router, 'SendMessage', {
+      msg: envelope,
+    });
     if (!accepted) say(`ACK ${stage} refused: ${reason}`);
   } catch (err) {
     say(`ACK ${stage} not sent: ${errorText(err)}`);
@@ -262,7 +312,9 @@ async function work(task: Current): Promise<void> {
       return;
     }
     task.step++;
-    say(`task ${task.taskId}: step ${task.step}/${task.steps} done${task.step <= task.nonPreemptibleSteps ? ' (non-preemptible)' : ''}`);
+    say(
+      `task ${task.taskId}: step ${task.step}/${task.steps} done${task.step <= task.nonPreemptibleSteps ? ' (non-preemptible)' : ''}`,
+    );
     // A safe point: the state is consistent here, so this is where the agent may yield.
     if (task.step === task.steps) break;
     if (task.preempt && task.step >= task.nonPreemptibleSteps) {
@@ -320,11 +372,19 @@ async function onCommand(msg: Envelope, command: Command): Promise<void> {
       const step = Math.min(resumeAt.get(command.task_id) ?? 0, steps - 1);
       resumeAt.delete(command.task_id);
       const task: Current = {
-        taskId: command.task_id, run: msg, title, steps, fail: params.fail === true, step,
-        nonPreemptibleSteps, nonPreemptibleUntil: Date.now() + Math.max(0, nonPreemptibleSteps - step) * stepMs,
+        taskId: command.task_id,
+        run: msg,
+        title,
+        steps,
+        fail: params.fail === true,
+        step,
+        nonPreemptibleSteps,
+        nonPreemptibleUntil: Date.now() + Math.max(0, nonPreemptibleSteps - step) * stepMs,
       };
       current = task;
-      say(`run ${command.task_id} (priority ${command.priority}): ${title}${step > 0 ? ` (resuming after step ${step})` : ''}`);
+      say(
+        `run ${command.task_id} (priority ${command.priority}): ${title}${step > 0 ? ` (resuming after step ${step})` : ''}`,
+      );
       await ack(msg, 'RECEIVED');
       // Worked in the background: the inbox must stay free for preempt_request and terminate.
       void work(task);
@@ -332,9 +392,12 @@ async function onCommand(msg: Envelope, command: Command): Promise<void> {
     }
     case 'preempt_request': {
       const task = current;
-      if (!task || task.taskId !== command.task_id) return ack(msg, 'FAILED', `not_running: ${command.task_id}`, 'VALIDATION_ERROR');
+      if (!task || task.taskId !== command.task_id)
+        return ack(msg, 'FAILED', `not_running: ${command.task_id}`, 'VALIDATION_ERROR');
       task.preempt = msg;
-      say(`preempt_request for ${command.task_id} by ${command.by_task_id || 'the operator'} (priority ${command.by_priority}): ${command.reason}`);
+      say(
+        `preempt_request for ${command.task_id} by ${command.by_task_id || 'the operator'} (priority ${command.by_priority}): ${command.reason}`,
+      );
       if (task.step < task.nonPreemptibleSteps) {
         // RFC §7.2: a non-preemptible section with its maximum duration defers the preemption. Past that maximum the
         // scheduler may terminate the task, so declare a little more than the section needs: half a step of margin.
@@ -377,7 +440,10 @@ async function react(msg: Envelope): Promise<void> {
     await onCommand(msg, json as unknown as Command);
   } else if (msg.message_type === 'HEARTBEAT' && msg.producer_id === 'coordinator') {
     // The coordinator's stream heartbeats need no answer here (the registry heartbeat says we are alive).
-  } else if (msg.message_type !== 'ACKNOWLEDGEMENT' && !(msg.producer_id === 'coordinator' && msg.message_type === 'NOTIFICATION')) {
+  } else if (
+    msg.message_type !== 'ACKNOWLEDGEMENT' &&
+    !(msg.producer_id === 'coordinator' && msg.message_type === 'NOTIFICATION')
+  ) {
     // Anything else: acknowledged, not acted on (this example only takes tasks).
     say(`${msg.message_type} from ${msg.producer_id}: not a task; acknowledged`);
     await ack(msg, 'RECEIVED');
@@ -394,7 +460,10 @@ let queue: Promise<void> = Promise.resolve();
 
 function openInbox(): void {
   if (leaving) return;
-  const stream: grpc.ClientReadableStream<{ msg: Envelope; seq: string }> = router.StreamIncoming({ agent_id: agentId }, metadata(lastSeq > 0 ? { 'sw4rm-resume-after': String(lastSeq) } : {}));
+  const stream: grpc.ClientReadableStream<{ msg: Envelope; seq: string }> = router.StreamIncoming(
+    { agent_id: agentId },
+    metadata(lastSeq > 0 ? { 'sw4rm-resume-after': String(lastSeq) } : {}),
+  );
   inbox = stream;
   stream.on('data', (item: { msg: Envelope; seq: string }) => {
     queue = queue.then(async () => {

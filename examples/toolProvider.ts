@@ -1,3 +1,4 @@
+/* eslint-disable @typescript-eslint/no-explicit-any -- the canonical protos are loaded at run time (proto-loader): their clients are untyped */
 /**
  * An example tool provider (RFC §18), written against the canonical protos only (no coordinator code), to copy as a start.
  * README: "Write a tool provider".
@@ -36,9 +37,15 @@ interface Envelope {
   payload: Buffer;
 }
 
-interface ToolFrame { call_id: string; frame_no: string; final: boolean; content_type: string; data: Buffer; summary: Buffer }
+interface ToolFrame {
+  call_id: string;
+  frame_no: string;
+  final: boolean;
+  content_type: string;
+  data: Buffer;
+  summary: Buffer;
+}
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
 type ServiceClient = grpc.Client & Record<string, any>;
 
 function say(line: string): void {
@@ -47,18 +54,28 @@ function say(line: string): void {
 
 const registryAddress = env.SW4RM_REGISTRY_ADDR;
 if (!registryAddress) {
-  console.error('SW4RM_REGISTRY_ADDR is not set. Copy the agent environment from the editor (SW4RM: Copy Agent Environment) or from `npm start`.');
+  console.error(
+    'SW4RM_REGISTRY_ADDR is not set. Copy the agent environment from the editor (SW4RM: Copy Agent Environment) or from `npm start`.',
+  );
   process.exit(2);
 }
-const sw4rm = grpc.loadPackageDefinition(protoLoader.loadSync(['registry.proto', 'router.proto', 'connector.proto', 'tool.proto'], {
-  includeDirs: [env.SW4RM_PROTOS_DIR || path.join(__dirname, '..', 'protos')],
-  keepCase: true, longs: String, enums: String, defaults: true, oneofs: true,
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any
-}) as any).sw4rm as any;
+const sw4rm = grpc.loadPackageDefinition(
+  protoLoader.loadSync(['registry.proto', 'router.proto', 'connector.proto', 'tool.proto'], {
+    includeDirs: [env.SW4RM_PROTOS_DIR || path.join(__dirname, '..', 'protos')],
+    keepCase: true,
+    longs: String,
+    enums: String,
+    defaults: true,
+    oneofs: true,
+  }) as any,
+).sw4rm as any;
 const insecure = grpc.credentials.createInsecure();
 const registry: ServiceClient = new sw4rm.registry.RegistryService(registryAddress, insecure);
 const router: ServiceClient = new sw4rm.router.RouterService(env.SW4RM_ROUTER_ADDR || registryAddress, insecure);
-const connector: ServiceClient = new sw4rm.connector.ConnectorService(env.SW4RM_CONNECTOR_ADDR || registryAddress, insecure);
+const connector: ServiceClient = new sw4rm.connector.ConnectorService(
+  env.SW4RM_CONNECTOR_ADDR || registryAddress,
+  insecure,
+);
 const tools: ServiceClient = new sw4rm.tool.ToolService(env.SW4RM_TOOL_ADDR || registryAddress, insecure);
 
 /** The token authenticates; `sw4rm-agent-id` names the agent we act as (needed with the operator or an enrolment token). */
@@ -73,7 +90,12 @@ function metadata(extra: Record<string, string> = {}): grpc.Metadata {
 
 function call<Res>(client: ServiceClient, method: string, request: unknown, md = metadata()): Promise<Res> {
   return new Promise((resolve, reject) => {
-    client[method](request, md, { deadline: Date.now() + callDeadlineMs }, (err: grpc.ServiceError | null, response: Res) => (err ? reject(err) : resolve(response)));
+    client[method](
+      request,
+      md,
+      { deadline: Date.now() + callDeadlineMs },
+      (err: grpc.ServiceError | null, response: Res) => (err ? reject(err) : resolve(response)),
+    );
   });
 }
 
@@ -90,17 +112,43 @@ let sequence = Date.now() * 1000;
 async function send(messageType: string, correlationId: string, payload: unknown, to = 'coordinator'): Promise<void> {
   const bytes = Buffer.from(JSON.stringify(payload));
   const envelope = {
-    message_id: randomUUID(), producer_id: agentId, correlation_id: correlationId, sequence_number: String(++sequence),
-    message_type: messageType, content_type: 'application/json', content_length: String(bytes.length), payload: bytes,
+    message_id: randomUUID(),
+    producer_id: agentId,
+    correlation_id: correlationId,
+    sequence_number: String(++sequence),
+    message_type: messageType,
+    content_type: 'application/json',
+    content_length: String(bytes.length),
+    payload: bytes,
   };
-  const { accepted, reason } = await call<{ accepted: boolean; reason: string }>(router, 'SendMessage', { msg: envelope }, metadata(to ? { 'sw4rm-to': to } : {}));
+  const { accepted, reason } = await call<{ accepted: boolean; reason: string }>(
+    router,
+    'SendMessage',
+    { msg: envelope },
+    metadata(to ? { 'sw4rm-to': to } : {}),
+  );
   if (!accepted) say(`${messageType} refused: ${reason}`);
 }
 
 /** A protocol ACK (RECEIVED, then FULFILLED when done): an ACKNOWLEDGEMENT routed back to the envelope's producer. */
-async function ack(msg: Envelope, stage: 'RECEIVED' | 'FULFILLED' | 'FAILED', note = '', errorCode = ''): Promise<void> {
+async function ack(
+  msg: Envelope,
+  stage: 'RECEIVED' | 'FULFILLED' | 'FAILED',
+  note = '',
+  errorCode = '',
+): Promise<void> {
   try {
-    await send('ACKNOWLEDGEMENT', msg.correlation_id, { ack_for_message_id: msg.message_id, ack_stage: stage, ...(errorCode ? { error_code: errorCode } : {}), ...(note ? { note } : {}) }, '');
+    await send(
+      'ACKNOWLEDGEMENT',
+      msg.correlation_id,
+      {
+        ack_for_message_id: msg.message_id,
+        ack_stage: stage,
+        ...(errorCode ? { error_code: errorCode } : {}),
+        ...(note ? { note } : {}),
+      },
+      '',
+    );
   } catch (err) {
     say(`ACK ${stage} not sent: ${errorText(err)}`);
   }
@@ -113,32 +161,63 @@ const TOOLS = [
   {
     tool_name: 'word_count',
     input_schema: JSON.stringify({
-      type: 'object', properties: { text: { type: 'string', maxLength: 100_000 } }, required: ['text'], additionalProperties: false,
+      type: 'object',
+      properties: { text: { type: 'string', maxLength: 100_000 } },
+      required: ['text'],
+      additionalProperties: false,
     }),
     output_schema: JSON.stringify({
-      type: 'object', properties: { words: { type: 'integer' }, characters: { type: 'integer' } }, required: ['words', 'characters'],
+      type: 'object',
+      properties: { words: { type: 'integer' }, characters: { type: 'integer' } },
+      required: ['words', 'characters'],
     }),
-    idempotent: true, needs_worktree: false, default_timeout_s: 10, max_concurrency: 4, side_effects: 'none',
+    idempotent: true,
+    needs_worktree: false,
+    default_timeout_s: 10,
+    max_concurrency: 4,
+    side_effects: 'none',
   },
   {
     tool_name: 'count_slowly',
     input_schema: JSON.stringify({
-      type: 'object', properties: { n: { type: 'integer', minimum: 1, maximum: 100 } }, required: ['n'], additionalProperties: false,
+      type: 'object',
+      properties: { n: { type: 'integer', minimum: 1, maximum: 100 } },
+      required: ['n'],
+      additionalProperties: false,
     }),
-    output_schema: JSON.stringify({ type: 'object', properties: { counted: { type: 'integer' } }, required: ['counted'] }),
-    idempotent: false, needs_worktree: false, default_timeout_s: 60, max_concurrency: 2, side_effects: 'none',
+    output_schema: JSON.stringify({
+      type: 'object',
+      properties: { counted: { type: 'integer' } },
+      required: ['counted'],
+    }),
+    idempotent: false,
+    needs_worktree: false,
+    default_timeout_s: 60,
+    max_concurrency: 2,
+    side_effects: 'none',
   },
 ];
 
 /** Calls running here, by call_id: the cancel flag count_slowly looks at between frames. */
 const running = new Map<string, { cancelled: boolean; wake?: () => void }>();
 
-async function onToolCall(msg: Envelope, request: { call_id: string; tool_name: string; args: Record<string, unknown>; stream: boolean; attempt: number }): Promise<void> {
+async function onToolCall(
+  msg: Envelope,
+  request: { call_id: string; tool_name: string; args: Record<string, unknown>; stream: boolean; attempt: number },
+): Promise<void> {
   const callId = request.call_id;
   const result = (frameNo: number, final: boolean, value: unknown) =>
-    send('TOOL_RESULT', callId, { call_id: callId, frame_no: frameNo, final, content_type: 'application/json', result: value });
+    send('TOOL_RESULT', callId, {
+      call_id: callId,
+      frame_no: frameNo,
+      final,
+      content_type: 'application/json',
+      result: value,
+    });
   await ack(msg, 'RECEIVED');
-  say(`TOOL_CALL ${request.tool_name} ${JSON.stringify(request.args)} (call ${callId}, attempt ${request.attempt}${request.stream ? ', streaming' : ''})`);
+  say(
+    `TOOL_CALL ${request.tool_name} ${JSON.stringify(request.args)} (call ${callId}, attempt ${request.attempt}${request.stream ? ', streaming' : ''})`,
+  );
   switch (request.tool_name) {
     case 'word_count': {
       // The coordinator checked the args against the input schema before sending the call.
@@ -174,7 +253,11 @@ async function onToolCall(msg: Envelope, request: { call_id: string; tool_name: 
       break;
     }
     default:
-      await send('TOOL_ERROR', callId, { call_id: callId, error_code: 'unknown_tool', message: `no tool '${request.tool_name}' here` });
+      await send('TOOL_ERROR', callId, {
+        call_id: callId,
+        error_code: 'unknown_tool',
+        message: `no tool '${request.tool_name}' here`,
+      });
   }
   await ack(msg, 'FULFILLED');
 }
@@ -189,7 +272,11 @@ async function react(msg: Envelope): Promise<void> {
   if (msg.producer_id === 'coordinator' && msg.message_type === 'TOOL_CALL' && json) {
     // Worked in the background: the inbox must stay free for a cancel_tool_call.
     void onToolCall(msg, json as never);
-  } else if (msg.producer_id === 'coordinator' && msg.message_type === 'CONTROL' && json?.command === 'cancel_tool_call') {
+  } else if (
+    msg.producer_id === 'coordinator' &&
+    msg.message_type === 'CONTROL' &&
+    json?.command === 'cancel_tool_call'
+  ) {
     const callId = String(json.call_id);
     say(`cancel_tool_call ${callId}: ${String(json.reason ?? '')}`);
     const state = running.get(callId);
@@ -203,9 +290,16 @@ async function react(msg: Envelope): Promise<void> {
     // Answers to our own TOOL_CALL envelopes (--call): the final one is the coordinator's reply.
     const waiter = envelopeAnswers.get(msg.correlation_id);
     if (waiter) waiter(msg);
-    else say(`${msg.message_type} from ${msg.producer_id} (correlation ${msg.correlation_id}): ${Buffer.from(msg.payload).toString('utf8')}`);
+    else
+      say(
+        `${msg.message_type} from ${msg.producer_id} (correlation ${msg.correlation_id}): ${Buffer.from(msg.payload).toString('utf8')}`,
+      );
     if (msg.message_type === 'TOOL_RESULT' && json?.final === false) await ack(msg, 'FULFILLED');
-  } else if (msg.message_type !== 'ACKNOWLEDGEMENT' && msg.message_type !== 'HEARTBEAT' && msg.message_type !== 'NOTIFICATION') {
+  } else if (
+    msg.message_type !== 'ACKNOWLEDGEMENT' &&
+    msg.message_type !== 'HEARTBEAT' &&
+    msg.message_type !== 'NOTIFICATION'
+  ) {
     await ack(msg, 'FULFILLED', 'this example only answers tool calls');
   }
 }
@@ -219,7 +313,10 @@ let queue: Promise<void> = Promise.resolve();
 
 function openInbox(): Promise<void> {
   return new Promise((resolve) => {
-    const stream: grpc.ClientReadableStream<{ msg: Envelope; seq: string }> = router.StreamIncoming({ agent_id: agentId }, metadata());
+    const stream: grpc.ClientReadableStream<{ msg: Envelope; seq: string }> = router.StreamIncoming(
+      { agent_id: agentId },
+      metadata(),
+    );
     inbox = stream;
     stream.on('metadata', () => resolve());
     stream.on('data', (item: { msg: Envelope; seq: string }) => {
@@ -245,14 +342,21 @@ function openInbox(): Promise<void> {
 async function start(): Promise<void> {
   const registered = await call<{ accepted: boolean; reason: string }>(registry, 'RegisterAgent', {
     agent: {
-      agent_id: agentId, name: 'example-tool-provider', description: 'Provides word_count and count_slowly (examples/toolProvider.ts).',
-      capabilities: ['tools'], communication_class: 'STANDARD', modalities_supported: ['application/json'],
+      agent_id: agentId,
+      name: 'example-tool-provider',
+      description: 'Provides word_count and count_slowly (examples/toolProvider.ts).',
+      capabilities: ['tools'],
+      communication_class: 'STANDARD',
+      modalities_supported: ['application/json'],
     },
   });
   if (!registered.accepted) throw new Error(`registration refused: ${registered.reason}`);
   await call(registry, 'Heartbeat', { agent_id: agentId, state: 'RUNNABLE', health: {} });
   await openInbox();
-  const provider = await call<{ ok: boolean; reason: string }>(connector, 'RegisterProvider', { provider_id: agentId, tools: TOOLS });
+  const provider = await call<{ ok: boolean; reason: string }>(connector, 'RegisterProvider', {
+    provider_id: agentId,
+    tools: TOOLS,
+  });
   if (!provider.ok) throw new Error(`RegisterProvider refused: ${provider.reason}`);
   say(`registered as ${agentId}; provider ${agentId} with tools ${TOOLS.map((t) => t.tool_name).join(', ')}`);
 }
@@ -277,8 +381,12 @@ const envelopeAnswers = new Map<string, (msg: Envelope) => void>();
 
 function toolCall(toolName: string, args: unknown, extra: Record<string, unknown> = {}) {
   return {
-    call_id: `example-${randomUUID().slice(0, 8)}`, provider_id: agentId, tool_name: toolName, content_type: 'application/json',
-    args: Buffer.from(JSON.stringify(args)), ...extra,
+    call_id: `example-${randomUUID().slice(0, 8)}`,
+    provider_id: agentId,
+    tool_name: toolName,
+    content_type: 'application/json',
+    args: Buffer.from(JSON.stringify(args)),
+    ...extra,
   };
 }
 
@@ -305,8 +413,12 @@ function streamed(title: string, request: ReturnType<typeof toolCall>, cancelAft
     stream.on('data', (frame: ToolFrame) => {
       console.log(`${title} → ${frameText(frame)}`);
       if (++frames === cancelAfter) {
-        call<{ call_id: string; error_code: string; message: string }>(tools, 'Cancel', { call_id: request.call_id, provider_id: request.provider_id }).then(
-          (answer) => console.log(`${title} → Cancel: ${answer.error_code}${answer.message ? ` (${answer.message})` : ''}`),
+        call<{ call_id: string; error_code: string; message: string }>(tools, 'Cancel', {
+          call_id: request.call_id,
+          provider_id: request.provider_id,
+        }).then(
+          (answer) =>
+            console.log(`${title} → Cancel: ${answer.error_code}${answer.message ? ` (${answer.message})` : ''}`),
           (err) => console.log(`${title} → Cancel: ${errorText(err)}`),
         );
       }

@@ -59,8 +59,18 @@ interface RunCommand {
 }
 
 /** workflow.proto NodeState and WorkflowState (keepCase, enums as names). */
-interface NodeState { node_id: string; status: string; output: string; error: string }
-interface WorkflowState { workflow_id: string; node_states: Record<string, NodeState>; workflow_data: string; metadata: Record<string, string> }
+interface NodeState {
+  node_id: string;
+  status: string;
+  output: string;
+  error: string;
+}
+interface WorkflowState {
+  workflow_id: string;
+  node_states: Record<string, NodeState>;
+  workflow_data: string;
+  metadata: Record<string, string>;
+}
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type ServiceClient = grpc.Client & Record<string, any>;
@@ -72,7 +82,9 @@ function say(line: string): void {
 function requiredEnv(name: string): string {
   const value = env[name];
   if (!value) {
-    console.error(`${name} is not set. Copy the agent environment from the editor (SW4RM: Copy Agent Environment) or from \`npm start\`.`);
+    console.error(
+      `${name} is not set. Copy the agent environment from the editor (SW4RM: Copy Agent Environment) or from \`npm start\`.`,
+    );
     process.exit(2);
   }
   return value;
@@ -81,7 +93,12 @@ function requiredEnv(name: string): string {
 function loadClients(): { registry: ServiceClient; router: ServiceClient; workflows: ServiceClient } {
   const protosDir = env.SW4RM_PROTOS_DIR || path.join(__dirname, '..', 'protos');
   const definition = protoLoader.loadSync(['registry.proto', 'router.proto', 'workflow.proto'], {
-    includeDirs: [protosDir], keepCase: true, longs: String, enums: String, defaults: true, oneofs: true,
+    includeDirs: [protosDir],
+    keepCase: true,
+    longs: String,
+    enums: String,
+    defaults: true,
+    oneofs: true,
   });
   // eslint-disable-next-line @typescript-eslint/no-explicit-any
   const sw4rm = (grpc.loadPackageDefinition(definition) as any).sw4rm;
@@ -106,7 +123,12 @@ function metadata(extra: Record<string, string> = {}): grpc.Metadata {
 
 function call<Res>(client: ServiceClient, method: string, request: unknown): Promise<Res> {
   return new Promise((resolve, reject) => {
-    client[method](request, metadata(), { deadline: Date.now() + callDeadlineMs }, (err: grpc.ServiceError | null, response: Res) => (err ? reject(err) : resolve(response)));
+    client[method](
+      request,
+      metadata(),
+      { deadline: Date.now() + callDeadlineMs },
+      (err: grpc.ServiceError | null, response: Res) => (err ? reject(err) : resolve(response)),
+    );
   });
 }
 
@@ -119,10 +141,19 @@ function errorText(err: unknown): string {
 // The runner (--run <file>)
 
 /** A definition file (JSON or YAML, proto field names) as the WorkflowDefinition message, with a fresh workflow_id. */
-function definitionOf(file: string): { workflow_id: string; nodes: Record<string, unknown>; metadata: Record<string, string> } {
+function definitionOf(file: string): {
+  workflow_id: string;
+  nodes: Record<string, unknown>;
+  metadata: Record<string, string>;
+} {
   const text = fs.readFileSync(file, 'utf8');
-  const doc = (/\.json$/i.test(file) ? JSON.parse(text) : parseYaml(text)) as { workflow_id?: string; nodes?: Record<string, Record<string, unknown>>; metadata?: Record<string, string> };
-  if (!doc || typeof doc !== 'object' || !doc.nodes || typeof doc.nodes !== 'object') throw new Error(`${file}: no nodes`);
+  const doc = (/\.json$/i.test(file) ? JSON.parse(text) : parseYaml(text)) as {
+    workflow_id?: string;
+    nodes?: Record<string, Record<string, unknown>>;
+    metadata?: Record<string, string>;
+  };
+  if (!doc || typeof doc !== 'object' || !doc.nodes || typeof doc.nodes !== 'object')
+    throw new Error(`${file}: no nodes`);
   const nodes: Record<string, unknown> = {};
   for (const [id, node] of Object.entries(doc.nodes)) nodes[id] = { node_id: id, ...node };
   const base = String(doc.workflow_id || path.basename(file).replace(/\.[^.]+$/, ''));
@@ -131,14 +162,20 @@ function definitionOf(file: string): { workflow_id: string; nodes: Record<string
 
 async function runWorkflow(file: string, data: string): Promise<number> {
   const definition = definitionOf(file);
-  const created = await call<{ workflow_id: string; success: boolean; error: string }>(workflows, 'CreateWorkflow', { definition });
+  const created = await call<{ workflow_id: string; success: boolean; error: string }>(workflows, 'CreateWorkflow', {
+    definition,
+  });
   if (!created.success) {
     console.error(`CreateWorkflow refused: ${created.error}`);
     return 1;
   }
   const id = created.workflow_id;
   say(`created workflow ${id} (${Object.keys(definition.nodes).length} nodes)`);
-  const started = await call<{ success: boolean; error: string; state: WorkflowState | null }>(workflows, 'StartWorkflow', { workflow_id: id, workflow_data: data });
+  const started = await call<{ success: boolean; error: string; state: WorkflowState | null }>(
+    workflows,
+    'StartWorkflow',
+    { workflow_id: id, workflow_data: data },
+  );
   if (!started.success) {
     console.error(`StartWorkflow refused: ${started.error}`);
     return 1;
@@ -163,7 +200,11 @@ async function runWorkflow(file: string, data: string): Promise<number> {
       }
     }
     await new Promise((resolve) => setTimeout(resolve, 250));
-    const answer = await call<{ success: boolean; error: string; state: WorkflowState | null }>(workflows, 'GetWorkflowState', { workflow_id: id });
+    const answer = await call<{ success: boolean; error: string; state: WorkflowState | null }>(
+      workflows,
+      'GetWorkflowState',
+      { workflow_id: id },
+    );
     if (!answer.success) {
       console.error(`GetWorkflowState: ${answer.error}`);
       return 1;
@@ -179,14 +220,26 @@ let sequence = Date.now() * 1000;
 let leaving = false;
 
 /** A protocol ACK of a coordinator envelope, with `result` for a FULFILLED run (the node's output). */
-async function ack(msg: Envelope, stage: 'RECEIVED' | 'FULFILLED' | 'FAILED', extra: { note?: string; error_code?: string; result?: unknown } = {}): Promise<void> {
+async function ack(
+  msg: Envelope,
+  stage: 'RECEIVED' | 'FULFILLED' | 'FAILED',
+  extra: { note?: string; error_code?: string; result?: unknown } = {},
+): Promise<void> {
   const bytes = Buffer.from(JSON.stringify({ ack_for_message_id: msg.message_id, ack_stage: stage, ...extra }));
   const envelope = {
-    message_id: randomUUID(), producer_id: agentId, correlation_id: msg.correlation_id, sequence_number: String(++sequence),
-    message_type: 'ACKNOWLEDGEMENT', content_type: 'application/json', content_length: String(bytes.length), payload: bytes,
+    message_id: randomUUID(),
+    producer_id: agentId,
+    correlation_id: msg.correlation_id,
+    sequence_number: String(++sequence),
+    message_type: 'ACKNOWLEDGEMENT',
+    content_type: 'application/json',
+    content_length: String(bytes.length),
+    payload: bytes,
   };
   try {
-    const { accepted, reason } = await call<{ accepted: boolean; reason: string }>(router, 'SendMessage', { msg: envelope });
+    const { accepted, reason } = await call<{ accepted: boolean; reason: string }>(router, 'SendMessage', {
+      msg: envelope,
+    });
     if (!accepted) say(`ACK ${stage} refused: ${reason}`);
   } catch (err) {
     say(`ACK ${stage} not sent: ${errorText(err)}`);
@@ -196,7 +249,9 @@ async function ack(msg: Envelope, stage: 'RECEIVED' | 'FULFILLED' | 'FAILED', ex
 /** Executes one node: what a real agent would do with its inputs. Its output is a JSON object (at most 4 KiB with the ACK). */
 async function execute(msg: Envelope, command: RunCommand): Promise<void> {
   const { workflow_id: workflowId, node_id: nodeId, run, inputs } = command.params;
-  say(`run ${command.task_id}: node ${nodeId} of ${workflowId} (run ${run}), inputs ${JSON.stringify(inputs).slice(0, 200)}`);
+  say(
+    `run ${command.task_id}: node ${nodeId} of ${workflowId} (run ${run}), inputs ${JSON.stringify(inputs).slice(0, 200)}`,
+  );
   await ack(msg, 'RECEIVED');
   await new Promise((resolve) => setTimeout(resolve, workMs));
   if (inputs && inputs.fail === true) {
@@ -204,7 +259,11 @@ async function execute(msg: Envelope, command: RunCommand): Promise<void> {
     await ack(msg, 'FAILED', { error_code: 'VALIDATION_ERROR', note: 'inputs.fail was set' });
     return;
   }
-  const result = { text: `${nodeId} v${run}`, score: Math.min(1, Math.round(0.4 * run * 10) / 10), inputs_seen: Object.keys(inputs ?? {}).sort() };
+  const result = {
+    text: `${nodeId} v${run}`,
+    score: Math.min(1, Math.round(0.4 * run * 10) / 10),
+    inputs_seen: Object.keys(inputs ?? {}).sort(),
+  };
   say(`node ${nodeId}: done, result ${JSON.stringify(result)}`);
   await ack(msg, 'FULFILLED', { note: 'done', result });
 }
@@ -220,7 +279,10 @@ async function react(msg: Envelope): Promise<void> {
   if (json.command === 'run') {
     const params = json.params as RunCommand['params'] | undefined;
     if (!params || typeof params.node_id !== 'string') {
-      await ack(msg, 'FAILED', { error_code: 'VALIDATION_ERROR', note: 'not a workflow node: params.node_id is missing' });
+      await ack(msg, 'FAILED', {
+        error_code: 'VALIDATION_ERROR',
+        note: 'not a workflow node: params.node_id is missing',
+      });
       return;
     }
     await execute(msg, json as unknown as RunCommand);
@@ -247,7 +309,10 @@ let heartbeatTimer: NodeJS.Timeout | undefined;
 
 function openInbox(): void {
   if (leaving) return;
-  const stream: grpc.ClientReadableStream<{ msg: Envelope; seq: string }> = router.StreamIncoming({ agent_id: agentId }, metadata());
+  const stream: grpc.ClientReadableStream<{ msg: Envelope; seq: string }> = router.StreamIncoming(
+    { agent_id: agentId },
+    metadata(),
+  );
   inbox = stream;
   stream.on('data', (item: { msg: Envelope; seq: string }) => {
     queue = queue.then(async () => {
@@ -286,8 +351,12 @@ async function leave(why: string, deregister = true): Promise<void> {
 async function agent(): Promise<void> {
   const registered = await call<{ accepted: boolean; reason: string }>(registry, 'RegisterAgent', {
     agent: {
-      agent_id: agentId, name: agentType, description: 'Executes workflow nodes: takes CONTROL run, answers FULFILLED with a result.',
-      capabilities: ['example', 'workflow'], communication_class: 'STANDARD', modalities_supported: ['application/json'],
+      agent_id: agentId,
+      name: agentType,
+      description: 'Executes workflow nodes: takes CONTROL run, answers FULFILLED with a result.',
+      capabilities: ['example', 'workflow'],
+      communication_class: 'STANDARD',
+      modalities_supported: ['application/json'],
       reasoning_connectors: ['sw4rm://reasoning/none'],
     },
   });
@@ -298,7 +367,11 @@ async function agent(): Promise<void> {
   await call(registry, 'Heartbeat', { agent_id: agentId, state: 'RUNNABLE' });
   say(`registered as ${agentId} (type ${agentType}): nodes with agent_id type:${agentType} or ${agentId} run here`);
   // After the first RUNNABLE, heartbeats say only "alive": the scheduler moves the agent's state.
-  heartbeatTimer = setInterval(() => void call(registry, 'Heartbeat', { agent_id: agentId, state: 'AGENT_STATE_UNSPECIFIED' }).catch(() => undefined), heartbeatMs);
+  heartbeatTimer = setInterval(
+    () =>
+      void call(registry, 'Heartbeat', { agent_id: agentId, state: 'AGENT_STATE_UNSPECIFIED' }).catch(() => undefined),
+    heartbeatMs,
+  );
   openInbox();
   process.on('SIGINT', () => void leave('SIGINT'));
   process.on('SIGTERM', () => void leave('SIGTERM'));

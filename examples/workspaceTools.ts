@@ -1,3 +1,4 @@
+/* eslint-disable @typescript-eslint/no-explicit-any -- the canonical protos are loaded at run time (proto-loader): their clients are untyped */
 /**
  * The built-in `workspace` tools through sw4rm.tool.ToolService (RFC §18), as an agent calls them, one command per run:
  *
@@ -16,40 +17,65 @@ import * as protoLoader from '@grpc/proto-loader';
 import * as path from 'node:path';
 
 const [command, agentId = '', ...rest] = process.argv.slice(2);
-const usage = 'usage: npm run example:tools -- describe | demo <agent-id> <repo-id> | call <agent-id> <tool> \'<json args>\'';
+const usage =
+  "usage: npm run example:tools -- describe | demo <agent-id> <repo-id> | call <agent-id> <tool> '<json args>'";
 const toolAddress = process.env.SW4RM_TOOL_ADDR || process.env.SW4RM_REGISTRY_ADDR;
 if (!command || !toolAddress) {
-  console.error(toolAddress ? usage : 'SW4RM_TOOL_ADDR is not set. Copy the agent environment from the editor (SW4RM: Copy Agent Environment) or from `npm start`.');
+  console.error(
+    toolAddress
+      ? usage
+      : 'SW4RM_TOOL_ADDR is not set. Copy the agent environment from the editor (SW4RM: Copy Agent Environment) or from `npm start`.',
+  );
   process.exit(2);
 }
 
-const packages = grpc.loadPackageDefinition(protoLoader.loadSync(['tool.proto', 'connector.proto', 'worktree.proto'], {
-  includeDirs: [process.env.SW4RM_PROTOS_DIR || path.join(__dirname, '..', 'protos')],
-  keepCase: true, longs: String, enums: String, defaults: true, oneofs: true,
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any
-})) as any;
+const packages = grpc.loadPackageDefinition(
+  protoLoader.loadSync(['tool.proto', 'connector.proto', 'worktree.proto'], {
+    includeDirs: [process.env.SW4RM_PROTOS_DIR || path.join(__dirname, '..', 'protos')],
+    keepCase: true,
+    longs: String,
+    enums: String,
+    defaults: true,
+    oneofs: true,
+  }),
+) as any;
 const insecure = grpc.credentials.createInsecure();
 const tools: grpc.Client = new packages.sw4rm.tool.ToolService(toolAddress, insecure);
-const connector: grpc.Client = new packages.sw4rm.connector.ConnectorService(process.env.SW4RM_CONNECTOR_ADDR || toolAddress, insecure);
-const worktrees: grpc.Client = new packages.sw4rm.worktree.WorktreeService(process.env.SW4RM_WORKTREE_ADDR || toolAddress, insecure);
+const connector: grpc.Client = new packages.sw4rm.connector.ConnectorService(
+  process.env.SW4RM_CONNECTOR_ADDR || toolAddress,
+  insecure,
+);
+const worktrees: grpc.Client = new packages.sw4rm.worktree.WorktreeService(
+  process.env.SW4RM_WORKTREE_ADDR || toolAddress,
+  insecure,
+);
 
 function rpc<T>(client: grpc.Client, method: string, request: unknown): Promise<T> {
   const md = new grpc.Metadata();
   if (process.env.SW4RM_TOKEN) md.set('authorization', `Bearer ${process.env.SW4RM_TOKEN}`);
   if (agentId) md.set('sw4rm-agent-id', agentId);
   return new Promise((resolve, reject) => {
-    // eslint-disable-next-line @typescript-eslint/no-explicit-any
-    (client as any)[method](request, md, { deadline: Date.now() + 30_000 }, (err: Error | null, res: T) => (err ? reject(err) : resolve(res)));
+    (client as any)[method](request, md, { deadline: Date.now() + 30_000 }, (err: Error | null, res: T) =>
+      err ? reject(err) : resolve(res),
+    );
   });
 }
 
-interface ToolFrame { call_id: string; final: boolean; content_type: string; data: Buffer }
+interface ToolFrame {
+  call_id: string;
+  final: boolean;
+  content_type: string;
+  data: Buffer;
+}
 
 /** One workspace tool call: args as JSON bytes, the result is the final frame's JSON data. */
 async function callTool(tool: string, args: unknown): Promise<unknown> {
   const frame = await rpc<ToolFrame>(tools, 'Call', {
-    call_id: `example-${Date.now()}`, provider_id: 'workspace', tool_name: tool,
-    content_type: 'application/json', args: Buffer.from(JSON.stringify(args), 'utf8'),
+    call_id: `example-${Date.now()}`,
+    provider_id: 'workspace',
+    tool_name: tool,
+    content_type: 'application/json',
+    args: Buffer.from(JSON.stringify(args), 'utf8'),
   });
   const result: unknown = JSON.parse(frame.data.toString('utf8'));
   console.log(`${tool} → ${JSON.stringify(result)}`);
@@ -59,9 +85,17 @@ async function callTool(tool: string, args: unknown): Promise<unknown> {
 async function main(): Promise<void> {
   switch (command) {
     case 'describe': {
-      const { tools: described } = await rpc<{ tools: Array<Record<string, unknown>> }>(connector, 'DescribeTools', { provider_id: 'workspace' });
+      const { tools: described } = await rpc<{ tools: Array<Record<string, unknown>> }>(connector, 'DescribeTools', {
+        provider_id: 'workspace',
+      });
       for (const tool of described) {
-        console.log(JSON.stringify({ ...tool, input_schema: JSON.parse(tool.input_schema as string), output_schema: JSON.parse(tool.output_schema as string) }));
+        console.log(
+          JSON.stringify({
+            ...tool,
+            input_schema: JSON.parse(tool.input_schema as string),
+            output_schema: JSON.parse(tool.output_schema as string),
+          }),
+        );
       }
       return;
     }
@@ -69,7 +103,11 @@ async function main(): Promise<void> {
       const [repoId] = rest;
       if (!agentId || !repoId) throw new Error(usage);
       console.log(`Bind → ${JSON.stringify(await rpc(worktrees, 'Bind', { agent_id: agentId, repo_id: repoId }))}`);
-      await callTool('write_file', { path: 'notes/hello.md', content: `# Hello from ${agentId}\n`, create_parents: true });
+      await callTool('write_file', {
+        path: 'notes/hello.md',
+        content: `# Hello from ${agentId}\n`,
+        create_parents: true,
+      });
       await callTool('read_file', { path: 'notes/hello.md' });
       await callTool('list_dir', { path: '' });
       await callTool('search', { query: 'Hello', max_results: 10 });
@@ -79,7 +117,9 @@ async function main(): Promise<void> {
       try {
         await callTool('read_file', { path: '../../etc/passwd' });
       } catch (err) {
-        console.log(`read_file ../../etc/passwd → ${grpc.status[(err as grpc.ServiceError).code]}: ${(err as grpc.ServiceError).details}`);
+        console.log(
+          `read_file ../../etc/passwd → ${grpc.status[(err as grpc.ServiceError).code]}: ${(err as grpc.ServiceError).details}`,
+        );
       }
       return;
     }

@@ -1,3 +1,4 @@
+/* eslint-disable @typescript-eslint/no-explicit-any -- the canonical protos are loaded at run time (proto-loader): their clients are untyped */
 /**
  * An agent's worktree binding through sw4rm.worktree.WorktreeService (RFC §16), one command per call:
  *
@@ -15,34 +16,47 @@ import * as protoLoader from '@grpc/proto-loader';
 import * as path from 'node:path';
 
 const [command, agentId, ...rest] = process.argv.slice(2);
-const usage = 'usage: npm run example:worktree -- bind <agent-id> <repo-id> [worktree-id] | status <agent-id> | switch <agent-id> <worktree-id> | unbind <agent-id>';
+const usage =
+  'usage: npm run example:worktree -- bind <agent-id> <repo-id> [worktree-id] | status <agent-id> | switch <agent-id> <worktree-id> | unbind <agent-id>';
 if (!command || !agentId) {
   console.error(usage);
   process.exit(2);
 }
 const address = process.env.SW4RM_WORKTREE_ADDR || process.env.SW4RM_REGISTRY_ADDR;
 if (!address) {
-  console.error('SW4RM_WORKTREE_ADDR is not set. Copy the agent environment from the editor (SW4RM: Copy Agent Environment) or from `npm start`.');
+  console.error(
+    'SW4RM_WORKTREE_ADDR is not set. Copy the agent environment from the editor (SW4RM: Copy Agent Environment) or from `npm start`.',
+  );
   process.exit(2);
 }
 
-const packages = grpc.loadPackageDefinition(protoLoader.loadSync(['worktree.proto'], {
-  includeDirs: [process.env.SW4RM_PROTOS_DIR || path.join(__dirname, '..', 'protos')],
-  keepCase: true, longs: String, enums: String, defaults: true, oneofs: true,
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any
-})) as any;
+const packages = grpc.loadPackageDefinition(
+  protoLoader.loadSync(['worktree.proto'], {
+    includeDirs: [process.env.SW4RM_PROTOS_DIR || path.join(__dirname, '..', 'protos')],
+    keepCase: true,
+    longs: String,
+    enums: String,
+    defaults: true,
+    oneofs: true,
+  }),
+) as any;
 const client: grpc.Client = new packages.sw4rm.worktree.WorktreeService(address, grpc.credentials.createInsecure());
 
 function rpc<T>(method: string, request: unknown): Promise<T> {
   const md = new grpc.Metadata();
   if (process.env.SW4RM_TOKEN) md.set('authorization', `Bearer ${process.env.SW4RM_TOKEN}`);
   return new Promise((resolve, reject) => {
-    // eslint-disable-next-line @typescript-eslint/no-explicit-any
-    (client as any)[method](request, md, { deadline: Date.now() + 10_000 }, (err: Error | null, res: T) => (err ? reject(err) : resolve(res)));
+    (client as any)[method](request, md, { deadline: Date.now() + 10_000 }, (err: Error | null, res: T) =>
+      err ? reject(err) : resolve(res),
+    );
   });
 }
 
-interface Status { repo_id: string; worktree_id: string; state: string }
+interface Status {
+  repo_id: string;
+  worktree_id: string;
+  state: string;
+}
 
 async function main(): Promise<void> {
   switch (command) {
@@ -59,7 +73,11 @@ async function main(): Promise<void> {
     case 'switch': {
       const [target] = rest;
       if (!target) throw new Error(usage);
-      let status = await rpc<Status>('RequestSwitch', { agent_id: agentId, target_worktree_id: target, requires_hitl: true });
+      let status = await rpc<Status>('RequestSwitch', {
+        agent_id: agentId,
+        target_worktree_id: target,
+        requires_hitl: true,
+      });
       console.log(JSON.stringify(status));
       console.error('Waiting for the operator: approve or deny the WORKTREE_OVERRIDE request in the Approvals view.');
       while (status.state === 'SWITCH_PENDING') {

@@ -14,7 +14,13 @@ const svg = fs.readFileSync(source, 'utf8');
 const browser = await chromium.launch({
   executablePath: '/usr/bin/chromium',
   headless: true,
-  args: ['--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking', '--disable-component-update'],
+  args: [
+    '--no-sandbox',
+    '--disable-gpu',
+    '--no-first-run',
+    '--disable-background-networking',
+    '--disable-component-update',
+  ],
 });
 try {
   const page = await browser.newPage({ viewport: { width: SIZE, height: SIZE }, deviceScaleFactor: 1 });
@@ -23,4 +29,6 @@ try {
 } finally {
   await browser.close();
 }
-console.log(`render-icon: ${path.relative(root, target)} (${fs.statSync(target).size} bytes) from ${path.relative(root, source)}`);
+console.log(
+  `render-icon: ${path.relative(root, target)} (${fs.statSync(target).size} bytes) from ${path.relative(root, source)}`,
+);

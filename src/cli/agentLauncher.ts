@@ -32,10 +32,20 @@ export function planFrom(env: NodeJS.ProcessEnv): LaunchPlanJson | { readonly pr
     return { problem: `${PLAN_VARIABLE} is not JSON` };
   }
   const plan = value as Partial<LaunchPlanJson> | null;
-  if (!plan || !Array.isArray(plan.command) || plan.command.length === 0 || !plan.command.every((a) => typeof a === 'string') || plan.command[0] === '') {
+  if (
+    !plan ||
+    !Array.isArray(plan.command) ||
+    plan.command.length === 0 ||
+    !plan.command.every((a) => typeof a === 'string') ||
+    plan.command[0] === ''
+  ) {
     return { problem: `${PLAN_VARIABLE}.command must be a non-empty list of strings` };
   }
-  if (typeof plan.env !== 'object' || plan.env === null || !Object.values(plan.env).every((v) => typeof v === 'string')) {
+  if (
+    typeof plan.env !== 'object' ||
+    plan.env === null ||
+    !Object.values(plan.env).every((v) => typeof v === 'string')
+  ) {
     return { problem: `${PLAN_VARIABLE}.env must map names to strings` };
   }
   return { command: plan.command, env: plan.env };
@@ -68,7 +78,9 @@ function main(): void {
     });
   }
   child.once('error', (err: NodeJS.ErrnoException) => {
-    process.stderr.write(`sw4rm-launch: cannot start ${program}: ${err.code === 'ENOENT' ? 'not found' : err.message}\n`);
+    process.stderr.write(
+      `sw4rm-launch: cannot start ${program}: ${err.code === 'ENOENT' ? 'not found' : err.message}\n`,
+    );
     process.exitCode = EXIT_CANNOT_START;
   });
   child.once('exit', (code, signal) => {

@@ -4,8 +4,14 @@ import { POLICY_SETTING_KEYS } from '../core/policy/settings';
 import { MIB } from '../core/limits';
 import { MESSAGE_TYPES } from '../core/router/envelope';
 import {
-  DEFAULT_ROUTER_OPTIONS, MAX_MEMORY_BUDGET_MIB, MAX_MESSAGE_RETENTION_HOURS, MAX_STORE_BUDGET_MIB, MIN_MEMORY_BUDGET_MIB, MIN_STORE_BUDGET_MIB,
-  UNADDRESSED_POLICIES, type UnaddressedPolicy,
+  DEFAULT_ROUTER_OPTIONS,
+  MAX_MEMORY_BUDGET_MIB,
+  MAX_MESSAGE_RETENTION_HOURS,
+  MAX_STORE_BUDGET_MIB,
+  MIN_MEMORY_BUDGET_MIB,
+  MIN_STORE_BUDGET_MIB,
+  UNADDRESSED_POLICIES,
+  type UnaddressedPolicy,
 } from '../core/router/router';
 import type { AuthMode } from '../server/auth';
 import { CONNECTION_LIMIT_BOUNDS, DEFAULT_CONNECTION_LIMITS } from '../server/connections';
@@ -13,8 +19,18 @@ import { DEFAULT_BRIDGE_PORT } from '../server/bridge/bridgeServer';
 import { DEFAULT_SCHEDULER_OPTIONS } from '../core/scheduler/model';
 import { DEFAULT_HANDOFF_OPTIONS, HANDOFF_OPTION_BOUNDS } from '../core/handoff/handoffs';
 import { DEFAULT_LAUNCHES_OPTIONS, INBOX_ACK_TIMEOUT_MINUTES } from '../core/launch/launches';
-import { DEFAULT_SNAPSHOT_RETENTION_DAYS, MAX_SNAPSHOT_RETENTION_DAYS, MIN_SNAPSHOT_RETENTION_DAYS } from '../core/worktree/operations';
-import { checkCopyGlob, DEFAULT_SETUP_TIMEOUT_SECONDS, MAX_SETUP_TIMEOUT_SECONDS, SetupConfigError, settingsSetupConfig } from '../core/worktree/setup';
+import {
+  DEFAULT_SNAPSHOT_RETENTION_DAYS,
+  MAX_SNAPSHOT_RETENTION_DAYS,
+  MIN_SNAPSHOT_RETENTION_DAYS,
+} from '../core/worktree/operations';
+import {
+  checkCopyGlob,
+  DEFAULT_SETUP_TIMEOUT_SECONDS,
+  MAX_SETUP_TIMEOUT_SECONDS,
+  SetupConfigError,
+  settingsSetupConfig,
+} from '../core/worktree/setup';
 
 /** A payload limit may not exceed what the transport admits (the largest default, 16 MB). */
 const TRANSPORT_MAX_PAYLOAD = 16 * MIB;
@@ -157,52 +173,86 @@ export const MAX_DEBOUNCE_SECONDS = 86_400;
 
 export function parseArgs(argv: readonly string[]): CliOptions {
   const options = {
-    host: '127.0.0.1', port: 50051, bridgePort: DEFAULT_BRIDGE_PORT, dataDir: '.sw4rm', auth: 'token' as AuthMode, heartbeatDebounceSeconds: 30,
-    capacity: 10, dedupWindowSeconds: 3600, messageRetentionHours: DEFAULT_ROUTER_OPTIONS.messageRetentionMs / 3_600_000, storeBudgetMiB: DEFAULT_ROUTER_OPTIONS.storeBudgetBytes / MIB,
-    memoryBudgetMiB: DEFAULT_ROUTER_OPTIONS.memoryBudgetBytes / MIB, maxConnections: DEFAULT_CONNECTION_LIMITS.maxConnections,
-    unauthenticatedIdleSeconds: DEFAULT_CONNECTION_LIMITS.unauthenticatedIdleMs / 1000, requestBodySeconds: DEFAULT_CONNECTION_LIMITS.requestBodyMs / 1000,
-    privilegedRatePerSecond: 50, payloadLimits: {} as Record<string, number>, unaddressed: DEFAULT_ROUTER_OPTIONS.unaddressed, verbose: false, help: false,
-    operator: false, hitlPolicyFile: undefined as string | undefined,
+    host: '127.0.0.1',
+    port: 50051,
+    bridgePort: DEFAULT_BRIDGE_PORT,
+    dataDir: '.sw4rm',
+    auth: 'token' as AuthMode,
+    heartbeatDebounceSeconds: 30,
+    capacity: 10,
+    dedupWindowSeconds: 3600,
+    messageRetentionHours: DEFAULT_ROUTER_OPTIONS.messageRetentionMs / 3_600_000,
+    storeBudgetMiB: DEFAULT_ROUTER_OPTIONS.storeBudgetBytes / MIB,
+    memoryBudgetMiB: DEFAULT_ROUTER_OPTIONS.memoryBudgetBytes / MIB,
+    maxConnections: DEFAULT_CONNECTION_LIMITS.maxConnections,
+    unauthenticatedIdleSeconds: DEFAULT_CONNECTION_LIMITS.unauthenticatedIdleMs / 1000,
+    requestBodySeconds: DEFAULT_CONNECTION_LIMITS.requestBodyMs / 1000,
+    privilegedRatePerSecond: 50,
+    payloadLimits: {} as Record<string, number>,
+    unaddressed: DEFAULT_ROUTER_OPTIONS.unaddressed,
+    verbose: false,
+    help: false,
+    operator: false,
+    hitlPolicyFile: undefined as string | undefined,
     workspaceFolders: [] as string[],
-    worktreesFolder: '', setupCopy: [] as string[], setupCommand: '', setupTimeoutSeconds: DEFAULT_SETUP_TIMEOUT_SECONDS,
-    trustRepositorySetup: false, snapshotRetentionDays: DEFAULT_SNAPSHOT_RETENTION_DAYS,
-    maxParallel: {} as Record<string, number>, conflictThreshold: DEFAULT_SCHEDULER_OPTIONS.conflictThreshold,
-    processTools: false, acceptUnenforcedNetwork: false, negotiationPolicyFile: undefined as string | undefined,
-    handoffTimeoutSeconds: DEFAULT_HANDOFF_OPTIONS.defaultTimeoutMs / 1000, handoffReroute: DEFAULT_HANDOFF_OPTIONS.reroute,
-    handoffToOperator: DEFAULT_HANDOFF_OPTIONS.routeToOperator, handoffRetentionDays: DEFAULT_HANDOFF_OPTIONS.retentionDays,
+    worktreesFolder: '',
+    setupCopy: [] as string[],
+    setupCommand: '',
+    setupTimeoutSeconds: DEFAULT_SETUP_TIMEOUT_SECONDS,
+    trustRepositorySetup: false,
+    snapshotRetentionDays: DEFAULT_SNAPSHOT_RETENTION_DAYS,
+    maxParallel: {} as Record<string, number>,
+    conflictThreshold: DEFAULT_SCHEDULER_OPTIONS.conflictThreshold,
+    processTools: false,
+    acceptUnenforcedNetwork: false,
+    negotiationPolicyFile: undefined as string | undefined,
+    handoffTimeoutSeconds: DEFAULT_HANDOFF_OPTIONS.defaultTimeoutMs / 1000,
+    handoffReroute: DEFAULT_HANDOFF_OPTIONS.reroute,
+    handoffToOperator: DEFAULT_HANDOFF_OPTIONS.routeToOperator,
+    handoffRetentionDays: DEFAULT_HANDOFF_OPTIONS.retentionDays,
     inboxAckTimeoutMinutes: DEFAULT_LAUNCHES_OPTIONS.bridgedAckTimeoutMs / 60_000,
   };
   const positiveInteger = (flag: string, v: string, max: number): number => {
     const n = Number(v);
-    if (!/^\d+$/.test(v) || n < 1 || n > max) throw new UsageError(`${flag} must be a whole number from 1 to ${max}, not '${v}'`);
+    if (!/^\d+$/.test(v) || n < 1 || n > max)
+      throw new UsageError(`${flag} must be a whole number from 1 to ${max}, not '${v}'`);
     return n;
   };
   const wholeIn = (flag: string, v: string, min: number, max: number): number => {
     const n = Number(v);
-    if (!/^\d+$/.test(v) || n < min || n > max) throw new UsageError(`${flag} must be a whole number from ${min} to ${max}, not '${v}'`);
+    if (!/^\d+$/.test(v) || n < min || n > max)
+      throw new UsageError(`${flag} must be a whole number from ${min} to ${max}, not '${v}'`);
     return n;
   };
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i];
-    const [flag, inline] = arg.startsWith('--') && arg.includes('=') ? [arg.slice(0, arg.indexOf('=')), arg.slice(arg.indexOf('=') + 1)] : [arg, undefined];
+    const [flag, inline] =
+      arg.startsWith('--') && arg.includes('=')
+        ? [arg.slice(0, arg.indexOf('=')), arg.slice(arg.indexOf('=') + 1)]
+        : [arg, undefined];
     const value = (): string => {
       const v = inline ?? argv[++i];
-      if (v === undefined || (inline === undefined && v.startsWith('--'))) throw new UsageError(`${flag} needs a value`);
+      if (v === undefined || (inline === undefined && v.startsWith('--')))
+        throw new UsageError(`${flag} needs a value`);
       return v;
     };
     switch (flag) {
-      case '--host': options.host = value(); break;
+      case '--host':
+        options.host = value();
+        break;
       case '--port': {
         const v = value();
         const port = Number(v);
-        if (!/^\d+$/.test(v) || port > 65535) throw new UsageError(`--port must be a number from 0 to 65535, not '${v}'`);
+        if (!/^\d+$/.test(v) || port > 65535)
+          throw new UsageError(`--port must be a number from 0 to 65535, not '${v}'`);
         options.port = port;
         break;
       }
       case '--bridge-port': {
         const v = value();
         const port = Number(v);
-        if (!/^\d+$/.test(v) || port > 65535) throw new UsageError(`--bridge-port must be a number from 0 to 65535, not '${v}'`);
+        if (!/^\d+$/.test(v) || port > 65535)
+          throw new UsageError(`--bridge-port must be a number from 0 to 65535, not '${v}'`);
         options.bridgePort = port;
         break;
       }
@@ -211,7 +261,9 @@ export function parseArgs(argv: readonly string[]): CliOptions {
         options.inboxAckTimeoutMinutes = wholeIn(flag, value(), min, max);
         break;
       }
-      case '--data-dir': options.dataDir = value(); break;
+      case '--data-dir':
+        options.dataDir = value();
+        break;
       case '--auth': {
         const v = value();
         if (v !== 'token' && v !== 'none') throw new UsageError(`--auth must be 'token' or 'none', not '${v}'`);
@@ -220,24 +272,44 @@ export function parseArgs(argv: readonly string[]): CliOptions {
       }
       case '--heartbeat-debounce': {
         const v = Number(value());
-        if (!(v > 0 && v <= MAX_DEBOUNCE_SECONDS)) throw new UsageError(`--heartbeat-debounce must be a positive number of seconds, at most ${MAX_DEBOUNCE_SECONDS}`);
+        if (!(v > 0 && v <= MAX_DEBOUNCE_SECONDS))
+          throw new UsageError(
+            `--heartbeat-debounce must be a positive number of seconds, at most ${MAX_DEBOUNCE_SECONDS}`,
+          );
         options.heartbeatDebounceSeconds = v;
         break;
       }
-      case '--capacity': options.capacity = positiveInteger(flag, value(), 1_000_000); break;
-      case '--dedup-window': options.dedupWindowSeconds = positiveInteger(flag, value(), 30 * 86_400); break;
-      case '--message-retention': options.messageRetentionHours = positiveInteger(flag, value(), MAX_MESSAGE_RETENTION_HOURS); break;
+      case '--capacity':
+        options.capacity = positiveInteger(flag, value(), 1_000_000);
+        break;
+      case '--dedup-window':
+        options.dedupWindowSeconds = positiveInteger(flag, value(), 30 * 86_400);
+        break;
+      case '--message-retention':
+        options.messageRetentionHours = positiveInteger(flag, value(), MAX_MESSAGE_RETENTION_HOURS);
+        break;
       case '--store-budget': {
         const v = value();
         const n = Number(v);
         if (!/^\d+$/.test(v) || n < MIN_STORE_BUDGET_MIB || n > MAX_STORE_BUDGET_MIB) {
-          throw new UsageError(`--store-budget must be a whole number of MiB from ${MIN_STORE_BUDGET_MIB} to ${MAX_STORE_BUDGET_MIB}, not '${v}'`);
+          throw new UsageError(
+            `--store-budget must be a whole number of MiB from ${MIN_STORE_BUDGET_MIB} to ${MAX_STORE_BUDGET_MIB}, not '${v}'`,
+          );
         }
         options.storeBudgetMiB = n;
         break;
       }
-      case '--memory-budget': options.memoryBudgetMiB = wholeIn(flag, value(), MIN_MEMORY_BUDGET_MIB, MAX_MEMORY_BUDGET_MIB); break;
-      case '--max-connections': options.maxConnections = wholeIn(flag, value(), CONNECTION_LIMIT_BOUNDS.maxConnections.min, CONNECTION_LIMIT_BOUNDS.maxConnections.max); break;
+      case '--memory-budget':
+        options.memoryBudgetMiB = wholeIn(flag, value(), MIN_MEMORY_BUDGET_MIB, MAX_MEMORY_BUDGET_MIB);
+        break;
+      case '--max-connections':
+        options.maxConnections = wholeIn(
+          flag,
+          value(),
+          CONNECTION_LIMIT_BOUNDS.maxConnections.min,
+          CONNECTION_LIMIT_BOUNDS.maxConnections.max,
+        );
+        break;
       case '--idle-unauthenticated': {
         const { min, max } = CONNECTION_LIMIT_BOUNDS.unauthenticatedIdleSeconds;
         options.unauthenticatedIdleSeconds = wholeIn(flag, value(), min, max);
@@ -248,26 +320,40 @@ export function parseArgs(argv: readonly string[]): CliOptions {
         options.requestBodySeconds = wholeIn(flag, value(), min, max);
         break;
       }
-      case '--privileged-rate': options.privilegedRatePerSecond = positiveInteger(flag, value(), 100_000); break;
+      case '--privileged-rate':
+        options.privilegedRatePerSecond = positiveInteger(flag, value(), 100_000);
+        break;
       case '--payload-limit': {
         const v = value();
         const match = /^([A-Z_]+)=(\d+)$/.exec(v);
         if (!match) throw new UsageError(`--payload-limit takes TYPE=BYTES, e.g. DATA=1048576, not '${v}'`);
-        if (!(MESSAGE_TYPES as readonly string[]).includes(match[1])) throw new UsageError(`--payload-limit: '${match[1]}' is not a message type (${MESSAGE_TYPES.join(', ')})`);
+        if (!(MESSAGE_TYPES as readonly string[]).includes(match[1]))
+          throw new UsageError(`--payload-limit: '${match[1]}' is not a message type (${MESSAGE_TYPES.join(', ')})`);
         options.payloadLimits[match[1]] = positiveInteger('--payload-limit', match[2], TRANSPORT_MAX_PAYLOAD);
         break;
       }
       case '--unaddressed': {
         const v = value();
-        if (!(UNADDRESSED_POLICIES as readonly string[]).includes(v)) throw new UsageError(`--unaddressed must be ${UNADDRESSED_POLICIES.join(' or ')}, not '${v}'`);
+        if (!(UNADDRESSED_POLICIES as readonly string[]).includes(v))
+          throw new UsageError(`--unaddressed must be ${UNADDRESSED_POLICIES.join(' or ')}, not '${v}'`);
         options.unaddressed = v as UnaddressedPolicy;
         break;
       }
-      case '--operator': options.operator = true; break;
-      case '--hitl-policy': options.hitlPolicyFile = value(); break;
-      case '--negotiation-policy': options.negotiationPolicyFile = value(); break;
-      case '--workspace': options.workspaceFolders.push(value()); break;
-      case '--worktrees-folder': options.worktreesFolder = value(); break;
+      case '--operator':
+        options.operator = true;
+        break;
+      case '--hitl-policy':
+        options.hitlPolicyFile = value();
+        break;
+      case '--negotiation-policy':
+        options.negotiationPolicyFile = value();
+        break;
+      case '--workspace':
+        options.workspaceFolders.push(value());
+        break;
+      case '--worktrees-folder':
+        options.worktreesFolder = value();
+        break;
       case '--setup-copy': {
         const v = value();
         try {
@@ -277,26 +363,45 @@ export function parseArgs(argv: readonly string[]): CliOptions {
         }
         break;
       }
-      case '--setup-command': options.setupCommand = value(); break;
-      case '--setup-timeout': options.setupTimeoutSeconds = wholeIn(flag, value(), 1, MAX_SETUP_TIMEOUT_SECONDS); break;
-      case '--trust-repository-setup': options.trustRepositorySetup = true; break;
-      case '--snapshot-retention': options.snapshotRetentionDays = wholeIn(flag, value(), MIN_SNAPSHOT_RETENTION_DAYS, MAX_SNAPSHOT_RETENTION_DAYS); break;
+      case '--setup-command':
+        options.setupCommand = value();
+        break;
+      case '--setup-timeout':
+        options.setupTimeoutSeconds = wholeIn(flag, value(), 1, MAX_SETUP_TIMEOUT_SECONDS);
+        break;
+      case '--trust-repository-setup':
+        options.trustRepositorySetup = true;
+        break;
+      case '--snapshot-retention':
+        options.snapshotRetentionDays = wholeIn(
+          flag,
+          value(),
+          MIN_SNAPSHOT_RETENTION_DAYS,
+          MAX_SNAPSHOT_RETENTION_DAYS,
+        );
+        break;
       case '--max-parallel': {
         const v = value();
         const match = /^([^=\s]+)=(\d+)$/.exec(v);
-        if (!match) throw new UsageError(`--max-parallel takes TYPE=N (an agent type, the descriptor's name, and a whole number), e.g. coder=2, not '${v}'`);
-        if (match[1].length > MAX_AGENT_TYPE_LENGTH) throw new UsageError(`--max-parallel: the agent type is longer than ${MAX_AGENT_TYPE_LENGTH} characters`);
+        if (!match)
+          throw new UsageError(
+            `--max-parallel takes TYPE=N (an agent type, the descriptor's name, and a whole number), e.g. coder=2, not '${v}'`,
+          );
+        if (match[1].length > MAX_AGENT_TYPE_LENGTH)
+          throw new UsageError(`--max-parallel: the agent type is longer than ${MAX_AGENT_TYPE_LENGTH} characters`);
         options.maxParallel[match[1]] = positiveInteger('--max-parallel', match[2], MAX_PARALLEL_INSTANCES);
         break;
       }
       case '--conflict-threshold': {
         const v = value();
         const x = Number(v);
-        if (!/^\d+(\.\d+)?$|^\.\d+$/.test(v) || !(x >= 0 && x <= 1)) throw new UsageError(`--conflict-threshold must be a number from 0 to 1, not '${v}'`);
+        if (!/^\d+(\.\d+)?$|^\.\d+$/.test(v) || !(x >= 0 && x <= 1))
+          throw new UsageError(`--conflict-threshold must be a number from 0 to 1, not '${v}'`);
         options.conflictThreshold = x;
         break;
       }
-      case '--process-tools': case '--accept-unenforced-network':
+      case '--process-tools':
+      case '--accept-unenforced-network':
         // A switch: `--process-tools=false` must not turn the provider on.
         if (inline !== undefined) throw new UsageError(`${flag} takes no value`);
         if (flag === '--process-tools') options.processTools = true;
@@ -312,14 +417,22 @@ export function parseArgs(argv: readonly string[]): CliOptions {
         options.handoffRetentionDays = wholeIn(flag, value(), min, max);
         break;
       }
-      case '--no-handoff-reroute': case '--handoff-to-operator':
+      case '--no-handoff-reroute':
+      case '--handoff-to-operator':
         if (inline !== undefined) throw new UsageError(`${flag} takes no value`);
         if (flag === '--no-handoff-reroute') options.handoffReroute = false;
         else options.handoffToOperator = true;
         break;
-      case '-v': case '--verbose': options.verbose = true; break;
-      case '-h': case '--help': options.help = true; break;
-      default: throw new UsageError(`unknown option '${arg}'`);
+      case '-v':
+      case '--verbose':
+        options.verbose = true;
+        break;
+      case '-h':
+      case '--help':
+        options.help = true;
+        break;
+      default:
+        throw new UsageError(`unknown option '${arg}'`);
     }
   }
   // The setup flags as a whole (e.g. how many globs), checked as the coordinator will read them.

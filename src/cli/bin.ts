@@ -4,7 +4,11 @@
 import { isBuiltin } from 'node:module';
 import { nodeRefusal } from './nodeCheck';
 
-const refusal = nodeRefusal({ version: process.version, execPath: process.execPath, hasSqlite: isBuiltin('node:sqlite') });
+const refusal = nodeRefusal({
+  version: process.version,
+  execPath: process.execPath,
+  hasSqlite: isBuiltin('node:sqlite'),
+});
 if (refusal !== undefined) {
   process.stderr.write(refusal);
   process.exitCode = 1;

@@ -25,13 +25,15 @@ export interface BridgeEnvSpec {
 export function readBridgeEnv(env: NodeJS.ProcessEnv, spec: BridgeEnvSpec): BridgeEnv | string {
   const { command, urlVariable } = spec;
   const missing = [urlVariable, 'SW4RM_TOKEN'].filter((name) => (env[name] ?? '').trim() === '');
-  if (missing.length > 0) return `${command}: ${missing.join(' and ')} ${missing.length > 1 ? 'are' : 'is'} not set${spec.missingHint}`;
+  if (missing.length > 0)
+    return `${command}: ${missing.join(' and ')} ${missing.length > 1 ? 'are' : 'is'} not set${spec.missingHint}`;
   let url: URL;
   try {
     url = new URL(env[urlVariable]!.trim());
   } catch {
     return `${command}: ${urlVariable} is not a URL: ${JSON.stringify(env[urlVariable])}`;
   }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') return `${command}: ${urlVariable} must be an http(s) URL, not ${url.protocol}`;
+  if (url.protocol !== 'http:' && url.protocol !== 'https:')
+    return `${command}: ${urlVariable} must be an http(s) URL, not ${url.protocol}`;
   return { url, token: env.SW4RM_TOKEN!.trim() };
 }

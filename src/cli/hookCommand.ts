@@ -20,14 +20,23 @@ export interface HookConfig {
 }
 
 /** What the command line and environment say, or why they cannot be used (with the CLI, when it is known). */
-export function hookConfig(argv: readonly string[], env: NodeJS.ProcessEnv): HookConfig | { readonly cli?: HookCli; readonly problem: string } {
+export function hookConfig(
+  argv: readonly string[],
+  env: NodeJS.ProcessEnv,
+): HookConfig | { readonly cli?: HookCli; readonly problem: string } {
   const at = argv.indexOf('--cli');
   const given = at >= 0 ? argv[at + 1] : argv.find((a) => a.startsWith('--cli='))?.slice('--cli='.length);
   if (!isHookCli(given)) {
-    return { problem: `sw4rm-hook: --cli must be one of ${HOOK_CLIS.join(', ')}${given === undefined ? '' : `, not ${JSON.stringify(given)}`}` };
+    return {
+      problem: `sw4rm-hook: --cli must be one of ${HOOK_CLIS.join(', ')}${given === undefined ? '' : `, not ${JSON.stringify(given)}`}`,
+    };
   }
   const cli = given;
-  const read = readBridgeEnv(env, { command: 'sw4rm-hook', urlVariable: 'SW4RM_HOOK_URL', missingHint: ' (an agent launched by SW4RM: Launch Agent… has both)' });
+  const read = readBridgeEnv(env, {
+    command: 'sw4rm-hook',
+    urlVariable: 'SW4RM_HOOK_URL',
+    missingHint: ' (an agent launched by SW4RM: Launch Agent… has both)',
+  });
   if (typeof read === 'string') return { cli, problem: read };
   read.url.searchParams.set('cli', cli);
   return { cli, ...read };
@@ -42,7 +51,11 @@ export interface HookResult {
 /** The CLI's "ask" (for a CLI without one, its deny saying nobody decided), with the reason on stderr. */
 export function askAnswer(cli: HookCli, reason: string): HookResult {
   const answer = formatAnswer(cli, { decision: 'ask', reason: `SW4RM could not decide: ${reason}` }, 'hook_fallback');
-  return { stdout: `${JSON.stringify(answer.stdout)}\n`, stderr: `sw4rm-hook: ${reason}; answering "ask"\n`, exitCode: answer.exitCode };
+  return {
+    stdout: `${JSON.stringify(answer.stdout)}\n`,
+    stderr: `sw4rm-hook: ${reason}; answering "ask"\n`,
+    exitCode: answer.exitCode,
+  };
 }
 
 /** POSTs the hook input and turns the coordinator's answer (or its absence) into what the CLI reads. */
@@ -51,17 +64,30 @@ export async function runHook(config: HookConfig, input: string, waitMs = DEFAUL
   try {
     response = await post(config.url, config.token, input, waitMs);
   } catch (err) {
-    return askAnswer(config.cli, `the coordinator could not be reached at ${config.url.origin} (${err instanceof Error ? err.message : String(err)})`);
+    return askAnswer(
+      config.cli,
+      `the coordinator could not be reached at ${config.url.origin} (${err instanceof Error ? err.message : String(err)})`,
+    );
   }
   let body: unknown;
-  try { body = JSON.parse(response.body); } catch { body = undefined; }
+  try {
+    body = JSON.parse(response.body);
+  } catch {
+    body = undefined;
+  }
   if (response.status !== 200) {
     const error = (body as { error?: { code?: unknown; message?: unknown } } | undefined)?.error;
-    const detail = error && typeof error.message === 'string' ? `${String(error.code)}: ${error.message}` : response.body.slice(0, 300);
-    return askAnswer(config.cli, `the coordinator refused the hook (HTTP ${response.status}${detail ? `, ${detail}` : ''})`);
+    const detail =
+      error && typeof error.message === 'string'
+        ? `${String(error.code)}: ${error.message}`
+        : response.body.slice(0, 300);
+    return askAnswer(
+      config.cli,
+      `the coordinator refused the hook (HTTP ${response.status}${detail ? `, ${detail}` : ''})`,
+    );
   }
   if (typeof body !== 'object' || body === null || Array.isArray(body)) {
-    return askAnswer(config.cli, 'the coordinator\'s answer is not a JSON object');
+    return askAnswer(config.cli, "the coordinator's answer is not a JSON object");
   }
   return { stdout: `${JSON.stringify(body)}\n`, stderr: '', exitCode: 0 };
 }
@@ -69,22 +95,45 @@ export async function runHook(config: HookConfig, input: string, waitMs = DEFAUL
 /** node:http, not fetch: fetch gives up on a response's headers after 300 s, and a person may take 600. */
 function post(url: URL, token: string, body: string, waitMs: number): Promise<{ status: number; body: string }> {
   return new Promise((resolve, reject) => {
-    const request = (url.protocol === 'https:' ? https : http).request(url, {
-      method: 'POST',
-      headers: { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body), Authorization: `Bearer ${token}` },
-    }, (res) => {
-      const chunks: Buffer[] = [];
-      let size = 0;
-      res.on('data', (chunk: Buffer) => {
-        size += chunk.length;
-        if (size > 1024 * 1024) { request.destroy(new Error('the answer is larger than 1 MiB')); return; }
-        chunks.push(chunk);
-      });
-      res.on('end', () => { clearTimeout(timer); resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8') }); });
-      res.on('error', (err) => { clearTimeout(timer); reject(err); });
+    const request = (url.protocol === 'https:' ? https : http).request(
+      url,
+      {
+        method: 'POST',
+        headers: {
+          'Content-Type': 'application/json',
+          'Content-Length': Buffer.byteLength(body),
+          Authorization: `Bearer ${token}`,
+        },
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        let size = 0;
+        res.on('data', (chunk: Buffer) => {
+          size += chunk.length;
+          if (size > 1024 * 1024) {
+            request.destroy(new Error('the answer is larger than 1 MiB'));
+            return;
+          }
+          chunks.push(chunk);
+        });
+        res.on('end', () => {
+          clearTimeout(timer);
+          resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8') });
+        });
+        res.on('error', (err) => {
+          clearTimeout(timer);
+          reject(err);
+        });
+      },
+    );
+    const timer = setTimeout(
+      () => request.destroy(new Error(`no answer within ${Math.round(waitMs / 1000)} s`)),
+      waitMs,
+    );
+    request.on('error', (err) => {
+      clearTimeout(timer);
+      reject(err);
     });
-    const timer = setTimeout(() => request.destroy(new Error(`no answer within ${Math.round(waitMs / 1000)} s`)), waitMs);
-    request.on('error', (err) => { clearTimeout(timer); reject(err); });
     request.end(body);
   });
 }
@@ -110,15 +159,20 @@ async function main(): Promise<void> {
   const config = hookConfig(process.argv.slice(2), process.env);
   let result: HookResult;
   if ('problem' in config) {
-    result = config.cli ? askAnswer(config.cli, config.problem.replace(/^sw4rm-hook: /, '')) : { stdout: '', stderr: `${config.problem}\n`, exitCode: EXIT_USAGE };
+    result = config.cli
+      ? askAnswer(config.cli, config.problem.replace(/^sw4rm-hook: /, ''))
+      : { stdout: '', stderr: `${config.problem}\n`, exitCode: EXIT_USAGE };
   } else {
     const input = await readStdin();
-    result = input === undefined
-      ? askAnswer(config.cli, `the hook input is larger than ${MAX_HOOK_INPUT_BYTES} bytes`)
-      : await runHook(config, input);
+    result =
+      input === undefined
+        ? askAnswer(config.cli, `the hook input is larger than ${MAX_HOOK_INPUT_BYTES} bytes`)
+        : await runHook(config, input);
   }
   if (result.stderr) process.stderr.write(result.stderr);
-  process.stdout.write(result.stdout, () => { process.exitCode = result.exitCode; });
+  process.stdout.write(result.stdout, () => {
+    process.exitCode = result.exitCode;
+  });
 }
 
 if (require.main === module) {

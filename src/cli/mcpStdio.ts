@@ -16,9 +16,11 @@ export type ProxyConfig = BridgeEnv;
 /** Where to relay and with which credential, or the message (one line) that says what is missing. */
 export function proxyConfig(env: NodeJS.ProcessEnv): ProxyConfig | string {
   const read = readBridgeEnv(env, {
-    command: 'sw4rm-mcp', urlVariable: 'SW4RM_MCP_URL',
-    missingHint: '. This command relays MCP between stdio and the SW4RM coordinator\'s bridge: set SW4RM_MCP_URL to the bridge URL '
-      + '(e.g. http://127.0.0.1:50052/mcp) and SW4RM_TOKEN to the agent\'s own credential (an agent launched by SW4RM: Launch Agent… has both).',
+    command: 'sw4rm-mcp',
+    urlVariable: 'SW4RM_MCP_URL',
+    missingHint:
+      ". This command relays MCP between stdio and the SW4RM coordinator's bridge: set SW4RM_MCP_URL to the bridge URL " +
+      "(e.g. http://127.0.0.1:50052/mcp) and SW4RM_TOKEN to the agent's own credential (an agent launched by SW4RM: Launch Agent… has both).",
   });
   return typeof read === 'string' ? `${read}\n` : read;
 }
@@ -27,21 +29,35 @@ export function proxyConfig(env: NodeJS.ProcessEnv): ProxyConfig | string {
 export function failedRequests(message: JSONRPCMessage | JSONRPCMessage[], reason: string): JSONRPCMessage[] {
   const messages = Array.isArray(message) ? message : [message];
   return messages
-    .filter((m): m is JSONRPCMessage & { id: string | number; method: string } => 'method' in m && 'id' in m && m.id !== undefined)
-    .map((m) => ({ jsonrpc: '2.0' as const, id: m.id, error: { code: PROXY_ERROR_CODE, message: `sw4rm-mcp: the coordinator's bridge refused or could not be reached: ${reason}` } }));
+    .filter(
+      (m): m is JSONRPCMessage & { id: string | number; method: string } =>
+        'method' in m && 'id' in m && m.id !== undefined,
+    )
+    .map((m) => ({
+      jsonrpc: '2.0' as const,
+      id: m.id,
+      error: {
+        code: PROXY_ERROR_CODE,
+        message: `sw4rm-mcp: the coordinator's bridge refused or could not be reached: ${reason}`,
+      },
+    }));
 }
 
 /** The protocol version an initialize result carries (the HTTP side sends it as mcp-protocol-version from then on). */
 export function negotiatedVersion(message: JSONRPCMessage): string | undefined {
   if (!('result' in message)) return undefined;
   const result = message.result as { protocolVersion?: unknown; serverInfo?: unknown } | undefined;
-  return result !== undefined && typeof result.protocolVersion === 'string' && result.serverInfo !== undefined ? result.protocolVersion : undefined;
+  return result !== undefined && typeof result.protocolVersion === 'string' && result.serverInfo !== undefined
+    ? result.protocolVersion
+    : undefined;
 }
 
 /** Relays until stdin closes. */
 export async function runProxy(config: ProxyConfig, stderr: (text: string) => void): Promise<void> {
   const stdio = new StdioServerTransport();
-  const remote = new StreamableHTTPClientTransport(config.url, { requestInit: { headers: { Authorization: `Bearer ${config.token}` } } });
+  const remote = new StreamableHTTPClientTransport(config.url, {
+    requestInit: { headers: { Authorization: `Bearer ${config.token}` } },
+  });
   let closing = false;
   const close = async () => {
     if (closing) return;

@@ -18,8 +18,10 @@ export interface NodeRuntime {
 /** What to tell the user when this Node cannot run the coordinator, or undefined when it can. */
 export function nodeRefusal(runtime: NodeRuntime): string | undefined {
   if (runtime.hasSqlite) return undefined;
-  return `sw4rm-coordinator needs Node.js ${REQUIRED_NODE} or newer (Node 24 recommended): it keeps its store with the ` +
+  return (
+    `sw4rm-coordinator needs Node.js ${REQUIRED_NODE} or newer (Node 24 recommended): it keeps its store with the ` +
     `built-in node:sqlite module, which this Node (${runtime.version}, ${runtime.execPath}) does not have.\n` +
     'In a clone of the project, run it through npm, which uses the Node 24 that `npm install` put in ' +
-    'node_modules/.bin: `npm start -- --help`, `npx sw4rm-coordinator --help`, or `node_modules/.bin/node dist/cli.js --help`.\n';
+    'node_modules/.bin: `npm start -- --help`, `npx sw4rm-coordinator --help`, or `node_modules/.bin/node dist/cli.js --help`.\n'
+  );
 }

@@ -27,11 +27,17 @@ export class OperatorConsole implements Disposable {
   private readonly subscription: Disposable;
   private readonly worktreeConsole: WorktreeConsole | undefined;
 
-  constructor(private readonly hitl: HitlService, readonly operator: string, private readonly print: (text: string) => void, worktrees?: WorktreeOperations) {
+  constructor(
+    private readonly hitl: HitlService,
+    readonly operator: string,
+    private readonly print: (text: string) => void,
+    worktrees?: WorktreeOperations,
+  ) {
     this.worktreeConsole = worktrees && new WorktreeConsole(worktrees, operator, print);
     this.attachment = hitl.attachOperator(operator);
     this.subscription = hitl.onDidChange((change) => {
-      if (change.kind === 'opened' && change.invocation.state === 'pending') print(`HITL pending: ${summaryLine(change.invocation)}\n`);
+      if (change.kind === 'opened' && change.invocation.state === 'pending')
+        print(`HITL pending: ${summaryLine(change.invocation)}\n`);
       if (change.kind === 'settled') print(`HITL ${summaryLine(change.invocation)}\n`);
     });
     const pending = hitl.list({ pendingOnly: true });
@@ -42,7 +48,8 @@ export class OperatorConsole implements Disposable {
   /** Runs one command line, the worktree commands too (they read and change git, so they answer later). */
   runAsync(line: string): Promise<string> {
     const [command = '', ...args] = line.trim().split(/\s+/);
-    if (this.worktreeConsole && WorktreeConsole.COMMANDS.has(command.toLowerCase())) return this.worktreeConsole.run(command.toLowerCase(), args);
+    if (this.worktreeConsole && WorktreeConsole.COMMANDS.has(command.toLowerCase()))
+      return this.worktreeConsole.run(command.toLowerCase(), args);
     if (this.worktreeConsole && command.toLowerCase() === 'help') return Promise.resolve(OPERATOR_HELP + WORKTREE_HELP);
     return Promise.resolve(this.run(line));
   }
@@ -55,8 +62,10 @@ export class OperatorConsole implements Disposable {
     const ctx = { correlationId: `operator-${Date.now()}` };
     try {
       switch (command.toLowerCase()) {
-        case '': return '';
-        case 'help': return OPERATOR_HELP;
+        case '':
+          return '';
+        case 'help':
+          return OPERATOR_HELP;
         case 'list': {
           const all = this.hitl.list({ pendingOnly: id !== 'all' });
           return all.length === 0 ? 'no invocations\n' : all.map((i) => `${summaryLine(i)}\n`).join('');
@@ -66,9 +75,16 @@ export class OperatorConsole implements Disposable {
           const audit = this.hitl.auditTrail({ invocationId: invocation.id });
           return JSON.stringify({ invocation, audit }, null, 2) + '\n';
         }
-        case 'approve': case 'deny': case 'defer': {
+        case 'approve':
+        case 'deny':
+        case 'defer': {
           if (id && !text) return `error: a rationale is required: ${command.toLowerCase()} ${id} <why>\n`;
-          const decided = this.hitl.decide(this.need(id).id, { action: command.toLowerCase(), rationale: text }, this.operator, ctx);
+          const decided = this.hitl.decide(
+            this.need(id).id,
+            { action: command.toLowerCase(), rationale: text },
+            this.operator,
+            ctx,
+          );
           return `${decided.id}: ${decided.decision?.action}\n`;
         }
         case 'modify': {
@@ -80,7 +96,12 @@ export class OperatorConsole implements Disposable {
             return 'error: modify takes <id> <json> -- <rationale>, with valid JSON\n';
           }
           if (id && !rationale) return `error: a rationale is required: modify ${id} <json> -- <why>\n`;
-          const decided = this.hitl.decide(this.need(id).id, { action: 'modify', rationale, payload }, this.operator, ctx);
+          const decided = this.hitl.decide(
+            this.need(id).id,
+            { action: 'modify', rationale, payload },
+            this.operator,
+            ctx,
+          );
           return `${decided.id}: modify\n`;
         }
         case 'cancel': {
@@ -93,10 +114,14 @@ export class OperatorConsole implements Disposable {
           fs.writeFileSync(id, json);
           return `audit written to ${id}\n`;
         }
-        case 'pause': case 'resume':
+        case 'pause':
+        case 'resume':
           this.hitl.setPolicy({ ...this.hitl.policy, paused: command.toLowerCase() === 'pause' }, this.operator);
-          return command.toLowerCase() === 'pause' ? 'approvals paused: every new invocation waits for a human\n' : 'approvals resumed\n';
-        default: return `error: unknown command '${command}'; type "help"\n`;
+          return command.toLowerCase() === 'pause'
+            ? 'approvals paused: every new invocation waits for a human\n'
+            : 'approvals resumed\n';
+        default:
+          return `error: unknown command '${command}'; type "help"\n`;
       }
     } catch (err) {
       if (err instanceof HitlRequestError || err instanceof HitlStateError) return `error: ${err.message}\n`;
@@ -120,8 +145,13 @@ export class OperatorConsole implements Disposable {
 /** One line per invocation; agent-supplied text never carries terminal control sequences through. */
 function summaryLine(i: HitlInvocation): string {
   const subject = [i.subject.repoId, i.subject.worktreeId, i.subject.taskId].filter(Boolean).join('/');
-  const status = i.state === 'pending' ? `deadline ${isoUtc(i.deadlineAt)}` : `${i.state}: ${i.decision?.action} by ${i.decision?.origin.by}`;
-  return printable(`${i.id}  ${i.reasonType}  from ${i.requester}${subject ? `  on ${subject}` : ''}  ${JSON.stringify(i.context.summary)}  ${status}`);
+  const status =
+    i.state === 'pending'
+      ? `deadline ${isoUtc(i.deadlineAt)}`
+      : `${i.state}: ${i.decision?.action} by ${i.decision?.origin.by}`;
+  return printable(
+    `${i.id}  ${i.reasonType}  from ${i.requester}${subject ? `  on ${subject}` : ''}  ${JSON.stringify(i.context.summary)}  ${status}`,
+  );
 }
 
 function printable(text: string): string {

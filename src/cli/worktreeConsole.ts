@@ -29,17 +29,36 @@ const STRATEGIES: readonly MergeStrategy[] = ['merge', 'squash', 'rebase'];
 export class WorktreeConsole {
   private lastPlan: WorktreePruneCandidate[] | undefined;
 
-  constructor(private readonly ops: WorktreeOperations, private readonly operator: string, private readonly print: (text: string) => void) {}
+  constructor(
+    private readonly ops: WorktreeOperations,
+    private readonly operator: string,
+    private readonly print: (text: string) => void,
+  ) {}
 
-  static readonly COMMANDS = new Set(['worktrees', 'snapshots', 'restore', 'remove', 'prune', 'merge', 'merges', 'undo']);
+  static readonly COMMANDS = new Set([
+    'worktrees',
+    'snapshots',
+    'restore',
+    'remove',
+    'prune',
+    'merge',
+    'merges',
+    'undo',
+  ]);
 
   /** Runs one worktree command; refusals answer an error line, nothing throws for them. */
   async run(command: string, args: readonly string[]): Promise<string> {
     try {
       return await this.dispatch(command, args);
     } catch (err) {
-      if (err instanceof WorktreeOperationError || err instanceof WorktreeRefusedError || err instanceof MergeRefusedError
-        || err instanceof BindingRequestError || err instanceof BindingStateError || err instanceof InvalidWorktreeIdError) {
+      if (
+        err instanceof WorktreeOperationError ||
+        err instanceof WorktreeRefusedError ||
+        err instanceof MergeRefusedError ||
+        err instanceof BindingRequestError ||
+        err instanceof BindingStateError ||
+        err instanceof InvalidWorktreeIdError
+      ) {
         const reason = (err as { reason?: string }).reason;
         return `error${reason ? ` (${reason})` : ''}: ${printable(err.message)}\n`;
       }
@@ -56,18 +75,34 @@ export class WorktreeConsole {
       case 'worktrees': {
         const list = await this.ops.list();
         if (list.length === 0) return 'no agent worktrees\n';
-        return list.map((w) => printable([
-          `${w.repoId}/${w.worktreeId}`, w.branch, `+${w.ahead}/-${w.behind}`,
-          w.dirty === undefined ? 'folder missing' : `${w.dirty} uncommitted`,
-          w.boundAgents.length ? `agents ${w.boundAgents.map((a) => `${a.agentId}:${a.state}`).join(',')}` : 'unbound',
-          w.locked ? 'locked' : '', w.prunable ? 'prunable' : '',
-          w.lastSnapshot ? `last snapshot ${isoUtc(w.lastSnapshot.takenAt)}` : 'no snapshot', w.path,
-        ].filter(Boolean).join('  ')) + '\n').join('');
+        return list
+          .map(
+            (w) =>
+              printable(
+                [
+                  `${w.repoId}/${w.worktreeId}`,
+                  w.branch,
+                  `+${w.ahead}/-${w.behind}`,
+                  w.dirty === undefined ? 'folder missing' : `${w.dirty} uncommitted`,
+                  w.boundAgents.length
+                    ? `agents ${w.boundAgents.map((a) => `${a.agentId}:${a.state}`).join(',')}`
+                    : 'unbound',
+                  w.locked ? 'locked' : '',
+                  w.prunable ? 'prunable' : '',
+                  w.lastSnapshot ? `last snapshot ${isoUtc(w.lastSnapshot.takenAt)}` : 'no snapshot',
+                  w.path,
+                ]
+                  .filter(Boolean)
+                  .join('  '),
+              ) + '\n',
+          )
+          .join('');
       }
       case 'snapshots': {
         need(2, 'snapshots <repo> <worktree>');
         const list = await this.ops.snapshotsOf(repoId, worktreeId);
-        return list.length === 0 ? `no snapshots of ${printable(repoId)}/${printable(worktreeId)}\n`
+        return list.length === 0
+          ? `no snapshots of ${printable(repoId)}/${printable(worktreeId)}\n`
           : list.map((s) => `${s.ref}  ${isoUtc(s.takenAt)}  ${s.commit.slice(0, 12)}\n`).join('');
       }
       case 'restore': {
@@ -86,11 +121,16 @@ export class WorktreeConsole {
           if (!this.lastPlan) return 'error: run "prune" first to see what would be pruned\n';
           const pruned = await this.ops.prune(this.lastPlan, this.operator);
           this.lastPlan = undefined;
-          return pruned.length === 0 ? 'nothing pruned (no longer stale)\n' : pruned.map((c) => `pruned ${c.repoId}/${printable(c.name)}\n`).join('');
+          return pruned.length === 0
+            ? 'nothing pruned (no longer stale)\n'
+            : pruned.map((c) => `pruned ${c.repoId}/${printable(c.name)}\n`).join('');
         }
         this.lastPlan = await this.ops.prunePlan(repoId || undefined);
         if (this.lastPlan.length === 0) return 'nothing to prune\n';
-        return this.lastPlan.map((c) => `would prune ${c.repoId}/${printable(c.name)}: ${printable(c.reason)}\n`).join('') + 'type "prune apply" to prune exactly these\n';
+        return (
+          this.lastPlan.map((c) => `would prune ${c.repoId}/${printable(c.name)}: ${printable(c.reason)}\n`).join('') +
+          'type "prune apply" to prune exactly these\n'
+        );
       }
       case 'merge': {
         need(2, 'merge <repo> <worktree> [merge|squash|rebase] [target]');
@@ -106,38 +146,65 @@ export class WorktreeConsole {
         ];
         let answered = false;
         let resolveAnswer!: (text: string) => void;
-        const answer = new Promise<string>((resolve) => { resolveAnswer = resolve; });
+        const answer = new Promise<string>((resolve) => {
+          resolveAnswer = resolve;
+        });
         /** The command's answer (the approval is open, or the merge ended before it could open); later news is printed. */
         const opened = (text: string) => {
           if (answered) this.print(text);
           else resolveAnswer(text);
           answered = true;
         };
-        this.ops.mergeBack(repoId, worktreeId, options, this.operator, (invocationId) => {
-          opened(`${lines.map(printable).join('\n')}\napproval ${invocationId} opened: "approve ${invocationId} <why>" merges, "deny ${invocationId} <why>" does not\n`);
-        }).then((result) => {
-          const text = result.status === 'merged' ? `merged ${repoId}/${worktreeId}: merge ${result.merge.id} (${result.merge.previousHead.slice(0, 12)} → ${result.merge.resultHead.slice(0, 12)}); "undo ${result.merge.id}" undoes it\n`
-            : result.status === 'conflicts' ? `not merged: conflicts predicted in ${result.conflicts.map((c) => printable(c.path)).join(', ')}\n`
-              : `not merged: approval ${result.invocationId} was not approved\n`;
-          opened(result.status === 'conflicts' ? `${lines.map(printable).join('\n')}\n${text}` : text);
-        }, (err: unknown) => opened(`error: merge of ${repoId}/${worktreeId}: ${printable(err instanceof Error ? err.message : String(err))}\n`));
+        this.ops
+          .mergeBack(repoId, worktreeId, options, this.operator, (invocationId) => {
+            opened(
+              `${lines.map(printable).join('\n')}\napproval ${invocationId} opened: "approve ${invocationId} <why>" merges, "deny ${invocationId} <why>" does not\n`,
+            );
+          })
+          .then(
+            (result) => {
+              const text =
+                result.status === 'merged'
+                  ? `merged ${repoId}/${worktreeId}: merge ${result.merge.id} (${result.merge.previousHead.slice(0, 12)} → ${result.merge.resultHead.slice(0, 12)}); "undo ${result.merge.id}" undoes it\n`
+                  : result.status === 'conflicts'
+                    ? `not merged: conflicts predicted in ${result.conflicts.map((c) => printable(c.path)).join(', ')}\n`
+                    : `not merged: approval ${result.invocationId} was not approved\n`;
+              opened(result.status === 'conflicts' ? `${lines.map(printable).join('\n')}\n${text}` : text);
+            },
+            (err: unknown) =>
+              opened(
+                `error: merge of ${repoId}/${worktreeId}: ${printable(err instanceof Error ? err.message : String(err))}\n`,
+              ),
+          );
         return answer;
       }
       case 'merges': {
         const merges = this.ops.merges(repoId || undefined);
-        return merges.length === 0 ? 'no merges to undo\n' : merges.map((m) => printable(
-          `${m.id}  ${m.repoId}/${m.worktreeId}  ${m.strategy} into ${m.targetBranch}  ${isoUtc(m.mergedAt)} by ${m.by}`) + '\n').join('');
+        return merges.length === 0
+          ? 'no merges to undo\n'
+          : merges
+              .map(
+                (m) =>
+                  printable(
+                    `${m.id}  ${m.repoId}/${m.worktreeId}  ${m.strategy} into ${m.targetBranch}  ${isoUtc(m.mergedAt)} by ${m.by}`,
+                  ) + '\n',
+              )
+              .join('');
       }
       case 'undo': {
         need(1, 'undo <merge-id>');
         const result = await this.ops.undoMerge(repoId, this.operator);
-        return `undone: the target is back on ${result.head.slice(0, 12)}${result.sourceRestored ? '' : ' (the agent\'s branch was left as it is)'}\n`;
+        return `undone: the target is back on ${result.head.slice(0, 12)}${result.sourceRestored ? '' : " (the agent's branch was left as it is)"}\n`;
       }
-      default: return `error: unknown command '${printable(command)}'\n`;
+      default:
+        return `error: unknown command '${printable(command)}'\n`;
     }
   }
 }
 
 function printable(text: string): string {
-  return text.replace(/[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+  return text.replace(
+    /[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/g,
+    (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`,
+  );
 }

@@ -30,7 +30,10 @@ export interface BoundedDiff {
 function countLines(text: string, from: number, to: number): number {
   let n = 0;
   let i = text.indexOf('\n', from);
-  while (i !== -1 && i < to) { n++; i = text.indexOf('\n', i + 1); }
+  while (i !== -1 && i < to) {
+    n++;
+    i = text.indexOf('\n', i + 1);
+  }
   return n;
 }
 
@@ -80,20 +83,35 @@ function size(text: string): string {
 }
 
 /** A coarse diff of a and b: the files, their sizes, the changed line range; the lines themselves are not shown. */
-export function coarseDiff(fromName: string, toName: string, before: string, after: string | undefined, why: string): BoundedDiff {
+export function coarseDiff(
+  fromName: string,
+  toName: string,
+  before: string,
+  after: string | undefined,
+  why: string,
+): BoundedDiff {
   if (after === undefined) {
-    return { unified: `--- ${fromName}\n+++ ${toName}\n(coarse diff: ${why}; the lines are not shown)\nbefore: ${size(before)}\nafter: not computed\n`, coarse: true };
+    return {
+      unified: `--- ${fromName}\n+++ ${toName}\n(coarse diff: ${why}; the lines are not shown)\nbefore: ${size(before)}\nafter: not computed\n`,
+      coarse: true,
+    };
   }
   const { prefix, suffix } = commonLines(before, after);
   const firstLine = countLines(before, 0, prefix) + 1;
   const oldMiddle = before.length - suffix - prefix;
   const newMiddle = after.length - suffix - prefix;
-  const oldLines = countLines(before, prefix, before.length - suffix) + (oldMiddle > 0 && before.charCodeAt(before.length - suffix - 1) !== 10 ? 1 : 0);
-  const newLines = countLines(after, prefix, after.length - suffix) + (newMiddle > 0 && after.charCodeAt(after.length - suffix - 1) !== 10 ? 1 : 0);
+  const oldLines =
+    countLines(before, prefix, before.length - suffix) +
+    (oldMiddle > 0 && before.charCodeAt(before.length - suffix - 1) !== 10 ? 1 : 0);
+  const newLines =
+    countLines(after, prefix, after.length - suffix) +
+    (newMiddle > 0 && after.charCodeAt(after.length - suffix - 1) !== 10 ? 1 : 0);
   const unified = [
-    `--- ${fromName}`, `+++ ${toName}`,
+    `--- ${fromName}`,
+    `+++ ${toName}`,
     `(coarse diff: ${why}; the lines are not shown)`,
-    `before: ${size(before)}`, `after: ${size(after)}`,
+    `before: ${size(before)}`,
+    `after: ${size(after)}`,
     `changed: ${oldLines} lines (${oldMiddle} characters) from line ${firstLine} replaced by ${newLines} lines (${newMiddle} characters)`,
   ].join('\n');
   return { unified: `${unified}\n`, coarse: true };
@@ -116,12 +134,28 @@ export function boundedDiff(fromName: string, toName: string, before: string, af
   const offset = countLines(before, 0, from);
   const oldTo = linesForward(before, oldEnd, before.length, L.context);
   const newTo = linesForward(after, newEnd, after.length, L.context);
-  const patch = structuredPatch(fromName, toName, before.slice(from, oldTo), after.slice(from, newTo), undefined, undefined,
-    { context: L.context, maxEditLength: L.maxEditLength, timeout: L.timeoutMs });
+  const patch = structuredPatch(
+    fromName,
+    toName,
+    before.slice(from, oldTo),
+    after.slice(from, newTo),
+    undefined,
+    undefined,
+    { context: L.context, maxEditLength: L.maxEditLength, timeout: L.timeoutMs },
+  );
   if (patch === undefined) {
-    return coarseDiff(fromName, toName, before, after, `the line diff gave up (more than ${L.maxEditLength} changed lines, or ${L.timeoutMs} ms)`);
+    return coarseDiff(
+      fromName,
+      toName,
+      before,
+      after,
+      `the line diff gave up (more than ${L.maxEditLength} changed lines, or ${L.timeoutMs} ms)`,
+    );
   }
-  for (const hunk of patch.hunks) { hunk.oldStart += offset; hunk.newStart += offset; }
+  for (const hunk of patch.hunks) {
+    hunk.oldStart += offset;
+    hunk.newStart += offset;
+  }
   return { unified: formatPatch(patch), coarse: false };
 }
 
@@ -152,7 +186,12 @@ export type EditOutcome =
  * (too_large) as soon as the result, the characters processed or the replacements pass their bound. Linear in the
  * characters processed. `notFound`: edits whose old string is not in the text (skipped).
  */
-export function applyEdits(before: string, exists: boolean, edits: readonly TextEdit[], limits: typeof EDIT_LIMITS = EDIT_LIMITS): EditOutcome {
+export function applyEdits(
+  before: string,
+  exists: boolean,
+  edits: readonly TextEdit[],
+  limits: typeof EDIT_LIMITS = EDIT_LIMITS,
+): EditOutcome {
   let after = before;
   let processed = 0;
   let replacements = 0;
@@ -160,7 +199,8 @@ export function applyEdits(before: string, exists: boolean, edits: readonly Text
   const tooLarge = (why: string): EditOutcome => ({ kind: 'too_large', why });
   for (const edit of edits) {
     if (edit.content !== undefined) {
-      if (edit.content.length > limits.maxResultChars) return tooLarge(`the new content is larger than ${limits.maxResultChars} characters`);
+      if (edit.content.length > limits.maxResultChars)
+        return tooLarge(`the new content is larger than ${limits.maxResultChars} characters`);
       after = edit.content;
       continue;
     }
@@ -168,9 +208,11 @@ export function applyEdits(before: string, exists: boolean, edits: readonly Text
     const newString = edit.newString ?? '';
     if (oldString === '') {
       const next = exists || after !== '' ? after.length + newString.length : newString.length;
-      if (next > limits.maxResultChars) return tooLarge(`the edited text would be larger than ${limits.maxResultChars} characters`);
+      if (next > limits.maxResultChars)
+        return tooLarge(`the edited text would be larger than ${limits.maxResultChars} characters`);
       processed += next;
-      if (processed > limits.maxProcessedChars) return tooLarge(`the edits process more than ${limits.maxProcessedChars} characters`);
+      if (processed > limits.maxProcessedChars)
+        return tooLarge(`the edits process more than ${limits.maxProcessedChars} characters`);
       after = exists || after !== '' ? after + newString : newString;
       continue;
     }
@@ -182,18 +224,25 @@ export function applyEdits(before: string, exists: boolean, edits: readonly Text
       const hit = after.indexOf(oldString, at);
       if (hit === -1) break;
       found = true;
-      if (++replacements > limits.maxReplacements) return tooLarge(`the edits make more than ${limits.maxReplacements} replacements`);
+      if (++replacements > limits.maxReplacements)
+        return tooLarge(`the edits make more than ${limits.maxReplacements} replacements`);
       length += hit - at + newString.length;
       processed += hit - at + oldString.length + newString.length;
-      if (length + (after.length - hit - oldString.length) > limits.maxResultChars) return tooLarge(`the edited text would be larger than ${limits.maxResultChars} characters`);
-      if (processed > limits.maxProcessedChars) return tooLarge(`the edits process more than ${limits.maxProcessedChars} characters`);
+      if (length + (after.length - hit - oldString.length) > limits.maxResultChars)
+        return tooLarge(`the edited text would be larger than ${limits.maxResultChars} characters`);
+      if (processed > limits.maxProcessedChars)
+        return tooLarge(`the edits process more than ${limits.maxProcessedChars} characters`);
       parts.push(after.slice(at, hit), newString);
       at = hit + oldString.length;
       if (!edit.replaceAll) break;
     }
     processed += after.length - at;
-    if (processed > limits.maxProcessedChars) return tooLarge(`the edits process more than ${limits.maxProcessedChars} characters`);
-    if (!found) { notFound++; continue; }
+    if (processed > limits.maxProcessedChars)
+      return tooLarge(`the edits process more than ${limits.maxProcessedChars} characters`);
+    if (!found) {
+      notFound++;
+      continue;
+    }
     parts.push(after.slice(at));
     after = parts.join('');
   }

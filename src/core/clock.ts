@@ -50,7 +50,11 @@ export class ManualClock implements Clock {
   setTimer(ms: number, fn: () => void): Disposable {
     const timer: PendingTimer = { due: this.current + Math.max(0, ms), order: this.order++, fn, cancelled: false };
     this.timers.push(timer);
-    return { dispose: () => { timer.cancelled = true; } };
+    return {
+      dispose: () => {
+        timer.cancelled = true;
+      },
+    };
   }
 
   /** Moves time forward by `ms`, firing every timer that falls due on the way, each at its own time. */
@@ -58,9 +62,7 @@ export class ManualClock implements Clock {
     const target = this.current + ms;
     for (;;) {
       this.timers = this.timers.filter((t) => !t.cancelled);
-      const next = this.timers
-        .filter((t) => t.due <= target)
-        .sort((a, b) => a.due - b.due || a.order - b.order)[0];
+      const next = this.timers.filter((t) => t.due <= target).sort((a, b) => a.due - b.due || a.order - b.order)[0];
       if (!next) break;
       this.timers.splice(this.timers.indexOf(next), 1);
       this.current = Math.max(this.current, next.due);

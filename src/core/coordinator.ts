@@ -24,14 +24,27 @@ import { NegotiationRoom } from './room/room';
 import { DEFAULT_HANDOFF_OPTIONS, Handoffs, type HandoffOptions } from './handoff/handoffs';
 import { bindToolCallsToRouter } from './tools/envelopeBridge';
 import { ToolTransport } from './tools/externalProvider';
-import { DEFAULT_PROCESS_PROVIDER_OPTIONS, ProcessProvider, type ProcessProviderOptions } from './tools/processProvider';
+import {
+  DEFAULT_PROCESS_PROVIDER_OPTIONS,
+  ProcessProvider,
+  type ProcessProviderOptions,
+} from './tools/processProvider';
 import { ProviderCatalog } from './tools/providers';
 import { DEFAULT_TOOLS_OPTIONS, Tools, type ToolsOptions } from './tools/tools';
 import { WorkspaceProvider } from './tools/workspaceProvider';
-import { DEFAULT_BINDING_OPTIONS, WorkspaceWorktrees, WorktreeBindings, type BindingOptions } from './worktree/bindings';
+import {
+  DEFAULT_BINDING_OPTIONS,
+  WorkspaceWorktrees,
+  WorktreeBindings,
+  type BindingOptions,
+} from './worktree/bindings';
 import { bindWorktreeControlToRouter } from './worktree/envelopeBridge';
 import { createGit, type Git } from './worktree/git';
-import { DEFAULT_WORKTREE_OPERATIONS_OPTIONS, WorktreeOperations, type WorktreeOperationsOptions } from './worktree/operations';
+import {
+  DEFAULT_WORKTREE_OPERATIONS_OPTIONS,
+  WorktreeOperations,
+  type WorktreeOperationsOptions,
+} from './worktree/operations';
 import type { Repository } from './worktree/repositories';
 import { Snapshots } from './worktree/snapshots';
 import type { ToolRule } from './toolApproval/model';
@@ -82,7 +95,10 @@ export interface CoordinatorOptions {
    * ACK timeout of bridged agents (bridgedAckTimeoutMs, default 30 min), and
    * for tests the program lookup (PATH) and the environment `${env:NAME}` reads.
    */
-  readonly launches?: Partial<LaunchesOptions> & { readonly lookup?: ProgramLookup; readonly env?: Readonly<Record<string, string | undefined>> };
+  readonly launches?: Partial<LaunchesOptions> & {
+    readonly lookup?: ProgramLookup;
+    readonly env?: Readonly<Record<string, string | undefined>>;
+  };
   /** Subscribed before anything is recorded, so that start-up and restore events are seen too. */
   readonly onEvent?: (event: StoredEvent) => void;
   /** Tool approvals of CLI agents: the user's rules (`sw4rm.approvals.toolRules`, checked by parseToolRules) and limits. */
@@ -150,12 +166,20 @@ export class Coordinator {
     this.log = new EventLog(this.store, this.clock);
     if (options.onEvent) this.log.onDidRecord(options.onEvent);
     this.log.record({
-      correlationId: this.ids.uuid(), actor: 'coordinator', eventType: 'coordinator.started',
+      correlationId: this.ids.uuid(),
+      actor: 'coordinator',
+      eventType: 'coordinator.started',
       details: { store: this.store.location, schema_version: this.store.schemaVersion },
     });
-    this.registry = new Registry(this.store, this.log, this.clock, { ...DEFAULT_REGISTRY_OPTIONS, ...options.registry });
+    this.registry = new Registry(this.store, this.log, this.clock, {
+      ...DEFAULT_REGISTRY_OPTIONS,
+      ...options.registry,
+    });
     try {
-      this.router = new Router(this.store, this.registry, this.log, this.clock, this.ids, { ...DEFAULT_ROUTER_OPTIONS, ...options.router });
+      this.router = new Router(this.store, this.registry, this.log, this.clock, this.ids, {
+        ...DEFAULT_ROUTER_OPTIONS,
+        ...options.router,
+      });
     } catch (err) {
       // The router refuses to start on a store whose payload files are missing (a StoreOpenError): stop what started.
       this.registry.dispose();
@@ -173,29 +197,70 @@ export class Coordinator {
       // Set just below; a worktree is only ever made by a Bind, after the constructor.
       onCreated: (repoId, worktree, details) => this.worktreeOperations.worktreeCreated(repoId, worktree, details),
     });
-    this.worktrees = new WorktreeBindings(this.store, this.log, this.clock, this.hitl, this.workspace, { ...DEFAULT_BINDING_OPTIONS, ...options.bindings });
+    this.worktrees = new WorktreeBindings(this.store, this.log, this.clock, this.hitl, this.workspace, {
+      ...DEFAULT_BINDING_OPTIONS,
+      ...options.bindings,
+    });
     this.worktreeOperations = new WorktreeOperations(
-      { store: this.store, log: this.log, clock: this.clock, ids: this.ids, hitl: this.hitl, git, snapshots, workspace: this.workspace, bindings: this.worktrees },
+      {
+        store: this.store,
+        log: this.log,
+        clock: this.clock,
+        ids: this.ids,
+        hitl: this.hitl,
+        git,
+        snapshots,
+        workspace: this.workspace,
+        bindings: this.worktrees,
+      },
       { ...DEFAULT_WORKTREE_OPERATIONS_OPTIONS, ...options.worktreeOperations },
     );
     this.worktreeBinding = bindWorktreeControlToRouter(this.worktrees, this.router, this.log);
     // Right after the router and the areas it needs: it gives its bridged agents their ACK timeout (restored from its
     // records) before any restore below sends them a message.
     const debounceMs = options.registry?.heartbeatDebounceMs ?? DEFAULT_REGISTRY_OPTIONS.heartbeatDebounceMs;
-    this.launches = new Launches({
-      store: this.store, log: this.log, clock: this.clock, ids: this.ids, git, registry: this.registry, credentials: this.credentials,
-      ackTimeouts: this.router,
-      bindings: this.worktrees, workspace: this.workspace, setupOf: (repoId, worktreeId) => this.worktreeOperations.setupOf(repoId, worktreeId),
-      lookup: options.launches?.lookup, env: options.launches?.env,
-    }, {
-      ...DEFAULT_LAUNCHES_OPTIONS,
-      livenessIntervalMs: Math.max(1_000, Math.min(DEFAULT_LAUNCHES_OPTIONS.livenessIntervalMs, Math.floor(debounceMs / 3))),
-      ...(options.launches?.livenessIntervalMs !== undefined ? { livenessIntervalMs: options.launches.livenessIntervalMs } : {}),
-      ...(options.launches?.bridgedAckTimeoutMs !== undefined ? { bridgedAckTimeoutMs: options.launches.bridgedAckTimeoutMs } : {}),
+    this.launches = new Launches(
+      {
+        store: this.store,
+        log: this.log,
+        clock: this.clock,
+        ids: this.ids,
+        git,
+        registry: this.registry,
+        credentials: this.credentials,
+        ackTimeouts: this.router,
+        bindings: this.worktrees,
+        workspace: this.workspace,
+        setupOf: (repoId, worktreeId) => this.worktreeOperations.setupOf(repoId, worktreeId),
+        lookup: options.launches?.lookup,
+        env: options.launches?.env,
+      },
+      {
+        ...DEFAULT_LAUNCHES_OPTIONS,
+        livenessIntervalMs: Math.max(
+          1_000,
+          Math.min(DEFAULT_LAUNCHES_OPTIONS.livenessIntervalMs, Math.floor(debounceMs / 3)),
+        ),
+        ...(options.launches?.livenessIntervalMs !== undefined
+          ? { livenessIntervalMs: options.launches.livenessIntervalMs }
+          : {}),
+        ...(options.launches?.bridgedAckTimeoutMs !== undefined
+          ? { bridgedAckTimeoutMs: options.launches.bridgedAckTimeoutMs }
+          : {}),
+      },
+    );
+    this.toolTransport = new ToolTransport({
+      outbox: this.router,
+      mailbox: this.router,
+      agents: this.registry,
+      log: this.log,
+      clock: this.clock,
     });
-    this.toolTransport = new ToolTransport({ outbox: this.router, mailbox: this.router, agents: this.registry, log: this.log, clock: this.clock });
     this.toolCatalog = new ProviderCatalog({
-      store: this.store, log: this.log, clock: this.clock, agents: this.registry,
+      store: this.store,
+      log: this.log,
+      clock: this.clock,
+      agents: this.registry,
       builtins: [
         new WorkspaceProvider(git),
         new ProcessProvider({ ...DEFAULT_PROCESS_PROVIDER_OPTIONS, ...options.tools?.process }, this.clock),
@@ -203,60 +268,138 @@ export class Coordinator {
       ],
       external: (id, tools) => this.toolTransport.providerFor(id, tools),
     });
-    this.tools = new Tools({
-      store: this.store, log: this.log, clock: this.clock, ids: this.ids, locator: this.worktrees, hitl: this.hitl, catalog: this.toolCatalog,
-    }, { ...DEFAULT_TOOLS_OPTIONS, ...options.tools });
+    this.tools = new Tools(
+      {
+        store: this.store,
+        log: this.log,
+        clock: this.clock,
+        ids: this.ids,
+        locator: this.worktrees,
+        hitl: this.hitl,
+        catalog: this.toolCatalog,
+      },
+      { ...DEFAULT_TOOLS_OPTIONS, ...options.tools },
+    );
     this.toolBinding = bindToolCallsToRouter(this.tools, this.router, this.log);
     // After the binding: the envelope callers of calls a crash interrupted are answered.
     this.tools.restore({ correlationId: this.ids.uuid() });
-    this.activity = new ActivityBuffer(this.store, this.log, this.clock, { ...DEFAULT_ACTIVITY_OPTIONS, ...options.activity },
-      (negotiationId) => this.store.negotiation.get(negotiationId)?.participants);
+    this.activity = new ActivityBuffer(
+      this.store,
+      this.log,
+      this.clock,
+      { ...DEFAULT_ACTIVITY_OPTIONS, ...options.activity },
+      (negotiationId) => this.store.negotiation.get(negotiationId)?.participants,
+    );
     const schedulerOptions: SchedulerOptions = { ...DEFAULT_SCHEDULER_OPTIONS, ...options.scheduler };
     this.inference = new InferenceEngine({
-      agents: this.registry, call: (input, ctx) => this.tools.call('coordinator', input, ctx), abandon: (callId) => this.tools.abandon(callId),
-      ids: this.ids, clock: this.clock, log: this.log,
+      agents: this.registry,
+      call: (input, ctx) => this.tools.call('coordinator', input, ctx),
+      abandon: (callId) => this.tools.abandon(callId),
+      ids: this.ids,
+      clock: this.clock,
+      log: this.log,
     });
-    this.concurrency = new ConcurrencyControl({
-      log: this.log, clock: this.clock, hitl: this.hitl, scorer: this.inference,
-      agentTypeOf: (agentId) => this.registry.get(agentId)?.descriptor.name,
-    }, schedulerOptions);
-    this.scheduler = new Scheduler({
-      store: this.store, log: this.log, clock: this.clock, ids: this.ids, agents: this.registry, outbox: this.router,
-      activity: this.activity, places: this.worktrees, gate: this.concurrency,
-    }, schedulerOptions);
-    this.policies = new NegotiationPolicies({ store: this.store, log: this.log, clock: this.clock }, options.negotiation);
+    this.concurrency = new ConcurrencyControl(
+      {
+        log: this.log,
+        clock: this.clock,
+        hitl: this.hitl,
+        scorer: this.inference,
+        agentTypeOf: (agentId) => this.registry.get(agentId)?.descriptor.name,
+      },
+      schedulerOptions,
+    );
+    this.scheduler = new Scheduler(
+      {
+        store: this.store,
+        log: this.log,
+        clock: this.clock,
+        ids: this.ids,
+        agents: this.registry,
+        outbox: this.router,
+        activity: this.activity,
+        places: this.worktrees,
+        gate: this.concurrency,
+      },
+      schedulerOptions,
+    );
+    this.policies = new NegotiationPolicies(
+      { store: this.store, log: this.log, clock: this.clock },
+      options.negotiation,
+    );
     this.negotiations = new Negotiations({
-      store: this.store, log: this.log, clock: this.clock, ids: this.ids, agents: this.registry, outbox: this.router, hitl: this.hitl,
-      artifacts: this.activity, inference: this.inference, policies: this.policies,
-    });
-    this.room = new NegotiationRoom({
-      store: this.store, log: this.log, clock: this.clock, ids: this.ids, agents: this.registry, outbox: this.router, hitl: this.hitl,
+      store: this.store,
+      log: this.log,
+      clock: this.clock,
+      ids: this.ids,
+      agents: this.registry,
+      outbox: this.router,
+      hitl: this.hitl,
+      artifacts: this.activity,
+      inference: this.inference,
       policies: this.policies,
     });
-    this.handoffs = new Handoffs({
-      store: this.store, log: this.log, clock: this.clock, ids: this.ids, agents: this.registry, outbox: this.router, tasks: this.scheduler,
-      worktrees: this.worktrees,
-      cancelInvocation: (id, by, reason, ctx) => { this.hitl.cancel(id, by, reason, ctx); },
-      invocation: (id) => {
-        const invocation = this.hitl.get(id);
-        return invocation && { state: invocation.state, facts: invocation.context.facts };
+    this.room = new NegotiationRoom({
+      store: this.store,
+      log: this.log,
+      clock: this.clock,
+      ids: this.ids,
+      agents: this.registry,
+      outbox: this.router,
+      hitl: this.hitl,
+      policies: this.policies,
+    });
+    this.handoffs = new Handoffs(
+      {
+        store: this.store,
+        log: this.log,
+        clock: this.clock,
+        ids: this.ids,
+        agents: this.registry,
+        outbox: this.router,
+        tasks: this.scheduler,
+        worktrees: this.worktrees,
+        cancelInvocation: (id, by, reason, ctx) => {
+          this.hitl.cancel(id, by, reason, ctx);
+        },
+        invocation: (id) => {
+          const invocation = this.hitl.get(id);
+          return invocation && { state: invocation.state, facts: invocation.context.facts };
+        },
       },
-    }, { ...DEFAULT_HANDOFF_OPTIONS, ...options.handoffs });
+      { ...DEFAULT_HANDOFF_OPTIONS, ...options.handoffs },
+    );
     this.transferGuard = this.router.guardTransferredWork(this.handoffs);
     this.negotiations.restore({ correlationId: this.ids.uuid() });
     this.room.restore({ correlationId: this.ids.uuid() });
     this.handoffs.restore({ correlationId: this.ids.uuid() });
     this.workflows = new Workflows({
-      store: this.store, log: this.log, clock: this.clock, ids: this.ids, tasks: this.scheduler, agents: this.registry, hitl: this.hitl,
+      store: this.store,
+      log: this.log,
+      clock: this.clock,
+      ids: this.ids,
+      tasks: this.scheduler,
+      agents: this.registry,
+      hitl: this.hitl,
     });
     this.workflowEvents = bindWorkflowEventsToRouter(this.workflows, this.router);
     // After the scheduler restored its tasks and HITL its invocations: RUNNING nodes are reconciled with them.
     this.workflows.restore({ correlationId: this.ids.uuid() });
     const { rules: toolRules, ...toolApprovalOptions } = options.toolApprovals ?? {};
-    this.toolApprovals = new ToolApprovals({ hitl: this.hitl, log: this.log, clock: this.clock, locator: this.worktrees, ids: this.ids }, toolApprovalOptions, toolRules ?? []);
+    this.toolApprovals = new ToolApprovals(
+      { hitl: this.hitl, log: this.log, clock: this.clock, locator: this.worktrees, ids: this.ids },
+      toolApprovalOptions,
+      toolRules ?? [],
+    );
     // After HITL restored its invocations: questions whose hook died with the previous process are withdrawn.
     this.toolApprovals.restore({ correlationId: this.ids.uuid() });
-    this.retentionTimer = scheduleEventRetention(this.store, this.log, this.clock, this.ids, options.maxEvents ?? DEFAULT_MAX_EVENTS);
+    this.retentionTimer = scheduleEventRetention(
+      this.store,
+      this.log,
+      this.clock,
+      this.ids,
+      options.maxEvents ?? DEFAULT_MAX_EVENTS,
+    );
   }
 
   /** Stops timers and closes the store. The coordinator cannot be used afterwards. */
@@ -286,7 +429,12 @@ export class Coordinator {
     this.hitl.dispose();
     this.router.dispose();
     this.registry.dispose();
-    this.log.record({ correlationId: this.ids.uuid(), actor: 'coordinator', eventType: 'coordinator.stopped', details: {} });
+    this.log.record({
+      correlationId: this.ids.uuid(),
+      actor: 'coordinator',
+      eventType: 'coordinator.stopped',
+      details: {},
+    });
     this.log.dispose();
     this.store.close();
   }

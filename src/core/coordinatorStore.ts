@@ -83,8 +83,22 @@ export interface CoordinatorStoreOptions {
 }
 
 /** What the coordinator needs of a store: the engine and every area's slice. */
-export type CoordinatorStorage = Store & RegistryStorage & LogStorage & RouterStorage & HitlStorage & CredentialsStorage & WorktreeStorage
-  & SchedulerStorage & ActivityStorage & ToolsStorage & PolicyStorage & NegotiationStorage & RoomStorage & HandoffStorage & WorkflowStorage & LaunchStorage;
+export type CoordinatorStorage = Store &
+  RegistryStorage &
+  LogStorage &
+  RouterStorage &
+  HitlStorage &
+  CredentialsStorage &
+  WorktreeStorage &
+  SchedulerStorage &
+  ActivityStorage &
+  ToolsStorage &
+  PolicyStorage &
+  NegotiationStorage &
+  RoomStorage &
+  HandoffStorage &
+  WorkflowStorage &
+  LaunchStorage;
 
 /**
  * The store as the coordinator uses it: the engine and every area's repository over it. Each area is handed only
@@ -92,8 +106,25 @@ export type CoordinatorStorage = Store & RegistryStorage & LogStorage & RouterSt
  * SchedulerStorage, ActivityStorage, ToolsStorage, PolicyStorage, NegotiationStorage, RoomStorage, HandoffStorage, WorkflowStorage, LaunchStorage): its own repository
  * and transactions.
  */
-export class CoordinatorStore implements Store, RegistryStorage, LogStorage, RouterStorage, HitlStorage, CredentialsStorage, WorktreeStorage,
-  SchedulerStorage, ActivityStorage, ToolsStorage, PolicyStorage, NegotiationStorage, RoomStorage, HandoffStorage, WorkflowStorage, LaunchStorage {
+export class CoordinatorStore
+  implements
+    Store,
+    RegistryStorage,
+    LogStorage,
+    RouterStorage,
+    HitlStorage,
+    CredentialsStorage,
+    WorktreeStorage,
+    SchedulerStorage,
+    ActivityStorage,
+    ToolsStorage,
+    PolicyStorage,
+    NegotiationStorage,
+    RoomStorage,
+    HandoffStorage,
+    WorkflowStorage,
+    LaunchStorage
+{
   readonly agents: AgentRepository;
   readonly events: EventRepository;
   readonly router: SqliteRouterRepository;
@@ -133,7 +164,9 @@ export class CoordinatorStore implements Store, RegistryStorage, LogStorage, Rou
   /** Opens (creating if needed) the store file in `dataDir`; see SqliteStore.open for what it refuses. */
   static open(dataDir: string, options: CoordinatorStoreOptions = {}): CoordinatorStore {
     const engine = SqliteStore.open(dataDir, {
-      schema: options.schema ?? COORDINATOR_SCHEMA, lockWaitMs: options.lockWaitMs, groupCommit: options.groupCommit,
+      schema: options.schema ?? COORDINATOR_SCHEMA,
+      lockWaitMs: options.lockWaitMs,
+      groupCommit: options.groupCommit,
     });
     try {
       return new CoordinatorStore(engine);

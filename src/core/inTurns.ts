@@ -64,7 +64,11 @@ export async function sortInTurns<T>(items: readonly T[], compare: (a: T, b: T) 
  * too), yielding the event loop every TURN_MS: git's `-z` output of 200,000 index entries was ≈ 0.2 s to split and
  * parse in one turn.
  */
-export async function eachRecordInTurns(text: string, separator: string, body: (record: string) => void): Promise<void> {
+export async function eachRecordInTurns(
+  text: string,
+  separator: string,
+  body: (record: string) => void,
+): Promise<void> {
   const turns = new Turns();
   let at = 0;
   while (at < text.length) {

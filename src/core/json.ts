@@ -74,17 +74,32 @@ export type JsonVerdict =
   | { readonly ok: false; readonly limit: 'size' | 'depth' | 'values' | 'syntax'; readonly reason: string };
 
 /** Which bound a JSON text is beyond (size, then depth, then values), and why; undefined when it is within them. */
-export function jsonBoundsBreach(text: Uint8Array | string, bounds: JsonBounds): { readonly limit: 'size' | 'depth' | 'values'; readonly reason: string } | undefined {
+export function jsonBoundsBreach(
+  text: Uint8Array | string,
+  bounds: JsonBounds,
+): { readonly limit: 'size' | 'depth' | 'values'; readonly reason: string } | undefined {
   const maxDepth = bounds.maxDepth ?? MAX_JSON_DEPTH;
   if (bounds.maxBytes !== undefined) {
     const size = typeof text === 'string' ? Buffer.byteLength(text) : text.byteLength;
-    if (size > bounds.maxBytes) return { limit: 'size', reason: `${bounds.what} is larger than ${bounds.maxBytes} bytes (${size})` };
+    if (size > bounds.maxBytes)
+      return { limit: 'size', reason: `${bounds.what} is larger than ${bounds.maxBytes} bytes (${size})` };
   }
-  const depthBreach = { limit: 'depth', reason: `${bounds.what} nests deeper than ${maxDepth} levels (JSON depth limit)` } as const;
+  const depthBreach = {
+    limit: 'depth',
+    reason: `${bounds.what} nests deeper than ${maxDepth} levels (JSON depth limit)`,
+  } as const;
   if (bounds.maxValues === undefined) return jsonDepth(text, maxDepth) > maxDepth ? depthBreach : undefined;
-  const shape = jsonShape(typeof text === 'string' ? text : Buffer.from(text.buffer, text.byteOffset, text.byteLength).toString('utf8'), maxDepth, bounds.maxValues);
+  const shape = jsonShape(
+    typeof text === 'string' ? text : Buffer.from(text.buffer, text.byteOffset, text.byteLength).toString('utf8'),
+    maxDepth,
+    bounds.maxValues,
+  );
   if (shape.depth > maxDepth) return depthBreach;
-  if (shape.values > bounds.maxValues) return { limit: 'values', reason: `${bounds.what} holds more than ${bounds.maxValues} JSON values (JSON values limit)` };
+  if (shape.values > bounds.maxValues)
+    return {
+      limit: 'values',
+      reason: `${bounds.what} holds more than ${bounds.maxValues} JSON values (JSON values limit)`,
+    };
   return undefined;
 }
 
@@ -100,7 +115,11 @@ export function parseBoundedJson(text: string, bounds: JsonBounds): JsonVerdict 
   try {
     return { ok: true, value: JSON.parse(text) as unknown };
   } catch (err) {
-    return { ok: false, limit: 'syntax', reason: `${bounds.what} is not valid JSON: ${(err as Error).message.slice(0, 120)}` };
+    return {
+      ok: false,
+      limit: 'syntax',
+      reason: `${bounds.what} is not valid JSON: ${(err as Error).message.slice(0, 120)}`,
+    };
   }
 }
 
@@ -110,7 +129,11 @@ export function parseBoundedJson(text: string, bounds: JsonBounds): JsonVerdict 
  * `maxDepth` (then `maxDepth + 1`). One linear scan, strings skipped by a native search. JSON.parse of a few
  * megabytes of `[{},{},…]` holds the event loop for hundreds of milliseconds; this bounds it before the parse.
  */
-export function jsonShape(text: string, maxDepth: number, maxValues: number): { readonly depth: number; readonly values: number } {
+export function jsonShape(
+  text: string,
+  maxDepth: number,
+  maxValues: number,
+): { readonly depth: number; readonly values: number } {
   const length = text.length;
   let depth = 0;
   let deepest = 0;

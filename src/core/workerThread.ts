@@ -29,7 +29,12 @@ export class WorkerThread<Request extends object, Answer extends object> {
   constructor(
     private readonly script: string,
     private readonly failed: (why: string) => Answer,
-    private readonly options: { readonly timeoutMs: number; readonly maxOldGenerationSizeMb: number; readonly what: string; readonly clock?: Clock },
+    private readonly options: {
+      readonly timeoutMs: number;
+      readonly maxOldGenerationSizeMb: number;
+      readonly what: string;
+      readonly clock?: Clock;
+    },
   ) {
     this.clock = options.clock ?? systemClock;
   }
@@ -66,7 +71,9 @@ export class WorkerThread<Request extends object, Answer extends object> {
   }
 
   private start(): Worker {
-    const worker = new Worker(this.script, { resourceLimits: { maxOldGenerationSizeMb: this.options.maxOldGenerationSizeMb } });
+    const worker = new Worker(this.script, {
+      resourceLimits: { maxOldGenerationSizeMb: this.options.maxOldGenerationSizeMb },
+    });
     this.alive.add(worker);
     worker.unref();
     worker.on('message', (message: { id: number } & Answer) => {

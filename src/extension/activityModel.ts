@@ -25,11 +25,13 @@ export function groupActivity(entries: readonly ActivityEntry[], grouping: Activ
     if (!list) groups.set(key, (list = []));
     list.push(entry);
   }
-  return [...groups].sort(([a], [b]) => a.localeCompare(b)).map(([key, list]) => ({
-    key,
-    label: key || (grouping === 'agent' ? '(no agent)' : '(no repository)'),
-    entries: [...list].sort((a, b) => b.timestamp - a.timestamp),
-  }));
+  return [...groups]
+    .sort(([a], [b]) => a.localeCompare(b))
+    .map(([key, list]) => ({
+      key,
+      label: key || (grouping === 'agent' ? '(no agent)' : '(no repository)'),
+      entries: [...list].sort((a, b) => b.timestamp - a.timestamp),
+    }));
 }
 
 /** The entries an entry overlaps with: how many, and the first few (the row names at most OVERLAP_NAMES_SHOWN). */
@@ -66,7 +68,8 @@ export function activityOverlaps(entries: readonly ActivityEntry[]): Map<string,
     const { worktree, branch } = keys(entry);
     if (worktree) add(byWorktree, worktree, entry);
     if (branch) add(byBranch, branch, entry);
-    if (worktree && branch) byBoth.set(`${worktree}\u0000${branch}`, (byBoth.get(`${worktree}\u0000${branch}`) ?? 0) + 1);
+    if (worktree && branch)
+      byBoth.set(`${worktree}\u0000${branch}`, (byBoth.get(`${worktree}\u0000${branch}`) ?? 0) + 1);
   }
   const overlaps = new Map<string, ActivityOverlap>();
   for (const entry of entries) {
@@ -96,8 +99,11 @@ export function activityOverlaps(entries: readonly ActivityEntry[]): Map<string,
 
 /** Where an entry works: `repo · worktree · branch` (only the parts it names). */
 function activityPlace(entry: Pick<ActivityEntry, 'repoId' | 'worktreeId' | 'branch'>): string {
-  return [entry.repoId, entry.worktreeId && `worktree ${entry.worktreeId}`, entry.branch && `branch ${entry.branch}`].filter(Boolean).join(' · ')
-    || '(no repository)';
+  return (
+    [entry.repoId, entry.worktreeId && `worktree ${entry.worktreeId}`, entry.branch && `branch ${entry.branch}`]
+      .filter(Boolean)
+      .join(' · ') || '(no repository)'
+  );
 }
 
 export interface ActivityRow {
@@ -112,22 +118,36 @@ export interface ActivityRow {
  * A row of the Activity view. Grouped by agent, the row names the place; grouped by repository, the agent. Overlaps are
  * said first in the description ("overlaps with …").
  */
-export function activityRow(entry: ActivityEntry, overlap: ActivityOverlap | undefined, grouping: ActivityGrouping, now: number): ActivityRow {
+export function activityRow(
+  entry: ActivityEntry,
+  overlap: ActivityOverlap | undefined,
+  grouping: ActivityGrouping,
+  now: number,
+): ActivityRow {
   const first = overlap?.first ?? [];
   const more = overlap && overlap.count > first.length ? ` and ${overlap.count - first.length} more` : '';
   const who = (e: ActivityEntry) => `${e.agentId} (task ${shortId(e.taskId)})`;
   const overlapping = first.length > 0;
   const overlapText = overlapping ? `overlaps with ${first.map(who).join(', ')}${more}` : '';
-  const where = grouping === 'agent'
-    ? activityPlace(entry)
-    : [entry.agentId, entry.worktreeId && `worktree ${entry.worktreeId}`, entry.branch && `branch ${entry.branch}`].filter(Boolean).join(' · ');
+  const where =
+    grouping === 'agent'
+      ? activityPlace(entry)
+      : [entry.agentId, entry.worktreeId && `worktree ${entry.worktreeId}`, entry.branch && `branch ${entry.branch}`]
+          .filter(Boolean)
+          .join(' · ');
   const label = oneLine(firstWords(entry.description, 12)) || `task ${shortId(entry.taskId)}`;
-  const description = [overlapText, where, `task ${shortId(entry.taskId)}`, age(entry.timestamp, now)].filter(Boolean).join(' · ');
+  const description = [overlapText, where, `task ${shortId(entry.taskId)}`, age(entry.timestamp, now)]
+    .filter(Boolean)
+    .join(' · ');
   const tooltip = [
     `${entry.agentId} on task ${entry.taskId}`,
     activityPlace(entry),
     `since ${new Date(entry.timestamp).toISOString()}`,
-    ...(overlapping ? [`Overlaps with: ${first.map((e) => `${e.agentId} on task ${e.taskId} (${activityPlace(e)})`).join('; ')}${more}`] : []),
+    ...(overlapping
+      ? [
+          `Overlaps with: ${first.map((e) => `${e.agentId} on task ${e.taskId} (${activityPlace(e)})`).join('; ')}${more}`,
+        ]
+      : []),
     '',
     entry.description,
   ].join('\n');
@@ -138,8 +158,10 @@ export function activityRow(entry: ActivityEntry, overlap: ActivityOverlap | und
 export function activityUsageMessage(usage: ActivityUsage): string | undefined {
   if (!usage.warning) return undefined;
   const percent = usage.maxEntries > 0 ? Math.floor((usage.active / usage.maxEntries) * 100) : 100;
-  return `The activity buffer is ${percent}% full (${usage.active.toLocaleString('en-US')} of ${usage.maxEntries.toLocaleString('en-US')} active entries): `
-    + 'at the limit new tasks run without an entry and their agents are told activity_buffer_full.';
+  return (
+    `The activity buffer is ${percent}% full (${usage.active.toLocaleString('en-US')} of ${usage.maxEntries.toLocaleString('en-US')} active entries): ` +
+    'at the limit new tasks run without an entry and their agents are told activity_buffer_full.'
+  );
 }
 
 function firstWords(text: string, count: number): string {

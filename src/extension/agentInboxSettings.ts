@@ -27,7 +27,8 @@ export function agentInboxSettings(values: AgentInboxSettingValues): AgentInboxS
       warnings.push(`sw4rm.agents.inboxAckTimeoutMinutes must be a whole number; using ${fallback}.`);
     } else {
       minutes = Math.min(max, Math.max(min, value));
-      if (minutes !== value) warnings.push(`sw4rm.agents.inboxAckTimeoutMinutes ${value} is outside ${min}–${max}; using ${minutes}.`);
+      if (minutes !== value)
+        warnings.push(`sw4rm.agents.inboxAckTimeoutMinutes ${value} is outside ${min}–${max}; using ${minutes}.`);
     }
   }
   return { options: { bridgedAckTimeoutMs: minutes * 60_000 }, warnings };

@@ -19,18 +19,31 @@ export interface AgentRow {
  * reads its inbox through the MCP bridge, where messages wait until it asks); the profile's name is left out of the
  * description when the label's name is already it.
  */
-export function agentRow(agent: AgentRecord, inbox: InboxStats | undefined, formatTime: (ms: number | null) => string = defaultTime,
-  launched?: LaunchedRowParts): AgentRow {
+export function agentRow(
+  agent: AgentRecord,
+  inbox: InboxStats | undefined,
+  formatTime: (ms: number | null) => string = defaultTime,
+  launched?: LaunchedRowParts,
+): AgentRow {
   const { descriptor } = agent;
   const id = descriptor.name === descriptor.agentId ? [] : [descriptor.agentId];
-  const description = (launched
-    // The profile's name only where the label does not already show it (a launched agent is named by its id; one registered with its profile's name shows it once).
-    ? [...id, ...launched.description.filter((part, i) => i !== 0 || part !== descriptor.name), ...(inbox ? [unreadText(inbox)] : []), connection(agent)]
-    : [...id, connection(agent), ...(inbox ? [queued(inbox), `${inbox.inFlight} in flight`] : [])]
+  const description = (
+    launched
+      ? // The profile's name only where the label does not already show it (a launched agent is named by its id; one registered with its profile's name shows it once).
+        [
+          ...id,
+          ...launched.description.filter((part, i) => i !== 0 || part !== descriptor.name),
+          ...(inbox ? [unreadText(inbox)] : []),
+          connection(agent),
+        ]
+      : [...id, connection(agent), ...(inbox ? [queued(inbox), `${inbox.inFlight} in flight`] : [])]
   ).join(' · ');
   const tooltip = [
-    `id: ${descriptor.agentId}`, `state: ${agent.state}`, `connection: ${connection(agent)}`,
-    `class: ${descriptor.communicationClass}`, `capabilities: ${descriptor.capabilities.join(', ') || '—'}`,
+    `id: ${descriptor.agentId}`,
+    `state: ${agent.state}`,
+    `connection: ${connection(agent)}`,
+    `class: ${descriptor.communicationClass}`,
+    `capabilities: ${descriptor.capabilities.join(', ') || '—'}`,
     `last heartbeat: ${formatTime(agent.lastHeartbeatAt)}`,
     ...(inbox ? [`unread messages: ${inbox.queueDepth}`, `inbox: ${inboxSummary(inbox, formatTime)}`] : []),
     ...(launched?.tooltip ?? []),
@@ -43,15 +56,20 @@ export function queued(inbox: InboxStats): string {
 }
 
 export function inboxSummary(inbox: InboxStats, formatTime: (ms: number | null) => string = defaultTime): string {
-  return `${queued(inbox)} · ${inbox.inFlight} in flight · streaming: ${inbox.streaming ? 'yes' : 'no'} · ` +
-    `last delivery: ${formatTime(inbox.lastDeliveryAt)}`;
+  return (
+    `${queued(inbox)} · ${inbox.inFlight} in flight · streaming: ${inbox.streaming ? 'yes' : 'no'} · ` +
+    `last delivery: ${formatTime(inbox.lastDeliveryAt)}`
+  );
 }
 
 export function connection(agent: Pick<AgentRecord, 'presence'>): string {
   switch (agent.presence) {
-    case 'online': return 'connected';
-    case 'unavailable': return 'unavailable (missed heartbeats)';
-    case 'disconnected': return 'disconnected';
+    case 'online':
+      return 'connected';
+    case 'unavailable':
+      return 'unavailable (missed heartbeats)';
+    case 'disconnected':
+      return 'disconnected';
   }
 }
 

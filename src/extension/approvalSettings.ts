@@ -42,7 +42,11 @@ export function approvalSettings(values: ApprovalSettingValues): ApprovalSetting
     retentionDays: values.retentionDays,
   });
   const tools = parseToolRules(values.toolRules, `${SETTINGS_SECTION}.${Settings.approvalsToolRules}`);
-  return { policy, toolRules: tools.rules, problems: [...problems.map(nameSetting), ...tools.issues.map((i) => `${i.path}: ${i.message}`)] };
+  return {
+    policy,
+    toolRules: tools.rules,
+    problems: [...problems.map(nameSetting), ...tools.issues.map((i) => `${i.path}: ${i.message}`)],
+  };
 }
 
 function nameSetting(problem: string): string {

@@ -36,7 +36,10 @@ export class Approvals implements vscode.Disposable {
   /** "Approval needed" notifications on screen, closed when their invocation settles. */
   private readonly announcements = new OpenAnnouncements();
 
-  constructor(extensionUri: vscode.Uri, private readonly output: vscode.OutputChannel) {
+  constructor(
+    extensionUri: vscode.Uri,
+    private readonly output: vscode.OutputChannel,
+  ) {
     this.panels = new HitlPanels(extensionUri, this.operator);
     this.view = new ApprovalsView((id) => void this.panels.open(id), this.operator);
     this.readPolicy(false);
@@ -70,18 +73,21 @@ export class Approvals implements vscode.Disposable {
     this.api = api;
     this.attachment = undefined;
     const steps: Array<Promise<unknown>> = [];
-    if (previous && attached) steps.push(attached.then((attachment) => attachment && previous.detachOperator(attachment.id)).catch(ignore));
+    if (previous && attached)
+      steps.push(attached.then((attachment) => attachment && previous.detachOperator(attachment.id)).catch(ignore));
     if (api) {
       // The settings may have changed while the coordinator was starting.
       steps.push(api.setApprovalPolicy(this.readPolicy(true), 'settings').catch(ignore));
       steps.push(api.setToolApprovalRules(this.readToolRules(), 'settings').catch(ignore));
       this.attachment = api.attachOperator(this.operator).catch(() => undefined);
       steps.push(this.attachment);
-      this.subscriptions.push(api.onDidChangeApprovals((change) => {
-        this.panels.changed(change.invocation);
-        if (needsAnnouncement(change)) this.announce(change.invocation);
-        else if (change.invocation.state !== 'pending') this.announcements.close(change.invocation.id);
-      }));
+      this.subscriptions.push(
+        api.onDidChangeApprovals((change) => {
+          this.panels.changed(change.invocation);
+          if (needsAnnouncement(change)) this.announce(change.invocation);
+          else if (change.invocation.state !== 'pending') this.announcements.close(change.invocation.id);
+        }),
+      );
     }
     this.view.bind(api);
     this.panels.bind(api);
@@ -97,15 +103,21 @@ export class Approvals implements vscode.Disposable {
 
   /** Sets sw4rm.approvals.pauseAll for this workspace (or for the user when no folder is open). */
   async setPaused(paused: boolean): Promise<void> {
-    const target = vscode.workspace.workspaceFolders?.length ? vscode.ConfigurationTarget.Workspace : vscode.ConfigurationTarget.Global;
+    const target = vscode.workspace.workspaceFolders?.length
+      ? vscode.ConfigurationTarget.Workspace
+      : vscode.ConfigurationTarget.Global;
     await vscode.workspace.getConfiguration(SETTINGS_SECTION).update(Settings.approvalsPauseAll, paused, target);
     const effective = this.readPolicy(false).paused;
     if (effective !== paused) {
-      void vscode.window.showWarningMessage(`SW4RM: ${SETTINGS_SECTION}.${Settings.approvalsPauseAll} is set elsewhere (e.g. a folder setting); approvals are still ${effective ? 'paused' : 'not paused'}.`);
+      void vscode.window.showWarningMessage(
+        `SW4RM: ${SETTINGS_SECTION}.${Settings.approvalsPauseAll} is set elsewhere (e.g. a folder setting); approvals are still ${effective ? 'paused' : 'not paused'}.`,
+      );
     } else {
-      void vscode.window.showInformationMessage(paused
-        ? 'SW4RM approvals paused: no rule decides automatically; every new request waits for a human.'
-        : 'SW4RM approvals resumed: the approval rules apply again.');
+      void vscode.window.showInformationMessage(
+        paused
+          ? 'SW4RM approvals paused: no rule decides automatically; every new request waits for a human.'
+          : 'SW4RM approvals resumed: the approval rules apply again.',
+      );
     }
   }
 
@@ -127,8 +139,16 @@ export class Approvals implements vscode.Disposable {
       const fresh = this.problems.fresh(problems);
       for (const problem of fresh) this.output.appendLine(`SW4RM settings: ${problem}`);
       if (fresh.length) {
-        void vscode.window.showWarningMessage(`SW4RM approval settings: ${fresh.join('; ')}. These entries are ignored.`, 'Open Settings')
-          .then((choice) => choice && vscode.commands.executeCommand('workbench.action.openSettings', `${SETTINGS_SECTION}.approvals`));
+        void vscode.window
+          .showWarningMessage(
+            `SW4RM approval settings: ${fresh.join('; ')}. These entries are ignored.`,
+            'Open Settings',
+          )
+          .then(
+            (choice) =>
+              choice &&
+              vscode.commands.executeCommand('workbench.action.openSettings', `${SETTINGS_SECTION}.approvals`),
+          );
       }
     }
     this.showPaused(policy.paused);
@@ -147,15 +167,22 @@ export class Approvals implements vscode.Disposable {
    */
   private announce(invocation: HitlInvocation): void {
     let close = (): void => undefined;
-    const closed = new Promise<void>((resolve) => { close = resolve; });
+    const closed = new Promise<void>((resolve) => {
+      close = resolve;
+    });
     // Registered before the notification shows, so that a settlement in between still closes it.
     if (!this.announcements.add(invocation.id, close)) return;
     void vscode.window.withProgress(
-      { location: vscode.ProgressLocation.Notification, title: announcementText(invocation, Commands.reviewApproval), cancellable: true },
+      {
+        location: vscode.ProgressLocation.Notification,
+        title: announcementText(invocation, Commands.reviewApproval),
+        cancellable: true,
+      },
       (_progress, token) => {
         token.onCancellationRequested(() => this.announcements.close(invocation.id));
         return closed;
-      });
+      },
+    );
   }
 }
 

@@ -19,10 +19,15 @@ export const REASON_ICONS: Readonly<Record<ReasonType, string>> = {
  * The view's order: pending first (highest priority, then nearest deadline), then the settled ones, most
  * recently settled first, at most `maxSettled` of them.
  */
-export function orderForView(invocations: readonly HitlInvocation[], maxSettled = MAX_SETTLED_LISTED): HitlInvocation[] {
-  const pending = invocations.filter((i) => i.state === 'pending')
+export function orderForView(
+  invocations: readonly HitlInvocation[],
+  maxSettled = MAX_SETTLED_LISTED,
+): HitlInvocation[] {
+  const pending = invocations
+    .filter((i) => i.state === 'pending')
     .sort((a, b) => b.priority - a.priority || a.deadlineAt - b.deadlineAt || a.createdAt - b.createdAt);
-  const settled = invocations.filter((i) => i.state !== 'pending')
+  const settled = invocations
+    .filter((i) => i.state !== 'pending')
     .sort((a, b) => b.updatedAt - a.updatedAt || b.createdAt - a.createdAt)
     .slice(0, maxSettled);
   return [...pending, ...settled];
@@ -50,16 +55,25 @@ export const defaultTimeFormat: TimeFormat = (ms) => {
   return date.toDateString() === new Date().toDateString() ? date.toLocaleTimeString() : date.toLocaleString();
 };
 
-const PAST: Readonly<Record<string, string>> = { approve: 'approved', deny: 'denied', modify: 'modified', defer: 'deferred' };
+const PAST: Readonly<Record<string, string>> = {
+  approve: 'approved',
+  deny: 'denied',
+  modify: 'modified',
+  defer: 'deferred',
+};
 
 /** `pending`, `approved`, `timed out → denied`, `cancelled`. */
 export function stateText(invocation: HitlInvocation): string {
-  const action = invocation.decision ? PAST[invocation.decision.action] ?? invocation.decision.action : '';
+  const action = invocation.decision ? (PAST[invocation.decision.action] ?? invocation.decision.action) : '';
   switch (invocation.state) {
-    case 'pending': return 'pending';
-    case 'decided': return action;
-    case 'timed_out': return `timed out → ${action}`;
-    case 'cancelled': return 'cancelled';
+    case 'pending':
+      return 'pending';
+    case 'decided':
+      return action;
+    case 'timed_out':
+      return `timed out → ${action}`;
+    case 'cancelled':
+      return 'cancelled';
   }
 }
 
@@ -68,9 +82,12 @@ export function settledBy(invocation: HitlInvocation): string {
   const origin = invocation.decision?.origin;
   if (!origin) return '';
   switch (origin.kind) {
-    case 'rule': return `rule '${origin.rule ?? '?'}'`;
-    case 'fallback': return `fallback ${origin.policy ?? '?'}`;
-    default: return origin.by;
+    case 'rule':
+      return `rule '${origin.rule ?? '?'}'`;
+    case 'fallback':
+      return `fallback ${origin.policy ?? '?'}`;
+    default:
+      return origin.by;
   }
 }
 
@@ -78,10 +95,14 @@ function stateColor(invocation: HitlInvocation): string {
   if (invocation.state === 'pending') return 'notificationsWarningIcon.foreground';
   if (invocation.state !== 'decided') return 'disabledForeground';
   switch (invocation.decision?.action) {
-    case 'approve': return 'testing.iconPassed';
-    case 'deny': return 'testing.iconFailed';
-    case 'modify': return 'notificationsInfoIcon.foreground';
-    default: return 'disabledForeground';
+    case 'approve':
+      return 'testing.iconPassed';
+    case 'deny':
+      return 'testing.iconFailed';
+    case 'modify':
+      return 'notificationsInfoIcon.foreground';
+    default:
+      return 'disabledForeground';
   }
 }
 
@@ -95,9 +116,10 @@ export function approvalRow(invocation: HitlInvocation, formatTime: TimeFormat =
   const summary = oneLine(invocation.context.summary, 80);
   const label = summary ? `${reasonLabel(invocation.reasonType)}: ${summary}` : reasonLabel(invocation.reasonType);
   const state = stateText(invocation);
-  const description = invocation.state === 'pending'
-    ? `pending · ${invocation.requester} · due ${formatTime(invocation.deadlineAt)}`
-    : `${state} · ${invocation.requester} · by ${settledBy(invocation)} · ${formatTime(invocation.decision?.decidedAt ?? invocation.updatedAt)}`;
+  const description =
+    invocation.state === 'pending'
+      ? `pending · ${invocation.requester} · due ${formatTime(invocation.deadlineAt)}`
+      : `${state} · ${invocation.requester} · by ${settledBy(invocation)} · ${formatTime(invocation.decision?.decidedAt ?? invocation.updatedAt)}`;
   return {
     label,
     description,
@@ -116,13 +138,21 @@ function approvalTooltip(invocation: HitlInvocation, formatTime: TimeFormat): st
     `from ${invocation.requester} · priority ${invocation.priority}`,
     `invocation ${invocation.id}`,
   ];
-  const where = [subject.repoId && `repo ${subject.repoId}`, subject.worktreeId && `worktree ${subject.worktreeId}`, subject.taskId && `task ${subject.taskId}`].filter(Boolean);
+  const where = [
+    subject.repoId && `repo ${subject.repoId}`,
+    subject.worktreeId && `worktree ${subject.worktreeId}`,
+    subject.taskId && `task ${subject.taskId}`,
+  ].filter(Boolean);
   if (where.length) lines.push(where.join(' · '));
   if (context.summary) lines.push(clip(context.summary, 500));
   if (context.risk.level) lines.push(`risk: ${context.risk.level}`);
-  lines.push(`opened ${formatTime(invocation.createdAt)} · deadline ${formatTime(invocation.deadlineAt)}${invocation.extensions ? ` (extended ${invocation.extensions}×)` : ''}`);
+  lines.push(
+    `opened ${formatTime(invocation.createdAt)} · deadline ${formatTime(invocation.deadlineAt)}${invocation.extensions ? ` (extended ${invocation.extensions}×)` : ''}`,
+  );
   if (decision) {
-    lines.push(`${stateText(invocation)} by ${settledBy(invocation)}${decision.origin.automatic ? ' (automatic)' : ''} at ${formatTime(decision.decidedAt)}`);
+    lines.push(
+      `${stateText(invocation)} by ${settledBy(invocation)}${decision.origin.automatic ? ' (automatic)' : ''} at ${formatTime(decision.decidedAt)}`,
+    );
     if (decision.rationale) lines.push(`rationale: ${clip(decision.rationale, 500)}`);
   }
   return lines.join('\n');
@@ -132,7 +162,10 @@ function approvalTooltip(invocation: HitlInvocation, formatTime: TimeFormat): st
  * Whether a change deserves an "approval needed" notification: a newly opened invocation that waits for a
  * human. One that a rule decided at once is already settled when its `opened` event fires.
  */
-export function needsAnnouncement(change: { readonly kind: string; readonly invocation: Pick<HitlInvocation, 'state'> }): boolean {
+export function needsAnnouncement(change: {
+  readonly kind: string;
+  readonly invocation: Pick<HitlInvocation, 'state'>;
+}): boolean {
   return change.kind === 'opened' && change.invocation.state === 'pending';
 }
 
@@ -150,9 +183,14 @@ export function notificationText(invocation: HitlInvocation): string {
  * has no buttons but Cancel, so Review is a command link). The command's argument is percent-encoded all the way,
  * so that an invocation id (agent-supplied) cannot end the link or add another.
  */
-export function announcementText(invocation: Pick<HitlInvocation, 'id' | 'reasonType' | 'requester'>, reviewCommand: string): string {
-  const args = encodeURIComponent(JSON.stringify([{ kind: 'approval', id: invocation.id }]))
-    .replace(/[!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
+export function announcementText(
+  invocation: Pick<HitlInvocation, 'id' | 'reasonType' | 'requester'>,
+  reviewCommand: string,
+): string {
+  const args = encodeURIComponent(JSON.stringify([{ kind: 'approval', id: invocation.id }])).replace(
+    /[!'()*]/g,
+    (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`,
+  );
   return `${notificationText(invocation as HitlInvocation)}. [Review](command:${reviewCommand}?${args})`;
 }
 
@@ -198,12 +236,17 @@ export class OpenAnnouncements {
 
 /** The panel's title. */
 export function panelTitle(invocation: HitlInvocation | undefined, id: string): string {
-  return invocation ? `Approval: ${reasonLabel(invocation.reasonType)} · ${oneLine(invocation.requester, 40)}` : `Approval ${id.slice(0, 8)}`;
+  return invocation
+    ? `Approval: ${reasonLabel(invocation.reasonType)} · ${oneLine(invocation.requester, 40)}`
+    : `Approval ${id.slice(0, 8)}`;
 }
 
 /** `sw4rm-approvals-audit-2025-01-02T03-04-05Z.json` */
 export function auditFileName(now: number): string {
-  return `sw4rm-approvals-audit-${new Date(now).toISOString().replace(/\.\d+Z$/, 'Z').replace(/:/g, '-')}.json`;
+  return `sw4rm-approvals-audit-${new Date(now)
+    .toISOString()
+    .replace(/\.\d+Z$/, 'Z')
+    .replace(/:/g, '-')}.json`;
 }
 
 function oneLine(text: string, max: number): string {

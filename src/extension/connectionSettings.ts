@@ -21,17 +21,33 @@ export function connectionSettings(values: ConnectionSettingValues): { limits: C
       return fallback;
     }
     const clamped = Math.min(bounds.max, Math.max(bounds.min, Math.floor(value)));
-    if (clamped !== value) warnings.push(`sw4rm.${name} ${value} is outside ${bounds.min}–${bounds.max}; using ${clamped}.`);
+    if (clamped !== value)
+      warnings.push(`sw4rm.${name} ${value} is outside ${bounds.min}–${bounds.max}; using ${clamped}.`);
     return clamped;
   };
   const defaults = DEFAULT_CONNECTION_LIMITS;
   return {
     limits: {
-      maxConnections: whole('maxConnections', values.maxConnections, defaults.maxConnections, CONNECTION_LIMIT_BOUNDS.maxConnections),
-      unauthenticatedIdleMs: whole('unauthenticatedIdleSeconds', values.unauthenticatedIdleSeconds, defaults.unauthenticatedIdleMs / 1000,
-        CONNECTION_LIMIT_BOUNDS.unauthenticatedIdleSeconds) * 1000,
-      requestBodyMs: whole('requestBodyTimeoutSeconds', values.requestBodyTimeoutSeconds, defaults.requestBodyMs / 1000,
-        CONNECTION_LIMIT_BOUNDS.requestBodySeconds) * 1000,
+      maxConnections: whole(
+        'maxConnections',
+        values.maxConnections,
+        defaults.maxConnections,
+        CONNECTION_LIMIT_BOUNDS.maxConnections,
+      ),
+      unauthenticatedIdleMs:
+        whole(
+          'unauthenticatedIdleSeconds',
+          values.unauthenticatedIdleSeconds,
+          defaults.unauthenticatedIdleMs / 1000,
+          CONNECTION_LIMIT_BOUNDS.unauthenticatedIdleSeconds,
+        ) * 1000,
+      requestBodyMs:
+        whole(
+          'requestBodyTimeoutSeconds',
+          values.requestBodyTimeoutSeconds,
+          defaults.requestBodyMs / 1000,
+          CONNECTION_LIMIT_BOUNDS.requestBodySeconds,
+        ) * 1000,
     },
     warnings,
   };

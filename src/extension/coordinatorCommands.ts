@@ -19,14 +19,22 @@ export abstract class CoordinatorCommands {
   }
 
   /** Documents of `kind` get their text from the running coordinator when opened, or say that none runs. */
-  protected registerDocument(documents: ReadOnlyDocuments, kind: string, text: (api: CoordinatorApi, key: string) => Promise<string>): void {
+  protected registerDocument(
+    documents: ReadOnlyDocuments,
+    kind: string,
+    text: (api: CoordinatorApi, key: string) => Promise<string>,
+  ): void {
     coordinatorDocument(documents, kind, () => this.api, text);
   }
 }
 
 /** Documents of `kind` get their text from the coordinator `api()` answers when opened, or say that none runs. */
-export function coordinatorDocument(documents: ReadOnlyDocuments, kind: string, api: () => CoordinatorApi | undefined,
-  text: (api: CoordinatorApi, key: string) => Promise<string>): void {
+export function coordinatorDocument(
+  documents: ReadOnlyDocuments,
+  kind: string,
+  api: () => CoordinatorApi | undefined,
+  text: (api: CoordinatorApi, key: string) => Promise<string>,
+): void {
   documents.register(kind, async (key) => {
     const current = api();
     return current ? text(current, key) : NOT_RUNNING_DOCUMENT;

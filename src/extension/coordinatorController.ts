@@ -95,9 +95,11 @@ export class CoordinatorController implements vscode.Disposable {
     if (!authNone && !minted) return;
     const env = agentEnvironmentFor(host.environment(), agentId, minted?.token);
     await vscode.env.clipboard.writeText(formatEnvironment(env));
-    void vscode.window.showInformationMessage(authNone
-      ? `Copied the environment for agent ${agentId} (${env.SW4RM_REGISTRY_ADDR}). Auth is "none": no token, and any local process can act as any agent.`
-      : `Copied the environment for agent ${agentId} (${env.SW4RM_REGISTRY_ADDR}) with its own SW4RM_TOKEN; revoke it in the Credentials view.`);
+    void vscode.window.showInformationMessage(
+      authNone
+        ? `Copied the environment for agent ${agentId} (${env.SW4RM_REGISTRY_ADDR}). Auth is "none": no token, and any local process can act as any agent.`
+        : `Copied the environment for agent ${agentId} (${env.SW4RM_REGISTRY_ADDR}) with its own SW4RM_TOKEN; revoke it in the Credentials view.`,
+    );
   }
 
   async dispose(): Promise<void> {
@@ -129,16 +131,20 @@ export class CoordinatorController implements vscode.Disposable {
     let dataDir = settings.dataDir;
     try {
       dataDir = this.moveLegacyStore(settings.legacyDataDir, settings.dataDir);
-      this.host = await CoordinatorHost.start(hostOptionsOf(settings, {
-        dataDir,
-        protosDir: path.join(this.context.extensionPath, 'protos'),
-        port,
-        hitl: this.approvals.policy(),
-        onEvent: (event) => this.output.appendLine(formatEvent(event)),
-        workspaceFolders: (vscode.workspace.workspaceFolders ?? []).filter((f) => f.uri.scheme === 'file').map((f) => f.uri.fsPath),
-        // A repository's own .sw4rm/worktree.json command runs only in a trusted workspace.
-        trusted: vscode.workspace.isTrusted,
-      }));
+      this.host = await CoordinatorHost.start(
+        hostOptionsOf(settings, {
+          dataDir,
+          protosDir: path.join(this.context.extensionPath, 'protos'),
+          port,
+          hitl: this.approvals.policy(),
+          onEvent: (event) => this.output.appendLine(formatEvent(event)),
+          workspaceFolders: (vscode.workspace.workspaceFolders ?? [])
+            .filter((f) => f.uri.scheme === 'file')
+            .map((f) => f.uri.fsPath),
+          // A repository's own .sw4rm/worktree.json command runs only in a trusted workspace.
+          trusted: vscode.workspace.isTrusted,
+        }),
+      );
     } catch (err) {
       await this.reportStartFailure(err);
       return;
@@ -148,9 +154,21 @@ export class CoordinatorController implements vscode.Disposable {
     // Policy and operator presence first, so that no invocation sees the default policy or "no operator".
     const bound = this.approvals.bind(api);
     const storeLocation = await api.storeLocation();
-    this.output.appendLine(`SW4RM coordinator serving on ${settings.host}:${host.port} (auth ${settings.auth}; store ${storeLocation})`);
+    this.output.appendLine(
+      `SW4RM coordinator serving on ${settings.host}:${host.port} (auth ${settings.auth}; store ${storeLocation})`,
+    );
     if (host.bridgeEndpoints) this.output.appendLine(`SW4RM MCP bridge for agents: ${host.bridgeEndpoints.mcpUrl}`);
-    for (const warning of [...settings.router.warnings, ...settings.connections.warnings, ...settings.worktrees.warnings, ...settings.scheduler.warnings, ...settings.tools.warnings, ...settings.negotiation.warnings, ...settings.handoffs.warnings, ...settings.agentInbox.warnings]) this.output.appendLine(`SW4RM settings: ${warning}`);
+    for (const warning of [
+      ...settings.router.warnings,
+      ...settings.connections.warnings,
+      ...settings.worktrees.warnings,
+      ...settings.scheduler.warnings,
+      ...settings.tools.warnings,
+      ...settings.negotiation.warnings,
+      ...settings.handoffs.warnings,
+      ...settings.agentInbox.warnings,
+    ])
+      this.output.appendLine(`SW4RM settings: ${warning}`);
     this.hostSubscriptions.push(
       host.onDidFail((err) => void this.reportStoreFailure(host, err)),
       api.onDidChangeAgents(() => void this.updateStatus()),
@@ -159,9 +177,11 @@ export class CoordinatorController implements vscode.Disposable {
         if (event.kind === 'output') this.output.append(event.text);
         else this.output.appendLine(`SW4RM worktree ${event.repoId}/${event.worktreeId}: ${event.text}`);
         if (event.kind === 'finished' && event.ok === false) {
-          void vscode.window.showWarningMessage(`SW4RM: ${event.text.replace(/[[\]]/g, '')}`, 'Show Log').then((choice) => {
-            if (choice) this.output.show(true);
-          });
+          void vscode.window
+            .showWarningMessage(`SW4RM: ${event.text.replace(/[[\]]/g, '')}`, 'Show Log')
+            .then((choice) => {
+              if (choice) this.output.show(true);
+            });
         }
       }),
       this.deadLettersView.onDidChangeCount(() => void this.updateStatus()),
@@ -199,7 +219,9 @@ export class CoordinatorController implements vscode.Disposable {
       this.setTerminalEnvironment(host.rotateEnrolment(this.approvals.operator));
       this.output.appendLine('SW4RM: the enrolment credential was revoked; terminals opened from now on get a new one');
     } catch (err) {
-      this.output.appendLine(`SW4RM: no new enrolment credential for terminals: ${err instanceof Error ? err.message : String(err)}`);
+      this.output.appendLine(
+        `SW4RM: no new enrolment credential for terminals: ${err instanceof Error ? err.message : String(err)}`,
+      );
     }
   }
 
@@ -248,9 +270,15 @@ export class CoordinatorController implements vscode.Disposable {
     }
     if (update !== this.statusUpdates || this.host !== host) return;
     this.statusBar.show({
-      kind: 'serving', host: host.options.host, port: host.port, auth: host.options.auth,
-      agents: agents.registered, online: agents.online, deadLetters: this.deadLettersView.count,
-      approvals: this.approvals.pendingCount, store,
+      kind: 'serving',
+      host: host.options.host,
+      port: host.port,
+      auth: host.options.auth,
+      agents: agents.registered,
+      online: agents.online,
+      deadLetters: this.deadLettersView.count,
+      approvals: this.approvals.pendingCount,
+      store,
     });
   }
 
@@ -274,7 +302,9 @@ export class CoordinatorController implements vscode.Disposable {
       const useFree = `Use port ${err.freePort}`;
       const choice = await vscode.window.showWarningMessage(
         `SW4RM: port ${err.port} is already in use, probably by a coordinator in another window. Port ${err.freePort} is free.`,
-        useFree, 'Open Settings');
+        useFree,
+        'Open Settings',
+      );
       if (choice === useFree) {
         this.portOverride = err.freePort;
         void vscode.commands.executeCommand(Commands.start);

@@ -33,7 +33,11 @@ export function copiedLabel(agentId: string): string {
  * One agent's environment: every SW4RM_*_ADDR of the coordinator's environment, SW4RM_AGENT_ID, and SW4RM_TOKEN
  * when the agent has a credential of its own. The operator token of `coordinatorEnvironment` is never passed on.
  */
-export function agentEnvironmentFor(coordinatorEnvironment: Readonly<Record<string, string>>, agentId: string, token: string | undefined): Record<string, string> {
+export function agentEnvironmentFor(
+  coordinatorEnvironment: Readonly<Record<string, string>>,
+  agentId: string,
+  token: string | undefined,
+): Record<string, string> {
   const env: Record<string, string> = {};
   for (const name of SERVICE_ADDRESS_VARIABLES) {
     if (coordinatorEnvironment[name] !== undefined) env[name] = coordinatorEnvironment[name];
@@ -51,7 +55,9 @@ export function credentialedAgentIds(credentials: readonly CredentialInfo[]): st
 /** The view's order: credentials in use first, newest first; then revoked ones, most recently revoked first. */
 export function orderCredentials(credentials: readonly CredentialInfo[]): CredentialInfo[] {
   const active = credentials.filter((c) => c.revokedAt === null).sort((a, b) => b.createdAt - a.createdAt);
-  const revoked = credentials.filter((c) => c.revokedAt !== null).sort((a, b) => b.revokedAt! - a.revokedAt! || b.createdAt - a.createdAt);
+  const revoked = credentials
+    .filter((c) => c.revokedAt !== null)
+    .sort((a, b) => b.revokedAt! - a.revokedAt! || b.createdAt - a.createdAt);
   return [...active, ...revoked];
 }
 
@@ -80,9 +86,10 @@ export function credentialRow(credential: CredentialInfo, time: TimeFormat = def
   const used = credential.lastUsedAt === null ? 'never used' : `used ${time(credential.lastUsedAt)}`;
   const state = revoked ? `revoked ${time(credential.revokedAt!)}` : used;
   const agent = credential.kind === 'agent';
-  const label = agent ? credential.agentId ?? '?' : credential.label || 'enrolment';
+  const label = agent ? (credential.agentId ?? '?') : credential.label || 'enrolment';
   // The label "copied for agent <id>" would only repeat the row's label; the tooltip has it.
-  const ownLabel = agent && credential.label && credential.label !== copiedLabel(credential.agentId ?? '') ? [credential.label] : [];
+  const ownLabel =
+    agent && credential.label && credential.label !== copiedLabel(credential.agentId ?? '') ? [credential.label] : [];
   const description = [credential.kind, state, `created ${time(credential.createdAt)}`, ...ownLabel].join(' · ');
   const tooltip = [
     credential.kind === 'agent'

@@ -13,8 +13,15 @@ export const STORES_FOLDER_NAME = 'stores';
  */
 export function defaultDataFolder(globalStorage: string, workspaceFolders: readonly string[]): string {
   if (workspaceFolders.length === 0) return path.join(globalStorage, STORES_FOLDER_NAME, 'no-folder');
-  const key = [...workspaceFolders].map((folder) => path.resolve(folder)).sort().join('\n');
+  const key = [...workspaceFolders]
+    .map((folder) => path.resolve(folder))
+    .sort()
+    .join('\n');
   const digest = createHash('sha256').update(key).digest('hex').slice(0, 16);
-  const name = path.basename(path.resolve(workspaceFolders[0])).replace(/[^A-Za-z0-9._-]+/g, '_').slice(0, 40) || 'workspace';
+  const name =
+    path
+      .basename(path.resolve(workspaceFolders[0]))
+      .replace(/[^A-Za-z0-9._-]+/g, '_')
+      .slice(0, 40) || 'workspace';
   return path.join(globalStorage, STORES_FOLDER_NAME, `${name}-${digest}`);
 }

@@ -3,7 +3,11 @@ import type { DeadLetter, DeadLetterFilter } from '../core/api';
 /** Relative time ranges: resolved against the clock whenever the view lists or exports. */
 export type TimeRange = 'hour' | 'day' | 'all';
 
-export const TIME_RANGES: ReadonlyArray<{ readonly range: TimeRange; readonly label: string; readonly ms: number | undefined }> = [
+export const TIME_RANGES: ReadonlyArray<{
+  readonly range: TimeRange;
+  readonly label: string;
+  readonly ms: number | undefined;
+}> = [
   { range: 'hour', label: 'Last hour', ms: 3_600_000 },
   { range: 'day', label: 'Last day', ms: 86_400_000 },
   { range: 'all', label: 'All time', ms: undefined },
@@ -44,16 +48,22 @@ export function describeFilter(filter: DeadLetterViewFilter): string | undefined
   if (filter.errorCode) parts.push(filter.errorCode);
   if (filter.producerId) parts.push(`from ${filter.producerId}`);
   if (filter.recipientId) parts.push(`to ${filter.recipientId}`);
-  if (filter.timeRange !== 'all') parts.push(TIME_RANGES.find((r) => r.range === filter.timeRange)!.label.toLowerCase());
+  if (filter.timeRange !== 'all')
+    parts.push(TIME_RANGES.find((r) => r.range === filter.timeRange)!.label.toLowerCase());
   if (filter.includeRequeued) parts.push('with requeued');
   return parts.length ? parts.join(' · ') : undefined;
 }
 
 /** Distinct values of one field among `letters`, most frequent first, with their counts. */
-export function valueCounts(letters: readonly DeadLetter[], pick: (letter: DeadLetter) => string): Array<{ value: string; count: number }> {
+export function valueCounts(
+  letters: readonly DeadLetter[],
+  pick: (letter: DeadLetter) => string,
+): Array<{ value: string; count: number }> {
   const counts = new Map<string, number>();
   for (const letter of letters) counts.set(pick(letter), (counts.get(pick(letter)) ?? 0) + 1);
-  return [...counts].map(([value, count]) => ({ value, count })).sort((a, b) => b.count - a.count || a.value.localeCompare(b.value));
+  return [...counts]
+    .map(([value, count]) => ({ value, count }))
+    .sort((a, b) => b.count - a.count || a.value.localeCompare(b.value));
 }
 
 /** `letters` narrowed by the parts of `filter` that are set (the time range against `now`). */
@@ -69,5 +79,8 @@ export function matches(letter: DeadLetter, filter: Partial<DeadLetterViewFilter
 
 /** A file name for an exported bundle: sw4rm-dead-letters-2025-01-02T03-04-05Z.json. */
 export function exportFileName(now: number): string {
-  return `sw4rm-dead-letters-${new Date(now).toISOString().replace(/\.\d+Z$/, 'Z').replace(/:/g, '-')}.json`;
+  return `sw4rm-dead-letters-${new Date(now)
+    .toISOString()
+    .replace(/\.\d+Z$/, 'Z')
+    .replace(/:/g, '-')}.json`;
 }

@@ -41,7 +41,11 @@ export function activate(context: vscode.ExtensionContext): void {
   const statusBar = new CoordinatorStatusBar();
   const worktreeState = new WorktreeState();
   const approvals = new Approvals(context.extensionUri, output);
-  const launchedTerminals = new LaunchedTerminals(approvals.operator, output, vscode.Uri.joinPath(context.extensionUri, 'dist', 'sw4rm-launch.js').fsPath);
+  const launchedTerminals = new LaunchedTerminals(
+    approvals.operator,
+    output,
+    vscode.Uri.joinPath(context.extensionUri, 'dist', 'sw4rm-launch.js').fsPath,
+  );
   const agentsView = new AgentsTreeProvider(worktreeState, launchedTerminals);
   const deadLetters = new DeadLettersView();
   const credentials = new CredentialsView(approvals.operator);
@@ -60,13 +64,17 @@ export function activate(context: vscode.ExtensionContext): void {
   const tasksView = new TasksView();
   const taskCommands = new TaskCommands(approvals.operator, tasksView, documents);
   const activityView = new ActivityView(context.workspaceState);
-  const schedulerLimits = new SchedulerLimits(readSchedulerSettings, approvals.operator, (problem) => output.appendLine(`SW4RM settings: ${problem}`));
+  const schedulerLimits = new SchedulerLimits(readSchedulerSettings, approvals.operator, (problem) =>
+    output.appendLine(`SW4RM settings: ${problem}`),
+  );
   running.follow(tasksView);
   running.follow(taskCommands);
   running.follow(activityView);
   running.follow(schedulerLimits);
   // sw4rm.negotiation.* applies live: a change is a new policy version on the running coordinator.
-  const negotiationPolicy = new NegotiationSettingsFollower(readNegotiationSettings, (problem) => output.appendLine(`SW4RM settings: ${problem}`));
+  const negotiationPolicy = new NegotiationSettingsFollower(readNegotiationSettings, (problem) =>
+    output.appendLine(`SW4RM settings: ${problem}`),
+  );
   running.follow(negotiationPolicy);
   const toolsView = new ToolsView();
   const toolCommands = new ToolCommands(approvals.operator, toolsView, documents);
@@ -81,8 +89,16 @@ export function activate(context: vscode.ExtensionContext): void {
   running.follow(workflowsView);
   running.follow(workflowCommands);
   // Launched agents: their terminals (reconciled with the launches at every start), the commands, the profiles setting.
-  const launchCommands = new LaunchCommands(approvals.operator, launchedTerminals, worktreeState, output, context.extensionUri);
-  const launchProfiles = new LaunchProfileSettingsFollower(readLaunchProfileSettings, (issues) => launchCommands.reportIssues(issues));
+  const launchCommands = new LaunchCommands(
+    approvals.operator,
+    launchedTerminals,
+    worktreeState,
+    output,
+    context.extensionUri,
+  );
+  const launchProfiles = new LaunchProfileSettingsFollower(readLaunchProfileSettings, (issues) =>
+    launchCommands.reportIssues(issues),
+  );
   running.follow(launchedTerminals);
   running.follow(launchCommands);
   running.follow(launchProfiles);
@@ -105,36 +121,62 @@ export function activate(context: vscode.ExtensionContext): void {
     vscode.commands.registerCommand(Commands.showMetrics, () => metrics.show()),
     vscode.commands.registerCommand(Commands.copyMetrics, () => metrics.copy()),
     vscode.commands.registerCommand(Commands.exportMetrics, () => metrics.export()),
-    vscode.commands.registerCommand(Commands.requeueDeadLetter,
-      (node?: DeadLetterNode, selected?: readonly DeadLetterNode[]) => deadLetters.requeue(asNode(node), selected?.filter(isNode))),
+    vscode.commands.registerCommand(
+      Commands.requeueDeadLetter,
+      (node?: DeadLetterNode, selected?: readonly DeadLetterNode[]) =>
+        deadLetters.requeue(asNode(node), selected?.filter(isNode)),
+    ),
     vscode.commands.registerCommand(Commands.exportDeadLetters, () => deadLetters.exportBundle()),
     vscode.commands.registerCommand(Commands.filterDeadLetters, () => deadLetters.pickFilter()),
     vscode.commands.registerCommand(Commands.clearDeadLetterFilter, () => deadLetters.clearFilter()),
     vscode.commands.registerCommand(Commands.refreshDeadLetters, () => deadLetters.refresh()),
-    vscode.commands.registerCommand(Commands.reviewApproval, (node?: unknown) => approvals.view.open(asRecordNode(node, 'approval'))),
-    vscode.commands.registerCommand(Commands.cancelApproval, (node?: unknown) => approvals.view.cancel(asRecordNode(node, 'approval'))),
+    vscode.commands.registerCommand(Commands.reviewApproval, (node?: unknown) =>
+      approvals.view.open(asRecordNode(node, 'approval')),
+    ),
+    vscode.commands.registerCommand(Commands.cancelApproval, (node?: unknown) =>
+      approvals.view.cancel(asRecordNode(node, 'approval')),
+    ),
     vscode.commands.registerCommand(Commands.exportApprovalsAudit, () => approvals.view.exportAudit()),
     vscode.commands.registerCommand(Commands.refreshApprovals, () => approvals.view.refresh()),
     vscode.commands.registerCommand(Commands.pauseApprovals, () => approvals.setPaused(true)),
     vscode.commands.registerCommand(Commands.resumeApprovals, () => approvals.setPaused(false)),
-    vscode.commands.registerCommand(Commands.mintAgentCredential, () => credentials.mint(running.running?.options.auth === 'none')),
-    vscode.commands.registerCommand(Commands.revokeCredential, (node?: unknown) => credentials.revoke(asRecordNode(node, 'credential'))),
+    vscode.commands.registerCommand(Commands.mintAgentCredential, () =>
+      credentials.mint(running.running?.options.auth === 'none'),
+    ),
+    vscode.commands.registerCommand(Commands.revokeCredential, (node?: unknown) =>
+      credentials.revoke(asRecordNode(node, 'credential')),
+    ),
     documents,
     messages,
     running.onDidChangeApi((api) => {
       messages.bind(api);
       messageCommands.bind(api);
     }),
-    vscode.commands.registerCommand(Commands.openMessage,
-      (node?: unknown) => messages.open(typeof node === 'object' && node !== null && (node as MessageNode).kind === 'message' ? node as MessageNode : undefined)),
+    vscode.commands.registerCommand(Commands.openMessage, (node?: unknown) =>
+      messages.open(
+        typeof node === 'object' && node !== null && (node as MessageNode).kind === 'message'
+          ? (node as MessageNode)
+          : undefined,
+      ),
+    ),
     vscode.commands.registerCommand(Commands.filterMessages, () => messages.pickFilter()),
     vscode.commands.registerCommand(Commands.clearMessageFilter, () => messages.clearFilter()),
     vscode.commands.registerCommand(Commands.refreshMessages, () => messages.refresh()),
-    vscode.commands.registerCommand(Commands.sendMessage, (node?: unknown) => messageCommands.sendMessage(asAgentRow(node))),
-    vscode.commands.registerCommand(Commands.copyAgentId, (node?: unknown) => messageCommands.copyAgentId(asAgentRow(node))),
-    vscode.commands.registerCommand(Commands.showAgentMessages, (node?: unknown) => messageCommands.showAgentMessages(asAgentRow(node))),
-    vscode.commands.registerCommand(Commands.showAgentLogEvents, (node?: unknown) => messageCommands.showAgentLogEvents(asAgentRow(node))),
-    vscode.commands.registerCommand(Commands.deregisterAgent, (node?: unknown) => messageCommands.deregisterAgent(asAgentRow(node))),
+    vscode.commands.registerCommand(Commands.sendMessage, (node?: unknown) =>
+      messageCommands.sendMessage(asAgentRow(node)),
+    ),
+    vscode.commands.registerCommand(Commands.copyAgentId, (node?: unknown) =>
+      messageCommands.copyAgentId(asAgentRow(node)),
+    ),
+    vscode.commands.registerCommand(Commands.showAgentMessages, (node?: unknown) =>
+      messageCommands.showAgentMessages(asAgentRow(node)),
+    ),
+    vscode.commands.registerCommand(Commands.showAgentLogEvents, (node?: unknown) =>
+      messageCommands.showAgentLogEvents(asAgentRow(node)),
+    ),
+    vscode.commands.registerCommand(Commands.deregisterAgent, (node?: unknown) =>
+      messageCommands.deregisterAgent(asAgentRow(node)),
+    ),
     walkthrough,
     vscode.commands.registerCommand(Commands.openWalkthrough, () => walkthrough.open()),
     worktreeState,
@@ -142,11 +184,19 @@ export function activate(context: vscode.ExtensionContext): void {
     worktreeCommands,
     vscode.window.createTreeView(Views.worktrees, { treeDataProvider: worktreesView, showCollapseAll: true }),
     vscode.commands.registerCommand(Commands.bindAgentToWorktree, (node?: unknown) => worktreeCommands.bindAgent(node)),
-    vscode.commands.registerCommand(Commands.openWorktreeInNewWindow, (node?: unknown) => worktreeCommands.openInNewWindow(node)),
-    vscode.commands.registerCommand(Commands.showWorktreeChanges, (node?: unknown) => worktreeCommands.showChanges(node)),
+    vscode.commands.registerCommand(Commands.openWorktreeInNewWindow, (node?: unknown) =>
+      worktreeCommands.openInNewWindow(node),
+    ),
+    vscode.commands.registerCommand(Commands.showWorktreeChanges, (node?: unknown) =>
+      worktreeCommands.showChanges(node),
+    ),
     vscode.commands.registerCommand(Commands.mergeBackWorktree, (node?: unknown) => worktreeCommands.mergeBack(node)),
-    vscode.commands.registerCommand(Commands.undoWorktreeMerge, (mergeId?: unknown) => worktreeCommands.undoMerge(mergeId)),
-    vscode.commands.registerCommand(Commands.restoreWorktreeSnapshot, (node?: unknown) => worktreeCommands.restoreSnapshot(node)),
+    vscode.commands.registerCommand(Commands.undoWorktreeMerge, (mergeId?: unknown) =>
+      worktreeCommands.undoMerge(mergeId),
+    ),
+    vscode.commands.registerCommand(Commands.restoreWorktreeSnapshot, (node?: unknown) =>
+      worktreeCommands.restoreSnapshot(node),
+    ),
     vscode.commands.registerCommand(Commands.removeWorktree, (node?: unknown) => worktreeCommands.remove(node)),
     vscode.commands.registerCommand(Commands.pruneWorktrees, () => worktreeCommands.prune()),
     vscode.commands.registerCommand(Commands.refreshWorktrees, () => worktreeState.refresh()),
@@ -160,7 +210,9 @@ export function activate(context: vscode.ExtensionContext): void {
     vscode.commands.registerCommand(Commands.shutdownAgent, (node?: unknown) => taskCommands.shutdownAgent(node)),
     vscode.commands.registerCommand(Commands.toggleActivityGrouping, () => activityView.toggleGrouping()),
     toolsView,
-    vscode.commands.registerCommand(Commands.showToolCallDetails, (node?: unknown) => toolCommands.showToolCallDetails(node)),
+    vscode.commands.registerCommand(Commands.showToolCallDetails, (node?: unknown) =>
+      toolCommands.showToolCallDetails(node),
+    ),
     vscode.commands.registerCommand(Commands.cancelToolCall, (node?: unknown) => toolCommands.cancelToolCall(node)),
     vscode.commands.registerCommand(Commands.copyToolCallId, (node?: unknown) => toolCommands.copyCallId(node)),
     vscode.commands.registerCommand(Commands.refreshTools, () => toolsView.refresh()),
@@ -174,10 +226,14 @@ export function activate(context: vscode.ExtensionContext): void {
     vscode.commands.registerCommand(Commands.refreshNegotiations, () => negotiationsView.refresh()),
     workflowsView,
     workflowCommands,
-    vscode.commands.registerCommand(Commands.createWorkflowFromFile, (target?: unknown) => workflowCommands.createFromFile(target)),
+    vscode.commands.registerCommand(Commands.createWorkflowFromFile, (target?: unknown) =>
+      workflowCommands.createFromFile(target),
+    ),
     vscode.commands.registerCommand(Commands.startWorkflow, (node?: unknown) => workflowCommands.startWorkflow(node)),
     vscode.commands.registerCommand(Commands.runWorkflowNode, (node?: unknown) => workflowCommands.runNode(node)),
-    vscode.commands.registerCommand(Commands.resumeWorkflowFromNode, (node?: unknown) => workflowCommands.resumeFromNode(node)),
+    vscode.commands.registerCommand(Commands.resumeWorkflowFromNode, (node?: unknown) =>
+      workflowCommands.resumeFromNode(node),
+    ),
     vscode.commands.registerCommand(Commands.cancelWorkflow, (node?: unknown) => workflowCommands.cancelWorkflow(node)),
     vscode.commands.registerCommand(Commands.showWorkflowNode, (node?: unknown) => workflowCommands.showNode(node)),
     vscode.commands.registerCommand(Commands.refreshWorkflows, () => workflowsView.refresh()),
@@ -187,7 +243,9 @@ export function activate(context: vscode.ExtensionContext): void {
     launchedTerminals,
     vscode.commands.registerCommand(Commands.launchAgent, () => launchCommands.launchAgent()),
     vscode.commands.registerCommand(Commands.relaunchAgent, (node?: unknown) => launchCommands.relaunchAgent(node)),
-    vscode.commands.registerCommand(Commands.showAgentTerminal, (node?: unknown) => launchCommands.showAgentTerminal(node)),
+    vscode.commands.registerCommand(Commands.showAgentTerminal, (node?: unknown) =>
+      launchCommands.showAgentTerminal(node),
+    ),
     vscode.workspace.onDidChangeConfiguration((event) => {
       if (affectsLaunchProfiles(event)) void launchProfiles.settingsChanged();
     }),
@@ -200,7 +258,10 @@ export function activate(context: vscode.ExtensionContext): void {
     }),
     vscode.workspace.onDidChangeConfiguration(async (event) => {
       if (!affectsServer(event) || !running.running) return;
-      const choice = await vscode.window.showInformationMessage('SW4RM settings changed. Restart the coordinator to apply them?', 'Restart');
+      const choice = await vscode.window.showInformationMessage(
+        'SW4RM settings changed. Restart the coordinator to apply them?',
+        'Restart',
+      );
       if (choice) await running.restart();
     }),
     vscode.workspace.onDidChangeWorkspaceFolders(() => {
@@ -229,6 +290,10 @@ function asNode(value: unknown): DeadLetterNode | undefined {
 
 /** The row a command was run on, if it was run on a row of that kind (not from the palette). */
 function asRecordNode<K extends string>(value: unknown, kind: K): RecordNode<K> | undefined {
-  return typeof value === 'object' && value !== null && (value as RecordNode<K>).kind === kind && typeof (value as RecordNode<K>).id === 'string'
-    ? value as RecordNode<K> : undefined;
+  return typeof value === 'object' &&
+    value !== null &&
+    (value as RecordNode<K>).kind === kind &&
+    typeof (value as RecordNode<K>).id === 'string'
+    ? (value as RecordNode<K>)
+    : undefined;
 }

@@ -21,14 +21,20 @@ export interface HandoffSettings {
  */
 export function handoffSettings(values: HandoffSettingValues): HandoffSettings {
   const warnings: string[] = [];
-  const whole = (name: string, value: unknown, bounds: { readonly min: number; readonly max: number }, fallback: number): number => {
+  const whole = (
+    name: string,
+    value: unknown,
+    bounds: { readonly min: number; readonly max: number },
+    fallback: number,
+  ): number => {
     if (value === undefined) return fallback;
     if (typeof value !== 'number' || !Number.isInteger(value)) {
       warnings.push(`sw4rm.handoffs.${name} must be a whole number; using ${fallback}.`);
       return fallback;
     }
     const clamped = Math.min(bounds.max, Math.max(bounds.min, value));
-    if (clamped !== value) warnings.push(`sw4rm.handoffs.${name} ${value} is outside ${bounds.min}–${bounds.max}; using ${clamped}.`);
+    if (clamped !== value)
+      warnings.push(`sw4rm.handoffs.${name} ${value} is outside ${bounds.min}–${bounds.max}; using ${clamped}.`);
     return clamped;
   };
   const flag = (name: string, value: unknown, fallback: boolean): boolean => {
@@ -42,7 +48,13 @@ export function handoffSettings(values: HandoffSettingValues): HandoffSettings {
   const d = DEFAULT_HANDOFF_OPTIONS;
   return {
     options: {
-      defaultTimeoutMs: whole('defaultTimeoutSeconds', values.defaultTimeoutSeconds, HANDOFF_OPTION_BOUNDS.defaultTimeoutSeconds, d.defaultTimeoutMs / 1000) * 1000,
+      defaultTimeoutMs:
+        whole(
+          'defaultTimeoutSeconds',
+          values.defaultTimeoutSeconds,
+          HANDOFF_OPTION_BOUNDS.defaultTimeoutSeconds,
+          d.defaultTimeoutMs / 1000,
+        ) * 1000,
       reroute: flag('reroute', values.reroute, d.reroute),
       routeToOperator: flag('routeToOperator', values.routeToOperator, d.routeToOperator),
       retentionDays: whole('retentionDays', values.retentionDays, HANDOFF_OPTION_BOUNDS.retentionDays, d.retentionDays),

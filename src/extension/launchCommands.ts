@@ -1,9 +1,25 @@
 import * as vscode from 'vscode';
-import type { CoordinatorApi, LaunchPlan, LaunchProfile, LaunchRecord, LaunchRequest, ProfileAvailability, ProfileIssue, WorktreeRepositoryInfo } from '../core/api';
+import type {
+  CoordinatorApi,
+  LaunchPlan,
+  LaunchProfile,
+  LaunchRecord,
+  LaunchRequest,
+  ProfileAvailability,
+  ProfileIssue,
+  WorktreeRepositoryInfo,
+} from '../core/api';
 import { Settings, SETTINGS_SECTION } from './contributions';
 import { CoordinatorCommands, messageOf } from './coordinatorCommands';
 import type { LaunchedTerminals } from './launchedTerminals';
-import { launchedText, notInstalledWarning, profileIssueLines, profileIssuesWarning, profilePick, worktreePicks } from './launchModel';
+import {
+  launchedText,
+  notInstalledWarning,
+  profileIssueLines,
+  profileIssuesWarning,
+  profilePick,
+  worktreePicks,
+} from './launchModel';
 import { asAgentRow } from './messageCommands';
 import { notificationText } from './notificationText';
 import { requireRunning } from './notRunning';
@@ -42,20 +58,34 @@ export class LaunchCommands extends CoordinatorCommands {
     }
     for (const line of profileIssueLines(issues)) this.output.appendLine(`SW4RM launch profiles: ${line}`);
     if (!profiles.length) {
-      void this.warnWithSettings('SW4RM: there is no launch profile. Add one to the sw4rm.agents.profiles setting or to .sw4rm/agents.json.');
+      void this.warnWithSettings(
+        'SW4RM: there is no launch profile. Add one to the sw4rm.agents.profiles setting or to .sw4rm/agents.json.',
+      );
       return;
     }
-    const availability = await Promise.all(profiles.map((p) => api.profileAvailability(p.id).catch((): ProfileAvailability | undefined => undefined)));
-    const picked = await vscode.window.showQuickPick(profiles.map((p, i) => profilePick(p, availability[i])), {
-      title: 'Launch Agent: Profile', placeHolder: 'The kind of coding agent to launch', matchOnDescription: true, matchOnDetail: true,
-    });
+    const availability = await Promise.all(
+      profiles.map((p) => api.profileAvailability(p.id).catch((): ProfileAvailability | undefined => undefined)),
+    );
+    const picked = await vscode.window.showQuickPick(
+      profiles.map((p, i) => profilePick(p, availability[i])),
+      {
+        title: 'Launch Agent: Profile',
+        placeHolder: 'The kind of coding agent to launch',
+        matchOnDescription: true,
+        matchOnDetail: true,
+      },
+    );
     if (!picked || this.api !== api) return;
     const { profile } = picked;
     // Asked again: the picker may have stayed open while the program was installed (or removed).
     const now = await api.profileAvailability(profile.id).catch((): ProfileAvailability | undefined => undefined);
     const problem = now ? profilePick(profile, now).problem : picked.problem;
     if (problem) {
-      const choice = await vscode.window.showWarningMessage(notificationText(notInstalledWarning(profile, problem)), OPEN_SETTINGS, OPEN_README);
+      const choice = await vscode.window.showWarningMessage(
+        notificationText(notInstalledWarning(profile, problem)),
+        OPEN_SETTINGS,
+        OPEN_README,
+      );
       await this.followUp(choice);
       return;
     }
@@ -68,7 +98,8 @@ export class LaunchCommands extends CoordinatorCommands {
     try {
       plan = await vscode.window.withProgress(
         { location: vscode.ProgressLocation.Notification, title: `Launching ${profile.name}…` },
-        () => api.launchAgent(request, this.operator));
+        () => api.launchAgent(request, this.operator),
+      );
     } catch (err) {
       this.worktrees.refresh();
       return this.refused('Launch Agent', err);
@@ -80,7 +111,9 @@ export class LaunchCommands extends CoordinatorCommands {
   async relaunchAgent(node?: unknown): Promise<void> {
     const api = await requireRunning(this.api);
     if (!api) return;
-    const agentId = asAgentRow(node)?.agentId ?? await this.pickLaunch(api, (r) => r.state === 'EXITED' || r.state === 'FAILED', 'Relaunch Agent');
+    const agentId =
+      asAgentRow(node)?.agentId ??
+      (await this.pickLaunch(api, (r) => r.state === 'EXITED' || r.state === 'FAILED', 'Relaunch Agent'));
     if (!agentId) return;
     if (this.terminals.has(agentId)) {
       this.terminals.show(agentId);
@@ -91,7 +124,8 @@ export class LaunchCommands extends CoordinatorCommands {
     try {
       plan = await vscode.window.withProgress(
         { location: vscode.ProgressLocation.Notification, title: `Relaunching ${agentId}…` },
-        () => api.relaunchAgent(agentId, this.operator));
+        () => api.relaunchAgent(agentId, this.operator),
+      );
     } catch (err) {
       return this.refused('Relaunch', err);
     }
@@ -101,7 +135,9 @@ export class LaunchCommands extends CoordinatorCommands {
   async showAgentTerminal(node?: unknown): Promise<void> {
     const api = await requireRunning(this.api);
     if (!api) return;
-    const agentId = asAgentRow(node)?.agentId ?? await this.pickLaunch(api, (r) => this.terminals.has(r.agentId), 'Show Agent Terminal');
+    const agentId =
+      asAgentRow(node)?.agentId ??
+      (await this.pickLaunch(api, (r) => this.terminals.has(r.agentId), 'Show Agent Terminal'));
     if (!agentId) return;
     if (!this.terminals.show(agentId)) {
       void vscode.window.showInformationMessage(notificationText(`${agentId} has no terminal in this window.`));
@@ -122,37 +158,65 @@ export class LaunchCommands extends CoordinatorCommands {
 
   private async pickRepository(api: CoordinatorApi): Promise<WorktreeRepositoryInfo | undefined> {
     const data = await this.worktrees.current();
-    const repositories = data.repositories.length ? data.repositories : await api.worktreeRepositories().catch(() => []);
+    const repositories = data.repositories.length
+      ? data.repositories
+      : await api.worktreeRepositories().catch(() => []);
     if (!repositories.length) {
-      void vscode.window.showWarningMessage('No git repository is open in this window: an agent is launched in a worktree of one. Open a folder that is a git repository.');
+      void vscode.window.showWarningMessage(
+        'No git repository is open in this window: an agent is launched in a worktree of one. Open a folder that is a git repository.',
+      );
       return undefined;
     }
     if (repositories.length === 1) return repositories[0];
-    return (await vscode.window.showQuickPick(repositories.map((r) => ({ label: r.repoId, description: r.path, repository: r })),
-      { title: 'Launch Agent: Repository', placeHolder: 'The repository the agent works in' }))?.repository;
+    return (
+      await vscode.window.showQuickPick(
+        repositories.map((r) => ({ label: r.repoId, description: r.path, repository: r })),
+        { title: 'Launch Agent: Repository', placeHolder: 'The repository the agent works in' },
+      )
+    )?.repository;
   }
 
-  private async pickWorktree(api: CoordinatorApi, repository: WorktreeRepositoryInfo): Promise<LaunchRequest['worktree'] | undefined> {
+  private async pickWorktree(
+    api: CoordinatorApi,
+    repository: WorktreeRepositoryInfo,
+  ): Promise<LaunchRequest['worktree'] | undefined> {
     const worktrees = await api.worktrees().catch(() => []);
-    const picked = await vscode.window.showQuickPick(worktreePicks(worktrees, repository.repoId, repository.worktreesRoot),
-      { title: 'Launch Agent: Worktree', placeHolder: 'A new worktree for the agent, or an existing one no agent is bound to' });
+    const picked = await vscode.window.showQuickPick(
+      worktreePicks(worktrees, repository.repoId, repository.worktreesRoot),
+      {
+        title: 'Launch Agent: Worktree',
+        placeHolder: 'A new worktree for the agent, or an existing one no agent is bound to',
+      },
+    );
     if (!picked) return undefined;
     if (picked.worktree) return { kind: 'existing', worktreeId: picked.worktree.worktreeId };
     const branches = await localBranches(repository.path).catch(() => [] as string[]);
     if (!branches.length) return { kind: 'new' };
-    const branch = (await vscode.window.showQuickPick(branches.map((b, i) => ({ label: b, description: i === 0 ? 'checked out' : undefined })),
-      { title: 'Launch Agent: Base Branch', placeHolder: 'The new worktree starts from this branch' }))?.label;
+    const branch = (
+      await vscode.window.showQuickPick(
+        branches.map((b, i) => ({ label: b, description: i === 0 ? 'checked out' : undefined })),
+        { title: 'Launch Agent: Base Branch', placeHolder: 'The new worktree starts from this branch' },
+      )
+    )?.label;
     return branch === undefined ? undefined : { kind: 'new', fromBranch: branch };
   }
 
-  private async pickLaunch(api: CoordinatorApi, filter: (record: LaunchRecord) => boolean, title: string): Promise<string | undefined> {
+  private async pickLaunch(
+    api: CoordinatorApi,
+    filter: (record: LaunchRecord) => boolean,
+    title: string,
+  ): Promise<string | undefined> {
     const records = (await api.launches().catch(() => [] as LaunchRecord[])).filter(filter);
     if (!records.length) {
       void vscode.window.showInformationMessage(`${title}: no launched agent fits.`);
       return undefined;
     }
-    return (await vscode.window.showQuickPick(records.map((r) => ({ label: r.agentId, description: `${r.profileName} · ${r.state}`, agentId: r.agentId })),
-      { title, placeHolder: 'A launched agent' }))?.agentId;
+    return (
+      await vscode.window.showQuickPick(
+        records.map((r) => ({ label: r.agentId, description: `${r.profileName} · ${r.state}`, agentId: r.agentId })),
+        { title, placeHolder: 'A launched agent' },
+      )
+    )?.agentId;
   }
 
   private refused(what: string, err: unknown): void {
@@ -174,7 +238,10 @@ export class LaunchCommands extends CoordinatorCommands {
 
   private async followUp(choice: string | undefined): Promise<void> {
     if (choice === OPEN_SETTINGS) {
-      await vscode.commands.executeCommand('workbench.action.openSettings', `${SETTINGS_SECTION}.${Settings.agentsProfiles}`);
+      await vscode.commands.executeCommand(
+        'workbench.action.openSettings',
+        `${SETTINGS_SECTION}.${Settings.agentsProfiles}`,
+      );
     } else if (choice === OPEN_README) {
       await vscode.commands.executeCommand('markdown.showPreview', vscode.Uri.joinPath(this.extensionUri, 'readme.md'));
     }

@@ -1,4 +1,11 @@
-import type { InboxStats, LaunchProfile, LaunchRecord, ProfileAvailability, ProfileIssue, WorktreeInfo } from '../core/api';
+import type {
+  InboxStats,
+  LaunchProfile,
+  LaunchRecord,
+  ProfileAvailability,
+  ProfileIssue,
+  WorktreeInfo,
+} from '../core/api';
 
 /**
  * The texts and decisions of SW4RM: Launch Agent…, the launched terminals and the launched agents' rows in the Agents
@@ -47,7 +54,10 @@ export function sourceText(source: LaunchProfile['source']): string {
  * Why the profile cannot be launched here, naming its program, or null when it can. The coordinator's own words are
  * kept (they say how to install it); the program is added when they do not name it.
  */
-export function notInstalledText(profile: Pick<LaunchProfile, 'command'>, availability: Pick<ProfileAvailability, 'resolved' | 'problem'>): string | null {
+export function notInstalledText(
+  profile: Pick<LaunchProfile, 'command'>,
+  availability: Pick<ProfileAvailability, 'resolved' | 'problem'>,
+): string | null {
   if (availability.problem === null && availability.resolved !== null) return null;
   const program = programOf(profile);
   const problem = availability.problem ?? `\`${program}\` is not installed (not found on PATH).`;
@@ -69,7 +79,11 @@ export interface WorktreePick {
 
 export const NEW_WORKTREE_LABEL = '$(add) New worktree from branch…';
 
-export function worktreePicks(worktrees: readonly WorktreeInfo[], repoId: string, worktreesRoot: string): WorktreePick[] {
+export function worktreePicks(
+  worktrees: readonly WorktreeInfo[],
+  repoId: string,
+  worktreesRoot: string,
+): WorktreePick[] {
   const unbound = worktrees.filter((w) => w.repoId === repoId && !w.prunable && w.boundAgents.length === 0);
   return [
     { label: NEW_WORKTREE_LABEL, description: `in ${worktreesRoot || repoId}`, worktree: undefined },
@@ -111,8 +125,11 @@ export const LIVE_LAUNCH_STATES: ReadonlySet<LaunchRecord['state']> = new Set(['
  * (`adopt`: agent → terminal name), and which are gone (`exited`: their process ended with the window that ran it).
  * A terminal is matched once, by its title.
  */
-export function reconcileLaunches(records: readonly LaunchRecord[], terminalNames: readonly string[], known: ReadonlySet<string>):
-  { readonly adopt: ReadonlyMap<string, string>; readonly exited: readonly string[] } {
+export function reconcileLaunches(
+  records: readonly LaunchRecord[],
+  terminalNames: readonly string[],
+  known: ReadonlySet<string>,
+): { readonly adopt: ReadonlyMap<string, string>; readonly exited: readonly string[] } {
   const adopt = new Map<string, string>();
   const exited: string[] = [];
   const free = [...terminalNames];
@@ -132,9 +149,13 @@ export function reconcileLaunches(records: readonly LaunchRecord[], terminalName
 
 /** How a launched agent reads its inbox, in words, from its profile's wiring. */
 export function inboxHowText(profile: Pick<LaunchProfile, 'bridge' | 'instructions'> | undefined): string {
-  if (!profile) return 'through the SW4RM MCP server\'s read_inbox tool, if its profile wires the bridge';
+  if (!profile) return "through the SW4RM MCP server's read_inbox tool, if its profile wires the bridge";
   if (profile.bridge.kind === 'none') return 'it cannot: its profile has no MCP bridge (messages to it wait unread)';
-  const told = profile.instructions.file ? ` (told so in ${profile.instructions.file})` : profile.instructions.firstPromptArgs?.length ? ' (told so in its first prompt)' : '';
+  const told = profile.instructions.file
+    ? ` (told so in ${profile.instructions.file})`
+    : profile.instructions.firstPromptArgs?.length
+      ? ' (told so in its first prompt)'
+      : '';
   return `with the read_inbox tool of the SW4RM MCP server, when it calls it${told}; messages wait until then`;
 }
 
@@ -146,8 +167,12 @@ export interface LaunchedRowParts {
   readonly contextSuffix: string;
 }
 
-export function launchedRowParts(record: LaunchRecord, profile: LaunchProfile | undefined, hasTerminal: boolean,
-  formatTime: (ms: number | null) => string): LaunchedRowParts {
+export function launchedRowParts(
+  record: LaunchRecord,
+  profile: LaunchProfile | undefined,
+  hasTerminal: boolean,
+  formatTime: (ms: number | null) => string,
+): LaunchedRowParts {
   const state = launchStateText(record);
   return {
     description: [record.profileName, state],
@@ -169,10 +194,14 @@ export function launchedRowParts(record: LaunchRecord, profile: LaunchProfile | 
  */
 export function launchStateText(record: Pick<LaunchRecord, 'state' | 'exitCode'>): string {
   switch (record.state) {
-    case 'STARTING': return 'starting';
-    case 'RUNNING': return 'terminal running';
-    case 'EXITED': return record.exitCode === null ? 'exited' : `exited (code ${record.exitCode})`;
-    case 'FAILED': return 'launch failed';
+    case 'STARTING':
+      return 'starting';
+    case 'RUNNING':
+      return 'terminal running';
+    case 'EXITED':
+      return record.exitCode === null ? 'exited' : `exited (code ${record.exitCode})`;
+    case 'FAILED':
+      return 'launch failed';
   }
 }
 
@@ -182,6 +211,9 @@ export function unreadText(inbox: Pick<InboxStats, 'queueDepth'>): string {
 }
 
 /** The notification after a launch: where it runs, and how to see it. */
-export function launchedText(record: Pick<LaunchRecord, 'agentId' | 'profileName' | 'worktreeId' | 'cwd'>, relaunch: boolean): string {
+export function launchedText(
+  record: Pick<LaunchRecord, 'agentId' | 'profileName' | 'worktreeId' | 'cwd'>,
+  relaunch: boolean,
+): string {
   return `${relaunch ? 'Relaunched' : 'Launched'} ${record.agentId} (${record.profileName}) in ${record.worktreeId === null ? record.cwd : `worktree ${record.worktreeId}`}.`;
 }

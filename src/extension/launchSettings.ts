@@ -15,7 +15,10 @@ export class LaunchProfileSettingsFollower {
   private api: LaunchProfileTarget | undefined;
   private reported = '';
 
-  constructor(private readonly read: () => unknown, private readonly report: (issues: readonly ProfileIssue[]) => void) {}
+  constructor(
+    private readonly read: () => unknown,
+    private readonly report: (issues: readonly ProfileIssue[]) => void,
+  ) {}
 
   async bind(api: LaunchProfileTarget | undefined): Promise<void> {
     this.api = api;
@@ -34,7 +37,13 @@ export class LaunchProfileSettingsFollower {
     try {
       issues = await api.setLaunchProfileSettings(this.read() ?? []);
     } catch (err) {
-      issues = [{ source: 'sw4rm.agents.profiles', path: '', message: `not applied: ${err instanceof Error ? err.message : String(err)}` }];
+      issues = [
+        {
+          source: 'sw4rm.agents.profiles',
+          path: '',
+          message: `not applied: ${err instanceof Error ? err.message : String(err)}`,
+        },
+      ];
     }
     if (api !== this.api) return;
     const key = JSON.stringify(issues);

@@ -29,8 +29,12 @@ export class LaunchedTerminals implements vscode.Disposable {
   private readonly activatedAt: number;
 
   /** `launcherPath`: the bundled dist/sw4rm-launch.js. */
-  constructor(private readonly operator: string, private readonly output: vscode.OutputChannel, private readonly launcherPath: string,
-    private readonly clock: Clock = systemClock) {
+  constructor(
+    private readonly operator: string,
+    private readonly output: vscode.OutputChannel,
+    private readonly launcherPath: string,
+    private readonly clock: Clock = systemClock,
+  ) {
     this.activatedAt = clock.now();
     this.subscriptions = [
       vscode.window.onDidCloseTerminal((terminal) => this.closed(terminal)),
@@ -88,7 +92,8 @@ export class LaunchedTerminals implements vscode.Disposable {
       // In the desktop editor process.execPath is Electron: the starter needs ELECTRON_RUN_AS_NODE, and drops it again
       // for the agent's program (agentLauncher.ts programEnvironment), so an Electron program the agent starts works.
       env: {
-        ...terminalEnvironment(plan.env), [LAUNCH_PLAN_VARIABLE]: JSON.stringify({ command: plan.command, env: plan.env }),
+        ...terminalEnvironment(plan.env),
+        [LAUNCH_PLAN_VARIABLE]: JSON.stringify({ command: plan.command, env: plan.env }),
         ...(process.versions.electron !== undefined ? { ELECTRON_RUN_AS_NODE: '1' } : {}),
       },
       strictEnv: true,
@@ -134,7 +139,9 @@ export class LaunchedTerminals implements vscode.Disposable {
     try {
       await api.launchExited(agentId, code, this.operator);
     } catch (err) {
-      this.output.appendLine(`SW4RM: ${agentId} could not be marked as exited: ${err instanceof Error ? err.message : String(err)}`);
+      this.output.appendLine(
+        `SW4RM: ${agentId} could not be marked as exited: ${err instanceof Error ? err.message : String(err)}`,
+      );
     }
   }
 
@@ -150,7 +157,11 @@ export class LaunchedTerminals implements vscode.Disposable {
     }
     if (api !== this.api) return;
     const open = vscode.window.terminals.filter((t) => !this.agentOf.has(t) && t.exitStatus === undefined);
-    const { adopt, exited } = reconcileLaunches(records, open.map((t) => t.name), new Set(this.byAgent.keys()));
+    const { adopt, exited } = reconcileLaunches(
+      records,
+      open.map((t) => t.name),
+      new Set(this.byAgent.keys()),
+    );
     for (const [agentId, name] of adopt) {
       const terminal = open.find((t) => t.name === name && !this.agentOf.has(t));
       if (!terminal) continue;
@@ -159,11 +170,14 @@ export class LaunchedTerminals implements vscode.Disposable {
       this.output.appendLine(`SW4RM: ${agentId} still runs in its terminal "${name}": adopted`);
       this.changed.fire(agentId);
       // Its terminal opened before the window could say so (a reload right after the launch).
-      if (records.find((r) => r.agentId === agentId)?.state === 'STARTING') await api.launchStarted(agentId).catch(() => undefined);
+      if (records.find((r) => r.agentId === agentId)?.state === 'STARTING')
+        await api.launchStarted(agentId).catch(() => undefined);
     }
     if (!markGone) return;
     for (const agentId of exited) {
-      this.output.appendLine(`SW4RM: ${agentId} has no terminal in this window any more (the editor reloaded or closed): marked as exited`);
+      this.output.appendLine(
+        `SW4RM: ${agentId} has no terminal in this window any more (the editor reloaded or closed): marked as exited`,
+      );
       await this.exited(api, agentId, null);
     }
   }

@@ -13,7 +13,16 @@ export interface MessagesViewFilter {
 export const NO_MESSAGE_FILTER: MessagesViewFilter = {};
 
 /** The lifecycle states of RFC §11, in their order, for the filter. */
-export const MESSAGE_STATES = ['SENT', 'RECEIVED', 'READ', 'FULFILLED', 'REJECTED', 'FAILED', 'TIMED_OUT', 'RETRYING'] as const;
+export const MESSAGE_STATES = [
+  'SENT',
+  'RECEIVED',
+  'READ',
+  'FULFILLED',
+  'REJECTED',
+  'FAILED',
+  'TIMED_OUT',
+  'RETRYING',
+] as const;
 
 export function isMessageFilterSet(filter: MessagesViewFilter): boolean {
   return describeMessageFilter(filter) !== undefined;
@@ -75,14 +84,18 @@ export function shortId(id: string): string {
 export function messageDetailText(d: MessageDetail): string {
   const lines: string[] = [];
   lines.push(`${d.messageType} message ${d.messageId}`);
-  lines.push(`state        ${d.state}${d.errorCode ? ` (${d.errorCode})` : ''}${d.tracked ? '' : ' — not tracked: no protocol ACKs'}`);
+  lines.push(
+    `state        ${d.state}${d.errorCode ? ` (${d.errorCode})` : ''}${d.tracked ? '' : ' — not tracked: no protocol ACKs'}`,
+  );
   lines.push(`from         ${d.producerId}`);
   lines.push(`to           ${d.recipientId}`);
   lines.push(`correlation  ${d.correlationId}`);
   if (d.ackFor) lines.push(`${d.messageType === 'ACKNOWLEDGEMENT' ? 'acknowledges' : 'copy of    '}  ${d.ackFor}`);
   lines.push(`accepted     ${iso(d.acceptedAt)}`);
   lines.push(`last change  ${iso(d.updatedAt)}`);
-  lines.push(`delivery     ${d.delivery}${d.deliverySeq !== null ? `, seq ${d.deliverySeq}` : ''}, ${d.deliveryAttempts} attempt${d.deliveryAttempts === 1 ? '' : 's'}${d.deliveredAt !== null ? `, delivered ${iso(d.deliveredAt)}` : ''}`);
+  lines.push(
+    `delivery     ${d.delivery}${d.deliverySeq !== null ? `, seq ${d.deliverySeq}` : ''}, ${d.deliveryAttempts} attempt${d.deliveryAttempts === 1 ? '' : 's'}${d.deliveredAt !== null ? `, delivered ${iso(d.deliveredAt)}` : ''}`,
+  );
   lines.push(`lane         ${d.lane}`);
   if (d.ackDeadline !== null) lines.push(`ACK due      ${iso(d.ackDeadline)}`);
   if (d.expiresAt !== null) lines.push(`expires      ${iso(d.expiresAt)}`);
@@ -91,15 +104,22 @@ export function messageDetailText(d: MessageDetail): string {
   const width = Math.max(9, ...d.history.map((s) => (s.state ?? '').length));
   for (const step of d.history) {
     const cause = step.ackMessageId ? ` — caused by ACK ${step.ackMessageId}` : '';
-    const detail = step.detail && !step.ackMessageId ? ` — ${step.detail}` : step.ackMessageId && step.detail && step.detail !== `ACK ${step.ackMessageId}`
-      ? ` (${step.detail.replace(`ACK ${step.ackMessageId} `, '')})` : '';
+    const detail =
+      step.detail && !step.ackMessageId
+        ? ` — ${step.detail}`
+        : step.ackMessageId && step.detail && step.detail !== `ACK ${step.ackMessageId}`
+          ? ` (${step.detail.replace(`ACK ${step.ackMessageId} `, '')})`
+          : '';
     lines.push(`  ${step.time}  ${(step.state ?? '·').padEnd(width)}  ${step.event}${cause}${detail}`);
   }
   lines.push('');
   lines.push('Envelope');
-  for (const [name, value] of Object.entries(d.envelope)) lines.push(`  ${name.padEnd(22)} ${value === null || value === '' ? '—' : String(value)}`);
+  for (const [name, value] of Object.entries(d.envelope))
+    lines.push(`  ${name.padEnd(22)} ${value === null || value === '' ? '—' : String(value)}`);
   lines.push('');
-  lines.push(`Payload (${d.contentType || 'no content type'}, ${d.payload.bytes} bytes${d.payload.encoding === 'base64' ? ', base64' : ''})`);
+  lines.push(
+    `Payload (${d.contentType || 'no content type'}, ${d.payload.bytes} bytes${d.payload.encoding === 'base64' ? ', base64' : ''})`,
+  );
   if (d.payload.note) lines.push(`  [${d.payload.note}]`);
   if (d.payload.text !== undefined && d.payload.text !== '') lines.push(d.payload.text);
   return lines.join('\n') + '\n';
@@ -123,7 +143,8 @@ export const SEND_ERROR_MEANINGS: Readonly<Record<string, string>> = {
   UNSUPPORTED_MESSAGE_TYPE: 'the agent does not accept this content type (see its modalities in the Agents view)',
   OVERSIZE_PAYLOAD: 'the payload is larger than a DATA message may be',
   TTL_EXPIRED: 'the message expired before it could be accepted',
-  BUFFER_FULL: 'the agent\'s inbox is full (too many messages not yet READ) or the store is at its disk budget; try again later',
+  BUFFER_FULL:
+    "the agent's inbox is full (too many messages not yet READ) or the store is at its disk budget; try again later",
   DUPLICATE_DETECTED: 'the same message was already sent',
   ALREADY_IN_PROGRESS: 'the same message is already under way',
   INTERNAL_ERROR: 'a fault in the coordinator; see the SW4RM log',

@@ -38,7 +38,11 @@ export class RouterMetricsDocument implements vscode.TextDocumentContentProvider
     this.api = api;
     if (api) {
       const schedule = () => this.throttle.schedule('metrics');
-      this.subscriptions.push(api.onDidChangeInbox(schedule), api.onDidChangeAgents(schedule), api.onDidChangeDeadLetters(schedule));
+      this.subscriptions.push(
+        api.onDidChangeInbox(schedule),
+        api.onDidChangeAgents(schedule),
+        api.onDidChangeDeadLetters(schedule),
+      );
     }
     this.refresh();
   }
@@ -99,6 +103,7 @@ export class RouterMetricsDocument implements vscode.TextDocumentContentProvider
   /** Reads the document again, only while it is open. */
   private refresh(): void {
     const uri = RouterMetricsDocument.uri.toString();
-    if (vscode.workspace.textDocuments.some((document) => document.uri.toString() === uri)) this.changed.fire(RouterMetricsDocument.uri);
+    if (vscode.workspace.textDocuments.some((document) => document.uri.toString() === uri))
+      this.changed.fire(RouterMetricsDocument.uri);
   }
 }

@@ -45,7 +45,10 @@ export class NegotiationSettingsFollower {
   private api: NegotiationTarget | undefined;
   private applied: string | undefined;
 
-  constructor(private readonly read: () => NegotiationSettings, private readonly report: (problem: string) => void) {}
+  constructor(
+    private readonly read: () => NegotiationSettings,
+    private readonly report: (problem: string) => void,
+  ) {}
 
   async bind(api: NegotiationTarget | undefined): Promise<void> {
     this.api = api;
@@ -71,7 +74,9 @@ export class NegotiationSettingsFollower {
       await api.applyNegotiationSettings(read.settings);
     } catch (err) {
       this.applied = undefined;
-      this.report(`sw4rm.negotiation.* was not applied (the policy stays as it was): ${err instanceof Error ? err.message : String(err)}`);
+      this.report(
+        `sw4rm.negotiation.* was not applied (the policy stays as it was): ${err instanceof Error ? err.message : String(err)}`,
+      );
     }
   }
 }

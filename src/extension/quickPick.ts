@@ -5,8 +5,10 @@ import * as vscode from 'vscode';
  * when the pick was hidden first (Escape). An item `acceptable` refuses keeps the pick open. The pick is disposed
  * when it answers.
  */
-export function answerOf<I extends vscode.QuickPickItem>(quickPick: vscode.QuickPick<I>,
-  acceptable: (item: I | undefined) => boolean = () => true): Promise<I | undefined> {
+export function answerOf<I extends vscode.QuickPickItem>(
+  quickPick: vscode.QuickPick<I>,
+  acceptable: (item: I | undefined) => boolean = () => true,
+): Promise<I | undefined> {
   return new Promise((resolve) => {
     let done = false;
     const finish = (item: I | undefined) => {
@@ -25,7 +27,12 @@ export function answerOf<I extends vscode.QuickPickItem>(quickPick: vscode.Quick
 }
 
 /** A single choice among `items`, with the one of the current value active; undefined when the user pressed Escape. */
-export function pickItem<T, I extends vscode.QuickPickItem & { value: T }>(title: string, placeholder: string, items: I[], current: T): Promise<I | undefined> {
+export function pickItem<T, I extends vscode.QuickPickItem & { value: T }>(
+  title: string,
+  placeholder: string,
+  items: I[],
+  current: T,
+): Promise<I | undefined> {
   const quickPick = vscode.window.createQuickPick<I>();
   quickPick.title = title;
   quickPick.placeholder = placeholder;
@@ -50,13 +57,23 @@ export interface ValueChoice {
  * One value among `choices`, or "any" (undefined, the first row); the current value is active, and listed even when no
  * choice has it (described as `currentDescription`). CANCELLED when the user pressed Escape.
  */
-export async function pickValueOrAny(title: string, placeholder: string, any: Omit<ValueChoice, 'value'> & { label: string },
-  choices: readonly ValueChoice[], current: string | undefined, currentDescription?: string): Promise<string | undefined | typeof CANCELLED> {
+export async function pickValueOrAny(
+  title: string,
+  placeholder: string,
+  any: Omit<ValueChoice, 'value'> & { label: string },
+  choices: readonly ValueChoice[],
+  current: string | undefined,
+  currentDescription?: string,
+): Promise<string | undefined | typeof CANCELLED> {
   type Item = vscode.QuickPickItem & { value: string | undefined };
   const row = (value: string | undefined, label: string, description: string | undefined): Item =>
-    (description === undefined ? { label, value } : { label, value, description });
-  const items: Item[] = [row(undefined, any.label, any.description), ...choices.map((c) => row(c.value, c.label ?? c.value, c.description))];
-  if (current !== undefined && !choices.some((c) => c.value === current)) items.push(row(current, current, currentDescription));
+    description === undefined ? { label, value } : { label, value, description };
+  const items: Item[] = [
+    row(undefined, any.label, any.description),
+    ...choices.map((c) => row(c.value, c.label ?? c.value, c.description)),
+  ];
+  if (current !== undefined && !choices.some((c) => c.value === current))
+    items.push(row(current, current, currentDescription));
   const picked = await pickItem(title, placeholder, items, current);
   return picked === undefined ? CANCELLED : picked.value;
 }

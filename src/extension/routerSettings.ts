@@ -1,7 +1,15 @@
 import {
-  DEFAULT_LANE_OPTIONS, DEFAULT_ROUTER_OPTIONS, MAX_MEMORY_BUDGET_MIB, MAX_MESSAGE_RETENTION_HOURS, MAX_STORE_BUDGET_MIB, MESSAGE_TYPES, MIB,
-  MIN_MEMORY_BUDGET_MIB, MIN_STORE_BUDGET_MIB,
-  PAYLOAD_LIMITS, type RouterOptions,
+  DEFAULT_LANE_OPTIONS,
+  DEFAULT_ROUTER_OPTIONS,
+  MAX_MEMORY_BUDGET_MIB,
+  MAX_MESSAGE_RETENTION_HOURS,
+  MAX_STORE_BUDGET_MIB,
+  MESSAGE_TYPES,
+  MIB,
+  MIN_MEMORY_BUDGET_MIB,
+  MIN_STORE_BUDGET_MIB,
+  PAYLOAD_LIMITS,
+  type RouterOptions,
 } from '../core/api';
 
 /** The largest payload limit a setting may ask for: what the gRPC transport admits (16 MiB). */
@@ -51,26 +59,47 @@ export function routerSettings(values: RouterSettingValues): RouterSettings {
     return clamped;
   };
   const capacity = whole('inboxCapacity', values.inboxCapacity, DEFAULT_ROUTER_OPTIONS.capacity, MAX_INBOX_CAPACITY);
-  const dedupSeconds = whole('deduplicationWindowSeconds', values.deduplicationWindowSeconds,
-    DEFAULT_ROUTER_OPTIONS.dedupWindowMs / 1000, MAX_DEDUP_WINDOW_SECONDS);
-  const retentionHours = whole('messageRetentionHours', values.messageRetentionHours,
-    DEFAULT_ROUTER_OPTIONS.messageRetentionMs / 3_600_000, MAX_MESSAGE_RETENTION_HOURS);
-  const storeBudgetMiB = whole('storeBudgetMiB', values.storeBudgetMiB, DEFAULT_ROUTER_OPTIONS.storeBudgetBytes / MIB,
-    MAX_STORE_BUDGET_MIB, MIN_STORE_BUDGET_MIB);
-  const memoryBudgetMiB = whole('memoryBudgetMiB', values.memoryBudgetMiB, DEFAULT_ROUTER_OPTIONS.memoryBudgetBytes / MIB,
-    MAX_MEMORY_BUDGET_MIB, MIN_MEMORY_BUDGET_MIB);
+  const dedupSeconds = whole(
+    'deduplicationWindowSeconds',
+    values.deduplicationWindowSeconds,
+    DEFAULT_ROUTER_OPTIONS.dedupWindowMs / 1000,
+    MAX_DEDUP_WINDOW_SECONDS,
+  );
+  const retentionHours = whole(
+    'messageRetentionHours',
+    values.messageRetentionHours,
+    DEFAULT_ROUTER_OPTIONS.messageRetentionMs / 3_600_000,
+    MAX_MESSAGE_RETENTION_HOURS,
+  );
+  const storeBudgetMiB = whole(
+    'storeBudgetMiB',
+    values.storeBudgetMiB,
+    DEFAULT_ROUTER_OPTIONS.storeBudgetBytes / MIB,
+    MAX_STORE_BUDGET_MIB,
+    MIN_STORE_BUDGET_MIB,
+  );
+  const memoryBudgetMiB = whole(
+    'memoryBudgetMiB',
+    values.memoryBudgetMiB,
+    DEFAULT_ROUTER_OPTIONS.memoryBudgetBytes / MIB,
+    MAX_MEMORY_BUDGET_MIB,
+    MIN_MEMORY_BUDGET_MIB,
+  );
   let rate = DEFAULT_LANE_OPTIONS.privilegedRatePerSecond;
   const rawRate = values.privilegedRatePerSecond;
   if (typeof rawRate === 'number' && Number.isFinite(rawRate) && rawRate > 0) {
     rate = Math.min(MAX_PRIVILEGED_RATE, rawRate);
-    if (rate !== rawRate) warnings.push(`sw4rm.privilegedRatePerSecond ${rawRate} is above ${MAX_PRIVILEGED_RATE}; using ${rate}.`);
+    if (rate !== rawRate)
+      warnings.push(`sw4rm.privilegedRatePerSecond ${rawRate} is above ${MAX_PRIVILEGED_RATE}; using ${rate}.`);
   } else if (rawRate !== undefined) {
     warnings.push(`sw4rm.privilegedRatePerSecond must be a positive number; using ${rate}.`);
   }
   let unaddressed = DEFAULT_ROUTER_OPTIONS.unaddressed;
   const rawUnaddressed = values.unaddressedMessages;
-  if ((UNADDRESSED as readonly unknown[]).includes(rawUnaddressed)) unaddressed = rawUnaddressed as RouterOptions['unaddressed'];
-  else if (rawUnaddressed !== undefined) warnings.push(`sw4rm.unaddressedMessages must be one of ${UNADDRESSED.join(', ')}; using ${unaddressed}.`);
+  if ((UNADDRESSED as readonly unknown[]).includes(rawUnaddressed))
+    unaddressed = rawUnaddressed as RouterOptions['unaddressed'];
+  else if (rawUnaddressed !== undefined)
+    warnings.push(`sw4rm.unaddressedMessages must be one of ${UNADDRESSED.join(', ')}; using ${unaddressed}.`);
   return {
     options: {
       capacity,
@@ -117,12 +146,15 @@ export const STORE_WARNING_SHARE = 0.8;
  * The status bar's store warning: text (`store 82%`) and tooltip line, once the store holds STORE_WARNING_SHARE
  * of its disk budget; undefined below. Pure, for tests.
  */
-export function storeWarning(store: { readonly bytes: number; readonly budget: number } | undefined): { text: string; tooltip: string } | undefined {
+export function storeWarning(
+  store: { readonly bytes: number; readonly budget: number } | undefined,
+): { text: string; tooltip: string } | undefined {
   if (!store || !(store.budget > 0) || store.bytes < store.budget * STORE_WARNING_SHARE) return undefined;
   const percent = Math.floor((store.bytes / store.budget) * 100);
   return {
     text: `store ${percent}%`,
-    tooltip: `Store at ${percent}% of its disk budget: ${mebibytes(store.bytes)} of ${mebibytes(store.budget)} (sw4rm.storeBudgetMiB); ` +
+    tooltip:
+      `Store at ${percent}% of its disk budget: ${mebibytes(store.bytes)} of ${mebibytes(store.budget)} (sw4rm.storeBudgetMiB); ` +
       'over the budget, messages are refused with BUFFER_FULL',
   };
 }

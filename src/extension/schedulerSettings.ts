@@ -35,7 +35,9 @@ export function schedulerSettings(values: SchedulerSettingValues): SchedulerSett
       return undefined;
     }
     if (value > MAX_PARALLEL_INSTANCES_LIMIT) {
-      warnings.push(`${name} ${value} is above ${MAX_PARALLEL_INSTANCES_LIMIT}; using ${MAX_PARALLEL_INSTANCES_LIMIT}.`);
+      warnings.push(
+        `${name} ${value} is above ${MAX_PARALLEL_INSTANCES_LIMIT}; using ${MAX_PARALLEL_INSTANCES_LIMIT}.`,
+      );
       return MAX_PARALLEL_INSTANCES_LIMIT;
     }
     return value;
@@ -43,7 +45,9 @@ export function schedulerSettings(values: SchedulerSettingValues): SchedulerSett
   const maxParallelInstances: Record<string, number> = {};
   const given = values.maxParallelInstances;
   if (given !== undefined && (typeof given !== 'object' || given === null || Array.isArray(given))) {
-    warnings.push('sw4rm.scheduler.maxParallelInstances is not an object of agent type → number; no per-type limit applies.');
+    warnings.push(
+      'sw4rm.scheduler.maxParallelInstances is not an object of agent type → number; no per-type limit applies.',
+    );
   } else if (given) {
     for (const [type, value] of Object.entries(given as Record<string, unknown>)) {
       if (!type.trim()) {
@@ -55,21 +59,27 @@ export function schedulerSettings(values: SchedulerSettingValues): SchedulerSett
       if (n !== undefined) maxParallelInstances[type] = n;
     }
   }
-  const defaultMaxParallelInstances = values.defaultMaxParallelInstances === undefined
-    ? DEFAULT_SCHEDULER_OPTIONS.defaultMaxParallelInstances
-    : limit('sw4rm.scheduler.defaultMaxParallelInstances', values.defaultMaxParallelInstances) ?? DEFAULT_SCHEDULER_OPTIONS.defaultMaxParallelInstances;
+  const defaultMaxParallelInstances =
+    values.defaultMaxParallelInstances === undefined
+      ? DEFAULT_SCHEDULER_OPTIONS.defaultMaxParallelInstances
+      : (limit('sw4rm.scheduler.defaultMaxParallelInstances', values.defaultMaxParallelInstances) ??
+        DEFAULT_SCHEDULER_OPTIONS.defaultMaxParallelInstances);
   let conflictThreshold = DEFAULT_SCHEDULER_OPTIONS.conflictThreshold;
   if (values.conflictThreshold !== undefined) {
     const t = values.conflictThreshold;
-    if (typeof t !== 'number' || !Number.isFinite(t)) warnings.push(`sw4rm.scheduler.conflictThreshold is not a number; using ${conflictThreshold}.`);
+    if (typeof t !== 'number' || !Number.isFinite(t))
+      warnings.push(`sw4rm.scheduler.conflictThreshold is not a number; using ${conflictThreshold}.`);
     else {
       conflictThreshold = Math.min(1, Math.max(0, t));
-      if (conflictThreshold !== t) warnings.push(`sw4rm.scheduler.conflictThreshold ${t} is outside 0–1; using ${conflictThreshold}.`);
+      if (conflictThreshold !== t)
+        warnings.push(`sw4rm.scheduler.conflictThreshold ${t} is outside 0–1; using ${conflictThreshold}.`);
     }
   }
   let unavailableEngine = DEFAULT_SCHEDULER_OPTIONS.unavailableEngine;
-  if (values.onUnavailableEngine === 'serialise' || values.onUnavailableEngine === 'escalate') unavailableEngine = values.onUnavailableEngine;
-  else if (values.onUnavailableEngine !== undefined) warnings.push(`sw4rm.scheduler.onUnavailableEngine must be serialise or escalate; using ${unavailableEngine}.`);
+  if (values.onUnavailableEngine === 'serialise' || values.onUnavailableEngine === 'escalate')
+    unavailableEngine = values.onUnavailableEngine;
+  else if (values.onUnavailableEngine !== undefined)
+    warnings.push(`sw4rm.scheduler.onUnavailableEngine must be serialise or escalate; using ${unavailableEngine}.`);
   return { maxParallelInstances, defaultMaxParallelInstances, conflictThreshold, unavailableEngine, warnings };
 }
 
@@ -88,7 +98,9 @@ export function limitsChanged(a: SchedulerSettings, b: SchedulerSettings): boole
   if (a.defaultMaxParallelInstances !== b.defaultMaxParallelInstances) return true;
   const ka = Object.keys(a.maxParallelInstances).sort();
   const kb = Object.keys(b.maxParallelInstances).sort();
-  return ka.length !== kb.length || ka.some((k, i) => k !== kb[i] || a.maxParallelInstances[k] !== b.maxParallelInstances[k]);
+  return (
+    ka.length !== kb.length || ka.some((k, i) => k !== kb[i] || a.maxParallelInstances[k] !== b.maxParallelInstances[k])
+  );
 }
 
 /** What SchedulerLimits needs of the API (the whole CoordinatorApi in the editor). */
@@ -105,7 +117,11 @@ export class SchedulerLimits {
   private api: LimitsTarget | undefined;
   private applied: SchedulerSettings | undefined;
 
-  constructor(private readonly read: () => SchedulerSettings, private readonly by: string, private readonly report: (problem: string) => void) {}
+  constructor(
+    private readonly read: () => SchedulerSettings,
+    private readonly by: string,
+    private readonly report: (problem: string) => void,
+  ) {}
 
   /**
    * `api` started with the settings read when its host started; they may have changed since (during the start-up no
@@ -128,7 +144,9 @@ export class SchedulerLimits {
       await api.setMaxParallelInstances(settings.maxParallelInstances, settings.defaultMaxParallelInstances, this.by);
     } catch (err) {
       this.applied = undefined;
-      this.report(`the max_parallel_instances limits were not applied: ${err instanceof Error ? err.message : String(err)}`);
+      this.report(
+        `the max_parallel_instances limits were not applied: ${err instanceof Error ? err.message : String(err)}`,
+      );
     }
   }
 }

@@ -56,10 +56,17 @@ export function readSettings(context: vscode.ExtensionContext): CoordinatorSetti
   const config = vscode.workspace.getConfiguration(SETTINGS_SECTION);
   const auth = config.get<string>(Settings.auth, 'token') === 'none' ? 'none' : 'token';
   const configured = config.get<string>(Settings.dataDir, '').trim();
-  const folders = (vscode.workspace.workspaceFolders ?? []).filter((f) => f.uri.scheme === 'file').map((f) => f.uri.fsPath);
+  const folders = (vscode.workspace.workspaceFolders ?? [])
+    .filter((f) => f.uri.scheme === 'file')
+    .map((f) => f.uri.fsPath);
   const folder = folders[0];
   const storage = defaultDataFolder(context.globalStorageUri.fsPath, folders);
-  const dataDir = configured === '' ? storage : path.isAbsolute(configured) ? configured : path.resolve(folder ?? storage, configured);
+  const dataDir =
+    configured === ''
+      ? storage
+      : path.isAbsolute(configured)
+        ? configured
+        : path.resolve(folder ?? storage, configured);
   const legacyDataDir = configured === '' ? context.storageUri?.fsPath : undefined;
   return {
     port: config.get<number>(Settings.port, 50051),
@@ -68,7 +75,8 @@ export function readSettings(context: vscode.ExtensionContext): CoordinatorSetti
     auth,
     dataDir,
     legacyDataDir,
-    heartbeatDebounceMs: Math.min(86_400, Math.max(1, config.get<number>(Settings.heartbeatDebounceSeconds, 30))) * 1000,
+    heartbeatDebounceMs:
+      Math.min(86_400, Math.max(1, config.get<number>(Settings.heartbeatDebounceSeconds, 30))) * 1000,
     autoStart: config.get<boolean>(Settings.autoStart, true),
     router: routerSettings({
       inboxCapacity: config.get<unknown>(Settings.inboxCapacity),
@@ -104,26 +112,52 @@ export function readSettings(context: vscode.ExtensionContext): CoordinatorSetti
       routeToOperator: config.get<unknown>(Settings.handoffsRouteToOperator),
       retentionDays: config.get<unknown>(Settings.handoffsRetentionDays),
     }),
-    agentInbox: agentInboxSettings({ inboxAckTimeoutMinutes: config.get<unknown>(Settings.agentsInboxAckTimeoutMinutes) }),
+    agentInbox: agentInboxSettings({
+      inboxAckTimeoutMinutes: config.get<unknown>(Settings.agentsInboxAckTimeoutMinutes),
+    }),
   };
 }
 
 /** sw4rm.bridge.port: a port number, else the default (the schema bounds it; a hand-edited value may not be). */
 export function bridgePortOf(value: unknown): number {
-  return typeof value === 'number' && Number.isInteger(value) && value >= 0 && value <= 65535 ? value : DEFAULT_BRIDGE_PORT;
+  return typeof value === 'number' && Number.isInteger(value) && value >= 0 && value <= 65535
+    ? value
+    : DEFAULT_BRIDGE_PORT;
 }
 
 /** Settings whose change needs a restart of the coordinator to take effect. */
 export const SERVER_SETTINGS: readonly string[] = [
-  Settings.port, Settings.bridgePort, Settings.agentsInboxAckTimeoutMinutes, Settings.host, Settings.auth, Settings.dataDir, Settings.heartbeatDebounceSeconds,
-  Settings.inboxCapacity, Settings.deduplicationWindowSeconds, Settings.messageRetentionHours, Settings.privilegedRatePerSecond,
-  Settings.storeBudgetMiB, Settings.payloadLimits, Settings.unaddressedMessages,
-  Settings.memoryBudgetMiB, Settings.maxConnections, Settings.unauthenticatedIdleSeconds, Settings.requestBodyTimeoutSeconds,
-  Settings.worktreesFolder, Settings.worktreesSetupCopy, Settings.worktreesSetupCommand, Settings.worktreesSetupTimeoutSeconds,
+  Settings.port,
+  Settings.bridgePort,
+  Settings.agentsInboxAckTimeoutMinutes,
+  Settings.host,
+  Settings.auth,
+  Settings.dataDir,
+  Settings.heartbeatDebounceSeconds,
+  Settings.inboxCapacity,
+  Settings.deduplicationWindowSeconds,
+  Settings.messageRetentionHours,
+  Settings.privilegedRatePerSecond,
+  Settings.storeBudgetMiB,
+  Settings.payloadLimits,
+  Settings.unaddressedMessages,
+  Settings.memoryBudgetMiB,
+  Settings.maxConnections,
+  Settings.unauthenticatedIdleSeconds,
+  Settings.requestBodyTimeoutSeconds,
+  Settings.worktreesFolder,
+  Settings.worktreesSetupCopy,
+  Settings.worktreesSetupCommand,
+  Settings.worktreesSetupTimeoutSeconds,
   Settings.worktreesSnapshotRetentionDays,
-  Settings.schedulerConflictThreshold, Settings.schedulerOnUnavailableEngine,
-  Settings.toolsProcessEnabled, Settings.toolsProcessAcceptUnenforcedNetworkPolicy,
-  Settings.handoffsDefaultTimeoutSeconds, Settings.handoffsReroute, Settings.handoffsRouteToOperator, Settings.handoffsRetentionDays,
+  Settings.schedulerConflictThreshold,
+  Settings.schedulerOnUnavailableEngine,
+  Settings.toolsProcessEnabled,
+  Settings.toolsProcessAcceptUnenforcedNetworkPolicy,
+  Settings.handoffsDefaultTimeoutSeconds,
+  Settings.handoffsReroute,
+  Settings.handoffsRouteToOperator,
+  Settings.handoffsRetentionDays,
 ];
 
 export function affectsServer(event: vscode.ConfigurationChangeEvent): boolean {
@@ -159,14 +193,16 @@ export function readSchedulerSettings(): SchedulerSettings {
 }
 
 export function affectsSchedulerLimits(event: vscode.ConfigurationChangeEvent): boolean {
-  return event.affectsConfiguration(`${SETTINGS_SECTION}.${Settings.schedulerMaxParallelInstances}`)
-    || event.affectsConfiguration(`${SETTINGS_SECTION}.${Settings.schedulerDefaultMaxParallelInstances}`);
+  return (
+    event.affectsConfiguration(`${SETTINGS_SECTION}.${Settings.schedulerMaxParallelInstances}`) ||
+    event.affectsConfiguration(`${SETTINGS_SECTION}.${Settings.schedulerDefaultMaxParallelInstances}`)
+  );
 }
 
 /** A setting's value only where the user set it (a workspace folder, the workspace, the user): never its declared default. */
 function explicitValue(config: vscode.WorkspaceConfiguration, key: string): unknown {
   const seen = config.inspect<unknown>(key);
-  return seen === undefined ? undefined : seen.workspaceFolderValue ?? seen.workspaceValue ?? seen.globalValue;
+  return seen === undefined ? undefined : (seen.workspaceFolderValue ?? seen.workspaceValue ?? seen.globalValue);
 }
 
 /**

@@ -6,16 +6,20 @@ export type StatusBarState =
   | { readonly kind: 'stopped'; readonly reason?: string }
   | { readonly kind: 'starting' }
   | {
-    readonly kind: 'serving'; readonly host: string; readonly port: number; readonly agents: number; readonly online: number;
-    /** sw4rm.auth of the running coordinator: with `none`, any local process can act as any agent. */
-    readonly auth: 'token' | 'none';
-    /** Dead letters not yet requeued. */
-    readonly deadLetters: number;
-    /** HITL invocations waiting for a human. */
-    readonly approvals: number;
-    /** The store's size against its disk budget, when known. */
-    readonly store?: { readonly bytes: number; readonly budget: number };
-  };
+      readonly kind: 'serving';
+      readonly host: string;
+      readonly port: number;
+      readonly agents: number;
+      readonly online: number;
+      /** sw4rm.auth of the running coordinator: with `none`, any local process can act as any agent. */
+      readonly auth: 'token' | 'none';
+      /** Dead letters not yet requeued. */
+      readonly deadLetters: number;
+      /** HITL invocations waiting for a human. */
+      readonly approvals: number;
+      /** The store's size against its disk budget, when known. */
+      readonly store?: { readonly bytes: number; readonly budget: number };
+    };
 
 /**
  * The status bar item: the port, the number of agents, of dead letters and of pending approvals, or why the
@@ -36,7 +40,9 @@ export class CoordinatorStatusBar implements vscode.Disposable {
     switch (state.kind) {
       case 'stopped':
         this.item.text = '$(debug-disconnect) SW4RM stopped';
-        this.item.tooltip = state.reason ? `SW4RM coordinator stopped: ${state.reason}` : 'SW4RM coordinator is not running';
+        this.item.tooltip = state.reason
+          ? `SW4RM coordinator stopped: ${state.reason}`
+          : 'SW4RM coordinator is not running';
         this.item.backgroundColor = state.reason ? new vscode.ThemeColor('statusBarItem.warningBackground') : undefined;
         break;
       case 'starting':
@@ -50,18 +56,24 @@ export class CoordinatorStatusBar implements vscode.Disposable {
         const approvals = state.approvals > 0 ? `${plural(state.approvals, 'approval')} pending` : '';
         const authNone = state.auth === 'none';
         const store = storeWarning(state.store);
-        this.item.text = `$(radio-tower) SW4RM :${state.port}${authNone ? ' · $(unlock) auth none' : ''} · ${agents}` +
-          `${deadLetters ? ` · ${deadLetters}` : ''}` + (approvals ? ` · $(bell) ${state.approvals}` : '') + (store ? ` · ${store.text}` : '');
-        this.item.tooltip = `SW4RM coordinator on ${state.host}:${state.port}\n` +
+        this.item.text =
+          `$(radio-tower) SW4RM :${state.port}${authNone ? ' · $(unlock) auth none' : ''} · ${agents}` +
+          `${deadLetters ? ` · ${deadLetters}` : ''}` +
+          (approvals ? ` · $(bell) ${state.approvals}` : '') +
+          (store ? ` · ${store.text}` : '');
+        this.item.tooltip =
+          `SW4RM coordinator on ${state.host}:${state.port}\n` +
           (authNone ? `${AUTH_NONE_WARNING} (sw4rm.auth is "none": no credential is checked)\n` : '') +
           `${agents} registered, ${state.online} connected\n` +
           (approvals ? `${approvals}: see the Approvals view\n` : '') +
           (deadLetters ? `${deadLetters}: see the Dead Letters view\n` : '') +
-          (store ? `${store.tooltip}\n` : '') + 'Click to show the log';
+          (store ? `${store.tooltip}\n` : '') +
+          'Click to show the log';
         this.item.accessibilityInformation = {
           label: `SW4RM coordinator on port ${state.port}${authNone ? ', auth none' : ''}, ${agents}${deadLetters ? `, ${deadLetters}` : ''}${approvals ? `, ${approvals}` : ''}${store ? `, ${store.text}` : ''}`,
         };
-        this.item.backgroundColor = deadLetters || authNone || store ? new vscode.ThemeColor('statusBarItem.warningBackground') : undefined;
+        this.item.backgroundColor =
+          deadLetters || authNone || store ? new vscode.ThemeColor('statusBarItem.warningBackground') : undefined;
         break;
       }
     }

@@ -1,6 +1,17 @@
 import {
-  DEFAULT_PRIORITY, MAX_PRIORITY, MIN_PRIORITY, TERMINAL_TASK_STATES, describeWaiting, formatEvent,
-  type AgentRecord, type MessageSummary, type StoredEvent, type SubmitResult, type TaskRecord, type TaskScope, type WaitingReason,
+  DEFAULT_PRIORITY,
+  MAX_PRIORITY,
+  MIN_PRIORITY,
+  TERMINAL_TASK_STATES,
+  describeWaiting,
+  formatEvent,
+  type AgentRecord,
+  type MessageSummary,
+  type StoredEvent,
+  type SubmitResult,
+  type TaskRecord,
+  type TaskScope,
+  type WaitingReason,
 } from '../core/api';
 import { shortId } from './messagesModel';
 import { notificationText } from './notificationText';
@@ -9,7 +20,11 @@ import { notificationText } from './notificationText';
 export const TASK_GROUPS = ['running', 'queued', 'done'] as const;
 export type TaskGroup = (typeof TASK_GROUPS)[number];
 
-export const TASK_GROUP_LABELS: Readonly<Record<TaskGroup, string>> = { running: 'Running', queued: 'Queued', done: 'Done' };
+export const TASK_GROUP_LABELS: Readonly<Record<TaskGroup, string>> = {
+  running: 'Running',
+  queued: 'Queued',
+  done: 'Done',
+};
 
 /** Running: the `run` went out (DISPATCHED), the agent took it (RUNNING) or is asked to yield (PREEMPTING). */
 export function taskGroupOf(task: Pick<TaskRecord, 'state'>): TaskGroup {
@@ -28,7 +43,12 @@ export function groupTasks(tasks: readonly TaskRecord[]): Record<TaskGroup, Task
  * A group's count: `12`; Running and Queued list only the first of their tasks (`first 200 of 100,000`, `total` from
  * the core's counts); Done the newest (`newest 50` when that many are listed).
  */
-export function taskGroupDescription(group: TaskGroup, listed: number, total: number | undefined, doneListed: number): string {
+export function taskGroupDescription(
+  group: TaskGroup,
+  listed: number,
+  total: number | undefined,
+  doneListed: number,
+): string {
   if (group === 'done') return listed >= doneListed ? `newest ${listed}` : String(listed);
   const all = Math.max(total ?? listed, listed);
   return all > listed ? `first ${listed.toLocaleString('en-US')} of ${all.toLocaleString('en-US')}` : String(listed);
@@ -73,7 +93,12 @@ export interface TaskRow {
 export function taskRow(task: TaskRecord): TaskRow {
   const state = task.errorCode ? `${task.state} ${task.errorCode}` : task.state;
   const waiting = task.state === 'QUEUED' && task.waiting ? waitingText(task.waiting) : '';
-  const description = [priorityText(task.priority), taskAgent(task), waiting ? `${state}: ${waiting}` : state, scopeShort(task.scope, 40)].join(' · ');
+  const description = [
+    priorityText(task.priority),
+    taskAgent(task),
+    waiting ? `${state}: ${waiting}` : state,
+    scopeShort(task.scope, 40),
+  ].join(' · ');
   const tooltip = [
     `task ${task.taskId}`,
     `${state} · priority ${task.priority} (-19 highest, 20 lowest)`,
@@ -107,7 +132,11 @@ function paramsText(task: Pick<TaskRecord, 'params' | 'contentType'>): string {
 }
 
 /** Show Task Details: the record, its CONTROL messages and their ACKs, its log events (plain text). */
-export function taskDetailText(task: TaskRecord, messages: readonly MessageSummary[], events: readonly StoredEvent[]): string {
+export function taskDetailText(
+  task: TaskRecord,
+  messages: readonly MessageSummary[],
+  events: readonly StoredEvent[],
+): string {
   const time = (ms: number | null) => (ms === null ? '—' : new Date(ms).toISOString());
   const lines = [
     `Task ${task.taskId}`,
@@ -132,8 +161,11 @@ export function taskDetailText(task: TaskRecord, messages: readonly MessageSumma
     paramsText(task),
     '',
     `Messages (correlation id ${task.taskId}), newest first: ${messages.length}`,
-    ...messages.map((m) => `${new Date(m.updatedAt).toISOString()} ${m.messageType} ${m.state}${m.errorCode ? ` ${m.errorCode}` : ''} `
-      + `${m.producerId} → ${m.recipientId} ${m.messageId}`),
+    ...messages.map(
+      (m) =>
+        `${new Date(m.updatedAt).toISOString()} ${m.messageType} ${m.state}${m.errorCode ? ` ${m.errorCode}` : ''} ` +
+        `${m.producerId} → ${m.recipientId} ${m.messageId}`,
+    ),
     '',
     `Log events (correlation id ${task.taskId}), oldest first: ${events.length}`,
     ...events.map((e) => formatEvent(e)),
@@ -142,17 +174,23 @@ export function taskDetailText(task: TaskRecord, messages: readonly MessageSumma
 }
 
 /** Submit Task…: the agents and agent types a task may be for (an agent id, or `type:<descriptor name>`). */
-export function taskTargets(agents: readonly AgentRecord[]): Array<{ readonly target: string; readonly description: string }> {
-  const byId = [...agents].sort((a, b) => a.descriptor.agentId.localeCompare(b.descriptor.agentId)).map((a) => ({
-    target: a.descriptor.agentId,
-    description: `agent · ${a.descriptor.name} · ${a.state}`,
-  }));
+export function taskTargets(
+  agents: readonly AgentRecord[],
+): Array<{ readonly target: string; readonly description: string }> {
+  const byId = [...agents]
+    .sort((a, b) => a.descriptor.agentId.localeCompare(b.descriptor.agentId))
+    .map((a) => ({
+      target: a.descriptor.agentId,
+      description: `agent · ${a.descriptor.name} · ${a.state}`,
+    }));
   const types = new Map<string, number>();
   for (const a of agents) types.set(a.descriptor.name, (types.get(a.descriptor.name) ?? 0) + 1);
-  const byType = [...types].sort(([a], [b]) => a.localeCompare(b)).map(([name, count]) => ({
-    target: `type:${name}`,
-    description: `any RUNNABLE agent of type ${name} (${count} registered)`,
-  }));
+  const byType = [...types]
+    .sort(([a], [b]) => a.localeCompare(b))
+    .map(([name, count]) => ({
+      target: `type:${name}`,
+      description: `any RUNNABLE agent of type ${name} (${count} registered)`,
+    }));
   return [...byType, ...byId];
 }
 
@@ -169,14 +207,17 @@ export function priorityProblem(text: string): string | undefined {
   const value = text.trim();
   if (!/^[+-]?\d+$/.test(value)) return `A whole number from ${MIN_PRIORITY} (highest) to ${MAX_PRIORITY} (lowest).`;
   const n = Number(value);
-  return n < MIN_PRIORITY || n > MAX_PRIORITY ? `${n} is outside ${MIN_PRIORITY}..${MAX_PRIORITY} (${MIN_PRIORITY} is the highest priority).` : undefined;
+  return n < MIN_PRIORITY || n > MAX_PRIORITY
+    ? `${n} is outside ${MIN_PRIORITY}..${MAX_PRIORITY} (${MIN_PRIORITY} is the highest priority).`
+    : undefined;
 }
 
 export const DEFAULT_PRIORITY_TEXT = String(DEFAULT_PRIORITY);
 
 /** What the scope field accepts (RFC §9.2), shown under it. */
-export const SCOPE_SYNTAX_HINT = 'repo:<repo_id>[/<path glob>], worktree:<id>, path:<glob>, resource:<name> (separated by spaces or commas), '
-  + 'or JSON {"repo_id", "worktree_id", "paths": [...], "resources": [...]}';
+export const SCOPE_SYNTAX_HINT =
+  'repo:<repo_id>[/<path glob>], worktree:<id>, path:<glob>, resource:<name> (separated by spaces or commas), ' +
+  'or JSON {"repo_id", "worktree_id", "paths": [...], "resources": [...]}';
 
 /** The scope field: something must be declared (the coordinator checks the syntax and answers VALIDATION_ERROR). */
 export function scopeProblem(text: string): string | undefined {
@@ -206,7 +247,10 @@ export function submitResultText(result: SubmitResult): { readonly ok: boolean; 
   if (!result.accepted) return { ok: false, text: notificationText(`Task refused: ${result.reason}`) };
   const task = result.task;
   const waiting = result.reason || (task.state === 'QUEUED' && task.waiting ? waitingText(task.waiting) : '');
-  const where = task.state === 'QUEUED' ? `queued${waiting ? `: ${waiting}` : ''}` : `${task.state} on ${task.assignedAgentId || task.target}`;
+  const where =
+    task.state === 'QUEUED'
+      ? `queued${waiting ? `: ${waiting}` : ''}`
+      : `${task.state} on ${task.assignedAgentId || task.target}`;
   return { ok: true, text: notificationText(`Task ${task.taskId} accepted (priority ${task.priority}), ${where}.`) };
 }
 
@@ -217,9 +261,11 @@ export function submitFailure(code: string, message: string): SubmitResult {
 
 /** What Preempt Task or Cancel Task did, as notification text (task ids come from agents and submitters). */
 export function taskActionText(action: 'preempt' | 'cancel', taskId: string, state: string): string {
-  return notificationText(action === 'preempt'
-    ? `Asked the agent running ${taskTitle(taskId)} to yield (${state}).`
-    : `Task ${taskId}: ${state}.`);
+  return notificationText(
+    action === 'preempt'
+      ? `Asked the agent running ${taskTitle(taskId)} to yield (${state}).`
+      : `Task ${taskId}: ${state}.`,
+  );
 }
 
 /** The task id to show in narrow places (a notification's button, a tab title). */

@@ -7,14 +7,21 @@ import { systemClock, type Clock, type Disposable } from '../core/api';
 export class KeyedThrottle<K> {
   private readonly pending = new Map<K, Disposable>();
 
-  constructor(private readonly delayMs: number, private readonly run: (key: K) => void, private readonly clock: Clock = systemClock) {}
+  constructor(
+    private readonly delayMs: number,
+    private readonly run: (key: K) => void,
+    private readonly clock: Clock = systemClock,
+  ) {}
 
   schedule(key: K): void {
     if (this.pending.has(key)) return;
-    this.pending.set(key, this.clock.setTimer(this.delayMs, () => {
-      this.pending.delete(key);
-      this.run(key);
-    }));
+    this.pending.set(
+      key,
+      this.clock.setTimer(this.delayMs, () => {
+        this.pending.delete(key);
+        this.run(key);
+      }),
+    );
   }
 
   /** Drops every pending run. */

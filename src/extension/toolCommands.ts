@@ -14,7 +14,11 @@ const TOOL_CALL_DOCUMENT = 'toolCall';
  * Cancel Tool Call (as the caller would: RFC §18.6) and Copy Call Id. From the palette, a call is picked.
  */
 export class ToolCommands extends CoordinatorCommands {
-  constructor(private readonly operator: string, private readonly view: ToolsView, private readonly documents: ReadOnlyDocuments) {
+  constructor(
+    private readonly operator: string,
+    private readonly view: ToolsView,
+    private readonly documents: ReadOnlyDocuments,
+  ) {
     super();
     this.registerDocument(documents, TOOL_CALL_DOCUMENT, async (api, key) => {
       const callId = decodeURIComponent(key);
@@ -36,9 +40,15 @@ export class ToolCommands extends CoordinatorCommands {
     if (!api) return;
     const call = await this.callOf(node, api, 'Cancel Tool Call', isOpenCall);
     if (!call) return;
-    const choice = await vscode.window.showWarningMessage(notificationText(`Cancel tool call ${call.providerId}/${call.toolName} of ${call.callerAgentId}?`), {
-      modal: true, detail: 'The provider is told to stop; the caller gets a terminal frame saying the call was cancelled (with what it produced so far).',
-    }, 'Cancel Tool Call');
+    const choice = await vscode.window.showWarningMessage(
+      notificationText(`Cancel tool call ${call.providerId}/${call.toolName} of ${call.callerAgentId}?`),
+      {
+        modal: true,
+        detail:
+          'The provider is told to stop; the caller gets a terminal frame saying the call was cancelled (with what it produced so far).',
+      },
+      'Cancel Tool Call',
+    );
     if (choice !== 'Cancel Tool Call' || this.api !== api) return;
     try {
       const answer = cancelResultText(call.callId, await api.cancelToolCall(call.callId, this.operator));
@@ -59,7 +69,12 @@ export class ToolCommands extends CoordinatorCommands {
   }
 
   /** The call of the row the command was run on, else the selected one, else one picked from the newest calls that fit. */
-  private async callOf(node: unknown, api: CoordinatorApi, title: string, fits: (c: ToolCallRecord) => boolean): Promise<ToolCallRecord | undefined> {
+  private async callOf(
+    node: unknown,
+    api: CoordinatorApi,
+    title: string,
+    fits: (c: ToolCallRecord) => boolean,
+  ): Promise<ToolCallRecord | undefined> {
     const callId = asToolCallNode(node)?.id ?? this.view.selectedCallId();
     try {
       if (callId) {
@@ -73,10 +88,18 @@ export class ToolCommands extends CoordinatorCommands {
         void vscode.window.showInformationMessage(`${title}: no tool call to pick.`);
         return undefined;
       }
-      const picked = await vscode.window.showQuickPick(calls.map((c) => {
-        const row = callRow(c);
-        return { label: row.label, description: row.description, detail: c.callId, call: c };
-      }), { title, placeHolder: 'Pick a tool call (the newest are listed)', matchOnDescription: true, matchOnDetail: true });
+      const picked = await vscode.window.showQuickPick(
+        calls.map((c) => {
+          const row = callRow(c);
+          return { label: row.label, description: row.description, detail: c.callId, call: c };
+        }),
+        {
+          title,
+          placeHolder: 'Pick a tool call (the newest are listed)',
+          matchOnDescription: true,
+          matchOnDetail: true,
+        },
+      );
       return picked?.call;
     } catch (err) {
       return showError(err);

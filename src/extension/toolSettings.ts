@@ -21,7 +21,8 @@ export interface ToolSettings {
 export function toolSettings(values: ToolSettingValues): ToolSettings {
   const warnings: string[] = [];
   const flag = (name: string, value: unknown): boolean => {
-    if (value !== undefined && typeof value !== 'boolean') warnings.push(`sw4rm.tools.process.${name} is not true or false; it stays off.`);
+    if (value !== undefined && typeof value !== 'boolean')
+      warnings.push(`sw4rm.tools.process.${name} is not true or false; it stays off.`);
     return value === true;
   };
   return {

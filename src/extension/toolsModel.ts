@@ -24,7 +24,11 @@ export interface ToolsRow {
 }
 
 /** A group's count: providers `3 (1 unavailable)`, calls `12` or `newest 100`. */
-export function toolGroupDescription(group: ToolGroup, providers: readonly ProviderInfo[], calls: readonly ToolCallRecord[]): string {
+export function toolGroupDescription(
+  group: ToolGroup,
+  providers: readonly ProviderInfo[],
+  calls: readonly ToolCallRecord[],
+): string {
   if (group === 'providers') {
     const unavailable = providers.filter((p) => !p.available).length;
     return unavailable ? `${providers.length} (${unavailable} unavailable)` : String(providers.length);
@@ -36,7 +40,9 @@ export function toolGroupDescription(group: ToolGroup, providers: readonly Provi
 
 /** A provider's row: its id, then kind · available (or why not) · how many tools. */
 export function providerRow(provider: ProviderInfo): ToolsRow {
-  const availability = provider.available ? 'available' : `unavailable${provider.unavailableReason ? `: ${provider.unavailableReason}` : ''}`;
+  const availability = provider.available
+    ? 'available'
+    : `unavailable${provider.unavailableReason ? `: ${provider.unavailableReason}` : ''}`;
   const tools = `${provider.tools.length} tool${provider.tools.length === 1 ? '' : 's'}`;
   const kind = provider.kind === 'builtin' ? 'built in' : 'agent';
   return {
@@ -140,7 +146,9 @@ export function callRow(call: ToolCallRecord): ToolsRow {
       `call ${call.callId}`,
       `${call.providerId}/${call.toolName} called by ${call.callerAgentId} (via ${call.via}${call.stream ? ', streaming' : ''})`,
       `${outcomeText(call)} · ${open ? '' : 'took '}${duration} · ${call.attempts} attempt${call.attempts === 1 ? '' : 's'}`,
-      counted ? `${call.frames} frames, ${call.bytes} bytes` : 'frames and bytes are counted when the call ends (the details show the frames so far)',
+      counted
+        ? `${call.frames} frames, ${call.bytes} bytes`
+        : 'frames and bytes are counted when the call ends (the details show the frames so far)',
       ...(call.errorMessage ? [`error: ${call.errorMessage}`] : []),
     ].join('\n'),
   };
@@ -213,11 +221,18 @@ function argsText(text: string): string {
 }
 
 /** What Cancel Tool Call answered, in words. */
-export function cancelResultText(callId: string, result: { readonly errorCode: string; readonly message: string }): { readonly ok: boolean; readonly text: string } {
+export function cancelResultText(
+  callId: string,
+  result: { readonly errorCode: string; readonly message: string },
+): { readonly ok: boolean; readonly text: string } {
   switch (result.errorCode) {
-    case 'CANCELLED': return { ok: true, text: `Tool call ${callId} was cancelled: its caller got a terminal frame.` };
-    case 'ALREADY_COMPLETED': return { ok: false, text: `Tool call ${callId} had already completed.` };
-    case 'NOT_FOUND': return { ok: false, text: `Tool call ${callId} is not known: ${result.message}` };
-    default: return { ok: false, text: `Tool call ${callId} was not cancelled (${result.errorCode}): ${result.message}` };
+    case 'CANCELLED':
+      return { ok: true, text: `Tool call ${callId} was cancelled: its caller got a terminal frame.` };
+    case 'ALREADY_COMPLETED':
+      return { ok: false, text: `Tool call ${callId} had already completed.` };
+    case 'NOT_FOUND':
+      return { ok: false, text: `Tool call ${callId} is not known: ${result.message}` };
+    default:
+      return { ok: false, text: `Tool call ${callId} was not cancelled (${result.errorCode}): ${result.message}` };
   }
 }

@@ -27,9 +27,21 @@ export interface WalkthroughFacts {
   readonly approvalsDecided: boolean;
 }
 
-export const NO_FACTS: WalkthroughFacts = { running: false, agentsRegistered: 0, agentCredentials: 0, messagesDelivered: 0, approvalsDecided: false };
+export const NO_FACTS: WalkthroughFacts = {
+  running: false,
+  agentsRegistered: 0,
+  agentCredentials: 0,
+  messagesDelivered: 0,
+  approvalsDecided: false,
+};
 
-export const NO_STEPS: WalkthroughSteps = { coordinatorRunning: false, environmentReady: false, agentRegistered: false, messageDelivered: false, approvalDecided: false };
+export const NO_STEPS: WalkthroughSteps = {
+  coordinatorRunning: false,
+  environmentReady: false,
+  agentRegistered: false,
+  messageDelivered: false,
+  approvalDecided: false,
+};
 
 export function walkthroughSteps(facts: WalkthroughFacts): WalkthroughSteps {
   return {
@@ -42,8 +54,13 @@ export function walkthroughSteps(facts: WalkthroughFacts): WalkthroughSteps {
 }
 
 export function sameSteps(a: WalkthroughSteps, b: WalkthroughSteps): boolean {
-  return a.coordinatorRunning === b.coordinatorRunning && a.environmentReady === b.environmentReady && a.agentRegistered === b.agentRegistered
-    && a.messageDelivered === b.messageDelivered && a.approvalDecided === b.approvalDecided;
+  return (
+    a.coordinatorRunning === b.coordinatorRunning &&
+    a.environmentReady === b.environmentReady &&
+    a.agentRegistered === b.agentRegistered &&
+    a.messageDelivered === b.messageDelivered &&
+    a.approvalDecided === b.approvalDecided
+  );
 }
 
 type FactName = 'agents' | 'credentials' | 'messages' | 'approvals';
@@ -132,7 +149,8 @@ export class WalkthroughProgress implements Disposable {
     const facts = this.facts;
     // Deliveries only grow and a decision stays made: a read that started before an event must not undo it.
     this.facts = {
-      ...facts, ...change,
+      ...facts,
+      ...change,
       messagesDelivered: Math.max(facts.messagesDelivered, change.messagesDelivered ?? 0),
       approvalsDecided: facts.approvalsDecided || change.approvalsDecided === true,
     };

@@ -1,5 +1,14 @@
 import type {
-  HandoffState, HandoffView, NodeStatus, WorkflowDetail, WorkflowFileIssue, WorkflowNodeDefinition, WorkflowNodeDetail, WorkflowNodeView, WorkflowState, WorkflowSummary,
+  HandoffState,
+  HandoffView,
+  NodeStatus,
+  WorkflowDetail,
+  WorkflowFileIssue,
+  WorkflowNodeDefinition,
+  WorkflowNodeDetail,
+  WorkflowNodeView,
+  WorkflowState,
+  WorkflowSummary,
 } from '../core/api';
 import { notificationText } from './notificationText';
 
@@ -7,7 +16,10 @@ import { notificationText } from './notificationText';
 export const WORKFLOW_SECTIONS = ['workflows', 'handoffs'] as const;
 export type WorkflowSection = (typeof WORKFLOW_SECTIONS)[number];
 
-export const WORKFLOW_SECTION_LABELS: Readonly<Record<WorkflowSection, string>> = { workflows: 'Workflows', handoffs: 'Handoffs' };
+export const WORKFLOW_SECTION_LABELS: Readonly<Record<WorkflowSection, string>> = {
+  workflows: 'Workflows',
+  handoffs: 'Handoffs',
+};
 
 /** Workflows the view lists (running and waiting first, then the most recently updated). */
 export const WORKFLOWS_LISTED = 100;
@@ -88,7 +100,9 @@ export function workflowRow(summary: WorkflowSummary): WorkflowRow {
   const done = `${nodesDone(summary.counts)}/${summary.nodeCount} done`;
   const activity = workflowActivity(summary);
   const state = needsYou ? 'WAITING · needs you' : summary.state;
-  const counts = (Object.entries(summary.counts) as Array<[NodeStatus, number]>).filter(([, n]) => n > 0).map(([status, n]) => `${n} ${status}`);
+  const counts = (Object.entries(summary.counts) as Array<[NodeStatus, number]>)
+    .filter(([, n]) => n > 0)
+    .map(([status, n]) => `${n} ${status}`);
   return {
     label: summary.workflowId,
     description: [state, done, activity].filter(Boolean).join(' · '),
@@ -97,32 +111,53 @@ export function workflowRow(summary: WorkflowSummary): WorkflowRow {
       `state: ${summary.state}`,
       `nodes: ${summary.nodeCount}${counts.length ? ` (${counts.join(', ')})` : ''}`,
       ...(summary.reason ? [summary.reason] : []),
-      ...(needsYou ? ['A person must act: Run Node on a node marked needs you, or decide on a failed node in the Approvals view.'] : []),
+      ...(needsYou
+        ? ['A person must act: Run Node on a node marked needs you, or decide on a failed node in the Approvals view.']
+        : []),
       `created ${time(summary.createdAt)}`,
       ...(summary.startedAt !== null ? [`started ${time(summary.startedAt)}`] : []),
-      ...(summary.completedAt !== null ? [`ended ${time(summary.completedAt)}${summary.startedAt !== null ? ` (after ${formatDuration(summary.completedAt - summary.startedAt)})` : ''}`] : []),
+      ...(summary.completedAt !== null
+        ? [
+            `ended ${time(summary.completedAt)}${summary.startedAt !== null ? ` (after ${formatDuration(summary.completedAt - summary.startedAt)})` : ''}`,
+          ]
+        : []),
       `updated ${time(summary.updatedAt)}`,
     ].join('\n'),
     icon: WORKFLOW_ICONS[summary.state],
-    tone: summary.state === 'COMPLETED' ? 'passed' : summary.state === 'FAILED' ? 'failed' : needsYou ? 'warning' : 'none',
+    tone:
+      summary.state === 'COMPLETED' ? 'passed' : summary.state === 'FAILED' ? 'failed' : needsYou ? 'warning' : 'none',
     needsYou,
     contextValue: `workflow+${summary.state}`,
   };
 }
 
 const WORKFLOW_ICONS: Readonly<Record<WorkflowState, string>> = {
-  DEFINED: 'circle-large-outline', RUNNING: 'sync~spin', WAITING: 'person', COMPLETED: 'pass', FAILED: 'error', CANCELLED: 'circle-slash',
+  DEFINED: 'circle-large-outline',
+  RUNNING: 'sync~spin',
+  WAITING: 'person',
+  COMPLETED: 'pass',
+  FAILED: 'error',
+  CANCELLED: 'circle-slash',
 };
 
 /** The node status icons (codicons): the Workflows view and the README say the same. */
 export const NODE_ICONS: Readonly<Record<NodeStatus, string>> = {
-  PENDING: 'circle-large-outline', READY: 'debug-start', RUNNING: 'sync~spin', COMPLETED: 'pass', FAILED: 'error', SKIPPED: 'debug-step-over',
+  PENDING: 'circle-large-outline',
+  READY: 'debug-start',
+  RUNNING: 'sync~spin',
+  COMPLETED: 'pass',
+  FAILED: 'error',
+  SKIPPED: 'debug-step-over',
 };
 
 /** How long a node ran (or has been running, at `now`); '' when it never started. */
-export function nodeDuration(state: Pick<WorkflowNodeView['state'], 'startedAt' | 'completedAt' | 'status'>, now: number): string {
+export function nodeDuration(
+  state: Pick<WorkflowNodeView['state'], 'startedAt' | 'completedAt' | 'status'>,
+  now: number,
+): string {
   if (state.startedAt === null) return '';
-  if (state.completedAt !== null && state.completedAt >= state.startedAt) return formatDuration(state.completedAt - state.startedAt);
+  if (state.completedAt !== null && state.completedAt >= state.startedAt)
+    return formatDuration(state.completedAt - state.startedAt);
   return state.status === 'RUNNING' ? `${formatDuration(now - state.startedAt)} so far` : '';
 }
 
@@ -160,17 +195,34 @@ export function nodeRow(view: WorkflowNodeView, workflowState: WorkflowState, no
   const runs = state.runs > 1 ? `run ${state.runs}` : '';
   return {
     label: definition.nodeId,
-    description: [state.status, definition.agentId, definition.trigger === 'DEPENDENCY' ? '' : definition.trigger, runs, duration, cut(reason, 160)]
-      .filter(Boolean).join(' · '),
+    description: [
+      state.status,
+      definition.agentId,
+      definition.trigger === 'DEPENDENCY' ? '' : definition.trigger,
+      runs,
+      duration,
+      cut(reason, 160),
+    ]
+      .filter(Boolean)
+      .join(' · '),
     tooltip: [
       `node ${definition.nodeId} (${definition.trigger})`,
       `status: ${state.status}${state.runs ? ` · run ${state.runs}` : ''}`,
       `agent: ${definition.agentId}`,
       `depends on: ${definition.dependencies.length ? definition.dependencies.join(', ') : '(nothing: a root)'}`,
       ...(definition.metadata.route ? [`route: ${definition.metadata.route}`] : []),
-      ...(state.status === 'FAILED' || state.status === 'SKIPPED' ? (state.error ? [`${state.status === 'FAILED' ? 'failed' : 'skipped'}: ${state.error}`] : [])
-        : state.waiting && state.status !== 'COMPLETED' ? [`waiting for ${state.waiting}`] : []),
-      ...(state.loops ? [`loop backs into it: ${state.loops}${definition.metadata.max_iterations ? ` of ${definition.metadata.max_iterations}` : ''}`] : []),
+      ...(state.status === 'FAILED' || state.status === 'SKIPPED'
+        ? state.error
+          ? [`${state.status === 'FAILED' ? 'failed' : 'skipped'}: ${state.error}`]
+          : []
+        : state.waiting && state.status !== 'COMPLETED'
+          ? [`waiting for ${state.waiting}`]
+          : []),
+      ...(state.loops
+        ? [
+            `loop backs into it: ${state.loops}${definition.metadata.max_iterations ? ` of ${definition.metadata.max_iterations}` : ''}`,
+          ]
+        : []),
       ...(needsYou ? ['A MANUAL node: run it from its context menu (Run Node).'] : []),
       ...(state.startedAt !== null ? [`started ${time(state.startedAt)}`] : []),
       ...(state.completedAt !== null ? [`ended ${time(state.completedAt)}`] : []),
@@ -178,7 +230,8 @@ export function nodeRow(view: WorkflowNodeView, workflowState: WorkflowState, no
       ...(state.taskId ? [`task ${state.taskId}`] : []),
     ].join('\n'),
     icon: needsYou ? 'person' : NODE_ICONS[state.status],
-    tone: state.status === 'COMPLETED' ? 'passed' : state.status === 'FAILED' ? 'failed' : needsYou ? 'warning' : 'none',
+    tone:
+      state.status === 'COMPLETED' ? 'passed' : state.status === 'FAILED' ? 'failed' : needsYou ? 'warning' : 'none',
     needsYou,
     contextValue: nodeContextValue(view, workflowState),
   };
@@ -188,7 +241,10 @@ export function nodeRow(view: WorkflowNodeView, workflowState: WorkflowState, no
  * The nodes a workflow row shows: the first NODES_SHOWN in the author's order (the view asks the coordinator for no
  * more), and how many of the workflow's nodes (summary.nodeCount) are left out.
  */
-export function shownNodes(detail: Pick<WorkflowDetail, 'nodes' | 'summary'>, max = NODES_SHOWN): { readonly nodes: readonly WorkflowNodeView[]; readonly hidden: number } {
+export function shownNodes(
+  detail: Pick<WorkflowDetail, 'nodes' | 'summary'>,
+  max = NODES_SHOWN,
+): { readonly nodes: readonly WorkflowNodeView[]; readonly hidden: number } {
   const nodes = detail.nodes.length > max ? detail.nodes.slice(0, max) : detail.nodes;
   return { nodes, hidden: Math.max(0, detail.summary.nodeCount - nodes.length) };
 }
@@ -197,24 +253,36 @@ export function shownNodes(detail: Pick<WorkflowDetail, 'nodes' | 'summary'>, ma
 export function moreNodesRow(shown: number, total: number): { readonly label: string; readonly tooltip: string } {
   return {
     label: `first ${shown.toLocaleString('en-US')} of ${total.toLocaleString('en-US')} nodes`,
-    tooltip: `Only the first ${shown.toLocaleString('en-US')} nodes (in the definition's order) are listed; the workflow's row counts all of them. `
-      + 'Show Node Inputs and Outputs… from the Command Palette picks any node by id.',
+    tooltip:
+      `Only the first ${shown.toLocaleString('en-US')} nodes (in the definition's order) are listed; the workflow's row counts all of them. ` +
+      'Show Node Inputs and Outputs… from the Command Palette picks any node by id.',
   };
 }
 
 /** The Workflows section's count: `3`, `3 (1 needs you)`, `newest 100`. */
-export function sectionDescription(section: WorkflowSection, workflows: readonly WorkflowSummary[], handoffs: readonly HandoffView[]): string {
+export function sectionDescription(
+  section: WorkflowSection,
+  workflows: readonly WorkflowSummary[],
+  handoffs: readonly HandoffView[],
+): string {
   if (section === 'workflows') {
     const listed = workflows.length >= WORKFLOWS_LISTED ? `newest ${workflows.length}` : String(workflows.length);
     const active = workflows.filter((w) => workflowIsActive(w.state)).length;
     const waiting = workflows.filter((w) => w.state === 'WAITING').length;
-    const extra = [active ? `${active} active` : '', waiting ? `${waiting} need${waiting === 1 ? 's' : ''} you` : ''].filter(Boolean).join(', ');
+    const extra = [active ? `${active} active` : '', waiting ? `${waiting} need${waiting === 1 ? 's' : ''} you` : '']
+      .filter(Boolean)
+      .join(', ');
     return extra ? `${listed} (${extra})` : listed;
   }
   const listed = handoffs.length >= HANDOFFS_LISTED ? `newest ${handoffs.length}` : String(handoffs.length);
   const pending = handoffs.filter((h) => h.state === 'PENDING').length;
   const operator = handoffs.filter(handoffNeedsYou).length;
-  const extra = [pending ? `${pending} pending` : '', operator ? `${operator} need${operator === 1 ? 's' : ''} you` : ''].filter(Boolean).join(', ');
+  const extra = [
+    pending ? `${pending} pending` : '',
+    operator ? `${operator} need${operator === 1 ? 's' : ''} you` : '',
+  ]
+    .filter(Boolean)
+    .join(', ');
   return extra ? `${listed} (${extra})` : listed;
 }
 
@@ -225,7 +293,14 @@ export function handoffNeedsYou(handoff: Pick<HandoffView, 'state' | 'awaitingOp
   return handoff.state === 'PENDING' && handoff.awaitingOperator;
 }
 
-const HANDOFF_RANK: Readonly<Record<HandoffState, number>> = { PENDING: 0, ACCEPTED: 1, COMPLETED: 2, EXPIRED: 3, REJECTED: 3, CANCELLED: 3 };
+const HANDOFF_RANK: Readonly<Record<HandoffState, number>> = {
+  PENDING: 0,
+  ACCEPTED: 1,
+  COMPLETED: 2,
+  EXPIRED: 3,
+  REJECTED: 3,
+  CANCELLED: 3,
+};
 
 /**
  * The Handoffs section's order: pending (those waiting for you first), then accepted, completed, and expired / rejected /
@@ -233,11 +308,16 @@ const HANDOFF_RANK: Readonly<Record<HandoffState, number>> = { PENDING: 0, ACCEP
  */
 export function sortHandoffs<H extends Pick<HandoffView, 'state' | 'awaitingOperator'>>(handoffs: readonly H[]): H[] {
   const rank = (h: H) => HANDOFF_RANK[h.state] * 2 + (handoffNeedsYou(h) ? 0 : 1);
-  return handoffs.map((h, i) => ({ h, i })).sort((a, b) => rank(a.h) - rank(b.h) || a.i - b.i).map(({ h }) => h);
+  return handoffs
+    .map((h, i) => ({ h, i }))
+    .sort((a, b) => rank(a.h) - rank(b.h) || a.i - b.i)
+    .map(({ h }) => h);
 }
 
 /** Who a handoff goes to: who accepted it, else its current (or last) target, `you` when it was routed to the operator. */
-export function handoffTarget(handoff: Pick<HandoffView, 'toAgent' | 'requestedTo' | 'awaitingOperator' | 'acceptedBy'>): string {
+export function handoffTarget(
+  handoff: Pick<HandoffView, 'toAgent' | 'requestedTo' | 'awaitingOperator' | 'acceptedBy'>,
+): string {
   if (handoff.acceptedBy) return handoff.acceptedBy;
   if (handoff.toAgent) return handoff.toAgent;
   if (handoff.awaitingOperator) return 'you';
@@ -245,40 +325,72 @@ export function handoffTarget(handoff: Pick<HandoffView, 'toAgent' | 'requestedT
 }
 
 const HANDOFF_ICONS: Readonly<Record<HandoffState, string>> = {
-  PENDING: 'watch', ACCEPTED: 'arrow-swap', COMPLETED: 'pass', EXPIRED: 'history', REJECTED: 'close', CANCELLED: 'circle-slash',
+  PENDING: 'watch',
+  ACCEPTED: 'arrow-swap',
+  COMPLETED: 'pass',
+  EXPIRED: 'history',
+  REJECTED: 'close',
+  CANCELLED: 'circle-slash',
 };
 
 /** A handoff's row: its request id, then `from → to` · state · reason (or why it was rejected). */
 export function handoffRow(handoff: HandoffView, now: number): WorkflowRow {
   const needsYou = handoffNeedsYou(handoff);
-  const state = needsYou ? 'PENDING · needs you' : handoff.state === 'REJECTED' && handoff.rejectionCode ? `REJECTED ${handoff.rejectionCode}` : handoff.state;
-  const shownReason = handoff.state === 'REJECTED' && handoff.rejectionReason ? handoff.rejectionReason : handoff.reason;
-  const left = handoff.state === 'PENDING' && handoff.expiresAt !== null ? `expires in ${formatDuration(handoff.expiresAt - now)}` : '';
+  const state = needsYou
+    ? 'PENDING · needs you'
+    : handoff.state === 'REJECTED' && handoff.rejectionCode
+      ? `REJECTED ${handoff.rejectionCode}`
+      : handoff.state;
+  const shownReason =
+    handoff.state === 'REJECTED' && handoff.rejectionReason ? handoff.rejectionReason : handoff.reason;
+  const left =
+    handoff.state === 'PENDING' && handoff.expiresAt !== null
+      ? `expires in ${formatDuration(handoff.expiresAt - now)}`
+      : '';
   const context = handoff.context.binary ? `${handoff.context.bytes} bytes (binary)` : `${handoff.context.bytes} bytes`;
   return {
     label: handoff.requestId,
-    description: [`${handoff.fromAgent} → ${handoffTarget(handoff)}`, state, left, cut(shownReason, 120)].filter(Boolean).join(' · '),
+    description: [`${handoff.fromAgent} → ${handoffTarget(handoff)}`, state, left, cut(shownReason, 120)]
+      .filter(Boolean)
+      .join(' · '),
     tooltip: [
       `handoff ${handoff.requestId}`,
       `from ${handoff.fromAgent} to ${handoff.requestedTo || '(by capability)'}${handoff.toAgent && handoff.toAgent !== handoff.requestedTo ? `, now ${handoff.toAgent}` : ''}`,
       `state: ${handoff.state}${handoff.acceptedBy ? ` · accepted by ${handoff.acceptedBy}` : ''}`,
       `reason: ${handoff.reason}`,
-      ...(handoff.rejectionReason || handoff.rejectionCode ? [`rejected: ${[handoff.rejectionCode, handoff.rejectionReason].filter(Boolean).join(': ')}`] : []),
-      ...(handoff.capabilitiesRequired.length ? [`capabilities required: ${handoff.capabilitiesRequired.join(', ')}`] : []),
+      ...(handoff.rejectionReason || handoff.rejectionCode
+        ? [`rejected: ${[handoff.rejectionCode, handoff.rejectionReason].filter(Boolean).join(': ')}`]
+        : []),
+      ...(handoff.capabilitiesRequired.length
+        ? [`capabilities required: ${handoff.capabilitiesRequired.join(', ')}`]
+        : []),
       `priority ${handoff.priority}`,
-      ...(handoff.attempts.length ? [`targets tried: ${handoff.attempts.map((a) => `${a.agentId}${a.outcome ? ` (${a.outcome}${a.reason ? `: ${a.reason}` : ''})` : ''}`).join(', ')}`] : []),
+      ...(handoff.attempts.length
+        ? [
+            `targets tried: ${handoff.attempts.map((a) => `${a.agentId}${a.outcome ? ` (${a.outcome}${a.reason ? `: ${a.reason}` : ''})` : ''}`).join(', ')}`,
+          ]
+        : []),
       `context: ${handoff.context.contentType || 'opaque bytes'}, ${context}`,
       ...(handoff.taskId ? [`task ${handoff.taskId}`] : []),
       ...(handoff.worktree ? [`worktree ${worktreeText(handoff.worktree)}`] : []),
       ...(handoff.endReason ? [`ended: ${handoff.endReason}`] : []),
       ...(handoff.completedBy ? [`completed by ${handoff.completedBy}`] : []),
-      ...(needsYou ? ['No agent could take it: accept it yourself or reject it with a reason (its context menu).'] : []),
+      ...(needsYou
+        ? ['No agent could take it: accept it yourself or reject it with a reason (its context menu).']
+        : []),
       `requested ${time(handoff.requestedAt)}`,
       ...(handoff.expiresAt !== null && handoff.state === 'PENDING' ? [`expires ${time(handoff.expiresAt)}`] : []),
       ...(handoff.endedAt !== null ? [`ended ${time(handoff.endedAt)}`] : []),
     ].join('\n'),
     icon: needsYou ? 'person' : HANDOFF_ICONS[handoff.state],
-    tone: handoff.state === 'COMPLETED' ? 'passed' : handoff.state === 'REJECTED' || handoff.state === 'EXPIRED' ? 'failed' : needsYou ? 'warning' : 'none',
+    tone:
+      handoff.state === 'COMPLETED'
+        ? 'passed'
+        : handoff.state === 'REJECTED' || handoff.state === 'EXPIRED'
+          ? 'failed'
+          : needsYou
+            ? 'warning'
+            : 'none',
     needsYou,
     contextValue: handoffContextValue(handoff),
   };
@@ -292,38 +404,47 @@ export function handoffContextValue(handoff: Pick<HandoffView, 'state' | 'awaiti
 /** Show Handoff: the record and its context snapshot as text (never rendered). */
 export function handoffDetailText(handoff: HandoffView): string {
   const context = handoff.context;
-  const contextText = context.binary ? `(${context.bytes} bytes, not UTF-8 text)`
-    : prettyJson(context.text) + (context.truncated ? `\n… (the first ${context.text.length} characters of ${context.bytes} bytes)` : '');
-  return [
-    `Handoff ${handoff.requestId}`,
-    '',
-    `state           ${handoff.state}${handoffNeedsYou(handoff) ? ' (waiting for you)' : ''}`,
-    `from            ${handoff.fromAgent}`,
-    `requested to    ${handoff.requestedTo || '(capability-based routing)'}`,
-    `current target  ${handoff.toAgent || '—'}`,
-    `accepted by     ${handoff.acceptedBy || '—'}`,
-    `reason          ${handoff.reason}`,
-    ...(handoff.rejectionReason || handoff.rejectionCode ? [`rejected        ${[handoff.rejectionCode, handoff.rejectionReason].filter(Boolean).join(': ')}`] : []),
-    `capabilities    ${handoff.capabilitiesRequired.join(', ') || '—'}`,
-    `priority        ${handoff.priority}`,
-    `timeout         ${formatDuration(handoff.timeoutMs)} per target`,
-    `task            ${handoff.taskId || '—'}`,
-    `correlation id  ${handoff.correlationId || '—'}`,
-    ...(handoff.parentRequestId ? [`delegated under ${handoff.parentRequestId}`] : []),
-    `worktree        ${handoff.worktree ? worktreeText(handoff.worktree) : 'not carried'}`,
-    ...(handoff.completedBy ? [`completed by    ${handoff.completedBy}`] : []),
-    ...(handoff.endReason ? [`ended because   ${handoff.endReason}`] : []),
-    `requested       ${time(handoff.requestedAt)}`,
-    `expires         ${handoff.state === 'PENDING' ? time(handoff.expiresAt) : '—'}`,
-    `ended           ${time(handoff.endedAt)}`,
-    '',
-    `Targets tried: ${handoff.attempts.length}`,
-    ...handoff.attempts.map((a) => `${time(a.at)} ${a.agentId}${a.via ? ` (${a.via})` : ''} ${a.outcome || '(current)'}${a.code ? ` ${a.code}` : ''}`
-      + `${a.reason ? `: ${a.reason}` : ''}${a.redirectTo ? ` → redirect to ${a.redirectTo}` : ''}`),
-    '',
-    `Context (${context.contentType || 'opaque bytes'}, ${context.bytes} bytes):`,
-    contextText,
-  ].join('\n') + '\n';
+  const contextText = context.binary
+    ? `(${context.bytes} bytes, not UTF-8 text)`
+    : prettyJson(context.text) +
+      (context.truncated ? `\n… (the first ${context.text.length} characters of ${context.bytes} bytes)` : '');
+  return (
+    [
+      `Handoff ${handoff.requestId}`,
+      '',
+      `state           ${handoff.state}${handoffNeedsYou(handoff) ? ' (waiting for you)' : ''}`,
+      `from            ${handoff.fromAgent}`,
+      `requested to    ${handoff.requestedTo || '(capability-based routing)'}`,
+      `current target  ${handoff.toAgent || '—'}`,
+      `accepted by     ${handoff.acceptedBy || '—'}`,
+      `reason          ${handoff.reason}`,
+      ...(handoff.rejectionReason || handoff.rejectionCode
+        ? [`rejected        ${[handoff.rejectionCode, handoff.rejectionReason].filter(Boolean).join(': ')}`]
+        : []),
+      `capabilities    ${handoff.capabilitiesRequired.join(', ') || '—'}`,
+      `priority        ${handoff.priority}`,
+      `timeout         ${formatDuration(handoff.timeoutMs)} per target`,
+      `task            ${handoff.taskId || '—'}`,
+      `correlation id  ${handoff.correlationId || '—'}`,
+      ...(handoff.parentRequestId ? [`delegated under ${handoff.parentRequestId}`] : []),
+      `worktree        ${handoff.worktree ? worktreeText(handoff.worktree) : 'not carried'}`,
+      ...(handoff.completedBy ? [`completed by    ${handoff.completedBy}`] : []),
+      ...(handoff.endReason ? [`ended because   ${handoff.endReason}`] : []),
+      `requested       ${time(handoff.requestedAt)}`,
+      `expires         ${handoff.state === 'PENDING' ? time(handoff.expiresAt) : '—'}`,
+      `ended           ${time(handoff.endedAt)}`,
+      '',
+      `Targets tried: ${handoff.attempts.length}`,
+      ...handoff.attempts.map(
+        (a) =>
+          `${time(a.at)} ${a.agentId}${a.via ? ` (${a.via})` : ''} ${a.outcome || '(current)'}${a.code ? ` ${a.code}` : ''}` +
+          `${a.reason ? `: ${a.reason}` : ''}${a.redirectTo ? ` → redirect to ${a.redirectTo}` : ''}`,
+      ),
+      '',
+      `Context (${context.contentType || 'opaque bytes'}, ${context.bytes} bytes):`,
+      contextText,
+    ].join('\n') + '\n'
+  );
 }
 
 /** The worktree a handoff carries, and what became of it: `repo/worktree (bound)`. */
@@ -333,10 +454,15 @@ function worktreeText(worktree: NonNullable<HandoffView['worktree']>): string {
 }
 
 /** What Accept Handoff / Reject Handoff… did (request ids and agent ids are the agents' choice). */
-export function handoffActionText(action: 'accept' | 'reject', handoff: Pick<HandoffView, 'requestId' | 'fromAgent' | 'state'>): string {
-  return notificationText(action === 'accept'
-    ? `Handoff ${handoff.requestId} from ${handoff.fromAgent}: ${handoff.state}, you took it.`
-    : `Handoff ${handoff.requestId} from ${handoff.fromAgent}: ${handoff.state}.`);
+export function handoffActionText(
+  action: 'accept' | 'reject',
+  handoff: Pick<HandoffView, 'requestId' | 'fromAgent' | 'state'>,
+): string {
+  return notificationText(
+    action === 'accept'
+      ? `Handoff ${handoff.requestId} from ${handoff.fromAgent}: ${handoff.state}, you took it.`
+      : `Handoff ${handoff.requestId} from ${handoff.fromAgent}: ${handoff.state}.`,
+  );
 }
 
 // ---------------------------------------------------------------- a node's inputs and outputs
@@ -371,36 +497,42 @@ export function nodeDetailText(detail: WorkflowNodeDetail, now: number): string 
   const nodeId = view.definition.nodeId;
   const { state } = view;
   const duration = nodeDuration(state, now);
-  return [
-    `Workflow ${workflowId} · node ${nodeId}`,
-    '',
-    `status          ${state.status}${nodeNeedsYou(view, detail.summary.state) ? ' (waiting for you: Run Node)' : ''}`,
-    `workflow        ${detail.summary.state}${detail.summary.reason ? ` (${detail.summary.reason})` : ''}`,
-    `agent           ${view.definition.agentId}`,
-    `trigger         ${view.definition.trigger}`,
-    `depends on      ${view.definition.dependencies.join(', ') || '(nothing: a root)'}`,
-    `runs            ${state.runs}${state.loops ? ` (${state.loops} loop back${state.loops === 1 ? '' : 's'} since the last resume)` : ''}`,
-    `started         ${time(state.startedAt)}`,
-    `ended           ${time(state.completedAt)}`,
-    `duration        ${duration || '—'}`,
-    ...(state.waiting && state.status !== 'COMPLETED' && state.status !== 'FAILED' && state.status !== 'SKIPPED' ? [`waiting for     ${state.waiting}`] : []),
-    ...(state.fireAt !== null && state.status === 'READY' ? [`runs at         ${time(state.fireAt)}`] : []),
-    ...(state.invocationId ? [`asking          HITL ${state.invocationId} (Approvals view)`] : []),
-    ...(state.error ? [`error           ${state.error}`] : []),
-    `task            ${state.taskId || '—'}`,
-    '',
-    state.status === 'SKIPPED' ? 'Inputs: none (SKIPPED: it was not run)' : `Inputs (from workflow_data by input_mapping${state.status === 'PENDING' || state.status === 'READY' ? ', as it would be given them now' : ''}):`,
-    ...(state.status === 'SKIPPED' ? [] : [prettyJson(view.inputs)]),
-    '',
-    'Output (written to workflow_data by output_mapping):',
-    prettyJson(state.output),
-    '',
-    'Definition:',
-    JSON.stringify(nodeDefinitionJson(view.definition), null, 2),
-    '',
-    'Workflow data now:',
-    prettyJson(detail.data),
-  ].join('\n') + '\n';
+  return (
+    [
+      `Workflow ${workflowId} · node ${nodeId}`,
+      '',
+      `status          ${state.status}${nodeNeedsYou(view, detail.summary.state) ? ' (waiting for you: Run Node)' : ''}`,
+      `workflow        ${detail.summary.state}${detail.summary.reason ? ` (${detail.summary.reason})` : ''}`,
+      `agent           ${view.definition.agentId}`,
+      `trigger         ${view.definition.trigger}`,
+      `depends on      ${view.definition.dependencies.join(', ') || '(nothing: a root)'}`,
+      `runs            ${state.runs}${state.loops ? ` (${state.loops} loop back${state.loops === 1 ? '' : 's'} since the last resume)` : ''}`,
+      `started         ${time(state.startedAt)}`,
+      `ended           ${time(state.completedAt)}`,
+      `duration        ${duration || '—'}`,
+      ...(state.waiting && state.status !== 'COMPLETED' && state.status !== 'FAILED' && state.status !== 'SKIPPED'
+        ? [`waiting for     ${state.waiting}`]
+        : []),
+      ...(state.fireAt !== null && state.status === 'READY' ? [`runs at         ${time(state.fireAt)}`] : []),
+      ...(state.invocationId ? [`asking          HITL ${state.invocationId} (Approvals view)`] : []),
+      ...(state.error ? [`error           ${state.error}`] : []),
+      `task            ${state.taskId || '—'}`,
+      '',
+      state.status === 'SKIPPED'
+        ? 'Inputs: none (SKIPPED: it was not run)'
+        : `Inputs (from workflow_data by input_mapping${state.status === 'PENDING' || state.status === 'READY' ? ', as it would be given them now' : ''}):`,
+      ...(state.status === 'SKIPPED' ? [] : [prettyJson(view.inputs)]),
+      '',
+      'Output (written to workflow_data by output_mapping):',
+      prettyJson(state.output),
+      '',
+      'Definition:',
+      JSON.stringify(nodeDefinitionJson(view.definition), null, 2),
+      '',
+      'Workflow data now:',
+      prettyJson(detail.data),
+    ].join('\n') + '\n'
+  );
 }
 
 /** The document's tab title: `<workflow> · <node>.txt`, bounded. */
@@ -414,7 +546,9 @@ export function nodeDocumentKey(workflowId: string, nodeId: string): string {
   return `${encodeURIComponent(workflowId)}+${encodeURIComponent(nodeId)}`;
 }
 
-export function parseNodeDocumentKey(key: string): { readonly workflowId: string; readonly nodeId: string } | undefined {
+export function parseNodeDocumentKey(
+  key: string,
+): { readonly workflowId: string; readonly nodeId: string } | undefined {
   const parts = key.split('+');
   if (parts.length !== 2 || !parts[0] || !parts[1]) return undefined;
   try {
@@ -438,13 +572,17 @@ export interface IssueRange {
  * Where a WorkflowFileIssue goes in the file (the core's lines and columns are 1-based, 0 when unknown): an unknown place
  * is the first line; an end before the start (or unknown) ends the range at the end of the start's line.
  */
-export function issueRange(issue: Pick<WorkflowFileIssue, 'line' | 'column' | 'endLine' | 'endColumn'>, lineLength: (line: number) => number): IssueRange {
+export function issueRange(
+  issue: Pick<WorkflowFileIssue, 'line' | 'column' | 'endLine' | 'endColumn'>,
+  lineLength: (line: number) => number,
+): IssueRange {
   const startLine = Math.max(0, issue.line - 1);
   const startColumn = issue.line > 0 ? Math.max(0, issue.column - 1) : 0;
   const endLine = issue.endLine > 0 ? issue.endLine - 1 : startLine;
   const endColumn = issue.endLine > 0 && issue.endColumn > 0 ? issue.endColumn - 1 : -1;
   const endsBefore = endLine < startLine || (endLine === startLine && endColumn <= startColumn);
-  if (endColumn < 0 || endsBefore) return { startLine, startColumn, endLine: startLine, endColumn: Math.max(startColumn + 1, lineLength(startLine)) };
+  if (endColumn < 0 || endsBefore)
+    return { startLine, startColumn, endLine: startLine, endColumn: Math.max(startColumn + 1, lineLength(startLine)) };
   return { startLine, startColumn, endLine, endColumn };
 }
 
@@ -466,13 +604,16 @@ export function refusalText(fileName: string, issues: readonly WorkflowFileIssue
   const first = errors[0] ?? issues[0];
   if (!first) return notificationText(`Workflow not created from ${fileName}.`);
   const where = first.line > 0 ? `${fileName}:${first.line}${first.column > 0 ? `:${first.column}` : ''}` : fileName;
-  const more = errors.length > 1 ? ` (and ${errors.length - 1} more error${errors.length === 2 ? '' : 's'}: see Problems)` : '';
+  const more =
+    errors.length > 1 ? ` (and ${errors.length - 1} more error${errors.length === 2 ? '' : 's'}: see Problems)` : '';
   return notificationText(`Workflow not created: ${where}: ${first.code}: ${issueMessage(first, false)}${more}`);
 }
 
 /** What Create Workflow from File says when the workflow was created. */
 export function createdText(workflowId: string, warnings: number): string {
-  return notificationText(`Workflow ${workflowId} created${warnings ? ` with ${warnings} warning${warnings === 1 ? '' : 's'} (see Problems)` : ''}. Start it now?`);
+  return notificationText(
+    `Workflow ${workflowId} created${warnings ? ` with ${warnings} warning${warnings === 1 ? '' : 's'} (see Problems)` : ''}. Start it now?`,
+  );
 }
 
 /** The file name the core is given: YAML or JSON is told by its extension; an untitled document by its language. */
@@ -495,7 +636,9 @@ export function dataProblem(text: string): string | undefined {
   } catch (err) {
     return `Not valid JSON: ${err instanceof Error ? err.message : String(err)}`;
   }
-  return typeof value === 'object' && value !== null && !Array.isArray(value) ? undefined : 'workflow_data is a JSON object: {"key": value, …}.';
+  return typeof value === 'object' && value !== null && !Array.isArray(value)
+    ? undefined
+    : 'workflow_data is a JSON object: {"key": value, …}.';
 }
 
 /** Reject Handoff…'s reason field: required. */
@@ -509,15 +652,24 @@ export function cancelReasonProblem(text: string): string | undefined {
 }
 
 /** What Start / Run Node / Resume / Cancel did (workflow and node ids are the authors' choice). */
-export function workflowActionText(action: 'start' | 'run' | 'resume' | 'cancel', detail: WorkflowDetail, nodeId?: string): string {
+export function workflowActionText(
+  action: 'start' | 'run' | 'resume' | 'cancel',
+  detail: WorkflowDetail,
+  nodeId?: string,
+): string {
   const id = detail.summary.workflowId;
   const state = detail.summary.state;
   const done = `${nodesDone(detail.summary.counts)}/${detail.summary.nodeCount} nodes done`;
   switch (action) {
-    case 'start': return notificationText(`Workflow ${id} started: ${state}, ${done}.`);
-    case 'run': return notificationText(`Node ${nodeId} of workflow ${id} runs: the workflow is ${state}, ${done}.`);
-    case 'resume': return notificationText(`Workflow ${id} resumed from node ${nodeId}: ${state}, ${done}.`);
-    case 'cancel': return notificationText(`Workflow ${id} cancelled: ${state}${detail.summary.reason ? ` (${detail.summary.reason})` : ''}.`);
+    case 'start':
+      return notificationText(`Workflow ${id} started: ${state}, ${done}.`);
+    case 'run':
+      return notificationText(`Node ${nodeId} of workflow ${id} runs: the workflow is ${state}, ${done}.`);
+    case 'resume':
+      return notificationText(`Workflow ${id} resumed from node ${nodeId}: ${state}, ${done}.`);
+    case 'cancel':
+      return notificationText(
+        `Workflow ${id} cancelled: ${state}${detail.summary.reason ? ` (${detail.summary.reason})` : ''}.`,
+      );
   }
 }
-

@@ -11,9 +11,12 @@ import { isCommitId, parseChangedFiles, type ChangedFile } from './worktreesMode
 export async function gitRead(cwd: string, args: readonly string[]): Promise<string> {
   // Through the core's one git spawner: its hardening (no repository-configured program ever runs) and clean environment.
   try {
-    return (await editorGit.run(cwd, ['-c', 'core.quotepath=off', ...args], { env: { GIT_OPTIONAL_LOCKS: '0' } })).stdout;
+    return (await editorGit.run(cwd, ['-c', 'core.quotepath=off', ...args], { env: { GIT_OPTIONAL_LOCKS: '0' } }))
+      .stdout;
   } catch (err) {
-    throw new Error(`git ${args[0]}: ${err instanceof GitCommandError ? err.stderr.trim() || err.message : (err as Error).message}`);
+    throw new Error(
+      `git ${args[0]}: ${err instanceof GitCommandError ? err.stderr.trim() || err.message : (err as Error).message}`,
+    );
   }
 }
 
@@ -51,7 +54,11 @@ export class WorktreeBaseDocuments implements vscode.TextDocumentContentProvider
   private readonly registration = vscode.workspace.registerTextDocumentContentProvider(WORKTREE_BASE_SCHEME, this);
 
   static uri(worktreePath: string, commit: string, file: string): vscode.Uri {
-    return vscode.Uri.from({ scheme: WORKTREE_BASE_SCHEME, path: `/${file}`, query: JSON.stringify({ cwd: worktreePath, commit }) });
+    return vscode.Uri.from({
+      scheme: WORKTREE_BASE_SCHEME,
+      path: `/${file}`,
+      query: JSON.stringify({ cwd: worktreePath, commit }),
+    });
   }
 
   async provideTextDocumentContent(uri: vscode.Uri): Promise<string> {
@@ -65,7 +72,13 @@ export class WorktreeBaseDocuments implements vscode.TextDocumentContentProvider
     const { cwd, commit } = query;
     if (commit === '') return '';
     const file = uri.path.slice(1);
-    if (typeof cwd !== 'string' || !path.isAbsolute(cwd) || !isCommitId(commit) || file.includes('\0') || file.startsWith('/')) {
+    if (
+      typeof cwd !== 'string' ||
+      !path.isAbsolute(cwd) ||
+      !isCommitId(commit) ||
+      file.includes('\0') ||
+      file.startsWith('/')
+    ) {
       return 'Not a base version Show Worktree Changes opened.\n';
     }
     return gitRead(cwd, ['show', `${commit}:${file}`]);

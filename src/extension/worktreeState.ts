@@ -1,4 +1,12 @@
-import { systemClock, type BindingStatus, type Clock, type CoordinatorApi, type Disposable, type WorktreeInfo, type WorktreeRepositoryInfo } from '../core/api';
+import {
+  systemClock,
+  type BindingStatus,
+  type Clock,
+  type CoordinatorApi,
+  type Disposable,
+  type WorktreeInfo,
+  type WorktreeRepositoryInfo,
+} from '../core/api';
 import { KeyedThrottle } from './throttle';
 
 /**
@@ -51,12 +59,18 @@ export class WorktreeState {
     const api = this.api;
     if (!api) return Promise.resolve(EMPTY);
     if (this.data) return this.data;
-    const data: Promise<WorktreeData> = Promise.all([api.worktreeRepositories(), api.worktrees(), api.worktreeBindings()])
-      .then(([repositories, worktrees, bindings]) => ({ repositories, worktrees, bindings }), () => {
+    const data: Promise<WorktreeData> = Promise.all([
+      api.worktreeRepositories(),
+      api.worktrees(),
+      api.worktreeBindings(),
+    ]).then(
+      ([repositories, worktrees, bindings]) => ({ repositories, worktrees, bindings }),
+      () => {
         // A failed read (git timed out, the coordinator stopping) is not kept: the next view that asks reads again.
         if (this.data === data) this.data = undefined;
         return EMPTY;
-      });
+      },
+    );
     this.data = data;
     return data;
   }

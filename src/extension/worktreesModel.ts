@@ -1,5 +1,11 @@
 import type {
-  BindingStatus, MergePreview, Snapshot, WorktreeInfo, WorktreeMergeInfo, WorktreePruneCandidate, WorktreeRepositoryInfo,
+  BindingStatus,
+  MergePreview,
+  Snapshot,
+  WorktreeInfo,
+  WorktreeMergeInfo,
+  WorktreePruneCandidate,
+  WorktreeRepositoryInfo,
 } from '../core/api';
 
 /** Moved to ./notificationText (the Tasks commands use it too); kept here for the worktree commands. */
@@ -35,25 +41,39 @@ export interface RepositoryGroup {
  * Groups worktrees under their repositories (ordered by repo_id; worktrees by id). A worktree of a repo_id that is not
  * among the repositories (the workspace changed) still gets a group, with its own path unknown.
  */
-export function groupByRepository(repositories: readonly WorktreeRepositoryInfo[], worktrees: readonly WorktreeInfo[]): RepositoryGroup[] {
+export function groupByRepository(
+  repositories: readonly WorktreeRepositoryInfo[],
+  worktrees: readonly WorktreeInfo[],
+): RepositoryGroup[] {
   const groups = new Map<string, { repository: WorktreeRepositoryInfo; worktrees: WorktreeInfo[] }>();
   for (const repository of repositories) groups.set(repository.repoId, { repository, worktrees: [] });
   for (const worktree of worktrees) {
     let group = groups.get(worktree.repoId);
-    if (!group) groups.set(worktree.repoId, (group = { repository: { repoId: worktree.repoId, path: '', worktreesRoot: '' }, worktrees: [] }));
+    if (!group)
+      groups.set(
+        worktree.repoId,
+        (group = { repository: { repoId: worktree.repoId, path: '', worktreesRoot: '' }, worktrees: [] }),
+      );
     group.worktrees.push(worktree);
   }
   return [...groups.values()]
     .sort((a, b) => compare(a.repository.repoId, b.repository.repoId))
-    .map((g) => ({ repository: g.repository, worktrees: [...g.worktrees].sort((a, b) => compare(a.worktreeId, b.worktreeId)) }));
+    .map((g) => ({
+      repository: g.repository,
+      worktrees: [...g.worktrees].sort((a, b) => compare(a.worktreeId, b.worktreeId)),
+    }));
 }
 
 /** A repository row: its id, with its path and how many agent worktrees (and how many stale) it has. */
 export function repositoryRow(group: RepositoryGroup): { label: string; description: string; tooltip: string } {
   const stale = group.worktrees.filter((w) => w.prunable).length;
   const count = `${group.worktrees.length} worktree${group.worktrees.length === 1 ? '' : 's'}${stale ? `, ${stale} stale` : ''}`;
-  const tooltip = [`repository: ${group.repository.repoId}`, ...(group.repository.path ? [`path: ${group.repository.path}`] : []),
-    ...(group.repository.worktreesRoot ? [`agent worktrees in: ${group.repository.worktreesRoot}`] : []), count].join('\n');
+  const tooltip = [
+    `repository: ${group.repository.repoId}`,
+    ...(group.repository.path ? [`path: ${group.repository.path}`] : []),
+    ...(group.repository.worktreesRoot ? [`agent worktrees in: ${group.repository.worktreesRoot}`] : []),
+    count,
+  ].join('\n');
   return { label: group.repository.repoId, description: count, tooltip };
 }
 
@@ -112,7 +132,9 @@ export function worktreeRow(w: WorktreeInfo, formatTime: FormatTime): WorktreeRo
     `bound: ${boundText(w)}`,
     `last snapshot: ${snapshotText(w.lastSnapshot, formatTime)}`,
     ...(w.locked ? ['locked: git will not remove it until it is unlocked (git worktree unlock)'] : []),
-    ...(w.prunable ? ['stale: its folder is gone; Prune Stale Worktrees forgets it (no file or branch is deleted)'] : []),
+    ...(w.prunable
+      ? ['stale: its folder is gone; Prune Stale Worktrees forgets it (no file or branch is deleted)']
+      : []),
   ].join('\n');
   const markers = [
     ...(w.boundAgents.length ? ['bound'] : []),
@@ -140,7 +162,11 @@ export interface AgentWorktreeRow {
  * What the Agents view shows under a bound agent: its worktree id, branch and binding state, and in the tooltip the
  * path, base, ahead/behind and dirty count (from `info`, the worktree as git last listed it); undefined while UNBOUND.
  */
-export function agentWorktreeRow(binding: BindingStatus, info: WorktreeInfo | undefined, formatTime: FormatTime): AgentWorktreeRow | undefined {
+export function agentWorktreeRow(
+  binding: BindingStatus,
+  info: WorktreeInfo | undefined,
+  formatTime: FormatTime,
+): AgentWorktreeRow | undefined {
   switch (binding.state) {
     case 'UNBOUND':
       return undefined;
@@ -151,9 +177,15 @@ export function agentWorktreeRow(binding: BindingStatus, info: WorktreeInfo | un
         label: `Worktree ${binding.homeWorktreeId || '(none)'}`,
         description: `BIND_FAILED · ${failure?.reason ?? 'unknown reason'}`,
         tooltip: [
-          `worktree: ${binding.homeWorktreeId} (repository ${binding.repoId})`, `state: BIND_FAILED`,
-          ...(failure ? [`reason: ${failure.reason}: ${failure.detail}`, `since: ${formatTime(failure.since)}`,
-            `retries: ${failure.retries} (${retry})`] : []),
+          `worktree: ${binding.homeWorktreeId} (repository ${binding.repoId})`,
+          `state: BIND_FAILED`,
+          ...(failure
+            ? [
+                `reason: ${failure.reason}: ${failure.detail}`,
+                `since: ${formatTime(failure.since)}`,
+                `retries: ${failure.retries} (${retry})`,
+              ]
+            : []),
           'Bind again once the cause is fixed (SW4RM: Bind Agent to Worktree…).',
         ].join('\n'),
         contextValue: 'agentWorktree+BIND_FAILED',
@@ -169,13 +201,29 @@ export function agentWorktreeRow(binding: BindingStatus, info: WorktreeInfo | un
         `state: ${binding.state}`,
         `path: ${binding.worktreePath}`,
         `branch: ${branch}`,
-        ...(info ? [`base: ${baseText(info)}`, `ahead/behind its base: ${info.ahead} ahead, ${info.behind} behind`, `uncommitted: ${dirtyText(info.dirty)}`] : []),
-        ...(nonHome ? [`home: ${binding.homeWorktreeId}`, ...(binding.nonHomeUntil ? [`returns home: ${formatTime(binding.nonHomeUntil)}`] : [])] : []),
-        ...(binding.state === 'SWITCH_PENDING' && binding.switch ? [`switch to ${binding.switch.targetWorktreeId} waits for approval ${binding.switch.invocationId}`] : []),
+        ...(info
+          ? [
+              `base: ${baseText(info)}`,
+              `ahead/behind its base: ${info.ahead} ahead, ${info.behind} behind`,
+              `uncommitted: ${dirtyText(info.dirty)}`,
+            ]
+          : []),
+        ...(nonHome
+          ? [
+              `home: ${binding.homeWorktreeId}`,
+              ...(binding.nonHomeUntil ? [`returns home: ${formatTime(binding.nonHomeUntil)}`] : []),
+            ]
+          : []),
+        ...(binding.state === 'SWITCH_PENDING' && binding.switch
+          ? [`switch to ${binding.switch.targetWorktreeId} waits for approval ${binding.switch.invocationId}`]
+          : []),
       ].join('\n');
       return {
-        label: `Worktree ${binding.worktreeId}`, description, tooltip,
-        contextValue: `agentWorktree+${binding.state}${nonHome ? '+nonHome' : ''}`, worktreeId: binding.worktreeId,
+        label: `Worktree ${binding.worktreeId}`,
+        description,
+        tooltip,
+        contextValue: `agentWorktree+${binding.state}${nonHome ? '+nonHome' : ''}`,
+        worktreeId: binding.worktreeId,
       };
     }
   }
@@ -192,49 +240,67 @@ export function bindResultText(status: BindingStatus): { ok: boolean; text: stri
     const failure = status.failure;
     return {
       ok: false,
-      text: `Agent ${status.agentId} could not be bound to worktree ${status.homeWorktreeId}: ${failure ? `${failure.reason}: ${failure.detail}` : 'unknown reason'}. `
-        + 'The coordinator retries after 1, 2 and 4 s.',
+      text:
+        `Agent ${status.agentId} could not be bound to worktree ${status.homeWorktreeId}: ${failure ? `${failure.reason}: ${failure.detail}` : 'unknown reason'}. ` +
+        'The coordinator retries after 1, 2 and 4 s.',
     };
   }
-  return { ok: true, text: `Agent ${status.agentId} is bound to worktree ${status.worktreeId} (${status.state}) at ${status.worktreePath}.` };
+  return {
+    ok: true,
+    text: `Agent ${status.agentId} is bound to worktree ${status.worktreeId} (${status.state}) at ${status.worktreePath}.`,
+  };
 }
 
 /** The 60 s notice of a binding still failing (RFC §16.3 bind recovery timeout), for a warning notification. */
 export function bindFailedNoticeText(status: BindingStatus): string {
   const failure = status.failure;
-  return `Agent ${status.agentId} has not been bound to worktree ${status.homeWorktreeId} of ${status.repoId} for 60 s: `
-    + `${failure ? `${failure.reason}: ${failure.detail}` : 'unknown reason'}. `
-    + `${failure && failure.nextRetryAt === null ? 'No automatic retry is left. ' : ''}Fix the cause and bind again, or look at the log.`;
+  return (
+    `Agent ${status.agentId} has not been bound to worktree ${status.homeWorktreeId} of ${status.repoId} for 60 s: ` +
+    `${failure ? `${failure.reason}: ${failure.detail}` : 'unknown reason'}. ` +
+    `${failure && failure.nextRetryAt === null ? 'No automatic retry is left. ' : ''}Fix the cause and bind again, or look at the log.`
+  );
 }
 
 /** The removal question (first, modal). */
 export function removeQuestion(w: WorktreeInfo): { message: string; detail: string } {
   return {
     message: `Remove worktree ${w.worktreeId}?`,
-    detail: `git removes the folder ${w.path}. ${w.dirty || w.ahead ? '' : 'It has no uncommitted files and nothing its base does not have; '}`
-      + `its branch ${w.branch} is deleted only if its work is already merged.`,
+    detail:
+      `git removes the folder ${w.path}. ${w.dirty || w.ahead ? '' : 'It has no uncommitted files and nothing its base does not have; '}` +
+      `its branch ${w.branch} is deleted only if its work is already merged.`,
   };
 }
 
 /** Why a removal was refused, by the refusal's reason (CoordinatorApiError `refused`, `sw4rmCode`). */
-export function removalRefusalText(reason: string | undefined, w: Pick<WorktreeInfo, 'worktreeId' | 'boundAgents'>, message: string): string {
+export function removalRefusalText(
+  reason: string | undefined,
+  w: Pick<WorktreeInfo, 'worktreeId' | 'boundAgents'>,
+  message: string,
+): string {
   switch (reason) {
     // The coordinator knows who is bound even when the rows were read before that agent bound: then its message says.
-    case 'bound': return w.boundAgents.length === 0
-      ? `Worktree ${w.worktreeId} is not removed: ${message}`
-      : `Worktree ${w.worktreeId} is not removed: ${boundText(w)} ${w.boundAgents.length === 1 ? 'is' : 'are'} bound to it. Unbind first.`;
-    case 'locked': return `Worktree ${w.worktreeId} is locked and is not removed: unlock it with git worktree unlock first.`;
-    default: return `Worktree ${w.worktreeId} is not removed: ${message}`;
+    case 'bound':
+      return w.boundAgents.length === 0
+        ? `Worktree ${w.worktreeId} is not removed: ${message}`
+        : `Worktree ${w.worktreeId} is not removed: ${boundText(w)} ${w.boundAgents.length === 1 ? 'is' : 'are'} bound to it. Unbind first.`;
+    case 'locked':
+      return `Worktree ${w.worktreeId} is locked and is not removed: unlock it with git worktree unlock first.`;
+    default:
+      return `Worktree ${w.worktreeId} is not removed: ${message}`;
   }
 }
 
 /** The second, explicit question for a dirty or unmerged worktree. */
 export function forcedRemoveQuestion(reason: string | undefined, w: WorktreeInfo): { message: string; detail: string } {
-  const what = reason === 'dirty' ? `has uncommitted files${w.dirty ? ` (${w.dirty})` : ''}` : `has commits its base does not have${w.ahead ? ` (${w.ahead})` : ''}`;
+  const what =
+    reason === 'dirty'
+      ? `has uncommitted files${w.dirty ? ` (${w.dirty})` : ''}`
+      : `has commits its base does not have${w.ahead ? ` (${w.ahead})` : ''}`;
   return {
     message: `Worktree ${w.worktreeId} ${what}. Remove it anyway?`,
-    detail: `A snapshot of all its files (untracked ones too, not ignored ones) is written first under refs/sw4rm/snapshots/${w.worktreeId}/, `
-      + `and its branch ${w.branch} is kept: Restore Snapshot brings the files back. Ignored files (dependencies, build output, a copied .env) are deleted.`,
+    detail:
+      `A snapshot of all its files (untracked ones too, not ignored ones) is written first under refs/sw4rm/snapshots/${w.worktreeId}/, ` +
+      `and its branch ${w.branch} is kept: Restore Snapshot brings the files back. Ignored files (dependencies, build output, a copied .env) are deleted.`,
   };
 }
 
@@ -259,8 +325,10 @@ export function fileList(paths: readonly string[], max = 3): string {
 /** The notification of a predicted conflict: the files named, nothing changed. */
 export function conflictNotice(preview: MergePreview): string {
   const paths = preview.conflicts.map((c) => c.path);
-  return `Merge Back of ${short(preview.sourceBranch)} into ${short(preview.targetBranch)} would conflict in ${paths.length} file${paths.length === 1 ? '' : 's'}: `
-    + `${fileList(paths)}. Nothing was changed.`;
+  return (
+    `Merge Back of ${short(preview.sourceBranch)} into ${short(preview.targetBranch)} would conflict in ${paths.length} file${paths.length === 1 ? '' : 's'}: ` +
+    `${fileList(paths)}. Nothing was changed.`
+  );
 }
 
 const STAGE_NAMES: Record<1 | 2 | 3, string> = { 1: 'base', 2: 'target', 3: 'agent' };
@@ -275,26 +343,42 @@ export function conflictPredictionText(preview: MergePreview): string {
   ];
   for (const conflict of preview.conflicts) {
     lines.push(`  ${conflict.path}`);
-    for (const stage of conflict.stages) lines.push(`      ${STAGE_NAMES[stage.stage]}: ${stage.oid.slice(0, 12)} (mode ${stage.mode})`);
+    for (const stage of conflict.stages)
+      lines.push(`      ${STAGE_NAMES[stage.stage]}: ${stage.oid.slice(0, 12)} (mode ${stage.mode})`);
   }
   lines.push('', `git's messages (${preview.messages.length}):`);
   for (const message of preview.messages) lines.push(`  ${message.text.replace(/\n/g, '\n    ')}`);
   lines.push('', `The agent's commits (${preview.commits.length}):`);
   for (const commit of preview.commits) lines.push(`  ${commit.commit.slice(0, 12)} ${commit.subject}`);
-  lines.push('', 'To merge, resolve the conflicts first: in the agent\'s worktree (merge or rebase its branch onto the target there), '
-    + 'or in the main checkout; then run Merge Back again.', '');
+  lines.push(
+    '',
+    "To merge, resolve the conflicts first: in the agent's worktree (merge or rebase its branch onto the target there), " +
+      'or in the main checkout; then run Merge Back again.',
+    '',
+  );
   return lines.join('\n');
 }
 
 /** The strategies offered, with what each does to this preview's commits. */
-export function strategyChoices(preview: MergePreview): Array<{ strategy: 'merge' | 'squash' | 'rebase'; label: string; detail: string }> {
+export function strategyChoices(
+  preview: MergePreview,
+): Array<{ strategy: 'merge' | 'squash' | 'rebase'; label: string; detail: string }> {
   const n = preview.commits.length;
   const commits = `${n} commit${n === 1 ? '' : 's'}`;
   return [
-    { strategy: 'merge', label: 'Merge', detail: `a merge commit on ${short(preview.targetBranch)} that keeps the agent's ${commits}` },
-    { strategy: 'squash', label: 'Squash', detail: `one commit on ${short(preview.targetBranch)}, its message built from the ${commits}' subjects` },
     {
-      strategy: 'rebase', label: 'Rebase',
+      strategy: 'merge',
+      label: 'Merge',
+      detail: `a merge commit on ${short(preview.targetBranch)} that keeps the agent's ${commits}`,
+    },
+    {
+      strategy: 'squash',
+      label: 'Squash',
+      detail: `one commit on ${short(preview.targetBranch)}, its message built from the ${commits}' subjects`,
+    },
+    {
+      strategy: 'rebase',
+      label: 'Rebase',
       detail: preview.sourceDirty
         ? `refused now: the agent's worktree has ${preview.sourceDirty} uncommitted file${preview.sourceDirty === 1 ? '' : 's'}`
         : `the ${commits} replayed onto ${short(preview.targetBranch)}, then a fast-forward`,
@@ -307,16 +391,23 @@ export function mergeQuestion(preview: MergePreview, strategy: string): { messag
   return {
     message: `${capitalise(strategy)} ${short(preview.sourceBranch)} into ${short(preview.targetBranch)}?`,
     detail: [
-      `${preview.commits.length} commit${preview.commits.length === 1 ? '' : 's'}, ${preview.files.length} file${preview.files.length === 1 ? '' : 's'} changed `
-        + `(${fileList(preview.files.map((f) => f.path))}). No conflict is predicted.`,
-      ...(preview.sourceDirty ? [`The agent's worktree has ${preview.sourceDirty} uncommitted file${preview.sourceDirty === 1 ? '' : 's'}: they are not part of the merge.`] : []),
+      `${preview.commits.length} commit${preview.commits.length === 1 ? '' : 's'}, ${preview.files.length} file${preview.files.length === 1 ? '' : 's'} changed ` +
+        `(${fileList(preview.files.map((f) => f.path))}). No conflict is predicted.`,
+      ...(preview.sourceDirty
+        ? [
+            `The agent's worktree has ${preview.sourceDirty} uncommitted file${preview.sourceDirty === 1 ? '' : 's'}: they are not part of the merge.`,
+          ]
+        : []),
       'An approval with the diff opens in the Approvals view; the merge happens only when it is approved, after a snapshot of your checkout (Undo Merge puts it back).',
     ].join('\n'),
   };
 }
 
 /** A merge that can be undone, as a quick pick item. */
-export function mergeItem(merge: WorktreeMergeInfo, formatTime: FormatTime): { label: string; description: string; detail: string } {
+export function mergeItem(
+  merge: WorktreeMergeInfo,
+  formatTime: FormatTime,
+): { label: string; description: string; detail: string } {
   return {
     label: `${merge.strategy} sw4rm/${merge.worktreeId} → ${short(merge.targetBranch)}`,
     description: `${merge.repoId} · ${formatTime(merge.mergedAt)}`,
@@ -325,7 +416,10 @@ export function mergeItem(merge: WorktreeMergeInfo, formatTime: FormatTime): { l
 }
 
 /** A snapshot as a quick pick item. */
-export function snapshotItem(snapshot: Snapshot, formatTime: FormatTime): { label: string; description: string; detail: string } {
+export function snapshotItem(
+  snapshot: Snapshot,
+  formatTime: FormatTime,
+): { label: string; description: string; detail: string } {
   return { label: formatTime(snapshot.takenAt), description: snapshot.commit.slice(0, 12), detail: snapshot.ref };
 }
 
@@ -351,7 +445,10 @@ export function parseChangedFiles(nameStatus: string, untracked = ''): ChangedFi
   const fields = nameStatus.split('\0');
   for (let i = 0; i < fields.length;) {
     const status = fields[i];
-    if (!status) { i++; continue; }
+    if (!status) {
+      i++;
+      continue;
+    }
     const letter = status[0];
     if (letter === 'R' || letter === 'C') {
       if (fields[i + 2] === undefined) break;

@@ -30,7 +30,11 @@ export function agentEnvironment(host: string, port: number, token: string | und
 
 /** Lines a POSIX shell can paste: `export NAME=value`. */
 export function formatEnvironment(env: Record<string, string>): string {
-  return Object.entries(env).map(([name, value]) => `export ${name}=${value}`).join('\n') + '\n';
+  return (
+    Object.entries(env)
+      .map(([name, value]) => `export ${name}=${value}`)
+      .join('\n') + '\n'
+  );
 }
 
 /** A wildcard bind address is reached through loopback; IPv6 literals get brackets. */

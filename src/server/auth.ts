@@ -41,7 +41,8 @@ export interface Authentication {
  */
 export function authInterceptor(mode: AuthMode, auth: Authentication): grpc.ServerInterceptor {
   return (methodDescriptor, call) => {
-    if (UNAUTHENTICATED_PREFIXES.some((p) => methodDescriptor.path.startsWith(p))) return new grpc.ServerInterceptingCall(call);
+    if (UNAUTHENTICATED_PREFIXES.some((p) => methodDescriptor.path.startsWith(p)))
+      return new grpc.ServerInterceptingCall(call);
     if (mode === 'none') {
       auth.onAuthenticated?.(call.getConnectionInfo());
       return new grpc.ServerInterceptingCall(call);
@@ -76,7 +77,9 @@ function authenticate(metadata: grpc.Metadata, auth: Authentication): Principal 
   const token = match[1];
   if (auth.credentials !== undefined && token.startsWith(CREDENTIAL_TOKEN_PREFIX)) {
     const principal = auth.credentials.verify(token);
-    return typeof principal === 'string' ? `${principal}: use a current credential (SW4RM_TOKEN) of this coordinator` : principal;
+    return typeof principal === 'string'
+      ? `${principal}: use a current credential (SW4RM_TOKEN) of this coordinator`
+      : principal;
   }
   if (!tokenMatches(auth.operatorToken, token)) return 'wrong token: use the current SW4RM_TOKEN of this coordinator';
   return OPERATOR;

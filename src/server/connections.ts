@@ -50,7 +50,10 @@ export class ConnectionGuard {
   private readonly attached = new WeakSet<object>();
   private disposed = false;
 
-  constructor(private readonly limits: ConnectionLimits, private readonly clock: Clock) {}
+  constructor(
+    private readonly limits: ConnectionLimits,
+    private readonly clock: Clock,
+  ) {}
 
   attach(server: grpc.Server): void {
     for (const http2Server of newHttp2Servers(server, this.attached, 'connections cannot be bounded')) {
@@ -107,13 +110,18 @@ function closeWhenAnswered(stream: http2.ServerHttp2Stream): void {
   stream.once('finish', () => {
     setImmediate(() => {
       if (stream.destroyed || stream.closed || stream.readableEnded) return;
-      const answered = stream.sentTrailers?.['grpc-status'] !== undefined || stream.sentHeaders?.['grpc-status'] !== undefined;
+      const answered =
+        stream.sentTrailers?.['grpc-status'] !== undefined || stream.sentHeaders?.['grpc-status'] !== undefined;
       if (answered) stream.close(NGHTTP2_NO_ERROR);
     });
   });
 }
 
-function connectionKey(remoteAddress: string | undefined, remotePort: number | undefined, localPort: number | undefined): string {
+function connectionKey(
+  remoteAddress: string | undefined,
+  remotePort: number | undefined,
+  localPort: number | undefined,
+): string {
   return `${remoteAddress}|${remotePort}|${localPort}`;
 }
 
@@ -208,20 +216,25 @@ export function readOpenFilesLimit(text?: string): OpenFilesLimit | undefined {
 const OTHER_FILES = 256;
 
 /** A line for the CLI's start-up banner, with a warning when the soft limit is below the connection limit's needs. */
-export function describeOpenFilesLimit(limit: OpenFilesLimit | undefined, maxConnections = DEFAULT_CONNECTION_LIMITS.maxConnections): { line: string; warning?: string } | undefined {
+export function describeOpenFilesLimit(
+  limit: OpenFilesLimit | undefined,
+  maxConnections = DEFAULT_CONNECTION_LIMITS.maxConnections,
+): { line: string; warning?: string } | undefined {
   if (limit === undefined) return undefined;
   const show = (n: number) => (n === Infinity ? 'unlimited' : String(n));
   const line = `# Open files limit: soft ${show(limit.soft)}, hard ${show(limit.hard)}\n`;
   const needed = maxConnections + OTHER_FILES;
   if (limit.soft >= needed) return { line };
-  const raise = limit.hard >= needed
-    ? `run \`ulimit -n ${needed}\` in the shell that starts the coordinator`
-    : `the hard limit ${show(limit.hard)} is also low (Node already raised the soft limit as far as it allows): raise it outside ` +
-      `the coordinator, e.g. \`nofile\` in /etc/security/limits.conf, LimitNOFILE=${needed} in a systemd unit, or ` +
-      `\`docker run --ulimit nofile=${needed}:${needed}\`, then start it again`;
+  const raise =
+    limit.hard >= needed
+      ? `run \`ulimit -n ${needed}\` in the shell that starts the coordinator`
+      : `the hard limit ${show(limit.hard)} is also low (Node already raised the soft limit as far as it allows): raise it outside ` +
+        `the coordinator, e.g. \`nofile\` in /etc/security/limits.conf, LimitNOFILE=${needed} in a systemd unit, or ` +
+        `\`docker run --ulimit nofile=${needed}:${needed}\`, then start it again`;
   return {
     line,
-    warning: `sw4rm-coordinator: warning: the open-files soft limit ${show(limit.soft)} is below ${needed} (${maxConnections} connections + ${OTHER_FILES}); ` +
+    warning:
+      `sw4rm-coordinator: warning: the open-files soft limit ${show(limit.soft)} is below ${needed} (${maxConnections} connections + ${OTHER_FILES}); ` +
       `connections could exhaust file descriptors before the connection limit applies: ${raise}\n`,
   };
 }

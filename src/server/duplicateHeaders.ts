@@ -14,16 +14,20 @@ import { newHttp2Servers } from './http2Servers';
  */
 export function exposeDuplicateAuthorization(server: grpc.Server): void {
   for (const http2Server of newHttp2Servers(server, marked, 'duplicate authorization headers cannot be detected')) {
-    http2Server.prependListener('stream', (_stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders, _flags: number, rawHeaders: string[]) => {
-      let values: string[] | undefined;
-      let count = 0;
-      for (let i = 0; i + 1 < rawHeaders.length; i += 2) {
-        if (rawHeaders[i] === 'authorization' && ++count > 1) values = [];
-      }
-      if (values === undefined) return;
-      for (let i = 0; i + 1 < rawHeaders.length; i += 2) if (rawHeaders[i] === 'authorization') values.push(rawHeaders[i + 1]);
-      (headers as Record<string, unknown>).authorization = values;
-    });
+    http2Server.prependListener(
+      'stream',
+      (_stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders, _flags: number, rawHeaders: string[]) => {
+        let values: string[] | undefined;
+        let count = 0;
+        for (let i = 0; i + 1 < rawHeaders.length; i += 2) {
+          if (rawHeaders[i] === 'authorization' && ++count > 1) values = [];
+        }
+        if (values === undefined) return;
+        for (let i = 0; i + 1 < rawHeaders.length; i += 2)
+          if (rawHeaders[i] === 'authorization') values.push(rawHeaders[i + 1]);
+        (headers as Record<string, unknown>).authorization = values;
+      },
+    );
   }
 }
 

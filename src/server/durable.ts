@@ -6,9 +6,16 @@ import type { Store } from '../core/store/store';
  * "accepted" about something a crash could still take back. A failed commit answers INTERNAL (and stops the
  * coordinator: see Store.onDidFail). `trailer`, when given, is sent as the answer's trailing metadata.
  */
-export function answerWhenDurable<T>(store: Store, callback: grpc.sendUnaryData<T>, response: T,
-  initialMetadata?: { readonly call: { sendMetadata(metadata: grpc.Metadata): void }; readonly metadata: grpc.Metadata },
-  trailer?: grpc.Metadata): void {
+export function answerWhenDurable<T>(
+  store: Store,
+  callback: grpc.sendUnaryData<T>,
+  response: T,
+  initialMetadata?: {
+    readonly call: { sendMetadata(metadata: grpc.Metadata): void };
+    readonly metadata: grpc.Metadata;
+  },
+  trailer?: grpc.Metadata,
+): void {
   store.whenDurable().then(
     () => {
       // What the answer carries in its headers (a minted credential) is as durable as the answer itself.

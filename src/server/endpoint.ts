@@ -12,7 +12,10 @@ export interface Endpoint {
 }
 
 export function writeEndpoint(dataDir: string, host: string, port: number): void {
-  writeSecretFile(path.join(dataDir, ENDPOINT_FILE_NAME), JSON.stringify({ host, port, pid: process.pid } satisfies Endpoint));
+  writeSecretFile(
+    path.join(dataDir, ENDPOINT_FILE_NAME),
+    JSON.stringify({ host, port, pid: process.pid } satisfies Endpoint),
+  );
 }
 
 /** Removes the file if it still names this coordinator's port (a newer coordinator may have replaced it). */
@@ -33,7 +36,8 @@ export function readEndpoint(dataDir: string): Endpoint | undefined {
   } catch {
     return undefined;
   }
-  if (typeof value.host !== 'string' || typeof value.port !== 'number' || !Number.isSafeInteger(value.pid)) return undefined;
+  if (typeof value.host !== 'string' || typeof value.port !== 'number' || !Number.isSafeInteger(value.pid))
+    return undefined;
   return processAlive(value.pid!) ? { host: value.host, port: value.port, pid: value.pid! } : undefined;
 }
 

@@ -11,7 +11,9 @@ type StreamCall = grpc.ServerWritableStream<unknown, unknown> | grpc.ServerDuple
 const STREAM_END_EVENTS: readonly string[] = ['close', 'cancelled', 'error', 'finish'];
 const UNARY_END_EVENTS: readonly string[] = ['cancelled'];
 /** A call in flight under a credential: `revoke` stops its work (as a client cancel would) and answers UNAUTHENTICATED. */
-interface Bound { revoke(details: string): void }
+interface Bound {
+  revoke(details: string): void;
+}
 
 /**
  * Identity enforcement, written once (README, "Security model"): every handler of every service — built or
@@ -33,7 +35,12 @@ export class IdentityGuard implements Disposable {
     });
   }
 
-  wrap(path: string, definition: { readonly responseStream: boolean; readonly requestStream: boolean }, rule: IdentityRule, handler: Handler): Handler {
+  wrap(
+    path: string,
+    definition: { readonly responseStream: boolean; readonly requestStream: boolean },
+    rule: IdentityRule,
+    handler: Handler,
+  ): Handler {
     if (definition.requestStream) {
       // No canonical RPC streams requests; one that did would need its claims checked per message.
       throw new Error(`${path}: identity checks of request streams are not supported`);
@@ -51,7 +58,8 @@ export class IdentityGuard implements Disposable {
             call.emit('error', { code: grpc.status.UNAUTHENTICATED, details });
           },
         };
-        if (this.track(call, STREAM_END_EVENTS, bound, (status) => call.emit('error', status))) (handler as (call: StreamCall) => void)(call);
+        if (this.track(call, STREAM_END_EVENTS, bound, (status) => call.emit('error', status)))
+          (handler as (call: StreamCall) => void)(call);
       };
     }
     return (call: grpc.ServerUnaryCall<unknown, unknown>, callback: grpc.sendUnaryData<unknown>) => {
@@ -89,16 +97,25 @@ export class IdentityGuard implements Disposable {
   }
 
   /** PERMISSION_DENIED for a call acting as an agent its principal may not act as; undefined when it may go on. */
-  private refusal(path: string, rule: IdentityRule, call: { readonly request: unknown; readonly metadata: grpc.Metadata }): Partial<grpc.StatusObject> | undefined {
+  private refusal(
+    path: string,
+    rule: IdentityRule,
+    call: { readonly request: unknown; readonly metadata: grpc.Metadata },
+  ): Partial<grpc.StatusObject> | undefined {
     const principal = principalOf(call);
     if (principal === undefined || principal.kind === 'operator') return undefined; // auth none, or the operator
     const { credentials } = this.coordinator;
     if (rule.operatorOnly) {
       credentials.recordDenial(path, principal, '', 'operator only', callContext(call, this.coordinator.ids));
-      return { code: grpc.status.PERMISSION_DENIED, details: `${path} is for the operator only (the token in the data folder), not an ${principal.kind} credential` };
+      return {
+        code: grpc.status.PERMISSION_DENIED,
+        details: `${path} is for the operator only (the token in the data folder), not an ${principal.kind} credential`,
+      };
     }
     if (rule.actsAs.length === 0) return undefined;
-    const denied = firstRefusal(rule, call.request, call.metadata, (agentId) => credentials.refusal(principal, agentId, rule.registers === true));
+    const denied = firstRefusal(rule, call.request, call.metadata, (agentId) =>
+      credentials.refusal(principal, agentId, rule.registers === true),
+    );
     if (denied === undefined) return undefined;
     credentials.recordDenial(path, principal, denied.agentId, denied.reason, callContext(call, this.coordinator.ids));
     return { code: grpc.status.PERMISSION_DENIED, details: `PERMISSION_DENIED: ${denied.reason}` };
@@ -109,7 +126,10 @@ export class IdentityGuard implements Disposable {
    * true when no credential is involved, else the function that forgets it.
    */
   private track(
-    call: grpc.ServerUnaryCall<unknown, unknown> | StreamCall, endEvents: readonly string[], bound: Bound, refuse: (status: Partial<grpc.StatusObject>) => void,
+    call: grpc.ServerUnaryCall<unknown, unknown> | StreamCall,
+    endEvents: readonly string[],
+    bound: Bound,
+    refuse: (status: Partial<grpc.StatusObject>) => void,
   ): boolean | (() => void) {
     const principal = principalOf(call);
     if (principal === undefined || principal.kind === 'operator') return true;

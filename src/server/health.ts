@@ -6,8 +6,12 @@ export type ServingStatus = 'SERVING' | 'NOT_SERVING';
 
 export const HEALTH_PROTO = path.join('grpc', 'health', 'v1', 'health.proto');
 
-interface HealthCheckRequest { service: string }
-interface HealthCheckResponse { status: string }
+interface HealthCheckRequest {
+  service: string;
+}
+interface HealthCheckResponse {
+  status: string;
+}
 
 /**
  * grpc.health.v1.Health for the whole coordinator and each of its services: SERVING once ready,
@@ -15,15 +19,26 @@ interface HealthCheckResponse { status: string }
  */
 export class HealthService {
   private status: ServingStatus = 'NOT_SERVING';
-  private readonly watchers = new Set<{ service: string; call: grpc.ServerWritableStream<HealthCheckRequest, HealthCheckResponse> }>();
+  private readonly watchers = new Set<{
+    service: string;
+    call: grpc.ServerWritableStream<HealthCheckRequest, HealthCheckResponse>;
+  }>();
 
   constructor(private readonly services: readonly string[]) {}
 
   addToServer(server: grpc.Server, protosDir: string): void {
-    const definition = protoLoader.loadSync(HEALTH_PROTO, { includeDirs: [protosDir], keepCase: true, enums: String, defaults: true });
+    const definition = protoLoader.loadSync(HEALTH_PROTO, {
+      includeDirs: [protosDir],
+      keepCase: true,
+      enums: String,
+      defaults: true,
+    });
     const service = definition['grpc.health.v1.Health'] as grpc.ServiceDefinition;
     server.addService(service, {
-      Check: (call: grpc.ServerUnaryCall<HealthCheckRequest, HealthCheckResponse>, callback: grpc.sendUnaryData<HealthCheckResponse>) => {
+      Check: (
+        call: grpc.ServerUnaryCall<HealthCheckRequest, HealthCheckResponse>,
+        callback: grpc.sendUnaryData<HealthCheckResponse>,
+      ) => {
         const name = call.request.service ?? '';
         if (!this.knows(name)) {
           callback({ code: grpc.status.NOT_FOUND, details: `unknown service '${name}'` });

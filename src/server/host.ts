@@ -128,35 +128,56 @@ export class CoordinatorHost {
         worktreeOperations: options.worktreeOperations,
         scheduler: options.scheduler,
         // A DENY_ALL run_command under bubblewrap never sees the data folder (the store, the tokens, the payloads).
-        tools: { ...options.tools, process: { ...options.tools?.process, hiddenFolders: [options.dataDir, ...(options.tools?.process?.hiddenFolders ?? [])] } },
+        tools: {
+          ...options.tools,
+          process: {
+            ...options.tools?.process,
+            hiddenFolders: [options.dataDir, ...(options.tools?.process?.hiddenFolders ?? [])],
+          },
+        },
         negotiation: options.negotiation,
         handoffs: options.handoffs,
         launches: options.launches,
       });
       if (unreadable !== undefined) {
         coordinator.log.record({
-          correlationId: coordinator.ids.uuid(), actor: 'coordinator', eventType: 'worktree.repositories_unreadable', level: 'WARN',
+          correlationId: coordinator.ids.uuid(),
+          actor: 'coordinator',
+          eventType: 'worktree.repositories_unreadable',
+          level: 'WARN',
           details: { workspace_folders: options.workspaceFolders ?? [], error: unreadable },
         });
       }
-      const enrolment = options.auth === 'token'
-        ? loadOrMintEnrolment(options.dataDir, coordinator.credentials, { correlationId: coordinator.ids.uuid() })
-        : undefined;
+      const enrolment =
+        options.auth === 'token'
+          ? loadOrMintEnrolment(options.dataDir, coordinator.credentials, { correlationId: coordinator.ids.uuid() })
+          : undefined;
       const server = new CoordinatorServer({
-        coordinator, protosDir: options.protosDir, host: options.host, port: options.port, auth: options.auth, token,
+        coordinator,
+        protosDir: options.protosDir,
+        host: options.host,
+        port: options.port,
+        auth: options.auth,
+        token,
         connections: options.connections,
       });
       const port = await server.start();
       serving = server;
       coordinator.log.record({
-        correlationId: coordinator.ids.uuid(), actor: 'coordinator', eventType: 'server.serving',
+        correlationId: coordinator.ids.uuid(),
+        actor: 'coordinator',
+        eventType: 'server.serving',
         details: { host: options.host, port, auth: options.auth },
       });
       let bridge: BridgeServer | undefined;
       if (options.bridge !== false) {
         bridge = new BridgeServer({
-          coordinator, tools: BRIDGE_TOOLS, routes: HOOK_ROUTES, port: options.bridgePort ?? DEFAULT_BRIDGE_PORT,
-          grpcAddress: agentEnvironment(options.host, port, undefined).SW4RM_ROUTER_ADDR, distDir: options.distDir,
+          coordinator,
+          tools: BRIDGE_TOOLS,
+          routes: HOOK_ROUTES,
+          port: options.bridgePort ?? DEFAULT_BRIDGE_PORT,
+          grpcAddress: agentEnvironment(options.host, port, undefined).SW4RM_ROUTER_ADDR,
+          distDir: options.distDir,
         });
         await bridge.start();
         // Launched agents are wired to where it actually listens (a busy port falls back to a free one).
@@ -203,11 +224,21 @@ export class CoordinatorHost {
    * and SW4RM_TOKEN = its credential (shown this once). Without auth nothing is minted: no SW4RM_TOKEN.
    * Throws CredentialError `invalid` for an agent id the registry would refuse.
    */
-  mintAgentEnvironment(agentId: string, by: string, label?: string): { env: Record<string, string>; minted: MintedCredential | undefined } {
-    const minted = this.options.auth === 'token'
-      ? this.coordinator.credentials.mintAgent(agentId, by, label ?? `environment for agent ${agentId}, by ${by}`, { correlationId: this.coordinator.ids.uuid() })
-      : undefined;
-    return { env: { ...agentEnvironment(this.options.host, this.port, minted?.token), SW4RM_AGENT_ID: agentId }, minted };
+  mintAgentEnvironment(
+    agentId: string,
+    by: string,
+    label?: string,
+  ): { env: Record<string, string>; minted: MintedCredential | undefined } {
+    const minted =
+      this.options.auth === 'token'
+        ? this.coordinator.credentials.mintAgent(agentId, by, label ?? `environment for agent ${agentId}, by ${by}`, {
+            correlationId: this.coordinator.ids.uuid(),
+          })
+        : undefined;
+    return {
+      env: { ...agentEnvironment(this.options.host, this.port, minted?.token), SW4RM_AGENT_ID: agentId },
+      minted,
+    };
   }
 
   /**
@@ -216,14 +247,19 @@ export class CoordinatorHost {
    */
   rotateEnrolment(by: string): Record<string, string> {
     if (this.options.auth !== 'token') return this.terminalEnvironment();
-    this.enrolmentToken = rotateEnrolment(this.options.dataDir, this.coordinator.credentials, by, { correlationId: this.coordinator.ids.uuid() });
+    this.enrolmentToken = rotateEnrolment(this.options.dataDir, this.coordinator.credentials, by, {
+      correlationId: this.coordinator.ids.uuid(),
+    });
     return this.terminalEnvironment();
   }
 
   /** Drains the server, then closes the core and its store. */
   async stop(graceMs = 2000): Promise<void> {
     this.coordinator.log.record({
-      correlationId: this.coordinator.ids.uuid(), actor: 'coordinator', eventType: 'server.draining', details: { grace_ms: graceMs },
+      correlationId: this.coordinator.ids.uuid(),
+      actor: 'coordinator',
+      eventType: 'server.draining',
+      details: { grace_ms: graceMs },
     });
     removeEndpoint(this.options.dataDir, this.port);
     this.coordinator.launches.setEndpoints(undefined);

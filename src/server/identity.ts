@@ -35,41 +35,69 @@ const acts = (note: string, ...claims: Claim[]): IdentityRule => ({ actsAs: clai
 /** Per canonical RPC path. A path missing here stops the server from starting (see `identityRule`). */
 export const IDENTITY_RULES: Readonly<Record<string, IdentityRule>> = Object.freeze({
   // registry.proto
-  '/sw4rm.registry.RegistryService/RegisterAgent': { ...acts('the agent registering', field('agent.agent_id')), registers: true },
+  '/sw4rm.registry.RegistryService/RegisterAgent': {
+    ...acts('the agent registering', field('agent.agent_id')),
+    registers: true,
+  },
   '/sw4rm.registry.RegistryService/Heartbeat': acts('the agent beating', field('agent_id')),
   '/sw4rm.registry.RegistryService/DeregisterAgent': acts('the agent leaving', field('agent_id')),
   // router.proto
-  '/sw4rm.router.RouterService/SendMessage': acts('the producer (ACKs included: an ACK is sent by its recipient)', field('msg.producer_id')),
+  '/sw4rm.router.RouterService/SendMessage': acts(
+    'the producer (ACKs included: an ACK is sent by its recipient)',
+    field('msg.producer_id'),
+  ),
   '/sw4rm.router.RouterService/StreamIncoming': acts('whose inbox is streamed', field('agent_id')),
   '/sw4rm.router.RouterService/AckDelivery': acts('whose delivery is confirmed', field('agent_id')),
   // scheduler.proto
   '/sw4rm.scheduler.SchedulerService/SubmitTask': acts('the agent the task is submitted for', field('agent_id')),
   '/sw4rm.scheduler.SchedulerService/RequestPreemption': acts('the agent whose task is preempted', field('agent_id')),
-  '/sw4rm.scheduler.SchedulerService/ShutdownAgent': acts('the agent shut down (an agent may shut down only itself)', field('agent_id')),
+  '/sw4rm.scheduler.SchedulerService/ShutdownAgent': acts(
+    'the agent shut down (an agent may shut down only itself)',
+    field('agent_id'),
+  ),
   '/sw4rm.scheduler.SchedulerService/PollActivityBuffer': acts('whose activity buffer is read', field('agent_id')),
   '/sw4rm.scheduler.SchedulerService/PurgeActivity': acts('whose activity is purged', field('agent_id')),
   // scheduler_policy.proto (package sw4rm.scheduler)
-  '/sw4rm.scheduler.SchedulerPolicyService/SetNegotiationPolicy': none('no field names an agent (coordinator-wide policy)'),
+  '/sw4rm.scheduler.SchedulerPolicyService/SetNegotiationPolicy': none(
+    'no field names an agent (coordinator-wide policy)',
+  ),
   '/sw4rm.scheduler.SchedulerPolicyService/GetNegotiationPolicy': none('no field names an agent'),
-  '/sw4rm.scheduler.SchedulerPolicyService/SetPolicyProfiles': none('no field names an agent (coordinator-wide profiles)'),
+  '/sw4rm.scheduler.SchedulerPolicyService/SetPolicyProfiles': none(
+    'no field names an agent (coordinator-wide profiles)',
+  ),
   '/sw4rm.scheduler.SchedulerPolicyService/ListPolicyProfiles': none('no field names an agent'),
   '/sw4rm.scheduler.SchedulerPolicyService/GetEffectivePolicy': none('no field names an agent (negotiation_id only)'),
-  '/sw4rm.scheduler.SchedulerPolicyService/SubmitEvaluation': none('no field names an agent (negotiation_id and a report)'),
-  '/sw4rm.scheduler.SchedulerPolicyService/HitlAction': none('no field names an agent (negotiation_id, action, rationale)'),
+  '/sw4rm.scheduler.SchedulerPolicyService/SubmitEvaluation': none(
+    'no field names an agent (negotiation_id and a report)',
+  ),
+  '/sw4rm.scheduler.SchedulerPolicyService/HitlAction': none(
+    'no field names an agent (negotiation_id, action, rationale)',
+  ),
   // worktree.proto
   '/sw4rm.worktree.WorktreeService/Bind': acts('the agent bound', field('agent_id')),
   '/sw4rm.worktree.WorktreeService/Unbind': acts('the agent unbound', field('agent_id')),
   '/sw4rm.worktree.WorktreeService/RequestSwitch': acts('the agent asking to switch', field('agent_id')),
-  '/sw4rm.worktree.WorktreeService/ApproveSwitch': acts('the agent whose switch is approved (who may approve is the worktree area\'s rule)', field('agent_id')),
+  '/sw4rm.worktree.WorktreeService/ApproveSwitch': acts(
+    "the agent whose switch is approved (who may approve is the worktree area's rule)",
+    field('agent_id'),
+  ),
   '/sw4rm.worktree.WorktreeService/RejectSwitch': acts('the agent whose switch is rejected', field('agent_id')),
   '/sw4rm.worktree.WorktreeService/Status': acts('whose binding is read', field('agent_id')),
   // tool.proto
   // tool.proto: no field names an agent; the caller is its agent credential's agent, else metadata sw4rm-agent-id (toolService.ts)
-  '/sw4rm.tool.ToolService/Call': acts('the calling agent, whose worktree the tool works in', { metadata: 'sw4rm-agent-id' }),
-  '/sw4rm.tool.ToolService/CallStream': acts('the calling agent, whose worktree the tool works in', { metadata: 'sw4rm-agent-id' }),
+  '/sw4rm.tool.ToolService/Call': acts('the calling agent, whose worktree the tool works in', {
+    metadata: 'sw4rm-agent-id',
+  }),
+  '/sw4rm.tool.ToolService/CallStream': acts('the calling agent, whose worktree the tool works in', {
+    metadata: 'sw4rm-agent-id',
+  }),
   '/sw4rm.tool.ToolService/Cancel': acts('the agent whose call is cancelled', { metadata: 'sw4rm-agent-id' }),
   // hitl.proto: the requester is metadata sw4rm-agent-id, else the context's requester / agent_id (hitlService.ts)
-  '/sw4rm.hitl.HitlService/Decide': acts('the requester', { metadata: 'sw4rm-agent-id' }, { json: 'context', keys: ['requester', 'agent_id', 'agentId'], maxBytes: MAX_INVOCATION_BYTES }),
+  '/sw4rm.hitl.HitlService/Decide': acts(
+    'the requester',
+    { metadata: 'sw4rm-agent-id' },
+    { json: 'context', keys: ['requester', 'agent_id', 'agentId'], maxBytes: MAX_INVOCATION_BYTES },
+  ),
   // negotiation.proto
   '/sw4rm.negotiation.NegotiationService/Open': none('no field names the caller (participants are the invited agents)'),
   '/sw4rm.negotiation.NegotiationService/Propose': acts('the proposer', field('from_agent')),
@@ -78,26 +106,45 @@ export const IDENTITY_RULES: Readonly<Record<string, IdentityRule>> = Object.fre
   '/sw4rm.negotiation.NegotiationService/Decide': none('no field names an agent (decided_by is consensus|hitl|policy)'),
   '/sw4rm.negotiation.NegotiationService/Abort': none('no field names an agent'),
   // negotiation_room.proto
-  '/sw4rm.negotiation_room.NegotiationRoomService/SubmitProposal': acts('the artifact\'s producer', field('proposal.producer_id')),
+  '/sw4rm.negotiation_room.NegotiationRoomService/SubmitProposal': acts(
+    "the artifact's producer",
+    field('proposal.producer_id'),
+  ),
   '/sw4rm.negotiation_room.NegotiationRoomService/SubmitVote': acts('the critic voting', field('vote.critic_id')),
   '/sw4rm.negotiation_room.NegotiationRoomService/GetVotes': none('no field names an agent'),
   '/sw4rm.negotiation_room.NegotiationRoomService/GetDecision': none('no field names an agent'),
   '/sw4rm.negotiation_room.NegotiationRoomService/WaitForDecision': none('no field names an agent'),
   // handoff.proto
-  '/sw4rm.handoff.HandoffService/RequestHandoff': acts('the agent handing off (to_agent is the other side)', field('from_agent')),
+  '/sw4rm.handoff.HandoffService/RequestHandoff': acts(
+    'the agent handing off (to_agent is the other side)',
+    field('from_agent'),
+  ),
   '/sw4rm.handoff.HandoffService/AcceptHandoff': acts('the agent accepting', field('accepting_agent')),
-  '/sw4rm.handoff.HandoffService/RejectHandoff': acts('the agent answering (HandoffResponse.accepting_agent)', field('accepting_agent')),
+  '/sw4rm.handoff.HandoffService/RejectHandoff': acts(
+    'the agent answering (HandoffResponse.accepting_agent)',
+    field('accepting_agent'),
+  ),
   '/sw4rm.handoff.HandoffService/GetPendingHandoffs': acts('whose pending handoffs are read', field('agent_id')),
   '/sw4rm.handoff.HandoffService/CompleteHandoff': none('no field names an agent (request_id, status)'),
   '/sw4rm.handoff.HandoffService/CancelDelegation': none('no field names an agent (correlation_id)'),
   // workflow.proto
-  '/sw4rm.workflow.WorkflowService/CreateWorkflow': none('no field names the caller; the handler lets an agent credential create a workflow only when it may act as every node\'s agent_id (type: targets: the operator only)'),
-  '/sw4rm.workflow.WorkflowService/StartWorkflow': none('no field names an agent; the handler lets only the workflow\'s creator (or a credential that may act as it) and the operator start it'),
-  '/sw4rm.workflow.WorkflowService/GetWorkflowState': none('no field names an agent; the handler lets the workflow\'s creator, an agent one of its nodes names, and the operator read it'),
-  '/sw4rm.workflow.WorkflowService/ResumeWorkflow': none('no field names an agent; the handler lets only the workflow\'s creator (or a credential that may act as it) and the operator resume it'),
+  '/sw4rm.workflow.WorkflowService/CreateWorkflow': none(
+    "no field names the caller; the handler lets an agent credential create a workflow only when it may act as every node's agent_id (type: targets: the operator only)",
+  ),
+  '/sw4rm.workflow.WorkflowService/StartWorkflow': none(
+    "no field names an agent; the handler lets only the workflow's creator (or a credential that may act as it) and the operator start it",
+  ),
+  '/sw4rm.workflow.WorkflowService/GetWorkflowState': none(
+    "no field names an agent; the handler lets the workflow's creator, an agent one of its nodes names, and the operator read it",
+  ),
+  '/sw4rm.workflow.WorkflowService/ResumeWorkflow': none(
+    "no field names an agent; the handler lets only the workflow's creator (or a credential that may act as it) and the operator resume it",
+  ),
   // connector.proto
   '/sw4rm.connector.ConnectorService/RegisterProvider': acts('the agent registering its tools', field('provider_id')),
-  '/sw4rm.connector.ConnectorService/DescribeTools': none('reads any provider\'s tools: provider_id names whose tools are listed, not the caller'),
+  '/sw4rm.connector.ConnectorService/DescribeTools': none(
+    "reads any provider's tools: provider_id names whose tools are listed, not the caller",
+  ),
   // reasoning.proto
   '/sw4rm.reasoning.ReasoningProxy/CheckParallelism': none('no field names an agent'),
   '/sw4rm.reasoning.ReasoningProxy/EvaluateDebate': none('no field names an agent'),
@@ -110,9 +157,15 @@ export const IDENTITY_RULES: Readonly<Record<string, IdentityRule>> = Object.fre
 });
 
 /** The rule of a path; throws for a path nobody declared, so that a new RPC cannot go unchecked. */
-export function identityRule(path: string, rules: Readonly<Record<string, IdentityRule>> = IDENTITY_RULES): IdentityRule {
+export function identityRule(
+  path: string,
+  rules: Readonly<Record<string, IdentityRule>> = IDENTITY_RULES,
+): IdentityRule {
   const rule = Object.prototype.hasOwnProperty.call(rules, path) ? rules[path] : undefined;
-  if (rule === undefined) throw new Error(`${path} has no identity rule: declare which fields name the acting agent in src/server/identity.ts`);
+  if (rule === undefined)
+    throw new Error(
+      `${path} has no identity rule: declare which fields name the acting agent in src/server/identity.ts`,
+    );
   return rule;
 }
 
@@ -122,7 +175,10 @@ export function identityRule(path: string, rules: Readonly<Record<string, Identi
  * (as the handlers read them).
  */
 export function firstRefusal(
-  rule: IdentityRule, request: unknown, metadata: grpc.Metadata, check: (agentId: string) => string | undefined,
+  rule: IdentityRule,
+  request: unknown,
+  metadata: grpc.Metadata,
+  check: (agentId: string) => string | undefined,
 ): { readonly agentId: string; readonly reason: string } | undefined {
   for (const claim of rule.actsAs) {
     for (const agentId of claimedBy(claim, request, metadata)) {
@@ -138,7 +194,8 @@ function claimedBy(claim: Claim, request: unknown, metadata: grpc.Metadata): str
     const value = pathValue(request, claim.field);
     return typeof value === 'string' && value !== '' ? [value] : [];
   }
-  if ('metadata' in claim) return metadata.get(claim.metadata).flatMap((value) => text(typeof value === 'string' ? value.trim() : ''));
+  if ('metadata' in claim)
+    return metadata.get(claim.metadata).flatMap((value) => text(typeof value === 'string' ? value.trim() : ''));
   const bytes = pathValue(request, claim.json);
   if (!Buffer.isBuffer(bytes) || bytes.length === 0) return [];
   // Beyond its size or depth bounds it names nobody: the handler refuses it, and it is never parsed here.

@@ -5,7 +5,12 @@ import { TRANSPORT_MAX_MESSAGE_BYTES } from '../core/limits';
 import { REFUSED_BEFORE_DECODE, type RefusedRequest, definitionRefusal } from './services/workflowDefinitionScan';
 import { authInterceptor, type AuthMode } from './auth';
 import { callContext } from './callContext';
-import { ConnectionGuard, DEFAULT_CONNECTION_LIMITS, requestBodyInterceptor, type ConnectionLimits } from './connections';
+import {
+  ConnectionGuard,
+  DEFAULT_CONNECTION_LIMITS,
+  requestBodyInterceptor,
+  type ConnectionLimits,
+} from './connections';
 import { exposeDuplicateAuthorization } from './duplicateHeaders';
 import { IdentityGuard } from './guard';
 import { HealthService } from './health';
@@ -14,7 +19,12 @@ import { CANONICAL_SERVICES, loadPackageDefinition, serviceDefinition } from './
 import { ActivityServiceAdapter } from './services/activityService';
 import { ConnectorServiceAdapter } from './services/connectorService';
 import { ReasoningServiceAdapter } from './services/reasoningService';
-import { CREDENTIALS_RULES, CREDENTIALS_SERVICE, CredentialsServiceAdapter, loadCredentialsDefinition } from './services/credentialsService';
+import {
+  CREDENTIALS_RULES,
+  CREDENTIALS_SERVICE,
+  CredentialsServiceAdapter,
+  loadCredentialsDefinition,
+} from './services/credentialsService';
 import { HandoffServiceAdapter } from './services/handoffService';
 import { HitlServiceAdapter } from './services/hitlService';
 import { LoggingServiceAdapter } from './services/loggingService';
@@ -46,9 +56,15 @@ export interface ServerOptions {
 
 /** The requested port is taken. `freePort` is one that was free a moment ago, to offer the user. */
 export class PortInUseError extends Error {
-  constructor(readonly host: string, readonly port: number, readonly freePort: number) {
-    super(`Port ${port} on ${host} is already in use (another SW4RM coordinator or another program). ` +
-      `Port ${freePort} is free: use it (setting sw4rm.port or --port ${freePort}), or 0 for any free port.`);
+  constructor(
+    readonly host: string,
+    readonly port: number,
+    readonly freePort: number,
+  ) {
+    super(
+      `Port ${port} on ${host} is already in use (another SW4RM coordinator or another program). ` +
+        `Port ${freePort} is free: use it (setting sw4rm.port or --port ${freePort}), or 0 for any free port.`,
+    );
     this.name = 'PortInUseError';
   }
 }
@@ -86,13 +102,17 @@ function withPreDecodeRefusals(definition: grpc.ServiceDefinition): grpc.Service
   const out: Record<string, grpc.MethodDefinition<unknown, unknown>> = {};
   for (const [method, m] of Object.entries(definition) as [string, grpc.MethodDefinition<unknown, unknown>][]) {
     const refusal = PRE_DECODE_REFUSALS[m.path];
-    out[method] = !refusal ? m : {
-      ...m,
-      requestDeserialize: (bytes: Buffer) => {
-        const why = refusal(bytes);
-        return why === undefined ? m.requestDeserialize(bytes) : ({ [REFUSED_BEFORE_DECODE]: why } satisfies RefusedRequest);
-      },
-    };
+    out[method] = !refusal
+      ? m
+      : {
+          ...m,
+          requestDeserialize: (bytes: Buffer) => {
+            const why = refusal(bytes);
+            return why === undefined
+              ? m.requestDeserialize(bytes)
+              : ({ [REFUSED_BEFORE_DECODE]: why } satisfies RefusedRequest);
+          },
+        };
   }
   return out as grpc.ServiceDefinition;
 }
@@ -112,7 +132,9 @@ export class CoordinatorServer {
   constructor(private readonly options: ServerOptions) {
     if (options.auth === 'token' && !options.token) throw new ConfigurationError('auth "token" needs a token');
     if (options.auth !== 'token' && !isLoopback(options.host)) {
-      throw new ConfigurationError(`Binding to ${options.host} (not loopback) requires auth "token"; auth "none" is only allowed on 127.0.0.1 / ::1.`);
+      throw new ConfigurationError(
+        `Binding to ${options.host} (not loopback) requires auth "token"; auth "none" is only allowed on 127.0.0.1 / ::1.`,
+      );
     }
     const { coordinator } = options;
     const limits: ConnectionLimits = { ...DEFAULT_CONNECTION_LIMITS, ...options.connections };
@@ -120,12 +142,16 @@ export class CoordinatorServer {
     this.server = new grpc.Server({
       ...SERVER_CHANNEL_OPTIONS,
       // The request-body deadline first (nearest the transport), so that its timer also covers calls auth refuses.
-      interceptors: [requestBodyInterceptor(limits.requestBodyMs, coordinator.clock), authInterceptor(options.auth, {
-        operatorToken: options.token ?? '',
-        credentials: coordinator.credentials,
-        onRefused: (path, reason, metadata) => coordinator.credentials.recordUnauthenticated(path, reason, callContext({ metadata }, coordinator.ids)),
-        onAuthenticated: (connection) => this.connections.markAuthenticated(connection),
-      })],
+      interceptors: [
+        requestBodyInterceptor(limits.requestBodyMs, coordinator.clock),
+        authInterceptor(options.auth, {
+          operatorToken: options.token ?? '',
+          credentials: coordinator.credentials,
+          onRefused: (path, reason, metadata) =>
+            coordinator.credentials.recordUnauthenticated(path, reason, callContext({ metadata }, coordinator.ids)),
+          onAuthenticated: (connection) => this.connections.markAuthenticated(connection),
+        }),
+      ],
     });
     this.guard = new IdentityGuard(coordinator);
     this.addServices();
@@ -153,17 +179,32 @@ export class CoordinatorServer {
       [HandoffServiceAdapter.serviceName]: new HandoffServiceAdapter(coordinator).handlers(),
     };
     // Every handler, built or not, runs behind the identity check of its rule (identity.ts).
-    const add = (original: grpc.ServiceDefinition, implementation: grpc.UntypedServiceImplementation | undefined, rules: Readonly<Record<string, IdentityRule>>) => {
+    const add = (
+      original: grpc.ServiceDefinition,
+      implementation: grpc.UntypedServiceImplementation | undefined,
+      rules: Readonly<Record<string, IdentityRule>>,
+    ) => {
       const guarded: grpc.UntypedServiceImplementation = {};
       const definition = withPreDecodeRefusals(original);
       for (const [method, methodDefinition] of Object.entries(definition)) {
-        const handler = implementation?.[method] ?? unimplementedHandler(methodDefinition.path, methodDefinition as grpc.MethodDefinition<unknown, unknown>);
-        guarded[method] = this.guard.wrap(methodDefinition.path, methodDefinition, identityRule(methodDefinition.path, rules), handler);
+        const handler =
+          implementation?.[method] ??
+          unimplementedHandler(methodDefinition.path, methodDefinition as grpc.MethodDefinition<unknown, unknown>);
+        guarded[method] = this.guard.wrap(
+          methodDefinition.path,
+          methodDefinition,
+          identityRule(methodDefinition.path, rules),
+          handler,
+        );
       }
       this.server.addService(definition, guarded);
     };
     for (const name of CANONICAL_SERVICES) add(serviceDefinition(packageDefinition, name), built[name], IDENTITY_RULES);
-    add(serviceDefinition(loadCredentialsDefinition(protosDir), CREDENTIALS_SERVICE), new CredentialsServiceAdapter(coordinator).handlers(), CREDENTIALS_RULES);
+    add(
+      serviceDefinition(loadCredentialsDefinition(protosDir), CREDENTIALS_SERVICE),
+      new CredentialsServiceAdapter(coordinator).handlers(),
+      CREDENTIALS_RULES,
+    );
   }
 
   /** Binds and starts serving; resolves with the port actually bound. */

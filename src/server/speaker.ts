@@ -19,10 +19,17 @@ export function speakerOfPrincipal(principal: Principal | undefined, credentials
   if (principal === undefined) return { kind: 'agent', label: 'unauthenticated', mayActAs: () => true };
   if (principal.kind === 'operator') return { kind: 'operator', label: 'operator' };
   const label = principal.kind === 'agent' ? `agent:${principal.agentId}` : `enrolment:${principal.credentialId}`;
-  return { kind: 'agent', label, mayActAs: (agentId: string) => credentials.refusal(principal, agentId, false) === undefined };
+  return {
+    kind: 'agent',
+    label,
+    mayActAs: (agentId: string) => credentials.refusal(principal, agentId, false) === undefined,
+  };
 }
 
 /** The same for an MCP bridge caller: the agent credential of its request. */
-export function speakerOfBridgeCaller(caller: { readonly agentId: string; readonly credentialId: string }, credentials: Credentials): Speaker {
+export function speakerOfBridgeCaller(
+  caller: { readonly agentId: string; readonly credentialId: string },
+  credentials: Credentials,
+): Speaker {
   return speakerOfPrincipal({ kind: 'agent', credentialId: caller.credentialId, agentId: caller.agentId }, credentials);
 }

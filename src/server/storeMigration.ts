@@ -14,9 +14,13 @@ import { PAYLOAD_FOLDER_NAME } from '../core/router/payloadFiles';
  * not among them: it only says where a running coordinator serves, and the next start writes it anew.)
  */
 export const STORE_FILES: readonly string[] = [
-  STORE_FILE_NAME, `${STORE_FILE_NAME}-wal`, `${STORE_FILE_NAME}-shm`, `${STORE_FILE_NAME}${MARKER_SUFFIX}`,
+  STORE_FILE_NAME,
+  `${STORE_FILE_NAME}-wal`,
+  `${STORE_FILE_NAME}-shm`,
+  `${STORE_FILE_NAME}${MARKER_SUFFIX}`,
   `${STORE_FILE_NAME}${COMMITS_SUFFIX}`,
-  TOKEN_FILE_NAME, ENROLMENT_FILE_NAME,
+  TOKEN_FILE_NAME,
+  ENROLMENT_FILE_NAME,
   // The payload files (router/payloadFiles.ts) the database references: a folder, moved with it.
   PAYLOAD_FOLDER_NAME,
 ];
@@ -75,8 +79,10 @@ export function migrateStore(from: string, to: string, options: StoreMigrationOp
   const moved: string[] = [];
   for (const name of storeFilesIn(from)) {
     if (fs.existsSync(path.join(staging, name))) {
-      throw new Error(`Cannot move the SW4RM store from ${from} to ${to}: ${path.join(staging, name)} exists already. ` +
-        `Nothing was overwritten; move the files of one of the two by hand.`);
+      throw new Error(
+        `Cannot move the SW4RM store from ${from} to ${to}: ${path.join(staging, name)} exists already. ` +
+          `Nothing was overwritten; move the files of one of the two by hand.`,
+      );
     }
     moveFile(path.join(from, name), path.join(staging, name));
     moved.push(name);
@@ -88,20 +94,30 @@ export function migrateStore(from: string, to: string, options: StoreMigrationOp
   } else {
     fs.renameSync(staging, to);
   }
-  fs.writeFileSync(path.join(from, MOVED_NOTE_FILE_NAME),
-    `The SW4RM store of this workspace moved to ${to} on ${new Date().toISOString()} (${moved.join(', ')}).\n`);
+  fs.writeFileSync(
+    path.join(from, MOVED_NOTE_FILE_NAME),
+    `The SW4RM store of this workspace moved to ${to} on ${new Date().toISOString()} (${moved.join(', ')}).\n`,
+  );
   return { kind: 'moved', use: to, files: moved };
 }
 
 /** What to write in the log about a migration, or undefined when there was nothing to do. */
 export function describeMigration(from: string, migration: StoreMigration): string | undefined {
   switch (migration.kind) {
-    case 'none': return undefined;
-    case 'moved': return `SW4RM: moved the store from ${from} to ${migration.use} (${migration.files.join(', ')})`;
-    case 'both': return `SW4RM: a store exists in ${migration.use} and in the earlier data folder ${migration.left}; using ${migration.use}, ` +
-      `the earlier one was left as it is (delete it, or set sw4rm.dataDir to ${migration.left} to use it instead)`;
-    case 'not-moved': return `SW4RM: the store in ${from} was not moved to its new folder (${migration.reason}); ` +
-      'it is used where it is, and moved at a later start';
+    case 'none':
+      return undefined;
+    case 'moved':
+      return `SW4RM: moved the store from ${from} to ${migration.use} (${migration.files.join(', ')})`;
+    case 'both':
+      return (
+        `SW4RM: a store exists in ${migration.use} and in the earlier data folder ${migration.left}; using ${migration.use}, ` +
+        `the earlier one was left as it is (delete it, or set sw4rm.dataDir to ${migration.left} to use it instead)`
+      );
+    case 'not-moved':
+      return (
+        `SW4RM: the store in ${from} was not moved to its new folder (${migration.reason}); ` +
+        'it is used where it is, and moved at a later start'
+      );
   }
 }
 

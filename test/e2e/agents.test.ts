@@ -21,7 +21,11 @@ describe('the packaged extension in a real editor (code-server + Chromium)', fun
   });
 
   it('starts the coordinator on the configured port and says so in the status bar', async function () {
-    const status = await harness!.waitForText((text) => text.includes(`SW4RM :${port}`), 60_000, () => harness!.statusBarText());
+    const status = await harness!.waitForText(
+      (text) => text.includes(`SW4RM :${port}`),
+      60_000,
+      () => harness!.statusBarText(),
+    );
     assert.match(status, new RegExp(`SW4RM :${port} · 0 agents`));
   });
 
@@ -38,28 +42,52 @@ describe('the packaged extension in a real editor (code-server + Chromium)', fun
     const env = await harness!.copyAgentEnvironment('e2e-agent-1');
     await harness!.openViewContainer('SW4RM');
 
-    agent = new ExampleAgentProcess({ ...env, SW4RM_AGENT_ID: 'e2e-agent-1', SW4RM_AGENT_NAME: 'E2E Agent', SW4RM_HEARTBEAT_MS: '1000' });
+    agent = new ExampleAgentProcess({
+      ...env,
+      SW4RM_AGENT_ID: 'e2e-agent-1',
+      SW4RM_AGENT_NAME: 'E2E Agent',
+      SW4RM_HEARTBEAT_MS: '1000',
+    });
     const registeredAt = Date.now();
     await agent.waitForLine(/registered as e2e-agent-1/);
-    const shown = await harness!.waitForText((t) => t.includes('e2e-agent-1') && t.includes('RUNNABLE'), 10_000, () => harness!.viewText('Agents'));
+    const shown = await harness!.waitForText(
+      (t) => t.includes('e2e-agent-1') && t.includes('RUNNABLE'),
+      10_000,
+      () => harness!.viewText('Agents'),
+    );
     console.log(`    agent visible ${Date.now() - registeredAt} ms after registering`);
     assert.match(shown, /E2E Agent · RUNNABLE\s*e2e-agent-1 · connected/);
     assert.match(shown, /connected/);
-    await harness!.waitForText((t) => t.includes(`SW4RM :${port} · 1 agent`), 10_000, () => harness!.statusBarText());
+    await harness!.waitForText(
+      (t) => t.includes(`SW4RM :${port} · 1 agent`),
+      10_000,
+      () => harness!.statusBarText(),
+    );
     await harness!.screenshot('agents-view');
 
     agent.signal('SIGINT');
     assert.equal(await agent.exited, 0, agent.output);
     assert.match(agent.output, /deregistered/);
-    await harness!.waitForText((t) => !t.includes('e2e-agent-1'), 10_000, () => harness!.viewText('Agents'));
-    await harness!.waitForText((t) => t.includes(`SW4RM :${port} · 0 agents`), 10_000, () => harness!.statusBarText());
+    await harness!.waitForText(
+      (t) => !t.includes('e2e-agent-1'),
+      10_000,
+      () => harness!.viewText('Agents'),
+    );
+    await harness!.waitForText(
+      (t) => t.includes(`SW4RM :${port} · 0 agents`),
+      10_000,
+      () => harness!.statusBarText(),
+    );
   });
 
   it('gives integrated terminals the agent environment with the bound port', async function () {
     const out = path.join(harness!.workspaceDir, 'terminal-env.txt');
     await harness!.runInNewTerminal(`printf '%s %s\\n' "$SW4RM_REGISTRY_ADDR" "\${#SW4RM_TOKEN}" > '${out}'`);
-    const written = await poll(async () => (fs.existsSync(out) && fs.readFileSync(out, 'utf8').includes('\n') ? fs.readFileSync(out, 'utf8') : false),
-      { timeoutMs: 30_000, description: 'the terminal to write the environment' });
+    const written = await poll(
+      async () =>
+        fs.existsSync(out) && fs.readFileSync(out, 'utf8').includes('\n') ? fs.readFileSync(out, 'utf8') : false,
+      { timeoutMs: 30_000, description: 'the terminal to write the environment' },
+    );
     const [address, tokenLength] = written.trim().split(' ');
     assert.equal(address, `127.0.0.1:${port}`);
     assert.ok(Number(tokenLength) >= 32, `SW4RM_TOKEN has ${tokenLength} characters`);
@@ -91,7 +119,11 @@ describe('a second window whose port is taken (code-server + Chromium)', functio
     const offered = Number(/\d+/.exec(label)![0]);
     assert.notEqual(offered, takenPort);
     await offer.click();
-    await harness!.waitForText((t) => t.includes(`SW4RM :${offered}`), 30_000, () => harness!.statusBarText());
+    await harness!.waitForText(
+      (t) => t.includes(`SW4RM :${offered}`),
+      30_000,
+      () => harness!.statusBarText(),
+    );
 
     const env = await harness!.copyAgentEnvironment();
     assert.equal(env.SW4RM_ROUTER_ADDR, `127.0.0.1:${offered}`);

@@ -29,7 +29,8 @@ describe('approvals in a real editor (code-server + Chromium, an agent blocked o
 
   before(async function () {
     ({ harness, port } = await startWithCoordinator({
-      name: 'sw4rm-approvals-e2e', viewport: { width: 1280, height: 800 },
+      name: 'sw4rm-approvals-e2e',
+      viewport: { width: 1280, height: 800 },
       // The secondary side bar would only take room from the panel in the screenshot.
     }));
     const env = await harness.copyAgentEnvironment(AGENT);
@@ -47,32 +48,51 @@ describe('approvals in a real editor (code-server + Chromium, an agent blocked o
   });
 
   it('shows an empty Approvals view while nothing waits', async function () {
-    await harness!.waitForText((t) => t.includes('No approval requests'), 15_000, () => harness!.viewText('Approvals'));
+    await harness!.waitForText(
+      (t) => t.includes('No approval requests'),
+      15_000,
+      () => harness!.viewText('Approvals'),
+    );
   });
 
-  it('announces a SECURITY_APPROVAL, lists it, counts it, and the approval typed in the panel reaches the agent\'s Decide call', async function () {
-    const decision: Promise<DecideOutcome> = hitl!.decide({
-      reason_type: 'SECURITY_APPROVAL',
-      proposed_actions: ['approve', 'deny'],
-      priority: 3,
-      context: {
-        summary: SUMMARY,
-        subject: { repo_id: 'app', worktree_id: 'wt-3', task_id: 'cleanup' },
-        facts: { files: 42, directory: 'test/fixtures/generated', owner: { team: 'infra', reviewers: ['ana', 'bo'] } },
-        diffs: [
-          { title: 'config.json', before_json: { fixtures: { generate: true, keep: 10 }, paths: ['a', 'b'] }, after_json: { fixtures: { generate: false, keep: 10 }, paths: ['a'] } },
-          { title: 'notes.txt', before: 'a\nb', after: 'a\nc' },
-        ],
-        risk: { level: 'HIGH', notes: ['Deleting files cannot be undone outside git.'] },
-        prior_attempts: [{ at: '2026-11-20T10:00:00Z', outcome: 'denied: too broad' }],
-        inference: { model: 'planner-7b', confidence: 0.82 },
-        suggested_action: 'approve',
+  it("announces a SECURITY_APPROVAL, lists it, counts it, and the approval typed in the panel reaches the agent's Decide call", async function () {
+    const decision: Promise<DecideOutcome> = hitl!.decide(
+      {
+        reason_type: 'SECURITY_APPROVAL',
+        proposed_actions: ['approve', 'deny'],
+        priority: 3,
+        context: {
+          summary: SUMMARY,
+          subject: { repo_id: 'app', worktree_id: 'wt-3', task_id: 'cleanup' },
+          facts: {
+            files: 42,
+            directory: 'test/fixtures/generated',
+            owner: { team: 'infra', reviewers: ['ana', 'bo'] },
+          },
+          diffs: [
+            {
+              title: 'config.json',
+              before_json: { fixtures: { generate: true, keep: 10 }, paths: ['a', 'b'] },
+              after_json: { fixtures: { generate: false, keep: 10 }, paths: ['a'] },
+            },
+            { title: 'notes.txt', before: 'a\nb', after: 'a\nc' },
+          ],
+          risk: { level: 'HIGH', notes: ['Deleting files cannot be undone outside git.'] },
+          prior_attempts: [{ at: '2026-11-20T10:00:00Z', outcome: 'denied: too broad' }],
+          inference: { model: 'planner-7b', confidence: 0.82 },
+          suggested_action: 'approve',
+        },
       },
-    }, { agentId: AGENT, deadlineMs: 170_000 });
+      { agentId: AGENT, deadlineMs: 170_000 },
+    );
     decision.catch(() => undefined);
 
     await harness!.waitForText((t) => t.includes(`SW4RM approval needed: SECURITY_APPROVAL from ${AGENT}`), 15_000);
-    const row = await harness!.waitForText((t) => t.includes(SUMMARY), 15_000, () => harness!.viewText('Approvals'));
+    const row = await harness!.waitForText(
+      (t) => t.includes(SUMMARY),
+      15_000,
+      () => harness!.viewText('Approvals'),
+    );
     assert.match(row, new RegExp(`Security approval: ${SUMMARY}\\s*pending · ${AGENT} · due `));
     const bell = harness!.page.locator('.part.statusbar [aria-label*="1 approval pending"]');
     await bell.first().waitFor({ state: 'attached', timeout: 10_000 });
@@ -81,10 +101,28 @@ describe('approvals in a real editor (code-server + Chromium, an agent blocked o
     const frame = await review(SUMMARY);
     const content = await frame.locator('#content').innerText();
     for (const expected of [
-      'Security approval', AGENT, 'priority 3', 'repo app · worktree wt-3 · task cleanup', SUMMARY,
-      'HIGH', 'Deleting files cannot be undone outside git.', 'files', '42', 'test/fixtures/generated', '"team": "infra"',
-      'config.json', '$.fixtures.generate', '$.paths[1]', 'notes.txt', '@@ -1,2 +1,2 @@', '-b', '+c',
-      'denied: too broad', 'planner-7b', 'Score: 0.82', 'Suggested: approve',
+      'Security approval',
+      AGENT,
+      'priority 3',
+      'repo app · worktree wt-3 · task cleanup',
+      SUMMARY,
+      'HIGH',
+      'Deleting files cannot be undone outside git.',
+      'files',
+      '42',
+      'test/fixtures/generated',
+      '"team": "infra"',
+      'config.json',
+      '$.fixtures.generate',
+      '$.paths[1]',
+      'notes.txt',
+      '@@ -1,2 +1,2 @@',
+      '-b',
+      '+c',
+      'denied: too broad',
+      'planner-7b',
+      'Score: 0.82',
+      'Suggested: approve',
     ]) {
       assert.ok(content.includes(expected), `the panel shows "${expected}":\n${content}`);
     }
@@ -94,7 +132,10 @@ describe('approvals in a real editor (code-server + Chromium, an agent blocked o
 
     await harness!.runCommand('Notifications: Clear All Notifications');
     // The "approval needed" notification stays while the request waits; its Cancel only hides it.
-    await harness!.page.locator('.notification-toast', { hasText: 'SW4RM approval needed' }).locator('.monaco-button', { hasText: 'Cancel' }).click();
+    await harness!.page
+      .locator('.notification-toast', { hasText: 'SW4RM approval needed' })
+      .locator('.monaco-button', { hasText: 'Cancel' })
+      .click();
     await frame.locator('#rationale').fill(RATIONALE);
     assert.equal(await frame.locator('#approve').isEnabled(), true);
     await harness!.page.mouse.move(1, 1);
@@ -108,46 +149,78 @@ describe('approvals in a real editor (code-server + Chromium, an agent blocked o
     assert.match(outcome.trailers['sw4rm-hitl-decided-by'] ?? '', /^editor:/);
     assert.equal(outcome.trailers['sw4rm-hitl-automatic'], 'false');
 
-    await poll(async () => (await frame.locator('#decision').innerText().catch(() => '')).includes('Approved by editor:'),
-      { timeoutMs: 10_000, description: 'the panel to show the decision' });
+    await poll(
+      async () =>
+        (
+          await frame
+            .locator('#decision')
+            .innerText()
+            .catch(() => '')
+        ).includes('Approved by editor:'),
+      { timeoutMs: 10_000, description: 'the panel to show the decision' },
+    );
     const decided = await frame.locator('#decision').innerText();
     assert.ok(decided.includes(RATIONALE), decided);
-    for (const id of ['approve', 'deny', 'modify', 'defer']) assert.equal(await frame.locator(`#${id}`).isDisabled(), true, `#${id} is disabled`);
+    for (const id of ['approve', 'deny', 'modify', 'defer'])
+      assert.equal(await frame.locator(`#${id}`).isDisabled(), true, `#${id} is disabled`);
     assert.match(await frame.locator('#status').innerText(), /Approved by editor:/);
     await harness!.screenshot('approvals-decided');
 
-    await harness!.waitForText((t) => new RegExp(`approved · ${AGENT} · by editor:`).test(t), 10_000, () => harness!.viewText('Approvals'));
-    await poll(async () => (await harness!.page.locator('.part.statusbar [aria-label*="approval pending"]').count()) === 0,
-      { timeoutMs: 10_000, description: 'the status bar to drop the pending count' });
+    await harness!.waitForText(
+      (t) => new RegExp(`approved · ${AGENT} · by editor:`).test(t),
+      10_000,
+      () => harness!.viewText('Approvals'),
+    );
+    await poll(
+      async () => (await harness!.page.locator('.part.statusbar [aria-label*="approval pending"]').count()) === 0,
+      { timeoutMs: 10_000, description: 'the status bar to drop the pending count' },
+    );
   });
 
   it('shows markup from an agent as literal text and runs none of it', async function () {
     const summary = `Markup check ${IMG} ${SCRIPT}`;
-    const decision = hitl!.decide({
-      reason_type: 'TOOL_PRIVILEGE_ESCALATION',
-      context: {
-        summary,
-        facts: { [`key ${IMG}`]: `value ${SCRIPT}`, nested: { html: IMG } },
-        diffs: [{ title: `diff ${IMG}`, before: SCRIPT, after: IMG }, { title: 'json', before_json: { x: SCRIPT }, after_json: { x: IMG } }],
-        risk: { level: IMG, notes: [SCRIPT] },
+    const decision = hitl!.decide(
+      {
+        reason_type: 'TOOL_PRIVILEGE_ESCALATION',
+        context: {
+          summary,
+          facts: { [`key ${IMG}`]: `value ${SCRIPT}`, nested: { html: IMG } },
+          diffs: [
+            { title: `diff ${IMG}`, before: SCRIPT, after: IMG },
+            { title: 'json', before_json: { x: SCRIPT }, after_json: { x: IMG } },
+          ],
+          risk: { level: IMG, notes: [SCRIPT] },
+        },
       },
-    }, { agentId: AGENT, deadlineMs: 170_000 });
+      { agentId: AGENT, deadlineMs: 170_000 },
+    );
     decision.catch(() => undefined);
 
     const frame = await review('Markup check');
     assert.equal(await frame.locator('.summary').textContent(), summary);
     const content = await frame.locator('#content').innerText();
-    for (const literal of [`key ${IMG}`, `value ${SCRIPT}`, `"html": "<img src=x onerror=\\"window.__pwned=1\\">"`, `diff ${IMG}`, `-${SCRIPT}`, `+${IMG}`]) {
+    for (const literal of [
+      `key ${IMG}`,
+      `value ${SCRIPT}`,
+      `"html": "<img src=x onerror=\\"window.__pwned=1\\">"`,
+      `diff ${IMG}`,
+      `-${SCRIPT}`,
+      `+${IMG}`,
+    ]) {
       assert.ok(content.includes(literal), `the panel shows ${literal} as text:\n${content}`);
     }
     // Give an injected handler every chance to run before looking for its traces.
     await new Promise((resolve) => setTimeout(resolve, 1000));
     for (const f of harness!.page.frames()) {
-      const traces = await f.evaluate(`({
+      const traces = (await f
+        .evaluate(
+          `({
         pwned: typeof window.__pwned,
         images: document.querySelectorAll('img[src="x"], img[onerror]').length,
         scripts: [...document.scripts].filter((s) => (s.textContent || '').includes('__pwned')).length,
-      })`).catch(() => undefined) as { pwned: string; images: number; scripts: number } | undefined;
+      })`,
+        )
+        .catch(() => undefined)) as { pwned: string; images: number; scripts: number } | undefined;
       if (!traces) continue;
       assert.deepEqual(traces, { pwned: 'undefined', images: 0, scripts: 0 }, `frame ${f.url().slice(0, 120)}`);
     }
@@ -169,16 +242,33 @@ describe('approvals in a real editor (code-server + Chromium, an agent blocked o
     await payload.fill('{"allow": ["read"]}');
     await frame.locator('#send-modify').click();
     const outcome = await decision;
-    assert.deepEqual([outcome.action, outcome.rationale, outcome.payload], ['modify', 'Markup is data; read access only.', { allow: ['read'] }]);
-    await poll(async () => (await frame.locator('#decision').innerText().catch(() => '')).includes('Modified by editor:'),
-      { timeoutMs: 10_000, description: 'the panel to show the modification' });
+    assert.deepEqual(
+      [outcome.action, outcome.rationale, outcome.payload],
+      ['modify', 'Markup is data; read access only.', { allow: ['read'] }],
+    );
+    await poll(
+      async () =>
+        (
+          await frame
+            .locator('#decision')
+            .innerText()
+            .catch(() => '')
+        ).includes('Modified by editor:'),
+      { timeoutMs: 10_000, description: 'the panel to show the modification' },
+    );
   });
 
   it('cancels a pending invocation from the palette with a reason; the agent is answered deny', async function () {
-    const decision = hitl!.decide({ reason_type: 'CONNECTOR_APPROVAL', context: { summary: 'Connect to the issue tracker' } },
-      { agentId: AGENT, deadlineMs: 170_000 });
+    const decision = hitl!.decide(
+      { reason_type: 'CONNECTOR_APPROVAL', context: { summary: 'Connect to the issue tracker' } },
+      { agentId: AGENT, deadlineMs: 170_000 },
+    );
     decision.catch(() => undefined);
-    await harness!.waitForText((t) => t.includes('Connect to the issue tracker'), 15_000, () => harness!.viewText('Approvals'));
+    await harness!.waitForText(
+      (t) => t.includes('Connect to the issue tracker'),
+      15_000,
+      () => harness!.viewText('Approvals'),
+    );
     await harness!.runCommand('SW4RM: Cancel Invocation');
     await harness!.answerQuickInput('Cancel a pending approval request', undefined, 10_000);
     await harness!.answerQuickInput(`Cancel CONNECTOR_APPROVAL from ${AGENT}`, 'Not needed any more', 10_000);
@@ -186,18 +276,34 @@ describe('approvals in a real editor (code-server + Chromium, an agent blocked o
     assert.equal(outcome.action, 'deny');
     assert.match(outcome.rationale, /^Cancelled by editor:.*: Not needed any more\.$/);
     assert.equal(outcome.trailers['sw4rm-hitl-state'], 'cancelled');
-    await harness!.waitForText((t) => new RegExp(`cancelled · ${AGENT} · by editor:`).test(t), 10_000, () => harness!.viewText('Approvals'));
+    await harness!.waitForText(
+      (t) => new RegExp(`cancelled · ${AGENT} · by editor:`).test(t),
+      10_000,
+      () => harness!.viewText('Approvals'),
+    );
   });
 
   it('pauses and resumes approvals from the command palette, and exports the audit trail', async function () {
     const header = harness!.pane('Approvals').locator('.pane-header');
     await harness!.runCommand('SW4RM: Pause All Approvals');
-    await harness!.waitForText((t) => /\(paused\)/i.test(t), 10_000, () => header.innerText());
-    await harness!.waitForText((t) => t.includes('Approvals are paused'), 10_000, () => harness!.viewText('Approvals'));
+    await harness!.waitForText(
+      (t) => /\(paused\)/i.test(t),
+      10_000,
+      () => header.innerText(),
+    );
+    await harness!.waitForText(
+      (t) => t.includes('Approvals are paused'),
+      10_000,
+      () => harness!.viewText('Approvals'),
+    );
     const settings = JSON.parse(fs.readFileSync(path.join(harness!.workspaceDir, '.vscode', 'settings.json'), 'utf8'));
     assert.equal(settings['sw4rm.approvals.pauseAll'], true);
     await harness!.runCommand('SW4RM: Resume Approvals');
-    await harness!.waitForText((t) => !/\(paused\)/i.test(t), 10_000, () => header.innerText());
+    await harness!.waitForText(
+      (t) => !/\(paused\)/i.test(t),
+      10_000,
+      () => header.innerText(),
+    );
 
     await harness!.runCommand('SW4RM: Export Approvals Audit');
     await harness!.acceptSaveDialog(/sw4rm-approvals-audit-[\dT-]+Z\.json$/);
@@ -209,7 +315,9 @@ describe('approvals in a real editor (code-server + Chromium, an agent blocked o
     assert.equal(approved.decision.decision, 'approve');
     assert.equal(approved.decision.rationale, RATIONALE);
     assert.match(approved.decision.decided_by, /^editor:/);
-    const kinds = audit.audit.filter((e: { invocation_id: string }) => e.invocation_id === approved.invocation_id).map((e: { kind: string }) => e.kind);
+    const kinds = audit.audit
+      .filter((e: { invocation_id: string }) => e.invocation_id === approved.invocation_id)
+      .map((e: { kind: string }) => e.kind);
     assert.deepEqual(kinds, ['opened', 'decided']);
   });
 
@@ -221,7 +329,15 @@ describe('approvals in a real editor (code-server + Chromium, an agent blocked o
     await reloaded;
     await harness!.page.locator('.monaco-workbench').first().waitFor({ state: 'visible', timeout: 60_000 });
     const frame = await panelFrame('Markup check');
-    await poll(async () => (await frame.locator('#decision').innerText().catch(() => '')).includes('Modified by editor:'),
-      { timeoutMs: 30_000, description: 'the restored panel to show the decision' });
+    await poll(
+      async () =>
+        (
+          await frame
+            .locator('#decision')
+            .innerText()
+            .catch(() => '')
+        ).includes('Modified by editor:'),
+      { timeoutMs: 30_000, description: 'the restored panel to show the decision' },
+    );
   });
 });

@@ -25,7 +25,10 @@ class WireAgents {
   private readonly registry: grpc.Client;
   private readonly router: grpc.Client;
 
-  constructor(address: string, private readonly token: string) {
+  constructor(
+    address: string,
+    private readonly token: string,
+  ) {
     // eslint-disable-next-line @typescript-eslint/no-explicit-any
     const sw4rm = (loadProtos(path.join(ROOT, 'protos')) as any).sw4rm;
     const credentials = grpc.credentials.createInsecure();
@@ -43,37 +46,63 @@ class WireAgents {
   async register(agentId: string): Promise<void> {
     const result = await this.unary<{ accepted: boolean; reason: string }>(this.registry, 'RegisterAgent', {
       agent: {
-        agent_id: agentId, name: agentId, description: 'Dead letter e2e agent.', capabilities: ['e2e'],
-        communication_class: 'STANDARD', modalities_supported: ['application/json'], reasoning_connectors: ['sw4rm://reasoning/none'],
+        agent_id: agentId,
+        name: agentId,
+        description: 'Dead letter e2e agent.',
+        capabilities: ['e2e'],
+        communication_class: 'STANDARD',
+        modalities_supported: ['application/json'],
+        reasoning_connectors: ['sw4rm://reasoning/none'],
       },
     });
     assert.ok(result.accepted, `RegisterAgent ${agentId}: ${result.reason}`);
   }
 
   async deregister(agentId: string): Promise<void> {
-    const result = await this.unary<{ ok: boolean }>(this.registry, 'DeregisterAgent', { agent_id: agentId, reason: 'e2e' });
+    const result = await this.unary<{ ok: boolean }>(this.registry, 'DeregisterAgent', {
+      agent_id: agentId,
+      reason: 'e2e',
+    });
     assert.ok(result.ok, `DeregisterAgent ${agentId}`);
   }
 
-  async sendData(producerId: string, to: string, body: Record<string, unknown>): Promise<{ accepted: boolean; reason: string; messageId: string; correlationId: string }> {
+  async sendData(
+    producerId: string,
+    to: string,
+    body: Record<string, unknown>,
+  ): Promise<{ accepted: boolean; reason: string; messageId: string; correlationId: string }> {
     const payload = Buffer.from(JSON.stringify(body), 'utf8');
     const messageId = uuidv4();
     const correlationId = uuidv4();
     const now = Date.now();
-    const result = await this.unary<{ accepted: boolean; reason: string }>(this.router, 'SendMessage', {
-      msg: {
-        message_id: messageId, producer_id: producerId, correlation_id: correlationId, sequence_number: '1',
-        message_type: 'DATA', content_type: 'application/json', content_length: String(payload.length), payload,
-        timestamp: { seconds: String(Math.floor(now / 1000)), nanos: (now % 1000) * 1_000_000 },
+    const result = await this.unary<{ accepted: boolean; reason: string }>(
+      this.router,
+      'SendMessage',
+      {
+        msg: {
+          message_id: messageId,
+          producer_id: producerId,
+          correlation_id: correlationId,
+          sequence_number: '1',
+          message_type: 'DATA',
+          content_type: 'application/json',
+          content_length: String(payload.length),
+          payload,
+          timestamp: { seconds: String(Math.floor(now / 1000)), nanos: (now % 1000) * 1_000_000 },
+        },
       },
-    }, to);
+      to,
+    );
     return { ...result, messageId, correlationId };
   }
 
   /** Opens the agent's inbox stream and collects what arrives. */
   stream(agentId: string): { items: Array<{ seq: string; msg: StreamedEnvelope }>; errors: Error[]; cancel(): void } {
     // eslint-disable-next-line @typescript-eslint/no-explicit-any
-    const call = (this.router as any).StreamIncoming({ agent_id: agentId }, this.metadata()) as grpc.ClientReadableStream<{ seq: string; msg: StreamedEnvelope }>;
+    const call = (this.router as any).StreamIncoming(
+      { agent_id: agentId },
+      this.metadata(),
+    ) as grpc.ClientReadableStream<{ seq: string; msg: StreamedEnvelope }>;
     const items: Array<{ seq: string; msg: StreamedEnvelope }> = [];
     const errors: Error[] = [];
     call.on('data', (item) => items.push(item));
@@ -95,8 +124,12 @@ class WireAgents {
   private unary<T>(client: grpc.Client, method: string, request: unknown, to?: string): Promise<T> {
     return new Promise((resolve, reject) => {
       // eslint-disable-next-line @typescript-eslint/no-explicit-any
-      (client as any)[method](request, this.metadata(to), { deadline: Date.now() + 10_000 },
-        (err: grpc.ServiceError | null, response: T) => (err ? reject(err) : resolve(response)));
+      (client as any)[method](
+        request,
+        this.metadata(to),
+        { deadline: Date.now() + 10_000 },
+        (err: grpc.ServiceError | null, response: T) => (err ? reject(err) : resolve(response)),
+      );
     });
   }
 }
@@ -109,7 +142,10 @@ describe('dead letters in a real editor (code-server + Chromium, real gRPC agent
   let sent: Awaited<ReturnType<WireAgents['sendData']>>;
 
   before(async function () {
-    ({ harness, port } = await startWithCoordinator({ userSettings: { 'sw4rm.inboxCapacity': CAPACITY }, name: 'sw4rm-dlq-e2e' }));
+    ({ harness, port } = await startWithCoordinator({
+      userSettings: { 'sw4rm.inboxCapacity': CAPACITY },
+      name: 'sw4rm-dlq-e2e',
+    }));
     // The terminals' enrolment credential: one credential for the producer and the consumer it registers.
     const env = await harness.terminalEnvironment();
     agents = new WireAgents(env.SW4RM_ROUTER_ADDR, env.SW4RM_TOKEN);
@@ -123,31 +159,56 @@ describe('dead letters in a real editor (code-server + Chromium, real gRPC agent
   });
 
   it('shows an empty Dead Letters view with its welcome text', async function () {
-    await harness!.waitForText((t) => t.includes('No dead letters'), 15_000, () => harness!.viewText('Dead Letters'));
+    await harness!.waitForText(
+      (t) => t.includes('No dead letters'),
+      15_000,
+      () => harness!.viewText('Dead Letters'),
+    );
   });
 
-  it('shows the queued message in the recipient\'s inbox counts in the Agents view', async function () {
+  it("shows the queued message in the recipient's inbox counts in the Agents view", async function () {
     await agents!.register(PRODUCER);
     await agents!.register(CONSUMER);
-    sent = await agents!.sendData(PRODUCER, CONSUMER, { task: 'e2e', note: '<b>not html</b> [not a link](command:sw4rm.stop)' });
+    sent = await agents!.sendData(PRODUCER, CONSUMER, {
+      task: 'e2e',
+      note: '<b>not html</b> [not a link](command:sw4rm.stop)',
+    });
     assert.ok(sent.accepted, sent.reason);
-    const text = await harness!.waitForText((t) => new RegExp(`${CONSUMER}[^\\n]*\\n?[^\\n]*1/${CAPACITY} queued · 0 in flight`).test(t), 15_000,
-      () => harness!.viewText('Agents'));
+    const text = await harness!.waitForText(
+      (t) => new RegExp(`${CONSUMER}[^\\n]*\\n?[^\\n]*1/${CAPACITY} queued · 0 in flight`).test(t),
+      15_000,
+      () => harness!.viewText('Agents'),
+    );
     assert.match(text, new RegExp(`${PRODUCER} · [A-Z_]+\\s*connected · 0/${CAPACITY} queued · 0 in flight`));
     assert.match(text, new RegExp(`${CONSUMER} · [A-Z_]+\\s*connected · 1/${CAPACITY} queued · 0 in flight`));
     await harness!.viewRow('Agents', CONSUMER).click();
     await harness!.page.keyboard.press('ArrowRight');
-    const details = await harness!.waitForText((t) => t.includes('Inbox'), 10_000, () => harness!.viewText('Agents'));
-    assert.match(details, new RegExp(`Inbox\\s*1/${CAPACITY} queued · 0 in flight · streaming: no · last delivery: never`));
+    const details = await harness!.waitForText(
+      (t) => t.includes('Inbox'),
+      10_000,
+      () => harness!.viewText('Agents'),
+    );
+    assert.match(
+      details,
+      new RegExp(`Inbox\\s*1/${CAPACITY} queued · 0 in flight · streaming: no · last delivery: never`),
+    );
     await harness!.page.keyboard.press('ArrowLeft');
   });
 
   it('dead-letters the message when its recipient deregisters, and shows it in the view and the status bar', async function () {
     await agents!.deregister(CONSUMER);
-    const view = await harness!.waitForText((t) => t.includes('AGENT_UNAVAILABLE'), 15_000, () => harness!.viewText('Dead Letters'));
+    const view = await harness!.waitForText(
+      (t) => t.includes('AGENT_UNAVAILABLE'),
+      15_000,
+      () => harness!.viewText('Dead Letters'),
+    );
     assert.match(view, /AGENT_UNAVAILABLE · DATA/);
     assert.ok(view.includes(`${PRODUCER} → ${CONSUMER}`), view);
-    const status = await harness!.waitForText((t) => /· 1 dead letter\b/.test(t), 10_000, () => harness!.statusBarText());
+    const status = await harness!.waitForText(
+      (t) => /· 1 dead letter\b/.test(t),
+      10_000,
+      () => harness!.statusBarText(),
+    );
     assert.match(status, new RegExp(`SW4RM :${port} · 1 agent · 1 dead letter`));
 
     // The tooltip has the reason, the attempt history and the payload excerpt, as plain text.
@@ -171,7 +232,11 @@ describe('dead letters in a real editor (code-server + Chromium, real gRPC agent
     await step(1, 'AGENT_UNAVAILABLE');
     for (const n of [2, 3, 4, 5]) await step(n);
     const header = harness!.page.locator('.pane-header', { hasText: 'Dead Letters' });
-    await harness!.waitForText((t) => t.includes('AGENT_UNAVAILABLE'), 10_000, () => header.innerText());
+    await harness!.waitForText(
+      (t) => t.includes('AGENT_UNAVAILABLE'),
+      10_000,
+      () => header.innerText(),
+    );
     assert.ok((await harness!.viewText('Dead Letters')).includes(`${PRODUCER} → ${CONSUMER}`));
     await harness!.screenshot('dead-letters-filtered');
 
@@ -188,17 +253,26 @@ describe('dead letters in a real editor (code-server + Chromium, real gRPC agent
     assert.ok(Array.isArray(bundle.entries[0].attempts) && bundle.entries[0].attempts.length >= 2);
 
     await harness!.runCommand('SW4RM: Clear Dead Letter Filter');
-    await harness!.waitForText((t) => !t.includes('AGENT_UNAVAILABLE'), 10_000, () => header.innerText());
+    await harness!.waitForText(
+      (t) => !t.includes('AGENT_UNAVAILABLE'),
+      10_000,
+      () => header.innerText(),
+    );
   });
 
-  it('requeues the dead letter from the row\'s context menu to the re-registered, streaming recipient', async function () {
+  it("requeues the dead letter from the row's context menu to the re-registered, streaming recipient", async function () {
     await agents!.register(CONSUMER);
     inbox = agents!.stream(CONSUMER);
 
     await harness!.contextMenu('Dead Letters', 'AGENT_UNAVAILABLE', 'Requeue Dead Letter');
 
-    const delivered = await poll(() => inbox!.items.find((item) => item.msg.message_type === 'DATA' && item.msg.producer_id === PRODUCER),
-      { timeoutMs: 15_000, description: `the requeued message on ${CONSUMER}'s stream (errors: ${inbox!.errors.map((e) => e.message).join('; ')})` });
+    const delivered = await poll(
+      () => inbox!.items.find((item) => item.msg.message_type === 'DATA' && item.msg.producer_id === PRODUCER),
+      {
+        timeoutMs: 15_000,
+        description: `the requeued message on ${CONSUMER}'s stream (errors: ${inbox!.errors.map((e) => e.message).join('; ')})`,
+      },
+    );
     assert.notEqual(delivered.msg.message_id, sent.messageId, 'a requeue is a new attempt with a new message_id');
     assert.equal(delivered.msg.correlation_id, sent.correlationId);
     assert.equal(delivered.msg.retry_count, 1);
@@ -206,14 +280,26 @@ describe('dead letters in a real editor (code-server + Chromium, real gRPC agent
     await agents!.ackDelivery(CONSUMER, delivered.seq, delivered.msg.message_id);
 
     await harness!.waitForText((t) => t.includes(`Requeued dead letter`) && t.includes(`to ${CONSUMER}`), 10_000);
-    const view = await harness!.waitForText((t) => !t.includes('AGENT_UNAVAILABLE'), 10_000, () => harness!.viewText('Dead Letters'));
+    const view = await harness!.waitForText(
+      (t) => !t.includes('AGENT_UNAVAILABLE'),
+      10_000,
+      () => harness!.viewText('Dead Letters'),
+    );
     assert.match(view, /No dead letters/);
-    await harness!.waitForText((t) => t.includes(`SW4RM :${port} · 2 agents`) && !t.includes('dead letter'), 10_000, () => harness!.statusBarText());
+    await harness!.waitForText(
+      (t) => t.includes(`SW4RM :${port} · 2 agents`) && !t.includes('dead letter'),
+      10_000,
+      () => harness!.statusBarText(),
+    );
   });
 
   it('opens the router metrics in an editor', async function () {
     await harness!.runCommand('SW4RM: Show Router Metrics');
-    const text = await harness!.waitForText((t) => t.includes('router_inbound_queue_depth'), 15_000, () => harness!.editorText());
+    const text = await harness!.waitForText(
+      (t) => t.includes('router_inbound_queue_depth'),
+      15_000,
+      () => harness!.editorText(),
+    );
     assert.ok(text.includes(`agent_id="${CONSUMER}"`), text.slice(0, 2000));
   });
 });

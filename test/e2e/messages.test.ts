@@ -23,7 +23,12 @@ describe('the Messages view and Send Message… in a real editor (code-server + 
     clients = new CoordinatorClients(env.SW4RM_REGISTRY_ADDR, env.SW4RM_TOKEN);
     await harness.openViewContainer('SW4RM');
     await harness.collapseViews('Approvals', 'Dead Letters', 'Credentials');
-    agent = new ExampleAgentProcess({ ...env, SW4RM_AGENT_ID: ECHO, SW4RM_AGENT_NAME: 'Echo', SW4RM_HEARTBEAT_MS: '1000' });
+    agent = new ExampleAgentProcess({
+      ...env,
+      SW4RM_AGENT_ID: ECHO,
+      SW4RM_AGENT_NAME: 'Echo',
+      SW4RM_HEARTBEAT_MS: '1000',
+    });
     await agent.waitForLine(new RegExp(`registered as ${ECHO}`));
   });
 
@@ -34,11 +39,19 @@ describe('the Messages view and Send Message… in a real editor (code-server + 
   });
 
   it('shows an empty Messages view that offers Send Message…', async function () {
-    await harness!.waitForText((t) => t.includes('No messages yet'), 15_000, () => harness!.viewText('Messages'));
+    await harness!.waitForText(
+      (t) => t.includes('No messages yet'),
+      15_000,
+      () => harness!.viewText('Messages'),
+    );
   });
 
-  it('sends a message from the agent\'s context menu; the agent receives it from coordinator and acknowledges it', async function () {
-    await harness!.waitForText((t) => t.includes(ECHO), 15_000, () => harness!.viewText('Agents'));
+  it("sends a message from the agent's context menu; the agent receives it from coordinator and acknowledges it", async function () {
+    await harness!.waitForText(
+      (t) => t.includes(ECHO),
+      15_000,
+      () => harness!.viewText('Agents'),
+    );
     await harness!.contextMenu('Agents', ECHO, 'Send Message…');
     await harness!.answerQuickInput(`Send Message to ${ECHO}: Payload Source`);
     await harness!.answerQuickInput(`Send Message to ${ECHO}: Type the Payload`, JSON.stringify({ text: TEXT }));
@@ -50,16 +63,28 @@ describe('the Messages view and Send Message… in a real editor (code-server + 
   });
 
   it('lists the message with its type, state, producer → recipient and correlation, live, up to FULFILLED', async function () {
-    const text = await harness!.waitForText((t) => t.includes('DATA · FULFILLED'), 15_000, () => harness!.viewText('Messages'));
+    const text = await harness!.waitForText(
+      (t) => t.includes('DATA · FULFILLED'),
+      15_000,
+      () => harness!.viewText('Messages'),
+    );
     assert.match(text, new RegExp(`DATA · FULFILLED\\s*coordinator → ${ECHO} · \\d+ s · [0-9a-f]{8}`));
   });
 
   it('opens the message: envelope, payload as text, and every state with its time and the ACK that caused it', async function () {
     await harness!.viewRow('Messages', 'DATA · FULFILLED').click();
-    const text = await harness!.waitForText((t) => t.includes(`DATA message ${sentId}`) && t.includes('Payload ('), 15_000, () => harness!.editorText());
+    const text = await harness!.waitForText(
+      (t) => t.includes(`DATA message ${sentId}`) && t.includes('Payload ('),
+      15_000,
+      () => harness!.editorText(),
+    );
     const ts = '\\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\d\\.\\d{3}Z';
     assert.match(text, new RegExp(`${ts} +SENT +accepted`));
-    for (const [state, event] of [['RECEIVED', 'ack_received'], ['READ', 'ack_read'], ['FULFILLED', 'ack_fulfilled']]) {
+    for (const [state, event] of [
+      ['RECEIVED', 'ack_received'],
+      ['READ', 'ack_read'],
+      ['FULFILLED', 'ack_fulfilled'],
+    ]) {
       assert.match(text, new RegExp(`${ts} +${state} +${event} — caused by ACK [0-9a-f-]{36}`), text);
     }
     assert.match(text, /from +coordinator/);
@@ -67,20 +92,32 @@ describe('the Messages view and Send Message… in a real editor (code-server + 
   });
 
   it('says which error code a refused message got and what it means', async function () {
-    const registered = await clients!.registerAgent(descriptorMessage(JSON_ONLY, { modalities_supported: ['application/json'] }));
+    const registered = await clients!.registerAgent(
+      descriptorMessage(JSON_ONLY, { modalities_supported: ['application/json'] }),
+    );
     assert.ok(registered.accepted, registered.reason);
     await harness!.runCommand('SW4RM: Send Message…');
     await harness!.answerQuickInput('Send Message: Recipient', JSON_ONLY);
     await harness!.answerQuickInput(`Send Message to ${JSON_ONLY}: Payload Source`);
     await harness!.answerQuickInput(`Send Message to ${JSON_ONLY}: Type the Payload`, 'plain words');
     await harness!.answerQuickInput('Send Message: Content Type');
-    await harness!.waitForText((t) => t.includes(`The message to ${JSON_ONLY} was not accepted: UNSUPPORTED_MESSAGE_TYPE — the agent does not accept this content type`), 15_000);
+    await harness!.waitForText(
+      (t) =>
+        t.includes(
+          `The message to ${JSON_ONLY} was not accepted: UNSUPPORTED_MESSAGE_TYPE — the agent does not accept this content type`,
+        ),
+      15_000,
+    );
   });
 
   it('filters by agent from the context menu, by state through Filter Messages, and clears the filter', async function () {
-    await harness!.contextMenu('Agents', ECHO, 'Show Agent\'s Messages');
+    await harness!.contextMenu('Agents', ECHO, "Show Agent's Messages");
     const header = page().locator('.pane-header', { hasText: 'Messages' });
-    await harness!.waitForText((t) => t.includes(`agent ${ECHO}`), 10_000, () => header.innerText());
+    await harness!.waitForText(
+      (t) => t.includes(`agent ${ECHO}`),
+      10_000,
+      () => header.innerText(),
+    );
     assert.match(await harness!.viewText('Messages'), /DATA · FULFILLED/);
 
     await harness!.runCommand('SW4RM: Filter Messages');
@@ -88,18 +125,38 @@ describe('the Messages view and Send Message… in a real editor (code-server + 
     await harness!.answerQuickInput('Filter Messages (2/4)', 'TIMED_OUT');
     await harness!.answerQuickInput('Filter Messages (3/4)');
     await harness!.answerQuickInput('Filter Messages (4/4)');
-    await harness!.waitForText((t) => t.includes('TIMED_OUT'), 10_000, () => header.innerText());
-    await harness!.waitForText((t) => t.includes('No message matches the filter'), 10_000, () => harness!.viewText('Messages'));
+    await harness!.waitForText(
+      (t) => t.includes('TIMED_OUT'),
+      10_000,
+      () => header.innerText(),
+    );
+    await harness!.waitForText(
+      (t) => t.includes('No message matches the filter'),
+      10_000,
+      () => harness!.viewText('Messages'),
+    );
     await harness!.runCommand('SW4RM: Clear Message Filter');
-    await harness!.waitForText((t) => t.includes('DATA · FULFILLED'), 10_000, () => harness!.viewText('Messages'));
+    await harness!.waitForText(
+      (t) => t.includes('DATA · FULFILLED'),
+      10_000,
+      () => harness!.viewText('Messages'),
+    );
   });
 
-  it('copies an agent\'s id and shows its log events from the context menu', async function () {
+  it("copies an agent's id and shows its log events from the context menu", async function () {
     await harness!.writeClipboard('');
     await harness!.contextMenu('Agents', ECHO, 'Copy Agent Id');
-    await harness!.waitForText((t) => t === ECHO, 10_000, () => harness!.readClipboard());
-    await harness!.contextMenu('Agents', ECHO, 'Show Agent\'s Log Events');
-    const text = await harness!.waitForText((t) => t.includes(`Log events about agent ${ECHO}`), 15_000, () => harness!.editorText());
+    await harness!.waitForText(
+      (t) => t === ECHO,
+      10_000,
+      () => harness!.readClipboard(),
+    );
+    await harness!.contextMenu('Agents', ECHO, "Show Agent's Log Events");
+    const text = await harness!.waitForText(
+      (t) => t.includes(`Log events about agent ${ECHO}`),
+      15_000,
+      () => harness!.editorText(),
+    );
     assert.match(text, new RegExp(`agent\\.registered`));
   });
 
@@ -107,18 +164,28 @@ describe('the Messages view and Send Message… in a real editor (code-server + 
     await harness!.contextMenu('Agents', JSON_ONLY, 'Deregister Agent');
     assert.match(await harness!.answerDialog('Deregister'), new RegExp(`Deregister agent ${JSON_ONLY}\\?`));
     await harness!.waitForText((t) => t.includes(`Deregistered agent ${JSON_ONLY}.`), 10_000);
-    await harness!.waitForText((t) => !t.includes(JSON_ONLY), 10_000, () => harness!.viewText('Agents'));
+    await harness!.waitForText(
+      (t) => !t.includes(JSON_ONLY),
+      10_000,
+      () => harness!.viewText('Agents'),
+    );
   });
 
-  it('shows a text message beside the JSON one, for the README\'s screenshot of the view and a message', async function () {
+  it("shows a text message beside the JSON one, for the README's screenshot of the view and a message", async function () {
     await harness!.runCommand('SW4RM: Send Message…');
     await harness!.answerQuickInput('Send Message: Recipient', ECHO);
     await harness!.answerQuickInput(`Send Message to ${ECHO}: Payload Source`);
     await harness!.answerQuickInput(`Send Message to ${ECHO}: Type the Payload`, 'a plain text message');
     await harness!.answerQuickInput('Send Message: Content Type');
     await harness!.waitForText((t) => t.includes(`to ${ECHO} (text/plain)`), 15_000);
-    await harness!.waitForText((t) => (t.match(/DATA · FULFILLED/g) ?? []).length === 2, 15_000, () => harness!.viewText('Messages'));
-    await harness!.runCommand('Notifications: Clear All Notifications', 5_000).catch(() => page().keyboard.press('Escape'));
+    await harness!.waitForText(
+      (t) => (t.match(/DATA · FULFILLED/g) ?? []).length === 2,
+      15_000,
+      () => harness!.viewText('Messages'),
+    );
+    await harness!
+      .runCommand('Notifications: Clear All Notifications', 5_000)
+      .catch(() => page().keyboard.press('Escape'));
     // Room for the rows and the detail: no secondary side bar, a wider primary one (the sash at its right edge).
     const auxiliary = page().locator('.part.auxiliarybar');
     if (await auxiliary.isVisible()) {
@@ -128,7 +195,11 @@ describe('the Messages view and Send Message… in a real editor (code-server + 
     }
     await harness!.sideBarWidth((width) => width + 160);
     await harness!.pane('Messages').locator('.monaco-list-row', { hasText: 'DATA · FULFILLED' }).last().click();
-    await harness!.waitForText((t) => t.includes(`DATA message ${sentId}`), 15_000, () => harness!.editorText());
+    await harness!.waitForText(
+      (t) => t.includes(`DATA message ${sentId}`),
+      15_000,
+      () => harness!.editorText(),
+    );
     await harness!.screenshot('messages');
   });
 });

@@ -56,47 +56,66 @@ describe('the packaged .vsix (dist/sw4rm-coordinator.vsix, unpacked)', () => {
     assert.match(entries.get('extension.vsixmanifest')!.toString('utf8'), /<Icon>extension\/media\/icon\.png<\/Icon>/);
   });
 
-  it('ships the users\' README, not the developer guide', () => {
+  it("ships the users' README, not the developer guide", () => {
     const readmes = [...entries.keys()].filter((name) => /readme\.md$/i.test(name));
     assert.deepEqual(readmes, ['extension/readme.md']);
     const readme = entries.get('extension/readme.md')!.toString('utf8');
     assert.equal(readme, fs.readFileSync(path.join(ROOT, 'docs', 'user', 'README.md'), 'utf8'));
-    for (const section of ['## Install', '## First steps', '## Settings', '## Where the store lives']) assert.ok(readme.includes(section), section);
+    for (const section of ['## Install', '## First steps', '## Settings', '## Where the store lives'])
+      assert.ok(readme.includes(section), section);
     assert.doesNotMatch(readme, /npm test|npm start|## Tests/, 'no developer instructions');
   });
 
   it('leaves the screenshots out: besides its bundled code it is well below its size before, and under 1 MiB in all', () => {
-    const screenshots = [...entries.keys()].filter((name) => name.includes('screenshots/') || /\.png$/.test(name) && !name.endsWith('media/icon.png'));
+    const screenshots = [...entries.keys()].filter(
+      (name) => name.includes('screenshots/') || (/\.png$/.test(name) && !name.endsWith('media/icon.png')),
+    );
     assert.deepEqual(screenshots, []);
     const size = fs.statSync(VSIX).size;
     // The bundled code grows with the product (a JSON Schema validator came with the workspace tools), so what is
     // measured against the package before is the rest: manifest, READMEs, protos, media.
-    const content = [...entries].filter(([name]) => !/^extension\/dist\/.*\.js$/.test(name)).reduce((sum, [, data]) => sum + data.length, 0);
-    console.log(`    .vsix: ${(size / 1024).toFixed(1)} KiB (before: ${(SIZE_BEFORE / 1024).toFixed(1)} KiB), ${entries.size} files, ${(content / 1024).toFixed(1)} KiB besides the bundled code`);
-    assert.ok(content < SIZE_BEFORE * 0.5, `${content} bytes besides the bundled code is not well below the ${SIZE_BEFORE} of the package before`);
+    const content = [...entries]
+      .filter(([name]) => !/^extension\/dist\/.*\.js$/.test(name))
+      .reduce((sum, [, data]) => sum + data.length, 0);
+    console.log(
+      `    .vsix: ${(size / 1024).toFixed(1)} KiB (before: ${(SIZE_BEFORE / 1024).toFixed(1)} KiB), ${entries.size} files, ${(content / 1024).toFixed(1)} KiB besides the bundled code`,
+    );
+    assert.ok(
+      content < SIZE_BEFORE * 0.5,
+      `${content} bytes besides the bundled code is not well below the ${SIZE_BEFORE} of the package before`,
+    );
     assert.ok(size < 1024 * 1024, `${size} bytes: the package stays under 1 MiB`);
   });
 
   it('has every file that the manifest, the walkthroughs and both READMEs reference', () => {
     // `bin` is npm's field (the headless CLI, run from a clone or the npm package), not the editor's: left out.
-    const { bin: _bin, ...manifest } = JSON.parse(entries.get('extension/package.json')!.toString('utf8')) as Record<string, unknown>;
-    const inPackage = (name: string): boolean => entries.has(`extension/${path.posix.normalize(name.replace(/^\.\//, ''))}`);
+    const { bin: _bin, ...manifest } = JSON.parse(entries.get('extension/package.json')!.toString('utf8')) as Record<
+      string,
+      unknown
+    >;
+    const inPackage = (name: string): boolean =>
+      entries.has(`extension/${path.posix.normalize(name.replace(/^\.\//, ''))}`);
     // Every string of the manifest that names a file of the package: icons, the main bundle, the walkthroughs' media.
     const named = new Set<string>();
     (function collect(value: unknown): void {
       if (typeof value === 'string') {
-        if (/^(\.\/)?(media|dist|protos|docs|schemas|images)\/[^\s*]+\.[A-Za-z0-9]+$/.test(value)) named.add(value.replace(/^\.\//, ''));
+        if (/^(\.\/)?(media|dist|protos|docs|schemas|images)\/[^\s*]+\.[A-Za-z0-9]+$/.test(value))
+          named.add(value.replace(/^\.\//, ''));
       } else if (Array.isArray(value)) value.forEach(collect);
       else if (value !== null && typeof value === 'object') Object.values(value).forEach(collect);
     })(manifest);
-    assert.ok([...named].some((name) => name.startsWith('media/walkthrough/')), `the walkthroughs' markdown among ${[...named].join(', ')}`);
+    assert.ok(
+      [...named].some((name) => name.startsWith('media/walkthrough/')),
+      `the walkthroughs' markdown among ${[...named].join(', ')}`,
+    );
     const missing = [...named].filter((name) => !inPackage(name)).map((name) => `package.json: ${name}`);
 
     // What a markdown file of the package (a walkthrough step, the users' README) links to or shows, relative to it.
-    const localReferences = (markdown: string): string[] => [...markdown.matchAll(/\]\(([^)\s]+)(?:\s+"[^"]*")?\)|src="([^"]+)"/g)]
-      .map((match) => (match[1] ?? match[2])!)
-      .filter((target) => !/^([a-z][a-z0-9+.-]*:|#)/i.test(target))
-      .map((target) => decodeURIComponent(target.split('#')[0]!));
+    const localReferences = (markdown: string): string[] =>
+      [...markdown.matchAll(/\]\(([^)\s]+)(?:\s+"[^"]*")?\)|src="([^"]+)"/g)]
+        .map((match) => (match[1] ?? match[2])!)
+        .filter((target) => !/^([a-z][a-z0-9+.-]*:|#)/i.test(target))
+        .map((target) => decodeURIComponent(target.split('#')[0]!));
     for (const name of [...named].filter((n) => n.endsWith('.md'))) {
       const markdown = entries.get(`extension/${name}`)?.toString('utf8') ?? '';
       for (const target of localReferences(markdown)) {
@@ -105,7 +124,8 @@ describe('the packaged .vsix (dist/sw4rm-coordinator.vsix, unpacked)', () => {
       }
     }
     const usersReadme = entries.get('extension/readme.md')!.toString('utf8');
-    for (const target of localReferences(usersReadme)) if (!inPackage(target)) missing.push(`docs/user/README.md (extension/readme.md): ${target}`);
+    for (const target of localReferences(usersReadme))
+      if (!inPackage(target)) missing.push(`docs/user/README.md (extension/readme.md): ${target}`);
     assert.deepEqual(missing, [], 'files referenced but not in the .vsix');
 
     // The developer guide (README.md) is not shipped; what it references must be in the repository (its screenshots
@@ -113,12 +133,20 @@ describe('the packaged .vsix (dist/sw4rm-coordinator.vsix, unpacked)', () => {
     const developerReadme = fs.readFileSync(path.join(ROOT, 'README.md'), 'utf8');
     const absent = localReferences(developerReadme).filter((target) => !fs.existsSync(path.join(ROOT, target)));
     assert.deepEqual(absent, [], 'files README.md references that the repository does not have');
-    console.log(`    ${named.size} files named by the manifest, ${localReferences(developerReadme).length} references of README.md: all present`);
+    console.log(
+      `    ${named.size} files named by the manifest, ${localReferences(developerReadme).length} references of README.md: all present`,
+    );
   });
 
   it('still has what the extension needs at run time', () => {
-    for (const name of ['extension/dist/extension.js', 'extension/dist/webview/hitl.js', 'extension/dist/webview/hitl.css',
-      'extension/protos/router.proto', 'extension/media/sw4rm.svg', 'extension/LICENSE.txt']) {
+    for (const name of [
+      'extension/dist/extension.js',
+      'extension/dist/webview/hitl.js',
+      'extension/dist/webview/hitl.css',
+      'extension/protos/router.proto',
+      'extension/media/sw4rm.svg',
+      'extension/LICENSE.txt',
+    ]) {
       assert.ok(entries.has(name), `${name} among ${[...entries.keys()].join(', ')}`);
     }
   });

@@ -27,22 +27,35 @@ function poisonedStore(dataDir: string): void {
 }
 
 /** RegisterAgent over the canonical protos, answering the response or the gRPC error. */
-function register(address: string, token: string, agentId: string): Promise<{ accepted?: boolean; code?: number; details?: string }> {
+function register(
+  address: string,
+  token: string,
+  agentId: string,
+): Promise<{ accepted?: boolean; code?: number; details?: string }> {
   // eslint-disable-next-line @typescript-eslint/no-explicit-any
   const sw4rm = (loadProtos(path.join(ROOT, 'protos')) as any).sw4rm;
   const client = new sw4rm.registry.RegistryService(address, grpc.credentials.createInsecure()) as grpc.Client;
   const metadata = new grpc.Metadata();
   metadata.set('authorization', `Bearer ${token}`);
   const agent = {
-    agent_id: agentId, name: agentId, description: 'Store failure e2e agent.', capabilities: ['e2e'],
-    communication_class: 'STANDARD', modalities_supported: ['application/json'], reasoning_connectors: ['sw4rm://reasoning/none'],
+    agent_id: agentId,
+    name: agentId,
+    description: 'Store failure e2e agent.',
+    capabilities: ['e2e'],
+    communication_class: 'STANDARD',
+    modalities_supported: ['application/json'],
+    reasoning_connectors: ['sw4rm://reasoning/none'],
   };
   return new Promise((resolve) => {
     // eslint-disable-next-line @typescript-eslint/no-explicit-any
-    (client as any).RegisterAgent({ agent }, metadata, (err: grpc.ServiceError | null, response: { accepted: boolean }) => {
-      client.close();
-      resolve(err ? { code: err.code, details: err.details } : { accepted: response.accepted });
-    });
+    (client as any).RegisterAgent(
+      { agent },
+      metadata,
+      (err: grpc.ServiceError | null, response: { accepted: boolean }) => {
+        client.close();
+        resolve(err ? { code: err.code, details: err.details } : { accepted: response.accepted });
+      },
+    );
   });
 }
 
@@ -54,7 +67,11 @@ describe('a store that cannot commit (code-server + Chromium)', function () {
   before(async function () {
     dataDir = makeTempDir('sw4rm-e2e-store-failure-');
     poisonedStore(dataDir);
-    ({ harness, port } = await startWithCoordinator({ userSettings: { 'sw4rm.dataDir': dataDir }, name: 'sw4rm-store-failure-e2e', waitForCoordinator: false }));
+    ({ harness, port } = await startWithCoordinator({
+      userSettings: { 'sw4rm.dataDir': dataDir },
+      name: 'sw4rm-store-failure-e2e',
+      waitForCoordinator: false,
+    }));
   });
 
   after(async function () {
@@ -63,7 +80,11 @@ describe('a store that cannot commit (code-server + Chromium)', function () {
   });
 
   it('stops serving, says why, and offers Restart Coordinator, which recovers from the store', async function () {
-    await harness!.waitForText((t) => t.includes(`SW4RM :${port}`), 60_000, () => harness!.statusBarText());
+    await harness!.waitForText(
+      (t) => t.includes(`SW4RM :${port}`),
+      60_000,
+      () => harness!.statusBarText(),
+    );
     // The terminals' enrolment credential: it registers every agent of this test.
     const env = await harness!.terminalEnvironment();
     const address = env.SW4RM_REGISTRY_ADDR;
@@ -74,14 +95,32 @@ describe('a store that cannot commit (code-server + Chromium)', function () {
     assert.match(refused.details ?? '', /could not commit/);
 
     await harness!.waitForText((t) => t.includes('could not commit') && t.includes('Restart Coordinator'), 30_000);
-    await harness!.waitForText((t) => t.includes('SW4RM stopped'), 30_000, () => harness!.statusBarText());
+    await harness!.waitForText(
+      (t) => t.includes('SW4RM stopped'),
+      30_000,
+      () => harness!.statusBarText(),
+    );
     await harness!.screenshot('store-failure');
 
-    await harness!.page.locator('.notification-toast .monaco-button', { hasText: /^Restart Coordinator$/ }).first().click();
-    await harness!.waitForText((t) => t.includes(`SW4RM :${port} · 1 agent`), 60_000, () => harness!.statusBarText());
+    await harness!.page
+      .locator('.notification-toast .monaco-button', { hasText: /^Restart Coordinator$/ })
+      .first()
+      .click();
+    await harness!.waitForText(
+      (t) => t.includes(`SW4RM :${port} · 1 agent`),
+      60_000,
+      () => harness!.statusBarText(),
+    );
     const after = await harness!.terminalEnvironment();
-    assert.deepEqual(await register(after.SW4RM_REGISTRY_ADDR, after.SW4RM_TOKEN, 'e2e-after'), { accepted: true },
-      'after the restart it serves again, from the store: e2e-kept is there, e2e-poison is not');
-    await harness!.waitForText((t) => t.includes(`SW4RM :${port} · 2 agents`), 30_000, () => harness!.statusBarText());
+    assert.deepEqual(
+      await register(after.SW4RM_REGISTRY_ADDR, after.SW4RM_TOKEN, 'e2e-after'),
+      { accepted: true },
+      'after the restart it serves again, from the store: e2e-kept is there, e2e-poison is not',
+    );
+    await harness!.waitForText(
+      (t) => t.includes(`SW4RM :${port} · 2 agents`),
+      30_000,
+      () => harness!.statusBarText(),
+    );
   });
 });

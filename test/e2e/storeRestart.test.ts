@@ -8,7 +8,12 @@ const EXTENSION_ID = 'sw4rm.sw4rm-coordinator';
 
 /** The example agent kept-1 with the environment the editor handed out. */
 const startAgent = (env: Record<string, string>): ExampleAgentProcess =>
-  new ExampleAgentProcess({ ...env, SW4RM_AGENT_ID: 'kept-1', SW4RM_AGENT_NAME: 'Kept Agent', SW4RM_HEARTBEAT_MS: '1000' });
+  new ExampleAgentProcess({
+    ...env,
+    SW4RM_AGENT_ID: 'kept-1',
+    SW4RM_AGENT_NAME: 'Kept Agent',
+    SW4RM_HEARTBEAT_MS: '1000',
+  });
 
 /** The data folders under the extension's global storage (one per workspace), with their token files. */
 function dataFolders(userDataDir: string): Array<{ dir: string; token: string; enrolment: string }> {
@@ -16,7 +21,8 @@ function dataFolders(userDataDir: string): Array<{ dir: string; token: string; e
   if (!fs.existsSync(stores)) return [];
   return fs.readdirSync(stores).map((name) => {
     const dir = path.join(stores, name);
-    const read = (file: string) => (fs.existsSync(path.join(dir, file)) ? fs.readFileSync(path.join(dir, file), 'utf8') : '');
+    const read = (file: string) =>
+      fs.existsSync(path.join(dir, file)) ? fs.readFileSync(path.join(dir, file), 'utf8') : '';
     return { dir, token: read('token'), enrolment: read('enrolment-token') };
   });
 }
@@ -25,7 +31,10 @@ function dataFolders(userDataDir: string): Array<{ dir: string; token: string; e
 function storesInWorkspaceStorage(userDataDir: string): string[] {
   const root = path.join(userDataDir, 'User', 'workspaceStorage');
   if (!fs.existsSync(root)) return [];
-  return fs.readdirSync(root).map((id) => path.join(root, id, EXTENSION_ID, 'coordinator.db')).filter((file) => fs.existsSync(file));
+  return fs
+    .readdirSync(root)
+    .map((id) => path.join(root, id, EXTENSION_ID, 'coordinator.db'))
+    .filter((file) => fs.existsSync(file));
 }
 
 describe('the store after a restart of the editor process (code-server + Chromium)', function () {
@@ -50,7 +59,11 @@ describe('the store after a restart of the editor process (code-server + Chromiu
     await harness.openViewContainer('SW4RM');
     agent = startAgent(env);
     await agent.waitForLine(/registered as kept-1/);
-    await harness.waitForText((t) => t.includes('kept-1'), 15_000, () => harness!.viewText('Agents'));
+    await harness.waitForText(
+      (t) => t.includes('kept-1'),
+      15_000,
+      () => harness!.viewText('Agents'),
+    );
     // Killed, it never deregisters: the registry keeps it.
     agent.signal('SIGKILL');
 
@@ -64,7 +77,11 @@ describe('the store after a restart of the editor process (code-server + Chromiu
     await harness.dispose(true);
     ({ harness } = await startWithCoordinator({ restartIn: tempDir, port, name: 'sw4rm-restart-e2e' }));
     await harness.openViewContainer('SW4RM');
-    const shown = await harness.waitForText((t) => t.includes('kept-1'), 20_000, () => harness!.viewText('Agents'));
+    const shown = await harness.waitForText(
+      (t) => t.includes('kept-1'),
+      20_000,
+      () => harness!.viewText('Agents'),
+    );
     assert.match(shown, /Kept Agent/);
     await harness.screenshot('store-after-restart');
 

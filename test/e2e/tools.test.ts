@@ -8,7 +8,14 @@ import { disposeAfter, poll, startWithCoordinator, type CodeServerHarness } from
 const PROVIDER = 'e2e-search';
 const CALLER = 'e2e-coder';
 
-interface WireFrame { call_id: string; frame_no: string; final: boolean; content_type: string; data: Buffer; summary: Buffer }
+interface WireFrame {
+  call_id: string;
+  frame_no: string;
+  final: boolean;
+  content_type: string;
+  data: Buffer;
+  summary: Buffer;
+}
 
 describe('the Tools view in a real editor (code-server + Chromium, a provider agent and a caller over gRPC)', function () {
   let harness: CodeServerHarness | undefined;
@@ -17,17 +24,32 @@ describe('the Tools view in a real editor (code-server + Chromium, a provider ag
   let registry: CoordinatorClients | undefined;
   let token: string;
 
-
   /** ToolService.Call as CALLER: answers the final frame (a cancelled call's terminal frame too), or rejects with the status. */
   function call(toolName: string, callId: string, args: unknown): Promise<WireFrame> {
     const metadata = new grpc.Metadata();
     metadata.set('authorization', `Bearer ${token}`);
     metadata.set('sw4rm-agent-id', CALLER);
-    const fn = tools.Call as (request: unknown, metadata: grpc.Metadata, options: grpc.CallOptions, callback: (err: grpc.ServiceError | null, frame: WireFrame) => void) => void;
+    const fn = tools.Call as (
+      request: unknown,
+      metadata: grpc.Metadata,
+      options: grpc.CallOptions,
+      callback: (err: grpc.ServiceError | null, frame: WireFrame) => void,
+    ) => void;
     return new Promise((resolve, reject) => {
-      fn.call(tools, {
-        call_id: callId, provider_id: PROVIDER, tool_name: toolName, content_type: 'application/json', args: Buffer.from(JSON.stringify(args)), stream: true,
-      }, metadata, { deadline: Date.now() + 120_000 }, (err, frame) => (err ? reject(err) : resolve(frame)));
+      fn.call(
+        tools,
+        {
+          call_id: callId,
+          provider_id: PROVIDER,
+          tool_name: toolName,
+          content_type: 'application/json',
+          args: Buffer.from(JSON.stringify(args)),
+          stream: true,
+        },
+        metadata,
+        { deadline: Date.now() + 120_000 },
+        (err, frame) => (err ? reject(err) : resolve(frame)),
+      );
     });
   }
 
@@ -37,26 +59,50 @@ describe('the Tools view in a real editor (code-server + Chromium, a provider ag
       // The test agents report RUNNABLE once; they stay online for the whole test. The secondary side bar would only
       // take room from the view in the screenshot.
       viewport: { width: 1280, height: 720 },
-      userSettings: { 'sw4rm.heartbeatDebounceSeconds': 3600, 'workbench.secondarySideBar.defaultVisibility': 'hidden' },
+      userSettings: {
+        'sw4rm.heartbeatDebounceSeconds': 3600,
+        'workbench.secondarySideBar.defaultVisibility': 'hidden',
+      },
     }));
     const env = await harness.terminalEnvironment();
     token = env.SW4RM_TOKEN;
     const address = env.SW4RM_REGISTRY_ADDR;
     registry = new CoordinatorClients(address, token);
-    const registered = await registry.registerAgent({ agent_id: CALLER, name: 'Coder', communication_class: 'STANDARD', modalities_supported: ['application/json'] });
+    const registered = await registry.registerAgent({
+      agent_id: CALLER,
+      name: 'Coder',
+      communication_class: 'STANDARD',
+      modalities_supported: ['application/json'],
+    });
     assert.equal(registered.accepted, true, registered.reason);
     provider = await new ToolProviderAgent(address, token, PROVIDER).start([
       {
-        tool_name: 'grep', idempotent: true, default_timeout_s: 30, max_concurrency: 4, side_effects: 'none',
-        input_schema: JSON.stringify({ type: 'object', properties: { pattern: { type: 'string' } }, required: ['pattern'], additionalProperties: false }),
+        tool_name: 'grep',
+        idempotent: true,
+        default_timeout_s: 30,
+        max_concurrency: 4,
+        side_effects: 'none',
+        input_schema: JSON.stringify({
+          type: 'object',
+          properties: { pattern: { type: 'string' } },
+          required: ['pattern'],
+          additionalProperties: false,
+        }),
       },
       {
-        tool_name: 'index', idempotent: false, default_timeout_s: 0, max_concurrency: 1, side_effects: 'filesystem',
+        tool_name: 'index',
+        idempotent: false,
+        default_timeout_s: 0,
+        max_concurrency: 1,
+        side_effects: 'filesystem',
         input_schema: JSON.stringify({ type: 'object', properties: { root: { type: 'string' } } }),
       },
     ]);
-    const root = grpc.loadPackageDefinition(canonicalDefinition()) as unknown as { sw4rm: { tool: { ToolService: grpc.ServiceClientConstructor } } };
-    tools = new root.sw4rm.tool.ToolService(address, grpc.credentials.createInsecure()) as grpc.Client & Record<string, unknown>;
+    const root = grpc.loadPackageDefinition(canonicalDefinition()) as unknown as {
+      sw4rm: { tool: { ToolService: grpc.ServiceClientConstructor } };
+    };
+    tools = new root.sw4rm.tool.ToolService(address, grpc.credentials.createInsecure()) as grpc.Client &
+      Record<string, unknown>;
     await harness.openViewContainer('SW4RM');
     await harness.showOnly('Tools');
   });
@@ -69,12 +115,20 @@ describe('the Tools view in a real editor (code-server + Chromium, a provider ag
   });
 
   it('lists the providers: the built-in ones and the agent with its tools (side effects, idempotent, concurrency, timeout)', async function () {
-    const text = await harness!.waitForText((t) => t.includes(PROVIDER), 20_000, () => harness!.viewText('Tools'));
+    const text = await harness!.waitForText(
+      (t) => t.includes(PROVIDER),
+      20_000,
+      () => harness!.viewText('Tools'),
+    );
     assert.match(text, /Providers/);
     assert.match(text, /workspace\s*built in · available · \d+ tools/, text);
     assert.match(text, new RegExp(`${PROVIDER}\\s*agent · available · 2 tools`), text);
     await harness!.viewRow('Tools', PROVIDER).click();
-    const expanded = await harness!.waitForText((t) => t.includes('grep'), 10_000, () => harness!.viewText('Tools'));
+    const expanded = await harness!.waitForText(
+      (t) => t.includes('grep'),
+      10_000,
+      () => harness!.viewText('Tools'),
+    );
     assert.match(expanded, /grep\s*side effects: none · idempotent · max 4 at once · timeout 30 s/, expanded);
     assert.match(expanded, /index\s*side effects: filesystem · not idempotent · max 1 at once · no timeout/, expanded);
   });
@@ -89,11 +143,19 @@ describe('the Tools view in a real editor (code-server + Chromium, a provider ag
     const final = await answer;
     assert.deepEqual(JSON.parse(final.data.toString('utf8')), { matches: 1 });
 
-    const text = await harness!.waitForText((t) => /Recent calls\s*1/.test(t) && t.includes(`${PROVIDER}/grep`), 15_000, () => harness!.viewText('Tools'));
+    const text = await harness!.waitForText(
+      (t) => /Recent calls\s*1/.test(t) && t.includes(`${PROVIDER}/grep`),
+      15_000,
+      () => harness!.viewText('Tools'),
+    );
     assert.match(text, new RegExp(`${PROVIDER}/grep\\s*${CALLER} · ok · [\\d.]+ m?s · 2 frames / \\d+ B`), text);
 
     await harness!.viewRow('Tools', `${PROVIDER}/grep`).click();
-    const details = await harness!.waitForText((t) => t.includes('Tool call e2e-call-grep-1') && t.includes('Frames kept'), 15_000, () => harness!.editorText());
+    const details = await harness!.waitForText(
+      (t) => t.includes('Tool call e2e-call-grep-1') && t.includes('Frames kept'),
+      15_000,
+      () => harness!.editorText(),
+    );
     assert.match(details, new RegExp(`tool +${PROVIDER}/grep`));
     assert.match(details, new RegExp(`caller +${CALLER}`));
     assert.match(details, /outcome +ok/);
@@ -107,7 +169,11 @@ describe('the Tools view in a real editor (code-server + Chromium, a provider ag
     const answer = call('index', 'e2e-call-index-1', { root: 'src' });
     const received = await provider!.nextCall('index');
     await provider!.frame(received, 0, false, { indexed: 12 });
-    const running = await harness!.waitForText((t) => /Recent calls\s*2 · 1 running/.test(t), 15_000, () => harness!.viewText('Tools'));
+    const running = await harness!.waitForText(
+      (t) => /Recent calls\s*2 · 1 running/.test(t),
+      15_000,
+      () => harness!.viewText('Tools'),
+    );
     assert.match(running, new RegExp(`${PROVIDER}/index\\s*${CALLER} · running · since \\d\\d:\\d\\d:\\d\\d`), running);
 
     await harness!.runCommand('Notifications: Clear All Notifications');
@@ -116,13 +182,27 @@ describe('the Tools view in a real editor (code-server + Chromium, a provider ag
     await harness!.screenshotForDocs('tools-view');
 
     await harness!.contextMenu('Tools', `${PROVIDER}/index`, 'Cancel Tool Call');
-    assert.match(await harness!.answerDialog('Cancel Tool Call'), new RegExp(`Cancel tool call ${PROVIDER}/index of ${CALLER}\\?`));
+    assert.match(
+      await harness!.answerDialog('Cancel Tool Call'),
+      new RegExp(`Cancel tool call ${PROVIDER}/index of ${CALLER}\\?`),
+    );
     await harness!.waitForText((t) => t.includes('Tool call e2e-call-index-1 was cancelled'), 15_000);
 
     const terminal = await answer;
     assert.equal(terminal.final, true);
-    assert.deepEqual(JSON.parse(terminal.summary.toString('utf8')), { cancelled: true, partial_result: true, frames: 1 });
-    await poll(() => provider!.cancelRequest('e2e-call-index-1') !== undefined, { timeoutMs: 10_000, description: 'the provider to be told to cancel' });
-    await harness!.waitForText((t) => new RegExp(`${PROVIDER}/index\\s*${CALLER} · cancelled`).test(t) && !/running/.test(t), 15_000, () => harness!.viewText('Tools'));
+    assert.deepEqual(JSON.parse(terminal.summary.toString('utf8')), {
+      cancelled: true,
+      partial_result: true,
+      frames: 1,
+    });
+    await poll(() => provider!.cancelRequest('e2e-call-index-1') !== undefined, {
+      timeoutMs: 10_000,
+      description: 'the provider to be told to cancel',
+    });
+    await harness!.waitForText(
+      (t) => new RegExp(`${PROVIDER}/index\\s*${CALLER} · cancelled`).test(t) && !/running/.test(t),
+      15_000,
+      () => harness!.viewText('Tools'),
+    );
   });
 });

@@ -25,30 +25,47 @@ describe('the Get Started walkthrough in a real editor (code-server + Chromium, 
   let senderEnv: Record<string, string>;
 
   /** A step's button on the walkthrough page. */
-  const step = (id: string): Locator => harness!.page.locator(`button.getting-started-step[data-step-id$="#${id}"]`).first();
+  const step = (id: string): Locator =>
+    harness!.page.locator(`button.getting-started-step[data-step-id$="#${id}"]`).first();
 
   /** Which steps the page shows checked. */
   async function checkedSteps(): Promise<string[]> {
     const checked: string[] = [];
-    for (const id of STEPS) if ((await step(id).getAttribute('aria-checked', { timeout: 5_000 }).catch(() => null)) === 'true') checked.push(id);
+    for (const id of STEPS)
+      if (
+        (await step(id)
+          .getAttribute('aria-checked', { timeout: 5_000 })
+          .catch(() => null)) === 'true'
+      )
+        checked.push(id);
     return checked;
   }
 
   async function waitForChecked(expected: readonly string[], what: string): Promise<void> {
-    await poll(async () => {
-      const checked = await checkedSteps();
-      return JSON.stringify(checked) === JSON.stringify(expected) ? checked : undefined;
-    }, { timeoutMs: 20_000, description: `the walkthrough to check ${expected.join(', ') || 'nothing'} (${what}); it shows ${JSON.stringify(await checkedSteps().catch(() => []))}` });
+    await poll(
+      async () => {
+        const checked = await checkedSteps();
+        return JSON.stringify(checked) === JSON.stringify(expected) ? checked : undefined;
+      },
+      {
+        timeoutMs: 20_000,
+        description: `the walkthrough to check ${expected.join(', ') || 'nothing'} (${what}); it shows ${JSON.stringify(await checkedSteps().catch(() => []))}`,
+      },
+    );
   }
 
   const panelFrame = (text: string): Promise<Frame> => harness!.webviewFrameShowing(text);
 
   before(async function () {
     ({ harness, port } = await startWithCoordinator({
-      name: 'sw4rm-walkthrough-e2e', viewport: { width: 1280, height: 800 },
+      name: 'sw4rm-walkthrough-e2e',
+      viewport: { width: 1280, height: 800 },
       // Any startup editor but `none` lets the extension open its walkthrough on the first activation; this one
       // opens nothing else when a folder is open.
-      userSettings: { 'workbench.startupEditor': 'welcomePageInEmptyWorkbench', 'workbench.secondarySideBar.defaultVisibility': 'hidden' },
+      userSettings: {
+        'workbench.startupEditor': 'welcomePageInEmptyWorkbench',
+        'workbench.secondarySideBar.defaultVisibility': 'hidden',
+      },
       // The first test sees the walkthrough open and then the coordinator serve.
       waitForCoordinator: false,
     }));
@@ -63,27 +80,46 @@ describe('the Get Started walkthrough in a real editor (code-server + Chromium, 
   });
 
   it('opens by itself on the first activation, and checks "Start" once the coordinator serves', async function () {
-    await harness!.waitForText((t) => t.includes(WALKTHROUGH_TITLE), 60_000, () => harness!.workbenchText());
-    await harness!.waitForText((t) => t.includes(`SW4RM :${port}`), 60_000, () => harness!.statusBarText());
+    await harness!.waitForText(
+      (t) => t.includes(WALKTHROUGH_TITLE),
+      60_000,
+      () => harness!.workbenchText(),
+    );
+    await harness!.waitForText(
+      (t) => t.includes(`SW4RM :${port}`),
+      60_000,
+      () => harness!.statusBarText(),
+    );
     for (const id of STEPS) await step(id).waitFor({ state: 'attached', timeout: 15_000 });
     await waitForChecked(['start'], 'the coordinator serves');
   });
 
-  it('shows each step\'s own text from the installed .vsix (its markdown is packaged), not an error', async function () {
+  it("shows each step's own text from the installed .vsix (its markdown is packaged), not an error", async function () {
     for (const id of STEPS) {
       const markdown = fs.readFileSync(path.join(ROOT, 'media', 'walkthrough', `${id}.md`), 'utf8');
       // The step's first paragraph after its heading, as the rendered page shows it (markdown emphasis and code marks gone).
       const paragraph = markdown.split('\n\n').find((block) => block.trim() !== '' && !block.startsWith('#'))!;
-      const expected = paragraph.split('\n')[0]!.replace(/[*`]/g, '').replace(/\[([^\]]*)\]\([^)]*\)/g, '$1').trim().slice(0, 40);
+      const expected = paragraph
+        .split('\n')[0]!
+        .replace(/[*`]/g, '')
+        .replace(/\[([^\]]*)\]\([^)]*\)/g, '$1')
+        .trim()
+        .slice(0, 40);
       await step(id).click();
-      await poll(async () => {
-        for (const frame of harness!.page.frames()) {
-          const text = await frame.locator('body').innerText({ timeout: 1_000 }).catch(() => '');
-          assert.doesNotMatch(text, /Error reading markdown|nonexistent file/, `step ${id}'s media shows an error`);
-          if (text.replace(/\s+/g, ' ').includes(expected)) return true;
-        }
-        return undefined;
-      }, { timeoutMs: 20_000, description: `step ${id} to show "${expected}"` });
+      await poll(
+        async () => {
+          for (const frame of harness!.page.frames()) {
+            const text = await frame
+              .locator('body')
+              .innerText({ timeout: 1_000 })
+              .catch(() => '');
+            assert.doesNotMatch(text, /Error reading markdown|nonexistent file/, `step ${id}'s media shows an error`);
+            if (text.replace(/\s+/g, ' ').includes(expected)) return true;
+          }
+          return undefined;
+        },
+        { timeoutMs: 20_000, description: `step ${id} to show "${expected}"` },
+      );
     }
     await step('start').click();
   });
@@ -108,18 +144,28 @@ describe('the Get Started walkthrough in a real editor (code-server + Chromium, 
     // The sender's inbox stream gets the coordinator's join notice; no message was delivered yet.
     await waitForChecked(['start', 'environment', 'agent'], 'nothing was sent yet');
 
-    const sent = await sender.send(sender.envelope({ message_type: 'DATA', payload: { text: 'hello' }, content_type: 'application/json' }), { to: AGENT });
+    const sent = await sender.send(
+      sender.envelope({ message_type: 'DATA', payload: { text: 'hello' }, content_type: 'application/json' }),
+      { to: AGENT },
+    );
     assert.ok(sent.accepted, sent.reason);
     await agent!.waitForLine(new RegExp(`message from ${SENDER}: hello`));
     await waitForChecked(['start', 'environment', 'agent', 'message'], 'the example agent got the message');
   });
 
   it('checks "approval" when the approval the example agent asks for is decided in the panel', async function () {
-    const sent = await sender!.send(sender!.envelope({ message_type: 'DATA', payload: { ask_approval: SUMMARY }, content_type: 'application/json' }), { to: AGENT });
+    const sent = await sender!.send(
+      sender!.envelope({ message_type: 'DATA', payload: { ask_approval: SUMMARY }, content_type: 'application/json' }),
+      { to: AGENT },
+    );
     assert.ok(sent.accepted, sent.reason);
     await agent!.waitForLine(new RegExp(`asked for approval: ${SUMMARY}`));
     await harness!.waitForText((t) => t.includes(`SW4RM approval needed: SECURITY_APPROVAL from ${AGENT}`), 15_000);
-    assert.deepEqual(await checkedSteps(), ['start', 'environment', 'agent', 'message'], 'a pending request is not a decision');
+    assert.deepEqual(
+      await checkedSteps(),
+      ['start', 'environment', 'agent', 'message'],
+      'a pending request is not a decision',
+    );
 
     // The SW4RM icon carries the pending count as a badge (in its label too), which may cover the icon's centre:
     // a click on the badge is a click on the icon.
@@ -128,11 +174,17 @@ describe('the Get Started walkthrough in a real editor (code-server + Chromium, 
     const frame = await panelFrame(SUMMARY);
     await frame.locator('#rationale').fill(RATIONALE);
     await frame.locator('#approve').click();
-    await agent!.waitForLine(new RegExp(`decision on .*: approve by editor:.*\\(${RATIONALE.replace(/[.;]/g, '\\$&')}\\)`));
+    await agent!.waitForLine(
+      new RegExp(`decision on .*: approve by editor:.*\\(${RATIONALE.replace(/[.;]/g, '\\$&')}\\)`),
+    );
 
     await harness!.runCommand('Notifications: Clear All Notifications');
     await harness!.runCommand('SW4RM: Get Started with the Coordinator');
-    await harness!.waitForText((t) => t.includes(WALKTHROUGH_TITLE), 15_000, () => harness!.workbenchText());
+    await harness!.waitForText(
+      (t) => t.includes(WALKTHROUGH_TITLE),
+      15_000,
+      () => harness!.workbenchText(),
+    );
     await waitForChecked([...STEPS], 'the approval was decided');
     await harness!.page.mouse.move(1, 1);
     await harness!.screenshot('walkthrough');

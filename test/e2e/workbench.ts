@@ -105,7 +105,9 @@ interface QuickInputWidget extends PageElement {
   querySelectorAll(selector: string): ArrayLike<PageElement>;
   sw4rmE2e?: { hides: number; enters: number; input: PageInput | null };
 }
-type PageObserver = new (callback: () => void) => { observe(target: unknown, options: { attributes: boolean; attributeFilter: string[] }): void };
+type PageObserver = new (callback: () => void) => {
+  observe(target: unknown, options: { attributes: boolean; attributeFilter: string[] }): void;
+};
 
 /**
  * Reads the quick input widget in the page. The first read puts two counters on it that later reads answer: how
@@ -113,7 +115,8 @@ type PageObserver = new (callback: () => void) => { observe(target: unknown, opt
  * while it animates) and how many Enter key presses reached its box (a capturing listener on the box).
  */
 const QUICK_INPUT_STATE = (widget: QuickInputWidget): QuickInputState => {
-  const hidden = (): boolean => widget.style.display === 'none' || widget.classList.contains('quick-input-widget-closing');
+  const hidden = (): boolean =>
+    widget.style.display === 'none' || widget.classList.contains('quick-input-widget-closing');
   if (widget.sw4rmE2e === undefined) {
     const counters = { hides: 0, enters: 0, input: null };
     widget.sw4rmE2e = counters;
@@ -129,29 +132,46 @@ const QUICK_INPUT_STATE = (widget: QuickInputWidget): QuickInputState => {
   const input = widget.querySelector('.quick-input-box input') as PageInput | null;
   if (input !== null && counters.input !== input) {
     counters.input = input;
-    input.addEventListener('keydown', (event) => {
-      if (event.key === 'Enter') counters.enters++;
-    }, true);
+    input.addEventListener(
+      'keydown',
+      (event) => {
+        if (event.key === 'Enter') counters.enters++;
+      },
+      true,
+    );
   }
   const text = (selector: string): string => (widget.querySelector(selector)?.textContent ?? '').trim();
-  const rows = Array.from(widget.querySelectorAll('.quick-input-list .monaco-list-row')).slice(0, 12)
+  const rows = Array.from(widget.querySelectorAll('.quick-input-list .monaco-list-row'))
+    .slice(0, 12)
     .map((row) => row.getAttribute('aria-label') ?? row.textContent ?? '');
   const active = widget.ownerDocument.activeElement;
-  const classes = active && typeof active.className === 'string' ? active.className.trim().split(/\s+/).filter(Boolean).slice(0, 4) : [];
+  const classes =
+    active && typeof active.className === 'string'
+      ? active.className.trim().split(/\s+/).filter(Boolean).slice(0, 4)
+      : [];
   const title = text('.quick-input-title');
   const value = input?.value ?? '';
   return {
-    visible: !hidden(), hides: counters.hides, enters: counters.enters, title, value, message: text('.quick-input-message'),
+    visible: !hidden(),
+    hides: counters.hides,
+    enters: counters.enters,
+    title,
+    value,
+    message: text('.quick-input-message'),
     identity: JSON.stringify([title, input?.placeholder ?? '', value, rows]),
     focused: active !== null && active === input,
-    active: active ? `${active.tagName.toLowerCase()}${active.id ? `#${active.id}` : ''}${classes.map((c) => `.${c}`).join('')}` : 'nothing',
+    active: active
+      ? `${active.tagName.toLowerCase()}${active.id ? `#${active.id}` : ''}${classes.map((c) => `.${c}`).join('')}`
+      : 'nothing',
   };
 };
 
 function describeQuickInput(state: QuickInputState | undefined): string {
   if (state === undefined) return 'the quick input could not be read';
-  return `the quick input ${state.visible ? 'shows' : 'is hidden; it showed'} title "${state.title}", value "${state.value}", message "${state.message}"; ` +
-    `focus on ${state.active}; Enter reached its box ${state.enters} time(s)`;
+  return (
+    `the quick input ${state.visible ? 'shows' : 'is hidden; it showed'} title "${state.title}", value "${state.value}", message "${state.message}"; ` +
+    `focus on ${state.active}; Enter reached its box ${state.enters} time(s)`
+  );
 }
 
 export class Workbench {
@@ -173,7 +193,8 @@ export class Workbench {
         await this.page.keyboard.press(keys[attempt++ % keys.length]);
         await input.waitFor({ state: 'visible', timeout: 3_000 });
       }
-      if ((await input.inputValue({ timeout: 1_000 })) !== `>${title}`) await input.fill(`>${title}`, { timeout: 3_000 });
+      if ((await input.inputValue({ timeout: 1_000 })) !== `>${title}`)
+        await input.fill(`>${title}`, { timeout: 3_000 });
       return (await input.inputValue({ timeout: 1_000 })) === `>${title}`;
     };
     const row = this.page.locator('.quick-input-list .monaco-list-row');
@@ -204,28 +225,45 @@ export class Workbench {
       // walkthrough's step content does, as it loads) gets the key instead, and the palette closes on the focus loss
       // without running anything: then it is opened and the command chosen again. Enter is never sent twice to a
       // palette it reached, so a command is never run twice.
-      const outcome = before === undefined ? 'reached' : await poll(async () => {
-        const now = await this.quickInputState();
-        if (now === undefined || now.enters > before.enters) return 'reached';
-        if (!now.visible || now.hides > before.hides) return 'lost';
-        await input.press('Enter', { timeout: 1_000 }).catch(() => undefined);
-        return false;
-      }, { timeoutMs: Math.max(deadline - Date.now(), 1_000), intervalMs: 250, description: `Enter to reach the command palette showing "${title}"` });
+      const outcome =
+        before === undefined
+          ? 'reached'
+          : await poll(
+              async () => {
+                const now = await this.quickInputState();
+                if (now === undefined || now.enters > before.enters) return 'reached';
+                if (!now.visible || now.hides > before.hides) return 'lost';
+                await input.press('Enter', { timeout: 1_000 }).catch(() => undefined);
+                return false;
+              },
+              {
+                timeoutMs: Math.max(deadline - Date.now(), 1_000),
+                intervalMs: 250,
+                description: `Enter to reach the command palette showing "${title}"`,
+              },
+            );
       if (outcome === 'reached') break;
-      if (Date.now() > deadline) throw new Error(`The command palette closed before it ran "${title}" (a page took the focus)`);
+      if (Date.now() > deadline)
+        throw new Error(`The command palette closed before it ran "${title}" (a page took the focus)`);
     }
     // The palette closes, or is reused by a quick pick that the command opens itself (or the page reloads:
     // hence the short timeout, so that a palette gone with the old page does not hold the check).
-    await poll(async () => !(await input.isVisible()) || (await input.inputValue({ timeout: 1_000 }).catch(() => '')) !== `>${title}`, {
-      timeoutMs,
-      description: `the command palette to run "${title}"`,
-    });
+    await poll(
+      async () =>
+        !(await input.isVisible()) || (await input.inputValue({ timeout: 1_000 }).catch(() => '')) !== `>${title}`,
+      {
+        timeoutMs,
+        description: `the command palette to run "${title}"`,
+      },
+    );
   }
 
   /** Opens a new integrated terminal and runs `commandLine` in it: the keys go to the terminal's own input. */
   async runInNewTerminal(commandLine: string): Promise<void> {
     await this.runCommand('Terminal: Create New Terminal');
-    const terminalInput = this.page.locator('.terminal-wrapper.active .xterm-helper-textarea, .terminal .xterm-helper-textarea').first();
+    const terminalInput = this.page
+      .locator('.terminal-wrapper.active .xterm-helper-textarea, .terminal .xterm-helper-textarea')
+      .first();
     await terminalInput.waitFor({ state: 'attached', timeout: 30_000 });
     await terminalInput.pressSequentially(commandLine);
     await terminalInput.press('Enter');
@@ -288,7 +326,11 @@ export class Workbench {
   async showOnly(...titles: string[]): Promise<void> {
     for (const header of await this.page.locator('.part.sidebar .pane-header').all()) {
       const title = (await header.innerText()).split('\n')[0].trim();
-      await this.setExpanded(header, titles.some((t) => title.toLowerCase() === t.toLowerCase()), title);
+      await this.setExpanded(
+        header,
+        titles.some((t) => title.toLowerCase() === t.toLowerCase()),
+        title,
+      );
     }
   }
 
@@ -301,7 +343,10 @@ export class Workbench {
     const isExpanded = async () => (await header.getAttribute('aria-expanded')) === 'true';
     if ((await isExpanded()) === expanded) return;
     await header.click();
-    await poll(async () => (await isExpanded()) === expanded, { timeoutMs: 5_000, description: `the view "${title}" to ${expanded ? 'expand' : 'collapse'}` });
+    await poll(async () => (await isExpanded()) === expanded, {
+      timeoutMs: 5_000,
+      description: `the view "${title}" to ${expanded ? 'expand' : 'collapse'}`,
+    });
   }
 
   /**
@@ -319,8 +364,12 @@ export class Workbench {
     await this.page.mouse.move(box.x + target, y, { steps: 8 });
     await this.page.mouse.up();
     await this.page.mouse.move(box.x + target + 300, box.y + box.height - 100);
-    await poll(async () => (await this.page.locator('.monaco-sash.hover, .monaco-sash.active').count()) === 0 &&
-      (await this.page.evaluate(SASH_ANIMATIONS)) === 0, { timeoutMs: 5_000, description: 'the side bar\'s sash to stop being highlighted' });
+    await poll(
+      async () =>
+        (await this.page.locator('.monaco-sash.hover, .monaco-sash.active').count()) === 0 &&
+        (await this.page.evaluate(SASH_ANIMATIONS)) === 0,
+      { timeoutMs: 5_000, description: "the side bar's sash to stop being highlighted" },
+    );
   }
 
   /** Runs `item` from the context menu of the row of `viewTitle` that shows `rowText`. */
@@ -334,11 +383,14 @@ export class Workbench {
     const action = this.page.locator('.context-view .monaco-menu .action-item', { hasText: item }).first();
     await action.waitFor({ state: 'visible', timeout: 10_000 });
     // The workbench's menu ignores a click that follows its opening too closely; the keyboard is deterministic.
-    await poll(async () => {
-      if ((await action.getAttribute('class'))?.split(/\s+/).includes('focused')) return true;
-      await this.page.keyboard.press('ArrowDown');
-      return false;
-    }, { timeoutMs: 5_000, description: `the "${item}" menu item to have the focus` });
+    await poll(
+      async () => {
+        if ((await action.getAttribute('class'))?.split(/\s+/).includes('focused')) return true;
+        await this.page.keyboard.press('ArrowDown');
+        return false;
+      },
+      { timeoutMs: 5_000, description: `the "${item}" menu item to have the focus` },
+    );
     // Enter goes to the item itself (it has the focus now; a page that took it meanwhile would swallow a key sent to the page).
     await action.press('Enter');
     await action.waitFor({ state: 'hidden', timeout: 10_000 });
@@ -354,7 +406,11 @@ export class Workbench {
   /** Waits for a quick input whose title shows `title`, e.g. 'Submit Task (2/4)'. */
   async quickInputTitled(title: string, timeoutMs = 15_000): Promise<void> {
     const shown = this.page.locator('.quick-input-widget .quick-input-title');
-    await this.waitForText((t) => t.includes(title), timeoutMs, async () => (await shown.isVisible()) ? await shown.innerText() : '');
+    await this.waitForText(
+      (t) => t.includes(title),
+      timeoutMs,
+      async () => ((await shown.isVisible()) ? await shown.innerText() : ''),
+    );
   }
 
   /**
@@ -373,11 +429,14 @@ export class Workbench {
    */
   async answerInputBox(value?: string, timeoutMs = 15_000): Promise<string> {
     const input = this.quickInputBox();
-    const proposed = await poll(async () => {
-      if (!(await input.isVisible())) return false;
-      const current = await input.inputValue({ timeout: 1_000 });
-      return current === '' || current.startsWith('>') ? false : current;
-    }, { timeoutMs, description: 'an input box with a proposed value' });
+    const proposed = await poll(
+      async () => {
+        if (!(await input.isVisible())) return false;
+        const current = await input.inputValue({ timeout: 1_000 });
+        return current === '' || current.startsWith('>') ? false : current;
+      },
+      { timeoutMs, description: 'an input box with a proposed value' },
+    );
     if (value !== undefined) await input.fill(value);
     await this.acceptQuickInput(timeoutMs);
     return proposed;
@@ -385,7 +444,11 @@ export class Workbench {
 
   /** Accepts the path a save dialog (in code-server, a quick input holding it) proposes, once it matches `path`. */
   async acceptSaveDialog(path: RegExp, timeoutMs = 10_000): Promise<void> {
-    await this.waitForText((t) => path.test(t), timeoutMs, () => this.quickInputBox().inputValue());
+    await this.waitForText(
+      (t) => path.test(t),
+      timeoutMs,
+      () => this.quickInputBox().inputValue(),
+    );
     await this.acceptQuickInput();
   }
 
@@ -400,10 +463,13 @@ export class Workbench {
     await row.click();
     let last = before;
     try {
-      await poll(async () => {
-        last = await this.quickInputState();
-        return before === undefined || last === undefined || movedOn(before, last);
-      }, { timeoutMs, description: `the quick pick to take "${text}"` });
+      await poll(
+        async () => {
+          last = await this.quickInputState();
+          return before === undefined || last === undefined || movedOn(before, last);
+        },
+        { timeoutMs, description: `the quick pick to take "${text}"` },
+      );
     } catch (err) {
       throw new Error(`${(err as Error).message}; ${describeQuickInput(last)}`);
     }
@@ -429,37 +495,53 @@ export class Workbench {
   async dismissQuickInput(): Promise<void> {
     const widget = this.page.locator('.quick-input-widget');
     if (await widget.isVisible().catch(() => false)) {
-      await this.quickInputBox().press('Escape', { timeout: 5_000 }).catch(() => this.page.keyboard.press('Escape'));
-      await poll(async () => !(await widget.isVisible()), { timeoutMs: 5_000, description: 'the quick input to close' });
+      await this.quickInputBox()
+        .press('Escape', { timeout: 5_000 })
+        .catch(() => this.page.keyboard.press('Escape'));
+      await poll(async () => !(await widget.isVisible()), {
+        timeoutMs: 5_000,
+        description: 'the quick input to close',
+      });
     }
   }
 
   private async enterInQuickInput(untilMovedOn: boolean, timeoutMs: number): Promise<void> {
     const before = await this.quickInputState();
-    if (before === undefined || !before.visible) throw new Error(`No quick input is shown to take Enter; ${describeQuickInput(before)}`);
+    if (before === undefined || !before.visible)
+      throw new Error(`No quick input is shown to take Enter; ${describeQuickInput(before)}`);
     const input = this.quickInputBox();
     await input.press('Enter', { timeout: timeoutMs });
     let last: QuickInputState | undefined = before;
     try {
-      await poll(async () => {
-        last = await this.quickInputState();
-        if (last === undefined) return false;
-        if (movedOn(before, last)) return true;
-        if (last.enters > before.enters) return !untilMovedOn;
-        // No Enter reached the box: a page that took the focus had it. The box gets the focus back and the key again.
-        await input.press('Enter', { timeout: 1_000 }).catch(() => undefined);
-        return false;
-      }, {
-        timeoutMs, intervalMs: 500,
-        description: untilMovedOn ? `the quick input "${before.title}" to take Enter and move on` : `Enter to reach the quick input "${before.title}"`,
-      });
+      await poll(
+        async () => {
+          last = await this.quickInputState();
+          if (last === undefined) return false;
+          if (movedOn(before, last)) return true;
+          if (last.enters > before.enters) return !untilMovedOn;
+          // No Enter reached the box: a page that took the focus had it. The box gets the focus back and the key again.
+          await input.press('Enter', { timeout: 1_000 }).catch(() => undefined);
+          return false;
+        },
+        {
+          timeoutMs,
+          intervalMs: 500,
+          description: untilMovedOn
+            ? `the quick input "${before.title}" to take Enter and move on`
+            : `Enter to reach the quick input "${before.title}"`,
+        },
+      );
     } catch (err) {
       throw new Error(`${(err as Error).message}; ${describeQuickInput(last)}`);
     }
   }
 
   private async quickInputState(): Promise<QuickInputState | undefined> {
-    return await this.page.locator('.quick-input-widget').first().evaluate(QUICK_INPUT_STATE, undefined, { timeout: 1_000 }).catch(() => undefined);
+    return await this.page
+      .locator('.quick-input-widget')
+      .first()
+      .evaluate(QUICK_INPUT_STATE, undefined, { timeout: 1_000 })
+      .catch(() => undefined);
   }
 
   // ---- Dialogs -------------------------------------------------------------------------------------------------
@@ -469,7 +551,9 @@ export class Workbench {
     const dialog = this.page.locator('.monaco-dialog-box');
     await dialog.waitFor({ state: 'visible', timeout: timeoutMs });
     const text = normalize(await dialog.innerText());
-    await dialog.locator('.monaco-button', { hasText: new RegExp(`^${button.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}$`) }).click();
+    await dialog
+      .locator('.monaco-button', { hasText: new RegExp(`^${button.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}$`) })
+      .click();
     await dialog.waitFor({ state: 'hidden', timeout: timeoutMs });
     return text;
   }
@@ -479,7 +563,10 @@ export class Workbench {
   /** The text of the status bar items. */
   async statusBarText(): Promise<string> {
     const items = await this.page.locator('.part.statusbar .statusbar-item').allInnerTexts();
-    return items.map((text) => normalize(text)).filter((text) => text.length > 0).join('\n');
+    return items
+      .map((text) => normalize(text))
+      .filter((text) => text.length > 0)
+      .join('\n');
   }
 
   /** The text of the whole workbench. */
@@ -518,13 +605,17 @@ export class Workbench {
 
   /** The webview frame (webviews live in nested iframes) whose `#content` shows `text`, e.g. an approval panel. */
   async webviewFrameShowing(text: string, timeoutMs = 30_000): Promise<Frame> {
-    return await poll(async () => {
-      for (const frame of this.page.frames()) {
-        const content = frame.locator('#content');
-        if ((await content.count().catch(() => 0)) > 0 && (await content.innerText().catch(() => '')).includes(text)) return frame;
-      }
-      return undefined;
-    }, { timeoutMs, description: `a webview showing "${text}"` });
+    return await poll(
+      async () => {
+        for (const frame of this.page.frames()) {
+          const content = frame.locator('#content');
+          if ((await content.count().catch(() => 0)) > 0 && (await content.innerText().catch(() => '')).includes(text))
+            return frame;
+        }
+        return undefined;
+      },
+      { timeoutMs, description: `a webview showing "${text}"` },
+    );
   }
 
   /** Finds the frame (for example a webview's nested iframe) in which selector matches an element. */
@@ -532,7 +623,12 @@ export class Workbench {
     return await poll(
       async () => {
         for (const frame of this.page.frames()) {
-          if ((await frame.locator(selector).count().catch(() => 0)) > 0) {
+          if (
+            (await frame
+              .locator(selector)
+              .count()
+              .catch(() => 0)) > 0
+          ) {
             return frame;
           }
         }

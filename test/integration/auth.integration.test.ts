@@ -36,12 +36,18 @@ describe('authentication', () => {
     it('lets a call with the right bearer token through', async () => {
       assert.ok(host!.token && host!.token.length >= 32);
       assert.equal((await clients!.registerAgent(descriptorMessage('alpha'))).accepted, true);
-      assert.deepEqual(await clients!.heartbeat('alpha', 'RUNNABLE', {}, { authorization: `bearer   ${host!.token}` }), { ok: true },
-        'the scheme is case-insensitive and spaces after it are allowed');
+      assert.deepEqual(
+        await clients!.heartbeat('alpha', 'RUNNABLE', {}, { authorization: `bearer   ${host!.token}` }),
+        { ok: true },
+        'the scheme is case-insensitive and spaces after it are allowed',
+      );
     });
 
     it('refuses a call without a token with UNAUTHENTICATED, before any handler runs', async () => {
-      const error = await expectStatus(clients!.registerAgent(descriptorMessage('alpha'), { token: null }), grpc.status.UNAUTHENTICATED);
+      const error = await expectStatus(
+        clients!.registerAgent(descriptorMessage('alpha'), { token: null }),
+        grpc.status.UNAUTHENTICATED,
+      );
       assert.match(error.details, /missing credentials/);
       assert.match(error.details, /SW4RM_TOKEN/);
       assert.equal(host!.coordinator.registry.list().length, 0);
@@ -50,7 +56,10 @@ describe('authentication', () => {
 
     it('refuses a wrong token with UNAUTHENTICATED', async () => {
       const wrong = host!.token!.slice(0, -1) + (host!.token!.endsWith('A') ? 'B' : 'A');
-      const error = await expectStatus(clients!.registerAgent(descriptorMessage('alpha'), { token: wrong }), grpc.status.UNAUTHENTICATED);
+      const error = await expectStatus(
+        clients!.registerAgent(descriptorMessage('alpha'), { token: wrong }),
+        grpc.status.UNAUTHENTICATED,
+      );
       assert.match(error.details, /wrong token/);
       assert.ok(!error.details.includes(host!.token!), 'the error never reveals the token');
       await expectStatus(clients!.heartbeat('alpha', 'RUNNABLE', {}, { token: 'short' }), grpc.status.UNAUTHENTICATED);
@@ -59,13 +68,19 @@ describe('authentication', () => {
 
     for (const header of ['Basic dXNlcjpwYXNz', 'Bearer', 'Bearer ', 'Bearer a b', 'Token abc']) {
       it(`refuses a malformed authorization header ${JSON.stringify(header)} with UNAUTHENTICATED`, async () => {
-        const error = await expectStatus(clients!.deregisterAgent('alpha', '', { authorization: header }), grpc.status.UNAUTHENTICATED);
+        const error = await expectStatus(
+          clients!.deregisterAgent('alpha', '', { authorization: header }),
+          grpc.status.UNAUTHENTICATED,
+        );
         assert.match(error.details, /malformed authorization header|missing credentials/);
       });
     }
 
     it('refuses the bare token without the Bearer scheme', async () => {
-      await expectStatus(clients!.heartbeat('alpha', 'RUNNABLE', {}, { authorization: host!.token! }), grpc.status.UNAUTHENTICATED);
+      await expectStatus(
+        clients!.heartbeat('alpha', 'RUNNABLE', {}, { authorization: host!.token! }),
+        grpc.status.UNAUTHENTICATED,
+      );
     });
 
     it('protects every service, not only the registry', async () => {
@@ -84,7 +99,9 @@ describe('authentication', () => {
       assert.equal(host.environment().SW4RM_TOKEN, undefined);
       clients = new CoordinatorClients(`127.0.0.1:${host.port}`, undefined);
       assert.equal((await clients.registerAgent(descriptorMessage('alpha'))).accepted, true);
-      assert.deepEqual(await clients.heartbeat('alpha', 'RUNNABLE', {}, { authorization: 'Bearer whatever' }), { ok: true });
+      assert.deepEqual(await clients.heartbeat('alpha', 'RUNNABLE', {}, { authorization: 'Bearer whatever' }), {
+        ok: true,
+      });
     });
 
     for (const address of ['0.0.0.0', '::', '192.168.1.10']) {
@@ -106,7 +123,11 @@ describe('authentication', () => {
       const store = CoordinatorStore.open(dataDir);
       const coordinator = new Coordinator({ store });
       try {
-        assert.throws(() => new CoordinatorServer({ coordinator, protosDir: PROTOS_DIR, host: '127.0.0.1', port: 0, auth: 'token' }), ConfigurationError);
+        assert.throws(
+          () =>
+            new CoordinatorServer({ coordinator, protosDir: PROTOS_DIR, host: '127.0.0.1', port: 0, auth: 'token' }),
+          ConfigurationError,
+        );
       } finally {
         coordinator.dispose();
       }

@@ -21,27 +21,44 @@ const ctx = { correlationId: 'bridge-test' };
 const DIST = path.join(REPO_ROOT, 'dist');
 
 /** A raw HTTP request to the bridge (what an MCP client would not send: wrong Host, no credential…). */
-function raw(port: number, options: { method?: string; path?: string; headers?: Record<string, string | string[]>; body?: string }): Promise<{ status: number; body: string }> {
+function raw(
+  port: number,
+  options: { method?: string; path?: string; headers?: Record<string, string | string[]>; body?: string },
+): Promise<{ status: number; body: string }> {
   return new Promise((resolve, reject) => {
-    const req = http.request({ host: '127.0.0.1', port, method: options.method ?? 'POST', path: options.path ?? '/mcp', headers: options.headers, setHost: options.headers?.Host === undefined }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8') }));
-    });
+    const req = http.request(
+      {
+        host: '127.0.0.1',
+        port,
+        method: options.method ?? 'POST',
+        path: options.path ?? '/mcp',
+        headers: options.headers,
+        setHost: options.headers?.Host === undefined,
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8') }));
+      },
+    );
     req.on('error', reject);
     req.end(options.body);
   });
 }
 
 const INITIALIZE = JSON.stringify({
-  jsonrpc: '2.0', id: 1, method: 'initialize',
+  jsonrpc: '2.0',
+  id: 1,
+  method: 'initialize',
   params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '1' } },
 });
 const MCP_HEADERS = { 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream' };
 
 export async function httpClient(url: string, token: string): Promise<Client> {
   const client = new Client({ name: 'bridge-test', version: '1.0.0' });
-  await client.connect(new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers: { Authorization: `Bearer ${token}` } } }));
+  await client.connect(
+    new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers: { Authorization: `Bearer ${token}` } } }),
+  );
   return client;
 }
 
@@ -50,7 +67,11 @@ export function structured(result: unknown): Record<string, unknown> {
 }
 
 /** Calls a tool; answers its structured output, or throws `<CODE>: message` for a tool error. */
-export async function call(client: Client, name: string, args: Record<string, unknown> = {}): Promise<Record<string, any>> {
+export async function call(
+  client: Client,
+  name: string,
+  args: Record<string, unknown> = {},
+): Promise<Record<string, any>> {
   const result = (await client.callTool({ name, arguments: args })) as CallToolResult;
   if (result.isError) {
     const error = (result.structuredContent as { error: { code: string; message: string; retryable: boolean } }).error;
@@ -60,7 +81,11 @@ export async function call(client: Client, name: string, args: Record<string, un
 }
 
 /** The tool error a call ended with (fails when it succeeded). */
-export async function refusal(client: Client, name: string, args: Record<string, unknown> = {}): Promise<{ code: string; message: string; retryable: boolean }> {
+export async function refusal(
+  client: Client,
+  name: string,
+  args: Record<string, unknown> = {},
+): Promise<{ code: string; message: string; retryable: boolean }> {
   try {
     const answer = await call(client, name, args);
     assert.fail(`${name} succeeded: ${JSON.stringify(answer)}`);
@@ -90,7 +115,8 @@ describe('the MCP bridge (README, "The MCP bridge")', function () {
     port = host.bridge!.port;
     tokenA = host.coordinator.credentials.mintAgent('a', 'test', 'agent a', ctx).token;
     tokenB = host.coordinator.credentials.mintAgent('b', 'test', 'agent b', ctx).token;
-    for (const id of ['a', 'b']) assert.equal(host.coordinator.registry.register(validDescriptor(id), ctx).accepted, true);
+    for (const id of ['a', 'b'])
+      assert.equal(host.coordinator.registry.register(validDescriptor(id), ctx).accepted, true);
   });
 
   afterEach(async () => {
@@ -126,7 +152,11 @@ describe('the MCP bridge (README, "The MCP bridge")', function () {
         ['malformed', { Authorization: `Basic ${tokenA}` }, /malformed/],
         ['two headers', { Authorization: [`Bearer ${tokenA}`, `Bearer ${tokenA}`] }, /more than one/],
         ['operator', { Authorization: `Bearer ${host.token!}` }, /agent credentials only/],
-        ['enrolment', { Authorization: `Bearer ${enrolment}` }, /agent credentials only \(this is an enrolment credential\)/],
+        [
+          'enrolment',
+          { Authorization: `Bearer ${enrolment}` },
+          /agent credentials only \(this is an enrolment credential\)/,
+        ],
         ['revoked', { Authorization: `Bearer ${revoked.token}` }, /was revoked/],
         ['unknown', { Authorization: `Bearer ${tokenA.slice(0, -4)}AAAA` }, /unknown credential/],
       ];
@@ -140,8 +170,16 @@ describe('the MCP bridge (README, "The MCP bridge")', function () {
       }
       const events = host.coordinator.log.query({ eventType: 'auth.unauthenticated' });
       assert.equal(events.length - before, cases.length);
-      assert.equal(events.some((e) => JSON.stringify(e).includes(tokenA)), false, 'no token is logged');
-      assert.equal(((await raw(port, { headers: { ...MCP_HEADERS, Authorization: `Bearer ${tokenA}` }, body: INITIALIZE })).status), 200, 'the agent credential passes');
+      assert.equal(
+        events.some((e) => JSON.stringify(e).includes(tokenA)),
+        false,
+        'no token is logged',
+      );
+      assert.equal(
+        (await raw(port, { headers: { ...MCP_HEADERS, Authorization: `Bearer ${tokenA}` }, body: INITIALIZE })).status,
+        200,
+        'the agent credential passes',
+      );
     });
 
     it('refuses a Host that is not loopback on its port (DNS rebinding) and a web page Origin with 403', async () => {
@@ -151,10 +189,19 @@ describe('the MCP bridge (README, "The MCP bridge")', function () {
         assert.equal(answer.status, 403, hostHeader);
         assert.match(answer.body, /Host header must be/);
       }
-      assert.equal((await raw(port, { headers: { ...auth, Host: `localhost:${port}` }, body: INITIALIZE })).status, 200);
-      assert.equal((await raw(port, { headers: { ...auth, Origin: 'https://evil.example' }, body: INITIALIZE })).status, 403);
+      assert.equal(
+        (await raw(port, { headers: { ...auth, Host: `localhost:${port}` }, body: INITIALIZE })).status,
+        200,
+      );
+      assert.equal(
+        (await raw(port, { headers: { ...auth, Origin: 'https://evil.example' }, body: INITIALIZE })).status,
+        403,
+      );
       assert.equal((await raw(port, { headers: { ...auth, Origin: 'null' }, body: INITIALIZE })).status, 403);
-      assert.equal((await raw(port, { headers: { ...auth, Origin: `http://localhost:3000` }, body: INITIALIZE })).status, 200);
+      assert.equal(
+        (await raw(port, { headers: { ...auth, Origin: `http://localhost:3000` }, body: INITIALIZE })).status,
+        200,
+      );
     });
 
     it('answers 405 to GET and DELETE on /mcp, 404 JSON for unknown paths, 400 for a body that is not JSON, 413 over 4 MiB', async () => {
@@ -182,14 +229,28 @@ describe('the MCP bridge (README, "The MCP bridge")', function () {
     it('dispatches other routes by method and path: JSON in, JSON out, as the authenticated agent; bad JSON 400; a wrong method 405', async () => {
       const seen: Array<{ body: unknown; cli: string | null; agent: string; principal?: string }> = [];
       const echo: BridgeHttpRoute = {
-        method: 'POST', path: '/hooks/echo',
+        method: 'POST',
+        path: '/hooks/echo',
         async handle(request, tool) {
-          seen.push({ body: request.body, cli: request.query.get('cli'), agent: tool.caller.agentId, principal: tool.ctx.principal });
-          if ((request.body as { refuse?: boolean } | undefined)?.refuse) throw new BridgeToolError('PERMISSION_DENIED', 'refused by the route');
+          seen.push({
+            body: request.body,
+            cli: request.query.get('cli'),
+            agent: tool.caller.agentId,
+            principal: tool.ctx.principal,
+          });
+          if ((request.body as { refuse?: boolean } | undefined)?.refuse)
+            throw new BridgeToolError('PERMISSION_DENIED', 'refused by the route');
           return { status: 200, body: { echoed: request.body } };
         },
       };
-      const bridge = new BridgeServer({ coordinator: host.coordinator, tools: [], routes: [echo], port: 0, grpcAddress: 'x', distDir: DIST });
+      const bridge = new BridgeServer({
+        coordinator: host.coordinator,
+        tools: [],
+        routes: [echo],
+        port: 0,
+        grpcAddress: 'x',
+        distDir: DIST,
+      });
       const routePort = await bridge.start();
       try {
         const auth = { 'Content-Type': 'application/json', Authorization: `Bearer ${tokenA}` };
@@ -202,9 +263,16 @@ describe('the MCP bridge (README, "The MCP bridge")', function () {
         assert.equal(bad.status, 400);
         assert.equal((JSON.parse(bad.body) as { error: { code: string } }).error.code, 'VALIDATION_ERROR');
         const refused = await raw(routePort, { path: '/hooks/echo', headers: auth, body: '{"refuse":true}' });
-        assert.deepEqual([refused.status, (JSON.parse(refused.body) as { error: { code: string } }).error.code], [403, 'PERMISSION_DENIED']);
+        assert.deepEqual(
+          [refused.status, (JSON.parse(refused.body) as { error: { code: string } }).error.code],
+          [403, 'PERMISSION_DENIED'],
+        );
         assert.equal((await raw(routePort, { method: 'GET', path: '/hooks/echo', headers: auth })).status, 405);
-        const unauthenticated = await raw(routePort, { path: '/hooks/echo', headers: { 'Content-Type': 'application/json' }, body: '{}' });
+        const unauthenticated = await raw(routePort, {
+          path: '/hooks/echo',
+          headers: { 'Content-Type': 'application/json' },
+          body: '{}',
+        });
         assert.equal(unauthenticated.status, 401);
         assert.equal(seen.length, 2, 'the route ran for the two readable requests only');
       } finally {
@@ -212,25 +280,44 @@ describe('the MCP bridge (README, "The MCP bridge")', function () {
       }
     });
 
-    it('aborts a route\'s signal when its request closes before the answer', async () => {
+    it("aborts a route's signal when its request closes before the answer", async () => {
       let aborted: (() => void) | undefined;
       let entered: (() => void) | undefined;
-      const abortSeen = new Promise<void>((resolve) => { aborted = resolve; });
-      const enteredSeen = new Promise<void>((resolve) => { entered = resolve; });
+      const abortSeen = new Promise<void>((resolve) => {
+        aborted = resolve;
+      });
+      const enteredSeen = new Promise<void>((resolve) => {
+        entered = resolve;
+      });
       const waiting: BridgeHttpRoute = {
-        method: 'POST', path: '/hooks/wait',
-        handle: (_request, tool) => new Promise((resolve) => {
-          entered!();
-          tool.signal.addEventListener('abort', () => {
-            aborted!();
-            resolve({ status: 200, body: {} });
-          });
-        }),
+        method: 'POST',
+        path: '/hooks/wait',
+        handle: (_request, tool) =>
+          new Promise((resolve) => {
+            entered!();
+            tool.signal.addEventListener('abort', () => {
+              aborted!();
+              resolve({ status: 200, body: {} });
+            });
+          }),
       };
-      const bridge = new BridgeServer({ coordinator: host.coordinator, tools: [], routes: [waiting], port: 0, grpcAddress: 'x', distDir: DIST });
+      const bridge = new BridgeServer({
+        coordinator: host.coordinator,
+        tools: [],
+        routes: [waiting],
+        port: 0,
+        grpcAddress: 'x',
+        distDir: DIST,
+      });
       const routePort = await bridge.start();
       try {
-        const req = http.request({ host: '127.0.0.1', port: routePort, method: 'POST', path: '/hooks/wait', headers: { 'Content-Type': 'application/json', Authorization: `Bearer ${tokenA}` } });
+        const req = http.request({
+          host: '127.0.0.1',
+          port: routePort,
+          method: 'POST',
+          path: '/hooks/wait',
+          headers: { 'Content-Type': 'application/json', Authorization: `Bearer ${tokenA}` },
+        });
         req.on('error', () => undefined);
         req.end('{}');
         await enteredSeen;
@@ -254,7 +341,6 @@ describe('the MCP bridge (README, "The MCP bridge")', function () {
     });
   });
 
-
   describe('messaging tools', () => {
     it('lists the four messaging tools with closed JSON Schemas', async () => {
       const { tools } = await (await connect(tokenA)).listTools();
@@ -272,9 +358,15 @@ describe('the MCP bridge (README, "The MCP bridge")', function () {
     it('list_agents names the registered agents with state and presence, the caller marked', async () => {
       const answer = await call(await connect(tokenA), 'list_agents');
       assert.equal(answer.total, 2);
-      assert.deepEqual(answer.agents.map((a: { agent_id: string }) => a.agent_id), ['a', 'b']);
+      assert.deepEqual(
+        answer.agents.map((a: { agent_id: string }) => a.agent_id),
+        ['a', 'b'],
+      );
       const a = answer.agents[0];
-      assert.deepEqual([a.name, a.state, a.presence, a.you, a.capabilities], ['Agent a', 'RUNNABLE', 'online', true, ['code.write', 'code.review']]);
+      assert.deepEqual(
+        [a.name, a.state, a.presence, a.you, a.capabilities],
+        ['Agent a', 'RUNNABLE', 'online', true, ['code.write', 'code.review']],
+      );
       assert.equal(answer.agents[1].you, undefined);
     });
 
@@ -285,14 +377,31 @@ describe('the MCP bridge (README, "The MCP bridge")', function () {
       assert.equal(sent.accepted, true);
       const text = await call(a, 'send_message', { to: 'b', payload: 'plain words' });
       const record = host.coordinator.router.message(sent.message_id)!;
-      assert.deepEqual([record.envelope.producerId, record.recipientId, record.envelope.messageType, record.envelope.contentType, record.state],
-        ['a', 'b', 'DATA', 'application/json', 'SENT']);
+      assert.deepEqual(
+        [
+          record.envelope.producerId,
+          record.recipientId,
+          record.envelope.messageType,
+          record.envelope.contentType,
+          record.state,
+        ],
+        ['a', 'b', 'DATA', 'application/json', 'SENT'],
+      );
 
       const read = await call(b, 'read_inbox', {});
-      assert.deepEqual(read.messages.map((m: { message_id: string }) => m.message_id), [sent.message_id, text.message_id]);
+      assert.deepEqual(
+        read.messages.map((m: { message_id: string }) => m.message_id),
+        [sent.message_id, text.message_id],
+      );
       const [first, second] = read.messages;
-      assert.deepEqual([first.from, first.message_type, first.correlation_id, first.payload_encoding, first.payload], ['a', 'DATA', 'conv-1', 'json', { text: 'hello b' }]);
-      assert.deepEqual([second.payload_encoding, second.payload, second.content_type], ['text', 'plain words', 'text/plain; charset=utf-8']);
+      assert.deepEqual(
+        [first.from, first.message_type, first.correlation_id, first.payload_encoding, first.payload],
+        ['a', 'DATA', 'conv-1', 'json', { text: 'hello b' }],
+      );
+      assert.deepEqual(
+        [second.payload_encoding, second.payload, second.content_type],
+        ['text', 'plain words', 'text/plain; charset=utf-8'],
+      );
       assert.equal(read.remaining, 0);
       assert.equal(host.coordinator.router.message(sent.message_id)!.state, 'READ');
       assert.equal(host.coordinator.router.message(sent.message_id)!.delivery, 'done');
@@ -301,8 +410,17 @@ describe('the MCP bridge (README, "The MCP bridge")', function () {
       assert.deepEqual((await call(b, 'read_inbox', {})).messages, [], 'nothing twice');
       const told = await call(a, 'read_inbox', {});
       assert.deepEqual(told.messages, []);
-      assert.deepEqual(told.acknowledgements.map((x: { for_message_id: string; stage: string; from: string }) => [x.for_message_id, x.stage, x.from]),
-        [[sent.message_id, 'READ', 'b'], [text.message_id, 'READ', 'b']]);
+      assert.deepEqual(
+        told.acknowledgements.map((x: { for_message_id: string; stage: string; from: string }) => [
+          x.for_message_id,
+          x.stage,
+          x.from,
+        ]),
+        [
+          [sent.message_id, 'READ', 'b'],
+          [text.message_id, 'READ', 'b'],
+        ],
+      );
     });
 
     it('read_inbox with wait_ms answers as soon as a message arrives; with wait_ms 0 at once', async () => {
@@ -323,13 +441,20 @@ describe('the MCP bridge (README, "The MCP bridge")', function () {
       const a = await connect(tokenA);
       const b = await connect(tokenB);
       const ids: string[] = [];
-      for (let i = 0; i < 3; i++) ids.push((await call(a, 'send_message', { to: 'b', payload: { i } })).message_id as string);
+      for (let i = 0; i < 3; i++)
+        ids.push((await call(a, 'send_message', { to: 'b', payload: { i } })).message_id as string);
       const first = await call(b, 'read_inbox', { max: 2 });
-      assert.deepEqual(first.messages.map((m: { message_id: string }) => m.message_id), ids.slice(0, 2));
+      assert.deepEqual(
+        first.messages.map((m: { message_id: string }) => m.message_id),
+        ids.slice(0, 2),
+      );
       assert.equal(first.remaining, 1);
       assert.equal(host.coordinator.router.message(ids[2])!.state, 'SENT');
       const second = await call(b, 'read_inbox', { max: 2 });
-      assert.deepEqual(second.messages.map((m: { message_id: string }) => m.message_id), [ids[2]]);
+      assert.deepEqual(
+        second.messages.map((m: { message_id: string }) => m.message_id),
+        [ids[2]],
+      );
       assert.equal(second.remaining, 0);
     });
 
@@ -371,10 +496,19 @@ describe('the MCP bridge (README, "The MCP bridge")', function () {
       const b = await connect(tokenB);
       const sent = await call(a, 'send_message', { to: 'b', payload: { task: 'sum', of: [1, 2] } });
       await call(b, 'read_inbox', {});
-      const acked = await call(b, 'ack_message', { message_id: sent.message_id, outcome: 'fulfilled', result: { sum: 3 }, reason: 'added' });
+      const acked = await call(b, 'ack_message', {
+        message_id: sent.message_id,
+        outcome: 'fulfilled',
+        result: { sum: 3 },
+        reason: 'added',
+      });
       assert.deepEqual([acked.acknowledged, acked.state], [true, 'FULFILLED']);
       assert.equal(host.coordinator.router.message(sent.message_id)!.state, 'FULFILLED');
-      const again = await call(b, 'ack_message', { message_id: sent.message_id, outcome: 'fulfilled', result: { sum: 3 } });
+      const again = await call(b, 'ack_message', {
+        message_id: sent.message_id,
+        outcome: 'fulfilled',
+        result: { sum: 3 },
+      });
       assert.equal(again.duplicate, true);
       const told = await call(a, 'read_inbox', {});
       const fulfilled = told.acknowledgements.find((x: { stage: string }) => x.stage === 'FULFILLED');
@@ -391,7 +525,10 @@ describe('the MCP bridge (README, "The MCP bridge")', function () {
       const extra = await refusal(b, 'read_inbox', { agent_id: 'a' });
       assert.equal(extra.code, 'VALIDATION_ERROR');
       assert.match(extra.message, /must NOT have additional properties 'agent_id'/);
-      assert.equal((await refusal(a, 'send_message', { to: 'b', payload: 'x', producer_id: 'b' })).code, 'VALIDATION_ERROR');
+      assert.equal(
+        (await refusal(a, 'send_message', { to: 'b', payload: 'x', producer_id: 'b' })).code,
+        'VALIDATION_ERROR',
+      );
 
       const sent = await call(a, 'send_message', { to: 'b', payload: 'for b only' });
       // A reads its own inbox: B's message is not in it.
@@ -401,7 +538,11 @@ describe('the MCP bridge (README, "The MCP bridge")', function () {
       assert.match(byA.message, /only the recipient/);
       const tokenC = host.coordinator.credentials.mintAgent('c', 'test', 'agent c', ctx).token;
       host.coordinator.registry.register(validDescriptor('c'), ctx);
-      assert.equal((await refusal(await connect(tokenC), 'ack_message', { message_id: sent.message_id, outcome: 'rejected' })).code, 'PERMISSION_DENIED');
+      assert.equal(
+        (await refusal(await connect(tokenC), 'ack_message', { message_id: sent.message_id, outcome: 'rejected' }))
+          .code,
+        'PERMISSION_DENIED',
+      );
       assert.equal(host.coordinator.router.message(sent.message_id)!.state, 'SENT');
       assert.equal((await call(b, 'read_inbox', {})).messages[0].message_id, sent.message_id, 'B still gets it');
     });
@@ -410,7 +551,10 @@ describe('the MCP bridge (README, "The MCP bridge")', function () {
       const a = await connect(tokenA);
       const noRoute = await refusal(a, 'send_message', { to: 'nobody', payload: 'x' });
       assert.deepEqual([noRoute.code, noRoute.retryable], ['NO_ROUTE', false]);
-      assert.equal((await refusal(a, 'send_message', { to: 'b', payload: { x: 1 }, content_type: 'text/plain' })).code, 'VALIDATION_ERROR');
+      assert.equal(
+        (await refusal(a, 'send_message', { to: 'b', payload: { x: 1 }, content_type: 'text/plain' })).code,
+        'VALIDATION_ERROR',
+      );
       const capacity = 10;
       for (let i = 0; i < capacity; i++) await call(a, 'send_message', { to: 'b', payload: { i } });
       const full = await refusal(a, 'send_message', { to: 'b', payload: { i: capacity } });
@@ -428,7 +572,11 @@ describe('the MCP bridge (README, "The MCP bridge")', function () {
         assert.equal(refused.code, 'FAILED_PRECONDITION');
         assert.match(refused.message, /inbox stream open/);
         const sent = await call(await connect(tokenA), 'send_message', { to: 'b', payload: { via: 'grpc' } });
-        const item = await inbox.waitFor((i) => i.msg.message_id === sent.message_id, 5000, 'the message on the gRPC stream');
+        const item = await inbox.waitFor(
+          (i) => i.msg.message_id === sent.message_id,
+          5000,
+          'the message on the gRPC stream',
+        );
         assert.equal(item.msg.producer_id, 'a');
       } finally {
         inbox.close();
@@ -438,12 +586,29 @@ describe('the MCP bridge (README, "The MCP bridge")', function () {
 
     it('a read whose HTTP request closes early stops waiting and detaches (the inbox free again for the next read)', async () => {
       await connect(tokenB);
-      const req = http.request({ host: '127.0.0.1', port, method: 'POST', path: '/mcp', headers: { ...MCP_HEADERS, Authorization: `Bearer ${tokenB}` } });
+      const req = http.request({
+        host: '127.0.0.1',
+        port,
+        method: 'POST',
+        path: '/mcp',
+        headers: { ...MCP_HEADERS, Authorization: `Bearer ${tokenB}` },
+      });
       req.on('error', () => undefined);
-      req.end(JSON.stringify({ jsonrpc: '2.0', id: 7, method: 'tools/call', params: { name: 'read_inbox', arguments: { wait_ms: 30_000 } } }));
+      req.end(
+        JSON.stringify({
+          jsonrpc: '2.0',
+          id: 7,
+          method: 'tools/call',
+          params: { name: 'read_inbox', arguments: { wait_ms: 30_000 } },
+        }),
+      );
       await pollUntil('b reading', () => (host.coordinator.router.inboxStats('b').streaming ? true : undefined));
       req.destroy();
-      await pollUntil('the read detached', () => (host.coordinator.router.inboxStats('b').streaming ? undefined : true), 5000);
+      await pollUntil(
+        'the read detached',
+        () => (host.coordinator.router.inboxStats('b').streaming ? undefined : true),
+        5000,
+      );
       const sent = await call(await connect(tokenA), 'send_message', { to: 'b', payload: 'after' });
       assert.equal((await call(await connect(tokenB), 'read_inbox', {})).messages[0].message_id, sent.message_id);
     });
@@ -454,7 +619,10 @@ describe('the MCP bridge (README, "The MCP bridge")', function () {
       await stopHost(host);
       host = await startHost(dataDir, { distDir: DIST });
       const read = await call(await connect(tokenB), 'read_inbox', {});
-      assert.deepEqual(read.messages.map((m: { message_id: string; payload: unknown }) => [m.message_id, m.payload]), [[sent.message_id, { survive: true }]]);
+      assert.deepEqual(
+        read.messages.map((m: { message_id: string; payload: unknown }) => [m.message_id, m.payload]),
+        [[sent.message_id, { survive: true }]],
+      );
       assert.equal(host.coordinator.router.message(sent.message_id)!.state, 'READ');
     });
   });
@@ -462,9 +630,16 @@ describe('the MCP bridge (README, "The MCP bridge")', function () {
   describe('the stdio entry point (dist/sw4rm-mcp.js)', () => {
     const stdioClient = async (env: Record<string, string>): Promise<{ client: Client; stderr: () => string }> => {
       const [command, ...args] = host.bridgeEndpoints!.stdioCommand;
-      const transport = new StdioClientTransport({ command, args, stderr: 'pipe', env: { PATH: process.env.PATH ?? '', ...env } });
+      const transport = new StdioClientTransport({
+        command,
+        args,
+        stderr: 'pipe',
+        env: { PATH: process.env.PATH ?? '', ...env },
+      });
       let errors = '';
-      transport.stderr?.on('data', (chunk: Buffer) => { errors += chunk.toString('utf8'); });
+      transport.stderr?.on('data', (chunk: Buffer) => {
+        errors += chunk.toString('utf8');
+      });
       const client = new Client({ name: 'bridge-stdio-test', version: '1.0.0' });
       clients.push(client);
       await client.connect(transport);
@@ -475,10 +650,16 @@ describe('the MCP bridge (README, "The MCP bridge")', function () {
       const { client: a } = await stdioClient({ SW4RM_MCP_URL: host.bridgeEndpoints!.mcpUrl, SW4RM_TOKEN: tokenA });
       const { client: b } = await stdioClient({ SW4RM_MCP_URL: host.bridgeEndpoints!.mcpUrl, SW4RM_TOKEN: tokenB });
       const { tools } = await a.listTools();
-      assert.deepEqual(tools.map((t) => t.name), (await (await connect(tokenA)).listTools()).tools.map((t) => t.name));
+      assert.deepEqual(
+        tools.map((t) => t.name),
+        (await (await connect(tokenA)).listTools()).tools.map((t) => t.name),
+      );
       const sent = await call(a, 'send_message', { to: 'b', payload: { over: 'stdio' } });
       const read = await call(b, 'read_inbox', {});
-      assert.deepEqual([read.messages[0].message_id, read.messages[0].from, read.messages[0].payload], [sent.message_id, 'a', { over: 'stdio' }]);
+      assert.deepEqual(
+        [read.messages[0].message_id, read.messages[0].from, read.messages[0].payload],
+        [sent.message_id, 'a', { over: 'stdio' }],
+      );
       assert.equal((await refusal(b, 'read_inbox', { agent_id: 'a' })).code, 'VALIDATION_ERROR');
     });
 
@@ -486,10 +667,14 @@ describe('the MCP bridge (README, "The MCP bridge")', function () {
       const { client: a } = await stdioClient({ SW4RM_MCP_URL: host.bridgeEndpoints!.mcpUrl, SW4RM_TOKEN: tokenA });
       // Arguments each tool's schema accepts; the core then answers or refuses (a has no task, no worktree, no artifact).
       const argsOf: Record<string, Record<string, unknown>> = {
-        list_agents: {}, send_message: { to: 'b', payload: 'over stdio', idempotency_key: 'stdio-1' }, read_inbox: {},
+        list_agents: {},
+        send_message: { to: 'b', payload: 'over stdio', idempotency_key: 'stdio-1' },
+        read_inbox: {},
         ack_message: { message_id: '00000000-0000-4000-8000-000000000000', outcome: 'fulfilled' },
         request_decision: { reason_type: 'TASK_ESCALATION', summary: 'over stdio', request_id: 'stdio-decision' },
-        current_task: {}, complete_task: {}, fail_task: { error: 'over stdio' },
+        current_task: {},
+        complete_task: {},
+        fail_task: { error: 'over stdio' },
         report_activity: { description: 'over stdio' },
         append_artifact: { negotiation_id: 'stdio-negotiation', kind: 'note', content: 'over stdio' },
         request_handoff: { reason: 'over stdio', to_agent: 'b' },
@@ -502,32 +687,58 @@ describe('the MCP bridge (README, "The MCP bridge")', function () {
         const subscription = host.coordinator.hitl.onDidChange((change) => {
           if (change.kind !== 'opened') return;
           subscription.dispose();
-          host.coordinator.hitl.decide(change.invocation.id, { action: 'approve', rationale: 'over stdio' }, 'operator', ctx);
+          host.coordinator.hitl.decide(
+            change.invocation.id,
+            { action: 'approve', rationale: 'over stdio' },
+            'operator',
+            ctx,
+          );
           resolve();
         });
       });
       const seen: string[] = [];
       for (const tool of tools) {
-        const args = argsOf[tool.name] ?? (tool.name.startsWith('workspace_') ? workspaceArgs(tool.inputSchema) : undefined);
-        assert.ok(args !== undefined, `${tool.name} has no arguments in this test: add them, so that every tool is called over stdio`);
+        const args =
+          argsOf[tool.name] ?? (tool.name.startsWith('workspace_') ? workspaceArgs(tool.inputSchema) : undefined);
+        assert.ok(
+          args !== undefined,
+          `${tool.name} has no arguments in this test: add them, so that every tool is called over stdio`,
+        );
         const result = (await a.callTool({ name: tool.name, arguments: args })) as CallToolResult;
         const text = result.content.map((c) => (c.type === 'text' ? c.text : '')).join('');
         if (result.isError) {
           assert.match(text, /^[A-Z_]+: /, `${tool.name}: a SW4RM code`);
-          assert.doesNotMatch(text, new RegExp(`^VALIDATION_ERROR: ${tool.name}: `), `${tool.name}: its arguments passed the schema`);
+          assert.doesNotMatch(
+            text,
+            new RegExp(`^VALIDATION_ERROR: ${tool.name}: `),
+            `${tool.name}: its arguments passed the schema`,
+          );
         }
         seen.push(`${tool.name}:${result.isError ? text.split(':')[0] : 'ok'}`);
       }
       await decided;
-      assert.ok(seen.includes('list_agents:ok') && seen.includes('send_message:ok') && seen.includes('request_decision:ok'), seen.join(' '));
-      assert.ok(seen.some((s) => /^workspace_read_file:FAILED_PRECONDITION$/.test(s)), `a is bound to no worktree: ${seen.join(' ')}`);
+      assert.ok(
+        seen.includes('list_agents:ok') && seen.includes('send_message:ok') && seen.includes('request_decision:ok'),
+        seen.join(' '),
+      );
+      assert.ok(
+        seen.some((s) => /^workspace_read_file:FAILED_PRECONDITION$/.test(s)),
+        `a is bound to no worktree: ${seen.join(' ')}`,
+      );
     });
 
     it('answers a refused credential (401) with a JSON-RPC error, not a hang, and says so on stderr', async () => {
       const [command, ...args] = host.bridgeEndpoints!.stdioCommand;
-      const transport = new StdioClientTransport({ command, args, stderr: 'pipe', env: { PATH: process.env.PATH ?? '', SW4RM_MCP_URL: host.bridgeEndpoints!.mcpUrl, SW4RM_TOKEN: host.token! } });
+      const transport = new StdioClientTransport({
+        command,
+        args,
+        stderr: 'pipe',
+        env: { PATH: process.env.PATH ?? '', SW4RM_MCP_URL: host.bridgeEndpoints!.mcpUrl, SW4RM_TOKEN: host.token! },
+      });
       let errors = '';
-      transport.stderr?.on('data', (chunk: Buffer) => { errors += chunk.toString('utf8'); });
+      transport.stderr?.on('data', (chunk: Buffer) => {
+        errors += chunk.toString('utf8');
+      });
       const client = new Client({ name: 'bridge-stdio-test', version: '1.0.0' });
       clients.push(client);
       await assert.rejects(client.connect(transport), /401|agent credentials only/);
@@ -537,7 +748,11 @@ describe('the MCP bridge (README, "The MCP bridge")', function () {
     it('exits 2 with a clear message when SW4RM_MCP_URL or SW4RM_TOKEN is missing, writing nothing to stdout', async () => {
       const { spawnSync } = await import('node:child_process');
       const [command, ...args] = host.bridgeEndpoints!.stdioCommand;
-      const run = spawnSync(command, args, { env: { PATH: process.env.PATH ?? '', SW4RM_MCP_URL: host.bridgeEndpoints!.mcpUrl }, input: '', encoding: 'utf8' });
+      const run = spawnSync(command, args, {
+        env: { PATH: process.env.PATH ?? '', SW4RM_MCP_URL: host.bridgeEndpoints!.mcpUrl },
+        input: '',
+        encoding: 'utf8',
+      });
       assert.equal(run.status, 2);
       assert.equal(run.stdout, '');
       assert.match(run.stderr, /SW4RM_TOKEN is not set/);
@@ -550,7 +765,7 @@ describe('the MCP bridge (README, "The MCP bridge")', function () {
  * ManualClock, an online agent's requests record its liveness at most once per interval; an agent not shown online is
  * recorded at its next request, whenever that is.
  */
-describe('the MCP bridge records a bridged agent\'s liveness at most once per interval (ManualClock)', function () {
+describe("the MCP bridge records a bridged agent's liveness at most once per interval (ManualClock)", function () {
   this.timeout(30_000);
   let dataDir: string;
   let host: CoordinatorHost | undefined;
@@ -558,7 +773,11 @@ describe('the MCP bridge records a bridged agent\'s liveness at most once per in
 
   async function start(heartbeatDebounceMs?: number): Promise<(agentId: string) => Promise<void>> {
     clock = new ManualClock(Date.now());
-    host = await startHost(dataDir, { clock, distDir: DIST, ...(heartbeatDebounceMs === undefined ? {} : { heartbeatDebounceMs }) });
+    host = await startHost(dataDir, {
+      clock,
+      distDir: DIST,
+      ...(heartbeatDebounceMs === undefined ? {} : { heartbeatDebounceMs }),
+    });
     const { registry, credentials } = host.coordinator;
     const tokens = new Map<string, string>();
     for (const id of ['a', 'b']) {
@@ -567,7 +786,10 @@ describe('the MCP bridge records a bridged agent\'s liveness at most once per in
     }
     const port = host.bridge!.port;
     return async (agentId) => {
-      const answer = await raw(port, { headers: { ...MCP_HEADERS, Authorization: `Bearer ${tokens.get(agentId)}` }, body: INITIALIZE });
+      const answer = await raw(port, {
+        headers: { ...MCP_HEADERS, Authorization: `Bearer ${tokens.get(agentId)}` },
+        body: INITIALIZE,
+      });
       assert.equal(answer.status, 200, answer.body);
     };
   }
@@ -609,8 +831,16 @@ describe('the MCP bridge records a bridged agent\'s liveness at most once per in
     await request('a');
     assert.equal(agent('a').presence, 'online');
     assert.equal(agent('a').lastHeartbeatAt, t0 + debounce);
-    const changes = host!.coordinator.log.query({ eventType: 'agent.presence_changed', agentId: 'a' }).map((e) => [e.details.from, e.details.to]);
-    assert.deepEqual(changes.slice(0, 2).sort(), [['online', 'unavailable'], ['unavailable', 'online']].sort());
+    const changes = host!.coordinator.log
+      .query({ eventType: 'agent.presence_changed', agentId: 'a' })
+      .map((e) => [e.details.from, e.details.to]);
+    assert.deepEqual(
+      changes.slice(0, 2).sort(),
+      [
+        ['online', 'unavailable'],
+        ['unavailable', 'online'],
+      ].sort(),
+    );
   });
 
   it('an agent that calls is ready: INITIALIZING becomes RUNNABLE at its first request, as a heartbeat reporting RUNNABLE', async () => {
@@ -619,7 +849,9 @@ describe('the MCP bridge records a bridged agent\'s liveness at most once per in
     await request('a');
     assert.equal(agent('a').state, 'RUNNABLE');
     assert.equal(agent('b').state, 'INITIALIZING', 'only the caller');
-    const changes = host!.coordinator.log.query({ eventType: 'agent.state_changed', agentId: 'a' }).map((e) => [e.details.from, e.details.to, e.details.cause]);
+    const changes = host!.coordinator.log
+      .query({ eventType: 'agent.state_changed', agentId: 'a' })
+      .map((e) => [e.details.from, e.details.to, e.details.cause]);
     assert.deepEqual(changes, [['INITIALIZING', 'RUNNABLE', 'heartbeat']], 'one event for the one transition');
   });
 
@@ -629,19 +861,32 @@ describe('the MCP bridge records a bridged agent\'s liveness at most once per in
     assert.equal(agent('a').state, 'FAILED_STATE', 'the RFC §8.3 init timeout: nothing reported it RUNNABLE');
     await request('a');
     assert.equal(agent('a').state, 'RUNNABLE');
-    const changes = host!.coordinator.log.query({ eventType: 'agent.state_changed', agentId: 'a' }).map((e) => [e.details.from, e.details.to]);
-    assert.deepEqual(changes.slice(-2), [['FAILED_STATE', 'RECOVERING'], ['RECOVERING', 'RUNNABLE']]);
+    const changes = host!.coordinator.log
+      .query({ eventType: 'agent.state_changed', agentId: 'a' })
+      .map((e) => [e.details.from, e.details.to]);
+    assert.deepEqual(changes.slice(-2), [
+      ['FAILED_STATE', 'RECOVERING'],
+      ['RECOVERING', 'RUNNABLE'],
+    ]);
     await request('a');
-    assert.equal(host!.coordinator.log.query({ eventType: 'agent.state_changed', agentId: 'a' }).length, changes.length, 'a RUNNABLE agent\'s next request changes no state');
+    assert.equal(
+      host!.coordinator.log.query({ eventType: 'agent.state_changed', agentId: 'a' }).length,
+      changes.length,
+      "a RUNNABLE agent's next request changes no state",
+    );
   });
 });
 
 /** Arguments a workspace tool's own schema accepts: its required string properties as `README.md`, numbers 1. */
-function workspaceArgs(schema: { properties?: Record<string, { type?: string | string[] }>; required?: string[] }): Record<string, unknown> {
+function workspaceArgs(schema: {
+  properties?: Record<string, { type?: string | string[] }>;
+  required?: string[];
+}): Record<string, unknown> {
   const args: Record<string, unknown> = {};
   for (const name of schema.required ?? []) {
     const type = schema.properties?.[name]?.type;
-    args[name] = type === 'number' || type === 'integer' ? 1 : type === 'boolean' ? false : type === 'array' ? [] : 'README.md';
+    args[name] =
+      type === 'number' || type === 'integer' ? 1 : type === 'boolean' ? false : type === 'array' ? [] : 'README.md';
   }
   return args;
 }

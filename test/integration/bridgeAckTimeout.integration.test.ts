@@ -42,12 +42,19 @@ describe('the ACK timeout of a launched bridged agent (README, "The MCP bridge")
 
   /** A stand-in CLI (custom profile, `node`), wired to the bridge by an MCP config file like Claude Code. */
   const profile = {
-    id: 'stand-in', name: 'Stand-in CLI', cli: 'custom', command: [process.execPath, '-e', 'process.exit(0)', '--'],
+    id: 'stand-in',
+    name: 'Stand-in CLI',
+    cli: 'custom',
+    command: [process.execPath, '-e', 'process.exit(0)', '--'],
     bridge: { kind: 'mcp-config-file', path: '.mcp.json', format: 'claude-mcp-json', transport: 'http' },
   };
 
   async function start(): Promise<void> {
-    host = await startHost(dataDir, { distDir: DIST, workspaceFolders: [repoPath], launches: { bridgedAckTimeoutMs: BRIDGED_MS } });
+    host = await startHost(dataDir, {
+      distDir: DIST,
+      workspaceFolders: [repoPath],
+      launches: { bridgedAckTimeoutMs: BRIDGED_MS },
+    });
     host.coordinator.launches.setEndpoints(host.bridgeEndpoints);
     api = new InProcessCoordinatorApi(host.coordinator);
     assert.deepEqual(await api.setLaunchProfileSettings([profile]), []);
@@ -59,7 +66,11 @@ describe('the ACK timeout of a launched bridged agent (README, "The MCP bridge")
   }
   async function connect(token: string): Promise<Client> {
     const client = new Client({ name: 'ack-timeout-test', version: '1.0.0' });
-    await client.connect(new StreamableHTTPClientTransport(new URL(host.bridgeEndpoints!.mcpUrl), { requestInit: { headers: { Authorization: `Bearer ${token}` } } }));
+    await client.connect(
+      new StreamableHTTPClientTransport(new URL(host.bridgeEndpoints!.mcpUrl), {
+        requestInit: { headers: { Authorization: `Bearer ${token}` } },
+      }),
+    );
     clients.push(client);
     return client;
   }
@@ -82,7 +93,10 @@ describe('the ACK timeout of a launched bridged agent (README, "The MCP bridge")
   });
 
   it('a message to it waits the launches option (45 min), read with read_inbox; an agent using the bridge unlaunched keeps 10 s; again after a restart', async () => {
-    const plan = await api.launchAgent({ profileId: 'stand-in', repoId: 'app', worktree: { kind: 'new' } }, 'editor:test');
+    const plan = await api.launchAgent(
+      { profileId: 'stand-in', repoId: 'app', worktree: { kind: 'new' } },
+      'editor:test',
+    );
     const launched = plan.record.agentId;
     assert.equal(plan.record.bridged, true);
     await api.launchStarted(launched);
@@ -98,13 +112,23 @@ describe('the ACK timeout of a launched bridged agent (README, "The MCP bridge")
     const toUnlaunched = await call(sender, 'send_message', { to: 'unlaunched', payload: { task: 'review' } });
     assert.equal(ackTimeoutOf(toLaunched.message_id), BRIDGED_MS);
     const record = host.coordinator.router.message(toLaunched.message_id)!;
-    assert.ok(record.ackDeadline! >= before + BRIDGED_MS && record.ackDeadline! <= Date.now() + BRIDGED_MS, 'now + the bridged timeout');
-    assert.equal(ackTimeoutOf(toUnlaunched.message_id), RFC_DEFAULT_MS, 'the RFC default for an agent the coordinator did not launch');
+    assert.ok(
+      record.ackDeadline! >= before + BRIDGED_MS && record.ackDeadline! <= Date.now() + BRIDGED_MS,
+      'now + the bridged timeout',
+    );
+    assert.equal(
+      ackTimeoutOf(toUnlaunched.message_id),
+      RFC_DEFAULT_MS,
+      'the RFC default for an agent the coordinator did not launch',
+    );
 
     // The launched agent pulls its inbox with its own credential: the message is there, and READ.
     const agent = await connect(plan.env.SW4RM_TOKEN);
     const read = await call(agent, 'read_inbox', {});
-    assert.deepEqual(read.messages.map((m: { message_id: string }) => m.message_id), [toLaunched.message_id]);
+    assert.deepEqual(
+      read.messages.map((m: { message_id: string }) => m.message_id),
+      [toLaunched.message_id],
+    );
     assert.equal(host.coordinator.router.message(toLaunched.message_id)!.state, 'READ');
 
     // Its process exits, and the coordinator restarts: messages to it still wait 45 min (for its relaunch).

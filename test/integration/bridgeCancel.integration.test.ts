@@ -36,18 +36,33 @@ function post(port: number, token: string, message: unknown): OpenPost {
   let ended = false;
   let req: http.ClientRequest | undefined;
   let resolveHead: (head: { status: number; contentType: string }) => void = () => undefined;
-  const head = new Promise<{ status: number; contentType: string }>((resolve) => { resolveHead = resolve; });
+  const head = new Promise<{ status: number; contentType: string }>((resolve) => {
+    resolveHead = resolve;
+  });
   const body = new Promise<string>((resolve, reject) => {
-    req = http.request({
-      host: '127.0.0.1', port, method: 'POST', path: '/mcp',
-      headers: { 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream', Authorization: `Bearer ${token}` },
-    }, (res) => {
-      resolveHead({ status: res.statusCode ?? 0, contentType: String(res.headers['content-type'] ?? '') });
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => { ended = true; resolve(Buffer.concat(chunks).toString('utf8')); });
-      res.on('error', reject);
-    });
+    req = http.request(
+      {
+        host: '127.0.0.1',
+        port,
+        method: 'POST',
+        path: '/mcp',
+        headers: {
+          'Content-Type': 'application/json',
+          Accept: 'application/json, text/event-stream',
+          Authorization: `Bearer ${token}`,
+        },
+      },
+      (res) => {
+        resolveHead({ status: res.statusCode ?? 0, contentType: String(res.headers['content-type'] ?? '') });
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => {
+          ended = true;
+          resolve(Buffer.concat(chunks).toString('utf8'));
+        });
+        res.on('error', reject);
+      },
+    );
     req.on('error', reject);
     req.end(JSON.stringify(message));
   });
@@ -61,12 +76,19 @@ function toolsCall(id: string | number, name: string, args: Record<string, unkno
 }
 
 function cancelled(requestId: string | number, reason?: string): unknown {
-  return { jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId, ...(reason !== undefined ? { reason } : {}) } };
+  return {
+    jsonrpc: '2.0',
+    method: 'notifications/cancelled',
+    params: { requestId, ...(reason !== undefined ? { reason } : {}) },
+  };
 }
 
 /** The JSON-RPC messages of an SSE response body. */
 function sseMessages(body: string): Array<Record<string, unknown>> {
-  return body.split('\n').filter((line) => line.startsWith('data: ')).map((line) => JSON.parse(line.slice(6)) as Record<string, unknown>);
+  return body
+    .split('\n')
+    .filter((line) => line.startsWith('data: '))
+    .map((line) => JSON.parse(line.slice(6)) as Record<string, unknown>);
 }
 
 /**
@@ -89,7 +111,11 @@ describe('MCP bridge: a cancelled tool call reaches the running tool (stateless 
 
   async function connect(agent: string): Promise<Client> {
     const client = new Client({ name: `cancel-${agent}`, version: '1.0.0' });
-    await client.connect(new StreamableHTTPClientTransport(new URL(host.bridgeEndpoints!.mcpUrl), { requestInit: { headers: { Authorization: `Bearer ${tokens.get(agent)}` } } }));
+    await client.connect(
+      new StreamableHTTPClientTransport(new URL(host.bridgeEndpoints!.mcpUrl), {
+        requestInit: { headers: { Authorization: `Bearer ${tokens.get(agent)}` } },
+      }),
+    );
     clients.push(client);
     return client;
   }
@@ -135,8 +161,14 @@ describe('MCP bridge: a cancelled tool call reaches the running tool (stateless 
     const client = await connect('asker');
     const controller = new AbortController();
     const opened = logged('hitl.opened', (e) => e.details.invocation_id === 'ask-1');
-    const call = client.callTool({ name: 'request_decision', arguments: { reason_type: 'MANUAL_OVERRIDE', summary: 'Deploy on Friday?', request_id: 'ask-1' } },
-      undefined, { signal: controller.signal });
+    const call = client.callTool(
+      {
+        name: 'request_decision',
+        arguments: { reason_type: 'MANUAL_OVERRIDE', summary: 'Deploy on Friday?', request_id: 'ask-1' },
+      },
+      undefined,
+      { signal: controller.signal },
+    );
     await within(opened, 'hitl.opened');
 
     const detached = logged('hitl.requester_detached', (e) => e.details.invocation_id === 'ask-1');
@@ -144,7 +176,7 @@ describe('MCP bridge: a cancelled tool call reaches the running tool (stateless 
     controller.abort('the user pressed Esc');
     await assert.rejects(call, /Esc/);
     // The client is still connected (its transport open): only the cancellation can have detached the requester.
-    await within(detached, 'requester_detached after the client\'s cancellation');
+    await within(detached, "requester_detached after the client's cancellation");
     const event = await within(bridgeLogged, 'bridge.call_cancelled');
     assert.equal(event.details.tool, 'request_decision');
     assert.match(String(event.details.reason), /Esc/);
@@ -153,24 +185,46 @@ describe('MCP bridge: a cancelled tool call reaches the running tool (stateless 
 
     // The same client keeps working; the same request_id waits for the same question.
     const reattached = logged('hitl.reattached', (e) => e.details.invocation_id === 'ask-1');
-    const again = client.callTool({ name: 'request_decision', arguments: { reason_type: 'MANUAL_OVERRIDE', summary: 'Deploy on Friday?', request_id: 'ask-1' } });
+    const again = client.callTool({
+      name: 'request_decision',
+      arguments: { reason_type: 'MANUAL_OVERRIDE', summary: 'Deploy on Friday?', request_id: 'ask-1' },
+    });
     await within(reattached, 'hitl.reattached');
     host.coordinator.hitl.decide('ask-1', { action: 'approve', rationale: 'fine' }, 'editor:alice', ctx);
     const answer = (await again) as CallToolResult;
     assert.equal(answer.isError, undefined, JSON.stringify(answer.content));
-    assert.deepEqual([answer.structuredContent?.action, answer.structuredContent?.decided_by, answer.structuredContent?.reattached], ['approve', 'person', true]);
+    assert.deepEqual(
+      [answer.structuredContent?.action, answer.structuredContent?.decided_by, answer.structuredContent?.reattached],
+      ['approve', 'person', true],
+    );
   });
 
-  it('through the stdio entry point (dist/sw4rm-mcp.js): the client\'s cancellation reaches request_decision too', async () => {
+  it("through the stdio entry point (dist/sw4rm-mcp.js): the client's cancellation reaches request_decision too", async () => {
     const [command, ...args] = host.bridgeEndpoints!.stdioCommand;
     const client = new Client({ name: 'cancel-stdio', version: '1.0.0' });
     clients.push(client);
-    await client.connect(new StdioClientTransport({ command, args, stderr: 'ignore',
-      env: { PATH: process.env.PATH ?? '', SW4RM_MCP_URL: host.bridgeEndpoints!.mcpUrl, SW4RM_TOKEN: tokens.get('asker')! } }));
+    await client.connect(
+      new StdioClientTransport({
+        command,
+        args,
+        stderr: 'ignore',
+        env: {
+          PATH: process.env.PATH ?? '',
+          SW4RM_MCP_URL: host.bridgeEndpoints!.mcpUrl,
+          SW4RM_TOKEN: tokens.get('asker')!,
+        },
+      }),
+    );
     const controller = new AbortController();
     const opened = logged('hitl.opened', (e) => e.details.invocation_id === 'ask-stdio');
-    const call = client.callTool({ name: 'request_decision', arguments: { reason_type: 'MANUAL_OVERRIDE', summary: 'Via stdio?', request_id: 'ask-stdio' } },
-      undefined, { signal: controller.signal });
+    const call = client.callTool(
+      {
+        name: 'request_decision',
+        arguments: { reason_type: 'MANUAL_OVERRIDE', summary: 'Via stdio?', request_id: 'ask-stdio' },
+      },
+      undefined,
+      { signal: controller.signal },
+    );
     await within(opened, 'hitl.opened');
     const detached = logged('hitl.requester_detached', (e) => e.details.invocation_id === 'ask-stdio');
     controller.abort('stop');
@@ -185,29 +239,49 @@ describe('MCP bridge: a cancelled tool call reaches the running tool (stateless 
     const sender = await connect('asker');
     const controller = new AbortController();
     const attached = logged('stream.opened', (e) => e.actor === 'reader');
-    const call = reader.callTool({ name: 'read_inbox', arguments: { wait_ms: 30_000 } }, undefined, { signal: controller.signal });
-    await within(attached, 'the read\'s inbox attached');
+    const call = reader.callTool({ name: 'read_inbox', arguments: { wait_ms: 30_000 } }, undefined, {
+      signal: controller.signal,
+    });
+    await within(attached, "the read's inbox attached");
     assert.equal(host.coordinator.router.inboxStats('reader').streaming, true);
 
     const detached = logged('stream.closed', (e) => e.actor === 'reader');
     controller.abort('no longer needed');
     await assert.rejects(call);
     // The wait is on the ManualClock, never advanced: only the cancellation ends it.
-    await within(detached, 'the read\'s inbox detached after the cancellation');
+    await within(detached, "the read's inbox detached after the cancellation");
     assert.equal(host.coordinator.router.inboxStats('reader').streaming, false);
 
-    const sent = (await sender.callTool({ name: 'send_message', arguments: { to: 'reader', payload: 'after the cancel' } })) as CallToolResult;
+    const sent = (await sender.callTool({
+      name: 'send_message',
+      arguments: { to: 'reader', payload: 'after the cancel' },
+    })) as CallToolResult;
     assert.equal(sent.isError, undefined, JSON.stringify(sent.content));
     const messageId = sent.structuredContent?.message_id as string;
-    assert.equal(host.coordinator.router.inboxStats('reader').queued, 1, 'pending, not swallowed by the cancelled read');
+    assert.equal(
+      host.coordinator.router.inboxStats('reader').queued,
+      1,
+      'pending, not swallowed by the cancelled read',
+    );
     const read = (await reader.callTool({ name: 'read_inbox', arguments: {} })) as CallToolResult;
     const messages = read.structuredContent?.messages as Array<{ message_id: string; payload: unknown }>;
-    assert.deepEqual(messages.map((m) => [m.message_id, m.payload]), [[messageId, 'after the cancel']]);
+    assert.deepEqual(
+      messages.map((m) => [m.message_id, m.payload]),
+      [[messageId, 'after the cancel']],
+    );
   });
 
-  it('a cancellation with another agent\'s credential for the same request id changes nothing; an unknown id neither; the caller\'s own does', async () => {
+  it("a cancellation with another agent's credential for the same request id changes nothing; an unknown id neither; the caller's own does", async () => {
     const opened = logged('hitl.opened', (e) => e.details.invocation_id === 'ask-2');
-    const running = post(port, tokens.get('asker')!, toolsCall('call-7', 'request_decision', { reason_type: 'SECURITY_APPROVAL', summary: 'Read ~/.ssh?', request_id: 'ask-2' }));
+    const running = post(
+      port,
+      tokens.get('asker')!,
+      toolsCall('call-7', 'request_decision', {
+        reason_type: 'SECURITY_APPROVAL',
+        summary: 'Read ~/.ssh?',
+        request_id: 'ask-2',
+      }),
+    );
     assert.deepEqual(await running.head, { status: 200, contentType: 'text/event-stream' });
     await within(opened, 'hitl.opened');
     const cancelsBefore = host.coordinator.log.query({ eventType: 'bridge.call_cancelled' }).length;
@@ -233,7 +307,10 @@ describe('MCP bridge: a cancelled tool call reaches the running tool (stateless 
     await within(detached, 'requester_detached');
     // The cancelled request is not answered (MCP: the receiver SHOULD NOT respond); its response ends.
     const body = await within(running.ended, 'the end of the cancelled POST');
-    assert.deepEqual(sseMessages(body).filter((m) => m.id === 'call-7'), []);
+    assert.deepEqual(
+      sseMessages(body).filter((m) => m.id === 'call-7'),
+      [],
+    );
     assert.equal(host.coordinator.hitl.get('ask-2')?.state, 'pending');
     host.coordinator.hitl.cancel('ask-2', 'editor:test', 'test over', ctx);
   });
@@ -241,8 +318,16 @@ describe('MCP bridge: a cancelled tool call reaches the running tool (stateless 
   it('two running calls of one credential with the same id (two clients sharing it): a cancellation of that id cancels neither, logged WARN', async () => {
     const openedA = logged('hitl.opened', (e) => e.details.invocation_id === 'dup-a');
     const openedB = logged('hitl.opened', (e) => e.details.invocation_id === 'dup-b');
-    const a = post(port, tokens.get('asker')!, toolsCall(1, 'request_decision', { reason_type: 'CONFLICT', summary: 'A?', request_id: 'dup-a' }));
-    const b = post(port, tokens.get('asker')!, toolsCall(1, 'request_decision', { reason_type: 'CONFLICT', summary: 'B?', request_id: 'dup-b' }));
+    const a = post(
+      port,
+      tokens.get('asker')!,
+      toolsCall(1, 'request_decision', { reason_type: 'CONFLICT', summary: 'A?', request_id: 'dup-a' }),
+    );
+    const b = post(
+      port,
+      tokens.get('asker')!,
+      toolsCall(1, 'request_decision', { reason_type: 'CONFLICT', summary: 'B?', request_id: 'dup-b' }),
+    );
     await within(Promise.all([openedA, openedB]), 'both invocations');
     const ambiguous = post(port, tokens.get('asker')!, cancelled(1));
     assert.equal((await ambiguous.head).status, 202);
@@ -253,8 +338,13 @@ describe('MCP bridge: a cancelled tool call reaches the running tool (stateless 
     // Both still answer.
     host.coordinator.hitl.decide('dup-a', { action: 'approve', rationale: 'a' }, 'editor:alice', ctx);
     host.coordinator.hitl.decide('dup-b', { action: 'deny', rationale: 'b' }, 'editor:alice', ctx);
-    const answers = (await Promise.all([a.ended, b.ended])).map((body) => sseMessages(body).find((m) => m.id === 1)?.result as CallToolResult);
-    assert.deepEqual(answers.map((r) => r.structuredContent?.action), ['approve', 'deny']);
+    const answers = (await Promise.all([a.ended, b.ended])).map(
+      (body) => sseMessages(body).find((m) => m.id === 1)?.result as CallToolResult,
+    );
+    assert.deepEqual(
+      answers.map((r) => r.structuredContent?.action),
+      ['approve', 'deny'],
+    );
   });
 
   describe('with tools of the test (a bridge of its own on the same coordinator)', () => {
@@ -273,22 +363,44 @@ describe('MCP bridge: a cancelled tool call reaches the running tool (stateless 
     /** `block` runs until its signal aborts; `gate` until the test releases it. */
     const TOOLS: BridgeTool[] = [
       {
-        name: 'block', description: 'Blocks until cancelled (a test tool).', inputSchema: { type: 'object', properties: { tag: { type: 'string' } }, additionalProperties: false },
-        run: (args, tool) => new Promise((resolve) => {
-          enteredBlock();
-          tool.signal.addEventListener('abort', () => { aborted.push(String(args.tag)); abortWaiters.get(String(args.tag))?.(); resolve({ aborted: true }); }, { once: true });
-        }),
+        name: 'block',
+        description: 'Blocks until cancelled (a test tool).',
+        inputSchema: { type: 'object', properties: { tag: { type: 'string' } }, additionalProperties: false },
+        run: (args, tool) =>
+          new Promise((resolve) => {
+            enteredBlock();
+            tool.signal.addEventListener(
+              'abort',
+              () => {
+                aborted.push(String(args.tag));
+                abortWaiters.get(String(args.tag))?.();
+                resolve({ aborted: true });
+              },
+              { once: true },
+            );
+          }),
       },
       {
-        name: 'gate', description: 'Waits until the test releases it (a test tool).', inputSchema: { type: 'object', additionalProperties: false },
-        run: (_args, tool) => new Promise((resolve) => {
-          release = () => resolve({ released: true, aborted: tool.signal.aborted });
-        }),
+        name: 'gate',
+        description: 'Waits until the test releases it (a test tool).',
+        inputSchema: { type: 'object', additionalProperties: false },
+        run: (_args, tool) =>
+          new Promise((resolve) => {
+            release = () => resolve({ released: true, aborted: tool.signal.aborted });
+          }),
       },
     ];
 
     before(async () => {
-      bridge = new BridgeServer({ coordinator: host.coordinator, tools: TOOLS, routes: [], port: 0, grpcAddress: 'x', distDir: DIST, maxInflightCallsPerCredential: 2 });
+      bridge = new BridgeServer({
+        coordinator: host.coordinator,
+        tools: TOOLS,
+        routes: [],
+        port: 0,
+        grpcAddress: 'x',
+        distDir: DIST,
+        maxInflightCallsPerCredential: 2,
+      });
       bridgePort = await bridge.start();
     });
 
@@ -297,13 +409,18 @@ describe('MCP bridge: a cancelled tool call reaches the running tool (stateless 
     });
 
     function entered(): Promise<void> {
-      return new Promise((resolve) => { enteredBlock = resolve; });
+      return new Promise((resolve) => {
+        enteredBlock = resolve;
+      });
     }
 
     it('a batch: the cancelled call is aborted and never answered, its sibling runs on and answers, then the POST ends', async () => {
       aborted.length = 0;
       const started = entered();
-      const batch = post(bridgePort, tokens.get('asker')!, [toolsCall('b1', 'block', { tag: 'b1' }), toolsCall('g1', 'gate', {})]);
+      const batch = post(bridgePort, tokens.get('asker')!, [
+        toolsCall('b1', 'block', { tag: 'b1' }),
+        toolsCall('g1', 'gate', {}),
+      ]);
       assert.equal((await batch.head).status, 200);
       await within(started, 'the block tool running');
       const b1Aborted = abortOf('b1');
@@ -314,7 +431,11 @@ describe('MCP bridge: a cancelled tool call reaches the running tool (stateless 
       assert.equal(batch.hasEnded(), false, 'the sibling still runs');
       release();
       const messages = sseMessages(await within(batch.ended, 'the end of the batch POST'));
-      assert.deepEqual(messages.map((m) => m.id), ['g1'], 'the sibling answered, the cancelled call not');
+      assert.deepEqual(
+        messages.map((m) => m.id),
+        ['g1'],
+        'the sibling answered, the cancelled call not',
+      );
       assert.deepEqual((messages[0].result as CallToolResult).structuredContent, { released: true, aborted: false });
       assert.deepEqual(aborted, ['b1']);
     });
@@ -322,40 +443,59 @@ describe('MCP bridge: a cancelled tool call reaches the running tool (stateless 
     it('at most N calls in progress per credential (429 OVERLOADED beyond, all or none of a POST), another credential unaffected; a cancelled call frees its slot', async () => {
       aborted.length = 0;
       const asker = new Client({ name: 'bound', version: '1' });
-      await asker.connect(new StreamableHTTPClientTransport(new URL(`http://127.0.0.1:${bridgePort}/mcp`), { requestInit: { headers: { Authorization: `Bearer ${tokens.get('asker')}` } } }));
+      await asker.connect(
+        new StreamableHTTPClientTransport(new URL(`http://127.0.0.1:${bridgePort}/mcp`), {
+          requestInit: { headers: { Authorization: `Bearer ${tokens.get('asker')}` } },
+        }),
+      );
       clients.push(asker);
       const controllers = [new AbortController(), new AbortController(), new AbortController()];
       const calls: Array<Promise<unknown>> = [];
       for (const [i, controller] of controllers.slice(0, 2).entries()) {
         const started = entered();
-        calls.push(asker.callTool({ name: 'block', arguments: { tag: `c${i}` } }, undefined, { signal: controller.signal }));
+        calls.push(
+          asker.callTool({ name: 'block', arguments: { tag: `c${i}` } }, undefined, { signal: controller.signal }),
+        );
         await within(started, `call ${i} running`);
       }
-      await assert.rejects(asker.callTool({ name: 'block', arguments: { tag: 'over' } }), (err: Error & { code?: number }) => {
-        assert.equal(err.code, 429, err.message);
-        assert.match(err.message, /OVERLOADED: agent 'asker' has 2 tool calls in progress/);
-        return true;
-      });
-      const batchOfThree = post(bridgePort, tokens.get('other')!, [toolsCall(1, 'gate', {}), toolsCall(2, 'gate', {}), toolsCall(3, 'gate', {})]);
+      await assert.rejects(
+        asker.callTool({ name: 'block', arguments: { tag: 'over' } }),
+        (err: Error & { code?: number }) => {
+          assert.equal(err.code, 429, err.message);
+          assert.match(err.message, /OVERLOADED: agent 'asker' has 2 tool calls in progress/);
+          return true;
+        },
+      );
+      const batchOfThree = post(bridgePort, tokens.get('other')!, [
+        toolsCall(1, 'gate', {}),
+        toolsCall(2, 'gate', {}),
+        toolsCall(3, 'gate', {}),
+      ]);
       assert.equal((await batchOfThree.head).status, 429, 'all or none of a POST');
       await batchOfThree.ended;
       // Another agent's credential has its own count.
       const gate = post(bridgePort, tokens.get('other')!, toolsCall('g', 'gate', {}));
       assert.equal((await gate.head).status, 200);
 
-      const cancelLogged = logged('bridge.call_cancelled', (e) => e.actor === 'asker' && e.details.reason === 'c0 done');
+      const cancelLogged = logged(
+        'bridge.call_cancelled',
+        (e) => e.actor === 'asker' && e.details.reason === 'c0 done',
+      );
       controllers[0].abort('c0 done');
       await assert.rejects(calls[0]);
       await within(cancelLogged, 'the cancellation of c0');
       const started = entered();
-      calls.push(asker.callTool({ name: 'block', arguments: { tag: 'c2' } }, undefined, { signal: controllers[2].signal }));
+      calls.push(
+        asker.callTool({ name: 'block', arguments: { tag: 'c2' } }, undefined, { signal: controllers[2].signal }),
+      );
       await within(started, 'a call admitted in the freed slot');
       for (const i of [1, 2]) {
         controllers[i].abort('test over');
         await assert.rejects(calls[i]);
       }
       release();
-      const released = sseMessages(await within(gate.ended, 'the gate answered')).find((m) => m.id === 'g')?.result as CallToolResult;
+      const released = sseMessages(await within(gate.ended, 'the gate answered')).find((m) => m.id === 'g')
+        ?.result as CallToolResult;
       assert.deepEqual(released.structuredContent, { released: true, aborted: false });
       assert.equal(aborted.includes('over'), false, 'the refused call never ran');
     });

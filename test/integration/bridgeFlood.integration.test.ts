@@ -64,7 +64,11 @@ describe('MCP bridge under a connection flood (README, "Limits")', function () {
 
   async function connect(agent: string): Promise<Client> {
     const client = new Client({ name: `flood-${agent}`, version: '1.0.0' });
-    await client.connect(new StreamableHTTPClientTransport(new URL(host.bridgeEndpoints!.mcpUrl), { requestInit: { headers: { Authorization: `Bearer ${tokens.get(agent)}` } } }));
+    await client.connect(
+      new StreamableHTTPClientTransport(new URL(host.bridgeEndpoints!.mcpUrl), {
+        requestInit: { headers: { Authorization: `Bearer ${tokens.get(agent)}` } },
+      }),
+    );
     clients.push(client);
     return client;
   }
@@ -75,17 +79,26 @@ describe('MCP bridge under a connection flood (README, "Limits")', function () {
   /** Opens `count` connections that never authenticate, 100 at a time (the n-th from `from(n)`); answers when all are connected. */
   async function openFlood(count: number, from: (n: number) => string = () => '127.0.0.1'): Promise<void> {
     for (let start = 0; start < count; start += 100) {
-      await Promise.all(Array.from({ length: Math.min(100, count - start) }, (_, i) => new Promise<void>((resolve, reject) => {
-        const n = start + i;
-        const socket = net.connect({ host: '127.0.0.1', port, localAddress: from(n) });
-        flood.push(socket);
-        socket.on('error', () => undefined); // an evicted socket may see ECONNRESET
-        socket.once('connect', () => {
-          if (n % SLOW_EVERY === 0) socket.write(`POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nAuthorization: Bearer ${tokens.get('reader')}\r\nContent-Type: appl`);
-          resolve();
-        });
-        socket.once('error', reject);
-      })));
+      await Promise.all(
+        Array.from(
+          { length: Math.min(100, count - start) },
+          (_, i) =>
+            new Promise<void>((resolve, reject) => {
+              const n = start + i;
+              const socket = net.connect({ host: '127.0.0.1', port, localAddress: from(n) });
+              flood.push(socket);
+              socket.on('error', () => undefined); // an evicted socket may see ECONNRESET
+              socket.once('connect', () => {
+                if (n % SLOW_EVERY === 0)
+                  socket.write(
+                    `POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nAuthorization: Bearer ${tokens.get('reader')}\r\nContent-Type: appl`,
+                  );
+                resolve();
+              });
+              socket.once('error', reject);
+            }),
+        ),
+      );
     }
   }
 
@@ -97,7 +110,10 @@ describe('MCP bridge under a connection flood (README, "Limits")', function () {
     const limit = openFileLimit();
     // Client and server ends of every flood connection in this one process, at worst, plus the host's own files.
     const needed = 2 * FLOOD + 512;
-    if (limit < needed) throw new Error(`this test needs ${needed} open files (ulimit -n is ${limit}): raise the limit (ulimit -n ${needed}) to run it`);
+    if (limit < needed)
+      throw new Error(
+        `this test needs ${needed} open files (ulimit -n is ${limit}): raise the limit (ulimit -n ${needed}) to run it`,
+      );
     dir = makeTempDir('sw4rm-int-bridge-flood-');
     const repo = makeRepo(dir, 'app', { 'README.md': 'hello\n' });
     clock = new ManualClock(Date.now());
@@ -123,11 +139,23 @@ describe('MCP bridge under a connection flood (README, "Limits")', function () {
     // An authenticated connection held open by a waiting read_inbox (wait_ms on the ManualClock: only a message ends it).
     const reader = await connect('reader');
     const attached = new Promise<void>((resolve) => {
-      const listener = host.coordinator.log.onDidRecord((e) => { if (e.eventType === 'stream.opened' && e.details.agent_id === 'reader') { listener.dispose(); resolve(); } });
+      const listener = host.coordinator.log.onDidRecord((e) => {
+        if (e.eventType === 'stream.opened' && e.details.agent_id === 'reader') {
+          listener.dispose();
+          resolve();
+        }
+      });
     });
     let held: Record<string, any> | Error | undefined;
     const heldNow = () => held;
-    const holding = call(reader, 'read_inbox', { wait_ms: 30_000 }).then((r) => { held = r; }, (err: Error) => { held = err; });
+    const holding = call(reader, 'read_inbox', { wait_ms: 30_000 }).then(
+      (r) => {
+        held = r;
+      },
+      (err: Error) => {
+        held = err;
+      },
+    );
     await settles(attached, 'the held read_inbox to wait');
 
     const started = Date.now();
@@ -140,10 +168,19 @@ describe('MCP bridge under a connection flood (README, "Limits")', function () {
     assert.ok((agents.agents as Array<{ agent_id: string }>).some((a) => a.agent_id === 'reader'));
     const mcpMs = Date.now() - t;
     t = Date.now();
-    const answer = await settles(hook(tokens.get('hooked')!, {
-      session_id: 's1', transcript_path: '/tmp/t.jsonl', cwd: worktree, permission_mode: 'default', hook_event_name: 'PreToolUse',
-      tool_name: 'Read', tool_input: { file_path: path.join(worktree, 'README.md') }, tool_use_id: 'toolu_1',
-    }), 'the hook during the flood');
+    const answer = await settles(
+      hook(tokens.get('hooked')!, {
+        session_id: 's1',
+        transcript_path: '/tmp/t.jsonl',
+        cwd: worktree,
+        permission_mode: 'default',
+        hook_event_name: 'PreToolUse',
+        tool_name: 'Read',
+        tool_input: { file_path: path.join(worktree, 'README.md') },
+        tool_use_id: 'toolu_1',
+      }),
+      'the hook during the flood',
+    );
     const hookMs = Date.now() - t;
     assert.equal(answer.status, 200, JSON.stringify(answer.json));
     assert.equal(answer.json.hookSpecificOutput.permissionDecision, 'allow');
@@ -152,8 +189,14 @@ describe('MCP bridge under a connection flood (README, "Limits")', function () {
 
     const kept = LIMITS.maxUnauthenticatedPerAddress;
     // Each connection past the bound evicts the oldest unauthenticated one of the address at once.
-    await pollUntil(`${FLOOD - kept} flood connections evicted`, () => closedFlood() >= FLOOD - kept || undefined, 30_000);
-    console.log(`      ${FLOOD} connections opened in ${Date.now() - started} ms; ${closedFlood()} evicted, ${FLOOD - closedFlood()} kept`);
+    await pollUntil(
+      `${FLOOD - kept} flood connections evicted`,
+      () => closedFlood() >= FLOOD - kept || undefined,
+      30_000,
+    );
+    console.log(
+      `      ${FLOOD} connections opened in ${Date.now() - started} ms; ${closedFlood()} evicted, ${FLOOD - closedFlood()} kept`,
+    );
     // The bound is kept: 128 (less the few the legitimate connections above evicted while they were not yet authenticated).
     const open = FLOOD - closedFlood();
     assert.ok(open <= kept && open >= kept - 4, `${open} flood connections open`);
@@ -173,7 +216,11 @@ describe('MCP bridge under a connection flood (README, "Limits")', function () {
 
     // The interval passes: one line with the sum; the unauthenticated timeout closes the connections that are left.
     clock.advance(Math.max(LIMITS.unauthenticatedMs, LIMITS.headersMs, LIMITS.dropLogIntervalMs) + 1);
-    await pollUntil('the unauthenticated connections timed out', () => closedFlood() === FLOOD + kept || undefined, 10_000);
+    await pollUntil(
+      'the unauthenticated connections timed out',
+      () => closedFlood() === FLOOD + kept || undefined,
+      10_000,
+    );
     clock.advance(LIMITS.dropLogIntervalMs + 1);
     events = drops();
     console.log(`      drops logged: ${events.map((e) => JSON.stringify(e.details)).join(' ')}`);
@@ -191,7 +238,10 @@ describe('MCP bridge under a connection flood (README, "Limits")', function () {
     await settles(holding, 'the held read_inbox to answer');
     const result = heldNow();
     assert.ok(result !== undefined && !(result instanceof Error), String(result));
-    assert.deepEqual((result as { messages: Array<{ payload: unknown }> }).messages.map((m) => m.payload), ['still there?']);
+    assert.deepEqual(
+      (result as { messages: Array<{ payload: unknown }> }).messages.map((m) => m.payload),
+      ['still there?'],
+    );
   });
 
   it('bounds them in all too: a flood from ten loopback addresses (any of 127.0.0.0/8), under the per-address bound each, leaves agents room', async () => {
@@ -202,15 +252,30 @@ describe('MCP bridge under a connection flood (README, "Limits")', function () {
     const t = Date.now();
     const agent = await connect('sender');
     await settles(call(agent, 'list_agents'), 'list_agents during the flood');
-    const answer = await settles(hook(tokens.get('hooked')!, {
-      session_id: 's1', transcript_path: '/tmp/t.jsonl', cwd: worktree, permission_mode: 'default', hook_event_name: 'PreToolUse',
-      tool_name: 'Read', tool_input: { file_path: path.join(worktree, 'README.md') }, tool_use_id: 'toolu_2',
-    }), 'the hook during the flood');
+    const answer = await settles(
+      hook(tokens.get('hooked')!, {
+        session_id: 's1',
+        transcript_path: '/tmp/t.jsonl',
+        cwd: worktree,
+        permission_mode: 'default',
+        hook_event_name: 'PreToolUse',
+        tool_name: 'Read',
+        tool_input: { file_path: path.join(worktree, 'README.md') },
+        tool_use_id: 'toolu_2',
+      }),
+      'the hook during the flood',
+    );
     assert.equal(answer.status, 200, JSON.stringify(answer.json));
     const elapsed = Date.now() - t;
-    await pollUntil('the oldest evicted past the bound in all', () => FLOOD - closedFlood() <= LIMITS.maxUnauthenticated || undefined, 30_000);
+    await pollUntil(
+      'the oldest evicted past the bound in all',
+      () => FLOOD - closedFlood() <= LIMITS.maxUnauthenticated || undefined,
+      30_000,
+    );
     const open = FLOOD - closedFlood();
-    console.log(`      ${FLOOD} connections from 10 addresses: ${open} kept; MCP connect + list_agents and a hook in ${elapsed} ms`);
+    console.log(
+      `      ${FLOOD} connections from 10 addresses: ${open} kept; MCP connect + list_agents and a hook in ${elapsed} ms`,
+    );
     assert.ok(open >= LIMITS.maxUnauthenticated - 4, `${open} kept`);
     clock.advance(LIMITS.unauthenticatedMs + 1);
     await pollUntil('the rest timed out', () => closedFlood() === FLOOD || undefined, 10_000);
@@ -218,21 +283,35 @@ describe('MCP bridge under a connection flood (README, "Limits")', function () {
 
   it('answers `Expect: 100-continue` only after authentication: without a credential 401 at once, never 100 Continue', async () => {
     /** The first status line the bridge writes for headers that announce a body and wait for 100 Continue. */
-    const firstStatus = (authorization: string | undefined) => new Promise<string>((resolve, reject) => {
-      const socket = net.connect({ host: '127.0.0.1', port });
-      let text = '';
-      socket.on('data', (chunk: Buffer) => {
-        text += chunk.toString('latin1');
-        const end = text.indexOf('\r\n');
-        if (end >= 0) { socket.destroy(); resolve(text.slice(0, end)); }
+    const firstStatus = (authorization: string | undefined) =>
+      new Promise<string>((resolve, reject) => {
+        const socket = net.connect({ host: '127.0.0.1', port });
+        let text = '';
+        socket.on('data', (chunk: Buffer) => {
+          text += chunk.toString('latin1');
+          const end = text.indexOf('\r\n');
+          if (end >= 0) {
+            socket.destroy();
+            resolve(text.slice(0, end));
+          }
+        });
+        socket.on('error', reject);
+        socket.on('connect', () =>
+          socket.write(
+            `POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nContent-Type: application/json\r\n` +
+              `Accept: application/json, text/event-stream\r\nContent-Length: 1000\r\nExpect: 100-continue\r\n` +
+              `${authorization !== undefined ? `Authorization: ${authorization}\r\n` : ''}\r\n`,
+          ),
+        );
       });
-      socket.on('error', reject);
-      socket.on('connect', () => socket.write(`POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nContent-Type: application/json\r\n`
-        + `Accept: application/json, text/event-stream\r\nContent-Length: 1000\r\nExpect: 100-continue\r\n`
-        + `${authorization !== undefined ? `Authorization: ${authorization}\r\n` : ''}\r\n`));
-    });
     assert.equal(await settles(firstStatus(undefined), 'the answer without a credential'), 'HTTP/1.1 401 Unauthorized');
-    assert.equal(await settles(firstStatus('Bearer sw4rm.nobody.secret'), 'the answer with an unknown credential'), 'HTTP/1.1 401 Unauthorized');
-    assert.equal(await settles(firstStatus(`Bearer ${tokens.get('sender')}`), 'the answer with a credential'), 'HTTP/1.1 100 Continue');
+    assert.equal(
+      await settles(firstStatus('Bearer sw4rm.nobody.secret'), 'the answer with an unknown credential'),
+      'HTTP/1.1 401 Unauthorized',
+    );
+    assert.equal(
+      await settles(firstStatus(`Bearer ${tokens.get('sender')}`), 'the answer with a credential'),
+      'HTTP/1.1 100 Continue',
+    );
   });
 });

@@ -22,7 +22,9 @@ const ctx = { correlationId: 'bridge-revoke-test' };
 const DIST = path.join(REPO_ROOT, 'dist');
 
 /** A tool call's outcome: `ok` with its output, or the tool error's code and message. */
-async function outcome(call: Promise<unknown>): Promise<{ ok: true; output: Record<string, any> } | { ok: false; code: string; message: string }> {
+async function outcome(
+  call: Promise<unknown>,
+): Promise<{ ok: true; output: Record<string, any> } | { ok: false; code: string; message: string }> {
   const result = (await call) as CallToolResult;
   if (result.isError) {
     const { code, message } = (result.structuredContent as { error: { code: string; message: string } }).error;
@@ -49,7 +51,11 @@ describe('MCP bridge: revocation ends every request waiting under the credential
 
   async function connect(token: string): Promise<Client> {
     const client = new Client({ name: 'revoke-test', version: '1.0.0' });
-    await client.connect(new StreamableHTTPClientTransport(new URL(host.bridgeEndpoints!.mcpUrl), { requestInit: { headers: { Authorization: `Bearer ${token}` } } }));
+    await client.connect(
+      new StreamableHTTPClientTransport(new URL(host.bridgeEndpoints!.mcpUrl), {
+        requestInit: { headers: { Authorization: `Bearer ${token}` } },
+      }),
+    );
     clients.push(client);
     return client;
   }
@@ -104,7 +110,12 @@ describe('MCP bridge: revocation ends every request waiting under the credential
     const started = Date.now();
     host.coordinator.credentials.revoke(old.id, 'test', ctx);
     // Sent right after the revocation, while the revoked read is (on the old code) still waiting for it.
-    const sent = outcome(sender.callTool({ name: 'send_message', arguments: { to: 'reader', payload: 'after the revocation', idempotency_key: 'after' } }));
+    const sent = outcome(
+      sender.callTool({
+        name: 'send_message',
+        arguments: { to: 'reader', payload: 'after the revocation', idempotency_key: 'after' },
+      }),
+    );
     const ended = await settles(waiting, 'the revoked read_inbox to end');
     const elapsed = Date.now() - started;
     assert.deepEqual(ended.ok ? ended.output : { code: ended.code }, { code: 'UNAUTHENTICATED' });
@@ -119,11 +130,15 @@ describe('MCP bridge: revocation ends every request waiting under the credential
     const renewed = await connect(mint('reader').token);
     const read = await outcome(renewed.callTool({ name: 'read_inbox', arguments: {} }));
     assert.ok(read.ok, JSON.stringify(read));
-    assert.deepEqual(read.output.messages.map((m: { payload: unknown }) => m.payload), ['after the revocation']);
+    assert.deepEqual(
+      read.output.messages.map((m: { payload: unknown }) => m.payload),
+      ['after the revocation'],
+    );
   });
 
   /** The message ids of a read_inbox outcome (none when it was refused). */
-  const idsOf = (read: Awaited<ReturnType<typeof outcome>>): string[] => (read.ok ? read.output.messages.map((m: { message_id: string }) => m.message_id) : []);
+  const idsOf = (read: Awaited<ReturnType<typeof outcome>>): string[] =>
+    read.ok ? read.output.messages.map((m: { message_id: string }) => m.message_id) : [];
 
   /**
    * What the agent's NEW credential reads, all of it: read_inbox until an empty answer. Each message it reads once,
@@ -142,7 +157,9 @@ describe('MCP bridge: revocation ends every request waiting under the credential
   }
 
   async function send(client: Client, payload: string, key: string): Promise<string> {
-    const sent = await outcome(client.callTool({ name: 'send_message', arguments: { to: 'reader', payload, idempotency_key: key } }));
+    const sent = await outcome(
+      client.callTool({ name: 'send_message', arguments: { to: 'reader', payload, idempotency_key: key } }),
+    );
     assert.ok(sent.ok, JSON.stringify(sent));
     return sent.output.message_id as string;
   }
@@ -152,13 +169,20 @@ describe('MCP bridge: revocation ends every request waiting under the credential
    * written to its end, so the HTTP response stays unfinished until the test revokes or drops the connection.
    */
   function stalledRead(token: string): net.Socket {
-    const body = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'read_inbox', arguments: { max: 10 } } });
+    const body = JSON.stringify({
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'tools/call',
+      params: { name: 'read_inbox', arguments: { max: 10 } },
+    });
     const port = host.bridge!.port;
     const socket = net.connect(port, '127.0.0.1');
     socket.on('error', () => undefined);
     socket.pause();
-    socket.write(`POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n`
-      + `Authorization: Bearer ${token}\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
+    socket.write(
+      `POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n` +
+        `Authorization: Bearer ${token}\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+    );
     return socket;
   }
 
@@ -183,9 +207,19 @@ describe('MCP bridge: revocation ends every request waiting under the credential
     const after = await send(sender, 'after the revocation', 'after');
     const renewed = await readAll(mint('reader').token);
     const seen = [...idsOf(first), ...renewed];
-    console.log(`      old credential's read: ${first.ok ? `${idsOf(first).length} message(s)` : first.code}; new credential: ${renewed.length}`);
-    assert.deepEqual(seen.filter((id) => id === taken).length, 1, `the message taken at the revocation, seen ${JSON.stringify(seen)}`);
-    assert.deepEqual(renewed.filter((id) => id === after).length, 1, 'the message sent after the revocation, read by the new credential');
+    console.log(
+      `      old credential's read: ${first.ok ? `${idsOf(first).length} message(s)` : first.code}; new credential: ${renewed.length}`,
+    );
+    assert.deepEqual(
+      seen.filter((id) => id === taken).length,
+      1,
+      `the message taken at the revocation, seen ${JSON.stringify(seen)}`,
+    );
+    assert.deepEqual(
+      renewed.filter((id) => id === after).length,
+      1,
+      'the message sent after the revocation, read by the new credential',
+    );
   });
 
   for (const how of ['revoked', 'dropped'] as const) {
@@ -199,12 +233,28 @@ describe('MCP bridge: revocation ends every request waiting under the credential
       const socket = stalledRead(old.token);
       try {
         // The read took both (delivered, its sink detached) and is answering: nothing is confirmed while the answer is written.
-        await pollUntil('the read to take the two messages', () => {
-          const records = big.map((id) => host.coordinator.router.message(id)!);
-          return records.every((r) => r.delivery !== 'queued') && !host.coordinator.router.inboxStats('reader').streaming ? true : undefined;
-        }, 10_000);
-        assert.deepEqual(big.map((id) => { const r = host.coordinator.router.message(id)!; return [r.delivery, r.state]; }),
-          [['inflight', 'SENT'], ['inflight', 'SENT']], 'neither confirmed nor READ while the answer is being written');
+        await pollUntil(
+          'the read to take the two messages',
+          () => {
+            const records = big.map((id) => host.coordinator.router.message(id)!);
+            return records.every((r) => r.delivery !== 'queued') &&
+              !host.coordinator.router.inboxStats('reader').streaming
+              ? true
+              : undefined;
+          },
+          10_000,
+        );
+        assert.deepEqual(
+          big.map((id) => {
+            const r = host.coordinator.router.message(id)!;
+            return [r.delivery, r.state];
+          }),
+          [
+            ['inflight', 'SENT'],
+            ['inflight', 'SENT'],
+          ],
+          'neither confirmed nor READ while the answer is being written',
+        );
         const closed = new Promise<void>((resolve) => socket.once('close', () => resolve()));
         if (how === 'revoked') host.coordinator.credentials.revoke(old.id, 'test', ctx);
         else socket.destroy();
@@ -212,11 +262,15 @@ describe('MCP bridge: revocation ends every request waiting under the credential
         assert.deepEqual(event.details.message_ids, big);
         // Revoked: the coordinator ends the unfinished answer's connection itself (read now, it ends short of the answer).
         let received = 0;
-        socket.on('data', (chunk: Buffer) => { received += chunk.length; });
+        socket.on('data', (chunk: Buffer) => {
+          received += chunk.length;
+        });
         socket.resume();
         await settles(closed, 'the connection of the unfinished answer to end');
         if (how === 'revoked') {
-          console.log(`      revoked: the server ended the connection after ${(received / 1024 / 1024).toFixed(1)} MiB of an answer of more than 7 MiB`);
+          console.log(
+            `      revoked: the server ended the connection after ${(received / 1024 / 1024).toFixed(1)} MiB of an answer of more than 7 MiB`,
+          );
           assert.ok(received < 7 * 1024 * 1024);
         }
       } finally {
@@ -226,7 +280,10 @@ describe('MCP bridge: revocation ends every request waiting under the credential
       const after = await send(sender, 'after', 'after');
       const renewed = await readAll(mint('reader').token);
       assert.deepEqual(renewed, [...big, after], 'each once, in order');
-      assert.deepEqual([...big, after].map((id) => host.coordinator.router.message(id)!.state), ['READ', 'READ', 'READ']);
+      assert.deepEqual(
+        [...big, after].map((id) => host.coordinator.router.message(id)!.state),
+        ['READ', 'READ', 'READ'],
+      );
     });
   }
 
@@ -241,18 +298,27 @@ describe('MCP bridge: revocation ends every request waiting under the credential
     return () => count;
   }
 
-  it('a read while the agent\'s previous answer is still being written waits for it (on the Clock, 3 s at most) instead of taking the same messages again', async () => {
+  it("a read while the agent's previous answer is still being written waits for it (on the Clock, 3 s at most) instead of taking the same messages again", async () => {
     const first = mint('reader');
     const sender = await connect(mint('sender').token);
     const big = [await send(sender, 'c'.repeat(3.8 * 1024 * 1024), 'big'), await send(sender, 'small', 'small')];
     const socket = stalledRead(first.token);
     try {
-      await pollUntil('the first read to take the two messages', () => (big.every((id) => host.coordinator.router.message(id)!.delivery !== 'queued')
-        && !host.coordinator.router.inboxStats('reader').streaming ? true : undefined), 10_000);
+      await pollUntil(
+        'the first read to take the two messages',
+        () =>
+          big.every((id) => host.coordinator.router.message(id)!.delivery !== 'queued') &&
+          !host.coordinator.router.inboxStats('reader').streaming
+            ? true
+            : undefined,
+        10_000,
+      );
       const second = await connect(mint('reader').token);
       let answered = false;
       const waits = settleWaits();
-      const reading = outcome(second.callTool({ name: 'read_inbox', arguments: {} })).finally(() => { answered = true; });
+      const reading = outcome(second.callTool({ name: 'read_inbox', arguments: {} })).finally(() => {
+        answered = true;
+      });
       await pollUntil('the second read to be waiting', () => (waits() > 0 ? true : undefined));
       for (let i = 0; i < 50; i++) await new Promise((resolve) => setImmediate(resolve));
       assert.equal(answered, false, 'the second read waits while the first answer is being written');
@@ -268,31 +334,53 @@ describe('MCP bridge: revocation ends every request waiting under the credential
     const another = await send(sender, 'd'.repeat(3.8 * 1024 * 1024), 'big-2');
     const stalled = stalledRead(third.token);
     try {
-      await pollUntil('the stalled read to take it', () => (host.coordinator.router.message(another)!.delivery !== 'queued'
-        && !host.coordinator.router.inboxStats('reader').streaming ? true : undefined), 10_000);
+      await pollUntil(
+        'the stalled read to take it',
+        () =>
+          host.coordinator.router.message(another)!.delivery !== 'queued' &&
+          !host.coordinator.router.inboxStats('reader').streaming
+            ? true
+            : undefined,
+        10_000,
+      );
       const client = await connect(third.token);
       const waits = settleWaits();
       const waiting = outcome(client.callTool({ name: 'read_inbox', arguments: {} }));
       await pollUntil('the read to be waiting', () => (waits() > 0 ? true : undefined));
       clock.advance(READ_SETTLE_WAIT_MS);
       const read = await settles(waiting, 'the read after 3 s on the Clock');
-      assert.deepEqual(idsOf(read), [another], 'taken again: the stalled answer may reach the agent too (at least once)');
+      assert.deepEqual(
+        idsOf(read),
+        [another],
+        'taken again: the stalled answer may reach the agent too (at least once)',
+      );
     } finally {
       stalled.destroy();
     }
   });
 
-  it('a waiting request_decision ends UNAUTHENTICATED at once; another credential\'s wait goes on; the new credential re-attaches', async () => {
+  it("a waiting request_decision ends UNAUTHENTICATED at once; another credential's wait goes on; the new credential re-attaches", async () => {
     const old = mint('asker');
     const other = mint('asker');
     const revokedClient = await connect(old.token);
     const otherClient = await connect(other.token);
     const opened = logged('hitl.opened', (e) => e.details.invocation_id === 'ask-revoked');
     const openedOther = logged('hitl.opened', (e) => e.details.invocation_id === 'ask-other');
-    const waiting = outcome(revokedClient.callTool({ name: 'request_decision', arguments: { reason_type: 'MANUAL_OVERRIDE', summary: 'Deploy?', request_id: 'ask-revoked' } }));
+    const waiting = outcome(
+      revokedClient.callTool({
+        name: 'request_decision',
+        arguments: { reason_type: 'MANUAL_OVERRIDE', summary: 'Deploy?', request_id: 'ask-revoked' },
+      }),
+    );
     let otherEnded = false;
-    const waitingOther = outcome(otherClient.callTool({ name: 'request_decision', arguments: { reason_type: 'MANUAL_OVERRIDE', summary: 'Other?', request_id: 'ask-other' } }))
-      .finally(() => { otherEnded = true; });
+    const waitingOther = outcome(
+      otherClient.callTool({
+        name: 'request_decision',
+        arguments: { reason_type: 'MANUAL_OVERRIDE', summary: 'Other?', request_id: 'ask-other' },
+      }),
+    ).finally(() => {
+      otherEnded = true;
+    });
     await settles(Promise.all([opened, openedOther]), 'both questions to open');
 
     const detached = logged('hitl.requester_detached', (e) => e.details.invocation_id === 'ask-revoked');
@@ -301,11 +389,16 @@ describe('MCP bridge: revocation ends every request waiting under the credential
     assert.deepEqual(ended.ok ? ended.output : { code: ended.code }, { code: 'UNAUTHENTICATED' });
     await settles(detached, 'the requester detached');
     assert.equal(host.coordinator.hitl.get('ask-revoked')?.state, 'pending', 'the question stays for the agent');
-    assert.equal(otherEnded, false, 'the other credential\'s wait is not ended');
+    assert.equal(otherEnded, false, "the other credential's wait is not ended");
 
     const renewed = await connect(mint('asker').token);
     const reattached = logged('hitl.reattached', (e) => e.details.invocation_id === 'ask-revoked');
-    const again = outcome(renewed.callTool({ name: 'request_decision', arguments: { reason_type: 'MANUAL_OVERRIDE', summary: 'Deploy?', request_id: 'ask-revoked' } }));
+    const again = outcome(
+      renewed.callTool({
+        name: 'request_decision',
+        arguments: { reason_type: 'MANUAL_OVERRIDE', summary: 'Deploy?', request_id: 'ask-revoked' },
+      }),
+    );
     await settles(reattached, 'the new credential re-attached');
     host.coordinator.hitl.decide('ask-revoked', { action: 'approve', rationale: 'fine' }, 'editor:alice', ctx);
     host.coordinator.hitl.decide('ask-other', { action: 'deny', rationale: 'no' }, 'editor:alice', ctx);
@@ -320,12 +413,23 @@ describe('MCP bridge: revocation ends every request waiting under the credential
     await host.coordinator.worktrees.bind('asker', 'app', '', ctx);
     const worktree = host.coordinator.worktrees.worktreePathOf('asker')!;
     const opened = new Promise<string>((resolve) => {
-      const listener = host.coordinator.log.onDidRecord((e) => { if (e.eventType === 'hitl.opened') { listener.dispose(); resolve(String(e.details.invocation_id)); } });
+      const listener = host.coordinator.log.onDidRecord((e) => {
+        if (e.eventType === 'hitl.opened') {
+          listener.dispose();
+          resolve(String(e.details.invocation_id));
+        }
+      });
       listeners.push(listener);
     });
     const answer = hookPost(host.bridge!.port, old.token, {
-      session_id: 's1', transcript_path: '/tmp/t.jsonl', cwd: worktree, permission_mode: 'default', hook_event_name: 'PreToolUse',
-      tool_name: 'Bash', tool_input: { command: 'make' }, tool_use_id: 'toolu_1',
+      session_id: 's1',
+      transcript_path: '/tmp/t.jsonl',
+      cwd: worktree,
+      permission_mode: 'default',
+      hook_event_name: 'PreToolUse',
+      tool_name: 'Bash',
+      tool_input: { command: 'make' },
+      tool_use_id: 'toolu_1',
     });
     const invocationId = await settles(opened, 'the approval question');
     host.coordinator.credentials.revoke(old.id, 'test', ctx);
@@ -333,6 +437,10 @@ describe('MCP bridge: revocation ends every request waiting under the credential
     assert.equal(status, 401);
     assert.equal(json.error.code, 'UNAUTHENTICATED');
     assert.match(json.error.message, /revoked/);
-    await pollUntil('the question withdrawn', () => (host.coordinator.hitl.get(invocationId)?.state === 'cancelled' ? true : undefined), 5_000);
+    await pollUntil(
+      'the question withdrawn',
+      () => (host.coordinator.hitl.get(invocationId)?.state === 'cancelled' ? true : undefined),
+      5_000,
+    );
   });
 });

@@ -26,7 +26,10 @@ describe('headless coordinator (dist/cli.js)', () => {
 
     const clients = new CoordinatorClients(env.SW4RM_REGISTRY_ADDR, env.SW4RM_TOKEN);
     try {
-      assert.deepEqual(await clients.registerAgent(descriptorMessage('alpha'), { correlationId: 'cli-reg' }), { accepted: true, reason: '' });
+      assert.deepEqual(await clients.registerAgent(descriptorMessage('alpha'), { correlationId: 'cli-reg' }), {
+        accepted: true,
+        reason: '',
+      });
       assert.deepEqual(await clients.heartbeat('alpha', 'RUNNABLE'), { ok: true });
       assert.deepEqual(await clients.healthCheck(''), { status: 'SERVING' });
     } finally {
@@ -84,7 +87,11 @@ describe('headless coordinator (dist/cli.js)', () => {
     // The restore transition (online -> disconnected) and coordinator.started / server.serving are recorded
     // before src/cli/main.ts subscribes to onDidRecord, so they never reach stderr.
     assert.match(second.stderr, /coordinator\.started/, 'coordinator.started is echoed');
-    assert.match(second.stderr, /agent\.presence_changed \[restore:alpha\] .*"to":"disconnected"/, 'the restore transition is echoed');
+    assert.match(
+      second.stderr,
+      /agent\.presence_changed \[restore:alpha\] .*"to":"disconnected"/,
+      'the restore transition is echoed',
+    );
   });
 
   it('exits 1 with the reason when the store cannot commit, having told no agent "accepted" for what was lost; a new run recovers', async () => {
@@ -111,7 +118,10 @@ describe('headless coordinator (dist/cli.js)', () => {
       clients.close();
     }
     assert.equal(await cli.exit(), 1, cli.stderr);
-    assert.match(cli.stderr, /sw4rm-coordinator: The SW4RM store .*coordinator\.db could not commit \(FOREIGN KEY constraint failed\)/);
+    assert.match(
+      cli.stderr,
+      /sw4rm-coordinator: The SW4RM store .*coordinator\.db could not commit \(FOREIGN KEY constraint failed\)/,
+    );
 
     const second = run('--port', '0', '--data-dir', dataDir());
     const env2 = await second.environment();
@@ -150,7 +160,7 @@ describe('headless coordinator (dist/cli.js)', () => {
     assert.match(cli.stdout, /Usage: sw4rm-coordinator/);
   });
 
-  it('exits 1 with the store\'s message on a corrupt store, leaving the file unchanged', async () => {
+  it("exits 1 with the store's message on a corrupt store, leaving the file unchanged", async () => {
     const file = path.join(dataDir(), STORE_FILE_NAME);
     const garbage = writeGarbage(file);
     const before = fingerprint(file);

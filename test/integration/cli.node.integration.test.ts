@@ -18,13 +18,20 @@ describe('dist/cli.js on a Node without node:sqlite', () => {
     if (!systemNodeLacksSqlite()) this.skip(); // Only a machine whose /usr/bin/node is older than 22.13 can show it.
   });
 
-  for (const args of [['--help'], ['--port', '0', '--data-dir', '/nonexistent/never-created'], ['credentials', '--list']]) {
+  for (const args of [
+    ['--help'],
+    ['--port', '0', '--data-dir', '/nonexistent/never-created'],
+    ['credentials', '--list'],
+  ]) {
     it(`says which Node it needs, and nothing else, for ${args.join(' ')}`, () => {
       const version = spawnSync(SYSTEM_NODE, ['--version'], { encoding: 'utf8' }).stdout.trim();
       const result = spawnSync(SYSTEM_NODE, [CLI_BUNDLE, ...args], { encoding: 'utf8', timeout: 20_000 });
       assert.equal(result.status, 1, result.stderr);
       assert.equal(result.stdout, '');
-      assert.match(result.stderr, new RegExp(`^sw4rm-coordinator needs Node\\.js ${REQUIRED_NODE.replace('.', '\\.')} or newer`));
+      assert.match(
+        result.stderr,
+        new RegExp(`^sw4rm-coordinator needs Node\\.js ${REQUIRED_NODE.replace('.', '\\.')} or newer`),
+      );
       assert.ok(result.stderr.includes(`this Node (${version}, ${SYSTEM_NODE})`), result.stderr);
       assert.match(result.stderr, /npm start -- --help/);
       assert.doesNotMatch(result.stderr, /ERR_UNKNOWN_BUILTIN_MODULE|\n\s+at /);

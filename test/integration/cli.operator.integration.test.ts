@@ -20,11 +20,19 @@ describe('headless HITL operator (sw4rm-coordinator --operator)', () => {
   it('announces a pending invocation, lists it, and the typed decision reaches the agent', async () => {
     const hitl = await start(['--operator']);
     await cli!.waitForOutput(/# HITL operator cli:\S+ attached; 0 pending/);
-    const call = hitl.decide({
-      reason_type: 'TOOL_PRIVILEGE_ESCALATION',
-      context: { summary: 'run \u001b[31mdocker\u001b[0m as root', subject: { repo_id: 'repo', worktree_id: 'wt', task_id: 'build' } },
-    }, { agentId: 'builder' });
-    const [, id] = await cli!.waitForOutput(/HITL pending: (\S+)  TOOL_PRIVILEGE_ESCALATION  from builder  on repo\/wt\/build/);
+    const call = hitl.decide(
+      {
+        reason_type: 'TOOL_PRIVILEGE_ESCALATION',
+        context: {
+          summary: 'run \u001b[31mdocker\u001b[0m as root',
+          subject: { repo_id: 'repo', worktree_id: 'wt', task_id: 'build' },
+        },
+      },
+      { agentId: 'builder' },
+    );
+    const [, id] = await cli!.waitForOutput(
+      /HITL pending: (\S+)  TOOL_PRIVILEGE_ESCALATION  from builder  on repo\/wt\/build/,
+    );
     assert.ok(!cli!.stdout.includes('\u001b['), 'terminal escapes from the agent are shown escaped');
     cli!.type('list');
     await cli!.waitForOutput(new RegExp(`\\n${id}  TOOL_PRIVILEGE_ESCALATION .*deadline `));
@@ -39,17 +47,26 @@ describe('headless HITL operator (sw4rm-coordinator --operator)', () => {
     cli!.type(`audit ${auditFile}`);
     await cli!.waitForOutput(/audit written to /);
     const audit = JSON.parse(fs.readFileSync(auditFile, 'utf8')) as { audit: Array<{ kind: string; actor: string }> };
-    assert.deepEqual(audit.audit.filter((e) => e.kind === 'decided').map((e) => e.actor.startsWith('cli:')), [true]);
+    assert.deepEqual(
+      audit.audit.filter((e) => e.kind === 'decided').map((e) => e.actor.startsWith('cli:')),
+      [true],
+    );
   });
 
   it('takes a policy file; without an operator the fallback answers at once (unavailableAfterSeconds 0)', async () => {
     const policyFile = path.join(processes.dataDir(), 'policy.json');
-    fs.writeFileSync(policyFile, JSON.stringify({
-      unavailableAfterSeconds: 0,
-      fallbacks: { CONNECTOR_APPROVAL: { policy: 'AUTO_DECIDE_THRESHOLD', threshold: 0.5 } },
-    }));
+    fs.writeFileSync(
+      policyFile,
+      JSON.stringify({
+        unavailableAfterSeconds: 0,
+        fallbacks: { CONNECTOR_APPROVAL: { policy: 'AUTO_DECIDE_THRESHOLD', threshold: 0.5 } },
+      }),
+    );
     const hitl = await start(['--hitl-policy', policyFile], false);
-    const outcome = await hitl.decide({ reason_type: 'CONNECTOR_APPROVAL', context: { confidence: 0.6 } }, { agentId: 'a' });
+    const outcome = await hitl.decide(
+      { reason_type: 'CONNECTOR_APPROVAL', context: { confidence: 0.6 } },
+      { agentId: 'a' },
+    );
     assert.equal(outcome.action, 'approve');
     assert.match(outcome.rationale, /^Fallback AUTO_DECIDE_THRESHOLD: no human operator is available/);
     assert.match(cli!.stderr, /WARN {2}coordinator hitl\.unavailable/);
@@ -60,6 +77,9 @@ describe('headless HITL operator (sw4rm-coordinator --operator)', () => {
     fs.writeFileSync(policyFile, JSON.stringify({ fallbacks: { CONFLICT: 'YOLO' } }));
     cli = processes.run('--port', '0', '--data-dir', processes.dataDir(), '--hitl-policy', policyFile);
     assert.equal(await cli.exit(), 2);
-    assert.match(cli.stderr, /--hitl-policy .*policy\.json: fallbacks\.CONFLICT\.policy must be one of DENY_BY_DEFAULT, AUTO_DECIDE_THRESHOLD, EXTEND_TIMEOUT/);
+    assert.match(
+      cli.stderr,
+      /--hitl-policy .*policy\.json: fallbacks\.CONFLICT\.policy must be one of DENY_BY_DEFAULT, AUTO_DECIDE_THRESHOLD, EXTEND_TIMEOUT/,
+    );
   });
 });

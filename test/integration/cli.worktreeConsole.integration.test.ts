@@ -6,7 +6,7 @@ import { WorktreeClient } from '../support/clients';
 import { git, makeRepo, writeFile } from '../support/gitRepo';
 import { pollUntil } from '../support/poll';
 
-describe('the operator console\'s worktree commands (sw4rm-coordinator --operator --workspace)', function () {
+describe("the operator console's worktree commands (sw4rm-coordinator --operator --workspace)", function () {
   this.timeout(60_000);
   const processes = useCliProcesses('sw4rm-int-wtconsole-');
 
@@ -15,15 +15,31 @@ describe('the operator console\'s worktree commands (sw4rm-coordinator --operato
     const repoPath = makeRepo(dir, 'app', { 'README.md': 'hello\n', 'src/a.txt': 'a\n' });
     fs.appendFileSync(path.join(repoPath, '.git', 'info', 'exclude'), '.env\n');
     writeFile(repoPath, '.env', 'TOKEN=local\n');
-    const cli = processes.runWithInput('--port', '0', '--data-dir', path.join(dir, 'data'), '--workspace', repoPath, '--operator',
-      '--setup-copy', '.env', '--setup-command', 'echo setting up', '--snapshot-retention', '7');
+    const cli = processes.runWithInput(
+      '--port',
+      '0',
+      '--data-dir',
+      path.join(dir, 'data'),
+      '--workspace',
+      repoPath,
+      '--operator',
+      '--setup-copy',
+      '.env',
+      '--setup-command',
+      'echo setting up',
+      '--snapshot-retention',
+      '7',
+    );
     const env = await cli.environment();
     await cli.waitForOutput(/# HITL operator cli:\S+ attached/);
     const client = new WorktreeClient(env.SW4RM_WORKTREE_ADDR, env.SW4RM_TOKEN);
     processes.closeAfter(client);
 
     // A Bind through the RPC makes the worktree, and its setup runs (copies, command output on stderr).
-    assert.deepEqual(await client.call('Bind', { agent_id: 'coder', repo_id: 'app', worktree_id: 'w1' }), { ok: true, reason: '' });
+    assert.deepEqual(await client.call('Bind', { agent_id: 'coder', repo_id: 'app', worktree_id: 'w1' }), {
+      ok: true,
+      reason: '',
+    });
     const w1 = path.join(`${repoPath}.sw4rm-worktrees`, 'w1');
     await pollUntil('the setup to finish', () => (/worktree\.setup_finished/.test(cli.stderr) ? true : undefined));
     assert.match(cli.stderr, /setup app\/w1: setting up/);
@@ -38,7 +54,10 @@ describe('the operator console\'s worktree commands (sw4rm-coordinator --operato
     // Merge back: a preview, then an ordinary pending approval the console decides.
     cli.type('merge app w1 squash');
     const [, invocationId] = await cli.waitForOutput(/approval (\S+) opened/);
-    assert.match(cli.stdout, /merge preview refs\/heads\/sw4rm\/w1 → refs\/heads\/main \(squash\): 1 commit\(s\), 1 file\(s\)\n {2}\S+ agent edits a\n {2}M\tsrc\/a\.txt/);
+    assert.match(
+      cli.stdout,
+      /merge preview refs\/heads\/sw4rm\/w1 → refs\/heads\/main \(squash\): 1 commit\(s\), 1 file\(s\)\n {2}\S+ agent edits a\n {2}M\tsrc\/a\.txt/,
+    );
     assert.match(cli.stdout, new RegExp(`HITL pending: ${invocationId}  MANUAL_OVERRIDE`));
     cli.type(`approve ${invocationId} reviewed the diff`);
     const [, mergeId] = await cli.waitForOutput(/merged app\/w1: merge (\S+) /);
@@ -62,15 +81,23 @@ describe('the operator console\'s worktree commands (sw4rm-coordinator --operato
     await cli.waitForOutput(new RegExp(`\\n${snapshotRef.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}  `));
 
     // Bind the same id again (its kept branch), restore the snapshot: the uncommitted file is back.
-    assert.deepEqual(await client.call('Bind', { agent_id: 'coder', repo_id: 'app', worktree_id: 'w1' }), { ok: true, reason: '' });
+    assert.deepEqual(await client.call('Bind', { agent_id: 'coder', repo_id: 'app', worktree_id: 'w1' }), {
+      ok: true,
+      reason: '',
+    });
     cli.type(`restore app w1 ${snapshotRef}`);
     await cli.waitForOutput(/restored \S+ into app\/w1; the state before is refs\/sw4rm\/snapshots\/w1\//);
     assert.equal(fs.readFileSync(path.join(w1, 'scratch.txt'), 'utf8'), 'not committed\n');
 
     // Prune: listed first, then exactly that.
-    assert.deepEqual(await client.call('Bind', { agent_id: 'other', repo_id: 'app', worktree_id: 'w2' }), { ok: true, reason: '' });
+    assert.deepEqual(await client.call('Bind', { agent_id: 'other', repo_id: 'app', worktree_id: 'w2' }), {
+      ok: true,
+      reason: '',
+    });
     assert.deepEqual(await client.call('Unbind', { agent_id: 'other' }), { ok: true });
-    await pollUntil('the setup of w2 to finish', () => (/worktree\.setup_finished.*"worktree_id":"w2"/.test(cli.stderr) ? true : undefined));
+    await pollUntil('the setup of w2 to finish', () =>
+      /worktree\.setup_finished.*"worktree_id":"w2"/.test(cli.stderr) ? true : undefined,
+    );
     fs.rmSync(path.join(`${repoPath}.sw4rm-worktrees`, 'w2'), { recursive: true, force: true });
     cli.type('prune apply');
     await cli.waitForOutput(/error: run "prune" first/);
@@ -84,7 +111,14 @@ describe('the operator console\'s worktree commands (sw4rm-coordinator --operato
   it('--help lists the worktree flags; a bad one is a usage error', async () => {
     let cli = processes.run('--help');
     assert.equal(await cli.exit(), 0);
-    for (const flag of ['--worktrees-folder', '--setup-copy', '--setup-command', '--setup-timeout', '--trust-repository-setup', '--snapshot-retention']) {
+    for (const flag of [
+      '--worktrees-folder',
+      '--setup-copy',
+      '--setup-command',
+      '--setup-timeout',
+      '--trust-repository-setup',
+      '--snapshot-retention',
+    ]) {
       assert.ok(cli.stdout.includes(flag), flag);
     }
     cli = processes.run('--snapshot-retention', '0');

@@ -2,10 +2,16 @@ import { strict as assert } from 'node:assert';
 import { execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
+import { Confinement, ConfinementError, type ConfinementReason } from '../../src/core/worktree/confinement';
 import {
-  Confinement, ConfinementError, type ConfinementReason,
-} from '../../src/core/worktree/confinement';
-import { ALL_OPS, CORPUS, disposeFixture, makeFixture, SECRET, type Fixture, type Op } from '../support/confinementCorpus';
+  ALL_OPS,
+  CORPUS,
+  disposeFixture,
+  makeFixture,
+  SECRET,
+  type Fixture,
+  type Op,
+} from '../support/confinementCorpus';
 
 /**
  * The confinement corpus (issue 15, parts 5 and 11): attacks against a REAL worktree (`git worktree add` of a
@@ -16,14 +22,22 @@ import { ALL_OPS, CORPUS, disposeFixture, makeFixture, SECRET, type Fixture, typ
 
 function run(confinement: Confinement, op: Op, requested: string): Promise<unknown> {
   switch (op) {
-    case 'resolve': return confinement.resolve(requested);
-    case 'read': return confinement.readFile(requested);
-    case 'write': return confinement.writeFile(requested, 'PWNED');
-    case 'writeParents': return confinement.writeFile(requested, 'PWNED', { createParents: true });
-    case 'list': return confinement.listDir(requested);
-    case 'stat': return confinement.stat(requested);
-    case 'delete': return confinement.deleteFile(requested);
-    case 'mkdir': return confinement.mkdir(requested, { recursive: true });
+    case 'resolve':
+      return confinement.resolve(requested);
+    case 'read':
+      return confinement.readFile(requested);
+    case 'write':
+      return confinement.writeFile(requested, 'PWNED');
+    case 'writeParents':
+      return confinement.writeFile(requested, 'PWNED', { createParents: true });
+    case 'list':
+      return confinement.listDir(requested);
+    case 'stat':
+      return confinement.stat(requested);
+    case 'delete':
+      return confinement.deleteFile(requested);
+    case 'mkdir':
+      return confinement.mkdir(requested, { recursive: true });
   }
 }
 
@@ -37,19 +51,29 @@ function openDescriptors(): number | undefined {
 }
 
 /** `promise` is refused with a ConfinementError of `reason`, whose message names no real path. */
-async function assertRefused(promise: Promise<unknown>, reason: ConfinementReason | readonly ConfinementReason[], f: Fixture, label: string): Promise<ConfinementError> {
+async function assertRefused(
+  promise: Promise<unknown>,
+  reason: ConfinementReason | readonly ConfinementReason[],
+  f: Fixture,
+  label: string,
+): Promise<ConfinementError> {
   let result: unknown;
   try {
     result = await promise;
   } catch (error) {
     assert.ok(error instanceof ConfinementError, `${label}: a ConfinementError, not ${String(error)}`);
     const reasons = typeof reason === 'string' ? [reason] : reason;
-    assert.ok(reasons.includes(error.reason), `${label}: refused for ${error.reason}, expected ${reasons.join(' or ')}`);
+    assert.ok(
+      reasons.includes(error.reason),
+      `${label}: refused for ${error.reason}, expected ${reasons.join(' or ')}`,
+    );
     assert.ok(!error.message.includes(f.base), `${label}: the message names no real path (${error.message})`);
     assert.ok(!error.message.includes(SECRET), `${label}: the message carries no content`);
     return error;
   }
-  assert.fail(`${label}: not refused, answered ${JSON.stringify(result instanceof Buffer ? result.toString() : result)}`);
+  assert.fail(
+    `${label}: not refused, answered ${JSON.stringify(result instanceof Buffer ? result.toString() : result)}`,
+  );
 }
 
 describe('Confinement (RFC §6.4, §16, §23)', () => {
@@ -83,7 +107,12 @@ describe('Confinement (RFC §6.4, §16, §23)', () => {
             it(attack.name, async () => {
               const requested = typeof attack.path === 'string' ? attack.path : attack.path(f);
               for (const op of attack.ops ?? ALL_OPS) {
-                await assertRefused(run(confinement, op, requested), attack.reason, f, `${op} ${JSON.stringify(requested.slice(0, 60))}`);
+                await assertRefused(
+                  run(confinement, op, requested),
+                  attack.reason,
+                  f,
+                  `${op} ${JSON.stringify(requested.slice(0, 60))}`,
+                );
               }
               assert.deepEqual(f.guarded(), guardedBefore, 'nothing outside the worktree was written');
               assert.equal(fs.existsSync(path.join(f.outside, 'created-by-attack.txt')), false);
@@ -103,9 +132,18 @@ describe('Confinement (RFC §6.4, §16, §23)', () => {
             const name = `hard-${op}.txt`;
             fs.linkSync(path.join(f.outside, 'secret.txt'), path.join(f.worktree, name));
             try {
-              await assertRefused(run(confinement, op, name), op === 'list' || op === 'mkdir' ? ['hard_link', 'not_a_directory'] : 'hard_link', f, op);
+              await assertRefused(
+                run(confinement, op, name),
+                op === 'list' || op === 'mkdir' ? ['hard_link', 'not_a_directory'] : 'hard_link',
+                f,
+                op,
+              );
               assert.equal(fs.readFileSync(path.join(f.outside, 'secret.txt'), 'utf8'), SECRET);
-              assert.equal(fs.statSync(path.join(f.worktree, name)).ino, fs.statSync(path.join(f.outside, 'secret.txt')).ino, 'the name still is the other file');
+              assert.equal(
+                fs.statSync(path.join(f.worktree, name)).ino,
+                fs.statSync(path.join(f.outside, 'secret.txt')).ino,
+                'the name still is the other file',
+              );
             } finally {
               fs.unlinkSync(path.join(f.worktree, name));
             }
@@ -124,7 +162,10 @@ describe('Confinement (RFC §6.4, §16, §23)', () => {
           fs.writeFileSync(late, 'inside');
           const racing = await Confinement.forWorktree(f.worktree, {
             strategy,
-            beforeOpen: (p) => { if (p === late && fs.statSync(late).nlink === 1) fs.linkSync(late, path.join(f.worktree, 'hard-late-2.txt')); },
+            beforeOpen: (p) => {
+              if (p === late && fs.statSync(late).nlink === 1)
+                fs.linkSync(late, path.join(f.worktree, 'hard-late-2.txt'));
+            },
           });
           try {
             await assertRefused(racing.readEntry('hard-late.txt'), 'hard_link', f, 'readEntry after a link was made');
@@ -154,12 +195,21 @@ describe('Confinement (RFC §6.4, §16, §23)', () => {
          * opened (the walk); at 'file', once the folder was checked and opened, right before the last system
          * call on what is inside it (for a listing: the read of the folder itself, its last touch).
          */
-        async function race(dir: string, moment: Moment, operation: (c: Confinement, dir: string) => Promise<unknown>): Promise<{ swaps: number; result: Promise<unknown> }> {
+        async function race(
+          dir: string,
+          moment: Moment,
+          operation: (c: Confinement, dir: string) => Promise<unknown>,
+        ): Promise<{ swaps: number; result: Promise<unknown> }> {
           const folder = path.join(f.worktree, dir);
           fs.mkdirSync(folder);
           fs.writeFileSync(path.join(folder, 'secret.txt'), 'inside');
           const touches: string[] = [];
-          const probe = await Confinement.forWorktree(f.worktree, { strategy, beforeOpen: (p) => { touches.push(p); } });
+          const probe = await Confinement.forWorktree(f.worktree, {
+            strategy,
+            beforeOpen: (p) => {
+              touches.push(p);
+            },
+          });
           await operation(probe, dir);
           fs.rmSync(folder, { recursive: true, force: true });
           fs.mkdirSync(folder);
@@ -185,13 +235,22 @@ describe('Confinement (RFC §6.4, §16, §23)', () => {
 
         for (const moment of ['folder', 'file'] as const) {
           for (const [label, operation] of RACE_OPS) {
-            it(`${label}: the folder swapped for a symlink to outside at the ${moment === 'folder' ? 'folder\'s' : 'last'} open`, async () => {
+            it(`${label}: the folder swapped for a symlink to outside at the ${moment === 'folder' ? "folder's" : 'last'} open`, async () => {
               const dir = `race-${moment}-${label.replace(/\W+/g, '-')}`;
               const { swaps, result } = await race(dir, moment, operation);
               assert.equal(swaps, 1, 'the swap happened after the checks');
-              await assertRefused(result, ['symlink', 'outside_worktree', 'changed_during_open'], f, `${label} after swap`);
+              await assertRefused(
+                result,
+                ['symlink', 'outside_worktree', 'changed_during_open'],
+                f,
+                `${label} after swap`,
+              );
               fs.rmSync(path.join(f.worktree, dir), { force: true });
-              assert.deepEqual(fs.readdirSync(`${path.join(f.worktree, dir)}.moved`).filter((n) => n.startsWith('.sw4rm-write-')), [], 'no temporary file left');
+              assert.deepEqual(
+                fs.readdirSync(`${path.join(f.worktree, dir)}.moved`).filter((n) => n.startsWith('.sw4rm-write-')),
+                [],
+                'no temporary file left',
+              );
               fs.rmSync(`${path.join(f.worktree, dir)}.moved`, { recursive: true, force: true });
               assert.deepEqual(f.guarded(), guardedBefore, 'nothing outside the worktree was read, written or removed');
             });
@@ -203,7 +262,12 @@ describe('Confinement (RFC §6.4, §16, §23)', () => {
           fs.writeFileSync(target, 'inside');
           const racing = await Confinement.forWorktree(f.worktree, {
             strategy,
-            beforeOpen: (p) => { if (p === target) { fs.unlinkSync(target); fs.symlinkSync(path.join(f.outside, 'secret.txt'), target); } },
+            beforeOpen: (p) => {
+              if (p === target) {
+                fs.unlinkSync(target);
+                fs.symlinkSync(path.join(f.outside, 'secret.txt'), target);
+              }
+            },
           });
           await assertRefused(racing.readFile('race-file.txt'), 'symlink', f, 'read after file swap');
           fs.unlinkSync(target);
@@ -214,7 +278,12 @@ describe('Confinement (RFC §6.4, §16, §23)', () => {
           fs.writeFileSync(target, 'inside');
           const racing = await Confinement.forWorktree(f.worktree, {
             strategy,
-            beforeOpen: (p) => { if (p === target) { fs.unlinkSync(target); execFileSync('mkfifo', [target]); } },
+            beforeOpen: (p) => {
+              if (p === target) {
+                fs.unlinkSync(target);
+                execFileSync('mkfifo', [target]);
+              }
+            },
           });
           await assertRefused(racing.readFile('race-fifo'), 'fifo', f, 'read after FIFO swap');
           fs.unlinkSync(target);
@@ -250,7 +319,12 @@ describe('Confinement (RFC §6.4, §16, §23)', () => {
           };
           const before = bytesRead()!;
           try {
-            await assertRefused(confinement.readFile('growing.log', { maxBytes: 1024 }), 'too_large', f, 'read of a growing file');
+            await assertRefused(
+              confinement.readFile('growing.log', { maxBytes: 1024 }),
+              'too_large',
+              f,
+              'read of a growing file',
+            );
           } finally {
             prototype.stat = originalStat;
             fs.unlinkSync(file);
@@ -264,7 +338,11 @@ describe('Confinement (RFC §6.4, §16, §23)', () => {
         it('nested files: write (making folders), read, stat, list, delete', async () => {
           await confinement.writeFile('a/b/c/nested.txt', 'nested', { createParents: true });
           assert.equal((await confinement.readFile('a/b/c/nested.txt')).toString(), 'nested');
-          assert.equal((await confinement.readFile('./a//b/c/nested.txt')).toString(), 'nested', 'empty and "." components are dropped');
+          assert.equal(
+            (await confinement.readFile('./a//b/c/nested.txt')).toString(),
+            'nested',
+            'empty and "." components are dropped',
+          );
           const stat = await confinement.stat('a/b/c/nested.txt');
           assert.equal(stat.type, 'file');
           assert.equal(stat.size, 6);
@@ -285,14 +363,32 @@ describe('Confinement (RFC §6.4, §16, §23)', () => {
         });
 
         it('dotfiles other than .git: .env, .gitignore, .github/, .gitattributes', async () => {
-          for (const name of ['.env', '.env.local', '.gitignore', '.gitattributes', '.github/workflows/ci.yml', '.gitkeep', '.git-blame-ignore-revs']) {
+          for (const name of [
+            '.env',
+            '.env.local',
+            '.gitignore',
+            '.gitattributes',
+            '.github/workflows/ci.yml',
+            '.gitkeep',
+            '.git-blame-ignore-revs',
+          ]) {
             await confinement.writeFile(name, `content of ${name}`, { createParents: true });
             assert.equal((await confinement.readFile(name)).toString(), `content of ${name}`, name);
           }
         });
 
         it('Unicode names (NFC and NFD are different names on Linux), and names with % and dots', async () => {
-          const names = ['caf\u00e9.txt', 'cafe\u0301.txt', '\u65e5\u672c\u8a9e/\u30d5\u30a1\u30a4\u30eb.md', '\ud83d\ude80.txt', '50%.txt', 'a%20b.txt', 'x..y', '...', '\u00e9'.repeat(127)];
+          const names = [
+            'caf\u00e9.txt',
+            'cafe\u0301.txt',
+            '\u65e5\u672c\u8a9e/\u30d5\u30a1\u30a4\u30eb.md',
+            '\ud83d\ude80.txt',
+            '50%.txt',
+            'a%20b.txt',
+            'x..y',
+            '...',
+            '\u00e9'.repeat(127),
+          ];
           for (const name of names) {
             await confinement.writeFile(name, name, { createParents: true });
             assert.equal((await confinement.readFile(name)).toString(), name, name);
@@ -300,24 +396,38 @@ describe('Confinement (RFC §6.4, §16, §23)', () => {
           assert.ok(fs.existsSync(path.join(f.worktree, 'a%20b.txt')), 'a name with % is that name, never decoded');
         });
 
-        it('overwriting keeps the file\'s mode, leaves no temporary file, and the old content is replaced whole', async () => {
+        it("overwriting keeps the file's mode, leaves no temporary file, and the old content is replaced whole", async () => {
           fs.writeFileSync(path.join(f.worktree, 'script.sh'), 'old old old old');
           fs.chmodSync(path.join(f.worktree, 'script.sh'), 0o750);
           await confinement.writeFile('script.sh', 'new');
           assert.equal(fs.readFileSync(path.join(f.worktree, 'script.sh'), 'utf8'), 'new');
           assert.equal(fs.statSync(path.join(f.worktree, 'script.sh')).mode & 0o777, 0o750);
-          assert.deepEqual(fs.readdirSync(f.worktree).filter((n) => n.startsWith('.sw4rm-write-')), []);
+          assert.deepEqual(
+            fs.readdirSync(f.worktree).filter((n) => n.startsWith('.sw4rm-write-')),
+            [],
+          );
         });
 
         it('overwriting a setuid or setgid file keeps its permission bits only, as a write(2) by its owner would', async () => {
           const file = path.join(f.worktree, 'setuid-tool');
           fs.writeFileSync(file, '#!/bin/sh\necho old\n');
           fs.chmodSync(file, 0o6755);
-          if ((fs.statSync(file).mode & 0o6000) !== 0o6000) { fs.unlinkSync(file); return; } // a file system without the bits
+          if ((fs.statSync(file).mode & 0o6000) !== 0o6000) {
+            fs.unlinkSync(file);
+            return;
+          } // a file system without the bits
           await confinement.writeFile('setuid-tool', '#!/bin/sh\necho agent\n');
-          assert.equal(fs.statSync(file).mode & 0o7777, 0o755, 'set-user-ID and set-group-ID are not carried onto new content');
+          assert.equal(
+            fs.statSync(file).mode & 0o7777,
+            0o755,
+            'set-user-ID and set-group-ID are not carried onto new content',
+          );
           await confinement.writeFile('setuid-new', 'x', { mode: 0o4777 });
-          assert.equal(fs.statSync(path.join(f.worktree, 'setuid-new')).mode & 0o7000, 0, 'a new file is never made set-user-ID');
+          assert.equal(
+            fs.statSync(path.join(f.worktree, 'setuid-new')).mode & 0o7000,
+            0,
+            'a new file is never made set-user-ID',
+          );
           fs.unlinkSync(file);
           fs.unlinkSync(path.join(f.worktree, 'setuid-new'));
         });
@@ -338,16 +448,33 @@ describe('Confinement (RFC §6.4, §16, §23)', () => {
           await confinement.mkdir('made/single');
           assert.ok(fs.statSync(path.join(f.worktree, 'made/deep/er')).isDirectory());
           await assertRefused(confinement.mkdir('made/single'), 'already_exists', f, 'mkdir twice without recursive');
-          await assertRefused(confinement.mkdir('src/app.ts', { recursive: true }), 'already_exists', f, 'mkdir over a file');
+          await assertRefused(
+            confinement.mkdir('src/app.ts', { recursive: true }),
+            'already_exists',
+            f,
+            'mkdir over a file',
+          );
         });
 
         it('ordinary failures have their own codes: not_found, is_a_directory, not_a_directory, root, too_large', async () => {
-          assert.equal((await assertRefused(confinement.readFile('missing.txt'), 'not_found', f, 'missing')).code, 'not_found');
-          assert.equal((await assertRefused(confinement.writeFile('missing/x.txt', 'x'), 'not_found', f, 'missing parent')).code, 'not_found');
-          assert.equal((await assertRefused(confinement.readFile('src'), 'is_a_directory', f, 'read a folder')).code, 'filesystem_error');
+          assert.equal(
+            (await assertRefused(confinement.readFile('missing.txt'), 'not_found', f, 'missing')).code,
+            'not_found',
+          );
+          assert.equal(
+            (await assertRefused(confinement.writeFile('missing/x.txt', 'x'), 'not_found', f, 'missing parent')).code,
+            'not_found',
+          );
+          assert.equal(
+            (await assertRefused(confinement.readFile('src'), 'is_a_directory', f, 'read a folder')).code,
+            'filesystem_error',
+          );
           await assertRefused(confinement.deleteFile('src'), 'is_a_directory', f, 'delete a folder');
           await assertRefused(confinement.readFile('src/app.ts/x'), 'not_a_directory', f, 'a file as a folder');
-          assert.equal((await assertRefused(confinement.writeFile('', 'x'), 'root', f, 'write the root')).code, 'permission_denied');
+          assert.equal(
+            (await assertRefused(confinement.writeFile('', 'x'), 'root', f, 'write the root')).code,
+            'permission_denied',
+          );
           await assertRefused(confinement.deleteFile('.'), 'root', f, 'delete the root');
           await assertRefused(confinement.readFile('src/app.ts', { maxBytes: 4 }), 'too_large', f, 'maxBytes');
         });
@@ -359,7 +486,18 @@ describe('Confinement (RFC §6.4, §16, §23)', () => {
           if (descriptorsBefore === undefined) this.skip();
           for (const op of ALL_OPS) {
             // Refused at every step of the walk and the open (nothing here is changed by any operation).
-            for (const requested of ['link-dir/secret.txt', 'real/linked/x', 'fifo', 'sock', 'devnull', 'src/app.ts/x', 'missing/x', 'src', '.git', '..']) {
+            for (const requested of [
+              'link-dir/secret.txt',
+              'real/linked/x',
+              'fifo',
+              'sock',
+              'devnull',
+              'src/app.ts/x',
+              'missing/x',
+              'src',
+              '.git',
+              '..',
+            ]) {
               await run(confinement, op, requested).catch(() => undefined);
             }
           }
@@ -379,7 +517,10 @@ describe('Confinement (RFC §6.4, §16, §23)', () => {
 
   describe('the worktree itself', () => {
     let f: Fixture | undefined;
-    afterEach(async () => { await disposeFixture(f); f = undefined; });
+    afterEach(async () => {
+      await disposeFixture(f);
+      f = undefined;
+    });
 
     it('a missing root, or a file as root, is worktree_not_bound', async () => {
       f = await makeFixture();
@@ -401,10 +542,15 @@ describe('Confinement (RFC §6.4, §16, §23)', () => {
       }
     });
 
-    it('the repository\'s git directory cannot be a worktree root', async () => {
+    it("the repository's git directory cannot be a worktree root", async () => {
       f = await makeFixture();
       await assertRefused(Confinement.forWorktree(path.join(f.repo, '.git')), 'git_metadata', f, 'git dir as root');
-      await assertRefused(Confinement.forWorktree(path.join(f.repo, '.git', 'worktrees', 'wt1')), 'git_metadata', f, 'worktree gitdir as root');
+      await assertRefused(
+        Confinement.forWorktree(path.join(f.repo, '.git', 'worktrees', 'wt1')),
+        'git_metadata',
+        f,
+        'worktree gitdir as root',
+      );
     });
 
     it('the main checkout as root (its .git is a folder) refuses .git the same way', async () => {
@@ -427,7 +573,11 @@ describe('Confinement (RFC §6.4, §16, §23)', () => {
       }
       try {
         execFileSync('mount', ['--bind', path.join(f.outside, 'secret.txt'), mountedFile], { stdio: 'ignore' });
-        assert.equal(fs.statSync(path.join(mountedDir, 'secret.txt')).dev, fs.statSync(f.worktree).dev, 'a bind mount keeps st_dev: only the mount table tells');
+        assert.equal(
+          fs.statSync(path.join(mountedDir, 'secret.txt')).dev,
+          fs.statSync(f.worktree).dev,
+          'a bind mount keeps st_dev: only the mount table tells',
+        );
         for (const strategy of ['proc-fd', 'path'] as const) {
           const confinement = await Confinement.forWorktree(f.worktree, { strategy });
           assert.deepEqual((await confinement.mountPointsInside()).sort(), ['mnt', 'mounted.txt']);
@@ -439,7 +589,11 @@ describe('Confinement (RFC §6.4, §16, §23)', () => {
           }
           await assertRefused(confinement.readEntry('mnt/secret.txt'), 'mount_point', f, `${strategy} readEntry`);
           await assertRefused(confinement.readEntry('mounted.txt'), 'mount_point', f, `${strategy} readEntry file`);
-          assert.equal((await confinement.readFile('src/app.ts')).toString(), 'export const app = 1;\n', 'the rest of the worktree is readable');
+          assert.equal(
+            (await confinement.readFile('src/app.ts')).toString(),
+            'export const app = 1;\n',
+            'the rest of the worktree is readable',
+          );
         }
         assert.deepEqual(fs.readdirSync(path.join(f.outside, 'dir')), ['secret.txt']);
       } finally {

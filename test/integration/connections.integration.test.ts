@@ -50,7 +50,12 @@ interface Answer {
 }
 
 /** Opens one stream on `session` with `headers` and sends `body`, ending the stream if told; answers once it closes. */
-function send(session: http2.ClientHttp2Session, headers: http2.OutgoingHttpHeaders, body: Buffer, end: boolean): Promise<Answer> {
+function send(
+  session: http2.ClientHttp2Session,
+  headers: http2.OutgoingHttpHeaders,
+  body: Buffer,
+  end: boolean,
+): Promise<Answer> {
   const started = Date.now();
   const stream = session.request({ ':method': 'POST', 'content-type': 'application/grpc', te: 'trailers', ...headers });
   const answer: Answer = { status: '', message: '', ms: 0 };
@@ -78,7 +83,12 @@ async function connectSession(port: number): Promise<http2.ClientHttp2Session> {
 async function rawRequest(port: number, body: Buffer, end: boolean, token: string | null = TOKEN): Promise<Answer> {
   const session = await connectSession(port);
   try {
-    return await send(session, { ':path': REGISTER, ...(token === null ? {} : { authorization: `Bearer ${token}` }) }, body, end);
+    return await send(
+      session,
+      { ':path': REGISTER, ...(token === null ? {} : { authorization: `Bearer ${token}` }) },
+      body,
+      end,
+    );
   } finally {
     session.close();
   }
@@ -106,7 +116,15 @@ describe('connection bounds', () => {
   async function start(limits: Partial<ConnectionLimits>, auth: 'token' | 'none' = 'token'): Promise<void> {
     clock = new ManualClock();
     coordinator = new Coordinator({ store: CoordinatorStore.open(dataDir), clock, router: { heartbeatIntervalMs: 0 } });
-    server = new CoordinatorServer({ coordinator, protosDir: PROTOS_DIR, host: '127.0.0.1', port: 0, auth, token: auth === 'token' ? TOKEN : undefined, connections: limits });
+    server = new CoordinatorServer({
+      coordinator,
+      protosDir: PROTOS_DIR,
+      host: '127.0.0.1',
+      port: 0,
+      auth,
+      token: auth === 'token' ? TOKEN : undefined,
+      connections: limits,
+    });
     port = await server.start();
   }
 
@@ -115,9 +133,15 @@ describe('connection bounds', () => {
   });
 
   /** Lets the server see a connection that was just opened (its idle timer is then armed). */
-  const seen = (count: number) => pollUntil(`${count} unauthenticated connection(s) on the server`, () => server!.unauthenticatedConnections >= count || undefined);
+  const seen = (count: number) =>
+    pollUntil(
+      `${count} unauthenticated connection(s) on the server`,
+      () => server!.unauthenticatedConnections >= count || undefined,
+    );
   /** Lets the event loop turn a few times, so that a close the server started would reach the client. */
-  const turns = async () => { for (let i = 0; i < 20; i++) await new Promise((resolve) => setImmediate(resolve)); };
+  const turns = async () => {
+    for (let i = 0; i < 20; i++) await new Promise((resolve) => setImmediate(resolve));
+  };
 
   /** Advances to just before the idle timeout (the connection stays), then past it; answers how long it took to close. */
   async function idleOut(socket: net.Socket | http2.ClientHttp2Session): Promise<number> {
@@ -161,8 +185,14 @@ describe('connection bounds', () => {
     it('closes a session whose only calls were refused UNAUTHENTICATED or were health probes', async () => {
       const session = await connectSession(port);
       const empty = Buffer.from([0, 0, 0, 0, 0]);
-      assert.equal((await send(session, { ':path': REGISTER, authorization: 'Bearer wrong' }, empty, true)).status, String(grpc.status.UNAUTHENTICATED));
-      assert.equal((await send(session, { ':path': '/grpc.health.v1.Health/Check' }, empty, true)).status, String(grpc.status.OK));
+      assert.equal(
+        (await send(session, { ':path': REGISTER, authorization: 'Bearer wrong' }, empty, true)).status,
+        String(grpc.status.UNAUTHENTICATED),
+      );
+      assert.equal(
+        (await send(session, { ':path': '/grpc.health.v1.Health/Check' }, empty, true)).status,
+        String(grpc.status.OK),
+      );
       assert.equal(server!.unauthenticatedConnections, 1, 'still counted as unauthenticated');
       await idleOut(session);
       session.destroy();
@@ -174,7 +204,11 @@ describe('connection bounds', () => {
       assert.equal(server!.unauthenticatedConnections, 0, 'no idle timer is left for it');
       clock.advance(3 * IDLE_MS);
       await turns();
-      assert.equal(session.closed || session.destroyed, false, 'the authenticated session outlived three idle timeouts');
+      assert.equal(
+        session.closed || session.destroyed,
+        false,
+        'the authenticated session outlived three idle timeouts',
+      );
       session.destroy();
     });
 
@@ -207,7 +241,10 @@ describe('connection bounds', () => {
       for (const socket of sockets) assert.equal(socket.destroyed, false);
       // Closed at once: either the connect itself is reset, or the socket closes right after it opened.
       const extra = await connectRaw(port).catch((err: NodeJS.ErrnoException) => {
-        assert.ok(err.code === 'ECONNRESET' || err.code === 'ECONNREFUSED', `the 21st connection failed for another reason: ${err.message}`);
+        assert.ok(
+          err.code === 'ECONNRESET' || err.code === 'ECONNREFUSED',
+          `the 21st connection failed for another reason: ${err.message}`,
+        );
         return undefined;
       });
       if (extra !== undefined) {
@@ -215,8 +252,13 @@ describe('connection bounds', () => {
         const ms = await closedWithin(extra, 2000);
         assert.ok(ms < 1000, `the 21st connection was closed at once (${ms} ms), not by the idle timeout`);
       }
-      for (const socket of sockets.slice(0, 19)) assert.equal(socket.destroyed, false, 'the 20 within the limit stay open');
-      assert.deepEqual(await clients.heartbeat('alpha', 'RUNNABLE', {}), { ok: true }, 'the authenticated connection is untouched');
+      for (const socket of sockets.slice(0, 19))
+        assert.equal(socket.destroyed, false, 'the 20 within the limit stay open');
+      assert.deepEqual(
+        await clients.heartbeat('alpha', 'RUNNABLE', {}),
+        { ok: true },
+        'the authenticated connection is untouched',
+      );
       // A slot frees when a connection closes.
       sockets.shift()!.destroy();
       await pollUntil('the freed slot', () => server!.unauthenticatedConnections === 18 || undefined);
@@ -234,7 +276,9 @@ describe('connection bounds', () => {
     /** Runs `request` while advancing the server's clock in 100 ms steps until it is answered. */
     async function withClock(request: Promise<Answer>): Promise<Answer> {
       let answer: Answer | undefined;
-      void request.then((a) => { answer = a; });
+      void request.then((a) => {
+        answer = a;
+      });
       return pollUntil('the answer', () => {
         if (answer === undefined) clock.advance(100);
         return answer;
@@ -273,10 +317,14 @@ describe('connection bounds', () => {
 
   describe('open files limit', () => {
     it('reads the soft and hard limits from /proc/self/limits text', () => {
-      const text = 'Limit                     Soft Limit           Hard Limit           Units\n' +
+      const text =
+        'Limit                     Soft Limit           Hard Limit           Units\n' +
         'Max open files            1024                 1048576              files\n';
       assert.deepEqual(readOpenFilesLimit(text), { soft: 1024, hard: 1048576 });
-      assert.deepEqual(readOpenFilesLimit('Max open files  unlimited unlimited files\n'), { soft: Infinity, hard: Infinity });
+      assert.deepEqual(readOpenFilesLimit('Max open files  unlimited unlimited files\n'), {
+        soft: Infinity,
+        hard: Infinity,
+      });
       assert.equal(readOpenFilesLimit('nothing here'), undefined);
     });
 
@@ -291,26 +339,43 @@ describe('connection bounds', () => {
       if (process.platform === 'linux') assert.ok(readOpenFilesLimit() !== undefined);
     });
 
-    (process.platform === 'linux' ? it : it.skip)('makes the CLI print its limit at start-up and warn when it is low', async () => {
-      // A shell lowers the limit (Node raises its soft limit to the hard one at start, so both), then runs the CLI.
-      const child = spawn('/bin/sh', ['-c', 'ulimit -n 512 && exec "$0" "$@"', process.execPath, CLI_BUNDLE, '--port', '0', '--data-dir', dataDir],
-        { cwd: REPO_ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
-      let stdout = '';
-      let stderr = '';
-      child.stdout.setEncoding('utf8').on('data', (chunk: string) => { stdout += chunk; });
-      child.stderr.setEncoding('utf8').on('data', (chunk: string) => { stderr += chunk; });
-      const exited = new Promise<number | null>((resolve) => child.once('close', resolve));
-      try {
-        const deadline = Date.now() + 20_000;
-        while (!/warning: the open-files soft limit/.test(stderr) && Date.now() < deadline && child.exitCode === null) {
-          await new Promise((resolve) => setTimeout(resolve, 50));
+    (process.platform === 'linux' ? it : it.skip)(
+      'makes the CLI print its limit at start-up and warn when it is low',
+      async () => {
+        // A shell lowers the limit (Node raises its soft limit to the hard one at start, so both), then runs the CLI.
+        const child = spawn(
+          '/bin/sh',
+          ['-c', 'ulimit -n 512 && exec "$0" "$@"', process.execPath, CLI_BUNDLE, '--port', '0', '--data-dir', dataDir],
+          { cwd: REPO_ROOT, stdio: ['ignore', 'pipe', 'pipe'] },
+        );
+        let stdout = '';
+        let stderr = '';
+        child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
+          stdout += chunk;
+        });
+        child.stderr.setEncoding('utf8').on('data', (chunk: string) => {
+          stderr += chunk;
+        });
+        const exited = new Promise<number | null>((resolve) => child.once('close', resolve));
+        try {
+          const deadline = Date.now() + 20_000;
+          while (
+            !/warning: the open-files soft limit/.test(stderr) &&
+            Date.now() < deadline &&
+            child.exitCode === null
+          ) {
+            await new Promise((resolve) => setTimeout(resolve, 50));
+          }
+          assert.match(stdout, /^# Open files limit: soft 512, hard 512$/m, stderr);
+          assert.match(
+            stderr,
+            /warning: the open-files soft limit 512 is below 1256 \(1000 connections \+ 256\).*hard limit 512 is also low.*LimitNOFILE=1256/,
+          );
+        } finally {
+          child.kill('SIGTERM');
+          await exited;
         }
-        assert.match(stdout, /^# Open files limit: soft 512, hard 512$/m, stderr);
-        assert.match(stderr, /warning: the open-files soft limit 512 is below 1256 \(1000 connections \+ 256\).*hard limit 512 is also low.*LimitNOFILE=1256/);
-      } finally {
-        child.kill('SIGTERM');
-        await exited;
-      }
-    });
+      },
+    );
   });
 });

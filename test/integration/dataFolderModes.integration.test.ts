@@ -45,9 +45,20 @@ describe('the data folder and everything in it are private to the user, under um
     const dataDir = path.join(parent, 'data');
     const host = await startHost(dataDir);
     try {
-      await new PayloadFiles(path.join(dataDir, PAYLOAD_FOLDER_NAME)).write('00000000-0000-4000-8000-000000000001', Buffer.alloc(1024, 1));
+      await new PayloadFiles(path.join(dataDir, PAYLOAD_FOLDER_NAME)).write(
+        '00000000-0000-4000-8000-000000000001',
+        Buffer.alloc(1024, 1),
+      );
       const db = STORE_FILE_NAME;
-      assertPrivate(dataDir, ['.', db, `${db}-wal`, `${db}.state`, 'token', PAYLOAD_FOLDER_NAME, `${PAYLOAD_FOLDER_NAME}/00000000-0000-4000-8000-000000000001`]);
+      assertPrivate(dataDir, [
+        '.',
+        db,
+        `${db}-wal`,
+        `${db}.state`,
+        'token',
+        PAYLOAD_FOLDER_NAME,
+        `${PAYLOAD_FOLDER_NAME}/00000000-0000-4000-8000-000000000001`,
+      ]);
     } finally {
       await stopHost(host);
     }
@@ -58,7 +69,8 @@ describe('the data folder and everything in it are private to the user, under um
     const dataDir = path.join(parent, 'data');
     await stopHost(await startHost(dataDir));
     fs.chmodSync(dataDir, 0o777);
-    for (const name of fs.readdirSync(dataDir)) if (fs.statSync(path.join(dataDir, name)).isFile()) fs.chmodSync(path.join(dataDir, name), 0o666);
+    for (const name of fs.readdirSync(dataDir))
+      if (fs.statSync(path.join(dataDir, name)).isFile()) fs.chmodSync(path.join(dataDir, name), 0o666);
     const host = await startHost(dataDir);
     try {
       assertPrivate(dataDir, ['.', STORE_FILE_NAME, `${STORE_FILE_NAME}-wal`, `${STORE_FILE_NAME}.state`, 'token']);

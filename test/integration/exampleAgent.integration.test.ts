@@ -4,7 +4,15 @@ import { useCliProcesses } from '../support/cli';
 import { CoordinatorClients } from '../support/clients';
 import { EXAMPLE_AGENT_BUNDLE, ExampleAgentProcess } from '../support/exampleAgentProcess';
 import { requireBundles } from '../support/paths';
-import { ackPayload, jsonPayload, registerRouterAgent, retryTransport, RouterClient, type Inbox, type StreamItem } from '../support/routerClient';
+import {
+  ackPayload,
+  jsonPayload,
+  registerRouterAgent,
+  retryTransport,
+  RouterClient,
+  type Inbox,
+  type StreamItem,
+} from '../support/routerClient';
 
 const AGENT = 'echo-agent';
 const SENDER = 'test-sender';
@@ -26,7 +34,8 @@ describe('the example agent (dist/example-agent.js) against the headless coordin
   });
 
   /** Starts dist/cli.js on `port` and the test's data folder, again while the killed one's port is not free yet. */
-  const startCoordinator = async (port: number): Promise<Record<string, string>> => (await coordinators.serve(port, [], 15_000)).env;
+  const startCoordinator = async (port: number): Promise<Record<string, string>> =>
+    (await coordinators.serve(port, [], 15_000)).env;
 
   /**
    * Sends DATA {"text": text} to the agent, and answers its reply and the stages it acknowledged, in order.
@@ -34,18 +43,30 @@ describe('the example agent (dist/example-agent.js) against the headless coordin
    */
   async function exchange(text: string): Promise<{ reply: unknown; stages: string[] }> {
     const msg = sender!.envelope({ payload: { text } });
-    const result = await retryTransport(`sending "${text}"`, () => sender!.send(msg, { to: AGENT }), Date.now() + 15_000);
+    const result = await retryTransport(
+      `sending "${text}"`,
+      () => sender!.send(msg, { to: AGENT }),
+      Date.now() + 15_000,
+    );
     assert.deepEqual(result, { accepted: true, reason: '' });
 
-    const replyItem = await senderInbox!.waitFor((item) => item.msg.message_type === 'DATA' && item.msg.correlation_id === msg.correlation_id,
-      15_000, `the agent's reply to "${text}"`);
+    const replyItem = await senderInbox!.waitFor(
+      (item) => item.msg.message_type === 'DATA' && item.msg.correlation_id === msg.correlation_id,
+      15_000,
+      `the agent's reply to "${text}"`,
+    );
     assert.equal(replyItem.msg.producer_id, AGENT);
-    for (const stage of ['RECEIVED', 'FULFILLED']) assert.equal((await sender!.ack(replyItem.msg.message_id, stage)).accepted, true);
+    for (const stage of ['RECEIVED', 'FULFILLED'])
+      assert.equal((await sender!.ack(replyItem.msg.message_id, stage)).accepted, true);
 
-    const isAckOfMsg = (stage?: string) => (item: StreamItem): boolean => {
-      const ack = ackPayload(item.msg);
-      return ack !== undefined && ack.ack_for_message_id === msg.message_id && (stage === undefined || ack.stage === stage);
-    };
+    const isAckOfMsg =
+      (stage?: string) =>
+      (item: StreamItem): boolean => {
+        const ack = ackPayload(item.msg);
+        return (
+          ack !== undefined && ack.ack_for_message_id === msg.message_id && (stage === undefined || ack.stage === stage)
+        );
+      };
     await senderInbox!.waitFor(isAckOfMsg('FULFILLED'), 15_000, `the agent's FULFILLED ACK of "${text}"`);
     const stages = senderInbox!.items.filter(isAckOfMsg()).map((item) => {
       assert.equal(item.msg.producer_id, AGENT);
@@ -60,9 +81,11 @@ describe('the example agent (dist/example-agent.js) against the headless coordin
     const env = await startCoordinator(port);
 
     agent = new ExampleAgentProcess({
-      ...env, SW4RM_AGENT_ID: AGENT,
+      ...env,
+      SW4RM_AGENT_ID: AGENT,
       // Shortened reconnect backoff (documented in examples/agent.ts), so the test does not wait on the defaults.
-      SW4RM_RECONNECT_MIN_MS: '50', SW4RM_RECONNECT_MAX_MS: '500',
+      SW4RM_RECONNECT_MIN_MS: '50',
+      SW4RM_RECONNECT_MAX_MS: '500',
     });
     await agent.waitForLine(/registered as echo-agent/);
     await agent.waitForLine(/opening inbox stream/);
@@ -91,14 +114,26 @@ describe('the example agent (dist/example-agent.js) against the headless coordin
     assert.deepEqual(second.stages, ['RECEIVED', 'READ', 'FULFILLED']);
 
     assert.ok(agent.running, 'the agent was never restarted');
-    assert.match(agent.output, /opening inbox stream \(resuming after seq \d+\)/, 'the agent resumes after the last seq it processed');
+    assert.match(
+      agent.output,
+      /opening inbox stream \(resuming after seq \d+\)/,
+      'the agent resumes after the last seq it processed',
+    );
     assert.equal(agent.count(/message from test-sender: hello$/), 1, `"hello" was handled once:\n${agent.output}`);
-    assert.equal(agent.count(/message from test-sender: still there\?$/), 1, `"still there?" was handled once:\n${agent.output}`);
+    assert.equal(
+      agent.count(/message from test-sender: still there\?$/),
+      1,
+      `"still there?" was handled once:\n${agent.output}`,
+    );
 
     agent.signal('SIGINT');
     assert.equal(await agent.exited, 0, agent.output);
     assert.match(agent.output, /deregistered\n/);
-    const heartbeat = await retryTransport('a heartbeat for the agent', () => registry!.heartbeat(AGENT), Date.now() + 10_000);
+    const heartbeat = await retryTransport(
+      'a heartbeat for the agent',
+      () => registry!.heartbeat(AGENT),
+      Date.now() + 10_000,
+    );
     assert.deepEqual(heartbeat, { ok: false }, 'Ctrl+C deregistered the agent');
   });
 });

@@ -22,7 +22,9 @@ const ctx = { correlationId: 'example-mcp-test' };
 
 async function httpClient(url: string, token: string): Promise<Client> {
   const client = new Client({ name: 'example-mcp-test', version: '1.0.0' });
-  await client.connect(new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers: { Authorization: `Bearer ${token}` } } }));
+  await client.connect(
+    new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers: { Authorization: `Bearer ${token}` } } }),
+  );
   return client;
 }
 
@@ -34,8 +36,17 @@ async function call(client: Client, name: string, args: Record<string, unknown> 
 }
 
 /** Runs a launch plan's command in its directory with its environment only (as dist/sw4rm-launch.js does) until it exits. */
-function runPlan(plan: { command: readonly string[]; cwd: string; env: Readonly<Record<string, string>> }, onOutput?: (output: string) => void): Promise<ExampleRun> {
-  return runExample(plan.command, plan.env, { cwd: plan.cwd, inheritEnv: false, onOutput, deadlineMs: 90_000, name: 'the MCP example' });
+function runPlan(
+  plan: { command: readonly string[]; cwd: string; env: Readonly<Record<string, string>> },
+  onOutput?: (output: string) => void,
+): Promise<ExampleRun> {
+  return runExample(plan.command, plan.env, {
+    cwd: plan.cwd,
+    inheritEnv: false,
+    onOutput,
+    deadlineMs: 90_000,
+    name: 'the MCP example',
+  });
 }
 
 /**
@@ -73,9 +84,15 @@ describe('the MCP example (dist/example-mcp.js) launched as a custom profile', f
   async function echoAnswers(from: string): Promise<{ sentId: string; replyId: string }> {
     for (;;) {
       const read = await call(echo!, 'read_inbox', { wait_ms: 5_000 });
-      const message = (read.messages as Array<{ message_id: string; from: string; correlation_id: string; payload: { text: string } }>).find((m) => m.from === from);
+      const message = (
+        read.messages as Array<{ message_id: string; from: string; correlation_id: string; payload: { text: string } }>
+      ).find((m) => m.from === from);
       if (!message) continue;
-      const reply = await call(echo!, 'send_message', { to: from, payload: { text: `echo: ${message.payload.text}` }, correlation_id: message.correlation_id });
+      const reply = await call(echo!, 'send_message', {
+        to: from,
+        payload: { text: `echo: ${message.payload.text}` },
+        correlation_id: message.correlation_id,
+      });
       await call(echo!, 'ack_message', { message_id: message.message_id, outcome: 'fulfilled', reason: 'echoed' });
       return { sentId: message.message_id, replyId: reply.message_id as string };
     }
@@ -84,7 +101,10 @@ describe('the MCP example (dist/example-mcp.js) launched as a custom profile', f
   /** The lines every run prints, for the message `sentId` and the reply `replyId`. */
   function assertConversation(output: string, sentId: string, replyId: string): void {
     const expected = [
-      new RegExp(`^connected to ${host.bridgeEndpoints!.mcpUrl.replace(/[.]/g, '\\.')} \\(sw4rm-coordinator [^)]*\\)$`, 'm'),
+      new RegExp(
+        `^connected to ${host.bridgeEndpoints!.mcpUrl.replace(/[.]/g, '\\.')} \\(sw4rm-coordinator [^)]*\\)$`,
+        'm',
+      ),
       /^tools\/list: \d+ tools \(list_agents, send_message, read_inbox, ack_message, .*complete_task.*\)$/m,
       /^list_agents: 2 agents: echo \(online\), mcp-example-1 \(you\)$/m,
       new RegExp(`^send_message to echo: accepted ${sentId}$`, 'm'),
@@ -103,32 +123,66 @@ describe('the MCP example (dist/example-mcp.js) launched as a custom profile', f
   }
 
   function submit(taskId: string, target: string): void {
-    const submitted = host.coordinator.scheduler.submit({
-      taskId, target, priority: 0, params: Buffer.from(JSON.stringify({ title: `say hello to echo (${taskId})` })),
-      contentType: 'application/json', scope: `resource:${taskId}`, submittedBy: 'operator',
-    }, ctx);
+    const submitted = host.coordinator.scheduler.submit(
+      {
+        taskId,
+        target,
+        priority: 0,
+        params: Buffer.from(JSON.stringify({ title: `say hello to echo (${taskId})` })),
+        contentType: 'application/json',
+        scope: `resource:${taskId}`,
+        submittedBy: 'operator',
+      },
+      ctx,
+    );
     assert.ok(submitted.accepted, submitted.accepted ? '' : submitted.reason);
   }
 
   function assertCompleted(output: string, taskId: string, agentId: string): void {
     const params = `{"title":"say hello to echo (${taskId})"}`.replace(/[()]/g, '\\$&');
-    assert.match(output, new RegExp(`^read_inbox: task ${taskId} \\(a run from coordinator\\): current_task answers it$`, 'm'));
+    assert.match(
+      output,
+      new RegExp(`^read_inbox: task ${taskId} \\(a run from coordinator\\): current_task answers it$`, 'm'),
+    );
     assert.match(output, new RegExp(`^current_task: ${taskId} RUNNING, params ${params}$`, 'm'));
-    assert.match(output, new RegExp(`^complete_task ${taskId}: COMPLETED, result \\{"done_by":"mcp-example-1","params":${params},"peer_answer":"FULFILLED"\\}$`, 'm'));
+    assert.match(
+      output,
+      new RegExp(
+        `^complete_task ${taskId}: COMPLETED, result \\{"done_by":"mcp-example-1","params":${params},"peer_answer":"FULFILLED"\\}$`,
+        'm',
+      ),
+    );
     const task = host.coordinator.scheduler.task(taskId)!;
-    assert.deepEqual([task.state, task.assignedAgentId, task.note], ['COMPLETED', agentId, 'done by the MCP example agent']);
-    assert.deepEqual(JSON.parse(task.result), { done_by: agentId, params: { title: `say hello to echo (${taskId})` }, peer_answer: 'FULFILLED' });
+    assert.deepEqual(
+      [task.state, task.assignedAgentId, task.note],
+      ['COMPLETED', agentId, 'done by the MCP example agent'],
+    );
+    assert.deepEqual(JSON.parse(task.result), {
+      done_by: agentId,
+      params: { title: `say hello to echo (${taskId})` },
+      peer_answer: 'FULFILLED',
+    });
   }
 
   it('launched, it lists, sends (a retry is a duplicate), reads and acknowledges the reply, waits for a task and completes it; relaunched, finds its task in the inbox', async () => {
     // The peer: a registered agent with its own credential, talking through the bridge.
     assert.equal(host.coordinator.registry.register(validDescriptor('echo'), ctx).accepted, true);
-    echo = await httpClient(host.bridgeEndpoints!.mcpUrl, host.coordinator.credentials.mintAgent('echo', 'test', 'the echo peer', ctx).token);
+    echo = await httpClient(
+      host.bridgeEndpoints!.mcpUrl,
+      host.coordinator.credentials.mintAgent('echo', 'test', 'the echo peer', ctx).token,
+    );
 
     // The profile of README "Run the example" (node is this test's Node), launched as the editor launches it.
-    const profile = { id: 'mcp-example', name: 'MCP example agent', command: [process.execPath, EXAMPLE_MCP_BUNDLE, 'echo', '--wait-for-task', '60'] };
+    const profile = {
+      id: 'mcp-example',
+      name: 'MCP example agent',
+      command: [process.execPath, EXAMPLE_MCP_BUNDLE, 'echo', '--wait-for-task', '60'],
+    };
     assert.deepEqual(await api.setLaunchProfileSettings([profile]), []);
-    const plan = await api.launchAgent({ profileId: 'mcp-example', repoId: 'app', worktree: { kind: 'new' } }, 'editor:test');
+    const plan = await api.launchAgent(
+      { profileId: 'mcp-example', repoId: 'app', worktree: { kind: 'new' } },
+      'editor:test',
+    );
     const agentId = plan.record.agentId;
     assert.equal(agentId, 'mcp-example-1');
     assert.deepEqual([plan.env.SW4RM_MCP_URL, plan.env.SW4RM_AGENT_ID], [host.bridgeEndpoints!.mcpUrl, agentId]);
@@ -139,7 +193,10 @@ describe('the MCP example (dist/example-mcp.js) launched as a custom profile', f
     const first = echoAnswers(agentId);
     let submitted = false;
     const run1 = await runPlan(plan, (output) => {
-      if (!submitted && /^current_task: none yet; waiting up to 60 s for one \(Submit Task… for mcp-example-1\)$/m.test(output)) {
+      if (
+        !submitted &&
+        /^current_task: none yet; waiting up to 60 s for one \(Submit Task… for mcp-example-1\)$/m.test(output)
+      ) {
         submitted = true;
         submit('greet-1', agentId);
       }
@@ -155,7 +212,10 @@ describe('the MCP example (dist/example-mcp.js) launched as a custom profile', f
     const again = await api.relaunchAgent(agentId, 'editor:test');
     await api.launchStarted(agentId);
     submit('greet-2', agentId);
-    await pollUntil('the task dispatched', () => host.coordinator.scheduler.task('greet-2')?.state === 'DISPATCHED' || undefined);
+    await pollUntil(
+      'the task dispatched',
+      () => host.coordinator.scheduler.task('greet-2')?.state === 'DISPATCHED' || undefined,
+    );
     const second = echoAnswers(agentId);
     const run2 = await runPlan(again);
     await api.launchExited(agentId, run2.code, 'editor:test');
@@ -168,24 +228,39 @@ describe('the MCP example (dist/example-mcp.js) launched as a custom profile', f
 
     // The retried sends were not delivered twice: echo has nothing more from the example.
     const rest = await call(echo, 'read_inbox', { wait_ms: 0 });
-    assert.deepEqual((rest.messages as Array<{ from: string }>).filter((m) => m.from === agentId), []);
+    assert.deepEqual(
+      (rest.messages as Array<{ from: string }>).filter((m) => m.from === agentId),
+      [],
+    );
   });
 
   it('exits 2 with a clear message when SW4RM_TOKEN is missing; exits 1 naming the refusal for a peer nobody registered and for the operator token', async () => {
-    const missing = await runPlan({ command: [process.execPath, EXAMPLE_MCP_BUNDLE, 'echo'], cwd: REPO_ROOT, env: { SW4RM_MCP_URL: host.bridgeEndpoints!.mcpUrl } });
+    const missing = await runPlan({
+      command: [process.execPath, EXAMPLE_MCP_BUNDLE, 'echo'],
+      cwd: REPO_ROOT,
+      env: { SW4RM_MCP_URL: host.bridgeEndpoints!.mcpUrl },
+    });
     assert.equal(missing.code, 2, missing.output);
     assert.match(missing.output, /^SW4RM_TOKEN is not set\. Launch this example with SW4RM: Launch Agent…/m);
 
     assert.equal(host.coordinator.registry.register(validDescriptor('lonely'), ctx).accepted, true);
     const token = host.coordinator.credentials.mintAgent('lonely', 'test', 'no peer', ctx).token;
-    const noRoute = await runPlan({ command: [process.execPath, EXAMPLE_MCP_BUNDLE, 'nobody'], cwd: REPO_ROOT, env: { SW4RM_MCP_URL: host.bridgeEndpoints!.mcpUrl, SW4RM_TOKEN: token } });
+    const noRoute = await runPlan({
+      command: [process.execPath, EXAMPLE_MCP_BUNDLE, 'nobody'],
+      cwd: REPO_ROOT,
+      env: { SW4RM_MCP_URL: host.bridgeEndpoints!.mcpUrl, SW4RM_TOKEN: token },
+    });
     assert.equal(noRoute.code, 1, noRoute.output);
     assert.match(noRoute.output, /^send_message refused: NO_ROUTE: /m);
 
     // A peer that never reads would end the message ACK_TIMEOUT after the real 10 s: not waited for here (the router's
     // timeouts are tested on a ManualClock in test/unit/router*.test.ts; the example prints `ended without an answer`).
 
-    const operator = await runPlan({ command: [process.execPath, EXAMPLE_MCP_BUNDLE, 'lonely'], cwd: REPO_ROOT, env: { SW4RM_MCP_URL: host.bridgeEndpoints!.mcpUrl, SW4RM_TOKEN: host.token! } });
+    const operator = await runPlan({
+      command: [process.execPath, EXAMPLE_MCP_BUNDLE, 'lonely'],
+      cwd: REPO_ROOT,
+      env: { SW4RM_MCP_URL: host.bridgeEndpoints!.mcpUrl, SW4RM_TOKEN: host.token! },
+    });
     assert.equal(operator.code, 1, operator.output);
     assert.match(operator.output, /^connect to .* failed: .*agent credentials only/m);
   });
@@ -226,16 +301,25 @@ describe('the MCP example (dist/example-mcp.js) against the headless coordinator
     peer = undefined;
   });
 
-  it('an agent credential minted and registered by the README\'s credentials command: talks with the SDK echo agent; the operator token is refused', async () => {
+  it("an agent credential minted and registered by the README's credentials command: talks with the SDK echo agent; the operator token is refused", async () => {
     const coordinator = cli.run('--port', '0', '--bridge-port', '0', '--data-dir', cli.dataDir());
     const env = await coordinator.environment();
     const mcpUrl = (await coordinator.waitForOutput(/^# MCP bridge for agents: (http:\/\/127\.0\.0\.1:\d+\/mcp) /m))[1];
 
     // A credential of an agent nobody registered: the example says so.
-    const bare = await runNode(CLI_BUNDLE, ['credentials', '--agent', 'mcp-unregistered', '--data-dir', cli.dataDir()], {});
+    const bare = await runNode(
+      CLI_BUNDLE,
+      ['credentials', '--agent', 'mcp-unregistered', '--data-dir', cli.dataDir()],
+      {},
+    );
     assert.equal(bare.code, 0, bare.output);
     const bareToken = /^export SW4RM_TOKEN=(\S+)$/m.exec(bare.output)![1];
-    const unregistered = await runNode(EXAMPLE_MCP_BUNDLE, ['echo'], { ...env, SW4RM_AGENT_ID: 'mcp-unregistered', SW4RM_TOKEN: bareToken, SW4RM_MCP_URL: mcpUrl });
+    const unregistered = await runNode(EXAMPLE_MCP_BUNDLE, ['echo'], {
+      ...env,
+      SW4RM_AGENT_ID: 'mcp-unregistered',
+      SW4RM_TOKEN: bareToken,
+      SW4RM_MCP_URL: mcpUrl,
+    });
     assert.equal(unregistered.code, 1, unregistered.output);
     assert.match(unregistered.output, /^this credential's agent is not registered/m);
 
@@ -253,7 +337,11 @@ describe('the MCP example (dist/example-mcp.js) against the headless coordinator
     peer = new ExampleAgentProcess({ ...env, SW4RM_AGENT_ID: 'echo' });
     await peer.waitForLine(/inbox stream open/);
 
-    const { output, code } = await runNode(EXAMPLE_MCP_BUNDLE, ['echo'], { ...env, ...agentEnv, SW4RM_MCP_URL: mcpUrl });
+    const { output, code } = await runNode(EXAMPLE_MCP_BUNDLE, ['echo'], {
+      ...env,
+      ...agentEnv,
+      SW4RM_MCP_URL: mcpUrl,
+    });
     assert.equal(code, 0, output);
     for (const pattern of [
       /^list_agents: 2 agents: echo \(online\), mcp-example \(you\)$/m,
@@ -265,9 +353,16 @@ describe('the MCP example (dist/example-mcp.js) against the headless coordinator
       /^read_inbox: echo acknowledged our message: FULFILLED$/m,
       /^current_task: none$/m,
       /^done$/m,
-    ]) assert.match(output, pattern);
-    await peer.waitForLine(/mcp-example acknowledged the reply "echo: hello from mcp-example": FULFILLED \(read by the MCP example agent\)/);
-    assert.equal(peer.output.match(/message from mcp-example: hello from mcp-example/g)?.length, 1, 'the retried send was delivered once');
+    ])
+      assert.match(output, pattern);
+    await peer.waitForLine(
+      /mcp-example acknowledged the reply "echo: hello from mcp-example": FULFILLED \(read by the MCP example agent\)/,
+    );
+    assert.equal(
+      peer.output.match(/message from mcp-example: hello from mcp-example/g)?.length,
+      1,
+      'the retried send was delivered once',
+    );
 
     // The operator token that npm start prints is not an agent's: the bridge refuses it.
     const operator = await runNode(EXAMPLE_MCP_BUNDLE, ['echo'], { ...env, SW4RM_MCP_URL: mcpUrl });

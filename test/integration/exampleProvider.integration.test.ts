@@ -18,7 +18,11 @@ describe('the example tool provider (dist/example-provider.js --call) against th
 
   it('registers its tools, calls them through the coordinator (Call, a refused call, CallStream, Cancel, an envelope) and leaves', async () => {
     const { env } = await cli.serve(0);
-    const { output, code } = await runExample(EXAMPLE_PROVIDER_BUNDLE, { ...env, SW4RM_AGENT_ID: 'example-provider' }, { args: ['--call'], name: 'the example provider' });
+    const { output, code } = await runExample(
+      EXAMPLE_PROVIDER_BUNDLE,
+      { ...env, SW4RM_AGENT_ID: 'example-provider' },
+      { args: ['--call'], name: 'the example provider' },
+    );
     assert.equal(code, 0, output);
     const expected = [
       /registered as example-provider; provider example-provider with tools word_count, count_slowly/,

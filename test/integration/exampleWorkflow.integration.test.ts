@@ -82,7 +82,11 @@ describe('the workflow example (dist/example-workflow.js) against the headless c
     const taskId = (await agent.waitForLine(/run (wf:preempt-[0-9a-f]{8}:only:1):/, 20_000))[1];
     const scheduler = new SchedulerClient(env.SW4RM_SCHEDULER_ADDR, env.SW4RM_TOKEN);
     try {
-      const preempted = await scheduler.call<{ enqueued: boolean }>('RequestPreemption', { agent_id: 'wf-preempted-agent', task_id: taskId, reason: 'the test asks' });
+      const preempted = await scheduler.call<{ enqueued: boolean }>('RequestPreemption', {
+        agent_id: 'wf-preempted-agent',
+        task_id: taskId,
+        reason: 'the test asks',
+      });
       assert.equal(preempted.response.enqueued, true);
     } finally {
       scheduler.close();
@@ -94,7 +98,9 @@ describe('the workflow example (dist/example-workflow.js) against the headless c
     await coordinator.exit();
     const store = CoordinatorStore.open(cli.dataDir());
     try {
-      const requested = store.events.query({ eventType: 'task.preempt_requested' }).find((e) => e.correlationId === taskId);
+      const requested = store.events
+        .query({ eventType: 'task.preempt_requested' })
+        .find((e) => e.correlationId === taskId);
       assert.ok(requested, 'the scheduler sent the preempt_request');
       const message = store.router.getMessage(String(requested.details.preempt_message_id));
       assert.equal(message?.state, 'FULFILLED', JSON.stringify(message?.history));

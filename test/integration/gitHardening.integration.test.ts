@@ -10,7 +10,9 @@ import { git, makeRepo } from '../support/gitRepo';
 import { startHost, stopHost } from '../support/host';
 import { makeTempDir, removeTempDir } from '../support/tempDir';
 
-interface ToolFrame { data: Buffer }
+interface ToolFrame {
+  data: Buffer;
+}
 
 /**
  * Issue 30, item 2: every git the coordinator runs ignores the programs a repository's configuration names. What an
@@ -35,10 +37,18 @@ describe('the coordinator never runs a program a repository configures (issue 30
   const ran = (): string => (fs.existsSync(marker) ? fs.readFileSync(marker, 'utf8') : '');
 
   async function call(tool: string, args: unknown): Promise<Record<string, unknown>> {
-    const frame = await unary<ToolFrame>(tools, 'Call', {
-      call_id: `c-${tool}-${Math.random().toString(36).slice(2)}`, tool_name: tool, provider_id: 'workspace',
-      content_type: 'application/json', args: Buffer.from(JSON.stringify(args)),
-    }, meta());
+    const frame = await unary<ToolFrame>(
+      tools,
+      'Call',
+      {
+        call_id: `c-${tool}-${Math.random().toString(36).slice(2)}`,
+        tool_name: tool,
+        provider_id: 'workspace',
+        content_type: 'application/json',
+        args: Buffer.from(JSON.stringify(args)),
+      },
+      meta(),
+    );
     return JSON.parse(frame.data.toString('utf8')) as Record<string, unknown>;
   }
 
@@ -47,7 +57,9 @@ describe('the coordinator never runs a program a repository configures (issue 30
     dataDir = makeTempDir('sw4rm-int-githard-data-');
     marker = path.join(base, 'MARKER');
     repo = makeRepo(base, 'app', {
-      'README.md': 'hello\n', 'notes.txt': 'one\n', 'doc.md': 'doc\n',
+      'README.md': 'hello\n',
+      'notes.txt': 'one\n',
+      'doc.md': 'doc\n',
       '.gitattributes': '*.txt filter=evil diff=evil merge=evil\n*.md filter=inc diff=inc\nREADME.md -filter\n',
     });
     // The planted program: appends its name (its first argument) to the marker file, and passes stdin through.
@@ -55,8 +67,18 @@ describe('the coordinator never runs a program a repository configures (issue 30
     fs.writeFileSync(evil, `#!/bin/sh\necho "$1" >> '${marker}'\ncat 2>/dev/null\nexit 0\n`, { mode: 0o755 });
     const hooks = path.join(base, 'hooks');
     fs.mkdirSync(hooks);
-    for (const hook of ['post-checkout', 'pre-commit', 'post-commit', 'post-index-change', 'reference-transaction', 'post-merge', 'pre-auto-gc']) {
-      fs.writeFileSync(path.join(hooks, hook), `#!/bin/sh\necho "hook ${hook}" >> '${marker}'\nexit 0\n`, { mode: 0o755 });
+    for (const hook of [
+      'post-checkout',
+      'pre-commit',
+      'post-commit',
+      'post-index-change',
+      'reference-transaction',
+      'post-merge',
+      'pre-auto-gc',
+    ]) {
+      fs.writeFileSync(path.join(hooks, hook), `#!/bin/sh\necho "hook ${hook}" >> '${marker}'\nexit 0\n`, {
+        mode: 0o755,
+      });
     }
     // Also in the repository's own hooks folder, in case core.hooksPath were ignored but hooks were not.
     for (const hook of ['post-checkout', 'post-index-change']) {
@@ -64,8 +86,11 @@ describe('the coordinator never runs a program a repository configures (issue 30
       fs.chmodSync(path.join(repo, '.git', 'hooks', hook), 0o755);
     }
     const included = path.join(base, 'included.cfg');
-    fs.writeFileSync(included, `[filter "inc"]\n\tclean = '${evil}' include-clean\n\tsmudge = '${evil}' include-smudge\n\trequired = true\n` +
-      `[diff "inc"]\n\ttextconv = '${evil}' include-textconv\n\tcommand = '${evil}' include-diff-command\n`);
+    fs.writeFileSync(
+      included,
+      `[filter "inc"]\n\tclean = '${evil}' include-clean\n\tsmudge = '${evil}' include-smudge\n\trequired = true\n` +
+        `[diff "inc"]\n\ttextconv = '${evil}' include-textconv\n\tcommand = '${evil}' include-diff-command\n`,
+    );
     const plant: Array<[string, string]> = [
       ['core.fsmonitor', `${evil}`],
       ['core.hooksPath', hooks],
@@ -93,7 +118,9 @@ describe('the coordinator never runs a program a repository configures (issue 30
     const registry = new CoordinatorClients(address, host.token);
     assert.equal((await registry.registerAgent(descriptorMessage('coder'))).accepted, true);
     registry.close();
-    token = host.coordinator.credentials.mintAgent('coder', 'test', 'git hardening tests', { correlationId: 'test' }).token;
+    token = host.coordinator.credentials.mintAgent('coder', 'test', 'git hardening tests', {
+      correlationId: 'test',
+    }).token;
   });
 
   after(async () => {
@@ -104,7 +131,10 @@ describe('the coordinator never runs a program a repository configures (issue 30
   });
 
   it('Bind (git worktree add + checkout) runs no hook, fsmonitor or smudge filter', async () => {
-    assert.deepEqual(await unary(worktrees, 'Bind', { agent_id: 'coder', repo_id: 'app' }, meta()), { ok: true, reason: '' });
+    assert.deepEqual(await unary(worktrees, 'Bind', { agent_id: 'coder', repo_id: 'app' }, meta()), {
+      ok: true,
+      reason: '',
+    });
     const home = path.join(base, 'app.sw4rm-worktrees', 'coder');
     assert.equal(fs.readFileSync(path.join(home, 'notes.txt'), 'utf8'), 'one\n');
     assert.equal(ran(), '', 'a planted program ran');
@@ -126,7 +156,7 @@ describe('the coordinator never runs a program a repository configures (issue 30
     assert.equal(ran(), '', 'git_commit ran a planted program');
   });
 
-  it('the coordinator\'s Git itself: diff, show and log (textconv, external diff, signatures) and checkout run nothing planted', async () => {
+  it("the coordinator's Git itself: diff, show and log (textconv, external diff, signatures) and checkout run nothing planted", async () => {
     const home = path.join(base, 'app.sw4rm-worktrees', 'coder');
     const g = createGit();
     fs.writeFileSync(path.join(home, 'notes.txt'), 'changed\n');
@@ -148,7 +178,11 @@ describe('the coordinator never runs a program a repository configures (issue 30
       // What an agent's program run without the sandbox (or before it) could write.
       fs.writeFileSync(dotGit, `gitdir: ${path.join(other, '.git')}\n`);
       const otherHead = git(other, 'rev-parse', 'HEAD');
-      for (const [tool, args] of [['git_status', {}], ['git_diff', {}], ['git_commit', { message: 'into the other repository' }]] as const) {
+      for (const [tool, args] of [
+        ['git_status', {}],
+        ['git_diff', {}],
+        ['git_commit', { message: 'into the other repository' }],
+      ] as const) {
         let answer = '';
         try {
           answer = JSON.stringify(await call(tool, args));

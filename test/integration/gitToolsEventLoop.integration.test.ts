@@ -59,7 +59,18 @@ describe('workspace git tools hold the event loop at most 50 ms at their limits 
   const w = trackedWorktree('sw4rm-git-loop-', 5_000);
 
   async function measured(tool: string, args: unknown): Promise<{ value: Record<string, unknown>; hold: Hold }> {
-    const { value, hold } = await measureHold(() => w.coordinator.tools.call('coder', { providerId: 'workspace', toolName: tool, contentType: 'application/json', args: Buffer.from(JSON.stringify(args)) }, ctx));
+    const { value, hold } = await measureHold(() =>
+      w.coordinator.tools.call(
+        'coder',
+        {
+          providerId: 'workspace',
+          toolName: tool,
+          contentType: 'application/json',
+          args: Buffer.from(JSON.stringify(args)),
+        },
+        ctx,
+      ),
+    );
     return { value: JSON.parse(value.data.toString('utf8')) as Record<string, unknown>, hold };
   }
 
@@ -69,7 +80,9 @@ describe('workspace git tools hold the event loop at most 50 ms at their limits 
     for (let k = 0; k < 2; k++) {
       const { value, hold } = await measured('git_status', {});
       const entries = value.entries as Array<{ path: string; kind: string }>;
-      console.log(`      git_status, 100,000 untracked + 5,000 tracked files #${k + 1}: ${entries.length} entries answered (truncated ${String(value.truncated)}) in ${hold.ms.toFixed(0)} ms, ${describeHold(hold)}`);
+      console.log(
+        `      git_status, 100,000 untracked + 5,000 tracked files #${k + 1}: ${entries.length} entries answered (truncated ${String(value.truncated)}) in ${hold.ms.toFixed(0)} ms, ${describeHold(hold)}`,
+      );
       assert.equal(entries.length, WORKSPACE_LIMITS.maxStatusEntries);
       assert.equal(value.truncated, true);
       // git's byte order: the first folder's names, sorted by their UTF-8 bytes.
@@ -78,7 +91,10 @@ describe('workspace git tools hold the event loop at most 50 ms at their limits 
       assert.deepEqual(paths, bytes);
       holds.push(hold);
     }
-    assert.ok(holds.every((h) => heldMs(h) <= 50), holds.map(describeHold).join('; '));
+    assert.ok(
+      holds.every((h) => heldMs(h) <= 50),
+      holds.map(describeHold).join('; '),
+    );
     for (let k = 0; k < 100; k++) fs.rmSync(path.join(w.home, `u${k}`), { recursive: true, force: true });
   });
 
@@ -90,30 +106,47 @@ describe('workspace git tools hold the event loop at most 50 ms at their limits 
     const holds: Hold[] = [];
     for (let k = 0; k < 2; k++) {
       const { value, hold } = await measured('git_diff', { paths: named, max_bytes: 4096 });
-      console.log(`      git_diff of ${named.length} named paths, 5,000 tracked files #${k + 1}: ${String(value.bytes)} bytes (truncated ${String(value.truncated)}) in ${hold.ms.toFixed(0)} ms, ${describeHold(hold)}`);
+      console.log(
+        `      git_diff of ${named.length} named paths, 5,000 tracked files #${k + 1}: ${String(value.bytes)} bytes (truncated ${String(value.truncated)}) in ${hold.ms.toFixed(0)} ms, ${describeHold(hold)}`,
+      );
       assert.match(value.diff as string, /^diff --git a\/t4\//);
       assert.equal(value.truncated, true);
       holds.push(hold);
     }
-    assert.ok(holds.every((h) => heldMs(h) <= 50), holds.map(describeHold).join('; '));
+    assert.ok(
+      holds.every((h) => heldMs(h) <= 50),
+      holds.map(describeHold).join('; '),
+    );
   });
 
-  it('git_diff of a changed 60 MiB file: git\'s output kept to the answer\'s size, at most 50 ms of event loop', async () => {
-    const big = (c: string) => `${`${c.repeat(99)}\n`.repeat(60 * 1024 * 1024 / 100)}`;
+  it("git_diff of a changed 60 MiB file: git's output kept to the answer's size, at most 50 ms of event loop", async () => {
+    const big = (c: string) => `${`${c.repeat(99)}\n`.repeat((60 * 1024 * 1024) / 100)}`;
     fs.writeFileSync(path.join(w.home, 'big.txt'), big('a'));
     await measured('git_commit', { message: 'a big file', paths: ['big.txt'] });
     fs.writeFileSync(path.join(w.home, 'big.txt'), big('b'));
     const holds: Hold[] = [];
     for (let k = 0; k < 2; k++) {
-      const { value, hold } = await measured('git_diff', { paths: ['big.txt'], max_bytes: WORKSPACE_LIMITS.maxDiffBytes });
-      console.log(`      git_diff of a 60 MiB file, every line changed #${k + 1}: ${String(value.bytes)} bytes (truncated ${String(value.truncated)}) in ${hold.ms.toFixed(0)} ms, ${describeHold(hold)}`);
+      const { value, hold } = await measured('git_diff', {
+        paths: ['big.txt'],
+        max_bytes: WORKSPACE_LIMITS.maxDiffBytes,
+      });
+      console.log(
+        `      git_diff of a 60 MiB file, every line changed #${k + 1}: ${String(value.bytes)} bytes (truncated ${String(value.truncated)}) in ${hold.ms.toFixed(0)} ms, ${describeHold(hold)}`,
+      );
       assert.equal(value.truncated, true);
-      assert.ok((value.bytes as number) <= WORKSPACE_LIMITS.maxDiffBytes && (value.bytes as number) > WORKSPACE_LIMITS.maxDiffBytes - 200, String(value.bytes));
+      assert.ok(
+        (value.bytes as number) <= WORKSPACE_LIMITS.maxDiffBytes &&
+          (value.bytes as number) > WORKSPACE_LIMITS.maxDiffBytes - 200,
+        String(value.bytes),
+      );
       assert.match(value.diff as string, /^diff --git a\/big.txt b\/big.txt\n[^]*\n-a{99}\n/);
       assert.ok((value.diff as string).endsWith('\n'));
       holds.push(hold);
     }
-    assert.ok(holds.every((h) => heldMs(h) <= 50), holds.map(describeHold).join('; '));
+    assert.ok(
+      holds.every((h) => heldMs(h) <= 50),
+      holds.map(describeHold).join('; '),
+    );
   });
 });
 
@@ -127,12 +160,28 @@ describe('workspace git tools on a 100,000-file index hold the event loop at mos
     fs.writeFileSync(path.join(w.home, last), 'changed\n');
     const holds: Hold[] = [];
     for (let k = 0; k < 2; k++) {
-      const { value: result, hold } = await measureHold(() => w.coordinator.tools.call('coder', { providerId: 'workspace', toolName: 'git_diff', contentType: 'application/json', args: Buffer.from(JSON.stringify({ paths: [last] })) }, ctx));
+      const { value: result, hold } = await measureHold(() =>
+        w.coordinator.tools.call(
+          'coder',
+          {
+            providerId: 'workspace',
+            toolName: 'git_diff',
+            contentType: 'application/json',
+            args: Buffer.from(JSON.stringify({ paths: [last] })),
+          },
+          ctx,
+        ),
+      );
       const value = JSON.parse(result.data.toString('utf8')) as Record<string, unknown>;
-      console.log(`      git_diff of 1 path of a 100,000-entry index #${k + 1}: ${String(value.bytes)} bytes in ${hold.ms.toFixed(0)} ms, ${describeHold(hold)}`);
+      console.log(
+        `      git_diff of 1 path of a 100,000-entry index #${k + 1}: ${String(value.bytes)} bytes in ${hold.ms.toFixed(0)} ms, ${describeHold(hold)}`,
+      );
       assert.match(value.diff as string, /^\+changed$/m);
       holds.push(hold);
     }
-    assert.ok(holds.every((h) => heldMs(h) <= 50), holds.map(describeHold).join('; '));
+    assert.ok(
+      holds.every((h) => heldMs(h) <= 50),
+      holds.map(describeHold).join('; '),
+    );
   });
 });

@@ -24,9 +24,17 @@ describe('the git workspace tools do not hold the event loop with a file at thei
 
   const call = (toolName: string, args: Record<string, unknown>): Promise<unknown> => {
     const request: ToolRequest = {
-      callId: `c-${toolName}`, toolName, args, callerAgentId: 'coder', worktreePath: worktree,
-      policy: { ...DEFAULT_EXECUTION_POLICY }, stream: false, attempt: 1, signal: new AbortController().signal,
-      emit: () => undefined, ctx: { correlationId: `c-${toolName}` },
+      callId: `c-${toolName}`,
+      toolName,
+      args,
+      callerAgentId: 'coder',
+      worktreePath: worktree,
+      policy: { ...DEFAULT_EXECUTION_POLICY },
+      stream: false,
+      attempt: 1,
+      signal: new AbortController().signal,
+      emit: () => undefined,
+      ctx: { correlationId: `c-${toolName}` },
     };
     return provider.call(request);
   };
@@ -45,12 +53,24 @@ describe('the git workspace tools do not hold the event loop with a file at thei
   });
   after(() => removeTempDir(base));
 
-  for (const [tool, args] of [['git_status', {}], ['git_diff', {}], ['git_commit', { message: 'big' }]] as const) {
+  for (const [tool, args] of [
+    ['git_status', {}],
+    ['git_diff', {}],
+    ['git_commit', { message: 'big' }],
+  ] as const) {
     it(`${tool} with a ${CONFINED_GIT_LIMITS.maxFileBytes / 1024 / 1024} MiB file changed holds the event loop at most 50 ms`, async () => {
       const { value: result, hold } = await measureHold(() => call(tool, args));
-      console.log(`      ${tool}, ${(CONFINED_GIT_LIMITS.maxFileBytes / 1024 / 1024).toFixed(0)} MiB file: ${hold.ms.toFixed(0)} ms, ${describeHold(hold)}`);
-      if (tool === 'git_status') assert.ok(JSON.stringify(result).includes('big.bin'), JSON.stringify(result).slice(0, 300));
-      if (tool === 'git_commit') assert.equal(git(worktree, 'cat-file', '-s', 'HEAD:big.bin').trim(), String(CONFINED_GIT_LIMITS.maxFileBytes - 1024), 'the whole file was committed');
+      console.log(
+        `      ${tool}, ${(CONFINED_GIT_LIMITS.maxFileBytes / 1024 / 1024).toFixed(0)} MiB file: ${hold.ms.toFixed(0)} ms, ${describeHold(hold)}`,
+      );
+      if (tool === 'git_status')
+        assert.ok(JSON.stringify(result).includes('big.bin'), JSON.stringify(result).slice(0, 300));
+      if (tool === 'git_commit')
+        assert.equal(
+          git(worktree, 'cat-file', '-s', 'HEAD:big.bin').trim(),
+          String(CONFINED_GIT_LIMITS.maxFileBytes - 1024),
+          'the whole file was committed',
+        );
       assert.ok(heldMs(hold) <= 50, describeHold(hold));
     });
   }

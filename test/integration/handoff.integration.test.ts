@@ -58,11 +58,20 @@ describe('HandoffService over gRPC (RFC §17.6)', function () {
   }
 
   const request = (extra: Record<string, unknown> = {}) => ({
-    request_id: 'h1', from_agent: 'origin', to_agent: '', reason: 'needs a reviewer', context_snapshot: Buffer.from(JSON.stringify(CONTEXT)),
-    capabilities_required: ['review'], priority: 0, timeout: { seconds: 60, nanos: 0 }, ...extra,
+    request_id: 'h1',
+    from_agent: 'origin',
+    to_agent: '',
+    reason: 'needs a reviewer',
+    context_snapshot: Buffer.from(JSON.stringify(CONTEXT)),
+    capabilities_required: ['review'],
+    priority: 0,
+    timeout: { seconds: 60, nanos: 0 },
+    ...extra,
   });
 
-  beforeEach(() => { dir = makeTempDir('sw4rm-int-handoff-'); });
+  beforeEach(() => {
+    dir = makeTempDir('sw4rm-int-handoff-');
+  });
 
   afterEach(async () => {
     for (const inbox of inboxes.values()) inbox.close();
@@ -73,7 +82,7 @@ describe('HandoffService over gRPC (RFC §17.6)', function () {
     removeTempDir(dir);
   });
 
-  it('capability routing, the NOTIFICATION, GetPendingHandoffs, accept, complete; afterwards the origin\'s SendMessage about the work is refused', async () => {
+  it("capability routing, the NOTIFICATION, GetPendingHandoffs, accept, complete; afterwards the origin's SendMessage about the work is refused", async () => {
     await start();
     const origin = await agent('origin', ['code']);
     const reviewer = await agent('reviewer', ['review', 'code']);
@@ -94,7 +103,10 @@ describe('HandoffService over gRPC (RFC §17.6)', function () {
     assert.equal(pending[0].to_agent, 'reviewer');
     assert.deepEqual(JSON.parse(pending[0].context_snapshot.toString()), CONTEXT);
     assert.deepEqual(pending[0].capabilities_required, ['review']);
-    assert.ok(Number(pending[0].timeout!.seconds) > 50 && Number(pending[0].timeout!.seconds) <= 60, 'the time that remains');
+    assert.ok(
+      Number(pending[0].timeout!.seconds) > 50 && Number(pending[0].timeout!.seconds) <= 60,
+      'the time that remains',
+    );
     assert.deepEqual((await handoff.pending('writer')).pending_requests, []);
 
     await handoff.accept('h1', 'reviewer');
@@ -107,13 +119,20 @@ describe('HandoffService over gRPC (RFC §17.6)', function () {
     await origin.waitFor(notice('handoff_status', 'h1', 'completed'), 10_000, 'the completed status');
 
     const originRouter = routers.get('origin')!;
-    const refused = await originRouter.send(originRouter.envelope({ correlation_id: 'work-1', payload: { more: 'work' } }), { to: 'writer' });
+    const refused = await originRouter.send(
+      originRouter.envelope({ correlation_id: 'work-1', payload: { more: 'work' } }),
+      { to: 'writer' },
+    );
     assert.equal(refused.accepted, false);
     assert.match(refused.reason, /^PERMISSION_DENIED: handoff h1 completed: reviewer owns this work/);
-    const other = await originRouter.send(originRouter.envelope({ correlation_id: 'work-2', payload: {} }), { to: 'writer' });
+    const other = await originRouter.send(originRouter.envelope({ correlation_id: 'work-2', payload: {} }), {
+      to: 'writer',
+    });
     assert.equal(other.accepted, true, other.reason);
     const reviewerRouter = routers.get('reviewer')!;
-    const owner = await reviewerRouter.send(reviewerRouter.envelope({ correlation_id: 'work-1', payload: {} }), { to: 'writer' });
+    const owner = await reviewerRouter.send(reviewerRouter.envelope({ correlation_id: 'work-1', payload: {} }), {
+      to: 'writer',
+    });
     assert.equal(owner.accepted, true, owner.reason);
     // The origin still acknowledges what reaches it about the work.
     const ack = await originRouter.ack(accepted.msg.message_id, 'READ', { correlation_id: 'work-1' });
@@ -125,15 +144,32 @@ describe('HandoffService over gRPC (RFC §17.6)', function () {
     await agent('origin', ['code']);
     await agent('reviewer', ['review']);
     const bad = { ...CONTEXT, conversation_history: [{ content: 'no role' }] };
-    let err = await expectStatus(handoff.request(request({ context_snapshot: Buffer.from(JSON.stringify(bad)) }), { 'sw4rm-context-content-type': CONTEXT_TYPE }), grpc.status.INVALID_ARGUMENT);
-    assert.equal(err.details, "VALIDATION_ERROR: context_snapshot/conversation_history/0: must have required property 'role'");
-    err = await expectStatus(handoff.request(request({ capabilities_required: ['flying'] })), grpc.status.FAILED_PRECONDITION);
+    let err = await expectStatus(
+      handoff.request(request({ context_snapshot: Buffer.from(JSON.stringify(bad)) }), {
+        'sw4rm-context-content-type': CONTEXT_TYPE,
+      }),
+      grpc.status.INVALID_ARGUMENT,
+    );
+    assert.equal(
+      err.details,
+      "VALIDATION_ERROR: context_snapshot/conversation_history/0: must have required property 'role'",
+    );
+    err = await expectStatus(
+      handoff.request(request({ capabilities_required: ['flying'] })),
+      grpc.status.FAILED_PRECONDITION,
+    );
     assert.match(err.details, /^NO_ROUTE: no registered agent other than 'origin' holds the capabilities flying/);
     err = await expectStatus(handoff.request(request({ to_agent: 'ghost' })), grpc.status.NOT_FOUND);
     assert.match(err.details, /^NO_ROUTE: to_agent 'ghost'/);
-    err = await expectStatus(handoff.request(request(), { 'sw4rm-handoff-worktree': 'move' }), grpc.status.INVALID_ARGUMENT);
+    err = await expectStatus(
+      handoff.request(request(), { 'sw4rm-handoff-worktree': 'move' }),
+      grpc.status.INVALID_ARGUMENT,
+    );
     assert.match(err.details, /sw4rm-handoff-worktree may only be 'carry'/);
-    err = await expectStatus(handoff.request(request({ timeout: { seconds: -1, nanos: 0 } })), grpc.status.INVALID_ARGUMENT);
+    err = await expectStatus(
+      handoff.request(request({ timeout: { seconds: -1, nanos: 0 } })),
+      grpc.status.INVALID_ARGUMENT,
+    );
     await handoff.request(request());
     await handoff.request(request()); // an identical retry
     err = await expectStatus(handoff.request(request({ reason: 'something else' })), grpc.status.ALREADY_EXISTS);
@@ -150,10 +186,18 @@ describe('HandoffService over gRPC (RFC §17.6)', function () {
     await start();
     await agent('origin', ['code']);
     await agent('reviewer', ['review']);
-    await handoff.request(request({ to_agent: 'reviewer' }), { 'sw4rm-context-content-type': CONTEXT_TYPE, 'sw4rm-correlation-id': 'work-1' });
-    await handoff.request(request({ request_id: 'h-ü', to_agent: 'reviewer', priority: 3, context_snapshot: Buffer.from([1, 2]) }));
+    await handoff.request(request({ to_agent: 'reviewer' }), {
+      'sw4rm-context-content-type': CONTEXT_TYPE,
+      'sw4rm-correlation-id': 'work-1',
+    });
+    await handoff.request(
+      request({ request_id: 'h-ü', to_agent: 'reviewer', priority: 3, context_snapshot: Buffer.from([1, 2]) }),
+    );
     const { response, trailer } = await handoff.pendingWithTrailer('reviewer');
-    assert.deepEqual(response.pending_requests.map((p) => p.request_id), ['h1', 'h-ü']);
+    assert.deepEqual(
+      response.pending_requests.map((p) => p.request_id),
+      ['h1', 'h-ü'],
+    );
     assert.deepEqual(trailer.get('sw4rm-pending-more'), ['0']);
     const [raw] = trailer.get('sw4rm-pending-handoffs');
     assert.match(String(raw), /^[\x20-\x7e]+$/, 'printable ASCII (non-ASCII escaped in the JSON)');
@@ -161,8 +205,10 @@ describe('HandoffService over gRPC (RFC §17.6)', function () {
     assert.equal(extra.more, 0);
     assert.deepEqual(Object.keys(extra.handoffs), ['h1', 'h-ü']);
     const h1 = extra.handoffs.h1;
-    assert.deepEqual([h1.context_content_type, h1.correlation_id, h1.task_id, h1.parent_request_id, h1.carry_worktree, h1.attempt],
-      [CONTEXT_TYPE, 'work-1', '', '', null, 1]);
+    assert.deepEqual(
+      [h1.context_content_type, h1.correlation_id, h1.task_id, h1.parent_request_id, h1.carry_worktree, h1.attempt],
+      [CONTEXT_TYPE, 'work-1', '', '', null, 1],
+    );
     assert.match(String(h1.answer_by), /^\d{4}-\d\d-\d\dT/);
     assert.match(String(h1.expires_at), /^\d{4}-\d\d-\d\dT/);
     assert.equal(extra.handoffs['h-ü'].correlation_id, 'h-ü');
@@ -173,34 +219,59 @@ describe('HandoffService over gRPC (RFC §17.6)', function () {
     await agent('origin', ['code']);
     await agent('reviewer', ['review']);
     await handoff.request(request({ to_agent: 'reviewer' }));
-    const accept = (extra: Record<string, unknown>) => handoff.call('AcceptHandoff', { request_id: 'h1', accepting_agent: 'reviewer', accepted: true, ...extra });
+    const accept = (extra: Record<string, unknown>) =>
+      handoff.call('AcceptHandoff', { request_id: 'h1', accepting_agent: 'reviewer', accepted: true, ...extra });
     let err = await expectStatus(accept({ accepted: false }), grpc.status.INVALID_ARGUMENT);
     assert.match(err.details, /^VALIDATION_ERROR: AcceptHandoff with accepted false/);
-    for (const extra of [{ rejection_reason: 'but no' }, { rejection_code: 'OVERLOADED' }, { retry_after_ms: 5 }, { redirect_to_agent_id: 'someone' }]) {
+    for (const extra of [
+      { rejection_reason: 'but no' },
+      { rejection_code: 'OVERLOADED' },
+      { retry_after_ms: 5 },
+      { redirect_to_agent_id: 'someone' },
+    ]) {
       err = await expectStatus(accept(extra), grpc.status.INVALID_ARGUMENT);
-      assert.match(err.details, /^VALIDATION_ERROR: AcceptHandoff carries (rejection_reason|rejection_code|retry_after_ms|redirect_to_agent_id)/, JSON.stringify(extra));
+      assert.match(
+        err.details,
+        /^VALIDATION_ERROR: AcceptHandoff carries (rejection_reason|rejection_code|retry_after_ms|redirect_to_agent_id)/,
+        JSON.stringify(extra),
+      );
     }
-    err = await expectStatus(handoff.call('RejectHandoff', { request_id: 'h1', accepting_agent: 'reviewer', accepted: true, rejection_reason: 'no' }), grpc.status.INVALID_ARGUMENT);
+    err = await expectStatus(
+      handoff.call('RejectHandoff', {
+        request_id: 'h1',
+        accepting_agent: 'reviewer',
+        accepted: true,
+        rejection_reason: 'no',
+      }),
+      grpc.status.INVALID_ARGUMENT,
+    );
     assert.match(err.details, /^VALIDATION_ERROR: RejectHandoff with accepted true/);
     assert.equal(host.coordinator.handoffs.get('h1')!.state, 'PENDING', 'nothing was decided');
     await handoff.accept('h1', 'reviewer');
     assert.equal(host.coordinator.handoffs.get('h1')!.state, 'ACCEPTED');
   });
 
-  it('an impostor cannot accept, reject or complete someone else\'s handoff; the credential\'s own agent is not the target either', async () => {
+  it("an impostor cannot accept, reject or complete someone else's handoff; the credential's own agent is not the target either", async () => {
     await start();
     await agent('origin', ['code']);
     await agent('reviewer', ['review']);
     await agent('mallory', ['review']);
     await handoff.request(request({ to_agent: 'reviewer' }));
-    const mallory = host.coordinator.credentials.mintAgent('mallory', 'test', 'mallory', { correlationId: 'test' }).token;
+    const mallory = host.coordinator.credentials.mintAgent('mallory', 'test', 'mallory', {
+      correlationId: 'test',
+    }).token;
     let err = await expectStatus(handoff.accept('h1', 'reviewer', mallory), grpc.status.PERMISSION_DENIED);
     assert.match(err.details, /acts as agent 'mallory'; the call acts as 'reviewer'/);
     err = await expectStatus(handoff.accept('h1', 'mallory', mallory), grpc.status.PERMISSION_DENIED);
     assert.match(err.details, /^PERMISSION_DENIED: handoff 'h1' is not offered to 'mallory'/);
-    err = await expectStatus(handoff.reject('h1', 'mallory', { rejection_reason: 'mine now' }, mallory), grpc.status.PERMISSION_DENIED);
+    err = await expectStatus(
+      handoff.reject('h1', 'mallory', { rejection_reason: 'mine now' }, mallory),
+      grpc.status.PERMISSION_DENIED,
+    );
     err = await expectStatus(handoff.pending('reviewer', mallory), grpc.status.PERMISSION_DENIED);
-    const reviewer = host.coordinator.credentials.mintAgent('reviewer', 'test', 'reviewer', { correlationId: 'test' }).token;
+    const reviewer = host.coordinator.credentials.mintAgent('reviewer', 'test', 'reviewer', {
+      correlationId: 'test',
+    }).token;
     await handoff.accept('h1', 'reviewer', reviewer);
     err = await expectStatus(handoff.complete('h1', 'COMPLETED', mallory), grpc.status.PERMISSION_DENIED);
     assert.match(err.details, /only the parties of handoff 'h1'/);
@@ -215,12 +286,22 @@ describe('HandoffService over gRPC (RFC §17.6)', function () {
     const second = await agent('b-reviewer', ['review']);
     await handoff.request(request(), { 'sw4rm-correlation-id': 'job-9' });
     await first.waitFor(notice('handoff_request', 'h1'), 10_000, 'the first offer');
-    await handoff.reject('h1', 'a-reviewer', { rejection_reason: 'on holiday', rejection_code: 'OVERLOADED', retry_after_ms: 3_600_000 });
+    await handoff.reject('h1', 'a-reviewer', {
+      rejection_reason: 'on holiday',
+      rejection_code: 'OVERLOADED',
+      retry_after_ms: 3_600_000,
+    });
     const rerouted = await origin.waitFor(notice('handoff_status', 'h1', 'rerouted'), 10_000, 'the rerouted status');
     assert.equal(jsonPayload<Record<string, unknown>>(rerouted.msg)!.to_agent, 'b-reviewer');
     await second.waitFor(notice('handoff_request', 'h1'), 10_000, 'the second offer');
     const record = host.coordinator.handoffs.get('h1')!;
-    assert.deepEqual(record.attempts.map((a) => [a.agentId, a.outcome, a.code, a.retryAfterMs]), [['a-reviewer', 'rejected', 'OVERLOADED', 3_600_000], ['b-reviewer', '', '', undefined]]);
+    assert.deepEqual(
+      record.attempts.map((a) => [a.agentId, a.outcome, a.code, a.retryAfterMs]),
+      [
+        ['a-reviewer', 'rejected', 'OVERLOADED', 3_600_000],
+        ['b-reviewer', '', '', undefined],
+      ],
+    );
     const cancelled = await handoff.cancel('job-9', 'plans changed', 1_000);
     assert.deepEqual(cancelled, { acknowledged: true, message: 'cancelled 1 handoff: h1' });
     for (const inbox of [origin, second]) {
@@ -242,55 +323,113 @@ describe('HandoffService over gRPC (RFC §17.6)', function () {
       closers.push(worktrees);
       await agent('origin', ['code']);
       await agent('reviewer', ['review']);
-      assert.equal((await worktrees.call<{ ok: boolean; reason: string }>('Bind', { agent_id: 'origin', repo_id: 'app', worktree_id: '' })).ok, true);
+      assert.equal(
+        (
+          await worktrees.call<{ ok: boolean; reason: string }>('Bind', {
+            agent_id: 'origin',
+            repo_id: 'app',
+            worktree_id: '',
+          })
+        ).ok,
+        true,
+      );
     });
 
-    const status = (agentId: string) => worktrees.call<{ repo_id: string; worktree_id: string; state: string }>('Status', { agent_id: agentId });
+    const status = (agentId: string) =>
+      worktrees.call<{ repo_id: string; worktree_id: string; state: string }>('Status', { agent_id: agentId });
 
-    it('a receiver bound at its own home switches into the sender\'s worktree (SWITCH_REQUEST, decided through HITL)', async () => {
-      assert.equal((await worktrees.call<{ ok: boolean }>('Bind', { agent_id: 'reviewer', repo_id: 'app', worktree_id: '' })).ok, true);
+    it("a receiver bound at its own home switches into the sender's worktree (SWITCH_REQUEST, decided through HITL)", async () => {
+      assert.equal(
+        (await worktrees.call<{ ok: boolean }>('Bind', { agent_id: 'reviewer', repo_id: 'app', worktree_id: '' })).ok,
+        true,
+      );
       await handoff.request(request({ to_agent: 'reviewer' }), { 'sw4rm-handoff-worktree': 'carry' });
       await Promise.all([handoff.accept('h1', 'reviewer'), handoff.accept('h1', 'reviewer')]);
       const record = host.coordinator.handoffs.get('h1')!;
       assert.equal(record.state, 'ACCEPTED');
-      assert.deepEqual([record.worktree?.repoId, record.worktree?.worktreeId, record.worktree?.outcome], ['app', 'origin', 'switch_pending']);
+      assert.deepEqual(
+        [record.worktree?.repoId, record.worktree?.worktreeId, record.worktree?.outcome],
+        ['app', 'origin', 'switch_pending'],
+      );
       assert.equal((await status('reviewer')).state, 'SWITCH_PENDING');
-      host.coordinator.hitl.decide(record.worktree!.invocationId, { action: 'approve', rationale: 'the reviewer takes over the work' }, 'editor:test', { correlationId: 'test' });
-      await pollUntil('the switch is granted', async () => ((await status('reviewer')).state === 'BOUND_NON_HOME' ? true : undefined), 10_000);
+      host.coordinator.hitl.decide(
+        record.worktree!.invocationId,
+        { action: 'approve', rationale: 'the reviewer takes over the work' },
+        'editor:test',
+        { correlationId: 'test' },
+      );
+      await pollUntil(
+        'the switch is granted',
+        async () => ((await status('reviewer')).state === 'BOUND_NON_HOME' ? true : undefined),
+        10_000,
+      );
       const followed = host.coordinator.handoffs.get('h1')!;
       assert.equal(followed.worktree?.outcome, 'switched', 'the handoff follows the decision');
       assert.equal(followed.state, 'ACCEPTED');
-      const told = await inboxes.get('origin')!.waitFor(notice('handoff_status', 'h1', 'worktree'), 10_000, 'the worktree status');
-      assert.equal((jsonPayload<Record<string, unknown>>(told.msg)!.worktree as Record<string, unknown>).outcome, 'switched');
+      const told = await inboxes
+        .get('origin')!
+        .waitFor(notice('handoff_status', 'h1', 'worktree'), 10_000, 'the worktree status');
+      assert.equal(
+        (jsonPayload<Record<string, unknown>>(told.msg)!.worktree as Record<string, unknown>).outcome,
+        'switched',
+      );
       assert.equal(host.coordinator.log.query({ eventType: 'handoff.worktree_switched', limit: 10 }).length, 1);
       const reviewerStatus = await status('reviewer');
-      assert.equal(reviewerStatus.worktree_id, 'origin', 'the reviewer works in the sender\'s worktree');
-      assert.equal(host.coordinator.worktrees.worktreePathOf('reviewer'), host.coordinator.worktrees.worktreePathOf('origin'));
+      assert.equal(reviewerStatus.worktree_id, 'origin', "the reviewer works in the sender's worktree");
+      assert.equal(
+        host.coordinator.worktrees.worktreePathOf('reviewer'),
+        host.coordinator.worktrees.worktreePathOf('origin'),
+      );
       assert.ok(fs.existsSync(path.join(host.coordinator.worktrees.worktreePathOf('reviewer')!, 'README.md')));
     });
 
     it('a switch denied: the handoff follows (switch_refused, the receiver stays in its home) and the origin is told', async () => {
-      assert.equal((await worktrees.call<{ ok: boolean }>('Bind', { agent_id: 'reviewer', repo_id: 'app', worktree_id: '' })).ok, true);
+      assert.equal(
+        (await worktrees.call<{ ok: boolean }>('Bind', { agent_id: 'reviewer', repo_id: 'app', worktree_id: '' })).ok,
+        true,
+      );
       await handoff.request(request({ to_agent: 'reviewer' }), { 'sw4rm-handoff-worktree': 'carry' });
       await handoff.accept('h1', 'reviewer');
       const invocationId = host.coordinator.handoffs.get('h1')!.worktree!.invocationId;
-      assert.equal(host.coordinator.hitl.get(invocationId)!.context.facts.handoff_request_id, 'h1', 'the approval names the handoff');
-      host.coordinator.hitl.decide(invocationId, { action: 'deny', rationale: 'not in my worktree' }, 'editor:test', { correlationId: 'test' });
-      await pollUntil('the handoff follows', async () => (host.coordinator.handoffs.get('h1')!.worktree?.outcome === 'switch_refused' ? true : undefined), 10_000);
+      assert.equal(
+        host.coordinator.hitl.get(invocationId)!.context.facts.handoff_request_id,
+        'h1',
+        'the approval names the handoff',
+      );
+      host.coordinator.hitl.decide(invocationId, { action: 'deny', rationale: 'not in my worktree' }, 'editor:test', {
+        correlationId: 'test',
+      });
+      await pollUntil(
+        'the handoff follows',
+        async () => (host.coordinator.handoffs.get('h1')!.worktree?.outcome === 'switch_refused' ? true : undefined),
+        10_000,
+      );
       assert.equal((await status('reviewer')).state, 'BOUND_HOME');
-      const told = await inboxes.get('origin')!.waitFor(notice('handoff_status', 'h1', 'worktree'), 10_000, 'the worktree status');
-      assert.match(String((jsonPayload<Record<string, unknown>>(told.msg)!.worktree as Record<string, unknown>).detail), /not granted/);
+      const told = await inboxes
+        .get('origin')!
+        .waitFor(notice('handoff_status', 'h1', 'worktree'), 10_000, 'the worktree status');
+      assert.match(
+        String((jsonPayload<Record<string, unknown>>(told.msg)!.worktree as Record<string, unknown>).detail),
+        /not granted/,
+      );
     });
 
     it('CancelDelegation after the accept withdraws the pending switch; one a crash left behind is withdrawn at the next start', async () => {
-      assert.equal((await worktrees.call<{ ok: boolean }>('Bind', { agent_id: 'reviewer', repo_id: 'app', worktree_id: '' })).ok, true);
+      assert.equal(
+        (await worktrees.call<{ ok: boolean }>('Bind', { agent_id: 'reviewer', repo_id: 'app', worktree_id: '' })).ok,
+        true,
+      );
       await handoff.request(request({ to_agent: 'reviewer' }), { 'sw4rm-handoff-worktree': 'carry' });
       await handoff.accept('h1', 'reviewer');
       const first = host.coordinator.handoffs.get('h1')!.worktree!.invocationId;
       assert.equal((await handoff.cancel('h1', 'plans changed')).acknowledged, true);
       assert.equal(host.coordinator.hitl.get(first)!.state, 'cancelled');
       assert.equal(host.coordinator.handoffs.get('h1')!.worktree?.outcome, 'withdrawn');
-      await pollUntil('the reviewer is home again', async () => ((await status('reviewer')).state === 'BOUND_HOME' ? true : undefined), 10_000);
+      await pollUntil(
+        'the reviewer is home again',
+        async () => ((await status('reviewer')).state === 'BOUND_HOME' ? true : undefined),
+        10_000,
+      );
 
       // The same, but the withdrawal does not happen (as if the process died right after the cancel's commit).
       await handoff.request(request({ request_id: 'h2', to_agent: 'reviewer' }), { 'sw4rm-handoff-worktree': 'carry' });
@@ -298,7 +437,9 @@ describe('HandoffService over gRPC (RFC §17.6)', function () {
       const second = host.coordinator.handoffs.get('h2')!.worktree!.invocationId;
       const hitl = host.coordinator.hitl;
       const cancel = hitl.cancel.bind(hitl);
-      hitl.cancel = () => { throw new Error('the process died here'); };
+      hitl.cancel = () => {
+        throw new Error('the process died here');
+      };
       assert.equal((await handoff.cancel('h2', 'plans changed')).acknowledged, true);
       hitl.cancel = cancel;
       assert.equal(host.coordinator.hitl.get(second)!.state, 'pending', 'orphaned');
@@ -311,10 +452,13 @@ describe('HandoffService over gRPC (RFC §17.6)', function () {
       assert.equal(host.coordinator.worktrees.status('reviewer').state, 'BOUND_HOME');
     });
 
-    it('an UNBOUND receiver: refused while the worktree is the sender\'s home; bound to it (BIND) once the sender let go', async () => {
+    it("an UNBOUND receiver: refused while the worktree is the sender's home; bound to it (BIND) once the sender let go", async () => {
       await handoff.request(request({ to_agent: 'reviewer' }), { 'sw4rm-handoff-worktree': 'carry' });
       const err = await expectStatus(handoff.accept('h1', 'reviewer'), grpc.status.FAILED_PRECONDITION);
-      assert.match(err.details, /^FAILED_PRECONDITION: handoff 'h1' carries worktree 'origin' of 'app', but the worktree state machine refused to bind 'reviewer' to it: worktree 'origin' of 'app' is the home worktree of agent 'origin'/);
+      assert.match(
+        err.details,
+        /^FAILED_PRECONDITION: handoff 'h1' carries worktree 'origin' of 'app', but the worktree state machine refused to bind 'reviewer' to it: worktree 'origin' of 'app' is the home worktree of agent 'origin'/,
+      );
       assert.equal(host.coordinator.handoffs.get('h1')!.state, 'PENDING', 'not accepted');
       assert.equal((await status('reviewer')).state, 'UNBOUND');
       assert.equal((await worktrees.call<{ ok: boolean }>('Unbind', { agent_id: 'origin' })).ok, true);
@@ -325,15 +469,33 @@ describe('HandoffService over gRPC (RFC §17.6)', function () {
       assert.equal(record.state, 'ACCEPTED');
       assert.equal(record.worktree?.outcome, 'bound');
       const reviewerStatus = await status('reviewer');
-      assert.deepEqual([reviewerStatus.state, reviewerStatus.repo_id, reviewerStatus.worktree_id], ['BOUND_HOME', 'app', 'origin']);
+      assert.deepEqual(
+        [reviewerStatus.state, reviewerStatus.repo_id, reviewerStatus.worktree_id],
+        ['BOUND_HOME', 'app', 'origin'],
+      );
     });
 
-    it('a receiver in another binding state is refused with the state machine\'s reason', async () => {
+    it("a receiver in another binding state is refused with the state machine's reason", async () => {
       await handoff.request(request({ to_agent: 'reviewer' }), { 'sw4rm-handoff-worktree': 'carry' });
-      assert.equal((await worktrees.call<{ ok: boolean }>('Bind', { agent_id: 'reviewer', repo_id: 'app', worktree_id: '' })).ok, true);
-      assert.equal((await worktrees.call<{ state: string }>('RequestSwitch', { agent_id: 'reviewer', target_worktree_id: 'origin', requires_hitl: true })).state, 'SWITCH_PENDING');
+      assert.equal(
+        (await worktrees.call<{ ok: boolean }>('Bind', { agent_id: 'reviewer', repo_id: 'app', worktree_id: '' })).ok,
+        true,
+      );
+      assert.equal(
+        (
+          await worktrees.call<{ state: string }>('RequestSwitch', {
+            agent_id: 'reviewer',
+            target_worktree_id: 'origin',
+            requires_hitl: true,
+          })
+        ).state,
+        'SWITCH_PENDING',
+      );
       const err = await expectStatus(handoff.accept('h1', 'reviewer'), grpc.status.FAILED_PRECONDITION);
-      assert.match(err.details, /'reviewer' is SWITCH_PENDING in repository 'app': the worktree state machine \(RFC §16.2\) carries a worktree only into an UNBOUND agent \(BIND\) or one BOUND_HOME/);
+      assert.match(
+        err.details,
+        /'reviewer' is SWITCH_PENDING in repository 'app': the worktree state machine \(RFC §16.2\) carries a worktree only into an UNBOUND agent \(BIND\) or one BOUND_HOME/,
+      );
     });
   });
 });

@@ -39,7 +39,12 @@ describe('grpc.health.v1.Health', () => {
   });
 
   it('lists every service as SERVING', async () => {
-    const response = await unary<{ statuses: Record<string, HealthCheckResponse> }>(clients.health, 'List', {}, new grpc.Metadata());
+    const response = await unary<{ statuses: Record<string, HealthCheckResponse> }>(
+      clients.health,
+      'List',
+      {},
+      new grpc.Metadata(),
+    );
     assert.deepEqual(Object.keys(response.statuses).sort(), ['', ...CANONICAL_SERVICES].sort());
     for (const status of Object.values(response.statuses)) assert.equal(status.status, 'SERVING');
   });
@@ -59,7 +64,9 @@ describe('grpc.health.v1.Health', () => {
     const statuses: string[] = [];
     let ended: grpc.StatusObject | undefined;
     watch.on('data', (response: HealthCheckResponse) => statuses.push(response.status));
-    watch.on('status', (status: grpc.StatusObject) => { ended = status; });
+    watch.on('status', (status: grpc.StatusObject) => {
+      ended = status;
+    });
     watch.on('error', () => undefined);
     await pollUntil('the first watch answer', () => (statuses.length > 0 ? true : undefined));
     assert.deepEqual(statuses, ['SERVING']);

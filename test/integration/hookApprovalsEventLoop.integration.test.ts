@@ -19,14 +19,20 @@ const MAX_HOLD_MS = 50;
 /** A POST of an already serialised body (serialising it here would count against the loop being measured). */
 function post(port: number, text: string, token: string): Promise<{ status: number; body: string }> {
   return new Promise((resolve, reject) => {
-    const req = http.request({
-      host: '127.0.0.1', port, method: 'POST', path: '/hooks/pre-tool-use?cli=claude-code',
-      headers: { 'Content-Type': 'application/json', Authorization: `Bearer ${token}` },
-    }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8') }));
-    });
+    const req = http.request(
+      {
+        host: '127.0.0.1',
+        port,
+        method: 'POST',
+        path: '/hooks/pre-tool-use?cli=claude-code',
+        headers: { 'Content-Type': 'application/json', Authorization: `Bearer ${token}` },
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8') }));
+      },
+    );
     req.on('error', reject);
     req.end(text);
   });
@@ -72,16 +78,30 @@ describe('approvals for CLI agents: the approval diff never holds the event loop
    * held meanwhile (support/loopHold.ts: the main thread's CPU in one turn, and the wall hold printed beside it). The
    * body is serialised before the measure starts; the body's parse, the file read, the edit and the diff are inside it.
    */
-  async function holdWhileAsked(file: string, current: string, toolName: string, toolInput: Record<string, unknown>): Promise<{ held: number; shown: string; invocation: HitlInvocation }> {
+  async function holdWhileAsked(
+    file: string,
+    current: string,
+    toolName: string,
+    toolInput: Record<string, unknown>,
+  ): Promise<{ held: number; shown: string; invocation: HitlInvocation }> {
     fs.mkdirSync(path.dirname(path.join(worktree, file)), { recursive: true });
     fs.writeFileSync(path.join(worktree, file), current);
     const text = JSON.stringify({
-      session_id: 's1', transcript_path: '/tmp/t.jsonl', cwd: worktree, permission_mode: 'default', hook_event_name: 'PreToolUse',
-      tool_name: toolName, tool_input: { file_path: file, ...toolInput }, tool_use_id: 'toolu_1',
+      session_id: 's1',
+      transcript_path: '/tmp/t.jsonl',
+      cwd: worktree,
+      permission_mode: 'default',
+      hook_event_name: 'PreToolUse',
+      tool_name: toolName,
+      tool_input: { file_path: file, ...toolInput },
+      tool_use_id: 'toolu_1',
     });
     const opened = new Promise<HitlInvocation>((resolve) => {
       const subscription = api.onDidChangeApprovals((change) => {
-        if (change.kind === 'opened') { subscription.dispose(); resolve(change.invocation); }
+        if (change.kind === 'opened') {
+          subscription.dispose();
+          resolve(change.invocation);
+        }
       });
     });
     let answer: ReturnType<typeof post> | undefined;
@@ -102,7 +122,10 @@ describe('approvals for CLI agents: the approval diff never holds the event loop
     console.log(`      ${shown} (Write, ${after.length} characters, 8,000 changed lines)`);
     assert.ok(held <= MAX_HOLD_MS, shown);
     assert.match(invocation.context.diffs[0].unified!, /^\(coarse diff: .*the lines are not shown\)$/m);
-    assert.match(invocation.context.diffs[0].unified!, /^changed: 8000 lines \(\d+ characters\) from line 1 replaced by 8000 lines/m);
+    assert.match(
+      invocation.context.diffs[0].unified!,
+      /^changed: 8000 lines \(\d+ characters\) from line 1 replaced by 8000 lines/m,
+    );
     assert.match(invocation.context.risk.notes.join(' '), /src\/big\.txt: the diff is coarse/);
   });
 
@@ -117,19 +140,30 @@ describe('approvals for CLI agents: the approval diff never holds the event loop
 
   it('a Write of 1 MB with 300 changed lines within 1,500 (small enough to diff, too many changes: the line diff gives up): the loop held <= 50 ms', async () => {
     const before = lines(40_000, 'line');
-    const changed = before.split('\n').map((l, i) => (i >= 20_000 && i < 21_500 && i % 5 === 0 ? `${l}!` : l)).join('\n');
-    const { held, shown, invocation } = await holdWhileAsked('src/scattered.txt', before, 'Write', { content: changed });
+    const changed = before
+      .split('\n')
+      .map((l, i) => (i >= 20_000 && i < 21_500 && i % 5 === 0 ? `${l}!` : l))
+      .join('\n');
+    const { held, shown, invocation } = await holdWhileAsked('src/scattered.txt', before, 'Write', {
+      content: changed,
+    });
     console.log(`      ${shown} (Write, ${changed.length} characters, 300 changed lines)`);
     assert.ok(held <= MAX_HOLD_MS, shown);
     assert.match(invocation.context.diffs[0].unified!, /coarse diff: the line diff gave up/);
-    assert.match(invocation.context.diffs[0].unified!, /^changed: 1496 lines \(\d+ characters\) from line 20001 replaced by 1496 lines/m);
+    assert.match(
+      invocation.context.diffs[0].unified!,
+      /^changed: 1496 lines \(\d+ characters\) from line 20001 replaced by 1496 lines/m,
+    );
   });
 
   it('a MultiEdit with replace_all on a 256 KiB file (each character made 64): the loop held <= 50 ms, the edited text never built', async () => {
     const before = 'a'.repeat(256 * 1024);
     const rss = process.memoryUsage().rss;
     const { held, shown, invocation } = await holdWhileAsked('src/aaa.txt', before, 'MultiEdit', {
-      edits: [{ old_string: 'a', new_string: 'b'.repeat(64), replace_all: true }, { old_string: 'b', new_string: 'c'.repeat(64), replace_all: true }],
+      edits: [
+        { old_string: 'a', new_string: 'b'.repeat(64), replace_all: true },
+        { old_string: 'b', new_string: 'c'.repeat(64), replace_all: true },
+      ],
     });
     const grew = (process.memoryUsage().rss - rss) / 2 ** 20;
     console.log(`      ${shown}, RSS grew ${grew.toFixed(0)} MB (MultiEdit replace_all, ${before.length} characters)`);
@@ -141,7 +175,11 @@ describe('approvals for CLI agents: the approval diff never holds the event loop
   it('a MultiEdit of 30,000 edits on a 1 MB file: the loop held <= 50 ms, the work stopped at its bound', async () => {
     const before = lines(40_000, 'line');
     // Each edit is found near the end of the file (each scans and rebuilds ~1 MB); the toggles keep every one found.
-    const edits = Array.from({ length: 30_000 }, (_, i) => (i % 2 === 0 ? { old_string: 'line39999', new_string: 'LINE39999' } : { old_string: 'LINE39999', new_string: 'line39999' }));
+    const edits = Array.from({ length: 30_000 }, (_, i) =>
+      i % 2 === 0
+        ? { old_string: 'line39999', new_string: 'LINE39999' }
+        : { old_string: 'LINE39999', new_string: 'line39999' },
+    );
     const { held, shown, invocation } = await holdWhileAsked('src/many.txt', before, 'MultiEdit', { edits });
     console.log(`      ${shown} (MultiEdit, ${edits.length} edits on ${before.length} characters)`);
     assert.ok(held <= MAX_HOLD_MS, shown);
@@ -152,7 +190,10 @@ describe('approvals for CLI agents: the approval diff never holds the event loop
     const count = Math.floor((4 * 1024 * 1024 - 300) / 3);
     const text = `{"session_id":"s1","cwd":${JSON.stringify(worktree)},"hook_event_name":"PreToolUse","tool_name":"MultiEdit","tool_input":{"file_path":"a.txt","edits":[${new Array<string>(count).fill('{}').join(',')}]}}`;
     assert.ok(text.length <= 4 * 1024 * 1024);
-    const { value: { status, body }, hold } = await measureHold(() => post(port, text, token));
+    const {
+      value: { status, body },
+      hold,
+    } = await measureHold(() => post(port, text, token));
     const held = heldMs(hold);
     const shown = describeHold(hold);
     console.log(`      ${shown} (a ${text.length}-byte body of ${count} objects)`);
@@ -164,7 +205,10 @@ describe('approvals for CLI agents: the approval diff never holds the event loop
 
   it('a small Edit is still shown line by line (the bound changes nothing for ordinary diffs)', async () => {
     const before = lines(5_000, 'line');
-    const { held, shown, invocation } = await holdWhileAsked('src/small.txt', before, 'Edit', { old_string: 'line2500', new_string: 'LINE2500' });
+    const { held, shown, invocation } = await holdWhileAsked('src/small.txt', before, 'Edit', {
+      old_string: 'line2500',
+      new_string: 'LINE2500',
+    });
     console.log(`      ${shown} (Edit of one line in ${before.length} characters)`);
     assert.ok(held <= MAX_HOLD_MS, shown);
     const unified = invocation.context.diffs[0].unified!;

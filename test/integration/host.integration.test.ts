@@ -60,7 +60,8 @@ describe('CoordinatorHost', () => {
       const dataDir = tempDir();
       const first = await start(dataDir);
       const firstClients = connect(first);
-      for (const id of ['alpha', 'beta']) assert.equal((await firstClients.registerAgent(descriptorMessage(id))).accepted, true);
+      for (const id of ['alpha', 'beta'])
+        assert.equal((await firstClients.registerAgent(descriptorMessage(id))).accepted, true);
       await firstClients.heartbeat('alpha', 'RUNNABLE');
       const token = first.token;
       const tokenFile = path.join(dataDir, TOKEN_FILE_NAME);
@@ -73,17 +74,27 @@ describe('CoordinatorHost', () => {
 
       assert.equal(second.token, token, 'agents keep their SW4RM_TOKEN across restarts');
       const registry = second.coordinator.registry;
-      assert.deepEqual(registry.list().map((a) => [a.descriptor.agentId, a.state, a.presence]), [
-        ['alpha', 'RUNNABLE', 'disconnected'], ['beta', 'INITIALIZING', 'disconnected'],
-      ]);
+      assert.deepEqual(
+        registry.list().map((a) => [a.descriptor.agentId, a.state, a.presence]),
+        [
+          ['alpha', 'RUNNABLE', 'disconnected'],
+          ['beta', 'INITIALIZING', 'disconnected'],
+        ],
+      );
       assert.equal(registry.get('alpha')?.descriptor.name, 'Agent alpha');
       const clients = connect(second, token);
       assert.deepEqual(await clients.heartbeat('alpha', 'RUNNABLE'), { ok: true });
       assert.equal(registry.get('alpha')?.presence, 'online');
       assert.equal(registry.get('beta')?.presence, 'disconnected');
       const events = second.coordinator.log.query({ eventType: 'agent.presence_changed', actor: 'alpha' });
-      assert.deepEqual(events.map((e) => e.details.to), ['online']);
-      assert.ok(second.coordinator.log.query({ eventType: 'agent.registered' }).length >= 2, 'the earlier run\'s events are kept');
+      assert.deepEqual(
+        events.map((e) => e.details.to),
+        ['online'],
+      );
+      assert.ok(
+        second.coordinator.log.query({ eventType: 'agent.registered' }).length >= 2,
+        "the earlier run's events are kept",
+      );
     });
 
     it('can restart on the port it had, once it has stopped', async () => {
@@ -120,8 +131,16 @@ describe('CoordinatorHost', () => {
 
     it('refuses a store written by a newer coordinator', async () => {
       const dataDir = tempDir();
-      CoordinatorStore.open(dataDir, { schema: [...COORDINATOR_SCHEMA, { version: LATEST_SCHEMA_VERSION + 1, area: 'test', description: 'future', statements: [] }] }).close();
-      await assert.rejects(start(dataDir), (err: unknown) => err instanceof StoreOpenError && err.reason === 'newer-schema');
+      CoordinatorStore.open(dataDir, {
+        schema: [
+          ...COORDINATOR_SCHEMA,
+          { version: LATEST_SCHEMA_VERSION + 1, area: 'test', description: 'future', statements: [] },
+        ],
+      }).close();
+      await assert.rejects(
+        start(dataDir),
+        (err: unknown) => err instanceof StoreOpenError && err.reason === 'newer-schema',
+      );
     });
   });
 
@@ -140,7 +159,10 @@ describe('CoordinatorHost', () => {
       assert.equal(error.host, '127.0.0.1');
       assert.notEqual(error.freePort, a.port);
       assert.ok(error.freePort > 0);
-      assert.ok(error.message.includes(`Port ${a.port}`) && error.message.includes(`--port ${error.freePort}`), error.message);
+      assert.ok(
+        error.message.includes(`Port ${a.port}`) && error.message.includes(`--port ${error.freePort}`),
+        error.message,
+      );
       assert.equal(await canListen(error.freePort), true, `port ${error.freePort} can be bound`);
       assert.deepEqual(await connect(a).healthCheck(''), { status: 'SERVING' }, 'the first coordinator is unaffected');
       // The refused host closed its store: it can be opened and used again at once.
@@ -148,7 +170,7 @@ describe('CoordinatorHost', () => {
       assert.ok(b.port > 0);
     });
 
-    it('leaves the running coordinator\'s store alone when a second one on the same data folder is refused', async () => {
+    it("leaves the running coordinator's store alone when a second one on the same data folder is refused", async () => {
       const dataDir = tempDir();
       const a = await start(dataDir);
       const clients = connect(a);
@@ -156,13 +178,19 @@ describe('CoordinatorHost', () => {
       await clients.heartbeat('alpha', 'RUNNABLE');
       const eventsBefore = a.coordinator.store.events.count();
 
-      await assert.rejects(start(dataDir, { port: a.port, lockWaitMs: 50 }),
-        (err: unknown) => err instanceof StoreOpenError && err.reason === 'locked');
+      await assert.rejects(
+        start(dataDir, { port: a.port, lockWaitMs: 50 }),
+        (err: unknown) => err instanceof StoreOpenError && err.reason === 'locked',
+      );
 
       // A refused start must have no effect on the live coordinator's store.
       assert.equal(a.coordinator.store.agents.get('alpha')?.presence, 'online', 'the stored presence of a live agent');
       assert.deepEqual(
-        a.coordinator.store.events.query({ afterId: 0 }).slice(eventsBefore).map((e) => e.eventType), [],
+        a.coordinator.store.events
+          .query({ afterId: 0 })
+          .slice(eventsBefore)
+          .map((e) => e.eventType),
+        [],
         'no events written by the refused coordinator',
       );
     });
@@ -172,7 +200,10 @@ describe('CoordinatorHost', () => {
       await new Promise<void>((resolve) => blocker.listen({ host: '127.0.0.1', port: 0 }, resolve));
       const port = (blocker.address() as net.AddressInfo).port;
       try {
-        await assert.rejects(start(tempDir(), { port }), (err: unknown) => err instanceof PortInUseError && err.freePort !== port);
+        await assert.rejects(
+          start(tempDir(), { port }),
+          (err: unknown) => err instanceof PortInUseError && err.freePort !== port,
+        );
       } finally {
         await new Promise((resolve) => blocker.close(resolve));
       }

@@ -15,7 +15,7 @@ describe('the host gives the launches its bridge endpoints (real coordinator, re
 
   afterEach(() => removeTempDir(dir));
 
-  it('answers the listening bridge\'s endpoints through the API, and none once it stopped', async () => {
+  it("answers the listening bridge's endpoints through the API, and none once it stopped", async () => {
     const host = await startHost(path.join(dir, 'data'));
     const api = new InProcessCoordinatorApi(host.coordinator);
     try {

@@ -15,7 +15,8 @@ describe('sw4rm-coordinator credentials', () => {
     const code = await cli.exit();
     return { code, stdout: cli.stdout, stderr: cli.stderr };
   };
-  const exported = (stdout: string) => Object.fromEntries([...stdout.matchAll(/^export (\w+)=(\S+)$/gm)].map((m) => [m[1], m[2]]));
+  const exported = (stdout: string) =>
+    Object.fromEntries([...stdout.matchAll(/^export (\w+)=(\S+)$/gm)].map((m) => [m[1], m[2]]));
 
   it('mints, lists and revokes through the running coordinator; the credential acts only as its agent', async () => {
     const coordinator = run('--port', '0', '--data-dir', dataDir());
@@ -63,7 +64,11 @@ describe('sw4rm-coordinator credentials', () => {
     const bad = await command('--agent', 'no spaces');
     assert.equal(bad.code, 1);
     assert.match(bad.stderr, /agent_id/);
-    for (const args of [['--list', '--register'], ['--agent', 'a', '--name', 'A'], ['--agent', 'a', '--register', '--capability']]) {
+    for (const args of [
+      ['--list', '--register'],
+      ['--agent', 'a', '--name', 'A'],
+      ['--agent', 'a', '--register', '--capability'],
+    ]) {
       const usage = await command(...args);
       assert.equal(usage.code, 2, args.join(' '));
       assert.match(usage.stderr, /--register|--capability needs a value/);
@@ -74,7 +79,11 @@ describe('sw4rm-coordinator credentials', () => {
     /** The agents list_agents answers the agent of `token` through the coordinator's MCP bridge at `mcpUrl`. */
     async function listAgents(mcpUrl: string, token: string): Promise<Array<Record<string, unknown>>> {
       const client = new Client({ name: 'credentials-register-test', version: '1.0.0' });
-      await client.connect(new StreamableHTTPClientTransport(new URL(mcpUrl), { requestInit: { headers: { Authorization: `Bearer ${token}` } } }));
+      await client.connect(
+        new StreamableHTTPClientTransport(new URL(mcpUrl), {
+          requestInit: { headers: { Authorization: `Bearer ${token}` } },
+        }),
+      );
       try {
         const result = (await client.callTool({ name: 'list_agents', arguments: {} })) as CallToolResult;
         assert.notEqual(result.isError, true, JSON.stringify(result.content));
@@ -93,65 +102,112 @@ describe('sw4rm-coordinator credentials', () => {
     const credentialsOf = async (agentId: string) => {
       const listed = await command('--list');
       assert.equal(listed.code, 0, listed.stderr);
-      return [...listed.stdout.matchAll(/^(\S+)\tagent\t(\S+)\t(active|revoked [^\t]+)\t/gm)].filter((m) => m[2] === agentId).map((m) => [m[1], m[3]]);
+      return [...listed.stdout.matchAll(/^(\S+)\tagent\t(\S+)\t(active|revoked [^\t]+)\t/gm)]
+        .filter((m) => m[2] === agentId)
+        .map((m) => [m[1], m[3]]);
     };
 
     it('while the coordinator runs: RegisterAgent with the new credential; the bridge serves it; again updates it; a refusal revokes the credential', async () => {
       const mcpUrl = await startCoordinator();
-      const first = await register('bridged', '--name', 'Bridged agent', '--capability', 'mcp-example', '--capability', 'review', '--description', 'talks through MCP');
+      const first = await register(
+        'bridged',
+        '--name',
+        'Bridged agent',
+        '--capability',
+        'mcp-example',
+        '--capability',
+        'review',
+        '--description',
+        'talks through MCP',
+      );
       assert.equal(first.code, 0, first.stderr);
-      assert.match(first.stdout, /^# agent bridged registered \(accepted with warnings: .*no reasoning_connectors declared/m);
+      assert.match(
+        first.stdout,
+        /^# agent bridged registered \(accepted with warnings: .*no reasoning_connectors declared/m,
+      );
       const agent = exported(first.stdout);
       assert.equal(agent.SW4RM_AGENT_ID, 'bridged');
       const [self] = (await listAgents(mcpUrl, agent.SW4RM_TOKEN)).filter((a) => a.agent_id === 'bridged');
       assert.deepEqual(self, {
-        agent_id: 'bridged', name: 'Bridged agent', description: 'talks through MCP', capabilities: ['mcp-example', 'review'],
-        state: 'RUNNABLE', presence: 'online', you: true,
+        agent_id: 'bridged',
+        name: 'Bridged agent',
+        description: 'talks through MCP',
+        capabilities: ['mcp-example', 'review'],
+        state: 'RUNNABLE',
+        presence: 'online',
+        you: true,
       });
 
       // Registering the id again updates it (and mints it another credential; the first stays active).
       const again = await register('bridged', '--name', 'Renamed');
       assert.equal(again.code, 0, again.stderr);
-      const renamed = (await listAgents(mcpUrl, exported(again.stdout).SW4RM_TOKEN)).find((a) => a.agent_id === 'bridged')!;
+      const renamed = (await listAgents(mcpUrl, exported(again.stdout).SW4RM_TOKEN)).find(
+        (a) => a.agent_id === 'bridged',
+      )!;
       assert.deepEqual([renamed.name, renamed.capabilities], ['Renamed', []]);
-      assert.equal((await listAgents(mcpUrl, agent.SW4RM_TOKEN)).length, 1, 'the first credential still acts as bridged');
+      assert.equal(
+        (await listAgents(mcpUrl, agent.SW4RM_TOKEN)).length,
+        1,
+        'the first credential still acts as bridged',
+      );
 
       // The registry refuses: its reason, exit 1, the agent not registered, the credential minted for it revoked.
       const refused = await register('rejected', '--capability', 'two words');
       assert.equal(refused.code, 1);
       assert.equal(refused.stdout, '');
-      assert.match(refused.stderr, /^sw4rm-coordinator credentials: VALIDATION_ERROR: capabilities entry 'two words' is not a capability name .*\(nothing registered; the credential (\S+) minted for it is revoked\)$/m);
+      assert.match(
+        refused.stderr,
+        /^sw4rm-coordinator credentials: VALIDATION_ERROR: capabilities entry 'two words' is not a capability name .*\(nothing registered; the credential (\S+) minted for it is revoked\)$/m,
+      );
       const [[id, state]] = await credentialsOf('rejected');
       assert.match(refused.stderr, new RegExp(`the credential ${id} minted`));
       assert.match(state, /^revoked /);
-      assert.deepEqual((await listAgents(mcpUrl, agent.SW4RM_TOKEN)).map((a) => a.agent_id), ['bridged']);
+      assert.deepEqual(
+        (await listAgents(mcpUrl, agent.SW4RM_TOKEN)).map((a) => a.agent_id),
+        ['bridged'],
+      );
 
       // A refused id: nothing minted at all.
       const badId = await register('coordinator');
       assert.equal(badId.code, 1);
-      assert.match(badId.stderr, /^sw4rm-coordinator credentials: VALIDATION_ERROR: agent_id 'coordinator' is reserved/m);
+      assert.match(
+        badId.stderr,
+        /^sw4rm-coordinator credentials: VALIDATION_ERROR: agent_id 'coordinator' is reserved/m,
+      );
       assert.deepEqual(await credentialsOf('coordinator'), []);
     });
 
-    it('when no coordinator runs: through the store in one transaction (refused: nothing minted); the next coordinator\'s bridge serves it', async () => {
+    it("when no coordinator runs: through the store in one transaction (refused: nothing minted); the next coordinator's bridge serves it", async () => {
       const refused = await register('bad..id');
       assert.equal(refused.code, 1);
-      assert.match(refused.stderr, /^sw4rm-coordinator credentials: VALIDATION_ERROR: agent_id 'bad\.\.id' may contain only .*\(nothing registered, no credential minted\)$/m);
+      assert.match(
+        refused.stderr,
+        /^sw4rm-coordinator credentials: VALIDATION_ERROR: agent_id 'bad\.\.id' may contain only .*\(nothing registered, no credential minted\)$/m,
+      );
       const refusedName = await register('quiet', '--name', 'bell\u0007');
       assert.equal(refusedName.code, 1);
-      assert.match(refusedName.stderr, /VALIDATION_ERROR: name contains control characters \(nothing registered, no credential minted\)/);
+      assert.match(
+        refusedName.stderr,
+        /VALIDATION_ERROR: name contains control characters \(nothing registered, no credential minted\)/,
+      );
       assert.deepEqual(await credentialsOf('quiet'), [], 'the refused registration minted nothing');
 
       const done = await register('offline', '--name', 'Offline agent', '--capability', 'mcp-example');
       assert.equal(done.code, 0, done.stderr);
       assert.match(done.stdout, /^# agent offline registered \(accepted with warnings: /m);
       const agent = exported(done.stdout);
-      assert.deepEqual((await credentialsOf('offline')).map(([, state]) => state), ['active']);
+      assert.deepEqual(
+        (await credentialsOf('offline')).map(([, state]) => state),
+        ['active'],
+      );
 
       const mcpUrl = await startCoordinator();
       const agents = await listAgents(mcpUrl, agent.SW4RM_TOKEN);
-      assert.deepEqual(agents.map((a) => [a.agent_id, a.name, a.capabilities, a.state, a.presence, a.you]),
-        [['offline', 'Offline agent', ['mcp-example'], 'RUNNABLE', 'online', true]], 'disconnected after the restart, online at its first request');
+      assert.deepEqual(
+        agents.map((a) => [a.agent_id, a.name, a.capabilities, a.state, a.presence, a.you]),
+        [['offline', 'Offline agent', ['mcp-example'], 'RUNNABLE', 'online', true]],
+        'disconnected after the restart, online at its first request',
+      );
     });
   });
 });

@@ -27,8 +27,13 @@ describe('agent identity bound to credentials (README, "Security model")', () =>
   let tokenA: string;
   let tokenB: string;
 
-  const call = (rpc: string, request: object, token: string | undefined, extra: Record<string, string> = {}, openMs?: number): Promise<CallOutcome> =>
-    callPath(client, methods.get(rpc)!, request, bearer(token, extra), openMs);
+  const call = (
+    rpc: string,
+    request: object,
+    token: string | undefined,
+    extra: Record<string, string> = {},
+    openMs?: number,
+  ): Promise<CallOutcome> => callPath(client, methods.get(rpc)!, request, bearer(token, extra), openMs);
   const register = (id: string, token: string | undefined) => call(REGISTER, { agent: descriptorMessage(id) }, token);
 
   beforeEach(async () => {
@@ -52,25 +57,53 @@ describe('agent identity bound to credentials (README, "Security model")', () =>
       const outcome = await call(ROUTER_PATHS.StreamIncoming, { agent_id: 'b' }, tokenA);
       assert.equal(outcome.code, grpc.status.PERMISSION_DENIED);
       assert.match(outcome.details, /this credential acts as agent 'a'; the call acts as 'b'/);
-      assert.equal((await call(ROUTER_PATHS.StreamIncoming, { agent_id: 'a' }, tokenA)).code, 'open', 'its own stream opens');
+      assert.equal(
+        (await call(ROUTER_PATHS.StreamIncoming, { agent_id: 'a' }, tokenA)).code,
+        'open',
+        'its own stream opens',
+      );
     });
 
     it("refuses A confirming B's delivery, sending as B, and acknowledging as B", async () => {
-      assert.equal((await call(ROUTER_PATHS.AckDelivery, { agent_id: 'b', seq: '1', message_id: 'm' }, tokenA)).code, grpc.status.PERMISSION_DENIED);
+      assert.equal(
+        (await call(ROUTER_PATHS.AckDelivery, { agent_id: 'b', seq: '1', message_id: 'm' }, tokenA)).code,
+        grpc.status.PERMISSION_DENIED,
+      );
       const data = envelope({ producer_id: 'b', sequence_number: 1, payload: { to: 'a' } });
-      assert.equal((await call(ROUTER_PATHS.SendMessage, { msg: data }, tokenA, { 'sw4rm-to': 'a' })).code, grpc.status.PERMISSION_DENIED);
-      const ack = envelope({ producer_id: 'b', sequence_number: 2, message_type: 'ACKNOWLEDGEMENT', payload: { ack_for_message_id: data.message_id, ack_stage: 'FULFILLED' } });
+      assert.equal(
+        (await call(ROUTER_PATHS.SendMessage, { msg: data }, tokenA, { 'sw4rm-to': 'a' })).code,
+        grpc.status.PERMISSION_DENIED,
+      );
+      const ack = envelope({
+        producer_id: 'b',
+        sequence_number: 2,
+        message_type: 'ACKNOWLEDGEMENT',
+        payload: { ack_for_message_id: data.message_id, ack_stage: 'FULFILLED' },
+      });
       assert.equal((await call(ROUTER_PATHS.SendMessage, { msg: ack }, tokenA)).code, grpc.status.PERMISSION_DENIED);
       const own = envelope({ producer_id: 'a', sequence_number: 1 });
       const sent = await call(ROUTER_PATHS.SendMessage, { msg: own }, tokenA, { 'sw4rm-to': 'b' });
-      assert.deepEqual([sent.code, (sent.response as { accepted: boolean }).accepted], [grpc.status.OK, true], 'sending as itself is accepted');
+      assert.deepEqual(
+        [sent.code, (sent.response as { accepted: boolean }).accepted],
+        [grpc.status.OK, true],
+        'sending as itself is accepted',
+      );
     });
 
     it('refuses A re-registering, heartbeating or deregistering B; B stays as it was', async () => {
       const before = host.coordinator.registry.get('b');
-      assert.equal((await call(REGISTER, { agent: descriptorMessage('b', { name: 'taken over' }) }, tokenA)).code, grpc.status.PERMISSION_DENIED);
-      assert.equal((await call(HEARTBEAT, { agent_id: 'b', state: 'RUNNABLE' }, tokenA)).code, grpc.status.PERMISSION_DENIED);
-      assert.equal((await call(DEREGISTER, { agent_id: 'b', reason: 'gone' }, tokenA)).code, grpc.status.PERMISSION_DENIED);
+      assert.equal(
+        (await call(REGISTER, { agent: descriptorMessage('b', { name: 'taken over' }) }, tokenA)).code,
+        grpc.status.PERMISSION_DENIED,
+      );
+      assert.equal(
+        (await call(HEARTBEAT, { agent_id: 'b', state: 'RUNNABLE' }, tokenA)).code,
+        grpc.status.PERMISSION_DENIED,
+      );
+      assert.equal(
+        (await call(DEREGISTER, { agent_id: 'b', reason: 'gone' }, tokenA)).code,
+        grpc.status.PERMISSION_DENIED,
+      );
       assert.deepEqual(host.coordinator.registry.get('b'), before);
       assert.equal(host.coordinator.log.query({ eventType: 'auth.permission_denied' }).length, 3);
     });
@@ -78,15 +111,23 @@ describe('agent identity bound to credentials (README, "Security model")', () =>
     it('refuses a HITL request on behalf of B, and asks as A when no requester is named', async () => {
       const decide = '/sw4rm.hitl.HitlService/Decide';
       const context = Buffer.from(JSON.stringify({ reason_type: 'SECURITY_APPROVAL', summary: 's', agent_id: 'b' }));
-      assert.equal((await call(decide, { reason_type: 'SECURITY_APPROVAL', context }, tokenA)).code, grpc.status.PERMISSION_DENIED);
-      assert.equal((await call(decide, { reason_type: 'SECURITY_APPROVAL' }, tokenA, { 'sw4rm-agent-id': 'b' })).code, grpc.status.PERMISSION_DENIED);
+      assert.equal(
+        (await call(decide, { reason_type: 'SECURITY_APPROVAL', context }, tokenA)).code,
+        grpc.status.PERMISSION_DENIED,
+      );
+      assert.equal(
+        (await call(decide, { reason_type: 'SECURITY_APPROVAL' }, tokenA, { 'sw4rm-agent-id': 'b' })).code,
+        grpc.status.PERMISSION_DENIED,
+      );
       void call(decide, { reason_type: 'SECURITY_APPROVAL', context: Buffer.from('{"summary":"mine"}') }, tokenA);
       await pollUntil('the invocation', () => host.coordinator.hitl.list().length === 1 || undefined);
       assert.equal(host.coordinator.hitl.list()[0].requester, 'a');
     });
 
     it('lets the operator token act for any agent', async () => {
-      assert.deepEqual((await call(HEARTBEAT, { agent_id: 'b', state: 'RUNNABLE' }, host.token)).response, { ok: true });
+      assert.deepEqual((await call(HEARTBEAT, { agent_id: 'b', state: 'RUNNABLE' }, host.token)).response, {
+        ok: true,
+      });
       assert.equal((await call(ROUTER_PATHS.StreamIncoming, { agent_id: 'a' }, host.token)).code, 'open');
       assert.equal(host.coordinator.log.query({ eventType: 'auth.permission_denied' }).length, 0);
     });
@@ -94,8 +135,14 @@ describe('agent identity bound to credentials (README, "Security model")', () =>
 
   describe('revocation', () => {
     it('ends an open inbox stream at once (UNAUTHENTICATED) and refuses later calls', async () => {
-      const stream = client.makeServerStreamRequest(ROUTER_PATHS.StreamIncoming, methods.get(ROUTER_PATHS.StreamIncoming)!.requestSerialize,
-        methods.get(ROUTER_PATHS.StreamIncoming)!.responseDeserialize, { agent_id: 'a' }, bearer(tokenA), {});
+      const stream = client.makeServerStreamRequest(
+        ROUTER_PATHS.StreamIncoming,
+        methods.get(ROUTER_PATHS.StreamIncoming)!.requestSerialize,
+        methods.get(ROUTER_PATHS.StreamIncoming)!.responseDeserialize,
+        { agent_id: 'a' },
+        bearer(tokenA),
+        {},
+      );
       const ended = new Promise<grpc.ServiceError>((resolve) => stream.on('error', resolve));
       stream.on('data', () => undefined);
       await pollUntil('the stream', () => host.coordinator.router.inboxStats('a').streaming || undefined);
@@ -108,14 +155,24 @@ describe('agent identity bound to credentials (README, "Security model")', () =>
       const later = await call(HEARTBEAT, { agent_id: 'a' }, tokenA);
       assert.equal(later.code, grpc.status.UNAUTHENTICATED);
       assert.match(later.details, /revoked/);
-      assert.ok(host.coordinator.credentials.list().some((c) => c.id === id && c.revokedAt !== null), 'a revoked credential stays listed');
-      assert.equal((await call(HEARTBEAT, { agent_id: 'b' }, tokenB)).code, grpc.status.OK, "B's credential is untouched");
+      assert.ok(
+        host.coordinator.credentials.list().some((c) => c.id === id && c.revokedAt !== null),
+        'a revoked credential stays listed',
+      );
+      assert.equal(
+        (await call(HEARTBEAT, { agent_id: 'b' }, tokenB)).code,
+        grpc.status.OK,
+        "B's credential is untouched",
+      );
     });
   });
 
   describe('authentication', () => {
     it('refuses two authorization headers with UNAUTHENTICATED, even when the first is the operator token', async () => {
-      const answer = await rawGrpcCall(host.port, HEARTBEAT, [['authorization', `Bearer ${host.token}`], ['authorization', 'Bearer other']]);
+      const answer = await rawGrpcCall(host.port, HEARTBEAT, [
+        ['authorization', `Bearer ${host.token}`],
+        ['authorization', 'Bearer other'],
+      ]);
       assert.equal(answer.status, String(grpc.status.UNAUTHENTICATED));
       assert.match(answer.message, /more than one authorization header/);
       const one = await rawGrpcCall(host.port, HEARTBEAT, [['authorization', `Bearer ${host.token}`]]);
@@ -162,8 +219,16 @@ describe('agent identity bound to credentials (README, "Security model")', () =>
       const minted = first.metadata?.get('sw4rm-agent-credential')[0];
       assert.equal(typeof minted, 'string');
       assert.match(String(minted), /^sw4rm\./);
-      assert.equal((await call(HEARTBEAT, { agent_id: 'e1', state: 'RUNNABLE' }, enrolment)).code, grpc.status.OK, 'the enrolment credential acts as e1');
-      assert.equal((await call(HEARTBEAT, { agent_id: 'e1', state: 'RUNNABLE' }, String(minted))).code, grpc.status.OK, 'so does its own credential');
+      assert.equal(
+        (await call(HEARTBEAT, { agent_id: 'e1', state: 'RUNNABLE' }, enrolment)).code,
+        grpc.status.OK,
+        'the enrolment credential acts as e1',
+      );
+      assert.equal(
+        (await call(HEARTBEAT, { agent_id: 'e1', state: 'RUNNABLE' }, String(minted))).code,
+        grpc.status.OK,
+        'so does its own credential',
+      );
       assert.equal((await call(HEARTBEAT, { agent_id: 'a' }, String(minted))).code, grpc.status.PERMISSION_DENIED);
       const again = await register('e1', enrolment);
       assert.equal(again.code, grpc.status.OK);
@@ -173,8 +238,15 @@ describe('agent identity bound to credentials (README, "Security model")', () =>
     });
 
     it('cannot take an agent registered with another credential, one with a credential of its own, or one enrolled before a rotation', async () => {
-      assert.equal((await register('a', enrolment)).code, grpc.status.PERMISSION_DENIED, 'a is registered with its own credential');
-      assert.equal((await call(ROUTER_PATHS.StreamIncoming, { agent_id: 'a' }, enrolment)).code, grpc.status.PERMISSION_DENIED);
+      assert.equal(
+        (await register('a', enrolment)).code,
+        grpc.status.PERMISSION_DENIED,
+        'a is registered with its own credential',
+      );
+      assert.equal(
+        (await call(ROUTER_PATHS.StreamIncoming, { agent_id: 'a' }, enrolment)).code,
+        grpc.status.PERMISSION_DENIED,
+      );
       assert.equal((await register('op', host.token)).code, grpc.status.OK);
       assert.equal((await register('op', enrolment)).code, grpc.status.PERMISSION_DENIED, 'registered by the operator');
       host.coordinator.credentials.mintAgent('reserved', 'editor:test', 'reserved', ctx);
@@ -184,7 +256,11 @@ describe('agent identity bound to credentials (README, "Security model")', () =>
       assert.equal((await register('e2', enrolment)).code, grpc.status.OK);
       const rotated = host.rotateEnrolment('test').SW4RM_TOKEN;
       assert.notEqual(rotated, enrolment);
-      assert.equal((await call(HEARTBEAT, { agent_id: 'e2' }, enrolment)).code, grpc.status.UNAUTHENTICATED, 'the old enrolment credential is revoked');
+      assert.equal(
+        (await call(HEARTBEAT, { agent_id: 'e2' }, enrolment)).code,
+        grpc.status.UNAUTHENTICATED,
+        'the old enrolment credential is revoked',
+      );
       assert.equal((await register('e2', rotated)).code, grpc.status.PERMISSION_DENIED, 'e2 was enrolled elsewhere');
       assert.equal((await register('e3', rotated)).code, grpc.status.OK);
     });
@@ -194,7 +270,10 @@ describe('agent identity bound to credentials (README, "Security model")', () =>
     const list = '/sw4rm.vscode.credentials.CredentialsService/ListCredentials';
     const definition = canonicalMethods(loadCredentialsDefinition(PROTOS_DIR)).get(list)!;
     assert.equal((await callPath(client, definition, {}, bearer(tokenA))).code, grpc.status.PERMISSION_DENIED);
-    assert.equal((await callPath(client, definition, {}, bearer(host.terminalEnvironment().SW4RM_TOKEN))).code, grpc.status.PERMISSION_DENIED);
+    assert.equal(
+      (await callPath(client, definition, {}, bearer(host.terminalEnvironment().SW4RM_TOKEN))).code,
+      grpc.status.PERMISSION_DENIED,
+    );
     const listed = await callPath(client, definition, {}, bearer(host.token));
     assert.equal(listed.code, grpc.status.OK);
     assert.ok((listed.response as { credentials: unknown[] }).credentials.length >= 3);

@@ -16,30 +16,54 @@ import { makeTempDir, removeTempDir } from '../support/tempDir';
  * its RPCs are in the table; a canonical RPC missing from the table stops the server from starting.
  */
 const methods = canonicalMethods();
-const built = new Set(['sw4rm.registry.RegistryService', 'sw4rm.router.RouterService', 'sw4rm.hitl.HitlService', 'sw4rm.logging.LoggingService',
-  'sw4rm.worktree.WorktreeService', 'sw4rm.tool.ToolService', 'sw4rm.connector.ConnectorService',
-  'sw4rm.activity.ActivityService', 'sw4rm.scheduler.SchedulerService', 'sw4rm.negotiation_room.NegotiationRoomService',
-  'sw4rm.negotiation.NegotiationService', 'sw4rm.handoff.HandoffService',
-  'sw4rm.workflow.WorkflowService']);
+const built = new Set([
+  'sw4rm.registry.RegistryService',
+  'sw4rm.router.RouterService',
+  'sw4rm.hitl.HitlService',
+  'sw4rm.logging.LoggingService',
+  'sw4rm.worktree.WorktreeService',
+  'sw4rm.tool.ToolService',
+  'sw4rm.connector.ConnectorService',
+  'sw4rm.activity.ActivityService',
+  'sw4rm.scheduler.SchedulerService',
+  'sw4rm.negotiation_room.NegotiationRoomService',
+  'sw4rm.negotiation.NegotiationService',
+  'sw4rm.handoff.HandoffService',
+  'sw4rm.workflow.WorkflowService',
+]);
 /** Operator actions: the handler, reached, refuses every agent credential (its own details, not the identity check's). */
-const OPERATOR_ONLY = new Set(['/sw4rm.worktree.WorktreeService/ApproveSwitch', '/sw4rm.worktree.WorktreeService/RejectSwitch']);
+const OPERATOR_ONLY = new Set([
+  '/sw4rm.worktree.WorktreeService/ApproveSwitch',
+  '/sw4rm.worktree.WorktreeService/RejectSwitch',
+]);
 
 describe('the identity table', () => {
   it('counts a HITL requester named in the nested context object as well as at the top level', () => {
     const rule = IDENTITY_RULES['/sw4rm.hitl.HitlService/Decide'];
     const onlySelf = (agentId: string) => (agentId === 'self' ? undefined : `not ${agentId}`);
-    for (const context of [{ context: { requester: 'victim' } }, { requester: 'self', context: { agent_id: 'victim' } }, { context: { agentId: 'victim' } }]) {
-      assert.deepEqual(firstRefusal(rule, { context: Buffer.from(JSON.stringify(context)) }, new grpc.Metadata(), onlySelf)?.agentId, 'victim',
-        JSON.stringify(context));
+    for (const context of [
+      { context: { requester: 'victim' } },
+      { requester: 'self', context: { agent_id: 'victim' } },
+      { context: { agentId: 'victim' } },
+    ]) {
+      assert.deepEqual(
+        firstRefusal(rule, { context: Buffer.from(JSON.stringify(context)) }, new grpc.Metadata(), onlySelf)?.agentId,
+        'victim',
+        JSON.stringify(context),
+      );
     }
-    assert.equal(firstRefusal(rule, { context: Buffer.from('{"context":{"requester":"self"}}') }, new grpc.Metadata(), onlySelf), undefined);
+    assert.equal(
+      firstRefusal(rule, { context: Buffer.from('{"context":{"requester":"self"}}') }, new grpc.Metadata(), onlySelf),
+      undefined,
+    );
   });
 
   it('has one rule for each canonical RPC the .proto files declare, and no other', () => {
     const paths = [...methods.keys()].filter((p) => CANONICAL_SERVICES.some((s) => p.startsWith(`/${s}/`))).sort();
     assert.deepEqual(paths, declaredRpcPaths());
     assert.deepEqual(Object.keys(IDENTITY_RULES).sort(), paths);
-    for (const [path, rule] of Object.entries(IDENTITY_RULES)) assert.ok(rule.note.length > 0, `${path} says what its fields mean`);
+    for (const [path, rule] of Object.entries(IDENTITY_RULES))
+      assert.ok(rule.note.length > 0, `${path} says what its fields mean`);
   });
 });
 
@@ -53,9 +77,12 @@ describe('every RPC that names an agent refuses an agent credential acting as an
     dataDir = makeTempDir('sw4rm-int-identity-table-');
     host = await startHost(dataDir);
     const operator = new CoordinatorClients(`127.0.0.1:${host.port}`, host.token);
-    for (const id of ['self', 'victim']) assert.equal((await operator.registerAgent(descriptorMessage(id))).accepted, true);
+    for (const id of ['self', 'victim'])
+      assert.equal((await operator.registerAgent(descriptorMessage(id))).accepted, true);
     operator.close();
-    selfToken = host.coordinator.credentials.mintAgent('self', 'test', 'generated identity tests', { correlationId: 'test' }).token;
+    selfToken = host.coordinator.credentials.mintAgent('self', 'test', 'generated identity tests', {
+      correlationId: 'test',
+    }).token;
     client = new grpc.Client(`127.0.0.1:${host.port}`, grpc.credentials.createInsecure());
   });
 
@@ -78,7 +105,10 @@ describe('every RPC that names an agent refuses an agent credential acting as an
         assert.equal(events.length, before + 1);
         const event = events[events.length - 1];
         assert.equal(event.level, 'WARN');
-        assert.deepEqual([event.details.rpc, event.details.claimed_agent, event.details.principal], [path, 'victim', 'agent']);
+        assert.deepEqual(
+          [event.details.rpc, event.details.claimed_agent, event.details.principal],
+          [path, 'victim', 'agent'],
+        );
         assert.equal(typeof event.details.credential_id, 'string');
         assert.ok(!JSON.stringify(event).includes(selfToken.split('.')[2]), 'the secret is never logged');
       });
@@ -86,8 +116,13 @@ describe('every RPC that names an agent refuses an agent credential acting as an
       it(`${path} (${describeClaim(claim)}): acting as itself reaches the ${built.has(service) ? 'handler' : 'UNIMPLEMENTED answer'}`, async () => {
         const { request, metadata } = claimingRequest(claim, 'self');
         const outcome = await callPath(client, methods.get(path)!, request, bearer(selfToken, metadata));
-        if (OPERATOR_ONLY.has(path)) assert.match(outcome.details, /^PERMISSION_DENIED: approving or rejecting a worktree switch is an operator action/);
-        else if (built.has(service)) assert.notEqual(outcome.code, grpc.status.PERMISSION_DENIED, `${path}: ${outcome.details}`);
+        if (OPERATOR_ONLY.has(path))
+          assert.match(
+            outcome.details,
+            /^PERMISSION_DENIED: approving or rejecting a worktree switch is an operator action/,
+          );
+        else if (built.has(service))
+          assert.notEqual(outcome.code, grpc.status.PERMISSION_DENIED, `${path}: ${outcome.details}`);
         else assert.equal(outcome.code, grpc.status.UNIMPLEMENTED, `${path}: ${outcome.details}`);
       });
     }

@@ -4,7 +4,11 @@ import * as path from 'node:path';
 import { BUILTIN_PROFILES } from '../../src/core/launch/builtinProfiles';
 import type { BridgeEndpoints, LaunchProfile } from '../../src/core/launch/model';
 import {
-  excludeFromGit, plannedFiles, WiringError, writeWiring, type WiringContext,
+  excludeFromGit,
+  plannedFiles,
+  WiringError,
+  writeWiring,
+  type WiringContext,
 } from '../../src/core/launch/wiring';
 import { createGit } from '../../src/core/worktree/git';
 import { git, makeRepo } from '../support/gitRepo';
@@ -12,14 +16,21 @@ import { makeTempDir, removeTempDir } from '../support/tempDir';
 
 const builtin = (id: string): LaunchProfile => BUILTIN_PROFILES.find((p) => p.id === id)!;
 const endpoints: BridgeEndpoints = {
-  mcpUrl: 'http://127.0.0.1:50052/mcp', hookUrl: 'http://127.0.0.1:50052/hooks/pre-tool-use',
-  stdioCommand: ['/usr/bin/node', '/ext/dist/sw4rm-mcp.js'], hookCommand: ['/Applications/Code Helper', '/ext/dist/sw4rm-hook.js'],
+  mcpUrl: 'http://127.0.0.1:50052/mcp',
+  hookUrl: 'http://127.0.0.1:50052/hooks/pre-tool-use',
+  stdioCommand: ['/usr/bin/node', '/ext/dist/sw4rm-mcp.js'],
+  hookCommand: ['/Applications/Code Helper', '/ext/dist/sw4rm-hook.js'],
   grpcAddress: '127.0.0.1:50051',
   // The desktop editor: its binary is Electron, so our own commands (only they) run with ELECTRON_RUN_AS_NODE.
   commandEnv: { ELECTRON_RUN_AS_NODE: '1' },
 };
 /** `null`: the bridge is not listening. */
-const ctxFor = (profile: LaunchProfile, e: BridgeEndpoints | null = endpoints): WiringContext => ({ agentId: 'coder-1', profile, cwd: '/wt/coder-1', endpoints: e ?? undefined });
+const ctxFor = (profile: LaunchProfile, e: BridgeEndpoints | null = endpoints): WiringContext => ({
+  agentId: 'coder-1',
+  profile,
+  cwd: '/wt/coder-1',
+  endpoints: e ?? undefined,
+});
 
 describe('launch wiring: what a launch writes and runs, per profile', () => {
   describe('in a real worktree', function () {
@@ -36,19 +47,38 @@ describe('launch wiring: what a launch writes and runs, per profile', () => {
     });
     afterEach(() => removeTempDir(dir));
 
-    it('writes the files, ignored by the worktree\'s own exclude file (the user\'s excludes kept); the main checkout is untouched', async () => {
+    it("writes the files, ignored by the worktree's own exclude file (the user's excludes kept); the main checkout is untouched", async () => {
       const userExcludes = path.join(dir, 'my-excludes');
       fs.writeFileSync(userExcludes, '*.log\n');
       git(repo, 'config', 'core.excludesFile', userExcludes);
-      const wrote = await writeWiring(createGit(), worktree, plannedFiles({ ...ctxFor(builtin('gemini')), cwd: worktree }), {});
+      const wrote = await writeWiring(
+        createGit(),
+        worktree,
+        plannedFiles({ ...ctxFor(builtin('gemini')), cwd: worktree }),
+        {},
+      );
       assert.deepEqual(wrote, ['.sw4rm/AGENT.md', '.gemini/settings.json']);
       fs.writeFileSync(path.join(worktree, 'debug.log'), 'x');
-      assert.equal(git(worktree, 'status', '--porcelain', '--untracked-files=all'), '', 'ours and the user\'s excludes apply in the worktree');
+      assert.equal(
+        git(worktree, 'status', '--porcelain', '--untracked-files=all'),
+        '',
+        "ours and the user's excludes apply in the worktree",
+      );
       fs.writeFileSync(path.join(worktree, 'new.txt'), 'x');
-      assert.equal(git(worktree, 'status', '--porcelain', '--untracked-files=all'), '?? new.txt\n', 'nothing else is hidden');
+      assert.equal(
+        git(worktree, 'status', '--porcelain', '--untracked-files=all'),
+        '?? new.txt\n',
+        'nothing else is hidden',
+      );
       const excludeFile = git(worktree, 'config', '--worktree', '--get', 'core.excludesFile').trim();
-      assert.equal(excludeFile, path.join(fs.realpathSync(path.join(repo, '.git')), 'worktrees', 'wt', 'info', 'sw4rm-exclude'));
-      assert.match(fs.readFileSync(excludeFile, 'utf8'), /\*\.log\n# What the launch wrote:\n\/\.sw4rm\/AGENT\.md\n\/\.gemini\/settings\.json\n$/);
+      assert.equal(
+        excludeFile,
+        path.join(fs.realpathSync(path.join(repo, '.git')), 'worktrees', 'wt', 'info', 'sw4rm-exclude'),
+      );
+      assert.match(
+        fs.readFileSync(excludeFile, 'utf8'),
+        /\*\.log\n# What the launch wrote:\n\/\.sw4rm\/AGENT\.md\n\/\.gemini\/settings\.json\n$/,
+      );
       // The main checkout: same names are not ignored there, its config keeps the user's excludes, nothing written.
       assert.equal(git(repo, 'config', '--get', 'core.excludesFile').trim(), userExcludes);
       fs.mkdirSync(path.join(repo, '.gemini'));
@@ -65,9 +95,16 @@ describe('launch wiring: what a launch writes and runs, per profile', () => {
       const linked = path.join(dir, 'linked');
       git(bare, 'worktree', 'add', '-q', '-b', 'sw4rm/linked', linked, 'main');
       await writeWiring(createGit(), linked, plannedFiles({ ...ctxFor(builtin('claude-code')), cwd: linked }), {});
-      assert.equal(git(linked, 'status', '--porcelain', '--untracked-files=all'), '', 'still a work tree, the wiring ignored');
+      assert.equal(
+        git(linked, 'status', '--porcelain', '--untracked-files=all'),
+        '',
+        'still a work tree, the wiring ignored',
+      );
       assert.equal(git(bare, 'rev-parse', '--is-bare-repository').trim(), 'true', 'the repository is still bare');
-      assert.equal(git(bare, 'config', '--file', path.join(bare, 'config.worktree'), '--get', 'core.bare').trim(), 'true');
+      assert.equal(
+        git(bare, 'config', '--file', path.join(bare, 'config.worktree'), '--get', 'core.bare').trim(),
+        'true',
+      );
     });
 
     it('refuses a file git tracks in the worktree, writing nothing', async () => {
@@ -75,8 +112,11 @@ describe('launch wiring: what a launch writes and runs, per profile', () => {
       git(repo, 'add', '.mcp.json');
       git(repo, 'commit', '-q', '-m', 'team servers');
       git(worktree, 'merge', '-q', '--ff-only', 'main');
-      await assert.rejects(writeWiring(createGit(), worktree, plannedFiles({ ...ctxFor(builtin('claude-code')), cwd: worktree }), {}),
-        (err: unknown) => err instanceof WiringError && /^\.mcp\.json is tracked by git in this repository/.test(err.message));
+      await assert.rejects(
+        writeWiring(createGit(), worktree, plannedFiles({ ...ctxFor(builtin('claude-code')), cwd: worktree }), {}),
+        (err: unknown) =>
+          err instanceof WiringError && /^\.mcp\.json is tracked by git in this repository/.test(err.message),
+      );
       assert.ok(!fs.existsSync(path.join(worktree, '.sw4rm')), 'nothing written');
       assert.equal(fs.readFileSync(path.join(worktree, '.mcp.json'), 'utf8'), '{"mcpServers": {}}\n');
       assert.equal(git(worktree, 'status', '--porcelain', '--untracked-files=all'), '');

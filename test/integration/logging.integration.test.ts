@@ -27,11 +27,17 @@ describe('LoggingService over gRPC', () => {
     assert.equal(event.level, 'WARN');
     assert.match(event.ts, /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/);
     assert.deepEqual(event.details, { files_changed: 3, branch: 'sw4rm/alpha', agent_ts: '2026-05-01T12:00:00.250Z' });
-    assert.deepEqual(fixture.host.coordinator.log.query({ actor: 'alpha' }).map((e) => e.id), [event.id]);
+    assert.deepEqual(
+      fixture.host.coordinator.log.query({ actor: 'alpha' }).map((e) => e.id),
+      [event.id],
+    );
   });
 
   it('uses the x-correlation-id when the event carries none, and keeps non-object details', async () => {
-    await fixture.clients.ingest({ agent_id: 'beta', event_type: 'progress', details_json: '[1,2,3]' }, { correlationId: 'from-metadata' });
+    await fixture.clients.ingest(
+      { agent_id: 'beta', event_type: 'progress', details_json: '[1,2,3]' },
+      { correlationId: 'from-metadata' },
+    );
     const [event] = fixture.host.coordinator.log.query({ correlationId: 'from-metadata' });
     assert.ok(event);
     assert.equal(event.level, 'INFO');
@@ -69,7 +75,10 @@ describe('LoggingService over gRPC', () => {
     const cases: Array<[Record<string, unknown>, RegExp]> = [
       [{ agent_id: 'alpha' }, /event_type must not be empty/],
       [{ agent_id: 'alpha', event_type: 'x', level: 'LOUD' }, /level 'LOUD'/],
-      [{ agent_id: 'alpha', event_type: 'x', details_json: JSON.stringify({ blob: 'x'.repeat(70 * 1024) }) }, /larger than/],
+      [
+        { agent_id: 'alpha', event_type: 'x', details_json: JSON.stringify({ blob: 'x'.repeat(70 * 1024) }) },
+        /larger than/,
+      ],
       [{ agent_id: 'alpha', event_type: 'e'.repeat(129) }, /event_type is longer/],
     ];
     for (const [event, why] of cases) {

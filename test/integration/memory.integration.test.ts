@@ -12,12 +12,21 @@ import { RouterClient, registerRouterAgent } from '../support/routerClient';
 const SENDER = path.join(__dirname, '../support/bigSender.js');
 
 /** Runs the large-payload sender in its own process; answers its outcome line. */
-function sendFromAnotherProcess(address: string, token: string, args: Array<string | number>): Promise<{ ms: number; outcomes: Record<string, number> }> {
+function sendFromAnotherProcess(
+  address: string,
+  token: string,
+  args: Array<string | number>,
+): Promise<{ ms: number; outcomes: Record<string, number> }> {
   return new Promise((resolve, reject) => {
-    execFile(process.execPath, [SENDER, address, token, ...args.map(String)], { maxBuffer: 1 << 20, timeout: 240_000 }, (err, stdout, stderr) => {
-      if (err) reject(new Error(`${err.message}\n${stderr}`));
-      else resolve(JSON.parse(stdout.trim().split('\n').pop()!) as { ms: number; outcomes: Record<string, number> });
-    });
+    execFile(
+      process.execPath,
+      [SENDER, address, token, ...args.map(String)],
+      { maxBuffer: 1 << 20, timeout: 240_000 },
+      (err, stdout, stderr) => {
+        if (err) reject(new Error(`${err.message}\n${stderr}`));
+        else resolve(JSON.parse(stdout.trim().split('\n').pop()!) as { ms: number; outcomes: Record<string, number> });
+      },
+    );
   });
 }
 
@@ -58,8 +67,15 @@ describe('memory and the event loop with 16 MB payloads (real sockets, a real st
         baseline.push(base.ms);
         // Invalid in the last byte: everything is parsed, nothing is stored, so the measure is the validation path.
         const { result, ms } = await hold(['sender', 4, 16, 4, 'r', 'broken']);
-        assert.deepEqual(Object.keys(result.outcomes), ['VALIDATION_ERROR: the payload is not valid JSON for content_type application/json'], JSON.stringify(result));
-        assert.equal(result.outcomes['VALIDATION_ERROR: the payload is not valid JSON for content_type application/json'], 4);
+        assert.deepEqual(
+          Object.keys(result.outcomes),
+          ['VALIDATION_ERROR: the payload is not valid JSON for content_type application/json'],
+          JSON.stringify(result),
+        );
+        assert.equal(
+          result.outcomes['VALIDATION_ERROR: the payload is not valid JSON for content_type application/json'],
+          4,
+        );
         measured.push(ms);
       }
       const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[1];
@@ -87,7 +103,8 @@ describe('memory and the event loop with 16 MB payloads (real sockets, a real st
       const files = fs.readdirSync(path.join(fixture.dataDir, 'payloads'));
       assert.equal(files.length, 4, 'one file per message');
       const expected = bigJson(16);
-      for (const name of files) assert.equal(fs.statSync(path.join(fixture.dataDir, 'payloads', name)).size, expected.byteLength);
+      for (const name of files)
+        assert.equal(fs.statSync(path.join(fixture.dataDir, 'payloads', name)).size, expected.byteLength);
       const receivers = Array.from({ length: 4 }, (_, i) => new RouterClient(address, fixture.host.token, `v${i}`));
       try {
         for (const receiver of receivers) {
@@ -137,8 +154,14 @@ describe('memory and the event loop with 16 MB payloads (real sockets, a real st
         const payloads = path.join(cli.dataDir(), 'payloads');
         // A message whose ACK timeout (10 s) passed while the rest were sent is finished with and its file already deleted.
         const sizes = fs.readdirSync(payloads).map((name) => fs.statSync(path.join(payloads, name)).size);
-        assert.ok(sizes.length >= more / 2 && sizes.length <= first + more, `the payload folder holds them, one file each (${sizes.length})`);
-        assert.ok(sizes.every((size) => size === bigJson(16).byteLength), 'every file is a whole payload');
+        assert.ok(
+          sizes.length >= more / 2 && sizes.length <= first + more,
+          `the payload folder holds them, one file each (${sizes.length})`,
+        );
+        assert.ok(
+          sizes.every((size) => size === bigJson(16).byteLength),
+          'every file is a whole payload',
+        );
         console.log(`      (${report})`);
       } finally {
         clients.close();

@@ -17,7 +17,8 @@ const recipient = (i: number): string => `files-r${i % 4}`;
 
 describe('payload files across a coordinator crash (kill -9 while 4 MiB messages are being written)', () => {
   const coordinators = useCliProcesses('sw4rm-int-payload-files-crash-');
-  const startCoordinator = async (port: number): Promise<Record<string, string>> => (await coordinators.serve(port, [], 15_000)).env;
+  const startCoordinator = async (port: number): Promise<Record<string, string>> =>
+    (await coordinators.serve(port, [], 15_000)).env;
 
   it('delivers every accepted message whole after the restart, nothing refused, and leaves no orphan file', async function () {
     this.timeout(120_000);
@@ -40,8 +41,10 @@ describe('payload files across a coordinator crash (kill -9 while 4 MiB messages
       const inbox = receiver.openInbox(receiver.agentId, { reconnect: true });
       inbox.onItem((item) => {
         if (item.msg.message_type !== 'DATA') return;
-        void receiver.ackDelivery(receiver.agentId, item.seq, item.msg.message_id)
-          .then(() => receiver.ack(item.msg.message_id, 'FULFILLED')).catch(() => undefined);
+        void receiver
+          .ackDelivery(receiver.agentId, item.seq, item.msg.message_id)
+          .then(() => receiver.ack(item.msg.message_id, 'FULFILLED'))
+          .catch(() => undefined);
       });
       coordinators.closeAfter(inbox);
       inboxes.push(inbox);
@@ -82,23 +85,36 @@ describe('payload files across a coordinator crash (kill -9 while 4 MiB messages
     const atKill = fs.readdirSync(path.join(coordinators.dataDir(), 'payloads')).length;
     await startCoordinator(port);
     for (const agentId of [PRODUCER, ...receivers.map((r) => r.agentId)]) {
-      await retryTransport(`re-registering ${agentId}`, () => registerRouterAgent(registry, agentId), Date.now() + 15_000);
+      await retryTransport(
+        `re-registering ${agentId}`,
+        () => registerRouterAgent(registry, agentId),
+        Date.now() + 15_000,
+      );
     }
     const delivered = (): Map<string, Buffer> => {
       const all = new Map<string, Buffer>();
-      for (const inbox of inboxes) for (const item of inbox.items) if (item.msg.message_type === 'DATA') all.set(item.msg.message_id, Buffer.from(item.msg.payload));
+      for (const inbox of inboxes)
+        for (const item of inbox.items)
+          if (item.msg.message_type === 'DATA') all.set(item.msg.message_id, Buffer.from(item.msg.payload));
       return all;
     };
     // Every accepted message arrives (before the kill, or again after it); so may one whose answer the kill cut off.
-    await pollUntil('every accepted message delivered', () => [...accepted.keys()].every((id) => delivered().has(id)) || undefined, 60_000, 100);
+    await pollUntil(
+      'every accepted message delivered',
+      () => [...accepted.keys()].every((id) => delivered().has(id)) || undefined,
+      60_000,
+      100,
+    );
     const payloads = path.join(coordinators.dataDir(), 'payloads');
     // Finished messages release their files after the commit; the sweep after start deletes the files of
     // transactions the kill cut short and of unlinks it prevented. Nothing is left.
-    await pollUntil('an empty payload folder', () => (fs.readdirSync(payloads).length === 0 || undefined), 30_000, 100);
+    await pollUntil('an empty payload folder', () => fs.readdirSync(payloads).length === 0 || undefined, 30_000, 100);
     const got = delivered();
     for (const [id, bytes] of got) assert.ok(bytes.equals(valid), `${id} was delivered whole`);
     for (const id of refused) assert.ok(!got.has(id), `refused ${id} was delivered`);
     const swept = /payload_files_swept[^\n]*/.exec(coordinators.last().stderr)?.[0] ?? 'no orphan file to sweep';
-    console.log(`      (${accepted.size} accepted and ${refused.size} refused before the kill; ${got.size} delivered; ${atKill} files at the kill; after the restart: ${swept.slice(0, 160)})`);
+    console.log(
+      `      (${accepted.size} accepted and ${refused.size} refused before the kill; ${got.size} delivered; ${atKill} files at the kill; after the restart: ${swept.slice(0, 160)})`,
+    );
   });
 });

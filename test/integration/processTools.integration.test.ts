@@ -10,7 +10,14 @@ import { startHost, stopHost } from '../support/host';
 import { pollUntil } from '../support/poll';
 import { makeTempDir, removeTempDir } from '../support/tempDir';
 
-interface ToolFrame { call_id: string; frame_no: string; final: boolean; content_type: string; data: Buffer; summary: Buffer }
+interface ToolFrame {
+  call_id: string;
+  frame_no: string;
+  final: boolean;
+  content_type: string;
+  data: Buffer;
+  summary: Buffer;
+}
 type Client = ServiceClient;
 
 /**
@@ -32,7 +39,10 @@ describe('the process provider through ToolService (real gRPC, the engine, real 
     const dataDir = makeTempDir('sw4rm-int-process-data-');
     dataDirs.push(dataDir);
     const repo = fs.existsSync(`${base}/app`) ? `${base}/app` : makeRepo(base, 'app', { 'README.md': 'hello\n' });
-    const host = await startHost(dataDir, { workspaceFolders: [repo], tools: { process: { enabled: processEnabled, acceptUnenforcedNetworkPolicy: false } } });
+    const host = await startHost(dataDir, {
+      workspaceFolders: [repo],
+      tools: { process: { enabled: processEnabled, acceptUnenforcedNetworkPolicy: false } },
+    });
     hosts.push(host);
     const address = `127.0.0.1:${host.port}`;
     const tools = serviceClient(address, 'sw4rm.tool.ToolService');
@@ -42,8 +52,13 @@ describe('the process provider through ToolService (real gRPC, the engine, real 
     const registry = new CoordinatorClients(address, host.token);
     assert.equal((await registry.registerAgent(descriptorMessage('coder'))).accepted, true);
     registry.close();
-    const token = host.coordinator.credentials.mintAgent('coder', 'test', 'process tool tests', { correlationId: 'test' }).token;
-    assert.deepEqual(await unary(worktrees, 'Bind', { agent_id: 'coder', repo_id: 'app' }, metadata(token)), { ok: true, reason: '' });
+    const token = host.coordinator.credentials.mintAgent('coder', 'test', 'process tool tests', {
+      correlationId: 'test',
+    }).token;
+    assert.deepEqual(await unary(worktrees, 'Bind', { agent_id: 'coder', repo_id: 'app' }, metadata(token)), {
+      ok: true,
+      reason: '',
+    });
     return { tools, connector, token };
   }
 
@@ -63,30 +78,69 @@ describe('the process provider through ToolService (real gRPC, the engine, real 
     const policy = { privilege_level: 'DEFAULT', network_policy: 'DENY_ALL' };
 
     // Unary: the final frame is the result; the command ran in the agent's worktree.
-    const frame = await unary<ToolFrame>(tools, 'Call', {
-      call_id: 'pwd', provider_id: 'process', tool_name: 'run_command', content_type: 'application/json',
-      args: Buffer.from(JSON.stringify({ argv: ['sh', '-c', 'basename "$PWD"'] })), policy,
-    }, metadata(token));
-    const result = JSON.parse(frame.data.toString('utf8')) as { exit_code: number; stdout: string; network_enforced: boolean };
+    const frame = await unary<ToolFrame>(
+      tools,
+      'Call',
+      {
+        call_id: 'pwd',
+        provider_id: 'process',
+        tool_name: 'run_command',
+        content_type: 'application/json',
+        args: Buffer.from(JSON.stringify({ argv: ['sh', '-c', 'basename "$PWD"'] })),
+        policy,
+      },
+      metadata(token),
+    );
+    const result = JSON.parse(frame.data.toString('utf8')) as {
+      exit_code: number;
+      stdout: string;
+      network_enforced: boolean;
+    };
     assert.equal(frame.final, true);
-    assert.deepEqual([result.exit_code, result.stdout], [0, 'coder\n'], 'run in the agent\'s home worktree');
+    assert.deepEqual([result.exit_code, result.stdout], [0, 'coder\n'], "run in the agent's home worktree");
 
     // privilege_level MINIMAL (the default policy): no process spawning.
-    const minimal = await expectStatus(unary(tools, 'Call', {
-      call_id: 'minimal', provider_id: 'process', tool_name: 'run_command', args: Buffer.from('{"argv":["true"]}'),
-    }, metadata(token)), grpc.status.PERMISSION_DENIED);
+    const minimal = await expectStatus(
+      unary(
+        tools,
+        'Call',
+        {
+          call_id: 'minimal',
+          provider_id: 'process',
+          tool_name: 'run_command',
+          args: Buffer.from('{"argv":["true"]}'),
+        },
+        metadata(token),
+      ),
+      grpc.status.PERMISSION_DENIED,
+    );
     assert.equal(minimal.details, 'PERMISSION_DENIED: run_command spawns processes: ask for privilege_level DEFAULT');
 
     // CallStream: frames while it runs; Cancel ends the stream with a terminal frame and the group goes.
     const frames: ToolFrame[] = [];
-    const stream = (tools.CallStream as (r: unknown, m: grpc.Metadata) => grpc.ClientReadableStream<ToolFrame>).call(tools, {
-      // EGRESS_UNRESTRICTED: under DENY_ALL's bubblewrap the shell is in a new session and PID namespace, so the host
-      // pgid this test reads is not visible inside (the sandbox's own kill is tested in processProvider's tests).
-      call_id: 'long', provider_id: 'process', tool_name: 'run_command', stream: true, policy: { ...policy, network_policy: 'EGRESS_UNRESTRICTED' },
-      // The shell's process group as the host sees it ($$ is 1 in DENY_ALL's PID namespace; /proc is the host's).
-      args: Buffer.from(JSON.stringify({ argv: ['sh', '-c', 'read -r _ _ _ _ pg _ < /proc/self/stat; echo $pg; sleep 60 & sleep 60'] })),
-    }, metadata(token));
-    const ended = new Promise<void>((resolve, reject) => { stream.on('end', resolve); stream.on('error', reject); });
+    const stream = (tools.CallStream as (r: unknown, m: grpc.Metadata) => grpc.ClientReadableStream<ToolFrame>).call(
+      tools,
+      {
+        // EGRESS_UNRESTRICTED: under DENY_ALL's bubblewrap the shell is in a new session and PID namespace, so the host
+        // pgid this test reads is not visible inside (the sandbox's own kill is tested in processProvider's tests).
+        call_id: 'long',
+        provider_id: 'process',
+        tool_name: 'run_command',
+        stream: true,
+        policy: { ...policy, network_policy: 'EGRESS_UNRESTRICTED' },
+        // The shell's process group as the host sees it ($$ is 1 in DENY_ALL's PID namespace; /proc is the host's).
+        args: Buffer.from(
+          JSON.stringify({
+            argv: ['sh', '-c', 'read -r _ _ _ _ pg _ < /proc/self/stat; echo $pg; sleep 60 & sleep 60'],
+          }),
+        ),
+      },
+      metadata(token),
+    );
+    const ended = new Promise<void>((resolve, reject) => {
+      stream.on('end', resolve);
+      stream.on('error', reject);
+    });
     stream.on('data', (f: ToolFrame) => frames.push(f));
     await pollUntil('the first output frame', () => frames.length > 0 || undefined);
     const first = JSON.parse(frames[0].data.toString('utf8')) as { stream: string; text: string };
@@ -95,25 +149,52 @@ describe('the process provider through ToolService (real gRPC, the engine, real 
     // sh and both sleeps, and unshare (the group's leader) where DENY_ALL runs in namespaces.
     const members = 3;
     await pollUntil('both sleeps', async () => (await processGroupMembers(pgid)).length === members || undefined);
-    const cancelled = await unary<{ error_code: string }>(tools, 'Cancel', { call_id: 'long', provider_id: 'process' }, metadata(token));
+    const cancelled = await unary<{ error_code: string }>(
+      tools,
+      'Cancel',
+      { call_id: 'long', provider_id: 'process' },
+      metadata(token),
+    );
     assert.equal(cancelled.error_code, 'CANCELLED');
     await ended;
     const last = frames[frames.length - 1];
     assert.equal(last.final, true);
     assert.equal((JSON.parse(last.summary.toString('utf8')) as { cancelled: boolean }).cancelled, true);
-    await pollUntil('the process group to be gone', async () => (await processGroupMembers(pgid)).length === 0 || undefined);
+    await pollUntil(
+      'the process group to be gone',
+      async () => (await processGroupMembers(pgid)).length === 0 || undefined,
+    );
   });
 
   it('off by default: a call is refused AGENT_UNAVAILABLE and runs nothing (DescribeTools still describes run_command)', async () => {
     const { tools, connector, token } = await start(false);
     const marker = `${base}/ran-while-off`;
-    const refused = await expectStatus(unary(tools, 'Call', {
-      call_id: 'off', provider_id: 'process', tool_name: 'run_command', args: Buffer.from(JSON.stringify({ argv: ['touch', marker] })),
-      policy: { privilege_level: 'DEFAULT', network_policy: 'EGRESS_UNRESTRICTED' },
-    }, metadata(token)), grpc.status.UNAVAILABLE);
+    const refused = await expectStatus(
+      unary(
+        tools,
+        'Call',
+        {
+          call_id: 'off',
+          provider_id: 'process',
+          tool_name: 'run_command',
+          args: Buffer.from(JSON.stringify({ argv: ['touch', marker] })),
+          policy: { privilege_level: 'DEFAULT', network_policy: 'EGRESS_UNRESTRICTED' },
+        },
+        metadata(token),
+      ),
+      grpc.status.UNAVAILABLE,
+    );
     assert.match(refused.details, /^AGENT_UNAVAILABLE: /);
     assert.equal(fs.existsSync(marker), false);
-    const described = await unary<{ tools: Array<{ tool_name: string }> }>(connector, 'DescribeTools', { provider_id: 'process' }, metadata(token));
-    assert.deepEqual(described.tools.map((t) => t.tool_name), ['run_command']);
+    const described = await unary<{ tools: Array<{ tool_name: string }> }>(
+      connector,
+      'DescribeTools',
+      { provider_id: 'process' },
+      metadata(token),
+    );
+    assert.deepEqual(
+      described.tools.map((t) => t.tool_name),
+      ['run_command'],
+    );
   });
 });

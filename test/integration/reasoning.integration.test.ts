@@ -8,8 +8,16 @@ import { RouterClient, type Inbox } from '../support/routerClient';
 import { startHost, stopHost } from '../support/host';
 import { makeTempDir, removeTempDir } from '../support/tempDir';
 
-interface Verdict { confidence_score: number; notes: string }
-interface Summary { summary: string; tokens: number; cost_cents: number; model: string }
+interface Verdict {
+  confidence_score: number;
+  notes: string;
+}
+interface Summary {
+  summary: string;
+  tokens: number;
+  cost_cents: number;
+  model: string;
+}
 type Client = ServiceClient;
 
 /**
@@ -34,7 +42,9 @@ describe('ReasoningProxy over real gRPC', function () {
     const operator = new CoordinatorClients(`127.0.0.1:${host.port}`, host.token);
     assert.equal((await operator.registerAgent(descriptorMessage('planner'))).accepted, true);
     operator.close();
-    agentToken = host.coordinator.credentials.mintAgent('planner', 'test', 'reasoning tests', { correlationId: 'test' }).token;
+    agentToken = host.coordinator.credentials.mintAgent('planner', 'test', 'reasoning tests', {
+      correlationId: 'test',
+    }).token;
   });
 
   after(async () => {
@@ -43,9 +53,16 @@ describe('ReasoningProxy over real gRPC', function () {
     removeTempDir(dataDir);
   });
 
-  it('answers the scorer\'s table: no overlap 1.0, the same files 0.2, a shared resource 0.1, the same worktree 0.3, overlapping globs 0.4–0.6', async () => {
-    assert.deepEqual(await check('repo:myrepo/src/**', 'repo:myrepo/docs/**'), { confidence_score: 1, notes: `${BUILT_IN_NOTE}no overlap: different repositories, worktrees, paths and resources` });
-    assert.equal((await check('repo:myrepo/path', 'repo:myrepo/path')).confidence_score, 0.2, 'the reference SDK example, twice');
+  it("answers the scorer's table: no overlap 1.0, the same files 0.2, a shared resource 0.1, the same worktree 0.3, overlapping globs 0.4–0.6", async () => {
+    assert.deepEqual(await check('repo:myrepo/src/**', 'repo:myrepo/docs/**'), {
+      confidence_score: 1,
+      notes: `${BUILT_IN_NOTE}no overlap: different repositories, worktrees, paths and resources`,
+    });
+    assert.equal(
+      (await check('repo:myrepo/path', 'repo:myrepo/path')).confidence_score,
+      0.2,
+      'the reference SDK example, twice',
+    );
     assert.equal((await check('repo:a resource:db', 'repo:b, resource:db')).confidence_score, 0.1);
     assert.equal((await check('repo:r worktree:w', '{"repo_id":"r","worktree_id":"w"}')).confidence_score, 0.3);
     const globs = await check('repo:r/src/**', '{"repo_id":"r","paths":["src/lib/**"]}');
@@ -67,26 +84,69 @@ describe('ReasoningProxy over real gRPC', function () {
   });
 
   it('refuses a call without a credential', async () => {
-    await expectStatus(unary(client, 'CheckParallelism', { scope_a: 'repo:r', scope_b: 'repo:r' }, new grpc.Metadata()), grpc.status.UNAUTHENTICATED);
-    await expectStatus(unary(client, 'Summarize', { session_id: 's' }, new grpc.Metadata()), grpc.status.UNAUTHENTICATED);
+    await expectStatus(
+      unary(client, 'CheckParallelism', { scope_a: 'repo:r', scope_b: 'repo:r' }, new grpc.Metadata()),
+      grpc.status.UNAUTHENTICATED,
+    );
+    await expectStatus(
+      unary(client, 'Summarize', { session_id: 's' }, new grpc.Metadata()),
+      grpc.status.UNAUTHENTICATED,
+    );
   });
 
   it('without an inference engine: EvaluateDebate answers the built-in debate scorer, marked in notes', async () => {
-    const debate = await unary<Verdict>(client, 'EvaluateDebate', {
-      negotiation_id: 'n1', proposal_a: '{"plan":"a","owner":"x"}', proposal_b: '{"owner":"y","plan":"a"}', intensity: 'high',
-    }, bearer(agentToken));
+    const debate = await unary<Verdict>(
+      client,
+      'EvaluateDebate',
+      {
+        negotiation_id: 'n1',
+        proposal_a: '{"plan":"a","owner":"x"}',
+        proposal_b: '{"owner":"y","plan":"a"}',
+        intensity: 'high',
+      },
+      bearer(agentToken),
+    );
     assert.equal(debate.confidence_score, 0.5);
     assert.ok(debate.notes.startsWith(`${BUILT_IN_NOTE}structural JSON comparison: 1 of 2 paths equal`), debate.notes);
-    assert.equal((await unary<Verdict>(client, 'EvaluateDebate', { negotiation_id: 'n1', proposal_a: 'ship it', proposal_b: 'ship it' }, bearer(host.token!))).confidence_score, 1);
+    assert.equal(
+      (
+        await unary<Verdict>(
+          client,
+          'EvaluateDebate',
+          { negotiation_id: 'n1', proposal_a: 'ship it', proposal_b: 'ship it' },
+          bearer(host.token!),
+        )
+      ).confidence_score,
+      1,
+    );
   });
 
   it('without an inference engine: Summarize is FAILED_PRECONDITION, never a made-up summary; bad input INVALID_ARGUMENT', async () => {
-    const refused = await expectStatus(unary(client, 'Summarize', { session_id: 's', segments: [{ kind: 'message', content: 'hi', seq: 1 }] }, bearer(host.token!)), grpc.status.FAILED_PRECONDITION);
+    const refused = await expectStatus(
+      unary(
+        client,
+        'Summarize',
+        { session_id: 's', segments: [{ kind: 'message', content: 'hi', seq: 1 }] },
+        bearer(host.token!),
+      ),
+      grpc.status.FAILED_PRECONDITION,
+    );
     assert.equal(refused.details, 'FAILED_PRECONDITION: no inference engine registered');
     const many = Array.from({ length: 1001 }, (_, i) => ({ kind: 'message', content: 'x', seq: i }));
-    const tooMany = await expectStatus(unary(client, 'Summarize', { session_id: 's', segments: many }, bearer(host.token!)), grpc.status.INVALID_ARGUMENT);
+    const tooMany = await expectStatus(
+      unary(client, 'Summarize', { session_id: 's', segments: many }, bearer(host.token!)),
+      grpc.status.INVALID_ARGUMENT,
+    );
     assert.match(tooMany.details, /^VALIDATION_ERROR: more than 1000 segments/);
-    const big = await expectStatus(unary(client, 'EvaluateDebate', { negotiation_id: 'n', proposal_a: 'x'.repeat(1024 * 1024 + 1) }, bearer(host.token!)), grpc.status.INVALID_ARGUMENT);
+    const big = await expectStatus(
+      unary(
+        client,
+        'EvaluateDebate',
+        { negotiation_id: 'n', proposal_a: 'x'.repeat(1024 * 1024 + 1) },
+        bearer(host.token!),
+      ),
+      grpc.status.INVALID_ARGUMENT,
+    );
     assert.match(big.details, /^VALIDATION_ERROR: proposal_a is larger than 1048576 bytes/);
   });
 
@@ -99,7 +159,14 @@ describe('ReasoningProxy over real gRPC', function () {
 
     before(async () => {
       const operator = new CoordinatorClients(`127.0.0.1:${host.port}`, host.token);
-      assert.equal((await operator.registerAgent(descriptorMessage('inference-engine', { reasoning_connectors: [INFERENCE_ENGINE_CONNECTOR] }))).accepted, true);
+      assert.equal(
+        (
+          await operator.registerAgent(
+            descriptorMessage('inference-engine', { reasoning_connectors: [INFERENCE_ENGINE_CONNECTOR] }),
+          )
+        ).accepted,
+        true,
+      );
       operator.close();
       engine = new RouterClient(`127.0.0.1:${host.port}`, host.token, 'inference-engine');
       inbox = engine.openInbox();
@@ -111,10 +178,15 @@ describe('ReasoningProxy over real gRPC', function () {
         void engine.ack(item.msg.message_id, 'RECEIVED');
         const result = answers[call.tool_name as string];
         if (result === undefined) return;
-        void engine.send(engine.envelope({
-          message_type: 'TOOL_RESULT', content_type: 'application/json', correlation_id: call.call_id as string,
-          payload: { call_id: call.call_id, frame_no: 0, final: true, content_type: 'application/json', result },
-        }), { to: 'coordinator' });
+        void engine.send(
+          engine.envelope({
+            message_type: 'TOOL_RESULT',
+            content_type: 'application/json',
+            correlation_id: call.call_id as string,
+            payload: { call_id: call.call_id, frame_no: 0, final: true, content_type: 'application/json', result },
+          }),
+          { to: 'coordinator' },
+        );
       });
     });
 
@@ -129,28 +201,66 @@ describe('ReasoningProxy over real gRPC', function () {
         evaluate_debate: { confidence_score: 0.3, notes: 'engine: far apart' },
         summarize: { summary: 'two agents agreed on a plan', tokens: 6, cost_cents: 0.02, model: 'test-model' },
       };
-      assert.deepEqual(await check('repo:r/src/**', 'repo:r/src/**'), { confidence_score: 0.9, notes: 'engine: disjoint modules' });
+      assert.deepEqual(await check('repo:r/src/**', 'repo:r/src/**'), {
+        confidence_score: 0.9,
+        notes: 'engine: disjoint modules',
+      });
       const call = calls.find((c) => c.tool_name === 'check_parallelism')!;
       assert.equal(call.provider_id, 'reasoning');
       assert.equal(call.caller_agent_id, 'coordinator');
-      assert.deepEqual(JSON.parse((call.args as { scope_a: string }).scope_a), { repo_id: 'r', worktree_id: '', paths: ['src/**'], resources: [] });
-      assert.deepEqual(await unary<Verdict>(client, 'EvaluateDebate', { negotiation_id: 'n', proposal_a: 'a', proposal_b: 'b' }, bearer(host.token!)),
-        { confidence_score: 0.3, notes: 'engine: far apart' });
-      assert.deepEqual(await unary<Summary>(client, 'Summarize', { session_id: 's', segments: [{ kind: 'message', content: 'hello', seq: 1 }], max_tokens: 0 }, bearer(host.token!)),
-        { summary: 'two agents agreed on a plan', tokens: 6, cost_cents: 0.02, model: 'test-model' });
-      assert.ok(host.coordinator.log.query({ eventType: 'reasoning.response', limit: 10 }).some((e) => e.details.engine_id === 'inference-engine' && e.details.outcome === 'ok'));
+      assert.deepEqual(JSON.parse((call.args as { scope_a: string }).scope_a), {
+        repo_id: 'r',
+        worktree_id: '',
+        paths: ['src/**'],
+        resources: [],
+      });
+      assert.deepEqual(
+        await unary<Verdict>(
+          client,
+          'EvaluateDebate',
+          { negotiation_id: 'n', proposal_a: 'a', proposal_b: 'b' },
+          bearer(host.token!),
+        ),
+        { confidence_score: 0.3, notes: 'engine: far apart' },
+      );
+      assert.deepEqual(
+        await unary<Summary>(
+          client,
+          'Summarize',
+          { session_id: 's', segments: [{ kind: 'message', content: 'hello', seq: 1 }], max_tokens: 0 },
+          bearer(host.token!),
+        ),
+        { summary: 'two agents agreed on a plan', tokens: 6, cost_cents: 0.02, model: 'test-model' },
+      );
+      assert.ok(
+        host.coordinator.log
+          .query({ eventType: 'reasoning.response', limit: 10 })
+          .some((e) => e.details.engine_id === 'inference-engine' && e.details.outcome === 'ok'),
+      );
     });
 
     it('an agent may call the reasoning tools itself through ToolService.Call; the engine sees it as the caller', async () => {
       answers = { summarize: { summary: 'asked by an agent', tokens: 3, cost_cents: 0, model: 'test-model' } };
       const tools = serviceClient(`127.0.0.1:${host.port}`, 'sw4rm.tool.ToolService');
       try {
-        const frame = await unary<{ final: boolean; data: Buffer }>(tools, 'Call', {
-          provider_id: 'reasoning', tool_name: 'summarize', content_type: 'application/json',
-          args: Buffer.from(JSON.stringify({ session_id: 's', segments: [] })),
-        }, bearer(agentToken));
+        const frame = await unary<{ final: boolean; data: Buffer }>(
+          tools,
+          'Call',
+          {
+            provider_id: 'reasoning',
+            tool_name: 'summarize',
+            content_type: 'application/json',
+            args: Buffer.from(JSON.stringify({ session_id: 's', segments: [] })),
+          },
+          bearer(agentToken),
+        );
         assert.equal(frame.final, true);
-        assert.deepEqual(JSON.parse(frame.data.toString('utf8')), { summary: 'asked by an agent', tokens: 3, cost_cents: 0, model: 'test-model' });
+        assert.deepEqual(JSON.parse(frame.data.toString('utf8')), {
+          summary: 'asked by an agent',
+          tokens: 3,
+          cost_cents: 0,
+          model: 'test-model',
+        });
         assert.equal(calls.at(-1)!.caller_agent_id, 'planner');
       } finally {
         tools.close();
@@ -158,10 +268,16 @@ describe('ReasoningProxy over real gRPC', function () {
     });
 
     it('an engine answering a confidence of 7 is treated as failed: UNAVAILABLE', async () => {
-      answers = { check_parallelism: { confidence_score: 7, notes: '' }, evaluate_debate: { confidence_score: 7, notes: '' } };
+      answers = {
+        check_parallelism: { confidence_score: 7, notes: '' },
+        evaluate_debate: { confidence_score: 7, notes: '' },
+      };
       const refused = await expectStatus(check('repo:r', 'repo:r'), grpc.status.UNAVAILABLE);
       assert.match(refused.details, /^UNAVAILABLE: the inference engine failed: /);
-      await expectStatus(unary(client, 'EvaluateDebate', { negotiation_id: 'n', proposal_a: 'a', proposal_b: 'b' }, bearer(host.token!)), grpc.status.UNAVAILABLE);
+      await expectStatus(
+        unary(client, 'EvaluateDebate', { negotiation_id: 'n', proposal_a: 'a', proposal_b: 'b' }, bearer(host.token!)),
+        grpc.status.UNAVAILABLE,
+      );
     });
   });
 });

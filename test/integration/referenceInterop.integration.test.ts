@@ -43,7 +43,11 @@ describe('Reference clients over gRPC', function () {
     const client = new WireAgent(`127.0.0.1:${host.port}`, host.token, agentId);
     const inbox = client.openInbox();
     closers.push(inbox, client);
-    await pollUntil(`${agentId}'s stream`, () => (host.coordinator.router.inboxStats(agentId).streaming ? true : undefined), 5_000);
+    await pollUntil(
+      `${agentId}'s stream`,
+      () => (host.coordinator.router.inboxStats(agentId).streaming ? true : undefined),
+      5_000,
+    );
     return { client, inbox };
   }
 
@@ -52,10 +56,18 @@ describe('Reference clients over gRPC', function () {
     afterEach(() => stop());
 
     it('reads registration_type 0, 1, 2 as the reference protos number them', async () => {
-      for (const [id, wire, expected] of [['zero', 0, 'STANDARD_AGENT'], ['one', 1, 'STANDARD_AGENT'], ['two', 2, 'SWARM_GATEWAY']] as const) {
+      for (const [id, wire, expected] of [
+        ['zero', 0, 'STANDARD_AGENT'],
+        ['one', 1, 'STANDARD_AGENT'],
+        ['two', 2, 'SWARM_GATEWAY'],
+      ] as const) {
         const response = await clients.registerAgent(descriptorMessage(id, { registration_type: wire }));
         assert.equal(response.accepted, true, `${id}: ${response.reason}`);
-        assert.equal(host.coordinator.registry.get(id)?.descriptor.registrationType, expected, `registration_type ${wire}`);
+        assert.equal(
+          host.coordinator.registry.get(id)?.descriptor.registrationType,
+          expected,
+          `registration_type ${wire}`,
+        );
       }
       const refused = await clients.registerAgent(descriptorMessage('three', { registration_type: 3 }));
       assert.equal(refused.accepted, false);
@@ -98,7 +110,8 @@ describe('Reference clients over gRPC', function () {
       const msg = sender.envelope({ payload: { hello: 'all' } });
       assert.deepEqual(await sender.send(msg), { accepted: true, reason: '' });
 
-      const fromSender = (item: { msg: { producer_id: string; message_type: string } }) => item.msg.producer_id === 'sender' && item.msg.message_type === 'DATA';
+      const fromSender = (item: { msg: { producer_id: string; message_type: string } }) =>
+        item.msg.producer_id === 'sender' && item.msg.message_type === 'DATA';
       const copyA = await alphaInbox.waitFor('the copy for alpha', fromSender);
       const copyB = await betaInbox.waitFor('the copy for beta', fromSender);
       assert.notEqual(copyA.msg.message_id, copyB.msg.message_id);
@@ -109,7 +122,11 @@ describe('Reference clients over gRPC', function () {
 
       assert.deepEqual(await alpha.ack(copyA.msg.message_id, 'RECEIVED'), { accepted: true, reason: '' });
       assert.deepEqual(await beta.ack(copyB.msg.message_id, 'FULFILLED'), { accepted: true, reason: '' });
-      const fromAlpha = await senderInbox.ackFor(msg.message_id, (a) => a.recipient_id === 'alpha', 'the ACK from alpha');
+      const fromAlpha = await senderInbox.ackFor(
+        msg.message_id,
+        (a) => a.recipient_id === 'alpha',
+        'the ACK from alpha',
+      );
       const fromBeta = await senderInbox.ackFor(msg.message_id, (a) => a.recipient_id === 'beta', 'the ACK from beta');
       assert.equal(fromAlpha.ack_stage, 'RECEIVED');
       assert.equal(fromAlpha.copy_message_id, copyA.msg.message_id);

@@ -31,15 +31,26 @@ describe('RegistryService over gRPC', () => {
       assert.deepEqual(await clients.heartbeat(id, 'RUNNABLE', { queue: '0' }), { ok: true }, id);
     }
     const registry = host.coordinator.registry;
-    assert.deepEqual(registry.list().map((a) => [a.descriptor.agentId, a.state, a.presence]), [
-      ['alpha', 'RUNNABLE', 'online'], ['beta', 'RUNNABLE', 'online'], ['gamma', 'RUNNABLE', 'online'],
-    ]);
+    assert.deepEqual(
+      registry.list().map((a) => [a.descriptor.agentId, a.state, a.presence]),
+      [
+        ['alpha', 'RUNNABLE', 'online'],
+        ['beta', 'RUNNABLE', 'online'],
+        ['gamma', 'RUNNABLE', 'online'],
+      ],
+    );
     assert.deepEqual(registry.get('beta')?.health, { queue: '0' });
 
     assert.deepEqual(await clients.deregisterAgent('beta', 'finished', { correlationId: 'bye-beta' }), { ok: true });
 
-    assert.deepEqual(registry.list().map((a) => a.descriptor.agentId), ['alpha', 'gamma']);
-    assert.deepEqual(host.coordinator.store.agents.list().map((a) => a.descriptor.agentId), ['alpha', 'gamma']);
+    assert.deepEqual(
+      registry.list().map((a) => a.descriptor.agentId),
+      ['alpha', 'gamma'],
+    );
+    assert.deepEqual(
+      host.coordinator.store.agents.list().map((a) => a.descriptor.agentId),
+      ['alpha', 'gamma'],
+    );
     assert.deepEqual(await clients.heartbeat('beta'), { ok: false }, 'a deregistered agent is unknown');
     assert.deepEqual(await clients.deregisterAgent('beta', 'again'), { ok: false });
   });
@@ -51,10 +62,19 @@ describe('RegistryService over gRPC', () => {
 
     const log = host.coordinator.log;
     const registered = log.query({ correlationId: 'corr-register-alpha' });
-    assert.deepEqual(registered.map((e) => [e.eventType, e.actor]), [['agent.registered', 'alpha']]);
+    assert.deepEqual(
+      registered.map((e) => [e.eventType, e.actor]),
+      [['agent.registered', 'alpha']],
+    );
     assert.match(registered[0].ts, /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/);
-    assert.deepEqual(log.query({ correlationId: 'corr-hb-alpha' }).map((e) => e.eventType), ['agent.state_changed']);
-    assert.deepEqual(log.query({ correlationId: 'corr-bye-alpha' }).map((e) => e.eventType), ['agent.deregistered']);
+    assert.deepEqual(
+      log.query({ correlationId: 'corr-hb-alpha' }).map((e) => e.eventType),
+      ['agent.state_changed'],
+    );
+    assert.deepEqual(
+      log.query({ correlationId: 'corr-bye-alpha' }).map((e) => e.eventType),
+      ['agent.deregistered'],
+    );
   });
 
   it('gives each call without x-correlation-id a fresh correlation id', async () => {
@@ -91,7 +111,7 @@ describe('RegistryService over gRPC', () => {
     assert.equal(host.coordinator.registry.list().length, 0);
   });
 
-  it('accepts a reference agent\'s minimal descriptor with defaults, as the wire encodes absent enums', async () => {
+  it("accepts a reference agent's minimal descriptor with defaults, as the wire encodes absent enums", async () => {
     const response = await clients.registerAgent({ agent_id: 'minimal' });
     assert.equal(response.accepted, true);
     assert.match(response.reason, /^accepted with warnings: /);
@@ -102,12 +122,14 @@ describe('RegistryService over gRPC', () => {
   });
 
   it('carries every descriptor field across the wire', async () => {
-    await clients.registerAgent(descriptorMessage('full', {
-      communication_class: 'PRIVILEGED',
-      public_key: Buffer.from([1, 2, 3, 4]),
-      registration_type: 'SWARM_GATEWAY',
-      max_concurrent_delegations: 7,
-    }));
+    await clients.registerAgent(
+      descriptorMessage('full', {
+        communication_class: 'PRIVILEGED',
+        public_key: Buffer.from([1, 2, 3, 4]),
+        registration_type: 'SWARM_GATEWAY',
+        max_concurrent_delegations: 7,
+      }),
+    );
     const descriptor = host.coordinator.registry.get('full')?.descriptor;
     assert.deepEqual(descriptor, {
       agentId: 'full',

@@ -10,7 +10,14 @@ import { pollUntil } from '../support/poll';
 import { RoomClient } from '../support/roomClient';
 import { makeTempDir, removeTempDir } from '../support/tempDir';
 
-interface ToolFrame { call_id: string; frame_no: string; final: boolean; content_type: string; data: Buffer; summary: Buffer }
+interface ToolFrame {
+  call_id: string;
+  frame_no: string;
+  final: boolean;
+  content_type: string;
+  data: Buffer;
+  summary: Buffer;
+}
 
 /**
  * Issue 30, item 4: revoking a credential ends every call in flight under it at once, UNAUTHENTICATED — a streamed
@@ -31,7 +38,10 @@ describe('revocation ends the calls in flight under the credential (real gRPC, r
     base = fs.realpathSync(makeTempDir('sw4rm-int-revoke-'));
     dataDir = makeTempDir('sw4rm-int-revoke-data-');
     const repo = makeRepo(base, 'app', { 'README.md': 'hello\n' });
-    host = await startHost(dataDir, { workspaceFolders: [repo], tools: { process: { enabled: true, acceptUnenforcedNetworkPolicy: false } } });
+    host = await startHost(dataDir, {
+      workspaceFolders: [repo],
+      tools: { process: { enabled: true, acceptUnenforcedNetworkPolicy: false } },
+    });
     const address = `127.0.0.1:${host.port}`;
     tools = serviceClient(address, 'sw4rm.tool.ToolService');
     worktrees = serviceClient(address, 'sw4rm.worktree.WorktreeService');
@@ -59,15 +69,35 @@ describe('revocation ends the calls in flight under the credential (real gRPC, r
     const { id, token } = await credential();
     // Found by their arguments in the host's /proc: under bubblewrap the command has its own PID namespace and session.
     const seconds = String(600 + Math.floor(Math.random() * 100_000) / 1000);
-    const sleeps = (): number[] => fs.readdirSync('/proc').filter((p) => /^\d+$/.test(p)).filter((p) => {
-      try { return fs.readFileSync(`/proc/${p}/cmdline`, 'utf8') === `sleep\0${seconds}\0`; } catch { return false; }
-    }).map(Number);
+    const sleeps = (): number[] =>
+      fs
+        .readdirSync('/proc')
+        .filter((p) => /^\d+$/.test(p))
+        .filter((p) => {
+          try {
+            return fs.readFileSync(`/proc/${p}/cmdline`, 'utf8') === `sleep\0${seconds}\0`;
+          } catch {
+            return false;
+          }
+        })
+        .map(Number);
     const frames: ToolFrame[] = [];
-    const stream = (tools.CallStream as (r: unknown, m: grpc.Metadata) => grpc.ClientReadableStream<ToolFrame>).call(tools, {
-      call_id: 'revoked-stream', provider_id: 'process', tool_name: 'run_command', stream: true, policy,
-      args: Buffer.from(JSON.stringify({ argv: ['sh', '-c', `echo up; sleep ${seconds} & sleep ${seconds}`] })),
-    }, bearer(token));
-    const ended = new Promise<grpc.ServiceError>((resolve) => { stream.on('error', resolve); stream.on('end', () => resolve(undefined as unknown as grpc.ServiceError)); });
+    const stream = (tools.CallStream as (r: unknown, m: grpc.Metadata) => grpc.ClientReadableStream<ToolFrame>).call(
+      tools,
+      {
+        call_id: 'revoked-stream',
+        provider_id: 'process',
+        tool_name: 'run_command',
+        stream: true,
+        policy,
+        args: Buffer.from(JSON.stringify({ argv: ['sh', '-c', `echo up; sleep ${seconds} & sleep ${seconds}`] })),
+      },
+      bearer(token),
+    );
+    const ended = new Promise<grpc.ServiceError>((resolve) => {
+      stream.on('error', resolve);
+      stream.on('end', () => resolve(undefined as unknown as grpc.ServiceError));
+    });
     stream.on('data', (f: ToolFrame) => frames.push(f));
     await pollUntil('the first output frame', () => frames.length > 0 || undefined);
     await pollUntil('the sleeps', () => sleeps().length >= 2 || undefined);
@@ -80,14 +110,31 @@ describe('revocation ends the calls in flight under the credential (real gRPC, r
     console.log(`      sleeps ${pids.join(', ')}: gone after revocation`);
   });
 
-  it('a unary run_command ends UNAUTHENTICATED at once, not with the command\'s result', async () => {
+  it("a unary run_command ends UNAUTHENTICATED at once, not with the command's result", async () => {
     const { id, token } = await credential();
-    const answer = unary<ToolFrame>(tools, 'Call', {
-      call_id: 'revoked-unary', provider_id: 'process', tool_name: 'run_command', policy,
-      args: Buffer.from(JSON.stringify({ argv: ['sh', '-c', 'echo started; sleep 3; echo finished'] })),
-    }, bearer(token));
-    await pollUntil('the command running', () => host.coordinator.log.query({ eventType: 'tool.call' }).length >= 0
-      && [...(host.coordinator.tools as unknown as { active: Map<unknown, { record: { callId: string } }> }).active.values()].some((c) => c.record.callId === 'revoked-unary') || undefined);
+    const answer = unary<ToolFrame>(
+      tools,
+      'Call',
+      {
+        call_id: 'revoked-unary',
+        provider_id: 'process',
+        tool_name: 'run_command',
+        policy,
+        args: Buffer.from(JSON.stringify({ argv: ['sh', '-c', 'echo started; sleep 3; echo finished'] })),
+      },
+      bearer(token),
+    );
+    await pollUntil(
+      'the command running',
+      () =>
+        (host.coordinator.log.query({ eventType: 'tool.call' }).length >= 0 &&
+          [
+            ...(
+              host.coordinator.tools as unknown as { active: Map<unknown, { record: { callId: string } }> }
+            ).active.values(),
+          ].some((c) => c.record.callId === 'revoked-unary')) ||
+        undefined,
+    );
     const started = Date.now();
     host.coordinator.credentials.revoke(id, 'test', ctx);
     const error = await expectStatus(answer, grpc.status.UNAUTHENTICATED);
@@ -98,16 +145,28 @@ describe('revocation ends the calls in flight under the credential (real gRPC, r
   });
 
   it('a WaitForDecision waiting for the critics ends UNAUTHENTICATED at once; the room still decides for the new credential', async () => {
-    for (const id of ['producer', 'critic-1', 'critic-2']) assert.equal(host.coordinator.registry.register(validDescriptor(id), ctx).accepted, true);
+    for (const id of ['producer', 'critic-1', 'critic-2'])
+      assert.equal(host.coordinator.registry.register(validDescriptor(id), ctx).accepted, true);
     const room = new RoomClient(`127.0.0.1:${host.port}`, host.token);
     try {
       const old = host.coordinator.credentials.mintAgent('producer', 'test', 'revocation tests', ctx);
-      await room.submitProposal({
-        artifact_type: 'PLAN', artifact_id: 'plan-r', producer_id: 'producer', artifact: Buffer.from('{"steps":[]}'), artifact_content_type: 'application/json',
-        requested_critics: ['critic-1', 'critic-2'], negotiation_room_id: 'room-r',
-      }, old.token);
-      const waiting = room.call<{ decision: unknown }>('WaitForDecision', { artifact_id: 'plan-r', negotiation_room_id: 'room-r', timeout_seconds: 60 },
-        { agentId: 'producer', token: old.token, deadlineMs: 70_000 });
+      await room.submitProposal(
+        {
+          artifact_type: 'PLAN',
+          artifact_id: 'plan-r',
+          producer_id: 'producer',
+          artifact: Buffer.from('{"steps":[]}'),
+          artifact_content_type: 'application/json',
+          requested_critics: ['critic-1', 'critic-2'],
+          negotiation_room_id: 'room-r',
+        },
+        old.token,
+      );
+      const waiting = room.call<{ decision: unknown }>(
+        'WaitForDecision',
+        { artifact_id: 'plan-r', negotiation_room_id: 'room-r', timeout_seconds: 60 },
+        { agentId: 'producer', token: old.token, deadlineMs: 70_000 },
+      );
       await pollUntil('the producer waiting', () => host.coordinator.room.waiterCount('plan-r') === 1 || undefined);
       const started = Date.now();
       host.coordinator.credentials.revoke(old.credential.id, 'test', ctx);
@@ -116,14 +175,30 @@ describe('revocation ends the calls in flight under the credential (real gRPC, r
       const elapsed = Date.now() - started;
       console.log(`      WaitForDecision answered UNAUTHENTICATED ${elapsed} ms after revocation`);
       assert.ok(elapsed < 2_000, `answered ${elapsed} ms after revocation`);
-      await pollUntil('the server to drop the waiter', () => host.coordinator.room.waiterCount('plan-r') === 0 || undefined);
+      await pollUntil(
+        'the server to drop the waiter',
+        () => host.coordinator.room.waiterCount('plan-r') === 0 || undefined,
+      );
       // The room is untouched: the critics vote and the producer's new credential gets the decision.
       for (const critic of ['critic-1', 'critic-2']) {
-        await room.submitVote({ artifact_id: 'plan-r', critic_id: critic, score: 8, confidence: 0.9, passed: true, strengths: [], weaknesses: [], recommendations: [], negotiation_room_id: 'room-r' });
+        await room.submitVote({
+          artifact_id: 'plan-r',
+          critic_id: critic,
+          score: 8,
+          confidence: 0.9,
+          passed: true,
+          strengths: [],
+          weaknesses: [],
+          recommendations: [],
+          negotiation_room_id: 'room-r',
+        });
       }
       const renewed = host.coordinator.credentials.mintAgent('producer', 'test', 'revocation tests', ctx).token;
-      const answer = await room.call<{ decision: { outcome: string } }>('WaitForDecision', { artifact_id: 'plan-r', negotiation_room_id: 'room-r', timeout_seconds: 5 },
-        { agentId: 'producer', token: renewed });
+      const answer = await room.call<{ decision: { outcome: string } }>(
+        'WaitForDecision',
+        { artifact_id: 'plan-r', negotiation_room_id: 'room-r', timeout_seconds: 5 },
+        { agentId: 'producer', token: renewed },
+      );
       assert.equal(answer.decision.outcome, 'APPROVED');
     } finally {
       room.close();

@@ -28,14 +28,26 @@ describe('negotiation rooms across a coordinator crash and restart (dist/cli.js)
   }
 
   const vote = (critic: string, score: number) => ({
-    artifact_id: 'plan-1', critic_id: critic, score, confidence: 0.9, passed: true, strengths: [`${critic} likes it`], weaknesses: [], recommendations: [],
+    artifact_id: 'plan-1',
+    critic_id: critic,
+    score,
+    confidence: 0.9,
+    passed: true,
+    strengths: [`${critic} likes it`],
+    weaknesses: [],
+    recommendations: [],
   });
 
   async function submit(room: RoomClient, clients: CoordinatorClients): Promise<void> {
     for (const id of ['producer', ...CRITICS]) await registerRouterAgent(clients, id);
     await room.submitProposal({
-      artifact_type: 'PLAN', artifact_id: 'plan-1', producer_id: 'producer', artifact: PLAN, artifact_content_type: 'application/json',
-      requested_critics: CRITICS, negotiation_room_id: 'room-1',
+      artifact_type: 'PLAN',
+      artifact_id: 'plan-1',
+      producer_id: 'producer',
+      artifact: PLAN,
+      artifact_content_type: 'application/json',
+      requested_critics: CRITICS,
+      negotiation_room_id: 'room-1',
     });
   }
 
@@ -46,7 +58,10 @@ describe('negotiation rooms across a coordinator crash and restart (dist/cli.js)
     await first.room.submitVote(vote('critic-1', 8));
     await first.room.submitVote(vote('critic-2', 9));
     // The producer blocks; the coordinator dies under it.
-    const blocked = first.room.waitForDecision('plan-1', 60).then(() => grpc.status.OK, (err: grpc.ServiceError) => err.code);
+    const blocked = first.room.waitForDecision('plan-1', 60).then(
+      () => grpc.status.OK,
+      (err: grpc.ServiceError) => err.code,
+    );
     first.cli.signal('SIGKILL');
     await first.cli.exit();
     assert.equal(first.cli.exitSignal, 'SIGKILL');
@@ -54,15 +69,28 @@ describe('negotiation rooms across a coordinator crash and restart (dist/cli.js)
 
     const second = await start(port);
     const { votes } = await retryAfterRestart('GetVotes', () => second.room.getVotes('plan-1', 'room-1'));
-    assert.deepEqual(votes.map((v) => [v.critic_id, v.score, v.strengths[0]]), [['critic-1', 8, 'critic-1 likes it'], ['critic-2', 9, 'critic-2 likes it']], 'both votes answered before the crash survived');
+    assert.deepEqual(
+      votes.map((v) => [v.critic_id, v.score, v.strengths[0]]),
+      [
+        ['critic-1', 8, 'critic-1 likes it'],
+        ['critic-2', 9, 'critic-2 likes it'],
+      ],
+      'both votes answered before the crash survived',
+    );
     assert.equal((await second.room.getDecision('plan-1')).decision, null);
     let answered: WireDecision | undefined;
-    const waiting = retryAfterRestart('WaitForDecision', () => second.room.waitForDecision('plan-1', 60)).then((r) => { answered = r.decision; return r.decision; });
+    const waiting = retryAfterRestart('WaitForDecision', () => second.room.waitForDecision('plan-1', 60)).then((r) => {
+      answered = r.decision;
+      return r.decision;
+    });
     await retryAfterRestart('SubmitVote', () => second.room.submitVote(vote('critic-3', 8)));
     const decision = await waiting;
     assert.ok(answered);
     assert.equal(decision.outcome, 'APPROVED');
-    assert.deepEqual(decision.votes.map((v) => v.critic_id), CRITICS);
+    assert.deepEqual(
+      decision.votes.map((v) => v.critic_id),
+      CRITICS,
+    );
 
     // The decision survives a second kill -9: answered at once after the restart.
     second.cli.signal('SIGKILL');
@@ -77,12 +105,18 @@ describe('negotiation rooms across a coordinator crash and restart (dist/cli.js)
     const first = await start(port);
     await submit(first.room, first.clients);
     await first.room.submitVote(vote('critic-1', 8));
-    const blocked = first.room.waitForDecision('plan-1', 60).then(() => grpc.status.OK, (err: grpc.ServiceError) => err.code);
+    const blocked = first.room.waitForDecision('plan-1', 60).then(
+      () => grpc.status.OK,
+      (err: grpc.ServiceError) => err.code,
+    );
     first.cli.signal('SIGTERM');
     assert.equal(await first.cli.exit(), 0);
     // A drain ends the calls still open when its grace runs out (CANCELLED), or the stopping coordinator answers UNAVAILABLE.
     const code = await blocked;
-    assert.ok(code === grpc.status.CANCELLED || code === grpc.status.UNAVAILABLE, `ended ${grpc.status[code]}: call again`);
+    assert.ok(
+      code === grpc.status.CANCELLED || code === grpc.status.UNAVAILABLE,
+      `ended ${grpc.status[code]}: call again`,
+    );
 
     const second = await start(port);
     const waiting = retryAfterRestart('WaitForDecision', () => second.room.waitForDecision('plan-1', 60));

@@ -33,17 +33,33 @@ describe('NegotiationRoomService over gRPC (RFC §17.5)', function () {
   });
 
   const proposal = (extra: Record<string, unknown> = {}) => ({
-    artifact_type: 'PLAN', artifact_id: 'plan-1', producer_id: 'producer', artifact: PLAN, artifact_content_type: 'application/json',
-    requested_critics: ['critic-1', 'critic-2'], negotiation_room_id: 'room-1', ...extra,
+    artifact_type: 'PLAN',
+    artifact_id: 'plan-1',
+    producer_id: 'producer',
+    artifact: PLAN,
+    artifact_content_type: 'application/json',
+    requested_critics: ['critic-1', 'critic-2'],
+    negotiation_room_id: 'room-1',
+    ...extra,
   });
   const vote = (critic: string, score: number, confidence: number, extra: Record<string, unknown> = {}) => ({
-    artifact_id: 'plan-1', critic_id: critic, score, confidence, passed: true, strengths: ['clear'], weaknesses: [], recommendations: [], ...extra,
+    artifact_id: 'plan-1',
+    critic_id: critic,
+    score,
+    confidence,
+    passed: true,
+    strengths: ['clear'],
+    weaknesses: [],
+    recommendations: [],
+    ...extra,
   });
 
   it('critics receive their review_request; the producer blocked in WaitForDecision gets the decision when the last critic votes', async () => {
     assert.deepEqual(await room.submitProposal(proposal()), { artifact_id: 'plan-1', negotiation_room_id: 'room-1' });
     for (const critic of ['critic-1', 'critic-2']) {
-      const item = await inboxes.get(critic)!.waitFor((i) => i.msg.message_type === 'NEGOTIATION', 10_000, 'the review request');
+      const item = await inboxes
+        .get(critic)!
+        .waitFor((i) => i.msg.message_type === 'NEGOTIATION', 10_000, 'the review request');
       assert.equal(item.msg.producer_id, 'coordinator');
       assert.equal(item.msg.correlation_id, 'room-1');
       const body = jsonPayload<Record<string, unknown>>(item.msg)!;
@@ -55,7 +71,10 @@ describe('NegotiationRoomService over gRPC (RFC §17.5)', function () {
     assert.equal((await room.getDecision('plan-1')).decision, null, 'no decision while the critics vote');
 
     let answered = false;
-    const waiting = room.waitForDecision('plan-1', 30).then((r) => { answered = true; return r; });
+    const waiting = room.waitForDecision('plan-1', 30).then((r) => {
+      answered = true;
+      return r;
+    });
     await room.submitVote(vote('critic-1', 8, 0.9));
     const votes = await room.getVotes('plan-1', 'room-1');
     assert.equal(votes.vote_count, 1);
@@ -78,9 +97,15 @@ describe('NegotiationRoomService over gRPC (RFC §17.5)', function () {
   });
 
   it('refusals carry the gRPC status and the SW4RM code first in the details', async () => {
-    let err = await expectStatus(room.submitProposal(proposal({ artifact_type: 'ARTIFACT_TYPE_UNSPECIFIED' })), grpc.status.INVALID_ARGUMENT);
+    let err = await expectStatus(
+      room.submitProposal(proposal({ artifact_type: 'ARTIFACT_TYPE_UNSPECIFIED' })),
+      grpc.status.INVALID_ARGUMENT,
+    );
     assert.match(err.details, /^VALIDATION_ERROR: artifact_type/);
-    err = await expectStatus(room.submitProposal(proposal({ requested_critics: ['critic-1', 'ghost'] })), grpc.status.NOT_FOUND);
+    err = await expectStatus(
+      room.submitProposal(proposal({ requested_critics: ['critic-1', 'ghost'] })),
+      grpc.status.NOT_FOUND,
+    );
     assert.match(err.details, /^NOT_FOUND: requested critic 'ghost'/);
     await room.submitProposal(proposal());
     err = await expectStatus(room.submitVote(vote('outsider', 8, 0.9)), grpc.status.PERMISSION_DENIED);
@@ -99,21 +124,30 @@ describe('NegotiationRoomService over gRPC (RFC §17.5)', function () {
 
   it('an agent credential may vote only as itself: lying about critic_id is refused before the handler', async () => {
     await room.submitProposal(proposal());
-    const minted = fixture.host.coordinator.credentials.mintAgent('critic-2', 'test', 'critic 2', { correlationId: 'test' }).token;
+    const minted = fixture.host.coordinator.credentials.mintAgent('critic-2', 'test', 'critic 2', {
+      correlationId: 'test',
+    }).token;
     const err = await expectStatus(room.submitVote(vote('critic-1', 1, 0.9), minted), grpc.status.PERMISSION_DENIED);
     assert.match(err.details, /acts as agent 'critic-2'; the call acts as 'critic-1'/);
     assert.equal((await room.getVotes('plan-1')).vote_count, 0);
     await room.submitVote(vote('critic-2', 7, 0.9), minted);
     assert.equal((await room.getVotes('plan-1')).vote_count, 1);
     // A critic may not read the others' votes before the decision (the operator token above may).
-    const denied = await expectStatus(room.call('GetVotes', { artifact_id: 'plan-1' }, { token: minted }), grpc.status.PERMISSION_DENIED);
+    const denied = await expectStatus(
+      room.call('GetVotes', { artifact_id: 'plan-1' }, { token: minted }),
+      grpc.status.PERMISSION_DENIED,
+    );
     assert.match(denied.details, /^PERMISSION_DENIED: .*critic 'critic-2'.*before the revision is decided/);
   });
 
   it('a cancelled WaitForDecision ends (CANCELLED), the server drops its waiter, and the room keeps answering', async () => {
     await room.submitProposal(proposal());
     let call: grpc.ClientUnaryCall | undefined;
-    const waiting = room.waitForDecision('plan-1', 60, { onCall: (c) => { call = c; } });
+    const waiting = room.waitForDecision('plan-1', 60, {
+      onCall: (c) => {
+        call = c;
+      },
+    });
     const server = fixture.host.coordinator.room;
     await pollUntil('the server holds the wait', async () => server.waiterCount('plan-1') === 1 || undefined, 5_000);
     call!.cancel();

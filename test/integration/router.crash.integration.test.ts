@@ -29,7 +29,9 @@ describe('router exactly-once across a coordinator crash (kill -9 and restart)',
     const started = Date.now();
     const deadline = started + SETTLE_BUDGET_MS;
     const timeline: string[] = [];
-    const mark = (what: string): void => { timeline.push(`${((Date.now() - started) / 1000).toFixed(1).padStart(5)} s  ${what}`); };
+    const mark = (what: string): void => {
+      timeline.push(`${((Date.now() - started) / 1000).toFixed(1).padStart(5)} s  ${what}`);
+    };
     const problems: string[] = [];
 
     const port = await findFreePort('127.0.0.1');
@@ -59,20 +61,29 @@ describe('router exactly-once across a coordinator crash (kill -9 and restart)',
     const kill = (why: string): void => {
       first.cli.signal('SIGKILL');
       killedAt = Date.now();
-      mark(`SIGKILL (${why}): ${accepted} accepted, ${worker.executions.size} executed, ` +
-        `${operations.filter((op) => ledger.settlement(op)).length} settled as the producer sees it`);
+      mark(
+        `SIGKILL (${why}): ${accepted} accepted, ${worker.executions.size} executed, ` +
+          `${operations.filter((op) => ledger.settlement(op)).length} settled as the producer sees it`,
+      );
     };
     await runPool(operations, CONCURRENCY, async (op) => {
       const attempt = await ledger.send(op);
-      if (attempt.answer === 'accepted' && killedAt === undefined && ++accepted >= KILL_AFTER_ACCEPTED) kill(`after ${KILL_AFTER_ACCEPTED} accepted`);
+      if (attempt.answer === 'accepted' && killedAt === undefined && ++accepted >= KILL_AFTER_ACCEPTED)
+        kill(`after ${KILL_AFTER_ACCEPTED} accepted`);
     });
     if (killedAt === undefined) {
       kill('after every first attempt was answered');
-      problems.push(`only ${accepted} first attempts were accepted, so the kill did not happen mid-flight ` +
-        `(answers: ${tally(operations.map((op) => op.attempts[0]?.answer ?? 'none'))})`);
+      problems.push(
+        `only ${accepted} first attempts were accepted, so the kill did not happen mid-flight ` +
+          `(answers: ${tally(operations.map((op) => op.attempts[0]?.answer ?? 'none'))})`,
+      );
     }
     await first.cli.exit();
-    assert.equal(first.cli.exitSignal, 'SIGKILL', `coordinator 1 should have died of SIGKILL, it exited with ${first.cli.exitCode}`);
+    assert.equal(
+      first.cli.exitSignal,
+      'SIGKILL',
+      `coordinator 1 should have died of SIGKILL, it exited with ${first.cli.exitCode}`,
+    );
     mark(`phase 1 answers: ${tally(operations.map((op) => op.attempts[0].answer))}`);
 
     // Restart on the same port and data folder; the agents' channels and inbox streams reconnect by themselves.
@@ -83,50 +94,89 @@ describe('router exactly-once across a coordinator crash (kill -9 and restart)',
     for (const agent of [PRODUCER, CONSUMER]) {
       await retryTransport(`re-registering ${agent}`, () => registerRouterAgent(registry, agent), deadline);
     }
-    await pollUntil('both inbox streams reopened against coordinator 2 (or refused for good)', () => {
-      const settled = [consumerInbox, producerInbox].every((inbox) => inbox.final || (inbox.openedAt !== undefined && inbox.openedAt >= restartedAt));
-      return settled ? true : undefined;
-    }, 15_000);
+    await pollUntil(
+      'both inbox streams reopened against coordinator 2 (or refused for good)',
+      () => {
+        const settled = [consumerInbox, producerInbox].every(
+          (inbox) => inbox.final || (inbox.openedAt !== undefined && inbox.openedAt >= restartedAt),
+        );
+        return settled ? true : undefined;
+      },
+      15_000,
+    );
     for (const inbox of [consumerInbox, producerInbox]) {
       if (inbox.final) problems.push(`${inbox.agentId}'s inbox stream was refused: ${inbox.describe()}`);
     }
-    mark(`agents re-registered; inbox streams: ${[consumerInbox, producerInbox].map((inbox) =>
-      `${inbox.agentId} ${inbox.final ? 'refused' : `reopened (opened ${inbox.opens} times)`}`).join(', ')}`);
+    mark(
+      `agents re-registered; inbox streams: ${[consumerInbox, producerInbox]
+        .map((inbox) => `${inbox.agentId} ${inbox.final ? 'refused' : `reopened (opened ${inbox.opens} times)`}`)
+        .join(', ')}`,
+    );
 
     // Phase 2: every operation again, as a retry (new message_id, same token, retry_count + 1).
-    await runPool(operations, CONCURRENCY, async (op) => { await ledger.sendUntilAnswered(op); });
+    await runPool(operations, CONCURRENCY, async (op) => {
+      await ledger.sendUntilAnswered(op);
+    });
     mark(`phase 2 answers: ${tally(operations.map((op) => retryAnswer(op)))}`);
-    const acceptedTwice = operations.filter((op) => op.attempts[0].answer === 'accepted' && op.attempts[1]?.answer === 'accepted' &&
-      !op.attempts[0].nacks.some((code) => RETRYABLE_CODES.has(code)));
+    const acceptedTwice = operations.filter(
+      (op) =>
+        op.attempts[0].answer === 'accepted' &&
+        op.attempts[1]?.answer === 'accepted' &&
+        !op.attempts[0].nacks.some((code) => RETRYABLE_CODES.has(code)),
+    );
     if (acceptedTwice.length) {
-      problems.push(`${acceptedTwice.length} retries were accepted although their first attempt had been accepted and was not NACKed ` +
-        `retryably (expected ALREADY_IN_PROGRESS or DUPLICATE_DETECTED); e.g.\n      ${acceptedTwice.slice(0, 3).map((op) => ledger.history(op)).join('\n      ')}`);
+      problems.push(
+        `${acceptedTwice.length} retries were accepted although their first attempt had been accepted and was not NACKed ` +
+          `retryably (expected ALREADY_IN_PROGRESS or DUPLICATE_DETECTED); e.g.\n      ${acceptedTwice
+            .slice(0, 3)
+            .map((op) => ledger.history(op))
+            .join('\n      ')}`,
+      );
     }
 
     // Phase 3: wait (polling, with a deadline) until the producer sees an outcome for every operation.
     await ledger.settleAll(deadline);
-    await pollUntil('the consumer to finish what it received', () => (worker.busy ? undefined : true), Math.max(0, deadline - Date.now())).catch(() => undefined);
-    mark(`settlement: ${tally(operations.map((op) => ledger.settlement(op)?.kind ?? 'UNSETTLED'))}; ` +
-      `${worker.deliveries} deliveries to the consumer (${worker.redeliveries} redeliveries)`);
+    await pollUntil(
+      'the consumer to finish what it received',
+      () => (worker.busy ? undefined : true),
+      Math.max(0, deadline - Date.now()),
+    ).catch(() => undefined);
+    mark(
+      `settlement: ${tally(operations.map((op) => ledger.settlement(op)?.kind ?? 'UNSETTLED'))}; ` +
+        `${worker.deliveries} deliveries to the consumer (${worker.redeliveries} redeliveries)`,
+    );
 
     problems.push(...exactlyOnceProblems(operations, ledger, worker));
     problems.push(...ledger.problems.slice(0, 10), ...worker.problems.slice(0, 10));
-    if (worker.ackRefusals.size) mark(`consumer ACKs refused: ${[...worker.ackRefusals].map(([k, n]) => `${k} ×${n}`).join(', ')}`);
-    const internalErrors = (first.cli.stderr + second.cli.stderr).split('\n').filter((line) => /internal_error/i.test(line));
-    if (internalErrors.length) problems.push(`${internalErrors.length} coordinator log lines mention INTERNAL_ERROR, e.g. ${internalErrors[0].slice(0, 300)}`);
+    if (worker.ackRefusals.size)
+      mark(`consumer ACKs refused: ${[...worker.ackRefusals].map(([k, n]) => `${k} ×${n}`).join(', ')}`);
+    const internalErrors = (first.cli.stderr + second.cli.stderr)
+      .split('\n')
+      .filter((line) => /internal_error/i.test(line));
+    if (internalErrors.length)
+      problems.push(
+        `${internalErrors.length} coordinator log lines mention INTERNAL_ERROR, e.g. ${internalErrors[0].slice(0, 300)}`,
+      );
 
     // Finally the coordinator drains and exits 0 on SIGTERM, with the agents' streams still open.
     consumerInbox.stopReconnecting();
     producerInbox.stopReconnecting();
     second.cli.signal('SIGTERM');
     const code = await second.cli.exit(15_000);
-    if (code !== 0) problems.push(`coordinator 2 exited with ${code} (signal ${second.cli.exitSignal}) on SIGTERM, not 0:\n${second.cli.stderr.slice(-2000)}`);
+    if (code !== 0)
+      problems.push(
+        `coordinator 2 exited with ${code} (signal ${second.cli.exitSignal}) on SIGTERM, not 0:\n${second.cli.stderr.slice(-2000)}`,
+      );
     mark(`SIGTERM: coordinator 2 exited with ${code}`);
 
     const elapsed = (Date.now() - started) / 1000;
     if (elapsed > 90) problems.push(`the test took ${elapsed.toFixed(1)} s (budget 90 s)`);
     console.log(`      ${timeline.join('\n      ')}`);
-    assert.equal(problems.length, 0, `exactly-once across the crash did not hold:\n  - ${problems.join('\n  - ')}\n\ntimeline:\n  ${timeline.join('\n  ')}`);
+    assert.equal(
+      problems.length,
+      0,
+      `exactly-once across the crash did not hold:\n  - ${problems.join('\n  - ')}\n\ntimeline:\n  ${timeline.join('\n  ')}`,
+    );
   });
 });
 
@@ -134,7 +184,10 @@ describe('router exactly-once across a coordinator crash (kill -9 and restart)',
 function tally(values: readonly string[]): string {
   const counts = new Map<string, number>();
   for (const value of values) counts.set(value, (counts.get(value) ?? 0) + 1);
-  return [...counts].sort((a, b) => b[1] - a[1]).map(([value, n]) => `${value} ×${n}`).join(', ');
+  return [...counts]
+    .sort((a, b) => b[1] - a[1])
+    .map(([value, n]) => `${value} ×${n}`)
+    .join(', ');
 }
 
 /** The answer to the phase-2 retry: the last attempt's, with the original status of a DUPLICATE_DETECTED. */
@@ -147,14 +200,24 @@ function retryAnswer(op: Operation): string {
  * Every token settled; a FULFILLED token executed exactly once by the consumer, a dead-lettered one never;
  * the consumer executed no token the producer did not send.
  */
-function exactlyOnceProblems(operations: readonly Operation[], ledger: OperationLedger, worker: ExactlyOnceWorker): string[] {
+function exactlyOnceProblems(
+  operations: readonly Operation[],
+  ledger: OperationLedger,
+  worker: ExactlyOnceWorker,
+): string[] {
   const problems: string[] = [];
   const unsettled = operations.filter((op) => !ledger.settlement(op));
   if (unsettled.length) {
     const reason = unsettled.every((op) => ledger.hopeless(op))
-      ? 'the coordinator refused them for good' : 'no FULFILLED ACK, DUPLICATE_DETECTED(FULFILLED) or dead-letter NACK reached the producer before the deadline';
-    problems.push(`${unsettled.length} of ${operations.length} operations never settled (${reason}); e.g.\n      ` +
-      unsettled.slice(0, 5).map((op) => ledger.history(op)).join('\n      '));
+      ? 'the coordinator refused them for good'
+      : 'no FULFILLED ACK, DUPLICATE_DETECTED(FULFILLED) or dead-letter NACK reached the producer before the deadline';
+    problems.push(
+      `${unsettled.length} of ${operations.length} operations never settled (${reason}); e.g.\n      ` +
+        unsettled
+          .slice(0, 5)
+          .map((op) => ledger.history(op))
+          .join('\n      '),
+    );
   }
   const twice: string[] = [];
   const dlqExecuted: string[] = [];
@@ -168,11 +231,19 @@ function exactlyOnceProblems(operations: readonly Operation[], ledger: Operation
     const conflict = ledger.conflict(op);
     if (conflict) problems.push(`${op.token} has two outcomes: ${conflict}`);
   }
-  if (twice.length) problems.push(`${twice.length} tokens were executed more than once: ${twice.slice(0, 10).join(', ')}`);
-  if (dlqExecuted.length) problems.push(`${dlqExecuted.length} dead-lettered tokens were executed: ${dlqExecuted.slice(0, 10).join(', ')}`);
-  if (fulfilledNotExecuted.length) problems.push(`${fulfilledNotExecuted.length} tokens are FULFILLED but were never executed: ${fulfilledNotExecuted.slice(0, 10).join(', ')}`);
+  if (twice.length)
+    problems.push(`${twice.length} tokens were executed more than once: ${twice.slice(0, 10).join(', ')}`);
+  if (dlqExecuted.length)
+    problems.push(`${dlqExecuted.length} dead-lettered tokens were executed: ${dlqExecuted.slice(0, 10).join(', ')}`);
+  if (fulfilledNotExecuted.length)
+    problems.push(
+      `${fulfilledNotExecuted.length} tokens are FULFILLED but were never executed: ${fulfilledNotExecuted.slice(0, 10).join(', ')}`,
+    );
   const known = new Set(operations.map((op) => op.token));
   const strangers = [...worker.executions.keys()].filter((token) => !known.has(token));
-  if (strangers.length) problems.push(`the consumer executed ${strangers.length} tokens the producer never sent: ${strangers.slice(0, 5).join(', ')}`);
+  if (strangers.length)
+    problems.push(
+      `the consumer executed ${strangers.length} tokens the producer never sent: ${strangers.slice(0, 5).join(', ')}`,
+    );
   return problems;
 }

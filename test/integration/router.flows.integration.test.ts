@@ -50,8 +50,11 @@ describe('RouterService flows over gRPC (RFC Appendix C)', function () {
   async function inbox(client: WireAgent, resumeAfter?: string): Promise<WireInbox> {
     const opened = client.openInbox(resumeAfter);
     inboxes.push(opened);
-    await pollUntil(`${client.agentId}'s stream to be attached`, () =>
-      (host.coordinator.router.inboxStats(client.agentId).streaming ? true : undefined), 5_000);
+    await pollUntil(
+      `${client.agentId}'s stream to be attached`,
+      () => (host.coordinator.router.inboxStats(client.agentId).streaming ? true : undefined),
+      5_000,
+    );
     return opened;
   }
 
@@ -59,13 +62,16 @@ describe('RouterService flows over gRPC (RFC Appendix C)', function () {
     before(() => start());
     after(() => stop());
 
-    it('C.1 task submission: DATA → delivered on the consumer\'s stream → ACK RECEIVED, FULFILLED → both forwarded to the producer', async () => {
+    it("C.1 task submission: DATA → delivered on the consumer's stream → ACK RECEIVED, FULFILLED → both forwarded to the producer", async () => {
       const operator = await agent('operator');
       const worker = await agent('agent-b');
       const operatorInbox = await inbox(operator);
       const workerInbox = await inbox(worker);
 
-      const task = operator.envelope({ payload: { task_type: 'CreateTicket', title: 'Fix header overlap' }, correlation_id: 'wf-1111' });
+      const task = operator.envelope({
+        payload: { task_type: 'CreateTicket', title: 'Fix header overlap' },
+        correlation_id: 'wf-1111',
+      });
       assert.deepEqual(await operator.send(task, 'agent-b'), { accepted: true, reason: '' });
 
       const delivered = await workerInbox.message(task.message_id);
@@ -78,15 +84,36 @@ describe('RouterService flows over gRPC (RFC Appendix C)', function () {
       assert.deepEqual(await worker.ack(task.message_id, 'RECEIVED'), { accepted: true, reason: '' });
       const received = await operatorInbox.ackFor(task.message_id, (a) => a.ack_stage === 'RECEIVED', 'ACK RECEIVED');
       assert.equal(received.ack_stage, 'RECEIVED');
-      assert.deepEqual(await worker.ack(task.message_id, 'FULFILLED', { note: 'ticket 42 created' }), { accepted: true, reason: '' });
-      const fulfilled = await operatorInbox.ackFor(task.message_id, (a) => a.ack_stage === 'FULFILLED', 'ACK FULFILLED');
+      assert.deepEqual(await worker.ack(task.message_id, 'FULFILLED', { note: 'ticket 42 created' }), {
+        accepted: true,
+        reason: '',
+      });
+      const fulfilled = await operatorInbox.ackFor(
+        task.message_id,
+        (a) => a.ack_stage === 'FULFILLED',
+        'ACK FULFILLED',
+      );
       assert.equal(fulfilled.note, 'ticket 42 created');
 
-      const acks = operatorInbox.items.filter((i) => i.msg.message_type === 'ACKNOWLEDGEMENT').map((i) => [wireJson(i.msg).ack_stage, i.msg.producer_id]);
-      assert.deepEqual(acks, [['RECEIVED', 'agent-b'], ['FULFILLED', 'agent-b']], 'in order, as the consumer sent them');
+      const acks = operatorInbox.items
+        .filter((i) => i.msg.message_type === 'ACKNOWLEDGEMENT')
+        .map((i) => [wireJson(i.msg).ack_stage, i.msg.producer_id]);
+      assert.deepEqual(
+        acks,
+        [
+          ['RECEIVED', 'agent-b'],
+          ['FULFILLED', 'agent-b'],
+        ],
+        'in order, as the consumer sent them',
+      );
       assert.equal(host.coordinator.router.message(task.message_id)?.state, 'FULFILLED');
-      const changes = host.coordinator.log.query({ correlationId: 'wf-1111', eventType: 'message.state_changed' }).map((e) => [e.details.from, e.details.to]);
-      assert.deepEqual(changes, [['SENT', 'RECEIVED'], ['RECEIVED', 'FULFILLED']]);
+      const changes = host.coordinator.log
+        .query({ correlationId: 'wf-1111', eventType: 'message.state_changed' })
+        .map((e) => [e.details.from, e.details.to]);
+      assert.deepEqual(changes, [
+        ['SENT', 'RECEIVED'],
+        ['RECEIVED', 'FULFILLED'],
+      ]);
     });
 
     it('never sees a sw4rm-to value padded with spaces: HTTP/2 drops the field, so the message has no recipient (NO_ROUTE)', async () => {
@@ -95,8 +122,15 @@ describe('RouterService flows over gRPC (RFC Appendix C)', function () {
       const padded = sender.envelope({ payload: { n: 1 } });
       const result = await sender.send(padded, ' target-pad');
       assert.equal(result.accepted, false);
-      assert.match(result.reason, /^NO_ROUTE: no recipient/, 'the field did not arrive at all (the router would trim a value it saw)');
-      assert.deepEqual(await sender.send(sender.envelope({ payload: { n: 2 } }), 'target-pad'), { accepted: true, reason: '' });
+      assert.match(
+        result.reason,
+        /^NO_ROUTE: no recipient/,
+        'the field did not arrive at all (the router would trim a value it saw)',
+      );
+      assert.deepEqual(await sender.send(sender.envelope({ payload: { n: 2 } }), 'target-pad'), {
+        accepted: true,
+        reason: '',
+      });
     });
 
     it('keeps a message for an agent that is not streaming and delivers it when it streams', async () => {
@@ -129,7 +163,10 @@ describe('RouterService flows over gRPC (RFC Appendix C)', function () {
       assert.match(status.details, /a newer stream for reader-r replaced this one/);
       const again = await resumed.message(m2.message_id);
       assert.ok(Number(again.seq) > Number(seq1), 'redelivered under a new seq');
-      assert.ok(!resumed.items.some((i) => i.msg.message_id === m1.message_id), 'm1 (up to the resume seq) is not sent again');
+      assert.ok(
+        !resumed.items.some((i) => i.msg.message_id === m1.message_id),
+        'm1 (up to the resume seq) is not sent again',
+      );
 
       const beyond = reader.openInbox('999999');
       inboxes.push(beyond);
@@ -155,12 +192,19 @@ describe('RouterService flows over gRPC (RFC Appendix C)', function () {
 
       assert.deepEqual(await reader.ackDelivery(item.seq, confirmed.message_id), { recorded: true });
       assert.deepEqual(await reader.ackDelivery('999999', ''), { recorded: false });
-      assert.deepEqual(await reader.ackDelivery(item.seq, unconfirmed.message_id), { recorded: false }, 'seq and message_id must match');
+      assert.deepEqual(
+        await reader.ackDelivery(item.seq, unconfirmed.message_id),
+        { recorded: false },
+        'seq and message_id must match',
+      );
       assert.equal(host.coordinator.router.message(confirmed.message_id)?.delivery, 'done');
 
       const second = await inbox(reader);
       await second.message(unconfirmed.message_id);
-      assert.ok(!second.items.some((i) => i.msg.message_id === confirmed.message_id), 'a confirmed delivery is not repeated');
+      assert.ok(
+        !second.items.some((i) => i.msg.message_id === confirmed.message_id),
+        'a confirmed delivery is not repeated',
+      );
     });
 
     it('fails a message at once on AckDelivery PERMANENT_FAILURE and tells the producer', async () => {
@@ -171,11 +215,15 @@ describe('RouterService flows over gRPC (RFC Appendix C)', function () {
       const m = sender.envelope();
       await sender.send(m, 'reader-p');
       const item = await readerInbox.message(m.message_id);
-      assert.deepEqual(await reader.ackDelivery(item.seq, m.message_id, 'DELIVERY_ACK_OUTCOME_PERMANENT_FAILURE'), { recorded: true });
+      assert.deepEqual(await reader.ackDelivery(item.seq, m.message_id, 'DELIVERY_ACK_OUTCOME_PERMANENT_FAILURE'), {
+        recorded: true,
+      });
       const nack = await senderInbox.ackFor(m.message_id, (a) => a.ack_stage === 'FAILED', 'a NACK FAILED');
       assert.equal(nack.ack_stage, 'FAILED');
       assert.equal(host.coordinator.router.message(m.message_id)?.state, 'FAILED');
-      assert.ok(host.coordinator.router.deadLetters({ producerId: 'sender-p' }).some((l) => l.messageId === m.message_id));
+      assert.ok(
+        host.coordinator.router.deadLetters({ producerId: 'sender-p' }).some((l) => l.messageId === m.message_id),
+      );
     });
   });
 
@@ -189,22 +237,43 @@ describe('RouterService flows over gRPC (RFC Appendix C)', function () {
       const aInbox = await inbox(a);
       const bInbox = await inbox(b);
 
-      const m1 = a.envelope({ idempotency_token: 'agent-a:create:abc', correlation_id: 'wf-2222', payload: { op: 'create', user: 'alice' } });
+      const m1 = a.envelope({
+        idempotency_token: 'agent-a:create:abc',
+        correlation_id: 'wf-2222',
+        payload: { op: 'create', user: 'alice' },
+      });
       assert.deepEqual(await a.send(m1, 'agent-b2'), { accepted: true, reason: '' });
       await bInbox.message(m1.message_id);
       // B stays silent: the coordinator times m1 out and NACKs the producer.
-      const nack = await aInbox.ackFor(m1.message_id, (x) => x.error_code === 'ACK_TIMEOUT', 'a NACK ACK_TIMEOUT', 5_000);
+      const nack = await aInbox.ackFor(
+        m1.message_id,
+        (x) => x.error_code === 'ACK_TIMEOUT',
+        'a NACK ACK_TIMEOUT',
+        5_000,
+      );
       assert.equal(nack.ack_stage, 'TIMED_OUT');
       assert.equal(host.coordinator.router.message(m1.message_id)?.state, 'TIMED_OUT');
 
-      const m2 = a.envelope({ idempotency_token: 'agent-a:create:abc', retry_count: 1, correlation_id: 'wf-2222', payload: { op: 'create', user: 'alice' } });
+      const m2 = a.envelope({
+        idempotency_token: 'agent-a:create:abc',
+        retry_count: 1,
+        correlation_id: 'wf-2222',
+        payload: { op: 'create', user: 'alice' },
+      });
       assert.deepEqual(await a.send(m2, 'agent-b2'), { accepted: true, reason: '' });
       const retried = await bInbox.message(m2.message_id);
       assert.equal(retried.msg.retry_count, 1);
       assert.equal(retried.msg.idempotency_token, 'agent-a:create:abc');
 
-      assert.deepEqual(await b.ack(m1.message_id, 'RECEIVED'), { accepted: true, reason: '' }, 'the late ACK for m1 is accepted');
-      assert.deepEqual(await b.ack(m1.message_id, 'FULFILLED', { note: 'alice created' }), { accepted: true, reason: '' });
+      assert.deepEqual(
+        await b.ack(m1.message_id, 'RECEIVED'),
+        { accepted: true, reason: '' },
+        'the late ACK for m1 is accepted',
+      );
+      assert.deepEqual(await b.ack(m1.message_id, 'FULFILLED', { note: 'alice created' }), {
+        accepted: true,
+        reason: '',
+      });
       await aInbox.ackFor(m1.message_id, (x) => x.ack_stage === 'FULFILLED', 'the forwarded late ACK FULFILLED');
 
       const m3 = a.envelope({ idempotency_token: 'agent-a:create:abc', retry_count: 2, correlation_id: 'wf-2222' });
@@ -217,11 +286,18 @@ describe('RouterService flows over gRPC (RFC Appendix C)', function () {
       assert.match(String(detail.cached_at), /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/);
       assert.equal((detail.cached_result as Record<string, unknown>).note, 'alice created');
 
-      const onStream = await aInbox.ackFor(m3.message_id, (x) => x.status === 'DUPLICATE_DETECTED', 'DUPLICATE_DETECTED');
+      const onStream = await aInbox.ackFor(
+        m3.message_id,
+        (x) => x.status === 'DUPLICATE_DETECTED',
+        'DUPLICATE_DETECTED',
+      );
       assert.equal(onStream.original_message_id, m1.message_id);
       assert.equal(onStream.original_status, 'FULFILLED');
       const late = host.coordinator.log.query({ correlationId: 'wf-2222' }).map((e) => e.eventType);
-      assert.ok(late.some((t) => t.startsWith('message.late_ack')), `the late ACK is logged: ${late.join(', ')}`);
+      assert.ok(
+        late.some((t) => t.startsWith('message.late_ack')),
+        `the late ACK is logged: ${late.join(', ')}`,
+      );
     });
   });
 
@@ -229,7 +305,7 @@ describe('RouterService flows over gRPC (RFC Appendix C)', function () {
     before(() => start({ capacity: 1 }));
     after(() => stop());
 
-    it('forwards the consumer\'s ACK REJECTED buffer_full to the producer', async () => {
+    it("forwards the consumer's ACK REJECTED buffer_full to the producer", async () => {
       const a = await agent('agent-a3');
       const b = await agent('agent-b3');
       const aInbox = await inbox(a);
@@ -237,16 +313,23 @@ describe('RouterService flows over gRPC (RFC Appendix C)', function () {
       const mx = a.envelope({ correlation_id: 'wf-3333' });
       assert.deepEqual(await a.send(mx, 'agent-b3'), { accepted: true, reason: '' });
       await bInbox.message(mx.message_id);
-      assert.deepEqual(await b.ack(mx.message_id, 'REJECTED', { error_code: 'buffer_full', note: 'Inbound buffer capacity exceeded' }), { accepted: true, reason: '' });
+      assert.deepEqual(
+        await b.ack(mx.message_id, 'REJECTED', { error_code: 'buffer_full', note: 'Inbound buffer capacity exceeded' }),
+        { accepted: true, reason: '' },
+      );
       const rejected = await aInbox.ackFor(mx.message_id, (x) => x.ack_stage === 'REJECTED', 'ACK REJECTED');
       assert.equal(rejected.error_code, 'buffer_full');
       const record = host.coordinator.router.message(mx.message_id);
       assert.equal(record?.state, 'REJECTED');
       assert.equal(record?.errorCode, 'BUFFER_FULL');
-      assert.equal(host.coordinator.router.deadLetters({ producerId: 'agent-a3' }).length, 0, 'buffer_full is retryable: no dead letter');
+      assert.equal(
+        host.coordinator.router.deadLetters({ producerId: 'agent-a3' }).length,
+        0,
+        'buffer_full is retryable: no dead letter',
+      );
     });
 
-    it('refuses the message over capacity itself with BUFFER_FULL and a NACK on the producer\'s stream; nothing is dropped', async () => {
+    it("refuses the message over capacity itself with BUFFER_FULL and a NACK on the producer's stream; nothing is dropped", async () => {
       const a = await agent('agent-a4');
       const b = await agent('agent-b4');
       const aInbox = await inbox(a);

@@ -6,11 +6,27 @@ import { canonicalDefinition, type CoordinatorClients } from '../support/clients
 import { clientsFor, startHost, stopHost } from '../support/host';
 import { pollUntil } from '../support/poll';
 import {
-  ackPayload, describeOutcome, isTransportFailure, reasonCode, registerRouterAgent, RouterClient,
-  type CallOutcome, type Inbox, type SendResult, type StreamItem,
+  ackPayload,
+  describeOutcome,
+  isTransportFailure,
+  reasonCode,
+  registerRouterAgent,
+  RouterClient,
+  type CallOutcome,
+  type Inbox,
+  type SendResult,
+  type StreamItem,
 } from '../support/routerClient';
 import {
-  caseMetadata, FuzzGenerator, fuzzSeed, Prng, responseDecoder, runPool, TARGET_PATHS, type FuzzCase, type FuzzContext,
+  caseMetadata,
+  FuzzGenerator,
+  fuzzSeed,
+  Prng,
+  responseDecoder,
+  runPool,
+  TARGET_PATHS,
+  type FuzzCase,
+  type FuzzContext,
 } from '../support/routerFuzz';
 import { makeTempDir, removeTempDir } from '../support/tempDir';
 
@@ -34,8 +50,14 @@ const CONSUMER = 'fuzz-consumer';
  * message appended only when GRPC_NODE_DEBUG_SEND_ERROR_DETAILS=true). It never says "Failed to parse".
  */
 const ACCEPTABLE_CODES = new Set<grpc.status>([
-  grpc.status.OK, grpc.status.INVALID_ARGUMENT, grpc.status.RESOURCE_EXHAUSTED, grpc.status.UNIMPLEMENTED,
-  grpc.status.PERMISSION_DENIED, grpc.status.FAILED_PRECONDITION, grpc.status.NOT_FOUND, grpc.status.UNAUTHENTICATED,
+  grpc.status.OK,
+  grpc.status.INVALID_ARGUMENT,
+  grpc.status.RESOURCE_EXHAUSTED,
+  grpc.status.UNIMPLEMENTED,
+  grpc.status.PERMISSION_DENIED,
+  grpc.status.FAILED_PRECONDITION,
+  grpc.status.NOT_FOUND,
+  grpc.status.UNAUTHENTICATED,
 ]);
 const GRPC_DESERIALIZE_FAILURE = /^Error deserializing request\b/;
 /** UNIMPLEMENTED is fine only as the skeleton's own "not implemented yet" answer while the router is missing. */
@@ -45,11 +67,17 @@ const INTERNAL_ERROR = /internal_error/i;
 
 /** The error code names of common.proto's ErrorCode: every refusal's reason starts with one of them. */
 function errorCodeNames(): Set<string> {
-  const definition = canonicalDefinition()['sw4rm.common.ErrorCode'] as unknown as { type: { value: Array<{ name: string }> } };
+  const definition = canonicalDefinition()['sw4rm.common.ErrorCode'] as unknown as {
+    type: { value: Array<{ name: string }> };
+  };
   return new Set(definition.type.value.map((v) => v.name).filter((name) => name !== 'ERROR_CODE_UNSPECIFIED'));
 }
 
-interface Finding { readonly fuzzCase: FuzzCase; readonly outcome: CallOutcome; readonly problem: string }
+interface Finding {
+  readonly fuzzCase: FuzzCase;
+  readonly outcome: CallOutcome;
+  readonly problem: string;
+}
 
 describe('RouterService under fuzzed requests', () => {
   let dataDir: string;
@@ -64,7 +92,9 @@ describe('RouterService under fuzzed requests', () => {
     host = await startHost(dataDir, {
       // Every event, from the first one on: the log query answers at most 100,000 events.
       // Case-insensitive: the router logs a caught fault as `router.internal_error`.
-      onEvent: (event) => { if (INTERNAL_ERROR.test(JSON.stringify(event))) internalErrorEvents.push(event); },
+      onEvent: (event) => {
+        if (INTERNAL_ERROR.test(JSON.stringify(event))) internalErrorEvents.push(event);
+      },
     });
     clients = clientsFor(host);
   });
@@ -87,7 +117,9 @@ describe('RouterService under fuzzed requests', () => {
     const token = host!.token!;
 
     await registerRouterAgent(clients!, PRODUCER);
-    await registerRouterAgent(clients!, CONSUMER, { modalities_supported: ['application/json', 'text/plain; charset=utf-8'] });
+    await registerRouterAgent(clients!, CONSUMER, {
+      modalities_supported: ['application/json', 'text/plain; charset=utf-8'],
+    });
     const producer = new RouterClient(address, token, PRODUCER);
     const consumer = new RouterClient(address, token, CONSUMER);
     routers.push(producer, consumer);
@@ -96,11 +128,13 @@ describe('RouterService under fuzzed requests', () => {
     // so its inbox (capacity 10 not yet READ) keeps room. The producer confirms the NACKs it is sent.
     const workerFindings: string[] = [];
     const checkWorkerResult = (what: string, result: SendResult): void => {
-      if (!result.accepted && !codes.has(reasonCode(result.reason) ?? '')) workerFindings.push(`${what}: reason without an error code: ${result.reason}`);
+      if (!result.accepted && !codes.has(reasonCode(result.reason) ?? ''))
+        workerFindings.push(`${what}: reason without an error code: ${result.reason}`);
     };
     const confirm = (router: RouterClient, agentId: string, item: StreamItem): void => {
       router.ackDelivery(agentId, item.seq, item.msg.message_id).catch((err: unknown) => {
-        if (!isTransportFailure(err)) workerFindings.push(`AckDelivery(${agentId}, ${item.seq}): ${(err as Error).message}`);
+        if (!isTransportFailure(err))
+          workerFindings.push(`AckDelivery(${agentId}, ${item.seq}): ${(err as Error).message}`);
       });
     };
     const consumerInbox = consumer.openInbox(CONSUMER);
@@ -108,9 +142,13 @@ describe('RouterService under fuzzed requests', () => {
     inboxes.push(consumerInbox, producerInbox);
     consumerInbox.onItem((item) => {
       if (item.msg.message_type !== 'ACKNOWLEDGEMENT' && item.msg.producer_id !== 'coordinator') {
-        consumer.ack(item.msg.message_id, 'FULFILLED', { note: 'fuzz consumer' })
+        consumer
+          .ack(item.msg.message_id, 'FULFILLED', { note: 'fuzz consumer' })
           .then((result) => checkWorkerResult(`ACK FULFILLED for ${item.msg.message_id}`, result))
-          .catch((err: unknown) => { if (!isTransportFailure(err)) workerFindings.push(`ACK for ${item.msg.message_id}: ${(err as Error).message}`); });
+          .catch((err: unknown) => {
+            if (!isTransportFailure(err))
+              workerFindings.push(`ACK for ${item.msg.message_id}: ${(err as Error).message}`);
+          });
       }
       confirm(consumer, CONSUMER, item);
     });
@@ -119,14 +157,20 @@ describe('RouterService under fuzzed requests', () => {
       const ack = ackPayload(item.msg);
       if (item.msg.producer_id === 'coordinator' && item.msg.message_type === 'ACKNOWLEDGEMENT') {
         if (!ack || typeof ack.ack_for_message_id !== 'string' || !ack.stage || !codes.has(String(ack.error_code))) {
-          nackProblems.push(`a NACK whose payload is not {ack_for_message_id, ack_stage, error_code, note}: ${Buffer.from(item.msg.payload).toString('utf8').slice(0, 200)}`);
+          nackProblems.push(
+            `a NACK whose payload is not {ack_for_message_id, ack_stage, error_code, note}: ${Buffer.from(item.msg.payload).toString('utf8').slice(0, 200)}`,
+          );
         }
       }
       confirm(producer, PRODUCER, item);
     });
 
     // Generate every request up front from the seed, then fire them with bounded concurrency.
-    const ctx: FuzzContext = { producer: PRODUCER, consumer: CONSUMER, consumerTypes: ['application/json', 'text/plain'] };
+    const ctx: FuzzContext = {
+      producer: PRODUCER,
+      consumer: CONSUMER,
+      consumerTypes: ['application/json', 'text/plain'],
+    };
     const generator = new FuzzGenerator(new Prng(seed), ctx);
     const cases = generator.generate(REQUESTS);
     const raw = new RouterClient(address, token, PRODUCER);
@@ -158,13 +202,20 @@ describe('RouterService under fuzzed requests', () => {
     const fuzzSeconds = (Date.now() - started) / 1000;
 
     const table = [...tally.entries()].sort().map(([key, n]) => `${String(n).padStart(5)}  ${key}`);
-    console.log(`      ${cases.length} requests in ${fuzzSeconds.toFixed(1)} s (${generator.unencodable.length} more refused by the proto encoder, not sent): ` +
-      [...byOutcome].sort((a, b) => b[1] - a[1]).map(([outcome, n]) => `${outcome} ×${n}`).join(', '));
+    console.log(
+      `      ${cases.length} requests in ${fuzzSeconds.toFixed(1)} s (${generator.unencodable.length} more refused by the proto encoder, not sent): ` +
+        [...byOutcome]
+          .sort((a, b) => b[1] - a[1])
+          .map(([outcome, n]) => `${outcome} ×${n}`)
+          .join(', '),
+    );
     if (process.env.FUZZ_VERBOSE) console.log(`        ${table.join('\n        ')}`);
 
     // Afterwards the coordinator still serves: health, and one valid envelope end to end.
     const problems: string[] = [];
-    const health = await clients!.healthCheck('').catch((err: grpc.ServiceError) => ({ status: `failed: ${err.message}` }));
+    const health = await clients!
+      .healthCheck('')
+      .catch((err: grpc.ServiceError) => ({ status: `failed: ${err.message}` }));
     if (health.status !== 'SERVING') problems.push(`health Check answered ${health.status}, not SERVING`);
     try {
       await endToEnd(producer, consumerInbox, generator);
@@ -175,22 +226,38 @@ describe('RouterService under fuzzed requests', () => {
       if (inbox.final) problems.push(`${inbox.agentId}'s inbox stream ended: ${inbox.describe()}`);
     }
     if (internalErrorEvents.length) {
-      const examples = internalErrorEvents.slice(0, 4).map((e) => `${e.eventType} [${e.actor}] ${JSON.stringify(e.details).slice(0, 240)}`);
-      problems.push(`${internalErrorEvents.length} events in the coordinator's log mention INTERNAL_ERROR:\n      ${examples.join('\n      ')}`);
+      const examples = internalErrorEvents
+        .slice(0, 4)
+        .map((e) => `${e.eventType} [${e.actor}] ${JSON.stringify(e.details).slice(0, 240)}`);
+      problems.push(
+        `${internalErrorEvents.length} events in the coordinator's log mention INTERNAL_ERROR:\n      ${examples.join('\n      ')}`,
+      );
     }
-    const logged = host!.coordinator.log.query({ limit: 100_000 }).filter((e) => INTERNAL_ERROR.test(JSON.stringify(e)));
-    if (logged.length && !internalErrorEvents.length) problems.push(`the event log holds ${logged.length} INTERNAL_ERROR events`);
+    const logged = host!.coordinator.log
+      .query({ limit: 100_000 })
+      .filter((e) => INTERNAL_ERROR.test(JSON.stringify(e)));
+    if (logged.length && !internalErrorEvents.length)
+      problems.push(`the event log holds ${logged.length} INTERNAL_ERROR events`);
     problems.push(...workerFindings.slice(0, 10), ...nackProblems.slice(0, 10));
     if (fuzzSeconds > 60) problems.push(`the ${cases.length} requests took ${fuzzSeconds.toFixed(1)} s (budget 60 s)`);
 
     const report = [
-      ...findings.slice(0, 25).map((f) => `#${f.fuzzCase.index} ${f.fuzzCase.kind} ${f.fuzzCase.target} [${f.fuzzCase.description.slice(0, 160)}] ` +
-        `auth=${f.fuzzCase.auth}: ${f.problem}; got ${describeOutcome(f.outcome).slice(0, 300)}`),
+      ...findings
+        .slice(0, 25)
+        .map(
+          (f) =>
+            `#${f.fuzzCase.index} ${f.fuzzCase.kind} ${f.fuzzCase.target} [${f.fuzzCase.description.slice(0, 160)}] ` +
+            `auth=${f.fuzzCase.auth}: ${f.problem}; got ${describeOutcome(f.outcome).slice(0, 300)}`,
+        ),
       ...(findings.length > 25 ? [`… and ${findings.length - 25} more findings`] : []),
       ...problems,
     ];
-    assert.equal(report.length, 0, `seed ${seed} (FUZZ_SEED=${seed}): ${findings.length} findings, ${problems.length} other problems:\n  ${report.join('\n  ')}` +
-      `\n\noutcomes by kind and method:\n  ${table.join('\n  ')}`);
+    assert.equal(
+      report.length,
+      0,
+      `seed ${seed} (FUZZ_SEED=${seed}): ${findings.length} findings, ${problems.length} other problems:\n  ${report.join('\n  ')}` +
+        `\n\noutcomes by kind and method:\n  ${table.join('\n  ')}`,
+    );
   });
 });
 
@@ -202,12 +269,18 @@ function judge(fuzzCase: FuzzCase, outcome: CallOutcome, codes: ReadonlySet<stri
       return fuzzCase.target === 'StreamIncoming' ? undefined : 'no answer before the deadline (the call hung)';
     }
     if (outcome.code === grpc.status.INTERNAL) {
-      if (GRPC_DESERIALIZE_FAILURE.test(outcome.details) && (fuzzCase.kind === 'raw' || fuzzCase.kind === 'wire' || fuzzCase.kind === 'stream')) return undefined;
+      if (
+        GRPC_DESERIALIZE_FAILURE.test(outcome.details) &&
+        (fuzzCase.kind === 'raw' || fuzzCase.kind === 'wire' || fuzzCase.kind === 'stream')
+      )
+        return undefined;
       return 'INTERNAL (not grpc\'s own "Error deserializing request")';
     }
-    if (outcome.code === grpc.status.UNIMPLEMENTED && !NOT_IMPLEMENTED_YET.test(outcome.details)) return 'UNIMPLEMENTED from something other than the skeleton';
+    if (outcome.code === grpc.status.UNIMPLEMENTED && !NOT_IMPLEMENTED_YET.test(outcome.details))
+      return 'UNIMPLEMENTED from something other than the skeleton';
     if (!ACCEPTABLE_CODES.has(outcome.code)) return `status ${grpc.status[outcome.code]} is not acceptable`;
-    if (badAuth && outcome.code !== grpc.status.UNAUTHENTICATED) return `auth "${fuzzCase.auth}" must end UNAUTHENTICATED`;
+    if (badAuth && outcome.code !== grpc.status.UNAUTHENTICATED)
+      return `auth "${fuzzCase.auth}" must end UNAUTHENTICATED`;
     return undefined;
   }
   if (badAuth) return `auth "${fuzzCase.auth}" must end UNAUTHENTICATED, not answer`;
@@ -218,17 +291,21 @@ function judge(fuzzCase: FuzzCase, outcome: CallOutcome, codes: ReadonlySet<stri
     if (!codes.has(code)) return `a refusal with ${code}, which is not an ErrorCode name`;
     if (code === 'INTERNAL_ERROR') return 'INTERNAL_ERROR: a fault in the coordinator';
   }
-  if (fuzzCase.target === 'SendMessage' && response.accepted === true && fuzzCase.mustRefuse) return `accepted, but must be refused: ${fuzzCase.mustRefuse}`;
+  if (fuzzCase.target === 'SendMessage' && response.accepted === true && fuzzCase.mustRefuse)
+    return `accepted, but must be refused: ${fuzzCase.mustRefuse}`;
   return undefined;
 }
 
 /** A short outcome class for the tally: the status code, or accepted / the refusal's error code. */
 function summarize(outcome: CallOutcome): string {
   if (outcome.kind === 'status') {
-    return outcome.code === grpc.status.INTERNAL && GRPC_DESERIALIZE_FAILURE.test(outcome.details) ? 'INTERNAL (not deserializable)' : grpc.status[outcome.code];
+    return outcome.code === grpc.status.INTERNAL && GRPC_DESERIALIZE_FAILURE.test(outcome.details)
+      ? 'INTERNAL (not deserializable)'
+      : grpc.status[outcome.code];
   }
   const response = outcome.response as Record<string, unknown>;
-  if ('accepted' in response) return response.accepted ? 'OK accepted' : `OK refused ${reasonCode(String(response.reason)) ?? '(no code)'}`;
+  if ('accepted' in response)
+    return response.accepted ? 'OK accepted' : `OK refused ${reasonCode(String(response.reason)) ?? '(no code)'}`;
   return `OK ${JSON.stringify(response).slice(0, 40)}`;
 }
 
@@ -239,14 +316,30 @@ function summarize(outcome: CallOutcome): string {
 async function endToEnd(producer: RouterClient, consumerInbox: Inbox, generator: FuzzGenerator): Promise<void> {
   const token = `${PRODUCER}:final:${generator.rng.uint32().toString(16)}`;
   let retry = 0;
-  const accepted = await pollUntil('the final envelope to be accepted (BUFFER_FULL is retried)', async () => {
-    const msg = producer.envelope({ sequence_number: generator.nextSequence(), idempotency_token: token, retry_count: retry++, payload: { task: 'after the fuzz' } });
-    const result = await producer.send(msg, { to: CONSUMER });
-    if (result.accepted) return msg;
-    if (reasonCode(result.reason) === 'BUFFER_FULL') return undefined;
-    throw new Error(`a valid envelope was refused: ${result.reason}`);
-  }, 15_000, 100).catch((err: grpc.ServiceError) => {
-    throw new Error(err.code !== undefined ? `SendMessage failed with ${grpc.status[err.code]}: ${err.details}` : err.message);
+  const accepted = await pollUntil(
+    'the final envelope to be accepted (BUFFER_FULL is retried)',
+    async () => {
+      const msg = producer.envelope({
+        sequence_number: generator.nextSequence(),
+        idempotency_token: token,
+        retry_count: retry++,
+        payload: { task: 'after the fuzz' },
+      });
+      const result = await producer.send(msg, { to: CONSUMER });
+      if (result.accepted) return msg;
+      if (reasonCode(result.reason) === 'BUFFER_FULL') return undefined;
+      throw new Error(`a valid envelope was refused: ${result.reason}`);
+    },
+    15_000,
+    100,
+  ).catch((err: grpc.ServiceError) => {
+    throw new Error(
+      err.code !== undefined ? `SendMessage failed with ${grpc.status[err.code]}: ${err.details}` : err.message,
+    );
   });
-  await consumerInbox.waitFor((item) => item.msg.message_id === accepted.message_id, 10_000, `the final envelope ${accepted.message_id}`);
+  await consumerInbox.waitFor(
+    (item) => item.msg.message_id === accepted.message_id,
+    10_000,
+    `the final envelope ${accepted.message_id}`,
+  );
 }

@@ -11,8 +11,19 @@ import { prng } from '../support/prng';
 import { jsonPayload, RouterClient, type Envelope, type Inbox, type StreamItem } from '../support/routerClient';
 import { makeTempDir, removeTempDir } from '../support/tempDir';
 
-interface ToolFrame { call_id: string; frame_no: string; final: boolean; content_type: string; data: Buffer; summary: Buffer }
-interface ToolErrorMessage { call_id: string; error_code: string; message: string }
+interface ToolFrame {
+  call_id: string;
+  frame_no: string;
+  final: boolean;
+  content_type: string;
+  data: Buffer;
+  summary: Buffer;
+}
+interface ToolErrorMessage {
+  call_id: string;
+  error_code: string;
+  message: string;
+}
 type Client = ServiceClient;
 
 const PROVIDER = 'provider-1';
@@ -32,25 +43,54 @@ interface ToolCallPayload {
 
 const TOOLS = [
   {
-    tool_name: 'echo', idempotent: true, needs_worktree: false, default_timeout_s: 0, max_concurrency: 4, side_effects: 'none',
-    input_schema: JSON.stringify({ type: 'object', properties: { text: { type: 'string' } }, required: ['text'], additionalProperties: false }),
+    tool_name: 'echo',
+    idempotent: true,
+    needs_worktree: false,
+    default_timeout_s: 0,
+    max_concurrency: 4,
+    side_effects: 'none',
+    input_schema: JSON.stringify({
+      type: 'object',
+      properties: { text: { type: 'string' } },
+      required: ['text'],
+      additionalProperties: false,
+    }),
     output_schema: JSON.stringify({ type: 'object', properties: { echo: { type: 'string' } }, required: ['echo'] }),
   },
   {
     // Answers a result that breaks its own output schema.
-    tool_name: 'bad_output', idempotent: true, needs_worktree: false, default_timeout_s: 0, max_concurrency: 4, side_effects: 'none',
+    tool_name: 'bad_output',
+    idempotent: true,
+    needs_worktree: false,
+    default_timeout_s: 0,
+    max_concurrency: 4,
+    side_effects: 'none',
     input_schema: JSON.stringify({ type: 'object' }),
     output_schema: JSON.stringify({ type: 'object', properties: { echo: { type: 'string' } }, required: ['echo'] }),
   },
   {
     // Streams n frames {i}, then the final {counted: n}.
-    tool_name: 'count', idempotent: false, needs_worktree: false, default_timeout_s: 0, max_concurrency: 4, side_effects: 'none',
-    input_schema: JSON.stringify({ type: 'object', properties: { n: { type: 'integer', minimum: 0, maximum: 50 } }, required: ['n'] }),
+    tool_name: 'count',
+    idempotent: false,
+    needs_worktree: false,
+    default_timeout_s: 0,
+    max_concurrency: 4,
+    side_effects: 'none',
+    input_schema: JSON.stringify({
+      type: 'object',
+      properties: { n: { type: 'integer', minimum: 0, maximum: 50 } },
+      required: ['n'],
+    }),
     output_schema: '',
   },
   {
     // Sends `frames` frames, then never finishes (until cancelled).
-    tool_name: 'hold', idempotent: false, needs_worktree: false, default_timeout_s: 0, max_concurrency: 4, side_effects: 'none',
+    tool_name: 'hold',
+    idempotent: false,
+    needs_worktree: false,
+    default_timeout_s: 0,
+    max_concurrency: 4,
+    side_effects: 'none',
     input_schema: JSON.stringify({ type: 'object', properties: { frames: { type: 'integer', minimum: 0 } } }),
     output_schema: '',
   },
@@ -104,17 +144,30 @@ class TestProvider {
         return;
       }
       default:
-        await this.send('TOOL_ERROR', call.call_id, { call_id: call.call_id, error_code: 'unknown_tool', message: call.tool_name });
+        await this.send('TOOL_ERROR', call.call_id, {
+          call_id: call.call_id,
+          error_code: 'unknown_tool',
+          message: call.tool_name,
+        });
     }
     await this.router.ack(msg.message_id, 'FULFILLED').catch(() => undefined);
   }
 
   result(callId: string, frameNo: number, final: boolean, result: unknown): Promise<void> {
-    return this.send('TOOL_RESULT', callId, { call_id: callId, frame_no: frameNo, final, content_type: 'application/json', result });
+    return this.send('TOOL_RESULT', callId, {
+      call_id: callId,
+      frame_no: frameNo,
+      final,
+      content_type: 'application/json',
+      result,
+    });
   }
 
   async send(messageType: string, callId: string, payload: Record<string, unknown>): Promise<void> {
-    const answer = await this.router.send(this.router.envelope({ message_type: messageType, correlation_id: callId, payload }), { to: 'coordinator' });
+    const answer = await this.router.send(
+      this.router.envelope({ message_type: messageType, correlation_id: callId, payload }),
+      { to: 'coordinator' },
+    );
     if (!answer.accepted) this.refusals.push(answer.reason);
   }
 
@@ -150,8 +203,12 @@ describe('tool calls to a provider agent over real gRPC (ToolService, TOOL_CALL 
 
   function toolCall(tool: string, args: unknown, extra: Record<string, unknown> = {}): Record<string, unknown> {
     return {
-      call_id: `c-${tool}-${Math.random().toString(36).slice(2)}`, provider_id: PROVIDER, tool_name: tool,
-      content_type: 'application/json', args: Buffer.from(JSON.stringify(args)), ...extra,
+      call_id: `c-${tool}-${Math.random().toString(36).slice(2)}`,
+      provider_id: PROVIDER,
+      tool_name: tool,
+      content_type: 'application/json',
+      args: Buffer.from(JSON.stringify(args)),
+      ...extra,
     };
   }
 
@@ -160,9 +217,16 @@ describe('tool calls to a provider agent over real gRPC (ToolService, TOOL_CALL 
   }
 
   /** CallStream: every frame until the stream ends, and how it ended. */
-  function callStream(request: Record<string, unknown>, onFrame: (frame: ToolFrame, frames: ToolFrame[]) => void = () => undefined): Promise<{ frames: ToolFrame[]; status: grpc.StatusObject }> {
+  function callStream(
+    request: Record<string, unknown>,
+    onFrame: (frame: ToolFrame, frames: ToolFrame[]) => void = () => undefined,
+  ): Promise<{ frames: ToolFrame[]; status: grpc.StatusObject }> {
     return new Promise((resolve) => {
-      const stream = (tools.CallStream as (r: unknown, m: grpc.Metadata) => grpc.ClientReadableStream<ToolFrame>).call(tools, request, metadata(CALLER));
+      const stream = (tools.CallStream as (r: unknown, m: grpc.Metadata) => grpc.ClientReadableStream<ToolFrame>).call(
+        tools,
+        request,
+        metadata(CALLER),
+      );
       const frames: ToolFrame[] = [];
       stream.on('data', (frame: ToolFrame) => {
         frames.push(frame);
@@ -185,13 +249,27 @@ describe('tool calls to a provider agent over real gRPC (ToolService, TOOL_CALL 
     connector = serviceClient(address, 'sw4rm.connector.ConnectorService');
     registry = new CoordinatorClients(address, host.token);
     for (const agent of [PROVIDER, CALLER]) {
-      assert.equal((await registry.registerAgent(descriptorMessage(agent, { modalities_supported: ['application/json'], reasoning_connectors: [] }))).accepted, true);
-      tokens[agent] = host.coordinator.credentials.mintAgent(agent, 'test', 'tool provider tests', { correlationId: 'test' }).token;
+      assert.equal(
+        (
+          await registry.registerAgent(
+            descriptorMessage(agent, { modalities_supported: ['application/json'], reasoning_connectors: [] }),
+          )
+        ).accepted,
+        true,
+      );
+      tokens[agent] = host.coordinator.credentials.mintAgent(agent, 'test', 'tool provider tests', {
+        correlationId: 'test',
+      }).token;
     }
     provider = new TestProvider(new RouterClient(address, tokens[PROVIDER], PROVIDER));
     callerRouter = new RouterClient(address, tokens[CALLER], CALLER);
-    await pollUntil('the provider\'s inbox stream', () => (provider.inbox.live ? true : undefined));
-    const registered = await unary<{ ok: boolean; reason: string }>(connector, 'RegisterProvider', { provider_id: PROVIDER, tools: TOOLS }, metadata(PROVIDER));
+    await pollUntil("the provider's inbox stream", () => (provider.inbox.live ? true : undefined));
+    const registered = await unary<{ ok: boolean; reason: string }>(
+      connector,
+      'RegisterProvider',
+      { provider_id: PROVIDER, tools: TOOLS },
+      metadata(PROVIDER),
+    );
     assert.deepEqual(registered, { ok: true, reason: '' });
   });
 
@@ -205,9 +283,17 @@ describe('tool calls to a provider agent over real gRPC (ToolService, TOOL_CALL 
     removeTempDir(dataDir);
   });
 
-  it('DescribeTools lists the provider\'s tools; a unary Call is routed to it and answers its final frame', async () => {
-    const { tools: described } = await unary<{ tools: Array<{ tool_name: string; idempotent: boolean }> }>(connector, 'DescribeTools', { provider_id: PROVIDER }, metadata(CALLER));
-    assert.deepEqual(described.map((t) => t.tool_name), ['echo', 'bad_output', 'count', 'hold']);
+  it("DescribeTools lists the provider's tools; a unary Call is routed to it and answers its final frame", async () => {
+    const { tools: described } = await unary<{ tools: Array<{ tool_name: string; idempotent: boolean }> }>(
+      connector,
+      'DescribeTools',
+      { provider_id: PROVIDER },
+      metadata(CALLER),
+    );
+    assert.deepEqual(
+      described.map((t) => t.tool_name),
+      ['echo', 'bad_output', 'count', 'hold'],
+    );
     const request = toolCall('echo', { text: 'hello' });
     const frame = await call(request);
     assert.equal(frame.call_id, request.call_id);
@@ -225,8 +311,19 @@ describe('tool calls to a provider agent over real gRPC (ToolService, TOOL_CALL 
   it('CallStream relays every frame in order, numbered from 0, then the final one', async () => {
     const { frames, status } = await callStream(toolCall('count', { n: 3 }, { stream: true }));
     assert.equal(status.code, grpc.status.OK, status.details);
-    assert.deepEqual(frames.map((f) => [Number(f.frame_no), f.final]), [[0, false], [1, false], [2, false], [3, true]]);
-    assert.deepEqual(frames.map((f) => json(f.data)), [{ i: 0 }, { i: 1 }, { i: 2 }, { counted: 3 }]);
+    assert.deepEqual(
+      frames.map((f) => [Number(f.frame_no), f.final]),
+      [
+        [0, false],
+        [1, false],
+        [2, false],
+        [3, true],
+      ],
+    );
+    assert.deepEqual(
+      frames.map((f) => json(f.data)),
+      [{ i: 0 }, { i: 1 }, { i: 2 }, { counted: 3 }],
+    );
   });
 
   it('refuses args against the input schema with the failing path before routing, and a result against the output schema', async () => {
@@ -237,26 +334,49 @@ describe('tool calls to a provider agent over real gRPC (ToolService, TOOL_CALL 
     assert.match(wrong.details, /^VALIDATION_ERROR: result does not match the output schema: \/echo .*string/);
   });
 
-  it('Cancel mid-stream: CANCELLED, the provider told, the caller\'s terminal frame says partial_result', async () => {
+  it("Cancel mid-stream: CANCELLED, the provider told, the caller's terminal frame says partial_result", async () => {
     const request = toolCall('hold', { frames: 2 }, { stream: true });
     let cancelled: Promise<ToolErrorMessage> | undefined;
     const { frames, status } = await callStream(request, (_frame, all) => {
-      if (all.length === 2) cancelled = unary<ToolErrorMessage>(tools, 'Cancel', { call_id: request.call_id, provider_id: PROVIDER }, metadata(CALLER));
+      if (all.length === 2)
+        cancelled = unary<ToolErrorMessage>(
+          tools,
+          'Cancel',
+          { call_id: request.call_id, provider_id: PROVIDER },
+          metadata(CALLER),
+        );
     });
     assert.equal(status.code, grpc.status.OK, status.details);
     assert.ok(cancelled);
     assert.equal((await cancelled).error_code, 'CANCELLED');
-    assert.deepEqual(frames.map((f) => [Number(f.frame_no), f.final]), [[0, false], [1, false], [2, true]]);
+    assert.deepEqual(
+      frames.map((f) => [Number(f.frame_no), f.final]),
+      [
+        [0, false],
+        [1, false],
+        [2, true],
+      ],
+    );
     assert.deepEqual(json(frames[2].summary), { cancelled: true, partial_result: true, frames: 2 });
     const cancel = await pollUntil('cancel_tool_call at the provider', () => provider.cancels[0]);
     assert.equal(cancel.call_id, request.call_id);
-    const again = await unary<ToolErrorMessage>(tools, 'Cancel', { call_id: request.call_id, provider_id: PROVIDER }, metadata(CALLER));
+    const again = await unary<ToolErrorMessage>(
+      tools,
+      'Cancel',
+      { call_id: request.call_id, provider_id: PROVIDER },
+      metadata(CALLER),
+    );
     assert.equal(again.error_code, 'ALREADY_COMPLETED');
-    const unknown = await unary<ToolErrorMessage>(tools, 'Cancel', { call_id: 'never-made', provider_id: PROVIDER }, metadata(CALLER));
+    const unknown = await unary<ToolErrorMessage>(
+      tools,
+      'Cancel',
+      { call_id: 'never-made', provider_id: PROVIDER },
+      metadata(CALLER),
+    );
     assert.equal(unknown.error_code, 'NOT_FOUND');
   });
 
-  it('budget_wall_ms expires on the coordinator\'s clock: WALL_TIMEOUT, and the provider is told to cancel', async () => {
+  it("budget_wall_ms expires on the coordinator's clock: WALL_TIMEOUT, and the provider is told to cancel", async () => {
     const request = toolCall('hold', {}, { policy: { budget_wall_ms: 300 } });
     // The status is watched from the start: the call fails while the test still advances the clock.
     const answer = expectStatus(call(request), grpc.status.DEADLINE_EXCEEDED);
@@ -277,12 +397,16 @@ describe('tool calls to a provider agent over real gRPC (ToolService, TOOL_CALL 
     assert.equal(first.reasonType, 'TOOL_PRIVILEGE_ESCALATION');
     assert.equal(first.requester, CALLER);
     assert.equal(provider.calls.length, 0, 'nothing runs before the decision');
-    host.coordinator.hitl.decide(first.id, { action: 'approve', rationale: 'needed for the release' }, 'editor:alice', { correlationId: 't' });
+    host.coordinator.hitl.decide(first.id, { action: 'approve', rationale: 'needed for the release' }, 'editor:alice', {
+      correlationId: 't',
+    });
     assert.deepEqual(json((await approved).data), { echo: 'up' });
 
     const denied = call(toolCall('echo', { text: 'no' }, { policy: { network_policy: 'FULL_ACCESS' } }));
     const second = await pollUntil('the second escalation', () => host.coordinator.hitl.list({ pendingOnly: true })[0]);
-    host.coordinator.hitl.decide(second.id, { action: 'deny', rationale: 'no network for this' }, 'editor:alice', { correlationId: 't' });
+    host.coordinator.hitl.decide(second.id, { action: 'deny', rationale: 'no network for this' }, 'editor:alice', {
+      correlationId: 't',
+    });
     const error = await expectStatus(denied, grpc.status.PERMISSION_DENIED);
     assert.match(error.details, /^PERMISSION_DENIED: /);
     assert.equal(provider.calls.length, 1, 'the denied call never reached the provider');
@@ -301,12 +425,19 @@ describe('tool calls to a provider agent over real gRPC (ToolService, TOOL_CALL 
 
   it('a unary Call whose client deadline passes is abandoned: the provider told to cancel, the call ends CANCELLED', async () => {
     const request = toolCall('hold', { frames: 0 });
-    const fn = tools.Call as unknown as (r: unknown, m: grpc.Metadata, o: grpc.CallOptions, cb: (err: grpc.ServiceError | null) => void) => void;
+    const fn = tools.Call as unknown as (
+      r: unknown,
+      m: grpc.Metadata,
+      o: grpc.CallOptions,
+      cb: (err: grpc.ServiceError | null) => void,
+    ) => void;
     const err = await new Promise<grpc.ServiceError | null>((resolve) => {
       fn.call(tools, request, metadata(CALLER), { deadline: Date.now() + 400 }, resolve);
     });
     assert.equal(err?.code, grpc.status.DEADLINE_EXCEEDED);
-    const cancel = await pollUntil('cancel_tool_call at the provider', () => provider.cancels.find((c) => c.call_id === request.call_id));
+    const cancel = await pollUntil('cancel_tool_call at the provider', () =>
+      provider.cancels.find((c) => c.call_id === request.call_id),
+    );
     assert.equal(cancel.call_id, request.call_id);
     const record = await pollUntil('the call ended', () => {
       const r = host.coordinator.store.tools.call(String(request.call_id));
@@ -319,22 +450,36 @@ describe('tool calls to a provider agent over real gRPC (ToolService, TOOL_CALL 
     const inbox = callerRouter.openInbox();
     try {
       const envelope = callerRouter.envelope({
-        message_type: 'TOOL_CALL', payload: { call_id: 'by-envelope', provider_id: PROVIDER, tool_name: 'count', args: { n: 2 }, stream: true },
+        message_type: 'TOOL_CALL',
+        payload: { call_id: 'by-envelope', provider_id: PROVIDER, tool_name: 'count', args: { n: 2 }, stream: true },
       });
       const sent = await callerRouter.send(envelope, { to: 'coordinator' });
       assert.ok(sent.accepted, sent.reason);
-      const isResult = (item: StreamItem): boolean => item.msg.message_type === 'TOOL_RESULT' && item.msg.producer_id === 'coordinator';
-      await inbox.waitFor((item) => isResult(item) && jsonPayload<{ final: boolean }>(item.msg)?.final === true, 10_000, 'the final TOOL_RESULT');
+      const isResult = (item: StreamItem): boolean =>
+        item.msg.message_type === 'TOOL_RESULT' && item.msg.producer_id === 'coordinator';
+      await inbox.waitFor(
+        (item) => isResult(item) && jsonPayload<{ final: boolean }>(item.msg)?.final === true,
+        10_000,
+        'the final TOOL_RESULT',
+      );
       const results = inbox.items.filter(isResult).map((item) => item.msg);
       assert.ok(results.every((msg: Envelope) => msg.correlation_id === envelope.correlation_id));
       // In order as delivered: the final frame travels like the others, after them.
       const payloads = results.map((msg) => jsonPayload<Record<string, unknown>>(msg)!);
-      assert.deepEqual(payloads.map((p) => [p.call_id, p.frame_no, p.final, p.result, p.status]), [
-        ['by-envelope', 0, false, { i: 0 }, 'OK'], ['by-envelope', 1, false, { i: 1 }, 'OK'], ['by-envelope', 2, true, { counted: 2 }, 'OK'],
-      ]);
+      assert.deepEqual(
+        payloads.map((p) => [p.call_id, p.frame_no, p.final, p.result, p.status]),
+        [
+          ['by-envelope', 0, false, { i: 0 }, 'OK'],
+          ['by-envelope', 1, false, { i: 1 }, 'OK'],
+          ['by-envelope', 2, true, { counted: 2 }, 'OK'],
+        ],
+      );
       assert.equal(host.coordinator.router.message(envelope.message_id)?.state, 'FULFILLED');
       // An agent may not send tool envelopes to another agent.
-      const direct = await callerRouter.send(callerRouter.envelope({ message_type: 'TOOL_CALL', payload: { provider_id: PROVIDER, tool_name: 'echo' } }), { to: PROVIDER });
+      const direct = await callerRouter.send(
+        callerRouter.envelope({ message_type: 'TOOL_CALL', payload: { provider_id: PROVIDER, tool_name: 'echo' } }),
+        { to: PROVIDER },
+      );
       assert.equal(direct.accepted, false);
       assert.match(direct.reason, /^VALIDATION_ERROR: tool envelopes go to coordinator/);
     } finally {
@@ -345,31 +490,70 @@ describe('tool calls to a provider agent over real gRPC (ToolService, TOOL_CALL 
   it('fuzzed TOOL_CALL / TOOL_RESULT payloads and ToolService calls never crash the server', async () => {
     const random = prng(17);
     const pick = <T>(items: readonly T[]): T => items[Math.floor(random() * items.length)];
-    const randomString = (max: number): string => Array.from({ length: Math.floor(random() * max) }, () => String.fromCharCode(Math.floor(random() * 0x3000))).join('');
+    const randomString = (max: number): string =>
+      Array.from({ length: Math.floor(random() * max) }, () => String.fromCharCode(Math.floor(random() * 0x3000))).join(
+        '',
+      );
     const randomJson = (depth: number): unknown => {
       switch (Math.floor(random() * (depth > 3 ? 5 : 7))) {
-        case 0: return null;
-        case 1: return random() < 0.5;
-        case 2: return Math.floor(random() * 2e9) - 1e9;
-        case 3: return random() * 1e6;
-        case 4: return randomString(20);
-        case 5: return Array.from({ length: Math.floor(random() * 4) }, () => randomJson(depth + 1));
+        case 0:
+          return null;
+        case 1:
+          return random() < 0.5;
+        case 2:
+          return Math.floor(random() * 2e9) - 1e9;
+        case 3:
+          return random() * 1e6;
+        case 4:
+          return randomString(20);
+        case 5:
+          return Array.from({ length: Math.floor(random() * 4) }, () => randomJson(depth + 1));
         default: {
           const o: Record<string, unknown> = {};
-          for (let i = Math.floor(random() * 5); i > 0; i--) o[pick(['provider_id', 'tool_name', 'call_id', 'args', 'args_b64', 'stream', 'policy', 'execution_policy', 'frame_no', 'final', 'result', 'result_b64', 'summary', 'error_code', randomString(6)])] = randomJson(depth + 1);
+          for (let i = Math.floor(random() * 5); i > 0; i--)
+            o[
+              pick([
+                'provider_id',
+                'tool_name',
+                'call_id',
+                'args',
+                'args_b64',
+                'stream',
+                'policy',
+                'execution_policy',
+                'frame_no',
+                'final',
+                'result',
+                'result_b64',
+                'summary',
+                'error_code',
+                randomString(6),
+              ])
+            ] = randomJson(depth + 1);
           return o;
         }
       }
     };
     const toolCallShape = (): unknown => ({
-      provider_id: pick([PROVIDER, 'workspace', '', randomString(8)]), tool_name: pick(['echo', 'count', 'hold', '', randomString(8)]),
-      call_id: pick([undefined, '', randomString(12)]), args: randomJson(0),
-      ...(random() < 0.3 ? { policy: { budget_wall_ms: pick([-1, 0, 1e12, 'x', 5]), privilege_level: pick(['MINIMAL', 'root', 3]), backoff: pick(['fixed', 'weird', 0]) } } : {}),
+      provider_id: pick([PROVIDER, 'workspace', '', randomString(8)]),
+      tool_name: pick(['echo', 'count', 'hold', '', randomString(8)]),
+      call_id: pick([undefined, '', randomString(12)]),
+      args: randomJson(0),
+      ...(random() < 0.3
+        ? {
+            policy: {
+              budget_wall_ms: pick([-1, 0, 1e12, 'x', 5]),
+              privilege_level: pick(['MINIMAL', 'root', 3]),
+              backoff: pick(['fixed', 'weird', 0]),
+            },
+          }
+        : {}),
       ...(random() < 0.2 ? { stream: randomJson(1) } : {}),
     });
     const payload = (): Buffer | unknown => {
       const r = random();
-      if (r < 0.15) return Buffer.from(Array.from({ length: Math.floor(random() * 64) }, () => Math.floor(random() * 256)));
+      if (r < 0.15)
+        return Buffer.from(Array.from({ length: Math.floor(random() * 64) }, () => Math.floor(random() * 256)));
       if (r < 0.5) return randomJson(0);
       return toolCallShape();
     };
@@ -379,20 +563,51 @@ describe('tool calls to a provider agent over real gRPC (ToolService, TOOL_CALL 
       const bytes = Buffer.isBuffer(body) ? body : Buffer.from(JSON.stringify(body) ?? 'null');
       const type = pick(['TOOL_CALL', 'TOOL_CALL', 'TOOL_RESULT', 'TOOL_ERROR']);
       const client = type === 'TOOL_CALL' ? callerRouter : provider.router;
-      const outcome = await client.send(client.envelope({ message_type: type, content_type: pick(['application/json', 'application/octet-stream']), payload: bytes }), { to: 'coordinator' })
-        .then((r) => r, (err: grpc.ServiceError) => ({ accepted: false, reason: `status ${grpc.status[err.code]}: ${err.details}` }));
-      assert.ok(!/^status (INTERNAL|UNKNOWN)/.test(outcome.reason), `SendMessage #${i} failed inside the server: ${outcome.reason}`);
+      const outcome = await client
+        .send(
+          client.envelope({
+            message_type: type,
+            content_type: pick(['application/json', 'application/octet-stream']),
+            payload: bytes,
+          }),
+          { to: 'coordinator' },
+        )
+        .then(
+          (r) => r,
+          (err: grpc.ServiceError) => ({ accepted: false, reason: `status ${grpc.status[err.code]}: ${err.details}` }),
+        );
+      assert.ok(
+        !/^status (INTERNAL|UNKNOWN)/.test(outcome.reason),
+        `SendMessage #${i} failed inside the server: ${outcome.reason}`,
+      );
       const rpc = await call({
-        call_id: pick(['', randomString(10)]), provider_id: pick([PROVIDER, 'workspace', '', randomString(8)]), tool_name: pick(['echo', 'count', '', randomString(6)]),
-        content_type: pick(['', 'application/json', 'text/plain', randomString(10)]), args: bytes,
-        ...(random() < 0.3 ? { policy: { max_retries: Math.floor(random() * 20), backoff: pick(['', 'linear', 'zzz']), network_policy: pick(['', 'deny_all', 'FULL', 'EGRESS_RESTRICTED']), budget_wall_ms: String(Math.floor(random() * 1000)) } } : {}),
-      }).then(() => grpc.status.OK, (err: grpc.ServiceError) => err.code);
+        call_id: pick(['', randomString(10)]),
+        provider_id: pick([PROVIDER, 'workspace', '', randomString(8)]),
+        tool_name: pick(['echo', 'count', '', randomString(6)]),
+        content_type: pick(['', 'application/json', 'text/plain', randomString(10)]),
+        args: bytes,
+        ...(random() < 0.3
+          ? {
+              policy: {
+                max_retries: Math.floor(random() * 20),
+                backoff: pick(['', 'linear', 'zzz']),
+                network_policy: pick(['', 'deny_all', 'FULL', 'EGRESS_RESTRICTED']),
+                budget_wall_ms: String(Math.floor(random() * 1000)),
+              },
+            }
+          : {}),
+      }).then(
+        () => grpc.status.OK,
+        (err: grpc.ServiceError) => err.code,
+      );
       assert.notEqual(rpc, grpc.status.INTERNAL, `ToolService.Call #${i} failed inside the server`);
       assert.notEqual(rpc, grpc.status.UNKNOWN, `ToolService.Call #${i} failed inside the server`);
       answered++;
       // Escalations opened by fuzzed policies are denied, so that no call waits on a human.
       for (const pending of host.coordinator.hitl.list({ pendingOnly: true })) {
-        host.coordinator.hitl.decide(pending.id, { action: 'deny', rationale: 'fuzz' }, 'editor:test', { correlationId: 'fuzz' });
+        host.coordinator.hitl.decide(pending.id, { action: 'deny', rationale: 'fuzz' }, 'editor:test', {
+          correlationId: 'fuzz',
+        });
       }
     }
     assert.equal(answered, 300);

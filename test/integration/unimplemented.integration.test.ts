@@ -79,24 +79,58 @@ function allMethods(): Method[] {
 }
 
 /** Calls any RPC with an empty request and answers the status it ends with (responses are a failure). */
-function callWithEmptyRequest(client: grpc.Client, method: Method, metadata: grpc.Metadata): Promise<grpc.StatusObject> {
+function callWithEmptyRequest(
+  client: grpc.Client,
+  method: Method,
+  metadata: grpc.Metadata,
+): Promise<grpc.StatusObject> {
   const options: grpc.CallOptions = { deadline: Date.now() + 10_000 };
   return new Promise((resolve, reject) => {
     const unexpected = (response: unknown) => reject(new Error(`${method.path} answered ${JSON.stringify(response)}`));
     const settle = (err: grpc.ServiceError | null, response?: unknown) => (err ? resolve(err) : unexpected(response));
     if (!method.requestStream && !method.responseStream) {
-      client.makeUnaryRequest(method.path, method.requestSerialize, method.responseDeserialize, {}, metadata, options, settle);
+      client.makeUnaryRequest(
+        method.path,
+        method.requestSerialize,
+        method.responseDeserialize,
+        {},
+        metadata,
+        options,
+        settle,
+      );
     } else if (!method.requestStream && method.responseStream) {
-      const stream = client.makeServerStreamRequest(method.path, method.requestSerialize, method.responseDeserialize, {}, metadata, options);
+      const stream = client.makeServerStreamRequest(
+        method.path,
+        method.requestSerialize,
+        method.responseDeserialize,
+        {},
+        metadata,
+        options,
+      );
       stream.on('data', unexpected);
       stream.on('error', (err: grpc.ServiceError) => resolve(err));
-      stream.on('status', (status: grpc.StatusObject) => { if (status.code === grpc.status.OK) unexpected('an OK stream end'); });
+      stream.on('status', (status: grpc.StatusObject) => {
+        if (status.code === grpc.status.OK) unexpected('an OK stream end');
+      });
     } else if (method.requestStream && !method.responseStream) {
-      const call = client.makeClientStreamRequest(method.path, method.requestSerialize, method.responseDeserialize, metadata, options, settle);
+      const call = client.makeClientStreamRequest(
+        method.path,
+        method.requestSerialize,
+        method.responseDeserialize,
+        metadata,
+        options,
+        settle,
+      );
       call.write({});
       call.end();
     } else {
-      const call = client.makeBidiStreamRequest(method.path, method.requestSerialize, method.responseDeserialize, metadata, options);
+      const call = client.makeBidiStreamRequest(
+        method.path,
+        method.requestSerialize,
+        method.responseDeserialize,
+        metadata,
+        options,
+      );
       call.on('data', unexpected);
       call.on('error', (err: grpc.ServiceError) => resolve(err));
       call.write({});
@@ -143,7 +177,11 @@ describe('RPCs not implemented yet', () => {
       if (IMPLEMENTED.has(method.path)) continue;
       const status = await callWithEmptyRequest(client, method, authorized());
       checked++;
-      if (status.code !== grpc.status.UNIMPLEMENTED || !status.details.includes('not implemented yet') || !status.details.includes(method.path)) {
+      if (
+        status.code !== grpc.status.UNIMPLEMENTED ||
+        !status.details.includes('not implemented yet') ||
+        !status.details.includes(method.path)
+      ) {
         wrong.push(`${method.path}: ${grpc.status[status.code]} ${JSON.stringify(status.details)}`);
       }
     }
@@ -152,7 +190,10 @@ describe('RPCs not implemented yet', () => {
   });
 
   it('implements every RPC of RouterService (the messaging plane)', () => {
-    const router = allMethods().filter((m) => m.path.startsWith('/sw4rm.router.RouterService/')).map((m) => m.path).sort();
+    const router = allMethods()
+      .filter((m) => m.path.startsWith('/sw4rm.router.RouterService/'))
+      .map((m) => m.path)
+      .sort();
     assert.deepEqual(router, [...IMPLEMENTED].filter((p) => p.startsWith('/sw4rm.router.')).sort());
   });
 
@@ -160,8 +201,15 @@ describe('RPCs not implemented yet', () => {
     const send = allMethods().find((m) => m.path === '/sw4rm.router.RouterService/SendMessage');
     assert.ok(send);
     const response = await new Promise<{ accepted: boolean; reason: string }>((resolve, reject) => {
-      client.makeUnaryRequest(send.path, send.requestSerialize, send.responseDeserialize, {}, authorized(), { deadline: Date.now() + 10_000 },
-        (err, value) => (err ? reject(err) : resolve(value as { accepted: boolean; reason: string })));
+      client.makeUnaryRequest(
+        send.path,
+        send.requestSerialize,
+        send.responseDeserialize,
+        {},
+        authorized(),
+        { deadline: Date.now() + 10_000 },
+        (err, value) => (err ? reject(err) : resolve(value as { accepted: boolean; reason: string })),
+      );
     });
     assert.equal(response.accepted, false);
     assert.match(response.reason, /^VALIDATION_ERROR: /);
@@ -184,12 +232,26 @@ describe('RPCs not implemented yet', () => {
       const status = await new Promise<grpc.StatusObject>((resolve, reject) => {
         const request = { provider_id: 'mcp-elsewhere', tool_name: 'x' };
         if (method.responseStream) {
-          const stream = client.makeServerStreamRequest(method.path, method.requestSerialize, method.responseDeserialize, request, metadata, { deadline: Date.now() + 10_000 });
+          const stream = client.makeServerStreamRequest(
+            method.path,
+            method.requestSerialize,
+            method.responseDeserialize,
+            request,
+            metadata,
+            { deadline: Date.now() + 10_000 },
+          );
           stream.on('data', () => reject(new Error('a frame')));
           stream.on('error', resolve);
         } else {
-          client.makeUnaryRequest(method.path, method.requestSerialize, method.responseDeserialize, request, metadata, { deadline: Date.now() + 10_000 },
-            (err) => (err ? resolve(err) : reject(new Error('an answer'))));
+          client.makeUnaryRequest(
+            method.path,
+            method.requestSerialize,
+            method.responseDeserialize,
+            request,
+            metadata,
+            { deadline: Date.now() + 10_000 },
+            (err) => (err ? resolve(err) : reject(new Error('an answer'))),
+          );
         }
       });
       assert.equal(status.code, grpc.status.NOT_FOUND, path);
@@ -198,7 +260,11 @@ describe('RPCs not implemented yet', () => {
   });
 
   it('still asks for credentials first', async () => {
-    for (const path of ['/sw4rm.router.RouterService/StreamIncoming', '/sw4rm.hitl.HitlService/', '/sw4rm.tool.ToolService/']) {
+    for (const path of [
+      '/sw4rm.router.RouterService/StreamIncoming',
+      '/sw4rm.hitl.HitlService/',
+      '/sw4rm.tool.ToolService/',
+    ]) {
       const method = allMethods().find((m) => m.path.startsWith(path));
       assert.ok(method, path);
       const status = await callWithEmptyRequest(client, method, new grpc.Metadata());

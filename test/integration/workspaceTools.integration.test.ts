@@ -5,16 +5,37 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import type { CoordinatorHost } from '../../src/server/host';
 import { bearer, CoordinatorClients, expectStatus, serviceClient, unary, type ServiceClient } from '../support/clients';
-import { ALL_OPS, ATTACK_COUNT, CORPUS, SECRET, plantAttackFixture, type Fixture, type Op } from '../support/confinementCorpus';
+import {
+  ALL_OPS,
+  ATTACK_COUNT,
+  CORPUS,
+  SECRET,
+  plantAttackFixture,
+  type Fixture,
+  type Op,
+} from '../support/confinementCorpus';
 import { descriptorMessage } from '../support/fixtures';
 import { git, makeRepo } from '../support/gitRepo';
 import { startHost, stopHost } from '../support/host';
 import { makeTempDir, removeTempDir } from '../support/tempDir';
 
-interface ToolFrame { call_id: string; frame_no: string; final: boolean; content_type: string; data: Buffer; summary: Buffer }
+interface ToolFrame {
+  call_id: string;
+  frame_no: string;
+  final: boolean;
+  content_type: string;
+  data: Buffer;
+  summary: Buffer;
+}
 interface ToolDescriptorMessage {
-  tool_name: string; input_schema: string; output_schema: string; idempotent: boolean; needs_worktree: boolean;
-  default_timeout_s: number; max_concurrency: number; side_effects: string;
+  tool_name: string;
+  input_schema: string;
+  output_schema: string;
+  idempotent: boolean;
+  needs_worktree: boolean;
+  default_timeout_s: number;
+  max_concurrency: number;
+  side_effects: string;
 }
 type Client = ServiceClient;
 
@@ -28,7 +49,11 @@ type Client = ServiceClient;
  * leaves the folder in place; answers when it has exited.
  */
 function swapForLink(race: string, target: string, ms: number): Promise<void> {
-  const swapper = spawn(process.execPath, ['-e', `
+  const swapper = spawn(
+    process.execPath,
+    [
+      '-e',
+      `
     const fs = require('fs');
     const race = ${JSON.stringify(race)}, moved = race + '.real', target = ${JSON.stringify(target)};
     const end = Date.now() + ${ms};
@@ -37,7 +62,10 @@ function swapForLink(race: string, target: string, ms: number): Promise<void> {
       try { fs.unlinkSync(race); fs.renameSync(moved, race); } catch {}
     }
     try { if (fs.lstatSync(race).isSymbolicLink()) { fs.unlinkSync(race); fs.renameSync(moved, race); } } catch {}
-  `], { stdio: 'ignore' });
+  `,
+    ],
+    { stdio: 'ignore' },
+  );
   return new Promise<void>((resolve) => swapper.on('exit', () => resolve()));
 }
 
@@ -52,14 +80,28 @@ describe('workspace tools over real gRPC (ToolService, ConnectorService)', funct
   let worktrees: Client;
   const tokens: Record<string, string> = {};
 
-  const metadata = (token: string, agentId?: string): grpc.Metadata => bearer(token, agentId === undefined ? {} : { 'sw4rm-agent-id': agentId });
+  const metadata = (token: string, agentId?: string): grpc.Metadata =>
+    bearer(token, agentId === undefined ? {} : { 'sw4rm-agent-id': agentId });
 
   /** ToolService.Call of `workspace` as `agent` (its own credential unless `as` says otherwise): the parsed result and the frame. */
-  async function call(agent: string, tool: string, args: unknown, as: { token?: string; agentId?: string } = {}): Promise<{ result: Record<string, unknown>; frame: ToolFrame }> {
-    const frame = await unary<ToolFrame>(tools, 'Call', {
-      call_id: `c-${tool}-${Math.random().toString(36).slice(2)}`, tool_name: tool, provider_id: 'workspace',
-      content_type: 'application/json', args: Buffer.from(JSON.stringify(args)),
-    }, metadata(as.token ?? tokens[agent], as.agentId));
+  async function call(
+    agent: string,
+    tool: string,
+    args: unknown,
+    as: { token?: string; agentId?: string } = {},
+  ): Promise<{ result: Record<string, unknown>; frame: ToolFrame }> {
+    const frame = await unary<ToolFrame>(
+      tools,
+      'Call',
+      {
+        call_id: `c-${tool}-${Math.random().toString(36).slice(2)}`,
+        tool_name: tool,
+        provider_id: 'workspace',
+        content_type: 'application/json',
+        args: Buffer.from(JSON.stringify(args)),
+      },
+      metadata(as.token ?? tokens[agent], as.agentId),
+    );
     return { result: JSON.parse(frame.data.toString('utf8')) as Record<string, unknown>, frame };
   }
 
@@ -75,11 +117,16 @@ describe('workspace tools over real gRPC (ToolService, ConnectorService)', funct
     const registry = new CoordinatorClients(address, host.token);
     for (const agent of ['coder', 'peer', 'loner', 'attacker', 'linker']) {
       assert.equal((await registry.registerAgent(descriptorMessage(agent))).accepted, true);
-      tokens[agent] = host.coordinator.credentials.mintAgent(agent, 'test', 'workspace tool tests', { correlationId: 'test' }).token;
+      tokens[agent] = host.coordinator.credentials.mintAgent(agent, 'test', 'workspace tool tests', {
+        correlationId: 'test',
+      }).token;
     }
     registry.close();
     for (const agent of ['coder', 'peer', 'attacker', 'linker']) {
-      assert.deepEqual(await unary(worktrees, 'Bind', { agent_id: agent, repo_id: 'app' }, metadata(tokens[agent])), { ok: true, reason: '' });
+      assert.deepEqual(await unary(worktrees, 'Bind', { agent_id: agent, repo_id: 'app' }, metadata(tokens[agent])), {
+        ok: true,
+        reason: '',
+      });
     }
   });
 
@@ -93,36 +140,67 @@ describe('workspace tools over real gRPC (ToolService, ConnectorService)', funct
   const homeOf = (agent: string) => path.join(base, 'app.sw4rm-worktrees', agent);
 
   it('DescribeTools lists the nine workspace tools with JSON schemas; an unknown provider is NOT_FOUND', async () => {
-    const { tools: described } = await unary<{ tools: ToolDescriptorMessage[] }>(connector, 'DescribeTools', { provider_id: 'workspace' }, metadata(tokens.coder));
-    assert.deepEqual(described.map((t) => [t.tool_name, t.side_effects, t.idempotent]), [
-      ['read_file', 'none', true], ['write_file', 'filesystem', true], ['list_dir', 'none', true], ['delete_file', 'filesystem', false],
-      ['stat', 'none', true], ['search', 'none', true], ['git_status', 'none', true], ['git_diff', 'none', true], ['git_commit', 'git', false],
-    ]);
+    const { tools: described } = await unary<{ tools: ToolDescriptorMessage[] }>(
+      connector,
+      'DescribeTools',
+      { provider_id: 'workspace' },
+      metadata(tokens.coder),
+    );
+    assert.deepEqual(
+      described.map((t) => [t.tool_name, t.side_effects, t.idempotent]),
+      [
+        ['read_file', 'none', true],
+        ['write_file', 'filesystem', true],
+        ['list_dir', 'none', true],
+        ['delete_file', 'filesystem', false],
+        ['stat', 'none', true],
+        ['search', 'none', true],
+        ['git_status', 'none', true],
+        ['git_diff', 'none', true],
+        ['git_commit', 'git', false],
+      ],
+    );
     for (const tool of described) {
       assert.equal(tool.needs_worktree, true);
-      const input = JSON.parse(tool.input_schema) as { type: string; description: string; additionalProperties: boolean };
+      const input = JSON.parse(tool.input_schema) as {
+        type: string;
+        description: string;
+        additionalProperties: boolean;
+      };
       assert.equal(input.type, 'object');
       assert.equal(input.additionalProperties, false);
       assert.ok(input.description.length > 10);
       assert.equal((JSON.parse(tool.output_schema) as { type: string }).type, 'object');
       assert.ok(tool.default_timeout_s > 0 && tool.max_concurrency > 0);
     }
-    const other = await expectStatus(unary(connector, 'DescribeTools', { provider_id: 'mcp' }, metadata(tokens.coder)), grpc.status.NOT_FOUND);
+    const other = await expectStatus(
+      unary(connector, 'DescribeTools', { provider_id: 'mcp' }, metadata(tokens.coder)),
+      grpc.status.NOT_FOUND,
+    );
     assert.match(other.details, /^NOT_FOUND: no provider 'mcp'/);
   });
 
   it('a bound agent calls every tool: one final application/json frame each; the commit lands on its branch only', async () => {
     const mainHead = git(repo, 'rev-parse', 'HEAD').trim();
-    const written = await call('coder', 'write_file', { path: 'docs/plan.md', content: '# plan\nneedle\n', create_parents: true });
+    const written = await call('coder', 'write_file', {
+      path: 'docs/plan.md',
+      content: '# plan\nneedle\n',
+      create_parents: true,
+    });
     assert.deepEqual(written.result, { path: 'docs/plan.md', bytes: 14 });
     assert.equal(written.frame.final, true);
     assert.equal(written.frame.content_type, 'application/json');
     assert.match(written.frame.call_id, /^c-write_file-/);
     assert.equal(fs.readFileSync(path.join(homeOf('coder'), 'docs/plan.md'), 'utf8'), '# plan\nneedle\n');
     assert.equal((await call('coder', 'read_file', { path: 'docs/plan.md' })).result.content, '# plan\nneedle\n');
-    assert.deepEqual(((await call('coder', 'list_dir', {})).result.entries as Array<{ name: string }>).map((e) => e.name), ['README.md', 'docs', 'src']);
+    assert.deepEqual(
+      ((await call('coder', 'list_dir', {})).result.entries as Array<{ name: string }>).map((e) => e.name),
+      ['README.md', 'docs', 'src'],
+    );
     assert.equal((await call('coder', 'stat', { path: 'docs' })).result.type, 'directory');
-    assert.deepEqual((await call('coder', 'search', { query: 'needle' })).result.matches, [{ path: 'docs/plan.md', line: 2, column: 1, text: 'needle' }]);
+    assert.deepEqual((await call('coder', 'search', { query: 'needle' })).result.matches, [
+      { path: 'docs/plan.md', line: 2, column: 1, text: 'needle' },
+    ]);
     const status = (await call('coder', 'git_status', {})).result;
     assert.equal(status.branch, 'sw4rm/coder');
     assert.deepEqual(status.entries, [{ path: 'docs/plan.md', xy: '??', kind: 'untracked' }]);
@@ -131,16 +209,31 @@ describe('workspace tools over real gRPC (ToolService, ConnectorService)', funct
     const committed = (await call('coder', 'git_commit', { message: 'Plan and README' })).result;
     assert.equal(committed.branch, 'sw4rm/coder');
     assert.equal(git(repo, 'rev-parse', 'sw4rm/coder').trim(), committed.commit);
-    assert.equal(git(repo, 'log', '-1', '--format=%an|%s', 'sw4rm/coder').trim(), 'coder (sw4rm agent)|Plan and README');
-    assert.deepEqual(await call('coder', 'delete_file', { path: 'docs/plan.md' }).then((r) => r.result), { path: 'docs/plan.md', deleted: true });
+    assert.equal(
+      git(repo, 'log', '-1', '--format=%an|%s', 'sw4rm/coder').trim(),
+      'coder (sw4rm agent)|Plan and README',
+    );
+    assert.deepEqual(await call('coder', 'delete_file', { path: 'docs/plan.md' }).then((r) => r.result), {
+      path: 'docs/plan.md',
+      deleted: true,
+    });
     assert.equal(git(repo, 'rev-parse', 'HEAD').trim(), mainHead, 'the main checkout did not move');
     assert.equal(git(repo, 'status', '--porcelain'), '', 'the main checkout has no change');
 
     // CallStream answers the same result as one final frame; Cancel of a finished call says so.
     const frames: ToolFrame[] = await new Promise((resolve, reject) => {
       const got: ToolFrame[] = [];
-      const stream = (tools.CallStream as (r: unknown, m: grpc.Metadata) => grpc.ClientReadableStream<ToolFrame>).call(tools,
-        { call_id: 'streamed', tool_name: 'read_file', provider_id: 'workspace', args: Buffer.from('{"path":"README.md"}'), stream: true }, metadata(tokens.coder));
+      const stream = (tools.CallStream as (r: unknown, m: grpc.Metadata) => grpc.ClientReadableStream<ToolFrame>).call(
+        tools,
+        {
+          call_id: 'streamed',
+          tool_name: 'read_file',
+          provider_id: 'workspace',
+          args: Buffer.from('{"path":"README.md"}'),
+          stream: true,
+        },
+        metadata(tokens.coder),
+      );
       stream.on('data', (f: ToolFrame) => got.push(f));
       stream.on('error', reject);
       stream.on('end', () => resolve(got));
@@ -149,38 +242,87 @@ describe('workspace tools over real gRPC (ToolService, ConnectorService)', funct
     assert.equal(frames[0].final, true);
     assert.equal(frames[0].call_id, 'streamed');
     assert.equal((JSON.parse(frames[0].data.toString()) as { content: string }).content, 'hello\nagain\n');
-    const cancel = await unary<{ call_id: string; error_code: string }>(tools, 'Cancel', { call_id: 'streamed', provider_id: 'workspace' }, metadata(tokens.coder));
+    const cancel = await unary<{ call_id: string; error_code: string }>(
+      tools,
+      'Cancel',
+      { call_id: 'streamed', provider_id: 'workspace' },
+      metadata(tokens.coder),
+    );
     assert.deepEqual([cancel.call_id, cancel.error_code], ['streamed', 'ALREADY_COMPLETED']);
-    assert.equal((await unary<{ error_code: string }>(tools, 'Cancel', { call_id: 'streamed' }, metadata(tokens.peer))).error_code, 'NOT_FOUND');
+    assert.equal(
+      (await unary<{ error_code: string }>(tools, 'Cancel', { call_id: 'streamed' }, metadata(tokens.peer))).error_code,
+      'NOT_FOUND',
+    );
   });
 
   it('an unbound agent gets worktree_not_bound; bad args are VALIDATION_ERROR; the caller must be known', async () => {
-    const unbound = await expectStatus(call('loner', 'read_file', { path: 'README.md' }), grpc.status.FAILED_PRECONDITION);
+    const unbound = await expectStatus(
+      call('loner', 'read_file', { path: 'README.md' }),
+      grpc.status.FAILED_PRECONDITION,
+    );
     assert.match(unbound.details, /^worktree_not_bound: agent 'loner' is not bound to a worktree/);
     const bad = await expectStatus(call('coder', 'read_file', { file: 'README.md' }), grpc.status.INVALID_ARGUMENT);
     assert.match(bad.details, /^VALIDATION_ERROR: args do not match the input schema of read_file/);
-    const notJson = await expectStatus(unary(tools, 'Call', { tool_name: 'stat', provider_id: 'workspace', args: Buffer.from('{') }, metadata(tokens.coder)), grpc.status.INVALID_ARGUMENT);
+    const notJson = await expectStatus(
+      unary(
+        tools,
+        'Call',
+        { tool_name: 'stat', provider_id: 'workspace', args: Buffer.from('{') },
+        metadata(tokens.coder),
+      ),
+      grpc.status.INVALID_ARGUMENT,
+    );
     assert.match(notJson.details, /^VALIDATION_ERROR: args is not valid JSON/);
     const nobody = await expectStatus(call('coder', 'stat', {}, { token: host.token }), grpc.status.INVALID_ARGUMENT);
     assert.match(nobody.details, /^VALIDATION_ERROR: the calling agent is unknown: name it in metadata sw4rm-agent-id/);
-    const escape = await expectStatus(call('coder', 'read_file', { path: '../peer/README.md' }), grpc.status.PERMISSION_DENIED);
+    const escape = await expectStatus(
+      call('coder', 'read_file', { path: '../peer/README.md' }),
+      grpc.status.PERMISSION_DENIED,
+    );
     assert.match(escape.details, /^permission_denied: /);
-    const policy = await expectStatus(unary(tools, 'Call', { tool_name: 'stat', provider_id: 'workspace', args: Buffer.from('{}'), policy: { privilege_level: 'root' } }, metadata(tokens.coder)), grpc.status.INVALID_ARGUMENT);
-    assert.match(policy.details, /^VALIDATION_ERROR: execution_policy\.privilege_level: must be one of MINIMAL, DEFAULT, ELEVATED, PRIVILEGED/);
-    const timed = await unary<{ final: boolean }>(tools, 'Call', { tool_name: 'stat', provider_id: 'workspace', args: Buffer.from('{}'), policy: { timeout: { seconds: 30 }, network_policy: 'deny_all' } }, metadata(tokens.coder));
+    const policy = await expectStatus(
+      unary(
+        tools,
+        'Call',
+        { tool_name: 'stat', provider_id: 'workspace', args: Buffer.from('{}'), policy: { privilege_level: 'root' } },
+        metadata(tokens.coder),
+      ),
+      grpc.status.INVALID_ARGUMENT,
+    );
+    assert.match(
+      policy.details,
+      /^VALIDATION_ERROR: execution_policy\.privilege_level: must be one of MINIMAL, DEFAULT, ELEVATED, PRIVILEGED/,
+    );
+    const timed = await unary<{ final: boolean }>(
+      tools,
+      'Call',
+      {
+        tool_name: 'stat',
+        provider_id: 'workspace',
+        args: Buffer.from('{}'),
+        policy: { timeout: { seconds: 30 }, network_policy: 'deny_all' },
+      },
+      metadata(tokens.coder),
+    );
     assert.equal(timed.final, true, 'a valid policy runs the call');
   });
 
-  it('an agent cannot act on another agent\'s worktree: naming another id with its credential is refused; the operator may act for one', async () => {
-    fs.writeFileSync(path.join(homeOf('peer'), 'mine.txt'), 'peer\'s work\n');
-    const lie = await expectStatus(call('coder', 'write_file', { path: 'mine.txt', content: 'overwritten' }, { agentId: 'peer' }), grpc.status.PERMISSION_DENIED);
+  it("an agent cannot act on another agent's worktree: naming another id with its credential is refused; the operator may act for one", async () => {
+    fs.writeFileSync(path.join(homeOf('peer'), 'mine.txt'), "peer's work\n");
+    const lie = await expectStatus(
+      call('coder', 'write_file', { path: 'mine.txt', content: 'overwritten' }, { agentId: 'peer' }),
+      grpc.status.PERMISSION_DENIED,
+    );
     assert.match(lie.details, /this credential acts as agent 'coder'; the call acts as 'peer'/);
-    await expectStatus(call('coder', 'read_file', { path: 'mine.txt' }, { agentId: 'peer' }), grpc.status.PERMISSION_DENIED);
-    assert.equal(fs.readFileSync(path.join(homeOf('peer'), 'mine.txt'), 'utf8'), 'peer\'s work\n');
+    await expectStatus(
+      call('coder', 'read_file', { path: 'mine.txt' }, { agentId: 'peer' }),
+      grpc.status.PERMISSION_DENIED,
+    );
+    assert.equal(fs.readFileSync(path.join(homeOf('peer'), 'mine.txt'), 'utf8'), "peer's work\n");
     // Its own credential names its own worktree only: the same path is coder's file, not peer's.
     await expectStatus(call('coder', 'read_file', { path: 'mine.txt' }), grpc.status.NOT_FOUND);
     const asPeer = await call('peer', 'read_file', { path: 'mine.txt' }, { token: host.token, agentId: 'peer' });
-    assert.equal(asPeer.result.content, 'peer\'s work\n');
+    assert.equal(asPeer.result.content, "peer's work\n");
   });
 
   describe('the confinement corpus through ToolService.Call: zero escapes', () => {
@@ -210,7 +352,10 @@ describe('workspace tools over real gRPC (ToolService, ConnectorService)', funct
 
     it(`the corpus has at least 60 attacks (${ATTACK_COUNT}), each sent through every tool that takes a path`, () => {
       assert.ok(ATTACK_COUNT >= 60);
-      assert.deepEqual(new Set(Object.values(TOOL_OF).map((t) => t('x')[0])), new Set(['git_diff', 'read_file', 'write_file', 'list_dir', 'stat', 'delete_file', 'search']));
+      assert.deepEqual(
+        new Set(Object.values(TOOL_OF).map((t) => t('x')[0])),
+        new Set(['git_diff', 'read_file', 'write_file', 'list_dir', 'stat', 'delete_file', 'search']),
+      );
     });
 
     for (const [group, attacks] of CORPUS) {
@@ -221,13 +366,19 @@ describe('workspace tools over real gRPC (ToolService, ConnectorService)', funct
           for (const op of attack.ops ?? ALL_OPS) {
             const [tool, args] = TOOL_OF[op](requested);
             const label = `${attack.name}: ${tool} ${JSON.stringify(requested.slice(0, 60))}`;
-            const error = await expectStatus(call('attacker', tool, args), grpc.status.PERMISSION_DENIED).catch((err: Error) => assert.fail(`${label}: ${err.message}`));
+            const error = await expectStatus(call('attacker', tool, args), grpc.status.PERMISSION_DENIED).catch(
+              (err: Error) => assert.fail(`${label}: ${err.message}`),
+            );
             assert.match(error.details, /^permission_denied: /, label);
             assert.ok(!error.details.includes(base), `${label}: the answer names no real path`);
             assert.ok(!error.details.includes(SECRET), `${label}: the answer carries no content`);
             calls++;
           }
-          assert.deepEqual(f.guarded(), guardedBefore, `${attack.name}: nothing outside the worktree was read, written or deleted`);
+          assert.deepEqual(
+            f.guarded(),
+            guardedBefore,
+            `${attack.name}: nothing outside the worktree was read, written or deleted`,
+          );
           assert.equal(fs.existsSync(path.join(f.outside, 'created-by-attack.txt')), false);
         }
         assert.ok(calls >= attacks.length);
@@ -269,7 +420,10 @@ describe('workspace tools over real gRPC (ToolService, ConnectorService)', funct
         }
       }
       await exited;
-      assert.ok((outcomes.get('permission_denied') ?? 0) > 0, `some calls met the link and were refused: ${JSON.stringify([...outcomes])}`);
+      assert.ok(
+        (outcomes.get('permission_denied') ?? 0) > 0,
+        `some calls met the link and were refused: ${JSON.stringify([...outcomes])}`,
+      );
       assert.deepEqual(f.guarded(), guardedBefore, 'nothing outside the worktree was read, written or deleted');
       assert.deepEqual(fs.readdirSync(path.join(f.outside, 'dir')), ['secret.txt']);
     });
@@ -305,7 +459,10 @@ describe('workspace tools over real gRPC (ToolService, ConnectorService)', funct
             const details = (settled.reason as grpc.ServiceError).details ?? String(settled.reason);
             if (details.includes(SECRET)) followed++;
             const code = details.split(':')[0];
-            assert.ok(['permission_denied', 'not_found', 'filesystem_error', 'nothing_to_commit', 'git_error'].includes(code), details);
+            assert.ok(
+              ['permission_denied', 'not_found', 'filesystem_error', 'nothing_to_commit', 'git_error'].includes(code),
+              details,
+            );
             outcomes.set(code, (outcomes.get(code) ?? 0) + 1);
           }
         }
@@ -314,15 +471,22 @@ describe('workspace tools over real gRPC (ToolService, ConnectorService)', funct
       const history = git(repo, 'log', '-p', '--format=%H', 'sw4rm/attacker');
       assert.equal(followed, 0, `no answer carried or revealed the outside content: ${JSON.stringify([...outcomes])}`);
       assert.ok(!history.includes(SECRET), 'no commit holds the outside content');
-      assert.ok(!git(worktree, 'diff', '--cached', 'HEAD').includes(SECRET), 'the worktree\'s index holds no outside content');
+      assert.ok(
+        !git(worktree, 'diff', '--cached', 'HEAD').includes(SECRET),
+        "the worktree's index holds no outside content",
+      );
       assert.ok((outcomes.get('ok') ?? 0) > 0, JSON.stringify([...outcomes]));
       // The repository itself changed (the commits); what is outside the worktree and the repository did not.
       const outsideOnly = (m: Map<string, string>) => [...m].filter(([k]) => k.startsWith('outside/'));
-      assert.deepEqual(outsideOnly(f.guarded()), outsideOnly(guardedBefore), 'nothing outside was read, written or deleted');
+      assert.deepEqual(
+        outsideOnly(f.guarded()),
+        outsideOnly(guardedBefore),
+        'nothing outside was read, written or deleted',
+      );
     });
   });
 
-  describe('hard links and mount points planted by an agent\'s own program: refused by every tool', () => {
+  describe("hard links and mount points planted by an agent's own program: refused by every tool", () => {
     const SECRET_TEXT = `${SECRET}\n`;
     let outside: string;
     let home: string;
@@ -349,15 +513,25 @@ describe('workspace tools over real gRPC (ToolService, ConnectorService)', funct
     it('a new hard link to an outside file: git_commit refuses it, so no git_diff can read it back', async () => {
       fs.linkSync(path.join(outside, 'secret.txt'), path.join(home, 'leak.txt'));
       const before = git(repo, 'rev-parse', 'sw4rm/linker').trim();
-      await refusedAs(call('linker', 'git_commit', { message: 'leak' }), /^permission_denied: the file has more than one hard link.*leak\.txt/);
-      await refusedAs(call('linker', 'git_commit', { message: 'leak', paths: ['leak.txt'] }), /^permission_denied: the file has more than one hard link/);
+      await refusedAs(
+        call('linker', 'git_commit', { message: 'leak' }),
+        /^permission_denied: the file has more than one hard link.*leak\.txt/,
+      );
+      await refusedAs(
+        call('linker', 'git_commit', { message: 'leak', paths: ['leak.txt'] }),
+        /^permission_denied: the file has more than one hard link/,
+      );
       assert.equal(git(repo, 'rev-parse', 'sw4rm/linker').trim(), before, 'nothing was committed');
       fs.unlinkSync(path.join(home, 'leak.txt'));
-      for (const args of [{}, { staged: true }]) assert.ok(!JSON.stringify((await call('linker', 'git_diff', args)).result).includes(SECRET));
+      for (const args of [{}, { staged: true }])
+        assert.ok(!JSON.stringify((await call('linker', 'git_diff', args)).result).includes(SECRET));
       assert.ok(!git(repo, 'log', '-p', 'sw4rm/linker').includes(SECRET));
       for (const tool of ['read_file', 'stat', 'delete_file', 'write_file']) {
         fs.linkSync(path.join(outside, 'secret.txt'), path.join(home, 'leak.txt'));
-        await refusedAs(call('linker', tool, tool === 'write_file' ? { path: 'leak.txt', content: 'x' } : { path: 'leak.txt' }), /^permission_denied: the file has more than one hard link/);
+        await refusedAs(
+          call('linker', tool, tool === 'write_file' ? { path: 'leak.txt', content: 'x' } : { path: 'leak.txt' }),
+          /^permission_denied: the file has more than one hard link/,
+        );
         fs.unlinkSync(path.join(home, 'leak.txt'));
       }
       assert.equal(fs.readFileSync(path.join(outside, 'secret.txt'), 'utf8'), SECRET_TEXT);
@@ -366,12 +540,24 @@ describe('workspace tools over real gRPC (ToolService, ConnectorService)', funct
     it('a tracked file replaced by a hard link to an outside file: git_diff, git_status and git_commit refuse it', async () => {
       fs.unlinkSync(path.join(home, 'README.md'));
       fs.linkSync(path.join(outside, 'secret.txt'), path.join(home, 'README.md'));
-      await refusedAs(call('linker', 'git_diff', {}), /^permission_denied: the file has more than one hard link.*README\.md/);
-      await refusedAs(call('linker', 'git_diff', { paths: ['README.md'] }), /^permission_denied: the file has more than one hard link/);
+      await refusedAs(
+        call('linker', 'git_diff', {}),
+        /^permission_denied: the file has more than one hard link.*README\.md/,
+      );
+      await refusedAs(
+        call('linker', 'git_diff', { paths: ['README.md'] }),
+        /^permission_denied: the file has more than one hard link/,
+      );
       await refusedAs(call('linker', 'git_status', {}), /^permission_denied: the file has more than one hard link/);
-      await refusedAs(call('linker', 'git_commit', { message: 'leak' }), /^permission_denied: the file has more than one hard link/);
+      await refusedAs(
+        call('linker', 'git_commit', { message: 'leak' }),
+        /^permission_denied: the file has more than one hard link/,
+      );
       assert.ok(!git(repo, 'log', '-p', 'sw4rm/linker').includes(SECRET));
-      assert.ok(!JSON.stringify((await call('linker', 'git_diff', { staged: true })).result).includes(SECRET), 'the index vs HEAD reads no worktree file');
+      assert.ok(
+        !JSON.stringify((await call('linker', 'git_diff', { staged: true })).result).includes(SECRET),
+        'the index vs HEAD reads no worktree file',
+      );
     });
 
     it('bind mounts inside the worktree (a folder, and a file over a tracked one): every tool refuses, reads included', async function () {
@@ -386,12 +572,21 @@ describe('workspace tools over real gRPC (ToolService, ConnectorService)', funct
       }
       try {
         execFileSync('mount', ['--bind', path.join(outside, 'secret.txt'), tracked], { stdio: 'ignore' });
-        await refusedAs(call('linker', 'read_file', { path: 'mnt/secret.txt' }), /^permission_denied: the path crosses into another file system mounted inside the worktree/);
+        await refusedAs(
+          call('linker', 'read_file', { path: 'mnt/secret.txt' }),
+          /^permission_denied: the path crosses into another file system mounted inside the worktree/,
+        );
         await refusedAs(call('linker', 'read_file', { path: 'src/main.ts' }), /^permission_denied: .*mounted/);
         await refusedAs(call('linker', 'stat', { path: 'mnt/secret.txt' }), /^permission_denied: /);
         await refusedAs(call('linker', 'list_dir', { path: 'mnt' }), /^permission_denied: /);
-        await refusedAs(call('linker', 'write_file', { path: 'mnt/new.txt', content: 'PWNED' }), /^permission_denied: /);
-        await refusedAs(call('linker', 'git_diff', {}), /^permission_denied: the path crosses into another file system mounted inside the worktree/);
+        await refusedAs(
+          call('linker', 'write_file', { path: 'mnt/new.txt', content: 'PWNED' }),
+          /^permission_denied: /,
+        );
+        await refusedAs(
+          call('linker', 'git_diff', {}),
+          /^permission_denied: the path crosses into another file system mounted inside the worktree/,
+        );
         await refusedAs(call('linker', 'git_diff', { paths: ['src'] }), /^permission_denied: /);
         await refusedAs(call('linker', 'git_status', {}), /^permission_denied: /);
         await refusedAs(call('linker', 'git_commit', { message: 'leak' }), /^permission_denied: /);
@@ -400,7 +595,11 @@ describe('workspace tools over real gRPC (ToolService, ConnectorService)', funct
         assert.ok(!git(repo, 'log', '-p', 'sw4rm/linker').includes(SECRET));
         assert.deepEqual(fs.readdirSync(path.join(outside, 'dir')), ['secret.txt']);
       } finally {
-        try { execFileSync('umount', [tracked], { stdio: 'ignore' }); } catch { /* was not mounted */ }
+        try {
+          execFileSync('umount', [tracked], { stdio: 'ignore' });
+        } catch {
+          /* was not mounted */
+        }
         execFileSync('umount', [mountedDir], { stdio: 'ignore' });
       }
     });

@@ -17,7 +17,11 @@ function git(cwd: string, ...args: string[]): string {
   return r.stdout;
 }
 
-interface StatusResponse { repo_id: string; worktree_id: string; state: string }
+interface StatusResponse {
+  repo_id: string;
+  worktree_id: string;
+  state: string;
+}
 
 describe('WorktreeService and WORKTREE_CONTROL over real gRPC (RFC §16)', function () {
   this.timeout(30_000);
@@ -59,36 +63,64 @@ describe('WorktreeService and WORKTREE_CONTROL over real gRPC (RFC §16)', funct
     assert.deepEqual(await operator.call('Bind', { agent_id: 'coder', repo_id: 'app' }), { ok: true, reason: '' });
     const home = path.join(dir, 'app.sw4rm-worktrees', 'coder');
     assert.ok(fs.existsSync(path.join(home, 'README.md')));
-    assert.deepEqual(await operator.call('Status', { agent_id: 'coder' }), { repo_id: 'app', worktree_id: 'coder', state: 'BOUND_HOME' });
+    assert.deepEqual(await operator.call('Status', { agent_id: 'coder' }), {
+      repo_id: 'app',
+      worktree_id: 'coder',
+      state: 'BOUND_HOME',
+    });
     assert.deepEqual(await operator.call('Bind', { agent_id: 'peer', repo_id: 'app' }), { ok: true, reason: '' });
     assert.deepEqual(await operator.call('Unbind', { agent_id: 'peer' }), { ok: true });
     assert.ok(fs.existsSync(path.join(dir, 'app.sw4rm-worktrees', 'peer')), 'Unbind never removes a worktree');
 
-    const pending = await operator.call<StatusResponse>('RequestSwitch', { agent_id: 'coder', target_worktree_id: 'peer', requires_hitl: true });
+    const pending = await operator.call<StatusResponse>('RequestSwitch', {
+      agent_id: 'coder',
+      target_worktree_id: 'peer',
+      requires_hitl: true,
+    });
     assert.deepEqual(pending, { repo_id: 'app', worktree_id: 'coder', state: 'SWITCH_PENDING' });
     const invocation = host.coordinator.hitl.list({ pendingOnly: true })[0];
     assert.equal(invocation.reasonType, 'WORKTREE_OVERRIDE');
-    const granted = await operator.call<StatusResponse>('ApproveSwitch', { agent_id: 'coder', target_worktree_id: 'peer', ttl_ms: 60_000 });
+    const granted = await operator.call<StatusResponse>('ApproveSwitch', {
+      agent_id: 'coder',
+      target_worktree_id: 'peer',
+      ttl_ms: 60_000,
+    });
     assert.deepEqual(granted, { repo_id: 'app', worktree_id: 'peer', state: 'BOUND_NON_HOME' });
     assert.equal(host.coordinator.hitl.get(invocation.id)?.decision?.origin.by, 'operator');
 
     assert.deepEqual(await operator.call('Unbind', { agent_id: 'coder' }), { ok: true });
-    assert.deepEqual(await operator.call('Status', { agent_id: 'coder' }), { repo_id: '', worktree_id: '', state: 'UNBOUND' });
+    assert.deepEqual(await operator.call('Status', { agent_id: 'coder' }), {
+      repo_id: '',
+      worktree_id: '',
+      state: 'UNBOUND',
+    });
     assert.ok(fs.existsSync(home));
   });
 
   it('answers a failed bind with ok false and its reason, and refuses bad requests with the RFC code first', async () => {
-    const failed = await operator.call<{ ok: boolean; reason: string }>('Bind', { agent_id: 'coder', repo_id: 'elsewhere' });
+    const failed = await operator.call<{ ok: boolean; reason: string }>('Bind', {
+      agent_id: 'coder',
+      repo_id: 'elsewhere',
+    });
     assert.equal(failed.ok, false);
     assert.match(failed.reason, /^worktree_not_found: no repository 'elsewhere' in the workspace \(known: app\)/);
     assert.equal((await operator.call<StatusResponse>('Status', { agent_id: 'coder' })).state, 'BIND_FAILED');
 
-    const bad = await expectStatus(operator.call('Bind', { agent_id: 'other', repo_id: 'app', worktree_id: '../escape' }), grpc.status.INVALID_ARGUMENT);
+    const bad = await expectStatus(
+      operator.call('Bind', { agent_id: 'other', repo_id: 'app', worktree_id: '../escape' }),
+      grpc.status.INVALID_ARGUMENT,
+    );
     assert.match(bad.details, /^VALIDATION_ERROR: /);
-    const illegal = await expectStatus(operator.call('RequestSwitch', { agent_id: 'coder', target_worktree_id: 'x' }), grpc.status.FAILED_PRECONDITION);
+    const illegal = await expectStatus(
+      operator.call('RequestSwitch', { agent_id: 'coder', target_worktree_id: 'x' }),
+      grpc.status.FAILED_PRECONDITION,
+    );
     assert.match(illegal.details, /^VALIDATION_ERROR: SWITCH_REQUEST is not allowed in state BIND_FAILED/);
     await operator.call('Bind', { agent_id: 'fine', repo_id: 'app' });
-    const missing = await expectStatus(operator.call('RequestSwitch', { agent_id: 'fine', target_worktree_id: 'ghost' }), grpc.status.NOT_FOUND);
+    const missing = await expectStatus(
+      operator.call('RequestSwitch', { agent_id: 'fine', target_worktree_id: 'ghost' }),
+      grpc.status.NOT_FOUND,
+    );
     assert.match(missing.details, /^worktree_not_found: /);
   });
 
@@ -98,13 +130,25 @@ describe('WorktreeService and WORKTREE_CONTROL over real gRPC (RFC §16)', funct
     clients.push(agent);
     assert.deepEqual(await agent.call('Bind', { agent_id: 'coder', repo_id: 'app' }), { ok: true, reason: '' });
     await operator.call('Bind', { agent_id: 'peer', repo_id: 'app' });
-    assert.equal((await agent.call<StatusResponse>('RequestSwitch', { agent_id: 'coder', target_worktree_id: 'peer' })).state, 'SWITCH_PENDING');
+    assert.equal(
+      (await agent.call<StatusResponse>('RequestSwitch', { agent_id: 'coder', target_worktree_id: 'peer' })).state,
+      'SWITCH_PENDING',
+    );
     for (const method of ['ApproveSwitch', 'RejectSwitch']) {
-      const denied = await expectStatus(agent.call(method, { agent_id: 'coder', target_worktree_id: 'peer', ttl_ms: 1 }), grpc.status.PERMISSION_DENIED);
-      assert.match(denied.details, /^PERMISSION_DENIED: approving or rejecting a worktree switch is an operator action/);
+      const denied = await expectStatus(
+        agent.call(method, { agent_id: 'coder', target_worktree_id: 'peer', ttl_ms: 1 }),
+        grpc.status.PERMISSION_DENIED,
+      );
+      assert.match(
+        denied.details,
+        /^PERMISSION_DENIED: approving or rejecting a worktree switch is an operator action/,
+      );
     }
     assert.equal((await agent.call<StatusResponse>('Status', { agent_id: 'coder' })).state, 'SWITCH_PENDING');
-    assert.equal((await operator.call<StatusResponse>('RejectSwitch', { agent_id: 'coder', reason: 'not now' })).state, 'BOUND_HOME');
+    assert.equal(
+      (await operator.call<StatusResponse>('RejectSwitch', { agent_id: 'coder', reason: 'not now' })).state,
+      'BOUND_HOME',
+    );
   });
 
   it('a WORKTREE_CONTROL envelope to coordinator binds, reports status and unbinds; the reply comes back correlated', async () => {
@@ -117,8 +161,10 @@ describe('WorktreeService and WORKTREE_CONTROL over real gRPC (RFC §16)', funct
       const msg = agent.envelope({ message_type: 'WORKTREE_CONTROL', payload });
       const sent = await agent.send(msg, 'coordinator');
       assert.deepEqual(sent, { accepted: true, reason: '' }, JSON.stringify(payload));
-      const reply = await inbox.waitFor(`the reply to ${String(payload.action)}`,
-        (item) => item.msg.message_type === 'WORKTREE_CONTROL' && item.msg.correlation_id === msg.correlation_id);
+      const reply = await inbox.waitFor(
+        `the reply to ${String(payload.action)}`,
+        (item) => item.msg.message_type === 'WORKTREE_CONTROL' && item.msg.correlation_id === msg.correlation_id,
+      );
       return wireJson(reply.msg);
     };
     const bound = await roundTrip({ action: 'BIND', repo_id: 'app' });
@@ -126,17 +172,29 @@ describe('WorktreeService and WORKTREE_CONTROL over real gRPC (RFC §16)', funct
     assert.equal(bound.ok, true);
     assert.equal(bound.state, 'BOUND_HOME');
     assert.equal(bound.worktree_id, 'env-agent');
-    assert.equal(fs.realpathSync(String(bound.worktree_path)), fs.realpathSync(path.join(dir, 'app.sw4rm-worktrees', 'env-agent')));
+    assert.equal(
+      fs.realpathSync(String(bound.worktree_path)),
+      fs.realpathSync(path.join(dir, 'app.sw4rm-worktrees', 'env-agent')),
+    );
     const status = await roundTrip({ action: 'status' });
     assert.deepEqual([status.state, status.repo_id, status.worktree_id], ['BOUND_HOME', 'app', 'env-agent']);
     const revoke = await roundTrip({ action: 'switch_revoke' });
     assert.equal(revoke.ok, false);
     assert.match(String(revoke.error), /SWITCH_REVOKE is not allowed in state BOUND_HOME/);
 
-    const approve = await agent.send(agent.envelope({ message_type: 'WORKTREE_CONTROL', payload: { action: 'switch_approve', target_worktree_id: 'x' } }), 'coordinator');
+    const approve = await agent.send(
+      agent.envelope({
+        message_type: 'WORKTREE_CONTROL',
+        payload: { action: 'switch_approve', target_worktree_id: 'x' },
+      }),
+      'coordinator',
+    );
     assert.equal(approve.accepted, false);
     assert.match(approve.reason, /^PERMISSION_DENIED: SWITCH_APPROVE is an operator action/);
-    const other = await agent.send(agent.envelope({ message_type: 'WORKTREE_CONTROL', payload: { action: 'unbind', agent_id: 'someone-else' } }), 'coordinator');
+    const other = await agent.send(
+      agent.envelope({ message_type: 'WORKTREE_CONTROL', payload: { action: 'unbind', agent_id: 'someone-else' } }),
+      'coordinator',
+    );
     assert.match(other.reason, /^PERMISSION_DENIED: /);
 
     const unbound = await roundTrip({ action: 'unbind' });

@@ -1,9 +1,7 @@
 import * as assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import {
-  InProcessCoordinatorApi, type WorktreesChange, type WorktreeSetupEvent,
-} from '../../src/core/api';
+import { InProcessCoordinatorApi, type WorktreesChange, type WorktreeSetupEvent } from '../../src/core/api';
 import { ManualClock } from '../../src/core/clock';
 import type { Coordinator, CoordinatorOptions } from '../../src/core/coordinator';
 import { createGit } from '../../src/core/worktree/git';
@@ -17,8 +15,6 @@ import { makeTempDir, removeTempDir } from '../support/tempDir';
 import { rejection } from '../support/apiErrors';
 
 const DAY_MS = 86_400_000;
-
-
 
 describe('CoordinatorApi: worktree operations (real repositories, a real store file)', function () {
   this.timeout(30_000);
@@ -46,7 +42,9 @@ describe('CoordinatorApi: worktree operations (real repositories, a real store f
     repoPath = makeRepo(fs.mkdtempSync(path.join(dir, 'ws-')), 'app', { 'README.md': 'hello\n', 'src/a.txt': 'a\n' });
     repositories = await discoverRepositories(createGit(), [repoPath]);
     fixture = new CoordinatorFixture({
-      dataDir: fs.mkdtempSync(path.join(dir, 'data-')), now: Date.UTC(2026, 0, 1), coordinator: { repositories },
+      dataDir: fs.mkdtempSync(path.join(dir, 'data-')),
+      now: Date.UTC(2026, 0, 1),
+      coordinator: { repositories },
       started: (f) => {
         coordinator = f.coordinator;
         api = f.own(new InProcessCoordinatorApi(coordinator));
@@ -68,9 +66,14 @@ describe('CoordinatorApi: worktree operations (real repositories, a real store f
       const base = git(repoPath, 'rev-parse', 'HEAD').trim();
       writeFile(repoPath, 'later.txt', 'later\n');
       commitAll(repoPath, 'later');
-      assert.deepEqual(await api.worktreeRepositories(), [{ repoId: 'app', path: repoPath, worktreesRoot: `${repoPath}.sw4rm-worktrees` }]);
+      assert.deepEqual(await api.worktreeRepositories(), [
+        { repoId: 'app', path: repoPath, worktreesRoot: `${repoPath}.sw4rm-worktrees` },
+      ]);
 
-      const binding = await api.bindAgentToWorktree({ agentId: 'agent-1', repoId: 'app', worktreeId: 'feature', base }, 'editor:test');
+      const binding = await api.bindAgentToWorktree(
+        { agentId: 'agent-1', repoId: 'app', worktreeId: 'feature', base },
+        'editor:test',
+      );
       assert.equal(binding.state, 'BOUND_HOME');
       assert.equal(binding.worktreePath, path.join(`${repoPath}.sw4rm-worktrees`, 'feature'));
       assert.equal(fs.existsSync(path.join(binding.worktreePath, 'later.txt')), false, 'made from the base, not HEAD');
@@ -82,9 +85,16 @@ describe('CoordinatorApi: worktree operations (real repositories, a real store f
       assert.equal(info.baseCommit, base);
       assert.equal(info.dirty, 0);
       assert.deepEqual(info.boundAgents, [{ agentId: 'agent-1', state: 'BOUND_HOME', home: true }]);
-      assert.deepEqual((await api.worktreeBindings()).map((b) => [b.agentId, b.state]), [['agent-1', 'BOUND_HOME']]);
+      assert.deepEqual(
+        (await api.worktreeBindings()).map((b) => [b.agentId, b.state]),
+        [['agent-1', 'BOUND_HOME']],
+      );
       assert.ok(changes.some((c) => c.kind === 'created' && c.worktreeId === 'feature'));
-      assert.ok(changes.some((c) => c.kind === 'binding' && c.binding.agentId === 'agent-1' && c.binding.state === 'BOUND_HOME'));
+      assert.ok(
+        changes.some(
+          (c) => c.kind === 'binding' && c.binding.agentId === 'agent-1' && c.binding.state === 'BOUND_HOME',
+        ),
+      );
       assert.equal(coordinator.log.query({ eventType: 'worktree.created' }).length, 1);
       assert.equal(coordinator.log.query({ eventType: 'worktree.bind_requested' })[0].actor, 'editor:test');
     });
@@ -95,17 +105,26 @@ describe('CoordinatorApi: worktree operations (real repositories, a real store f
       const failed = await api.bindAgentToWorktree({ agentId: 'lost', repoId: 'elsewhere', worktreeId: 'w' }, 'op');
       assert.deepEqual([failed.state, failed.failure?.reason], ['BIND_FAILED', 'worktree_not_found']);
       clock.advance(59_999);
-      await pollUntil('the first retry', () => (coordinator.worktrees.status('lost').failure?.retries === 1 ? true : undefined));
+      await pollUntil('the first retry', () =>
+        coordinator.worktrees.status('lost').failure?.retries === 1 ? true : undefined,
+      );
       assert.deepEqual(needed, []);
       clock.advance(1);
       assert.deepEqual(needed, ['lost:worktree_not_found']);
-      assert.ok(changes.some((c) => c.kind === 'binding' && c.binding.agentId === 'lost' && c.binding.failure?.notified === true));
+      assert.ok(
+        changes.some(
+          (c) => c.kind === 'binding' && c.binding.agentId === 'lost' && c.binding.failure?.notified === true,
+        ),
+      );
     });
 
     it('refuses an unknown repository (not_found), a bad worktree id (invalid), a bind the state does not allow (invalid)', async () => {
       assert.equal((await rejection(api.worktreeSnapshots('nope', 'x'))).code, 'not_found');
       assert.equal((await rejection(api.removeWorktree('app', '../x', { confirmed: true }, 'op'))).code, 'invalid');
-      assert.equal((await rejection(api.bindAgentToWorktree({ agentId: 'a', repoId: 'app', worktreeId: 'bad/id' }, 'op'))).code, 'invalid');
+      assert.equal(
+        (await rejection(api.bindAgentToWorktree({ agentId: 'a', repoId: 'app', worktreeId: 'bad/id' }, 'op'))).code,
+        'invalid',
+      );
       await api.bindAgentToWorktree({ agentId: 'a', repoId: 'app', worktreeId: 'one' }, 'op');
       const err = await rejection(api.bindAgentToWorktree({ agentId: 'a', repoId: 'app', worktreeId: 'two' }, 'op'));
       assert.equal(err.code, 'invalid');
@@ -116,7 +135,14 @@ describe('CoordinatorApi: worktree operations (real repositories, a real store f
   describe('setup after creation', () => {
     it('runs .sw4rm/worktree.json of a trusted repository after the Bind: copies .env*, runs the command, streams its output', async () => {
       await restartWith({ worktreeOperations: { trustRepositoryCommand: true } });
-      writeFile(repoPath, '.sw4rm/worktree.json', JSON.stringify({ copy: ['.env*'], setup: { command: 'sh', args: ['-c', 'echo installing; echo done > installed.txt'] } }));
+      writeFile(
+        repoPath,
+        '.sw4rm/worktree.json',
+        JSON.stringify({
+          copy: ['.env*'],
+          setup: { command: 'sh', args: ['-c', 'echo installing; echo done > installed.txt'] },
+        }),
+      );
       writeFile(repoPath, '.env.local', 'SECRET=1\n');
       fs.appendFileSync(path.join(repoPath, '.git', 'info', 'exclude'), '.env*\n');
       commitAll(repoPath, 'setup config');
@@ -138,7 +164,9 @@ describe('CoordinatorApi: worktree operations (real repositories, a real store f
     });
 
     it('a failing setup command is shown and recorded (WARN) and the binding stays usable', async () => {
-      await restartWith({ worktreeOperations: { setup: { copy: [], setup: { command: 'sh', args: ['-c', 'echo broken >&2; exit 3'] } } } });
+      await restartWith({
+        worktreeOperations: { setup: { copy: [], setup: { command: 'sh', args: ['-c', 'echo broken >&2; exit 3'] } } },
+      });
       const binding = await api.bindAgentToWorktree({ agentId: 'agent-1', repoId: 'app', worktreeId: 'w1' }, 'op');
       const result = await setupDone('w1');
       assert.equal(result?.ok, false);
@@ -153,7 +181,11 @@ describe('CoordinatorApi: worktree operations (real repositories, a real store f
     });
 
     it('the command of an untrusted repository’s file does not run; its copies do', async () => {
-      writeFile(repoPath, '.sw4rm/worktree.json', JSON.stringify({ copy: ['.env'], setup: { command: 'sh', args: ['-c', 'touch ran'] } }));
+      writeFile(
+        repoPath,
+        '.sw4rm/worktree.json',
+        JSON.stringify({ copy: ['.env'], setup: { command: 'sh', args: ['-c', 'touch ran'] } }),
+      );
       writeFile(repoPath, '.env', 'X=1\n');
       const binding = await api.bindAgentToWorktree({ agentId: 'agent-1', repoId: 'app', worktreeId: 'w1' }, 'op');
       const result = await setupDone('w1');
@@ -182,7 +214,11 @@ describe('CoordinatorApi: worktree operations (real repositories, a real store f
       assert.ok(removal.snapshot);
       assert.equal(fs.existsSync(bound.worktreePath), false);
       assert.deepEqual(await api.worktrees(), []);
-      assert.deepEqual((await api.worktreeSnapshots('app', 'w1')).map((s) => s.ref), [removal.snapshot!.ref], 'a removed worktree’s snapshots are still listed');
+      assert.deepEqual(
+        (await api.worktreeSnapshots('app', 'w1')).map((s) => s.ref),
+        [removal.snapshot!.ref],
+        'a removed worktree’s snapshots are still listed',
+      );
       assert.ok(changes.some((c) => c.kind === 'removed'));
 
       // Bind the same id again: the kept branch is checked out, not refused.
@@ -198,7 +234,10 @@ describe('CoordinatorApi: worktree operations (real repositories, a real store f
       const newestFirst = await api.worktreeSnapshots('app', 'w1');
       assert.equal(newestFirst[0].ref, restoreBefore.ref);
       assert.equal((await api.worktrees())[0].lastSnapshot?.ref, restoreBefore.ref);
-      assert.equal((await rejection(api.restoreWorktreeSnapshot('app', 'w1', 'refs/sw4rm/snapshots/w1/none', 'op'))).code, 'not_found');
+      assert.equal(
+        (await rejection(api.restoreWorktreeSnapshot('app', 'w1', 'refs/sw4rm/snapshots/w1/none', 'op'))).code,
+        'not_found',
+      );
     });
 
     it('prunes exactly what it listed (worktrees whose folder is gone)', async () => {
@@ -206,9 +245,15 @@ describe('CoordinatorApi: worktree operations (real repositories, a real store f
       await coordinator.worktrees.unbind('agent-1', { correlationId: 'c' });
       fs.rmSync(bound.worktreePath, { recursive: true, force: true }); // the user deleted it outside the coordinator
       const plan = await api.pruneWorktreesPlan();
-      assert.deepEqual(plan.map((c) => [c.repoId, c.name]), [['app', 'gone']]);
+      assert.deepEqual(
+        plan.map((c) => [c.repoId, c.name]),
+        [['app', 'gone']],
+      );
       assert.equal((await api.worktrees())[0].prunable, true);
-      assert.deepEqual((await api.pruneWorktrees(plan, 'op')).map((c) => c.name), ['gone']);
+      assert.deepEqual(
+        (await api.pruneWorktrees(plan, 'op')).map((c) => c.name),
+        ['gone'],
+      );
       assert.deepEqual(await api.worktrees(), []);
       assert.deepEqual(await api.pruneWorktreesPlan('app'), []);
       assert.ok(changes.some((c) => c.kind === 'pruned'));
@@ -226,7 +271,9 @@ describe('CoordinatorApi: worktree operations (real repositories, a real store f
       assert.deepEqual(await coordinator.worktreeOperations.expireSnapshots(), []);
       assert.equal((await api.worktreeSnapshots('app', 'w1')).length, 1);
       clock.advance(3_600_000); // the run at 48 h
-      await pollUntil('the snapshot expired', async () => ((await api.worktreeSnapshots('app', 'w1')).length === 0 ? true : undefined));
+      await pollUntil('the snapshot expired', async () =>
+        (await api.worktreeSnapshots('app', 'w1')).length === 0 ? true : undefined,
+      );
       assert.equal(coordinator.log.query({ eventType: 'worktree.snapshots_expired' }).length, 1);
     });
   });
@@ -263,7 +310,12 @@ describe('CoordinatorApi: worktree operations (real repositories, a real store f
       assert.equal(result.merge.previousHead, previousHead);
       assert.equal(fs.readFileSync(path.join(repoPath, 'src/a.txt'), 'utf8'), 'a changed by the agent\n');
       assert.ok(changes.some((c) => c.kind === 'merged'));
-      const snapshotRefs = git(repoPath, 'for-each-ref', '--format=%(refname)', `refs/sw4rm/snapshots/${MERGE_SNAPSHOT_KEY}/`).trim();
+      const snapshotRefs = git(
+        repoPath,
+        'for-each-ref',
+        '--format=%(refname)',
+        `refs/sw4rm/snapshots/${MERGE_SNAPSHOT_KEY}/`,
+      ).trim();
       assert.ok(snapshotRefs.startsWith('refs/sw4rm/snapshots/@merge-target/'), snapshotRefs);
 
       await restartWith({});
@@ -281,13 +333,22 @@ describe('CoordinatorApi: worktree operations (real repositories, a real store f
     it('a merge approved while an undo runs waits for it: the undo never erases a merge answered merged', async () => {
       // git's `reset --hard` of the undo is held until released, so that the second merge is approved meanwhile.
       let release: () => void = () => undefined;
-      const held = new Promise<void>((resolve) => { release = resolve; });
+      const held = new Promise<void>((resolve) => {
+        release = resolve;
+      });
       let resetStarted = false;
       const real = createGit();
-      await restartWith({ git: { run: async (cwd, args, options) => {
-        if (args[0] === 'reset' && cwd === repoPath) { resetStarted = true; await held; }
-        return real.run(cwd, args, options);
-      } } });
+      await restartWith({
+        git: {
+          run: async (cwd, args, options) => {
+            if (args[0] === 'reset' && cwd === repoPath) {
+              resetStarted = true;
+              await held;
+            }
+            return real.run(cwd, args, options);
+          },
+        },
+      });
       const approveNext = async () => {
         const invocation = await pollUntil('the approval', async () => (await api.approvals({ pendingOnly: true }))[0]);
         await api.decideApproval(invocation.id, { action: 'approve', rationale: 'ok' }, 'op');
@@ -306,16 +367,34 @@ describe('CoordinatorApi: worktree operations (real repositories, a real store f
       await approveNext();
       // The second merge's approval is in; it must not merge while the undo is between its checks and its reset. Without
       // the per-repository queue it would finish now (real git processes: up to 3 s of wall time are given for that).
-      const settledEarly = await Promise.race([second.then(() => true, () => true), new Promise<false>((r) => setTimeout(() => r(false), 3_000))]);
+      const settledEarly = await Promise.race([
+        second.then(
+          () => true,
+          () => true,
+        ),
+        new Promise<false>((r) => setTimeout(() => r(false), 3_000)),
+      ]);
       assert.equal(settledEarly, false, 'the approved merge waits for the undo under way');
       release();
       await undoing;
-      const outcome = await second.then((r) => r.status, (err: unknown) => `refused: ${(err as Error).message}`);
+      const outcome = await second.then(
+        (r) => r.status,
+        (err: unknown) => `refused: ${(err as Error).message}`,
+      );
       const head = git(repoPath, 'rev-parse', 'HEAD').trim();
       for (const m of await api.worktreeMerges('app')) {
-        assert.equal(git(repoPath, 'merge-base', '--is-ancestor', m.resultHead, head).trim(), '', `merge ${m.worktreeId} listed as undoable is in the checkout`);
+        assert.equal(
+          git(repoPath, 'merge-base', '--is-ancestor', m.resultHead, head).trim(),
+          '',
+          `merge ${m.worktreeId} listed as undoable is in the checkout`,
+        );
       }
-      if (outcome === 'merged') assert.equal(fs.readFileSync(path.join(repoPath, 'README.md'), 'utf8'), 'readme by w2\n', 'the merge answered merged is in the checkout');
+      if (outcome === 'merged')
+        assert.equal(
+          fs.readFileSync(path.join(repoPath, 'README.md'), 'utf8'),
+          'readme by w2\n',
+          'the merge answered merged is in the checkout',
+        );
       else assert.match(outcome, /changed while the merge waited for approval/);
     });
 
@@ -339,7 +418,10 @@ describe('CoordinatorApi: worktree operations (real repositories, a real store f
       const invocation = await pollUntil('the approval', async () => (await api.approvals({ pendingOnly: true }))[0]);
       await api.decideApproval(invocation.id, { action: 'deny', rationale: 'not yet' }, 'op');
       const denied = await merging;
-      assert.deepEqual([denied.status, denied.status === 'not_approved' && denied.invocationId], ['not_approved', invocation.id]);
+      assert.deepEqual(
+        [denied.status, denied.status === 'not_approved' && denied.invocationId],
+        ['not_approved', invocation.id],
+      );
       assert.equal(git(repoPath, 'rev-parse', 'HEAD').trim(), head);
 
       writeFile(repoPath, 'src/a.txt', 'main side\n');

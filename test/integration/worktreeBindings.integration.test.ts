@@ -36,9 +36,13 @@ describe('worktree bindings (RFC §16, §16.1–§16.3)', function () {
     // A repository of its own for every test (its worktrees are siblings of it).
     repoPath = makeRepo(fs.mkdtempSync(path.join(dir, 'ws-')), 'app');
     repositories = await discoverRepositories(createGit(), [repoPath]);
-    assert.deepEqual(repositories.map((r) => r.id), ['app']);
+    assert.deepEqual(
+      repositories.map((r) => r.id),
+      ['app'],
+    );
     fixture = new CoordinatorFixture({
-      dataDir: fs.mkdtempSync(path.join(dir, 'data-')), coordinator: { repositories, bindings: { retryBaseMs: RETRY_MS } },
+      dataDir: fs.mkdtempSync(path.join(dir, 'data-')),
+      coordinator: { repositories, bindings: { retryBaseMs: RETRY_MS } },
       started: (f) => {
         coordinator = f.coordinator;
         operator = coordinator.hitl.attachOperator('editor:test');
@@ -51,8 +55,10 @@ describe('worktree bindings (RFC §16, §16.1–§16.3)', function () {
   afterEach(() => fixture.dispose());
 
   const bindings = () => coordinator.worktrees;
-  const transitions = () => coordinator.log.query({ eventType: 'worktree.binding_transition' })
-    .map((e) => [e.details.agent_id, e.details.operation, e.details.from, e.details.to]);
+  const transitions = () =>
+    coordinator.log
+      .query({ eventType: 'worktree.binding_transition' })
+      .map((e) => [e.details.agent_id, e.details.operation, e.details.from, e.details.to]);
   const worktrees = () => coordinator.workspace.worktrees('app')!;
 
   /** Binds `agent` to its home in `app` and returns the binding. */
@@ -75,7 +81,7 @@ describe('worktree bindings (RFC §16, §16.1–§16.3)', function () {
     return b;
   }
 
-  it('BIND creates the agent\'s home worktree on its own branch, logs UNBOUND → BOUND_HOME, and STATUS names the state', async () => {
+  it("BIND creates the agent's home worktree on its own branch, logs UNBOUND → BOUND_HOME, and STATUS names the state", async () => {
     assert.equal(bindings().status('coder').state, 'UNBOUND');
     const b = await bound('coder');
     assert.equal(b.repoId, 'app');
@@ -98,7 +104,14 @@ describe('worktree bindings (RFC §16, §16.1–§16.3)', function () {
     assert.equal(fs.readFileSync(path.join(b.worktreePath, 'work.txt'), 'utf8'), 'unsaved work\n');
     const again = await bound('coder');
     assert.equal(again.worktreePath, b.worktreePath);
-    assert.deepEqual(transitions().map((t) => t.slice(2)), [['UNBOUND', 'BOUND_HOME'], ['BOUND_HOME', 'UNBOUND'], ['UNBOUND', 'BOUND_HOME']]);
+    assert.deepEqual(
+      transitions().map((t) => t.slice(2)),
+      [
+        ['UNBOUND', 'BOUND_HOME'],
+        ['BOUND_HOME', 'UNBOUND'],
+        ['UNBOUND', 'BOUND_HOME'],
+      ],
+    );
   });
 
   it('a bound worktree is refused by remove; unbound, it is removed through git', async () => {
@@ -118,7 +131,10 @@ describe('worktree bindings (RFC §16, §16.1–§16.3)', function () {
     assert.throws(() => bindings().bind('coder', '', '', ctx), /repo_id is required/);
     assert.throws(() => bindings().bind('coder', 'app\u0007', '', ctx), /repo_id contains control characters/);
     assert.throws(() => bindings().bind('coder', 'r'.repeat(257), '', ctx), /repo_id is longer than 256 characters/);
-    assert.throws(() => bindings().bind('coder', 'app', '../escape', ctx), (err: unknown) => err instanceof BindingRequestError && err.kind === 'invalid_argument');
+    assert.throws(
+      () => bindings().bind('coder', 'app', '../escape', ctx),
+      (err: unknown) => err instanceof BindingRequestError && err.kind === 'invalid_argument',
+    );
     assert.deepEqual(transitions(), []);
   });
 
@@ -134,7 +150,11 @@ describe('worktree bindings (RFC §16, §16.1–§16.3)', function () {
     clock.advance(999);
     await new Promise((r) => setImmediate(r));
     assert.equal(retries(), 0);
-    for (const [step, count] of [[1, 1], [2_000, 2], [4_000, 3]] as const) {
+    for (const [step, count] of [
+      [1, 1],
+      [2_000, 2],
+      [4_000, 3],
+    ] as const) {
       clock.advance(step);
       await pollUntil(`retry ${count}`, () => (retries() === count ? true : undefined));
     }
@@ -163,16 +183,26 @@ describe('worktree bindings (RFC §16, §16.1–§16.3)', function () {
     git(repoPath, 'worktree', 'unlock', made.path);
     clock.advance(RETRY_MS);
     await pollUntil('the retry binds', () => (bindings().status('coder').state === 'BOUND_HOME' ? true : undefined));
-    assert.deepEqual(transitions().map((t) => t.slice(1)), [['BIND', 'UNBOUND', 'BIND_FAILED'], ['BIND_RETRY', 'BIND_FAILED', 'BOUND_HOME']]);
+    assert.deepEqual(
+      transitions().map((t) => t.slice(1)),
+      [
+        ['BIND', 'UNBOUND', 'BIND_FAILED'],
+        ['BIND_RETRY', 'BIND_FAILED', 'BOUND_HOME'],
+      ],
+    );
     assert.equal(bindings().status('coder').failure, null);
   });
 
-  it('a home is one bound agent\'s: a BIND_FAILED agent whose home another agent bound meanwhile fails its retry, never sharing it', async () => {
+  it("a home is one bound agent's: a BIND_FAILED agent whose home another agent bound meanwhile fails its retry, never sharing it", async () => {
     const made = await worktrees().create('shared');
     git(repoPath, 'worktree', 'lock', made.path);
     assert.equal((await bindings().bind('late', 'app', 'shared', ctx)).failure?.reason, 'worktree_locked');
     git(repoPath, 'worktree', 'unlock', made.path);
-    assert.equal((await bindings().bind('first', 'app', 'shared', ctx)).state, 'BOUND_HOME', 'a BIND_FAILED agent does not hold the home');
+    assert.equal(
+      (await bindings().bind('first', 'app', 'shared', ctx)).state,
+      'BOUND_HOME',
+      'a BIND_FAILED agent does not hold the home',
+    );
     clock.advance(RETRY_MS);
     await pollUntil('the retry of late', () => (bindings().status('late').failure?.retries === 1 ? true : undefined));
     const late = bindings().status('late');
@@ -183,14 +213,29 @@ describe('worktree bindings (RFC §16, §16.1–§16.3)', function () {
   });
 
   it('two BINDs of one new home at once: one agent binds it, the other never does (also not by its retries)', async () => {
-    const results = await Promise.allSettled([bindings().bind('one', 'app', 'same', ctx), bindings().bind('two', 'app', 'same', ctx)]);
+    const results = await Promise.allSettled([
+      bindings().bind('one', 'app', 'same', ctx),
+      bindings().bind('two', 'app', 'same', ctx),
+    ]);
     for (let retry = 0; retry < 3; retry++) {
       clock.advance(RETRY_MS * 2 ** retry);
       for (let i = 0; i < 20; i++) await new Promise((r) => setImmediate(r));
-      await pollUntil('no git operation of a binding under way', () => (coordinator.worktrees.list().every((b) => b.state !== 'BIND_FAILED' || b.failure?.retries === retry + 1 || b.failure?.nextRetryAt === null) ? true : undefined));
+      await pollUntil('no git operation of a binding under way', () =>
+        coordinator.worktrees
+          .list()
+          .every(
+            (b) => b.state !== 'BIND_FAILED' || b.failure?.retries === retry + 1 || b.failure?.nextRetryAt === null,
+          )
+          ? true
+          : undefined,
+      );
     }
     const homes = ['one', 'two'].map((agent) => bindings().status(agent)).filter((b) => b.state === 'BOUND_HOME');
-    assert.equal(homes.length, 1, `exactly one agent has the home: ${JSON.stringify(results.map((r) => r.status))}, ${JSON.stringify(['one', 'two'].map((a) => bindings().status(a).state))}`);
+    assert.equal(
+      homes.length,
+      1,
+      `exactly one agent has the home: ${JSON.stringify(results.map((r) => r.status))}, ${JSON.stringify(['one', 'two'].map((a) => bindings().status(a).state))}`,
+    );
   });
 
   it('a retry asks for the base the BIND asked for; a base that does not exist is not retried', async () => {
@@ -215,7 +260,11 @@ describe('worktree bindings (RFC §16, §16.1–§16.3)', function () {
     fs.rmSync(blocker, { recursive: true });
     clock.advance(RETRY_MS);
     await pollUntil('the retry binds', () => (bindings().status('based').state === 'BOUND_HOME' ? true : undefined));
-    assert.equal(git(bindings().status('based').worktreePath, 'rev-parse', 'HEAD').trim(), feature, 'created from the base asked for, not HEAD');
+    assert.equal(
+      git(bindings().status('based').worktreePath, 'rev-parse', 'HEAD').trim(),
+      feature,
+      'created from the base asked for, not HEAD',
+    );
     assert.equal(bindings().status('typo').state, 'BIND_FAILED', 'still failed: never created from HEAD instead');
   });
 
@@ -226,7 +275,13 @@ describe('worktree bindings (RFC §16, §16.1–§16.3)', function () {
     assert.equal(b.failure?.reason, 'filesystem_error');
     fs.rmdirSync(blocker);
     assert.equal((await bindings().bind('blocked', 'app', '', ctx)).state, 'BOUND_HOME');
-    assert.deepEqual(transitions().map((t) => t.slice(1)), [['BIND', 'UNBOUND', 'BIND_FAILED'], ['BIND', 'BIND_FAILED', 'BOUND_HOME']]);
+    assert.deepEqual(
+      transitions().map((t) => t.slice(1)),
+      [
+        ['BIND', 'UNBOUND', 'BIND_FAILED'],
+        ['BIND', 'BIND_FAILED', 'BOUND_HOME'],
+      ],
+    );
   });
 
   it('UNBIND clears BIND_FAILED (→ UNBOUND) and stops its retries', async () => {
@@ -258,15 +313,25 @@ describe('worktree bindings (RFC §16, §16.1–§16.3)', function () {
     const home = bindings().status('coder');
     assert.equal(home.state, 'BOUND_HOME');
     assert.equal(home.worktreeId, 'coder');
-    assert.deepEqual(transitions().map((t) => t.slice(1)), [
-      ['BIND', 'UNBOUND', 'BOUND_HOME'], ['SWITCH_REQUEST', 'BOUND_HOME', 'SWITCH_PENDING'],
-      ['SWITCH_APPROVE', 'SWITCH_PENDING', 'BOUND_NON_HOME'], ['TTL_EXPIRED', 'BOUND_NON_HOME', 'BOUND_HOME'],
-    ]);
+    assert.deepEqual(
+      transitions().map((t) => t.slice(1)),
+      [
+        ['BIND', 'UNBOUND', 'BOUND_HOME'],
+        ['SWITCH_REQUEST', 'BOUND_HOME', 'SWITCH_PENDING'],
+        ['SWITCH_APPROVE', 'SWITCH_PENDING', 'BOUND_NON_HOME'],
+        ['TTL_EXPIRED', 'BOUND_NON_HOME', 'BOUND_HOME'],
+      ],
+    );
   });
 
   it('an operator approving the invocation in the Approvals view grants the default TTL (15 min)', async () => {
     const b = await pending('coder');
-    coordinator.hitl.decide(b.switch!.invocationId, { action: 'approve', rationale: 'needs the shared protos' }, 'editor:alice', ctx);
+    coordinator.hitl.decide(
+      b.switch!.invocationId,
+      { action: 'approve', rationale: 'needs the shared protos' },
+      'editor:alice',
+      ctx,
+    );
     const s = bindings().status('coder');
     assert.equal(s.state, 'BOUND_NON_HOME');
     assert.equal(s.nonHomeUntil, clock.now() + 900_000);
@@ -299,7 +364,15 @@ describe('worktree bindings (RFC §16, §16.1–§16.3)', function () {
     const again = await bindings().requestSwitch('coder', 'shared', ctx);
     coordinator.hitl.decide(again.switch!.invocationId, { action: 'approve', rationale: 'ok' }, 'editor:alice', ctx);
     assert.equal((await bindings().unbind('coder', ctx)).state, 'UNBOUND');
-    assert.deepEqual(transitions().slice(-2).map((t) => t.slice(1)), [['SWITCH_APPROVE', 'SWITCH_PENDING', 'BOUND_NON_HOME'], ['UNBIND', 'BOUND_NON_HOME', 'UNBOUND']]);
+    assert.deepEqual(
+      transitions()
+        .slice(-2)
+        .map((t) => t.slice(1)),
+      [
+        ['SWITCH_APPROVE', 'SWITCH_PENDING', 'BOUND_NON_HOME'],
+        ['UNBIND', 'BOUND_NON_HOME', 'UNBOUND'],
+      ],
+    );
   });
 
   it('refuses every operation the table does not allow, naming the state and the operation', async () => {
@@ -325,7 +398,13 @@ describe('worktree bindings (RFC §16, §16.1–§16.3)', function () {
       for (const name of names) await refused(state, name === 'BIND_OTHER' ? 'BIND' : name, all(agent)[name]);
       assert.equal(bindings().status(agent).state, state, `still ${state}`);
     };
-    await expectRefused('u', 'UNBOUND', ['UNBIND', 'SWITCH_REQUEST', 'SWITCH_APPROVE', 'SWITCH_REJECT', 'SWITCH_REVOKE']);
+    await expectRefused('u', 'UNBOUND', [
+      'UNBIND',
+      'SWITCH_REQUEST',
+      'SWITCH_APPROVE',
+      'SWITCH_REJECT',
+      'SWITCH_REVOKE',
+    ]);
     await withTarget('h');
     await expectRefused('h', 'BOUND_HOME', ['SWITCH_APPROVE', 'SWITCH_REJECT', 'SWITCH_REVOKE', 'BIND_OTHER']);
     await bindings().requestSwitch('h', 'shared', ctx);
@@ -336,9 +415,13 @@ describe('worktree bindings (RFC §16, §16.1–§16.3)', function () {
     await expectRefused('f', 'BIND_FAILED', ['SWITCH_REQUEST', 'SWITCH_APPROVE', 'SWITCH_REJECT', 'SWITCH_REVOKE']);
   });
 
-  it('refuses a switch to an unknown worktree or to the home itself, and a home that is another agent\'s', async () => {
+  it("refuses a switch to an unknown worktree or to the home itself, and a home that is another agent's", async () => {
     await bound('coder');
-    await assert.rejects(bindings().requestSwitch('coder', 'ghost', ctx), (err: unknown) => err instanceof BindingRequestError && err.kind === 'not_found' && err.code === 'worktree_not_found');
+    await assert.rejects(
+      bindings().requestSwitch('coder', 'ghost', ctx),
+      (err: unknown) =>
+        err instanceof BindingRequestError && err.kind === 'not_found' && err.code === 'worktree_not_found',
+    );
     await assert.rejects(bindings().requestSwitch('coder', 'coder', ctx), /home worktree/);
     await assert.rejects(bindings().bind('other', 'app', 'coder', ctx), /home worktree of agent 'coder'/);
     assert.equal(bindings().status('coder').state, 'BOUND_HOME');
@@ -360,7 +443,12 @@ describe('worktree bindings (RFC §16, §16.1–§16.3)', function () {
     assert.equal(bindings().status('c').state, 'BOUND_HOME');
     assert.equal(bindings().status('f').state, 'BIND_FAILED');
     const a = bindings().status('a');
-    coordinator.hitl.decide(a.switch!.invocationId, { action: 'approve', rationale: 'after the restart' }, 'editor:alice', ctx);
+    coordinator.hitl.decide(
+      a.switch!.invocationId,
+      { action: 'approve', rationale: 'after the restart' },
+      'editor:alice',
+      ctx,
+    );
     assert.equal(bindings().status('a').state, 'BOUND_NON_HOME');
     clock.advance(30_000);
     assert.equal(bindings().status('b').state, 'BOUND_HOME');

@@ -13,7 +13,6 @@ import { commitAll, git, makeRepo, readTree, refusedWith } from '../support/gitR
 
 const refused = (promise: Promise<unknown>, reason: string) => refusedWith(WorktreeRefusedError, promise, reason);
 
-
 function assertSameFiles(actual: Map<string, Buffer>, expected: Map<string, Buffer>): void {
   assert.deepEqual([...actual.keys()].sort(), [...expected.keys()].sort());
   for (const [file, bytes] of expected) assert.ok(actual.get(file)!.equals(bytes), `${file} differs`);
@@ -36,7 +35,10 @@ describe('worktree area: git, repositories, worktrees, snapshots (real repositor
     fs.rmSync(tmp, { recursive: true, force: true });
   });
 
-  async function repoAndWorktrees(name = 'app', files?: Record<string, string>): Promise<{ repo: Repository; worktrees: Worktrees }> {
+  async function repoAndWorktrees(
+    name = 'app',
+    files?: Record<string, string>,
+  ): Promise<{ repo: Repository; worktrees: Worktrees }> {
     const dir = makeRepo(tmp, name, files);
     const [repo] = await discoverRepositories(realGit, [dir]);
     return { repo, worktrees: new Worktrees(realGit, snapshots, repo) };
@@ -45,7 +47,11 @@ describe('worktree area: git, repositories, worktrees, snapshots (real repositor
   describe('git', () => {
     it('runs git without the GIT_* variables of the coordinator’s own environment', async () => {
       const dir = makeRepo(tmp, 'app');
-      const saved = { GIT_DIR: process.env.GIT_DIR, GIT_INDEX_FILE: process.env.GIT_INDEX_FILE, GIT_WORK_TREE: process.env.GIT_WORK_TREE };
+      const saved = {
+        GIT_DIR: process.env.GIT_DIR,
+        GIT_INDEX_FILE: process.env.GIT_INDEX_FILE,
+        GIT_WORK_TREE: process.env.GIT_WORK_TREE,
+      };
       process.env.GIT_DIR = path.join(tmp, 'nowhere');
       process.env.GIT_INDEX_FILE = path.join(tmp, 'stray-index');
       process.env.GIT_WORK_TREE = tmp;
@@ -64,8 +70,13 @@ describe('worktree area: git, repositories, worktrees, snapshots (real repositor
 
     it('reports a failing command with its exit code and message, and passes arguments without a shell', async () => {
       const dir = makeRepo(tmp, 'app');
-      await assert.rejects(realGit.run(dir, ['rev-parse', '--verify', 'no-such-branch']), (err: Error & { exitCode?: number }) => err.exitCode === 128 && /Needed a single revision/.test(err.message));
-      const out = await realGit.run(dir, ['rev-parse', '--verify', '--quiet', '$(touch pwned); `id`'], { okExitCodes: [1] });
+      await assert.rejects(
+        realGit.run(dir, ['rev-parse', '--verify', 'no-such-branch']),
+        (err: Error & { exitCode?: number }) => err.exitCode === 128 && /Needed a single revision/.test(err.message),
+      );
+      const out = await realGit.run(dir, ['rev-parse', '--verify', '--quiet', '$(touch pwned); `id`'], {
+        okExitCodes: [1],
+      });
       assert.equal(out.exitCode, 1);
       assert.equal(fs.existsSync(path.join(dir, 'pwned')), false);
     });
@@ -83,18 +94,32 @@ describe('worktree area: git, repositories, worktrees, snapshots (real repositor
       fs.mkdirSync(path.join(first, 'src'));
       git(first, 'worktree', 'add', '-q', path.join(tmp, 'one', 'app-linked'));
       fs.mkdirSync(path.join(tmp, 'not-a-repo'));
-      const folders = [second, first, path.join(first, 'src'), path.join(tmp, 'one', 'app-linked'), plain, path.join(tmp, 'not-a-repo'), path.join(tmp, 'missing')];
+      const folders = [
+        second,
+        first,
+        path.join(first, 'src'),
+        path.join(tmp, 'one', 'app-linked'),
+        plain,
+        path.join(tmp, 'not-a-repo'),
+        path.join(tmp, 'missing'),
+      ];
       const repos = await discoverRepositories(realGit, folders);
-      assert.deepEqual(repos.map((r) => [r.id, path.relative(tmp, r.path), r.bare]), [
-        ['app', 'one/app', false],
-        ['tool', 'plain folder/deep/er/tool', false],
-        ['lib--n-', 'plain folder/lib ünï', false],
-        ['server', 'plain folder/server.git', true],
-        ['app-2', 'two/app', false],
-      ]);
+      assert.deepEqual(
+        repos.map((r) => [r.id, path.relative(tmp, r.path), r.bare]),
+        [
+          ['app', 'one/app', false],
+          ['tool', 'plain folder/deep/er/tool', false],
+          ['lib--n-', 'plain folder/lib ünï', false],
+          ['server', 'plain folder/server.git', true],
+          ['app-2', 'two/app', false],
+        ],
+      );
       // The same folders in another order give the same ids.
       const again = await discoverRepositories(realGit, [...folders].reverse());
-      assert.deepEqual(again.map((r) => r.id), repos.map((r) => r.id));
+      assert.deepEqual(
+        again.map((r) => r.id),
+        repos.map((r) => r.id),
+      );
     });
   });
 
@@ -116,7 +141,10 @@ describe('worktree area: git, repositories, worktrees, snapshots (real repositor
       fs.writeFileSync(path.join(repo.path, 'main.txt'), 'main moved\n');
       commitAll(repo.path, 'main moves on');
       const listed = await worktrees.list();
-      assert.deepEqual(listed.map((w) => [w.id, w.ahead, w.behind, w.dirty]), [['agent-1', 1, 1, 0]]);
+      assert.deepEqual(
+        listed.map((w) => [w.id, w.ahead, w.behind, w.dirty]),
+        [['agent-1', 1, 1, 0]],
+      );
 
       await refused(worktrees.remove('agent-1', { isBound: () => false }), 'unmerged');
       git(repo.path, 'merge', '-q', '--no-edit', 'sw4rm/agent-1');
@@ -136,14 +164,29 @@ describe('worktree area: git, repositories, worktrees, snapshots (real repositor
       assert.equal(made.baseCommit, first);
       assert.equal(made.baseRef, undefined);
       assert.equal(fs.existsSync(path.join(made.path, 'b.txt')), false);
-      for (const bad of ['', '../escape', 'a/b', '-rf', '.hidden', 'x.lock', 'a..b', 'ünï', 'x'.repeat(65), 'a b', 'nul\0']) {
+      for (const bad of [
+        '',
+        '../escape',
+        'a/b',
+        '-rf',
+        '.hidden',
+        'x.lock',
+        'a..b',
+        'ünï',
+        'x'.repeat(65),
+        'a b',
+        'nul\0',
+      ]) {
         await assert.rejects(worktrees.create(bad), InvalidWorktreeIdError, JSON.stringify(bad));
       }
       await refused(worktrees.create('bad-base', { base: '--output=/tmp/x' }), 'bad_base');
       await refused(worktrees.create('bad-base', { base: 'no-such-branch' }), 'bad_base');
       await refused(worktrees.create('from-first'), 'exists');
       assert.deepEqual(fs.readdirSync(path.join(tmp, 'app.sw4rm-worktrees')), ['from-first']);
-      assert.equal(git(repo.path, 'for-each-ref', '--format=%(refname)', 'refs/sw4rm/bases/').trim(), 'refs/sw4rm/bases/from-first');
+      assert.equal(
+        git(repo.path, 'for-each-ref', '--format=%(refname)', 'refs/sw4rm/bases/').trim(),
+        'refs/sw4rm/bases/from-first',
+      );
     });
 
     it('refuses a worktrees folder inside the user’s working tree', async () => {
@@ -179,7 +222,9 @@ describe('worktree area: git, repositories, worktrees, snapshots (real repositor
     it('a new worktree of an id whose branch was kept checks that branch out again (its base kept), and says where it is checked out when it cannot', async () => {
       const { repo, worktrees } = await repoAndWorktrees();
       const created: string[] = [];
-      const observed = new Worktrees(realGit, snapshots, repo, { onCreated: (w, d) => created.push(`${w.id}:${d.reusedBranch}`) });
+      const observed = new Worktrees(realGit, snapshots, repo, {
+        onCreated: (w, d) => created.push(`${w.id}:${d.reusedBranch}`),
+      });
       const made = await observed.create('agent-1');
       fs.writeFileSync(path.join(made.path, 'work.txt'), 'work\n');
       commitAll(made.path, 'agent work');
@@ -228,7 +273,10 @@ describe('worktree area: git, repositories, worktrees, snapshots (real repositor
       git(repo.path, 'commit', '-q', '-m', 'feature (squashed)');
       fs.writeFileSync(path.join(repo.path, 'later.txt'), 'main moves on\n');
       commitAll(repo.path, 'unrelated later work');
-      const ancestor = spawnSync('git', ['merge-base', '--is-ancestor', 'sw4rm/agent-1', 'main'], { cwd: repo.path, env: cleanEnvironment() });
+      const ancestor = spawnSync('git', ['merge-base', '--is-ancestor', 'sw4rm/agent-1', 'main'], {
+        cwd: repo.path,
+        env: cleanEnvironment(),
+      });
       assert.equal(ancestor.status, 1, 'after a squash merge the branch is not an ancestor of the target');
       assert.equal(await worktrees.isMerged('agent-1'), true);
       const removed = await worktrees.remove('agent-1', { isBound: () => false });
@@ -246,10 +294,19 @@ describe('worktree area: git, repositories, worktrees, snapshots (real repositor
       assert.equal(stale.dirty, undefined);
       await refused(worktrees.remove('gone', { isBound: () => false }), 'missing_folder');
       const plan = await worktrees.prunePlan();
-      assert.deepEqual(plan.map((c) => c.name), ['gone']);
+      assert.deepEqual(
+        plan.map((c) => c.name),
+        ['gone'],
+      );
       await refused(worktrees.prune([]), 'exists');
-      assert.deepEqual((await worktrees.prune(plan)).map((c) => c.name), ['gone']);
-      assert.deepEqual((await worktrees.list()).map((w) => w.id), ['alive']);
+      assert.deepEqual(
+        (await worktrees.prune(plan)).map((c) => c.name),
+        ['gone'],
+      );
+      assert.deepEqual(
+        (await worktrees.list()).map((w) => w.id),
+        ['alive'],
+      );
       assert.ok(git(repo.path, 'branch', '--list', 'sw4rm/gone').includes('sw4rm/gone'));
     });
 
@@ -258,11 +315,13 @@ describe('worktree area: git, repositories, worktrees, snapshots (real repositor
       const made = await worktrees.create('agent-1');
       for (let d = 0; d < 30; d++) {
         fs.mkdirSync(path.join(made.path, `dir${d}`));
-        for (let f = 0; f < 40; f++) fs.writeFileSync(path.join(made.path, `dir${d}`, `committed${f}.txt`), `committed ${d}/${f}\n`);
+        for (let f = 0; f < 40; f++)
+          fs.writeFileSync(path.join(made.path, `dir${d}`, `committed${f}.txt`), `committed ${d}/${f}\n`);
       }
       commitAll(made.path, 'agent work');
       for (let d = 0; d < 30; d++) {
-        for (let f = 0; f < 40; f++) fs.writeFileSync(path.join(made.path, `dir${d}`, `untracked${f}.txt`), `untracked ${d}/${f}\n`);
+        for (let f = 0; f < 40; f++)
+          fs.writeFileSync(path.join(made.path, `dir${d}`, `untracked${f}.txt`), `untracked ${d}/${f}\n`);
       }
       const original = readTree(made.path);
       const removal = `
@@ -308,13 +367,20 @@ describe('worktree area: git, repositories, worktrees, snapshots (real repositor
       // And the removal can be finished: the interrupted state is just a dirty worktree.
       await refused(worktrees.remove('agent-1', { isBound: () => false }), 'dirty');
       await worktrees.remove('agent-1', { isBound: () => false, force: true });
-      assert.deepEqual((await worktrees.list()).map((w) => w.id), ['recovered']);
+      assert.deepEqual(
+        (await worktrees.list()).map((w) => w.id),
+        ['recovered'],
+      );
     });
   });
 
   describe('snapshots', () => {
     it('snapshots tracked changes and untracked files (not ignored ones) without touching the files or the index', async () => {
-      const { repo } = await repoAndWorktrees('app', { 'README.md': 'hello\n', 'gone.txt': 'to delete\n', '.gitignore': 'ignored/\n' });
+      const { repo } = await repoAndWorktrees('app', {
+        'README.md': 'hello\n',
+        'gone.txt': 'to delete\n',
+        '.gitignore': 'ignored/\n',
+      });
       fs.writeFileSync(path.join(repo.path, 'README.md'), 'changed\n');
       fs.writeFileSync(path.join(repo.path, 'staged.txt'), 'staged\n');
       git(repo.path, 'add', 'staged.txt');
@@ -337,7 +403,10 @@ describe('worktree area: git, repositories, worktrees, snapshots (real repositor
       assert.equal(git(repo.path, 'status', '--porcelain=v2', '-z', '--untracked-files=all'), statusBefore);
       assertSameFiles(readTree(repo.path), filesBefore);
 
-      const files = git(repo.path, 'ls-tree', '-r', '-z', '--name-only', snap.commit).split('\0').filter(Boolean).sort();
+      const files = git(repo.path, 'ls-tree', '-r', '-z', '--name-only', snap.commit)
+        .split('\0')
+        .filter(Boolean)
+        .sort();
       assert.deepEqual(files, ['.gitignore', 'README.md', 'run.sh', 'staged.txt', odd].sort());
       assert.equal(git(repo.path, 'rev-parse', `${snap.commit}^`).trim(), git(repo.path, 'rev-parse', 'HEAD').trim());
       assert.match(git(repo.path, 'ls-tree', snap.commit, 'run.sh'), /^100755 /);
@@ -364,9 +433,16 @@ describe('worktree area: git, repositories, worktrees, snapshots (real repositor
       expected.set('later.txt', Buffer.from('written after\n')); // an untracked file the snapshot did not have stays
       assertSameFiles(restored, expected);
       const status = parseStatusV2(git(repo.path, 'status', '--porcelain=v2', '-z', '--untracked-files=all'));
-      assert.deepEqual(status.entries.map((e) => [e.xy, e.path]).sort(), [['.M', 'README.md'], ['??', 'data.bin'], ['??', 'later.txt']]);
+      assert.deepEqual(status.entries.map((e) => [e.xy, e.path]).sort(), [
+        ['.M', 'README.md'],
+        ['??', 'data.bin'],
+        ['??', 'later.txt'],
+      ]);
       // The state before the restore is itself a snapshot: restoring it undoes the restore.
-      assert.deepEqual((await snapshots.list(repo.path, 'wt')).map((s) => s.ref), [snap.ref, before.ref]);
+      assert.deepEqual(
+        (await snapshots.list(repo.path, 'wt')).map((s) => s.ref),
+        [snap.ref, before.ref],
+      );
       await snapshots.restore(repo.path, 'wt', before);
       const undone = readTree(repo.path);
       for (const [file, content] of mistaken) assert.ok(undone.get(file)?.equals(content), file);
@@ -383,10 +459,19 @@ describe('worktree area: git, repositories, worktrees, snapshots (real repositor
       clock.advance(hour - 30 * 60_000 - 1);
       assert.deepEqual(await snapshots.expire(repo.path, hour), []);
       clock.advance(1);
-      assert.deepEqual((await snapshots.expire(repo.path, hour)).map((s) => s.ref).sort(), [first.ref, second.ref].sort());
-      assert.deepEqual((await snapshots.list(repo.path)).map((s) => s.ref), [third.ref]);
+      assert.deepEqual(
+        (await snapshots.expire(repo.path, hour)).map((s) => s.ref).sort(),
+        [first.ref, second.ref].sort(),
+      );
+      assert.deepEqual(
+        (await snapshots.list(repo.path)).map((s) => s.ref),
+        [third.ref],
+      );
       clock.advance(30 * 60_000);
-      assert.deepEqual((await snapshots.expire(repo.path, hour)).map((s) => s.ref), [third.ref]);
+      assert.deepEqual(
+        (await snapshots.expire(repo.path, hour)).map((s) => s.ref),
+        [third.ref],
+      );
     });
   });
 });

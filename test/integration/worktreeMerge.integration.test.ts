@@ -20,7 +20,13 @@ function commit(dir: string, message: string, files: Record<string, string>): st
 }
 
 /** HEAD (symbolic and commit), the index's entries (mode, blob, stage, path), every file's bytes, and every ref. */
-interface CheckoutState { head: string; branch: string; index: string; files: Map<string, Buffer>; refs: string }
+interface CheckoutState {
+  head: string;
+  branch: string;
+  index: string;
+  files: Map<string, Buffer>;
+  refs: string;
+}
 
 function stateOf(dir: string, refsToo = true): CheckoutState {
   return {
@@ -37,7 +43,8 @@ function assertSameState(actual: CheckoutState, expected: CheckoutState, what: s
   assert.equal(actual.branch, expected.branch, `${what}: branch`);
   assert.equal(actual.index, expected.index, `${what}: index`);
   assert.deepEqual([...actual.files.keys()].sort(), [...expected.files.keys()].sort(), `${what}: file names`);
-  for (const [file, bytes] of expected.files) assert.ok(actual.files.get(file)!.equals(bytes), `${what}: ${file} differs`);
+  for (const [file, bytes] of expected.files)
+    assert.ok(actual.files.get(file)!.equals(bytes), `${what}: ${file} differs`);
   if (expected.refs) assert.equal(actual.refs, expected.refs, `${what}: refs`);
 }
 
@@ -88,18 +95,31 @@ describe('worktree merge-back (real repositories)', function () {
     });
     assert.equal(outcome.status, 'merged');
     assert.ok(seen);
-    assert.deepEqual(seen.commits.map((c) => c.subject), ['Add the feature module', 'Document the feature']);
-    assert.deepEqual(seen.files, [{ status: 'M', path: 'README.md' }, { status: 'A', path: 'src/feature.js' }]);
+    assert.deepEqual(
+      seen.commits.map((c) => c.subject),
+      ['Add the feature module', 'Document the feature'],
+    );
+    assert.deepEqual(seen.files, [
+      { status: 'M', path: 'README.md' },
+      { status: 'A', path: 'src/feature.js' },
+    ]);
     assert.match(seen.diff, /\+export const feature = true;/);
     assert.deepEqual(seen.conflicts, []);
     assert.equal(seen.targetBranch, 'refs/heads/main');
     if (outcome.status !== 'merged') return;
     const head = git(repoPath, 'rev-parse', 'HEAD').trim();
     assert.equal(head, outcome.record.resultHead);
-    assert.equal(git(repoPath, 'rev-list', '--parents', '-n', '1', 'HEAD').trim().split(' ').length, 3, 'a merge commit has two parents');
+    assert.equal(
+      git(repoPath, 'rev-list', '--parents', '-n', '1', 'HEAD').trim().split(' ').length,
+      3,
+      'a merge commit has two parents',
+    );
     assert.equal(fs.readFileSync(path.join(repoPath, 'src/feature.js'), 'utf8'), 'export const feature = true;\n');
     assert.equal(git(repoPath, 'status', '--porcelain'), '');
-    assert.match(git(repoPath, 'log', '-1', '--format=%B'), /^Merge sw4rm\/w1 into main\n\n\* Add the feature module\n\* Document the feature/);
+    assert.match(
+      git(repoPath, 'log', '-1', '--format=%B'),
+      /^Merge sw4rm\/w1 into main\n\n\* Add the feature module\n\* Document the feature/,
+    );
     assert.equal(git(repoPath, 'rev-parse', `${outcome.record.snapshot.commit}^1`).trim(), before.head);
     assert.ok(outcome.record.snapshot.ref.startsWith(`refs/sw4rm/snapshots/${MERGE_SNAPSHOT_KEY}/`));
 
@@ -115,10 +135,17 @@ describe('worktree merge-back (real repositories)', function () {
     const outcome = await mergeBack.merge('w1', { strategy: 'squash' }, async () => true);
     assert.equal(outcome.status, 'merged');
     if (outcome.status !== 'merged') return;
-    assert.equal(git(repoPath, 'rev-list', '--parents', '-n', '1', 'HEAD').trim().split(' ').length, 2, 'a squash commit has one parent');
+    assert.equal(
+      git(repoPath, 'rev-list', '--parents', '-n', '1', 'HEAD').trim().split(' ').length,
+      2,
+      'a squash commit has one parent',
+    );
     assert.equal(git(repoPath, 'rev-parse', 'HEAD^').trim(), before.head);
     const message = git(repoPath, 'log', '-1', '--format=%B');
-    assert.match(message, /^Squash sw4rm\/w1: 2 commits\n\n\* Add the feature module \([0-9a-f]{12}\)\n\* Document the feature \([0-9a-f]{12}\)\n/);
+    assert.match(
+      message,
+      /^Squash sw4rm\/w1: 2 commits\n\n\* Add the feature module \([0-9a-f]{12}\)\n\* Document the feature \([0-9a-f]{12}\)\n/,
+    );
     assert.equal(fs.readFileSync(path.join(repoPath, 'README.md'), 'utf8'), 'one\ntwo\nthree\nfeature\n');
     assert.equal(await worktrees.isMerged('w1'), true);
 
@@ -142,9 +169,17 @@ describe('worktree merge-back (real repositories)', function () {
     assert.equal(outcome.status, 'merged');
     if (outcome.status !== 'merged') return;
     const head = git(repoPath, 'rev-parse', 'HEAD').trim();
-    assert.equal(head, git(repoPath, 'rev-parse', 'sw4rm/w1').trim(), 'the target is fast-forwarded to the rebased branch');
+    assert.equal(
+      head,
+      git(repoPath, 'rev-parse', 'sw4rm/w1').trim(),
+      'the target is fast-forwarded to the rebased branch',
+    );
     assert.equal(git(repoPath, 'rev-parse', 'HEAD~2').trim(), before.head, 'the agent’s two commits sit on the target');
-    assert.deepEqual(git(repoPath, 'log', '--format=%s', '-3').trim().split('\n'), ['Document the feature', 'Add the feature module', 'Main moves on']);
+    assert.deepEqual(git(repoPath, 'log', '--format=%s', '-3').trim().split('\n'), [
+      'Document the feature',
+      'Add the feature module',
+      'Main moves on',
+    ]);
     assert.equal(git(wtPath, 'status', '--porcelain'), '');
     assert.equal(fs.readFileSync(path.join(wtPath, 'CHANGELOG.md'), 'utf8'), 'main work\n');
 
@@ -159,11 +194,17 @@ describe('worktree merge-back (real repositories)', function () {
     write(repoPath, 'README.md', 'edited by the user\n');
     const dirty = stateOf(repoPath);
     let asked = false;
-    await refused(mergeBack.merge('w1', { strategy: 'merge' }, async () => (asked = true)), 'target_dirty');
+    await refused(
+      mergeBack.merge('w1', { strategy: 'merge' }, async () => (asked = true)),
+      'target_dirty',
+    );
     assertSameState(stateOf(repoPath), dirty, 'after the refusal');
     git(repoPath, 'checkout', '--', 'README.md');
     write(repoPath, 'notes.txt', 'untracked\n');
-    await refused(mergeBack.merge('w1', { strategy: 'squash' }, async () => (asked = true)), 'target_dirty');
+    await refused(
+      mergeBack.merge('w1', { strategy: 'squash' }, async () => (asked = true)),
+      'target_dirty',
+    );
     assert.equal(asked, false);
   });
 
@@ -174,7 +215,10 @@ describe('worktree merge-back (real repositories)', function () {
     git(repoPath, 'worktree', 'add', '-q', other, 'release');
     git(repoPath, 'branch', 'next');
     const before = stateOf(repoPath);
-    const err = await refused(mergeBack.merge('w1', { strategy: 'merge', target: 'release' }, async () => true), 'checked_out_elsewhere');
+    const err = await refused(
+      mergeBack.merge('w1', { strategy: 'merge', target: 'release' }, async () => true),
+      'checked_out_elsewhere',
+    );
     assert.match(err.message, /release-checkout/);
     await refused(mergeBack.preview('w1', { strategy: 'merge', target: 'next' }), 'target_not_checked_out');
     await refused(mergeBack.preview('w1', { strategy: 'merge', target: 'sw4rm/w1' }), 'bad_target');
@@ -192,9 +236,18 @@ describe('worktree merge-back (real repositories)', function () {
     for (const strategy of ['merge', 'squash', 'rebase'] as const) {
       const outcome = await mergeBack.merge('w1', { strategy }, async () => (asked = true));
       assert.equal(outcome.status, 'conflicts');
-      assert.deepEqual(outcome.preview.conflicts.map((c) => c.path), ['README.md']);
-      assert.deepEqual(outcome.preview.conflicts[0].stages.map((s) => s.stage), [1, 2, 3]);
-      assert.ok(outcome.preview.messages.some((m) => m.type.startsWith('CONFLICT') && m.paths.includes('README.md')), JSON.stringify(outcome.preview.messages));
+      assert.deepEqual(
+        outcome.preview.conflicts.map((c) => c.path),
+        ['README.md'],
+      );
+      assert.deepEqual(
+        outcome.preview.conflicts[0].stages.map((s) => s.stage),
+        [1, 2, 3],
+      );
+      assert.ok(
+        outcome.preview.messages.some((m) => m.type.startsWith('CONFLICT') && m.paths.includes('README.md')),
+        JSON.stringify(outcome.preview.messages),
+      );
     }
     assert.equal(asked, false);
     assertSameState(stateOf(repoPath), before, 'target');
@@ -215,10 +268,13 @@ describe('worktree merge-back (real repositories)', function () {
   it('refuses a merge whose target moved while it waited for approval', async () => {
     await divergedAgent();
     let moved = '';
-    await refused(mergeBack.merge('w1', { strategy: 'squash' }, async () => {
-      moved = commit(repoPath, 'Committed during the review', { 'other.txt': 'x\n' });
-      return true;
-    }), 'changed_since_preview');
+    await refused(
+      mergeBack.merge('w1', { strategy: 'squash' }, async () => {
+        moved = commit(repoPath, 'Committed during the review', { 'other.txt': 'x\n' });
+        return true;
+      }),
+      'changed_since_preview',
+    );
     assert.equal(git(repoPath, 'rev-parse', 'HEAD').trim(), moved);
   });
 

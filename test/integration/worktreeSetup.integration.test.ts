@@ -44,7 +44,11 @@ describe('worktree setup (real repositories)', function () {
   it('a configuration with an escaping glob copies nothing and runs nothing, and says why', async () => {
     const marker = path.join(worktreePath, 'ran');
     const result = await runWorktreeSetup(repoPath, worktreePath, {
-      clock, settings: { copy: ['../*'], setup: { command: node, args: ['-e', `require('fs').writeFileSync(${JSON.stringify(marker)}, '')`] } },
+      clock,
+      settings: {
+        copy: ['../*'],
+        setup: { command: node, args: ['-e', `require('fs').writeFileSync(${JSON.stringify(marker)}, '')`] },
+      },
     });
     assert.equal(result.ok, false);
     assert.match(result.failure ?? '', /\.\./);
@@ -59,14 +63,27 @@ describe('worktree setup (real repositories)', function () {
     write(repoPath, 'config/local/deep/x.txt', 'x\n');
     write(repoPath, 'README.md', 'changed in the main checkout\n');
     write(repoPath, 'node_modules/pkg/.env', 'not searched\n');
-    const result = await runWorktreeSetup(repoPath, worktreePath, { clock, settings: { copy: ['.env*', 'config/local/**', 'README.md', 'missing/**', '**/.env'] } });
+    const result = await runWorktreeSetup(repoPath, worktreePath, {
+      clock,
+      settings: { copy: ['.env*', 'config/local/**', 'README.md', 'missing/**', '**/.env'] },
+    });
     assert.equal(result.ok, true, result.failure);
-    assert.deepEqual([...result.copied].sort(), ['.env', '.env.local', 'config/local/db.json', 'config/local/deep/x.txt']);
-    assert.deepEqual(result.skipped, [{ path: 'README.md', reason: 'exists', detail: 'the worktree already has it; it is never overwritten' }]);
+    assert.deepEqual([...result.copied].sort(), [
+      '.env',
+      '.env.local',
+      'config/local/db.json',
+      'config/local/deep/x.txt',
+    ]);
+    assert.deepEqual(result.skipped, [
+      { path: 'README.md', reason: 'exists', detail: 'the worktree already has it; it is never overwritten' },
+    ]);
     for (const file of ['.env', '.env.local', 'config/local/db.json', 'config/local/deep/x.txt']) {
       const stats = fs.lstatSync(path.join(worktreePath, file));
       assert.ok(stats.isFile() && !stats.isSymbolicLink(), file);
-      assert.ok(fs.readFileSync(path.join(worktreePath, file)).equals(fs.readFileSync(path.join(repoPath, file))), file);
+      assert.ok(
+        fs.readFileSync(path.join(worktreePath, file)).equals(fs.readFileSync(path.join(repoPath, file))),
+        file,
+      );
     }
     assert.equal(fs.statSync(path.join(worktreePath, '.env')).mode & 0o777, 0o600);
     assert.equal(fs.statSync(path.join(worktreePath, '.env.local')).mode & 0o777, 0o640);
@@ -83,38 +100,60 @@ describe('worktree setup (real repositories)', function () {
     fs.mkdirSync(path.join(repoPath, 'config'));
     fs.symlinkSync(path.join(tmp, 'outside'), path.join(repoPath, 'config/local'));
     fs.symlinkSync(path.join(tmp, 'outside'), path.join(repoPath, '.env.d'));
-    const result = await runWorktreeSetup(repoPath, worktreePath, { clock, settings: { copy: ['.env*', 'config/local/**', '.env.d/**'] } });
+    const result = await runWorktreeSetup(repoPath, worktreePath, {
+      clock,
+      settings: { copy: ['.env*', 'config/local/**', '.env.d/**'] },
+    });
     assert.equal(result.ok, true);
     assert.deepEqual(result.copied, []);
-    assert.deepEqual(result.skipped.map((s) => [s.path, s.reason]).sort(), [['.env', 'symlink'], ['.env.d', 'symlink'], ['config/local', 'symlink']]);
+    assert.deepEqual(result.skipped.map((s) => [s.path, s.reason]).sort(), [
+      ['.env', 'symlink'],
+      ['.env.d', 'symlink'],
+      ['config/local', 'symlink'],
+    ]);
     assert.equal(fs.existsSync(path.join(worktreePath, '.env')), false);
     assert.equal(fs.existsSync(path.join(worktreePath, 'config')), false);
   });
 
   it('runs the command in the worktree with argv (no shell), streams and keeps its output', async () => {
     const chunks: string[] = [];
-    const script = "process.stdout.write('cwd=' + process.cwd() + '\\n'); process.stderr.write('warn: $HOME stays literal ' + process.argv[1] + '\\n')";
+    const script =
+      "process.stdout.write('cwd=' + process.cwd() + '\\n'); process.stderr.write('warn: $HOME stays literal ' + process.argv[1] + '\\n')";
     const result = await runWorktreeSetup(repoPath, worktreePath, {
-      clock, settings: { setup: { command: node, args: ['-e', script, '$(touch pwned); `id`'] } },
+      clock,
+      settings: { setup: { command: node, args: ['-e', script, '$(touch pwned); `id`'] } },
       onOutput: (text, stream) => chunks.push(`${stream}:${text}`),
     });
     assert.equal(result.ok, true, result.failure);
     assert.equal(result.command?.exitCode, 0);
     assert.equal(result.command?.shell, false);
-    assert.ok(chunks.some((c) => c === `stdout:cwd=${worktreePath}\n`), chunks.join('|'));
-    assert.ok(chunks.some((c) => c.startsWith('stderr:warn: $HOME stays literal $(touch pwned); `id`')), chunks.join('|'));
+    assert.ok(
+      chunks.some((c) => c === `stdout:cwd=${worktreePath}\n`),
+      chunks.join('|'),
+    );
+    assert.ok(
+      chunks.some((c) => c.startsWith('stderr:warn: $HOME stays literal $(touch pwned); `id`')),
+      chunks.join('|'),
+    );
     assert.match(result.command?.output ?? '', /cwd=.*w1/);
     assert.equal(fs.existsSync(path.join(worktreePath, 'pwned')), false);
   });
 
   it('runs a shell line only when the configuration says "shell": true', async () => {
-    const result = await runWorktreeSetup(repoPath, worktreePath, { clock, settings: { setup: { command: 'echo one && echo two > made-by-shell.txt', shell: true } } });
+    const result = await runWorktreeSetup(repoPath, worktreePath, {
+      clock,
+      settings: { setup: { command: 'echo one && echo two > made-by-shell.txt', shell: true } },
+    });
     assert.equal(result.ok, true, result.failure);
     assert.equal(fs.readFileSync(path.join(worktreePath, 'made-by-shell.txt'), 'utf8'), 'two\n');
   });
 
   it('runs the command of the repository’s file only when the caller trusts the repository', async () => {
-    write(repoPath, '.sw4rm/worktree.json', JSON.stringify({ setup: { command: node, args: ['-e', "require('fs').writeFileSync('ran', '')"] } }));
+    write(
+      repoPath,
+      '.sw4rm/worktree.json',
+      JSON.stringify({ setup: { command: node, args: ['-e', "require('fs').writeFileSync('ran', '')"] } }),
+    );
     const untrusted = await runWorktreeSetup(repoPath, worktreePath, { clock });
     assert.equal(untrusted.command, undefined);
     assert.match(untrusted.commandSkipped ?? '', /trusted/);
@@ -127,14 +166,21 @@ describe('worktree setup (real repositories)', function () {
   it('reports a failing command and one that cannot start, without throwing; files copied before stay', async () => {
     write(repoPath, '.env', 'A=1\n');
     const failing = await runWorktreeSetup(repoPath, worktreePath, {
-      clock, settings: { copy: ['.env'], setup: { command: node, args: ['-e', "console.error('install failed'); process.exit(3)"] } },
+      clock,
+      settings: {
+        copy: ['.env'],
+        setup: { command: node, args: ['-e', "console.error('install failed'); process.exit(3)"] },
+      },
     });
     assert.equal(failing.ok, false);
     assert.equal(failing.failure, 'the setup command exited with code 3');
     assert.equal(failing.command?.exitCode, 3);
     assert.match(failing.command?.output ?? '', /install failed/);
     assert.deepEqual(failing.copied, ['.env']);
-    const missing = await runWorktreeSetup(repoPath, worktreePath, { clock, settings: { setup: { command: path.join(tmp, 'no-such-program') } } });
+    const missing = await runWorktreeSetup(repoPath, worktreePath, {
+      clock,
+      settings: { setup: { command: path.join(tmp, 'no-such-program') } },
+    });
     assert.equal(missing.ok, false);
     assert.match(missing.failure ?? '', /could not start: ENOENT/);
   });
@@ -144,11 +190,16 @@ describe('worktree setup (real repositories)', function () {
     const output: string[] = [];
     // The shell exits at once; its background job keeps stdout open for 3 s, then leaves a marker.
     const running = runWorktreeSetup(repoPath, worktreePath, {
-      clock, onOutput: (text) => output.push(text),
-      settings: { setup: { command: `echo started; (sleep 3; touch '${marker}') &`, shell: true, timeoutSeconds: 600 } },
+      clock,
+      onOutput: (text) => output.push(text),
+      settings: {
+        setup: { command: `echo started; (sleep 3; touch '${marker}') &`, shell: true, timeoutSeconds: 600 },
+      },
     });
     let result: Awaited<typeof running> | undefined;
-    void running.then((r) => { result = r; });
+    void running.then((r) => {
+      result = r;
+    });
     await until(() => output.join('').includes('started'));
     // The drain after the exit runs on the injected clock, advanced 100 ms per 20 ms of real time until the result is in.
     while (result === undefined) {
@@ -165,9 +216,12 @@ describe('worktree setup (real repositories)', function () {
   it('kills a command at its timeout (injected clock): SIGTERM, then SIGKILL after the grace', async () => {
     const output: string[] = [];
     // Ignores SIGTERM, so only the SIGKILL after the grace ends it.
-    const script = "process.on('SIGTERM', () => console.log('term ignored')); console.log('started'); setInterval(() => {}, 1000)";
+    const script =
+      "process.on('SIGTERM', () => console.log('term ignored')); console.log('started'); setInterval(() => {}, 1000)";
     const running = runWorktreeSetup(repoPath, worktreePath, {
-      clock, settings: { setup: { command: node, args: ['-e', script], timeoutSeconds: 30 } }, onOutput: (text) => output.push(text),
+      clock,
+      settings: { setup: { command: node, args: ['-e', script], timeoutSeconds: 30 } },
+      onOutput: (text) => output.push(text),
     });
     await until(() => output.join('').includes('started'));
     clock.advance(29_999);

@@ -27,7 +27,11 @@ async function main(): Promise<void> {
   const worker = async (): Promise<void> => {
     while (next < Number(count)) {
       const i = next++;
-      const result = await client.send(client.envelope({ payload, content_type: contentType }), { to: `${prefix}${from + i}`, deadlineMs: 120_000 })
+      const result = await client
+        .send(client.envelope({ payload, content_type: contentType }), {
+          to: `${prefix}${from + i}`,
+          deadlineMs: 120_000,
+        })
         .catch((err: Error) => ({ accepted: false, reason: `ERROR ${err.message}` }));
       const key = result.accepted ? 'accepted' : result.reason.split(':').slice(0, 2).join(':').slice(0, 120);
       outcomes[key] = (outcomes[key] ?? 0) + 1;

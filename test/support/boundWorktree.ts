@@ -9,7 +9,12 @@ import { CoordinatorFixture } from './coordinatorFixture';
  * A CoordinatorFixture (its store in `<dir>/data`) that knows the repository at `repoPath` (named `app` by makeRepo),
  * with `agentId` bound to its home worktree there: the fixture and that worktree's path.
  */
-export async function boundAtHome(dir: string, repoPath: string, ctx: CallContext, agentId = 'coder'): Promise<{ fixture: CoordinatorFixture; home: string }> {
+export async function boundAtHome(
+  dir: string,
+  repoPath: string,
+  ctx: CallContext,
+  agentId = 'coder',
+): Promise<{ fixture: CoordinatorFixture; home: string }> {
   const repositories = await discoverRepositories(createGit(), [repoPath]);
   const fixture = new CoordinatorFixture({ dataDir: path.join(dir, 'data'), coordinator: { repositories } });
   const bound = await fixture.coordinator.worktrees.bind(agentId, path.basename(repoPath), '', ctx);

@@ -16,9 +16,16 @@ export class CliProcess {
   /** With `stdin`, the test types into the coordinator's standard input (the operator console). */
   constructor(args: readonly string[], options: { stdin?: boolean } = {}) {
     // process.execPath is the Node 24 that runs the tests (node_modules/.bin/node), which has node:sqlite.
-    this.child = spawn(process.execPath, [CLI_BUNDLE, ...args], { cwd: REPO_ROOT, stdio: [options.stdin ? 'pipe' : 'ignore', 'pipe', 'pipe'] });
-    this.child.stdout!.setEncoding('utf8').on('data', (chunk: string) => { this.stdout += chunk; });
-    this.child.stderr!.setEncoding('utf8').on('data', (chunk: string) => { this.stderr += chunk; });
+    this.child = spawn(process.execPath, [CLI_BUNDLE, ...args], {
+      cwd: REPO_ROOT,
+      stdio: [options.stdin ? 'pipe' : 'ignore', 'pipe', 'pipe'],
+    });
+    this.child.stdout!.setEncoding('utf8').on('data', (chunk: string) => {
+      this.stdout += chunk;
+    });
+    this.child.stderr!.setEncoding('utf8').on('data', (chunk: string) => {
+      this.stderr += chunk;
+    });
     this.exited = new Promise((resolve, reject) => {
       this.child.once('error', reject);
       this.child.once('close', (code, signal) => {
@@ -59,20 +66,30 @@ export class CliProcess {
 
   /** Waits for the agent environment on stdout and answers it as name → value. */
   async environment(deadlineMs = 20_000): Promise<Record<string, string>> {
-    return pollUntil('the agent environment on stdout', () => {
-      if (!this.running && !/^export SW4RM_\w+=.*\n/m.test(this.stdout)) {
-        throw new Error(`the coordinator exited with ${this.exitCode} before printing its environment:\n${this.stderr}`);
-      }
-      if (!/^# Agent environment:\n(export SW4RM_\w+=\S+\n){15,}/m.test(this.stdout)) return undefined;
-      const env: Record<string, string> = {};
-      for (const match of this.stdout.matchAll(/^export (SW4RM_\w+)=(\S*)$/gm)) env[match[1]] = match[2];
-      return env;
-    }, deadlineMs);
+    return pollUntil(
+      'the agent environment on stdout',
+      () => {
+        if (!this.running && !/^export SW4RM_\w+=.*\n/m.test(this.stdout)) {
+          throw new Error(
+            `the coordinator exited with ${this.exitCode} before printing its environment:\n${this.stderr}`,
+          );
+        }
+        if (!/^# Agent environment:\n(export SW4RM_\w+=\S+\n){15,}/m.test(this.stdout)) return undefined;
+        const env: Record<string, string> = {};
+        for (const match of this.stdout.matchAll(/^export (SW4RM_\w+)=(\S*)$/gm)) env[match[1]] = match[2];
+        return env;
+      },
+      deadlineMs,
+    );
   }
 
   /** Waits for the exit code, failing after the deadline. */
   exit(deadlineMs = 20_000): Promise<number | null> {
-    return within(this.exited, deadlineMs, () => new Error(`the coordinator did not exit within ${deadlineMs} ms:\n${this.stderr}`));
+    return within(
+      this.exited,
+      deadlineMs,
+      () => new Error(`the coordinator did not exit within ${deadlineMs} ms:\n${this.stderr}`),
+    );
   }
 
   /** Ends the child if a test left it running. */
@@ -104,7 +121,11 @@ export interface CliProcesses {
    * while a killed coordinator still holds the port (a crash test restarts where its clients connect); answers the
    * process and the agent environment it printed.
    */
-  readonly serve: (port: number, args?: readonly string[], deadlineMs?: number) => Promise<{ cli: CliProcess; env: Record<string, string> }>;
+  readonly serve: (
+    port: number,
+    args?: readonly string[],
+    deadlineMs?: number,
+  ) => Promise<{ cli: CliProcess; env: Record<string, string> }>;
   /** Closes these (clients, inbox streams) after the test, the last given first, before the processes are killed. */
   readonly closeAfter: (...closables: Closable[]) => void;
 }
@@ -141,15 +162,21 @@ export function useCliProcesses(prefix: string): CliProcesses {
       assert.ok(processes.length > 0, 'no coordinator was started');
       return processes[processes.length - 1];
     },
-    serve: (port, args = [], deadlineMs = 20_000) => pollUntil(`a coordinator serving on port ${port}`, async () => {
-      const cli = run('--port', String(port), '--data-dir', dataDir, ...args);
-      try {
-        return { cli, env: await cli.environment(Math.min(deadlineMs, 15_000)) };
-      } catch (err) {
-        if (/already in use/.test(cli.stderr)) return undefined;
-        throw err;
-      }
-    }, deadlineMs, 100),
+    serve: (port, args = [], deadlineMs = 20_000) =>
+      pollUntil(
+        `a coordinator serving on port ${port}`,
+        async () => {
+          const cli = run('--port', String(port), '--data-dir', dataDir, ...args);
+          try {
+            return { cli, env: await cli.environment(Math.min(deadlineMs, 15_000)) };
+          } catch (err) {
+            if (/already in use/.test(cli.stderr)) return undefined;
+            throw err;
+          }
+        },
+        deadlineMs,
+        100,
+      ),
     closeAfter: (...more) => {
       closables.push(...more);
     },

@@ -5,9 +5,16 @@ import { HEALTH_PROTO } from '../../src/server/health';
 import { LOADER_OPTIONS, loadPackageDefinition, serviceDefinition } from '../../src/server/protos';
 import { PROTOS_DIR } from './paths';
 
-export interface RegisterAgentResponse { accepted: boolean; reason: string }
-export interface OkResponse { ok: boolean }
-export interface HealthCheckResponse { status: string }
+export interface RegisterAgentResponse {
+  accepted: boolean;
+  reason: string;
+}
+export interface OkResponse {
+  ok: boolean;
+}
+export interface HealthCheckResponse {
+  status: string;
+}
 export interface LogEventMessage {
   ts?: { seconds: string | number; nanos: number } | null;
   correlation_id?: string;
@@ -52,7 +59,11 @@ function clientConstructor(definition: protoLoader.PackageDefinition, fullName: 
 
 /** The generated client of one canonical service (e.g. `sw4rm.tool.ToolService`) at `address`, over plain TCP. */
 export function serviceClient(address: string, fullName: string, options?: grpc.ClientOptions): ServiceClient {
-  return new (clientConstructor(canonicalDefinition(), fullName))(address, grpc.credentials.createInsecure(), options) as ServiceClient;
+  return new (clientConstructor(canonicalDefinition(), fullName))(
+    address,
+    grpc.credentials.createInsecure(),
+    options,
+  ) as ServiceClient;
 }
 
 /** Metadata with `authorization: Bearer <token>` (none when token is undefined) and any further keys. */
@@ -72,11 +83,23 @@ export class CoordinatorClients {
   readonly logging: ServiceClient;
   readonly health: ServiceClient;
 
-  constructor(readonly address: string, private readonly token: string | undefined) {
+  constructor(
+    readonly address: string,
+    private readonly token: string | undefined,
+  ) {
     const credentials = grpc.credentials.createInsecure();
-    this.registry = new (clientConstructor(canonicalDefinition(), 'sw4rm.registry.RegistryService'))(address, credentials) as ServiceClient;
-    this.logging = new (clientConstructor(canonicalDefinition(), 'sw4rm.logging.LoggingService'))(address, credentials) as ServiceClient;
-    this.health = new (clientConstructor(healthDefinition(), 'grpc.health.v1.Health'))(address, credentials) as ServiceClient;
+    this.registry = new (clientConstructor(canonicalDefinition(), 'sw4rm.registry.RegistryService'))(
+      address,
+      credentials,
+    ) as ServiceClient;
+    this.logging = new (clientConstructor(canonicalDefinition(), 'sw4rm.logging.LoggingService'))(
+      address,
+      credentials,
+    ) as ServiceClient;
+    this.health = new (clientConstructor(healthDefinition(), 'grpc.health.v1.Health'))(
+      address,
+      credentials,
+    ) as ServiceClient;
   }
 
   metadata(options: CallOptions = {}): grpc.Metadata {
@@ -92,7 +115,12 @@ export class CoordinatorClients {
     return unary(this.registry, 'RegisterAgent', { agent }, this.metadata(options));
   }
 
-  heartbeat(agentId: string, state = 'RUNNABLE', health: Record<string, string> = {}, options?: CallOptions): Promise<OkResponse> {
+  heartbeat(
+    agentId: string,
+    state = 'RUNNABLE',
+    health: Record<string, string> = {},
+    options?: CallOptions,
+  ): Promise<OkResponse> {
     return unary(this.registry, 'Heartbeat', { agent_id: agentId, state, health }, this.metadata(options));
   }
 
@@ -110,8 +138,9 @@ export class CoordinatorClients {
   }
 
   healthWatch(service: string): grpc.ClientReadableStream<HealthCheckResponse> {
-    return (this.health.Watch as (request: unknown, metadata: grpc.Metadata) => grpc.ClientReadableStream<HealthCheckResponse>)
-      .call(this.health, { service }, new grpc.Metadata());
+    return (
+      this.health.Watch as (request: unknown, metadata: grpc.Metadata) => grpc.ClientReadableStream<HealthCheckResponse>
+    ).call(this.health, { service }, new grpc.Metadata());
   }
 
   close(): void {
@@ -136,9 +165,17 @@ export class ServiceCaller<Method extends string> {
   private readonly client: grpc.Client;
   private readonly methods: Record<Method, grpc.MethodDefinition<unknown, unknown>>;
 
-  constructor(address: string, private readonly token: string | undefined, private readonly service: string, private readonly deadlineMs = 10_000) {
+  constructor(
+    address: string,
+    private readonly token: string | undefined,
+    private readonly service: string,
+    private readonly deadlineMs = 10_000,
+  ) {
     this.client = new grpc.Client(address, grpc.credentials.createInsecure());
-    this.methods = serviceDefinition(canonicalDefinition(), service) as unknown as Record<Method, grpc.MethodDefinition<unknown, unknown>>;
+    this.methods = serviceDefinition(canonicalDefinition(), service) as unknown as Record<
+      Method,
+      grpc.MethodDefinition<unknown, unknown>
+    >;
   }
 
   call<T>(method: Method, request: unknown, extra: Record<string, string> = {}): Promise<UnaryAnswer<T>> {
@@ -154,12 +191,19 @@ export class ServiceCaller<Method extends string> {
       const settle = () => {
         if (answered && trailer) resolve({ response: answered.response, trailer });
       };
-      const call = this.client.makeUnaryRequest(definition.path, definition.requestSerialize, definition.responseDeserialize, request, metadata,
-        { deadline: Date.now() + this.deadlineMs }, (err, response) => {
+      const call = this.client.makeUnaryRequest(
+        definition.path,
+        definition.requestSerialize,
+        definition.responseDeserialize,
+        request,
+        metadata,
+        { deadline: Date.now() + this.deadlineMs },
+        (err, response) => {
           if (err) return reject(err);
           answered = { response: response as T };
           settle();
-        });
+        },
+      );
       call.on('status', (status: grpc.StatusObject) => {
         trailer = status.metadata;
         settle();
@@ -192,11 +236,16 @@ export class WorktreeClient {
 /** One unary call with a 10 s deadline, as a promise. */
 export function unary<T>(client: ServiceClient, method: string, request: unknown, metadata: grpc.Metadata): Promise<T> {
   const fn = client[method] as unknown as (
-    request: unknown, metadata: grpc.Metadata, options: grpc.CallOptions, callback: (err: grpc.ServiceError | null, response: T) => void,
+    request: unknown,
+    metadata: grpc.Metadata,
+    options: grpc.CallOptions,
+    callback: (err: grpc.ServiceError | null, response: T) => void,
   ) => void;
   assert.equal(typeof fn, 'function', `no method ${method} on this client`);
   return new Promise<T>((resolve, reject) => {
-    fn.call(client, request, metadata, { deadline: Date.now() + 10_000 }, (err, response) => (err ? reject(err) : resolve(response)));
+    fn.call(client, request, metadata, { deadline: Date.now() + 10_000 }, (err, response) =>
+      err ? reject(err) : resolve(response),
+    );
   });
 }
 
@@ -208,7 +257,11 @@ export async function expectStatus(call: Promise<unknown>, code: grpc.status): P
   } catch (err) {
     if (err instanceof assert.AssertionError) throw err;
     const error = err as grpc.ServiceError;
-    assert.equal(error.code, code, `expected status ${grpc.status[code]}, got ${grpc.status[error.code]}: ${error.details}`);
+    assert.equal(
+      error.code,
+      code,
+      `expected status ${grpc.status[code]}, got ${grpc.status[error.code]}: ${error.details}`,
+    );
     return error;
   }
 }

@@ -18,7 +18,11 @@ export type Op = 'resolve' | 'read' | 'write' | 'writeParents' | 'list' | 'stat'
 export const ALL_OPS: readonly Op[] = ['resolve', 'read', 'write', 'writeParents', 'list', 'stat', 'delete', 'mkdir'];
 
 function git(cwd: string, ...args: string[]): string {
-  return execFileSync('git', ['-c', 'user.name=Test', '-c', 'user.email=test@example.com', '-c', 'init.defaultBranch=main', ...args], { cwd, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+  return execFileSync(
+    'git',
+    ['-c', 'user.name=Test', '-c', 'user.email=test@example.com', '-c', 'init.defaultBranch=main', ...args],
+    { cwd, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] },
+  );
 }
 
 /** Every name under `dir` (not following links) with its type, link target or content digest and inode. */
@@ -28,8 +32,14 @@ export function snapshot(dir: string, into = new Map<string, string>(), prefix =
     const stats = fs.lstatSync(full);
     const key = prefix + name;
     if (stats.isSymbolicLink()) into.set(key, `link:${fs.readlinkSync(full)}`);
-    else if (stats.isDirectory()) { into.set(key, `dir:${stats.mode}`); snapshot(full, into, key + '/'); }
-    else if (stats.isFile()) into.set(key, `file:${stats.ino}:${stats.mode}:${stats.nlink}:${createHash('sha256').update(fs.readFileSync(full)).digest('hex')}`);
+    else if (stats.isDirectory()) {
+      into.set(key, `dir:${stats.mode}`);
+      snapshot(full, into, key + '/');
+    } else if (stats.isFile())
+      into.set(
+        key,
+        `file:${stats.ino}:${stats.mode}:${stats.nlink}:${createHash('sha256').update(fs.readFileSync(full)).digest('hex')}`,
+      );
     else into.set(key, `other:${stats.ino}`);
   }
   return into;
@@ -120,7 +130,6 @@ export async function disposeFixture(f: Fixture | undefined): Promise<void> {
   removeTempDir(f.base);
 }
 
-
 export interface Attack {
   name: string;
   /** The requested path (a function when it depends on the fixture's real paths). */
@@ -137,7 +146,11 @@ export const TRAVERSAL: Attack[] = [
   { name: '.. behind ./', path: './../x', reason: 'parent_traversal' },
   { name: '.. with doubled slashes', path: '..//..//etc/passwd', reason: 'parent_traversal' },
   { name: '.. that would stay inside (refused all the same)', path: 'src/..', reason: 'parent_traversal' },
-  { name: '.. deep after many folders', path: 'a/b/c/d/../../../../../../outside/secret.txt', reason: 'parent_traversal' },
+  {
+    name: '.. deep after many folders',
+    path: 'a/b/c/d/../../../../../../outside/secret.txt',
+    reason: 'parent_traversal',
+  },
   { name: 'URL-encoded ../', path: '%2e%2e/%2e%2e/outside/secret.txt', reason: 'encoded_traversal' },
   { name: 'URL-encoded upper case with encoded slash', path: '%2E%2E%2F%2E%2E%2Foutside', reason: 'encoded_traversal' },
   { name: 'plain dots, encoded slashes', path: '..%2f..%2foutside%2fsecret.txt', reason: 'encoded_traversal' },
@@ -166,8 +179,16 @@ export const TRAVERSAL: Attack[] = [
 export const ABSOLUTE: Attack[] = [
   { name: 'absolute /etc/passwd', path: '/etc/passwd', reason: 'absolute_path' },
   { name: 'absolute path of the canary', path: (f) => path.join(f.outside, 'secret.txt'), reason: 'absolute_path' },
-  { name: 'absolute path of a file inside the worktree', path: (f) => path.join(f.worktree, 'src/app.ts'), reason: 'absolute_path' },
-  { name: 'absolute path of the repository\'s git directory', path: (f) => path.join(f.repo, '.git/config'), reason: 'absolute_path' },
+  {
+    name: 'absolute path of a file inside the worktree',
+    path: (f) => path.join(f.worktree, 'src/app.ts'),
+    reason: 'absolute_path',
+  },
+  {
+    name: "absolute path of the repository's git directory",
+    path: (f) => path.join(f.repo, '.git/config'),
+    reason: 'absolute_path',
+  },
   { name: 'double-slash absolute', path: '//etc/passwd', reason: 'absolute_path' },
   { name: 'drive letter', path: 'C:/Windows/win.ini', reason: 'absolute_path' },
   { name: 'drive-relative', path: 'c:secret.txt', reason: 'absolute_path' },
@@ -182,18 +203,22 @@ export const MALFORMED: Attack[] = [
   { name: 'a 256-byte component', path: 'a'.repeat(256), reason: 'component_too_long' },
   { name: 'a 256-byte component of 2-byte characters', path: '\u00e9'.repeat(128), reason: 'component_too_long' },
   { name: 'a path longer than 4096 bytes', path: 'a/'.repeat(2100), reason: 'path_too_long' },
-  { name: 'a path that is too long once joined to the root', path: ('b'.repeat(250) + '/').repeat(16) + 'c'.repeat(60), reason: 'path_too_long' },
+  {
+    name: 'a path that is too long once joined to the root',
+    path: ('b'.repeat(250) + '/').repeat(16) + 'c'.repeat(60),
+    reason: 'path_too_long',
+  },
 ];
 
 export const GIT: Attack[] = [
-  { name: 'the worktree\'s .git file', path: '.git', reason: 'git_metadata' },
+  { name: "the worktree's .git file", path: '.git', reason: 'git_metadata' },
   { name: 'inside .git', path: '.git/config', reason: 'git_metadata' },
   { name: '.GIT', path: '.GIT', reason: 'git_metadata' },
   { name: '.Git/HEAD', path: '.Git/HEAD', reason: 'git_metadata' },
   { name: '.git. (trailing dot)', path: '.git.', reason: 'git_metadata' },
   { name: '.git  (trailing space)', path: '.git ', reason: 'git_metadata' },
   { name: '.git. . . (dots and spaces)', path: '.git. . .', reason: 'git_metadata' },
-  { name: 'a nested repository\'s .git', path: 'sub/.git/hooks/pre-commit', reason: 'git_metadata' },
+  { name: "a nested repository's .git", path: 'sub/.git/hooks/pre-commit', reason: 'git_metadata' },
   { name: '.git in a subfolder', path: 'src/.git', reason: 'git_metadata' },
   { name: 'dotless i', path: '.g\u0131t', reason: 'git_metadata' },
   { name: 'capital I with dot above', path: '.G\u0130T/config', reason: 'git_metadata' },
@@ -220,12 +245,16 @@ export const LINKS_AND_SPECIAL_FILES: Attack[] = [
   { name: 'new folders through a symlinked parent folder', path: 'real/linked/x/y/z.txt', reason: 'symlink' },
   { name: 'a dangling symlink pointing outside (write would create there)', path: 'dangling', reason: 'symlink' },
   { name: 'a symlink to a file inside (any link is refused)', path: 'link-inside', reason: 'symlink' },
-  { name: 'a symlink to the repository\'s git directory', path: 'link-git/config', reason: 'symlink' },
+  { name: "a symlink to the repository's git directory", path: 'link-git/config', reason: 'symlink' },
   { name: 'a symlink to /dev/null', path: 'link-dev', reason: 'symlink' },
   { name: 'a symlink to ..', path: 'link-dotdot/outside/secret.txt', reason: 'symlink' },
   { name: 'a FIFO', path: 'fifo', reason: 'fifo' },
   { name: 'a socket', path: 'sock', reason: 'socket' },
-  { name: 'a device node (mknod as root; else a link to /dev/zero)', path: 'devnull', reason: ['device_node', 'symlink'] },
+  {
+    name: 'a device node (mknod as root; else a link to /dev/zero)',
+    path: 'devnull',
+    reason: ['device_node', 'symlink'],
+  },
   { name: 'a hard link to a file outside (every operation, issue 30)', path: 'hard.txt', reason: 'hard_link' },
 ];
 

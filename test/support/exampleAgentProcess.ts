@@ -40,17 +40,26 @@ export class ExampleProcess {
   readonly name: string;
   private readonly child: ChildProcess;
 
-  constructor(command: string | readonly string[], environment: Readonly<Record<string, string>>, options: ExampleProcessOptions = {}) {
+  constructor(
+    command: string | readonly string[],
+    environment: Readonly<Record<string, string>>,
+    options: ExampleProcessOptions = {},
+  ) {
     // process.execPath is the Node 24 that runs the tests (node_modules/.bin/node).
-    const [program, ...args] = typeof command === 'string' ? [process.execPath, command, ...(options.args ?? [])] : command;
+    const [program, ...args] =
+      typeof command === 'string' ? [process.execPath, command, ...(options.args ?? [])] : command;
     this.name = options.name ?? path.basename(typeof command === 'string' ? command : program);
-    const env = options.inheritEnv === false ? { PATH: process.env.PATH ?? '', ...environment } : { ...process.env, ...environment };
+    const env =
+      options.inheritEnv === false
+        ? { PATH: process.env.PATH ?? '', ...environment }
+        : { ...process.env, ...environment };
     this.child = spawn(program, args, { cwd: options.cwd ?? REPO_ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
     // The child's lines and its complaints are read together, in the order they were written per stream.
-    for (const stream of [this.child.stdout!, this.child.stderr!]) stream.setEncoding('utf8').on('data', (chunk: string) => {
-      this.output += chunk;
-      options.onOutput?.(this.output);
-    });
+    for (const stream of [this.child.stdout!, this.child.stderr!])
+      stream.setEncoding('utf8').on('data', (chunk: string) => {
+        this.output += chunk;
+        options.onOutput?.(this.output);
+      });
     this.exited = new Promise((resolve, reject) => {
       this.child.once('error', reject);
       this.child.once('close', (code) => {
@@ -67,12 +76,16 @@ export class ExampleProcess {
   /** Waits until the output matches `pattern`, failing early (with the output) when the child exits. */
   async waitForLine(pattern: RegExp, deadlineMs = 15_000): Promise<RegExpMatchArray> {
     try {
-      return await pollUntil(`${this.name} to print ${pattern}`, () => {
-        const match = this.output.match(pattern);
-        if (match) return match;
-        if (!this.running) throw new Error(`${this.name} exited with ${this.exitCode}`);
-        return undefined;
-      }, deadlineMs);
+      return await pollUntil(
+        `${this.name} to print ${pattern}`,
+        () => {
+          const match = this.output.match(pattern);
+          if (match) return match;
+          if (!this.running) throw new Error(`${this.name} exited with ${this.exitCode}`);
+          return undefined;
+        },
+        deadlineMs,
+      );
     } catch (err) {
       throw new Error(`${(err as Error).message}; it printed:\n${this.output}`);
     }
@@ -116,13 +129,21 @@ export class ExampleAgentProcess extends ExampleProcess {
  * (`options.args` after it) or a whole command line; `env` is added to this test's environment (or, with
  * `inheritEnv: false`, is all of it besides PATH). Fails after `deadlineMs` (30 s unless given), the child killed.
  */
-export function runExample(command: string | readonly string[], env: Readonly<Record<string, string>>,
-  options: ExampleProcessOptions & { deadlineMs?: number } = {}): Promise<ExampleRun> {
+export function runExample(
+  command: string | readonly string[],
+  env: Readonly<Record<string, string>>,
+  options: ExampleProcessOptions & { deadlineMs?: number } = {},
+): Promise<ExampleRun> {
   return new ExampleProcess(command, env, options).finished(options.deadlineMs);
 }
 
 /** Asserts that an example printed every line of `expected`, and nothing `refused` matches (a refusal it was sent). */
-export function assertPrinted(output: string, expected: readonly RegExp[], refused: RegExp, message = 'nothing the example sent was refused'): void {
+export function assertPrinted(
+  output: string,
+  expected: readonly RegExp[],
+  refused: RegExp,
+  message = 'nothing the example sent was refused',
+): void {
   for (const pattern of expected) assert.match(output, pattern);
   assert.doesNotMatch(output, refused, message);
 }

@@ -30,7 +30,11 @@ export function initRepo(dir: string): void {
 }
 
 /** A repository `parent/name` with `files` in one commit on main; answers its real path. */
-export function makeRepo(parent: string, name: string, files: Record<string, string> = { 'README.md': 'hello\n' }): string {
+export function makeRepo(
+  parent: string,
+  name: string,
+  files: Record<string, string> = { 'README.md': 'hello\n' },
+): string {
   const dir = path.join(parent, name);
   initRepo(dir);
   for (const [file, content] of Object.entries(files)) writeFile(dir, file, content);
@@ -63,7 +67,10 @@ export function readTree(dir: string): Map<string, Buffer> {
 
 /** Asserts that `promise` rejects with an `ErrorClass` whose `reason` is `reason`, and answers the error. */
 export async function refusedWith<E extends Error & { readonly reason: string }>(
-  ErrorClass: new (...args: never[]) => E, promise: Promise<unknown>, reason: string): Promise<E> {
+  ErrorClass: new (...args: never[]) => E,
+  promise: Promise<unknown>,
+  reason: string,
+): Promise<E> {
   try {
     await promise;
   } catch (err) {

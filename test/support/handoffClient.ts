@@ -22,18 +22,34 @@ export interface WireHandoffRequest {
 export class HandoffClient {
   private readonly client: ServiceClient;
 
-  constructor(address: string, private readonly token: string | undefined) {
+  constructor(
+    address: string,
+    private readonly token: string | undefined,
+  ) {
     this.client = serviceClient(address, 'sw4rm.handoff.HandoffService');
   }
 
-  call<T>(method: string, request: unknown, options: { token?: string; metadata?: Record<string, string> } = {}): Promise<T> {
+  call<T>(
+    method: string,
+    request: unknown,
+    options: { token?: string; metadata?: Record<string, string> } = {},
+  ): Promise<T> {
     const md = bearer((options.token ?? this.token) || undefined, options.metadata);
     return new Promise((resolve, reject) => {
-      this.client[method](request, md, { deadline: Date.now() + 20_000 }, (err: grpc.ServiceError | null, response: T) => (err ? reject(err) : resolve(response)));
+      this.client[method](
+        request,
+        md,
+        { deadline: Date.now() + 20_000 },
+        (err: grpc.ServiceError | null, response: T) => (err ? reject(err) : resolve(response)),
+      );
     });
   }
 
-  request(request: Record<string, unknown>, metadata: Record<string, string> = {}, token?: string): Promise<Record<string, never>> {
+  request(
+    request: Record<string, unknown>,
+    metadata: Record<string, string> = {},
+    token?: string,
+  ): Promise<Record<string, never>> {
     return this.call('RequestHandoff', request, { metadata, token });
   }
 
@@ -41,8 +57,17 @@ export class HandoffClient {
     return this.call('AcceptHandoff', { request_id: requestId, accepted: true, accepting_agent: agentId }, { token });
   }
 
-  reject(requestId: string, agentId: string, extra: Record<string, unknown> = {}, token?: string): Promise<Record<string, never>> {
-    return this.call('RejectHandoff', { request_id: requestId, accepted: false, accepting_agent: agentId, ...extra }, { token });
+  reject(
+    requestId: string,
+    agentId: string,
+    extra: Record<string, unknown> = {},
+    token?: string,
+  ): Promise<Record<string, never>> {
+    return this.call(
+      'RejectHandoff',
+      { request_id: requestId, accepted: false, accepting_agent: agentId, ...extra },
+      { token },
+    );
   }
 
   pending(agentId: string, token?: string): Promise<{ pending_requests: WireHandoffRequest[] }> {
@@ -50,20 +75,35 @@ export class HandoffClient {
   }
 
   /** GetPendingHandoffs with the answer's trailing metadata (README, "Handoffs": sw4rm-pending-handoffs, sw4rm-pending-more). */
-  pendingWithTrailer(agentId: string, token?: string): Promise<{ response: { pending_requests: WireHandoffRequest[] }; trailer: grpc.Metadata }> {
+  pendingWithTrailer(
+    agentId: string,
+    token?: string,
+  ): Promise<{ response: { pending_requests: WireHandoffRequest[] }; trailer: grpc.Metadata }> {
     const md = new grpc.Metadata();
     const bearer = token ?? this.token;
     if (bearer) md.set('authorization', `Bearer ${bearer}`);
     return new Promise((resolve, reject) => {
       let response: { pending_requests: WireHandoffRequest[] } | undefined;
       let trailer: grpc.Metadata | undefined;
-      const done = () => { if (response && trailer) resolve({ response, trailer }); };
-      const call = this.client.GetPendingHandoffs({ agent_id: agentId }, md, { deadline: Date.now() + 20_000 },
+      const done = () => {
+        if (response && trailer) resolve({ response, trailer });
+      };
+      const call = this.client.GetPendingHandoffs(
+        { agent_id: agentId },
+        md,
+        { deadline: Date.now() + 20_000 },
         (err: grpc.ServiceError | null, res: { pending_requests: WireHandoffRequest[] }) => {
           if (err) reject(err);
-          else { response = res; done(); }
-        }) as grpc.ClientUnaryCall;
-      call.on('status', (status: grpc.StatusObject) => { trailer = status.metadata; done(); });
+          else {
+            response = res;
+            done();
+          }
+        },
+      ) as grpc.ClientUnaryCall;
+      call.on('status', (status: grpc.StatusObject) => {
+        trailer = status.metadata;
+        done();
+      });
     });
   }
 
@@ -71,8 +111,17 @@ export class HandoffClient {
     return this.call('CompleteHandoff', { request_id: requestId, status }, { token });
   }
 
-  cancel(correlationId: string, reason: string, gracePeriodMs = 0, token?: string): Promise<{ acknowledged: boolean; message: string }> {
-    return this.call('CancelDelegation', { correlation_id: correlationId, reason, grace_period_ms: gracePeriodMs }, { token });
+  cancel(
+    correlationId: string,
+    reason: string,
+    gracePeriodMs = 0,
+    token?: string,
+  ): Promise<{ acknowledged: boolean; message: string }> {
+    return this.call(
+      'CancelDelegation',
+      { correlation_id: correlationId, reason, grace_period_ms: gracePeriodMs },
+      { token },
+    );
   }
 
   close(): void {

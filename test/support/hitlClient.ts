@@ -24,9 +24,13 @@ export class HitlClient {
   /** The invocation id of the latest call, known as soon as the server sent its initial metadata. */
   lastInvocationId: string | undefined;
 
-  constructor(address: string, private readonly token: string | undefined) {
+  constructor(
+    address: string,
+    private readonly token: string | undefined,
+  ) {
     // eslint-disable-next-line @typescript-eslint/no-explicit-any
-    const service = (grpc.loadPackageDefinition(canonicalDefinition()) as any).sw4rm.hitl.HitlService as grpc.ServiceClientConstructor;
+    const service = (grpc.loadPackageDefinition(canonicalDefinition()) as any).sw4rm.hitl
+      .HitlService as grpc.ServiceClientConstructor;
     this.client = new service(address, grpc.credentials.createInsecure());
     this.method = service.service.Decide as grpc.MethodDefinition<unknown, unknown>;
   }
@@ -35,7 +39,9 @@ export class HitlClient {
     const metadata = new grpc.Metadata();
     if (this.token) metadata.set('authorization', `Bearer ${this.token}`);
     if (options.agentId) metadata.set('sw4rm-agent-id', options.agentId);
-    const context = Buffer.isBuffer(request.context) ? request.context : Buffer.from(JSON.stringify(request.context ?? {}));
+    const context = Buffer.isBuffer(request.context)
+      ? request.context
+      : Buffer.from(JSON.stringify(request.context ?? {}));
     return new Promise((resolve, reject) => {
       let invocationId: string | undefined;
       let trailers: Record<string, string> = {};
@@ -48,18 +54,27 @@ export class HitlClient {
         else {
           const bytes = response!.decision_payload;
           resolve({
-            action: response!.action, rationale: response!.rationale,
-            payload: bytes && bytes.length > 0 ? JSON.parse(bytes.toString('utf8')) : null, invocationId, trailers,
+            action: response!.action,
+            rationale: response!.rationale,
+            payload: bytes && bytes.length > 0 ? JSON.parse(bytes.toString('utf8')) : null,
+            invocationId,
+            trailers,
           });
         }
       };
-      const call = this.client.makeUnaryRequest(this.method.path, this.method.requestSerialize, this.method.responseDeserialize,
-        { ...request, context }, metadata, { deadline: Date.now() + (options.deadlineMs ?? 30_000) },
+      const call = this.client.makeUnaryRequest(
+        this.method.path,
+        this.method.requestSerialize,
+        this.method.responseDeserialize,
+        { ...request, context },
+        metadata,
+        { deadline: Date.now() + (options.deadlineMs ?? 30_000) },
         (err, value) => {
           error = err ?? undefined;
           response = value as typeof response;
           done();
-        });
+        },
+      );
       call.on('metadata', (md: grpc.Metadata) => {
         const id = md.get('sw4rm-hitl-invocation-id')[0];
         if (typeof id === 'string') invocationId = this.lastInvocationId = id;

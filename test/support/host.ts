@@ -5,7 +5,15 @@ import { makeTempDir, removeTempDir } from './tempDir';
 
 /** Starts a real coordinator on 127.0.0.1, any free port, token auth, unless told otherwise. */
 export function startHost(dataDir: string, overrides: Partial<HostOptions> = {}): Promise<CoordinatorHost> {
-  return CoordinatorHost.start({ dataDir, protosDir: PROTOS_DIR, host: '127.0.0.1', port: 0, auth: 'token', bridgePort: 0, ...overrides });
+  return CoordinatorHost.start({
+    dataDir,
+    protosDir: PROTOS_DIR,
+    host: '127.0.0.1',
+    port: 0,
+    auth: 'token',
+    bridgePort: 0,
+    ...overrides,
+  });
 }
 
 /** Clients connected to `host` carrying its token. */

@@ -13,7 +13,9 @@ export interface CallOutcome {
 }
 
 /** Every canonical RPC by its path, with what a generic client needs to call it. */
-export function canonicalMethods(definition: protoLoader.PackageDefinition = canonicalDefinition()): Map<string, protoLoader.MethodDefinition<object, object>> {
+export function canonicalMethods(
+  definition: protoLoader.PackageDefinition = canonicalDefinition(),
+): Map<string, protoLoader.MethodDefinition<object, object>> {
   const methods = new Map<string, protoLoader.MethodDefinition<object, object>>();
   for (const entry of Object.values(definition)) {
     if ('format' in entry) continue;
@@ -27,18 +29,43 @@ export function canonicalMethods(definition: protoLoader.PackageDefinition = can
  * stream answers its status if it ends within `openMs`, else `open` (and is cancelled).
  */
 export function callPath(
-  client: grpc.Client, method: protoLoader.MethodDefinition<object, object>, request: object, metadata: grpc.Metadata, openMs = 400,
+  client: grpc.Client,
+  method: protoLoader.MethodDefinition<object, object>,
+  request: object,
+  metadata: grpc.Metadata,
+  openMs = 400,
 ): Promise<CallOutcome> {
   const deadline = Date.now() + 5_000;
   return new Promise((resolve) => {
     if (!method.responseStream) {
       let initial: grpc.Metadata | undefined;
-      const call = client.makeUnaryRequest(method.path, method.requestSerialize, method.responseDeserialize, request, metadata, { deadline },
-        (err, response) => resolve(err ? { code: err.code, details: err.details, metadata: initial } : { code: grpc.status.OK, details: '', metadata: initial, response }));
-      call.on('metadata', (m) => { initial = m; });
+      const call = client.makeUnaryRequest(
+        method.path,
+        method.requestSerialize,
+        method.responseDeserialize,
+        request,
+        metadata,
+        { deadline },
+        (err, response) =>
+          resolve(
+            err
+              ? { code: err.code, details: err.details, metadata: initial }
+              : { code: grpc.status.OK, details: '', metadata: initial, response },
+          ),
+      );
+      call.on('metadata', (m) => {
+        initial = m;
+      });
       return;
     }
-    const stream = client.makeServerStreamRequest(method.path, method.requestSerialize, method.responseDeserialize, request, metadata, {});
+    const stream = client.makeServerStreamRequest(
+      method.path,
+      method.requestSerialize,
+      method.responseDeserialize,
+      request,
+      metadata,
+      {},
+    );
     let settled = false;
     const settle = (outcome: CallOutcome) => {
       if (settled) return;
@@ -57,9 +84,13 @@ export function callPath(
 }
 
 /** A request (and metadata) in which `claim` names `agentId`, everything else left at its default. */
-export function claimingRequest(claim: Claim, agentId: string): { request: Record<string, unknown>; metadata: Record<string, string> } {
+export function claimingRequest(
+  claim: Claim,
+  agentId: string,
+): { request: Record<string, unknown>; metadata: Record<string, string> } {
   if ('metadata' in claim) return { request: {}, metadata: { [claim.metadata]: agentId } };
-  if ('json' in claim) return { request: { [claim.json]: Buffer.from(JSON.stringify({ [claim.keys[0]]: agentId })) }, metadata: {} };
+  if ('json' in claim)
+    return { request: { [claim.json]: Buffer.from(JSON.stringify({ [claim.keys[0]]: agentId })) }, metadata: {} };
   const parts = claim.field.split('.');
   const request: Record<string, unknown> = {};
   let node = request;
@@ -78,9 +109,15 @@ export function describeClaim(claim: Claim): string {
  * Sends one request over raw HTTP/2 with the given header fields repeated as given (grpc-js clients refuse to send
  * two `authorization` values), and answers the grpc-status and grpc-message of the answer.
  */
-export function rawGrpcCall(port: number, path: string, headers: Array<[string, string]>): Promise<{ status: string; message: string }> {
+export function rawGrpcCall(
+  port: number,
+  path: string,
+  headers: Array<[string, string]>,
+): Promise<{ status: string; message: string }> {
   return new Promise((resolve, reject) => {
-    const session = http2.connect(`http://127.0.0.1:${port}`, { strictSingleValueFields: false } as http2.SecureClientSessionOptions);
+    const session = http2.connect(`http://127.0.0.1:${port}`, {
+      strictSingleValueFields: false,
+    } as http2.SecureClientSessionOptions);
     session.on('error', reject);
     const raw: string[] = [':method', 'POST', ':path', path, 'content-type', 'application/grpc', 'te', 'trailers'];
     for (const [name, value] of headers) raw.push(name, value);

@@ -7,7 +7,11 @@ import { monitorEventLoopDelay } from 'node:perf_hooks';
  * whose cores other processes share, the wall figure also counts the time the thread waited for a core, which no code
  * of ours can remove, so tests assert the CPU figure (and print both).
  */
-export interface Hold { readonly wallMs: number; readonly cpuMs: number | undefined; readonly ms: number }
+export interface Hold {
+  readonly wallMs: number;
+  readonly cpuMs: number | undefined;
+  readonly ms: number;
+}
 
 const threadCpu = (process as unknown as { threadCpuUsage?: () => { user: number; system: number } }).threadCpuUsage;
 

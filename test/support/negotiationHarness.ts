@@ -18,8 +18,16 @@ export function agentSpeaker(agentId: string): Speaker {
 /** A test policy (within the default guardrails) from MEDIUM-like defaults. */
 export function testPolicy(overrides: Partial<NegotiationPolicy> = {}): NegotiationPolicy {
   return {
-    maxRounds: 3, scoreThreshold: 0.7, diffTolerance: 0.1, roundTimeoutMs: 60_000, tokenBudgetPerRound: 8_000, totalTokenBudget: 48_000,
-    oscillationLimit: 2, hitl: 'None', scoring: { requireSchemaValid: true, requireExamplesPass: false, llmWeight: 0 }, ...overrides,
+    maxRounds: 3,
+    scoreThreshold: 0.7,
+    diffTolerance: 0.1,
+    roundTimeoutMs: 60_000,
+    tokenBudgetPerRound: 8_000,
+    totalTokenBudget: 48_000,
+    oscillationLimit: 2,
+    hitl: 'None',
+    scoring: { requireSchemaValid: true, requireExamplesPass: false, llmWeight: 0 },
+    ...overrides,
   };
 }
 
@@ -64,8 +72,16 @@ export class NegotiationHarness extends RouterHarness {
 
   openInput(id: string, participants: readonly string[], extra: Partial<OpenInput> = {}): OpenInput {
     return {
-      negotiationId: id, correlationId: '', topic: `topic of ${id}`, participants, intensity: 'MEDIUM', debateTimeoutMs: 0,
-      profileHint: 'TEST', preferences: {}, schema: '', ...extra,
+      negotiationId: id,
+      correlationId: '',
+      topic: `topic of ${id}`,
+      participants,
+      intensity: 'MEDIUM',
+      debateTimeoutMs: 0,
+      profileHint: 'TEST',
+      preferences: {},
+      schema: '',
+      ...extra,
     };
   }
 
@@ -74,20 +90,34 @@ export class NegotiationHarness extends RouterHarness {
   }
 
   proposal(id: string, from: string, value: unknown, contentType = 'application/json'): ProposalInput {
-    const payload = Buffer.isBuffer(value) ? value : Buffer.from(typeof value === 'string' ? value : JSON.stringify(value), 'utf8');
+    const payload = Buffer.isBuffer(value)
+      ? value
+      : Buffer.from(typeof value === 'string' ? value : JSON.stringify(value), 'utf8');
     return { negotiationId: id, fromAgent: from, contentType, payload };
   }
 
   propose(id: string, from: string, value: unknown, contentType?: string) {
-    return this.negotiations.propose(this.proposal(id, from, value, contentType), agentSpeaker(from), ctx(`propose-${id}`));
+    return this.negotiations.propose(
+      this.proposal(id, from, value, contentType),
+      agentSpeaker(from),
+      ctx(`propose-${id}`),
+    );
   }
 
   counter(id: string, from: string, value: unknown, contentType?: string) {
-    return this.negotiations.counter(this.proposal(id, from, value, contentType), agentSpeaker(from), ctx(`counter-${id}`));
+    return this.negotiations.counter(
+      this.proposal(id, from, value, contentType),
+      agentSpeaker(from),
+      ctx(`counter-${id}`),
+    );
   }
 
   evaluate(id: string, from: string, score: number, notes = '') {
-    this.negotiations.evaluate({ negotiationId: id, fromAgent: from, confidenceScore: score, notes }, agentSpeaker(from), ctx(`evaluate-${id}`));
+    this.negotiations.evaluate(
+      { negotiationId: id, fromAgent: from, confidenceScore: score, notes },
+      agentSpeaker(from),
+      ctx(`evaluate-${id}`),
+    );
   }
 
   /** NEGOTIATION events `agentId` received so far (all of them, in order); deliveries are confirmed. */
@@ -101,7 +131,13 @@ export class NegotiationHarness extends RouterHarness {
       seen.add(item.envelope.messageId);
       this.router.ackDelivery(agentId, item.seq, item.envelope.messageId, 'DELIVERED', ctx('ack-delivery'));
       const raw = Buffer.from(item.envelope.payload);
-      out.push({ messageId: item.envelope.messageId, correlationId: item.envelope.correlationId, producerId: item.envelope.producerId, raw, json: JSON.parse(raw.toString('utf8')) as Record<string, unknown> });
+      out.push({
+        messageId: item.envelope.messageId,
+        correlationId: item.envelope.correlationId,
+        producerId: item.envelope.producerId,
+        raw,
+        json: JSON.parse(raw.toString('utf8')) as Record<string, unknown>,
+      });
     }
     return out;
   }

@@ -9,8 +9,14 @@ import { PROTOS_DIR } from './paths';
  */
 export function declaredRpcPaths(dir: string = PROTOS_DIR): string[] {
   const paths: string[] = [];
-  for (const file of fs.readdirSync(dir).filter((name) => name.endsWith('.proto')).sort()) {
-    const text = fs.readFileSync(path.join(dir, file), 'utf8').replace(/\/\*[\s\S]*?\*\//g, '').replace(/\/\/.*$/gm, '');
+  for (const file of fs
+    .readdirSync(dir)
+    .filter((name) => name.endsWith('.proto'))
+    .sort()) {
+    const text = fs
+      .readFileSync(path.join(dir, file), 'utf8')
+      .replace(/\/\*[\s\S]*?\*\//g, '')
+      .replace(/\/\/.*$/gm, '');
     const pkg = /^\s*package\s+([\w.]+)\s*;/m.exec(text)?.[1];
     for (const service of text.matchAll(/\bservice\s+(\w+)\s*\{/g)) {
       // The service's block: up to its matching brace (an rpc may have an options block of its own).
@@ -22,7 +28,8 @@ export function declaredRpcPaths(dir: string = PROTOS_DIR): string[] {
         end++;
       }
       const block = text.slice(service.index + service[0].length, end - 1);
-      for (const rpc of block.matchAll(/\brpc\s+(\w+)\s*\(/g)) paths.push(`/${pkg ? `${pkg}.` : ''}${service[1]}/${rpc[1]}`);
+      for (const rpc of block.matchAll(/\brpc\s+(\w+)\s*\(/g))
+        paths.push(`/${pkg ? `${pkg}.` : ''}${service[1]}/${rpc[1]}`);
     }
   }
   return paths.sort();

@@ -20,7 +20,14 @@ export interface WireDecision {
   artifact_id: string;
   outcome: string;
   votes: WireVote[];
-  aggregated_score: { mean: number; min_score: number; max_score: number; std_dev: number; weighted_mean: number; vote_count: number };
+  aggregated_score: {
+    mean: number;
+    min_score: number;
+    max_score: number;
+    std_dev: number;
+    weighted_mean: number;
+    vote_count: number;
+  };
   policy_version: string;
   reason: string;
   negotiation_room_id: string;
@@ -31,7 +38,10 @@ export interface WireDecision {
 export class RoomClient {
   private readonly client: ServiceClient;
 
-  constructor(address: string, private readonly token: string | undefined) {
+  constructor(
+    address: string,
+    private readonly token: string | undefined,
+  ) {
     this.client = serviceClient(address, 'sw4rm.negotiation_room.NegotiationRoomService');
   }
 
@@ -42,15 +52,31 @@ export class RoomClient {
     return md;
   }
 
-  call<T>(method: string, request: unknown, options: { agentId?: string; token?: string; deadlineMs?: number; onCall?: (call: grpc.ClientUnaryCall) => void } = {}): Promise<T> {
+  call<T>(
+    method: string,
+    request: unknown,
+    options: {
+      agentId?: string;
+      token?: string;
+      deadlineMs?: number;
+      onCall?: (call: grpc.ClientUnaryCall) => void;
+    } = {},
+  ): Promise<T> {
     return new Promise((resolve, reject) => {
-      const call = this.client[method](request, this.metadata(options.agentId, options.token), { deadline: Date.now() + (options.deadlineMs ?? 10_000) },
-        (err: grpc.ServiceError | null, response: T) => (err ? reject(err) : resolve(response))) as grpc.ClientUnaryCall;
+      const call = this.client[method](
+        request,
+        this.metadata(options.agentId, options.token),
+        { deadline: Date.now() + (options.deadlineMs ?? 10_000) },
+        (err: grpc.ServiceError | null, response: T) => (err ? reject(err) : resolve(response)),
+      ) as grpc.ClientUnaryCall;
       options.onCall?.(call);
     });
   }
 
-  submitProposal(proposal: Record<string, unknown>, token?: string): Promise<{ artifact_id: string; negotiation_room_id: string }> {
+  submitProposal(
+    proposal: Record<string, unknown>,
+    token?: string,
+  ): Promise<{ artifact_id: string; negotiation_room_id: string }> {
     return this.call('SubmitProposal', { proposal }, { agentId: String(proposal.producer_id ?? ''), token });
   }
 
@@ -66,8 +92,16 @@ export class RoomClient {
     return this.call('GetDecision', { artifact_id: artifactId, negotiation_room_id: roomId });
   }
 
-  waitForDecision(artifactId: string, timeoutSeconds = 0, options: { deadlineMs?: number; onCall?: (call: grpc.ClientUnaryCall) => void } = {}): Promise<{ decision: WireDecision }> {
-    return this.call('WaitForDecision', { artifact_id: artifactId, timeout_seconds: timeoutSeconds }, { deadlineMs: options.deadlineMs ?? 60_000, onCall: options.onCall });
+  waitForDecision(
+    artifactId: string,
+    timeoutSeconds = 0,
+    options: { deadlineMs?: number; onCall?: (call: grpc.ClientUnaryCall) => void } = {},
+  ): Promise<{ decision: WireDecision }> {
+    return this.call(
+      'WaitForDecision',
+      { artifact_id: artifactId, timeout_seconds: timeoutSeconds },
+      { deadlineMs: options.deadlineMs ?? 60_000, onCall: options.onCall },
+    );
   }
 
   close(): void {

@@ -1,8 +1,17 @@
 import * as grpc from '@grpc/grpc-js';
 import { pollUntil } from './poll';
 import {
-  ackPayload, backoff, duplicateDetail, isTransportFailure, reasonCode, retryTransport,
-  type DuplicateDetail, type Envelope, type Inbox, type RouterClient, type StreamItem,
+  ackPayload,
+  backoff,
+  duplicateDetail,
+  isTransportFailure,
+  reasonCode,
+  retryTransport,
+  type DuplicateDetail,
+  type Envelope,
+  type Inbox,
+  type RouterClient,
+  type StreamItem,
 } from './routerClient';
 
 /**
@@ -15,7 +24,13 @@ import {
  * Codes after which the README says a retry is delivered ("after a TIMED_OUT (or another retryable failure)
  * the retry is delivered"). Any other NACK means the message was dead-lettered (RFC §21.1).
  */
-export const RETRYABLE_CODES: ReadonlySet<string> = new Set(['BUFFER_FULL', 'ACK_TIMEOUT', 'AGENT_UNAVAILABLE', 'OVERLOADED', 'TOOL_TIMEOUT']);
+export const RETRYABLE_CODES: ReadonlySet<string> = new Set([
+  'BUFFER_FULL',
+  'ACK_TIMEOUT',
+  'AGENT_UNAVAILABLE',
+  'OVERLOADED',
+  'TOOL_TIMEOUT',
+]);
 
 /** NACKs that only repeat the answer to a retry (README: a refusal also NACKs a sender with a live stream). */
 const ECHO_CODES: ReadonlySet<string> = new Set(['DUPLICATE_DETECTED', 'ALREADY_IN_PROGRESS']);
@@ -63,7 +78,9 @@ export class ExactlyOnceWorker {
       const item = this.waiting.shift()!;
       this.active++;
       this.handle(item)
-        .catch((err: unknown) => { this.problems.push(`handling seq ${item.seq} (${item.msg.message_id}): ${(err as Error).message}`); })
+        .catch((err: unknown) => {
+          this.problems.push(`handling seq ${item.seq} (${item.msg.message_id}): ${(err as Error).message}`);
+        })
         .finally(() => {
           this.active--;
           this.pump();
@@ -84,15 +101,22 @@ export class ExactlyOnceWorker {
       await this.acknowledge(msg, 'RECEIVED');
       await this.acknowledge(msg, 'FULFILLED', 'done');
     }
-    await retryTransport(`AckDelivery seq ${item.seq}`, () => this.router.ackDelivery(this.router.agentId, item.seq, msg.message_id), this.deadline);
+    await retryTransport(
+      `AckDelivery seq ${item.seq}`,
+      () => this.router.ackDelivery(this.router.agentId, item.seq, msg.message_id),
+      this.deadline,
+    );
   }
 
   /** An ACK to the producer, echoing the message's correlation_id (message-types.txt rule 6). */
   private async acknowledge(msg: Envelope, stage: 'RECEIVED' | 'FULFILLED', note?: string): Promise<void> {
     let wait = 50;
     for (;;) {
-      const result = await retryTransport(`ACK ${stage} for ${msg.message_id}`,
-        () => this.router.ack(msg.message_id, stage, { to: this.producerId, note, correlation_id: msg.correlation_id }), this.deadline);
+      const result = await retryTransport(
+        `ACK ${stage} for ${msg.message_id}`,
+        () => this.router.ack(msg.message_id, stage, { to: this.producerId, note, correlation_id: msg.correlation_id }),
+        this.deadline,
+      );
       if (result.accepted) return;
       const code = reasonCode(result.reason) ?? `(no code) ${result.reason}`;
       if ((code === 'BUFFER_FULL' || code === 'OVERLOADED') && Date.now() + wait < this.deadline) {
@@ -131,7 +155,10 @@ export interface Operation {
   readonly retriedAfter: Set<string>;
 }
 
-export interface Settlement { readonly kind: 'FULFILLED' | 'DLQ'; readonly via: string }
+export interface Settlement {
+  readonly kind: 'FULFILLED' | 'DLQ';
+  readonly via: string;
+}
 
 /**
  * The producer's view: it sends attempts, reads forwarded ACKs and NACKs from its own inbox, confirms those
@@ -155,7 +182,14 @@ export class OperationLedger {
 
   create(count: number, token: (index: number) => string): Operation[] {
     for (let index = 0; index < count; index++) {
-      this.operations.push({ index, token: token(index), correlationId: this.router.uuid(), attempts: [], inFlight: false, retriedAfter: new Set() });
+      this.operations.push({
+        index,
+        token: token(index),
+        correlationId: this.router.uuid(),
+        attempts: [],
+        inFlight: false,
+        retriedAfter: new Set(),
+      });
     }
     return this.operations;
   }
@@ -163,10 +197,18 @@ export class OperationLedger {
   /** One attempt: a new message_id, the same token, retry_count = attempts so far, the next sequence_number. */
   async send(op: Operation): Promise<Attempt> {
     const msg = this.router.envelope({
-      idempotency_token: op.token, retry_count: op.attempts.length, correlation_id: op.correlationId,
+      idempotency_token: op.token,
+      retry_count: op.attempts.length,
+      correlation_id: op.correlationId,
       payload: { operation: op.index, token: op.token },
     });
-    const attempt: Attempt = { messageId: msg.message_id, retryCount: msg.retry_count, answer: 'pending', consumerStages: [], nacks: [] };
+    const attempt: Attempt = {
+      messageId: msg.message_id,
+      retryCount: msg.retry_count,
+      answer: 'pending',
+      consumerStages: [],
+      nacks: [],
+    };
     op.attempts.push(attempt);
     // Registered before the call: the consumer's ACK may arrive before the answer does.
     this.byMessageId.set(msg.message_id, { op, attempt });
@@ -179,7 +221,10 @@ export class OperationLedger {
         attempt.reason = result.reason;
         if (attempt.answer === 'DUPLICATE_DETECTED') {
           attempt.duplicate = duplicateDetail(result.reason);
-          if (!attempt.duplicate?.original_status) this.problems.push(`op ${op.index}: DUPLICATE_DETECTED without JSON {original_message_id, original_status}: ${result.reason}`);
+          if (!attempt.duplicate?.original_status)
+            this.problems.push(
+              `op ${op.index}: DUPLICATE_DETECTED without JSON {original_message_id, original_status}: ${result.reason}`,
+            );
         } else if (attempt.answer !== 'ALREADY_IN_PROGRESS' && !RETRYABLE_CODES.has(attempt.answer)) {
           this.problems.push(`op ${op.index} attempt ${attempt.retryCount}: unexpected refusal ${result.reason}`);
         }
@@ -199,7 +244,9 @@ export class OperationLedger {
     try {
       for (;;) {
         const attempt = await this.send(op);
-        const retry = attempt.answer.startsWith('status ') ? TRANSPORT_ANSWERS.has(attempt.answer) : RETRYABLE_CODES.has(attempt.answer);
+        const retry = attempt.answer.startsWith('status ')
+          ? TRANSPORT_ANSWERS.has(attempt.answer)
+          : RETRYABLE_CODES.has(attempt.answer);
         if (!retry || Date.now() + wait > this.deadline) return attempt;
         await backoff(wait);
         wait = Math.min(wait * 2, 1000);
@@ -242,15 +289,24 @@ export class OperationLedger {
   }
 
   private retryableNacks(op: Operation): Attempt[] {
-    return op.attempts.filter((a) => (a.answer === 'accepted' || a.answer.startsWith('status ')) &&
-      !op.retriedAfter.has(a.messageId) && a.nacks.some((code) => RETRYABLE_CODES.has(code)));
+    return op.attempts.filter(
+      (a) =>
+        (a.answer === 'accepted' || a.answer.startsWith('status ')) &&
+        !op.retriedAfter.has(a.messageId) &&
+        a.nacks.some((code) => RETRYABLE_CODES.has(code)),
+    );
   }
 
   /** Not settled, nothing in flight, and nothing the coordinator could still do would settle it. */
   hopeless(op: Operation): boolean {
     if (op.inFlight || this.settlement(op) || this.needsRetry(op)) return false;
     const latest = op.attempts.at(-1);
-    return latest !== undefined && latest.answer !== 'accepted' && latest.answer !== 'ALREADY_IN_PROGRESS' && latest.answer !== 'pending';
+    return (
+      latest !== undefined &&
+      latest.answer !== 'accepted' &&
+      latest.answer !== 'ALREADY_IN_PROGRESS' &&
+      latest.answer !== 'pending'
+    );
   }
 
   /**
@@ -258,29 +314,49 @@ export class OperationLedger {
    * the operations left are hopeless (the coordinator refused them for good), so the caller can report them.
    */
   async settleAll(deadline: number): Promise<void> {
-    await pollUntil('every operation settled', () => {
-      const open = this.operations.filter((op) => !this.settlement(op));
-      for (const op of open) {
-        if (this.needsRetry(op)) this.retry(op).catch((err: unknown) => { this.problems.push(`retrying op ${op.index}: ${(err as Error).message}`); });
-      }
-      return open.every((op) => this.hopeless(op)) ? true : undefined;
-    }, Math.max(0, deadline - Date.now()), 50).catch(() => undefined);
+    await pollUntil(
+      'every operation settled',
+      () => {
+        const open = this.operations.filter((op) => !this.settlement(op));
+        for (const op of open) {
+          if (this.needsRetry(op))
+            this.retry(op).catch((err: unknown) => {
+              this.problems.push(`retrying op ${op.index}: ${(err as Error).message}`);
+            });
+        }
+        return open.every((op) => this.hopeless(op)) ? true : undefined;
+      },
+      Math.max(0, deadline - Date.now()),
+      50,
+    ).catch(() => undefined);
   }
 
   /** One line about an operation's attempts, for failure messages. */
   history(op: Operation): string {
-    return `op ${op.index} (${op.token}): ` + op.attempts.map((a) =>
-      `#${a.retryCount} ${a.messageId.slice(0, 8)} ${a.answer}${a.consumerStages.length ? ` acks[${a.consumerStages.join(',')}]` : ''}` +
-      `${a.nacks.length ? ` nacks[${a.nacks.join(',')}]` : ''}${a.duplicate ? ` dup${JSON.stringify(a.duplicate)}` : ''}`).join('; ');
+    return (
+      `op ${op.index} (${op.token}): ` +
+      op.attempts
+        .map(
+          (a) =>
+            `#${a.retryCount} ${a.messageId.slice(0, 8)} ${a.answer}${a.consumerStages.length ? ` acks[${a.consumerStages.join(',')}]` : ''}` +
+            `${a.nacks.length ? ` nacks[${a.nacks.join(',')}]` : ''}${a.duplicate ? ` dup${JSON.stringify(a.duplicate)}` : ''}`,
+        )
+        .join('; ')
+    );
   }
 
   private outcomes(op: Operation): Settlement[] {
     const outcomes: Settlement[] = [];
     for (const a of op.attempts) {
-      if (a.consumerStages.includes('FULFILLED')) outcomes.push({ kind: 'FULFILLED', via: `ACK FULFILLED for attempt #${a.retryCount}` });
-      if (a.duplicate?.original_status === 'FULFILLED') outcomes.push({ kind: 'FULFILLED', via: `DUPLICATE_DETECTED of ${a.duplicate.original_message_id}` });
+      if (a.consumerStages.includes('FULFILLED'))
+        outcomes.push({ kind: 'FULFILLED', via: `ACK FULFILLED for attempt #${a.retryCount}` });
+      if (a.duplicate?.original_status === 'FULFILLED')
+        outcomes.push({ kind: 'FULFILLED', via: `DUPLICATE_DETECTED of ${a.duplicate.original_message_id}` });
       if (a.duplicate && TERMINAL_FAILURES.has(String(a.duplicate.original_status))) {
-        outcomes.push({ kind: 'DLQ', via: `DUPLICATE_DETECTED ${a.duplicate.original_status} ${JSON.stringify(a.duplicate.cached_error ?? '')}` });
+        outcomes.push({
+          kind: 'DLQ',
+          via: `DUPLICATE_DETECTED ${a.duplicate.original_status} ${JSON.stringify(a.duplicate.cached_error ?? '')}`,
+        });
       }
       // A NACK settles only an attempt the coordinator took (or may have taken): for a refused one it is an echo.
       const taken = a.answer === 'accepted' || a.answer.startsWith('status ');
@@ -295,14 +371,24 @@ export class OperationLedger {
     const target = ack?.ack_for_message_id ? this.byMessageId.get(ack.ack_for_message_id) : undefined;
     if (ack && target) {
       if (item.msg.producer_id === this.consumerId) target.attempt.consumerStages.push(ack.stage);
-      else if (item.msg.producer_id === 'coordinator') target.attempt.nacks.push(String(ack.error_code ?? `(no error_code, stage ${ack.stage})`));
+      else if (item.msg.producer_id === 'coordinator')
+        target.attempt.nacks.push(String(ack.error_code ?? `(no error_code, stage ${ack.stage})`));
     } else if (item.msg.message_type !== 'HEARTBEAT' && item.msg.message_type !== 'NOTIFICATION') {
       this.unknownItems++;
     }
-    retryTransport(`AckDelivery seq ${item.seq}`, () => this.router.ackDelivery(this.router.agentId, item.seq, item.msg.message_id), this.deadline)
-      .catch((err: unknown) => { if (!isTransportFailure(err)) this.problems.push(`AckDelivery seq ${item.seq}: ${(err as Error).message}`); });
+    retryTransport(
+      `AckDelivery seq ${item.seq}`,
+      () => this.router.ackDelivery(this.router.agentId, item.seq, item.msg.message_id),
+      this.deadline,
+    ).catch((err: unknown) => {
+      if (!isTransportFailure(err)) this.problems.push(`AckDelivery seq ${item.seq}: ${(err as Error).message}`);
+    });
   }
 }
 
 /** Failed calls that say nothing about the message: the coordinator was not reachable. */
-const TRANSPORT_ANSWERS: ReadonlySet<string> = new Set(['status UNAVAILABLE', 'status DEADLINE_EXCEEDED', 'status CANCELLED']);
+const TRANSPORT_ANSWERS: ReadonlySet<string> = new Set([
+  'status UNAVAILABLE',
+  'status DEADLINE_EXCEEDED',
+  'status CANCELLED',
+]);

@@ -19,7 +19,10 @@ export const ROUTER_PATHS = Object.freeze({
   AckDelivery: `/${ROUTER_SERVICE}/AckDelivery`,
 });
 
-export interface Timestamp { seconds: string; nanos: number }
+export interface Timestamp {
+  seconds: string;
+  nanos: number;
+}
 
 /** common.proto Envelope as proto-loader hands it over with the canonical options (every field present). */
 export interface Envelope {
@@ -42,9 +45,17 @@ export interface Envelope {
   parent_correlation_id: string;
 }
 
-export interface StreamItem { seq: string; msg: Envelope }
-export interface SendResult { accepted: boolean; reason: string }
-export interface DeliveryAckResult { recorded: boolean }
+export interface StreamItem {
+  seq: string;
+  msg: Envelope;
+}
+export interface SendResult {
+  accepted: boolean;
+  reason: string;
+}
+export interface DeliveryAckResult {
+  recorded: boolean;
+}
 
 /** What a JSON ACKNOWLEDGEMENT payload carries (README "Acknowledgements"); stage and code by name or number. */
 export interface AckPayload {
@@ -136,7 +147,13 @@ export function jsonPayload<T = unknown>(msg: Pick<Envelope, 'payload'>): T | un
 }
 
 const ACK_STAGE_NUMBERS: Readonly<Record<number, string>> = {
-  0: 'ACK_STAGE_UNSPECIFIED', 1: 'RECEIVED', 2: 'READ', 3: 'FULFILLED', 4: 'REJECTED', 5: 'FAILED', 6: 'TIMED_OUT',
+  0: 'ACK_STAGE_UNSPECIFIED',
+  1: 'RECEIVED',
+  2: 'READ',
+  3: 'FULFILLED',
+  4: 'REJECTED',
+  5: 'FAILED',
+  6: 'TIMED_OUT',
 };
 
 /** The payload of an ACKNOWLEDGEMENT envelope with ack_stage normalised to its name; undefined if it is none. */
@@ -144,7 +161,10 @@ export function ackPayload(msg: Envelope): (AckPayload & { stage: string }) | un
   if (msg.message_type !== 'ACKNOWLEDGEMENT') return undefined;
   const payload = jsonPayload<AckPayload>(msg);
   if (!payload || typeof payload !== 'object') return undefined;
-  const stage = typeof payload.ack_stage === 'number' ? ACK_STAGE_NUMBERS[payload.ack_stage] ?? String(payload.ack_stage) : String(payload.ack_stage ?? '');
+  const stage =
+    typeof payload.ack_stage === 'number'
+      ? (ACK_STAGE_NUMBERS[payload.ack_stage] ?? String(payload.ack_stage))
+      : String(payload.ack_stage ?? '');
   return { ...payload, stage: stage.toUpperCase() };
 }
 
@@ -179,7 +199,9 @@ export type CallOutcome<T = unknown> =
   | { readonly kind: 'status'; readonly code: grpc.status; readonly details: string };
 
 export function describeOutcome(outcome: CallOutcome): string {
-  return outcome.kind === 'response' ? `response ${JSON.stringify(outcome.response)}` : `status ${grpc.status[outcome.code]}: ${outcome.details}`;
+  return outcome.kind === 'response'
+    ? `response ${JSON.stringify(outcome.response)}`
+    : `status ${grpc.status[outcome.code]}: ${outcome.details}`;
 }
 
 /** Channel options for agent clients: room for the largest envelope, and a quick reconnect after a restart. */
@@ -205,7 +227,10 @@ export interface InboxOptions {
   readonly reconnect?: boolean;
 }
 
-type MethodDefinitions = Record<'SendMessage' | 'StreamIncoming' | 'AckDelivery', grpc.MethodDefinition<unknown, unknown>>;
+type MethodDefinitions = Record<
+  'SendMessage' | 'StreamIncoming' | 'AckDelivery',
+  grpc.MethodDefinition<unknown, unknown>
+>;
 
 let cachedMethods: MethodDefinitions | undefined;
 
@@ -235,7 +260,12 @@ export class RouterClient {
   readonly grpcClient: grpc.Client;
   private sequence = 0n;
 
-  constructor(readonly address: string, readonly token: string | undefined, readonly agentId: string, readonly uuid: UuidSource = () => uuidv4()) {
+  constructor(
+    readonly address: string,
+    readonly token: string | undefined,
+    readonly agentId: string,
+    readonly uuid: UuidSource = () => uuidv4(),
+  ) {
     this.grpcClient = new grpc.Client(address, grpc.credentials.createInsecure(), ROUTER_CHANNEL_OPTIONS);
   }
 
@@ -246,15 +276,30 @@ export class RouterClient {
 
   /** A valid envelope from this agent with the next sequence number. */
   envelope(fields: Partial<EnvelopeFields> = {}): Envelope {
-    return envelope({ ...fields, producer_id: fields.producer_id ?? this.agentId, sequence_number: fields.sequence_number ?? this.nextSequence() }, this.uuid);
+    return envelope(
+      {
+        ...fields,
+        producer_id: fields.producer_id ?? this.agentId,
+        sequence_number: fields.sequence_number ?? this.nextSequence(),
+      },
+      this.uuid,
+    );
   }
 
   /** An ACKNOWLEDGEMENT envelope from this agent with payload {ack_for_message_id, ack_stage, error_code?, note?}. */
-  ackEnvelope(ackForMessageId: string, stage: AckStageName | string | number, extra: { error_code?: string; note?: string; correlation_id?: string } = {}): Envelope {
+  ackEnvelope(
+    ackForMessageId: string,
+    stage: AckStageName | string | number,
+    extra: { error_code?: string; note?: string; correlation_id?: string } = {},
+  ): Envelope {
     const payload: AckPayload = { ack_for_message_id: ackForMessageId, ack_stage: stage };
     if (extra.error_code !== undefined) payload.error_code = extra.error_code;
     if (extra.note !== undefined) payload.note = extra.note;
-    return this.envelope({ message_type: 'ACKNOWLEDGEMENT', payload: payload as Record<string, unknown>, correlation_id: extra.correlation_id });
+    return this.envelope({
+      message_type: 'ACKNOWLEDGEMENT',
+      payload: payload as Record<string, unknown>,
+      correlation_id: extra.correlation_id,
+    });
   }
 
   metadata(options: RouterCallOptions & { resumeAfter?: string } = {}): grpc.Metadata {
@@ -270,32 +315,71 @@ export class RouterClient {
   send(msg: Envelope | Record<string, unknown>, options: RouterCallOptions = {}): Promise<SendResult> {
     const method = routerMethods().SendMessage;
     return new Promise((resolve, reject) => {
-      this.grpcClient.makeUnaryRequest(method.path, method.requestSerialize, method.responseDeserialize, { msg }, this.metadata(options),
+      this.grpcClient.makeUnaryRequest(
+        method.path,
+        method.requestSerialize,
+        method.responseDeserialize,
+        { msg },
+        this.metadata(options),
         { deadline: Date.now() + (options.deadlineMs ?? 10_000) },
-        (err, response) => (err ? reject(err) : resolve(response as SendResult)));
+        (err, response) => (err ? reject(err) : resolve(response as SendResult)),
+      );
     });
   }
 
   /** Sends an ACKNOWLEDGEMENT for `ackForMessageId` at `stage` (README "Acknowledgements"). */
-  ack(ackForMessageId: string, stage: AckStageName | string | number, extra: { error_code?: string; note?: string; correlation_id?: string; to?: string } = {}): Promise<SendResult> {
+  ack(
+    ackForMessageId: string,
+    stage: AckStageName | string | number,
+    extra: { error_code?: string; note?: string; correlation_id?: string; to?: string } = {},
+  ): Promise<SendResult> {
     return this.send(this.ackEnvelope(ackForMessageId, stage, extra), { to: extra.to });
   }
 
-  ackDelivery(agentId: string, seq: string, messageId: string, outcome = 'DELIVERY_ACK_OUTCOME_DELIVERED', options: RouterCallOptions = {}): Promise<DeliveryAckResult> {
+  ackDelivery(
+    agentId: string,
+    seq: string,
+    messageId: string,
+    outcome = 'DELIVERY_ACK_OUTCOME_DELIVERED',
+    options: RouterCallOptions = {},
+  ): Promise<DeliveryAckResult> {
     const method = routerMethods().AckDelivery;
     return new Promise((resolve, reject) => {
-      this.grpcClient.makeUnaryRequest(method.path, method.requestSerialize, method.responseDeserialize,
-        { agent_id: agentId, seq, message_id: messageId, outcome }, this.metadata(options),
+      this.grpcClient.makeUnaryRequest(
+        method.path,
+        method.requestSerialize,
+        method.responseDeserialize,
+        { agent_id: agentId, seq, message_id: messageId, outcome },
+        this.metadata(options),
         { deadline: Date.now() + (options.deadlineMs ?? 10_000) },
-        (err, response) => (err ? reject(err) : resolve(response as DeliveryAckResult)));
+        (err, response) => (err ? reject(err) : resolve(response as DeliveryAckResult)),
+      );
     });
   }
 
   /** Any unary RPC with a request given as raw bytes; never rejects: answers the response or the status. */
-  rawUnary<T = unknown>(path: string, body: Buffer, metadata: grpc.Metadata, deserialize: (bytes: Buffer) => T, deadlineMs = 10_000): Promise<CallOutcome<T>> {
+  rawUnary<T = unknown>(
+    path: string,
+    body: Buffer,
+    metadata: grpc.Metadata,
+    deserialize: (bytes: Buffer) => T,
+    deadlineMs = 10_000,
+  ): Promise<CallOutcome<T>> {
     return new Promise((resolve) => {
-      this.grpcClient.makeUnaryRequest(path, identity, deserialize, body, metadata, { deadline: Date.now() + deadlineMs },
-        (err, response) => resolve(err ? { kind: 'status', code: err.code, details: err.details } : { kind: 'response', response: response as T }));
+      this.grpcClient.makeUnaryRequest(
+        path,
+        identity,
+        deserialize,
+        body,
+        metadata,
+        { deadline: Date.now() + deadlineMs },
+        (err, response) =>
+          resolve(
+            err
+              ? { kind: 'status', code: err.code, details: err.details }
+              : { kind: 'response', response: response as T },
+          ),
+      );
     });
   }
 
@@ -303,11 +387,20 @@ export class RouterClient {
    * A server-streaming call with raw request bytes, watched for `deadlineMs`; answers the status it ended
    * with (DEADLINE_EXCEEDED when it was still open) and how many items arrived.
    */
-  rawServerStream(path: string, body: Buffer, metadata: grpc.Metadata, deadlineMs: number): Promise<{ code: grpc.status; details: string; items: number }> {
+  rawServerStream(
+    path: string,
+    body: Buffer,
+    metadata: grpc.Metadata,
+    deadlineMs: number,
+  ): Promise<{ code: grpc.status; details: string; items: number }> {
     return new Promise((resolve) => {
-      const call = this.grpcClient.makeServerStreamRequest(path, identity, identity, body, metadata, { deadline: Date.now() + deadlineMs });
+      const call = this.grpcClient.makeServerStreamRequest(path, identity, identity, body, metadata, {
+        deadline: Date.now() + deadlineMs,
+      });
       let items = 0;
-      call.on('data', () => { items++; });
+      call.on('data', () => {
+        items++;
+      });
       call.on('error', () => undefined);
       call.on('status', (status: grpc.StatusObject) => resolve({ code: status.code, details: status.details, items }));
     });
@@ -316,9 +409,18 @@ export class RouterClient {
   /** Opens this or another agent's inbox stream (StreamIncoming) and collects what arrives. */
   openInbox(agentId: string = this.agentId, options: InboxOptions = {}): Inbox {
     const method = routerMethods().StreamIncoming;
-    return new Inbox(agentId, options, (resumeAfter) => this.grpcClient.makeServerStreamRequest(
-      method.path, method.requestSerialize, method.responseDeserialize, { agent_id: agentId }, this.metadata({ resumeAfter }),
-    ) as grpc.ClientReadableStream<StreamItem>);
+    return new Inbox(
+      agentId,
+      options,
+      (resumeAfter) =>
+        this.grpcClient.makeServerStreamRequest(
+          method.path,
+          method.requestSerialize,
+          method.responseDeserialize,
+          { agent_id: agentId },
+          this.metadata({ resumeAfter }),
+        ) as grpc.ClientReadableStream<StreamItem>,
+    );
   }
 
   close(): void {
@@ -327,12 +429,20 @@ export class RouterClient {
 }
 
 /** How an inbox stream ended. */
-export interface StreamEnd { readonly code: grpc.status; readonly details: string; readonly at: number }
+export interface StreamEnd {
+  readonly code: grpc.status;
+  readonly details: string;
+  readonly at: number;
+}
 
 /** Status codes after which reopening the stream cannot help: the coordinator answered, and said no. */
 const FINAL_STREAM_CODES = new Set<grpc.status>([
-  grpc.status.UNIMPLEMENTED, grpc.status.UNAUTHENTICATED, grpc.status.PERMISSION_DENIED, grpc.status.NOT_FOUND,
-  grpc.status.INVALID_ARGUMENT, grpc.status.FAILED_PRECONDITION,
+  grpc.status.UNIMPLEMENTED,
+  grpc.status.UNAUTHENTICATED,
+  grpc.status.PERMISSION_DENIED,
+  grpc.status.NOT_FOUND,
+  grpc.status.INVALID_ARGUMENT,
+  grpc.status.FAILED_PRECONDITION,
   // A newer stream for the same agent replaced this one (README "The inbox stream").
   grpc.status.ABORTED,
 ]);
@@ -358,7 +468,11 @@ export class Inbox {
   private timer: NodeJS.Timeout | undefined;
   private readonly listeners = new Set<(item: StreamItem) => void>();
 
-  constructor(readonly agentId: string, options: InboxOptions, private readonly open: (resumeAfter?: string) => grpc.ClientReadableStream<StreamItem>) {
+  constructor(
+    readonly agentId: string,
+    options: InboxOptions,
+    private readonly open: (resumeAfter?: string) => grpc.ClientReadableStream<StreamItem>,
+  ) {
     this.reconnecting = options.reconnect ?? false;
     this.start(options.resumeAfter);
   }
@@ -398,8 +512,10 @@ export class Inbox {
 
   describe(): string {
     const ends = this.ends.map((e) => `${grpc.status[e.code]} (${e.details})`);
-    return `${this.items.length} items in ${this.opens} stream(s)${this.live ? ', stream open' : ''}; ` +
-      `stream ends: ${ends.length ? [...new Set(ends)].join('; ') : 'none'}`;
+    return (
+      `${this.items.length} items in ${this.opens} stream(s)${this.live ? ', stream open' : ''}; ` +
+      `stream ends: ${ends.length ? [...new Set(ends)].join('; ') : 'none'}`
+    );
   }
 
   /** Stops reopening the stream but leaves an open one open (to watch a server drain it). */
@@ -449,13 +565,21 @@ export class Inbox {
 }
 
 /** Registers `agentId` through RegistryService with a valid descriptor and checks it was accepted. */
-export async function registerRouterAgent(clients: CoordinatorClients, agentId: string, overrides: Record<string, unknown> = {}): Promise<void> {
+export async function registerRouterAgent(
+  clients: CoordinatorClients,
+  agentId: string,
+  overrides: Record<string, unknown> = {},
+): Promise<void> {
   const response = await clients.registerAgent(descriptorMessage(agentId, overrides));
   assert.equal(response.accepted, true, `registering ${agentId}: ${response.reason}`);
 }
 
 /** gRPC codes that mean "the coordinator could not be reached (yet)": retry after a backoff. */
-export const TRANSPORT_FAILURE_CODES: ReadonlySet<grpc.status> = new Set([grpc.status.UNAVAILABLE, grpc.status.DEADLINE_EXCEEDED, grpc.status.CANCELLED]);
+export const TRANSPORT_FAILURE_CODES: ReadonlySet<grpc.status> = new Set([
+  grpc.status.UNAVAILABLE,
+  grpc.status.DEADLINE_EXCEEDED,
+  grpc.status.CANCELLED,
+]);
 
 export function isTransportFailure(err: unknown): boolean {
   const code = (err as Partial<grpc.ServiceError> | undefined)?.code;
@@ -478,7 +602,8 @@ export async function retryTransport<T>(what: string, fn: () => Promise<T>, dead
       return await fn();
     } catch (err) {
       if (!isTransportFailure(err)) throw err;
-      if (Date.now() + wait > deadline) throw new Error(`${what}: still failing at the deadline: ${(err as Error).message}`);
+      if (Date.now() + wait > deadline)
+        throw new Error(`${what}: still failing at the deadline: ${(err as Error).message}`);
     }
     await backoff(wait);
     wait = Math.min(wait * 2, 1000);

@@ -36,7 +36,9 @@ export class CollectingSink implements InboxSink {
 
   /** Message ids of the envelopes of `type` (all when omitted), in delivery order. */
   ids(type?: string): string[] {
-    return this.items.filter((i) => type === undefined || i.envelope.messageType === type).map((i) => i.envelope.messageId);
+    return this.items
+      .filter((i) => type === undefined || i.envelope.messageType === type)
+      .map((i) => i.envelope.messageId);
   }
 
   ofType(type: string): Array<{ seq: number; envelope: Envelope }> {
@@ -50,7 +52,9 @@ export class CollectingSink implements InboxSink {
 
   /** ACK payloads about `messageId`. */
   acksFor(messageId: string): Array<Record<string, unknown>> {
-    return this.acks().filter((a) => a.payload.ack_for_message_id === messageId).map((a) => a.payload);
+    return this.acks()
+      .filter((a) => a.payload.ack_for_message_id === messageId)
+      .map((a) => a.payload);
   }
 
   clear(): void {
@@ -91,14 +95,22 @@ export const ctx = (correlationId = 'corr-test') => ({ correlationId });
 export class RouterHarness extends CoordinatorFixture {
   private readonly sequences = new Map<string, number>();
 
-  constructor(readonly routerOptions: Partial<RouterOptions> = {}, readonly registryOptions: Partial<RegistryOptions> = {},
+  constructor(
+    readonly routerOptions: Partial<RouterOptions> = {},
+    readonly registryOptions: Partial<RegistryOptions> = {},
     /** The HITL policy each (re)started coordinator gets; tests may replace it (`hitlPolicy`) before `restart`. */
     hitlPolicy?: HitlPolicy,
     /** Further options each (re)started coordinator gets (an area's options). */
-    coordinatorOptions: Partial<CoordinatorOptions> = {}) {
+    coordinatorOptions: Partial<CoordinatorOptions> = {},
+  ) {
     super({
       prefix: 'sw4rm-router-',
-      coordinator: { ...coordinatorOptions, registry: registryOptions, router: { heartbeatIntervalMs: 0, ...routerOptions }, hitl: hitlPolicy },
+      coordinator: {
+        ...coordinatorOptions,
+        registry: registryOptions,
+        router: { heartbeatIntervalMs: 0, ...routerOptions },
+        hitl: hitlPolicy,
+      },
     });
   }
 
@@ -148,7 +160,9 @@ export class RouterHarness extends CoordinatorFixture {
       messageType: input.messageType ?? 'DATA',
       contentType: input.contentType ?? 'application/json',
       contentLength: input.contentLength ?? String(payload.byteLength),
-      repoId: '', worktreeId: '', hlcTimestamp: '',
+      repoId: '',
+      worktreeId: '',
+      hlcTimestamp: '',
       ttlMs: input.ttlMs ?? 0,
       timestampMs: input.timestampMs === undefined ? this.clock.now() : input.timestampMs,
       payload,
@@ -164,12 +178,18 @@ export class RouterHarness extends CoordinatorFixture {
   sendData(from: string, to: string, input: EnvelopeInput = {}): Envelope {
     const envelope = this.envelope(from, input);
     const result = this.send(envelope, to);
-    assert.ok(result.accepted, `sending ${envelope.messageId} from ${from} to ${to}: ${result.accepted ? '' : result.reason}`);
+    assert.ok(
+      result.accepted,
+      `sending ${envelope.messageId} from ${from} to ${to}: ${result.accepted ? '' : result.reason}`,
+    );
     return envelope;
   }
 
   ackEnvelope(from: string, ackFor: string, stage: string | number, extra: Record<string, unknown> = {}): Envelope {
-    return this.envelope(from, { messageType: 'ACKNOWLEDGEMENT', payload: { ack_for_message_id: ackFor, ack_stage: stage, ...extra } });
+    return this.envelope(from, {
+      messageType: 'ACKNOWLEDGEMENT',
+      payload: { ack_for_message_id: ackFor, ack_stage: stage, ...extra },
+    });
   }
 
   /** A protocol ACK from `from` (the recipient of `ackFor`). */
@@ -217,7 +237,6 @@ export class RouterHarness extends CoordinatorFixture {
     assert.equal(record.errorCode, 'ACK_TIMEOUT');
     return record;
   }
-
 }
 
 /** Lets queued microtasks and immediates run (the router dispatches persisted NACKs in a microtask). */

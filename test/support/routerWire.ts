@@ -11,10 +11,26 @@ import type { Envelope, SendResult } from './routerClient';
  */
 
 /** The envelope fields the flow tests set: the canonical shape of routerClient.ts, not a copy of it. */
-export type WireEnvelope = Pick<Envelope, 'message_id' | 'idempotency_token' | 'producer_id' | 'correlation_id' | 'sequence_number'
-  | 'retry_count' | 'message_type' | 'content_type' | 'content_length' | 'ttl_ms' | 'timestamp' | 'payload'>;
+export type WireEnvelope = Pick<
+  Envelope,
+  | 'message_id'
+  | 'idempotency_token'
+  | 'producer_id'
+  | 'correlation_id'
+  | 'sequence_number'
+  | 'retry_count'
+  | 'message_type'
+  | 'content_type'
+  | 'content_length'
+  | 'ttl_ms'
+  | 'timestamp'
+  | 'payload'
+>;
 
-export interface WireItem { seq: string; msg: WireEnvelope }
+export interface WireItem {
+  seq: string;
+  msg: WireEnvelope;
+}
 export type WireSendResult = SendResult;
 
 type Methods = Record<'SendMessage' | 'StreamIncoming' | 'AckDelivery', grpc.MethodDefinition<unknown, unknown>>;
@@ -39,7 +55,11 @@ export class WireAgent {
   private readonly client: grpc.Client;
   private sequence = 0;
 
-  constructor(address: string, private readonly token: string | undefined, readonly agentId: string) {
+  constructor(
+    address: string,
+    private readonly token: string | undefined,
+    readonly agentId: string,
+  ) {
     this.client = new grpc.Client(address, grpc.credentials.createInsecure());
   }
 
@@ -50,7 +70,15 @@ export class WireAgent {
     return metadata;
   }
 
-  envelope(fields: { payload?: unknown; message_type?: string; idempotency_token?: string; retry_count?: number; correlation_id?: string } = {}): WireEnvelope {
+  envelope(
+    fields: {
+      payload?: unknown;
+      message_type?: string;
+      idempotency_token?: string;
+      retry_count?: number;
+      correlation_id?: string;
+    } = {},
+  ): WireEnvelope {
     const payload = Buffer.from(JSON.stringify(fields.payload ?? {}), 'utf8');
     const now = Date.now();
     return {
@@ -72,31 +100,57 @@ export class WireAgent {
   send(msg: WireEnvelope, to?: string): Promise<WireSendResult> {
     const method = routerMethods().SendMessage;
     return new Promise((resolve, reject) => {
-      this.client.makeUnaryRequest(method.path, method.requestSerialize, method.responseDeserialize, { msg },
-        this.metadata(to === undefined ? {} : { 'sw4rm-to': to }), { deadline: Date.now() + 10_000 },
-        (err, response) => (err ? reject(err) : resolve(response as WireSendResult)));
+      this.client.makeUnaryRequest(
+        method.path,
+        method.requestSerialize,
+        method.responseDeserialize,
+        { msg },
+        this.metadata(to === undefined ? {} : { 'sw4rm-to': to }),
+        { deadline: Date.now() + 10_000 },
+        (err, response) => (err ? reject(err) : resolve(response as WireSendResult)),
+      );
     });
   }
 
   /** Sends an ACKNOWLEDGEMENT {ack_for_message_id, ack_stage, error_code?, note?}. */
   ack(ackFor: string, stage: string, extra: { error_code?: string; note?: string } = {}): Promise<WireSendResult> {
-    return this.send(this.envelope({ message_type: 'ACKNOWLEDGEMENT', payload: { ack_for_message_id: ackFor, ack_stage: stage, ...extra } }));
+    return this.send(
+      this.envelope({
+        message_type: 'ACKNOWLEDGEMENT',
+        payload: { ack_for_message_id: ackFor, ack_stage: stage, ...extra },
+      }),
+    );
   }
 
-  ackDelivery(seq: string, messageId: string, outcome = 'DELIVERY_ACK_OUTCOME_DELIVERED'): Promise<{ recorded: boolean }> {
+  ackDelivery(
+    seq: string,
+    messageId: string,
+    outcome = 'DELIVERY_ACK_OUTCOME_DELIVERED',
+  ): Promise<{ recorded: boolean }> {
     const method = routerMethods().AckDelivery;
     return new Promise((resolve, reject) => {
-      this.client.makeUnaryRequest(method.path, method.requestSerialize, method.responseDeserialize,
-        { agent_id: this.agentId, seq, message_id: messageId, outcome }, this.metadata(), { deadline: Date.now() + 10_000 },
-        (err, response) => (err ? reject(err) : resolve(response as { recorded: boolean })));
+      this.client.makeUnaryRequest(
+        method.path,
+        method.requestSerialize,
+        method.responseDeserialize,
+        { agent_id: this.agentId, seq, message_id: messageId, outcome },
+        this.metadata(),
+        { deadline: Date.now() + 10_000 },
+        (err, response) => (err ? reject(err) : resolve(response as { recorded: boolean })),
+      );
     });
   }
 
   /** Opens this agent's StreamIncoming, optionally with `sw4rm-resume-after`. */
   openInbox(resumeAfter?: string): WireInbox {
     const method = routerMethods().StreamIncoming;
-    const call = this.client.makeServerStreamRequest(method.path, method.requestSerialize, method.responseDeserialize,
-      { agent_id: this.agentId }, this.metadata(resumeAfter === undefined ? {} : { 'sw4rm-resume-after': resumeAfter })) as grpc.ClientReadableStream<WireItem>;
+    const call = this.client.makeServerStreamRequest(
+      method.path,
+      method.requestSerialize,
+      method.responseDeserialize,
+      { agent_id: this.agentId },
+      this.metadata(resumeAfter === undefined ? {} : { 'sw4rm-resume-after': resumeAfter }),
+    ) as grpc.ClientReadableStream<WireItem>;
     return new WireInbox(this.agentId, call);
   }
 
@@ -111,7 +165,10 @@ export class WireInbox {
   status: grpc.StatusObject | undefined;
   private readonly waiters = new Set<() => void>();
 
-  constructor(readonly agentId: string, private readonly call: grpc.ClientReadableStream<WireItem>) {
+  constructor(
+    readonly agentId: string,
+    private readonly call: grpc.ClientReadableStream<WireItem>,
+  ) {
     call.on('data', (item: WireItem) => {
       this.items.push(item);
       this.wake();
@@ -133,10 +190,27 @@ export class WireInbox {
       const check = () => {
         const found = this.items.find(predicate);
         if (found) return done(() => resolve(found));
-        if (this.status) return done(() => reject(new Error(`${this.agentId}'s stream ended (${grpc.status[this.status!.code]}: ${this.status!.details}) without ${what}`)));
+        if (this.status)
+          return done(() =>
+            reject(
+              new Error(
+                `${this.agentId}'s stream ended (${grpc.status[this.status!.code]}: ${this.status!.details}) without ${what}`,
+              ),
+            ),
+          );
       };
-      const timer = setTimeout(() => done(() => reject(new Error(`${this.agentId}'s stream did not deliver ${what} within ${timeoutMs} ms; ` +
-        `it has ${JSON.stringify(this.items.map((i) => [i.seq, i.msg.message_type, i.msg.message_id]))}`))), timeoutMs);
+      const timer = setTimeout(
+        () =>
+          done(() =>
+            reject(
+              new Error(
+                `${this.agentId}'s stream did not deliver ${what} within ${timeoutMs} ms; ` +
+                  `it has ${JSON.stringify(this.items.map((i) => [i.seq, i.msg.message_type, i.msg.message_id]))}`,
+              ),
+            ),
+          ),
+        timeoutMs,
+      );
       const done = (settle: () => void) => {
         clearTimeout(timer);
         this.waiters.delete(check);
@@ -153,11 +227,20 @@ export class WireInbox {
   }
 
   /** The first ACK about `messageId` matching `predicate`. */
-  ackFor(messageId: string, predicate: (ack: Record<string, unknown>) => boolean = () => true, what = 'an ACK', timeoutMs?: number): Promise<Record<string, unknown>> {
-    return this.waitFor(`${what} for ${messageId}`, (item) => {
-      const ack = wireAck(item);
-      return ack !== undefined && ack.ack_for_message_id === messageId && predicate(ack);
-    }, timeoutMs).then((item) => wireAck(item)!);
+  ackFor(
+    messageId: string,
+    predicate: (ack: Record<string, unknown>) => boolean = () => true,
+    what = 'an ACK',
+    timeoutMs?: number,
+  ): Promise<Record<string, unknown>> {
+    return this.waitFor(
+      `${what} for ${messageId}`,
+      (item) => {
+        const ack = wireAck(item);
+        return ack !== undefined && ack.ack_for_message_id === messageId && predicate(ack);
+      },
+      timeoutMs,
+    ).then((item) => wireAck(item)!);
   }
 
   /** Resolves once the stream has ended, with its status. */

@@ -48,7 +48,7 @@ export class SchedulerHarness extends RouterHarness {
     const sink = this.sinks.get(agentId);
     assert.ok(sink, `no stream for ${agentId}`);
     let confirmed = this.confirmed.get(sink);
-    if (!confirmed) this.confirmed.set(sink, confirmed = new Set());
+    if (!confirmed) this.confirmed.set(sink, (confirmed = new Set()));
     for (const item of sink.items) {
       if (confirmed.has(item.seq)) continue;
       confirmed.add(item.seq);
@@ -71,12 +71,16 @@ export class SchedulerHarness extends RouterHarness {
     const from = this.seen.get(agentId) ?? 0;
     this.seen.set(agentId, all.length);
     let ids = this.seenIds.get(agentId);
-    if (!ids) this.seenIds.set(agentId, ids = new Set());
+    if (!ids) this.seenIds.set(agentId, (ids = new Set()));
     const fresh: ReceivedCommand[] = [];
     for (const i of all.slice(from)) {
       if (ids.has(i.envelope.messageId)) continue;
       ids.add(i.envelope.messageId);
-      fresh.push({ messageId: i.envelope.messageId, correlationId: i.envelope.correlationId, command: json(i.envelope) });
+      fresh.push({
+        messageId: i.envelope.messageId,
+        correlationId: i.envelope.correlationId,
+        command: json(i.envelope),
+      });
     }
     return fresh;
   }
@@ -84,20 +88,40 @@ export class SchedulerHarness extends RouterHarness {
   /** The one new command `agentId` received; asserts its kind. */
   command(agentId: string, kind: string): ReceivedCommand {
     const got = this.commands(agentId);
-    assert.deepEqual(got.map((c) => c.command.command), [kind], `${agentId} expected one ${kind}`);
+    assert.deepEqual(
+      got.map((c) => c.command.command),
+      [kind],
+      `${agentId} expected one ${kind}`,
+    );
     return got[0];
   }
 
   /** Submits a task; distinct params each time unless given (the same params twice are the same job, RFC §9.2). */
-  submit(target: string, priority = 0, extra: { taskId?: string; params?: unknown; scope?: string } = {}): SubmitResult {
+  submit(
+    target: string,
+    priority = 0,
+    extra: { taskId?: string; params?: unknown; scope?: string } = {},
+  ): SubmitResult {
     this.submissions++;
-    return this.scheduler.submit({
-      taskId: extra.taskId ?? '', target, priority, params: Buffer.from(JSON.stringify(extra.params ?? { description: `work ${this.submissions}` })),
-      contentType: 'application/json', scope: extra.scope ?? 'repo:myrepo/path', submittedBy: 'operator',
-    }, ctx('submit'));
+    return this.scheduler.submit(
+      {
+        taskId: extra.taskId ?? '',
+        target,
+        priority,
+        params: Buffer.from(JSON.stringify(extra.params ?? { description: `work ${this.submissions}` })),
+        contentType: 'application/json',
+        scope: extra.scope ?? 'repo:myrepo/path',
+        submittedBy: 'operator',
+      },
+      ctx('submit'),
+    );
   }
 
-  submitted(target: string, priority = 0, extra: { taskId?: string; params?: unknown; scope?: string } = {}): TaskRecord {
+  submitted(
+    target: string,
+    priority = 0,
+    extra: { taskId?: string; params?: unknown; scope?: string } = {},
+  ): TaskRecord {
     const result = this.submit(target, priority, extra);
     assert.ok(result.accepted, result.accepted ? '' : result.reason);
     return result.task;

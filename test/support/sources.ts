@@ -76,23 +76,40 @@ export function moduleRefs(source: ts.SourceFile): ModuleRef[] {
           : clause.elements.map((element) => (element.propertyName ?? element.name).text);
       const allTypes =
         node.isTypeOnly ||
-        (clause !== undefined && ts.isNamedExports(clause) && clause.elements.length > 0 && clause.elements.every((e) => e.isTypeOnly));
+        (clause !== undefined &&
+          ts.isNamedExports(clause) &&
+          clause.elements.length > 0 &&
+          clause.elements.every((e) => e.isTypeOnly));
       refs.push({ specifier: node.moduleSpecifier.text, typeOnly: allTypes, names, line: lineOf(node) });
     } else if (
       ts.isImportEqualsDeclaration(node) &&
       ts.isExternalModuleReference(node.moduleReference) &&
       ts.isStringLiteral(node.moduleReference.expression)
     ) {
-      refs.push({ specifier: node.moduleReference.expression.text, typeOnly: node.isTypeOnly, names: ['*'], line: lineOf(node) });
+      refs.push({
+        specifier: node.moduleReference.expression.text,
+        typeOnly: node.isTypeOnly,
+        names: ['*'],
+        line: lineOf(node),
+      });
     } else if (
       ts.isCallExpression(node) &&
-      (node.expression.kind === ts.SyntaxKind.ImportKeyword || (ts.isIdentifier(node.expression) && node.expression.text === 'require')) &&
+      (node.expression.kind === ts.SyntaxKind.ImportKeyword ||
+        (ts.isIdentifier(node.expression) && node.expression.text === 'require')) &&
       node.arguments.length === 1 &&
       ts.isStringLiteral(node.arguments[0])
     ) {
       refs.push({ specifier: node.arguments[0].text, typeOnly: false, names: ['*'], line: lineOf(node) });
-    } else if (ts.isImportTypeNode(node) && ts.isLiteralTypeNode(node.argument) && ts.isStringLiteral(node.argument.literal)) {
-      const name = node.qualifier ? (ts.isIdentifier(node.qualifier) ? node.qualifier.text : node.qualifier.left.getText(source)) : '*';
+    } else if (
+      ts.isImportTypeNode(node) &&
+      ts.isLiteralTypeNode(node.argument) &&
+      ts.isStringLiteral(node.argument.literal)
+    ) {
+      const name = node.qualifier
+        ? ts.isIdentifier(node.qualifier)
+          ? node.qualifier.text
+          : node.qualifier.left.getText(source)
+        : '*';
       refs.push({ specifier: node.argument.literal.text, typeOnly: true, names: [name], line: lineOf(node) });
     }
     ts.forEachChild(node, visit);

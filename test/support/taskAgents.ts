@@ -17,9 +17,22 @@ export class SchedulerClient extends ServiceCaller<SchedulerMethod> {
     super(address, token, 'sw4rm.scheduler.SchedulerService');
   }
 
-  async submit(request: { agent_id: string; task_id?: string; priority?: number; params?: unknown; content_type?: string; scope?: string }): Promise<{ accepted: boolean; reason: string }> {
+  async submit(request: {
+    agent_id: string;
+    task_id?: string;
+    priority?: number;
+    params?: unknown;
+    content_type?: string;
+    scope?: string;
+  }): Promise<{ accepted: boolean; reason: string }> {
     const params = request.params === undefined ? Buffer.from('{}') : Buffer.from(JSON.stringify(request.params));
-    return (await this.call<{ accepted: boolean; reason: string }>('SubmitTask', { content_type: 'application/json', ...request, params })).response;
+    return (
+      await this.call<{ accepted: boolean; reason: string }>('SubmitTask', {
+        content_type: 'application/json',
+        ...request,
+        params,
+      })
+    ).response;
   }
 }
 
@@ -38,14 +51,22 @@ export class TaskTestAgent {
   inbox!: WireInbox;
   private readonly clients: CoordinatorClients;
 
-  constructor(readonly address: string, readonly token: string | undefined, readonly agentId: string, readonly type = 'worker') {
+  constructor(
+    readonly address: string,
+    readonly token: string | undefined,
+    readonly agentId: string,
+    readonly type = 'worker',
+  ) {
     this.wire = new WireAgent(address, token, agentId);
     this.clients = new CoordinatorClients(address, token);
   }
 
   async start(): Promise<this> {
     const registered = await this.clients.registerAgent({
-      agent_id: this.agentId, name: this.type, communication_class: 'STANDARD', modalities_supported: ['application/json'],
+      agent_id: this.agentId,
+      name: this.type,
+      communication_class: 'STANDARD',
+      modalities_supported: ['application/json'],
     });
     if (!registered.accepted) throw new Error(`registration of ${this.agentId} refused: ${registered.reason}`);
     this.inbox = this.wire.openInbox();
@@ -59,11 +80,16 @@ export class TaskTestAgent {
 
   /** The next CONTROL command `name` (for `taskId` when given) that has not been taken yet; its delivery is confirmed. */
   async command(name: string, taskId?: string, timeoutMs = 5_000): Promise<ReceivedCommand> {
-    const item = await this.inbox.waitFor(`CONTROL ${name}${taskId ? ` for ${taskId}` : ''}`, (i) => {
-      if (this.taken.has(i.msg.message_id) || i.msg.message_type !== 'CONTROL' || i.msg.producer_id !== 'coordinator') return false;
-      const c = wireJson<{ command?: string; task_id?: string }>(i.msg);
-      return c.command === name && (taskId === undefined || c.task_id === taskId);
-    }, timeoutMs);
+    const item = await this.inbox.waitFor(
+      `CONTROL ${name}${taskId ? ` for ${taskId}` : ''}`,
+      (i) => {
+        if (this.taken.has(i.msg.message_id) || i.msg.message_type !== 'CONTROL' || i.msg.producer_id !== 'coordinator')
+          return false;
+        const c = wireJson<{ command?: string; task_id?: string }>(i.msg);
+        return c.command === name && (taskId === undefined || c.task_id === taskId);
+      },
+      timeoutMs,
+    );
     this.taken.add(item.msg.message_id);
     await this.wire.ackDelivery(item.seq, item.msg.message_id);
     return { item, command: wireJson(item.msg) };
@@ -72,7 +98,8 @@ export class TaskTestAgent {
   /** Whether a CONTROL command `name` (for `taskId` when given) arrived and was not taken yet (nothing is taken here). */
   has(name: string, taskId?: string): boolean {
     return this.inbox.items.some((i) => {
-      if (this.taken.has(i.msg.message_id) || i.msg.message_type !== 'CONTROL' || i.msg.producer_id !== 'coordinator') return false;
+      if (this.taken.has(i.msg.message_id) || i.msg.message_type !== 'CONTROL' || i.msg.producer_id !== 'coordinator')
+        return false;
       const c = wireJson<{ command?: string; task_id?: string }>(i.msg);
       return c.command === name && (taskId === undefined || c.task_id === taskId);
     });
@@ -80,14 +107,20 @@ export class TaskTestAgent {
 
   /** The CONTROL commands received so far, in order (names and task ids). */
   commands(): string[] {
-    return this.inbox.items.filter((i) => i.msg.message_type === 'CONTROL' && i.msg.producer_id === 'coordinator').map((i) => {
-      const c = wireJson<{ command?: string; task_id?: string }>(i.msg);
-      return `${c.command}${c.task_id ? ` ${c.task_id}` : ''}`;
-    });
+    return this.inbox.items
+      .filter((i) => i.msg.message_type === 'CONTROL' && i.msg.producer_id === 'coordinator')
+      .map((i) => {
+        const c = wireJson<{ command?: string; task_id?: string }>(i.msg);
+        return `${c.command}${c.task_id ? ` ${c.task_id}` : ''}`;
+      });
   }
 
   /** `result`: a FULFILLED run's output (a workflow node's; README, "Workflows"). */
-  async ack(received: ReceivedCommand, stage: string, extra: { error_code?: string; note?: string; result?: unknown } = {}): Promise<void> {
+  async ack(
+    received: ReceivedCommand,
+    stage: string,
+    extra: { error_code?: string; note?: string; result?: unknown } = {},
+  ): Promise<void> {
     return this.ackMessage(received.item.msg.message_id, stage, extra);
   }
 
@@ -95,9 +128,14 @@ export class TaskTestAgent {
    * An ACK of `messageId`, with an idempotency token of its own: a test agent restarted with the same id numbers its
    * envelopes from 1 again, which the router would take for retries of the old ones.
    */
-  async ackMessage(messageId: string, stage: string, extra: { error_code?: string; note?: string; result?: unknown } = {}): Promise<void> {
+  async ackMessage(
+    messageId: string,
+    stage: string,
+    extra: { error_code?: string; note?: string; result?: unknown } = {},
+  ): Promise<void> {
     const envelope = this.wire.envelope({
-      message_type: 'ACKNOWLEDGEMENT', idempotency_token: `${this.agentId}:ack:${randomUUID()}`,
+      message_type: 'ACKNOWLEDGEMENT',
+      idempotency_token: `${this.agentId}:ack:${randomUUID()}`,
       payload: { ack_for_message_id: messageId, ack_stage: stage, ...extra },
     });
     const result = await this.wire.send(envelope);
@@ -114,8 +152,16 @@ export class TaskTestAgent {
 }
 
 /** The first of `agents` that received a CONTROL `name` (for `taskId`) not taken yet, and that command (taken now). */
-export async function firstCommand(agents: readonly TaskTestAgent[], name: string, taskId?: string, timeoutMs = 5_000): Promise<{ agent: TaskTestAgent; received: ReceivedCommand }> {
-  const agent = await pollUntil(`CONTROL ${name}${taskId ? ` for ${taskId}` : ''} on one of ${agents.map((a) => a.agentId).join(', ')}`,
-    () => agents.find((a) => a.has(name, taskId)), timeoutMs);
+export async function firstCommand(
+  agents: readonly TaskTestAgent[],
+  name: string,
+  taskId?: string,
+  timeoutMs = 5_000,
+): Promise<{ agent: TaskTestAgent; received: ReceivedCommand }> {
+  const agent = await pollUntil(
+    `CONTROL ${name}${taskId ? ` for ${taskId}` : ''} on one of ${agents.map((a) => a.agentId).join(', ')}`,
+    () => agents.find((a) => a.has(name, taskId)),
+    timeoutMs,
+  );
   return { agent, received: await agent.command(name, taskId) };
 }

@@ -25,7 +25,8 @@ function shellRunsGit(command: unknown): boolean {
 }
 
 function withShell(args: unknown[]): boolean {
-  const options = args.find((a) => typeof a === 'object' && a !== null && !Array.isArray(a)) as { shell?: unknown } | undefined;
+  const options = args.find((a) => typeof a === 'object' && a !== null && !Array.isArray(a)) as
+    { shell?: unknown } | undefined;
   return options?.shell !== undefined && options.shell !== false;
 }
 
@@ -36,7 +37,8 @@ for (const name of ['spawn', 'spawnSync', 'execFile', 'execFileSync'] as const) 
   const original = cp[name];
   cp[name] = function guarded(this: unknown, file: unknown, ...rest: unknown[]) {
     const argv = Array.isArray(rest[0]) ? (rest[0] as unknown[]) : [];
-    if (isGit(file) || (withShell(rest) && shellRunsGit([file, ...argv].join(' ')))) refuse(`ran ${String(file)} ${argv.slice(0, 3).join(' ')}`.trim());
+    if (isGit(file) || (withShell(rest) && shellRunsGit([file, ...argv].join(' '))))
+      refuse(`ran ${String(file)} ${argv.slice(0, 3).join(' ')}`.trim());
     return original.call(this, file, ...rest);
   };
 }
@@ -62,7 +64,11 @@ socket.connect = function connect() {
 // A child process of a test (a CLI, a hook) finds this `git` first on PATH: it says the same and fails.
 if (process.platform !== 'win32') {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'sw4rm-unit-rung-'));
-  fs.writeFileSync(path.join(dir, 'git'), `#!/bin/sh\necho "${UNIT_RUNG_REFUSAL} (a child process ran git)" >&2\nexit 128\n`, { mode: 0o755 });
+  fs.writeFileSync(
+    path.join(dir, 'git'),
+    `#!/bin/sh\necho "${UNIT_RUNG_REFUSAL} (a child process ran git)" >&2\nexit 128\n`,
+    { mode: 0o755 },
+  );
   process.env.PATH = `${dir}${path.delimiter}${process.env.PATH ?? ''}`;
   process.on('exit', () => fs.rmSync(dir, { recursive: true, force: true }));
 }

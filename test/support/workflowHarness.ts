@@ -1,5 +1,10 @@
 import { strict as assert } from 'node:assert';
-import type { NodeStatus, WorkflowDefinition, WorkflowDetail, WorkflowNodeDefinition } from '../../src/core/workflow/model';
+import type {
+  NodeStatus,
+  WorkflowDefinition,
+  WorkflowDetail,
+  WorkflowNodeDefinition,
+} from '../../src/core/workflow/model';
 import type { Workflows } from '../../src/core/workflow/workflows';
 import { ctx, settle } from './routerHarness';
 import { SchedulerHarness, type ReceivedCommand } from './schedulerHarness';
@@ -7,12 +12,22 @@ import { SchedulerHarness, type ReceivedCommand } from './schedulerHarness';
 /** A node for a test definition: what is not given is empty (DEPENDENCY trigger, no mappings, no metadata). */
 export type NodeInput = Partial<WorkflowNodeDefinition> & { readonly nodeId: string; readonly agentId: string };
 
-export function definition(workflowId: string, nodes: readonly NodeInput[], metadata: Record<string, string> = {}): WorkflowDefinition {
+export function definition(
+  workflowId: string,
+  nodes: readonly NodeInput[],
+  metadata: Record<string, string> = {},
+): WorkflowDefinition {
   return {
-    workflowId, metadata,
+    workflowId,
+    metadata,
     nodes: nodes.map((n) => ({
-      nodeId: n.nodeId, agentId: n.agentId, dependencies: n.dependencies ?? [], trigger: n.trigger ?? 'DEPENDENCY',
-      inputMapping: n.inputMapping ?? {}, outputMapping: n.outputMapping ?? {}, metadata: n.metadata ?? {},
+      nodeId: n.nodeId,
+      agentId: n.agentId,
+      dependencies: n.dependencies ?? [],
+      trigger: n.trigger ?? 'DEPENDENCY',
+      inputMapping: n.inputMapping ?? {},
+      outputMapping: n.outputMapping ?? {},
+      metadata: n.metadata ?? {},
     })),
   };
 }
@@ -54,7 +69,12 @@ export class WorkflowHarness extends SchedulerHarness {
   async finish(agentId: string, result?: unknown, extra: Record<string, unknown> = {}): Promise<NodeParams> {
     const run = this.run(agentId);
     await this.answer(agentId, run.messageId, 'RECEIVED');
-    await this.answer(agentId, run.messageId, 'FULFILLED', result === undefined ? { note: 'done', ...extra } : { result, ...extra });
+    await this.answer(
+      agentId,
+      run.messageId,
+      'FULFILLED',
+      result === undefined ? { note: 'done', ...extra } : { result, ...extra },
+    );
     return run.params;
   }
 
@@ -91,16 +111,25 @@ export class WorkflowHarness extends SchedulerHarness {
   nodeMoves(workflowId: string, nodeId?: string): string[] {
     return this.events('workflow.node')
       .filter((e) => e.correlationId === workflowId && (nodeId === undefined || e.details.node_id === nodeId))
-      .map((e) => `${nodeId === undefined ? `${String(e.details.node_id)}:` : ''}${String(e.details.from)}→${String(e.details.to)}`);
+      .map(
+        (e) =>
+          `${nodeId === undefined ? `${String(e.details.node_id)}:` : ''}${String(e.details.from)}→${String(e.details.to)}`,
+      );
   }
 
   stateMoves(workflowId: string): string[] {
-    return this.events('workflow.state').filter((e) => e.correlationId === workflowId).map((e) => `${String(e.details.from)}→${String(e.details.to)}`);
+    return this.events('workflow.state')
+      .filter((e) => e.correlationId === workflowId)
+      .map((e) => `${String(e.details.from)}→${String(e.details.to)}`);
   }
 
   /** The scheduler tasks of a node (every run), by task id prefix. */
   tasksOf(workflowId: string, nodeId: string): string[] {
-    return this.scheduler.tasks({ includeFinished: true, finishedLimit: 10_000 }).map((t) => t.taskId).filter((id) => id.startsWith(`wf:${workflowId}:${nodeId}:`)).sort();
+    return this.scheduler
+      .tasks({ includeFinished: true, finishedLimit: 10_000 })
+      .map((t) => t.taskId)
+      .filter((id) => id.startsWith(`wf:${workflowId}:${nodeId}:`))
+      .sort();
   }
 
   async settled(): Promise<void> {

@@ -1,5 +1,10 @@
 import { strict as assert } from 'node:assert';
-import { SERVICE_ADDRESS_VARIABLES, agentEnvironment, formatEnvironment, isLoopback } from '../../src/server/agentEnvironment';
+import {
+  SERVICE_ADDRESS_VARIABLES,
+  agentEnvironment,
+  formatEnvironment,
+  isLoopback,
+} from '../../src/server/agentEnvironment';
 
 describe('agent environment', () => {
   it('gives every service the same address, and the token', () => {
@@ -25,7 +30,9 @@ describe('agent environment', () => {
   });
 
   it('knows loopback addresses', () => {
-    for (const host of ['127.0.0.1', '127.1.2.3', 'localhost', '::1', '[::1]']) assert.equal(isLoopback(host), true, host);
-    for (const host of ['0.0.0.0', '::', '10.0.0.1', '', '127.0.0.1.example.com']) assert.equal(isLoopback(host), false, host);
+    for (const host of ['127.0.0.1', '127.1.2.3', 'localhost', '::1', '[::1]'])
+      assert.equal(isLoopback(host), true, host);
+    for (const host of ['0.0.0.0', '::', '10.0.0.1', '', '127.0.0.1.example.com'])
+      assert.equal(isLoopback(host), false, host);
   });
 });

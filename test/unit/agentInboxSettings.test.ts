@@ -8,7 +8,9 @@ describe('sw4rm.agents.inboxAckTimeoutMinutes (the ACK timeout of launched agent
 
   it('takes whole minutes from 1 to 1440', () => {
     assert.deepEqual(agentInboxSettings({ inboxAckTimeoutMinutes: 1 }).options, { bridgedAckTimeoutMs: 60_000 });
-    assert.deepEqual(agentInboxSettings({ inboxAckTimeoutMinutes: 1440 }).options, { bridgedAckTimeoutMs: 24 * 3_600_000 });
+    assert.deepEqual(agentInboxSettings({ inboxAckTimeoutMinutes: 1440 }).options, {
+      bridgedAckTimeoutMs: 24 * 3_600_000,
+    });
   });
 
   it('clamps a value out of range and ignores one that is not a whole number, saying so', () => {

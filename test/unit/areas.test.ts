@@ -18,7 +18,9 @@ const NOT_AREAS = new Set(['store', 'api', 'kernel']);
 function imports(file: string): Array<{ target: string; names: string }> {
   return moduleRefs(parse(file)).map((ref) => ({
     names: ref.names.join(', '),
-    target: ref.specifier.startsWith('.') ? path.relative(CORE, path.resolve(path.dirname(file), ref.specifier)) : ref.specifier,
+    target: ref.specifier.startsWith('.')
+      ? path.relative(CORE, path.resolve(path.dirname(file), ref.specifier))
+      : ref.specifier,
   }));
 }
 
@@ -27,17 +29,24 @@ function areaOf(relativeToCore: string): string | undefined {
   return rest.length > 0 && !NOT_AREAS.has(first) ? first : undefined;
 }
 
-const areas = fs.readdirSync(CORE, { withFileTypes: true }).filter((e) => e.isDirectory() && !NOT_AREAS.has(e.name)).map((e) => e.name);
+const areas = fs
+  .readdirSync(CORE, { withFileTypes: true })
+  .filter((e) => e.isDirectory() && !NOT_AREAS.has(e.name))
+  .map((e) => e.name);
 
 describe('the core as areas', () => {
   it('finds the areas by their folders', () => {
-    for (const area of ['registry', 'router', 'hitl', 'log', 'worktree']) assert.ok(areas.includes(area), `${area}/ is an area folder`);
+    for (const area of ['registry', 'router', 'hitl', 'log', 'worktree'])
+      assert.ok(areas.includes(area), `${area}/ is an area folder`);
   });
 
   it('store/ is the engine only: it imports no area and nothing of the composition', () => {
     for (const file of sourceFiles(path.join(CORE, 'store'))) {
       for (const { target } of imports(file)) {
-        assert.ok(!/^coordinator/.test(target), `${path.relative(REPO_ROOT, file)} imports the composition (${target})`);
+        assert.ok(
+          !/^coordinator/.test(target),
+          `${path.relative(REPO_ROOT, file)} imports the composition (${target})`,
+        );
         assert.equal(areaOf(target), undefined, `${path.relative(REPO_ROOT, file)} imports the area module ${target}`);
       }
     }
@@ -48,14 +57,18 @@ describe('the core as areas', () => {
     assert.ok(files.length >= 4, 'kernel/ has its files');
     for (const file of files) {
       for (const { target } of imports(file)) {
-        assert.ok(!/^coordinator/.test(target), `${path.relative(REPO_ROOT, file)} imports the composition (${target})`);
+        assert.ok(
+          !/^coordinator/.test(target),
+          `${path.relative(REPO_ROOT, file)} imports the composition (${target})`,
+        );
         assert.equal(areaOf(target), undefined, `${path.relative(REPO_ROOT, file)} imports the area module ${target}`);
-        if (target.startsWith(`store${path.sep}`)) assert.equal(target, path.join('store', 'store'), `${path.relative(REPO_ROOT, file)} imports ${target}`);
+        if (target.startsWith(`store${path.sep}`))
+          assert.equal(target, path.join('store', 'store'), `${path.relative(REPO_ROOT, file)} imports ${target}`);
       }
     }
   });
 
-  it('no area imports another area\'s repository, schema or SQLite code', () => {
+  it("no area imports another area's repository, schema or SQLite code", () => {
     const problems: string[] = [];
     for (const area of areas) {
       for (const file of sourceFiles(path.join(CORE, area))) {
@@ -72,11 +85,12 @@ describe('the core as areas', () => {
     assert.deepEqual(problems, []);
   });
 
-  it('no area imports the editor\'s API (api/ is built on the areas, never the other way round)', () => {
+  it("no area imports the editor's API (api/ is built on the areas, never the other way round)", () => {
     const problems: string[] = [];
     for (const area of areas) {
       for (const file of sourceFiles(path.join(CORE, area))) {
-        for (const { target } of imports(file)) if (target.split(path.sep)[0] === 'api') problems.push(`${path.relative(REPO_ROOT, file)} imports ${target}`);
+        for (const { target } of imports(file))
+          if (target.split(path.sep)[0] === 'api') problems.push(`${path.relative(REPO_ROOT, file)} imports ${target}`);
       }
     }
     assert.deepEqual(problems, []);
@@ -86,7 +100,10 @@ describe('the core as areas', () => {
     for (const area of ['registry', 'router', 'hitl', 'log', 'worktree']) {
       const files = fs.readdirSync(path.join(CORE, area));
       assert.ok(files.includes('schema.ts'), `${area}/schema.ts`);
-      assert.ok(files.some((f) => /^sqlite\w+Repository\.ts$/.test(f)), `${area}/sqlite…Repository.ts`);
+      assert.ok(
+        files.some((f) => /^sqlite\w+Repository\.ts$/.test(f)),
+        `${area}/sqlite…Repository.ts`,
+      );
       assert.ok(files.includes('model.ts'), `${area}/model.ts`);
     }
   });

@@ -34,7 +34,15 @@ const ALLOW_NAME = 'test/unit/boundaries.allow.json';
 const NOT_AREAS = new Set(['store', 'api', 'kernel']);
 
 type RuleName = 'cycles' | 'areaImports' | 'lines' | 'safely' | 'timerMaps' | 'setTimerCalls' | 'errorClasses';
-const RULES: readonly RuleName[] = ['cycles', 'areaImports', 'lines', 'safely', 'timerMaps', 'setTimerCalls', 'errorClasses'];
+const RULES: readonly RuleName[] = [
+  'cycles',
+  'areaImports',
+  'lines',
+  'safely',
+  'timerMaps',
+  'setTimerCalls',
+  'errorClasses',
+];
 type Findings = Map<string, number>;
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -53,10 +61,12 @@ function realProject(): Project {
 
 /** A project of made-up sources, named relative to the repository (`src/core/a/b.ts`). */
 function fakeProject(sources: Record<string, string>): Project {
-  const files = new Map(Object.entries(sources).map(([name, text]) => {
-    const file = path.join(REPO_ROOT, name);
-    return [file, parse(file, text)] as const;
-  }));
+  const files = new Map(
+    Object.entries(sources).map(([name, text]) => {
+      const file = path.join(REPO_ROOT, name);
+      return [file, parse(file, text)] as const;
+    }),
+  );
   return {
     files,
     resolve: (fromFile, specifier) => {
@@ -184,9 +194,16 @@ function nodes(root: ts.Node): ts.Node[] {
 }
 
 function declaredName(node: ts.Node): string | undefined {
-  if (ts.isFunctionDeclaration(node) || ts.isMethodDeclaration(node) || ts.isPropertyDeclaration(node) || ts.isVariableDeclaration(node)
-    || ts.isPropertyAssignment(node) || ts.isGetAccessorDeclaration(node)) {
-    return node.name && (ts.isIdentifier(node.name) || ts.isPrivateIdentifier(node.name) || ts.isStringLiteral(node.name))
+  if (
+    ts.isFunctionDeclaration(node) ||
+    ts.isMethodDeclaration(node) ||
+    ts.isPropertyDeclaration(node) ||
+    ts.isVariableDeclaration(node) ||
+    ts.isPropertyAssignment(node) ||
+    ts.isGetAccessorDeclaration(node)
+  ) {
+    return node.name &&
+      (ts.isIdentifier(node.name) || ts.isPrivateIdentifier(node.name) || ts.isStringLiteral(node.name))
       ? node.name.text.replace(/^#/, '')
       : undefined;
   }
@@ -213,7 +230,11 @@ function timerMaps(project: Project): Findings {
     if (!isUnder(CORE, file) || file === KERNEL_TIMERS) continue;
     for (const node of nodes(source)) {
       const args = ts.isTypeReferenceNode(node) || ts.isNewExpression(node) ? node.typeArguments : undefined;
-      const name = ts.isTypeReferenceNode(node) ? node.typeName.getText(source) : ts.isNewExpression(node) ? node.expression.getText(source) : '';
+      const name = ts.isTypeReferenceNode(node)
+        ? node.typeName.getText(source)
+        : ts.isNewExpression(node)
+          ? node.expression.getText(source)
+          : '';
       if (name !== 'Map' || args?.length !== 2) continue;
       const value = args[1];
       if (ts.isTypeReferenceNode(value) && value.typeName.getText(source) === 'Disposable') add(found, repoPath(file));
@@ -223,7 +244,11 @@ function timerMaps(project: Project): Findings {
 }
 
 function isSetTimerCall(node: ts.Node): boolean {
-  return ts.isCallExpression(node) && ts.isPropertyAccessExpression(node.expression) && node.expression.name.text === 'setTimer';
+  return (
+    ts.isCallExpression(node) &&
+    ts.isPropertyAccessExpression(node.expression) &&
+    node.expression.name.text === 'setTimer'
+  );
 }
 
 /** In src/core but kernel/timers.ts and clock.ts: each `….setTimer(…)` call. */
@@ -243,10 +268,14 @@ function errorClasses(project: Project): Findings {
     if (!isUnder(CORE, file)) continue;
     for (const node of nodes(source)) {
       if (!ts.isClassDeclaration(node) && !ts.isClassExpression(node)) continue;
-      const extendsError = node.heritageClauses?.some((clause) => clause.token === ts.SyntaxKind.ExtendsKeyword
-        && clause.types.some((type) => ts.isIdentifier(type.expression) && type.expression.text === 'Error'));
+      const extendsError = node.heritageClauses?.some(
+        (clause) =>
+          clause.token === ts.SyntaxKind.ExtendsKeyword &&
+          clause.types.some((type) => ts.isIdentifier(type.expression) && type.expression.text === 'Error'),
+      );
       if (!extendsError) continue;
-      const name = node.name?.text ?? `<class at line ${source.getLineAndCharacterOfPosition(node.getStart(source)).line + 1}>`;
+      const name =
+        node.name?.text ?? `<class at line ${source.getLineAndCharacterOfPosition(node.getStart(source)).line + 1}>`;
       if (file === path.join(CORE, 'kernel', 'errors.ts') && name === 'SwarmError') continue;
       add(found, `${repoPath(file)}#${name}`);
     }
@@ -257,10 +286,17 @@ function errorClasses(project: Project): Findings {
 /** An area's state part: a file named state.ts in an area folder. What it may not touch, one line per problem. */
 function statePartProblems(project: Project): string[] {
   const problems: string[] = [];
-  const forbidden: Array<{ what: string; test: (target: string | undefined, ref: { specifier: string; names: readonly string[] }) => boolean }> = [
+  const forbidden: Array<{
+    what: string;
+    test: (target: string | undefined, ref: { specifier: string; names: readonly string[] }) => boolean;
+  }> = [
     { what: 'the store (store/)', test: (target) => target !== undefined && isUnder(path.join(CORE, 'store'), target) },
     { what: 'SQLite code (sqlite*)', test: (_t, ref) => /^sqlite/i.test(path.basename(ref.specifier)) },
-    { what: 'a repository (*Repository)', test: (_t, ref) => ref.names.some((n) => /Repository$/.test(n)) || /Repository$/.test(path.basename(ref.specifier)) },
+    {
+      what: 'a repository (*Repository)',
+      test: (_t, ref) =>
+        ref.names.some((n) => /Repository$/.test(n)) || /Repository$/.test(path.basename(ref.specifier)),
+    },
     { what: 'kernel/transitions', test: (target) => target === path.join(CORE, 'kernel', 'transitions.ts') },
     { what: 'kernel/timers', test: (target) => target === KERNEL_TIMERS },
     { what: 'events.ts (emitters)', test: (target) => target === path.join(CORE, 'events.ts') },
@@ -276,8 +312,11 @@ function statePartProblems(project: Project): string[] {
       }
     }
     for (const node of nodes(source)) {
-      const timer = isSetTimerCall(node)
-        || (ts.isCallExpression(node) && ts.isIdentifier(node.expression) && /^set(Timeout|Interval|Immediate)$/.test(node.expression.text));
+      const timer =
+        isSetTimerCall(node) ||
+        (ts.isCallExpression(node) &&
+          ts.isIdentifier(node.expression) &&
+          /^set(Timeout|Interval|Immediate)$/.test(node.expression.text));
       if (timer) {
         const line = source.getLineAndCharacterOfPosition(node.getStart(source)).line + 1;
         problems.push(`${at}:${line} arms a timer (${(node as ts.CallExpression).expression.getText(source)})`);
@@ -287,8 +326,9 @@ function statePartProblems(project: Project): string[] {
   return problems;
 }
 
-const STATE_PART_FIX = 'a state part is pure (the record types and the transitions over plain data, `now` as an argument): move the store, '
-  + 'timer, event and log work to the facade or a part beside it (queries.ts, restore.ts, timeouts.ts, …), which arms through `tx.arm`';
+const STATE_PART_FIX =
+  'a state part is pure (the record types and the transitions over plain data, `now` as an argument): move the store, ' +
+  'timer, event and log work to the facade or a part beside it (queries.ts, restore.ts, timeouts.ts, …), which arms through `tx.arm`';
 
 const FIND: Record<RuleName, (project: Project) => Findings> = {
   cycles,
@@ -314,17 +354,23 @@ function readAllowList(): AllowList {
 
 /** How each rule is fixed, said in a failure. */
 const FIX: Record<RuleName, string> = {
-  cycles: 'break the cycle: move what both sides need into a module both import (a model.ts, or a small module of its own), '
-    + 'or pass it in as an interface',
-  areaImports: 'import it from the other area\'s model.ts: move the type there, or declare there the interface of what this file '
-    + 'uses of the class (the composition root hands in the instance)',
-  lines: `split it into parts named for what each decides (state.ts, queries.ts, restore.ts, access.ts, notices.ts, one file per operation family), `
-    + `each at most ${MAX_LINES} lines (aim < 450)`,
-  safely: 'use the kernel\'s Guard (src/core/kernel/guard.ts): `new Guard((context, err) => …report as before…)`, `guard.run(context, fn)`, '
-    + '`guard.stop()` on dispose',
-  timerMaps: 'keep timers by key in the kernel\'s KeyedTimers (src/core/kernel/timers.ts), armed and disarmed through `tx.arm` / `tx.disarm` '
-    + 'inside a transition',
-  setTimerCalls: 'arm the timer through the kernel\'s KeyedTimers (src/core/kernel/timers.ts), `tx.arm` inside a transition',
+  cycles:
+    'break the cycle: move what both sides need into a module both import (a model.ts, or a small module of its own), ' +
+    'or pass it in as an interface',
+  areaImports:
+    "import it from the other area's model.ts: move the type there, or declare there the interface of what this file " +
+    'uses of the class (the composition root hands in the instance)',
+  lines:
+    `split it into parts named for what each decides (state.ts, queries.ts, restore.ts, access.ts, notices.ts, one file per operation family), ` +
+    `each at most ${MAX_LINES} lines (aim < 450)`,
+  safely:
+    "use the kernel's Guard (src/core/kernel/guard.ts): `new Guard((context, err) => …report as before…)`, `guard.run(context, fn)`, " +
+    '`guard.stop()` on dispose',
+  timerMaps:
+    "keep timers by key in the kernel's KeyedTimers (src/core/kernel/timers.ts), armed and disarmed through `tx.arm` / `tx.disarm` " +
+    'inside a transition',
+  setTimerCalls:
+    "arm the timer through the kernel's KeyedTimers (src/core/kernel/timers.ts), `tx.arm` inside a transition",
   errorClasses: 'extend SwarmError (src/core/kernel/errors.ts) with its errorKind and errorCode, or throw a CoreError',
 };
 
@@ -345,20 +391,28 @@ function mismatches(rule: RuleName, found: Findings, allowed: Record<string, num
   for (const [key, count] of [...found].sort(([a], [b]) => a.localeCompare(b))) {
     const listed = allowed[key];
     if (listed === undefined) {
-      messages.push(`[${rule}] new: ${key} (${count} ${UNIT[rule]}). Fix: ${FIX[rule]}. Do not add it to ${ALLOW_NAME}; `
-        + `only if it is a listed entry whose code moved to another file, move the entry there (${entry(key, count)}).`);
+      messages.push(
+        `[${rule}] new: ${key} (${count} ${UNIT[rule]}). Fix: ${FIX[rule]}. Do not add it to ${ALLOW_NAME}; ` +
+          `only if it is a listed entry whose code moved to another file, move the entry there (${entry(key, count)}).`,
+      );
     } else if (count > listed) {
-      messages.push(`[${rule}] grew: ${key} has ${count} ${UNIT[rule]}, ${ALLOW_NAME} allows ${listed}. `
-        + `Fix: take the new ones out again (${FIX[rule]}); the allow-list never grows.`);
+      messages.push(
+        `[${rule}] grew: ${key} has ${count} ${UNIT[rule]}, ${ALLOW_NAME} allows ${listed}. ` +
+          `Fix: take the new ones out again (${FIX[rule]}); the allow-list never grows.`,
+      );
     } else if (count < listed && rule !== 'lines') {
-      messages.push(`[${rule}] improved: ${key} has ${count} ${UNIT[rule]}, ${ALLOW_NAME} lists ${listed}. `
-        + `Fix: lower its entry to ${entry(key, count)} (or run with BOUNDARIES_UPDATE=shrink).`);
+      messages.push(
+        `[${rule}] improved: ${key} has ${count} ${UNIT[rule]}, ${ALLOW_NAME} lists ${listed}. ` +
+          `Fix: lower its entry to ${entry(key, count)} (or run with BOUNDARIES_UPDATE=shrink).`,
+      );
     }
   }
   for (const key of Object.keys(allowed).sort()) {
     if (!found.has(key)) {
-      messages.push(`[${rule}] gone: ${key} no longer breaks the rule${rule === 'lines' ? ` (≤ ${MAX_LINES} lines or no file)` : ''}. `
-        + `Fix: remove "${key}" from "${rule}" in ${ALLOW_NAME} (or run with BOUNDARIES_UPDATE=shrink).`);
+      messages.push(
+        `[${rule}] gone: ${key} no longer breaks the rule${rule === 'lines' ? ` (≤ ${MAX_LINES} lines or no file)` : ''}. ` +
+          `Fix: remove "${key}" from "${rule}" in ${ALLOW_NAME} (or run with BOUNDARIES_UPDATE=shrink).`,
+      );
     }
   }
   return messages;
@@ -385,7 +439,7 @@ function update(mode: string, allowed: AllowList, found: Record<RuleName, Findin
 
 // ---------------------------------------------------------------------------------------------------------------
 
-describe('boundaries (the rules that keep the core in shape, with the allow-list of today\'s exceptions)', () => {
+describe("boundaries (the rules that keep the core in shape, with the allow-list of today's exceptions)", () => {
   const project = realProject();
   const allowed = readAllowList();
   const found = Object.fromEntries(RULES.map((rule) => [rule, FIND[rule](project)])) as Record<RuleName, Findings>;
@@ -417,7 +471,7 @@ describe('boundaries (the rules that keep the core in shape, with the allow-list
     });
   }
 
-  it('a state part (an area\'s state.ts) imports no store, transitions, timers, events or log, and arms no timer', () => {
+  it("a state part (an area's state.ts) imports no store, transitions, timers, events or log, and arms no timer", () => {
     const problems = statePartProblems(project).map((problem) => `[stateParts] ${problem}. Fix: ${STATE_PART_FIX}.`);
     if (problems.length > 0) assert.fail(`${problems.length} problem(s):\n${problems.join('\n')}\n`);
   });
@@ -431,25 +485,34 @@ describe('boundaries (the rules that keep the core in shape, with the allow-list
 
 describe('boundaries: each rule finds what breaks it (made-up sources)', () => {
   it('parses every kind of import: type, re-export, multi-line, dynamic, require, import types; not comments', () => {
-    const source = parse('x.ts', [
-      "import type { A } from './a';",
-      'import {',
-      '  B,',
-      '  type C,',
-      "} from './b';",
-      "export * from './c';",
-      "export { D as E } from './d';",
-      "import './e';",
-      "const f = await import('./f');",
-      "const g = require('./g');",
-      "let h: import('./h').H;",
-      "import { type I } from './i';",
-      "// import { j } from './j';",
-      "/* import { k } from './k'; */",
-    ].join('\n'));
+    const source = parse(
+      'x.ts',
+      [
+        "import type { A } from './a';",
+        'import {',
+        '  B,',
+        '  type C,',
+        "} from './b';",
+        "export * from './c';",
+        "export { D as E } from './d';",
+        "import './e';",
+        "const f = await import('./f');",
+        "const g = require('./g');",
+        "let h: import('./h').H;",
+        "import { type I } from './i';",
+        "// import { j } from './j';",
+        "/* import { k } from './k'; */",
+      ].join('\n'),
+    );
     const refs = moduleRefs(source);
-    assert.deepEqual(refs.map((r) => r.specifier), ['./a', './b', './c', './d', './e', './f', './g', './h', './i']);
-    assert.deepEqual(refs.map((r) => r.typeOnly), [true, false, false, false, false, false, false, true, true]);
+    assert.deepEqual(
+      refs.map((r) => r.specifier),
+      ['./a', './b', './c', './d', './e', './f', './g', './h', './i'],
+    );
+    assert.deepEqual(
+      refs.map((r) => r.typeOnly),
+      [true, false, false, false, false, false, false, true, true],
+    );
     assert.deepEqual(refs[1].names, ['B', 'C']);
     assert.deepEqual(refs[3].names, ['D']);
   });
@@ -484,7 +547,10 @@ describe('boundaries: each rule finds what breaks it (made-up sources)', () => {
   });
 
   it('lines: a source over the limit, with its count', () => {
-    const project = fakeProject({ 'src/big.ts': 'x;\n'.repeat(MAX_LINES + 1), 'src/small.ts': 'x;\n'.repeat(MAX_LINES) });
+    const project = fakeProject({
+      'src/big.ts': 'x;\n'.repeat(MAX_LINES + 1),
+      'src/small.ts': 'x;\n'.repeat(MAX_LINES),
+    });
     assert.deepEqual(sorted(longFiles(project)), { 'src/big.ts': MAX_LINES + 1 });
   });
 
@@ -526,7 +592,7 @@ describe('boundaries: each rule finds what breaks it (made-up sources)', () => {
     ]);
   });
 
-  it('safely, timerMaps, setTimerCalls: the kernel\'s helpers copied outside it', () => {
+  it("safely, timerMaps, setTimerCalls: the kernel's helpers copied outside it", () => {
     const project = fakeProject({
       'src/core/one/engine.ts': [
         'class Engine {',
@@ -549,22 +615,34 @@ describe('boundaries: each rule finds what breaks it (made-up sources)', () => {
 
   it('errorClasses: a core class that extends plain Error; not SwarmError itself, nor one extending it, nor outside the core', () => {
     const project = fakeProject({
-      'src/core/one/errors.ts': 'export class OneError extends Error {}\nexport class Fine extends SwarmError {}\nconst A = class extends Error {};',
+      'src/core/one/errors.ts':
+        'export class OneError extends Error {}\nexport class Fine extends SwarmError {}\nconst A = class extends Error {};',
       'src/core/kernel/errors.ts': 'export abstract class SwarmError extends Error {}',
       'src/server/x.ts': 'class ServerError extends Error {}',
     });
-    assert.deepEqual(sorted(errorClasses(project)), { 'src/core/one/errors.ts#<class at line 3>': 1, 'src/core/one/errors.ts#OneError': 1 });
+    assert.deepEqual(sorted(errorClasses(project)), {
+      'src/core/one/errors.ts#<class at line 3>': 1,
+      'src/core/one/errors.ts#OneError': 1,
+    });
   });
 
   it('the allow-list: new, grown, improved and gone entries each fail and say what to do; lines may shrink', () => {
-    const found: Findings = new Map([['new', 1], ['grown', 3], ['better', 1], ['same', 2]]);
-    const messages = mismatches('areaImports', found, { grown: 2, better: 2, same: 2, gone: 1 });
-    assert.deepEqual(messages.map((m) => m.slice(0, m.indexOf('. Fix: '))), [
-      '[areaImports] improved: better has 1 names imported, test/unit/boundaries.allow.json lists 2',
-      '[areaImports] grew: grown has 3 names imported, test/unit/boundaries.allow.json allows 2',
-      '[areaImports] new: new (1 names imported)',
-      '[areaImports] gone: gone no longer breaks the rule',
+    const found: Findings = new Map([
+      ['new', 1],
+      ['grown', 3],
+      ['better', 1],
+      ['same', 2],
     ]);
+    const messages = mismatches('areaImports', found, { grown: 2, better: 2, same: 2, gone: 1 });
+    assert.deepEqual(
+      messages.map((m) => m.slice(0, m.indexOf('. Fix: '))),
+      [
+        '[areaImports] improved: better has 1 names imported, test/unit/boundaries.allow.json lists 2',
+        '[areaImports] grew: grown has 3 names imported, test/unit/boundaries.allow.json allows 2',
+        '[areaImports] new: new (1 names imported)',
+        '[areaImports] gone: gone no longer breaks the rule',
+      ],
+    );
     assert.ok(messages[0].includes('"better": 1'));
     assert.ok(messages[2].includes('Do not add it'));
     assert.ok(messages[3].includes('remove "gone" from "areaImports"'));

@@ -15,26 +15,61 @@ import { derivedToken, MESSAGING_TOOLS, payloadOf, renderPayload } from '../../s
 describe('the MCP bridge, pure parts', () => {
   describe('send_message payloads (payloadOf)', () => {
     it('sends a string as UTF-8 text/plain and JSON as application/json unless a type is named', () => {
-      assert.deepEqual(payloadOf('héllo', undefined), { bytes: Buffer.from('héllo', 'utf8'), contentType: 'text/plain; charset=utf-8' });
-      assert.deepEqual(payloadOf({ a: [1] }, undefined), { bytes: Buffer.from('{"a":[1]}'), contentType: 'application/json' });
-      assert.deepEqual(payloadOf([1, 2], 'application/vnd.x+json'), { bytes: Buffer.from('[1,2]'), contentType: 'application/vnd.x+json' });
-      assert.equal(payloadOf('{"raw":true}', 'application/json').contentType, 'application/json', 'a string is sent as given');
+      assert.deepEqual(payloadOf('héllo', undefined), {
+        bytes: Buffer.from('héllo', 'utf8'),
+        contentType: 'text/plain; charset=utf-8',
+      });
+      assert.deepEqual(payloadOf({ a: [1] }, undefined), {
+        bytes: Buffer.from('{"a":[1]}'),
+        contentType: 'application/json',
+      });
+      assert.deepEqual(payloadOf([1, 2], 'application/vnd.x+json'), {
+        bytes: Buffer.from('[1,2]'),
+        contentType: 'application/vnd.x+json',
+      });
+      assert.equal(
+        payloadOf('{"raw":true}', 'application/json').contentType,
+        'application/json',
+        'a string is sent as given',
+      );
     });
 
     it('refuses a JSON value with a non-JSON content type', () => {
-      assert.throws(() => payloadOf({ a: 1 }, 'text/plain'), (err: unknown) => err instanceof BridgeToolError && err.code === 'VALIDATION_ERROR');
+      assert.throws(
+        () => payloadOf({ a: 1 }, 'text/plain'),
+        (err: unknown) => err instanceof BridgeToolError && err.code === 'VALIDATION_ERROR',
+      );
     });
   });
 
   describe('read_inbox payloads (renderPayload)', () => {
     it('parses JSON, keeps UTF-8 text, and gives anything else as base64', () => {
-      assert.deepEqual(renderPayload(Buffer.from('{"x":1}'), 'application/json'), { payload: { x: 1 }, payload_encoding: 'json' });
-      assert.deepEqual(renderPayload(Buffer.from('[true]'), 'application/ld+json'), { payload: [true], payload_encoding: 'json' });
-      assert.deepEqual(renderPayload(Buffer.from('hi'), 'text/markdown; charset=utf-8'), { payload: 'hi', payload_encoding: 'text' });
+      assert.deepEqual(renderPayload(Buffer.from('{"x":1}'), 'application/json'), {
+        payload: { x: 1 },
+        payload_encoding: 'json',
+      });
+      assert.deepEqual(renderPayload(Buffer.from('[true]'), 'application/ld+json'), {
+        payload: [true],
+        payload_encoding: 'json',
+      });
+      assert.deepEqual(renderPayload(Buffer.from('hi'), 'text/markdown; charset=utf-8'), {
+        payload: 'hi',
+        payload_encoding: 'text',
+      });
       const bytes = Buffer.from([0xff, 0x00, 0x10]);
-      assert.deepEqual(renderPayload(bytes, 'application/octet-stream'), { payload: bytes.toString('base64'), payload_encoding: 'base64' });
-      assert.deepEqual(renderPayload(bytes, 'text/plain'), { payload: bytes.toString('base64'), payload_encoding: 'base64' }, 'not UTF-8');
-      assert.deepEqual(renderPayload(Buffer.from('text'), 'application/octet-stream'), { payload: 'dGV4dA==', payload_encoding: 'base64' });
+      assert.deepEqual(renderPayload(bytes, 'application/octet-stream'), {
+        payload: bytes.toString('base64'),
+        payload_encoding: 'base64',
+      });
+      assert.deepEqual(
+        renderPayload(bytes, 'text/plain'),
+        { payload: bytes.toString('base64'), payload_encoding: 'base64' },
+        'not UTF-8',
+      );
+      assert.deepEqual(renderPayload(Buffer.from('text'), 'application/octet-stream'), {
+        payload: 'dGV4dA==',
+        payload_encoding: 'base64',
+      });
     });
   });
 
@@ -52,9 +87,15 @@ describe('the MCP bridge, pure parts', () => {
   describe('the stdio proxy (mcpStdio.ts)', () => {
     it('needs SW4RM_MCP_URL and SW4RM_TOKEN, naming what is missing', () => {
       assert.match(proxyConfig({}) as string, /SW4RM_MCP_URL and SW4RM_TOKEN are not set/);
-      assert.match(proxyConfig({ SW4RM_MCP_URL: 'http://127.0.0.1:1/mcp', SW4RM_TOKEN: '  ' }) as string, /SW4RM_TOKEN is not set/);
+      assert.match(
+        proxyConfig({ SW4RM_MCP_URL: 'http://127.0.0.1:1/mcp', SW4RM_TOKEN: '  ' }) as string,
+        /SW4RM_TOKEN is not set/,
+      );
       assert.match(proxyConfig({ SW4RM_MCP_URL: 'not a url', SW4RM_TOKEN: 't' }) as string, /not a URL/);
-      assert.match(proxyConfig({ SW4RM_MCP_URL: 'file:///etc/passwd', SW4RM_TOKEN: 't' }) as string, /must be an http\(s\) URL/);
+      assert.match(
+        proxyConfig({ SW4RM_MCP_URL: 'file:///etc/passwd', SW4RM_TOKEN: 't' }) as string,
+        /must be an http\(s\) URL/,
+      );
       const config = proxyConfig({ SW4RM_MCP_URL: ' http://127.0.0.1:50052/mcp ', SW4RM_TOKEN: 'sw4rm.x.y\n' });
       assert.ok(typeof config !== 'string');
       assert.equal(config.url.href, 'http://127.0.0.1:50052/mcp');
@@ -62,13 +103,19 @@ describe('the MCP bridge, pure parts', () => {
     });
 
     it('answers every request of a message it could not relay, and no notification or response', () => {
-      const answers = failedRequests([
-        { jsonrpc: '2.0', id: 1, method: 'tools/list' },
-        { jsonrpc: '2.0', method: 'notifications/initialized' },
-        { jsonrpc: '2.0', id: 'x', result: {} },
-        { jsonrpc: '2.0', id: 'y', method: 'tools/call', params: { name: 'read_inbox' } },
-      ], 'Error POSTing to endpoint (HTTP 401)');
-      assert.deepEqual(answers.map((a) => (a as { id: unknown }).id), [1, 'y']);
+      const answers = failedRequests(
+        [
+          { jsonrpc: '2.0', id: 1, method: 'tools/list' },
+          { jsonrpc: '2.0', method: 'notifications/initialized' },
+          { jsonrpc: '2.0', id: 'x', result: {} },
+          { jsonrpc: '2.0', id: 'y', method: 'tools/call', params: { name: 'read_inbox' } },
+        ],
+        'Error POSTing to endpoint (HTTP 401)',
+      );
+      assert.deepEqual(
+        answers.map((a) => (a as { id: unknown }).id),
+        [1, 'y'],
+      );
       const error = (answers[0] as { error: { code: number; message: string } }).error;
       assert.equal(error.code, PROXY_ERROR_CODE);
       assert.match(error.message, /HTTP 401/);
@@ -76,7 +123,14 @@ describe('the MCP bridge, pure parts', () => {
     });
 
     it('learns the protocol version from the initialize result only', () => {
-      assert.equal(negotiatedVersion({ jsonrpc: '2.0', id: 1, result: { protocolVersion: '2025-06-18', serverInfo: { name: 's', version: '1' }, capabilities: {} } }), '2025-06-18');
+      assert.equal(
+        negotiatedVersion({
+          jsonrpc: '2.0',
+          id: 1,
+          result: { protocolVersion: '2025-06-18', serverInfo: { name: 's', version: '1' }, capabilities: {} },
+        }),
+        '2025-06-18',
+      );
       assert.equal(negotiatedVersion({ jsonrpc: '2.0', id: 2, result: { protocolVersion: 'nope' } }), undefined);
       assert.equal(negotiatedVersion({ jsonrpc: '2.0', id: 3, result: { tools: [] } }), undefined);
     });
@@ -98,7 +152,11 @@ describe('read_inbox on the Clock (ManualClock, in-memory MCP)', () => {
     clients.push(client);
     return client;
   };
-  const call = async (client: Client, name: string, args: Record<string, unknown> = {}): Promise<Record<string, any>> => {
+  const call = async (
+    client: Client,
+    name: string,
+    args: Record<string, unknown> = {},
+  ): Promise<Record<string, any>> => {
     const result = (await client.callTool({ name, arguments: args })) as CallToolResult;
     assert.ok(!result.isError, JSON.stringify(result.structuredContent));
     return result.structuredContent as Record<string, any>;
@@ -110,9 +168,14 @@ describe('read_inbox on the Clock (ManualClock, in-memory MCP)', () => {
   };
 
   beforeEach(() => {
-    fixture = new CoordinatorFixture({ prefix: 'sw4rm-bridge-unit-', store: { groupCommit: true }, coordinator: { router: { heartbeatIntervalMs: 0 } } });
+    fixture = new CoordinatorFixture({
+      prefix: 'sw4rm-bridge-unit-',
+      store: { groupCommit: true },
+      coordinator: { router: { heartbeatIntervalMs: 0 } },
+    });
     ({ clock, coordinator } = fixture);
-    for (const id of ['a', 'b']) assert.equal(coordinator.registry.register(validDescriptor(id), { correlationId: 'unit' }).accepted, true);
+    for (const id of ['a', 'b'])
+      assert.equal(coordinator.registry.register(validDescriptor(id), { correlationId: 'unit' }).accepted, true);
   });
 
   afterEach(async () => {
@@ -124,7 +187,9 @@ describe('read_inbox on the Clock (ManualClock, in-memory MCP)', () => {
     const b = await connect('b');
     let answered: Record<string, any> | undefined;
     const timersBefore = clock.pendingTimers;
-    const reading = call(b, 'read_inbox', { wait_ms: 5000 }).then((r) => { answered = r; });
+    const reading = call(b, 'read_inbox', { wait_ms: 5000 }).then((r) => {
+      answered = r;
+    });
     await turnsUntil(() => coordinator.router.inboxStats('b').streaming);
     clock.advance(4999);
     for (let i = 0; i < 20; i++) await new Promise((resolve) => setImmediate(resolve));
@@ -143,7 +208,10 @@ describe('read_inbox on the Clock (ManualClock, in-memory MCP)', () => {
     await turnsUntil(() => coordinator.router.inboxStats('b').streaming);
     const sent = await call(a, 'send_message', { to: 'b', payload: 'now' });
     const read = await reading;
-    assert.deepEqual(read.messages.map((m: { message_id: string; payload: unknown }) => [m.message_id, m.payload]), [[sent.message_id, 'now']]);
+    assert.deepEqual(
+      read.messages.map((m: { message_id: string; payload: unknown }) => [m.message_id, m.payload]),
+      [[sent.message_id, 'now']],
+    );
     assert.equal(coordinator.router.message(sent.message_id)!.state, 'READ');
   });
   it('an acknowledgement of a message the reader sent ends its wait too, with the clock unmoved (waiting for an answer)', async () => {
@@ -159,7 +227,10 @@ describe('read_inbox on the Clock (ManualClock, in-memory MCP)', () => {
     await call(b, 'ack_message', { message_id: sent.message_id, outcome: 'fulfilled', result: { answer: 42 } });
     const answered = await waiting;
     assert.deepEqual(answered.messages, []);
-    assert.deepEqual(answered.acknowledgements.map((k: { for_message_id: string; stage: string }) => [k.for_message_id, k.stage]), [[sent.message_id, 'FULFILLED']]);
+    assert.deepEqual(
+      answered.acknowledgements.map((k: { for_message_id: string; stage: string }) => [k.for_message_id, k.stage]),
+      [[sent.message_id, 'FULFILLED']],
+    );
   });
 
   it('one read per agent at a time: a second read while one waits is refused FAILED_PRECONDITION (retryable); another agent reads meanwhile', async () => {
@@ -169,7 +240,10 @@ describe('read_inbox on the Clock (ManualClock, in-memory MCP)', () => {
     await turnsUntil(() => coordinator.router.inboxStats('b').streaming);
     const second = (await b.callTool({ name: 'read_inbox', arguments: {} })) as CallToolResult;
     assert.equal(second.isError, true);
-    assert.deepEqual((second.structuredContent as { error: { code: string; retryable: boolean } }).error.code, 'FAILED_PRECONDITION');
+    assert.deepEqual(
+      (second.structuredContent as { error: { code: string; retryable: boolean } }).error.code,
+      'FAILED_PRECONDITION',
+    );
     assert.equal((second.structuredContent as { error: { retryable: boolean } }).error.retryable, true);
     assert.deepEqual((await call(a, 'read_inbox', {})).messages, []);
     clock.advance(1000);
@@ -180,17 +254,20 @@ describe('read_inbox on the Clock (ManualClock, in-memory MCP)', () => {
   it('a cancelled read stops waiting, detaches and confirms nothing', async () => {
     const b = await connect('b');
     const controller = new AbortController();
-    const reading = b.callTool({ name: 'read_inbox', arguments: { wait_ms: 30_000 } }, undefined, { signal: controller.signal });
+    const reading = b.callTool({ name: 'read_inbox', arguments: { wait_ms: 30_000 } }, undefined, {
+      signal: controller.signal,
+    });
     await turnsUntil(() => coordinator.router.inboxStats('b').streaming);
     controller.abort('test');
     await assert.rejects(reading);
     await turnsUntil(() => !coordinator.router.inboxStats('b').streaming);
   });
-  it('max is the read\'s delivery window: messages beyond it stay queued without spending delivery attempts', async () => {
+  it("max is the read's delivery window: messages beyond it stay queued without spending delivery attempts", async () => {
     const a = await connect('a');
     const b = await connect('b');
     const ids: string[] = [];
-    for (let i = 0; i < 7; i++) ids.push((await call(a, 'send_message', { to: 'b', payload: { i } })).message_id as string);
+    for (let i = 0; i < 7; i++)
+      ids.push((await call(a, 'send_message', { to: 'b', payload: { i } })).message_id as string);
     const got: string[] = [];
     for (let i = 0; i < 7; i++) {
       const read = await call(b, 'read_inbox', { max: 1 });
@@ -217,6 +294,9 @@ describe('read_inbox on the Clock (ManualClock, in-memory MCP)', () => {
     const retry = await call(a, 'send_message', { to: 'b', payload: { job: 7 }, idempotency_key: 'job-7' });
     assert.notEqual(retry.message_id, first.message_id, 'a retryable outcome: a new attempt of the same operation');
     assert.equal(retry.duplicate, undefined);
-    assert.deepEqual((await call(b, 'read_inbox', {})).messages.map((m: { message_id: string }) => m.message_id), [retry.message_id]);
+    assert.deepEqual(
+      (await call(b, 'read_inbox', {})).messages.map((m: { message_id: string }) => m.message_id),
+      [retry.message_id],
+    );
   });
 });

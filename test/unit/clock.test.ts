@@ -20,7 +20,11 @@ describe('ManualClock', () => {
     });
     clock.setTimer(100, () => fired.push(['b', clock.now()]));
     clock.advance(299);
-    assert.deepEqual(fired, [['a', 100], ['b', 100], ['a+50', 150]]);
+    assert.deepEqual(fired, [
+      ['a', 100],
+      ['b', 100],
+      ['a+50', 150],
+    ]);
     assert.equal(clock.pendingTimers, 1);
     clock.advance(1);
     assert.deepEqual(fired.at(-1), ['c', 300]);
@@ -30,7 +34,9 @@ describe('ManualClock', () => {
   it('never fires a disposed timer', () => {
     const clock = new ManualClock(0);
     let fired = false;
-    const timer = clock.setTimer(10, () => { fired = true; });
+    const timer = clock.setTimer(10, () => {
+      fired = true;
+    });
     timer.dispose();
     clock.advance(1_000);
     assert.equal(fired, false);

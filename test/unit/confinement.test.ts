@@ -12,8 +12,23 @@ describe('Confinement (RFC §6.4, §16, §23)', () => {
 
   describe('the text of a path (pure)', () => {
     it('isGitName: the variants git itself refuses, and not the dotfiles next to them', () => {
-      for (const name of ['.git', '.GIT', '.git.', '.git ', '.gIt. .', 'git~1', '.git::$DATA', '.g\u200dit', '.git.::$DATA', '.git :x', 'GIT~1.', 'git~3']) assert.ok(isGitName(name), name);
-      for (const name of ['.gitignore', '.github', '.gitmodules', 'git', '.git-x', 'x.git', 'git~', 'git~x', '.git.x']) assert.equal(isGitName(name), false, name);
+      for (const name of [
+        '.git',
+        '.GIT',
+        '.git.',
+        '.git ',
+        '.gIt. .',
+        'git~1',
+        '.git::$DATA',
+        '.g\u200dit',
+        '.git.::$DATA',
+        '.git :x',
+        'GIT~1.',
+        'git~3',
+      ])
+        assert.ok(isGitName(name), name);
+      for (const name of ['.gitignore', '.github', '.gitmodules', 'git', '.git-x', 'x.git', 'git~', 'git~x', '.git.x'])
+        assert.equal(isGitName(name), false, name);
     });
 
     it('Windows device names are refused where they are devices (on Windows, or when asked)', () => {
@@ -25,12 +40,26 @@ describe('Confinement (RFC §6.4, §16, §23)', () => {
 
     it('where Windows names apply, a component Windows would trim or split is refused: trailing dots or spaces, ":"', () => {
       // Win32 drops a component's trailing dots and spaces ("..." and ".. " become ".."), and ":" names a stream.
-      for (const name of ['... /outside', '.. /outside', 'src/.../x', 'a./b', 'src/file.txt ', 'src/file.txt:stream', 'x:..']) {
+      for (const name of [
+        '... /outside',
+        '.. /outside',
+        'src/.../x',
+        'a./b',
+        'src/file.txt ',
+        'src/file.txt:stream',
+        'x:..',
+      ]) {
         const parsed = parseRequestedPath(name, { windowsNames: true });
         assert.ok('refused' in parsed, `${JSON.stringify(name)} refused, got ${JSON.stringify(parsed)}`);
       }
-      assert.deepEqual(parseRequestedPath('src/.env.local', { windowsNames: true }), { components: ['src', '.env.local'] });
-      assert.deepEqual(parseRequestedPath('...', { windowsNames: false }), { components: ['...'] }, 'an ordinary name on Linux');
+      assert.deepEqual(parseRequestedPath('src/.env.local', { windowsNames: true }), {
+        components: ['src', '.env.local'],
+      });
+      assert.deepEqual(
+        parseRequestedPath('...', { windowsNames: false }),
+        { components: ['...'] },
+        'an ordinary name on Linux',
+      );
     });
 
     it('parseRequestedPath keeps names literally and drops empty and "." components', () => {

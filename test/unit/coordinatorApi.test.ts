@@ -1,7 +1,12 @@
 import { strict as assert } from 'node:assert';
 import {
   InProcessCoordinatorApi,
-  type AgentsChange, type ApprovalPolicyChange, type ApprovalsChange, type DeadLettersChange, type HitlInvocation, type InboxChange,
+  type AgentsChange,
+  type ApprovalPolicyChange,
+  type ApprovalsChange,
+  type DeadLettersChange,
+  type HitlInvocation,
+  type InboxChange,
 } from '../../src/core/api';
 import type { Disposable } from '../../src/core/events';
 import { parsePolicy } from '../../src/core/hitl/policy';
@@ -26,8 +31,7 @@ function assertPlain(value: unknown): void {
   assert.deepEqual(structuredClone(value), value);
 }
 
-
-describe('CoordinatorApi in process (the editor\'s one way into the coordinator)', () => {
+describe("CoordinatorApi in process (the editor's one way into the coordinator)", () => {
   let h: RouterHarness;
   let api: InProcessCoordinatorApi;
 
@@ -42,9 +46,14 @@ describe('CoordinatorApi in process (the editor\'s one way into the coordinator)
   });
 
   function openInvocation(requester = 'agent-a'): HitlInvocation {
-    const request = parseInvocationRequest({
-      reason_type: 'SECURITY_APPROVAL', subject: { repo_id: 'repo', worktree_id: 'wt', task_id: 't1' }, summary: 'Delete generated fixtures',
-    }, { requester, correlationId: 'corr-api', now: h.clock.now() });
+    const request = parseInvocationRequest(
+      {
+        reason_type: 'SECURITY_APPROVAL',
+        subject: { repo_id: 'repo', worktree_id: 'wt', task_id: 't1' },
+        summary: 'Delete generated fixtures',
+      },
+      { requester, correlationId: 'corr-api', now: h.clock.now() },
+    );
     return h.coordinator.hitl.open(request, { kind: 'rpc' }, ctx('corr-api')).invocation;
   }
 
@@ -64,7 +73,10 @@ describe('CoordinatorApi in process (the editor\'s one way into the coordinator)
       h.sendData('agent-b', 'agent-a');
       const agents = await api.agents();
       assert.deepEqual(agents, h.registry.list());
-      assert.deepEqual(agents.map((a) => a.descriptor.agentId), ['agent-a', 'agent-b']);
+      assert.deepEqual(
+        agents.map((a) => a.descriptor.agentId),
+        ['agent-a', 'agent-b'],
+      );
       assert.deepEqual(await api.agent('agent-a'), h.registry.get('agent-a'));
       assert.equal(await api.agent('nobody'), undefined);
       assert.deepEqual(await api.agentCounts(), { registered: 2, online: h.registry.onlineCount() });
@@ -87,7 +99,10 @@ describe('CoordinatorApi in process (the editor\'s one way into the coordinator)
       h.stream('agent-a');
       h.sendData('agent-b', 'agent-a');
       await settle();
-      assert.ok(inboxes.seen.some((change) => change.agentId === 'agent-a'), JSON.stringify(inboxes.seen));
+      assert.ok(
+        inboxes.seen.some((change) => change.agentId === 'agent-a'),
+        JSON.stringify(inboxes.seen),
+      );
       assert.ok(h.registry.deregister('agent-b', 'done', ctx()));
       assert.deepEqual(agents.seen.at(-1), { kind: 'left', agentId: 'agent-b', reason: 'done' });
       for (const change of [...agents.seen, ...inboxes.seen]) assertPlain(change);
@@ -110,10 +125,21 @@ describe('CoordinatorApi in process (the editor\'s one way into the coordinator)
       await settle();
       assert.equal(await api.deliveredMessageCount(), 1);
       // The decision answering a HITL_INVOCATION envelope comes from the coordinator as a reply: not counted either.
-      assert.ok(h.send(h.envelope('agent-a', { messageType: 'HITL_INVOCATION', payload: { invocation_id: 'hitl-count', reason_type: 'CONFLICT' } }), COORDINATOR_ID).accepted);
+      assert.ok(
+        h.send(
+          h.envelope('agent-a', {
+            messageType: 'HITL_INVOCATION',
+            payload: { invocation_id: 'hitl-count', reason_type: 'CONFLICT' },
+          }),
+          COORDINATOR_ID,
+        ).accepted,
+      );
       await api.decideApproval('hitl-count', { action: 'approve', rationale: 'fine' }, 'editor:alice');
       await settle();
-      assert.ok(streamA.items.some((i) => i.envelope.messageType === 'CONTROL'), 'the decision reached agent-a');
+      assert.ok(
+        streamA.items.some((i) => i.envelope.messageType === 'CONTROL'),
+        'the decision reached agent-a',
+      );
       assert.equal(await api.deliveredMessageCount(), 1);
       h.sendData('agent-a', 'agent-b');
       await settle();
@@ -166,17 +192,48 @@ describe('CoordinatorApi in process (the editor\'s one way into the coordinator)
     it('answers the activity buffer: active entries, history, usage (filtered), and fires each change; plain data', async () => {
       const changes = collect<import('../../src/core/api').ActivityChange>(api.onDidChangeActivity);
       const at = h.clock.now();
-      h.coordinator.activity.begin({ agentId: 'agent-a', taskId: 't1', repoId: 'app', worktreeId: 'agent-a', branch: 'sw4rm/agent-a', timestamp: at, description: 'edit' }, ctx('c'));
-      h.coordinator.activity.begin({ agentId: 'agent-b', taskId: 't2', repoId: 'lib', worktreeId: 'agent-b', branch: 'sw4rm/agent-b', timestamp: at, description: 'fix' }, ctx('c'));
+      h.coordinator.activity.begin(
+        {
+          agentId: 'agent-a',
+          taskId: 't1',
+          repoId: 'app',
+          worktreeId: 'agent-a',
+          branch: 'sw4rm/agent-a',
+          timestamp: at,
+          description: 'edit',
+        },
+        ctx('c'),
+      );
+      h.coordinator.activity.begin(
+        {
+          agentId: 'agent-b',
+          taskId: 't2',
+          repoId: 'lib',
+          worktreeId: 'agent-b',
+          branch: 'sw4rm/agent-b',
+          timestamp: at,
+          description: 'fix',
+        },
+        ctx('c'),
+      );
       h.coordinator.activity.end('agent-b', 't2', 'COMPLETED', ctx('c'));
       const active = await api.activity();
-      assert.deepEqual(active.map((e) => e.taskId), ['t1']);
+      assert.deepEqual(
+        active.map((e) => e.taskId),
+        ['t1'],
+      );
       assert.deepEqual(await api.activity({ repoId: 'lib' }), []);
       const history = await api.activityHistory({ agentId: 'agent-b' }, 10);
-      assert.deepEqual(history.map((e) => [e.taskId, e.outcome]), [['t2', 'COMPLETED']]);
+      assert.deepEqual(
+        history.map((e) => [e.taskId, e.outcome]),
+        [['t2', 'COMPLETED']],
+      );
       const usage = await api.activityUsage();
       assert.deepEqual([usage.active, usage.maxEntries, usage.maxPerAgent, usage.warning], [1, 10_000, 100, false]);
-      assert.deepEqual(changes.seen.map((c) => c.kind), ['added', 'added', 'ended']);
+      assert.deepEqual(
+        changes.seen.map((c) => c.kind),
+        ['added', 'added', 'ended'],
+      );
       for (const value of [active, history, usage, changes.seen]) assertPlain(value);
       changes.subscription.dispose();
     });
@@ -187,7 +244,10 @@ describe('CoordinatorApi in process (the editor\'s one way into the coordinator)
       let changes = 0;
       const sub = h.coordinator.concurrency.onDidChange(() => changes++);
       await api.setMaxParallelInstances({ coder: 2 }, 1, 'editor:alice');
-      assert.deepEqual(h.coordinator.concurrency.limits, { maxParallelInstances: { coder: 2 }, defaultMaxParallelInstances: 1 });
+      assert.deepEqual(h.coordinator.concurrency.limits, {
+        maxParallelInstances: { coder: 2 },
+        defaultMaxParallelInstances: 1,
+      });
       assert.equal(changes, 1, 'waiting tasks are tried again');
       const [event] = h.events('scheduler.limits_changed');
       assert.equal(event.actor, 'editor:alice');
@@ -213,11 +273,17 @@ describe('CoordinatorApi in process (the editor\'s one way into the coordinator)
       const first = openInvocation('agent-a');
       const second = openInvocation('agent-b');
       assert.deepEqual(await api.approvals(), h.coordinator.hitl.list());
-      assert.deepEqual((await api.approvals({ pendingOnly: true })).map((i) => i.id).sort(), [first.id, second.id].sort());
+      assert.deepEqual(
+        (await api.approvals({ pendingOnly: true })).map((i) => i.id).sort(),
+        [first.id, second.id].sort(),
+      );
       assert.deepEqual(await api.approval(first.id), h.coordinator.hitl.get(first.id));
       assert.equal(await api.approval('nope'), undefined);
       assert.equal(await api.pendingApprovalCount(), 2);
-      assert.deepEqual((await api.approvalAudit({ invocationId: first.id })).map((e) => e.kind), ['opened']);
+      assert.deepEqual(
+        (await api.approvalAudit({ invocationId: first.id })).map((e) => e.kind),
+        ['opened'],
+      );
       const audit = await api.exportApprovalAudit();
       assert.equal((audit.invocations as unknown[]).length, 2);
       assertPlain(await api.approvals());
@@ -227,7 +293,10 @@ describe('CoordinatorApi in process (the editor\'s one way into the coordinator)
     it('decides an invocation: it settles, the requester gets the decision, and the approvals event fires', async () => {
       const changes = collect<ApprovalsChange>(api.onDidChangeApprovals);
       const invocation = openInvocation();
-      assert.deepEqual(changes.seen.map((c) => [c.kind, c.invocation.id, c.invocation.state]), [['opened', invocation.id, 'pending']]);
+      assert.deepEqual(
+        changes.seen.map((c) => [c.kind, c.invocation.id, c.invocation.state]),
+        [['opened', invocation.id, 'pending']],
+      );
       const answered = h.coordinator.hitl.whenSettled(invocation.id);
 
       const decided = await api.decideApproval(invocation.id, { action: 'approve', rationale: 'fine' }, 'editor:alice');
@@ -235,10 +304,20 @@ describe('CoordinatorApi in process (the editor\'s one way into the coordinator)
       assert.equal(decided.decision?.action, 'approve');
       assert.equal(decided.decision?.origin.by, 'editor:alice');
       assert.equal((await answered).decision?.rationale, 'fine', 'the blocked requester is answered');
-      assert.deepEqual(changes.seen.at(-1) && [changes.seen.at(-1)!.kind, changes.seen.at(-1)!.invocation.state], ['settled', 'decided']);
+      assert.deepEqual(changes.seen.at(-1) && [changes.seen.at(-1)!.kind, changes.seen.at(-1)!.invocation.state], [
+        'settled',
+        'decided',
+      ]);
       assert.equal(await api.pendingApprovalCount(), 0);
-      assert.deepEqual((await api.approvalAudit({ invocationId: invocation.id })).map((e) => e.kind), ['opened', 'decided']);
-      assert.equal(h.events('hitl.decided').at(-1)?.correlationId, 'corr-api', 'logged under the invocation\'s correlation id');
+      assert.deepEqual(
+        (await api.approvalAudit({ invocationId: invocation.id })).map((e) => e.kind),
+        ['opened', 'decided'],
+      );
+      assert.equal(
+        h.events('hitl.decided').at(-1)?.correlationId,
+        'corr-api',
+        "logged under the invocation's correlation id",
+      );
       assertPlain(decided);
       assertPlain(changes.seen);
     });
@@ -248,12 +327,17 @@ describe('CoordinatorApi in process (the editor\'s one way into the coordinator)
       const { sink } = h.stream('requester');
       const envelope = h.envelope('requester', {
         messageType: 'HITL_INVOCATION',
-        payload: { invocation_id: 'hitl-api', reason_type: 'SECURITY_APPROVAL', subject: { repo_id: 'r', worktree_id: 'w', task_id: 't' } },
+        payload: {
+          invocation_id: 'hitl-api',
+          reason_type: 'SECURITY_APPROVAL',
+          subject: { repo_id: 'r', worktree_id: 'w', task_id: 't' },
+        },
       });
       assert.ok(h.send(envelope, COORDINATOR_ID).accepted);
       await api.decideApproval('hitl-api', { action: 'deny', rationale: 'not now' }, 'editor:alice');
       await settle();
-      const replies = sink.items.filter((i) => i.envelope.producerId === COORDINATOR_ID && i.envelope.messageType === 'CONTROL')
+      const replies = sink.items
+        .filter((i) => i.envelope.producerId === COORDINATOR_ID && i.envelope.messageType === 'CONTROL')
         .map((i) => JSON.parse(Buffer.from(i.envelope.payload).toString()) as Record<string, unknown>);
       assert.equal(replies.length, 1);
       assert.equal(replies[0].type, 'HITL_DECISION');
@@ -272,20 +356,41 @@ describe('CoordinatorApi in process (the editor\'s one way into the coordinator)
     it('refuses with a typed error the user can read: already settled, unknown, invalid', async () => {
       const invocation = openInvocation();
       await api.decideApproval(invocation.id, { action: 'approve', rationale: 'fine' }, 'editor:alice');
-      const settled = await rejection(api.decideApproval(invocation.id, { action: 'deny', rationale: 'no' }, 'editor:bob'));
+      const settled = await rejection(
+        api.decideApproval(invocation.id, { action: 'deny', rationale: 'no' }, 'editor:bob'),
+      );
       assert.equal(settled.code, 'settled');
       assert.match(settled.message, /already/);
       assert.equal((await rejection(api.cancelApproval(invocation.id, 'editor:bob', ''))).code, 'settled');
-      assert.equal((await rejection(api.decideApproval('nope', { action: 'approve', rationale: 'fine' }, 'editor:bob'))).code, 'not_found');
+      assert.equal(
+        (await rejection(api.decideApproval('nope', { action: 'approve', rationale: 'fine' }, 'editor:bob'))).code,
+        'not_found',
+      );
       const other = openInvocation();
-      const invalid = await rejection(api.decideApproval(other.id, { action: 'allow', rationale: 'fine' }, 'editor:bob'));
+      const invalid = await rejection(
+        api.decideApproval(other.id, { action: 'allow', rationale: 'fine' }, 'editor:bob'),
+      );
       assert.equal(invalid.code, 'invalid');
       assert.equal(invalid.sw4rmCode, 'VALIDATION_ERROR');
       assert.match(invalid.message, /action must be one of approve, deny, modify, defer/);
-      assert.equal((await rejection(api.decideApproval(other.id, { action: 'modify', rationale: 'narrower' }, 'editor:bob'))).sw4rmCode, 'VALIDATION_ERROR');
+      assert.equal(
+        (await rejection(api.decideApproval(other.id, { action: 'modify', rationale: 'narrower' }, 'editor:bob')))
+          .sw4rmCode,
+        'VALIDATION_ERROR',
+      );
       for (const rationale of [undefined, '', ' \n ']) {
-        const blank = await rejection(api.decideApproval(other.id, { action: 'approve', ...(rationale === undefined ? {} : { rationale }) }, 'editor:bob'));
-        assert.deepEqual([blank.code, blank.sw4rmCode], ['invalid', 'VALIDATION_ERROR'], `rationale ${JSON.stringify(rationale)}`);
+        const blank = await rejection(
+          api.decideApproval(
+            other.id,
+            { action: 'approve', ...(rationale === undefined ? {} : { rationale }) },
+            'editor:bob',
+          ),
+        );
+        assert.deepEqual(
+          [blank.code, blank.sw4rmCode],
+          ['invalid', 'VALIDATION_ERROR'],
+          `rationale ${JSON.stringify(rationale)}`,
+        );
         assert.match(blank.message, /^A rationale is required/);
       }
       assert.equal(h.coordinator.hitl.get(other.id)?.state, 'pending', 'a refused decision changes nothing');
@@ -293,7 +398,10 @@ describe('CoordinatorApi in process (the editor\'s one way into the coordinator)
 
     it('answers and replaces the policy, pauses and resumes, and fires the policy event', async () => {
       const changes = collect<ApprovalPolicyChange>(api.onDidChangeApprovalPolicy);
-      const { policy, problems } = parsePolicy({ defaultDeadlineSeconds: 42, rules: [{ name: 'docs', action: 'approve', agent: 'doc-*' }] });
+      const { policy, problems } = parsePolicy({
+        defaultDeadlineSeconds: 42,
+        rules: [{ name: 'docs', action: 'approve', agent: 'doc-*' }],
+      });
       assert.deepEqual(problems, []);
       await api.setApprovalPolicy(policy, 'settings');
       assert.deepEqual(h.coordinator.hitl.policy, policy);
@@ -309,7 +417,14 @@ describe('CoordinatorApi in process (the editor\'s one way into the coordinator)
       assert.equal(h.events('hitl.paused').at(-1)?.actor, 'editor:alice');
       await api.setApprovalsPaused(false, 'editor:alice');
       assert.equal(h.coordinator.hitl.policy.paused, false);
-      assert.deepEqual(changes.seen.map((c) => [c.by, c.policy.paused]), [['settings', false], ['editor:alice', true], ['editor:alice', false]]);
+      assert.deepEqual(
+        changes.seen.map((c) => [c.by, c.policy.paused]),
+        [
+          ['settings', false],
+          ['editor:alice', true],
+          ['editor:alice', false],
+        ],
+      );
     });
 
     it('attaches and detaches the window as an operator', async () => {
@@ -335,23 +450,48 @@ describe('CoordinatorApi in process (the editor\'s one way into the coordinator)
       h.stream('agent-a');
       h.registry.heartbeat('agent-a', 'RUNNABLE', {}, ctx('hb'));
       const changes = collect<import('../../src/core/api').TaskChange>(api.onDidChangeTasks);
-      const refused = await api.submitTask({ target: 'agent-a', priority: 25, params: '{}', scope: 'repo:app' }, 'editor:alice');
+      const refused = await api.submitTask(
+        { target: 'agent-a', priority: 25, params: '{}', scope: 'repo:app' },
+        'editor:alice',
+      );
       assert.equal(!refused.accepted && refused.code, 'VALIDATION_ERROR');
-      const first = await api.submitTask({ taskId: 'api-1', target: 'agent-a', priority: 0, params: '{"title":"one"}', scope: 'repo:app/src/**' }, 'editor:alice');
+      const first = await api.submitTask(
+        { taskId: 'api-1', target: 'agent-a', priority: 0, params: '{"title":"one"}', scope: 'repo:app/src/**' },
+        'editor:alice',
+      );
       assert.ok(first.accepted, first.accepted ? '' : first.reason);
       assert.equal(first.task.state, 'DISPATCHED');
       assert.equal(first.task.submittedBy, 'editor:alice');
-      const second = await api.submitTask({ taskId: 'api-2', target: 'agent-a', priority: 5, params: '{"title":"two"}', scope: 'repo:lib' }, 'editor:alice');
+      const second = await api.submitTask(
+        { taskId: 'api-2', target: 'agent-a', priority: 5, params: '{"title":"two"}', scope: 'repo:lib' },
+        'editor:alice',
+      );
       assert.ok(second.accepted);
       assert.match(second.reason, /waiting for agent agent-a to finish its current task/);
-      assert.deepEqual((await api.tasks({ includeFinished: false })).map((t) => [t.taskId, t.state]), [['api-1', 'DISPATCHED'], ['api-2', 'QUEUED']]);
+      assert.deepEqual(
+        (await api.tasks({ includeFinished: false })).map((t) => [t.taskId, t.state]),
+        [
+          ['api-1', 'DISPATCHED'],
+          ['api-2', 'QUEUED'],
+        ],
+      );
       assert.equal((await api.task('api-1'))?.assignedAgentId, 'agent-a');
-      assert.deepEqual((await api.taskEvents('api-1')).map((e) => e.eventType).filter((t) => t.startsWith('task.')).sort(), ['task.dispatched', 'task.state_changed', 'task.submitted']);
+      assert.deepEqual(
+        (await api.taskEvents('api-1'))
+          .map((e) => e.eventType)
+          .filter((t) => t.startsWith('task.'))
+          .sort(),
+        ['task.dispatched', 'task.state_changed', 'task.submitted'],
+      );
       assert.equal((await api.taskMessages('api-1')).filter((m) => m.messageType === 'CONTROL').length, 1);
 
       const preempted = await api.preemptTask('api-1', '', 'editor:alice');
       assert.equal(preempted.state, 'PREEMPTING');
-      assert.equal((await rejection(api.preemptTask('api-2', '', 'editor:alice'))).code, 'refused', 'a queued task runs nowhere');
+      assert.equal(
+        (await rejection(api.preemptTask('api-2', '', 'editor:alice'))).code,
+        'refused',
+        'a queued task runs nowhere',
+      );
       assert.equal((await api.cancelTask('api-2', '', 'editor:alice')).state, 'CANCELLED');
       assert.equal((await rejection(api.cancelTask('nope', '', 'editor:alice'))).code, 'not_found');
 
@@ -359,7 +499,9 @@ describe('CoordinatorApi in process (the editor\'s one way into the coordinator)
       assert.equal(h.registry.get('agent-a')?.state, 'SHUTTING_DOWN');
       assert.equal((await rejection(api.shutdownAgent('ghost', undefined, 'editor:alice'))).code, 'not_found');
       assert.ok(changes.seen.some((c) => c.kind === 'submitted' && c.task.taskId === 'api-1'));
-      assert.ok(changes.seen.some((c) => c.kind === 'changed' && c.task.taskId === 'api-2' && c.task.state === 'CANCELLED'));
+      assert.ok(
+        changes.seen.some((c) => c.kind === 'changed' && c.task.taskId === 'api-2' && c.task.state === 'CANCELLED'),
+      );
       changes.subscription.dispose();
     });
   });
@@ -370,10 +512,21 @@ describe('CoordinatorApi in process (the editor\'s one way into the coordinator)
       h.register('provider-a');
       const { sink } = h.stream('provider-a');
       h.registry.heartbeat('provider-a', 'RUNNABLE', {}, ctx('hb'));
-      const registered = h.coordinator.toolCatalog.register('provider-a', 'provider-a', [{
-        tool_name: 'slow', input_schema: JSON.stringify({ type: 'object', properties: { n: { type: 'number' } } }),
-        idempotent: false, default_timeout_s: 0, max_concurrency: 2, side_effects: 'none',
-      }], ctx('register'));
+      const registered = h.coordinator.toolCatalog.register(
+        'provider-a',
+        'provider-a',
+        [
+          {
+            tool_name: 'slow',
+            input_schema: JSON.stringify({ type: 'object', properties: { n: { type: 'number' } } }),
+            idempotent: false,
+            default_timeout_s: 0,
+            max_concurrency: 2,
+            side_effects: 'none',
+          },
+        ],
+        ctx('register'),
+      );
       assert.ok(registered.ok, registered.ok ? '' : registered.reason);
       return sink;
     }
@@ -382,14 +535,25 @@ describe('CoordinatorApi in process (the editor\'s one way into the coordinator)
     function startCall(callId: string): { callId: string; ended: ToolFrame[]; failed: ToolCallError[] } {
       const ended: ToolFrame[] = [];
       const failed: ToolCallError[] = [];
-      h.coordinator.tools.start('agent-b', {
-        callId, providerId: 'provider-a', toolName: 'slow', contentType: 'application/json', args: Buffer.from('{"n":1}'),
-        policy: DEFAULT_EXECUTION_POLICY, stream: true, via: 'internal',
-      }, ctx(callId), { frame: () => undefined, end: (frame) => ended.push(frame), fail: (error) => failed.push(error) });
+      h.coordinator.tools.start(
+        'agent-b',
+        {
+          callId,
+          providerId: 'provider-a',
+          toolName: 'slow',
+          contentType: 'application/json',
+          args: Buffer.from('{"n":1}'),
+          policy: DEFAULT_EXECUTION_POLICY,
+          stream: true,
+          via: 'internal',
+        },
+        ctx(callId),
+        { frame: () => undefined, end: (frame) => ended.push(frame), fail: (error) => failed.push(error) },
+      );
       return { callId, ended, failed };
     }
 
-    it('answers the providers, the recent calls and a call\'s details as the engine has them, as plain data, and fires changes', async () => {
+    it("answers the providers, the recent calls and a call's details as the engine has them, as plain data, and fires changes", async () => {
       const changes = collect<ToolsChange>(api.onDidChangeTools);
       const providerInbox = registerProvider();
       const providers = await api.toolProviders();
@@ -397,7 +561,10 @@ describe('CoordinatorApi in process (the editor\'s one way into the coordinator)
       const agent = providers.find((p) => p.providerId === 'provider-a');
       assert.equal(agent?.kind, 'agent');
       assert.equal(agent?.available, true);
-      assert.deepEqual(agent?.tools.map((t) => t.name), ['slow']);
+      assert.deepEqual(
+        agent?.tools.map((t) => t.name),
+        ['slow'],
+      );
       assert.ok(providers.some((p) => p.providerId === 'workspace' && p.kind === 'builtin'));
       assert.ok(changes.seen.some((c) => c.kind === 'provider' && c.id === 'provider-a'));
 
@@ -407,10 +574,20 @@ describe('CoordinatorApi in process (the editor\'s one way into the coordinator)
       assert.ok(changes.seen.some((c) => c.kind === 'call' && c.id === 'call-1'));
       // The provider answers one frame of the call (a TOOL_RESULT to `coordinator`): the details keep it.
       assert.equal(providerInbox.ofType('TOOL_CALL').length, 1);
-      const frame = h.send(h.envelope('provider-a', {
-        messageType: 'TOOL_RESULT', correlationId: 'call-1',
-        payload: { call_id: 'call-1', frame_no: 0, final: false, content_type: 'application/json', result: { line: 'first' } },
-      }), 'coordinator');
+      const frame = h.send(
+        h.envelope('provider-a', {
+          messageType: 'TOOL_RESULT',
+          correlationId: 'call-1',
+          payload: {
+            call_id: 'call-1',
+            frame_no: 0,
+            final: false,
+            content_type: 'application/json',
+            result: { line: 'first' },
+          },
+        }),
+        'coordinator',
+      );
       assert.ok(frame.accepted, frame.accepted ? '' : frame.reason);
       await settle();
       const calls = await api.toolCalls();
@@ -422,7 +599,10 @@ describe('CoordinatorApi in process (the editor\'s one way into the coordinator)
       const details = await api.toolCallDetails('call-1');
       assert.deepEqual(details?.record, h.coordinator.tools.callRecord('call-1'));
       assert.deepEqual(details?.frames, [...h.coordinator.tools.callFrames('call-1')]);
-      assert.deepEqual(details?.frames.map((f) => [f.frameNo, f.final, JSON.parse(f.text)]), [[0, false, { line: 'first' }]]);
+      assert.deepEqual(
+        details?.frames.map((f) => [f.frameNo, f.final, JSON.parse(f.text)]),
+        [[0, false, { line: 'first' }]],
+      );
       assert.equal(await api.toolCallDetails('no-such-call'), undefined);
       for (const value of [providers, calls, details]) assertPlain(value);
       changes.subscription.dispose();
@@ -444,49 +624,105 @@ describe('CoordinatorApi in process (the editor\'s one way into the coordinator)
       assert.equal((await api.cancelToolCall('call-2', 'editor:alice')).errorCode, 'ALREADY_COMPLETED');
       assert.equal((await api.cancelToolCall('ghost-call', 'editor:alice')).errorCode, 'NOT_FOUND');
       const logged = h.events('operator.tool_call_cancel');
-      assert.deepEqual(logged.map((e) => [e.actor, e.correlationId, e.details.error_code]),
-        [['editor:alice', 'call-2', 'CANCELLED'], ['editor:alice', 'call-2', 'ALREADY_COMPLETED'], ['editor:alice', 'ghost-call', 'NOT_FOUND']]);
+      assert.deepEqual(
+        logged.map((e) => [e.actor, e.correlationId, e.details.error_code]),
+        [
+          ['editor:alice', 'call-2', 'CANCELLED'],
+          ['editor:alice', 'call-2', 'ALREADY_COMPLETED'],
+          ['editor:alice', 'ghost-call', 'NOT_FOUND'],
+        ],
+      );
       assert.equal(logged[0].details.caller_agent_id, 'agent-b');
     });
   });
 
   describe('negotiations (debates and rooms)', () => {
-    const as = (agentId: string): Speaker => ({ kind: 'agent', label: `agent:${agentId}`, mayActAs: (id) => id === agentId });
+    const as = (agentId: string): Speaker => ({
+      kind: 'agent',
+      label: `agent:${agentId}`,
+      mayActAs: (id) => id === agentId,
+    });
     const MARKUP = '<img src=x onerror="window.__pwned=1">';
 
-    it('answers room artifacts and an artifact\'s detail as plain data (payload as text), fires changes, and an operator decides the escalation', async () => {
+    it("answers room artifacts and an artifact's detail as plain data (payload as text), fires changes, and an operator decides the escalation", async () => {
       for (const id of ['prod', 'c1', 'c2']) h.register(id);
       const operator = h.coordinator.hitl.attachOperator('tester');
       const changes = collect<NegotiationsChange>(api.onDidChangeNegotiations);
       const artifact = JSON.stringify({ steps: ['design', 'build'] });
-      h.coordinator.room.submitProposal({
-        artifactType: 'PLAN', artifactId: 'plan-1', producerId: 'prod', artifact: Buffer.from(artifact), contentType: 'application/json',
-        requestedCritics: ['c1', 'c2'], roomId: 'room-1', createdAt: null,
-      }, as('prod'), ctx('submit'));
-      const vote = (criticId: string, confidence: number, strengths: string[]) => h.coordinator.room.submitVote({
-        artifactId: 'plan-1', criticId, score: 8, confidence, passed: true, strengths, weaknesses: [], recommendations: [], roomId: '', votedAt: null,
-      }, as(criticId), ctx(`vote-${criticId}`));
+      h.coordinator.room.submitProposal(
+        {
+          artifactType: 'PLAN',
+          artifactId: 'plan-1',
+          producerId: 'prod',
+          artifact: Buffer.from(artifact),
+          contentType: 'application/json',
+          requestedCritics: ['c1', 'c2'],
+          roomId: 'room-1',
+          createdAt: null,
+        },
+        as('prod'),
+        ctx('submit'),
+      );
+      const vote = (criticId: string, confidence: number, strengths: string[]) =>
+        h.coordinator.room.submitVote(
+          {
+            artifactId: 'plan-1',
+            criticId,
+            score: 8,
+            confidence,
+            passed: true,
+            strengths,
+            weaknesses: [],
+            recommendations: [],
+            roomId: '',
+            votedAt: null,
+          },
+          as(criticId),
+          ctx(`vote-${criticId}`),
+        );
       vote('c1', 0.9, [MARKUP]);
       vote('c2', 0.2, []);
 
       const rows = await api.roomArtifacts();
       assertPlain(rows);
-      assert.deepEqual(rows.map((r) => [r.artifactId, r.roomId, r.state, r.votes, r.requested, r.outcome]), [['plan-1', 'room-1', 'escalated', 2, 2, 'ESCALATED_TO_HITL']]);
+      assert.deepEqual(
+        rows.map((r) => [r.artifactId, r.roomId, r.state, r.votes, r.requested, r.outcome]),
+        [['plan-1', 'room-1', 'escalated', 2, 2, 'ESCALATED_TO_HITL']],
+      );
       const invocationId = rows[0]!.invocationId;
-      assert.ok(invocationId, 'the escalation\'s HITL invocation');
+      assert.ok(invocationId, "the escalation's HITL invocation");
       const detail = await api.roomArtifactDetail('plan-1');
       assert.ok(detail);
       assertPlain(detail);
-      assert.deepEqual(detail.proposal.artifact, { contentType: 'application/json', bytes: Buffer.byteLength(artifact), text: artifact, binary: false, truncated: false });
+      assert.deepEqual(detail.proposal.artifact, {
+        contentType: 'application/json',
+        bytes: Buffer.byteLength(artifact),
+        text: artifact,
+        binary: false,
+        truncated: false,
+      });
       assert.equal(detail.previous, undefined);
-      assert.deepEqual(detail.votes.map((v) => [v.criticId, v.strengths]), [['c1', [MARKUP]], ['c2', []]]);
+      assert.deepEqual(
+        detail.votes.map((v) => [v.criticId, v.strengths]),
+        [
+          ['c1', [MARKUP]],
+          ['c2', []],
+        ],
+      );
       assert.equal(detail.aggregate?.voteCount, 2);
       assert.equal(detail.decision?.outcome, 'ESCALATED_TO_HITL');
       assert.ok(detail.decision?.checks.some((c) => c.name === 'min_confidence_threshold' && !c.pass));
       assert.equal(await api.roomArtifactDetail('no-such-artifact'), undefined);
-      assert.ok(changes.seen.some((c) => c.kind === 'room' && c.id === 'plan-1' && c.state === 'escalated'), JSON.stringify(changes.seen));
+      assert.ok(
+        changes.seen.some((c) => c.kind === 'room' && c.id === 'plan-1' && c.state === 'escalated'),
+        JSON.stringify(changes.seen),
+      );
 
-      await api.decideApproval(invocationId, { action: 'approve', rationale: 'Checked the unsure vote myself.' }, 'editor:alice');
+      await api.decideApproval(
+        invocationId,
+        { action: 'approve', rationale: 'Checked the unsure vote myself.' },
+        'editor:alice',
+      );
       await settle();
       const decided = await api.roomArtifactDetail('plan-1');
       assert.equal(decided?.decision?.outcome, 'APPROVED');
@@ -496,26 +732,55 @@ describe('CoordinatorApi in process (the editor\'s one way into the coordinator)
       operator.dispose();
     });
 
-    it('answers debates and a debate\'s detail as plain data (rounds\' payloads as text), and fires changes', async () => {
+    it("answers debates and a debate's detail as plain data (rounds' payloads as text), and fires changes", async () => {
       for (const id of ['deb-a', 'deb-b']) h.register(id);
       const changes = collect<NegotiationsChange>(api.onDidChangeNegotiations);
-      h.coordinator.negotiations.open({
-        negotiationId: 'neg-1', correlationId: '', topic: `orders ${MARKUP}`, participants: ['deb-a', 'deb-b'], intensity: 'MEDIUM', debateTimeoutMs: 0,
-        profileHint: '', preferences: {}, schema: '',
-      }, as('deb-a'), ctx('neg-1'));
-      h.coordinator.negotiations.propose({ negotiationId: 'neg-1', fromAgent: 'deb-a', contentType: 'application/json', payload: Buffer.from('{"a":1}') }, as('deb-a'), ctx('neg-1'));
+      h.coordinator.negotiations.open(
+        {
+          negotiationId: 'neg-1',
+          correlationId: '',
+          topic: `orders ${MARKUP}`,
+          participants: ['deb-a', 'deb-b'],
+          intensity: 'MEDIUM',
+          debateTimeoutMs: 0,
+          profileHint: '',
+          preferences: {},
+          schema: '',
+        },
+        as('deb-a'),
+        ctx('neg-1'),
+      );
+      h.coordinator.negotiations.propose(
+        {
+          negotiationId: 'neg-1',
+          fromAgent: 'deb-a',
+          contentType: 'application/json',
+          payload: Buffer.from('{"a":1}'),
+        },
+        as('deb-a'),
+        ctx('neg-1'),
+      );
       const rows = await api.negotiations();
       assertPlain(rows);
-      assert.deepEqual(rows.map((r) => [r.id, r.topic, r.state, r.rounds]), [['neg-1', `orders ${MARKUP}`, 'open', 1]]);
+      assert.deepEqual(
+        rows.map((r) => [r.id, r.topic, r.state, r.rounds]),
+        [['neg-1', `orders ${MARKUP}`, 'open', 1]],
+      );
       const detail = await api.negotiationDetail('neg-1');
       assert.ok(detail);
       assertPlain(detail);
       assert.equal(detail.negotiation.topic, `orders ${MARKUP}`);
       assert.equal(detail.negotiation.effective.profile.length > 0, true);
-      assert.deepEqual(detail.rounds.map((r) => [r.n, r.from, r.payload.text]), [[1, 'deb-a', '{"a":1}']]);
+      assert.deepEqual(
+        detail.rounds.map((r) => [r.n, r.from, r.payload.text]),
+        [[1, 'deb-a', '{"a":1}']],
+      );
       assert.ok(!('undelivered' in detail.negotiation), 'the router retry queue stays inside the core');
       assert.equal(await api.negotiationDetail('no-such-negotiation'), undefined);
-      assert.ok(changes.seen.some((c) => c.kind === 'debate' && c.id === 'neg-1'), JSON.stringify(changes.seen));
+      assert.ok(
+        changes.seen.some((c) => c.kind === 'debate' && c.id === 'neg-1'),
+        JSON.stringify(changes.seen),
+      );
       changes.subscription.dispose();
     });
   });
@@ -536,12 +801,23 @@ describe('CoordinatorApi in process (the editor\'s one way into the coordinator)
 describe('CoordinatorApi: negotiation payloads as text for the editor', () => {
   it('decodes UTF-8 as it is, markup included (the views insert it as text)', () => {
     const text = '{"strength":"<img src=x onerror=\\"x\\">","é":"ü"}';
-    assert.deepEqual(payloadText(Buffer.from(text), 'application/json'), { contentType: 'application/json', bytes: Buffer.byteLength(text), text, binary: false, truncated: false });
+    assert.deepEqual(payloadText(Buffer.from(text), 'application/json'), {
+      contentType: 'application/json',
+      bytes: Buffer.byteLength(text),
+      text,
+      binary: false,
+      truncated: false,
+    });
   });
 
   it('says binary content is binary, with its size, and gives no text', () => {
-    assert.deepEqual(payloadText(Buffer.from([0xff, 0xfe, 0x00, 0x80]), 'application/octet-stream'),
-      { contentType: 'application/octet-stream', bytes: 4, text: '', binary: true, truncated: false });
+    assert.deepEqual(payloadText(Buffer.from([0xff, 0xfe, 0x00, 0x80]), 'application/octet-stream'), {
+      contentType: 'application/octet-stream',
+      bytes: 4,
+      text: '',
+      binary: true,
+      truncated: false,
+    });
   });
 
   it('bounds the excerpt, without splitting a character at the cut', () => {

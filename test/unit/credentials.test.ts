@@ -4,7 +4,11 @@ import * as path from 'node:path';
 import { CoordinatorApiError, InProcessCoordinatorApi, type CredentialsChange } from '../../src/core/api';
 import { loadOrMintEnrolment, ENROLMENT_FILE_NAME } from '../../src/core/auth/enrolment';
 import {
-  CredentialError, LAST_USED_FLUSH_MS, OPERATOR, UNAUTHENTICATED_EVENTS_PER_WINDOW, UNAUTHENTICATED_WINDOW_MS,
+  CredentialError,
+  LAST_USED_FLUSH_MS,
+  OPERATOR,
+  UNAUTHENTICATED_EVENTS_PER_WINDOW,
+  UNAUTHENTICATED_WINDOW_MS,
 } from '../../src/core/credentials/credentials';
 import type { Principal } from '../../src/core/credentials/model';
 import { STORE_FILE_NAME } from '../../src/core/store/sqliteStore';
@@ -34,10 +38,24 @@ describe('credentials (the area: mint, verify, revoke, owners)', () => {
     assert.equal(prefix, 'sw4rm');
     assert.equal(id, minted.credential.id);
     assert.ok(Buffer.from(secret, 'base64url').length >= 32);
-    assert.deepEqual(principal(credentials().verify(minted.token)), { kind: 'agent', credentialId: id, agentId: 'alpha' });
-    assert.deepEqual({ ...minted.credential, createdAt: 0 }, {
-      id, kind: 'agent', agentId: 'alpha', label: 'for alpha', createdAt: 0, createdBy: 'editor:test', revokedAt: null, lastUsedAt: null,
+    assert.deepEqual(principal(credentials().verify(minted.token)), {
+      kind: 'agent',
+      credentialId: id,
+      agentId: 'alpha',
     });
+    assert.deepEqual(
+      { ...minted.credential, createdAt: 0 },
+      {
+        id,
+        kind: 'agent',
+        agentId: 'alpha',
+        label: 'for alpha',
+        createdAt: 0,
+        createdBy: 'editor:test',
+        revokedAt: null,
+        lastUsedAt: null,
+      },
+    );
     const row = h.store.credentials.all().find((r) => r.id === id)!;
     assert.equal(row.secretHash.length, 32);
     h.restart();
@@ -49,8 +67,13 @@ describe('credentials (the area: mint, verify, revoke, owners)', () => {
 
   it('logs refused calls up to a bound per window, then counts them and says so in the next window', () => {
     const refused = () => h.coordinator.log.query({ eventType: 'auth.unauthenticated', limit: 10_000 });
-    for (let i = 0; i < UNAUTHENTICATED_EVENTS_PER_WINDOW + 50; i++) credentials().recordUnauthenticated('/x/Y', 'wrong token', ctx);
-    assert.equal(refused().length, UNAUTHENTICATED_EVENTS_PER_WINDOW, 'a flood of bad tokens writes a bounded number of events');
+    for (let i = 0; i < UNAUTHENTICATED_EVENTS_PER_WINDOW + 50; i++)
+      credentials().recordUnauthenticated('/x/Y', 'wrong token', ctx);
+    assert.equal(
+      refused().length,
+      UNAUTHENTICATED_EVENTS_PER_WINDOW,
+      'a flood of bad tokens writes a bounded number of events',
+    );
     h.clock.advance(UNAUTHENTICATED_WINDOW_MS);
     credentials().recordUnauthenticated('/x/Y', 'wrong token', ctx);
     const events = refused();
@@ -67,9 +90,17 @@ describe('credentials (the area: mint, verify, revoke, owners)', () => {
     const revoked = credentials().revoke(id, 'editor:test', ctx);
     assert.notEqual(revoked.revokedAt, null);
     assert.match(String(credentials().verify(minted.token)), /was revoked/);
-    assert.equal(credentials().list().find((c) => c.id === id)?.revokedAt, revoked.revokedAt);
+    assert.equal(
+      credentials()
+        .list()
+        .find((c) => c.id === id)?.revokedAt,
+      revoked.revokedAt,
+    );
     assert.deepEqual(credentials().revoke(id, 'again', ctx), revoked, 'revoking twice changes nothing');
-    assert.throws(() => credentials().revoke('nope', 'x', ctx), (err: unknown) => err instanceof CredentialError && err.code === 'not_found');
+    assert.throws(
+      () => credentials().revoke('nope', 'x', ctx),
+      (err: unknown) => err instanceof CredentialError && err.code === 'not_found',
+    );
     h.restart();
     assert.match(String(credentials().verify(minted.token)), /was revoked/, 'revocation is durable');
   });
@@ -77,15 +108,26 @@ describe('credentials (the area: mint, verify, revoke, owners)', () => {
   it('records every mint and revocation as one event, never with the token', () => {
     const minted = credentials().mintAgent('alpha', 'editor:test', 'x', ctx);
     credentials().revoke(minted.credential.id, 'editor:test', ctx);
-    const events = h.coordinator.log.query({ correlationId: ctx.correlationId }).filter((e) => e.eventType.startsWith('credential.'));
-    assert.deepEqual(events.map((e) => [e.eventType, e.details.credential_id, e.details.agent_id]),
-      [['credential.minted', minted.credential.id, 'alpha'], ['credential.revoked', minted.credential.id, 'alpha']]);
+    const events = h.coordinator.log
+      .query({ correlationId: ctx.correlationId })
+      .filter((e) => e.eventType.startsWith('credential.'));
+    assert.deepEqual(
+      events.map((e) => [e.eventType, e.details.credential_id, e.details.agent_id]),
+      [
+        ['credential.minted', minted.credential.id, 'alpha'],
+        ['credential.revoked', minted.credential.id, 'alpha'],
+      ],
+    );
     assert.ok(!JSON.stringify(events).includes(minted.token.split('.')[2]));
   });
 
   it('refuses to mint for an agent id the registry would refuse', () => {
     for (const bad of ['', 'has space', '../x', 'coordinator']) {
-      assert.throws(() => credentials().mintAgent(bad, 'test', '', ctx), (err: unknown) => err instanceof CredentialError && err.code === 'invalid', bad);
+      assert.throws(
+        () => credentials().mintAgent(bad, 'test', '', ctx),
+        (err: unknown) => err instanceof CredentialError && err.code === 'invalid',
+        bad,
+      );
     }
   });
 
@@ -105,12 +147,17 @@ describe('credentials (the area: mint, verify, revoke, owners)', () => {
   it('an agent credential acts only as its agent; the operator as anyone', () => {
     const alpha = principal(credentials().verify(credentials().mintAgent('alpha', 'test', '', ctx).token));
     assert.equal(credentials().refusal(alpha, 'alpha', false), undefined);
-    assert.equal(credentials().refusal(alpha, 'beta', true), "this credential acts as agent 'alpha'; the call acts as 'beta'");
+    assert.equal(
+      credentials().refusal(alpha, 'beta', true),
+      "this credential acts as agent 'alpha'; the call acts as 'beta'",
+    );
     assert.equal(credentials().refusal(OPERATOR, 'beta', false), undefined);
   });
 
   it('an enrolment credential registers ids nobody holds, owns what it enrolled, and gets each agent a credential once', () => {
-    const enrolment = principal(credentials().verify(credentials().mintEnrolment('coordinator', 'terminals', ctx).token));
+    const enrolment = principal(
+      credentials().verify(credentials().mintEnrolment('coordinator', 'terminals', ctx).token),
+    );
     h.register('byOperator');
     credentials().mintAgent('reserved', 'editor:test', '', ctx);
     assert.match(String(credentials().refusal(enrolment, 'byOperator', true)), /is registered with another credential/);
@@ -127,8 +174,18 @@ describe('credentials (the area: mint, verify, revoke, owners)', () => {
     h.restart();
     assert.equal(credentials().refusal(enrolment, 'fresh', false), undefined, 'ownership is durable');
     const next = principal(credentials().verify(credentials().mintEnrolment('editor:test', 'rotated', ctx).token));
-    assert.equal(credentials().get((enrolment as { credentialId: string }).credentialId)?.revokedAt !== null, true, 'the previous one is revoked');
-    assert.equal(credentials().list().filter((c) => c.kind === 'enrolment' && c.revokedAt === null).length, 1, 'one active enrolment credential');
+    assert.equal(
+      credentials().get((enrolment as { credentialId: string }).credentialId)?.revokedAt !== null,
+      true,
+      'the previous one is revoked',
+    );
+    assert.equal(
+      credentials()
+        .list()
+        .filter((c) => c.kind === 'enrolment' && c.revokedAt === null).length,
+      1,
+      'one active enrolment credential',
+    );
     assert.match(String(credentials().refusal(next, 'fresh', true)), /enrolled by another one/);
   });
 
@@ -152,9 +209,18 @@ describe('credentials (the area: mint, verify, revoke, owners)', () => {
     assert.equal((await api.credentials())[0].id, minted.credential.id);
     const revoked = await api.revokeCredential(minted.credential.id, 'editor:test');
     assert.notEqual(revoked.revokedAt, null);
-    assert.deepEqual(seen.map((c) => c.kind), ['minted', 'revoked']);
-    await assert.rejects(api.mintAgentCredential('bad id', 'x'), (err: unknown) => err instanceof CoordinatorApiError && err.code === 'invalid');
-    await assert.rejects(api.revokeCredential('nope', 'x'), (err: unknown) => err instanceof CoordinatorApiError && err.code === 'not_found');
+    assert.deepEqual(
+      seen.map((c) => c.kind),
+      ['minted', 'revoked'],
+    );
+    await assert.rejects(
+      api.mintAgentCredential('bad id', 'x'),
+      (err: unknown) => err instanceof CoordinatorApiError && err.code === 'invalid',
+    );
+    await assert.rejects(
+      api.revokeCredential('nope', 'x'),
+      (err: unknown) => err instanceof CoordinatorApiError && err.code === 'not_found',
+    );
     api.dispose();
   });
 });

@@ -4,15 +4,29 @@ import * as path from 'node:path';
 import type { CredentialInfo } from '../../src/core/api';
 import { SERVICE_ADDRESS_VARIABLES, agentEnvironment } from '../../src/server/agentEnvironment';
 import {
-  agentEnvironmentFor, agentIdProblem, copiedLabel, credentialedAgentIds, credentialRow, credentialSubject, orderCredentials, proposeAgentId,
+  agentEnvironmentFor,
+  agentIdProblem,
+  copiedLabel,
+  credentialedAgentIds,
+  credentialRow,
+  credentialSubject,
+  orderCredentials,
+  proposeAgentId,
 } from '../../src/extension/credentialsModel';
 
 const time = (ms: number): string => `t${ms}`;
 
 function credential(overrides: Partial<CredentialInfo> = {}): CredentialInfo {
   return {
-    id: 'c1', kind: 'agent', agentId: 'agent-1', label: 'copied for agent agent-1', createdAt: 10, createdBy: 'editor:alice',
-    revokedAt: null, lastUsedAt: null, ...overrides,
+    id: 'c1',
+    kind: 'agent',
+    agentId: 'agent-1',
+    label: 'copied for agent agent-1',
+    createdAt: 10,
+    createdBy: 'editor:alice',
+    revokedAt: null,
+    lastUsedAt: null,
+    ...overrides,
   };
 }
 
@@ -23,7 +37,10 @@ describe('credentials in the editor (credentialsModel)', () => {
     });
 
     it('is one more than the highest agent-N among registered and credentialed agents, ignoring other ids', () => {
-      assert.equal(proposeAgentId(['agent-1', 'agent-3', 'reviewer', 'agent-x', 'agent-2.lock', 'my-agent-9']), 'agent-4');
+      assert.equal(
+        proposeAgentId(['agent-1', 'agent-3', 'reviewer', 'agent-x', 'agent-2.lock', 'my-agent-9']),
+        'agent-4',
+      );
       assert.equal(proposeAgentId(['agent-07']), 'agent-8');
     });
 
@@ -32,13 +49,26 @@ describe('credentials in the editor (credentialsModel)', () => {
     });
   });
 
-  describe('agent id validation (the registry\'s own rule, through the API)', () => {
+  describe("agent id validation (the registry's own rule, through the API)", () => {
     it('accepts letters, digits, ".", "_" and "-"', () => {
-      for (const id of ['a', 'agent-1', 'docs.writer_2', 'A'.repeat(128)]) assert.equal(agentIdProblem(id), undefined, id);
+      for (const id of ['a', 'agent-1', 'docs.writer_2', 'A'.repeat(128)])
+        assert.equal(agentIdProblem(id), undefined, id);
     });
 
     it('refuses what the registry refuses, and says why', () => {
-      for (const id of ['', ' ', 'a b', 'a..b', 'agent.', 'agent.lock', '-agent', 'a/b', 'A'.repeat(129), 'coordinator', 'ä']) {
+      for (const id of [
+        '',
+        ' ',
+        'a b',
+        'a..b',
+        'agent.',
+        'agent.lock',
+        '-agent',
+        'a/b',
+        'A'.repeat(129),
+        'coordinator',
+        'ä',
+      ]) {
         assert.ok(agentIdProblem(id), `'${id}' should be refused`);
       }
       assert.match(agentIdProblem('a..b')!, /must not contain '\.\.'/);
@@ -50,7 +80,7 @@ describe('credentials in the editor (credentialsModel)', () => {
   describe('the copied environment', () => {
     const coordinator = agentEnvironment('127.0.0.1', 50051, 'operator-token');
 
-    it('carries every service address, the agent id and the agent\'s own token, never the operator token', () => {
+    it("carries every service address, the agent id and the agent's own token, never the operator token", () => {
       const env = agentEnvironmentFor(coordinator, 'agent-2', 'agent-token');
       for (const name of SERVICE_ADDRESS_VARIABLES) assert.equal(env[name], '127.0.0.1:50051', name);
       assert.equal(env.SW4RM_AGENT_ID, 'agent-2');
@@ -75,7 +105,10 @@ describe('credentials in the editor (credentialsModel)', () => {
       const row = credentialRow(credential({ lastUsedAt: 20 }), time);
       assert.equal(row.label, 'agent-1');
       assert.equal(row.description, 'agent · used t20 · created t10');
-      assert.equal(credentialRow(credential({ label: 'CI runner' }), time).description, 'agent · never used · created t10 · CI runner');
+      assert.equal(
+        credentialRow(credential({ label: 'CI runner' }), time).description,
+        'agent · never used · created t10 · CI runner',
+      );
       assert.equal(row.contextValue, 'credential+agent');
       assert.equal(row.icon, 'key');
       assert.match(row.tooltip, /^Agent credential of agent-1: it acts only as this agent\./);
@@ -117,7 +150,10 @@ describe('credentials in the editor (credentialsModel)', () => {
         credential({ id: 'new', createdAt: 3, agentId: 'agent-2' }),
         credential({ id: 'enrol', kind: 'enrolment', agentId: null, createdAt: 2 }),
       ];
-      assert.deepEqual(orderCredentials(list).map((c) => c.id), ['new', 'enrol', 'old', 'revoked']);
+      assert.deepEqual(
+        orderCredentials(list).map((c) => c.id),
+        ['new', 'enrol', 'old', 'revoked'],
+      );
       assert.deepEqual(credentialedAgentIds(list).sort(), ['agent-1', 'agent-2']);
     });
   });
@@ -125,7 +161,10 @@ describe('credentials in the editor (credentialsModel)', () => {
 
 describe('credentials contributions (package.json)', () => {
   const manifest = JSON.parse(fs.readFileSync(path.resolve(__dirname, '../../..', 'package.json'), 'utf8')) as {
-    contributes: { views: Record<string, Array<{ id: string; name: string }>>; menus: Record<string, Array<{ command: string; when: string; group?: string }>> };
+    contributes: {
+      views: Record<string, Array<{ id: string; name: string }>>;
+      menus: Record<string, Array<{ command: string; when: string; group?: string }>>;
+    };
   };
 
   it('declares the Credentials view in the SW4RM container', () => {
@@ -133,7 +172,9 @@ describe('credentials contributions (package.json)', () => {
   });
 
   it('offers Revoke on credentials not revoked, inline and in the context menu', () => {
-    const entries = manifest.contributes.menus['view/item/context'].filter((e) => e.command === 'sw4rm.credentials.revoke');
+    const entries = manifest.contributes.menus['view/item/context'].filter(
+      (e) => e.command === 'sw4rm.credentials.revoke',
+    );
     assert.deepEqual(entries.map((e) => e.group!.split('@')[0]).sort(), ['1_revoke', 'inline']);
     for (const entry of entries) {
       const regex = new RegExp(/viewItem =~ \/(.*)\//.exec(entry.when)![1]);

@@ -19,7 +19,10 @@ describe('endpoint.json (where `sw4rm-coordinator credentials` finds a running c
 
   it('ignores a file left by a coordinator that is gone, so the operator token goes to no other process on that port', () => {
     const gone = spawnSync(process.execPath, ['-e', '']).pid;
-    fs.writeFileSync(path.join(dataDir, ENDPOINT_FILE_NAME), JSON.stringify({ host: '127.0.0.1', port: 50123, pid: gone }));
+    fs.writeFileSync(
+      path.join(dataDir, ENDPOINT_FILE_NAME),
+      JSON.stringify({ host: '127.0.0.1', port: 50123, pid: gone }),
+    );
     assert.equal(readEndpoint(dataDir), undefined);
   });
 });

@@ -52,8 +52,10 @@ describe('one error type, one mapping to a gRPC status (statusOf) and to an MCP 
   }
 
   it('anything that is not a SwarmError is INTERNAL "INTERNAL_ERROR: <message>"', () => {
-    assert.deepEqual({ code: statusOf(new Error('disk on fire')).code, details: statusOf(new Error('disk on fire')).details },
-      { code: grpc.status.INTERNAL, details: 'INTERNAL_ERROR: disk on fire' });
+    assert.deepEqual(
+      { code: statusOf(new Error('disk on fire')).code, details: statusOf(new Error('disk on fire')).details },
+      { code: grpc.status.INTERNAL, details: 'INTERNAL_ERROR: disk on fire' },
+    );
     assert.equal(statusOf('a string').details, 'INTERNAL_ERROR: a string');
     assert.equal(statusOf(undefined).code, grpc.status.INTERNAL);
   });
@@ -61,37 +63,75 @@ describe('one error type, one mapping to a gRPC status (statusOf) and to an MCP 
   it("each core area's refusal answers the status and details its service answered before the one mapping", () => {
     const cases: Array<[SwarmError, grpc.status, string]> = [
       [new NegotiationError('exists', 'VALIDATION_ERROR', 'dup'), grpc.status.ALREADY_EXISTS, 'VALIDATION_ERROR: dup'],
-      [new NegotiationError('permission', 'PERMISSION_DENIED', 'no'), grpc.status.PERMISSION_DENIED, 'PERMISSION_DENIED: no'],
+      [
+        new NegotiationError('permission', 'PERMISSION_DENIED', 'no'),
+        grpc.status.PERMISSION_DENIED,
+        'PERMISSION_DENIED: no',
+      ],
       [new HitlRequestError('PERMISSION_DENIED', 'no'), grpc.status.PERMISSION_DENIED, 'PERMISSION_DENIED: no'],
       [new HitlRequestError('OVERSIZE_PAYLOAD', 'big'), grpc.status.RESOURCE_EXHAUSTED, 'OVERSIZE_PAYLOAD: big'],
       [new HitlRequestError('BUFFER_FULL', 'full'), grpc.status.RESOURCE_EXHAUSTED, 'BUFFER_FULL: full'],
       [new HitlRequestError('VALIDATION_ERROR', 'bad'), grpc.status.INVALID_ARGUMENT, 'VALIDATION_ERROR: bad'],
       [new HitlStateError('not_found', 'gone'), grpc.status.FAILED_PRECONDITION, 'VALIDATION_ERROR: gone'],
       [new HitlStateError('settled', 'done'), grpc.status.FAILED_PRECONDITION, 'VALIDATION_ERROR: done'],
-      [new BindingRequestError('invalid_argument', 'VALIDATION_ERROR', 'bad'), grpc.status.INVALID_ARGUMENT, 'VALIDATION_ERROR: bad'],
+      [
+        new BindingRequestError('invalid_argument', 'VALIDATION_ERROR', 'bad'),
+        grpc.status.INVALID_ARGUMENT,
+        'VALIDATION_ERROR: bad',
+      ],
       [new BindingRequestError('not_found', 'NO_ROUTE', 'none'), grpc.status.NOT_FOUND, 'NO_ROUTE: none'],
-      [new BindingRequestError('permission_denied', 'PERMISSION_DENIED', 'no'), grpc.status.PERMISSION_DENIED, 'PERMISSION_DENIED: no'],
-      [new BindingRequestError('failed_precondition', 'WORKTREE_BUSY', 'busy'), grpc.status.FAILED_PRECONDITION, 'WORKTREE_BUSY: busy'],
-      [new BindingStateError('UNBOUND', 'UNBIND', 'a1'), grpc.status.FAILED_PRECONDITION,
-        "VALIDATION_ERROR: UNBIND is not allowed in state UNBOUND (agent 'a1'); it is allowed from BIND_FAILED or BOUND_HOME or BOUND_NON_HOME"],
-      [new ToolCallError('permission_denied', 'permission_denied', 'no'), grpc.status.PERMISSION_DENIED, 'permission_denied: no'],
+      [
+        new BindingRequestError('permission_denied', 'PERMISSION_DENIED', 'no'),
+        grpc.status.PERMISSION_DENIED,
+        'PERMISSION_DENIED: no',
+      ],
+      [
+        new BindingRequestError('failed_precondition', 'WORKTREE_BUSY', 'busy'),
+        grpc.status.FAILED_PRECONDITION,
+        'WORKTREE_BUSY: busy',
+      ],
+      [
+        new BindingStateError('UNBOUND', 'UNBIND', 'a1'),
+        grpc.status.FAILED_PRECONDITION,
+        "VALIDATION_ERROR: UNBIND is not allowed in state UNBOUND (agent 'a1'); it is allowed from BIND_FAILED or BOUND_HOME or BOUND_NON_HOME",
+      ],
+      [
+        new ToolCallError('permission_denied', 'permission_denied', 'no'),
+        grpc.status.PERMISSION_DENIED,
+        'permission_denied: no',
+      ],
       [new ToolCallError('cancelled', 'CANCELLED', 'gone'), grpc.status.CANCELLED, 'CANCELLED: gone'],
       [new ToolCallError('already_exists', 'ALREADY_EXISTS', 'dup'), grpc.status.ALREADY_EXISTS, 'ALREADY_EXISTS: dup'],
-      [new ToolCallError('deadline_exceeded', 'TOOL_TIMEOUT', 'late'), grpc.status.DEADLINE_EXCEEDED, 'TOOL_TIMEOUT: late'],
+      [
+        new ToolCallError('deadline_exceeded', 'TOOL_TIMEOUT', 'late'),
+        grpc.status.DEADLINE_EXCEEDED,
+        'TOOL_TIMEOUT: late',
+      ],
       [new ActivityBufferFullError('agent', 100, 'full'), grpc.status.RESOURCE_EXHAUSTED, 'BUFFER_FULL: full'],
       [new CredentialError('invalid', 'bad'), grpc.status.INVALID_ARGUMENT, 'VALIDATION_ERROR: bad'],
       [new CredentialError('not_found', 'none'), grpc.status.NOT_FOUND, 'NOT_FOUND: none'],
       [new LaunchError('refused', 'busy'), grpc.status.FAILED_PRECONDITION, 'FAILED_PRECONDITION: busy'],
       [new LaunchError('not_found', 'none'), grpc.status.NOT_FOUND, 'NOT_FOUND: none'],
       [new WiringError('tracked'), grpc.status.FAILED_PRECONDITION, 'FAILED_PRECONDITION: tracked'],
-      [new WorktreeOperationError('refused', 'bound', 'bound'), grpc.status.FAILED_PRECONDITION, 'FAILED_PRECONDITION: bound'],
+      [
+        new WorktreeOperationError('refused', 'bound', 'bound'),
+        grpc.status.FAILED_PRECONDITION,
+        'FAILED_PRECONDITION: bound',
+      ],
       [new WorktreeRefusedError('bad_base', 'no base'), grpc.status.INVALID_ARGUMENT, 'VALIDATION_ERROR: no base'],
       [new WorktreeRefusedError('not_found', 'none'), grpc.status.NOT_FOUND, 'NOT_FOUND: none'],
       [new MergeRefusedError('target_dirty', 'dirty'), grpc.status.FAILED_PRECONDITION, 'FAILED_PRECONDITION: dirty'],
-      [new InvalidWorktreeIdError('..'), grpc.status.INVALID_ARGUMENT,
-        "VALIDATION_ERROR: '..' is not a worktree id (letters, digits, '.', '_', '-'; at most 64; no '..', not ending '.lock')"],
+      [
+        new InvalidWorktreeIdError('..'),
+        grpc.status.INVALID_ARGUMENT,
+        "VALIDATION_ERROR: '..' is not a worktree id (letters, digits, '.', '_', '-'; at most 64; no '..', not ending '.lock')",
+      ],
       [new SetupConfigError('x'), grpc.status.INVALID_ARGUMENT, 'VALIDATION_ERROR: worktree setup configuration: x'],
-      [new UntrustedGitDirError('a link'), grpc.status.PERMISSION_DENIED, "PERMISSION_DENIED: the worktree's .git is not believed: a link"],
+      [
+        new UntrustedGitDirError('a link'),
+        grpc.status.PERMISSION_DENIED,
+        "PERMISSION_DENIED: the worktree's .git is not believed: a link",
+      ],
       [new ConfinedGitLimitError('too much'), grpc.status.RESOURCE_EXHAUSTED, 'too_large: too much'],
       [new PathError('bad path'), grpc.status.INVALID_ARGUMENT, 'VALIDATION_ERROR: bad path'],
       [new HookInputError('bad input'), grpc.status.INVALID_ARGUMENT, 'VALIDATION_ERROR: bad input'],
@@ -107,7 +147,9 @@ describe('one error type, one mapping to a gRPC status (statusOf) and to an MCP 
   });
 
   it("the tool service's own case: UNIMPLEMENTED answers the message alone", () => {
-    const answer = toolErrorStatus(new ToolCallError('unimplemented', 'UNSUPPORTED_MESSAGE_TYPE', 'not implemented yet'));
+    const answer = toolErrorStatus(
+      new ToolCallError('unimplemented', 'UNSUPPORTED_MESSAGE_TYPE', 'not implemented yet'),
+    );
     assert.deepEqual([answer.code, answer.details], [grpc.status.UNIMPLEMENTED, 'not implemented yet']);
     const refused = toolErrorStatus(new ToolCallError('not_found', 'not_found', 'no tool'));
     assert.deepEqual([refused.code, refused.details], [grpc.status.NOT_FOUND, 'not_found: no tool']);

@@ -8,7 +8,7 @@ import { makeTempDir, removeTempDir } from '../support/tempDir';
  * Which git directories the coordinator believes a worktree's `.git` names (src/core/worktree/gitDirs.ts): git's own
  * layout of a linked worktree, laid out by hand here (no git runs), and each way an agent's program could bend it.
  */
-describe('a worktree\'s git directories, as the coordinator believes them', () => {
+describe("a worktree's git directories, as the coordinator believes them", () => {
   let base: string;
   let common: string;
   let worktree: string;
@@ -37,9 +37,13 @@ describe('a worktree\'s git directories, as the coordinator believes them', () =
     assert.fail('refused expected');
   };
 
-  it('believes git\'s layout of a linked worktree, and a main checkout\'s .git folder', async () => {
+  it("believes git's layout of a linked worktree, and a main checkout's .git folder", async () => {
     assert.deepEqual(await worktreeGitDirs(worktree), { gitDir: own, commonDir: common, linked: true });
-    assert.deepEqual(await worktreeGitDirs(path.join(base, 'repo')), { gitDir: common, commonDir: common, linked: false });
+    assert.deepEqual(await worktreeGitDirs(path.join(base, 'repo')), {
+      gitDir: common,
+      commonDir: common,
+      linked: false,
+    });
     assert.equal(await worktreeGitDirs(base), undefined, 'no .git: undefined, never a repository above');
   });
 
@@ -49,7 +53,7 @@ describe('a worktree\'s git directories, as the coordinator believes them', () =
     assert.deepEqual(await worktreeGitDirs(worktree), { gitDir: own, commonDir: common, linked: true });
   });
 
-  it('refuses a .git that names a folder outside git\'s layout (HOME, another repository)', async () => {
+  it("refuses a .git that names a folder outside git's layout (HOME, another repository)", async () => {
     const outside = path.join(base, 'home');
     fs.mkdirSync(outside);
     fs.writeFileSync(path.join(worktree, '.git'), `gitdir: ${outside}\n`);

@@ -12,7 +12,11 @@ import { assertRefused, ctx, json, settle } from '../support/routerHarness';
 import { SchedulerHarness } from '../support/schedulerHarness';
 
 const OPERATOR: Speaker = { kind: 'operator', label: 'operator' };
-const as = (agentId: string): Speaker => ({ kind: 'agent', label: `agent:${agentId}`, mayActAs: (id) => id === agentId });
+const as = (agentId: string): Speaker => ({
+  kind: 'agent',
+  label: `agent:${agentId}`,
+  mayActAs: (id) => id === agentId,
+});
 const CONTEXT = {
   conversation_history: [
     { role: 'user', content: 'Review this code for security issues', timestamp: '2025-01-15T10:30:00Z' },
@@ -36,7 +40,12 @@ function refusal(fn: () => unknown, kind: NegotiationError['kind'], code: string
   return caught!;
 }
 
-async function rejected(promise: Promise<unknown>, kind: NegotiationError['kind'], code: string, message?: RegExp): Promise<NegotiationError> {
+async function rejected(
+  promise: Promise<unknown>,
+  kind: NegotiationError['kind'],
+  code: string,
+  message?: RegExp,
+): Promise<NegotiationError> {
   try {
     await promise;
   } catch (err) {
@@ -55,7 +64,9 @@ describe('handoffs (RFC §17.6)', function () {
   const sinks = new Map<string, CollectingSink>();
 
   function start(options: Record<string, unknown> = {}): void {
-    h = new SchedulerHarness({}, { heartbeatDebounceMs: 86_400_000 }, undefined, { handoffs: { defaultTimeoutMs: TIMEOUT, ...options } });
+    h = new SchedulerHarness({}, { heartbeatDebounceMs: 86_400_000 }, undefined, {
+      handoffs: { defaultTimeoutMs: TIMEOUT, ...options },
+    });
     sinks.clear();
   }
 
@@ -70,24 +81,57 @@ describe('handoffs (RFC §17.6)', function () {
 
   function input(extra: Partial<HandoffRequestInput> = {}): HandoffRequestInput {
     return {
-      requestId: 'h1', fromAgent: 'a', toAgent: '', reason: 'needs a security review', context: Buffer.from(JSON.stringify(CONTEXT)),
-      contextContentType: HANDOFF_CONTEXT_CONTENT_TYPE, capabilitiesRequired: ['review'], priority: 0, timeoutMs: null, budget: null,
-      delegationPolicy: null, taskId: '', correlationId: '', parentRequestId: '', carryWorktree: false, ...extra,
+      requestId: 'h1',
+      fromAgent: 'a',
+      toAgent: '',
+      reason: 'needs a security review',
+      context: Buffer.from(JSON.stringify(CONTEXT)),
+      contextContentType: HANDOFF_CONTEXT_CONTENT_TYPE,
+      capabilitiesRequired: ['review'],
+      priority: 0,
+      timeoutMs: null,
+      budget: null,
+      delegationPolicy: null,
+      taskId: '',
+      correlationId: '',
+      parentRequestId: '',
+      carryWorktree: false,
+      ...extra,
     };
   }
 
   const handoffs = () => h.coordinator.handoffs;
-  const request = (extra: Partial<HandoffRequestInput> = {}) => handoffs().request(input(extra), as(extra.fromAgent ?? 'a'), ctx('request'));
-  const reject = (requestId: string, agentId: string, extra: { reason?: string; code?: string; retryAfterMs?: number; redirectTo?: string } = {}) =>
-    handoffs().reject({ requestId, agentId, reason: extra.reason ?? 'busy', code: extra.code ?? '', retryAfterMs: extra.retryAfterMs ?? 0, redirectTo: extra.redirectTo ?? '' }, as(agentId), ctx('reject'));
+  const request = (extra: Partial<HandoffRequestInput> = {}) =>
+    handoffs().request(input(extra), as(extra.fromAgent ?? 'a'), ctx('request'));
+  const reject = (
+    requestId: string,
+    agentId: string,
+    extra: { reason?: string; code?: string; retryAfterMs?: number; redirectTo?: string } = {},
+  ) =>
+    handoffs().reject(
+      {
+        requestId,
+        agentId,
+        reason: extra.reason ?? 'busy',
+        code: extra.code ?? '',
+        retryAfterMs: extra.retryAfterMs ?? 0,
+        redirectTo: extra.redirectTo ?? '',
+      },
+      as(agentId),
+      ctx('reject'),
+    );
   const stored = (requestId = 'h1'): HandoffRecord => {
     const r = handoffs().get(requestId);
     assert.ok(r, `handoff ${requestId} is stored`);
     return r;
   };
   /** The NOTIFICATION payloads `agentId` received of `type` (handoff_request / handoff_status). */
-  const notices = (agentId: string, type: string) => sinks.get(agentId)!.ofType('NOTIFICATION').map((i) => ({ envelope: i.envelope, body: json(i.envelope) }))
-    .filter((n) => n.body.type === type);
+  const notices = (agentId: string, type: string) =>
+    sinks
+      .get(agentId)!
+      .ofType('NOTIFICATION')
+      .map((i) => ({ envelope: i.envelope, body: json(i.envelope) }))
+      .filter((n) => n.body.type === type);
   const events = (type: string) => h.events(type);
 
   afterEach(() => h.dispose());
@@ -121,7 +165,10 @@ describe('handoffs (RFC §17.6)', function () {
       assert.equal((requested.details.notification as { sent: boolean }).sent, true);
 
       const pending = handoffs().pending('b', as('b')).records;
-      assert.deepEqual(pending.map((p) => p.requestId), ['h1']);
+      assert.deepEqual(
+        pending.map((p) => p.requestId),
+        ['h1'],
+      );
       assert.deepEqual(JSON.parse(pending[0].context.toString()), CONTEXT);
       assert.deepEqual(handoffs().pending('a', as('a')), { records: [], more: 0 });
       refusal(() => handoffs().pending('b', as('a')), 'permission', 'PERMISSION_DENIED');
@@ -130,9 +177,15 @@ describe('handoffs (RFC §17.6)', function () {
       assert.equal(accepted.state, 'ACCEPTED');
       assert.equal(accepted.acceptedBy, 'b');
       assert.equal(accepted.expiresAt, null);
-      assert.deepEqual(accepted.attempts.map((a) => [a.agentId, a.outcome, a.via]), [['b', 'accepted', 'requested']]);
+      assert.deepEqual(
+        accepted.attempts.map((a) => [a.agentId, a.outcome, a.via]),
+        [['b', 'accepted', 'requested']],
+      );
       assert.deepEqual(handoffs().pending('b', as('b')).records, [], 'no longer pending');
-      assert.deepEqual(notices('a', 'handoff_status').map((n) => [n.body.event, n.body.status, n.envelope.correlationId]), [['accepted', 'ACCEPTED', 'h1']]);
+      assert.deepEqual(
+        notices('a', 'handoff_status').map((n) => [n.body.event, n.body.status, n.envelope.correlationId]),
+        [['accepted', 'ACCEPTED', 'h1']],
+      );
       // Accepting again (a retry) is answered with the same record.
       assert.equal((await handoffs().accept('h1', 'b', as('b'), ctx())).state, 'ACCEPTED');
 
@@ -141,16 +194,30 @@ describe('handoffs (RFC §17.6)', function () {
       assert.match(done.message, /'b' owns the work/);
       assert.equal(stored().state, 'COMPLETED');
       assert.equal(stored().completedBy, 'a');
-      assert.deepEqual(notices('a', 'handoff_status').map((n) => n.body.event), ['accepted', 'completed']);
-      assert.deepEqual(notices('b', 'handoff_status').map((n) => n.body.event), ['completed'], 'the receiver is told too');
-      assert.deepEqual(handoffs().complete('h1', 'COMPLETED', as('b'), ctx()), { success: true, message: "handoff 'h1' was already completed by a" });
+      assert.deepEqual(
+        notices('a', 'handoff_status').map((n) => n.body.event),
+        ['accepted', 'completed'],
+      );
+      assert.deepEqual(
+        notices('b', 'handoff_status').map((n) => n.body.event),
+        ['completed'],
+        'the receiver is told too',
+      );
+      assert.deepEqual(handoffs().complete('h1', 'COMPLETED', as('b'), ctx()), {
+        success: true,
+        message: "handoff 'h1' was already completed by a",
+      });
       for (const type of ['handoff.requested', 'handoff.accepted', 'handoff.completed']) {
-        assert.deepEqual(events(type).map((e) => e.correlationId), ['h1'], `one ${type} event, under the handoff's correlation id`);
+        assert.deepEqual(
+          events(type).map((e) => e.correlationId),
+          ['h1'],
+          `one ${type} event, under the handoff's correlation id`,
+        );
       }
       await settle();
     });
 
-    it('after COMPLETED the router refuses the origin\'s sends about the work (PERMISSION_DENIED naming the handoff); ACKs, other work and the receiver pass', async () => {
+    it("after COMPLETED the router refuses the origin's sends about the work (PERMISSION_DENIED naming the handoff); ACKs, other work and the receiver pass", async () => {
       agent('a');
       agent('b');
       agent('c');
@@ -161,7 +228,10 @@ describe('handoffs (RFC §17.6)', function () {
       handoffs().complete('h1', 'COMPLETED', as('b'), ctx());
       const refused = h.send(h.envelope('a', { correlationId: 'work-7' }), 'c');
       assertRefused(refused, 'PERMISSION_DENIED', /handoff h1 completed: b owns this work/);
-      assertRefused(h.send(h.envelope('a', { correlationId: 'work-7', messageType: 'NOTIFICATION' }), 'b'), 'PERMISSION_DENIED');
+      assertRefused(
+        h.send(h.envelope('a', { correlationId: 'work-7', messageType: 'NOTIFICATION' }), 'b'),
+        'PERMISSION_DENIED',
+      );
       h.sendData('a', 'c', { correlationId: 'other-work' });
       h.sendData('b', 'c', { correlationId: 'work-7' });
       // The origin still acknowledges what it receives about the work (the completion notice).
@@ -169,27 +239,63 @@ describe('handoffs (RFC §17.6)', function () {
       assert.equal(notice.envelope.correlationId, 'work-7');
       h.acked('a', notice.envelope.messageId, 'READ');
       // And it may not start a new handoff about it either.
-      refusal(() => request({ requestId: 'h2', toAgent: 'c', correlationId: 'work-7' }), 'permission', 'PERMISSION_DENIED', /handoff h1 completed/);
+      refusal(
+        () => request({ requestId: 'h2', toAgent: 'c', correlationId: 'work-7' }),
+        'permission',
+        'PERMISSION_DENIED',
+        /handoff h1 completed/,
+      );
     });
 
-    it('refuses bad requests with the spec\'s codes and stores nothing', () => {
+    it("refuses bad requests with the spec's codes and stores nothing", () => {
       agent('a');
       agent('b');
       agent('x', ['other']);
       refusal(() => request({ requestId: '' }), 'invalid', 'VALIDATION_ERROR', /request_id is required/);
-      refusal(() => request({ requestId: 'r'.repeat(257) }), 'invalid', 'VALIDATION_ERROR', /request_id is longer than 256/);
+      refusal(
+        () => request({ requestId: 'r'.repeat(257) }),
+        'invalid',
+        'VALIDATION_ERROR',
+        /request_id is longer than 256/,
+      );
       refusal(() => request({ requestId: 'a\u0000b' }), 'invalid', 'VALIDATION_ERROR', /control characters/);
-      refusal(() => handoffs().request(input({ fromAgent: 'ghost' }), OPERATOR, ctx()), 'not_found', 'NOT_FOUND', /from_agent 'ghost' is not a registered agent/);
+      refusal(
+        () => handoffs().request(input({ fromAgent: 'ghost' }), OPERATOR, ctx()),
+        'not_found',
+        'NOT_FOUND',
+        /from_agent 'ghost' is not a registered agent/,
+      );
       refusal(() => handoffs().request(input(), as('b'), ctx()), 'permission', 'PERMISSION_DENIED', /as 'a'/);
-      refusal(() => request({ toAgent: 'ghost' }), 'not_found', 'NO_ROUTE', /to_agent 'ghost' is not a registered agent/);
-      refusal(() => request({ toAgent: 'x' }), 'precondition', 'NO_ROUTE', /to_agent 'x' lacks the required capabilities review \(it registered: other\)/);
+      refusal(
+        () => request({ toAgent: 'ghost' }),
+        'not_found',
+        'NO_ROUTE',
+        /to_agent 'ghost' is not a registered agent/,
+      );
+      refusal(
+        () => request({ toAgent: 'x' }),
+        'precondition',
+        'NO_ROUTE',
+        /to_agent 'x' lacks the required capabilities review \(it registered: other\)/,
+      );
       refusal(() => request({ toAgent: 'a' }), 'invalid', 'VALIDATION_ERROR', /cannot hand off to itself/);
       refusal(() => request({ reason: '  ' }), 'invalid', 'VALIDATION_ERROR', /reason is required/);
-      for (const priority of [-20, 21, 0.5]) refusal(() => request({ priority }), 'invalid', 'VALIDATION_ERROR', /-19 \(highest\) to 20 \(lowest\)/);
+      for (const priority of [-20, 21, 0.5])
+        refusal(() => request({ priority }), 'invalid', 'VALIDATION_ERROR', /-19 \(highest\) to 20 \(lowest\)/);
       refusal(() => request({ capabilitiesRequired: ['review', 'review'] }), 'invalid', 'VALIDATION_ERROR', /twice/);
       refusal(() => request({ capabilitiesRequired: ['has space'] }), 'invalid', 'VALIDATION_ERROR', /contains spaces/);
-      refusal(() => request({ timeoutMs: 86_400_001 }), 'invalid', 'VALIDATION_ERROR', /timeout is 86400001 ms; at most 86400000/);
-      refusal(() => request({ capabilitiesRequired: ['nobody-has-this'] }), 'precondition', 'NO_ROUTE', /no registered agent other than 'a' holds the capabilities nobody-has-this/);
+      refusal(
+        () => request({ timeoutMs: 86_400_001 }),
+        'invalid',
+        'VALIDATION_ERROR',
+        /timeout is 86400001 ms; at most 86400000/,
+      );
+      refusal(
+        () => request({ capabilitiesRequired: ['nobody-has-this'] }),
+        'precondition',
+        'NO_ROUTE',
+        /no registered agent other than 'a' holds the capabilities nobody-has-this/,
+      );
       refusal(() => request({ taskId: 'no-task' }), 'not_found', 'NOT_FOUND', /sw4rm-task-id 'no-task'/);
       refusal(() => request({ carryWorktree: true }), 'precondition', 'FAILED_PRECONDITION', /not bound to one/);
       assert.deepEqual(handoffs().recent(10), []);
@@ -206,7 +312,12 @@ describe('handoffs (RFC §17.6)', function () {
       assert.equal(again.requestedAt, first.requestedAt);
       assert.equal(events('handoff.requested').length, 1);
       assert.equal(notices('b', 'handoff_request').length, 1, 'notified once');
-      refusal(() => request({ toAgent: 'b', reason: 'another reason' }), 'exists', 'DUPLICATE_DETECTED', /request_id 'h1' was already used/);
+      refusal(
+        () => request({ toAgent: 'b', reason: 'another reason' }),
+        'exists',
+        'DUPLICATE_DETECTED',
+        /request_id 'h1' was already used/,
+      );
       refusal(() => request({ toAgent: 'b', context: Buffer.from('{}') }), 'exists', 'DUPLICATE_DETECTED');
     });
 
@@ -215,15 +326,41 @@ describe('handoffs (RFC §17.6)', function () {
       agent('b');
       agent('c');
       request({ toAgent: 'b' });
-      await rejected(handoffs().accept('h1', 'c', as('c'), ctx()), 'permission', 'PERMISSION_DENIED', /handoff 'h1' is not offered to 'c'/);
+      await rejected(
+        handoffs().accept('h1', 'c', as('c'), ctx()),
+        'permission',
+        'PERMISSION_DENIED',
+        /handoff 'h1' is not offered to 'c'/,
+      );
       // An impostor naming the target is refused by its credential (the identity guard, and again here).
-      await rejected(handoffs().accept('h1', 'b', as('c'), ctx()), 'permission', 'PERMISSION_DENIED', /may not accept as 'b'/);
+      await rejected(
+        handoffs().accept('h1', 'b', as('c'), ctx()),
+        'permission',
+        'PERMISSION_DENIED',
+        /may not accept as 'b'/,
+      );
       refusal(() => reject('h1', 'c'), 'permission', 'PERMISSION_DENIED', /handoff 'h1' is not offered to 'c'/);
-      refusal(() => handoffs().complete('h1', 'COMPLETED', as('a'), ctx()), 'precondition', 'FAILED_PRECONDITION', /is PENDING: only an ACCEPTED handoff/);
+      refusal(
+        () => handoffs().complete('h1', 'COMPLETED', as('a'), ctx()),
+        'precondition',
+        'FAILED_PRECONDITION',
+        /is PENDING: only an ACCEPTED handoff/,
+      );
       await rejected(handoffs().accept('nope', 'b', as('b'), ctx()), 'not_found', 'NOT_FOUND');
       await handoffs().accept('h1', 'b', as('b'), ctx());
-      refusal(() => handoffs().complete('h1', 'COMPLETED', as('c'), ctx()), 'permission', 'PERMISSION_DENIED', /only the parties/);
-      for (const status of ['REJECTED', 'EXPIRED', 'PENDING', '']) refusal(() => handoffs().complete('h1', status, as('a'), ctx()), 'invalid', 'VALIDATION_ERROR', /status must be COMPLETED/);
+      refusal(
+        () => handoffs().complete('h1', 'COMPLETED', as('c'), ctx()),
+        'permission',
+        'PERMISSION_DENIED',
+        /only the parties/,
+      );
+      for (const status of ['REJECTED', 'EXPIRED', 'PENDING', ''])
+        refusal(
+          () => handoffs().complete('h1', status, as('a'), ctx()),
+          'invalid',
+          'VALIDATION_ERROR',
+          /status must be COMPLETED/,
+        );
       refusal(() => reject('h1', 'b'), 'precondition', 'FAILED_PRECONDITION', /is ACCEPTED/);
       assert.equal(handoffs().complete('h1', 'COMPLETED', OPERATOR, ctx()).success, true);
       assert.equal(stored().completedBy, 'operator:operator');
@@ -255,10 +392,14 @@ describe('handoffs (RFC §17.6)', function () {
       assert.equal(request({ requestId: 'h4', capabilitiesRequired: ['review', 'security'] }).toAgent, 'd');
       // busy (2 tasks), c and d (2 handoffs each) tie: by id.
       assert.equal(request({ requestId: 'h5', capabilitiesRequired: ['review', 'security'] }).toAgent, 'busy');
-      assert.equal(request({ requestId: 'h6', capabilitiesRequired: ['review'] }).toAgent, 'lacks', 'holding review is enough here');
+      assert.equal(
+        request({ requestId: 'h6', capabilitiesRequired: ['review'] }).toAgent,
+        'lacks',
+        'holding review is enough here',
+      );
     });
 
-    it('an agent\'s max_concurrent_delegations bounds what it is offered; the named target over it is refused OVERLOADED', () => {
+    it("an agent's max_concurrent_delegations bounds what it is offered; the named target over it is refused OVERLOADED", () => {
       agent('a');
       agent('b', ['review'], { maxConcurrentDelegations: 1 });
       agent('c');
@@ -277,7 +418,13 @@ describe('handoffs (RFC §17.6)', function () {
       let r = stored();
       assert.equal(r.state, 'PENDING');
       assert.equal(r.toAgent, 'c');
-      assert.deepEqual(r.attempts.map((a) => [a.agentId, a.outcome, a.reason, a.code, a.retryAfterMs]), [['b', 'rejected', 'too busy', 'OVERLOADED', 5_000], ['c', '', '', '', undefined]]);
+      assert.deepEqual(
+        r.attempts.map((a) => [a.agentId, a.outcome, a.reason, a.code, a.retryAfterMs]),
+        [
+          ['b', 'rejected', 'too busy', 'OVERLOADED', 5_000],
+          ['c', '', '', '', undefined],
+        ],
+      );
       assert.equal(notices('c', 'handoff_request').length, 1);
       const [rerouted] = notices('a', 'handoff_status');
       assert.equal(rerouted.body.event, 'rerouted');
@@ -294,8 +441,17 @@ describe('handoffs (RFC §17.6)', function () {
       assert.equal(r.rejectionCode, 'VALIDATION_ERROR');
       assert.ok(r.endedAt);
       assert.equal(events('handoff.rejected').length, 1);
-      assert.match(String(events('handoff.rejected')[0].details.reason), /rejected by 'c'; not offered to anyone else: no agent holding review can take the handoff now \(b: tried already; c: tried already\)/);
-      assert.deepEqual(notices('a', 'handoff_status').map((n) => [n.body.event, n.body.status, n.body.rejection_reason]), [['rerouted', 'PENDING', 'too busy'], ['rejected', 'REJECTED', 'not my area']]);
+      assert.match(
+        String(events('handoff.rejected')[0].details.reason),
+        /rejected by 'c'; not offered to anyone else: no agent holding review can take the handoff now \(b: tried already; c: tried already\)/,
+      );
+      assert.deepEqual(
+        notices('a', 'handoff_status').map((n) => [n.body.event, n.body.status, n.body.rejection_reason]),
+        [
+          ['rerouted', 'PENDING', 'too busy'],
+          ['rejected', 'REJECTED', 'not my area'],
+        ],
+      );
       assert.deepEqual(handoffs().pending('c', as('c')).records, []);
     });
 
@@ -309,12 +465,21 @@ describe('handoffs (RFC §17.6)', function () {
       reject('h1', 'b', { redirectTo: 'z', code: 'REDIRECT' });
       let r = stored();
       assert.equal(r.toAgent, 'z');
-      assert.deepEqual(r.attempts.map((a) => [a.agentId, a.outcome, a.via, a.redirectTo]), [['b', 'redirected', 'requested', 'z'], ['z', '', 'redirect', undefined]]);
+      assert.deepEqual(
+        r.attempts.map((a) => [a.agentId, a.outcome, a.via, a.redirectTo]),
+        [
+          ['b', 'redirected', 'requested', 'z'],
+          ['z', '', 'redirect', undefined],
+        ],
+      );
       reject('h1', 'z', { redirectTo: 'nocap' });
       r = stored();
       assert.equal(r.toAgent, 'c');
       assert.equal(r.attempts[2].via, 'capability');
-      assert.match(JSON.stringify(events('handoff.rerouted')[1].details.notes), /redirect to 'nocap' not followed: it lacks review/);
+      assert.match(
+        JSON.stringify(events('handoff.rerouted')[1].details.notes),
+        /redirect to 'nocap' not followed: it lacks review/,
+      );
     });
 
     it('delegation_policy: allow_spillover_routing false never reroutes; max_redirects bounds the redirects followed, not capability routing', () => {
@@ -322,7 +487,14 @@ describe('handoffs (RFC §17.6)', function () {
       agent('b');
       agent('c');
       agent('d');
-      const policy = { maxRetriesOnOverloaded: 0, initialBackoffMs: 0, backoffMultiplier: 0, maxBackoffMs: 0, allowSpilloverRouting: false, maxRedirects: 0 };
+      const policy = {
+        maxRetriesOnOverloaded: 0,
+        initialBackoffMs: 0,
+        backoffMultiplier: 0,
+        maxBackoffMs: 0,
+        allowSpilloverRouting: false,
+        maxRedirects: 0,
+      };
       request({ delegationPolicy: policy });
       reject('h1', 'b');
       assert.equal(stored().state, 'REJECTED');
@@ -343,13 +515,33 @@ describe('handoffs (RFC §17.6)', function () {
       agent('c');
       agent('y');
       agent('z');
-      request({ toAgent: 'b', delegationPolicy: { maxRetriesOnOverloaded: 0, initialBackoffMs: 0, backoffMultiplier: 0, maxBackoffMs: 0, allowSpilloverRouting: true, maxRedirects: 1 } });
+      request({
+        toAgent: 'b',
+        delegationPolicy: {
+          maxRetriesOnOverloaded: 0,
+          initialBackoffMs: 0,
+          backoffMultiplier: 0,
+          maxBackoffMs: 0,
+          allowSpilloverRouting: true,
+          maxRedirects: 1,
+        },
+      });
       reject('h1', 'b', { redirectTo: 'z', code: 'REDIRECT' });
       assert.equal(stored().toAgent, 'z');
       reject('h1', 'z', { redirectTo: 'y', code: 'REDIRECT' });
       assert.equal(stored().toAgent, 'c', 'the second redirect is not followed; the next capable agent is offered it');
-      assert.deepEqual(stored().attempts.map((a) => [a.agentId, a.via]), [['b', 'requested'], ['z', 'redirect'], ['c', 'capability']]);
-      assert.match(JSON.stringify(events('handoff.rerouted')[1].details.notes), /redirect to 'y' not followed: delegation_policy.max_redirects 1 reached/);
+      assert.deepEqual(
+        stored().attempts.map((a) => [a.agentId, a.via]),
+        [
+          ['b', 'requested'],
+          ['z', 'redirect'],
+          ['c', 'capability'],
+        ],
+      );
+      assert.match(
+        JSON.stringify(events('handoff.rerouted')[1].details.notes),
+        /redirect to 'y' not followed: delegation_policy.max_redirects 1 reached/,
+      );
     });
 
     it('with rerouting off a rejection ends the handoff', () => {
@@ -372,7 +564,13 @@ describe('handoffs (RFC §17.6)', function () {
       assert.ok(h.registry.deregister('b', 'going away', ctx()));
       const r = stored();
       assert.equal(r.toAgent, 'c');
-      assert.deepEqual(r.attempts.map((a) => [a.agentId, a.outcome]), [['b', 'left'], ['c', '']]);
+      assert.deepEqual(
+        r.attempts.map((a) => [a.agentId, a.outcome]),
+        [
+          ['b', 'left'],
+          ['c', ''],
+        ],
+      );
       // Nobody left to take it: it stays offered to the agent that left.
       assert.ok(h.registry.deregister('c', 'going away', ctx()));
       assert.equal(stored().toAgent, 'c');
@@ -384,9 +582,16 @@ describe('handoffs (RFC §17.6)', function () {
       agent('b');
       agent('c');
       request({ toAgent: 'b' });
-      for (const to of ['SCHEDULED', 'RUNNING', 'FAILED_STATE']) assert.ok(h.registry.transition('b', to, { by: 'task', reason: 'crashed' }, ctx()).ok, to);
+      for (const to of ['SCHEDULED', 'RUNNING', 'FAILED_STATE'])
+        assert.ok(h.registry.transition('b', to, { by: 'task', reason: 'crashed' }, ctx()).ok, to);
       assert.equal(stored().toAgent, 'c');
-      assert.deepEqual(stored().attempts.map((a) => [a.agentId, a.outcome, a.reason]), [['b', 'left', 'failed (lifecycle state FAILED)'], ['c', '', '']]);
+      assert.deepEqual(
+        stored().attempts.map((a) => [a.agentId, a.outcome, a.reason]),
+        [
+          ['b', 'left', 'failed (lifecycle state FAILED)'],
+          ['c', '', ''],
+        ],
+      );
     });
   });
 
@@ -405,14 +610,33 @@ describe('handoffs (RFC §17.6)', function () {
       assert.equal(r.state, 'PENDING');
       assert.equal(r.acceptedBy, '');
       assert.equal(r.toAgent, 'c');
-      assert.deepEqual(r.attempts.map((a) => [a.agentId, a.outcome]), [['b', 'left'], ['c', '']]);
+      assert.deepEqual(
+        r.attempts.map((a) => [a.agentId, a.outcome]),
+        [
+          ['b', 'left'],
+          ['c', ''],
+        ],
+      );
       assert.match(r.attempts[0].reason, /going away/);
       assert.equal(r.expiresAt, h.clock.now() + TIMEOUT, 'a new wait from when it went back to PENDING');
-      const told = notices('a', 'handoff_status').map((n) => [n.body.event, n.body.status, n.body.previous_agent, n.body.previous_outcome]);
-      assert.deepEqual(told, [['accepted', 'ACCEPTED', undefined, undefined], ['rerouted', 'PENDING', 'b', 'acceptor_left']]);
+      const told = notices('a', 'handoff_status').map((n) => [
+        n.body.event,
+        n.body.status,
+        n.body.previous_agent,
+        n.body.previous_outcome,
+      ]);
+      assert.deepEqual(told, [
+        ['accepted', 'ACCEPTED', undefined, undefined],
+        ['rerouted', 'PENDING', 'b', 'acceptor_left'],
+      ]);
       assert.equal(notices('c', 'handoff_request').length, 1);
       assert.equal(events('handoff.rerouted')[0].details.trigger, 'acceptor_left');
-      refusal(() => handoffs().complete('h1', 'COMPLETED', as('a'), ctx()), 'precondition', 'FAILED_PRECONDITION', /is PENDING/);
+      refusal(
+        () => handoffs().complete('h1', 'COMPLETED', as('a'), ctx()),
+        'precondition',
+        'FAILED_PRECONDITION',
+        /is PENDING/,
+      );
       await handoffs().accept('h1', 'c', as('c'), ctx());
       assert.equal(handoffs().complete('h1', 'COMPLETED', as('a'), ctx()).success, true);
       assert.equal(stored().acceptedBy, 'c');
@@ -431,8 +655,14 @@ describe('handoffs (RFC §17.6)', function () {
       assert.equal(r.state, 'REJECTED');
       assert.equal(r.rejectionCode, 'AGENT_UNAVAILABLE');
       assert.match(r.rejectionReason, /the accepting agent 'b' failed/);
-      assert.deepEqual(r.attempts.map((a) => [a.agentId, a.outcome]), [['b', 'left']]);
-      assert.deepEqual(notices('a', 'handoff_status').map((n) => n.body.event), ['accepted', 'rejected']);
+      assert.deepEqual(
+        r.attempts.map((a) => [a.agentId, a.outcome]),
+        [['b', 'left']],
+      );
+      assert.deepEqual(
+        notices('a', 'handoff_status').map((n) => n.body.event),
+        ['accepted', 'rejected'],
+      );
     });
 
     it('CompleteHandoff is refused while the accepting agent is not registered (its departure could not be recorded yet)', async () => {
@@ -442,11 +672,18 @@ describe('handoffs (RFC §17.6)', function () {
       await handoffs().accept('h1', 'b', as('b'), ctx());
       const repo = h.store.handoffs;
       const put = repo.put.bind(repo);
-      repo.put = () => { throw new Error('the disk says no'); };
+      repo.put = () => {
+        throw new Error('the disk says no');
+      };
       assert.ok(h.registry.deregister('b', 'going away', ctx()));
       repo.put = put;
       assert.equal(stored().state, 'ACCEPTED', 'the departure was not recorded');
-      refusal(() => handoffs().complete('h1', 'COMPLETED', as('a'), ctx()), 'precondition', 'FAILED_PRECONDITION', /the accepting agent 'b' is not registered/);
+      refusal(
+        () => handoffs().complete('h1', 'COMPLETED', as('a'), ctx()),
+        'precondition',
+        'FAILED_PRECONDITION',
+        /the accepting agent 'b' is not registered/,
+      );
       assert.equal(stored().state, 'REJECTED', 'the refusal recorded the departure it found');
     });
 
@@ -461,7 +698,10 @@ describe('handoffs (RFC §17.6)', function () {
         db.close();
       });
       assert.equal(stored().state, 'REJECTED');
-      assert.deepEqual(stored().attempts.map((a) => [a.agentId, a.outcome]), [['b', 'left']]);
+      assert.deepEqual(
+        stored().attempts.map((a) => [a.agentId, a.outcome]),
+        [['b', 'left']],
+      );
     });
   });
 
@@ -471,18 +711,38 @@ describe('handoffs (RFC §17.6)', function () {
       agent('a');
       agent('b');
       const MiB = 1024 * 1024;
-      for (const [requestId, priority] of [['h1', 0], ['h2', -5], ['h3', 0], ['h4', 5], ['h5', -5]] as const) {
-        request({ requestId, toAgent: 'b', priority, contextContentType: '', context: Buffer.alloc(MiB, requestId.charCodeAt(1)) });
+      for (const [requestId, priority] of [
+        ['h1', 0],
+        ['h2', -5],
+        ['h3', 0],
+        ['h4', 5],
+        ['h5', -5],
+      ] as const) {
+        request({
+          requestId,
+          toAgent: 'b',
+          priority,
+          contextContentType: '',
+          context: Buffer.alloc(MiB, requestId.charCodeAt(1)),
+        });
         h.clock.advance(10);
       }
       const page = handoffs().pending('b', as('b'));
-      assert.deepEqual(page.records.map((r) => r.requestId), ['h2', 'h5', 'h1']);
+      assert.deepEqual(
+        page.records.map((r) => r.requestId),
+        ['h2', 'h5', 'h1'],
+      );
       assert.equal(page.more, 2);
       assert.ok(page.records.reduce((n, r) => n + r.context.byteLength, 0) <= 3.5 * MiB);
       assert.equal(page.records[0].context.byteLength, MiB, 'contexts whole');
       reject('h2', 'b');
       reject('h5', 'b');
-      assert.deepEqual(handoffs().pending('b', as('b')).records.map((r) => r.requestId), ['h1', 'h3', 'h4']);
+      assert.deepEqual(
+        handoffs()
+          .pending('b', as('b'))
+          .records.map((r) => r.requestId),
+        ['h1', 'h3', 'h4'],
+      );
       assert.equal(handoffs().pending('b', as('b')).more, 0);
     });
 
@@ -503,20 +763,28 @@ describe('handoffs (RFC §17.6)', function () {
       agent('c');
       request({ requestId: 'h1', toAgent: 'b' });
       request({ requestId: 'h2', toAgent: 'b' });
-      refusal(() => request({ requestId: 'h3', toAgent: 'b' }), 'exhausted', 'BUFFER_FULL', /to_agent 'b' already has 2 handoffs waiting for its answer \(at most 2\)/);
+      refusal(
+        () => request({ requestId: 'h3', toAgent: 'b' }),
+        'exhausted',
+        'BUFFER_FULL',
+        /to_agent 'b' already has 2 handoffs waiting for its answer \(at most 2\)/,
+      );
       assert.equal(request({ requestId: 'h4' }).toAgent, 'c', 'capability routing passes b by');
       request({ requestId: 'h5', toAgent: 'c' });
       refusal(() => request({ requestId: 'h6' }), 'precondition', 'NO_ROUTE', /b: 2 handoffs waiting for its answer/);
       reject('h4', 'c', { redirectTo: 'b' });
       assert.equal(stored('h4').state, 'REJECTED');
-      assert.match(String(events('handoff.rejected')[0].details.reason), /redirect to 'b' not followed: it has 2 handoffs waiting for its answer/);
+      assert.match(
+        String(events('handoff.rejected')[0].details.reason),
+        /redirect to 'b' not followed: it has 2 handoffs waiting for its answer/,
+      );
     });
   });
 
   describe('timeouts', () => {
     beforeEach(() => start());
 
-    it('a target\'s answer window passing → the next candidate; the timeout ends it EXPIRED (nothing waits forever)', async () => {
+    it("a target's answer window passing → the next candidate; the timeout ends it EXPIRED (nothing waits forever)", async () => {
       h.dispose();
       start({ answerWindowMs: 6_000 });
       agent('a');
@@ -529,36 +797,60 @@ describe('handoffs (RFC §17.6)', function () {
       h.clock.advance(1);
       let r = stored();
       assert.equal(r.toAgent, 'c');
-      assert.deepEqual(r.attempts.map((a) => [a.agentId, a.outcome]), [['b', 'expired'], ['c', '']]);
-      assert.equal(r.expiresAt, t0 + TIMEOUT, 'the requester\'s wait did not grow');
+      assert.deepEqual(
+        r.attempts.map((a) => [a.agentId, a.outcome]),
+        [
+          ['b', 'expired'],
+          ['c', ''],
+        ],
+      );
+      assert.equal(r.expiresAt, t0 + TIMEOUT, "the requester's wait did not grow");
       h.clock.advance(TIMEOUT - 6_000);
       r = stored();
       assert.equal(r.state, 'EXPIRED');
       assert.match(r.endReason, /'c' did not answer in time/);
-      assert.deepEqual(notices('a', 'handoff_status').map((n) => n.body.event), ['rerouted', 'expired']);
+      assert.deepEqual(
+        notices('a', 'handoff_status').map((n) => n.body.event),
+        ['rerouted', 'expired'],
+      );
       assert.equal(handoffs().openCount(), 0);
       await settle();
     });
 
-    it('a request\'s own timeout is used; the budget\'s deadline cuts it, and ends it without rerouting', () => {
+    it("a request's own timeout is used; the budget's deadline cuts it, and ends it without rerouting", () => {
       agent('a');
       agent('b');
       agent('c');
       const now = h.clock.now();
-      const budget = { tokenBudgetRemaining: 1000, wallTimeRemainingMs: 0, deadlineEpochMs: now + 3_000, currentDepth: 1, maxDelegationDepth: 3 };
+      const budget = {
+        tokenBudgetRemaining: 1000,
+        wallTimeRemainingMs: 0,
+        deadlineEpochMs: now + 3_000,
+        currentDepth: 1,
+        maxDelegationDepth: 3,
+      };
       const r = request({ timeoutMs: 20_000, budget });
       assert.equal(r.timeoutMs, 3_000);
       assert.equal(r.expiresAt, now + 3_000);
       const [offer] = notices('b', 'handoff_request');
-      assert.deepEqual(offer.body.budget, { token_budget_remaining: 1000, wall_time_remaining_ms: 0, deadline_epoch_ms: now + 3_000, current_depth: 1, max_delegation_depth: 3 });
+      assert.deepEqual(offer.body.budget, {
+        token_budget_remaining: 1000,
+        wall_time_remaining_ms: 0,
+        deadline_epoch_ms: now + 3_000,
+        current_depth: 1,
+        max_delegation_depth: 3,
+      });
       h.clock.advance(3_000);
       assert.equal(stored().state, 'EXPIRED');
       assert.match(stored().endReason, /the budget's deadline .* passed/);
       assert.equal(request({ requestId: 'h2', timeoutMs: 20_000 }).expiresAt, h.clock.now() + 20_000);
-      assert.equal(request({ requestId: 'h3', budget: { ...budget, deadlineEpochMs: 0, wallTimeRemainingMs: 4_000 } }).timeoutMs, 4_000);
+      assert.equal(
+        request({ requestId: 'h3', budget: { ...budget, deadlineEpochMs: 0, wallTimeRemainingMs: 4_000 } }).timeoutMs,
+        4_000,
+      );
     });
 
-    it('`timeout` bounds the requester\'s whole wait: each target has the answer window, and every window ends by requestedAt + timeout', () => {
+    it("`timeout` bounds the requester's whole wait: each target has the answer window, and every window ends by requestedAt + timeout", () => {
       h.dispose();
       start({ answerWindowMs: 4_000 });
       agent('a');
@@ -569,16 +861,27 @@ describe('handoffs (RFC §17.6)', function () {
       assert.equal(request().expiresAt, t0 + TIMEOUT);
       assert.equal(notices('b', 'handoff_request')[0].body.answer_by, new Date(t0 + 4_000).toISOString());
       h.clock.advance(4_000);
-      assert.equal(stored().toAgent, 'c', 'b\'s window passed: the next candidate');
+      assert.equal(stored().toAgent, 'c', "b's window passed: the next candidate");
       h.clock.advance(4_000);
       assert.equal(stored().toAgent, 'd');
       assert.equal(stored().expiresAt, t0 + TIMEOUT, 'the wait still ends where it did');
-      assert.equal(notices('d', 'handoff_request')[0].body.answer_by, new Date(t0 + TIMEOUT).toISOString(), 'd has only what remains');
+      assert.equal(
+        notices('d', 'handoff_request')[0].body.answer_by,
+        new Date(t0 + TIMEOUT).toISOString(),
+        'd has only what remains',
+      );
       h.clock.advance(TIMEOUT - 8_000 - 1);
       assert.equal(stored().state, 'PENDING');
       h.clock.advance(1);
       assert.equal(stored().state, 'EXPIRED', 'the requester waited `timeout` in all');
-      assert.deepEqual(stored().attempts.map((a) => [a.agentId, a.outcome]), [['b', 'expired'], ['c', 'expired'], ['d', 'expired']]);
+      assert.deepEqual(
+        stored().attempts.map((a) => [a.agentId, a.outcome]),
+        [
+          ['b', 'expired'],
+          ['c', 'expired'],
+          ['d', 'expired'],
+        ],
+      );
       assert.match(stored().endReason, /'d' did not answer in time/);
     });
 
@@ -612,7 +915,7 @@ describe('handoffs (RFC §17.6)', function () {
       assert.equal(stored().state, 'EXPIRED');
     });
 
-    it('an answer after the time ran out, while the timer\'s callback is still queued, is refused: the timeout is decided first', async () => {
+    it("an answer after the time ran out, while the timer's callback is still queued, is refused: the timeout is decided first", async () => {
       agent('a');
       agent('b');
       request({ toAgent: 'b' });
@@ -633,10 +936,30 @@ describe('handoffs (RFC §17.6)', function () {
     it('the budget envelope refuses a delegation too deep or past its deadline', () => {
       agent('a');
       agent('b');
-      const budget = { tokenBudgetRemaining: 0, wallTimeRemainingMs: 0, deadlineEpochMs: 0, currentDepth: 3, maxDelegationDepth: 3 };
-      refusal(() => request({ budget }), 'precondition', 'VALIDATION_ERROR', /current_depth 3 has reached max_delegation_depth 3/);
-      refusal(() => request({ budget: { ...budget, currentDepth: 0, deadlineEpochMs: h.clock.now() } }), 'deadline', 'TTL_EXPIRED', /deadline_epoch_ms .* has passed/);
-      assert.equal(request({ budget: { ...budget, maxDelegationDepth: 0 } }).state, 'PENDING', 'max_delegation_depth 0: no limit');
+      const budget = {
+        tokenBudgetRemaining: 0,
+        wallTimeRemainingMs: 0,
+        deadlineEpochMs: 0,
+        currentDepth: 3,
+        maxDelegationDepth: 3,
+      };
+      refusal(
+        () => request({ budget }),
+        'precondition',
+        'VALIDATION_ERROR',
+        /current_depth 3 has reached max_delegation_depth 3/,
+      );
+      refusal(
+        () => request({ budget: { ...budget, currentDepth: 0, deadlineEpochMs: h.clock.now() } }),
+        'deadline',
+        'TTL_EXPIRED',
+        /deadline_epoch_ms .* has passed/,
+      );
+      assert.equal(
+        request({ budget: { ...budget, maxDelegationDepth: 0 } }).state,
+        'PENDING',
+        'max_delegation_depth 0: no limit',
+      );
     });
   });
 
@@ -652,12 +975,25 @@ describe('handoffs (RFC §17.6)', function () {
       assert.equal(r.toAgent, '');
       assert.deepEqual(r.attempts, []);
       assert.equal(events('handoff.requested')[0].details.via, 'operator');
-      await rejected(handoffs().accept('h1', 'b', as('b'), ctx()), 'permission', 'PERMISSION_DENIED', /is not offered to 'b'/);
+      await rejected(
+        handoffs().accept('h1', 'b', as('b'), ctx()),
+        'permission',
+        'PERMISSION_DENIED',
+        /is not offered to 'b'/,
+      );
       const accepted = handoffs().acceptAsOperator('h1', 'alice', ctx());
       assert.equal(accepted.state, 'ACCEPTED');
       assert.equal(accepted.acceptedBy, 'operator:alice');
-      assert.deepEqual(notices('a', 'handoff_status').map((n) => [n.body.event, n.body.accepted_by]), [['accepted', 'operator:alice']]);
-      refusal(() => handoffs().acceptAsOperator('h1', 'alice', ctx()), 'precondition', 'FAILED_PRECONDITION', /does not wait for a person/);
+      assert.deepEqual(
+        notices('a', 'handoff_status').map((n) => [n.body.event, n.body.accepted_by]),
+        [['accepted', 'operator:alice']],
+      );
+      refusal(
+        () => handoffs().acceptAsOperator('h1', 'alice', ctx()),
+        'precondition',
+        'FAILED_PRECONDITION',
+        /does not wait for a person/,
+      );
       assert.equal(handoffs().complete('h1', 'COMPLETED', as('a'), ctx()).success, true);
     });
 
@@ -670,7 +1006,12 @@ describe('handoffs (RFC §17.6)', function () {
       assert.equal(r.awaitingOperator, true);
       assert.equal(events('handoff.awaiting_operator').length, 1);
       assert.equal(notices('a', 'handoff_status')[0].body.event, 'awaiting_operator');
-      refusal(() => handoffs().rejectAsOperator('h1', ' ', 'alice', ctx()), 'invalid', 'VALIDATION_ERROR', /reason is required/);
+      refusal(
+        () => handoffs().rejectAsOperator('h1', ' ', 'alice', ctx()),
+        'invalid',
+        'VALIDATION_ERROR',
+        /reason is required/,
+      );
       handoffs().rejectAsOperator('h1', 'nobody has time', 'alice', ctx());
       assert.equal(stored().state, 'REJECTED');
       assert.equal(stored().rejectionReason, 'nobody has time');
@@ -691,30 +1032,92 @@ describe('handoffs (RFC §17.6)', function () {
     const ctxOf = (value: unknown) => Buffer.from(JSON.stringify(value));
 
     it('is validated against the HandoffContext schema when its content type says so, the failing JSON path named', () => {
-      refusal(() => request({ context: ctxOf({ ...CONTEXT, conversation_history: [{ content: 'no role' }] }) }), 'invalid', 'VALIDATION_ERROR',
-        /^context_snapshot\/conversation_history\/0: must have required property 'role'$/);
-      refusal(() => request({ context: ctxOf({ conversation_history: [], tool_state: {} }) }), 'invalid', 'VALIDATION_ERROR',
-        /^context_snapshot: must have required property 'metadata'$/);
-      refusal(() => request({ context: ctxOf({ ...CONTEXT, tool_state: [] }) }), 'invalid', 'VALIDATION_ERROR', /^context_snapshot\/tool_state: must be object$/);
-      refusal(() => request({ context: ctxOf({ ...CONTEXT, conversation_history: [{ role: 'user', content: 'x', timestamp: 'yesterday' }] }) }), 'invalid', 'VALIDATION_ERROR',
-        /^context_snapshot\/conversation_history\/0\/timestamp: must match format "date-time"$/);
-      refusal(() => request({ context: ctxOf({ ...CONTEXT, conversation_history: [{ role: 'user', content: 'x', timestamp: '2025-02-30T10:00:00Z' }] }) }), 'invalid', 'VALIDATION_ERROR', /date-time/);
-      refusal(() => request({ context: Buffer.from('{"conversation_history": [') }), 'invalid', 'VALIDATION_ERROR', /context_snapshot is not valid JSON/);
-      refusal(() => request({ context: Buffer.from('['.repeat(100) + ']'.repeat(100)) }), 'invalid', 'VALIDATION_ERROR', /nests deeper than 64/);
+      refusal(
+        () => request({ context: ctxOf({ ...CONTEXT, conversation_history: [{ content: 'no role' }] }) }),
+        'invalid',
+        'VALIDATION_ERROR',
+        /^context_snapshot\/conversation_history\/0: must have required property 'role'$/,
+      );
+      refusal(
+        () => request({ context: ctxOf({ conversation_history: [], tool_state: {} }) }),
+        'invalid',
+        'VALIDATION_ERROR',
+        /^context_snapshot: must have required property 'metadata'$/,
+      );
+      refusal(
+        () => request({ context: ctxOf({ ...CONTEXT, tool_state: [] }) }),
+        'invalid',
+        'VALIDATION_ERROR',
+        /^context_snapshot\/tool_state: must be object$/,
+      );
+      refusal(
+        () =>
+          request({
+            context: ctxOf({
+              ...CONTEXT,
+              conversation_history: [{ role: 'user', content: 'x', timestamp: 'yesterday' }],
+            }),
+          }),
+        'invalid',
+        'VALIDATION_ERROR',
+        /^context_snapshot\/conversation_history\/0\/timestamp: must match format "date-time"$/,
+      );
+      refusal(
+        () =>
+          request({
+            context: ctxOf({
+              ...CONTEXT,
+              conversation_history: [{ role: 'user', content: 'x', timestamp: '2025-02-30T10:00:00Z' }],
+            }),
+          }),
+        'invalid',
+        'VALIDATION_ERROR',
+        /date-time/,
+      );
+      refusal(
+        () => request({ context: Buffer.from('{"conversation_history": [') }),
+        'invalid',
+        'VALIDATION_ERROR',
+        /context_snapshot is not valid JSON/,
+      );
+      refusal(
+        () => request({ context: Buffer.from('['.repeat(100) + ']'.repeat(100)) }),
+        'invalid',
+        'VALIDATION_ERROR',
+        /nests deeper than 64/,
+      );
       refusal(() => request({ context: Buffer.from([0xff, 0xfe]) }), 'invalid', 'VALIDATION_ERROR', /not valid UTF-8/);
       assert.equal(request().state, 'PENDING', 'the valid context is taken');
     });
 
     it('application/json must be bounded valid JSON; no content type is opaque bytes; every context is at most 1 MiB', () => {
-      refusal(() => request({ contextContentType: 'application/json', context: Buffer.from('not json') }), 'invalid', 'VALIDATION_ERROR', /not valid JSON/);
-      assert.equal(request({ contextContentType: 'application/json', context: ctxOf({ anything: true }) }).state, 'PENDING');
+      refusal(
+        () => request({ contextContentType: 'application/json', context: Buffer.from('not json') }),
+        'invalid',
+        'VALIDATION_ERROR',
+        /not valid JSON/,
+      );
+      assert.equal(
+        request({ contextContentType: 'application/json', context: ctxOf({ anything: true }) }).state,
+        'PENDING',
+      );
       const opaque = request({ requestId: 'h2', contextContentType: '', context: Buffer.from([0, 1, 2, 255]) });
       assert.equal(opaque.state, 'PENDING');
       const offer = notices('b', 'handoff_request').find((n) => n.body.request_id === 'h2')!;
       assert.equal(offer.body.context_encoding, 'base64');
       assert.deepEqual(Buffer.from(String(offer.body.context), 'base64'), Buffer.from([0, 1, 2, 255]));
-      refusal(() => request({ requestId: 'h3', contextContentType: '', context: Buffer.alloc(1024 * 1024 + 1) }), 'invalid', 'VALIDATION_ERROR', /at most 1048576/);
-      refusal(() => request({ requestId: 'h3', contextContentType: 'not a type' }), 'invalid', 'VALIDATION_ERROR', /is not a MIME type/);
+      refusal(
+        () => request({ requestId: 'h3', contextContentType: '', context: Buffer.alloc(1024 * 1024 + 1) }),
+        'invalid',
+        'VALIDATION_ERROR',
+        /at most 1048576/,
+      );
+      refusal(
+        () => request({ requestId: 'h3', contextContentType: 'not a type' }),
+        'invalid',
+        'VALIDATION_ERROR',
+        /is not a MIME type/,
+      );
     });
 
     it('a context too large for the 32 KiB NOTIFICATION is omitted there (context_omitted) and read whole by GetPendingHandoffs', () => {
@@ -732,17 +1135,31 @@ describe('handoffs (RFC §17.6)', function () {
   describe('tasks', () => {
     beforeEach(() => start());
 
-    it('COMPLETED closes the origin\'s task (CANCELLED handed_off, terminate sent); its sends with the task\'s correlation are refused, its ACK of terminate is not', async () => {
+    it("COMPLETED closes the origin's task (CANCELLED handed_off, terminate sent); its sends with the task's correlation are refused, its ACK of terminate is not", async () => {
       agent('a');
       agent('b');
       h.submitted('a', 0, { taskId: 't1' });
-      const run = sinks.get('a')!.ofType('CONTROL').map((i) => ({ id: i.envelope.messageId, body: json(i.envelope) })).find((c) => c.body.command === 'run')!;
+      const run = sinks
+        .get('a')!
+        .ofType('CONTROL')
+        .map((i) => ({ id: i.envelope.messageId, body: json(i.envelope) }))
+        .find((c) => c.body.command === 'run')!;
       await h.answer('a', run.id, 'RECEIVED');
       assert.equal(h.task('t1').state, 'RUNNING');
-      refusal(() => request({ taskId: 't1', fromAgent: 'b', toAgent: 'a' }), 'permission', 'PERMISSION_DENIED', /task 't1' belongs to 'a', not 'b'/);
+      refusal(
+        () => request({ taskId: 't1', fromAgent: 'b', toAgent: 'a' }),
+        'permission',
+        'PERMISSION_DENIED',
+        /task 't1' belongs to 'a', not 'b'/,
+      );
       const r = request({ taskId: 't1', toAgent: 'b' });
       assert.equal(r.correlationId, 't1', 'the correlation id defaults to the task id');
-      refusal(() => request({ requestId: 'h2', taskId: 't1', toAgent: 'b' }), 'precondition', 'FAILED_PRECONDITION', /already being handed off by handoff 'h1'/);
+      refusal(
+        () => request({ requestId: 'h2', taskId: 't1', toAgent: 'b' }),
+        'precondition',
+        'FAILED_PRECONDITION',
+        /already being handed off by handoff 'h1'/,
+      );
       await handoffs().accept('h1', 'b', as('b'), ctx());
       assert.equal(h.task('t1').state, 'RUNNING', 'the task runs on until the handoff completes');
       handoffs().complete('h1', 'COMPLETED', as('b'), ctx());
@@ -750,28 +1167,51 @@ describe('handoffs (RFC §17.6)', function () {
       assert.equal(task.state, 'CANCELLED');
       assert.equal(task.errorCode, 'handed_off');
       assert.match(task.note, /handed off to b by handoff h1/);
-      const changed = h.events('task.state_changed').filter((e) => e.correlationId === 't1').at(-1)!;
+      const changed = h
+        .events('task.state_changed')
+        .filter((e) => e.correlationId === 't1')
+        .at(-1)!;
       assert.equal(changed.details.cause, 'handoff');
       const completed = events('handoff.completed')[0];
       assert.equal(completed.details.task_closed, true);
       assert.equal(completed.details.task_state, 'CANCELLED');
-      const terminate = sinks.get('a')!.ofType('CONTROL').map((i) => ({ id: i.envelope.messageId, body: json(i.envelope) })).find((c) => c.body.command === 'terminate')!;
+      const terminate = sinks
+        .get('a')!
+        .ofType('CONTROL')
+        .map((i) => ({ id: i.envelope.messageId, body: json(i.envelope) }))
+        .find((c) => c.body.command === 'terminate')!;
       assert.ok(terminate, 'the origin is told to stop');
-      assertRefused(h.send(h.envelope('a', { correlationId: 't1' }), 'b'), 'PERMISSION_DENIED', /handoff h1 completed: b owns this work/);
+      assertRefused(
+        h.send(h.envelope('a', { correlationId: 't1' }), 'b'),
+        'PERMISSION_DENIED',
+        /handoff h1 completed: b owns this work/,
+      );
       await h.answer('a', terminate.id, 'FULFILLED', { note: 'stopped' });
       assert.equal(h.agentState('a'), 'RUNNABLE', 'the origin is free again');
       assert.equal(h.scheduler.loadOf('a'), 0);
     });
-    it('a task the workflow engine submitted cannot be handed off (its node\'s agent is fixed by the definition)', () => {
+    it("a task the workflow engine submitted cannot be handed off (its node's agent is fixed by the definition)", () => {
       agent('a');
       agent('b');
-      const submitted = h.scheduler.submit({
-        taskId: 'wf:w1:review:1', target: 'a', priority: 0, params: Buffer.from('{"workflow_id":"w1"}'), contentType: 'application/json',
-        scope: 'resource:workflow:w1/review', submittedBy: 'workflow:w1',
-      }, ctx());
+      const submitted = h.scheduler.submit(
+        {
+          taskId: 'wf:w1:review:1',
+          target: 'a',
+          priority: 0,
+          params: Buffer.from('{"workflow_id":"w1"}'),
+          contentType: 'application/json',
+          scope: 'resource:workflow:w1/review',
+          submittedBy: 'workflow:w1',
+        },
+        ctx(),
+      );
       assert.ok(submitted.accepted);
-      refusal(() => request({ taskId: 'wf:w1:review:1', toAgent: 'b' }), 'precondition', 'FAILED_PRECONDITION',
-        /task 'wf:w1:review:1' was submitted by the workflow engine \(workflow:w1\).*resume the node instead/);
+      refusal(
+        () => request({ taskId: 'wf:w1:review:1', toAgent: 'b' }),
+        'precondition',
+        'FAILED_PRECONDITION',
+        /task 'wf:w1:review:1' was submitted by the workflow engine \(workflow:w1\).*resume the node instead/,
+      );
     });
   });
 
@@ -789,7 +1229,12 @@ describe('handoffs (RFC §17.6)', function () {
       await handoffs().accept('h2', 'c', as('c'), ctx());
       request({ requestId: 'h3', fromAgent: 'c', toAgent: 'd', parentRequestId: 'h2' });
       request({ requestId: 'h4', toAgent: 'd' });
-      const denial = refusal(() => handoffs().cancelDelegation('job-1', 'stop', 0, as('d'), ctx()), 'permission', 'PERMISSION_DENIED', /only the origin or the accepting agent of a delegation, or the operator, may cancel it/);
+      const denial = refusal(
+        () => handoffs().cancelDelegation('job-1', 'stop', 0, as('d'), ctx()),
+        'permission',
+        'PERMISSION_DENIED',
+        /only the origin or the accepting agent of a delegation, or the operator, may cancel it/,
+      );
       assert.doesNotMatch(denial.message, /h1|'a'|'b'/, 'an outsider learns no handoff id or party');
       const answer = handoffs().cancelDelegation('job-1', 'plans changed', 5_000, as('a'), ctx('cancel'));
       assert.deepEqual(answer, { acknowledged: true, message: 'cancelled 3 handoffs: h1, h2, h3' });
@@ -797,11 +1242,29 @@ describe('handoffs (RFC §17.6)', function () {
       assert.equal(stored('h4').state, 'PENDING', 'another delegation is untouched');
       assert.match(stored('h2').endReason, /cascade: its parent 'h1' was cancelled/);
       const toB = notices('b', 'handoff_status').filter((n) => n.body.event === 'cancelled');
-      assert.deepEqual(toB.map((n) => [n.body.request_id, n.body.grace_period_ms]), [['h1', 5_000], ['h2', 5_000]]);
+      assert.deepEqual(
+        toB.map((n) => [n.body.request_id, n.body.grace_period_ms]),
+        [
+          ['h1', 5_000],
+          ['h2', 5_000],
+        ],
+      );
       assert.equal(events('handoff.cancelled').length, 3);
-      assert.deepEqual(handoffs().cancelDelegation('job-1', '', 0, as('a'), ctx()), { acknowledged: false, message: "no open handoff has correlation id or request id 'job-1'" });
-      assert.equal(handoffs().cancelDelegation('h4', '', 0, OPERATOR, ctx()).acknowledged, true, 'by request id, by the operator');
-      refusal(() => handoffs().cancelDelegation('x', '', 3_600_001, OPERATOR, ctx()), 'invalid', 'VALIDATION_ERROR', /grace_period_ms/);
+      assert.deepEqual(handoffs().cancelDelegation('job-1', '', 0, as('a'), ctx()), {
+        acknowledged: false,
+        message: "no open handoff has correlation id or request id 'job-1'",
+      });
+      assert.equal(
+        handoffs().cancelDelegation('h4', '', 0, OPERATOR, ctx()).acknowledged,
+        true,
+        'by request id, by the operator',
+      );
+      refusal(
+        () => handoffs().cancelDelegation('x', '', 3_600_001, OPERATOR, ctx()),
+        'invalid',
+        'VALIDATION_ERROR',
+        /grace_period_ms/,
+      );
     });
   });
 
@@ -843,7 +1306,13 @@ describe('handoffs (RFC §17.6)', function () {
       failPuts();
       await assert.rejects(handoffs().accept('h1', 'b', as('b'), ctx()), /the disk says no/);
       assert.equal(stored().state, 'PENDING');
-      assert.deepEqual(handoffs().pending('b', as('b')).records.map((r) => r.requestId), ['h1'], 'still pending in memory');
+      assert.deepEqual(
+        handoffs()
+          .pending('b', as('b'))
+          .records.map((r) => r.requestId),
+        ['h1'],
+        'still pending in memory',
+      );
       assert.equal((await handoffs().accept('h1', 'b', as('b'), ctx())).state, 'ACCEPTED');
       assert.equal(stored().state, 'ACCEPTED');
       assert.equal(events('handoff.accepted').length, 1);
@@ -888,7 +1357,13 @@ describe('handoffs (RFC §17.6)', function () {
       assert.equal(stored().toAgent, 'b');
       reject('h1', 'b');
       assert.equal(stored().toAgent, 'c');
-      assert.deepEqual(stored().attempts.map((a) => [a.agentId, a.outcome]), [['b', 'rejected'], ['c', '']]);
+      assert.deepEqual(
+        stored().attempts.map((a) => [a.agentId, a.outcome]),
+        [
+          ['b', 'rejected'],
+          ['c', ''],
+        ],
+      );
     });
 
     it('expiry: a failed write is tried again a moment later (the handoff does not stay with a target whose time ran out)', () => {
@@ -911,7 +1386,12 @@ describe('handoffs (RFC §17.6)', function () {
       failPuts();
       assert.throws(() => handoffs().cancelDelegation('h1', 'stop', 0, as('a'), ctx()), /the disk says no/);
       assert.equal(stored().state, 'PENDING');
-      assert.deepEqual(handoffs().pending('b', as('b')).records.map((r) => r.requestId), ['h1']);
+      assert.deepEqual(
+        handoffs()
+          .pending('b', as('b'))
+          .records.map((r) => r.requestId),
+        ['h1'],
+      );
       assert.equal(handoffs().cancelDelegation('h1', 'stop', 0, as('a'), ctx()).acknowledged, true);
       assert.equal(stored().state, 'CANCELLED');
     });
@@ -919,7 +1399,13 @@ describe('handoffs (RFC §17.6)', function () {
 
   describe('delegation trees (sw4rm-parent-request-id)', () => {
     beforeEach(() => start());
-    const budget = (currentDepth: number, maxDelegationDepth = 0) => ({ tokenBudgetRemaining: 0, wallTimeRemainingMs: 0, deadlineEpochMs: 0, currentDepth, maxDelegationDepth });
+    const budget = (currentDepth: number, maxDelegationDepth = 0) => ({
+      tokenBudgetRemaining: 0,
+      wallTimeRemainingMs: 0,
+      deadlineEpochMs: 0,
+      currentDepth,
+      maxDelegationDepth,
+    });
 
     it('the parent must be a handoff the requester accepted (ACCEPTED, or COMPLETED: the work is its own)', async () => {
       agent('a');
@@ -927,27 +1413,64 @@ describe('handoffs (RFC §17.6)', function () {
       agent('c');
       request({ toAgent: 'b' });
       const refused = /sw4rm-parent-request-id '(nope|h1)' is not a handoff 'b' has accepted/;
-      refusal(() => request({ requestId: 'h2', fromAgent: 'b', toAgent: 'c', parentRequestId: 'nope' }), 'precondition', 'FAILED_PRECONDITION', refused);
-      refusal(() => request({ requestId: 'h2', fromAgent: 'b', toAgent: 'c', parentRequestId: 'h1' }), 'precondition', 'FAILED_PRECONDITION', refused);
-      refusal(() => request({ requestId: 'h2', fromAgent: 'c', toAgent: 'b', parentRequestId: 'h1' }), 'precondition', 'FAILED_PRECONDITION', /not a handoff 'c' has accepted/);
+      refusal(
+        () => request({ requestId: 'h2', fromAgent: 'b', toAgent: 'c', parentRequestId: 'nope' }),
+        'precondition',
+        'FAILED_PRECONDITION',
+        refused,
+      );
+      refusal(
+        () => request({ requestId: 'h2', fromAgent: 'b', toAgent: 'c', parentRequestId: 'h1' }),
+        'precondition',
+        'FAILED_PRECONDITION',
+        refused,
+      );
+      refusal(
+        () => request({ requestId: 'h2', fromAgent: 'c', toAgent: 'b', parentRequestId: 'h1' }),
+        'precondition',
+        'FAILED_PRECONDITION',
+        /not a handoff 'c' has accepted/,
+      );
       await handoffs().accept('h1', 'b', as('b'), ctx());
-      assert.equal(request({ requestId: 'h2', fromAgent: 'b', toAgent: 'c', parentRequestId: 'h1' }).parentRequestId, 'h1');
+      assert.equal(
+        request({ requestId: 'h2', fromAgent: 'b', toAgent: 'c', parentRequestId: 'h1' }).parentRequestId,
+        'h1',
+      );
       handoffs().complete('h1', 'COMPLETED', as('a'), ctx());
       assert.equal(request({ requestId: 'h3', fromAgent: 'b', toAgent: 'c', parentRequestId: 'h1' }).state, 'PENDING');
     });
 
-    it('a child\'s current_depth must exceed its parent\'s; the parent\'s max_delegation_depth bounds the child (its depth, or the parent\'s + 1)', async () => {
+    it("a child's current_depth must exceed its parent's; the parent's max_delegation_depth bounds the child (its depth, or the parent's + 1)", async () => {
       agent('a');
       agent('b');
       agent('c');
       request({ toAgent: 'b', budget: budget(1, 2) });
       await handoffs().accept('h1', 'b', as('b'), ctx());
-      refusal(() => request({ requestId: 'h2', fromAgent: 'b', toAgent: 'c', parentRequestId: 'h1', budget: budget(1) }), 'invalid', 'VALIDATION_ERROR', /budget.current_depth 1 must exceed its parent's \(h1: 1\)/);
-      refusal(() => request({ requestId: 'h2', fromAgent: 'b', toAgent: 'c', parentRequestId: 'h1' }), 'precondition', 'VALIDATION_ERROR', /depth 2 has reached max_delegation_depth 2/);
-      refusal(() => request({ requestId: 'h2', fromAgent: 'b', toAgent: 'c', parentRequestId: 'h1', budget: budget(2, 5) }), 'precondition', 'VALIDATION_ERROR', /depth 2 has reached max_delegation_depth 2/);
+      refusal(
+        () => request({ requestId: 'h2', fromAgent: 'b', toAgent: 'c', parentRequestId: 'h1', budget: budget(1) }),
+        'invalid',
+        'VALIDATION_ERROR',
+        /budget.current_depth 1 must exceed its parent's \(h1: 1\)/,
+      );
+      refusal(
+        () => request({ requestId: 'h2', fromAgent: 'b', toAgent: 'c', parentRequestId: 'h1' }),
+        'precondition',
+        'VALIDATION_ERROR',
+        /depth 2 has reached max_delegation_depth 2/,
+      );
+      refusal(
+        () => request({ requestId: 'h2', fromAgent: 'b', toAgent: 'c', parentRequestId: 'h1', budget: budget(2, 5) }),
+        'precondition',
+        'VALIDATION_ERROR',
+        /depth 2 has reached max_delegation_depth 2/,
+      );
       request({ requestId: 'h3', fromAgent: 'a', toAgent: 'b', budget: budget(0, 0) });
       await handoffs().accept('h3', 'b', as('b'), ctx());
-      assert.equal(request({ requestId: 'h4', fromAgent: 'b', toAgent: 'c', parentRequestId: 'h3' }).state, 'PENDING', 'no bound anywhere');
+      assert.equal(
+        request({ requestId: 'h4', fromAgent: 'b', toAgent: 'c', parentRequestId: 'h3' }).state,
+        'PENDING',
+        'no bound anywhere',
+      );
     });
   });
 
@@ -961,17 +1484,27 @@ describe('handoffs (RFC §17.6)', function () {
       agent('d');
       request({ requestId: 'h1', fromAgent: 'a', toAgent: 'c', correlationId: 'shared' });
       request({ requestId: 'h2', fromAgent: 'b', toAgent: 'd', correlationId: 'shared' });
-      assert.deepEqual(handoffs().cancelDelegation('shared', 'mine only', 0, as('a'), ctx()), { acknowledged: true, message: 'cancelled 1 handoff: h1' });
+      assert.deepEqual(handoffs().cancelDelegation('shared', 'mine only', 0, as('a'), ctx()), {
+        acknowledged: true,
+        message: 'cancelled 1 handoff: h1',
+      });
       assert.equal(stored('h1').state, 'CANCELLED');
       assert.equal(stored('h2').state, 'PENDING', "b's handoff is untouched");
-      assert.deepEqual(handoffs().cancelDelegation('shared', '', 0, as('b'), ctx()), { acknowledged: true, message: 'cancelled 1 handoff: h2' });
+      assert.deepEqual(handoffs().cancelDelegation('shared', '', 0, as('b'), ctx()), {
+        acknowledged: true,
+        message: 'cancelled 1 handoff: h2',
+      });
     });
 
     it('an agent only offered the handoff (not accepting it yet) may not cancel it; its acceptor, origin and the operator may', async () => {
       agent('a');
       agent('b');
       request({ toAgent: 'b' });
-      refusal(() => handoffs().cancelDelegation('h1', 'not mine', 0, as('b'), ctx()), 'permission', 'PERMISSION_DENIED');
+      refusal(
+        () => handoffs().cancelDelegation('h1', 'not mine', 0, as('b'), ctx()),
+        'permission',
+        'PERMISSION_DENIED',
+      );
       await handoffs().accept('h1', 'b', as('b'), ctx());
       assert.equal(handoffs().cancelDelegation('h1', 'I cannot after all', 0, as('b'), ctx()).acknowledged, true);
       request({ requestId: 'h2', toAgent: 'b' });
@@ -980,15 +1513,29 @@ describe('handoffs (RFC §17.6)', function () {
 
     it('the cascade reads the open handoffs once (a parent → children map), however deep or wide the tree', () => {
       const records = new Map<string, HandoffRecord>();
-      const make = (requestId: string, parentRequestId: string) => records.set(requestId, { requestId, parentRequestId } as HandoffRecord);
+      const make = (requestId: string, parentRequestId: string) =>
+        records.set(requestId, { requestId, parentRequestId } as HandoffRecord);
       make('root', '');
       for (let i = 0; i < 200; i++) make(`wide-${i}`, 'root');
       for (let i = 0; i < 200; i++) make(`deep-${i}`, i === 0 ? 'root' : `deep-${i - 1}`);
       let read = 0;
-      const counted: Iterable<HandoffRecord> = { *[Symbol.iterator]() { for (const r of records.values()) { read++; yield r; } } };
+      const counted: Iterable<HandoffRecord> = {
+        *[Symbol.iterator]() {
+          for (const r of records.values()) {
+            read++;
+            yield r;
+          }
+        },
+      };
       const tree = delegationTree([records.get('root')!], counted);
       assert.equal(tree.length, 401);
-      assert.deepEqual(tree.slice(0, 2).map((c) => [c.record.requestId, c.parent]), [['root', ''], ['wide-0', 'root']]);
+      assert.deepEqual(
+        tree.slice(0, 2).map((c) => [c.record.requestId, c.parent]),
+        [
+          ['root', ''],
+          ['wide-0', 'root'],
+        ],
+      );
       assert.deepEqual(tree.at(-1)!.record.requestId, 'deep-199');
       assert.equal(tree.find((c) => c.record.requestId === 'deep-5')!.parent, 'deep-4');
       assert.ok(read <= records.size, `read ${read} records for ${records.size} open ones`);
@@ -998,26 +1545,67 @@ describe('handoffs (RFC §17.6)', function () {
   describe('what a refusal tells an outsider', () => {
     beforeEach(() => start());
 
-    it('names no other agent\'s handoff, parties or state unless the caller is one of its parties (or the operator)', async () => {
+    it("names no other agent's handoff, parties or state unless the caller is one of its parties (or the operator)", async () => {
       agent('a');
       agent('b');
       agent('m');
       request({ toAgent: 'b', correlationId: 'job' });
       // m never took part in h1.
-      const dup = refusal(() => request({ fromAgent: 'm', toAgent: 'b', reason: 'other' }), 'exists', 'DUPLICATE_DETECTED', /request_id 'h1' was already used/);
+      const dup = refusal(
+        () => request({ fromAgent: 'm', toAgent: 'b', reason: 'other' }),
+        'exists',
+        'DUPLICATE_DETECTED',
+        /request_id 'h1' was already used/,
+      );
       assert.doesNotMatch(dup.message, /'a'|PENDING/);
-      assert.match(refusal(() => request({ toAgent: 'b', reason: 'other' }), 'exists', 'DUPLICATE_DETECTED').message, /from 'a', now PENDING/, 'its origin is told more');
-      const acc = await rejected(handoffs().accept('h1', 'm', as('m'), ctx()), 'permission', 'PERMISSION_DENIED', /handoff 'h1' is not offered to 'm'/);
+      assert.match(
+        refusal(() => request({ toAgent: 'b', reason: 'other' }), 'exists', 'DUPLICATE_DETECTED').message,
+        /from 'a', now PENDING/,
+        'its origin is told more',
+      );
+      const acc = await rejected(
+        handoffs().accept('h1', 'm', as('m'), ctx()),
+        'permission',
+        'PERMISSION_DENIED',
+        /handoff 'h1' is not offered to 'm'/,
+      );
       assert.doesNotMatch(acc.message, /'b'/);
-      assert.doesNotMatch(refusal(() => reject('h1', 'm'), 'permission', 'PERMISSION_DENIED', /is not offered to 'm'/).message, /'b'/);
+      assert.doesNotMatch(
+        refusal(() => reject('h1', 'm'), 'permission', 'PERMISSION_DENIED', /is not offered to 'm'/).message,
+        /'b'/,
+      );
       await handoffs().accept('h1', 'b', as('b'), ctx());
-      assert.doesNotMatch((await rejected(handoffs().accept('h1', 'm', as('m'), ctx()), 'permission', 'PERMISSION_DENIED')).message, /'b'/);
-      assert.doesNotMatch(refusal(() => handoffs().complete('h1', 'COMPLETED', as('m'), ctx()), 'permission', 'PERMISSION_DENIED', /only the parties of handoff 'h1'/).message, /'a'|'b'/);
-      assert.doesNotMatch(refusal(() => handoffs().cancelDelegation('job', '', 0, as('m'), ctx()), 'permission', 'PERMISSION_DENIED').message, /h1|'a'|'b'/);
+      assert.doesNotMatch(
+        (await rejected(handoffs().accept('h1', 'm', as('m'), ctx()), 'permission', 'PERMISSION_DENIED')).message,
+        /'b'/,
+      );
+      assert.doesNotMatch(
+        refusal(
+          () => handoffs().complete('h1', 'COMPLETED', as('m'), ctx()),
+          'permission',
+          'PERMISSION_DENIED',
+          /only the parties of handoff 'h1'/,
+        ).message,
+        /'a'|'b'/,
+      );
+      assert.doesNotMatch(
+        refusal(() => handoffs().cancelDelegation('job', '', 0, as('m'), ctx()), 'permission', 'PERMISSION_DENIED')
+          .message,
+        /h1|'a'|'b'/,
+      );
       handoffs().complete('h1', 'COMPLETED', as('a'), ctx());
-      assert.deepEqual(handoffs().cancelDelegation('h1', '', 0, as('m'), ctx()), { acknowledged: false, message: "no open handoff has correlation id or request id 'h1'" });
-      assert.deepEqual(handoffs().cancelDelegation('h1', '', 0, as('a'), ctx()), { acknowledged: false, message: "handoff 'h1' is COMPLETED: nothing to cancel" });
-      assert.doesNotMatch((await rejected(handoffs().accept('h1', 'm', as('m'), ctx()), 'permission', 'PERMISSION_DENIED')).message, /COMPLETED/);
+      assert.deepEqual(handoffs().cancelDelegation('h1', '', 0, as('m'), ctx()), {
+        acknowledged: false,
+        message: "no open handoff has correlation id or request id 'h1'",
+      });
+      assert.deepEqual(handoffs().cancelDelegation('h1', '', 0, as('a'), ctx()), {
+        acknowledged: false,
+        message: "handoff 'h1' is COMPLETED: nothing to cancel",
+      });
+      assert.doesNotMatch(
+        (await rejected(handoffs().accept('h1', 'm', as('m'), ctx()), 'permission', 'PERMISSION_DENIED')).message,
+        /COMPLETED/,
+      );
     });
   });
 
@@ -1041,7 +1629,13 @@ describe('handoffs (RFC §17.6)', function () {
         assert.ok(h.registry.heartbeat(id, 'RUNNABLE', {}, ctx()));
       }
       assert.equal(events('handoff.restored').at(-1)!.details.pending, 1);
-      assert.deepEqual(handoffs().pending('b', as('b')).records.map((r) => r.requestId), ['h1'], 'b finds it after the restart');
+      assert.deepEqual(
+        handoffs()
+          .pending('b', as('b'))
+          .records.map((r) => r.requestId),
+        ['h1'],
+        'b finds it after the restart',
+      );
       assert.equal(stored('h3').state, 'ACCEPTED');
       assertRefused(h.send(h.envelope('a', { correlationId: 'w2' }), 'b'), 'PERMISSION_DENIED', /handoff h2 completed/);
       h.clock.advance(TIMEOUT - 4_000 - 1);
@@ -1054,7 +1648,17 @@ describe('handoffs (RFC §17.6)', function () {
     it('a handoff whose time ran out while the coordinator was stopped is decided at start', () => {
       agent('a');
       agent('b');
-      request({ toAgent: 'b', delegationPolicy: { maxRetriesOnOverloaded: 0, initialBackoffMs: 0, backoffMultiplier: 0, maxBackoffMs: 0, allowSpilloverRouting: false, maxRedirects: 0 } });
+      request({
+        toAgent: 'b',
+        delegationPolicy: {
+          maxRetriesOnOverloaded: 0,
+          initialBackoffMs: 0,
+          backoffMultiplier: 0,
+          maxBackoffMs: 0,
+          allowSpilloverRouting: false,
+          maxRedirects: 0,
+        },
+      });
       h.restart(() => h.clock.advance(TIMEOUT * 2));
       assert.equal(stored().state, 'EXPIRED');
       assert.equal(events('handoff.restored').at(-1)!.details.expired_while_stopped, 1);
@@ -1077,7 +1681,10 @@ describe('handoffs (RFC §17.6)', function () {
       const repo = h.store.handoffs;
       const lookup = repo.transferred.bind(repo);
       let lookups = 0;
-      repo.transferred = (from, correlationId) => { lookups++; return lookup(from, correlationId); };
+      repo.transferred = (from, correlationId) => {
+        lookups++;
+        return lookup(from, correlationId);
+      };
       await transfer('h1', 'w1');
       await transfer('h2', 'w2');
       h.sendData('c', 'b', { correlationId: 'w1' });
@@ -1085,8 +1692,16 @@ describe('handoffs (RFC §17.6)', function () {
       assert.equal(lookups, 0, 'under the cap the store is never asked');
       await transfer('h3', 'w3');
       assert.equal(handoffs().transfersInMemory(), 2);
-      for (const [w, id] of [['w1', 'h1'], ['w2', 'h2'], ['w3', 'h3']]) {
-        assertRefused(h.send(h.envelope('a', { correlationId: w }), 'c'), 'PERMISSION_DENIED', new RegExp(`handoff ${id} completed: b owns this work`));
+      for (const [w, id] of [
+        ['w1', 'h1'],
+        ['w2', 'h2'],
+        ['w3', 'h3'],
+      ]) {
+        assertRefused(
+          h.send(h.envelope('a', { correlationId: w }), 'c'),
+          'PERMISSION_DENIED',
+          new RegExp(`handoff ${id} completed: b owns this work`),
+        );
       }
       assert.equal(lookups, 1, 'only the transfer beyond the cap was looked up');
       h.sendData('a', 'c', { correlationId: 'other' });
@@ -1102,9 +1717,17 @@ describe('handoffs (RFC §17.6)', function () {
       start();
       const db = new DatabaseSync(':memory:');
       for (const step of COORDINATOR_SCHEMA) for (const sql of step.statements) db.exec(sql);
-      const lines = (db.prepare(`EXPLAIN QUERY PLAN ${HANDOFF_SQL.transferred}`).all('a', 'w') as Array<{ detail: string }>).map((r) => r.detail);
-      assert.ok(lines.some((l) => /USING (COVERING )?INDEX handoffs_transferred/.test(l)), lines.join(' | '));
-      assert.ok(lines.every((l) => !/^SCAN handoffs\b(?!.*INDEX)/.test(l)), lines.join(' | '));
+      const lines = (
+        db.prepare(`EXPLAIN QUERY PLAN ${HANDOFF_SQL.transferred}`).all('a', 'w') as Array<{ detail: string }>
+      ).map((r) => r.detail);
+      assert.ok(
+        lines.some((l) => /USING (COVERING )?INDEX handoffs_transferred/.test(l)),
+        lines.join(' | '),
+      );
+      assert.ok(
+        lines.every((l) => !/^SCAN handoffs\b(?!.*INDEX)/.test(l)),
+        lines.join(' | '),
+      );
     });
   });
 

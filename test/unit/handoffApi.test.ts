@@ -1,21 +1,40 @@
 import { strict as assert } from 'node:assert';
-import { HANDOFF_CONTEXT_CONTENT_TYPE, InProcessCoordinatorApi, MAX_NEGOTIATION_PAYLOAD_SHOWN, type HandoffChange } from '../../src/core/api';
+import {
+  HANDOFF_CONTEXT_CONTENT_TYPE,
+  InProcessCoordinatorApi,
+  MAX_NEGOTIATION_PAYLOAD_SHOWN,
+  type HandoffChange,
+} from '../../src/core/api';
 import type { HandoffRequestInput } from '../../src/core/handoff/handoffs';
 import type { Speaker } from '../../src/core/policy/speaker';
 import { rejection } from '../support/apiErrors';
 import { RouterHarness, ctx } from '../support/routerHarness';
 
-const as = (agentId: string): Speaker => ({ kind: 'agent', label: `agent:${agentId}`, mayActAs: (id) => id === agentId });
-const CONTEXT = { conversation_history: [{ role: 'user', content: 'Hello' }], tool_state: {}, metadata: { agent_id: 'a' } };
+const as = (agentId: string): Speaker => ({
+  kind: 'agent',
+  label: `agent:${agentId}`,
+  mayActAs: (id) => id === agentId,
+});
+const CONTEXT = {
+  conversation_history: [{ role: 'user', content: 'Hello' }],
+  tool_state: {},
+  metadata: { agent_id: 'a' },
+};
 
-describe('CoordinatorApi: the handoff section (the editor\'s Handoffs)', () => {
+describe("CoordinatorApi: the handoff section (the editor's Handoffs)", () => {
   let h: RouterHarness;
   let api: InProcessCoordinatorApi;
 
   beforeEach(() => {
-    h = new RouterHarness({}, { heartbeatDebounceMs: 86_400_000 }, undefined, { handoffs: { routeToOperator: true, defaultTimeoutMs: 60_000 } });
+    h = new RouterHarness({}, { heartbeatDebounceMs: 86_400_000 }, undefined, {
+      handoffs: { routeToOperator: true, defaultTimeoutMs: 60_000 },
+    });
     api = new InProcessCoordinatorApi(h.coordinator);
-    for (const [id, caps] of [['a', ['review']], ['b', ['review']], ['c', ['other']]] as const) {
+    for (const [id, caps] of [
+      ['a', ['review']],
+      ['b', ['review']],
+      ['c', ['other']],
+    ] as const) {
       h.register(id, { capabilities: [...caps] });
       h.stream(id);
       h.registry.heartbeat(id, 'RUNNABLE', {}, ctx());
@@ -28,11 +47,28 @@ describe('CoordinatorApi: the handoff section (the editor\'s Handoffs)', () => {
   });
 
   function request(extra: Partial<HandoffRequestInput> = {}) {
-    return h.coordinator.handoffs.request({
-      requestId: 'h1', fromAgent: 'a', toAgent: '', reason: 'needs review', context: Buffer.from(JSON.stringify(CONTEXT)),
-      contextContentType: HANDOFF_CONTEXT_CONTENT_TYPE, capabilitiesRequired: ['review'], priority: 0, timeoutMs: null, budget: null,
-      delegationPolicy: null, taskId: '', correlationId: '', parentRequestId: '', carryWorktree: false, ...extra,
-    }, as(extra.fromAgent ?? 'a'), ctx());
+    return h.coordinator.handoffs.request(
+      {
+        requestId: 'h1',
+        fromAgent: 'a',
+        toAgent: '',
+        reason: 'needs review',
+        context: Buffer.from(JSON.stringify(CONTEXT)),
+        contextContentType: HANDOFF_CONTEXT_CONTENT_TYPE,
+        capabilitiesRequired: ['review'],
+        priority: 0,
+        timeoutMs: null,
+        budget: null,
+        delegationPolicy: null,
+        taskId: '',
+        correlationId: '',
+        parentRequestId: '',
+        carryWorktree: false,
+        ...extra,
+      },
+      as(extra.fromAgent ?? 'a'),
+      ctx(),
+    );
   }
 
   it('lists pending first, then the most recently updated, with the context as text; one handoff by id; plain data', async () => {
@@ -43,7 +79,14 @@ describe('CoordinatorApi: the handoff section (the editor\'s Handoffs)', () => {
     h.clock.advance(1_000);
     request({ requestId: 'h3' });
     const list = await api.handoffs();
-    assert.deepEqual(list.map((v) => [v.requestId, v.state, v.awaitingOperator]), [['h3', 'PENDING', false], ['h2', 'PENDING', true], ['h1', 'ACCEPTED', false]]);
+    assert.deepEqual(
+      list.map((v) => [v.requestId, v.state, v.awaitingOperator]),
+      [
+        ['h3', 'PENDING', false],
+        ['h2', 'PENDING', true],
+        ['h1', 'ACCEPTED', false],
+      ],
+    );
     assert.deepEqual(structuredClone(list), list);
     const one = await api.handoff('h1');
     assert.ok(one);
@@ -84,13 +127,26 @@ describe('CoordinatorApi: the handoff section (the editor\'s Handoffs)', () => {
     const refusedAgain = await rejection(api.acceptHandoff('h1', 'alice'));
     assert.equal(refusedAgain.code, 'refused');
     assert.match(refusedAgain.message, /does not wait for a person/);
-    assert.equal((await rejection(api.acceptHandoff('h3', 'alice'))).code, 'refused', 'offered to an agent: not the operator\'s');
+    assert.equal(
+      (await rejection(api.acceptHandoff('h3', 'alice'))).code,
+      'refused',
+      "offered to an agent: not the operator's",
+    );
     assert.equal((await rejection(api.acceptHandoff('nope', 'alice'))).code, 'not_found');
     assert.equal((await rejection(api.rejectHandoff('h2', ' ', 'alice'))).code, 'invalid');
     const declined = await api.rejectHandoff('h2', 'not now', 'alice');
     assert.equal(declined.state, 'REJECTED');
     assert.equal(declined.rejectionReason, 'not now');
-    assert.deepEqual(seen.map((c) => [c.requestId, c.state]), [['h1', 'PENDING'], ['h2', 'PENDING'], ['h3', 'PENDING'], ['h1', 'ACCEPTED'], ['h2', 'REJECTED']]);
+    assert.deepEqual(
+      seen.map((c) => [c.requestId, c.state]),
+      [
+        ['h1', 'PENDING'],
+        ['h2', 'PENDING'],
+        ['h3', 'PENDING'],
+        ['h1', 'ACCEPTED'],
+        ['h2', 'REJECTED'],
+      ],
+    );
     const operatorEvents = h.events('handoff.accepted').filter((e) => e.actor === 'operator:alice');
     assert.equal(operatorEvents.length, 1);
     subscription.dispose();

@@ -8,13 +8,15 @@ function contextOf(max: number, shape: 'history' | 'numbers'): Buffer {
   const items: string[] = [];
   let size = 200;
   while (size < max - 64) {
-    const item = shape === 'history' ? JSON.stringify({ role: 'user', content: `m${items.length}` }) : String(items.length % 10);
+    const item =
+      shape === 'history' ? JSON.stringify({ role: 'user', content: `m${items.length}` }) : String(items.length % 10);
     items.push(item);
     size += item.length + 1;
   }
-  const text = shape === 'history'
-    ? `{"conversation_history":[${items.join(',')}],"tool_state":{},"metadata":{}}`
-    : `{"conversation_history":[],"tool_state":{},"metadata":{"a":[${items.join(',')}]}}`;
+  const text =
+    shape === 'history'
+      ? `{"conversation_history":[${items.join(',')}],"tool_state":{},"metadata":{}}`
+      : `{"conversation_history":[],"tool_state":{},"metadata":{"a":[${items.join(',')}]}}`;
   return Buffer.from(text);
 }
 
@@ -25,7 +27,10 @@ function contextOf(max: number, shape: 'history' | 'numbers'): Buffer {
 describe('a handoff context at its 1 MiB limit is validated within 50 ms (issue 30, item 1)', () => {
   it('validates the largest contexts of many small entries and of many numbers', () => {
     const max = FIELD_LIMITS.handoff.context_bytes;
-    contextRefusal(Buffer.from('{"conversation_history":[],"tool_state":{},"metadata":{}}'), HANDOFF_CONTEXT_CONTENT_TYPE); // the validator compiled once
+    contextRefusal(
+      Buffer.from('{"conversation_history":[],"tool_state":{},"metadata":{}}'),
+      HANDOFF_CONTEXT_CONTENT_TYPE,
+    ); // the validator compiled once
     for (const shape of ['history', 'numbers'] as const) {
       const bytes = contextOf(max, shape);
       assert.ok(bytes.length <= max && bytes.length > max - 1024, String(bytes.length));
@@ -35,7 +40,9 @@ describe('a handoff context at its 1 MiB limit is validated within 50 ms (issue 
         assert.equal(contextRefusal(bytes, HANDOFF_CONTEXT_CONTENT_TYPE), undefined);
         held.push(performance.now() - t0);
       }
-      console.log(`      ${bytes.length} bytes of ${shape}: validated in ${held.map((h) => h.toFixed(1)).join(', ')} ms`);
+      console.log(
+        `      ${bytes.length} bytes of ${shape}: validated in ${held.map((h) => h.toFixed(1)).join(', ')} ms`,
+      );
       assert.ok([...held].sort((a, b) => a - b)[1] <= 50, held.join(', '));
     }
     // One byte over: refused before any parse.

@@ -1,20 +1,51 @@
 import { strict as assert } from 'node:assert';
 import type { HandoffRecord } from '../../src/core/handoff/model';
-import { PENDING_MORE_TRAILER, PENDING_TRAILER, PENDING_TRAILER_BYTES, pendingAnswer } from '../../src/server/services/handoffService';
+import {
+  PENDING_MORE_TRAILER,
+  PENDING_TRAILER,
+  PENDING_TRAILER_BYTES,
+  pendingAnswer,
+} from '../../src/server/services/handoffService';
 
 const NOW = Date.UTC(2026, 0, 1);
 
 function record(i: number): HandoffRecord {
   return {
-    requestId: `req-${i}-ü`, fromAgent: 'a', requestedTo: 'b', toAgent: 'b', reason: 'r', context: Buffer.from('{}'), contextBytes: 2,
-    contextContentType: 'application/json', capabilitiesRequired: [], priority: 0, timeoutMs: 60_000, budget: null, delegationPolicy: null,
-    taskId: '', correlationId: `c${i}-${'x'.repeat(250)}`, parentRequestId: '', carryWorktree: false, worktree: null, requestDigest: '',
-    state: 'PENDING', awaitingOperator: false, attempts: [], acceptedBy: '', rejectionReason: '', rejectionCode: '', endReason: '',
-    completedBy: '', expiresAt: NOW + 60_000, requestedAt: NOW, updatedAt: NOW, endedAt: null,
+    requestId: `req-${i}-ü`,
+    fromAgent: 'a',
+    requestedTo: 'b',
+    toAgent: 'b',
+    reason: 'r',
+    context: Buffer.from('{}'),
+    contextBytes: 2,
+    contextContentType: 'application/json',
+    capabilitiesRequired: [],
+    priority: 0,
+    timeoutMs: 60_000,
+    budget: null,
+    delegationPolicy: null,
+    taskId: '',
+    correlationId: `c${i}-${'x'.repeat(250)}`,
+    parentRequestId: '',
+    carryWorktree: false,
+    worktree: null,
+    requestDigest: '',
+    state: 'PENDING',
+    awaitingOperator: false,
+    attempts: [],
+    acceptedBy: '',
+    rejectionReason: '',
+    rejectionCode: '',
+    endReason: '',
+    completedBy: '',
+    expiresAt: NOW + 60_000,
+    requestedAt: NOW,
+    updatedAt: NOW,
+    endedAt: null,
   };
 }
 
-describe('GetPendingHandoffs\' answer and trailers (handoffService.pendingAnswer)', () => {
+describe("GetPendingHandoffs' answer and trailers (handoffService.pendingAnswer)", () => {
   it('the JSON trailer stays within its bytes: records whose entry would not fit are left out and counted in `more`; printable ASCII', () => {
     const records = Array.from({ length: 40 }, (_, i) => record(i));
     const { response, trailer } = pendingAnswer({ records, more: 3 }, NOW, (r) => r.expiresAt);

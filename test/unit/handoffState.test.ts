@@ -1,8 +1,27 @@
 import { strict as assert } from 'node:assert';
 import type { HandoffRecord } from '../../src/core/handoff/model';
 import {
-  accepted, answerBy, attemptExpired, backToPending, cancelling, completed, currentAttempt, deadlineOf, draftOf, ended, expiryOf,
-  HandoffMemory, keepsOffer, rejected, rerouted, rerouteLimits, switchDecided, targetLeft, toOperator, transferRefusal, withoutContext,
+  accepted,
+  answerBy,
+  attemptExpired,
+  backToPending,
+  cancelling,
+  completed,
+  currentAttempt,
+  deadlineOf,
+  draftOf,
+  ended,
+  expiryOf,
+  HandoffMemory,
+  keepsOffer,
+  rejected,
+  rerouted,
+  rerouteLimits,
+  switchDecided,
+  targetLeft,
+  toOperator,
+  transferRefusal,
+  withoutContext,
 } from '../../src/core/handoff/state';
 
 /**
@@ -15,12 +34,38 @@ const iso = (ms: number) => new Date(ms).toISOString();
 
 function pending(extra: Partial<HandoffRecord> = {}): HandoffRecord {
   return {
-    requestId: 'h1', fromAgent: 'a', requestedTo: '', toAgent: 'b', reason: 'review', context: Buffer.from('{}'), contextBytes: 2,
-    contextContentType: '', capabilitiesRequired: ['review'], priority: 0, timeoutMs: 300_000, budget: null, delegationPolicy: null,
-    taskId: '', correlationId: 'c1', parentRequestId: '', carryWorktree: false, worktree: null, requestDigest: 'd', state: 'PENDING',
-    awaitingOperator: false, attempts: [{ agentId: 'b', at: T0, outcome: '', reason: '', code: '', endedAt: null, via: 'capability' }],
-    acceptedBy: '', rejectionReason: '', rejectionCode: '', endReason: '', completedBy: '', expiresAt: T0 + 300_000, requestedAt: T0,
-    updatedAt: T0, endedAt: null, ...extra,
+    requestId: 'h1',
+    fromAgent: 'a',
+    requestedTo: '',
+    toAgent: 'b',
+    reason: 'review',
+    context: Buffer.from('{}'),
+    contextBytes: 2,
+    contextContentType: '',
+    capabilitiesRequired: ['review'],
+    priority: 0,
+    timeoutMs: 300_000,
+    budget: null,
+    delegationPolicy: null,
+    taskId: '',
+    correlationId: 'c1',
+    parentRequestId: '',
+    carryWorktree: false,
+    worktree: null,
+    requestDigest: 'd',
+    state: 'PENDING',
+    awaitingOperator: false,
+    attempts: [{ agentId: 'b', at: T0, outcome: '', reason: '', code: '', endedAt: null, via: 'capability' }],
+    acceptedBy: '',
+    rejectionReason: '',
+    rejectionCode: '',
+    endReason: '',
+    completedBy: '',
+    expiresAt: T0 + 300_000,
+    requestedAt: T0,
+    updatedAt: T0,
+    endedAt: null,
+    ...extra,
   };
 }
 
@@ -39,7 +84,7 @@ describe('handoff state (pure: no store, no timers)', () => {
     assert.equal(withoutContext(record).context.byteLength, 0);
   });
 
-  it('answerBy: the target\'s window, never past the wait; the wait once the window ended, for the operator, or with no attempt; null unless PENDING', () => {
+  it("answerBy: the target's window, never past the wait; the wait once the window ended, for the operator, or with no attempt; null unless PENDING", () => {
     assert.equal(answerBy(pending(), WINDOW), T0 + WINDOW);
     assert.equal(answerBy(pending({ expiresAt: T0 + 10_000 }), WINDOW), T0 + 10_000);
     const ended = pending();
@@ -49,8 +94,14 @@ describe('handoff state (pure: no store, no timers)', () => {
     assert.equal(answerBy(pending({ state: 'ACCEPTED', expiresAt: null }), WINDOW), null);
   });
 
-  it('deadlineOf / expiryOf: the budget\'s deadline (the sooner of deadline_epoch_ms and wall time) cuts the wait', () => {
-    const budget = { tokenBudgetRemaining: 0, wallTimeRemainingMs: 50_000, deadlineEpochMs: T0 + 80_000, currentDepth: 0, maxDelegationDepth: 0 };
+  it("deadlineOf / expiryOf: the budget's deadline (the sooner of deadline_epoch_ms and wall time) cuts the wait", () => {
+    const budget = {
+      tokenBudgetRemaining: 0,
+      wallTimeRemainingMs: 50_000,
+      deadlineEpochMs: T0 + 80_000,
+      currentDepth: 0,
+      maxDelegationDepth: 0,
+    };
     assert.equal(deadlineOf(null, T0), null);
     assert.equal(deadlineOf({ ...budget, wallTimeRemainingMs: 0, deadlineEpochMs: 0 }, T0), null);
     assert.equal(deadlineOf(budget, T0), T0 + 50_000);
@@ -64,8 +115,16 @@ describe('handoff state (pure: no store, no timers)', () => {
     const attempt = accepted(draft, 'operator:o', T0 + 7, null);
     assert.equal(attempt?.outcome, 'accepted');
     assert.equal(attempt?.endedAt, T0 + 7);
-    assert.deepEqual([draft.state, draft.acceptedBy, draft.awaitingOperator, draft.expiresAt, draft.updatedAt], ['ACCEPTED', 'operator:o', false, null, T0 + 7]);
-    assert.deepEqual(draft.worktree, { ...carried(), outcome: 'not_applicable', detail: 'accepted by operator:o: no agent to bind', invocationId: '' });
+    assert.deepEqual(
+      [draft.state, draft.acceptedBy, draft.awaitingOperator, draft.expiresAt, draft.updatedAt],
+      ['ACCEPTED', 'operator:o', false, null, T0 + 7],
+    );
+    assert.deepEqual(draft.worktree, {
+      ...carried(),
+      outcome: 'not_applicable',
+      detail: 'accepted by operator:o: no agent to bind',
+      invocationId: '',
+    });
   });
 
   it('rejected then rerouted: the reason, code, retry and redirect kept; a redirect followed marks the rejection redirected', () => {
@@ -78,7 +137,15 @@ describe('handoff state (pure: no store, no timers)', () => {
     assert.equal(previous?.retryAfterMs, 500);
     assert.equal(previous?.redirectTo, 'c');
     assert.equal(draft.toAgent, 'c');
-    assert.deepEqual(currentAttempt(draft), { agentId: 'c', at: T0 + 11, outcome: '', reason: '', code: '', endedAt: null, via: 'redirect' });
+    assert.deepEqual(currentAttempt(draft), {
+      agentId: 'c',
+      at: T0 + 11,
+      outcome: '',
+      reason: '',
+      code: '',
+      endedAt: null,
+      via: 'redirect',
+    });
 
     const other = draftOf(pending());
     rejected(other, { reason: 'no', code: '', retryAfterMs: 0, redirectTo: '' }, T0 + 10);
@@ -110,24 +177,34 @@ describe('handoff state (pure: no store, no timers)', () => {
   it('targetLeft and backToPending: an acceptor that left sends it back to PENDING with a new wait and a fresh carry', () => {
     const left = draftOf(pending());
     assert.equal(targetLeft(left, 'left '.repeat(200), T0 + 1).reason.length, 500);
-    const acceptedRecord = draftOf(pending({ worktree: { ...carried(), outcome: 'switch_pending', detail: 'asked', invocationId: 'inv' } }));
+    const acceptedRecord = draftOf(
+      pending({ worktree: { ...carried(), outcome: 'switch_pending', detail: 'asked', invocationId: 'inv' } }),
+    );
     accepted(acceptedRecord, 'b', T0 + 5, { outcome: 'switch_pending', detail: 'asked', invocationId: 'inv' });
     const draft = draftOf(acceptedRecord);
     backToPending(draft, 'failed', T0 + 1_000);
     assert.deepEqual([draft.state, draft.acceptedBy, draft.expiresAt], ['PENDING', '', T0 + 1_000 + 300_000]);
-    assert.deepEqual([draft.attempts[0].outcome, draft.attempts[0].reason, draft.attempts[0].endedAt], ['left', 'failed', T0 + 1_000]);
+    assert.deepEqual(
+      [draft.attempts[0].outcome, draft.attempts[0].reason, draft.attempts[0].endedAt],
+      ['left', 'failed', T0 + 1_000],
+    );
     assert.deepEqual(draft.worktree, carried());
     assert.equal(acceptedRecord.state, 'ACCEPTED', 'the copy changed, not the record it was drafted from');
   });
 
   it('switchDecided, completed and cancelling', () => {
-    const draft = draftOf(pending({ worktree: { ...carried(), outcome: 'switch_pending', detail: '', invocationId: 'inv' } }));
+    const draft = draftOf(
+      pending({ worktree: { ...carried(), outcome: 'switch_pending', detail: '', invocationId: 'inv' } }),
+    );
     accepted(draft, 'b', T0, { outcome: 'switch_pending', detail: '', invocationId: 'inv' });
     assert.equal(switchDecided(draftOf(draft), true, 'works there', T0 + 1).outcome, 'switched');
     assert.equal(switchDecided(draftOf(draft), false, 'denied', T0 + 1).outcome, 'switch_refused');
     const done = draftOf(draft);
     completed(done, 'a', T0 + 2);
-    assert.deepEqual([done.state, done.completedBy, done.endedAt, done.attempts[0].outcome], ['COMPLETED', 'a', T0 + 2, 'completed']);
+    assert.deepEqual(
+      [done.state, done.completedBy, done.endedAt, done.attempts[0].outcome],
+      ['COMPLETED', 'a', T0 + 2, 'completed'],
+    );
     const cancelled = draftOf(draft);
     assert.equal(cancelling(cancelled, T0 + 3), 'inv');
     assert.equal(cancelled.worktree!.outcome, 'withdrawn');
@@ -136,13 +213,24 @@ describe('handoff state (pure: no store, no timers)', () => {
     assert.equal(plain.attempts[0].outcome, 'cancelled');
   });
 
-  it('rerouteLimits: the wait, the policy, the attempts and the budget\'s deadline, each named', () => {
+  it("rerouteLimits: the wait, the policy, the attempts and the budget's deadline, each named", () => {
     assert.deepEqual(rerouteLimits(pending(), T0, 32, iso), { mayReroute: true, waitLeft: true, notes: [] });
-    const policy = { maxRetriesOnOverloaded: 0, initialBackoffMs: 0, backoffMultiplier: 0, maxBackoffMs: 0, allowSpilloverRouting: false, maxRedirects: 0 };
+    const policy = {
+      maxRetriesOnOverloaded: 0,
+      initialBackoffMs: 0,
+      backoffMultiplier: 0,
+      maxBackoffMs: 0,
+      allowSpilloverRouting: false,
+      maxRedirects: 0,
+    };
     const limited = rerouteLimits(pending({ delegationPolicy: policy, expiresAt: T0 }), T0, 1, iso);
     assert.equal(limited.mayReroute, false);
     assert.equal(limited.waitLeft, false);
-    assert.deepEqual(limited.notes, [`the requester's wait ended at ${iso(T0)}`, 'delegation_policy.allow_spillover_routing is false', '1 targets tried']);
+    assert.deepEqual(limited.notes, [
+      `the requester's wait ended at ${iso(T0)}`,
+      'delegation_policy.allow_spillover_routing is false',
+      '1 targets tried',
+    ]);
   });
 
   it('HandoffMemory: open records without context, counts per agent, the pending order, transfers evicted oldest first', () => {
@@ -153,8 +241,16 @@ describe('handoff state (pure: no store, no timers)', () => {
     memory.apply(pending({ requestId: 'h4', awaitingOperator: true, toAgent: '' }));
     assert.equal(memory.size, 4);
     assert.equal(memory.get('h1')!.context.byteLength, 0);
-    assert.deepEqual(memory.waitingList('b').map((r) => r.requestId), ['h1', 'h2'], 'opened order');
-    assert.deepEqual(memory.pendingFor('b').map((r) => r.requestId), ['h2', 'h1'], 'by priority');
+    assert.deepEqual(
+      memory.waitingList('b').map((r) => r.requestId),
+      ['h1', 'h2'],
+      'opened order',
+    );
+    assert.deepEqual(
+      memory.pendingFor('b').map((r) => r.requestId),
+      ['h2', 'h1'],
+      'by priority',
+    );
     assert.equal(memory.waitingFor('b'), 2);
     assert.equal(memory.loadOf('b'), 3);
     assert.deepEqual([...memory.loads().carried], [['b', 3]]);

@@ -26,18 +26,31 @@ describe('HITL over the messaging plane (HITL_INVOCATION to the coordinator)', (
 
   function invocationEnvelope(payload: Record<string, unknown>, extra: { idempotencyToken?: string } = {}) {
     return h.envelope(P, {
-      messageType: 'HITL_INVOCATION', idempotencyToken: extra.idempotencyToken,
-      payload: { reason_type: 'SECURITY_APPROVAL', subject: { repo_id: 'r', worktree_id: 'w', task_id: 't' }, ...payload },
+      messageType: 'HITL_INVOCATION',
+      idempotencyToken: extra.idempotencyToken,
+      payload: {
+        reason_type: 'SECURITY_APPROVAL',
+        subject: { repo_id: 'r', worktree_id: 'w', task_id: 't' },
+        ...payload,
+      },
     });
   }
 
   function decisions(): Array<{ correlationId: string; type: string; payload: Record<string, unknown> }> {
-    return sink.items.filter((i) => i.envelope.producerId === COORDINATOR_ID && i.envelope.messageType === 'CONTROL')
-      .map((i) => ({ correlationId: i.envelope.correlationId, type: i.envelope.messageType, payload: JSON.parse(Buffer.from(i.envelope.payload).toString()) }));
+    return sink.items
+      .filter((i) => i.envelope.producerId === COORDINATOR_ID && i.envelope.messageType === 'CONTROL')
+      .map((i) => ({
+        correlationId: i.envelope.correlationId,
+        type: i.envelope.messageType,
+        payload: JSON.parse(Buffer.from(i.envelope.payload).toString()),
+      }));
   }
 
   it('opens an invocation for the producer; the decision comes back as an envelope correlated to the invocation', async () => {
-    const envelope = invocationEnvelope({ invocation_id: 'hitl-001', context: { operation: 'delete_sensitive_files', risk_level: 'HIGH' } });
+    const envelope = invocationEnvelope({
+      invocation_id: 'hitl-001',
+      context: { operation: 'delete_sensitive_files', risk_level: 'HIGH' },
+    });
     const result = h.send(envelope, COORDINATOR_ID);
     assert.ok(result.accepted, result.accepted ? '' : result.reason);
     const invocation = h.coordinator.hitl.get('hitl-001');
@@ -46,7 +59,12 @@ describe('HITL over the messaging plane (HITL_INVOCATION to the coordinator)', (
     assert.equal(invocation?.context.risk.level, 'HIGH');
     assert.equal(h.state(envelope.messageId), 'READ');
 
-    h.coordinator.hitl.decide('hitl-001', { action: 'approve', rationale: 'Policy thresholds met; low risk' }, 'editor:alice', ctx());
+    h.coordinator.hitl.decide(
+      'hitl-001',
+      { action: 'approve', rationale: 'Policy thresholds met; low risk' },
+      'editor:alice',
+      ctx(),
+    );
     await settle();
     const [decision] = decisions();
     assert.equal(decision.correlationId, envelope.correlationId);
@@ -65,10 +83,17 @@ describe('HITL over the messaging plane (HITL_INVOCATION to the coordinator)', (
     const retryWhilePending = invocationEnvelope({}, { idempotencyToken: 'ask-once' });
     assertRefused(h.send(retryWhilePending, COORDINATOR_ID), 'ALREADY_IN_PROGRESS');
     const [pending] = h.coordinator.hitl.list({ pendingOnly: true });
-    h.coordinator.hitl.decide(pending.id, { action: 'modify', rationale: 'narrower', payload: { paths: ['tmp/'] } }, 'op', ctx());
+    h.coordinator.hitl.decide(
+      pending.id,
+      { action: 'modify', rationale: 'narrower', payload: { paths: ['tmp/'] } },
+      'op',
+      ctx(),
+    );
     const retry = invocationEnvelope({}, { idempotencyToken: 'ask-once' });
     const reason = assertRefused(h.send(retry, COORDINATOR_ID), 'DUPLICATE_DETECTED');
-    const cached = JSON.parse(reason.slice('DUPLICATE_DETECTED: '.length)) as { cached_result: Record<string, unknown> };
+    const cached = JSON.parse(reason.slice('DUPLICATE_DETECTED: '.length)) as {
+      cached_result: Record<string, unknown>;
+    };
     assert.equal(cached.cached_result.decision, 'modify');
     assert.deepEqual(cached.cached_result.decision_payload, { paths: ['tmp/'] });
     assert.equal(h.coordinator.hitl.list().length, 1, 'no second invocation was opened');
@@ -81,7 +106,11 @@ describe('HITL over the messaging plane (HITL_INVOCATION to the coordinator)', (
     assert.ok(h.send(invocationEnvelope({ invocation_id: 'hitl-9' }), COORDINATOR_ID).accepted);
     assertRefused(h.send(invocationEnvelope({ invocation_id: 'hitl-9' }), COORDINATOR_ID), 'ALREADY_IN_PROGRESS');
     h.coordinator.hitl.decide('hitl-9', { action: 'deny', rationale: 'no' }, 'op', ctx());
-    assertRefused(h.send(invocationEnvelope({ invocation_id: 'hitl-9' }), COORDINATOR_ID), 'DUPLICATE_DETECTED', /"decision":"deny"/);
+    assertRefused(
+      h.send(invocationEnvelope({ invocation_id: 'hitl-9' }), COORDINATOR_ID),
+      'DUPLICATE_DETECTED',
+      /"decision":"deny"/,
+    );
   });
 
   it('refuses an invalid invocation with VALIDATION_ERROR and leaves nothing behind', () => {
@@ -94,7 +123,9 @@ describe('HITL over the messaging plane (HITL_INVOCATION to the coordinator)', (
   });
 
   it('leaves nothing behind in memory when a coordinator handler fails, so a retry of the same token is taken', () => {
-    const handler = h.router.handleAtCoordinator('HITL_INVOCATION', () => { throw new Error('handler fault'); });
+    const handler = h.router.handleAtCoordinator('HITL_INVOCATION', () => {
+      throw new Error('handler fault');
+    });
     const first = invocationEnvelope({}, { idempotencyToken: 'after-fault' });
     assert.throws(() => h.send(first, COORDINATOR_ID), /handler fault/);
     assert.equal(h.router.message(first.messageId), undefined);
@@ -136,7 +167,9 @@ describe('HITL over the messaging plane (HITL_INVOCATION to the coordinator)', (
 
   it('uses the envelope TTL as the deadline when the payload gives none', () => {
     const envelope = h.envelope(P, {
-      messageType: 'HITL_INVOCATION', ttlMs: 30_000, payload: payloadOf({ reason_type: 'CONFLICT' }),
+      messageType: 'HITL_INVOCATION',
+      ttlMs: 30_000,
+      payload: payloadOf({ reason_type: 'CONFLICT' }),
     });
     assert.ok(h.send(envelope, COORDINATOR_ID).accepted);
     const [invocation] = h.coordinator.hitl.list();

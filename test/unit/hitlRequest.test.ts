@@ -12,11 +12,18 @@ function refusal(fn: () => unknown, code: string, pattern: RegExp): void {
 
 describe('HITL invocation requests', () => {
   it('reads the RFC §15.2 shape', () => {
-    const r = parseInvocationRequest({
-      invocation_id: 'hitl-001', reason_type: 'SECURITY_APPROVAL', correlation_id: 'c-1',
-      subject: { repo_id: 'repo', worktree_id: 'wt', task_id: 'task' }, context_uri: 'sw4rm://hitl/context/hitl-001',
-      suggested_action: 'approve', deadline_ts: '2026-01-01T00:10:00Z',
-    }, frame);
+    const r = parseInvocationRequest(
+      {
+        invocation_id: 'hitl-001',
+        reason_type: 'SECURITY_APPROVAL',
+        correlation_id: 'c-1',
+        subject: { repo_id: 'repo', worktree_id: 'wt', task_id: 'task' },
+        context_uri: 'sw4rm://hitl/context/hitl-001',
+        suggested_action: 'approve',
+        deadline_ts: '2026-01-01T00:10:00Z',
+      },
+      frame,
+    );
     assert.equal(r.invocationId, 'hitl-001');
     assert.equal(r.reasonType, 'SECURITY_APPROVAL');
     assert.equal(r.correlationId, 'c-1');
@@ -27,11 +34,21 @@ describe('HITL invocation requests', () => {
   });
 
   it('reads the message-types.txt approval request shape', () => {
-    const r = parseInvocationRequest({
-      reason_type: 'SECURITY_APPROVAL',
-      context: { agent_id: 'file-processor-001', operation: 'delete_sensitive_files', risk_level: 'HIGH', affected_files: ['/data/customer_pii.csv'] },
-      approval_required_by: '2026-01-01T12:00:00Z', approver_roles: ['security_admin'], auto_timeout_action: 'DENY',
-    }, frame);
+    const r = parseInvocationRequest(
+      {
+        reason_type: 'SECURITY_APPROVAL',
+        context: {
+          agent_id: 'file-processor-001',
+          operation: 'delete_sensitive_files',
+          risk_level: 'HIGH',
+          affected_files: ['/data/customer_pii.csv'],
+        },
+        approval_required_by: '2026-01-01T12:00:00Z',
+        approver_roles: ['security_admin'],
+        auto_timeout_action: 'DENY',
+      },
+      frame,
+    );
     assert.equal(r.requester, 'file-processor-001');
     assert.equal(r.context.summary, 'delete_sensitive_files');
     assert.equal(r.context.risk.level, 'HIGH');
@@ -41,20 +58,34 @@ describe('HITL invocation requests', () => {
     assert.equal(r.deadlineAt, Date.UTC(2026, 0, 1, 12));
   });
 
-  it('prefers the transport\'s requester and reason type over the body', () => {
-    const r = parseInvocationRequest({ reason_type: 'CONFLICT', agent_id: 'liar' }, { ...frame, requester: 'authenticated', reasonType: 'TASK_ESCALATION' });
+  it("prefers the transport's requester and reason type over the body", () => {
+    const r = parseInvocationRequest(
+      { reason_type: 'CONFLICT', agent_id: 'liar' },
+      { ...frame, requester: 'authenticated', reasonType: 'TASK_ESCALATION' },
+    );
     assert.equal(r.requester, 'authenticated');
     assert.equal(r.reasonType, 'TASK_ESCALATION');
   });
 
   it('reads diffs, risk notes, prior attempts, inference metadata and its confidence as the score', () => {
-    const r = parseInvocationRequest({
-      reason_type: 'CONFLICT',
-      diffs: [{ title: 'a.txt', before: 'x', after: 'y' }, { path: 'c.json', before_json: { a: 1 }, after_json: { a: 2 } }],
-      diff: '--- a\n+++ b\n', risk: { level: 'LOW', notes: ['reversible'] }, prior_attempts: [{ at: 't', outcome: 'denied' }],
-      inference: { model: 'm-1', confidence: 0.7 },
-    }, frame);
-    assert.deepEqual(r.context.diffs.map((d) => d.title), ['diff', 'a.txt', 'c.json']);
+    const r = parseInvocationRequest(
+      {
+        reason_type: 'CONFLICT',
+        diffs: [
+          { title: 'a.txt', before: 'x', after: 'y' },
+          { path: 'c.json', before_json: { a: 1 }, after_json: { a: 2 } },
+        ],
+        diff: '--- a\n+++ b\n',
+        risk: { level: 'LOW', notes: ['reversible'] },
+        prior_attempts: [{ at: 't', outcome: 'denied' }],
+        inference: { model: 'm-1', confidence: 0.7 },
+      },
+      frame,
+    );
+    assert.deepEqual(
+      r.context.diffs.map((d) => d.title),
+      ['diff', 'a.txt', 'c.json'],
+    );
     assert.deepEqual(r.context.diffs[2].afterJson, { a: 2 });
     assert.deepEqual(r.context.risk, { level: 'LOW', notes: ['reversible'] });
     assert.equal(r.context.priorAttempts.length, 1);
@@ -62,14 +93,42 @@ describe('HITL invocation requests', () => {
   });
 
   it('refuses bad input with VALIDATION_ERROR and names the field', () => {
-    refusal(() => parseInvocationRequest({}, frame), 'VALIDATION_ERROR', /reason_type must be one of CONFLICT, SECURITY_APPROVAL, TASK_ESCALATION, MANUAL_OVERRIDE, WORKTREE_OVERRIDE, DEBATE_DEADLOCK, TOOL_PRIVILEGE_ESCALATION, CONNECTOR_APPROVAL/);
-    refusal(() => parseInvocationRequest({ reason_type: 'CONFLICT', deadline_ts: '2025-01-01T00:00:00Z' }, frame), 'VALIDATION_ERROR', /has already passed/);
-    refusal(() => parseInvocationRequest({ reason_type: 'CONFLICT', deadline_ts: 'soon' }, frame), 'VALIDATION_ERROR', /ISO-8601/);
+    refusal(
+      () => parseInvocationRequest({}, frame),
+      'VALIDATION_ERROR',
+      /reason_type must be one of CONFLICT, SECURITY_APPROVAL, TASK_ESCALATION, MANUAL_OVERRIDE, WORKTREE_OVERRIDE, DEBATE_DEADLOCK, TOOL_PRIVILEGE_ESCALATION, CONNECTOR_APPROVAL/,
+    );
+    refusal(
+      () => parseInvocationRequest({ reason_type: 'CONFLICT', deadline_ts: '2025-01-01T00:00:00Z' }, frame),
+      'VALIDATION_ERROR',
+      /has already passed/,
+    );
+    refusal(
+      () => parseInvocationRequest({ reason_type: 'CONFLICT', deadline_ts: 'soon' }, frame),
+      'VALIDATION_ERROR',
+      /ISO-8601/,
+    );
     refusal(() => parseInvocationRequest({ reason_type: 'CONFLICT', score: 3 }, frame), 'VALIDATION_ERROR', /\[0,1\]/);
-    refusal(() => parseInvocationRequest({ reason_type: 'CONFLICT', invocation_id: 'a b' }, frame), 'VALIDATION_ERROR', /invocation_id/);
-    refusal(() => parseInvocationRequest({ reason_type: 'CONFLICT', priority: 1.5 }, frame), 'VALIDATION_ERROR', /priority/);
-    refusal(() => parseInvocationRequest({ reason_type: 'CONFLICT', proposed_actions: [1] }, frame), 'VALIDATION_ERROR', /proposed_actions/);
-    refusal(() => parseInvocationRequest({ reason_type: 'CONFLICT', diffs: [{ title: 'empty' }] }, frame), 'VALIDATION_ERROR', /nothing to show/);
+    refusal(
+      () => parseInvocationRequest({ reason_type: 'CONFLICT', invocation_id: 'a b' }, frame),
+      'VALIDATION_ERROR',
+      /invocation_id/,
+    );
+    refusal(
+      () => parseInvocationRequest({ reason_type: 'CONFLICT', priority: 1.5 }, frame),
+      'VALIDATION_ERROR',
+      /priority/,
+    );
+    refusal(
+      () => parseInvocationRequest({ reason_type: 'CONFLICT', proposed_actions: [1] }, frame),
+      'VALIDATION_ERROR',
+      /proposed_actions/,
+    );
+    refusal(
+      () => parseInvocationRequest({ reason_type: 'CONFLICT', diffs: [{ title: 'empty' }] }, frame),
+      'VALIDATION_ERROR',
+      /nothing to show/,
+    );
   });
 
   it('takes a JSON body, plain text as the summary, and refuses oversize, non-objects and binary', () => {
@@ -86,7 +145,8 @@ describe('HITL policy', () => {
   it('reads fallbacks per reason type, * first, named types overriding it', () => {
     const { policy, problems } = parsePolicy({
       fallbacks: { CONFLICT: 'EXTEND_TIMEOUT', '*': { policy: 'AUTO_DECIDE_THRESHOLD', threshold: 0.75 } },
-      defaultDeadlineSeconds: 30, unavailableAfterSeconds: 2,
+      defaultDeadlineSeconds: 30,
+      unavailableAfterSeconds: 2,
     });
     assert.deepEqual(problems, []);
     assert.equal(policy.fallbacks.CONFLICT.policy, 'EXTEND_TIMEOUT');
@@ -98,9 +158,15 @@ describe('HITL policy', () => {
 
   it('skips bad entries and says what was wrong, keeping the safe default', () => {
     const { policy, problems } = parsePolicy({
-      fallbacks: { CONFLICT: 'ALLOW_ALL', NOPE: 'DENY_BY_DEFAULT', TASK_ESCALATION: { policy: 'AUTO_DECIDE_THRESHOLD', threshold: 2 } },
+      fallbacks: {
+        CONFLICT: 'ALLOW_ALL',
+        NOPE: 'DENY_BY_DEFAULT',
+        TASK_ESCALATION: { policy: 'AUTO_DECIDE_THRESHOLD', threshold: 2 },
+      },
       rules: [{ action: 'approve', reasonType: 'X' }, { action: 'shrug' }, 'x', { action: 'deny', agent: '' }],
-      unavailableAfterSeconds: 30, defaultDeadlineSeconds: -1, paused: 'yes',
+      unavailableAfterSeconds: 30,
+      defaultDeadlineSeconds: -1,
+      paused: 'yes',
     });
     assert.equal(problems.length, 10, problems.join('\n'));
     assert.equal(policy.fallbacks.CONFLICT.policy, 'DENY_BY_DEFAULT');
@@ -118,22 +184,41 @@ describe('HITL policy', () => {
       ],
     });
     const inv = (reasonType: string, requester: string, repoId: string, taskId: string) =>
-      ({ reasonType, requester, subject: { repoId, worktreeId: 'wt', taskId } }) as Pick<HitlInvocation, 'reasonType' | 'requester' | 'subject'>;
+      ({ reasonType, requester, subject: { repoId, worktreeId: 'wt', taskId } }) as Pick<
+        HitlInvocation,
+        'reasonType' | 'requester' | 'subject'
+      >;
     assert.equal(matchRule(policy.rules, inv('CONFLICT', 'bot-1', 'repo', 't'))?.name, 'r1');
     assert.equal(matchRule(policy.rules, inv('CONFLICT', 'human', 'repo', 't')), undefined);
     assert.equal(matchRule(policy.rules, inv('CONFLICT', 'bot-1', 'other', 't')), undefined);
     assert.equal(matchRule(policy.rules, inv('SECURITY_APPROVAL', 'x', 'other', 'release-2'))?.name, 'r2');
-    assert.equal(matchRule(policy.rules, inv('CONFLICT', 'bot-1', 'repo', 'release-2'))?.name, 'r1', 'the first match wins');
+    assert.equal(
+      matchRule(policy.rules, inv('CONFLICT', 'bot-1', 'repo', 'release-2'))?.name,
+      'r1',
+      'the first match wins',
+    );
   });
 
   it('computes EXTEND_TIMEOUT steps from a configured extension when one is given', () => {
-    const { policy } = parsePolicy({ fallbacks: { CONFLICT: { policy: 'EXTEND_TIMEOUT', extendSeconds: 10, maxExtensions: 1 } } });
+    const { policy } = parsePolicy({
+      fallbacks: { CONFLICT: { policy: 'EXTEND_TIMEOUT', extendSeconds: 10, maxExtensions: 1 } },
+    });
     const invocation = {
-      requestedFallback: '', context: { score: null }, extensions: 0, createdAt: 0, originalDeadlineAt: 60_000, deadlineAt: 60_000, requester: 'a',
+      requestedFallback: '',
+      context: { score: null },
+      extensions: 0,
+      createdAt: 0,
+      originalDeadlineAt: 60_000,
+      deadlineAt: 60_000,
+      requester: 'a',
     } as unknown as HitlInvocation;
     const outcome = applyFallback(invocation, policy.fallbacks.CONFLICT, 'deadline', 60_000);
     assert.deepEqual(outcome.kind === 'extend' && [outcome.deadlineAt, outcome.extension], [70_000, 1]);
-    assert.equal(applyFallback({ ...invocation, extensions: 1 } as HitlInvocation, policy.fallbacks.CONFLICT, 'deadline', 70_000).kind, 'decide');
+    assert.equal(
+      applyFallback({ ...invocation, extensions: 1 } as HitlInvocation, policy.fallbacks.CONFLICT, 'deadline', 70_000)
+        .kind,
+      'decide',
+    );
     assert.equal(DEFAULT_HITL_POLICY.fallbacks.CONFLICT.policy, 'DENY_BY_DEFAULT');
   });
 });

@@ -1,11 +1,29 @@
 // The approval panel's pure parts (webview/hitl/*.ts without the DOM): diff model, texts, message protocol.
 import { strict as assert } from 'node:assert';
-import { formatJsonValue, jsonDeltaChanges, propertyPath, textDiffLines, unifiedDiffLines } from '../../webview/hitl/diffModel';
 import {
-  MAX_RATIONALE_LENGTH, parseHostMessage, parseInvocationJson, parsePanelState, parseWebviewMessage, type InvocationJson,
+  formatJsonValue,
+  jsonDeltaChanges,
+  propertyPath,
+  textDiffLines,
+  unifiedDiffLines,
+} from '../../webview/hitl/diffModel';
+import {
+  MAX_RATIONALE_LENGTH,
+  parseHostMessage,
+  parseInvocationJson,
+  parsePanelState,
+  parseWebviewMessage,
+  type InvocationJson,
 } from '../../webview/hitl/protocol';
 import {
-  decisionHeadline, factRows, formatRemaining, parsePayloadText, rationaleMissing, reasonLabel, subjectText, suggestedPayloadText,
+  decisionHeadline,
+  factRows,
+  formatRemaining,
+  parsePayloadText,
+  rationaleMissing,
+  reasonLabel,
+  subjectText,
+  suggestedPayloadText,
 } from '../../webview/hitl/viewModel';
 
 /** jsondiffpatch is an ES module; this CommonJS test loads it the way Node allows. */
@@ -15,11 +33,28 @@ async function jsonDelta(before: unknown, after: unknown): Promise<unknown> {
 }
 
 const INVOCATION: InvocationJson = {
-  invocation_id: 'inv-1', reason_type: 'SECURITY_APPROVAL', state: 'pending', requester: 'agent-a', correlation_id: 'c',
+  invocation_id: 'inv-1',
+  reason_type: 'SECURITY_APPROVAL',
+  state: 'pending',
+  requester: 'agent-a',
+  correlation_id: 'c',
   subject: { repo_id: 'repo', worktree_id: '', task_id: 't1' },
-  context: { summary: 's', facts: {}, diffs: [], risk: { level: '', notes: [] }, prior_attempts: [], inference: {}, score: null },
-  proposed_actions: [], suggested_action: '', priority: 0, created_at: '2026-01-02T03:04:05.000Z', deadline_ts: '2026-01-02T03:09:05.000Z',
-  extensions: 0, decision: null,
+  context: {
+    summary: 's',
+    facts: {},
+    diffs: [],
+    risk: { level: '', notes: [] },
+    prior_attempts: [],
+    inference: {},
+    score: null,
+  },
+  proposed_actions: [],
+  suggested_action: '',
+  priority: 0,
+  created_at: '2026-01-02T03:04:05.000Z',
+  deadline_ts: '2026-01-02T03:09:05.000Z',
+  extensions: 0,
+  decision: null,
 };
 
 describe('approval panel: text diffs', () => {
@@ -36,8 +71,17 @@ describe('approval panel: text diffs', () => {
     const before = Array.from({ length: 20 }, (_, i) => `line ${i + 1}`).join('\n') + '\n';
     const after = before.replace('line 2\n', 'line two\n').replace('line 19\n', 'line nineteen\n');
     const lines = textDiffLines(before, after);
-    assert.deepEqual(lines.filter((l) => l.kind === 'hunk').map((l) => l.text), ['@@ -1,5 +1,5 @@', '@@ -16,5 +16,5 @@']);
-    assert.deepEqual(lines.filter((l) => l.kind === 'add').map((l) => [l.text, l.newLine]), [['+line two', 2], ['+line nineteen', 19]]);
+    assert.deepEqual(
+      lines.filter((l) => l.kind === 'hunk').map((l) => l.text),
+      ['@@ -1,5 +1,5 @@', '@@ -16,5 +16,5 @@'],
+    );
+    assert.deepEqual(
+      lines.filter((l) => l.kind === 'add').map((l) => [l.text, l.newLine]),
+      [
+        ['+line two', 2],
+        ['+line nineteen', 19],
+      ],
+    );
   });
 
   it('gives up on a diff too large to show at the context limit within 50 ms, and says so (issue 30, item 1)', () => {
@@ -45,35 +89,58 @@ describe('approval panel: text diffs', () => {
     const text = (f: (i: number) => string) => Array.from({ length: 8000 }, (_, i) => f(i)).join('\n') + '\n';
     const before = text((i) => `line ${i} alpha`);
     const after = text((i) => (i % 2 ? `line ${i} beta` : `line ${i} alpha`));
-    assert.ok(before.length + after.length > 240_000 && before.length + after.length < 256 * 1024, String(before.length + after.length));
+    assert.ok(
+      before.length + after.length > 240_000 && before.length + after.length < 256 * 1024,
+      String(before.length + after.length),
+    );
     const t0 = performance.now();
     const lines = textDiffLines(before, after);
     const ms = performance.now() - t0;
-    console.log(`      ${before.length + after.length} characters, 4,000 changed lines: ${lines.length} line${lines.length === 1 ? '' : 's'} shown in ${ms.toFixed(1)} ms`);
-    assert.deepEqual(lines, [{ kind: 'note', text: `The texts differ in too many lines to show line by line here (8000 lines, ${before.length} characters before; 8000 lines, ${after.length} characters after).` }]);
+    console.log(
+      `      ${before.length + after.length} characters, 4,000 changed lines: ${lines.length} line${lines.length === 1 ? '' : 's'} shown in ${ms.toFixed(1)} ms`,
+    );
+    assert.deepEqual(lines, [
+      {
+        kind: 'note',
+        text: `The texts differ in too many lines to show line by line here (8000 lines, ${before.length} characters before; 8000 lines, ${after.length} characters after).`,
+      },
+    ]);
     assert.ok(ms <= 50, `${ms.toFixed(1)} ms`);
     // A few changed lines in the same texts are still shown line by line.
     const few = textDiffLines(before, before.replace('line 4000 alpha\n', 'line 4000 gamma\n'));
-    assert.deepEqual(few.filter((l) => l.kind === 'add').map((l) => l.text), ['+line 4000 gamma']);
+    assert.deepEqual(
+      few.filter((l) => l.kind === 'add').map((l) => l.text),
+      ['+line 4000 gamma'],
+    );
   });
 
   it('has nothing to show for equal texts, and treats a missing side as empty', () => {
     assert.deepEqual(textDiffLines('same\n', 'same\n'), []);
-    assert.deepEqual(textDiffLines('', 'new').map((l) => l.kind), ['hunk', 'add']);
+    assert.deepEqual(
+      textDiffLines('', 'new').map((l) => l.kind),
+      ['hunk', 'add'],
+    );
   });
 
   it('classifies a ready-made unified diff line by line', () => {
-    const unified = 'diff --git a/x b/x\nindex 1..2 100644\n--- a/x\n+++ b/x\n@@ -1,2 +1,2 @@\n keep\n-old\n+new\n\\ No newline at end of file\n';
-    assert.deepEqual(unifiedDiffLines(unified).map((l) => l.kind), ['header', 'header', 'header', 'header', 'hunk', 'context', 'del', 'add', 'note']);
+    const unified =
+      'diff --git a/x b/x\nindex 1..2 100644\n--- a/x\n+++ b/x\n@@ -1,2 +1,2 @@\n keep\n-old\n+new\n\\ No newline at end of file\n';
+    assert.deepEqual(
+      unifiedDiffLines(unified).map((l) => l.kind),
+      ['header', 'header', 'header', 'header', 'hunk', 'context', 'del', 'add', 'note'],
+    );
     assert.deepEqual(unifiedDiffLines(''), []);
   });
 });
 
 describe('approval panel: JSON diffs (jsondiffpatch deltas, rendered as a list of changes)', () => {
   it('lists added, removed and changed properties with their paths', async () => {
-    const changes = jsonDeltaChanges(await jsonDelta(
-      { name: 'x', keep: 1, nested: { port: 80, 'odd key': true }, gone: [1] },
-      { name: 'y', keep: 1, nested: { port: 8080, 'odd key': true, tls: { on: true } } }));
+    const changes = jsonDeltaChanges(
+      await jsonDelta(
+        { name: 'x', keep: 1, nested: { port: 80, 'odd key': true }, gone: [1] },
+        { name: 'y', keep: 1, nested: { port: 8080, 'odd key': true, tls: { on: true } } },
+      ),
+    );
     assert.deepEqual(changes, [
       { kind: 'changed', path: '$.name', before: 'x', after: 'y' },
       { kind: 'changed', path: '$.nested.port', before: 80, after: 8080 },
@@ -89,14 +156,23 @@ describe('approval panel: JSON diffs (jsondiffpatch deltas, rendered as a list o
     ]);
     const moved = jsonDeltaChanges(await jsonDelta([{ id: 1 }, 'x', 'y', 'z'], ['x', 'y', 'z', { id: 1 }]));
     assert.ok(moved.length >= 1, JSON.stringify(moved));
-    assert.ok(moved.every((c) => c.path.startsWith('$[')), JSON.stringify(moved));
+    assert.ok(
+      moved.every((c) => c.path.startsWith('$[')),
+      JSON.stringify(moved),
+    );
   });
 
   it('handles a changed root, a text-diff delta and no change', async () => {
-    assert.deepEqual(jsonDeltaChanges(await jsonDelta(1, 'one')), [{ kind: 'changed', path: '$', before: 1, after: 'one' }]);
+    assert.deepEqual(jsonDeltaChanges(await jsonDelta(1, 'one')), [
+      { kind: 'changed', path: '$', before: 1, after: 'one' },
+    ]);
     assert.deepEqual(jsonDeltaChanges(await jsonDelta({ a: 1 }, { a: 1 })), []);
-    assert.deepEqual(jsonDeltaChanges(['@@ -1 +1 @@', 0, 2], '$.text'), [{ kind: 'text', path: '$.text', after: '@@ -1 +1 @@' }]);
-    assert.deepEqual(jsonDeltaChanges({ _t: 'a', _0: ['', 2, 3] }), [{ kind: 'moved', path: '$[0]', to: '$[2]', before: undefined }]);
+    assert.deepEqual(jsonDeltaChanges(['@@ -1 +1 @@', 0, 2], '$.text'), [
+      { kind: 'text', path: '$.text', after: '@@ -1 +1 @@' },
+    ]);
+    assert.deepEqual(jsonDeltaChanges({ _t: 'a', _0: ['', 2, 3] }), [
+      { kind: 'moved', path: '$[0]', to: '$[2]', before: undefined },
+    ]);
   });
 
   it('writes paths and values as text', () => {
@@ -129,7 +205,10 @@ describe('approval panel: texts', () => {
 
   it('prefills Modify with the suggested payload, or {}', () => {
     assert.equal(suggestedPayloadText(INVOCATION), '{}');
-    const withPayload = { ...INVOCATION, context: { ...INVOCATION.context, facts: { suggested_payload: { files: ['a'] } } } };
+    const withPayload = {
+      ...INVOCATION,
+      context: { ...INVOCATION.context, facts: { suggested_payload: { files: ['a'] } } },
+    };
     assert.equal(suggestedPayloadText(withPayload), '{\n  "files": [\n    "a"\n  ]\n}');
     const asText = { ...INVOCATION, context: { ...INVOCATION.context, facts: { proposed_payload: '{"x":1}' } } };
     assert.equal(suggestedPayloadText(asText), '{\n  "x": 1\n}');
@@ -146,16 +225,48 @@ describe('approval panel: texts', () => {
 
   it('takes no decision without a rationale: empty or white space is missing', () => {
     for (const blank of ['', ' ', '\n\t  \n']) assert.equal(rationaleMissing(blank), true, JSON.stringify(blank));
-    for (const given of ['ok', '  reviewed the diff \n']) assert.equal(rationaleMissing(given), false, JSON.stringify(given));
+    for (const given of ['ok', '  reviewed the diff \n'])
+      assert.equal(rationaleMissing(given), false, JSON.stringify(given));
   });
 
   it('says who decided and how', () => {
     const base = { invocation_id: 'i', rationale: '', decision_payload: null, decided_at: '2026-01-02T03:04:05.000Z' };
-    assert.equal(decisionHeadline({ ...base, decision: 'approve', state: 'decided', decided_by: 'editor:alice', automatic: false }), 'Approved by editor:alice');
-    assert.equal(decisionHeadline({ ...base, decision: 'deny', state: 'decided', decided_by: 'policy', automatic: true, rule: 'no-prod' }), "Denied automatically by rule 'no-prod'");
-    assert.equal(decisionHeadline({ ...base, decision: 'deny', state: 'timed_out', decided_by: 'policy', automatic: true, fallback: { policy: 'DENY_BY_DEFAULT', trigger: 'hitl_unavailable' } }),
-      'Denied automatically (fallback DENY_BY_DEFAULT: no operator available)');
-    assert.equal(decisionHeadline({ ...base, decision: 'deny', state: 'cancelled', decided_by: 'cli:bob', automatic: false }), 'Cancelled by cli:bob (the requester was answered deny)');
+    assert.equal(
+      decisionHeadline({
+        ...base,
+        decision: 'approve',
+        state: 'decided',
+        decided_by: 'editor:alice',
+        automatic: false,
+      }),
+      'Approved by editor:alice',
+    );
+    assert.equal(
+      decisionHeadline({
+        ...base,
+        decision: 'deny',
+        state: 'decided',
+        decided_by: 'policy',
+        automatic: true,
+        rule: 'no-prod',
+      }),
+      "Denied automatically by rule 'no-prod'",
+    );
+    assert.equal(
+      decisionHeadline({
+        ...base,
+        decision: 'deny',
+        state: 'timed_out',
+        decided_by: 'policy',
+        automatic: true,
+        fallback: { policy: 'DENY_BY_DEFAULT', trigger: 'hitl_unavailable' },
+      }),
+      'Denied automatically (fallback DENY_BY_DEFAULT: no operator available)',
+    );
+    assert.equal(
+      decisionHeadline({ ...base, decision: 'deny', state: 'cancelled', decided_by: 'cli:bob', automatic: false }),
+      'Cancelled by cli:bob (the requester was answered deny)',
+    );
   });
 
   it('writes the subject and the reason type for people', () => {
@@ -168,14 +279,23 @@ describe('approval panel: texts', () => {
 describe('approval panel protocol', () => {
   it('accepts exactly the webview messages it knows', () => {
     assert.deepEqual(parseWebviewMessage({ type: 'ready' }), { type: 'ready' });
-    assert.deepEqual(parseWebviewMessage({ type: 'decide', requestId: 1, action: 'approve', rationale: 'ok', extra: 'dropped' }),
-      { type: 'decide', requestId: 1, action: 'approve', rationale: 'ok' });
-    assert.deepEqual(parseWebviewMessage({ type: 'decide', requestId: 2, action: 'modify', rationale: '', payload: { a: 1 } }),
-      { type: 'decide', requestId: 2, action: 'modify', rationale: '', payload: { a: 1 } });
-    assert.deepEqual(parseWebviewMessage({ type: 'decide', requestId: 3, action: 'modify', rationale: '', payload: null }),
-      { type: 'decide', requestId: 3, action: 'modify', rationale: '', payload: null });
+    assert.deepEqual(
+      parseWebviewMessage({ type: 'decide', requestId: 1, action: 'approve', rationale: 'ok', extra: 'dropped' }),
+      { type: 'decide', requestId: 1, action: 'approve', rationale: 'ok' },
+    );
+    assert.deepEqual(
+      parseWebviewMessage({ type: 'decide', requestId: 2, action: 'modify', rationale: '', payload: { a: 1 } }),
+      { type: 'decide', requestId: 2, action: 'modify', rationale: '', payload: { a: 1 } },
+    );
+    assert.deepEqual(
+      parseWebviewMessage({ type: 'decide', requestId: 3, action: 'modify', rationale: '', payload: null }),
+      { type: 'decide', requestId: 3, action: 'modify', rationale: '', payload: null },
+    );
     for (const bad of [
-      null, 'ready', [], { type: 'nope' },
+      null,
+      'ready',
+      [],
+      { type: 'nope' },
       { type: 'decide', requestId: 1, action: 'APPROVE!', rationale: '' },
       { type: 'decide', requestId: -1, action: 'approve', rationale: '' },
       { type: 'decide', requestId: 1.5, action: 'approve', rationale: '' },
@@ -190,22 +310,48 @@ describe('approval panel protocol', () => {
   it('accepts exactly the extension messages it knows', () => {
     const update = { type: 'invocation', invocationId: 'inv-1', invocation: INVOCATION, operator: 'editor:a', now: 1 };
     assert.deepEqual(parseHostMessage(update), update);
-    assert.deepEqual(parseHostMessage({ ...update, invocation: null, unavailable: 'stopped' }), { ...update, invocation: null, unavailable: 'stopped' });
-    assert.deepEqual(parseHostMessage({ type: 'result', requestId: 4, invocation: INVOCATION }), { type: 'result', requestId: 4, invocation: INVOCATION });
-    assert.deepEqual(parseHostMessage({ type: 'error', requestId: 4, message: 'already decided' }), { type: 'error', requestId: 4, message: 'already decided' });
+    assert.deepEqual(parseHostMessage({ ...update, invocation: null, unavailable: 'stopped' }), {
+      ...update,
+      invocation: null,
+      unavailable: 'stopped',
+    });
+    assert.deepEqual(parseHostMessage({ type: 'result', requestId: 4, invocation: INVOCATION }), {
+      type: 'result',
+      requestId: 4,
+      invocation: INVOCATION,
+    });
+    assert.deepEqual(parseHostMessage({ type: 'error', requestId: 4, message: 'already decided' }), {
+      type: 'error',
+      requestId: 4,
+      message: 'already decided',
+    });
     for (const bad of [
-      { ...update, now: 'x' }, { ...update, invocation: { ...INVOCATION, state: 'weird' } }, { ...update, unavailable: 3 },
-      { type: 'result', requestId: 4 }, { type: 'error', message: 'x' }, { type: 'other' },
+      { ...update, now: 'x' },
+      { ...update, invocation: { ...INVOCATION, state: 'weird' } },
+      { ...update, unavailable: 3 },
+      { type: 'result', requestId: 4 },
+      { type: 'error', message: 'x' },
+      { type: 'other' },
     ]) {
       assert.equal(parseHostMessage(bad), undefined, JSON.stringify(bad).slice(0, 100));
     }
   });
 
-  it('checks the invocation\'s shape but keeps agent data as it is', () => {
+  it("checks the invocation's shape but keeps agent data as it is", () => {
     assert.ok(parseInvocationJson(INVOCATION));
-    const data = { ...INVOCATION, context: { ...INVOCATION.context, facts: { html: '<script>x</script>' }, diffs: [{ title: 't', beforeJson: [1], afterJson: { a: 1 } }] } };
+    const data = {
+      ...INVOCATION,
+      context: {
+        ...INVOCATION.context,
+        facts: { html: '<script>x</script>' },
+        diffs: [{ title: 't', beforeJson: [1], afterJson: { a: 1 } }],
+      },
+    };
     assert.deepEqual(parseInvocationJson(data), data);
-    assert.equal(parseInvocationJson({ ...INVOCATION, context: { ...INVOCATION.context, diffs: [{ title: 't', before: 3 }] } }), undefined);
+    assert.equal(
+      parseInvocationJson({ ...INVOCATION, context: { ...INVOCATION.context, diffs: [{ title: 't', before: 3 }] } }),
+      undefined,
+    );
     assert.equal(parseInvocationJson({ ...INVOCATION, subject: null }), undefined);
     assert.equal(parseInvocationJson({ ...INVOCATION, decision: { decision: 'approve' } }), undefined);
     assert.equal(parseInvocationJson({ ...INVOCATION, proposed_actions: [1] }), undefined);

@@ -11,12 +11,34 @@ describe('inTurns: sortInTurns and byteOrder', function () {
 
   it('byteOrder answers what comparing the UTF-8 bytes answers, beyond the BMP and around U+E000–U+FFFF too', () => {
     const random = prng(30);
-    const alphabet = ['a', 'b', '/', '.', 'é', '\u00ff', '\u0800', '\ud7ff', '\ue000', '\uff21', '\uffff', '\u{10000}', '\u{1F600}', '\u{10FFFF}'];
-    const word = () => Array.from({ length: 1 + Math.floor(random() * 4) }, () => alphabet[Math.floor(random() * alphabet.length)]).join('');
+    const alphabet = [
+      'a',
+      'b',
+      '/',
+      '.',
+      'é',
+      '\u00ff',
+      '\u0800',
+      '\ud7ff',
+      '\ue000',
+      '\uff21',
+      '\uffff',
+      '\u{10000}',
+      '\u{1F600}',
+      '\u{10FFFF}',
+    ];
+    const word = () =>
+      Array.from({ length: 1 + Math.floor(random() * 4) }, () => alphabet[Math.floor(random() * alphabet.length)]).join(
+        '',
+      );
     for (let k = 0; k < 20_000; k++) {
       const a = word();
       const b = random() < 0.3 ? a + word() : word();
-      assert.equal(Math.sign(byteOrder(a, b)), Math.sign(bufferOrder(a, b)), `${JSON.stringify(a)} vs ${JSON.stringify(b)}`);
+      assert.equal(
+        Math.sign(byteOrder(a, b)),
+        Math.sign(bufferOrder(a, b)),
+        `${JSON.stringify(a)} vs ${JSON.stringify(b)}`,
+      );
       assert.equal(Math.sign(byteOrder(b, a)), Math.sign(bufferOrder(b, a)));
     }
   });
@@ -31,9 +53,14 @@ describe('inTurns: sortInTurns and byteOrder', function () {
   });
 
   it('sorts 200,000 paths by bytes holding the event loop at most 50 ms (one Array.prototype.sort with Buffers: ≈ 1.8 s)', async () => {
-    const paths = Array.from({ length: 200_000 }, (_, i) => `src/dir${i % 97}/sub${i % 13}/file-${(i * 7919) % 200_000}${i % 11 === 0 ? '\u{1F600}' : ''}.txt`);
+    const paths = Array.from(
+      { length: 200_000 },
+      (_, i) => `src/dir${i % 97}/sub${i % 13}/file-${(i * 7919) % 200_000}${i % 11 === 0 ? '\u{1F600}' : ''}.txt`,
+    );
     const { value: sorted, hold } = await measureHold(() => sortInTurns(paths, byteOrder));
-    console.log(`      200,000 paths sorted by bytes in ${hold.ms.toFixed(0)} ms, turns of ${TURN_MS} ms: ${describeHold(hold)}`);
+    console.log(
+      `      200,000 paths sorted by bytes in ${hold.ms.toFixed(0)} ms, turns of ${TURN_MS} ms: ${describeHold(hold)}`,
+    );
     for (let i = 1; i < sorted.length; i++) assert.ok(bufferOrder(sorted[i - 1], sorted[i]) <= 0, `at ${i}`);
     assert.ok(heldMs(hold) <= 50, describeHold(hold));
   });

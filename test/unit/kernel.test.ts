@@ -8,7 +8,14 @@ import { CommitEmitter, TransactionEmitter, Transitions, type Transition } from 
 import { classify, CoreError } from '../../src/core/kernel/errors';
 import { makeTempDir, removeTempDir } from '../support/tempDir';
 
-const ROWS: SchemaStep[] = [{ version: 1, area: 'test', description: 'rows', statements: ['CREATE TABLE rows (id INTEGER PRIMARY KEY, text TEXT NOT NULL)'] }];
+const ROWS: SchemaStep[] = [
+  {
+    version: 1,
+    area: 'test',
+    description: 'rows',
+    statements: ['CREATE TABLE rows (id INTEGER PRIMARY KEY, text TEXT NOT NULL)'],
+  },
+];
 
 describe('the transition kernel', () => {
   let dir: string;
@@ -16,7 +23,8 @@ describe('the transition kernel', () => {
   let faults: Array<[string, string]>;
   let guard: Guard;
   let kernel: Transitions;
-  const rows = () => (store.database.prepare('SELECT text FROM rows ORDER BY id').all() as Array<{ text: string }>).map((r) => r.text);
+  const rows = () =>
+    (store.database.prepare('SELECT text FROM rows ORDER BY id').all() as Array<{ text: string }>).map((r) => r.text);
   const insert = (text: string) => store.database.prepare('INSERT INTO rows (text) VALUES (?)').run(text);
 
   beforeEach(() => {
@@ -43,10 +51,18 @@ describe('the transition kernel', () => {
       tx.notify(changed, 'a');
       tx.after(() => seen.push(`after (memory ${memory})`));
       tx.arm(timers, 't', 1000, () => seen.push('timer'));
-      tx.install(() => { memory = 'new'; seen.push('install'); });
+      tx.install(() => {
+        memory = 'new';
+        seen.push('install');
+      });
       seen.push(`body (memory ${memory}, timer armed: ${timers.has('t')})`);
     });
-    assert.deepEqual(seen, ['body (memory old, timer armed: false)', 'install', 'after (memory new)', 'notify a (timer armed: true)']);
+    assert.deepEqual(seen, [
+      'body (memory old, timer armed: false)',
+      'install',
+      'after (memory new)',
+      'notify a (timer armed: true)',
+    ]);
     assert.deepEqual(rows(), ['a']);
     clock.advance(1000);
     assert.equal(seen.at(-1), 'timer');
@@ -59,14 +75,18 @@ describe('the transition kernel', () => {
     const changed = new CommitEmitter<string>();
     const seen: string[] = [];
     changed.event((v) => seen.push(v));
-    assert.throws(() => kernel.run((tx) => {
-      insert('a');
-      tx.install(() => seen.push('install'));
-      tx.notify(changed, 'a');
-      tx.disarm(timers, 'kept');
-      tx.whenDurable(() => seen.push('durable'));
-      throw new Error('refused');
-    }), /refused/);
+    assert.throws(
+      () =>
+        kernel.run((tx) => {
+          insert('a');
+          tx.install(() => seen.push('install'));
+          tx.notify(changed, 'a');
+          tx.disarm(timers, 'kept');
+          tx.whenDurable(() => seen.push('durable'));
+          throw new Error('refused');
+        }),
+      /refused/,
+    );
     assert.equal(rows().length, 0);
     assert.equal(seen.length, 0);
     assert.ok(timers.has('kept'));
@@ -77,11 +97,13 @@ describe('the transition kernel', () => {
     kernel.run((tx) => {
       insert('outer');
       tx.install(() => seen.push('outer'));
-      assert.throws(() => kernel.run((inner) => {
-        insert('inner');
-        inner.install(() => seen.push('inner'));
-        throw new Error('inner refused');
-      }));
+      assert.throws(() =>
+        kernel.run((inner) => {
+          insert('inner');
+          inner.install(() => seen.push('inner'));
+          throw new Error('inner refused');
+        }),
+      );
       kernel.run((inner) => {
         insert('second');
         inner.install(() => seen.push('second'));
@@ -95,7 +117,9 @@ describe('the transition kernel', () => {
   it('a fault in one effect is reported with its context and the others still run', () => {
     const seen: string[] = [];
     kernel.run((tx) => {
-      tx.install(() => { throw new Error('broken install'); });
+      tx.install(() => {
+        throw new Error('broken install');
+      });
       tx.install(() => seen.push('second install'));
       tx.after(() => seen.push('after'));
     }, 'request r1');
@@ -121,9 +145,20 @@ describe('the transition kernel', () => {
   it('in-transaction listeners write inside the transition and roll back with it', () => {
     const touched = new TransactionEmitter<string>();
     const seen: string[] = [];
-    touched.event((v, tx: Transition) => { insert(`listener ${v}`); tx.install(() => seen.push(`listener ${v}`)); });
-    kernel.run((tx) => { insert('a'); touched.fire('a', tx); });
-    assert.throws(() => kernel.run((tx) => { touched.fire('b', tx); throw new Error('no'); }));
+    touched.event((v, tx: Transition) => {
+      insert(`listener ${v}`);
+      tx.install(() => seen.push(`listener ${v}`));
+    });
+    kernel.run((tx) => {
+      insert('a');
+      touched.fire('a', tx);
+    });
+    assert.throws(() =>
+      kernel.run((tx) => {
+        touched.fire('b', tx);
+        throw new Error('no');
+      }),
+    );
     assert.deepEqual(rows(), ['a', 'listener a']);
     assert.deepEqual(seen, ['listener a']);
   });
@@ -138,7 +173,9 @@ describe('keyed timers', () => {
     const fired: string[] = [];
     timers.arm(1, 100, () => fired.push('first'));
     timers.arm(1, 200, () => fired.push(`second (still armed: ${timers.has(1)})`));
-    timers.arm(2, 50, () => { throw new Error('boom'); });
+    timers.arm(2, 50, () => {
+      throw new Error('boom');
+    });
     clock.advance(150);
     assert.equal(fired.length, 0);
     assert.deepEqual(faults, ['task 2: boom']);
@@ -154,7 +191,11 @@ describe('keyed timers', () => {
 
 describe('the core error type', () => {
   it('classifies a CoreError by its kind and code, anything else as an internal fault', () => {
-    assert.deepEqual(classify(new CoreError('permission', 'PERMISSION_DENIED', 'no')), { kind: 'permission', code: 'PERMISSION_DENIED', message: 'no' });
+    assert.deepEqual(classify(new CoreError('permission', 'PERMISSION_DENIED', 'no')), {
+      kind: 'permission',
+      code: 'PERMISSION_DENIED',
+      message: 'no',
+    });
     assert.deepEqual(classify(new TypeError('x')), { kind: 'internal', code: 'INTERNAL_ERROR', message: 'x' });
   });
 });

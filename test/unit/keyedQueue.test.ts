@@ -5,7 +5,10 @@ import { KeyedQueue } from '../../src/core/keyedQueue';
 function deferred<T = void>(): { promise: Promise<T>; resolve: (value: T) => void; reject: (err: unknown) => void } {
   let resolve!: (value: T) => void;
   let reject!: (err: unknown) => void;
-  const promise = new Promise<T>((res, rej) => { resolve = res; reject = rej; });
+  const promise = new Promise<T>((res, rej) => {
+    resolve = res;
+    reject = rej;
+  });
   return { promise, resolve, reject };
 }
 
@@ -14,9 +17,20 @@ describe('KeyedQueue (one operation at a time per key)', () => {
     const queue = new KeyedQueue();
     const log: string[] = [];
     const first = deferred();
-    const a1 = queue.run('a', async () => { log.push('a1 start'); await first.promise; log.push('a1 end'); return 1; });
-    const a2 = queue.run('a', async () => { log.push('a2'); return 2; });
-    const b1 = queue.run('b', async () => { log.push('b1'); return 3; });
+    const a1 = queue.run('a', async () => {
+      log.push('a1 start');
+      await first.promise;
+      log.push('a1 end');
+      return 1;
+    });
+    const a2 = queue.run('a', async () => {
+      log.push('a2');
+      return 2;
+    });
+    const b1 = queue.run('b', async () => {
+      log.push('b1');
+      return 3;
+    });
     assert.equal(await b1, 3);
     assert.deepEqual(log, ['a1 start', 'b1'], 'b runs while a1 waits; a2 waits for a1');
     first.resolve();
@@ -26,7 +40,9 @@ describe('KeyedQueue (one operation at a time per key)', () => {
 
   it('a failing operation rejects its own caller and does not stop the next one', async () => {
     const queue = new KeyedQueue();
-    const failed = queue.run('a', async () => { throw new Error('boom'); });
+    const failed = queue.run('a', async () => {
+      throw new Error('boom');
+    });
     const next = queue.run('a', async () => 'ran');
     await assert.rejects(failed, /boom/);
     assert.equal(await next, 'ran');

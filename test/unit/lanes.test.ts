@@ -1,11 +1,20 @@
 import { strict as assert } from 'node:assert';
 import { ManualClock } from '../../src/core/clock';
-import { DEFAULT_LANE_OPTIONS, LaneQueues, PrivilegedRateLimiter, type Lane, type LaneOptions } from '../../src/core/router/lanes';
+import {
+  DEFAULT_LANE_OPTIONS,
+  LaneQueues,
+  PrivilegedRateLimiter,
+  type Lane,
+  type LaneOptions,
+} from '../../src/core/router/lanes';
 import { RouterHarness, ctx } from '../support/routerHarness';
 
 const WEIGHTS = { PRIVILEGED: 8, STANDARD: 4, BULK: 1 } as const;
 
-function filled(counts: Readonly<Record<Lane, number>>, weights: Readonly<Record<Lane, number>> = WEIGHTS): LaneQueues<string> {
+function filled(
+  counts: Readonly<Record<Lane, number>>,
+  weights: Readonly<Record<Lane, number>> = WEIGHTS,
+): LaneQueues<string> {
   const queues = new LaneQueues<string>(weights);
   for (const lane of ['PRIVILEGED', 'STANDARD', 'BULK'] as const) {
     for (let i = 0; i < counts[lane]; i++) queues.push(lane, `${lane[0]}${i}`);
@@ -52,7 +61,10 @@ describe('LaneQueues (RFC §7.3 weighted fair queuing)', () => {
 
   it('keeps order within a lane (FIFO) and serves PRIVILEGED first in a round', () => {
     const queues = filled({ PRIVILEGED: 2, STANDARD: 2, BULK: 2 });
-    assert.deepEqual(drain(queues).map((s) => s.item), ['P0', 'P1', 'S0', 'S1', 'B0', 'B1']);
+    assert.deepEqual(
+      drain(queues).map((s) => s.item),
+      ['P0', 'P1', 'S0', 'S1', 'B0', 'B1'],
+    );
   });
 
   it('gives an idle lane no credit to hoard, and a lane of weight 0 still one turn a round', () => {
@@ -65,10 +77,16 @@ describe('LaneQueues (RFC §7.3 weighted fair queuing)', () => {
   it('puts a repeated item back at the head of its lane, removes by predicate and reports size and items', () => {
     const queues = filled({ PRIVILEGED: 1, STANDARD: 3, BULK: 1 });
     assert.equal(queues.size, 5);
-    assert.deepEqual(queues.remove((x) => x === 'S1'), ['S1']);
+    assert.deepEqual(
+      queues.remove((x) => x === 'S1'),
+      ['S1'],
+    );
     queues.unshift('STANDARD', 'again');
     assert.deepEqual(queues.items(), ['P0', 'again', 'S0', 'S2', 'B0']);
-    assert.deepEqual(drain(queues).map((s) => s.item), ['P0', 'again', 'S0', 'S2', 'B0']);
+    assert.deepEqual(
+      drain(queues).map((s) => s.item),
+      ['P0', 'again', 'S0', 'S2', 'B0'],
+    );
     assert.equal(queues.shift(), undefined);
     assert.equal(queues.size, 0);
   });
@@ -89,8 +107,11 @@ describe('PrivilegedRateLimiter (RFC §7.3, §23)', () => {
     assert.deepEqual(admit(), { lane: 'PRIVILEGED', demoted: false }, 'two tokens a second: one after 500 ms');
     assert.deepEqual(admit(), { lane: 'STANDARD', demoted: true });
     clock.advance(60_000);
-    assert.deepEqual([admit(), admit(), admit(), admit()].map((a) => a.lane), ['PRIVILEGED', 'PRIVILEGED', 'PRIVILEGED', 'STANDARD'],
-      'refill is capped at the burst');
+    assert.deepEqual(
+      [admit(), admit(), admit(), admit()].map((a) => a.lane),
+      ['PRIVILEGED', 'PRIVILEGED', 'PRIVILEGED', 'STANDARD'],
+      'refill is capped at the burst',
+    );
   });
 
   it('keeps one bucket per producer and leaves other classes alone', () => {
@@ -107,7 +128,11 @@ describe('Router lanes (RFC §7.3, §19)', () => {
   let h: RouterHarness;
 
   beforeEach(() => {
-    h = new RouterHarness({ deliveryWindow: 1, capacity: 100, lanes: { weights: WEIGHTS, privilegedBurst: 2, privilegedRatePerSecond: 1 } });
+    h = new RouterHarness({
+      deliveryWindow: 1,
+      capacity: 100,
+      lanes: { weights: WEIGHTS, privilegedBurst: 2, privilegedRatePerSecond: 1 },
+    });
     h.register('boss', { communicationClass: 'PRIVILEGED' });
     h.register('worker', { communicationClass: 'STANDARD' });
     h.register('batch', { communicationClass: 'BULK' });
@@ -134,14 +159,18 @@ describe('Router lanes (RFC §7.3, §19)', () => {
     assert.deepEqual(sink.ids(), [urgent[0].messageId], 'PRIVILEGED goes first although it was sent last');
     const order = deliverAll(sink);
     assert.deepEqual(order, ['boss', 'boss', 'worker', 'worker', 'batch']);
-    assert.deepEqual(sink.ids(), [...urgent, ...standard, bulk].map((m) => m.messageId));
+    assert.deepEqual(
+      sink.ids(),
+      [...urgent, ...standard, bulk].map((m) => m.messageId),
+    );
 
     for (const m of urgent) {
       const [delivered] = h.eventsFor('message.delivered', m.messageId);
       assert.equal(delivered.details.lane, 'PRIVILEGED');
       assert.equal(delivered.details.urgent, true, 'urgent-lane dispatches are flagged (RFC §19)');
     }
-    for (const m of [...standard, bulk]) assert.equal(h.eventsFor('message.delivered', m.messageId)[0].details.urgent, undefined);
+    for (const m of [...standard, bulk])
+      assert.equal(h.eventsFor('message.delivered', m.messageId)[0].details.urgent, undefined);
     assert.equal(h.router.metrics().find((m) => m.agentId === 'inbox')?.urgentDispatches, 2);
     assert.match(h.router.metricsText(), /router_urgent_dispatches_total\{agent_id="inbox"\} 2/);
   });
@@ -151,7 +180,14 @@ describe('Router lanes (RFC §7.3, §19)', () => {
     const lanes = ms.map((m) => h.router.message(m.messageId)?.lane);
     assert.deepEqual(lanes, ['PRIVILEGED', 'PRIVILEGED', 'STANDARD']);
     const accepted = ms.map((m) => h.eventsFor('message.accepted', m.messageId)[0].details);
-    assert.deepEqual(accepted.map((d) => [d.lane, d.lane_demoted_from]), [['PRIVILEGED', undefined], ['PRIVILEGED', undefined], ['STANDARD', 'PRIVILEGED']]);
+    assert.deepEqual(
+      accepted.map((d) => [d.lane, d.lane_demoted_from]),
+      [
+        ['PRIVILEGED', undefined],
+        ['PRIVILEGED', undefined],
+        ['STANDARD', 'PRIVILEGED'],
+      ],
+    );
     assert.equal(h.router.metrics().find((m) => m.agentId === 'inbox')?.rejects.privileged_demoted, 1);
     h.clock.advance(1_000);
     assert.equal(h.router.message(h.sendData('boss', 'inbox').messageId)?.lane, 'PRIVILEGED', 'the bucket refills');
@@ -163,8 +199,11 @@ describe('Router lanes (RFC §7.3, §19)', () => {
     h.stream('inbox');
     h.acked('inbox', m.messageId, 'RECEIVED');
     const sink = h.stream('worker').sink;
-    assert.deepEqual(sink.items.map((i) => i.envelope.messageType), ['ACKNOWLEDGEMENT', 'DATA'],
-      'forwarded ACKs do not count against the delivery window and go first');
+    assert.deepEqual(
+      sink.items.map((i) => i.envelope.messageType),
+      ['ACKNOWLEDGEMENT', 'DATA'],
+      'forwarded ACKs do not count against the delivery window and go first',
+    );
     assert.equal(sink.items[1].envelope.messageId, work.messageId);
   });
 });

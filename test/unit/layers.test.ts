@@ -36,7 +36,9 @@ function tsFiles(dir: string): string[] {
 function imports(file: string): Array<{ specifier: string; resolved: string | undefined }> {
   return moduleSpecifiers(fs.readFileSync(file, 'utf8')).map((specifier) => ({
     specifier,
-    resolved: specifier.startsWith('.') ? path.resolve(path.dirname(file), specifier).replace(/\.(ts|js)$/, '') : undefined,
+    resolved: specifier.startsWith('.')
+      ? path.resolve(path.dirname(file), specifier).replace(/\.(ts|js)$/, '')
+      : undefined,
   }));
 }
 
@@ -57,32 +59,53 @@ describe('layers (ARCHITECTURE.md: extension → server → core)', () => {
       '  type C,',
       "} from '../core/b';",
       "export * from '../core/c';",
-      "export { D } from \"../core/d\";",
+      'export { D } from "../core/d";',
       "import '../core/e';",
       "const f = await import('../core/f');",
       "const g = require('../core/g');",
       "// import { h } from '../core/h';",
       "/* import { i } from '../core/i'; */",
     ].join('\n');
-    assert.deepEqual(moduleSpecifiers(source).sort(),
-      ['../core/a', '../core/b', '../core/c', '../core/d', '../core/e', '../core/f', '../core/g', 'vscode']);
+    assert.deepEqual(moduleSpecifiers(source).sort(), [
+      '../core/a',
+      '../core/b',
+      '../core/c',
+      '../core/d',
+      '../core/e',
+      '../core/f',
+      '../core/g',
+      'vscode',
+    ]);
   });
 
   it('src/extension imports nothing of src/core but src/core/api', () => {
     const files = tsFiles(path.join(root, 'src', 'extension'));
     assert.ok(files.length > 10, `found the extension's sources (${files.length})`);
-    const offending = files.flatMap((file) => imports(file)
-      .filter(({ resolved }) => resolved !== undefined && isInside(CORE, resolved) && resolved !== CORE_API && resolved !== path.join(CORE_API, 'index'))
-      .map(({ specifier }) => `${rel(file)} imports '${specifier}'`));
+    const offending = files.flatMap((file) =>
+      imports(file)
+        .filter(
+          ({ resolved }) =>
+            resolved !== undefined &&
+            isInside(CORE, resolved) &&
+            resolved !== CORE_API &&
+            resolved !== path.join(CORE_API, 'index'),
+        )
+        .map(({ specifier }) => `${rel(file)} imports '${specifier}'`),
+    );
     assert.deepEqual(offending, [], 'the editor reaches the coordinator through src/core/api only');
   });
 
   it('src/core imports neither vscode nor @grpc/*', () => {
     const files = tsFiles(CORE);
     assert.ok(files.length > 10, `found the core's sources (${files.length})`);
-    const offending = files.flatMap((file) => imports(file)
-      .filter(({ specifier }) => specifier === 'vscode' || specifier.startsWith('vscode/') || specifier.startsWith('@grpc/'))
-      .map(({ specifier }) => `${rel(file)} imports '${specifier}'`));
+    const offending = files.flatMap((file) =>
+      imports(file)
+        .filter(
+          ({ specifier }) =>
+            specifier === 'vscode' || specifier.startsWith('vscode/') || specifier.startsWith('@grpc/'),
+        )
+        .map(({ specifier }) => `${rel(file)} imports '${specifier}'`),
+    );
     assert.deepEqual(offending, []);
   });
 });

@@ -81,7 +81,8 @@ describe('Agent lifecycle (RFC §8, Appendix C)', () => {
     assert.equal(registry.get(id)?.state, state);
   }
 
-  const stateEvents = (agentId: string) => log.query({ eventType: 'agent.state_changed', limit: 100_000 }).filter((e) => e.details.agent_id === agentId);
+  const stateEvents = (agentId: string) =>
+    log.query({ eventType: 'agent.state_changed', limit: 100_000 }).filter((e) => e.details.agent_id === agentId);
 
   beforeEach(() => {
     fixture = new StoreFixture({ prefix: 'sw4rm-lifecycle-' });
@@ -114,12 +115,16 @@ describe('Agent lifecycle (RFC §8, Appendix C)', () => {
       for (const line of section.split('\n')) {
         const cells = /^\| `([A-Z_]+)` \| (.*) \|$/.exec(line);
         if (!cells) continue;
-        const targets = [...cells[2].matchAll(/`([A-Z_]+)`/g)].map((m) => m[1]).filter((t) => (AGENT_STATES as readonly string[]).includes(t));
+        const targets = [...cells[2].matchAll(/`([A-Z_]+)`/g)]
+          .map((m) => m[1])
+          .filter((t) => (AGENT_STATES as readonly string[]).includes(t));
         rows.set(cells[1], targets);
       }
-      for (const from of AGENT_STATES) assert.deepEqual([...(rows.get(from) ?? [])].sort(), [...EXPECTED[from]].sort(), `README row ${from}`);
+      for (const from of AGENT_STATES)
+        assert.deepEqual([...(rows.get(from) ?? [])].sort(), [...EXPECTED[from]].sort(), `README row ${from}`);
       assert.match(section, /three kinds of edges marked ★/);
-      for (const edge of ['`COMPLETED → RUNNABLE`', '`SCHEDULED → RUNNABLE`', '`→ SHUTTING_DOWN` from every state']) assert.ok(section.includes(edge), edge);
+      for (const edge of ['`COMPLETED → RUNNABLE`', '`SCHEDULED → RUNNABLE`', '`→ SHUTTING_DOWN` from every state'])
+        assert.ok(section.includes(edge), edge);
     });
 
     it('enters INITIALIZING only by registration, and reads FAILED as FAILED_STATE', () => {
@@ -137,7 +142,12 @@ describe('Agent lifecycle (RFC §8, Appendix C)', () => {
           agentIn(id, from);
           const eventsBefore = stateEvents(id).length;
           const changesBefore = changes.length;
-          const result = registry.transition(id, to, { by: 'task', reason: 'checking the table', taskId: 't-1', errorCode: 'x_code' }, ctx);
+          const result = registry.transition(
+            id,
+            to,
+            { by: 'task', reason: 'checking the table', taskId: 't-1', errorCode: 'x_code' },
+            ctx,
+          );
           if (EXPECTED[from].includes(to)) {
             assert.ok(result.ok, `${from} → ${to} refused: ${result.ok ? '' : result.reason}`);
             assert.equal(registry.get(id)?.state, to);
@@ -147,7 +157,14 @@ describe('Agent lifecycle (RFC §8, Appendix C)', () => {
             const event = events.at(-1)!;
             assert.equal(event.correlationId, 'corr-life');
             assert.deepEqual(
-              [event.details.from, event.details.to, event.details.cause, event.details.reason, event.details.task_id, event.details.error_code],
+              [
+                event.details.from,
+                event.details.to,
+                event.details.cause,
+                event.details.reason,
+                event.details.task_id,
+                event.details.error_code,
+              ],
               [from, to, 'task', 'checking the table', 't-1', 'x_code'],
             );
             assert.equal(changes.length, changesBefore + 1);
@@ -187,9 +204,13 @@ describe('Agent lifecycle (RFC §8, Appendix C)', () => {
       assert.equal(registry.heartbeat('alpha', 'RUNNABLE', {}, ctx), true);
       assert.equal(registry.get('alpha')?.state, 'RUNNABLE');
       const events = stateEvents('alpha').slice(before);
-      assert.deepEqual(events.map((e) => [e.details.from, e.details.to, e.details.cause]), [
-        ['FAILED_STATE', 'RECOVERING', 'heartbeat'], ['RECOVERING', 'RUNNABLE', 'heartbeat'],
-      ]);
+      assert.deepEqual(
+        events.map((e) => [e.details.from, e.details.to, e.details.cause]),
+        [
+          ['FAILED_STATE', 'RECOVERING', 'heartbeat'],
+          ['RECOVERING', 'RUNNABLE', 'heartbeat'],
+        ],
+      );
       clock.advance(DEFAULT_STATE_TIMEOUTS.recoveryTimeoutMs * 2);
       assert.equal(registry.get('alpha')?.state, 'RUNNABLE', 'the recovery timeout was disarmed');
     });
@@ -202,7 +223,10 @@ describe('Agent lifecycle (RFC §8, Appendix C)', () => {
       assert.equal(registry.get('alpha')?.lastHeartbeatAt, clock.now());
       const [refused] = log.query({ eventType: 'agent.transition_refused' });
       assert.equal(refused.level, 'WARN');
-      assert.deepEqual([refused.details.from, refused.details.to, refused.details.cause], ['RUNNABLE', 'SUSPENDED', 'heartbeat']);
+      assert.deepEqual(
+        [refused.details.from, refused.details.to, refused.details.cause],
+        ['RUNNABLE', 'SUSPENDED', 'heartbeat'],
+      );
     });
 
     it('keeps the state on UNSPECIFIED or empty, and moves RUNNING ↔ WAITING / WAITING_RESOURCES', () => {
@@ -228,8 +252,10 @@ describe('Agent lifecycle (RFC §8, Appendix C)', () => {
         const timedOut = stateEvents('alpha').find((e) => e.details.error_code === code);
         assert.ok(timedOut, 'the timeout is logged');
         assert.equal(timedOut.level, 'WARN');
-        assert.deepEqual([timedOut.details.from, timedOut.details.to, timedOut.details.cause, timedOut.details.timeout_ms],
-          [state, 'FAILED_STATE', 'timeout', ms]);
+        assert.deepEqual(
+          [timedOut.details.from, timedOut.details.to, timedOut.details.cause, timedOut.details.timeout_ms],
+          [state, 'FAILED_STATE', 'timeout', ms],
+        );
         if (state === 'SHUTTING_DOWN') {
           assert.equal(registry.get('alpha'), undefined, 'deregistered after the shutdown timeout');
         } else {
@@ -277,7 +303,12 @@ describe('Agent lifecycle (RFC §8, Appendix C)', () => {
   describe('shutdown (RFC §8.4)', () => {
     it('a ShutdownAgent grace replaces the default, FAILED agent_shutdown_timeout then deregistered; kept across a restart', () => {
       agentIn('alpha', 'RUNNING');
-      const result = registry.transition('alpha', 'SHUTTING_DOWN', { by: 'shutdown', reason: 'operator asked', timeoutMs: 5_000 }, ctx);
+      const result = registry.transition(
+        'alpha',
+        'SHUTTING_DOWN',
+        { by: 'shutdown', reason: 'operator asked', timeoutMs: 5_000 },
+        ctx,
+      );
       assert.ok(result.ok);
       clock.advance(2_000);
       registry.dispose();
@@ -286,7 +317,10 @@ describe('Agent lifecycle (RFC §8, Appendix C)', () => {
       assert.equal(registry.get('alpha')?.state, 'SHUTTING_DOWN');
       changes = [];
       clock.advance(1);
-      assert.deepEqual(changes.map((c) => c.kind), ['state', 'left']);
+      assert.deepEqual(
+        changes.map((c) => c.kind),
+        ['state', 'left'],
+      );
       assert.equal(registry.get('alpha'), undefined);
       assert.equal(store.agents.get('alpha'), undefined);
       const [left] = log.query({ eventType: 'agent.deregistered' });

@@ -17,12 +17,32 @@ const nested = (depth: number): string => '['.repeat(depth) + ']'.repeat(depth);
 
 /** A valid DATA envelope with a JSON payload; `body` replaces the payload (content_length follows it). */
 const BASE: Omit<Envelope, 'messageId' | 'correlationId' | 'payload' | 'contentLength'> = {
-  idempotencyToken: '', producerId: 'alpha', sequenceNumber: '1', retryCount: 0, messageType: 'DATA', contentType: 'application/json',
-  repoId: '', worktreeId: '', hlcTimestamp: '', ttlMs: 0, timestampMs: null, parentCorrelationId: '',
+  idempotencyToken: '',
+  producerId: 'alpha',
+  sequenceNumber: '1',
+  retryCount: 0,
+  messageType: 'DATA',
+  contentType: 'application/json',
+  repoId: '',
+  worktreeId: '',
+  hlcTimestamp: '',
+  ttlMs: 0,
+  timestampMs: null,
+  parentCorrelationId: '',
 };
-function envelope({ body = '{"task":"x"}', ...rest }: Partial<Envelope> & { body?: string | Uint8Array } = {}): Envelope {
+function envelope({
+  body = '{"task":"x"}',
+  ...rest
+}: Partial<Envelope> & { body?: string | Uint8Array } = {}): Envelope {
   const payload = typeof body === 'string' ? Buffer.from(body, 'utf8') : body;
-  return { ...BASE, messageId: uuidv4(), correlationId: uuidv4(), payload, contentLength: String(payload.byteLength), ...rest };
+  return {
+    ...BASE,
+    messageId: uuidv4(),
+    correlationId: uuidv4(),
+    payload,
+    contentLength: String(payload.byteLength),
+    ...rest,
+  };
 }
 
 function invalid(e: Envelope, detail: RegExp): void {
@@ -35,7 +55,13 @@ function invalid(e: Envelope, detail: RegExp): void {
 describe('limits: JSON depth and size (src/core/json.ts)', () => {
   it('measures depth in a linear scan that skips strings and escapes, on bytes and on text alike', () => {
     const cases: Array<[string, number]> = [
-      ['1', 0], ['"[[[["', 0], ['{}', 1], ['[[1],[2,[3]]]', 3], ['{"a":"\\"[[[","b":[{}]}', 3], ['["\\\\",[[]]]', 3], ['"é[ü"', 0],
+      ['1', 0],
+      ['"[[[["', 0],
+      ['{}', 1],
+      ['[[1],[2,[3]]]', 3],
+      ['{"a":"\\"[[[","b":[{}]}', 3],
+      ['["\\\\",[[]]]', 3],
+      ['"é[ü"', 0],
     ];
     for (const [text, depth] of cases) {
       assert.equal(jsonDepth(text), depth, text);
@@ -65,8 +91,14 @@ describe('limits: JSON depth and size (src/core/json.ts)', () => {
   it('parseBoundedJson with maxValues: 1 + each {, [ and , outside strings, counted before parsing; depth still first', () => {
     assert.deepEqual(parseBoundedJson('[1,2,3]', { what: 't', maxValues: 4 }), { ok: true, value: [1, 2, 3] });
     const over = parseBoundedJson('[1,2,3,4]', { what: 't', maxValues: 4 });
-    assert.ok(!over.ok && over.limit === 'values' && over.reason === 't holds more than 4 JSON values (JSON values limit)', JSON.stringify(over));
-    assert.ok(parseBoundedJson('{"a,b":"[{,,,"}', { what: 't', maxValues: 2 }).ok, 'commas and brackets in strings do not count');
+    assert.ok(
+      !over.ok && over.limit === 'values' && over.reason === 't holds more than 4 JSON values (JSON values limit)',
+      JSON.stringify(over),
+    );
+    assert.ok(
+      parseBoundedJson('{"a,b":"[{,,,"}', { what: 't', maxValues: 2 }).ok,
+      'commas and brackets in strings do not count',
+    );
     const deep = parseBoundedJson(nested(5000), { what: 't', maxValues: 100_000 });
     assert.ok(!deep.ok && deep.limit === 'depth', JSON.stringify(deep));
   });
@@ -75,9 +107,16 @@ describe('limits: JSON depth and size (src/core/json.ts)', () => {
 describe('limits: envelope fields and payload JSON (checkEnvelope)', () => {
   it('refuses a JSON payload nested deeper than the limit with VALIDATION_ERROR naming it', () => {
     invalid(envelope({ body: nested(5000) }), /the payload nests deeper than 64 levels/);
-    invalid(envelope({ body: `{"to":"b","x":${nested(65)}}`, contentType: 'application/problem+json' }), /deeper than 64/);
+    invalid(
+      envelope({ body: `{"to":"b","x":${nested(65)}}`, contentType: 'application/problem+json' }),
+      /deeper than 64/,
+    );
     assert.equal(checkEnvelope(envelope({ body: `{"x":${nested(63)}}` })), undefined, '64 levels pass');
-    assert.equal(checkEnvelope(envelope({ body: nested(5000), contentType: 'application/octet-stream' })), undefined, 'only JSON is scanned');
+    assert.equal(
+      checkEnvelope(envelope({ body: nested(5000), contentType: 'application/octet-stream' })),
+      undefined,
+      'only JSON is scanned',
+    );
   });
 
   const fields: Array<[keyof Envelope, string, number]> = [
@@ -101,7 +140,10 @@ describe('limits: envelope fields and payload JSON (checkEnvelope)', () => {
     invalid(envelope({ producerId: 'p\uFFFD' }), /producer_id is not valid UTF-8/);
     invalid(envelope({ idempotencyToken: 't\uFFFD' }), /idempotency_token is not valid UTF-8/);
     invalid(envelope({ idempotencyToken: 't\u0000' }), /idempotency_token contains control characters/);
-    invalid(envelope({ contentType: `application/json; x=${'y'.repeat(300)}` }), /content_type is longer than 256 characters/);
+    invalid(
+      envelope({ contentType: `application/json; x=${'y'.repeat(300)}` }),
+      /content_type is longer than 256 characters/,
+    );
   });
 
   it(`reads routing JSON only from payloads of at most ${ROUTING_JSON_MAX_BYTES} bytes`, () => {
@@ -167,15 +209,24 @@ describe('limits: registry descriptor and heartbeat', () => {
   };
 
   it('bounds the description in bytes as well as words, and refuses NUL in it', () => {
-    refused(validDescriptor('a', { description: 'x'.repeat(10 * MIB) }), /^VALIDATION_ERROR: description is larger than 8192 bytes/);
+    refused(
+      validDescriptor('a', { description: 'x'.repeat(10 * MIB) }),
+      /^VALIDATION_ERROR: description is larger than 8192 bytes/,
+    );
     refused(validDescriptor('a', { description: 'a\u0000b' }), /description contains NUL/);
     assert.equal(validateDescriptor(validDescriptor('a', { description: 'word '.repeat(200) })).ok, true);
   });
 
   it('refuses NUL and invalid UTF-8 in the name and in list entries', () => {
     refused(validDescriptor('a', { name: 'n\uFFFD' }), /name is not valid UTF-8/);
-    refused(validDescriptor('a', { capabilities: ['ok', 'c\uFFFD'] }), /capabilities has an entry with NUL or invalid UTF-8/);
-    refused(validDescriptor('a', { modalitiesSupported: Array.from({ length: 257 }, (_, i) => `text/x${i}`) }), /modalities_supported has 257 entries; at most 256/);
+    refused(
+      validDescriptor('a', { capabilities: ['ok', 'c\uFFFD'] }),
+      /capabilities has an entry with NUL or invalid UTF-8/,
+    );
+    refused(
+      validDescriptor('a', { modalitiesSupported: Array.from({ length: 257 }, (_, i) => `text/x${i}`) }),
+      /modalities_supported has 257 entries; at most 256/,
+    );
   });
 
   describe('over gRPC (INVALID_ARGUMENT: Heartbeat and DeregisterAgent have no refusal field)', () => {
@@ -186,17 +237,28 @@ describe('limits: registry descriptor and heartbeat', () => {
     });
     afterEach(() => h.dispose());
 
-    const call = (method: 'Heartbeat' | 'DeregisterAgent', request: Record<string, unknown>): Promise<{ err: Partial<grpc.StatusObject> | null; value: unknown }> =>
+    const call = (
+      method: 'Heartbeat' | 'DeregisterAgent',
+      request: Record<string, unknown>,
+    ): Promise<{ err: Partial<grpc.StatusObject> | null; value: unknown }> =>
       new Promise((resolve) => {
-        const handler = new RegistryServiceAdapter(h.coordinator).handlers()[method] as grpc.handleUnaryCall<unknown, unknown>;
-        handler({ request, metadata: new grpc.Metadata() } as unknown as grpc.ServerUnaryCall<unknown, unknown>,
-          (err, value) => resolve({ err: err as Partial<grpc.StatusObject> | null, value }));
+        const handler = new RegistryServiceAdapter(h.coordinator).handlers()[method] as grpc.handleUnaryCall<
+          unknown,
+          unknown
+        >;
+        handler(
+          { request, metadata: new grpc.Metadata() } as unknown as grpc.ServerUnaryCall<unknown, unknown>,
+          (err, value) => resolve({ err: err as Partial<grpc.StatusObject> | null, value }),
+        );
       });
 
     it('refuses a heartbeat whose state or health is beyond its limits, and stores nothing of it', async () => {
       const cases: Array<[Record<string, unknown>, RegExp]> = [
         [{ agent_id: 'a', health: { k: 'v'.repeat(10 * MIB) } }, /health 'k' is longer than 1024 characters/],
-        [{ agent_id: 'a', health: Object.fromEntries(Array.from({ length: 100_000 }, (_, i) => [`k${i}`, 'v'])) }, /health has 100000 entries; at most 32/],
+        [
+          { agent_id: 'a', health: Object.fromEntries(Array.from({ length: 100_000 }, (_, i) => [`k${i}`, 'v'])) },
+          /health has 100000 entries; at most 32/,
+        ],
         [{ agent_id: 'a', health: { ['k'.repeat(129)]: 'v' } }, /a health key is longer than 128 characters/],
         [{ agent_id: 'a', state: 'S'.repeat(65) }, /state is longer than 64 characters/],
         [{ agent_id: 'a\u0000' }, /agent_id contains control characters/],
@@ -214,7 +276,10 @@ describe('limits: registry descriptor and heartbeat', () => {
     });
 
     it('refuses a deregistration reason beyond its limit', async () => {
-      const { err } = await call('DeregisterAgent', { agent_id: 'a', reason: 'r'.repeat(FIELD_LIMITS.registry.deregister_reason + 1) });
+      const { err } = await call('DeregisterAgent', {
+        agent_id: 'a',
+        reason: 'r'.repeat(FIELD_LIMITS.registry.deregister_reason + 1),
+      });
       assert.equal(err?.code, grpc.status.INVALID_ARGUMENT);
       assert.match(err?.details ?? '', /reason is longer than 4096 characters/);
       assert.ok(h.registry.get('a'), 'still registered');
@@ -225,25 +290,43 @@ describe('limits: registry descriptor and heartbeat', () => {
 describe('limits: HITL invocations', () => {
   const frame = { correlationId: 'corr', now: Date.UTC(2026, 0, 1) };
   const refusal = (fn: () => unknown, pattern: RegExp): void => {
-    assert.throws(fn, (e: unknown) => e instanceof HitlRequestError && e.code === 'VALIDATION_ERROR' && pattern.test(e.message));
+    assert.throws(
+      fn,
+      (e: unknown) => e instanceof HitlRequestError && e.code === 'VALIDATION_ERROR' && pattern.test(e.message),
+    );
   };
 
   it('refuses a context nested deeper than the JSON limit before parsing it', () => {
-    refusal(() => parseBody(Buffer.from(`{"reason_type":"CONFLICT","facts":${nested(5000)}}`)), /the context nests deeper than 64 levels/);
+    refusal(
+      () => parseBody(Buffer.from(`{"reason_type":"CONFLICT","facts":${nested(5000)}}`)),
+      /the context nests deeper than 64 levels/,
+    );
     assert.ok(parseBody(`{"a":${nested(63)}}`));
   });
 
   it('refuses NUL and invalid UTF-8 in identifiers', () => {
-    refusal(() => parseInvocationRequest({ reason_type: 'CONFLICT', correlation_id: 'c\uFFFD' }, frame), /correlation_id is not valid UTF-8/);
-    refusal(() => parseInvocationRequest({ reason_type: 'CONFLICT', requester: 'r\u0000' }, frame), /requester contains control characters/);
-    refusal(() => parseInvocationRequest({ reason_type: 'CONFLICT', subject: { repo_id: 'r'.repeat(257) } }, frame), /subject.repo_id is longer than 256/);
+    refusal(
+      () => parseInvocationRequest({ reason_type: 'CONFLICT', correlation_id: 'c\uFFFD' }, frame),
+      /correlation_id is not valid UTF-8/,
+    );
+    refusal(
+      () => parseInvocationRequest({ reason_type: 'CONFLICT', requester: 'r\u0000' }, frame),
+      /requester contains control characters/,
+    );
+    refusal(
+      () => parseInvocationRequest({ reason_type: 'CONFLICT', subject: { repo_id: 'r'.repeat(257) } }, frame),
+      /subject.repo_id is longer than 256/,
+    );
   });
 
   it('refuses a HITL_INVOCATION envelope nested deeper than the limit with VALIDATION_ERROR', () => {
     const h = new RouterHarness();
     try {
       h.register('p');
-      const e = h.envelope('p', { messageType: 'HITL_INVOCATION', payload: `{"reason_type":"CONFLICT","x":${nested(5000)}}` });
+      const e = h.envelope('p', {
+        messageType: 'HITL_INVOCATION',
+        payload: `{"reason_type":"CONFLICT","x":${nested(5000)}}`,
+      });
       assertRefused(h.send(e, 'coordinator'), 'VALIDATION_ERROR', /nests deeper than 64 levels/);
     } finally {
       h.dispose();
@@ -253,13 +336,21 @@ describe('limits: HITL invocations', () => {
 
 describe('limits: LoggingService.Ingest', () => {
   let h: RouterHarness;
-  beforeEach(() => { h = new RouterHarness(); });
+  beforeEach(() => {
+    h = new RouterHarness();
+  });
   afterEach(() => h.dispose());
 
-  const ingest = (request: Record<string, unknown>): Promise<Partial<grpc.StatusObject> | null> => new Promise((resolve) => {
-    const handler = new LoggingServiceAdapter(h.coordinator).handlers().Ingest as grpc.handleUnaryCall<unknown, unknown>;
-    handler({ request, metadata: new grpc.Metadata() } as unknown as grpc.ServerUnaryCall<unknown, unknown>, (err) => resolve(err as Partial<grpc.StatusObject> | null));
-  });
+  const ingest = (request: Record<string, unknown>): Promise<Partial<grpc.StatusObject> | null> =>
+    new Promise((resolve) => {
+      const handler = new LoggingServiceAdapter(h.coordinator).handlers().Ingest as grpc.handleUnaryCall<
+        unknown,
+        unknown
+      >;
+      handler({ request, metadata: new grpc.Metadata() } as unknown as grpc.ServerUnaryCall<unknown, unknown>, (err) =>
+        resolve(err as Partial<grpc.StatusObject> | null),
+      );
+    });
 
   it('refuses details_json nested 5,000 deep with INVALID_ARGUMENT naming the limit', async () => {
     const err = await ingest({ event_type: 'deep', details_json: `{"a":${nested(5000)}}` });

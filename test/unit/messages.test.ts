@@ -9,7 +9,7 @@ function assertPlain(value: unknown): void {
   assert.deepEqual(structuredClone(value), value);
 }
 
-describe('messages: the Messages view\'s queries and Send Message… (real store, ManualClock)', () => {
+describe("messages: the Messages view's queries and Send Message… (real store, ManualClock)", () => {
   let h: RouterHarness;
 
   beforeEach(() => {
@@ -30,24 +30,54 @@ describe('messages: the Messages view\'s queries and Send Message… (real store
       const third = h.sendData('c', 'a', { correlationId: 'corr-1', messageType: 'CONTROL', payload: { n: 3 } });
 
       const all = h.router.messages();
-      assert.deepEqual(all.map((m) => m.messageId), [third.messageId, second.messageId, first.messageId]);
+      assert.deepEqual(
+        all.map((m) => m.messageId),
+        [third.messageId, second.messageId, first.messageId],
+      );
       assert.deepEqual(all[2], {
-        messageId: first.messageId, messageType: 'DATA', producerId: 'a', recipientId: 'b', state: 'SENT', errorCode: '',
-        correlationId: 'corr-1', contentType: 'application/json', size: first.payload.byteLength, tracked: true,
-        acceptedAt: h.clock.now() - 2_000, updatedAt: h.clock.now() - 2_000,
+        messageId: first.messageId,
+        messageType: 'DATA',
+        producerId: 'a',
+        recipientId: 'b',
+        state: 'SENT',
+        errorCode: '',
+        correlationId: 'corr-1',
+        contentType: 'application/json',
+        size: first.payload.byteLength,
+        tracked: true,
+        acceptedAt: h.clock.now() - 2_000,
+        updatedAt: h.clock.now() - 2_000,
       });
-      assert.deepEqual(h.router.messages({ limit: 2 }).map((m) => m.messageId), [third.messageId, second.messageId]);
+      assert.deepEqual(
+        h.router.messages({ limit: 2 }).map((m) => m.messageId),
+        [third.messageId, second.messageId],
+      );
       // An agent as producer or as recipient.
-      assert.deepEqual(h.router.messages({ agentId: 'a' }).map((m) => m.messageId), [third.messageId, first.messageId]);
-      assert.deepEqual(h.router.messages({ correlationId: 'corr-1' }).map((m) => m.messageId), [third.messageId, first.messageId]);
-      assert.deepEqual(h.router.messages({ messageType: 'CONTROL' }).map((m) => m.messageId), [third.messageId]);
-      assert.deepEqual(h.router.messages({ agentId: 'b', messageType: 'DATA', correlationId: 'corr-2' }).map((m) => m.messageId), [second.messageId]);
+      assert.deepEqual(
+        h.router.messages({ agentId: 'a' }).map((m) => m.messageId),
+        [third.messageId, first.messageId],
+      );
+      assert.deepEqual(
+        h.router.messages({ correlationId: 'corr-1' }).map((m) => m.messageId),
+        [third.messageId, first.messageId],
+      );
+      assert.deepEqual(
+        h.router.messages({ messageType: 'CONTROL' }).map((m) => m.messageId),
+        [third.messageId],
+      );
+      assert.deepEqual(
+        h.router.messages({ agentId: 'b', messageType: 'DATA', correlationId: 'corr-2' }).map((m) => m.messageId),
+        [second.messageId],
+      );
       assert.deepEqual(h.router.messages({ agentId: 'nobody' }), []);
 
       const { sink } = h.stream('b');
       h.ackDelivery('b', sink, first.messageId);
       h.acked('b', first.messageId, 'RECEIVED');
-      assert.deepEqual(h.router.messages({ state: 'RECEIVED' }).map((m) => m.messageId), [first.messageId]);
+      assert.deepEqual(
+        h.router.messages({ state: 'RECEIVED' }).map((m) => m.messageId),
+        [first.messageId],
+      );
       // The ACK itself, forwarded to its producer, is a routed message of its own.
       const acks = h.router.messages({ messageType: 'ACKNOWLEDGEMENT' });
       assert.equal(acks.length, 1);
@@ -62,15 +92,22 @@ describe('messages: the Messages view\'s queries and Send Message… (real store
       assert.equal(h.router.messages({ limit: 0 }).length, 1);
       // The repository's window: the newest 2 messages are looked at, so the oldest correlation is not found there.
       assert.deepEqual(h.store.router.recentMessages({ correlationId: 'w-0' }, 2, 10), []);
-      assert.deepEqual(h.store.router.recentMessages({ correlationId: 'w-4' }, 2, 10).map((m) => m.correlationId), ['w-4']);
+      assert.deepEqual(
+        h.store.router.recentMessages({ correlationId: 'w-4' }, 2, 10).map((m) => m.correlationId),
+        ['w-4'],
+      );
       assert.equal(h.store.router.recentMessages({ correlationId: 'w-0' }, 5, 10).length, 1);
     });
   });
 
-  describe('a message\'s detail', () => {
+  describe("a message's detail", () => {
     it('has the envelope, the payload as text and every state of the lifecycle with its time and the ACK that caused it', () => {
       const { sink } = h.stream('b');
-      const m = h.sendData('a', 'b', { correlationId: 'corr-d', payload: { text: '<b>not html</b>' }, idempotencyToken: 'tok-1' });
+      const m = h.sendData('a', 'b', {
+        correlationId: 'corr-d',
+        payload: { text: '<b>not html</b>' },
+        idempotencyToken: 'tok-1',
+      });
       h.ackDelivery('b', sink, m.messageId);
       const acks: string[] = [];
       for (const stage of ['RECEIVED', 'READ', 'FULFILLED']) {
@@ -89,14 +126,27 @@ describe('messages: the Messages view\'s queries and Send Message… (real store
       assert.equal(detail.payload.encoding, 'utf-8');
       assert.equal(detail.payload.text, JSON.stringify({ text: '<b>not html</b>' }, null, 2));
       const states = detail.history.filter((s) => s.state);
-      assert.deepEqual(states.map((s) => s.state), ['SENT', 'RECEIVED', 'READ', 'FULFILLED']);
-      assert.deepEqual(states.slice(1).map((s) => s.ackMessageId), acks, 'each step names the ACK that caused it');
-      assert.deepEqual(states.map((s) => s.at - states[0].at), [0, 500, 1_000, 1_500]);
+      assert.deepEqual(
+        states.map((s) => s.state),
+        ['SENT', 'RECEIVED', 'READ', 'FULFILLED'],
+      );
+      assert.deepEqual(
+        states.slice(1).map((s) => s.ackMessageId),
+        acks,
+        'each step names the ACK that caused it',
+      );
+      assert.deepEqual(
+        states.map((s) => s.at - states[0].at),
+        [0, 500, 1_000, 1_500],
+      );
       assert.equal(states[3].time, new Date(states[3].at).toISOString());
-      assert.ok(detail.history.some((s) => s.event === 'delivered' && !s.state), 'steps that change no state are listed too');
+      assert.ok(
+        detail.history.some((s) => s.event === 'delivered' && !s.state),
+        'steps that change no state are listed too',
+      );
     });
 
-    it('says that a finished message\'s large payload was released rather than showing nothing', () => {
+    it("says that a finished message's large payload was released rather than showing nothing", () => {
       const { sink } = h.stream('b');
       const big = h.sendData('a', 'b', { payload: { blob: 'x'.repeat(5_000) } });
       h.ackDelivery('b', sink, big.messageId);
@@ -113,12 +163,18 @@ describe('messages: the Messages view\'s queries and Send Message… (real store
     it('shows bytes that are not UTF-8 as base64, and a late ACK as a step that changes no state', () => {
       h.register('any', { modalitiesSupported: ['application/octet-stream'] });
       const { sink } = h.stream('any');
-      const m = h.sendData('a', 'any', { contentType: 'application/octet-stream', payload: new Uint8Array([0xff, 0xfe, 0x00]) });
+      const m = h.sendData('a', 'any', {
+        contentType: 'application/octet-stream',
+        payload: new Uint8Array([0xff, 0xfe, 0x00]),
+      });
       h.ackDelivery('any', sink, m.messageId);
       h.acked('any', m.messageId, 'FULFILLED');
       h.acked('any', m.messageId, 'READ');
       const detail = h.router.messageDetail(m.messageId)!;
-      assert.deepEqual({ ...detail.payload }, { bytes: 3, text: '//4A', encoding: 'base64', note: 'The payload is not UTF-8 text; shown as base64.' });
+      assert.deepEqual(
+        { ...detail.payload },
+        { bytes: 3, text: '//4A', encoding: 'base64', note: 'The payload is not UTF-8 text; shown as base64.' },
+      );
       const late = detail.history.filter((s) => s.event === 'ack_read');
       assert.equal(late.length, 1);
       assert.equal(late[0].state, undefined);
@@ -128,12 +184,15 @@ describe('messages: the Messages view\'s queries and Send Message… (real store
   });
 
   describe('sending as the coordinator (Send Message…)', () => {
-    it('admits a DATA message from coordinator, delivers it, and the recipient\'s ACKs take it to FULFILLED', async () => {
+    it("admits a DATA message from coordinator, delivers it, and the recipient's ACKs take it to FULFILLED", async () => {
       const { sink } = h.stream('b');
-      const result = h.router.sendFromCoordinator({ to: 'b', contentType: 'application/json', payload: '{"text":"hello"}' }, ctx('send-1'));
+      const result = h.router.sendFromCoordinator(
+        { to: 'b', contentType: 'application/json', payload: '{"text":"hello"}' },
+        ctx('send-1'),
+      );
       assert.ok(result.accepted);
       const delivered = sink.items.find((i) => i.envelope.messageId === result.messageId);
-      assert.ok(delivered, 'delivered to the recipient\'s stream');
+      assert.ok(delivered, "delivered to the recipient's stream");
       assert.equal(delivered.envelope.producerId, COORDINATOR_ID);
       assert.equal(delivered.envelope.messageType, 'DATA');
       assert.equal(delivered.envelope.contentType, 'application/json');
@@ -145,24 +204,53 @@ describe('messages: the Messages view\'s queries and Send Message… (real store
       await settle();
       assert.equal(h.state(result.messageId), 'FULFILLED');
       const detail = h.router.messageDetail(result.messageId)!;
-      assert.deepEqual(detail.history.filter((s) => s.state).map((s) => s.state), ['SENT', 'RECEIVED', 'READ', 'FULFILLED']);
+      assert.deepEqual(
+        detail.history.filter((s) => s.state).map((s) => s.state),
+        ['SENT', 'RECEIVED', 'READ', 'FULFILLED'],
+      );
       // The ACKs went to the coordinator: nothing was forwarded to any agent.
       assert.deepEqual(h.router.messages({ messageType: 'ACKNOWLEDGEMENT' }), []);
 
       // Sequence numbers increase, so a second message is a new operation, not a duplicate.
-      const again = h.router.sendFromCoordinator({ to: 'b', contentType: 'text/plain', payload: 'hello' }, ctx('send-2'));
+      const again = h.router.sendFromCoordinator(
+        { to: 'b', contentType: 'text/plain', payload: 'hello' },
+        ctx('send-2'),
+      );
       assert.ok(again.accepted, again.accepted ? '' : again.reason);
     });
 
     it('refuses through the normal admission rules, with the SW4RM code', () => {
       h.register('json-only', { modalitiesSupported: ['application/json'] });
-      assertRefused(h.router.sendFromCoordinator({ to: 'nobody', contentType: 'text/plain', payload: 'x' }, ctx()), 'NO_ROUTE', /no agent 'nobody'/);
-      assertRefused(h.router.sendFromCoordinator({ to: COORDINATOR_ID, contentType: 'text/plain', payload: 'x' }, ctx()), 'UNSUPPORTED_MESSAGE_TYPE');
-      assertRefused(h.router.sendFromCoordinator({ to: 'b', contentType: 'application/json', payload: '{not json' }, ctx()), 'VALIDATION_ERROR');
-      assertRefused(h.router.sendFromCoordinator({ to: 'json-only', contentType: 'text/plain', payload: 'x' }, ctx()), 'UNSUPPORTED_MESSAGE_TYPE');
-      assertRefused(h.router.sendFromCoordinator({ to: 'b', contentType: 'image/png' as 'text/plain', payload: 'x' }, ctx()), 'VALIDATION_ERROR');
-      for (let i = 0; i < 10; i++) assert.ok(h.router.sendFromCoordinator({ to: 'c', contentType: 'text/plain', payload: `m${i}` }, ctx()).accepted);
-      assertRefused(h.router.sendFromCoordinator({ to: 'c', contentType: 'text/plain', payload: 'one too many' }, ctx()), 'BUFFER_FULL', /capacity 10/);
+      assertRefused(
+        h.router.sendFromCoordinator({ to: 'nobody', contentType: 'text/plain', payload: 'x' }, ctx()),
+        'NO_ROUTE',
+        /no agent 'nobody'/,
+      );
+      assertRefused(
+        h.router.sendFromCoordinator({ to: COORDINATOR_ID, contentType: 'text/plain', payload: 'x' }, ctx()),
+        'UNSUPPORTED_MESSAGE_TYPE',
+      );
+      assertRefused(
+        h.router.sendFromCoordinator({ to: 'b', contentType: 'application/json', payload: '{not json' }, ctx()),
+        'VALIDATION_ERROR',
+      );
+      assertRefused(
+        h.router.sendFromCoordinator({ to: 'json-only', contentType: 'text/plain', payload: 'x' }, ctx()),
+        'UNSUPPORTED_MESSAGE_TYPE',
+      );
+      assertRefused(
+        h.router.sendFromCoordinator({ to: 'b', contentType: 'image/png' as 'text/plain', payload: 'x' }, ctx()),
+        'VALIDATION_ERROR',
+      );
+      for (let i = 0; i < 10; i++)
+        assert.ok(
+          h.router.sendFromCoordinator({ to: 'c', contentType: 'text/plain', payload: `m${i}` }, ctx()).accepted,
+        );
+      assertRefused(
+        h.router.sendFromCoordinator({ to: 'c', contentType: 'text/plain', payload: 'one too many' }, ctx()),
+        'BUFFER_FULL',
+        /capacity 10/,
+      );
       assert.ok(h.events('message.refused').length >= 5, 'refusals are logged');
     });
 
@@ -171,7 +259,10 @@ describe('messages: the Messages view\'s queries and Send Message… (real store
     });
 
     it('times out like any message when the recipient never acknowledges it', () => {
-      const result = h.router.sendFromCoordinator({ to: 'b', contentType: 'text/plain', payload: 'anyone there?' }, ctx());
+      const result = h.router.sendFromCoordinator(
+        { to: 'b', contentType: 'text/plain', payload: 'anyone there?' },
+        ctx(),
+      );
       assert.ok(result.accepted);
       h.clock.advance(10_001);
       assert.equal(h.state(result.messageId), 'TIMED_OUT');
@@ -181,11 +272,16 @@ describe('messages: the Messages view\'s queries and Send Message… (real store
 
   describe('through the CoordinatorApi', () => {
     let api: InProcessCoordinatorApi;
-    beforeEach(() => { api = new InProcessCoordinatorApi(h.coordinator); });
+    beforeEach(() => {
+      api = new InProcessCoordinatorApi(h.coordinator);
+    });
     afterEach(() => api.dispose());
 
     it('sends, lists and details messages as plain data, and logs who sent it', async () => {
-      const sent = await api.sendMessage({ to: 'b', contentType: 'text/plain', payload: 'from the editor' }, 'operator@editor');
+      const sent = await api.sendMessage(
+        { to: 'b', contentType: 'text/plain', payload: 'from the editor' },
+        'operator@editor',
+      );
       assert.ok(sent.accepted);
       const listed = await api.messages({ agentId: 'b' });
       assertPlain(listed);
@@ -199,18 +295,31 @@ describe('messages: the Messages view\'s queries and Send Message… (real store
       assert.equal(logged[0].actor, 'operator@editor');
       assert.equal(logged[0].details.message_id, sent.messageId);
 
-      const refused = await api.sendMessage({ to: 'nobody', contentType: 'text/plain', payload: 'x' }, 'operator@editor');
+      const refused = await api.sendMessage(
+        { to: 'nobody', contentType: 'text/plain', payload: 'x' },
+        'operator@editor',
+      );
       assert.equal(refused.accepted, false);
       assert.equal(!refused.accepted && refused.code, 'NO_ROUTE');
     });
 
-    it('answers an agent\'s log events and deregisters it through the registry', async () => {
+    it("answers an agent's log events and deregisters it through the registry", async () => {
       h.sendData('a', 'b');
       const events = await api.agentEvents('b');
       assertPlain(events);
-      assert.ok(events.some((e) => e.eventType === 'agent.registered' && e.actor === 'b'), 'its own events');
-      assert.ok(events.some((e) => e.eventType === 'message.accepted' && e.details.to === 'b'), 'events naming it');
-      assert.ok(events.every((e) => e.actor === 'b' || e.details.agent_id === 'b' || e.details.to === 'b' || e.details.producer_id === 'b'));
+      assert.ok(
+        events.some((e) => e.eventType === 'agent.registered' && e.actor === 'b'),
+        'its own events',
+      );
+      assert.ok(
+        events.some((e) => e.eventType === 'message.accepted' && e.details.to === 'b'),
+        'events naming it',
+      );
+      assert.ok(
+        events.every(
+          (e) => e.actor === 'b' || e.details.agent_id === 'b' || e.details.to === 'b' || e.details.producer_id === 'b',
+        ),
+      );
       assert.ok(!events.some((e) => e.eventType === 'agent.registered' && e.actor === 'c'));
 
       assert.equal(await api.deregisterAgent('b', 'operator@editor'), true);

@@ -1,5 +1,12 @@
 import { strict as assert } from 'node:assert';
-import { DELTA_LIMITS, canonicalJson, jsonDeltaSummary, leafCount, textDeltaSummary, unifiedDiff } from '../../src/core/negotiation/delta';
+import {
+  DELTA_LIMITS,
+  canonicalJson,
+  jsonDeltaSummary,
+  leafCount,
+  textDeltaSummary,
+  unifiedDiff,
+} from '../../src/core/negotiation/delta';
 import { blend, deterministicScore, tokensOf } from '../../src/core/negotiation/scoring';
 
 describe('negotiation: DeltaSummary (jsondiffpatch / line diff) and scoring', () => {
@@ -9,13 +16,19 @@ describe('negotiation: DeltaSummary (jsondiffpatch / line diff) and scoring', ()
   });
 
   it('one changed leaf of four: magnitude 0.25, its JSON Pointer', () => {
-    const { summary } = jsonDeltaSummary({ price: 10, terms: { days: 30, late_fee: 5 }, currency: 'EUR' }, { price: 12, terms: { days: 30, late_fee: 5 }, currency: 'EUR' });
+    const { summary } = jsonDeltaSummary(
+      { price: 10, terms: { days: 30, late_fee: 5 }, currency: 'EUR' },
+      { price: 12, terms: { days: 30, late_fee: 5 }, currency: 'EUR' },
+    );
     assert.equal(summary.magnitude, 0.25);
     assert.deepEqual(summary.changedPaths, ['/price']);
   });
 
   it('added, removed and nested changes as JSON Pointers (escaped ~ and /), sorted', () => {
-    const { summary } = jsonDeltaSummary({ 'a/b': 1, keep: true, gone: { x: 1, y: 2 }, list: [1, 2, 3] }, { 'a/b': 2, keep: true, 'n~ew': 'x', list: [1, 3] });
+    const { summary } = jsonDeltaSummary(
+      { 'a/b': 1, keep: true, gone: { x: 1, y: 2 }, list: [1, 2, 3] },
+      { 'a/b': 2, keep: true, 'n~ew': 'x', list: [1, 3] },
+    );
     assert.ok(summary.changedPaths.includes('/a~1b'));
     assert.ok(summary.changedPaths.includes('/gone'));
     assert.ok(summary.changedPaths.includes('/n~0ew'));
@@ -58,10 +71,18 @@ describe('negotiation: DeltaSummary (jsondiffpatch / line diff) and scoring', ()
     const { summary, delta } = jsonDeltaSummary({ items: before }, { items: after });
     assert.deepEqual(summary, { magnitude: 1, changedPaths: ['/'], pathCount: 1, method: 'json-coarse' });
     assert.equal(delta, undefined);
-    assert.equal(jsonDeltaSummary({ items: before }, { items: [...before] }).summary.magnitude, 0, 'equal large values: 0');
+    assert.equal(
+      jsonDeltaSummary({ items: before }, { items: [...before] }).summary.magnitude,
+      0,
+      'equal large values: 0',
+    );
     // Many small arrays: no array is long, but the leaves are too many.
-    const wide = Object.fromEntries(Array.from({ length: 100 }, (_, i) => [`k${i}`, Array.from({ length: 1_000 }, (__, j) => j)]));
-    const wider = Object.fromEntries(Array.from({ length: 100 }, (_, i) => [`k${i}`, Array.from({ length: 1_000 }, (__, j) => j + 1)]));
+    const wide = Object.fromEntries(
+      Array.from({ length: 100 }, (_, i) => [`k${i}`, Array.from({ length: 1_000 }, (__, j) => j)]),
+    );
+    const wider = Object.fromEntries(
+      Array.from({ length: 100 }, (_, i) => [`k${i}`, Array.from({ length: 1_000 }, (__, j) => j + 1)]),
+    );
     assert.equal(jsonDeltaSummary(wide, wider).summary.method, 'json-coarse');
     // Just within the bounds: still the structural diff.
     const small = Array.from({ length: DELTA_LIMITS.maxArrayItems - 1 }, (_, i) => i);

@@ -15,7 +15,14 @@ const LIMIT = FIELD_LIMITS.negotiation.payload_bytes;
 const VALUES = FIELD_LIMITS.negotiation.payload_json_values;
 
 /** `make(i)` joined by `sep` for as many i as fit in `size` bytes with `open` and `close` (at most `count`). */
-function fill(make: (i: number) => string, open: string, close: string, sep = ',', size = LIMIT, count = Infinity): string {
+function fill(
+  make: (i: number) => string,
+  open: string,
+  close: string,
+  sep = ',',
+  size = LIMIT,
+  count = Infinity,
+): string {
   const parts: string[] = [];
   let length = open.length + close.length;
   for (let i = 0; i < count; i++) {
@@ -40,7 +47,10 @@ function threadCpuMs(): number | undefined {
 function held<T>(work: () => T): { ms: number; cpu: number; answer?: T; error?: unknown } {
   const c0 = threadCpuMs();
   const t0 = performance.now();
-  const done = () => ({ ms: performance.now() - t0, cpu: c0 === undefined ? performance.now() - t0 : (threadCpuMs() ?? 0) - c0 });
+  const done = () => ({
+    ms: performance.now() - t0,
+    cpu: c0 === undefined ? performance.now() - t0 : (threadCpuMs() ?? 0) - c0,
+  });
   try {
     const answer = work();
     return { ...done(), answer };
@@ -50,9 +60,15 @@ function held<T>(work: () => T): { ms: number; cpu: number; answer?: T; error?: 
 }
 
 /** `verdict` when it is what the built-in scorer answers for `a` and `b` on this thread (the same answer off it). */
-function scoreDebateSame(verdict: { confidence: number; notes: string }, a: string, b: string): { confidence: number; notes: string } {
+function scoreDebateSame(
+  verdict: { confidence: number; notes: string },
+  a: string,
+  b: string,
+): { confidence: number; notes: string } {
   const here: DebateVerdict = scoreDebate(a, b);
-  return here.confidence === verdict.confidence && BUILT_IN_NOTE + here.notes === verdict.notes ? verdict : { confidence: here.confidence, notes: BUILT_IN_NOTE + here.notes };
+  return here.confidence === verdict.confidence && BUILT_IN_NOTE + here.notes === verdict.notes
+    ? verdict
+    : { confidence: here.confidence, notes: BUILT_IN_NOTE + here.notes };
 }
 
 const A = 'agent-a';
@@ -86,17 +102,48 @@ describe('debate rounds of very many JSON values hold the event loop at most 50 
     ['beyond: an array of small objects', (s) => fill((i) => `{"k":"${s}${i}"}`, '[', ']')],
     ['beyond: an object of small objects', (s) => fill((i) => `"g${i}":{"a":"${s}","b":${i}}`, '{', '}')],
     ['beyond: an array of empty objects', (s) => fill(() => '{}', s === 'a' ? '[' : '[1,', ']')],
-    [`at the limit: a flat object of ${VALUES - 1} keys`, (s) => fill((i) => `"k${i}":"${padded(s, i, Math.floor(LIMIT / VALUES) - 12)}"`, '{', '}', ',', LIMIT, VALUES - 1)],
-    [`at the limit: a flat object of ${VALUES - 1} numbers`, (s) => fill((i) => `"k${i}":${s === 'a' ? i : i + 1}`, '{', '}', ',', LIMIT, VALUES - 1)],
-    [`at the limit: an array of ${(VALUES - 1) / 2 | 0} small objects`, (s) => fill((i) => `{"k":"${padded(s, i, Math.floor(2 * LIMIT / VALUES) - 10)}"}`, '[', ']', ',', LIMIT, (VALUES - 1) / 2 | 0)],
-    [`at the limit: an object of ${(VALUES - 1) / 3 | 0} small objects`, (s) => fill((i) => `"g${i}":{"a":"${padded(s, i, Math.floor(3 * LIMIT / VALUES) - 20)}","b":${i}}`, '{', '}', ',', LIMIT, (VALUES - 1) / 3 | 0)],
+    [
+      `at the limit: a flat object of ${VALUES - 1} keys`,
+      (s) =>
+        fill((i) => `"k${i}":"${padded(s, i, Math.floor(LIMIT / VALUES) - 12)}"`, '{', '}', ',', LIMIT, VALUES - 1),
+    ],
+    [
+      `at the limit: a flat object of ${VALUES - 1} numbers`,
+      (s) => fill((i) => `"k${i}":${s === 'a' ? i : i + 1}`, '{', '}', ',', LIMIT, VALUES - 1),
+    ],
+    [
+      `at the limit: an array of ${((VALUES - 1) / 2) | 0} small objects`,
+      (s) =>
+        fill(
+          (i) => `{"k":"${padded(s, i, Math.floor((2 * LIMIT) / VALUES) - 10)}"}`,
+          '[',
+          ']',
+          ',',
+          LIMIT,
+          ((VALUES - 1) / 2) | 0,
+        ),
+    ],
+    [
+      `at the limit: an object of ${((VALUES - 1) / 3) | 0} small objects`,
+      (s) =>
+        fill(
+          (i) => `"g${i}":{"a":"${padded(s, i, Math.floor((3 * LIMIT) / VALUES) - 20)}","b":${i}}`,
+          '{',
+          '}',
+          ',',
+          LIMIT,
+          ((VALUES - 1) / 3) | 0,
+        ),
+    ],
   ];
 
   it('Propose, Counter, Counter (oscillating) of 512 KiB each: every call within 50 ms, the median of five (accepted, or refused VALIDATION_ERROR)', () => {
     h = new NegotiationHarness(undefined, { capacity: 1000 });
     h.agent(A);
     h.agent(B);
-    h.usePolicy(testPolicy({ maxRounds: 20, tokenBudgetPerRound: 131_072, totalTokenBudget: 2_097_152, oscillationLimit: 10 }));
+    h.usePolicy(
+      testPolicy({ maxRounds: 20, tokenBudgetPerRound: 131_072, totalTokenBudget: 2_097_152, oscillationLimit: 10 }),
+    );
     const debate = (id: string, a: string, b: string) => {
       h.openN(id, [A, B]);
       const propose = held(() => h.propose(id, A, a));
@@ -116,7 +163,9 @@ describe('debate rounds of very many JSON values hold the event loop at most 50 
       const b = make('b');
       assert.ok(Buffer.byteLength(a) <= LIMIT && Buffer.byteLength(b) <= LIMIT);
       const atLimit = !name.startsWith('beyond');
-      if (atLimit) for (const v of [a, b]) assert.ok(jsonShape(v, 64, VALUES).values <= VALUES, `${name}: ${jsonShape(v, 64, VALUES).values} values`);
+      if (atLimit)
+        for (const v of [a, b])
+          assert.ok(jsonShape(v, 64, VALUES).values <= VALUES, `${name}: ${jsonShape(v, 64, VALUES).values} values`);
       // Five debates: each call's median (one run in a few is slowed by other processes on a shared machine, or a GC).
       const runs = [0, 1, 2, 3, 4].map((r) => debate(`n${k}-${r}`, a, b));
       const figures = [0, 1, 2].map((i) => {
@@ -135,13 +184,16 @@ describe('debate rounds of very many JSON values hold the event loop at most 50 
         const median = ms[2];
         const cpu = calls.map((c) => c.cpu).sort((x, y) => x - y)[2];
         if (k === 0) baseline[i] = median;
-        if (cpu > 50 || (baseline[i] <= 25 && median > 50)) worst.push(`${name}: ${what} ${median.toFixed(1)} ms (CPU ${cpu.toFixed(1)} ms)`);
+        if (cpu > 50 || (baseline[i] <= 25 && median > 50))
+          worst.push(`${name}: ${what} ${median.toFixed(1)} ms (CPU ${cpu.toFixed(1)} ms)`);
         return `${what}${calls.every((c) => c.error !== undefined) ? ' refused' : ''} ${median.toFixed(1)} ms (${ms.map((x) => x.toFixed(0)).join(', ')}; CPU ${cpu.toFixed(1)})`;
       });
       console.log(`      ${name} (${a.length} bytes): median ${figures.join(', ')}`);
     });
     const quiet = baseline.every((b) => b <= 25);
-    console.log(`      (asserted: the main thread's CPU time${quiet ? ' and the hold' : ''} ≤ 50 ms${quiet ? '' : '; not the hold: one string took more than 25 ms, other processes load this machine'})`);
+    console.log(
+      `      (asserted: the main thread's CPU time${quiet ? ' and the hold' : ''} ≤ 50 ms${quiet ? '' : '; not the hold: one string took more than 25 ms, other processes load this machine'})`,
+    );
     assert.deepEqual(worst, [], 'calls over the bound');
     assert.deepEqual(accepted, [], 'rounds beyond the values limit are refused');
   });
@@ -150,21 +202,38 @@ describe('debate rounds of very many JSON values hold the event loop at most 50 
     assert.equal(MAX_STRUCTURAL_LEAVES, 20_000);
     const router = new RouterHarness();
     const engine = new InferenceEngine({
-      agents: router.registry, clock: router.clock, log: router.coordinator.log, abandon: () => undefined,
+      agents: router.registry,
+      clock: router.clock,
+      log: router.coordinator.log,
+      abandon: () => undefined,
       call: () => Promise.reject(new Error('no engine is asked')),
     });
     const MiB = REASONING_LIMITS.maxProposalBytes;
-    const wide = (salt: string) => JSON.stringify(Object.fromEntries(Array.from({ length: 19_999 }, (_, i) => [`key${i}`, `${salt}${i}`.padEnd(30, 'x')])));
+    const wide = (salt: string) =>
+      JSON.stringify(
+        Object.fromEntries(Array.from({ length: 19_999 }, (_, i) => [`key${i}`, `${salt}${i}`.padEnd(30, 'x')])),
+      );
     const cases: [string, string, string][] = [
       ['20,000 leaves in a flat object', wide('a'), wide('b')],
-      ['a flat object of 1 MiB', fill((i) => `"k${i}":"a${i}"`, '{', '}', ',', MiB), fill((i) => `"k${i}":"b${i}"`, '{', '}', ',', MiB)],
-      ['an array of 1 MiB of small objects', fill((i) => `{"k":"a${i}"}`, '[', ']', ',', MiB), fill((i) => `{"k":"b${i}"}`, '[', ']', ',', MiB)],
+      [
+        'a flat object of 1 MiB',
+        fill((i) => `"k${i}":"a${i}"`, '{', '}', ',', MiB),
+        fill((i) => `"k${i}":"b${i}"`, '{', '}', ',', MiB),
+      ],
+      [
+        'an array of 1 MiB of small objects',
+        fill((i) => `{"k":"a${i}"}`, '[', ']', ',', MiB),
+        fill((i) => `{"k":"b${i}"}`, '[', ']', ',', MiB),
+      ],
       ['1 MiB of words', fill((i) => `w${i}`, '', '', ' ', MiB), fill((i) => `v${i}`, '', '', ' ', MiB)],
     ];
     const c = ctx('debate-scorer');
     const worst: string[] = [];
     try {
-      await engine.evaluateDebate({ negotiationId: 'warm-up', proposalA: cases[0][1], proposalB: cases[0][2], intensity: '' }, c);
+      await engine.evaluateDebate(
+        { negotiationId: 'warm-up', proposalA: cases[0][1], proposalB: cases[0][2], intensity: '' },
+        c,
+      );
       for (const [name, a, b] of cases) {
         // Five requests: the median of the event loop's longest delay while each is made and answered (1 ms resolution;
         // a shared machine's scheduler alone delays it that much now and then).
@@ -185,7 +254,9 @@ describe('debate rounds of very many JSON values hold the event loop at most 50 
         }
         assert.deepEqual(verdict, scoreDebateSame(verdict, a, b), name);
         const ms = [...runs].sort((x, y) => x - y)[2];
-        console.log(`      ${name} (${a.length} bytes): event loop held ${ms.toFixed(1)} ms (median; ${runs.map((x) => x.toFixed(0)).join(', ')}), answered in ${total.toFixed(0)} ms: ${verdict.notes.slice(BUILT_IN_NOTE.length, BUILT_IN_NOTE.length + 50)}`);
+        console.log(
+          `      ${name} (${a.length} bytes): event loop held ${ms.toFixed(1)} ms (median; ${runs.map((x) => x.toFixed(0)).join(', ')}), answered in ${total.toFixed(0)} ms: ${verdict.notes.slice(BUILT_IN_NOTE.length, BUILT_IN_NOTE.length + 50)}`,
+        );
         if (ms > 50) worst.push(`${name}: ${ms.toFixed(1)} ms`);
       }
     } finally {

@@ -27,9 +27,18 @@ describe('the Node the CLI needs (src/cli/nodeCheck.ts)', () => {
 
 describe('HITL policy keys: --help, README and parsePolicy agree', () => {
   it('parsePolicy reads every listed key (a wrong value of each is reported by name)', () => {
-    const wrong = Object.fromEntries(POLICY_INPUT_KEYS.map((key) => [key, key === 'paused' ? 'maybe' : key === 'fallbacks' || key === 'rules' ? 7 : -1]));
+    const wrong = Object.fromEntries(
+      POLICY_INPUT_KEYS.map((key) => [
+        key,
+        key === 'paused' ? 'maybe' : key === 'fallbacks' || key === 'rules' ? 7 : -1,
+      ]),
+    );
     const { problems } = parsePolicy(wrong);
-    for (const key of POLICY_INPUT_KEYS) assert.ok(problems.some((p) => p.includes(key)), `${key}: ${problems.join('; ')}`);
+    for (const key of POLICY_INPUT_KEYS)
+      assert.ok(
+        problems.some((p) => p.includes(key)),
+        `${key}: ${problems.join('; ')}`,
+      );
   });
 
   it('--help and the README name every key', () => {

@@ -11,7 +11,9 @@ describe('operator console (sw4rm-coordinator --operator)', () => {
   beforeEach(() => {
     h = new RouterHarness();
     printed = '';
-    console = new OperatorConsole(h.coordinator.hitl, 'cli:test', (text) => { printed += text; });
+    console = new OperatorConsole(h.coordinator.hitl, 'cli:test', (text) => {
+      printed += text;
+    });
   });
 
   afterEach(() => {
@@ -20,7 +22,10 @@ describe('operator console (sw4rm-coordinator --operator)', () => {
   });
 
   function open(summary = 'Delete fixtures'): string {
-    const request = parseInvocationRequest({ reason_type: 'CONFLICT', summary }, { requester: 'agent', correlationId: 'c', now: h.clock.now() });
+    const request = parseInvocationRequest(
+      { reason_type: 'CONFLICT', summary },
+      { requester: 'agent', correlationId: 'c', now: h.clock.now() },
+    );
     return h.coordinator.hitl.open(request, { kind: 'rpc' }, ctx()).invocation.id;
   }
 
@@ -37,13 +42,22 @@ describe('operator console (sw4rm-coordinator --operator)', () => {
     const id = open();
     assert.equal(console.run(`modify ${id} {"paths": ["tmp/"]} -- only tmp`), `${id}: modify\n`);
     const decision = h.coordinator.hitl.get(id)?.decision;
-    assert.deepEqual([decision?.payload, decision?.rationale, decision?.origin.by], [{ paths: ['tmp/'] }, 'only tmp', 'cli:test']);
+    assert.deepEqual(
+      [decision?.payload, decision?.rationale, decision?.origin.by],
+      [{ paths: ['tmp/'] }, 'only tmp', 'cli:test'],
+    );
     assert.match(console.run(`deny ${id} too late`), /^error: HITL invocation '.*' is already decided/);
   });
 
   it('refuses every decision without a rationale, and logs no decision', () => {
     const id = open();
-    for (const line of [`approve ${id}`, `deny ${id}   `, `defer ${id}`, `modify ${id} {"a": 1}`, `modify ${id} {"a": 1} -- `]) {
+    for (const line of [
+      `approve ${id}`,
+      `deny ${id}   `,
+      `defer ${id}`,
+      `modify ${id} {"a": 1}`,
+      `modify ${id} {"a": 1} -- `,
+    ]) {
       assert.match(console.run(line), /^error: a rationale is required: (approve|deny|defer|modify) .* <why>\n$/, line);
     }
     assert.equal(h.coordinator.hitl.get(id)?.state, 'pending');
@@ -65,7 +79,10 @@ describe('operator console (sw4rm-coordinator --operator)', () => {
     const id = open();
     assert.equal(console.run(`cancel ${id} not needed`), `${id}: cancelled\n`);
     assert.equal(console.run('list'), 'no invocations\n');
-    assert.match(console.run('list all'), new RegExp(`^${id}  CONFLICT  from agent  "Delete fixtures"  cancelled: deny by cli:test`));
+    assert.match(
+      console.run('list all'),
+      new RegExp(`^${id}  CONFLICT  from agent  "Delete fixtures"  cancelled: deny by cli:test`),
+    );
     console.run('pause');
     assert.equal(h.coordinator.hitl.policy.paused, true);
     console.run('resume');

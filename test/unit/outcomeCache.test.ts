@@ -4,8 +4,17 @@ import { OutcomeCache } from '../../src/core/router/outcomeCache';
 
 function entry(key: string, status: DedupEntry['status'], expiresAt = 10_000): DedupEntry {
   return {
-    producerId: 'p', key, originalMessageId: `m-${key}`, latestMessageId: `m-${key}`, attempts: [`m-${key}`], status,
-    outcomeState: status === 'done' ? 'FULFILLED' : '', errorCode: '', result: null, cachedAt: 0, expiresAt,
+    producerId: 'p',
+    key,
+    originalMessageId: `m-${key}`,
+    latestMessageId: `m-${key}`,
+    attempts: [`m-${key}`],
+    status,
+    outcomeState: status === 'done' ? 'FULFILLED' : '',
+    errorCode: '',
+    result: null,
+    cachedAt: 0,
+    expiresAt,
   };
 }
 

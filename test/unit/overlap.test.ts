@@ -64,7 +64,10 @@ describe('scope overlap (RFC §9.2)', () => {
     });
 
     it('a scope without paths covers its whole tree', () => {
-      const whole = scopesOverlap(scope({ repoId: 'r', worktreeId: 'w' }), scope({ repoId: 'r', worktreeId: 'w', paths: ['docs/x.md'] }));
+      const whole = scopesOverlap(
+        scope({ repoId: 'r', worktreeId: 'w' }),
+        scope({ repoId: 'r', worktreeId: 'w', paths: ['docs/x.md'] }),
+      );
       assert.equal(whole.overlap, true);
       assert.equal(whole.wholeTree, true);
       assert.match(whole.reasons[0], /whole tree/);
@@ -72,12 +75,24 @@ describe('scope overlap (RFC §9.2)', () => {
 
     it('resources only: no files shared; disjoint paths in the same place: no overlap', () => {
       assert.equal(scopesOverlap(scope({ resources: ['db'] }), scope({ repoId: 'r' })).overlap, false);
-      assert.equal(scopesOverlap(scope({ repoId: 'r', paths: ['src/**'] }), scope({ repoId: 'r', paths: ['docs/**'] })).overlap, false);
+      assert.equal(
+        scopesOverlap(scope({ repoId: 'r', paths: ['src/**'] }), scope({ repoId: 'r', paths: ['docs/**'] })).overlap,
+        false,
+      );
     });
 
     it('names every overlapping pair of paths', () => {
-      const o = scopesOverlap(scope({ repoId: 'r', paths: ['src/a.ts', 'docs/**'] }), scope({ repoId: 'r', paths: ['src/*.ts', 'docs/x.md', 'test/**'] }));
-      assert.deepEqual(o.paths.map((p) => [p.a, p.b, p.kind]), [['src/a.ts', 'src/*.ts', 'certain'], ['docs/**', 'docs/x.md', 'certain']]);
+      const o = scopesOverlap(
+        scope({ repoId: 'r', paths: ['src/a.ts', 'docs/**'] }),
+        scope({ repoId: 'r', paths: ['src/*.ts', 'docs/x.md', 'test/**'] }),
+      );
+      assert.deepEqual(
+        o.paths.map((p) => [p.a, p.b, p.kind]),
+        [
+          ['src/a.ts', 'src/*.ts', 'certain'],
+          ['docs/**', 'docs/x.md', 'certain'],
+        ],
+      );
     });
   });
 
@@ -89,11 +104,31 @@ describe('scope overlap (RFC §9.2)', () => {
       ['a shared resource', { repoId: 'r1', resources: ['db'] }, { repoId: 'r2', resources: ['db'] }, 0.1],
       ['the same files', { repoId: 'r', paths: ['src/a.ts'] }, { repoId: 'r', paths: ['src/a.ts'] }, 0.2],
       ['the same worktree without paths', { repoId: 'r', worktreeId: 'w' }, { repoId: 'r', worktreeId: 'w' }, 0.3],
-      ['a literal inside a glob (certain)', { repoId: 'r', paths: ['src/a.ts'] }, { repoId: 'r', paths: ['src/**'] }, 0.4],
+      [
+        'a literal inside a glob (certain)',
+        { repoId: 'r', paths: ['src/a.ts'] },
+        { repoId: 'r', paths: ['src/**'] },
+        0.4,
+      ],
       ['possible overlap from the root', { repoId: 'r', paths: ['**/*.ts'] }, { repoId: 'r', paths: ['src/**'] }, 0.4],
-      ['possible overlap one directory deep', { repoId: 'r', paths: ['src/**'] }, { repoId: 'r', paths: ['src/lib/**'] }, 0.45],
-      ['possible overlap deep in the tree', { repoId: 'r', paths: ['a/b/c/d/e/**/*.ts'] }, { repoId: 'r', paths: ['a/b/c/d/e/f/**'] }, 0.6],
-      ['the lowest applies', { repoId: 'r', paths: ['x.ts'], resources: ['db'] }, { repoId: 'r', paths: ['x.ts'], resources: ['db'] }, 0.1],
+      [
+        'possible overlap one directory deep',
+        { repoId: 'r', paths: ['src/**'] },
+        { repoId: 'r', paths: ['src/lib/**'] },
+        0.45,
+      ],
+      [
+        'possible overlap deep in the tree',
+        { repoId: 'r', paths: ['a/b/c/d/e/**/*.ts'] },
+        { repoId: 'r', paths: ['a/b/c/d/e/f/**'] },
+        0.6,
+      ],
+      [
+        'the lowest applies',
+        { repoId: 'r', paths: ['x.ts'], resources: ['db'] },
+        { repoId: 'r', paths: ['x.ts'], resources: ['db'] },
+        0.1,
+      ],
     ];
     for (const [name, a, b, expected] of cases) {
       it(`${name} → ${expected}`, () => {

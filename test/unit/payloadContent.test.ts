@@ -11,7 +11,9 @@ const utf8 = (text: string) => Buffer.from(text, 'utf8');
 function random(seed: number): () => number {
   let x = seed;
   return () => {
-    x ^= x << 13; x ^= x >>> 17; x ^= x << 5;
+    x ^= x << 13;
+    x ^= x >>> 17;
+    x ^= x << 5;
     return ((x >>> 0) % 1_000_000) / 1_000_000;
   };
 }
@@ -26,7 +28,9 @@ function corpus(count: number): string[] {
     if (kind === 's') return pick(['"a"', '""', '"\\u00e9\\n"', '"é"', '"\\\\"', '"tab\\t"']);
     if (kind === 'l') return pick(['true', 'false', 'null']);
     const n = Math.floor(next() * 4);
-    const items = Array.from({ length: n }, () => (kind === 'o' ? `${pick(['"k"', '"x y"', '""'])}:${value(depth + 1)}` : value(depth + 1)));
+    const items = Array.from({ length: n }, () =>
+      kind === 'o' ? `${pick(['"k"', '"x y"', '""'])}:${value(depth + 1)}` : value(depth + 1),
+    );
     return kind === 'o' ? `{${items.join(',')}}` : `[${items.join(', ')}]`;
   };
   const texts: string[] = [];
@@ -37,8 +41,13 @@ function corpus(count: number): string[] {
     const at = Math.floor(next() * (text.length + 1));
     const op = pick(['insert', 'delete', 'replace']);
     const char = pick(noise);
-    texts.push(op === 'insert' ? text.slice(0, at) + char + text.slice(at) : op === 'delete' ? text.slice(0, at) + text.slice(at + 1)
-      : text.slice(0, at) + char + text.slice(at + 1));
+    texts.push(
+      op === 'insert'
+        ? text.slice(0, at) + char + text.slice(at)
+        : op === 'delete'
+          ? text.slice(0, at) + text.slice(at + 1)
+          : text.slice(0, at) + char + text.slice(at + 1),
+    );
   }
   return texts;
 }
@@ -49,23 +58,46 @@ describe('rule 5 off the event loop: the strict scan and the worker', () => {
     for (const text of corpus(1500)) {
       const parse = contentRefusal('json', utf8(text), base, 'parse') === undefined;
       const scan = contentRefusal('json', utf8(text), base, 'scan') === undefined;
-      assert.equal(scan, parse, `JSON.parse says ${parse ? 'valid' : 'invalid'}, the scan ${scan ? 'valid' : 'invalid'}: ${JSON.stringify(text)}`);
+      assert.equal(
+        scan,
+        parse,
+        `JSON.parse says ${parse ? 'valid' : 'invalid'}, the scan ${scan ? 'valid' : 'invalid'}: ${JSON.stringify(text)}`,
+      );
       if (!parse) invalid++;
     }
     assert.ok(invalid > 300, `the corpus has invalid texts too (${invalid})`);
   });
 
   it('refuses comments, trailing commas, empty content, invalid UTF-8 and depth beyond the limit, as JSON.parse would', () => {
-    for (const bad of ['{"a":1,}', '[1,]', '// c\n{}', '/* c */ 1', '', '   ', '{"a":1}x', `${'['.repeat(MAX_JSON_DEPTH + 1)}${']'.repeat(MAX_JSON_DEPTH + 1)}`]) {
-      assert.match(contentRefusal('json', utf8(bad), base, 'scan') ?? 'accepted', /not valid JSON|nests deeper/, JSON.stringify(bad));
+    for (const bad of [
+      '{"a":1,}',
+      '[1,]',
+      '// c\n{}',
+      '/* c */ 1',
+      '',
+      '   ',
+      '{"a":1}x',
+      `${'['.repeat(MAX_JSON_DEPTH + 1)}${']'.repeat(MAX_JSON_DEPTH + 1)}`,
+    ]) {
+      assert.match(
+        contentRefusal('json', utf8(bad), base, 'scan') ?? 'accepted',
+        /not valid JSON|nests deeper/,
+        JSON.stringify(bad),
+      );
     }
     assert.match(contentRefusal('json', Buffer.from([0x7b, 0xff, 0x7d]), base, 'scan') ?? '', /not UTF-8/);
-    assert.equal(contentRefusal('json', utf8(`${'['.repeat(MAX_JSON_DEPTH)}${']'.repeat(MAX_JSON_DEPTH)}`), base, 'scan'), undefined);
+    assert.equal(
+      contentRefusal('json', utf8(`${'['.repeat(MAX_JSON_DEPTH)}${']'.repeat(MAX_JSON_DEPTH)}`), base, 'scan'),
+      undefined,
+    );
   });
 
   it('checks text payloads for UTF-8', () => {
     assert.equal(contentRefusal('text', utf8('héllo'), 'text/plain', 'scan'), undefined);
-    assert.equal(contentRefusal('text', Buffer.from([0x61, 0xc3]), 'text/plain', 'scan'), 'text payloads must be UTF-8');
+    assert.equal(
+      contentRefusal('text', Buffer.from([0x61, 0xc3]), 'text/plain', 'scan'),
+      'text payloads must be UTF-8',
+    );
   });
 
   describe('PayloadChecker (a real worker thread)', () => {
@@ -73,7 +105,9 @@ describe('rule 5 off the event loop: the strict scan and the worker', () => {
     const script = payloadWorkerScript(path.resolve(__dirname, '../../src/core/router'));
     let checker: PayloadChecker;
     before(() => assert.ok(script, 'payloadWorker.js is compiled beside payloadChecker.js'));
-    beforeEach(() => { checker = new PayloadChecker(script!); });
+    beforeEach(() => {
+      checker = new PayloadChecker(script!);
+    });
     afterEach(() => checker.dispose());
 
     it('answers in order, valid and invalid, while the event loop stays free', async () => {
@@ -82,13 +116,19 @@ describe('rule 5 off the event loop: the strict scan and the worker', () => {
       const expectedSize = big.byteLength;
       const broken = Buffer.concat([Buffer.from(text.slice(0, -1)), utf8(',')]);
       let ticks = 0;
-      const timer = setInterval(() => { ticks++; }, 1);
-      const answers = await Promise.all([checker.check('json', base, big), checker.check('json', base, broken), checker.check('text', 'text/plain', utf8('ok'))]);
+      const timer = setInterval(() => {
+        ticks++;
+      }, 1);
+      const answers = await Promise.all([
+        checker.check('json', base, big),
+        checker.check('json', base, broken),
+        checker.check('text', 'text/plain', utf8('ok')),
+      ]);
       clearInterval(timer);
       assert.equal(answers[0].refusal, undefined);
       assert.match(answers[1].refusal ?? '', /not valid JSON for content_type application\/json/);
       assert.equal(answers[2].refusal, undefined);
-      assert.equal(big.byteLength, 0, 'the large payload\'s memory went to the worker (transferred, not copied)');
+      assert.equal(big.byteLength, 0, "the large payload's memory went to the worker (transferred, not copied)");
       assert.equal(answers[0].payload.byteLength, expectedSize, 'and came back whole');
       assert.equal(Buffer.from(answers[0].payload).subarray(0, 10).toString(), '{"items":[');
       assert.ok(ticks > 0, 'timers ran while the worker validated');
@@ -97,7 +137,7 @@ describe('rule 5 off the event loop: the strict scan and the worker', () => {
 
     it('fails what it had when the worker dies, and starts a new one for the next payload', async () => {
       const pending = checker.check('json', base, utf8('{}'));
-      ((checker as unknown as { worker: { terminate(): Promise<number> } }).worker).terminate();
+      (checker as unknown as { worker: { terminate(): Promise<number> } }).worker.terminate();
       await assert.rejects(pending, /the payload worker stopped/);
       assert.equal((await checker.check('json', base, utf8('[1]'))).refusal, undefined);
     });

@@ -114,10 +114,7 @@ const EXPECTED_RPC_PATHS = [
 ];
 
 // The RFC's tool.proto declares CallStream as server-streaming next to the router's StreamIncoming.
-const EXPECTED_SERVER_STREAMING = [
-  '/sw4rm.router.RouterService/StreamIncoming',
-  '/sw4rm.tool.ToolService/CallStream',
-];
+const EXPECTED_SERVER_STREAMING = ['/sw4rm.router.RouterService/StreamIncoming', '/sw4rm.tool.ToolService/CallStream'];
 
 interface FieldDescriptor {
   name: string;
@@ -155,7 +152,11 @@ function fieldsOf(packageDefinition: protoLoader.PackageDefinition, typeName: st
   return (definition.type as { field: FieldDescriptor[] }).field;
 }
 
-function fieldOf(packageDefinition: protoLoader.PackageDefinition, typeName: string, fieldName: string): FieldDescriptor {
+function fieldOf(
+  packageDefinition: protoLoader.PackageDefinition,
+  typeName: string,
+  fieldName: string,
+): FieldDescriptor {
   const field = fieldsOf(packageDefinition, typeName).find((candidate) => candidate.name === fieldName);
   assert.ok(field, `${typeName}.${fieldName} exists`);
   return field;
@@ -187,7 +188,7 @@ describe('canonical SW4RM protos', () => {
     assert.deepEqual(onDisk, EXPECTED_FILES);
   });
 
-  it('uses the reference clients\' loader options', () => {
+  it("uses the reference clients' loader options", () => {
     assert.equal(LOADER_OPTIONS.keepCase, true);
     assert.equal(LOADER_OPTIONS.longs, String);
     assert.equal(LOADER_OPTIONS.enums, String);
@@ -199,7 +200,10 @@ describe('canonical SW4RM protos', () => {
     for (const file of EXPECTED_FILES) {
       it(file, () => {
         const single = protoLoader.loadSync(file, { ...LOADER_OPTIONS, includeDirs: [PROTOS_DIR] });
-        assert.ok(Object.keys(single).some((name) => name.startsWith('sw4rm.')), `${file} defines sw4rm types`);
+        assert.ok(
+          Object.keys(single).some((name) => name.startsWith('sw4rm.')),
+          `${file} defines sw4rm types`,
+        );
       });
     }
   });
@@ -221,13 +225,23 @@ describe('canonical SW4RM protos', () => {
   it('states the number of RPCs in README.md and ARCHITECTURE.md as the .proto files declare them', () => {
     const declared = declaredRpcPaths(PROTOS_DIR).length;
     const root = path.resolve(PROTOS_DIR, '..');
-    const stated = ['README.md', 'ARCHITECTURE.md'].flatMap((doc) => [...fs.readFileSync(path.join(root, doc), 'utf8').matchAll(/\ball (\d+)(?: canonical)? RPCs\b/gi)]
-      .map((match) => ({ doc, count: Number(match[1]) })));
-    assert.ok(stated.some(({ doc }) => doc === 'README.md'), 'README.md says how many RPCs there are ("All <n> RPCs")');
-    assert.deepEqual(stated.filter(({ count }) => count !== declared), [], `the protos declare ${declared} RPCs`);
+    const stated = ['README.md', 'ARCHITECTURE.md'].flatMap((doc) =>
+      [...fs.readFileSync(path.join(root, doc), 'utf8').matchAll(/\ball (\d+)(?: canonical)? RPCs\b/gi)].map(
+        (match) => ({ doc, count: Number(match[1]) }),
+      ),
+    );
+    assert.ok(
+      stated.some(({ doc }) => doc === 'README.md'),
+      'README.md says how many RPCs there are ("All <n> RPCs")',
+    );
+    assert.deepEqual(
+      stated.filter(({ count }) => count !== declared),
+      [],
+      `the protos declare ${declared} RPCs`,
+    );
   });
 
-  it('makes StreamIncoming (and the RFC\'s ToolService.CallStream) server-streaming and every other RPC unary', () => {
+  it("makes StreamIncoming (and the RFC's ToolService.CallStream) server-streaming and every other RPC unary", () => {
     const all = methods(packageDefinition);
     assert.deepEqual(
       all.filter((method) => method.requestStream).map((method) => method.path),

@@ -2,7 +2,13 @@ import { strict as assert } from 'node:assert';
 import type { CallContext } from '../../src/core/context';
 import { MAX_STRUCTURAL_LEAVES, scoreDebate } from '../../src/core/reasoning/debateScorer';
 import {
-  BUILT_IN_NOTE, EXCERPT_BYTES, INFERENCE_ENGINE_CONNECTOR, InferenceEngine, REASONING_LIMITS, ReasoningProvider, excerpt,
+  BUILT_IN_NOTE,
+  EXCERPT_BYTES,
+  INFERENCE_ENGINE_CONNECTOR,
+  InferenceEngine,
+  REASONING_LIMITS,
+  ReasoningProvider,
+  excerpt,
 } from '../../src/core/reasoning/inferenceEngine';
 import type { AgentToolTransport } from '../../src/core/tools/externalProvider';
 import { ToolCallError, type CallInput, type ToolRequest, type ToolResult } from '../../src/core/tools/model';
@@ -11,11 +17,21 @@ import { prng } from '../support/prng';
 import { RouterHarness, ctx } from '../support/routerHarness';
 
 const round3 = (n: number) => Math.round(n * 1000) / 1000;
-const scope = (fields: Partial<TaskScope>): TaskScope => ({ repoId: '', worktreeId: '', paths: [], resources: [], ...fields });
+const scope = (fields: Partial<TaskScope>): TaskScope => ({
+  repoId: '',
+  worktreeId: '',
+  paths: [],
+  resources: [],
+  ...fields,
+});
 
 describe('the built-in debate scorer (EvaluateDebate without an inference engine)', () => {
-  it('compares JSON proposals structurally: the share of equal leaves over both proposals\' paths', () => {
-    assert.deepEqual(scoreDebate('{"plan":"a","steps":[1,2]}', '{"steps":[1,2],"plan":"a"}').confidence, 1, 'key order does not matter');
+  it("compares JSON proposals structurally: the share of equal leaves over both proposals' paths", () => {
+    assert.deepEqual(
+      scoreDebate('{"plan":"a","steps":[1,2]}', '{"steps":[1,2],"plan":"a"}').confidence,
+      1,
+      'key order does not matter',
+    );
     const half = scoreDebate('{"plan":"a","owner":"x"}', '{"plan":"a","owner":"y"}');
     assert.equal(half.confidence, 0.5);
     assert.match(half.notes, /^structural JSON comparison: 1 of 2 paths equal; differing: \.owner$/);
@@ -45,7 +61,11 @@ describe('the built-in debate scorer (EvaluateDebate without an inference engine
     assert.match(beyond.notes, /^text comparison \(JSON of more than 20000 leaves\): 20000 of 20001 words in common$/);
     assert.match(scoreDebate(over, at).notes, /^text comparison \(JSON of more than 20000 leaves\)/, 'symmetric');
     const nested = JSON.stringify({ a: Array(MAX_STRUCTURAL_LEAVES / 2 + 1).fill({ b: [1], c: {} }) });
-    assert.match(scoreDebate(nested, nested).notes, /^text comparison \(JSON of more than 20000 leaves\)/, 'nested leaves count too');
+    assert.match(
+      scoreDebate(nested, nested).notes,
+      /^text comparison \(JSON of more than 20000 leaves\)/,
+      'nested leaves count too',
+    );
     const big = JSON.stringify(Array(524_287).fill(0)); // just under 1 MiB: 524k leaves
     assert.ok(Buffer.byteLength(big) <= REASONING_LIMITS.maxProposalBytes);
     const started = process.hrtime.bigint();
@@ -61,7 +81,12 @@ describe('the built-in debate scorer (EvaluateDebate without an inference engine
       const r = random();
       if (depth > 2 || r < 0.3) return words[Math.floor(random() * words.length)];
       if (r < 0.6) return Array.from({ length: Math.floor(random() * 3) }, () => value(depth + 1));
-      return Object.fromEntries(Array.from({ length: Math.floor(random() * 3) }, () => [words[Math.floor(random() * words.length)], value(depth + 1)]));
+      return Object.fromEntries(
+        Array.from({ length: Math.floor(random() * 3) }, () => [
+          words[Math.floor(random() * words.length)],
+          value(depth + 1),
+        ]),
+      );
     };
     for (let i = 0; i < 300; i++) {
       const a = random() < 0.7 ? JSON.stringify(value(0)) : `${words[i % words.length]} ${String(value(0))}`;
@@ -78,7 +103,13 @@ describe('the built-in debate scorer (EvaluateDebate without an inference engine
 describe('InferenceEngine (RFC §9.3: the inference engine agent, else the built-in scorers)', () => {
   let h: RouterHarness;
   let engine: InferenceEngine;
-  let calls: Array<{ input: CallInput; args: Record<string, unknown>; ctx: CallContext; resolve(r: ToolResult): void; reject(e: Error): void }>;
+  let calls: Array<{
+    input: CallInput;
+    args: Record<string, unknown>;
+    ctx: CallContext;
+    resolve(r: ToolResult): void;
+    reject(e: Error): void;
+  }>;
   let abandoned: string[];
   const c = ctx('reasoning-test');
 
@@ -86,10 +117,25 @@ describe('InferenceEngine (RFC §9.3: the inference engine agent, else the built
     h = new RouterHarness();
     calls = [];
     abandoned = [];
-    engine = new InferenceEngine({
-      agents: h.registry, clock: h.clock, log: h.coordinator.log, abandon: (callId) => abandoned.push(callId),
-      call: (input, callCtx) => new Promise<ToolResult>((resolve, reject) => calls.push({ input, args: JSON.parse(Buffer.from(input.args).toString('utf8')) as Record<string, unknown>, ctx: callCtx, resolve, reject })),
-    }, { timeoutMs: 5_000 });
+    engine = new InferenceEngine(
+      {
+        agents: h.registry,
+        clock: h.clock,
+        log: h.coordinator.log,
+        abandon: (callId) => abandoned.push(callId),
+        call: (input, callCtx) =>
+          new Promise<ToolResult>((resolve, reject) =>
+            calls.push({
+              input,
+              args: JSON.parse(Buffer.from(input.args).toString('utf8')) as Record<string, unknown>,
+              ctx: callCtx,
+              resolve,
+              reject,
+            }),
+          ),
+      },
+      { timeoutMs: 5_000 },
+    );
   });
 
   afterEach(() => {
@@ -97,7 +143,12 @@ describe('InferenceEngine (RFC §9.3: the inference engine agent, else the built
     h.dispose();
   });
 
-  const answer = (i: number, value: unknown) => calls[i].resolve({ callId: `call-${i}`, contentType: 'application/json', data: Buffer.from(JSON.stringify(value)) });
+  const answer = (i: number, value: unknown) =>
+    calls[i].resolve({
+      callId: `call-${i}`,
+      contentType: 'application/json',
+      data: Buffer.from(JSON.stringify(value)),
+    });
   const flush = () => new Promise<void>((resolve) => setImmediate(resolve));
   const rejectsWith = async (work: Promise<unknown>, kind: string, pattern: RegExp) => {
     await assert.rejects(work, (err: unknown) => {
@@ -122,7 +173,10 @@ describe('InferenceEngine (RFC §9.3: the inference engine agent, else the built
   describe('without an inference engine agent', () => {
     it('checkParallelism answers the built-in scorer at once (a synchronous verdict for the gate), marked in notes', async () => {
       h.register('ordinary', { reasoningConnectors: ['sw4rm://reasoning/none'] });
-      const verdict = engine.check(scope({ repoId: 'r', paths: ['src/**'] }), scope({ repoId: 'r', paths: ['src/**'] }));
+      const verdict = engine.check(
+        scope({ repoId: 'r', paths: ['src/**'] }),
+        scope({ repoId: 'r', paths: ['src/**'] }),
+      );
       assert.ok(!(verdict instanceof Promise), 'decided within the same mayStart');
       assert.equal((verdict as { confidence: number }).confidence, 0.2);
       assert.ok((verdict as { notes: string }).notes.startsWith(BUILT_IN_NOTE), (verdict as { notes: string }).notes);
@@ -132,19 +186,66 @@ describe('InferenceEngine (RFC §9.3: the inference engine agent, else the built
     });
 
     it('evaluateDebate answers the built-in debate scorer; summarize refuses FAILED_PRECONDITION, never a made-up summary', async () => {
-      const verdict = await engine.evaluateDebate({ negotiationId: 'n1', proposalA: '{"x":1}', proposalB: '{"x":1}', intensity: '' }, c);
-      assert.deepEqual(verdict, { confidence: 1, notes: `${BUILT_IN_NOTE}structural JSON comparison: 1 of 1 paths equal` });
-      await rejectsWith(engine.summarize({ sessionId: 's', segments: [{ kind: 'message', content: 'hello', seq: 1, at: '' }], maxTokens: 0, mode: '' }, c),
-        'failed_precondition', /^FAILED_PRECONDITION: no inference engine registered$/);
+      const verdict = await engine.evaluateDebate(
+        { negotiationId: 'n1', proposalA: '{"x":1}', proposalB: '{"x":1}', intensity: '' },
+        c,
+      );
+      assert.deepEqual(verdict, {
+        confidence: 1,
+        notes: `${BUILT_IN_NOTE}structural JSON comparison: 1 of 1 paths equal`,
+      });
+      await rejectsWith(
+        engine.summarize(
+          { sessionId: 's', segments: [{ kind: 'message', content: 'hello', seq: 1, at: '' }], maxTokens: 0, mode: '' },
+          c,
+        ),
+        'failed_precondition',
+        /^FAILED_PRECONDITION: no inference engine registered$/,
+      );
       assert.equal(h.events('reasoning.request').length, 0);
     });
 
     it('refuses input beyond its bounds as VALIDATION_ERROR', async () => {
       const segment = { kind: 'm', content: 'x', seq: 0, at: '' };
-      await rejectsWith(engine.summarize({ sessionId: 's', segments: Array(REASONING_LIMITS.maxSegments + 1).fill(segment), maxTokens: 0, mode: '' }, c), 'invalid_argument', /more than 1000 segments/);
-      await rejectsWith(engine.summarize({ sessionId: 's', segments: [{ ...segment, content: 'x'.repeat(REASONING_LIMITS.maxSegmentBytes) }], maxTokens: 0, mode: '' }, c), 'invalid_argument', /larger than 1048576 bytes together/);
-      await rejectsWith(engine.evaluateDebate({ negotiationId: 'n'.repeat(300), proposalA: '', proposalB: '', intensity: '' }, c), 'invalid_argument', /negotiation_id is longer than 256/);
-      await rejectsWith(engine.evaluateDebate({ negotiationId: 'n', proposalA: 'x'.repeat(REASONING_LIMITS.maxProposalBytes + 1), proposalB: '', intensity: '' }, c), 'invalid_argument', /proposal_a is larger/);
+      await rejectsWith(
+        engine.summarize(
+          { sessionId: 's', segments: Array(REASONING_LIMITS.maxSegments + 1).fill(segment), maxTokens: 0, mode: '' },
+          c,
+        ),
+        'invalid_argument',
+        /more than 1000 segments/,
+      );
+      await rejectsWith(
+        engine.summarize(
+          {
+            sessionId: 's',
+            segments: [{ ...segment, content: 'x'.repeat(REASONING_LIMITS.maxSegmentBytes) }],
+            maxTokens: 0,
+            mode: '',
+          },
+          c,
+        ),
+        'invalid_argument',
+        /larger than 1048576 bytes together/,
+      );
+      await rejectsWith(
+        engine.evaluateDebate({ negotiationId: 'n'.repeat(300), proposalA: '', proposalB: '', intensity: '' }, c),
+        'invalid_argument',
+        /negotiation_id is longer than 256/,
+      );
+      await rejectsWith(
+        engine.evaluateDebate(
+          {
+            negotiationId: 'n',
+            proposalA: 'x'.repeat(REASONING_LIMITS.maxProposalBytes + 1),
+            proposalB: '',
+            intensity: '',
+          },
+          c,
+        ),
+        'invalid_argument',
+        /proposal_a is larger/,
+      );
     });
   });
 
@@ -157,7 +258,11 @@ describe('InferenceEngine (RFC §9.3: the inference engine agent, else the built
 
     it('asks the lowest-id engine as a `reasoning` tool call by `coordinator`, with a bounded timeout, and logs request and response', async () => {
       assert.equal(engine.engineAgent(), 'engine-a');
-      const pending = engine.check(scope({ repoId: 'r', paths: ['src/**'] }), scope({ repoId: 'r', resources: ['db'] }), c);
+      const pending = engine.check(
+        scope({ repoId: 'r', paths: ['src/**'] }),
+        scope({ repoId: 'r', resources: ['db'] }),
+        c,
+      );
       assert.ok(pending instanceof Promise, 'an engine answers later');
       await flush();
       assert.equal(calls.length, 1);
@@ -166,7 +271,12 @@ describe('InferenceEngine (RFC §9.3: the inference engine agent, else the built
       assert.equal(calls[0].input.via, 'internal');
       assert.equal(calls[0].input.stream, false);
       assert.equal(calls[0].input.policy.timeoutMs, 5_000);
-      assert.deepEqual(JSON.parse(calls[0].args.scope_a as string), { repo_id: 'r', worktree_id: '', paths: ['src/**'], resources: [] });
+      assert.deepEqual(JSON.parse(calls[0].args.scope_a as string), {
+        repo_id: 'r',
+        worktree_id: '',
+        paths: ['src/**'],
+        resources: [],
+      });
       answer(0, { confidence_score: 0.8, notes: 'different files' });
       assert.deepEqual(await pending, { confidence: 0.8, notes: 'different files' });
       const [request] = h.events('reasoning.request');
@@ -181,14 +291,27 @@ describe('InferenceEngine (RFC §9.3: the inference engine agent, else the built
 
     it('an answer out of bounds (a confidence of 7) is a failure: checkParallelism and evaluateDebate reject UNAVAILABLE, logged', async () => {
       const check = engine.checkParallelism(scope({ repoId: 'r' }), scope({ repoId: 'r' }), c);
-      const debate = engine.evaluateDebate({ negotiationId: 'n', proposalA: 'a', proposalB: 'b', intensity: 'high' }, c);
+      const debate = engine.evaluateDebate(
+        { negotiationId: 'n', proposalA: 'a', proposalB: 'b', intensity: 'high' },
+        c,
+      );
       await flush();
       assert.deepEqual(calls[1].args, { negotiation_id: 'n', proposal_a: 'a', proposal_b: 'b', intensity: 'high' });
       answer(0, { confidence_score: 7, notes: '' });
       answer(1, { notes: 'no score' });
-      await rejectsWith(check, 'unavailable', /^UNAVAILABLE: the inference engine failed: the scorer answered a confidence outside \[0, 1\]: 7$/);
+      await rejectsWith(
+        check,
+        'unavailable',
+        /^UNAVAILABLE: the inference engine failed: the scorer answered a confidence outside \[0, 1\]: 7$/,
+      );
       await rejectsWith(debate, 'unavailable', /the scorer answered a confidence outside \[0, 1\]: undefined/);
-      assert.deepEqual(h.events('reasoning.response').map((e) => [e.details.outcome, e.level]), [['error', 'WARN'], ['error', 'WARN']]);
+      assert.deepEqual(
+        h.events('reasoning.response').map((e) => [e.details.outcome, e.level]),
+        [
+          ['error', 'WARN'],
+          ['error', 'WARN'],
+        ],
+      );
     });
 
     it('an engine error or no answer within the timeout (Clock) rejects UNAVAILABLE', async () => {
@@ -203,24 +326,37 @@ describe('InferenceEngine (RFC §9.3: the inference engine agent, else the built
       await rejectsWith(silent, 'unavailable', /no answer within 5000 ms/);
       assert.ok(calls[1].input.callId, 'each engine request has its own call id');
       assert.notEqual(calls[1].input.callId, calls[0].input.callId);
-      assert.deepEqual(abandoned, [calls[1].input.callId], 'the timed-out call is abandoned; the one that failed is not');
+      assert.deepEqual(
+        abandoned,
+        [calls[1].input.callId],
+        'the timed-out call is abandoned; the one that failed is not',
+      );
     });
 
     it('a request that times out while its call is still queued (behind max_concurrency) is abandoned: it frees its place, the engine is not asked later', async () => {
       const inference = h.coordinator.inference;
       const tools = h.coordinator.tools;
-      const checks = Array.from({ length: 9 }, () => inference.checkParallelism(scope({ repoId: 'r' }), scope({ repoId: 'r' }), c));
+      const checks = Array.from({ length: 9 }, () =>
+        inference.checkParallelism(scope({ repoId: 'r' }), scope({ repoId: 'r' }), c),
+      );
       checks.forEach((check) => check.catch(() => undefined));
       await flush();
       const started = h.events('tool.call.started').map((e) => String(e.details.call_id));
       assert.equal(started.length, 9);
       const outcomes = () => started.map((id) => tools.callRecord(id)?.outcome);
-      assert.deepEqual(outcomes(), [...Array(8).fill('running'), 'queued'], 'check_parallelism runs 8 at once (its max_concurrency)');
+      assert.deepEqual(
+        outcomes(),
+        [...Array(8).fill('running'), 'queued'],
+        'check_parallelism runs 8 at once (its max_concurrency)',
+      );
       h.clock.advance(10_000);
       for (const check of checks) await rejectsWith(check, 'unavailable', /no answer within 10000 ms|TIMEOUT/);
       await flush();
       assert.equal(outcomes()[8], 'cancelled', 'the queued call is abandoned, not started once the slots free up');
-      assert.ok(outcomes().every((o) => o !== 'running' && o !== 'queued'), String(outcomes()));
+      assert.ok(
+        outcomes().every((o) => o !== 'running' && o !== 'queued'),
+        String(outcomes()),
+      );
     });
 
     it('dispose answers the requests under way UNAVAILABLE (the coordinator is stopping), so an RPC waiting on one gets its answer', async () => {
@@ -231,17 +367,34 @@ describe('InferenceEngine (RFC §9.3: the inference engine agent, else the built
       engine.dispose();
       await rejectsWith(summary, 'unavailable', /^UNAVAILABLE: the coordinator is stopping$/);
       await rejectsWith(check, 'unavailable', /^UNAVAILABLE: the coordinator is stopping$/);
-      await rejectsWith(engine.evaluateDebate({ negotiationId: 'n', proposalA: 'a', proposalB: 'b', intensity: '' }, c), 'unavailable', /^UNAVAILABLE: the coordinator is stopping$/);
+      await rejectsWith(
+        engine.evaluateDebate({ negotiationId: 'n', proposalA: 'a', proposalB: 'b', intensity: '' }, c),
+        'unavailable',
+        /^UNAVAILABLE: the coordinator is stopping$/,
+      );
       assert.equal(calls.length, 2, 'nothing is asked after dispose');
       h.clock.advance(10_000);
       assert.deepEqual(abandoned, [], 'their timers are gone');
     });
 
-    it('summarize forwards the segments and answers the engine\'s summary, checked', async () => {
-      const summary = engine.summarize({ sessionId: 's1', segments: [{ kind: 'message', content: 'hello', seq: 3, at: '2026-01-01T00:00:00Z' }], maxTokens: 0, mode: 'brief' }, c);
+    it("summarize forwards the segments and answers the engine's summary, checked", async () => {
+      const summary = engine.summarize(
+        {
+          sessionId: 's1',
+          segments: [{ kind: 'message', content: 'hello', seq: 3, at: '2026-01-01T00:00:00Z' }],
+          maxTokens: 0,
+          mode: 'brief',
+        },
+        c,
+      );
       const bad = engine.summarize({ sessionId: 's2', segments: [], maxTokens: 10, mode: '' }, c);
       await flush();
-      assert.deepEqual(calls[0].args, { session_id: 's1', segments: [{ kind: 'message', content: 'hello', seq: 3, at: '2026-01-01T00:00:00Z' }], max_tokens: 0, mode: 'brief' });
+      assert.deepEqual(calls[0].args, {
+        session_id: 's1',
+        segments: [{ kind: 'message', content: 'hello', seq: 3, at: '2026-01-01T00:00:00Z' }],
+        max_tokens: 0,
+        mode: 'brief',
+      });
       answer(0, { summary: 'they said hello', tokens: 4, cost_cents: 0.01, model: 'tiny' });
       answer(1, { summary: 42 });
       assert.deepEqual(await summary, { summary: 'they said hello', tokens: 4, costCents: 0.01, model: 'tiny' });
@@ -260,12 +413,18 @@ describe('InferenceEngine (RFC §9.3: the inference engine agent, else the built
     it('ReasoningProvider: the three tools with their schemas, available while an engine is online, calls forwarded to it', async () => {
       const forwarded: Array<[string, string, string]> = [];
       const transport: AgentToolTransport = {
-        callAgent: async (agentId, providerId, request) => { forwarded.push([agentId, providerId, request.toolName]); return { confidence_score: 1 }; },
+        callAgent: async (agentId, providerId, request) => {
+          forwarded.push([agentId, providerId, request.toolName]);
+          return { confidence_score: 1 };
+        },
         agentAvailable: () => true,
       };
       const provider = new ReasoningProvider(h.registry, () => transport);
       assert.equal(provider.id, 'reasoning');
-      assert.deepEqual(provider.describe().map((t) => t.name), ['check_parallelism', 'evaluate_debate', 'summarize']);
+      assert.deepEqual(
+        provider.describe().map((t) => t.name),
+        ['check_parallelism', 'evaluate_debate', 'summarize'],
+      );
       for (const tool of provider.describe()) {
         assert.equal(tool.inputSchema.type, 'object');
         assert.ok(Array.isArray(tool.outputSchema.required), tool.name);

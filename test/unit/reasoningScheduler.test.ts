@@ -24,15 +24,22 @@ describe('the scheduler asks the inference engine agent about overlapping scopes
 
   /** The engine's TOOL_CALLs not answered yet, as their JSON. */
   function toolCalls(): Array<Record<string, unknown>> {
-    return engine.ofType('TOOL_CALL').slice(answered).map((i) => json(i.envelope));
+    return engine
+      .ofType('TOOL_CALL')
+      .slice(answered)
+      .map((i) => json(i.envelope));
   }
 
   async function answer(call: Record<string, unknown>, result: unknown): Promise<void> {
     answered++;
-    const sent = h.send(h.envelope('engine', {
-      messageType: 'TOOL_RESULT', correlationId: call.call_id as string,
-      payload: { call_id: call.call_id, frame_no: 0, final: true, content_type: 'application/json', result },
-    }), 'coordinator');
+    const sent = h.send(
+      h.envelope('engine', {
+        messageType: 'TOOL_RESULT',
+        correlationId: call.call_id as string,
+        payload: { call_id: call.call_id, frame_no: 0, final: true, content_type: 'application/json', result },
+      }),
+      'coordinator',
+    );
     assert.ok(sent.accepted, sent.accepted ? '' : sent.reason);
     await settle();
     await settle();
@@ -54,7 +61,7 @@ describe('the scheduler asks the inference engine agent about overlapping scopes
     assert.equal(h.coordinator.hitl.pendingCount(), 0);
   });
 
-  it('a low confidence opens the CONFLICT approval with the engine\'s score; a confidence of 7 serialises', async () => {
+  it("a low confidence opens the CONFLICT approval with the engine's score; a confidence of 7 serialises", async () => {
     h.agent('a1');
     h.agent('a2');
     h.agent('a3');

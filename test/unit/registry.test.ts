@@ -104,7 +104,10 @@ describe('Registry (RFC §14, §8.3)', () => {
       const registeredAt = clock.now();
       clock.advance(5_000);
 
-      const result = registry.register(validDescriptor('alpha', { description: 'Now also writes tests.', capabilities: ['code.write'] }), ctx('corr-again'));
+      const result = registry.register(
+        validDescriptor('alpha', { description: 'Now also writes tests.', capabilities: ['code.write'] }),
+        ctx('corr-again'),
+      );
 
       assert.equal(result.accepted, true);
       const agent = registry.get('alpha');
@@ -112,7 +115,10 @@ describe('Registry (RFC §14, §8.3)', () => {
       assert.equal(agent?.updatedAt, registeredAt + 5_000);
       assert.equal(agent?.descriptor.description, 'Now also writes tests.');
       assert.deepEqual(store.agents.get('alpha')?.descriptor.capabilities, ['code.write']);
-      assert.deepEqual(changes.map((c) => c.kind), ['joined', 'updated']);
+      assert.deepEqual(
+        changes.map((c) => c.kind),
+        ['joined', 'updated'],
+      );
       assert.equal(eventsOfType('agent.registered').length, 1);
       const [event] = eventsOfType('agent.reregistered');
       assert.equal(event.correlationId, 'corr-again');
@@ -145,7 +151,13 @@ describe('Registry (RFC §14, §8.3)', () => {
       const [event] = eventsOfType('agent.state_changed');
       assert.equal(event.correlationId, 'corr-hb');
       assert.equal(event.actor, 'alpha');
-      assert.deepEqual(event.details, { agent_id: 'alpha', from: 'INITIALIZING', to: 'RUNNABLE', cause: 'heartbeat', reason: 'reported RUNNABLE in a heartbeat' });
+      assert.deepEqual(event.details, {
+        agent_id: 'alpha',
+        from: 'INITIALIZING',
+        to: 'RUNNABLE',
+        cause: 'heartbeat',
+        reason: 'reported RUNNABLE in a heartbeat',
+      });
     });
 
     it('keeps the state when the heartbeat carries none, and logs nothing about state', () => {
@@ -239,7 +251,10 @@ describe('Registry (RFC §14, §8.3)', () => {
 
   describe('init timeout (RFC §8.3)', () => {
     it('fails an agent still INITIALIZING after 60 s with error_code init_timeout', () => {
-      const slow = new Registry(store, log, clock, { heartbeatDebounceMs: 10 * INIT_TIMEOUT_MS, initTimeoutMs: INIT_TIMEOUT_MS });
+      const slow = new Registry(store, log, clock, {
+        heartbeatDebounceMs: 10 * INIT_TIMEOUT_MS,
+        initTimeoutMs: INIT_TIMEOUT_MS,
+      });
       const seen: RegistryChange[] = [];
       slow.onDidChange((change) => seen.push(change));
       try {
@@ -284,7 +299,10 @@ describe('Registry (RFC §14, §8.3)', () => {
       clock.advance(INIT_TIMEOUT_MS * 2);
 
       assert.equal(registry.get('quick')?.state, 'RUNNABLE');
-      assert.equal(log.query({ eventType: 'agent.state_changed' }).filter((e) => e.details.error_code === 'init_timeout').length, 0);
+      assert.equal(
+        log.query({ eventType: 'agent.state_changed' }).filter((e) => e.details.error_code === 'init_timeout').length,
+        0,
+      );
     });
 
     it('restarts the init timeout when an agent re-registers', () => {
@@ -307,7 +325,10 @@ describe('Registry (RFC §14, §8.3)', () => {
 
       assert.equal(registry.get('alpha'), undefined);
       assert.equal(store.agents.get('alpha'), undefined);
-      assert.deepEqual(registry.list().map((a) => a.descriptor.agentId), ['beta']);
+      assert.deepEqual(
+        registry.list().map((a) => a.descriptor.agentId),
+        ['beta'],
+      );
       const left = changes.at(-1);
       assert.deepEqual(left, { kind: 'left', agentId: 'alpha', reason: 'done for today' });
       const [event] = eventsOfType('agent.deregistered');
@@ -316,7 +337,7 @@ describe('Registry (RFC §14, §8.3)', () => {
       assert.deepEqual(event.details, { agent_id: 'alpha', from_state: 'INITIALIZING', reason: 'done for today' });
     });
 
-    it('cancels the departed agent\'s timers', () => {
+    it("cancels the departed agent's timers", () => {
       registry.register(validDescriptor('alpha'), ctx());
       assert.equal(clock.pendingTimers, 2, 'one presence timer and one init timer');
       registry.deregister('alpha', '', ctx());
@@ -346,7 +367,10 @@ describe('Registry (RFC §14, §8.3)', () => {
       registry = openRegistry();
 
       const after = registry.list();
-      assert.deepEqual(after.map((a) => a.descriptor.agentId), ['alpha', 'beta']);
+      assert.deepEqual(
+        after.map((a) => a.descriptor.agentId),
+        ['alpha', 'beta'],
+      );
       for (const [i, agent] of after.entries()) {
         assert.equal(agent.presence, 'disconnected');
         assert.deepEqual(agent.descriptor, before[i].descriptor);
@@ -356,7 +380,9 @@ describe('Registry (RFC §14, §8.3)', () => {
       }
       assert.equal(registry.get('alpha')?.descriptor.publicKey, Buffer.from([1, 2, 3]).toString('base64'));
       assert.deepEqual(registry.get('alpha')?.health, { cpu: '3%' });
-      const restored = log.query({ eventType: 'agent.presence_changed' }).filter((e) => e.details.to === 'disconnected');
+      const restored = log
+        .query({ eventType: 'agent.presence_changed' })
+        .filter((e) => e.details.to === 'disconnected');
       assert.equal(restored.length, 2);
       assert.equal(restored[0].details.cause, 'coordinator restarted');
       assert.equal(registry.onlineCount(), 0);

@@ -19,7 +19,11 @@ describe('schedulePruning (bounded pruning runs)', () => {
       clock.advance(1);
       assert.deepEqual(runs, [60_000]);
       clock.advance(2 * CATCH_UP_MS);
-      assert.deepEqual(runs, [60_000, 60_000 + CATCH_UP_MS, 60_000 + 2 * CATCH_UP_MS], 'the backlog is worked off every CATCH_UP_MS');
+      assert.deepEqual(
+        runs,
+        [60_000, 60_000 + CATCH_UP_MS, 60_000 + 2 * CATCH_UP_MS],
+        'the backlog is worked off every CATCH_UP_MS',
+      );
       clock.advance(60_000 - 1);
       assert.equal(runs.length, 3, 'caught up: back to the full interval');
       clock.advance(1);

@@ -6,7 +6,11 @@ import type { RoomProposalInput, VoteInput } from '../../src/core/room/room';
 import { CollectingSink, RouterHarness, ctx, json, settle } from '../support/routerHarness';
 
 const OPERATOR: Speaker = { kind: 'operator', label: 'operator' };
-const as = (agentId: string): Speaker => ({ kind: 'agent', label: `agent:${agentId}`, mayActAs: (id) => id === agentId });
+const as = (agentId: string): Speaker => ({
+  kind: 'agent',
+  label: `agent:${agentId}`,
+  mayActAs: (id) => id === agentId,
+});
 const PLAN = Buffer.from(JSON.stringify({ steps: ['design', 'build', 'test'] }));
 
 function refusal(fn: () => unknown, kind: NegotiationError['kind'], code: string, message?: RegExp): void {
@@ -44,8 +48,15 @@ describe('negotiation room (RFC §17.5)', function () {
 
   function proposal(extra: Partial<RoomProposalInput> = {}): RoomProposalInput {
     return {
-      artifactType: 'PLAN', artifactId: 'plan-1', producerId: 'prod', artifact: PLAN, contentType: 'application/json',
-      requestedCritics: ['c1', 'c2'], roomId: 'room-1', createdAt: null, ...extra,
+      artifactType: 'PLAN',
+      artifactId: 'plan-1',
+      producerId: 'prod',
+      artifact: PLAN,
+      contentType: 'application/json',
+      requestedCritics: ['c1', 'c2'],
+      roomId: 'room-1',
+      createdAt: null,
+      ...extra,
     };
   }
 
@@ -54,10 +65,23 @@ describe('negotiation room (RFC §17.5)', function () {
   }
 
   function vote(criticId: string, score: number, confidence: number, extra: Partial<VoteInput> = {}) {
-    return room().submitVote({
-      artifactId: 'plan-1', criticId, score, confidence, passed: true, strengths: [], weaknesses: [], recommendations: [],
-      roomId: '', votedAt: null, ...extra,
-    }, as(criticId), ctx(`vote-${criticId}`));
+    return room().submitVote(
+      {
+        artifactId: 'plan-1',
+        criticId,
+        score,
+        confidence,
+        passed: true,
+        strengths: [],
+        weaknesses: [],
+        recommendations: [],
+        roomId: '',
+        votedAt: null,
+        ...extra,
+      },
+      as(criticId),
+      ctx(`vote-${criticId}`),
+    );
   }
 
   function decision(): RoomDecision {
@@ -106,36 +130,74 @@ describe('negotiation room (RFC §17.5)', function () {
       assert.notEqual(result.artifactId, result.roomId);
     });
 
-    it('refuses bad proposals with the spec\'s codes', () => {
+    it("refuses bad proposals with the spec's codes", () => {
       refusal(() => submit({ artifactType: '' }), 'invalid', 'VALIDATION_ERROR', /artifact_type/);
       refusal(() => submit({ requestedCritics: [] }), 'invalid', 'VALIDATION_ERROR', /at least one critic/);
       refusal(() => submit({ requestedCritics: ['c1', 'c1'] }), 'invalid', 'VALIDATION_ERROR', /twice/);
       refusal(() => submit({ requestedCritics: ['c1', 'prod'] }), 'invalid', 'VALIDATION_ERROR', /its own artifact/);
       refusal(() => submit({ requestedCritics: ['c1', 'nobody'] }), 'not_found', 'NOT_FOUND', /not a registered agent/);
-      refusal(() => submit({ requestedCritics: Array.from({ length: 17 }, (_, i) => `c${i}`) }), 'invalid', 'VALIDATION_ERROR', /at most 16/);
+      refusal(
+        () => submit({ requestedCritics: Array.from({ length: 17 }, (_, i) => `c${i}`) }),
+        'invalid',
+        'VALIDATION_ERROR',
+        /at most 16/,
+      );
       refusal(() => submit({ artifact: Buffer.alloc(0) }), 'invalid', 'VALIDATION_ERROR', /empty/);
-      refusal(() => submit({ artifact: Buffer.alloc(512 * 1024 + 1) }), 'invalid', 'VALIDATION_ERROR', /at most 524288/);
+      refusal(
+        () => submit({ artifact: Buffer.alloc(512 * 1024 + 1) }),
+        'invalid',
+        'VALIDATION_ERROR',
+        /at most 524288/,
+      );
       refusal(() => submit({ artifactId: 'x\u0000y' }), 'invalid', 'VALIDATION_ERROR', /control characters/);
       refusal(() => submit({ producerId: 'ghost' }), 'permission', 'PERMISSION_DENIED');
       // An agent credential may act only as its own agent; the operator may act for anyone.
-      refusal(() => room().submitProposal(proposal(), as('c1'), ctx()), 'permission', 'PERMISSION_DENIED', /as producer 'prod'/);
-      refusal(() => room().submitProposal(proposal({ producerId: 'ghost' }), OPERATOR, ctx()), 'not_found', 'NOT_FOUND', /producer_id 'ghost'/);
+      refusal(
+        () => room().submitProposal(proposal(), as('c1'), ctx()),
+        'permission',
+        'PERMISSION_DENIED',
+        /as producer 'prod'/,
+      );
+      refusal(
+        () => room().submitProposal(proposal({ producerId: 'ghost' }), OPERATOR, ctx()),
+        'not_found',
+        'NOT_FOUND',
+        /producer_id 'ghost'/,
+      );
       assert.equal(room().listArtifacts().length, 0, 'nothing was stored');
       assert.equal(sinks.get('c1')!.ofType('NEGOTIATION').length, 0, 'nobody was notified');
-      assert.deepEqual(room().submitProposal(proposal(), OPERATOR, ctx()), { artifactId: 'plan-1', roomId: 'room-1', revision: 1 });
+      assert.deepEqual(room().submitProposal(proposal(), OPERATOR, ctx()), {
+        artifactId: 'plan-1',
+        roomId: 'room-1',
+        revision: 1,
+      });
     });
 
     it('a critic that does not accept application/json is refused (it could not be sent the artifact)', () => {
       h.register('picky', { modalitiesSupported: ['text/plain'] });
-      refusal(() => submit({ requestedCritics: ['c1', 'picky'] }), 'invalid', 'VALIDATION_ERROR', /modalities_supported/);
+      refusal(
+        () => submit({ requestedCritics: ['c1', 'picky'] }),
+        'invalid',
+        'VALIDATION_ERROR',
+        /modalities_supported/,
+      );
     });
 
     it('the same artifact again while voting is idempotent; a different one is refused until decided', () => {
       submit();
-      assert.deepEqual(submit({ requestedCritics: ['c2', 'c1'] }), { artifactId: 'plan-1', roomId: 'room-1', revision: 1 });
+      assert.deepEqual(submit({ requestedCritics: ['c2', 'c1'] }), {
+        artifactId: 'plan-1',
+        roomId: 'room-1',
+        revision: 1,
+      });
       assert.equal(sinks.get('c1')!.ofType('NEGOTIATION').length, 1, 'not notified twice');
       assert.equal(events('room.proposal_submitted').length, 1);
-      refusal(() => submit({ artifact: Buffer.from('{"steps":[]}') }), 'precondition', 'FAILED_PRECONDITION', /still being voted on/);
+      refusal(
+        () => submit({ artifact: Buffer.from('{"steps":[]}') }),
+        'precondition',
+        'FAILED_PRECONDITION',
+        /still being voted on/,
+      );
       refusal(() => submit({ roomId: 'room-2' }), 'precondition', 'FAILED_PRECONDITION', /is in room 'room-1'/);
     });
 
@@ -145,7 +207,11 @@ describe('negotiation room (RFC §17.5)', function () {
       vote('c2', 8, 0.9);
       assert.equal(decision().outcome, 'APPROVED');
       const before = h.events('room.proposal_submitted').length;
-      assert.deepEqual(submit({ requestedCritics: ['c2', 'c1'] }), { artifactId: 'plan-1', roomId: 'room-1', revision: 1 });
+      assert.deepEqual(submit({ requestedCritics: ['c2', 'c1'] }), {
+        artifactId: 'plan-1',
+        roomId: 'room-1',
+        revision: 1,
+      });
       assert.equal(h.events('room.proposal_submitted').length, before, 'no new revision');
       assert.equal(sinks.get('c1')!.ofType('NEGOTIATION').length, 1, 'not notified again');
       // After REVISION_REQUESTED: the retry of revision 2 once it is decided too.
@@ -159,7 +225,11 @@ describe('negotiation room (RFC §17.5)', function () {
       vote('c1', 3, 0.9, { artifactId: 'plan-2', votedAt: at });
       vote('c2', 3, 0.9, { artifactId: 'plan-2', votedAt: at });
       assert.equal(room().getDecision('plan-2', '')?.outcome, 'REVISION_REQUESTED');
-      assert.equal(submit({ artifactId: 'plan-2', artifact: v2 }).revision, 2, 'the retry of revision 2, not a revision 3');
+      assert.equal(
+        submit({ artifactId: 'plan-2', artifact: v2 }).revision,
+        2,
+        'the retry of revision 2, not a revision 3',
+      );
     });
   });
 
@@ -168,9 +238,28 @@ describe('negotiation room (RFC §17.5)', function () {
 
     it('only a requested critic of the current revision may vote; a credential may not lie about critic_id', () => {
       refusal(() => vote('other', 8, 0.9), 'permission', 'PERMISSION_DENIED', /not a requested critic/);
-      refusal(() => room().submitVote({
-        artifactId: 'plan-1', criticId: 'c1', score: 8, confidence: 0.9, passed: true, strengths: [], weaknesses: [], recommendations: [], roomId: '', votedAt: null,
-      }, as('other'), ctx()), 'permission', 'PERMISSION_DENIED', /may not vote as critic 'c1'/);
+      refusal(
+        () =>
+          room().submitVote(
+            {
+              artifactId: 'plan-1',
+              criticId: 'c1',
+              score: 8,
+              confidence: 0.9,
+              passed: true,
+              strengths: [],
+              weaknesses: [],
+              recommendations: [],
+              roomId: '',
+              votedAt: null,
+            },
+            as('other'),
+            ctx(),
+          ),
+        'permission',
+        'PERMISSION_DENIED',
+        /may not vote as critic 'c1'/,
+      );
       refusal(() => vote('c1', 8, 0.9, { artifactId: 'nope' }), 'not_found', 'NOT_FOUND');
       refusal(() => vote('c1', 8, 0.9, { roomId: 'room-2' }), 'not_found', 'NOT_FOUND');
       assert.equal(room().getVotes('plan-1', 'room-1').length, 0);
@@ -182,13 +271,18 @@ describe('negotiation room (RFC §17.5)', function () {
       refusal(() => vote('c1', NaN, 0.9), 'invalid', 'VALIDATION_ERROR', /score/);
       refusal(() => vote('c1', 8, 1.01), 'invalid', 'VALIDATION_ERROR', /confidence/);
       refusal(() => vote('c1', 8, NaN), 'invalid', 'VALIDATION_ERROR', /confidence/);
-      refusal(() => vote('c1', 8, 0.9, { strengths: Array.from({ length: 33 }, () => 'x') }), 'invalid', 'VALIDATION_ERROR', /at most 32/);
+      refusal(
+        () => vote('c1', 8, 0.9, { strengths: Array.from({ length: 33 }, () => 'x') }),
+        'invalid',
+        'VALIDATION_ERROR',
+        /at most 32/,
+      );
       vote('c1', 0, 0);
       vote('c2', 10, 1);
       assert.equal(room().getVotes('plan-1', '').length, 2);
     });
 
-    it('a re-vote replaces the critic\'s vote and is logged; a repeated identical vote changes nothing', () => {
+    it("a re-vote replaces the critic's vote and is logged; a repeated identical vote changes nothing", () => {
       vote('c1', 5, 0.9);
       vote('c1', 5, 0.9);
       assert.equal(events('room.vote').length, 1);
@@ -196,7 +290,10 @@ describe('negotiation room (RFC §17.5)', function () {
       vote('c1', 8, 0.8, { strengths: ['clear'] });
       const votes = room().getVotes('plan-1', '');
       assert.equal(votes.length, 1);
-      assert.deepEqual([votes[0].score, votes[0].confidence, votes[0].replaced, votes[0].strengths], [8, 0.8, 1, ['clear']]);
+      assert.deepEqual(
+        [votes[0].score, votes[0].confidence, votes[0].replaced, votes[0].strengths],
+        [8, 0.8, 1, ['clear']],
+      );
       const [replaced] = events('room.vote_replaced');
       const previous = replaced.details.previous as Record<string, unknown>;
       assert.deepEqual([previous.score, previous.confidence, previous.passed], [5, 0.9, true]);
@@ -209,14 +306,15 @@ describe('negotiation room (RFC §17.5)', function () {
       vote('c2', 8, 0.9);
       vote('c3', 8, 0.9, { strengths: ['ok'] });
       assert.equal(decision().outcome, 'APPROVED');
-      const counts = () => ['room.vote', 'room.vote_replaced', 'room.decided', 'room.escalated'].map((t) => events(t).length);
+      const counts = () =>
+        ['room.vote', 'room.vote_replaced', 'room.decided', 'room.escalated'].map((t) => events(t).length);
       const before = counts();
       assert.deepEqual(vote('c3', 8, 0.9, { strengths: ['ok'] }), { artifactId: 'plan-1', criticId: 'c3' });
       assert.deepEqual(counts(), before, 'nothing recorded');
       refusal(() => vote('c3', 7, 0.9), 'precondition', 'FAILED_PRECONDITION', /votes are closed/);
     });
 
-    it('a vote counts for the revision current when it arrives: a retry of the previous revision\'s vote changes nothing, a vote cast before this revision is refused', () => {
+    it("a vote counts for the revision current when it arrives: a retry of the previous revision's vote changes nothing, a vote cast before this revision is refused", () => {
       // Revision 1 (c1, c2, c3) is decided REVISION_REQUESTED; the producer resubmits at once.
       vote('c1', 3, 0.9);
       vote('c2', 3, 0.9);
@@ -229,7 +327,12 @@ describe('negotiation room (RFC §17.5)', function () {
       assert.equal(room().getVotes('plan-1', '').length, 0, 'not counted for revision 2');
       // A late vote stamped before revision 2 was submitted: refused, naming why.
       const r2 = room().artifactDetail('plan-1')!.proposal.submittedAt;
-      refusal(() => vote('c2', 4, 0.9, { votedAt: r2 - 500 }), 'precondition', 'FAILED_PRECONDITION', /earlier revision/);
+      refusal(
+        () => vote('c2', 4, 0.9, { votedAt: r2 - 500 }),
+        'precondition',
+        'FAILED_PRECONDITION',
+        /earlier revision/,
+      );
       assert.equal(room().getVotes('plan-1', '').length, 0);
       vote('c2', 9, 0.9, { votedAt: r2 + 10 });
       assert.equal(room().getVotes('plan-1', '').length, 1);
@@ -248,7 +351,10 @@ describe('negotiation room (RFC §17.5)', function () {
       assert.equal(d.outcome, 'APPROVED');
       assert.equal(d.final, true);
       assert.equal(d.decidedBy, 'policy');
-      assert.deepEqual(d.votes.map((v) => v.criticId), ['c1', 'c2']);
+      assert.deepEqual(
+        d.votes.map((v) => v.criticId),
+        ['c1', 'c2'],
+      );
       // weighted mean (8·0.9 + 9·0.8) / 1.7 = 14.4 / 1.7 = 8.4706; std dev 0.5
       assert.equal(d.aggregate.weightedMean.toFixed(4), '8.4706');
       assert.equal(d.aggregate.stdDev, 0.5);
@@ -265,13 +371,37 @@ describe('negotiation room (RFC §17.5)', function () {
     // Each condition failing alone, no escalation condition holding: REVISION_REQUESTED naming that check.
     const alone: Array<[string, Array<[string, number, number, boolean]>]> = [
       // weighted mean 6 < 7; confidence 0.9; pass 1; std dev 0
-      ['min_score_threshold', [['c1', 6, 0.9, true], ['c2', 6, 0.9, true]]],
+      [
+        'min_score_threshold',
+        [
+          ['c1', 6, 0.9, true],
+          ['c2', 6, 0.9, true],
+        ],
+      ],
       // mean confidence 0.5 < 0.7 (each ≥ 0.3)
-      ['min_confidence_threshold', [['c1', 8, 0.5, true], ['c2', 8, 0.5, true]]],
+      [
+        'min_confidence_threshold',
+        [
+          ['c1', 8, 0.5, true],
+          ['c2', 8, 0.5, true],
+        ],
+      ],
       // pass ratio 1/2 < 0.8
-      ['min_pass_ratio', [['c1', 8, 0.9, true], ['c2', 8, 0.9, false]]],
+      [
+        'min_pass_ratio',
+        [
+          ['c1', 8, 0.9, true],
+          ['c2', 8, 0.9, false],
+        ],
+      ],
       // scores 10 and 5: std dev 2.5 > 2 (not > 3); weighted mean 7.5
-      ['max_std_dev', [['c1', 10, 0.9, true], ['c2', 5, 0.9, true]]],
+      [
+        'max_std_dev',
+        [
+          ['c1', 10, 0.9, true],
+          ['c2', 5, 0.9, true],
+        ],
+      ],
     ];
     for (const [name, votes] of alone) {
       it(`${name} failing alone: REVISION_REQUESTED`, () => {
@@ -279,17 +409,44 @@ describe('negotiation room (RFC §17.5)', function () {
         for (const [critic, score, confidence, passed] of votes) vote(critic, score, confidence, { passed });
         const d = decision();
         assert.equal(d.outcome, 'REVISION_REQUESTED');
-        assert.deepEqual(d.checks.filter((c) => !c.pass).map((c) => c.name), [name]);
+        assert.deepEqual(
+          d.checks.filter((c) => !c.pass).map((c) => c.name),
+          [name],
+        );
         assert.deepEqual(d.escalation, []);
         assert.match(d.reason, new RegExp(`${name} [\\d.]+ [<>] [\\d.]+ \\(failed\\)`));
       });
     }
 
     const escalations: Array<[string, () => void]> = [
-      ['low_confidence', () => { vote('c1', 8, 0.9); vote('c2', 8, 0.29); }],
-      ['disagreement', () => { vote('c1', 10, 0.9); vote('c2', 2, 0.9); }],
-      ['critic_requested', () => { vote('c1', 9, 0.9); vote('c2', 9, 0.9, { recommendations: ['Escalate: a person must sign off the budget'] }); }],
-      ['vote_timeout', () => { vote('c1', 9, 0.9); h.clock.advance(15 * 60_000); }],
+      [
+        'low_confidence',
+        () => {
+          vote('c1', 8, 0.9);
+          vote('c2', 8, 0.29);
+        },
+      ],
+      [
+        'disagreement',
+        () => {
+          vote('c1', 10, 0.9);
+          vote('c2', 2, 0.9);
+        },
+      ],
+      [
+        'critic_requested',
+        () => {
+          vote('c1', 9, 0.9);
+          vote('c2', 9, 0.9, { recommendations: ['Escalate: a person must sign off the budget'] });
+        },
+      ],
+      [
+        'vote_timeout',
+        () => {
+          vote('c1', 9, 0.9);
+          h.clock.advance(15 * 60_000);
+        },
+      ],
     ];
     for (const [name, act] of escalations) {
       it(`${name} alone: ESCALATED_TO_HITL with a DEBATE_DEADLOCK invocation`, async () => {
@@ -330,9 +487,13 @@ describe('negotiation room (RFC §17.5)', function () {
     it('a person approves: APPROVED, decided by hitl', async () => {
       escalate();
       const waited = room().waitForDecision('plan-1', '', 0);
-      assert.deepEqual(room().hitlAction('room-1', 'approve', 'The spread is fine: c2 misread the scope.', OPERATOR, ctx()), {
-        ok: true, reason: "artifact 'plan-1' revision 1: APPROVED",
-      });
+      assert.deepEqual(
+        room().hitlAction('room-1', 'approve', 'The spread is fine: c2 misread the scope.', OPERATOR, ctx()),
+        {
+          ok: true,
+          reason: "artifact 'plan-1' revision 1: APPROVED",
+        },
+      );
       const d = await waited;
       assert.equal(d.outcome, 'APPROVED');
       assert.equal(d.decidedBy, 'hitl');
@@ -352,7 +513,12 @@ describe('negotiation room (RFC §17.5)', function () {
 
     it('modify (Request Revision): REVISION_REQUESTED, and the producer may submit revision 2', async () => {
       const id = escalate();
-      h.coordinator.hitl.decide(id, { action: 'modify', rationale: 'Split step 2.', payload: { request: 'revision' } }, 'editor:alice', ctx());
+      h.coordinator.hitl.decide(
+        id,
+        { action: 'modify', rationale: 'Split step 2.', payload: { request: 'revision' } },
+        'editor:alice',
+        ctx(),
+      );
       await settle();
       const d = decision();
       assert.deepEqual([d.outcome, d.decidedBy, d.closed], ['REVISION_REQUESTED', 'hitl', false]);
@@ -361,7 +527,7 @@ describe('negotiation room (RFC §17.5)', function () {
       assert.equal(sinks.get('c1')!.ofType('NEGOTIATION').length, 2);
       assert.equal(json(sinks.get('c1')!.ofType('NEGOTIATION')[1].envelope).revision, 2);
       assert.equal(room().getDecision('plan-1', ''), undefined, 'revision 2 is voting');
-      assert.equal(room().getVotes('plan-1', '').length, 0, 'revision 1\'s votes do not count');
+      assert.equal(room().getVotes('plan-1', '').length, 0, "revision 1's votes do not count");
       const detail = room().artifactDetail('plan-1')!;
       assert.equal(detail.previous?.revision, 1);
       assert.equal(detail.proposal.revision, 2);
@@ -369,20 +535,37 @@ describe('negotiation room (RFC §17.5)', function () {
 
     it('deny (Reject): REVISION_REQUESTED and closed; no further revision is accepted', async () => {
       escalate();
-      refusal(() => room().hitlAction('room-1', 'deny', '  ', OPERATOR, ctx()), 'invalid', 'VALIDATION_ERROR', /rationale is required/);
-      refusal(() => room().hitlAction('room-1', 'approve', 'mine', as('prod'), ctx()), 'permission', 'PERMISSION_DENIED');
+      refusal(
+        () => room().hitlAction('room-1', 'deny', '  ', OPERATOR, ctx()),
+        'invalid',
+        'VALIDATION_ERROR',
+        /rationale is required/,
+      );
+      refusal(
+        () => room().hitlAction('room-1', 'approve', 'mine', as('prod'), ctx()),
+        'permission',
+        'PERMISSION_DENIED',
+      );
       refusal(() => room().hitlAction('room-1', 'maybe', 'x', OPERATOR, ctx()), 'invalid', 'VALIDATION_ERROR');
       refusal(() => room().hitlAction('room-9', 'deny', 'x', OPERATOR, ctx()), 'not_found', 'NOT_FOUND');
       room().hitlAction('room-1', 'deny', 'Wrong approach entirely.', OPERATOR, ctx());
       const d = decision();
       assert.deepEqual([d.outcome, d.decidedBy, d.closed], ['REVISION_REQUESTED', 'hitl', true]);
       assert.match(d.reason, /rejected: no further revision/);
-      refusal(() => submit({ artifact: Buffer.from('{}') }), 'precondition', 'FAILED_PRECONDITION', /rejected by a person/);
+      refusal(
+        () => submit({ artifact: Buffer.from('{}') }),
+        'precondition',
+        'FAILED_PRECONDITION',
+        /rejected by a person/,
+      );
       assert.deepEqual(room().hitlAction('room-1', 'approve', 'late', OPERATOR, ctx()).ok, false);
     });
 
-    it('an operator\'s HITL auto rule decides at once: decided by policy (the rule), not a person', () => {
-      h.coordinator.hitl.setPolicy({ ...h.coordinator.hitl.policy, rules: [{ name: 'trust-prod', reasonType: 'DEBATE_DEADLOCK', agent: 'prod', subject: '**', action: 'approve' }] });
+    it("an operator's HITL auto rule decides at once: decided by policy (the rule), not a person", () => {
+      h.coordinator.hitl.setPolicy({
+        ...h.coordinator.hitl.policy,
+        rules: [{ name: 'trust-prod', reasonType: 'DEBATE_DEADLOCK', agent: 'prod', subject: '**', action: 'approve' }],
+      });
       escalate();
       const d = decision();
       assert.deepEqual([d.outcome, d.decidedBy, d.final, d.hitl?.origin], ['APPROVED', 'policy', true, 'rule']);
@@ -397,7 +580,10 @@ describe('negotiation room (RFC §17.5)', function () {
       vote('c2', 1, 0.9, { artifactId: 'plan-2' });
       const answer = room().hitlAction('room-1', 'approve', 'ok', OPERATOR, ctx());
       assert.equal(answer.ok, false);
-      assert.match(answer.reason, /^FAILED_PRECONDITION: room 'room-1' has 2 escalations waiting \(plan-1, plan-2\); name the artifact_id/);
+      assert.match(
+        answer.reason,
+        /^FAILED_PRECONDITION: room 'room-1' has 2 escalations waiting \(plan-1, plan-2\); name the artifact_id/,
+      );
       assert.equal(room().hitlAction('plan-2', 'approve', 'ok', OPERATOR, ctx()).ok, true);
       assert.equal(room().getDecision('plan-2', '')?.outcome, 'APPROVED');
       assert.equal(decision().outcome, 'ESCALATED_TO_HITL');
@@ -428,11 +614,17 @@ describe('negotiation room (RFC §17.5)', function () {
       vote('c2', 2, 0.9);
       const d = decision();
       assert.deepEqual([d.outcome, d.decidedBy, d.final, d.closed], ['REVISION_REQUESTED', 'fallback', true, false]);
-      assert.match(d.reason, /could not be opened \(BUFFER_FULL: prod already has 0 pending HITL invocations.*the HITL fallback DENY_BY_DEFAULT.*No person decided/);
+      assert.match(
+        d.reason,
+        /could not be opened \(BUFFER_FULL: prod already has 0 pending HITL invocations.*the HITL fallback DENY_BY_DEFAULT.*No person decided/,
+      );
       const [failed] = events('room.escalation_failed');
       assert.equal(failed.details.fallback_policy, 'DENY_BY_DEFAULT');
       // AUTO_DECIDE_THRESHOLD approves a high weighted mean (0.9 ≥ 0.8) when no person can be asked.
-      const fallbacks = { ...h.coordinator.hitl.policy.fallbacks, DEBATE_DEADLOCK: { policy: 'AUTO_DECIDE_THRESHOLD' as const, threshold: 0.8, extendMs: 0, maxExtensions: 0 } };
+      const fallbacks = {
+        ...h.coordinator.hitl.policy.fallbacks,
+        DEBATE_DEADLOCK: { policy: 'AUTO_DECIDE_THRESHOLD' as const, threshold: 0.8, extendMs: 0, maxExtensions: 0 },
+      };
       h.coordinator.hitl.setPolicy({ ...h.coordinator.hitl.policy, fallbacks });
       submit({ artifactId: 'plan-2' });
       vote('c1', 9, 0.9, { artifactId: 'plan-2' });
@@ -447,7 +639,9 @@ describe('negotiation room (RFC §17.5)', function () {
       vote('c1', 10, 0.9);
       const hitl = h.coordinator.hitl;
       const open = hitl.open.bind(hitl);
-      hitl.open = () => { throw new Error('disk on fire'); };
+      hitl.open = () => {
+        throw new Error('disk on fire');
+      };
       try {
         assert.throws(() => vote('c2', 2, 0.9), /disk on fire/);
       } finally {
@@ -476,7 +670,11 @@ describe('negotiation room (RFC §17.5)', function () {
       two();
       h.coordinator.policies.applySettings({ room: { minScoreThreshold: 9, voteTimeoutMs: 60_000 } }, ctx());
       assert.equal(h.coordinator.policies.current().version, v1 + 1);
-      assert.equal(room().artifactDetail('plan-1')!.thresholds.minScoreThreshold, 7, 'the editor shows the thresholds it is decided by');
+      assert.equal(
+        room().artifactDetail('plan-1')!.thresholds.minScoreThreshold,
+        7,
+        'the editor shows the thresholds it is decided by',
+      );
       vote('c1', 8, 0.9);
       vote('c2', 8, 0.9);
       const d = decision();
@@ -503,8 +701,18 @@ describe('negotiation room (RFC §17.5)', function () {
       assert.equal(room().getVotes('plan-1', '', OPERATOR).length, 1);
       const unauthenticated: Speaker = { kind: 'agent', label: 'unauthenticated', mayActAs: () => true };
       assert.equal(room().getVotes('plan-1', '', unauthenticated).length, 1, 'auth none: may act as anyone');
-      refusal(() => room().getVotes('plan-1', '', as('c2')), 'permission', 'PERMISSION_DENIED', /before the revision is decided/);
-      refusal(() => room().getVotes('plan-1', '', as('c1')), 'permission', 'PERMISSION_DENIED', /before the revision is decided/);
+      refusal(
+        () => room().getVotes('plan-1', '', as('c2')),
+        'permission',
+        'PERMISSION_DENIED',
+        /before the revision is decided/,
+      );
+      refusal(
+        () => room().getVotes('plan-1', '', as('c1')),
+        'permission',
+        'PERMISSION_DENIED',
+        /before the revision is decided/,
+      );
       refusal(() => room().getVotes('plan-1', '', as('other')), 'permission', 'PERMISSION_DENIED', /only the producer/);
       // Escalated: still not decided; GetDecision answers the escalation without the votes to a critic.
       vote('c2', 2, 0.9);
@@ -515,7 +723,11 @@ describe('negotiation room (RFC §17.5)', function () {
       assert.equal(room().getDecision('plan-1', '', as('prod'))!.votes.length, 2);
       assert.equal(room().getDecision('plan-1', '', as('other'))!.votes.length, 0);
       room().hitlAction('room-1', 'approve', 'fine', OPERATOR, ctx());
-      assert.equal(room().getVotes('plan-1', '', as('c2')).length, 2, 'decided: the critics may read each other\'s votes');
+      assert.equal(
+        room().getVotes('plan-1', '', as('c2')).length,
+        2,
+        "decided: the critics may read each other's votes",
+      );
       assert.equal(room().getDecision('plan-1', '', as('c1'))!.votes.length, 2);
       refusal(() => room().getVotes('plan-1', '', as('other')), 'permission', 'PERMISSION_DENIED');
     });
@@ -538,9 +750,20 @@ describe('negotiation room (RFC §17.5)', function () {
       vote('c1', 10, 0.9);
       vote('c2', 1, 0.9);
       h.clock.advance(2_000);
-      await assert.rejects(short, (err: unknown) => err instanceof NegotiationError && err.kind === 'deadline' && err.code === 'DEADLINE_EXCEEDED');
+      await assert.rejects(
+        short,
+        (err: unknown) =>
+          err instanceof NegotiationError && err.kind === 'deadline' && err.code === 'DEADLINE_EXCEEDED',
+      );
       let settledLong = false;
-      void long.then(() => { settledLong = true; }, () => { settledLong = true; });
+      void long.then(
+        () => {
+          settledLong = true;
+        },
+        () => {
+          settledLong = true;
+        },
+      );
       h.clock.advance(297_000);
       await settle();
       assert.equal(settledLong, false, 'still waiting before 300 s');
@@ -549,7 +772,10 @@ describe('negotiation room (RFC §17.5)', function () {
     });
 
     it('unknown artifact: NOT_FOUND; a cancelled wait ends', async () => {
-      await assert.rejects(room().waitForDecision('nope', '', 0), (err: unknown) => err instanceof NegotiationError && err.kind === 'not_found');
+      await assert.rejects(
+        room().waitForDecision('nope', '', 0),
+        (err: unknown) => err instanceof NegotiationError && err.kind === 'not_found',
+      );
       submit();
       const aborter = new AbortController();
       const waited = room().waitForDecision('plan-1', '', 0, aborter.signal);
@@ -564,8 +790,14 @@ describe('negotiation room (RFC §17.5)', function () {
       const aborters = Array.from({ length: 64 }, () => new AbortController());
       const waits = aborters.map((a) => room().waitForDecision('plan-1', '', 0, a.signal));
       assert.equal(room().waiterCount('plan-1'), 64);
-      await assert.rejects(room().waitForDecision('plan-1', '', 0),
-        (err: unknown) => err instanceof NegotiationError && err.kind === 'exhausted' && err.code === 'BUFFER_FULL' && /at most 64/.test(err.message));
+      await assert.rejects(
+        room().waitForDecision('plan-1', '', 0),
+        (err: unknown) =>
+          err instanceof NegotiationError &&
+          err.kind === 'exhausted' &&
+          err.code === 'BUFFER_FULL' &&
+          /at most 64/.test(err.message),
+      );
       aborters[0].abort();
       await assert.rejects(waits[0], (err: unknown) => err instanceof NegotiationError && err.code === 'CANCELLED');
       const again = room().waitForDecision('plan-1', '', 0);
@@ -657,9 +889,13 @@ describe('negotiation room (RFC §17.5)', function () {
     // The longest texts a vote may carry, each control character escaped to 6 bytes of JSON: on the escalated revision.
     const long = (i: number) => `${'\u0001'.repeat(990)} ${i}`;
     const lists = Array.from({ length: 32 }, (_, i) => long(i));
-    critics.forEach((c) => vote(c, 9, 0.9, {
-      strengths: lists, weaknesses: lists, recommendations: c === 'k3' ? ['escalate: the budget needs a person', ...lists.slice(1)] : lists,
-    }));
+    critics.forEach((c) =>
+      vote(c, 9, 0.9, {
+        strengths: lists,
+        weaknesses: lists,
+        recommendations: c === 'k3' ? ['escalate: the budget needs a person', ...lists.slice(1)] : lists,
+      }),
+    );
     const d = decision();
     assert.equal(d.outcome, 'ESCALATED_TO_HITL');
     const invocation = h.coordinator.hitl.get(d.hitl!.invocationId)!;
@@ -668,7 +904,9 @@ describe('negotiation room (RFC §17.5)', function () {
     assert.equal(invocation.context.facts.context_trimmed, true);
     const votes = invocation.context.facts.votes as Array<Record<string, unknown>>;
     assert.equal(votes.length, 16, 'every vote is there (its texts cut)');
-    assert.deepEqual(JSON.parse(JSON.stringify(invocation.context.diffs)), [{ title: 'plan-1: revision 1 → 2', before: 'step one\nstep two\n', after: 'step one\nstep two\nstep three\n' }]);
+    assert.deepEqual(JSON.parse(JSON.stringify(invocation.context.diffs)), [
+      { title: 'plan-1: revision 1 → 2', before: 'step one\nstep two\n', after: 'step one\nstep two\nstep three\n' },
+    ]);
     assert.equal(invocation.context.facts.artifact_excerpt, 'step one\nstep two\nstep three\n');
   });
 
@@ -682,22 +920,42 @@ describe('negotiation room (RFC §17.5)', function () {
     operator = h.coordinator.hitl.attachOperator('tester');
     // c1's inbox now holds one message not READ: its capacity.
     submit({ artifactId: 'a', requestedCritics: ['c1'] });
-    refusal(() => submit({ artifactId: 'b', requestedCritics: ['c1'] }), 'exhausted', 'BUFFER_FULL', /no requested critic could be notified/);
+    refusal(
+      () => submit({ artifactId: 'b', requestedCritics: ['c1'] }),
+      'exhausted',
+      'BUFFER_FULL',
+      /no requested critic could be notified/,
+    );
     assert.equal(room().artifactDetail('b'), undefined, 'nothing kept');
     submit({ artifactId: 'c', requestedCritics: ['c1', 'c2'] });
     assert.equal(room().artifactDetail('c')?.proposal.state, 'voting');
     const [warn] = h.events('room.critic_not_notified');
-    assert.deepEqual([warn.details.artifact_id, warn.details.critic_id, warn.details.code, warn.level], ['c', 'c1', 'BUFFER_FULL', 'WARN']);
+    assert.deepEqual(
+      [warn.details.artifact_id, warn.details.critic_id, warn.details.code, warn.level],
+      ['c', 'c1', 'BUFFER_FULL', 'WARN'],
+    );
   });
 
   it('listArtifacts and artifactDetail show what the editor renders', () => {
     submit();
     vote('c1', 8, 0.9, { strengths: ['<b>clear</b>'] });
     const [row] = room().listArtifacts();
-    assert.deepEqual({ ...row, updatedAt: 0 }, {
-      roomId: 'room-1', artifactId: 'plan-1', revision: 1, artifactType: 'PLAN', producerId: 'prod', state: 'voting',
-      votes: 1, requested: 2, outcome: null, invocationId: null, updatedAt: 0,
-    });
+    assert.deepEqual(
+      { ...row, updatedAt: 0 },
+      {
+        roomId: 'room-1',
+        artifactId: 'plan-1',
+        revision: 1,
+        artifactType: 'PLAN',
+        producerId: 'prod',
+        state: 'voting',
+        votes: 1,
+        requested: 2,
+        outcome: null,
+        invocationId: null,
+        updatedAt: 0,
+      },
+    );
     const detail = room().artifactDetail('plan-1')!;
     assert.deepEqual(detail.proposal.artifact, PLAN);
     assert.equal(detail.previous, undefined);

@@ -4,7 +4,13 @@ import { aggregate, escalationReasons, thresholdChecks, verdict, type ScoredVote
 
 const T = DEFAULT_ROOM_THRESHOLDS;
 
-function vote(criticId: string, score: number, confidence: number, passed = true, recommendations: string[] = []): ScoredVote {
+function vote(
+  criticId: string,
+  score: number,
+  confidence: number,
+  passed = true,
+  recommendations: string[] = [],
+): ScoredVote {
   return { criticId, score, confidence, passed, recommendations };
 }
 
@@ -59,9 +65,15 @@ describe('room aggregation (RFC §17.5 AggregatedScore)', () => {
     // weighted mean 7.9091 ≥ 7; mean confidence 2.2/3 = 0.7333 ≥ 0.7; pass ratio 2/3 = 0.6667 < 0.8; std dev 1.2472 ≤ 2
     const votes = [vote('a', 8, 0.9), vote('b', 6, 0.5, false), vote('c', 9, 0.8)];
     const checks = thresholdChecks(votes, aggregate(votes), T);
-    assert.deepEqual(checks.map((c) => [c.name, c.pass]), [
-      ['min_score_threshold', true], ['min_confidence_threshold', true], ['min_pass_ratio', false], ['max_std_dev', true],
-    ]);
+    assert.deepEqual(
+      checks.map((c) => [c.name, c.pass]),
+      [
+        ['min_score_threshold', true],
+        ['min_confidence_threshold', true],
+        ['min_pass_ratio', false],
+        ['max_std_dev', true],
+      ],
+    );
     close(checks[1].value, 2.2 / 3, 'mean confidence');
     close(checks[2].value, 2 / 3, 'pass ratio');
   });
@@ -72,7 +84,10 @@ describe('room aggregation (RFC §17.5 AggregatedScore)', () => {
     assert.match(escalationReasons(low, agg(low), T, [])[0], /^low_confidence: a voted with confidence 0\.29/);
     const split = [vote('a', 10, 0.9), vote('b', 2, 0.9)]; // std dev 4 > 3
     assert.match(escalationReasons(split, agg(split), T, [])[0], /^disagreement: .* 4 is above 3/);
-    const asks = [vote('a', 8, 0.9, true, ['Add tests', 'ESCALATE: needs a security review']), vote('b', 8, 0.9, true, ['escalated already? no'])];
+    const asks = [
+      vote('a', 8, 0.9, true, ['Add tests', 'ESCALATE: needs a security review']),
+      vote('b', 8, 0.9, true, ['escalated already? no']),
+    ];
     assert.deepEqual(escalationReasons(asks, agg(asks), T, []), ['critic_requested: a recommended escalation']);
     const fine = [vote('a', 8, 0.9), vote('b', 8, 0.9)];
     assert.deepEqual(escalationReasons(fine, agg(fine), T, []), []);
@@ -84,8 +99,22 @@ describe('room aggregation (RFC §17.5 AggregatedScore)', () => {
       const votes = [vote('a', 8, 0.9, true, [text])];
       return escalationReasons(votes, aggregate(votes), T, []).length === 1;
     };
-    for (const text of ['Please escalate to a human', 'ESCALATE', 'escalate.', 'We should (escalate) this', 'Escalate: budget']) assert.ok(asking(text), text);
-    for (const text of ['escalated already', 'de-escalate the tone', 'escalates quickly', 'no escalation needed', 'deescalate']) assert.ok(!asking(text), text);
+    for (const text of [
+      'Please escalate to a human',
+      'ESCALATE',
+      'escalate.',
+      'We should (escalate) this',
+      'Escalate: budget',
+    ])
+      assert.ok(asking(text), text);
+    for (const text of [
+      'escalated already',
+      'de-escalate the tone',
+      'escalates quickly',
+      'no escalation needed',
+      'deescalate',
+    ])
+      assert.ok(!asking(text), text);
   });
 
   it('verdict: escalation first, then approval when all four hold, else revision', () => {

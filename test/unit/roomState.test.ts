@@ -4,8 +4,23 @@ import { DEFAULT_ROOM_THRESHOLDS } from '../../src/core/policy/defaults';
 import { verdict } from '../../src/core/room/aggregate';
 import type { ProposalRecord, RoomDecision, VoteRecord } from '../../src/core/room/model';
 import {
-  allVoted, artifactOfKey, decided, decisionOf, escalated, hitlDecision, missingCritics, newRevision, newVote, policyVersionOf,
-  repeatsRevision, revisionKey, revisionRefusal, sameVote, touched, type RevisionInput, type VoteContent,
+  allVoted,
+  artifactOfKey,
+  decided,
+  decisionOf,
+  escalated,
+  hitlDecision,
+  missingCritics,
+  newRevision,
+  newVote,
+  policyVersionOf,
+  repeatsRevision,
+  revisionKey,
+  revisionRefusal,
+  sameVote,
+  touched,
+  type RevisionInput,
+  type VoteContent,
 } from '../../src/core/room/state';
 
 /** The room's pure state part (src/core/room/state.ts): no store, no clock, no log. */
@@ -14,8 +29,14 @@ const T0 = Date.UTC(2026, 0, 1);
 const PLAN = Buffer.from('{"steps":["design","build"]}');
 
 const input: RevisionInput = {
-  roomId: 'room-1', artifactId: 'plan-1', artifactType: 'PLAN', producerId: 'prod', contentType: 'application/json',
-  artifact: PLAN, requestedCritics: ['c1', 'c2'], createdAt: null,
+  roomId: 'room-1',
+  artifactId: 'plan-1',
+  artifactType: 'PLAN',
+  producerId: 'prod',
+  contentType: 'application/json',
+  artifact: PLAN,
+  requestedCritics: ['c1', 'c2'],
+  createdAt: null,
 };
 
 function revision(extra: Partial<ProposalRecord> = {}): ProposalRecord {
@@ -23,19 +44,38 @@ function revision(extra: Partial<ProposalRecord> = {}): ProposalRecord {
 }
 
 const content = (extra: Partial<VoteContent> = {}): VoteContent => ({
-  score: 8, confidence: 0.9, passed: true, strengths: ['clear'], weaknesses: [], recommendations: [], ...extra,
+  score: 8,
+  confidence: 0.9,
+  passed: true,
+  strengths: ['clear'],
+  weaknesses: [],
+  recommendations: [],
+  ...extra,
 });
 
 function vote(criticId: string, extra: Partial<VoteContent> = {}): VoteRecord {
   return newVote(revision(), criticId, content(extra), null, undefined, T0 + 1);
 }
 
-function invocation(decision: HitlDecision | null, state: HitlInvocation['state'] = 'decided'): Pick<HitlInvocation, 'id' | 'state' | 'decision'> {
+function invocation(
+  decision: HitlDecision | null,
+  state: HitlInvocation['state'] = 'decided',
+): Pick<HitlInvocation, 'id' | 'state' | 'decision'> {
   return { id: 'inv-1', state, decision };
 }
 
-function by(kind: HitlDecision['origin']['kind'], action: HitlDecision['action'], extra: Partial<HitlDecision['origin']> = {}): HitlDecision {
-  return { action, rationale: 'because', payload: null, decidedAt: T0 + 5, origin: { kind, by: kind === 'human' ? 'editor:alice' : 'policy', automatic: kind !== 'human', ...extra } };
+function by(
+  kind: HitlDecision['origin']['kind'],
+  action: HitlDecision['action'],
+  extra: Partial<HitlDecision['origin']> = {},
+): HitlDecision {
+  return {
+    action,
+    rationale: 'because',
+    payload: null,
+    decidedAt: T0 + 5,
+    origin: { kind, by: kind === 'human' ? 'editor:alice' : 'policy', automatic: kind !== 'human', ...extra },
+  };
 }
 
 describe('room state (pure)', () => {
@@ -70,13 +110,26 @@ describe('room state (pure)', () => {
     });
 
     it('a new revision follows only a decided, unapproved, open revision of the same type', () => {
-      assert.equal(revisionRefusal(revision({ state: 'decided' }), { outcome: 'REVISION_REQUESTED' }, 'PLAN'), undefined);
+      assert.equal(
+        revisionRefusal(revision({ state: 'decided' }), { outcome: 'REVISION_REQUESTED' }, 'PLAN'),
+        undefined,
+      );
       assert.match(revisionRefusal(revision({ state: 'voting' }), undefined, 'PLAN')!.message, /still being voted on/);
-      assert.match(revisionRefusal(revision({ state: 'escalated' }), undefined, 'PLAN')!.message, /escalated to a human/);
-      const closed = revisionRefusal(revision({ state: 'decided', closed: true }), { outcome: 'REVISION_REQUESTED' }, 'PLAN');
+      assert.match(
+        revisionRefusal(revision({ state: 'escalated' }), undefined, 'PLAN')!.message,
+        /escalated to a human/,
+      );
+      const closed = revisionRefusal(
+        revision({ state: 'decided', closed: true }),
+        { outcome: 'REVISION_REQUESTED' },
+        'PLAN',
+      );
       assert.equal(closed?.kind, 'precondition');
       assert.match(closed!.message, /rejected by a person/);
-      assert.match(revisionRefusal(revision({ state: 'decided' }), { outcome: 'APPROVED' }, 'PLAN')!.message, /was approved/);
+      assert.match(
+        revisionRefusal(revision({ state: 'decided' }), { outcome: 'APPROVED' }, 'PLAN')!.message,
+        /was approved/,
+      );
       const retyped = revisionRefusal(revision({ state: 'decided' }), { outcome: 'REVISION_REQUESTED' }, 'CODE');
       assert.equal(retyped?.kind, 'invalid');
     });
@@ -134,34 +187,63 @@ describe('room state (pure)', () => {
     const votes = [vote('c1'), vote('c2', { score: 9 })];
     const v = verdict(votes, DEFAULT_ROOM_THRESHOLDS, []);
     const escalation: RoomDecision = decisionOf(revision(), votes, v, 'v3', {
-      outcome: 'ESCALATED_TO_HITL', reason: 'Escalated to a human: test.', decidedBy: 'policy', final: false, closed: false, decidedAt: T0 + 4,
+      outcome: 'ESCALATED_TO_HITL',
+      reason: 'Escalated to a human: test.',
+      decidedBy: 'policy',
+      final: false,
+      closed: false,
+      decidedAt: T0 + 4,
       hitl: { invocationId: 'inv-1', state: 'pending', action: '', origin: '', by: '', rationale: '' },
     });
     const unread = (): VoteRecord[] => assert.fail('the votes are read only without an escalation');
 
-    it('a person\'s deny closes the artifact', () => {
+    it("a person's deny closes the artifact", () => {
       const d = hitlDecision(revision(), escalation, invocation(by('human', 'deny')), unread, T0 + 6);
-      assert.deepEqual([d.outcome, d.decidedBy, d.closed, d.final, d.decidedAt], ['REVISION_REQUESTED', 'hitl', true, true, T0 + 5]);
+      assert.deepEqual(
+        [d.outcome, d.decidedBy, d.closed, d.final, d.decidedAt],
+        ['REVISION_REQUESTED', 'hitl', true, true, T0 + 5],
+      );
       assert.equal(d.hitl?.by, 'editor:alice');
-      assert.match(d.reason, /^Escalated to a human: test\. Decided by editor:alice \(a person\): rejected: no further revision is accepted — because\.$/);
+      assert.match(
+        d.reason,
+        /^Escalated to a human: test\. Decided by editor:alice \(a person\): rejected: no further revision is accepted — because\.$/,
+      );
       assert.deepEqual(d.votes, votes);
     });
 
-    it('a person\'s approval approves; modify asks for a revision without closing', () => {
-      assert.equal(hitlDecision(revision(), escalation, invocation(by('human', 'approve')), unread, T0).outcome, 'APPROVED');
+    it("a person's approval approves; modify asks for a revision without closing", () => {
+      assert.equal(
+        hitlDecision(revision(), escalation, invocation(by('human', 'approve')), unread, T0).outcome,
+        'APPROVED',
+      );
       const m = hitlDecision(revision(), escalation, invocation(by('human', 'modify')), unread, T0);
       assert.deepEqual([m.outcome, m.closed], ['REVISION_REQUESTED', false]);
     });
 
-    it('a fallback\'s deny is a fallback asking for a revision, never closed', () => {
-      const d = hitlDecision(revision(), escalation, invocation(by('fallback', 'deny', { policy: 'DENY_BY_DEFAULT', trigger: 'deadline' }), 'timed_out'), unread, T0);
+    it("a fallback's deny is a fallback asking for a revision, never closed", () => {
+      const d = hitlDecision(
+        revision(),
+        escalation,
+        invocation(by('fallback', 'deny', { policy: 'DENY_BY_DEFAULT', trigger: 'deadline' }), 'timed_out'),
+        unread,
+        T0,
+      );
       assert.deepEqual([d.outcome, d.decidedBy, d.closed], ['REVISION_REQUESTED', 'fallback', false]);
-      assert.deepEqual([d.hitl?.state, d.hitl?.fallbackPolicy, d.hitl?.trigger], ['timed_out', 'DENY_BY_DEFAULT', 'deadline']);
+      assert.deepEqual(
+        [d.hitl?.state, d.hitl?.fallbackPolicy, d.hitl?.trigger],
+        ['timed_out', 'DENY_BY_DEFAULT', 'deadline'],
+      );
       assert.match(d.reason, /the HITL fallback DENY_BY_DEFAULT \(the decision deadline passed\), not a person/);
     });
 
-    it('an operator\'s auto rule decides as policy', () => {
-      const d = hitlDecision(revision(), escalation, invocation(by('rule', 'approve', { rule: 'trusted' })), unread, T0);
+    it("an operator's auto rule decides as policy", () => {
+      const d = hitlDecision(
+        revision(),
+        escalation,
+        invocation(by('rule', 'approve', { rule: 'trusted' })),
+        unread,
+        T0,
+      );
       assert.deepEqual([d.outcome, d.decidedBy], ['APPROVED', 'policy']);
       assert.match(d.reason, /the HITL auto rule 'trusted'/);
     });
@@ -169,12 +251,18 @@ describe('room state (pure)', () => {
     it('an invocation gone (no decision, no escalation) is a cancelled deny: the votes read, decided at now', () => {
       const read = [vote('c1')];
       const d = hitlDecision(revision(), undefined, invocation(null, 'pending'), () => read, T0 + 42);
-      assert.deepEqual([d.outcome, d.decidedBy, d.closed, d.decidedAt], ['REVISION_REQUESTED', 'fallback', false, T0 + 42]);
+      assert.deepEqual(
+        [d.outcome, d.decidedBy, d.closed, d.decidedAt],
+        ['REVISION_REQUESTED', 'fallback', false, T0 + 42],
+      );
       assert.equal(d.hitl?.state, 'cancelled');
       assert.equal(d.policyVersion, 'v3');
       assert.deepEqual(d.votes, read);
       assert.equal(d.aggregate.voteCount, 1);
-      assert.match(d.reason, /^Escalated to a human\. Decided by nobody: the invocation was cancelled: denied: revision requested\.$/);
+      assert.match(
+        d.reason,
+        /^Escalated to a human\. Decided by nobody: the invocation was cancelled: denied: revision requested\.$/,
+      );
     });
   });
 });

@@ -12,7 +12,7 @@ const ACK_TIMEOUT_MS = 10 * SECOND;
  * A recipient's own ACK timeout (Router.setRecipientAckTimeout): an agent that pulls its inbox (the MCP bridge's
  * read_inbox) gets a longer deadline to RECEIVED; everyone else keeps the RFC §11 default of 10 s.
  */
-describe('Router: a recipient\'s own ACK timeout', () => {
+describe("Router: a recipient's own ACK timeout", () => {
   let h: RouterHarness;
 
   afterEach(() => h.dispose());
@@ -43,7 +43,11 @@ describe('Router: a recipient\'s own ACK timeout', () => {
       await h.timesOutAfter(slow.messageId, MINUTE);
       const [timedOut] = h.eventsFor('message.state_changed', slow.messageId);
       assert.deepEqual([timedOut.details.from, timedOut.details.to], ['SENT', 'TIMED_OUT']);
-      assert.match(String(JSON.stringify(timedOut.details)), new RegExp(`within ${30 * MINUTE} ms`), 'the reason names the timeout it had');
+      assert.match(
+        String(JSON.stringify(timedOut.details)),
+        new RegExp(`within ${30 * MINUTE} ms`),
+        'the reason names the timeout it had',
+      );
     });
 
     it('is ended by RECEIVED as any other deadline: a pull after 20 min is in time', async () => {
@@ -80,8 +84,13 @@ describe('Router: a recipient\'s own ACK timeout', () => {
       h.router.setRecipientAckTimeout(PULLER, undefined);
       for (let i = 0; i < 3; i++) h.sendData(P, PULLER);
       const events = h.events('router.recipient_ack_timeout').filter((e) => e.details.agent_id === PULLER);
-      assert.deepEqual(events.map((e) => [e.details.ack_timeout_ms, e.details.own, e.details.previous_ms]),
-        [[30 * MINUTE, true, ACK_TIMEOUT_MS], [ACK_TIMEOUT_MS, false, 30 * MINUTE]]);
+      assert.deepEqual(
+        events.map((e) => [e.details.ack_timeout_ms, e.details.own, e.details.previous_ms]),
+        [
+          [30 * MINUTE, true, ACK_TIMEOUT_MS],
+          [ACK_TIMEOUT_MS, false, 30 * MINUTE],
+        ],
+      );
     });
 
     it('refuses a timeout that is not a whole number of ms ≥ 1', () => {
@@ -105,7 +114,7 @@ describe('Router: a recipient\'s own ACK timeout', () => {
     });
   });
 
-  it('gives each fan-out copy its own recipient\'s timeout', async () => {
+  it("gives each fan-out copy its own recipient's timeout", async () => {
     h = new RouterHarness({ unaddressed: 'fanout' });
     for (const id of [P, PULLER, OTHER]) h.register(id);
     h.router.setRecipientAckTimeout(PULLER, 30 * MINUTE);

@@ -21,29 +21,104 @@ describe('Router admission (RFC §11, §12, §13, message-types.txt rules 1–8)
     const invalid: Array<[string, EnvelopeInput & { producerId?: string }, string, RegExp]> = [
       ['an empty message_id', { messageId: '' }, 'VALIDATION_ERROR', /message_id is required/],
       ['a message_id that is not a UUID', { messageId: 'msg001' }, 'VALIDATION_ERROR', /message_id must be a UUIDv4/],
-      ['a UUIDv1 message_id', { messageId: 'c232ab00-9414-11ec-b3c8-9f6bdeced846' }, 'VALIDATION_ERROR', /message_id must be a UUIDv4/],
+      [
+        'a UUIDv1 message_id',
+        { messageId: 'c232ab00-9414-11ec-b3c8-9f6bdeced846' },
+        'VALIDATION_ERROR',
+        /message_id must be a UUIDv4/,
+      ],
       ['an empty correlation_id', { correlationId: '' }, 'VALIDATION_ERROR', /correlation_id is required/],
       ['a blank correlation_id', { correlationId: '   ' }, 'VALIDATION_ERROR', /correlation_id is required/],
-      ['a correlation_id with control characters', { correlationId: 'a\nb' }, 'VALIDATION_ERROR', /correlation_id contains control characters/],
-      ['an overlong correlation_id', { correlationId: 'c'.repeat(257) }, 'VALIDATION_ERROR', /correlation_id is longer than 256/],
-      ['an overlong idempotency_token', { idempotencyToken: 't'.repeat(257) }, 'VALIDATION_ERROR', /idempotency_token is longer than 256/],
+      [
+        'a correlation_id with control characters',
+        { correlationId: 'a\nb' },
+        'VALIDATION_ERROR',
+        /correlation_id contains control characters/,
+      ],
+      [
+        'an overlong correlation_id',
+        { correlationId: 'c'.repeat(257) },
+        'VALIDATION_ERROR',
+        /correlation_id is longer than 256/,
+      ],
+      [
+        'an overlong idempotency_token',
+        { idempotencyToken: 't'.repeat(257) },
+        'VALIDATION_ERROR',
+        /idempotency_token is longer than 256/,
+      ],
       ['sequence_number 0', { sequenceNumber: '0' }, 'VALIDATION_ERROR', /sequence_number is required/],
       ['a negative sequence_number', { sequenceNumber: '-1' }, 'VALIDATION_ERROR', /sequence_number/],
       ['an empty sequence_number', { sequenceNumber: '' }, 'VALIDATION_ERROR', /sequence_number/],
       ['a negative retry_count', { retryCount: -1 }, 'VALIDATION_ERROR', /retry_count must be a non-negative integer/],
-      ['message_type UNSPECIFIED', { messageType: 'MESSAGE_TYPE_UNSPECIFIED' }, 'VALIDATION_ERROR', /message_type 'MESSAGE_TYPE_UNSPECIFIED' is not one of/],
+      [
+        'message_type UNSPECIFIED',
+        { messageType: 'MESSAGE_TYPE_UNSPECIFIED' },
+        'VALIDATION_ERROR',
+        /message_type 'MESSAGE_TYPE_UNSPECIFIED' is not one of/,
+      ],
       ['an unknown message_type number', { messageType: '42' }, 'VALIDATION_ERROR', /message_type '42'/],
-      ['content_length that does not match the payload', { payload: '{}', contentLength: '3' }, 'VALIDATION_ERROR', /content_length is 3 but the payload has 2 bytes/],
-      ['a non-numeric content_length', { contentLength: 'two' }, 'VALIDATION_ERROR', /content_length must be a non-negative integer/],
-      ['a payload without content_type', { contentType: '' }, 'VALIDATION_ERROR', /content_type is required when a payload is present/],
-      ['a content_type that is not a MIME type', { contentType: 'json' }, 'VALIDATION_ERROR', /content_type 'json' is not a MIME type/],
-      ['application/json that does not parse', { payload: '{"a":', contentType: 'application/json' }, 'VALIDATION_ERROR', /not valid JSON for content_type application\/json/],
-      ['+json that does not parse', { payload: 'nope', contentType: 'application/problem+json' }, 'VALIDATION_ERROR', /not valid JSON/],
-      ['text/* that is not UTF-8', { payload: Uint8Array.from([0x68, 0xff, 0xfe]), contentType: 'text/plain' }, 'VALIDATION_ERROR', /text payloads must be UTF-8/],
+      [
+        'content_length that does not match the payload',
+        { payload: '{}', contentLength: '3' },
+        'VALIDATION_ERROR',
+        /content_length is 3 but the payload has 2 bytes/,
+      ],
+      [
+        'a non-numeric content_length',
+        { contentLength: 'two' },
+        'VALIDATION_ERROR',
+        /content_length must be a non-negative integer/,
+      ],
+      [
+        'a payload without content_type',
+        { contentType: '' },
+        'VALIDATION_ERROR',
+        /content_type is required when a payload is present/,
+      ],
+      [
+        'a content_type that is not a MIME type',
+        { contentType: 'json' },
+        'VALIDATION_ERROR',
+        /content_type 'json' is not a MIME type/,
+      ],
+      [
+        'application/json that does not parse',
+        { payload: '{"a":', contentType: 'application/json' },
+        'VALIDATION_ERROR',
+        /not valid JSON for content_type application\/json/,
+      ],
+      [
+        '+json that does not parse',
+        { payload: 'nope', contentType: 'application/problem+json' },
+        'VALIDATION_ERROR',
+        /not valid JSON/,
+      ],
+      [
+        'text/* that is not UTF-8',
+        { payload: Uint8Array.from([0x68, 0xff, 0xfe]), contentType: 'text/plain' },
+        'VALIDATION_ERROR',
+        /text payloads must be UTF-8/,
+      ],
       ['a negative ttl_ms', { ttlMs: -5 }, 'VALIDATION_ERROR', /ttl_ms must be a non-negative integer/],
-      ['a DATA payload over its configured limit', { payload: 'x'.repeat(65), contentType: 'text/plain' }, 'OVERSIZE_PAYLOAD', /DATA payloads are limited to 64 bytes; this one has 65/],
-      ['a content type the recipient did not declare', { payload: Uint8Array.from([1, 2, 3]), contentType: 'image/png' }, 'UNSUPPORTED_MESSAGE_TYPE', /consumer accepts application\/json, text\/plain; charset=utf-8, not image\/png/],
-      ['a ttl that passed before arrival', { ttlMs: 1_000, timestampMs: Date.UTC(2026, 0, 1) - 5_000 }, 'TTL_EXPIRED', /ttl_ms 1000 had passed on arrival/],
+      [
+        'a DATA payload over its configured limit',
+        { payload: 'x'.repeat(65), contentType: 'text/plain' },
+        'OVERSIZE_PAYLOAD',
+        /DATA payloads are limited to 64 bytes; this one has 65/,
+      ],
+      [
+        'a content type the recipient did not declare',
+        { payload: Uint8Array.from([1, 2, 3]), contentType: 'image/png' },
+        'UNSUPPORTED_MESSAGE_TYPE',
+        /consumer accepts application\/json, text\/plain; charset=utf-8, not image\/png/,
+      ],
+      [
+        'a ttl that passed before arrival',
+        { ttlMs: 1_000, timestampMs: Date.UTC(2026, 0, 1) - 5_000 },
+        'TTL_EXPIRED',
+        /ttl_ms 1000 had passed on arrival/,
+      ],
     ];
 
     for (const [what, input, code, detail] of invalid) {
@@ -63,11 +138,15 @@ describe('Router admission (RFC §11, §12, §13, message-types.txt rules 1–8)
       assert.ok(h.send(h.envelope(P, { payload: '', contentType: '' }), C).accepted);
     });
 
-    it('applies each type\'s own limit (ACKNOWLEDGEMENT 4 KiB) and 1 MiB to types the table does not list', () => {
+    it("applies each type's own limit (ACKNOWLEDGEMENT 4 KiB) and 1 MiB to types the table does not list", () => {
       const m = h.sendData(P, C);
       const bigAck = h.ackEnvelope(C, m.messageId, 'RECEIVED', { note: 'n'.repeat(5000) });
       assertRefused(h.send(bigAck), 'OVERSIZE_PAYLOAD', /ACKNOWLEDGEMENT payloads are limited to 4096 bytes/);
-      const control = h.envelope(P, { messageType: 'CONTROL', payload: 'x'.repeat(1024 * 1024 + 1), contentType: 'text/plain' });
+      const control = h.envelope(P, {
+        messageType: 'CONTROL',
+        payload: 'x'.repeat(1024 * 1024 + 1),
+        contentType: 'text/plain',
+      });
       assertRefused(h.send(control, C), 'OVERSIZE_PAYLOAD', /CONTROL payloads are limited to 1048576 bytes/);
     });
 
@@ -78,14 +157,23 @@ describe('Router admission (RFC §11, §12, §13, message-types.txt rules 1–8)
 
     it('admits a content type matching a declared type/* wildcard', () => {
       h.register('viewer', { modalitiesSupported: ['image/*'] });
-      assert.ok(h.registry.get('viewer')?.descriptor.modalitiesSupported.includes('image/*'), 'the registry accepts the wildcard');
-      const result = h.send(h.envelope(P, { payload: Uint8Array.from([0x89, 0x50]), contentType: 'image/png' }), 'viewer');
+      assert.ok(
+        h.registry.get('viewer')?.descriptor.modalitiesSupported.includes('image/*'),
+        'the registry accepts the wildcard',
+      );
+      const result = h.send(
+        h.envelope(P, { payload: Uint8Array.from([0x89, 0x50]), contentType: 'image/png' }),
+        'viewer',
+      );
       assert.ok(result.accepted, result.accepted ? '' : result.reason);
     });
 
     it('admits every content type for a recipient that declared no modalities', () => {
       h.register('open', { modalitiesSupported: [] });
-      assert.ok(h.send(h.envelope(P, { payload: Uint8Array.from([1]), contentType: 'application/octet-stream' }), 'open').accepted);
+      assert.ok(
+        h.send(h.envelope(P, { payload: Uint8Array.from([1]), contentType: 'application/octet-stream' }), 'open')
+          .accepted,
+      );
     });
 
     it('counts ttl_ms from acceptance when the producer sent no timestamp', () => {
@@ -94,7 +182,7 @@ describe('Router admission (RFC §11, §12, §13, message-types.txt rules 1–8)
       assert.equal(h.router.message(envelope.messageId)?.expiresAt, h.clock.now() + 1_000);
     });
 
-    it('sends a NACK for a refusal to the producer\'s live stream: REJECTED with the code, for the refused message', () => {
+    it("sends a NACK for a refusal to the producer's live stream: REJECTED with the code, for the refused message", () => {
       const envelope = h.envelope(P, { messageId: 'not-a-uuid' });
       assertRefused(h.send(envelope, C), 'VALIDATION_ERROR');
       const [nack] = producer.acksFor('not-a-uuid');
@@ -102,7 +190,11 @@ describe('Router admission (RFC §11, §12, §13, message-types.txt rules 1–8)
       assert.equal(nack.error_code, 'VALIDATION_ERROR');
       assert.match(String(nack.note), /UUIDv4/);
       assert.equal(producer.items.at(-1)?.envelope.producerId, COORDINATOR_ID);
-      assert.equal(h.store.router.getMessage(producer.items.at(-1)!.envelope.messageId), undefined, 'a refusal NACK is not persisted');
+      assert.equal(
+        h.store.router.getMessage(producer.items.at(-1)!.envelope.messageId),
+        undefined,
+        'a refusal NACK is not persisted',
+      );
     });
   });
 
@@ -125,7 +217,10 @@ describe('Router admission (RFC §11, §12, §13, message-types.txt rules 1–8)
       const [letter] = h.router.deadLetters();
       assert.equal(letter.messageId, m.messageId);
       assert.equal(letter.errorCode, 'TTL_EXPIRED');
-      assert.deepEqual(producer.acksFor(m.messageId).map((a) => [a.ack_stage, a.error_code]), [['FAILED', 'TTL_EXPIRED']]);
+      assert.deepEqual(
+        producer.acksFor(m.messageId).map((a) => [a.ack_stage, a.error_code]),
+        [['FAILED', 'TTL_EXPIRED']],
+      );
       assert.equal(h.router.inboxStats(C).queued, 0, 'the expired message left the queue');
       assert.deepEqual(h.stream(C).sink.ids(), [], 'it is never delivered');
     });
@@ -163,7 +258,10 @@ describe('Router admission (RFC §11, §12, §13, message-types.txt rules 1–8)
     it('routes an ACKNOWLEDGEMENT to the producer of ack_for_message_id', () => {
       const m = h.sendData(P, C);
       assert.ok(h.ack(C, m.messageId, 'RECEIVED').accepted);
-      assert.deepEqual(producer.acksFor(m.messageId).map((a) => a.ack_stage), ['RECEIVED']);
+      assert.deepEqual(
+        producer.acksFor(m.messageId).map((a) => a.ack_stage),
+        ['RECEIVED'],
+      );
     });
 
     it('refuses with NO_ROUTE: no recipient, itself, an unregistered recipient', () => {
@@ -178,32 +276,66 @@ describe('Router admission (RFC §11, §12, §13, message-types.txt rules 1–8)
       const consumer = h.stream(C).sink;
       for (const messageType of ['TOOL_CALL', 'TOOL_RESULT', 'TOOL_ERROR']) {
         const payload = { call_id: 'c1', provider_id: C, tool_name: 't', args: {} };
-        assertRefused(h.send(h.envelope(P, { messageType, payload }), C), 'VALIDATION_ERROR',
-          /^VALIDATION_ERROR: tool envelopes go to coordinator, which enforces the execution policy \(README, "Write a tool provider"\)$/);
-        assertRefused(h.send(h.envelope(P, { messageType, payload: { ...payload, to: C } })), 'VALIDATION_ERROR', /tool envelopes go to coordinator/);
+        assertRefused(
+          h.send(h.envelope(P, { messageType, payload }), C),
+          'VALIDATION_ERROR',
+          /^VALIDATION_ERROR: tool envelopes go to coordinator, which enforces the execution policy \(README, "Write a tool provider"\)$/,
+        );
+        assertRefused(
+          h.send(h.envelope(P, { messageType, payload: { ...payload, to: C } })),
+          'VALIDATION_ERROR',
+          /tool envelopes go to coordinator/,
+        );
       }
       assert.deepEqual(consumer.items, [], 'nothing reached the other agent');
       // The coordinator itself sends TOOL_CALL envelopes to provider agents (and TOOL_RESULT frames to callers).
-      const sent = h.router.sendToAgent({ to: C, messageType: 'TOOL_CALL', contentType: 'application/json', payload: Buffer.from('{"call_id":"c2"}'), correlationId: 'c2' }, { correlationId: 'c2' });
+      const sent = h.router.sendToAgent(
+        {
+          to: C,
+          messageType: 'TOOL_CALL',
+          contentType: 'application/json',
+          payload: Buffer.from('{"call_id":"c2"}'),
+          correlationId: 'c2',
+        },
+        { correlationId: 'c2' },
+      );
       assert.ok(sent.accepted, sent.accepted ? '' : sent.reason);
-      assert.deepEqual(consumer.ofType('TOOL_CALL').map((i) => i.envelope.messageId), [sent.messageId]);
+      assert.deepEqual(
+        consumer.ofType('TOOL_CALL').map((i) => i.envelope.messageId),
+        [sent.messageId],
+      );
       // Other types between agents are unaffected.
       assert.ok(h.send(h.envelope(P), C).accepted);
     });
 
     it('refuses an unregistered producer with PERMISSION_DENIED', () => {
-      assertRefused(h.send(h.envelope('stranger'), C), 'PERMISSION_DENIED', /producer_id 'stranger' is not a registered agent; RegisterAgent first/);
+      assertRefused(
+        h.send(h.envelope('stranger'), C),
+        'PERMISSION_DENIED',
+        /producer_id 'stranger' is not a registered agent; RegisterAgent first/,
+      );
     });
 
     it('keeps the coordinator\'s address for the coordinator: no agent may register as "coordinator"', () => {
       const result = h.registry.register({ agentId: COORDINATOR_ID, name: 'impostor' }, { correlationId: 'spoof' });
-      assert.equal(result.accepted, false, 'an agent registered under the coordinator\'s own id and could send envelopes as it');
+      assert.equal(
+        result.accepted,
+        false,
+        "an agent registered under the coordinator's own id and could send envelopes as it",
+      );
     });
 
     it('takes HEARTBEAT replies at the coordinator address and refuses other types there', () => {
       assert.ok(h.send(h.envelope(P, { messageType: 'HEARTBEAT' }), COORDINATOR_ID).accepted);
-      assert.ok(h.send(h.envelope(P, { messageType: 'HEARTBEAT' })).accepted, 'a HEARTBEAT without recipient goes to the coordinator');
-      assertRefused(h.send(h.envelope(P), COORDINATOR_ID), 'UNSUPPORTED_MESSAGE_TYPE', /the coordinator takes HEARTBEAT replies, ACKNOWLEDGEMENTs, HITL_INVOCATION, WORKTREE_CONTROL, (TOOL_[A-Z]+, )*NOTIFICATION, not DATA/);
+      assert.ok(
+        h.send(h.envelope(P, { messageType: 'HEARTBEAT' })).accepted,
+        'a HEARTBEAT without recipient goes to the coordinator',
+      );
+      assertRefused(
+        h.send(h.envelope(P), COORDINATOR_ID),
+        'UNSUPPORTED_MESSAGE_TYPE',
+        /the coordinator takes HEARTBEAT replies, ACKNOWLEDGEMENTs, HITL_INVOCATION, WORKTREE_CONTROL, (TOOL_[A-Z]+, )*NOTIFICATION, not DATA/,
+      );
     });
 
     it('still settles a message acknowledged after its producer left (the ACK has nowhere to go, the message must not stay open)', () => {
@@ -229,15 +361,23 @@ describe('Router admission (RFC §11, §12, §13, message-types.txt rules 1–8)
       consumer = h.stream(C).sink;
     });
 
-    it('refuses the capacity+1th unREAD message with BUFFER_FULL and an ephemeral NACK on the producer\'s stream', () => {
+    it("refuses the capacity+1th unREAD message with BUFFER_FULL and an ephemeral NACK on the producer's stream", () => {
       const accepted = [h.sendData(P, C), h.sendData(P, C), h.sendData(P, C)];
       const fourth = h.envelope(P);
-      assertRefused(h.send(fourth, C), 'BUFFER_FULL', /^BUFFER_FULL: the inbox of consumer holds 3 messages not yet READ \(capacity 3\)$/);
+      assertRefused(
+        h.send(fourth, C),
+        'BUFFER_FULL',
+        /^BUFFER_FULL: the inbox of consumer holds 3 messages not yet READ \(capacity 3\)$/,
+      );
       const [nack] = producer.acksFor(fourth.messageId);
       assert.equal(nack.ack_stage, 'REJECTED');
       assert.equal(nack.error_code, 'BUFFER_FULL');
       assert.equal(h.router.message(fourth.messageId), undefined);
-      assert.deepEqual(consumer.ids(), accepted.map((m) => m.messageId), 'every accepted message is delivered; nothing is dropped');
+      assert.deepEqual(
+        consumer.ids(),
+        accepted.map((m) => m.messageId),
+        'every accepted message is delivered; nothing is dropped',
+      );
     });
 
     it('counts RECEIVED as not yet READ; READ (or a terminal state) frees a slot', () => {
@@ -257,7 +397,13 @@ describe('Router admission (RFC §11, §12, §13, message-types.txt rules 1–8)
       for (let i = 0; i < CAPACITY; i++) h.sendData(P, 'sleeper');
       assertRefused(h.send(h.envelope(P), 'sleeper'), 'BUFFER_FULL');
       assert.deepEqual(h.router.inboxStats('sleeper'), {
-        agentId: 'sleeper', queueDepth: 3, capacity: 3, inFlight: 0, queued: 3, streaming: false, lastDeliveryAt: null,
+        agentId: 'sleeper',
+        queueDepth: 3,
+        capacity: 3,
+        inFlight: 0,
+        queued: 3,
+        streaming: false,
+        lastDeliveryAt: null,
       });
     });
 
@@ -265,7 +411,11 @@ describe('Router admission (RFC §11, §12, §13, message-types.txt rules 1–8)
       const ms = [h.sendData(P, C), h.sendData(P, C), h.sendData(P, C)];
       for (const m of ms) h.acked(C, m.messageId, 'READ');
       for (let i = 0; i < CAPACITY; i++) h.sendData(C, P);
-      assert.equal(h.router.inboxStats(P).queueDepth, 3, 'only the three DATA messages count; the three forwarded ACKs do not');
+      assert.equal(
+        h.router.inboxStats(P).queueDepth,
+        3,
+        'only the three DATA messages count; the three forwarded ACKs do not',
+      );
     });
 
     it('exposes the RFC §13 metrics: depth, capacity, rejects by reason, NACKs by code, latencies', async () => {

@@ -32,7 +32,11 @@ describe('Router deduplication (RFC §11.2, §11.3, §21)', () => {
   it('refuses a retry while the operation is in progress with ALREADY_IN_PROGRESS, naming the attempt under way', () => {
     const m1 = h.sendData(P, C, { idempotencyToken: 'T' });
     const m2 = retryOf('T');
-    const reason = assertRefused(h.send(m2, C), 'ALREADY_IN_PROGRESS', new RegExp(`under way as ${m1.messageId} \\(SENT\\)`));
+    const reason = assertRefused(
+      h.send(m2, C),
+      'ALREADY_IN_PROGRESS',
+      new RegExp(`under way as ${m1.messageId} \\(SENT\\)`),
+    );
     assert.ok(reason);
     const [nack] = producer.acksFor(m2.messageId);
     assert.equal(nack.error_code, 'ALREADY_IN_PROGRESS');
@@ -48,7 +52,8 @@ describe('Router deduplication (RFC §11.2, §11.3, §21)', () => {
     const m1 = h.sendData(P, C, { idempotencyToken: 'T' });
     const m2 = retryOf('T');
     assertRefused(h.send(m2, C), 'ALREADY_IN_PROGRESS');
-    const linked = h.coordinator.log.query({ limit: 100_000 })
+    const linked = h.coordinator.log
+      .query({ limit: 100_000 })
       .filter((e) => e.details.message_id === m2.messageId && e.details.original_message_id === m1.messageId);
     assert.ok(linked.length > 0, 'an event about the refused retry names original_message_id');
   });
@@ -62,7 +67,8 @@ describe('Router deduplication (RFC §11.2, §11.3, §21)', () => {
     const underWay = h.sendData(P, C, { idempotencyToken: 'W' });
     const first = h.sendData(P, C, { idempotencyToken: 'T1' });
     h.acked(C, first.messageId, 'FULFILLED', { result: { n: 1 } });
-    for (const token of ['T2', 'T3', 'T4']) h.acked(C, h.sendData(P, C, { idempotencyToken: token }).messageId, 'FULFILLED');
+    for (const token of ['T2', 'T3', 'T4'])
+      h.acked(C, h.sendData(P, C, { idempotencyToken: token }).messageId, 'FULFILLED');
 
     const detail = detailOf(assertRefused(h.send(retryOf('T1'), C), 'DUPLICATE_DETECTED'));
     assert.equal(detail.original_message_id, first.messageId);
@@ -114,7 +120,12 @@ describe('Router deduplication (RFC §11.2, §11.3, §21)', () => {
     assert.equal(h.events('dedup.duplicate_detected').length, 1);
   });
 
-  for (const [stage, code] of [['REJECTED', 'BUFFER_FULL'], ['FAILED', 'AGENT_UNAVAILABLE'], ['FAILED', 'TOOL_TIMEOUT'], ['FAILED', 'OVERLOADED']] as const) {
+  for (const [stage, code] of [
+    ['REJECTED', 'BUFFER_FULL'],
+    ['FAILED', 'AGENT_UNAVAILABLE'],
+    ['FAILED', 'TOOL_TIMEOUT'],
+    ['FAILED', 'OVERLOADED'],
+  ] as const) {
     it(`accepts a retry after a retryable failure (${stage} ${code})`, () => {
       const m1 = h.sendData(P, C, { idempotencyToken: 'T' });
       h.acked(C, m1.messageId, stage, { error_code: code });
@@ -151,7 +162,7 @@ describe('Router deduplication (RFC §11.2, §11.3, §21)', () => {
     h.acked(C, mine.messageId, 'REJECTED', { error_code: 'VALIDATION_ERROR' });
 
     const theirs = h.envelope('other', { idempotencyToken: 'shared-token' });
-    assert.ok(h.send(theirs, C).accepted, 'another producer\'s cached failure does not answer this one');
+    assert.ok(h.send(theirs, C).accepted, "another producer's cached failure does not answer this one");
     assert.equal(h.eventsFor('message.accepted', theirs.messageId)[0].details.retry_of, undefined);
     // While theirs is in progress, mine still answers from its own cache, and the other way round.
     assertRefused(h.send(retryOf('shared-token'), C), 'DUPLICATE_DETECTED');
@@ -171,7 +182,11 @@ describe('Router deduplication (RFC §11.2, §11.3, §21)', () => {
     assert.equal(h.store.router.getDedup(P, 't:T'), undefined, 'housekeeping removed the expired outcome');
     const fresh = h.envelope(P, { idempotencyToken: 'T' });
     assert.ok(h.send(fresh, C).accepted);
-    assert.equal(h.eventsFor('message.accepted', fresh.messageId)[0].details.retry_of, undefined, 'a new operation, not a retry');
+    assert.equal(
+      h.eventsFor('message.accepted', fresh.messageId)[0].details.retry_of,
+      undefined,
+      'a new operation, not a retry',
+    );
     assert.equal(h.store.router.getDedup(P, 't:T')?.originalMessageId, fresh.messageId);
   });
 
@@ -181,19 +196,33 @@ describe('Router deduplication (RFC §11.2, §11.3, §21)', () => {
     h.store.transaction(() => {
       for (let i = 0; i < BATCH + 150; i++) {
         h.store.router.putDedup({
-          producerId: 'other', key: `s:${i}`, originalMessageId: `m${i}`, latestMessageId: `m${i}`, attempts: [`m${i}`], status: 'done',
-          outcomeState: 'FULFILLED', errorCode: '', result: null, cachedAt: h.clock.now() - WINDOW_MS - 1_000, expiresAt: h.clock.now() - 1_000,
+          producerId: 'other',
+          key: `s:${i}`,
+          originalMessageId: `m${i}`,
+          latestMessageId: `m${i}`,
+          attempts: [`m${i}`],
+          status: 'done',
+          outcomeState: 'FULFILLED',
+          errorCode: '',
+          result: null,
+          cachedAt: h.clock.now() - WINDOW_MS - 1_000,
+          expiresAt: h.clock.now() - 1_000,
         });
       }
     });
-    const left = () => [0, BATCH - 1, BATCH, BATCH + 149].filter((i) => h.store.router.getDedup('other', `s:${i}`)).length;
+    const left = () =>
+      [0, BATCH - 1, BATCH, BATCH + 149].filter((i) => h.store.router.getDedup('other', `s:${i}`)).length;
     const expiredEvents = () => h.events('dedup.outcomes_expired').map((e) => e.details.entries);
     h.clock.advance(HOUSEKEEPING_MS);
     assert.deepEqual(expiredEvents(), [BATCH], 'one run deletes one batch and logs it');
     h.clock.advance(100);
     assert.deepEqual(expiredEvents(), [BATCH, 150], 'the rest goes on the catch-up run, 100 ms later');
     assert.equal(left(), 0, 'all expired outcomes are gone');
-    assert.equal(h.store.router.getDedup(P, 't:young')?.originalMessageId, inWindow.messageId, 'an outcome within its window is kept');
+    assert.equal(
+      h.store.router.getDedup(P, 't:young')?.originalMessageId,
+      inWindow.messageId,
+      'an outcome within its window is kept',
+    );
     h.clock.advance(HOUSEKEEPING_MS - 100);
     assert.deepEqual(expiredEvents(), [BATCH, 150], 'caught up: nothing more until the next interval');
   });
@@ -210,7 +239,11 @@ describe('Router deduplication (RFC §11.2, §11.3, §21)', () => {
     const reason = assertRefused(h.send(retryOf('T'), C), 'ALREADY_IN_PROGRESS');
     assert.ok(reason.includes(fresh.messageId), reason);
     const entry = h.store.router.getDedup(P, 't:T');
-    assert.equal(entry?.originalMessageId, fresh.messageId, 'the persisted outcome cache names the new operation\'s first attempt');
+    assert.equal(
+      entry?.originalMessageId,
+      fresh.messageId,
+      "the persisted outcome cache names the new operation's first attempt",
+    );
   });
 
   it('keeps an operation in progress beyond the window (it never expires while under way)', () => {

@@ -32,7 +32,7 @@ describe('Router delivery (RFC §5.5, §11, §14, §21.1)', () => {
       for (const id of [P, C]) h.register(id);
     });
 
-    it('numbers every item of an agent\'s stream with a strictly increasing seq, across streams', async () => {
+    it("numbers every item of an agent's stream with a strictly increasing seq, across streams", async () => {
       const producer = h.stream(P).sink;
       const consumer = h.stream(C);
       const ms = [h.sendData(P, C), h.sendData(P, C), h.sendData(P, C)];
@@ -42,7 +42,10 @@ describe('Router delivery (RFC §5.5, §11, §14, §21.1)', () => {
       await settle();
       assert.deepEqual(consumer.sink.seqs, [1, 2, 3]);
       assert.deepEqual(producer.seqs, [1, 2, 3]);
-      assert.ok(h.ackDelivery(C, consumer.sink, ms[2].messageId), 'the two others were confirmed by their protocol ACKs');
+      assert.ok(
+        h.ackDelivery(C, consumer.sink, ms[2].messageId),
+        'the two others were confirmed by their protocol ACKs',
+      );
       consumer.handle.dispose();
       h.sendData(P, C);
       const again = h.stream(C).sink;
@@ -75,28 +78,43 @@ describe('Router delivery (RFC §5.5, §11, §14, §21.1)', () => {
       assert.equal(letter.messageId, m.messageId);
       assert.equal(letter.route.delivery_attempts, 5);
       assert.equal(letter.attempts.filter((a) => a.event === 'lease_expired').length, 5);
-      assert.deepEqual(producer.acksFor(m.messageId).map((a) => [a.ack_stage, a.error_code]), [['FAILED', 'AGENT_UNAVAILABLE']]);
+      assert.deepEqual(
+        producer.acksFor(m.messageId).map((a) => [a.ack_stage, a.error_code]),
+        [['FAILED', 'AGENT_UNAVAILABLE']],
+      );
     });
 
     it('confirms a delivery by AckDelivery (recorded true): no redelivery; unknown seq or wrong message id → false', () => {
       const consumer = h.stream(C).sink;
       const m = h.sendData(P, C);
       assert.equal(h.router.ackDelivery(C, 99, '', 'DELIVERED', ctx()), false, 'unknown seq');
-      assert.equal(h.router.ackDelivery(C, 1, '3b241101-e2bb-4255-8caf-4136c566a962', 'DELIVERED', ctx()), false, 'seq of another message');
+      assert.equal(
+        h.router.ackDelivery(C, 1, '3b241101-e2bb-4255-8caf-4136c566a962', 'DELIVERED', ctx()),
+        false,
+        'seq of another message',
+      );
       assert.equal(h.router.ackDelivery('nobody', 1, '', 'DELIVERED', ctx()), false, 'unknown agent');
       assert.equal(h.router.ackDelivery(C, 1, m.messageId, 'DELIVERED', ctx()), true);
       assert.equal(h.router.message(m.messageId)?.delivery, 'done');
       assert.equal(h.router.inboxStats(C).inFlight, 0);
       h.clock.advance(10_000);
       assert.deepEqual(consumer.ids(), [m.messageId]);
-      assert.equal(h.state(m.messageId), 'SENT', 'AckDelivery is transport-level; the lifecycle waits for protocol ACKs');
+      assert.equal(
+        h.state(m.messageId),
+        'SENT',
+        'AckDelivery is transport-level; the lifecycle waits for protocol ACKs',
+      );
     });
 
     it('answers recorded false for a seq that was already acknowledged (router.proto DeliveryAckResponse)', () => {
       h.stream(C);
       const m = h.sendData(P, C);
       assert.equal(h.router.ackDelivery(C, 1, '', 'DELIVERED', ctx()), true, 'message_id is optional');
-      assert.equal(h.router.ackDelivery(C, 1, m.messageId, 'DELIVERED', ctx()), false, '"false when the seq is unknown (already acknowledged or expired)"');
+      assert.equal(
+        h.router.ackDelivery(C, 1, m.messageId, 'DELIVERED', ctx()),
+        false,
+        '"false when the seq is unknown (already acknowledged or expired)"',
+      );
     });
 
     it('confirms a delivery by a protocol ACK of the message', () => {
@@ -111,7 +129,10 @@ describe('Router delivery (RFC §5.5, §11, §14, §21.1)', () => {
       const first = h.stream(C);
       const m = h.sendData(P, C);
       const second = h.stream(C);
-      assert.deepEqual(first.sink.closes.map((c) => c.reason), ['superseded']);
+      assert.deepEqual(
+        first.sink.closes.map((c) => c.reason),
+        ['superseded'],
+      );
       assert.match(first.sink.closes[0].detail, /a newer stream for consumer replaced this one/);
       assert.deepEqual(second.sink.ids(), [m.messageId]);
       assert.deepEqual(second.sink.seqs, [2]);
@@ -132,11 +153,17 @@ describe('Router delivery (RFC §5.5, §11, §14, §21.1)', () => {
       assert.equal(h.state(m.messageId), 'FAILED');
       assert.equal(h.router.message(m.messageId)?.errorCode, UNSPECIFIED_ERROR);
       assert.equal(h.router.deadLetters()[0]?.messageId, m.messageId);
-      assert.match(h.router.deadLetters()[0].reason, /reported a permanent delivery failure \(AckDelivery PERMANENT_FAILURE\)/);
-      assert.deepEqual(producer.acksFor(m.messageId).map((a) => [a.ack_stage, a.error_code]), [['FAILED', UNSPECIFIED_ERROR]]);
+      assert.match(
+        h.router.deadLetters()[0].reason,
+        /reported a permanent delivery failure \(AckDelivery PERMANENT_FAILURE\)/,
+      );
+      assert.deepEqual(
+        producer.acksFor(m.messageId).map((a) => [a.ack_stage, a.error_code]),
+        [['FAILED', UNSPECIFIED_ERROR]],
+      );
     });
 
-    it('fails a forwarded ACK on AckDelivery PERMANENT_FAILURE without dead-lettering it (it is not the producer\'s message)', async () => {
+    it("fails a forwarded ACK on AckDelivery PERMANENT_FAILURE without dead-lettering it (it is not the producer's message)", async () => {
       const producer = h.stream(P).sink;
       const consumer = h.stream(C).sink;
       const m = h.sendData(P, C);
@@ -144,7 +171,10 @@ describe('Router delivery (RFC §5.5, §11, §14, §21.1)', () => {
       h.acked(C, m.messageId, 'RECEIVED');
       const forwarded = producer.acks().find((a) => a.payload.ack_for_message_id === m.messageId);
       assert.ok(forwarded, 'the ACK was forwarded to the producer');
-      assert.equal(h.router.ackDelivery(P, forwarded.seq, forwarded.envelope.messageId, 'PERMANENT_FAILURE', ctx()), true);
+      assert.equal(
+        h.router.ackDelivery(P, forwarded.seq, forwarded.envelope.messageId, 'PERMANENT_FAILURE', ctx()),
+        true,
+      );
       await settle();
       assert.equal(h.state(forwarded.envelope.messageId), 'FAILED');
       assert.deepEqual(h.router.deadLetters(), [], 'no dead letter for a forwarded ACK');
@@ -158,7 +188,9 @@ describe('Router delivery (RFC §5.5, §11, §14, §21.1)', () => {
       // As the message retention does once it has passed (the deliveries table keeps the seq for resumption).
       const db = (h.store as unknown as { engine: { database: import('node:sqlite').DatabaseSync } }).engine.database;
       db.prepare('DELETE FROM router_message_ids WHERE message_id = ?').run(m.messageId);
-      db.prepare('DELETE FROM router_envelopes WHERE id IN (SELECT id FROM router_messages WHERE message_id = ?)').run(m.messageId);
+      db.prepare('DELETE FROM router_envelopes WHERE id IN (SELECT id FROM router_messages WHERE message_id = ?)').run(
+        m.messageId,
+      );
       db.prepare('DELETE FROM router_messages WHERE message_id = ?').run(m.messageId);
       h.restart();
       assert.equal(h.router.ackDelivery(C, seq, m.messageId, 'DELIVERED', ctx()), false);
@@ -193,7 +225,10 @@ describe('Router delivery (RFC §5.5, §11, §14, §21.1)', () => {
     it('keeps waiting messages for an agent that is not streaming and delivers them when it streams', () => {
       const ms = [h.sendData(P, C), h.sendData(P, C)];
       assert.equal(h.router.inboxStats(C).queued, 2);
-      assert.deepEqual(h.stream(C).sink.ids(), ms.map((m) => m.messageId));
+      assert.deepEqual(
+        h.stream(C).sink.ids(),
+        ms.map((m) => m.messageId),
+      );
     });
 
     it('holds tracked deliveries beyond the delivery window until a protocol ACK confirms one', () => {
@@ -208,7 +243,11 @@ describe('Router delivery (RFC §5.5, §11, §14, §21.1)', () => {
       const m3 = h.sendData(P, C);
       assert.deepEqual(consumer.ids(), [m1.messageId, m2.messageId], 'm3 waits behind m2');
       h.acked(C, m2.messageId, 'RECEIVED'); // a protocol ACK confirms the delivery of m2 (README "The inbox stream")
-      assert.deepEqual(consumer.ids(), [m1.messageId, m2.messageId, m3.messageId], 'the protocol ACK opens the window too');
+      assert.deepEqual(
+        consumer.ids(),
+        [m1.messageId, m2.messageId, m3.messageId],
+        'the protocol ACK opens the window too',
+      );
     });
   });
 
@@ -235,8 +274,10 @@ describe('Router delivery (RFC §5.5, §11, §14, §21.1)', () => {
       assert.equal(stream.sink.ofType('HEARTBEAT').length, 150);
       stream.handle.dispose();
       // The window is trimmed in steps (every 100 deliveries), never left to grow without bound.
-      assert.ok(h.store.router.oldestDeliverySeq(C) >= 150 - 5 - 100,
-        `deliveries from seq ${h.store.router.oldestDeliverySeq(C)} on are still kept (resumeBacklog 5, last seq 150)`);
+      assert.ok(
+        h.store.router.oldestDeliverySeq(C) >= 150 - 5 - 100,
+        `deliveries from seq ${h.store.router.oldestDeliverySeq(C)} on are still kept (resumeBacklog 5, last seq 150)`,
+      );
     });
   });
 
@@ -260,17 +301,32 @@ describe('Router delivery (RFC §5.5, §11, §14, §21.1)', () => {
       assert.ok(h.registry.deregister('sleeper', 'gone', ctx('bye2')));
       await settle();
 
-      assert.deepEqual(consumer.closes.map((c) => c.reason), ['deregistered']);
+      assert.deepEqual(
+        consumer.closes.map((c) => c.reason),
+        ['deregistered'],
+      );
       for (const m of [inflight, received, queued]) {
         const record = h.router.message(m.messageId)!;
         assert.equal(record.state, 'FAILED', m.messageId);
         assert.equal(record.errorCode, 'AGENT_UNAVAILABLE');
-        assert.deepEqual(producer.acksFor(m.messageId).filter((a) => a.error_code === 'AGENT_UNAVAILABLE').map((a) => a.ack_stage), ['FAILED']);
+        assert.deepEqual(
+          producer
+            .acksFor(m.messageId)
+            .filter((a) => a.error_code === 'AGENT_UNAVAILABLE')
+            .map((a) => a.ack_stage),
+          ['FAILED'],
+        );
       }
       assert.equal(h.state(done.messageId), 'FULFILLED', 'finished messages are left alone');
-      const letters = h.router.deadLetters({ errorCode: 'AGENT_UNAVAILABLE' }).map((l) => l.messageId).sort();
+      const letters = h.router
+        .deadLetters({ errorCode: 'AGENT_UNAVAILABLE' })
+        .map((l) => l.messageId)
+        .sort();
       assert.deepEqual(letters, [inflight.messageId, received.messageId, queued.messageId].sort());
-      assert.match(h.router.deadLetters({ recipientId: 'sleeper' })[0].reason, /sleeper deregistered before the message was done \(gone\)/);
+      assert.match(
+        h.router.deadLetters({ recipientId: 'sleeper' })[0].reason,
+        /sleeper deregistered before the message was done \(gone\)/,
+      );
     });
 
     it('dead-letters nothing when a producer leaves after a successful exchange (ACKs forwarded to it are notices, not failures)', () => {
@@ -281,7 +337,10 @@ describe('Router delivery (RFC §5.5, §11, §14, §21.1)', () => {
       h.acked(C, m.messageId, 'FULFILLED');
       assert.ok(h.registry.deregister(P, 'finished', ctx('bye')));
       assert.equal(h.state(m.messageId), 'FULFILLED');
-      assert.deepEqual(h.router.deadLetters().map((l) => [l.messageType, l.producerId, l.recipientId, l.errorCode]), []);
+      assert.deepEqual(
+        h.router.deadLetters().map((l) => [l.messageType, l.producerId, l.recipientId, l.errorCode]),
+        [],
+      );
     });
 
     it('announces joins and leaves to streaming agents as NOTIFICATION envelopes from the coordinator', () => {
@@ -290,11 +349,16 @@ describe('Router delivery (RFC §5.5, §11, §14, §21.1)', () => {
       h.register('newbie'); // a re-registration is no join
       assert.ok(h.registry.deregister('newbie', 'finished', ctx()));
       const notes = producer.ofType('NOTIFICATION');
-      assert.deepEqual(notes.map((n) => json(n.envelope)), [
-        { event: 'agent.joined', agent_id: 'newbie', name: 'Agent newbie' },
-        { event: 'agent.left', agent_id: 'newbie', reason: 'finished' },
-      ]);
-      assert.ok(notes.every((n) => n.envelope.producerId === COORDINATOR_ID && n.envelope.contentType === 'application/json'));
+      assert.deepEqual(
+        notes.map((n) => json(n.envelope)),
+        [
+          { event: 'agent.joined', agent_id: 'newbie', name: 'Agent newbie' },
+          { event: 'agent.left', agent_id: 'newbie', reason: 'finished' },
+        ],
+      );
+      assert.ok(
+        notes.every((n) => n.envelope.producerId === COORDINATOR_ID && n.envelope.contentType === 'application/json'),
+      );
       assert.equal(h.store.router.getMessage(notes[0].envelope.messageId), undefined, 'notices are live-only');
       assert.ok(h.ack(P, notes[0].envelope.messageId, 'RECEIVED').accepted, 'an agent may acknowledge a notice');
     });
@@ -312,10 +376,16 @@ describe('Router delivery (RFC §5.5, §11, §14, §21.1)', () => {
 
       h.clock.advance(4_000);
       assert.equal(producer.ofType('HEARTBEAT').length, 5);
-      assert.equal(h.registry.get(P)?.presence, 'unavailable', 'heartbeats sent to an agent are not a sign of life from it');
+      assert.equal(
+        h.registry.get(P)?.presence,
+        'unavailable',
+        'heartbeats sent to an agent are not a sign of life from it',
+      );
       assert.equal(h.registry.get(C)?.presence, 'unavailable');
 
-      assert.ok(h.send(h.envelope(P, { messageType: 'HEARTBEAT', payload: { kind: 'heartbeat' } }), COORDINATOR_ID).accepted);
+      assert.ok(
+        h.send(h.envelope(P, { messageType: 'HEARTBEAT', payload: { kind: 'heartbeat' } }), COORDINATOR_ID).accepted,
+      );
       assert.equal(h.registry.get(P)?.presence, 'online', 'a HEARTBEAT reply is');
       h.clock.advance(5_000);
       assert.equal(h.registry.get(P)?.presence, 'unavailable');
@@ -349,7 +419,10 @@ describe('Router delivery (RFC §5.5, §11, §14, §21.1)', () => {
       assert.equal(h.state(queued.messageId), 'TIMED_OUT');
       await settle();
       const producer = h.stream(P).sink;
-      assert.deepEqual(producer.acks().map((a) => a.payload.error_code), ['ACK_TIMEOUT', 'ACK_TIMEOUT']);
+      assert.deepEqual(
+        producer.acks().map((a) => a.payload.error_code),
+        ['ACK_TIMEOUT', 'ACK_TIMEOUT'],
+      );
     });
 
     it('honours sw4rm-resume-after for deliveries made before a restart (what was processed is not sent again)', () => {
@@ -415,7 +488,11 @@ describe('Router delivery (RFC §5.5, §11, §14, §21.1)', () => {
       assertRefused(h.router.requeue(9_999, ctx()), 'VALIDATION_ERROR', /no dead letter 9999/);
 
       h.acked(C, result.messageId, 'FULFILLED');
-      assert.equal(h.store.router.getDedup(P, 't:T')?.outcomeState, 'FULFILLED', 'the requeued attempt settles the operation');
+      assert.equal(
+        h.store.router.getDedup(P, 't:T')?.outcomeState,
+        'FULFILLED',
+        'the requeued attempt settles the operation',
+      );
     });
 
     it('requeues a dead letter without a token as a retry of the same (producer_id, sequence_number) operation', () => {
@@ -458,14 +535,18 @@ describe('Router delivery (RFC §5.5, §11, §14, §21.1)', () => {
       const entries = bundle.entries as Array<{ messageId: string }>;
       assert.deepEqual(entries.map((e) => e.messageId).sort(), [a.messageId, b.messageId].sort());
 
-      const only = (filter: Parameters<typeof h.router.deadLetters>[0]) => h.router.deadLetters(filter).map((l) => l.messageId);
+      const only = (filter: Parameters<typeof h.router.deadLetters>[0]) =>
+        h.router.deadLetters(filter).map((l) => l.messageId);
       assert.deepEqual(only({ errorCode: 'PERMISSION_DENIED' }), [b.messageId]);
       assert.deepEqual(only({ producerId: P }), [a.messageId]);
       assert.deepEqual(only({ recipientId: 'other' }), []);
       assert.deepEqual(only({ since: h.clock.now() }), [b.messageId]);
       assert.deepEqual(only({ until: h.clock.now() - 1 }), [a.messageId]);
       const filtered = h.router.exportDeadLetters({ errorCode: 'VALIDATION_ERROR' });
-      assert.deepEqual((filtered.entries as Array<{ messageId: string }>).map((e) => e.messageId), [a.messageId]);
+      assert.deepEqual(
+        (filtered.entries as Array<{ messageId: string }>).map((e) => e.messageId),
+        [a.messageId],
+      );
       assert.deepEqual(filtered.filter, { errorCode: 'VALIDATION_ERROR' });
     });
   });
@@ -483,12 +564,20 @@ describe('Router: forwarded ACKs a client never confirms', () => {
         const data = h.sendData('producer', 'consumer');
         assert.equal(h.ack('consumer', data.messageId, 'FULFILLED').accepted, true);
       }
-      assert.equal(producerInbox.sink.ofType('ACKNOWLEDGEMENT').length, 300, 'every ACK was written to the live stream');
+      assert.equal(
+        producerInbox.sink.ofType('ACKNOWLEDGEMENT').length,
+        300,
+        'every ACK was written to the live stream',
+      );
       assert.equal(h.router.inboxStats('producer').inFlight, 256);
 
       producerInbox.handle.dispose();
       const again = h.stream('producer');
-      assert.equal(again.sink.ofType('ACKNOWLEDGEMENT').length, 256, 'only the held ones are repeated on the next stream');
+      assert.equal(
+        again.sink.ofType('ACKNOWLEDGEMENT').length,
+        256,
+        'only the held ones are repeated on the next stream',
+      );
     } finally {
       h.dispose();
     }

@@ -17,8 +17,12 @@ function database(h: RouterHarness): DatabaseSync {
 
 /** The stored payload of a message: its type in the column ('blob' while held, 'text' once released) and its length. */
 function storedPayload(h: RouterHarness, messageId: string): { type: string; length: number } {
-  const row = database(h).prepare(`SELECT typeof(e.payload) AS type, length(e.payload) AS length FROM router_envelopes e
-    JOIN router_messages m ON m.id = e.id WHERE m.message_id = ?`).get(messageId) as { type: string; length: number } | undefined;
+  const row = database(h)
+    .prepare(
+      `SELECT typeof(e.payload) AS type, length(e.payload) AS length FROM router_envelopes e
+    JOIN router_messages m ON m.id = e.id WHERE m.message_id = ?`,
+    )
+    .get(messageId) as { type: string; length: number } | undefined;
   assert.ok(row, `${messageId} is stored`);
   return { type: row.type, length: row.length };
 }
@@ -50,7 +54,10 @@ describe('Router disk bounds: payloads released when finished with', () => {
     assert.equal(record.state, 'FULFILLED');
     assert.equal(record.payloadReleased, true, 'Router.message says the payload is gone');
     assert.equal(record.envelope.payload.byteLength, 0);
-    assert.ok(record.history.some((e) => e.event === 'ack_fulfilled'), 'the history stays');
+    assert.ok(
+      record.history.some((e) => e.event === 'ack_fulfilled'),
+      'the history stays',
+    );
     h.restart();
     assert.equal(h.router.message(m.messageId)?.payloadReleased, true, 'after a restart too');
   });
@@ -62,7 +69,9 @@ describe('Router disk bounds: payloads released when finished with', () => {
     assert.equal(storedPayload(h, m.messageId).type, 'text', 'released from router_envelopes');
     const [letter] = h.router.deadLetters();
     assert.equal(letter.messageId, m.messageId);
-    const dlq = database(h).prepare('SELECT length(payload) AS n FROM dead_letters WHERE id = ?').get(letter.id) as { n: number };
+    const dlq = database(h).prepare('SELECT length(payload) AS n FROM dead_letters WHERE id = ?').get(letter.id) as {
+      n: number;
+    };
     assert.equal(dlq.n, 50_000, 'the DLQ has its own copy');
     const consumer = h.stream(C).sink;
     const requeued = h.router.requeue(letter.id, ctx('requeue'));
@@ -108,7 +117,11 @@ describe('Router disk bounds: dead letters bounded by bytes', () => {
       }
       assert.equal(h.router.deadLetterCount(), 4);
       h.clock.advance(60_000);
-      assert.deepEqual(h.router.deadLetters().map((l) => l.messageId), [ids[3], ids[2]], 'the newest 2,000 bytes are kept');
+      assert.deepEqual(
+        h.router.deadLetters().map((l) => l.messageId),
+        [ids[3], ids[2]],
+        'the newest 2,000 bytes are kept',
+      );
     } finally {
       h.dispose();
     }
@@ -150,7 +163,11 @@ describe('Router disk bounds: the store budget at admission', () => {
         assert.ok(h.ackDelivery(C, consumer, id));
         h.acked(C, id, 'FULFILLED');
       }
-      assertRefused(h.send(h.envelope(P, { payload: bytes(300_000), contentType: 'text/plain; charset=utf-8' }), C), 'BUFFER_FULL', /disk budget/);
+      assertRefused(
+        h.send(h.envelope(P, { payload: bytes(300_000), contentType: 'text/plain; charset=utf-8' }), C),
+        'BUFFER_FULL',
+        /disk budget/,
+      );
       h.clock.advance(STORE_USAGE_READ_MS);
       const after = h.send(h.envelope(P, { payload: bytes(300_000, 9), contentType: 'text/plain; charset=utf-8' }), C);
       assert.ok(after.accepted, after.accepted ? '' : after.reason);
@@ -173,7 +190,13 @@ describe('Router disk bounds: the store budget at admission', () => {
 });
 
 describe('sw4rm.storeBudgetMiB and the status bar warning', () => {
-  const base = { inboxCapacity: undefined, deduplicationWindowSeconds: undefined, messageRetentionHours: undefined, privilegedRatePerSecond: undefined, payloadLimits: undefined };
+  const base = {
+    inboxCapacity: undefined,
+    deduplicationWindowSeconds: undefined,
+    messageRetentionHours: undefined,
+    privilegedRatePerSecond: undefined,
+    payloadLimits: undefined,
+  };
 
   it('turns MiB into storeBudgetBytes, 2048 by default, clamped to 16 MiB – 1 TiB', () => {
     assert.equal(routerSettings(base).options.storeBudgetBytes, 2048 * MIB);

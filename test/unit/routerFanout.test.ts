@@ -36,8 +36,14 @@ describe('Router: unaddressed messages', () => {
       const envelope = h.envelope(P, { payload });
       const result = h.send(envelope);
       assert.ok(result.accepted, result.accepted ? '' : result.reason);
-      const [copyA] = a.ofType('DATA').map((i) => i.envelope).filter((e) => h.router.message(e.messageId)?.ackFor === envelope.messageId);
-      const [copyB] = b.ofType('DATA').map((i) => i.envelope).filter((e) => h.router.message(e.messageId)?.ackFor === envelope.messageId);
+      const [copyA] = a
+        .ofType('DATA')
+        .map((i) => i.envelope)
+        .filter((e) => h.router.message(e.messageId)?.ackFor === envelope.messageId);
+      const [copyB] = b
+        .ofType('DATA')
+        .map((i) => i.envelope)
+        .filter((e) => h.router.message(e.messageId)?.ackFor === envelope.messageId);
       assert.ok(copyA && copyB, 'each other agent got a copy');
       return { envelope, copyA, copyB };
     }
@@ -53,10 +59,17 @@ describe('Router: unaddressed messages', () => {
         assert.equal(h.state(copy.messageId), 'SENT');
       }
       assert.equal(producer.ofType('DATA').length, 0);
-      assert.equal(h.state(envelope.messageId), undefined, "the producer's message itself is not stored; its copies are");
+      assert.equal(
+        h.state(envelope.messageId),
+        undefined,
+        "the producer's message itself is not stored; its copies are",
+      );
       const [event] = h.events('message.fanned_out');
       assert.equal(event.details.message_id, envelope.messageId);
-      assert.deepEqual(event.details.copies, [{ to: 'a', message_id: copyA.messageId }, { to: 'b', message_id: copyB.messageId }]);
+      assert.deepEqual(event.details.copies, [
+        { to: 'a', message_id: copyA.messageId },
+        { to: 'b', message_id: copyB.messageId },
+      ]);
     });
 
     it("forwards each recipient's ACKs to the producer naming the producer's message_id, with the copy and the recipient", () => {
@@ -66,7 +79,10 @@ describe('Router: unaddressed messages', () => {
       assert.equal(h.state(copyA.messageId), 'RECEIVED');
       assert.equal(h.state(copyB.messageId), 'FULFILLED');
       const acks = producer.acksFor(envelope.messageId).map((p) => [p.ack_stage, p.copy_message_id, p.recipient_id]);
-      assert.deepEqual(acks, [['RECEIVED', copyA.messageId, 'a'], ['FULFILLED', copyB.messageId, 'b']]);
+      assert.deepEqual(acks, [
+        ['RECEIVED', copyA.messageId, 'a'],
+        ['FULFILLED', copyB.messageId, 'b'],
+      ]);
     });
 
     it('times out and dead-letters a copy alone; the other copy goes on', async () => {
@@ -82,7 +98,10 @@ describe('Router: unaddressed messages', () => {
 
       h.acked('b', copyB.messageId, 'REJECTED', { error_code: 'VALIDATION_ERROR' });
       assert.equal(h.state(copyB.messageId), 'REJECTED');
-      assert.deepEqual(h.router.deadLetters().map((d) => [d.messageId, d.recipientId]), [[copyB.messageId, 'b']]);
+      assert.deepEqual(
+        h.router.deadLetters().map((d) => [d.messageId, d.recipientId]),
+        [[copyB.messageId, 'b']],
+      );
     });
 
     it('deduplicates a retry per recipient: only the copy that may be retried is sent again', () => {
@@ -102,7 +121,10 @@ describe('Router: unaddressed messages', () => {
     it('fans out messages that reuse a sequence number with other content (the reference SDK sends 1 every time)', () => {
       assert.ok(h.send(h.envelope(P, { sequenceNumber: 1, payload: { n: 1 } })).accepted);
       assert.ok(h.send(h.envelope(P, { sequenceNumber: 1, payload: { n: 2 } })).accepted);
-      assert.deepEqual(a.ofType('DATA').map((i) => json(i.envelope)), [{ n: 1 }, { n: 2 }]);
+      assert.deepEqual(
+        a.ofType('DATA').map((i) => json(i.envelope)),
+        [{ n: 1 }, { n: 2 }],
+      );
       assertRefused(h.send(h.envelope(P, { sequenceNumber: 1, payload: { n: 2 } })), 'ALREADY_IN_PROGRESS');
     });
 
@@ -140,7 +162,13 @@ describe('Router: unaddressed messages', () => {
 
   it('reads sw4rm.unaddressedMessages: refuse by default, fanout, anything else warned', () => {
     h = new RouterHarness();
-    const base = { inboxCapacity: undefined, deduplicationWindowSeconds: undefined, messageRetentionHours: undefined, privilegedRatePerSecond: undefined, payloadLimits: undefined };
+    const base = {
+      inboxCapacity: undefined,
+      deduplicationWindowSeconds: undefined,
+      messageRetentionHours: undefined,
+      privilegedRatePerSecond: undefined,
+      payloadLimits: undefined,
+    };
     assert.equal(routerSettings(base).options.unaddressed, 'refuse');
     assert.equal(routerSettings({ ...base, unaddressedMessages: 'fanout' }).options.unaddressed, 'fanout');
     const odd = routerSettings({ ...base, unaddressedMessages: 'broadcast' });

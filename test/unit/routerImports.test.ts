@@ -14,7 +14,9 @@ const ROUTER = path.resolve(__dirname, '../../../src/core/router');
 function localImports(source: string, files: ReadonlySet<string>): string[] {
   const code = source.replace(/\/\*[\s\S]*?\*\//g, '').replace(/^\s*\/\/.*$/gm, '');
   const found = new Set<string>();
-  for (const match of code.matchAll(/\b(?:import|export)\s+(?:type\s+)?[^'";]*?\bfrom\s*['"]\.\/([^'"]+)['"]|\bimport\s*\(?\s*['"]\.\/([^'"]+)['"]/g)) {
+  for (const match of code.matchAll(
+    /\b(?:import|export)\s+(?:type\s+)?[^'";]*?\bfrom\s*['"]\.\/([^'"]+)['"]|\bimport\s*\(?\s*['"]\.\/([^'"]+)['"]/g,
+  )) {
     const file = `${(match[1] ?? match[2]).replace(/\.(ts|js)$/, '')}.ts`;
     if (files.has(file)) found.add(file);
   }
@@ -57,15 +59,28 @@ function cycles(graph: ReadonlyMap<string, readonly string[]>): string[][] {
 
 function routerGraph(): Map<string, string[]> {
   const files = new Set(fs.readdirSync(ROUTER).filter((name) => name.endsWith('.ts')));
-  return new Map([...files].map((file) => [file, localImports(fs.readFileSync(path.join(ROUTER, file), 'utf8'), files)]));
+  return new Map(
+    [...files].map((file) => [file, localImports(fs.readFileSync(path.join(ROUTER, file), 'utf8'), files)]),
+  );
 }
 
 describe('router imports (the parts take narrow interfaces)', () => {
   it('finds a cycle, type imports included', () => {
-    const graph = new Map([['a.ts', ['b.ts']], ['b.ts', ['c.ts']], ['c.ts', ['a.ts']], ['d.ts', ['a.ts']]]);
+    const graph = new Map([
+      ['a.ts', ['b.ts']],
+      ['b.ts', ['c.ts']],
+      ['c.ts', ['a.ts']],
+      ['d.ts', ['a.ts']],
+    ]);
     assert.deepEqual(cycles(graph), [['a.ts', 'b.ts', 'c.ts']]);
     const files = new Set(['a.ts', 'b.ts', 'c.ts']);
-    assert.deepEqual(localImports("import type {\n  A,\n} from './a';\nexport { B } from './b';\nimport { x } from '../c';", files).sort(), ['a.ts', 'b.ts']);
+    assert.deepEqual(
+      localImports(
+        "import type {\n  A,\n} from './a';\nexport { B } from './b';\nimport { x } from '../c';",
+        files,
+      ).sort(),
+      ['a.ts', 'b.ts'],
+    );
   });
 
   it('no file of src/core/router imports another in a cycle', () => {
@@ -78,7 +93,20 @@ describe('router imports (the parts take narrow interfaces)', () => {
     const graph = routerGraph();
     const onCore = [...graph].filter(([, deps]) => deps.includes('routerCore.ts')).map(([file]) => file);
     assert.deepEqual(onCore, ['router.ts']);
-    const leaves = new Set(['envelope.ts', 'inbox.ts', 'lifecycle.ts', 'memoryBudget.ts', 'model.ts', 'options.ts', 'payloadFiles.ts', 'storeUsage.ts']);
-    assert.deepEqual(graph.get('parts.ts')!.filter((dep) => !leaves.has(dep)), [], 'parts.ts imports only records and helpers, no part');
+    const leaves = new Set([
+      'envelope.ts',
+      'inbox.ts',
+      'lifecycle.ts',
+      'memoryBudget.ts',
+      'model.ts',
+      'options.ts',
+      'payloadFiles.ts',
+      'storeUsage.ts',
+    ]);
+    assert.deepEqual(
+      graph.get('parts.ts')!.filter((dep) => !leaves.has(dep)),
+      [],
+      'parts.ts imports only records and helpers, no part',
+    );
   });
 });

@@ -41,7 +41,11 @@ describe('Router lifecycle (RFC §11, §11.1, §21)', () => {
       h.acked(C, m.messageId, 'FULFILLED');
       assert.equal(h.state(m.messageId), 'FULFILLED');
 
-      assert.deepEqual(transitions(m.messageId), [['SENT', 'RECEIVED'], ['RECEIVED', 'READ'], ['READ', 'FULFILLED']]);
+      assert.deepEqual(transitions(m.messageId), [
+        ['SENT', 'RECEIVED'],
+        ['RECEIVED', 'READ'],
+        ['READ', 'FULFILLED'],
+      ]);
       assert.equal(h.store.router.getMessage(m.messageId)?.state, 'FULFILLED', 'the state is persisted');
       assert.equal(h.router.inboxStats(C).queueDepth, 0);
     });
@@ -65,14 +69,20 @@ describe('Router lifecycle (RFC §11, §11.1, §21)', () => {
       assert.equal(h.state(m.messageId), 'FULFILLED', 'no timeout after a terminal ACK');
     });
 
-    it('forwards every ACK envelope to the producer\'s stream, as the recipient sent it', () => {
+    it("forwards every ACK envelope to the producer's stream, as the recipient sent it", () => {
       const m = h.sendData(P, C);
       const received = h.ackEnvelope(C, m.messageId, 'RECEIVED', { note: 'got it' });
       assert.ok(h.send(received).accepted);
       h.acked(C, m.messageId, 'FULFILLED');
 
       const acks = producer.acks();
-      assert.deepEqual(acks.map((a) => [a.payload.ack_for_message_id, a.payload.ack_stage]), [[m.messageId, 'RECEIVED'], [m.messageId, 'FULFILLED']]);
+      assert.deepEqual(
+        acks.map((a) => [a.payload.ack_for_message_id, a.payload.ack_stage]),
+        [
+          [m.messageId, 'RECEIVED'],
+          [m.messageId, 'FULFILLED'],
+        ],
+      );
       assert.equal(acks[0].envelope.messageId, received.messageId);
       assert.equal(acks[0].envelope.producerId, C);
       assert.equal(acks[0].payload.note, 'got it');
@@ -102,19 +112,35 @@ describe('Router lifecycle (RFC §11, §11.1, §21)', () => {
       assert.equal(letter.excerpt, '{"task":"refactor everything"}');
       assert.equal(letter.createdAt, record.acceptedAt);
       assert.equal(letter.failedAt, h.clock.now());
-      assert.deepEqual(letter.route, { producer: P, recipient: C, lane: 'STANDARD', hops: ['router'], delivery_attempts: 1 });
+      assert.deepEqual(letter.route, {
+        producer: P,
+        recipient: C,
+        lane: 'STANDARD',
+        hops: ['router'],
+        delivery_attempts: 1,
+      });
       const steps = letter.attempts.map((a) => a.event);
-      for (const step of ['accepted', 'delivered', 'ack_rejected', 'rejected']) assert.ok(steps.includes(step), `${step} in ${steps.join(',')}`);
-      assert.ok(letter.attempts.every((a) => typeof a.at === 'number'), 'every attempt has a timestamp');
-      assert.match(letter.attempts.find((a) => a.event === 'rejected')!.detail ?? '', /^VALIDATION_ERROR: missing field title/);
+      for (const step of ['accepted', 'delivered', 'ack_rejected', 'rejected'])
+        assert.ok(steps.includes(step), `${step} in ${steps.join(',')}`);
+      assert.ok(
+        letter.attempts.every((a) => typeof a.at === 'number'),
+        'every attempt has a timestamp',
+      );
+      assert.match(
+        letter.attempts.find((a) => a.event === 'rejected')!.detail ?? '',
+        /^VALIDATION_ERROR: missing field title/,
+      );
       assert.equal(h.eventsFor('message.dead_lettered', m.messageId).length, 1);
       assert.equal(h.store.router.getDedup(P, 't:op-1')?.status, 'done');
 
-      assert.deepEqual(producer.acksFor(m.messageId).map((a) => [a.ack_stage, a.error_code]), [['REJECTED', 'VALIDATION_ERROR']],
-        'only the recipient\'s ACK reaches the producer (no NACK from the coordinator on top)');
+      assert.deepEqual(
+        producer.acksFor(m.messageId).map((a) => [a.ack_stage, a.error_code]),
+        [['REJECTED', 'VALIDATION_ERROR']],
+        "only the recipient's ACK reaches the producer (no NACK from the coordinator on top)",
+      );
     });
 
-    it('FAILED with a non-retryable code is dead-lettered; an uncoded refusal is ERROR_CODE_UNSPECIFIED (INTERNAL_ERROR is the coordinator\'s own)', () => {
+    it("FAILED with a non-retryable code is dead-lettered; an uncoded refusal is ERROR_CODE_UNSPECIFIED (INTERNAL_ERROR is the coordinator's own)", () => {
       const a = h.sendData(P, C);
       const b = h.sendData(P, C);
       const c = h.sendData(P, C);
@@ -124,8 +150,17 @@ describe('Router lifecycle (RFC §11, §11.1, §21)', () => {
       assert.equal(h.state(a.messageId), 'FAILED');
       assert.equal(h.router.message(b.messageId)?.errorCode, UNSPECIFIED_ERROR);
       assert.equal(h.router.message(c.messageId)?.errorCode, UNSPECIFIED_ERROR);
-      assert.deepEqual(h.router.deadLetters().map((l) => [l.messageId, l.finalState, l.errorCode]).sort(),
-        [[a.messageId, 'FAILED', 'PERMISSION_DENIED'], [b.messageId, 'FAILED', UNSPECIFIED_ERROR], [c.messageId, 'REJECTED', UNSPECIFIED_ERROR]].sort());
+      assert.deepEqual(
+        h.router
+          .deadLetters()
+          .map((l) => [l.messageId, l.finalState, l.errorCode])
+          .sort(),
+        [
+          [a.messageId, 'FAILED', 'PERMISSION_DENIED'],
+          [b.messageId, 'FAILED', UNSPECIFIED_ERROR],
+          [c.messageId, 'REJECTED', UNSPECIFIED_ERROR],
+        ].sort(),
+      );
       assert.match(h.router.message(b.messageId)!.history.at(-1)?.detail ?? '', /the recipient answered FAILED/);
     });
 
@@ -133,7 +168,11 @@ describe('Router lifecycle (RFC §11, §11.1, §21)', () => {
       const m = h.sendData(P, C, { idempotencyToken: 'op-bf' });
       h.acked(C, m.messageId, 'REJECTED', { error_code: 'buffer_full', note: 'queue full' });
       assert.equal(h.state(m.messageId), 'REJECTED');
-      assert.equal(h.router.message(m.messageId)?.errorCode, 'BUFFER_FULL', 'error codes are normalised to their names');
+      assert.equal(
+        h.router.message(m.messageId)?.errorCode,
+        'BUFFER_FULL',
+        'error codes are normalised to their names',
+      );
       assert.deepEqual(h.router.deadLetters(), []);
       const entry = h.store.router.getDedup(P, 't:op-bf');
       assert.equal(entry?.status, 'retryable');
@@ -156,9 +195,22 @@ describe('Router lifecycle (RFC §11, §11.1, §21)', () => {
       h.acked(C, m.messageId, 'READ');
       assert.equal(h.state(m.messageId), 'READ');
       const stale = h.eventsFor('message.ack_stale', m.messageId);
-      assert.deepEqual(stale.map((e) => [e.details.state, e.details.ack_stage, e.level]), [['READ', 'RECEIVED', 'WARN'], ['READ', 'READ', 'WARN']]);
-      assert.deepEqual(producer.acksFor(m.messageId).map((a) => a.ack_stage), ['READ', 'RECEIVED', 'READ']);
-      assert.equal(h.router.message(m.messageId)!.history.filter((x) => x.event === 'ack_received').length, 1, 'the stale ACK is recorded');
+      assert.deepEqual(
+        stale.map((e) => [e.details.state, e.details.ack_stage, e.level]),
+        [
+          ['READ', 'RECEIVED', 'WARN'],
+          ['READ', 'READ', 'WARN'],
+        ],
+      );
+      assert.deepEqual(
+        producer.acksFor(m.messageId).map((a) => a.ack_stage),
+        ['READ', 'RECEIVED', 'READ'],
+      );
+      assert.equal(
+        h.router.message(m.messageId)!.history.filter((x) => x.event === 'ack_received').length,
+        1,
+        'the stale ACK is recorded',
+      );
     });
 
     it('lets only the recipient acknowledge: PERMISSION_DENIED for anyone else, the producer included', () => {
@@ -168,20 +220,35 @@ describe('Router lifecycle (RFC §11, §11.1, §21)', () => {
       assertRefused(h.send(own), 'PERMISSION_DENIED');
       assert.equal(h.state(m.messageId), 'SENT');
       assert.deepEqual(producer.acksFor(m.messageId), [], 'nothing was forwarded');
-      assert.deepEqual(producer.acksFor(own.messageId).map((a) => [a.ack_stage, a.error_code]), [['REJECTED', 'PERMISSION_DENIED']],
-        'the producer\'s refused ACK comes back to its stream as a NACK');
+      assert.deepEqual(
+        producer.acksFor(own.messageId).map((a) => [a.ack_stage, a.error_code]),
+        [['REJECTED', 'PERMISSION_DENIED']],
+        "the producer's refused ACK comes back to its stream as a NACK",
+      );
     });
 
     it('refuses an ACK for an id it never routed with NO_ROUTE', () => {
-      assertRefused(h.ack(C, '3b241101-e2bb-4255-8caf-4136c566a962', 'RECEIVED'), 'NO_ROUTE', /is not a message this coordinator routed/);
+      assertRefused(
+        h.ack(C, '3b241101-e2bb-4255-8caf-4136c566a962', 'RECEIVED'),
+        'NO_ROUTE',
+        /is not a message this coordinator routed/,
+      );
     });
 
     it('refuses an ACK whose payload is not a valid ACK with VALIDATION_ERROR', () => {
       const m = h.sendData(P, C);
-      assertRefused(h.send(h.envelope(C, { messageType: 'ACKNOWLEDGEMENT', payload: { ack_stage: 'RECEIVED' } })), 'VALIDATION_ERROR', /ack_for_message_id is required/);
+      assertRefused(
+        h.send(h.envelope(C, { messageType: 'ACKNOWLEDGEMENT', payload: { ack_stage: 'RECEIVED' } })),
+        'VALIDATION_ERROR',
+        /ack_for_message_id is required/,
+      );
       assertRefused(h.ack(C, m.messageId, 'DONE'), 'VALIDATION_ERROR', /ack_stage "DONE" is not one of/);
       assertRefused(h.ack(C, m.messageId, 9), 'VALIDATION_ERROR');
-      assertRefused(h.send(h.envelope(C, { messageType: 'ACKNOWLEDGEMENT', payload: [1, 2] })), 'VALIDATION_ERROR', /JSON object payload/);
+      assertRefused(
+        h.send(h.envelope(C, { messageType: 'ACKNOWLEDGEMENT', payload: [1, 2] })),
+        'VALIDATION_ERROR',
+        /JSON object payload/,
+      );
       assert.equal(h.state(m.messageId), 'SENT');
     });
   });
@@ -197,7 +264,10 @@ describe('Router lifecycle (RFC §11, §11.1, §21)', () => {
 
       const later = h.stream(P).sink;
       const [nack] = later.acks().filter((a) => a.payload.ack_for_message_id === m.messageId);
-      assert.ok(nack, `the NACK waits in the producer's inbox and arrives when it streams: ${JSON.stringify(later.items)}`);
+      assert.ok(
+        nack,
+        `the NACK waits in the producer's inbox and arrives when it streams: ${JSON.stringify(later.items)}`,
+      );
       assert.equal(nack.envelope.producerId, COORDINATOR_ID);
       assert.equal(nack.envelope.correlationId, m.correlationId, 'the NACK carries the correlation id of the message');
       assert.equal(nack.payload.ack_stage, 'TIMED_OUT');
@@ -214,14 +284,21 @@ describe('Router lifecycle (RFC §11, §11.1, §21)', () => {
       h.clock.advance(ACK_TIMEOUT_MS * 3);
       await settle();
       assert.equal(h.state(m.messageId), 'RECEIVED');
-      assert.deepEqual(producer.acksFor(m.messageId).map((a) => a.ack_stage), ['RECEIVED'], 'no NACK');
+      assert.deepEqual(
+        producer.acksFor(m.messageId).map((a) => a.ack_stage),
+        ['RECEIVED'],
+        'no NACK',
+      );
     });
 
     it('delivers the NACK at once to a producer that is streaming', async () => {
       const m = h.sendData(P, C);
       h.clock.advance(ACK_TIMEOUT_MS);
       await settle();
-      assert.deepEqual(producer.acksFor(m.messageId).map((a) => [a.ack_stage, a.error_code]), [['TIMED_OUT', 'ACK_TIMEOUT']]);
+      assert.deepEqual(
+        producer.acksFor(m.messageId).map((a) => [a.ack_stage, a.error_code]),
+        [['TIMED_OUT', 'ACK_TIMEOUT']],
+      );
     });
   });
 
@@ -239,13 +316,19 @@ describe('Router lifecycle (RFC §11, §11.1, §21)', () => {
       h.acked(C, m.messageId, 'RECEIVED');
       const record = h.router.message(m.messageId)!;
       assert.equal(record.state, 'TIMED_OUT');
-      assert.ok(record.history.some((x) => x.event === 'ack_received'), 'the late ACK is recorded');
+      assert.ok(
+        record.history.some((x) => x.event === 'ack_received'),
+        'the late ACK is recorded',
+      );
       const [event] = h.eventsFor('message.late_ack_after_timeout', m.messageId);
       assert.ok(event);
       assert.equal(event.details.timed_out_at, isoUtc(timedOutAt));
       assert.equal(event.details.late_ack_at, isoUtc(h.clock.now()));
       assert.equal(event.details.ack_stage, 'RECEIVED');
-      assert.ok(producer.acksFor(m.messageId).some((a) => a.ack_stage === 'RECEIVED'), 'the late ACK is still forwarded');
+      assert.ok(
+        producer.acksFor(m.messageId).some((a) => a.ack_stage === 'RECEIVED'),
+        'the late ACK is still forwarded',
+      );
     });
 
     it('rule 2: a retry after TIMED_OUT is accepted and the original becomes RETRYING', () => {
@@ -254,7 +337,10 @@ describe('Router lifecycle (RFC §11, §11.1, §21)', () => {
       assert.ok(h.send(retry, C).accepted);
       assert.equal(h.state(m.messageId), 'RETRYING');
       assert.equal(h.state(retry.messageId), 'SENT');
-      assert.deepEqual(transitions(m.messageId), [['SENT', 'TIMED_OUT'], ['TIMED_OUT', 'RETRYING']]);
+      assert.deepEqual(transitions(m.messageId), [
+        ['SENT', 'TIMED_OUT'],
+        ['TIMED_OUT', 'RETRYING'],
+      ]);
       assert.equal(h.eventsFor('message.accepted', retry.messageId)[0].details.retry_of, m.messageId);
       assert.ok(consumer.ids().includes(retry.messageId), 'the retry is delivered');
     });
@@ -337,10 +423,17 @@ describe('Router lifecycle (RFC §11, §11.1, §21)', () => {
       h.acked(C, refused.messageId, 'FULFILLED');
       assert.equal(h.state(done.messageId), 'FULFILLED');
       assert.equal(h.state(refused.messageId), 'REJECTED');
-      assert.deepEqual(h.eventsFor('message.late_ack_ignored', done.messageId).map((e) => [e.details.state, e.details.ack_stage]),
-        [['FULFILLED', 'RECEIVED'], ['FULFILLED', 'REJECTED']]);
-      assert.deepEqual(h.eventsFor('message.late_ack_ignored', refused.messageId).map((e) => [e.details.state, e.details.ack_stage]),
-        [['REJECTED', 'FULFILLED']]);
+      assert.deepEqual(
+        h.eventsFor('message.late_ack_ignored', done.messageId).map((e) => [e.details.state, e.details.ack_stage]),
+        [
+          ['FULFILLED', 'RECEIVED'],
+          ['FULFILLED', 'REJECTED'],
+        ],
+      );
+      assert.deepEqual(
+        h.eventsFor('message.late_ack_ignored', refused.messageId).map((e) => [e.details.state, e.details.ack_stage]),
+        [['REJECTED', 'FULFILLED']],
+      );
       assert.equal(h.router.deadLetters().length, 1, 'a late REJECTED adds no dead letter');
     });
 

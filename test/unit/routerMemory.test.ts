@@ -86,7 +86,10 @@ describe('Router memory bounds: payloads live in the store, a memory budget for 
     }
     assert.ok(refused, 'the budget was reached');
     assertRefused(refused, 'BUFFER_FULL');
-    assert.match(refused.accepted ? '' : refused.reason, /memory budget \(memoryBudgetBytes, the setting sw4rm\.memoryBudgetMiB\)/);
+    assert.match(
+      refused.accepted ? '' : refused.reason,
+      /memory budget \(memoryBudgetBytes, the setting sw4rm\.memoryBudgetMiB\)/,
+    );
     const usage = h.router.memoryUsage();
     assert.ok(usage.used <= usage.budget, `${usage.used} held within ${usage.budget}`);
   });
@@ -146,7 +149,15 @@ describe('Router memory bounds: payloads live in the store, a memory budget for 
       h.acked(C, m.messageId, 'FULFILLED');
     }
     assert.ok(h.router.memoryUsage().messages > 0, 'the forwarded ACKs wait for the producer to confirm them');
-    for (const item of [...producer.items]) h.router.ackDelivery(P, item.seq, item.envelope.messageId, 'DELIVERED', ctx('confirm'));
-    assert.deepEqual(h.router.memoryUsage(), { messages: 0, inflight: 0, checking: 0, reading: 0, used: 0, budget: 128 * MIB });
+    for (const item of [...producer.items])
+      h.router.ackDelivery(P, item.seq, item.envelope.messageId, 'DELIVERED', ctx('confirm'));
+    assert.deepEqual(h.router.memoryUsage(), {
+      messages: 0,
+      inflight: 0,
+      checking: 0,
+      reading: 0,
+      used: 0,
+      budget: 128 * MIB,
+    });
   });
 });

@@ -68,7 +68,9 @@ describe('Router join/leave notices (RFC §14; hardening item 8)', () => {
   describe('with group commit', () => {
     let g: GroupCommitCoordinator;
 
-    beforeEach(() => { g = new GroupCommitCoordinator(); });
+    beforeEach(() => {
+      g = new GroupCommitCoordinator();
+    });
     afterEach(() => g.dispose());
 
     it('100 joins with 1,000 streaming agents: one NOTIFICATION per agent, payload bytes shared, every join once and in order', async function () {
@@ -85,13 +87,21 @@ describe('Router join/leave notices (RFC §14; hardening item 8)', () => {
       });
       const notices = agents.flatMap((id) => g.sinks.get(id)!.ofType('NOTIFICATION'));
       const payloads = new Set(notices.map((n) => n.envelope.payload));
-      console.log(`      100 joins, 1,000 streaming agents: ${ms.toFixed(0)} ms CPU, ${notices.length} NOTIFICATION envelopes, ${payloads.size} payload buffers`);
+      console.log(
+        `      100 joins, 1,000 streaming agents: ${ms.toFixed(0)} ms CPU, ${notices.length} NOTIFICATION envelopes, ${payloads.size} payload buffers`,
+      );
       const expected = joiners.map((id) => ({ event: 'agent.joined', agent_id: id, name: `Agent ${id}` }));
-      for (const id of agents) assert.deepEqual(changesOn(g.sinks.get(id)!), expected, `${id} sees every join once, in order`);
+      for (const id of agents)
+        assert.deepEqual(changesOn(g.sinks.get(id)!), expected, `${id} sees every join once, in order`);
       assert.ok(notices.length <= 2 * agents.length, `a generous bound on envelopes: ${notices.length}`);
       assert.ok(payloads.size <= 4, `payload bytes are built once and shared: ${payloads.size} distinct buffers`);
-      assert.ok(new Set(notices.map((n) => n.envelope.messageId)).size === notices.length, 'each envelope has its own message_id');
-      assert.ok(notices.every((n) => n.envelope.producerId === COORDINATOR_ID && n.envelope.messageType === 'NOTIFICATION'));
+      assert.ok(
+        new Set(notices.map((n) => n.envelope.messageId)).size === notices.length,
+        'each envelope has its own message_id',
+      );
+      assert.ok(
+        notices.every((n) => n.envelope.producerId === COORDINATOR_ID && n.envelope.messageType === 'NOTIFICATION'),
+      );
     });
 
     it('keeps order within a batch: a join then a leave of the same agent; never tells an agent about itself; skips agents not streaming', async () => {
@@ -119,21 +129,31 @@ describe('Router join/leave notices (RFC §14; hardening item 8)', () => {
         { event: 'agent.left', agent_id: 'leaver', reason: 'finished' },
       ]);
       assert.equal(watcher.ofType('NOTIFICATION').length, 1, 'one NOTIFICATION for the batch');
-      assert.deepEqual(changesOn(fresh), [
-        { event: 'agent.joined', agent_id: 'blip', name: 'Agent blip' },
-        { event: 'agent.left', agent_id: 'blip', reason: 'done' },
-        { event: 'agent.left', agent_id: 'leaver', reason: 'finished' },
-      ], 'an agent that joins in the batch is not told about itself');
-      assert.deepEqual(changesOn(leaver), [], 'the leaver\'s stream closed before the notices went out');
-      assert.deepEqual(leaver.closes.map((c) => c.reason), ['deregistered']);
+      assert.deepEqual(
+        changesOn(fresh),
+        [
+          { event: 'agent.joined', agent_id: 'blip', name: 'Agent blip' },
+          { event: 'agent.left', agent_id: 'blip', reason: 'done' },
+          { event: 'agent.left', agent_id: 'leaver', reason: 'finished' },
+        ],
+        'an agent that joins in the batch is not told about itself',
+      );
+      assert.deepEqual(changesOn(leaver), [], "the leaver's stream closed before the notices went out");
+      assert.deepEqual(
+        leaver.closes.map((c) => c.reason),
+        ['deregistered'],
+      );
       assert.equal(g.coordinator.router.inboxStats('idle').streaming, false);
 
       // The leave of an agent whose stream had closed still reaches the others, in a notice of today's shape.
       watcher.clear();
       assert.ok(g.coordinator.registry.deregister('fresh', 'bye', ctx()));
       await g.settled();
-      assert.deepEqual(watcher.ofType('NOTIFICATION').map((n) => json(n.envelope)), [{ event: 'agent.left', agent_id: 'fresh', reason: 'bye' }],
-        'a single change keeps today\'s payload');
+      assert.deepEqual(
+        watcher.ofType('NOTIFICATION').map((n) => json(n.envelope)),
+        [{ event: 'agent.left', agent_id: 'fresh', reason: 'bye' }],
+        "a single change keeps today's payload",
+      );
       assert.ok(strictlyIncreasing(watcher.seqs));
     });
 
@@ -147,11 +167,27 @@ describe('Router join/leave notices (RFC §14; hardening item 8)', () => {
       const [notice] = watcher.ofType('NOTIFICATION');
       assert.equal(json(notice.envelope).event, 'agents.changed');
       const ack = Buffer.from(JSON.stringify({ ack_for_message_id: notice.envelope.messageId, ack_stage: 'RECEIVED' }));
-      const result = g.coordinator.router.send({
-        messageId: randomUUID(), idempotencyToken: '', producerId: 'watcher', correlationId: randomUUID(), sequenceNumber: '1', retryCount: 0,
-        messageType: 'ACKNOWLEDGEMENT', contentType: 'application/json', contentLength: String(ack.byteLength), repoId: '', worktreeId: '',
-        hlcTimestamp: '', ttlMs: 0, timestampMs: g.clock.now(), payload: ack, parentCorrelationId: '',
-      }, ctx());
+      const result = g.coordinator.router.send(
+        {
+          messageId: randomUUID(),
+          idempotencyToken: '',
+          producerId: 'watcher',
+          correlationId: randomUUID(),
+          sequenceNumber: '1',
+          retryCount: 0,
+          messageType: 'ACKNOWLEDGEMENT',
+          contentType: 'application/json',
+          contentLength: String(ack.byteLength),
+          repoId: '',
+          worktreeId: '',
+          hlcTimestamp: '',
+          ttlMs: 0,
+          timestampMs: g.clock.now(),
+          payload: ack,
+          parentCorrelationId: '',
+        },
+        ctx(),
+      );
       assert.ok(result.accepted, result.accepted ? '' : result.reason);
     });
   });
@@ -161,14 +197,17 @@ describe('Router join/leave notices (RFC §14; hardening item 8)', () => {
 
     afterEach(() => h.dispose());
 
-    it('sends each change as today\'s notice, at once, to every other streaming agent', () => {
+    it("sends each change as today's notice, at once, to every other streaming agent", () => {
       h = new RouterHarness();
       for (const id of ['a', 'b', 'c']) h.register(id);
       const a = h.stream('a').sink;
       const b = h.stream('b').sink;
       h.register('d');
       assert.ok(h.registry.deregister('b', 'gone', ctx()));
-      assert.deepEqual(changesOn(a), [{ event: 'agent.joined', agent_id: 'd', name: 'Agent d' }, { event: 'agent.left', agent_id: 'b', reason: 'gone' }]);
+      assert.deepEqual(changesOn(a), [
+        { event: 'agent.joined', agent_id: 'd', name: 'Agent d' },
+        { event: 'agent.left', agent_id: 'b', reason: 'gone' },
+      ]);
       assert.deepEqual(changesOn(b), [{ event: 'agent.joined', agent_id: 'd', name: 'Agent d' }]);
       assert.ok(a.ofType('NOTIFICATION').every((n) => json(n.envelope).event !== 'agents.changed'));
     });
@@ -180,25 +219,46 @@ describe('Router join/leave notices (RFC §14; hardening item 8)', () => {
       for (const id of agents) h.register(id);
       const sinks = agents.map((id) => h.stream(id).sink);
       const joiners = Array.from({ length: 100 }, (_, i) => `joiner-${i}`);
-      const ms = await cpuMs(() => { for (const id of joiners) h.register(id); });
+      const ms = await cpuMs(() => {
+        for (const id of joiners) h.register(id);
+      });
       const notices = sinks.flatMap((s) => s.ofType('NOTIFICATION'));
-      console.log(`      without group commit: ${ms.toFixed(0)} ms CPU, ${notices.length} NOTIFICATION envelopes, ${new Set(notices.map((n) => n.envelope.payload)).size} payload buffers`);
+      console.log(
+        `      without group commit: ${ms.toFixed(0)} ms CPU, ${notices.length} NOTIFICATION envelopes, ${new Set(notices.map((n) => n.envelope.payload)).size} payload buffers`,
+      );
       const expected = joiners.map((id) => ({ event: 'agent.joined', agent_id: id, name: `Agent ${id}` }));
       for (const sink of sinks) assert.deepEqual(changesOn(sink), expected);
-      assert.ok(new Set(notices.map((n) => n.envelope.payload)).size <= joiners.length, 'one payload build per change, shared');
+      assert.ok(
+        new Set(notices.map((n) => n.envelope.payload)).size <= joiners.length,
+        'one payload build per change, shared',
+      );
     });
   });
 
   describe('payloads', () => {
-    const change = (i: number, name = `n${i}`) => ({ agentId: `a${i}`, json: JSON.stringify({ event: 'agent.joined', agent_id: `a${i}`, name }) });
+    const change = (i: number, name = `n${i}`) => ({
+      agentId: `a${i}`,
+      json: JSON.stringify({ event: 'agent.joined', agent_id: `a${i}`, name }),
+    });
 
-    it('keeps a single change in today\'s shape and lists several in one agents.changed notice', () => {
+    it("keeps a single change in today's shape and lists several in one agents.changed notice", () => {
       assert.deepEqual(noticePayloads([]), []);
-      assert.deepEqual(noticePayloads([change(1)]).map((b) => JSON.parse(Buffer.from(b).toString())), [{ event: 'agent.joined', agent_id: 'a1', name: 'n1' }]);
-      assert.deepEqual(noticePayloads([change(1), change(2)]).map((b) => JSON.parse(Buffer.from(b).toString())), [{
-        event: 'agents.changed',
-        changes: [{ event: 'agent.joined', agent_id: 'a1', name: 'n1' }, { event: 'agent.joined', agent_id: 'a2', name: 'n2' }],
-      }]);
+      assert.deepEqual(
+        noticePayloads([change(1)]).map((b) => JSON.parse(Buffer.from(b).toString())),
+        [{ event: 'agent.joined', agent_id: 'a1', name: 'n1' }],
+      );
+      assert.deepEqual(
+        noticePayloads([change(1), change(2)]).map((b) => JSON.parse(Buffer.from(b).toString())),
+        [
+          {
+            event: 'agents.changed',
+            changes: [
+              { event: 'agent.joined', agent_id: 'a1', name: 'n1' },
+              { event: 'agent.joined', agent_id: 'a2', name: 'n2' },
+            ],
+          },
+        ],
+      );
     });
 
     it('splits a long list so that each payload stays under MAX_NOTICE_BYTES, in order', () => {
@@ -208,9 +268,14 @@ describe('Router join/leave notices (RFC §14; hardening item 8)', () => {
       assert.ok(payloads.every((p) => p.byteLength <= MAX_NOTICE_BYTES && p.byteLength < 32 * 1024));
       const ids = payloads.flatMap((p) => {
         const payload = JSON.parse(Buffer.from(p).toString()) as Record<string, unknown>;
-        return payload.event === 'agents.changed' ? (payload.changes as Change[]).map((c) => c.agent_id) : [payload.agent_id];
+        return payload.event === 'agents.changed'
+          ? (payload.changes as Change[]).map((c) => c.agent_id)
+          : [payload.agent_id];
       });
-      assert.deepEqual(ids, changes.map((c) => c.agentId));
+      assert.deepEqual(
+        ids,
+        changes.map((c) => c.agentId),
+      );
     });
   });
 });

@@ -6,7 +6,7 @@ import { CollectingSink, RouterHarness, ctx, json } from '../support/routerHarne
 const A = 'agent-a';
 const ACK_TIMEOUT_MS = 10_000;
 
-describe('Router outbox (CoordinatorOutbox: the coordinator\'s own tracked messages to agents)', () => {
+describe("Router outbox (CoordinatorOutbox: the coordinator's own tracked messages to agents)", () => {
   let h: RouterHarness;
   let sink: CollectingSink;
   let updates: OutboxUpdate[];
@@ -23,14 +23,22 @@ describe('Router outbox (CoordinatorOutbox: the coordinator\'s own tracked messa
   afterEach(() => h.dispose());
 
   function control(payload: Record<string, unknown>, correlationId = 'task-1', ttlMs?: number) {
-    const result = h.router.sendToAgent({
-      to: A, messageType: 'CONTROL', contentType: 'application/json', payload: Buffer.from(JSON.stringify(payload)), correlationId, ttlMs,
-    }, ctx('outbox'));
+    const result = h.router.sendToAgent(
+      {
+        to: A,
+        messageType: 'CONTROL',
+        contentType: 'application/json',
+        payload: Buffer.from(JSON.stringify(payload)),
+        correlationId,
+        ttlMs,
+      },
+      ctx('outbox'),
+    );
     assert.ok(result.accepted, result.accepted ? '' : result.reason);
     return result.messageId;
   }
 
-  it('sends a tracked CONTROL envelope from coordinator, delivered on the agent\'s stream with the given correlation id', () => {
+  it("sends a tracked CONTROL envelope from coordinator, delivered on the agent's stream with the given correlation id", () => {
     const id = control({ command: 'run', task_id: 'task-1' });
     const delivered = sink.ofType('CONTROL');
     assert.equal(delivered.length, 1);
@@ -42,26 +50,38 @@ describe('Router outbox (CoordinatorOutbox: the coordinator\'s own tracked messa
     assert.equal(h.state(id), 'SENT');
   });
 
-  it('reports RECEIVED, READ and FULFILLED from the agent\'s ACKs with their note and error code, byAck', () => {
+  it("reports RECEIVED, READ and FULFILLED from the agent's ACKs with their note and error code, byAck", () => {
     const id = control({ command: 'run', task_id: 'task-1' });
     h.acked(A, id, 'RECEIVED', { note: 'starting' });
     h.acked(A, id, 'READ');
     h.acked(A, id, 'FULFILLED', { note: 'yielded' });
-    assert.deepEqual(updates.map((u) => [u.messageId, u.state, u.note, u.byAck, u.recipientId, u.correlationId]), [
-      [id, 'RECEIVED', 'starting', true, A, 'task-1'],
-      [id, 'READ', '', true, A, 'task-1'],
-      [id, 'FULFILLED', 'yielded', true, A, 'task-1'],
-    ]);
+    assert.deepEqual(
+      updates.map((u) => [u.messageId, u.state, u.note, u.byAck, u.recipientId, u.correlationId]),
+      [
+        [id, 'RECEIVED', 'starting', true, A, 'task-1'],
+        [id, 'READ', '', true, A, 'task-1'],
+        [id, 'FULFILLED', 'yielded', true, A, 'task-1'],
+      ],
+    );
   });
 
-  it('carries a FULFILLED ACK\'s `result` as JSON text (\'\' without one, and for the router\'s own ends)', () => {
+  it("carries a FULFILLED ACK's `result` as JSON text ('' without one, and for the router's own ends)", () => {
     const id = control({ command: 'run', task_id: 'task-1' });
     h.acked(A, id, 'RECEIVED');
     h.acked(A, id, 'FULFILLED', { result: { files: 3, ok: true } });
-    assert.deepEqual(updates.map((u) => [u.state, u.result]), [['RECEIVED', ''], ['FULFILLED', '{"files":3,"ok":true}']]);
+    assert.deepEqual(
+      updates.map((u) => [u.state, u.result]),
+      [
+        ['RECEIVED', ''],
+        ['FULFILLED', '{"files":3,"ok":true}'],
+      ],
+    );
     const other = control({ command: 'run', task_id: 'task-2' }, 'task-2');
     h.clock.advance(ACK_TIMEOUT_MS + 1);
-    assert.deepEqual(updates.filter((u) => u.messageId === other).map((u) => [u.state, u.result]), [['TIMED_OUT', '']]);
+    assert.deepEqual(
+      updates.filter((u) => u.messageId === other).map((u) => [u.state, u.result]),
+      [['TIMED_OUT', '']],
+    );
   });
 
   it('reports an ACK FAILED with its error_code, byAck', () => {
@@ -74,11 +94,14 @@ describe('Router outbox (CoordinatorOutbox: the coordinator\'s own tracked messa
     assert.equal(updates[0].byAck, true);
   });
 
-  it('reports the router\'s own end (an ACK timeout) with byAck false', () => {
+  it("reports the router's own end (an ACK timeout) with byAck false", () => {
     const id = control({ command: 'run', task_id: 'task-1' });
     h.clock.advance(ACK_TIMEOUT_MS + 1);
     assert.equal(h.state(id), 'TIMED_OUT');
-    assert.deepEqual(updates.map((u) => [u.state, u.errorCode, u.byAck]), [['TIMED_OUT', 'ACK_TIMEOUT', false]]);
+    assert.deepEqual(
+      updates.map((u) => [u.state, u.errorCode, u.byAck]),
+      [['TIMED_OUT', 'ACK_TIMEOUT', false]],
+    );
   });
 
   it('fires inside the transaction that records the state (the message already reads in its new state)', () => {
@@ -102,9 +125,16 @@ describe('Router outbox (CoordinatorOutbox: the coordinator\'s own tracked messa
   });
 
   it('refuses an unknown recipient as an answer (NO_ROUTE), nothing sent', () => {
-    const result = h.router.sendToAgent({
-      to: 'nobody', messageType: 'CONTROL', contentType: 'application/json', payload: Buffer.from('{}'), correlationId: 'x',
-    }, ctx('outbox'));
+    const result = h.router.sendToAgent(
+      {
+        to: 'nobody',
+        messageType: 'CONTROL',
+        contentType: 'application/json',
+        payload: Buffer.from('{}'),
+        correlationId: 'x',
+      },
+      ctx('outbox'),
+    );
     assert.equal(result.accepted, false);
     assert.equal(result.accepted ? '' : result.code, 'NO_ROUTE');
   });

@@ -87,12 +87,22 @@ describe('Router payload files: payloads of 1 MiB or more are files written off 
     assert.equal(record.payloadFile?.fileId, name);
     assert.equal(record.storedPayloadBytes, payload.byteLength);
     assert.equal(record.envelope.payload.byteLength, 0);
-    const row = database(h).prepare('SELECT length(payload) AS n FROM router_envelopes ORDER BY id DESC LIMIT 1').get() as { n: number };
+    const row = database(h)
+      .prepare('SELECT length(payload) AS n FROM router_envelopes ORDER BY id DESC LIMIT 1')
+      .get() as { n: number };
     assert.equal(row.n, 0, 'the envelope row keeps an empty BLOB');
 
     const { sink } = h.stream(C);
-    assert.equal(sink.items.length, 0, 'attach does not read the file on the event loop: the delivery waits for the async read');
-    assert.equal(h.router.memoryUsage().reading, payload.byteLength, 'the bytes being read count against the memory budget');
+    assert.equal(
+      sink.items.length,
+      0,
+      'attach does not read the file on the event loop: the delivery waits for the async read',
+    );
+    assert.equal(
+      h.router.memoryUsage().reading,
+      payload.byteLength,
+      'the bytes being read count against the memory budget',
+    );
     const got = await delivered(sink, m.messageId);
     assert.deepEqual(Buffer.from(got.payload), Buffer.from(payload));
     assert.equal(h.router.memoryUsage().reading, 0, 'dropped once written to the stream');
@@ -157,14 +167,21 @@ describe('Router payload files: payloads of 1 MiB or more are files written off 
     const envelope = h.envelope(P, { payload: jsonPayload(MIB) });
     const digest = contentDigest(envelope);
     const m = await accepted({ ...envelope, payload: Buffer.from(envelope.payload) }, C);
-    assert.equal(h.router.message(m.messageId)!.payloadFile?.digest, digest, 'the digest computed on the event loop is the same');
+    assert.equal(
+      h.router.message(m.messageId)!.payloadFile?.digest,
+      digest,
+      'the digest computed on the event loop is the same',
+    );
   });
 
   it('shares one file among fan-out copies until the last copy is released', async () => {
     open({ unaddressed: 'fanout' });
     const m = await accepted(h.envelope(P, { payload: jsonPayload(MIB), idempotencyToken: 'fan' }));
     assert.equal(files().length, 1, 'one file for both copies');
-    const copies = h.router.messages({}).filter((s) => s.producerId === P).map((s) => h.router.message(s.messageId)!);
+    const copies = h.router
+      .messages({})
+      .filter((s) => s.producerId === P)
+      .map((s) => h.router.message(s.messageId)!);
     assert.equal(copies.length, 2);
     assert.equal(copies[0].payloadFile?.fileId, copies[1].payloadFile?.fileId);
     const c = h.stream(C).sink;

@@ -99,15 +99,34 @@ describe('Router deduplication by sequence number (RFC §11.2, reused sequence n
 
   it('does not look at content when an idempotency token names the operation', () => {
     h.sendData(P, C, { sequenceNumber: 1, idempotencyToken: 'T', payload: { n: 1 } });
-    assertRefused(h.send(h.envelope(P, { sequenceNumber: 2, idempotencyToken: 'T', payload: { n: 2 } }), C), 'ALREADY_IN_PROGRESS');
+    assertRefused(
+      h.send(h.envelope(P, { sequenceNumber: 2, idempotencyToken: 'T', payload: { n: 2 } }), C),
+      'ALREADY_IN_PROGRESS',
+    );
     assert.equal(h.events('dedup.sequence_reused').length, 0);
   });
 
   it('keeps ACKs with a reused sequence number apart (the reference SDK numbers its ACKs 1 too)', () => {
     const m1 = h.sendData(P, C, { sequenceNumber: 5, payload: { n: 1 } });
     const m2 = h.sendData(P, C, { sequenceNumber: 6, payload: { n: 2 } });
-    assert.ok(h.send(h.envelope(C, { sequenceNumber: 1, messageType: 'ACKNOWLEDGEMENT', payload: { ack_for_message_id: m1.messageId, ack_stage: 'RECEIVED' } })).accepted);
-    assert.ok(h.send(h.envelope(C, { sequenceNumber: 1, messageType: 'ACKNOWLEDGEMENT', payload: { ack_for_message_id: m2.messageId, ack_stage: 'RECEIVED' } })).accepted);
+    assert.ok(
+      h.send(
+        h.envelope(C, {
+          sequenceNumber: 1,
+          messageType: 'ACKNOWLEDGEMENT',
+          payload: { ack_for_message_id: m1.messageId, ack_stage: 'RECEIVED' },
+        }),
+      ).accepted,
+    );
+    assert.ok(
+      h.send(
+        h.envelope(C, {
+          sequenceNumber: 1,
+          messageType: 'ACKNOWLEDGEMENT',
+          payload: { ack_for_message_id: m2.messageId, ack_stage: 'RECEIVED' },
+        }),
+      ).accepted,
+    );
     assert.equal(h.state(m1.messageId), 'RECEIVED');
     assert.equal(h.state(m2.messageId), 'RECEIVED');
     assert.equal(producer.acks().filter((a) => a.payload.ack_stage === 'RECEIVED').length, 2);

@@ -49,10 +49,17 @@ describe('Scheduler (RFC §7, §7.1, §7.2, §8.4; App. D C.4, C.5)', () => {
       const run = h.command('a1', 'run');
       assert.equal(run.correlationId, 'task-1');
       assert.deepEqual(run.command, {
-        command: 'run', task_id: 'task-1', params: { description: 'fix the parser' }, content_type: 'application/json',
-        scope: { repo_id: 'myrepo', worktree_id: '', paths: ['path'], resources: [] }, priority: 3,
+        command: 'run',
+        task_id: 'task-1',
+        params: { description: 'fix the parser' },
+        content_type: 'application/json',
+        scope: { repo_id: 'myrepo', worktree_id: '', paths: ['path'], resources: [] },
+        priority: 3,
       });
-      assert.deepEqual(h.coordinator.activity.entries({ taskId: 'task-1' }).map((e) => [e.agentId, e.repoId, e.description]), [['a1', 'myrepo', 'fix the parser']]);
+      assert.deepEqual(
+        h.coordinator.activity.entries({ taskId: 'task-1' }).map((e) => [e.agentId, e.repoId, e.description]),
+        [['a1', 'myrepo', 'fix the parser']],
+      );
 
       await h.answer('a1', run.messageId, 'RECEIVED');
       assert.equal(h.task('task-1').state, 'RUNNING');
@@ -62,24 +69,45 @@ describe('Scheduler (RFC §7, §7.1, §7.2, §8.4; App. D C.4, C.5)', () => {
       assert.equal(done.state, 'COMPLETED');
       assert.equal(done.note, 'done: 3 files');
       assert.equal(h.agentState('a1'), 'RUNNABLE');
-      assert.deepEqual(h.coordinator.activity.entries({ taskId: 'task-1' }), [], 'the activity entry ended with the task');
-      const states = h.events('task.state_changed').filter((e) => e.correlationId === 'task-1').map((e) => `${e.details.from}→${e.details.to}`);
+      assert.deepEqual(
+        h.coordinator.activity.entries({ taskId: 'task-1' }),
+        [],
+        'the activity entry ended with the task',
+      );
+      const states = h
+        .events('task.state_changed')
+        .filter((e) => e.correlationId === 'task-1')
+        .map((e) => `${e.details.from}→${e.details.to}`);
       assert.deepEqual(states, ['QUEUED→DISPATCHED', 'DISPATCHED→RUNNING', 'RUNNING→COMPLETED']);
-      const agentMoves = h.events('agent.state_changed').filter((e) => e.details.agent_id === 'a1' || e.actor === 'a1').map((e) => `${e.details.from}→${e.details.to}`);
-      assert.deepEqual(agentMoves.slice(-4), ['RUNNABLE→SCHEDULED', 'SCHEDULED→RUNNING', 'RUNNING→COMPLETED', 'COMPLETED→RUNNABLE']);
+      const agentMoves = h
+        .events('agent.state_changed')
+        .filter((e) => e.details.agent_id === 'a1' || e.actor === 'a1')
+        .map((e) => `${e.details.from}→${e.details.to}`);
+      assert.deepEqual(agentMoves.slice(-4), [
+        'RUNNABLE→SCHEDULED',
+        'SCHEDULED→RUNNING',
+        'RUNNING→COMPLETED',
+        'COMPLETED→RUNNABLE',
+      ]);
     });
 
-    it('keeps the FULFILLED ACK payload\'s `result` (any JSON) on the task as JSON text, across a restart; none → \'\'', async () => {
+    it("keeps the FULFILLED ACK payload's `result` (any JSON) on the task as JSON text, across a restart; none → ''", async () => {
       h.agent('a1');
       h.submitted('a1', 0, { taskId: 'with-result' });
-      await h.answer('a1', h.command('a1', 'run').messageId, 'FULFILLED', { note: 'ok', result: { verdict: 'approve', score: 0.9, tags: ['a'] } });
+      await h.answer('a1', h.command('a1', 'run').messageId, 'FULFILLED', {
+        note: 'ok',
+        result: { verdict: 'approve', score: 0.9, tags: ['a'] },
+      });
       assert.deepEqual(JSON.parse(h.task('with-result').result), { verdict: 'approve', score: 0.9, tags: ['a'] });
       h.submitted('a1', 0, { taskId: 'without' });
       await h.answer('a1', h.command('a1', 'run').messageId, 'FULFILLED', { note: 'plain note' });
       assert.equal(h.task('without').result, '');
       assert.equal(h.task('without').note, 'plain note');
       h.submitted('a1', 0, { taskId: 'failed' });
-      await h.answer('a1', h.command('a1', 'run').messageId, 'FAILED', { error_code: 'VALIDATION_ERROR', result: { partial: true } });
+      await h.answer('a1', h.command('a1', 'run').messageId, 'FAILED', {
+        error_code: 'VALIDATION_ERROR',
+        result: { partial: true },
+      });
       assert.equal(h.task('failed').result, '', 'only a completed task keeps a result');
       h.restart();
       assert.deepEqual(JSON.parse(h.task('with-result').result), { verdict: 'approve', score: 0.9, tags: ['a'] });
@@ -89,7 +117,9 @@ describe('Scheduler (RFC §7, §7.1, §7.2, §8.4; App. D C.4, C.5)', () => {
       h.agent('a1');
       const depth = () => (h.store as unknown as { engine: { depth: number } }).engine.depth;
       const seen: Array<[string, string, string, number]> = [];
-      h.scheduler.onDidEndTask((task) => seen.push([task.taskId, task.state, h.store.scheduler.get(task.taskId)?.state ?? '', depth()]));
+      h.scheduler.onDidEndTask((task) =>
+        seen.push([task.taskId, task.state, h.store.scheduler.get(task.taskId)?.state ?? '', depth()]),
+      );
       h.submitted('a1', 0, { taskId: 'done' });
       await h.answer('a1', h.command('a1', 'run').messageId, 'FULFILLED', { result: 1 });
       h.submitted('a1', 0, { taskId: 'bad' });
@@ -163,7 +193,18 @@ describe('Scheduler (RFC §7, §7.1, §7.2, §8.4; App. D C.4, C.5)', () => {
     it('a full activity buffer is logged WARN activity_buffer_full and the task runs anyway; reconciliation purges entries of unknown tasks', async () => {
       h.agent('a1');
       for (let i = 0; i < 100; i++) {
-        h.coordinator.activity.begin({ agentId: 'a1', taskId: `stale-${i}`, repoId: 'r', worktreeId: '', branch: '', timestamp: h.clock.now(), description: 'x' }, ctx());
+        h.coordinator.activity.begin(
+          {
+            agentId: 'a1',
+            taskId: `stale-${i}`,
+            repoId: 'r',
+            worktreeId: '',
+            branch: '',
+            timestamp: h.clock.now(),
+            description: 'x',
+          },
+          ctx(),
+        );
       }
       const task = h.submitted('a1', 0, { taskId: 't1' });
       assert.equal(task.state, 'DISPATCHED');
@@ -173,7 +214,11 @@ describe('Scheduler (RFC §7, §7.1, §7.2, §8.4; App. D C.4, C.5)', () => {
       await h.answer('a1', h.command('a1', 'run').messageId, 'RECEIVED');
       assert.equal(h.task('t1').state, 'RUNNING');
       await h.advance(60_000);
-      assert.deepEqual(h.coordinator.activity.entries({ agentId: 'a1' }), [], 'the stale entries of unknown tasks are purged every minute');
+      assert.deepEqual(
+        h.coordinator.activity.entries({ agentId: 'a1' }),
+        [],
+        'the stale entries of unknown tasks are purged every minute',
+      );
     });
 
     it('follows the gate: queued behind max_parallel_instances (the submitter is told), dispatched once a slot frees', async () => {
@@ -218,7 +263,10 @@ describe('Scheduler (RFC §7, §7.1, §7.2, §8.4; App. D C.4, C.5)', () => {
       // A small keep for this coordinator: the option as the composition root passes it.
       (h.scheduler as unknown as { options: { keepFinishedTasks: number } }).options.keepFinishedTasks = 1;
       await h.advance(60_000);
-      assert.deepEqual(h.scheduler.tasks().map((t) => t.taskId), ['f2']);
+      assert.deepEqual(
+        h.scheduler.tasks().map((t) => t.taskId),
+        ['f2'],
+      );
       assert.equal(h.events('task.pruned').at(-1)?.details.pruned, 2);
     });
   });
@@ -248,7 +296,13 @@ describe('Scheduler (RFC §7, §7.1, §7.2, §8.4; App. D C.4, C.5)', () => {
       const lowSeq = h.task('low').seq;
       h.submitted('a1', -3, { taskId: 'high' });
       const pre = h.command('a1', 'preempt_request');
-      assert.deepEqual(pre.command, { command: 'preempt_request', task_id: 'low', reason: 'task high of priority -3 is waiting', by_task_id: 'high', by_priority: -3 });
+      assert.deepEqual(pre.command, {
+        command: 'preempt_request',
+        task_id: 'low',
+        reason: 'task high of priority -3 is waiting',
+        by_task_id: 'high',
+        by_priority: -3,
+      });
       assert.equal(pre.correlationId, 'low');
       assert.equal(h.task('low').state, 'PREEMPTING');
 
@@ -266,8 +320,12 @@ describe('Scheduler (RFC §7, §7.1, §7.2, §8.4; App. D C.4, C.5)', () => {
       await h.answer('a1', run.messageId, 'FULFILLED');
       assert.equal(h.task('low').state, 'DISPATCHED', 'the yielded task runs next');
       assert.equal(h.command('a1', 'run').command.task_id, 'low');
-      const moves = h.events('agent.state_changed').filter((e) => e.details.agent_id === 'a1' || e.actor === 'a1').map((e) => `${e.details.from}→${e.details.to}`);
-      for (const m of ['RUNNING→SUSPENDED', 'SUSPENDED→RESUMED', 'RESUMED→RUNNING']) assert.ok(moves.includes(m), `${m} in ${moves.join(', ')}`);
+      const moves = h
+        .events('agent.state_changed')
+        .filter((e) => e.details.agent_id === 'a1' || e.actor === 'a1')
+        .map((e) => `${e.details.from}→${e.details.to}`);
+      for (const m of ['RUNNING→SUSPENDED', 'SUSPENDED→RESUMED', 'RESUMED→RUNNING'])
+        assert.ok(moves.includes(m), `${m} in ${moves.join(', ')}`);
     });
 
     it('C.5: a declared non-preemptible section defers; past it terminate with the grace; FULFILLED terminated → FAILED forced_preemption, agent freed', async () => {
@@ -281,7 +339,12 @@ describe('Scheduler (RFC §7, §7.1, §7.2, §8.4; App. D C.4, C.5)', () => {
       assert.deepEqual(h.commands('a1'), [], 'deferred while the section lasts');
       await h.advance(1);
       const term = h.command('a1', 'terminate');
-      assert.deepEqual(term.command, { command: 'terminate', task_id: 'low', grace_ms: GRACE, reason: 'no yield within the declared non-preemptible section' });
+      assert.deepEqual(term.command, {
+        command: 'terminate',
+        task_id: 'low',
+        grace_ms: GRACE,
+        reason: 'no yield within the declared non-preemptible section',
+      });
       await h.answer('a1', term.messageId, 'FULFILLED', { note: 'terminated' });
       assert.equal(h.task('low').state, 'FAILED');
       assert.equal(h.task('low').errorCode, 'forced_preemption');
@@ -389,7 +452,10 @@ describe('Scheduler (RFC §7, §7.1, §7.2, §8.4; App. D C.4, C.5)', () => {
       await h.answer('a1', term.messageId, 'FULFILLED', { note: 'terminated' });
       assert.equal(h.task('t3').state, 'DISPATCHED', 'freed by the terminate ACK, the agent takes the next task');
       assert.equal(h.agentState('a1'), 'SCHEDULED');
-      const moves = h.events('agent.state_changed').filter((e) => e.details.task_id === 't1').map((e) => `${e.details.from}→${e.details.to}`);
+      const moves = h
+        .events('agent.state_changed')
+        .filter((e) => e.details.task_id === 't1')
+        .map((e) => `${e.details.from}→${e.details.to}`);
       assert.deepEqual(moves, ['RUNNABLE→SCHEDULED', 'SCHEDULED→RUNNING', 'RUNNING→COMPLETED', 'COMPLETED→RUNNABLE']);
       assert.throws(() => h.scheduler.cancel('t1', 'again', ctx()), /already ended CANCELLED/);
     });
@@ -436,13 +502,31 @@ describe('Scheduler (RFC §7, §7.1, §7.2, §8.4; App. D C.4, C.5)', () => {
       h.submitted('a1', -5, { taskId: 'r' });
       const run = h.command('a1', 'run');
       await h.answer('a1', run.messageId, 'RECEIVED');
-      for (const [id, p] of [['q1', 5], ['q2', -2], ['q3', 5], ['q4', -2]] as const) h.submitted('a1', p, { taskId: id });
-      const expected = [['r', 'RUNNING'], ['q2', 'QUEUED'], ['q4', 'QUEUED'], ['q1', 'QUEUED'], ['q3', 'QUEUED']];
-      assert.deepEqual(h.scheduler.tasks({ includeFinished: false }).map((t) => [t.taskId, t.state]), expected);
+      for (const [id, p] of [
+        ['q1', 5],
+        ['q2', -2],
+        ['q3', 5],
+        ['q4', -2],
+      ] as const)
+        h.submitted('a1', p, { taskId: id });
+      const expected = [
+        ['r', 'RUNNING'],
+        ['q2', 'QUEUED'],
+        ['q4', 'QUEUED'],
+        ['q1', 'QUEUED'],
+        ['q3', 'QUEUED'],
+      ];
+      assert.deepEqual(
+        h.scheduler.tasks({ includeFinished: false }).map((t) => [t.taskId, t.state]),
+        expected,
+      );
       h.restart();
       h.reconnect('a1');
       h.registry.heartbeat('a1', 'RUNNING', {}, ctx('hb'));
-      assert.deepEqual(h.scheduler.tasks({ includeFinished: false }).map((t) => [t.taskId, t.state]), expected);
+      assert.deepEqual(
+        h.scheduler.tasks({ includeFinished: false }).map((t) => [t.taskId, t.state]),
+        expected,
+      );
       const next = h.submitted('a1', 0, { taskId: 'after' });
       assert.ok(next.seq > h.task('q4').seq, 'seq strictly increasing across the restart');
       await h.answer('a1', run.messageId, 'FULFILLED');
@@ -472,9 +556,15 @@ describe('Scheduler (RFC §7, §7.1, §7.2, §8.4; App. D C.4, C.5)', () => {
       h.reconnect('a1');
       h.registry.heartbeat('a1', 'RUNNING', {}, ctx('hb'));
       await h.advance(MAX_NP / 2 - 1);
-      assert.deepEqual(h.commands('a1').map((c) => c.command.command), []);
+      assert.deepEqual(
+        h.commands('a1').map((c) => c.command.command),
+        [],
+      );
       await h.advance(1);
-      assert.deepEqual(h.commands('a1').map((c) => c.command.command), ['terminate']);
+      assert.deepEqual(
+        h.commands('a1').map((c) => c.command.command),
+        ['terminate'],
+      );
     });
   });
 

@@ -199,7 +199,8 @@ describe('Scheduler: tasks the gate holds', () => {
     h.agent('a1');
     h.submitted('a1', 0, { taskId: 'first', params: { job: 'same' } });
     const dup = h.submit('a1', 0, { taskId: 'dup', params: { job: 'same' } });
-    const invocationId = dup.accepted && dup.task.waiting?.kind === 'conflict_decision' ? dup.task.waiting.invocationId : '';
+    const invocationId =
+      dup.accepted && dup.task.waiting?.kind === 'conflict_decision' ? dup.task.waiting.invocationId : '';
     assert.notEqual(invocationId, '');
     h.restart();
     h.reconnect('a1');

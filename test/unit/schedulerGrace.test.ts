@@ -1,5 +1,9 @@
 import { strict as assert } from 'node:assert';
-import { DEFAULT_SHUTDOWN_GRACE_MS, graceMsOf, MAX_SHUTDOWN_GRACE_MS } from '../../src/server/services/schedulerService';
+import {
+  DEFAULT_SHUTDOWN_GRACE_MS,
+  graceMsOf,
+  MAX_SHUTDOWN_GRACE_MS,
+} from '../../src/server/services/schedulerService';
 
 describe('ShutdownAgent grace_period (SchedulerService adapter)', () => {
   it('absent or zero is the 30 s default (RFC §8.3 SHUTTING_DOWN)', () => {
@@ -19,6 +23,9 @@ describe('ShutdownAgent grace_period (SchedulerService adapter)', () => {
   it('refuses a negative grace and one longer than a day', () => {
     assert.throws(() => graceMsOf({ seconds: '-1' }), /grace_period may not be negative/);
     assert.throws(() => graceMsOf({ seconds: 0, nanos: -5 }), /grace_period may not be negative/);
-    assert.throws(() => graceMsOf({ seconds: String(MAX_SHUTDOWN_GRACE_MS / 1000 + 1) }), /grace_period may be at most 86400 s/);
+    assert.throws(
+      () => graceMsOf({ seconds: String(MAX_SHUTDOWN_GRACE_MS / 1000 + 1) }),
+      /grace_period may be at most 86400 s/,
+    );
   });
 });

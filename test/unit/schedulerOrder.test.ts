@@ -24,22 +24,32 @@ describe('Scheduler ordering property (random submissions, clock advances, share
       const h = new SchedulerHarness();
       try {
         const agents: SimAgent[] = [
-          { id: 'c1', type: 'coder' }, { id: 'c2', type: 'coder' }, { id: 'r1', type: 'reviewer' },
+          { id: 'c1', type: 'coder' },
+          { id: 'c2', type: 'coder' },
+          { id: 'r1', type: 'reviewer' },
         ];
         for (const a of agents) h.agent(a.id, a.type);
         const typeOf = new Map(agents.map((a) => [a.id, a.type]));
         const violations: string[] = [];
         const dispatched = new Set<string>();
-        const watch = () => h.scheduler.onDidChange(({ task }) => {
-          if (task.state !== 'DISPATCHED' || dispatched.has(task.runMessageId)) return;
-          dispatched.add(task.runMessageId);
-          const agent = task.assignedAgentId;
-          const eligible = (t: TaskRecord) => t.state === 'QUEUED' && !(t.waiting && GATE_WAITING.has(t.waiting.kind))
-            && (t.target === agent || t.target === `type:${typeOf.get(agent)}`);
-          const earlier = h.scheduler.tasks({ includeFinished: false }).filter(eligible)
-            .filter((t) => t.priority < task.priority || (t.priority === task.priority && t.seq < task.seq));
-          if (earlier.length) violations.push(`${task.taskId} (p${task.priority} #${task.seq}) went to ${agent} before ${earlier.map((t) => `${t.taskId} (p${t.priority} #${t.seq})`).join(', ')}`);
-        });
+        const watch = () =>
+          h.scheduler.onDidChange(({ task }) => {
+            if (task.state !== 'DISPATCHED' || dispatched.has(task.runMessageId)) return;
+            dispatched.add(task.runMessageId);
+            const agent = task.assignedAgentId;
+            const eligible = (t: TaskRecord) =>
+              t.state === 'QUEUED' &&
+              !(t.waiting && GATE_WAITING.has(t.waiting.kind)) &&
+              (t.target === agent || t.target === `type:${typeOf.get(agent)}`);
+            const earlier = h.scheduler
+              .tasks({ includeFinished: false })
+              .filter(eligible)
+              .filter((t) => t.priority < task.priority || (t.priority === task.priority && t.seq < task.seq));
+            if (earlier.length)
+              violations.push(
+                `${task.taskId} (p${task.priority} #${task.seq}) went to ${agent} before ${earlier.map((t) => `${t.taskId} (p${t.priority} #${t.seq})`).join(', ')}`,
+              );
+          });
         watch();
         const submitted: string[] = [];
         const completed = new Map<string, number>();
@@ -95,7 +105,14 @@ describe('Scheduler ordering property (random submissions, clock advances, share
         /** A human answers the CONFLICT approvals shared scopes raise: run in parallel or one after the other. */
         const decide = async () => {
           for (const invocation of h.coordinator.hitl.list({ pendingOnly: true })) {
-            h.coordinator.hitl.decide(invocation.id, random() < 0.5 ? { action: 'approve', rationale: 'parallel' } : { action: 'deny', rationale: 'serialise' }, 'editor:sim', ctx());
+            h.coordinator.hitl.decide(
+              invocation.id,
+              random() < 0.5
+                ? { action: 'approve', rationale: 'parallel' }
+                : { action: 'deny', rationale: 'serialise' },
+              'editor:sim',
+              ctx(),
+            );
           }
           await settle();
         };
@@ -106,7 +123,8 @@ describe('Scheduler ordering property (random submissions, clock advances, share
             // A restart in the middle: the same store, every agent's stream opened again.
             h.restart();
             dispatched.clear();
-            for (const t of h.scheduler.tasks({ includeFinished: false })) if (t.runMessageId) dispatched.add(t.runMessageId);
+            for (const t of h.scheduler.tasks({ includeFinished: false }))
+              if (t.runMessageId) dispatched.add(t.runMessageId);
             watch();
             for (const a of agents) h.reconnect(a.id);
             await settle();
@@ -139,7 +157,13 @@ describe('Scheduler ordering property (random submissions, clock advances, share
           }
           await act(pick(busy));
         }
-        assert.deepEqual(h.scheduler.tasks({ includeFinished: false }).map((t) => `${t.taskId}:${t.state}:${JSON.stringify(t.waiting)}`), [], 'nothing left open');
+        assert.deepEqual(
+          h.scheduler
+            .tasks({ includeFinished: false })
+            .map((t) => `${t.taskId}:${t.state}:${JSON.stringify(t.waiting)}`),
+          [],
+          'nothing left open',
+        );
         assert.deepEqual(violations, []);
         assert.ok(submitted.length > 50, `enough submissions (${submitted.length})`);
         for (const id of submitted) {

@@ -27,7 +27,10 @@ describe('Task scope (RFC §9.2): parseScope, formatScope, toWire', () => {
 
   it('reads compact tokens separated by whitespace or commas', () => {
     assert.deepEqual(ok('repo:web/src/**/*.ts, worktree:wt-1 path:docs/** resource:db,resource:port-8080'), {
-      repoId: 'web', worktreeId: 'wt-1', paths: ['src/**/*.ts', 'docs/**'], resources: ['db', 'port-8080'],
+      repoId: 'web',
+      worktreeId: 'wt-1',
+      paths: ['src/**/*.ts', 'docs/**'],
+      resources: ['db', 'port-8080'],
     });
     assert.deepEqual(ok('repo:web'), { repoId: 'web', worktreeId: '', paths: [], resources: [] });
     assert.deepEqual(ok('resource:gpu'), { repoId: '', worktreeId: '', paths: [], resources: ['gpu'] });
@@ -35,7 +38,10 @@ describe('Task scope (RFC §9.2): parseScope, formatScope, toWire', () => {
 
   it('reads the JSON object form and normalises paths to forward slashes', () => {
     assert.deepEqual(ok('{"repo_id":"r","worktree_id":"w","paths":["src\\\\a.ts","./lib/**"],"resources":["db"]}'), {
-      repoId: 'r', worktreeId: 'w', paths: ['src/a.ts', 'lib/**'], resources: ['db'],
+      repoId: 'r',
+      worktreeId: 'w',
+      paths: ['src/a.ts', 'lib/**'],
+      resources: ['db'],
     });
   });
 

@@ -1,21 +1,37 @@
 import { strict as assert } from 'node:assert';
 import { DEFAULT_SCHEDULER_OPTIONS } from '../../src/core/api';
-import { SchedulerLimits, limitsChanged, schedulerOptionsOf, schedulerSettings } from '../../src/extension/schedulerSettings';
+import {
+  SchedulerLimits,
+  limitsChanged,
+  schedulerOptionsOf,
+  schedulerSettings,
+} from '../../src/extension/schedulerSettings';
 import { SchedulerHarness } from '../support/schedulerHarness';
 
 describe('sw4rm.scheduler.* settings (no vscode)', () => {
-  it('defaults to the scheduler\'s defaults', () => {
+  it("defaults to the scheduler's defaults", () => {
     const s = schedulerSettings({});
     assert.deepEqual(schedulerOptionsOf(s), {
-      maxParallelInstances: {}, defaultMaxParallelInstances: DEFAULT_SCHEDULER_OPTIONS.defaultMaxParallelInstances,
-      conflictThreshold: DEFAULT_SCHEDULER_OPTIONS.conflictThreshold, unavailableEngine: 'serialise',
+      maxParallelInstances: {},
+      defaultMaxParallelInstances: DEFAULT_SCHEDULER_OPTIONS.defaultMaxParallelInstances,
+      conflictThreshold: DEFAULT_SCHEDULER_OPTIONS.conflictThreshold,
+      unavailableEngine: 'serialise',
     });
     assert.deepEqual(s.warnings, []);
   });
 
   it('takes limits per agent type, a default, a threshold and the unavailable-engine policy', () => {
-    const s = schedulerSettings({ maxParallelInstances: { Echo: 2, Writer: 0 }, defaultMaxParallelInstances: 4, conflictThreshold: 0.5, onUnavailableEngine: 'escalate' });
-    assert.deepEqual(s.maxParallelInstances, { Echo: 2, Writer: 0 }, 'Writer: 0 is no limit for Writer, kept (not the default 4)');
+    const s = schedulerSettings({
+      maxParallelInstances: { Echo: 2, Writer: 0 },
+      defaultMaxParallelInstances: 4,
+      conflictThreshold: 0.5,
+      onUnavailableEngine: 'escalate',
+    });
+    assert.deepEqual(
+      s.maxParallelInstances,
+      { Echo: 2, Writer: 0 },
+      'Writer: 0 is no limit for Writer, kept (not the default 4)',
+    );
     assert.equal(s.defaultMaxParallelInstances, 4);
     assert.equal(s.conflictThreshold, 0.5);
     assert.equal(s.unavailableEngine, 'escalate');
@@ -24,7 +40,10 @@ describe('sw4rm.scheduler.* settings (no vscode)', () => {
 
   it('ignores or clamps wrong values and names each', () => {
     const s = schedulerSettings({
-      maxParallelInstances: { Echo: -1, Big: 1e9, '': 3, Half: 1.5 }, defaultMaxParallelInstances: 'x', conflictThreshold: 2, onUnavailableEngine: 'panic',
+      maxParallelInstances: { Echo: -1, Big: 1e9, '': 3, Half: 1.5 },
+      defaultMaxParallelInstances: 'x',
+      conflictThreshold: 2,
+      onUnavailableEngine: 'panic',
     });
     assert.deepEqual(s.maxParallelInstances, { Big: 10_000 });
     assert.equal(s.defaultMaxParallelInstances, 0);
@@ -36,10 +55,16 @@ describe('sw4rm.scheduler.* settings (no vscode)', () => {
 
   it('tells when the limits changed (a live change for setMaxParallelInstances)', () => {
     const a = schedulerSettings({ maxParallelInstances: { Echo: 2 } });
-    assert.equal(limitsChanged(a, schedulerSettings({ maxParallelInstances: { Echo: 2 }, conflictThreshold: 0.1 })), false);
+    assert.equal(
+      limitsChanged(a, schedulerSettings({ maxParallelInstances: { Echo: 2 }, conflictThreshold: 0.1 })),
+      false,
+    );
     assert.equal(limitsChanged(a, schedulerSettings({ maxParallelInstances: { Echo: 3 } })), true);
     assert.equal(limitsChanged(a, schedulerSettings({ maxParallelInstances: { Other: 2 } })), true);
-    assert.equal(limitsChanged(a, schedulerSettings({ maxParallelInstances: { Echo: 2 }, defaultMaxParallelInstances: 1 })), true);
+    assert.equal(
+      limitsChanged(a, schedulerSettings({ maxParallelInstances: { Echo: 2 }, defaultMaxParallelInstances: 1 })),
+      true,
+    );
   });
 });
 
@@ -48,13 +73,25 @@ describe('SchedulerLimits (live max_parallel_instances)', () => {
     const calls: Array<[Record<string, number>, number, string]> = [];
     let values: Record<string, unknown> = { maxParallelInstances: { Echo: 2 } };
     const problems: string[] = [];
-    const limits = new SchedulerLimits(() => schedulerSettings(values), 'editor:me', (p) => problems.push(p));
-    const api = { setMaxParallelInstances: async (l: Readonly<Record<string, number>>, d: number, by: string) => { calls.push([{ ...l }, d, by]); } };
+    const limits = new SchedulerLimits(
+      () => schedulerSettings(values),
+      'editor:me',
+      (p) => problems.push(p),
+    );
+    const api = {
+      setMaxParallelInstances: async (l: Readonly<Record<string, number>>, d: number, by: string) => {
+        calls.push([{ ...l }, d, by]);
+      },
+    };
     values = { maxParallelInstances: { Echo: 3 } };
     await limits.settingsChanged();
     assert.equal(calls.length, 0, 'nothing to give while stopped');
     await limits.bind(api);
-    assert.deepEqual(calls, [[{ Echo: 3 }, 0, 'editor:me']], 'given once on bind: a change while the host started had no API');
+    assert.deepEqual(
+      calls,
+      [[{ Echo: 3 }, 0, 'editor:me']],
+      'given once on bind: a change while the host started had no API',
+    );
     await limits.settingsChanged();
     assert.equal(calls.length, 1, 'then only when the limits change');
     calls.length = 0;
@@ -68,7 +105,11 @@ describe('SchedulerLimits (live max_parallel_instances)', () => {
     values = { maxParallelInstances: { Echo: 5 } };
     await limits.settingsChanged();
     assert.equal(calls.length, 1);
-    await limits.bind({ setMaxParallelInstances: async () => { throw new Error('stopped'); } });
+    await limits.bind({
+      setMaxParallelInstances: async () => {
+        throw new Error('stopped');
+      },
+    });
     assert.deepEqual(problems, ['the max_parallel_instances limits were not applied: stopped']);
     values = { maxParallelInstances: { Echo: 6 } };
     await limits.settingsChanged();
@@ -77,12 +118,20 @@ describe('SchedulerLimits (live max_parallel_instances)', () => {
 
   it('gives a limit changed while the host started (its options were read before) when the API is bound', async () => {
     let values: Record<string, unknown> = { maxParallelInstances: { Echo: 2 } };
-    const limits = new SchedulerLimits(() => schedulerSettings(values), 'editor:me', () => undefined);
+    const limits = new SchedulerLimits(
+      () => schedulerSettings(values),
+      'editor:me',
+      () => undefined,
+    );
     const startedWith = schedulerSettings(values); // hostOptionsOf read the settings here
     values = { maxParallelInstances: { Echo: 1 } }; // changed while the host starts: no API yet
     await limits.settingsChanged();
     const calls: Array<Record<string, number>> = [];
-    await limits.bind({ setMaxParallelInstances: async (l) => { calls.push({ ...l }); } });
+    await limits.bind({
+      setMaxParallelInstances: async (l) => {
+        calls.push({ ...l });
+      },
+    });
     assert.deepEqual(startedWith.maxParallelInstances, { Echo: 2 });
     assert.deepEqual(calls, [{ Echo: 1 }]);
   });
@@ -95,8 +144,13 @@ describe('a per-type limit of 0 with the scheduler (real store, ManualClock)', (
       const s = schedulerSettings({ maxParallelInstances: { Echo: 0 }, defaultMaxParallelInstances: 3 });
       h.coordinator.concurrency.setMaxParallelInstances(s.maxParallelInstances, s.defaultMaxParallelInstances);
       for (let i = 1; i <= 5; i++) h.agent(`echo-${i}`, 'Echo');
-      const tasks = [1, 2, 3, 4, 5].map((i) => h.submitted('type:Echo', 0, { taskId: `t${i}`, scope: `resource:r${i}` }));
-      assert.deepEqual(tasks.map((t) => h.task(t.taskId).state), ['DISPATCHED', 'DISPATCHED', 'DISPATCHED', 'DISPATCHED', 'DISPATCHED']);
+      const tasks = [1, 2, 3, 4, 5].map((i) =>
+        h.submitted('type:Echo', 0, { taskId: `t${i}`, scope: `resource:r${i}` }),
+      );
+      assert.deepEqual(
+        tasks.map((t) => h.task(t.taskId).state),
+        ['DISPATCHED', 'DISPATCHED', 'DISPATCHED', 'DISPATCHED', 'DISPATCHED'],
+      );
     } finally {
       h.dispose();
     }

@@ -34,7 +34,12 @@ function digest(step: SchemaStep): string {
   return createHash('sha256').update(JSON.stringify(step.statements)).digest('hex').slice(0, 16);
 }
 
-const step = (version: number, area: string): SchemaStep => ({ version, area, description: `${area} ${version}`, statements: [] });
+const step = (version: number, area: string): SchemaStep => ({
+  version,
+  area,
+  description: `${area} ${version}`,
+  statements: [],
+});
 
 describe('the schema contributed by the areas', () => {
   it('keeps every shipped step as it was, in its recorded order', () => {
@@ -44,12 +49,20 @@ describe('the schema contributed by the areas', () => {
 
   it('runs from version 1 to the latest without a gap', () => {
     const versions = schemaVersions(COORDINATOR_SCHEMA).map((v) => v.version);
-    assert.deepEqual(versions, Array.from({ length: LATEST_SCHEMA_VERSION }, (_, i) => i + 1));
+    assert.deepEqual(
+      versions,
+      Array.from({ length: LATEST_SCHEMA_VERSION }, (_, i) => i + 1),
+    );
   });
 
   it('groups the steps of a version in the order they are listed', () => {
-    assert.deepEqual(schemaVersions([step(1, 'b'), step(2, 'a'), step(1, 'a')]).map((v) => [v.version, v.steps.map((s) => s.area)]),
-      [[1, ['b', 'a']], [2, ['a']]]);
+    assert.deepEqual(
+      schemaVersions([step(1, 'b'), step(2, 'a'), step(1, 'a')]).map((v) => [v.version, v.steps.map((s) => s.area)]),
+      [
+        [1, ['b', 'a']],
+        [2, ['a']],
+      ],
+    );
   });
 
   it('refuses a gap, a version below 1, and two steps of one area in one version', () => {

@@ -16,13 +16,26 @@ function agentRecord(agentId: string, state = 'INITIALIZING'): AgentRecord {
   const verdict = validateDescriptor(validDescriptor(agentId));
   assert.ok(verdict.ok);
   return {
-    descriptor: verdict.descriptor, state, registeredAt: 1_000, updatedAt: 2_000, lastHeartbeatAt: null,
-    health: { load: 'low' }, presence: 'online',
+    descriptor: verdict.descriptor,
+    state,
+    registeredAt: 1_000,
+    updatedAt: 2_000,
+    lastHeartbeatAt: null,
+    health: { load: 'low' },
+    presence: 'online',
   };
 }
 
 function event(eventType: string, correlationId: string, actor: string): StructuredEvent {
-  return { ts: '2026-01-01T00:00:00.000Z', correlationId, actor, eventType, level: 'INFO', source: 'coordinator', details: { n: 1 } };
+  return {
+    ts: '2026-01-01T00:00:00.000Z',
+    correlationId,
+    actor,
+    eventType,
+    level: 'INFO',
+    source: 'coordinator',
+    details: { n: 1 },
+  };
 }
 
 /** Reads a PRAGMA through a second, independent connection. */
@@ -52,7 +65,10 @@ const NEXT: SchemaStep = {
   version: NEXT_VERSION,
   area: 'test',
   description: 'agent notes',
-  statements: ['ALTER TABLE agents ADD COLUMN note TEXT', `CREATE TABLE notes (id INTEGER PRIMARY KEY, text TEXT NOT NULL)`],
+  statements: [
+    'ALTER TABLE agents ADD COLUMN note TEXT',
+    `CREATE TABLE notes (id INTEGER PRIMARY KEY, text TEXT NOT NULL)`,
+  ],
 };
 
 describe('SqliteStore', () => {
@@ -124,7 +140,10 @@ describe('SqliteStore', () => {
       assert.deepEqual(events.prune(5, 10), { deleted: 10, more: true });
       assert.deepEqual(events.prune(5, 10), { deleted: 5, more: false }, 'down to the newest five');
       assert.deepEqual(events.prune(5, 10), { deleted: 0, more: false });
-      assert.deepEqual(events.query({ limit: 100 }).map((e) => e.correlationId), ['c25', 'c26', 'c27', 'c28', 'c29']);
+      assert.deepEqual(
+        events.query({ limit: 100 }).map((e) => e.correlationId),
+        ['c25', 'c26', 'c27', 'c28', 'c29'],
+      );
     });
 
     it('migrates an existing store forward and keeps its rows', () => {
@@ -156,9 +175,16 @@ describe('SqliteStore', () => {
       store.agents.upsert(agentRecord('alpha'));
       store.close();
       store = undefined;
-      const broken: SchemaStep = { version: NEXT_VERSION, area: 'test', description: 'broken', statements: ['CREATE TABLE t (x)', 'NOT SQL AT ALL'] };
+      const broken: SchemaStep = {
+        version: NEXT_VERSION,
+        area: 'test',
+        description: 'broken',
+        statements: ['CREATE TABLE t (x)', 'NOT SQL AT ALL'],
+      };
 
-      const error = await expectOpenError(() => CoordinatorStore.open(dataDir, { schema: [...COORDINATOR_SCHEMA, broken] }));
+      const error = await expectOpenError(() =>
+        CoordinatorStore.open(dataDir, { schema: [...COORDINATOR_SCHEMA, broken] }),
+      );
 
       assert.match(error.message, new RegExp(`schema version ${NEXT_VERSION} \\(broken\\)`));
       assert.match(error.message, new RegExp(`left at version ${LATEST_SCHEMA_VERSION}`));
@@ -244,22 +270,28 @@ describe('SqliteStore', () => {
 
     it('rolls every write back when the function throws, and rethrows', () => {
       store!.agents.upsert(agentRecord('before'));
-      assert.throws(() => store!.transaction(() => {
-        store!.agents.upsert(agentRecord('alpha'));
-        store!.agents.delete('before');
-        store!.events.append(event('agent.registered', 'c1', 'alpha'));
-        throw new Error('boom');
-      }), /boom/);
+      assert.throws(
+        () =>
+          store!.transaction(() => {
+            store!.agents.upsert(agentRecord('alpha'));
+            store!.agents.delete('before');
+            store!.events.append(event('agent.registered', 'c1', 'alpha'));
+            throw new Error('boom');
+          }),
+        /boom/,
+      );
       assert.equal(store!.agents.get('alpha'), undefined);
       assert.ok(store!.agents.get('before'));
       assert.equal(store!.events.count(), 0);
     });
 
     it('joins a nested transaction to the outer one', () => {
-      assert.throws(() => store!.transaction(() => {
-        store!.transaction(() => store!.agents.upsert(agentRecord('inner')));
-        throw new Error('outer fails');
-      }));
+      assert.throws(() =>
+        store!.transaction(() => {
+          store!.transaction(() => store!.agents.upsert(agentRecord('inner')));
+          throw new Error('outer fails');
+        }),
+      );
       assert.equal(store!.agents.get('inner'), undefined);
       store!.transaction(() => store!.transaction(() => store!.agents.upsert(agentRecord('inner'))));
       assert.ok(store!.agents.get('inner'));
@@ -275,7 +307,13 @@ describe('SqliteStore', () => {
       store!.agents.upsert(agentRecord('beta'));
       store!.agents.upsert(agentRecord('alpha'));
       store!.agents.upsert(agentRecord('alpha', 'RUNNABLE'));
-      assert.deepEqual(store!.agents.list().map((a) => [a.descriptor.agentId, a.state]), [['alpha', 'RUNNABLE'], ['beta', 'INITIALIZING']]);
+      assert.deepEqual(
+        store!.agents.list().map((a) => [a.descriptor.agentId, a.state]),
+        [
+          ['alpha', 'RUNNABLE'],
+          ['beta', 'INITIALIZING'],
+        ],
+      );
       assert.equal(store!.agents.delete('alpha'), true);
       assert.equal(store!.agents.delete('alpha'), false);
       assert.equal(store!.agents.get('alpha'), undefined);
@@ -289,14 +327,25 @@ describe('SqliteStore', () => {
       events.append(event('agent.registered', 'c1', 'alpha'));
       events.append(event('agent.registered', 'c2', 'beta'));
       events.append(event('agent.state_changed', 'c1', 'alpha'));
-      events.append({ ...event('agent.deregistered', 'c3', 'alpha'), level: 'WARN', source: 'agent', details: { nested: { a: [1, 2] } } });
+      events.append({
+        ...event('agent.deregistered', 'c3', 'alpha'),
+        level: 'WARN',
+        source: 'agent',
+        details: { nested: { a: [1, 2] } },
+      });
     });
 
     it('keeps every field of an event', () => {
       const [last] = store!.events.query({ correlationId: 'c3' });
       assert.deepEqual(last, {
-        id: 4, ts: '2026-01-01T00:00:00.000Z', correlationId: 'c3', actor: 'alpha', eventType: 'agent.deregistered',
-        level: 'WARN', source: 'agent', details: { nested: { a: [1, 2] } },
+        id: 4,
+        ts: '2026-01-01T00:00:00.000Z',
+        correlationId: 'c3',
+        actor: 'alpha',
+        eventType: 'agent.deregistered',
+        level: 'WARN',
+        source: 'agent',
+        details: { nested: { a: [1, 2] } },
       });
       assert.equal(store!.events.count(), 4);
     });
@@ -313,9 +362,19 @@ describe('SqliteStore', () => {
     });
 
     it('answers the newest `limit` events in ascending order', () => {
-      assert.deepEqual(store!.events.query({ limit: 2 }).map((e) => e.id), [3, 4]);
-      assert.deepEqual(store!.events.query({ actor: 'alpha', limit: 2 }).map((e) => e.id), [3, 4]);
-      assert.deepEqual(store!.events.query({ limit: 0 }).map((e) => e.id), [4], 'a limit below 1 still answers one');
+      assert.deepEqual(
+        store!.events.query({ limit: 2 }).map((e) => e.id),
+        [3, 4],
+      );
+      assert.deepEqual(
+        store!.events.query({ actor: 'alpha', limit: 2 }).map((e) => e.id),
+        [3, 4],
+      );
+      assert.deepEqual(
+        store!.events.query({ limit: 0 }).map((e) => e.id),
+        [4],
+        'a limit below 1 still answers one',
+      );
     });
 
     it('treats filter values as data, not SQL', () => {

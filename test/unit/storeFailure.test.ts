@@ -28,7 +28,15 @@ const POISON: SchemaStep = {
 };
 
 function event(eventType: string): StructuredEvent {
-  return { ts: '2026-01-01T00:00:00.000Z', correlationId: 'c', actor: 'test', eventType, level: 'INFO', source: 'coordinator', details: {} };
+  return {
+    ts: '2026-01-01T00:00:00.000Z',
+    correlationId: 'c',
+    actor: 'test',
+    eventType,
+    level: 'INFO',
+    source: 'coordinator',
+    details: {},
+  };
 }
 
 describe('a failed group commit (disk full, I/O error)', () => {
@@ -67,7 +75,11 @@ describe('a failed group commit (disk full, I/O error)', () => {
     assert.equal(ran.length, 0, 'work waiting for the failed commit never runs');
     assert.equal(failures.length, 1, 'onDidFail fires once');
 
-    assert.throws(() => s.transaction(() => s.events.append(event('test.after'))), StoreFailedError, 'no write on top of diverged memory');
+    assert.throws(
+      () => s.transaction(() => s.events.append(event('test.after'))),
+      StoreFailedError,
+      'no write on top of diverged memory',
+    );
     await assert.rejects(s.whenDurable(), StoreFailedError);
     s.afterCommit(() => ran.push('later'));
     assert.equal(ran.length, 0);
@@ -75,7 +87,11 @@ describe('a failed group commit (disk full, I/O error)', () => {
 
     s.close();
     store = CoordinatorStore.open(dataDir, { schema: [...COORDINATOR_SCHEMA, POISON] });
-    assert.deepEqual(store.events.query({ limit: 10 }).map((e) => e.eventType), ['test.kept'], 'only what was committed');
+    assert.deepEqual(
+      store.events.query({ limit: 10 }).map((e) => e.eventType),
+      ['test.kept'],
+      'only what was committed',
+    );
   });
 
   it('lets no timer throw into the event loop once the store refuses writes: the failure is logged', async () => {
@@ -85,16 +101,28 @@ describe('a failed group commit (disk full, I/O error)', () => {
     const coordinator = new Coordinator({ store: s, clock, router: { heartbeatIntervalMs: 0 } });
     try {
       const ctx = { correlationId: 'timers' };
-      assert.ok(coordinator.registry.register({ agentId: 'slow', name: 'slow', communicationClass: 'STANDARD', modalitiesSupported: [] }, ctx).accepted);
+      assert.ok(
+        coordinator.registry.register(
+          { agentId: 'slow', name: 'slow', communicationClass: 'STANDARD', modalitiesSupported: [] },
+          ctx,
+        ).accepted,
+      );
       await s.whenDurable();
       s.transaction(() => coordinator.log.record({ correlationId: 'poison', actor: 'test', eventType: 'test.poison' }));
       await assert.rejects(s.whenDurable(), StoreFailedError);
       // The init timeout of 'slow', housekeeping, message and event retention all fall due in these two minutes.
       assert.doesNotThrow(() => clock.advance(120_000));
       const logged = s.events.query({ eventType: 'registry.internal_error', limit: 10 });
-      assert.deepEqual(logged.map((e) => e.details.agent_id), ['slow', 'slow'], 'its presence and init timeouts could not be stored, and say so');
+      assert.deepEqual(
+        logged.map((e) => e.details.agent_id),
+        ['slow', 'slow'],
+        'its presence and init timeouts could not be stored, and say so',
+      );
       assert.ok(logged.every((e) => /could not commit/.test(String(e.details.error))));
-      assert.ok(s.events.query({ eventType: 'coordinator.internal_error', limit: 10 }).length >= 1, 'so does the event retention');
+      assert.ok(
+        s.events.query({ eventType: 'coordinator.internal_error', limit: 10 }).length >= 1,
+        'so does the event retention',
+      );
     } finally {
       coordinator.dispose();
       store = undefined;
@@ -108,7 +136,12 @@ describe('a failed group commit (disk full, I/O error)', () => {
     const ctx = { correlationId: 'store-failure' };
     try {
       for (const agentId of ['p', 'c']) {
-        assert.ok(coordinator.registry.register({ agentId, name: agentId, communicationClass: 'STANDARD', modalitiesSupported: ['application/json'] }, ctx).accepted);
+        assert.ok(
+          coordinator.registry.register(
+            { agentId, name: agentId, communicationClass: 'STANDARD', modalitiesSupported: ['application/json'] },
+            ctx,
+          ).accepted,
+        );
         coordinator.registry.heartbeat(agentId, 'RUNNABLE', {}, ctx);
       }
       await s.whenDurable();
@@ -119,9 +152,22 @@ describe('a failed group commit (disk full, I/O error)', () => {
       const data = (): Envelope => {
         const payload = Buffer.from('{"n":1}');
         return {
-          messageId: uuidv4(), idempotencyToken: '', producerId: 'p', correlationId: uuidv4(), sequenceNumber: String(++sequence), retryCount: 0,
-          messageType: 'DATA', contentType: 'application/json', contentLength: String(payload.byteLength), repoId: '', worktreeId: '',
-          hlcTimestamp: '', ttlMs: 0, timestampMs: Date.now(), payload, parentCorrelationId: '',
+          messageId: uuidv4(),
+          idempotencyToken: '',
+          producerId: 'p',
+          correlationId: uuidv4(),
+          sequenceNumber: String(++sequence),
+          retryCount: 0,
+          messageType: 'DATA',
+          contentType: 'application/json',
+          contentLength: String(payload.byteLength),
+          repoId: '',
+          worktreeId: '',
+          hlcTimestamp: '',
+          ttlMs: 0,
+          timestampMs: Date.now(),
+          payload,
+          parentCorrelationId: '',
         };
       };
 
@@ -132,9 +178,16 @@ describe('a failed group commit (disk full, I/O error)', () => {
       assert.deepEqual(delivered, [committed.messageId]);
 
       const lost = data();
-      assert.ok(coordinator.router.send(lost, ctx, { to: 'c' }).accepted, 'admitted, but its answer waits for the commit');
+      assert.ok(
+        coordinator.router.send(lost, ctx, { to: 'c' }).accepted,
+        'admitted, but its answer waits for the commit',
+      );
       coordinator.log.record({ correlationId: 'poison', actor: 'test', eventType: 'test.poison' });
-      await assert.rejects(s.whenDurable(), StoreFailedError, 'so the producer is answered with an error, never accepted');
+      await assert.rejects(
+        s.whenDurable(),
+        StoreFailedError,
+        'so the producer is answered with an error, never accepted',
+      );
       // The consumer reconnects: a new stream is where unconfirmed deliveries are sent again.
       try {
         coordinator.router.attach('c', consumer, ctx);
@@ -152,7 +205,11 @@ describe('a failed group commit (disk full, I/O error)', () => {
     store = CoordinatorStore.open(dataDir, { schema: [...COORDINATOR_SCHEMA, POISON] });
     const restarted = new Coordinator({ store, router: { heartbeatIntervalMs: 0 } });
     try {
-      assert.equal(restarted.router.stateCounts().SENT, 1, 'after the restart: the committed message, waiting for its ACK');
+      assert.equal(
+        restarted.router.stateCounts().SENT,
+        1,
+        'after the restart: the committed message, waiting for its ACK',
+      );
       assert.equal(restarted.router.stateCounts().TIMED_OUT ?? 0, 0);
     } finally {
       restarted.dispose();

@@ -11,7 +11,14 @@ import { pollUntil } from '../support/poll';
 import { makeTempDir, removeTempDir } from '../support/tempDir';
 
 /** The engine alone, with one table of its own: these tests are about the files, not the areas. */
-const ROWS: SchemaStep[] = [{ version: 1, area: 'test', description: 'rows', statements: ['CREATE TABLE rows (id INTEGER PRIMARY KEY, text TEXT NOT NULL)'] }];
+const ROWS: SchemaStep[] = [
+  {
+    version: 1,
+    area: 'test',
+    description: 'rows',
+    statements: ['CREATE TABLE rows (id INTEGER PRIMARY KEY, text TEXT NOT NULL)'],
+  },
+];
 const ENGINE_MODULE = path.join(__dirname, '../../src/core/store/sqliteStore.js');
 
 function open(dataDir: string, groupCommit = false): SqliteStore {
@@ -51,8 +58,15 @@ function assertMissingData(err: StoreOpenError, ...named: string[]): void {
  * A real crash: a child process opens the store, commits `rows` rows one by one, lets the marker follow, and
  * kills itself with SIGKILL (nothing is closed, the write-ahead log stays as the kernel has it).
  */
-function crashAfter(dataDir: string, rows: number, groupCommit = false, { markIntervalMs = 0, killAtOnce = false } = {}): void {
-  const kill = killAtOnce ? 'process.kill(process.pid, \'SIGKILL\')' : 'setTimeout(() => process.kill(process.pid, \'SIGKILL\'), 50)';
+function crashAfter(
+  dataDir: string,
+  rows: number,
+  groupCommit = false,
+  { markIntervalMs = 0, killAtOnce = false } = {},
+): void {
+  const kill = killAtOnce
+    ? "process.kill(process.pid, 'SIGKILL')"
+    : "setTimeout(() => process.kill(process.pid, 'SIGKILL'), 50)";
   const script = `
     const { SqliteStore } = require(${JSON.stringify(ENGINE_MODULE)});
     const store = SqliteStore.open(${JSON.stringify(dataDir)}, { schema: ${JSON.stringify(ROWS)}, markIntervalMs: ${markIntervalMs}, groupCommit: ${groupCommit} });
@@ -149,20 +163,39 @@ describe('store faults that are never silent', () => {
       insert(store, 10);
       await store.whenDurable();
       // The marker follows in its own commit after this one (markIntervalMs 0 here): wait for it, not for a time.
-      await pollUntil('the marker to follow the commit', () => (readMarker(file)!.epoch > first ? true : undefined), 5_000);
+      await pollUntil(
+        'the marker to follow the commit',
+        () => (readMarker(file)!.epoch > first ? true : undefined),
+        5_000,
+      );
       const marked = readMarker(file)!;
       assert.equal(marked.state, 'open');
       assert.ok(marked.epoch > first, `${marked.epoch} > ${first}`);
-      const db = store.database.prepare(`SELECT seq FROM sqlite_sequence WHERE name = 'sw4rm_store_epoch'`).get() as { seq: number };
+      const db = store.database.prepare(`SELECT seq FROM sqlite_sequence WHERE name = 'sw4rm_store_epoch'`).get() as {
+        seq: number;
+      };
       assert.ok(Number(db.seq) >= marked.epoch);
     });
   });
 
   describe('every commit advances the epoch, at the cost of no page of its own', () => {
     /** Like the event log: a table with an AUTOINCREMENT key, so that its commits write sqlite_sequence's page. */
-    const LOGGED: SchemaStep[] = [{ version: 1, area: 'test', description: 'log', statements: ['CREATE TABLE log (id INTEGER PRIMARY KEY AUTOINCREMENT, text TEXT NOT NULL)'] }];
+    const LOGGED: SchemaStep[] = [
+      {
+        version: 1,
+        area: 'test',
+        description: 'log',
+        statements: ['CREATE TABLE log (id INTEGER PRIMARY KEY AUTOINCREMENT, text TEXT NOT NULL)'],
+      },
+    ];
     const seq = (s: SqliteStore): number =>
-      Number((s.database.prepare(`SELECT seq FROM sqlite_sequence WHERE name = 'sw4rm_store_epoch'`).get() as { seq: number }).seq);
+      Number(
+        (
+          s.database.prepare(`SELECT seq FROM sqlite_sequence WHERE name = 'sw4rm_store_epoch'`).get() as {
+            seq: number;
+          }
+        ).seq,
+      );
 
     it('each commit adds one to the epoch and to the counter, past 2^32 too', () => {
       store = SqliteStore.open(dataDir, { schema: LOGGED, markIntervalMs: 60_000 });
@@ -186,7 +219,11 @@ describe('store faults that are never silent', () => {
       store.transaction(() => store!.database.prepare('INSERT INTO log (text) VALUES (?)').run('past 2^32'));
       assert.equal(seq(store), far + 2);
       assert.equal(readCommitCounter(file), far + 2);
-      assert.equal(Number((store.database.prepare('SELECT COUNT(*) AS n FROM sw4rm_store_epoch').get() as { n: number }).n), 0, 'the epoch table stays empty');
+      assert.equal(
+        Number((store.database.prepare('SELECT COUNT(*) AS n FROM sw4rm_store_epoch').get() as { n: number }).n),
+        0,
+        'the epoch table stays empty',
+      );
     });
 
     it('a commit that writes sqlite_sequence anyway writes no more pages to the log for its epoch', () => {
@@ -230,7 +267,11 @@ describe('store faults that are never silent', () => {
       const err = refusal(dataDir);
       assertMissingData(err, file);
       assert.match(err.message, /holds the store as of epoch \d+, but epoch \d+ was committed/);
-      assert.match(err.message, /SQLite folded what the write-ahead log still held/, 'says what its close did to the files');
+      assert.match(
+        err.message,
+        /SQLite folded what the write-ahead log still held/,
+        'says what its close did to the files',
+      );
       assert.equal(refusal(dataDir).reason, 'missing-data', 'and again on the next start');
     });
 
@@ -245,7 +286,12 @@ describe('store faults that are never silent', () => {
         fs.truncateSync(wal, Math.floor(fs.statSync(wal).size / 2));
         const err = refusal(dataDir);
         assertMissingData(err, file);
-        assert.match(err.message, new RegExp(`holds the store as of epoch \\d+, but epoch ${counted} was committed \\(its commit counter coordinator\\.db\\.commits says so\\)`));
+        assert.match(
+          err.message,
+          new RegExp(
+            `holds the store as of epoch \\d+, but epoch ${counted} was committed \\(its commit counter coordinator\\.db\\.commits says so\\)`,
+          ),
+        );
         assert.equal(refusal(dataDir).reason, 'missing-data', 'and again on the next start');
       });
     }
@@ -336,7 +382,10 @@ describe('store faults that are never silent', () => {
         catch (e) { console.log(JSON.stringify({ reason: e.reason, message: e.message })); }
       `;
       const asRoot = process.getuid?.() === 0;
-      const child = spawnSync(process.execPath, ['-e', script, dir], { encoding: 'utf8', ...(asRoot ? { uid: 65534, gid: 65534 } : {}) });
+      const child = spawnSync(process.execPath, ['-e', script, dir], {
+        encoding: 'utf8',
+        ...(asRoot ? { uid: 65534, gid: 65534 } : {}),
+      });
       assert.equal(child.status, 0, child.stderr);
       return JSON.parse(child.stdout) as { reason?: string; message?: string };
     }
@@ -355,7 +404,12 @@ describe('store faults that are never silent', () => {
       try {
         const result = attempt(dataDir);
         assert.equal(result.reason, 'read-only', result.message);
-        assert.match(result.message!, new RegExp(`data folder ${dataDir.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} is read-only or not writable by this user`));
+        assert.match(
+          result.message!,
+          new RegExp(
+            `data folder ${dataDir.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} is read-only or not writable by this user`,
+          ),
+        );
         assert.match(result.message!, /The store is not damaged and was not changed/);
         assert.doesNotMatch(result.message!, /aside|damaged \(/);
       } finally {
@@ -386,7 +440,11 @@ describe('store faults that are never silent', () => {
 
     it('a full disk (ENOSPC from the file system, SQLITE_FULL from SQLite): the folder, the free space, no stack', () => {
       const enospc = Object.assign(new Error('ENOSPC: no space left on device, write'), { code: 'ENOSPC', errno: -28 });
-      const sqliteFull = Object.assign(new Error('database or disk is full'), { code: 'ERR_SQLITE_ERROR', errcode: 13, errstr: 'database or disk is full' });
+      const sqliteFull = Object.assign(new Error('database or disk is full'), {
+        code: 'ERR_SQLITE_ERROR',
+        errcode: 13,
+        errstr: 'database or disk is full',
+      });
       for (const err of [enospc, sqliteFull]) {
         const d = diagnoseOpenFailure(err, dataDir, file, 'created', writable);
         assert.ok(d instanceof StoreOpenError);
@@ -399,9 +457,19 @@ describe('store faults that are never silent', () => {
     });
 
     it('"disk I/O error" or "unable to open" where the folder is not writable: read-only, not damaged', () => {
-      const ioerr = Object.assign(new Error('disk I/O error'), { code: 'ERR_SQLITE_ERROR', errcode: 10 | (13 << 8), errstr: 'disk I/O error' });
-      const cantopen = Object.assign(new Error('unable to open database file'), { code: 'ERR_SQLITE_ERROR', errcode: 14 });
-      const readonly = Object.assign(new Error('attempt to write a readonly database'), { code: 'ERR_SQLITE_ERROR', errcode: 8 });
+      const ioerr = Object.assign(new Error('disk I/O error'), {
+        code: 'ERR_SQLITE_ERROR',
+        errcode: 10 | (13 << 8),
+        errstr: 'disk I/O error',
+      });
+      const cantopen = Object.assign(new Error('unable to open database file'), {
+        code: 'ERR_SQLITE_ERROR',
+        errcode: 14,
+      });
+      const readonly = Object.assign(new Error('attempt to write a readonly database'), {
+        code: 'ERR_SQLITE_ERROR',
+        errcode: 8,
+      });
       const eacces = Object.assign(new Error('EACCES: permission denied'), { code: 'EACCES' });
       for (const err of [ioerr, cantopen, readonly, eacces]) {
         const d = diagnoseOpenFailure(err, dataDir, file, 'opened', (f) => f !== dataDir);
@@ -416,7 +484,10 @@ describe('store faults that are never silent', () => {
     it('a real I/O error where everything is writable stays an I/O error (the caller reports it)', () => {
       const ioerr = Object.assign(new Error('disk I/O error'), { code: 'ERR_SQLITE_ERROR', errcode: 10 });
       assert.equal(diagnoseOpenFailure(ioerr, dataDir, file, 'opened', writable), undefined);
-      assert.equal(diagnoseOpenFailure(new Error('file is not a database'), dataDir, file, 'opened', writable), undefined);
+      assert.equal(
+        diagnoseOpenFailure(new Error('file is not a database'), dataDir, file, 'opened', writable),
+        undefined,
+      );
     });
 
     it('a first start on a really full disk (a tiny tmpfs; needs root and mount, else skipped)', function () {
@@ -453,8 +524,14 @@ describe('store faults that are never silent', () => {
       store.close();
       store = undefined;
       const tooBig: SchemaStep = {
-        version: 2, area: 'test', description: 'a step that fills the disk',
-        statements: ['PRAGMA max_page_count = 8', 'CREATE TABLE big (b BLOB)', 'INSERT INTO big VALUES (zeroblob(200000))'],
+        version: 2,
+        area: 'test',
+        description: 'a step that fills the disk',
+        statements: [
+          'PRAGMA max_page_count = 8',
+          'CREATE TABLE big (b BLOB)',
+          'INSERT INTO big VALUES (zeroblob(200000))',
+        ],
       };
       try {
         SqliteStore.open(dataDir, { schema: [...ROWS, tooBig], markIntervalMs: 0 }).close();

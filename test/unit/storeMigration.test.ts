@@ -13,8 +13,13 @@ function agentRecord(agentId: string): AgentRecord {
   const verdict = validateDescriptor(validDescriptor(agentId));
   assert.ok(verdict.ok);
   return {
-    descriptor: verdict.descriptor, state: 'RUNNABLE', registeredAt: 1_000, updatedAt: 2_000, lastHeartbeatAt: null,
-    health: { load: 'low' }, presence: 'online',
+    descriptor: verdict.descriptor,
+    state: 'RUNNABLE',
+    registeredAt: 1_000,
+    updatedAt: 2_000,
+    lastHeartbeatAt: null,
+    health: { load: 'low' },
+    presence: 'online',
   };
 }
 
@@ -53,8 +58,10 @@ describe('the default data folder (src/extension/dataFolder.ts)', () => {
     const a = defaultDataFolder(global, ['/work/a']);
     assert.notEqual(defaultDataFolder(global, ['/other/a']), a, 'another checkout with the same name');
     assert.notEqual(defaultDataFolder(global, ['/work/a', '/work/b']), a);
-    assert.equal(path.basename(defaultDataFolder(global, ['/work/b', '/work/a'])).slice(-16),
-      path.basename(defaultDataFolder(global, ['/work/a', '/work/b'])).slice(-16));
+    assert.equal(
+      path.basename(defaultDataFolder(global, ['/work/b', '/work/a'])).slice(-16),
+      path.basename(defaultDataFolder(global, ['/work/a', '/work/b'])).slice(-16),
+    );
   });
 });
 
@@ -83,12 +90,19 @@ describe('moving the store from the workspace storage (src/server/storeMigration
     assert.equal(fs.statSync(path.join(to, 'token')).mode & 0o777, 0o600);
     assert.ok(!fs.existsSync(`${to}.migrating`));
     assert.deepEqual(agentIn(to, 'alpha')?.descriptor.agentId, 'alpha');
-    assert.match(fs.readFileSync(path.join(from, MOVED_NOTE_FILE_NAME), 'utf8'), new RegExp(`moved to ${to.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}`));
+    assert.match(
+      fs.readFileSync(path.join(from, MOVED_NOTE_FILE_NAME), 'utf8'),
+      new RegExp(`moved to ${to.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}`),
+    );
     const message = describeMigration(from, migration);
     assert.ok(message?.includes(`moved the store from ${from} to ${to}`), message);
     assert.ok(message?.includes('coordinator.db, ') && message.includes('token'), message);
 
-    assert.deepEqual(migrateStore(from, to, { lockWaitMs: 0 }), { kind: 'none', use: to }, 'a second start has nothing to move');
+    assert.deepEqual(
+      migrateStore(from, to, { lockWaitMs: 0 }),
+      { kind: 'none', use: to },
+      'a second start has nothing to move',
+    );
     assert.equal(describeMigration(from, { kind: 'none', use: to }), undefined);
   });
 
@@ -99,7 +113,10 @@ describe('moving the store from the workspace storage (src/server/storeMigration
     const migration = migrateStore(from, to, { lockWaitMs: 0 });
     assert.equal(migration.kind, 'moved');
     assert.ok(migration.kind === 'moved' && migration.files.includes('payloads'));
-    assert.equal(fs.readFileSync(path.join(to, 'payloads', '0b7e6c1e-9a4c-4b8e-9d3f-2a1b0c9d8e7f'), 'utf8'), 'sixteen megabytes');
+    assert.equal(
+      fs.readFileSync(path.join(to, 'payloads', '0b7e6c1e-9a4c-4b8e-9d3f-2a1b0c9d8e7f'), 'utf8'),
+      'sixteen megabytes',
+    );
     assert.ok(!fs.existsSync(path.join(from, 'payloads')));
   });
 
@@ -127,7 +144,10 @@ describe('moving the store from the workspace storage (src/server/storeMigration
       const migration = migrateStore(from, to, { lockWaitMs: 0 });
       assert.equal(migration.kind, 'not-moved');
       assert.equal(migration.use, from);
-      assert.match(describeMigration(from, migration)!, /was not moved .*in use by another running coordinator.*moved at a later start/);
+      assert.match(
+        describeMigration(from, migration)!,
+        /was not moved .*in use by another running coordinator.*moved at a later start/,
+      );
       assert.deepEqual(storeFiles(from), before);
       assert.ok(!fs.existsSync(to) && !fs.existsSync(`${to}.migrating`));
     } finally {
@@ -149,11 +169,11 @@ describe('moving the store from the workspace storage (src/server/storeMigration
   });
 
   it('leaves a store that does not open where it is, untouched, and uses it (its error is shown at start)', () => {
-    fs.writeFileSync(path.join(from, 'coordinator.db'), 'not a database, but somebody\'s data');
+    fs.writeFileSync(path.join(from, 'coordinator.db'), "not a database, but somebody's data");
     const migration = migrateStore(from, to, { lockWaitMs: 0 });
     assert.equal(migration.kind, 'not-moved');
     assert.equal(migration.use, from);
-    assert.equal(fs.readFileSync(path.join(from, 'coordinator.db'), 'utf8'), 'not a database, but somebody\'s data');
+    assert.equal(fs.readFileSync(path.join(from, 'coordinator.db'), 'utf8'), "not a database, but somebody's data");
     assert.ok(!fs.existsSync(to));
   });
 

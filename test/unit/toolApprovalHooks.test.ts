@@ -1,7 +1,15 @@
 import { strict as assert } from 'node:assert';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { askAsDenyReason, formatAnswer, HookInputError, kindOf, MAX_HOOK_INPUT_BYTES, parseHookInput, patchFiles } from '../../src/core/toolApproval/cliHooks';
+import {
+  askAsDenyReason,
+  formatAnswer,
+  HookInputError,
+  kindOf,
+  MAX_HOOK_INPUT_BYTES,
+  parseHookInput,
+  patchFiles,
+} from '../../src/core/toolApproval/cliHooks';
 import type { HookCli } from '../../src/core/toolApproval/model';
 import { REPO_ROOT } from '../support/paths';
 
@@ -26,9 +34,17 @@ describe('tool approvals: CLI hook inputs and answers (cliHooks.ts)', () => {
       const edit = parseHookInput('claude-code', fixture('claude-code-edit'));
       assert.equal(edit.kind, 'edit');
       assert.deepEqual(edit.paths, ['src/app.ts']);
-      assert.deepEqual(edit.edits, [{ path: 'src/app.ts', oldString: 'return 1;', newString: 'return 2;', replaceAll: false }]);
+      assert.deepEqual(edit.edits, [
+        { path: 'src/app.ts', oldString: 'return 1;', newString: 'return 2;', replaceAll: false },
+      ]);
       const multi = parseHookInput('claude-code', fixture('claude-code-multiedit'));
-      assert.deepEqual(multi.edits.map((e) => [e.oldString, e.newString, e.replaceAll]), [['one', 'uno', false], ['two', 'dos', true]]);
+      assert.deepEqual(
+        multi.edits.map((e) => [e.oldString, e.newString, e.replaceAll]),
+        [
+          ['one', 'uno', false],
+          ['two', 'dos', true],
+        ],
+      );
     });
 
     it('Gemini CLI write_file and run_shell_command (its dir_path is a path too)', () => {
@@ -63,7 +79,7 @@ describe('tool approvals: CLI hook inputs and answers (cliHooks.ts)', () => {
       assert.ok(patch.edits.every((e) => e.patch?.startsWith('*** Begin Patch')));
       const mcp = parseHookInput('codex', fixture('codex-mcp'));
       assert.equal(mcp.kind, 'mcp');
-      assert.deepEqual(mcp.paths, [], 'an MCP tool\'s arguments are not read as paths');
+      assert.deepEqual(mcp.paths, [], "an MCP tool's arguments are not read as paths");
       assert.deepEqual(patchFiles('*** Update File: a\n*** Move to: ../b\n'), ['a', '../b']);
     });
 
@@ -77,15 +93,23 @@ describe('tool approvals: CLI hook inputs and answers (cliHooks.ts)', () => {
     });
 
     it('refuses what is not a hook input, with VALIDATION_ERROR and why', () => {
-      const refusal = (cli: HookCli, body: unknown, pattern: RegExp) => assert.throws(() => parseHookInput(cli, body),
-        (err: unknown) => err instanceof HookInputError && err.code === 'VALIDATION_ERROR' && pattern.test(err.message));
+      const refusal = (cli: HookCli, body: unknown, pattern: RegExp) =>
+        assert.throws(
+          () => parseHookInput(cli, body),
+          (err: unknown) =>
+            err instanceof HookInputError && err.code === 'VALIDATION_ERROR' && pattern.test(err.message),
+        );
       refusal('claude-code', [1, 2], /not a JSON object/);
       refusal('claude-code', { tool_input: {} }, /no tool_name/);
       refusal('copilot', { toolArgs: '{}' }, /no toolName/);
       refusal('gemini', { tool_name: 'read_file', tool_input: 'x' }, /not a JSON object/);
       refusal('copilot', { toolName: 'edit', toolArgs: '{not json' }, /toolArgs/);
       refusal('custom', '['.repeat(200) + ']'.repeat(200), /deeper than/);
-      refusal('claude-code', { tool_name: 'Write', tool_input: { content: 'x'.repeat(MAX_HOOK_INPUT_BYTES) } }, /larger than/);
+      refusal(
+        'claude-code',
+        { tool_name: 'Write', tool_input: { content: 'x'.repeat(MAX_HOOK_INPUT_BYTES) } },
+        /larger than/,
+      );
     });
   });
 
@@ -93,26 +117,48 @@ describe('tool approvals: CLI hook inputs and answers (cliHooks.ts)', () => {
     it('Claude Code: hookSpecificOutput with the permission decision, exit 0', () => {
       for (const decision of ['allow', 'deny', 'ask'] as const) {
         const answer = formatAnswer('claude-code', { decision, reason: 'because' }, 'rule:x');
-        assert.deepEqual(answer.stdout, { hookSpecificOutput: { hookEventName: 'PreToolUse', permissionDecision: decision, permissionDecisionReason: 'because' } });
+        assert.deepEqual(answer.stdout, {
+          hookSpecificOutput: {
+            hookEventName: 'PreToolUse',
+            permissionDecision: decision,
+            permissionDecisionReason: 'because',
+          },
+        });
         assert.equal(answer.exitCode, 0);
       }
     });
 
     it('Copilot CLI: permissionDecision at the top level; custom: decision and reason', () => {
-      assert.deepEqual(formatAnswer('copilot', { decision: 'ask', reason: 'r' }, 'x').stdout, { permissionDecision: 'ask', permissionDecisionReason: 'r' });
-      assert.deepEqual(formatAnswer('custom', { decision: 'deny', reason: 'r' }, 'x').stdout, { decision: 'deny', reason: 'r' });
+      assert.deepEqual(formatAnswer('copilot', { decision: 'ask', reason: 'r' }, 'x').stdout, {
+        permissionDecision: 'ask',
+        permissionDecisionReason: 'r',
+      });
+      assert.deepEqual(formatAnswer('custom', { decision: 'deny', reason: 'r' }, 'x').stdout, {
+        decision: 'deny',
+        reason: 'r',
+      });
     });
 
     it('Gemini CLI and Codex have no "ask": a deny whose reason says nobody decided, never a person\'s denial', () => {
-      assert.deepEqual(formatAnswer('gemini', { decision: 'allow', reason: 'ok' }, 'x').stdout, { decision: 'allow', reason: 'ok' });
+      assert.deepEqual(formatAnswer('gemini', { decision: 'allow', reason: 'ok' }, 'x').stdout, {
+        decision: 'allow',
+        reason: 'ok',
+      });
       const gemini = formatAnswer('gemini', { decision: 'ask', reason: 'Nobody decided within 600 s' }, 'timeout');
       assert.equal(gemini.decision, 'ask', 'the verdict stays ask');
       assert.deepEqual(gemini.stdout, { decision: 'deny', reason: askAsDenyReason('Nobody decided within 600 s') });
       assert.match(String(gemini.stdout.reason), /not a person's denial/);
       const codex = formatAnswer('codex', { decision: 'ask', reason: 'r' }, 'timeout');
       assert.equal((codex.stdout.hookSpecificOutput as Record<string, unknown>).permissionDecision, 'deny');
-      const codexDeny = formatAnswer('codex', { decision: 'deny', reason: 'Denied by editor:alice: no' }, 'person:editor:alice');
-      assert.equal((codexDeny.stdout.hookSpecificOutput as Record<string, unknown>).permissionDecisionReason, 'Denied by editor:alice: no');
+      const codexDeny = formatAnswer(
+        'codex',
+        { decision: 'deny', reason: 'Denied by editor:alice: no' },
+        'person:editor:alice',
+      );
+      assert.equal(
+        (codexDeny.stdout.hookSpecificOutput as Record<string, unknown>).permissionDecisionReason,
+        'Denied by editor:alice: no',
+      );
     });
   });
 });

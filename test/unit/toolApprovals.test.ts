@@ -28,13 +28,20 @@ describe('tool approvals: ToolApprovals.decide (ManualClock, real HITL service a
 
   const locator: WorktreeLocator = {
     worktreePathOf: (agentId) => worktreeOf.get(agentId),
-    placeOf: (agentId) => (worktreeOf.has(agentId) ? { repoId: 'repo', worktreeId: 'wt-1', branch: 'sw4rm/wt-1' } : undefined),
+    placeOf: (agentId) =>
+      worktreeOf.has(agentId) ? { repoId: 'repo', worktreeId: 'wt-1', branch: 'sw4rm/wt-1' } : undefined,
   };
 
   function start(hitlPolicy: HitlPolicy = policy({ defaultDeadlineSeconds: 3600 })): void {
     h = new RouterHarness({}, {}, hitlPolicy);
     operator = h.coordinator.hitl.attachOperator('editor:alice');
-    approvals = new ToolApprovals({ hitl: h.coordinator.hitl, log: h.coordinator.log, clock: h.clock, locator, ids: h.coordinator.ids });
+    approvals = new ToolApprovals({
+      hitl: h.coordinator.hitl,
+      log: h.coordinator.log,
+      clock: h.clock,
+      locator,
+      ids: h.coordinator.ids,
+    });
   }
 
   beforeEach(() => {
@@ -57,7 +64,10 @@ describe('tool approvals: ToolApprovals.decide (ManualClock, real HITL service a
   function nextOpened(): Promise<HitlInvocation> {
     return new Promise((resolve) => {
       const subscription = h.coordinator.hitl.onDidChange((change) => {
-        if (change.kind === 'opened') { subscription.dispose(); resolve(change.invocation); }
+        if (change.kind === 'opened') {
+          subscription.dispose();
+          resolve(change.invocation);
+        }
       });
     });
   }
@@ -66,7 +76,13 @@ describe('tool approvals: ToolApprovals.decide (ManualClock, real HITL service a
     return approvals.decide(cli, body, AGENT, ctx('corr-hook'), signal);
   }
 
-  const claude = (tool_name: string, tool_input: Record<string, unknown>) => ({ hook_event_name: 'PreToolUse', cwd: root, tool_name, tool_input, tool_use_id: 'toolu_1' });
+  const claude = (tool_name: string, tool_input: Record<string, unknown>) => ({
+    hook_event_name: 'PreToolUse',
+    cwd: root,
+    tool_name,
+    tool_input,
+    tool_use_id: 'toolu_1',
+  });
 
   it('answers a read inside the worktree at once, logged as one event, no invocation', async () => {
     const answer = await decide('claude-code', claude('Read', { file_path: path.join(root, 'src', 'app.ts') }));
@@ -84,7 +100,11 @@ describe('tool approvals: ToolApprovals.decide (ManualClock, real HITL service a
   it('denies a path outside the worktree at once (a "../" escape and a symbolic link)', async () => {
     fs.symlinkSync(dir, path.join(root, 'up'));
     for (const file of ['../outside.txt', 'up/outside.txt']) {
-      const answer = await decide('gemini', { hook_event_name: 'BeforeTool', tool_name: 'write_file', tool_input: { file_path: file, content: 'x' } });
+      const answer = await decide('gemini', {
+        hook_event_name: 'BeforeTool',
+        tool_name: 'write_file',
+        tool_input: { file_path: file, content: 'x' },
+      });
       assert.deepEqual(answer.stdout, { decision: 'deny', reason: answer.reason });
       assert.match(answer.reason, /outside the agent's worktree/);
     }
@@ -92,9 +112,12 @@ describe('tool approvals: ToolApprovals.decide (ManualClock, real HITL service a
     assert.equal(h.events('tool_approval.decided').length, 2);
   });
 
-  it('asks in the editor for a write: SECURITY_APPROVAL with the tool, its arguments and the diff; a person\'s approve allows', async () => {
+  it("asks in the editor for a write: SECURITY_APPROVAL with the tool, its arguments and the diff; a person's approve allows", async () => {
     const opened = nextOpened();
-    const pending = decide('claude-code', claude('Write', { file_path: 'src/app.ts', content: 'export function f() {\n  return 2;\n}\n' }));
+    const pending = decide(
+      'claude-code',
+      claude('Write', { file_path: 'src/app.ts', content: 'export function f() {\n  return 2;\n}\n' }),
+    );
     const invocation = await opened;
     assert.equal(invocation.reasonType, 'SECURITY_APPROVAL');
     assert.equal(invocation.requester, AGENT);
@@ -109,21 +132,30 @@ describe('tool approvals: ToolApprovals.decide (ManualClock, real HITL service a
     assert.match(diff.unified!, /^\+  return 2;$/m);
     h.coordinator.hitl.decide(invocation.id, { action: 'approve', rationale: 'fine' }, 'editor:alice', ctx());
     const answer = await pending;
-    assert.deepEqual([answer.decision, answer.decidedBy, answer.invocationId], ['allow', 'person:editor:alice', invocation.id]);
+    assert.deepEqual(
+      [answer.decision, answer.decidedBy, answer.invocationId],
+      ['allow', 'person:editor:alice', invocation.id],
+    );
     assert.equal(answer.reason, 'Approved by editor:alice: fine');
     const [event] = h.events('tool_approval.answered');
     assert.equal(event.details.invocation_id, invocation.id);
     assert.equal(event.details.decided_by, 'person:editor:alice');
   });
 
-  it('an Edit shows the replacement in the current file; a new file is diffed against /dev/null; a person\'s deny carries the rationale', async () => {
+  it("an Edit shows the replacement in the current file; a new file is diffed against /dev/null; a person's deny carries the rationale", async () => {
     let opened = nextOpened();
-    let pending = decide('copilot', { toolName: 'edit', toolArgs: JSON.stringify({ path: 'src/app.ts', old_str: 'return 1;', new_str: 'return 42;' }) });
+    let pending = decide('copilot', {
+      toolName: 'edit',
+      toolArgs: JSON.stringify({ path: 'src/app.ts', old_str: 'return 1;', new_str: 'return 42;' }),
+    });
     let invocation = await opened;
     assert.match(invocation.context.diffs[0].unified!, /^-  return 1;\n\+  return 42;$/m);
     h.coordinator.hitl.decide(invocation.id, { action: 'deny', rationale: 'keep it at 1' }, 'editor:alice', ctx());
     let answer = await pending;
-    assert.deepEqual(answer.stdout, { permissionDecision: 'deny', permissionDecisionReason: 'Denied by editor:alice: keep it at 1' });
+    assert.deepEqual(answer.stdout, {
+      permissionDecision: 'deny',
+      permissionDecisionReason: 'Denied by editor:alice: keep it at 1',
+    });
 
     opened = nextOpened();
     pending = decide('claude-code', claude('Write', { file_path: 'docs/new.md', content: 'hello\n' }));
@@ -143,7 +175,12 @@ describe('tool approvals: ToolApprovals.decide (ManualClock, real HITL service a
     assert.equal(invocation.reasonType, 'TOOL_PRIVILEGE_ESCALATION');
     assert.equal(invocation.context.facts.command, 'git push --force origin main');
     assert.equal(invocation.context.facts.rule, 'builtin:ask-command git push*');
-    h.coordinator.hitl.decide(invocation.id, { action: 'modify', rationale: 'no force', payload: { command: 'git push origin main' } }, 'editor:alice', ctx());
+    h.coordinator.hitl.decide(
+      invocation.id,
+      { action: 'modify', rationale: 'no force', payload: { command: 'git push origin main' } },
+      'editor:alice',
+      ctx(),
+    );
     let answer = await pending;
     assert.equal(answer.decision, 'deny');
     assert.match(answer.reason, /no force\. Retry with these arguments: \{"command":"git push origin main"\}/);
@@ -157,7 +194,7 @@ describe('tool approvals: ToolApprovals.decide (ManualClock, real HITL service a
     assert.equal((answer.stdout.hookSpecificOutput as Record<string, unknown>).permissionDecision, 'ask');
   });
 
-  it('a deadline fallback is not a person\'s denial: the answer is ask (Gemini: a deny saying nobody decided)', async () => {
+  it("a deadline fallback is not a person's denial: the answer is ask (Gemini: a deny saying nobody decided)", async () => {
     h.dispose();
     operator?.dispose();
     start(policy({ defaultDeadlineSeconds: 60 }));
@@ -208,7 +245,7 @@ describe('tool approvals: ToolApprovals.decide (ManualClock, real HITL service a
     assert.deepEqual([settled.decision?.origin.kind, settled.decision?.origin.by], ['cancel', 'tool_approval']);
   });
 
-  it('the hook\'s request closing withdraws the question', async () => {
+  it("the hook's request closing withdraws the question", async () => {
     const controller = new AbortController();
     const opened = nextOpened();
     const pending = decide('claude-code', claude('Bash', { command: 'make' }), controller.signal);
@@ -231,32 +268,65 @@ describe('tool approvals: ToolApprovals.decide (ManualClock, real HITL service a
     const openedSearch = nextOpened();
     const search = decide('claude-code', claude('Grep', { pattern: 'TODO' }));
     const question = await openedSearch;
-    assert.deepEqual([question.context.facts.paths, question.context.facts.places], [[], ['unknown']], 'a search naming no path…');
+    assert.deepEqual(
+      [question.context.facts.paths, question.context.facts.places],
+      [[], ['unknown']],
+      'a search naming no path…',
+    );
     h.coordinator.hitl.decide(question.id, { action: 'deny', rationale: 'no' }, 'editor:alice', ctx());
     assert.equal((await search).decision, 'deny', '…is asked too: where it searches is unknown');
   });
 
-  it('the user\'s rules apply first and are logged when they change; a HITL auto rule decides like a person and says so', async () => {
+  it("the user's rules apply first and are logged when they change; a HITL auto rule decides like a person and says so", async () => {
     approvals.setRules([{ kind: 'shell', command: 'npm test*', action: 'allow', name: 'tests' }], 'settings');
     approvals.setRules([{ kind: 'shell', command: 'npm test*', action: 'allow', name: 'tests' }], 'settings');
     assert.equal(h.events('tool_approval.rules_set').length, 1, 'the same rules again change nothing');
     assert.equal((await decide('claude-code', claude('Bash', { command: 'npm test' }))).decidedBy, 'rule:tests');
 
-    h.coordinator.hitl.setPolicy({ ...h.coordinator.hitl.policy, rules: [{ name: 'trust-claude', reasonType: 'TOOL_PRIVILEGE_ESCALATION', agent: 'claude-*', subject: '**', action: 'approve' }] }, 'test');
+    h.coordinator.hitl.setPolicy(
+      {
+        ...h.coordinator.hitl.policy,
+        rules: [
+          {
+            name: 'trust-claude',
+            reasonType: 'TOOL_PRIVILEGE_ESCALATION',
+            agent: 'claude-*',
+            subject: '**',
+            action: 'approve',
+          },
+        ],
+      },
+      'test',
+    );
     const answer = await decide('claude-code', claude('Bash', { command: 'make' }));
     assert.deepEqual([answer.decision, answer.decidedBy], ['allow', 'hitl_rule:trust-claude']);
     assert.match(answer.reason, /HITL rule trust-claude/);
   });
 
-  it('a write to the agent\'s own hook or bridge wiring is asked even when the user\'s rules allow writes inside', async () => {
-    approvals.setRules([{ kind: 'write', path: 'inside', action: 'allow', name: 'writes' }, { kind: 'edit', path: 'inside', action: 'allow', name: 'edits' }], 'settings');
-    assert.equal((await decide('claude-code', claude('Write', { file_path: path.join(root, 'src', 'new.ts'), content: 'x' }))).decidedBy, 'rule:writes');
+  it("a write to the agent's own hook or bridge wiring is asked even when the user's rules allow writes inside", async () => {
+    approvals.setRules(
+      [
+        { kind: 'write', path: 'inside', action: 'allow', name: 'writes' },
+        { kind: 'edit', path: 'inside', action: 'allow', name: 'edits' },
+      ],
+      'settings',
+    );
+    assert.equal(
+      (await decide('claude-code', claude('Write', { file_path: path.join(root, 'src', 'new.ts'), content: 'x' })))
+        .decidedBy,
+      'rule:writes',
+    );
     for (const file of ['.claude/settings.local.json', '.mcp.json', '.sw4rm/AGENT.md', '.gemini/settings.json']) {
       const opened = nextOpened();
       const pending = decide('claude-code', claude('Write', { file_path: path.join(root, file), content: '{}' }));
       const invocation = await opened;
       assert.match(JSON.stringify(invocation), /builtin:guard-wiring/, `${file}: asked by builtin:guard-wiring`);
-      h.coordinator.hitl.decide(invocation.id, { action: 'deny', rationale: 'keep your hooks' }, 'editor:alice', ctx('corr-deny'));
+      h.coordinator.hitl.decide(
+        invocation.id,
+        { action: 'deny', rationale: 'keep your hooks' },
+        'editor:alice',
+        ctx('corr-deny'),
+      );
       assert.equal((await pending).decision, 'deny');
     }
   });
@@ -264,7 +334,9 @@ describe('tool approvals: ToolApprovals.decide (ManualClock, real HITL service a
   it('after a restart, a question nobody waits for any more is withdrawn (coordinator.toolApprovals)', async () => {
     const opened = nextOpened();
     // The coordinator's own instance: this agent is not bound, so the read is asked.
-    h.coordinator.toolApprovals.decide('claude-code', claude('Read', { file_path: 'a' }), 'unbound-agent', ctx()).catch(() => undefined);
+    h.coordinator.toolApprovals
+      .decide('claude-code', claude('Read', { file_path: 'a' }), 'unbound-agent', ctx())
+      .catch(() => undefined);
     const invocation = await opened;
     h.restart();
     const after = h.coordinator.hitl.get(invocation.id)!;

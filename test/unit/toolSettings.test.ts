@@ -10,9 +10,14 @@ describe('sw4rm.tools.* settings (the process provider)', () => {
   });
 
   it('turn on only with true', () => {
-    assert.deepEqual(toolOptionsOf(toolSettings({ processEnabled: true, processAcceptUnenforcedNetworkPolicy: true })),
-      { process: { enabled: true, acceptUnenforcedNetworkPolicy: true } });
-    assert.deepEqual(toolSettings({ processEnabled: true }).process, { enabled: true, acceptUnenforcedNetworkPolicy: false });
+    assert.deepEqual(
+      toolOptionsOf(toolSettings({ processEnabled: true, processAcceptUnenforcedNetworkPolicy: true })),
+      { process: { enabled: true, acceptUnenforcedNetworkPolicy: true } },
+    );
+    assert.deepEqual(toolSettings({ processEnabled: true }).process, {
+      enabled: true,
+      acceptUnenforcedNetworkPolicy: false,
+    });
   });
 
   it('a value that is not a boolean stays off and is named in the warnings', () => {

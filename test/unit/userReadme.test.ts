@@ -4,7 +4,7 @@ import * as path from 'node:path';
 
 const root = path.resolve(__dirname, '../../..');
 
-describe('the users\' README shipped in the .vsix (docs/user/README.md)', () => {
+describe("the users' README shipped in the .vsix (docs/user/README.md)", () => {
   const readme = fs.readFileSync(path.join(root, 'docs', 'user', 'README.md'), 'utf8');
   const manifest = JSON.parse(fs.readFileSync(path.join(root, 'package.json'), 'utf8')) as {
     contributes: { configuration: { properties: Record<string, { default: unknown }> } };
@@ -14,7 +14,8 @@ describe('the users\' README shipped in the .vsix (docs/user/README.md)', () => 
     for (const [key, { default: value }] of Object.entries(manifest.contributes.configuration.properties)) {
       const row = readme.split('\n').find((line) => line.startsWith(`| \`${key}\` |`));
       assert.ok(row, `${key} is missing`);
-      if (value !== '') assert.ok(row.includes(`\`${typeof value === 'string' ? value : JSON.stringify(value)}\``), `${key}: ${row}`);
+      if (value !== '')
+        assert.ok(row.includes(`\`${typeof value === 'string' ? value : JSON.stringify(value)}\``), `${key}: ${row}`);
     }
   });
 

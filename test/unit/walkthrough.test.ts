@@ -1,10 +1,16 @@
 import { strict as assert } from 'node:assert';
 import { InProcessCoordinatorApi, type CoordinatorApi } from '../../src/core/api';
 import { parseInvocationRequest } from '../../src/core/hitl/request';
-import { NO_FACTS, NO_STEPS, WalkthroughProgress, walkthroughSteps, type WalkthroughSteps } from '../../src/extension/walkthroughModel';
+import {
+  NO_FACTS,
+  NO_STEPS,
+  WalkthroughProgress,
+  walkthroughSteps,
+  type WalkthroughSteps,
+} from '../../src/extension/walkthroughModel';
 import { RouterHarness, ctx, settle } from '../support/routerHarness';
 
-describe('the walkthrough\'s steps, derived from the coordinator\'s state', () => {
+describe("the walkthrough's steps, derived from the coordinator's state", () => {
   describe('walkthroughSteps', () => {
     it('nothing is done on a coordinator that has seen nothing; "start" is done while it runs', () => {
       assert.deepEqual(walkthroughSteps(NO_FACTS), NO_STEPS);
@@ -18,9 +24,19 @@ describe('the walkthrough\'s steps, derived from the coordinator\'s state', () =
     });
 
     it('each later step follows its own fact only', () => {
-      assert.deepEqual(walkthroughSteps({ ...NO_FACTS, agentsRegistered: 2 }), { ...NO_STEPS, environmentReady: true, agentRegistered: true });
-      assert.deepEqual(walkthroughSteps({ ...NO_FACTS, messagesDelivered: 1 }), { ...NO_STEPS, messageDelivered: true });
-      assert.deepEqual(walkthroughSteps({ ...NO_FACTS, approvalsDecided: true }), { ...NO_STEPS, approvalDecided: true });
+      assert.deepEqual(walkthroughSteps({ ...NO_FACTS, agentsRegistered: 2 }), {
+        ...NO_STEPS,
+        environmentReady: true,
+        agentRegistered: true,
+      });
+      assert.deepEqual(walkthroughSteps({ ...NO_FACTS, messagesDelivered: 1 }), {
+        ...NO_STEPS,
+        messageDelivered: true,
+      });
+      assert.deepEqual(walkthroughSteps({ ...NO_FACTS, approvalsDecided: true }), {
+        ...NO_STEPS,
+        approvalDecided: true,
+      });
     });
   });
 
@@ -47,7 +63,10 @@ describe('the walkthrough\'s steps, derived from the coordinator\'s state', () =
     }
 
     function openInvocation(summary: string): string {
-      const request = parseInvocationRequest({ reason_type: 'SECURITY_APPROVAL', summary }, { requester: 'agent-a', correlationId: 'corr-walk', now: h.clock.now() });
+      const request = parseInvocationRequest(
+        { reason_type: 'SECURITY_APPROVAL', summary },
+        { requester: 'agent-a', correlationId: 'corr-walk', now: h.clock.now() },
+      );
       return h.coordinator.hitl.open(request, { kind: 'rpc' }, ctx('corr-walk')).invocation.id;
     }
 
@@ -76,7 +95,12 @@ describe('the walkthrough\'s steps, derived from the coordinator\'s state', () =
       h.register('agent-a');
       h.register('agent-b');
       await settle();
-      assert.deepEqual(progress.steps, { ...NO_STEPS, coordinatorRunning: true, environmentReady: true, agentRegistered: true });
+      assert.deepEqual(progress.steps, {
+        ...NO_STEPS,
+        coordinatorRunning: true,
+        environmentReady: true,
+        agentRegistered: true,
+      });
 
       // Admitted but not delivered while agent-a has no inbox stream.
       h.sendData('agent-b', 'agent-a');
@@ -90,9 +114,19 @@ describe('the walkthrough\'s steps, derived from the coordinator\'s state', () =
       await api.cancelApproval(openInvocation('withdrawn'), 'editor:test', 'not needed');
       await settle();
       assert.equal(progress.steps.approvalDecided, false);
-      await api.decideApproval(openInvocation('Delete generated fixtures'), { action: 'approve', rationale: 'reviewed' }, 'editor:test');
+      await api.decideApproval(
+        openInvocation('Delete generated fixtures'),
+        { action: 'approve', rationale: 'reviewed' },
+        'editor:test',
+      );
       await settle();
-      assert.deepEqual(progress.steps, { coordinatorRunning: true, environmentReady: true, agentRegistered: true, messageDelivered: true, approvalDecided: true });
+      assert.deepEqual(progress.steps, {
+        coordinatorRunning: true,
+        environmentReady: true,
+        agentRegistered: true,
+        messageDelivered: true,
+        approvalDecided: true,
+      });
 
       // Published once per change, never the same steps twice in a row.
       for (let i = 1; i < published.length; i++) assert.notDeepEqual(published[i], published[i - 1]);
@@ -115,9 +149,19 @@ describe('the walkthrough\'s steps, derived from the coordinator\'s state', () =
 
     it('reads what a restarted coordinator already holds, and reports nothing done while it is stopped', async () => {
       h.register('agent-a');
-      await api.decideApproval(openInvocation('before the restart'), { action: 'deny', rationale: 'no' }, 'editor:test');
+      await api.decideApproval(
+        openInvocation('before the restart'),
+        { action: 'deny', rationale: 'no' },
+        'editor:test',
+      );
       await progress.bind(api);
-      assert.deepEqual(progress.steps, { coordinatorRunning: true, environmentReady: true, agentRegistered: true, messageDelivered: false, approvalDecided: true });
+      assert.deepEqual(progress.steps, {
+        coordinatorRunning: true,
+        environmentReady: true,
+        agentRegistered: true,
+        messageDelivered: false,
+        approvalDecided: true,
+      });
 
       await progress.bind(undefined);
       assert.deepEqual(progress.steps, NO_STEPS);
@@ -127,7 +171,13 @@ describe('the walkthrough\'s steps, derived from the coordinator\'s state', () =
       h.restart();
       api = new InProcessCoordinatorApi(h.coordinator);
       await progress.bind(api);
-      assert.deepEqual(progress.steps, { coordinatorRunning: true, environmentReady: true, agentRegistered: true, messageDelivered: false, approvalDecided: true });
+      assert.deepEqual(progress.steps, {
+        coordinatorRunning: true,
+        environmentReady: true,
+        agentRegistered: true,
+        messageDelivered: false,
+        approvalDecided: true,
+      });
     });
 
     it('follows only the API it is bound to: events of a stopped coordinator change nothing', async () => {

@@ -41,7 +41,12 @@ describe('WorkerThread: timeouts and crashed workers', function () {
     script = path.join(dir, 'worker.js');
     fs.writeFileSync(script, SCRIPT);
     clock = new ManualClock();
-    thread = new WorkerThread<Request, Answer>(script, (why) => ({ ok: false, why }), { timeoutMs: TIMEOUT_MS, maxOldGenerationSizeMb: 64, what: 'the test job', clock });
+    thread = new WorkerThread<Request, Answer>(script, (why) => ({ ok: false, why }), {
+      timeoutMs: TIMEOUT_MS,
+      maxOldGenerationSizeMb: 64,
+      what: 'the test job',
+      clock,
+    });
   });
 
   afterEach(async () => {
@@ -51,7 +56,9 @@ describe('WorkerThread: timeouts and crashed workers', function () {
   });
 
   /** Lets the event loop run (worker messages) without moving the Clock. */
-  const turns = async (n = 20) => { for (let i = 0; i < n; i++) await new Promise((resolve) => setImmediate(resolve)); };
+  const turns = async (n = 20) => {
+    for (let i = 0; i < n; i++) await new Promise((resolve) => setImmediate(resolve));
+  };
 
   async function assertWorks(value: string): Promise<void> {
     assert.deepEqual(await settles(thread.run({ op: 'echo', value }), `the echo of ${value}`), { ok: true, value });
@@ -61,7 +68,9 @@ describe('WorkerThread: timeouts and crashed workers', function () {
     it(`a job that ${op === 'hang' ? 'holds the worker in a loop' : 'never answers'} is refused when timeoutMs has passed on the clock, not before; its worker is ended and the next job works`, async () => {
       await assertWorks('first');
       let answer: Answer | undefined;
-      const job = thread.run({ op }).then((a) => { answer = a; });
+      const job = thread.run({ op }).then((a) => {
+        answer = a;
+      });
       clock.advance(TIMEOUT_MS - 1);
       await turns();
       assert.equal(answer, undefined, 'still running 1 ms before the timeout');
@@ -91,21 +100,38 @@ describe('WorkerThread: timeouts and crashed workers', function () {
     const stalled = thread.run({ op: 'hang' });
     const behind = thread.run({ op: 'echo', value: 'queued behind the stalled one' });
     clock.advance(TIMEOUT_MS);
-    assert.deepEqual(await settles(stalled, 'the stalled job'), { ok: false, why: 'the test job took more than 20 s (refused)' });
-    assert.deepEqual(await settles(behind, 'the job queued behind it'), { ok: true, value: 'queued behind the stalled one' });
+    assert.deepEqual(await settles(stalled, 'the stalled job'), {
+      ok: false,
+      why: 'the test job took more than 20 s (refused)',
+    });
+    assert.deepEqual(await settles(behind, 'the job queued behind it'), {
+      ok: true,
+      value: 'queued behind the stalled one',
+    });
 
     const crashed = thread.run({ op: 'exit', code: 3 });
     const next = thread.run({ op: 'echo', value: 'queued behind the crash' });
     const silent = thread.run({ op: 'silent' });
-    assert.deepEqual(await settles(crashed, 'the crashed job'), { ok: false, why: 'the test job stopped (exit code 3)' });
-    assert.deepEqual(await settles(next, 'the job queued behind the crash'), { ok: true, value: 'queued behind the crash' });
+    assert.deepEqual(await settles(crashed, 'the crashed job'), {
+      ok: false,
+      why: 'the test job stopped (exit code 3)',
+    });
+    assert.deepEqual(await settles(next, 'the job queued behind the crash'), {
+      ok: true,
+      value: 'queued behind the crash',
+    });
     // The silent job's timeout runs from when the new worker took it.
     let answer: Answer | undefined;
-    void silent.then((a) => { answer = a; });
+    void silent.then((a) => {
+      answer = a;
+    });
     await turns();
     assert.equal(answer, undefined);
     clock.advance(TIMEOUT_MS);
-    assert.deepEqual(await settles(silent, 'the silent job'), { ok: false, why: 'the test job took more than 20 s (refused)' });
+    assert.deepEqual(await settles(silent, 'the silent job'), {
+      ok: false,
+      why: 'the test job took more than 20 s (refused)',
+    });
     await assertWorks('after all of it');
   });
 
@@ -123,7 +149,8 @@ describe('WorkerThread: timeouts and crashed workers', function () {
     await turns();
     thread.dispose();
     assert.deepEqual(await settles(Promise.all(jobs), 'the pending jobs'), [
-      { ok: false, why: 'the coordinator is stopping' }, { ok: false, why: 'the coordinator is stopping' },
+      { ok: false, why: 'the coordinator is stopping' },
+      { ok: false, why: 'the coordinator is stopping' },
     ]);
     await pollUntil('the worker thread to exit', () => (thread.threads === 0 ? true : undefined), 5_000);
   });

@@ -15,12 +15,16 @@ describe('Workflows: the engine (RFC §17.7) over a real store, scheduler and ro
 
   describe('CreateWorkflow', () => {
     it('validates before persisting: a dependency cycle is refused with workflow_cycle_detected naming a real cycle, nothing stored', () => {
-      const result = h.workflows.create(definition('cyclic', [
-        { nodeId: 'root', agentId: 'x' },
-        { nodeId: 'a', agentId: 'x', dependencies: ['root', 'c'] },
-        { nodeId: 'b', agentId: 'x', dependencies: ['a'] },
-        { nodeId: 'c', agentId: 'x', dependencies: ['b'] },
-      ]), 'operator', ctx());
+      const result = h.workflows.create(
+        definition('cyclic', [
+          { nodeId: 'root', agentId: 'x' },
+          { nodeId: 'a', agentId: 'x', dependencies: ['root', 'c'] },
+          { nodeId: 'b', agentId: 'x', dependencies: ['a'] },
+          { nodeId: 'c', agentId: 'x', dependencies: ['b'] },
+        ]),
+        'operator',
+        ctx(),
+      );
       assert.equal(result.ok, false);
       const cycle = !result.ok ? result.issues.find((i) => i.code === 'workflow_cycle_detected') : undefined;
       assert.ok(cycle?.cycle, 'the cycle is named');
@@ -33,14 +37,22 @@ describe('Workflows: the engine (RFC §17.7) over a real store, scheduler and ro
       const created = h.workflows.create(definition('', [{ nodeId: 'a', agentId: 'x' }]), 'operator', ctx());
       assert.ok(created.ok && created.created);
       assert.match(created.ok ? created.workflowId : '', /^[0-9a-f-]{36}$/);
-      const def = definition('same', [{ nodeId: 'a', agentId: 'x', metadata: { k: '1', j: '2' } }, { nodeId: 'b', agentId: 'y', dependencies: ['a'] }]);
+      const def = definition('same', [
+        { nodeId: 'a', agentId: 'x', metadata: { k: '1', j: '2' } },
+        { nodeId: 'b', agentId: 'y', dependencies: ['a'] },
+      ]);
       assert.ok(h.workflows.create(def, 'operator', ctx()).ok);
       // The same workflow with its nodes and map keys in another order (proto maps have no order).
-      const reordered = definition('same', [{ nodeId: 'b', agentId: 'y', dependencies: ['a'] }, { nodeId: 'a', agentId: 'x', metadata: { j: '2', k: '1' } }]);
+      const reordered = definition('same', [
+        { nodeId: 'b', agentId: 'y', dependencies: ['a'] },
+        { nodeId: 'a', agentId: 'x', metadata: { j: '2', k: '1' } },
+      ]);
       const again = h.workflows.create(reordered, 'operator', ctx());
       assert.deepEqual(again.ok && [again.workflowId, again.created], ['same', false]);
-      assert.throws(() => h.workflows.create(definition('same', [{ nodeId: 'a', agentId: 'z' }]), 'operator', ctx()),
-        (err: unknown) => err instanceof WorkflowError && err.kind === 'exists' && err.code === 'ALREADY_EXISTS');
+      assert.throws(
+        () => h.workflows.create(definition('same', [{ nodeId: 'a', agentId: 'z' }]), 'operator', ctx()),
+        (err: unknown) => err instanceof WorkflowError && err.kind === 'exists' && err.code === 'ALREADY_EXISTS',
+      );
       assert.deepEqual(h.stateMoves('same'), ['→DEFINED'], 'one workflow.state event: created once');
     });
   });
@@ -48,12 +60,14 @@ describe('Workflows: the engine (RFC §17.7) over a real store, scheduler and ro
   describe('StartWorkflow and the DAG', () => {
     it('runs a diamond in dependency order: d only once b and c are COMPLETED; one event per node transition; COMPLETED', async () => {
       for (const agent of ['x', 'y', 'z']) h.agent(agent);
-      const id = h.create(definition('diamond', [
-        { nodeId: 'a', agentId: 'x' },
-        { nodeId: 'b', agentId: 'y', dependencies: ['a'] },
-        { nodeId: 'c', agentId: 'z', dependencies: ['a'] },
-        { nodeId: 'd', agentId: 'x', dependencies: ['b', 'c'] },
-      ]));
+      const id = h.create(
+        definition('diamond', [
+          { nodeId: 'a', agentId: 'x' },
+          { nodeId: 'b', agentId: 'y', dependencies: ['a'] },
+          { nodeId: 'c', agentId: 'z', dependencies: ['a'] },
+          { nodeId: 'd', agentId: 'x', dependencies: ['b', 'c'] },
+        ]),
+      );
       assert.deepEqual(h.statuses(id), { a: 'PENDING', b: 'PENDING', c: 'PENDING', d: 'PENDING' });
       assert.equal(h.nodeOf(id, 'b').state.waiting, 'the workflow has not started');
       const started = h.start(id, { topic: 'parsers' });
@@ -68,7 +82,11 @@ describe('Workflows: the engine (RFC §17.7) over a real store, scheduler and ro
       await h.finish('y');
       assert.deepEqual(h.statuses(id), { a: 'COMPLETED', b: 'COMPLETED', c: 'RUNNING', d: 'PENDING' });
       assert.equal(h.nodeOf(id, 'd').state.waiting, 'dependencies: c');
-      assert.deepEqual(h.commands('x'), [], 'd does not run while c runs (RFC: MUST NOT execute before every dependency COMPLETED)');
+      assert.deepEqual(
+        h.commands('x'),
+        [],
+        'd does not run while c runs (RFC: MUST NOT execute before every dependency COMPLETED)',
+      );
       await h.finish('z');
       assert.equal(h.statuses(id).d, 'RUNNING');
       await h.finish('x', { summary: 'all done' });
@@ -87,34 +105,65 @@ describe('Workflows: the engine (RFC §17.7) over a real store, scheduler and ro
     it('maps inputs from workflow_data by input_mapping (dotted paths; none: the whole data) and writes outputs back by output_mapping', async () => {
       h.agent('x');
       h.agent('y');
-      const id = h.create(definition('mapping', [
-        { nodeId: 'summarise', agentId: 'x', inputMapping: { 'doc.title': 'title', 'doc.tags.1': 'second_tag', missing: 'absent' }, outputMapping: { summary: 'result.summary', 'meta.words': 'stats.words' } },
-        { nodeId: 'publish', agentId: 'y', dependencies: ['summarise'] },
-      ]));
+      const id = h.create(
+        definition('mapping', [
+          {
+            nodeId: 'summarise',
+            agentId: 'x',
+            inputMapping: { 'doc.title': 'title', 'doc.tags.1': 'second_tag', missing: 'absent' },
+            outputMapping: { summary: 'result.summary', 'meta.words': 'stats.words' },
+          },
+          { nodeId: 'publish', agentId: 'y', dependencies: ['summarise'] },
+        ]),
+      );
       h.start(id, { doc: { title: 'Parsers', tags: ['a', 'b'] }, keep: 1 });
       const first = await h.finish('x', { summary: 'Short.', meta: { words: 1 }, extra: 'ignored' });
-      assert.deepEqual(first.inputs, { title: 'Parsers', second_tag: 'b' }, 'a mapped path that is missing is left out');
+      assert.deepEqual(
+        first.inputs,
+        { title: 'Parsers', second_tag: 'b' },
+        'a mapped path that is missing is left out',
+      );
       const second = await h.finish('y');
-      assert.deepEqual(second.inputs, { doc: { title: 'Parsers', tags: ['a', 'b'] }, keep: 1, result: { summary: 'Short.' }, stats: { words: 1 } });
-      assert.deepEqual(h.data(id), { doc: { title: 'Parsers', tags: ['a', 'b'] }, keep: 1, result: { summary: 'Short.' }, stats: { words: 1 } });
+      assert.deepEqual(second.inputs, {
+        doc: { title: 'Parsers', tags: ['a', 'b'] },
+        keep: 1,
+        result: { summary: 'Short.' },
+        stats: { words: 1 },
+      });
+      assert.deepEqual(h.data(id), {
+        doc: { title: 'Parsers', tags: ['a', 'b'] },
+        keep: 1,
+        result: { summary: 'Short.' },
+        stats: { words: 1 },
+      });
       assert.equal(h.detail(id).summary.state, 'COMPLETED');
     });
 
     it('an output without a mapped key, or a mapping through a non-object, FAILS the node with the reason (nothing half-written)', async () => {
       h.agent('x');
-      const id = h.create(definition('badmap', [{ nodeId: 'a', agentId: 'x', outputMapping: { score: 'review.score', verdict: 'keep.deeper' } }]));
+      const id = h.create(
+        definition('badmap', [
+          { nodeId: 'a', agentId: 'x', outputMapping: { score: 'review.score', verdict: 'keep.deeper' } },
+        ]),
+      );
       h.start(id, { keep: 'a string' });
       await h.finish('x', { score: 1, verdict: 'ok' });
       const a = h.nodeOf(id, 'a').state;
       assert.equal(a.status, 'FAILED');
       assert.match(a.error, /output_mapping: .*'keep' holds a string, not an object/);
-      assert.deepEqual(JSON.parse(a.output), { score: 1, verdict: 'ok' }, 'what the agent answered is kept for the person looking');
+      assert.deepEqual(
+        JSON.parse(a.output),
+        { score: 1, verdict: 'ok' },
+        'what the agent answered is kept for the person looking',
+      );
       assert.deepEqual(h.data(id), { keep: 'a string' }, 'no part of the mapping was written');
       const d = h.detail(id).summary;
       assert.equal(d.state, 'FAILED');
       assert.match(d.reason, /^node a FAILED: output_mapping/);
 
-      const id2 = h.create(definition('nokey', [{ nodeId: 'a', agentId: 'x', outputMapping: { score: 'review.score' } }]));
+      const id2 = h.create(
+        definition('nokey', [{ nodeId: 'a', agentId: 'x', outputMapping: { score: 'review.score' } }]),
+      );
       h.start(id2);
       await h.finish('x', { points: 3 });
       assert.match(h.nodeOf(id2, 'a').state.error, /output_mapping: the output has no 'score' \(it has points\)/);
@@ -123,35 +172,61 @@ describe('Workflows: the engine (RFC §17.7) over a real store, scheduler and ro
     it('refuses data that is not a JSON object, and a second start (naming ResumeWorkflow); an unknown workflow is not_found', () => {
       const id = h.create(definition('once', [{ nodeId: 'a', agentId: 'x' }]));
       for (const bad of ['[1]', '"text"', '{"a":', '{"a": 1}'.repeat(2)]) {
-        assert.throws(() => h.workflows.start(id, bad, 'operator', ctx()), (err: unknown) => err instanceof WorkflowError && err.kind === 'invalid', bad);
+        assert.throws(
+          () => h.workflows.start(id, bad, 'operator', ctx()),
+          (err: unknown) => err instanceof WorkflowError && err.kind === 'invalid',
+          bad,
+        );
       }
       assert.equal(h.detail(id).summary.state, 'DEFINED', 'a refused start changes nothing');
       h.agent('x');
       h.start(id);
-      assert.throws(() => h.start(id), (err: unknown) => err instanceof WorkflowError && err.kind === 'refused' && /ResumeWorkflow/.test(err.message));
-      assert.throws(() => h.start('nope'), (err: unknown) => err instanceof WorkflowError && err.kind === 'not_found');
+      assert.throws(
+        () => h.start(id),
+        (err: unknown) => err instanceof WorkflowError && err.kind === 'refused' && /ResumeWorkflow/.test(err.message),
+      );
+      assert.throws(
+        () => h.start('nope'),
+        (err: unknown) => err instanceof WorkflowError && err.kind === 'not_found',
+      );
     });
   });
 
   describe('conditional edges (route, CEL)', () => {
-    const branching = () => definition('branch', [
-      { nodeId: 'judge', agentId: 'x', outputMapping: { score: 'score' }, metadata: { route: "score > 0.5 ? 'good' : 'bad'" } },
-      { nodeId: 'good', agentId: 'y', dependencies: ['judge'] },
-      { nodeId: 'bad', agentId: 'z', dependencies: ['judge'] },
-      { nodeId: 'after_bad', agentId: 'z', dependencies: ['bad'] },
-      { nodeId: 'join', agentId: 'y', dependencies: ['good', 'bad'] },
-    ]);
+    const branching = () =>
+      definition('branch', [
+        {
+          nodeId: 'judge',
+          agentId: 'x',
+          outputMapping: { score: 'score' },
+          metadata: { route: "score > 0.5 ? 'good' : 'bad'" },
+        },
+        { nodeId: 'good', agentId: 'y', dependencies: ['judge'] },
+        { nodeId: 'bad', agentId: 'z', dependencies: ['judge'] },
+        { nodeId: 'after_bad', agentId: 'z', dependencies: ['bad'] },
+        { nodeId: 'join', agentId: 'y', dependencies: ['good', 'bad'] },
+      ]);
 
     it('runs the branch chosen; the other is SKIPPED and so is everything after it (the reason names the node)', async () => {
       for (const a of ['x', 'y', 'z']) h.agent(a);
       const id = h.create(branching());
       h.start(id);
       await h.finish('x', { score: 0.9 });
-      assert.deepEqual(h.statuses(id), { judge: 'COMPLETED', good: 'RUNNING', bad: 'SKIPPED', after_bad: 'SKIPPED', join: 'SKIPPED' });
+      assert.deepEqual(h.statuses(id), {
+        judge: 'COMPLETED',
+        good: 'RUNNING',
+        bad: 'SKIPPED',
+        after_bad: 'SKIPPED',
+        join: 'SKIPPED',
+      });
       assert.equal(h.nodeOf(id, 'bad').state.error, "not chosen by the route of 'judge'");
       assert.equal(h.nodeOf(id, 'after_bad').state.error, "dependency 'bad' SKIPPED");
       assert.equal(h.nodeOf(id, 'join').state.error, "dependency 'bad' SKIPPED");
-      assert.deepEqual(h.events('workflow.node').find((e) => e.details.node_id === 'judge' && e.details.to === 'COMPLETED')?.details.chosen, ['good']);
+      assert.deepEqual(
+        h.events('workflow.node').find((e) => e.details.node_id === 'judge' && e.details.to === 'COMPLETED')?.details
+          .chosen,
+        ['good'],
+      );
       await h.finish('y');
       assert.equal(h.detail(id).summary.state, 'COMPLETED', 'COMPLETED: every node COMPLETED or SKIPPED');
       assert.deepEqual(h.commands('z'), [], 'nothing ran on the branch not taken');
@@ -162,7 +237,13 @@ describe('Workflows: the engine (RFC §17.7) over a real store, scheduler and ro
       const id = h.create(branching());
       h.start(id);
       await h.finish('x', { score: 0.2 });
-      assert.deepEqual(h.statuses(id), { judge: 'COMPLETED', good: 'SKIPPED', bad: 'RUNNING', after_bad: 'PENDING', join: 'SKIPPED' });
+      assert.deepEqual(h.statuses(id), {
+        judge: 'COMPLETED',
+        good: 'SKIPPED',
+        bad: 'RUNNING',
+        after_bad: 'PENDING',
+        join: 'SKIPPED',
+      });
       await h.finish('z');
       await h.finish('z');
       assert.equal(h.detail(id).summary.state, 'COMPLETED');
@@ -172,7 +253,13 @@ describe('Workflows: the engine (RFC §17.7) over a real store, scheduler and ro
       await h.finish('x', { score: 'high' });
       assert.equal(h.statuses(id2).judge, 'FAILED');
       assert.match(h.nodeOf(id2, 'judge').state.error, /^route: /);
-      assert.deepEqual(h.statuses(id2), { judge: 'FAILED', good: 'SKIPPED', bad: 'SKIPPED', after_bad: 'SKIPPED', join: 'SKIPPED' });
+      assert.deepEqual(h.statuses(id2), {
+        judge: 'FAILED',
+        good: 'SKIPPED',
+        bad: 'SKIPPED',
+        after_bad: 'SKIPPED',
+        join: 'SKIPPED',
+      });
       assert.equal(h.detail(id2).summary.state, 'FAILED');
     });
 
@@ -180,11 +267,17 @@ describe('Workflows: the engine (RFC §17.7) over a real store, scheduler and ro
       h.agent('writer');
       h.agent('reviewer');
       h.agent('pub');
-      const loop = (workflowId: string) => definition(workflowId, [
-        { nodeId: 'write', agentId: 'writer', metadata: { max_iterations: '2' } },
-        { nodeId: 'review', agentId: 'reviewer', dependencies: ['write'], metadata: { route: "output.approved ? 'publish' : 'write'" } },
-        { nodeId: 'publish', agentId: 'pub', dependencies: ['review'] },
-      ]);
+      const loop = (workflowId: string) =>
+        definition(workflowId, [
+          { nodeId: 'write', agentId: 'writer', metadata: { max_iterations: '2' } },
+          {
+            nodeId: 'review',
+            agentId: 'reviewer',
+            dependencies: ['write'],
+            metadata: { route: "output.approved ? 'publish' : 'write'" },
+          },
+          { nodeId: 'publish', agentId: 'pub', dependencies: ['review'] },
+        ]);
       const id = h.create(loop('loop'));
       h.start(id, { draft: 0 });
       for (let i = 1; i <= 2; i++) {
@@ -200,7 +293,11 @@ describe('Workflows: the engine (RFC §17.7) over a real store, scheduler and ro
       assert.match(review.error, /loop back to 'write' refused: it has looped 2 time\(s\), its max_iterations is 2/);
       assert.deepEqual(h.statuses(id), { write: 'COMPLETED', review: 'FAILED', publish: 'SKIPPED' });
       assert.equal(h.detail(id).summary.state, 'FAILED');
-      assert.deepEqual(h.tasksOf(id, 'write'), [`wf:${id}:write:1`, `wf:${id}:write:2`, `wf:${id}:write:3`], 'one task per run');
+      assert.deepEqual(
+        h.tasksOf(id, 'write'),
+        [`wf:${id}:write:1`, `wf:${id}:write:2`, `wf:${id}:write:3`],
+        'one task per run',
+      );
 
       const id2 = h.create(loop('loop-ok'));
       h.start(id2);
@@ -211,20 +308,32 @@ describe('Workflows: the engine (RFC §17.7) over a real store, scheduler and ro
       await h.finish('pub');
       assert.equal(h.detail(id2).summary.state, 'COMPLETED');
       assert.equal(h.nodeOf(id2, 'write').state.runs, 2);
-      assert.deepEqual(h.nodeMoves(id2, 'review').filter((m) => m === 'COMPLETED→PENDING'), ['COMPLETED→PENDING'], 'the loop reset review once');
+      assert.deepEqual(
+        h.nodeMoves(id2, 'review').filter((m) => m === 'COMPLETED→PENDING'),
+        ['COMPLETED→PENDING'],
+        'the loop reset review once',
+      );
     });
   });
 
   describe('triggers', () => {
     it('MANUAL: READY waits for Run Node (the workflow WAITING, the reason says so); Run Node refuses what it may not run', async () => {
       h.agent('x');
-      const id = h.create(definition('manual', [
-        { nodeId: 'prep', agentId: 'x' },
-        { nodeId: 'deploy', agentId: 'x', dependencies: ['prep'], trigger: 'MANUAL' },
-      ]));
+      const id = h.create(
+        definition('manual', [
+          { nodeId: 'prep', agentId: 'x' },
+          { nodeId: 'deploy', agentId: 'x', dependencies: ['prep'], trigger: 'MANUAL' },
+        ]),
+      );
       h.start(id);
-      assert.throws(() => h.workflows.runNode(id, 'deploy', 'editor:me', ctx()), (err: unknown) => err instanceof WorkflowError && /PENDING, not READY/.test(err.message));
-      assert.throws(() => h.workflows.runNode(id, 'prep', 'editor:me', ctx()), (err: unknown) => err instanceof WorkflowError && /DEPENDENCY node: it runs by itself/.test(err.message));
+      assert.throws(
+        () => h.workflows.runNode(id, 'deploy', 'editor:me', ctx()),
+        (err: unknown) => err instanceof WorkflowError && /PENDING, not READY/.test(err.message),
+      );
+      assert.throws(
+        () => h.workflows.runNode(id, 'prep', 'editor:me', ctx()),
+        (err: unknown) => err instanceof WorkflowError && /DEPENDENCY node: it runs by itself/.test(err.message),
+      );
       await h.finish('x');
       assert.equal(h.statuses(id).deploy, 'READY');
       assert.deepEqual(h.commands('x'), [], 'a MANUAL node does not run by itself');
@@ -234,7 +343,13 @@ describe('Workflows: the engine (RFC §17.7) over a real store, scheduler and ro
       const after = h.workflows.runNode(id, 'deploy', 'editor:me', ctx());
       assert.equal(after.nodes.find((n) => n.state.nodeId === 'deploy')?.state.status, 'RUNNING');
       assert.equal(after.summary.state, 'RUNNING');
-      assert.match(String(h.events('workflow.node').find((e) => e.details.node_id === 'deploy' && e.details.to === 'RUNNING')?.details.reason), /Run Node by editor:me/);
+      assert.match(
+        String(
+          h.events('workflow.node').find((e) => e.details.node_id === 'deploy' && e.details.to === 'RUNNING')?.details
+            .reason,
+        ),
+        /Run Node by editor:me/,
+      );
       await h.finish('x');
       assert.equal(h.detail(id).summary.state, 'COMPLETED');
     });
@@ -242,7 +357,11 @@ describe('Workflows: the engine (RFC §17.7) over a real store, scheduler and ro
     it('SCHEDULE: READY, it runs at the next cron time after it became READY (ManualClock), not before', async () => {
       h.agent('x');
       // The clock starts at 2026-01-01T00:00:00Z: the next `0 * * * *` after it is 01:00.
-      const id = h.create(definition('scheduled', [{ nodeId: 'nightly', agentId: 'x', trigger: 'SCHEDULE', metadata: { schedule: '0 * * * *' } }]));
+      const id = h.create(
+        definition('scheduled', [
+          { nodeId: 'nightly', agentId: 'x', trigger: 'SCHEDULE', metadata: { schedule: '0 * * * *' } },
+        ]),
+      );
       h.start(id);
       const node = h.nodeOf(id, 'nightly').state;
       assert.equal(node.status, 'READY');
@@ -258,22 +377,53 @@ describe('Workflows: the engine (RFC §17.7) over a real store, scheduler and ro
 
     it('EVENT: a NOTIFICATION to coordinator {"workflow_event"} with correlation_id = workflow_id starts the READY node; its data lands in events.<name>; others are refused', async () => {
       h.agent('x');
-      const id = h.create(definition('evented', [
-        { nodeId: 'build', agentId: 'x' },
-        { nodeId: 'ship', agentId: 'x', dependencies: ['build'], trigger: 'EVENT', metadata: { event: 'approved' }, inputMapping: { 'events.approved.by': 'approver' } },
-      ]));
+      const id = h.create(
+        definition('evented', [
+          { nodeId: 'build', agentId: 'x' },
+          {
+            nodeId: 'ship',
+            agentId: 'x',
+            dependencies: ['build'],
+            trigger: 'EVENT',
+            metadata: { event: 'approved' },
+            inputMapping: { 'events.approved.by': 'approver' },
+          },
+        ]),
+      );
       h.start(id);
       // Sent by x, an agent a node names (workflowAccess.test.ts: who else may).
-      const event = (payload: unknown, correlationId = id) => h.send(h.envelope('x', { messageType: 'NOTIFICATION', correlationId, payload: payload as Record<string, unknown> }), 'coordinator');
+      const event = (payload: unknown, correlationId = id) =>
+        h.send(
+          h.envelope('x', { messageType: 'NOTIFICATION', correlationId, payload: payload as Record<string, unknown> }),
+          'coordinator',
+        );
       const early = event({ workflow_event: 'approved', data: { by: 'bob' } });
       assert.equal(!early.accepted && early.code, 'NO_ROUTE', 'not READY yet: refused, not kept');
       assert.match(!early.accepted ? early.reason : '', /no EVENT node .* waits for 'approved' now: ship \(PENDING\)/);
       await h.finish('x');
       assert.equal(h.statuses(id).ship, 'READY');
       assert.match(h.detail(id).summary.reason, /event 'approved' for ship/);
-      assert.equal((() => { const r = event({ something: 1 }); return !r.accepted && r.code; })(), 'VALIDATION_ERROR');
-      assert.equal((() => { const r = event({ workflow_event: 'approved' }, 'no-such-workflow'); return !r.accepted && r.code; })(), 'NO_ROUTE');
-      assert.equal((() => { const r = event({ workflow_event: 'rejected' }); return !r.accepted && r.code; })(), 'NO_ROUTE');
+      assert.equal(
+        (() => {
+          const r = event({ something: 1 });
+          return !r.accepted && r.code;
+        })(),
+        'VALIDATION_ERROR',
+      );
+      assert.equal(
+        (() => {
+          const r = event({ workflow_event: 'approved' }, 'no-such-workflow');
+          return !r.accepted && r.code;
+        })(),
+        'NO_ROUTE',
+      );
+      assert.equal(
+        (() => {
+          const r = event({ workflow_event: 'rejected' });
+          return !r.accepted && r.code;
+        })(),
+        'NO_ROUTE',
+      );
       assert.deepEqual(h.commands('x'), []);
       const taken = event({ workflow_event: 'approved', data: { by: 'bob' } });
       assert.ok(taken.accepted, taken.accepted ? '' : taken.reason);
@@ -289,18 +439,23 @@ describe('Workflows: the engine (RFC §17.7) over a real store, scheduler and ro
   describe('failures never hang the graph', () => {
     it('a FAILED task FAILS its node, SKIPS its dependents, starts nothing new, and ends the workflow FAILED once nothing runs', async () => {
       for (const a of ['x', 'y', 'z']) h.agent(a);
-      const id = h.create(definition('failing', [
-        { nodeId: 'a', agentId: 'x' },
-        { nodeId: 'b', agentId: 'y', dependencies: ['a'] },
-        { nodeId: 'c', agentId: 'z', dependencies: ['a'] },
-        { nodeId: 'after_c', agentId: 'z', dependencies: ['c'] },
-        { nodeId: 'd', agentId: 'x', dependencies: ['b', 'c'] },
-      ]));
+      const id = h.create(
+        definition('failing', [
+          { nodeId: 'a', agentId: 'x' },
+          { nodeId: 'b', agentId: 'y', dependencies: ['a'] },
+          { nodeId: 'c', agentId: 'z', dependencies: ['a'] },
+          { nodeId: 'after_c', agentId: 'z', dependencies: ['c'] },
+          { nodeId: 'd', agentId: 'x', dependencies: ['b', 'c'] },
+        ]),
+      );
       h.start(id);
       await h.finish('x');
       await h.failRun('y', 'VALIDATION_ERROR', 'cannot parse the input');
       assert.deepEqual(h.statuses(id), { a: 'COMPLETED', b: 'FAILED', c: 'RUNNING', after_c: 'PENDING', d: 'SKIPPED' });
-      assert.match(h.nodeOf(id, 'b').state.error, /^task wf:failing:b:1 FAILED: VALIDATION_ERROR: cannot parse the input$/);
+      assert.match(
+        h.nodeOf(id, 'b').state.error,
+        /^task wf:failing:b:1 FAILED: VALIDATION_ERROR: cannot parse the input$/,
+      );
       assert.equal(h.nodeOf(id, 'd').state.error, "dependency 'b' FAILED");
       const failing = h.detail(id).summary;
       assert.equal(failing.state, 'RUNNING');
@@ -329,7 +484,12 @@ describe('Workflows: the engine (RFC §17.7) over a real store, scheduler and ro
 
     it('a task cancelled by the operator FAILS its node with the reason', async () => {
       h.agent('x');
-      const id = h.create(definition('cancelled-task', [{ nodeId: 'a', agentId: 'x' }, { nodeId: 'b', agentId: 'x', dependencies: ['a'] }]));
+      const id = h.create(
+        definition('cancelled-task', [
+          { nodeId: 'a', agentId: 'x' },
+          { nodeId: 'b', agentId: 'x', dependencies: ['a'] },
+        ]),
+      );
       h.start(id);
       h.scheduler.cancel(`wf:${id}:a:1`, 'wrong repository', ctx());
       await h.settled();
@@ -340,10 +500,11 @@ describe('Workflows: the engine (RFC §17.7) over a real store, scheduler and ro
   });
 
   describe('on_failure: hitl (a person decides: approve = retry, modify = skip with an output, deny = fail)', () => {
-    const asking = (workflowId: string) => definition(workflowId, [
-      { nodeId: 'flaky', agentId: 'x', metadata: { on_failure: 'hitl' }, outputMapping: { value: 'value' } },
-      { nodeId: 'next', agentId: 'y', dependencies: ['flaky'] },
-    ]);
+    const asking = (workflowId: string) =>
+      definition(workflowId, [
+        { nodeId: 'flaky', agentId: 'x', metadata: { on_failure: 'hitl' }, outputMapping: { value: 'value' } },
+        { nodeId: 'next', agentId: 'y', dependencies: ['flaky'] },
+      ]);
 
     function pendingInvocation(workflowId: string): string {
       const node = h.nodeOf(workflowId, 'flaky').state;
@@ -385,7 +546,12 @@ describe('Workflows: the engine (RFC §17.7) over a real store, scheduler and ro
       const id = h.create(asking('modify'));
       h.start(id);
       await h.failRun('x');
-      h.coordinator.hitl.decide(pendingInvocation(id), { action: 'modify', rationale: 'use the known value', payload: { value: 7 } }, 'tester', ctx());
+      h.coordinator.hitl.decide(
+        pendingInvocation(id),
+        { action: 'modify', rationale: 'use the known value', payload: { value: 7 } },
+        'tester',
+        ctx(),
+      );
       await h.settled();
       assert.equal(h.statuses(id).flaky, 'COMPLETED');
       assert.deepEqual(JSON.parse(h.nodeOf(id, 'flaky').state.output), { value: 7 });
@@ -419,42 +585,77 @@ describe('Workflows: the engine (RFC §17.7) over a real store, scheduler and ro
   describe('ResumeWorkflow', () => {
     it('runs again from a node with updated data: it and what follows it back to PENDING, earlier outputs kept, upstream not re-run', async () => {
       for (const a of ['x', 'y']) h.agent(a);
-      const id = h.create(definition('resumable', [
-        { nodeId: 'fetch', agentId: 'x', outputMapping: { rows: 'rows' } },
-        { nodeId: 'transform', agentId: 'y', dependencies: ['fetch'], outputMapping: { out: 'transformed' } },
-        { nodeId: 'load', agentId: 'x', dependencies: ['transform'] },
-      ]));
+      const id = h.create(
+        definition('resumable', [
+          { nodeId: 'fetch', agentId: 'x', outputMapping: { rows: 'rows' } },
+          { nodeId: 'transform', agentId: 'y', dependencies: ['fetch'], outputMapping: { out: 'transformed' } },
+          { nodeId: 'load', agentId: 'x', dependencies: ['transform'] },
+        ]),
+      );
       h.start(id, { source: 'db' });
       await h.finish('x', { rows: 3 });
       await h.failRun('y', 'VALIDATION_ERROR', 'column missing');
       assert.equal(h.detail(id).summary.state, 'FAILED');
       assert.deepEqual(h.statuses(id), { fetch: 'COMPLETED', transform: 'FAILED', load: 'SKIPPED' });
-      assert.throws(() => h.workflows.resume(id, 'load', '', 'operator', ctx()),
-        (err: unknown) => err instanceof WorkflowError && /depends on 'transform', which is FAILED: resume from 'transform'/.test(err.message));
+      assert.throws(
+        () => h.workflows.resume(id, 'load', '', 'operator', ctx()),
+        (err: unknown) =>
+          err instanceof WorkflowError &&
+          /depends on 'transform', which is FAILED: resume from 'transform'/.test(err.message),
+      );
       const resumed = h.workflows.resume(id, 'transform', JSON.stringify({ column: 'id' }), 'operator', ctx());
       assert.equal(resumed.summary.state, 'RUNNING');
       assert.deepEqual(h.statuses(id), { fetch: 'COMPLETED', transform: 'RUNNING', load: 'PENDING' });
-      assert.throws(() => h.workflows.resume(id, 'transform', '', 'operator', ctx()), (err: unknown) => err instanceof WorkflowError && /RUNNING/.test(err.message));
-      assert.throws(() => h.workflows.resume(id, 'fetch', '', 'operator', ctx()), (err: unknown) => err instanceof WorkflowError && /'transform', downstream of 'fetch', is RUNNING/.test(err.message));
+      assert.throws(
+        () => h.workflows.resume(id, 'transform', '', 'operator', ctx()),
+        (err: unknown) => err instanceof WorkflowError && /RUNNING/.test(err.message),
+      );
+      assert.throws(
+        () => h.workflows.resume(id, 'fetch', '', 'operator', ctx()),
+        (err: unknown) =>
+          err instanceof WorkflowError && /'transform', downstream of 'fetch', is RUNNING/.test(err.message),
+      );
       const second = await h.finish('y', { out: 'ok' });
       assert.equal(second.run, 2);
-      assert.deepEqual(second.inputs, { source: 'db', rows: 3, column: 'id' }, 'earlier outputs kept, the new data merged over them');
+      assert.deepEqual(
+        second.inputs,
+        { source: 'db', rows: 3, column: 'id' },
+        'earlier outputs kept, the new data merged over them',
+      );
       await h.finish('x');
       assert.equal(h.detail(id).summary.state, 'COMPLETED');
       assert.equal(h.nodeOf(id, 'fetch').state.runs, 1, 'upstream never ran again');
-      assert.deepEqual(h.stateMoves(id), ['→DEFINED', 'DEFINED→RUNNING', 'RUNNING→FAILED', 'FAILED→RUNNING', 'RUNNING→COMPLETED']);
+      assert.deepEqual(h.stateMoves(id), [
+        '→DEFINED',
+        'DEFINED→RUNNING',
+        'RUNNING→FAILED',
+        'FAILED→RUNNING',
+        'RUNNING→COMPLETED',
+      ]);
       // Iteration: a COMPLETED workflow runs again from a step, its earlier output in the data until overwritten.
       h.workflows.resume(id, 'load', JSON.stringify({ again: true }), 'operator', ctx());
-      assert.deepEqual((await h.finish('x')).inputs, { source: 'db', rows: 3, column: 'id', transformed: 'ok', again: true });
+      assert.deepEqual((await h.finish('x')).inputs, {
+        source: 'db',
+        rows: 3,
+        column: 'id',
+        transformed: 'ok',
+        again: true,
+      });
       assert.equal(h.detail(id).summary.state, 'COMPLETED');
     });
 
     it('refuses a workflow not started and an unknown node', () => {
       const id = h.create(definition('fresh', [{ nodeId: 'a', agentId: 'x' }]));
-      assert.throws(() => h.workflows.resume(id, 'a', '', 'operator', ctx()), (err: unknown) => err instanceof WorkflowError && /StartWorkflow/.test(err.message));
+      assert.throws(
+        () => h.workflows.resume(id, 'a', '', 'operator', ctx()),
+        (err: unknown) => err instanceof WorkflowError && /StartWorkflow/.test(err.message),
+      );
       h.agent('x');
       h.start(id);
-      assert.throws(() => h.workflows.resume(id, 'zzz', '', 'operator', ctx()), (err: unknown) => err instanceof WorkflowError && err.kind === 'not_found');
+      assert.throws(
+        () => h.workflows.resume(id, 'zzz', '', 'operator', ctx()),
+        (err: unknown) => err instanceof WorkflowError && err.kind === 'not_found',
+      );
     });
   });
 
@@ -462,9 +663,13 @@ describe('Workflows: the engine (RFC §17.7) over a real store, scheduler and ro
     it('cancels running tasks, SKIPS what did not finish, withdraws nothing finished, ends CANCELLED', async () => {
       h.agent('x');
       h.agent('y');
-      const id = h.create(definition('to-cancel', [
-        { nodeId: 'a', agentId: 'x' }, { nodeId: 'b', agentId: 'y', dependencies: ['a'] }, { nodeId: 'c', agentId: 'x', dependencies: ['b'] },
-      ]));
+      const id = h.create(
+        definition('to-cancel', [
+          { nodeId: 'a', agentId: 'x' },
+          { nodeId: 'b', agentId: 'y', dependencies: ['a'] },
+          { nodeId: 'c', agentId: 'x', dependencies: ['b'] },
+        ]),
+      );
       h.start(id);
       await h.finish('x');
       const detail = h.workflows.cancel(id, 'not needed', 'editor:me', ctx());
@@ -472,7 +677,10 @@ describe('Workflows: the engine (RFC §17.7) over a real store, scheduler and ro
       assert.deepEqual(h.statuses(id), { a: 'COMPLETED', b: 'SKIPPED', c: 'SKIPPED' });
       assert.equal(h.task(`wf:${id}:b:1`).state, 'CANCELLED');
       assert.match(h.detail(id).summary.reason, /workflow cancelled by editor:me: not needed/);
-      assert.throws(() => h.workflows.cancel(id, '', 'editor:me', ctx()), (err: unknown) => err instanceof WorkflowError && /already ended CANCELLED/.test(err.message));
+      assert.throws(
+        () => h.workflows.cancel(id, '', 'editor:me', ctx()),
+        (err: unknown) => err instanceof WorkflowError && /already ended CANCELLED/.test(err.message),
+      );
     });
   });
 
@@ -481,7 +689,11 @@ describe('Workflows: the engine (RFC §17.7) over a real store, scheduler and ro
       this.timeout(120_000);
       h.agent('x');
       const n = WORKFLOW_LIMITS.maxNodes;
-      const nodes = Array.from({ length: n }, (_, i) => ({ nodeId: `n${i}`, agentId: 'x', dependencies: i === 0 ? [] : [`n${i - 1}`] }));
+      const nodes = Array.from({ length: n }, (_, i) => ({
+        nodeId: `n${i}`,
+        agentId: 'x',
+        dependencies: i === 0 ? [] : [`n${i - 1}`],
+      }));
       const began = Date.now();
       const id = h.create(definition('big', nodes));
       h.start(id);
@@ -490,8 +702,14 @@ describe('Workflows: the engine (RFC §17.7) over a real store, scheduler and ro
       const writes = { node: 0, workflow: 0 };
       const putNode = repo.putNode.bind(repo);
       const putWorkflow = repo.putWorkflow.bind(repo);
-      repo.putNode = (w, node) => { writes.node++; putNode(w, node); };
-      repo.putWorkflow = (r, c) => { writes.workflow++; putWorkflow(r, c); };
+      repo.putNode = (w, node) => {
+        writes.node++;
+        putNode(w, node);
+      };
+      repo.putWorkflow = (r, c) => {
+        writes.workflow++;
+        putWorkflow(r, c);
+      };
       await h.finish('x');
       // n0 RUNNING → COMPLETED and n1 PENDING → READY (one transaction), n1 READY → RUNNING (another): three node rows and,
       // once per transaction, the workflow's small row (its counts and updated_at, what the list reads).

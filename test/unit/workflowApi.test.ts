@@ -60,7 +60,10 @@ describe('CoordinatorApi: the workflow section (what the Workflows view uses)', 
     api.onDidChangeWorkflows((c) => changes.push(c));
     const created = await api.createWorkflowFromText(YAML, 'review.yaml', 'editor:me');
     assert.deepEqual(created, { ok: true, workflowId: 'review-flow', warnings: [] });
-    assert.deepEqual((await api.workflows()).map((w) => [w.workflowId, w.state, w.nodeCount]), [['review-flow', 'DEFINED', 4]]);
+    assert.deepEqual(
+      (await api.workflows()).map((w) => [w.workflowId, w.state, w.nodeCount]),
+      [['review-flow', 'DEFINED', 4]],
+    );
     const started = await api.startWorkflow('review-flow', '{"topic": "parsers"}', 'editor:me');
     assert.equal(started.summary.state, 'RUNNING');
     await h.finish('writer', { text: 'a draft' });
@@ -68,19 +71,40 @@ describe('CoordinatorApi: the workflow section (what the Workflows view uses)', 
     assert.equal(detail?.nodes.find((n) => n.definition.nodeId === 'review')?.state.status, 'RUNNING');
     const review = await api.workflowNode('review-flow', 'review');
     assert.deepEqual(JSON.parse(review?.node.inputs ?? ''), { text: 'a draft' }, 'the inputs it was given');
-    assert.deepEqual(JSON.parse((await api.workflowNode('review-flow', 'publish'))?.node.inputs ?? ''), { topic: 'parsers', draft: { text: 'a draft' } },
-      'the inputs it would be given now');
+    assert.deepEqual(
+      JSON.parse((await api.workflowNode('review-flow', 'publish'))?.node.inputs ?? ''),
+      { topic: 'parsers', draft: { text: 'a draft' } },
+      'the inputs it would be given now',
+    );
     await h.finish('reviewer', { score: 0.8 });
     const waiting = await api.workflow('review-flow');
     assert.equal(waiting?.summary.state, 'WAITING');
-    assert.deepEqual(waiting?.nodes.map((n) => [n.definition.nodeId, n.state.status]), [['draft', 'COMPLETED'], ['review', 'COMPLETED'], ['publish', 'READY'], ['rework', 'SKIPPED']]);
+    assert.deepEqual(
+      waiting?.nodes.map((n) => [n.definition.nodeId, n.state.status]),
+      [
+        ['draft', 'COMPLETED'],
+        ['review', 'COMPLETED'],
+        ['publish', 'READY'],
+        ['rework', 'SKIPPED'],
+      ],
+    );
     const ran = await api.runWorkflowNode('review-flow', 'publish', 'editor:me');
     assert.equal(ran.summary.state, 'RUNNING');
     await h.finish('writer');
     assert.equal((await api.workflow('review-flow'))?.summary.state, 'COMPLETED');
-    assert.ok(changes.some((c) => c.workflowId === 'review-flow' && c.nodeId === 'publish'), 'node changes are announced');
-    assert.ok(changes.some((c) => c.workflowId === 'review-flow' && c.nodeId === undefined && c.state === 'COMPLETED'), 'workflow changes are announced');
-    assert.deepEqual(structuredClone(await api.workflow('review-flow')), await api.workflow('review-flow'), 'plain data');
+    assert.ok(
+      changes.some((c) => c.workflowId === 'review-flow' && c.nodeId === 'publish'),
+      'node changes are announced',
+    );
+    assert.ok(
+      changes.some((c) => c.workflowId === 'review-flow' && c.nodeId === undefined && c.state === 'COMPLETED'),
+      'workflow changes are announced',
+    );
+    assert.deepEqual(
+      structuredClone(await api.workflow('review-flow')),
+      await api.workflow('review-flow'),
+      'plain data',
+    );
   });
 
   it('answers a refused file with every issue placed in it, never throws; the same id with another definition is refused in place', async () => {
@@ -93,7 +117,11 @@ describe('CoordinatorApi: the workflow section (what the Workflows view uses)', 
     assert.ok((await api.createWorkflowFromText(YAML, 'review.yaml', 'editor:me')).ok);
     const again = await api.createWorkflowFromText(YAML, 'review.yaml', 'editor:me');
     assert.ok(again.ok, 'the same definition again: created (idempotent)');
-    const other = await api.createWorkflowFromText(YAML.replace('agent_id: reviewer', 'agent_id: someone'), 'review.yaml', 'editor:me');
+    const other = await api.createWorkflowFromText(
+      YAML.replace('agent_id: reviewer', 'agent_id: someone'),
+      'review.yaml',
+      'editor:me',
+    );
     assert.equal(other.ok, false);
     assert.equal(!other.ok && other.issues[0].code, 'ALREADY_EXISTS');
     const broken = await api.createWorkflowFromText('nodes: [unclosed', 'broken.yaml', 'editor:me');
@@ -125,8 +153,25 @@ describe('CoordinatorApi: the workflow section (what the Workflows view uses)', 
     const seen: WorkflowsChange[] = [];
     api.onDidChangeWorkflows((c) => seen.push(c));
     api.dispose();
-    h.workflows.create({ workflowId: 'later', nodes: [{ nodeId: 'a', agentId: 'w', dependencies: [], trigger: 'DEPENDENCY', inputMapping: {}, outputMapping: {}, metadata: {} }], metadata: {} },
-      'operator', { correlationId: 'c' });
+    h.workflows.create(
+      {
+        workflowId: 'later',
+        nodes: [
+          {
+            nodeId: 'a',
+            agentId: 'w',
+            dependencies: [],
+            trigger: 'DEPENDENCY',
+            inputMapping: {},
+            outputMapping: {},
+            metadata: {},
+          },
+        ],
+        metadata: {},
+      },
+      'operator',
+      { correlationId: 'c' },
+    );
     assert.deepEqual(seen, []);
     assert.equal((await rejection(api.workflows())).code, 'stopped');
   });
@@ -146,20 +191,29 @@ describe('CoordinatorApi: reading large workflows (the Workflows view, Show Node
     h.dispose();
   });
 
-  it('the view reads the first N nodes and the counts, without working out any node\'s inputs', async () => {
+  it("the view reads the first N nodes and the counts, without working out any node's inputs", async () => {
     h.agent('w');
     const n = 500;
-    const nodes = Object.fromEntries(Array.from({ length: n }, (_, i) => [`n${i}`, { agent_id: 'w', input_mapping: { topic: 'topic' } }]));
-    const created = await api.createWorkflowFromText(JSON.stringify({ workflow_id: 'wide', nodes }), 'wide.json', 'editor:me');
+    const nodes = Object.fromEntries(
+      Array.from({ length: n }, (_, i) => [`n${i}`, { agent_id: 'w', input_mapping: { topic: 'topic' } }]),
+    );
+    const created = await api.createWorkflowFromText(
+      JSON.stringify({ workflow_id: 'wide', nodes }),
+      'wide.json',
+      'editor:me',
+    );
     assert.ok(created.ok, JSON.stringify(created));
     await api.startWorkflow('wide', '{"topic": "t"}', 'editor:me');
     const detail = await api.workflow('wide', 200);
     assert.ok(detail);
     assert.equal(detail.nodes.length, 200, 'the first 200 nodes');
-    assert.equal(detail.nodes[0].definition.nodeId, 'n0', 'in the author\'s order');
+    assert.equal(detail.nodes[0].definition.nodeId, 'n0', "in the author's order");
     assert.equal(detail.summary.nodeCount, n, 'the counts cover every node');
     assert.equal(detail.summary.counts.RUNNING + detail.summary.counts.READY + detail.summary.counts.PENDING, n);
-    assert.ok(detail.nodes.every((v) => v.inputs === ''), 'no node\'s inputs are worked out for a refresh (O(nodes × workflow_data))');
+    assert.ok(
+      detail.nodes.every((v) => v.inputs === ''),
+      "no node's inputs are worked out for a refresh (O(nodes × workflow_data))",
+    );
   });
 
   it('workflowNode answers one node with its inputs: given at its start (kept after the scheduler forgot its task), would be given now, none when SKIPPED', async () => {
@@ -200,7 +254,9 @@ nodes:
     h.restart(() => {
       const store = CoordinatorStore.open(h.dataDir);
       try {
-        (store as unknown as { engine: { database: { exec(sql: string): void } } }).engine.database.exec("DELETE FROM scheduler_tasks WHERE task_id LIKE 'wf:one-node:%'");
+        (store as unknown as { engine: { database: { exec(sql: string): void } } }).engine.database.exec(
+          "DELETE FROM scheduler_tasks WHERE task_id LIKE 'wf:one-node:%'",
+        );
       } finally {
         store.close();
       }
@@ -215,10 +271,20 @@ nodes:
 
   it('Start (and Run Node, Resume, Cancel) answer the nodes that are not PENDING, at most ANSWER_NODES', async () => {
     h.agent('w');
-    const nodes = Object.fromEntries([['root', { agent_id: 'w' }], ...Array.from({ length: 499 }, (_, i) => [`n${i}`, { agent_id: 'w', dependencies: ['root'] }])]);
-    assert.ok((await api.createWorkflowFromText(JSON.stringify({ workflow_id: 'answers', nodes }), 'answers.json', 'editor:me')).ok);
+    const nodes = Object.fromEntries([
+      ['root', { agent_id: 'w' }],
+      ...Array.from({ length: 499 }, (_, i) => [`n${i}`, { agent_id: 'w', dependencies: ['root'] }]),
+    ]);
+    assert.ok(
+      (await api.createWorkflowFromText(JSON.stringify({ workflow_id: 'answers', nodes }), 'answers.json', 'editor:me'))
+        .ok,
+    );
     const started = await api.startWorkflow('answers', '', 'editor:me');
-    assert.deepEqual(started.nodes.map((n) => [n.definition.nodeId, n.state.status]), [['root', 'RUNNING']], 'only what moved');
+    assert.deepEqual(
+      started.nodes.map((n) => [n.definition.nodeId, n.state.status]),
+      [['root', 'RUNNING']],
+      'only what moved',
+    );
     assert.equal(started.summary.nodeCount, 500);
     await h.finish('w');
     const cancelled = await api.cancelWorkflow('answers', 'enough', 'editor:me');

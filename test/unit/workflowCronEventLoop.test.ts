@@ -15,7 +15,9 @@ function threadCpuMs(): number | undefined {
 /** cron-parser's own next fire time, or undefined when its search gives up (its loop limit). */
 function cronParserNext(expression: string, after: number): number | undefined {
   try {
-    return CronExpressionParser.parse(expression.trim(), { currentDate: new Date(after), tz: 'UTC', strict: false }).next().getTime();
+    return CronExpressionParser.parse(expression.trim(), { currentDate: new Date(after), tz: 'UTC', strict: false })
+      .next()
+      .getTime();
   } catch {
     return undefined;
   }
@@ -29,14 +31,20 @@ function randomExpression(random: () => number): string {
     const r = random();
     if (r < 0.3) return '*';
     if (r < 0.5) return String(n(lo, hi));
-    if (r < 0.65) { const a = n(lo, hi); return `${a}-${n(a, hi)}`; }
+    if (r < 0.65) {
+      const a = n(lo, hi);
+      return `${a}-${n(a, hi)}`;
+    }
     if (r < 0.8) return `*/${n(1, Math.max(1, hi - lo))}`;
     const values = [...new Set(Array.from({ length: n(2, 4) }, () => n(lo, hi)))];
     return values.join(',');
   };
   const dom = random() < 0.15 ? pick(['L', '29', '30', '31', '1,L', '28-31']) : field(1, 31);
   const month = random() < 0.2 ? pick(['2', 'FEB', '2,4', 'JAN-MAR', '*/6']) : field(1, 12);
-  const dow = random() < 0.3 ? pick([`${n(0, 6)}#${n(1, 5)}`, `${n(0, 6)}L`, 'MON-FRI', 'SUN', '7', '0-7', `${n(0, 6)}#5`]) : field(0, 6);
+  const dow =
+    random() < 0.3
+      ? pick([`${n(0, 6)}#${n(1, 5)}`, `${n(0, 6)}L`, 'MON-FRI', 'SUN', '7', '0-7', `${n(0, 6)}#5`])
+      : field(0, 6);
   return `${field(0, 59)} ${field(0, 23)} ${dom} ${month} ${dow}`;
 }
 
@@ -48,21 +56,36 @@ function randomExpression(random: () => number): string {
 describe('SCHEDULE expressions at their limits (issue 30, item 1)', function () {
   this.timeout(120_000);
 
-  it('answers cron-parser\'s fire times for 3,000 random expressions and times (where cron-parser finds one)', () => {
+  it("answers cron-parser's fire times for 3,000 random expressions and times (where cron-parser finds one)", () => {
     const random = prng(30);
     let compared = 0;
     let refused = 0;
     let cronParserGaveUp = 0;
     for (let k = 0; k < 3_000; k++) {
       const expression = randomExpression(random);
-      const after = Date.UTC(1990, 0, 1) + Math.floor(random() * 60 * 365 * 86_400_000) + (random() < 0.2 ? 0 : Math.floor(random() * 60_000));
-      if (scheduleError(expression) !== undefined) { refused++; continue; }
+      const after =
+        Date.UTC(1990, 0, 1) +
+        Math.floor(random() * 60 * 365 * 86_400_000) +
+        (random() < 0.2 ? 0 : Math.floor(random() * 60_000));
+      if (scheduleError(expression) !== undefined) {
+        refused++;
+        continue;
+      }
       const theirs = cronParserNext(expression, after);
-      if (theirs === undefined) { cronParserGaveUp++; continue; }
-      assert.equal(new Date(nextFireAfter(expression, after)).toISOString(), new Date(theirs).toISOString(), `${expression} after ${new Date(after).toISOString()}`);
+      if (theirs === undefined) {
+        cronParserGaveUp++;
+        continue;
+      }
+      assert.equal(
+        new Date(nextFireAfter(expression, after)).toISOString(),
+        new Date(theirs).toISOString(),
+        `${expression} after ${new Date(after).toISOString()}`,
+      );
       compared++;
     }
-    console.log(`      ${compared} fire times equal to cron-parser's, ${refused} expressions refused, ${cronParserGaveUp} where cron-parser gave up`);
+    console.log(
+      `      ${compared} fire times equal to cron-parser's, ${refused} expressions refused, ${cronParserGaveUp} where cron-parser gave up`,
+    );
     assert.ok(compared > 2_000, `${compared}`);
   });
 
@@ -71,13 +94,33 @@ describe('SCHEDULE expressions at their limits (issue 30, item 1)', function () 
     try {
       h.agent('x');
       // At two minutes of two hours, on the fifth Monday of February: once in 28 years (cron-parser: ≈ 1,100 steps).
-      const schedules = Array.from({ length: WORKFLOW_LIMITS.maxNodes }, (_, i) => `${i % 60},${(i + 1) % 60} ${Math.floor(i / 60)},${Math.floor(i / 60) + 12} * 2 1#5`);
+      const schedules = Array.from(
+        { length: WORKFLOW_LIMITS.maxNodes },
+        (_, i) => `${i % 60},${(i + 1) % 60} ${Math.floor(i / 60)},${Math.floor(i / 60) + 12} * 2 1#5`,
+      );
       assert.equal(new Set(schedules).size, schedules.length);
       const chars = schedules.reduce((sum, s) => sum + s.length, 0);
       assert.ok(chars <= WORKFLOW_LIMITS.maxTotalScheduleChars, String(chars));
-      const nodes = schedules.map((schedule, i) => ({ nodeId: `s${i}`, agentId: 'x', trigger: 'SCHEDULE' as const, metadata: { schedule } }));
+      const nodes = schedules.map((schedule, i) => ({
+        nodeId: `s${i}`,
+        agentId: 'x',
+        trigger: 'SCHEDULE' as const,
+        metadata: { schedule },
+      }));
       // The engine warmed first with other schedules, as in a coordinator that has run workflows before.
-      h.start(h.create(definition('warm', Array.from({ length: 50 }, (_, i) => ({ nodeId: `w${i}`, agentId: 'x', trigger: 'SCHEDULE' as const, metadata: { schedule: `${i} 9 * * 1-5` } })))));
+      h.start(
+        h.create(
+          definition(
+            'warm',
+            Array.from({ length: 50 }, (_, i) => ({
+              nodeId: `w${i}`,
+              agentId: 'x',
+              trigger: 'SCHEDULE' as const,
+              metadata: { schedule: `${i} 9 * * 1-5` },
+            })),
+          ),
+        ),
+      );
       // Each call is one synchronous turn: its hold is its duration, on the wall clock and in main-thread CPU time.
       const c0 = threadCpuMs();
       const t0 = performance.now();
@@ -88,7 +131,9 @@ describe('SCHEDULE expressions at their limits (issue 30, item 1)', function () 
       const t2 = performance.now();
       const c2 = threadCpuMs();
       const held = { create: c0 === undefined ? t1 - t0 : c1! - c0, start: c0 === undefined ? t2 - t1 : c2! - c1! };
-      console.log(`      500 distinct schedules (${chars} characters): create ${(t1 - t0).toFixed(1)} ms (CPU ${held.create.toFixed(1)}), start ${(t2 - t1).toFixed(1)} ms (CPU ${held.start.toFixed(1)})`);
+      console.log(
+        `      500 distinct schedules (${chars} characters): create ${(t1 - t0).toFixed(1)} ms (CPU ${held.create.toFixed(1)}), start ${(t2 - t1).toFixed(1)} ms (CPU ${held.start.toFixed(1)})`,
+      );
       assert.equal(h.nodeOf(id, 's0').state.fireAt, Date.UTC(2044, 1, 29, 0, 0));
       assert.ok(held.create <= 50 && held.start <= 50, JSON.stringify(held));
     } finally {
@@ -99,16 +144,34 @@ describe('SCHEDULE expressions at their limits (issue 30, item 1)', function () 
   it(`refuses schedules of more than ${WORKFLOW_LIMITS.maxTotalScheduleChars} characters in all before reading any (500 of 177 characters: cron-parser ≈ 30 ms)`, () => {
     const h = new WorkflowHarness();
     try {
-      const schedules = Array.from({ length: WORKFLOW_LIMITS.maxNodes }, (_, i) => `${Array.from({ length: 60 }, (_, m) => m).filter((m) => m !== i % 60).join(',')} ${Math.floor(i / 60)} * 2 1#5`);
+      const schedules = Array.from(
+        { length: WORKFLOW_LIMITS.maxNodes },
+        (_, i) =>
+          `${Array.from({ length: 60 }, (_, m) => m)
+            .filter((m) => m !== i % 60)
+            .join(',')} ${Math.floor(i / 60)} * 2 1#5`,
+      );
       assert.ok(schedules.every((s) => s.length <= SCHEDULE_LIMITS.maxChars));
       const chars = schedules.reduce((sum, s) => sum + s.length, 0);
-      const nodes = schedules.map((schedule, i) => ({ nodeId: `s${i}`, agentId: 'x', trigger: 'SCHEDULE' as const, metadata: { schedule } }));
+      const nodes = schedules.map((schedule, i) => ({
+        nodeId: `s${i}`,
+        agentId: 'x',
+        trigger: 'SCHEDULE' as const,
+        metadata: { schedule },
+      }));
       const t0 = performance.now();
       const result = h.workflows.create(definition('long', nodes), 'operator', { correlationId: 'long' });
       const ms = performance.now() - t0;
-      console.log(`      500 schedules of ${schedules[0].length} characters (${chars} in all): refused in ${ms.toFixed(1)} ms`);
+      console.log(
+        `      500 schedules of ${schedules[0].length} characters (${chars} in all): refused in ${ms.toFixed(1)} ms`,
+      );
       assert.equal(result.ok, false);
-      assert.deepEqual(!result.ok && result.issues.map((i) => [i.code, i.message]), [['limit_exceeded', `the schedules of a workflow's SCHEDULE nodes have at most ${WORKFLOW_LIMITS.maxTotalScheduleChars} characters in all (this one's have ${chars})`]]);
+      assert.deepEqual(!result.ok && result.issues.map((i) => [i.code, i.message]), [
+        [
+          'limit_exceeded',
+          `the schedules of a workflow's SCHEDULE nodes have at most ${WORKFLOW_LIMITS.maxTotalScheduleChars} characters in all (this one's have ${chars})`,
+        ],
+      ]);
       assert.ok(ms <= 50, `${ms.toFixed(1)} ms`);
     } finally {
       h.dispose();

@@ -1,7 +1,11 @@
 import { strict as assert } from 'node:assert';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { DEFINITION_FILE_LIMITS, definitionFromJson, parseDefinitionText } from '../../src/core/workflow/definitionFile';
+import {
+  DEFINITION_FILE_LIMITS,
+  definitionFromJson,
+  parseDefinitionText,
+} from '../../src/core/workflow/definitionFile';
 import type { WorkflowFileIssue } from '../../src/core/workflow/model';
 import { REPO_ROOT } from '../support/paths';
 
@@ -18,9 +22,15 @@ describe('workflow definition files (JSON and YAML) and proto-shaped JSON', () =
     assert.ok(result.validated?.ok);
     const definition = result.definition!;
     assert.equal(definition.workflowId, 'review-example');
-    assert.deepEqual(definition.nodes.map((n) => [n.nodeId, n.trigger, n.dependencies]), [
-      ['draft', 'DEPENDENCY', []], ['review', 'DEPENDENCY', ['draft']], ['ship', 'MANUAL', ['review']], ['revise', 'DEPENDENCY', ['review']],
-    ]);
+    assert.deepEqual(
+      definition.nodes.map((n) => [n.nodeId, n.trigger, n.dependencies]),
+      [
+        ['draft', 'DEPENDENCY', []],
+        ['review', 'DEPENDENCY', ['draft']],
+        ['ship', 'MANUAL', ['review']],
+        ['revise', 'DEPENDENCY', ['review']],
+      ],
+    );
     const review = definition.nodes[1];
     assert.equal(review.metadata.route, "score > 0.5 ? 'ship' : 'revise'");
     assert.equal(review.metadata.max_iterations, '3', 'a YAML number in metadata is taken as its text');
@@ -35,18 +45,18 @@ describe('workflow definition files (JSON and YAML) and proto-shaped JSON', () =
 
   it('places JSON issues at the exact line and column of the value, the key, or the node lacking a field', () => {
     const text = [
-      '{',                                                                   // 1
-      '  "workflow_id": "wf",',                                              // 2
-      '  "nodes": {',                                                        // 3
-      '    "a": { "agent_id": "x" },',                                       // 4
-      '    "b": {',                                                          // 5
-      '      "agent_id": "",',                                               // 6
-      '      "dependencies": ["a", "zz"],',                                  // 7
-      '      "metadata": { "route": "1 +" }',                                // 8
-      '    },',                                                              // 9
+      '{', // 1
+      '  "workflow_id": "wf",', // 2
+      '  "nodes": {', // 3
+      '    "a": { "agent_id": "x" },', // 4
+      '    "b": {', // 5
+      '      "agent_id": "",', // 6
+      '      "dependencies": ["a", "zz"],', // 7
+      '      "metadata": { "route": "1 +" }', // 8
+      '    },', // 9
       '    "c": { "node_id": "d", "agent_id": "y", "dependencies": ["a"] },', // 10
-      '    "e": { "dependencies": ["a"] },',                                 // 11
-      '    "f": { "agent_id": "z", "dependencies": ["a"], "extra": [1] }',    // 12
+      '    "e": { "dependencies": ["a"] },', // 11
+      '    "f": { "agent_id": "z", "dependencies": ["a"], "extra": [1] }', // 12
       '  }',
       '}',
     ].join('\n');
@@ -67,20 +77,20 @@ describe('workflow definition files (JSON and YAML) and proto-shaped JSON', () =
 
   it('places YAML issues the same way (values, keys, missing fields, unknown fields)', () => {
     const text = [
-      'workflow_id: wf',          // 1
-      'nodes:',                   // 2
-      '  a:',                     // 3
-      '    agent_id: x',          // 4
-      '  b:',                     // 5
-      '    agent_id: y',          // 6
+      'workflow_id: wf', // 1
+      'nodes:', // 2
+      '  a:', // 3
+      '    agent_id: x', // 4
+      '  b:', // 5
+      '    agent_id: y', // 6
       '    dependencies: [a, zz]', // 7
       '    trigger_type: SOMETIMES', // 8
-      '    metadata:',            // 9
-      '      route: "score >"',   // 10
-      '  c:',                     // 11
-      '    dependencies:',        // 12
-      '      - a',                // 13
-      '    unknown: 1',           // 14
+      '    metadata:', // 9
+      '      route: "score >"', // 10
+      '  c:', // 11
+      '    dependencies:', // 12
+      '      - a', // 13
+      '    unknown: 1', // 14
       '',
     ].join('\n');
     const result = parseDefinitionText(text, 'wf.yaml');
@@ -112,7 +122,7 @@ describe('workflow definition files (JSON and YAML) and proto-shaped JSON', () =
     assert.ok(result.validated && !result.validated.ok, 'read, validated, refused');
   });
 
-  it('syntax errors carry the parser\'s position; repeated keys are errors in both syntaxes', () => {
+  it("syntax errors carry the parser's position; repeated keys are errors in both syntaxes", () => {
     const json = parseDefinitionText('{"nodes": {"a": {"agent_id": "x",}}}', 'a.json');
     assert.deepEqual(places(json.issues), [['invalid_syntax', '', 1, 34, 1, 35]]);
     assert.match(json.issues[0].message, /^JSON: a property name in double quotes was expected/);
@@ -121,11 +131,18 @@ describe('workflow definition files (JSON and YAML) and proto-shaped JSON', () =
     assert.deepEqual(places(comment.issues), [['invalid_syntax', '', 1, 14, 1, 19]]);
 
     const unclosed = parseDefinitionText('nodes:\n  a:\n    agent_id: "unclosed\n', 'a.yaml');
-    assert.deepEqual(places(unclosed.issues), [['invalid_syntax', '', 4, 1, 4, 2]], 'where the parser noticed: the end of the text');
+    assert.deepEqual(
+      places(unclosed.issues),
+      [['invalid_syntax', '', 4, 1, 4, 2]],
+      'where the parser noticed: the end of the text',
+    );
     assert.equal(unclosed.issues[0].message, 'YAML: Missing closing "quote (MISSING_CHAR)');
     const indent = parseDefinitionText('nodes:\n  a:\n    agent_id: [x\n  b: 1\n', 'a.yaml');
     assert.deepEqual(places(indent.issues), [['invalid_syntax', '', 4, 3, 4, 4]]);
-    assert.match(indent.issues[0].message, /^YAML: Flow sequence in block collection must be sufficiently indented and end with a \] \(BAD_INDENT\)$/);
+    assert.match(
+      indent.issues[0].message,
+      /^YAML: Flow sequence in block collection must be sufficiently indented and end with a \] \(BAD_INDENT\)$/,
+    );
 
     const dupYaml = parseDefinitionText('nodes:\n  a:\n    agent_id: x\n  a:\n    agent_id: y\n', 'a.yaml');
     assert.deepEqual(places(dupYaml.issues), [['invalid_syntax', '', 4, 3, 4, 4]]);
@@ -137,7 +154,10 @@ describe('workflow definition files (JSON and YAML) and proto-shaped JSON', () =
     const twoDocs = parseDefinitionText('nodes: {}\n---\nnodes: {}\n', 'a.yaml');
     assert.match(twoDocs.issues[0].message, /MULTIPLE_DOCS/);
     const empty = parseDefinitionText('', 'a.json');
-    assert.deepEqual(empty.issues.map((i) => [i.code, i.line, i.column, i.message]), [['invalid_syntax', 1, 1, 'JSON: a value was expected']]);
+    assert.deepEqual(
+      empty.issues.map((i) => [i.code, i.line, i.column, i.message]),
+      [['invalid_syntax', 1, 1, 'JSON: a value was expected']],
+    );
   });
 
   it('reads JSON text as YAML too when the file is not *.json', () => {
@@ -147,28 +167,85 @@ describe('workflow definition files (JSON and YAML) and proto-shaped JSON', () =
   });
 
   it('shapes proto-shaped JSON: names or numbers for triggers, camelCase spellings, created_at ignored, defaults', () => {
-    const triggers = definitionFromJson({ nodes: {
-      a: { agent_id: 'x' }, b: { agent_id: 'x', trigger_type: 0 }, c: { agent_id: 'x', trigger_type: 1 }, d: { agent_id: 'x', trigger_type: 2 },
-      e: { agent_id: 'x', trigger_type: 3 }, f: { agent_id: 'x', trigger_type: 4 }, g: { agent_id: 'x', trigger_type: 'TRIGGER_TYPE_UNSPECIFIED' },
-      h: { agent_id: 'x', trigger_type: 'MANUAL' }, i: { agent_id: 'x', trigger_type: 'EVENT' },
-    } });
+    const triggers = definitionFromJson({
+      nodes: {
+        a: { agent_id: 'x' },
+        b: { agent_id: 'x', trigger_type: 0 },
+        c: { agent_id: 'x', trigger_type: 1 },
+        d: { agent_id: 'x', trigger_type: 2 },
+        e: { agent_id: 'x', trigger_type: 3 },
+        f: { agent_id: 'x', trigger_type: 4 },
+        g: { agent_id: 'x', trigger_type: 'TRIGGER_TYPE_UNSPECIFIED' },
+        h: { agent_id: 'x', trigger_type: 'MANUAL' },
+        i: { agent_id: 'x', trigger_type: 'EVENT' },
+      },
+    });
     assert.deepEqual(triggers.issues, []);
-    assert.deepEqual(triggers.definition!.nodes.map((n) => n.trigger), ['DEPENDENCY', 'DEPENDENCY', 'EVENT', 'SCHEDULE', 'MANUAL', 'DEPENDENCY', 'DEPENDENCY', 'MANUAL', 'EVENT']);
+    assert.deepEqual(
+      triggers.definition!.nodes.map((n) => n.trigger),
+      ['DEPENDENCY', 'DEPENDENCY', 'EVENT', 'SCHEDULE', 'MANUAL', 'DEPENDENCY', 'DEPENDENCY', 'MANUAL', 'EVENT'],
+    );
     assert.equal(triggers.definition!.workflowId, '', 'absent workflow_id: the engine assigns one');
 
-    const bad = definitionFromJson({ nodes: { a: { agent_id: 'x', trigger_type: 5 }, b: { agent_id: 'x', trigger_type: 'manual' } } });
-    assert.deepEqual(bad.issues.map((i) => [i.code, i.path]), [['invalid_field', 'nodes.a.trigger_type'], ['invalid_field', 'nodes.b.trigger_type']]);
+    const bad = definitionFromJson({
+      nodes: { a: { agent_id: 'x', trigger_type: 5 }, b: { agent_id: 'x', trigger_type: 'manual' } },
+    });
+    assert.deepEqual(
+      bad.issues.map((i) => [i.code, i.path]),
+      [
+        ['invalid_field', 'nodes.a.trigger_type'],
+        ['invalid_field', 'nodes.b.trigger_type'],
+      ],
+    );
     assert.equal(bad.definition, undefined);
 
-    const camel = definitionFromJson({ workflowId: 'w', createdAt: '2026-01-01T00:00:00Z', nodes: { a: { nodeId: 'a', agentId: 'x', triggerType: 'MANUAL', inputMapping: { k: 'v' }, outputMapping: { o: 'd' } } } });
+    const camel = definitionFromJson({
+      workflowId: 'w',
+      createdAt: '2026-01-01T00:00:00Z',
+      nodes: {
+        a: { nodeId: 'a', agentId: 'x', triggerType: 'MANUAL', inputMapping: { k: 'v' }, outputMapping: { o: 'd' } },
+      },
+    });
     assert.deepEqual(camel.issues, []);
-    assert.deepEqual(camel.definition, { workflowId: 'w', metadata: {}, nodes: [{ nodeId: 'a', agentId: 'x', dependencies: [], trigger: 'MANUAL', inputMapping: { k: 'v' }, outputMapping: { o: 'd' }, metadata: {} }] });
+    assert.deepEqual(camel.definition, {
+      workflowId: 'w',
+      metadata: {},
+      nodes: [
+        {
+          nodeId: 'a',
+          agentId: 'x',
+          dependencies: [],
+          trigger: 'MANUAL',
+          inputMapping: { k: 'v' },
+          outputMapping: { o: 'd' },
+          metadata: {},
+        },
+      ],
+    });
 
     const both = definitionFromJson({ nodes: { a: { agent_id: 'x', agentId: 'y' } } });
-    assert.deepEqual(both.issues.map((i) => [i.code, i.path, i.message]), [['duplicate_field', 'nodes.a.agentId', 'node "a" gives agent_id twice (as agent_id and agentId)']]);
+    assert.deepEqual(
+      both.issues.map((i) => [i.code, i.path, i.message]),
+      [['duplicate_field', 'nodes.a.agentId', 'node "a" gives agent_id twice (as agent_id and agentId)']],
+    );
 
     // What @grpc/proto-loader hands over with defaults: empty strings, lists and maps, null messages.
-    const loader = definitionFromJson({ workflow_id: '', created_at: null, metadata: {}, nodes: { a: { node_id: '', agent_id: 'x', dependencies: [], trigger_type: 'TRIGGER_TYPE_UNSPECIFIED', input_mapping: {}, output_mapping: {}, metadata: {} } } });
+    const loader = definitionFromJson({
+      workflow_id: '',
+      created_at: null,
+      metadata: {},
+      nodes: {
+        a: {
+          node_id: '',
+          agent_id: 'x',
+          dependencies: [],
+          trigger_type: 'TRIGGER_TYPE_UNSPECIFIED',
+          input_mapping: {},
+          output_mapping: {},
+          metadata: {},
+        },
+      },
+    });
     assert.deepEqual(loader.issues, []);
     assert.equal(loader.definition!.nodes[0].nodeId, 'a', 'an empty node_id takes the key');
   });
@@ -188,7 +265,11 @@ describe('workflow definition files (JSON and YAML) and proto-shaped JSON', () =
     ];
     for (const [value, expected] of cases) {
       const result = definitionFromJson(value);
-      assert.deepEqual(result.issues.map((i) => [i.code, i.path]), expected, JSON.stringify(value));
+      assert.deepEqual(
+        result.issues.map((i) => [i.code, i.path]),
+        expected,
+        JSON.stringify(value),
+      );
       assert.equal(result.definition, undefined);
     }
     // Metadata numbers and booleans are text; mappings must be strings.
@@ -196,14 +277,26 @@ describe('workflow definition files (JSON and YAML) and proto-shaped JSON', () =
     assert.deepEqual(meta.definition!.nodes[0].metadata, { priority: '5', flag: 'true' });
   });
 
-  it('keeps the author\'s node order (integer-like keys too) and treats __proto__ as a plain key', () => {
-    const result = parseDefinitionText('nodes:\n  "2": { agent_id: x }\n  "1": { agent_id: x, dependencies: ["2"] }\n  b: { agent_id: x, dependencies: ["1"] }\n', 'o.yaml');
+  it("keeps the author's node order (integer-like keys too) and treats __proto__ as a plain key", () => {
+    const result = parseDefinitionText(
+      'nodes:\n  "2": { agent_id: x }\n  "1": { agent_id: x, dependencies: ["2"] }\n  b: { agent_id: x, dependencies: ["1"] }\n',
+      'o.yaml',
+    );
     assert.deepEqual(result.issues, []);
-    assert.deepEqual(result.definition!.nodes.map((n) => n.nodeId), ['2', '1', 'b']);
+    assert.deepEqual(
+      result.definition!.nodes.map((n) => n.nodeId),
+      ['2', '1', 'b'],
+    );
     const json = parseDefinitionText('{"nodes": {"2": {"agent_id": "x"}, "1": {"agent_id": "x"}}}', 'o.json');
-    assert.deepEqual(json.definition!.nodes.map((n) => n.nodeId), ['2', '1']);
+    assert.deepEqual(
+      json.definition!.nodes.map((n) => n.nodeId),
+      ['2', '1'],
+    );
 
-    const proto = parseDefinitionText('{"nodes": {"__proto__": {"agent_id": "x", "metadata": {"__proto__": "v"}}}}', 'p.json');
+    const proto = parseDefinitionText(
+      '{"nodes": {"__proto__": {"agent_id": "x", "metadata": {"__proto__": "v"}}}}',
+      'p.json',
+    );
     assert.deepEqual(proto.issues, []);
     assert.equal(proto.definition!.nodes[0].nodeId, '__proto__');
     assert.equal(Object.getOwnPropertyDescriptor(proto.definition!.nodes[0].metadata, '__proto__')?.value, 'v');
@@ -211,29 +304,45 @@ describe('workflow definition files (JSON and YAML) and proto-shaped JSON', () =
   });
 
   it('YAML anchors and aliases work; an alias bomb, deep nesting and non-scalar keys are refused', () => {
-    const aliases = parseDefinitionText([
-      'nodes:',
-      '  a:',
-      '    agent_id: x',
-      '    metadata: &common { priority: 5, on_failure: hitl }',
-      '  b:',
-      '    agent_id: y',
-      '    dependencies: [a]',
-      '    metadata: *common',
-      '',
-    ].join('\n'), 'a.yaml');
+    const aliases = parseDefinitionText(
+      [
+        'nodes:',
+        '  a:',
+        '    agent_id: x',
+        '    metadata: &common { priority: 5, on_failure: hitl }',
+        '  b:',
+        '    agent_id: y',
+        '    dependencies: [a]',
+        '    metadata: *common',
+        '',
+      ].join('\n'),
+      'a.yaml',
+    );
     assert.deepEqual(aliases.issues, []);
     assert.deepEqual(aliases.definition!.nodes[1].metadata, { priority: '5', on_failure: 'hitl' });
 
     const lines = ['nodes:', '  l0: &l0 [x, x, x, x, x, x, x, x, x, x]'];
-    for (let i = 1; i <= 8; i++) lines.push(`  l${i}: &l${i} [${Array.from({ length: 10 }, () => `*l${i - 1}`).join(', ')}]`);
+    for (let i = 1; i <= 8; i++)
+      lines.push(`  l${i}: &l${i} [${Array.from({ length: 10 }, () => `*l${i - 1}`).join(', ')}]`);
     const bomb = parseDefinitionText(lines.join('\n'), 'bomb.yaml');
-    assert.deepEqual(bomb.issues.map((i) => i.code), ['limit_exceeded']);
+    assert.deepEqual(
+      bomb.issues.map((i) => i.code),
+      ['limit_exceeded'],
+    );
     assert.match(bomb.issues[0].message, /more than 4000000 values/);
 
-    const deep = parseDefinitionText(`nodes:\n  a:\n    metadata:\n      k: ${'['.repeat(40)}${']'.repeat(40)}\n`, 'deep.yaml');
-    assert.deepEqual(deep.issues.map((i) => [i.code, i.line]), [['limit_exceeded', 4]]);
-    const deepJson = parseDefinitionText(`{"nodes": ${'['.repeat(DEFINITION_FILE_LIMITS.maxDepth + 5)}${']'.repeat(DEFINITION_FILE_LIMITS.maxDepth + 5)}}`, 'deep.json');
+    const deep = parseDefinitionText(
+      `nodes:\n  a:\n    metadata:\n      k: ${'['.repeat(40)}${']'.repeat(40)}\n`,
+      'deep.yaml',
+    );
+    assert.deepEqual(
+      deep.issues.map((i) => [i.code, i.line]),
+      [['limit_exceeded', 4]],
+    );
+    const deepJson = parseDefinitionText(
+      `{"nodes": ${'['.repeat(DEFINITION_FILE_LIMITS.maxDepth + 5)}${']'.repeat(DEFINITION_FILE_LIMITS.maxDepth + 5)}}`,
+      'deep.json',
+    );
     assert.deepEqual(places(deepJson.issues), [['limit_exceeded', '', 0, 0, 0, 0]]);
 
     const key = parseDefinitionText('nodes:\n  ? [a, b]\n  : { agent_id: x }\n', 'k.yaml');
@@ -253,7 +362,10 @@ describe('workflow definition files (JSON and YAML) and proto-shaped JSON', () =
     for (let i = 0; i < 130; i++) lines.push(`  n${i}: { agent_id: x, dependencies: [root, missing${i}] }`);
     const result = parseDefinitionText(lines.join('\n'), 'many.yaml');
     assert.equal(result.issues.length, 101);
-    assert.deepEqual(result.issues.slice(0, 100).map((i) => i.line), Array.from({ length: 100 }, (_, i) => i + 3));
+    assert.deepEqual(
+      result.issues.slice(0, 100).map((i) => i.line),
+      Array.from({ length: 100 }, (_, i) => i + 3),
+    );
     assert.deepEqual(places([result.issues[100]]), [['more_issues', '', 0, 0, 0, 0]]);
     assert.equal(result.issues[100].message, 'and 30 more errors (only the first 100 issues are listed)');
   });

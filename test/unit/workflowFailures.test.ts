@@ -8,7 +8,10 @@ import { REPO_ROOT } from '../support/paths';
 import { WorkflowHarness, definition } from '../support/workflowHarness';
 
 /** A HITL policy whose one rule approves every invocation at once (an automatic `approve`). */
-const APPROVE_ALL: HitlPolicy = { ...DEFAULT_HITL_POLICY, rules: [{ name: 'all', reasonType: '*', agent: '**', subject: '**', action: 'approve' }] };
+const APPROVE_ALL: HitlPolicy = {
+  ...DEFAULT_HITL_POLICY,
+  rules: [{ name: 'all', reasonType: '*', agent: '**', subject: '**', action: 'approve' }],
+};
 
 /** Counts hitl.open calls and throws after `max`: a loop that would never end fails the test instead of hanging it. */
 function countQuestions(h: WorkflowHarness, max = 50): { readonly count: number } {
@@ -32,7 +35,12 @@ describe('Workflows: failures, automatic retries, blocked and held nodes', () =>
       h = new WorkflowHarness({}, {}, APPROVE_ALL);
       h.agent('x');
       const questions = countQuestions(h);
-      const id = h.create(definition('oversize', [{ nodeId: 'a', agentId: 'x', metadata: { on_failure: 'hitl' } }, { nodeId: 'b', agentId: 'x', dependencies: ['a'] }]));
+      const id = h.create(
+        definition('oversize', [
+          { nodeId: 'a', agentId: 'x', metadata: { on_failure: 'hitl' } },
+          { nodeId: 'b', agentId: 'x', dependencies: ['a'] },
+        ]),
+      );
       h.start(id, { big: 'x'.repeat(70_000) });
       assert.equal(questions.count, 0, 'nobody is asked: a retry would be refused the same way');
       const a = h.nodeOf(id, 'a').state;
@@ -67,10 +75,16 @@ describe('Workflows: failures, automatic retries, blocked and held nodes', () =>
       const node = h.nodeOf(id, 'a').state;
       assert.equal(node.status, 'FAILED');
       assert.equal(node.invocationId, '');
-      assert.match(node.error, new RegExp(`retried automatically ${MAX_AUTOMATIC_RETRIES} times \\(at most ${MAX_AUTOMATIC_RETRIES}\\)`));
+      assert.match(
+        node.error,
+        new RegExp(`retried automatically ${MAX_AUTOMATIC_RETRIES} times \\(at most ${MAX_AUTOMATIC_RETRIES}\\)`),
+      );
       assert.equal(h.detail(id).summary.state, 'FAILED');
       assert.equal(questions.count, MAX_AUTOMATIC_RETRIES + 1);
-      assert.deepEqual(h.tasksOf(id, 'a'), Array.from({ length: MAX_AUTOMATIC_RETRIES + 1 }, (_, i) => `wf:${id}:a:${i + 1}`));
+      assert.deepEqual(
+        h.tasksOf(id, 'a'),
+        Array.from({ length: MAX_AUTOMATIC_RETRIES + 1 }, (_, i) => `wf:${id}:a:${i + 1}`),
+      );
       // A resume starts the count again.
       h.workflows.resume(id, 'a', '', 'operator', ctx());
       assert.equal(h.nodeOf(id, 'a').state.retries, 0);
@@ -79,7 +93,9 @@ describe('Workflows: failures, automatic retries, blocked and held nodes', () =>
     it('a scheduled automatic retry survives a restart (its time is stored)', async () => {
       h = new WorkflowHarness({}, {}, APPROVE_ALL);
       h.agent('x');
-      const id = h.create(definition('retry-restart', [{ nodeId: 'a', agentId: 'x', metadata: { on_failure: 'hitl' } }]));
+      const id = h.create(
+        definition('retry-restart', [{ nodeId: 'a', agentId: 'x', metadata: { on_failure: 'hitl' } }]),
+      );
       h.start(id);
       await h.failRun('x');
       const due = h.nodeOf(id, 'a').state.fireAt!;
@@ -91,7 +107,7 @@ describe('Workflows: failures, automatic retries, blocked and held nodes', () =>
   });
 
   describe('nodes held back by the scheduler', () => {
-    it('a node refused BUFFER_FULL runs when any task ends, a task that is not a workflow\'s too', async () => {
+    it("a node refused BUFFER_FULL runs when any task ends, a task that is not a workflow's too", async () => {
       h = new WorkflowHarness({}, {}, undefined, { scheduler: { maxQueuedTasks: 1 } });
       h.agent('x');
       const plain = h.submitted('x', 0, { taskId: 'plain' });
@@ -128,7 +144,12 @@ describe('Workflows: failures, automatic retries, blocked and held nodes', () =>
 
     it('a node waiting for its agent to register is tried again only when that agent registers', async () => {
       h = new WorkflowHarness();
-      const id = h.create(definition('late', [{ nodeId: 'a', agentId: 'late' }, { nodeId: 'b', agentId: 'later' }]));
+      const id = h.create(
+        definition('late', [
+          { nodeId: 'a', agentId: 'late' },
+          { nodeId: 'b', agentId: 'later' },
+        ]),
+      );
       h.start(id);
       assert.equal(h.events('task.refused').length, 2);
       h.agent('other');
@@ -145,11 +166,19 @@ describe('Workflows: failures, automatic retries, blocked and held nodes', () =>
     h = new WorkflowHarness({}, {}, undefined, { scheduler: { maxQueuedTasks: 1 } });
     h.agent('x');
     h.submitted('x', 0, { taskId: 'plain' });
-    const id = h.create(definition('texts', [{ nodeId: 'a', agentId: 'late' }, { nodeId: 'b', agentId: 'x' }]));
+    const id = h.create(
+      definition('texts', [
+        { nodeId: 'a', agentId: 'late' },
+        { nodeId: 'b', agentId: 'x' },
+      ]),
+    );
     h.start(id);
     const readme = fs.readFileSync(path.join(REPO_ROOT, 'README.md'), 'utf8').replace(/\s+/g, ' ');
     // As README writes them: the agent id as <id>, the scheduler's reason as …
-    const noRoute = h.nodeOf(id, 'a').state.waiting.replace(/^agent late /, 'agent <id> ').replace(/\(NO_ROUTE: [^)]*\)/, '(NO_ROUTE: …)');
+    const noRoute = h
+      .nodeOf(id, 'a')
+      .state.waiting.replace(/^agent late /, 'agent <id> ')
+      .replace(/\(NO_ROUTE: [^)]*\)/, '(NO_ROUTE: …)');
     const full = h.nodeOf(id, 'b').state.waiting.replace(/\(BUFFER_FULL: .*\)(?=: submitted)/, '(…)');
     assert.equal(noRoute, 'agent <id> to register (NO_ROUTE: …): submitted again when it does');
     assert.ok(readme.includes(`\`${noRoute}\``), `README quotes \`${noRoute}\``);
@@ -157,13 +186,14 @@ describe('Workflows: failures, automatic retries, blocked and held nodes', () =>
   });
 
   describe('a final failure is never undone by a loop back', () => {
-    const graph = () => definition('undo', [
-      { nodeId: 'r', agentId: 'x' },
-      { nodeId: 'f', agentId: 'y', dependencies: ['r'] },
-      { nodeId: 'q', agentId: 'z', dependencies: ['r'] },
-      { nodeId: 'p', agentId: 'w', dependencies: ['r'], metadata: { route: "['f']" } },
-      { nodeId: 's', agentId: 'x', dependencies: ['q'] },
-    ]);
+    const graph = () =>
+      definition('undo', [
+        { nodeId: 'r', agentId: 'x' },
+        { nodeId: 'f', agentId: 'y', dependencies: ['r'] },
+        { nodeId: 'q', agentId: 'z', dependencies: ['r'] },
+        { nodeId: 'p', agentId: 'w', dependencies: ['r'], metadata: { route: "['f']" } },
+        { nodeId: 's', agentId: 'x', dependencies: ['q'] },
+      ]);
 
     it('a route looping back into a node that FAILED for good FAILS the routing node; the workflow ends FAILED; a READY node held meanwhile says why', async () => {
       h = new WorkflowHarness();
@@ -207,20 +237,31 @@ describe('Workflows: failures, automatic retries, blocked and held nodes', () =>
     it('refuses FAILED_PRECONDITION naming the FAILED nodes the resume would leave failed ("resume from …")', async () => {
       h = new WorkflowHarness();
       for (const a of ['x', 'y', 'z']) h.agent(a);
-      const id = h.create(definition('unrelated', [
-        { nodeId: 'a', agentId: 'x' },
-        { nodeId: 'b', agentId: 'y', dependencies: ['a'] },
-        { nodeId: 'c', agentId: 'z', dependencies: ['a'] },
-      ]));
+      const id = h.create(
+        definition('unrelated', [
+          { nodeId: 'a', agentId: 'x' },
+          { nodeId: 'b', agentId: 'y', dependencies: ['a'] },
+          { nodeId: 'c', agentId: 'z', dependencies: ['a'] },
+        ]),
+      );
       h.start(id);
       await h.finish('x');
       await h.failRun('y');
       await h.finish('z');
       assert.equal(h.detail(id).summary.state, 'FAILED');
-      assert.throws(() => h.workflows.resume(id, 'c', '', 'operator', ctx()), (err: unknown) => err instanceof WorkflowError && err.code === 'FAILED_PRECONDITION'
-        && /FAILED node\(s\) b .*resume from b/.test(err.message));
+      assert.throws(
+        () => h.workflows.resume(id, 'c', '', 'operator', ctx()),
+        (err: unknown) =>
+          err instanceof WorkflowError &&
+          err.code === 'FAILED_PRECONDITION' &&
+          /FAILED node\(s\) b .*resume from b/.test(err.message),
+      );
       assert.equal(h.detail(id).summary.state, 'FAILED', 'nothing changed');
-      assert.equal(h.workflows.resume(id, 'a', '', 'operator', ctx()).summary.state, 'RUNNING', 'a node upstream of every failed node');
+      assert.equal(
+        h.workflows.resume(id, 'a', '', 'operator', ctx()).summary.state,
+        'RUNNING',
+        'a node upstream of every failed node',
+      );
     });
   });
 });

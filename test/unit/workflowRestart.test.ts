@@ -13,12 +13,13 @@ describe('Workflows across a restart (the store is the truth)', () => {
 
   afterEach(() => h.dispose());
 
-  const diamond = (id: string) => definition(id, [
-    { nodeId: 'a', agentId: 'x' },
-    { nodeId: 'b', agentId: 'y', dependencies: ['a'] },
-    { nodeId: 'c', agentId: 'z', dependencies: ['a'] },
-    { nodeId: 'd', agentId: 'x', dependencies: ['b', 'c'] },
-  ]);
+  const diamond = (id: string) =>
+    definition(id, [
+      { nodeId: 'a', agentId: 'x' },
+      { nodeId: 'b', agentId: 'y', dependencies: ['a'] },
+      { nodeId: 'c', agentId: 'z', dependencies: ['a'] },
+      { nodeId: 'd', agentId: 'x', dependencies: ['b', 'c'] },
+    ]);
 
   it('goes on where it was: running nodes keep their task (answered after the restart), no COMPLETED node runs twice, no node gets a second task', async () => {
     for (const a of ['x', 'y', 'z']) h.agent(a);
@@ -39,7 +40,8 @@ describe('Workflows across a restart (the store is the truth)', () => {
     const d = await h.finish('x');
     assert.deepEqual(d.inputs, { n: 1 });
     assert.equal(h.detail(id).summary.state, 'COMPLETED');
-    for (const node of ['a', 'b', 'c', 'd']) assert.deepEqual(h.tasksOf(id, node), [`wf:${id}:${node}:1`], `${node}: one task, one run`);
+    for (const node of ['a', 'b', 'c', 'd'])
+      assert.deepEqual(h.tasksOf(id, node), [`wf:${id}:${node}:1`], `${node}: one task, one run`);
     assert.equal(h.events('workflow.restored').length, 2);
     assert.equal(h.events('workflow.restored')[1].details.running_nodes, 2);
   });
@@ -57,9 +59,17 @@ describe('Workflows across a restart (the store is the truth)', () => {
       try {
         const b = store.scheduler.get(`wf:${id}:b:1`)!;
         store.transaction(() => {
-          store.scheduler.put({ ...b, state: 'COMPLETED', result: JSON.stringify({ b: 'done' }), endedAt: h.clock.now(), updatedAt: h.clock.now() });
+          store.scheduler.put({
+            ...b,
+            state: 'COMPLETED',
+            result: JSON.stringify({ b: 'done' }),
+            endedAt: h.clock.now(),
+            updatedAt: h.clock.now(),
+          });
         });
-        (store as unknown as { engine: { database: { exec(sql: string): void } } }).engine.database.exec(`DELETE FROM scheduler_tasks WHERE task_id = 'wf:${id}:c:1'`);
+        (store as unknown as { engine: { database: { exec(sql: string): void } } }).engine.database.exec(
+          `DELETE FROM scheduler_tasks WHERE task_id = 'wf:${id}:c:1'`,
+        );
       } finally {
         store.close();
       }
@@ -68,7 +78,10 @@ describe('Workflows across a restart (the store is the truth)', () => {
     assert.equal(h.statuses(id).b, 'COMPLETED');
     assert.deepEqual(JSON.parse(h.nodeOf(id, 'b').state.output), { b: 'done' });
     assert.equal(h.statuses(id).c, 'FAILED');
-    assert.match(h.nodeOf(id, 'c').state.error, /its task wf:reconcile:c:1 is gone \(pruned or lost while the coordinator was stopped\)/);
+    assert.match(
+      h.nodeOf(id, 'c').state.error,
+      /its task wf:reconcile:c:1 is gone \(pruned or lost while the coordinator was stopped\)/,
+    );
     assert.equal(h.statuses(id).d, 'SKIPPED');
     assert.equal(h.detail(id).summary.state, 'FAILED');
     assert.deepEqual(h.tasksOf(id, 'b'), [`wf:${id}:b:1`], 'b was not run again');
@@ -76,10 +89,12 @@ describe('Workflows across a restart (the store is the truth)', () => {
 
   it('re-arms a SCHEDULE timer and keeps a READY MANUAL node; a DEPENDENCY node READY without a task is submitted at start', async () => {
     h.agent('x');
-    const id = h.create(definition('timers', [
-      { nodeId: 'cron', agentId: 'x', trigger: 'SCHEDULE', metadata: { schedule: '30 2 * * *' } },
-      { nodeId: 'button', agentId: 'x', trigger: 'MANUAL' },
-    ]));
+    const id = h.create(
+      definition('timers', [
+        { nodeId: 'cron', agentId: 'x', trigger: 'SCHEDULE', metadata: { schedule: '30 2 * * *' } },
+        { nodeId: 'button', agentId: 'x', trigger: 'MANUAL' },
+      ]),
+    );
     h.start(id);
     h.restart();
     h.reconnect('x');
@@ -101,7 +116,14 @@ describe('Workflows across a restart (the store is the truth)', () => {
           store.workflows.putNode(id2, { ...node, status: 'READY', readyAt: h.clock.now() });
           record.state = 'RUNNING';
           record.startedAt = h.clock.now();
-          store.workflows.putWorkflow(record, { PENDING: 0, READY: 1, RUNNING: 0, COMPLETED: 0, FAILED: 0, SKIPPED: 0 });
+          store.workflows.putWorkflow(record, {
+            PENDING: 0,
+            READY: 1,
+            RUNNING: 0,
+            COMPLETED: 0,
+            FAILED: 0,
+            SKIPPED: 0,
+          });
         });
       } finally {
         store.close();

@@ -1,10 +1,29 @@
 import { strict as assert } from 'node:assert';
 import { classify } from '../../src/core/kernel/errors';
 import { WorkflowError } from '../../src/core/workflow/errors';
-import type { NodeStatus, WorkflowDefinition, WorkflowNodeDefinition, WorkflowRecord } from '../../src/core/workflow/model';
+import type {
+  NodeStatus,
+  WorkflowDefinition,
+  WorkflowNodeDefinition,
+  WorkflowRecord,
+} from '../../src/core/workflow/model';
 import {
-  applyWrites, automaticRetryDelay, buildLive, canonical, clearRun, downstream, MAX_WORKFLOW_DATA_BYTES, moveNode, moveWorkflow, nextForPending,
-  nodeOf, pendingNode, reindex, settledState, taskIdOf, type LiveWorkflow,
+  applyWrites,
+  automaticRetryDelay,
+  buildLive,
+  canonical,
+  clearRun,
+  downstream,
+  MAX_WORKFLOW_DATA_BYTES,
+  moveNode,
+  moveWorkflow,
+  nextForPending,
+  nodeOf,
+  pendingNode,
+  reindex,
+  settledState,
+  taskIdOf,
+  type LiveWorkflow,
 } from '../../src/core/workflow/state';
 import { validateDefinition } from '../../src/core/workflow/validate';
 
@@ -14,10 +33,16 @@ type NodeInput = Partial<WorkflowNodeDefinition> & { readonly nodeId: string };
 
 function definitionOf(workflowId: string, nodes: readonly NodeInput[]): WorkflowDefinition {
   return {
-    workflowId, metadata: {},
+    workflowId,
+    metadata: {},
     nodes: nodes.map((n) => ({
-      nodeId: n.nodeId, agentId: n.agentId ?? 'x', dependencies: n.dependencies ?? [], trigger: n.trigger ?? 'DEPENDENCY',
-      inputMapping: n.inputMapping ?? {}, outputMapping: n.outputMapping ?? {}, metadata: n.metadata ?? {},
+      nodeId: n.nodeId,
+      agentId: n.agentId ?? 'x',
+      dependencies: n.dependencies ?? [],
+      trigger: n.trigger ?? 'DEPENDENCY',
+      inputMapping: n.inputMapping ?? {},
+      outputMapping: n.outputMapping ?? {},
+      metadata: n.metadata ?? {},
     })),
   };
 }
@@ -27,8 +52,19 @@ function liveOf(nodes: readonly NodeInput[], data = '{}'): LiveWorkflow {
   const validated = validateDefinition(definition);
   assert.ok(validated.ok, JSON.stringify(validated.issues));
   const record: WorkflowRecord = {
-    workflowId: 'wf', definition, warnings: [], state: 'RUNNING', data, nodes: new Map(definition.nodes.map((n) => [n.nodeId, pendingNode(n.nodeId)])),
-    createdAt: 0, createdBy: 'operator', startedAt: 0, completedAt: null, startedBy: 'operator', reason: '', updatedAt: 0,
+    workflowId: 'wf',
+    definition,
+    warnings: [],
+    state: 'RUNNING',
+    data,
+    nodes: new Map(definition.nodes.map((n) => [n.nodeId, pendingNode(n.nodeId)])),
+    createdAt: 0,
+    createdBy: 'operator',
+    startedAt: 0,
+    completedAt: null,
+    startedBy: 'operator',
+    reason: '',
+    updatedAt: 0,
   };
   return buildLive(record, validated.dependents, validated.routes, { seq: 1, chars: 0 });
 }
@@ -39,20 +75,30 @@ function move(live: LiveWorkflow, nodeId: string, to: NodeStatus, now = 1, unblo
 }
 
 const diamond: readonly NodeInput[] = [
-  { nodeId: 'a' }, { nodeId: 'b', dependencies: ['a'] }, { nodeId: 'c', dependencies: ['a'] }, { nodeId: 'd', dependencies: ['b', 'c'] },
+  { nodeId: 'a' },
+  { nodeId: 'b', dependencies: ['a'] },
+  { nodeId: 'c', dependencies: ['a'] },
+  { nodeId: 'd', dependencies: ['b', 'c'] },
 ];
 
 describe('workflow state (state.ts, no store)', () => {
   it('a new run: every node PENDING and counted, each dependent knows how many dependencies are open', () => {
     const live = liveOf(diamond);
     assert.deepEqual(live.counts, { PENDING: 4, READY: 0, RUNNING: 0, COMPLETED: 0, FAILED: 0, SKIPPED: 0 });
-    assert.deepEqual([...live.openDeps], [['b', 1], ['c', 1], ['d', 2]]);
+    assert.deepEqual(
+      [...live.openDeps],
+      [
+        ['b', 1],
+        ['c', 1],
+        ['d', 2],
+      ],
+    );
     assert.equal(live.dirty, false);
     assert.deepEqual(nextForPending(live, 'a'), { ready: 'a root: no dependencies' });
     assert.equal(nextForPending(live, 'd'), undefined, 'its dependencies have not run');
   });
 
-  it('a dependency COMPLETED touches only its dependents\' counts; a node is READY once all of its dependencies COMPLETED', () => {
+  it("a dependency COMPLETED touches only its dependents' counts; a node is READY once all of its dependencies COMPLETED", () => {
     const live = liveOf(diamond);
     for (const to of ['READY', 'RUNNING', 'COMPLETED'] as const) move(live, 'a', to, 5);
     assert.equal(live.record.updatedAt, 5);
@@ -85,7 +131,9 @@ describe('workflow state (state.ts, no store)', () => {
 
   it('the indexes follow a READY node by its trigger; leaving READY unblocks it and it is no longer held', () => {
     const live = liveOf([
-      { nodeId: 'm', trigger: 'MANUAL' }, { nodeId: 'e', trigger: 'EVENT', metadata: { event: 'go' } }, { nodeId: 's', trigger: 'SCHEDULE', metadata: { schedule: '0 * * * *' } },
+      { nodeId: 'm', trigger: 'MANUAL' },
+      { nodeId: 'e', trigger: 'EVENT', metadata: { event: 'go' } },
+      { nodeId: 's', trigger: 'SCHEDULE', metadata: { schedule: '0 * * * *' } },
     ]);
     move(live, 'm', 'READY');
     move(live, 'e', 'READY');
@@ -106,24 +154,39 @@ describe('workflow state (state.ts, no store)', () => {
   it("the workflow's state from its nodes: WAITING for a person, RUNNING saying what it waits for, FAILED once nothing runs, COMPLETED", () => {
     const manual = liveOf([{ nodeId: 'm', trigger: 'MANUAL' }, { nodeId: 'n' }]);
     move(manual, 'm', 'READY');
-    assert.deepEqual(settledState(manual, () => 'never asked'), { to: 'WAITING', reason: 'waiting for a person: Run Node m' });
+    assert.deepEqual(
+      settledState(manual, () => 'never asked'),
+      { to: 'WAITING', reason: 'waiting for a person: Run Node m' },
+    );
 
     const two = liveOf([{ nodeId: 'a' }, { nodeId: 'b' }]);
     move(two, 'a', 'READY');
-    assert.deepEqual(settledState(two, () => 'waiting for the scheduler'), { to: 'RUNNING', reason: 'waiting for the scheduler' });
+    assert.deepEqual(
+      settledState(two, () => 'waiting for the scheduler'),
+      { to: 'RUNNING', reason: 'waiting for the scheduler' },
+    );
     move(two, 'a', 'RUNNING');
     move(two, 'b', 'READY');
     move(two, 'b', 'RUNNING');
     nodeOf(two, 'b').error = 'boom';
     move(two, 'b', 'FAILED');
-    assert.deepEqual(settledState(two, () => ''), { to: 'RUNNING', reason: 'node b FAILED: boom; 1 running node(s) finish first, then the workflow ends FAILED' });
+    assert.deepEqual(
+      settledState(two, () => ''),
+      { to: 'RUNNING', reason: 'node b FAILED: boom; 1 running node(s) finish first, then the workflow ends FAILED' },
+    );
     move(two, 'a', 'COMPLETED');
-    assert.deepEqual(settledState(two, () => ''), { to: 'FAILED', reason: 'node b FAILED: boom' });
+    assert.deepEqual(
+      settledState(two, () => ''),
+      { to: 'FAILED', reason: 'node b FAILED: boom' },
+    );
 
     const one = liveOf([{ nodeId: 'a' }, { nodeId: 'b' }]);
     move(one, 'a', 'COMPLETED');
     move(one, 'b', 'SKIPPED');
-    assert.deepEqual(settledState(one, () => ''), { to: 'COMPLETED', reason: '' });
+    assert.deepEqual(
+      settledState(one, () => ''),
+      { to: 'COMPLETED', reason: '' },
+    );
     assert.equal(moveWorkflow(one, 'COMPLETED', '', 9), 'RUNNING');
     assert.equal(one.record.state, 'COMPLETED');
     assert.equal(one.record.updatedAt, 9);
@@ -131,14 +194,23 @@ describe('workflow state (state.ts, no store)', () => {
 
   it('workflow_data writes are all or none, bounded in size, and undone on request', () => {
     const live = liveOf([{ nodeId: 'a' }], JSON.stringify({ keep: 1, list: [1] }));
-    const written = applyWrites(live, [['out.a', { v: 1 }], [['top'], 'x']]);
+    const written = applyWrites(live, [
+      ['out.a', { v: 1 }],
+      [['top'], 'x'],
+    ]);
     assert.ok(!('error' in written));
     assert.deepEqual(live.data, { keep: 1, list: [1], out: { a: { v: 1 } }, top: 'x' });
-    assert.deepEqual(written.writes.map(([path]) => path), [['out', 'a'], ['top']]);
+    assert.deepEqual(
+      written.writes.map(([path]) => path),
+      [['out', 'a'], ['top']],
+    );
     written.undo();
     assert.deepEqual(live.data, { keep: 1, list: [1] });
 
-    const refused = applyWrites(live, [['fresh', 1], ['keep.deeper', 2]]);
+    const refused = applyWrites(live, [
+      ['fresh', 1],
+      ['keep.deeper', 2],
+    ]);
     assert.ok('error' in refused && refused.kind === 'path', 'a path through a number');
     assert.deepEqual(live.data, { keep: 1, list: [1] }, 'the write before it undone');
 
@@ -150,9 +222,21 @@ describe('workflow state (state.ts, no store)', () => {
   it('a reset clears a run; downstream walks dependents once each, the given node first', () => {
     const live = liveOf(diamond);
     const a = nodeOf(live, 'a');
-    Object.assign(a, { taskId: 't', error: 'e', inputs: '{}', startedAt: 1, completedAt: 2, loops: 2, retries: 1, invocationId: 'h' });
+    Object.assign(a, {
+      taskId: 't',
+      error: 'e',
+      inputs: '{}',
+      startedAt: 1,
+      completedAt: 2,
+      loops: 2,
+      retries: 1,
+      invocationId: 'h',
+    });
     clearRun(a, false);
-    assert.deepEqual([a.taskId, a.error, a.inputs, a.startedAt, a.completedAt, a.invocationId, a.loops, a.retries], ['', '', '', null, null, '', 2, 1]);
+    assert.deepEqual(
+      [a.taskId, a.error, a.inputs, a.startedAt, a.completedAt, a.invocationId, a.loops, a.retries],
+      ['', '', '', null, null, '', 2, 1],
+    );
     clearRun(a, true);
     assert.deepEqual([a.loops, a.retries], [0, 0]);
     assert.deepEqual(downstream(live, ['a']), ['a', 'b', 'c', 'd']);
@@ -160,8 +244,14 @@ describe('workflow state (state.ts, no store)', () => {
   });
 
   it('definitions compare in canonical form; task ids stay within 128 characters; retries back off', () => {
-    const one = definitionOf('wf', [{ nodeId: 'a', metadata: { y: '1', x: '2' } }, { nodeId: 'b', dependencies: ['a'] }]);
-    const other = definitionOf('wf', [{ nodeId: 'b', dependencies: ['a'] }, { nodeId: 'a', metadata: { x: '2', y: '1' } }]);
+    const one = definitionOf('wf', [
+      { nodeId: 'a', metadata: { y: '1', x: '2' } },
+      { nodeId: 'b', dependencies: ['a'] },
+    ]);
+    const other = definitionOf('wf', [
+      { nodeId: 'b', dependencies: ['a'] },
+      { nodeId: 'a', metadata: { x: '2', y: '1' } },
+    ]);
     assert.equal(canonical(one), canonical(other));
     assert.notEqual(canonical(one), canonical(definitionOf('wf', [{ nodeId: 'a' }])));
     assert.equal(taskIdOf('wf', 'a', 3), 'wf:wf:a:3');
@@ -171,7 +261,13 @@ describe('workflow state (state.ts, no store)', () => {
   });
 
   it('WorkflowError is a SwarmError: its kind as the kernel names it, its code as the SW4RM code, its own fields kept', () => {
-    const kinds = [['refused', 'precondition'], ['exists', 'exists'], ['permission', 'permission'], ['not_found', 'not_found'], ['invalid', 'invalid']] as const;
+    const kinds = [
+      ['refused', 'precondition'],
+      ['exists', 'exists'],
+      ['permission', 'permission'],
+      ['not_found', 'not_found'],
+      ['invalid', 'invalid'],
+    ] as const;
     for (const [kind, errorKind] of kinds) {
       const err = new WorkflowError(kind, 'SOME_CODE', 'why');
       assert.equal(err.errorKind, errorKind);

@@ -7,14 +7,50 @@ import { canonicalDefinition } from '../support/clients';
 /** A detail of `n` nodes, node `i` in `status(i)` with an output of `outputBytes` characters. */
 function detailOf(n: number, status: (i: number) => NodeStatus, outputBytes = 0, data = '{}'): WorkflowDetail {
   const states: NodeRecord[] = Array.from({ length: n }, (_, i) => ({
-    nodeId: `node-${String(i).padStart(6, '0')}`, status: status(i), startedAt: null, completedAt: null, output: status(i) === 'COMPLETED' ? 'o'.repeat(outputBytes) : '',
-    error: '', waiting: status(i) === 'PENDING' ? `dependencies: node-${String(i - 1).padStart(6, '0')}` : '', taskId: '', runs: 0, readyAt: null, fireAt: null, loops: 0,
-    invocationId: '', retries: 0, inputs: '',
+    nodeId: `node-${String(i).padStart(6, '0')}`,
+    status: status(i),
+    startedAt: null,
+    completedAt: null,
+    output: status(i) === 'COMPLETED' ? 'o'.repeat(outputBytes) : '',
+    error: '',
+    waiting: status(i) === 'PENDING' ? `dependencies: node-${String(i - 1).padStart(6, '0')}` : '',
+    taskId: '',
+    runs: 0,
+    readyAt: null,
+    fireAt: null,
+    loops: 0,
+    invocationId: '',
+    retries: 0,
+    inputs: '',
   }));
   return {
-    summary: { workflowId: 'big', state: 'RUNNING', reason: '', nodeCount: n, counts: countsOf(states), createdAt: 0, startedAt: 0, completedAt: null, updatedAt: 0 },
-    definition: { workflowId: 'big', nodes: [], metadata: {} }, warnings: [], data,
-    nodes: states.map((state) => ({ definition: { nodeId: state.nodeId, agentId: 'w', dependencies: [], trigger: 'DEPENDENCY', inputMapping: {}, outputMapping: {}, metadata: {} }, state, inputs: '' })),
+    summary: {
+      workflowId: 'big',
+      state: 'RUNNING',
+      reason: '',
+      nodeCount: n,
+      counts: countsOf(states),
+      createdAt: 0,
+      startedAt: 0,
+      completedAt: null,
+      updatedAt: 0,
+    },
+    definition: { workflowId: 'big', nodes: [], metadata: {} },
+    warnings: [],
+    data,
+    nodes: states.map((state) => ({
+      definition: {
+        nodeId: state.nodeId,
+        agentId: 'w',
+        dependencies: [],
+        trigger: 'DEPENDENCY',
+        inputMapping: {},
+        outputMapping: {},
+        metadata: {},
+      },
+      state,
+      inputs: '',
+    })),
   };
 }
 
@@ -30,7 +66,14 @@ describe('WorkflowState answers stay within what a gRPC client receives by defau
     assert.deepEqual(Object.keys(message.node_states as object), ['node-000000', 'node-000001', 'node-000002']);
     const metadata = message.metadata as Record<string, string>;
     assert.equal(metadata.node_states_omitted, undefined);
-    assert.deepEqual(JSON.parse(metadata.counts), { PENDING: 2, READY: 0, RUNNING: 1, COMPLETED: 0, FAILED: 0, SKIPPED: 0 });
+    assert.deepEqual(JSON.parse(metadata.counts), {
+      PENDING: 2,
+      READY: 0,
+      RUNNING: 1,
+      COMPLETED: 0,
+      FAILED: 0,
+      SKIPPED: 0,
+    });
   });
 
   it('100,000 nodes, mostly PENDING: the PENDING ones are left out first and counted', () => {
@@ -47,7 +90,7 @@ describe('WorkflowState answers stay within what a gRPC client receives by defau
     const message = stateMessage(detail);
     const kept = Object.keys(message.node_states as object);
     assert.ok(kept.length > 1_000 && kept.length < 100_000, `${kept.length} kept`);
-    assert.equal(kept[0], 'node-000000', 'in the definition\'s order');
+    assert.equal(kept[0], 'node-000000', "in the definition's order");
     assert.equal((message.metadata as Record<string, string>).node_states_omitted, String(100_000 - kept.length));
     const bytes = wireBytes(message);
     assert.ok(bytes <= STATE_ANSWER_BUDGET + 64 * 1024 && bytes < 4 * 1024 * 1024, `${bytes} bytes`);

@@ -23,8 +23,18 @@ describe('README "On a workstation" lists every system package the scripts need'
   });
 
   it('every package scripts/install-code-server.sh checks for', () => {
-    const list = /BUILD_PACKAGES=\(([^)]*)\)/.exec(read('scripts/install-code-server.sh'))?.[1].split(/\s+/).filter(Boolean) ?? [];
-    assert.deepEqual(list, ['python3', 'make', 'g++', 'pkg-config', 'libkrb5-dev', 'libxkbfile-dev', 'libsecret-1-dev', 'libx11-dev']);
+    const list =
+      /BUILD_PACKAGES=\(([^)]*)\)/.exec(read('scripts/install-code-server.sh'))?.[1].split(/\s+/).filter(Boolean) ?? [];
+    assert.deepEqual(list, [
+      'python3',
+      'make',
+      'g++',
+      'pkg-config',
+      'libkrb5-dev',
+      'libxkbfile-dev',
+      'libsecret-1-dev',
+      'libx11-dev',
+    ]);
     for (const name of list) assert.ok(aptPackages(workstation).includes(name), name);
   });
 });

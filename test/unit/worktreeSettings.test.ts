@@ -2,21 +2,35 @@ import { strict as assert } from 'node:assert';
 import { worktreeSettings } from '../../src/extension/worktreeSettings';
 
 describe('worktree settings (sw4rm.worktrees.*)', () => {
-  it('defaults: the sibling folder, each repository\'s .sw4rm/worktree.json, 30 days of snapshots', () => {
+  it("defaults: the sibling folder, each repository's .sw4rm/worktree.json, 30 days of snapshots", () => {
     assert.deepEqual(worktreeSettings({}), { folder: '', setup: undefined, snapshotRetentionDays: 30, warnings: [] });
     assert.deepEqual(worktreeSettings({ setupCopy: [], setupCommand: '  ' }).setup, undefined);
   });
 
   it('copy globs and a command line replace the file: the command runs by the shell with its timeout', () => {
-    const s = worktreeSettings({ folder: ' /trees ', setupCopy: ['.env*'], setupCommand: 'npm ci', setupTimeoutSeconds: 120, snapshotRetentionDays: 7 });
+    const s = worktreeSettings({
+      folder: ' /trees ',
+      setupCopy: ['.env*'],
+      setupCommand: 'npm ci',
+      setupTimeoutSeconds: 120,
+      snapshotRetentionDays: 7,
+    });
     assert.equal(s.folder, '/trees');
     assert.equal(s.snapshotRetentionDays, 7);
-    assert.deepEqual(s.setup, { copy: ['.env*'], setup: { command: 'npm ci', args: [], timeoutSeconds: 120, shell: true } });
+    assert.deepEqual(s.setup, {
+      copy: ['.env*'],
+      setup: { command: 'npm ci', args: [], timeoutSeconds: 120, shell: true },
+    });
     assert.deepEqual(s.warnings, []);
   });
 
   it('names what it ignored or clamped', () => {
-    const s = worktreeSettings({ folder: 3, setupCopy: ['../outside'], setupTimeoutSeconds: 99_999, snapshotRetentionDays: 0 });
+    const s = worktreeSettings({
+      folder: 3,
+      setupCopy: ['../outside'],
+      setupTimeoutSeconds: 99_999,
+      snapshotRetentionDays: 0,
+    });
     assert.equal(s.folder, '');
     assert.equal(s.setup, undefined);
     assert.equal(s.snapshotRetentionDays, 1);

@@ -21,14 +21,29 @@ describe('worktree setup: the configuration', () => {
 
   it('reads the configuration: settings replace the file; unknown keys, bad types and a shell line with args are refused', async () => {
     assert.deepEqual((await readSetupConfig(repoPath)).source, 'none');
-    write(repoPath, '.sw4rm/worktree.json', JSON.stringify({ copy: ['.env*'], setup: { command: 'npm', args: ['ci'] } }));
+    write(
+      repoPath,
+      '.sw4rm/worktree.json',
+      JSON.stringify({ copy: ['.env*'], setup: { command: 'npm', args: ['ci'] } }),
+    );
     const fromFile = await readSetupConfig(repoPath);
     assert.equal(fromFile.source, 'file');
-    assert.deepEqual(fromFile.config, { copy: ['.env*'], setup: { command: 'npm', args: ['ci'], timeoutSeconds: 600, shell: false } });
+    assert.deepEqual(fromFile.config, {
+      copy: ['.env*'],
+      setup: { command: 'npm', args: ['ci'], timeoutSeconds: 600, shell: false },
+    });
     const fromSettings = await readSetupConfig(repoPath, { copy: [] });
     assert.deepEqual(fromSettings, { source: 'settings', config: { copy: [], setup: undefined } });
-    for (const bad of [[], { copy: '.env' }, { cp: [] }, { setup: { command: '' } }, { setup: { command: 'x', args: [1] } },
-      { setup: { command: 'make && make test', shell: true, args: ['-j'] } }, { setup: { command: 'x', timeoutSeconds: 0 } }, { setup: { command: 'x', timeoutSeconds: 99999 } }]) {
+    for (const bad of [
+      [],
+      { copy: '.env' },
+      { cp: [] },
+      { setup: { command: '' } },
+      { setup: { command: 'x', args: [1] } },
+      { setup: { command: 'make && make test', shell: true, args: ['-j'] } },
+      { setup: { command: 'x', timeoutSeconds: 0 } },
+      { setup: { command: 'x', timeoutSeconds: 99999 } },
+    ]) {
       assert.throws(() => parseSetupConfig(bad), SetupConfigError, JSON.stringify(bad));
     }
     write(repoPath, '.sw4rm/worktree.json', '{ not json');
@@ -40,7 +55,17 @@ describe('worktree setup: the configuration', () => {
   });
 
   it('refuses globs that could leave the repository', () => {
-    for (const glob of ['../secret', 'a/../../b', '/etc/passwd', '~/.ssh/*', 'C:/x', 'a\\..\\b', '{..,x}/y', 'a\u0000b', '']) {
+    for (const glob of [
+      '../secret',
+      'a/../../b',
+      '/etc/passwd',
+      '~/.ssh/*',
+      'C:/x',
+      'a\\..\\b',
+      '{..,x}/y',
+      'a\u0000b',
+      '',
+    ]) {
       assert.throws(() => checkCopyGlob(glob), SetupConfigError, JSON.stringify(glob));
     }
     assert.equal(checkCopyGlob('.env*'), '.env*');

@@ -33,10 +33,18 @@ export function textDiffLines(before: string, after: string, context = CONTEXT_L
   // An empty text has no last line to terminate; otherwise both sides unterminated is the common case of short texts.
   const unterminated = [before, after].filter((t) => t !== '').every((t) => !t.endsWith('\n'));
   const terminate = (t: string) => (unterminated && t !== '' ? `${t}\n` : t);
-  const patch = structuredPatch('before', 'after', terminate(before), terminate(after), undefined, undefined,
-    { context, maxEditLength: TEXT_DIFF_LIMITS.maxEditLength, timeout: TEXT_DIFF_LIMITS.timeoutMs });
+  const patch = structuredPatch('before', 'after', terminate(before), terminate(after), undefined, undefined, {
+    context,
+    maxEditLength: TEXT_DIFF_LIMITS.maxEditLength,
+    timeout: TEXT_DIFF_LIMITS.timeoutMs,
+  });
   if (!patch) {
-    return [{ kind: 'note', text: `The texts differ in too many lines to show line by line here (${lineCount(before)} lines, ${before.length} characters before; ${lineCount(after)} lines, ${after.length} characters after).` }];
+    return [
+      {
+        kind: 'note',
+        text: `The texts differ in too many lines to show line by line here (${lineCount(before)} lines, ${before.length} characters before; ${lineCount(after)} lines, ${after.length} characters after).`,
+      },
+    ];
   }
   const lines: DiffLine[] = [];
   for (const hunk of patch.hunks) {
@@ -64,7 +72,12 @@ export function unifiedDiffLines(unified: string): DiffLine[] {
       inHunk = true;
       return { kind: 'hunk', text: line };
     }
-    if (!inHunk || /^(diff --git |index |--- |\+\+\+ |new file mode |deleted file mode |similarity index |rename (from|to) )/.test(line)) {
+    if (
+      !inHunk ||
+      /^(diff --git |index |--- |\+\+\+ |new file mode |deleted file mode |similarity index |rename (from|to) )/.test(
+        line,
+      )
+    ) {
       if (line.startsWith('diff --git ')) inHunk = false;
       return { kind: 'header', text: line };
     }
@@ -95,8 +108,10 @@ export function jsonDeltaChanges(delta: unknown, path = '$'): JsonChange[] {
   if (delta === undefined) return [];
   if (Array.isArray(delta)) {
     switch (delta.length) {
-      case 1: return [{ kind: 'added', path, after: delta[0] }];
-      case 2: return [{ kind: 'changed', path, before: delta[0], after: delta[1] }];
+      case 1:
+        return [{ kind: 'added', path, after: delta[0] }];
+      case 2:
+        return [{ kind: 'changed', path, before: delta[0], after: delta[1] }];
       case 3:
         if (delta[2] === 0) return [{ kind: 'removed', path, before: delta[0] }];
         if (delta[2] === 2) return [{ kind: 'text', path, after: delta[0] }];
@@ -118,7 +133,17 @@ function arrayChanges(delta: Record<string, unknown>, path: string): JsonChange[
     if (!Number.isInteger(index)) continue;
     const item = delta[key];
     if (removedSide && Array.isArray(item) && item.length === 3 && item[2] === 3) {
-      changes.push({ order: index, changes: [{ kind: 'moved', path: `${path}[${index}]`, to: `${path}[${String(item[1])}]`, before: item[0] === '' ? undefined : item[0] }] });
+      changes.push({
+        order: index,
+        changes: [
+          {
+            kind: 'moved',
+            path: `${path}[${index}]`,
+            to: `${path}[${String(item[1])}]`,
+            before: item[0] === '' ? undefined : item[0],
+          },
+        ],
+      });
       continue;
     }
     changes.push({ order: index + (removedSide ? 0 : 0.5), changes: jsonDeltaChanges(item, `${path}[${index}]`) });

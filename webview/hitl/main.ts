@@ -7,10 +7,22 @@ import { jsonChangesList, linesBlock } from '../shared/diffView';
 import { formatJsonValue, jsonDeltaChanges, textDiffLines, unifiedDiffLines } from './diffModel';
 import {
   parseHostMessage,
-  type DecisionAction, type DiffJson, type HostMessage, type InvocationJson, type PanelState, type WebviewMessage,
+  type DecisionAction,
+  type DiffJson,
+  type HostMessage,
+  type InvocationJson,
+  type PanelState,
+  type WebviewMessage,
 } from './protocol';
 import {
-  decisionHeadline, factRows, formatRemaining, parsePayloadText, rationaleMissing, reasonLabel, subjectText, suggestedPayloadText,
+  decisionHeadline,
+  factRows,
+  formatRemaining,
+  parsePayloadText,
+  rationaleMissing,
+  reasonLabel,
+  subjectText,
+  suggestedPayloadText,
 } from './viewModel';
 
 interface VsCodeApi {
@@ -40,14 +52,26 @@ function renderDiff(diff: DiffJson, index: number): HTMLElement {
   }
   if (diff.before !== undefined || diff.after !== undefined) {
     const lines = textDiffLines(diff.before ?? '', diff.after ?? '');
-    parts.push(lines.length ? linesBlock(lines, `${diff.title}: line diff`) : h('p', { class: 'muted' }, 'The texts are identical.'));
+    parts.push(
+      lines.length
+        ? linesBlock(lines, `${diff.title}: line diff`)
+        : h('p', { class: 'muted' }, 'The texts are identical.'),
+    );
   }
   if (diff.beforeJson !== undefined || diff.afterJson !== undefined) {
     const changes = jsonDeltaChanges(jsonDiffer.diff(diff.beforeJson ?? null, diff.afterJson ?? null));
-    parts.push(changes.length ? jsonChangesList(changes, `${diff.title}: JSON changes`) : h('p', { class: 'muted' }, 'The JSON values are identical.'));
+    parts.push(
+      changes.length
+        ? jsonChangesList(changes, `${diff.title}: JSON changes`)
+        : h('p', { class: 'muted' }, 'The JSON values are identical.'),
+    );
   }
-  return h('article', { class: 'diff', attrs: { 'aria-labelledby': `diff-${index}-title` } },
-    h('h3', { id: `diff-${index}-title` }, diff.title), ...parts);
+  return h(
+    'article',
+    { class: 'diff', attrs: { 'aria-labelledby': `diff-${index}-title` } },
+    h('h3', { id: `diff-${index}-title` }, diff.title),
+    ...parts,
+  );
 }
 
 function renderDecision(invocation: InvocationJson): HTMLElement | null {
@@ -58,52 +82,126 @@ function renderDecision(invocation: InvocationJson): HTMLElement | null {
     { key: 'By', text: decision.decided_by, block: false },
     { key: 'Automatic', text: decision.automatic ? 'yes' : 'no', block: false },
     ...(decision.rule ? [{ key: 'Rule', text: decision.rule, block: false }] : []),
-    ...(decision.fallback ? [{ key: 'Fallback', text: `${decision.fallback.policy ?? '?'} (${decision.fallback.trigger ?? '?'})`, block: false }] : []),
+    ...(decision.fallback
+      ? [
+          {
+            key: 'Fallback',
+            text: `${decision.fallback.policy ?? '?'} (${decision.fallback.trigger ?? '?'})`,
+            block: false,
+          },
+        ]
+      : []),
     { key: 'Rationale', text: decision.rationale || '—', block: decision.rationale.includes('\n') },
     { key: 'Decided at', text: new Date(decision.decided_at).toLocaleString(), block: false },
     ...(decision.decision_payload !== null && decision.decision_payload !== undefined
-      ? [{ key: 'Payload', text: formatJsonValue(decision.decision_payload), block: true }] : []),
+      ? [{ key: 'Payload', text: formatJsonValue(decision.decision_payload), block: true }]
+      : []),
   ];
-  return h('section', { class: `section decision ${decision.decision}`, id: 'decision', attrs: { 'aria-labelledby': 'decision-title', tabindex: '-1' } },
-    h('h2', { id: 'decision-title' }, decisionHeadline(decision)), definitionList(rows));
+  return h(
+    'section',
+    {
+      class: `section decision ${decision.decision}`,
+      id: 'decision',
+      attrs: { 'aria-labelledby': 'decision-title', tabindex: '-1' },
+    },
+    h('h2', { id: 'decision-title' }, decisionHeadline(decision)),
+    definitionList(rows),
+  );
 }
 
 function renderInvocation(invocation: InvocationJson): DocumentFragment {
   const { context } = invocation;
   const fragment = document.createDocumentFragment();
   const subject = subjectText(invocation.subject);
-  fragment.append(h('header', { class: 'head' },
-    h('h1', {}, reasonLabel(invocation.reason_type), ' ', h('span', { class: `state ${invocation.state}` }, invocation.state.replace('_', ' '))),
-    h('p', { class: 'summary' }, context.summary || '(no summary given)'),
-    h('p', { class: 'meta' },
-      h('code', { class: 'reason' }, invocation.reason_type), ' from ', h('strong', { class: 'requester' }, invocation.requester),
-      ` · priority ${invocation.priority} · opened ${new Date(invocation.created_at).toLocaleString()}`),
-    subject ? h('p', { class: 'meta subject' }, subject) : null,
-    h('p', { class: 'meta ids' }, `invocation ${invocation.invocation_id} · correlation ${invocation.correlation_id}`),
-    h('p', { class: 'deadline', id: 'deadline', attrs: { role: 'timer' } })));
+  fragment.append(
+    h(
+      'header',
+      { class: 'head' },
+      h(
+        'h1',
+        {},
+        reasonLabel(invocation.reason_type),
+        ' ',
+        h('span', { class: `state ${invocation.state}` }, invocation.state.replace('_', ' ')),
+      ),
+      h('p', { class: 'summary' }, context.summary || '(no summary given)'),
+      h(
+        'p',
+        { class: 'meta' },
+        h('code', { class: 'reason' }, invocation.reason_type),
+        ' from ',
+        h('strong', { class: 'requester' }, invocation.requester),
+        ` · priority ${invocation.priority} · opened ${new Date(invocation.created_at).toLocaleString()}`,
+      ),
+      subject ? h('p', { class: 'meta subject' }, subject) : null,
+      h(
+        'p',
+        { class: 'meta ids' },
+        `invocation ${invocation.invocation_id} · correlation ${invocation.correlation_id}`,
+      ),
+      h('p', { class: 'deadline', id: 'deadline', attrs: { role: 'timer' } }),
+    ),
+  );
 
   fragment.append(renderDecision(invocation) ?? '');
   if (context.risk.level || context.risk.notes.length) {
-    fragment.append(section('Risk', 'risk',
-      context.risk.level ? h('p', { class: 'risk' }, 'Level: ', h('span', { class: `risk-level ${riskClass(context.risk.level)}` }, context.risk.level)) : null,
-      context.risk.notes.length ? h('ul', {}, ...context.risk.notes.map((note) => h('li', {}, note))) : null));
+    fragment.append(
+      section(
+        'Risk',
+        'risk',
+        context.risk.level
+          ? h(
+              'p',
+              { class: 'risk' },
+              'Level: ',
+              h('span', { class: `risk-level ${riskClass(context.risk.level)}` }, context.risk.level),
+            )
+          : null,
+        context.risk.notes.length ? h('ul', {}, ...context.risk.notes.map((note) => h('li', {}, note))) : null,
+      ),
+    );
   }
-  if (context.diffs.length) fragment.append(section(`Changes (${context.diffs.length})`, 'diffs', ...context.diffs.map(renderDiff)));
+  if (context.diffs.length)
+    fragment.append(section(`Changes (${context.diffs.length})`, 'diffs', ...context.diffs.map(renderDiff)));
   const facts = factRows(context.facts);
   if (facts.length) fragment.append(section('Facts', 'facts', definitionList(facts)));
   if (context.prior_attempts.length) {
-    fragment.append(section('Prior attempts', 'prior', h('ol', {}, ...context.prior_attempts.map((attempt) =>
-      h('li', {}, typeof attempt === 'string' ? attempt : h('pre', { class: 'json' }, formatJsonValue(attempt)))))));
+    fragment.append(
+      section(
+        'Prior attempts',
+        'prior',
+        h(
+          'ol',
+          {},
+          ...context.prior_attempts.map((attempt) =>
+            h('li', {}, typeof attempt === 'string' ? attempt : h('pre', { class: 'json' }, formatJsonValue(attempt))),
+          ),
+        ),
+      ),
+    );
   }
   const inference = factRows(context.inference);
   if (inference.length || context.score !== null) {
-    fragment.append(section('Inference', 'inference',
-      context.score !== null ? h('p', {}, `Score: ${context.score}`) : null, inference.length ? definitionList(inference) : null));
+    fragment.append(
+      section(
+        'Inference',
+        'inference',
+        context.score !== null ? h('p', {}, `Score: ${context.score}`) : null,
+        inference.length ? definitionList(inference) : null,
+      ),
+    );
   }
   if (invocation.proposed_actions.length || invocation.suggested_action) {
-    fragment.append(section('Proposed actions', 'actions',
-      invocation.suggested_action ? h('p', {}, 'Suggested: ', h('strong', {}, invocation.suggested_action)) : null,
-      invocation.proposed_actions.length ? h('ul', {}, ...invocation.proposed_actions.map((action) => h('li', {}, action))) : null));
+    fragment.append(
+      section(
+        'Proposed actions',
+        'actions',
+        invocation.suggested_action ? h('p', {}, 'Suggested: ', h('strong', {}, invocation.suggested_action)) : null,
+        invocation.proposed_actions.length
+          ? h('ul', {}, ...invocation.proposed_actions.map((action) => h('li', {}, action)))
+          : null,
+      ),
+    );
   }
   return fragment;
 }
@@ -153,7 +251,8 @@ function setEnabled(enabled: boolean): void {
 
 function updateDecisionButtons(): void {
   const missing = rationaleMissing(rationale.value);
-  for (const button of [buttons.approve, buttons.deny, buttons.defer, buttons.send]) button.disabled = !formEnabled || missing;
+  for (const button of [buttons.approve, buttons.deny, buttons.defer, buttons.send])
+    button.disabled = !formEnabled || missing;
   buttons.modify.disabled = !formEnabled;
   rationaleRequired.hidden = !formEnabled || !missing;
   rationale.setAttribute('aria-invalid', String(formEnabled && missing));
@@ -169,9 +268,10 @@ function updateCountdown(): void {
   if (!deadline || !current) return;
   const at = Date.parse(current.deadline_ts);
   const when = new Date(at).toLocaleTimeString();
-  deadline.textContent = current.state === 'pending'
-    ? `Deadline ${when} · ${formatRemaining(at - (Date.now() + clockOffset))}${current.extensions ? ` · extended ${current.extensions}×` : ''}`
-    : `Deadline was ${when}`;
+  deadline.textContent =
+    current.state === 'pending'
+      ? `Deadline ${when} · ${formatRemaining(at - (Date.now() + clockOffset))}${current.extensions ? ` · extended ${current.extensions}×` : ''}`
+      : `Deadline was ${when}`;
   deadline.classList.toggle('urgent', current.state === 'pending' && at - (Date.now() + clockOffset) < 60_000);
 }
 
@@ -210,7 +310,10 @@ function decide(action: DecisionAction): void {
   }
   showError('');
   const message: { type: 'decide'; requestId: number; action: DecisionAction; rationale: string; payload?: unknown } = {
-    type: 'decide', requestId: nextRequestId++, action, rationale: rationale.value,
+    type: 'decide',
+    requestId: nextRequestId++,
+    action,
+    rationale: rationale.value,
   };
   if (action === 'modify') {
     const parsed = parsePayloadText(payload.value);

@@ -7,10 +7,10 @@
 export const HITL_PANEL_VIEW_TYPE = 'sw4rm.hitlInvocation';
 
 export const DECISION_ACTIONS = ['approve', 'deny', 'modify', 'defer'] as const;
-export type DecisionAction = typeof DECISION_ACTIONS[number];
+export type DecisionAction = (typeof DECISION_ACTIONS)[number];
 
 export const INVOCATION_STATES = ['pending', 'decided', 'timed_out', 'cancelled'] as const;
-export type InvocationStateName = typeof INVOCATION_STATES[number];
+export type InvocationStateName = (typeof INVOCATION_STATES)[number];
 
 /** One proposed change, as the requester sent it (text before/after, a unified diff, or JSON before/after). */
 export interface DiffJson {
@@ -69,24 +69,29 @@ export type WebviewMessage =
   | { readonly type: 'ready' }
   /** The operator's decision. `requestId` pairs it with its `result` or `error`. */
   | {
-    readonly type: 'decide'; readonly requestId: number; readonly action: DecisionAction; readonly rationale: string;
-    /** For `modify`: the edited payload (any JSON value). */
-    readonly payload?: unknown;
-  };
+      readonly type: 'decide';
+      readonly requestId: number;
+      readonly action: DecisionAction;
+      readonly rationale: string;
+      /** For `modify`: the edited payload (any JSON value). */
+      readonly payload?: unknown;
+    };
 
 // ---------------------------------------------------------------- extension → webview
 
 export type HostMessage =
   /** The invocation as it is now: after `ready`, and whenever it changes. Null while it cannot be read. */
   | {
-    readonly type: 'invocation'; readonly invocationId: string; readonly invocation: InvocationJson | null;
-    /** Why the invocation is missing (the coordinator is stopped, or it does not know the id). */
-    readonly unavailable?: string;
-    /** The name decisions made in this panel are recorded under, e.g. `editor:alice`. */
-    readonly operator: string;
-    /** The extension host's clock (ms since the epoch), so the countdown follows the coordinator's time. */
-    readonly now: number;
-  }
+      readonly type: 'invocation';
+      readonly invocationId: string;
+      readonly invocation: InvocationJson | null;
+      /** Why the invocation is missing (the coordinator is stopped, or it does not know the id). */
+      readonly unavailable?: string;
+      /** The name decisions made in this panel are recorded under, e.g. `editor:alice`. */
+      readonly operator: string;
+      /** The extension host's clock (ms since the epoch), so the countdown follows the coordinator's time. */
+      readonly now: number;
+    }
   /** The decision of request `requestId` was applied. */
   | { readonly type: 'result'; readonly requestId: number; readonly invocation: InvocationJson }
   /** The decision of request `requestId` was refused (already decided elsewhere, invalid, stopped). */
@@ -126,11 +131,24 @@ export function parseHostMessage(value: unknown): HostMessage | undefined {
   switch (value.type) {
     case 'invocation': {
       const { invocationId, invocation, unavailable, operator, now } = value;
-      if (typeof invocationId !== 'string' || typeof operator !== 'string' || typeof now !== 'number' || !Number.isFinite(now)) return undefined;
+      if (
+        typeof invocationId !== 'string' ||
+        typeof operator !== 'string' ||
+        typeof now !== 'number' ||
+        !Number.isFinite(now)
+      )
+        return undefined;
       if (unavailable !== undefined && typeof unavailable !== 'string') return undefined;
       const parsed = invocation === null ? null : parseInvocationJson(invocation);
       if (parsed === undefined) return undefined;
-      return { type: 'invocation', invocationId, invocation: parsed, operator, now, ...(unavailable === undefined ? {} : { unavailable }) };
+      return {
+        type: 'invocation',
+        invocationId,
+        invocation: parsed,
+        operator,
+        now,
+        ...(unavailable === undefined ? {} : { unavailable }),
+      };
     }
     case 'result': {
       const invocation = parseInvocationJson(value.invocation);
@@ -157,15 +175,31 @@ export function parsePanelState(value: unknown): PanelState | undefined {
  */
 export function parseInvocationJson(value: unknown): InvocationJson | undefined {
   if (!isRecord(value)) return undefined;
-  const strings = ['invocation_id', 'reason_type', 'requester', 'correlation_id', 'suggested_action', 'created_at', 'deadline_ts'] as const;
+  const strings = [
+    'invocation_id',
+    'reason_type',
+    'requester',
+    'correlation_id',
+    'suggested_action',
+    'created_at',
+    'deadline_ts',
+  ] as const;
   if (strings.some((key) => typeof value[key] !== 'string')) return undefined;
-  if (typeof value.state !== 'string' || !(INVOCATION_STATES as readonly string[]).includes(value.state)) return undefined;
+  if (typeof value.state !== 'string' || !(INVOCATION_STATES as readonly string[]).includes(value.state))
+    return undefined;
   if (typeof value.priority !== 'number' || typeof value.extensions !== 'number') return undefined;
   if (!isStringList(value.proposed_actions)) return undefined;
   const subject = value.subject;
-  if (!isRecord(subject) || ['repo_id', 'worktree_id', 'task_id'].some((key) => typeof subject[key] !== 'string')) return undefined;
+  if (!isRecord(subject) || ['repo_id', 'worktree_id', 'task_id'].some((key) => typeof subject[key] !== 'string'))
+    return undefined;
   const context = value.context;
-  if (!isRecord(context) || typeof context.summary !== 'string' || !isRecord(context.facts) || !isRecord(context.inference)) return undefined;
+  if (
+    !isRecord(context) ||
+    typeof context.summary !== 'string' ||
+    !isRecord(context.facts) ||
+    !isRecord(context.inference)
+  )
+    return undefined;
   if (!Array.isArray(context.diffs) || !context.diffs.every(isDiffJson)) return undefined;
   const risk = context.risk;
   if (!isRecord(risk) || typeof risk.level !== 'string' || !isStringList(risk.notes)) return undefined;
@@ -182,7 +216,12 @@ function isDiffJson(value: unknown): value is DiffJson {
 
 function isDecisionJson(value: unknown): value is DecisionJson {
   if (!isRecord(value)) return false;
-  if (['invocation_id', 'decision', 'rationale', 'state', 'decided_by', 'decided_at'].some((key) => typeof value[key] !== 'string')) return false;
+  if (
+    ['invocation_id', 'decision', 'rationale', 'state', 'decided_by', 'decided_at'].some(
+      (key) => typeof value[key] !== 'string',
+    )
+  )
+    return false;
   if (typeof value.automatic !== 'boolean') return false;
   if (value.rule !== undefined && typeof value.rule !== 'string') return false;
   return value.fallback === undefined || isRecord(value.fallback);

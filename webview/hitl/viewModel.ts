@@ -28,7 +28,14 @@ export function factRows(facts: Readonly<Record<string, unknown>>): FactRow[] {
 }
 
 /** Facts a requester may send with the payload it proposes; the first present one prefills Modify. */
-export const SUGGESTED_PAYLOAD_FACTS = ['suggested_payload', 'suggestedPayload', 'proposed_payload', 'proposedPayload', 'decision_payload', 'payload'] as const;
+export const SUGGESTED_PAYLOAD_FACTS = [
+  'suggested_payload',
+  'suggestedPayload',
+  'proposed_payload',
+  'proposedPayload',
+  'decision_payload',
+  'payload',
+] as const;
 
 /** What the Modify editor starts with: the suggested payload as pretty JSON, or `{}`. */
 export function suggestedPayloadText(invocation: InvocationJson): string {
@@ -62,20 +69,33 @@ export function parsePayloadText(text: string): { ok: true; value: unknown } | {
   try {
     return { ok: true, value: JSON.parse(text) };
   } catch (err) {
-    return { ok: false, error: `The modified payload is not valid JSON: ${err instanceof Error ? err.message : String(err)}` };
+    return {
+      ok: false,
+      error: `The modified payload is not valid JSON: ${err instanceof Error ? err.message : String(err)}`,
+    };
   }
 }
 
-const PAST: Readonly<Record<string, string>> = { approve: 'Approved', deny: 'Denied', modify: 'Modified', defer: 'Deferred' };
+const PAST: Readonly<Record<string, string>> = {
+  approve: 'Approved',
+  deny: 'Denied',
+  modify: 'Modified',
+  defer: 'Deferred',
+};
 
 /** `Approved by editor:alice`, `Denied automatically by rule 'no-prod'`, `Denied automatically (fallback DENY_BY_DEFAULT, deadline)`. */
 export function decisionHeadline(decision: DecisionJson): string {
   const verb = PAST[decision.decision] ?? decision.decision;
-  if (decision.state === 'cancelled') return `Cancelled by ${decision.decided_by} (the requester was answered ${decision.decision})`;
+  if (decision.state === 'cancelled')
+    return `Cancelled by ${decision.decided_by} (the requester was answered ${decision.decision})`;
   if (decision.rule) return `${verb} automatically by rule '${decision.rule}'`;
   if (decision.fallback) {
-    const trigger = decision.fallback.trigger === 'hitl_unavailable' ? 'no operator available'
-      : decision.fallback.trigger === 'requested_fallback' ? 'the requester asked for deny on timeout' : 'deadline passed';
+    const trigger =
+      decision.fallback.trigger === 'hitl_unavailable'
+        ? 'no operator available'
+        : decision.fallback.trigger === 'requested_fallback'
+          ? 'the requester asked for deny on timeout'
+          : 'deadline passed';
     return `${verb} automatically (fallback ${decision.fallback.policy ?? '?'}: ${trigger})`;
   }
   return `${verb} by ${decision.decided_by}${decision.automatic ? ' (automatic)' : ''}`;
@@ -83,8 +103,13 @@ export function decisionHeadline(decision: DecisionJson): string {
 
 /** `repo / worktree / task`, leaving out parts that are empty; empty when all are. */
 export function subjectText(subject: InvocationJson['subject']): string {
-  return [subject.repo_id && `repo ${subject.repo_id}`, subject.worktree_id && `worktree ${subject.worktree_id}`, subject.task_id && `task ${subject.task_id}`]
-    .filter(Boolean).join(' · ');
+  return [
+    subject.repo_id && `repo ${subject.repo_id}`,
+    subject.worktree_id && `worktree ${subject.worktree_id}`,
+    subject.task_id && `task ${subject.task_id}`,
+  ]
+    .filter(Boolean)
+    .join(' · ');
 }
 
 /** `SECURITY_APPROVAL` → `Security approval`. */

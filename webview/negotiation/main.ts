@@ -5,10 +5,38 @@
 import { create as createJsonDiffer } from 'jsondiffpatch';
 import { h, byId, section } from '../shared/dom';
 import { jsonChangesList, linesBlock } from '../shared/diffView';
-import { parseHostMessage, type DebateJson, type HostMessage, type NegotiationAction, type NegotiationTarget, type PanelState, type RoomJson, type WebviewMessage } from './protocol';
 import {
-  REQUEST_REVISION_PAYLOAD, debateActionLabels, ROOM_ACTION_LABELS, aggregateRows, bestRound, debateDecidable, decisionText, payloadNote, policyRows,
-  proposalDiff, rationaleMissing, roomDecidable, roomHeadline, roundFacts, roundHeadline, stopText, num, thresholdRows, time, voteHeadline, type ProposalDiff,
+  parseHostMessage,
+  type DebateJson,
+  type HostMessage,
+  type NegotiationAction,
+  type NegotiationTarget,
+  type PanelState,
+  type RoomJson,
+  type WebviewMessage,
+} from './protocol';
+import {
+  REQUEST_REVISION_PAYLOAD,
+  debateActionLabels,
+  ROOM_ACTION_LABELS,
+  aggregateRows,
+  bestRound,
+  debateDecidable,
+  decisionText,
+  payloadNote,
+  policyRows,
+  proposalDiff,
+  rationaleMissing,
+  roomDecidable,
+  roomHeadline,
+  roundFacts,
+  roundHeadline,
+  stopText,
+  num,
+  thresholdRows,
+  time,
+  voteHeadline,
+  type ProposalDiff,
 } from './viewModel';
 
 interface VsCodeApi {
@@ -37,11 +65,16 @@ function textList(title: string, items: readonly string[]): HTMLElement | null {
 
 function diffBlock(diff: ProposalDiff, label: string): HTMLElement {
   switch (diff.kind) {
-    case 'initial': return h('pre', { class: 'payload', attrs: { 'aria-label': label, tabindex: '0' } }, diff.text);
-    case 'json': return jsonChangesList(diff.changes, `${label}: JSON changes`);
-    case 'text': return linesBlock(diff.lines, `${label}: line diff`);
-    case 'same': return h('p', { class: 'muted' }, 'Identical to the previous version.');
-    case 'binary': return h('p', { class: 'muted' }, diff.note);
+    case 'initial':
+      return h('pre', { class: 'payload', attrs: { 'aria-label': label, tabindex: '0' } }, diff.text);
+    case 'json':
+      return jsonChangesList(diff.changes, `${label}: JSON changes`);
+    case 'text':
+      return linesBlock(diff.lines, `${label}: line diff`);
+    case 'same':
+      return h('p', { class: 'muted' }, 'Identical to the previous version.');
+    case 'binary':
+      return h('p', { class: 'muted' }, diff.note);
   }
 }
 
@@ -49,32 +82,63 @@ function diffBlock(diff: ProposalDiff, label: string): HTMLElement {
 
 function renderDebate(debate: DebateJson): HTMLElement[] {
   const best = bestRound(debate);
-  const header = h('header', { class: 'header' },
+  const header = h(
+    'header',
+    { class: 'header' },
     h('h1', {}, `Debate: ${debate.topic}`),
-    h('p', { class: 'summary' }, `${debate.participants.join(', ')} · ${debate.state} · ${debate.rounds.length} round${debate.rounds.length === 1 ? '' : 's'}`
-      + ` · ${debate.tokensUsed} tokens · opened by ${debate.openedBy} ${time(debate.openedAt)}`),
-    h('p', { class: `status-line state-${debate.state}`, id: 'stop' }, stopText(debate)));
+    h(
+      'p',
+      { class: 'summary' },
+      `${debate.participants.join(', ')} · ${debate.state} · ${debate.rounds.length} round${debate.rounds.length === 1 ? '' : 's'}` +
+        ` · ${debate.tokensUsed} tokens · opened by ${debate.openedBy} ${time(debate.openedAt)}`,
+    ),
+    h('p', { class: `status-line state-${debate.state}`, id: 'stop' }, stopText(debate)),
+  );
   const timeline = h('ol', { class: 'timeline', attrs: { 'aria-label': 'Rounds' } });
   debate.rounds.forEach((round, index) => {
     const previous = index > 0 ? debate.rounds[index - 1]!.payload : null;
-    const evaluations = round.evaluations.map((e) => h('li', {},
-      h('span', { class: 'critic' }, e.from), ` · score ${num(e.score)}${e.llmConfidence === null ? '' : ` · inference ${num(e.llmConfidence)}`} · ${e.source}`,
-      e.notes ? h('p', { class: 'notes' }, e.notes) : null));
-    timeline.append(h('li', { class: `round${round.n === best ? ' best' : ''}`, attrs: { 'aria-label': `Round ${round.n}` } },
-      h('h3', {}, roundHeadline(round), round.n === best ? h('span', { class: 'badge' }, 'best score') : null),
-      facts(roundFacts(round)),
-      h('p', { class: 'muted' }, payloadNote(round.payload)),
-      diffBlock(proposalDiff(previous, round.payload, differ), `Round ${round.n}${previous ? ` against round ${round.n - 1}` : ''}`),
-      evaluations.length ? h('div', {}, h('h4', {}, 'Evaluations'), h('ul', { class: 'evaluations' }, ...evaluations)) : h('p', { class: 'muted' }, 'Not evaluated yet.')));
+    const evaluations = round.evaluations.map((e) =>
+      h(
+        'li',
+        {},
+        h('span', { class: 'critic' }, e.from),
+        ` · score ${num(e.score)}${e.llmConfidence === null ? '' : ` · inference ${num(e.llmConfidence)}`} · ${e.source}`,
+        e.notes ? h('p', { class: 'notes' }, e.notes) : null,
+      ),
+    );
+    timeline.append(
+      h(
+        'li',
+        { class: `round${round.n === best ? ' best' : ''}`, attrs: { 'aria-label': `Round ${round.n}` } },
+        h('h3', {}, roundHeadline(round), round.n === best ? h('span', { class: 'badge' }, 'best score') : null),
+        facts(roundFacts(round)),
+        h('p', { class: 'muted' }, payloadNote(round.payload)),
+        diffBlock(
+          proposalDiff(previous, round.payload, differ),
+          `Round ${round.n}${previous ? ` against round ${round.n - 1}` : ''}`,
+        ),
+        evaluations.length
+          ? h('div', {}, h('h4', {}, 'Evaluations'), h('ul', { class: 'evaluations' }, ...evaluations))
+          : h('p', { class: 'muted' }, 'Not evaluated yet.'),
+      ),
+    );
   });
   const parts: HTMLElement[] = [header, section('Effective policy', 'policy', facts(policyRows(debate)))];
-  parts.push(section('Rounds', 'rounds', debate.rounds.length ? timeline : h('p', { class: 'muted' }, 'No proposal yet.')));
+  parts.push(
+    section('Rounds', 'rounds', debate.rounds.length ? timeline : h('p', { class: 'muted' }, 'No proposal yet.')),
+  );
   const decided = decisionText(debate);
   if (decided && debate.decision) {
-    parts.push(section('Decision', 'decision', h('p', {}, decided),
-      debate.decision.rationale ? h('p', { class: 'rationale' }, debate.decision.rationale) : null,
-      h('p', { class: 'muted' }, `Result: ${payloadNote(debate.decision.result)}`),
-      diffBlock(proposalDiff(null, debate.decision.result, differ), 'Decided result')));
+    parts.push(
+      section(
+        'Decision',
+        'decision',
+        h('p', {}, decided),
+        debate.decision.rationale ? h('p', { class: 'rationale' }, debate.decision.rationale) : null,
+        h('p', { class: 'muted' }, `Result: ${payloadNote(debate.decision.result)}`),
+        diffBlock(proposalDiff(null, debate.decision.result, differ), 'Decided result'),
+      ),
+    );
   }
   return parts;
 }
@@ -82,35 +146,90 @@ function renderDebate(debate: DebateJson): HTMLElement[] {
 // ---------------------------------------------------------------- a room
 
 function renderRoom(room: RoomJson): HTMLElement[] {
-  const header = h('header', { class: 'header' },
+  const header = h(
+    'header',
+    { class: 'header' },
     h('h1', {}, roomHeadline(room)),
-    h('p', { class: 'summary' }, `room ${room.roomId} · critics ${room.requestedCritics.join(', ')} · submitted ${time(room.submittedAt)} · policy version ${room.policyVersion}`));
-  const artifact = section(room.previous ? `Artifact (revision ${room.revision} against ${room.revision - 1})` : 'Artifact', 'artifact',
+    h(
+      'p',
+      { class: 'summary' },
+      `room ${room.roomId} · critics ${room.requestedCritics.join(', ')} · submitted ${time(room.submittedAt)} · policy version ${room.policyVersion}`,
+    ),
+  );
+  const artifact = section(
+    room.previous ? `Artifact (revision ${room.revision} against ${room.revision - 1})` : 'Artifact',
+    'artifact',
     h('p', { class: 'muted' }, payloadNote(room.artifact)),
-    diffBlock(proposalDiff(room.previous, room.artifact, differ), 'Artifact'));
+    diffBlock(proposalDiff(room.previous, room.artifact, differ), 'Artifact'),
+  );
   const votes = h('div', { class: 'votes' });
   for (const vote of room.votes) {
-    votes.append(h('article', { class: `vote ${vote.passed ? 'passed' : 'failed'}`, attrs: { 'aria-label': `Vote of ${vote.criticId}` } },
-      h('h3', {}, h('span', { class: 'critic' }, vote.criticId), ' · ', voteHeadline(vote)),
-      textList('Strengths', vote.strengths), textList('Weaknesses', vote.weaknesses), textList('Recommendations', vote.recommendations)));
+    votes.append(
+      h(
+        'article',
+        { class: `vote ${vote.passed ? 'passed' : 'failed'}`, attrs: { 'aria-label': `Vote of ${vote.criticId}` } },
+        h('h3', {}, h('span', { class: 'critic' }, vote.criticId), ' · ', voteHeadline(vote)),
+        textList('Strengths', vote.strengths),
+        textList('Weaknesses', vote.weaknesses),
+        textList('Recommendations', vote.recommendations),
+      ),
+    );
   }
   const pending = room.requestedCritics.filter((c) => !room.votes.some((v) => v.criticId === c));
   if (pending.length) votes.append(h('p', { class: 'muted' }, `Not voted yet: ${pending.join(', ')}`));
-  const thresholds = h('table', { class: 'thresholds' },
-    h('thead', {}, h('tr', {}, h('th', { attrs: { scope: 'col' } }, 'Threshold'), h('th', { attrs: { scope: 'col' } }, 'Value'), h('th', { attrs: { scope: 'col' } }, 'Result'))));
+  const thresholds = h(
+    'table',
+    { class: 'thresholds' },
+    h(
+      'thead',
+      {},
+      h(
+        'tr',
+        {},
+        h('th', { attrs: { scope: 'col' } }, 'Threshold'),
+        h('th', { attrs: { scope: 'col' } }, 'Value'),
+        h('th', { attrs: { scope: 'col' } }, 'Result'),
+      ),
+    ),
+  );
   const body = h('tbody');
   for (const row of thresholdRows(room)) {
-    body.append(h('tr', { class: row.pass === null ? 'unchecked' : row.pass ? 'pass' : 'fail' },
-      h('td', {}, row.label), h('td', {}, row.text), h('td', { class: 'mark' }, row.pass === null ? '' : row.pass ? '✓ ' : '✗ ', row.mark)));
+    body.append(
+      h(
+        'tr',
+        { class: row.pass === null ? 'unchecked' : row.pass ? 'pass' : 'fail' },
+        h('td', {}, row.label),
+        h('td', {}, row.text),
+        h('td', { class: 'mark' }, row.pass === null ? '' : row.pass ? '✓ ' : '✗ ', row.mark),
+      ),
+    );
   }
   thresholds.append(body);
-  const parts = [header, artifact, section('Votes', 'votes', votes),
-    section('Aggregate', 'aggregate', room.aggregate ? facts(aggregateRows(room)) : h('p', { class: 'muted' }, 'No vote yet.'), thresholds)];
+  const parts = [
+    header,
+    artifact,
+    section('Votes', 'votes', votes),
+    section(
+      'Aggregate',
+      'aggregate',
+      room.aggregate ? facts(aggregateRows(room)) : h('p', { class: 'muted' }, 'No vote yet.'),
+      thresholds,
+    ),
+  ];
   if (room.decision) {
-    parts.push(section('Decision', 'decision',
-      h('p', {}, `${room.decision.outcome}${room.decision.final ? '' : ' (not final)'} · decided by ${room.decision.decidedBy} · ${time(room.decision.decidedAt)}`),
-      h('p', { class: 'rationale' }, room.decision.reason),
-      room.decision.escalation.length ? textList('Escalated because', room.decision.escalation) : null));
+    parts.push(
+      section(
+        'Decision',
+        'decision',
+        h(
+          'p',
+          {},
+          `${room.decision.outcome}${room.decision.final ? '' : ' (not final)'} · decided by ${room.decision.decidedBy} · ${time(room.decision.decidedAt)}`,
+        ),
+        h('p', { class: 'rationale' }, room.decision.reason),
+        room.decision.escalation.length ? textList('Escalated because', room.decision.escalation) : null,
+      ),
+    );
   }
   return parts;
 }
@@ -125,7 +244,11 @@ const modifyBox = byId<HTMLElement>('modify-box');
 const payloadError = byId<HTMLElement>('payload-error');
 const status = byId<HTMLElement>('status');
 const errorBox = byId<HTMLElement>('error');
-const buttons: Record<NegotiationAction, HTMLButtonElement> = { approve: byId('approve'), modify: byId('modify'), deny: byId('deny') };
+const buttons: Record<NegotiationAction, HTMLButtonElement> = {
+  approve: byId('approve'),
+  modify: byId('modify'),
+  deny: byId('deny'),
+};
 const sendModify = byId<HTMLButtonElement>('send-modify');
 const requiredHint = byId<HTMLElement>('rationale-required');
 
@@ -137,7 +260,8 @@ let nextRequestId = 1;
 function updateButtons(): void {
   const missing = rationaleMissing(rationale.value);
   requiredHint.hidden = !missing;
-  for (const button of [...Object.values(buttons), sendModify]) button.disabled = !decidable || inFlight !== undefined || missing;
+  for (const button of [...Object.values(buttons), sendModify])
+    button.disabled = !decidable || inFlight !== undefined || missing;
 }
 
 function showError(text: string): void {
@@ -149,7 +273,11 @@ function show(message: Extract<HostMessage, { type: 'show' }>): void {
   target = message.target;
   vscode.setState(message.target);
   byId('operator').textContent = message.operator;
-  const parts = message.debate ? renderDebate(message.debate) : message.room ? renderRoom(message.room) : [h('p', { class: 'muted' }, message.unavailable ?? 'Nothing to show.')];
+  const parts = message.debate
+    ? renderDebate(message.debate)
+    : message.room
+      ? renderRoom(message.room)
+      : [h('p', { class: 'muted' }, message.unavailable ?? 'Nothing to show.')];
   content.replaceChildren(...parts);
   content.setAttribute('aria-busy', 'false');
   decidable = message.debate ? debateDecidable(message.debate) : message.room ? roomDecidable(message.room) : false;
@@ -169,8 +297,17 @@ function decide(action: NegotiationAction, withPayload: boolean): void {
     return;
   }
   showError('');
-  const message: { type: 'decide'; requestId: number; action: NegotiationAction; rationale: string; payload?: unknown } = {
-    type: 'decide', requestId: nextRequestId++, action, rationale: rationale.value,
+  const message: {
+    type: 'decide';
+    requestId: number;
+    action: NegotiationAction;
+    rationale: string;
+    payload?: unknown;
+  } = {
+    type: 'decide',
+    requestId: nextRequestId++,
+    action,
+    rationale: rationale.value,
   };
   if (target.kind === 'room' && action === 'modify') message.payload = REQUEST_REVISION_PAYLOAD;
   if (withPayload) {

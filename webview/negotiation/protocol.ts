@@ -24,7 +24,7 @@ export const MAX_RATIONALE_LENGTH = 4096;
  * (abort). A room: approve (APPROVED), modify (Request Revision: REVISION_REQUESTED), deny (Reject: rejected, closed).
  */
 export const NEGOTIATION_ACTIONS = ['approve', 'modify', 'deny'] as const;
-export type NegotiationAction = typeof NEGOTIATION_ACTIONS[number];
+export type NegotiationAction = (typeof NEGOTIATION_ACTIONS)[number];
 
 /** A payload an agent sent, as text (UTF-8, bounded) or only its size when it is binary. */
 export interface PayloadJson {
@@ -78,11 +78,22 @@ export interface DebateJson {
   readonly rounds: readonly RoundJson[];
   readonly pending: { readonly invocationId: string; readonly why: string; readonly stopReason: string } | null;
   readonly decision: {
-    readonly decidedBy: string; readonly round: number; readonly finalScore: number; readonly rationale: string; readonly stopReason: string;
-    readonly policyVersion: string; readonly fallback: { readonly policy: string; readonly trigger: string } | null; readonly at: number;
+    readonly decidedBy: string;
+    readonly round: number;
+    readonly finalScore: number;
+    readonly rationale: string;
+    readonly stopReason: string;
+    readonly policyVersion: string;
+    readonly fallback: { readonly policy: string; readonly trigger: string } | null;
+    readonly at: number;
     readonly result: PayloadJson;
   } | null;
-  readonly abort: { readonly reason: string; readonly errorCode: string; readonly by: string; readonly at: number } | null;
+  readonly abort: {
+    readonly reason: string;
+    readonly errorCode: string;
+    readonly by: string;
+    readonly at: number;
+  } | null;
 }
 
 export interface VoteJson {
@@ -131,10 +142,21 @@ export interface RoomJson {
   readonly previous: PayloadJson | null;
   readonly votes: readonly VoteJson[];
   readonly aggregate: AggregateJson | null;
-  readonly thresholds: { readonly minScoreThreshold: number; readonly minConfidenceThreshold: number; readonly minPassRatio: number; readonly maxStdDev: number };
+  readonly thresholds: {
+    readonly minScoreThreshold: number;
+    readonly minConfidenceThreshold: number;
+    readonly minPassRatio: number;
+    readonly maxStdDev: number;
+  };
   readonly decision: {
-    readonly outcome: string; readonly reason: string; readonly decidedBy: string; readonly final: boolean; readonly decidedAt: number;
-    readonly policyVersion: string; readonly escalation: readonly string[]; readonly checks: readonly ThresholdCheckJson[];
+    readonly outcome: string;
+    readonly reason: string;
+    readonly decidedBy: string;
+    readonly final: boolean;
+    readonly decidedAt: number;
+    readonly policyVersion: string;
+    readonly escalation: readonly string[];
+    readonly checks: readonly ThresholdCheckJson[];
   } | null;
 }
 
@@ -145,22 +167,28 @@ export type WebviewMessage =
   | { readonly type: 'ready' }
   /** The operator's decision on the pending HITL invocation. `requestId` pairs it with its `result` or `error`. */
   | {
-    readonly type: 'decide'; readonly requestId: number; readonly action: NegotiationAction; readonly rationale: string;
-    /** For a debate's `modify`: the payload to decide with (any JSON value). */
-    readonly payload?: unknown;
-  };
+      readonly type: 'decide';
+      readonly requestId: number;
+      readonly action: NegotiationAction;
+      readonly rationale: string;
+      /** For a debate's `modify`: the payload to decide with (any JSON value). */
+      readonly payload?: unknown;
+    };
 
 // ---------------------------------------------------------------- extension → webview
 
 export type HostMessage =
   /** The debate or room as it is now: after `ready`, and whenever it changes. Both null while it cannot be read. */
   | {
-    readonly type: 'show'; readonly target: NegotiationTarget; readonly debate: DebateJson | null; readonly room: RoomJson | null;
-    /** Why nothing is shown (the coordinator is stopped, the id is unknown). */
-    readonly unavailable?: string;
-    /** The name decisions made in this panel are recorded under, e.g. `editor:alice`. */
-    readonly operator: string;
-  }
+      readonly type: 'show';
+      readonly target: NegotiationTarget;
+      readonly debate: DebateJson | null;
+      readonly room: RoomJson | null;
+      /** Why nothing is shown (the coordinator is stopped, the id is unknown). */
+      readonly unavailable?: string;
+      /** The name decisions made in this panel are recorded under, e.g. `editor:alice`. */
+      readonly operator: string;
+    }
   /** The decision of request `requestId` was recorded; `message` says what happens now. */
   | { readonly type: 'result'; readonly requestId: number; readonly message: string }
   /** The decision of request `requestId` was refused (already decided, invalid, stopped). */
@@ -196,7 +224,14 @@ export function parseHostMessage(value: unknown): HostMessage | undefined {
       const debate = value.debate === null ? null : isDebateJson(value.debate) ? value.debate : undefined;
       const room = value.room === null ? null : isRoomJson(value.room) ? value.room : undefined;
       if (debate === undefined || room === undefined) return undefined;
-      return { type: 'show', target, debate, room, operator: value.operator, ...(value.unavailable === undefined ? {} : { unavailable: value.unavailable }) };
+      return {
+        type: 'show',
+        target,
+        debate,
+        room,
+        operator: value.operator,
+        ...(value.unavailable === undefined ? {} : { unavailable: value.unavailable }),
+      };
     }
     case 'result':
     case 'error':
@@ -209,46 +244,104 @@ export function parseHostMessage(value: unknown): HostMessage | undefined {
 
 /** Reads the restored webview state; undefined unless it names a debate or a room artifact. */
 export function parsePanelState(value: unknown): PanelState | undefined {
-  if (!isRecord(value) || (value.kind !== 'debate' && value.kind !== 'room') || typeof value.id !== 'string' || value.id === '') return undefined;
+  if (
+    !isRecord(value) ||
+    (value.kind !== 'debate' && value.kind !== 'room') ||
+    typeof value.id !== 'string' ||
+    value.id === ''
+  )
+    return undefined;
   return { kind: value.kind, id: value.id };
 }
 
 export function isPayloadJson(value: unknown): value is PayloadJson {
-  return isRecord(value) && typeof value.contentType === 'string' && typeof value.bytes === 'number' && typeof value.text === 'string'
-    && typeof value.binary === 'boolean' && typeof value.truncated === 'boolean';
+  return (
+    isRecord(value) &&
+    typeof value.contentType === 'string' &&
+    typeof value.bytes === 'number' &&
+    typeof value.text === 'string' &&
+    typeof value.binary === 'boolean' &&
+    typeof value.truncated === 'boolean'
+  );
 }
 
 function isRoundJson(value: unknown): value is RoundJson {
-  return isRecord(value) && typeof value.n === 'number' && typeof value.from === 'string' && typeof value.kind === 'string'
-    && typeof value.magnitude === 'number' && isStringList(value.changedPaths) && Array.isArray(value.evaluations)
-    && value.evaluations.every((e) => isRecord(e) && typeof e.from === 'string' && typeof e.score === 'number' && typeof e.notes === 'string')
-    && isPayloadJson(value.payload);
+  return (
+    isRecord(value) &&
+    typeof value.n === 'number' &&
+    typeof value.from === 'string' &&
+    typeof value.kind === 'string' &&
+    typeof value.magnitude === 'number' &&
+    isStringList(value.changedPaths) &&
+    Array.isArray(value.evaluations) &&
+    value.evaluations.every(
+      (e) => isRecord(e) && typeof e.from === 'string' && typeof e.score === 'number' && typeof e.notes === 'string',
+    ) &&
+    isPayloadJson(value.payload)
+  );
 }
 
 export function isDebateJson(value: unknown): value is DebateJson {
   if (!isRecord(value)) return false;
-  if (['id', 'topic', 'intensity', 'state', 'openedBy', 'profile', 'policyVersion'].some((key) => typeof value[key] !== 'string')) return false;
-  if (!isStringList(value.participants) || !isRecord(value.policy) || !Array.isArray(value.rounds) || !value.rounds.every(isRoundJson)) return false;
-  if (value.pending !== null && !(isRecord(value.pending) && typeof value.pending.invocationId === 'string')) return false;
-  if (value.decision !== null && !(isRecord(value.decision) && typeof value.decision.rationale === 'string' && isPayloadJson(value.decision.result))) return false;
+  if (
+    ['id', 'topic', 'intensity', 'state', 'openedBy', 'profile', 'policyVersion'].some(
+      (key) => typeof value[key] !== 'string',
+    )
+  )
+    return false;
+  if (
+    !isStringList(value.participants) ||
+    !isRecord(value.policy) ||
+    !Array.isArray(value.rounds) ||
+    !value.rounds.every(isRoundJson)
+  )
+    return false;
+  if (value.pending !== null && !(isRecord(value.pending) && typeof value.pending.invocationId === 'string'))
+    return false;
+  if (
+    value.decision !== null &&
+    !(isRecord(value.decision) && typeof value.decision.rationale === 'string' && isPayloadJson(value.decision.result))
+  )
+    return false;
   return value.abort === null || (isRecord(value.abort) && typeof value.abort.reason === 'string');
 }
 
 function isVoteJson(value: unknown): value is VoteJson {
-  return isRecord(value) && typeof value.criticId === 'string' && typeof value.score === 'number' && typeof value.confidence === 'number'
-    && typeof value.passed === 'boolean' && isStringList(value.strengths) && isStringList(value.weaknesses) && isStringList(value.recommendations);
+  return (
+    isRecord(value) &&
+    typeof value.criticId === 'string' &&
+    typeof value.score === 'number' &&
+    typeof value.confidence === 'number' &&
+    typeof value.passed === 'boolean' &&
+    isStringList(value.strengths) &&
+    isStringList(value.weaknesses) &&
+    isStringList(value.recommendations)
+  );
 }
 
 export function isRoomJson(value: unknown): value is RoomJson {
   if (!isRecord(value)) return false;
-  if (['artifactId', 'roomId', 'artifactType', 'producerId', 'state', 'policyVersion'].some((key) => typeof value[key] !== 'string')) return false;
-  if (typeof value.revision !== 'number' || !isStringList(value.requestedCritics) || !isPayloadJson(value.artifact)) return false;
+  if (
+    ['artifactId', 'roomId', 'artifactType', 'producerId', 'state', 'policyVersion'].some(
+      (key) => typeof value[key] !== 'string',
+    )
+  )
+    return false;
+  if (typeof value.revision !== 'number' || !isStringList(value.requestedCritics) || !isPayloadJson(value.artifact))
+    return false;
   if (value.previous !== null && !isPayloadJson(value.previous)) return false;
   if (value.invocationId !== null && typeof value.invocationId !== 'string') return false;
   if (!Array.isArray(value.votes) || !value.votes.every(isVoteJson) || !isRecord(value.thresholds)) return false;
-  if (value.aggregate !== null && !(isRecord(value.aggregate) && typeof value.aggregate.mean === 'number')) return false;
-  return value.decision === null || (isRecord(value.decision) && typeof value.decision.outcome === 'string' && typeof value.decision.reason === 'string'
-    && Array.isArray(value.decision.checks) && isStringList(value.decision.escalation));
+  if (value.aggregate !== null && !(isRecord(value.aggregate) && typeof value.aggregate.mean === 'number'))
+    return false;
+  return (
+    value.decision === null ||
+    (isRecord(value.decision) &&
+      typeof value.decision.outcome === 'string' &&
+      typeof value.decision.reason === 'string' &&
+      Array.isArray(value.decision.checks) &&
+      isStringList(value.decision.escalation))
+  );
 }
 
 function isRequestId(value: unknown): value is number {

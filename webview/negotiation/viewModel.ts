@@ -30,7 +30,10 @@ export function isJsonContentType(contentType: string): boolean {
  */
 export function proposalDiff(previous: PayloadJson | null, current: PayloadJson, differ: JsonDiffer): ProposalDiff {
   if (current.binary || previous?.binary) {
-    return { kind: 'binary', note: `Binary content (${current.bytes} bytes${previous ? `, previously ${previous.bytes} bytes` : ''}); not shown.` };
+    return {
+      kind: 'binary',
+      note: `Binary content (${current.bytes} bytes${previous ? `, previously ${previous.bytes} bytes` : ''}); not shown.`,
+    };
   }
   if (!previous) return { kind: 'initial', text: prettyText(current) };
   if (isJsonContentType(current.contentType) && isJsonContentType(previous.contentType)) {
@@ -80,7 +83,12 @@ export interface ThresholdRow {
   readonly mark: string;
 }
 
-const THRESHOLDS: ReadonlyArray<{ readonly name: string; readonly label: string; readonly key: keyof RoomJson['thresholds']; readonly op: '≥' | '≤' }> = [
+const THRESHOLDS: ReadonlyArray<{
+  readonly name: string;
+  readonly label: string;
+  readonly key: keyof RoomJson['thresholds'];
+  readonly op: '≥' | '≤';
+}> = [
   { name: 'min_score_threshold', label: 'Minimum score', key: 'minScoreThreshold', op: '≥' },
   { name: 'min_confidence_threshold', label: 'Minimum confidence', key: 'minConfidenceThreshold', op: '≥' },
   { name: 'min_pass_ratio', label: 'Minimum pass ratio', key: 'minPassRatio', op: '≥' },
@@ -92,8 +100,14 @@ export function thresholdRows(room: RoomJson): ThresholdRow[] {
   const checks = new Map<string, ThresholdCheckJson>((room.decision?.checks ?? []).map((c) => [c.name, c]));
   return THRESHOLDS.map((t) => {
     const check = checks.get(t.name);
-    if (!check) return { label: t.label, text: `${t.op} ${num(room.thresholds[t.key])}`, pass: null, mark: 'not checked yet' };
-    return { label: t.label, text: `${num(check.value)} ${t.op} ${num(check.threshold)}`, pass: check.pass, mark: check.pass ? 'pass' : 'fail' };
+    if (!check)
+      return { label: t.label, text: `${t.op} ${num(room.thresholds[t.key])}`, pass: null, mark: 'not checked yet' };
+    return {
+      label: t.label,
+      text: `${num(check.value)} ${t.op} ${num(check.threshold)}`,
+      pass: check.pass,
+      mark: check.pass ? 'pass' : 'fail',
+    };
   });
 }
 
@@ -113,8 +127,10 @@ export function aggregateRows(room: RoomJson): Array<{ key: string; text: string
 
 /** `8.0 / 10 · confidence 0.20 · passed` */
 export function voteHeadline(vote: RoomJson['votes'][number]): string {
-  return `score ${vote.score.toFixed(1)} / 10 · confidence ${vote.confidence.toFixed(2)} · ${vote.passed ? 'passed' : 'did not pass'}`
-    + (vote.replaced > 0 ? ` · re-voted (${vote.replaced} earlier vote${vote.replaced === 1 ? '' : 's'} replaced)` : '');
+  return (
+    `score ${vote.score.toFixed(1)} / 10 · confidence ${vote.confidence.toFixed(2)} · ${vote.passed ? 'passed' : 'did not pass'}` +
+    (vote.replaced > 0 ? ` · re-voted (${vote.replaced} earlier vote${vote.replaced === 1 ? '' : 's'} replaced)` : '')
+  );
 }
 
 /** The room's headline: `CODE artifact api-v2, revision 2, by producer-a: escalated: waiting for you`. */
@@ -135,7 +151,11 @@ export function roomDecidable(room: RoomJson): boolean {
 }
 
 /** The buttons of a room's decision, by action. */
-export const ROOM_ACTION_LABELS: Readonly<Record<NegotiationAction, string>> = { approve: 'Approve', modify: 'Request Revision', deny: 'Reject' };
+export const ROOM_ACTION_LABELS: Readonly<Record<NegotiationAction, string>> = {
+  approve: 'Approve',
+  modify: 'Request Revision',
+  deny: 'Reject',
+};
 
 /** What a room's Request Revision sends as the HITL `modify` payload. */
 export const REQUEST_REVISION_PAYLOAD = { outcome: 'REVISION_REQUESTED' } as const;
@@ -144,8 +164,12 @@ export const REQUEST_REVISION_PAYLOAD = { outcome: 'REVISION_REQUESTED' } as con
 
 /** The buttons of a paused debate's decision, by action: what Approve does depends on why it paused. */
 export function debateActionLabels(debate: DebateJson): Readonly<Record<NegotiationAction, string>> {
-  const approve = debate.pending?.why === 'pause_between_rounds' ? 'Approve (next round)'
-    : debate.pending?.why === 'final_accept' ? 'Approve (accept this round)' : 'Approve (accept the best round)';
+  const approve =
+    debate.pending?.why === 'pause_between_rounds'
+      ? 'Approve (next round)'
+      : debate.pending?.why === 'final_accept'
+        ? 'Approve (accept this round)'
+        : 'Approve (accept the best round)';
   return { approve, modify: 'Modify…', deny: 'Deny (abort)' };
 }
 
@@ -168,12 +192,16 @@ const STOP_REASONS: Readonly<Record<string, string>> = {
 export function stopText(debate: DebateJson): string {
   if (debate.state === 'open') return `Open: round ${debate.rounds.length + 1} may be proposed.`;
   if (debate.state === 'paused' && debate.pending) {
-    const why = debate.pending.why === 'deadlock' ? `deadlocked (${STOP_REASONS[debate.pending.stopReason] ?? debate.pending.stopReason})`
-      : debate.pending.why === 'pause_between_rounds' ? 'paused between rounds (the policy asks a person)'
-        : 'waiting for a person to accept the final round';
+    const why =
+      debate.pending.why === 'deadlock'
+        ? `deadlocked (${STOP_REASONS[debate.pending.stopReason] ?? debate.pending.stopReason})`
+        : debate.pending.why === 'pause_between_rounds'
+          ? 'paused between rounds (the policy asks a person)'
+          : 'waiting for a person to accept the final round';
     return `Paused: ${why}. Waiting for a decision.`;
   }
-  if (debate.abort) return `Aborted by ${debate.abort.by}: ${debate.abort.reason}${debate.abort.errorCode ? ` (${debate.abort.errorCode})` : ''}.`;
+  if (debate.abort)
+    return `Aborted by ${debate.abort.by}: ${debate.abort.reason}${debate.abort.errorCode ? ` (${debate.abort.errorCode})` : ''}.`;
   if (debate.decision) {
     const reason = STOP_REASONS[debate.decision.stopReason] ?? debate.decision.stopReason;
     return `Stopped because ${reason}.`;
@@ -193,7 +221,8 @@ export function decisionText(debate: DebateJson): string | undefined {
 /** The best-scored round's number, or undefined while none is scored. */
 export function bestRound(debate: DebateJson): number | undefined {
   let best: { n: number; score: number } | undefined;
-  for (const round of debate.rounds) if (round.score !== null && (!best || round.score > best.score)) best = { n: round.n, score: round.score };
+  for (const round of debate.rounds)
+    if (round.score !== null && (!best || round.score > best.score)) best = { n: round.n, score: round.score };
   return best?.n;
 }
 
@@ -207,7 +236,13 @@ export function roundFacts(round: DebateJson['rounds'][number]): Array<{ key: st
   const rows = [
     { key: 'Change magnitude', text: num(round.magnitude) },
     { key: 'Changed paths', text: round.changedPaths.length ? round.changedPaths.join(', ') : 'none' },
-    { key: 'Score', text: round.score === null ? 'not evaluated yet' : `${num(round.score)} (deterministic ${round.deterministicScore === null ? '–' : num(round.deterministicScore)}${round.llmConfidence === null ? '' : `, inference ${num(round.llmConfidence)}`})` },
+    {
+      key: 'Score',
+      text:
+        round.score === null
+          ? 'not evaluated yet'
+          : `${num(round.score)} (deterministic ${round.deterministicScore === null ? '–' : num(round.deterministicScore)}${round.llmConfidence === null ? '' : `, inference ${num(round.llmConfidence)}`})`,
+    },
   ];
   if (round.oscillation) rows.push({ key: 'Oscillation', text: 'this round repeats round ' + String(round.n - 2) });
   return rows;
@@ -228,7 +263,10 @@ export function num(value: number): string {
 }
 
 export function time(ms: number): string {
-  return new Date(ms).toISOString().replace('T', ' ').replace(/\.\d+Z$/, 'Z');
+  return new Date(ms)
+    .toISOString()
+    .replace('T', ' ')
+    .replace(/\.\d+Z$/, 'Z');
 }
 
 /** Shown next to the rationale field while it is blank. */

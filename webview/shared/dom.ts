@@ -3,8 +3,11 @@
 
 export type Child = Node | string | null | undefined | false;
 
-export function h<K extends keyof HTMLElementTagNameMap>(tag: K, props: { class?: string; id?: string; attrs?: Record<string, string> } = {},
-  ...children: Child[]): HTMLElementTagNameMap[K] {
+export function h<K extends keyof HTMLElementTagNameMap>(
+  tag: K,
+  props: { class?: string; id?: string; attrs?: Record<string, string> } = {},
+  ...children: Child[]
+): HTMLElementTagNameMap[K] {
   const element = document.createElement(tag);
   if (props.class) element.className = props.class;
   if (props.id) element.id = props.id;
@@ -23,5 +26,10 @@ export function byId<T extends HTMLElement>(id: string): T {
 }
 
 export function section(title: string, id: string, ...children: Child[]): HTMLElement {
-  return h('section', { class: 'section', attrs: { 'aria-labelledby': `${id}-title` } }, h('h2', { id: `${id}-title` }, title), ...children);
+  return h(
+    'section',
+    { class: 'section', attrs: { 'aria-labelledby': `${id}-title` } },
+    h('h2', { id: `${id}-title` }, title),
+    ...children,
+  );
 }

@@ -6,8 +6,14 @@ import { MIB, TRANSPORT_MAX_MESSAGE_BYTES } from '../limits';
 import type { EventLog } from '../log/eventLog';
 import { COORDINATOR_SPEAKER, NegotiationError, type Speaker } from '../policy/speaker';
 import {
-  ActivityBufferFullError, type ActivityChange, type ActivityEntry, type ActivityFilter, type ActivityOptions, type ActivitySink,
-  type ActivityStorage, type Artifact,
+  ActivityBufferFullError,
+  type ActivityChange,
+  type ActivityEntry,
+  type ActivityFilter,
+  type ActivityOptions,
+  type ActivitySink,
+  type ActivityStorage,
+  type Artifact,
 } from './model';
 import { SwarmError, type ErrorKind, type Sw4rmCode } from '../kernel/errors';
 
@@ -28,7 +34,11 @@ export const ACTIVITY_WARNING_RATIO = 0.8;
  * so that listing one kind always fits in one gRPC answer (TRANSPORT_MAX_MESSAGE_BYTES less 1 MiB for the other
  * fields of up to 1,000 artifacts). Beyond them AppendArtifact answers `ok: false`, `BUFFER_FULL: …`.
  */
-export const ARTIFACT_LIMITS = { perNegotiation: 1_000, bytesPerNegotiation: 64 * MIB, bytesPerKind: TRANSPORT_MAX_MESSAGE_BYTES - MIB } as const;
+export const ARTIFACT_LIMITS = {
+  perNegotiation: 1_000,
+  bytesPerNegotiation: 64 * MIB,
+  bytesPerKind: TRANSPORT_MAX_MESSAGE_BYTES - MIB,
+} as const;
 
 /** The artifact kinds of activity.proto. */
 export const ARTIFACT_KINDS: readonly string[] = ['contract', 'diff', 'decision', 'score', 'note'];
@@ -75,8 +85,13 @@ export class ActivityBuffer implements ActivitySink, Disposable {
    * `participantsOf` names the participants of a negotiation (undefined: no such negotiation): only they, the operator
    * and the coordinator's own work may append or list its artifacts.
    */
-  constructor(private readonly store: ActivityStorage, private readonly log: EventLog, private readonly clock: Clock, private readonly options: ActivityOptions,
-    private readonly participantsOf: (negotiationId: string) => readonly string[] | undefined = () => undefined) {
+  constructor(
+    private readonly store: ActivityStorage,
+    private readonly log: EventLog,
+    private readonly clock: Clock,
+    private readonly options: ActivityOptions,
+    private readonly participantsOf: (negotiationId: string) => readonly string[] | undefined = () => undefined,
+  ) {
     this.restore();
   }
 
@@ -93,10 +108,15 @@ export class ActivityBuffer implements ActivitySink, Disposable {
 
   begin(input: Omit<ActivityEntry, 'endedAt' | 'outcome'>, ctx: CallContext): void {
     for (const [field, value, max] of [
-      ['agent_id', input.agentId, LIMITS.agent_id], ['task_id', input.taskId, LIMITS.task_id], ['repo_id', input.repoId, LIMITS.repo_id],
-      ['worktree_id', input.worktreeId, LIMITS.worktree_id], ['branch', input.branch, LIMITS.branch],
+      ['agent_id', input.agentId, LIMITS.agent_id],
+      ['task_id', input.taskId, LIMITS.task_id],
+      ['repo_id', input.repoId, LIMITS.repo_id],
+      ['worktree_id', input.worktreeId, LIMITS.worktree_id],
+      ['branch', input.branch, LIMITS.branch],
     ] as const) {
-      const refusal = identifierRefusal(field, value, max) ?? ((field === 'agent_id' || field === 'task_id') && value === '' ? `${field} is empty` : undefined);
+      const refusal =
+        identifierRefusal(field, value, max) ??
+        ((field === 'agent_id' || field === 'task_id') && value === '' ? `${field} is empty` : undefined);
       if (refusal) throw new ActivityEntryInvalidError(refusal);
     }
     const key = keyOf(input.agentId, input.taskId);
@@ -107,11 +127,24 @@ export class ActivityBuffer implements ActivitySink, Disposable {
     this.store.transaction(() => {
       this.store.activity.putEntry(entry);
       this.log.record({
-        correlationId: ctx.correlationId, actor: 'activity', eventType: 'activity.added',
+        correlationId: ctx.correlationId,
+        actor: 'activity',
+        eventType: 'activity.added',
         details: {
-          agent_id: entry.agentId, task_id: entry.taskId, repo_id: entry.repoId, worktree_id: entry.worktreeId, branch: entry.branch,
+          agent_id: entry.agentId,
+          task_id: entry.taskId,
+          repo_id: entry.repoId,
+          worktree_id: entry.worktreeId,
+          branch: entry.branch,
           replaced: replaces || undefined,
-          description_cut: cut ? { words: cut.words, chars: cut.chars, limit_words: LIMITS.description_words, limit_chars: LIMITS.description_chars } : undefined,
+          description_cut: cut
+            ? {
+                words: cut.words,
+                chars: cut.chars,
+                limit_words: LIMITS.description_words,
+                limit_chars: LIMITS.description_chars,
+              }
+            : undefined,
         },
       });
     });
@@ -129,7 +162,9 @@ export class ActivityBuffer implements ActivitySink, Disposable {
     const ended = this.store.transaction(() => {
       const done = this.moveToHistory(entry, outcome || 'COMPLETED');
       this.log.record({
-        correlationId: ctx.correlationId, actor: 'activity', eventType: 'activity.ended',
+        correlationId: ctx.correlationId,
+        actor: 'activity',
+        eventType: 'activity.ended',
         details: { agent_id: agentId, task_id: taskId, outcome: done.outcome },
       });
       return done;
@@ -144,7 +179,9 @@ export class ActivityBuffer implements ActivitySink, Disposable {
     this.store.transaction(() => {
       for (const entry of stale) this.moveToHistory(entry, 'reconciled');
       this.log.record({
-        correlationId: ctx.correlationId, actor: 'activity', eventType: 'activity.reconciled',
+        correlationId: ctx.correlationId,
+        actor: 'activity',
+        eventType: 'activity.reconciled',
         details: {
           count: stale.length,
           entries: stale.slice(0, 100).map((e) => ({ agent_id: e.agentId, task_id: e.taskId })),
@@ -174,13 +211,22 @@ export class ActivityBuffer implements ActivitySink, Disposable {
   /** PurgeActivity: the agent's active entries of `taskIds` (all of them when empty) leave the buffer; answers how many. */
   purge(agentId: string, taskIds: readonly string[], ctx: CallContext): number {
     const wanted = new Set(taskIds);
-    const targets = [...this.active.values()].filter((e) => e.agentId === agentId && (wanted.size === 0 || wanted.has(e.taskId)));
+    const targets = [...this.active.values()].filter(
+      (e) => e.agentId === agentId && (wanted.size === 0 || wanted.has(e.taskId)),
+    );
     if (!targets.length) return 0;
     this.store.transaction(() => {
       for (const entry of targets) this.moveToHistory(entry, 'purged');
       this.log.record({
-        correlationId: ctx.correlationId, actor: 'activity', eventType: 'activity.purged',
-        details: { agent_id: agentId, count: targets.length, task_ids: targets.slice(0, 100).map((e) => e.taskId), all: wanted.size === 0 || undefined },
+        correlationId: ctx.correlationId,
+        actor: 'activity',
+        eventType: 'activity.purged',
+        details: {
+          agent_id: agentId,
+          count: targets.length,
+          task_ids: targets.slice(0, 100).map((e) => e.taskId),
+          all: wanted.size === 0 || undefined,
+        },
       });
     });
     this.afterRemoval(ctx);
@@ -202,11 +248,23 @@ export class ActivityBuffer implements ActivitySink, Disposable {
    * AppendArtifact: checked (negotiation_id, kind, sizes; the negotiation's ARTIFACT_LIMITS), persisted; a refusal is
    * `{ ok: false, reason }` (`VALIDATION_ERROR: …` or `BUFFER_FULL: …`).
    */
-  appendArtifact(artifact: Artifact, ctx: CallContext, speaker: Speaker = COORDINATOR_SPEAKER): { readonly ok: boolean; readonly reason: string } {
+  appendArtifact(
+    artifact: Artifact,
+    ctx: CallContext,
+    speaker: Speaker = COORDINATOR_SPEAKER,
+  ): { readonly ok: boolean; readonly reason: string } {
     const refuse = (code: string, reason: string) => {
       this.log.record({
-        correlationId: ctx.correlationId, actor: 'activity', eventType: 'activity.artifact_refused', level: 'WARN',
-        details: { negotiation_id: artifact.negotiationId.slice(0, LIMITS.negotiation_id), kind: artifact.kind.slice(0, 64), code, reason },
+        correlationId: ctx.correlationId,
+        actor: 'activity',
+        eventType: 'activity.artifact_refused',
+        level: 'WARN',
+        details: {
+          negotiation_id: artifact.negotiationId.slice(0, LIMITS.negotiation_id),
+          kind: artifact.kind.slice(0, 64),
+          code,
+          reason,
+        },
       });
       return { ok: false, reason: `${code}: ${reason}` };
     };
@@ -221,8 +279,16 @@ export class ActivityBuffer implements ActivitySink, Disposable {
       if (full) return refuse('BUFFER_FULL', full);
       this.store.activity.appendArtifact(stored);
       this.log.record({
-        correlationId: ctx.correlationId, actor: 'activity', eventType: 'activity.artifact_appended',
-        details: { negotiation_id: stored.negotiationId, kind: stored.kind, version: stored.version, content_type: stored.contentType, bytes: stored.content.length },
+        correlationId: ctx.correlationId,
+        actor: 'activity',
+        eventType: 'activity.artifact_appended',
+        details: {
+          negotiation_id: stored.negotiationId,
+          kind: stored.kind,
+          version: stored.version,
+          content_type: stored.contentType,
+          bytes: stored.content.length,
+        },
       });
       return { ok: true, reason: '' };
     });
@@ -240,7 +306,8 @@ export class ActivityBuffer implements ActivitySink, Disposable {
     const size = artifact.content.length;
     const ofKind = usage.get(artifact.kind)?.bytes ?? 0;
     const what = `negotiation '${artifact.negotiationId}'`;
-    if (count >= ARTIFACT_LIMITS.perNegotiation) return `${what} already holds ${count} artifacts, the most one negotiation may hold; continue under a new negotiation_id`;
+    if (count >= ARTIFACT_LIMITS.perNegotiation)
+      return `${what} already holds ${count} artifacts, the most one negotiation may hold; continue under a new negotiation_id`;
     if (bytes + size > ARTIFACT_LIMITS.bytesPerNegotiation) {
       return `${what} holds ${bytes} bytes of content; ${size} more would exceed ${ARTIFACT_LIMITS.bytesPerNegotiation} per negotiation; continue under a new negotiation_id`;
     }
@@ -254,12 +321,25 @@ export class ActivityBuffer implements ActivitySink, Disposable {
    * ListArtifacts: a negotiation's artifacts in the order appended, of one kind when `kind` is not ''. An agent that takes
    * no part in it is refused (NegotiationError 'permission', PERMISSION_DENIED; logged activity.artifact_refused).
    */
-  listArtifacts(negotiationId: string, kind: string, speaker: Speaker = COORDINATOR_SPEAKER, ctx?: CallContext): Artifact[] {
+  listArtifacts(
+    negotiationId: string,
+    kind: string,
+    speaker: Speaker = COORDINATOR_SPEAKER,
+    ctx?: CallContext,
+  ): Artifact[] {
     const denied = this.accessRefusal(negotiationId, speaker, 'list the artifacts of');
     if (denied) {
       this.log.record({
-        correlationId: ctx?.correlationId ?? 'activity', actor: 'activity', eventType: 'activity.artifact_refused', level: 'WARN',
-        details: { negotiation_id: negotiationId.slice(0, LIMITS.negotiation_id), kind: kind.slice(0, 64), code: 'PERMISSION_DENIED', reason: denied },
+        correlationId: ctx?.correlationId ?? 'activity',
+        actor: 'activity',
+        eventType: 'activity.artifact_refused',
+        level: 'WARN',
+        details: {
+          negotiation_id: negotiationId.slice(0, LIMITS.negotiation_id),
+          kind: kind.slice(0, 64),
+          code: 'PERMISSION_DENIED',
+          reason: denied,
+        },
       });
       throw new NegotiationError('permission', 'PERMISSION_DENIED', denied);
     }
@@ -294,16 +374,33 @@ export class ActivityBuffer implements ActivitySink, Disposable {
     const mine = this.perAgent.get(agentId) ?? 0;
     let error: ActivityBufferFullError | undefined;
     if (this.active.size >= this.options.maxEntries) {
-      error = new ActivityBufferFullError('coordinator', this.options.maxEntries,
-        `activity_buffer_full: the activity buffer holds ${this.active.size} active entries, its limit (${this.options.maxEntries})`);
+      error = new ActivityBufferFullError(
+        'coordinator',
+        this.options.maxEntries,
+        `activity_buffer_full: the activity buffer holds ${this.active.size} active entries, its limit (${this.options.maxEntries})`,
+      );
     } else if (mine >= this.options.maxPerAgent) {
-      error = new ActivityBufferFullError('agent', this.options.maxPerAgent,
-        `activity_buffer_full: ${agentId} has ${mine} active entries, the limit per agent (${this.options.maxPerAgent})`);
+      error = new ActivityBufferFullError(
+        'agent',
+        this.options.maxPerAgent,
+        `activity_buffer_full: ${agentId} has ${mine} active entries, the limit per agent (${this.options.maxPerAgent})`,
+      );
     }
     if (!error) return;
     this.log.record({
-      correlationId: ctx.correlationId, actor: 'activity', eventType: 'activity.refused', level: 'WARN',
-      details: { agent_id: agentId, task_id: taskId, error_code: error.code, scope: error.scope, limit: error.limit, active: this.active.size, agent_active: mine },
+      correlationId: ctx.correlationId,
+      actor: 'activity',
+      eventType: 'activity.refused',
+      level: 'WARN',
+      details: {
+        agent_id: agentId,
+        task_id: taskId,
+        error_code: error.code,
+        scope: error.scope,
+        limit: error.limit,
+        active: this.active.size,
+        agent_active: mine,
+      },
     });
     throw error;
   }
@@ -331,8 +428,10 @@ export class ActivityBuffer implements ActivitySink, Disposable {
     if (above === this.warned) return;
     this.warned = above;
     this.log.record({
-      correlationId: ctx.correlationId, actor: 'activity',
-      eventType: above ? 'activity.capacity_warning' : 'activity.capacity_normal', level: above ? 'WARN' : 'INFO',
+      correlationId: ctx.correlationId,
+      actor: 'activity',
+      eventType: above ? 'activity.capacity_warning' : 'activity.capacity_normal',
+      level: above ? 'WARN' : 'INFO',
       details: { active: this.active.size, max_entries: this.options.maxEntries, ratio: ACTIVITY_WARNING_RATIO },
     });
   }
@@ -347,15 +446,26 @@ export class ActivityBuffer implements ActivitySink, Disposable {
     const now = this.clock.now();
     const overCount = Math.max(0, this.history_.length - this.options.historyEntries);
     let n = 0;
-    while (n < this.history_.length && n < HISTORY_EVICTION_BATCH
-      && (n < overCount || (this.history_[n].endedAt ?? 0) + this.options.historyMs <= now)) n++;
+    while (
+      n < this.history_.length &&
+      n < HISTORY_EVICTION_BATCH &&
+      (n < overCount || (this.history_[n].endedAt ?? 0) + this.options.historyMs <= now)
+    )
+      n++;
     if (n > 0) {
       const evicted = this.history_.slice(0, n);
       this.store.transaction(() => {
         for (const entry of evicted) this.store.activity.deleteEntry(entry.agentId, entry.taskId);
         this.log.record({
-          correlationId: 'activity:history', actor: 'activity', eventType: 'activity.history_evicted',
-          details: { count: n, by_count: Math.min(n, overCount), history_entries: this.options.historyEntries, history_ms: this.options.historyMs },
+          correlationId: 'activity:history',
+          actor: 'activity',
+          eventType: 'activity.history_evicted',
+          details: {
+            count: n,
+            by_count: Math.min(n, overCount),
+            history_entries: this.options.historyEntries,
+            history_ms: this.options.historyMs,
+          },
         });
       });
       this.history_ = this.history_.slice(n);
@@ -394,16 +504,19 @@ function artifactRefusal(a: Artifact): string | undefined {
   if (a.negotiationId === '') return 'negotiation_id is required';
   const idRefusal = identifierRefusal('negotiation_id', a.negotiationId, LIMITS.negotiation_id);
   if (idRefusal) return idRefusal;
-  if (!ARTIFACT_KINDS.includes(a.kind)) return `kind must be one of ${ARTIFACT_KINDS.join(', ')} (got ${JSON.stringify(a.kind.slice(0, 64))})`;
+  if (!ARTIFACT_KINDS.includes(a.kind))
+    return `kind must be one of ${ARTIFACT_KINDS.join(', ')} (got ${JSON.stringify(a.kind.slice(0, 64))})`;
   const versionRefusal = identifierRefusal('version', a.version, LIMITS.artifact_version);
   if (versionRefusal) return versionRefusal;
   const typeRefusal = identifierRefusal('content_type', a.contentType, LIMITS.artifact_content_type);
   if (typeRefusal) return typeRefusal;
-  if (a.content.length > LIMITS.artifact_content_bytes) return `content is larger than ${LIMITS.artifact_content_bytes} bytes (${a.content.length})`;
+  if (a.content.length > LIMITS.artifact_content_bytes)
+    return `content is larger than ${LIMITS.artifact_content_bytes} bytes (${a.content.length})`;
   if (a.createdAt !== '') {
     const createdRefusal = identifierRefusal('created_at', a.createdAt, LIMITS.artifact_created_at);
     if (createdRefusal) return createdRefusal;
-    if (!ISO_8601.test(a.createdAt) || Number.isNaN(Date.parse(a.createdAt))) return `created_at is not an ISO-8601 date and time (${a.createdAt})`;
+    if (!ISO_8601.test(a.createdAt) || Number.isNaN(Date.parse(a.createdAt)))
+      return `created_at is not an ISO-8601 date and time (${a.createdAt})`;
   }
   return undefined;
 }
@@ -411,10 +524,12 @@ function artifactRefusal(a: Artifact): string | undefined {
 const ISO_8601 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:\d{2})$/;
 
 function matches(entry: ActivityEntry, filter: ActivityFilter): boolean {
-  return (filter.agentId === undefined || entry.agentId === filter.agentId)
-    && (filter.repoId === undefined || entry.repoId === filter.repoId)
-    && (filter.worktreeId === undefined || entry.worktreeId === filter.worktreeId)
-    && (filter.taskId === undefined || entry.taskId === filter.taskId);
+  return (
+    (filter.agentId === undefined || entry.agentId === filter.agentId) &&
+    (filter.repoId === undefined || entry.repoId === filter.repoId) &&
+    (filter.worktreeId === undefined || entry.worktreeId === filter.worktreeId) &&
+    (filter.taskId === undefined || entry.taskId === filter.taskId)
+  );
 }
 
 function byAgent(entries: readonly ActivityEntry[]): Map<string, string[]> {

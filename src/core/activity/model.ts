@@ -50,7 +50,11 @@ export const DEFAULT_ACTIVITY_OPTIONS: ActivityOptions = {
 /** A refusal of a new entry: never a silent drop (RFC §10.1). */
 export class ActivityBufferFullError extends SwarmError {
   readonly code = 'activity_buffer_full';
-  constructor(readonly scope: 'coordinator' | 'agent', readonly limit: number, message: string) {
+  constructor(
+    readonly scope: 'coordinator' | 'agent',
+    readonly limit: number,
+    message: string,
+  ) {
     super(message);
     this.name = 'ActivityBufferFullError';
   }

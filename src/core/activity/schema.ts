@@ -5,7 +5,8 @@ export const ACTIVITY_SCHEMA: readonly SchemaStep[] = [
   {
     version: 10,
     area: 'activity',
-    description: 'the activity buffer (RFC §10): active entries and the recent history, one per agent and task; artifacts of negotiations (activity.proto)',
+    description:
+      'the activity buffer (RFC §10): active entries and the recent history, one per agent and task; artifacts of negotiations (activity.proto)',
     statements: [
       `CREATE TABLE activity_entries (
          agent_id TEXT NOT NULL,

@@ -14,7 +14,8 @@ export class SqliteActivityRepository implements ActivityRepository {
         ON CONFLICT(agent_id, task_id) DO UPDATE SET ended_at = excluded.ended_at, record = excluded.record`),
       deleteEntry: p('DELETE FROM activity_entries WHERE agent_id = ? AND task_id = ?'),
       listEntries: p('SELECT record FROM activity_entries'),
-      appendArtifact: p(`INSERT INTO activity_artifacts (negotiation_id, kind, version, content_type, content, created_at)
+      appendArtifact:
+        p(`INSERT INTO activity_artifacts (negotiation_id, kind, version, content_type, content, created_at)
         VALUES (?, ?, ?, ?, ?, ?)`),
       listArtifacts: p(`SELECT negotiation_id, kind, version, content_type, content, created_at FROM activity_artifacts
         WHERE negotiation_id = ? AND (? = '' OR kind = ?) ORDER BY id`),
@@ -37,17 +38,33 @@ export class SqliteActivityRepository implements ActivityRepository {
   }
 
   appendArtifact(artifact: Artifact): void {
-    this.s.appendArtifact.run(artifact.negotiationId, artifact.kind, artifact.version, artifact.contentType, artifact.content, artifact.createdAt);
+    this.s.appendArtifact.run(
+      artifact.negotiationId,
+      artifact.kind,
+      artifact.version,
+      artifact.contentType,
+      artifact.content,
+      artifact.createdAt,
+    );
   }
 
   artifactUsage(negotiationId: string): ReadonlyMap<string, { readonly count: number; readonly bytes: number }> {
-    return new Map((this.s.artifactUsage.all(negotiationId) as Row[]).map((row) => [String(row.kind), { count: Number(row.n), bytes: Number(row.bytes) }]));
+    return new Map(
+      (this.s.artifactUsage.all(negotiationId) as Row[]).map((row) => [
+        String(row.kind),
+        { count: Number(row.n), bytes: Number(row.bytes) },
+      ]),
+    );
   }
 
   listArtifacts(negotiationId: string, kind: string): Artifact[] {
     return (this.s.listArtifacts.all(negotiationId, kind, kind) as Row[]).map((row) => ({
-      negotiationId: String(row.negotiation_id), kind: String(row.kind), version: String(row.version),
-      contentType: String(row.content_type), content: Buffer.from(row.content as Uint8Array), createdAt: String(row.created_at),
+      negotiationId: String(row.negotiation_id),
+      kind: String(row.kind),
+      version: String(row.version),
+      contentType: String(row.content_type),
+      content: Buffer.from(row.content as Uint8Array),
+      createdAt: String(row.created_at),
     }));
   }
 }

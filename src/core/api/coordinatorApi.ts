@@ -31,7 +31,12 @@ export * from './sections/payloadText';
 /** Why a change was refused (api/errors.ts): users import it from here, as before. */
 export { CoordinatorApiError, type CoordinatorApiErrorCode } from './errors';
 /** The bounds of the store's disk budget in MiB (sw4rm.storeBudgetMiB, --store-budget). */
-export { MAX_MEMORY_BUDGET_MIB, MAX_STORE_BUDGET_MIB, MIN_MEMORY_BUDGET_MIB, MIN_STORE_BUDGET_MIB } from '../router/router';
+export {
+  MAX_MEMORY_BUDGET_MIB,
+  MAX_STORE_BUDGET_MIB,
+  MIN_MEMORY_BUDGET_MIB,
+  MIN_STORE_BUDGET_MIB,
+} from '../router/router';
 
 /**
  * Everything the editor asks of, tells and hears from the coordinator. Queries and changes answer Promises,
@@ -43,5 +48,18 @@ export { MAX_MEMORY_BUDGET_MIB, MAX_STORE_BUDGET_MIB, MIN_MEMORY_BUDGET_MIB, MIN
  * It is the sum of one interface per area (sections/<area>.ts): a method of an area is declared in its section only.
  */
 export interface CoordinatorApi
-  extends RegistryApi, RouterApi, DeadLettersApi, HitlApi, CredentialsApi, WorktreesApi, SchedulerApi,
-    ActivityApi, ToolsApi, NegotiationsApi, RoomApi, HandoffsApi, WorkflowsApi, LaunchApi {}
+  extends
+    RegistryApi,
+    RouterApi,
+    DeadLettersApi,
+    HitlApi,
+    CredentialsApi,
+    WorktreesApi,
+    SchedulerApi,
+    ActivityApi,
+    ToolsApi,
+    NegotiationsApi,
+    RoomApi,
+    HandoffsApi,
+    WorkflowsApi,
+    LaunchApi {}

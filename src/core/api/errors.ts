@@ -14,13 +14,21 @@ export class CoordinatorApiError extends SwarmError {
    * `sw4rmCode`: the SW4RM error code, if any; for `refused`, the reason the operation was refused (a worktree's
    * `bound`, `dirty`, `unmerged`, `locked`…, a merge's `target_dirty`, `checked_out_elsewhere`…).
    */
-  constructor(readonly code: CoordinatorApiErrorCode, message: string, readonly sw4rmCode?: string) {
+  constructor(
+    readonly code: CoordinatorApiErrorCode,
+    message: string,
+    readonly sw4rmCode?: string,
+  ) {
     super(message);
     this.name = 'CoordinatorApiError';
   }
 
   override get errorKind(): ErrorKind {
-    return this.code === 'settled' || this.code === 'refused' ? 'precondition' : this.code === 'stopped' ? 'unavailable' : this.code;
+    return this.code === 'settled' || this.code === 'refused'
+      ? 'precondition'
+      : this.code === 'stopped'
+        ? 'unavailable'
+        : this.code;
   }
 
   override get errorCode(): Sw4rmCode {

@@ -20,13 +20,19 @@ import { worktreesSection } from './inProcess/worktrees';
 export { payloadText } from './inProcess/views';
 
 /** The members of every section of a tuple together. */
-type Together<T extends readonly unknown[]> = T extends readonly [infer First, ...infer Rest] ? First & Together<Rest> : unknown;
+type Together<T extends readonly unknown[]> = T extends readonly [infer First, ...infer Rest]
+  ? First & Together<Rest>
+  : unknown;
 
 /**
  * Puts every section's members on `api` (getters stay getters). `_whole` is `true` only when the sections together are
  * the whole CoordinatorApi: a section missing from the list is a compile error at the call.
  */
-function compose<S extends readonly object[]>(api: object, sections: readonly [...S], _whole: Together<S> extends CoordinatorApi ? true : false): void {
+function compose<S extends readonly object[]>(
+  api: object,
+  sections: readonly [...S],
+  _whole: Together<S> extends CoordinatorApi ? true : false,
+): void {
   for (const section of sections) Object.defineProperties(api, Object.getOwnPropertyDescriptors(section));
 }
 
@@ -47,13 +53,28 @@ export class InProcessCoordinatorApi implements CoordinatorApi, Disposable {
   private readonly host: InProcessHost;
 
   constructor(coordinator: Coordinator) {
-    const host = this.host = new InProcessHost(coordinator);
+    const host = (this.host = new InProcessHost(coordinator));
     // In this order they subscribe to the core, as the one constructor did.
-    compose(this, [
-      registrySection(host), routerSection(host), deadLettersSection(host), hitlSection(host), credentialsSection(host),
-      worktreesSection(host), schedulerSection(host), activitySection(host), toolsSection(host), negotiationsSection(host),
-      roomSection(host), handoffsSection(host), workflowsSection(host), launchSection(host),
-    ], true);
+    compose(
+      this,
+      [
+        registrySection(host),
+        routerSection(host),
+        deadLettersSection(host),
+        hitlSection(host),
+        credentialsSection(host),
+        worktreesSection(host),
+        schedulerSection(host),
+        activitySection(host),
+        toolsSection(host),
+        negotiationsSection(host),
+        roomSection(host),
+        handoffsSection(host),
+        workflowsSection(host),
+        launchSection(host),
+      ],
+      true,
+    );
   }
 
   /** Detaches the operators attached through this API and stops answering; the coordinator itself is not touched. */

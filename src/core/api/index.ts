@@ -20,7 +20,14 @@ export type { CredentialInfo, CredentialKind, CredentialsChange, MintedCredentia
 export type { BindingStatus } from '../worktree/bindings';
 export type { BindingState, BindFailure, SwitchGrant } from '../worktree/model';
 export type { Snapshot } from '../worktree/snapshots';
-export type { MergePreview, MergeStrategy, PredictedConflict, MergeCommitSummary, MergeMessage, UndoResult } from '../worktree/mergeBack';
+export type {
+  MergePreview,
+  MergeStrategy,
+  PredictedConflict,
+  MergeCommitSummary,
+  MergeMessage,
+  UndoResult,
+} from '../worktree/mergeBack';
 
 // Pure helpers and constants for settings, views and panels.
 export { parsePolicy, type HitlPolicy } from '../hitl/policy';
@@ -42,25 +49,89 @@ export { homeWorktreeIdOf } from '../worktree/bindings';
 export { cleanEnvironment, createGit, GitCommandError } from '../worktree/git';
 export { systemClock, type Clock } from '../clock';
 export type { Disposable, Event } from '../events';
-export { DEFAULT_SNAPSHOT_RETENTION_DAYS, MAX_SNAPSHOT_RETENTION_DAYS, MIN_SNAPSHOT_RETENTION_DAYS } from '../worktree/operations';
-export { DEFAULT_SETUP_TIMEOUT_SECONDS, MAX_SETUP_TIMEOUT_SECONDS, SETUP_CONFIG_FILE, settingsSetupConfig, type WorktreeSetupConfig } from '../worktree/setup';
+export {
+  DEFAULT_SNAPSHOT_RETENTION_DAYS,
+  MAX_SNAPSHOT_RETENTION_DAYS,
+  MIN_SNAPSHOT_RETENTION_DAYS,
+} from '../worktree/operations';
+export {
+  DEFAULT_SETUP_TIMEOUT_SECONDS,
+  MAX_SETUP_TIMEOUT_SECONDS,
+  SETUP_CONFIG_FILE,
+  settingsSetupConfig,
+  type WorktreeSetupConfig,
+} from '../worktree/setup';
 /** The scheduler's and the activity buffer's records and bounds the Tasks and Activity views and Submit Task… use. */
 export type { TaskScope, TaskState, WaitingReason } from '../scheduler/model';
-export { DEFAULT_PRIORITY, DEFAULT_SCHEDULER_OPTIONS, MAX_PRIORITY, MIN_PRIORITY, TERMINAL_TASK_STATES, type SchedulerOptions } from '../scheduler/model';
+export {
+  DEFAULT_PRIORITY,
+  DEFAULT_SCHEDULER_OPTIONS,
+  MAX_PRIORITY,
+  MIN_PRIORITY,
+  TERMINAL_TASK_STATES,
+  type SchedulerOptions,
+} from '../scheduler/model';
 /** Why a queued task waits, in words: what SubmitTask answers and what the Tasks view shows. */
 export { describeWaiting } from '../scheduler/scheduler';
 /** The tools area's records the Tools view and Show Tool Call Details use. */
-export type { CallOutcome, ExecutionPolicy, ProviderInfo, SideEffectClass, ToolCallRecord, ToolDescriptor, ToolsChange } from '../tools/model';
+export type {
+  CallOutcome,
+  ExecutionPolicy,
+  ProviderInfo,
+  SideEffectClass,
+  ToolCallRecord,
+  ToolDescriptor,
+  ToolsChange,
+} from '../tools/model';
 /** The negotiation policy (RFC §17.2): its records, and reading sw4rm.negotiation.* / --negotiation-policy into PolicySettings. */
-export type { DebateIntensity, EffectivePolicy, Guardrails, NegotiationPolicy, PolicyProfile, PolicySet, RoomThresholds, TieBreak } from '../policy/model';
+export type {
+  DebateIntensity,
+  EffectivePolicy,
+  Guardrails,
+  NegotiationPolicy,
+  PolicyProfile,
+  PolicySet,
+  RoomThresholds,
+  TieBreak,
+} from '../policy/model';
 export type { PolicyPatch, PolicySettings } from '../policy/policies';
 export { parsePolicySettings, POLICY_SETTING_KEYS, type PolicySettingValues } from '../policy/settings';
 /** The negotiation areas' records the Negotiations view and the negotiation panel use. */
-export type { DeltaSummary, NegotiationState, NegotiationSummary, RoundEvaluation, StopReason } from '../negotiation/model';
-export type { AggregatedScore, ArtifactState, ArtifactType, DecisionOutcome, RoomArtifactSummary, RoomDecision, ThresholdCheck, VoteRecord } from '../room/model';
-export { HANDOFF_CONTEXT_CONTENT_TYPE, HANDOFF_STATES, TERMINAL_HANDOFF_STATES, type HandoffAttempt, type HandoffState } from '../handoff/model';
+export type {
+  DeltaSummary,
+  NegotiationState,
+  NegotiationSummary,
+  RoundEvaluation,
+  StopReason,
+} from '../negotiation/model';
+export type {
+  AggregatedScore,
+  ArtifactState,
+  ArtifactType,
+  DecisionOutcome,
+  RoomArtifactSummary,
+  RoomDecision,
+  ThresholdCheck,
+  VoteRecord,
+} from '../room/model';
+export {
+  HANDOFF_CONTEXT_CONTENT_TYPE,
+  HANDOFF_STATES,
+  TERMINAL_HANDOFF_STATES,
+  type HandoffAttempt,
+  type HandoffState,
+} from '../handoff/model';
 export type { HandoffWorktree } from '../handoff/model';
 export { DEFAULT_HANDOFF_OPTIONS, HANDOFF_OPTION_BOUNDS, type HandoffOptions } from '../handoff/handoffs';
 export { DEFAULT_LAUNCHES_OPTIONS, INBOX_ACK_TIMEOUT_MINUTES, type LaunchesOptions } from '../launch/launches';
 export { NODE_METADATA_KEYS, NODE_STATUSES, TRIGGER_TYPES, WORKFLOW_STATES } from '../workflow/model';
-export type { NodeRecord, NodeStatus, TriggerType, WorkflowDefinition, WorkflowNodeDefinition, WorkflowNodeDetail, WorkflowNodeView, WorkflowState } from '../workflow/model';
+export type {
+  NodeRecord,
+  NodeStatus,
+  TriggerType,
+  WorkflowDefinition,
+  WorkflowNodeDefinition,
+  WorkflowNodeDetail,
+  WorkflowNodeView,
+  WorkflowState,
+} from '../workflow/model';

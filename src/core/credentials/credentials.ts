@@ -7,7 +7,13 @@ import type { EventLog } from '../log/eventLog';
 import { validateDescriptor } from '../registry/descriptor';
 import type { AgentDirectory } from '../registry/model';
 import type {
-  CredentialInfo, CredentialKind, CredentialRecord, CredentialsChange, CredentialsStorage, MintedCredential, Principal,
+  CredentialInfo,
+  CredentialKind,
+  CredentialRecord,
+  CredentialsChange,
+  CredentialsStorage,
+  MintedCredential,
+  Principal,
 } from './model';
 import { SwarmError, type ErrorKind, type Sw4rmCode } from '../kernel/errors';
 
@@ -25,7 +31,10 @@ export const UNAUTHENTICATED_EVENTS_PER_WINDOW = 100;
 export const UNAUTHENTICATED_WINDOW_MS = 60_000;
 
 export class CredentialError extends SwarmError {
-  constructor(readonly code: 'invalid' | 'not_found', message: string) {
+  constructor(
+    readonly code: 'invalid' | 'not_found',
+    message: string,
+  ) {
     super(message);
     this.name = 'CredentialError';
   }
@@ -114,7 +123,9 @@ export class Credentials implements Disposable {
   refusal(principal: Principal, agentId: string, registering: boolean): string | undefined {
     if (principal.kind === 'operator') return undefined;
     if (principal.kind === 'agent') {
-      return principal.agentId === agentId ? undefined : `this credential acts as agent '${principal.agentId}'; the call acts as '${agentId}'`;
+      return principal.agentId === agentId
+        ? undefined
+        : `this credential acts as agent '${principal.agentId}'; the call acts as '${agentId}'`;
     }
     const self = principalName(principal);
     const owner = this.owners.get(agentId);
@@ -128,15 +139,23 @@ export class Credentials implements Disposable {
     if (this.agents.get(agentId) !== undefined) {
       return `this enrolment credential acts as the agents it enrolled; agent '${agentId}' is registered with another credential`;
     }
-    return registering ? undefined : `this enrolment credential acts as the agents it enrolled; register '${agentId}' first`;
+    return registering
+      ? undefined
+      : `this enrolment credential acts as the agents it enrolled; register '${agentId}' first`;
   }
 
   /** Records a refused call: `auth.permission_denied` (WARN) with the RPC, the credential and the claimed agent. */
   recordDenial(rpc: string, principal: Principal, claimedAgent: string, reason: string, ctx: CallContext): void {
     this.log.record({
-      correlationId: ctx.correlationId, actor: 'auth', eventType: 'auth.permission_denied', level: 'WARN',
+      correlationId: ctx.correlationId,
+      actor: 'auth',
+      eventType: 'auth.permission_denied',
+      level: 'WARN',
       details: {
-        rpc, reason, claimed_agent: claimedAgent, principal: principal.kind,
+        rpc,
+        reason,
+        claimed_agent: claimedAgent,
+        principal: principal.kind,
         ...(principal.kind === 'operator' ? {} : { credential_id: principal.credentialId }),
       },
     });
@@ -159,7 +178,10 @@ export class Credentials implements Disposable {
     current.suppressed = 0;
     try {
       this.log.record({
-        correlationId: ctx.correlationId, actor: 'auth', eventType: 'auth.unauthenticated', level: 'WARN',
+        correlationId: ctx.correlationId,
+        actor: 'auth',
+        eventType: 'auth.unauthenticated',
+        level: 'WARN',
         details: { rpc, reason, ...(notLogged > 0 ? { refusals_not_logged_before: notLogged } : {}) },
       });
     } catch (err) {
@@ -179,7 +201,12 @@ export class Credentials implements Disposable {
     return this.store.transaction(() => {
       this.store.credentials.putOwner({ agentId, owner, since: this.clock.now() });
       this.owners.set(agentId, owner);
-      this.log.record({ correlationId: ctx.correlationId, actor: 'auth', eventType: 'agent.enrolled', details: { agent_id: agentId, credential_id: principal.credentialId } });
+      this.log.record({
+        correlationId: ctx.correlationId,
+        actor: 'auth',
+        eventType: 'agent.enrolled',
+        details: { agent_id: agentId, credential_id: principal.credentialId },
+      });
       return this.mint('agent', agentId, owner, `enrolled by ${owner}`, ctx);
     });
   }
@@ -205,7 +232,8 @@ export class Credentials implements Disposable {
 
   /** The active enrolment credential's id, if there is one. */
   activeEnrolment(): CredentialInfo | undefined {
-    for (const live of this.byId.values()) if (live.info.kind === 'enrolment' && live.info.revokedAt === null) return this.info(live);
+    for (const live of this.byId.values())
+      if (live.info.kind === 'enrolment' && live.info.revokedAt === null) return this.info(live);
     return undefined;
   }
 
@@ -219,7 +247,9 @@ export class Credentials implements Disposable {
       this.store.credentials.revoke(credentialId, at);
       live.info = { ...live.info, revokedAt: at };
       this.log.record({
-        correlationId: ctx.correlationId, actor: ctx.principal ?? by, eventType: 'credential.revoked',
+        correlationId: ctx.correlationId,
+        actor: ctx.principal ?? by,
+        eventType: 'credential.revoked',
         details: { credential_id: credentialId, kind: live.info.kind, agent_id: live.info.agentId, by },
       });
     });
@@ -264,17 +294,32 @@ export class Credentials implements Disposable {
 
   // ---------------------------------------------------------------- inside
 
-  private mint(kind: CredentialKind, agentId: string | null, by: string, label: string, ctx: CallContext): MintedCredential {
+  private mint(
+    kind: CredentialKind,
+    agentId: string | null,
+    by: string,
+    label: string,
+    ctx: CallContext,
+  ): MintedCredential {
     const id = this.ids.uuid();
     const secret = randomBytes(SECRET_BYTES).toString('base64url');
     const record: CredentialRecord = {
-      id, kind, agentId, label: label.slice(0, 200), createdAt: this.clock.now(), createdBy: by, revokedAt: null, lastUsedAt: null,
+      id,
+      kind,
+      agentId,
+      label: label.slice(0, 200),
+      createdAt: this.clock.now(),
+      createdBy: by,
+      revokedAt: null,
+      lastUsedAt: null,
       secretHash: hash('sha256', secret, 'buffer'),
     };
     this.store.credentials.insert(record);
     const live = this.remember(record);
     this.log.record({
-      correlationId: ctx.correlationId, actor: ctx.principal ?? by, eventType: 'credential.minted',
+      correlationId: ctx.correlationId,
+      actor: ctx.principal ?? by,
+      eventType: 'credential.minted',
       details: { credential_id: id, kind, agent_id: agentId, label: record.label, by },
     });
     const credential = this.info(live);
@@ -284,9 +329,10 @@ export class Credentials implements Disposable {
 
   private remember(record: CredentialRecord): LiveCredential {
     const { secretHash, ...info } = record;
-    const principal: Principal = record.kind === 'agent'
-      ? Object.freeze({ kind: 'agent', credentialId: record.id, agentId: record.agentId ?? '' })
-      : Object.freeze({ kind: 'enrolment', credentialId: record.id });
+    const principal: Principal =
+      record.kind === 'agent'
+        ? Object.freeze({ kind: 'agent', credentialId: record.id, agentId: record.agentId ?? '' })
+        : Object.freeze({ kind: 'enrolment', credentialId: record.id });
     const live: LiveCredential = { info, hash: secretHash, principal, lastUsedAt: record.lastUsedAt };
     this.byId.set(record.id, live);
     return live;
@@ -300,7 +346,8 @@ export class Credentials implements Disposable {
   private hasOwnCredential(agentId: string, exceptBy: string): boolean {
     for (const live of this.byId.values()) {
       const { info } = live;
-      if (info.kind === 'agent' && info.agentId === agentId && info.revokedAt === null && info.createdBy !== exceptBy) return true;
+      if (info.kind === 'agent' && info.agentId === agentId && info.revokedAt === null && info.createdBy !== exceptBy)
+        return true;
     }
     return false;
   }

@@ -10,18 +10,31 @@ export class SqliteCredentialRepository implements CredentialRepository {
   constructor(db: DatabaseSync) {
     const p = (sql: string) => db.prepare(sql);
     this.s = {
-      insert: p(`INSERT INTO credentials (id, kind, agent_id, label, created_at, created_by, revoked_at, last_used_at, secret_sha256)
+      insert:
+        p(`INSERT INTO credentials (id, kind, agent_id, label, created_at, created_by, revoked_at, last_used_at, secret_sha256)
         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`),
       revoke: p('UPDATE credentials SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL'),
       touch: p('UPDATE credentials SET last_used_at = ? WHERE id = ? AND (last_used_at IS NULL OR last_used_at < ?)'),
       all: p('SELECT * FROM credentials ORDER BY created_at, rowid'),
-      putOwner: p('INSERT INTO agent_owners (agent_id, owner, since) VALUES (?, ?, ?) ON CONFLICT(agent_id) DO UPDATE SET owner = excluded.owner, since = excluded.since'),
+      putOwner: p(
+        'INSERT INTO agent_owners (agent_id, owner, since) VALUES (?, ?, ?) ON CONFLICT(agent_id) DO UPDATE SET owner = excluded.owner, since = excluded.since',
+      ),
       owners: p('SELECT * FROM agent_owners'),
     };
   }
 
   insert(r: CredentialRecord): void {
-    this.s.insert.run(r.id, r.kind, r.agentId, r.label, r.createdAt, r.createdBy, r.revokedAt, r.lastUsedAt, r.secretHash);
+    this.s.insert.run(
+      r.id,
+      r.kind,
+      r.agentId,
+      r.label,
+      r.createdAt,
+      r.createdBy,
+      r.revokedAt,
+      r.lastUsedAt,
+      r.secretHash,
+    );
   }
 
   revoke(id: string, at: number): void {
@@ -51,6 +64,10 @@ export class SqliteCredentialRepository implements CredentialRepository {
   }
 
   owners(): AgentOwner[] {
-    return (this.s.owners.all() as Row[]).map((row) => ({ agentId: String(row.agent_id), owner: String(row.owner), since: Number(row.since) }));
+    return (this.s.owners.all() as Row[]).map((row) => ({
+      agentId: String(row.agent_id),
+      owner: String(row.owner),
+      since: Number(row.since),
+    }));
   }
 }

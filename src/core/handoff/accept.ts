@@ -55,24 +55,52 @@ export class Acceptance {
       if (record.acceptedBy === agentId) return this.deps.handoffs.get(requestId) ?? record;
       throw precondition(`handoff '${requestId}' was accepted by '${record.acceptedBy}'`);
     }
-    if (record.awaitingOperator) throw precondition(`handoff '${requestId}' waits for the operator (no agent could take it); an agent may not accept it now`);
-    if (record.toAgent !== agentId) throw denied(`only the current target '${record.toAgent}' may accept handoff '${requestId}'; '${agentId}' is not`);
+    if (record.awaitingOperator)
+      throw precondition(
+        `handoff '${requestId}' waits for the operator (no agent could take it); an agent may not accept it now`,
+      );
+    if (record.toAgent !== agentId)
+      throw denied(
+        `only the current target '${record.toAgent}' may accept handoff '${requestId}'; '${agentId}' is not`,
+      );
     const hctx: CallContext = { ...ctx, correlationId: record.correlationId };
     if (record.worktree && record.worktree.outcome === '') return this.acceptCarrying(record, agentId, speaker, hctx);
     const { changes } = this.deps;
-    return changes.full(changes.change(record, (draft) => this.commit(draft, agentId, 'agent', speaker, hctx, null), 'accept'));
+    return changes.full(
+      changes.change(record, (draft) => this.commit(draft, agentId, 'agent', speaker, hctx, null), 'accept'),
+    );
   }
 
   /** Inside a transaction: PENDING → ACCEPTED with its event and the requester's notice. */
-  commit(record: OpenRecord, by: string, kind: 'agent' | 'operator', speaker: Speaker, ctx: CallContext, carry: CarryOutcome | null): void {
+  commit(
+    record: OpenRecord,
+    by: string,
+    kind: 'agent' | 'operator',
+    speaker: Speaker,
+    ctx: CallContext,
+    carry: CarryOutcome | null,
+  ): void {
     const now = this.deps.clock.now();
     const attempt = accepted(record, by, now, carry);
     this.deps.handoffs.put(record);
     const notice = this.deps.notices.toParty(record, record.fromAgent, 'accepted', {}, ctx);
     this.deps.changes.event(record, by, 'handoff.accepted', {
-      accepted_by: by, by_operator: kind === 'operator', attempt: record.attempts.length, waited_ms: now - (attempt?.at ?? record.requestedAt),
-      worktree: record.worktree ? { repo_id: record.worktree.repoId, worktree_id: record.worktree.worktreeId, outcome: record.worktree.outcome, detail: record.worktree.detail, invocation_id: record.worktree.invocationId || undefined } : undefined,
-      principal: ctx.principal, speaker: speakerName(speaker), requester_notice: notice,
+      accepted_by: by,
+      by_operator: kind === 'operator',
+      attempt: record.attempts.length,
+      waited_ms: now - (attempt?.at ?? record.requestedAt),
+      worktree: record.worktree
+        ? {
+            repo_id: record.worktree.repoId,
+            worktree_id: record.worktree.worktreeId,
+            outcome: record.worktree.outcome,
+            detail: record.worktree.detail,
+            invocation_id: record.worktree.invocationId || undefined,
+          }
+        : undefined,
+      principal: ctx.principal,
+      speaker: speakerName(speaker),
+      requester_notice: notice,
     });
   }
 
@@ -82,37 +110,65 @@ export class Acceptance {
     return r && waitsFor(r, agentId) ? r : undefined;
   }
 
-  private async acceptCarrying(record: OpenRecord, agentId: string, speaker: Speaker, ctx: CallContext): Promise<HandoffRecord> {
+  private async acceptCarrying(
+    record: OpenRecord,
+    agentId: string,
+    speaker: Speaker,
+    ctx: CallContext,
+  ): Promise<HandoffRecord> {
     const { changes, worktrees, memory, handoffs } = this.deps;
     const carry = record.worktree!;
     const place = worktrees.placeOf(agentId);
-    const refuse = (why: string) => precondition(`handoff '${record.requestId}' carries worktree '${carry.worktreeId}' of '${carry.repoId}', but ${why}`);
+    const refuse = (why: string) =>
+      precondition(
+        `handoff '${record.requestId}' carries worktree '${carry.worktreeId}' of '${carry.repoId}', but ${why}`,
+      );
     /** The same agent's accept that ran meanwhile (a retry while git worked) is this one's answer. */
     const acceptedMeanwhile = (): HandoffRecord | undefined => {
       const now = memory.get(record.requestId) ?? handoffs.get(record.requestId);
       return now && now.state !== 'PENDING' && now.acceptedBy === agentId ? changes.full(now) : undefined;
     };
     if (place && place.repoId === carry.repoId && place.worktreeId === carry.worktreeId) {
-      return changes.full(changes.change(record, (draft) => this.commit(draft, agentId, 'agent', speaker, ctx, { outcome: 'already_there', detail: `'${agentId}' works in it already`, invocationId: '' }), 'accept'));
+      return changes.full(
+        changes.change(
+          record,
+          (draft) =>
+            this.commit(draft, agentId, 'agent', speaker, ctx, {
+              outcome: 'already_there',
+              detail: `'${agentId}' works in it already`,
+              invocationId: '',
+            }),
+          'accept',
+        ),
+      );
     }
     const binding = worktrees.status(agentId);
     let committed: OpenRecord | undefined;
-    const within = (outcome: HandoffWorktree['outcome'], detail: (b: BindingStatus) => string) => (b: BindingStatus) => {
-      const current = this.acceptable(record.requestId, agentId);
-      // A BIND is rolled back when the handoff changed meanwhile (the receiver stays UNBOUND); a switch asked for is
-      // withdrawn after it (throwing here would leave its HITL invocation half made).
-      if (!current && outcome === 'bound') throw new CarryFailed('the handoff changed while the worktree was prepared');
-      if (!current) return;
-      if (outcome === 'bound' && b.state !== 'BOUND_HOME') throw new CarryFailed(`binding '${agentId}' to it failed: ${b.failure?.reason ?? b.state} ${b.failure?.detail ?? ''}`.trim());
-      // The last step of the binding's transaction (this transition joins it): memory follows the store at once (a
-      // failure after it: reloaded below).
-      committed = changes.run((tx) => {
-        const draft = draftOf(current);
-        this.commit(draft, agentId, 'agent', speaker, ctx, { outcome, detail: detail(b), invocationId: b.switch?.invocationId ?? '' });
-        changes.settle(tx, draft);
-        return draft;
-      }, 'accept');
-    };
+    const within =
+      (outcome: HandoffWorktree['outcome'], detail: (b: BindingStatus) => string) => (b: BindingStatus) => {
+        const current = this.acceptable(record.requestId, agentId);
+        // A BIND is rolled back when the handoff changed meanwhile (the receiver stays UNBOUND); a switch asked for is
+        // withdrawn after it (throwing here would leave its HITL invocation half made).
+        if (!current && outcome === 'bound')
+          throw new CarryFailed('the handoff changed while the worktree was prepared');
+        if (!current) return;
+        if (outcome === 'bound' && b.state !== 'BOUND_HOME')
+          throw new CarryFailed(
+            `binding '${agentId}' to it failed: ${b.failure?.reason ?? b.state} ${b.failure?.detail ?? ''}`.trim(),
+          );
+        // The last step of the binding's transaction (this transition joins it): memory follows the store at once (a
+        // failure after it: reloaded below).
+        committed = changes.run((tx) => {
+          const draft = draftOf(current);
+          this.commit(draft, agentId, 'agent', speaker, ctx, {
+            outcome,
+            detail: detail(b),
+            invocationId: b.switch?.invocationId ?? '',
+          });
+          changes.settle(tx, draft);
+          return draft;
+        }, 'accept');
+      };
     /** The binding failed after this acceptance was written: its transaction was rolled back, and memory with it. */
     const undo = () => {
       if (committed) changes.reload(record.requestId);
@@ -122,8 +178,13 @@ export class Acceptance {
       // RFC §16.2 BIND: UNBOUND → BOUND_HOME with the carried worktree as the receiver's home (refused while it is another
       // bound agent's home: one bound agent per home worktree).
       try {
-        await worktrees.bind(agentId, carry.repoId, carry.worktreeId, ctx,
-          within('bound', (b) => `'${agentId}' bound to it (BIND, UNBOUND → BOUND_HOME) at ${b.worktreePath}`));
+        await worktrees.bind(
+          agentId,
+          carry.repoId,
+          carry.worktreeId,
+          ctx,
+          within('bound', (b) => `'${agentId}' bound to it (BIND, UNBOUND → BOUND_HOME) at ${b.worktreePath}`),
+        );
       } catch (err) {
         undo();
         const done = acceptedMeanwhile();
@@ -134,28 +195,46 @@ export class Acceptance {
       // RFC §16.2 SWITCH_REQUEST: BOUND_HOME → SWITCH_PENDING; a person (HITL WORKTREE_OVERRIDE) or a policy rule decides.
       let switched: BindingStatus;
       try {
-        switched = await worktrees.requestSwitch(agentId, carry.worktreeId, ctx,
-          { reason: `handoff ${record.requestId} from ${record.fromAgent} carries its worktree`, facts: { [SWITCH_HANDOFF_FACT]: record.requestId } },
-          within('switch_pending', (b) => `'${agentId}' asked to switch into it (SWITCH_REQUEST, BOUND_HOME → SWITCH_PENDING; HITL WORKTREE_OVERRIDE ${b.switch?.invocationId ?? ''})`));
+        switched = await worktrees.requestSwitch(
+          agentId,
+          carry.worktreeId,
+          ctx,
+          {
+            reason: `handoff ${record.requestId} from ${record.fromAgent} carries its worktree`,
+            facts: { [SWITCH_HANDOFF_FACT]: record.requestId },
+          },
+          within(
+            'switch_pending',
+            (b) =>
+              `'${agentId}' asked to switch into it (SWITCH_REQUEST, BOUND_HOME → SWITCH_PENDING; HITL WORKTREE_OVERRIDE ${b.switch?.invocationId ?? ''})`,
+          ),
+        );
       } catch (err) {
         undo();
         const done = acceptedMeanwhile();
         if (done) return done;
-        throw refuse(`the worktree state machine refused the switch of '${agentId}' into it: ${(err as Error).message}`);
+        throw refuse(
+          `the worktree state machine refused the switch of '${agentId}' into it: ${(err as Error).message}`,
+        );
       }
       // The handoff changed while git ran (expired, rejected, rerouted): the switch asked for is withdrawn (after a
       // crash here, by restore: its invocation names the handoff, which does not wait for it).
-      if (!committed && switched.switch) this.deps.withdrawSwitch(switched.switch.invocationId, record.requestId, 'it was no longer acceptable', ctx);
+      if (!committed && switched.switch)
+        this.deps.withdrawSwitch(switched.switch.invocationId, record.requestId, 'it was no longer acceptable', ctx);
       // A switch decided as it was asked (a policy rule) is followed at once.
       if (committed) this.deps.followSwitch(agentId);
     } else {
-      throw refuse(`'${agentId}' is ${binding.state} in repository '${binding.repoId}': the worktree state machine (RFC §16.2) carries a worktree only into an UNBOUND agent (BIND) or one BOUND_HOME in the same repository (SWITCH_REQUEST)`);
+      throw refuse(
+        `'${agentId}' is ${binding.state} in repository '${binding.repoId}': the worktree state machine (RFC §16.2) carries a worktree only into an UNBOUND agent (BIND) or one BOUND_HOME in the same repository (SWITCH_REQUEST)`,
+      );
     }
     if (!committed) {
       const done = acceptedMeanwhile();
       if (done) return done;
       const now = memory.get(record.requestId) ?? handoffs.get(record.requestId);
-      throw precondition(`handoff '${record.requestId}' changed while the worktree was carried (now ${now?.state ?? 'gone'}${now?.toAgent && now.toAgent !== agentId ? `, offered to '${now.toAgent}'` : ''}); it was not accepted`);
+      throw precondition(
+        `handoff '${record.requestId}' changed while the worktree was carried (now ${now?.state ?? 'gone'}${now?.toAgent && now.toAgent !== agentId ? `, offered to '${now.toAgent}'` : ''}); it was not accepted`,
+      );
     }
     return changes.full(committed);
   }

@@ -18,21 +18,25 @@ export function mayActAs(speaker: Speaker, agentId: string): boolean {
  */
 export function knows(record: HandoffRecord, speaker: Speaker): boolean {
   if (speaker.kind !== 'agent') return true;
-  return [record.fromAgent, record.acceptedBy, ...record.attempts.map((a) => a.agentId)]
-    .some((id) => id !== '' && !id.startsWith('operator:') && speaker.mayActAs(id));
+  return [record.fromAgent, record.acceptedBy, ...record.attempts.map((a) => a.agentId)].some(
+    (id) => id !== '' && !id.startsWith('operator:') && speaker.mayActAs(id),
+  );
 }
 
 /** Which party of `record` the agent `speaker` is for CancelDelegation: its origin or the agent that accepted it (not an agent only offered it). */
 export function cancellerOf(record: HandoffRecord, speaker: Speaker): string | undefined {
   if (speaker.kind !== 'agent') return undefined;
-  return [record.fromAgent, record.acceptedBy].find((id) => id !== '' && !id.startsWith('operator:') && speaker.mayActAs(id));
+  return [record.fromAgent, record.acceptedBy].find(
+    (id) => id !== '' && !id.startsWith('operator:') && speaker.mayActAs(id),
+  );
 }
 
 /** Who `speaker` is among the parties for CompleteHandoff (the accepting agent first), `operator:<label>` for the operator, or undefined. */
 export function partyOf(record: HandoffRecord, speaker: Speaker): string | undefined {
   if (speaker.kind === 'operator') return `operator:${speaker.label}`;
   if (speaker.kind === 'coordinator') return 'coordinator';
-  if (record.acceptedBy !== '' && !record.acceptedBy.startsWith('operator:') && speaker.mayActAs(record.acceptedBy)) return record.acceptedBy;
+  if (record.acceptedBy !== '' && !record.acceptedBy.startsWith('operator:') && speaker.mayActAs(record.acceptedBy))
+    return record.acceptedBy;
   if (speaker.mayActAs(record.fromAgent)) return record.fromAgent;
   return undefined;
 }

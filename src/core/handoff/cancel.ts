@@ -26,8 +26,14 @@ export interface CancelDeps {
  * grace_period_ms). An agent that is a party of none of the matches is refused (another requester's handoffs with the
  * same correlation id neither block nor are cancelled). acknowledged=false when nothing open matched.
  */
-export function cancelDelegation(deps: CancelDeps, correlationId: string, reason: string, gracePeriodMs: number, speaker: Speaker, ctx: CallContext):
-  { readonly acknowledged: boolean; readonly message: string } {
+export function cancelDelegation(
+  deps: CancelDeps,
+  correlationId: string,
+  reason: string,
+  gracePeriodMs: number,
+  speaker: Speaker,
+  ctx: CallContext,
+): { readonly acknowledged: boolean; readonly message: string } {
   const key = identifier('correlation_id', correlationId, LIMITS.correlation_id, true);
   const why = text('reason', reason, LIMITS.cancel_reason).trim();
   const grace = nonNegative('grace_period_ms', gracePeriodMs);
@@ -36,30 +42,64 @@ export function cancelDelegation(deps: CancelDeps, correlationId: string, reason
   const matches = [...memory.records()].filter((r) => r.correlationId === key || r.requestId === key);
   if (matches.length === 0) {
     const known = deps.handoffs.get(key);
-    return { acknowledged: false, message: known && knows(known, speaker) ? `handoff '${key}' is ${known.state}: nothing to cancel` : `no open handoff has correlation id or request id '${key}'` };
+    return {
+      acknowledged: false,
+      message:
+        known && knows(known, speaker)
+          ? `handoff '${key}' is ${known.state}: nothing to cancel`
+          : `no open handoff has correlation id or request id '${key}'`,
+    };
   }
   const roots = speaker.kind === 'agent' ? matches.filter((r) => cancellerOf(r, speaker) !== undefined) : matches;
   if (roots.length === 0) {
-    throw denied(`only the origin or the accepting agent of a delegation, or the operator, may cancel it; ${speakerName(speaker)} is neither for any open handoff with correlation id or request id '${key}'`);
+    throw denied(
+      `only the origin or the accepting agent of a delegation, or the operator, may cancel it; ${speakerName(speaker)} is neither for any open handoff with correlation id or request id '${key}'`,
+    );
   }
   const cancel = delegationTree(roots, memory.records());
-  const by = speaker.kind === 'operator' ? `operator:${speaker.label}` : speaker.kind === 'agent' ? cancellerOf(roots[0], speaker)! : 'coordinator';
+  const by =
+    speaker.kind === 'operator'
+      ? `operator:${speaker.label}`
+      : speaker.kind === 'agent'
+        ? cancellerOf(roots[0], speaker)!
+        : 'coordinator';
   const withdraw = changes.run((tx) => {
     const switches: Array<{ invocationId: string; requestId: string; correlationId: string }> = [];
     for (const { record, parent } of cancel) {
       const draft = draftOf(record);
       const invocationId = cancelling(draft, deps.clock.now());
-      if (invocationId !== undefined) switches.push({ invocationId, requestId: draft.requestId, correlationId: draft.correlationId });
+      if (invocationId !== undefined)
+        switches.push({ invocationId, requestId: draft.requestId, correlationId: draft.correlationId });
       const text = `cancelled by ${by}${parent ? ` (cascade: its parent '${parent}' was cancelled)` : ''}${why ? `: ${why}` : ''}`;
-      deps.moveOn.end(draft, 'CANCELLED', by, text, { ...ctx, correlationId: draft.correlationId },
-        { cancelled_by: by, delegation: key, cascade_of: parent || undefined, grace_period_ms: grace, principal: ctx.principal },
-        [draft.toAgent, draft.acceptedBy], { grace_period_ms: grace, delegation: key });
+      deps.moveOn.end(
+        draft,
+        'CANCELLED',
+        by,
+        text,
+        { ...ctx, correlationId: draft.correlationId },
+        {
+          cancelled_by: by,
+          delegation: key,
+          cascade_of: parent || undefined,
+          grace_period_ms: grace,
+          principal: ctx.principal,
+        },
+        [draft.toAgent, draft.acceptedBy],
+        { grace_period_ms: grace, delegation: key },
+      );
       changes.settle(tx, draft);
     }
     return switches;
   }, 'cancel');
-  for (const w of withdraw) deps.withdrawSwitch(w.invocationId, w.requestId, 'it was cancelled', { ...ctx, correlationId: w.correlationId });
-  return { acknowledged: true, message: `cancelled ${cancel.length} handoff${cancel.length === 1 ? '' : 's'}: ${cancel.map((c) => c.record.requestId).join(', ').slice(0, 2000)}` };
+  for (const w of withdraw)
+    deps.withdrawSwitch(w.invocationId, w.requestId, 'it was cancelled', { ...ctx, correlationId: w.correlationId });
+  return {
+    acknowledged: true,
+    message: `cancelled ${cancel.length} handoff${cancel.length === 1 ? '' : 's'}: ${cancel
+      .map((c) => c.record.requestId)
+      .join(', ')
+      .slice(0, 2000)}`,
+  };
 }
 
 /**
@@ -67,7 +107,10 @@ export function cancelDelegation(deps: CancelDeps, correlationId: string, reason
  * (parentRequestId), transitively, each with the parent it was reached from ('' for a root). Reads `open` once (a
  * parent → children map), so a deep or wide delegation tree costs O(open handoffs).
  */
-export function delegationTree(roots: readonly HandoffRecord[], open: Iterable<HandoffRecord>): Array<{ record: HandoffRecord; parent: string }> {
+export function delegationTree(
+  roots: readonly HandoffRecord[],
+  open: Iterable<HandoffRecord>,
+): Array<{ record: HandoffRecord; parent: string }> {
   const children = new Map<string, HandoffRecord[]>();
   for (const record of open) {
     if (record.parentRequestId === '') continue;

@@ -91,7 +91,8 @@ export class HandoffChanges implements Disposable {
     if (this.guard.isStopped) return;
     const due = answerBy(record, this.answerWindowMs);
     if (due === null) this.timers.disarm(record.requestId);
-    else this.timers.arm(record.requestId, Math.max(0, due - this.deps.clock.now()), () => this.timeUp(record.requestId));
+    else
+      this.timers.arm(record.requestId, Math.max(0, due - this.deps.clock.now()), () => this.timeUp(record.requestId));
   }
 
   /** A timeout whose transaction failed (rolled back: nothing changed) is decided again a moment later. */
@@ -101,9 +102,18 @@ export class HandoffChanges implements Disposable {
   }
 
   /** The transition's `handoff.*` event. */
-  event(record: HandoffRecord, actor: string, eventType: string, details: Record<string, unknown>, level: 'INFO' | 'WARN' = 'INFO'): void {
+  event(
+    record: HandoffRecord,
+    actor: string,
+    eventType: string,
+    details: Record<string, unknown>,
+    level: 'INFO' | 'WARN' = 'INFO',
+  ): void {
     this.deps.log.record({
-      correlationId: record.correlationId, actor, eventType, level,
+      correlationId: record.correlationId,
+      actor,
+      eventType,
+      level,
       details: { request_id: record.requestId, from_agent: record.fromAgent, state: record.state, ...details },
     });
   }

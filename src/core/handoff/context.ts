@@ -27,7 +27,11 @@ export const HANDOFF_CONTEXT_SCHEMA = {
         required: ['role', 'content'],
       },
     },
-    tool_state: { type: 'object', description: 'Current tool state including active calls and cached results', additionalProperties: true },
+    tool_state: {
+      type: 'object',
+      description: 'Current tool state including active calls and cached results',
+      additionalProperties: true,
+    },
     metadata: { type: 'object', description: 'Additional context metadata', additionalProperties: true },
   },
   required: ['conversation_history', 'tool_state', 'metadata'],
@@ -61,7 +65,10 @@ function validator(): ValidateFunction {
 
 /** `context_snapshot/conversation_history/0: must have required property 'role'`: the failing JSON path, then why. */
 function describe(error: ErrorObject): string {
-  const extra = error.keyword === 'additionalProperties' ? ` ('${String((error.params as { additionalProperty?: unknown }).additionalProperty)}')` : '';
+  const extra =
+    error.keyword === 'additionalProperties'
+      ? ` ('${String((error.params as { additionalProperty?: unknown }).additionalProperty)}')`
+      : '';
   return `context_snapshot${error.instancePath}: ${error.message ?? error.keyword}${extra}`;
 }
 
@@ -82,7 +89,8 @@ export function contextKindOf(contentType: string): ContextKind {
  */
 export function contextRefusal(bytes: Uint8Array, contentType: string): string | undefined {
   const max = FIELD_LIMITS.handoff.context_bytes;
-  if (bytes.byteLength > max) return `context_snapshot is ${bytes.byteLength} bytes; at most ${max} (send a larger context by reference)`;
+  if (bytes.byteLength > max)
+    return `context_snapshot is ${bytes.byteLength} bytes; at most ${max} (send a larger context by reference)`;
   if (contentType !== '' && baseContentType(contentType) === undefined) {
     return `sw4rm-context-content-type '${contentType.slice(0, 80)}' is not a MIME type (e.g. ${HANDOFF_CONTEXT_CONTENT_TYPE})`;
   }

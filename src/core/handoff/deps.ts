@@ -20,12 +20,25 @@ export interface HandoffTasks {
 
 /** What the handoff area needs of the worktree bindings (WorktreeBindings). */
 export interface HandoffWorktrees {
-  placeOf(agentId: string): { readonly repoId: string; readonly worktreeId: string; readonly branch: string } | undefined;
+  placeOf(
+    agentId: string,
+  ): { readonly repoId: string; readonly worktreeId: string; readonly branch: string } | undefined;
   status(agentId: string): BindingStatus;
   list(): BindingStatus[];
-  bind(agentId: string, repoId: string, worktreeId: string, ctx: CallContext, within?: (b: BindingStatus) => void): Promise<BindingStatus>;
-  requestSwitch(agentId: string, targetWorktreeId: string, ctx: CallContext,
-    options: { requiresHitl?: boolean; reason?: string; facts?: Readonly<Record<string, string>> }, within?: (b: BindingStatus) => void): Promise<BindingStatus>;
+  bind(
+    agentId: string,
+    repoId: string,
+    worktreeId: string,
+    ctx: CallContext,
+    within?: (b: BindingStatus) => void,
+  ): Promise<BindingStatus>;
+  requestSwitch(
+    agentId: string,
+    targetWorktreeId: string,
+    ctx: CallContext,
+    options: { requiresHitl?: boolean; reason?: string; facts?: Readonly<Record<string, string>> },
+    within?: (b: BindingStatus) => void,
+  ): Promise<BindingStatus>;
   /** Fires after every committed change of a binding (a carried worktree's switch decided). */
   readonly onDidChange: Event<BindingStatus>;
 }
@@ -45,5 +58,7 @@ export interface HandoffDeps {
   /** HitlService.cancel: a carried worktree's switch the handoff no longer waits for is withdrawn. */
   readonly cancelInvocation: (invocationId: string, by: string, reason: string, ctx: CallContext) => void;
   /** HitlService.get: an invocation's state and facts (a switch's SWITCH_HANDOFF_FACT), undefined when unknown. */
-  readonly invocation: (invocationId: string) => { readonly state: string; readonly facts: Readonly<Record<string, unknown>> } | undefined;
+  readonly invocation: (
+    invocationId: string,
+  ) => { readonly state: string; readonly facts: Readonly<Record<string, unknown>> } | undefined;
 }

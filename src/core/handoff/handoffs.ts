@@ -15,7 +15,12 @@ import type { HandoffChange, HandoffQueries, HandoffRecord, TransferredWork } fr
 import { HandoffNotices } from './notices';
 import { MoveOn } from './moveOn';
 import { OperatorAnswers } from './operator';
-import { DEFAULT_HANDOFF_OPTIONS, HANDOFF_RETENTION_INTERVAL_MS, PENDING_ANSWER_BYTES, type HandoffOptions } from './options';
+import {
+  DEFAULT_HANDOFF_OPTIONS,
+  HANDOFF_RETENTION_INTERVAL_MS,
+  PENDING_ANSWER_BYTES,
+  type HandoffOptions,
+} from './options';
 import { HandoffReads } from './queries';
 import { reject, type HandoffRejection, type RejectDeps } from './reject';
 import { HandoffRequests, type HandoffRequestInput } from './request';
@@ -28,8 +33,15 @@ export { delegationTree } from './cancel';
 export { SWITCH_HANDOFF_FACT, type HandoffDeps, type HandoffTasks, type HandoffWorktrees } from './deps';
 export { HANDOFF_REQUEST_NOTICE, HANDOFF_STATUS_NOTICE, requestNotice } from './notices';
 export {
-  DEFAULT_HANDOFF_OPTIONS, EXPIRY_RETRY_MS, HANDOFF_OPTION_BOUNDS, HANDOFF_RETENTION_BATCH, HANDOFF_RETENTION_INTERVAL_MS, MAX_ATTEMPTS,
-  MAX_GRACE_PERIOD_MS, PENDING_ANSWER_BYTES, type HandoffOptions,
+  DEFAULT_HANDOFF_OPTIONS,
+  EXPIRY_RETRY_MS,
+  HANDOFF_OPTION_BOUNDS,
+  HANDOFF_RETENTION_BATCH,
+  HANDOFF_RETENTION_INTERVAL_MS,
+  MAX_ATTEMPTS,
+  MAX_GRACE_PERIOD_MS,
+  PENDING_ANSWER_BYTES,
+  type HandoffOptions,
 } from './options';
 export type { HandoffRejection } from './reject';
 export type { HandoffRequestInput } from './request';
@@ -64,47 +76,129 @@ export class Handoffs implements HandoffQueries, TransferredWork, Disposable {
   private readonly subscriptions: Disposable[] = [];
   private readonly pruning: Disposable;
 
-  constructor(deps: HandoffDeps, private readonly options: HandoffOptions = DEFAULT_HANDOFF_OPTIONS) {
+  constructor(
+    deps: HandoffDeps,
+    private readonly options: HandoffOptions = DEFAULT_HANDOFF_OPTIONS,
+  ) {
     const { store, log, clock } = deps;
     const handoffs = store.handoffs;
-    const guard = this.guard = new Guard((during, err) => log.internalError(ACTOR, 'handoffs', err, { during }));
-    const memory = this.memory = new HandoffMemory(options.maxTransfersInMemory);
+    const guard = (this.guard = new Guard((during, err) => log.internalError(ACTOR, 'handoffs', err, { during })));
+    const memory = (this.memory = new HandoffMemory(options.maxTransfersInMemory));
     const due = (record: HandoffRecord) => answerBy(record, options.answerWindowMs);
-    const changes = this.changes = new HandoffChanges({ store, log, clock }, memory, options.answerWindowMs, guard, (id) => this.timeouts.timeUp(id));
+    const changes = (this.changes = new HandoffChanges(
+      { store, log, clock },
+      memory,
+      options.answerWindowMs,
+      guard,
+      (id) => this.timeouts.timeUp(id),
+    ));
     this.onDidChange = changes.changed.event;
     const catchUp = (id: string) => this.timeouts.catchUp(id);
     const notices = new HandoffNotices({ outbox: deps.outbox, handoffs, clock, answerBy: due });
-    const targets = new Targets({ agents: deps.agents, tasks: deps.tasks, memory, maxPendingPerTarget: options.maxPendingPerTarget });
-    const moveOn = new MoveOn({ clock, handoffs, notices, changes, targets, answerBy: due, reroute: options.reroute, routeToOperator: options.routeToOperator });
-    this.timeouts = new HandoffTimeouts({ clock, log, guard, handoffs, memory, changes, moveOn, answerBy: due, answerWindowMs: options.answerWindowMs });
+    const targets = new Targets({
+      agents: deps.agents,
+      tasks: deps.tasks,
+      memory,
+      maxPendingPerTarget: options.maxPendingPerTarget,
+    });
+    const moveOn = new MoveOn({
+      clock,
+      handoffs,
+      notices,
+      changes,
+      targets,
+      answerBy: due,
+      reroute: options.reroute,
+      routeToOperator: options.routeToOperator,
+    });
+    this.timeouts = new HandoffTimeouts({
+      clock,
+      log,
+      guard,
+      handoffs,
+      memory,
+      changes,
+      moveOn,
+      answerBy: due,
+      answerWindowMs: options.answerWindowMs,
+    });
     const carry = new WorktreeCarry({
-      worktrees: deps.worktrees, invocation: deps.invocation, cancelInvocation: deps.cancelInvocation, clock, log, guard, handoffs, memory, changes, notices,
+      worktrees: deps.worktrees,
+      invocation: deps.invocation,
+      cancelInvocation: deps.cancelInvocation,
+      clock,
+      log,
+      guard,
+      handoffs,
+      memory,
+      changes,
+      notices,
     });
     const withdrawSwitch = carry.withdrawSwitch.bind(carry);
     const leaving = new AgentsLeaving({ clock, agents: deps.agents, guard, memory, changes, moveOn, withdrawSwitch });
     this.reads = new HandoffReads({ handoffs, memory, catchUp });
     this.requests = new HandoffRequests({
-      clock, handoffs, agents: deps.agents, tasks: deps.tasks, worktrees: deps.worktrees, options, memory, changes, notices, targets,
-      refusalFor: (producerId, correlationId) => this.reads.refusalFor(producerId, correlationId), answerBy: due,
+      clock,
+      handoffs,
+      agents: deps.agents,
+      tasks: deps.tasks,
+      worktrees: deps.worktrees,
+      options,
+      memory,
+      changes,
+      notices,
+      targets,
+      refusalFor: (producerId, correlationId) => this.reads.refusalFor(producerId, correlationId),
+      answerBy: due,
     });
-    const acceptance = this.acceptance = new Acceptance({
-      clock, handoffs, worktrees: deps.worktrees, memory, changes, notices, catchUp, followSwitch: (agentId) => carry.followSwitch(agentId), withdrawSwitch,
-    });
+    const acceptance = (this.acceptance = new Acceptance({
+      clock,
+      handoffs,
+      worktrees: deps.worktrees,
+      memory,
+      changes,
+      notices,
+      catchUp,
+      followSwitch: (agentId) => carry.followSwitch(agentId),
+      withdrawSwitch,
+    }));
     this.rejects = { clock, handoffs, memory, changes, moveOn, catchUp };
     this.completes = {
-      clock, guard, handoffs, tasks: deps.tasks, memory, changes, notices,
-      acceptorGone: (r) => leaving.acceptorGone(r), acceptorLeft: (r, why) => leaving.acceptorLeft(r, why),
+      clock,
+      guard,
+      handoffs,
+      tasks: deps.tasks,
+      memory,
+      changes,
+      notices,
+      acceptorGone: (r) => leaving.acceptorGone(r),
+      acceptorLeft: (r, why) => leaving.acceptorLeft(r, why),
     };
     this.cancels = { clock, handoffs, memory, changes, moveOn, withdrawSwitch };
     this.operator = new OperatorAnswers({ handoffs, memory, changes, acceptance, moveOn, catchUp });
     this.restorer = new HandoffRestore({
-      clock, log, ids: deps.ids, guard, handoffs, memory, changes, maxTransfersInMemory: options.maxTransfersInMemory, retentionDays: options.retentionDays,
-      answerBy: due, acceptorGone: (r) => leaving.acceptorGone(r), acceptorLeft: (r, why) => leaving.acceptorLeft(r, why),
-      reconcileSwitches: () => carry.reconcileSwitches(), timeUp: (id) => this.timeouts.timeUp(id),
+      clock,
+      log,
+      ids: deps.ids,
+      guard,
+      handoffs,
+      memory,
+      changes,
+      maxTransfersInMemory: options.maxTransfersInMemory,
+      retentionDays: options.retentionDays,
+      answerBy: due,
+      acceptorGone: (r) => leaving.acceptorGone(r),
+      acceptorLeft: (r, why) => leaving.acceptorLeft(r, why),
+      reconcileSwitches: () => carry.reconcileSwitches(),
+      timeUp: (id) => this.timeouts.timeUp(id),
     });
     this.pruning = schedulePruning(clock, HANDOFF_RETENTION_INTERVAL_MS, () => this.pruneEnded());
-    this.subscriptions.push(deps.agents.onDidChange((change) => guard.run('agent_change', () => leaving.onAgentChange(change))));
-    this.subscriptions.push(deps.worktrees.onDidChange((binding) => guard.run('worktree_change', () => carry.followSwitch(binding.agentId))));
+    this.subscriptions.push(
+      deps.agents.onDidChange((change) => guard.run('agent_change', () => leaving.onAgentChange(change))),
+    );
+    this.subscriptions.push(
+      deps.worktrees.onDidChange((binding) => guard.run('worktree_change', () => carry.followSwitch(binding.agentId))),
+    );
   }
 
   // ---------------------------------------------------------------- queries (queries.ts)
@@ -133,7 +227,11 @@ export class Handoffs implements HandoffQueries, TransferredWork, Disposable {
   }
 
   /** GetPendingHandoffs: the PENDING handoffs offered to `agentId`, as many as fit `maxBytes`; `more`: how many were left out. */
-  pending(agentId: string, speaker: Speaker, maxBytes = PENDING_ANSWER_BYTES): { readonly records: HandoffRecord[]; readonly more: number } {
+  pending(
+    agentId: string,
+    speaker: Speaker,
+    maxBytes = PENDING_ANSWER_BYTES,
+  ): { readonly records: HandoffRecord[]; readonly more: number } {
     return this.reads.pending(agentId, speaker, maxBytes);
   }
 
@@ -160,12 +258,23 @@ export class Handoffs implements HandoffQueries, TransferredWork, Disposable {
   }
 
   /** CompleteHandoff(COMPLETED) (complete.ts): the work is transferred. */
-  complete(requestId: string, status: string, speaker: Speaker, ctx: CallContext): { readonly success: boolean; readonly message: string } {
+  complete(
+    requestId: string,
+    status: string,
+    speaker: Speaker,
+    ctx: CallContext,
+  ): { readonly success: boolean; readonly message: string } {
     return complete(this.completes, requestId, status, speaker, ctx);
   }
 
   /** CancelDelegation (cancel.ts): a delegation and the ones made under it end CANCELLED. */
-  cancelDelegation(correlationId: string, reason: string, gracePeriodMs: number, speaker: Speaker, ctx: CallContext): { readonly acknowledged: boolean; readonly message: string } {
+  cancelDelegation(
+    correlationId: string,
+    reason: string,
+    gracePeriodMs: number,
+    speaker: Speaker,
+    ctx: CallContext,
+  ): { readonly acknowledged: boolean; readonly message: string } {
     return cancelDelegation(this.cancels, correlationId, reason, gracePeriodMs, speaker, ctx);
   }
 

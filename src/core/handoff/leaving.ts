@@ -48,7 +48,8 @@ export class AgentsLeaving {
           const draft = draftOf(record);
           targetLeft(draft, why, this.deps.clock.now());
           // Nobody else could take it: nothing changed (the draft is dropped), the attempt stays the current one (the agent may come back for it).
-          if (moveOn.next(draft, 'left', ACTOR, ctx, { left: agentId, left_reason: why.slice(0, 500) })) changes.settle(tx, draft);
+          if (moveOn.next(draft, 'left', ACTOR, ctx, { left: agentId, left_reason: why.slice(0, 500) }))
+            changes.settle(tx, draft);
         }, 'target_left');
       });
     }
@@ -56,7 +57,8 @@ export class AgentsLeaving {
 
   /** Why the agent that accepted `record` can no longer carry the work (not registered, or FAILED), or undefined. */
   acceptorGone(record: HandoffRecord): string | undefined {
-    if (record.state !== 'ACCEPTED' || record.acceptedBy === '' || record.acceptedBy.startsWith('operator:')) return undefined;
+    if (record.state !== 'ACCEPTED' || record.acceptedBy === '' || record.acceptedBy.startsWith('operator:'))
+      return undefined;
     const agent = this.deps.agents.get(record.acceptedBy);
     if (!agent) return 'left (it is not registered)';
     if (agent.state === 'FAILED_STATE') return 'failed (lifecycle state FAILED)';
@@ -72,11 +74,20 @@ export class AgentsLeaving {
     const ctx: CallContext = { correlationId: record.correlationId };
     const acceptor = record.acceptedBy;
     const pendingSwitch = record.worktree?.outcome === 'switch_pending' ? record.worktree.invocationId : '';
-    this.deps.changes.change(record, (draft) => {
-      // The next acceptor is carried into the worktree afresh; the departed one's switch is withdrawn (below).
-      backToPending(draft, why, this.deps.clock.now());
-      this.deps.moveOn.next(draft, 'acceptor_left', ACTOR, ctx, { acceptor_left: acceptor, left_reason: why.slice(0, 500), withdrawn_switch: pendingSwitch || undefined });
-    }, 'acceptor_left');
-    if (pendingSwitch) this.deps.withdrawSwitch(pendingSwitch, record.requestId, `its accepting agent '${acceptor}' ${why}`, ctx);
+    this.deps.changes.change(
+      record,
+      (draft) => {
+        // The next acceptor is carried into the worktree afresh; the departed one's switch is withdrawn (below).
+        backToPending(draft, why, this.deps.clock.now());
+        this.deps.moveOn.next(draft, 'acceptor_left', ACTOR, ctx, {
+          acceptor_left: acceptor,
+          left_reason: why.slice(0, 500),
+          withdrawn_switch: pendingSwitch || undefined,
+        });
+      },
+      'acceptor_left',
+    );
+    if (pendingSwitch)
+      this.deps.withdrawSwitch(pendingSwitch, record.requestId, `its accepting agent '${acceptor}' ${why}`, ctx);
   }
 }

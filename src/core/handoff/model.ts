@@ -10,7 +10,12 @@ import type { Transactions } from '../store/store';
  */
 export const HANDOFF_STATES = ['PENDING', 'ACCEPTED', 'REJECTED', 'COMPLETED', 'EXPIRED', 'CANCELLED'] as const;
 export type HandoffState = (typeof HANDOFF_STATES)[number];
-export const TERMINAL_HANDOFF_STATES: ReadonlySet<HandoffState> = new Set(['REJECTED', 'COMPLETED', 'EXPIRED', 'CANCELLED']);
+export const TERMINAL_HANDOFF_STATES: ReadonlySet<HandoffState> = new Set([
+  'REJECTED',
+  'COMPLETED',
+  'EXPIRED',
+  'CANCELLED',
+]);
 
 /**
  * The content types a context snapshot may declare (gRPC metadata `sw4rm-context-content-type`; README, "Handoffs"):
@@ -56,7 +61,8 @@ export interface HandoffWorktree {
    * handoff was cancelled first: the switch was withdrawn); `already_there`: the receiver works in it already;
    * `not_applicable`: the operator accepted (no agent to bind). Back to '' when the handoff returns to PENDING.
    */
-  outcome: '' | 'bound' | 'switch_pending' | 'switched' | 'switch_refused' | 'withdrawn' | 'already_there' | 'not_applicable';
+  outcome:
+    '' | 'bound' | 'switch_pending' | 'switched' | 'switch_refused' | 'withdrawn' | 'already_there' | 'not_applicable';
   detail: string;
   invocationId: string;
 }
@@ -168,7 +174,10 @@ export interface HandoffRepository {
    * Terminal handoffs ended before `before`, at most `limit` deleted; answers how many, whether more are due, and the
    * COMPLETED ones among them (their transferred-work refusals end with them).
    */
-  pruneEnded(before: number, limit: number): { readonly deleted: number; readonly more: boolean; readonly transferred: readonly TransferredEntry[] };
+  pruneEnded(
+    before: number,
+    limit: number,
+  ): { readonly deleted: number; readonly more: boolean; readonly transferred: readonly TransferredEntry[] };
 }
 
 export interface HandoffStorage extends Transactions {

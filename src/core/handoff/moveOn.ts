@@ -5,7 +5,16 @@ import type { HandoffRepository } from './model';
 import type { HandoffNotices } from './notices';
 import { MAX_ATTEMPTS } from './options';
 import { LIMITS } from './refusals';
-import { ended, rerouted, rerouteLimits, toOperator, type Ended, type OpenRecord, type Trigger, type Via } from './state';
+import {
+  ended,
+  rerouted,
+  rerouteLimits,
+  toOperator,
+  type Ended,
+  type OpenRecord,
+  type Trigger,
+  type Via,
+} from './state';
 import type { Targets } from './targets';
 
 export interface MoveOnDeps {
@@ -30,7 +39,14 @@ export class MoveOn {
    * the operator (option; once), else the end (REJECTED); a target whose window passed or that left, without a
    * successor, changes nothing (answers false).
    */
-  next(record: OpenRecord, trigger: Trigger, actor: string, ctx: CallContext, details: Record<string, unknown>, redirectTo = ''): boolean {
+  next(
+    record: OpenRecord,
+    trigger: Trigger,
+    actor: string,
+    ctx: CallContext,
+    details: Record<string, unknown>,
+    redirectTo = '',
+  ): boolean {
     const { clock, handoffs, notices, changes, targets } = this.deps;
     const now = clock.now();
     const policy = record.delegationPolicy;
@@ -39,9 +55,10 @@ export class MoveOn {
     const { mayReroute, waitLeft, notes } = rerouteLimits(record, now, MAX_ATTEMPTS, isoUtc);
     let next: { agentId: string; via: Via } | undefined;
     if (mayReroute && redirectTo !== '') {
-      const why = policy && policy.maxRedirects > 0 && redirects >= policy.maxRedirects
-        ? `delegation_policy.max_redirects ${policy.maxRedirects} reached`
-        : targets.redirectRefusal(record, redirectTo, tried);
+      const why =
+        policy && policy.maxRedirects > 0 && redirects >= policy.maxRedirects
+          ? `delegation_policy.max_redirects ${policy.maxRedirects} reached`
+          : targets.redirectRefusal(record, redirectTo, tried);
       if (why === undefined) next = { agentId: redirectTo, via: 'redirect' };
       else notes.push(`redirect to '${redirectTo}' not followed: ${why}`);
     }
@@ -55,11 +72,32 @@ export class MoveOn {
       rerouted(record, next, now);
       handoffs.put(record);
       const targetNotice = notices.toTarget(record, ctx);
-      const requesterNotice = notices.toParty(record, record.fromAgent, 'rerouted', { previous_agent: previous?.agentId ?? '', previous_outcome: trigger }, ctx);
-      changes.event(record, actor, 'handoff.rerouted', {
-        ...details, trigger, from_target: previous?.agentId ?? '', to_agent: next.agentId, via: next.via, attempt: record.attempts.length,
-        expires_at: isoUtc(record.expiresAt!), answer_by: isoUtc(this.deps.answerBy(record)!), notes: notes.length ? notes : undefined, notification: targetNotice, requester_notice: requesterNotice,
-      }, targetNotice.sent ? 'INFO' : 'WARN');
+      const requesterNotice = notices.toParty(
+        record,
+        record.fromAgent,
+        'rerouted',
+        { previous_agent: previous?.agentId ?? '', previous_outcome: trigger },
+        ctx,
+      );
+      changes.event(
+        record,
+        actor,
+        'handoff.rerouted',
+        {
+          ...details,
+          trigger,
+          from_target: previous?.agentId ?? '',
+          to_agent: next.agentId,
+          via: next.via,
+          attempt: record.attempts.length,
+          expires_at: isoUtc(record.expiresAt!),
+          answer_by: isoUtc(this.deps.answerBy(record)!),
+          notes: notes.length ? notes : undefined,
+          notification: targetNotice,
+          requester_notice: requesterNotice,
+        },
+        targetNotice.sent ? 'INFO' : 'WARN',
+      );
       return true;
     }
     // A target whose answer window passed keeps the offer while the wait lasts (it may still answer).
@@ -67,36 +105,74 @@ export class MoveOn {
     if (this.deps.routeToOperator && !record.awaitingOperator && waitLeft) {
       toOperator(record, now);
       handoffs.put(record);
-      const notice = notices.toParty(record, record.fromAgent, 'awaiting_operator', { previous_agent: previous?.agentId ?? '', previous_outcome: trigger }, ctx);
-      changes.event(record, actor, 'handoff.awaiting_operator', {
-        ...details, trigger, from_target: previous?.agentId ?? '', expires_at: isoUtc(record.expiresAt!), notes, requester_notice: notice,
-      }, 'WARN');
+      const notice = notices.toParty(
+        record,
+        record.fromAgent,
+        'awaiting_operator',
+        { previous_agent: previous?.agentId ?? '', previous_outcome: trigger },
+        ctx,
+      );
+      changes.event(
+        record,
+        actor,
+        'handoff.awaiting_operator',
+        {
+          ...details,
+          trigger,
+          from_target: previous?.agentId ?? '',
+          expires_at: isoUtc(record.expiresAt!),
+          notes,
+          requester_notice: notice,
+        },
+        'WARN',
+      );
       return true;
     }
     // Nobody else can take it: it stays offered to the agent that left (found by GetPendingHandoffs if it comes back) until it expires.
     if (trigger === 'left') return false;
     const nobody = notes.length ? `; not offered to anyone else: ${notes.join('; ')}` : '';
-    const why = trigger === 'acceptor_left'
-      ? `the accepting agent '${previous?.agentId ?? ''}' ${previous?.reason ?? 'left'}${nobody}`
-      : `rejected by '${previous?.agentId ?? ''}'${nobody}`;
+    const why =
+      trigger === 'acceptor_left'
+        ? `the accepting agent '${previous?.agentId ?? ''}' ${previous?.reason ?? 'left'}${nobody}`
+        : `rejected by '${previous?.agentId ?? ''}'${nobody}`;
     if (trigger === 'acceptor_left') {
       record.rejectionReason = why.slice(0, LIMITS.rejection_reason);
       record.rejectionCode = 'AGENT_UNAVAILABLE';
     }
-    this.end(record, 'REJECTED', actor, why, ctx, { ...details, trigger, from_target: previous?.agentId ?? '', notes: notes.length ? notes : undefined });
+    this.end(record, 'REJECTED', actor, why, ctx, {
+      ...details,
+      trigger,
+      from_target: previous?.agentId ?? '',
+      notes: notes.length ? notes : undefined,
+    });
     return true;
   }
 
   /** The handoff ends (REJECTED, EXPIRED, CANCELLED) with its event and the requester's notice (and `extraNotices`' parties'). */
-  end(record: OpenRecord, state: Exclude<Ended, 'COMPLETED'>, actor: string, why: string, ctx: CallContext, details: Record<string, unknown>,
-    extraNotices: readonly string[] = [], notice: Record<string, unknown> = {}): void {
+  end(
+    record: OpenRecord,
+    state: Exclude<Ended, 'COMPLETED'>,
+    actor: string,
+    why: string,
+    ctx: CallContext,
+    details: Record<string, unknown>,
+    extraNotices: readonly string[] = [],
+    notice: Record<string, unknown> = {},
+  ): void {
     ended(record, state, why, this.deps.clock.now());
     this.deps.handoffs.put(record);
     const event = state === 'REJECTED' ? 'rejected' : state === 'EXPIRED' ? 'expired' : 'cancelled';
     const notices: Record<string, unknown> = {};
     for (const party of new Set([record.fromAgent, ...extraNotices])) {
-      if (party !== '' && !party.startsWith('operator:')) notices[party] = this.deps.notices.toParty(record, party, event, { reason: why, ...notice }, ctx);
+      if (party !== '' && !party.startsWith('operator:'))
+        notices[party] = this.deps.notices.toParty(record, party, event, { reason: why, ...notice }, ctx);
     }
-    this.deps.changes.event(record, actor, `handoff.${event}`, { ...details, reason: why, attempts: record.attempts.length, notices }, state === 'CANCELLED' ? 'INFO' : 'WARN');
+    this.deps.changes.event(
+      record,
+      actor,
+      `handoff.${event}`,
+      { ...details, reason: why, attempts: record.attempts.length, notices },
+      state === 'CANCELLED' ? 'INFO' : 'WARN',
+    );
   }
 }

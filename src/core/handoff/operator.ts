@@ -25,8 +25,21 @@ export class OperatorAnswers {
     const record = this.awaitingOperator(requestId);
     const speaker: Speaker = { kind: 'operator', label: by };
     const { changes } = this.deps;
-    return changes.full(changes.change(record,
-      (draft) => this.deps.acceptance.commit(draft, `operator:${by}`, 'operator', speaker, { ...ctx, correlationId: record.correlationId }, null), 'operator_accept'));
+    return changes.full(
+      changes.change(
+        record,
+        (draft) =>
+          this.deps.acceptance.commit(
+            draft,
+            `operator:${by}`,
+            'operator',
+            speaker,
+            { ...ctx, correlationId: record.correlationId },
+            null,
+          ),
+        'operator_accept',
+      ),
+    );
   }
 
   /** The operator declines a handoff that waits for a person: REJECTED with the reason (required). */
@@ -35,11 +48,24 @@ export class OperatorAnswers {
     if (why === '') throw invalid('a reason is required: the requester is told why');
     const record = this.awaitingOperator(requestId);
     const { changes } = this.deps;
-    return changes.full(changes.change(record, (draft) => {
-      draft.rejectionReason = why;
-      draft.rejectionCode = '';
-      this.deps.moveOn.end(draft, 'REJECTED', `operator:${by}`, `rejected by the operator ${by}: ${why}`, { ...ctx, correlationId: draft.correlationId }, { rejected_by: `operator:${by}` });
-    }, 'operator_reject'));
+    return changes.full(
+      changes.change(
+        record,
+        (draft) => {
+          draft.rejectionReason = why;
+          draft.rejectionCode = '';
+          this.deps.moveOn.end(
+            draft,
+            'REJECTED',
+            `operator:${by}`,
+            `rejected by the operator ${by}: ${why}`,
+            { ...ctx, correlationId: draft.correlationId },
+            { rejected_by: `operator:${by}` },
+          );
+        },
+        'operator_reject',
+      ),
+    );
   }
 
   private awaitingOperator(requestId: string): OpenRecord {
@@ -51,7 +77,9 @@ export class OperatorAnswers {
       throw precondition(`handoff '${requestId}' is ${stored.state}: it does not wait for a person`);
     }
     if (record.state !== 'PENDING' || !record.awaitingOperator) {
-      throw precondition(`handoff '${requestId}' is ${record.state}${record.state === 'PENDING' ? `, offered to '${record.toAgent}'` : ''}: it does not wait for a person`);
+      throw precondition(
+        `handoff '${requestId}' is ${record.state}${record.state === 'PENDING' ? `, offered to '${record.toAgent}'` : ''}: it does not wait for a person`,
+      );
     }
     return record;
   }

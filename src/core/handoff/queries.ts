@@ -46,16 +46,25 @@ export class HandoffReads {
    * first) then age, as many as fit `maxBytes` (at least one); `more`: how many were left out (the agent answers these
    * and asks again). Only the agent itself (or the operator) may ask. A time that ran out is decided first.
    */
-  pending(agentId: string, speaker: Speaker, maxBytes = PENDING_ANSWER_BYTES): { readonly records: HandoffRecord[]; readonly more: number } {
+  pending(
+    agentId: string,
+    speaker: Speaker,
+    maxBytes = PENDING_ANSWER_BYTES,
+  ): { readonly records: HandoffRecord[]; readonly more: number } {
     identifier('agent_id', agentId, LIMITS.agent_id, true);
-    if (!mayActAs(speaker, agentId)) throw denied(`${speakerName(speaker)} may not read the pending handoffs of '${agentId}'`);
+    if (!mayActAs(speaker, agentId))
+      throw denied(`${speakerName(speaker)} may not read the pending handoffs of '${agentId}'`);
     const { memory } = this.deps;
     for (const r of memory.waitingList(agentId)) this.deps.catchUp(r.requestId);
     const mine = memory.pendingFor(agentId);
     const records: HandoffRecord[] = [];
     let bytes = 0;
     for (const r of mine) {
-      const cost = r.contextBytes + Buffer.byteLength(r.reason) + r.capabilitiesRequired.reduce((n, c) => n + c.length, 0) + PENDING_RECORD_OVERHEAD;
+      const cost =
+        r.contextBytes +
+        Buffer.byteLength(r.reason) +
+        r.capabilitiesRequired.reduce((n, c) => n + c.length, 0) +
+        PENDING_RECORD_OVERHEAD;
       if (records.length > 0 && bytes + cost > maxBytes) break;
       const full = this.deps.handoffs.get(r.requestId);
       if (!full) continue;

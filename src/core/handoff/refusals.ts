@@ -5,7 +5,8 @@ import { NegotiationError, type NegotiationErrorKind } from '../policy/model';
 
 export const LIMITS = FIELD_LIMITS.handoff;
 
-export const fail = (kind: NegotiationErrorKind, code: string, message: string) => new NegotiationError(kind, code, message);
+export const fail = (kind: NegotiationErrorKind, code: string, message: string) =>
+  new NegotiationError(kind, code, message);
 export const invalid = (message: string) => fail('invalid', 'VALIDATION_ERROR', message);
 export const denied = (message: string) => fail('permission', 'PERMISSION_DENIED', message);
 export const precondition = (message: string) => fail('precondition', 'FAILED_PRECONDITION', message);
@@ -28,6 +29,7 @@ export function text(field: string, value: string, max: number): string {
 }
 
 export function nonNegative(field: string, value: number): number {
-  if (!Number.isFinite(value) || value < 0) throw invalid(`${field} must be a non-negative number, not ${String(value)}`);
+  if (!Number.isFinite(value) || value < 0)
+    throw invalid(`${field} must be a non-negative number, not ${String(value)}`);
   return value;
 }

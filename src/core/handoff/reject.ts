@@ -46,15 +46,38 @@ export function reject(deps: RejectDeps, input: HandoffRejection, speaker: Speak
   const record = memory.get(requestId) ?? deps.handoffs.get(requestId);
   if (!record) throw notFound(requestId);
   // A retry of this agent's rejection (its answer was lost; the handoff may have moved on since): nothing changes.
-  if (record.attempts.some((a) => a.agentId === agentId && (a.outcome === 'rejected' || a.outcome === 'redirected'))) return changes.full(record);
+  if (record.attempts.some((a) => a.agentId === agentId && (a.outcome === 'rejected' || a.outcome === 'redirected')))
+    return changes.full(record);
   if (!knows(record, speaker)) throw denied(`handoff '${requestId}' is not offered to '${agentId}'`);
-  if (record.state !== 'PENDING') throw precondition(`handoff '${requestId}' is ${record.state}: it can no longer be rejected`);
-  if (record.awaitingOperator) throw precondition(`handoff '${requestId}' waits for the operator; an agent may not reject it now`);
-  if (record.toAgent !== agentId) throw denied(`only the current target '${record.toAgent}' may reject handoff '${requestId}'; '${agentId}' is not`);
+  if (record.state !== 'PENDING')
+    throw precondition(`handoff '${requestId}' is ${record.state}: it can no longer be rejected`);
+  if (record.awaitingOperator)
+    throw precondition(`handoff '${requestId}' waits for the operator; an agent may not reject it now`);
+  if (record.toAgent !== agentId)
+    throw denied(`only the current target '${record.toAgent}' may reject handoff '${requestId}'; '${agentId}' is not`);
   const open = memory.get(requestId)!;
   const hctx: CallContext = { ...ctx, correlationId: open.correlationId };
-  return changes.full(changes.change(open, (draft) => {
-    rejected(draft, { reason, code, retryAfterMs, redirectTo }, deps.clock.now());
-    deps.moveOn.next(draft, 'rejected', agentId, hctx, { rejected_by: agentId, rejection_reason: reason, rejection_code: code, retry_after_ms: retryAfterMs || undefined, redirect_to: redirectTo || undefined }, redirectTo);
-  }, 'reject'));
+  return changes.full(
+    changes.change(
+      open,
+      (draft) => {
+        rejected(draft, { reason, code, retryAfterMs, redirectTo }, deps.clock.now());
+        deps.moveOn.next(
+          draft,
+          'rejected',
+          agentId,
+          hctx,
+          {
+            rejected_by: agentId,
+            rejection_reason: reason,
+            rejection_code: code,
+            retry_after_ms: retryAfterMs || undefined,
+            redirect_to: redirectTo || undefined,
+          },
+          redirectTo,
+        );
+      },
+      'reject',
+    ),
+  );
 }

@@ -63,8 +63,18 @@ export class HandoffRestore {
     }
     if (open.length > 0 || memory.transfersHeld > 0 || withdrawn > 0) {
       this.deps.log.record({
-        correlationId: ctx.correlationId, actor: ACTOR, eventType: 'handoff.restored',
-        details: { open: open.length, pending: open.filter((r) => r.state === 'PENDING').length, expired_while_stopped: expired, acceptor_gone: returned, switches_withdrawn: withdrawn, transferred: memory.transfersHeld, transfers_beyond_memory: memory.beyondMemory },
+        correlationId: ctx.correlationId,
+        actor: ACTOR,
+        eventType: 'handoff.restored',
+        details: {
+          open: open.length,
+          pending: open.filter((r) => r.state === 'PENDING').length,
+          expired_while_stopped: expired,
+          acceptor_gone: returned,
+          switches_withdrawn: withdrawn,
+          transferred: memory.transfersHeld,
+          transfers_beyond_memory: memory.beyondMemory,
+        },
       });
     }
   }
@@ -79,8 +89,15 @@ export class HandoffRestore {
         const pruned = this.deps.handoffs.pruneEnded(before, HANDOFF_RETENTION_BATCH);
         if (pruned.deleted > 0) {
           this.deps.log.record({
-            correlationId: this.deps.ids.uuid(), actor: ACTOR, eventType: 'handoff.pruned',
-            details: { handoffs: pruned.deleted, transfers_ended: pruned.transferred.length, ended_before: isoUtc(before), retention_days: this.deps.retentionDays },
+            correlationId: this.deps.ids.uuid(),
+            actor: ACTOR,
+            eventType: 'handoff.pruned',
+            details: {
+              handoffs: pruned.deleted,
+              transfers_ended: pruned.transferred.length,
+              ended_before: isoUtc(before),
+              retention_days: this.deps.retentionDays,
+            },
           });
         }
         tx.install(() => {

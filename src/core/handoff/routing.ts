@@ -10,7 +10,12 @@ import type { AgentRecord } from '../registry/model';
  * recovering, or is shutting down. Every other state can (an agent that is RUNNING a task may still accept a handoff:
  * whether it takes it is its own decision).
  */
-export const UNAVAILABLE_STATES: ReadonlySet<string> = new Set(['INITIALIZING', 'FAILED_STATE', 'RECOVERING', 'SHUTTING_DOWN']);
+export const UNAVAILABLE_STATES: ReadonlySet<string> = new Set([
+  'INITIALIZING',
+  'FAILED_STATE',
+  'RECOVERING',
+  'SHUTTING_DOWN',
+]);
 
 /** The required capabilities the agent does not hold (exact names, in the order asked). */
 export function missingCapabilities(agent: AgentRecord, required: readonly string[]): string[] {
@@ -51,7 +56,12 @@ export function rankCandidates(input: RoutingInput): Candidate[] {
   const ranked: Candidate[] = [];
   for (const agent of input.agents) {
     const id = agent.descriptor.agentId;
-    if (input.exclude.has(id) || missingCapabilities(agent, input.required).length > 0 || unavailability(agent) !== undefined) continue;
+    if (
+      input.exclude.has(id) ||
+      missingCapabilities(agent, input.required).length > 0 ||
+      unavailability(agent) !== undefined
+    )
+      continue;
     const handoffs = input.handoffs(id);
     const cap = agent.descriptor.maxConcurrentDelegations;
     if (cap > 0 && handoffs >= cap) continue;

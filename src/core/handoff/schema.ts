@@ -5,7 +5,8 @@ export const HANDOFF_SCHEMA: readonly SchemaStep[] = [
   {
     version: 16,
     area: 'handoff',
-    description: 'handoffs (RFC §17.6): one JSON record per request with its context bytes; indexes for open ones, completed transfers and retention',
+    description:
+      'handoffs (RFC §17.6): one JSON record per request with its context bytes; indexes for open ones, completed transfers and retention',
     statements: [
       `CREATE TABLE handoffs (
          request_id TEXT PRIMARY KEY,

@@ -1,5 +1,11 @@
 import type { DatabaseSync, StatementSync } from 'node:sqlite';
-import { LISTED_CONTEXT_BYTES, TERMINAL_HANDOFF_STATES, type HandoffRecord, type HandoffRepository, type TransferredEntry } from './model';
+import {
+  LISTED_CONTEXT_BYTES,
+  TERMINAL_HANDOFF_STATES,
+  type HandoffRecord,
+  type HandoffRepository,
+  type TransferredEntry,
+} from './model';
 
 type Row = Record<string, unknown>;
 
@@ -29,7 +35,12 @@ function recordOf(row: Row, withContext: boolean): HandoffRecord {
 }
 
 function transferredOf(row: Row): TransferredEntry {
-  return { requestId: String(row.request_id), fromAgent: String(row.from_agent), correlationId: String(row.correlation_id), acceptedBy: String(row.accepted_by ?? '') };
+  return {
+    requestId: String(row.request_id),
+    fromAgent: String(row.from_agent),
+    correlationId: String(row.correlation_id),
+    acceptedBy: String(row.accepted_by ?? ''),
+  };
 }
 
 /**
@@ -40,14 +51,27 @@ export class SqliteHandoffRepository implements HandoffRepository {
   private readonly s: Record<keyof typeof HANDOFF_SQL, StatementSync>;
 
   constructor(db: DatabaseSync) {
-    this.s = Object.fromEntries(Object.entries(HANDOFF_SQL).map(([name, sql]) => [name, db.prepare(sql)])) as Record<keyof typeof HANDOFF_SQL, StatementSync>;
+    this.s = Object.fromEntries(Object.entries(HANDOFF_SQL).map(([name, sql]) => [name, db.prepare(sql)])) as Record<
+      keyof typeof HANDOFF_SQL,
+      StatementSync
+    >;
   }
 
   put(record: HandoffRecord): void {
     const { context, ...rest } = record;
     const open = TERMINAL_HANDOFF_STATES.has(record.state) ? 0 : 1;
-    this.s.insert.run(record.requestId, record.state, open, record.fromAgent, record.correlationId, record.updatedAt, record.endedAt,
-      record.contextBytes, JSON.stringify(rest), context);
+    this.s.insert.run(
+      record.requestId,
+      record.state,
+      open,
+      record.fromAgent,
+      record.correlationId,
+      record.updatedAt,
+      record.endedAt,
+      record.contextBytes,
+      JSON.stringify(rest),
+      context,
+    );
   }
 
   get(requestId: string): HandoffRecord | undefined {
@@ -72,11 +96,18 @@ export class SqliteHandoffRepository implements HandoffRepository {
     return row ? transferredOf(row) : undefined;
   }
 
-  pruneEnded(before: number, limit: number): { readonly deleted: number; readonly more: boolean; readonly transferred: readonly TransferredEntry[] } {
+  pruneEnded(
+    before: number,
+    limit: number,
+  ): { readonly deleted: number; readonly more: boolean; readonly transferred: readonly TransferredEntry[] } {
     const batch = Math.max(1, Math.floor(limit));
     const rows = this.s.endedBefore.all(before, batch) as Row[];
     if (rows.length === 0) return { deleted: 0, more: false, transferred: [] };
     const deleted = Number(this.s.delete.run(JSON.stringify(rows.map((row) => String(row.request_id)))).changes);
-    return { deleted, more: rows.length >= batch, transferred: rows.filter((row) => row.state === 'COMPLETED').map(transferredOf) };
+    return {
+      deleted,
+      more: rows.length >= batch,
+      transferred: rows.filter((row) => row.state === 'COMPLETED').map(transferredOf),
+    };
   }
 }

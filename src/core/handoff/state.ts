@@ -1,6 +1,11 @@
 import {
   TERMINAL_HANDOFF_STATES,
-  type HandoffAttempt, type HandoffBudget, type HandoffRecord, type HandoffState, type HandoffWorktree, type TransferredEntry,
+  type HandoffAttempt,
+  type HandoffBudget,
+  type HandoffRecord,
+  type HandoffState,
+  type HandoffWorktree,
+  type TransferredEntry,
 } from './model';
 
 /**
@@ -30,7 +35,11 @@ export function withoutContext(record: HandoffRecord): OpenRecord {
 
 /** A copy whose mutable parts (attempts, the worktree carry) are its own: a transaction changes the copy, never memory. */
 export function draftOf(record: OpenRecord): OpenRecord {
-  return { ...record, attempts: record.attempts.map((a) => ({ ...a })), worktree: record.worktree && { ...record.worktree } };
+  return {
+    ...record,
+    attempts: record.attempts.map((a) => ({ ...a })),
+    worktree: record.worktree && { ...record.worktree },
+  };
 }
 
 export function currentAttempt(record: HandoffRecord): HandoffAttempt | undefined {
@@ -57,7 +66,10 @@ export function holderOf(record: HandoffRecord): string {
 /** The budget's deadline: deadline_epoch_ms, or the request time plus wall_time_remaining_ms, whichever is sooner. */
 export function deadlineOf(budget: HandoffBudget | null, requestedAt: number): number | null {
   if (!budget) return null;
-  const candidates = [budget.deadlineEpochMs > 0 ? budget.deadlineEpochMs : Infinity, budget.wallTimeRemainingMs > 0 ? requestedAt + budget.wallTimeRemainingMs : Infinity];
+  const candidates = [
+    budget.deadlineEpochMs > 0 ? budget.deadlineEpochMs : Infinity,
+    budget.wallTimeRemainingMs > 0 ? requestedAt + budget.wallTimeRemainingMs : Infinity,
+  ];
   const deadline = Math.min(...candidates);
   return Number.isFinite(deadline) ? deadline : null;
 }
@@ -83,7 +95,12 @@ export function answerBy(record: HandoffRecord, answerWindowMs: number): number 
 // ---------------------------------------------------------------- transitions (each changes a draft)
 
 /** PENDING → ACCEPTED by `by`; the carry's outcome (null: nobody to bind, the operator). Answers the attempt that ended. */
-export function accepted(draft: OpenRecord, by: string, now: number, carry: CarryOutcome | null): HandoffAttempt | undefined {
+export function accepted(
+  draft: OpenRecord,
+  by: string,
+  now: number,
+  carry: CarryOutcome | null,
+): HandoffAttempt | undefined {
   const attempt = currentAttempt(draft);
   if (attempt) {
     attempt.outcome = 'accepted';
@@ -94,12 +111,20 @@ export function accepted(draft: OpenRecord, by: string, now: number, carry: Carr
   draft.awaitingOperator = false;
   draft.expiresAt = null;
   draft.updatedAt = now;
-  if (draft.worktree) Object.assign(draft.worktree, carry ?? { outcome: 'not_applicable', detail: `accepted by ${by}: no agent to bind`, invocationId: '' });
+  if (draft.worktree)
+    Object.assign(
+      draft.worktree,
+      carry ?? { outcome: 'not_applicable', detail: `accepted by ${by}: no agent to bind`, invocationId: '' },
+    );
   return attempt;
 }
 
 /** The current target rejected (RejectHandoff's fields kept); what comes next is moveOn's. */
-export function rejected(draft: OpenRecord, answer: { reason: string; code: string; retryAfterMs: number; redirectTo: string }, now: number): HandoffAttempt {
+export function rejected(
+  draft: OpenRecord,
+  answer: { reason: string; code: string; retryAfterMs: number; redirectTo: string },
+  now: number,
+): HandoffAttempt {
   const attempt = currentAttempt(draft)!;
   attempt.outcome = 'rejected';
   attempt.reason = answer.reason;
@@ -113,10 +138,22 @@ export function rejected(draft: OpenRecord, answer: { reason: string; code: stri
 }
 
 /** Offered to the next target (a rejection followed by a redirect is `redirected`). Answers the previous attempt. */
-export function rerouted(draft: OpenRecord, next: { agentId: string; via: Via }, now: number): HandoffAttempt | undefined {
+export function rerouted(
+  draft: OpenRecord,
+  next: { agentId: string; via: Via },
+  now: number,
+): HandoffAttempt | undefined {
   const previous = draft.attempts[draft.attempts.length - 1];
   if (previous?.outcome === 'rejected' && next.via === 'redirect') previous.outcome = 'redirected';
-  draft.attempts.push({ agentId: next.agentId, at: now, outcome: '', reason: '', code: '', endedAt: null, via: next.via });
+  draft.attempts.push({
+    agentId: next.agentId,
+    at: now,
+    outcome: '',
+    reason: '',
+    code: '',
+    endedAt: null,
+    via: next.via,
+  });
   draft.toAgent = next.agentId;
   draft.updatedAt = now;
   return previous;
@@ -215,7 +252,10 @@ export function cancelling(draft: OpenRecord, now: number): string | undefined {
   }
   if (draft.worktree?.outcome !== 'switch_pending') return undefined;
   const invocationId = draft.worktree.invocationId;
-  Object.assign(draft.worktree, { outcome: 'withdrawn', detail: `the switch into it (HITL WORKTREE_OVERRIDE ${invocationId}) was withdrawn: the handoff was cancelled` });
+  Object.assign(draft.worktree, {
+    outcome: 'withdrawn',
+    detail: `the switch into it (HITL WORKTREE_OVERRIDE ${invocationId}) was withdrawn: the handoff was cancelled`,
+  });
   return invocationId;
 }
 
@@ -223,17 +263,33 @@ export function cancelling(draft: OpenRecord, now: number): string | undefined {
  * Whether the handoff may go to another agent now, as far as the record says (the requester's wait, the delegation
  * policy, the attempts, the budget's deadline), with why not; `waitLeft`: the requester still waits.
  */
-export function rerouteLimits(record: HandoffRecord, now: number, maxAttempts: number, iso: (ms: number) => string):
-  { readonly mayReroute: boolean; readonly waitLeft: boolean; readonly notes: string[] } {
+export function rerouteLimits(
+  record: HandoffRecord,
+  now: number,
+  maxAttempts: number,
+  iso: (ms: number) => string,
+): { readonly mayReroute: boolean; readonly waitLeft: boolean; readonly notes: string[] } {
   const policy = record.delegationPolicy;
   const deadline = deadlineOf(record.budget, record.requestedAt);
   const notes: string[] = [];
   let mayReroute = true;
   const waitLeft = (record.expiresAt === null || record.expiresAt > now) && (deadline === null || deadline > now);
-  if (record.expiresAt !== null && record.expiresAt <= now) { mayReroute = false; notes.push(`the requester's wait ended at ${iso(record.expiresAt)}`); }
-  if (policy && !policy.allowSpilloverRouting) { mayReroute = false; notes.push('delegation_policy.allow_spillover_routing is false'); }
-  if (record.attempts.length >= maxAttempts) { mayReroute = false; notes.push(`${maxAttempts} targets tried`); }
-  if (deadline !== null && deadline <= now) { mayReroute = false; notes.push(`the budget's deadline ${iso(deadline)} passed`); }
+  if (record.expiresAt !== null && record.expiresAt <= now) {
+    mayReroute = false;
+    notes.push(`the requester's wait ended at ${iso(record.expiresAt)}`);
+  }
+  if (policy && !policy.allowSpilloverRouting) {
+    mayReroute = false;
+    notes.push('delegation_policy.allow_spillover_routing is false');
+  }
+  if (record.attempts.length >= maxAttempts) {
+    mayReroute = false;
+    notes.push(`${maxAttempts} targets tried`);
+  }
+  if (deadline !== null && deadline <= now) {
+    mayReroute = false;
+    notes.push(`the budget's deadline ${iso(deadline)} passed`);
+  }
   return { mayReroute, waitLeft, notes };
 }
 
@@ -309,7 +365,8 @@ export class HandoffMemory {
     for (const r of this.openById.values()) {
       const holder = holderOf(r);
       if (holder !== '') carried.set(holder, (carried.get(holder) ?? 0) + 1);
-      if (r.state === 'PENDING' && holder !== '' && !r.awaitingOperator) waiting.set(holder, (waiting.get(holder) ?? 0) + 1);
+      if (r.state === 'PENDING' && holder !== '' && !r.awaitingOperator)
+        waiting.set(holder, (waiting.get(holder) ?? 0) + 1);
     }
     return { carried, waiting };
   }
@@ -328,8 +385,9 @@ export class HandoffMemory {
 
   /** The PENDING handoffs waiting for `agentId`'s answer, by priority (-19 first), then age, then request id. */
   pendingFor(agentId: string): OpenRecord[] {
-    return this.waitingList(agentId)
-      .sort((a, b) => a.priority - b.priority || a.requestedAt - b.requestedAt || (a.requestId < b.requestId ? -1 : 1));
+    return this.waitingList(agentId).sort(
+      (a, b) => a.priority - b.priority || a.requestedAt - b.requestedAt || (a.requestId < b.requestId ? -1 : 1),
+    );
   }
 
   // transfers

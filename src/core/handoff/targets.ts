@@ -21,26 +21,34 @@ export class Targets {
     const { carried, waiting } = this.deps.memory.loads();
     const full = [...waiting].filter(([, n]) => n >= this.deps.maxPendingPerTarget).map(([id]) => id);
     return rankCandidates({
-      agents: this.deps.agents.list(), required: capabilities, exclude: full.length === 0 ? exclude : new Set([...exclude, ...full]),
-      tasks: (id) => this.deps.tasks.loadOf(id), handoffs: (id) => carried.get(id) ?? 0,
+      agents: this.deps.agents.list(),
+      required: capabilities,
+      exclude: full.length === 0 ? exclude : new Set([...exclude, ...full]),
+      tasks: (id) => this.deps.tasks.loadOf(id),
+      handoffs: (id) => carried.get(id) ?? 0,
     });
   }
 
   /** Why `agentId` may not be offered another handoff now (maxPendingPerTarget), or undefined. */
   fullUp(agentId: string, waiting = this.deps.memory.waitingFor(agentId)): string | undefined {
-    return waiting >= this.deps.maxPendingPerTarget ? `${waiting} handoffs waiting for its answer (at most ${this.deps.maxPendingPerTarget})` : undefined;
+    return waiting >= this.deps.maxPendingPerTarget
+      ? `${waiting} handoffs waiting for its answer (at most ${this.deps.maxPendingPerTarget})`
+      : undefined;
   }
 
   /** Why no agent could be chosen, for the NO_ROUTE refusal: the registered agents that hold the capabilities and why each is out. */
   noRoute(capabilities: readonly string[], fromAgent: string, tried: ReadonlySet<string> = new Set()): string {
-    const capable = this.deps.agents.list().filter((a) => a.descriptor.agentId !== fromAgent && missingCapabilities(a, capabilities).length === 0);
+    const capable = this.deps.agents
+      .list()
+      .filter((a) => a.descriptor.agentId !== fromAgent && missingCapabilities(a, capabilities).length === 0);
     const wanted = capabilities.length > 0 ? `holding ${capabilities.join(', ')}` : '(no capability required)';
-    if (capable.length === 0) return `no registered agent other than '${fromAgent}' ${capabilities.length > 0 ? `holds the capabilities ${capabilities.join(', ')}` : 'is registered'}`;
+    if (capable.length === 0)
+      return `no registered agent other than '${fromAgent}' ${capabilities.length > 0 ? `holds the capabilities ${capabilities.join(', ')}` : 'is registered'}`;
     const why = capable.slice(0, 5).map((a) => {
       const id = a.descriptor.agentId;
       if (tried.has(id)) return `${id}: tried already`;
       const cap = a.descriptor.maxConcurrentDelegations;
-      return `${id}: ${unavailability(a) ?? (cap > 0 && this.deps.memory.loadOf(id) >= cap ? `at its max_concurrent_delegations (${cap})` : this.fullUp(id) ?? 'available')}`;
+      return `${id}: ${unavailability(a) ?? (cap > 0 && this.deps.memory.loadOf(id) >= cap ? `at its max_concurrent_delegations (${cap})` : (this.fullUp(id) ?? 'available'))}`;
     });
     return `no agent ${wanted} can take the handoff now (${why.join('; ')}${capable.length > 5 ? `; and ${capable.length - 5} more` : ''})`;
   }

@@ -32,7 +32,11 @@ export class HandoffTimeouts {
     try {
       this.expire(requestId);
     } catch (err) {
-      this.deps.log.internalError(ACTOR, memory.get(requestId)?.correlationId ?? requestId, err, { during: 'timeout', request_id: requestId, retry_in_ms: EXPIRY_RETRY_MS });
+      this.deps.log.internalError(ACTOR, memory.get(requestId)?.correlationId ?? requestId, err, {
+        during: 'timeout',
+        request_id: requestId,
+        retry_in_ms: EXPIRY_RETRY_MS,
+      });
       if (guard.isStopped || !memory.has(requestId)) return;
       changes.retry(requestId);
     }
@@ -64,27 +68,53 @@ export class HandoffTimeouts {
     }
     const ctx: CallContext = { correlationId: record.correlationId };
     if (record.expiresAt <= now) {
-      changes.change(record, (draft) => {
-        const attempt = attemptExpired(draft, now);
-        const who = draft.awaitingOperator ? 'the operator' : `'${attempt?.agentId ?? ''}'`;
-        const deadline = deadlineOf(draft.budget, draft.requestedAt);
-        const cut = deadline !== null && deadline <= now ? `; the budget's deadline ${isoUtc(deadline)} passed` : '';
-        moveOn.end(draft, 'EXPIRED', ACTOR, `${who} did not answer in time: the requester's wait of ${draft.timeoutMs} ms ended at ${isoUtc(record.expiresAt!)}${cut}`, ctx,
-          { trigger: 'expired', waited_for: draft.awaitingOperator ? 'operator' : attempt?.agentId ?? '', timeout_ms: draft.timeoutMs });
-      }, 'timeout');
+      changes.change(
+        record,
+        (draft) => {
+          const attempt = attemptExpired(draft, now);
+          const who = draft.awaitingOperator ? 'the operator' : `'${attempt?.agentId ?? ''}'`;
+          const deadline = deadlineOf(draft.budget, draft.requestedAt);
+          const cut = deadline !== null && deadline <= now ? `; the budget's deadline ${isoUtc(deadline)} passed` : '';
+          moveOn.end(
+            draft,
+            'EXPIRED',
+            ACTOR,
+            `${who} did not answer in time: the requester's wait of ${draft.timeoutMs} ms ended at ${isoUtc(record.expiresAt!)}${cut}`,
+            ctx,
+            {
+              trigger: 'expired',
+              waited_for: draft.awaitingOperator ? 'operator' : (attempt?.agentId ?? ''),
+              timeout_ms: draft.timeoutMs,
+            },
+          );
+        },
+        'timeout',
+      );
       return;
     }
     // The target's answer window passed (the wait goes on).
-    changes.change(record, (draft) => {
-      const attempt = attemptExpired(draft, now)!;
-      const details = { timed_out: attempt.agentId, answer_window_ms: this.deps.answerWindowMs };
-      if (moveOn.next(draft, 'expired', ACTOR, ctx, details)) return;
-      keepsOffer(draft, attempt, now);
-      this.deps.handoffs.put(draft);
-      changes.event(draft, ACTOR, 'handoff.answer_window_ended', {
-        ...details, to_agent: draft.toAgent, keeps_it_until: isoUtc(draft.expiresAt!),
-        why: 'no other agent can be offered it now; the target may still answer',
-      }, 'WARN');
-    }, 'timeout');
+    changes.change(
+      record,
+      (draft) => {
+        const attempt = attemptExpired(draft, now)!;
+        const details = { timed_out: attempt.agentId, answer_window_ms: this.deps.answerWindowMs };
+        if (moveOn.next(draft, 'expired', ACTOR, ctx, details)) return;
+        keepsOffer(draft, attempt, now);
+        this.deps.handoffs.put(draft);
+        changes.event(
+          draft,
+          ACTOR,
+          'handoff.answer_window_ended',
+          {
+            ...details,
+            to_agent: draft.toAgent,
+            keeps_it_until: isoUtc(draft.expiresAt!),
+            why: 'no other agent can be offered it now; the target may still answer',
+          },
+          'WARN',
+        );
+      },
+      'timeout',
+    );
   }
 }

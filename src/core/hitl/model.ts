@@ -70,7 +70,10 @@ export interface HitlChange {
  * `VALIDATION_ERROR: …` over gRPC; the bridge answers an unknown one NOT_FOUND (its own case, bridge/tools/errors.ts).
  */
 export class HitlStateError extends SwarmError {
-  constructor(readonly reason: 'not_found' | 'settled', message: string) {
+  constructor(
+    readonly reason: 'not_found' | 'settled',
+    message: string,
+  ) {
     super(message);
     this.name = 'HitlStateError';
   }
@@ -91,7 +94,11 @@ export class HitlStateError extends SwarmError {
 export interface HitlInvocations {
   readonly onDidChange: Event<HitlChange>;
   readonly policy: HitlPolicy;
-  open(request: InvocationRequest, origin: InvocationOrigin, ctx: CallContext): { invocation: HitlInvocation; reattached: boolean };
+  open(
+    request: InvocationRequest,
+    origin: InvocationOrigin,
+    ctx: CallContext,
+  ): { invocation: HitlInvocation; reattached: boolean };
   decide(id: string, input: DecisionInput, operator: string, ctx: CallContext): HitlInvocation;
   cancel(id: string, by: string, reason: string, ctx: CallContext): HitlInvocation;
   whenSettled(id: string): Promise<HitlInvocation>;

@@ -1,7 +1,13 @@
 import picomatch from 'picomatch';
 import {
-  FALLBACK_POLICIES, REASON_TYPES,
-  type AutoRule, type FallbackPolicyName, type FallbackSetting, type HitlInvocation, type HitlPolicy, type ReasonType,
+  FALLBACK_POLICIES,
+  REASON_TYPES,
+  type AutoRule,
+  type FallbackPolicyName,
+  type FallbackSetting,
+  type HitlInvocation,
+  type HitlPolicy,
+  type ReasonType,
 } from './records';
 
 export type { AutoRule, FallbackSetting, HitlPolicy } from './records';
@@ -9,7 +15,12 @@ export type { AutoRule, FallbackSetting, HitlPolicy } from './records';
 /** The longest settled-approval retention accepted: ten years. */
 export const MAX_APPROVAL_RETENTION_DAYS = 3650;
 
-export const DEFAULT_FALLBACK: FallbackSetting = { policy: 'DENY_BY_DEFAULT', threshold: 0.9, extendMs: 0, maxExtensions: 3 };
+export const DEFAULT_FALLBACK: FallbackSetting = {
+  policy: 'DENY_BY_DEFAULT',
+  threshold: 0.9,
+  extendMs: 0,
+  maxExtensions: 3,
+};
 
 export const DEFAULT_HITL_POLICY: HitlPolicy = {
   defaultDeadlineMs: 300_000,
@@ -29,12 +40,17 @@ export function subjectPath(invocation: Pick<HitlInvocation, 'subject'>): string
 }
 
 /** The first rule that matches the invocation, or undefined. */
-export function matchRule(rules: readonly AutoRule[], invocation: Pick<HitlInvocation, 'reasonType' | 'requester' | 'subject'>): AutoRule | undefined {
+export function matchRule(
+  rules: readonly AutoRule[],
+  invocation: Pick<HitlInvocation, 'reasonType' | 'requester' | 'subject'>,
+): AutoRule | undefined {
   const subject = subjectPath(invocation);
-  return rules.find((rule) =>
-    (rule.reasonType === '*' || rule.reasonType === invocation.reasonType) &&
-    globMatches(rule.agent, invocation.requester) &&
-    globMatches(rule.subject, subject));
+  return rules.find(
+    (rule) =>
+      (rule.reasonType === '*' || rule.reasonType === invocation.reasonType) &&
+      globMatches(rule.agent, invocation.requester) &&
+      globMatches(rule.subject, subject),
+  );
 }
 
 function globMatches(glob: string, value: string): boolean {
@@ -51,28 +67,53 @@ export type FallbackOutcome =
  * invocation's score reaches the threshold, else denies; EXTEND_TIMEOUT moves the deadline until the cap,
  * then denies. A requester that asked for `deny` on timeout is denied whatever the policy.
  */
-export function applyFallback(invocation: HitlInvocation, setting: FallbackSetting, trigger: 'deadline' | 'hitl_unavailable', now: number): FallbackOutcome {
+export function applyFallback(
+  invocation: HitlInvocation,
+  setting: FallbackSetting,
+  trigger: 'deadline' | 'hitl_unavailable',
+  now: number,
+): FallbackOutcome {
   const why = trigger === 'deadline' ? 'the decision deadline passed' : 'no human operator is available';
   if (invocation.requestedFallback === 'deny') {
-    return { kind: 'decide', action: 'deny', rationale: `Fallback (requested by ${invocation.requester}): ${why}; denied.` };
+    return {
+      kind: 'decide',
+      action: 'deny',
+      rationale: `Fallback (requested by ${invocation.requester}): ${why}; denied.`,
+    };
   }
   switch (setting.policy) {
     case 'AUTO_DECIDE_THRESHOLD': {
       const score = invocation.context.score;
       if (score !== null && score >= setting.threshold) {
-        return { kind: 'decide', action: 'approve', rationale: `Fallback AUTO_DECIDE_THRESHOLD: ${why}; score ${score} ≥ threshold ${setting.threshold}, approved automatically.` };
+        return {
+          kind: 'decide',
+          action: 'approve',
+          rationale: `Fallback AUTO_DECIDE_THRESHOLD: ${why}; score ${score} ≥ threshold ${setting.threshold}, approved automatically.`,
+        };
       }
       const shown = score === null ? 'no score was given' : `score ${score} < threshold ${setting.threshold}`;
       return { kind: 'decide', action: 'deny', rationale: `Fallback AUTO_DECIDE_THRESHOLD: ${why}; ${shown}, denied.` };
     }
     case 'EXTEND_TIMEOUT': {
       if (invocation.extensions < setting.maxExtensions) {
-        const step = setting.extendMs > 0 ? setting.extendMs : Math.max(1_000, invocation.originalDeadlineAt - invocation.createdAt);
+        const step =
+          setting.extendMs > 0
+            ? setting.extendMs
+            : Math.max(1_000, invocation.originalDeadlineAt - invocation.createdAt);
         const deadlineAt = Math.max(invocation.deadlineAt, now) + step;
         const extension = invocation.extensions + 1;
-        return { kind: 'extend', deadlineAt, extension, rationale: `Fallback EXTEND_TIMEOUT: ${why}; deadline extended by ${step} ms (extension ${extension} of ${setting.maxExtensions}).` };
+        return {
+          kind: 'extend',
+          deadlineAt,
+          extension,
+          rationale: `Fallback EXTEND_TIMEOUT: ${why}; deadline extended by ${step} ms (extension ${extension} of ${setting.maxExtensions}).`,
+        };
       }
-      return { kind: 'decide', action: 'deny', rationale: `Fallback EXTEND_TIMEOUT: ${why} after ${setting.maxExtensions} extensions (the cap); denied.` };
+      return {
+        kind: 'decide',
+        action: 'deny',
+        rationale: `Fallback EXTEND_TIMEOUT: ${why} after ${setting.maxExtensions} extensions (the cap); denied.`,
+      };
     }
     default:
       return { kind: 'decide', action: 'deny', rationale: `Fallback DENY_BY_DEFAULT: ${why}; denied.` };
@@ -96,7 +137,12 @@ export interface PolicyInput {
 
 /** Every key a policy file (`--hitl-policy`) may hold: the CLI's help and the README name exactly these. */
 export const POLICY_INPUT_KEYS: readonly (keyof PolicyInput)[] = [
-  'defaultDeadlineSeconds', 'fallbacks', 'rules', 'paused', 'retentionDays', 'unavailableAfterSeconds',
+  'defaultDeadlineSeconds',
+  'fallbacks',
+  'rules',
+  'paused',
+  'retentionDays',
+  'unavailableAfterSeconds',
 ];
 
 /**
@@ -110,19 +156,29 @@ export function parsePolicy(input: PolicyInput, base: HitlPolicy = DEFAULT_HITL_
   if (input.defaultDeadlineSeconds !== undefined) {
     const seconds = Number(input.defaultDeadlineSeconds);
     if (Number.isFinite(seconds) && seconds > 0) defaultDeadlineMs = Math.min(seconds * 1000, base.maxDeadlineMs);
-    else problems.push(`defaultDeadlineSeconds must be a positive number, not ${JSON.stringify(input.defaultDeadlineSeconds)}`);
+    else
+      problems.push(
+        `defaultDeadlineSeconds must be a positive number, not ${JSON.stringify(input.defaultDeadlineSeconds)}`,
+      );
   }
   let unavailableAfterMs = base.unavailableAfterMs;
   if (input.unavailableAfterSeconds !== undefined) {
     const seconds = Number(input.unavailableAfterSeconds);
     if (Number.isFinite(seconds) && seconds >= 0 && seconds <= 5) unavailableAfterMs = seconds * 1000;
-    else problems.push(`unavailableAfterSeconds must be between 0 and 5 (RFC §15.4), not ${JSON.stringify(input.unavailableAfterSeconds)}`);
+    else
+      problems.push(
+        `unavailableAfterSeconds must be between 0 and 5 (RFC §15.4), not ${JSON.stringify(input.unavailableAfterSeconds)}`,
+      );
   }
   let settledRetentionMs = base.settledRetentionMs;
   if (input.retentionDays !== undefined) {
     const days = Number(input.retentionDays);
-    if (Number.isFinite(days) && days >= 1 && days <= MAX_APPROVAL_RETENTION_DAYS) settledRetentionMs = days * 86_400_000;
-    else problems.push(`retentionDays must be a number of days from 1 to ${MAX_APPROVAL_RETENTION_DAYS}, not ${JSON.stringify(input.retentionDays)}`);
+    if (Number.isFinite(days) && days >= 1 && days <= MAX_APPROVAL_RETENTION_DAYS)
+      settledRetentionMs = days * 86_400_000;
+    else
+      problems.push(
+        `retentionDays must be a number of days from 1 to ${MAX_APPROVAL_RETENTION_DAYS}, not ${JSON.stringify(input.retentionDays)}`,
+      );
   }
   const fallbacks: Record<string, FallbackSetting> = { ...base.fallbacks };
   if (input.fallbacks !== undefined) {
@@ -151,7 +207,15 @@ export function parsePolicy(input: PolicyInput, base: HitlPolicy = DEFAULT_HITL_
     else problems.push('paused must be true or false');
   }
   return {
-    policy: { ...base, defaultDeadlineMs, unavailableAfterMs, settledRetentionMs, fallbacks: fallbacks as Record<ReasonType, FallbackSetting>, rules, paused },
+    policy: {
+      ...base,
+      defaultDeadlineMs,
+      unavailableAfterMs,
+      settledRetentionMs,
+      fallbacks: fallbacks as Record<ReasonType, FallbackSetting>,
+      rules,
+      paused,
+    },
     problems,
   };
 }
@@ -164,7 +228,9 @@ function parseFallback(value: unknown, problems: string[], key: string): Fallbac
   }
   const policy = raw.policy;
   if (typeof policy !== 'string' || !(FALLBACK_POLICIES as readonly string[]).includes(policy)) {
-    problems.push(`fallbacks.${key}.policy must be one of ${FALLBACK_POLICIES.join(', ')}, not ${JSON.stringify(policy)}`);
+    problems.push(
+      `fallbacks.${key}.policy must be one of ${FALLBACK_POLICIES.join(', ')}, not ${JSON.stringify(policy)}`,
+    );
     return undefined;
   }
   const threshold = raw.threshold === undefined ? DEFAULT_FALLBACK.threshold : Number(raw.threshold);

@@ -14,11 +14,11 @@ export const REASON_TYPES = [
   'TOOL_PRIVILEGE_ESCALATION',
   'CONNECTOR_APPROVAL',
 ] as const;
-export type ReasonType = typeof REASON_TYPES[number];
+export type ReasonType = (typeof REASON_TYPES)[number];
 
 /** RFC §15.1: the four actions of a HITL_DECISION. */
 export const HITL_ACTIONS = ['approve', 'deny', 'modify', 'defer'] as const;
-export type HitlAction = typeof HITL_ACTIONS[number];
+export type HitlAction = (typeof HITL_ACTIONS)[number];
 
 /**
  * pending → decided (a human or a rule answered) | timed_out (a fallback was applied because the deadline
@@ -28,7 +28,11 @@ export type InvocationState = 'pending' | 'decided' | 'timed_out' | 'cancelled';
 
 /** RFC §15.4 fallback policies, applied per reason type. */
 export type FallbackPolicyName = 'DENY_BY_DEFAULT' | 'AUTO_DECIDE_THRESHOLD' | 'EXTEND_TIMEOUT';
-export const FALLBACK_POLICIES: readonly FallbackPolicyName[] = ['DENY_BY_DEFAULT', 'AUTO_DECIDE_THRESHOLD', 'EXTEND_TIMEOUT'];
+export const FALLBACK_POLICIES: readonly FallbackPolicyName[] = [
+  'DENY_BY_DEFAULT',
+  'AUTO_DECIDE_THRESHOLD',
+  'EXTEND_TIMEOUT',
+];
 
 /** Where an invocation came from, so that its decision reaches the requester the same way. */
 export type InvocationOrigin =

@@ -21,10 +21,15 @@ export class SqliteHitlRepository implements HitlRepository {
       settled: p(`SELECT record FROM hitl_invocations WHERE state != 'pending' ORDER BY updated_at DESC LIMIT ?`),
       ofComponent: p(`SELECT record FROM hitl_invocations WHERE json_extract(record, '$.origin.kind') = 'internal'
         AND json_extract(record, '$.origin.component') = ? ORDER BY created_at`),
-      appendAudit: p('INSERT INTO hitl_audit (invocation_id, at, kind, actor, automatic, details) VALUES (?, ?, ?, ?, ?, ?)'),
-      auditOf: p('SELECT * FROM (SELECT * FROM hitl_audit WHERE invocation_id = ? AND id > ? ORDER BY id DESC LIMIT ?) ORDER BY id'),
+      appendAudit: p(
+        'INSERT INTO hitl_audit (invocation_id, at, kind, actor, automatic, details) VALUES (?, ?, ?, ?, ?, ?)',
+      ),
+      auditOf: p(
+        'SELECT * FROM (SELECT * FROM hitl_audit WHERE invocation_id = ? AND id > ? ORDER BY id DESC LIMIT ?) ORDER BY id',
+      ),
       auditAll: p('SELECT * FROM (SELECT * FROM hitl_audit WHERE id > ? ORDER BY id DESC LIMIT ?) ORDER BY id'),
-      settledBefore: p(`SELECT invocation_id FROM hitl_invocations WHERE state IN ('decided', 'timed_out', 'cancelled') AND updated_at < ?
+      settledBefore:
+        p(`SELECT invocation_id FROM hitl_invocations WHERE state IN ('decided', 'timed_out', 'cancelled') AND updated_at < ?
         ORDER BY updated_at LIMIT ?`),
       deleteAudit: p('DELETE FROM hitl_audit WHERE invocation_id IN (SELECT value FROM json_each(?))'),
       deleteInvocations: p('DELETE FROM hitl_invocations WHERE invocation_id IN (SELECT value FROM json_each(?))'),
@@ -32,7 +37,13 @@ export class SqliteHitlRepository implements HitlRepository {
   }
 
   put(invocation: HitlInvocation): void {
-    this.s.put.run(invocation.id, invocation.state, invocation.createdAt, invocation.updatedAt, JSON.stringify(invocation));
+    this.s.put.run(
+      invocation.id,
+      invocation.state,
+      invocation.createdAt,
+      invocation.updatedAt,
+      JSON.stringify(invocation),
+    );
   }
 
   get(id: string): HitlInvocation | undefined {
@@ -52,7 +63,14 @@ export class SqliteHitlRepository implements HitlRepository {
   }
 
   appendAudit(entry: Omit<AuditEntry, 'id'>): number {
-    const result = this.s.appendAudit.run(entry.invocationId, entry.at, entry.kind, entry.actor, entry.automatic ? 1 : 0, JSON.stringify(entry.details));
+    const result = this.s.appendAudit.run(
+      entry.invocationId,
+      entry.at,
+      entry.kind,
+      entry.actor,
+      entry.automatic ? 1 : 0,
+      JSON.stringify(entry.details),
+    );
     return Number(result.lastInsertRowid);
   }
 
@@ -69,10 +87,19 @@ export class SqliteHitlRepository implements HitlRepository {
   audit(query: AuditQuery = {}): AuditEntry[] {
     const after = query.afterId ?? 0;
     const limit = query.limit ?? 10_000;
-    const rows = (query.invocationId !== undefined ? this.s.auditOf.all(query.invocationId, after, limit) : this.s.auditAll.all(after, limit)) as Row[];
+    const rows = (
+      query.invocationId !== undefined
+        ? this.s.auditOf.all(query.invocationId, after, limit)
+        : this.s.auditAll.all(after, limit)
+    ) as Row[];
     return rows.map((row) => ({
-      id: Number(row.id), invocationId: String(row.invocation_id), at: Number(row.at), kind: String(row.kind),
-      actor: String(row.actor), automatic: Number(row.automatic) === 1, details: JSON.parse(String(row.details)) as Record<string, unknown>,
+      id: Number(row.id),
+      invocationId: String(row.invocation_id),
+      at: Number(row.at),
+      kind: String(row.kind),
+      actor: String(row.actor),
+      automatic: Number(row.automatic) === 1,
+      details: JSON.parse(String(row.details)) as Record<string, unknown>,
     }));
   }
 }

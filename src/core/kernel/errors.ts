@@ -21,9 +21,20 @@ export type ErrorKind =
 
 /** The SW4RM error codes of the RFC's ErrorCode enum, and the other codes the wire contract names in details. */
 export type Sw4rmCode =
-  | 'BUFFER_FULL' | 'NO_ROUTE' | 'ACK_TIMEOUT' | 'AGENT_UNAVAILABLE' | 'AGENT_SHUTDOWN' | 'VALIDATION_ERROR'
-  | 'PERMISSION_DENIED' | 'UNSUPPORTED_MESSAGE_TYPE' | 'OVERSIZE_PAYLOAD' | 'TOOL_TIMEOUT' | 'FORCED_PREEMPTION'
-  | 'TTL_EXPIRED' | 'INTERNAL_ERROR' | (string & {});
+  | 'BUFFER_FULL'
+  | 'NO_ROUTE'
+  | 'ACK_TIMEOUT'
+  | 'AGENT_UNAVAILABLE'
+  | 'AGENT_SHUTDOWN'
+  | 'VALIDATION_ERROR'
+  | 'PERMISSION_DENIED'
+  | 'UNSUPPORTED_MESSAGE_TYPE'
+  | 'OVERSIZE_PAYLOAD'
+  | 'TOOL_TIMEOUT'
+  | 'FORCED_PREEMPTION'
+  | 'TTL_EXPIRED'
+  | 'INTERNAL_ERROR'
+  | (string & {});
 
 /** The SW4RM code a kind implies when the error names none. */
 export const DEFAULT_CODE: Readonly<Record<ErrorKind, Sw4rmCode>> = {
@@ -61,7 +72,11 @@ export class CoreError extends SwarmError {
 }
 
 /** The kind and code of any thrown value: a SwarmError's own, anything else an internal fault. */
-export function classify(err: unknown): { readonly kind: ErrorKind; readonly code: Sw4rmCode; readonly message: string } {
+export function classify(err: unknown): {
+  readonly kind: ErrorKind;
+  readonly code: Sw4rmCode;
+  readonly message: string;
+} {
   if (err instanceof SwarmError) return { kind: err.errorKind, code: err.errorCode, message: err.message };
   return { kind: 'internal', code: 'INTERNAL_ERROR', message: err instanceof Error ? err.message : String(err) };
 }

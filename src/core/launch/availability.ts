@@ -29,12 +29,13 @@ export function systemLookup(): ProgramLookup {
 
 /** How to install each CLI (README, "Launch profiles"). */
 export const INSTALL_HINTS: Readonly<Record<AgentCli, string>> = {
-  'claude-code': 'Install Claude Code: npm install -g @anthropic-ai/claude-code (https://docs.claude.com/en/docs/claude-code/setup)',
+  'claude-code':
+    'Install Claude Code: npm install -g @anthropic-ai/claude-code (https://docs.claude.com/en/docs/claude-code/setup)',
   codex: 'Install Codex CLI: npm install -g @openai/codex (https://github.com/openai/codex)',
   gemini: 'Install Gemini CLI: npm install -g @google/gemini-cli (https://github.com/google-gemini/gemini-cli)',
   aider: 'Install Aider: python -m pip install aider-install && aider-install (https://aider.chat/docs/install.html)',
   copilot: 'Install GitHub Copilot CLI: npm install -g @github/copilot (https://github.com/github/copilot-cli)',
-  custom: 'Check the profile\'s command: the program must be on PATH or given as an absolute path',
+  custom: "Check the profile's command: the program must be on PATH or given as an absolute path",
 };
 
 function envValue(env: ProgramLookup['env'], name: string, platform: NodeJS.Platform): string | undefined {
@@ -53,7 +54,9 @@ export function resolveProgram(program: string, lookup: ProgramLookup): string |
   const p = win ? path.win32 : path.posix;
   const candidates = (base: string): string[] => {
     if (!win) return [base];
-    const extensions = (envValue(lookup.env, 'PATHEXT', lookup.platform) ?? '.COM;.EXE;.BAT;.CMD').split(';').filter((e) => e !== '');
+    const extensions = (envValue(lookup.env, 'PATHEXT', lookup.platform) ?? '.COM;.EXE;.BAT;.CMD')
+      .split(';')
+      .filter((e) => e !== '');
     const hasExtension = extensions.some((e) => base.toUpperCase().endsWith(e.toUpperCase()));
     return hasExtension ? [base] : [base, ...extensions.map((e) => base + e.toLowerCase())];
   };
@@ -71,19 +74,30 @@ export function profileAvailability(profile: LaunchProfile, lookup: ProgramLooku
   const program = profile.command[0]?.trim() ?? '';
   if (program === '') {
     return {
-      profileId: profile.id, resolved: null,
+      profileId: profile.id,
+      resolved: null,
       problem: `${profile.name} has no command: add a profile with your own command (cli "custom") to the sw4rm.agents.profiles setting or to .sw4rm/agents.json.`,
     };
   }
   const win = lookup.platform === 'win32';
-  if (!(win ? path.win32 : path.posix).isAbsolute(program) && (program.includes('/') || (win && program.includes('\\')))) {
+  if (
+    !(win ? path.win32 : path.posix).isAbsolute(program) &&
+    (program.includes('/') || (win && program.includes('\\')))
+  ) {
     return {
-      profileId: profile.id, resolved: null,
+      profileId: profile.id,
+      resolved: null,
       problem: `\`${program}\` is a relative path: give the program by name (looked up on PATH) or as an absolute path in profile '${profile.id}'.`,
     };
   }
   const resolved = resolveProgram(program, lookup);
   if (resolved !== null) return { profileId: profile.id, resolved, problem: null };
-  const where = (win ? path.win32 : path.posix).isAbsolute(program) ? 'not found or not executable' : 'not found on PATH';
-  return { profileId: profile.id, resolved: null, problem: `\`${program}\` is not installed (${where}). ${INSTALL_HINTS[profile.cli]}.` };
+  const where = (win ? path.win32 : path.posix).isAbsolute(program)
+    ? 'not found or not executable'
+    : 'not found on PATH';
+  return {
+    profileId: profile.id,
+    resolved: null,
+    problem: `\`${program}\` is not installed (${where}). ${INSTALL_HINTS[profile.cli]}.`,
+  };
 }

@@ -36,7 +36,8 @@ import type { AgentCli, LaunchProfile } from './model';
 export const INSTRUCTIONS_FILE = '.sw4rm/AGENT.md';
 
 /** The first prompt of the CLIs that take one: read the instructions file first. */
-export const FIRST_PROMPT = 'You are {agentId}, an agent of a SW4RM swarm working in this git worktree. Read {instructionsPath} now and follow it: it says how to check your inbox and work with the other agents.';
+export const FIRST_PROMPT =
+  'You are {agentId}, an agent of a SW4RM swarm working in this git worktree. Read {instructionsPath} now and follow it: it says how to check your inbox and work with the other agents.';
 
 export const BUILTIN_PROFILES: readonly LaunchProfile[] = [
   {
@@ -51,7 +52,8 @@ export const BUILTIN_PROFILES: readonly LaunchProfile[] = [
     instructions: { file: INSTRUCTIONS_FILE, firstPromptArgs: [FIRST_PROMPT] },
     capabilities: ['code'],
     source: 'builtin',
-    description: 'Claude Code (`claude`): the bridge in `.mcp.json` (Streamable HTTP, token from SW4RM_TOKEN), tool approvals by a PreToolUse hook in `.claude/settings.local.json`, instructions in .sw4rm/AGENT.md and a first prompt.',
+    description:
+      'Claude Code (`claude`): the bridge in `.mcp.json` (Streamable HTTP, token from SW4RM_TOKEN), tool approvals by a PreToolUse hook in `.claude/settings.local.json`, instructions in .sw4rm/AGENT.md and a first prompt.',
   },
   {
     id: 'codex',
@@ -59,7 +61,10 @@ export const BUILTIN_PROFILES: readonly LaunchProfile[] = [
     cli: 'codex',
     command: ['codex'],
     env: {},
-    bridge: { kind: 'args', args: ['-c', 'mcp_servers.sw4rm.url="{mcpUrl}"', '-c', 'mcp_servers.sw4rm.bearer_token_env_var="SW4RM_TOKEN"'] },
+    bridge: {
+      kind: 'args',
+      args: ['-c', 'mcp_servers.sw4rm.url="{mcpUrl}"', '-c', 'mcp_servers.sw4rm.bearer_token_env_var="SW4RM_TOKEN"'],
+    },
     approvals: {
       kind: 'none',
       note: 'Codex CLI: no approval hook is wired; its own --ask-for-approval and --sandbox modes apply, and the agent stays in its worktree.',
@@ -68,7 +73,8 @@ export const BUILTIN_PROFILES: readonly LaunchProfile[] = [
     instructions: { file: INSTRUCTIONS_FILE, firstPromptArgs: [FIRST_PROMPT] },
     capabilities: ['code'],
     source: 'builtin',
-    description: 'Codex CLI (`codex`): the bridge by `-c mcp_servers.sw4rm.*` arguments (Streamable HTTP, token from SW4RM_TOKEN; ~/.codex untouched), no approval hook (Codex\'s own approval mode), instructions in .sw4rm/AGENT.md and a first prompt.',
+    description:
+      "Codex CLI (`codex`): the bridge by `-c mcp_servers.sw4rm.*` arguments (Streamable HTTP, token from SW4RM_TOKEN; ~/.codex untouched), no approval hook (Codex's own approval mode), instructions in .sw4rm/AGENT.md and a first prompt.",
   },
   {
     id: 'gemini',
@@ -82,7 +88,8 @@ export const BUILTIN_PROFILES: readonly LaunchProfile[] = [
     instructions: { file: INSTRUCTIONS_FILE, firstPromptArgs: ['-i', FIRST_PROMPT] },
     capabilities: ['code'],
     source: 'builtin',
-    description: 'Gemini CLI (`gemini`): the bridge and a BeforeTool approval hook in `.gemini/settings.json` (token from SW4RM_TOKEN), instructions in .sw4rm/AGENT.md and a first prompt (-i).',
+    description:
+      'Gemini CLI (`gemini`): the bridge and a BeforeTool approval hook in `.gemini/settings.json` (token from SW4RM_TOKEN), instructions in .sw4rm/AGENT.md and a first prompt (-i).',
   },
   {
     id: 'aider',
@@ -99,7 +106,8 @@ export const BUILTIN_PROFILES: readonly LaunchProfile[] = [
     instructions: { file: INSTRUCTIONS_FILE, firstPromptArgs: ['--read', '{instructionsPath}'] },
     capabilities: ['code'],
     source: 'builtin',
-    description: 'Aider (`aider`): no MCP, so no swarm tools; isolated in its worktree, shown in the views, instructions read with --read.',
+    description:
+      'Aider (`aider`): no MCP, so no swarm tools; isolated in its worktree, shown in the views, instructions read with --read.',
   },
   {
     id: 'copilot',
@@ -113,7 +121,8 @@ export const BUILTIN_PROFILES: readonly LaunchProfile[] = [
     instructions: { file: INSTRUCTIONS_FILE, firstPromptArgs: ['-i', FIRST_PROMPT] },
     capabilities: ['code'],
     source: 'builtin',
-    description: 'GitHub Copilot CLI (`copilot`): the bridge in `.mcp.json`, tool approvals by a preToolUse hook in `.github/hooks/sw4rm.json`, instructions in .sw4rm/AGENT.md and a first prompt (-i).',
+    description:
+      'GitHub Copilot CLI (`copilot`): the bridge in `.mcp.json`, tool approvals by a preToolUse hook in `.github/hooks/sw4rm.json`, instructions in .sw4rm/AGENT.md and a first prompt (-i).',
   },
   {
     id: 'custom',
@@ -127,7 +136,8 @@ export const BUILTIN_PROFILES: readonly LaunchProfile[] = [
     instructions: { file: INSTRUCTIONS_FILE },
     capabilities: [],
     source: 'builtin',
-    description: 'A template: add a profile with your own command (cli "custom") to the sw4rm.agents.profiles setting or .sw4rm/agents.json. Every launched command gets SW4RM_MCP_URL, SW4RM_TOKEN and SW4RM_HOOK_URL.',
+    description:
+      'A template: add a profile with your own command (cli "custom") to the sw4rm.agents.profiles setting or .sw4rm/agents.json. Every launched command gets SW4RM_MCP_URL, SW4RM_TOKEN and SW4RM_HOOK_URL.',
   },
 ];
 

@@ -14,7 +14,15 @@ import { checkWorktreeId, InvalidWorktreeIdError } from '../worktree/snapshots';
 import { profileAvailability, systemLookup, type ProgramLookup } from './availability';
 import { BUILTIN_PROFILES } from './builtinProfiles';
 import type {
-  BridgeEndpoints, LaunchesChange, LaunchPlan, LaunchProfile, LaunchRecord, LaunchRequest, LaunchStorage, ProfileAvailability, ProfileIssue,
+  BridgeEndpoints,
+  LaunchesChange,
+  LaunchPlan,
+  LaunchProfile,
+  LaunchRecord,
+  LaunchRequest,
+  LaunchStorage,
+  ProfileAvailability,
+  ProfileIssue,
 } from './model';
 import { mergeProfiles, parseSettingsProfiles, readRepositoryProfiles } from './profiles';
 import { launchCommand, needsEndpoints, plannedFiles, WiringError, writeWiring, type WiringContext } from './wiring';
@@ -22,7 +30,15 @@ import { SwarmError, type ErrorKind, type Sw4rmCode } from '../kernel/errors';
 
 /** A launch refused or not found: `kind` is the editor's error code, the message is for the person. */
 export class LaunchError extends SwarmError {
-  constructor(readonly kind: 'not_found' | 'invalid' | 'refused', message: string, readonly code: string = kind === 'not_found' ? 'NOT_FOUND' : kind === 'invalid' ? 'VALIDATION_ERROR' : 'FAILED_PRECONDITION') {
+  constructor(
+    readonly kind: 'not_found' | 'invalid' | 'refused',
+    message: string,
+    readonly code: string = kind === 'not_found'
+      ? 'NOT_FOUND'
+      : kind === 'invalid'
+        ? 'VALIDATION_ERROR'
+        : 'FAILED_PRECONDITION',
+  ) {
     super(message);
     this.name = 'LaunchError';
   }
@@ -57,7 +73,10 @@ export const BRIDGED_ACK_TIMEOUT_BOUNDS_MS = { min: 10_000, max: 24 * 3_600_000 
 /** sw4rm.agents.inboxAckTimeoutMinutes and --inbox-ack-timeout-minutes: whole minutes, 1 to 1440 (24 h). */
 export const INBOX_ACK_TIMEOUT_MINUTES = { min: 1, max: BRIDGED_ACK_TIMEOUT_BOUNDS_MS.max / 60_000 } as const;
 
-export const DEFAULT_LAUNCHES_OPTIONS: LaunchesOptions = { livenessIntervalMs: 10_000, bridgedAckTimeoutMs: 30 * 60_000 };
+export const DEFAULT_LAUNCHES_OPTIONS: LaunchesOptions = {
+  livenessIntervalMs: 10_000,
+  bridgedAckTimeoutMs: 30 * 60_000,
+};
 
 export interface LaunchesDeps {
   readonly store: LaunchStorage;
@@ -117,10 +136,19 @@ export class Launches implements Disposable {
   private readonly liveness: Disposable;
   private disposed = false;
 
-  constructor(private readonly deps: LaunchesDeps, private readonly options: LaunchesOptions = DEFAULT_LAUNCHES_OPTIONS) {
+  constructor(
+    private readonly deps: LaunchesDeps,
+    private readonly options: LaunchesOptions = DEFAULT_LAUNCHES_OPTIONS,
+  ) {
     const { min, max } = BRIDGED_ACK_TIMEOUT_BOUNDS_MS;
-    if (!(Number.isInteger(options.bridgedAckTimeoutMs) && options.bridgedAckTimeoutMs >= min && options.bridgedAckTimeoutMs <= max)) {
-      throw new RangeError(`bridgedAckTimeoutMs must be a whole number of ms from ${min} to ${max}, not ${options.bridgedAckTimeoutMs}`);
+    if (!(
+      Number.isInteger(options.bridgedAckTimeoutMs) &&
+      options.bridgedAckTimeoutMs >= min &&
+      options.bridgedAckTimeoutMs <= max
+    )) {
+      throw new RangeError(
+        `bridgedAckTimeoutMs must be a whole number of ms from ${min} to ${max}, not ${options.bridgedAckTimeoutMs}`,
+      );
     }
     // After a restart: every launched agent's ACK timeout as its record says, before any message reaches it.
     for (const record of this.list()) this.applyAckTimeout(record);
@@ -131,7 +159,11 @@ export class Launches implements Disposable {
 
   /** Where the bridge listens (the host sets it once its bridge listens; undefined when it stops). */
   setEndpoints(endpoints: BridgeEndpoints | undefined): void {
-    this.endpoints = endpoints && { ...endpoints, stdioCommand: [...endpoints.stdioCommand], hookCommand: [...endpoints.hookCommand] };
+    this.endpoints = endpoints && {
+      ...endpoints,
+      stdioCommand: [...endpoints.stdioCommand],
+      hookCommand: [...endpoints.hookCommand],
+    };
   }
 
   bridgeEndpoints(): BridgeEndpoints | undefined {
@@ -160,7 +192,8 @@ export class Launches implements Disposable {
 
   profile(profileId: string): LaunchProfile {
     const profile = this.profiles().profiles.find((p) => p.id === profileId);
-    if (!profile) throw new LaunchError('not_found', `There is no launch profile '${String(profileId).slice(0, 100)}'.`);
+    if (!profile)
+      throw new LaunchError('not_found', `There is no launch profile '${String(profileId).slice(0, 100)}'.`);
     return profile;
   }
 
@@ -188,18 +221,29 @@ export class Launches implements Disposable {
     const repository = this.deps.workspace.repositories.find((r) => r.id === request.repoId);
     if (!repository) {
       const known = this.deps.workspace.repositories.map((r) => r.id);
-      throw new LaunchError('not_found', `There is no repository '${String(request.repoId).slice(0, 100)}' in the workspace${known.length ? ` (known: ${known.join(', ')})` : ''}.`);
+      throw new LaunchError(
+        'not_found',
+        `There is no repository '${String(request.repoId).slice(0, 100)}' in the workspace${known.length ? ` (known: ${known.join(', ')})` : ''}.`,
+      );
     }
     this.checkRunnable(profile);
-    const agentId = request.agentId === undefined || request.agentId === '' ? this.nextAgentId(profile.id) : request.agentId;
+    const agentId =
+      request.agentId === undefined || request.agentId === '' ? this.nextAgentId(profile.id) : request.agentId;
     const verdict = validateDescriptor({ agentId });
-    if (!verdict.ok) throw new LaunchError('invalid', `The agent id ${verdict.reason.replace(/^VALIDATION_ERROR: /, '')}.`);
+    if (!verdict.ok)
+      throw new LaunchError('invalid', `The agent id ${verdict.reason.replace(/^VALIDATION_ERROR: /, '')}.`);
     const previous = this.get(agentId);
     if (previous && previous.state !== 'FAILED') {
-      throw new LaunchError('refused', `Agent '${agentId}' was launched here already (${previous.state}): use Relaunch for it, or choose another id.`);
+      throw new LaunchError(
+        'refused',
+        `Agent '${agentId}' was launched here already (${previous.state}): use Relaunch for it, or choose another id.`,
+      );
     }
     if (this.registeredByOthers(agentId, previous)) {
-      throw new LaunchError('refused', `Agent id '${agentId}' is taken by a registered agent that was not launched from the editor; choose another id.`);
+      throw new LaunchError(
+        'refused',
+        `Agent id '${agentId}' is taken by a registered agent that was not launched from the editor; choose another id.`,
+      );
     }
     let worktreeId: string | null = null;
     let base: string | undefined;
@@ -211,13 +255,26 @@ export class Launches implements Disposable {
           if (err instanceof InvalidWorktreeIdError) throw new LaunchError('invalid', err.message);
           throw err;
         }
-        const owner = this.deps.bindings.list().find((b) => b.agentId !== agentId && b.repoId === repository.id && b.homeWorktreeId === worktreeId
-          && (b.state === 'BOUND_HOME' || b.state === 'SWITCH_PENDING' || b.state === 'BOUND_NON_HOME'));
-        if (owner) throw new LaunchError('refused', `Worktree '${worktreeId}' of ${repository.id} is the worktree of agent '${owner.agentId}'; pick another one or a new worktree.`, 'PERMISSION_DENIED');
+        const owner = this.deps.bindings
+          .list()
+          .find(
+            (b) =>
+              b.agentId !== agentId &&
+              b.repoId === repository.id &&
+              b.homeWorktreeId === worktreeId &&
+              (b.state === 'BOUND_HOME' || b.state === 'SWITCH_PENDING' || b.state === 'BOUND_NON_HOME'),
+          );
+        if (owner)
+          throw new LaunchError(
+            'refused',
+            `Worktree '${worktreeId}' of ${repository.id} is the worktree of agent '${owner.agentId}'; pick another one or a new worktree.`,
+            'PERMISSION_DENIED',
+          );
       } else {
         worktreeId = homeWorktreeIdOf(agentId);
         base = request.worktree.fromBranch || undefined;
-        if (base !== undefined && (base.startsWith('-') || base.includes('\0'))) throw new LaunchError('invalid', `'${base.slice(0, 80)}' is not a branch.`);
+        if (base !== undefined && (base.startsWith('-') || base.includes('\0')))
+          throw new LaunchError('invalid', `'${base.slice(0, 80)}' is not a branch.`);
       }
     }
     if (this.inFlight.has(agentId)) throw new LaunchError('refused', `Agent '${agentId}' is being launched already.`);
@@ -225,9 +282,20 @@ export class Launches implements Disposable {
     try {
       if (request.worktree.kind === 'existing' && worktreeId !== null) {
         const worktrees = this.deps.workspace.worktrees(repository.id);
-        if (!worktrees || !(await worktrees.get(worktreeId))) throw new LaunchError('not_found', `There is no worktree '${worktreeId}' in ${repository.id}.`);
+        if (!worktrees || !(await worktrees.get(worktreeId)))
+          throw new LaunchError('not_found', `There is no worktree '${worktreeId}' in ${repository.id}.`);
       }
-      return await this.prepare({ relaunch: false, previous }, agentId, profile, repository.id, repository.path, worktreeId, base, by, ctx);
+      return await this.prepare(
+        { relaunch: false, previous },
+        agentId,
+        profile,
+        repository.id,
+        repository.path,
+        worktreeId,
+        base,
+        by,
+        ctx,
+      );
     } finally {
       this.inFlight.delete(agentId);
     }
@@ -241,18 +309,38 @@ export class Launches implements Disposable {
   async relaunch(agentId: string, by: string, ctx: CallContext): Promise<LaunchPlan> {
     this.checkOpen();
     const previous = this.get(agentId);
-    if (!previous) throw new LaunchError('not_found', `Agent '${String(agentId).slice(0, 100)}' was not launched from the editor.`);
-    if (previous.state === 'RUNNING') throw new LaunchError('refused', `Agent '${agentId}' is running; close its terminal first.`);
+    if (!previous)
+      throw new LaunchError('not_found', `Agent '${String(agentId).slice(0, 100)}' was not launched from the editor.`);
+    if (previous.state === 'RUNNING')
+      throw new LaunchError('refused', `Agent '${agentId}' is running; close its terminal first.`);
     const profile = this.profiles().profiles.find((p) => p.id === previous.profileId);
-    if (!profile) throw new LaunchError('not_found', `The launch profile '${previous.profileId}' of agent '${agentId}' is gone (it was ${previous.profileName}); add it again to relaunch the agent.`);
+    if (!profile)
+      throw new LaunchError(
+        'not_found',
+        `The launch profile '${previous.profileId}' of agent '${agentId}' is gone (it was ${previous.profileName}); add it again to relaunch the agent.`,
+      );
     const repository = this.deps.workspace.repositories.find((r) => r.id === previous.repoId);
-    if (!repository) throw new LaunchError('not_found', `The repository '${previous.repoId}' of agent '${agentId}' is no longer in the workspace.`);
+    if (!repository)
+      throw new LaunchError(
+        'not_found',
+        `The repository '${previous.repoId}' of agent '${agentId}' is no longer in the workspace.`,
+      );
     this.checkRunnable(profile);
     if (this.inFlight.has(agentId)) throw new LaunchError('refused', `Agent '${agentId}' is being launched already.`);
     this.inFlight.add(agentId);
     try {
-      const worktreeId = profile.needsWorktree ? previous.worktreeId ?? homeWorktreeIdOf(agentId) : null;
-      return await this.prepare({ relaunch: true, previous }, agentId, profile, repository.id, repository.path, worktreeId, undefined, by, ctx);
+      const worktreeId = profile.needsWorktree ? (previous.worktreeId ?? homeWorktreeIdOf(agentId)) : null;
+      return await this.prepare(
+        { relaunch: true, previous },
+        agentId,
+        profile,
+        repository.id,
+        repository.path,
+        worktreeId,
+        undefined,
+        by,
+        ctx,
+      );
     } finally {
       this.inFlight.delete(agentId);
     }
@@ -263,13 +351,19 @@ export class Launches implements Disposable {
     this.checkOpen();
     const record = this.must(agentId);
     if (record.state === 'RUNNING') return record;
-    if (record.state !== 'STARTING') throw new LaunchError('refused', `Agent '${agentId}' is ${record.state}, not starting: relaunch it.`);
+    if (record.state !== 'STARTING')
+      throw new LaunchError('refused', `Agent '${agentId}' is ${record.state}, not starting: relaunch it.`);
     const next: LaunchRecord = { ...record, state: 'RUNNING', updatedAt: this.deps.clock.now() };
     this.deps.store.transaction(() => {
       this.write(next, 'launch.running', ctx, { from: record.state, to: 'RUNNING' });
       const agent = this.deps.registry.get(agentId);
       if (agent?.state === 'INITIALIZING') {
-        this.deps.registry.transition(agentId, 'RUNNABLE', { by: 'operator', reason: 'its process started in the editor\'s terminal' }, ctx);
+        this.deps.registry.transition(
+          agentId,
+          'RUNNABLE',
+          { by: 'operator', reason: "its process started in the editor's terminal" },
+          ctx,
+        );
       }
     });
     this.changed.fire({ kind: 'state', record: next });
@@ -290,9 +384,16 @@ export class Launches implements Disposable {
       this.write(next, 'launch.exited', ctx, { from: record.state, to: 'EXITED', exit_code: code, by });
       const agent = this.deps.registry.get(agentId);
       if (agent && agent.state !== 'SHUTTING_DOWN') {
-        this.deps.registry.transition(agentId, 'SHUTTING_DOWN', {
-          by: 'shutdown', reason: `its process ${code === null ? 'ended' : `exited with code ${code}`} (launched from the editor)`, timeoutMs: 0,
-        }, ctx);
+        this.deps.registry.transition(
+          agentId,
+          'SHUTTING_DOWN',
+          {
+            by: 'shutdown',
+            reason: `its process ${code === null ? 'ended' : `exited with code ${code}`} (launched from the editor)`,
+            timeoutMs: 0,
+          },
+          ctx,
+        );
       }
     });
     this.changed.fire({ kind: 'state', record: next });
@@ -314,7 +415,8 @@ export class Launches implements Disposable {
 
   private must(agentId: string): LaunchRecord {
     const record = this.get(agentId);
-    if (!record) throw new LaunchError('not_found', `Agent '${String(agentId).slice(0, 100)}' was not launched from the editor.`);
+    if (!record)
+      throw new LaunchError('not_found', `Agent '${String(agentId).slice(0, 100)}' was not launched from the editor.`);
     return record;
   }
 
@@ -323,7 +425,10 @@ export class Launches implements Disposable {
     const availability = profileAvailability(profile, this.deps.lookup ?? systemLookup());
     if (availability.problem !== null) throw new LaunchError('refused', availability.problem);
     if (needsEndpoints(profile) && !this.endpoints) {
-      throw new LaunchError('refused', `The MCP bridge is not listening, and profile '${profile.id}' needs it (its MCP configuration or approval hook); start the coordinator with the bridge on (sw4rm.bridge.port).`);
+      throw new LaunchError(
+        'refused',
+        `The MCP bridge is not listening, and profile '${profile.id}' needs it (its MCP configuration or approval hook); start the coordinator with the bridge on (sw4rm.bridge.port).`,
+      );
     }
   }
 
@@ -346,21 +451,49 @@ export class Launches implements Disposable {
     }
   }
 
-  private async prepare(attempt: Attempt, agentId: string, profile: LaunchProfile, repoId: string, repoPath: string, worktreeId: string | null,
-    base: string | undefined, by: string, ctx: CallContext): Promise<LaunchPlan> {
+  private async prepare(
+    attempt: Attempt,
+    agentId: string,
+    profile: LaunchProfile,
+    repoId: string,
+    repoPath: string,
+    worktreeId: string | null,
+    base: string | undefined,
+    by: string,
+    ctx: CallContext,
+  ): Promise<LaunchPlan> {
     const now = this.deps.clock.now();
     const { previous } = attempt;
     const starting: LaunchRecord = {
-      agentId, profileId: profile.id, profileName: profile.name, cli: profile.cli, repoId, worktreeId,
-      cwd: profile.needsWorktree ? (previous?.worktreeId === worktreeId ? previous?.cwd ?? '' : '') : repoPath,
-      credentialId: previous?.credentialId ?? '', state: 'STARTING',
-      launchedAt: attempt.relaunch && previous ? previous.launchedAt : now, updatedAt: now,
-      launches: (previous?.launches ?? 0) + 1, exitCode: null, error: null, wroteFiles: previous?.wroteFiles ?? [],
+      agentId,
+      profileId: profile.id,
+      profileName: profile.name,
+      cli: profile.cli,
+      repoId,
+      worktreeId,
+      cwd: profile.needsWorktree ? (previous?.worktreeId === worktreeId ? (previous?.cwd ?? '') : '') : repoPath,
+      credentialId: previous?.credentialId ?? '',
+      state: 'STARTING',
+      launchedAt: attempt.relaunch && previous ? previous.launchedAt : now,
+      updatedAt: now,
+      launches: (previous?.launches ?? 0) + 1,
+      exitCode: null,
+      error: null,
+      wroteFiles: previous?.wroteFiles ?? [],
       bridged: pullsInbox(profile),
     };
-    this.deps.store.transaction(() => this.write(starting, 'launch.starting', ctx, {
-      from: previous?.state ?? null, to: 'STARTING', profile_id: profile.id, repo_id: repoId, worktree_id: worktreeId, relaunch: attempt.relaunch, launches: starting.launches, by,
-    }));
+    this.deps.store.transaction(() =>
+      this.write(starting, 'launch.starting', ctx, {
+        from: previous?.state ?? null,
+        to: 'STARTING',
+        profile_id: profile.id,
+        repo_id: repoId,
+        worktree_id: worktreeId,
+        relaunch: attempt.relaunch,
+        launches: starting.launches,
+        by,
+      }),
+    );
     this.changed.fire({ kind: attempt.relaunch ? 'state' : 'launched', record: starting });
 
     let boundNow = false;
@@ -371,36 +504,72 @@ export class Launches implements Disposable {
         const before = this.deps.bindings.status(agentId);
         let binding;
         try {
-          binding = await this.deps.bindings.bind(agentId, repoId, worktreeId, ctx, undefined, base === undefined ? {} : { base });
+          binding = await this.deps.bindings.bind(
+            agentId,
+            repoId,
+            worktreeId,
+            ctx,
+            undefined,
+            base === undefined ? {} : { base },
+          );
         } catch (err) {
-          if (err instanceof BindingRequestError || err instanceof BindingStateError) throw new LaunchError('refused', `The worktree could not be bound: ${err.message}`);
+          if (err instanceof BindingRequestError || err instanceof BindingStateError)
+            throw new LaunchError('refused', `The worktree could not be bound: ${err.message}`);
           throw err;
         }
-        if (binding.state !== 'BOUND_HOME' && binding.state !== 'SWITCH_PENDING' && binding.state !== 'BOUND_NON_HOME') {
+        if (
+          binding.state !== 'BOUND_HOME' &&
+          binding.state !== 'SWITCH_PENDING' &&
+          binding.state !== 'BOUND_NON_HOME'
+        ) {
           boundNow = binding.state === 'BIND_FAILED';
-          throw new LaunchError('refused', `The worktree could not be bound: ${binding.failure?.detail ?? binding.state}`);
+          throw new LaunchError(
+            'refused',
+            `The worktree could not be bound: ${binding.failure?.detail ?? binding.state}`,
+          );
         }
         boundNow = before.state === 'UNBOUND' || before.state === 'BIND_FAILED';
         cwd = binding.homePath;
         // The worktree setup (copies, its command) runs before the agent does.
         await this.deps.setupOf(repoId, worktreeId);
       }
-      const wiring: WiringContext = { agentId, profile, cwd, endpoints: this.endpoints, ...(pullsInbox(profile) ? { inboxWaitMs: this.options.bridgedAckTimeoutMs } : {}) };
+      const wiring: WiringContext = {
+        agentId,
+        profile,
+        cwd,
+        endpoints: this.endpoints,
+        ...(pullsInbox(profile) ? { inboxWaitMs: this.options.bridgedAckTimeoutMs } : {}),
+      };
       const command = launchCommand(wiring);
       const wrote = await writeWiring(this.deps.git, cwd, plannedFiles(wiring), this.deps.env ?? process.env);
       if (this.disposed) throw new LaunchError('refused', 'The coordinator is stopping.');
 
       // Registration, credential and record together: RegisterAgent's rules, now that the agent can start.
       if (!attempt.relaunch && this.registeredByOthers(agentId, previous)) {
-        throw new LaunchError('refused', `Agent id '${agentId}' was registered by another agent meanwhile; choose another id.`);
+        throw new LaunchError(
+          'refused',
+          `Agent id '${agentId}' was registered by another agent meanwhile; choose another id.`,
+        );
       }
       let token: string;
       const ready = this.deps.store.transaction(() => {
-        const result = this.deps.registry.register({
-          agentId, name: agentId, description: `Launched from the editor with profile ${profile.id} (${profile.name})`, capabilities: profile.capabilities,
-          communicationClass: 'STANDARD', modalitiesSupported: [], reasoningConnectors: [],
-        }, ctx);
-        if (!result.accepted) throw new LaunchError('invalid', `The agent could not be registered: ${result.reason.replace(/^VALIDATION_ERROR: /, '')}`);
+        const result = this.deps.registry.register(
+          {
+            agentId,
+            name: agentId,
+            description: `Launched from the editor with profile ${profile.id} (${profile.name})`,
+            capabilities: profile.capabilities,
+            communicationClass: 'STANDARD',
+            modalitiesSupported: [],
+            reasoningConnectors: [],
+          },
+          ctx,
+        );
+        if (!result.accepted)
+          throw new LaunchError(
+            'invalid',
+            `The agent could not be registered: ${result.reason.replace(/^VALIDATION_ERROR: /, '')}`,
+          );
         const held = this.tokens.get(agentId);
         const active = held && this.deps.credentials.get(held.credentialId)?.revokedAt === null ? held : undefined;
         let credentialId: string;
@@ -408,7 +577,12 @@ export class Launches implements Disposable {
           credentialId = active.credentialId;
           token = active.token;
         } else {
-          const fresh = this.deps.credentials.mintAgent(agentId, by, `launched from the editor (profile ${profile.id})`, ctx);
+          const fresh = this.deps.credentials.mintAgent(
+            agentId,
+            by,
+            `launched from the editor (profile ${profile.id})`,
+            ctx,
+          );
           minted = fresh.credential.id;
           credentialId = fresh.credential.id;
           token = fresh.token;
@@ -418,8 +592,19 @@ export class Launches implements Disposable {
             this.deps.credentials.revoke(old, by, ctx);
           }
         }
-        const record: LaunchRecord = { ...starting, cwd, credentialId, wroteFiles: wrote, updatedAt: this.deps.clock.now() };
-        this.write(record, 'launch.prepared', ctx, { credential_id: credentialId, cwd, wrote_files: wrote, program: command[0] });
+        const record: LaunchRecord = {
+          ...starting,
+          cwd,
+          credentialId,
+          wroteFiles: wrote,
+          updatedAt: this.deps.clock.now(),
+        };
+        this.write(record, 'launch.prepared', ctx, {
+          credential_id: credentialId,
+          cwd,
+          wrote_files: wrote,
+          program: command[0],
+        });
         return record;
       });
       this.tokens.set(agentId, { credentialId: ready.credentialId, token: token! });
@@ -444,28 +629,49 @@ export class Launches implements Disposable {
    * Rolls back what the failed attempt did (the binding it made; a credential minted in a transaction that then failed
    * is revoked in memory too) and records FAILED with the reason. Nothing was registered: that is the last step.
    */
-  private async fail(record: LaunchRecord, reason: string, done: { boundNow: boolean; minted: string | undefined },
-    by: string, ctx: CallContext): Promise<void> {
+  private async fail(
+    record: LaunchRecord,
+    reason: string,
+    done: { boundNow: boolean; minted: string | undefined },
+    by: string,
+    ctx: CallContext,
+  ): Promise<void> {
     if (done.boundNow) {
       try {
         await this.deps.bindings.unbind(record.agentId, ctx);
       } catch (err) {
-        this.deps.log.internalError(ACTOR, ctx.correlationId, err, { agent_id: record.agentId, during: 'releasing the binding of a failed launch' });
+        this.deps.log.internalError(ACTOR, ctx.correlationId, err, {
+          agent_id: record.agentId,
+          during: 'releasing the binding of a failed launch',
+        });
       }
     }
     if (this.disposed) return;
-    const failed: LaunchRecord = { ...record, state: 'FAILED', error: reason.slice(0, 2000), updatedAt: this.deps.clock.now() };
+    const failed: LaunchRecord = {
+      ...record,
+      state: 'FAILED',
+      error: reason.slice(0, 2000),
+      updatedAt: this.deps.clock.now(),
+    };
     try {
       this.deps.store.transaction(() => {
         for (const id of [done.minted, record.credentialId]) {
           if (id && this.deps.credentials.get(id)?.revokedAt === null) this.deps.credentials.revoke(id, by, ctx);
         }
-        this.write(failed, 'launch.failed', ctx, { from: record.state, to: 'FAILED', error: failed.error, binding_released: done.boundNow });
+        this.write(failed, 'launch.failed', ctx, {
+          from: record.state,
+          to: 'FAILED',
+          error: failed.error,
+          binding_released: done.boundNow,
+        });
       });
       this.tokens.delete(record.agentId);
       this.changed.fire({ kind: 'state', record: failed });
     } catch (err) {
-      this.deps.log.internalError(ACTOR, ctx.correlationId, err, { agent_id: record.agentId, during: 'recording a failed launch' });
+      this.deps.log.internalError(ACTOR, ctx.correlationId, err, {
+        agent_id: record.agentId,
+        during: 'recording a failed launch',
+      });
     }
   }
 
@@ -493,7 +699,10 @@ export class Launches implements Disposable {
     this.deps.store.launches.upsert(record);
     this.applyAckTimeout(record);
     this.deps.log.record({
-      correlationId: ctx.correlationId, actor: ACTOR, eventType, level: eventType === 'launch.failed' ? 'WARN' : 'INFO',
+      correlationId: ctx.correlationId,
+      actor: ACTOR,
+      eventType,
+      level: eventType === 'launch.failed' ? 'WARN' : 'INFO',
       details: { agent_id: record.agentId, state: record.state, ...details },
     });
   }
@@ -504,7 +713,10 @@ export class Launches implements Disposable {
    * RFC's default. A record written before `bridged` existed counts as bridged.
    */
   private applyAckTimeout(record: LaunchRecord): void {
-    this.deps.ackTimeouts.setRecipientAckTimeout(record.agentId, record.bridged !== false ? this.options.bridgedAckTimeoutMs : undefined);
+    this.deps.ackTimeouts.setRecipientAckTimeout(
+      record.agentId,
+      record.bridged !== false ? this.options.bridgedAckTimeoutMs : undefined,
+    );
   }
 
   /** Every RUNNING launched agent counts as present while its process runs. */

@@ -12,7 +12,12 @@ export type AgentCli = 'claude-code' | 'codex' | 'gemini' | 'aider' | 'copilot' 
 /** How a profile's CLI reaches the MCP bridge. */
 export type BridgeWiring =
   /** An MCP configuration file written into the worktree (path relative to the worktree root) in a known format. */
-  | { readonly kind: 'mcp-config-file'; readonly path: string; readonly format: 'claude-mcp-json' | 'gemini-settings' | 'cursor-mcp-json' | 'vscode-mcp-json'; readonly transport: 'http' | 'stdio' }
+  | {
+      readonly kind: 'mcp-config-file';
+      readonly path: string;
+      readonly format: 'claude-mcp-json' | 'gemini-settings' | 'cursor-mcp-json' | 'vscode-mcp-json';
+      readonly transport: 'http' | 'stdio';
+    }
   /** Command-line arguments appended to the command (`{mcpUrl}`, `{stdioCommand}`… placeholders, see launch/wiring.ts). */
   | { readonly kind: 'args'; readonly args: readonly string[] }
   /** No bridge (a CLI without MCP, e.g. Aider): the agent is launched isolated in its worktree, without swarm tools. */
@@ -120,7 +125,8 @@ export interface LaunchRequest {
   readonly profileId: string;
   readonly repoId: string;
   /** A new worktree from `branch` (default: the repository's HEAD), or an existing worktree's id. */
-  readonly worktree: { readonly kind: 'new'; readonly fromBranch?: string } | { readonly kind: 'existing'; readonly worktreeId: string };
+  readonly worktree:
+    { readonly kind: 'new'; readonly fromBranch?: string } | { readonly kind: 'existing'; readonly worktreeId: string };
   /** Default `<profile id>-<n>`. */
   readonly agentId?: string;
 }

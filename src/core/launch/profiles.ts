@@ -28,10 +28,22 @@ export const MAX_PROFILES_PER_SOURCE = 100;
 /** Environment variables the coordinator sets itself: a profile may not set them. */
 const COORDINATOR_VARIABLES = /^(SW4RM_.*|ELECTRON_RUN_AS_NODE)$/i;
 /** Placeholders a launch fills (wiring.ts); `{instructionsPath}` needs an instructions file. */
-export const PLACEHOLDERS = ['agentId', 'mcpUrl', 'hookUrl', 'grpcAddress', 'instructionsPath', 'worktree', 'stdioCommand', 'stdioProgram', 'stdioArgs', 'hookCommand'] as const;
+export const PLACEHOLDERS = [
+  'agentId',
+  'mcpUrl',
+  'hookUrl',
+  'grpcAddress',
+  'instructionsPath',
+  'worktree',
+  'stdioCommand',
+  'stdioProgram',
+  'stdioArgs',
+  'hookCommand',
+] as const;
 
 const relativePath = { type: 'string', minLength: 1, maxLength: 256 } as const;
-const stringList = (max: number, itemMax: number) => ({ type: 'array', maxItems: max, items: { type: 'string', maxLength: itemMax } }) as const;
+const stringList = (max: number, itemMax: number) =>
+  ({ type: 'array', maxItems: max, items: { type: 'string', maxLength: itemMax } }) as const;
 
 /**
  * The JSON Schema of one profile as a person writes it (the setting's items, agents.json's `profiles` items). The
@@ -42,12 +54,21 @@ export const PROFILE_JSON_SCHEMA = {
   additionalProperties: false,
   required: ['id', 'command'],
   properties: {
-    id: { type: 'string', pattern: PROFILE_ID_PATTERN, description: 'Unique id: lower-case letters, digits and -; launched agents are <id>-<n>.' },
+    id: {
+      type: 'string',
+      pattern: PROFILE_ID_PATTERN,
+      description: 'Unique id: lower-case letters, digits and -; launched agents are <id>-<n>.',
+    },
     name: { type: 'string', minLength: 1, maxLength: 100 },
     cli: { type: 'string', enum: AGENT_CLIS },
-    command: { ...stringList(64, 4096), minItems: 1, description: 'The program (looked up on PATH, or an absolute path) and its arguments; never run through a shell.' },
+    command: {
+      ...stringList(64, 4096),
+      minItems: 1,
+      description: 'The program (looked up on PATH, or an absolute path) and its arguments; never run through a shell.',
+    },
     env: {
-      type: 'object', maxProperties: 64,
+      type: 'object',
+      maxProperties: 64,
       propertyNames: { type: 'string', pattern: '^[A-Za-z_][A-Za-z0-9_]{0,127}$' },
       additionalProperties: { type: 'string', maxLength: 8192 },
     },
@@ -59,17 +80,28 @@ export const PROFILE_JSON_SCHEMA = {
         {
           if: { type: 'object', properties: { kind: { const: 'mcp-config-file' } } },
           then: {
-            type: 'object', additionalProperties: false, required: ['kind', 'path', 'format', 'transport'],
+            type: 'object',
+            additionalProperties: false,
+            required: ['kind', 'path', 'format', 'transport'],
             properties: {
-              kind: { type: 'string' }, path: relativePath,
-              format: { type: 'string', enum: ['claude-mcp-json', 'gemini-settings', 'cursor-mcp-json', 'vscode-mcp-json'] },
+              kind: { type: 'string' },
+              path: relativePath,
+              format: {
+                type: 'string',
+                enum: ['claude-mcp-json', 'gemini-settings', 'cursor-mcp-json', 'vscode-mcp-json'],
+              },
               transport: { type: 'string', enum: ['http', 'stdio'] },
             },
           },
         },
         {
           if: { type: 'object', properties: { kind: { const: 'args' } } },
-          then: { type: 'object', additionalProperties: false, required: ['kind', 'args'], properties: { kind: { type: 'string' }, args: stringList(64, 4096) } },
+          then: {
+            type: 'object',
+            additionalProperties: false,
+            required: ['kind', 'args'],
+            properties: { kind: { type: 'string' }, args: stringList(64, 4096) },
+          },
         },
         {
           if: { type: 'object', properties: { kind: { const: 'none' } } },
@@ -85,7 +117,9 @@ export const PROFILE_JSON_SCHEMA = {
         {
           if: { type: 'object', properties: { kind: { const: 'claude-code-hooks' } } },
           then: {
-            type: 'object', additionalProperties: false, required: ['kind'],
+            type: 'object',
+            additionalProperties: false,
+            required: ['kind'],
             properties: { kind: { type: 'string' }, via: { type: 'string', enum: ['http', 'command'] } },
           },
         },
@@ -95,16 +129,24 @@ export const PROFILE_JSON_SCHEMA = {
         },
         {
           if: { type: 'object', properties: { kind: { const: 'none' } } },
-          then: { type: 'object', additionalProperties: false, properties: { kind: { type: 'string' }, note: { type: 'string', maxLength: 500 } } },
+          then: {
+            type: 'object',
+            additionalProperties: false,
+            properties: { kind: { type: 'string' }, note: { type: 'string', maxLength: 500 } },
+          },
         },
       ],
     },
     needsWorktree: { type: 'boolean' },
     instructions: {
-      type: 'object', additionalProperties: false,
+      type: 'object',
+      additionalProperties: false,
       properties: { file: relativePath, firstPromptArgs: stringList(32, 4096) },
     },
-    capabilities: { ...stringList(FIELD_LIMITS.registry.list_entries, FIELD_LIMITS.registry.list_entry), uniqueItems: true },
+    capabilities: {
+      ...stringList(FIELD_LIMITS.registry.list_entries, FIELD_LIMITS.registry.list_entry),
+      uniqueItems: true,
+    },
     description: { type: 'string', maxLength: 500 },
   },
 } as const;
@@ -120,15 +162,27 @@ function ajvMessage(error: ErrorObject): { pointer: string; message: string } {
   const params = error.params as Record<string, unknown>;
   switch (error.keyword) {
     case 'additionalProperties':
-      return { pointer: `${error.instancePath}/${String(params.additionalProperty)}`, message: `'${String(params.additionalProperty)}' is not a profile field here` };
+      return {
+        pointer: `${error.instancePath}/${String(params.additionalProperty)}`,
+        message: `'${String(params.additionalProperty)}' is not a profile field here`,
+      };
     case 'required':
-      return { pointer: `${error.instancePath}/${String(params.missingProperty)}`, message: `'${String(params.missingProperty)}' is required` };
+      return {
+        pointer: `${error.instancePath}/${String(params.missingProperty)}`,
+        message: `'${String(params.missingProperty)}' is required`,
+      };
     case 'enum':
-      return { pointer: error.instancePath, message: `must be one of ${(params.allowedValues as unknown[]).map((v) => JSON.stringify(v)).join(', ')}` };
+      return {
+        pointer: error.instancePath,
+        message: `must be one of ${(params.allowedValues as unknown[]).map((v) => JSON.stringify(v)).join(', ')}`,
+      };
     case 'pattern':
       return { pointer: error.instancePath, message: `must match ${String(params.pattern)}` };
     case 'propertyNames':
-      return { pointer: `${error.instancePath}/${String(params.propertyName)}`, message: 'is not an environment variable name (letters, digits and _, not starting with a digit)' };
+      return {
+        pointer: `${error.instancePath}/${String(params.propertyName)}`,
+        message: 'is not an environment variable name (letters, digits and _, not starting with a digit)',
+      };
     default:
       return { pointer: error.instancePath, message: error.message ?? error.keyword };
   }
@@ -145,21 +199,38 @@ export function relativePathRefusal(p: string): string | undefined {
 }
 
 function placeholdersIn(text: string): string[] {
-  return [...text.matchAll(/\{([A-Za-z]+)\}/g)].map((m) => m[1]).filter((name) => (PLACEHOLDERS as readonly string[]).includes(name));
+  return [...text.matchAll(/\{([A-Za-z]+)\}/g)]
+    .map((m) => m[1])
+    .filter((name) => (PLACEHOLDERS as readonly string[]).includes(name));
 }
 
 type ProfileInput = {
-  id: string; name?: string; cli?: AgentCli; command: string[]; env?: Record<string, string>; bridge?: BridgeWiring; approvals?: ApprovalWiring;
-  needsWorktree?: boolean; instructions?: { file?: string; firstPromptArgs?: string[] }; capabilities?: string[]; description?: string;
+  id: string;
+  name?: string;
+  cli?: AgentCli;
+  command: string[];
+  env?: Record<string, string>;
+  bridge?: BridgeWiring;
+  approvals?: ApprovalWiring;
+  needsWorktree?: boolean;
+  instructions?: { file?: string; firstPromptArgs?: string[] };
+  capabilities?: string[];
+  description?: string;
 };
 
 /**
  * One profile object checked and completed, or its issues (pointers under `at`, e.g. `/3`). `sourceName` is what
  * the issues name (`settings`, or the file's path).
  */
-export function parseProfile(value: unknown, at: string, source: LaunchProfile['source'], sourceName: string): { profile?: LaunchProfile; issues: ProfileIssue[] } {
+export function parseProfile(
+  value: unknown,
+  at: string,
+  source: LaunchProfile['source'],
+  sourceName: string,
+): { profile?: LaunchProfile; issues: ProfileIssue[] } {
   const issues: ProfileIssue[] = [];
-  const issue = (pointer: string, message: string) => issues.push({ source: sourceName, path: `${at}${pointer}`, message });
+  const issue = (pointer: string, message: string) =>
+    issues.push({ source: sourceName, path: `${at}${pointer}`, message });
   const errors = validate(value);
   if (errors.length > 0) {
     const seen = new Set<string>();
@@ -180,7 +251,8 @@ export function parseProfile(value: unknown, at: string, source: LaunchProfile['
   const needsWorktree = input.needsWorktree ?? true;
   if (input.command[0].trim() === '') issue('/command/0', 'the program must not be empty');
   for (const name of Object.keys(input.env ?? {})) {
-    if (COORDINATOR_VARIABLES.test(name)) issue(`/env/${name}`, `${name} is set by the coordinator for every launched agent; a profile may not set it`);
+    if (COORDINATOR_VARIABLES.test(name))
+      issue(`/env/${name}`, `${name} is set by the coordinator for every launched agent; a profile may not set it`);
   }
   const bridge: BridgeWiring = input.bridge ?? (needsWorktree ? base.bridge : { kind: 'none' });
   const approvals: ApprovalWiring = input.approvals ?? (needsWorktree ? base.approvals : { kind: 'none' });
@@ -188,7 +260,10 @@ export function parseProfile(value: unknown, at: string, source: LaunchProfile['
   if (approvals.kind === 'claude-code-hooks' && approvals.via === 'http') {
     // Claude Code lets the tool run when an HTTP hook fails (non-2xx, no connection, timeout): a stopped coordinator
     // or a revoked credential would approve everything. The command hook answers "ask" in all those cases.
-    issue('/approvals/via', 'Claude Code runs the tool when an HTTP hook fails (a stopped coordinator, a revoked credential), so approvals use the command hook: leave "via" out or set it to "command"');
+    issue(
+      '/approvals/via',
+      'Claude Code runs the tool when an HTTP hook fails (a stopped coordinator, a revoked credential), so approvals use the command hook: leave "via" out or set it to "command"',
+    );
   }
   if (bridge.kind === 'mcp-config-file') {
     const refusal = relativePathRefusal(bridge.path);
@@ -200,10 +275,13 @@ export function parseProfile(value: unknown, at: string, source: LaunchProfile['
   }
   if (!needsWorktree) {
     // The main checkout is the person's: nothing is written into it, so only environment and arguments can wire.
-    const why = 'needsWorktree is false: the launch writes nothing into the main checkout, so only environment variables and arguments can wire it';
+    const why =
+      'needsWorktree is false: the launch writes nothing into the main checkout, so only environment variables and arguments can wire it';
     if (bridge.kind === 'mcp-config-file') issue('/bridge', `${why}; use a bridge of kind "args" or "none"`);
-    if (approvals.kind !== 'none') issue('/approvals', `${why}; approval hooks need a file in a worktree, so approvals must be "none"`);
-    if (instructions.file !== undefined) issue('/instructions/file', `${why}; leave the instructions file out (firstPromptArgs still work)`);
+    if (approvals.kind !== 'none')
+      issue('/approvals', `${why}; approval hooks need a file in a worktree, so approvals must be "none"`);
+    if (instructions.file !== undefined)
+      issue('/instructions/file', `${why}; leave the instructions file out (firstPromptArgs still work)`);
   }
   const promptArgs = instructions.firstPromptArgs ?? [];
   promptArgs.forEach((arg, i) => {
@@ -227,26 +305,42 @@ export function parseProfile(value: unknown, at: string, source: LaunchProfile['
       instructions,
       capabilities: [...(input.capabilities ?? base.capabilities)],
       source,
-      description: input.description ?? `${name}: \`${input.command.join(' ')}\` (${typeof source === 'string' ? `from the ${source}` : `from ${source.file}`})`,
+      description:
+        input.description ??
+        `${name}: \`${input.command.join(' ')}\` (${typeof source === 'string' ? `from the ${source}` : `from ${source.file}`})`,
     },
   };
 }
 
 /** Every profile of one source's list (`at` is the list's pointer: '' for the setting, `/profiles` for a file). */
-function parseList(list: readonly unknown[], at: string, source: LaunchProfile['source'], sourceName: string): { profiles: LaunchProfile[]; issues: ProfileIssue[] } {
+function parseList(
+  list: readonly unknown[],
+  at: string,
+  source: LaunchProfile['source'],
+  sourceName: string,
+): { profiles: LaunchProfile[]; issues: ProfileIssue[] } {
   const profiles: LaunchProfile[] = [];
   const issues: ProfileIssue[] = [];
   const ids = new Set<string>();
   list.forEach((value, i) => {
     if (i >= MAX_PROFILES_PER_SOURCE) {
-      if (i === MAX_PROFILES_PER_SOURCE) issues.push({ source: sourceName, path: `${at}/${i}`, message: `at most ${MAX_PROFILES_PER_SOURCE} profiles are read from one source; this one and those after it are refused` });
+      if (i === MAX_PROFILES_PER_SOURCE)
+        issues.push({
+          source: sourceName,
+          path: `${at}/${i}`,
+          message: `at most ${MAX_PROFILES_PER_SOURCE} profiles are read from one source; this one and those after it are refused`,
+        });
       return;
     }
     const parsed = parseProfile(value, `${at}/${i}`, source, sourceName);
     issues.push(...parsed.issues);
     if (!parsed.profile) return;
     if (ids.has(parsed.profile.id)) {
-      issues.push({ source: sourceName, path: `${at}/${i}/id`, message: `profile '${parsed.profile.id}' is listed twice in this source; the first one is used` });
+      issues.push({
+        source: sourceName,
+        path: `${at}/${i}/id`,
+        message: `profile '${parsed.profile.id}' is listed twice in this source; the first one is used`,
+      });
       return;
     }
     ids.add(parsed.profile.id);
@@ -258,7 +352,11 @@ function parseList(list: readonly unknown[], at: string, source: LaunchProfile['
 /** The `sw4rm.agents.profiles` setting's value (any JSON the editor read): an array of profiles; undefined / null is none. */
 export function parseSettingsProfiles(value: unknown): { profiles: LaunchProfile[]; issues: ProfileIssue[] } {
   if (value === undefined || value === null) return { profiles: [], issues: [] };
-  if (!Array.isArray(value)) return { profiles: [], issues: [{ source: 'settings', path: '', message: 'sw4rm.agents.profiles must be an array of profile objects' }] };
+  if (!Array.isArray(value))
+    return {
+      profiles: [],
+      issues: [{ source: 'settings', path: '', message: 'sw4rm.agents.profiles must be an array of profile objects' }],
+    };
   return parseList(value, '', 'settings', 'settings');
 }
 
@@ -275,11 +373,20 @@ export function parseProfilesFile(text: string, file: string): { profiles: Launc
   }
   const issues: ProfileIssue[] = [];
   for (const key of Object.keys(json)) {
-    if (key !== 'profiles') issues.push({ source: file, path: `/${key}`, message: `'${key}' is not a field of agents.json (only "profiles")` });
+    if (key !== 'profiles')
+      issues.push({
+        source: file,
+        path: `/${key}`,
+        message: `'${key}' is not a field of agents.json (only "profiles")`,
+      });
   }
   const list = (json as { profiles?: unknown }).profiles;
   if (list === undefined) return { profiles: [], issues };
-  if (!Array.isArray(list)) return { profiles: [], issues: [...issues, { source: file, path: '/profiles', message: 'must be an array of profile objects' }] };
+  if (!Array.isArray(list))
+    return {
+      profiles: [],
+      issues: [...issues, { source: file, path: '/profiles', message: 'must be an array of profile objects' }],
+    };
   const parsed = parseList(list, '/profiles', { file }, file);
   return { profiles: parsed.profiles, issues: [...issues, ...parsed.issues] };
 }
@@ -291,7 +398,11 @@ export function readRepositoryProfiles(repositoryPath: string): { profiles: Laun
   try {
     const stat = fs.statSync(file);
     if (!stat.isFile()) return { profiles: [], issues: [{ source: file, path: '', message: 'is not a regular file' }] };
-    if (stat.size > MAX_PROFILES_FILE_BYTES) return { profiles: [], issues: [{ source: file, path: '', message: `is larger than ${MAX_PROFILES_FILE_BYTES} bytes` }] };
+    if (stat.size > MAX_PROFILES_FILE_BYTES)
+      return {
+        profiles: [],
+        issues: [{ source: file, path: '', message: `is larger than ${MAX_PROFILES_FILE_BYTES} bytes` }],
+      };
     text = fs.readFileSync(file, 'utf8');
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return { profiles: [], issues: [] };

@@ -5,7 +5,8 @@ export const LAUNCH_SCHEMA: readonly SchemaStep[] = [
   {
     version: 18,
     area: 'launch',
-    description: 'Launched agents (README, "Launch profiles"): one JSON record per managed agent (profile, repository, worktree, credential id, launch state), newest first by launch time',
+    description:
+      'Launched agents (README, "Launch profiles"): one JSON record per managed agent (profile, repository, worktree, credential id, launch state), newest first by launch time',
     statements: [
       `CREATE TABLE launches (
          agent_id TEXT PRIMARY KEY,

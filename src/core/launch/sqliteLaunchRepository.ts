@@ -17,7 +17,10 @@ export class SqliteLaunchRepository implements LaunchRepository {
   private readonly s: Record<keyof typeof LAUNCH_SQL, StatementSync>;
 
   constructor(db: DatabaseSync) {
-    this.s = Object.fromEntries(Object.entries(LAUNCH_SQL).map(([name, sql]) => [name, db.prepare(sql)])) as Record<keyof typeof LAUNCH_SQL, StatementSync>;
+    this.s = Object.fromEntries(Object.entries(LAUNCH_SQL).map(([name, sql]) => [name, db.prepare(sql)])) as Record<
+      keyof typeof LAUNCH_SQL,
+      StatementSync
+    >;
   }
 
   upsert(record: LaunchRecord): void {
@@ -26,7 +29,7 @@ export class SqliteLaunchRepository implements LaunchRepository {
 
   get(agentId: string): LaunchRecord | undefined {
     const row = this.s.get.get(agentId) as Row | undefined;
-    return row ? JSON.parse(String(row.record)) as LaunchRecord : undefined;
+    return row ? (JSON.parse(String(row.record)) as LaunchRecord) : undefined;
   }
 
   list(): LaunchRecord[] {

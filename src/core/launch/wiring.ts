@@ -81,12 +81,18 @@ export function placeholderValues(ctx: WiringContext): Record<string, string | r
 }
 
 /** `args` with their placeholders filled. An unknown `{word}` is left as it is; a known one without a value is refused. */
-export function fillArgs(args: readonly string[], values: Record<string, string | readonly string[] | undefined>): string[] {
+export function fillArgs(
+  args: readonly string[],
+  values: Record<string, string | readonly string[] | undefined>,
+): string[] {
   const out: string[] = [];
   const valueOf = (name: string): string | readonly string[] | null => {
     if (!(name in values)) return null;
     const value = values[name];
-    if (value === undefined) throw new WiringError(`{${name}} has no value here (${name === 'instructionsPath' ? 'the profile has no instructions file' : 'the MCP bridge is not listening'})`);
+    if (value === undefined)
+      throw new WiringError(
+        `{${name}} has no value here (${name === 'instructionsPath' ? 'the profile has no instructions file' : 'the MCP bridge is not listening'})`,
+      );
     return value;
   };
   for (const arg of args) {
@@ -96,11 +102,13 @@ export function fillArgs(args: readonly string[], values: Record<string, string 
       out.push(...wholeValue);
       continue;
     }
-    out.push(arg.replace(/\{([A-Za-z]+)\}/g, (match, name: string) => {
-      const value = valueOf(name);
-      if (value === null) return match;
-      return typeof value === 'string' ? value : JSON.stringify(value);
-    }));
+    out.push(
+      arg.replace(/\{([A-Za-z]+)\}/g, (match, name: string) => {
+        const value = valueOf(name);
+        if (value === null) return match;
+        return typeof value === 'string' ? value : JSON.stringify(value);
+      }),
+    );
   }
   return out;
 }
@@ -131,10 +139,15 @@ function powershellQuote(arg: string): string {
  * The hook command line for `cli`: the bridge's hook command with `--cli <cli>`, after the commands' own environment
  * (BridgeEndpoints.commandEnv), quoted for a POSIX shell or, with `shell: 'powershell'`, for PowerShell.
  */
-export function hookCommandLine(endpoints: BridgeEndpoints, cli: string, shell: 'posix' | 'powershell' = 'posix'): string {
+export function hookCommandLine(
+  endpoints: BridgeEndpoints,
+  cli: string,
+  shell: 'posix' | 'powershell' = 'posix',
+): string {
   const argv = [...endpoints.hookCommand, '--cli', cli];
   const env = Object.entries(endpoints.commandEnv);
-  if (shell === 'powershell') return `${env.map(([name, value]) => `$env:${name}=${powershellQuote(value)}; `).join('')}& ${argv.map(powershellQuote).join(' ')}`;
+  if (shell === 'powershell')
+    return `${env.map(([name, value]) => `$env:${name}=${powershellQuote(value)}; `).join('')}& ${argv.map(powershellQuote).join(' ')}`;
   return `${env.map(([name, value]) => `${name}=${shellQuote(value)} `).join('')}${argv.map(shellQuote).join(' ')}`;
 }
 
@@ -158,9 +171,18 @@ function isOurHook(entry: unknown): boolean {
 }
 
 /** The MCP server entry of `format` (the token named, never written). */
-function serverEntry(format: 'claude-mcp-json' | 'gemini-settings' | 'cursor-mcp-json' | 'vscode-mcp-json', transport: 'http' | 'stdio', e: BridgeEndpoints): { path: string[]; value: unknown } {
+function serverEntry(
+  format: 'claude-mcp-json' | 'gemini-settings' | 'cursor-mcp-json' | 'vscode-mcp-json',
+  transport: 'http' | 'stdio',
+  e: BridgeEndpoints,
+): { path: string[]; value: unknown } {
   // How each format names an environment variable inside a string value.
-  const ref = format === 'gemini-settings' ? (n: string) => `\${${n}}` : format === 'claude-mcp-json' ? (n: string) => `\${${n}}` : (n: string) => `\${env:${n}}`;
+  const ref =
+    format === 'gemini-settings'
+      ? (n: string) => `\${${n}}`
+      : format === 'claude-mcp-json'
+        ? (n: string) => `\${${n}}`
+        : (n: string) => `\${env:${n}}`;
   const auth = { Authorization: `Bearer ${ref('SW4RM_TOKEN')}` };
   const stdioEnv = { SW4RM_MCP_URL: ref('SW4RM_MCP_URL'), SW4RM_TOKEN: ref('SW4RM_TOKEN'), ...e.commandEnv };
   const [command, ...args] = e.stdioCommand;
@@ -168,7 +190,10 @@ function serverEntry(format: 'claude-mcp-json' | 'gemini-settings' | 'cursor-mcp
     case 'claude-mcp-json':
       return {
         path: ['mcpServers', SERVER_NAME],
-        value: transport === 'http' ? { type: 'http', url: e.mcpUrl, headers: auth } : { type: 'stdio', command, args, env: stdioEnv },
+        value:
+          transport === 'http'
+            ? { type: 'http', url: e.mcpUrl, headers: auth }
+            : { type: 'stdio', command, args, env: stdioEnv },
       };
     case 'gemini-settings':
       return {
@@ -176,11 +201,17 @@ function serverEntry(format: 'claude-mcp-json' | 'gemini-settings' | 'cursor-mcp
         value: transport === 'http' ? { httpUrl: e.mcpUrl, headers: auth } : { command, args, env: stdioEnv },
       };
     case 'cursor-mcp-json':
-      return { path: ['mcpServers', SERVER_NAME], value: transport === 'http' ? { url: e.mcpUrl, headers: auth } : { command, args, env: stdioEnv } };
+      return {
+        path: ['mcpServers', SERVER_NAME],
+        value: transport === 'http' ? { url: e.mcpUrl, headers: auth } : { command, args, env: stdioEnv },
+      };
     case 'vscode-mcp-json':
       return {
         path: ['servers', SERVER_NAME],
-        value: transport === 'http' ? { type: 'http', url: e.mcpUrl, headers: auth } : { type: 'stdio', command, args, env: stdioEnv },
+        value:
+          transport === 'http'
+            ? { type: 'http', url: e.mcpUrl, headers: auth }
+            : { type: 'stdio', command, args, env: stdioEnv },
       };
   }
 }
@@ -190,7 +221,8 @@ export function plannedFiles(ctx: WiringContext): PlannedFile[] {
   const { profile } = ctx;
   if (!profile.needsWorktree) return [];
   const files: PlannedFile[] = [];
-  if (profile.instructions.file !== undefined) files.push({ path: profile.instructions.file, kind: 'text', content: instructionsText(ctx) });
+  if (profile.instructions.file !== undefined)
+    files.push({ path: profile.instructions.file, kind: 'text', content: instructionsText(ctx) });
   const json = new Map<string, JsonEdit[]>();
   const add = (file: string, edit: JsonEdit) => json.set(file, [...(json.get(file) ?? []), edit]);
   const e = ctx.endpoints;
@@ -200,7 +232,11 @@ export function plannedFiles(ctx: WiringContext): PlannedFile[] {
     add(profile.bridge.path, { kind: 'set', path: entry.path, value: entry.value });
     // Claude Code uses a project's .mcp.json server only once it is approved: the launch approves its own one in the
     // worktree's local settings (checked with Claude Code 2.1.328: without it `claude mcp list` says "Pending approval").
-    if (profile.cli === 'claude-code' && profile.bridge.format === 'claude-mcp-json' && profile.bridge.path === '.mcp.json') {
+    if (
+      profile.cli === 'claude-code' &&
+      profile.bridge.format === 'claude-mcp-json' &&
+      profile.bridge.path === '.mcp.json'
+    ) {
       add('.claude/settings.local.json', { kind: 'include', path: ['enabledMcpjsonServers'], item: SERVER_NAME });
     }
   }
@@ -210,22 +246,46 @@ export function plannedFiles(ctx: WiringContext): PlannedFile[] {
     switch (approvals.kind) {
       case 'claude-code-hooks': {
         // Never an HTTP hook: Claude Code runs the tool when one fails (profiles.ts refuses `via: "http"`).
-        if (approvals.via === 'http') throw new WiringError('Claude Code approvals are wired as a command hook only (an HTTP hook that fails lets the tool run)');
+        if (approvals.via === 'http')
+          throw new WiringError(
+            'Claude Code approvals are wired as a command hook only (an HTTP hook that fails lets the tool run)',
+          );
         const hook = { type: 'command', command: hookCommandLine(e, 'claude-code'), timeout: HOOK_TIMEOUT_SECONDS };
-        add('.claude/settings.local.json', { kind: 'hook', path: ['hooks', 'PreToolUse'], entry: { matcher: '*', hooks: [hook] } });
+        add('.claude/settings.local.json', {
+          kind: 'hook',
+          path: ['hooks', 'PreToolUse'],
+          entry: { matcher: '*', hooks: [hook] },
+        });
         break;
       }
       case 'gemini-hooks':
         add('.gemini/settings.json', {
-          kind: 'hook', path: ['hooks', 'BeforeTool'],
-          entry: { matcher: '.*', hooks: [{ type: 'command', name: 'sw4rm-approvals', command: hookCommandLine(e, 'gemini'), timeout: HOOK_TIMEOUT_SECONDS * 1000 }] },
+          kind: 'hook',
+          path: ['hooks', 'BeforeTool'],
+          entry: {
+            matcher: '.*',
+            hooks: [
+              {
+                type: 'command',
+                name: 'sw4rm-approvals',
+                command: hookCommandLine(e, 'gemini'),
+                timeout: HOOK_TIMEOUT_SECONDS * 1000,
+              },
+            ],
+          },
         });
         break;
       case 'copilot-hooks':
         add('.github/hooks/sw4rm.json', { kind: 'set', path: ['version'], value: 1 });
         add('.github/hooks/sw4rm.json', {
-          kind: 'hook', path: ['hooks', 'preToolUse'],
-          entry: { type: 'command', bash: hookCommandLine(e, 'copilot'), powershell: hookCommandLine(e, 'copilot', 'powershell'), timeoutSec: HOOK_TIMEOUT_SECONDS },
+          kind: 'hook',
+          path: ['hooks', 'preToolUse'],
+          entry: {
+            type: 'command',
+            bash: hookCommandLine(e, 'copilot'),
+            powershell: hookCommandLine(e, 'copilot', 'powershell'),
+            timeoutSec: HOOK_TIMEOUT_SECONDS,
+          },
         });
         break;
     }
@@ -241,8 +301,13 @@ export function renderFile(file: PlannedFile, existing: string | undefined): str
   const errors: ParseError[] = [];
   const current = parse(text, errors, { allowTrailingComma: true }) as unknown;
   if (errors.length > 0 || typeof current !== 'object' || current === null || Array.isArray(current)) {
-    const why = errors.length > 0 ? `${printParseErrorCode(errors[0].error)} at offset ${errors[0].offset}` : 'it is not a JSON object';
-    throw new WiringError(`${file.path} exists in the worktree and cannot be merged (${why}); fix or remove it and launch again`);
+    const why =
+      errors.length > 0
+        ? `${printParseErrorCode(errors[0].error)} at offset ${errors[0].offset}`
+        : 'it is not a JSON object';
+    throw new WiringError(
+      `${file.path} exists in the worktree and cannot be merged (${why}); fix or remove it and launch again`,
+    );
   }
   const formattingOptions = { insertSpaces: true, tabSize: 2, eol: '\n' };
   for (const edit of file.edits) {
@@ -251,7 +316,8 @@ export function renderFile(file: PlannedFile, existing: string | undefined): str
       value = edit.value;
     } else {
       let at: unknown = parse(text, [], { allowTrailingComma: true });
-      for (const key of edit.path) at = at !== null && typeof at === 'object' ? (at as Record<string | number, unknown>)[key] : undefined;
+      for (const key of edit.path)
+        at = at !== null && typeof at === 'object' ? (at as Record<string | number, unknown>)[key] : undefined;
       if (edit.kind === 'include') {
         const list = Array.isArray(at) ? at : [];
         if (list.includes(edit.item)) continue;
@@ -288,7 +354,7 @@ export function instructionsText(ctx: WiringContext): string {
       '## No swarm tools in this CLI',
       '',
       'This CLI has no MCP client, so you cannot read an inbox or message other agents from here. The person at the',
-      'editor talks to you in this terminal; other agents\' messages to you wait in your inbox, and the editor shows them.',
+      "editor talks to you in this terminal; other agents' messages to you wait in your inbox, and the editor shows them.",
       '',
     );
   } else {
@@ -299,7 +365,10 @@ export function instructionsText(ctx: WiringContext): string {
       'your inbox until you read them; nothing is pushed to you, so you must look:',
       '',
       ...(ctx.inboxWaitMs !== undefined
-        ? [`A message you have not read within ${waitText(ctx.inboxWaitMs)} of its sending ends unread (TIMED_OUT) and its sender is told so.`, '']
+        ? [
+            `A message you have not read within ${waitText(ctx.inboxWaitMs)} of its sending ends unread (TIMED_OUT) and its sender is told so.`,
+            '',
+          ]
         : []),
       '- Call `read_inbox` now, before you start.',
       '- Call it again after each step of your work (a commit, a finished subtask), whenever you wait for something',
@@ -351,15 +420,22 @@ export async function trackedPaths(git: Git, cwd: string, paths: readonly string
  * Writes the planned files into the worktree `cwd` (refusing tracked ones, merging untracked ones), then makes the
  * worktree's own exclude file list them. Answers the relative paths written.
  */
-export async function writeWiring(git: Git, cwd: string, files: readonly PlannedFile[], env: Readonly<Record<string, string | undefined>> = process.env): Promise<string[]> {
+export async function writeWiring(
+  git: Git,
+  cwd: string,
+  files: readonly PlannedFile[],
+  env: Readonly<Record<string, string | undefined>> = process.env,
+): Promise<string[]> {
   // Nothing to write (needsWorktree false: the main checkout is never touched, not even its git config).
   if (files.length === 0) return [];
   const paths = files.map((f) => f.path);
   const tracked = await trackedPaths(git, cwd, paths);
   if (tracked.length > 0) {
-    throw new WiringError(`${tracked.join(', ')} ${tracked.length === 1 ? 'is' : 'are'} tracked by git in this repository: the launch does not change committed files `
-      + '(the agent could commit the change, and a tracked file cannot be excluded). Use a profile whose bridge writes another file and passes it on the '
-      + 'command line (for Claude Code: command ["claude", "--mcp-config", ".sw4rm/mcp.json"] with bridge path ".sw4rm/mcp.json"), or one with bridge "args".');
+    throw new WiringError(
+      `${tracked.join(', ')} ${tracked.length === 1 ? 'is' : 'are'} tracked by git in this repository: the launch does not change committed files ` +
+        '(the agent could commit the change, and a tracked file cannot be excluded). Use a profile whose bridge writes another file and passes it on the ' +
+        'command line (for Claude Code: command ["claude", "--mcp-config", ".sw4rm/mcp.json"] with bridge path ".sw4rm/mcp.json"), or one with bridge "args".',
+    );
   }
   // Everything is rendered before anything is written: a file that cannot be merged writes nothing.
   const rendered = files.map((file) => {
@@ -386,7 +462,11 @@ export function excludePattern(p: string): string {
 }
 
 /** The user's own excludes file as git would read it without ours: repository, then global, then system config, else the XDG default. */
-async function userExcludesFile(git: Git, cwd: string, env: Readonly<Record<string, string | undefined>>): Promise<string | undefined> {
+async function userExcludesFile(
+  git: Git,
+  cwd: string,
+  env: Readonly<Record<string, string | undefined>>,
+): Promise<string | undefined> {
   for (const scope of ['--local', '--global', '--system']) {
     const r = await git.run(cwd, ['config', scope, '--type=path', '--get', 'core.excludesFile'], { okExitCodes: [1] });
     const value = r.stdout.trim();
@@ -421,10 +501,17 @@ async function enableWorktreeConfig(git: Git, cwd: string): Promise<void> {
  * core.excludesFile at it (`extensions.worktreeConfig` on, `git config --worktree`). The main checkout's status does
  * not change.
  */
-export async function excludeFromGit(git: Git, cwd: string, paths: readonly string[], env: Readonly<Record<string, string | undefined>> = process.env): Promise<string> {
+export async function excludeFromGit(
+  git: Git,
+  cwd: string,
+  paths: readonly string[],
+  env: Readonly<Record<string, string | undefined>> = process.env,
+): Promise<string> {
   const gitDir = (await git.run(cwd, ['rev-parse', '--path-format=absolute', '--git-dir'])).stdout.trim();
   const excludeFile = path.join(gitDir, 'info', EXCLUDE_FILE_NAME);
-  const lines = ['# Written by SW4RM when it launched an agent in this worktree: core.excludesFile of this worktree only.'];
+  const lines = [
+    '# Written by SW4RM when it launched an agent in this worktree: core.excludesFile of this worktree only.',
+  ];
   const user = await userExcludesFile(git, cwd, env);
   if (user !== undefined && path.resolve(user) !== path.resolve(excludeFile)) {
     try {

@@ -13,7 +13,10 @@ export class EventLog implements EventRecorder {
   private readonly recorded = new Emitter<StoredEvent>();
   readonly onDidRecord: Event<StoredEvent> = this.recorded.event;
 
-  constructor(private readonly store: LogStorage, private readonly clock: Clock) {}
+  constructor(
+    private readonly store: LogStorage,
+    private readonly clock: Clock,
+  ) {}
 
   record(input: EventInput): StoredEvent {
     const event = {
@@ -39,7 +42,13 @@ export class EventLog implements EventRecorder {
   internalError(actor: string, correlationId: string, err: unknown, details: Record<string, unknown> = {}): void {
     const error = String((err as Error)?.stack ?? err);
     try {
-      this.record({ correlationId, actor, eventType: `${actor}.internal_error`, level: 'ERROR', details: { ...details, error } });
+      this.record({
+        correlationId,
+        actor,
+        eventType: `${actor}.internal_error`,
+        level: 'ERROR',
+        details: { ...details, error },
+      });
     } catch (logged) {
       console.error(`[sw4rm] ${actor}: ${error}\n(and the log could not record it: ${String(logged)})`);
     }
@@ -61,5 +70,8 @@ export function formatEvent(event: StoredEvent): string {
 
 /** Agent-supplied text never breaks a log line: control characters are shown escaped. */
 function oneLine(text: string): string {
-  return text.replace(/[\u0000-\u001f\u007f\u2028\u2029]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+  return text.replace(
+    /[\u0000-\u001f\u007f\u2028\u2029]/g,
+    (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`,
+  );
 }

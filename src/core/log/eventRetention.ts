@@ -15,12 +15,23 @@ const EVENT_PRUNE_BATCH = 5_000;
  * Bounds the event log: every minute, the oldest events beyond the newest `maxEvents` are deleted, at most
  * EVENT_PRUNE_BATCH per run; a backlog is worked off by catch-up runs (see schedulePruning).
  */
-export function scheduleEventRetention(store: LogStorage, log: EventLog, clock: Clock, ids: IdSource, maxEvents: number): Disposable {
+export function scheduleEventRetention(
+  store: LogStorage,
+  log: EventLog,
+  clock: Clock,
+  ids: IdSource,
+  maxEvents: number,
+): Disposable {
   return schedulePruning(clock, EVENT_RETENTION_INTERVAL_MS, () => {
     try {
       const pruned = store.transaction(() => store.events.prune(maxEvents, EVENT_PRUNE_BATCH));
       if (pruned.deleted > 0) {
-        log.record({ correlationId: ids.uuid(), actor: 'coordinator', eventType: 'events.pruned', details: { pruned: pruned.deleted, kept: maxEvents } });
+        log.record({
+          correlationId: ids.uuid(),
+          actor: 'coordinator',
+          eventType: 'events.pruned',
+          details: { pruned: pruned.deleted, kept: maxEvents },
+        });
       }
       return pruned.more;
     } catch (err) {

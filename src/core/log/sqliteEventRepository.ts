@@ -1,6 +1,12 @@
 import type { DatabaseSync, StatementSync } from 'node:sqlite';
 import type { PruneResult } from '../retention';
-import { AGENT_EVENTS_SCAN_WINDOW, type EventQuery, type EventRepository, type StoredEvent, type StructuredEvent } from './model';
+import {
+  AGENT_EVENTS_SCAN_WINDOW,
+  type EventQuery,
+  type EventRepository,
+  type StoredEvent,
+  type StructuredEvent,
+} from './model';
 
 interface EventRow {
   id: number;
@@ -22,7 +28,8 @@ export class SqliteEventRepository implements EventRepository {
 
   constructor(private readonly db: DatabaseSync) {
     this.appendStmt = db.prepare(
-      'INSERT INTO events (ts, correlation_id, actor, event_type, level, source, details) VALUES (?, ?, ?, ?, ?, ?, ?)');
+      'INSERT INTO events (ts, correlation_id, actor, event_type, level, source, details) VALUES (?, ?, ?, ?, ?, ?, ?)',
+    );
     this.countStmt = db.prepare('SELECT COUNT(*) AS n FROM events');
     // Two subqueries: SQLite answers MIN or MAX from the end of the tree only when each stands alone.
     this.boundsStmt = db.prepare('SELECT (SELECT MIN(id) FROM events) AS first, (SELECT MAX(id) FROM events) AS last');
@@ -40,21 +47,42 @@ export class SqliteEventRepository implements EventRepository {
   }
 
   append(event: StructuredEvent): number {
-    const result = this.appendStmt.run(event.ts, event.correlationId, event.actor, event.eventType, event.level,
-      event.source, JSON.stringify(event.details));
+    const result = this.appendStmt.run(
+      event.ts,
+      event.correlationId,
+      event.actor,
+      event.eventType,
+      event.level,
+      event.source,
+      JSON.stringify(event.details),
+    );
     return Number(result.lastInsertRowid);
   }
 
   query(query: EventQuery = {}): StoredEvent[] {
     const where: string[] = [];
     const params: Array<string | number> = [];
-    if (query.afterId !== undefined) { where.push('id > ?'); params.push(query.afterId); }
-    if (query.eventType !== undefined) { where.push('event_type = ?'); params.push(query.eventType); }
-    if (query.correlationId !== undefined) { where.push('correlation_id = ?'); params.push(query.correlationId); }
-    if (query.actor !== undefined) { where.push('actor = ?'); params.push(query.actor); }
+    if (query.afterId !== undefined) {
+      where.push('id > ?');
+      params.push(query.afterId);
+    }
+    if (query.eventType !== undefined) {
+      where.push('event_type = ?');
+      params.push(query.eventType);
+    }
+    if (query.correlationId !== undefined) {
+      where.push('correlation_id = ?');
+      params.push(query.correlationId);
+    }
+    if (query.actor !== undefined) {
+      where.push('actor = ?');
+      params.push(query.actor);
+    }
     if (query.agentId !== undefined) {
       where.push(`id > (SELECT COALESCE(MAX(id), 0) FROM events) - ${AGENT_EVENTS_SCAN_WINDOW}`);
-      where.push(`(actor = ? OR json_extract(details, '$.agent_id') = ? OR json_extract(details, '$.to') = ? OR json_extract(details, '$.producer_id') = ?)`);
+      where.push(
+        `(actor = ? OR json_extract(details, '$.agent_id') = ? OR json_extract(details, '$.to') = ? OR json_extract(details, '$.producer_id') = ?)`,
+      );
       params.push(query.agentId, query.agentId, query.agentId, query.agentId);
     }
     const limit = Math.max(1, Math.min(query.limit ?? 1000, 100_000));

@@ -23,14 +23,28 @@ export class Aborts {
 
   abort(negotiationId: string, reason: string, speaker: Speaker, ctx: CallContext): NegotiationRecord {
     checkText('reason', reason, LIMITS.reason);
-    const repeat = this.deps.reads.repeatedEnd(negotiationId, speaker, (r, who) => r.abort !== null && r.abort.errorCode === 'aborted'
-      && r.abort.reason === reason && r.abort.by === (who ?? speakerName(speaker)));
+    const repeat = this.deps.reads.repeatedEnd(
+      negotiationId,
+      speaker,
+      (r, who) =>
+        r.abort !== null &&
+        r.abort.errorCode === 'aborted' &&
+        r.abort.reason === reason &&
+        r.abort.by === (who ?? speakerName(speaker)),
+    );
     if (repeat) return repeat;
     const rec = this.deps.reads.live(negotiationId, true);
     const participant = participantOrOperator(rec, speaker, 'abort');
     const pendingId = rec.pending?.invocationId;
     return this.deps.transitions.run((tx) => {
-      this.deps.ends.abort(rec, reason, 'aborted', participant ?? speakerName(speaker), 'aborted', step(ctx, tx, false));
+      this.deps.ends.abort(
+        rec,
+        reason,
+        'aborted',
+        participant ?? speakerName(speaker),
+        'aborted',
+        step(ctx, tx, false),
+      );
       this.deps.gate.cancelPending(pendingId, speakerName(speaker), 'aborted', ctx);
       this.deps.settle(rec, tx);
       return rec;

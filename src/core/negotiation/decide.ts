@@ -37,9 +37,16 @@ export class Decisions {
   constructor(private readonly deps: DecideDeps) {}
 
   decide(input: DecisionInput, speaker: Speaker, ctx: CallContext): NegotiationRecord {
-    const repeat = this.deps.reads.repeatedEnd(input.negotiationId, speaker, (r, who) => r.decision !== null
-      && r.decision.decidedBy === decidedByOf(input.decidedBy, who) && r.decision.contentType === input.contentType
-      && r.decision.result.equals(input.result) && r.decision.stopReason === 'decided');
+    const repeat = this.deps.reads.repeatedEnd(
+      input.negotiationId,
+      speaker,
+      (r, who) =>
+        r.decision !== null &&
+        r.decision.decidedBy === decidedByOf(input.decidedBy, who) &&
+        r.decision.contentType === input.contentType &&
+        r.decision.result.equals(input.result) &&
+        r.decision.stopReason === 'decided',
+    );
     if (repeat) return repeat;
     // A participant may not end a debate that waits on a person; the operator may.
     const rec = this.deps.reads.live(input.negotiationId, speaker.kind !== 'agent');
@@ -47,23 +54,51 @@ export class Decisions {
     checkText('decided_by', input.decidedBy, LIMITS.decided_by);
     const decidedBy = decidedByOf(input.decidedBy, participant);
     if (!(DECIDED_BY as readonly string[]).includes(decidedBy)) {
-      throw fail('invalid', 'VALIDATION_ERROR', `decided_by must be one of ${DECIDED_BY.join(', ')}, not '${decidedBy.slice(0, 40)}'`);
+      throw fail(
+        'invalid',
+        'VALIDATION_ERROR',
+        `decided_by must be one of ${DECIDED_BY.join(', ')}, not '${decidedBy.slice(0, 40)}'`,
+      );
     }
-    if (input.result.byteLength > LIMITS.payload_bytes) throw fail('invalid', 'OVERSIZE_PAYLOAD', `result is larger than ${LIMITS.payload_bytes} bytes (${input.result.byteLength})`);
+    if (input.result.byteLength > LIMITS.payload_bytes)
+      throw fail(
+        'invalid',
+        'OVERSIZE_PAYLOAD',
+        `result is larger than ${LIMITS.payload_bytes} bytes (${input.result.byteLength})`,
+      );
     if (input.result.byteLength > 0 || input.contentType !== '') checkContentType('content_type', input.contentType);
     let round = 0;
     if (participant !== undefined) {
       checkDecider(participant, decidedBy);
-      round = consensusRound(rec, this.deps.store.negotiation.rounds(rec.id), participant, input.result, input.contentType);
+      round = consensusRound(
+        rec,
+        this.deps.store.negotiation.rounds(rec.id),
+        participant,
+        input.result,
+        input.contentType,
+      );
     }
     const now = this.deps.clock.now();
     const pendingId = rec.pending?.invocationId;
     const by = participant ?? speakerName(speaker);
     return this.deps.transitions.run((tx) => {
-      this.deps.ends.finish(rec, {
-        decidedBy, contentType: input.contentType, result: Buffer.from(input.result), round, finalScore: rec.bestScore ?? 0,
-        rationale: `Decide by ${by}`, stopReason: 'decided', policyVersion: rec.effective.policyVersion, fallback: null, at: now,
-      }, by, step(ctx, tx, false));
+      this.deps.ends.finish(
+        rec,
+        {
+          decidedBy,
+          contentType: input.contentType,
+          result: Buffer.from(input.result),
+          round,
+          finalScore: rec.bestScore ?? 0,
+          rationale: `Decide by ${by}`,
+          stopReason: 'decided',
+          policyVersion: rec.effective.policyVersion,
+          fallback: null,
+          at: now,
+        },
+        by,
+        step(ctx, tx, false),
+      );
       // After the event went out (a refusal before that leaves the invocation as it was).
       this.deps.gate.cancelPending(pendingId, speakerName(speaker), 'decided by Decide', ctx);
       this.deps.settle(rec, tx);

@@ -8,7 +8,13 @@ import type { EventRecorder } from '../log/model';
 import type { CoordinatorOutbox } from '../router/model';
 import { fail, routerKind } from './checks';
 import { ACTOR } from './journal';
-import type { NegotiationEventKind, NegotiationRecord, NegotiationRepository, RoundRecord, UndeliveredEvent } from './model';
+import type {
+  NegotiationEventKind,
+  NegotiationRecord,
+  NegotiationRepository,
+  RoundRecord,
+  UndeliveredEvent,
+} from './model';
 import { eventPayload } from './notices';
 import { eventSent, nextEvent, waitsBehind } from './state';
 
@@ -37,7 +43,11 @@ export interface Step {
 }
 
 /** A step of a call (`refusable`) or of the coordinator's own work, in transition `tx`. */
-export const step = (ctx: CallContext, tx: Transition, refusable: boolean): Step => ({ ctx, tx, call: sent(refusable) });
+export const step = (ctx: CallContext, tx: Transition, refusable: boolean): Step => ({
+  ctx,
+  tx,
+  call: sent(refusable),
+});
 
 export interface DeliveryDeps {
   readonly store: { readonly negotiation: NegotiationRepository };
@@ -72,7 +82,12 @@ export class Delivery implements Disposable {
    * a copy behind an earlier waiting one are kept in `undelivered` and retried in order (given up after
    * UNDELIVERED_GIVE_UP_MS), each logged WARN `negotiation.event_deferred`.
    */
-  fanout(rec: NegotiationRecord, event: { kind: NegotiationEventKind; round?: number; from?: string }, { ctx, tx, call }: Step, round?: RoundRecord): void {
+  fanout(
+    rec: NegotiationRecord,
+    event: { kind: NegotiationEventKind; round?: number; from?: string },
+    { ctx, tx, call }: Step,
+    round?: RoundRecord,
+  ): void {
     const ref = nextEvent(rec, event, this.deps.clock.now());
     const payload = eventPayload(rec, ref, () => (round ? [round] : this.deps.store.negotiation.rounds(rec.id)));
     if (!payload) throw new Error(`the ${event.kind} event of '${rec.id}' has nothing to report`);
@@ -94,14 +109,21 @@ export class Delivery implements Disposable {
       deferred.push({ to, code: result.code, reason: result.reason, attempts: 1 });
     }
     if (call.refusable && call.accepted === 0 && acceptedNow === 0 && refusal) {
-      throw fail(routerKind(refusal.code), refusal.code, `the ${kind} event could not be sent to any participant (${refusal.to}: ${refusal.reason})`);
+      throw fail(
+        routerKind(refusal.code),
+        refusal.code,
+        `the ${kind} event could not be sent to any participant (${refusal.to}: ${refusal.reason})`,
+      );
     }
     call.accepted += acceptedNow;
     // References, not the bytes: they are rebuilt from the record and its rounds when retried.
     eventSent(rec, ref, deferred);
     for (const d of deferred) {
       this.deps.log.record({
-        correlationId: rec.id, actor: ACTOR, eventType: 'negotiation.event_deferred', level: 'WARN',
+        correlationId: rec.id,
+        actor: ACTOR,
+        eventType: 'negotiation.event_deferred',
+        level: 'WARN',
         details: { negotiation_id: rec.id, to: d.to, seq: ref.seq, kind, code: d.code, reason: d.reason.slice(0, 500) },
       });
     }
@@ -121,8 +143,23 @@ export class Delivery implements Disposable {
     this.retry.dispose();
   }
 
-  private send(rec: NegotiationRecord, to: string, payload: Buffer, ctx: CallContext): ReturnType<CoordinatorOutbox['sendToAgent']> {
-    return this.deps.outbox.sendToAgent({ to, messageType: 'NEGOTIATION', contentType: 'application/json', payload, correlationId: rec.id, ackTimeout: false }, ctx);
+  private send(
+    rec: NegotiationRecord,
+    to: string,
+    payload: Buffer,
+    ctx: CallContext,
+  ): ReturnType<CoordinatorOutbox['sendToAgent']> {
+    return this.deps.outbox.sendToAgent(
+      {
+        to,
+        messageType: 'NEGOTIATION',
+        contentType: 'application/json',
+        payload,
+        correlationId: rec.id,
+        ackTimeout: false,
+      },
+      ctx,
+    );
   }
 
   private scheduleRetry(): void {
@@ -158,30 +195,55 @@ export class Delivery implements Disposable {
     let rounds: RoundRecord[] | undefined;
     let changed = false;
     for (const u of rec.undelivered) {
-      if (blocked.has(u.to)) { kept.push(u); continue; }
+      if (blocked.has(u.to)) {
+        kept.push(u);
+        continue;
+      }
       const key = `${rec.id}\u0000${u.to}\u0000${u.seq}`;
       if (!payloads.has(u.seq)) {
         const legacy = (u as { payload?: string }).payload;
         if (legacy !== undefined) payloads.set(u.seq, Buffer.from(legacy, 'base64'));
         else {
-          if ((u.kind === 'propose' || u.kind === 'counter' || u.kind === 'evaluate') && !rounds) rounds = this.deps.store.negotiation.rounds(rec.id);
+          if ((u.kind === 'propose' || u.kind === 'counter' || u.kind === 'evaluate') && !rounds)
+            rounds = this.deps.store.negotiation.rounds(rec.id);
           const known = rounds;
-          payloads.set(u.seq, eventPayload(rec, u, () => known ?? this.deps.store.negotiation.rounds(rec.id)));
+          payloads.set(
+            u.seq,
+            eventPayload(rec, u, () => known ?? this.deps.store.negotiation.rounds(rec.id)),
+          );
         }
       }
       const payload = payloads.get(u.seq);
       const attempts = (this.attempts.get(key) ?? u.attempts) + 1;
-      const result = payload ? this.send(rec, u.to, payload, ctx) : { accepted: false as const, code: 'INTERNAL', reason: 'the event could not be rebuilt from the record' };
+      const result = payload
+        ? this.send(rec, u.to, payload, ctx)
+        : { accepted: false as const, code: 'INTERNAL', reason: 'the event could not be rebuilt from the record' };
       if (result.accepted) {
-        this.deps.log.record({ correlationId: rec.id, actor: ACTOR, eventType: 'negotiation.event_redelivered', details: { negotiation_id: rec.id, to: u.to, seq: u.seq, kind: u.kind, attempts } });
+        this.deps.log.record({
+          correlationId: rec.id,
+          actor: ACTOR,
+          eventType: 'negotiation.event_redelivered',
+          details: { negotiation_id: rec.id, to: u.to, seq: u.seq, kind: u.kind, attempts },
+        });
         counts.set(key, undefined);
         changed = true;
         continue;
       }
       if (!payload || now - u.firstRefusedAt >= UNDELIVERED_GIVE_UP_MS) {
         this.deps.log.record({
-          correlationId: rec.id, actor: ACTOR, eventType: 'negotiation.event_undeliverable', level: 'ERROR',
-          details: { negotiation_id: rec.id, to: u.to, seq: u.seq, kind: u.kind, code: result.code, reason: result.reason.slice(0, 500), attempts },
+          correlationId: rec.id,
+          actor: ACTOR,
+          eventType: 'negotiation.event_undeliverable',
+          level: 'ERROR',
+          details: {
+            negotiation_id: rec.id,
+            to: u.to,
+            seq: u.seq,
+            kind: u.kind,
+            code: result.code,
+            reason: result.reason.slice(0, 500),
+            attempts,
+          },
         });
         counts.set(key, undefined);
         changed = true;

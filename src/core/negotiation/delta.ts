@@ -39,7 +39,9 @@ export function isJsonContentType(contentType: string): boolean {
  * so it is loaded by `require` (Node loads ES modules that way since 20.19 / 22.12).
  */
 // eslint-disable-next-line @typescript-eslint/no-require-imports
-const jsondiffpatch = require('jsondiffpatch') as { create(options: { arrays?: { detectMove?: boolean } }): { diff(a: unknown, b: unknown): unknown } };
+const jsondiffpatch = require('jsondiffpatch') as {
+  create(options: { arrays?: { detectMove?: boolean } }): { diff(a: unknown, b: unknown): unknown };
+};
 const differ = jsondiffpatch.create({ arrays: { detectMove: false } });
 
 /**
@@ -79,7 +81,9 @@ function arrayCells(value: unknown): number | undefined {
 
 /** The summary of a change too large to diff: equal (canonical JSON / bytes) → 0, else 1, path `/`. */
 function coarse(equal: boolean, method: 'json-coarse' | 'text-coarse'): DeltaSummary {
-  return equal ? { magnitude: 0, changedPaths: [], pathCount: 0, method } : { magnitude: 1, changedPaths: ['/'], pathCount: 1, method };
+  return equal
+    ? { magnitude: 0, changedPaths: [], pathCount: 0, method }
+    : { magnitude: 1, changedPaths: ['/'], pathCount: 1, method };
 }
 
 /** The jsondiffpatch delta between two JSON values (undefined when equal). */
@@ -126,7 +130,11 @@ function walk(delta: unknown, pointer: string, out: { paths: string[]; leaves: n
 }
 
 function bounded(paths: string[]): { changedPaths: string[]; pathCount: number } {
-  const unique = [...new Set(paths.map((p) => (p.length > DELTA_LIMITS.maxPathChars ? `${p.slice(0, DELTA_LIMITS.maxPathChars)}…` : p)))].sort();
+  const unique = [
+    ...new Set(
+      paths.map((p) => (p.length > DELTA_LIMITS.maxPathChars ? `${p.slice(0, DELTA_LIMITS.maxPathChars)}…` : p)),
+    ),
+  ].sort();
   return { changedPaths: unique.slice(0, DELTA_LIMITS.maxPaths), pathCount: unique.length };
 }
 
@@ -139,7 +147,11 @@ const clamp01 = (x: number) => (Number.isFinite(x) ? Math.min(1, Math.max(0, x))
 export function jsonDeltaSummary(before: unknown, after: unknown): { summary: DeltaSummary; delta: unknown } {
   const cellsBefore = arrayCells(before);
   const cellsAfter = cellsBefore === undefined ? undefined : arrayCells(after);
-  if (cellsBefore === undefined || cellsAfter === undefined || (cellsBefore + cellsAfter) / 2 > DELTA_LIMITS.maxArrayCells) {
+  if (
+    cellsBefore === undefined ||
+    cellsAfter === undefined ||
+    (cellsBefore + cellsAfter) / 2 > DELTA_LIMITS.maxArrayCells
+  ) {
     // Too large to diff: equal by their JSON text (key order counts), a linear native comparison.
     return { summary: coarse(JSON.stringify(before) === JSON.stringify(after), 'json-coarse'), delta: undefined };
   }
@@ -174,12 +186,20 @@ function newlines(text: string, from: number, end: number, stopAbove = Infinity)
  * maxMiddleChars. Linear, so two large texts rewritten throughout never reach the line diff, and the diff sees only
  * the middles (the `diff` package's own work on 512 KiB texts took 30–45 ms even when it gave up).
  */
-function middles(before: string, after: string, context: number): { before: string; after: string; skippedLines: number } | undefined {
+function middles(
+  before: string,
+  after: string,
+  context: number,
+): { before: string; after: string; skippedLines: number } | undefined {
   const shorter = Math.min(before.length, after.length);
   let head = 0;
   while (head < shorter && before.charCodeAt(head) === after.charCodeAt(head)) head++;
   let tail = 0;
-  while (tail < shorter - head && before.charCodeAt(before.length - 1 - tail) === after.charCodeAt(after.length - 1 - tail)) tail++;
+  while (
+    tail < shorter - head &&
+    before.charCodeAt(before.length - 1 - tail) === after.charCodeAt(after.length - 1 - tail)
+  )
+    tail++;
   // The prefix ends at a line start (the start of the line of the first difference), `context` lines earlier.
   head = head === 0 ? 0 : before.lastIndexOf('\n', head - 1) + 1;
   for (let k = 0; k < context && head > 0; k++) head = before.lastIndexOf('\n', head - 2) + 1;
@@ -196,7 +216,11 @@ function middles(before: string, after: string, context: number): { before: stri
   tail = Math.min(before.length - suffix, shorter - head);
   const middle = { before: before.slice(head, before.length - tail), after: after.slice(head, after.length - tail) };
   for (const text of [middle.before, middle.after]) {
-    if (text.length > DELTA_LIMITS.maxMiddleChars || newlines(text, 0, text.length, DELTA_LIMITS.maxMiddleLines) > DELTA_LIMITS.maxMiddleLines) return undefined;
+    if (
+      text.length > DELTA_LIMITS.maxMiddleChars ||
+      newlines(text, 0, text.length, DELTA_LIMITS.maxMiddleLines) > DELTA_LIMITS.maxMiddleLines
+    )
+      return undefined;
   }
   return { ...middle, skippedLines: newlines(before, 0, head) };
 }
@@ -204,7 +228,10 @@ function middles(before: string, after: string, context: number): { before: stri
 export function textDeltaSummary(before: string, after: string): DeltaSummary {
   const middle = middles(before, after, 0);
   if (middle === undefined) return coarse(before === after, 'text-coarse');
-  const parts = diffLines(middle.before, middle.after, { maxEditLength: DELTA_LIMITS.maxEditLength, timeout: DELTA_LIMITS.textTimeoutMs });
+  const parts = diffLines(middle.before, middle.after, {
+    maxEditLength: DELTA_LIMITS.maxEditLength,
+    timeout: DELTA_LIMITS.textTimeoutMs,
+  });
   if (parts === undefined) return coarse(before === after, 'text-coarse');
   let changed = 0;
   let line = 1 + middle.skippedLines;
@@ -244,12 +271,20 @@ export function textDeltaSummary(before: string, after: string): DeltaSummary {
 export function unifiedDiff(before: string, after: string, fromName: string, toName: string): string | undefined {
   const middle = middles(before, after, 3);
   if (middle === undefined) return undefined;
-  const patch = structuredPatch(fromName, toName, middle.before, middle.after, '', '', { context: 3, maxEditLength: DELTA_LIMITS.maxEditLength, timeout: DELTA_LIMITS.textTimeoutMs });
+  const patch = structuredPatch(fromName, toName, middle.before, middle.after, '', '', {
+    context: 3,
+    maxEditLength: DELTA_LIMITS.maxEditLength,
+    timeout: DELTA_LIMITS.textTimeoutMs,
+  });
   if (patch === undefined) return undefined;
   const lines = [`--- ${fromName}`, `+++ ${toName}`];
-  const at = (start: number, count: number) => (count === 0 && start === 0 && middle.skippedLines === 0 ? 0 : start + middle.skippedLines);
+  const at = (start: number, count: number) =>
+    count === 0 && start === 0 && middle.skippedLines === 0 ? 0 : start + middle.skippedLines;
   for (const hunk of patch.hunks) {
-    lines.push(`@@ -${at(hunk.oldStart, hunk.oldLines)},${hunk.oldLines} +${at(hunk.newStart, hunk.newLines)},${hunk.newLines} @@`, ...hunk.lines);
+    lines.push(
+      `@@ -${at(hunk.oldStart, hunk.oldLines)},${hunk.oldLines} +${at(hunk.newStart, hunk.newLines)},${hunk.newLines} @@`,
+      ...hunk.lines,
+    );
   }
   return `${lines.join('\n')}\n`;
 }
@@ -292,6 +327,8 @@ export function jsonSame(a: unknown, b: unknown): boolean {
 export function canonicalJson(value: unknown): string {
   if (value === null || typeof value !== 'object') return JSON.stringify(value);
   if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
-  const entries = Object.entries(value as Record<string, unknown>).filter(([, v]) => v !== undefined).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  const entries = Object.entries(value as Record<string, unknown>)
+    .filter(([, v]) => v !== undefined)
+    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
   return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(',')}}`;
 }

@@ -28,40 +28,86 @@ export class Ends {
   judge(rec: NegotiationRecord, round: RoundRecord, step: Step): void {
     const verdict = verdictOn(rec, round, this.deps.clock.now());
     switch (verdict.kind) {
-      case 'confirm': this.deps.pause(rec, 'final_accept', 'threshold_met', step); return;
-      case 'accept': this.finish(rec, verdict.decision, 'coordinator', step); return;
-      case 'stop': this.stop(rec, 'max_rounds', step); return;
-      case 'pause': this.deps.pause(rec, 'pause_between_rounds', 'hitl', step); return;
-      case 'continue': return;
+      case 'confirm':
+        this.deps.pause(rec, 'final_accept', 'threshold_met', step);
+        return;
+      case 'accept':
+        this.finish(rec, verdict.decision, 'coordinator', step);
+        return;
+      case 'stop':
+        this.stop(rec, 'max_rounds', step);
+        return;
+      case 'pause':
+        this.deps.pause(rec, 'pause_between_rounds', 'hitl', step);
+        return;
+      case 'continue':
+        return;
     }
   }
 
   /** A stop without acceptance is a deadlock: the tie-break of the policy version the negotiation runs under. */
   stop(rec: NegotiationRecord, reason: StopReason, step: Step): void {
-    const outcome = tieBreakOutcome(rec, reason, this.tieBreakOf(rec), () => this.deps.store.negotiation.rounds(rec.id), this.deps.clock.now());
+    const outcome = tieBreakOutcome(
+      rec,
+      reason,
+      this.tieBreakOf(rec),
+      () => this.deps.store.negotiation.rounds(rec.id),
+      this.deps.clock.now(),
+    );
     switch (outcome.kind) {
-      case 'hitl': this.deps.pause(rec, 'deadlock', reason, step); return;
-      case 'decide': this.finish(rec, outcome.decision, 'coordinator', step); return;
-      case 'abort': this.abort(rec, outcome.reason, reason, 'coordinator', reason, step); return;
+      case 'hitl':
+        this.deps.pause(rec, 'deadlock', reason, step);
+        return;
+      case 'decide':
+        this.finish(rec, outcome.decision, 'coordinator', step);
+        return;
+      case 'abort':
+        this.abort(rec, outcome.reason, reason, 'coordinator', reason, step);
+        return;
     }
   }
 
   finish(rec: NegotiationRecord, decision: NegotiationDecision, by: string, step: Step): void {
     decided(rec, decision);
-    this.deps.journal.record(rec, 'negotiation.decided', {
-      decided_by: decision.decidedBy, by, round: decision.round, final_score: decision.finalScore, stop_reason: decision.stopReason,
-      policy_version: decision.policyVersion, fallback: decision.fallback ?? undefined, content_type: decision.contentType, bytes: decision.result.byteLength,
-    }, step.ctx, decision.fallback ? 'WARN' : 'INFO');
+    this.deps.journal.record(
+      rec,
+      'negotiation.decided',
+      {
+        decided_by: decision.decidedBy,
+        by,
+        round: decision.round,
+        final_score: decision.finalScore,
+        stop_reason: decision.stopReason,
+        policy_version: decision.policyVersion,
+        fallback: decision.fallback ?? undefined,
+        content_type: decision.contentType,
+        bytes: decision.result.byteLength,
+      },
+      step.ctx,
+      decision.fallback ? 'WARN' : 'INFO',
+    );
     this.deps.delivery.fanout(rec, { kind: 'decide' }, step);
     this.deps.journal.artifact(rec, 'decision', 'final', 'application/json', decisionArtifact(rec, decision), step.ctx);
     this.deps.store.negotiation.put(rec);
   }
 
-  abort(rec: NegotiationRecord, reason: string, errorCode: string, by: string, stopReason: StopReason, step: Step,
-    fallback: { readonly policy: string; readonly trigger: string } | null = null): void {
+  abort(
+    rec: NegotiationRecord,
+    reason: string,
+    errorCode: string,
+    by: string,
+    stopReason: StopReason,
+    step: Step,
+    fallback: { readonly policy: string; readonly trigger: string } | null = null,
+  ): void {
     aborted(rec, reason, errorCode, by, stopReason, fallback, this.deps.clock.now());
-    this.deps.journal.record(rec, 'negotiation.aborted', { reason, error_code: errorCode, by, stop_reason: stopReason, fallback: fallback ?? undefined },
-      step.ctx, by === 'coordinator' || fallback ? 'WARN' : 'INFO');
+    this.deps.journal.record(
+      rec,
+      'negotiation.aborted',
+      { reason, error_code: errorCode, by, stop_reason: stopReason, fallback: fallback ?? undefined },
+      step.ctx,
+      by === 'coordinator' || fallback ? 'WARN' : 'INFO',
+    );
     this.deps.delivery.fanout(rec, { kind: 'abort' }, step);
     this.deps.journal.artifact(rec, 'decision', 'final', 'application/json', abortArtifact(rec), step.ctx);
     this.deps.store.negotiation.put(rec);

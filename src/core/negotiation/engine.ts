@@ -11,7 +11,10 @@ import { engineScored, noteBest } from './state';
 /** The reasoning proxy (InferenceEngine): asked only when an engine agent is online and llm_weight > 0. */
 export interface DebateInference {
   engineAgent(): string | undefined;
-  evaluateDebate(request: { negotiationId: string; proposalA: string; proposalB: string; intensity: string }, ctx: CallContext): Promise<{ confidence: number; notes: string }>;
+  evaluateDebate(
+    request: { negotiationId: string; proposalA: string; proposalB: string; intensity: string },
+    ctx: CallContext,
+  ): Promise<{ confidence: number; notes: string }>;
 }
 
 export interface DebateEngineDeps {
@@ -36,23 +39,44 @@ export class DebateEngine {
     // No engine (e.g. none registered again after a restart): the round is judged on its deterministic score; a built-in
     // heuristic's answer is never recorded as the engine's.
     if (this.deps.inference.engineAgent() === undefined) {
-      this.answered(rec.id, round.n, null, 'no inference engine is registered (any more): the deterministic score stands', ctx);
+      this.answered(
+        rec.id,
+        round.n,
+        null,
+        'no inference engine is registered (any more): the deterministic score stands',
+        ctx,
+      );
       return;
     }
     const rounds = this.deps.store.negotiation.rounds(rec.id);
     const previous = rounds.find((r) => r.n === round.n - 1);
     let answer: Promise<{ confidence: number; notes: string }>;
     try {
-      answer = this.deps.inference.evaluateDebate({
-        negotiationId: rec.id, proposalA: previous ? previous.payload.toString('utf8') : '', proposalB: round.payload.toString('utf8'), intensity: rec.intensity,
-      }, ctx);
+      answer = this.deps.inference.evaluateDebate(
+        {
+          negotiationId: rec.id,
+          proposalA: previous ? previous.payload.toString('utf8') : '',
+          proposalB: round.payload.toString('utf8'),
+          intensity: rec.intensity,
+        },
+        ctx,
+      );
     } catch (err) {
       answer = Promise.reject(err);
     }
-    answer.then(
-      (verdict) => this.answered(rec.id, round.n, verdict.confidence, verdict.notes, ctx),
-      (err: unknown) => this.answered(rec.id, round.n, null, `the inference engine failed: ${err instanceof Error ? err.message : String(err)}`, ctx),
-    ).catch((err: unknown) => this.deps.log.internalError(ACTOR, rec.id, err));
+    answer
+      .then(
+        (verdict) => this.answered(rec.id, round.n, verdict.confidence, verdict.notes, ctx),
+        (err: unknown) =>
+          this.answered(
+            rec.id,
+            round.n,
+            null,
+            `the inference engine failed: ${err instanceof Error ? err.message : String(err)}`,
+            ctx,
+          ),
+      )
+      .catch((err: unknown) => this.deps.log.internalError(ACTOR, rec.id, err));
   }
 
   /** The engine's answer (null: none) for round `n`, if it is still the pending current round of an open debate. */
@@ -67,10 +91,21 @@ export class DebateEngine {
     this.deps.transitions.run((tx) => {
       negotiation.putRound(round);
       noteBest(rec, negotiation.rounds(rec.id), round);
-      this.deps.journal.record(rec, 'negotiation.scored', {
-        round: n, deterministic_score: round.deterministicScore, llm_confidence: round.llmConfidence, llm_weight: rec.effective.policy.scoring.llmWeight, score: round.score,
-        llm: round.llm, notes: round.llmNotes || undefined,
-      }, ctx, round.llm === 'answered' ? 'INFO' : 'WARN');
+      this.deps.journal.record(
+        rec,
+        'negotiation.scored',
+        {
+          round: n,
+          deterministic_score: round.deterministicScore,
+          llm_confidence: round.llmConfidence,
+          llm_weight: rec.effective.policy.scoring.llmWeight,
+          score: round.score,
+          llm: round.llm,
+          notes: round.llmNotes || undefined,
+        },
+        ctx,
+        round.llm === 'answered' ? 'INFO' : 'WARN',
+      );
       this.deps.ends.judge(rec, round, step(ctx, tx, false));
       negotiation.put(rec);
       this.deps.settle(rec, tx);

@@ -43,14 +43,36 @@ export class HitlGate {
     const request = hitlRequest(rec, this.deps.store.negotiation.rounds(rec.id), why, stopReason);
     let invocation: HitlInvocation;
     try {
-      invocation = this.deps.hitl.open(request, { kind: 'internal', component: NEGOTIATION_HITL_COMPONENT }, s.ctx).invocation;
+      invocation = this.deps.hitl.open(
+        request,
+        { kind: 'internal', component: NEGOTIATION_HITL_COMPONENT },
+        s.ctx,
+      ).invocation;
     } catch (err) {
       // No invocation could be opened (e.g. too many pending): as with no human available, deny by default.
-      this.deps.ends.abort(rec, `no HITL invocation could be opened: ${(err as Error).message}`, 'hitl_unavailable', 'coordinator', stopReason, s);
+      this.deps.ends.abort(
+        rec,
+        `no HITL invocation could be opened: ${(err as Error).message}`,
+        'hitl_unavailable',
+        'coordinator',
+        stopReason,
+        s,
+      );
       return;
     }
     paused(rec, invocation.id, why, stopReason);
-    this.deps.journal.record(rec, 'negotiation.paused', { why, stop_reason: stopReason, invocation_id: invocation.id, reason_type: request.reasonType, best_round: rec.bestRound }, s.ctx);
+    this.deps.journal.record(
+      rec,
+      'negotiation.paused',
+      {
+        why,
+        stop_reason: stopReason,
+        invocation_id: invocation.id,
+        reason_type: request.reasonType,
+        best_round: rec.bestRound,
+      },
+      s.ctx,
+    );
     s.tx.after(() => this.waitFor(rec.id, invocation.id));
   }
 
@@ -88,14 +110,32 @@ export class HitlGate {
         switch (outcome.kind) {
           case 'resume':
             resumed(rec, now);
-            this.deps.journal.record(rec, 'negotiation.resumed', { invocation_id: invocation.id, how: outcome.how, rationale: decision.rationale, fallback: outcome.fallback ?? undefined }, ctx);
+            this.deps.journal.record(
+              rec,
+              'negotiation.resumed',
+              {
+                invocation_id: invocation.id,
+                how: outcome.how,
+                rationale: decision.rationale,
+                fallback: outcome.fallback ?? undefined,
+              },
+              ctx,
+            );
             this.deps.store.negotiation.put(rec);
             break;
           case 'decide':
             this.deps.ends.finish(rec, outcome.decision, outcome.by, s);
             break;
           case 'abort':
-            this.deps.ends.abort(rec, outcome.reason, outcome.errorCode, outcome.by, outcome.stopReason, s, outcome.fallback);
+            this.deps.ends.abort(
+              rec,
+              outcome.reason,
+              outcome.errorCode,
+              outcome.by,
+              outcome.stopReason,
+              s,
+              outcome.fallback,
+            );
             break;
         }
         this.deps.settle(rec, tx);
@@ -112,14 +152,29 @@ export class HitlGate {
   }
 
   /** SchedulerPolicyService.HitlAction: decides the pending HITL invocation of this negotiation (the operator only). */
-  action(negotiationId: string, action: string, rationale: string, speaker: Speaker, ctx: CallContext): { readonly ok: boolean; readonly reason: string } {
+  action(
+    negotiationId: string,
+    action: string,
+    rationale: string,
+    speaker: Speaker,
+    ctx: CallContext,
+  ): { readonly ok: boolean; readonly reason: string } {
     const rec = this.deps.store.negotiation.get(negotiationId);
-    if (!rec) return { ok: false, reason: `NOT_FOUND: no negotiation '${negotiationId.slice(0, LIMITS.negotiation_id)}'` };
+    if (!rec)
+      return { ok: false, reason: `NOT_FOUND: no negotiation '${negotiationId.slice(0, LIMITS.negotiation_id)}'` };
     const refusal = hitlActionRefusal(speaker);
     if (refusal) return { ok: false, reason: refusal };
-    if (!rec.pending) return { ok: false, reason: `FAILED_PRECONDITION: negotiation '${negotiationId}' waits on no HITL invocation (state ${rec.state})` };
+    if (!rec.pending)
+      return {
+        ok: false,
+        reason: `FAILED_PRECONDITION: negotiation '${negotiationId}' waits on no HITL invocation (state ${rec.state})`,
+      };
     if (action.trim().toLowerCase() === 'modify') {
-      return { ok: false, reason: 'VALIDATION_ERROR: modify needs the payload the person gives: decide the invocation in the editor or through HitlService' };
+      return {
+        ok: false,
+        reason:
+          'VALIDATION_ERROR: modify needs the payload the person gives: decide the invocation in the editor or through HitlService',
+      };
     }
     try {
       this.deps.hitl.decide(rec.pending.invocationId, { action, rationale }, speakerName(speaker), ctx);

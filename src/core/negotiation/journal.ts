@@ -17,18 +17,45 @@ export interface ArtifactSink {
  * record's updatedAt) and its artifacts (a refused artifact is logged, never a refusal of the call).
  */
 export class Journal {
-  constructor(private readonly deps: { readonly log: EventRecorder; readonly clock: Clock; readonly artifacts: ArtifactSink }) {}
+  constructor(
+    private readonly deps: { readonly log: EventRecorder; readonly clock: Clock; readonly artifacts: ArtifactSink },
+  ) {}
 
-  record(rec: NegotiationRecord, eventType: string, details: Record<string, unknown>, ctx: CallContext, level: 'INFO' | 'WARN' = 'INFO'): void {
+  record(
+    rec: NegotiationRecord,
+    eventType: string,
+    details: Record<string, unknown>,
+    ctx: CallContext,
+    level: 'INFO' | 'WARN' = 'INFO',
+  ): void {
     rec.updatedAt = this.deps.clock.now();
-    this.deps.log.record({ correlationId: rec.id, actor: ACTOR, eventType, level, details: { negotiation_id: rec.id, state: rec.state, call: ctx.correlationId, ...details } });
+    this.deps.log.record({
+      correlationId: rec.id,
+      actor: ACTOR,
+      eventType,
+      level,
+      details: { negotiation_id: rec.id, state: rec.state, call: ctx.correlationId, ...details },
+    });
   }
 
-  artifact(rec: NegotiationRecord, kind: string, version: string, contentType: string, content: Buffer, ctx: CallContext): void {
-    const result = this.deps.artifacts.appendArtifact({ negotiationId: rec.id, kind, version, contentType, content, createdAt: '' }, { correlationId: rec.id, principal: ctx.principal });
+  artifact(
+    rec: NegotiationRecord,
+    kind: string,
+    version: string,
+    contentType: string,
+    content: Buffer,
+    ctx: CallContext,
+  ): void {
+    const result = this.deps.artifacts.appendArtifact(
+      { negotiationId: rec.id, kind, version, contentType, content, createdAt: '' },
+      { correlationId: rec.id, principal: ctx.principal },
+    );
     if (!result.ok) {
       this.deps.log.record({
-        correlationId: rec.id, actor: ACTOR, eventType: 'negotiation.artifact_refused', level: 'WARN',
+        correlationId: rec.id,
+        actor: ACTOR,
+        eventType: 'negotiation.artifact_refused',
+        level: 'WARN',
         details: { negotiation_id: rec.id, kind, version, reason: result.reason.slice(0, 500) },
       });
     }

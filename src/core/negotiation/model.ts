@@ -2,7 +2,6 @@ import type { Event } from '../events';
 import type { EffectivePolicy } from '../policy/model';
 import type { Transactions } from '../store/store';
 
-
 export { DEBATE_INTENSITIES, type DebateIntensity } from '../policy/model';
 
 /**
@@ -12,7 +11,8 @@ export { DEBATE_INTENSITIES, type DebateIntensity } from '../policy/model';
 export type NegotiationState = 'open' | 'paused' | 'decided' | 'aborted';
 
 /** policy.proto DecisionReport.stop_reason, plus `decided` for a Decide that ended it. */
-export type StopReason = 'threshold_met' | 'max_rounds' | 'oscillation' | 'budget' | 'timeout' | 'decided' | 'hitl' | 'aborted';
+export type StopReason =
+  'threshold_met' | 'max_rounds' | 'oscillation' | 'budget' | 'timeout' | 'decided' | 'hitl' | 'aborted';
 
 /** The seven §17.1 event kinds, in the order they were fanned out. */
 export type NegotiationEventKind = 'open' | 'policy' | 'propose' | 'counter' | 'evaluate' | 'decide' | 'abort';
@@ -121,9 +121,19 @@ export interface NegotiationRecord {
   /** When the current round started (its timeout runs from here). */
   roundStartedAt: number;
   /** The HITL invocation it waits on while paused. */
-  pending: { readonly invocationId: string; readonly why: 'deadlock' | 'pause_between_rounds' | 'final_accept'; readonly stopReason: StopReason } | null;
+  pending: {
+    readonly invocationId: string;
+    readonly why: 'deadlock' | 'pause_between_rounds' | 'final_accept';
+    readonly stopReason: StopReason;
+  } | null;
   decision: NegotiationDecision | null;
-  abort: { readonly reason: string; readonly errorCode: string; readonly by: string; readonly at: number; readonly fallback: { readonly policy: string; readonly trigger: string } | null } | null;
+  abort: {
+    readonly reason: string;
+    readonly errorCode: string;
+    readonly by: string;
+    readonly at: number;
+    readonly fallback: { readonly policy: string; readonly trigger: string } | null;
+  } | null;
   /** Events fanned out so far (the next event's sequence number). */
   events: number;
   /** The best-scored round so far (0 = none) and its score. */
@@ -201,7 +211,11 @@ export interface NegotiationRepository {
    * Deletes at most `limit` finished (decided or aborted) negotiations with their rounds: those last updated before
    * `updatedBefore`, then those beyond the newest `keep` finished ones (oldest first). `more`: a full batch was deleted.
    */
-  pruneFinished(updatedBefore: number, keep: number, limit: number): { readonly deleted: number; readonly more: boolean; readonly rounds: number };
+  pruneFinished(
+    updatedBefore: number,
+    keep: number,
+    limit: number,
+  ): { readonly deleted: number; readonly more: boolean; readonly rounds: number };
   /** Negotiations not decided or aborted that this agent opened (openedByAgent). */
   countOpenBy(agentId: string): number;
   /** Every negotiation not decided or aborted (restore). */

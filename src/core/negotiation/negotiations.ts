@@ -20,7 +20,15 @@ import { Evaluations } from './evaluate';
 import { HitlGate } from './hitl';
 import type { DecisionInput, EvaluationInput, EvaluationReportInput, OpenInput, ProposalInput } from './inputs';
 import { ACTOR, Journal, type ArtifactSink } from './journal';
-import type { NegotiationChange, NegotiationDetail, NegotiationQueries, NegotiationRecord, NegotiationStorage, NegotiationSummary, RoundRecord } from './model';
+import type {
+  NegotiationChange,
+  NegotiationDetail,
+  NegotiationQueries,
+  NegotiationRecord,
+  NegotiationStorage,
+  NegotiationSummary,
+  RoundRecord,
+} from './model';
 import { Opening } from './open';
 import { Rounds } from './propose';
 import { NegotiationReads } from './queries';
@@ -78,7 +86,7 @@ export class Negotiations implements NegotiationQueries, Disposable {
 
   constructor(protected readonly deps: NegotiationDeps) {
     const { store, log, clock } = deps;
-    const guard = this.guard = new Guard((context, err) => log.internalError(ACTOR, context, err));
+    const guard = (this.guard = new Guard((context, err) => log.internalError(ACTOR, context, err)));
     const transitions = new Transitions(store, guard);
     /** The end of every transition of a debate: its timeouts re-armed from the record, its change told once durable (as before the kernel). */
     const settle = (rec: NegotiationRecord, tx: Transition): void => {
@@ -91,22 +99,49 @@ export class Negotiations implements NegotiationQueries, Disposable {
     this.drafts = new Drafts({ store, policies: deps.policies });
     this.delivery = new Delivery({ store, transitions, outbox: deps.outbox, clock, log, guard });
     const ends: Ends = new Ends({
-      store, clock, policies: deps.policies, journal, delivery: this.delivery,
+      store,
+      clock,
+      policies: deps.policies,
+      journal,
+      delivery: this.delivery,
       pause: (rec, why, stopReason, s) => this.gate.pause(rec, why, stopReason, s),
     });
     this.timeouts = new Timeouts({ store, transitions, clock, log, guard, ends, settle });
     this.gate = new HitlGate({ store, transitions, clock, log, guard, hitl: deps.hitl, journal, ends, settle });
-    this.engine = new DebateEngine({ store, transitions, log, guard, inference: deps.inference, journal, ends, settle });
+    this.engine = new DebateEngine({
+      store,
+      transitions,
+      log,
+      guard,
+      inference: deps.inference,
+      journal,
+      ends,
+      settle,
+    });
     const parts = { store, transitions, clock, reads: this.reads, journal, delivery: this.delivery, ends, settle };
     this.opening = new Opening({ ...parts, agents: deps.agents, policies: deps.policies, drafts: this.drafts });
     this.rounds = new Rounds({ ...parts, drafts: this.drafts });
     this.evaluations = new Evaluations({ ...parts, inference: deps.inference, engine: this.engine });
     this.decisions = new Decisions({ ...parts, gate: this.gate });
     this.aborts = new Aborts({ ...parts, gate: this.gate });
-    this.starting = new Restore({
-      store, transitions, clock, ids: deps.ids, log, guard, hitl: deps.hitl, delivery: this.delivery, timeouts: this.timeouts,
-      engine: this.engine, gate: this.gate, ends, settle,
-    }, deps.retention);
+    this.starting = new Restore(
+      {
+        store,
+        transitions,
+        clock,
+        ids: deps.ids,
+        log,
+        guard,
+        hitl: deps.hitl,
+        delivery: this.delivery,
+        timeouts: this.timeouts,
+        engine: this.engine,
+        gate: this.gate,
+        ends,
+        settle,
+      },
+      deps.retention,
+    );
   }
 
   /** The compiled proposal schemas kept (Drafts, VALIDATOR_CACHE_SIZE); a test of the cache reads them. */
@@ -147,9 +182,16 @@ export class Negotiations implements NegotiationQueries, Disposable {
   }
 
   /** SchedulerPolicyService.SubmitEvaluation: an EvaluationReport counts as the agent's evaluation of the current round. */
-  submitEvaluation(negotiationId: string, report: EvaluationReportInput, speaker: Speaker, ctx: CallContext): { readonly accepted: boolean; readonly reason: string } {
+  submitEvaluation(
+    negotiationId: string,
+    report: EvaluationReportInput,
+    speaker: Speaker,
+    ctx: CallContext,
+  ): { readonly accepted: boolean; readonly reason: string } {
     try {
-      this.refusing('submit_evaluation', negotiationId, ctx, () => this.evaluations.report(negotiationId, report, speaker, ctx));
+      this.refusing('submit_evaluation', negotiationId, ctx, () =>
+        this.evaluations.report(negotiationId, report, speaker, ctx),
+      );
       return { accepted: true, reason: '' };
     } catch (err) {
       if (err instanceof NegotiationError) return { accepted: false, reason: `${err.code}: ${err.message}` };
@@ -166,7 +208,13 @@ export class Negotiations implements NegotiationQueries, Disposable {
   }
 
   /** SchedulerPolicyService.HitlAction: decides the pending HITL invocation of this negotiation (the operator only). */
-  hitlAction(negotiationId: string, action: string, rationale: string, speaker: Speaker, ctx: CallContext): { readonly ok: boolean; readonly reason: string } {
+  hitlAction(
+    negotiationId: string,
+    action: string,
+    rationale: string,
+    speaker: Speaker,
+    ctx: CallContext,
+  ): { readonly ok: boolean; readonly reason: string } {
     return this.gate.action(negotiationId, action, rationale, speaker, ctx);
   }
 
@@ -206,8 +254,16 @@ export class Negotiations implements NegotiationQueries, Disposable {
     } catch (err) {
       if (err instanceof NegotiationError) {
         this.deps.log.record({
-          correlationId: negotiationId.slice(0, LIMITS.negotiation_id) || ctx.correlationId, actor: ACTOR, eventType: 'negotiation.refused', level: 'WARN',
-          details: { call, negotiation_id: negotiationId.slice(0, LIMITS.negotiation_id), code: err.code, reason: err.message.slice(0, 500) },
+          correlationId: negotiationId.slice(0, LIMITS.negotiation_id) || ctx.correlationId,
+          actor: ACTOR,
+          eventType: 'negotiation.refused',
+          level: 'WARN',
+          details: {
+            call,
+            negotiation_id: negotiationId.slice(0, LIMITS.negotiation_id),
+            code: err.code,
+            reason: err.message.slice(0, 500),
+          },
         });
       }
       throw err;

@@ -3,7 +3,14 @@ import type { HitlDiff, InvocationRequest } from '../hitl/model';
 import { parseBoundedJson } from '../json';
 import type { NegotiationPolicy } from '../policy/model';
 import { isJsonContentType } from './delta';
-import type { DeltaSummary, NegotiationDecision, NegotiationRecord, RoundEvaluation, RoundRecord, StopReason } from './model';
+import type {
+  DeltaSummary,
+  NegotiationDecision,
+  NegotiationRecord,
+  RoundEvaluation,
+  RoundRecord,
+  StopReason,
+} from './model';
 import type { EventRef, PauseWhy } from './state';
 
 /**
@@ -26,10 +33,19 @@ export const HITL_DIFF_MAX_BYTES = 4 * 1024;
 /** policy.proto NegotiationPolicy with proto field names: the `policy` event's `policy`. */
 export function policyWire(p: NegotiationPolicy): Record<string, unknown> {
   return {
-    max_rounds: p.maxRounds, score_threshold: p.scoreThreshold, diff_tolerance: p.diffTolerance, round_timeout_ms: p.roundTimeoutMs,
-    token_budget_per_round: p.tokenBudgetPerRound, total_token_budget: p.totalTokenBudget, oscillation_limit: p.oscillationLimit,
+    max_rounds: p.maxRounds,
+    score_threshold: p.scoreThreshold,
+    diff_tolerance: p.diffTolerance,
+    round_timeout_ms: p.roundTimeoutMs,
+    token_budget_per_round: p.tokenBudgetPerRound,
+    total_token_budget: p.totalTokenBudget,
+    oscillation_limit: p.oscillationLimit,
     hitl: { mode: p.hitl },
-    scoring: { require_schema_valid: p.scoring.requireSchemaValid, require_examples_pass: p.scoring.requireExamplesPass, llm_weight: p.scoring.llmWeight },
+    scoring: {
+      require_schema_valid: p.scoring.requireSchemaValid,
+      require_examples_pass: p.scoring.requireExamplesPass,
+      llm_weight: p.scoring.llmWeight,
+    },
   };
 }
 
@@ -38,7 +54,11 @@ export function policyWire(p: NegotiationPolicy): Record<string, unknown> {
  * same bytes when first sent and when a deferred copy is retried, since what an event reports never changes afterwards.
  * Undefined when it cannot be rebuilt.
  */
-export function eventPayload(rec: NegotiationRecord, ref: EventRef, rounds: () => readonly RoundRecord[]): Buffer | undefined {
+export function eventPayload(
+  rec: NegotiationRecord,
+  ref: EventRef,
+  rounds: () => readonly RoundRecord[],
+): Buffer | undefined {
   let fields: Record<string, unknown>;
   const roundOf = () => rounds().find((r) => r.n === ref.round);
   switch (ref.kind) {
@@ -47,10 +67,17 @@ export function eventPayload(rec: NegotiationRecord, ref: EventRef, rounds: () =
       break;
     case 'policy': {
       const e = rec.effective;
-      fields = { negotiation_id: rec.id, ...(e.profile !== '' ? { profile: e.profile } : {}), policy: policyWire(e.policy), policy_version: e.policyVersion, debate_timeout_ms: e.debateTimeoutMs };
+      fields = {
+        negotiation_id: rec.id,
+        ...(e.profile !== '' ? { profile: e.profile } : {}),
+        policy: policyWire(e.policy),
+        policy_version: e.policyVersion,
+        debate_timeout_ms: e.debateTimeoutMs,
+      };
       break;
     }
-    case 'propose': case 'counter': {
+    case 'propose':
+    case 'counter': {
       const r = roundOf();
       if (!r) return undefined;
       fields = { from: r.from, ct: r.contentType, payload_b64: r.payload.toString('base64'), round: r.n };
@@ -65,7 +92,13 @@ export function eventPayload(rec: NegotiationRecord, ref: EventRef, rounds: () =
     case 'decide': {
       const d = rec.decision;
       if (!d) return undefined;
-      fields = { by: d.decidedBy, ct: d.contentType, result_b64: d.result.toString('base64'), round: d.round, stop_reason: d.stopReason };
+      fields = {
+        by: d.decidedBy,
+        ct: d.contentType,
+        result_b64: d.result.toString('base64'),
+        round: d.round,
+        stop_reason: d.stopReason,
+      };
       break;
     }
     case 'abort': {
@@ -75,7 +108,10 @@ export function eventPayload(rec: NegotiationRecord, ref: EventRef, rounds: () =
       break;
     }
   }
-  return Buffer.from(JSON.stringify({ kind: ref.kind, ts: isoUtc(ref.at), ...fields, negotiation_id: rec.id, seq: ref.seq }), 'utf8');
+  return Buffer.from(
+    JSON.stringify({ kind: ref.kind, ts: isoUtc(ref.at), ...fields, negotiation_id: rec.id, seq: ref.seq }),
+    'utf8',
+  );
 }
 
 /** A DeltaSummary on the wire (artifacts). */
@@ -85,35 +121,67 @@ export function deltaWire(delta: DeltaSummary): Record<string, unknown> {
 
 /** The `score` artifact of one evaluation. */
 export function scoreArtifact(rec: NegotiationRecord, round: RoundRecord, evaluation: RoundEvaluation): Buffer {
-  return Buffer.from(JSON.stringify({
-    negotiation_id: rec.id, round: round.n, from_agent: evaluation.from, deterministic_score: evaluation.score,
-    llm_confidence: evaluation.llmConfidence ?? 0, notes: evaluation.notes, delta: deltaWire(round.delta),
-  }));
+  return Buffer.from(
+    JSON.stringify({
+      negotiation_id: rec.id,
+      round: round.n,
+      from_agent: evaluation.from,
+      deterministic_score: evaluation.score,
+      llm_confidence: evaluation.llmConfidence ?? 0,
+      notes: evaluation.notes,
+      delta: deltaWire(round.delta),
+    }),
+  );
 }
 
 /** The `decision` artifact of a decided debate. */
 export function decisionArtifact(rec: NegotiationRecord, decision: NegotiationDecision): Buffer {
-  return Buffer.from(JSON.stringify({
-    negotiation_id: rec.id, decided_by: decision.decidedBy, final_score: decision.finalScore, rationale: decision.rationale, stop_reason: decision.stopReason,
-    policy_version: decision.policyVersion, round: decision.round, content_type: decision.contentType, fallback: decision.fallback, decided_at: isoUtc(decision.at),
-  }));
+  return Buffer.from(
+    JSON.stringify({
+      negotiation_id: rec.id,
+      decided_by: decision.decidedBy,
+      final_score: decision.finalScore,
+      rationale: decision.rationale,
+      stop_reason: decision.stopReason,
+      policy_version: decision.policyVersion,
+      round: decision.round,
+      content_type: decision.contentType,
+      fallback: decision.fallback,
+      decided_at: isoUtc(decision.at),
+    }),
+  );
 }
 
 /** The `decision` artifact of an aborted debate (`rec.abort` set). */
 export function abortArtifact(rec: NegotiationRecord): Buffer {
   const a = rec.abort;
   if (!a) throw new Error(`negotiation '${rec.id}' is not aborted`);
-  return Buffer.from(JSON.stringify({
-    negotiation_id: rec.id, decided_by: a.fallback ? 'policy' : a.by === 'coordinator' ? 'policy' : 'abort', final_score: rec.bestScore ?? 0, rationale: a.reason,
-    stop_reason: rec.stopReason, policy_version: rec.effective.policyVersion, aborted: true, error_code: a.errorCode, fallback: a.fallback, decided_at: isoUtc(a.at),
-  }));
+  return Buffer.from(
+    JSON.stringify({
+      negotiation_id: rec.id,
+      decided_by: a.fallback ? 'policy' : a.by === 'coordinator' ? 'policy' : 'abort',
+      final_score: rec.bestScore ?? 0,
+      rationale: a.reason,
+      stop_reason: rec.stopReason,
+      policy_version: rec.effective.policyVersion,
+      aborted: true,
+      error_code: a.errorCode,
+      fallback: a.fallback,
+      decided_at: isoUtc(a.at),
+    }),
+  );
 }
 
 /** The HITL invocation a deadlock or a gate opens: what the person sees (summary, facts, the focus round's diff). */
-export function hitlRequest(rec: NegotiationRecord, rounds: readonly RoundRecord[], why: PauseWhy, stopReason: StopReason): InvocationRequest {
+export function hitlRequest(
+  rec: NegotiationRecord,
+  rounds: readonly RoundRecord[],
+  why: PauseWhy,
+  stopReason: StopReason,
+): InvocationRequest {
   const latest = rounds.at(-1);
   const best = rounds.find((r) => r.n === rec.bestRound);
-  const focus = why === 'deadlock' ? best ?? latest : latest;
+  const focus = why === 'deadlock' ? (best ?? latest) : latest;
   const summaries = {
     deadlock: `Debate "${rec.topic}" stopped (${stopReason}) after ${rec.rounds} round(s) without consensus. Approve accepts the best-scored round${best ? ` (round ${best.n}, score ${(best.score ?? 0).toFixed(3)})` : ''}; modify decides with the payload you give; deny aborts.`,
     final_accept: `Debate "${rec.topic}": round ${latest?.n ?? 0} reached the score threshold (PauseOnFinalAccept). Approve accepts it; modify decides with the payload you give; deny aborts.`,
@@ -127,9 +195,18 @@ export function hitlRequest(rec: NegotiationRecord, rounds: readonly RoundRecord
     context: {
       summary: summaries[why],
       facts: {
-        negotiation_id: rec.id, topic: rec.topic, participants: rec.participants, why, stop_reason: stopReason, rounds: rec.rounds,
-        best_round: rec.bestRound, best_score: rec.bestScore, tokens_used: rec.tokensUsed, oscillations: rec.oscillations,
-        policy_version: rec.effective.policyVersion, profile: rec.effective.profile,
+        negotiation_id: rec.id,
+        topic: rec.topic,
+        participants: rec.participants,
+        why,
+        stop_reason: stopReason,
+        rounds: rec.rounds,
+        best_round: rec.bestRound,
+        best_score: rec.bestScore,
+        tokens_used: rec.tokensUsed,
+        oscillations: rec.oscillations,
+        policy_version: rec.effective.policyVersion,
+        profile: rec.effective.profile,
         scores: rounds.map((r) => ({ round: r.n, from: r.from, score: r.score, magnitude: r.delta.magnitude })),
       },
       diffs: focus ? hitlDiffs(rounds, focus) : [],
@@ -148,9 +225,16 @@ export function hitlRequest(rec: NegotiationRecord, rounds: readonly RoundRecord
 /** The diff of the focus round against the one before (JSON for the webview to diff, else text), titled; small ones only. */
 export function hitlDiffs(rounds: readonly RoundRecord[], focus: RoundRecord): HitlDiff[] {
   const previous = rounds.find((r) => r.n === focus.n - 1);
-  const title = previous ? `round ${previous.n} → round ${focus.n} (${focus.from})` : `round ${focus.n} (${focus.from})`;
-  if (focus.payload.byteLength > HITL_DIFF_MAX_BYTES || (previous && previous.payload.byteLength > HITL_DIFF_MAX_BYTES)) {
-    return [{ title: `${title}: too large to show here; see the contract_v${focus.n}.json artifact`, before: '', after: '' }];
+  const title = previous
+    ? `round ${previous.n} → round ${focus.n} (${focus.from})`
+    : `round ${focus.n} (${focus.from})`;
+  if (
+    focus.payload.byteLength > HITL_DIFF_MAX_BYTES ||
+    (previous && previous.payload.byteLength > HITL_DIFF_MAX_BYTES)
+  ) {
+    return [
+      { title: `${title}: too large to show here; see the contract_v${focus.n}.json artifact`, before: '', after: '' },
+    ];
   }
   const json = (r: RoundRecord) => {
     if (!isJsonContentType(r.contentType)) return undefined;

@@ -34,10 +34,19 @@ export interface OpenDeps {
 
 /** What makes two Opens the same Open (the ids aside): everything asked, canonical. */
 export function openDigest(input: OpenInput): string {
-  return createHash('sha256').update(canonicalJson({
-    topic: input.topic, participants: input.participants, intensity: input.intensity, debate_timeout_ms: input.debateTimeoutMs,
-    profile: input.profileHint, preferences: input.preferences, schema: input.schema,
-  })).digest('hex');
+  return createHash('sha256')
+    .update(
+      canonicalJson({
+        topic: input.topic,
+        participants: input.participants,
+        intensity: input.intensity,
+        debate_timeout_ms: input.debateTimeoutMs,
+        profile: input.profileHint,
+        preferences: input.preferences,
+        schema: input.schema,
+      }),
+    )
+    .digest('hex');
 }
 
 /** The fields of an Open, each as it must be (VALIDATION_ERROR otherwise). */
@@ -45,15 +54,22 @@ function checkOpen(input: OpenInput): void {
   if (input.topic.trim() === '') throw fail('invalid', 'VALIDATION_ERROR', 'topic is required');
   checkText('topic', input.topic, LIMITS.topic);
   if (input.participants.length > LIMITS.participants) {
-    throw fail('invalid', 'VALIDATION_ERROR', `participants has ${input.participants.length} entries; at most ${LIMITS.participants}`);
+    throw fail(
+      'invalid',
+      'VALIDATION_ERROR',
+      `participants has ${input.participants.length} entries; at most ${LIMITS.participants}`,
+    );
   }
   for (const p of input.participants) checkId('participants entry', p, FIELD_LIMITS.registry.agent_id);
-  if (new Set(input.participants).size !== input.participants.length) throw fail('invalid', 'VALIDATION_ERROR', 'participants lists an agent twice');
-  if (input.participants.length < 2) throw fail('invalid', 'VALIDATION_ERROR', 'a negotiation needs at least two distinct participants');
+  if (new Set(input.participants).size !== input.participants.length)
+    throw fail('invalid', 'VALIDATION_ERROR', 'participants lists an agent twice');
+  if (input.participants.length < 2)
+    throw fail('invalid', 'VALIDATION_ERROR', 'a negotiation needs at least two distinct participants');
   if (input.intensity !== '' && !DEBATE_INTENSITIES.includes(input.intensity)) {
     throw fail('invalid', 'VALIDATION_ERROR', `intensity must be one of ${DEBATE_INTENSITIES.join(', ')}`);
   }
-  if (!Number.isFinite(input.debateTimeoutMs) || input.debateTimeoutMs < 0) throw fail('invalid', 'VALIDATION_ERROR', 'debate_timeout may not be negative');
+  if (!Number.isFinite(input.debateTimeoutMs) || input.debateTimeoutMs < 0)
+    throw fail('invalid', 'VALIDATION_ERROR', 'debate_timeout may not be negative');
   checkText('sw4rm-negotiation-profile', input.profileHint, LIMITS.profile);
   if (Buffer.byteLength(input.schema) > LIMITS.schema_bytes) {
     throw fail('invalid', 'VALIDATION_ERROR', `sw4rm-proposal-schema is larger than ${LIMITS.schema_bytes} bytes`);
@@ -82,23 +98,44 @@ export class Opening {
     const existing = negotiation.get(input.negotiationId);
     if (existing) {
       if (existing.openDigest === openDigest(input)) return existing;
-      throw fail('exists', 'ALREADY_EXISTS', `negotiation '${input.negotiationId}' exists with other content; choose another negotiation_id`);
+      throw fail(
+        'exists',
+        'ALREADY_EXISTS',
+        `negotiation '${input.negotiationId}' exists with other content; choose another negotiation_id`,
+      );
     }
     if (opener !== undefined) {
       const open = negotiation.countOpenBy(opener);
       if (open >= MAX_OPEN_PER_OPENER) {
-        throw fail('exhausted', 'BUFFER_FULL', `${opener} has ${open} debates open that it opened (at most ${MAX_OPEN_PER_OPENER}): end one first`);
+        throw fail(
+          'exhausted',
+          'BUFFER_FULL',
+          `${opener} has ${open} debates open that it opened (at most ${MAX_OPEN_PER_OPENER}): end one first`,
+        );
       }
     }
     for (const p of input.participants) {
       const agent = this.deps.agents.get(p);
-      if (!agent) throw fail('not_found', 'NO_ROUTE', `participant '${p}' is not a registered agent; it must RegisterAgent first`);
+      if (!agent)
+        throw fail(
+          'not_found',
+          'NO_ROUTE',
+          `participant '${p}' is not a registered agent; it must RegisterAgent first`,
+        );
       if (!modalityAccepts(agent.descriptor.modalitiesSupported, 'application/json')) {
-        throw fail('precondition', 'UNSUPPORTED_MESSAGE_TYPE', `participant '${p}' does not accept application/json, the content type of NEGOTIATION events`);
+        throw fail(
+          'precondition',
+          'UNSUPPORTED_MESSAGE_TYPE',
+          `participant '${p}' does not accept application/json, the content type of NEGOTIATION events`,
+        );
       }
     }
     const { effective, schema: policySchema } = this.deps.policies.effectiveFor({
-      intensity: input.intensity, profileHint: input.profileHint, preferences: input.preferences, debateTimeoutMs: debateTimeoutOf(input.debateTimeoutMs), topic: input.topic,
+      intensity: input.intensity,
+      profileHint: input.profileHint,
+      preferences: input.preferences,
+      debateTimeoutMs: debateTimeoutOf(input.debateTimeoutMs),
+      topic: input.topic,
     });
     // The opener's schema does not replace the operator's for the topic: with both, a draft must satisfy both.
     const own = input.schema.trim() !== '';
@@ -106,24 +143,49 @@ export class Opening {
     const alsoPolicy = own && policySchema.trim() !== '' ? policySchema : '';
     // Compiled into locals: kept (cached) only once the Open is committed, so a refused Open leaves nothing behind.
     const compiled = [
-      ...(schema.trim() !== '' ? [this.deps.drafts.compiled(schema, own ? 'sw4rm-proposal-schema' : 'the policy\'s proposal schema')] : []),
-      ...(alsoPolicy !== '' ? [this.deps.drafts.compiled(alsoPolicy, 'the policy\'s proposal schema')] : []),
+      ...(schema.trim() !== ''
+        ? [this.deps.drafts.compiled(schema, own ? 'sw4rm-proposal-schema' : "the policy's proposal schema")]
+        : []),
+      ...(alsoPolicy !== '' ? [this.deps.drafts.compiled(alsoPolicy, "the policy's proposal schema")] : []),
     ];
     const rec = openedRecord({
-      id: input.negotiationId, correlationId, topic: input.topic, participants: input.participants, effective, schema, policySchema: alsoPolicy,
-      openedBy: speakerName(speaker), opener, openDigest: openDigest(input), now: this.deps.clock.now(),
+      id: input.negotiationId,
+      correlationId,
+      topic: input.topic,
+      participants: input.participants,
+      effective,
+      schema,
+      policySchema: alsoPolicy,
+      openedBy: speakerName(speaker),
+      opener,
+      openDigest: openDigest(input),
+      now: this.deps.clock.now(),
     });
     return this.deps.transitions.run((tx) => {
       const s = step(ctx, tx, true);
-      this.deps.journal.record(rec, 'negotiation.opened', {
-        topic: rec.topic, participants: rec.participants, intensity: rec.intensity, opened_by: rec.openedBy, deadline: isoUtc(rec.deadlineAt),
-        profile: effective.profile, policy_version: effective.policyVersion, policy: policyWire(effective.policy), applied: effective.applied,
-        schema: schema === '' ? undefined : 'yes',
-      }, ctx);
+      this.deps.journal.record(
+        rec,
+        'negotiation.opened',
+        {
+          topic: rec.topic,
+          participants: rec.participants,
+          intensity: rec.intensity,
+          opened_by: rec.openedBy,
+          deadline: isoUtc(rec.deadlineAt),
+          profile: effective.profile,
+          policy_version: effective.policyVersion,
+          policy: policyWire(effective.policy),
+          applied: effective.applied,
+          schema: schema === '' ? undefined : 'yes',
+        },
+        ctx,
+      );
       this.deps.delivery.fanout(rec, { kind: 'open' }, s);
       this.deps.delivery.fanout(rec, { kind: 'policy' }, s);
       negotiation.put(rec);
-      tx.install(() => { for (const c of compiled) this.deps.drafts.remember(c.key, c.validate); });
+      tx.install(() => {
+        for (const c of compiled) this.deps.drafts.remember(c.key, c.validate);
+      });
       this.deps.settle(rec, tx);
       return rec;
     }, rec.id);

@@ -42,13 +42,24 @@ export class Rounds {
     if (known) {
       mustSpeakAs(known, input.fromAgent, speaker);
       const last = negotiation.latestRound(known.id);
-      if (last && last.kind === kind && last.from === input.fromAgent && last.contentType === input.contentType && last.payload.equals(input.payload)) return last;
+      if (
+        last &&
+        last.kind === kind &&
+        last.from === input.fromAgent &&
+        last.contentType === input.contentType &&
+        last.payload.equals(input.payload)
+      )
+        return last;
     }
     const rec = this.deps.reads.live(input.negotiationId, false);
     mustSpeakAs(rec, input.fromAgent, speaker);
     checkContentType('content_type', input.contentType);
     if (input.payload.byteLength > LIMITS.payload_bytes) {
-      throw fail('invalid', 'OVERSIZE_PAYLOAD', `payload is larger than ${LIMITS.payload_bytes} bytes (${input.payload.byteLength})`);
+      throw fail(
+        'invalid',
+        'OVERSIZE_PAYLOAD',
+        `payload is larger than ${LIMITS.payload_bytes} bytes (${input.payload.byteLength})`,
+      );
     }
     const rounds = negotiation.rounds(rec.id);
     const latest = rounds.at(-1);
@@ -59,7 +70,18 @@ export class Rounds {
     const delta = deltaOf(latest, input.payload, json);
     const twoBack = rounds.length >= 2 ? rounds[rounds.length - 2] : undefined;
     const oscillation = twoBack !== undefined && sameContract(twoBack, input.contentType, input.payload, json);
-    const round = newRound(rec, n, kind, input.fromAgent, input.contentType, input.payload, tokens, delta.summary, oscillation, this.deps.clock.now());
+    const round = newRound(
+      rec,
+      n,
+      kind,
+      input.fromAgent,
+      input.contentType,
+      input.payload,
+      tokens,
+      delta.summary,
+      oscillation,
+      this.deps.clock.now(),
+    );
     const policy = rec.effective.policy;
     return this.deps.transitions.run((tx) => {
       const s = step(ctx, tx, true);
@@ -67,15 +89,37 @@ export class Rounds {
       // A round still waiting on the engine is superseded: its engine answer would no longer count.
       if (latest?.llm === 'pending') negotiation.putRound(superseded(latest, n));
       negotiation.putRound(round);
-      this.deps.journal.record(rec, 'negotiation.round', {
-        superseded_pending: latest?.llm === 'pending' ? latest.n : undefined,
-        round: n, kind, from: round.from, content_type: round.contentType, bytes: round.payload.byteLength, tokens, tokens_used: rec.tokensUsed,
-        magnitude: delta.summary.magnitude, changed_paths: delta.summary.pathCount, oscillation, oscillations: rec.oscillations,
-        converged: latest !== undefined && delta.summary.magnitude <= policy.diffTolerance,
-      }, ctx);
+      this.deps.journal.record(
+        rec,
+        'negotiation.round',
+        {
+          superseded_pending: latest?.llm === 'pending' ? latest.n : undefined,
+          round: n,
+          kind,
+          from: round.from,
+          content_type: round.contentType,
+          bytes: round.payload.byteLength,
+          tokens,
+          tokens_used: rec.tokensUsed,
+          magnitude: delta.summary.magnitude,
+          changed_paths: delta.summary.pathCount,
+          oscillation,
+          oscillations: rec.oscillations,
+          converged: latest !== undefined && delta.summary.magnitude <= policy.diffTolerance,
+        },
+        ctx,
+      );
       this.deps.delivery.fanout(rec, { kind, round: n }, s, round);
       this.deps.journal.artifact(rec, 'contract', `v${n}`, round.contentType, round.payload, ctx);
-      if (latest) this.deps.journal.artifact(rec, 'diff', `v${n - 1}_to_v${n}`, 'application/json', Buffer.from(JSON.stringify(delta.artifact)), ctx);
+      if (latest)
+        this.deps.journal.artifact(
+          rec,
+          'diff',
+          `v${n - 1}_to_v${n}`,
+          'application/json',
+          Buffer.from(JSON.stringify(delta.artifact)),
+          ctx,
+        );
       const stop = stopAfterRound(rec);
       if (stop) this.deps.ends.stop(rec, stop, s);
       negotiation.put(rec);

@@ -18,8 +18,17 @@ export class NegotiationReads {
 
   list(limit = 200): NegotiationSummary[] {
     return this.deps.store.negotiation.list(limit).map((r) => ({
-      id: r.id, topic: r.topic, participants: r.participants, intensity: r.intensity, state: r.state, rounds: r.rounds,
-      bestScore: r.bestScore, stopReason: r.stopReason, pendingInvocationId: r.pending?.invocationId ?? null, openedAt: r.openedAt, updatedAt: r.updatedAt,
+      id: r.id,
+      topic: r.topic,
+      participants: r.participants,
+      intensity: r.intensity,
+      state: r.state,
+      rounds: r.rounds,
+      bestScore: r.bestScore,
+      stopReason: r.stopReason,
+      pendingInvocationId: r.pending?.invocationId ?? null,
+      openedAt: r.openedAt,
+      updatedAt: r.updatedAt,
     }));
   }
 
@@ -47,7 +56,11 @@ export class NegotiationReads {
    * A Decide or Abort sent again after it ended the negotiation (a retry after a lost answer): the ended record when
    * the same caller ended it the same way, else undefined (and the call goes on to be refused NEGOTIATION_CLOSED).
    */
-  repeatedEnd(id: string, speaker: Speaker, same: (rec: NegotiationRecord, participant: string | undefined) => boolean): NegotiationRecord | undefined {
+  repeatedEnd(
+    id: string,
+    speaker: Speaker,
+    same: (rec: NegotiationRecord, participant: string | undefined) => boolean,
+  ): NegotiationRecord | undefined {
     const rec = this.get(id);
     if (!rec || (rec.state !== 'decided' && rec.state !== 'aborted')) return undefined;
     let participant: string | undefined;

@@ -26,7 +26,12 @@ export interface NegotiationRetention {
 }
 
 /** README, "Debates": finished debates are kept 30 days, at most 10,000; pruned hourly, 100 per run. */
-export const NEGOTIATION_RETENTION: NegotiationRetention = { maxAgeMs: 30 * 86_400_000, maxFinished: 10_000, intervalMs: 3_600_000, batch: 100 };
+export const NEGOTIATION_RETENTION: NegotiationRetention = {
+  maxAgeMs: 30 * 86_400_000,
+  maxFinished: 10_000,
+  intervalMs: 3_600_000,
+  batch: 100,
+};
 
 export interface RestoreDeps {
   readonly store: { readonly negotiation: NegotiationRepository };
@@ -52,7 +57,10 @@ export class Restore implements Disposable {
   private readonly retention: NegotiationRetention;
   private readonly pruning: Disposable;
 
-  constructor(private readonly deps: RestoreDeps, retention: Partial<NegotiationRetention> | undefined) {
+  constructor(
+    private readonly deps: RestoreDeps,
+    retention: Partial<NegotiationRetention> | undefined,
+  ) {
     this.retention = { ...NEGOTIATION_RETENTION, ...retention };
     this.pruning = schedulePruning(deps.clock, this.retention.intervalMs, () => this.pruneFinished());
   }
@@ -69,7 +77,14 @@ export class Restore implements Disposable {
           const invocation = this.deps.hitl.get(pending.invocationId);
           if (!invocation) {
             this.deps.transitions.run((tx) => {
-              this.deps.ends.abort(rec, `the HITL invocation ${pending.invocationId} is gone`, 'hitl_unavailable', 'coordinator', pending.stopReason ?? 'hitl', step(ctx, tx, false));
+              this.deps.ends.abort(
+                rec,
+                `the HITL invocation ${pending.invocationId} is gone`,
+                'hitl_unavailable',
+                'coordinator',
+                pending.stopReason ?? 'hitl',
+                step(ctx, tx, false),
+              );
               this.deps.settle(rec, tx);
             }, rec.id);
             continue;
@@ -93,11 +108,22 @@ export class Restore implements Disposable {
     try {
       const before = this.deps.clock.now() - this.retention.maxAgeMs;
       return this.deps.transitions.run(() => {
-        const result = this.deps.store.negotiation.pruneFinished(before, this.retention.maxFinished, this.retention.batch);
+        const result = this.deps.store.negotiation.pruneFinished(
+          before,
+          this.retention.maxFinished,
+          this.retention.batch,
+        );
         if (result.deleted > 0) {
           this.deps.log.record({
-            correlationId: this.deps.ids.uuid(), actor: ACTOR, eventType: 'negotiation.pruned',
-            details: { negotiations: result.deleted, rounds: result.rounds, updated_before: isoUtc(before), max_finished: this.retention.maxFinished },
+            correlationId: this.deps.ids.uuid(),
+            actor: ACTOR,
+            eventType: 'negotiation.pruned',
+            details: {
+              negotiations: result.deleted,
+              rounds: result.rounds,
+              updated_before: isoUtc(before),
+              max_finished: this.retention.maxFinished,
+            },
           });
         }
         return result.more;

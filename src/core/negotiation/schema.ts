@@ -5,7 +5,8 @@ export const NEGOTIATION_SCHEMA: readonly SchemaStep[] = [
   {
     version: 13,
     area: 'negotiation',
-    description: 'debates (RFC §17): one record per negotiation (state, effective policy, decision); its rounds with their payloads, evaluations and scores',
+    description:
+      'debates (RFC §17): one record per negotiation (state, effective policy, decision); its rounds with their payloads, evaluations and scores',
     statements: [
       `CREATE TABLE negotiations (
          negotiation_id TEXT PRIMARY KEY,

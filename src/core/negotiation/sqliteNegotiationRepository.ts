@@ -5,23 +5,34 @@ import type { NegotiationDecision, NegotiationRecord, NegotiationRepository, Rou
 type Row = Record<string, unknown>;
 
 /** A decision's result bytes travel as base64 inside the JSON record. */
-type StoredRecord = Omit<NegotiationRecord, 'decision'> & { decision: (Omit<NegotiationDecision, 'result'> & { result: string }) | null };
+type StoredRecord = Omit<NegotiationRecord, 'decision'> & {
+  decision: (Omit<NegotiationDecision, 'result'> & { result: string }) | null;
+};
 
 function finished(record: NegotiationRecord): number {
   return record.state === 'decided' || record.state === 'aborted' ? 1 : 0;
 }
 
 function toStored(record: NegotiationRecord): StoredRecord {
-  return { ...record, decision: record.decision ? { ...record.decision, result: record.decision.result.toString('base64') } : null };
+  return {
+    ...record,
+    decision: record.decision ? { ...record.decision, result: record.decision.result.toString('base64') } : null,
+  };
 }
 
 function fromStored(text: string): NegotiationRecord {
   const stored = JSON.parse(text) as StoredRecord;
-  return { ...stored, decision: stored.decision ? { ...stored.decision, result: Buffer.from(stored.decision.result, 'base64') } : null };
+  return {
+    ...stored,
+    decision: stored.decision ? { ...stored.decision, result: Buffer.from(stored.decision.result, 'base64') } : null,
+  };
 }
 
 function roundOf(row: Row): RoundRecord {
-  return { ...(JSON.parse(String(row.record)) as Omit<RoundRecord, 'payload'>), payload: Buffer.from(row.payload as Uint8Array) };
+  return {
+    ...(JSON.parse(String(row.record)) as Omit<RoundRecord, 'payload'>),
+    payload: Buffer.from(row.payload as Uint8Array),
+  };
 }
 
 /**
@@ -37,9 +48,15 @@ export class SqliteNegotiationRepository implements NegotiationRepository {
         ON CONFLICT(negotiation_id) DO UPDATE SET finished = excluded.finished, updated_at = excluded.updated_at, record = excluded.record`),
       get: p('SELECT record FROM negotiations WHERE negotiation_id = ?'),
       list: p('SELECT record FROM negotiations ORDER BY finished ASC, updated_at DESC LIMIT ?'),
-      countOpenBy: p("SELECT COUNT(*) AS n FROM negotiations WHERE finished = 0 AND json_extract(record, '$.openedByAgent') = ?"),
-      finishedBefore: p('SELECT negotiation_id FROM negotiations WHERE finished = 1 AND updated_at < ? ORDER BY updated_at LIMIT ?'),
-      finishedBeyond: p('SELECT negotiation_id FROM negotiations WHERE finished = 1 ORDER BY updated_at DESC LIMIT ? OFFSET ?'),
+      countOpenBy: p(
+        "SELECT COUNT(*) AS n FROM negotiations WHERE finished = 0 AND json_extract(record, '$.openedByAgent') = ?",
+      ),
+      finishedBefore: p(
+        'SELECT negotiation_id FROM negotiations WHERE finished = 1 AND updated_at < ? ORDER BY updated_at LIMIT ?',
+      ),
+      finishedBeyond: p(
+        'SELECT negotiation_id FROM negotiations WHERE finished = 1 ORDER BY updated_at DESC LIMIT ? OFFSET ?',
+      ),
       deleteRounds: p('DELETE FROM negotiation_rounds WHERE negotiation_id IN (SELECT value FROM json_each(?))'),
       deleteNegotiations: p('DELETE FROM negotiations WHERE negotiation_id IN (SELECT value FROM json_each(?))'),
       unfinished: p('SELECT record FROM negotiations WHERE finished = 0 ORDER BY updated_at'),
@@ -69,9 +86,12 @@ export class SqliteNegotiationRepository implements NegotiationRepository {
 
   pruneFinished(updatedBefore: number, keep: number, limit: number): PruneResult & { readonly rounds: number } {
     const batch = Math.max(1, Math.floor(limit));
-    const ids = new Set((this.s.finishedBefore.all(updatedBefore, batch) as Row[]).map((row) => String(row.negotiation_id)));
+    const ids = new Set(
+      (this.s.finishedBefore.all(updatedBefore, batch) as Row[]).map((row) => String(row.negotiation_id)),
+    );
     if (ids.size < batch) {
-      for (const row of this.s.finishedBeyond.all(batch - ids.size, Math.max(0, Math.floor(keep))) as Row[]) ids.add(String(row.negotiation_id));
+      for (const row of this.s.finishedBeyond.all(batch - ids.size, Math.max(0, Math.floor(keep))) as Row[])
+        ids.add(String(row.negotiation_id));
     }
     if (ids.size === 0) return { deleted: 0, more: false, rounds: 0 };
     const list = JSON.stringify([...ids]);

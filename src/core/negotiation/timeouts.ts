@@ -64,8 +64,17 @@ export class Timeouts implements Disposable {
     const ctx: CallContext = { correlationId: rec.id };
     this.deps.transitions.run((tx) => {
       this.deps.log.record({
-        correlationId: rec.id, actor: ACTOR, eventType: 'negotiation.timeout', level: 'WARN',
-        details: { negotiation_id: rec.id, which, round: rec.rounds, due: isoUtc(due), limit_ms: which === 'round' ? rec.effective.policy.roundTimeoutMs : rec.effective.debateTimeoutMs },
+        correlationId: rec.id,
+        actor: ACTOR,
+        eventType: 'negotiation.timeout',
+        level: 'WARN',
+        details: {
+          negotiation_id: rec.id,
+          which,
+          round: rec.rounds,
+          due: isoUtc(due),
+          limit_ms: which === 'round' ? rec.effective.policy.roundTimeoutMs : rec.effective.debateTimeoutMs,
+        },
       });
       this.deps.ends.stop(rec, 'timeout', step(ctx, tx, false));
       rec.updatedAt = now;

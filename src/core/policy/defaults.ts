@@ -8,11 +8,23 @@ import type { DebateIntensity, Guardrails, NegotiationPolicy, PolicyProfile, Roo
 const MINUTE = 60_000;
 
 function policy(
-  maxRounds: number, scoreThreshold: number, diffTolerance: number, roundTimeoutMs: number,
-  tokenBudgetPerRound: number, totalTokenBudget: number, oscillationLimit: number, llmWeight: number,
+  maxRounds: number,
+  scoreThreshold: number,
+  diffTolerance: number,
+  roundTimeoutMs: number,
+  tokenBudgetPerRound: number,
+  totalTokenBudget: number,
+  oscillationLimit: number,
+  llmWeight: number,
 ): NegotiationPolicy {
   return {
-    maxRounds, scoreThreshold, diffTolerance, roundTimeoutMs, tokenBudgetPerRound, totalTokenBudget, oscillationLimit,
+    maxRounds,
+    scoreThreshold,
+    diffTolerance,
+    roundTimeoutMs,
+    tokenBudgetPerRound,
+    totalTokenBudget,
+    oscillationLimit,
     hitl: 'None',
     scoring: { requireSchemaValid: true, requireExamplesPass: false, llmWeight },
   };
@@ -32,7 +44,11 @@ export const DEFAULT_BASE_POLICY: NegotiationPolicy = DEFAULT_PROFILES[2].policy
 
 /** The debate time limit per intensity profile (Open's debate_timeout overrides it). */
 export const DEFAULT_DEBATE_TIMEOUT_MS: Readonly<Record<DebateIntensity, number>> = {
-  LOWEST: 2 * MINUTE, LOW: 5 * MINUTE, MEDIUM: 15 * MINUTE, HIGH: 30 * MINUTE, HIGHEST: 60 * MINUTE,
+  LOWEST: 2 * MINUTE,
+  LOW: 5 * MINUTE,
+  MEDIUM: 15 * MINUTE,
+  HIGH: 30 * MINUTE,
+  HIGHEST: 60 * MINUTE,
 };
 export const DEFAULT_BASE_DEBATE_TIMEOUT_MS = 15 * MINUTE;
 

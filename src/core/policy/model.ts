@@ -35,7 +35,13 @@ export interface NegotiationPolicy {
 }
 
 /** The numeric policy fields an agent may state a preference for, and the guardrails bound (policy.proto AgentPreferences). */
-export type PreferenceField = 'maxRounds' | 'scoreThreshold' | 'diffTolerance' | 'roundTimeoutMs' | 'tokenBudgetPerRound' | 'totalTokenBudget'
+export type PreferenceField =
+  | 'maxRounds'
+  | 'scoreThreshold'
+  | 'diffTolerance'
+  | 'roundTimeoutMs'
+  | 'tokenBudgetPerRound'
+  | 'totalTokenBudget'
   | 'oscillationLimit';
 
 /** Advisory per-agent values (policy.proto AgentPreferences); 0 = no preference for that field. */

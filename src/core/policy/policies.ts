@@ -4,22 +4,45 @@ import type { CallContext } from '../context';
 import { Emitter, type Disposable, type Event } from '../events';
 import type { EventLog } from '../log/eventLog';
 import {
-  DEFAULT_BASE_DEBATE_TIMEOUT_MS, DEFAULT_BASE_POLICY, DEFAULT_DEBATE_TIMEOUT_MS, DEFAULT_GUARDRAILS, DEFAULT_PROFILES,
-  DEFAULT_ROOM_THRESHOLDS, DEFAULT_TIE_BREAK, MAX_DEBATE_TIMEOUT_MS,
+  DEFAULT_BASE_DEBATE_TIMEOUT_MS,
+  DEFAULT_BASE_POLICY,
+  DEFAULT_DEBATE_TIMEOUT_MS,
+  DEFAULT_GUARDRAILS,
+  DEFAULT_PROFILES,
+  DEFAULT_ROOM_THRESHOLDS,
+  DEFAULT_TIE_BREAK,
+  MAX_DEBATE_TIMEOUT_MS,
 } from './defaults';
 import type {
-  AgentPreferences, EffectiveInput, EffectivePolicy, Guardrails, NegotiationPolicy, PolicyProfile, PolicyReader,
-  PolicySet, PolicyStorage, RoomThresholds, TieBreak,
+  AgentPreferences,
+  EffectiveInput,
+  EffectivePolicy,
+  Guardrails,
+  NegotiationPolicy,
+  PolicyProfile,
+  PolicyReader,
+  PolicySet,
+  PolicyStorage,
+  RoomThresholds,
+  TieBreak,
 } from './model';
 import { NegotiationError } from './speaker';
 import {
-  checkPolicy, checkProfiles, checkSet, describe, MAX_MATCHED_TOPIC_CHARS, PREFERENCE_FIELDS, refuse, ROOM_FIELDS, unsafeGlobReason,
+  checkPolicy,
+  checkProfiles,
+  checkSet,
+  describe,
+  MAX_MATCHED_TOPIC_CHARS,
+  PREFERENCE_FIELDS,
+  refuse,
+  ROOM_FIELDS,
+  unsafeGlobReason,
 } from './validate';
 
 /** Part of a policy: the fields given replace the policy's (scoring field by field). */
-export type PolicyPatch =
-  & { readonly [K in Exclude<keyof NegotiationPolicy, 'scoring'>]?: NegotiationPolicy[K] }
-  & { readonly scoring?: Partial<NegotiationPolicy['scoring']> };
+export type PolicyPatch = { readonly [K in Exclude<keyof NegotiationPolicy, 'scoring'>]?: NegotiationPolicy[K] } & {
+  readonly scoring?: Partial<NegotiationPolicy['scoring']>;
+};
 
 /**
  * What the editor's settings (sw4rm.negotiation.*) and the CLI may set; every field optional. At start the settings
@@ -80,17 +103,30 @@ function defined<T extends object>(patch: T | undefined): Partial<T> {
 
 function policyOf(p: NegotiationPolicy): NegotiationPolicy {
   return {
-    maxRounds: p.maxRounds, scoreThreshold: p.scoreThreshold, diffTolerance: p.diffTolerance, roundTimeoutMs: p.roundTimeoutMs,
-    tokenBudgetPerRound: p.tokenBudgetPerRound, totalTokenBudget: p.totalTokenBudget, oscillationLimit: p.oscillationLimit,
+    maxRounds: p.maxRounds,
+    scoreThreshold: p.scoreThreshold,
+    diffTolerance: p.diffTolerance,
+    roundTimeoutMs: p.roundTimeoutMs,
+    tokenBudgetPerRound: p.tokenBudgetPerRound,
+    totalTokenBudget: p.totalTokenBudget,
+    oscillationLimit: p.oscillationLimit,
     hitl: p.hitl,
-    scoring: { requireSchemaValid: p.scoring?.requireSchemaValid, requireExamplesPass: p.scoring?.requireExamplesPass, llmWeight: p.scoring?.llmWeight },
+    scoring: {
+      requireSchemaValid: p.scoring?.requireSchemaValid,
+      requireExamplesPass: p.scoring?.requireExamplesPass,
+      llmWeight: p.scoring?.llmWeight,
+    },
   } as NegotiationPolicy;
 }
 
 function patched(policy: NegotiationPolicy, patch: PolicyPatch | undefined): NegotiationPolicy {
   if (!patch) return policy;
   const { scoring, ...rest } = patch;
-  return policyOf({ ...policy, ...defined(rest), scoring: { ...policy.scoring, ...defined(scoring) } } as NegotiationPolicy);
+  return policyOf({
+    ...policy,
+    ...defined(rest),
+    scoring: { ...policy.scoring, ...defined(scoring) },
+  } as NegotiationPolicy);
 }
 
 /** The content in one fixed shape and key order (so that two equal sets serialise equally). */
@@ -101,9 +137,11 @@ function canonical(c: Content): Content {
     const ms = own(c.debateTimeoutMs, p.name);
     if (ms !== undefined) debateTimeoutMs[p.name] = ms;
   }
-  for (const [k, v] of Object.entries(c.debateTimeoutMs)) if (!Object.hasOwn(debateTimeoutMs, k)) debateTimeoutMs[k] = v; // refused by checkSet
+  for (const [k, v] of Object.entries(c.debateTimeoutMs))
+    if (!Object.hasOwn(debateTimeoutMs, k)) debateTimeoutMs[k] = v; // refused by checkSet
   const guardrails = {} as Record<keyof Guardrails, { min: number; max: number }>;
-  for (const f of PREFERENCE_FIELDS) guardrails[f.key] = { min: c.guardrails[f.key]?.min, max: c.guardrails[f.key]?.max };
+  for (const f of PREFERENCE_FIELDS)
+    guardrails[f.key] = { min: c.guardrails[f.key]?.min, max: c.guardrails[f.key]?.max };
   const room = {} as Record<string, unknown>;
   for (const f of ROOM_FIELDS) room[f.key] = c.room[f.key];
   room.autoApprove = c.room.autoApprove;
@@ -121,7 +159,9 @@ function canonical(c: Content): Content {
 
 function contentOf(set: PolicySet): Content {
   const { version, setBy, setAt, ...content } = set;
-  void version; void setBy; void setAt;
+  void version;
+  void setBy;
+  void setAt;
   return content;
 }
 
@@ -146,7 +186,8 @@ function overlay(c: Content, settings: PolicySettings): Content {
     else profiles.push({ name: s.name, policy: patched(base, s.policy) });
   }
   const guardrails = { ...c.guardrails } as Record<keyof Guardrails, { min: number; max: number }>;
-  for (const f of PREFERENCE_FIELDS) guardrails[f.key] = { ...c.guardrails[f.key], ...defined(settings.guardrails?.[f.key]) };
+  for (const f of PREFERENCE_FIELDS)
+    guardrails[f.key] = { ...c.guardrails[f.key], ...defined(settings.guardrails?.[f.key]) };
   return canonical({
     base,
     profiles,
@@ -172,7 +213,10 @@ function changedFields<T extends object>(prev: T | undefined, next: T | undefine
 
 function patchChanges(prev: PolicyPatch | undefined, next: PolicyPatch): PolicyPatch {
   const { scoring, ...rest } = next;
-  const out: Record<string, unknown> = changedFields(prev as Record<string, unknown> | undefined, rest as Record<string, unknown>);
+  const out: Record<string, unknown> = changedFields(
+    prev as Record<string, unknown> | undefined,
+    rest as Record<string, unknown>,
+  );
   const scoringChanged = changedFields(prev?.scoring, scoring);
   if (Object.keys(scoringChanged).length > 0) out.scoring = scoringChanged;
   return out as PolicyPatch;
@@ -188,7 +232,8 @@ export function settingsChanges(prev: PolicySettings, next: PolicySettings): Pol
   const out: { -readonly [K in keyof PolicySettings]: PolicySettings[K] } = {};
   const base = next.base ? patchChanges(prev.base, next.base) : {};
   if (Object.keys(base).length > 0) out.base = base;
-  if (next.baseDebateTimeoutMs !== undefined && next.baseDebateTimeoutMs !== prev.baseDebateTimeoutMs) out.baseDebateTimeoutMs = next.baseDebateTimeoutMs;
+  if (next.baseDebateTimeoutMs !== undefined && next.baseDebateTimeoutMs !== prev.baseDebateTimeoutMs)
+    out.baseDebateTimeoutMs = next.baseDebateTimeoutMs;
   const profiles: { name: string; policy: PolicyPatch }[] = [];
   for (const p of next.profiles ?? []) {
     const before = prev.profiles?.find((q) => q.name === p.name);
@@ -207,7 +252,8 @@ export function settingsChanges(prev: PolicySettings, next: PolicySettings): Pol
   const room = changedFields(prev.room, next.room);
   if (Object.keys(room).length > 0) out.room = room;
   if (next.tieBreak !== undefined && next.tieBreak !== prev.tieBreak) out.tieBreak = next.tieBreak;
-  if (next.proposalSchemas !== undefined && !same(next.proposalSchemas, prev.proposalSchemas)) out.proposalSchemas = next.proposalSchemas;
+  if (next.proposalSchemas !== undefined && !same(next.proposalSchemas, prev.proposalSchemas))
+    out.proposalSchemas = next.proposalSchemas;
   return out;
 }
 
@@ -216,7 +262,8 @@ function policyChanges(prefix: string, a: NegotiationPolicy, b: NegotiationPolic
   for (const f of PREFERENCE_FIELDS) if (a[f.key] !== b[f.key]) out.push(`${prefix}.${f.proto}`);
   if (a.hitl !== b.hitl) out.push(`${prefix}.hitl.mode`);
   if (a.scoring.requireSchemaValid !== b.scoring.requireSchemaValid) out.push(`${prefix}.scoring.require_schema_valid`);
-  if (a.scoring.requireExamplesPass !== b.scoring.requireExamplesPass) out.push(`${prefix}.scoring.require_examples_pass`);
+  if (a.scoring.requireExamplesPass !== b.scoring.requireExamplesPass)
+    out.push(`${prefix}.scoring.require_examples_pass`);
   if (a.scoring.llmWeight !== b.scoring.llmWeight) out.push(`${prefix}.scoring.llm_weight`);
   return out;
 }
@@ -235,7 +282,8 @@ export function policyChangesBetween(a: Content, b: Content): string[] {
     if (own(a.debateTimeoutMs, name) !== own(b.debateTimeoutMs, name)) out.push(`debate_timeout_ms.${name}`);
   }
   if (a.baseDebateTimeoutMs !== b.baseDebateTimeoutMs) out.push('base_debate_timeout_ms');
-  for (const f of PREFERENCE_FIELDS) if (!same(a.guardrails[f.key], b.guardrails[f.key])) out.push(`guardrails.${f.proto}`);
+  for (const f of PREFERENCE_FIELDS)
+    if (!same(a.guardrails[f.key], b.guardrails[f.key])) out.push(`guardrails.${f.proto}`);
   for (const f of ROOM_FIELDS) if (a.room[f.key] !== b.room[f.key]) out.push(`room.${f.proto}`);
   if (a.room.autoApprove !== b.room.autoApprove) out.push('room.auto_approve');
   if (a.tieBreak !== b.tieBreak) out.push('tie_break');
@@ -258,11 +306,19 @@ export class NegotiationPolicies implements PolicyReader, Disposable {
   /** The settings last applied (at start: those given, when accepted): applySettings lays over only what differs from them. */
   private appliedSettings: PolicySettings = {};
   /** The proposal-schema topic globs of `latest`, compiled once per version. */
-  private matchers: { readonly set: PolicySet; readonly list: readonly { readonly match: (topic: string) => boolean; readonly schema: string }[] } | undefined;
+  private matchers:
+    | {
+        readonly set: PolicySet;
+        readonly list: readonly { readonly match: (topic: string) => boolean; readonly schema: string }[];
+      }
+    | undefined;
   /** Why the settings given at construction were not applied (the newest stored version, or the defaults, stayed), or undefined. */
   readonly settingsRefusal: string | undefined;
 
-  constructor(protected readonly deps: { readonly store: PolicyStorage; readonly log: EventLog; readonly clock: Clock }, settings: PolicySettings = {}) {
+  constructor(
+    protected readonly deps: { readonly store: PolicyStorage; readonly log: EventLog; readonly clock: Clock },
+    settings: PolicySettings = {},
+  ) {
     const stored = deps.store.policy.latest();
     const ctx: CallContext = { correlationId: 'negotiation-policy' };
     let refusal: string | undefined;
@@ -292,7 +348,10 @@ export class NegotiationPolicies implements PolicyReader, Disposable {
     if (refusal === undefined) this.appliedSettings = settings;
     if (refusal !== undefined) {
       deps.log.record({
-        correlationId: ctx.correlationId, actor: ACTOR, eventType: 'negotiation.policy_settings_refused', level: 'WARN',
+        correlationId: ctx.correlationId,
+        actor: ACTOR,
+        eventType: 'negotiation.policy_settings_refused',
+        level: 'WARN',
         details: { reason: refusal, version: this.latest.version },
       });
     }
@@ -337,7 +396,11 @@ export class NegotiationPolicies implements PolicyReader, Disposable {
    * call compares with the settings last applied.
    */
   applySettings(settings: PolicySettings, ctx: CallContext): PolicySet {
-    const set = this.applyContent(overlay(contentOf(this.latest), settingsChanges(this.appliedSettings, settings)), 'settings', ctx);
+    const set = this.applyContent(
+      overlay(contentOf(this.latest), settingsChanges(this.appliedSettings, settings)),
+      'settings',
+      ctx,
+    );
     this.appliedSettings = settings;
     return set;
   }
@@ -352,23 +415,39 @@ export class NegotiationPolicies implements PolicyReader, Disposable {
   effectiveFor(input: EffectiveInput): { readonly effective: EffectivePolicy; readonly schema: string } {
     const set = this.latest;
     const g = set.guardrails;
-    const profile = this.profileFor(input.profileHint) ?? (input.intensity ? set.profiles.find((p) => p.name === input.intensity) : undefined);
+    const profile =
+      this.profileFor(input.profileHint) ??
+      (input.intensity ? set.profiles.find((p) => p.name === input.intensity) : undefined);
     const base = profile?.policy ?? set.base;
     const applied: [string, AgentPreferences][] = [];
     const chosen: Partial<Record<keyof AgentPreferences, number>> = {};
     const agents = Object.keys(input.preferences ?? {});
-    if (agents.length > MAX_PREFERENCE_AGENTS) throw refuse('preferences', `names more than ${MAX_PREFERENCE_AGENTS} agents (${agents.length})`);
+    if (agents.length > MAX_PREFERENCE_AGENTS)
+      throw refuse('preferences', `names more than ${MAX_PREFERENCE_AGENTS} agents (${agents.length})`);
     for (const agent of agents) {
-      if (agent.length === 0 || agent.length > MAX_PREFERENCE_AGENT_ID) throw refuse('preferences', `an agent id must be 1..${MAX_PREFERENCE_AGENT_ID} characters (${agent.length})`);
+      if (agent.length === 0 || agent.length > MAX_PREFERENCE_AGENT_ID)
+        throw refuse('preferences', `an agent id must be 1..${MAX_PREFERENCE_AGENT_ID} characters (${agent.length})`);
       const prefs = input.preferences[agent] ?? {};
-      if (prefs === null || typeof prefs !== 'object' || Array.isArray(prefs)) throw refuse(`preferences.${agent.slice(0, 64)}`, 'must be an AgentPreferences object');
-      const clamped = { maxRounds: 0, scoreThreshold: 0, diffTolerance: 0, roundTimeoutMs: 0, tokenBudgetPerRound: 0, totalTokenBudget: 0, oscillationLimit: 0 } as Record<keyof AgentPreferences, number>;
+      if (prefs === null || typeof prefs !== 'object' || Array.isArray(prefs))
+        throw refuse(`preferences.${agent.slice(0, 64)}`, 'must be an AgentPreferences object');
+      const clamped = {
+        maxRounds: 0,
+        scoreThreshold: 0,
+        diffTolerance: 0,
+        roundTimeoutMs: 0,
+        tokenBudgetPerRound: 0,
+        totalTokenBudget: 0,
+        oscillationLimit: 0,
+      } as Record<keyof AgentPreferences, number>;
       let stated = false;
       for (const f of PREFERENCE_FIELDS) {
         const value = prefs[f.key];
         if (value === undefined || value === null || value === 0) continue;
         if (typeof value !== 'number' || !Number.isFinite(value) || value < 0) {
-          throw refuse(`preferences.${agent.slice(0, 64)}.${f.proto}`, `must be a non-negative number (0 = no preference), not ${describe(value)}`);
+          throw refuse(
+            `preferences.${agent.slice(0, 64)}.${f.proto}`,
+            `must be a non-negative number (0 = no preference), not ${describe(value)}`,
+          );
         }
         const v = clamp(value, g[f.key], f.integer);
         clamped[f.key] = v;
@@ -384,8 +463,13 @@ export class NegotiationPolicies implements PolicyReader, Disposable {
       merged[f.key] = f.key === 'totalTokenBudget' && value === 0 ? 0 : clamp(value, g[f.key], f.integer);
     }
     const policy = policyOf(merged as unknown as NegotiationPolicy);
-    const ownTimeout = profile ? own(set.debateTimeoutMs, profile.name) ?? set.baseDebateTimeoutMs : set.baseDebateTimeoutMs;
-    const asked = Number.isFinite(input.debateTimeoutMs) && input.debateTimeoutMs > 0 ? Math.min(Math.ceil(input.debateTimeoutMs), MAX_DEBATE_TIMEOUT_MS) : 0;
+    const ownTimeout = profile
+      ? (own(set.debateTimeoutMs, profile.name) ?? set.baseDebateTimeoutMs)
+      : set.baseDebateTimeoutMs;
+    const asked =
+      Number.isFinite(input.debateTimeoutMs) && input.debateTimeoutMs > 0
+        ? Math.min(Math.ceil(input.debateTimeoutMs), MAX_DEBATE_TIMEOUT_MS)
+        : 0;
     return {
       effective: {
         policy,
@@ -411,7 +495,9 @@ export class NegotiationPolicies implements PolicyReader, Disposable {
     return '';
   }
 
-  private matchersOf(set: PolicySet): readonly { readonly match: (topic: string) => boolean; readonly schema: string }[] {
+  private matchersOf(
+    set: PolicySet,
+  ): readonly { readonly match: (topic: string) => boolean; readonly schema: string }[] {
     if (this.matchers?.set === set) return this.matchers.list;
     const list: { match: (topic: string) => boolean; schema: string }[] = [];
     for (const entry of set.proposalSchemas) {
@@ -455,11 +541,16 @@ export class NegotiationPolicies implements PolicyReader, Disposable {
     this.deps.store.transaction(() => {
       this.deps.store.policy.put(set);
       this.deps.log.record({
-        correlationId: ctx.correlationId, actor: ACTOR, eventType: POLICY_SET,
+        correlationId: ctx.correlationId,
+        actor: ACTOR,
+        eventType: POLICY_SET,
         details: {
-          version: set.version, policy_version: `v${set.version}`, set_by: setBy,
+          version: set.version,
+          policy_version: `v${set.version}`,
+          set_by: setBy,
           ...(ctx.principal ? { principal: ctx.principal } : {}),
-          changed: changes.slice(0, MAX_CHANGES_LOGGED), ...(changes.length > MAX_CHANGES_LOGGED ? { changed_total: changes.length } : {}),
+          changed: changes.slice(0, MAX_CHANGES_LOGGED),
+          ...(changes.length > MAX_CHANGES_LOGGED ? { changed_total: changes.length } : {}),
         },
       });
     });

@@ -5,7 +5,8 @@ export const POLICY_SCHEMA: readonly SchemaStep[] = [
   {
     version: 12,
     area: 'policy',
-    description: 'negotiation policy (RFC §17.2): every version of the policy set (base policy, profiles, guardrails, room thresholds), kept for audit',
+    description:
+      'negotiation policy (RFC §17.2): every version of the policy set (base policy, profiles, guardrails, room thresholds), kept for audit',
     statements: [
       `CREATE TABLE policy_versions (
          version INTEGER PRIMARY KEY,

@@ -25,18 +25,29 @@ export interface PolicySettingValues {
 }
 
 /** The keys of a PolicySettingValues object (the CLI file's top level). */
-export const POLICY_SETTING_KEYS: readonly (keyof PolicySettingValues)[] = ['basePolicy', 'profiles', 'guardrails', 'room', 'tieBreak', 'proposalSchemas'];
+export const POLICY_SETTING_KEYS: readonly (keyof PolicySettingValues)[] = [
+  'basePolicy',
+  'profiles',
+  'guardrails',
+  'room',
+  'tieBreak',
+  'proposalSchemas',
+];
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /** `prefix` names where the values came from: `sw4rm.negotiation.` for settings, `<file>: ` for the CLI. */
-export function parsePolicySettings(values: PolicySettingValues, prefix = 'sw4rm.negotiation.'): { readonly settings: PolicySettings; readonly warnings: readonly string[] } {
+export function parsePolicySettings(
+  values: PolicySettingValues,
+  prefix = 'sw4rm.negotiation.',
+): { readonly settings: PolicySettings; readonly warnings: readonly string[] } {
   const warnings: string[] = [];
   const ignore = (name: string, why: string) => warnings.push(`${prefix}${name} ${why}; ignored.`);
   const settings: { -readonly [K in keyof PolicySettings]: PolicySettings[K] } = {};
 
   const number = (name: string, value: unknown, min: number, max: number, integer: boolean): number | undefined => {
-    if (typeof value !== 'number' || !Number.isFinite(value)) return void ignore(name, `is not a number (${describe(value)})`);
+    if (typeof value !== 'number' || !Number.isFinite(value))
+      return void ignore(name, `is not a number (${describe(value)})`);
     if (integer && !Number.isInteger(value)) return void ignore(name, `is not a whole number (${value})`);
     if (value < min || value > max) return void ignore(name, `is outside ${min}..${max} (${value})`);
     return value;
@@ -51,7 +62,13 @@ export function parsePolicySettings(values: PolicySettingValues, prefix = 'sw4rm
       const field = PREFERENCE_FIELDS.find((f) => f.proto === key);
       if (field) {
         const hard = HARD_BOUNDS[field.key];
-        const n = number(`${name}.${key}`, value, field.key === 'totalTokenBudget' ? 0 : hard.min, hard.max, field.integer);
+        const n = number(
+          `${name}.${key}`,
+          value,
+          field.key === 'totalTokenBudget' ? 0 : hard.min,
+          hard.max,
+          field.integer,
+        );
         if (n !== undefined) patch[field.key] = n;
       } else if (key === 'hitl') {
         const mode = isObject(value) ? value.mode : value;
@@ -59,18 +76,32 @@ export function parsePolicySettings(values: PolicySettingValues, prefix = 'sw4rm
         if (gate) patch.hitl = gate as HitlGate;
         else ignore(`${name}.hitl`, `is not one of ${HITL_GATES.join(', ')} (${describe(mode)})`);
       } else if (key === 'scoring') {
-        if (!isObject(value)) { ignore(`${name}.scoring`, 'is not an object'); continue; }
+        if (!isObject(value)) {
+          ignore(`${name}.scoring`, 'is not an object');
+          continue;
+        }
         for (const [sk, sv] of Object.entries(value)) {
           if (sk === 'require_schema_valid' || sk === 'require_examples_pass') {
-            if (typeof sv === 'boolean') scoring[sk === 'require_schema_valid' ? 'requireSchemaValid' : 'requireExamplesPass'] = sv;
+            if (typeof sv === 'boolean')
+              scoring[sk === 'require_schema_valid' ? 'requireSchemaValid' : 'requireExamplesPass'] = sv;
             else ignore(`${name}.scoring.${sk}`, `is not true or false (${describe(sv)})`);
           } else if (sk === 'llm_weight') {
             const n = number(`${name}.scoring.llm_weight`, sv, 0, 1, false);
             if (n !== undefined) scoring.llmWeight = n;
-          } else ignore(`${name}.scoring.${sk}`, 'is not a scoring field (require_schema_valid, require_examples_pass, llm_weight)');
+          } else
+            ignore(
+              `${name}.scoring.${sk}`,
+              'is not a scoring field (require_schema_valid, require_examples_pass, llm_weight)',
+            );
         }
       } else if (key === 'debate_timeout_ms') {
-        debateTimeoutMs = number(`${name}.debate_timeout_ms`, value, MIN_DEBATE_TIMEOUT_MS, MAX_DEBATE_TIMEOUT_MS, true);
+        debateTimeoutMs = number(
+          `${name}.debate_timeout_ms`,
+          value,
+          MIN_DEBATE_TIMEOUT_MS,
+          MAX_DEBATE_TIMEOUT_MS,
+          true,
+        );
       } else {
         ignore(`${name}.${key}`, 'is not a policy field');
       }
@@ -97,10 +128,16 @@ export function parsePolicySettings(values: PolicySettingValues, prefix = 'sw4rm
           checkProfileName('name', name);
         } catch (err) {
           if (!(err instanceof NegotiationError)) throw err;
-          ignore(`profiles["${name.slice(0, 64)}"]`, 'is not a profile name (1..64 characters of A-Z a-z 0-9 _ . : -, not __proto__)');
+          ignore(
+            `profiles["${name.slice(0, 64)}"]`,
+            'is not a profile name (1..64 characters of A-Z a-z 0-9 _ . : -, not __proto__)',
+          );
           continue;
         }
-        if (profiles.length >= MAX_PROFILES) { ignore(`profiles["${name}"]`, `is past the ${MAX_PROFILES} profiles allowed`); continue; }
+        if (profiles.length >= MAX_PROFILES) {
+          ignore(`profiles["${name}"]`, `is past the ${MAX_PROFILES} profiles allowed`);
+          continue;
+        }
         const parsed = policyPatch(`profiles["${name}"]`, raw);
         if (!parsed) continue;
         profiles.push({ name, policy: parsed.patch });
@@ -117,8 +154,14 @@ export function parsePolicySettings(values: PolicySettingValues, prefix = 'sw4rm
       const guardrails: Record<string, { min?: number; max?: number }> = {};
       for (const [key, raw] of Object.entries(values.guardrails)) {
         const field = PREFERENCE_FIELDS.find((f) => f.proto === key);
-        if (!field) { ignore(`guardrails.${key}`, 'is not a policy field with guardrails'); continue; }
-        if (!isObject(raw)) { ignore(`guardrails.${key}`, 'is not {min, max}'); continue; }
+        if (!field) {
+          ignore(`guardrails.${key}`, 'is not a policy field with guardrails');
+          continue;
+        }
+        if (!isObject(raw)) {
+          ignore(`guardrails.${key}`, 'is not {min, max}');
+          continue;
+        }
         const hard = HARD_BOUNDS[field.key];
         const bounds: { min?: number; max?: number } = {};
         for (const end of ['min', 'max'] as const) {
@@ -161,14 +204,18 @@ export function parsePolicySettings(values: PolicySettingValues, prefix = 'sw4rm
       const list: { topic: string; schema: string }[] = [];
       values.proposalSchemas.forEach((raw: unknown, i) => {
         if (!isObject(raw)) return void ignore(`proposalSchemas[${i}]`, 'is not {topic, schema}');
-        const schema = typeof raw.schema === 'string' ? raw.schema : isObject(raw.schema) ? JSON.stringify(raw.schema) : undefined;
-        if (schema === undefined) return void ignore(`proposalSchemas[${i}].schema`, 'is not a JSON Schema (an object, or its text)');
+        const schema =
+          typeof raw.schema === 'string' ? raw.schema : isObject(raw.schema) ? JSON.stringify(raw.schema) : undefined;
+        if (schema === undefined)
+          return void ignore(`proposalSchemas[${i}].schema`, 'is not a JSON Schema (an object, or its text)');
         const entry = { topic: typeof raw.topic === 'string' ? raw.topic : '', schema };
         try {
           checkProposalSchemas('proposalSchemas', [entry]);
         } catch (err) {
           if (!(err instanceof NegotiationError)) throw err;
-          return void warnings.push(`${prefix}${err.message.replace('proposalSchemas[0]', `proposalSchemas[${i}]`)}; ignored.`);
+          return void warnings.push(
+            `${prefix}${err.message.replace('proposalSchemas[0]', `proposalSchemas[${i}]`)}; ignored.`,
+          );
         }
         list.push(entry);
       });

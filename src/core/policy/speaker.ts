@@ -28,7 +28,11 @@ export type NegotiationErrorKind =
  * VALIDATION_ERROR, PERMISSION_DENIED, NOT_FOUND, BUFFER_FULL, …); the server sends `<code>: <message>` as details.
  */
 export class NegotiationError extends SwarmError {
-  constructor(readonly kind: NegotiationErrorKind, readonly code: string, message: string) {
+  constructor(
+    readonly kind: NegotiationErrorKind,
+    readonly code: string,
+    message: string,
+  ) {
     super(message);
     this.name = 'NegotiationError';
   }

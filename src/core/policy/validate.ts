@@ -2,10 +2,27 @@ import { createHash } from 'node:crypto';
 import picomatch from 'picomatch';
 import { compileSchemaText } from '../tools/descriptors';
 import {
-  HARD_BOUNDS, MAX_DEBATE_TIMEOUT_MS, MAX_PROFILES, MAX_PROPOSAL_SCHEMAS, MAX_TOPIC_GLOB_CHARS, MAX_VOTE_TIMEOUT_MS,
-  MIN_DEBATE_TIMEOUT_MS, MIN_VOTE_TIMEOUT_MS, PROFILE_NAME, TIE_BREAKS,
+  HARD_BOUNDS,
+  MAX_DEBATE_TIMEOUT_MS,
+  MAX_PROFILES,
+  MAX_PROPOSAL_SCHEMAS,
+  MAX_TOPIC_GLOB_CHARS,
+  MAX_VOTE_TIMEOUT_MS,
+  MIN_DEBATE_TIMEOUT_MS,
+  MIN_VOTE_TIMEOUT_MS,
+  PROFILE_NAME,
+  TIE_BREAKS,
 } from './defaults';
-import { DEBATE_INTENSITIES, HITL_GATES, type Guardrails, type PreferenceField, type NegotiationPolicy, type PolicyProfile, type PolicySet, type RoomThresholds } from './model';
+import {
+  DEBATE_INTENSITIES,
+  HITL_GATES,
+  type Guardrails,
+  type PreferenceField,
+  type NegotiationPolicy,
+  type PolicyProfile,
+  type PolicySet,
+  type RoomThresholds,
+} from './model';
 import { NegotiationError } from './speaker';
 
 /**
@@ -19,12 +36,20 @@ export function refuse(field: string, why: string): NegotiationError {
 
 /** A value for a message: short, never the whole of a long string. */
 export function describe(value: unknown): string {
-  const text = typeof value === 'string' ? `'${value.slice(0, 64)}${value.length > 64 ? '…' : ''}'` : JSON.stringify(value) ?? String(value);
+  const text =
+    typeof value === 'string'
+      ? `'${value.slice(0, 64)}${value.length > 64 ? '…' : ''}'`
+      : (JSON.stringify(value) ?? String(value));
   return text.length > 80 ? `${text.slice(0, 80)}…` : text;
 }
 
 /** The numeric fields a preference may move (model.ts PreferenceField), with their proto names; `integer` fields are whole numbers. */
-export const PREFERENCE_FIELDS: readonly { readonly key: PreferenceField; readonly proto: string; readonly integer: boolean; readonly stricter: 'lower' | 'higher' }[] = [
+export const PREFERENCE_FIELDS: readonly {
+  readonly key: PreferenceField;
+  readonly proto: string;
+  readonly integer: boolean;
+  readonly stricter: 'lower' | 'higher';
+}[] = [
   { key: 'maxRounds', proto: 'max_rounds', integer: true, stricter: 'lower' },
   { key: 'scoreThreshold', proto: 'score_threshold', integer: false, stricter: 'higher' },
   { key: 'diffTolerance', proto: 'diff_tolerance', integer: false, stricter: 'lower' },
@@ -34,19 +59,48 @@ export const PREFERENCE_FIELDS: readonly { readonly key: PreferenceField; readon
   { key: 'oscillationLimit', proto: 'oscillation_limit', integer: true, stricter: 'lower' },
 ];
 
-export const ROOM_FIELDS: readonly { readonly key: Exclude<keyof RoomThresholds, 'autoApprove'>; readonly proto: string; readonly min: number; readonly max: number; readonly integer: boolean; readonly what?: string }[] = [
+export const ROOM_FIELDS: readonly {
+  readonly key: Exclude<keyof RoomThresholds, 'autoApprove'>;
+  readonly proto: string;
+  readonly min: number;
+  readonly max: number;
+  readonly integer: boolean;
+  readonly what?: string;
+}[] = [
   { key: 'minScoreThreshold', proto: 'min_score_threshold', min: 0, max: 10, integer: false },
   { key: 'minConfidenceThreshold', proto: 'min_confidence_threshold', min: 0, max: 1, integer: false },
   { key: 'minPassRatio', proto: 'min_pass_ratio', min: 0, max: 1, integer: false },
   { key: 'maxStdDev', proto: 'max_std_dev', min: 0, max: 10, integer: false },
-  { key: 'escalateBelowConfidence', proto: 'escalate_below_confidence', min: 0.3, max: 1, integer: false, what: ' (RFC §17.5 MUST: a vote below confidence 0.3 escalates; it may only be made stricter)' },
-  { key: 'escalateAboveStdDev', proto: 'escalate_above_std_dev', min: 0, max: 3, integer: false, what: ' (RFC §17.5 MUST: a std_dev above 3.0 escalates; it may only be made stricter)' },
+  {
+    key: 'escalateBelowConfidence',
+    proto: 'escalate_below_confidence',
+    min: 0.3,
+    max: 1,
+    integer: false,
+    what: ' (RFC §17.5 MUST: a vote below confidence 0.3 escalates; it may only be made stricter)',
+  },
+  {
+    key: 'escalateAboveStdDev',
+    proto: 'escalate_above_std_dev',
+    min: 0,
+    max: 3,
+    integer: false,
+    what: ' (RFC §17.5 MUST: a std_dev above 3.0 escalates; it may only be made stricter)',
+  },
   { key: 'voteTimeoutMs', proto: 'vote_timeout_ms', min: MIN_VOTE_TIMEOUT_MS, max: MAX_VOTE_TIMEOUT_MS, integer: true },
 ];
 
 /** A finite number (an integer when asked) within min..max; refused naming the field otherwise. */
-export function checkNumber(field: string, value: unknown, min: number, max: number, integer: boolean, what = ''): number {
-  if (typeof value !== 'number' || !Number.isFinite(value)) throw refuse(field, `must be a number, not ${describe(value)}`);
+export function checkNumber(
+  field: string,
+  value: unknown,
+  min: number,
+  max: number,
+  integer: boolean,
+  what = '',
+): number {
+  if (typeof value !== 'number' || !Number.isFinite(value))
+    throw refuse(field, `must be a number, not ${describe(value)}`);
   if (integer && !Number.isInteger(value)) throw refuse(field, `must be a whole number, not ${value}`);
   if (value < min || value > max) throw refuse(field, `must be within ${min}..${max}${what}, not ${value}`);
   return value;
@@ -124,7 +178,8 @@ export function unsafeGlobReason(glob: string): string | undefined {
   let groups = 0;
   for (const segment of glob.split('/')) {
     const count = (segment.match(/\*+|\?/g) ?? []).length;
-    if (count > MAX_GLOB_WILDCARDS_PER_SEGMENT) return `holds ${count} wildcards (* or ?) in one path segment; at most ${MAX_GLOB_WILDCARDS_PER_SEGMENT}`;
+    if (count > MAX_GLOB_WILDCARDS_PER_SEGMENT)
+      return `holds ${count} wildcards (* or ?) in one path segment; at most ${MAX_GLOB_WILDCARDS_PER_SEGMENT}`;
     total += count;
   }
   if (total > MAX_GLOB_WILDCARDS) return `holds ${total} wildcards (* or ?); at most ${MAX_GLOB_WILDCARDS}`;
@@ -132,15 +187,21 @@ export function unsafeGlobReason(glob: string): string | undefined {
   let alternatives = 0;
   for (let i = 0; i < glob.length; i++) {
     const c = glob[i];
-    if (c === '\\') { i++; continue; }
+    if (c === '\\') {
+      i++;
+      continue;
+    }
     if (c === '{') {
       if (depth > 0) return 'may not nest braces';
-      depth = 1; groups++; alternatives = 1;
+      depth = 1;
+      groups++;
+      alternatives = 1;
       if (groups > MAX_GLOB_BRACE_GROUPS) return `holds more than ${MAX_GLOB_BRACE_GROUPS} brace groups`;
     } else if (c === '}' && depth > 0) {
       depth = 0;
     } else if (c === ',' && depth > 0) {
-      if (++alternatives > MAX_GLOB_BRACE_ALTERNATIVES) return `holds a brace group of more than ${MAX_GLOB_BRACE_ALTERNATIVES} alternatives`;
+      if (++alternatives > MAX_GLOB_BRACE_ALTERNATIVES)
+        return `holds a brace group of more than ${MAX_GLOB_BRACE_ALTERNATIVES} alternatives`;
     } else if (c === '.' && depth > 0 && glob[i + 1] === '.') {
       return 'may not use brace ranges ({a..z})';
     }
@@ -191,7 +252,8 @@ function proposalSchemaRefusal(text: string): string | undefined {
 
 export function checkProposalSchemas(field: string, list: PolicySet['proposalSchemas']): void {
   if (!Array.isArray(list)) throw refuse(field, 'must be a list of {topic, schema}');
-  if (list.length > MAX_PROPOSAL_SCHEMAS) throw refuse(field, `holds more than ${MAX_PROPOSAL_SCHEMAS} entries (${list.length})`);
+  if (list.length > MAX_PROPOSAL_SCHEMAS)
+    throw refuse(field, `holds more than ${MAX_PROPOSAL_SCHEMAS} entries (${list.length})`);
   let bytes = 0;
   list.forEach((entry, i) => {
     const at = `${field}[${i}]`;
@@ -199,7 +261,8 @@ export function checkProposalSchemas(field: string, list: PolicySet['proposalSch
     checkTopicGlob(`${at}.topic`, entry.topic);
     if (typeof entry.schema !== 'string') throw refuse(`${at}.schema`, 'must be a JSON Schema (text)');
     bytes += Buffer.byteLength(entry.schema);
-    if (bytes > MAX_PROPOSAL_SCHEMAS_TOTAL_BYTES) throw refuse(field, `holds more than ${MAX_PROPOSAL_SCHEMAS_TOTAL_BYTES / 1024} KiB of schemas in all`);
+    if (bytes > MAX_PROPOSAL_SCHEMAS_TOTAL_BYTES)
+      throw refuse(field, `holds more than ${MAX_PROPOSAL_SCHEMAS_TOTAL_BYTES / 1024} KiB of schemas in all`);
   });
   list.forEach((entry, i) => {
     const why = proposalSchemaRefusal(entry.schema);
@@ -209,7 +272,8 @@ export function checkProposalSchemas(field: string, list: PolicySet['proposalSch
 
 /** The profiles: valid names, no duplicates, each policy within the guardrails, the five intensities present. */
 export function checkProfiles(field: string, profiles: readonly PolicyProfile[], guardrails: Guardrails): void {
-  if (profiles.length > MAX_PROFILES) throw refuse(field, `holds more than ${MAX_PROFILES} profiles (${profiles.length})`);
+  if (profiles.length > MAX_PROFILES)
+    throw refuse(field, `holds more than ${MAX_PROFILES} profiles (${profiles.length})`);
   const seen = new Set<string>();
   profiles.forEach((p, i) => {
     const name = checkProfileName(`${field}[${i}].name`, p?.name);
@@ -225,13 +289,15 @@ export function checkSet(set: PolicySet): void {
   checkPolicy('policy', set.base, set.guardrails);
   checkProfiles('profiles', set.profiles, set.guardrails);
   const names = new Set(set.profiles.map((p) => p.name));
-  for (const intensity of DEBATE_INTENSITIES) if (!names.has(intensity)) throw refuse('profiles', `the intensity profile ${intensity} cannot be removed`);
+  for (const intensity of DEBATE_INTENSITIES)
+    if (!names.has(intensity)) throw refuse('profiles', `the intensity profile ${intensity} cannot be removed`);
   for (const [name, ms] of Object.entries(set.debateTimeoutMs)) {
     if (!names.has(name)) throw refuse(`debate_timeout_ms.${name.slice(0, 64)}`, 'names no profile');
     checkDebateTimeout(`debate_timeout_ms.${name}`, ms);
   }
   checkDebateTimeout('base_debate_timeout_ms', set.baseDebateTimeoutMs);
   checkRoom('room', set.room);
-  if (!TIE_BREAKS.includes(set.tieBreak)) throw refuse('tie_break', `must be one of ${TIE_BREAKS.join(', ')}, not ${describe(set.tieBreak)}`);
+  if (!TIE_BREAKS.includes(set.tieBreak))
+    throw refuse('tie_break', `must be one of ${TIE_BREAKS.join(', ')}, not ${describe(set.tieBreak)}`);
   checkProposalSchemas('proposal_schemas', set.proposalSchemas);
 }

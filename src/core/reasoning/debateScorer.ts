@@ -77,7 +77,11 @@ function leaves(value: unknown): Map<string, string> | undefined {
       const keys = Object.keys(v);
       if (over(Math.max(1, keys.length))) return undefined;
       if (keys.length === 0) out.set(path, '{}');
-      for (const k of keys) stack.push([`${path}.${/^[A-Za-z_$][\w$]*$/.test(k) ? k : JSON.stringify(k)}`, (v as Record<string, unknown>)[k]]);
+      for (const k of keys)
+        stack.push([
+          `${path}.${/^[A-Za-z_$][\w$]*$/.test(k) ? k : JSON.stringify(k)}`,
+          (v as Record<string, unknown>)[k],
+        ]);
     } else {
       if (over(1)) return undefined;
       out.set(path, JSON.stringify(v));
@@ -88,7 +92,8 @@ function leaves(value: unknown): Map<string, string> | undefined {
 
 function words(text: string): Map<string, number> {
   const counts = new Map<string, number>();
-  for (const match of text.toLowerCase().matchAll(/[\p{L}\p{N}]+/gu)) counts.set(match[0], (counts.get(match[0]) ?? 0) + 1);
+  for (const match of text.toLowerCase().matchAll(/[\p{L}\p{N}]+/gu))
+    counts.set(match[0], (counts.get(match[0]) ?? 0) + 1);
   return counts;
 }
 

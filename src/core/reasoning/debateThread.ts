@@ -4,7 +4,8 @@ import { WorkerThread } from '../workerThread';
 import { scoreDebate, type DebateVerdict } from './debateScorer';
 
 /** What the debate worker answers: the built-in scorer's verdict, or why there is none. */
-export type DebateAnswer = { readonly ok: true; readonly verdict: DebateVerdict } | { readonly ok: false; readonly why: string };
+export type DebateAnswer =
+  { readonly ok: true; readonly verdict: DebateVerdict } | { readonly ok: false; readonly why: string };
 
 /**
  * Proposals of at most this many characters together are scored on the caller's thread (well under a millisecond);
@@ -34,9 +35,18 @@ export function scoreDebateOffThread(a: string, b: string, intensity = ''): Prom
   if (a.length + b.length <= DEBATE_ON_THREAD_CHARS) return Promise.resolve(here());
   if (thread === undefined) {
     const script = debateWorkerScript();
-    thread = script === undefined ? null : new WorkerThread<{ a: string; b: string; intensity: string }, DebateAnswer>(script, (why) => ({ ok: false, why }), {
-      timeoutMs: DEBATE_WORKER_TIMEOUT_MS, maxOldGenerationSizeMb: 256, what: 'scoring the debate',
-    });
+    thread =
+      script === undefined
+        ? null
+        : new WorkerThread<{ a: string; b: string; intensity: string }, DebateAnswer>(
+            script,
+            (why) => ({ ok: false, why }),
+            {
+              timeoutMs: DEBATE_WORKER_TIMEOUT_MS,
+              maxOldGenerationSizeMb: 256,
+              what: 'scoring the debate',
+            },
+          );
   }
   return thread === null ? Promise.resolve(here()) : thread.run({ a, b, intensity });
 }

@@ -10,8 +10,16 @@ lowerThisThreadsPriority();
 
 parentPort?.on('message', (request: { id: number; a: string; b: string; intensity: string }) => {
   try {
-    parentPort?.postMessage({ id: request.id, ok: true, verdict: scoreDebate(request.a, request.b, request.intensity) });
+    parentPort?.postMessage({
+      id: request.id,
+      ok: true,
+      verdict: scoreDebate(request.a, request.b, request.intensity),
+    });
   } catch (err) {
-    parentPort?.postMessage({ id: request.id, ok: false, why: `the built-in scorer failed (${(err as Error).message.slice(0, 120)})` });
+    parentPort?.postMessage({
+      id: request.id,
+      ok: false,
+      why: `the built-in scorer failed (${(err as Error).message.slice(0, 120)})`,
+    });
   }
 });

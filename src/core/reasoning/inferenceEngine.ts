@@ -12,8 +12,14 @@ import { toWire } from '../scheduler/scope';
 import { BuiltInScopeScorer } from '../scheduler/scorer';
 import type { AgentToolTransport } from '../tools/externalProvider';
 import {
-  DEFAULT_EXECUTION_POLICY, ToolCallError,
-  type CallInput, type JsonSchema, type ToolDescriptor, type ToolProvider, type ToolRequest, type ToolResult,
+  DEFAULT_EXECUTION_POLICY,
+  ToolCallError,
+  type CallInput,
+  type JsonSchema,
+  type ToolDescriptor,
+  type ToolProvider,
+  type ToolRequest,
+  type ToolResult,
 } from '../tools/model';
 import { scoreDebateOffThread } from './debateThread';
 
@@ -58,35 +64,59 @@ const confidenceAnswer: JsonSchema = {
 export const REASONING_TOOLS: readonly ToolDescriptor[] = [
   {
     name: 'check_parallelism',
-    description: 'How safe it is to run two tasks with these scopes in parallel (RFC §9.3): confidence_score in [0, 1], higher = safer. Scopes are JSON objects {"repo_id","worktree_id","paths","resources"} as text.',
+    description:
+      'How safe it is to run two tasks with these scopes in parallel (RFC §9.3): confidence_score in [0, 1], higher = safer. Scopes are JSON objects {"repo_id","worktree_id","paths","resources"} as text.',
     inputSchema: {
-      type: 'object', required: ['scope_a', 'scope_b'], additionalProperties: false,
+      type: 'object',
+      required: ['scope_a', 'scope_b'],
+      additionalProperties: false,
       properties: { scope_a: { type: 'string', minLength: 1 }, scope_b: { type: 'string', minLength: 1 } },
     },
     outputSchema: confidenceAnswer,
-    idempotent: true, needsWorktree: false, defaultTimeoutS: 10, maxConcurrency: 8, sideEffects: 'none',
+    idempotent: true,
+    needsWorktree: false,
+    defaultTimeoutS: 10,
+    maxConcurrency: 8,
+    sideEffects: 'none',
   },
   {
     name: 'evaluate_debate',
-    description: 'How much two proposals of a negotiation agree: confidence_score in [0, 1] (1 = the same), with notes.',
+    description:
+      'How much two proposals of a negotiation agree: confidence_score in [0, 1] (1 = the same), with notes.',
     inputSchema: {
-      type: 'object', required: ['negotiation_id', 'proposal_a', 'proposal_b'], additionalProperties: false,
-      properties: { negotiation_id: shortText, proposal_a: { type: 'string' }, proposal_b: { type: 'string' }, intensity: shortText },
+      type: 'object',
+      required: ['negotiation_id', 'proposal_a', 'proposal_b'],
+      additionalProperties: false,
+      properties: {
+        negotiation_id: shortText,
+        proposal_a: { type: 'string' },
+        proposal_b: { type: 'string' },
+        intensity: shortText,
+      },
     },
     outputSchema: confidenceAnswer,
-    idempotent: true, needsWorktree: false, defaultTimeoutS: 10, maxConcurrency: 8, sideEffects: 'none',
+    idempotent: true,
+    needsWorktree: false,
+    defaultTimeoutS: 10,
+    maxConcurrency: 8,
+    sideEffects: 'none',
   },
   {
     name: 'summarize',
-    description: 'A summary of a session\'s text segments, within max_tokens (0 = the engine\'s default).',
+    description: "A summary of a session's text segments, within max_tokens (0 = the engine's default).",
     inputSchema: {
-      type: 'object', required: ['session_id', 'segments'], additionalProperties: false,
+      type: 'object',
+      required: ['session_id', 'segments'],
+      additionalProperties: false,
       properties: {
         session_id: shortText,
         segments: {
-          type: 'array', maxItems: REASONING_LIMITS.maxSegments,
+          type: 'array',
+          maxItems: REASONING_LIMITS.maxSegments,
           items: {
-            type: 'object', required: ['content'], additionalProperties: false,
+            type: 'object',
+            required: ['content'],
+            additionalProperties: false,
             properties: { kind: shortText, content: { type: 'string' }, seq: { type: 'integer' }, at: shortText },
           },
         },
@@ -95,12 +125,20 @@ export const REASONING_TOOLS: readonly ToolDescriptor[] = [
       },
     },
     outputSchema: {
-      type: 'object', required: ['summary'],
+      type: 'object',
+      required: ['summary'],
       properties: {
-        summary: { type: 'string' }, tokens: { type: 'integer', minimum: 0 }, cost_cents: { type: 'number', minimum: 0 }, model: { type: 'string' },
+        summary: { type: 'string' },
+        tokens: { type: 'integer', minimum: 0 },
+        cost_cents: { type: 'number', minimum: 0 },
+        model: { type: 'string' },
       },
     },
-    idempotent: true, needsWorktree: false, defaultTimeoutS: 10, maxConcurrency: 8, sideEffects: 'none',
+    idempotent: true,
+    needsWorktree: false,
+    defaultTimeoutS: 10,
+    maxConcurrency: 8,
+    sideEffects: 'none',
   },
 ];
 
@@ -118,7 +156,11 @@ const NO_ENGINE = `no inference engine registered (an online agent declaring the
 
 /** Whether `agent` is an inference engine that can answer now: INFERENCE_ENGINE_CONNECTOR declared, online, not shutting down or failed. */
 export function servesReasoning(agent: AgentRecord): boolean {
-  return agent.descriptor.reasoningConnectors.includes(INFERENCE_ENGINE_CONNECTOR) && agent.presence === 'online' && !NOT_SERVING.has(agent.state);
+  return (
+    agent.descriptor.reasoningConnectors.includes(INFERENCE_ENGINE_CONNECTOR) &&
+    agent.presence === 'online' &&
+    !NOT_SERVING.has(agent.state)
+  );
 }
 
 /** The inference engine agent: of those that serve (servesReasoning), the lowest agent id; undefined when none. */
@@ -135,7 +177,10 @@ export function inferenceEngineAgent(agents: AgentDirectory): string | undefined
 export class ReasoningProvider implements ToolProvider {
   readonly id = REASONING_PROVIDER_ID;
 
-  constructor(readonly agents: AgentDirectory, readonly transport: () => AgentToolTransport) {}
+  constructor(
+    readonly agents: AgentDirectory,
+    readonly transport: () => AgentToolTransport,
+  ) {}
 
   describe(): readonly ToolDescriptor[] {
     return REASONING_TOOLS;
@@ -225,7 +270,10 @@ export class InferenceEngine implements ParallelismScorer, Disposable {
   private readonly pending = new Set<{ readonly timer: Disposable; readonly reject: (err: Error) => void }>();
   private disposed = false;
 
-  constructor(private readonly deps: InferenceEngineDeps, private readonly options: InferenceEngineOptions = DEFAULT_INFERENCE_ENGINE_OPTIONS) {}
+  constructor(
+    private readonly deps: InferenceEngineDeps,
+    private readonly options: InferenceEngineOptions = DEFAULT_INFERENCE_ENGINE_OPTIONS,
+  ) {}
 
   /** The inference engine agent now, if any. */
   engineAgent(): string | undefined {
@@ -233,13 +281,22 @@ export class InferenceEngine implements ParallelismScorer, Disposable {
   }
 
   /** ParallelismScorer: the built-in verdict at once without an engine, else a Promise of the engine's. */
-  check(a: TaskScope, b: TaskScope, ctx: CallContext = { correlationId: 'scheduler' }): ParallelismVerdict | Promise<ParallelismVerdict> {
+  check(
+    a: TaskScope,
+    b: TaskScope,
+    ctx: CallContext = { correlationId: 'scheduler' },
+  ): ParallelismVerdict | Promise<ParallelismVerdict> {
     const engineId = this.engineAgent();
     if (engineId === undefined) {
       const verdict = this.builtIn.check(a, b);
       return { confidence: verdict.confidence, notes: BUILT_IN_NOTE + verdict.notes };
     }
-    return this.ask(engineId, 'check_parallelism', { scope_a: JSON.stringify(toWire(a)), scope_b: JSON.stringify(toWire(b)) }, ctx).then(confidenceOf);
+    return this.ask(
+      engineId,
+      'check_parallelism',
+      { scope_a: JSON.stringify(toWire(a)), scope_b: JSON.stringify(toWire(b)) },
+      ctx,
+    ).then(confidenceOf);
   }
 
   async checkParallelism(a: TaskScope, b: TaskScope, ctx: CallContext): Promise<ParallelismVerdict> {
@@ -249,9 +306,13 @@ export class InferenceEngine implements ParallelismScorer, Disposable {
   async evaluateDebate(request: DebateRequest, ctx: CallContext): Promise<ParallelismVerdict> {
     checkShort('negotiation_id', request.negotiationId);
     checkShort('intensity', request.intensity);
-    for (const [name, text] of [['proposal_a', request.proposalA], ['proposal_b', request.proposalB]] as const) {
+    for (const [name, text] of [
+      ['proposal_a', request.proposalA],
+      ['proposal_b', request.proposalB],
+    ] as const) {
       const size = Buffer.byteLength(text);
-      if (size > REASONING_LIMITS.maxProposalBytes) throw invalid(`${name} is larger than ${REASONING_LIMITS.maxProposalBytes} bytes (${size})`);
+      if (size > REASONING_LIMITS.maxProposalBytes)
+        throw invalid(`${name} is larger than ${REASONING_LIMITS.maxProposalBytes} bytes (${size})`);
     }
     const engineId = this.engineAgent();
     if (engineId === undefined) {
@@ -260,16 +321,25 @@ export class InferenceEngine implements ParallelismScorer, Disposable {
       if (!answer.ok) throw new ToolCallError('unavailable', 'UNAVAILABLE', answer.why);
       return { confidence: answer.verdict.confidence, notes: BUILT_IN_NOTE + answer.verdict.notes };
     }
-    const answer = await this.ask(engineId, 'evaluate_debate', {
-      negotiation_id: request.negotiationId, proposal_a: request.proposalA, proposal_b: request.proposalB, intensity: request.intensity,
-    }, ctx);
+    const answer = await this.ask(
+      engineId,
+      'evaluate_debate',
+      {
+        negotiation_id: request.negotiationId,
+        proposal_a: request.proposalA,
+        proposal_b: request.proposalB,
+        intensity: request.intensity,
+      },
+      ctx,
+    );
     return confidenceOf(answer);
   }
 
   async summarize(request: SummarizeRequest, ctx: CallContext): Promise<Summary> {
     checkShort('session_id', request.sessionId);
     checkShort('mode', request.mode);
-    if (request.segments.length > REASONING_LIMITS.maxSegments) throw invalid(`more than ${REASONING_LIMITS.maxSegments} segments (${request.segments.length})`);
+    if (request.segments.length > REASONING_LIMITS.maxSegments)
+      throw invalid(`more than ${REASONING_LIMITS.maxSegments} segments (${request.segments.length})`);
     let bytes = 0;
     request.segments.forEach((s, i) => {
       checkShort(`segments[${i}].kind`, s.kind);
@@ -277,20 +347,30 @@ export class InferenceEngine implements ParallelismScorer, Disposable {
       if (!Number.isSafeInteger(s.seq)) throw invalid(`segments[${i}].seq is not a whole number`);
       bytes += Buffer.byteLength(s.content) + Buffer.byteLength(s.kind) + Buffer.byteLength(s.at);
     });
-    if (bytes > REASONING_LIMITS.maxSegmentBytes) throw invalid(`the segments are larger than ${REASONING_LIMITS.maxSegmentBytes} bytes together (${bytes})`);
-    if (!Number.isSafeInteger(request.maxTokens) || request.maxTokens < 0) throw invalid('max_tokens must be a whole number ≥ 0 (0 = the engine\'s default)');
+    if (bytes > REASONING_LIMITS.maxSegmentBytes)
+      throw invalid(`the segments are larger than ${REASONING_LIMITS.maxSegmentBytes} bytes together (${bytes})`);
+    if (!Number.isSafeInteger(request.maxTokens) || request.maxTokens < 0)
+      throw invalid("max_tokens must be a whole number ≥ 0 (0 = the engine's default)");
     const engineId = this.engineAgent();
-    if (engineId === undefined) throw new ToolCallError('failed_precondition', 'FAILED_PRECONDITION', 'no inference engine registered');
-    const answer = await this.ask(engineId, 'summarize', {
-      session_id: request.sessionId,
-      segments: request.segments.map((s) => ({ kind: s.kind, content: s.content, seq: s.seq, at: s.at })),
-      max_tokens: request.maxTokens,
-      mode: request.mode,
-    }, ctx);
+    if (engineId === undefined)
+      throw new ToolCallError('failed_precondition', 'FAILED_PRECONDITION', 'no inference engine registered');
+    const answer = await this.ask(
+      engineId,
+      'summarize',
+      {
+        session_id: request.sessionId,
+        segments: request.segments.map((s) => ({ kind: s.kind, content: s.content, seq: s.seq, at: s.at })),
+        max_tokens: request.maxTokens,
+        mode: request.mode,
+      },
+      ctx,
+    );
     const { summary, tokens = 0, cost_cents: costCents = 0, model = '' } = answer;
     if (typeof summary !== 'string') throw failed('its summary is not text');
-    if (typeof tokens !== 'number' || !Number.isSafeInteger(tokens) || tokens < 0 || tokens > 0xffffffff) throw failed(`tokens is not a whole number ≥ 0: ${String(tokens)}`);
-    if (typeof costCents !== 'number' || !(costCents >= 0) || !Number.isFinite(costCents)) throw failed(`cost_cents is not a number ≥ 0: ${String(costCents)}`);
+    if (typeof tokens !== 'number' || !Number.isSafeInteger(tokens) || tokens < 0 || tokens > 0xffffffff)
+      throw failed(`tokens is not a whole number ≥ 0: ${String(tokens)}`);
+    if (typeof costCents !== 'number' || !(costCents >= 0) || !Number.isFinite(costCents))
+      throw failed(`cost_cents is not a number ≥ 0: ${String(costCents)}`);
     if (typeof model !== 'string') throw failed('model is not text');
     return { summary, tokens, costCents, model };
   }
@@ -307,25 +387,62 @@ export class InferenceEngine implements ParallelismScorer, Disposable {
   }
 
   /** One engine request: logged, bounded by the timeout, its answer a JSON object (else a failure, UNAVAILABLE). */
-  private async ask(engineId: string, toolName: string, args: Record<string, unknown>, ctx: CallContext): Promise<Record<string, unknown>> {
+  private async ask(
+    engineId: string,
+    toolName: string,
+    args: Record<string, unknown>,
+    ctx: CallContext,
+  ): Promise<Record<string, unknown>> {
     if (this.disposed) throw stopping();
     const started = this.deps.clock.now();
     const text = JSON.stringify(args);
     this.deps.log.record({
-      correlationId: ctx.correlationId, actor: 'reasoning', eventType: 'reasoning.request',
-      details: { engine_id: engineId, tool_name: toolName, version: REASONING_PROTOCOL_VERSION, timeout_ms: this.options.timeoutMs, args_bytes: Buffer.byteLength(text), args: excerpt(text) },
+      correlationId: ctx.correlationId,
+      actor: 'reasoning',
+      eventType: 'reasoning.request',
+      details: {
+        engine_id: engineId,
+        tool_name: toolName,
+        version: REASONING_PROTOCOL_VERSION,
+        timeout_ms: this.options.timeoutMs,
+        args_bytes: Buffer.byteLength(text),
+        args: excerpt(text),
+      },
     });
-    const respond = (outcome: 'ok' | 'error', details: Record<string, unknown>) => this.deps.log.record({
-      correlationId: ctx.correlationId, actor: 'reasoning', eventType: 'reasoning.response', level: outcome === 'ok' ? 'INFO' : 'WARN',
-      details: { engine_id: engineId, tool_name: toolName, version: REASONING_PROTOCOL_VERSION, outcome, duration_ms: this.deps.clock.now() - started, ...details },
-    });
+    const respond = (outcome: 'ok' | 'error', details: Record<string, unknown>) =>
+      this.deps.log.record({
+        correlationId: ctx.correlationId,
+        actor: 'reasoning',
+        eventType: 'reasoning.response',
+        level: outcome === 'ok' ? 'INFO' : 'WARN',
+        details: {
+          engine_id: engineId,
+          tool_name: toolName,
+          version: REASONING_PROTOCOL_VERSION,
+          outcome,
+          duration_ms: this.deps.clock.now() - started,
+          ...details,
+        },
+      });
     let result: ToolResult;
     const callId = (this.deps.ids ?? randomIds).uuid();
     try {
-      result = await this.bounded(callId, this.deps.call({
-        callId, providerId: REASONING_PROVIDER_ID, toolName, contentType: 'application/json', args: Buffer.from(text, 'utf8'),
-        policy: { ...DEFAULT_EXECUTION_POLICY, timeoutMs: this.options.timeoutMs }, stream: false, via: 'internal',
-      }, ctx));
+      result = await this.bounded(
+        callId,
+        this.deps.call(
+          {
+            callId,
+            providerId: REASONING_PROVIDER_ID,
+            toolName,
+            contentType: 'application/json',
+            args: Buffer.from(text, 'utf8'),
+            policy: { ...DEFAULT_EXECUTION_POLICY, timeoutMs: this.options.timeoutMs },
+            stream: false,
+            via: 'internal',
+          },
+          ctx,
+        ),
+      );
     } catch (err) {
       const why = err instanceof ToolCallError ? err.details : message(err);
       respond('error', { call_id: callId, error: why });
@@ -340,7 +457,11 @@ export class InferenceEngine implements ParallelismScorer, Disposable {
     }
     const answer = parsed.value as Record<string, unknown>;
     const refusal = toolName === 'summarize' ? undefined : verdictRefusal(confidenceOf(answer));
-    respond(refusal === undefined ? 'ok' : 'error', { call_id: result.callId, answer: excerpt(answerText), ...(refusal === undefined ? {} : { error: refusal }) });
+    respond(refusal === undefined ? 'ok' : 'error', {
+      call_id: result.callId,
+      answer: excerpt(answerText),
+      ...(refusal === undefined ? {} : { error: refusal }),
+    });
     if (refusal !== undefined) throw failed(refusal);
     return answer;
   }
@@ -363,8 +484,16 @@ export class InferenceEngine implements ParallelismScorer, Disposable {
       const entry = { timer, reject };
       this.pending.add(entry);
       work.then(
-        (value) => { timer.dispose(); this.pending.delete(entry); resolve(value); },
-        (err: unknown) => { timer.dispose(); this.pending.delete(entry); reject(err); },
+        (value) => {
+          timer.dispose();
+          this.pending.delete(entry);
+          resolve(value);
+        },
+        (err: unknown) => {
+          timer.dispose();
+          this.pending.delete(entry);
+          reject(err);
+        },
       );
     });
   }
@@ -372,12 +501,16 @@ export class InferenceEngine implements ParallelismScorer, Disposable {
 
 /** A confidence answer as a verdict (notes may be left out); verdictRefusal (the gate's check) says whether it is usable. */
 function confidenceOf(answer: Record<string, unknown>): ParallelismVerdict {
-  return { confidence: answer.confidence_score as number, notes: answer.notes === undefined ? '' : answer.notes as string };
+  return {
+    confidence: answer.confidence_score as number,
+    notes: answer.notes === undefined ? '' : (answer.notes as string),
+  };
 }
 
 function checkShort(name: string, value: string): void {
   if (typeof value !== 'string') throw invalid(`${name} is not text`);
-  if (value.length > REASONING_LIMITS.maxShortText) throw invalid(`${name} is longer than ${REASONING_LIMITS.maxShortText} characters (${value.length})`);
+  if (value.length > REASONING_LIMITS.maxShortText)
+    throw invalid(`${name} is longer than ${REASONING_LIMITS.maxShortText} characters (${value.length})`);
 }
 
 function invalid(why: string): ToolCallError {

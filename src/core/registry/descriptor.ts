@@ -12,9 +12,13 @@ export type RegistrationType = (typeof REGISTRATION_TYPES)[number];
  * UNSPECIFIED = 0, STANDARD_AGENT = 1, SWARM_GATEWAY = 2); absent or UNSPECIFIED is a standard agent.
  */
 const REGISTRATION_TYPE_BY_WIRE = new Map<string, RegistrationType>([
-  ['', 'STANDARD_AGENT'], ['REGISTRATION_TYPE_UNSPECIFIED', 'STANDARD_AGENT'], ['0', 'STANDARD_AGENT'],
-  ['STANDARD_AGENT', 'STANDARD_AGENT'], ['1', 'STANDARD_AGENT'],
-  ['SWARM_GATEWAY', 'SWARM_GATEWAY'], ['2', 'SWARM_GATEWAY'],
+  ['', 'STANDARD_AGENT'],
+  ['REGISTRATION_TYPE_UNSPECIFIED', 'STANDARD_AGENT'],
+  ['0', 'STANDARD_AGENT'],
+  ['STANDARD_AGENT', 'STANDARD_AGENT'],
+  ['1', 'STANDARD_AGENT'],
+  ['SWARM_GATEWAY', 'SWARM_GATEWAY'],
+  ['2', 'SWARM_GATEWAY'],
 ]);
 
 /**
@@ -67,7 +71,8 @@ export const MAX_ENTRY_LENGTH = FIELD_LIMITS.registry.list_entry;
  */
 const AGENT_ID = /^[A-Za-z0-9][A-Za-z0-9._-]*$/;
 /** RFC 6838 type/subtype with optional parameters, e.g. `application/json` or `text/plain; charset=utf-8`. */
-const MIME_TYPE = /^[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}\/(\*|[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126})(\s*;\s*[A-Za-z0-9!#$&^_.+-]+=("[^"]*"|[A-Za-z0-9!#$&^_.+-]+))*$/;
+const MIME_TYPE =
+  /^[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}\/(\*|[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126})(\s*;\s*[A-Za-z0-9!#$&^_.+-]+=("[^"]*"|[A-Za-z0-9!#$&^_.+-]+))*$/;
 /** A URI with a scheme (RFC 3986), e.g. `http://127.0.0.1:8080/infer` or `sw4rm://reasoning/local`. */
 const URI = /^[A-Za-z][A-Za-z0-9+.-]*:[^\s]+$/;
 
@@ -87,9 +92,12 @@ export function validateDescriptor(input: DescriptorInput): DescriptorVerdict {
   const agentId = input.agentId ?? '';
   if (agentId.trim() === '') return fail('agent_id must not be empty');
   if (agentId.length > MAX_AGENT_ID_LENGTH) return fail(`agent_id is longer than ${MAX_AGENT_ID_LENGTH} characters`);
-  if (agentId.toLowerCase() === 'coordinator') return fail("agent_id 'coordinator' is reserved: it is the coordinator's own address");
+  if (agentId.toLowerCase() === 'coordinator')
+    return fail("agent_id 'coordinator' is reserved: it is the coordinator's own address");
   if (!AGENT_ID.test(agentId) || agentId.includes('..') || agentId.endsWith('.lock') || agentId.endsWith('.')) {
-    return fail(`agent_id '${printable(agentId)}' may contain only letters, digits, '.', '_' and '-', must start with a letter or digit, and must not contain '..' or end in '.' or '.lock'`);
+    return fail(
+      `agent_id '${printable(agentId)}' may contain only letters, digits, '.', '_' and '-', must start with a letter or digit, and must not contain '..' or end in '.' or '.lock'`,
+    );
   }
 
   const rawName = (input.name ?? '').trim();
@@ -101,19 +109,28 @@ export function validateDescriptor(input: DescriptorInput): DescriptorVerdict {
 
   const description = (input.description ?? '').trim();
   const words = description === '' ? 0 : description.split(/\s+/).length;
-  if (words > MAX_DESCRIPTION_WORDS) return fail(`description has ${words} words; RFC §14 allows at most ${MAX_DESCRIPTION_WORDS}`);
+  if (words > MAX_DESCRIPTION_WORDS)
+    return fail(`description has ${words} words; RFC §14 allows at most ${MAX_DESCRIPTION_WORDS}`);
   const descriptionBytes = Buffer.byteLength(description);
-  if (descriptionBytes > MAX_DESCRIPTION_BYTES) return fail(`description is larger than ${MAX_DESCRIPTION_BYTES} bytes (${descriptionBytes})`);
+  if (descriptionBytes > MAX_DESCRIPTION_BYTES)
+    return fail(`description is larger than ${MAX_DESCRIPTION_BYTES} bytes (${descriptionBytes})`);
   if (description.includes('\u0000')) return fail('description contains NUL');
 
-  const listCheck = (field: string, values: readonly string[] | undefined, pattern?: RegExp, what?: string): string[] | string => {
+  const listCheck = (
+    field: string,
+    values: readonly string[] | undefined,
+    pattern?: RegExp,
+    what?: string,
+  ): string[] | string => {
     const list = [...(values ?? [])];
-    if (list.length > MAX_LIST_ENTRIES) return `${field} has ${list.length} entries; at most ${MAX_LIST_ENTRIES} are allowed`;
+    if (list.length > MAX_LIST_ENTRIES)
+      return `${field} has ${list.length} entries; at most ${MAX_LIST_ENTRIES} are allowed`;
     const seen = new Set<string>();
     for (const value of list) {
       if (value.trim() === '') return `${field} contains an empty entry`;
       if (value.length > MAX_ENTRY_LENGTH) return `${field} has an entry longer than ${MAX_ENTRY_LENGTH} characters`;
-      if (value.includes('\uFFFD') || value.includes('\u0000')) return `${field} has an entry with NUL or invalid UTF-8 (U+FFFD)`;
+      if (value.includes('\uFFFD') || value.includes('\u0000'))
+        return `${field} has an entry with NUL or invalid UTF-8 (U+FFFD)`;
       if (pattern && !pattern.test(value)) return `${field} entry '${printable(value)}' is not ${what}`;
       if (seen.has(value)) return `${field} lists '${printable(value)}' twice`;
       seen.add(value);
@@ -121,16 +138,28 @@ export function validateDescriptor(input: DescriptorInput): DescriptorVerdict {
     return list;
   };
 
-  const capabilities = listCheck('capabilities', input.capabilities, /^[^\s\u0000-\u001f]+$/, 'a capability name without spaces or control characters');
+  const capabilities = listCheck(
+    'capabilities',
+    input.capabilities,
+    /^[^\s\u0000-\u001f]+$/,
+    'a capability name without spaces or control characters',
+  );
   if (typeof capabilities === 'string') return fail(capabilities);
 
-  const modalities = listCheck('modalities_supported', input.modalitiesSupported, MIME_TYPE, 'a MIME type (type/subtype)');
+  const modalities = listCheck(
+    'modalities_supported',
+    input.modalitiesSupported,
+    MIME_TYPE,
+    'a MIME type (type/subtype)',
+  );
   if (typeof modalities === 'string') return fail(modalities);
-  if (modalities.length === 0) warnings.push('no modalities_supported declared; messages of any content type will be delivered');
+  if (modalities.length === 0)
+    warnings.push('no modalities_supported declared; messages of any content type will be delivered');
 
   const connectors = listCheck('reasoning_connectors', input.reasoningConnectors, URI, 'a URI with a scheme');
   if (typeof connectors === 'string') return fail(connectors);
-  if (connectors.length === 0) warnings.push('no reasoning_connectors declared; RFC §14 expects at least one Inference Engine connector');
+  if (connectors.length === 0)
+    warnings.push('no reasoning_connectors declared; RFC §14 expects at least one Inference Engine connector');
 
   const rawClass = input.communicationClass ?? '';
   let communicationClass: CommunicationClass;
@@ -148,7 +177,8 @@ export function validateDescriptor(input: DescriptorInput): DescriptorVerdict {
   if (registrationType === undefined) return fail(`registration_type '${printable(rawType)}' is not known`);
 
   const publicKey = input.publicKey ?? new Uint8Array();
-  if (publicKey.length > FIELD_LIMITS.registry.public_key_bytes) return fail(`public_key is larger than ${FIELD_LIMITS.registry.public_key_bytes} bytes`);
+  if (publicKey.length > FIELD_LIMITS.registry.public_key_bytes)
+    return fail(`public_key is larger than ${FIELD_LIMITS.registry.public_key_bytes} bytes`);
 
   const maxConcurrentDelegations = input.maxConcurrentDelegations ?? 0;
   if (!Number.isInteger(maxConcurrentDelegations) || maxConcurrentDelegations < 0) {

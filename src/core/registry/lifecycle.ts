@@ -5,8 +5,18 @@
 
 /** Agent lifecycle states of RFC §8, by their canonical enum names (common.proto AgentState; FAILED is FAILED_STATE). */
 export const AGENT_STATES = [
-  'INITIALIZING', 'RUNNABLE', 'SCHEDULED', 'RUNNING', 'WAITING', 'WAITING_RESOURCES', 'SUSPENDED',
-  'RESUMED', 'COMPLETED', 'FAILED_STATE', 'SHUTTING_DOWN', 'RECOVERING',
+  'INITIALIZING',
+  'RUNNABLE',
+  'SCHEDULED',
+  'RUNNING',
+  'WAITING',
+  'WAITING_RESOURCES',
+  'SUSPENDED',
+  'RESUMED',
+  'COMPLETED',
+  'FAILED_STATE',
+  'SHUTTING_DOWN',
+  'RECOVERING',
 ] as const;
 export type AgentState = (typeof AGENT_STATES)[number];
 
@@ -62,9 +72,9 @@ const EDGES: ReadonlyArray<readonly [AgentState, AgentState, string]> = [
   // §8.4: "When an Agent transitions to SHUTTING_DOWN state, implementations MUST provide a configurable grace period"
   // for an operator's ShutdownAgent in whatever state the agent is (RECOVERING → SHUTTING_DOWN is §8.2's recovery abort;
   // FAILED agents "MAY require administrative intervention", §8.1 FAILED; §8.4 cleanup "regardless of shutdown method").
-  ...SHUTDOWN_FROM
-    .filter((from) => from !== 'RUNNING' && from !== 'RECOVERING')
-    .map((from) => [from, 'SHUTTING_DOWN', '§8.4 graceful shutdown: ShutdownAgent from any state'] as const),
+  ...SHUTDOWN_FROM.filter((from) => from !== 'RUNNING' && from !== 'RECOVERING').map(
+    (from) => [from, 'SHUTTING_DOWN', '§8.4 graceful shutdown: ShutdownAgent from any state'] as const,
+  ),
 ];
 
 /** from → the states it may move to. */
@@ -104,7 +114,9 @@ export const DEFAULT_STATE_TIMEOUTS: StateTimeouts = {
 };
 
 /** The states with a §8.3 timeout, the option that sets it and the error code of the FAILED it leads to. WAITING has none. */
-export const STATE_TIMEOUT_CODES: Readonly<Partial<Record<AgentState, { readonly option: keyof StateTimeouts; readonly errorCode: string }>>> = {
+export const STATE_TIMEOUT_CODES: Readonly<
+  Partial<Record<AgentState, { readonly option: keyof StateTimeouts; readonly errorCode: string }>>
+> = {
   INITIALIZING: { option: 'initTimeoutMs', errorCode: 'init_timeout' },
   WAITING_RESOURCES: { option: 'resourceTimeoutMs', errorCode: 'resource_timeout' },
   SUSPENDED: { option: 'suspendTimeoutMs', errorCode: 'suspend_timeout' },
@@ -113,7 +125,11 @@ export const STATE_TIMEOUT_CODES: Readonly<Partial<Record<AgentState, { readonly
 };
 
 /** The timeout of `state` (ms, 0 = none) and its error code: `overrideMs` when given, else the configured default. */
-export function stateTimeout(state: string, timeouts: StateTimeouts, overrideMs?: number): { readonly ms: number; readonly errorCode: string } {
+export function stateTimeout(
+  state: string,
+  timeouts: StateTimeouts,
+  overrideMs?: number,
+): { readonly ms: number; readonly errorCode: string } {
   const entry = isAgentState(state) ? STATE_TIMEOUT_CODES[state] : undefined;
   if (!entry) return { ms: 0, errorCode: '' };
   const ms = overrideMs !== undefined ? overrideMs : timeouts[entry.option];

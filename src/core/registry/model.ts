@@ -67,8 +67,7 @@ export interface TransitionCause {
 }
 
 export type TransitionResult =
-  | { readonly ok: true; readonly agent: AgentRecord }
-  | { readonly ok: false; readonly reason: string };
+  { readonly ok: true; readonly agent: AgentRecord } | { readonly ok: false; readonly reason: string };
 
 /**
  * The agent lifecycle (RFC §8.1–§8.4, Appendix C) as other areas drive it: only the transitions of `AGENT_TRANSITIONS`

@@ -4,10 +4,24 @@ import { Guard } from '../kernel/guard';
 import type { EventLog } from '../log/eventLog';
 import type { StoredEvent } from '../log/model';
 import type { CallContext } from '../context';
-import type { AgentLifecycle, AgentRecord, RegistryChange, RegistryStorage, TransitionCause, TransitionResult } from './model';
+import type {
+  AgentLifecycle,
+  AgentRecord,
+  RegistryChange,
+  RegistryStorage,
+  TransitionCause,
+  TransitionResult,
+} from './model';
 import { validateDescriptor, type AgentDescriptor, type AgentPresence, type DescriptorInput } from './descriptor';
 import {
-  allows, canonicalState, DEFAULT_STATE_TIMEOUTS, isAgentState, refusalReason, stateTimeout, UNSPECIFIED_STATES, type StateTimeouts,
+  allows,
+  canonicalState,
+  DEFAULT_STATE_TIMEOUTS,
+  isAgentState,
+  refusalReason,
+  stateTimeout,
+  UNSPECIFIED_STATES,
+  type StateTimeouts,
 } from './lifecycle';
 
 export { AGENT_STATES, type AgentState } from './lifecycle';
@@ -21,7 +35,10 @@ export const DEFAULT_REGISTRY_OPTIONS: RegistryOptions = { heartbeatDebounceMs: 
 
 export type { CallContext, RegistryChange };
 
-export interface RegisterResult { readonly accepted: boolean; readonly reason: string }
+export interface RegisterResult {
+  readonly accepted: boolean;
+  readonly reason: string;
+}
 
 /**
  * The registry (RFC §14): who is registered, with what descriptor, in which lifecycle state, and whether
@@ -35,7 +52,9 @@ export class Registry implements AgentLifecycle, Disposable {
   private readonly stateTimers = new Map<string, Disposable>();
   private readonly changed = new Emitter<RegistryChange>();
   /** A timer's work must not throw into the event loop (it would end the CLI): a failure is logged instead. */
-  private readonly guard = new Guard((agentId, err) => this.log.internalError('registry', `timer:${agentId}`, err, { agent_id: agentId }));
+  private readonly guard = new Guard((agentId, err) =>
+    this.log.internalError('registry', `timer:${agentId}`, err, { agent_id: agentId }),
+  );
   private readonly options: RegistryOptions;
   /** Join, leave, and every change an agent view needs to show. */
   readonly onDidChange: Event<RegistryChange> = this.changed.event;
@@ -70,7 +89,12 @@ export class Registry implements AgentLifecycle, Disposable {
             correlationId: `restore:${record.descriptor.agentId}`,
             actor: 'registry',
             eventType: 'agent.presence_changed',
-            details: { agent_id: record.descriptor.agentId, from: stored.presence, to: 'disconnected', cause: 'coordinator restarted' },
+            details: {
+              agent_id: record.descriptor.agentId,
+              from: stored.presence,
+              to: 'disconnected',
+              cause: 'coordinator restarted',
+            },
           });
         }
       }
@@ -92,7 +116,10 @@ export class Registry implements AgentLifecycle, Disposable {
     const at = newest ? Date.parse(newest.ts) : NaN;
     const to = newest?.details.to ?? newest?.details.to_state;
     const stateMs = newest?.details.state_timeout_ms;
-    const best = to === stored.state && Number.isFinite(at) ? { at, timeoutMs: typeof stateMs === 'number' ? stateMs : undefined } : undefined;
+    const best =
+      to === stored.state && Number.isFinite(at)
+        ? { at, timeoutMs: typeof stateMs === 'number' ? stateMs : undefined }
+        : undefined;
     return best ? { at: best.at, timeoutMs: best.timeoutMs } : { at: stored.updatedAt };
   }
 
@@ -100,7 +127,10 @@ export class Registry implements AgentLifecycle, Disposable {
     const verdict = validateDescriptor(input);
     if (!verdict.ok) {
       this.log.record({
-        correlationId: ctx.correlationId, actor: 'registry', eventType: 'agent.registration_rejected', level: 'WARN',
+        correlationId: ctx.correlationId,
+        actor: 'registry',
+        eventType: 'agent.registration_rejected',
+        level: 'WARN',
         details: { agent_id: input.agentId ?? '', reason: verdict.reason },
       });
       return { accepted: false, reason: verdict.reason };
@@ -121,7 +151,8 @@ export class Registry implements AgentLifecycle, Disposable {
     this.store.transaction(() => {
       this.store.agents.upsert(record);
       this.log.record({
-        correlationId: ctx.correlationId, actor: id,
+        correlationId: ctx.correlationId,
+        actor: id,
         eventType: previous ? 'agent.reregistered' : 'agent.registered',
         details: {
           agent_id: id,
@@ -136,7 +167,10 @@ export class Registry implements AgentLifecycle, Disposable {
     this.armPresenceTimer(id);
     this.armTimeoutOf(id, 'INITIALIZING');
     this.changed.fire({ kind: previous ? 'updated' : 'joined', agent: record });
-    return { accepted: true, reason: verdict.warnings.length ? `accepted with warnings: ${verdict.warnings.join('; ')}` : '' };
+    return {
+      accepted: true,
+      reason: verdict.warnings.length ? `accepted with warnings: ${verdict.warnings.join('; ')}` : '',
+    };
   }
 
   /**
@@ -148,7 +182,10 @@ export class Registry implements AgentLifecycle, Disposable {
     const previous = this.agents.get(agentId);
     if (!previous) {
       this.log.record({
-        correlationId: ctx.correlationId, actor: 'registry', eventType: 'agent.heartbeat_unknown', level: 'WARN',
+        correlationId: ctx.correlationId,
+        actor: 'registry',
+        eventType: 'agent.heartbeat_unknown',
+        level: 'WARN',
         details: { agent_id: agentId },
       });
       return false;
@@ -165,30 +202,50 @@ export class Registry implements AgentLifecycle, Disposable {
       else if (previous.state === 'FAILED_STATE' && reported === 'RUNNABLE') path = ['RECOVERING', 'RUNNABLE'];
       else refused = refusalReason(previous.state, reported);
     }
-    let record: AgentRecord = { ...previous, health: boundedHealth, lastHeartbeatAt: now, updatedAt: now, presence: 'online' };
+    let record: AgentRecord = {
+      ...previous,
+      health: boundedHealth,
+      lastHeartbeatAt: now,
+      updatedAt: now,
+      presence: 'online',
+    };
     this.store.transaction(() => {
       this.store.agents.upsert(record);
       if (truncated) {
         this.log.record({
-          correlationId: ctx.correlationId, actor: agentId, eventType: 'agent.heartbeat_health_truncated', level: 'WARN',
-          details: { agent_id: agentId, limits: { entries: MAX_HEALTH_ENTRIES, key_chars: MAX_HEALTH_KEY, value_chars: MAX_HEALTH_VALUE } },
+          correlationId: ctx.correlationId,
+          actor: agentId,
+          eventType: 'agent.heartbeat_health_truncated',
+          level: 'WARN',
+          details: {
+            agent_id: agentId,
+            limits: { entries: MAX_HEALTH_ENTRIES, key_chars: MAX_HEALTH_KEY, value_chars: MAX_HEALTH_VALUE },
+          },
         });
       }
       if (!known && !UNSPECIFIED_STATES.has(reportedState)) {
         this.log.record({
-          correlationId: ctx.correlationId, actor: agentId, eventType: 'agent.heartbeat_state_unknown', level: 'WARN',
+          correlationId: ctx.correlationId,
+          actor: agentId,
+          eventType: 'agent.heartbeat_state_unknown',
+          level: 'WARN',
           details: { agent_id: agentId, reported_state: reportedState, kept_state: previous.state },
         });
       }
       if (refused) {
         this.log.record({
-          correlationId: ctx.correlationId, actor: agentId, eventType: 'agent.transition_refused', level: 'WARN',
+          correlationId: ctx.correlationId,
+          actor: agentId,
+          eventType: 'agent.transition_refused',
+          level: 'WARN',
           details: { agent_id: agentId, from: previous.state, to: reported, cause: 'heartbeat', reason: refused },
         });
       }
       if (previous.presence !== 'online') {
         this.log.record({
-          correlationId: ctx.correlationId, actor: agentId, eventType: 'agent.presence_changed',
+          correlationId: ctx.correlationId,
+          actor: agentId,
+          eventType: 'agent.presence_changed',
           details: { agent_id: agentId, from: previous.presence, to: 'online', cause: 'heartbeat' },
         });
       }
@@ -241,7 +298,10 @@ export class Registry implements AgentLifecycle, Disposable {
     const previous = this.agents.get(agentId);
     if (!previous) {
       this.log.record({
-        correlationId: ctx.correlationId, actor: 'registry', eventType: 'agent.deregister_unknown', level: 'WARN',
+        correlationId: ctx.correlationId,
+        actor: 'registry',
+        eventType: 'agent.deregister_unknown',
+        level: 'WARN',
         details: { agent_id: agentId, reason },
       });
       return false;
@@ -249,7 +309,9 @@ export class Registry implements AgentLifecycle, Disposable {
     this.store.transaction(() => {
       this.store.agents.delete(agentId);
       this.log.record({
-        correlationId: ctx.correlationId, actor: agentId, eventType: 'agent.deregistered',
+        correlationId: ctx.correlationId,
+        actor: agentId,
+        eventType: 'agent.deregistered',
         details: { agent_id: agentId, from_state: previous.state, reason },
       });
     });
@@ -283,14 +345,25 @@ export class Registry implements AgentLifecycle, Disposable {
   }
 
   /** Stores `previous` in state `to` with its `agent.state_changed` event; call inside a transaction. */
-  private recordState(previous: AgentRecord, to: string, cause: TransitionCause, ctx: CallContext, timedOutMs?: number): AgentRecord {
+  private recordState(
+    previous: AgentRecord,
+    to: string,
+    cause: TransitionCause,
+    ctx: CallContext,
+    timedOutMs?: number,
+  ): AgentRecord {
     const agentId = previous.descriptor.agentId;
     const record: AgentRecord = { ...previous, state: to, updatedAt: this.clock.now() };
     const { ms, errorCode } = stateTimeout(to, this.options, cause.timeoutMs);
     this.store.agents.upsert(record);
     this.log.record({
       correlationId: ctx.correlationId,
-      actor: cause.by === 'heartbeat' || cause.by === 'registration' ? agentId : cause.by === 'timeout' ? 'registry' : 'scheduler',
+      actor:
+        cause.by === 'heartbeat' || cause.by === 'registration'
+          ? agentId
+          : cause.by === 'timeout'
+            ? 'registry'
+            : 'scheduler',
       eventType: 'agent.state_changed',
       level: cause.by === 'timeout' || to === 'FAILED_STATE' ? 'WARN' : 'INFO',
       details: {
@@ -318,26 +391,40 @@ export class Registry implements AgentLifecycle, Disposable {
   private armStateTimer(agentId: string, state: string, timeoutMs: number, delayMs: number): void {
     this.disarm(this.stateTimers, agentId);
     const { errorCode } = stateTimeout(state, this.options, timeoutMs);
-    this.stateTimers.set(agentId, this.clock.setTimer(delayMs, () => this.guard.run(agentId, () => {
-      this.stateTimers.delete(agentId);
-      const agent = this.agents.get(agentId);
-      if (!agent || agent.state !== state) return;
-      const ctx: CallContext = { correlationId: `timeout:${agentId}` };
-      const cause: TransitionCause = { by: 'timeout', reason: `${state} for longer than ${timeoutMs} ms`, errorCode };
-      const record = this.store.transaction(() => this.recordState(agent, 'FAILED_STATE', cause, ctx, timeoutMs));
-      this.agents.set(agentId, record);
-      this.changed.fire({ kind: 'state', agent: record });
-      // §8.4: past the grace the agent is FAILED agent_shutdown_timeout, and its shutdown ends: it leaves the registry.
-      if (state === 'SHUTTING_DOWN') this.deregister(agentId, errorCode, ctx);
-    })));
+    this.stateTimers.set(
+      agentId,
+      this.clock.setTimer(delayMs, () =>
+        this.guard.run(agentId, () => {
+          this.stateTimers.delete(agentId);
+          const agent = this.agents.get(agentId);
+          if (!agent || agent.state !== state) return;
+          const ctx: CallContext = { correlationId: `timeout:${agentId}` };
+          const cause: TransitionCause = {
+            by: 'timeout',
+            reason: `${state} for longer than ${timeoutMs} ms`,
+            errorCode,
+          };
+          const record = this.store.transaction(() => this.recordState(agent, 'FAILED_STATE', cause, ctx, timeoutMs));
+          this.agents.set(agentId, record);
+          this.changed.fire({ kind: 'state', agent: record });
+          // §8.4: past the grace the agent is FAILED agent_shutdown_timeout, and its shutdown ends: it leaves the registry.
+          if (state === 'SHUTTING_DOWN') this.deregister(agentId, errorCode, ctx);
+        }),
+      ),
+    );
   }
 
   private armPresenceTimer(agentId: string): void {
     this.disarm(this.presenceTimers, agentId);
-    this.presenceTimers.set(agentId, this.clock.setTimer(this.options.heartbeatDebounceMs, () => this.guard.run(agentId, () => {
-      this.presenceTimers.delete(agentId);
-      this.setPresence(agentId, 'unavailable', `no heartbeat for ${this.options.heartbeatDebounceMs} ms`);
-    })));
+    this.presenceTimers.set(
+      agentId,
+      this.clock.setTimer(this.options.heartbeatDebounceMs, () =>
+        this.guard.run(agentId, () => {
+          this.presenceTimers.delete(agentId);
+          this.setPresence(agentId, 'unavailable', `no heartbeat for ${this.options.heartbeatDebounceMs} ms`);
+        }),
+      ),
+    );
   }
 
   private setPresence(agentId: string, presence: AgentPresence, cause: string): void {
@@ -347,8 +434,17 @@ export class Registry implements AgentLifecycle, Disposable {
     this.store.transaction(() => {
       this.store.agents.upsert(record);
       this.log.record({
-        correlationId: `presence:${agentId}`, actor: 'registry', eventType: 'agent.presence_changed', level: 'WARN',
-        details: { agent_id: agentId, from: agent.presence, to: presence, cause, last_heartbeat_at: agent.lastHeartbeatAt === null ? null : isoUtc(agent.lastHeartbeatAt) },
+        correlationId: `presence:${agentId}`,
+        actor: 'registry',
+        eventType: 'agent.presence_changed',
+        level: 'WARN',
+        details: {
+          agent_id: agentId,
+          from: agent.presence,
+          to: presence,
+          cause,
+          last_heartbeat_at: agent.lastHeartbeatAt === null ? null : isoUtc(agent.lastHeartbeatAt),
+        },
       });
     });
     this.agents.set(agentId, record);
@@ -380,6 +476,7 @@ function boundHealth(health: Record<string, string>): { health: Record<string, s
 }
 
 function changedFields(before: AgentDescriptor, after: AgentDescriptor): string[] {
-  return (Object.keys(after) as Array<keyof AgentDescriptor>)
-    .filter((key) => JSON.stringify(before[key]) !== JSON.stringify(after[key]));
+  return (Object.keys(after) as Array<keyof AgentDescriptor>).filter(
+    (key) => JSON.stringify(before[key]) !== JSON.stringify(after[key]),
+  );
 }

@@ -26,15 +26,24 @@ export class SqliteAgentRepository implements AgentRepository {
        VALUES (?, ?, ?, ?, ?, ?, ?, ?)
        ON CONFLICT(agent_id) DO UPDATE SET descriptor = excluded.descriptor, state = excluded.state,
          registered_at = excluded.registered_at, updated_at = excluded.updated_at,
-         last_heartbeat_at = excluded.last_heartbeat_at, health = excluded.health, presence = excluded.presence`);
+         last_heartbeat_at = excluded.last_heartbeat_at, health = excluded.health, presence = excluded.presence`,
+    );
     this.getStmt = db.prepare('SELECT * FROM agents WHERE agent_id = ?');
     this.listStmt = db.prepare('SELECT * FROM agents ORDER BY agent_id');
     this.deleteStmt = db.prepare('DELETE FROM agents WHERE agent_id = ?');
   }
 
   upsert(record: AgentRecord): void {
-    this.upsertStmt.run(record.descriptor.agentId, JSON.stringify(record.descriptor), record.state,
-      record.registeredAt, record.updatedAt, record.lastHeartbeatAt, JSON.stringify(record.health), record.presence);
+    this.upsertStmt.run(
+      record.descriptor.agentId,
+      JSON.stringify(record.descriptor),
+      record.state,
+      record.registeredAt,
+      record.updatedAt,
+      record.lastHeartbeatAt,
+      JSON.stringify(record.health),
+      record.presence,
+    );
   }
 
   get(agentId: string): AgentRecord | undefined {

@@ -21,7 +21,8 @@ export function voteReadRefusal(proposal: ProposalRecord, reader: Speaker): stri
   if (reader.kind !== 'agent' || reader.mayActAs(proposal.producerId)) return undefined;
   const critic = proposal.requestedCritics.find((c) => reader.mayActAs(c));
   if (critic !== undefined) {
-    return proposal.state === 'decided' ? undefined
+    return proposal.state === 'decided'
+      ? undefined
       : `${speakerName(reader)} (critic '${critic}') may not read the other critics' votes on revision ${proposal.revision} of artifact '${proposal.artifactId}' before the revision is decided`;
   }
   return `only the producer, the operator and (once the revision is decided) the requested critics may read the votes of artifact '${proposal.artifactId}'; ${speakerName(reader)} is none of them`;
@@ -29,5 +30,7 @@ export function voteReadRefusal(proposal: ProposalRecord, reader: Speaker): stri
 
 /** Why the speaker may not decide a room's escalation (only the operator may: a person, RFC §15), undefined when it may. */
 export function hitlActionRefusal(speaker: Speaker): string | undefined {
-  return speaker.kind === 'agent' ? `only the operator may decide a room's escalation (${speaker.label} is an agent)` : undefined;
+  return speaker.kind === 'agent'
+    ? `only the operator may decide a room's escalation (${speaker.label} is an agent)`
+    : undefined;
 }

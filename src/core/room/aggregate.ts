@@ -66,16 +66,35 @@ export function passRatio(votes: readonly Pick<ScoredVote, 'passed'>[]): number 
  * min_score_threshold, mean confidence ≥ min_confidence_threshold, pass ratio ≥ min_pass_ratio, std_dev ≤ max_std_dev.
  * Without votes every check fails.
  */
-export function thresholdChecks(votes: readonly ScoredVote[], agg: AggregatedScore, t: RoomThresholds): ThresholdCheck[] {
+export function thresholdChecks(
+  votes: readonly ScoredVote[],
+  agg: AggregatedScore,
+  t: RoomThresholds,
+): ThresholdCheck[] {
   const none = votes.length === 0;
   const atLeast = (value: number, threshold: number) => !none && value >= threshold - THRESHOLD_EPSILON;
   const confidence = meanConfidence(votes);
   const ratio = passRatio(votes);
   return [
-    { name: 'min_score_threshold', value: agg.weightedMean, threshold: t.minScoreThreshold, pass: atLeast(agg.weightedMean, t.minScoreThreshold) },
-    { name: 'min_confidence_threshold', value: confidence, threshold: t.minConfidenceThreshold, pass: atLeast(confidence, t.minConfidenceThreshold) },
+    {
+      name: 'min_score_threshold',
+      value: agg.weightedMean,
+      threshold: t.minScoreThreshold,
+      pass: atLeast(agg.weightedMean, t.minScoreThreshold),
+    },
+    {
+      name: 'min_confidence_threshold',
+      value: confidence,
+      threshold: t.minConfidenceThreshold,
+      pass: atLeast(confidence, t.minConfidenceThreshold),
+    },
     { name: 'min_pass_ratio', value: ratio, threshold: t.minPassRatio, pass: atLeast(ratio, t.minPassRatio) },
-    { name: 'max_std_dev', value: agg.stdDev, threshold: t.maxStdDev, pass: !none && agg.stdDev <= t.maxStdDev + THRESHOLD_EPSILON },
+    {
+      name: 'max_std_dev',
+      value: agg.stdDev,
+      threshold: t.maxStdDev,
+      pass: !none && agg.stdDev <= t.maxStdDev + THRESHOLD_EPSILON,
+    },
   ];
 }
 
@@ -85,18 +104,27 @@ export function thresholdChecks(votes: readonly ScoredVote[], agg: AggregatedSco
  * recommendation containing the word "escalate"), `vote_timeout` (the vote timeout passed before every requested
  * critic voted; `missing` names who did not).
  */
-export function escalationReasons(votes: readonly ScoredVote[], agg: AggregatedScore, t: RoomThresholds, missing: readonly string[]): string[] {
+export function escalationReasons(
+  votes: readonly ScoredVote[],
+  agg: AggregatedScore,
+  t: RoomThresholds,
+  missing: readonly string[],
+): string[] {
   const reasons: string[] = [];
   const unsure = votes.filter((v) => v.confidence < t.escalateBelowConfidence - THRESHOLD_EPSILON);
   if (unsure.length > 0) {
-    reasons.push(`low_confidence: ${unsure.map((v) => `${v.criticId} voted with confidence ${round(v.confidence)}`).join(', ')} (below ${t.escalateBelowConfidence})`);
+    reasons.push(
+      `low_confidence: ${unsure.map((v) => `${v.criticId} voted with confidence ${round(v.confidence)}`).join(', ')} (below ${t.escalateBelowConfidence})`,
+    );
   }
   if (votes.length > 0 && agg.stdDev > t.escalateAboveStdDev + THRESHOLD_EPSILON) {
     reasons.push(`disagreement: the scores' standard deviation ${round(agg.stdDev)} is above ${t.escalateAboveStdDev}`);
   }
   const asking = votes.filter((v) => v.recommendations.some((r) => ESCALATION_REQUEST.test(r)));
-  if (asking.length > 0) reasons.push(`critic_requested: ${asking.map((v) => v.criticId).join(', ')} recommended escalation`);
-  if (missing.length > 0) reasons.push(`vote_timeout: the vote timeout passed without votes from ${missing.join(', ')}`);
+  if (asking.length > 0)
+    reasons.push(`critic_requested: ${asking.map((v) => v.criticId).join(', ')} recommended escalation`);
+  if (missing.length > 0)
+    reasons.push(`vote_timeout: the vote timeout passed without votes from ${missing.join(', ')}`);
   return reasons;
 }
 
@@ -122,17 +150,38 @@ export function verdict(votes: readonly ScoredVote[], t: RoomThresholds, missing
   const failed = checks.filter((c) => !c.pass);
   const summary = `weighted mean ${round(agg.weightedMean)}, mean ${round(agg.mean)}, std dev ${round(agg.stdDev)} over ${agg.voteCount} vote(s)`;
   if (escalation.length > 0) {
-    return { outcome: 'ESCALATED_TO_HITL', aggregate: agg, checks, escalation, reason: `Escalated to a human: ${escalation.join('; ')} (${summary}).` };
+    return {
+      outcome: 'ESCALATED_TO_HITL',
+      aggregate: agg,
+      checks,
+      escalation,
+      reason: `Escalated to a human: ${escalation.join('; ')} (${summary}).`,
+    };
   }
   if (failed.length === 0) {
     if (t.autoApprove) {
-      return { outcome: 'APPROVED', aggregate: agg, checks, escalation, reason: `Approved by policy: all four thresholds hold (${describeChecks(checks)}; ${summary}).` };
+      return {
+        outcome: 'APPROVED',
+        aggregate: agg,
+        checks,
+        escalation,
+        reason: `Approved by policy: all four thresholds hold (${describeChecks(checks)}; ${summary}).`,
+      };
     }
     const why = ['approval_required: every threshold holds but auto-approval is off; only a person can approve'];
-    return { outcome: 'ESCALATED_TO_HITL', aggregate: agg, checks, escalation: why, reason: `Escalated to a human: ${why[0]} (${summary}).` };
+    return {
+      outcome: 'ESCALATED_TO_HITL',
+      aggregate: agg,
+      checks,
+      escalation: why,
+      reason: `Escalated to a human: ${why[0]} (${summary}).`,
+    };
   }
   return {
-    outcome: 'REVISION_REQUESTED', aggregate: agg, checks, escalation,
+    outcome: 'REVISION_REQUESTED',
+    aggregate: agg,
+    checks,
+    escalation,
     reason: `Revision requested by policy: ${failed.map(describe).join('; ')} (${summary}).`,
   };
 }
@@ -144,7 +193,7 @@ export function describeChecks(checks: readonly ThresholdCheck[]): string {
 /** e.g. `min_score_threshold 5.457 < 7 (failed)`, `max_std_dev 0.5 ≤ 2 (passed)`. */
 function describe(c: ThresholdCheck): string {
   const upper = c.name === 'max_std_dev';
-  const op = c.pass ? (upper ? '≤' : '≥') : (upper ? '>' : '<');
+  const op = c.pass ? (upper ? '≤' : '≥') : upper ? '>' : '<';
   return `${c.name} ${round(c.value)} ${op} ${c.threshold} (${c.pass ? 'passed' : 'failed'})`;
 }
 

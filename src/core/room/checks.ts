@@ -30,9 +30,11 @@ export function identifier(field: string, value: string, max: number): string {
 
 /** A vote's list of texts (strengths, weaknesses, recommendations) within the room's limits, copied. */
 export function textList(field: string, list: readonly string[]): string[] {
-  if (list.length > LIMITS.vote_list_entries) throw invalid(`${field} holds ${list.length} entries; at most ${LIMITS.vote_list_entries}`);
+  if (list.length > LIMITS.vote_list_entries)
+    throw invalid(`${field} holds ${list.length} entries; at most ${LIMITS.vote_list_entries}`);
   list.forEach((entry, i) => {
-    if (entry.length > LIMITS.vote_list_entry) throw invalid(`${field}[${i}] is longer than ${LIMITS.vote_list_entry} characters`);
+    if (entry.length > LIMITS.vote_list_entry)
+      throw invalid(`${field}[${i}] is longer than ${LIMITS.vote_list_entry} characters`);
     if (entry.includes('\u0000')) throw invalid(`${field}[${i}] contains NUL`);
   });
   return [...list];

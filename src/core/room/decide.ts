@@ -1,6 +1,12 @@
 import type { Clock } from '../clock';
 import type { CallContext } from '../context';
-import { type HitlInvocation, type HitlInvocations, HitlRequestError, type InvocationRequest, applyFallback } from '../hitl/model';
+import {
+  type HitlInvocation,
+  type HitlInvocations,
+  HitlRequestError,
+  type InvocationRequest,
+  applyFallback,
+} from '../hitl/model';
 import type { CommitEmitter, Transition } from '../kernel/transitions';
 import type { KeyedTimers } from '../kernel/timers';
 import { verdict, type Verdict } from './aggregate';
@@ -40,7 +46,13 @@ export class Decisions {
    * The policy's verdict on a revision's votes, persisted with its event; an escalation opens the HITL invocation in
    * the same transaction. `missing`: the critics that did not vote (the vote timeout).
    */
-  decide(tx: Transition, proposal: ProposalRecord, votes: VoteRecord[], missing: readonly string[], ctx: CallContext): void {
+  decide(
+    tx: Transition,
+    proposal: ProposalRecord,
+    votes: VoteRecord[],
+    missing: readonly string[],
+    ctx: CallContext,
+  ): void {
     const policy = policyOf(this.deps.policies, proposal);
     const thresholds = policy.room;
     const result = verdict(votes, thresholds, missing);
@@ -49,14 +61,24 @@ export class Decisions {
     tx.disarm(this.deps.voteTimers, revisionKey(proposal.artifactId, proposal.revision));
     if (result.outcome !== 'ESCALATED_TO_HITL') {
       const decision = decisionOf(proposal, votes, result, policyVersion, {
-        outcome: result.outcome, reason: result.reason, decidedBy: 'policy', final: true, closed: false, hitl: null, decidedAt: now,
+        outcome: result.outcome,
+        reason: result.reason,
+        decidedBy: 'policy',
+        final: true,
+        closed: false,
+        hitl: null,
+        decidedAt: now,
       });
       this.finish(tx, proposal, decision);
       return;
     }
     let invocation: HitlInvocation;
-    const previous = proposal.revision > 1 ? this.deps.room.revision(proposal.artifactId, proposal.revision - 1) : undefined;
-    const request = escalationRequest({ proposal, previous, votes, verdict: result, thresholds, policyVersion, missing }, this.deps.clock.now());
+    const previous =
+      proposal.revision > 1 ? this.deps.room.revision(proposal.artifactId, proposal.revision - 1) : undefined;
+    const request = escalationRequest(
+      { proposal, previous, votes, verdict: result, thresholds, policyVersion, missing },
+      this.deps.clock.now(),
+    );
     try {
       invocation = this.deps.hitl.open(request, { kind: 'internal', component: ROOM_COMPONENT }, ctx).invocation;
     } catch (err) {
@@ -67,16 +89,32 @@ export class Decisions {
       return;
     }
     const decision = decisionOf(proposal, votes, result, policyVersion, {
-      outcome: 'ESCALATED_TO_HITL', reason: result.reason, decidedBy: 'policy', final: false, closed: false, decidedAt: now,
+      outcome: 'ESCALATED_TO_HITL',
+      reason: result.reason,
+      decidedBy: 'policy',
+      final: false,
+      closed: false,
+      decidedAt: now,
       hitl: { invocationId: invocation.id, state: 'pending', action: '', origin: '', by: '', rationale: '' },
     });
     const next = escalated(proposal, invocation.id, now);
     this.deps.room.putProposal(next);
     this.deps.room.putDecision(decision);
-    this.deps.journal.record(next.roomId, ACTOR, 'room.escalated', {
-      room_id: next.roomId, artifact_id: next.artifactId, revision: next.revision, invocation_id: invocation.id,
-      reasons: result.escalation, aggregate: aggregateJson(result.aggregate), policy_version: policyVersion,
-    }, 'WARN');
+    this.deps.journal.record(
+      next.roomId,
+      ACTOR,
+      'room.escalated',
+      {
+        room_id: next.roomId,
+        artifact_id: next.artifactId,
+        revision: next.revision,
+        invocation_id: invocation.id,
+        reasons: result.escalation,
+        aggregate: aggregateJson(result.aggregate),
+        policy_version: policyVersion,
+      },
+      'WARN',
+    );
     // An operator's auto rule may have decided it inside open().
     if (invocation.state !== 'pending') {
       this.applyHitl(tx, next, invocation);
@@ -88,9 +126,19 @@ export class Decisions {
   }
 
   /** A settled escalation becomes the revision's final decision. */
-  applyHitl(tx: Transition, proposal: ProposalRecord, invocation: Pick<HitlInvocation, 'id' | 'state' | 'decision'>): void {
+  applyHitl(
+    tx: Transition,
+    proposal: ProposalRecord,
+    invocation: Pick<HitlInvocation, 'id' | 'state' | 'decision'>,
+  ): void {
     const escalation = this.deps.room.decision(proposal.artifactId, proposal.revision);
-    const decision = hitlDecision(proposal, escalation, invocation, () => this.deps.room.votes(proposal.artifactId, proposal.revision), this.deps.clock.now());
+    const decision = hitlDecision(
+      proposal,
+      escalation,
+      invocation,
+      () => this.deps.room.votes(proposal.artifactId, proposal.revision),
+      this.deps.clock.now(),
+    );
     this.finish(tx, proposal, decision);
   }
 
@@ -99,25 +147,64 @@ export class Decisions {
    * DEBATE_DEADLOCK fallback (DENY_BY_DEFAULT → REVISION_REQUESTED; AUTO_DECIDE_THRESHOLD approves when
    * weighted_mean / 10 reaches its threshold; EXTEND_TIMEOUT cannot extend what is not open → REVISION_REQUESTED).
    */
-  private escalationFallback(tx: Transition, proposal: ProposalRecord, votes: VoteRecord[], result: Verdict, policyVersion: string,
-    request: InvocationRequest, err: HitlRequestError, now: number): void {
+  private escalationFallback(
+    tx: Transition,
+    proposal: ProposalRecord,
+    votes: VoteRecord[],
+    result: Verdict,
+    policyVersion: string,
+    request: InvocationRequest,
+    err: HitlRequestError,
+    now: number,
+  ): void {
     const setting = this.deps.hitl.policy.fallbacks.DEBATE_DEADLOCK;
     const probe: HitlInvocation = {
-      id: '', reasonType: request.reasonType, requester: request.requester, correlationId: request.correlationId, subject: request.subject,
-      context: request.context, proposedActions: request.proposedActions, suggestedAction: request.suggestedAction, priority: request.priority,
-      requestedFallback: request.requestedFallback, origin: { kind: 'internal', component: ROOM_COMPONENT }, createdAt: now, deadlineAt: now,
-      originalDeadlineAt: now, extensions: 0, state: 'pending', decision: null, updatedAt: now,
+      id: '',
+      reasonType: request.reasonType,
+      requester: request.requester,
+      correlationId: request.correlationId,
+      subject: request.subject,
+      context: request.context,
+      proposedActions: request.proposedActions,
+      suggestedAction: request.suggestedAction,
+      priority: request.priority,
+      requestedFallback: request.requestedFallback,
+      origin: { kind: 'internal', component: ROOM_COMPONENT },
+      createdAt: now,
+      deadlineAt: now,
+      originalDeadlineAt: now,
+      extensions: 0,
+      state: 'pending',
+      decision: null,
+      updatedAt: now,
     };
     const fallback = applyFallback(probe, setting, 'hitl_unavailable', now);
     const approve = fallback.kind === 'decide' && fallback.action === 'approve';
     const why = `${err.code}: ${err.message}`.slice(0, 300);
-    this.deps.journal.record(proposal.roomId, ACTOR, 'room.escalation_failed', {
-      room_id: proposal.roomId, artifact_id: proposal.artifactId, revision: proposal.revision, error: why, reasons: result.escalation,
-      fallback_policy: setting.policy, outcome: approve ? 'APPROVED' : 'REVISION_REQUESTED',
-    }, 'WARN');
+    this.deps.journal.record(
+      proposal.roomId,
+      ACTOR,
+      'room.escalation_failed',
+      {
+        room_id: proposal.roomId,
+        artifact_id: proposal.artifactId,
+        revision: proposal.revision,
+        error: why,
+        reasons: result.escalation,
+        fallback_policy: setting.policy,
+        outcome: approve ? 'APPROVED' : 'REVISION_REQUESTED',
+      },
+      'WARN',
+    );
     const decision = decisionOf(proposal, votes, result, policyVersion, {
-      outcome: approve ? 'APPROVED' : 'REVISION_REQUESTED', decidedBy: 'fallback', final: true, closed: false, hitl: null, decidedAt: now,
-      reason: `${result.reason} The escalation could not be opened (${why}): decided by the HITL fallback ${setting.policy} (no human could be asked), ` +
+      outcome: approve ? 'APPROVED' : 'REVISION_REQUESTED',
+      decidedBy: 'fallback',
+      final: true,
+      closed: false,
+      hitl: null,
+      decidedAt: now,
+      reason:
+        `${result.reason} The escalation could not be opened (${why}): decided by the HITL fallback ${setting.policy} (no human could be asked), ` +
         `${approve ? 'approved' : fallback.kind === 'extend' ? 'revision requested (nothing is open to extend)' : 'revision requested'} — ${fallback.rationale} No person decided.`,
     });
     this.finish(tx, proposal, decision);
@@ -128,12 +215,26 @@ export class Decisions {
     const next = decided(proposal, decision);
     this.deps.room.putProposal(next);
     this.deps.room.putDecision(decision);
-    this.deps.journal.record(next.roomId, decision.decidedBy === 'hitl' ? (decision.hitl?.by || ACTOR) : ACTOR, 'room.decided', {
-      room_id: next.roomId, artifact_id: next.artifactId, revision: next.revision, outcome: decision.outcome,
-      decided_by: decision.decidedBy, closed: decision.closed, policy_version: decision.policyVersion, aggregate: aggregateJson(decision.aggregate),
-      checks: decision.checks.map((c) => ({ name: c.name, value: c.value, threshold: c.threshold, pass: c.pass })),
-      escalation: decision.escalation, hitl: decision.hitl ?? undefined, reason: decision.reason.slice(0, 2000),
-    }, decision.decidedBy === 'fallback' ? 'WARN' : 'INFO');
+    this.deps.journal.record(
+      next.roomId,
+      decision.decidedBy === 'hitl' ? decision.hitl?.by || ACTOR : ACTOR,
+      'room.decided',
+      {
+        room_id: next.roomId,
+        artifact_id: next.artifactId,
+        revision: next.revision,
+        outcome: decision.outcome,
+        decided_by: decision.decidedBy,
+        closed: decision.closed,
+        policy_version: decision.policyVersion,
+        aggregate: aggregateJson(decision.aggregate),
+        checks: decision.checks.map((c) => ({ name: c.name, value: c.value, threshold: c.threshold, pass: c.pass })),
+        escalation: decision.escalation,
+        hitl: decision.hitl ?? undefined,
+        reason: decision.reason.slice(0, 2000),
+      },
+      decision.decidedBy === 'fallback' ? 'WARN' : 'INFO',
+    );
     tx.notify<RoomChange>(this.deps.changed, { roomId: next.roomId, artifactId: next.artifactId, state: 'decided' });
     tx.notify(this.deps.decisions, decision);
   }

@@ -7,7 +7,13 @@ export const ACTOR = 'room';
 export class RoomJournal {
   constructor(private readonly log: Pick<EventRecorder, 'record'>) {}
 
-  record(correlationId: string, actor: string, eventType: string, details: Record<string, unknown>, level: 'INFO' | 'WARN' = 'INFO'): void {
+  record(
+    correlationId: string,
+    actor: string,
+    eventType: string,
+    details: Record<string, unknown>,
+    level: 'INFO' | 'WARN' = 'INFO',
+  ): void {
     this.log.record({ correlationId, actor, eventType, level, details });
   }
 }

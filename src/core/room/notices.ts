@@ -18,7 +18,12 @@ export const ROOM_HITL_ACTIONS = ['approve', 'modify', 'deny'] as const;
 /** An artifact shown in the HITL context as text: at most this many characters. */
 const CONTEXT_EXCERPT_CHARS = 16_384;
 
-interface ContextCut { readonly entries: number; readonly chars: number; readonly excerpt: number; readonly diffs: boolean }
+interface ContextCut {
+  readonly entries: number;
+  readonly chars: number;
+  readonly excerpt: number;
+  readonly diffs: boolean;
+}
 /** How much of the votes' texts, the excerpt and the diff the HITL context holds: the first that fits MAX_INVOCATION_BYTES. */
 const CONTEXT_CUTS: readonly ContextCut[] = [
   { entries: 5, chars: 200, excerpt: CONTEXT_EXCERPT_CHARS, diffs: true },
@@ -38,9 +43,18 @@ function textOf(bytes: Buffer): string | undefined {
 /** The JSON payload of a critic's NEGOTIATION envelope (README, "Negotiation rooms"). */
 export function reviewRequest(p: ProposalRecord, critic: string): Record<string, unknown> {
   return {
-    kind: REVIEW_REQUEST_KIND, ts: isoUtc(p.submittedAt), negotiation_room_id: p.roomId, artifact_id: p.artifactId, revision: p.revision,
-    artifact_type: p.artifactType, producer_id: p.producerId, critic_id: critic, requested_critics: p.requestedCritics,
-    ct: p.contentType, size: p.artifact.byteLength, payload_b64: p.artifact.toString('base64'),
+    kind: REVIEW_REQUEST_KIND,
+    ts: isoUtc(p.submittedAt),
+    negotiation_room_id: p.roomId,
+    artifact_id: p.artifactId,
+    revision: p.revision,
+    artifact_type: p.artifactType,
+    producer_id: p.producerId,
+    critic_id: critic,
+    requested_critics: p.requestedCritics,
+    ct: p.contentType,
+    size: p.artifact.byteLength,
+    payload_b64: p.artifact.toString('base64'),
     vote_deadline: p.voteDeadlineAt > 0 ? isoUtc(p.voteDeadlineAt) : null,
   };
 }
@@ -73,20 +87,40 @@ export function escalationRequest(f: EscalationFacts, now: number): InvocationRe
   return request!;
 }
 
-function escalationRequestCut(f: EscalationFacts, text: string | undefined, previousText: string | undefined, c: ContextCut, trimmed: boolean, now: number): InvocationRequest {
+function escalationRequestCut(
+  f: EscalationFacts,
+  text: string | undefined,
+  previousText: string | undefined,
+  c: ContextCut,
+  trimmed: boolean,
+  now: number,
+): InvocationRequest {
   const { proposal: p, votes, verdict: v, thresholds: t, policyVersion, missing } = f;
   const cut = (list: readonly string[]) => list.slice(0, c.entries).map((s) => s.slice(0, c.chars));
-  const excerpt = text !== undefined && c.excerpt > 0 ? { artifact_excerpt: text.slice(0, c.excerpt), artifact_excerpt_cut: text.length > c.excerpt } : {};
+  const excerpt =
+    text !== undefined && c.excerpt > 0
+      ? { artifact_excerpt: text.slice(0, c.excerpt), artifact_excerpt_cut: text.length > c.excerpt }
+      : {};
   const facts = {
-    negotiation_room_id: p.roomId, artifact_id: p.artifactId, revision: p.revision, artifact_type: p.artifactType, producer_id: p.producerId,
-    content_type: p.contentType, artifact_bytes: p.artifact.byteLength,
+    negotiation_room_id: p.roomId,
+    artifact_id: p.artifactId,
+    revision: p.revision,
+    artifact_type: p.artifactType,
+    producer_id: p.producerId,
+    content_type: p.contentType,
+    artifact_bytes: p.artifact.byteLength,
     aggregate: aggregateJson(v.aggregate),
     thresholds: thresholdsJson(t),
     checks: v.checks.map((x) => ({ name: x.name, value: x.value, threshold: x.threshold, pass: x.pass })),
     escalation_reasons: v.escalation,
     votes: votes.map((x) => ({
-      critic_id: x.criticId, score: x.score, confidence: x.confidence, passed: x.passed,
-      strengths: cut(x.strengths), weaknesses: cut(x.weaknesses), recommendations: cut(x.recommendations),
+      critic_id: x.criticId,
+      score: x.score,
+      confidence: x.confidence,
+      passed: x.passed,
+      strengths: cut(x.strengths),
+      weaknesses: cut(x.weaknesses),
+      recommendations: cut(x.recommendations),
     })),
     missing_critics: missing,
     policy_version: policyVersion,
@@ -98,30 +132,53 @@ function escalationRequestCut(f: EscalationFacts, text: string | undefined, prev
     ...excerpt,
     ...(trimmed ? { context_trimmed: true } : {}),
   };
-  const diffs = c.diffs && text !== undefined && previousText !== undefined && text.length <= CONTEXT_EXCERPT_CHARS / 2 && previousText.length <= CONTEXT_EXCERPT_CHARS / 2
-    ? [{ title: `${p.artifactId}: revision ${p.revision - 1} → ${p.revision}`, before: previousText, after: text }] : [];
+  const diffs =
+    c.diffs &&
+    text !== undefined &&
+    previousText !== undefined &&
+    text.length <= CONTEXT_EXCERPT_CHARS / 2 &&
+    previousText.length <= CONTEXT_EXCERPT_CHARS / 2
+      ? [{ title: `${p.artifactId}: revision ${p.revision - 1} → ${p.revision}`, before: previousText, after: text }]
+      : [];
   const summary = `Negotiation room ${p.roomId.slice(0, 80)}: ${p.artifactType} artifact ${p.artifactId.slice(0, 80)} (revision ${p.revision}, by ${p.producerId}) needs a person: ${v.escalation.map((r) => r.split(':')[0]).join(', ')}.`;
-  return parseInvocationRequest({
-    reason_type: 'DEBATE_DEADLOCK',
-    summary: summary.slice(0, FIELD_LIMITS.hitl.summary),
-    facts,
-    diffs,
-    risk_notes: ['approve → APPROVED; modify → REVISION_REQUESTED (Request Revision); deny → rejected (closed: no further revision). A fallback (no answer in time, no human available) is recorded as a fallback, never as a person\'s approval.'],
-    proposed_actions: [...ROOM_HITL_ACTIONS],
-    suggested_action: '',
-    // AUTO_DECIDE_THRESHOLD reads a score in [0,1]: the weighted mean on the 0–10 scale, divided by 10.
-    score: Math.min(1, Math.max(0, v.aggregate.weightedMean / 10)),
-  }, { requester: p.producerId, correlationId: p.roomId, now });
+  return parseInvocationRequest(
+    {
+      reason_type: 'DEBATE_DEADLOCK',
+      summary: summary.slice(0, FIELD_LIMITS.hitl.summary),
+      facts,
+      diffs,
+      risk_notes: [
+        "approve → APPROVED; modify → REVISION_REQUESTED (Request Revision); deny → rejected (closed: no further revision). A fallback (no answer in time, no human available) is recorded as a fallback, never as a person's approval.",
+      ],
+      proposed_actions: [...ROOM_HITL_ACTIONS],
+      suggested_action: '',
+      // AUTO_DECIDE_THRESHOLD reads a score in [0,1]: the weighted mean on the 0–10 scale, divided by 10.
+      score: Math.min(1, Math.max(0, v.aggregate.weightedMean / 10)),
+    },
+    { requester: p.producerId, correlationId: p.roomId, now },
+  );
 }
 
 export function aggregateJson(a: RoomDecision['aggregate']): Record<string, number> {
-  return { mean: a.mean, min_score: a.minScore, max_score: a.maxScore, std_dev: a.stdDev, weighted_mean: a.weightedMean, vote_count: a.voteCount };
+  return {
+    mean: a.mean,
+    min_score: a.minScore,
+    max_score: a.maxScore,
+    std_dev: a.stdDev,
+    weighted_mean: a.weightedMean,
+    vote_count: a.voteCount,
+  };
 }
 
 export function thresholdsJson(t: RoomThresholds): Record<string, unknown> {
   return {
-    min_score_threshold: t.minScoreThreshold, min_confidence_threshold: t.minConfidenceThreshold, min_pass_ratio: t.minPassRatio,
-    max_std_dev: t.maxStdDev, escalate_below_confidence: t.escalateBelowConfidence, escalate_above_std_dev: t.escalateAboveStdDev,
-    vote_timeout_ms: t.voteTimeoutMs, auto_approve: t.autoApprove,
+    min_score_threshold: t.minScoreThreshold,
+    min_confidence_threshold: t.minConfidenceThreshold,
+    min_pass_ratio: t.minPassRatio,
+    max_std_dev: t.maxStdDev,
+    escalate_below_confidence: t.escalateBelowConfidence,
+    escalate_above_std_dev: t.escalateAboveStdDev,
+    vote_timeout_ms: t.voteTimeoutMs,
+    auto_approve: t.autoApprove,
   };
 }

@@ -2,7 +2,14 @@ import type { PolicyReader, PolicySet, Speaker } from '../policy/model';
 import { voteReadRefusal } from './access';
 import { aggregate } from './aggregate';
 import { denied, invalid, notFound } from './checks';
-import type { ProposalRecord, RoomArtifactDetail, RoomArtifactSummary, RoomDecision, RoomRepository, VoteRecord } from './model';
+import type {
+  ProposalRecord,
+  RoomArtifactDetail,
+  RoomArtifactSummary,
+  RoomDecision,
+  RoomRepository,
+  VoteRecord,
+} from './model';
 import { policyVersionOf } from './state';
 
 /** What the reads use: the room's tables and the policy versions. */
@@ -56,9 +63,17 @@ export class RoomReads {
     return this.deps.room.listLatest(limit).map((p) => {
       const decision = this.deps.room.decision(p.artifactId, p.revision);
       return {
-        roomId: p.roomId, artifactId: p.artifactId, revision: p.revision, artifactType: p.artifactType, producerId: p.producerId,
-        state: p.state, votes: this.deps.room.votes(p.artifactId, p.revision).length, requested: p.requestedCritics.length,
-        outcome: decision?.outcome ?? null, invocationId: p.invocationId, updatedAt: p.updatedAt,
+        roomId: p.roomId,
+        artifactId: p.artifactId,
+        revision: p.revision,
+        artifactType: p.artifactType,
+        producerId: p.producerId,
+        state: p.state,
+        votes: this.deps.room.votes(p.artifactId, p.revision).length,
+        requested: p.requestedCritics.length,
+        outcome: decision?.outcome ?? null,
+        invocationId: p.invocationId,
+        updatedAt: p.updatedAt,
       };
     });
   }

@@ -39,7 +39,10 @@ export function restoreRoom(deps: RestoreDeps, ctx: CallContext): void {
         voting++;
         const votes = deps.room.votes(proposal.artifactId, proposal.revision);
         if (allVoted(proposal, votes)) {
-          deps.transitions.run((tx) => deps.decisions.decide(tx, proposal, votes, [], { correlationId: proposal.roomId }), proposal.roomId);
+          deps.transitions.run(
+            (tx) => deps.decisions.decide(tx, proposal, votes, [], { correlationId: proposal.roomId }),
+            proposal.roomId,
+          );
         } else if (proposal.voteDeadlineAt > 0 && proposal.voteDeadlineAt <= deps.clock.now()) {
           // The deadline passed while the coordinator was stopped: decided now, not at the clock's next tick.
           deps.timeouts.timedOut(proposal);
@@ -53,12 +56,25 @@ export function restoreRoom(deps: RestoreDeps, ctx: CallContext): void {
         else if (invocation) deps.escalations.settled(invocation);
         else {
           // The invocation is gone (retention): decided as a fallback, never as a person's approval.
-          deps.transitions.run((tx) => deps.decisions.applyHitl(tx, proposal, { id: proposal.invocationId ?? '', state: 'cancelled', decision: null }), proposal.roomId);
+          deps.transitions.run(
+            (tx) =>
+              deps.decisions.applyHitl(tx, proposal, {
+                id: proposal.invocationId ?? '',
+                state: 'cancelled',
+                decision: null,
+              }),
+            proposal.roomId,
+          );
         }
       }
     });
   }
   if (unfinished.length > 0) {
-    deps.log.record({ correlationId: ctx.correlationId, actor: ACTOR, eventType: 'room.restored', details: { voting, escalated } });
+    deps.log.record({
+      correlationId: ctx.correlationId,
+      actor: ACTOR,
+      eventType: 'room.restored',
+      details: { voting, escalated },
+    });
   }
 }

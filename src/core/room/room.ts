@@ -13,7 +13,15 @@ import type { CoordinatorOutbox } from '../router/model';
 import { Decisions } from './decide';
 import { Escalations } from './escalations';
 import { ACTOR, RoomJournal } from './journal';
-import type { RoomArtifactDetail, RoomArtifactSummary, RoomChange, RoomDecision, RoomQueries, RoomStorage, VoteRecord } from './model';
+import type {
+  RoomArtifactDetail,
+  RoomArtifactSummary,
+  RoomChange,
+  RoomDecision,
+  RoomQueries,
+  RoomStorage,
+  VoteRecord,
+} from './model';
 import { RoomReads } from './queries';
 import { restoreRoom } from './restore';
 import { Submissions, type RoomProposalInput } from './submit';
@@ -22,7 +30,13 @@ import { Votes, type VoteInput } from './vote';
 import { DecisionWaiters } from './waiters';
 
 export { ROOM_COMPONENT } from './decide';
-export { REVIEW_REQUEST_CONTENT_TYPE, REVIEW_REQUEST_KIND, ROOM_HITL_ACTIONS, aggregateJson, thresholdsJson } from './notices';
+export {
+  REVIEW_REQUEST_CONTENT_TYPE,
+  REVIEW_REQUEST_KIND,
+  ROOM_HITL_ACTIONS,
+  aggregateJson,
+  thresholdsJson,
+} from './notices';
 export type { RoomProposalInput } from './submit';
 export type { VoteInput } from './vote';
 export { DEFAULT_WAIT_MS, MAX_WAITERS_PER_ARTIFACT, MAX_WAIT_MS } from './waiters';
@@ -71,26 +85,71 @@ export class NegotiationRoom implements RoomQueries, Disposable {
     const journal = new RoomJournal(log);
     this.reads = new RoomReads({ room, policies });
     this.deciding = new Decisions({
-      room, policies, journal, clock, hitl, voteTimers: this.voteTimers, changed: this.changed, decisions: this.decisions,
+      room,
+      policies,
+      journal,
+      clock,
+      hitl,
+      voteTimers: this.voteTimers,
+      changed: this.changed,
+      decisions: this.decisions,
       watch: (invocationId) => this.escalations.watch(invocationId),
     });
-    this.escalations = new Escalations({ room, hitl, transitions: this.transitions, guard: this.guard, decisions: this.deciding });
-    this.timeouts = new VoteTimeouts({ room, clock, journal, transitions: this.transitions, guard: this.guard, timers: this.voteTimers, decisions: this.deciding });
-    this.submissions = new Submissions({
-      room, agents: deps.agents, outbox: deps.outbox, policies, clock, ids: deps.ids, journal, transitions: this.transitions,
-      timeouts: this.timeouts, changed: this.changed,
+    this.escalations = new Escalations({
+      room,
+      hitl,
+      transitions: this.transitions,
+      guard: this.guard,
+      decisions: this.deciding,
     });
-    this.votes = new Votes({ room, reads: this.reads, clock, journal, transitions: this.transitions, decisions: this.deciding, changed: this.changed });
+    this.timeouts = new VoteTimeouts({
+      room,
+      clock,
+      journal,
+      transitions: this.transitions,
+      guard: this.guard,
+      timers: this.voteTimers,
+      decisions: this.deciding,
+    });
+    this.submissions = new Submissions({
+      room,
+      agents: deps.agents,
+      outbox: deps.outbox,
+      policies,
+      clock,
+      ids: deps.ids,
+      journal,
+      transitions: this.transitions,
+      timeouts: this.timeouts,
+      changed: this.changed,
+    });
+    this.votes = new Votes({
+      room,
+      reads: this.reads,
+      clock,
+      journal,
+      transitions: this.transitions,
+      decisions: this.deciding,
+      changed: this.changed,
+    });
     this.waiters = new DecisionWaiters({ clock, guard: this.guard, room, decisions: this.decisions.event });
   }
 
   // ---------------------------------------------------------------- changes
 
-  submitProposal(input: RoomProposalInput, speaker: Speaker, ctx: CallContext): { readonly artifactId: string; readonly roomId: string; readonly revision: number } {
+  submitProposal(
+    input: RoomProposalInput,
+    speaker: Speaker,
+    ctx: CallContext,
+  ): { readonly artifactId: string; readonly roomId: string; readonly revision: number } {
     return this.submissions.submitProposal(input, speaker, ctx);
   }
 
-  submitVote(input: VoteInput, speaker: Speaker, ctx: CallContext): { readonly artifactId: string; readonly criticId: string } {
+  submitVote(
+    input: VoteInput,
+    speaker: Speaker,
+    ctx: CallContext,
+  ): { readonly artifactId: string; readonly criticId: string } {
     return this.votes.submitVote(input, speaker, ctx);
   }
 
@@ -99,7 +158,13 @@ export class NegotiationRoom implements RoomQueries, Disposable {
    * through HITL as the operator. approve → APPROVED; modify → REVISION_REQUESTED; deny → rejected (closed). Only the
    * operator may decide (a person: RFC §15); the rationale is required.
    */
-  hitlAction(roomId: string, action: string, rationale: string, speaker: Speaker, ctx: CallContext): { readonly ok: boolean; readonly reason: string } {
+  hitlAction(
+    roomId: string,
+    action: string,
+    rationale: string,
+    speaker: Speaker,
+    ctx: CallContext,
+  ): { readonly ok: boolean; readonly reason: string } {
     return this.escalations.hitlAction(roomId, action, rationale, speaker, ctx);
   }
 
@@ -157,10 +222,20 @@ export class NegotiationRoom implements RoomQueries, Disposable {
 
   /** At start: vote timers re-armed (a passed deadline decides now), escalations decided while stopped applied. */
   restore(ctx: CallContext): void {
-    restoreRoom({
-      room: this.deps.store.room, hitl: this.deps.hitl, clock: this.deps.clock, log: this.deps.log, transitions: this.transitions,
-      guard: this.guard, decisions: this.deciding, timeouts: this.timeouts, escalations: this.escalations,
-    }, ctx);
+    restoreRoom(
+      {
+        room: this.deps.store.room,
+        hitl: this.deps.hitl,
+        clock: this.deps.clock,
+        log: this.deps.log,
+        transitions: this.transitions,
+        guard: this.guard,
+        decisions: this.deciding,
+        timeouts: this.timeouts,
+        escalations: this.escalations,
+      },
+      ctx,
+    );
   }
 
   dispose(): void {

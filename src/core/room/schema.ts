@@ -5,7 +5,8 @@ export const ROOM_SCHEMA: readonly SchemaStep[] = [
   {
     version: 14,
     area: 'room',
-    description: 'negotiation rooms (RFC §17.5): each revision of a submitted artifact, the critics\' votes, the decisions',
+    description:
+      "negotiation rooms (RFC §17.5): each revision of a submitted artifact, the critics' votes, the decisions",
     statements: [
       `CREATE TABLE room_proposals (
          artifact_id TEXT NOT NULL,
@@ -37,7 +38,8 @@ export const ROOM_SCHEMA: readonly SchemaStep[] = [
   {
     version: 15,
     area: 'room',
-    description: 'negotiation rooms: an is_latest flag and indexes so that listing, room lookups and counting read no whole table',
+    description:
+      'negotiation rooms: an is_latest flag and indexes so that listing, room lookups and counting read no whole table',
     statements: [
       'ALTER TABLE room_proposals ADD COLUMN is_latest INTEGER NOT NULL DEFAULT 0',
       `UPDATE room_proposals SET is_latest = 1

@@ -30,7 +30,10 @@ function summaryOf(row: Row): ProposalSummary {
 }
 
 function proposalOf(row: Row): ProposalRecord {
-  return { ...(JSON.parse(String(row.record)) as Omit<ProposalRecord, 'artifact'>), artifact: Buffer.from(row.artifact as Uint8Array) };
+  return {
+    ...(JSON.parse(String(row.record)) as Omit<ProposalRecord, 'artifact'>),
+    artifact: Buffer.from(row.artifact as Uint8Array),
+  };
 }
 
 /**
@@ -47,8 +50,15 @@ export class SqliteRoomRepository implements RoomRepository {
 
   putProposal(proposal: ProposalRecord): void {
     const { artifact, ...rest } = proposal;
-    this.s.putProposal.run(proposal.artifactId, proposal.revision, proposal.roomId, proposal.state === 'decided' ? 1 : 0,
-      proposal.updatedAt, JSON.stringify(rest), artifact);
+    this.s.putProposal.run(
+      proposal.artifactId,
+      proposal.revision,
+      proposal.roomId,
+      proposal.state === 'decided' ? 1 : 0,
+      proposal.updatedAt,
+      JSON.stringify(rest),
+      artifact,
+    );
     this.s.unmarkOlder.run(proposal.artifactId, proposal.revision);
   }
 
@@ -68,12 +78,15 @@ export class SqliteRoomRepository implements RoomRepository {
 
   escalatedFor(id: string): ProposalSummary[] {
     const seen = new Set<string>();
-    return (this.s.escalatedFor.all(id, id) as Row[]).filter((row) => {
-      const k = `${String(row.revision)}#${String(row.artifact_id)}`;
-      if (seen.has(k)) return false;
-      seen.add(k);
-      return true;
-    }).map(summaryOf).filter((p) => p.state === 'escalated');
+    return (this.s.escalatedFor.all(id, id) as Row[])
+      .filter((row) => {
+        const k = `${String(row.revision)}#${String(row.artifact_id)}`;
+        if (seen.has(k)) return false;
+        seen.add(k);
+        return true;
+      })
+      .map(summaryOf)
+      .filter((p) => p.state === 'escalated');
   }
 
   countInRoom(roomId: string): number {

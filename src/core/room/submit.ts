@@ -50,20 +50,29 @@ export interface SubmitDeps {
 export class Submissions {
   constructor(private readonly deps: SubmitDeps) {}
 
-  submitProposal(input: RoomProposalInput, speaker: Speaker, ctx: CallContext): { readonly artifactId: string; readonly roomId: string; readonly revision: number } {
+  submitProposal(
+    input: RoomProposalInput,
+    speaker: Speaker,
+    ctx: CallContext,
+  ): { readonly artifactId: string; readonly roomId: string; readonly revision: number } {
     if (input.artifactType === '' || !ARTIFACT_TYPES.includes(input.artifactType)) {
       throw invalid(`artifact_type must be one of ${ARTIFACT_TYPES.join(', ')} (ARTIFACT_TYPE_UNSPECIFIED is refused)`);
     }
     const artifactType = input.artifactType;
     const producerId = identifier('producer_id', input.producerId.trim(), LIMITS.agent_id);
     if (producerId === '') throw invalid('producer_id is required');
-    if (!mayActAs(speaker, producerId)) throw denied(`${speakerName(speaker)} may not submit as producer '${producerId}'`);
-    if (this.deps.agents.get(producerId) === undefined) throw notFound(`producer_id '${producerId}' is not a registered agent`);
+    if (!mayActAs(speaker, producerId))
+      throw denied(`${speakerName(speaker)} may not submit as producer '${producerId}'`);
+    if (this.deps.agents.get(producerId) === undefined)
+      throw notFound(`producer_id '${producerId}' is not a registered agent`);
     if (input.artifactId !== '') identifier('artifact_id', input.artifactId, LIMITS.artifact_id);
     if (input.roomId !== '') identifier('negotiation_room_id', input.roomId, LIMITS.negotiation_room_id);
-    const contentType = identifier('artifact_content_type', input.contentType.trim(), LIMITS.artifact_content_type) || 'application/octet-stream';
+    const contentType =
+      identifier('artifact_content_type', input.contentType.trim(), LIMITS.artifact_content_type) ||
+      'application/octet-stream';
     if (input.artifact.byteLength === 0) throw invalid('artifact is empty');
-    if (input.artifact.byteLength > LIMITS.artifact_bytes) throw invalid(`artifact is ${input.artifact.byteLength} bytes; at most ${LIMITS.artifact_bytes}`);
+    if (input.artifact.byteLength > LIMITS.artifact_bytes)
+      throw invalid(`artifact is ${input.artifact.byteLength} bytes; at most ${LIMITS.artifact_bytes}`);
     const critics = this.checkCritics(input.requestedCritics, producerId);
 
     const latest = input.artifactId === '' ? undefined : this.deps.room.latest(input.artifactId);
@@ -71,13 +80,17 @@ export class Submissions {
       if (input.roomId !== '' && input.roomId !== latest.roomId) {
         throw precondition(`artifact '${latest.artifactId}' is in room '${latest.roomId}', not '${input.roomId}'`);
       }
-      if (latest.producerId !== producerId) throw denied(`artifact '${latest.artifactId}' was submitted by '${latest.producerId}', not '${producerId}'`);
+      if (latest.producerId !== producerId)
+        throw denied(`artifact '${latest.artifactId}' was submitted by '${latest.producerId}', not '${producerId}'`);
       // A retry of the latest submission (its answer was lost) answers that revision, in every state: no new revision.
       if (repeatsRevision(latest, { artifactType, contentType, artifact: input.artifact, requestedCritics: critics })) {
         return { artifactId: latest.artifactId, roomId: latest.roomId, revision: latest.revision };
       }
       // The decision is read only when the revision is decided and not closed (what the refusal needs).
-      const decision = latest.closed || latest.state !== 'decided' ? undefined : this.deps.room.decision(latest.artifactId, latest.revision);
+      const decision =
+        latest.closed || latest.state !== 'decided'
+          ? undefined
+          : this.deps.room.decision(latest.artifactId, latest.revision);
       const refusal = revisionRefusal(latest, decision, artifactType);
       if (refusal) throw refusal.kind === 'invalid' ? invalid(refusal.message) : precondition(refusal.message);
     }
@@ -86,8 +99,21 @@ export class Submissions {
     const now = this.deps.clock.now();
     const artifactId = latest?.artifactId ?? (input.artifactId || this.deps.ids.uuid());
     const roomId = latest?.roomId ?? (input.roomId || this.deps.ids.uuid());
-    const proposal = newRevision({ roomId, artifactId, artifactType, producerId, contentType, artifact: input.artifact, requestedCritics: critics, createdAt: input.createdAt },
-      latest, { version: policy.version, voteTimeoutMs: policy.room.voteTimeoutMs }, now);
+    const proposal = newRevision(
+      {
+        roomId,
+        artifactId,
+        artifactType,
+        producerId,
+        contentType,
+        artifact: input.artifact,
+        requestedCritics: critics,
+        createdAt: input.createdAt,
+      },
+      latest,
+      { version: policy.version, voteTimeoutMs: policy.room.voteTimeoutMs },
+      now,
+    );
     const revision = proposal.revision;
     const roomCtx: CallContext = { ...ctx, correlationId: roomId };
     this.deps.transitions.run((tx) => {
@@ -95,27 +121,56 @@ export class Submissions {
       const notified: Array<{ critic_id: string; message_id: string }> = [];
       const refused: Array<{ critic_id: string; code: string; reason: string }> = [];
       for (const critic of critics) {
-        const sent = this.deps.outbox.sendToAgent({
-          to: critic, messageType: 'NEGOTIATION', contentType: REVIEW_REQUEST_CONTENT_TYPE, correlationId: roomId,
-          payload: Buffer.from(JSON.stringify(reviewRequest(proposal, critic)), 'utf8'),
-        }, roomCtx);
+        const sent = this.deps.outbox.sendToAgent(
+          {
+            to: critic,
+            messageType: 'NEGOTIATION',
+            contentType: REVIEW_REQUEST_CONTENT_TYPE,
+            correlationId: roomId,
+            payload: Buffer.from(JSON.stringify(reviewRequest(proposal, critic)), 'utf8'),
+          },
+          roomCtx,
+        );
         if (sent.accepted) notified.push({ critic_id: critic, message_id: sent.messageId });
         else refused.push({ critic_id: critic, code: sent.code, reason: sent.reason.slice(0, 500) });
       }
       // Nothing was admitted: the transaction rolls back whole (the router holds none of these messages).
       if (notified.length === 0) {
         const first = refused[0];
-        throw new NegotiationError(first.code === 'BUFFER_FULL' ? 'exhausted' : first.code === 'OVERSIZE_PAYLOAD' || first.code === 'VALIDATION_ERROR' ? 'invalid' : 'unavailable',
-          first.code, `no requested critic could be notified: ${refused.map((r) => `${r.critic_id}: ${r.reason}`).join('; ')}`);
+        throw new NegotiationError(
+          first.code === 'BUFFER_FULL'
+            ? 'exhausted'
+            : first.code === 'OVERSIZE_PAYLOAD' || first.code === 'VALIDATION_ERROR'
+              ? 'invalid'
+              : 'unavailable',
+          first.code,
+          `no requested critic could be notified: ${refused.map((r) => `${r.critic_id}: ${r.reason}`).join('; ')}`,
+        );
       }
       this.deps.journal.record(roomId, producerId, 'room.proposal_submitted', {
-        room_id: roomId, artifact_id: artifactId, revision, artifact_type: proposal.artifactType, producer_id: producerId,
-        content_type: contentType, bytes: proposal.artifact.byteLength, requested_critics: critics, notified,
-        vote_deadline: proposal.voteDeadlineAt > 0 ? isoUtc(proposal.voteDeadlineAt) : null, policy_version: proposal.policyVersion,
-        submitted_by: speakerName(speaker), principal: ctx.principal,
+        room_id: roomId,
+        artifact_id: artifactId,
+        revision,
+        artifact_type: proposal.artifactType,
+        producer_id: producerId,
+        content_type: contentType,
+        bytes: proposal.artifact.byteLength,
+        requested_critics: critics,
+        notified,
+        vote_deadline: proposal.voteDeadlineAt > 0 ? isoUtc(proposal.voteDeadlineAt) : null,
+        policy_version: proposal.policyVersion,
+        submitted_by: speakerName(speaker),
+        principal: ctx.principal,
       });
       // A critic whose notification was refused (its inbox is full…) can still vote; the vote timeout escalates otherwise.
-      for (const r of refused) this.deps.journal.record(roomId, ACTOR, 'room.critic_not_notified', { room_id: roomId, artifact_id: artifactId, revision, ...r }, 'WARN');
+      for (const r of refused)
+        this.deps.journal.record(
+          roomId,
+          ACTOR,
+          'room.critic_not_notified',
+          { room_id: roomId, artifact_id: artifactId, revision, ...r },
+          'WARN',
+        );
       this.deps.timeouts.arm(tx, proposal);
       tx.notify<RoomChange>(this.deps.changed, { roomId, artifactId, state: 'voting' });
     }, roomId);
@@ -125,7 +180,8 @@ export class Submissions {
   /** The requested critics: 1 to the limit, registered, distinct, not the producer, accepting the review request's content type. */
   private checkCritics(list: readonly string[], producerId: string): string[] {
     if (list.length === 0) throw invalid('requested_critics must name at least one critic');
-    if (list.length > LIMITS.requested_critics) throw invalid(`requested_critics names ${list.length} critics; at most ${LIMITS.requested_critics}`);
+    if (list.length > LIMITS.requested_critics)
+      throw invalid(`requested_critics names ${list.length} critics; at most ${LIMITS.requested_critics}`);
     const seen = new Set<string>();
     list.forEach((raw, i) => {
       const critic = identifier(`requested_critics[${i}]`, raw.trim(), LIMITS.agent_id);
@@ -135,7 +191,9 @@ export class Submissions {
       const agent = this.deps.agents.get(critic);
       if (!agent) throw notFound(`requested critic '${critic}' is not a registered agent`);
       if (!modalityAccepts(agent.descriptor.modalitiesSupported, REVIEW_REQUEST_CONTENT_TYPE)) {
-        throw invalid(`requested critic '${critic}' does not accept ${REVIEW_REQUEST_CONTENT_TYPE} (its modalities_supported), so it cannot be sent the artifact`);
+        throw invalid(
+          `requested critic '${critic}' does not accept ${REVIEW_REQUEST_CONTENT_TYPE} (its modalities_supported), so it cannot be sent the artifact`,
+        );
       }
       seen.add(critic);
     });

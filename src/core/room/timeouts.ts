@@ -29,13 +29,17 @@ export class VoteTimeouts {
   /** Inside the transition that submitted the revision: its timer, armed once that commits. */
   arm(tx: Transition, proposal: ProposalRecord): void {
     if (proposal.voteDeadlineAt <= 0) return;
-    tx.arm(this.deps.timers, revisionKey(proposal.artifactId, proposal.revision), this.delay(proposal), () => this.timedOut(proposal));
+    tx.arm(this.deps.timers, revisionKey(proposal.artifactId, proposal.revision), this.delay(proposal), () =>
+      this.timedOut(proposal),
+    );
   }
 
   /** At start (restore), outside any transition: the revision's timer for what is left of its deadline. */
   rearm(proposal: ProposalRecord): void {
     if (proposal.voteDeadlineAt <= 0 || this.deps.guard.isStopped) return;
-    this.deps.timers.arm(revisionKey(proposal.artifactId, proposal.revision), this.delay(proposal), () => this.timedOut(proposal));
+    this.deps.timers.arm(revisionKey(proposal.artifactId, proposal.revision), this.delay(proposal), () =>
+      this.timedOut(proposal),
+    );
   }
 
   /** The vote deadline passed: decided on the votes there are (the missing critics named: vote_timeout escalates). */
@@ -46,9 +50,19 @@ export class VoteTimeouts {
       const votes = this.deps.room.votes(current.artifactId, current.revision);
       const missing = missingCritics(current, votes);
       this.deps.transitions.run((tx) => {
-        this.deps.journal.record(current.roomId, ACTOR, 'room.vote_timeout', {
-          room_id: current.roomId, artifact_id: current.artifactId, revision: current.revision, missing, deadline: isoUtc(current.voteDeadlineAt),
-        }, 'WARN');
+        this.deps.journal.record(
+          current.roomId,
+          ACTOR,
+          'room.vote_timeout',
+          {
+            room_id: current.roomId,
+            artifact_id: current.artifactId,
+            revision: current.revision,
+            missing,
+            deadline: isoUtc(current.voteDeadlineAt),
+          },
+          'WARN',
+        );
         this.deps.decisions.decide(tx, current, votes, missing, { correlationId: current.roomId });
       }, current.roomId);
     });

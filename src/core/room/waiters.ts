@@ -45,11 +45,17 @@ export class DecisionWaiters implements Disposable {
 
   /** Waits on the revision's final decision (there is none yet); see NegotiationRoom.waitForDecision. */
   wait(proposal: ProposalRecord, timeoutMs: number, signal?: AbortSignal): Promise<RoomDecision> {
-    if (this.deps.guard.isStopped) return Promise.reject(new NegotiationError('unavailable', 'UNAVAILABLE', 'the coordinator is stopping'));
+    if (this.deps.guard.isStopped)
+      return Promise.reject(new NegotiationError('unavailable', 'UNAVAILABLE', 'the coordinator is stopping'));
     const waiting = this.count(proposal.artifactId);
     if (waiting >= MAX_WAITERS_PER_ARTIFACT) {
-      return Promise.reject(new NegotiationError('exhausted', 'BUFFER_FULL',
-        `${waiting} WaitForDecision calls already wait on artifact '${proposal.artifactId}' (at most ${MAX_WAITERS_PER_ARTIFACT}); poll GetDecision or wait again later`));
+      return Promise.reject(
+        new NegotiationError(
+          'exhausted',
+          'BUFFER_FULL',
+          `${waiting} WaitForDecision calls already wait on artifact '${proposal.artifactId}' (at most ${MAX_WAITERS_PER_ARTIFACT}); poll GetDecision or wait again later`,
+        ),
+      );
     }
     const waitMs = timeoutMs > 0 ? Math.min(timeoutMs, MAX_WAIT_MS) : DEFAULT_WAIT_MS;
     const k = revisionKey(proposal.artifactId, proposal.revision);
@@ -63,7 +69,8 @@ export class DecisionWaiters implements Disposable {
         reject(new NegotiationError('unavailable', 'CANCELLED', 'the wait was cancelled'));
       };
       const waiter: Waiter = {
-        resolve, reject,
+        resolve,
+        reject,
         dispose: () => {
           this.deadlines.disarm(waiter);
           signal?.removeEventListener('abort', onAbort);
@@ -73,8 +80,13 @@ export class DecisionWaiters implements Disposable {
         waiter.dispose();
         set.delete(waiter);
         if (set.size === 0 && this.waiters.get(k) === set) this.waiters.delete(k);
-        reject(new NegotiationError('deadline', 'DEADLINE_EXCEEDED',
-          `no final decision on revision ${proposal.revision} of artifact '${proposal.artifactId}' within ${Math.round(waitMs / 1000)} s (it is ${this.deps.room.revision(proposal.artifactId, proposal.revision)?.state ?? proposal.state}); call WaitForDecision again`));
+        reject(
+          new NegotiationError(
+            'deadline',
+            'DEADLINE_EXCEEDED',
+            `no final decision on revision ${proposal.revision} of artifact '${proposal.artifactId}' within ${Math.round(waitMs / 1000)} s (it is ${this.deps.room.revision(proposal.artifactId, proposal.revision)?.state ?? proposal.state}); call WaitForDecision again`,
+          ),
+        );
       });
       set.add(waiter);
       if (signal?.aborted) onAbort();
@@ -95,7 +107,13 @@ export class DecisionWaiters implements Disposable {
     for (const set of this.waiters.values()) {
       for (const w of set) {
         w.dispose();
-        w.reject(new NegotiationError('unavailable', 'UNAVAILABLE', 'the coordinator is stopping; call WaitForDecision again after it restarts'));
+        w.reject(
+          new NegotiationError(
+            'unavailable',
+            'UNAVAILABLE',
+            'the coordinator is stopping; call WaitForDecision again after it restarts',
+          ),
+        );
       }
     }
     this.waiters.clear();

@@ -9,7 +9,10 @@ import type { Admitting, CoordinatorEnvelopes, CoordinatorIntake, Outcomes, Rout
 import type { AgentDirectory } from '../registry/model';
 
 /** What the coordinator's own intake uses of the router. */
-export interface CoordinatorHandlersCore extends Pick<RouterShared, 'log' | 'clock' | 'live' | 'message' | 'setState' | 'transition' | 'retire'> {
+export interface CoordinatorHandlersCore extends Pick<
+  RouterShared,
+  'log' | 'clock' | 'live' | 'message' | 'setState' | 'transition' | 'retire'
+> {
   readonly store: Pick<RouterStorage, 'transaction'>;
   readonly repo: Pick<RouterRepository, 'insertMessage' | 'updateMessage'>;
   readonly registry: Pick<AgentDirectory, 'get'>;
@@ -46,20 +49,53 @@ export class CoordinatorHandlers implements CoordinatorIntake {
    * A message to the coordinator: the component's handler takes it in the same transaction as the message,
    * which is READ at once (the coordinator has it) and FULFILLED when the component replies.
    */
-  accept(envelope: Envelope, json: Record<string, unknown> | undefined, dedupKey: string,
-    previous: DedupEntry | undefined, ctx: CallContext, now: number, expiresAt: number | null, reusedFrom?: string): SendResult {
+  accept(
+    envelope: Envelope,
+    json: Record<string, unknown> | undefined,
+    dedupKey: string,
+    previous: DedupEntry | undefined,
+    ctx: CallContext,
+    now: number,
+    expiresAt: number | null,
+    reusedFrom?: string,
+  ): SendResult {
     const core = this.core;
     const handler = this.handlers.get(envelope.messageType)!;
     const record: MessageRecord = {
-      envelope, recipientId: COORDINATOR_ID, dedupKey, tracked: true, lane: 'STANDARD', ackFor: '', acceptedAt: now,
-      state: 'READ', errorCode: '', updatedAt: now, ackDeadline: null, expiresAt: null,
-      delivery: 'done', deliverySeq: null, deliveredAt: now, leaseUntil: null, deliveryAttempts: 0,
-      history: [{ at: now, event: 'accepted', detail: previous ? `retry of ${previous.originalMessageId}` : undefined }, { at: now, event: 'read', detail: 'taken by the coordinator' }],
+      envelope,
+      recipientId: COORDINATOR_ID,
+      dedupKey,
+      tracked: true,
+      lane: 'STANDARD',
+      ackFor: '',
+      acceptedAt: now,
+      state: 'READ',
+      errorCode: '',
+      updatedAt: now,
+      ackDeadline: null,
+      expiresAt: null,
+      delivery: 'done',
+      deliverySeq: null,
+      deliveredAt: now,
+      leaseUntil: null,
+      deliveryAttempts: 0,
+      history: [
+        { at: now, event: 'accepted', detail: previous ? `retry of ${previous.originalMessageId}` : undefined },
+        { at: now, event: 'read', detail: 'taken by the coordinator' },
+      ],
     };
     const entry: DedupEntry = {
-      producerId: envelope.producerId, key: dedupKey, originalMessageId: previous?.originalMessageId ?? envelope.messageId,
-      latestMessageId: envelope.messageId, attempts: [...(previous?.attempts ?? []), envelope.messageId], status: 'in_progress',
-      outcomeState: '', errorCode: '', result: null, cachedAt: now, expiresAt: now + core.options.dedupWindowMs,
+      producerId: envelope.producerId,
+      key: dedupKey,
+      originalMessageId: previous?.originalMessageId ?? envelope.messageId,
+      latestMessageId: envelope.messageId,
+      attempts: [...(previous?.attempts ?? []), envelope.messageId],
+      status: 'in_progress',
+      outcomeState: '',
+      errorCode: '',
+      result: null,
+      cachedAt: now,
+      expiresAt: now + core.options.dedupWindowMs,
     };
     // The message is written first, so that a component answering at once (an auto rule) finds it.
     const rollback = new Error('refused by the coordinator handler');
@@ -73,8 +109,16 @@ export class CoordinatorHandlers implements CoordinatorIntake {
         if (refusal) throw rollback;
         core.dedup.noteReusedSequence(envelope, dedupKey, reusedFrom);
         core.log.record({
-          correlationId: envelope.correlationId, actor: envelope.producerId, eventType: 'message.accepted',
-          details: { message_id: envelope.messageId, to: COORDINATOR_ID, message_type: envelope.messageType, state: 'READ', retry_of: previous?.originalMessageId },
+          correlationId: envelope.correlationId,
+          actor: envelope.producerId,
+          eventType: 'message.accepted',
+          details: {
+            message_id: envelope.messageId,
+            to: COORDINATOR_ID,
+            message_type: envelope.messageType,
+            state: 'READ',
+            retry_of: previous?.originalMessageId,
+          },
         });
       });
     } catch (err) {
@@ -107,14 +151,25 @@ export class CoordinatorHandlers implements CoordinatorIntake {
       // A producer that has deregistered finds the answer in the outcome cache when it retries.
       if (this.core.registry.get(record.envelope.producerId)) {
         const envelope = this.core.coordinator.envelope(messageType, record.envelope.correlationId, reply);
-        this.core.coordinator.persist(record.envelope.producerId, envelope, messageId, `${messageType} answering ${messageId}`, now);
+        this.core.coordinator.persist(
+          record.envelope.producerId,
+          envelope,
+          messageId,
+          `${messageType} answering ${messageId}`,
+          now,
+        );
       }
     });
   }
 
   /** Ends a message addressed to the coordinator as FULFILLED with `raw` cached, then runs `answer` in the same transaction. */
-  private fulfil(messageId: string, ctx: CallContext, raw: Record<string, unknown>, detail: string,
-    answer?: (record: MessageRecord, now: number) => void): void {
+  private fulfil(
+    messageId: string,
+    ctx: CallContext,
+    raw: Record<string, unknown>,
+    detail: string,
+    answer?: (record: MessageRecord, now: number) => void,
+  ): void {
     const core = this.core;
     const record = core.message(messageId);
     if (!record || record.recipientId !== COORDINATOR_ID || isTerminal(record.state)) return;
@@ -126,7 +181,12 @@ export class CoordinatorHandlers implements CoordinatorIntake {
       record.history.push({ at: now, event: 'fulfilled', detail });
       core.repo.updateMessage(record);
       core.transition(record, from, 'FULFILLED', ctx.correlationId, {});
-      core.dedup.reconcileSuccess(record, { ackForMessageId: messageId, stage: 'FULFILLED', errorCode: '', note: '', raw }, now, ctx);
+      core.dedup.reconcileSuccess(
+        record,
+        { ackForMessageId: messageId, stage: 'FULFILLED', errorCode: '', note: '', raw },
+        now,
+        ctx,
+      );
       answer?.(record, now);
       core.retire(record);
     });

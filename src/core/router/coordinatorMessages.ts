@@ -9,7 +9,10 @@ import type { CoordinatorEnvelopes, Dispatching, RouterShared } from './parts';
 import type { AgentDirectory } from '../registry/model';
 
 /** What the coordinator's own envelopes use of the router. */
-export interface CoordinatorMessagesCore extends Pick<RouterShared, 'clock' | 'ids' | 'guard' | 'live' | 'inboxes' | 'disposed' | 'inbox'> {
+export interface CoordinatorMessagesCore extends Pick<
+  RouterShared,
+  'clock' | 'ids' | 'guard' | 'live' | 'inboxes' | 'disposed' | 'inbox'
+> {
   readonly store: Pick<RouterStorage, 'transaction' | 'afterCommit'>;
   readonly repo: Pick<RouterRepository, 'insertMessage' | 'recordDelivery'>;
   readonly registry: Pick<AgentDirectory, 'get'>;
@@ -76,16 +79,31 @@ export class CoordinatorMessages implements CoordinatorEnvelopes {
   }
 
   /** A NACK for an accepted message that failed later: persisted, so the producer learns of it even offline. */
-  persistNack(record: MessageRecord, stage: 'REJECTED' | 'FAILED' | 'TIMED_OUT', code: string, note: string, now: number): void {
+  persistNack(
+    record: MessageRecord,
+    stage: 'REJECTED' | 'FAILED' | 'TIMED_OUT',
+    code: string,
+    note: string,
+    now: number,
+  ): void {
     const producerId = record.envelope.producerId;
     if (!this.core.registry.get(producerId)) return;
     // A fan-out copy's NACK names the producer's message, the copy and its recipient.
     const copyOf = record.tracked ? record.ackFor : '';
     const payload = copyOf
-      ? nackPayload(copyOf, stage, code, note, { copy_message_id: record.envelope.messageId, recipient_id: record.recipientId })
+      ? nackPayload(copyOf, stage, code, note, {
+          copy_message_id: record.envelope.messageId,
+          recipient_id: record.recipientId,
+        })
       : nackPayload(record.envelope.messageId, stage, code, note);
     const envelope = this.envelope('ACKNOWLEDGEMENT', record.envelope.correlationId, payload);
-    const inbox = this.persist(producerId, envelope, record.envelope.messageId, `NACK ${code} for ${record.envelope.messageId}`, now);
+    const inbox = this.persist(
+      producerId,
+      envelope,
+      record.envelope.messageId,
+      `NACK ${code} for ${record.envelope.messageId}`,
+      now,
+    );
     inbox.metrics.nacks[code] = (inbox.metrics.nacks[code] ?? 0) + 1;
   }
 
@@ -93,9 +111,23 @@ export class CoordinatorMessages implements CoordinatorEnvelopes {
   persist(recipientId: string, envelope: Envelope, ackFor: string, detail: string, now: number): Inbox {
     const core = this.core;
     const message: MessageRecord = {
-      envelope, recipientId, dedupKey: '', tracked: false, lane: 'PRIVILEGED', ackFor, acceptedAt: now,
-      state: 'SENT', errorCode: '', updatedAt: now, ackDeadline: null, expiresAt: null,
-      delivery: 'queued', deliverySeq: null, deliveredAt: null, leaseUntil: null, deliveryAttempts: 0,
+      envelope,
+      recipientId,
+      dedupKey: '',
+      tracked: false,
+      lane: 'PRIVILEGED',
+      ackFor,
+      acceptedAt: now,
+      state: 'SENT',
+      errorCode: '',
+      updatedAt: now,
+      ackDeadline: null,
+      expiresAt: null,
+      delivery: 'queued',
+      deliverySeq: null,
+      deliveredAt: null,
+      leaseUntil: null,
+      deliveryAttempts: 0,
       history: [{ at: now, event: 'accepted', detail }],
     };
     core.repo.insertMessage(message);
@@ -107,7 +139,12 @@ export class CoordinatorMessages implements CoordinatorEnvelopes {
   }
 
   /** Live-only envelopes (heartbeats, join/leave notices, admission NACKs): written to an open stream, not stored. */
-  sendEphemeral(inbox: Inbox, messageType: 'HEARTBEAT' | 'NOTIFICATION' | 'ACKNOWLEDGEMENT', correlationId: string, payload: Record<string, unknown>): void {
+  sendEphemeral(
+    inbox: Inbox,
+    messageType: 'HEARTBEAT' | 'NOTIFICATION' | 'ACKNOWLEDGEMENT',
+    correlationId: string,
+    payload: Record<string, unknown>,
+  ): void {
     if (!inbox.sink) return;
     this.writeEphemeral(inbox, this.envelope(messageType, correlationId, payload));
   }
@@ -134,9 +171,22 @@ export class CoordinatorMessages implements CoordinatorEnvelopes {
   private envelopeOf(messageType: string, correlationId: string, bytes: Uint8Array): Envelope {
     const { ids, clock } = this.core;
     return {
-      messageId: ids.uuid(), idempotencyToken: '', producerId: COORDINATOR_ID, correlationId: correlationId || ids.uuid(),
-      sequenceNumber: '0', retryCount: 0, messageType, contentType: 'application/json', contentLength: String(bytes.byteLength),
-      repoId: '', worktreeId: '', hlcTimestamp: '', ttlMs: 0, timestampMs: clock.now(), payload: bytes, parentCorrelationId: '',
+      messageId: ids.uuid(),
+      idempotencyToken: '',
+      producerId: COORDINATOR_ID,
+      correlationId: correlationId || ids.uuid(),
+      sequenceNumber: '0',
+      retryCount: 0,
+      messageType,
+      contentType: 'application/json',
+      contentLength: String(bytes.byteLength),
+      repoId: '',
+      worktreeId: '',
+      hlcTimestamp: '',
+      ttlMs: 0,
+      timestampMs: clock.now(),
+      payload: bytes,
+      parentCorrelationId: '',
     };
   }
 
@@ -187,7 +237,12 @@ export class CoordinatorMessages implements CoordinatorEnvelopes {
       core.guard.run('', () => {
         const sentAt = isoUtc(core.clock.now());
         for (const inbox of core.inboxes.values()) {
-          if (inbox.sink) this.sendEphemeral(inbox, 'HEARTBEAT', core.ids.uuid(), { kind: 'heartbeat', agent_id: inbox.agentId, sent_at: sentAt });
+          if (inbox.sink)
+            this.sendEphemeral(inbox, 'HEARTBEAT', core.ids.uuid(), {
+              kind: 'heartbeat',
+              agent_id: inbox.agentId,
+              sent_at: sentAt,
+            });
         }
       });
       this.startHeartbeat();

@@ -30,11 +30,23 @@ export interface CoordinatorSendInput {
  */
 const COORDINATOR_PRODUCER: AgentRecord = {
   descriptor: {
-    agentId: COORDINATOR_ID, name: 'coordinator', description: 'the coordinator itself (messages sent from the editor, the scheduler\'s commands)', capabilities: [],
-    communicationClass: 'STANDARD', modalitiesSupported: [], reasoningConnectors: [], publicKey: '', registrationType: 'STANDARD_AGENT',
+    agentId: COORDINATOR_ID,
+    name: 'coordinator',
+    description: "the coordinator itself (messages sent from the editor, the scheduler's commands)",
+    capabilities: [],
+    communicationClass: 'STANDARD',
+    modalitiesSupported: [],
+    reasoningConnectors: [],
+    publicKey: '',
+    registrationType: 'STANDARD_AGENT',
     maxConcurrentDelegations: 0,
   },
-  state: 'RUNNABLE', registeredAt: 0, updatedAt: 0, lastHeartbeatAt: null, health: {}, presence: 'online',
+  state: 'RUNNABLE',
+  registeredAt: 0,
+  updatedAt: 0,
+  lastHeartbeatAt: null,
+  health: {},
+  presence: 'online',
 };
 
 /**
@@ -55,9 +67,16 @@ export class CoordinatorSend {
       const reason = `VALIDATION_ERROR: a message from the editor is ${COORDINATOR_SEND_CONTENT_TYPES.join(' or ')}, not ${String(input.contentType).slice(0, 80)}`;
       return { accepted: false, code: 'VALIDATION_ERROR', reason };
     }
-    return this.sendEnvelope({
-      to: input.to, messageType: 'DATA', contentType: input.contentType, payload: Buffer.from(input.payload, 'utf8'), correlationId: input.correlationId ?? '',
-    }, ctx);
+    return this.sendEnvelope(
+      {
+        to: input.to,
+        messageType: 'DATA',
+        contentType: input.contentType,
+        payload: Buffer.from(input.payload, 'utf8'),
+        correlationId: input.correlationId ?? '',
+      },
+      ctx,
+    );
   }
 
   /**
@@ -71,11 +90,28 @@ export class CoordinatorSend {
     this.lastSequence = Math.max(this.lastSequence + 1, now);
     const payload = input.payload;
     const envelope: Envelope = {
-      messageId: core.ids.uuid(), idempotencyToken: '', producerId: COORDINATOR_ID, correlationId: input.correlationId || core.ids.uuid(),
-      sequenceNumber: String(this.lastSequence), retryCount: 0, messageType: input.messageType, contentType: input.contentType,
-      contentLength: String(payload.byteLength), repoId: '', worktreeId: '', hlcTimestamp: '', ttlMs: input.ttlMs ?? 0, timestampMs: now,
-      payload, parentCorrelationId: '',
+      messageId: core.ids.uuid(),
+      idempotencyToken: '',
+      producerId: COORDINATOR_ID,
+      correlationId: input.correlationId || core.ids.uuid(),
+      sequenceNumber: String(this.lastSequence),
+      retryCount: 0,
+      messageType: input.messageType,
+      contentType: input.contentType,
+      contentLength: String(payload.byteLength),
+      repoId: '',
+      worktreeId: '',
+      hlcTimestamp: '',
+      ttlMs: input.ttlMs ?? 0,
+      timestampMs: now,
+      payload,
+      parentCorrelationId: '',
     };
-    return core.admission.send(envelope, ctx, { to: input.to, receivedAt: now, ackTimeout: input.ackTimeout }, COORDINATOR_PRODUCER);
+    return core.admission.send(
+      envelope,
+      ctx,
+      { to: input.to, receivedAt: now, ackTimeout: input.ackTimeout },
+      COORDINATOR_PRODUCER,
+    );
   }
 }

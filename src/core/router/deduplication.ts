@@ -11,7 +11,10 @@ import type { Admitting, Outcomes, ReusedSequence, RouterShared, SendResult } fr
 export type { ReusedSequence };
 
 /** What deduplication uses of the router. */
-export interface DeduplicationCore extends Pick<RouterShared, 'log' | 'message' | 'envelopeOf' | 'setState' | 'transition' | 'retire'> {
+export interface DeduplicationCore extends Pick<
+  RouterShared,
+  'log' | 'message' | 'envelopeOf' | 'setState' | 'transition' | 'retire'
+> {
   readonly repo: Pick<RouterRepository, 'getDedup' | 'putDedup' | 'updateMessage'>;
   readonly options: Pick<RouterOptions, 'dedupWindowMs' | 'outcomesInMemory'>;
   readonly admission: Pick<Admitting, 'refuse'>;
@@ -28,8 +31,13 @@ export { contentDigest };
  * Same operation by content: message type, content type and payload bytes; for a stored message whose payload
  * was released (finished with), its content digest. Answers undefined when there is nothing left to compare.
  */
-function sameContent(original: MessageRecord, b: Envelope, envelopeOf: (record: MessageRecord) => Envelope): boolean | undefined {
-  if (original.payloadReleased) return original.contentDigest === undefined ? undefined : original.contentDigest === contentDigest(b);
+function sameContent(
+  original: MessageRecord,
+  b: Envelope,
+  envelopeOf: (record: MessageRecord) => Envelope,
+): boolean | undefined {
+  if (original.payloadReleased)
+    return original.contentDigest === undefined ? undefined : original.contentDigest === contentDigest(b);
   if (original.envelope.messageType !== b.messageType || original.envelope.contentType !== b.contentType) return false;
   const size = original.storedPayloadBytes ?? original.envelope.payload.byteLength;
   if (size !== b.payload.byteLength) return false;
@@ -41,7 +49,6 @@ function sameContent(original: MessageRecord, b: Envelope, envelopeOf: (record: 
 function contentKey(envelope: Envelope, key: string): string {
   return `${key}#${contentDigest(envelope).slice(0, 32)}`;
 }
-
 
 /**
  * Deduplication (RFC §11.2): the outcome cache of every logical operation, in memory (OutcomeCache) and in the
@@ -78,7 +85,8 @@ export class Deduplication implements Outcomes {
     // The first attempt still stored; with none left to compare (never stored, or pruned), the rule applies as written.
     let original: MessageRecord | undefined;
     for (const id of previous.attempts) if ((original = this.core.message(id)) !== undefined) break;
-    if (original === undefined || sameContent(original, envelope, (record) => this.core.envelopeOf(record)) !== false) return undefined;
+    if (original === undefined || sameContent(original, envelope, (record) => this.core.envelopeOf(record)) !== false)
+      return undefined;
     const own = contentKey(envelope, key);
     const ownPrevious = this.entry(envelope.producerId, own, now);
     return { key: own, previous: ownPrevious, reusedFrom: ownPrevious ? undefined : previous.originalMessageId };
@@ -88,10 +96,17 @@ export class Deduplication implements Outcomes {
   noteReusedSequence(envelope: Envelope, key: string, reusedFrom: string | undefined): void {
     if (reusedFrom === undefined) return;
     this.core.log.record({
-      correlationId: envelope.correlationId, actor: 'router', eventType: 'dedup.sequence_reused', level: 'WARN',
+      correlationId: envelope.correlationId,
+      actor: 'router',
+      eventType: 'dedup.sequence_reused',
+      level: 'WARN',
       details: {
-        message_id: envelope.messageId, producer_id: envelope.producerId, sequence_number: envelope.sequenceNumber, key,
-        original_message_id: reusedFrom, decision: 'different content: accepted as a distinct operation',
+        message_id: envelope.messageId,
+        producer_id: envelope.producerId,
+        sequence_number: envelope.sequenceNumber,
+        key,
+        original_message_id: reusedFrom,
+        decision: 'different content: accepted as a distinct operation',
       },
     });
   }
@@ -118,20 +133,40 @@ export class Deduplication implements Outcomes {
     if (previous.status === 'in_progress') {
       const latest = core.message(previous.latestMessageId);
       core.log.record({
-        correlationId: envelope.correlationId, actor: 'router', eventType: 'dedup.already_in_progress',
-        details: { message_id: envelope.messageId, producer_id: envelope.producerId, key, original_message_id: previous.originalMessageId, latest_message_id: previous.latestMessageId },
+        correlationId: envelope.correlationId,
+        actor: 'router',
+        eventType: 'dedup.already_in_progress',
+        details: {
+          message_id: envelope.messageId,
+          producer_id: envelope.producerId,
+          key,
+          original_message_id: previous.originalMessageId,
+          latest_message_id: previous.latestMessageId,
+        },
       });
-      return core.admission.refuse(envelope, 'ALREADY_IN_PROGRESS', `the operation is under way as ${previous.latestMessageId} (${latest?.state ?? 'unknown'})`, ctx, {
-        original_message_id: previous.originalMessageId, latest_message_id: previous.latestMessageId, original_status: latest?.state ?? '',
-      });
+      return core.admission.refuse(
+        envelope,
+        'ALREADY_IN_PROGRESS',
+        `the operation is under way as ${previous.latestMessageId} (${latest?.state ?? 'unknown'})`,
+        ctx,
+        {
+          original_message_id: previous.originalMessageId,
+          latest_message_id: previous.latestMessageId,
+          original_status: latest?.state ?? '',
+        },
+      );
     }
     const cached: Record<string, unknown> = {
-      original_message_id: previous.originalMessageId, original_status: previous.outcomeState, cached_at: isoUtc(previous.cachedAt),
+      original_message_id: previous.originalMessageId,
+      original_status: previous.outcomeState,
+      cached_at: isoUtc(previous.cachedAt),
     };
     if (previous.outcomeState === 'FULFILLED') cached.cached_result = previous.result;
     else cached.cached_error = { error_code: previous.errorCode, ...(previous.result ?? {}) };
     core.log.record({
-      correlationId: envelope.correlationId, actor: 'router', eventType: 'dedup.duplicate_detected',
+      correlationId: envelope.correlationId,
+      actor: 'router',
+      eventType: 'dedup.duplicate_detected',
       details: { message_id: envelope.messageId, producer_id: envelope.producerId, key, ...cached },
     });
     return core.admission.refuse(envelope, 'DUPLICATE_DETECTED', JSON.stringify(cached), ctx, cached);
@@ -150,8 +185,15 @@ export class Deduplication implements Outcomes {
     entry.expiresAt = now + this.core.options.dedupWindowMs;
     this.put(entry);
     this.core.log.record({
-      correlationId: target.envelope.correlationId, actor: 'router', eventType: 'dedup.outcome_cached',
-      details: { producer_id: entry.producerId, key: entry.key, original_message_id: entry.originalMessageId, fulfilled_by: target.envelope.messageId },
+      correlationId: target.envelope.correlationId,
+      actor: 'router',
+      eventType: 'dedup.outcome_cached',
+      details: {
+        producer_id: entry.producerId,
+        key: entry.key,
+        original_message_id: entry.originalMessageId,
+        fulfilled_by: target.envelope.messageId,
+      },
     });
     this.settleSiblings(entry, now, ctx);
   }
@@ -160,7 +202,14 @@ export class Deduplication implements Outcomes {
    * A tracked attempt ended in an error state: the operation's outcome is cached, retryable when the code is one
    * a retry can mend, unless an attempt already fulfilled it.
    */
-  settleFailure(record: MessageRecord, state: 'REJECTED' | 'FAILED' | 'TIMED_OUT', code: string, note: string, now: number, ctx: CallContext): void {
+  settleFailure(
+    record: MessageRecord,
+    state: 'REJECTED' | 'FAILED' | 'TIMED_OUT',
+    code: string,
+    note: string,
+    now: number,
+    ctx: CallContext,
+  ): void {
     const entry = this.entry(record.envelope.producerId, record.dedupKey, now);
     if (entry && !(entry.status === 'done' && entry.outcomeState === 'FULFILLED')) {
       entry.status = RETRYABLE_CODES.has(code) ? 'retryable' : 'done';
@@ -179,8 +228,12 @@ export class Deduplication implements Outcomes {
     const core = this.core;
     for (const id of entry.attempts) {
       const sibling = core.message(id);
-      const revived = sibling !== undefined && entry.status === 'done' && !isTerminal(sibling.state) && sibling.state !== 'RETRYING'
-        && sibling.history.some((h) => h.event === 'timed_out');
+      const revived =
+        sibling !== undefined &&
+        entry.status === 'done' &&
+        !isTerminal(sibling.state) &&
+        sibling.state !== 'RETRYING' &&
+        sibling.history.some((h) => h.event === 'timed_out');
       if (sibling && (sibling.state === 'RETRYING' || revived)) {
         const from = sibling.state;
         core.setState(sibling, 'TIMED_OUT');

@@ -12,12 +12,34 @@ import type { AckHandling, CoordinatorEnvelopes, Deadlines, Dispatching, RouterS
 import type { AgentDirectory } from '../registry/model';
 
 /** What delivery uses of the router. */
-export interface DeliveryCore extends Pick<RouterShared, 'log' | 'clock' | 'guard' | 'memory' | 'live' | 'inboxes' | 'changed'
-  | 'deliveredMessages' | 'disposed' | 'files' | 'message' | 'inbox' | 'setState' | 'retire' | 'envelopeOf'> {
+export interface DeliveryCore extends Pick<
+  RouterShared,
+  | 'log'
+  | 'clock'
+  | 'guard'
+  | 'memory'
+  | 'live'
+  | 'inboxes'
+  | 'changed'
+  | 'deliveredMessages'
+  | 'disposed'
+  | 'files'
+  | 'message'
+  | 'inbox'
+  | 'setState'
+  | 'retire'
+  | 'envelopeOf'
+> {
   readonly store: Pick<RouterStorage, 'transaction' | 'afterCommit'>;
-  readonly repo: Pick<RouterRepository, 'updateMessage' | 'recordDelivery' | 'deliveryAt' | 'oldestDeliverySeq' | 'pruneDeliveries'>;
+  readonly repo: Pick<
+    RouterRepository,
+    'updateMessage' | 'recordDelivery' | 'deliveryAt' | 'oldestDeliverySeq' | 'pruneDeliveries'
+  >;
   readonly registry: Pick<AgentDirectory, 'get' | 'recordLiveness'>;
-  readonly options: Pick<RouterOptions, 'deliveryWindow' | 'deliveryWindowBytes' | 'leaseMs' | 'maxDeliveryAttempts' | 'resumeBacklog'>;
+  readonly options: Pick<
+    RouterOptions,
+    'deliveryWindow' | 'deliveryWindowBytes' | 'leaseMs' | 'maxDeliveryAttempts' | 'resumeBacklog'
+  >;
   readonly acks: Pick<AckHandling, 'finish'>;
   readonly timeouts: Pick<Deadlines, 'armLease' | 'clear'>;
   readonly coordinator: Pick<CoordinatorEnvelopes, 'broadcast'>;
@@ -27,7 +49,10 @@ export interface DeliveryCore extends Pick<RouterShared, 'log' | 'clock' | 'guar
 const MAX_UNCONFIRMED_UNTRACKED = 256;
 
 export class StreamRefusal extends Error {
-  constructor(readonly code: 'not_registered' | 'resume_out_of_range' | 'resume_expired', message: string) {
+  constructor(
+    readonly code: 'not_registered' | 'resume_out_of_range' | 'resume_expired',
+    message: string,
+  ) {
     super(message);
   }
 }
@@ -79,22 +104,38 @@ export class Delivery implements Dispatching {
    */
   attach(agentId: string, sink: InboxSink, ctx: CallContext, resumeAfter?: number, window?: number): Disposable {
     const core = this.core;
-    if (!core.registry.get(agentId)) throw new StreamRefusal('not_registered', `agent '${agentId.slice(0, 128)}' is not registered; RegisterAgent first`);
+    if (!core.registry.get(agentId))
+      throw new StreamRefusal(
+        'not_registered',
+        `agent '${agentId.slice(0, 128)}' is not registered; RegisterAgent first`,
+      );
     const inbox = core.inbox(agentId);
     const now = core.clock.now();
     if (resumeAfter !== undefined) {
       if (resumeAfter > inbox.lastSeq) {
-        throw new StreamRefusal('resume_out_of_range', `sw4rm-resume-after ${resumeAfter} is beyond the last delivered seq ${inbox.lastSeq}`);
+        throw new StreamRefusal(
+          'resume_out_of_range',
+          `sw4rm-resume-after ${resumeAfter} is beyond the last delivered seq ${inbox.lastSeq}`,
+        );
       }
       const oldest = core.repo.oldestDeliverySeq(agentId);
       if (resumeAfter < inbox.lastSeq && oldest > 0 && resumeAfter + 1 < oldest) {
-        throw new StreamRefusal('resume_expired', `resume position ${resumeAfter} has expired: deliveries before seq ${oldest} are no longer kept ` +
-          `(window ${core.options.resumeBacklog}). Recover by opening the stream without sw4rm-resume-after: every message not yet acknowledged is delivered again.`);
+        throw new StreamRefusal(
+          'resume_expired',
+          `resume position ${resumeAfter} has expired: deliveries before seq ${oldest} are no longer kept ` +
+            `(window ${core.options.resumeBacklog}). Recover by opening the stream without sw4rm-resume-after: every message not yet acknowledged is delivered again.`,
+        );
       }
     }
     if (inbox.sink) {
       inbox.sink.close('superseded', `a newer stream for ${agentId} replaced this one`);
-      core.log.record({ correlationId: ctx.correlationId, actor: 'router', eventType: 'stream.superseded', level: 'WARN', details: { agent_id: agentId } });
+      core.log.record({
+        correlationId: ctx.correlationId,
+        actor: 'router',
+        eventType: 'stream.superseded',
+        level: 'WARN',
+        details: { agent_id: agentId },
+      });
     }
     const requeue: MessageRecord[] = [];
     core.store.transaction(() => {
@@ -114,13 +155,16 @@ export class Delivery implements Dispatching {
         }
       }
       core.log.record({
-        correlationId: ctx.correlationId, actor: agentId, eventType: 'stream.opened',
+        correlationId: ctx.correlationId,
+        actor: agentId,
+        eventType: 'stream.opened',
         details: { agent_id: agentId, resume_after: resumeAfter, redeliver: requeue.length, queued: inbox.queue.size },
       });
     });
     for (const record of requeue.reverse()) inbox.queue.unshift(record.lane, record);
     inbox.sink = sink;
-    inbox.window = window !== undefined && window >= 1 && window < core.options.deliveryWindow ? Math.floor(window) : undefined;
+    inbox.window =
+      window !== undefined && window >= 1 && window < core.options.deliveryWindow ? Math.floor(window) : undefined;
     inbox.inflight.count();
     core.registry.recordLiveness(agentId, ctx);
     this.dispatch(inbox);
@@ -130,7 +174,12 @@ export class Delivery implements Dispatching {
         if (inbox.sink !== sink) return;
         this.detach(inbox);
         if (!core.disposed) {
-          core.log.record({ correlationId: ctx.correlationId, actor: agentId, eventType: 'stream.closed', details: { agent_id: agentId, unconfirmed: inbox.inflight.size } });
+          core.log.record({
+            correlationId: ctx.correlationId,
+            actor: agentId,
+            eventType: 'stream.closed',
+            details: { agent_id: agentId, unconfirmed: inbox.inflight.size },
+          });
           core.changed.fire({ agentId });
         }
       },
@@ -138,7 +187,13 @@ export class Delivery implements Dispatching {
   }
 
   /** AckDelivery: confirms (or permanently fails) the delivery with this seq. Answers whether it was recorded. */
-  ackDelivery(agentId: string, seq: number, messageId: string, outcome: 'DELIVERED' | 'PERMANENT_FAILURE', ctx: CallContext): boolean {
+  ackDelivery(
+    agentId: string,
+    seq: number,
+    messageId: string,
+    outcome: 'DELIVERED' | 'PERMANENT_FAILURE',
+    ctx: CallContext,
+  ): boolean {
     const core = this.core;
     const inbox = core.inboxes.get(agentId);
     const id = inbox?.inflight.get(seq)?.envelope.messageId ?? core.repo.deliveryAt(agentId, seq);
@@ -152,8 +207,15 @@ export class Delivery implements Dispatching {
       if (outcome === 'PERMANENT_FAILURE' && !isTerminal(record.state)) {
         this.confirm(record, now, 'AckDelivery PERMANENT_FAILURE');
         // A forwarded ACK or NACK (untracked) is not the producer's message: it fails without a dead letter.
-        core.acks.finish(record, 'FAILED', UNSPECIFIED_ERROR, `${agentId} reported a permanent delivery failure (AckDelivery PERMANENT_FAILURE)`, ctx, now,
-          { dlq: record.tracked, nack: true, settleDedup: true });
+        core.acks.finish(
+          record,
+          'FAILED',
+          UNSPECIFIED_ERROR,
+          `${agentId} reported a permanent delivery failure (AckDelivery PERMANENT_FAILURE)`,
+          ctx,
+          now,
+          { dlq: record.tracked, nack: true, settleDedup: true },
+        );
         return;
       }
       if (record.delivery === 'inflight' && record.deliverySeq === seq) {
@@ -192,7 +254,11 @@ export class Delivery implements Dispatching {
         if (record.tracked) failed.push(record);
         else {
           // An ACK or NACK written to the stream this often without confirmation has reached the agent.
-          record.history.push({ at: now, event: 'delivery_unconfirmed', detail: `written ${record.deliveryAttempts} times` });
+          record.history.push({
+            at: now,
+            event: 'delivery_unconfirmed',
+            detail: `written ${record.deliveryAttempts} times`,
+          });
           this.confirm(record, now, 'delivery attempts exhausted');
           core.repo.updateMessage(record);
           core.retire(record);
@@ -202,8 +268,12 @@ export class Delivery implements Dispatching {
       // Bytes in flight (memoryBudget.ts): a stream takes up to deliveryWindowBytes unconfirmed, all streams together
       // up to half the memory budget; the rest waits in the store, and a confirmation anywhere lets it go on.
       const size = payloadSize(record);
-      if (size > 0 && ((bytes > 0 || inbox.inflight.bytes > 0) && inbox.inflight.bytes + bytes + size > core.options.deliveryWindowBytes
-        || !core.memory.deliveryRoom(bytes, size))) {
+      if (
+        size > 0 &&
+        (((bytes > 0 || inbox.inflight.bytes > 0) &&
+          inbox.inflight.bytes + bytes + size > core.options.deliveryWindowBytes) ||
+          !core.memory.deliveryRoom(bytes, size))
+      ) {
         inbox.queue.unshift(next.lane, record);
         this.waiting.add(inbox);
         break;
@@ -224,8 +294,15 @@ export class Delivery implements Dispatching {
     const firstSeq = inbox.lastSeq + 1;
     core.store.transaction(() => {
       for (const record of failed) {
-        core.acks.finish(record, 'FAILED', 'AGENT_UNAVAILABLE', `delivery to ${inbox.agentId} not confirmed after ${record.deliveryAttempts} attempts`, ctx, now,
-          { dlq: true, nack: true, settleDedup: true });
+        core.acks.finish(
+          record,
+          'FAILED',
+          'AGENT_UNAVAILABLE',
+          `delivery to ${inbox.agentId} not confirmed after ${record.deliveryAttempts} attempts`,
+          ctx,
+          now,
+          { dlq: true, nack: true, settleDedup: true },
+        );
       }
       for (const record of batch) {
         const seq = ++inbox.lastSeq;
@@ -240,9 +317,15 @@ export class Delivery implements Dispatching {
         core.repo.recordDelivery(inbox.agentId, seq, record.envelope.messageId, now);
         inbox.inflight.set(seq, record);
         core.log.record({
-          correlationId: record.envelope.correlationId, actor: 'router', eventType: 'message.delivered',
+          correlationId: record.envelope.correlationId,
+          actor: 'router',
+          eventType: 'message.delivered',
           details: {
-            message_id: record.envelope.messageId, to: inbox.agentId, seq, attempt: record.deliveryAttempts, lane: record.lane,
+            message_id: record.envelope.messageId,
+            to: inbox.agentId,
+            seq,
+            attempt: record.deliveryAttempts,
+            lane: record.lane,
             urgent: record.lane === 'PRIVILEGED' ? true : undefined,
           },
         });
@@ -281,7 +364,8 @@ export class Delivery implements Dispatching {
 
   /** Keeps the last `resumeBacklog` deliveries of the inbox, pruning whenever seq passes a multiple of 100. */
   pruneDeliveriesIfDue(inbox: Inbox, firstSeq: number): void {
-    if (Math.floor(inbox.lastSeq / 100) > Math.floor((firstSeq - 1) / 100)) this.core.repo.pruneDeliveries(inbox.agentId, this.core.options.resumeBacklog);
+    if (Math.floor(inbox.lastSeq / 100) > Math.floor((firstSeq - 1) / 100))
+      this.core.repo.pruneDeliveries(inbox.agentId, this.core.options.resumeBacklog);
   }
 
   /**
@@ -299,7 +383,11 @@ export class Delivery implements Dispatching {
       for (const record of inbox.inflight.values()) {
         if (excess === 0) break;
         if (record.tracked) continue;
-        record.history.push({ at: now, event: 'delivery_unconfirmed', detail: `written to a live stream; more than ${MAX_UNCONFIRMED_UNTRACKED} unconfirmed` });
+        record.history.push({
+          at: now,
+          event: 'delivery_unconfirmed',
+          detail: `written to a live stream; more than ${MAX_UNCONFIRMED_UNTRACKED} unconfirmed`,
+        });
         this.confirm(record, now, 'bounded without AckDelivery');
         core.repo.updateMessage(record);
         core.retire(record);
@@ -331,25 +419,39 @@ export class Delivery implements Dispatching {
     if (!file || this.loading.has(record)) return;
     this.loading.add(record);
     core.memory.reading += file.bytes;
-    const read = core.files ? core.files.read(file.fileId, file.bytes) : Promise.reject(new Error('the router has no payload folder'));
-    read.then((bytes) => {
-      this.loading.delete(record);
-      if (core.disposed || record.delivery !== 'queued' || !inbox.sink || inbox.queue.size === 0) {
+    const read = core.files
+      ? core.files.read(file.fileId, file.bytes)
+      : Promise.reject(new Error('the router has no payload folder'));
+    read.then(
+      (bytes) => {
+        this.loading.delete(record);
+        if (core.disposed || record.delivery !== 'queued' || !inbox.sink || inbox.queue.size === 0) {
+          core.memory.reading -= file.bytes;
+          return;
+        }
+        this.loaded.set(record, bytes);
+        core.guard.run('', () => this.dispatch(inbox));
+      },
+      (err: Error) => {
+        this.loading.delete(record);
         core.memory.reading -= file.bytes;
-        return;
-      }
-      this.loaded.set(record, bytes);
-      core.guard.run('', () => this.dispatch(inbox));
-    }, (err: Error) => {
-      this.loading.delete(record);
-      core.memory.reading -= file.bytes;
-      if (core.disposed || record.delivery !== 'queued') return;
-      core.guard.run('', () => core.store.transaction(() => {
-        core.acks.finish(record, 'FAILED', 'INTERNAL_ERROR', `its payload file could not be read: ${err.message.slice(0, 200)}`,
-          { correlationId: `dispatch:${inbox.agentId}` }, core.clock.now(), { dlq: false, nack: record.tracked, settleDedup: true });
-      }));
-      core.guard.run('', () => this.dispatch(inbox));
-    });
+        if (core.disposed || record.delivery !== 'queued') return;
+        core.guard.run('', () =>
+          core.store.transaction(() => {
+            core.acks.finish(
+              record,
+              'FAILED',
+              'INTERNAL_ERROR',
+              `its payload file could not be read: ${err.message.slice(0, 200)}`,
+              { correlationId: `dispatch:${inbox.agentId}` },
+              core.clock.now(),
+              { dlq: false, nack: record.tracked, settleDedup: true },
+            );
+          }),
+        );
+        core.guard.run('', () => this.dispatch(inbox));
+      },
+    );
   }
 
   /** Drops a payload read for a delivery that will not happen now (the message left the queue, the stream closed). */
@@ -365,7 +467,8 @@ export class Delivery implements Dispatching {
     const inbox = this.core.inboxes.get(record.recipientId);
     if (!inbox) return;
     inbox.queue.remove((item) => item === record);
-    if (record.deliverySeq !== null && inbox.inflight.get(record.deliverySeq) === record) inbox.inflight.delete(record.deliverySeq);
+    if (record.deliverySeq !== null && inbox.inflight.get(record.deliverySeq) === record)
+      inbox.inflight.delete(record.deliverySeq);
     record.delivery = 'done';
   }
 
@@ -377,11 +480,22 @@ export class Delivery implements Dispatching {
     const ctx = { correlationId: `left:${agentId}` };
     inbox?.sink?.close('deregistered', `${agentId} deregistered: ${reason}`);
     if (inbox) this.detach(inbox);
-    const stranded = [...core.live.values()].filter((m) => m.recipientId === agentId && (m.delivery !== 'done' || (m.tracked && !isTerminal(m.state) && m.state !== 'RETRYING')));
+    const stranded = [...core.live.values()].filter(
+      (m) =>
+        m.recipientId === agentId &&
+        (m.delivery !== 'done' || (m.tracked && !isTerminal(m.state) && m.state !== 'RETRYING')),
+    );
     core.store.transaction(() => {
       for (const record of stranded) {
-        core.acks.finish(record, 'FAILED', 'AGENT_UNAVAILABLE', `${agentId} deregistered before the message was done (${reason})`, ctx, now,
-          { dlq: record.tracked, nack: record.tracked, settleDedup: true });
+        core.acks.finish(
+          record,
+          'FAILED',
+          'AGENT_UNAVAILABLE',
+          `${agentId} deregistered before the message was done (${reason})`,
+          ctx,
+          now,
+          { dlq: record.tracked, nack: record.tracked, settleDedup: true },
+        );
       }
     });
     core.coordinator.broadcast('agent.left', agentId, { reason });

@@ -6,21 +6,56 @@ import { contentKind, contentRefusal } from './payloadContent';
 
 /** Message types of RFC §11, by their canonical enum names. */
 export const MESSAGE_TYPES = [
-  'CONTROL', 'DATA', 'HEARTBEAT', 'NOTIFICATION', 'ACKNOWLEDGEMENT', 'HITL_INVOCATION', 'WORKTREE_CONTROL',
-  'NEGOTIATION', 'TOOL_CALL', 'TOOL_RESULT', 'TOOL_ERROR',
+  'CONTROL',
+  'DATA',
+  'HEARTBEAT',
+  'NOTIFICATION',
+  'ACKNOWLEDGEMENT',
+  'HITL_INVOCATION',
+  'WORKTREE_CONTROL',
+  'NEGOTIATION',
+  'TOOL_CALL',
+  'TOOL_RESULT',
+  'TOOL_ERROR',
 ] as const;
 export type MessageType = (typeof MESSAGE_TYPES)[number];
 
 /** Error codes of RFC §11 / common.proto ErrorCode, by name. */
 export type ErrorCode =
-  | 'BUFFER_FULL' | 'NO_ROUTE' | 'ACK_TIMEOUT' | 'AGENT_UNAVAILABLE' | 'AGENT_SHUTDOWN' | 'VALIDATION_ERROR'
-  | 'PERMISSION_DENIED' | 'UNSUPPORTED_MESSAGE_TYPE' | 'OVERSIZE_PAYLOAD' | 'TOOL_TIMEOUT' | 'FORCED_PREEMPTION'
-  | 'TTL_EXPIRED' | 'DUPLICATE_DETECTED' | 'ALREADY_IN_PROGRESS' | 'OVERLOADED' | 'INTERNAL_ERROR';
+  | 'BUFFER_FULL'
+  | 'NO_ROUTE'
+  | 'ACK_TIMEOUT'
+  | 'AGENT_UNAVAILABLE'
+  | 'AGENT_SHUTDOWN'
+  | 'VALIDATION_ERROR'
+  | 'PERMISSION_DENIED'
+  | 'UNSUPPORTED_MESSAGE_TYPE'
+  | 'OVERSIZE_PAYLOAD'
+  | 'TOOL_TIMEOUT'
+  | 'FORCED_PREEMPTION'
+  | 'TTL_EXPIRED'
+  | 'DUPLICATE_DETECTED'
+  | 'ALREADY_IN_PROGRESS'
+  | 'OVERLOADED'
+  | 'INTERNAL_ERROR';
 
 export const ERROR_CODES: readonly ErrorCode[] = [
-  'BUFFER_FULL', 'NO_ROUTE', 'ACK_TIMEOUT', 'AGENT_UNAVAILABLE', 'AGENT_SHUTDOWN', 'VALIDATION_ERROR', 'PERMISSION_DENIED',
-  'UNSUPPORTED_MESSAGE_TYPE', 'OVERSIZE_PAYLOAD', 'TOOL_TIMEOUT', 'FORCED_PREEMPTION', 'TTL_EXPIRED', 'DUPLICATE_DETECTED',
-  'ALREADY_IN_PROGRESS', 'OVERLOADED', 'INTERNAL_ERROR',
+  'BUFFER_FULL',
+  'NO_ROUTE',
+  'ACK_TIMEOUT',
+  'AGENT_UNAVAILABLE',
+  'AGENT_SHUTDOWN',
+  'VALIDATION_ERROR',
+  'PERMISSION_DENIED',
+  'UNSUPPORTED_MESSAGE_TYPE',
+  'OVERSIZE_PAYLOAD',
+  'TOOL_TIMEOUT',
+  'FORCED_PREEMPTION',
+  'TTL_EXPIRED',
+  'DUPLICATE_DETECTED',
+  'ALREADY_IN_PROGRESS',
+  'OVERLOADED',
+  'INTERNAL_ERROR',
 ];
 
 /** The SW4RM envelope (common.proto Envelope) as the core sees it. 64-bit counters are decimal strings. */
@@ -75,20 +110,31 @@ export function baseContentType(contentType: string): string | undefined {
  * and the payload size limit of the message type. With `content: 'checked'` rule 5 is left out: the caller
  * validated the payload off the event loop (payloadChecker.ts).
  */
-export function checkEnvelope(envelope: Envelope, limits?: Readonly<Record<string, number>>, content: 'check' | 'checked' = 'check'): Refusal | undefined {
+export function checkEnvelope(
+  envelope: Envelope,
+  limits?: Readonly<Record<string, number>>,
+  content: 'check' | 'checked' = 'check',
+): Refusal | undefined {
   const invalid = (detail: string): Refusal => ({ code: 'VALIDATION_ERROR', detail });
   if (!envelope.messageId) return invalid('message_id is required');
-  if (!isUuid(envelope.messageId) || uuidVersion(envelope.messageId) !== 4) return invalid('message_id must be a UUIDv4');
-  for (const [field, value] of [['producer_id', envelope.producerId], ['correlation_id', envelope.correlationId]] as const) {
+  if (!isUuid(envelope.messageId) || uuidVersion(envelope.messageId) !== 4)
+    return invalid('message_id must be a UUIDv4');
+  for (const [field, value] of [
+    ['producer_id', envelope.producerId],
+    ['correlation_id', envelope.correlationId],
+  ] as const) {
     if (!value || value.trim() === '') return invalid(`${field} is required`);
   }
   // Every identifier (README "Limits"): bounded, no control characters, valid UTF-8.
   const fields = FIELD_LIMITS.envelope;
   for (const [field, value, max] of [
-    ['producer_id', envelope.producerId, fields.producer_id], ['correlation_id', envelope.correlationId, fields.correlation_id],
+    ['producer_id', envelope.producerId, fields.producer_id],
+    ['correlation_id', envelope.correlationId, fields.correlation_id],
     ['idempotency_token', envelope.idempotencyToken, fields.idempotency_token],
-    ['repo_id', envelope.repoId, fields.repo_id], ['worktree_id', envelope.worktreeId, fields.worktree_id],
-    ['hlc_timestamp', envelope.hlcTimestamp, fields.hlc_timestamp], ['parent_correlation_id', envelope.parentCorrelationId, fields.parent_correlation_id],
+    ['repo_id', envelope.repoId, fields.repo_id],
+    ['worktree_id', envelope.worktreeId, fields.worktree_id],
+    ['hlc_timestamp', envelope.hlcTimestamp, fields.hlc_timestamp],
+    ['parent_correlation_id', envelope.parentCorrelationId, fields.parent_correlation_id],
   ] as const) {
     const refusal = typeof value === 'string' ? identifierRefusal(field, value, max) : `${field} must be text`;
     if (refusal !== undefined) return invalid(refusal);
@@ -96,9 +142,12 @@ export function checkEnvelope(envelope: Envelope, limits?: Readonly<Record<strin
   if (!/^\d+$/.test(envelope.sequenceNumber) || BigInt(envelope.sequenceNumber) < 1n) {
     return invalid('sequence_number is required: a number from 1, increasing per producer');
   }
-  if (!Number.isInteger(envelope.retryCount) || envelope.retryCount < 0) return invalid('retry_count must be a non-negative integer');
+  if (!Number.isInteger(envelope.retryCount) || envelope.retryCount < 0)
+    return invalid('retry_count must be a non-negative integer');
   if (!(MESSAGE_TYPES as readonly string[]).includes(envelope.messageType)) {
-    return invalid(`message_type '${String(envelope.messageType).slice(0, 40)}' is not one of ${MESSAGE_TYPES.join(', ')}`);
+    return invalid(
+      `message_type '${String(envelope.messageType).slice(0, 40)}' is not one of ${MESSAGE_TYPES.join(', ')}`,
+    );
   }
   if (!/^\d+$/.test(envelope.contentLength)) return invalid('content_length must be a non-negative integer');
   const declared = Number(envelope.contentLength);
@@ -112,11 +161,17 @@ export function checkEnvelope(envelope: Envelope, limits?: Readonly<Record<strin
       return invalid(`content_type '${envelope.contentType.slice(0, 80)}' is not a MIME type`);
     }
   }
-  if (declared !== size) return invalid(`content_length is ${envelope.contentLength} but the payload has ${size} bytes`);
+  if (declared !== size)
+    return invalid(`content_length is ${envelope.contentLength} but the payload has ${size} bytes`);
   const limit = payloadLimit(envelope.messageType, limits);
-  if (size > limit) return { code: 'OVERSIZE_PAYLOAD', detail: `${envelope.messageType} payloads are limited to ${limit} bytes; this one has ${size}` };
+  if (size > limit)
+    return {
+      code: 'OVERSIZE_PAYLOAD',
+      detail: `${envelope.messageType} payloads are limited to ${limit} bytes; this one has ${size}`,
+    };
   if (!Number.isFinite(envelope.ttlMs) || envelope.ttlMs < 0) return invalid('ttl_ms must be a non-negative integer');
-  if (envelope.timestampMs !== null && !Number.isFinite(envelope.timestampMs)) return invalid('timestamp is out of range');
+  if (envelope.timestampMs !== null && !Number.isFinite(envelope.timestampMs))
+    return invalid('timestamp is out of range');
   // Rule 5: JSON is valid JSON, text is UTF-8 — unless it was checked off the event loop already (Router.submit).
   if (content === 'checked') return undefined;
   const base = baseContentType(envelope.contentType);
@@ -143,11 +198,15 @@ export function decodeUtf8(bytes: Uint8Array): string {
  */
 export function jsonObject(envelope: Envelope): Record<string, unknown> | undefined {
   const base = baseContentType(envelope.contentType);
-  if (!base || !(base === 'application/json' || base.endsWith('+json')) || envelope.payload.byteLength === 0) return undefined;
-  if (jsonBoundsRefusal(envelope.payload, { what: 'the payload', maxBytes: ROUTING_JSON_MAX_BYTES }) !== undefined) return undefined;
+  if (!base || !(base === 'application/json' || base.endsWith('+json')) || envelope.payload.byteLength === 0)
+    return undefined;
+  if (jsonBoundsRefusal(envelope.payload, { what: 'the payload', maxBytes: ROUTING_JSON_MAX_BYTES }) !== undefined)
+    return undefined;
   try {
     const value: unknown = JSON.parse(decodeUtf8(envelope.payload));
-    return typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : undefined;
+    return typeof value === 'object' && value !== null && !Array.isArray(value)
+      ? (value as Record<string, unknown>)
+      : undefined;
   } catch {
     return undefined;
   }

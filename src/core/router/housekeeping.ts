@@ -9,7 +9,10 @@ import type { Outcomes, RouterShared } from './parts';
 export interface HousekeepingCore extends Pick<RouterShared, 'log' | 'clock' | 'ids' | 'guard' | 'deadLettersChanged'> {
   readonly store: Pick<RouterStorage, 'transaction'>;
   readonly repo: Pick<RouterRepository, 'pruneDedup' | 'pruneDeadLetters' | 'pruneMessages'>;
-  readonly options: Pick<RouterOptions, 'dedupWindowMs' | 'dlqMaxEntries' | 'dlqRetentionMs' | 'dlqMaxBytes' | 'messageRetentionMs'>;
+  readonly options: Pick<
+    RouterOptions,
+    'dedupWindowMs' | 'dlqMaxEntries' | 'dlqRetentionMs' | 'dlqMaxBytes' | 'messageRetentionMs'
+  >;
   readonly dedup: Pick<Outcomes, 'prune'>;
 }
 
@@ -47,7 +50,9 @@ export class Housekeeping implements Disposable {
   private pruningTimer(intervalMs: number, run: (now: number) => boolean): Disposable {
     return schedulePruning(this.core.clock, intervalMs, () => {
       let more = false;
-      this.core.guard.run('', () => { more = run(this.core.clock.now()); });
+      this.core.guard.run('', () => {
+        more = run(this.core.clock.now());
+      });
       return more;
     });
   }
@@ -59,14 +64,27 @@ export class Housekeeping implements Disposable {
       const result = core.repo.pruneDedup(now, DEDUP_PRUNE_BATCH);
       if (result.deleted > 0) {
         core.log.record({
-          correlationId: core.ids.uuid(), actor: 'router', eventType: 'dedup.outcomes_expired',
-          details: { entries: result.deleted, expired_before: isoUtc(now), window_seconds: core.options.dedupWindowMs / 1000 },
+          correlationId: core.ids.uuid(),
+          actor: 'router',
+          eventType: 'dedup.outcomes_expired',
+          details: {
+            entries: result.deleted,
+            expired_before: isoUtc(now),
+            window_seconds: core.options.dedupWindowMs / 1000,
+          },
         });
       }
       return result;
     });
     core.dedup.prune(now);
-    if (core.repo.pruneDeadLetters(core.options.dlqMaxEntries, now - core.options.dlqRetentionMs, core.options.dlqMaxBytes) > 0) core.deadLettersChanged.fire({ kind: 'pruned' });
+    if (
+      core.repo.pruneDeadLetters(
+        core.options.dlqMaxEntries,
+        now - core.options.dlqRetentionMs,
+        core.options.dlqMaxBytes,
+      ) > 0
+    )
+      core.deadLettersChanged.fire({ kind: 'pruned' });
     return expired.more;
   }
 
@@ -79,8 +97,14 @@ export class Housekeeping implements Disposable {
       const result = core.repo.pruneMessages(finishedBefore, RETENTION_SCAN_PER_RUN);
       if (result.deleted > 0) {
         core.log.record({
-          correlationId: core.ids.uuid(), actor: 'router', eventType: 'router.messages_pruned',
-          details: { messages: result.deleted, finished_before: isoUtc(finishedBefore), retention_hours: retentionMs / 3_600_000 },
+          correlationId: core.ids.uuid(),
+          actor: 'router',
+          eventType: 'router.messages_pruned',
+          details: {
+            messages: result.deleted,
+            finished_before: isoUtc(finishedBefore),
+            retention_hours: retentionMs / 3_600_000,
+          },
         });
       }
       return result.more;

@@ -56,7 +56,11 @@ export class LaneQueues<T> {
 
   constructor(weights: Readonly<Record<Lane, number>>) {
     // A lane with no weight would never be served; every lane gets at least one message a round.
-    this.weights = { PRIVILEGED: Math.max(1, weights.PRIVILEGED), STANDARD: Math.max(1, weights.STANDARD), BULK: Math.max(1, weights.BULK) };
+    this.weights = {
+      PRIVILEGED: Math.max(1, weights.PRIVILEGED),
+      STANDARD: Math.max(1, weights.STANDARD),
+      BULK: Math.max(1, weights.BULK),
+    };
   }
 
   push(lane: Lane, item: T): void {

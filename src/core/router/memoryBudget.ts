@@ -60,15 +60,24 @@ export class MemoryBudget {
   }
 
   usage(): MemoryUsage {
-    return { messages: this.messages, inflight: this.inflight, checking: this.checking, reading: this.reading, used: this.used, budget: this.budget };
+    return {
+      messages: this.messages,
+      inflight: this.inflight,
+      checking: this.checking,
+      reading: this.reading,
+      used: this.used,
+      budget: this.budget,
+    };
   }
 
   /** Why `incoming` more bytes would take the coordinator over its memory budget; undefined when they fit. */
   refusal(incoming: number): string | undefined {
     if (this.used + incoming <= this.budget) return undefined;
-    return `the coordinator holds ${mib(this.used)} of its ${mib(this.budget)} memory budget (memoryBudgetBytes, the setting ` +
+    return (
+      `the coordinator holds ${mib(this.used)} of its ${mib(this.budget)} memory budget (memoryBudgetBytes, the setting ` +
       `sw4rm.memoryBudgetMiB): ${mib(this.inflight)} written to inbox streams and not yet confirmed, ${mib(this.checking)} being validated or written, ${mib(this.reading)} read back for delivery, ` +
-      `${mib(this.messages)} of messages in memory; a payload of ${incoming} bytes would take it over. Retry later`;
+      `${mib(this.messages)} of messages in memory; a payload of ${incoming} bytes would take it over. Retry later`
+    );
   }
 
   /**

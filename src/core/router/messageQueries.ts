@@ -73,7 +73,11 @@ export interface MessageDetail extends MessageSummary {
 const ACK_EVENT = /^ack_(received|read|fulfilled|rejected|failed|timed_out)$/;
 const ACK_DETAIL = /^ACK (\S+)/;
 /** History events that end a message in an error state (ackLifecycle.finish). */
-const FINISH_EVENTS: Readonly<Record<string, MessageState>> = { rejected: 'REJECTED', failed: 'FAILED', timed_out: 'TIMED_OUT' };
+const FINISH_EVENTS: Readonly<Record<string, MessageState>> = {
+  rejected: 'REJECTED',
+  failed: 'FAILED',
+  timed_out: 'TIMED_OUT',
+};
 
 /**
  * The Messages view's queries over the router's store: recent messages (newest first, bounded, filtered) and one
@@ -97,7 +101,9 @@ export class MessageQueries {
     const record = this.core.message(messageId);
     if (!record) return undefined;
     // A payload of PAYLOAD_DETACH_MIN_BYTES or more lives in the store only (memoryBudget.ts): read it for the view.
-    return messageDetail(record.storedPayloadBytes === undefined ? record : { ...record, envelope: this.core.envelopeOf(record) });
+    return messageDetail(
+      record.storedPayloadBytes === undefined ? record : { ...record, envelope: this.core.envelopeOf(record) },
+    );
   }
 }
 
@@ -156,18 +162,28 @@ function payloadView(record: MessageRecord): MessagePayloadView {
   if (record.payloadReleased) {
     return {
       bytes,
-      note: `The payload (${bytes} bytes) is no longer stored: payloads of ${PAYLOAD_RELEASE_MIN_BYTES / 1024} KiB or more are released `
-        + 'from the store once their message is finished (delivered and in a final state). A dead letter keeps its own copy.',
+      note:
+        `The payload (${bytes} bytes) is no longer stored: payloads of ${PAYLOAD_RELEASE_MIN_BYTES / 1024} KiB or more are released ` +
+        'from the store once their message is finished (delivered and in a final state). A dead letter keeps its own copy.',
     };
   }
   if (e.payload.byteLength === 0) return { bytes: 0, text: '', encoding: 'utf-8', note: 'The message has no payload.' };
   const shown = e.payload.byteLength > MAX_PAYLOAD_SHOWN ? e.payload.subarray(0, MAX_PAYLOAD_SHOWN) : e.payload;
-  const partial = shown.byteLength < e.payload.byteLength ? `The first ${MAX_PAYLOAD_SHOWN} of ${e.payload.byteLength} bytes.` : undefined;
+  const partial =
+    shown.byteLength < e.payload.byteLength
+      ? `The first ${MAX_PAYLOAD_SHOWN} of ${e.payload.byteLength} bytes.`
+      : undefined;
   let text: string;
   try {
     text = new TextDecoder('utf-8', { fatal: true }).decode(shown);
   } catch {
-    if (!partial) return { bytes, text: Buffer.from(shown).toString('base64'), encoding: 'base64', note: 'The payload is not UTF-8 text; shown as base64.' };
+    if (!partial)
+      return {
+        bytes,
+        text: Buffer.from(shown).toString('base64'),
+        encoding: 'base64',
+        note: 'The payload is not UTF-8 text; shown as base64.',
+      };
     // A cut may split a character: the partial text is decoded leniently.
     text = new TextDecoder('utf-8').decode(shown);
   }
@@ -192,18 +208,22 @@ function historySteps(record: MessageRecord): MessageHistoryStep[] {
     else if (!record.tracked || current === undefined) state = undefined;
     else if (ack) {
       const stage = ack[1].toUpperCase() as AckStage;
-      state = advances(current === 'RETRYING' ? 'SENT' : current, stage) ? stage as MessageState : undefined;
+      state = advances(current === 'RETRYING' ? 'SENT' : current, stage) ? (stage as MessageState) : undefined;
     } else if (entry.event === 'retrying') state = 'RETRYING';
     else if (FINISH_EVENTS[entry.event] && !isTerminal(current)) state = FINISH_EVENTS[entry.event];
     else if (entry.event === 'read' || entry.event === 'fulfilled') {
       const stage = entry.event.toUpperCase() as AckStage;
-      state = advances(current, stage) ? stage as MessageState : undefined;
+      state = advances(current, stage) ? (stage as MessageState) : undefined;
     }
     if (state) current = state;
     const ackMessageId = ack && entry.detail ? ACK_DETAIL.exec(entry.detail)?.[1] : undefined;
     return {
-      at: entry.at, time: isoUtc(entry.at), event: entry.event,
-      ...(state ? { state } : {}), ...(entry.detail ? { detail: entry.detail } : {}), ...(ackMessageId ? { ackMessageId } : {}),
+      at: entry.at,
+      time: isoUtc(entry.at),
+      event: entry.event,
+      ...(state ? { state } : {}),
+      ...(entry.detail ? { detail: entry.detail } : {}),
+      ...(ackMessageId ? { ackMessageId } : {}),
     };
   });
 }

@@ -152,7 +152,11 @@ export interface RouterRepository {
   oldestDeliverySeq(agentId: string): number;
   pruneDeliveries(agentId: string, keep: number): void;
 
-  addDeadLetter(letter: Omit<DeadLetter, 'id' | 'requeuedAt' | 'requeuedAs'>, payload: Uint8Array, envelope: Envelope): number;
+  addDeadLetter(
+    letter: Omit<DeadLetter, 'id' | 'requeuedAt' | 'requeuedAs'>,
+    payload: Uint8Array,
+    envelope: Envelope,
+  ): number;
   deadLetters(filter?: DeadLetterFilter): DeadLetter[];
   /** A dead letter with its envelope; a file-backed payload is not read (`payloadFile`, and an empty payload). */
   deadLetter(id: number): { letter: DeadLetter; envelope: Envelope; payloadFile?: PayloadFile } | undefined;
@@ -191,7 +195,12 @@ export interface RouterStorage extends Transactions {
  * transaction back and leaves nothing behind. A handler that accepts answers through
  * `CoordinatorMailbox.replyFromCoordinator`, at once or later.
  */
-export type CoordinatorHandler = (envelope: Envelope, json: Record<string, unknown> | undefined, ctx: CallContext, expiresAt: number | null) => Refusal | undefined;
+export type CoordinatorHandler = (
+  envelope: Envelope,
+  json: Record<string, unknown> | undefined,
+  ctx: CallContext,
+  expiresAt: number | null,
+) => Refusal | undefined;
 
 /**
  * How another area takes messages addressed to `coordinator` and answers them (HITL does). The Router
@@ -244,7 +253,12 @@ export interface CoordinatorOutbox {
    * Sends a tracked envelope from `coordinator` to `to` (validation, modality, capacity, the durable commit). Call it
    * inside your transaction to commit your change with the message. A refusal is an answer (code and reason).
    */
-  sendToAgent(input: OutboxMessage, ctx: CallContext): { readonly accepted: true; readonly messageId: string } | { readonly accepted: false; readonly code: string; readonly reason: string };
+  sendToAgent(
+    input: OutboxMessage,
+    ctx: CallContext,
+  ):
+    | { readonly accepted: true; readonly messageId: string }
+    | { readonly accepted: false; readonly code: string; readonly reason: string };
   /**
    * Each state a message sent through `sendToAgent` enters, fired inside the transaction that records it (write
    * your own state in the same transaction; never throw).
@@ -254,7 +268,8 @@ export interface CoordinatorOutbox {
 
 export interface OutboxMessage {
   readonly to: string;
-  readonly messageType: 'CONTROL' | 'NOTIFICATION' | 'DATA' | 'TOOL_CALL' | 'TOOL_RESULT' | 'TOOL_ERROR' | 'NEGOTIATION';
+  readonly messageType:
+    'CONTROL' | 'NOTIFICATION' | 'DATA' | 'TOOL_CALL' | 'TOOL_RESULT' | 'TOOL_ERROR' | 'NEGOTIATION';
   readonly contentType: string;
   readonly payload: Buffer;
   readonly correlationId: string;

@@ -25,10 +25,12 @@ import type { StoreBudget } from './storeUsage';
 export type SendResult =
   | { readonly accepted: true; readonly messageId: string }
   | {
-    readonly accepted: false; readonly code: ErrorCode; readonly reason: string;
-    /** The refusal's structured details when it has any (a repeated operation's original_message_id and status, RFC §11.2). */
-    readonly details?: Readonly<Record<string, unknown>>;
-  };
+      readonly accepted: false;
+      readonly code: ErrorCode;
+      readonly reason: string;
+      /** The refusal's structured details when it has any (a repeated operation's original_message_id and status, RFC §11.2). */
+      readonly details?: Readonly<Record<string, unknown>>;
+    };
 
 export interface SendOptions {
   /** The recipient from call metadata `sw4rm-to`. */
@@ -103,7 +105,13 @@ export interface RouterShared {
   /** Every lifecycle change goes through here, so the capacity count always matches the states. */
   setState(record: MessageRecord, state: MessageState): void;
   /** Logs a lifecycle step (`message.state_changed`). */
-  transition(record: MessageRecord, from: MessageState, to: MessageState, correlationId: string, details: Record<string, unknown>): void;
+  transition(
+    record: MessageRecord,
+    from: MessageState,
+    to: MessageState,
+    correlationId: string,
+    details: Record<string, unknown>,
+  ): void;
   /** A message that is finished with leaves memory (call inside the transaction of its final state). */
   retire(record: MessageRecord): void;
   /** The message's envelope with its payload bytes (read back from the store when memory does not hold them). */
@@ -117,7 +125,14 @@ export interface RouterShared {
 /** Admission (admission.ts). */
 export interface Admitting {
   send(envelope: Envelope, ctx: CallContext, options?: SendOptions, fromCoordinator?: AgentRecord): SendResult;
-  refuse(envelope: Envelope, code: ErrorCode, detail: string, ctx: CallContext, extra: Record<string, unknown>, inboxId?: string): SendResult;
+  refuse(
+    envelope: Envelope,
+    code: ErrorCode,
+    detail: string,
+    ctx: CallContext,
+    extra: Record<string, unknown>,
+    inboxId?: string,
+  ): SendResult;
 }
 
 /** How `finish` ends a message: dead-lettered, NACKed, its outcome settled, because of an ACK. */
@@ -130,10 +145,27 @@ export interface FinishHow {
 
 /** The lifecycle of tracked messages (ackLifecycle.ts). */
 export interface AckHandling {
-  acceptAck(envelope: Envelope, ack: AckPayload, target: MessageRecord, recipient: string, dedupKey: string,
-    previous: DedupEntry | undefined, ctx: CallContext, now: number, options: SendOptions, reusedFrom?: string): SendResult;
-  finish(record: MessageRecord, state: 'REJECTED' | 'FAILED' | 'TIMED_OUT', code: string, note: string, ctx: CallContext,
-    now: number, how: FinishHow): void;
+  acceptAck(
+    envelope: Envelope,
+    ack: AckPayload,
+    target: MessageRecord,
+    recipient: string,
+    dedupKey: string,
+    previous: DedupEntry | undefined,
+    ctx: CallContext,
+    now: number,
+    options: SendOptions,
+    reusedFrom?: string,
+  ): SendResult;
+  finish(
+    record: MessageRecord,
+    state: 'REJECTED' | 'FAILED' | 'TIMED_OUT',
+    code: string,
+    note: string,
+    ctx: CallContext,
+    now: number,
+    how: FinishHow,
+  ): void;
 }
 
 /** Delivery to inbox streams (delivery.ts). */
@@ -168,15 +200,33 @@ export interface Outcomes {
   prune(now: number): void;
   refuseRepeat(envelope: Envelope, key: string, previous: DedupEntry, ctx: CallContext): SendResult;
   reconcileSuccess(target: MessageRecord, ack: AckPayload, now: number, ctx: CallContext): void;
-  settleFailure(record: MessageRecord, state: 'REJECTED' | 'FAILED' | 'TIMED_OUT', code: string, note: string, now: number, ctx: CallContext): void;
+  settleFailure(
+    record: MessageRecord,
+    state: 'REJECTED' | 'FAILED' | 'TIMED_OUT',
+    code: string,
+    note: string,
+    now: number,
+    ctx: CallContext,
+  ): void;
 }
 
 /** Envelopes the coordinator itself sends (coordinatorMessages.ts). */
 export interface CoordinatorEnvelopes {
   ephemeralRecipient(messageId: string): string | undefined;
-  persistNack(record: MessageRecord, stage: 'REJECTED' | 'FAILED' | 'TIMED_OUT', code: string, note: string, now: number): void;
+  persistNack(
+    record: MessageRecord,
+    stage: 'REJECTED' | 'FAILED' | 'TIMED_OUT',
+    code: string,
+    note: string,
+    now: number,
+  ): void;
   persist(recipientId: string, envelope: Envelope, ackFor: string, detail: string, now: number): Inbox;
-  sendEphemeral(inbox: Inbox, messageType: 'HEARTBEAT' | 'NOTIFICATION' | 'ACKNOWLEDGEMENT', correlationId: string, payload: Record<string, unknown>): void;
+  sendEphemeral(
+    inbox: Inbox,
+    messageType: 'HEARTBEAT' | 'NOTIFICATION' | 'ACKNOWLEDGEMENT',
+    correlationId: string,
+    payload: Record<string, unknown>,
+  ): void;
   envelope(messageType: string, correlationId: string, payload: Record<string, unknown>): Envelope;
   broadcast(event: 'agent.joined' | 'agent.left', agentId: string, details: Record<string, unknown>): void;
 }
@@ -185,8 +235,16 @@ export interface CoordinatorEnvelopes {
 export interface CoordinatorIntake {
   takes(messageType: string): boolean;
   messageTypes(): IterableIterator<string>;
-  accept(envelope: Envelope, json: Record<string, unknown> | undefined, dedupKey: string,
-    previous: DedupEntry | undefined, ctx: CallContext, now: number, expiresAt: number | null, reusedFrom?: string): SendResult;
+  accept(
+    envelope: Envelope,
+    json: Record<string, unknown> | undefined,
+    dedupKey: string,
+    previous: DedupEntry | undefined,
+    ctx: CallContext,
+    now: number,
+    expiresAt: number | null,
+    reusedFrom?: string,
+  ): SendResult;
 }
 
 /** The dead-letter queue (deadLetters.ts). */

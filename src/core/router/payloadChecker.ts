@@ -11,12 +11,22 @@ export function payloadWorkerScript(dir: string = __dirname): string | undefined
 }
 
 /** The worker's verdict, and the payload (the same bytes, whose memory went to the worker and came back). */
-export interface PayloadVerdict { readonly refusal: string | undefined; readonly payload: Uint8Array; readonly digest?: string }
+export interface PayloadVerdict {
+  readonly refusal: string | undefined;
+  readonly payload: Uint8Array;
+  readonly digest?: string;
+}
 
 /** What the content digest covers besides the payload (contentDigest.ts), when the worker is to compute it. */
-export interface DigestOf { readonly messageType: string; readonly contentType: string }
+export interface DigestOf {
+  readonly messageType: string;
+  readonly contentType: string;
+}
 
-interface Pending { readonly resolve: (verdict: PayloadVerdict) => void; readonly reject: (err: Error) => void }
+interface Pending {
+  readonly resolve: (verdict: PayloadVerdict) => void;
+  readonly reject: (err: Error) => void;
+}
 
 /**
  * Whether the payload's memory may move to the worker and back instead of being copied: only when the payload
@@ -25,7 +35,11 @@ interface Pending { readonly resolve: (verdict: PayloadVerdict) => void; readonl
  */
 function transferable(payload: Uint8Array): boolean {
   const buffer = payload.buffer;
-  return buffer instanceof ArrayBuffer && payload.byteLength >= 64 * 1024 && buffer.byteLength - payload.byteLength <= 128 * 1024;
+  return (
+    buffer instanceof ArrayBuffer &&
+    payload.byteLength >= 64 * 1024 &&
+    buffer.byteLength - payload.byteLength <= 128 * 1024
+  );
 }
 
 /**
@@ -53,7 +67,8 @@ export class PayloadChecker implements Disposable {
     return new Promise((resolve, reject) => {
       this.pending.set(id, { resolve, reject });
       if (this.pending.size === 1) worker.ref();
-      if (transferable(payload)) worker.postMessage({ id, kind, base, payload, digest }, [payload.buffer as ArrayBuffer]);
+      if (transferable(payload))
+        worker.postMessage({ id, kind, base, payload, digest }, [payload.buffer as ArrayBuffer]);
       else worker.postMessage({ id, kind, base, payload, digest });
     });
   }
@@ -71,7 +86,11 @@ export class PayloadChecker implements Disposable {
       if (!pending) return;
       this.pending.delete(answer.id);
       if (this.pending.size === 0) worker.unref();
-      pending.resolve({ refusal: answer.refusal, payload: answer.payload, ...(answer.digest ? { digest: answer.digest } : {}) });
+      pending.resolve({
+        refusal: answer.refusal,
+        payload: answer.payload,
+        ...(answer.digest ? { digest: answer.digest } : {}),
+      });
     });
     const fail = (err: Error) => {
       if (this.worker === worker) this.worker = undefined;

@@ -27,7 +27,12 @@ const utf8 = new TextDecoder('utf-8', { fatal: true });
  * (fastest for small payloads); `'scan'` validates with jsonc-parser's visitor in strict mode (no comments, no
  * trailing commas), which builds no value, so a 16 MB payload costs no heap beyond its text.
  */
-export function contentRefusal(kind: ContentKind, payload: Uint8Array, base: string, strategy: 'parse' | 'scan' = 'parse'): string | undefined {
+export function contentRefusal(
+  kind: ContentKind,
+  payload: Uint8Array,
+  base: string,
+  strategy: 'parse' | 'scan' = 'parse',
+): string | undefined {
   if (kind === 'text') {
     try {
       utf8.decode(payload);
@@ -54,8 +59,14 @@ export function contentRefusal(kind: ContentKind, payload: Uint8Array, base: str
     }
   }
   let error: string | undefined;
-  visit(text, {
-    onError: (code, offset) => { error ??= `${printParseErrorCode(code)} at character ${offset}`; },
-  }, { disallowComments: true, allowTrailingComma: false, allowEmptyContent: false });
+  visit(
+    text,
+    {
+      onError: (code, offset) => {
+        error ??= `${printParseErrorCode(code)} at character ${offset}`;
+      },
+    },
+    { disallowComments: true, allowTrailingComma: false, allowEmptyContent: false },
+  );
   return error === undefined ? undefined : `the payload is not valid JSON for content_type ${base}: ${error}`;
 }

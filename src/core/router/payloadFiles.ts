@@ -47,7 +47,9 @@ export class PayloadFiles {
     this.pending.add(fileId);
     try {
       // The folder is its user's only, whatever the umask (the mode is masked by it, so chmod after).
-      this.folderReady ??= fs.promises.mkdir(this.dir, { recursive: true, mode: 0o700 }).then(() => fs.promises.chmod(this.dir, 0o700));
+      this.folderReady ??= fs.promises
+        .mkdir(this.dir, { recursive: true, mode: 0o700 })
+        .then(() => fs.promises.chmod(this.dir, 0o700));
       await this.folderReady;
       const handle = await fs.promises.open(tmp, 'wx', 0o600);
       try {
@@ -75,7 +77,8 @@ export class PayloadFiles {
   /** Reads a payload off the event loop (delivery). */
   async read(fileId: string, bytes: number): Promise<Uint8Array> {
     const data = await fs.promises.readFile(this.path(fileId));
-    if (data.byteLength !== bytes) throw new Error(`the payload file ${this.path(fileId)} has ${data.byteLength} bytes, not ${bytes}`);
+    if (data.byteLength !== bytes)
+      throw new Error(`the payload file ${this.path(fileId)} has ${data.byteLength} bytes, not ${bytes}`);
     return data;
   }
 
@@ -85,7 +88,8 @@ export class PayloadFiles {
    */
   readSync(fileId: string, bytes: number): Uint8Array {
     const data = fs.readFileSync(this.path(fileId));
-    if (data.byteLength !== bytes) throw new Error(`the payload file ${this.path(fileId)} has ${data.byteLength} bytes, not ${bytes}`);
+    if (data.byteLength !== bytes)
+      throw new Error(`the payload file ${this.path(fileId)} has ${data.byteLength} bytes, not ${bytes}`);
     return data;
   }
 
@@ -121,9 +125,16 @@ export class PayloadFiles {
       }
       if (size === bytes) continue;
       count++;
-      if (problems.length < 3) problems.push(size === undefined ? `${this.path(fileId)} is missing` : `${this.path(fileId)} has ${size} bytes, not ${bytes}`);
+      if (problems.length < 3)
+        problems.push(
+          size === undefined
+            ? `${this.path(fileId)} is missing`
+            : `${this.path(fileId)} has ${size} bytes, not ${bytes}`,
+        );
     }
-    return count === 0 ? undefined : `${count} payload file${count === 1 ? '' : 's'} referenced by the store ${count === 1 ? 'is' : 'are'} not intact (${problems.join('; ')}${count > problems.length ? '; …' : ''})`;
+    return count === 0
+      ? undefined
+      : `${count} payload file${count === 1 ? '' : 's'} referenced by the store ${count === 1 ? 'is' : 'are'} not intact (${problems.join('; ')}${count > problems.length ? '; …' : ''})`;
   }
 
   /**

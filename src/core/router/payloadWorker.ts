@@ -20,11 +20,15 @@ parentPort?.on('message', (request: Request) => {
   let digest: string | undefined;
   try {
     if (request.kind) refusal = contentRefusal(request.kind, request.payload, request.base, 'scan');
-    if (refusal === undefined && request.digest) digest = contentDigest({ ...request.digest, payload: request.payload });
+    if (refusal === undefined && request.digest)
+      digest = contentDigest({ ...request.digest, payload: request.payload });
   } catch (err) {
     refusal = `the payload could not be validated: ${(err as Error).message.slice(0, 120)}`;
   }
   // The payload's memory goes back to the event loop that sent it (transferred, not copied).
   const buffer = request.payload.buffer as ArrayBuffer;
-  parentPort?.postMessage({ id: request.id, refusal, payload: request.payload, digest }, buffer.byteLength > 0 ? [buffer] : []);
+  parentPort?.postMessage(
+    { id: request.id, refusal, payload: request.payload, digest },
+    buffer.byteLength > 0 ? [buffer] : [],
+  );
 });

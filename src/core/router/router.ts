@@ -17,21 +17,48 @@ import { checkPayloadFiles, recover, sweepPayloadFiles } from './recovery';
 import { Housekeeping } from './housekeeping';
 import { NOT_READ, type InboxSink, type InboxStats } from './inbox';
 import { metricsText, type AgentRouterMetrics } from './metrics';
-import type { CoordinatorHandler, CoordinatorMailbox, CoordinatorOutbox, DeadLetter, DeadLetterFilter, MessageRecord, OutboxMessage, OutboxUpdate, RecipientAckTimeouts, RouterStorage } from './model';
+import type {
+  CoordinatorHandler,
+  CoordinatorMailbox,
+  CoordinatorOutbox,
+  DeadLetter,
+  DeadLetterFilter,
+  MessageRecord,
+  OutboxMessage,
+  OutboxUpdate,
+  RecipientAckTimeouts,
+  RouterStorage,
+} from './model';
 import { DEFAULT_ROUTER_OPTIONS, type RouterOptions } from './options';
 import { RouterCore } from './routerCore';
 import type { StoreUsage } from './storeUsage';
 import { CoordinatorSend, type CoordinatorSendInput } from './coordinatorSend';
 import { MessageQueries, type MessageDetail, type MessageQuery, type MessageSummary } from './messageQueries';
 
-export type { CoordinatorHandler, DeadLetterChange, InboxSink, InboxStats, MemoryUsage, RouterOptions, SendOptions, SendResult, StoreUsage };
+export type {
+  CoordinatorHandler,
+  DeadLetterChange,
+  InboxSink,
+  InboxStats,
+  MemoryUsage,
+  RouterOptions,
+  SendOptions,
+  SendResult,
+  StoreUsage,
+};
 export type { CoordinatorSendInput, MessageDetail, MessageQuery, MessageSummary };
 export { UNSPECIFIED_ERROR } from './ackLifecycle';
 export { COORDINATOR_ID } from './coordinatorMessages';
 export { StreamRefusal } from './delivery';
 export {
-  DEFAULT_ROUTER_OPTIONS, MAX_MEMORY_BUDGET_MIB, MAX_MESSAGE_RETENTION_HOURS, MAX_STORE_BUDGET_MIB, MIN_MEMORY_BUDGET_MIB, MIN_STORE_BUDGET_MIB,
-  UNADDRESSED_POLICIES, type UnaddressedPolicy,
+  DEFAULT_ROUTER_OPTIONS,
+  MAX_MEMORY_BUDGET_MIB,
+  MAX_MESSAGE_RETENTION_HOURS,
+  MAX_STORE_BUDGET_MIB,
+  MIN_MEMORY_BUDGET_MIB,
+  MIN_STORE_BUDGET_MIB,
+  UNADDRESSED_POLICIES,
+  type UnaddressedPolicy,
 } from './options';
 
 /**
@@ -63,17 +90,22 @@ export class Router implements CoordinatorMailbox, CoordinatorOutbox, RecipientA
     ids: IdSource,
     readonly options: RouterOptions = DEFAULT_ROUTER_OPTIONS,
   ) {
-    const core = this.core = new RouterCore(store, registry, log, clock, ids, options);
+    const core = (this.core = new RouterCore(store, registry, log, clock, ids, options));
     this.onDidChange = core.changed.event;
     this.onDidChangeDeadLetters = core.deadLettersChanged.event;
     this.onDidUpdateOutbox = core.outbox.event;
     checkPayloadFiles(core);
     recover(core);
     this.payloadFilesSwept = sweepPayloadFiles(core);
-    this.subscriptions.push(registry.onDidChange((change) => {
-      if (change.kind === 'left') core.delivery.agentLeft(change.agentId, change.reason);
-      else if (change.kind === 'joined') core.coordinator.broadcast('agent.joined', change.agent.descriptor.agentId, { name: change.agent.descriptor.name });
-    }));
+    this.subscriptions.push(
+      registry.onDidChange((change) => {
+        if (change.kind === 'left') core.delivery.agentLeft(change.agentId, change.reason);
+        else if (change.kind === 'joined')
+          core.coordinator.broadcast('agent.joined', change.agent.descriptor.agentId, {
+            name: change.agent.descriptor.name,
+          });
+      }),
+    );
     core.coordinator.startHeartbeat();
     this.housekeeping = new Housekeeping(core);
   }
@@ -84,7 +116,11 @@ export class Router implements CoordinatorMailbox, CoordinatorOutbox, RecipientA
    */
   guardTransferredWork(work: TransferredWork): Disposable {
     this.core.transferredWork = work;
-    return { dispose: () => { if (this.core.transferredWork === work) this.core.transferredWork = undefined; } };
+    return {
+      dispose: () => {
+        if (this.core.transferredWork === work) this.core.transferredWork = undefined;
+      },
+    };
   }
 
   /**
@@ -94,16 +130,26 @@ export class Router implements CoordinatorMailbox, CoordinatorOutbox, RecipientA
    * of the same value is not. In memory only: its owner (the launch area) sets it again at each start.
    */
   setRecipientAckTimeout(agentId: string, ms: number | undefined): void {
-    if (ms !== undefined && !(Number.isInteger(ms) && ms >= 1)) throw new RangeError(`an ACK timeout is a whole number of ms ≥ 1, not ${ms}`);
+    if (ms !== undefined && !(Number.isInteger(ms) && ms >= 1))
+      throw new RangeError(`an ACK timeout is a whole number of ms ≥ 1, not ${ms}`);
     const own = this.core.recipientAckTimeouts;
     const previous = own.get(agentId);
     if (previous === ms) return;
     if (ms === undefined) own.delete(agentId);
     else own.set(agentId, ms);
-    this.core.store.transaction(() => this.core.log.record({
-      correlationId: `ack-timeout:${agentId}`, actor: 'router', eventType: 'router.recipient_ack_timeout',
-      details: { agent_id: agentId, ack_timeout_ms: ms ?? this.options.ackTimeoutMs, own: ms !== undefined, previous_ms: previous ?? this.options.ackTimeoutMs },
-    }));
+    this.core.store.transaction(() =>
+      this.core.log.record({
+        correlationId: `ack-timeout:${agentId}`,
+        actor: 'router',
+        eventType: 'router.recipient_ack_timeout',
+        details: {
+          agent_id: agentId,
+          ack_timeout_ms: ms ?? this.options.ackTimeoutMs,
+          own: ms !== undefined,
+          previous_ms: previous ?? this.options.ackTimeoutMs,
+        },
+      }),
+    );
   }
 
   /** The ACK timeout a message admitted to `agentId` now gets: its own, or the default. */
@@ -130,18 +176,30 @@ export class Router implements CoordinatorMailbox, CoordinatorOutbox, RecipientA
     const script = kind || files ? this.payloadWorkerScript() : undefined;
     if (files && !checkEnvelope(envelope, this.options.payloadLimits, 'checked')) {
       const overBudget = core.memory.refusal(size);
-      if (overBudget) return core.admission.refuse(envelope, 'BUFFER_FULL', overBudget, ctx, { memory_budget_bytes: core.memory.budget });
+      if (overBudget)
+        return core.admission.refuse(envelope, 'BUFFER_FULL', overBudget, ctx, {
+          memory_budget_bytes: core.memory.budget,
+        });
       return this.submitAsFile(envelope, ctx, options, files, kind, base ?? '', script);
     }
-    if (!kind || !base || !script || checkEnvelope(envelope, this.options.payloadLimits, 'checked')) return core.admission.send(envelope, ctx, options);
+    if (!kind || !base || !script || checkEnvelope(envelope, this.options.payloadLimits, 'checked'))
+      return core.admission.send(envelope, ctx, options);
     const overBudget = core.memory.refusal(size);
-    if (overBudget) return core.admission.refuse(envelope, 'BUFFER_FULL', overBudget, ctx, { memory_budget_bytes: core.memory.budget });
+    if (overBudget)
+      return core.admission.refuse(envelope, 'BUFFER_FULL', overBudget, ctx, {
+        memory_budget_bytes: core.memory.budget,
+      });
     this.checker ??= new PayloadChecker(script);
     core.memory.checking += size;
     return this.checker.check(kind, base, envelope.payload).then(
       ({ refusal, payload }) => {
         core.memory.checking -= size;
-        if (core.disposed) return { accepted: false, code: 'INTERNAL_ERROR', reason: 'INTERNAL_ERROR: the coordinator is stopping' } as const;
+        if (core.disposed)
+          return {
+            accepted: false,
+            code: 'INTERNAL_ERROR',
+            reason: 'INTERNAL_ERROR: the coordinator is stopping',
+          } as const;
         // The payload's memory went to the worker and back: go on with the view that came back.
         const checked = { ...envelope, payload };
         if (refusal !== undefined) return core.admission.refuse(checked, 'VALIDATION_ERROR', refusal, ctx, {});
@@ -150,7 +208,8 @@ export class Router implements CoordinatorMailbox, CoordinatorOutbox, RecipientA
       (err: Error) => {
         core.memory.checking -= size;
         throw err;
-      });
+      },
+    );
   }
 
   /**
@@ -160,8 +219,15 @@ export class Router implements CoordinatorMailbox, CoordinatorOutbox, RecipientA
    * (`checking`) until then. A refusal, or a path that stores bytes itself (an ACK, a message to the coordinator),
    * deletes the file.
    */
-  private async submitAsFile(envelope: Envelope, ctx: CallContext, options: SendOptions, files: PayloadFiles,
-    kind: ContentKind | undefined, base: string, script: string | undefined): Promise<SendResult> {
+  private async submitAsFile(
+    envelope: Envelope,
+    ctx: CallContext,
+    options: SendOptions,
+    files: PayloadFiles,
+    kind: ContentKind | undefined,
+    base: string,
+    script: string | undefined,
+  ): Promise<SendResult> {
     const core = this.core;
     const size = envelope.payload.byteLength;
     let counted = true;
@@ -170,11 +236,17 @@ export class Router implements CoordinatorMailbox, CoordinatorOutbox, RecipientA
       if (counted) core.memory.checking -= size;
       counted = false;
     };
-    const stopping = { accepted: false, code: 'INTERNAL_ERROR', reason: 'INTERNAL_ERROR: the coordinator is stopping' } as const;
+    const stopping = {
+      accepted: false,
+      code: 'INTERNAL_ERROR',
+      reason: 'INTERNAL_ERROR: the coordinator is stopping',
+    } as const;
     try {
       let payload = envelope.payload;
       let digest: string | undefined;
-      const digestOf = envelope.idempotencyToken ? undefined : { messageType: envelope.messageType, contentType: envelope.contentType };
+      const digestOf = envelope.idempotencyToken
+        ? undefined
+        : { messageType: envelope.messageType, contentType: envelope.contentType };
       if (script && (kind || digestOf)) {
         this.checker ??= new PayloadChecker(script);
         const verdict = await this.checker.check(kind, base, payload, digestOf);
@@ -201,7 +273,11 @@ export class Router implements CoordinatorMailbox, CoordinatorOutbox, RecipientA
       uncount();
       let result: SendResult;
       try {
-        result = core.admission.send({ ...envelope, payload }, ctx, { ...options, contentChecked: (kind !== undefined && script !== undefined) || options.contentChecked, payloadFile: claim });
+        result = core.admission.send({ ...envelope, payload }, ctx, {
+          ...options,
+          contentChecked: (kind !== undefined && script !== undefined) || options.contentChecked,
+          payloadFile: claim,
+        });
       } finally {
         if (!claim.owned) {
           files.settled(fileId);
@@ -225,7 +301,8 @@ export class Router implements CoordinatorMailbox, CoordinatorOutbox, RecipientA
   }
 
   private payloadWorkerScript(): string | undefined {
-    if (this.workerScript === undefined) this.workerScript = this.options.payloadWorker === false ? null : payloadWorkerScript() ?? null;
+    if (this.workerScript === undefined)
+      this.workerScript = this.options.payloadWorker === false ? null : (payloadWorkerScript() ?? null);
     return this.workerScript ?? undefined;
   }
 
@@ -257,7 +334,13 @@ export class Router implements CoordinatorMailbox, CoordinatorOutbox, RecipientA
   }
 
   /** AckDelivery: confirms (or permanently fails) the delivery with this seq. Answers whether it was recorded. */
-  ackDelivery(agentId: string, seq: number, messageId: string, outcome: 'DELIVERED' | 'PERMANENT_FAILURE', ctx: CallContext): boolean {
+  ackDelivery(
+    agentId: string,
+    seq: number,
+    messageId: string,
+    outcome: 'DELIVERED' | 'PERMANENT_FAILURE',
+    ctx: CallContext,
+  ): boolean {
     return this.core.delivery.ackDelivery(agentId, seq, messageId, outcome, ctx);
   }
 
@@ -313,11 +396,24 @@ export class Router implements CoordinatorMailbox, CoordinatorOutbox, RecipientA
   inboxStats(agentId: string): InboxStats {
     const inbox = this.core.inboxes.get(agentId);
     if (!inbox) {
-      return { agentId, queueDepth: 0, capacity: this.options.capacity, inFlight: 0, queued: 0, streaming: false, lastDeliveryAt: null };
+      return {
+        agentId,
+        queueDepth: 0,
+        capacity: this.options.capacity,
+        inFlight: 0,
+        queued: 0,
+        streaming: false,
+        lastDeliveryAt: null,
+      };
     }
     return {
-      agentId, queueDepth: inbox.notRead.size, capacity: this.options.capacity, inFlight: inbox.inflight.size, queued: inbox.queue.size,
-      streaming: inbox.sink !== undefined, lastDeliveryAt: inbox.metrics.lastDeliveryAt,
+      agentId,
+      queueDepth: inbox.notRead.size,
+      capacity: this.options.capacity,
+      inFlight: inbox.inflight.size,
+      queued: inbox.queue.size,
+      streaming: inbox.sink !== undefined,
+      lastDeliveryAt: inbox.metrics.lastDeliveryAt,
     };
   }
 
@@ -327,9 +423,15 @@ export class Router implements CoordinatorMailbox, CoordinatorOutbox, RecipientA
     return [...inboxes.values()].map((inbox) => {
       let oldest = now;
       for (const record of live.values()) {
-        if (record.recipientId === inbox.agentId && record.tracked && NOT_READ.has(record.state)) oldest = Math.min(oldest, record.acceptedAt);
+        if (record.recipientId === inbox.agentId && record.tracked && NOT_READ.has(record.state))
+          oldest = Math.min(oldest, record.acceptedAt);
       }
-      return { ...inbox.metrics, queueDepth: inbox.notRead.size, inFlight: inbox.inflight.size, oldestEnqueuedAgeSeconds: (now - oldest) / 1000 };
+      return {
+        ...inbox.metrics,
+        queueDepth: inbox.notRead.size,
+        inFlight: inbox.inflight.size,
+        oldestEnqueuedAgeSeconds: (now - oldest) / 1000,
+      };
     });
   }
 
@@ -370,10 +472,17 @@ export class Router implements CoordinatorMailbox, CoordinatorOutbox, RecipientA
   readonly onDidUpdateOutbox: Event<OutboxUpdate>;
 
   /** CoordinatorOutbox: a tracked CONTROL/NOTIFICATION/DATA envelope from `coordinator` through the normal admission path. */
-  sendToAgent(input: OutboxMessage, ctx: CallContext): { readonly accepted: true; readonly messageId: string } | { readonly accepted: false; readonly code: string; readonly reason: string } {
+  sendToAgent(
+    input: OutboxMessage,
+    ctx: CallContext,
+  ):
+    | { readonly accepted: true; readonly messageId: string }
+    | { readonly accepted: false; readonly code: string; readonly reason: string } {
     this.coordinatorSend ??= new CoordinatorSend(this.core);
     const result = this.coordinatorSend.sendEnvelope(input, ctx);
-    return result.accepted ? { accepted: true, messageId: result.messageId } : { accepted: false, code: result.code, reason: result.reason };
+    return result.accepted
+      ? { accepted: true, messageId: result.messageId }
+      : { accepted: false, code: result.code, reason: result.reason };
   }
 
   dispose(): void {

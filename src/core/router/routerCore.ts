@@ -94,7 +94,10 @@ export class RouterCore implements RouterShared {
     this.storeBudget = new StoreBudget(this.repo, clock, options.storeBudgetBytes);
     this.files = options.payloadDir ? new PayloadFiles(options.payloadDir) : undefined;
     // A file whose last owner went is deleted once that transaction has committed (never before: a rollback keeps it).
-    this.repo.onPayloadFileOrphaned = (fileId) => store.afterCommit(() => { void this.unlinkFile(fileId); });
+    this.repo.onPayloadFileOrphaned = (fileId) =>
+      store.afterCommit(() => {
+        void this.unlinkFile(fileId);
+      });
   }
 
   /** Deletes a payload file nobody references any more; a failure is logged (the sweep at the next start retries). */
@@ -117,7 +120,7 @@ export class RouterCore implements RouterShared {
    */
   ackTimeoutOf(agentId: string): number {
     const own = this.recipientAckTimeouts;
-    return own.size === 0 ? this.options.ackTimeoutMs : own.get(agentId) ?? this.options.ackTimeoutMs;
+    return own.size === 0 ? this.options.ackTimeoutMs : (own.get(agentId) ?? this.options.ackTimeoutMs);
   }
 
   /** An agent's inbox, made on first use. */
@@ -125,8 +128,14 @@ export class RouterCore implements RouterShared {
     let inbox = this.inboxes.get(agentId);
     if (!inbox) {
       inbox = {
-        agentId, queue: new LaneQueues<MessageRecord>(this.options.lanes.weights), inflight: new Inflight(this.memory), sink: undefined, window: undefined,
-        lastSeq: this.repo.lastSeq(agentId), notRead: new Set(), metrics: emptyMetrics(agentId, this.options.capacity),
+        agentId,
+        queue: new LaneQueues<MessageRecord>(this.options.lanes.weights),
+        inflight: new Inflight(this.memory),
+        sink: undefined,
+        window: undefined,
+        lastSeq: this.repo.lastSeq(agentId),
+        notRead: new Set(),
+        metrics: emptyMetrics(agentId, this.options.capacity),
       };
       this.inboxes.set(agentId, inbox);
     }
@@ -141,9 +150,17 @@ export class RouterCore implements RouterShared {
     else notRead.delete(record.envelope.messageId);
   }
 
-  transition(record: MessageRecord, from: MessageState, to: MessageState, correlationId: string, details: Record<string, unknown>): void {
+  transition(
+    record: MessageRecord,
+    from: MessageState,
+    to: MessageState,
+    correlationId: string,
+    details: Record<string, unknown>,
+  ): void {
     this.log.record({
-      correlationId: record.envelope.correlationId || correlationId, actor: 'router', eventType: 'message.state_changed',
+      correlationId: record.envelope.correlationId || correlationId,
+      actor: 'router',
+      eventType: 'message.state_changed',
       details: { message_id: record.envelope.messageId, from, to, ...details },
     });
   }
@@ -162,7 +179,11 @@ export class RouterCore implements RouterShared {
         const e = record.envelope;
         const untokened = record.dedupKey !== '' && !e.idempotencyToken;
         // A file-backed payload's digest was computed off the event loop when it was admitted (Router.submit).
-        const digest = !untokened ? undefined : record.payloadFile ? record.payloadFile.digest : contentDigest(this.envelopeOf(record));
+        const digest = !untokened
+          ? undefined
+          : record.payloadFile
+            ? record.payloadFile.digest
+            : contentDigest(this.envelopeOf(record));
         this.repo.releasePayload(record, digest);
       }
     }
@@ -177,12 +198,15 @@ export class RouterCore implements RouterShared {
     if (record.payloadFile) {
       // A synchronous read: only for readers off the hot path (the reused-sequence comparison, the Messages detail).
       // Delivery reads file-backed payloads asynchronously (delivery.ts).
-      if (!this.files) throw new Error(`the payload of ${record.envelope.messageId} is a file, and the router has no payload folder`);
+      if (!this.files)
+        throw new Error(`the payload of ${record.envelope.messageId} is a file, and the router has no payload folder`);
       return { ...record.envelope, payload: this.files.readSync(record.payloadFile.fileId, record.payloadFile.bytes) };
     }
     const payload = this.repo.payload(record);
     if (payload === undefined || payload.byteLength !== record.storedPayloadBytes) {
-      throw new Error(`the payload of ${record.envelope.messageId} (${record.storedPayloadBytes} bytes) is not in the store`);
+      throw new Error(
+        `the payload of ${record.envelope.messageId} (${record.storedPayloadBytes} bytes) is not in the store`,
+      );
     }
     return { ...record.envelope, payload };
   }

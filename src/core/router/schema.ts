@@ -83,7 +83,8 @@ export const ROUTER_SCHEMA: readonly SchemaStep[] = [
   {
     version: 4,
     area: 'router',
-    description: 'router: messages and envelopes keyed by arrival order, message ids indexed in bulk, deliveries without rowid',
+    description:
+      'router: messages and envelopes keyed by arrival order, message ids indexed in bulk, deliveries without rowid',
     // Random message ids as primary keys cost a random page write per insert in two trees; arrival-ordered
     // integer keys append. The id lookup lives in router_message_ids, which the repository fills in bulk.
     statements: [

@@ -7,7 +7,13 @@ import type { MessageState } from './lifecycle';
 import { PAYLOAD_DETACH_MIN_BYTES } from './memoryBudget';
 import type { PayloadFile } from './payloadFiles';
 import type {
-  DeadLetter, DeadLetterFilter, DedupEntry, DeliveryStatus, HistoryEntry, MessageRecord, RouterRepository,
+  DeadLetter,
+  DeadLetterFilter,
+  DedupEntry,
+  DeliveryStatus,
+  HistoryEntry,
+  MessageRecord,
+  RouterRepository,
 } from './model';
 import type { MessageListFilter, MessageSummary } from './model';
 
@@ -24,7 +30,8 @@ function envelopeJson(envelope: Envelope): string {
  * of the BLOB: the content digest of an untokened message, else ''. The column's type is the flag.
  */
 function envelopeFrom(json: unknown, payload: unknown): Envelope {
-  const bytes = typeof payload === 'string' || payload === null ? new Uint8Array(0) : new Uint8Array(payload as Uint8Array);
+  const bytes =
+    typeof payload === 'string' || payload === null ? new Uint8Array(0) : new Uint8Array(payload as Uint8Array);
   return { ...(JSON.parse(String(json)) as Omit<Envelope, 'payload'>), payload: bytes };
 }
 
@@ -71,49 +78,67 @@ export class SqliteRouterRepository implements RouterRepository {
   constructor(private readonly db: DatabaseSync) {
     const p = (sql: string) => db.prepare(sql);
     this.s = {
-      insertMessage: p(`INSERT INTO router_messages (message_id, producer_id, recipient_id, dedup_key, tracked, lane, ack_for,
+      insertMessage:
+        p(`INSERT INTO router_messages (message_id, producer_id, recipient_id, dedup_key, tracked, lane, ack_for,
         accepted_at, state, error_code, updated_at, ack_deadline, expires_at, delivery, delivery_seq, delivered_at, lease_until,
         delivery_attempts, history) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
       insertEnvelope: p('INSERT INTO router_envelopes (id, envelope, payload) VALUES (?, ?, ?)'),
-      updateMessage: p(`UPDATE router_messages SET state = ?, error_code = ?, updated_at = ?, ack_deadline = ?, expires_at = ?, delivery = ?,
+      updateMessage:
+        p(`UPDATE router_messages SET state = ?, error_code = ?, updated_at = ?, ack_deadline = ?, expires_at = ?, delivery = ?,
         delivery_seq = ?, delivered_at = ?, lease_until = ?, delivery_attempts = ?, history = ? WHERE id = ? AND message_id = ?`),
       indexedId: p('SELECT id FROM router_message_ids WHERE message_id = ?'),
-      getMessage: p(`SELECT m.*, e.envelope, ${PAYLOAD_COLUMNS} FROM ${MESSAGE_JOIN} WHERE m.id = ? AND m.message_id = ?`),
+      getMessage: p(
+        `SELECT m.*, e.envelope, ${PAYLOAD_COLUMNS} FROM ${MESSAGE_JOIN} WHERE m.id = ? AND m.message_id = ?`,
+      ),
       payload: p(`SELECT payload FROM router_envelopes WHERE id = ? AND typeof(payload) = 'blob'`),
       liveMessages: p(`SELECT m.*, e.envelope, ${PAYLOAD_COLUMNS} FROM ${MESSAGE_JOIN}
         WHERE ${LIVE} ORDER BY m.accepted_at, m.id`),
       countByState: p('SELECT state, COUNT(*) AS n FROM router_messages GROUP BY state'),
       // Retention: finished messages last changed before the cutoff, in a range of arrival order.
-      finishedIn: p(`SELECT id, message_id FROM router_messages WHERE id > ? AND id <= ? AND updated_at < ? AND NOT ${LIVE}`),
+      finishedIn: p(
+        `SELECT id, message_id FROM router_messages WHERE id > ? AND id <= ? AND updated_at < ? AND NOT ${LIVE}`,
+      ),
       // Where retention stops: a message too young to go, or finished but changed too recently (it goes next time).
-      firstRecentIn: p(`SELECT MIN(id) AS id FROM router_messages WHERE id > ? AND id <= ? AND (accepted_at >= ? OR (updated_at >= ? AND NOT ${LIVE}))`),
+      firstRecentIn: p(
+        `SELECT MIN(id) AS id FROM router_messages WHERE id > ? AND id <= ? AND (accepted_at >= ? OR (updated_at >= ? AND NOT ${LIVE}))`,
+      ),
       releasePayload: p(`UPDATE router_envelopes SET payload = ? WHERE id = ? AND typeof(payload) = 'blob'`),
-      storeBytes: p(`SELECT ((SELECT page_count FROM pragma_page_count()) - (SELECT freelist_count FROM pragma_freelist_count()))
+      storeBytes:
+        p(`SELECT ((SELECT page_count FROM pragma_page_count()) - (SELECT freelist_count FROM pragma_freelist_count()))
         * (SELECT page_size FROM pragma_page_size()) AS bytes`),
       deleteIds: p('DELETE FROM router_message_ids WHERE message_id IN (SELECT value FROM json_each(?))'),
       deleteEnvelopes: p('DELETE FROM router_envelopes WHERE id IN (SELECT value FROM json_each(?))'),
       deleteMessages: p('DELETE FROM router_messages WHERE id IN (SELECT value FROM json_each(?))'),
       indexedThrough: p(`SELECT value FROM router_meta WHERE key = 'message_ids_through'`),
       unindexed: p('SELECT message_id, id FROM router_messages WHERE id > ? ORDER BY id'),
-      fillIndex: p('INSERT OR IGNORE INTO router_message_ids (message_id, id) SELECT message_id, id FROM router_messages WHERE id > ? AND id <= ?'),
+      fillIndex: p(
+        'INSERT OR IGNORE INTO router_message_ids (message_id, id) SELECT message_id, id FROM router_messages WHERE id > ? AND id <= ?',
+      ),
       maxId: p('SELECT COALESCE(MAX(id), 0) AS id FROM router_messages'),
       setIndexedThrough: p(`INSERT OR REPLACE INTO router_meta (key, value) VALUES ('message_ids_through', ?)`),
       getDedup: p('SELECT * FROM dedup WHERE producer_id = ? AND key = ?'),
-      putDedup: p(`INSERT INTO dedup (producer_id, key, original_message_id, latest_message_id, attempts, status, outcome_state, error_code,
+      putDedup:
+        p(`INSERT INTO dedup (producer_id, key, original_message_id, latest_message_id, attempts, status, outcome_state, error_code,
         result, cached_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
         ON CONFLICT(producer_id, key) DO UPDATE SET original_message_id = excluded.original_message_id, latest_message_id = excluded.latest_message_id, attempts = excluded.attempts,
         status = excluded.status, outcome_state = excluded.outcome_state, error_code = excluded.error_code, result = excluded.result,
         cached_at = excluded.cached_at, expires_at = excluded.expires_at`),
       // Through the expiry index, the longest expired first; an operation under way never expires.
-      pruneDedup: p(`DELETE FROM dedup WHERE rowid IN (SELECT rowid FROM dedup WHERE expires_at < ? AND status != 'in_progress'
+      pruneDedup:
+        p(`DELETE FROM dedup WHERE rowid IN (SELECT rowid FROM dedup WHERE expires_at < ? AND status != 'in_progress'
         ORDER BY expires_at LIMIT ?)`),
       // The last seq is the newest delivery kept: pruning always keeps the newest ones.
       lastSeq: p('SELECT MAX(seq) AS last_seq FROM deliveries WHERE agent_id = ?'),
-      recordDelivery: p('INSERT OR REPLACE INTO deliveries (agent_id, seq, message_id, delivered_at) VALUES (?, ?, ?, ?)'),
+      recordDelivery: p(
+        'INSERT OR REPLACE INTO deliveries (agent_id, seq, message_id, delivered_at) VALUES (?, ?, ?, ?)',
+      ),
       deliveryAt: p('SELECT message_id FROM deliveries WHERE agent_id = ? AND seq = ?'),
       oldestDelivery: p('SELECT MIN(seq) AS seq FROM deliveries WHERE agent_id = ?'),
-      pruneDeliveries: p(`DELETE FROM deliveries WHERE agent_id = ? AND seq <= (SELECT MAX(seq) FROM deliveries WHERE agent_id = ?) - ?`),
-      addDeadLetter: p(`INSERT INTO dead_letters (message_id, producer_id, recipient_id, correlation_id, idempotency_token, message_type,
+      pruneDeliveries: p(
+        `DELETE FROM deliveries WHERE agent_id = ? AND seq <= (SELECT MAX(seq) FROM deliveries WHERE agent_id = ?) - ?`,
+      ),
+      addDeadLetter:
+        p(`INSERT INTO dead_letters (message_id, producer_id, recipient_id, correlation_id, idempotency_token, message_type,
         content_type, size, final_state, error_code, reason, attempts, route, created_at, failed_at, excerpt, envelope, payload)
         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
       deadLetter: p('SELECT * FROM dead_letters WHERE id = ?'),
@@ -126,25 +151,51 @@ export class SqliteRouterRepository implements RouterRepository {
       addFileOwner: p('INSERT INTO router_payload_files (owner, file_id, bytes, digest) VALUES (?, ?, ?, ?)'),
       fileOwner: p('SELECT file_id, bytes, digest FROM router_payload_files WHERE owner = ?'),
       deleteFileOwner: p('DELETE FROM router_payload_files WHERE owner = ? RETURNING file_id'),
-      deleteMessageFileOwners: p(`DELETE FROM router_payload_files WHERE owner IN (SELECT 'm:' || value FROM json_each(?)) RETURNING file_id`),
+      deleteMessageFileOwners: p(
+        `DELETE FROM router_payload_files WHERE owner IN (SELECT 'm:' || value FROM json_each(?)) RETURNING file_id`,
+      ),
       // Owners of dead letters that retention deleted (only the few dead letters with files have rows here).
       deleteGoneDeadLetterOwners: p(`DELETE FROM router_payload_files WHERE owner >= 'd:' AND owner < 'd;'
         AND CAST(substr(owner, 3) AS INTEGER) NOT IN (SELECT id FROM dead_letters) RETURNING file_id`),
       fileReferenced: p('SELECT 1 AS n FROM router_payload_files WHERE file_id = ? LIMIT 1'),
       payloadFiles: p('SELECT file_id, MAX(bytes) AS bytes FROM router_payload_files GROUP BY file_id'),
-      payloadFileBytes: p('SELECT COALESCE(SUM(bytes), 0) AS bytes FROM (SELECT MAX(bytes) AS bytes FROM router_payload_files GROUP BY file_id)'),
-      pruneDeadLettersBytes: p(`DELETE FROM dead_letters WHERE id <= (SELECT id FROM (SELECT id, SUM(size) OVER (ORDER BY id DESC) AS total
+      payloadFileBytes: p(
+        'SELECT COALESCE(SUM(bytes), 0) AS bytes FROM (SELECT MAX(bytes) AS bytes FROM router_payload_files GROUP BY file_id)',
+      ),
+      pruneDeadLettersBytes:
+        p(`DELETE FROM dead_letters WHERE id <= (SELECT id FROM (SELECT id, SUM(size) OVER (ORDER BY id DESC) AS total
         FROM dead_letters) WHERE total > ? ORDER BY id DESC LIMIT 1)`),
     };
     this.indexedThrough = Number((this.s.indexedThrough.get() as Row | undefined)?.value ?? 0);
-    for (const row of this.s.unindexed.all(this.indexedThrough) as Row[]) this.unindexed.set(String(row.message_id), Number(row.id));
+    for (const row of this.s.unindexed.all(this.indexedThrough) as Row[])
+      this.unindexed.set(String(row.message_id), Number(row.id));
   }
 
   insertMessage(r: MessageRecord): void {
     const e = r.envelope;
-    const id = Number(this.s.insertMessage.run(e.messageId, e.producerId, r.recipientId, r.dedupKey, r.tracked ? 1 : 0, r.lane, r.ackFor,
-      r.acceptedAt, r.state, r.errorCode, r.updatedAt, r.ackDeadline, r.expiresAt, r.delivery, r.deliverySeq,
-      r.deliveredAt, r.leaseUntil, r.deliveryAttempts, JSON.stringify(r.history)).lastInsertRowid);
+    const id = Number(
+      this.s.insertMessage.run(
+        e.messageId,
+        e.producerId,
+        r.recipientId,
+        r.dedupKey,
+        r.tracked ? 1 : 0,
+        r.lane,
+        r.ackFor,
+        r.acceptedAt,
+        r.state,
+        r.errorCode,
+        r.updatedAt,
+        r.ackDeadline,
+        r.expiresAt,
+        r.delivery,
+        r.deliverySeq,
+        r.deliveredAt,
+        r.leaseUntil,
+        r.deliveryAttempts,
+        JSON.stringify(r.history),
+      ).lastInsertRowid,
+    );
     if (r.payloadFile) {
       // The bytes are in the payload file (durable before this transaction commits); the row keeps an empty BLOB.
       this.s.insertEnvelope.run(id, envelopeJson(e), EMPTY);
@@ -159,8 +210,21 @@ export class SqliteRouterRepository implements RouterRepository {
   updateMessage(r: MessageRecord): void {
     const id = this.ids.get(r) ?? this.idOf(r.envelope.messageId);
     if (id === undefined) return;
-    this.s.updateMessage.run(r.state, r.errorCode, r.updatedAt, r.ackDeadline, r.expiresAt, r.delivery, r.deliverySeq, r.deliveredAt,
-      r.leaseUntil, r.deliveryAttempts, JSON.stringify(r.history), id, r.envelope.messageId);
+    this.s.updateMessage.run(
+      r.state,
+      r.errorCode,
+      r.updatedAt,
+      r.ackDeadline,
+      r.expiresAt,
+      r.delivery,
+      r.deliverySeq,
+      r.deliveredAt,
+      r.leaseUntil,
+      r.deliveryAttempts,
+      JSON.stringify(r.history),
+      id,
+      r.envelope.messageId,
+    );
   }
 
   getMessage(messageId: string): MessageRecord | undefined {
@@ -238,7 +302,10 @@ export class SqliteRouterRepository implements RouterRepository {
   }
 
   payloadFiles(): Array<{ fileId: string; bytes: number }> {
-    return (this.s.payloadFiles.all() as Row[]).map((row) => ({ fileId: String(row.file_id), bytes: Number(row.bytes) }));
+    return (this.s.payloadFiles.all() as Row[]).map((row) => ({
+      fileId: String(row.file_id),
+      bytes: Number(row.bytes),
+    }));
   }
 
   payloadFileReferenced(fileId: string): boolean {
@@ -251,7 +318,7 @@ export class SqliteRouterRepository implements RouterRepository {
 
   payload(r: MessageRecord): Uint8Array | undefined {
     const id = this.ids.get(r) ?? this.idOf(r.envelope.messageId);
-    const row = id === undefined ? undefined : this.s.payload.get(id) as Row | undefined;
+    const row = id === undefined ? undefined : (this.s.payload.get(id) as Row | undefined);
     return row ? (row.payload as Uint8Array) : undefined;
   }
 
@@ -269,7 +336,10 @@ export class SqliteRouterRepository implements RouterRepository {
 
   /** Whether the bulk fill of the message-id index is due (called before a commit). */
   indexFillDue(now = performance.now()): boolean {
-    return this.unindexed.size >= INDEX_FILL_BATCH || (this.unindexed.size > 0 && now - this.lastFillAt >= INDEX_FILL_INTERVAL_MS);
+    return (
+      this.unindexed.size >= INDEX_FILL_BATCH ||
+      (this.unindexed.size > 0 && now - this.lastFillAt >= INDEX_FILL_INTERVAL_MS)
+    );
   }
 
   /**
@@ -325,8 +395,19 @@ export class SqliteRouterRepository implements RouterRepository {
   }
 
   putDedup(d: DedupEntry): void {
-    this.s.putDedup.run(d.producerId, d.key, d.originalMessageId, d.latestMessageId, JSON.stringify(d.attempts), d.status, d.outcomeState,
-      d.errorCode, d.result === null ? null : JSON.stringify(d.result), d.cachedAt, d.expiresAt);
+    this.s.putDedup.run(
+      d.producerId,
+      d.key,
+      d.originalMessageId,
+      d.latestMessageId,
+      JSON.stringify(d.attempts),
+      d.status,
+      d.outcomeState,
+      d.errorCode,
+      d.result === null ? null : JSON.stringify(d.result),
+      d.cachedAt,
+      d.expiresAt,
+    );
   }
 
   pruneDedup(now: number, limit: number): PruneResult {
@@ -359,20 +440,58 @@ export class SqliteRouterRepository implements RouterRepository {
     this.s.pruneDeliveries.run(agentId, agentId, Math.max(1, keep));
   }
 
-  addDeadLetter(l: Omit<DeadLetter, 'id' | 'requeuedAt' | 'requeuedAs'>, payload: Uint8Array, envelope: Envelope): number {
-    return Number(this.s.addDeadLetter.run(l.messageId, l.producerId, l.recipientId, l.correlationId, l.idempotencyToken, l.messageType,
-      l.contentType, l.size, l.finalState, l.errorCode, l.reason, JSON.stringify(l.attempts), JSON.stringify(l.route), l.createdAt,
-      l.failedAt, l.excerpt, envelopeJson(envelope), payload).lastInsertRowid);
+  addDeadLetter(
+    l: Omit<DeadLetter, 'id' | 'requeuedAt' | 'requeuedAs'>,
+    payload: Uint8Array,
+    envelope: Envelope,
+  ): number {
+    return Number(
+      this.s.addDeadLetter.run(
+        l.messageId,
+        l.producerId,
+        l.recipientId,
+        l.correlationId,
+        l.idempotencyToken,
+        l.messageType,
+        l.contentType,
+        l.size,
+        l.finalState,
+        l.errorCode,
+        l.reason,
+        JSON.stringify(l.attempts),
+        JSON.stringify(l.route),
+        l.createdAt,
+        l.failedAt,
+        l.excerpt,
+        envelopeJson(envelope),
+        payload,
+      ).lastInsertRowid,
+    );
   }
 
   deadLetters(filter: DeadLetterFilter = {}): DeadLetter[] {
     const where: string[] = [];
     const params: Array<string | number> = [];
-    if (filter.since !== undefined) { where.push('failed_at >= ?'); params.push(filter.since); }
-    if (filter.until !== undefined) { where.push('failed_at <= ?'); params.push(filter.until); }
-    if (filter.errorCode) { where.push('error_code = ?'); params.push(filter.errorCode); }
-    if (filter.recipientId) { where.push('recipient_id = ?'); params.push(filter.recipientId); }
-    if (filter.producerId) { where.push('producer_id = ?'); params.push(filter.producerId); }
+    if (filter.since !== undefined) {
+      where.push('failed_at >= ?');
+      params.push(filter.since);
+    }
+    if (filter.until !== undefined) {
+      where.push('failed_at <= ?');
+      params.push(filter.until);
+    }
+    if (filter.errorCode) {
+      where.push('error_code = ?');
+      params.push(filter.errorCode);
+    }
+    if (filter.recipientId) {
+      where.push('recipient_id = ?');
+      params.push(filter.recipientId);
+    }
+    if (filter.producerId) {
+      where.push('producer_id = ?');
+      params.push(filter.producerId);
+    }
     if (!filter.includeRequeued) where.push('requeued_at IS NULL');
     const limit = Math.max(1, Math.min(filter.limit ?? 1000, Number.MAX_SAFE_INTEGER));
     const sql = `SELECT * FROM dead_letters ${where.length ? 'WHERE ' + where.join(' AND ') : ''} ORDER BY id DESC LIMIT ${limit}`;
@@ -384,7 +503,8 @@ export class SqliteRouterRepository implements RouterRepository {
     if (!row) return undefined;
     const file = this.s.fileOwner.get(`d:${id}`) as Row | undefined;
     return {
-      letter: toDeadLetter(row), envelope: envelopeFrom(row.envelope, row.payload),
+      letter: toDeadLetter(row),
+      envelope: envelopeFrom(row.envelope, row.payload),
       ...(file ? { payloadFile: fileOf(file) } : {}),
     };
   }
@@ -398,8 +518,10 @@ export class SqliteRouterRepository implements RouterRepository {
   }
 
   pruneDeadLetters(maxEntries: number, olderThan: number, maxBytes = Number.MAX_SAFE_INTEGER): number {
-    const deleted = Number(this.s.pruneDeadLettersAge.run(olderThan).changes) + Number(this.s.pruneDeadLettersCount.run(maxEntries).changes)
-      + Number(this.s.pruneDeadLettersBytes.run(Math.max(0, maxBytes)).changes);
+    const deleted =
+      Number(this.s.pruneDeadLettersAge.run(olderThan).changes) +
+      Number(this.s.pruneDeadLettersCount.run(maxEntries).changes) +
+      Number(this.s.pruneDeadLettersBytes.run(Math.max(0, maxBytes)).changes);
     if (deleted > 0) this.orphans(this.s.deleteGoneDeadLetterOwners.all() as Row[]);
     return deleted;
   }
@@ -410,7 +532,8 @@ export class SqliteRouterRepository implements RouterRepository {
   recentMessages(filter: MessageListFilter, scanWindow: number, limit: number): MessageSummary[] {
     // Newest first along the arrival-order key, within the newest `scanWindow` ids: a backward range scan that stops
     // after `limit` matches. Columns of router_messages are tested before the envelope's JSON is read.
-    this.recentMessagesStatement ??= this.db.prepare(`SELECT m.message_id, m.producer_id, m.recipient_id, m.tracked, m.accepted_at, m.state,
+    this.recentMessagesStatement ??= this.db
+      .prepare(`SELECT m.message_id, m.producer_id, m.recipient_id, m.tracked, m.accepted_at, m.state,
         m.error_code, m.updated_at, json_extract(e.envelope, '$.messageType') AS message_type,
         json_extract(e.envelope, '$.correlationId') AS correlation_id, json_extract(e.envelope, '$.contentType') AS content_type,
         json_extract(e.envelope, '$.contentLength') AS content_length
@@ -422,8 +545,12 @@ export class SqliteRouterRepository implements RouterRepository {
         AND (:correlation IS NULL OR json_extract(e.envelope, '$.correlationId') = :correlation)
       ORDER BY m.id DESC LIMIT :limit`);
     const rows = this.recentMessagesStatement.all({
-      scan: Math.max(1, Math.floor(scanWindow)), limit: Math.max(1, Math.floor(limit)),
-      agent: filter.agentId ?? null, state: filter.state ?? null, type: filter.messageType ?? null, correlation: filter.correlationId ?? null,
+      scan: Math.max(1, Math.floor(scanWindow)),
+      limit: Math.max(1, Math.floor(limit)),
+      agent: filter.agentId ?? null,
+      state: filter.state ?? null,
+      type: filter.messageType ?? null,
+      correlation: filter.correlationId ?? null,
     }) as Row[];
     return rows.map((row) => ({
       messageId: String(row.message_id),
@@ -445,9 +572,15 @@ export class SqliteRouterRepository implements RouterRepository {
 function toMessage(row: Row): MessageRecord {
   const released = typeof row.payload === 'string';
   return {
-    ...(released ? { payloadReleased: true as const, ...(row.payload ? { contentDigest: String(row.payload) } : {}) } : {}),
-    ...(row.stored_bytes !== null && row.stored_bytes !== undefined ? { storedPayloadBytes: Number(row.stored_bytes) } : {}),
-    ...(row.file_id !== null && row.file_id !== undefined ? { storedPayloadBytes: Number(row.file_bytes), payloadFile: fileOf(row) } : {}),
+    ...(released
+      ? { payloadReleased: true as const, ...(row.payload ? { contentDigest: String(row.payload) } : {}) }
+      : {}),
+    ...(row.stored_bytes !== null && row.stored_bytes !== undefined
+      ? { storedPayloadBytes: Number(row.stored_bytes) }
+      : {}),
+    ...(row.file_id !== null && row.file_id !== undefined
+      ? { storedPayloadBytes: Number(row.file_bytes), payloadFile: fileOf(row) }
+      : {}),
     envelope: envelopeFrom(row.envelope, row.payload),
     recipientId: String(row.recipient_id),
     dedupKey: String(row.dedup_key),
@@ -470,7 +603,11 @@ function toMessage(row: Row): MessageRecord {
 }
 
 function fileOf(row: Row): PayloadFile {
-  return { fileId: String(row.file_id), bytes: Number(row.file_bytes ?? row.bytes), ...(row.file_digest ?? row.digest ? { digest: String(row.file_digest ?? row.digest) } : {}) };
+  return {
+    fileId: String(row.file_id),
+    bytes: Number(row.file_bytes ?? row.bytes),
+    ...((row.file_digest ?? row.digest) ? { digest: String(row.file_digest ?? row.digest) } : {}),
+  };
 }
 
 const EMPTY = new Uint8Array(0);

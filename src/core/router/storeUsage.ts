@@ -21,7 +21,11 @@ export class StoreBudget {
   private bytes = 0;
   private readAt = -Infinity;
 
-  constructor(private readonly repo: RouterRepository, private readonly clock: Clock, readonly budget: number) {}
+  constructor(
+    private readonly repo: RouterRepository,
+    private readonly clock: Clock,
+    readonly budget: number,
+  ) {}
 
   /** The estimate, read back from the store when the last read is STORE_USAGE_READ_MS old. */
   usage(): StoreUsage {
@@ -43,8 +47,10 @@ export class StoreBudget {
   refusal(incoming: number): string | undefined {
     const { bytes, budget } = this.usage();
     if (bytes + incoming <= budget) return undefined;
-    return `the store holds ${mib(bytes)} of its ${mib(budget)} disk budget (storeBudgetBytes, the setting sw4rm.storeBudgetMiB); ` +
-      `a message of ${incoming} bytes would take it over. Finished messages release their payloads; retry later or raise the budget`;
+    return (
+      `the store holds ${mib(bytes)} of its ${mib(budget)} disk budget (storeBudgetBytes, the setting sw4rm.storeBudgetMiB); ` +
+      `a message of ${incoming} bytes would take it over. Finished messages release their payloads; retry later or raise the budget`
+    );
   }
 }
 

@@ -78,13 +78,23 @@ export class Timeouts implements Deadlines {
     const ctx = { correlationId: record.envelope.correlationId };
     core.store.transaction(() => {
       if (ttl) {
-        core.acks.finish(record, 'FAILED', 'TTL_EXPIRED', `ttl_ms ${record.envelope.ttlMs} passed before it was received`, ctx, now,
-          { dlq: true, nack: true, settleDedup: true });
+        core.acks.finish(
+          record,
+          'FAILED',
+          'TTL_EXPIRED',
+          `ttl_ms ${record.envelope.ttlMs} passed before it was received`,
+          ctx,
+          now,
+          { dlq: true, nack: true, settleDedup: true },
+        );
       } else {
         // The timeout it was admitted with: the default, or its recipient's own (Router.setRecipientAckTimeout).
         const within = record.ackDeadline !== null ? record.ackDeadline - record.acceptedAt : core.options.ackTimeoutMs;
-        core.acks.finish(record, 'TIMED_OUT', 'ACK_TIMEOUT', `not RECEIVED within ${within} ms`, ctx, now,
-          { dlq: false, nack: true, settleDedup: true });
+        core.acks.finish(record, 'TIMED_OUT', 'ACK_TIMEOUT', `not RECEIVED within ${within} ms`, ctx, now, {
+          dlq: false,
+          nack: true,
+          settleDedup: true,
+        });
       }
     });
     core.delivery.dispatch(core.inbox(record.recipientId));
@@ -99,11 +109,18 @@ export class Timeouts implements Deadlines {
     if (record.deliverySeq !== null) inbox.inflight.delete(record.deliverySeq);
     record.delivery = 'queued';
     record.leaseUntil = null;
-    record.history.push({ at: now, event: 'lease_expired', detail: `seq ${record.deliverySeq} not confirmed within ${core.options.leaseMs} ms` });
+    record.history.push({
+      at: now,
+      event: 'lease_expired',
+      detail: `seq ${record.deliverySeq} not confirmed within ${core.options.leaseMs} ms`,
+    });
     core.store.transaction(() => {
       core.repo.updateMessage(record);
       core.log.record({
-        correlationId: record.envelope.correlationId, actor: 'router', eventType: 'message.redelivery_scheduled', level: 'WARN',
+        correlationId: record.envelope.correlationId,
+        actor: 'router',
+        eventType: 'message.redelivery_scheduled',
+        level: 'WARN',
         details: { message_id: id, to: record.recipientId, seq: record.deliverySeq, attempts: record.deliveryAttempts },
       });
     });

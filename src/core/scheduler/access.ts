@@ -20,21 +20,31 @@ export interface Refusal {
  * Whether a valid submission may enter the queue: a task id not seen before, an agent target that is registered and
  * not shutting down (a `type:` target waits for an agent of the type), room under `maxQueuedTasks`.
  */
-export function submitRefusal(of: {
-  readonly memory: SchedulerMemory;
-  readonly tasks: SchedulerRepository;
-  readonly agents: AgentLifecycle;
-  readonly maxQueuedTasks: number;
-}, taskId: string, target: string, agentType: string | undefined): Refusal | undefined {
+export function submitRefusal(
+  of: {
+    readonly memory: SchedulerMemory;
+    readonly tasks: SchedulerRepository;
+    readonly agents: AgentLifecycle;
+    readonly maxQueuedTasks: number;
+  },
+  taskId: string,
+  target: string,
+  agentType: string | undefined,
+): Refusal | undefined {
   const { memory } = of;
-  if (memory.open.has(taskId) || of.tasks.get(taskId)) return { code: 'DUPLICATE_DETECTED', reason: `task ${taskId.slice(0, 128)} was already submitted` };
+  if (memory.open.has(taskId) || of.tasks.get(taskId))
+    return { code: 'DUPLICATE_DETECTED', reason: `task ${taskId.slice(0, 128)} was already submitted` };
   if (agentType === undefined) {
     const agent = of.agents.get(target);
     if (!agent) return { code: 'NO_ROUTE', reason: `no agent '${target.slice(0, 128)}' is registered` };
-    if (agent.state === 'SHUTTING_DOWN' || memory.shuttingDown.has(target)) return { code: 'AGENT_SHUTDOWN', reason: `agent ${target} is shutting down` };
+    if (agent.state === 'SHUTTING_DOWN' || memory.shuttingDown.has(target))
+      return { code: 'AGENT_SHUTDOWN', reason: `agent ${target} is shutting down` };
   }
   if (memory.open.size >= of.maxQueuedTasks) {
-    return { code: 'BUFFER_FULL', reason: `the scheduler holds ${memory.open.size} open tasks (limit ${of.maxQueuedTasks})` };
+    return {
+      code: 'BUFFER_FULL',
+      reason: `the scheduler holds ${memory.open.size} open tasks (limit ${of.maxQueuedTasks})`,
+    };
   }
   return undefined;
 }
@@ -49,12 +59,18 @@ export function cancelTarget(memory: SchedulerMemory, tasks: SchedulerRepository
 }
 
 /** The running task a preemption names (`taskId`, or the one `agentId` runs when it is ''), or why there is none to ask. */
-export function preemptTarget(memory: SchedulerMemory, agentId: string, taskId: string): { readonly task: TaskRecord } | { readonly refusal: string } {
+export function preemptTarget(
+  memory: SchedulerMemory,
+  agentId: string,
+  taskId: string,
+): { readonly task: TaskRecord } | { readonly refusal: string } {
   const slot = memory.slots.get(agentId);
   const id = taskId || (slot && !slot.cancelled ? slot.taskId : '');
   const task = id ? memory.open.get(id) : undefined;
   if (!task || !RUNNING_STATES.has(task.state) || (agentId && task.assignedAgentId !== agentId)) {
-    return { refusal: id ? `task ${id} is not running${agentId ? ` on ${agentId}` : ''}` : `agent ${agentId} runs no task` };
+    return {
+      refusal: id ? `task ${id} is not running${agentId ? ` on ${agentId}` : ''}` : `agent ${agentId} runs no task`,
+    };
   }
   if (task.state === 'PREEMPTING') return { refusal: `task ${task.taskId} is already being preempted` };
   return { task };
@@ -64,6 +80,7 @@ export function preemptTarget(memory: SchedulerMemory, agentId: string, taskId: 
 export function shutdownRefusal(memory: SchedulerMemory, agents: AgentLifecycle, agentId: string): string | undefined {
   const agent = agents.get(agentId);
   if (!agent) return `no agent '${agentId.slice(0, 128)}' is registered`;
-  if (agent.state === 'SHUTTING_DOWN' || memory.shuttingDown.has(agentId)) return `agent ${agentId} is already shutting down`;
+  if (agent.state === 'SHUTTING_DOWN' || memory.shuttingDown.has(agentId))
+    return `agent ${agentId} is already shutting down`;
   return undefined;
 }

@@ -8,7 +8,14 @@ import { notStarted, started } from './state';
 
 /** What the agents' answers need of the other parts. */
 export interface AckNeeds {
-  finished(task: TaskRecord, state: 'COMPLETED' | 'FAILED', code: string, note: string, ctx: CallContext, result?: string): void;
+  finished(
+    task: TaskRecord,
+    state: 'COMPLETED' | 'FAILED',
+    code: string,
+    note: string,
+    ctx: CallContext,
+    result?: string,
+  ): void;
   withdrawn(task: TaskRecord, agentId: string, code: string, reason: string, ctx: CallContext, wasSent: boolean): void;
   yielded(task: TaskRecord, ctx: CallContext): void;
   onPreemptUpdate(task: TaskRecord, update: OutboxUpdate, ctx: CallContext): void;
@@ -23,7 +30,10 @@ export interface AckNeeds {
  * its `terminate` answered (forced preemption ends, a cancelled task's agent freed); its `shutdown` answered.
  */
 export class Acks {
-  constructor(private readonly core: SchedulerContext, private readonly needs: AckNeeds) {}
+  constructor(
+    private readonly core: SchedulerContext,
+    private readonly needs: AckNeeds,
+  ) {}
 
   onOutbox(update: OutboxUpdate): void {
     const memory = this.core.memory;
@@ -61,7 +71,13 @@ export class Acks {
             this.core.notifyChanged(tx, task);
           });
         }
-        this.core.moveAgent(agentId, ['RUNNING'], { by: 'task', reason: `task ${task.taskId} started (ACK ${update.state})`, taskId: task.taskId }, ctx, true);
+        this.core.moveAgent(
+          agentId,
+          ['RUNNING'],
+          { by: 'task', reason: `task ${task.taskId} started (ACK ${update.state})`, taskId: task.taskId },
+          ctx,
+          true,
+        );
         return;
       }
       case 'FULFILLED':
@@ -75,7 +91,11 @@ export class Acks {
           this.needs.finished(task, 'FAILED', update.errorCode, update.note, ctx);
         } else if (!agents.get(agentId)) {
           return; // the agent left: its cleanup ends the task
-        } else if (update.state === 'REJECTED' || task.state === 'DISPATCHED' || notStarted(agents.get(agentId)?.state)) {
+        } else if (
+          update.state === 'REJECTED' ||
+          task.state === 'DISPATCHED' ||
+          notStarted(agents.get(agentId)?.state)
+        ) {
           // Refused or never answered before the agent started (it is still SCHEDULED / RESUMED): back to the queue.
           this.needs.withdrawn(task, agentId, update.errorCode, update.note, ctx, true);
         } else {
@@ -89,7 +109,13 @@ export class Acks {
 
   private onTerminateUpdate(task: TaskRecord, update: OutboxUpdate, ctx: CallContext): void {
     if (update.state !== 'FULFILLED') return;
-    this.needs.finished(task, 'FAILED', 'forced_preemption', `terminated after ${update.note || 'terminate'} (preemption forced)`, ctx);
+    this.needs.finished(
+      task,
+      'FAILED',
+      'forced_preemption',
+      `terminated after ${update.note || 'terminate'} (preemption forced)`,
+      ctx,
+    );
   }
 
   private onCancelledTerminateAck(task: TaskRecord, update: OutboxUpdate): void {
@@ -97,7 +123,13 @@ export class Acks {
     this.core.run('terminated', (tx) => {
       tx.disarm(this.core.timers, task.taskId);
       this.needs.settleTerminate(task, tx);
-      this.needs.releaseAgent(task.assignedAgentId, task.taskId, `terminated cancelled task ${task.taskId}`, { correlationId: task.taskId }, tx);
+      this.needs.releaseAgent(
+        task.assignedAgentId,
+        task.taskId,
+        `terminated cancelled task ${task.taskId}`,
+        { correlationId: task.taskId },
+        tx,
+      );
     });
   }
 }

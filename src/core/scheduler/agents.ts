@@ -10,8 +10,23 @@ import { agentFailureCode, leftCode, type EndState } from './state';
 
 /** What the agents' comings and goings need of the other parts. */
 export interface AgentNeeds {
-  end(task: TaskRecord, state: EndState, code: string, note: string, ctx: CallContext, cause: string): TaskRecord | undefined;
-  withdrawn(task: TaskRecord, agentId: string, code: string, reason: string, ctx: CallContext, wasSent: boolean, moveAgent?: boolean): void;
+  end(
+    task: TaskRecord,
+    state: EndState,
+    code: string,
+    note: string,
+    ctx: CallContext,
+    cause: string,
+  ): TaskRecord | undefined;
+  withdrawn(
+    task: TaskRecord,
+    agentId: string,
+    code: string,
+    reason: string,
+    ctx: CallContext,
+    wasSent: boolean,
+    moveAgent?: boolean,
+  ): void;
   settleTerminate(task: TaskRecord, tx: Transition): void;
   schedulePump(): void;
 }
@@ -22,7 +37,10 @@ export interface AgentNeeds {
  * ShutdownAgent (RFC §8.4: SHUTTING_DOWN with a grace, CONTROL `shutdown`, no new tasks, deregistered once it answers).
  */
 export class AgentChanges {
-  constructor(private readonly core: SchedulerContext, private readonly needs: AgentNeeds) {}
+  constructor(
+    private readonly core: SchedulerContext,
+    private readonly needs: AgentNeeds,
+  ) {}
 
   onAgentChange(change: RegistryChange): void {
     if (change.kind === 'left') {
@@ -38,8 +56,15 @@ export class AgentChanges {
     // One rule for an agent that can no longer run what it holds: re-registered (INITIALIZING: whatever it ran is gone
     // from its side) or FAILED (a heartbeat, resource_timeout, suspend_timeout…).
     if (memory.slots.has(agentId) && (change.agent.state === 'FAILED_STATE' || change.agent.state === 'INITIALIZING')) {
-      const code = change.agent.state === 'FAILED_STATE' ? (agentFailureCode(lastState) ?? 'AGENT_UNAVAILABLE') : 'AGENT_UNAVAILABLE';
-      this.onAgentUnavailable(agentId, code, change.agent.state === 'INITIALIZING' ? `agent ${agentId} re-registered` : `agent ${agentId} is FAILED`);
+      const code =
+        change.agent.state === 'FAILED_STATE'
+          ? (agentFailureCode(lastState) ?? 'AGENT_UNAVAILABLE')
+          : 'AGENT_UNAVAILABLE';
+      this.onAgentUnavailable(
+        agentId,
+        code,
+        change.agent.state === 'INITIALIZING' ? `agent ${agentId} re-registered` : `agent ${agentId} is FAILED`,
+      );
     }
     this.core.refreshIdle(agentId);
     if (memory.idle.has(agentId)) {
@@ -90,19 +115,40 @@ export class AgentChanges {
       });
       if (slot && !slot.cancelled) {
         const task = memory.open.get(slot.taskId);
-        if (task) this.needs.end(task, 'FAILED', code, `agent ${agentId} left: ${reason}`, { correlationId: task.taskId }, 'agent_left');
+        if (task)
+          this.needs.end(
+            task,
+            'FAILED',
+            code,
+            `agent ${agentId} left: ${reason}`,
+            { correlationId: task.taskId },
+            'agent_left',
+          );
       } else if (slot?.cancelled) {
         tx.disarm(this.core.timers, slot.taskId);
         this.needs.settleTerminate(slot.cancelled, tx);
       }
       if (code !== 'AGENT_UNAVAILABLE') {
-        for (const task of memory.queuedFor(agentId)) this.needs.end(task, 'FAILED', code, `agent ${agentId} shut down`, { correlationId: task.taskId }, 'agent_left');
+        for (const task of memory.queuedFor(agentId))
+          this.needs.end(
+            task,
+            'FAILED',
+            code,
+            `agent ${agentId} shut down`,
+            { correlationId: task.taskId },
+            'agent_left',
+          );
       }
     });
   }
 
   /** ShutdownAgent (RFC §8.4): SHUTTING_DOWN with a grace period, CONTROL `shutdown`, no new tasks; cleanup on the way out. */
-  shutdownAgent(agentId: string, graceMs: number, reason: string, ctx: CallContext): { readonly ok: boolean; readonly reason: string } {
+  shutdownAgent(
+    agentId: string,
+    graceMs: number,
+    reason: string,
+    ctx: CallContext,
+  ): { readonly ok: boolean; readonly reason: string } {
     const { memory, deps } = this.core;
     const refusal = shutdownRefusal(memory, deps.agents, agentId);
     if (refusal !== undefined) return { ok: false, reason: refusal };
@@ -112,8 +158,17 @@ export class AgentChanges {
       if (!moved.ok) return { ok: false, reason: moved.reason };
       const sent = this.core.sendControl(agentId, shutdownCommand(reason, grace), shutdownCorrelation(agentId), ctx);
       deps.log.record({
-        correlationId: ctx.correlationId, actor: SCHEDULER, eventType: 'agent.shutdown_requested',
-        details: { agent_id: agentId, grace_ms: grace, reason, shutdown_message_id: sent.accepted ? sent.messageId : '', sent: sent.accepted, refusal: sent.accepted ? undefined : sent.reason },
+        correlationId: ctx.correlationId,
+        actor: SCHEDULER,
+        eventType: 'agent.shutdown_requested',
+        details: {
+          agent_id: agentId,
+          grace_ms: grace,
+          reason,
+          shutdown_message_id: sent.accepted ? sent.messageId : '',
+          sent: sent.accepted,
+          refusal: sent.accepted ? undefined : sent.reason,
+        },
         level: sent.accepted ? 'INFO' : 'WARN',
       });
       tx.install(() => {
@@ -121,7 +176,15 @@ export class AgentChanges {
         this.core.refreshIdle(agentId);
       });
       // Tasks queued for this agent id can never run now.
-      for (const task of memory.queuedFor(agentId)) this.needs.end(task, 'FAILED', 'agent_shutdown', `agent ${agentId} is shutting down`, { correlationId: task.taskId }, 'shutdown');
+      for (const task of memory.queuedFor(agentId))
+        this.needs.end(
+          task,
+          'FAILED',
+          'agent_shutdown',
+          `agent ${agentId} is shutting down`,
+          { correlationId: task.taskId },
+          'shutdown',
+        );
       return { ok: true, reason: '' };
     });
   }
@@ -130,9 +193,11 @@ export class AgentChanges {
     if (update.state !== 'FULFILLED') return;
     const agentId = update.recipientId;
     // Deregistration reaches into the router, which is in the middle of this ACK: after it.
-    queueMicrotask(() => this.core.guard.run('shutdown', () => {
-      const agents = this.core.deps.agents;
-      if (agents.get(agentId)) agents.deregister(agentId, 'shut down', { correlationId: update.correlationId });
-    }));
+    queueMicrotask(() =>
+      this.core.guard.run('shutdown', () => {
+        const agents = this.core.deps.agents;
+        if (agents.get(agentId)) agents.deregister(agentId, 'shut down', { correlationId: update.correlationId });
+      }),
+    );
   }
 }

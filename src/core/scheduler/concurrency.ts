@@ -5,11 +5,26 @@ import type { HitlChange, HitlInvocation, HitlInvocations } from '../hitl/model'
 import type { EventRecorder } from '../log/model';
 import {
   TERMINAL_TASK_STATES,
-  type DispatchGate, type GateAdmission, type GateVerdict, type ParallelismScorer, type ParallelismVerdict,
-  type RunningTasks, type SchedulerOptions, type TaskRecord, type WaitingReason,
+  type DispatchGate,
+  type GateAdmission,
+  type GateVerdict,
+  type ParallelismScorer,
+  type ParallelismVerdict,
+  type RunningTasks,
+  type SchedulerOptions,
+  type TaskRecord,
+  type WaitingReason,
 } from './model';
 import { scopesOverlap, type ScopeOverlap } from './overlap';
-import { conflictIsParallel, isPromiseLike, pairHas, pairKey, verdictRefusal, type ConflictUse, type PairDecision } from './conflicts';
+import {
+  conflictIsParallel,
+  isPromiseLike,
+  pairHas,
+  pairKey,
+  verdictRefusal,
+  type ConflictUse,
+  type PairDecision,
+} from './conflicts';
 import { GATE_COMPONENT, REQUESTER, conflictRequest, duplicateRequest, invocationUseOf } from './gateRequests';
 import { checkLimits, limitFor, typeOfTask } from './gateLimits';
 import { duplicateAdmission, jobKeyOf, type AdmissionState, type DuplicateUse } from './jobIdentity';
@@ -32,7 +47,6 @@ export interface ConcurrencyDeps {
    */
   readonly agentTypeOf?: (agentId: string) => string | undefined;
 }
-
 
 /**
  * RFC §9: max_parallel_instances per agent type, job uniqueness (a duplicate job only with a human's approval), scope
@@ -59,14 +73,23 @@ export class ConcurrencyControl implements DispatchGate, Disposable {
   private disposed = false;
   private readonly subscription: Disposable;
 
-  constructor(private readonly deps: ConcurrencyDeps, private options: SchedulerOptions) {
+  constructor(
+    private readonly deps: ConcurrencyDeps,
+    private options: SchedulerOptions,
+  ) {
     this.restore();
     this.subscription = deps.hitl.onDidChange((change) => this.onHitl(change));
   }
 
   /** The limits in force (for the API and tests). */
-  get limits(): { readonly maxParallelInstances: Readonly<Record<string, number>>; readonly defaultMaxParallelInstances: number } {
-    return { maxParallelInstances: this.options.maxParallelInstances, defaultMaxParallelInstances: this.options.defaultMaxParallelInstances };
+  get limits(): {
+    readonly maxParallelInstances: Readonly<Record<string, number>>;
+    readonly defaultMaxParallelInstances: number;
+  } {
+    return {
+      maxParallelInstances: this.options.maxParallelInstances,
+      defaultMaxParallelInstances: this.options.defaultMaxParallelInstances,
+    };
   }
 
   /** Replaces the max_parallel_instances limits (settings, API); tasks waiting on a limit are tried again. */
@@ -81,24 +104,43 @@ export class ConcurrencyControl implements DispatchGate, Disposable {
   }
 
   admit(task: TaskRecord, open: readonly TaskRecord[], ctx: CallContext): GateAdmission {
-    const duplicates = open.filter((t) => t.taskId !== task.taskId && t.jobKey === task.jobKey && !TERMINAL_TASK_STATES.has(t.state));
+    const duplicates = open.filter(
+      (t) => t.taskId !== task.taskId && t.jobKey === task.jobKey && !TERMINAL_TASK_STATES.has(t.state),
+    );
     if (duplicates.length === 0) return undefined;
     const first = duplicates[0];
     return this.guarded(() => {
       let invocation: HitlInvocation;
       try {
-        invocation = this.deps.hitl.open(duplicateRequest(task, duplicates, this.deps.clock.now()), { kind: 'internal', component: GATE_COMPONENT }, ctx).invocation;
+        invocation = this.deps.hitl.open(
+          duplicateRequest(task, duplicates, this.deps.clock.now()),
+          { kind: 'internal', component: GATE_COMPONENT },
+          ctx,
+        ).invocation;
       } catch (err) {
         const reason = `the same job is already ${first.state.toLowerCase()} as task '${first.taskId}', and no approval could be asked: ${message(err)}`;
-        this.log(task.taskId, 'scheduler.duplicate_refused', { task_id: task.taskId, duplicate_of: first.taskId, job_key: task.jobKey, reason }, 'WARN');
+        this.log(
+          task.taskId,
+          'scheduler.duplicate_refused',
+          { task_id: task.taskId, duplicate_of: first.taskId, job_key: task.jobKey, reason },
+          'WARN',
+        );
         return { refused: true, code: 'DUPLICATE_DETECTED', reason };
       }
-      const use: DuplicateUse = { kind: 'duplicate', taskId: task.taskId, duplicateOf: first.taskId, duplicates: new Set(duplicates.map((t) => t.taskId)) };
+      const use: DuplicateUse = {
+        kind: 'duplicate',
+        taskId: task.taskId,
+        duplicateOf: first.taskId,
+        duplicates: new Set(duplicates.map((t) => t.taskId)),
+      };
       this.invocations.set(invocation.id, use);
       this.admissions.set(task.taskId, { state: 'pending', invocationId: invocation.id, duplicateOf: first.taskId });
       this.log(task.taskId, 'scheduler.duplicate_detected', {
-        task_id: task.taskId, duplicate_of: first.taskId, duplicates: duplicates.map((t) => t.taskId).slice(0, 20),
-        job_key: task.jobKey, invocation_id: invocation.id,
+        task_id: task.taskId,
+        duplicate_of: first.taskId,
+        duplicates: duplicates.map((t) => t.taskId).slice(0, 20),
+        job_key: task.jobKey,
+        invocation_id: invocation.id,
       });
       const settled = this.deps.hitl.get(invocation.id);
       if (settled && settled.state !== 'pending') {
@@ -114,14 +156,24 @@ export class ConcurrencyControl implements DispatchGate, Disposable {
     return this.guarded(() => {
       const admission = this.admissions.get(task.taskId);
       if (admission?.state === 'pending') {
-        return this.wait(task, { kind: 'conflict_decision', invocationId: admission.invocationId, withTaskId: admission.duplicateOf });
+        return this.wait(task, {
+          kind: 'conflict_decision',
+          invocationId: admission.invocationId,
+          withTaskId: admission.duplicateOf,
+        });
       }
-      if (admission?.state === 'refused') return { go: false, refuse: { code: 'DUPLICATE_DETECTED', reason: admission.reason } };
+      if (admission?.state === 'refused')
+        return { go: false, refuse: { code: 'DUPLICATE_DETECTED', reason: admission.reason } };
 
       const limit = limitFor(this.options, agentType);
       if (limit > 0) {
         const count = running.countOfType(agentType, task.taskId);
-        if (count >= limit) return this.wait(task, { kind: 'max_parallel_instances', agentType, limit, running: count }, 'scheduler.limit_reached');
+        if (count >= limit)
+          return this.wait(
+            task,
+            { kind: 'max_parallel_instances', agentType, limit, running: count },
+            'scheduler.limit_reached',
+          );
       }
 
       // Only the running tasks that could overlap (same repository, shared resource): a pair decision exists only for
@@ -136,8 +188,14 @@ export class ConcurrencyControl implements DispatchGate, Disposable {
           decision = this.check(task, other, overlap, ctx);
         }
         if (decision.state === 'parallel') continue;
-        if (decision.state === 'scoring') return this.wait(task, { kind: 'conflict_check', withTaskId: other.taskId }, 'scheduler.conflict_checking');
-        if (decision.state === 'pending') return this.wait(task, { kind: 'conflict_decision', invocationId: decision.invocationId, withTaskId: other.taskId });
+        if (decision.state === 'scoring')
+          return this.wait(task, { kind: 'conflict_check', withTaskId: other.taskId }, 'scheduler.conflict_checking');
+        if (decision.state === 'pending')
+          return this.wait(task, {
+            kind: 'conflict_decision',
+            invocationId: decision.invocationId,
+            withTaskId: other.taskId,
+          });
         return this.wait(task, { kind: 'serialised_after', taskId: other.taskId });
       }
       this.lastLogged.delete(task.taskId);
@@ -179,7 +237,11 @@ export class ConcurrencyControl implements DispatchGate, Disposable {
         toCancel.push(invocationId);
         this.admissions.set(use.taskId, { state: 'allowed', invocationId, duplicateOf: use.duplicateOf });
         this.log(use.taskId, 'scheduler.duplicate_decided', {
-          task_id: use.taskId, duplicate_of: use.duplicateOf, decision: 'allowed', by: 'original_ended', invocation_id: invocationId,
+          task_id: use.taskId,
+          duplicate_of: use.duplicateOf,
+          decision: 'allowed',
+          by: 'original_ended',
+          invocation_id: invocationId,
         });
         released = true;
       }
@@ -192,7 +254,10 @@ export class ConcurrencyControl implements DispatchGate, Disposable {
         }
       }
       // Announced after the caller (the scheduler ending the task) has finished, not from inside it.
-      if (released) queueMicrotask(() => { if (!this.disposed) this.changed.fire(); });
+      if (released)
+        queueMicrotask(() => {
+          if (!this.disposed) this.changed.fire();
+        });
     });
   }
 
@@ -220,10 +285,19 @@ export class ConcurrencyControl implements DispatchGate, Disposable {
     const key = pairKey(task.taskId, other.taskId);
     const scoring: PairDecision = { state: 'scoring' };
     this.pairs.set(key, scoring);
-    this.log(task.taskId, 'scheduler.conflict_check_started', { task_id: task.taskId, other_task_id: other.taskId, reasons: overlap.reasons.slice(0, 20) });
+    this.log(task.taskId, 'scheduler.conflict_check_started', {
+      task_id: task.taskId,
+      other_task_id: other.taskId,
+      reasons: overlap.reasons.slice(0, 20),
+    });
     const settle = (outcome: { verdict: ParallelismVerdict } | { error: unknown }) => {
       if (this.disposed || this.pairs.get(key) !== scoring) {
-        if (!this.disposed) this.log(task.taskId, 'scheduler.conflict_check_dropped', { task_id: task.taskId, other_task_id: other.taskId, reason: 'a task of the pair ended while its check ran' });
+        if (!this.disposed)
+          this.log(task.taskId, 'scheduler.conflict_check_dropped', {
+            task_id: task.taskId,
+            other_task_id: other.taskId,
+            reason: 'a task of the pair ended while its check ran',
+          });
         return;
       }
       try {
@@ -234,39 +308,97 @@ export class ConcurrencyControl implements DispatchGate, Disposable {
       }
       this.changed.fire();
     };
-    answer.then((verdict) => settle({ verdict }), (error: unknown) => settle({ error }));
+    answer.then(
+      (verdict) => settle({ verdict }),
+      (error: unknown) => settle({ error }),
+    );
     return scoring;
   }
 
   /** The scorer's answer (or its failure) for an overlapping pair: go, escalate below the threshold, or the unavailable-engine policy. */
-  private scored(task: TaskRecord, other: TaskRecord, overlap: ScopeOverlap, outcome: { verdict: ParallelismVerdict } | { error: unknown }, ctx: CallContext): PairDecision {
+  private scored(
+    task: TaskRecord,
+    other: TaskRecord,
+    overlap: ScopeOverlap,
+    outcome: { verdict: ParallelismVerdict } | { error: unknown },
+    ctx: CallContext,
+  ): PairDecision {
     const key = pairKey(task.taskId, other.taskId);
-    const base = { task_id: task.taskId, other_task_id: other.taskId, reasons: overlap.reasons.slice(0, 20), threshold: this.options.conflictThreshold };
+    const base = {
+      task_id: task.taskId,
+      other_task_id: other.taskId,
+      reasons: overlap.reasons.slice(0, 20),
+      threshold: this.options.conflictThreshold,
+    };
     const refusal = 'verdict' in outcome ? verdictRefusal(outcome.verdict) : message(outcome.error);
     if (refusal !== undefined || !('verdict' in outcome)) {
       const error = refusal ?? 'the parallelism check failed';
-      this.log(task.taskId, 'scheduler.engine_unavailable', { ...base, error, policy: this.options.unavailableEngine }, 'WARN');
-      if (this.options.unavailableEngine === 'escalate') return this.escalate(task, other, overlap, null, `the parallelism check failed: ${error}`, ctx);
-      return this.decide(key, task.taskId, other.taskId, { state: 'serialise' }, { by: 'policy', policy: 'unavailableEngine=serialise', confidence: null });
+      this.log(
+        task.taskId,
+        'scheduler.engine_unavailable',
+        { ...base, error, policy: this.options.unavailableEngine },
+        'WARN',
+      );
+      if (this.options.unavailableEngine === 'escalate')
+        return this.escalate(task, other, overlap, null, `the parallelism check failed: ${error}`, ctx);
+      return this.decide(
+        key,
+        task.taskId,
+        other.taskId,
+        { state: 'serialise' },
+        { by: 'policy', policy: 'unavailableEngine=serialise', confidence: null },
+      );
     }
     const verdict = outcome.verdict;
     if (verdict.confidence >= this.options.conflictThreshold) {
-      this.log(task.taskId, 'scheduler.conflict_checked', { ...base, confidence: verdict.confidence, notes: verdict.notes, outcome: 'run_in_parallel' });
+      this.log(task.taskId, 'scheduler.conflict_checked', {
+        ...base,
+        confidence: verdict.confidence,
+        notes: verdict.notes,
+        outcome: 'run_in_parallel',
+      });
       this.pairs.set(key, { state: 'parallel' });
       return { state: 'parallel' };
     }
-    this.log(task.taskId, 'scheduler.conflict_checked', { ...base, confidence: verdict.confidence, notes: verdict.notes, outcome: 'escalated' });
+    this.log(task.taskId, 'scheduler.conflict_checked', {
+      ...base,
+      confidence: verdict.confidence,
+      notes: verdict.notes,
+      outcome: 'escalated',
+    });
     return this.escalate(task, other, overlap, verdict.confidence, verdict.notes, ctx);
   }
 
-  private escalate(task: TaskRecord, other: TaskRecord, overlap: ScopeOverlap, confidence: number | null, notes: string, ctx: CallContext): PairDecision {
+  private escalate(
+    task: TaskRecord,
+    other: TaskRecord,
+    overlap: ScopeOverlap,
+    confidence: number | null,
+    notes: string,
+    ctx: CallContext,
+  ): PairDecision {
     const key = pairKey(task.taskId, other.taskId);
     let invocation: HitlInvocation;
     try {
-      invocation = this.deps.hitl.open(conflictRequest(task, other, overlap, confidence, notes, this.options.conflictThreshold, this.deps.clock.now()), { kind: 'internal', component: GATE_COMPONENT }, ctx).invocation;
+      invocation = this.deps.hitl.open(
+        conflictRequest(task, other, overlap, confidence, notes, this.options.conflictThreshold, this.deps.clock.now()),
+        { kind: 'internal', component: GATE_COMPONENT },
+        ctx,
+      ).invocation;
     } catch (err) {
-      this.log(task.taskId, 'scheduler.conflict_escalation_failed', { task_id: task.taskId, other_task_id: other.taskId, error: message(err) }, 'WARN');
-      return this.decide(key, task.taskId, other.taskId, { state: 'serialise' }, { by: 'policy', policy: 'escalation failed: serialise', confidence });
+      this.log(
+        task.taskId,
+        'scheduler.conflict_escalation_failed',
+        { task_id: task.taskId, other_task_id: other.taskId, error: message(err) },
+        'WARN',
+      );
+      return this.decide(
+        key,
+        task.taskId,
+        other.taskId,
+        { state: 'serialise' },
+        { by: 'policy', policy: 'escalation failed: serialise', confidence },
+      );
     }
     const use: InvocationUse = { kind: 'conflict', taskId: task.taskId, otherTaskId: other.taskId, confidence };
     this.invocations.set(invocation.id, use);
@@ -277,12 +409,25 @@ export class ConcurrencyControl implements DispatchGate, Disposable {
   }
 
   /** Records a pair's decision; logged unless `quiet` (a decision already logged before a restart). */
-  private decide(key: string, taskId: string, otherTaskId: string, decision: PairDecision, how: { by: string; policy?: string; action?: string; invocationId?: string; confidence: number | null }, quiet = false): PairDecision {
+  private decide(
+    key: string,
+    taskId: string,
+    otherTaskId: string,
+    decision: PairDecision,
+    how: { by: string; policy?: string; action?: string; invocationId?: string; confidence: number | null },
+    quiet = false,
+  ): PairDecision {
     this.pairs.set(key, decision);
     if (quiet) return decision;
     this.log(taskId, 'scheduler.conflict_decided', {
-      task_id: taskId, other_task_id: otherTaskId, decision: decision.state === 'parallel' ? 'run_in_parallel' : 'serialise',
-      by: how.by, policy: how.policy, action: how.action, invocation_id: how.invocationId, confidence: how.confidence,
+      task_id: taskId,
+      other_task_id: otherTaskId,
+      decision: decision.state === 'parallel' ? 'run_in_parallel' : 'serialise',
+      by: how.by,
+      policy: how.policy,
+      action: how.action,
+      invocation_id: how.invocationId,
+      confidence: how.confidence,
     });
     return decision;
   }
@@ -291,10 +436,20 @@ export class ConcurrencyControl implements DispatchGate, Disposable {
   private applyConflict(invocation: HitlInvocation, use: ConflictUse, quiet = false): PairDecision {
     const action = invocation.decision?.action ?? 'deny';
     const parallel = conflictIsParallel(invocation);
-    return this.decide(pairKey(use.taskId, use.otherTaskId), use.taskId, use.otherTaskId, parallel ? { state: 'parallel' } : { state: 'serialise' }, {
-      by: invocation.decision?.origin.kind ?? invocation.state, action, invocationId: invocation.id, confidence: use.confidence,
-      policy: invocation.decision?.origin.policy ?? invocation.decision?.origin.rule,
-    }, quiet);
+    return this.decide(
+      pairKey(use.taskId, use.otherTaskId),
+      use.taskId,
+      use.otherTaskId,
+      parallel ? { state: 'parallel' } : { state: 'serialise' },
+      {
+        by: invocation.decision?.origin.kind ?? invocation.state,
+        action,
+        invocationId: invocation.id,
+        confidence: use.confidence,
+        policy: invocation.decision?.origin.policy ?? invocation.decision?.origin.rule,
+      },
+      quiet,
+    );
   }
 
   // ---------------------------------------------------------------- duplicates
@@ -312,8 +467,13 @@ export class ConcurrencyControl implements DispatchGate, Disposable {
     if (allowed) for (const other of use.duplicates) this.pairs.set(pairKey(use.taskId, other), { state: 'parallel' });
     if (quiet) return state;
     this.log(use.taskId, 'scheduler.duplicate_decided', {
-      task_id: use.taskId, duplicate_of: use.duplicateOf, decision: allowed ? 'allowed' : 'refused', action, state: invocation.state,
-      by: invocation.decision?.origin.kind, invocation_id: invocation.id,
+      task_id: use.taskId,
+      duplicate_of: use.duplicateOf,
+      decision: allowed ? 'allowed' : 'refused',
+      action,
+      state: invocation.state,
+      by: invocation.decision?.origin.kind,
+      invocation_id: invocation.id,
     });
     return state;
   }
@@ -342,7 +502,11 @@ export class ConcurrencyControl implements DispatchGate, Disposable {
       if (!use) continue;
       this.invocations.set(invocation.id, use);
       if (use.kind === 'duplicate') {
-        this.admissions.set(use.taskId, { state: 'pending', invocationId: invocation.id, duplicateOf: use.duplicateOf });
+        this.admissions.set(use.taskId, {
+          state: 'pending',
+          invocationId: invocation.id,
+          duplicateOf: use.duplicateOf,
+        });
         if (invocation.state !== 'pending') this.applyDuplicate(invocation, use, true);
       } else {
         this.pairs.set(pairKey(use.taskId, use.otherTaskId), { state: 'pending', invocationId: invocation.id });
@@ -351,7 +515,12 @@ export class ConcurrencyControl implements DispatchGate, Disposable {
       restored++;
     }
     if (restored > 0) {
-      this.deps.log.record({ correlationId: 'scheduler', actor: REQUESTER, eventType: 'scheduler.gate_restored', details: { invocations: restored } });
+      this.deps.log.record({
+        correlationId: 'scheduler',
+        actor: REQUESTER,
+        eventType: 'scheduler.gate_restored',
+        details: { invocations: restored },
+      });
     }
   }
 
@@ -380,7 +549,12 @@ export class ConcurrencyControl implements DispatchGate, Disposable {
     return { go: false, waiting };
   }
 
-  private log(taskId: string, eventType: string, details: Record<string, unknown>, level: 'INFO' | 'WARN' = 'INFO'): void {
+  private log(
+    taskId: string,
+    eventType: string,
+    details: Record<string, unknown>,
+    level: 'INFO' | 'WARN' = 'INFO',
+  ): void {
     this.deps.log.record({ correlationId: taskId, actor: REQUESTER, eventType, level, details });
   }
 
@@ -396,7 +570,10 @@ export class ConcurrencyControl implements DispatchGate, Disposable {
 
 function waitingDetails(waiting: WaitingReason): Record<string, unknown> {
   const { kind, ...rest } = waiting;
-  return { waiting: kind, ...Object.fromEntries(Object.entries(rest).map(([k, v]) => [k.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`), v])) };
+  return {
+    waiting: kind,
+    ...Object.fromEntries(Object.entries(rest).map(([k, v]) => [k.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`), v])),
+  };
 }
 
 function message(err: unknown): string {

@@ -10,7 +10,12 @@ export type PairDecision =
   | { readonly state: 'serialise' };
 
 /** A CONFLICT invocation the gate opened for a pair; `confidence` null: the scorer was unavailable. */
-export interface ConflictUse { readonly kind: 'conflict'; readonly taskId: string; readonly otherTaskId: string; readonly confidence: number | null }
+export interface ConflictUse {
+  readonly kind: 'conflict';
+  readonly taskId: string;
+  readonly otherTaskId: string;
+  readonly confidence: number | null;
+}
 
 /** The key of an unordered pair of tasks (asked once per pair). */
 export function pairKey(a: string, b: string): string {
@@ -30,7 +35,12 @@ export function conflictIsParallel(invocation: HitlInvocation): boolean {
 
 /** `modify` with payload "run_in_parallel" or {"decision": "run_in_parallel"} runs in parallel; any other payload serialises. */
 function modifiedToParallel(payload: unknown): boolean {
-  const value = typeof payload === 'string' ? payload : payload && typeof payload === 'object' ? (payload as Record<string, unknown>).decision : undefined;
+  const value =
+    typeof payload === 'string'
+      ? payload
+      : payload && typeof payload === 'object'
+        ? (payload as Record<string, unknown>).decision
+        : undefined;
   return value === 'run_in_parallel';
 }
 
@@ -38,7 +48,8 @@ function modifiedToParallel(payload: unknown): boolean {
 export function verdictRefusal(verdict: unknown): string | undefined {
   const v = verdict as Partial<ParallelismVerdict> | null;
   if (!v || typeof v !== 'object') return 'the scorer answered no verdict';
-  if (typeof v.confidence !== 'number' || !(v.confidence >= 0 && v.confidence <= 1)) return `the scorer answered a confidence outside [0, 1]: ${String(v.confidence)}`;
+  if (typeof v.confidence !== 'number' || !(v.confidence >= 0 && v.confidence <= 1))
+    return `the scorer answered a confidence outside [0, 1]: ${String(v.confidence)}`;
   if (typeof v.notes !== 'string') return 'the scorer answered notes that are not text';
   return undefined;
 }

@@ -11,7 +11,16 @@ import { type AgentLifecycle, type TransitionCause, pathTo, refusalReason } from
 import type { CoordinatorOutbox } from '../router/model';
 import type { WorktreeLocator } from '../worktree/model';
 import { SchedulerMemory } from './memory';
-import type { ControlCommand, DispatchGate, SchedulerOptions, SchedulerStorage, TaskChange, TaskRecord, TaskState, WaitingReason } from './model';
+import type {
+  ControlCommand,
+  DispatchGate,
+  SchedulerOptions,
+  SchedulerStorage,
+  TaskChange,
+  TaskRecord,
+  TaskState,
+  WaitingReason,
+} from './model';
 import { requeued } from './state';
 import { describeTask } from './notices';
 
@@ -51,7 +60,10 @@ export class SchedulerContext {
   private awaiting = false;
   private readonly heard: Array<() => void> = [];
 
-  constructor(readonly deps: SchedulerDeps, readonly options: SchedulerOptions) {
+  constructor(
+    readonly deps: SchedulerDeps,
+    readonly options: SchedulerOptions,
+  ) {
     this.guard = new Guard((during, err) => deps.log.internalError(SCHEDULER, 'scheduler', err, { during }));
     this.transitions = new Transitions(deps.store, this.guard);
     this.timers = new KeyedTimers<string>(deps.clock, this.guard);
@@ -144,11 +156,22 @@ export class SchedulerContext {
   }
 
   event(task: TaskRecord, eventType: string, details: Record<string, unknown>, level: 'INFO' | 'WARN' = 'INFO'): void {
-    this.deps.log.record({ correlationId: task.taskId, actor: SCHEDULER, eventType, level, details: { task_id: task.taskId, ...details } });
+    this.deps.log.record({
+      correlationId: task.taskId,
+      actor: SCHEDULER,
+      eventType,
+      level,
+      details: { task_id: task.taskId, ...details },
+    });
   }
 
   /** `task.state_changed` from `from` to `task`'s state (`task`: the record as it becomes). */
-  stateEvent(task: TaskRecord, from: TaskState, details: Record<string, unknown>, level: 'INFO' | 'WARN' = 'INFO'): void {
+  stateEvent(
+    task: TaskRecord,
+    from: TaskState,
+    details: Record<string, unknown>,
+    level: 'INFO' | 'WARN' = 'INFO',
+  ): void {
     this.event(task, 'task.state_changed', { from, to: task.state, ...details }, level);
   }
 
@@ -156,36 +179,75 @@ export class SchedulerContext {
    * A CONTROL command to the agent through the router, with no router ACK deadline: the scheduler keeps its own (the
    * yield wait, the terminate grace, the shutdown grace); the router's TTL and the agent leaving still end it.
    */
-  sendControl(agentId: string, command: ControlCommand, correlationId: string, ctx: CallContext): ReturnType<CoordinatorOutbox['sendToAgent']> {
-    return this.deps.outbox.sendToAgent({
-      to: agentId, messageType: 'CONTROL', contentType: 'application/json', payload: Buffer.from(JSON.stringify(command), 'utf8'), correlationId, ackTimeout: false,
-    }, ctx);
+  sendControl(
+    agentId: string,
+    command: ControlCommand,
+    correlationId: string,
+    ctx: CallContext,
+  ): ReturnType<CoordinatorOutbox['sendToAgent']> {
+    return this.deps.outbox.sendToAgent(
+      {
+        to: agentId,
+        messageType: 'CONTROL',
+        contentType: 'application/json',
+        payload: Buffer.from(JSON.stringify(command), 'utf8'),
+        correlationId,
+        ackTimeout: false,
+      },
+      ctx,
+    );
   }
 
   beginActivity(task: TaskRecord, agentId: string, ctx: CallContext): void {
     const { activity, places, clock, log } = this.deps;
     try {
       const place = task.scope.repoId ? undefined : places.placeOf(agentId);
-      activity.begin({
-        agentId, taskId: task.taskId, repoId: task.scope.repoId || place?.repoId || '', worktreeId: task.scope.worktreeId || place?.worktreeId || '',
-        branch: place && (!task.scope.repoId || place.repoId === task.scope.repoId) ? place.branch : (places.placeOf(agentId)?.branch ?? ''),
-        timestamp: clock.now(), description: describeTask(task),
-      }, ctx);
+      activity.begin(
+        {
+          agentId,
+          taskId: task.taskId,
+          repoId: task.scope.repoId || place?.repoId || '',
+          worktreeId: task.scope.worktreeId || place?.worktreeId || '',
+          branch:
+            place && (!task.scope.repoId || place.repoId === task.scope.repoId)
+              ? place.branch
+              : (places.placeOf(agentId)?.branch ?? ''),
+          timestamp: clock.now(),
+          description: describeTask(task),
+        },
+        ctx,
+      );
     } catch (err) {
       const full = err instanceof ActivityBufferFullError;
       log.record({
-        correlationId: task.taskId, actor: SCHEDULER, eventType: full ? 'task.activity_buffer_full' : 'task.activity_failed', level: 'WARN',
-        details: { agent_id: agentId, code: full ? err.code : undefined, reason: (err as Error).message.slice(0, 512), note: 'the activity buffer is advisory: the task runs anyway' },
+        correlationId: task.taskId,
+        actor: SCHEDULER,
+        eventType: full ? 'task.activity_buffer_full' : 'task.activity_failed',
+        level: 'WARN',
+        details: {
+          agent_id: agentId,
+          code: full ? err.code : undefined,
+          reason: (err as Error).message.slice(0, 512),
+          note: 'the activity buffer is advisory: the task runs anyway',
+        },
       });
     }
   }
 
-  endActivity(agentId: string, taskId: string, outcome: '' | 'COMPLETED' | 'FAILED' | 'CANCELLED', ctx: CallContext): void {
+  endActivity(
+    agentId: string,
+    taskId: string,
+    outcome: '' | 'COMPLETED' | 'FAILED' | 'CANCELLED',
+    ctx: CallContext,
+  ): void {
     try {
       this.deps.activity.end(agentId, taskId, outcome, ctx);
     } catch (err) {
       this.deps.log.record({
-        correlationId: taskId, actor: SCHEDULER, eventType: 'task.activity_failed', level: 'WARN',
+        correlationId: taskId,
+        actor: SCHEDULER,
+        eventType: 'task.activity_failed',
+        level: 'WARN',
         details: { agent_id: agentId, reason: (err as Error).message.slice(0, 512) },
       });
     }
@@ -195,7 +257,13 @@ export class SchedulerContext {
    * Walks the agent to each of `waypoints` in turn, by the shortest way the lifecycle table allows (`pathTo`: never
    * through INITIALIZING, FAILED, RECOVERING or SHUTTING_DOWN on the way); no way or a refused step is logged and stops the walk.
    */
-  moveAgent(agentId: string, waypoints: readonly string[], cause: TransitionCause, ctx: CallContext, quiet = false): void {
+  moveAgent(
+    agentId: string,
+    waypoints: readonly string[],
+    cause: TransitionCause,
+    ctx: CallContext,
+    quiet = false,
+  ): void {
     const agents = this.deps.agents;
     for (const waypoint of waypoints) {
       const agent = agents.get(agentId);
@@ -204,11 +272,16 @@ export class SchedulerContext {
       const steps: readonly string[] = path ?? [waypoint];
       for (const to of steps) {
         const from = agents.get(agentId)?.state ?? '';
-        const result = path ? agents.transition(agentId, to, cause, ctx) : { ok: false as const, reason: refusalReason(from, to) };
+        const result = path
+          ? agents.transition(agentId, to, cause, ctx)
+          : { ok: false as const, reason: refusalReason(from, to) };
         if (!result.ok) {
           if (!quiet) {
             this.deps.log.record({
-              correlationId: ctx.correlationId, actor: SCHEDULER, eventType: 'task.agent_transition_refused', level: 'WARN',
+              correlationId: ctx.correlationId,
+              actor: SCHEDULER,
+              eventType: 'task.agent_transition_refused',
+              level: 'WARN',
               details: { agent_id: agentId, from, to, reason: result.reason, task_id: cause.taskId },
             });
           }
@@ -222,8 +295,12 @@ export class SchedulerContext {
   refreshIdle(agentId: string): void {
     const agent = this.deps.agents.get(agentId);
     const memory = this.memory;
-    const isIdle = agent !== undefined && (agent.state === 'RUNNABLE' || agent.state === 'SUSPENDED') && agent.presence !== 'disconnected'
-      && !memory.slots.has(agentId) && !memory.shuttingDown.has(agentId);
+    const isIdle =
+      agent !== undefined &&
+      (agent.state === 'RUNNABLE' || agent.state === 'SUSPENDED') &&
+      agent.presence !== 'disconnected' &&
+      !memory.slots.has(agentId) &&
+      !memory.shuttingDown.has(agentId);
     if (isIdle) memory.markIdle(agentId, agent.descriptor.name);
     else memory.dropIdle(agentId);
   }

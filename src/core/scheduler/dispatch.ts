@@ -3,7 +3,17 @@ import type { AgentRecord } from '../registry/model';
 import type { SchedulerContext } from './context';
 import type { RunningTasks, TaskRecord, WaitingReason } from './model';
 import { describeWaiting, runCommandOf } from './notices';
-import { dispatched, sameWaiting, targetType, waitingFor, withdrawWay, withdrawnOnce, withdrawnTooOften, type EndState, TYPE_PREFIX } from './state';
+import {
+  dispatched,
+  sameWaiting,
+  targetType,
+  waitingFor,
+  withdrawWay,
+  withdrawnOnce,
+  withdrawnTooOften,
+  type EndState,
+  TYPE_PREFIX,
+} from './state';
 import { mergedOrder } from './taskQueue';
 
 /** How many queued candidates one dispatch attempt asks the gate about before it gives up for now (bounded work). */
@@ -11,7 +21,16 @@ const MAX_CANDIDATES = 32;
 
 /** What dispatching needs of the other parts. */
 export interface DispatchNeeds {
-  end(task: TaskRecord, state: EndState, code: string, note: string, ctx: CallContext, cause: string, result?: string, base?: TaskRecord): TaskRecord | undefined;
+  end(
+    task: TaskRecord,
+    state: EndState,
+    code: string,
+    note: string,
+    ctx: CallContext,
+    cause: string,
+    result?: string,
+    base?: TaskRecord,
+  ): TaskRecord | undefined;
 }
 
 /**
@@ -24,7 +43,10 @@ export class Dispatch {
   private pumping = false;
   private pumpQueued = false;
 
-  constructor(private readonly core: SchedulerContext, private readonly needs: DispatchNeeds) {}
+  constructor(
+    private readonly core: SchedulerContext,
+    private readonly needs: DispatchNeeds,
+  ) {}
 
   /** The running tasks (the open tasks in the slots), as the gate asks about them. */
   running(): RunningTasks {
@@ -73,7 +95,8 @@ export class Dispatch {
         memory.gateHeld.delete(task);
         memory.queueOf(task.target).insert(task);
         this.wakeFor(task);
-      } else if ('refuse' in verdict) this.needs.end(task, 'FAILED', verdict.refuse.code, verdict.refuse.reason, ctx, 'gate');
+      } else if ('refuse' in verdict)
+        this.needs.end(task, 'FAILED', verdict.refuse.code, verdict.refuse.reason, ctx, 'gate');
       else this.setWaiting(task, verdict.waiting);
     }
     for (const agentId of memory.idle) memory.dirty.add(agentId);
@@ -152,7 +175,10 @@ export class Dispatch {
     this.core.run('waiting', (tx) => {
       const next = waitingFor(task, waiting, this.core.now());
       this.core.deps.store.scheduler.put(next);
-      this.core.event(next, 'task.waiting', { waiting: waiting?.kind ?? '', reason: waiting ? describeWaiting(waiting) : '' });
+      this.core.event(next, 'task.waiting', {
+        waiting: waiting?.kind ?? '',
+        reason: waiting ? describeWaiting(waiting) : '',
+      });
       this.core.install(tx, task, next);
       this.core.notifyChanged(tx, task);
     });
@@ -175,7 +201,12 @@ export class Dispatch {
       const from = task.state;
       const next = dispatched(task, agentId, agent.descriptor.name, sent.messageId, now);
       deps.store.scheduler.put(next);
-      this.core.event(next, 'task.dispatched', { agent_id: agentId, run_message_id: sent.messageId, dispatches: next.dispatches, resumed });
+      this.core.event(next, 'task.dispatched', {
+        agent_id: agentId,
+        run_message_id: sent.messageId,
+        dispatches: next.dispatches,
+        resumed,
+      });
       this.core.stateEvent(next, from, { agent_id: agentId });
       tx.install(() => {
         memory.unqueue(task);
@@ -183,11 +214,24 @@ export class Dispatch {
         Object.assign(task, next);
         memory.occupy(agentId, { taskId: task.taskId });
       });
-      this.core.moveAgent(agentId, resumed ? ['RESUMED'] : ['SCHEDULED'], { by: 'task', reason: `task ${task.taskId} dispatched`, taskId: task.taskId }, ctx);
+      this.core.moveAgent(
+        agentId,
+        resumed ? ['RESUMED'] : ['SCHEDULED'],
+        { by: 'task', reason: `task ${task.taskId} dispatched`, taskId: task.taskId },
+        ctx,
+      );
       tx.install(() => this.core.refreshIdle(agentId));
       this.core.notifyChanged(tx, task);
     });
-    if (refusal) this.withdrawn(task, agentId, refusal.code, `the run could not be sent to ${agentId}: ${refusal.reason}`, ctx, false);
+    if (refusal)
+      this.withdrawn(
+        task,
+        agentId,
+        refusal.code,
+        `the run could not be sent to ${agentId}: ${refusal.reason}`,
+        ctx,
+        false,
+      );
   }
 
   /**
@@ -195,17 +239,40 @@ export class Dispatch {
    * agent re-registered or failed): the task goes back to the queue, or, after MAX_WITHDRAWN_DISPATCHES withdrawals
    * (yields do not count), ends FAILED with that code. A sent run's agent goes back to idle unless `moveAgent` is false.
    */
-  withdrawn(task: TaskRecord, agentId: string, code: string, reason: string, ctx: CallContext, wasSent: boolean, moveAgent = true): void {
+  withdrawn(
+    task: TaskRecord,
+    agentId: string,
+    code: string,
+    reason: string,
+    ctx: CallContext,
+    wasSent: boolean,
+    moveAgent = true,
+  ): void {
     const { memory, deps } = this.core;
     this.core.run('withdrawn', (tx) => {
       const counted = withdrawnOnce(task);
       const freeAgent = (): void => {
         this.core.endActivity(agentId, task.taskId, '', ctx);
         tx.install(() => memory.vacate(agentId, task.taskId));
-        if (moveAgent) this.core.moveAgent(agentId, withdrawWay(deps.agents.get(agentId)?.state), { by: 'task', reason: `run of ${task.taskId} withdrawn: ${code}`, taskId: task.taskId }, ctx);
+        if (moveAgent)
+          this.core.moveAgent(
+            agentId,
+            withdrawWay(deps.agents.get(agentId)?.state),
+            { by: 'task', reason: `run of ${task.taskId} withdrawn: ${code}`, taskId: task.taskId },
+            ctx,
+          );
       };
       if (withdrawnTooOften(counted)) {
-        this.needs.end(task, 'FAILED', code, `${reason} (${counted.withdrawals} dispatches withdrawn)`, ctx, 'withdrawn', '', counted);
+        this.needs.end(
+          task,
+          'FAILED',
+          code,
+          `${reason} (${counted.withdrawals} dispatches withdrawn)`,
+          ctx,
+          'withdrawn',
+          '',
+          counted,
+        );
         if (wasSent) freeAgent();
         tx.install(() => this.core.refreshIdle(agentId));
         tx.after(() => this.schedulePump());
@@ -214,8 +281,17 @@ export class Dispatch {
       const from = task.state;
       tx.disarm(this.core.timers, task.taskId);
       if (wasSent) freeAgent();
-      const next = this.core.requeue(tx, task, counted, { kind: 'agent_not_runnable', agentId, state: deps.agents.get(agentId)?.state ?? 'unknown' });
-      this.core.event(next, 'task.dispatch_withdrawn', { agent_id: agentId, code, reason, dispatches: next.dispatches, withdrawals: next.withdrawals }, 'WARN');
+      const next = this.core.requeue(tx, task, counted, {
+        kind: 'agent_not_runnable',
+        agentId,
+        state: deps.agents.get(agentId)?.state ?? 'unknown',
+      });
+      this.core.event(
+        next,
+        'task.dispatch_withdrawn',
+        { agent_id: agentId, code, reason, dispatches: next.dispatches, withdrawals: next.withdrawals },
+        'WARN',
+      );
       this.core.stateEvent(next, from, { agent_id: agentId, error_code: code });
       tx.install(() => this.core.refreshIdle(agentId));
       this.core.notifyChanged(tx, task);

@@ -10,7 +10,14 @@ export interface EndNeeds {
   releaseHeld(): void;
   schedulePump(): void;
   /** CONTROL `terminate` to the agent of `task` (as `base` is now); answers the record as it becomes. */
-  sendTerminate(task: TaskRecord, base: TaskRecord, reason: string, ctx: CallContext, open: boolean, tx: Transition): TaskRecord;
+  sendTerminate(
+    task: TaskRecord,
+    base: TaskRecord,
+    reason: string,
+    ctx: CallContext,
+    open: boolean,
+    tx: Transition,
+  ): TaskRecord;
   /** The grace of a cancelled task's `terminate` (its deadline as `base` says). */
   armCancelGrace(task: TaskRecord, base: TaskRecord, tx: Transition): void;
 }
@@ -21,13 +28,25 @@ export interface EndNeeds {
  * its answer; kept until it answers `terminate` when the task was cancelled or handed off while dispatched).
  */
 export class Ends {
-  constructor(private readonly core: SchedulerContext, private readonly needs: EndNeeds) {}
+  constructor(
+    private readonly core: SchedulerContext,
+    private readonly needs: EndNeeds,
+  ) {}
 
   /**
    * Ends an open task (`base`: the record as it is in this transition, by default `task`). Does not move the agent (the
    * caller does, as the cause requires). Answers the ended record, undefined when the task was not open.
    */
-  end(task: TaskRecord, state: EndState, code: string, note: string, ctx: CallContext, cause: string, result = '', base: TaskRecord = task): TaskRecord | undefined {
+  end(
+    task: TaskRecord,
+    state: EndState,
+    code: string,
+    note: string,
+    ctx: CallContext,
+    cause: string,
+    result = '',
+    base: TaskRecord = task,
+  ): TaskRecord | undefined {
     const { memory, deps } = this.core;
     if (!memory.open.has(task.taskId)) return undefined;
     return this.core.run('end', (tx) => {
@@ -36,7 +55,12 @@ export class Ends {
       tx.disarm(this.core.timers, task.taskId);
       const next = ended(base, state, code, note, result, this.core.now());
       deps.store.scheduler.put(next);
-      this.core.stateEvent(next, from, { agent_id: agentId, error_code: next.errorCode, note: next.note.slice(0, 512), cause }, state === 'FAILED' ? 'WARN' : 'INFO');
+      this.core.stateEvent(
+        next,
+        from,
+        { agent_id: agentId, error_code: next.errorCode, note: next.note.slice(0, 512), cause },
+        state === 'FAILED' ? 'WARN' : 'INFO',
+      );
       if (agentId) this.core.endActivity(agentId, task.taskId, state, ctx);
       try {
         deps.gate.forget(task.taskId, ctx);
@@ -58,7 +82,14 @@ export class Ends {
   }
 
   /** The task ended by the agent's answer (or the router's end of its run): the agent is free again. */
-  finished(task: TaskRecord, state: 'COMPLETED' | 'FAILED', code: string, note: string, ctx: CallContext, result = ''): void {
+  finished(
+    task: TaskRecord,
+    state: 'COMPLETED' | 'FAILED',
+    code: string,
+    note: string,
+    ctx: CallContext,
+    result = '',
+  ): void {
     this.core.run('finished', (tx) => {
       const agentId = task.assignedAgentId;
       this.end(task, state, code, note, ctx, 'agent', result);
@@ -71,7 +102,8 @@ export class Ends {
     const { memory, deps } = this.core;
     tx.install(() => memory.vacate(agentId, taskId));
     const agent = deps.agents.get(agentId);
-    if (agent && !memory.shuttingDown.has(agentId)) this.core.moveAgent(agentId, doneWay(agent.state), { by: 'task', reason, taskId }, ctx);
+    if (agent && !memory.shuttingDown.has(agentId))
+      this.core.moveAgent(agentId, doneWay(agent.state), { by: 'task', reason, taskId }, ctx);
     tx.install(() => {
       this.core.refreshIdle(agentId);
       memory.dirty.add(agentId);
@@ -80,7 +112,14 @@ export class Ends {
   }
 
   /** Ends an open task CANCELLED with `code`; a dispatched one's agent is told `terminate` with the cancel grace. */
-  close(task: TaskRecord, code: string, note: string, terminateReason: string, taskCtx: CallContext, cause: string): void {
+  close(
+    task: TaskRecord,
+    code: string,
+    note: string,
+    terminateReason: string,
+    taskCtx: CallContext,
+    cause: string,
+  ): void {
     if (task.state === 'QUEUED') {
       this.end(task, 'CANCELLED', code, note, taskCtx, cause);
       return;

@@ -19,7 +19,12 @@ export type AdmissionState =
   | { readonly state: 'refused'; readonly invocationId: string; readonly duplicateOf: string; readonly reason: string };
 
 /** `duplicates`: the open tasks of the same job when it was asked; a task that ends leaves the list (see `forget`). */
-export interface DuplicateUse { readonly kind: 'duplicate'; readonly taskId: string; readonly duplicateOf: string; readonly duplicates: Set<string> }
+export interface DuplicateUse {
+  readonly kind: 'duplicate';
+  readonly taskId: string;
+  readonly duplicateOf: string;
+  readonly duplicates: Set<string>;
+}
 
 /**
  * The one rule for a settled duplicate invocation: only an approval decided (by a human or an approving rule) allows
@@ -28,9 +33,15 @@ export interface DuplicateUse { readonly kind: 'duplicate'; readonly taskId: str
 export function duplicateAdmission(invocation: HitlInvocation, use: DuplicateUse): AdmissionState {
   const action = invocation.decision?.action ?? 'deny';
   const allowed = invocation.state === 'decided' && action === 'approve';
-  const reason = allowed ? '' : `a duplicate of task '${use.duplicateOf}' (the same target, content type and params): ${
-    invocation.state === 'timed_out' ? 'no approval before the deadline' : invocation.state === 'cancelled' ? 'its approval was cancelled' : `${action} by ${invocation.decision?.origin.by ?? 'the operator'}`
-  }${invocation.decision?.rationale ? ` (${invocation.decision.rationale.slice(0, 300)})` : ''}`;
+  const reason = allowed
+    ? ''
+    : `a duplicate of task '${use.duplicateOf}' (the same target, content type and params): ${
+        invocation.state === 'timed_out'
+          ? 'no approval before the deadline'
+          : invocation.state === 'cancelled'
+            ? 'its approval was cancelled'
+            : `${action} by ${invocation.decision?.origin.by ?? 'the operator'}`
+      }${invocation.decision?.rationale ? ` (${invocation.decision.rationale.slice(0, 300)})` : ''}`;
   return allowed
     ? { state: 'allowed', invocationId: invocation.id, duplicateOf: use.duplicateOf }
     : { state: 'refused', invocationId: invocation.id, duplicateOf: use.duplicateOf, reason };

@@ -55,7 +55,7 @@ export class SchedulerMemory {
   enqueue(task: TaskRecord): void {
     this.open.set(task.taskId, task);
     let jobs = this.byJob.get(task.jobKey);
-    if (!jobs) this.byJob.set(task.jobKey, jobs = new Set());
+    if (!jobs) this.byJob.set(task.jobKey, (jobs = new Set()));
     jobs.add(task);
     if (task.state === 'QUEUED') {
       if (!this.gateHeld.has(task)) this.queueOf(task.target).insert(task);
@@ -67,7 +67,7 @@ export class SchedulerMemory {
 
   queueOf(target: string): TargetQueue {
     let queue = this.queues.get(target);
-    if (!queue) this.queues.set(target, queue = new TargetQueue());
+    if (!queue) this.queues.set(target, (queue = new TargetQueue()));
     return queue;
   }
 
@@ -134,7 +134,7 @@ export class SchedulerMemory {
     if (was !== undefined && was !== type) this.dropIdleType(agentId, was);
     this.idleType.set(agentId, type);
     let ofType = this.idleByType.get(type);
-    if (!ofType) this.idleByType.set(type, ofType = new Set());
+    if (!ofType) this.idleByType.set(type, (ofType = new Set()));
     ofType.add(agentId);
   }
 

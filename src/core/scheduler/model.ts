@@ -20,7 +20,15 @@ export const DEFAULT_PRIORITY = 0;
  * COMPLETED (ACK FULFILLED), FAILED (ACK FAILED / REJECTED, forced_preemption, a timeout, the agent shut down…),
  * CANCELLED (by the operator or the submitter) are terminal.
  */
-export const TASK_STATES = ['QUEUED', 'DISPATCHED', 'RUNNING', 'PREEMPTING', 'COMPLETED', 'FAILED', 'CANCELLED'] as const;
+export const TASK_STATES = [
+  'QUEUED',
+  'DISPATCHED',
+  'RUNNING',
+  'PREEMPTING',
+  'COMPLETED',
+  'FAILED',
+  'CANCELLED',
+] as const;
 export type TaskState = (typeof TASK_STATES)[number];
 export const TERMINAL_TASK_STATES: ReadonlySet<TaskState> = new Set(['COMPLETED', 'FAILED', 'CANCELLED']);
 
@@ -195,8 +203,21 @@ export interface SchedulerStorage extends Transactions {
  * - `shutdown`: FULFILLED when the agent has stopped; the coordinator then deregisters it.
  */
 export type ControlCommand =
-  | { readonly command: 'run'; readonly task_id: string; readonly params: unknown; readonly content_type: string; readonly scope: ScopeWire; readonly priority: number }
-  | { readonly command: 'preempt_request'; readonly task_id: string; readonly reason: string; readonly by_task_id: string; readonly by_priority: number }
+  | {
+      readonly command: 'run';
+      readonly task_id: string;
+      readonly params: unknown;
+      readonly content_type: string;
+      readonly scope: ScopeWire;
+      readonly priority: number;
+    }
+  | {
+      readonly command: 'preempt_request';
+      readonly task_id: string;
+      readonly reason: string;
+      readonly by_task_id: string;
+      readonly by_priority: number;
+    }
   | { readonly command: 'terminate'; readonly task_id: string; readonly grace_ms: number; readonly reason: string }
   | { readonly command: 'shutdown'; readonly reason: string; readonly drain_timeout_seconds: number };
 
@@ -260,9 +281,7 @@ export type GateVerdict =
   | { readonly go: false; readonly refuse: { readonly code: string; readonly reason: string } };
 
 export type GateAdmission =
-  | undefined
-  | { readonly refused: true; readonly code: string; readonly reason: string }
-  | { readonly pending: string };
+  undefined | { readonly refused: true; readonly code: string; readonly reason: string } | { readonly pending: string };
 
 /** RFC §9.3: a parallelism check of two scopes. `confidence` in [0, 1]: how safe it is to run them in parallel. */
 export interface ParallelismVerdict {

@@ -4,14 +4,26 @@ import { toWire } from './scope';
 
 /** What the scheduler tells agents (the CONTROL commands' payloads) and what views and submitters read of a task. */
 
-export function runCommand(taskId: string, params: unknown, contentType: string, scope: ScopeWire, priority: number): ControlCommand {
+export function runCommand(
+  taskId: string,
+  params: unknown,
+  contentType: string,
+  scope: ScopeWire,
+  priority: number,
+): ControlCommand {
   return { command: 'run', task_id: taskId, params, content_type: contentType, scope, priority };
 }
 
 /** The `run` command of a stored task. */
 export function runCommandOf(task: TaskRecord): ControlCommand {
   const params = paramsOnWire(task.params, task.contentType);
-  return runCommand(task.taskId, 'value' in params ? params.value : null, task.contentType, toWire(task.scope), task.priority);
+  return runCommand(
+    task.taskId,
+    'value' in params ? params.value : null,
+    task.contentType,
+    toWire(task.scope),
+    task.priority,
+  );
 }
 
 export function preemptCommand(taskId: string, reason: string, byTaskId: string, byPriority: number): ControlCommand {
@@ -61,7 +73,7 @@ export function describeTask(task: TaskRecord): string {
       if (typeof o.description === 'string') text = o.description;
       else if (typeof o.title === 'string') text = o.title;
     }
-    if (!text) text = typeof v === 'string' ? v : JSON.stringify(v) ?? '';
+    if (!text) text = typeof v === 'string' ? v : (JSON.stringify(v) ?? '');
   }
   const words = text.split(/\s+/).filter((w) => w !== '');
   const limit = FIELD_LIMITS.registry.description_words;

@@ -49,21 +49,29 @@ export function scopesOverlap(a: TaskScope, b: TaskScope): ScopeOverlap {
   if (place !== undefined) {
     if (a.paths.length === 0 || b.paths.length === 0) {
       wholeTree = true;
-      reasons.push(`${place}, and ${a.paths.length === 0 && b.paths.length === 0 ? 'neither names paths' : 'one names no paths'}: the whole tree is shared`);
+      reasons.push(
+        `${place}, and ${a.paths.length === 0 && b.paths.length === 0 ? 'neither names paths' : 'one names no paths'}: the whole tree is shared`,
+      );
     } else {
       for (const pa of a.paths) {
         for (const pb of b.paths) {
           const o = globsOverlap(pa, pb);
           if (o === undefined) continue;
           paths.push(o);
-          reasons.push(`${place}: ${o.kind === 'identical' ? `both name '${pa}'` : `'${pa}' and '${pb}' ${o.kind === 'certain' ? 'share paths' : 'may share paths'}`}`);
+          reasons.push(
+            `${place}: ${o.kind === 'identical' ? `both name '${pa}'` : `'${pa}' and '${pb}' ${o.kind === 'certain' ? 'share paths' : 'may share paths'}`}`,
+          );
         }
       }
     }
   }
   return {
     overlap: sharedResources.length > 0 || wholeTree || paths.length > 0,
-    reasons, sharedResources, samePlace: place !== undefined, wholeTree, paths,
+    reasons,
+    sharedResources,
+    samePlace: place !== undefined,
+    wholeTree,
+    paths,
   };
 }
 
@@ -83,7 +91,9 @@ function samePlace(a: TaskScope, b: TaskScope): string | undefined {
   const repo = a.repoId || b.repoId;
   const worktree = a.worktreeId || b.worktreeId;
   const where = repo ? `same repository '${repo}'` : 'no repository named';
-  return worktree ? `${where}, worktree '${worktree}'${a.worktreeId === b.worktreeId ? '' : ' (the other: any worktree)'}` : `${where}, any worktree`;
+  return worktree
+    ? `${where}, worktree '${worktree}'${a.worktreeId === b.worktreeId ? '' : ' (the other: any worktree)'}`
+    : `${where}, any worktree`;
 }
 
 interface Pattern {
@@ -116,7 +126,9 @@ function parsePattern(glob: string): Pattern {
   const scan = picomatch.scan(text);
   const base = scan.base.replace(/\/+$/, '');
   return {
-    text, base, literal: !scan.isGlob,
+    text,
+    base,
+    literal: !scan.isGlob,
     irregular: scan.isBrace || scan.isExtglob || scan.negated,
     globstar: scan.glob.includes('**'),
   };

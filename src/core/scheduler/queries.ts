@@ -23,7 +23,10 @@ export interface TaskCounts {
 
 /** The scheduler's reads: open tasks from memory, finished ones from the store. */
 export class TaskQueries {
-  constructor(private readonly memory: SchedulerMemory, private readonly tasksStored: SchedulerRepository) {}
+  constructor(
+    private readonly memory: SchedulerMemory,
+    private readonly tasksStored: SchedulerRepository,
+  ) {}
 
   task(taskId: string): TaskRecord | undefined {
     return this.memory.open.get(taskId) ?? this.tasksStored.get(taskId);
@@ -36,7 +39,10 @@ export class TaskQueries {
     const open = query.openLimit === undefined ? all : all.slice(0, Math.max(0, query.openLimit));
     if (query.includeFinished === false) return open;
     const limit = query.finishedLimit ?? 200;
-    const finished = this.tasksStored.listFinished(query.agentId ? Math.max(limit * 4, 1000) : limit).filter(mine).slice(0, limit);
+    const finished = this.tasksStored
+      .listFinished(query.agentId ? Math.max(limit * 4, 1000) : limit)
+      .filter(mine)
+      .slice(0, limit);
     return [...open, ...finished];
   }
 

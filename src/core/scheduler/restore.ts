@@ -51,7 +51,12 @@ export function restoreFromStore(core: SchedulerContext, needs: RestoreNeeds): v
   for (const agentId of [...memory.slots.keys()]) {
     const state = deps.agents.get(agentId)?.state;
     if (state === undefined) needs.onAgentLeft(agentId, 'not registered when the coordinator started');
-    else if (state === 'FAILED_STATE' || state === 'INITIALIZING') needs.onAgentUnavailable(agentId, 'AGENT_UNAVAILABLE', `agent ${agentId} was ${state} when the coordinator started`);
+    else if (state === 'FAILED_STATE' || state === 'INITIALIZING')
+      needs.onAgentUnavailable(
+        agentId,
+        'AGENT_UNAVAILABLE',
+        `agent ${agentId} was ${state} when the coordinator started`,
+      );
   }
 }
 
@@ -63,7 +68,10 @@ export class Housekeeping implements Disposable {
   private readonly timer: KeyedTimers<'housekeeping'>;
   private reconcileFailure = '';
 
-  constructor(private readonly core: SchedulerContext, private readonly isActive: (agentId: string, taskId: string) => boolean) {
+  constructor(
+    private readonly core: SchedulerContext,
+    private readonly isActive: (agentId: string, taskId: string) => boolean,
+  ) {
     this.timer = new KeyedTimers(core.deps.clock, core.guard);
   }
 
@@ -79,12 +87,24 @@ export class Housekeeping implements Disposable {
       const reason = (err as Error).message.slice(0, 512);
       if (reason !== this.reconcileFailure) {
         this.reconcileFailure = reason;
-        deps.log.record({ correlationId: ctx.correlationId, actor: SCHEDULER, eventType: 'task.activity_failed', level: 'WARN', details: { reason, during: 'reconcile' } });
+        deps.log.record({
+          correlationId: ctx.correlationId,
+          actor: SCHEDULER,
+          eventType: 'task.activity_failed',
+          level: 'WARN',
+          details: { reason, during: 'reconcile' },
+        });
       }
     }
     try {
       const pruned = this.core.run('prune', () => deps.store.scheduler.pruneFinished(options.keepFinishedTasks));
-      if (pruned > 0) deps.log.record({ correlationId: ctx.correlationId, actor: SCHEDULER, eventType: 'task.pruned', details: { pruned, kept: options.keepFinishedTasks } });
+      if (pruned > 0)
+        deps.log.record({
+          correlationId: ctx.correlationId,
+          actor: SCHEDULER,
+          eventType: 'task.pruned',
+          details: { pruned, kept: options.keepFinishedTasks },
+        });
     } catch (err) {
       deps.log.internalError(SCHEDULER, ctx.correlationId, err, { during: 'prune' });
     }

@@ -43,14 +43,20 @@ export class RunningIndex implements RunningTasks {
     }
     const stale = this.byTask.get(task.taskId);
     if (stale && stale.key !== key) this.delete(stale);
-    const entry: RunningEntry = { key, task, order: previous ? previous.order : this.nextOrder++, type: this.typeOf(task), agentType: task.agentType };
+    const entry: RunningEntry = {
+      key,
+      task,
+      order: previous ? previous.order : this.nextOrder++,
+      type: this.typeOf(task),
+      agentType: task.agentType,
+    };
     this.byKey.set(key, entry);
     this.byTask.set(task.taskId, entry);
     if (entry.type !== undefined) addTo(this.byType, entry.type, entry);
     let ranks = this.byRank.get(entry.agentType);
-    if (!ranks) this.byRank.set(entry.agentType, ranks = new Map());
+    if (!ranks) this.byRank.set(entry.agentType, (ranks = new Map()));
     let bucket = ranks.get(task.priority);
-    if (!bucket) ranks.set(task.priority, bucket = []);
+    if (!bucket) ranks.set(task.priority, (bucket = []));
     bucket.splice(seqIndex(bucket, task.seq), 0, entry);
     if (touchesFiles(task.scope)) addTo(this.byRepo, task.scope.repoId, entry);
     for (const resource of new Set(task.scope.resources)) addTo(this.byResource, resource, entry);
@@ -79,7 +85,9 @@ export class RunningIndex implements RunningTasks {
 
   mayOverlap(scope: TaskScope): readonly TaskRecord[] {
     const found = new Set<RunningEntry>();
-    const addAll = (entries: Iterable<RunningEntry> | undefined) => { if (entries) for (const e of entries) found.add(e); };
+    const addAll = (entries: Iterable<RunningEntry> | undefined) => {
+      if (entries) for (const e of entries) found.add(e);
+    };
     for (const resource of scope.resources) addAll(this.byResource.get(resource));
     if (touchesFiles(scope)) {
       if (scope.repoId === '') for (const entries of this.byRepo.values()) addAll(entries);
@@ -143,7 +151,7 @@ function seqIndex(bucket: readonly RunningEntry[], seq: number): number {
 
 function addTo<K, V>(map: Map<K, Set<V>>, key: K, value: V): void {
   let set = map.get(key);
-  if (!set) map.set(key, set = new Set());
+  if (!set) map.set(key, (set = new Set()));
   set.add(value);
 }
 

@@ -47,20 +47,29 @@ export class Scheduler implements TaskRunner, Disposable {
   private readonly subscriptions: Disposable[] = [];
 
   /** `options`: the object every part reads (kept here as before: a change to it applies to them all). */
-  constructor(deps: SchedulerDeps, private readonly options: SchedulerOptions) {
-    const core = this.core = new SchedulerContext(deps, options);
+  constructor(
+    deps: SchedulerDeps,
+    private readonly options: SchedulerOptions,
+  ) {
+    const core = (this.core = new SchedulerContext(deps, options));
     this.onDidChange = core.changed.event;
     this.onDidEndTask = core.ended.event;
     this.queries = new TaskQueries(core.memory, deps.store.scheduler);
     this.dispatching = new Dispatch(core, { end: (...a) => this.ends.end(...a) });
-    this.timeouts = new Timeouts(core, { end: (...a) => this.ends.end(...a), schedulePump: () => this.dispatching.schedulePump() });
+    this.timeouts = new Timeouts(core, {
+      end: (...a) => this.ends.end(...a),
+      schedulePump: () => this.dispatching.schedulePump(),
+    });
     this.ends = new Ends(core, {
       releaseHeld: () => this.dispatching.releaseHeld(),
       schedulePump: () => this.dispatching.schedulePump(),
       sendTerminate: (...a) => this.timeouts.sendTerminate(...a),
       armCancelGrace: (...a) => this.timeouts.armCancelGrace(...a),
     });
-    this.preemption = new Preemption(core, { armDeadline: (...a) => this.timeouts.armDeadline(...a), schedulePump: () => this.dispatching.schedulePump() });
+    this.preemption = new Preemption(core, {
+      armDeadline: (...a) => this.timeouts.armDeadline(...a),
+      schedulePump: () => this.dispatching.schedulePump(),
+    });
     this.agentChanges = new AgentChanges(core, {
       end: (...a) => this.ends.end(...a),
       withdrawn: (...a) => this.dispatching.withdrawn(...a),
@@ -134,7 +143,12 @@ export class Scheduler implements TaskRunner, Disposable {
    * RequestPreemption: a preempt_request to the agent running `taskId` (or the agent's running task when taskId is '').
    * The yielded task goes back to the queue.
    */
-  preempt(agentId: string, taskId: string, reason: string, ctx: CallContext): { readonly enqueued: boolean; readonly reason: string } {
+  preempt(
+    agentId: string,
+    taskId: string,
+    reason: string,
+    ctx: CallContext,
+  ): { readonly enqueued: boolean; readonly reason: string } {
     return this.preemption.preempt(agentId, taskId, reason, ctx);
   }
 
@@ -162,7 +176,12 @@ export class Scheduler implements TaskRunner, Disposable {
   }
 
   /** ShutdownAgent (RFC §8.4): SHUTTING_DOWN with a grace period, CONTROL `shutdown`, no new tasks; cleanup on the way out. */
-  shutdownAgent(agentId: string, graceMs: number, reason: string, ctx: CallContext): { readonly ok: boolean; readonly reason: string } {
+  shutdownAgent(
+    agentId: string,
+    graceMs: number,
+    reason: string,
+    ctx: CallContext,
+  ): { readonly ok: boolean; readonly reason: string } {
     return this.agentChanges.shutdownAgent(agentId, graceMs, reason, ctx);
   }
 

@@ -5,7 +5,8 @@ export const SCHEDULER_SCHEMA: readonly SchemaStep[] = [
   {
     version: 9,
     area: 'scheduler',
-    description: 'tasks (RFC §7, §9): one row per task, its record as JSON; open tasks by arrival order, finished ones by end time',
+    description:
+      'tasks (RFC §7, §9): one row per task, its record as JSON; open tasks by arrival order, finished ones by end time',
     statements: [
       `CREATE TABLE scheduler_tasks (
          task_id TEXT PRIMARY KEY,

@@ -55,18 +55,29 @@ function fromJson(text: string): TaskScope | ScopeRefusal {
   } catch (err) {
     return `scope is not valid JSON: ${(err as Error).message.slice(0, 200)}`;
   }
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) return 'scope JSON must be an object {"repo_id","worktree_id","paths","resources"}';
+  if (typeof value !== 'object' || value === null || Array.isArray(value))
+    return 'scope JSON must be an object {"repo_id","worktree_id","paths","resources"}';
   const o = value as Record<string, unknown>;
   const known = new Set(['repo_id', 'worktree_id', 'paths', 'resources']);
   const unknown = Object.keys(o).filter((k) => !known.has(k));
-  if (unknown.length) return `scope JSON has unknown field(s) ${unknown.slice(0, 5).map((k) => JSON.stringify(k.slice(0, 40))).join(', ')}; use repo_id, worktree_id, paths, resources`;
+  if (unknown.length)
+    return `scope JSON has unknown field(s) ${unknown
+      .slice(0, 5)
+      .map((k) => JSON.stringify(k.slice(0, 40)))
+      .join(', ')}; use repo_id, worktree_id, paths, resources`;
   for (const key of ['repo_id', 'worktree_id'] as const) {
     if (o[key] !== undefined && typeof o[key] !== 'string') return `scope ${key} must be a string`;
   }
   for (const key of ['paths', 'resources'] as const) {
-    if (o[key] !== undefined && (!Array.isArray(o[key]) || !(o[key] as unknown[]).every((e) => typeof e === 'string'))) return `scope ${key} must be a list of strings`;
+    if (o[key] !== undefined && (!Array.isArray(o[key]) || !(o[key] as unknown[]).every((e) => typeof e === 'string')))
+      return `scope ${key} must be a list of strings`;
   }
-  return build((o.repo_id as string | undefined) ?? '', (o.worktree_id as string | undefined) ?? '', (o.paths as string[] | undefined) ?? [], (o.resources as string[] | undefined) ?? []);
+  return build(
+    (o.repo_id as string | undefined) ?? '',
+    (o.worktree_id as string | undefined) ?? '',
+    (o.paths as string[] | undefined) ?? [],
+    (o.resources as string[] | undefined) ?? [],
+  );
 }
 
 function fromTokens(text: string): TaskScope | ScopeRefusal {
@@ -81,18 +92,21 @@ function fromTokens(text: string): TaskScope | ScopeRefusal {
   }
   for (const token of text.split(/[\s,]+/).filter((t) => t !== '')) {
     const m = TOKEN.exec(token);
-    if (!m) return `scope token ${JSON.stringify(token.slice(0, 80))} is not repo:<repo_id>[/<path glob>], worktree:<id>, path:<glob> or resource:<name>`;
+    if (!m)
+      return `scope token ${JSON.stringify(token.slice(0, 80))} is not repo:<repo_id>[/<path glob>], worktree:<id>, path:<glob> or resource:<name>`;
     const [, kind, rest] = m;
     if (rest === '') return `scope token ${kind}: has no value`;
     if (kind === 'repo') {
       const slash = rest.indexOf('/');
       const id = slash < 0 ? rest : rest.slice(0, slash);
       if (id === '') return `scope token ${JSON.stringify(token.slice(0, 80))} has no repo_id before the path`;
-      if (repoId !== '' && repoId !== id) return `scope names two repositories (${repoId.slice(0, 80)}, ${id.slice(0, 80)}); a task's scope is within one`;
+      if (repoId !== '' && repoId !== id)
+        return `scope names two repositories (${repoId.slice(0, 80)}, ${id.slice(0, 80)}); a task's scope is within one`;
       repoId = id;
       if (slash >= 0 && slash < rest.length - 1) paths.push(rest.slice(slash + 1));
     } else if (kind === 'worktree') {
-      if (worktreeId !== '' && worktreeId !== rest) return `scope names two worktrees (${worktreeId.slice(0, 80)}, ${rest.slice(0, 80)})`;
+      if (worktreeId !== '' && worktreeId !== rest)
+        return `scope names two worktrees (${worktreeId.slice(0, 80)}, ${rest.slice(0, 80)})`;
       worktreeId = rest;
     } else if (kind === 'path') {
       paths.push(rest);
@@ -109,11 +123,20 @@ function normalisePath(glob: string): string {
   return p.replace(/\/{2,}/g, '/');
 }
 
-function build(repoId: string, worktreeId: string, rawPaths: readonly string[], rawResources: readonly string[]): TaskScope | ScopeRefusal {
-  const refusal = (repoId && identifierRefusal('scope repo_id', repoId, LIMITS.scope_repo_id))
-    || (worktreeId && identifierRefusal('scope worktree_id', worktreeId, LIMITS.scope_worktree_id));
+function build(
+  repoId: string,
+  worktreeId: string,
+  rawPaths: readonly string[],
+  rawResources: readonly string[],
+): TaskScope | ScopeRefusal {
+  const refusal =
+    (repoId && identifierRefusal('scope repo_id', repoId, LIMITS.scope_repo_id)) ||
+    (worktreeId && identifierRefusal('scope worktree_id', worktreeId, LIMITS.scope_worktree_id));
   if (refusal) return refusal;
-  for (const [name, list] of [['paths', rawPaths], ['resources', rawResources]] as const) {
+  for (const [name, list] of [
+    ['paths', rawPaths],
+    ['resources', rawResources],
+  ] as const) {
     if (list.length > LIMITS.scope_entries) return `scope has ${list.length} ${name}; at most ${LIMITS.scope_entries}`;
     for (const entry of list) {
       if (entry === '') return `scope ${name} has an empty entry`;
@@ -146,5 +169,10 @@ export function formatScope(scope: TaskScope): string {
 
 /** The scope as a `run` command carries it (snake_case). */
 export function toWire(scope: TaskScope): ScopeWire {
-  return { repo_id: scope.repoId, worktree_id: scope.worktreeId, paths: [...scope.paths], resources: [...scope.resources] };
+  return {
+    repo_id: scope.repoId,
+    worktree_id: scope.worktreeId,
+    paths: [...scope.paths],
+    resources: [...scope.resources],
+  };
 }

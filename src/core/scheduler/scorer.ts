@@ -21,7 +21,9 @@ export const SCORES = {
 export function pathScore(overlap: PathOverlap): number {
   if (overlap.kind === 'identical') return SCORES.sameFiles;
   if (overlap.kind === 'certain') return SCORES.overlappingGlobs;
-  return round(SCORES.overlappingGlobs + SCORES.perSharedDirectory * Math.min(overlap.depth, SCORES.maxSharedDirectories));
+  return round(
+    SCORES.overlappingGlobs + SCORES.perSharedDirectory * Math.min(overlap.depth, SCORES.maxSharedDirectories),
+  );
 }
 
 /**
@@ -32,7 +34,11 @@ export function pathScore(overlap: PathOverlap): number {
 export class BuiltInScopeScorer implements ParallelismScorer {
   check(a: TaskScope, b: TaskScope): ParallelismVerdict {
     const overlap = scopesOverlap(a, b);
-    if (!overlap.overlap) return { confidence: SCORES.noOverlap, notes: 'no overlap: different repositories, worktrees, paths and resources' };
+    if (!overlap.overlap)
+      return {
+        confidence: SCORES.noOverlap,
+        notes: 'no overlap: different repositories, worktrees, paths and resources',
+      };
     let confidence: number = SCORES.noOverlap;
     if (overlap.sharedResources.length > 0) confidence = Math.min(confidence, SCORES.sharedResource);
     if (overlap.wholeTree) confidence = Math.min(confidence, SCORES.wholeTree);

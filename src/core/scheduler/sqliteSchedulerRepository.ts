@@ -14,8 +14,12 @@ export class SqliteSchedulerRepository implements SchedulerRepository {
         ON CONFLICT(task_id) DO UPDATE SET state = excluded.state, ended_at = excluded.ended_at, record = excluded.record`),
       get: p('SELECT record FROM scheduler_tasks WHERE task_id = ?'),
       listOpen: p('SELECT record FROM scheduler_tasks WHERE ended_at IS NULL ORDER BY seq'),
-      listFinished: p('SELECT record FROM scheduler_tasks WHERE ended_at IS NOT NULL ORDER BY ended_at DESC, seq DESC LIMIT ?'),
-      listTerminating: p(`SELECT record FROM scheduler_tasks WHERE state = 'CANCELLED' AND json_extract(record, '$.deadline') IS NOT NULL ORDER BY seq`),
+      listFinished: p(
+        'SELECT record FROM scheduler_tasks WHERE ended_at IS NOT NULL ORDER BY ended_at DESC, seq DESC LIMIT ?',
+      ),
+      listTerminating: p(
+        `SELECT record FROM scheduler_tasks WHERE state = 'CANCELLED' AND json_extract(record, '$.deadline') IS NOT NULL ORDER BY seq`,
+      ),
       maxSeq: p('SELECT COALESCE(MAX(seq), 0) AS seq FROM scheduler_tasks'),
       countFinished: p('SELECT COUNT(*) AS n FROM scheduler_tasks WHERE ended_at IS NOT NULL'),
       pruneFinished: p(`DELETE FROM scheduler_tasks WHERE task_id IN (
@@ -25,7 +29,13 @@ export class SqliteSchedulerRepository implements SchedulerRepository {
 
   put(task: TaskRecord): void {
     const ended = TERMINAL_TASK_STATES.has(task.state) ? (task.endedAt ?? task.updatedAt) : null;
-    this.s.put.run(task.taskId, task.seq, task.state, ended, JSON.stringify({ ...task, params: task.params.toString('base64') }));
+    this.s.put.run(
+      task.taskId,
+      task.seq,
+      task.state,
+      ended,
+      JSON.stringify({ ...task, params: task.params.toString('base64') }),
+    );
   }
 
   get(taskId: string): TaskRecord | undefined {
@@ -59,5 +69,10 @@ export class SqliteSchedulerRepository implements SchedulerRepository {
 function revive(row: Row): TaskRecord {
   const record = JSON.parse(String(row.record)) as TaskRecord & { params: string };
   // Records written before a field existed read with its default.
-  return { ...record, withdrawals: record.withdrawals ?? 0, result: record.result ?? '', params: Buffer.from(record.params, 'base64') };
+  return {
+    ...record,
+    withdrawals: record.withdrawals ?? 0,
+    result: record.result ?? '',
+    params: Buffer.from(record.params, 'base64'),
+  };
 }

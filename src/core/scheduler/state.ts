@@ -16,7 +16,11 @@ export const MAX_WITHDRAWN_DISPATCHES = 3;
 /** The states in which a task holds its agent. */
 export const RUNNING_STATES: ReadonlySet<TaskState> = new Set(['DISPATCHED', 'RUNNING', 'PREEMPTING']);
 /** The waiting reasons the gate gives (its held tasks). */
-export const GATE_WAITING: ReadonlySet<string> = new Set(['conflict_decision', 'serialised_after', 'max_parallel_instances']);
+export const GATE_WAITING: ReadonlySet<string> = new Set([
+  'conflict_decision',
+  'serialised_after',
+  'max_parallel_instances',
+]);
 /** The ACK note of a `preempt_request` that declares a non-preemptible section: `non_preemptible:<ms>`. */
 const NON_PREEMPTIBLE = /^non_preemptible:(\d{1,12})$/;
 
@@ -44,27 +48,55 @@ export interface NewTask {
 /** A new task: QUEUED, never dispatched. */
 export function queuedTask(fields: NewTask, now: number): TaskRecord {
   return {
-    taskId: fields.taskId, target: fields.target, assignedAgentId: '', priority: fields.priority, seq: fields.seq, params: fields.params,
-    contentType: fields.contentType, scopeText: fields.scopeText, scope: fields.scope, jobKey: fields.jobKey, submittedBy: fields.submittedBy,
-    submittedAt: now, state: 'QUEUED', waiting: null, runMessageId: '', preemptMessageId: '', preemptedBy: '', nonPreemptibleUntil: null,
-    dispatches: 0, withdrawals: 0, errorCode: '', note: '', startedAt: null, endedAt: null, updatedAt: now, agentType: '', terminateMessageId: '', deadline: null,
+    taskId: fields.taskId,
+    target: fields.target,
+    assignedAgentId: '',
+    priority: fields.priority,
+    seq: fields.seq,
+    params: fields.params,
+    contentType: fields.contentType,
+    scopeText: fields.scopeText,
+    scope: fields.scope,
+    jobKey: fields.jobKey,
+    submittedBy: fields.submittedBy,
+    submittedAt: now,
+    state: 'QUEUED',
+    waiting: null,
+    runMessageId: '',
+    preemptMessageId: '',
+    preemptedBy: '',
+    nonPreemptibleUntil: null,
+    dispatches: 0,
+    withdrawals: 0,
+    errorCode: '',
+    note: '',
+    startedAt: null,
+    endedAt: null,
+    updatedAt: now,
+    agentType: '',
+    terminateMessageId: '',
+    deadline: null,
     result: '',
   };
 }
 
 /** Why a task just submitted waits, from what is known of its target when it arrives (null: it may go at once). */
-export function waitingAtSubmit(target: string, of: {
-  /** For a type target: how many agents of the type are idle. */
-  readonly idleOfType: number;
-  /** For an agent target: whether the agent holds a task, its state (undefined: not registered) and whether it is idle. */
-  readonly busy: boolean;
-  readonly agentState: string | undefined;
-  readonly idle: boolean;
-}): WaitingReason | null {
+export function waitingAtSubmit(
+  target: string,
+  of: {
+    /** For a type target: how many agents of the type are idle. */
+    readonly idleOfType: number;
+    /** For an agent target: whether the agent holds a task, its state (undefined: not registered) and whether it is idle. */
+    readonly busy: boolean;
+    readonly agentState: string | undefined;
+    readonly idle: boolean;
+  },
+): WaitingReason | null {
   const type = targetType(target);
   if (type !== undefined) return of.idleOfType > 0 ? null : { kind: 'no_agent_of_type', agentType: type };
   if (of.busy) return { kind: 'agent_busy', agentId: target };
-  if (of.agentState !== undefined && !of.idle) return { kind: 'agent_not_runnable', agentId: target, state: of.agentState };
+  if (of.agentState !== undefined && !of.idle)
+    return { kind: 'agent_not_runnable', agentId: target, state: of.agentState };
   return null;
 }
 
@@ -79,8 +111,23 @@ export function waitingFor(task: TaskRecord, waiting: WaitingReason | null, now:
 }
 
 /** QUEUED → DISPATCHED: its `run` went to `agentId` as `runMessageId`. */
-export function dispatched(task: TaskRecord, agentId: string, agentType: string, runMessageId: string, now: number): TaskRecord {
-  return { ...task, state: 'DISPATCHED', assignedAgentId: agentId, agentType, runMessageId, waiting: null, dispatches: task.dispatches + 1, updatedAt: now };
+export function dispatched(
+  task: TaskRecord,
+  agentId: string,
+  agentType: string,
+  runMessageId: string,
+  now: number,
+): TaskRecord {
+  return {
+    ...task,
+    state: 'DISPATCHED',
+    assignedAgentId: agentId,
+    agentType,
+    runMessageId,
+    waiting: null,
+    dispatches: task.dispatches + 1,
+    updatedAt: now,
+  };
 }
 
 /** DISPATCHED → RUNNING: the agent acknowledged its run. */
@@ -101,13 +148,29 @@ export function withdrawnTooOften(task: TaskRecord): boolean {
 /** Back to QUEUED at its priority and original seq, with nothing of its last dispatch. */
 export function requeued(task: TaskRecord, waiting: WaitingReason, now: number): TaskRecord {
   return {
-    ...task, state: 'QUEUED', waiting, runMessageId: '', preemptMessageId: '', terminateMessageId: '', preemptedBy: '', nonPreemptibleUntil: null,
-    deadline: null, assignedAgentId: '', agentType: '', updatedAt: now,
+    ...task,
+    state: 'QUEUED',
+    waiting,
+    runMessageId: '',
+    preemptMessageId: '',
+    terminateMessageId: '',
+    preemptedBy: '',
+    nonPreemptibleUntil: null,
+    deadline: null,
+    assignedAgentId: '',
+    agentType: '',
+    updatedAt: now,
   };
 }
 
 /** → PREEMPTING: a `preempt_request` went out as `messageId`; the agent has until `deadline` to yield. */
-export function preempting(task: TaskRecord, messageId: string, byTaskId: string, deadline: number, now: number): TaskRecord {
+export function preempting(
+  task: TaskRecord,
+  messageId: string,
+  byTaskId: string,
+  deadline: number,
+  now: number,
+): TaskRecord {
   return { ...task, state: 'PREEMPTING', preemptMessageId: messageId, preemptedBy: byTaskId, deadline, updatedAt: now };
 }
 
@@ -138,10 +201,24 @@ export function settled(task: TaskRecord): TaskRecord {
 }
 
 /** → COMPLETED, FAILED or CANCELLED: only a completed task keeps a result, only one that did not complete an error code. */
-export function ended(task: TaskRecord, state: EndState, code: string, note: string, result: string, now: number): TaskRecord {
+export function ended(
+  task: TaskRecord,
+  state: EndState,
+  code: string,
+  note: string,
+  result: string,
+  now: number,
+): TaskRecord {
   return {
-    ...task, state, errorCode: state === 'COMPLETED' ? '' : code, note: note.slice(0, 4096), result: state === 'COMPLETED' ? result : '',
-    endedAt: now, updatedAt: now, waiting: null, deadline: null,
+    ...task,
+    state,
+    errorCode: state === 'COMPLETED' ? '' : code,
+    note: note.slice(0, 4096),
+    result: state === 'COMPLETED' ? result : '',
+    endedAt: now,
+    updatedAt: now,
+    waiting: null,
+    deadline: null,
   };
 }
 
@@ -163,7 +240,13 @@ export function agentFailureCode(state: string | undefined): string | undefined 
 }
 
 /** States in which the agent is working on (or starting) its task. */
-const WORKING_STATES: ReadonlySet<string> = new Set(['SCHEDULED', 'RESUMED', 'RUNNING', 'WAITING', 'WAITING_RESOURCES']);
+const WORKING_STATES: ReadonlySet<string> = new Set([
+  'SCHEDULED',
+  'RESUMED',
+  'RUNNING',
+  'WAITING',
+  'WAITING_RESOURCES',
+]);
 
 /** Where the agent goes after its task ended: through COMPLETED when it was working on it, then RUNNABLE. */
 export function doneWay(state: string | undefined): string[] {
@@ -179,5 +262,9 @@ export function withdrawWay(state: string | undefined): string[] {
 
 /** The code a task ends with when its agent left the registry for `reason` (shutdown asked for or not). */
 export function leftCode(reason: string, shutdownAsked: boolean): string {
-  return /agent_shutdown_timeout/.test(reason) ? 'agent_shutdown_timeout' : shutdownAsked || /shut down/.test(reason) ? 'agent_shutdown' : 'AGENT_UNAVAILABLE';
+  return /agent_shutdown_timeout/.test(reason)
+    ? 'agent_shutdown_timeout'
+    : shutdownAsked || /shut down/.test(reason)
+      ? 'agent_shutdown'
+      : 'AGENT_UNAVAILABLE';
 }

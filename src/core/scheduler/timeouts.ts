@@ -7,7 +7,14 @@ import { msUntilDeadline, settled, terminateSent, terminateUnsent, type EndState
 
 /** What the deadlines need of the other parts. */
 export interface TimeoutNeeds {
-  end(task: TaskRecord, state: EndState, code: string, note: string, ctx: CallContext, cause: string): TaskRecord | undefined;
+  end(
+    task: TaskRecord,
+    state: EndState,
+    code: string,
+    note: string,
+    ctx: CallContext,
+    cause: string,
+  ): TaskRecord | undefined;
   schedulePump(): void;
 }
 
@@ -17,11 +24,16 @@ export interface TimeoutNeeds {
  * FAILED and its slot freed). One timer per task id (KeyedTimers), armed and disarmed through the transition.
  */
 export class Timeouts {
-  constructor(private readonly core: SchedulerContext, private readonly needs: TimeoutNeeds) {}
+  constructor(
+    private readonly core: SchedulerContext,
+    private readonly needs: TimeoutNeeds,
+  ) {}
 
   /** The deadline of `task` as `base` says (none: disarmed). `tx` undefined: at start, armed at once. */
   armDeadline(task: TaskRecord, base: TaskRecord, tx: Transition | undefined): void {
-    this.core.arm(tx, task.taskId, msUntilDeadline(base, this.core.now()), () => this.core.guard.run('deadline', () => this.onDeadline(task)));
+    this.core.arm(tx, task.taskId, msUntilDeadline(base, this.core.now()), () =>
+      this.core.guard.run('deadline', () => this.onDeadline(task)),
+    );
   }
 
   private onDeadline(task: TaskRecord): void {
@@ -36,11 +48,26 @@ export class Timeouts {
     // No answer to `terminate` within the grace: forced preemption; the agent FAILED.
     const agentId = task.assignedAgentId;
     this.core.run('deadline', (tx) => {
-      this.needs.end(task, 'FAILED', 'forced_preemption', `no answer to terminate within ${options.terminateGraceMs} ms`, ctx, 'forced');
+      this.needs.end(
+        task,
+        'FAILED',
+        'forced_preemption',
+        `no answer to terminate within ${options.terminateGraceMs} ms`,
+        ctx,
+        'forced',
+      );
       tx.install(() => memory.vacate(agentId, task.taskId));
-      this.core.moveAgent(agentId, ['FAILED_STATE'], {
-        by: 'timeout', reason: `no answer to terminate of ${task.taskId} within ${options.terminateGraceMs} ms`, errorCode: 'forced_preemption', taskId: task.taskId,
-      }, ctx);
+      this.core.moveAgent(
+        agentId,
+        ['FAILED_STATE'],
+        {
+          by: 'timeout',
+          reason: `no answer to terminate of ${task.taskId} within ${options.terminateGraceMs} ms`,
+          errorCode: 'forced_preemption',
+          taskId: task.taskId,
+        },
+        ctx,
+      );
       tx.install(() => this.core.refreshIdle(agentId));
       tx.after(() => this.needs.schedulePump());
     });
@@ -51,20 +78,42 @@ export class Timeouts {
    * open task (forced preemption) its deadline is armed here (at once when nothing could be sent: it ends as the grace
    * would); a cancelled one's by `armCancelGrace`. Answers the record as it becomes.
    */
-  sendTerminate(task: TaskRecord, base: TaskRecord, reason: string, ctx: CallContext, open: boolean, tx: Transition): TaskRecord {
+  sendTerminate(
+    task: TaskRecord,
+    base: TaskRecord,
+    reason: string,
+    ctx: CallContext,
+    open: boolean,
+    tx: Transition,
+  ): TaskRecord {
     const { deps, options } = this.core;
     const agentId = base.assignedAgentId;
     const now = this.core.now();
-    const sent = this.core.sendControl(agentId, terminateCommand(task.taskId, options.terminateGraceMs, reason), task.taskId, ctx);
+    const sent = this.core.sendControl(
+      agentId,
+      terminateCommand(task.taskId, options.terminateGraceMs, reason),
+      task.taskId,
+      ctx,
+    );
     let next = base;
     if (!sent.accepted) {
-      this.core.event(task, 'task.terminate_unsent', { agent_id: agentId, code: sent.code, reason: sent.reason }, 'WARN');
+      this.core.event(
+        task,
+        'task.terminate_unsent',
+        { agent_id: agentId, code: sent.code, reason: sent.reason },
+        'WARN',
+      );
       // Nothing can reach the agent: an open task ends now as the grace would (in memory: the store keeps its deadline).
       if (open) next = terminateUnsent(base, now);
     } else {
       next = terminateSent(base, sent.messageId, now + options.terminateGraceMs, now);
       deps.store.scheduler.put(next);
-      this.core.event(task, 'task.terminate_sent', { agent_id: agentId, grace_ms: options.terminateGraceMs, reason, terminate_message_id: sent.messageId }, 'WARN');
+      this.core.event(
+        task,
+        'task.terminate_sent',
+        { agent_id: agentId, grace_ms: options.terminateGraceMs, reason, terminate_message_id: sent.messageId },
+        'WARN',
+      );
     }
     if (next !== base) this.core.install(tx, task, next);
     if (open) this.armDeadline(task, next, tx);
@@ -78,7 +127,9 @@ export class Timeouts {
   armCancelGrace(task: TaskRecord, base: TaskRecord, tx: Transition | undefined): void {
     const agentId = base.assignedAgentId;
     const graceMs = msUntilDeadline(base, this.core.now()) ?? 0;
-    this.core.arm(tx, task.taskId, graceMs, () => this.core.guard.run('cancel_grace', () => this.onCancelGrace(task, agentId)));
+    this.core.arm(tx, task.taskId, graceMs, () =>
+      this.core.guard.run('cancel_grace', () => this.onCancelGrace(task, agentId)),
+    );
   }
 
   private onCancelGrace(task: TaskRecord, agentId: string): void {
@@ -88,9 +139,17 @@ export class Timeouts {
     this.core.run('cancel_grace', (tx) => {
       tx.install(() => memory.vacate(agentId));
       this.settleTerminate(task, tx);
-      this.core.moveAgent(agentId, ['FAILED_STATE'], {
-        by: 'timeout', reason: `no answer to terminate of cancelled task ${taskId} within ${options.terminateGraceMs} ms`, errorCode: 'forced_preemption', taskId,
-      }, { correlationId: taskId });
+      this.core.moveAgent(
+        agentId,
+        ['FAILED_STATE'],
+        {
+          by: 'timeout',
+          reason: `no answer to terminate of cancelled task ${taskId} within ${options.terminateGraceMs} ms`,
+          errorCode: 'forced_preemption',
+          taskId,
+        },
+        { correlationId: taskId },
+      );
       tx.install(() => this.core.refreshIdle(agentId));
     });
   }

@@ -3,7 +3,12 @@ export type WaitingReason =
   | { readonly kind: 'agent_busy'; readonly agentId: string }
   | { readonly kind: 'agent_not_runnable'; readonly agentId: string; readonly state: string }
   | { readonly kind: 'no_agent_of_type'; readonly agentType: string }
-  | { readonly kind: 'max_parallel_instances'; readonly agentType: string; readonly limit: number; readonly running: number }
+  | {
+      readonly kind: 'max_parallel_instances';
+      readonly agentType: string;
+      readonly limit: number;
+      readonly running: number;
+    }
   | { readonly kind: 'conflict_decision'; readonly invocationId: string; readonly withTaskId: string }
   /** The parallelism check of its scope against a running task's is under way (an inference engine answers later). */
   | { readonly kind: 'conflict_check'; readonly withTaskId: string }
@@ -13,14 +18,22 @@ export type WaitingReason =
 /** What a waiting task tells its submitter and the Tasks view. */
 export function describeWaiting(w: WaitingReason): string {
   switch (w.kind) {
-    case 'agent_busy': return `waiting for agent ${w.agentId} to finish its current task`;
-    case 'agent_not_runnable': return `waiting for agent ${w.agentId} to become RUNNABLE (it is ${w.state})`;
-    case 'no_agent_of_type': return `waiting for a RUNNABLE agent of type ${w.agentType}`;
-    case 'max_parallel_instances': return `queued behind max_parallel_instances (${w.running} of ${w.limit} running for type ${w.agentType})`;
-    case 'conflict_decision': return `waiting for a conflict decision (its scope overlaps task ${w.withTaskId})`;
-    case 'conflict_check': return `waiting for the inference engine's parallelism check (its scope overlaps task ${w.withTaskId})`;
-    case 'serialised_after': return `serialised after task ${w.taskId} (a conflict decision)`;
+    case 'agent_busy':
+      return `waiting for agent ${w.agentId} to finish its current task`;
+    case 'agent_not_runnable':
+      return `waiting for agent ${w.agentId} to become RUNNABLE (it is ${w.state})`;
+    case 'no_agent_of_type':
+      return `waiting for a RUNNABLE agent of type ${w.agentType}`;
+    case 'max_parallel_instances':
+      return `queued behind max_parallel_instances (${w.running} of ${w.limit} running for type ${w.agentType})`;
+    case 'conflict_decision':
+      return `waiting for a conflict decision (its scope overlaps task ${w.withTaskId})`;
+    case 'conflict_check':
+      return `waiting for the inference engine's parallelism check (its scope overlaps task ${w.withTaskId})`;
+    case 'serialised_after':
+      return `serialised after task ${w.taskId} (a conflict decision)`;
     // byTaskId is '' when the operator (or an agent's RequestPreemption) asked the task to yield, not a task.
-    case 'preempted': return w.byTaskId ? `preempted by task ${w.byTaskId}` : 'preempted by the operator (RequestPreemption)';
+    case 'preempted':
+      return w.byTaskId ? `preempted by task ${w.byTaskId}` : 'preempted by the operator (RequestPreemption)';
   }
 }

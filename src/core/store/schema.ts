@@ -26,15 +26,20 @@ export interface SchemaVersion {
 export function schemaVersions(steps: readonly SchemaStep[]): SchemaVersion[] {
   const byVersion = new Map<number, SchemaStep[]>();
   for (const step of steps) {
-    if (!Number.isInteger(step.version) || step.version < 1) throw new Error(`schema step '${step.description}' (${step.area}) has version ${step.version}; versions start at 1`);
+    if (!Number.isInteger(step.version) || step.version < 1)
+      throw new Error(
+        `schema step '${step.description}' (${step.area}) has version ${step.version}; versions start at 1`,
+      );
     const list = byVersion.get(step.version) ?? [];
-    if (list.some((s) => s.area === step.area)) throw new Error(`schema version ${step.version} has two steps of area '${step.area}'; make them one`);
+    if (list.some((s) => s.area === step.area))
+      throw new Error(`schema version ${step.version} has two steps of area '${step.area}'; make them one`);
     list.push(step);
     byVersion.set(step.version, list);
   }
   const versions = [...byVersion.keys()].sort((a, b) => a - b);
   versions.forEach((version, index) => {
-    if (version !== index + 1) throw new Error(`schema versions must run 1, 2, 3… without a gap; version ${index + 1} is missing`);
+    if (version !== index + 1)
+      throw new Error(`schema versions must run 1, 2, 3… without a gap; version ${index + 1} is missing`);
   });
   return versions.map((version) => ({ version, steps: byVersion.get(version)! }));
 }

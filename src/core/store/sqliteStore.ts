@@ -4,10 +4,21 @@ import { DatabaseSync } from 'node:sqlite';
 import { Emitter, type Event } from '../events';
 import { schemaVersions, type SchemaStep } from './schema';
 import {
-  checkFilesAgainstMarker, CommitCounter, commitsPath, diagnoseOpenFailure, missingDataError, notWritable, readCommitCounter, readMarker,
-  readOnlyError, syncWal, writeMarker,
+  checkFilesAgainstMarker,
+  CommitCounter,
+  commitsPath,
+  diagnoseOpenFailure,
+  missingDataError,
+  notWritable,
+  readCommitCounter,
+  readMarker,
+  readOnlyError,
+  syncWal,
+  writeMarker,
   type StoreMarker,
-  makePrivateDir, makePrivateFile, PRIVATE_FILE_MODE,
+  makePrivateDir,
+  makePrivateFile,
+  PRIVATE_FILE_MODE,
 } from './storeState';
 import { StoreFailedError, StoreOpenError, type CommitParticipant, type Store } from './store';
 
@@ -112,16 +123,25 @@ export class SqliteStore implements Store {
       makePrivateFile(location);
       db = new DatabaseSync(location);
     } catch (err) {
-      throw failure(err, 'opened') ?? new StoreOpenError(location, 'unreadable',
-        `Cannot open the SW4RM store ${location}: ${(err as Error).message}. Check that the data folder ${dataDir} is a writable folder.`);
+      throw (
+        failure(err, 'opened') ??
+        new StoreOpenError(
+          location,
+          'unreadable',
+          `Cannot open the SW4RM store ${location}: ${(err as Error).message}. Check that the data folder ${dataDir} is a writable folder.`,
+        )
+      );
     }
     try {
       SqliteStore.lock(db, location, options.lockWaitMs ?? DEFAULT_LOCK_WAIT_MS);
       const version = SqliteStore.checkIntegrity(db, dataDir, location);
       if (version > latest) {
-        throw new StoreOpenError(location, 'newer-schema',
+        throw new StoreOpenError(
+          location,
+          'newer-schema',
           `The SW4RM store ${location} has schema version ${version}, but this coordinator knows versions up to ${latest}. ` +
-          'It was written by a newer version: update the extension, or point the coordinator at another data folder. The file was not changed.');
+            'It was written by a newer version: update the extension, or point the coordinator at another data folder. The file was not changed.',
+        );
       }
       // After the lock: a previous owner that was closing has finished, so the marker is its last word.
       const marker = readMarker(location);
@@ -146,10 +166,20 @@ export class SqliteStore implements Store {
           db.exec(`PRAGMA user_version = ${pending.version}`);
           db.exec('COMMIT');
         } catch (err) {
-          try { db.exec('ROLLBACK'); } catch { /* SQLite already rolled it back (a full disk does) */ }
+          try {
+            db.exec('ROLLBACK');
+          } catch {
+            /* SQLite already rolled it back (a full disk does) */
+          }
           const step = current ? ` (${current.description}) of the ${current.area} area` : '';
-          throw failure(err, `migrated to schema version ${pending.version}`) ?? new StoreOpenError(location, 'unreadable',
-            `Migrating the SW4RM store ${location} to schema version ${pending.version}${step} failed: ${(err as Error).message}. The file was left at version ${version}.`);
+          throw (
+            failure(err, `migrated to schema version ${pending.version}`) ??
+            new StoreOpenError(
+              location,
+              'unreadable',
+              `Migrating the SW4RM store ${location} to schema version ${pending.version}${step} failed: ${(err as Error).message}. The file was left at version ${version}.`,
+            )
+          );
         }
       }
       const schemaVersion = Math.max(version, latest);
@@ -162,7 +192,11 @@ export class SqliteStore implements Store {
         epoch = SqliteStore.nextEpoch(db);
         db.exec('COMMIT');
       } catch (err) {
-        try { db.exec('ROLLBACK'); } catch { /* SQLite already rolled it back */ }
+        try {
+          db.exec('ROLLBACK');
+        } catch {
+          /* SQLite already rolled it back */
+        }
         throw err;
       }
       syncWal(location);
@@ -175,13 +209,26 @@ export class SqliteStore implements Store {
         counter.close();
         throw err;
       }
-      return new SqliteStore(db, location, schemaVersion, options.groupCommit ?? false, epoch,
-        options.markIntervalMs ?? DEFAULT_MARK_INTERVAL_MS, counter);
+      return new SqliteStore(
+        db,
+        location,
+        schemaVersion,
+        options.groupCommit ?? false,
+        epoch,
+        options.markIntervalMs ?? DEFAULT_MARK_INTERVAL_MS,
+        counter,
+      );
     } catch (err) {
       db.close();
       if (err instanceof StoreOpenError) throw err;
-      throw failure(err, 'opened') ?? new StoreOpenError(location, 'unreadable',
-        `Cannot open the SW4RM store ${location}: ${(err as Error).message}. The coordinator did not start on it.`);
+      throw (
+        failure(err, 'opened') ??
+        new StoreOpenError(
+          location,
+          'unreadable',
+          `Cannot open the SW4RM store ${location}: ${(err as Error).message}. The coordinator did not start on it.`,
+        )
+      );
     }
   }
 
@@ -209,8 +256,16 @@ export class SqliteStore implements Store {
    * written are gone. The counter is read only beside a marker (deleting the marker accepts the file, as the
    * refusal says).
    */
-  private static checkEpoch(db: DatabaseSync, location: string, marker: StoreMarker, counted: number | undefined, walNote: string | undefined): void {
-    const table = db.prepare(`SELECT 1 AS found FROM sqlite_master WHERE type = 'table' AND name = '${EPOCH_TABLE}'`).get();
+  private static checkEpoch(
+    db: DatabaseSync,
+    location: string,
+    marker: StoreMarker,
+    counted: number | undefined,
+    walNote: string | undefined,
+  ): void {
+    const table = db
+      .prepare(`SELECT 1 AS found FROM sqlite_master WHERE type = 'table' AND name = '${EPOCH_TABLE}'`)
+      .get();
     const epoch = table ? SqliteStore.currentEpoch(db) : 0;
     const required = Math.max(marker.epoch, counted ?? 0);
     if (table && epoch >= required) return;
@@ -222,15 +277,33 @@ export class SqliteStore implements Store {
         return false;
       }
     })();
-    if (walNote) throw missingDataError(location, `${walNote}, and the file alone lacks commits the store had made (epoch ${epoch} of ${required})`, folded);
-    if (!table) throw missingDataError(location, `the file is not the store that was here (it has no record of the ${required} epochs the store had committed)`, folded);
-    const when = required > marker.epoch ? `(its commit counter ${path.basename(commitsPath(location))} says so)` : `(at or before ${marker.writtenAt})`;
-    throw missingDataError(location, `it holds the store as of epoch ${epoch}, but epoch ${required} was committed ${when}; ` +
-      `${marker.state === 'open' ? 'the previous run stopped without closing, and the end of its write-ahead log is gone or damaged' : 'the file is older than the store that was closed here'}`, folded);
+    if (walNote)
+      throw missingDataError(
+        location,
+        `${walNote}, and the file alone lacks commits the store had made (epoch ${epoch} of ${required})`,
+        folded,
+      );
+    if (!table)
+      throw missingDataError(
+        location,
+        `the file is not the store that was here (it has no record of the ${required} epochs the store had committed)`,
+        folded,
+      );
+    const when =
+      required > marker.epoch
+        ? `(its commit counter ${path.basename(commitsPath(location))} says so)`
+        : `(at or before ${marker.writtenAt})`;
+    throw missingDataError(
+      location,
+      `it holds the store as of epoch ${epoch}, but epoch ${required} was committed ${when}; ` +
+        `${marker.state === 'open' ? 'the previous run stopped without closing, and the end of its write-ahead log is gone or damaged' : 'the file is older than the store that was closed here'}`,
+      folded,
+    );
   }
 
   private static currentEpoch(db: DatabaseSync): number {
-    const row = db.prepare(`SELECT seq FROM sqlite_sequence WHERE name = '${EPOCH_TABLE}'`).get() as { seq: number } | undefined;
+    const row = db.prepare(`SELECT seq FROM sqlite_sequence WHERE name = '${EPOCH_TABLE}'`).get() as
+      { seq: number } | undefined;
     return row ? Number(row.seq) : 0;
   }
 
@@ -251,19 +324,26 @@ export class SqliteStore implements Store {
     } catch (err) {
       const code = (err as { errcode?: number }).errcode;
       if (code === SQLITE_BUSY || code === SQLITE_LOCKED) {
-        throw new StoreOpenError(location, 'locked',
+        throw new StoreOpenError(
+          location,
+          'locked',
           `The SW4RM store ${location} is in use by another running coordinator (another editor window on this folder, or sw4rm-coordinator). ` +
-          'Stop that one, or give this one another data folder (setting sw4rm.dataDir or --data-dir).');
+            'Stop that one, or give this one another data folder (setting sw4rm.dataDir or --data-dir).',
+        );
       }
       // Anything else (e.g. "file is not a database") is diagnosed by the integrity check that follows.
     }
   }
 
   private static checkIntegrity(db: DatabaseSync, dataDir: string, location: string): number {
-    const corrupt = (detail: string) => new StoreOpenError(location, 'corrupt',
-      `The SW4RM store ${location} is damaged (${detail}). The coordinator will not start on it and has not changed it. ` +
-      `Move the file aside (for example rename it to ${path.basename(location)}.corrupt, keeping it for diagnosis) and start again to create a new store, ` +
-      'or restore it from a backup.');
+    const corrupt = (detail: string) =>
+      new StoreOpenError(
+        location,
+        'corrupt',
+        `The SW4RM store ${location} is damaged (${detail}). The coordinator will not start on it and has not changed it. ` +
+          `Move the file aside (for example rename it to ${path.basename(location)}.corrupt, keeping it for diagnosis) and start again to create a new store, ` +
+          'or restore it from a backup.',
+      );
     try {
       const check = db.prepare('PRAGMA quick_check').all() as Array<Record<string, unknown>>;
       const verdict = check.map((row) => String(Object.values(row)[0])).join('; ');
@@ -379,7 +459,11 @@ export class SqliteStore implements Store {
       this.db.exec('COMMIT');
       this.lastCommitAt = performance.now();
     } catch (err) {
-      try { this.db.exec('ROLLBACK'); } catch { /* the transaction is already gone */ }
+      try {
+        this.db.exec('ROLLBACK');
+      } catch {
+        /* the transaction is already gone */
+      }
       this.afterCommitQueue = [];
       // The units of this batch already changed their callers' memory (queues, outcomes, timers) as if their
       // writes were durable. Going on would deliver messages whose producers were told they failed, so the
@@ -414,7 +498,8 @@ export class SqliteStore implements Store {
     try {
       this.counter.write(epoch);
     } catch (err) {
-      if (!this.counterFailed) console.error('[sw4rm] writing the store\'s commit counter failed; the marker still follows the commits:', err);
+      if (!this.counterFailed)
+        console.error("[sw4rm] writing the store's commit counter failed; the marker still follows the commits:", err);
       this.counterFailed = true;
     }
     this.scheduleMark();
@@ -442,7 +527,9 @@ export class SqliteStore implements Store {
     }
     if (!after) return noop;
     const done = after;
-    return () => { for (const fn of done) fn(); };
+    return () => {
+      for (const fn of done) fn();
+    };
   }
 
   private runAfterCommit(): void {
@@ -496,7 +583,11 @@ export class SqliteStore implements Store {
         this.committed(epoch);
         maintained();
       } catch {
-        try { this.db.exec('ROLLBACK'); } catch { /* nothing open */ }
+        try {
+          this.db.exec('ROLLBACK');
+        } catch {
+          /* nothing open */
+        }
       }
     }
     if (this.markTimer) clearTimeout(this.markTimer);

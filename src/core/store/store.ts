@@ -53,10 +53,16 @@ export interface CommitParticipant {
 
 /** A commit failed (disk full, I/O error): its writes were rolled back and the store takes no more. */
 export class StoreFailedError extends Error {
-  constructor(readonly location: string, cause: Error) {
-    super(`The SW4RM store ${location} could not commit (${cause.message}). What was not yet committed was rolled back, and ` +
-      'no agent was told it was accepted. The coordinator must restart to continue from what is stored; ' +
-      'check free disk space and the data folder first.', { cause });
+  constructor(
+    readonly location: string,
+    cause: Error,
+  ) {
+    super(
+      `The SW4RM store ${location} could not commit (${cause.message}). What was not yet committed was rolled back, and ` +
+        'no agent was told it was accepted. The coordinator must restart to continue from what is stored; ' +
+        'check free disk space and the data folder first.',
+      { cause },
+    );
     this.name = 'StoreFailedError';
   }
 }
@@ -66,7 +72,8 @@ export class StoreFailedError extends Error {
  * a lost or damaged write-ahead log after an unclean stop); `read-only`, the data folder or a file in it may not
  * be written by this user (the store is not damaged); `disk-full`, no space to create, migrate or open it.
  */
-export type StoreOpenReason = 'corrupt' | 'newer-schema' | 'unreadable' | 'locked' | 'missing-data' | 'read-only' | 'disk-full';
+export type StoreOpenReason =
+  'corrupt' | 'newer-schema' | 'unreadable' | 'locked' | 'missing-data' | 'read-only' | 'disk-full';
 
 /** The store cannot be opened. The message names the file and what the user can do. */
 export class StoreOpenError extends Error {

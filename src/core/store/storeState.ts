@@ -182,7 +182,8 @@ function fileSize(file: string): number | undefined {
 
 /** Whether a write-ahead log starts with a header SQLite accepts (magic, version, page size, checksum). */
 export function walHeaderProblem(header: Buffer): string | undefined {
-  if (header.length < WAL_HEADER_BYTES) return `it is ${header.length} bytes, shorter than its ${WAL_HEADER_BYTES}-byte header`;
+  if (header.length < WAL_HEADER_BYTES)
+    return `it is ${header.length} bytes, shorter than its ${WAL_HEADER_BYTES}-byte header`;
   const magic = header.readUInt32BE(0);
   if (magic !== WAL_MAGIC_LE && magic !== WAL_MAGIC_BE) return 'it does not start with a write-ahead log header';
   const bigEndian = magic === WAL_MAGIC_BE;
@@ -215,7 +216,10 @@ function readHead(file: string, bytes: number): Buffer {
  * missing or empty, or the log of an unclean stop is not a log). Otherwise what looks wrong with the log of an
  * unclean stop, which the database's epoch confirms or clears once it is open.
  */
-export function checkFilesAgainstMarker(location: string, marker: StoreMarker): { problem: string; certain: boolean } | undefined {
+export function checkFilesAgainstMarker(
+  location: string,
+  marker: StoreMarker,
+): { problem: string; certain: boolean } | undefined {
   const dbSize = fileSize(location);
   if (dbSize === undefined) return { problem: `the store file ${location} is gone`, certain: true };
   // SQLite writes the file's first page before any commit goes to the log, so a store's file is never empty.
@@ -241,13 +245,16 @@ export function checkFilesAgainstMarker(location: string, marker: StoreMarker): 
 /** The refusal when committed data is known to be missing. */
 export function missingDataError(location: string, what: string, logFolded = false): StoreOpenError {
   const marker = markerPath(location);
-  const untouched = logFolded ?
-    'The coordinator will not start on it; SQLite folded what the write-ahead log still held into the file as it closed (nothing more was lost).' :
-    'The coordinator will not start on it and has not changed it.';
-  return new StoreOpenError(location, 'missing-data',
+  const untouched = logFolded
+    ? 'The coordinator will not start on it; SQLite folded what the write-ahead log still held into the file as it closed (nothing more was lost).'
+    : 'The coordinator will not start on it and has not changed it.';
+  return new StoreOpenError(
+    location,
+    'missing-data',
     `The SW4RM store ${location} has lost committed data: ${what}. ${untouched} ` +
-    `Restore ${path.basename(location)} (with its ${path.basename(location)}-wal file, if the backup has one) from a backup, delete ${marker}, and start again. ` +
-    `Only if you accept losing what is missing: delete ${marker} to start on what is left, or move the data folder ${path.dirname(location)} aside to start with an empty store.`);
+      `Restore ${path.basename(location)} (with its ${path.basename(location)}-wal file, if the backup has one) from a backup, delete ${marker}, and start again. ` +
+      `Only if you accept losing what is missing: delete ${marker} to start on what is left, or move the data folder ${path.dirname(location)} aside to start with an empty store.`,
+  );
 }
 
 /** SQLite result codes (the low byte of node:sqlite's `errcode`). */
@@ -285,11 +292,16 @@ export function readOnlyError(dataDir: string, location: string, file: string): 
       return 'this user';
     }
   })();
-  const what = file === dataDir ? `The data folder ${dataDir} is read-only or not writable by this user (${who})` :
-    `${file} in the data folder ${dataDir} is read-only or not writable by this user (${who})`;
-  return new StoreOpenError(location, 'read-only',
+  const what =
+    file === dataDir
+      ? `The data folder ${dataDir} is read-only or not writable by this user (${who})`
+      : `${file} in the data folder ${dataDir} is read-only or not writable by this user (${who})`;
+  return new StoreOpenError(
+    location,
+    'read-only',
     `${what}, so the SW4RM store ${location} cannot be opened. The store is not damaged and was not changed. ` +
-    'Make the folder and its files writable by the user running the coordinator, or point it at another data folder (setting sw4rm.dataDir or --data-dir).');
+      'Make the folder and its files writable by the user running the coordinator, or point it at another data folder (setting sw4rm.dataDir or --data-dir).',
+  );
 }
 
 function freeSpace(dir: string): string | undefined {
@@ -325,20 +337,29 @@ function sqliteCode(err: unknown): number | undefined {
  * or file this process may not write. Undefined when it is neither (the caller reports it as it is).
  * `doing` says what was under way, e.g. "created" or "migrated to schema version 5".
  */
-export function diagnoseOpenFailure(err: unknown, dataDir: string, location: string, doing: string,
-  probe: WritableProbe = canWrite): StoreOpenError | undefined {
+export function diagnoseOpenFailure(
+  err: unknown,
+  dataDir: string,
+  location: string,
+  doing: string,
+  probe: WritableProbe = canWrite,
+): StoreOpenError | undefined {
   const errno = (err as NodeJS.ErrnoException | null)?.code;
   const code = sqliteCode(err);
   const text = err instanceof Error ? err.message : String(err);
   if (errno === 'ENOSPC' || errno === 'EDQUOT' || code === SQLITE_FULL) {
     const free = freeSpace(dataDir);
-    return new StoreOpenError(location, 'disk-full',
+    return new StoreOpenError(
+      location,
+      'disk-full',
       `The disk holding the SW4RM data folder ${dataDir} is full${free === undefined ? '' : ` (${free} free)`}: the store ${location} could not be ${doing} (${text}). ` +
-      `${doing === 'created' ? 'Nothing was stored yet.' : 'The store is not damaged: what was committed before is kept.'} ` +
-      'Free some disk space (or point the coordinator at a data folder on another disk) and start again.');
+        `${doing === 'created' ? 'Nothing was stored yet.' : 'The store is not damaged: what was committed before is kept.'} ` +
+        'Free some disk space (or point the coordinator at a data folder on another disk) and start again.',
+    );
   }
   const permission = errno === 'EACCES' || errno === 'EPERM' || errno === 'EROFS';
-  const maybe = permission || code === SQLITE_READONLY || code === SQLITE_CANTOPEN || code === SQLITE_IOERR || code === SQLITE_PERM;
+  const maybe =
+    permission || code === SQLITE_READONLY || code === SQLITE_CANTOPEN || code === SQLITE_IOERR || code === SQLITE_PERM;
   if (!maybe) return undefined;
   const blocked = notWritable(dataDir, location, probe);
   if (blocked) return readOnlyError(dataDir, location, blocked);

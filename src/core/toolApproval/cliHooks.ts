@@ -47,16 +47,36 @@ export class HookInputError extends SwarmError {
 /** Tool names (lower case) of every CLI and their kinds; `mcp__…` names are `mcp`; anything else `other`. */
 const KINDS: Readonly<Record<string, ToolKind>> = {
   // Claude Code
-  read: 'read', notebookread: 'read', glob: 'search', grep: 'search', ls: 'search',
-  write: 'write', edit: 'edit', multiedit: 'edit', notebookedit: 'edit',
-  bash: 'shell', webfetch: 'web', websearch: 'web',
+  read: 'read',
+  notebookread: 'read',
+  glob: 'search',
+  grep: 'search',
+  ls: 'search',
+  write: 'write',
+  edit: 'edit',
+  multiedit: 'edit',
+  notebookedit: 'edit',
+  bash: 'shell',
+  webfetch: 'web',
+  websearch: 'web',
   // Gemini CLI
-  read_file: 'read', read_many_files: 'read', list_directory: 'search', search_file_content: 'search',
-  write_file: 'write', replace: 'edit', run_shell_command: 'shell', web_fetch: 'web', google_web_search: 'web',
+  read_file: 'read',
+  read_many_files: 'read',
+  list_directory: 'search',
+  search_file_content: 'search',
+  write_file: 'write',
+  replace: 'edit',
+  run_shell_command: 'shell',
+  web_fetch: 'web',
+  google_web_search: 'web',
   // Copilot CLI
-  view: 'read', create: 'write', powershell: 'shell',
+  view: 'read',
+  create: 'write',
+  powershell: 'shell',
   // Codex CLI
-  apply_patch: 'edit', shell: 'shell', exec_command: 'shell',
+  apply_patch: 'edit',
+  shell: 'shell',
+  exec_command: 'shell',
 };
 
 export function kindOf(toolName: string): ToolKind {
@@ -106,10 +126,15 @@ export function parseHookInput(cli: HookCli, body: unknown): ToolUse {
     rawInput = hook.tool_input ?? {};
   }
   if (toolName === undefined || toolName.trim() === '') {
-    throw new HookInputError(cli === 'copilot' ? 'the hook input has no toolName (a string)' : 'the hook input has no tool_name (a string)');
+    throw new HookInputError(
+      cli === 'copilot' ? 'the hook input has no toolName (a string)' : 'the hook input has no tool_name (a string)',
+    );
   }
   if (toolName.length > 256) throw new HookInputError('tool_name is longer than 256 characters');
-  if (!isObject(rawInput)) throw new HookInputError(`the tool's arguments (${cli === 'copilot' ? 'toolArgs' : 'tool_input'}) are not a JSON object`);
+  if (!isObject(rawInput))
+    throw new HookInputError(
+      `the tool's arguments (${cli === 'copilot' ? 'toolArgs' : 'tool_input'}) are not a JSON object`,
+    );
   const input = rawInput;
   const kind = kindOf(toolName);
   const paths: string[] = [];
@@ -135,19 +160,29 @@ export function parseHookInput(cli: HookCli, body: unknown): ToolUse {
     if (Array.isArray(input.edits)) {
       for (const e of input.edits) {
         if (!isObject(e)) continue;
-        edits.push({ path: target, oldString: str(e.old_string) ?? '', newString: str(e.new_string) ?? '', replaceAll: e.replace_all === true });
+        edits.push({
+          path: target,
+          oldString: str(e.old_string) ?? '',
+          newString: str(e.new_string) ?? '',
+          replaceAll: e.replace_all === true,
+        });
       }
     } else {
       const oldString = str(input.old_string) ?? str(input.old_str);
       const newString = str(input.new_string) ?? str(input.new_str);
       if (oldString !== undefined || newString !== undefined) {
         const expected = typeof input.expected_replacements === 'number' ? input.expected_replacements : 1;
-        edits.push({ path: target, oldString: oldString ?? '', newString: newString ?? '', replaceAll: input.replace_all === true || expected > 1 });
+        edits.push({
+          path: target,
+          oldString: oldString ?? '',
+          newString: newString ?? '',
+          replaceAll: input.replace_all === true || expected > 1,
+        });
       }
     }
   }
   if (toolName === 'apply_patch') {
-    const patch = typeof input.command === 'string' ? input.command : str(input.patch) ?? str(input.input);
+    const patch = typeof input.command === 'string' ? input.command : (str(input.patch) ?? str(input.input));
     if (patch !== undefined) {
       for (const file of patchFiles(patch)) {
         paths.push(file);
@@ -171,8 +206,10 @@ export function patchFiles(patch: string): string[] {
 
 /** The reason a CLI without "ask" is given instead (never recorded as a person's denial). */
 export function askAsDenyReason(reason: string): string {
-  return `Not run: nobody approved this tool use in the SW4RM approvals panel, and this CLI cannot ask its own user (${reason}). `
-    + 'This is not a person\'s denial: ask the user to approve it in the editor, then try again.';
+  return (
+    `Not run: nobody approved this tool use in the SW4RM approvals panel, and this CLI cannot ask its own user (${reason}). ` +
+    "This is not a person's denial: ask the user to approve it in the editor, then try again."
+  );
 }
 
 /** The verdict in the CLI's words. */
@@ -181,12 +218,31 @@ export function formatAnswer(cli: HookCli, verdict: HookVerdict, decidedBy: stri
   let stdout: Record<string, unknown>;
   switch (cli) {
     case 'claude-code':
-      stdout = { hookSpecificOutput: { hookEventName: 'PreToolUse', permissionDecision: decision, permissionDecisionReason: reason } };
+      stdout = {
+        hookSpecificOutput: {
+          hookEventName: 'PreToolUse',
+          permissionDecision: decision,
+          permissionDecisionReason: reason,
+        },
+      };
       break;
     case 'codex':
-      stdout = decision === 'ask'
-        ? { hookSpecificOutput: { hookEventName: 'PreToolUse', permissionDecision: 'deny', permissionDecisionReason: askAsDenyReason(reason) } }
-        : { hookSpecificOutput: { hookEventName: 'PreToolUse', permissionDecision: decision, permissionDecisionReason: reason } };
+      stdout =
+        decision === 'ask'
+          ? {
+              hookSpecificOutput: {
+                hookEventName: 'PreToolUse',
+                permissionDecision: 'deny',
+                permissionDecisionReason: askAsDenyReason(reason),
+              },
+            }
+          : {
+              hookSpecificOutput: {
+                hookEventName: 'PreToolUse',
+                permissionDecision: decision,
+                permissionDecisionReason: reason,
+              },
+            };
       break;
     case 'gemini':
       stdout = decision === 'ask' ? { decision: 'deny', reason: askAsDenyReason(reason) } : { decision, reason };
@@ -198,5 +254,13 @@ export function formatAnswer(cli: HookCli, verdict: HookVerdict, decidedBy: stri
       stdout = { decision, reason };
       break;
   }
-  return { cli, decision, reason, stdout, exitCode: 0, decidedBy, ...(invocationId !== undefined ? { invocationId } : {}) };
+  return {
+    cli,
+    decision,
+    reason,
+    stdout,
+    exitCode: 0,
+    decidedBy,
+    ...(invocationId !== undefined ? { invocationId } : {}),
+  };
 }

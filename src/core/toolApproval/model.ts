@@ -8,14 +8,14 @@
 
 /** The hook dialects the endpoint speaks (`?cli=`); `custom` is our own plain format for any other program. */
 export const HOOK_CLIS = ['claude-code', 'gemini', 'copilot', 'codex', 'custom'] as const;
-export type HookCli = typeof HOOK_CLIS[number];
+export type HookCli = (typeof HOOK_CLIS)[number];
 
 export function isHookCli(value: unknown): value is HookCli {
   return typeof value === 'string' && (HOOK_CLIS as readonly string[]).includes(value);
 }
 
 export const TOOL_KINDS = ['read', 'search', 'write', 'edit', 'shell', 'web', 'mcp', 'other'] as const;
-export type ToolKind = typeof TOOL_KINDS[number];
+export type ToolKind = (typeof TOOL_KINDS)[number];
 
 /** A file change a tool use proposes (what the diff in the HITL invocation is made from). */
 export interface ToolEdit {

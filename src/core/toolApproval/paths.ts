@@ -18,8 +18,13 @@ export async function placeOf(root: string | undefined, requested: string): Prom
   if (root === undefined) return 'unknown';
   if (requested.includes('\0')) return 'outside';
   let realRoot: string;
-  try { realRoot = await fsp.realpath(root); } catch { return 'unknown'; }
-  const expanded = requested === '~' || requested.startsWith('~/') ? path.join(os.homedir(), requested.slice(1)) : requested;
+  try {
+    realRoot = await fsp.realpath(root);
+  } catch {
+    return 'unknown';
+  }
+  const expanded =
+    requested === '~' || requested.startsWith('~/') ? path.join(os.homedir(), requested.slice(1)) : requested;
   const absolute = path.resolve(realRoot, expanded);
   const real = await realpathOfExisting(absolute);
   if (!isInside(realRoot, real)) return 'outside';
@@ -56,7 +61,11 @@ function isInside(root: string, candidate: string): boolean {
 /** The path relative to the worktree root for Confinement (undefined when it is not inside). */
 export async function relativeInside(root: string, requested: string): Promise<string | undefined> {
   let realRoot: string;
-  try { realRoot = await fsp.realpath(root); } catch { return undefined; }
+  try {
+    realRoot = await fsp.realpath(root);
+  } catch {
+    return undefined;
+  }
   const real = await realpathOfExisting(path.resolve(realRoot, requested));
   if (!isInside(realRoot, real) || real === realRoot) return undefined;
   return path.relative(realRoot, real).split(path.sep).join('/');

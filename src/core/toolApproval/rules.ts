@@ -1,5 +1,13 @@
 import picomatch from 'picomatch';
-import { TOOL_KINDS, type PathPlace, type RuleAction, type ToolKind, type ToolRule, type ToolRuleIssue, type ToolUse } from './model';
+import {
+  TOOL_KINDS,
+  type PathPlace,
+  type RuleAction,
+  type ToolKind,
+  type ToolRule,
+  type ToolRuleIssue,
+  type ToolUse,
+} from './model';
 
 /**
  * The tool-use policy, pure (README, "Approvals for CLI agents"): the user's rules (`sw4rm.approvals.toolRules`) in
@@ -17,7 +25,17 @@ import { TOOL_KINDS, type PathPlace, type RuleAction, type ToolKind, type ToolRu
 
 /** Shell commands always worth a question (also matched on each part of a `&&` / `;` / `|` chain). */
 export const DEFAULT_ASK_COMMANDS: readonly string[] = [
-  'rm *', 'git push*', 'git reset --hard*', 'git clean*', 'curl *', 'wget *', 'sudo *', 'chmod *', 'chown *', 'ssh *', 'scp *',
+  'rm *',
+  'git push*',
+  'git reset --hard*',
+  'git clean*',
+  'curl *',
+  'wget *',
+  'sudo *',
+  'chmod *',
+  'chown *',
+  'ssh *',
+  'scp *',
 ];
 
 export const MAX_TOOL_RULES = 200;
@@ -43,7 +61,12 @@ const BUILTIN: readonly ToolRule[] = [
   { name: 'builtin:outside-worktree', path: 'outside', action: 'deny' },
   { name: 'builtin:read-inside', kind: 'read', path: 'inside', action: 'allow' },
   { name: 'builtin:search-inside', kind: 'search', path: 'inside', action: 'allow' },
-  ...DEFAULT_ASK_COMMANDS.map((command): ToolRule => ({ name: `builtin:ask-command ${command}`, kind: 'shell', command, action: 'ask' })),
+  ...DEFAULT_ASK_COMMANDS.map((command): ToolRule => ({
+    name: `builtin:ask-command ${command}`,
+    kind: 'shell',
+    command,
+    action: 'ask',
+  })),
   { name: 'builtin:ask', action: 'ask' },
 ];
 
@@ -64,7 +87,10 @@ export const BUILTIN_RULES: readonly CompiledRule[] = compileRules(BUILTIN, 'bui
 
 /** The parts of a shell command between `&&`, `||`, `;`, `|` and newlines, each trimmed (a heuristic: quotes are not parsed). */
 export function commandParts(command: string): string[] {
-  const parts = command.split(/&&|\|\||[;|\n]/).map((p) => p.trim()).filter((p) => p !== '');
+  const parts = command
+    .split(/&&|\|\||[;|\n]/)
+    .map((p) => p.trim())
+    .filter((p) => p !== '');
   return [command.trim(), ...parts];
 }
 
@@ -93,8 +119,10 @@ function matches(compiled: CompiledRule, use: ToolUse, place: PathPlace): boolea
 }
 
 function describe(use: ToolUse): string {
-  if (use.command !== undefined) return `${use.toolName} \`${use.command.length > 200 ? `${use.command.slice(0, 200)}…` : use.command}\``;
-  if (use.paths.length > 0) return `${use.toolName} ${use.paths.slice(0, 3).join(', ')}${use.paths.length > 3 ? ', …' : ''}`;
+  if (use.command !== undefined)
+    return `${use.toolName} \`${use.command.length > 200 ? `${use.command.slice(0, 200)}…` : use.command}\``;
+  if (use.paths.length > 0)
+    return `${use.toolName} ${use.paths.slice(0, 3).join(', ')}${use.paths.length > 3 ? ', …' : ''}`;
   return use.toolName;
 }
 
@@ -104,9 +132,10 @@ export function evaluate(use: ToolUse, places: readonly PathPlace[], userRules: 
   for (const compiled of [...userRules, ...BUILTIN_RULES]) {
     if (!matches(compiled, use, place)) continue;
     const what = describe(use);
-    const reason = compiled.name === 'builtin:outside-worktree'
-      ? `${what}: names a path outside the agent's worktree (denied by the SW4RM approval rules)`
-      : `${what}: ${compiled.rule.action} by rule ${compiled.name}`;
+    const reason =
+      compiled.name === 'builtin:outside-worktree'
+        ? `${what}: names a path outside the agent's worktree (denied by the SW4RM approval rules)`
+        : `${what}: ${compiled.rule.action} by rule ${compiled.name}`;
     return { action: compiled.rule.action, rule: compiled.name, reason };
   }
   // BUILTIN_RULES ends with a rule that matches everything but outside paths, which builtin:outside-worktree takes.
@@ -124,29 +153,50 @@ export function parseToolRules(value: unknown, source = 'toolRules'): { rules: T
   const issues: ToolRuleIssue[] = [];
   if (value === undefined || value === null) return { rules, issues };
   if (!Array.isArray(value)) return { rules, issues: [{ path: source, message: 'must be a list of rules' }] };
-  if (value.length > MAX_TOOL_RULES) issues.push({ path: source, message: `at most ${MAX_TOOL_RULES} rules; the rest are left out` });
+  if (value.length > MAX_TOOL_RULES)
+    issues.push({ path: source, message: `at most ${MAX_TOOL_RULES} rules; the rest are left out` });
   value.slice(0, MAX_TOOL_RULES).forEach((raw, i) => {
     const at = `${source}[${i}]`;
     if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) {
-      issues.push({ path: at, message: 'must be an object such as {"kind": "shell", "command": "npm test*", "action": "allow"}' });
+      issues.push({
+        path: at,
+        message: 'must be an object such as {"kind": "shell", "command": "npm test*", "action": "allow"}',
+      });
       return;
     }
     const r = raw as Record<string, unknown>;
     const problems: ToolRuleIssue[] = [];
-    for (const key of Object.keys(r)) if (!RULE_KEYS.has(key)) problems.push({ path: `${at}.${key}`, message: 'unknown field (tool, kind, command, path, action, name)' });
-    if (r.action !== 'allow' && r.action !== 'ask' && r.action !== 'deny') problems.push({ path: `${at}.action`, message: 'must be "allow", "ask" or "deny"' });
+    for (const key of Object.keys(r))
+      if (!RULE_KEYS.has(key))
+        problems.push({ path: `${at}.${key}`, message: 'unknown field (tool, kind, command, path, action, name)' });
+    if (r.action !== 'allow' && r.action !== 'ask' && r.action !== 'deny')
+      problems.push({ path: `${at}.action`, message: 'must be "allow", "ask" or "deny"' });
     for (const key of ['tool', 'command', 'name'] as const) {
       if (r[key] === undefined) continue;
-      if (typeof r[key] !== 'string' || (r[key] as string).trim() === '') problems.push({ path: `${at}.${key}`, message: 'must be a non-empty string' });
-      else if ((r[key] as string).length > MAX_GLOB_LENGTH) problems.push({ path: `${at}.${key}`, message: `longer than ${MAX_GLOB_LENGTH} characters` });
+      if (typeof r[key] !== 'string' || (r[key] as string).trim() === '')
+        problems.push({ path: `${at}.${key}`, message: 'must be a non-empty string' });
+      else if ((r[key] as string).length > MAX_GLOB_LENGTH)
+        problems.push({ path: `${at}.${key}`, message: `longer than ${MAX_GLOB_LENGTH} characters` });
     }
-    if (r.kind !== undefined && !(TOOL_KINDS as readonly unknown[]).includes(r.kind)) problems.push({ path: `${at}.kind`, message: `must be one of ${TOOL_KINDS.join(', ')}` });
-    if (r.path !== undefined && r.path !== 'inside' && r.path !== 'outside') problems.push({ path: `${at}.path`, message: 'must be "inside" or "outside"' });
+    if (r.kind !== undefined && !(TOOL_KINDS as readonly unknown[]).includes(r.kind))
+      problems.push({ path: `${at}.kind`, message: `must be one of ${TOOL_KINDS.join(', ')}` });
+    if (r.path !== undefined && r.path !== 'inside' && r.path !== 'outside')
+      problems.push({ path: `${at}.path`, message: 'must be "inside" or "outside"' });
     for (const key of ['tool', 'command'] as const) {
       if (typeof r[key] !== 'string' || problems.some((p) => p.path === `${at}.${key}`)) continue;
-      try { picomatch.makeRe(r[key] as string); } catch (err) { problems.push({ path: `${at}.${key}`, message: `not a valid glob: ${err instanceof Error ? err.message : String(err)}` }); }
+      try {
+        picomatch.makeRe(r[key] as string);
+      } catch (err) {
+        problems.push({
+          path: `${at}.${key}`,
+          message: `not a valid glob: ${err instanceof Error ? err.message : String(err)}`,
+        });
+      }
     }
-    if (problems.length > 0) { issues.push(...problems); return; }
+    if (problems.length > 0) {
+      issues.push(...problems);
+      return;
+    }
     rules.push({
       ...(r.tool !== undefined ? { tool: r.tool as string } : {}),
       ...(r.kind !== undefined ? { kind: r.kind as ToolKind } : {}),

@@ -31,7 +31,10 @@ export interface ToolApprovalOptions {
 }
 
 export const DEFAULT_TOOL_APPROVAL_OPTIONS: ToolApprovalOptions = {
-  maxWaitMs: 600_000, maxFileBytes: 1024 * 1024, maxDiffChars: 64 * 1024, maxInputChars: 16 * 1024,
+  maxWaitMs: 600_000,
+  maxFileBytes: 1024 * 1024,
+  maxDiffChars: 64 * 1024,
+  maxInputChars: 16 * 1024,
 };
 
 export interface ToolApprovalDeps {
@@ -64,7 +67,11 @@ export class ToolApprovals {
   private readonly options: ToolApprovalOptions;
   private userRules: CompiledRule[] = [];
 
-  constructor(private readonly deps: ToolApprovalDeps, options: Partial<ToolApprovalOptions> = {}, rules: readonly ToolRule[] = []) {
+  constructor(
+    private readonly deps: ToolApprovalDeps,
+    options: Partial<ToolApprovalOptions> = {},
+    rules: readonly ToolRule[] = [],
+  ) {
     this.options = { ...DEFAULT_TOOL_APPROVAL_OPTIONS, ...options };
     this.userRules = compileRules(rules);
   }
@@ -75,7 +82,9 @@ export class ToolApprovals {
     this.userRules = compileRules(rules);
     if (JSON.stringify(this.rules) === before) return;
     this.deps.log.record({
-      correlationId: this.deps.ids.uuid(), actor: by, eventType: 'tool_approval.rules_set',
+      correlationId: this.deps.ids.uuid(),
+      actor: by,
+      eventType: 'tool_approval.rules_set',
       details: { rules: this.rules.length, names: this.rules.slice(0, 50).map((r, i) => r.name ?? `toolRules[${i}]`) },
     });
   }
@@ -98,15 +107,27 @@ export class ToolApprovals {
    * Decides one tool use for `agentId` (the authenticated caller). A hook input that cannot be read throws
    * HookInputError (VALIDATION_ERROR). Resolves with the answer in the CLI's words.
    */
-  async decide(cli: HookCli, hookInput: unknown, agentId: string, ctx: CallContext, signal?: AbortSignal): Promise<HookAnswer> {
+  async decide(
+    cli: HookCli,
+    hookInput: unknown,
+    agentId: string,
+    ctx: CallContext,
+    signal?: AbortSignal,
+  ): Promise<HookAnswer> {
     const use = parseHookInput(cli, hookInput);
     const root = this.deps.locator.worktreePathOf(agentId);
     // Without a worktree even a tool naming no path (a search of "here") has no known place.
-    const places = root === undefined && use.paths.length === 0 ? ['unknown' as const] : await placesOf(root, use.paths);
+    const places =
+      root === undefined && use.paths.length === 0 ? ['unknown' as const] : await placesOf(root, use.paths);
     const guarded = root === undefined ? undefined : await guardedWiringFile(root, use);
-    const outcome = guarded !== undefined
-      ? { action: 'ask' as const, rule: 'builtin:guard-wiring', reason: `${use.toolName} ${guarded}: changes the agent's own approval or bridge wiring (always asked)` }
-      : evaluate(use, places, this.userRules);
+    const outcome =
+      guarded !== undefined
+        ? {
+            action: 'ask' as const,
+            rule: 'builtin:guard-wiring',
+            reason: `${use.toolName} ${guarded}: changes the agent's own approval or bridge wiring (always asked)`,
+          }
+        : evaluate(use, places, this.userRules);
     if (outcome.action !== 'ask') {
       const answer = formatAnswer(cli, { decision: outcome.action, reason: outcome.reason }, `rule:${outcome.rule}`);
       this.record(ctx, 'tool_approval.decided', agentId, use, places, answer, { rule: outcome.rule });
@@ -115,28 +136,56 @@ export class ToolApprovals {
     let invocation: HitlInvocation;
     try {
       const request = await this.request(use, places, agentId, root, outcome.rule, ctx);
-      invocation = this.deps.hitl.open(request, { kind: 'internal', component: TOOL_APPROVAL_COMPONENT }, ctx).invocation;
+      invocation = this.deps.hitl.open(
+        request,
+        { kind: 'internal', component: TOOL_APPROVAL_COMPONENT },
+        ctx,
+      ).invocation;
     } catch (err) {
       if (!(err instanceof HitlRequestError)) throw err;
-      const answer = formatAnswer(cli, { decision: 'ask', reason: `Could not ask in the editor (${err.code}: ${err.message})` }, 'hitl_refused');
-      this.record(ctx, 'tool_approval.answered', agentId, use, places, answer, { rule: outcome.rule, refused: err.code }, 'WARN');
+      const answer = formatAnswer(
+        cli,
+        { decision: 'ask', reason: `Could not ask in the editor (${err.code}: ${err.message})` },
+        'hitl_refused',
+      );
+      this.record(
+        ctx,
+        'tool_approval.answered',
+        agentId,
+        use,
+        places,
+        answer,
+        { rule: outcome.rule, refused: err.code },
+        'WARN',
+      );
       return answer;
     }
     const settled = await this.wait(invocation, ctx, signal);
-    const verdict: HookVerdict & { by: string } = settled === 'timeout'
-      ? { decision: 'ask', reason: `Nobody decided in the SW4RM approvals panel within ${Math.round(this.options.maxWaitMs / 1000)} s`, by: 'timeout' }
-      : settled === 'aborted'
-        ? { decision: 'ask', reason: 'The hook stopped waiting before anyone decided', by: 'aborted' }
-        : verdictOf(settled);
+    const verdict: HookVerdict & { by: string } =
+      settled === 'timeout'
+        ? {
+            decision: 'ask',
+            reason: `Nobody decided in the SW4RM approvals panel within ${Math.round(this.options.maxWaitMs / 1000)} s`,
+            by: 'timeout',
+          }
+        : settled === 'aborted'
+          ? { decision: 'ask', reason: 'The hook stopped waiting before anyone decided', by: 'aborted' }
+          : verdictOf(settled);
     const answer = formatAnswer(cli, verdict, verdict.by, invocation.id);
     this.record(ctx, 'tool_approval.answered', agentId, use, places, answer, {
-      rule: outcome.rule, invocation_id: invocation.id, hitl_state: settled === 'timeout' || settled === 'aborted' ? settled : settled.state,
+      rule: outcome.rule,
+      invocation_id: invocation.id,
+      hitl_state: settled === 'timeout' || settled === 'aborted' ? settled : settled.state,
     });
     return answer;
   }
 
   /** Waits for the invocation to settle, at most maxWaitMs (Clock) and while `signal` is not aborted; withdraws it otherwise. */
-  private wait(invocation: HitlInvocation, ctx: CallContext, signal?: AbortSignal): Promise<HitlInvocation | 'timeout' | 'aborted'> {
+  private wait(
+    invocation: HitlInvocation,
+    ctx: CallContext,
+    signal?: AbortSignal,
+  ): Promise<HitlInvocation | 'timeout' | 'aborted'> {
     return new Promise((resolve, reject) => {
       let done = false;
       let timer: Disposable | undefined;
@@ -150,7 +199,10 @@ export class ToolApprovals {
       };
       const onAbort = (): void => finish('aborted');
       timer = this.deps.clock.setTimer(this.options.maxWaitMs, () => finish('timeout'));
-      if (signal?.aborted) { finish('aborted'); return; }
+      if (signal?.aborted) {
+        finish('aborted');
+        return;
+      }
       signal?.addEventListener('abort', onAbort, { once: true });
       this.deps.hitl.whenSettled(invocation.id).then(finish, (err) => {
         if (done) return;
@@ -166,48 +218,80 @@ export class ToolApprovals {
   private withdraw(id: string, why: 'timeout' | 'aborted' | 'restart', ctx: CallContext): void {
     if (this.deps.hitl.get(id)?.state !== 'pending') return;
     try {
-      this.deps.hitl.cancel(id, ACTOR, why === 'timeout'
-        ? `the agent's hook stopped waiting after ${Math.round(this.options.maxWaitMs / 1000)} s and asked the CLI's own user`
-        : why === 'restart' ? 'the coordinator restarted; the agent\'s hook is no longer waiting'
-          : 'the agent\'s hook request closed before anyone decided', ctx);
+      this.deps.hitl.cancel(
+        id,
+        ACTOR,
+        why === 'timeout'
+          ? `the agent's hook stopped waiting after ${Math.round(this.options.maxWaitMs / 1000)} s and asked the CLI's own user`
+          : why === 'restart'
+            ? "the coordinator restarted; the agent's hook is no longer waiting"
+            : "the agent's hook request closed before anyone decided",
+        ctx,
+      );
     } catch (err) {
       this.deps.log.internalError(ACTOR, ctx.correlationId, err, { invocation_id: id, during: 'withdraw' });
     }
   }
 
-  private async request(use: ToolUse, places: readonly PathPlace[], agentId: string, root: string | undefined, rule: string, ctx: CallContext) {
+  private async request(
+    use: ToolUse,
+    places: readonly PathPlace[],
+    agentId: string,
+    root: string | undefined,
+    rule: string,
+    ctx: CallContext,
+  ) {
     const place = placeOfAll(places);
     const escalation = use.kind === 'shell' || use.kind === 'web' || place === 'outside';
     const reasonType: ReasonType = escalation ? 'TOOL_PRIVILEGE_ESCALATION' : 'SECURITY_APPROVAL';
     const where = this.deps.locator.placeOf(agentId);
     const inputJson = JSON.stringify(use.input);
-    const diffs = root !== undefined ? await this.diffs(use, root) : { diffs: [], notes: use.edits.length > 0 ? ['The agent has no worktree: no diff.'] : [] };
-    const what = use.command !== undefined ? `\`${use.command.slice(0, 300)}${use.command.length > 300 ? '…' : ''}\``
-      : use.paths.length > 0 ? use.paths.slice(0, 3).join(', ') : '';
+    const diffs =
+      root !== undefined
+        ? await this.diffs(use, root)
+        : { diffs: [], notes: use.edits.length > 0 ? ['The agent has no worktree: no diff.'] : [] };
+    const what =
+      use.command !== undefined
+        ? `\`${use.command.slice(0, 300)}${use.command.length > 300 ? '…' : ''}\``
+        : use.paths.length > 0
+          ? use.paths.slice(0, 3).join(', ')
+          : '';
     const notes = [
       `Asked by rule ${rule}.`,
       ...(place === 'unknown' ? ['The agent has no worktree: where its paths lie is unknown.'] : []),
-      ...(place === 'outside' ? ['A path lies outside the agent\'s worktree.'] : []),
+      ...(place === 'outside' ? ["A path lies outside the agent's worktree."] : []),
       ...diffs.notes,
       'If nobody decides, the CLI asks its own user (this is never taken as a denial).',
     ];
-    return parseInvocationRequest({
-      reason_type: reasonType,
-      subject: { repo_id: where?.repoId ?? '', worktree_id: where?.worktreeId ?? '', task_id: '' },
-      summary: `${agentId} (${use.cli}) wants to run ${use.toolName}${what ? ` ${what}` : ''}`.slice(0, 1000),
-      facts: {
-        operation: 'tool_use', cli: use.cli, tool: use.toolName, kind: use.kind, agent_id: agentId,
-        ...(use.command !== undefined ? { command: use.command.slice(0, 4000) } : {}),
-        paths: use.paths.slice(0, 50).map((p) => p.slice(0, 1000)), places: places.slice(0, 50),
-        input: inputJson.length > this.options.maxInputChars ? `${inputJson.slice(0, this.options.maxInputChars)}… (${inputJson.length} characters)` : use.input,
-        ...(use.toolUseId !== undefined ? { tool_use_id: use.toolUseId.slice(0, 200) } : {}),
-        worktree: root ?? null, rule,
+    return parseInvocationRequest(
+      {
+        reason_type: reasonType,
+        subject: { repo_id: where?.repoId ?? '', worktree_id: where?.worktreeId ?? '', task_id: '' },
+        summary: `${agentId} (${use.cli}) wants to run ${use.toolName}${what ? ` ${what}` : ''}`.slice(0, 1000),
+        facts: {
+          operation: 'tool_use',
+          cli: use.cli,
+          tool: use.toolName,
+          kind: use.kind,
+          agent_id: agentId,
+          ...(use.command !== undefined ? { command: use.command.slice(0, 4000) } : {}),
+          paths: use.paths.slice(0, 50).map((p) => p.slice(0, 1000)),
+          places: places.slice(0, 50),
+          input:
+            inputJson.length > this.options.maxInputChars
+              ? `${inputJson.slice(0, this.options.maxInputChars)}… (${inputJson.length} characters)`
+              : use.input,
+          ...(use.toolUseId !== undefined ? { tool_use_id: use.toolUseId.slice(0, 200) } : {}),
+          worktree: root ?? null,
+          rule,
+        },
+        ...(diffs.diffs.length > 0 ? { diffs: diffs.diffs } : {}),
+        risk_level: escalation ? 'high' : 'medium',
+        risk_notes: notes.join(' '),
+        proposed_actions: ['approve', 'deny', 'modify'],
       },
-      ...(diffs.diffs.length > 0 ? { diffs: diffs.diffs } : {}),
-      risk_level: escalation ? 'high' : 'medium',
-      risk_notes: notes.join(' '),
-      proposed_actions: ['approve', 'deny', 'modify'],
-    }, { requester: agentId, correlationId: ctx.correlationId, now: this.deps.clock.now() });
+      { requester: agentId, correlationId: ctx.correlationId, now: this.deps.clock.now() },
+    );
   }
 
   /** One unified diff per file a write or edit changes: the current content (through Confinement) against the new. */
@@ -216,44 +300,74 @@ export class ToolApprovals {
     const notes: string[] = [];
     if (use.edits.length === 0) return { diffs, notes };
     let confinement: Confinement | undefined;
-    try { confinement = await Confinement.forWorktree(root); } catch { notes.push('The worktree could not be opened: no diff.'); return { diffs, notes }; }
+    try {
+      confinement = await Confinement.forWorktree(root);
+    } catch {
+      notes.push('The worktree could not be opened: no diff.');
+      return { diffs, notes };
+    }
     const budget = { left: this.options.maxDiffChars };
-    const byPath = new Map<string, typeof use.edits[number][]>();
+    const byPath = new Map<string, (typeof use.edits)[number][]>();
     // Grouped in linear time (a MultiEdit may carry ~100,000 edits of one file in a 4 MiB body).
     for (const edit of use.edits) {
       const list = byPath.get(edit.path);
-      if (list === undefined) byPath.set(edit.path, [edit]); else list.push(edit);
+      if (list === undefined) byPath.set(edit.path, [edit]);
+      else list.push(edit);
     }
     for (const [file, edits] of byPath) {
-      if (diffs.length >= 10) { notes.push(`${byPath.size - 10} more files are not shown.`); break; }
+      if (diffs.length >= 10) {
+        notes.push(`${byPath.size - 10} more files are not shown.`);
+        break;
+      }
       const patch = edits.find((e) => e.patch !== undefined)?.patch;
       if (patch !== undefined) {
-        if (!diffs.some((d) => d.unified === patch)) diffs.push({ title: `apply_patch ${file}`, unified: this.cut(patch, notes, budget) });
+        if (!diffs.some((d) => d.unified === patch))
+          diffs.push({ title: `apply_patch ${file}`, unified: this.cut(patch, notes, budget) });
         continue;
       }
       const relative = await relativeInside(root, file);
-      if (relative === undefined) { notes.push(`${file}: not inside the worktree, no diff.`); continue; }
+      if (relative === undefined) {
+        notes.push(`${file}: not inside the worktree, no diff.`);
+        continue;
+      }
       let before = '';
       let exists = true;
       try {
         before = (await confinement.readFile(relative, { maxBytes: this.options.maxFileBytes })).toString('utf8');
       } catch (err) {
         if (err instanceof ConfinementError && err.reason === 'not_found') exists = false;
-        else { notes.push(`${relative}: the current file could not be read (${err instanceof ConfinementError ? err.message : String(err)}), no diff.`); continue; }
+        else {
+          notes.push(
+            `${relative}: the current file could not be read (${err instanceof ConfinementError ? err.message : String(err)}), no diff.`,
+          );
+          continue;
+        }
       }
       const fromName = exists ? `a/${relative}` : '/dev/null';
       const edited = applyEdits(before, exists, edits);
       let diff;
       if (edited.kind === 'too_large') {
         // The approval never waits on a diff too large to compute: shown coarse (sizes of the current file only).
-        diff = coarseDiff(fromName, `b/${relative}`, before, undefined, `${edited.why}, the edited text is not computed`);
+        diff = coarseDiff(
+          fromName,
+          `b/${relative}`,
+          before,
+          undefined,
+          `${edited.why}, the edited text is not computed`,
+        );
       } else {
         if (edited.notFound > 0) notes.push(`${relative}: the text to replace is not in the current file.`);
         diff = boundedDiff(fromName, `b/${relative}`, before, edited.after);
       }
-      if (diff.coarse) notes.push(`${relative}: the diff is coarse (files and sizes only): the change is too large to show line by line.`);
+      if (diff.coarse)
+        notes.push(
+          `${relative}: the diff is coarse (files and sizes only): the change is too large to show line by line.`,
+        );
       const unified = diff.unified;
-      diffs.push({ title: `${exists ? use.toolName : `${use.toolName} (new file)`} ${relative}`, unified: this.cut(unified, notes, budget) });
+      diffs.push({
+        title: `${exists ? use.toolName : `${use.toolName} (new file)`} ${relative}`,
+        unified: this.cut(unified, notes, budget),
+      });
     }
     return { diffs, notes };
   }
@@ -263,19 +377,40 @@ export class ToolApprovals {
     const allowed = Math.max(0, budget.left);
     budget.left -= Math.min(text.length, allowed);
     if (text.length <= allowed) return text;
-    notes.push(`A diff is cut at ${allowed} characters (of ${text.length}): the diffs of one tool use show at most ${this.options.maxDiffChars}.`);
+    notes.push(
+      `A diff is cut at ${allowed} characters (of ${text.length}): the diffs of one tool use show at most ${this.options.maxDiffChars}.`,
+    );
     return `${text.slice(0, allowed)}\n… (cut)`;
   }
 
-  private record(ctx: CallContext, eventType: string, agentId: string, use: ToolUse, places: readonly PathPlace[], answer: HookAnswer,
-    extra: Record<string, unknown>, level: 'INFO' | 'WARN' = 'INFO'): void {
+  private record(
+    ctx: CallContext,
+    eventType: string,
+    agentId: string,
+    use: ToolUse,
+    places: readonly PathPlace[],
+    answer: HookAnswer,
+    extra: Record<string, unknown>,
+    level: 'INFO' | 'WARN' = 'INFO',
+  ): void {
     this.deps.log.record({
-      correlationId: ctx.correlationId, actor: ACTOR, eventType, level,
+      correlationId: ctx.correlationId,
+      actor: ACTOR,
+      eventType,
+      level,
       details: {
-        agent_id: agentId, principal: ctx.principal ?? null, cli: use.cli, tool: use.toolName, kind: use.kind,
+        agent_id: agentId,
+        principal: ctx.principal ?? null,
+        cli: use.cli,
+        tool: use.toolName,
+        kind: use.kind,
         ...(use.command !== undefined ? { command: use.command.slice(0, 1000) } : {}),
-        paths: use.paths.slice(0, 20).map((p) => p.slice(0, 500)), places: places.slice(0, 20),
-        decision: answer.decision, decided_by: answer.decidedBy, reason: answer.reason.slice(0, 1000), ...extra,
+        paths: use.paths.slice(0, 20).map((p) => p.slice(0, 500)),
+        places: places.slice(0, 20),
+        decision: answer.decision,
+        decided_by: answer.decidedBy,
+        reason: answer.reason.slice(0, 1000),
+        ...extra,
       },
     });
   }
@@ -284,23 +419,38 @@ export class ToolApprovals {
 /** A settled invocation as the hook's verdict: only a person's (or an auto rule's) decision allows or denies. */
 export function verdictOf(invocation: HitlInvocation): HookVerdict & { by: string } {
   const decision = invocation.decision;
-  if (!decision || invocation.state === 'cancelled' || decision.origin.kind === 'fallback' || decision.origin.kind === 'cancel') {
-    const why = decision?.origin.kind === 'fallback'
-      ? `nobody decided in the SW4RM approvals panel (${decision.origin.trigger === 'hitl_unavailable' ? 'no operator is attached' : 'the deadline passed'}; fallback ${decision.origin.policy ?? ''} not applied to tool uses)`
-      : `the question was withdrawn (${decision?.rationale ?? 'cancelled'})`;
-    return { decision: 'ask', reason: why.charAt(0).toUpperCase() + why.slice(1), by: decision?.origin.kind === 'fallback' ? 'fallback' : 'cancelled' };
+  if (
+    !decision ||
+    invocation.state === 'cancelled' ||
+    decision.origin.kind === 'fallback' ||
+    decision.origin.kind === 'cancel'
+  ) {
+    const why =
+      decision?.origin.kind === 'fallback'
+        ? `nobody decided in the SW4RM approvals panel (${decision.origin.trigger === 'hitl_unavailable' ? 'no operator is attached' : 'the deadline passed'}; fallback ${decision.origin.policy ?? ''} not applied to tool uses)`
+        : `the question was withdrawn (${decision?.rationale ?? 'cancelled'})`;
+    return {
+      decision: 'ask',
+      reason: why.charAt(0).toUpperCase() + why.slice(1),
+      by: decision?.origin.kind === 'fallback' ? 'fallback' : 'cancelled',
+    };
   }
   const who = decision.origin.kind === 'human' ? decision.origin.by : `HITL rule ${decision.origin.rule ?? ''}`.trim();
-  const by = decision.origin.kind === 'human' ? `person:${decision.origin.by}` : `hitl_rule:${decision.origin.rule ?? ''}`;
+  const by =
+    decision.origin.kind === 'human' ? `person:${decision.origin.by}` : `hitl_rule:${decision.origin.rule ?? ''}`;
   switch (decision.action) {
-    case 'approve': return { decision: 'allow', reason: `Approved by ${who}: ${decision.rationale}`, by };
-    case 'deny': return { decision: 'deny', reason: `Denied by ${who}: ${decision.rationale}`, by };
-    case 'modify': return {
-      decision: 'deny',
-      reason: `Not run as asked: ${who} wants it changed: ${decision.rationale}. Retry with these arguments: ${JSON.stringify(decision.payload).slice(0, 4000)}`,
-      by,
-    };
-    case 'defer': return { decision: 'ask', reason: `${who} deferred the decision to the CLI's user: ${decision.rationale}`, by };
+    case 'approve':
+      return { decision: 'allow', reason: `Approved by ${who}: ${decision.rationale}`, by };
+    case 'deny':
+      return { decision: 'deny', reason: `Denied by ${who}: ${decision.rationale}`, by };
+    case 'modify':
+      return {
+        decision: 'deny',
+        reason: `Not run as asked: ${who} wants it changed: ${decision.rationale}. Retry with these arguments: ${JSON.stringify(decision.payload).slice(0, 4000)}`,
+        by,
+      };
+    case 'defer':
+      return { decision: 'ask', reason: `${who} deferred the decision to the CLI's user: ${decision.rationale}`, by };
   }
 }
 
@@ -309,7 +459,19 @@ export function verdictOf(invocation: HitlInvocation): HookVerdict & { by: strin
  * is always asked, before the user's rules, so that an agent allowed to write in its worktree cannot quietly remove
  * its own hook. Best effort: a shell command can still change them, and shell commands are matched by text only.
  */
-const GUARDED_WIRING = picomatch(['.claude/**', '.gemini/**', '.github/hooks/**', '.codex/**', '.mcp.json', '.sw4rm/**', '.vscode/mcp.json', '.cursor/mcp.json'], { dot: true });
+const GUARDED_WIRING = picomatch(
+  [
+    '.claude/**',
+    '.gemini/**',
+    '.github/hooks/**',
+    '.codex/**',
+    '.mcp.json',
+    '.sw4rm/**',
+    '.vscode/mcp.json',
+    '.cursor/mcp.json',
+  ],
+  { dot: true },
+);
 
 async function guardedWiringFile(root: string, use: ToolUse): Promise<string | undefined> {
   if (use.kind !== 'write' && use.kind !== 'edit') return undefined;

@@ -66,10 +66,14 @@ export function schemaCompiler(): Ajv {
 }
 
 /** ajv's errors as `<path> <message>` (the first one: allErrors is off). */
-function ajvErrors(errors: readonly { instancePath: string; message?: string; params?: Record<string, unknown> }[] | null | undefined): string {
+function ajvErrors(
+  errors: readonly { instancePath: string; message?: string; params?: Record<string, unknown> }[] | null | undefined,
+): string {
   const first = errors?.[0];
   if (!first) return 'is not a valid JSON Schema';
-  const allowed = Array.isArray(first.params?.allowedValues) ? ` (${(first.params.allowedValues as unknown[]).map((v) => JSON.stringify(v)).join(', ')})` : '';
+  const allowed = Array.isArray(first.params?.allowedValues)
+    ? ` (${(first.params.allowedValues as unknown[]).map((v) => JSON.stringify(v)).join(', ')})`
+    : '';
   return `${first.instancePath || '/'} ${first.message ?? 'is invalid'}${allowed}`;
 }
 
@@ -85,7 +89,14 @@ export const SCHEMA_SAFETY = {
 const DATA_KEYWORDS = new Set(['const', 'enum', 'default', 'examples', 'description', 'title', '$comment']);
 const SCALAR_TYPES = new Set(['string', 'number', 'integer', 'boolean', 'null']);
 /** Keywords whose values map names to schemas (a property called "pattern" or "default" is a schema, not data). */
-const MAP_KEYWORDS = new Set(['properties', 'patternProperties', '$defs', 'definitions', 'dependentSchemas', 'dependencies']);
+const MAP_KEYWORDS = new Set([
+  'properties',
+  'patternProperties',
+  '$defs',
+  'definitions',
+  'dependentSchemas',
+  'dependencies',
+]);
 
 /** A JSON Pointer token. */
 function token(key: string): string {
@@ -127,7 +138,12 @@ export function unsafePatternReason(pattern: string): string | undefined {
       continue;
     }
     if (c === '(') {
-      if (pattern.startsWith('(?=', i) || pattern.startsWith('(?!', i) || pattern.startsWith('(?<=', i) || pattern.startsWith('(?<!', i)) {
+      if (
+        pattern.startsWith('(?=', i) ||
+        pattern.startsWith('(?!', i) ||
+        pattern.startsWith('(?<=', i) ||
+        pattern.startsWith('(?<!', i)
+      ) {
         return 'has a lookaround (refused in agent schemas)';
       }
       stack.push({ risky: false });
@@ -145,7 +161,8 @@ export function unsafePatternReason(pattern: string): string | undefined {
     }
     const quantifier = c === '*' || c === '+' || c === '?' || (c === '{' && /^\{\d+(,\d*)?\}/.test(pattern.slice(i)));
     if (quantifier) {
-      if (afterGroup === true && c !== '?') return 'has a nested quantifier or a quantified alternation (refused: it can take exponential time)';
+      if (afterGroup === true && c !== '?')
+        return 'has a nested quantifier or a quantified alternation (refused: it can take exponential time)';
       if (c === '{') i = pattern.indexOf('}', i);
       if (pattern[i + 1] === '?' || pattern[i + 1] === '+') i++;
       if (c !== '?' && stack.length > 0) stack[stack.length - 1].risky = true;
@@ -197,16 +214,22 @@ export function unsafeSchemaReason(schema: Record<string, unknown>): string | un
       }
     }
     if (node.format === 'regex') refuse(`${path}/format`, '"format": "regex" is refused in agent schemas');
-    if ('$dynamicRef' in node || '$recursiveRef' in node) refuse(path, '$dynamicRef and $recursiveRef are refused in agent schemas');
+    if ('$dynamicRef' in node || '$recursiveRef' in node)
+      refuse(path, '$dynamicRef and $recursiveRef are refused in agent schemas');
     // A nested $id or an anchor would move what '#/...' means under it: only the root may have an $id.
-    if (path !== '' && ('$id' in node || '$anchor' in node || '$dynamicAnchor' in node)) refuse(path, '$id and anchors are accepted only at the root of an agent schema');
+    if (path !== '' && ('$id' in node || '$anchor' in node || '$dynamicAnchor' in node))
+      refuse(path, '$id and anchors are accepted only at the root of an agent schema');
     if (node.uniqueItems === true) {
       const items = node.items as Record<string, unknown> | undefined;
-      const types = items && typeof items === 'object' && !Array.isArray(items) ? ([] as unknown[]).concat(items.type ?? []) : [];
+      const types =
+        items && typeof items === 'object' && !Array.isArray(items) ? ([] as unknown[]).concat(items.type ?? []) : [];
       const scalar = types.length > 0 && types.every((t) => typeof t === 'string' && SCALAR_TYPES.has(t));
       const bounded = typeof node.maxItems === 'number' && node.maxItems <= SCHEMA_SAFETY.maxUniqueItems;
       if (!scalar && !bounded) {
-        refuse(`${path}/uniqueItems`, `uniqueItems over items that are not all scalar needs "maxItems" ≤ ${SCHEMA_SAFETY.maxUniqueItems} (the check is quadratic)`);
+        refuse(
+          `${path}/uniqueItems`,
+          `uniqueItems over items that are not all scalar needs "maxItems" ≤ ${SCHEMA_SAFETY.maxUniqueItems} (the check is quadratic)`,
+        );
       }
     }
   };
@@ -224,7 +247,11 @@ export function unsafeSchemaReason(schema: Record<string, unknown>): string | un
       const schemaKeyword = !Array.isArray(node) && !isMap;
       if (DATA_KEYWORDS.has(key) && schemaKeyword) continue;
       if (key === '$ref' && schemaKeyword && typeof value === 'string') {
-        if (value !== '#' && !value.startsWith('#/')) return refuse(`${path}/$ref`, `only local '#/...' refs are accepted in agent schemas (${JSON.stringify(value.slice(0, 80))})`);
+        if (value !== '#' && !value.startsWith('#/'))
+          return refuse(
+            `${path}/$ref`,
+            `only local '#/...' refs are accepted in agent schemas (${JSON.stringify(value.slice(0, 80))})`,
+          );
         const target = resolveLocal(schema, value);
         // A ref to nothing is refused by ajv when it compiles ("can't resolve reference").
         total += target === undefined ? 1 : size(target, value.slice(1));
@@ -233,9 +260,13 @@ export function unsafeSchemaReason(schema: Record<string, unknown>): string | un
         // Definitions are checked where they stand but counted where they are used (by their $refs).
         if (!(schemaKeyword && (key === '$defs' || key === 'definitions'))) total += sub;
       }
-      if (total > limit && !isMap) { // a map's total is checked by the schema holding it (a $defs map's is not counted)
+      if (total > limit && !isMap) {
+        // a map's total is checked by the schema holding it (a $defs map's is not counted)
         counting.delete(node);
-        return refuse(path, `the schema expands to more than ${limit} nodes with its $refs followed (refused: validating it could take exponential time and memory)`);
+        return refuse(
+          path,
+          `the schema expands to more than ${limit} nodes with its $refs followed (refused: validating it could take exponential time and memory)`,
+        );
       }
     }
     counting.delete(node);
@@ -246,7 +277,8 @@ export function unsafeSchemaReason(schema: Record<string, unknown>): string | un
   if (refusal !== undefined) return refusal;
   if (!secureSchema(schema)) {
     const first = secureSchema.errors?.[0];
-    const needs = typeof first?.params?.missingProperty === 'string' ? ` (needs "${first.params.missingProperty}")` : '';
+    const needs =
+      typeof first?.params?.missingProperty === 'string' ? ` (needs "${first.params.missingProperty}")` : '';
     return `${first?.instancePath || '/'}: is not accepted by the secure meta-schema: ${first?.message ?? 'is unsafe'}${needs}`;
   }
   return undefined;
@@ -255,9 +287,13 @@ export function unsafeSchemaReason(schema: Record<string, unknown>): string | un
 /** ajv's json-schema-secure meta-schema, compiled once (a second check after unsafeSchemaReason's own). */
 // eslint-disable-next-line @typescript-eslint/no-require-imports -- a JSON file of ajv's package (bundled by esbuild)
 const secureMetaSchema = require('ajv/lib/refs/json-schema-secure.json') as Record<string, unknown>;
-const secureSchema: ValidateFunction = new Ajv({ allErrors: false, strict: false, validateSchema: false }).compile(secureMetaSchema);
+const secureSchema: ValidateFunction = new Ajv({ allErrors: false, strict: false, validateSchema: false }).compile(
+  secureMetaSchema,
+);
 
-export type SchemaVerdict = { readonly ok: true; readonly schema: JsonSchema; readonly validate: ValidateFunction } | { readonly ok: false; readonly why: string };
+export type SchemaVerdict =
+  | { readonly ok: true; readonly schema: JsonSchema; readonly validate: ValidateFunction }
+  | { readonly ok: false; readonly why: string };
 
 /**
  * The validator code ajv may generate for one agent schema, in bytes. The coordinator's thread evaluates that code and
@@ -277,10 +313,14 @@ export function schemaSourceOf(text: string, what: 'input' | 'output'): SchemaSo
   const parsed = parseBoundedJson(trimmed, { what: 'the schema', maxBytes: DESCRIPTOR_LIMITS.maxSchemaBytes });
   if (!parsed.ok) return { ok: false, why: parsed.reason };
   const schema = parsed.value;
-  if (schema === null || typeof schema !== 'object' || Array.isArray(schema)) return { ok: false, why: 'must be a JSON Schema object' };
+  if (schema === null || typeof schema !== 'object' || Array.isArray(schema))
+    return { ok: false, why: 'must be a JSON Schema object' };
   const record = schema as Record<string, unknown>;
   if (what === 'input' && 'type' in record && record.type !== 'object') {
-    return { ok: false, why: `args are a JSON object: the input schema's type must be "object", not ${JSON.stringify(record.type)}` };
+    return {
+      ok: false,
+      why: `args are a JSON object: the input schema's type must be "object", not ${JSON.stringify(record.type)}`,
+    };
   }
   const ajv = new Ajv({ allErrors: false, strict: true, addUsedSchema: false, code: { source: true } });
   let valid: boolean;
@@ -321,18 +361,19 @@ const AJV_RUNTIME: Readonly<Record<string, unknown>> = {
 };
 
 function runtimeRequire(id: string): unknown {
-  if (!Object.prototype.hasOwnProperty.call(AJV_RUNTIME, id)) throw new Error(`the schema's validator code requires '${id.slice(0, 100)}'`);
+  if (!Object.prototype.hasOwnProperty.call(AJV_RUNTIME, id))
+    throw new Error(`the schema's validator code requires '${id.slice(0, 100)}'`);
   return AJV_RUNTIME[id];
 }
 
 /** A validator from ajv's standalone code (schemaSourceOf): evaluated on this thread, V8 compiling it on first call. */
 export function validatorFromSource(source: string): ValidateFunction {
-  const factory = vm.runInThisContext(`(function (require, module, exports) {${source}\n})`, { filename: 'sw4rm-agent-schema.js' }) as (
-    r: (id: string) => unknown, m: { exports: unknown }, e: unknown,
-  ) => void;
+  const factory = vm.runInThisContext(`(function (require, module, exports) {${source}\n})`, {
+    filename: 'sw4rm-agent-schema.js',
+  }) as (r: (id: string) => unknown, m: { exports: unknown }, e: unknown) => void;
   const module = { exports: {} as unknown };
   factory(runtimeRequire, module, module.exports);
-  if (typeof module.exports !== 'function') throw new Error('the schema\'s validator code exports no function');
+  if (typeof module.exports !== 'function') throw new Error("the schema's validator code exports no function");
   return module.exports as ValidateFunction;
 }
 
@@ -433,18 +474,28 @@ export function cachedSchemaVerdict(text: string, what: 'input' | 'output'): Sch
   return cached(cacheKey(text, what));
 }
 
-function sideEffectsOf(text: string): { readonly ok: true; readonly classes: readonly SideEffectClass[] } | { readonly ok: false; readonly why: string } {
-  if (text.length > MAX_SIDE_EFFECTS_CHARS) return { ok: false, why: `is longer than ${MAX_SIDE_EFFECTS_CHARS} characters` };
-  const names = text.split(',').map((s) => s.trim().toLowerCase()).filter((s) => s !== '');
+function sideEffectsOf(
+  text: string,
+): { readonly ok: true; readonly classes: readonly SideEffectClass[] } | { readonly ok: false; readonly why: string } {
+  if (text.length > MAX_SIDE_EFFECTS_CHARS)
+    return { ok: false, why: `is longer than ${MAX_SIDE_EFFECTS_CHARS} characters` };
+  const names = text
+    .split(',')
+    .map((s) => s.trim().toLowerCase())
+    .filter((s) => s !== '');
   if (names.length === 0) return { ok: true, classes: ['none'] };
   const classes: SideEffectClass[] = [];
   for (const name of names) {
     if (!(SIDE_EFFECT_CLASSES as readonly string[]).includes(name)) {
-      return { ok: false, why: `'${name.slice(0, 40)}' is not a side-effect class (one or more of ${SIDE_EFFECT_CLASSES.join(', ')}, comma-separated)` };
+      return {
+        ok: false,
+        why: `'${name.slice(0, 40)}' is not a side-effect class (one or more of ${SIDE_EFFECT_CLASSES.join(', ')}, comma-separated)`,
+      };
     }
     if (!classes.includes(name as SideEffectClass)) classes.push(name as SideEffectClass);
   }
-  if (classes.length > 1 && classes.includes('none')) return { ok: false, why: "'none' cannot be listed with other classes" };
+  if (classes.length > 1 && classes.includes('none'))
+    return { ok: false, why: "'none' cannot be listed with other classes" };
   return { ok: true, classes };
 }
 
@@ -455,7 +506,10 @@ function count(value: unknown): number {
 }
 
 /** A tool's schemas compiled beforehand (off the event loop, compileSchemaTextAsync). */
-interface CompiledTexts { readonly input: SchemaVerdict; readonly output: SchemaVerdict | undefined }
+interface CompiledTexts {
+  readonly input: SchemaVerdict;
+  readonly output: SchemaVerdict | undefined;
+}
 
 /** A tool's input schema text ({"type":"object"} when none is given). */
 function inputTextOf(wire: WireToolDescriptor): string {
@@ -464,11 +518,17 @@ function inputTextOf(wire: WireToolDescriptor): string {
 }
 
 /** One tool of a registration: `tools[i].<field>: <why>` when refused; `names` collects the names seen so far. */
-function checkTool(wire: WireToolDescriptor, i: number, names: Set<string>, compiled?: CompiledTexts): { readonly ok: true; readonly tool: CheckedTool } | { readonly ok: false; readonly reason: string } {
+function checkTool(
+  wire: WireToolDescriptor,
+  i: number,
+  names: Set<string>,
+  compiled?: CompiledTexts,
+): { readonly ok: true; readonly tool: CheckedTool } | { readonly ok: false; readonly reason: string } {
   const at = (field: string, why: string) => ({ ok: false as const, reason: `tools[${i}].${field}: ${why}` });
   const name = wire.tool_name ?? '';
   if (name.length === 0) return at('tool_name', 'must not be empty');
-  if (name.length > DESCRIPTOR_LIMITS.maxToolNameChars) return at('tool_name', `is longer than ${DESCRIPTOR_LIMITS.maxToolNameChars} characters`);
+  if (name.length > DESCRIPTOR_LIMITS.maxToolNameChars)
+    return at('tool_name', `is longer than ${DESCRIPTOR_LIMITS.maxToolNameChars} characters`);
   if (!TOOL_NAME.test(name)) return at('tool_name', `'${name}' may contain only letters, digits, '_', '.' and '-'`);
   if (names.has(name)) return at('tool_name', `'${name}' is listed twice`);
   names.add(name);
@@ -494,15 +554,24 @@ function checkTool(wire: WireToolDescriptor, i: number, names: Set<string>, comp
     if (!output.ok) return at('output_schema', output.why);
   }
 
-  const description = typeof input.schema.description === 'string' ? input.schema.description.slice(0, DESCRIPTOR_LIMITS.maxDescriptionChars) : '';
+  const description =
+    typeof input.schema.description === 'string'
+      ? input.schema.description.slice(0, DESCRIPTOR_LIMITS.maxDescriptionChars)
+      : '';
   return {
     ok: true,
     tool: {
       descriptor: {
-        name, description, inputSchema: input.schema, outputSchema: output?.ok ? output.schema : {},
-        idempotent: wire.idempotent === true, needsWorktree: wire.needs_worktree === true,
-        defaultTimeoutS: timeout, maxConcurrency: concurrency === 0 ? 1 : concurrency,
-        sideEffects: effects.classes[0], sideEffectClasses: effects.classes,
+        name,
+        description,
+        inputSchema: input.schema,
+        outputSchema: output?.ok ? output.schema : {},
+        idempotent: wire.idempotent === true,
+        needsWorktree: wire.needs_worktree === true,
+        defaultTimeoutS: timeout,
+        maxConcurrency: concurrency === 0 ? 1 : concurrency,
+        sideEffects: effects.classes[0],
+        sideEffectClasses: effects.classes,
       },
       input: input.validate,
       output: output?.ok ? output.validate : undefined,
@@ -517,7 +586,11 @@ function checkTool(wire: WireToolDescriptor, i: number, names: Set<string>, comp
  * coordinator's event loop use checkDescriptorsInTurns.
  */
 export function checkDescriptors(tools: readonly WireToolDescriptor[]): DescriptorsVerdict {
-  if (tools.length > DESCRIPTOR_LIMITS.maxTools) return { ok: false, reason: `tools: at most ${DESCRIPTOR_LIMITS.maxTools} tools per provider (${tools.length} given)` };
+  if (tools.length > DESCRIPTOR_LIMITS.maxTools)
+    return {
+      ok: false,
+      reason: `tools: at most ${DESCRIPTOR_LIMITS.maxTools} tools per provider (${tools.length} given)`,
+    };
   const names = new Set<string>();
   const checked: CheckedTool[] = [];
   for (const [i, wire] of tools.entries()) {
@@ -533,7 +606,11 @@ export function checkDescriptors(tools: readonly WireToolDescriptor[]): Descript
  * this thread only evaluates each schema's generated code (at most MAX_VALIDATOR_SOURCE_BYTES), one tool per turn.
  */
 export async function checkDescriptorsInTurns(tools: readonly WireToolDescriptor[]): Promise<DescriptorsVerdict> {
-  if (tools.length > DESCRIPTOR_LIMITS.maxTools) return { ok: false, reason: `tools: at most ${DESCRIPTOR_LIMITS.maxTools} tools per provider (${tools.length} given)` };
+  if (tools.length > DESCRIPTOR_LIMITS.maxTools)
+    return {
+      ok: false,
+      reason: `tools: at most ${DESCRIPTOR_LIMITS.maxTools} tools per provider (${tools.length} given)`,
+    };
   const names = new Set<string>();
   const checked: CheckedTool[] = [];
   for (const [i, wire] of tools.entries()) {
@@ -549,7 +626,10 @@ export async function checkDescriptorsInTurns(tools: readonly WireToolDescriptor
 }
 
 /** Compiles a stored or built-in descriptor's schemas (an empty output schema = none declared). */
-export function compileDescriptor(ajv: Ajv, tool: ToolDescriptor): { readonly input: ValidateFunction; readonly output: ValidateFunction | undefined } {
+export function compileDescriptor(
+  ajv: Ajv,
+  tool: ToolDescriptor,
+): { readonly input: ValidateFunction; readonly output: ValidateFunction | undefined } {
   return {
     input: ajv.compile(tool.inputSchema),
     output: Object.keys(tool.outputSchema).length === 0 ? undefined : ajv.compile(tool.outputSchema),

@@ -4,7 +4,15 @@ import type { EventLog } from '../log/eventLog';
 import type { Refusal } from '../router/envelope';
 import type { CoordinatorMailbox, CoordinatorOutbox } from '../router/model';
 import { parsePolicyJson } from './policy';
-import { DEFAULT_EXECUTION_POLICY, ToolCallError, type CallInput, type ExecutionPolicy, type FrameSink, type ToolCallRecord, type ToolFrame } from './model';
+import {
+  DEFAULT_EXECUTION_POLICY,
+  ToolCallError,
+  type CallInput,
+  type ExecutionPolicy,
+  type FrameSink,
+  type ToolCallRecord,
+  type ToolFrame,
+} from './model';
 
 /**
  * Tool calls by envelope (README, "Write a tool provider"): a TOOL_CALL envelope from an agent to `coordinator` runs
@@ -50,10 +58,12 @@ const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
  */
 export function parseToolCallPayload(json: Record<string, unknown> | undefined): EnvelopeToolCall | Refusal {
   const invalid = (detail: string): Refusal => ({ code: 'VALIDATION_ERROR', detail });
-  if (!json) return invalid('a TOOL_CALL to the coordinator carries a JSON object payload (content_type application/json)');
+  if (!json)
+    return invalid('a TOOL_CALL to the coordinator carries a JSON object payload (content_type application/json)');
   const text = (field: string, required: boolean): string | Refusal => {
     const value = json[field];
-    if (value === undefined || value === null) return required ? invalid(`${field} is required (a non-empty string)`) : '';
+    if (value === undefined || value === null)
+      return required ? invalid(`${field} is required (a non-empty string)`) : '';
     if (typeof value !== 'string') return invalid(`${field} must be a string`);
     if (required && value.trim() === '') return invalid(`${field} is required (a non-empty string)`);
     return value;
@@ -78,7 +88,8 @@ export function parseToolCallPayload(json: Record<string, unknown> | undefined):
     args = Buffer.from(JSON.stringify(json.args === undefined ? {} : json.args), 'utf8');
   }
 
-  if (json.execution_policy !== undefined && json.policy !== undefined) return invalid('give execution_policy or policy, not both');
+  if (json.execution_policy !== undefined && json.policy !== undefined)
+    return invalid('give execution_policy or policy, not both');
   const rawPolicy = json.execution_policy ?? json.policy;
   if (rawPolicy !== undefined && rawPolicy !== null && (typeof rawPolicy !== 'object' || Array.isArray(rawPolicy))) {
     return invalid(`${json.execution_policy !== undefined ? 'execution_policy' : 'policy'} must be a JSON object`);
@@ -88,7 +99,12 @@ export function parseToolCallPayload(json: Record<string, unknown> | undefined):
 
   if (json.stream !== undefined && typeof json.stream !== 'boolean') return invalid('stream must be true or false');
   return {
-    callId, providerId, toolName, contentType: contentType === '' ? 'application/json' : contentType, args, policy,
+    callId,
+    providerId,
+    toolName,
+    contentType: contentType === '' ? 'application/json' : contentType,
+    args,
+    policy,
     stream: json.stream === true,
   };
 }
@@ -96,7 +112,11 @@ export function parseToolCallPayload(json: Record<string, unknown> | undefined):
 /** A frame as a TOOL_RESULT payload: `result` when it is JSON, else `result_b64`; `summary` when there is one. */
 export function framePayload(frame: ToolFrame): Record<string, unknown> {
   const payload: Record<string, unknown> = {
-    call_id: frame.callId, frame_no: frame.frameNo, final: frame.final, content_type: frame.contentType || 'application/json', status: 'OK',
+    call_id: frame.callId,
+    frame_no: frame.frameNo,
+    final: frame.final,
+    content_type: frame.contentType || 'application/json',
+    status: 'OK',
   };
   const json = isJson(frame.contentType) ? parseJson(frame.data) : undefined;
   if (json !== undefined) payload.result = json.value;
@@ -131,66 +151,117 @@ function parseJson(bytes: Buffer): { readonly value: unknown } | undefined {
  * Binds TOOL_CALL envelopes addressed to `coordinator` to the engine. Frames go back through `router` (TOOL_RESULT
  * envelopes, then the reply), interrupted calls are answered when the engine restores (INTERRUPTED).
  */
-export function bindToolCallsToRouter(tools: EnvelopeToolEngine, router: CoordinatorMailbox & CoordinatorOutbox, log: EventLog): Disposable {
+export function bindToolCallsToRouter(
+  tools: EnvelopeToolEngine,
+  router: CoordinatorMailbox & CoordinatorOutbox,
+  log: EventLog,
+): Disposable {
   const bindings = new DisposableStore();
-  bindings.add(router.handleAtCoordinator('TOOL_CALL', (envelope, json, ctx): Refusal | undefined => {
-    const call = parseToolCallPayload(json);
-    if ('code' in call) return call;
-    const caller = envelope.producerId;
-    let callId = call.callId;
-    // The log's correlation id of a call is its call_id (known once the engine assigned one).
-    const replyCtx = (): CallContext => ({ correlationId: callId || envelope.correlationId });
-    let ended = false;
-    // Every answer to the caller (each frame, the final frame, a TOOL_ERROR) goes the same way, tracked in the
-    // caller's STANDARD lane through sendToAgent, so that it arrives in the order sent (frame_no 0, 1, … then the end).
-    const send = (messageType: 'TOOL_RESULT' | 'TOOL_ERROR', payload: Record<string, unknown>) => router.sendToAgent({
-      to: caller, messageType, contentType: 'application/json', correlationId: envelope.correlationId,
-      payload: Buffer.from(JSON.stringify(payload), 'utf8'), ackTimeout: false,
-    }, replyCtx());
-    const reply = (messageType: 'TOOL_RESULT' | 'TOOL_ERROR', payload: Record<string, unknown>): void => {
-      if (ended) return;
-      ended = true;
-      // The TOOL_CALL is FULFILLED with the answer as its cached result (a retry with the same token gets it). When the
-      // caller cannot take it in its lane (inbox full, it left), it goes as the coordinator's persisted reply instead.
-      if (send(messageType, payload).accepted) router.settleAtCoordinator(envelope.messageId, replyCtx(), payload);
-      else router.replyFromCoordinator(envelope.messageId, messageType, payload, replyCtx());
-    };
-    const sink: FrameSink = {
-      frame: (frame) => {
+  bindings.add(
+    router.handleAtCoordinator('TOOL_CALL', (envelope, json, ctx): Refusal | undefined => {
+      const call = parseToolCallPayload(json);
+      if ('code' in call) return call;
+      const caller = envelope.producerId;
+      let callId = call.callId;
+      // The log's correlation id of a call is its call_id (known once the engine assigned one).
+      const replyCtx = (): CallContext => ({ correlationId: callId || envelope.correlationId });
+      let ended = false;
+      // Every answer to the caller (each frame, the final frame, a TOOL_ERROR) goes the same way, tracked in the
+      // caller's STANDARD lane through sendToAgent, so that it arrives in the order sent (frame_no 0, 1, … then the end).
+      const send = (messageType: 'TOOL_RESULT' | 'TOOL_ERROR', payload: Record<string, unknown>) =>
+        router.sendToAgent(
+          {
+            to: caller,
+            messageType,
+            contentType: 'application/json',
+            correlationId: envelope.correlationId,
+            payload: Buffer.from(JSON.stringify(payload), 'utf8'),
+            ackTimeout: false,
+          },
+          replyCtx(),
+        );
+      const reply = (messageType: 'TOOL_RESULT' | 'TOOL_ERROR', payload: Record<string, unknown>): void => {
         if (ended) return;
-        const sent = send('TOOL_RESULT', framePayload(frame));
-        if (!sent.accepted) {
-          // The caller cannot take this frame (its inbox is full, it left, the frame is too large): the call is abandoned
-          // and the TOOL_CALL answered with the reason, rather than the caller missing a frame without knowing.
-          log.record({
-            correlationId: frame.callId, actor: 'coordinator', eventType: 'tool.envelope.frame_refused', level: 'WARN',
-            details: { call_id: frame.callId, frame_no: frame.frameNo, to: caller, code: sent.code, reason: sent.reason.slice(0, 500) },
-          });
-          reply('TOOL_ERROR', errorPayload(frame.callId, sent.code, `frame ${frame.frameNo} could not be sent to ${caller}: ${sent.reason}`));
-          tools.abandon(frame.callId);
-        }
-      },
-      end: (frame) => reply('TOOL_RESULT', framePayload(frame)),
-      fail: (error) => reply('TOOL_ERROR', errorPayload(callId, error.code, error.message)),
-    };
-    try {
-      callId = tools.start(caller, {
-        callId: call.callId, providerId: call.providerId, toolName: call.toolName, contentType: call.contentType, args: call.args,
-        policy: call.policy, stream: call.stream, via: 'envelope', messageId: envelope.messageId,
-      }, ctx, sink).callId;
-    } catch (err) {
-      // A check that failed at once (unknown provider or tool, args against the schema…): the TOOL_CALL is accepted and
-      // answered with the TOOL_ERROR, as a check that fails later would be.
-      if (!(err instanceof ToolCallError)) throw err;
-      reply('TOOL_ERROR', errorPayload(callId, err.code, err.message));
-    }
-    return undefined;
-  }));
-  bindings.add(tools.onDidInterrupt((record) => {
-    if (record.via !== 'envelope' || record.messageId === '') return;
-    router.replyFromCoordinator(record.messageId, 'TOOL_ERROR',
-      errorPayload(record.callId, 'INTERRUPTED', record.errorMessage || 'the coordinator restarted while the call ran: call again if it is safe to'),
-      { correlationId: record.callId });
-  }));
+        ended = true;
+        // The TOOL_CALL is FULFILLED with the answer as its cached result (a retry with the same token gets it). When the
+        // caller cannot take it in its lane (inbox full, it left), it goes as the coordinator's persisted reply instead.
+        if (send(messageType, payload).accepted) router.settleAtCoordinator(envelope.messageId, replyCtx(), payload);
+        else router.replyFromCoordinator(envelope.messageId, messageType, payload, replyCtx());
+      };
+      const sink: FrameSink = {
+        frame: (frame) => {
+          if (ended) return;
+          const sent = send('TOOL_RESULT', framePayload(frame));
+          if (!sent.accepted) {
+            // The caller cannot take this frame (its inbox is full, it left, the frame is too large): the call is abandoned
+            // and the TOOL_CALL answered with the reason, rather than the caller missing a frame without knowing.
+            log.record({
+              correlationId: frame.callId,
+              actor: 'coordinator',
+              eventType: 'tool.envelope.frame_refused',
+              level: 'WARN',
+              details: {
+                call_id: frame.callId,
+                frame_no: frame.frameNo,
+                to: caller,
+                code: sent.code,
+                reason: sent.reason.slice(0, 500),
+              },
+            });
+            reply(
+              'TOOL_ERROR',
+              errorPayload(
+                frame.callId,
+                sent.code,
+                `frame ${frame.frameNo} could not be sent to ${caller}: ${sent.reason}`,
+              ),
+            );
+            tools.abandon(frame.callId);
+          }
+        },
+        end: (frame) => reply('TOOL_RESULT', framePayload(frame)),
+        fail: (error) => reply('TOOL_ERROR', errorPayload(callId, error.code, error.message)),
+      };
+      try {
+        callId = tools.start(
+          caller,
+          {
+            callId: call.callId,
+            providerId: call.providerId,
+            toolName: call.toolName,
+            contentType: call.contentType,
+            args: call.args,
+            policy: call.policy,
+            stream: call.stream,
+            via: 'envelope',
+            messageId: envelope.messageId,
+          },
+          ctx,
+          sink,
+        ).callId;
+      } catch (err) {
+        // A check that failed at once (unknown provider or tool, args against the schema…): the TOOL_CALL is accepted and
+        // answered with the TOOL_ERROR, as a check that fails later would be.
+        if (!(err instanceof ToolCallError)) throw err;
+        reply('TOOL_ERROR', errorPayload(callId, err.code, err.message));
+      }
+      return undefined;
+    }),
+  );
+  bindings.add(
+    tools.onDidInterrupt((record) => {
+      if (record.via !== 'envelope' || record.messageId === '') return;
+      router.replyFromCoordinator(
+        record.messageId,
+        'TOOL_ERROR',
+        errorPayload(
+          record.callId,
+          'INTERRUPTED',
+          record.errorMessage || 'the coordinator restarted while the call ran: call again if it is safe to',
+        ),
+        { correlationId: record.callId },
+      );
+    }),
+  );
   return bindings;
 }

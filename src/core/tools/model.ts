@@ -22,17 +22,38 @@ export { compileSchemaText, compileSchemaTextAsync, type SchemaVerdict } from '.
  * the server maps to a gRPC status.
  */
 export type ToolErrorKind =
-  | 'invalid_argument' | 'not_found' | 'permission_denied' | 'failed_precondition' | 'resource_exhausted'
-  | 'unimplemented' | 'internal' | 'deadline_exceeded' | 'unavailable' | 'cancelled' | 'already_exists';
+  | 'invalid_argument'
+  | 'not_found'
+  | 'permission_denied'
+  | 'failed_precondition'
+  | 'resource_exhausted'
+  | 'unimplemented'
+  | 'internal'
+  | 'deadline_exceeded'
+  | 'unavailable'
+  | 'cancelled'
+  | 'already_exists';
 
 const TOOL_KINDS: Readonly<Record<ToolErrorKind, ErrorKind>> = {
-  invalid_argument: 'invalid', not_found: 'not_found', permission_denied: 'permission', failed_precondition: 'precondition',
-  resource_exhausted: 'exhausted', unimplemented: 'unimplemented', internal: 'internal', deadline_exceeded: 'deadline',
-  unavailable: 'unavailable', cancelled: 'cancelled', already_exists: 'exists',
+  invalid_argument: 'invalid',
+  not_found: 'not_found',
+  permission_denied: 'permission',
+  failed_precondition: 'precondition',
+  resource_exhausted: 'exhausted',
+  unimplemented: 'unimplemented',
+  internal: 'internal',
+  deadline_exceeded: 'deadline',
+  unavailable: 'unavailable',
+  cancelled: 'cancelled',
+  already_exists: 'exists',
 };
 
 export class ToolCallError extends SwarmError {
-  constructor(readonly kind: ToolErrorKind, readonly code: string, detail: string) {
+  constructor(
+    readonly kind: ToolErrorKind,
+    readonly code: string,
+    detail: string,
+  ) {
     super(detail);
     this.name = 'ToolCallError';
   }
@@ -65,10 +86,10 @@ export interface ToolInvocation {
 
 /** RFC §18.5.2. Empty or unspecified = DENY_ALL. */
 export const NETWORK_POLICIES = ['DENY_ALL', 'EGRESS_RESTRICTED', 'EGRESS_UNRESTRICTED', 'FULL_ACCESS'] as const;
-export type NetworkPolicy = typeof NETWORK_POLICIES[number];
+export type NetworkPolicy = (typeof NETWORK_POLICIES)[number];
 /** RFC §18.5.3. Empty or unspecified = MINIMAL. */
 export const PRIVILEGE_LEVELS = ['MINIMAL', 'DEFAULT', 'ELEVATED', 'PRIVILEGED'] as const;
-export type PrivilegeLevel = typeof PRIVILEGE_LEVELS[number];
+export type PrivilegeLevel = (typeof PRIVILEGE_LEVELS)[number];
 
 /**
  * A call's execution policy (tool.proto ExecutionPolicy, RFC §18.5), parsed and defaulted (policy.ts
@@ -91,8 +112,14 @@ export interface ExecutionPolicy {
 }
 
 export const DEFAULT_EXECUTION_POLICY: ExecutionPolicy = {
-  timeoutMs: 0, maxRetries: 0, backoff: 'exponential', worktreeRequired: false,
-  networkPolicy: 'DENY_ALL', privilegeLevel: 'MINIMAL', budgetCpuMs: 0, budgetWallMs: 0,
+  timeoutMs: 0,
+  maxRetries: 0,
+  backoff: 'exponential',
+  worktreeRequired: false,
+  networkPolicy: 'DENY_ALL',
+  privilegeLevel: 'MINIMAL',
+  budgetCpuMs: 0,
+  budgetWallMs: 0,
 };
 
 /** One frame of a call's answer as the engine relays it (tool.proto ToolFrame); frame_no counts from 0 per call. */
@@ -145,7 +172,11 @@ export interface ToolProvider {
 
 /** A provider's final result that is not JSON: the final frame carries `data` as `contentType` (and `summary`). */
 export class RawToolResult {
-  constructor(readonly data: Buffer, readonly contentType: string, readonly summary?: Buffer) {}
+  constructor(
+    readonly data: Buffer,
+    readonly contentType: string,
+    readonly summary?: Buffer,
+  ) {}
 }
 
 /** A finished call: one final frame's content. */
@@ -268,6 +299,11 @@ export interface ToolsQueries {
   recentCalls(limit: number): ToolCallRecord[];
   callRecord(callId: string): ToolCallRecord | undefined;
   /** The frames kept for a call's details (the newest 20 in memory, each cut at 4 KiB; empty after a restart). */
-  callFrames(callId: string): readonly { readonly frameNo: number; readonly final: boolean; readonly contentType: string; readonly text: string }[];
+  callFrames(callId: string): readonly {
+    readonly frameNo: number;
+    readonly final: boolean;
+    readonly contentType: string;
+    readonly text: string;
+  }[];
   readonly onDidChange: Event<ToolsChange>;
 }

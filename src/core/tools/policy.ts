@@ -20,7 +20,9 @@ export interface ExecutionPolicyMessage {
 }
 
 /** A refusal of a policy: VALIDATION_ERROR with the field named. */
-export interface PolicyRefusal { readonly refused: string }
+export interface PolicyRefusal {
+  readonly refused: string;
+}
 
 /** The longest timeout or budget a policy may ask for: a day (larger values are refused, not clamped silently). */
 export const MAX_POLICY_MS = 24 * 3_600_000;
@@ -29,10 +31,21 @@ export const MAX_POLICY_RETRIES = 10;
 
 const BACKOFFS = ['exponential', 'linear', 'fixed'] as const;
 
-type Field = 'timeout' | 'max_retries' | 'backoff' | 'worktree_required' | 'network_policy' | 'privilege_level' | 'budget_cpu_ms' | 'budget_wall_ms';
+type Field =
+  | 'timeout'
+  | 'max_retries'
+  | 'backoff'
+  | 'worktree_required'
+  | 'network_policy'
+  | 'privilege_level'
+  | 'budget_cpu_ms'
+  | 'budget_wall_ms';
 
 class Refused extends Error {
-  constructor(readonly field: string, why: string) {
+  constructor(
+    readonly field: string,
+    why: string,
+  ) {
     super(why);
   }
 }
@@ -41,14 +54,16 @@ class Refused extends Error {
 function millis(field: string, value: unknown): number {
   if (value === undefined || value === null || value === '') return 0;
   const n = typeof value === 'string' && /^\s*\d+(\.\d+)?\s*$/.test(value) ? Number(value) : value;
-  if (typeof n !== 'number' || !Number.isFinite(n) || n < 0) throw new Refused(field, `must be a non-negative number of milliseconds, not ${describe(value)}`);
+  if (typeof n !== 'number' || !Number.isFinite(n) || n < 0)
+    throw new Refused(field, `must be a non-negative number of milliseconds, not ${describe(value)}`);
   if (n > MAX_POLICY_MS) throw new Refused(field, `must be at most ${MAX_POLICY_MS} ms (a day), not ${n}`);
   return Math.round(n);
 }
 
 function retries(field: string, value: unknown): number {
   if (value === undefined || value === null) return 0;
-  if (typeof value !== 'number' || !Number.isInteger(value) || value < 0) throw new Refused(field, `must be a non-negative integer, not ${describe(value)}`);
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < 0)
+    throw new Refused(field, `must be a non-negative integer, not ${describe(value)}`);
   if (value > MAX_POLICY_RETRIES) throw new Refused(field, `must be at most ${MAX_POLICY_RETRIES}, not ${value}`);
   return value;
 }
@@ -56,7 +71,8 @@ function retries(field: string, value: unknown): number {
 /** One of `allowed`, case-insensitive; empty = `fallback`; anything else refused naming the allowed values. */
 function oneOf<T extends string>(field: string, value: unknown, allowed: readonly T[], fallback: T, upper: boolean): T {
   if (value === undefined || value === null || value === '') return fallback;
-  if (typeof value !== 'string') throw new Refused(field, `must be a string, one of ${allowed.join(', ')}, not ${describe(value)}`);
+  if (typeof value !== 'string')
+    throw new Refused(field, `must be a string, one of ${allowed.join(', ')}, not ${describe(value)}`);
   const normal = upper ? value.trim().toUpperCase() : value.trim().toLowerCase();
   const found = allowed.find((a) => a === normal);
   if (!found) throw new Refused(field, `must be one of ${allowed.join(', ')} (any case), not '${value.slice(0, 64)}'`);
@@ -70,7 +86,7 @@ function bool(field: string, value: unknown): boolean {
 }
 
 function describe(value: unknown): string {
-  const text = typeof value === 'string' ? `'${value.slice(0, 64)}'` : JSON.stringify(value) ?? String(value);
+  const text = typeof value === 'string' ? `'${value.slice(0, 64)}'` : (JSON.stringify(value) ?? String(value));
   return text.length > 80 ? `${text.slice(0, 80)}…` : text;
 }
 
@@ -81,8 +97,20 @@ function build(read: (field: Field) => unknown, timeoutMs: () => number): Execut
       maxRetries: retries('max_retries', read('max_retries')),
       backoff: oneOf('backoff', read('backoff'), BACKOFFS, DEFAULT_EXECUTION_POLICY.backoff, false),
       worktreeRequired: bool('worktree_required', read('worktree_required')),
-      networkPolicy: oneOf('network_policy', read('network_policy'), NETWORK_POLICIES, DEFAULT_EXECUTION_POLICY.networkPolicy, true),
-      privilegeLevel: oneOf('privilege_level', read('privilege_level'), PRIVILEGE_LEVELS, DEFAULT_EXECUTION_POLICY.privilegeLevel, true),
+      networkPolicy: oneOf(
+        'network_policy',
+        read('network_policy'),
+        NETWORK_POLICIES,
+        DEFAULT_EXECUTION_POLICY.networkPolicy,
+        true,
+      ),
+      privilegeLevel: oneOf(
+        'privilege_level',
+        read('privilege_level'),
+        PRIVILEGE_LEVELS,
+        DEFAULT_EXECUTION_POLICY.privilegeLevel,
+        true,
+      ),
       budgetCpuMs: millis('budget_cpu_ms', read('budget_cpu_ms')),
       budgetWallMs: millis('budget_wall_ms', read('budget_wall_ms')),
     };
@@ -95,14 +123,18 @@ function build(read: (field: Field) => unknown, timeoutMs: () => number): Execut
 /** tool.proto's ExecutionPolicy (absent = every default). */
 export function parseExecutionPolicy(raw: ExecutionPolicyMessage | null | undefined): ExecutionPolicy | PolicyRefusal {
   if (!raw) return DEFAULT_EXECUTION_POLICY;
-  return build((field) => raw[field as Exclude<Field, 'timeout'>], () => {
-    const timeout = raw.timeout;
-    if (!timeout) return 0;
-    const seconds = millis('timeout.seconds', timeout.seconds ?? 0) ;
-    const nanos = timeout.nanos ?? 0;
-    if (typeof nanos !== 'number' || !Number.isInteger(nanos) || nanos < 0 || nanos > 999_999_999) throw new Refused('timeout.nanos', `must be 0…999999999, not ${describe(nanos)}`);
-    return millis('timeout', seconds * 1000 + Math.ceil(nanos / 1e6));
-  });
+  return build(
+    (field) => raw[field as Exclude<Field, 'timeout'>],
+    () => {
+      const timeout = raw.timeout;
+      if (!timeout) return 0;
+      const seconds = millis('timeout.seconds', timeout.seconds ?? 0);
+      const nanos = timeout.nanos ?? 0;
+      if (typeof nanos !== 'number' || !Number.isInteger(nanos) || nanos < 0 || nanos > 999_999_999)
+        throw new Refused('timeout.nanos', `must be 0…999999999, not ${describe(nanos)}`);
+      return millis('timeout', seconds * 1000 + Math.ceil(nanos / 1e6));
+    },
+  );
 }
 
 /**
@@ -112,34 +144,40 @@ export function parseExecutionPolicy(raw: ExecutionPolicyMessage | null | undefi
  */
 export function parsePolicyJson(raw: unknown): ExecutionPolicy | PolicyRefusal {
   if (raw === undefined || raw === null) return DEFAULT_EXECUTION_POLICY;
-  if (typeof raw !== 'object' || Array.isArray(raw)) return { refused: `execution_policy: must be a JSON object, not ${describe(raw)}` };
+  if (typeof raw !== 'object' || Array.isArray(raw))
+    return { refused: `execution_policy: must be a JSON object, not ${describe(raw)}` };
   const o = raw as Record<string, unknown>;
   const first = (...names: string[]): [string, unknown] => {
     for (const name of names) if (o[name] !== undefined && o[name] !== null) return [name, o[name]];
     return [names[0], undefined];
   };
-  return build((field) => {
-    if (field === 'max_retries') {
-      const [, value] = first('max_retries', 'retries', 'retry_attempts');
-      return value;
-    }
-    return o[field];
-  }, () => {
-    const [name, value] = first('timeout_ms', 'timeout_seconds', 'timeout');
-    if (value === undefined) return 0;
-    if (name === 'timeout_ms') return millis('timeout_ms', value);
-    if (name === 'timeout_seconds') {
-      if (typeof value !== 'number' || !Number.isFinite(value) || value < 0) throw new Refused('timeout_seconds', `must be a non-negative number of seconds, not ${describe(value)}`);
-      return millis('timeout_seconds', value * 1000);
-    }
-    // `timeout` as the proto's JSON mapping writes a Duration: "1.5s", or {seconds, nanos}.
-    if (typeof value === 'string' && /^\d+(\.\d+)?s$/.test(value)) return millis('timeout', Number(value.slice(0, -1)) * 1000);
-    if (typeof value === 'object' && !Array.isArray(value)) {
-      const d = value as { seconds?: unknown; nanos?: unknown };
-      return millis('timeout', Number(d.seconds ?? 0) * 1000 + Math.ceil(Number(d.nanos ?? 0) / 1e6));
-    }
-    throw new Refused('timeout', `must be a duration such as "30s", not ${describe(value)}`);
-  });
+  return build(
+    (field) => {
+      if (field === 'max_retries') {
+        const [, value] = first('max_retries', 'retries', 'retry_attempts');
+        return value;
+      }
+      return o[field];
+    },
+    () => {
+      const [name, value] = first('timeout_ms', 'timeout_seconds', 'timeout');
+      if (value === undefined) return 0;
+      if (name === 'timeout_ms') return millis('timeout_ms', value);
+      if (name === 'timeout_seconds') {
+        if (typeof value !== 'number' || !Number.isFinite(value) || value < 0)
+          throw new Refused('timeout_seconds', `must be a non-negative number of seconds, not ${describe(value)}`);
+        return millis('timeout_seconds', value * 1000);
+      }
+      // `timeout` as the proto's JSON mapping writes a Duration: "1.5s", or {seconds, nanos}.
+      if (typeof value === 'string' && /^\d+(\.\d+)?s$/.test(value))
+        return millis('timeout', Number(value.slice(0, -1)) * 1000);
+      if (typeof value === 'object' && !Array.isArray(value)) {
+        const d = value as { seconds?: unknown; nanos?: unknown };
+        return millis('timeout', Number(d.seconds ?? 0) * 1000 + Math.ceil(Number(d.nanos ?? 0) / 1e6));
+      }
+      throw new Refused('timeout', `must be a duration such as "30s", not ${describe(value)}`);
+    },
+  );
 }
 
 /** Whether `parsed` is a refusal. */
@@ -150,7 +188,8 @@ export function isPolicyRefusal(parsed: ExecutionPolicy | PolicyRefusal): parsed
 /** Why a policy needs a human before the call runs, or undefined (RFC §18.5.2, §18.5.3). */
 export function escalationReason(policy: ExecutionPolicy): string | undefined {
   const reasons: string[] = [];
-  if (policy.privilegeLevel === 'ELEVATED' || policy.privilegeLevel === 'PRIVILEGED') reasons.push(`privilege_level ${policy.privilegeLevel}`);
+  if (policy.privilegeLevel === 'ELEVATED' || policy.privilegeLevel === 'PRIVILEGED')
+    reasons.push(`privilege_level ${policy.privilegeLevel}`);
   if (policy.networkPolicy === 'FULL_ACCESS') reasons.push('network_policy FULL_ACCESS');
   return reasons.length > 0 ? `the call asks for ${reasons.join(' and ')}` : undefined;
 }

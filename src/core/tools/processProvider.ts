@@ -8,8 +8,23 @@ import type { Disposable } from '../events';
 import { Confinement, ConfinementError } from '../worktree/confinement';
 import { UntrustedGitDirError, worktreeGitDirs, type WorktreeGitDirs } from '../worktree/gitDirs';
 import { ToolCallError, type JsonSchema, type ToolDescriptor, type ToolProvider, type ToolRequest } from './model';
-import { clockTicksPerSecond, killPids, killProcessGroup, membersCpuMs, listPids, procAvailable, ProcessGroupReader } from './processTree';
-import { AGENT_BRANCHES, probeSandboxTools, sandboxPlan, SECCOMP_FD, type Confinement as BwrapConfinement, type SandboxOptions } from './sandbox';
+import {
+  clockTicksPerSecond,
+  killPids,
+  killProcessGroup,
+  membersCpuMs,
+  listPids,
+  procAvailable,
+  ProcessGroupReader,
+} from './processTree';
+import {
+  AGENT_BRANCHES,
+  probeSandboxTools,
+  sandboxPlan,
+  SECCOMP_FD,
+  type Confinement as BwrapConfinement,
+  type SandboxOptions,
+} from './sandbox';
 
 /**
  * The built-in provider `process` (README, "The process provider"): `run_command` (argv, never a shell) in the caller's
@@ -25,7 +40,10 @@ export interface ProcessProviderOptions {
   readonly hiddenFolders?: readonly string[];
 }
 
-export const DEFAULT_PROCESS_PROVIDER_OPTIONS: ProcessProviderOptions = { enabled: false, acceptUnenforcedNetworkPolicy: false };
+export const DEFAULT_PROCESS_PROVIDER_OPTIONS: ProcessProviderOptions = {
+  enabled: false,
+  acceptUnenforcedNetworkPolicy: false,
+};
 
 export const PROCESS_PROVIDER_ID = 'process';
 
@@ -61,10 +79,21 @@ const KEPT_ENV = ['PATH', 'HOME', 'LANG'] as const;
 const INPUT_SCHEMA: JsonSchema = {
   type: 'object',
   properties: {
-    argv: { type: 'array', items: { type: 'string', maxLength: L.maxArgBytes }, minItems: 1, maxItems: L.maxArgs, description: 'the program and its arguments; never run by a shell' },
-    cwd: { type: 'string', maxLength: L.maxArgBytes, description: 'a folder relative to the worktree root ("/" separated); default the root' },
+    argv: {
+      type: 'array',
+      items: { type: 'string', maxLength: L.maxArgBytes },
+      minItems: 1,
+      maxItems: L.maxArgs,
+      description: 'the program and its arguments; never run by a shell',
+    },
+    cwd: {
+      type: 'string',
+      maxLength: L.maxArgBytes,
+      description: 'a folder relative to the worktree root ("/" separated); default the root',
+    },
     env: {
-      type: 'object', maxProperties: L.maxEnvEntries,
+      type: 'object',
+      maxProperties: L.maxEnvEntries,
       propertyNames: { pattern: '^[A-Za-z_][A-Za-z0-9_]*$', maxLength: L.maxEnvNameChars },
       additionalProperties: { type: 'string', maxLength: L.maxArgBytes },
       description: 'added to a clean environment (PATH, HOME, LANG kept); GIT_* and SW4RM_* are refused',
@@ -93,13 +122,20 @@ const OUTPUT_SCHEMA: JsonSchema = {
   required: ['exit_code', 'signal', 'stdout_bytes', 'stderr_bytes', 'cpu_ms', 'wall_ms', 'network_enforced'],
 };
 
-const DESCRIPTORS: readonly ToolDescriptor[] = [{
-  name: 'run_command',
-  description: 'Runs a program (argv, never a shell) in the caller\'s worktree, in its own process group; with a stream its output arrives as frames {"stream","text"}. Enforces budget_cpu_ms and budget_wall_ms on the process tree, network_policy DENY_ALL by a network namespace.',
-  inputSchema: INPUT_SCHEMA,
-  outputSchema: OUTPUT_SCHEMA,
-  idempotent: false, needsWorktree: true, defaultTimeoutS: 600, maxConcurrency: 4, sideEffects: 'process',
-}];
+const DESCRIPTORS: readonly ToolDescriptor[] = [
+  {
+    name: 'run_command',
+    description:
+      'Runs a program (argv, never a shell) in the caller\'s worktree, in its own process group; with a stream its output arrives as frames {"stream","text"}. Enforces budget_cpu_ms and budget_wall_ms on the process tree, network_policy DENY_ALL by a network namespace.',
+    inputSchema: INPUT_SCHEMA,
+    outputSchema: OUTPUT_SCHEMA,
+    idempotent: false,
+    needsWorktree: true,
+    defaultTimeoutS: 600,
+    maxConcurrency: 4,
+    sideEffects: 'process',
+  },
+];
 
 /** The final result of a run (the output schema's fields). */
 export interface RunResult {
@@ -121,17 +157,28 @@ function invalid(detail: string): ToolCallError {
 }
 
 function fromConfinement(error: ConfinementError): ToolCallError {
-  const detail = error.message.startsWith(`${error.code}: `) ? error.message.slice(error.code.length + 2) : error.message;
+  const detail = error.message.startsWith(`${error.code}: `)
+    ? error.message.slice(error.code.length + 2)
+    : error.message;
   switch (error.code) {
-    case 'permission_denied': return new ToolCallError('permission_denied', 'PERMISSION_DENIED', `cwd: ${detail}`);
-    case 'worktree_not_bound': return new ToolCallError('failed_precondition', 'worktree_not_bound', detail);
-    case 'not_found': return new ToolCallError('not_found', 'NOT_FOUND', `cwd: ${detail}`);
-    default: return new ToolCallError('failed_precondition', error.code, `cwd: ${detail}`);
+    case 'permission_denied':
+      return new ToolCallError('permission_denied', 'PERMISSION_DENIED', `cwd: ${detail}`);
+    case 'worktree_not_bound':
+      return new ToolCallError('failed_precondition', 'worktree_not_bound', detail);
+    case 'not_found':
+      return new ToolCallError('not_found', 'NOT_FOUND', `cwd: ${detail}`);
+    default:
+      return new ToolCallError('failed_precondition', error.code, `cwd: ${detail}`);
   }
 }
 
 /** The arguments, checked again here (the engine checked the schema; a direct caller may not have). */
-function readArgs(args: Record<string, unknown>): { argv: string[]; cwd: string; env: Record<string, string>; stdin: string | undefined } {
+function readArgs(args: Record<string, unknown>): {
+  argv: string[];
+  cwd: string;
+  env: Record<string, string>;
+  stdin: string | undefined;
+} {
   const argv = args.argv;
   if (!Array.isArray(argv) || argv.length < 1 || argv.length > L.maxArgs || !argv.every((a) => typeof a === 'string')) {
     throw invalid(`/argv must be a list of 1 to ${L.maxArgs} strings`);
@@ -145,12 +192,15 @@ function readArgs(args: Record<string, unknown>): { argv: string[]; cwd: string;
   if (typeof cwd !== 'string') throw invalid('/cwd must be a string');
   const env: Record<string, string> = {};
   if (args.env !== undefined) {
-    if (typeof args.env !== 'object' || args.env === null || Array.isArray(args.env)) throw invalid('/env must be an object of NAME → string');
+    if (typeof args.env !== 'object' || args.env === null || Array.isArray(args.env))
+      throw invalid('/env must be an object of NAME → string');
     const entries = Object.entries(args.env as Record<string, unknown>);
     if (entries.length > L.maxEnvEntries) throw invalid(`/env has more than ${L.maxEnvEntries} variables`);
     for (const [name, value] of entries) {
-      if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name) || name.length > L.maxEnvNameChars) throw invalid(`/env/${name.slice(0, 100)} is not a variable name`);
-      if (RESERVED_ENV.test(name)) throw invalid(`/env/${name} is refused: GIT_* and SW4RM_* variables are the coordinator's`);
+      if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name) || name.length > L.maxEnvNameChars)
+        throw invalid(`/env/${name.slice(0, 100)} is not a variable name`);
+      if (RESERVED_ENV.test(name))
+        throw invalid(`/env/${name} is refused: GIT_* and SW4RM_* variables are the coordinator's`);
       if (typeof value !== 'string' || value.includes('\0') || Buffer.byteLength(value, 'utf8') > L.maxArgBytes) {
         throw invalid(`/env/${name} must be a string of at most ${L.maxArgBytes} bytes without NUL`);
       }
@@ -158,12 +208,16 @@ function readArgs(args: Record<string, unknown>): { argv: string[]; cwd: string;
     }
   }
   const stdin = args.stdin;
-  if (stdin !== undefined && (typeof stdin !== 'string' || stdin.length > L.maxStdinChars)) throw invalid(`/stdin must be a string of at most ${L.maxStdinChars} characters`);
+  if (stdin !== undefined && (typeof stdin !== 'string' || stdin.length > L.maxStdinChars))
+    throw invalid(`/stdin must be a string of at most ${L.maxStdinChars} characters`);
   return { argv: argv as string[], cwd, env, stdin: stdin as string | undefined };
 }
 
 /** The child's environment: PATH, HOME and LANG of the coordinator's, then the caller's variables. */
-export function childEnvironment(extra: Readonly<Record<string, string>>, base: NodeJS.ProcessEnv = process.env): Record<string, string> {
+export function childEnvironment(
+  extra: Readonly<Record<string, string>>,
+  base: NodeJS.ProcessEnv = process.env,
+): Record<string, string> {
   const env: Record<string, string> = {};
   for (const name of KEPT_ENV) {
     const value = base[name];
@@ -188,7 +242,7 @@ export async function programExists(program: string, searchPath: string, cwd: st
   };
   if (program.includes('/')) return executable(path.resolve(cwd, program));
   for (const dir of searchPath.split(':')) {
-    if (dir !== '' && await executable(path.join(dir, program))) return true;
+    if (dir !== '' && (await executable(path.join(dir, program)))) return true;
   }
   return false;
 }
@@ -215,7 +269,10 @@ class OutputStream {
   private pending = '';
   private readonly decoder = new StringDecoder('utf8');
 
-  constructor(private readonly name: StreamName, private readonly emit: ((name: StreamName, text: string) => void) | undefined) {}
+  constructor(
+    private readonly name: StreamName,
+    private readonly emit: ((name: StreamName, text: string) => void) | undefined,
+  ) {}
 
   write(chunk: Buffer): void {
     this.bytes += chunk.length;
@@ -273,7 +330,12 @@ class CpuSampler {
   private gone: { resolve: () => void; left: number } | undefined;
   private readonly reader: ProcessGroupReader;
 
-  constructor(private readonly pgid: number, existing: readonly number[], private readonly budgetMs: number, private readonly onExceeded: () => void) {
+  constructor(
+    private readonly pgid: number,
+    existing: readonly number[],
+    private readonly budgetMs: number,
+    private readonly onExceeded: () => void,
+  ) {
     this.reader = new ProcessGroupReader(pgid, existing);
     this.interval = setInterval(() => void this.sample(), L.sampleMs);
     this.interval.unref?.();
@@ -281,7 +343,10 @@ class CpuSampler {
 
   /** Resolves when no live process is left in the group (or after reapSamples periods). */
   whenGroupGone(): Promise<void> {
-    return new Promise((resolve) => { this.gone = { resolve, left: L.reapSamples }; void this.sample(); });
+    return new Promise((resolve) => {
+      this.gone = { resolve, left: L.reapSamples };
+      void this.sample();
+    });
   }
 
   dispose(): void {
@@ -295,7 +360,10 @@ class CpuSampler {
       const stats = await this.reader.members();
       this.members = stats.filter((s) => s.state !== 'Z' && s.state !== 'X').map((s) => s.pid);
       this.cpuMs = Math.max(this.cpuMs, membersCpuMs(stats, clockTicksPerSecond()));
-      if (this.budgetMs > 0 && this.cpuMs >= this.budgetMs) { killPids(this.members.filter((p) => p !== this.pgid)); this.onExceeded(); }
+      if (this.budgetMs > 0 && this.cpuMs >= this.budgetMs) {
+        killPids(this.members.filter((p) => p !== this.pgid));
+        this.onExceeded();
+      }
       if (this.gone) {
         if (this.members.length === 0 || --this.gone.left <= 0) {
           const { resolve } = this.gone;
@@ -327,7 +395,11 @@ interface RunEnd {
  * whose .git is a folder, that folder read-only; HOME hidden (its sockets and secrets) unless the worktree is HOME itself
  * or an ancestor of it; `hidden` (the coordinator's data folder) hidden wherever it is, inside the worktree too.
  */
-async function confinementOf(worktreePath: string, cwdArg: string, hidden: readonly string[] = []): Promise<BwrapConfinement> {
+async function confinementOf(
+  worktreePath: string,
+  cwdArg: string,
+  hidden: readonly string[] = [],
+): Promise<BwrapConfinement> {
   const worktree = await fsp.realpath(worktreePath);
   const cwd = path.join(worktree, ...cwdArg.split('/').filter((p) => p !== ''));
   let dirs: WorktreeGitDirs | undefined;
@@ -335,26 +407,34 @@ async function confinementOf(worktreePath: string, cwdArg: string, hidden: reado
     dirs = await worktreeGitDirs(worktree);
   } catch (error) {
     // A `.git` rewritten to name another folder would have that folder bound read-write (README, "Confinement").
-    if (error instanceof UntrustedGitDirError) throw new ToolCallError('permission_denied', 'PERMISSION_DENIED', `DENY_ALL: ${error.message}`);
+    if (error instanceof UntrustedGitDirError)
+      throw new ToolCallError('permission_denied', 'PERMISSION_DENIED', `DENY_ALL: ${error.message}`);
     throw error;
   }
   const gitCommonDir = dirs?.commonDir;
   const gitWorktreeDir = dirs?.linked === true ? dirs.gitDir : undefined;
   if (gitCommonDir !== undefined && gitWorktreeDir !== undefined) {
     // The only refs a linked worktree's sandbox may write (bwrapArgs): made here when packed refs left no folder.
-    for (const sub of [AGENT_BRANCHES, `logs/${AGENT_BRANCHES}`]) await fsp.mkdir(path.join(gitCommonDir, sub), { recursive: true }).catch(() => undefined);
+    for (const sub of [AGENT_BRANCHES, `logs/${AGENT_BRANCHES}`])
+      await fsp.mkdir(path.join(gitCommonDir, sub), { recursive: true }).catch(() => undefined);
   }
   const hide: string[] = [];
   const home = os.homedir();
   if (home !== '' && home !== '/' && !isInside(home, worktree)) {
-    try { hide.push(await fsp.realpath(home)); } catch { /* no HOME */ }
+    try {
+      hide.push(await fsp.realpath(home));
+    } catch {
+      /* no HOME */
+    }
   }
   for (const dir of hidden) {
     try {
       const real = await fsp.realpath(dir);
       // A data folder that holds the worktree cannot be hidden without hiding the worktree: the worktree is bound over it.
       if (real !== '/' && !hide.includes(real)) hide.push(real);
-    } catch { /* not created yet: nothing to hide */ }
+    } catch {
+      /* not created yet: nothing to hide */
+    }
   }
   return { worktree, cwd, gitCommonDir, gitWorktreeDir, hide };
 }
@@ -371,7 +451,10 @@ export class ProcessProvider implements ToolProvider {
   private readonly live = new Set<number>();
   private disposed = false;
 
-  constructor(readonly options: ProcessProviderOptions, readonly clock: Clock) {}
+  constructor(
+    readonly options: ProcessProviderOptions,
+    readonly clock: Clock,
+  ) {}
 
   /**
    * SIGKILLs every process group a call still runs, synchronously (a stopping coordinator must not leave children
@@ -398,39 +481,87 @@ export class ProcessProvider implements ToolProvider {
   }
 
   async call(request: ToolRequest): Promise<unknown> {
-    if (!this.available()) throw new ToolCallError('unavailable', 'AGENT_UNAVAILABLE', `the process provider takes no calls: ${this.unavailableReason()}`);
-    if (request.toolName !== 'run_command') throw new ToolCallError('not_found', 'unknown_tool', `provider 'process' has no tool '${request.toolName}'`);
-    if (request.worktreePath === undefined) throw new ToolCallError('failed_precondition', 'worktree_not_bound', `agent '${request.callerAgentId}' is not bound to a worktree`);
+    if (!this.available())
+      throw new ToolCallError(
+        'unavailable',
+        'AGENT_UNAVAILABLE',
+        `the process provider takes no calls: ${this.unavailableReason()}`,
+      );
+    if (request.toolName !== 'run_command')
+      throw new ToolCallError('not_found', 'unknown_tool', `provider 'process' has no tool '${request.toolName}'`);
+    if (request.worktreePath === undefined)
+      throw new ToolCallError(
+        'failed_precondition',
+        'worktree_not_bound',
+        `agent '${request.callerAgentId}' is not bound to a worktree`,
+      );
     const args = readArgs(request.args);
     const [tools, proc] = await Promise.all([probeSandboxTools(), procAvailable()]);
-    const sandbox: SandboxOptions = { acceptUnenforcedNetworkPolicy: this.options.acceptUnenforcedNetworkPolicy, ...tools };
+    const sandbox: SandboxOptions = {
+      acceptUnenforcedNetworkPolicy: this.options.acceptUnenforcedNetworkPolicy,
+      ...tools,
+    };
     const env = childEnvironment(args.env);
-    const confine = request.policy.networkPolicy === 'DENY_ALL' && sandbox.bwrap !== undefined
-      ? await confinementOf(request.worktreePath, args.cwd, this.options.hiddenFolders) : undefined;
+    const confine =
+      request.policy.networkPolicy === 'DENY_ALL' && sandbox.bwrap !== undefined
+        ? await confinementOf(request.worktreePath, args.cwd, this.options.hiddenFolders)
+        : undefined;
     const plan = sandboxPlan(args.argv, request.policy, sandbox, env, confine);
     if (request.policy.budgetCpuMs > 0 && !proc) {
-      throw new ToolCallError('permission_denied', 'PERMISSION_DENIED', 'budget_cpu_ms cannot be enforced here (no /proc): ask without it');
+      throw new ToolCallError(
+        'permission_denied',
+        'PERMISSION_DENIED',
+        'budget_cpu_ms cannot be enforced here (no /proc): ask without it',
+      );
     }
     let cwd: string;
     try {
       const confinement = await Confinement.forWorktree(request.worktreePath);
       cwd = await confinement.resolve(args.cwd);
-      if ((await confinement.stat(args.cwd)).type !== 'directory') throw new ToolCallError('failed_precondition', 'NOT_A_DIRECTORY', 'cwd is not a folder');
+      if ((await confinement.stat(args.cwd)).type !== 'directory')
+        throw new ToolCallError('failed_precondition', 'NOT_A_DIRECTORY', 'cwd is not a folder');
     } catch (error) {
       if (error instanceof ConfinementError) throw fromConfinement(error);
       throw error;
     }
     if (!(await programExists(args.argv[0], env.PATH ?? '', cwd))) {
-      throw new ToolCallError('not_found', 'NOT_FOUND', `the program '${args.argv[0].slice(0, 200)}' was not found (a name is looked up on the command's PATH, a path from cwd) or is not executable`);
+      throw new ToolCallError(
+        'not_found',
+        'NOT_FOUND',
+        `the program '${args.argv[0].slice(0, 200)}' was not found (a name is looked up on the command's PATH, a path from cwd) or is not executable`,
+      );
     }
     const started = this.clock.now();
-    const base = (): RunResult => ({ exit_code: null, signal: null, stdout_bytes: 0, stderr_bytes: 0, cpu_ms: 0, wall_ms: 0, network_enforced: plan.networkEnforced });
+    const base = (): RunResult => ({
+      exit_code: null,
+      signal: null,
+      stdout_bytes: 0,
+      stderr_bytes: 0,
+      cpu_ms: 0,
+      wall_ms: 0,
+      network_enforced: plan.networkEnforced,
+    });
     if (request.signal.aborted) return this.aborted(request, { ...base(), cancelled: true });
     const existing = proc ? await listPids() : [];
     // A cancel (or a stopping coordinator) during the awaits above: nothing is started.
     if (request.signal.aborted) return this.aborted(request, { ...base(), cancelled: true });
-    if (this.disposed) throw new ToolCallError('unavailable', 'AGENT_UNAVAILABLE', 'the process provider takes no calls: the coordinator is stopping');
-    return this.run(request, plan.argv, cwd, plan.env, args.stdin, started, plan.networkEnforced, existing, plan.seccomp);
+    if (this.disposed)
+      throw new ToolCallError(
+        'unavailable',
+        'AGENT_UNAVAILABLE',
+        'the process provider takes no calls: the coordinator is stopping',
+      );
+    return this.run(
+      request,
+      plan.argv,
+      cwd,
+      plan.env,
+      args.stdin,
+      started,
+      plan.networkEnforced,
+      existing,
+      plan.seccomp,
+    );
   }
 
   /** An aborted call: the engine's reason (a ToolCallError, e.g. WALL_TIMEOUT) when it gave one, else a cancelled result. */
@@ -440,11 +571,21 @@ export class ProcessProvider implements ToolProvider {
     return result;
   }
 
-  private run(request: ToolRequest, argv: readonly string[], cwd: string, env: Record<string, string>, stdin: string | undefined,
-    started: number, networkEnforced: boolean, existing: readonly number[], seccomp?: Buffer): Promise<unknown> {
+  private run(
+    request: ToolRequest,
+    argv: readonly string[],
+    cwd: string,
+    env: Record<string, string>,
+    stdin: string | undefined,
+    started: number,
+    networkEnforced: boolean,
+    existing: readonly number[],
+    seccomp?: Buffer,
+  ): Promise<unknown> {
     const policy = request.policy;
     const emit = request.stream
-      ? (name: StreamName, text: string) => request.emit(Buffer.from(JSON.stringify({ stream: name, text }), 'utf8'), 'application/json')
+      ? (name: StreamName, text: string) =>
+          request.emit(Buffer.from(JSON.stringify({ stream: name, text }), 'utf8'), 'application/json')
       : undefined;
     const out = { stdout: new OutputStream('stdout', emit), stderr: new OutputStream('stderr', emit) };
     return new Promise<unknown>((resolve, reject) => {
@@ -456,11 +597,19 @@ export class ProcessProvider implements ToolProvider {
         child = spawn(argv[0], argv.slice(1), { cwd, env, detached: true, windowsHide: true, stdio });
         if (seccomp !== undefined) {
           const fd = child.stdio[SECCOMP_FD] as NodeJS.WritableStream | null;
-          fd?.on?.('error', () => { /* bwrap failed: its exit answers */ });
+          fd?.on?.('error', () => {
+            /* bwrap failed: its exit answers */
+          });
           fd?.end(seccomp);
         }
       } catch (error) {
-        reject(new ToolCallError('failed_precondition', 'SPAWN_FAILED', `${argv[0].slice(0, 200)} could not be started: ${(error as Error).message}`));
+        reject(
+          new ToolCallError(
+            'failed_precondition',
+            'SPAWN_FAILED',
+            `${argv[0].slice(0, 200)} could not be started: ${(error as Error).message}`,
+          ),
+        );
         return;
       }
       const pgid = child.pid;
@@ -480,7 +629,8 @@ export class ProcessProvider implements ToolProvider {
         killProcessGroup(pgid, 'SIGTERM');
         timers.push(this.clock.setTimer(L.killGraceMs, () => killProcessGroup(pgid, 'SIGKILL')));
       };
-      const sampler = pgid === undefined ? undefined : new CpuSampler(pgid, existing, policy.budgetCpuMs, () => kill('cpu'));
+      const sampler =
+        pgid === undefined ? undefined : new CpuSampler(pgid, existing, policy.budgetCpuMs, () => kill('cpu'));
       const onAbort = () => kill('abort');
       request.signal.addEventListener('abort', onAbort, { once: true });
       // An abort that landed between the caller's last check and the listener is not lost.
@@ -503,8 +653,13 @@ export class ProcessProvider implements ToolProvider {
         if (pgid !== undefined) this.live.delete(pgid);
         const cpuMs = sampler?.cpuMs ?? 0;
         const result: RunResult = {
-          exit_code: end.exitCode, signal: end.signal, stdout_bytes: out.stdout.bytes, stderr_bytes: out.stderr.bytes,
-          cpu_ms: cpuMs, wall_ms: Math.max(0, this.clock.now() - started), network_enforced: networkEnforced,
+          exit_code: end.exitCode,
+          signal: end.signal,
+          stdout_bytes: out.stdout.bytes,
+          stderr_bytes: out.stderr.bytes,
+          cpu_ms: cpuMs,
+          wall_ms: Math.max(0, this.clock.now() - started),
+          network_enforced: networkEnforced,
         };
         if (!request.stream) {
           result.stdout = out.stdout.kept;
@@ -513,17 +668,29 @@ export class ProcessProvider implements ToolProvider {
         }
         try {
           if (end.spawnError !== undefined) {
-            throw new ToolCallError('failed_precondition', 'SPAWN_FAILED', `${argv[0].slice(0, 200)} could not be started: ${end.spawnError}`);
+            throw new ToolCallError(
+              'failed_precondition',
+              'SPAWN_FAILED',
+              `${argv[0].slice(0, 200)} could not be started: ${end.spawnError}`,
+            );
           }
           if (why === 'cpu' || end.signal === 'SIGXCPU') {
-            throw new ToolCallError('resource_exhausted', 'CPU_BUDGET_EXCEEDED', `the command used ${Math.max(cpuMs, policy.budgetCpuMs)} ms of CPU, more than budget_cpu_ms ${policy.budgetCpuMs}: its process group was killed`);
+            throw new ToolCallError(
+              'resource_exhausted',
+              'CPU_BUDGET_EXCEEDED',
+              `the command used ${Math.max(cpuMs, policy.budgetCpuMs)} ms of CPU, more than budget_cpu_ms ${policy.budgetCpuMs}: its process group was killed`,
+            );
           }
           if (why === 'abort') {
             resolve(this.aborted(request, { ...result, cancelled: true }));
             return;
           }
           if (why === 'wall') {
-            throw new ToolCallError('deadline_exceeded', 'WALL_TIMEOUT', `the command ran longer than budget_wall_ms ${policy.budgetWallMs}: its process group was killed`);
+            throw new ToolCallError(
+              'deadline_exceeded',
+              'WALL_TIMEOUT',
+              `the command ran longer than budget_wall_ms ${policy.budgetWallMs}: its process group was killed`,
+            );
           }
           resolve(result);
         } catch (error) {
@@ -536,15 +703,26 @@ export class ProcessProvider implements ToolProvider {
         stream?.on('data', (chunk: Buffer) => {
           out[name].write(chunk);
           // Coalesced: what arrives within one turn of the event loop goes out as one frame.
-          if (emit) setImmediate(() => { if (!settled) out[name].flush(); });
+          if (emit)
+            setImmediate(() => {
+              if (!settled) out[name].flush();
+            });
         });
-        stream?.on('error', () => { /* the pipe was closed on our side */ });
+        stream?.on('error', () => {
+          /* the pipe was closed on our side */
+        });
       }
       if (stdin !== undefined && child.stdin) {
-        child.stdin.on('error', () => { /* the command did not read all of it */ });
+        child.stdin.on('error', () => {
+          /* the command did not read all of it */
+        });
         child.stdin.end(stdin, 'utf8');
       }
-      child.on('error', (error: NodeJS.ErrnoException) => void finish({ exitCode: null, signal: null, spawnError: error.code ?? error.message }));
+      child.on(
+        'error',
+        (error: NodeJS.ErrnoException) =>
+          void finish({ exitCode: null, signal: null, spawnError: error.code ?? error.message }),
+      );
       child.on('close', (code, signal) => void finish(exited ?? { exitCode: code, signal }));
       // The leader has ended: the rest of its group is killed (nothing outlives the call), and output still in the pipes
       // is read for a moment (a process that left the group may hold them; they are closed on our side then).

@@ -31,13 +31,23 @@ export function parseProcStat(line: string): ProcStat | undefined {
   const close = line.lastIndexOf(')');
   if (open < 0 || close < open) return undefined;
   const pid = Number(line.slice(0, open));
-  const rest = line.slice(close + 2).trim().split(/\s+/);
+  const rest = line
+    .slice(close + 2)
+    .trim()
+    .split(/\s+/);
   // rest[0] is field 3 (state); field n is rest[n - 3].
   if (!Number.isInteger(pid) || pid <= 0 || rest.length < 15 || !/^[A-Za-z]$/.test(rest[0])) return undefined;
   const field = (n: number): number => Number(rest[n - 3]);
   const stat: ProcStat = {
-    pid, comm: line.slice(open + 2, close), state: rest[0], ppid: field(4), pgrp: field(5),
-    utime: field(14), stime: field(15), cutime: field(16), cstime: field(17),
+    pid,
+    comm: line.slice(open + 2, close),
+    state: rest[0],
+    ppid: field(4),
+    pgrp: field(5),
+    utime: field(14),
+    stime: field(15),
+    cutime: field(16),
+    cstime: field(17),
   };
   const numbers = [stat.ppid, stat.pgrp, stat.utime, stat.stime, stat.cutime, stat.cstime];
   return numbers.every((n) => Number.isInteger(n) && n >= 0) ? stat : undefined;
@@ -74,7 +84,9 @@ export function clockTicksPerSecond(): number {
     try {
       const n = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8', timeout: 2_000 }).trim());
       if (Number.isInteger(n) && n > 0) ticksPerSecond = n;
-    } catch { /* no getconf: 100 */ }
+    } catch {
+      /* no getconf: 100 */
+    }
   }
   return ticksPerSecond;
 }
@@ -100,13 +112,17 @@ export async function readAllProcStats(): Promise<ProcStat[]> {
   } catch {
     return [];
   }
-  const stats = await Promise.all(names.filter((n) => /^\d+$/.test(n)).map(async (n) => {
-    try {
-      return parseProcStat(await fsp.readFile(`/proc/${n}/stat`, 'utf8'));
-    } catch {
-      return undefined;
-    }
-  }));
+  const stats = await Promise.all(
+    names
+      .filter((n) => /^\d+$/.test(n))
+      .map(async (n) => {
+        try {
+          return parseProcStat(await fsp.readFile(`/proc/${n}/stat`, 'utf8'));
+        } catch {
+          return undefined;
+        }
+      }),
+  );
   return stats.filter((s): s is ProcStat => s !== undefined);
 }
 
@@ -125,7 +141,11 @@ export class ProcessGroupReader {
   private readonly inside = new Set<number>();
   private reads = 0;
 
-  constructor(readonly pgid: number, existing: Iterable<number> = [], private readonly fullEvery = 100) {
+  constructor(
+    readonly pgid: number,
+    existing: Iterable<number> = [],
+    private readonly fullEvery = 100,
+  ) {
     for (const pid of existing) if (pid !== pgid) this.outside.add(pid);
   }
 
@@ -147,13 +167,15 @@ export class ProcessGroupReader {
       if (!this.outside.has(pid)) toRead.push(pid);
     }
     for (const pid of this.outside) if (!listed.has(pid)) this.outside.delete(pid);
-    const stats = await Promise.all(toRead.map(async (pid) => {
-      try {
-        return parseProcStat(await fsp.readFile(`/proc/${pid}/stat`, 'utf8'));
-      } catch {
-        return undefined;
-      }
-    }));
+    const stats = await Promise.all(
+      toRead.map(async (pid) => {
+        try {
+          return parseProcStat(await fsp.readFile(`/proc/${pid}/stat`, 'utf8'));
+        } catch {
+          return undefined;
+        }
+      }),
+    );
     // Members: the group, and every descendant of a member or of a process once seen inside, whatever it did to its
     // session or group (setsid, setpgid): a child is first seen with a member's pid as its parent.
     const read = stats.filter((s): s is ProcStat => s !== undefined);
@@ -164,7 +186,12 @@ export class ProcessGroupReader {
       grew = false;
       for (const stat of read) {
         if (taken.has(stat.pid)) continue;
-        if (stat.pgrp === this.pgid || stat.pid === this.pgid || this.inside.has(stat.pid) || this.inside.has(stat.ppid)) {
+        if (
+          stat.pgrp === this.pgid ||
+          stat.pid === this.pgid ||
+          this.inside.has(stat.pid) ||
+          this.inside.has(stat.ppid)
+        ) {
           taken.add(stat.pid);
           this.inside.add(stat.pid);
           members.push(stat);
@@ -202,7 +229,11 @@ export function membersCpuMs(stats: readonly ProcStat[], ticksPerSecond: number)
 /** SIGKILLs each pid (members that left the group); ESRCH ignored. */
 export function killPids(pids: Iterable<number>): void {
   for (const pid of pids) {
-    try { process.kill(pid, 'SIGKILL'); } catch { /* gone */ }
+    try {
+      process.kill(pid, 'SIGKILL');
+    } catch {
+      /* gone */
+    }
   }
 }
 

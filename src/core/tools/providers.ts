@@ -6,10 +6,26 @@ import type { EventLog } from '../log/eventLog';
 import type { AgentDirectory, RegistryChange } from '../registry/model';
 import { KeyedQueue } from '../keyedQueue';
 import {
-  checkDescriptors, checkDescriptorsInTurns, compileDescriptor, compileSchemaText, compileSchemaTextAsync, schemaCompiler, schemaWorkerAvailable,
-  type DescriptorsVerdict, type SchemaVerdict, type WireToolDescriptor,
+  checkDescriptors,
+  checkDescriptorsInTurns,
+  compileDescriptor,
+  compileSchemaText,
+  compileSchemaTextAsync,
+  schemaCompiler,
+  schemaWorkerAvailable,
+  type DescriptorsVerdict,
+  type SchemaVerdict,
+  type WireToolDescriptor,
 } from './descriptors';
-import { ToolCallError, type ProviderInfo, type ProviderRecord, type ToolDescriptor, type ToolProvider, type ToolsChange, type ToolsStorage } from './model';
+import {
+  ToolCallError,
+  type ProviderInfo,
+  type ProviderRecord,
+  type ToolDescriptor,
+  type ToolProvider,
+  type ToolsChange,
+  type ToolsStorage,
+} from './model';
 
 export type { WireToolDescriptor } from './descriptors';
 
@@ -18,7 +34,12 @@ export type { WireToolDescriptor } from './descriptors';
  * PERMISSION_DENIED, FAILED_PRECONDITION) and `reason` the why without it; RegisterProvider answers `<code>: <reason>`.
  */
 export type RegisterResult =
-  | { readonly ok: true; readonly providerId: string; readonly tools: readonly ToolDescriptor[]; readonly warnings: readonly string[] }
+  | {
+      readonly ok: true;
+      readonly providerId: string;
+      readonly tools: readonly ToolDescriptor[];
+      readonly warnings: readonly string[];
+    }
   | { readonly ok: false; readonly code: string; readonly reason: string };
 
 export interface ProviderCatalogDeps {
@@ -47,13 +68,25 @@ interface AgentProvider {
 }
 
 /** A stored tool's validators from its schemas' verdicts; a refused one throws the call's INTERNAL_ERROR. */
-function storedValidators(providerId: string, tool: ToolDescriptor, compile: (text: string, what: 'input' | 'output') => SchemaVerdict): Validators {
+function storedValidators(
+  providerId: string,
+  tool: ToolDescriptor,
+  compile: (text: string, what: 'input' | 'output') => SchemaVerdict,
+): Validators {
   const one = (schema: ToolDescriptor['inputSchema'], what: 'input' | 'output') => {
     const verdict = compile(JSON.stringify(schema), what);
-    if (!verdict.ok) throw new ToolCallError('internal', 'INTERNAL_ERROR', `the stored ${what} schema of ${providerId}/${tool.name} is refused now: ${verdict.why} (register the provider again)`);
+    if (!verdict.ok)
+      throw new ToolCallError(
+        'internal',
+        'INTERNAL_ERROR',
+        `the stored ${what} schema of ${providerId}/${tool.name} is refused now: ${verdict.why} (register the provider again)`,
+      );
     return verdict.validate;
   };
-  return { input: one(tool.inputSchema, 'input'), output: Object.keys(tool.outputSchema).length === 0 ? undefined : one(tool.outputSchema, 'output') };
+  return {
+    input: one(tool.inputSchema, 'input'),
+    output: Object.keys(tool.outputSchema).length === 0 ? undefined : one(tool.outputSchema, 'output'),
+  };
 }
 
 /** The ids of the built-in providers, refused to agents even when a built-in is not constructed (process off). */
@@ -83,7 +116,13 @@ export class ProviderCatalog implements Disposable {
     this.onDidChange = this.changed.event;
     for (const provider of deps.builtins) this.builtins.set(provider.id, provider);
     for (const record of deps.store.tools.listProviders()) {
-      const entry: AgentProvider = { record, validators: new Map(), warming: undefined, provider: undefined, available: this.availability(record.providerId).available };
+      const entry: AgentProvider = {
+        record,
+        validators: new Map(),
+        warming: undefined,
+        provider: undefined,
+        available: this.availability(record.providerId).available,
+      };
       this.agentProviders.set(record.providerId, entry);
       this.warm(entry);
     }
@@ -95,7 +134,12 @@ export class ProviderCatalog implements Disposable {
    * A repeat replaces the provider's tools. Persisted with its `tool.provider_registered` event in one transaction.
    * Compiles every schema in this turn of the event loop: the server calls registerInTurns.
    */
-  register(agentId: string, providerId: string, tools: readonly WireToolDescriptor[], ctx: CallContext): RegisterResult {
+  register(
+    agentId: string,
+    providerId: string,
+    tools: readonly WireToolDescriptor[],
+    ctx: CallContext,
+  ): RegisterResult {
     const refused = this.refusal(agentId, providerId);
     if (refused) return refused;
     return this.commit(agentId, providerId, checkDescriptors(tools), ctx);
@@ -105,7 +149,12 @@ export class ProviderCatalog implements Disposable {
    * register, with the schemas compiled on the schema worker (ajv takes 0.6–1.6 s for one 64 KiB schema), this thread
    * evaluating the generated code one tool per turn; registrations of one provider run one at a time, in order.
    */
-  registerInTurns(agentId: string, providerId: string, tools: readonly WireToolDescriptor[], ctx: CallContext): Promise<RegisterResult> {
+  registerInTurns(
+    agentId: string,
+    providerId: string,
+    tools: readonly WireToolDescriptor[],
+    ctx: CallContext,
+  ): Promise<RegisterResult> {
     const refused = this.refusal(agentId, providerId);
     if (refused) return Promise.resolve(refused);
     return this.registrations.run(providerId, async () => {
@@ -121,44 +170,70 @@ export class ProviderCatalog implements Disposable {
    * named `<provider_id>/<tool_name>`. An unknown provider throws ToolCallError NOT_FOUND.
    */
   describe(providerId: string): readonly ToolDescriptor[] {
-    if (providerId === '') return this.infos().flatMap((p) => p.tools.map((t) => ({ ...t, name: `${p.providerId}/${t.name}` })));
+    if (providerId === '')
+      return this.infos().flatMap((p) => p.tools.map((t) => ({ ...t, name: `${p.providerId}/${t.name}` })));
     const builtin = this.builtins.get(providerId);
     if (builtin) return builtin.describe();
     const entry = this.agentProviders.get(providerId);
     if (entry) return entry.record.tools;
-    const known = this.infos().map((p) => p.providerId).join(', ').slice(0, 500);
+    const known = this.infos()
+      .map((p) => p.providerId)
+      .join(', ')
+      .slice(0, 500);
     throw new ToolCallError('not_found', 'NOT_FOUND', `no provider '${providerId.slice(0, 256)}' (known: ${known})`);
   }
 
   private refusal(agentId: string, providerId: string): RegisterResult | undefined {
     const refuse = (code: string, reason: string): RegisterResult => ({ ok: false, code, reason });
-    if (providerId === '') return refuse('VALIDATION_ERROR', 'provider_id must not be empty: it is the registering agent\'s id');
+    if (providerId === '')
+      return refuse('VALIDATION_ERROR', "provider_id must not be empty: it is the registering agent's id");
     if (this.builtins.has(providerId) || BUILTIN_IDS.includes(providerId)) {
-      return refuse('ALREADY_EXISTS', `provider_id '${providerId}' is a built-in provider (${BUILTIN_IDS.join(', ')}): an agent registers under its own id`);
+      return refuse(
+        'ALREADY_EXISTS',
+        `provider_id '${providerId}' is a built-in provider (${BUILTIN_IDS.join(', ')}): an agent registers under its own id`,
+      );
     }
     if (providerId !== agentId) {
-      return refuse('PERMISSION_DENIED', `an agent registers tools only as itself: the caller is '${agentId}', provider_id is '${providerId.slice(0, 256)}'`);
+      return refuse(
+        'PERMISSION_DENIED',
+        `an agent registers tools only as itself: the caller is '${agentId}', provider_id is '${providerId.slice(0, 256)}'`,
+      );
     }
-    if (!this.deps.agents.get(agentId)) return refuse('FAILED_PRECONDITION', `register the agent first: '${agentId}' is not registered (RegistryService.RegisterAgent)`);
+    if (!this.deps.agents.get(agentId))
+      return refuse(
+        'FAILED_PRECONDITION',
+        `register the agent first: '${agentId}' is not registered (RegistryService.RegisterAgent)`,
+      );
     return undefined;
   }
 
   private commit(agentId: string, providerId: string, checked: DescriptorsVerdict, ctx: CallContext): RegisterResult {
     if (!checked.ok) return { ok: false, code: 'VALIDATION_ERROR', reason: checked.reason };
-    const record: ProviderRecord = { providerId, tools: checked.tools.map((t) => t.descriptor), registeredAt: this.deps.clock.now() };
+    const record: ProviderRecord = {
+      providerId,
+      tools: checked.tools.map((t) => t.descriptor),
+      registeredAt: this.deps.clock.now(),
+    };
     const previous = this.agentProviders.get(providerId);
     this.deps.store.transaction(() => {
       this.deps.store.tools.upsertProvider(record);
       this.deps.log.record({
-        correlationId: ctx.correlationId, actor: agentId, eventType: 'tool.provider_registered',
+        correlationId: ctx.correlationId,
+        actor: agentId,
+        eventType: 'tool.provider_registered',
         details: {
-          provider_id: providerId, tools: record.tools.map((t) => t.name), replaced: previous !== undefined,
+          provider_id: providerId,
+          tools: record.tools.map((t) => t.name),
+          replaced: previous !== undefined,
           previous_tools: previous?.record.tools.length ?? 0,
         },
       });
     });
     const entry: AgentProvider = {
-      record, provider: undefined, available: this.availability(providerId).available, warming: undefined,
+      record,
+      provider: undefined,
+      available: this.availability(providerId).available,
+      warming: undefined,
       validators: new Map(checked.tools.map((t) => [t.descriptor.name, { input: t.input, output: t.output }])),
     };
     this.agentProviders.set(providerId, entry);
@@ -184,7 +259,11 @@ export class ProviderCatalog implements Disposable {
       const tool = compiled ? undefined : entry.record.tools.find((t) => t.name === toolName);
       if (tool) {
         if (entry.warming) {
-          throw new ToolCallError('unavailable', 'AGENT_UNAVAILABLE', `the schemas of '${providerId}' are being compiled again since the coordinator started: retry in a moment`);
+          throw new ToolCallError(
+            'unavailable',
+            'AGENT_UNAVAILABLE',
+            `the schemas of '${providerId}' are being compiled again since the coordinator started: retry in a moment`,
+          );
         }
         // A stored schema was checked when it was registered; one refused now (a newer bound) is refused for the call.
         compiled = storedValidators(providerId, tool, (text, what) => compileSchemaText(text, what));
@@ -216,11 +295,17 @@ export class ProviderCatalog implements Disposable {
     const warming = (async () => {
       for (const tool of entry.record.tools) {
         const input = await compileSchemaTextAsync(JSON.stringify(tool.inputSchema), 'input');
-        const output = Object.keys(tool.outputSchema).length === 0 ? undefined : await compileSchemaTextAsync(JSON.stringify(tool.outputSchema), 'output');
+        const output =
+          Object.keys(tool.outputSchema).length === 0
+            ? undefined
+            : await compileSchemaTextAsync(JSON.stringify(tool.outputSchema), 'output');
         if (this.disposed || this.agentProviders.get(entry.record.providerId) !== entry) return;
         if (entry.validators.has(tool.name)) continue;
         try {
-          entry.validators.set(tool.name, storedValidators(entry.record.providerId, tool, (_text, what) => (what === 'input' ? input : output!)));
+          entry.validators.set(
+            tool.name,
+            storedValidators(entry.record.providerId, tool, (_text, what) => (what === 'input' ? input : output!)),
+          );
         } catch {
           // A refused stored schema is refused again for each call (validators, from the cache).
         }
@@ -238,14 +323,25 @@ export class ProviderCatalog implements Disposable {
     for (const provider of this.builtins.values()) {
       const available = provider.available?.() ?? true;
       infos.push({
-        providerId: provider.id, kind: 'builtin', available, registeredAt: 0, tools: provider.describe(),
+        providerId: provider.id,
+        kind: 'builtin',
+        available,
+        registeredAt: 0,
+        tools: provider.describe(),
         unavailableReason: available ? '' : (provider.unavailableReason?.() ?? 'unavailable'),
       });
     }
     for (const id of [...this.agentProviders.keys()].sort()) {
       const entry = this.agentProviders.get(id)!;
       const { available, reason } = this.availability(id);
-      infos.push({ providerId: id, kind: 'agent', available, unavailableReason: reason, tools: entry.record.tools, registeredAt: entry.record.registeredAt });
+      infos.push({
+        providerId: id,
+        kind: 'agent',
+        available,
+        unavailableReason: reason,
+        tools: entry.record.tools,
+        registeredAt: entry.record.registeredAt,
+      });
     }
     return infos;
   }
@@ -269,13 +365,19 @@ export class ProviderCatalog implements Disposable {
     }
   }
 
-
   /** An agent provider is available while its agent is registered, online and neither shutting down nor failed. */
   private availability(agentId: string): { readonly available: boolean; readonly reason: string } {
     const agent = this.deps.agents.get(agentId);
-    if (!agent) return { available: false, reason: `agent '${agentId}' is not registered (its tools stay listed until it registers them again)` };
+    if (!agent)
+      return {
+        available: false,
+        reason: `agent '${agentId}' is not registered (its tools stay listed until it registers them again)`,
+      };
     if (agent.presence !== 'online') {
-      return { available: false, reason: `agent '${agentId}' is ${agent.presence} (last change ${new Date(agent.updatedAt).toISOString()})` };
+      return {
+        available: false,
+        reason: `agent '${agentId}' is ${agent.presence} (last change ${new Date(agent.updatedAt).toISOString()})`,
+      };
     }
     if (NOT_SERVING.has(agent.state)) return { available: false, reason: `agent '${agentId}' is ${agent.state}` };
     return { available: true, reason: '' };
@@ -290,7 +392,10 @@ export class ProviderCatalog implements Disposable {
     entry.available = available;
     try {
       this.deps.log.record({
-        correlationId: `provider:${agentId}`, actor: 'tools', eventType: 'tool.provider_availability', level: available ? 'INFO' : 'WARN',
+        correlationId: `provider:${agentId}`,
+        actor: 'tools',
+        eventType: 'tool.provider_availability',
+        level: available ? 'INFO' : 'WARN',
         details: { provider_id: agentId, available, reason },
       });
     } catch (err) {

@@ -68,11 +68,21 @@ export const SECCOMP_FD = 3;
  * nothing). Undefined on an architecture without numbers here: DENY_ALL then hides socket paths only.
  */
 export function unixSocketSeccomp(arch: string = process.arch): Buffer | undefined {
-  const abi = arch === 'x64' ? { audit: 0xc000003e, socket: 41, uring: 425, x32: true }
-    : arch === 'arm64' ? { audit: 0xc00000b7, socket: 198, uring: 425, x32: false } : undefined;
+  const abi =
+    arch === 'x64'
+      ? { audit: 0xc000003e, socket: 41, uring: 425, x32: true }
+      : arch === 'arm64'
+        ? { audit: 0xc00000b7, socket: 198, uring: 425, x32: false }
+        : undefined;
   if (abi === undefined) return undefined;
-  const LD_W_ABS = 0x20, JEQ_K = 0x15, JGE_K = 0x35, RET_K = 0x06;
-  const ALLOW = 0x7fff0000, ERRNO = 0x00050000, EAFNOSUPPORT = 97, EPERM = 1;
+  const LD_W_ABS = 0x20,
+    JEQ_K = 0x15,
+    JGE_K = 0x35,
+    RET_K = 0x06;
+  const ALLOW = 0x7fff0000,
+    ERRNO = 0x00050000,
+    EAFNOSUPPORT = 97,
+    EPERM = 1;
   const prog: [number, number, number, number][] = [
     [LD_W_ABS, 0, 0, 4], // 0: arch
     [JEQ_K, 0, 8, abi.audit], // 1: other ABI -> 10
@@ -104,22 +114,56 @@ export function unixSocketSeccomp(arch: string = process.arch): Buffer | undefin
  * own git directory read-write; the seccomp program of unixSocketSeccomp on SECCOMP_FD when `seccomp`.
  */
 export function bwrapArgs(bwrap: string, c: Confinement, seccomp: boolean): string[] {
-  const args = [bwrap, '--unshare-all', '--die-with-parent', '--new-session', '--ro-bind', '/', '/',
-    '--dev', '/dev', '--proc', '/proc', '--tmpfs', '/tmp', '--tmpfs', '/run'];
+  const args = [
+    bwrap,
+    '--unshare-all',
+    '--die-with-parent',
+    '--new-session',
+    '--ro-bind',
+    '/',
+    '/',
+    '--dev',
+    '/dev',
+    '--proc',
+    '/proc',
+    '--tmpfs',
+    '/tmp',
+    '--tmpfs',
+    '/run',
+  ];
   let varRunIsLink = true;
-  try { varRunIsLink = lstatSync('/var/run').isSymbolicLink(); } catch { /* absent */ }
+  try {
+    varRunIsLink = lstatSync('/var/run').isSymbolicLink();
+  } catch {
+    /* absent */
+  }
   if (!varRunIsLink) args.push('--tmpfs', '/var/run');
   for (const dir of c.hide) args.push('--tmpfs', dir);
   args.push('--bind', c.worktree, c.worktree);
-  const isDir = (dir: string): boolean => { try { return lstatSync(dir).isDirectory(); } catch { return false; } };
-  const isFile = (file: string): boolean => { try { return lstatSync(file).isFile(); } catch { return false; } };
+  const isDir = (dir: string): boolean => {
+    try {
+      return lstatSync(dir).isDirectory();
+    } catch {
+      return false;
+    }
+  };
+  const isFile = (file: string): boolean => {
+    try {
+      return lstatSync(file).isFile();
+    } catch {
+      return false;
+    }
+  };
   if (c.gitCommonDir !== undefined) {
     args.push('--ro-bind', c.gitCommonDir, c.gitCommonDir);
     // Objects stay writable (git add, commit), but objects/info (alternates: other object stores) does not. From a
     // linked worktree only the agents' branches and their reflogs are writable (refs/heads/sw4rm, made by the
     // binding), never main, tags, the stash or the snapshots under refs/sw4rm; a main checkout's refs and logs are
     // its own. config, hooks, info and the other worktrees' folders stay read-only.
-    const writable = c.gitWorktreeDir === undefined ? ['objects', 'refs', 'logs'] : ['objects', AGENT_BRANCHES, `logs/${AGENT_BRANCHES}`];
+    const writable =
+      c.gitWorktreeDir === undefined
+        ? ['objects', 'refs', 'logs']
+        : ['objects', AGENT_BRANCHES, `logs/${AGENT_BRANCHES}`];
     for (const sub of writable) {
       const dir = path.join(c.gitCommonDir, sub);
       if (isDir(dir)) args.push('--bind', dir, dir);
@@ -130,7 +174,11 @@ export function bwrapArgs(bwrap: string, c: Confinement, seccomp: boolean): stri
   if (c.gitWorktreeDir !== undefined) {
     args.push('--bind', c.gitWorktreeDir, c.gitWorktreeDir);
     // What names the git directories stays as worktreeGitDirs checked it: the worktree's .git file and the back links.
-    for (const file of [path.join(c.worktree, '.git'), path.join(c.gitWorktreeDir, 'gitdir'), path.join(c.gitWorktreeDir, 'commondir')]) {
+    for (const file of [
+      path.join(c.worktree, '.git'),
+      path.join(c.gitWorktreeDir, 'gitdir'),
+      path.join(c.gitWorktreeDir, 'commondir'),
+    ]) {
       if (isFile(file)) args.push('--ro-bind', file, file);
     }
   }
@@ -155,8 +203,11 @@ function isWithin(child: string, parent: string): boolean {
 }
 
 function refusedNetwork(policy: string, why: string): ToolCallError {
-  return new ToolCallError('permission_denied', 'PERMISSION_DENIED',
-    `network_policy ${policy} cannot be enforced here (${why}): enable ${UNENFORCED_NETWORK_SETTING} to run without it`);
+  return new ToolCallError(
+    'permission_denied',
+    'PERMISSION_DENIED',
+    `network_policy ${policy} cannot be enforced here (${why}): enable ${UNENFORCED_NETWORK_SETTING} to run without it`,
+  );
 }
 
 /**
@@ -165,9 +216,19 @@ function refusedNetwork(policy: string, why: string): ToolCallError {
  * unenforced only by the setting); EGRESS_UNRESTRICTED and FULL_ACCESS run without a namespace. ELEVATED and
  * PRIVILEGED run like DEFAULT: this provider never adds a privilege (the engine asked a human before).
  */
-export function sandboxPlan(argv: readonly string[], policy: ExecutionPolicy, options: SandboxOptions, env: Readonly<Record<string, string>> = {}, confine?: Confinement): SandboxPlan {
+export function sandboxPlan(
+  argv: readonly string[],
+  policy: ExecutionPolicy,
+  options: SandboxOptions,
+  env: Readonly<Record<string, string>> = {},
+  confine?: Confinement,
+): SandboxPlan {
   if (policy.privilegeLevel === 'MINIMAL') {
-    throw new ToolCallError('permission_denied', 'PERMISSION_DENIED', 'run_command spawns processes: ask for privilege_level DEFAULT');
+    throw new ToolCallError(
+      'permission_denied',
+      'PERMISSION_DENIED',
+      'run_command spawns processes: ask for privilege_level DEFAULT',
+    );
   }
   let prefix: string[] = [];
   let networkEnforced = true;
@@ -183,13 +244,17 @@ export function sandboxPlan(argv: readonly string[], policy: ExecutionPolicy, op
       } else if (!options.acceptUnenforcedNetworkPolicy) {
         // unshare alone closes the network and the processes, not filesystem UNIX sockets (D-Bus, docker.sock,
         // ssh-agent) nor the shared .git: that is not DENY_ALL, so it runs only when the setting accepts it.
-        throw refusedNetwork('DENY_ALL', options.unshare !== undefined && options.env !== undefined
-          ? 'no bubblewrap: UNIX sockets and the shared .git would be reachable'
-          : 'no unprivileged network namespaces');
+        throw refusedNetwork(
+          'DENY_ALL',
+          options.unshare !== undefined && options.env !== undefined
+            ? 'no bubblewrap: UNIX sockets and the shared .git would be reachable'
+            : 'no unprivileged network namespaces',
+        );
       } else {
         networkEnforced = false;
         // Accepted unenforced: still in what unshare gives (no network interface, its own PID namespace) where it works.
-        if (options.unshare !== undefined && options.env !== undefined) prefix = [options.unshare, '--user', '--map-root-user', '--net', '--pid', '--fork', '--kill-child', '--'];
+        if (options.unshare !== undefined && options.env !== undefined)
+          prefix = [options.unshare, '--user', '--map-root-user', '--net', '--pid', '--fork', '--kill-child', '--'];
       }
       break;
     case 'EGRESS_RESTRICTED':
@@ -200,22 +265,36 @@ export function sandboxPlan(argv: readonly string[], policy: ExecutionPolicy, op
     case 'FULL_ACCESS':
       break;
   }
-  const cpuLimit = policy.budgetCpuMs > 0 && options.prlimit !== undefined && options.env !== undefined
-    // RLIMIT_CPU counts whole seconds per process: a backstop a second above the budget, the sampler acts first.
-    ? [options.prlimit, `--cpu=${Math.ceil(policy.budgetCpuMs / 1000) + 1}`, '--']
-    : [];
+  const cpuLimit =
+    policy.budgetCpuMs > 0 && options.prlimit !== undefined && options.env !== undefined
+      ? // RLIMIT_CPU counts whole seconds per process: a backstop a second above the budget, the sampler acts first.
+        [options.prlimit, `--cpu=${Math.ceil(policy.budgetCpuMs / 1000) + 1}`, '--']
+      : [];
   if (cpuLimit.length === 0 && prefix.length === 0) return { argv, env, networkEnforced };
   // env(1) would read a first word with '=' as a variable: such a program name is refused under a wrapper.
-  if (argv[0].includes('=')) throw new ToolCallError('invalid_argument', 'VALIDATION_ERROR', "/argv/0: a program name with '=' cannot run under the sandbox's env -i");
+  if (argv[0].includes('='))
+    throw new ToolCallError(
+      'invalid_argument',
+      'VALIDATION_ERROR',
+      "/argv/0: a program name with '=' cannot run under the sandbox's env -i",
+    );
   const assignments = Object.entries(env).map(([name, value]) => `${name}=${value}`);
-  return { argv: [...cpuLimit, ...prefix, options.env as string, '-i', ...assignments, ...argv], env: {}, networkEnforced, ...(seccompProgram === undefined ? {} : { seccomp: seccompProgram }) };
+  return {
+    argv: [...cpuLimit, ...prefix, options.env as string, '-i', ...assignments, ...argv],
+    env: {},
+    networkEnforced,
+    ...(seccompProgram === undefined ? {} : { seccomp: seccompProgram }),
+  };
 }
 
 /**
  * The absolute path of `program` on the coordinator's PATH (absolute folders only: never '.', never the caller's
  * PATH), else in /usr/bin or /bin; undefined when none is executable.
  */
-export async function resolveTool(program: string, searchPath: string = process.env.PATH ?? ''): Promise<string | undefined> {
+export async function resolveTool(
+  program: string,
+  searchPath: string = process.env.PATH ?? '',
+): Promise<string | undefined> {
   for (const dir of [...searchPath.split(':'), '/usr/bin', '/bin']) {
     if (!path.isAbsolute(dir)) continue;
     const file = path.join(dir, program);
@@ -256,11 +335,33 @@ let toolsProbe: Promise<SandboxTools> | undefined;
 
 async function probeTools(): Promise<SandboxTools> {
   if (process.platform !== 'linux') return { unshare: undefined, prlimit: undefined, env: undefined };
-  const [unshare, prlimit, env, bwrap] = await Promise.all([resolveTool('unshare'), resolveTool('prlimit'), resolveTool('env'), resolveTool('bwrap')]);
+  const [unshare, prlimit, env, bwrap] = await Promise.all([
+    resolveTool('unshare'),
+    resolveTool('prlimit'),
+    resolveTool('env'),
+    resolveTool('bwrap'),
+  ]);
   const works = async (tool: string | undefined, args: readonly string[]): Promise<string | undefined> =>
-    tool !== undefined && env !== undefined && await probe([tool, ...args, env, 'true']) ? tool : undefined;
-  const [unshareOk, prlimitOk] = await Promise.all([works(unshare, ['--user', '--map-root-user', '--net', '--pid', '--fork', '--kill-child', '--']), works(prlimit, ['--cpu=1', '--'])]);
-  const bwrapOk = await works(bwrap, ['--unshare-all', '--die-with-parent', '--new-session', '--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc', '--tmpfs', '/tmp', '--']);
+    tool !== undefined && env !== undefined && (await probe([tool, ...args, env, 'true'])) ? tool : undefined;
+  const [unshareOk, prlimitOk] = await Promise.all([
+    works(unshare, ['--user', '--map-root-user', '--net', '--pid', '--fork', '--kill-child', '--']),
+    works(prlimit, ['--cpu=1', '--']),
+  ]);
+  const bwrapOk = await works(bwrap, [
+    '--unshare-all',
+    '--die-with-parent',
+    '--new-session',
+    '--ro-bind',
+    '/',
+    '/',
+    '--dev',
+    '/dev',
+    '--proc',
+    '/proc',
+    '--tmpfs',
+    '/tmp',
+    '--',
+  ]);
   return { bwrap: bwrapOk, unshare: unshareOk, prlimit: prlimitOk, env };
 }
 

@@ -5,7 +5,8 @@ export const TOOLS_SCHEMA: readonly SchemaStep[] = [
   {
     version: 11,
     area: 'tools',
-    description: 'tools (RFC §18): registered agent providers with their descriptors; the recent tool calls, in the order they started',
+    description:
+      'tools (RFC §18): registered agent providers with their descriptors; the recent tool calls, in the order they started',
     statements: [
       `CREATE TABLE tool_providers (
          provider_id TEXT PRIMARY KEY,

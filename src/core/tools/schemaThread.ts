@@ -3,7 +3,8 @@ import * as path from 'node:path';
 import { WorkerThread } from '../workerThread';
 
 /** What the schema worker answers for one schema text: ajv's standalone validator code, or why not. */
-export type SchemaSource = { readonly ok: true; readonly source: string } | { readonly ok: false; readonly why: string };
+export type SchemaSource =
+  { readonly ok: true; readonly source: string } | { readonly ok: false; readonly why: string };
 
 /** Where the worker's script is: beside this module (tsc output) or beside the bundle (dist/schemaWorker.js). */
 export function schemaWorkerScript(dir: string = __dirname): string | undefined {
@@ -24,7 +25,11 @@ export class SchemaThread {
   private readonly thread: WorkerThread<{ text: string; what: 'input' | 'output' }, SchemaSource>;
 
   constructor(script: string, timeoutMs = SCHEMA_WORKER_TIMEOUT_MS) {
-    this.thread = new WorkerThread<{ text: string; what: 'input' | 'output' }, SchemaSource>(script, (why) => ({ ok: false, why }), { timeoutMs, maxOldGenerationSizeMb: 256, what: 'compiling the schema' });
+    this.thread = new WorkerThread<{ text: string; what: 'input' | 'output' }, SchemaSource>(
+      script,
+      (why) => ({ ok: false, why }),
+      { timeoutMs, maxOldGenerationSizeMb: 256, what: 'compiling the schema' },
+    );
   }
 
   compile(text: string, what: 'input' | 'output'): Promise<SchemaSource> {

@@ -25,7 +25,9 @@ export class SqliteToolsRepository implements ToolsRepository {
         ON CONFLICT(call_id) DO UPDATE SET record = excluded.record, outcome = excluded.outcome`),
       recentCalls: p('SELECT record FROM tool_calls ORDER BY seq DESC LIMIT ?'),
       call: p('SELECT record FROM tool_calls WHERE call_id = ?'),
-      unfinished: p(`SELECT record FROM tool_calls WHERE outcome IN (${UNFINISHED.map(() => '?').join(', ')}) ORDER BY seq`),
+      unfinished: p(
+        `SELECT record FROM tool_calls WHERE outcome IN (${UNFINISHED.map(() => '?').join(', ')}) ORDER BY seq`,
+      ),
       maxSeq: p('SELECT COALESCE(MAX(seq), 0) AS seq FROM tool_calls'),
       // The seq below which calls go: the keep-th newest's. Deleting by seq walks the index from the oldest.
       cutoff: p('SELECT seq FROM tool_calls ORDER BY seq DESC LIMIT 1 OFFSET ?'),
@@ -52,7 +54,9 @@ export class SqliteToolsRepository implements ToolsRepository {
   }
 
   recentCalls(limit: number): ToolCallRecord[] {
-    return (this.s.recentCalls.all(Math.max(0, Math.floor(limit))) as Row[]).map((row) => JSON.parse(String(row.record)) as ToolCallRecord);
+    return (this.s.recentCalls.all(Math.max(0, Math.floor(limit))) as Row[]).map(
+      (row) => JSON.parse(String(row.record)) as ToolCallRecord,
+    );
   }
 
   call(callId: string): ToolCallRecord | undefined {
@@ -61,7 +65,9 @@ export class SqliteToolsRepository implements ToolsRepository {
   }
 
   unfinishedCalls(): ToolCallRecord[] {
-    return (this.s.unfinished.all(...UNFINISHED) as Row[]).map((row) => JSON.parse(String(row.record)) as ToolCallRecord);
+    return (this.s.unfinished.all(...UNFINISHED) as Row[]).map(
+      (row) => JSON.parse(String(row.record)) as ToolCallRecord,
+    );
   }
 
   pruneCalls(keep: number, batch: number): number {

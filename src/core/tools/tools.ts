@@ -13,9 +13,21 @@ import type { EventLog } from '../log/eventLog';
 import { schedulePruning } from '../retention';
 import type { WorktreeLocator } from '../worktree/model';
 import {
-  RawToolResult, ToolCallError,
-  type CallInput, type ExecutionPolicy, type FrameSink, type ProviderInfo, type ToolCallRecord, type ToolDescriptor,
-  type ToolErrorKind, type ToolFrame, type ToolProvider, type ToolResult, type ToolsChange, type ToolsQueries, type ToolsStorage,
+  RawToolResult,
+  ToolCallError,
+  type CallInput,
+  type ExecutionPolicy,
+  type FrameSink,
+  type ProviderInfo,
+  type ToolCallRecord,
+  type ToolDescriptor,
+  type ToolErrorKind,
+  type ToolFrame,
+  type ToolProvider,
+  type ToolResult,
+  type ToolsChange,
+  type ToolsQueries,
+  type ToolsStorage,
 } from './model';
 import { escalationReason } from './policy';
 import type { ProviderCatalog } from './providers';
@@ -55,8 +67,13 @@ export interface ToolsOptions {
 }
 
 export const DEFAULT_TOOLS_OPTIONS: ToolsOptions = {
-  recentCalls: 1_000, maxQueuedPerTool: 1_000, backoffBaseMs: 200, backoffMaxMs: 10_000, keptFrames: 20,
-  escalationTimeoutMs: 0, pruneIntervalMs: 60_000,
+  recentCalls: 1_000,
+  maxQueuedPerTool: 1_000,
+  backoffBaseMs: 200,
+  backoffMaxMs: 10_000,
+  keptFrames: 20,
+  escalationTimeoutMs: 0,
+  pruneIntervalMs: 60_000,
 };
 
 /** Codes a retry may cure (RFC §18.3 "transient"); a provider's TOOL_ERROR may add its own with `"retryable": true` (externalProvider take). */
@@ -104,7 +121,12 @@ interface ActiveCall {
   awaitingDecision: boolean;
 }
 
-interface KeptFrame { readonly frameNo: number; readonly final: boolean; readonly contentType: string; readonly text: string }
+interface KeptFrame {
+  readonly frameNo: number;
+  readonly final: boolean;
+  readonly contentType: string;
+  readonly text: string;
+}
 
 /**
  * The one call engine (RFC §18): every call, whoever asks (ToolService, a TOOL_CALL envelope, the coordinator), is
@@ -131,12 +153,17 @@ export class Tools implements ToolsQueries, Disposable {
   /** A call left running by a crash, ended INTERRUPTED by restore() (the envelope bridge answers its caller). */
   readonly onDidInterrupt: Event<ToolCallRecord> = this.interrupted.event;
 
-  constructor(private readonly deps: ToolsDeps, private readonly options: ToolsOptions = DEFAULT_TOOLS_OPTIONS) {
+  constructor(
+    private readonly deps: ToolsDeps,
+    private readonly options: ToolsOptions = DEFAULT_TOOLS_OPTIONS,
+  ) {
     this.catalogSubscription = deps.catalog.onDidChange((change) => this.changed.fire(change));
     this.pruning = schedulePruning(deps.clock, options.pruneIntervalMs, () => {
       const batch = 500;
       try {
-        return this.deps.store.transaction(() => this.deps.store.tools.pruneCalls(this.options.recentCalls, batch)) >= batch;
+        return (
+          this.deps.store.transaction(() => this.deps.store.tools.pruneCalls(this.options.recentCalls, batch)) >= batch
+        );
       } catch (err) {
         this.deps.log.internalError('tools', 'prune', err);
         return false;
@@ -177,7 +204,11 @@ export class Tools implements ToolsQueries, Disposable {
   // ---------------------------------------------------------------- calls
 
   /** Runs one call whose answer is its final frame (earlier frames are counted, not returned). */
-  call(callerAgentId: string, input: Omit<CallInput, 'policy' | 'stream' | 'via'> & Partial<Pick<CallInput, 'policy' | 'stream' | 'via'>>, ctx: CallContext): Promise<ToolResult> {
+  call(
+    callerAgentId: string,
+    input: Omit<CallInput, 'policy' | 'stream' | 'via'> & Partial<Pick<CallInput, 'policy' | 'stream' | 'via'>>,
+    ctx: CallContext,
+  ): Promise<ToolResult> {
     return new Promise<ToolResult>((resolve, reject) => {
       try {
         this.start(callerAgentId, { policy: DEFAULT_POLICY, stream: false, via: 'internal', ...input }, ctx, {
@@ -206,11 +237,23 @@ export class Tools implements ToolsQueries, Disposable {
       try {
         const cut = (value: string) => value.slice(0, MAX_TOOL_ID_CHARS);
         this.deps.log.record({
-          correlationId: cut(callId), actor: cut(callerAgentId) || 'unknown', eventType: 'tool.call',
+          correlationId: cut(callId),
+          actor: cut(callerAgentId) || 'unknown',
+          eventType: 'tool.call',
           level: ['PERMISSION_DENIED', 'INTERNAL_ERROR'].includes(refusal.code.toUpperCase()) ? 'WARN' : 'INFO',
           details: {
-            call_id: cut(callId), provider_id: cut(input.providerId), tool_name: cut(input.toolName), outcome: 'error', error_code: refusal.code,
-            error: refusal.message.slice(0, 1024), frames: 0, bytes: 0, duration_ms: 0, attempts: 0, via: input.via, args_bytes: input.args.length,
+            call_id: cut(callId),
+            provider_id: cut(input.providerId),
+            tool_name: cut(input.toolName),
+            outcome: 'error',
+            error_code: refusal.code,
+            error: refusal.message.slice(0, 1024),
+            frames: 0,
+            bytes: 0,
+            duration_ms: 0,
+            attempts: 0,
+            via: input.via,
+            args_bytes: input.args.length,
           },
         });
       } catch {
@@ -220,22 +263,47 @@ export class Tools implements ToolsQueries, Disposable {
     }
   }
 
-  private admitted(callerAgentId: string, callId: string, input: CallInput, ctx: CallContext, sink: FrameSink): { readonly callId: string } {
+  private admitted(
+    callerAgentId: string,
+    callId: string,
+    input: CallInput,
+    ctx: CallContext,
+    sink: FrameSink,
+  ): { readonly callId: string } {
     checkIdentifiers(callerAgentId, callId, input);
     const provider = this.deps.catalog.get(input.providerId);
     if (!provider) throw unknownProvider(input.providerId, this.providerIds());
     const tool = provider.describe().find((t) => t.name === input.toolName);
     if (!tool) {
-      throw new ToolCallError('not_found', 'unknown_tool', `provider '${provider.id}' has no tool '${input.toolName}' (its tools: ${provider.describe().map((t) => t.name).join(', ')})`);
+      throw new ToolCallError(
+        'not_found',
+        'unknown_tool',
+        `provider '${provider.id}' has no tool '${input.toolName}' (its tools: ${provider
+          .describe()
+          .map((t) => t.name)
+          .join(', ')})`,
+      );
     }
     if (provider.available && !provider.available()) {
-      throw new ToolCallError('unavailable', 'AGENT_UNAVAILABLE', `provider '${provider.id}' is not available now: ${provider.unavailableReason?.() ?? 'its agent is offline'}`);
+      throw new ToolCallError(
+        'unavailable',
+        'AGENT_UNAVAILABLE',
+        `provider '${provider.id}' is not available now: ${provider.unavailableReason?.() ?? 'its agent is offline'}`,
+      );
     }
     if (input.contentType !== '' && input.contentType.split(';')[0].trim().toLowerCase() !== 'application/json') {
-      throw new ToolCallError('invalid_argument', 'VALIDATION_ERROR', `content_type must be application/json (or empty), not '${input.contentType.slice(0, 100)}'`);
+      throw new ToolCallError(
+        'invalid_argument',
+        'VALIDATION_ERROR',
+        `content_type must be application/json (or empty), not '${input.contentType.slice(0, 100)}'`,
+      );
     }
     if (input.args.length > MAX_TOOL_ARGS_BYTES) {
-      throw new ToolCallError('resource_exhausted', 'VALIDATION_ERROR', `args are larger than ${MAX_TOOL_ARGS_BYTES} bytes (${input.args.length})`);
+      throw new ToolCallError(
+        'resource_exhausted',
+        'VALIDATION_ERROR',
+        `args are larger than ${MAX_TOOL_ARGS_BYTES} bytes (${input.args.length})`,
+      );
     }
     let text = '{}';
     if (input.args.length > 0) {
@@ -248,40 +316,95 @@ export class Tools implements ToolsQueries, Disposable {
     const parsed = parseBoundedJson(text, { what: 'args' }); // its size was checked above
     if (!parsed.ok) throw new ToolCallError('invalid_argument', 'VALIDATION_ERROR', parsed.reason);
     const validators = this.deps.catalog.validators(provider.id, tool.name);
-    if (!validators) throw new ToolCallError('internal', 'INTERNAL_ERROR', `no schema is compiled for ${provider.id}/${tool.name}`);
+    if (!validators)
+      throw new ToolCallError('internal', 'INTERNAL_ERROR', `no schema is compiled for ${provider.id}/${tool.name}`);
     if (!validators.input(parsed.value)) {
-      throw new ToolCallError('invalid_argument', 'VALIDATION_ERROR', `args do not match the input schema of ${tool.name}: ${schemaErrors(validators.input)}`);
+      throw new ToolCallError(
+        'invalid_argument',
+        'VALIDATION_ERROR',
+        `args do not match the input schema of ${tool.name}: ${schemaErrors(validators.input)}`,
+      );
     }
     let worktreePath: string | undefined;
     if (tool.needsWorktree || input.policy.worktreeRequired) {
       worktreePath = this.deps.locator.worktreePathOf(callerAgentId);
       if (worktreePath === undefined) {
-        throw new ToolCallError('failed_precondition', 'worktree_not_bound', `agent '${callerAgentId}' is not bound to a worktree: Bind it first (WorktreeService.Bind)`);
+        throw new ToolCallError(
+          'failed_precondition',
+          'worktree_not_bound',
+          `agent '${callerAgentId}' is not bound to a worktree: Bind it first (WorktreeService.Bind)`,
+        );
       }
     }
     const key = callKey(callerAgentId, callId);
     if (this.active.has(key) || this.deps.store.tools.call(callId) !== undefined) {
-      throw new ToolCallError('already_exists', 'ALREADY_EXISTS', `call_id '${callId}' is already taken: choose another (or leave it empty and one is assigned)`);
+      throw new ToolCallError(
+        'already_exists',
+        'ALREADY_EXISTS',
+        `call_id '${callId}' is already taken: choose another (or leave it empty and one is assigned)`,
+      );
     }
 
     const now = this.deps.clock.now();
     const escalation = escalationReason(input.policy);
     const call: ActiveCall = {
       record: {
-        callId, callerAgentId, providerId: provider.id, toolName: tool.name, via: input.via, stream: input.stream,
-        outcome: escalation ? 'awaiting_approval' : 'queued', errorCode: '', errorMessage: '', startedAt: now, endedAt: 0,
-        frames: 0, bytes: 0, attempts: 0, argsExcerpt: excerpt(text), policy: input.policy, invocationId: '', messageId: input.messageId ?? '',
+        callId,
+        callerAgentId,
+        providerId: provider.id,
+        toolName: tool.name,
+        via: input.via,
+        stream: input.stream,
+        outcome: escalation ? 'awaiting_approval' : 'queued',
+        errorCode: '',
+        errorMessage: '',
+        startedAt: now,
+        endedAt: 0,
+        frames: 0,
+        bytes: 0,
+        attempts: 0,
+        argsExcerpt: excerpt(text),
+        policy: input.policy,
+        invocationId: '',
+        messageId: input.messageId ?? '',
       },
-      key, toolKey: `${provider.id}/${tool.name}`, provider, tool, args: parsed.value as Record<string, unknown>, output: validators.output,
-      worktreePath, policy: input.policy, stream: input.stream, ctx, sink, controller: undefined, attempt: 0, frames: 0, bytes: 0,
-      ended: false, holdsSlot: false, timers: [], attemptTimer: undefined, awaitingDecision: false,
+      key,
+      toolKey: `${provider.id}/${tool.name}`,
+      provider,
+      tool,
+      args: parsed.value as Record<string, unknown>,
+      output: validators.output,
+      worktreePath,
+      policy: input.policy,
+      stream: input.stream,
+      ctx,
+      sink,
+      controller: undefined,
+      attempt: 0,
+      frames: 0,
+      bytes: 0,
+      ended: false,
+      holdsSlot: false,
+      timers: [],
+      attemptTimer: undefined,
+      awaitingDecision: false,
     };
     this.active.set(key, call);
     this.keep(callId, []);
     this.save(call);
     this.deps.log.record({
-      correlationId: callId, actor: callerAgentId, eventType: 'tool.call.started',
-      details: { call_id: callId, provider_id: provider.id, tool_name: tool.name, via: input.via, stream: input.stream, args_bytes: input.args.length, policy: policyDetails(input.policy) },
+      correlationId: callId,
+      actor: callerAgentId,
+      eventType: 'tool.call.started',
+      details: {
+        call_id: callId,
+        provider_id: provider.id,
+        tool_name: tool.name,
+        via: input.via,
+        stream: input.stream,
+        args_bytes: input.args.length,
+        policy: policyDetails(input.policy),
+      },
     });
     if (escalation) this.escalate(call, escalation);
     else queueMicrotask(() => this.admit(call));
@@ -289,20 +412,40 @@ export class Tools implements ToolsQueries, Disposable {
   }
 
   /** Cancel (RFC §18.6, best effort): a running call ends CANCELLED with a terminal frame saying how far it got. */
-  cancel(callerAgentId: string, providerId: string, callId: string, _ctx?: CallContext): { readonly errorCode: 'CANCELLED' | 'NOT_FOUND' | 'ALREADY_COMPLETED'; readonly message: string } {
-    const notFound = { errorCode: 'NOT_FOUND' as const, message: `no call '${callId.slice(0, MAX_TOOL_ID_CHARS)}' of agent '${callerAgentId.slice(0, MAX_TOOL_ID_CHARS)}'${providerId ? ` to provider '${providerId.slice(0, MAX_TOOL_ID_CHARS)}'` : ''} is known (the newest ${this.options.recentCalls} calls are)` };
+  cancel(
+    callerAgentId: string,
+    providerId: string,
+    callId: string,
+    _ctx?: CallContext,
+  ): { readonly errorCode: 'CANCELLED' | 'NOT_FOUND' | 'ALREADY_COMPLETED'; readonly message: string } {
+    const notFound = {
+      errorCode: 'NOT_FOUND' as const,
+      message: `no call '${callId.slice(0, MAX_TOOL_ID_CHARS)}' of agent '${callerAgentId.slice(0, MAX_TOOL_ID_CHARS)}'${providerId ? ` to provider '${providerId.slice(0, MAX_TOOL_ID_CHARS)}'` : ''} is known (the newest ${this.options.recentCalls} calls are)`,
+    };
     const call = this.active.get(callKey(callerAgentId, callId));
     if (call && (providerId === '' || providerId === call.provider.id)) {
       const summary = { cancelled: true, partial_result: call.frames > 0, frames: call.frames };
       call.controller?.abort(new ToolCallError('cancelled', 'CANCELLED', `cancelled by ${callerAgentId}`));
       this.finish(call, 'cancelled', undefined, {
-        callId, frameNo: call.frames, final: true, contentType: 'application/json', data: Buffer.alloc(0), summary: Buffer.from(JSON.stringify(summary)),
+        callId,
+        frameNo: call.frames,
+        final: true,
+        contentType: 'application/json',
+        data: Buffer.alloc(0),
+        summary: Buffer.from(JSON.stringify(summary)),
       });
-      return { errorCode: 'CANCELLED', message: `cancelled after ${call.frames} frame${call.frames === 1 ? '' : 's'}; the provider was told to stop` };
+      return {
+        errorCode: 'CANCELLED',
+        message: `cancelled after ${call.frames} frame${call.frames === 1 ? '' : 's'}; the provider was told to stop`,
+      };
     }
     const record = this.deps.store.tools.call(callId);
-    if (!record || record.callerAgentId !== callerAgentId || (providerId !== '' && providerId !== record.providerId)) return notFound;
-    return { errorCode: 'ALREADY_COMPLETED', message: `the call has already completed (${record.outcome}${record.errorCode ? ` ${record.errorCode}` : ''})` };
+    if (!record || record.callerAgentId !== callerAgentId || (providerId !== '' && providerId !== record.providerId))
+      return notFound;
+    return {
+      errorCode: 'ALREADY_COMPLETED',
+      message: `the call has already completed (${record.outcome}${record.errorCode ? ` ${record.errorCode}` : ''})`,
+    };
   }
 
   /** The caller's stream went away: the call is aborted and nothing more is sent (it ends CANCELLED). */
@@ -310,7 +453,13 @@ export class Tools implements ToolsQueries, Disposable {
     for (const call of this.active.values()) {
       if (call.record.callId !== callId) continue;
       call.controller?.abort(new ToolCallError('cancelled', 'CANCELLED', 'the caller went away'));
-      this.finish(call, 'cancelled', new ToolCallError('cancelled', 'CANCELLED', 'the caller went away'), undefined, true);
+      this.finish(
+        call,
+        'cancelled',
+        new ToolCallError('cancelled', 'CANCELLED', 'the caller went away'),
+        undefined,
+        true,
+      );
     }
   }
 
@@ -322,12 +471,19 @@ export class Tools implements ToolsQueries, Disposable {
     const now = this.deps.clock.now();
     for (const stale of this.deps.store.tools.unfinishedCalls()) {
       const record: ToolCallRecord = {
-        ...stale, outcome: 'error', errorCode: 'INTERRUPTED', errorMessage: 'the coordinator stopped while the call ran: call again', endedAt: now,
+        ...stale,
+        outcome: 'error',
+        errorCode: 'INTERRUPTED',
+        errorMessage: 'the coordinator stopped while the call ran: call again',
+        endedAt: now,
       };
       this.deps.store.transaction(() => {
         this.deps.store.tools.upsertCall(record);
         this.deps.log.record({
-          correlationId: record.callId, actor: record.callerAgentId, eventType: 'tool.call', level: 'WARN',
+          correlationId: record.callId,
+          actor: record.callerAgentId,
+          eventType: 'tool.call',
+          level: 'WARN',
           details: { ...endDetails(record), restored_by: ctx.correlationId },
         });
       });
@@ -341,7 +497,11 @@ export class Tools implements ToolsQueries, Disposable {
     this.disposed = true;
     for (const call of [...this.active.values()]) {
       call.controller?.abort(new ToolCallError('unavailable', 'INTERRUPTED', 'the coordinator is stopping'));
-      this.finish(call, 'error', new ToolCallError('unavailable', 'INTERRUPTED', 'the coordinator stopped while the call ran: call again'));
+      this.finish(
+        call,
+        'error',
+        new ToolCallError('unavailable', 'INTERRUPTED', 'the coordinator stopped while the call ran: call again'),
+      );
     }
     this.pruning.dispose();
     this.catalogSubscription.dispose();
@@ -357,39 +517,100 @@ export class Tools implements ToolsQueries, Disposable {
     const place = this.deps.locator.placeOf(r.callerAgentId);
     const warn = call.policy.privilegeLevel === 'PRIVILEGED';
     this.deps.log.record({
-      correlationId: r.callId, actor: r.callerAgentId, eventType: 'tool.privilege', level: warn ? 'WARN' : 'INFO',
-      details: { call_id: r.callId, provider_id: r.providerId, tool_name: r.toolName, privilege_level: call.policy.privilegeLevel, network_policy: call.policy.networkPolicy, reason },
+      correlationId: r.callId,
+      actor: r.callerAgentId,
+      eventType: 'tool.privilege',
+      level: warn ? 'WARN' : 'INFO',
+      details: {
+        call_id: r.callId,
+        provider_id: r.providerId,
+        tool_name: r.toolName,
+        privilege_level: call.policy.privilegeLevel,
+        network_policy: call.policy.networkPolicy,
+        reason,
+      },
     });
     let invocation: HitlInvocation;
     try {
       const now = this.deps.clock.now();
-      invocation = this.deps.hitl.open(parseInvocationRequest({
-        reason_type: 'TOOL_PRIVILEGE_ESCALATION',
-        subject: { repo_id: place?.repoId ?? '', worktree_id: place?.worktreeId ?? '', task_id: `tool:${r.providerId}:${r.toolName}` },
-        summary: `${r.callerAgentId} calls ${r.providerId}/${r.toolName} with ${reason.replace(/^the call asks for /, '')}`,
-        facts: { call_id: r.callId, provider_id: r.providerId, tool_name: r.toolName, caller: r.callerAgentId, args: r.argsExcerpt, policy: policyDetails(call.policy), side_effects: call.tool.sideEffects },
-        risk_notes: reason,
-        proposed_actions: ['approve', 'deny'],
-        ...(this.options.escalationTimeoutMs > 0 ? { deadline_ms: this.options.escalationTimeoutMs } : {}),
-      }, { requester: r.callerAgentId, correlationId: r.callId, now }), { kind: 'internal', component: 'tools' }, { correlationId: r.callId }).invocation;
+      invocation = this.deps.hitl.open(
+        parseInvocationRequest(
+          {
+            reason_type: 'TOOL_PRIVILEGE_ESCALATION',
+            subject: {
+              repo_id: place?.repoId ?? '',
+              worktree_id: place?.worktreeId ?? '',
+              task_id: `tool:${r.providerId}:${r.toolName}`,
+            },
+            summary: `${r.callerAgentId} calls ${r.providerId}/${r.toolName} with ${reason.replace(/^the call asks for /, '')}`,
+            facts: {
+              call_id: r.callId,
+              provider_id: r.providerId,
+              tool_name: r.toolName,
+              caller: r.callerAgentId,
+              args: r.argsExcerpt,
+              policy: policyDetails(call.policy),
+              side_effects: call.tool.sideEffects,
+            },
+            risk_notes: reason,
+            proposed_actions: ['approve', 'deny'],
+            ...(this.options.escalationTimeoutMs > 0 ? { deadline_ms: this.options.escalationTimeoutMs } : {}),
+          },
+          { requester: r.callerAgentId, correlationId: r.callId, now },
+        ),
+        { kind: 'internal', component: 'tools' },
+        { correlationId: r.callId },
+      ).invocation;
     } catch (err) {
-      queueMicrotask(() => this.finish(call, 'error', new ToolCallError('permission_denied', 'PERMISSION_DENIED', `the escalation could not be asked: ${err instanceof Error ? err.message : String(err)}`)));
+      queueMicrotask(() =>
+        this.finish(
+          call,
+          'error',
+          new ToolCallError(
+            'permission_denied',
+            'PERMISSION_DENIED',
+            `the escalation could not be asked: ${err instanceof Error ? err.message : String(err)}`,
+          ),
+        ),
+      );
       return;
     }
     call.awaitingDecision = true;
     this.update(call, { invocationId: invocation.id });
-    this.deps.hitl.whenSettled(invocation.id).then((settled) => {
-      call.awaitingDecision = false;
-      if (call.ended) return;
-      if (settled.decision?.action === 'approve') this.admit(call);
-      else {
-        const why = settled.decision ? `${settled.decision.action} by ${settled.decision.origin.by}${settled.decision.rationale ? `: ${settled.decision.rationale}` : ''}` : settled.state;
-        this.finish(call, 'error', new ToolCallError('permission_denied', 'PERMISSION_DENIED', `the escalation (${reason}) was not approved (${why})`));
-      }
-    }, (err: unknown) => {
-      call.awaitingDecision = false;
-      if (!call.ended) this.finish(call, 'error', new ToolCallError('permission_denied', 'PERMISSION_DENIED', `the escalation was not decided: ${String(err)}`));
-    });
+    this.deps.hitl.whenSettled(invocation.id).then(
+      (settled) => {
+        call.awaitingDecision = false;
+        if (call.ended) return;
+        if (settled.decision?.action === 'approve') this.admit(call);
+        else {
+          const why = settled.decision
+            ? `${settled.decision.action} by ${settled.decision.origin.by}${settled.decision.rationale ? `: ${settled.decision.rationale}` : ''}`
+            : settled.state;
+          this.finish(
+            call,
+            'error',
+            new ToolCallError(
+              'permission_denied',
+              'PERMISSION_DENIED',
+              `the escalation (${reason}) was not approved (${why})`,
+            ),
+          );
+        }
+      },
+      (err: unknown) => {
+        call.awaitingDecision = false;
+        if (!call.ended)
+          this.finish(
+            call,
+            'error',
+            new ToolCallError(
+              'permission_denied',
+              'PERMISSION_DENIED',
+              `the escalation was not decided: ${String(err)}`,
+            ),
+          );
+      },
+    );
   }
 
   /** Takes a slot of the tool's max_concurrency, or waits in its FIFO (bounded). */
@@ -404,7 +625,15 @@ export class Tools implements ToolsQueries, Disposable {
     }
     const queue = this.queues.get(call.toolKey) ?? [];
     if (queue.length >= this.options.maxQueuedPerTool) {
-      this.finish(call, 'error', new ToolCallError('resource_exhausted', 'BUFFER_FULL', `${call.tool.name} runs ${running} calls (its max_concurrency) and ${queue.length} wait: retry later`));
+      this.finish(
+        call,
+        'error',
+        new ToolCallError(
+          'resource_exhausted',
+          'BUFFER_FULL',
+          `${call.tool.name} runs ${running} calls (its max_concurrency) and ${queue.length} wait: retry later`,
+        ),
+      );
       return;
     }
     queue.push(call);
@@ -415,12 +644,18 @@ export class Tools implements ToolsQueries, Disposable {
   /** The call starts running: its wall budget starts now (timers start when the call starts running). */
   private begin(call: ActiveCall): void {
     if (call.policy.budgetWallMs > 0) {
-      call.timers.push(this.deps.clock.setTimer(call.policy.budgetWallMs, () => {
-        if (call.ended) return;
-        const error = new ToolCallError('deadline_exceeded', 'WALL_TIMEOUT', `the call ran longer than its budget_wall_ms (${call.policy.budgetWallMs} ms)`);
-        call.controller?.abort(error);
-        this.finish(call, 'error', error);
-      }));
+      call.timers.push(
+        this.deps.clock.setTimer(call.policy.budgetWallMs, () => {
+          if (call.ended) return;
+          const error = new ToolCallError(
+            'deadline_exceeded',
+            'WALL_TIMEOUT',
+            `the call ran longer than its budget_wall_ms (${call.policy.budgetWallMs} ms)`,
+          );
+          call.controller?.abort(error);
+          this.finish(call, 'error', error);
+        }),
+      );
     }
     this.attempt(call);
   }
@@ -437,7 +672,11 @@ export class Tools implements ToolsQueries, Disposable {
     if (timeoutMs > 0) {
       call.attemptTimer = this.deps.clock.setTimer(timeoutMs, () => {
         if (!current()) return;
-        const error = new ToolCallError('deadline_exceeded', 'TOOL_TIMEOUT', `the call took longer than its timeout (${timeoutMs} ms)`);
+        const error = new ToolCallError(
+          'deadline_exceeded',
+          'TOOL_TIMEOUT',
+          `the call took longer than its timeout (${timeoutMs} ms)`,
+        );
         controller.abort(error);
         this.failed(call, error);
       });
@@ -445,11 +684,26 @@ export class Tools implements ToolsQueries, Disposable {
     let promise: Promise<unknown>;
     try {
       promise = call.provider.call({
-        callId: call.record.callId, toolName: call.tool.name, args: call.args, callerAgentId: call.record.callerAgentId,
-        worktreePath: call.worktreePath, policy: call.policy, stream: call.stream, attempt, signal: controller.signal, ctx: call.ctx,
+        callId: call.record.callId,
+        toolName: call.tool.name,
+        args: call.args,
+        callerAgentId: call.record.callerAgentId,
+        worktreePath: call.worktreePath,
+        policy: call.policy,
+        stream: call.stream,
+        attempt,
+        signal: controller.signal,
+        ctx: call.ctx,
         emit: (data, contentType) => {
           if (!current()) return;
-          const frame: ToolFrame = { callId: call.record.callId, frameNo: call.frames, final: false, contentType: contentType || 'application/json', data, summary: Buffer.alloc(0) };
+          const frame: ToolFrame = {
+            callId: call.record.callId,
+            frameNo: call.frames,
+            final: false,
+            contentType: contentType || 'application/json',
+            data,
+            summary: Buffer.alloc(0),
+          };
           call.frames += 1;
           call.bytes += data.length;
           this.keepFrame(frame);
@@ -459,32 +713,49 @@ export class Tools implements ToolsQueries, Disposable {
     } catch (err) {
       promise = Promise.reject(err);
     }
-    promise.then((value) => {
-      if (!current()) return;
-      call.attemptTimer?.dispose();
-      let frame: ToolFrame;
-      try {
-        frame = this.finalFrame(call, value);
-      } catch (err) {
-        this.finish(call, 'error', asToolError(err));
-        return;
-      }
-      this.finish(call, 'ok', undefined, frame);
-    }, (err: unknown) => {
-      if (!current()) return;
-      call.attemptTimer?.dispose();
-      this.failed(call, asToolError(err));
-    });
+    promise.then(
+      (value) => {
+        if (!current()) return;
+        call.attemptTimer?.dispose();
+        let frame: ToolFrame;
+        try {
+          frame = this.finalFrame(call, value);
+        } catch (err) {
+          this.finish(call, 'error', asToolError(err));
+          return;
+        }
+        this.finish(call, 'ok', undefined, frame);
+      },
+      (err: unknown) => {
+        if (!current()) return;
+        call.attemptTimer?.dispose();
+        this.failed(call, asToolError(err));
+      },
+    );
   }
 
   /** An attempt failed: retried when the tool is idempotent, the code transient, retries are left and no frame went out. */
   private failed(call: ActiveCall, error: ToolCallError): void {
-    const retryable = RETRYABLE_CODES.has(error.code) || (error as ToolCallError & { retryable?: boolean }).retryable === true;
+    const retryable =
+      RETRYABLE_CODES.has(error.code) || (error as ToolCallError & { retryable?: boolean }).retryable === true;
     if (retryable && call.tool.idempotent && call.attempt <= call.policy.maxRetries && call.frames === 0) {
-      const delay = backoffMs(call.policy.backoff, call.attempt - 1, this.options.backoffBaseMs, this.options.backoffMaxMs);
+      const delay = backoffMs(
+        call.policy.backoff,
+        call.attempt - 1,
+        this.options.backoffBaseMs,
+        this.options.backoffMaxMs,
+      );
       this.deps.log.record({
-        correlationId: call.record.callId, actor: call.record.callerAgentId, eventType: 'tool.call.retry',
-        details: { call_id: call.record.callId, attempt: call.attempt, error_code: error.code, error: error.message, backoff_ms: delay },
+        correlationId: call.record.callId,
+        actor: call.record.callerAgentId,
+        eventType: 'tool.call.retry',
+        details: {
+          call_id: call.record.callId,
+          attempt: call.attempt,
+          error_code: error.code,
+          error: error.message,
+          backoff_ms: delay,
+        },
       });
       call.controller = undefined;
       call.timers.push(this.deps.clock.setTimer(delay, () => this.attempt(call)));
@@ -503,30 +774,69 @@ export class Tools implements ToolsQueries, Disposable {
         try {
           parsed = JSON.parse(value.data.toString('utf8'));
         } catch {
-          throw new ToolCallError('invalid_argument', 'VALIDATION_ERROR', 'result does not match the output schema: it is not JSON');
+          throw new ToolCallError(
+            'invalid_argument',
+            'VALIDATION_ERROR',
+            'result does not match the output schema: it is not JSON',
+          );
         }
         if (!call.output(parsed)) {
-          throw new ToolCallError('invalid_argument', 'VALIDATION_ERROR', `result does not match the output schema: ${schemaErrors(call.output)}`);
+          throw new ToolCallError(
+            'invalid_argument',
+            'VALIDATION_ERROR',
+            `result does not match the output schema: ${schemaErrors(call.output)}`,
+          );
         }
       }
-      return { callId, frameNo: call.frames, final: true, contentType: value.contentType, data: value.data, summary: value.summary ?? Buffer.alloc(0) };
+      return {
+        callId,
+        frameNo: call.frames,
+        final: true,
+        contentType: value.contentType,
+        data: value.data,
+        summary: value.summary ?? Buffer.alloc(0),
+      };
     }
     if (Buffer.isBuffer(value)) {
       if (value.length > MAX_TOOL_RESULT_BYTES) throw oversize(call, value.length);
-      return { callId, frameNo: call.frames, final: true, contentType: 'application/octet-stream', data: value, summary: Buffer.alloc(0) };
+      return {
+        callId,
+        frameNo: call.frames,
+        final: true,
+        contentType: 'application/octet-stream',
+        data: value,
+        summary: Buffer.alloc(0),
+      };
     }
     const data = Buffer.from(JSON.stringify(value ?? null), 'utf8');
     // JSON may be larger than what was read (a control character is six bytes in a string): beyond one frame, the
     // caller gets this code rather than the transport's "message larger than max".
     if (data.length > MAX_TOOL_RESULT_BYTES) throw oversize(call, data.length);
     if (call.output && !call.output(value ?? null)) {
-      throw new ToolCallError('invalid_argument', 'VALIDATION_ERROR', `result does not match the output schema: ${schemaErrors(call.output)}`);
+      throw new ToolCallError(
+        'invalid_argument',
+        'VALIDATION_ERROR',
+        `result does not match the output schema: ${schemaErrors(call.output)}`,
+      );
     }
-    return { callId, frameNo: call.frames, final: true, contentType: 'application/json', data, summary: Buffer.alloc(0) };
+    return {
+      callId,
+      frameNo: call.frames,
+      final: true,
+      contentType: 'application/json',
+      data,
+      summary: Buffer.alloc(0),
+    };
   }
 
   /** Ends a call once: the terminal reaches the sink (unless silent), its slot passes on, the record and `tool.call` are written. */
-  private finish(call: ActiveCall, outcome: 'ok' | 'cancelled' | 'error', error?: ToolCallError, frame?: ToolFrame, silent = false): void {
+  private finish(
+    call: ActiveCall,
+    outcome: 'ok' | 'cancelled' | 'error',
+    error?: ToolCallError,
+    frame?: ToolFrame,
+    silent = false,
+  ): void {
     if (call.ended) return;
     call.ended = true;
     call.attemptTimer?.dispose();
@@ -549,7 +859,14 @@ export class Tools implements ToolsQueries, Disposable {
     }
     if (call.awaitingDecision) {
       call.awaitingDecision = false;
-      sinks.run('cancel-escalation', () => this.deps.hitl.cancel(call.record.invocationId, 'coordinator', 'the tool call ended before its escalation was decided', call.ctx));
+      sinks.run('cancel-escalation', () =>
+        this.deps.hitl.cancel(
+          call.record.invocationId,
+          'coordinator',
+          'the tool call ended before its escalation was decided',
+          call.ctx,
+        ),
+      );
     }
     if (frame) {
       call.bytes += frame.data.length;
@@ -557,16 +874,27 @@ export class Tools implements ToolsQueries, Disposable {
     }
     const framesCount = call.frames + (frame ? 1 : 0);
     const record: ToolCallRecord = {
-      ...call.record, outcome, errorCode: error?.code ?? '', errorMessage: error?.message ?? '', endedAt: this.deps.clock.now(),
-      frames: framesCount, bytes: call.bytes, attempts: call.attempt,
+      ...call.record,
+      outcome,
+      errorCode: error?.code ?? '',
+      errorMessage: error?.message ?? '',
+      endedAt: this.deps.clock.now(),
+      frames: framesCount,
+      bytes: call.bytes,
+      attempts: call.attempt,
     };
     call.record = record;
     try {
       this.deps.store.transaction(() => {
         this.deps.store.tools.upsertCall(record);
         this.deps.log.record({
-          correlationId: record.callId, actor: record.callerAgentId, eventType: 'tool.call',
-          level: outcome === 'error' && ['PERMISSION_DENIED', 'INTERNAL_ERROR'].includes(record.errorCode.toUpperCase()) ? 'WARN' : 'INFO',
+          correlationId: record.callId,
+          actor: record.callerAgentId,
+          eventType: 'tool.call',
+          level:
+            outcome === 'error' && ['PERMISSION_DENIED', 'INTERNAL_ERROR'].includes(record.errorCode.toUpperCase())
+              ? 'WARN'
+              : 'INFO',
           details: endDetails(record),
         });
       });
@@ -604,14 +932,22 @@ export class Tools implements ToolsQueries, Disposable {
   private keepFrame(frame: ToolFrame): void {
     const frames = this.kept.get(frame.callId);
     if (!frames) return;
-    const text = frame.data.subarray(0, EXCERPT_BYTES).toString('utf8') + (frame.data.length > EXCERPT_BYTES ? '…' : '');
+    const text =
+      frame.data.subarray(0, EXCERPT_BYTES).toString('utf8') + (frame.data.length > EXCERPT_BYTES ? '…' : '');
     frames.push({ frameNo: frame.frameNo, final: frame.final, contentType: frame.contentType, text });
     while (frames.length > this.options.keptFrames) frames.shift();
   }
 }
 
 const DEFAULT_POLICY: ExecutionPolicy = {
-  timeoutMs: 0, maxRetries: 0, backoff: 'exponential', worktreeRequired: false, networkPolicy: 'DENY_ALL', privilegeLevel: 'MINIMAL', budgetCpuMs: 0, budgetWallMs: 0,
+  timeoutMs: 0,
+  maxRetries: 0,
+  backoff: 'exponential',
+  worktreeRequired: false,
+  networkPolicy: 'DENY_ALL',
+  privilegeLevel: 'MINIMAL',
+  budgetCpuMs: 0,
+  budgetWallMs: 0,
 };
 
 /** The wait before retry `n` (0-based). */
@@ -622,11 +958,19 @@ export function backoffMs(kind: ExecutionPolicy['backoff'], n: number, baseMs: n
 }
 
 function oversize(call: ActiveCall, bytes: number): ToolCallError {
-  return new ToolCallError('resource_exhausted', 'OVERSIZE_PAYLOAD', `the result of ${call.tool.name} is ${bytes} bytes, more than the ${MAX_TOOL_RESULT_BYTES} a frame may carry: ask for less (a smaller max_bytes, a narrower path)`);
+  return new ToolCallError(
+    'resource_exhausted',
+    'OVERSIZE_PAYLOAD',
+    `the result of ${call.tool.name} is ${bytes} bytes, more than the ${MAX_TOOL_RESULT_BYTES} a frame may carry: ask for less (a smaller max_bytes, a narrower path)`,
+  );
 }
 
 function unknownProvider(providerId: string, known: readonly string[]): ToolCallError {
-  return new ToolCallError('not_found', 'NOT_FOUND', `no tool provider '${providerId.slice(0, MAX_TOOL_ID_CHARS)}' is registered (known: ${known.join(', ') || 'none'})`);
+  return new ToolCallError(
+    'not_found',
+    'NOT_FOUND',
+    `no tool provider '${providerId.slice(0, MAX_TOOL_ID_CHARS)}' is registered (known: ${known.join(', ') || 'none'})`,
+  );
 }
 
 function asToolError(err: unknown): ToolCallError {
@@ -640,23 +984,41 @@ function excerpt(text: string): string {
 
 function policyDetails(policy: ExecutionPolicy): Record<string, unknown> {
   return {
-    timeout_ms: policy.timeoutMs, max_retries: policy.maxRetries, backoff: policy.backoff, worktree_required: policy.worktreeRequired,
-    network_policy: policy.networkPolicy, privilege_level: policy.privilegeLevel, budget_cpu_ms: policy.budgetCpuMs, budget_wall_ms: policy.budgetWallMs,
+    timeout_ms: policy.timeoutMs,
+    max_retries: policy.maxRetries,
+    backoff: policy.backoff,
+    worktree_required: policy.worktreeRequired,
+    network_policy: policy.networkPolicy,
+    privilege_level: policy.privilegeLevel,
+    budget_cpu_ms: policy.budgetCpuMs,
+    budget_wall_ms: policy.budgetWallMs,
   };
 }
 
 function endDetails(record: ToolCallRecord): Record<string, unknown> {
   return {
-    call_id: record.callId, provider_id: record.providerId, tool_name: record.toolName, outcome: record.outcome, error_code: record.errorCode,
-    error: record.errorMessage || undefined, frames: record.frames, bytes: record.bytes, duration_ms: Math.max(0, record.endedAt - record.startedAt),
-    attempts: record.attempts, via: record.via, invocation_id: record.invocationId || undefined,
+    call_id: record.callId,
+    provider_id: record.providerId,
+    tool_name: record.toolName,
+    outcome: record.outcome,
+    error_code: record.errorCode,
+    error: record.errorMessage || undefined,
+    frames: record.frames,
+    bytes: record.bytes,
+    duration_ms: Math.max(0, record.endedAt - record.startedAt),
+    attempts: record.attempts,
+    via: record.via,
+    invocation_id: record.invocationId || undefined,
   };
 }
 
 /** Readable ajv errors (ajv stops at the first: allErrors is off, so a huge args object costs one error). */
 export function schemaErrors(validate: ValidateFunction): string {
   return (validate.errors ?? [])
-    .map((e) => `${e.instancePath || '/'} ${e.message ?? 'is invalid'}${e.keyword === 'additionalProperties' ? ` ('${String((e.params as { additionalProperty?: string }).additionalProperty)}')` : ''}`)
+    .map(
+      (e) =>
+        `${e.instancePath || '/'} ${e.message ?? 'is invalid'}${e.keyword === 'additionalProperties' ? ` ('${String((e.params as { additionalProperty?: string }).additionalProperty)}')` : ''}`,
+    )
     .join('; ');
 }
 
@@ -666,11 +1028,28 @@ function callKey(agentId: string, callId: string): string {
 }
 
 /** The caller must be named, and call_id, tool_name and provider_id short and without control characters. */
-function checkIdentifiers(callerAgentId: string, callId: string, input: { readonly toolName: string; readonly providerId: string }): void {
-  if (callerAgentId.trim() === '') throw new ToolCallError('invalid_argument', 'VALIDATION_ERROR', 'the calling agent is unknown: name it in metadata sw4rm-agent-id (or call with its agent credential)');
-  for (const [name, value] of [['call_id', callId], ['tool_name', input.toolName], ['provider_id', input.providerId]] as const) {
+function checkIdentifiers(
+  callerAgentId: string,
+  callId: string,
+  input: { readonly toolName: string; readonly providerId: string },
+): void {
+  if (callerAgentId.trim() === '')
+    throw new ToolCallError(
+      'invalid_argument',
+      'VALIDATION_ERROR',
+      'the calling agent is unknown: name it in metadata sw4rm-agent-id (or call with its agent credential)',
+    );
+  for (const [name, value] of [
+    ['call_id', callId],
+    ['tool_name', input.toolName],
+    ['provider_id', input.providerId],
+  ] as const) {
     if (value.length > MAX_TOOL_ID_CHARS || /[\u0000-\u001f\u007f]/.test(value)) {
-      throw new ToolCallError('invalid_argument', 'VALIDATION_ERROR', `${name} must be at most ${MAX_TOOL_ID_CHARS} characters without control characters`);
+      throw new ToolCallError(
+        'invalid_argument',
+        'VALIDATION_ERROR',
+        `${name} must be at most ${MAX_TOOL_ID_CHARS} characters without control characters`,
+      );
     }
   }
 }

@@ -39,8 +39,17 @@ export const WORKSPACE_LIMITS = Object.freeze({
 const L = WORKSPACE_LIMITS;
 export const WORKSPACE_PROVIDER_ID = 'workspace';
 
-const PATH = { type: 'string', maxLength: L.maxPathChars, description: 'relative to the worktree root, "/" separated' } as const;
-const PATHS = { type: 'array', items: { type: 'string', minLength: 1, maxLength: L.maxPathChars }, minItems: 1, maxItems: L.maxPaths } as const;
+const PATH = {
+  type: 'string',
+  maxLength: L.maxPathChars,
+  description: 'relative to the worktree root, "/" separated',
+} as const;
+const PATHS = {
+  type: 'array',
+  items: { type: 'string', minLength: 1, maxLength: L.maxPathChars },
+  minItems: 1,
+  maxItems: L.maxPaths,
+} as const;
 const ENTRY_TYPE = { enum: ['file', 'directory', 'symlink', 'other'] } as const;
 
 function object(properties: Record<string, unknown>, required: readonly string[] = []): JsonSchema {
@@ -51,91 +60,215 @@ function object(properties: Record<string, unknown>, required: readonly string[]
 export const WORKSPACE_TOOL_DESCRIPTORS: readonly ToolDescriptor[] = [
   {
     name: 'read_file',
-    description: 'The content of a regular file of the caller\'s worktree: UTF-8 text, or base64 when it is not valid UTF-8 or base64 is asked for.',
-    inputSchema: object({ path: PATH, encoding: { enum: ['utf8', 'base64'] }, max_bytes: { type: 'integer', minimum: 1, maximum: L.maxReadBytes } }, ['path']),
-    outputSchema: object({ path: { type: 'string' }, encoding: { enum: ['utf8', 'base64'] }, content: { type: 'string' }, size: { type: 'integer' } }, ['path', 'encoding', 'content', 'size']),
-    idempotent: true, needsWorktree: true, defaultTimeoutS: 30, maxConcurrency: 64, sideEffects: 'none',
+    description:
+      "The content of a regular file of the caller's worktree: UTF-8 text, or base64 when it is not valid UTF-8 or base64 is asked for.",
+    inputSchema: object(
+      {
+        path: PATH,
+        encoding: { enum: ['utf8', 'base64'] },
+        max_bytes: { type: 'integer', minimum: 1, maximum: L.maxReadBytes },
+      },
+      ['path'],
+    ),
+    outputSchema: object(
+      {
+        path: { type: 'string' },
+        encoding: { enum: ['utf8', 'base64'] },
+        content: { type: 'string' },
+        size: { type: 'integer' },
+      },
+      ['path', 'encoding', 'content', 'size'],
+    ),
+    idempotent: true,
+    needsWorktree: true,
+    defaultTimeoutS: 30,
+    maxConcurrency: 64,
+    sideEffects: 'none',
   },
   {
     name: 'write_file',
-    description: 'Writes a file of the caller\'s worktree atomically (a temporary file renamed over the name; an existing file keeps its mode).',
-    inputSchema: object({
-      path: PATH,
-      content: { type: 'string', maxLength: Math.ceil(L.maxWriteBytes / 3) * 4 },
-      encoding: { enum: ['utf8', 'base64'] },
-      create_parents: { type: 'boolean' },
-    }, ['path', 'content']),
+    description:
+      "Writes a file of the caller's worktree atomically (a temporary file renamed over the name; an existing file keeps its mode).",
+    inputSchema: object(
+      {
+        path: PATH,
+        content: { type: 'string', maxLength: Math.ceil(L.maxWriteBytes / 3) * 4 },
+        encoding: { enum: ['utf8', 'base64'] },
+        create_parents: { type: 'boolean' },
+      },
+      ['path', 'content'],
+    ),
     outputSchema: object({ path: { type: 'string' }, bytes: { type: 'integer' } }, ['path', 'bytes']),
-    idempotent: true, needsWorktree: true, defaultTimeoutS: 30, maxConcurrency: 16, sideEffects: 'filesystem',
+    idempotent: true,
+    needsWorktree: true,
+    defaultTimeoutS: 30,
+    maxConcurrency: 16,
+    sideEffects: 'filesystem',
   },
   {
     name: 'list_dir',
-    description: 'The entries of a folder of the caller\'s worktree (links listed as "symlink", never followed; .git left out).',
+    description:
+      'The entries of a folder of the caller\'s worktree (links listed as "symlink", never followed; .git left out).',
     inputSchema: object({ path: PATH }),
-    outputSchema: object({
-      path: { type: 'string' },
-      entries: { type: 'array', items: object({ name: { type: 'string' }, type: ENTRY_TYPE }, ['name', 'type']) },
-      truncated: { type: 'boolean' },
-    }, ['path', 'entries', 'truncated']),
-    idempotent: true, needsWorktree: true, defaultTimeoutS: 30, maxConcurrency: 64, sideEffects: 'none',
+    outputSchema: object(
+      {
+        path: { type: 'string' },
+        entries: { type: 'array', items: object({ name: { type: 'string' }, type: ENTRY_TYPE }, ['name', 'type']) },
+        truncated: { type: 'boolean' },
+      },
+      ['path', 'entries', 'truncated'],
+    ),
+    idempotent: true,
+    needsWorktree: true,
+    defaultTimeoutS: 30,
+    maxConcurrency: 64,
+    sideEffects: 'none',
   },
   {
     name: 'delete_file',
-    description: 'Removes a regular file\'s name from the caller\'s worktree (never a folder, never a link or what it points to).',
+    description:
+      "Removes a regular file's name from the caller's worktree (never a folder, never a link or what it points to).",
     inputSchema: object({ path: PATH }, ['path']),
     outputSchema: object({ path: { type: 'string' }, deleted: { const: true } }, ['path', 'deleted']),
-    idempotent: false, needsWorktree: true, defaultTimeoutS: 30, maxConcurrency: 16, sideEffects: 'filesystem',
+    idempotent: false,
+    needsWorktree: true,
+    defaultTimeoutS: 30,
+    maxConcurrency: 16,
+    sideEffects: 'filesystem',
   },
   {
     name: 'stat',
-    description: 'Type, size, modification time and mode of a regular file or folder of the caller\'s worktree.',
+    description: "Type, size, modification time and mode of a regular file or folder of the caller's worktree.",
     inputSchema: object({ path: PATH }),
-    outputSchema: object({
-      path: { type: 'string' }, type: { enum: ['file', 'directory'] }, size: { type: 'integer' },
-      mtime: { type: 'string' }, mode: { type: 'integer' },
-    }, ['path', 'type', 'size', 'mtime', 'mode']),
-    idempotent: true, needsWorktree: true, defaultTimeoutS: 30, maxConcurrency: 64, sideEffects: 'none',
+    outputSchema: object(
+      {
+        path: { type: 'string' },
+        type: { enum: ['file', 'directory'] },
+        size: { type: 'integer' },
+        mtime: { type: 'string' },
+        mode: { type: 'integer' },
+      },
+      ['path', 'type', 'size', 'mtime', 'mode'],
+    ),
+    idempotent: true,
+    needsWorktree: true,
+    defaultTimeoutS: 30,
+    maxConcurrency: 64,
+    sideEffects: 'none',
   },
   {
     name: 'search',
-    description: 'Plain-text search (not a regular expression) of the caller\'s worktree, line by line; skips .git, links, binary and large files; bounded.',
-    inputSchema: object({
-      query: { type: 'string', minLength: 1, maxLength: L.maxQueryChars },
-      path: PATH,
-      case_sensitive: { type: 'boolean' },
-      max_results: { type: 'integer', minimum: 1, maximum: L.maxSearchResults },
-    }, ['query']),
-    outputSchema: object({
-      matches: { type: 'array', items: object({ path: { type: 'string' }, line: { type: 'integer' }, column: { type: 'integer' }, text: { type: 'string' } }, ['path', 'line', 'column', 'text']) },
-      truncated: { type: 'boolean' },
-      files_searched: { type: 'integer' },
-      skipped: object({ binary: { type: 'integer' }, large: { type: 'integer' }, links: { type: 'integer' }, unreadable: { type: 'integer' } }, ['binary', 'large', 'links', 'unreadable']),
-    }, ['matches', 'truncated', 'files_searched', 'skipped']),
-    idempotent: true, needsWorktree: true, defaultTimeoutS: 60, maxConcurrency: 4, sideEffects: 'none',
+    description:
+      "Plain-text search (not a regular expression) of the caller's worktree, line by line; skips .git, links, binary and large files; bounded.",
+    inputSchema: object(
+      {
+        query: { type: 'string', minLength: 1, maxLength: L.maxQueryChars },
+        path: PATH,
+        case_sensitive: { type: 'boolean' },
+        max_results: { type: 'integer', minimum: 1, maximum: L.maxSearchResults },
+      },
+      ['query'],
+    ),
+    outputSchema: object(
+      {
+        matches: {
+          type: 'array',
+          items: object(
+            {
+              path: { type: 'string' },
+              line: { type: 'integer' },
+              column: { type: 'integer' },
+              text: { type: 'string' },
+            },
+            ['path', 'line', 'column', 'text'],
+          ),
+        },
+        truncated: { type: 'boolean' },
+        files_searched: { type: 'integer' },
+        skipped: object(
+          {
+            binary: { type: 'integer' },
+            large: { type: 'integer' },
+            links: { type: 'integer' },
+            unreadable: { type: 'integer' },
+          },
+          ['binary', 'large', 'links', 'unreadable'],
+        ),
+      },
+      ['matches', 'truncated', 'files_searched', 'skipped'],
+    ),
+    idempotent: true,
+    needsWorktree: true,
+    defaultTimeoutS: 60,
+    maxConcurrency: 4,
+    sideEffects: 'none',
   },
   {
     name: 'git_status',
-    description: 'git status of the caller\'s worktree: its branch, HEAD and changed, renamed, unmerged and untracked files (ignored files left out).',
+    description:
+      "git status of the caller's worktree: its branch, HEAD and changed, renamed, unmerged and untracked files (ignored files left out).",
     inputSchema: object({}),
-    outputSchema: object({
-      branch: { type: 'string' }, head: { type: 'string' }, clean: { type: 'boolean' }, truncated: { type: 'boolean' },
-      entries: { type: 'array', items: object({ path: { type: 'string' }, xy: { type: 'string' }, kind: { enum: ['changed', 'renamed', 'unmerged', 'untracked'] }, orig_path: { type: 'string' } }, ['path', 'xy', 'kind']) },
-    }, ['branch', 'head', 'clean', 'entries', 'truncated']),
-    idempotent: true, needsWorktree: true, defaultTimeoutS: 60, maxConcurrency: 8, sideEffects: 'none',
+    outputSchema: object(
+      {
+        branch: { type: 'string' },
+        head: { type: 'string' },
+        clean: { type: 'boolean' },
+        truncated: { type: 'boolean' },
+        entries: {
+          type: 'array',
+          items: object(
+            {
+              path: { type: 'string' },
+              xy: { type: 'string' },
+              kind: { enum: ['changed', 'renamed', 'unmerged', 'untracked'] },
+              orig_path: { type: 'string' },
+            },
+            ['path', 'xy', 'kind'],
+          ),
+        },
+      },
+      ['branch', 'head', 'clean', 'entries', 'truncated'],
+    ),
+    idempotent: true,
+    needsWorktree: true,
+    defaultTimeoutS: 60,
+    maxConcurrency: 8,
+    sideEffects: 'none',
   },
   {
     name: 'git_diff',
-    description: 'The diff of the caller\'s uncommitted changes against HEAD (or, with staged, of the index), optionally for some paths; bounded, cut at a line.',
-    inputSchema: object({ staged: { type: 'boolean' }, paths: PATHS, max_bytes: { type: 'integer', minimum: 1, maximum: L.maxDiffBytes } }),
-    outputSchema: object({ diff: { type: 'string' }, bytes: { type: 'integer' }, truncated: { type: 'boolean' } }, ['diff', 'bytes', 'truncated']),
-    idempotent: true, needsWorktree: true, defaultTimeoutS: 60, maxConcurrency: 8, sideEffects: 'none',
+    description:
+      "The diff of the caller's uncommitted changes against HEAD (or, with staged, of the index), optionally for some paths; bounded, cut at a line.",
+    inputSchema: object({
+      staged: { type: 'boolean' },
+      paths: PATHS,
+      max_bytes: { type: 'integer', minimum: 1, maximum: L.maxDiffBytes },
+    }),
+    outputSchema: object({ diff: { type: 'string' }, bytes: { type: 'integer' }, truncated: { type: 'boolean' } }, [
+      'diff',
+      'bytes',
+      'truncated',
+    ]),
+    idempotent: true,
+    needsWorktree: true,
+    defaultTimeoutS: 60,
+    maxConcurrency: 8,
+    sideEffects: 'none',
   },
   {
     name: 'git_commit',
-    description: 'Commits the caller\'s changes (all of them, or those of paths) on its worktree\'s own branch sw4rm/<worktree_id>, with the agent as author and committer; no hook runs.',
-    inputSchema: object({ message: { type: 'string', minLength: 1, maxLength: L.maxCommitMessageChars }, paths: PATHS }, ['message']),
+    description:
+      "Commits the caller's changes (all of them, or those of paths) on its worktree's own branch sw4rm/<worktree_id>, with the agent as author and committer; no hook runs.",
+    inputSchema: object(
+      { message: { type: 'string', minLength: 1, maxLength: L.maxCommitMessageChars }, paths: PATHS },
+      ['message'],
+    ),
     outputSchema: object({ commit: { type: 'string' }, branch: { type: 'string' } }, ['commit', 'branch']),
-    idempotent: false, needsWorktree: true, defaultTimeoutS: 60, maxConcurrency: 4, sideEffects: 'git',
+    idempotent: false,
+    needsWorktree: true,
+    defaultTimeoutS: 60,
+    maxConcurrency: 4,
+    sideEffects: 'git',
   },
 ];
 
@@ -145,17 +278,31 @@ const SYMLINK = '120000';
 
 /** A ConfinementError as the tool's error: its code first, the gRPC status by what it means. */
 function fromConfinement(error: ConfinementError): ToolCallError {
-  const detail = error.message.startsWith(`${error.code}: `) ? error.message.slice(error.code.length + 2) : error.message;
+  const detail = error.message.startsWith(`${error.code}: `)
+    ? error.message.slice(error.code.length + 2)
+    : error.message;
   switch (error.code) {
-    case 'permission_denied': return new ToolCallError('permission_denied', 'permission_denied', detail);
-    case 'worktree_not_bound': return new ToolCallError('failed_precondition', 'worktree_not_bound', detail);
-    case 'not_found': return new ToolCallError('not_found', 'not_found', detail);
-    default: return new ToolCallError(error.reason === 'too_large' ? 'resource_exhausted' : 'failed_precondition', error.code, detail);
+    case 'permission_denied':
+      return new ToolCallError('permission_denied', 'permission_denied', detail);
+    case 'worktree_not_bound':
+      return new ToolCallError('failed_precondition', 'worktree_not_bound', detail);
+    case 'not_found':
+      return new ToolCallError('not_found', 'not_found', detail);
+    default:
+      return new ToolCallError(
+        error.reason === 'too_large' ? 'resource_exhausted' : 'failed_precondition',
+        error.code,
+        detail,
+      );
   }
 }
 
 function fromGit(error: GitCommandError): ToolCallError {
-  return new ToolCallError('failed_precondition', 'git_error', `git ${error.args[0] ?? ''} failed: ${error.stderr.trim().slice(0, 1000) || `exit ${error.exitCode}`}`);
+  return new ToolCallError(
+    'failed_precondition',
+    'git_error',
+    `git ${error.args[0] ?? ''} failed: ${error.stderr.trim().slice(0, 1000) || `exit ${error.exitCode}`}`,
+  );
 }
 
 /** A name and email git accepts for the agent (the email is never a real address). */
@@ -191,33 +338,64 @@ function cutAtLine(text: string, maxBytes: number, longer = false): { text: stri
 export class WorkspaceProvider implements ToolProvider {
   readonly id = WORKSPACE_PROVIDER_ID;
 
-  constructor(private readonly git: Git, private readonly confinementOptions: ConfinementOptions = {}) {}
+  constructor(
+    private readonly git: Git,
+    private readonly confinementOptions: ConfinementOptions = {},
+  ) {}
 
   describe(): readonly ToolDescriptor[] {
     return WORKSPACE_TOOL_DESCRIPTORS;
   }
 
   async call(request: ToolRequest): Promise<unknown> {
-    if (request.worktreePath === undefined) throw new ToolCallError('failed_precondition', 'worktree_not_bound', `agent '${request.callerAgentId}' is not bound to a worktree`);
+    if (request.worktreePath === undefined)
+      throw new ToolCallError(
+        'failed_precondition',
+        'worktree_not_bound',
+        `agent '${request.callerAgentId}' is not bound to a worktree`,
+      );
     try {
       const confinement = await Confinement.forWorktree(request.worktreePath, this.confinementOptions);
       const args = request.args;
       switch (request.toolName) {
-        case 'read_file': return await this.readFile(confinement, args.path as string, args.encoding as 'utf8' | 'base64' | undefined, args.max_bytes as number | undefined);
-        case 'write_file': return await this.writeFile(confinement, args);
-        case 'list_dir': return await this.listDir(confinement, (args.path as string | undefined) ?? '');
+        case 'read_file':
+          return await this.readFile(
+            confinement,
+            args.path as string,
+            args.encoding as 'utf8' | 'base64' | undefined,
+            args.max_bytes as number | undefined,
+          );
+        case 'write_file':
+          return await this.writeFile(confinement, args);
+        case 'list_dir':
+          return await this.listDir(confinement, (args.path as string | undefined) ?? '');
         case 'delete_file':
           await confinement.deleteFile(args.path as string);
           return { path: args.path, deleted: true };
         case 'stat': {
           const stat = await confinement.stat((args.path as string | undefined) ?? '');
-          return { path: (args.path as string | undefined) ?? '', type: stat.type, size: stat.size, mtime: new Date(stat.mtimeMs).toISOString(), mode: stat.mode };
+          return {
+            path: (args.path as string | undefined) ?? '',
+            type: stat.type,
+            size: stat.size,
+            mtime: new Date(stat.mtimeMs).toISOString(),
+            mode: stat.mode,
+          };
         }
-        case 'search': return await this.search(confinement, args);
-        case 'git_status': return await this.gitStatus(confinement);
-        case 'git_diff': return await this.gitDiff(confinement, args);
-        case 'git_commit': return await this.gitCommit(confinement, request.callerAgentId, args);
-        default: throw new ToolCallError('not_found', 'unknown_tool', `provider 'workspace' has no tool '${request.toolName}'`);
+        case 'search':
+          return await this.search(confinement, args);
+        case 'git_status':
+          return await this.gitStatus(confinement);
+        case 'git_diff':
+          return await this.gitDiff(confinement, args);
+        case 'git_commit':
+          return await this.gitCommit(confinement, request.callerAgentId, args);
+        default:
+          throw new ToolCallError(
+            'not_found',
+            'unknown_tool',
+            `provider 'workspace' has no tool '${request.toolName}'`,
+          );
       }
     } catch (error) {
       if (error instanceof ConfinementError) throw fromConfinement(error);
@@ -226,12 +404,19 @@ export class WorkspaceProvider implements ToolProvider {
     }
   }
 
-  private async readFile(c: Confinement, path: string, encoding: 'utf8' | 'base64' | undefined, maxBytes: number | undefined) {
+  private async readFile(
+    c: Confinement,
+    path: string,
+    encoding: 'utf8' | 'base64' | undefined,
+    maxBytes: number | undefined,
+  ) {
     const data = await c.readFile(path, { maxBytes: maxBytes ?? L.maxReadBytes });
     if (encoding !== 'base64') {
       try {
         return { path, encoding: 'utf8', content: UTF8.decode(data), size: data.length };
-      } catch { /* not UTF-8: answered in base64 */ }
+      } catch {
+        /* not UTF-8: answered in base64 */
+      }
     }
     return { path, encoding: 'base64', content: data.toString('base64'), size: data.length };
   }
@@ -241,13 +426,22 @@ export class WorkspaceProvider implements ToolProvider {
     let data: Buffer;
     if (args.encoding === 'base64') {
       if (!/^[A-Za-z0-9+/]*={0,2}$/.test(content) || content.length % 4 !== 0) {
-        throw new ToolCallError('invalid_argument', 'VALIDATION_ERROR', 'content is not valid base64 (RFC 4648, padded)');
+        throw new ToolCallError(
+          'invalid_argument',
+          'VALIDATION_ERROR',
+          'content is not valid base64 (RFC 4648, padded)',
+        );
       }
       data = Buffer.from(content, 'base64');
     } else {
       data = Buffer.from(content, 'utf8');
     }
-    if (data.length > L.maxWriteBytes) throw new ToolCallError('resource_exhausted', 'VALIDATION_ERROR', `content is larger than ${L.maxWriteBytes} bytes (${data.length})`);
+    if (data.length > L.maxWriteBytes)
+      throw new ToolCallError(
+        'resource_exhausted',
+        'VALIDATION_ERROR',
+        `content is larger than ${L.maxWriteBytes} bytes (${data.length})`,
+      );
     await c.writeFile(args.path as string, data, { createParents: args.create_parents === true });
     return { path: args.path, bytes: data.length };
   }
@@ -259,7 +453,7 @@ export class WorkspaceProvider implements ToolProvider {
 
   private async search(c: Confinement, args: Record<string, unknown>) {
     const caseSensitive = args.case_sensitive !== false;
-    const query = caseSensitive ? args.query as string : (args.query as string).toLowerCase();
+    const query = caseSensitive ? (args.query as string) : (args.query as string).toLowerCase();
     const maxResults = (args.max_results as number | undefined) ?? L.defaultSearchResults;
     const matches: Array<{ path: string; line: number; column: number; text: string }> = [];
     const skipped = { binary: 0, large: 0, links: 0, unreadable: 0 };
@@ -273,15 +467,29 @@ export class WorkspaceProvider implements ToolProvider {
       for (const entry of entries) {
         if (truncated) return;
         const rel = dir === '' ? entry.name : `${dir.replace(/\/+$/, '')}/${entry.name}`;
-        if (entry.type === 'symlink') { skipped.links++; continue; }
+        if (entry.type === 'symlink') {
+          skipped.links++;
+          continue;
+        }
         if (entry.type === 'directory') {
           let inner;
-          try { inner = await c.listDir(rel); } catch { skipped.unreadable++; continue; }
+          try {
+            inner = await c.listDir(rel);
+          } catch {
+            skipped.unreadable++;
+            continue;
+          }
           await visit(rel, inner);
           continue;
         }
-        if (entry.type !== 'file') { skipped.unreadable++; continue; }
-        if (files >= L.maxSearchFiles || bytes >= L.maxSearchBytes) { truncated = true; return; }
+        if (entry.type !== 'file') {
+          skipped.unreadable++;
+          continue;
+        }
+        if (files >= L.maxSearchFiles || bytes >= L.maxSearchBytes) {
+          truncated = true;
+          return;
+        }
         files++;
         let data: Buffer;
         try {
@@ -292,14 +500,25 @@ export class WorkspaceProvider implements ToolProvider {
           continue;
         }
         bytes += data.length;
-        if (data.subarray(0, 8000).includes(0)) { skipped.binary++; continue; }
+        if (data.subarray(0, 8000).includes(0)) {
+          skipped.binary++;
+          continue;
+        }
         const lines = data.toString('utf8').split('\n');
         for (let i = 0; i < lines.length; i++) {
           const line = lines[i];
           const column = (caseSensitive ? line : line.toLowerCase()).indexOf(query);
           if (column < 0) continue;
-          if (matches.length >= maxResults) { truncated = true; return; }
-          matches.push({ path: rel, line: i + 1, column: column + 1, text: line.replace(/\r$/, '').slice(0, L.maxMatchTextChars) });
+          if (matches.length >= maxResults) {
+            truncated = true;
+            return;
+          }
+          matches.push({
+            path: rel,
+            line: i + 1,
+            column: column + 1,
+            text: line.replace(/\r$/, '').slice(0, L.maxMatchTextChars),
+          });
         }
       }
     };
@@ -314,7 +533,8 @@ export class WorkspaceProvider implements ToolProvider {
       await g.refuseMounts();
       return await body(g);
     } catch (error) {
-      if (error instanceof ConfinedGitLimitError) throw new ToolCallError('resource_exhausted', 'too_large', error.message);
+      if (error instanceof ConfinedGitLimitError)
+        throw new ToolCallError('resource_exhausted', 'too_large', error.message);
       throw error;
     } finally {
       await g.dispose();
@@ -329,12 +549,15 @@ export class WorkspaceProvider implements ToolProvider {
    */
   private async gitStatus(c: Confinement) {
     return this.withGit(c, async (g) => {
-      const branch = (await g.run(['symbolic-ref', '-q', '--short', 'HEAD'], { okExitCodes: [1] })).stdout.trim() || '(detached)';
+      const branch =
+        (await g.run(['symbolic-ref', '-q', '--short', 'HEAD'], { okExitCodes: [1] })).stdout.trim() || '(detached)';
       const head = (await g.run(['rev-parse', '-q', '--verify', 'HEAD'], { okExitCodes: [1] })).stdout.trim();
       const index = await g.indexEntries();
       const staged = new Map<string, { x: string; orig?: string }>();
       if (head) {
-        const fields = (await g.run(['diff-index', '--cached', '-z', '--name-status', '-M', 'HEAD'])).stdout.split('\0');
+        const fields = (await g.run(['diff-index', '--cached', '-z', '--name-status', '-M', 'HEAD'])).stdout.split(
+          '\0',
+        );
         for (let i = 0; i + 1 < fields.length;) {
           const code = fields[i];
           if (code === '') break;
@@ -351,14 +574,28 @@ export class WorkspaceProvider implements ToolProvider {
       }
       const stages = new Map<string, Set<number>>();
       const tracked = new Set<string>();
-      const entries: Array<{ path: string; xy: string; kind: 'changed' | 'renamed' | 'unmerged' | 'untracked'; orig_path?: string }> = [];
+      const entries: Array<{
+        path: string;
+        xy: string;
+        kind: 'changed' | 'renamed' | 'unmerged' | 'untracked';
+        orig_path?: string;
+      }> = [];
       const worktreeSide = new Map<string, string>();
       for (const e of index) {
         tracked.add(e.path);
-        if (e.stage !== 0) { (stages.get(e.path) ?? stages.set(e.path, new Set()).get(e.path)!).add(e.stage); continue; }
+        if (e.stage !== 0) {
+          (stages.get(e.path) ?? stages.set(e.path, new Set()).get(e.path)!).add(e.stage);
+          continue;
+        }
         if (e.mode === GITLINK) continue;
         const blob = await g.worktreeBlob(e.path, { write: false });
-        const y = !blob ? 'D' : (blob.mode === SYMLINK) !== (e.mode === SYMLINK) ? 'T' : blob.mode !== e.mode || blob.oid !== e.oid ? 'M' : '.';
+        const y = !blob
+          ? 'D'
+          : (blob.mode === SYMLINK) !== (e.mode === SYMLINK)
+            ? 'T'
+            : blob.mode !== e.mode || blob.oid !== e.oid
+              ? 'M'
+              : '.';
         if (y !== '.') worktreeSide.set(e.path, y);
       }
       for (const p of new Set([...staged.keys(), ...worktreeSide.keys()])) {
@@ -372,7 +609,9 @@ export class WorkspaceProvider implements ToolProvider {
       const sorted = await sortInTurns(entries, (a, b) => byteOrder(a.path, b.path));
       for (const p of await g.untracked(['.'], tracked)) sorted.push({ path: p, xy: '??', kind: 'untracked' });
       return {
-        branch, head: head || '(initial)', clean: sorted.length === 0,
+        branch,
+        head: head || '(initial)',
+        clean: sorted.length === 0,
         entries: sorted.slice(0, L.maxStatusEntries),
         truncated: sorted.length > L.maxStatusEntries,
       };
@@ -384,7 +623,13 @@ export class WorkspaceProvider implements ToolProvider {
     const checked: string[] = [];
     for (const p of paths ?? []) {
       const canonical = await c.resolve(p);
-      const relative = canonical === c.root ? '.' : canonical.slice(c.root.length + 1).split(path.sep).join('/');
+      const relative =
+        canonical === c.root
+          ? '.'
+          : canonical
+              .slice(c.root.length + 1)
+              .split(path.sep)
+              .join('/');
       checked.push(relative);
     }
     return checked;
@@ -402,7 +647,16 @@ export class WorkspaceProvider implements ToolProvider {
     // diff of a changed 64 MiB file is 128 MiB, ≈ 0.3 s of one turn to join, decode and measure.
     const keep = { maxStdoutBytes: maxBytes + 4 };
     const result = await this.withGit(c, async (g) => {
-      const diff = ['diff', '--no-ext-diff', '--no-textconv', '--no-color', '--cached', 'HEAD', '--', ...literal(paths)];
+      const diff = [
+        'diff',
+        '--no-ext-diff',
+        '--no-textconv',
+        '--no-color',
+        '--cached',
+        'HEAD',
+        '--',
+        ...literal(paths),
+      ];
       if (args.staged === true) return g.run(diff, keep);
       const index = await g.indexEntries();
       const known = new Set<string>();
@@ -415,7 +669,10 @@ export class WorkspaceProvider implements ToolProvider {
         await turns.step();
         if (done.has(e.path) || !within(e.path)) continue;
         done.add(e.path);
-        if (e.mode === GITLINK) { lines += g.entryLine(e.path, { mode: e.mode, oid: e.oid }); continue; }
+        if (e.mode === GITLINK) {
+          lines += g.entryLine(e.path, { mode: e.mode, oid: e.oid });
+          continue;
+        }
         const blob = await g.worktreeBlob(e.path, { write: true, known });
         if (blob) lines += g.entryLine(e.path, blob);
       }
@@ -436,12 +693,17 @@ export class WorkspaceProvider implements ToolProvider {
    */
   private async gitCommit(c: Confinement, agentId: string, args: Record<string, unknown>) {
     const message = args.message as string;
-    if (message.includes('\0')) throw new ToolCallError('invalid_argument', 'VALIDATION_ERROR', 'message must not contain NUL');
+    if (message.includes('\0'))
+      throw new ToolCallError('invalid_argument', 'VALIDATION_ERROR', 'message must not contain NUL');
     const paths = await this.checkedPaths(c, args.paths as string[] | undefined);
     return this.withGit(c, async (g) => {
       const head = (await g.run(['symbolic-ref', '-q', 'HEAD'], { okExitCodes: [1] })).stdout.trim();
       if (!head.startsWith('refs/heads/sw4rm/')) {
-        throw new ToolCallError('failed_precondition', 'not_on_agent_branch', `the worktree is not on an agent branch sw4rm/… (HEAD: ${head || 'detached'}): nothing is committed`);
+        throw new ToolCallError(
+          'failed_precondition',
+          'not_on_agent_branch',
+          `the worktree is not on an agent branch sw4rm/… (HEAD: ${head || 'detached'}): nothing is committed`,
+        );
       }
       const oldHead = (await g.run(['rev-parse', '--verify', '-q', 'HEAD'])).stdout.trim();
       const specs = paths.length > 0 ? paths : ['.'];
@@ -466,7 +728,8 @@ export class WorkspaceProvider implements ToolProvider {
       let lines = '';
       for (const p of await sortInTurns([...candidates], byteOrder)) {
         const gitlink = gitlinks.get(p);
-        const blob = gitlink !== undefined ? { mode: GITLINK, oid: gitlink } : await g.worktreeBlob(p, { write: true, known });
+        const blob =
+          gitlink !== undefined ? { mode: GITLINK, oid: gitlink } : await g.worktreeBlob(p, { write: true, known });
         // Removed first, so that an unmerged path's stages go too; then its stage 0 (when it exists).
         lines += g.entryLine(p, undefined);
         if (blob) lines += g.entryLine(p, blob);
@@ -476,12 +739,20 @@ export class WorkspaceProvider implements ToolProvider {
       if (lines !== '') await g.run(['update-index', '-z', '--index-info'], { index: g.tempIndex, input: lines });
       const tree = (await g.run(['write-tree'], { index: g.tempIndex })).stdout.trim();
       const headTree = (await g.run(['rev-parse', `${oldHead}^{tree}`])).stdout.trim();
-      if (tree === headTree) throw new ToolCallError('failed_precondition', 'nothing_to_commit', 'no changes to commit');
+      if (tree === headTree)
+        throw new ToolCallError('failed_precondition', 'nothing_to_commit', 'no changes to commit');
       const who = gitIdentity(agentId);
       // commit-tree and update-ref run no hook and no editor; the branch moves only if nobody moved it meanwhile.
-      const commit = (await g.run(['commit-tree', '--no-gpg-sign', tree, '-p', oldHead, '-m', message], {
-        env: { GIT_AUTHOR_NAME: who.name, GIT_AUTHOR_EMAIL: who.email, GIT_COMMITTER_NAME: who.name, GIT_COMMITTER_EMAIL: who.email },
-      })).stdout.trim();
+      const commit = (
+        await g.run(['commit-tree', '--no-gpg-sign', tree, '-p', oldHead, '-m', message], {
+          env: {
+            GIT_AUTHOR_NAME: who.name,
+            GIT_AUTHOR_EMAIL: who.email,
+            GIT_COMMITTER_NAME: who.name,
+            GIT_COMMITTER_EMAIL: who.email,
+          },
+        })
+      ).stdout.trim();
       await g.run(['update-ref', '-m', `sw4rm: git_commit by agent ${agentId.slice(0, 200)}`, head, commit, oldHead]);
       // The worktree's own index takes the committed paths, so that its status is clean for them afterwards.
       if (lines !== '') await g.run(['update-index', '-z', '--index-info'], { input: lines });
@@ -493,5 +764,9 @@ export class WorkspaceProvider implements ToolProvider {
 /** Porcelain's XY of an unmerged path from the stages the index has (1 base, 2 ours, 3 theirs). */
 function unmergedXy(stages: ReadonlySet<number>): string {
   const key = [1, 2, 3].map((n) => (stages.has(n) ? n : '')).join('');
-  return ({ '123': 'UU', '23': 'AA', '12': 'UD', '13': 'DU', '2': 'AU', '3': 'UA', '1': 'DD' } as Record<string, string>)[key] ?? 'UU';
+  return (
+    ({ '123': 'UU', '23': 'AA', '12': 'UD', '13': 'DU', '2': 'AU', '3': 'UA', '1': 'DD' } as Record<string, string>)[
+      key
+    ] ?? 'UU'
+  );
 }

@@ -22,31 +22,62 @@ export class Access implements AccessPart {
     if (speaker.kind !== 'agent') return;
     for (const n of definition.nodes) {
       if (n.agentId.startsWith(TYPE_TARGET)) {
-        this.deny('create', definition.workflowId, by, `node ${n.nodeId} goes to ${n.agentId} (any agent of a type): only the operator may create a workflow with such a node`);
+        this.deny(
+          'create',
+          definition.workflowId,
+          by,
+          `node ${n.nodeId} goes to ${n.agentId} (any agent of a type): only the operator may create a workflow with such a node`,
+        );
       }
       if (!speaker.mayActAs(n.agentId)) {
-        this.deny('create', definition.workflowId, by, `${speaker.label} may not act as agent '${n.agentId}' (node ${n.nodeId}): an agent credential may create a `
-          + 'workflow only for agents it may act as (as SubmitTask lets it submit only for them)');
+        this.deny(
+          'create',
+          definition.workflowId,
+          by,
+          `${speaker.label} may not act as agent '${n.agentId}' (node ${n.nodeId}): an agent credential may create a ` +
+            'workflow only for agents it may act as (as SubmitTask lets it submit only for them)',
+        );
       }
     }
   }
 
   /** StartWorkflow, ResumeWorkflow: its creator (or a credential that may act as it) and the operator. */
   checkCreator(action: 'start' | 'resume', record: WorkflowRecord, by: string, speaker: Speaker): void {
-    if (!this.isCreator(record, speaker, by)) this.deny(action, record.workflowId, by, `only its creator (${record.createdBy}) or the operator may ${action} workflow '${record.workflowId}'`);
+    if (!this.isCreator(record, speaker, by))
+      this.deny(
+        action,
+        record.workflowId,
+        by,
+        `only its creator (${record.createdBy}) or the operator may ${action} workflow '${record.workflowId}'`,
+      );
   }
 
   /** GetWorkflowState: its creator, an agent one of its nodes names, or the operator. */
   checkRead(record: WorkflowRecord, live: LiveWorkflow | undefined, by: string, speaker: Speaker): void {
-    if (speaker.kind === 'agent' && !this.isCreator(record, speaker, by) && ![...(live?.agents ?? agentsOf(record.definition))].some((a) => speaker.mayActAs(a))) {
-      this.deny('read', record.workflowId, by, `only its creator, an agent one of its nodes names, or the operator may read it (workflow '${record.workflowId}')`);
+    if (
+      speaker.kind === 'agent' &&
+      !this.isCreator(record, speaker, by) &&
+      ![...(live?.agents ?? agentsOf(record.definition))].some((a) => speaker.mayActAs(a))
+    ) {
+      this.deny(
+        'read',
+        record.workflowId,
+        by,
+        `only its creator, an agent one of its nodes names, or the operator may read it (workflow '${record.workflowId}')`,
+      );
     }
   }
 
   /** Who may send a workflow's event (README, "The EVENT filter"): the operator, the workflow's creator, an agent one of its nodes names. */
-  eventSenderRefusal(input: WorkflowEventInput, record: WorkflowRecord, live: LiveWorkflow | undefined): Refusal | undefined {
+  eventSenderRefusal(
+    input: WorkflowEventInput,
+    record: WorkflowRecord,
+    live: LiveWorkflow | undefined,
+  ): Refusal | undefined {
     if (input.principal === 'operator') return undefined;
-    const creator = record.createdBy === `${AGENT_PRINCIPAL}${input.producerId}` || (input.principal !== undefined && input.principal === record.createdBy);
+    const creator =
+      record.createdBy === `${AGENT_PRINCIPAL}${input.producerId}` ||
+      (input.principal !== undefined && input.principal === record.createdBy);
     if (creator || (live?.agents ?? agentsOf(record.definition)).has(input.producerId)) return undefined;
     return {
       code: 'PERMISSION_DENIED',
@@ -58,8 +89,15 @@ export class Access implements AccessPart {
    * The nodes waiting for the event that this sender may fire: a node's event_from narrows who may send its event (the
    * operator excepted). A refusal when some wait but none for this sender.
    */
-  eventTargets(input: WorkflowEventInput, live: LiveWorkflow, candidates: readonly string[]): { readonly waiting: readonly string[] } | Refusal {
-    const waiting = input.principal === 'operator' ? candidates : candidates.filter((id) => eventFrom(live.defs.get(id)!)?.includes(input.producerId) ?? true);
+  eventTargets(
+    input: WorkflowEventInput,
+    live: LiveWorkflow,
+    candidates: readonly string[],
+  ): { readonly waiting: readonly string[] } | Refusal {
+    const waiting =
+      input.principal === 'operator'
+        ? candidates
+        : candidates.filter((id) => eventFrom(live.defs.get(id)!)?.includes(input.producerId) ?? true);
     if (candidates.length > 0 && waiting.length === 0) {
       const first = candidates[0];
       return {
@@ -74,13 +112,18 @@ export class Access implements AccessPart {
   private isCreator(record: WorkflowRecord, speaker: Speaker, by: string): boolean {
     if (speaker.kind !== 'agent') return true;
     if (record.createdBy === by) return true;
-    return record.createdBy.startsWith(AGENT_PRINCIPAL) && speaker.mayActAs(record.createdBy.slice(AGENT_PRINCIPAL.length));
+    return (
+      record.createdBy.startsWith(AGENT_PRINCIPAL) && speaker.mayActAs(record.createdBy.slice(AGENT_PRINCIPAL.length))
+    );
   }
 
   /** PERMISSION_DENIED, logged (`workflow.permission_denied`). */
   private deny(action: string, workflowId: string, by: string, reason: string): never {
     this.log.record({
-      correlationId: workflowId || 'workflow', actor: by, eventType: 'workflow.permission_denied', level: 'WARN',
+      correlationId: workflowId || 'workflow',
+      actor: by,
+      eventType: 'workflow.permission_denied',
+      level: 'WARN',
       details: { workflow_id: workflowId.slice(0, 256), action, principal: by, reason: reason.slice(0, 512) },
     });
     throw new WorkflowError('permission', 'PERMISSION_DENIED', reason);

@@ -64,7 +64,8 @@ export const ROUTE_LIMITS = {
   directMaxAstNodes: 32,
 } as const;
 
-export type RouteChoice = { readonly ok: true; readonly chosen: readonly string[] } | { readonly ok: false; readonly error: string };
+export type RouteChoice =
+  { readonly ok: true; readonly chosen: readonly string[] } | { readonly ok: false; readonly error: string };
 
 export interface CompiledRoute {
   readonly nodeId: string;
@@ -90,16 +91,65 @@ export interface AnalysedRoute extends CompiledRoute {
 }
 
 const RESERVED = new Set([
-  'true', 'false', 'null', 'in', 'as', 'break', 'const', 'continue', 'else', 'for', 'function', 'if', 'import', 'let',
-  'loop', 'namespace', 'package', 'return', 'var', 'void', 'while', 'data', 'output', 'cel',
+  'true',
+  'false',
+  'null',
+  'in',
+  'as',
+  'break',
+  'const',
+  'continue',
+  'else',
+  'for',
+  'function',
+  'if',
+  'import',
+  'let',
+  'loop',
+  'namespace',
+  'package',
+  'return',
+  'var',
+  'void',
+  'while',
+  'data',
+  'output',
+  'cel',
   // CEL's type names and namespaces: cel-js refuses them as variable names (reach such keys as output['type']).
-  'type', 'int', 'uint', 'double', 'bool', 'string', 'bytes', 'list', 'map', 'null_type', 'dyn', 'google', 'optional',
-  'timestamp', 'duration',
+  'type',
+  'int',
+  'uint',
+  'double',
+  'bool',
+  'string',
+  'bytes',
+  'list',
+  'map',
+  'null_type',
+  'dyn',
+  'google',
+  'optional',
+  'timestamp',
+  'duration',
 ]);
 const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]*$/;
 const RESULT_TYPES = new Set(['string', 'list<string>', 'list', 'bool', 'dyn']);
 /** Functions whose cost is linear in their operands (see the module comment); any other call is evaluated guarded. */
-const LINEAR_FUNCTIONS = new Set(['size', 'has', 'dyn', 'int', 'uint', 'double', 'string', 'bool', 'startsWith', 'endsWith', 'lowerAscii', 'upperAscii', 'trim']);
+const LINEAR_FUNCTIONS = new Set([
+  'size',
+  'has',
+  'dyn',
+  'int',
+  'uint',
+  'double',
+  'string',
+  'bool',
+  'startsWith',
+  'endsWith',
+  'lowerAscii',
+  'upperAscii',
+  'trim',
+]);
 
 /** The output_mapping keys of a node that become CEL variables. */
 export function routeVariables(node: WorkflowNodeDefinition): string[] {
@@ -118,7 +168,9 @@ function environmentFor(variables: readonly string[]): Environment {
   const key = variables.join(',');
   const known = environments.get(key);
   if (known) return known;
-  baseEnvironment ??= new cel.Environment({ limits: { maxAstNodes: ROUTE_LIMITS.maxAstNodes, maxDepth: ROUTE_LIMITS.maxDepth } })
+  baseEnvironment ??= new cel.Environment({
+    limits: { maxAstNodes: ROUTE_LIMITS.maxAstNodes, maxDepth: ROUTE_LIMITS.maxDepth },
+  })
     .registerVariable('data', 'map')
     .registerVariable('output', 'map');
   // clone() leaves the base untouched; the base itself takes no more registrations.
@@ -136,7 +188,10 @@ function dependentsOf(nodeId: string, definition: WorkflowDefinition): string[] 
   return out;
 }
 
-export function compileRoute(node: WorkflowNodeDefinition, definition: WorkflowDefinition): { readonly route?: CompiledRoute; readonly issues: readonly ValidationIssue[] } {
+export function compileRoute(
+  node: WorkflowNodeDefinition,
+  definition: WorkflowDefinition,
+): { readonly route?: CompiledRoute; readonly issues: readonly ValidationIssue[] } {
   const ids = new Set(definition.nodes.map((n) => n.nodeId));
   let dependents: readonly string[] | undefined;
   return compileRouteIn(node, ids, () => (dependents ??= dependentsOf(node.nodeId, definition)));
@@ -153,10 +208,16 @@ export function compileRouteIn(
 ): { readonly route?: AnalysedRoute; readonly issues: readonly ValidationIssue[] } {
   const path = issuePath('nodes', node.nodeId, 'metadata', 'route');
   const source = node.metadata.route;
-  const refuse = (message: string) => ({ issues: [{ severity: 'error' as const, code: 'invalid_route', path, message }] });
+  const refuse = (message: string) => ({
+    issues: [{ severity: 'error' as const, code: 'invalid_route', path, message }],
+  });
   if (typeof source !== 'string') return { issues: [] };
-  if (source.trim() === '') return refuse('route is empty: write a CEL expression that answers a node id, a list of node ids or a bool, or remove it');
-  if (source.length > ROUTE_LIMITS.maxExpressionChars) return refuse(`route is longer than ${ROUTE_LIMITS.maxExpressionChars} characters (${source.length})`);
+  if (source.trim() === '')
+    return refuse(
+      'route is empty: write a CEL expression that answers a node id, a list of node ids or a bool, or remove it',
+    );
+  if (source.length > ROUTE_LIMITS.maxExpressionChars)
+    return refuse(`route is longer than ${ROUTE_LIMITS.maxExpressionChars} characters (${source.length})`);
 
   const variables = routeVariables(node);
   let parsed: ParseResult;
@@ -168,16 +229,29 @@ export function compileRouteIn(
   const checked = parsed.check();
   if (!checked.valid) return refuse(`route does not type-check: ${celMessage(checked.error)}`);
   if (!RESULT_TYPES.has(checked.type ?? '')) {
-    return refuse(`route answers ${checked.type}; it must answer a node id (string), a list of node ids (list<string>) or a bool`);
+    return refuse(
+      `route answers ${checked.type}; it must answer a node id (string), a list of node ids (list<string>) or a bool`,
+    );
   }
 
   const shape = analyse(parsed.ast);
   const issues: ValidationIssue[] = [];
   for (const target of shape.targets) {
-    if (!nodeIds.has(target)) issues.push({ severity: 'error', code: 'invalid_route', path, message: `route names ${quote(target)}, which is not a node of this workflow` });
+    if (!nodeIds.has(target))
+      issues.push({
+        severity: 'error',
+        code: 'invalid_route',
+        path,
+        message: `route names ${quote(target)}, which is not a node of this workflow`,
+      });
   }
   for (const literal of shape.badLiterals) {
-    issues.push({ severity: 'error', code: 'invalid_route', path, message: `route answers ${literal}, which is not a node id, a list of node ids or a bool` });
+    issues.push({
+      severity: 'error',
+      code: 'invalid_route',
+      path,
+      message: `route answers ${literal}, which is not a node id, a list of node ids or a bool`,
+    });
   }
   if (issues.length) return { issues };
   return { route: new Route(node.nodeId, source, parsed, variables, shape, nodeIds, dependents), issues: [] };
@@ -186,8 +260,14 @@ export function compileRouteIn(
 /** The library's message without its source excerpt, and where in the expression it points. */
 function celMessage(err: unknown): string {
   const e = err as { summary?: unknown; message?: unknown; range?: { start: number; end: number } } | undefined;
-  const summary = typeof e?.summary === 'string' ? e.summary : typeof e?.message === 'string' ? e.message.split('\n')[0] : String(err);
-  const at = e?.range && typeof e.range.start === 'number' ? ` (at character ${e.range.start + 1} of the expression)` : '';
+  const summary =
+    typeof e?.summary === 'string'
+      ? e.summary
+      : typeof e?.message === 'string'
+        ? e.message.split('\n')[0]
+        : String(err);
+  const at =
+    e?.range && typeof e.range.start === 'number' ? ` (at character ${e.range.start + 1} of the expression)` : '';
   return `${summary}${at}`;
 }
 
@@ -225,7 +305,10 @@ function analyse(root: ASTNode): Shape {
     if (n.op === 'value') {
       if (typeof args === 'string') literals.push({ at: n.start, value: args });
       else if (typeof args === 'boolean') mayChooseDependents ||= args;
-      else badLiterals.push(args === null ? 'null' : typeof args === 'bigint' ? String(args) : JSON.stringify(args) ?? String(args));
+      else
+        badLiterals.push(
+          args === null ? 'null' : typeof args === 'bigint' ? String(args) : (JSON.stringify(args) ?? String(args)),
+        );
     } else if (n.op === '?:' && Array.isArray(args)) {
       results.push(args[2] as ASTNode, args[1] as ASTNode);
     } else if (n.op === 'list' && Array.isArray(args)) {
@@ -238,12 +321,28 @@ function analyse(root: ASTNode): Shape {
           if (typeof a === 'string') results.push(el);
           else badLiterals.push(`a list holding ${typeof a === 'bigint' ? String(a) : JSON.stringify(a)}`);
         } else if (el.op === '?:' && Array.isArray(a)) elements.push(a[2] as ASTNode, a[1] as ASTNode);
-        else if (el.op === 'call' && Array.isArray(a) && a[0] === 'dyn' && Array.isArray(a[1]) && a[1].length === 1) elements.push(a[1][0] as ASTNode);
+        else if (el.op === 'call' && Array.isArray(a) && a[0] === 'dyn' && Array.isArray(a[1]) && a[1].length === 1)
+          elements.push(a[1][0] as ASTNode);
         else computed = true;
       }
-    } else if (n.op === 'rcall' && Array.isArray(args) && args[0] === 'bind' && isNode(args[1]) && args[1].op === 'id' && args[1].args === 'cel' && Array.isArray(args[2]) && isNode(args[2][2])) {
+    } else if (
+      n.op === 'rcall' &&
+      Array.isArray(args) &&
+      args[0] === 'bind' &&
+      isNode(args[1]) &&
+      args[1].op === 'id' &&
+      args[1].args === 'cel' &&
+      Array.isArray(args[2]) &&
+      isNode(args[2][2])
+    ) {
       results.push(args[2][2]);
-    } else if (n.op === 'call' && Array.isArray(args) && args[0] === 'dyn' && Array.isArray(args[1]) && args[1].length === 1) {
+    } else if (
+      n.op === 'call' &&
+      Array.isArray(args) &&
+      args[0] === 'dyn' &&
+      Array.isArray(args[1]) &&
+      args[1].length === 1
+    ) {
       results.push(args[1][0] as ASTNode);
     } else if ((n as { checkedType?: { name?: string } }).checkedType?.name === 'bool') {
       mayChooseDependents = true;
@@ -259,7 +358,8 @@ function analyse(root: ASTNode): Shape {
   while (stack.length && !guarded) {
     const n = stack.pop()!;
     const args = n.args as unknown;
-    if ((n.op === 'call' || n.op === 'rcall') && Array.isArray(args) && !LINEAR_FUNCTIONS.has(String(args[0]))) guarded = true;
+    if ((n.op === 'call' || n.op === 'rcall') && Array.isArray(args) && !LINEAR_FUNCTIONS.has(String(args[0])))
+      guarded = true;
     if (n.op === 'in' || ++count > ROUTE_LIMITS.directMaxAstNodes) guarded = true;
     pushChildren(n.args, stack);
   }
@@ -327,17 +427,25 @@ class Route implements AnalysedRoute {
   }
 
   choose(data: Readonly<Record<string, unknown>>, output: Readonly<Record<string, unknown>>): RouteChoice {
-    if (!isPlainObject(data)) return { ok: false, error: `route of ${quote(this.nodeId)}: workflow_data is not a JSON object` };
-    if (!isPlainObject(output)) return { ok: false, error: `route of ${quote(this.nodeId)}: the node's output is not a JSON object` };
+    if (!isPlainObject(data))
+      return { ok: false, error: `route of ${quote(this.nodeId)}: workflow_data is not a JSON object` };
+    if (!isPlainObject(output))
+      return { ok: false, error: `route of ${quote(this.nodeId)}: the node's output is not a JSON object` };
     const context: Record<string, unknown> = { data, output };
-    for (const name of this.variables) context[name] = Object.prototype.hasOwnProperty.call(output, name) ? output[name] : null;
+    for (const name of this.variables)
+      context[name] = Object.prototype.hasOwnProperty.call(output, name) ? output[name] : null;
     let value: unknown;
     try {
-      value = this.guarded ? runGuarded(() => this.parsed(context), ROUTE_LIMITS.evaluationTimeoutMs) : this.parsed(context);
+      value = this.guarded
+        ? runGuarded(() => this.parsed(context), ROUTE_LIMITS.evaluationTimeoutMs)
+        : this.parsed(context);
     } catch (err) {
       const code = (err as { code?: unknown }).code;
       if (code === 'ERR_SCRIPT_EXECUTION_TIMEOUT') {
-        return { ok: false, error: `route of ${quote(this.nodeId)} took longer than ${ROUTE_LIMITS.evaluationTimeoutMs} ms and was stopped` };
+        return {
+          ok: false,
+          error: `route of ${quote(this.nodeId)} took longer than ${ROUTE_LIMITS.evaluationTimeoutMs} ms and was stopped`,
+        };
       }
       return { ok: false, error: `route of ${quote(this.nodeId)} failed: ${celMessage(err)}` };
     }
@@ -346,10 +454,19 @@ class Route implements AnalysedRoute {
     if (typeof value === 'string') chosen = [value];
     else if (value === true) return { ok: true, chosen: [...this.dependents()] };
     else if (value === false) return { ok: true, chosen: [] };
-    else if (Array.isArray(value) && value.every((v) => typeof v === 'string')) chosen = [...new Set(value as string[])];
-    else return { ok: false, error: `route of ${quote(this.nodeId)} answered ${describe(value)}, not a node id, a list of node ids or a bool` };
+    else if (Array.isArray(value) && value.every((v) => typeof v === 'string'))
+      chosen = [...new Set(value as string[])];
+    else
+      return {
+        ok: false,
+        error: `route of ${quote(this.nodeId)} answered ${describe(value)}, not a node id, a list of node ids or a bool`,
+      };
     const unknown = chosen.find((id) => !this.nodeIds.has(id));
-    if (unknown !== undefined) return { ok: false, error: `route of ${quote(this.nodeId)} chose ${quote(unknown)}, which is not a node of this workflow` };
+    if (unknown !== undefined)
+      return {
+        ok: false,
+        error: `route of ${quote(this.nodeId)} chose ${quote(unknown)}, which is not a node of this workflow`,
+      };
     return { ok: true, chosen };
   }
 }

@@ -32,13 +32,23 @@ export class Completion implements CompletionPart {
     if (!live || !node || node.status !== 'RUNNING' || node.taskId !== task.taskId) return;
     try {
       // Under a savepoint of the scheduler's transaction: a throw undoes this alone, the task's end still commits.
-      this.c.deps.store.savepoint(() => this.c.transitions.run((tx) => {
-        this.applyOutcome(tx, live, node, task, task.assignedAgentId || ACTOR);
-        this.p.progress.settle(tx, live, ACTOR);
-      }, workflowId));
+      this.c.deps.store.savepoint(() =>
+        this.c.transitions.run((tx) => {
+          this.applyOutcome(tx, live, node, task, task.assignedAgentId || ACTOR);
+          this.p.progress.settle(tx, live, ACTOR);
+        }, workflowId),
+      );
     } catch (err) {
-      this.c.deps.log.internalError(ACTOR, workflowId, err, { node_id: nodeId, task_id: task.taskId, during: 'task_ended' });
-      this.internalFailure(live, nodeId, `internal error while applying the end of task ${task.taskId} (${task.state}): ${err instanceof Error ? err.message : String(err)}`);
+      this.c.deps.log.internalError(ACTOR, workflowId, err, {
+        node_id: nodeId,
+        task_id: task.taskId,
+        during: 'task_ended',
+      });
+      this.internalFailure(
+        live,
+        nodeId,
+        `internal error while applying the end of task ${task.taskId} (${task.state}): ${err instanceof Error ? err.message : String(err)}`,
+      );
     }
     // Submissions wait until the scheduler is done ending the task.
     this.p.dispatch.scheduleDrain();
@@ -56,13 +66,15 @@ export class Completion implements CompletionPart {
       this.c.transitions.run((tx) => {
         const live = this.p.restore.reload(tx, workflowId, nodeId);
         const node = nodeOf(live, nodeId);
-        if (asked && asked !== node.invocationId) this.p.failure.withdraw({ ...node, invocationId: asked }, reason, ACTOR, { correlationId: workflowId });
+        if (asked && asked !== node.invocationId)
+          this.p.failure.withdraw({ ...node, invocationId: asked }, reason, ACTOR, { correlationId: workflowId });
         if (node.invocationId) this.p.failure.withdraw(node, reason, ACTOR, { correlationId: workflowId });
         node.error = reason.slice(0, 4096);
         node.waiting = '';
         node.fireAt = null;
         node.completedAt = this.c.deps.clock.now();
-        if (node.status !== 'FAILED') this.p.progress.setStatus(tx, live, node, 'FAILED', reason, ACTOR, { internal_error: true });
+        if (node.status !== 'FAILED')
+          this.p.progress.setStatus(tx, live, node, 'FAILED', reason, ACTOR, { internal_error: true });
         else this.p.progress.putNode(live, node);
         this.p.progress.skipDependents(tx, live, nodeId, 'FAILED', ACTOR);
         this.p.progress.settle(tx, live, ACTOR);
@@ -82,11 +94,24 @@ export class Completion implements CompletionPart {
       return;
     }
     const code = task.errorCode ? `${task.errorCode}: ` : '';
-    failure.fail(tx, live, node.nodeId, `task ${task.taskId} ${task.state}: ${code}${task.note || 'no reason given'}`, by);
+    failure.fail(
+      tx,
+      live,
+      node.nodeId,
+      `task ${task.taskId} ${task.state}: ${code}${task.note || 'no reason given'}`,
+      by,
+    );
   }
 
   /** A node finished with `output`: output_mapping, then the route (SKIPPED dependents, loop backs), then its dependents. */
-  complete(tx: Transition, live: LiveWorkflow, nodeId: string, output: Record<string, unknown>, reason: string, by: string): void {
+  complete(
+    tx: Transition,
+    live: LiveWorkflow,
+    nodeId: string,
+    output: Record<string, unknown>,
+    reason: string,
+    by: string,
+  ): void {
     const { progress, failure } = this.p;
     const def = live.defs.get(nodeId)!;
     const node = nodeOf(live, nodeId);
@@ -100,11 +125,20 @@ export class Completion implements CompletionPart {
     try {
       for (const [outKey, dataPath] of Object.entries(def.outputMapping)) {
         const value = getPath(output, outKey);
-        if (value === undefined) throw new PathError(`output_mapping: the output has no '${outKey}' (it has ${Object.keys(output).slice(0, 10).join(', ') || 'no key'})`);
+        if (value === undefined)
+          throw new PathError(
+            `output_mapping: the output has no '${outKey}' (it has ${Object.keys(output).slice(0, 10).join(', ') || 'no key'})`,
+          );
         writes.push([dataPath, value]);
       }
     } catch (err) {
-      refuse(err instanceof PathError ? (err.message.startsWith('output_mapping') ? err.message : `output_mapping: ${err.message}`) : String(err));
+      refuse(
+        err instanceof PathError
+          ? err.message.startsWith('output_mapping')
+            ? err.message
+            : `output_mapping: ${err.message}`
+          : String(err),
+      );
       return;
     }
     const written = applyWrites(live, writes);
@@ -142,7 +176,8 @@ export class Completion implements CompletionPart {
     node.completedAt = this.c.deps.clock.now();
     progress.setStatus(tx, live, node, 'COMPLETED', reason, by, chosen ? { chosen: [...chosen] } : {});
     if (chosen) {
-      for (const d of dependents) if (!chosen.has(d)) progress.skip(tx, live, d, `not chosen by the route of '${nodeId}'`, by);
+      for (const d of dependents)
+        if (!chosen.has(d)) progress.skip(tx, live, d, `not chosen by the route of '${nodeId}'`, by);
     }
     for (const target of loops) {
       const t = nodeOf(live, target);
@@ -160,7 +195,8 @@ export class Completion implements CompletionPart {
   private loopRefusal(live: LiveWorkflow, nodeId: string, target: string): string | undefined {
     const t = nodeOf(live, target);
     const max = maxIterations(live.defs.get(target)!);
-    if (t.loops + 1 > max) return `route: loop back to '${target}' refused: it has looped ${t.loops} time(s), its max_iterations is ${max}`;
+    if (t.loops + 1 > max)
+      return `route: loop back to '${target}' refused: it has looped ${t.loops} time(s), its max_iterations is ${max}`;
     let busy: string | undefined;
     let failed: string | undefined;
     for (const id of downstream(live, [target])) {
@@ -170,8 +206,10 @@ export class Completion implements CompletionPart {
     }
     if (failed !== undefined) {
       // Resetting it would undo a final failure (the workflow ends FAILED once nothing runs): only a resume may.
-      return `route: loop back to '${target}' refused: '${failed}'${failed === target ? '' : ' (downstream of it)'} FAILED for good `
-        + `(${nodeOf(live, failed).error.slice(0, 300)}): resume the workflow from it instead`;
+      return (
+        `route: loop back to '${target}' refused: '${failed}'${failed === target ? '' : ' (downstream of it)'} FAILED for good ` +
+        `(${nodeOf(live, failed).error.slice(0, 300)}): resume the workflow from it instead`
+      );
     }
     if (busy !== undefined) return `route: loop back to '${target}' refused: '${busy}' (downstream of it) is RUNNING`;
     return undefined;

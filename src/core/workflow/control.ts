@@ -27,10 +27,18 @@ export class Control {
     const record = running?.record ?? queries.stored(workflowId);
     this.p.access.checkCreator('start', record, by, speaker);
     if (running) {
-      throw new WorkflowError('refused', 'FAILED_PRECONDITION', `workflow '${workflowId}' was already started (${running.record.state}): use ResumeWorkflow to run a node again`);
+      throw new WorkflowError(
+        'refused',
+        'FAILED_PRECONDITION',
+        `workflow '${workflowId}' was already started (${running.record.state}): use ResumeWorkflow to run a node again`,
+      );
     }
     if (record.state !== 'DEFINED') {
-      throw new WorkflowError('refused', 'FAILED_PRECONDITION', `workflow '${workflowId}' was already started (${record.state}): use ResumeWorkflow to run a node again`);
+      throw new WorkflowError(
+        'refused',
+        'FAILED_PRECONDITION',
+        `workflow '${workflowId}' was already started (${record.state}): use ResumeWorkflow to run a node again`,
+      );
     }
     const initial = readData(dataText, 'workflow_data') ?? {};
     const live = this.p.restore.load(record, initial);
@@ -40,7 +48,8 @@ export class Control {
     this.c.transitions.run((tx) => {
       data.snapshotData(live);
       progress.setWorkflow(tx, live, 'RUNNING', '', by, { data_bytes: live.dataBytes });
-      for (const def of record.definition.nodes) if (def.dependencies.length === 0) progress.ready(tx, live, def.nodeId, 'a root: no dependencies', by);
+      for (const def of record.definition.nodes)
+        if (def.dependencies.length === 0) progress.ready(tx, live, def.nodeId, 'a root: no dependencies', by);
       progress.settle(tx, live, by);
     }, workflowId);
     this.p.dispatch.drain();
@@ -53,11 +62,25 @@ export class Control {
     const def = live.defs.get(nodeId);
     if (!def) throw new WorkflowError('not_found', 'NOT_FOUND', `workflow '${workflowId}' has no node '${nodeId}'`);
     const node = nodeOf(live, nodeId);
-    if (def.trigger !== 'MANUAL') throw new WorkflowError('refused', 'FAILED_PRECONDITION', `node '${nodeId}' is a ${def.trigger} node: it runs by itself, not by Run Node`);
+    if (def.trigger !== 'MANUAL')
+      throw new WorkflowError(
+        'refused',
+        'FAILED_PRECONDITION',
+        `node '${nodeId}' is a ${def.trigger} node: it runs by itself, not by Run Node`,
+      );
     if (node.status !== 'READY') {
-      throw new WorkflowError('refused', 'FAILED_PRECONDITION', `node '${nodeId}' is ${node.status}, not READY${node.waiting ? ` (${node.waiting})` : ''}`);
+      throw new WorkflowError(
+        'refused',
+        'FAILED_PRECONDITION',
+        `node '${nodeId}' is ${node.status}, not READY${node.waiting ? ` (${node.waiting})` : ''}`,
+      );
     }
-    if (live.failed.size > 0) throw new WorkflowError('refused', 'FAILED_PRECONDITION', `workflow '${workflowId}' is failing (${live.record.reason}): resume it first`);
+    if (live.failed.size > 0)
+      throw new WorkflowError(
+        'refused',
+        'FAILED_PRECONDITION',
+        `workflow '${workflowId}' is failing (${live.record.reason}): resume it first`,
+      );
     this.p.dispatch.startNode(live, nodeId, `Run Node by ${by}`, by, { ...ctx, correlationId: workflowId });
     this.p.dispatch.drain();
     return this.p.queries.answer(workflowId);
@@ -72,12 +95,24 @@ export class Control {
    * (the workflow would end FAILED again at once: the message names it). Only its creator (or a credential that may
    * act as it) and the operator may (`speaker`; omitted: the editor, allowed).
    */
-  resume(workflowId: string, nodeId: string, dataText: string, by: string, ctx: CallContext, speaker: Speaker): WorkflowDetail {
+  resume(
+    workflowId: string,
+    nodeId: string,
+    dataText: string,
+    by: string,
+    ctx: CallContext,
+    speaker: Speaker,
+  ): WorkflowDetail {
     const { progress, queries } = this.p;
     const active = this.c.live.get(workflowId);
     const record = active?.record ?? queries.stored(workflowId);
     this.p.access.checkCreator('resume', record, by, speaker);
-    if (record.state === 'DEFINED') throw new WorkflowError('refused', 'FAILED_PRECONDITION', `workflow '${workflowId}' has not started: use StartWorkflow`);
+    if (record.state === 'DEFINED')
+      throw new WorkflowError(
+        'refused',
+        'FAILED_PRECONDITION',
+        `workflow '${workflowId}' has not started: use StartWorkflow`,
+      );
     const def = record.definition.nodes.find((n) => n.nodeId === nodeId);
     if (!def) throw new WorkflowError('not_found', 'NOT_FOUND', `workflow '${workflowId}' has no node '${nodeId}'`);
     const merge = readData(dataText, 'workflow_data');
@@ -85,25 +120,51 @@ export class Control {
     const reset = downstream(live, [nodeId]);
     const running = reset.find((id) => nodeOf(live, id).status === 'RUNNING');
     if (running !== undefined) {
-      throw new WorkflowError('refused', 'FAILED_PRECONDITION', running === nodeId
-        ? `node '${nodeId}' is RUNNING: wait for it to end (or cancel its task) before resuming from it`
-        : `node '${running}', downstream of '${nodeId}', is RUNNING: wait for it to end before resuming from '${nodeId}'`);
+      throw new WorkflowError(
+        'refused',
+        'FAILED_PRECONDITION',
+        running === nodeId
+          ? `node '${nodeId}' is RUNNING: wait for it to end (or cancel its task) before resuming from it`
+          : `node '${running}', downstream of '${nodeId}', is RUNNING: wait for it to end before resuming from '${nodeId}'`,
+      );
     }
-    const blocking = def.dependencies.find((d) => nodeOf(live, d).status === 'SKIPPED' || nodeOf(live, d).status === 'FAILED');
+    const blocking = def.dependencies.find(
+      (d) => nodeOf(live, d).status === 'SKIPPED' || nodeOf(live, d).status === 'FAILED',
+    );
     if (blocking !== undefined) {
-      throw new WorkflowError('refused', 'FAILED_PRECONDITION', `node '${nodeId}' depends on '${blocking}', which is ${nodeOf(live, blocking).status}: resume from '${blocking}' (or a node before it)`);
+      throw new WorkflowError(
+        'refused',
+        'FAILED_PRECONDITION',
+        `node '${nodeId}' depends on '${blocking}', which is ${nodeOf(live, blocking).status}: resume from '${blocking}' (or a node before it)`,
+      );
     }
     // A node FAILED for good that this resume would not reset keeps the workflow failing: it would end FAILED again at once.
     const resetting = new Set(reset);
-    const stranded = firstOf([...live.failed].filter((id) => !resetting.has(id)), 10);
+    const stranded = firstOf(
+      [...live.failed].filter((id) => !resetting.has(id)),
+      10,
+    );
     if (stranded.length > 0) {
-      throw new WorkflowError('refused', 'FAILED_PRECONDITION', `resuming from '${nodeId}' would leave FAILED node(s) ${stranded.join(', ')} failed (not downstream of '${nodeId}'), `
-        + `and the workflow would end FAILED again: resume from ${stranded[0]} (or from a node upstream of every FAILED node)`);
+      throw new WorkflowError(
+        'refused',
+        'FAILED_PRECONDITION',
+        `resuming from '${nodeId}' would leave FAILED node(s) ${stranded.join(', ')} failed (not downstream of '${nodeId}'), ` +
+          `and the workflow would end FAILED again: resume from ${stranded[0]} (or from a node upstream of every FAILED node)`,
+      );
     }
     // Merged by top-level key, in place (the last check: nothing is refused after this).
-    const merged = merge ? applyWrites(live, Object.entries(merge).map(([k, v]): [readonly string[], unknown] => [[k], v])) : undefined;
+    const merged = merge
+      ? applyWrites(
+          live,
+          Object.entries(merge).map(([k, v]): [readonly string[], unknown] => [[k], v]),
+        )
+      : undefined;
     if (merged && 'error' in merged) {
-      throw new WorkflowError('invalid', merged.kind === 'size' ? 'OVERSIZE_PAYLOAD' : 'VALIDATION_ERROR', `${merged.error} with this data`);
+      throw new WorkflowError(
+        'invalid',
+        merged.kind === 'size' ? 'OVERSIZE_PAYLOAD' : 'VALIDATION_ERROR',
+        `${merged.error} with this data`,
+      );
     }
     const wasActive = active !== undefined;
     const ctxWf: CallContext = { ...ctx, correlationId: workflowId };
@@ -113,11 +174,21 @@ export class Control {
       if (merged) this.p.data.commitWrites(live, merged);
       if (!wasActive) {
         record.completedAt = null;
-        progress.setWorkflow(tx, live, 'RUNNING', '', by, { resumed_from: nodeId, merged_keys: merge ? Object.keys(merge).slice(0, 50) : [] });
+        progress.setWorkflow(tx, live, 'RUNNING', '', by, {
+          resumed_from: nodeId,
+          merged_keys: merge ? Object.keys(merge).slice(0, 50) : [],
+        });
       } else {
         this.c.deps.log.record({
-          correlationId: workflowId, actor: by, eventType: 'workflow.resumed',
-          details: { workflow_id: workflowId, node_id: nodeId, reset: reset.length, merged_keys: merge ? Object.keys(merge).slice(0, 50) : [] },
+          correlationId: workflowId,
+          actor: by,
+          eventType: 'workflow.resumed',
+          details: {
+            workflow_id: workflowId,
+            node_id: nodeId,
+            reset: reset.length,
+            merged_keys: merge ? Object.keys(merge).slice(0, 50) : [],
+          },
         });
       }
       progress.kick(tx, live, by);
@@ -136,7 +207,12 @@ export class Control {
     const { store, clock, tasks } = this.c.deps;
     const active = this.c.live.get(workflowId);
     const record = active?.record ?? queries.stored(workflowId);
-    if (ENDED.has(record.state)) throw new WorkflowError('refused', 'FAILED_PRECONDITION', `workflow '${workflowId}' already ended ${record.state}`);
+    if (ENDED.has(record.state))
+      throw new WorkflowError(
+        'refused',
+        'FAILED_PRECONDITION',
+        `workflow '${workflowId}' already ended ${record.state}`,
+      );
     const live = active ?? this.p.restore.load(record);
     const why = `workflow cancelled by ${by}${reason ? `: ${reason}` : ''}`;
     const ctxWf: CallContext = { ...ctx, correlationId: workflowId };
@@ -180,7 +256,17 @@ export class Control {
 function readData(text: string, what: string): Record<string, unknown> | undefined {
   if (text.trim() === '') return undefined;
   const parsed = parseBoundedJson(text, { what, maxBytes: MAX_WORKFLOW_DATA_BYTES });
-  if (!parsed.ok) throw new WorkflowError('invalid', parsed.limit === 'size' ? 'OVERSIZE_PAYLOAD' : 'VALIDATION_ERROR', parsed.reason);
-  if (!isPlainObject(parsed.value)) throw new WorkflowError('invalid', 'VALIDATION_ERROR', `${what} must be a JSON object (its top-level keys are the workflow's data), not ${Array.isArray(parsed.value) ? 'a list' : typeof parsed.value}`);
+  if (!parsed.ok)
+    throw new WorkflowError(
+      'invalid',
+      parsed.limit === 'size' ? 'OVERSIZE_PAYLOAD' : 'VALIDATION_ERROR',
+      parsed.reason,
+    );
+  if (!isPlainObject(parsed.value))
+    throw new WorkflowError(
+      'invalid',
+      'VALIDATION_ERROR',
+      `${what} must be a JSON object (its top-level keys are the workflow's data), not ${Array.isArray(parsed.value) ? 'a list' : typeof parsed.value}`,
+    );
   return parsed.value;
 }

@@ -11,7 +11,17 @@ import type { AgentDirectory, RegistryChange } from '../registry/model';
 import type { Refusal } from '../router/model';
 import type { TaskRecord, TaskRunner } from '../scheduler/model';
 import type { StartIndexes } from './indexes';
-import type { NodeRecord, NodeStatus, WorkflowDetail, WorkflowNodeDetail, WorkflowRecord, WorkflowsChange, WorkflowState, WorkflowStorage, WorkflowSummary } from './model';
+import type {
+  NodeRecord,
+  NodeStatus,
+  WorkflowDetail,
+  WorkflowNodeDetail,
+  WorkflowRecord,
+  WorkflowsChange,
+  WorkflowState,
+  WorkflowStorage,
+  WorkflowSummary,
+} from './model';
 import type { DataWrites, LiveWorkflow } from './state';
 import type { WorkflowEventInput } from './eventTrigger';
 
@@ -55,10 +65,25 @@ export interface Core {
 
 /** How a workflow moves on (progress.ts). */
 export interface ProgressPart {
-  setStatus(tx: Transition, live: LiveWorkflow, node: NodeRecord, to: NodeStatus, reason: string, by: string, details?: Record<string, unknown>): void;
+  setStatus(
+    tx: Transition,
+    live: LiveWorkflow,
+    node: NodeRecord,
+    to: NodeStatus,
+    reason: string,
+    by: string,
+    details?: Record<string, unknown>,
+  ): void;
   notifyNode(tx: Transition, live: LiveWorkflow, node: NodeRecord): void;
   putNode(live: LiveWorkflow, node: NodeRecord): void;
-  setWorkflow(tx: Transition, live: LiveWorkflow, to: WorkflowState, reason: string, by: string, details: Record<string, unknown>): void;
+  setWorkflow(
+    tx: Transition,
+    live: LiveWorkflow,
+    to: WorkflowState,
+    reason: string,
+    by: string,
+    details: Record<string, unknown>,
+  ): void;
   persist(live: LiveWorkflow): void;
   settle(tx: Transition, live: LiveWorkflow, by: string): void;
   letGo(tx: Transition, live: LiveWorkflow, nodeId: string): void;
@@ -67,7 +92,15 @@ export interface ProgressPart {
   consider(tx: Transition, live: LiveWorkflow, nodeId: string, by: string): void;
   ready(tx: Transition, live: LiveWorkflow, nodeId: string, reason: string, by: string): void;
   armOrQueue(tx: Transition, live: LiveWorkflow, node: NodeRecord): void;
-  reset(tx: Transition, live: LiveWorkflow, nodeId: string, reason: string, by: string, resetLoops: boolean, ctx?: CallContext): void;
+  reset(
+    tx: Transition,
+    live: LiveWorkflow,
+    nodeId: string,
+    reason: string,
+    by: string,
+    resetLoops: boolean,
+    ctx?: CallContext,
+  ): void;
   kick(tx: Transition, live: LiveWorkflow, by: string): void;
   queueStart(live: LiveWorkflow, nodeId: string): void;
   unblock(live: LiveWorkflow, nodeId: string): void;
@@ -86,7 +119,14 @@ export interface FailurePart {
 export interface CompletionPart {
   taskEnded(task: TaskRecord): void;
   applyOutcome(tx: Transition, live: LiveWorkflow, node: NodeRecord, task: TaskRecord, by: string): void;
-  complete(tx: Transition, live: LiveWorkflow, nodeId: string, output: Record<string, unknown>, reason: string, by: string): void;
+  complete(
+    tx: Transition,
+    live: LiveWorkflow,
+    nodeId: string,
+    output: Record<string, unknown>,
+    reason: string,
+    by: string,
+  ): void;
 }
 
 /** Submitting READY nodes (dispatch.ts). */
@@ -116,8 +156,16 @@ export interface AccessPart {
   checkCreate(definition: WorkflowRecord['definition'], by: string, speaker: Speaker): void;
   checkCreator(action: 'start' | 'resume', record: WorkflowRecord, by: string, speaker: Speaker): void;
   checkRead(record: WorkflowRecord, live: LiveWorkflow | undefined, by: string, speaker: Speaker): void;
-  eventSenderRefusal(input: WorkflowEventInput, record: WorkflowRecord, live: LiveWorkflow | undefined): Refusal | undefined;
-  eventTargets(input: WorkflowEventInput, live: LiveWorkflow, candidates: readonly string[]): { readonly waiting: readonly string[] } | Refusal;
+  eventSenderRefusal(
+    input: WorkflowEventInput,
+    record: WorkflowRecord,
+    live: LiveWorkflow | undefined,
+  ): Refusal | undefined;
+  eventTargets(
+    input: WorkflowEventInput,
+    live: LiveWorkflow,
+    candidates: readonly string[],
+  ): { readonly waiting: readonly string[] } | Refusal;
 }
 
 /** The reads (queries.ts). */

@@ -7,7 +7,12 @@ import { validateDefinition } from './validate';
 
 /** CreateWorkflow's answer: created (or the same definition again: `created` false), or refused with every issue. */
 export type CreateResult =
-  | { readonly ok: true; readonly workflowId: string; readonly created: boolean; readonly warnings: readonly ValidationIssue[] }
+  | {
+      readonly ok: true;
+      readonly workflowId: string;
+      readonly created: boolean;
+      readonly warnings: readonly ValidationIssue[];
+    }
   | { readonly ok: false; readonly issues: readonly ValidationIssue[] };
 
 /**
@@ -29,29 +34,62 @@ export class Create {
     if (!validated.ok) {
       const errors = validated.issues.filter((i) => i.severity === 'error');
       log.record({
-        correlationId: definition.workflowId || ctx.correlationId, actor: by, eventType: 'workflow.create_refused', level: 'WARN',
-        details: { workflow_id: definition.workflowId.slice(0, 256), nodes: definition.nodes.length, codes: [...new Set(errors.map((e) => e.code))], first: errors[0]?.message.slice(0, 512) },
+        correlationId: definition.workflowId || ctx.correlationId,
+        actor: by,
+        eventType: 'workflow.create_refused',
+        level: 'WARN',
+        details: {
+          workflow_id: definition.workflowId.slice(0, 256),
+          nodes: definition.nodes.length,
+          codes: [...new Set(errors.map((e) => e.code))],
+          first: errors[0]?.message.slice(0, 512),
+        },
       });
       return { ok: false, issues: validated.issues };
     }
     this.p.access.checkCreate(definition, by, speaker);
     const existing = this.c.live.get(definition.workflowId)?.record ?? store.workflows.get(definition.workflowId);
     if (existing) {
-      if (canonical(existing.definition) === canonical(definition)) return { ok: true, workflowId: existing.workflowId, created: false, warnings: existing.warnings };
-      throw new WorkflowError('exists', 'ALREADY_EXISTS', `workflow '${definition.workflowId}' exists with another definition: choose another workflow_id (or leave it empty for a new one)`);
+      if (canonical(existing.definition) === canonical(definition))
+        return { ok: true, workflowId: existing.workflowId, created: false, warnings: existing.warnings };
+      throw new WorkflowError(
+        'exists',
+        'ALREADY_EXISTS',
+        `workflow '${definition.workflowId}' exists with another definition: choose another workflow_id (or leave it empty for a new one)`,
+      );
     }
     const now = clock.now();
     const nodes = new Map<string, NodeRecord>();
     for (const n of definition.nodes) nodes.set(n.nodeId, pendingNode(n.nodeId));
     const record: WorkflowRecord = {
-      workflowId: definition.workflowId, definition, warnings, state: 'DEFINED', data: '{}', nodes, createdAt: now, createdBy: by,
-      startedAt: null, completedAt: null, startedBy: '', reason: '', updatedAt: now,
+      workflowId: definition.workflowId,
+      definition,
+      warnings,
+      state: 'DEFINED',
+      data: '{}',
+      nodes,
+      createdAt: now,
+      createdBy: by,
+      startedAt: null,
+      completedAt: null,
+      startedBy: '',
+      reason: '',
+      updatedAt: now,
     };
     this.c.transitions.run((tx) => {
       store.workflows.create(record);
       log.record({
-        correlationId: record.workflowId, actor: by, eventType: 'workflow.state',
-        details: { workflow_id: record.workflowId, from: '', to: 'DEFINED', reason: 'created', nodes: nodes.size, warnings: warnings.length },
+        correlationId: record.workflowId,
+        actor: by,
+        eventType: 'workflow.state',
+        details: {
+          workflow_id: record.workflowId,
+          from: '',
+          to: 'DEFINED',
+          reason: 'created',
+          nodes: nodes.size,
+          warnings: warnings.length,
+        },
       });
       this.c.notify(tx, { workflowId: record.workflowId, state: 'DEFINED' });
     }, record.workflowId);

@@ -45,7 +45,11 @@ interface Fields {
 }
 
 function read(expression: string): Fields {
-  const f = CronExpressionParser.parse(expression.trim(), { currentDate: new Date(0), tz: 'UTC', strict: false }).fields;
+  const f = CronExpressionParser.parse(expression.trim(), {
+    currentDate: new Date(0),
+    tz: 'UTC',
+    strict: false,
+  }).fields;
   const flags = (values: readonly unknown[], size: number) => {
     const out = new Array<boolean>(size).fill(false);
     for (const v of values) if (typeof v === 'number' && v >= 0 && v < size) out[v] = true;
@@ -70,8 +74,9 @@ function read(expression: string): Fields {
 /** cron-parser's day rule (CronExpression#matchDayOfMonth), for day `d` of a month of `length` days, on `weekday`. */
 function dayMatches(f: Fields, d: number, length: number, weekday: number): boolean {
   const matchedDom = f.dom.has(d) || (f.domLast && d === length);
-  const matchedDow = (f.dow.has(weekday) && (f.nth <= 0 || Math.ceil(d / 7) === f.nth))
-    || (f.dowLast !== undefined && d > length - 7 && f.dowLast.includes(weekday));
+  const matchedDow =
+    (f.dow.has(weekday) && (f.nth <= 0 || Math.ceil(d / 7) === f.nth)) ||
+    (f.dowLast !== undefined && d > length - 7 && f.dowLast.includes(weekday));
   if (!f.domWildcard && !f.dowWildcard) return matchedDom || matchedDow;
   if (matchedDom && f.dowWildcard) return true;
   return f.domWildcard && !f.dowWildcard && matchedDow;
@@ -106,7 +111,10 @@ function nextFire(f: Fields, afterEpochMs: number): number | undefined {
       const firstWeekday = new Date(Date.UTC(year, month - 1, 1)).getUTCDay();
       const mask = dayMask(f, length, firstWeekday);
       for (let d = day; d <= length; d++) {
-        if ((mask & (1 << (d - 1))) === 0) { minuteOfDay = 0; continue; }
+        if ((mask & (1 << (d - 1))) === 0) {
+          minuteOfDay = 0;
+          continue;
+        }
         for (let m = minuteOfDay; m < 1440; m++) {
           if (f.hours[Math.floor(m / 60)] && f.minutes[m % 60]) return Date.UTC(year, month - 1, d) + m * MINUTE_MS;
           if (!f.hours[Math.floor(m / 60)]) m = Math.floor(m / 60) * 60 + 59;
@@ -115,7 +123,10 @@ function nextFire(f: Fields, afterEpochMs: number): number | undefined {
       }
     }
     month++;
-    if (month > 12) { month = 1; year++; }
+    if (month > 12) {
+      month = 1;
+      year++;
+    }
     day = 1;
     minuteOfDay = 0;
   }
@@ -150,23 +161,32 @@ function check(expression: string): { why: string | undefined; fields?: Fields }
   try {
     fields = read(text);
   } catch (err) {
-    return { why: `schedule ${JSON.stringify(text.slice(0, 80))} is not a valid cron expression: ${(err as Error).message}` };
+    return {
+      why: `schedule ${JSON.stringify(text.slice(0, 80))} is not a valid cron expression: ${(err as Error).message}`,
+    };
   }
-  if (nextFire(fields, 0) === undefined) return { why: `schedule ${JSON.stringify(text.slice(0, 80))} is not a valid cron expression: it never fires` };
+  if (nextFire(fields, 0) === undefined)
+    return { why: `schedule ${JSON.stringify(text.slice(0, 80))} is not a valid cron expression: it never fires` };
   return { why: undefined, fields };
 }
 
 function syntaxError(expression: string): string | undefined {
-  if (typeof expression !== 'string' || expression.trim() === '') return 'schedule is empty: give a 5-field cron expression (minute hour day-of-month month day-of-week, UTC), e.g. "0 9 * * 1-5"';
-  if (expression.length > SCHEDULE_LIMITS.maxChars) return `schedule is longer than ${SCHEDULE_LIMITS.maxChars} characters (${expression.length})`;
+  if (typeof expression !== 'string' || expression.trim() === '')
+    return 'schedule is empty: give a 5-field cron expression (minute hour day-of-month month day-of-week, UTC), e.g. "0 9 * * 1-5"';
+  if (expression.length > SCHEDULE_LIMITS.maxChars)
+    return `schedule is longer than ${SCHEDULE_LIMITS.maxChars} characters (${expression.length})`;
   const text = expression.trim();
   if (text.startsWith('@')) {
-    if (!NAMED.has(text.toLowerCase())) return `schedule ${JSON.stringify(text.slice(0, 40))} is not one of ${[...NAMED].join(', ')}`;
+    if (!NAMED.has(text.toLowerCase()))
+      return `schedule ${JSON.stringify(text.slice(0, 40))} is not one of ${[...NAMED].join(', ')}`;
   } else {
     const fields = text.split(/\s+/);
-    if (fields.length === 6) return `schedule has 6 fields: seconds are not supported; give 5 fields (minute hour day-of-month month day-of-week, UTC)`;
-    if (fields.length !== 5) return `schedule has ${fields.length} field${fields.length === 1 ? '' : 's'}; give 5 (minute hour day-of-month month day-of-week, UTC), e.g. "*/15 * * * *"`;
-    if (/h/i.test(text.replace(/\b(?:THU|THURSDAY)\b/gi, ''))) return 'schedule uses H (hashed values), which is not supported; give the minute or hour itself';
+    if (fields.length === 6)
+      return `schedule has 6 fields: seconds are not supported; give 5 fields (minute hour day-of-month month day-of-week, UTC)`;
+    if (fields.length !== 5)
+      return `schedule has ${fields.length} field${fields.length === 1 ? '' : 's'}; give 5 (minute hour day-of-month month day-of-week, UTC), e.g. "*/15 * * * *"`;
+    if (/h/i.test(text.replace(/\b(?:THU|THURSDAY)\b/gi, '')))
+      return 'schedule uses H (hashed values), which is not supported; give the minute or hour itself';
   }
   return undefined;
 }
@@ -180,6 +200,9 @@ export function nextFireAfter(expression: string, afterEpochMs: number): number 
   if (why !== undefined || !fields) throw new Error(why ?? `schedule ${JSON.stringify(expression)} is not accepted`);
   if (!Number.isFinite(afterEpochMs)) throw new Error(`nextFireAfter: ${afterEpochMs} is not a time`);
   const next = nextFire(fields, afterEpochMs);
-  if (next === undefined) throw new Error(`schedule ${JSON.stringify(expression.trim().slice(0, 80))} fires no more after ${new Date(afterEpochMs).toISOString()}`);
+  if (next === undefined)
+    throw new Error(
+      `schedule ${JSON.stringify(expression.trim().slice(0, 80))} fires no more after ${new Date(afterEpochMs).toISOString()}`,
+    );
   return next;
 }

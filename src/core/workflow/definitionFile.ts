@@ -47,7 +47,10 @@ import { type ValidatedWorkflow, validateWithAllIssues } from './validate';
 
 export { DEFINITION_FILE_LIMITS } from './definitionText';
 
-export function definitionFromJson(value: unknown): { readonly definition?: WorkflowDefinition; readonly issues: readonly ValidationIssue[] } {
+export function definitionFromJson(value: unknown): {
+  readonly definition?: WorkflowDefinition;
+  readonly issues: readonly ValidationIssue[];
+} {
   const shaped = shape(value);
   return { definition: shaped.issues.hasErrors ? undefined : shaped.definition, issues: shaped.issues.list() };
 }
@@ -59,8 +62,14 @@ function byPlace(a: WorkflowFileIssue, b: WorkflowFileIssue): number {
 function boundedFileIssues(issues: WorkflowFileIssue[]): WorkflowFileIssue[] {
   const sorted = issues.filter((i) => i.code !== 'more_issues').sort(byPlace);
   return bounded(sorted, (rest) => ({
-    severity: rest.errors ? 'error' : 'warning', code: 'more_issues', path: '', message: moreMessage(rest.errors, rest.warnings),
-    line: 0, column: 0, endLine: 0, endColumn: 0,
+    severity: rest.errors ? 'error' : 'warning',
+    code: 'more_issues',
+    path: '',
+    message: moreMessage(rest.errors, rest.warnings),
+    line: 0,
+    column: 0,
+    endLine: 0,
+    endColumn: 0,
   }));
 }
 
@@ -69,14 +78,35 @@ function boundedFileIssues(issues: WorkflowFileIssue[]): WorkflowFileIssue[] {
  * the syntax: `*.json` is JSON, anything else YAML. `definition` and `validated` are given when the text could be read
  * into a definition without a shape error; the workflow may be created when `validated.ok`.
  */
-export function parseDefinitionText(text: string, fileName: string): { readonly definition?: WorkflowDefinition; readonly validated?: ValidatedWorkflow; readonly issues: readonly WorkflowFileIssue[] } {
+export function parseDefinitionText(
+  text: string,
+  fileName: string,
+): {
+  readonly definition?: WorkflowDefinition;
+  readonly validated?: ValidatedWorkflow;
+  readonly issues: readonly WorkflowFileIssue[];
+} {
   if (typeof text !== 'string' || text.length > DEFINITION_FILE_LIMITS.maxChars) {
     const size = typeof text === 'string' ? text.length : 0;
-    return { issues: [{ severity: 'error', code: 'limit_exceeded', path: '', message: `a definition file has at most ${DEFINITION_FILE_LIMITS.maxChars} characters (this one has ${size})`, line: 0, column: 0, endLine: 0, endColumn: 0 }] };
+    return {
+      issues: [
+        {
+          severity: 'error',
+          code: 'limit_exceeded',
+          path: '',
+          message: `a definition file has at most ${DEFINITION_FILE_LIMITS.maxChars} characters (this one has ${size})`,
+          line: 0,
+          column: 0,
+          endLine: 0,
+          endColumn: 0,
+        },
+      ],
+    };
   }
   const lines = new LineIndex(text);
   const file = /\.json$/i.test(fileName) ? parseJsonFile(text, lines) : parseYamlFile(text, lines);
-  if (file.issues.some((i) => i.severity === 'error') || file.value === undefined) return { issues: boundedFileIssues(file.issues) };
+  if (file.issues.some((i) => i.severity === 'error') || file.value === undefined)
+    return { issues: boundedFileIssues(file.issues) };
 
   const locate = (issue: ValidationIssue): WorkflowFileIssue => {
     const segments = parseIssuePath(issue.path);

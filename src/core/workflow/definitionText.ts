@@ -62,7 +62,10 @@ export function placed(issue: ValidationIssue, span: Span | undefined, lines: Li
 class Converter {
   values = 0;
   readonly issues: WorkflowFileIssue[] = [];
-  constructor(readonly text: string, readonly lines: LineIndex) {}
+  constructor(
+    readonly text: string,
+    readonly lines: LineIndex,
+  ) {}
   refuse(code: string, span: Span | undefined, message: string): void {
     this.issues.push(placed({ severity: 'error', code, path: '', message }, span, this.lines));
   }
@@ -70,7 +73,12 @@ class Converter {
   count(span: Span | undefined, values = 1): boolean {
     this.values += values;
     if (this.values <= DEFINITION_FILE_LIMITS.maxValues) return true;
-    if (!this.refusedSize) this.refuse('limit_exceeded', span, `the file holds (or expands through aliases to) more than ${DEFINITION_FILE_LIMITS.maxValues} values`);
+    if (!this.refusedSize)
+      this.refuse(
+        'limit_exceeded',
+        span,
+        `the file holds (or expands through aliases to) more than ${DEFINITION_FILE_LIMITS.maxValues} values`,
+      );
     this.refusedSize = true;
     return false;
   }
@@ -111,7 +119,11 @@ export function parseJsonFile(text: string, lines: LineIndex): ParsedFile {
       if (seen.has(err.offset)) continue; // one error per place: the first says what was expected
       seen.add(err.offset);
       const name = printParseErrorCode(err.error);
-      conv.refuse('invalid_syntax', [err.offset, err.offset + Math.max(err.length, 1)], `JSON: ${JSON_ERRORS[name] ?? name}`);
+      conv.refuse(
+        'invalid_syntax',
+        [err.offset, err.offset + Math.max(err.length, 1)],
+        `JSON: ${JSON_ERRORS[name] ?? name}`,
+      );
     }
     if (!errors.length) conv.refuse('invalid_syntax', [0, 0], 'JSON: the file is empty');
     return { issues: conv.issues, locate: () => undefined };
@@ -127,7 +139,11 @@ export function parseJsonFile(text: string, lines: LineIndex): ParsedFile {
         if (!keyNode) continue;
         const key = String(keyNode.value);
         if (seen.has(key)) {
-          conv.refuse('invalid_syntax', [keyNode.offset, keyNode.offset + keyNode.length], `the key ${quote(key, 40)} appears twice in this map`);
+          conv.refuse(
+            'invalid_syntax',
+            [keyNode.offset, keyNode.offset + keyNode.length],
+            `the key ${quote(key, 40)} appears twice in this map`,
+          );
           continue;
         }
         seen.add(key);
@@ -147,7 +163,10 @@ export function parseJsonFile(text: string, lines: LineIndex): ParsedFile {
     let map = keyMaps.get(object);
     if (!map) {
       map = new Map();
-      for (const p of object.children ?? []) { const k = p.children?.[0]?.value; if (typeof k === 'string' && !map.has(k)) map.set(k, p); }
+      for (const p of object.children ?? []) {
+        const k = p.children?.[0]?.value;
+        if (typeof k === 'string' && !map.has(k)) map.set(k, p);
+      }
       keyMaps.set(object, map);
     }
     return map;
@@ -162,13 +181,22 @@ export function parseJsonFile(text: string, lines: LineIndex): ParsedFile {
       else if (typeof segment === 'string' && node.type === 'object') {
         for (const name of spellings(segment)) {
           const property = jsonKeys(node).get(name);
-          if (property) { key = property.children![0]; next = property.children![1]; break; }
+          if (property) {
+            key = property.children![0];
+            next = property.children![1];
+            break;
+          }
         }
       }
       if (!next) break;
       node = next;
       const container = node.type === 'object' || node.type === 'array';
-      anchor = key && (container || wantKey) ? [key.offset, key.offset + key.length] : !container ? [node.offset, node.offset + node.length] : [node.offset, node.offset + 1];
+      anchor =
+        key && (container || wantKey)
+          ? [key.offset, key.offset + key.length]
+          : !container
+            ? [node.offset, node.offset + node.length]
+            : [node.offset, node.offset + 1];
     }
     return anchor;
   };
@@ -181,13 +209,32 @@ export function parseYamlFile(text: string, lines: LineIndex): ParsedFile {
   const conv = new Converter(text, lines);
   // uniqueKeys off: yaml's own check compares every key with every other (quadratic in a 100,000-node map); the
   // conversion below finds repeated keys with a Set.
-  const doc = parseDocument(text, { uniqueKeys: false, prettyErrors: false, strict: true, version: '1.2', schema: 'core', merge: false, keepSourceTokens: false });
+  const doc = parseDocument(text, {
+    uniqueKeys: false,
+    prettyErrors: false,
+    strict: true,
+    version: '1.2',
+    schema: 'core',
+    merge: false,
+    keepSourceTokens: false,
+  });
   for (const err of doc.errors.slice(0, MAX_ISSUES)) {
     conv.refuse('invalid_syntax', [err.pos[0], err.pos[1]], `YAML: ${err.message.split('\n')[0]} (${err.code})`);
   }
   if (doc.errors.length) return { issues: conv.issues, locate: () => undefined };
   for (const warning of doc.warnings.slice(0, MAX_ISSUES)) {
-    conv.issues.push(placed({ severity: 'warning', code: 'yaml_warning', path: '', message: `YAML: ${warning.message.split('\n')[0]} (${warning.code})` }, [warning.pos[0], warning.pos[1]], lines));
+    conv.issues.push(
+      placed(
+        {
+          severity: 'warning',
+          code: 'yaml_warning',
+          path: '',
+          message: `YAML: ${warning.message.split('\n')[0]} (${warning.code})`,
+        },
+        [warning.pos[0], warning.pos[1]],
+        lines,
+      ),
+    );
   }
   const spanOf = (node: unknown): Span | undefined => {
     const range = (node as { range?: readonly number[] | null } | null)?.range;
@@ -197,7 +244,8 @@ export function parseYamlFile(text: string, lines: LineIndex): ParsedFile {
     if (!isScalar(key)) return undefined;
     const v = key.value;
     if (typeof v === 'string') return v;
-    if (typeof v === 'number' || typeof v === 'boolean' || v === null) return typeof key.source === 'string' ? key.source : String(v);
+    if (typeof v === 'number' || typeof v === 'boolean' || v === null)
+      return typeof key.source === 'string' ? key.source : String(v);
     return undefined;
   };
   // An alias shares the value its anchor converted to (as yaml's toJS does); what it would expand to is still counted
@@ -208,7 +256,11 @@ export function parseYamlFile(text: string, lines: LineIndex): ParsedFile {
   const convert = (node: unknown, depth: number): { value: unknown; size: number } => {
     if (!ok) return { value: undefined, size: 0 };
     if (depth > DEFINITION_FILE_LIMITS.maxDepth) {
-      conv.refuse('limit_exceeded', spanOf(node), `the file nests deeper than ${DEFINITION_FILE_LIMITS.maxDepth} levels`);
+      conv.refuse(
+        'limit_exceeded',
+        spanOf(node),
+        `the file nests deeper than ${DEFINITION_FILE_LIMITS.maxDepth} levels`,
+      );
       ok = false;
       return { value: undefined, size: 0 };
     }
@@ -221,7 +273,10 @@ export function parseYamlFile(text: string, lines: LineIndex): ParsedFile {
       if (done && !conv.count(spanOf(node), done.size)) ok = false;
       return result;
     }
-    if (!conv.count(spanOf(node), 1)) { ok = false; return { value: undefined, size: 0 }; }
+    if (!conv.count(spanOf(node), 1)) {
+      ok = false;
+      return { value: undefined, size: 0 };
+    }
     let size = 1;
     let value: unknown;
     if (isMap(node)) {
@@ -266,7 +321,11 @@ export function parseYamlFile(text: string, lines: LineIndex): ParsedFile {
     let map = keyMaps.get(yamlMap);
     if (!map) {
       map = new Map();
-      for (const p of yamlMap.items as Pair[]) { if (!isPair(p)) continue; const k = keyText(p.key); if (k !== undefined && !map.has(k)) map.set(k, p); }
+      for (const p of yamlMap.items as Pair[]) {
+        if (!isPair(p)) continue;
+        const k = keyText(p.key);
+        if (k !== undefined && !map.has(k)) map.set(k, p);
+      }
       keyMaps.set(yamlMap, map);
     }
     return map;
@@ -283,7 +342,11 @@ export function parseYamlFile(text: string, lines: LineIndex): ParsedFile {
       else if (typeof segment === 'string' && isMap(node)) {
         for (const name of spellings(segment)) {
           const pair = yamlKeys(node).get(name);
-          if (pair) { key = pair.key; next = pair.value ?? pair.key; break; }
+          if (pair) {
+            key = pair.key;
+            next = pair.value ?? pair.key;
+            break;
+          }
         }
       }
       if (next === undefined || next === null) break;
@@ -292,7 +355,12 @@ export function parseYamlFile(text: string, lines: LineIndex): ParsedFile {
       if (!span) break;
       const container = isMap(node) || isSeq(node);
       // A container, or an empty value (`nodes:` with nothing after it), is shown by its key.
-      anchor = !container && span[1] > span[0] && !(wantKey && key) ? span : key ? spanOf(key) ?? span : [span[0], lines.lineEnd(span[0], text)];
+      anchor =
+        !container && span[1] > span[0] && !(wantKey && key)
+          ? span
+          : key
+            ? (spanOf(key) ?? span)
+            : [span[0], lines.lineEnd(span[0], text)];
     }
     return anchor;
   };

@@ -26,7 +26,20 @@ export function definitionWorkerScript(dir: string = __dirname): string | undefi
 let thread: WorkerThread<{ text: string; fileName: string }, ParsedDefinition> | null | undefined;
 
 function failed(why: string): ParsedDefinition {
-  return { issues: [{ severity: 'error', code: 'internal', path: '', message: `the definition file could not be read: ${why}`, line: 0, column: 0, endLine: 0, endColumn: 0 }] };
+  return {
+    issues: [
+      {
+        severity: 'error',
+        code: 'internal',
+        path: '',
+        message: `the definition file could not be read: ${why}`,
+        line: 0,
+        column: 0,
+        endLine: 0,
+        endColumn: 0,
+      },
+    ],
+  };
 }
 
 /**
@@ -42,7 +55,14 @@ export function parseDefinitionTextOffThread(text: string, fileName: string): Pr
   if (typeof text !== 'string' || text.length <= DEFINITION_TEXT_ON_THREAD_CHARS) return Promise.resolve(here());
   if (thread === undefined) {
     const script = definitionWorkerScript();
-    thread = script === undefined ? null : new WorkerThread(script, failed, { timeoutMs: 60_000, maxOldGenerationSizeMb: 512, what: 'reading the definition file' });
+    thread =
+      script === undefined
+        ? null
+        : new WorkerThread(script, failed, {
+            timeoutMs: 60_000,
+            maxOldGenerationSizeMb: 512,
+            what: 'reading the definition file',
+          });
   }
   if (thread === null) return Promise.resolve(here());
   return thread.run({ text, fileName });

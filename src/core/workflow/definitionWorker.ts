@@ -14,6 +14,11 @@ parentPort?.on('message', (request: { id: number; text: string; fileName: string
     parentPort?.postMessage(definition ? { id: request.id, definition, issues } : { id: request.id, issues });
   } catch (err) {
     const message = `the definition file could not be read: ${(err as Error).message.slice(0, 120)}`;
-    parentPort?.postMessage({ id: request.id, issues: [{ severity: 'error', code: 'internal', path: '', message, line: 0, column: 0, endLine: 0, endColumn: 0 }] });
+    parentPort?.postMessage({
+      id: request.id,
+      issues: [
+        { severity: 'error', code: 'internal', path: '', message, line: 0, column: 0, endLine: 0, endColumn: 0 },
+      ],
+    });
   }
 });

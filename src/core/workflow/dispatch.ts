@@ -103,14 +103,29 @@ export class Dispatch implements DispatchPart {
     const taskId = taskIdOf(workflowId, nodeId, run);
     const inputs = inputsOf(def, live.data);
     const inputsText = JSON.stringify(inputs);
-    const params = Buffer.from(`{"workflow_id":${JSON.stringify(workflowId)},"node_id":${JSON.stringify(nodeId)},"run":${run},"inputs":${inputsText}}`, 'utf8');
+    const params = Buffer.from(
+      `{"workflow_id":${JSON.stringify(workflowId)},"node_id":${JSON.stringify(nodeId)},"run":${run},"inputs":${inputsText}}`,
+      'utf8',
+    );
     // Kept with the node (the scheduler forgets finished tasks): what this run was given.
-    const kept = inputsText.length <= MAX_KEPT_INPUTS ? inputsText : `(not kept: the inputs were ${inputsText.length} characters of JSON; at most ${MAX_KEPT_INPUTS} are kept)`;
+    const kept =
+      inputsText.length <= MAX_KEPT_INPUTS
+        ? inputsText
+        : `(not kept: the inputs were ${inputsText.length} characters of JSON; at most ${MAX_KEPT_INPUTS} are kept)`;
     const scope = def.metadata.scope?.trim() || JSON.stringify({ resources: [`workflow:${workflowId}/${nodeId}`] });
     this.c.transitions.run((tx) => {
-      const result = tasks.submit({
-        taskId, target: def.agentId, priority: priorityOf(def), params, contentType: 'application/json', scope, submittedBy: `workflow:${workflowId}`,
-      }, ctx);
+      const result = tasks.submit(
+        {
+          taskId,
+          target: def.agentId,
+          priority: priorityOf(def),
+          params,
+          contentType: 'application/json',
+          scope,
+          submittedBy: `workflow:${workflowId}`,
+        },
+        ctx,
+      );
       if (!result.accepted) {
         if (TEMPORARY_REFUSALS.has(result.code)) {
           // Not the node's fault: it waits (visibly) and is submitted again when the agent registers or a task ends.
@@ -120,8 +135,16 @@ export class Dispatch implements DispatchPart {
             node.waiting = waiting.slice(0, 1024);
             store.workflows.putNode(workflowId, node);
             log.record({
-              correlationId: workflowId, actor: ACTOR, eventType: 'workflow.node_blocked', level: 'WARN',
-              details: { workflow_id: workflowId, node_id: nodeId, code: result.code, reason: result.reason.slice(0, 512) },
+              correlationId: workflowId,
+              actor: ACTOR,
+              eventType: 'workflow.node_blocked',
+              level: 'WARN',
+              details: {
+                workflow_id: workflowId,
+                node_id: nodeId,
+                code: result.code,
+                reason: result.reason.slice(0, 512),
+              },
             });
             this.c.notify(tx, { workflowId, nodeId, state: live.record.state });
           }
@@ -145,7 +168,10 @@ export class Dispatch implements DispatchPart {
       node.fireAt = null;
       node.error = '';
       node.waiting = '';
-      progress.setStatus(tx, live, node, 'RUNNING', reason || `task ${taskId} submitted to ${def.agentId}`, by, { task_id: taskId, agent_id: def.agentId });
+      progress.setStatus(tx, live, node, 'RUNNING', reason || `task ${taskId} submitted to ${def.agentId}`, by, {
+        task_id: taskId,
+        agent_id: def.agentId,
+      });
       if (TERMINAL_TASK_STATES.has(result.task.state)) completion.applyOutcome(tx, live, node, result.task, by);
       else this.c.indexes.byTask.set(taskId, nodeKey(workflowId, nodeId));
       progress.settle(tx, live, by);

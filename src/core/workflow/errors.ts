@@ -20,7 +20,11 @@ const KINDS: Readonly<Record<WorkflowErrorKind, ErrorKind>> = {
  * names it ('refused' → 'precondition'), `errorCode` the code.
  */
 export class WorkflowError extends SwarmError {
-  constructor(readonly kind: WorkflowErrorKind, readonly code: string, message: string) {
+  constructor(
+    readonly kind: WorkflowErrorKind,
+    readonly code: string,
+    message: string,
+  ) {
     super(message);
     this.name = 'WorkflowError';
   }

@@ -33,19 +33,31 @@ export interface WorkflowEventInput {
 
 /** What takes events: the workflow engine (`Workflows.takeEvent`). Answers a refusal, or undefined when taken. */
 export interface WorkflowEventSink {
-  takeEvent(input: WorkflowEventInput, ctx: { readonly correlationId: string }, settle: (result: Record<string, unknown>) => void): Refusal | undefined;
+  takeEvent(
+    input: WorkflowEventInput,
+    ctx: { readonly correlationId: string },
+    settle: (result: Record<string, unknown>) => void,
+  ): Refusal | undefined;
 }
 
 /** Reads a NOTIFICATION's payload as a workflow event, or answers why it is not one. */
-export function parseWorkflowEvent(json: Record<string, unknown> | undefined, correlationId: string): { event: string; data: unknown; nodeId: string } | Refusal {
-  const shape = 'a NOTIFICATION to the coordinator is a workflow event: a JSON object {"workflow_event": "<name>", "data": {…}} with correlation_id = the workflow_id';
+export function parseWorkflowEvent(
+  json: Record<string, unknown> | undefined,
+  correlationId: string,
+): { event: string; data: unknown; nodeId: string } | Refusal {
+  const shape =
+    'a NOTIFICATION to the coordinator is a workflow event: a JSON object {"workflow_event": "<name>", "data": {…}} with correlation_id = the workflow_id';
   if (!json) return { code: 'VALIDATION_ERROR', detail: shape };
   const event = json.workflow_event;
-  if (typeof event !== 'string' || event.trim() === '') return { code: 'VALIDATION_ERROR', detail: `workflow_event is required: ${shape}` };
-  if (event.length > MAX_EVENT_NAME) return { code: 'VALIDATION_ERROR', detail: `workflow_event is longer than ${MAX_EVENT_NAME} characters` };
-  if (correlationId.trim() === '') return { code: 'VALIDATION_ERROR', detail: `correlation_id must name the workflow: ${shape}` };
+  if (typeof event !== 'string' || event.trim() === '')
+    return { code: 'VALIDATION_ERROR', detail: `workflow_event is required: ${shape}` };
+  if (event.length > MAX_EVENT_NAME)
+    return { code: 'VALIDATION_ERROR', detail: `workflow_event is longer than ${MAX_EVENT_NAME} characters` };
+  if (correlationId.trim() === '')
+    return { code: 'VALIDATION_ERROR', detail: `correlation_id must name the workflow: ${shape}` };
   const nodeId = json.node_id;
-  if (nodeId !== undefined && nodeId !== null && typeof nodeId !== 'string') return { code: 'VALIDATION_ERROR', detail: 'node_id, when given, is a string (the EVENT node to start)' };
+  if (nodeId !== undefined && nodeId !== null && typeof nodeId !== 'string')
+    return { code: 'VALIDATION_ERROR', detail: 'node_id, when given, is a string (the EVENT node to start)' };
   return { event, data: json.data === undefined ? {} : json.data, nodeId: typeof nodeId === 'string' ? nodeId : '' };
 }
 
@@ -54,9 +66,18 @@ export function bindWorkflowEventsToRouter(sink: WorkflowEventSink, router: Coor
   return router.handleAtCoordinator(WORKFLOW_EVENT_MESSAGE_TYPE, (envelope, json, ctx) => {
     const parsed = parseWorkflowEvent(json, envelope.correlationId);
     if ('code' in parsed) return parsed;
-    return sink.takeEvent({
-      workflowId: envelope.correlationId, event: parsed.event, data: parsed.data, nodeId: parsed.nodeId, producerId: envelope.producerId, principal: ctx.principal,
-      messageId: envelope.messageId,
-    }, ctx, (result) => router.settleAtCoordinator(envelope.messageId, ctx, result));
+    return sink.takeEvent(
+      {
+        workflowId: envelope.correlationId,
+        event: parsed.event,
+        data: parsed.data,
+        nodeId: parsed.nodeId,
+        producerId: envelope.producerId,
+        principal: ctx.principal,
+        messageId: envelope.messageId,
+      },
+      ctx,
+      (result) => router.settleAtCoordinator(envelope.messageId, ctx, result),
+    );
   });
 }

@@ -40,7 +40,11 @@ export class Failures implements FailurePart {
     }
     let invocation: HitlInvocation;
     try {
-      invocation = this.c.deps.hitl.open(question(live, def, node, this.c.deps.clock.now()), { kind: 'internal', component: WORKFLOW_COMPONENT }, { correlationId: live.record.workflowId }).invocation;
+      invocation = this.c.deps.hitl.open(
+        question(live, def, node, this.c.deps.clock.now()),
+        { kind: 'internal', component: WORKFLOW_COMPONENT },
+        { correlationId: live.record.workflowId },
+      ).invocation;
     } catch (err) {
       if (!(err instanceof HitlRequestError)) throw err;
       node.error = `${reason} (a person could not be asked: ${err.code}: ${err.message})`.slice(0, 4096);
@@ -63,8 +67,19 @@ export class Failures implements FailurePart {
     node.error = error.slice(0, 4096);
     this.p.progress.putNode(live, node);
     this.c.deps.log.record({
-      correlationId: live.record.workflowId, actor: by, eventType: 'workflow.node', level: 'WARN',
-      details: { workflow_id: live.record.workflowId, node_id: node.nodeId, from: 'FAILED', to: 'FAILED', reason: node.error.slice(0, 1024), final: true, run: node.runs },
+      correlationId: live.record.workflowId,
+      actor: by,
+      eventType: 'workflow.node',
+      level: 'WARN',
+      details: {
+        workflow_id: live.record.workflowId,
+        node_id: node.nodeId,
+        from: 'FAILED',
+        to: 'FAILED',
+        reason: node.error.slice(0, 1024),
+        final: true,
+        run: node.runs,
+      },
     });
     this.p.progress.notifyNode(tx, live, node);
     this.p.progress.skipDependents(tx, live, node.nodeId, 'FAILED', by);
@@ -74,19 +89,24 @@ export class Failures implements FailurePart {
   watch(workflowId: string, nodeId: string, invocationId: string): void {
     if (this.c.watched.has(invocationId)) return;
     this.c.watched.add(invocationId);
-    this.c.deps.hitl.whenSettled(invocationId).then((invocation) => {
-      this.c.watched.delete(invocationId);
-      this.c.guard.run(workflowId, () => {
-        const live = this.c.live.get(workflowId);
-        const node = live?.record.nodes.get(nodeId);
-        if (!live || !node || node.status !== 'FAILED' || node.invocationId !== invocation.id) return;
-        this.c.transitions.run((tx) => {
-          this.applyHitl(tx, live, node, invocation, invocation.decision?.origin.by || 'hitl');
-          this.p.progress.settle(tx, live, ACTOR);
-        }, workflowId);
-        this.p.dispatch.drain();
-      });
-    }, () => { this.c.watched.delete(invocationId); /* the coordinator is stopping: restore() applies it at the next start */ });
+    this.c.deps.hitl.whenSettled(invocationId).then(
+      (invocation) => {
+        this.c.watched.delete(invocationId);
+        this.c.guard.run(workflowId, () => {
+          const live = this.c.live.get(workflowId);
+          const node = live?.record.nodes.get(nodeId);
+          if (!live || !node || node.status !== 'FAILED' || node.invocationId !== invocation.id) return;
+          this.c.transitions.run((tx) => {
+            this.applyHitl(tx, live, node, invocation, invocation.decision?.origin.by || 'hitl');
+            this.p.progress.settle(tx, live, ACTOR);
+          }, workflowId);
+          this.p.dispatch.drain();
+        });
+      },
+      () => {
+        this.c.watched.delete(invocationId); /* the coordinator is stopping: restore() applies it at the next start */
+      },
+    );
   }
 
   /** A person's answer (or the fallback's) about a FAILED node: approve = retry, modify = COMPLETED with the payload, else fail. */
@@ -94,15 +114,21 @@ export class Failures implements FailurePart {
     const progress = this.p.progress;
     const d = invocation.decision;
     const who = answeredBy(invocation);
-    const action = invocation.state === 'cancelled' ? 'deny' : d?.action ?? 'deny';
+    const action = invocation.state === 'cancelled' ? 'deny' : (d?.action ?? 'deny');
     const rationale = d?.rationale ? `: ${d.rationale.slice(0, 500)}` : '';
     node.invocationId = '';
     if (action === 'approve' && d?.origin.automatic) {
       // A rule or a fallback, not a person: bounded, and later (the Clock), never in the turn that failed it.
       const retries = node.retries ?? 0;
       if (retries >= MAX_AUTOMATIC_RETRIES) {
-        this.finalFailure(tx, live, node, `${node.error} — ${who} approved a retry, but it was retried automatically ${retries} times `
-          + `(at most ${MAX_AUTOMATIC_RETRIES}): failed for good`, by);
+        this.finalFailure(
+          tx,
+          live,
+          node,
+          `${node.error} — ${who} approved a retry, but it was retried automatically ${retries} times ` +
+            `(at most ${MAX_AUTOMATIC_RETRIES}): failed for good`,
+          by,
+        );
         return;
       }
       const now = this.c.deps.clock.now();
@@ -111,8 +137,15 @@ export class Failures implements FailurePart {
       node.readyAt = now;
       node.fireAt = now + automaticRetryDelay(node.retries);
       node.waiting = retryWaiting(node.retries, node.fireAt, who);
-      progress.setStatus(tx, live, node, 'READY', `automatic retry ${node.retries} of ${MAX_AUTOMATIC_RETRIES} approved by ${who}${rationale}`, by,
-        { invocation_id: invocation.id, fire_at: isoUtc(node.fireAt) });
+      progress.setStatus(
+        tx,
+        live,
+        node,
+        'READY',
+        `automatic retry ${node.retries} of ${MAX_AUTOMATIC_RETRIES} approved by ${who}${rationale}`,
+        by,
+        { invocation_id: invocation.id, fire_at: isoUtc(node.fireAt) },
+      );
       progress.armOrQueue(tx, live, node);
       return;
     }
@@ -121,7 +154,9 @@ export class Failures implements FailurePart {
       node.waiting = 'its task to be submitted (retry approved)';
       node.readyAt = this.c.deps.clock.now();
       node.fireAt = null;
-      progress.setStatus(tx, live, node, 'READY', `retry approved by ${who}${rationale}`, by, { invocation_id: invocation.id });
+      progress.setStatus(tx, live, node, 'READY', `retry approved by ${who}${rationale}`, by, {
+        invocation_id: invocation.id,
+      });
       progress.queueStart(live, node.nodeId);
       return;
     }
@@ -131,7 +166,13 @@ export class Failures implements FailurePart {
       this.p.completion.complete(tx, live, node.nodeId, output, `skipped with an output by ${who}${rationale}`, by);
       return;
     }
-    this.finalFailure(tx, live, node, `${node.error} — ${action === 'deny' ? 'denied' : `answered ${action}`} by ${who}${rationale}`, by);
+    this.finalFailure(
+      tx,
+      live,
+      node,
+      `${node.error} — ${action === 'deny' ? 'denied' : `answered ${action}`} by ${who}${rationale}`,
+      by,
+    );
   }
 
   /** Cancels a pending HITL question about a node (it is no longer needed). */

@@ -66,7 +66,10 @@ export class DependentsMap implements ReadonlyMap<string, readonly string[]> {
     return this.entries();
   }
 
-  forEach(callback: (value: readonly string[], key: string, map: ReadonlyMap<string, readonly string[]>) => void, thisArg?: unknown): void {
+  forEach(
+    callback: (value: readonly string[], key: string, map: ReadonlyMap<string, readonly string[]>) => void,
+    thisArg?: unknown,
+  ): void {
     for (const [id, i] of this.index) callback.call(thisArg, this.at(i), id, this);
   }
 }
@@ -89,8 +92,13 @@ export function countUsable(usable: Uint8Array): number {
  * at most once: O(V + E).
  */
 export function reportCycles(
-  issues: IssueList, nodes: readonly WorkflowNodeDefinition[], usable: Uint8Array, remaining: Uint32Array,
-  depStart: Int32Array, depNode: Int32Array, depPos: Int32Array,
+  issues: IssueList,
+  nodes: readonly WorkflowNodeDefinition[],
+  usable: Uint8Array,
+  remaining: Uint32Array,
+  depStart: Int32Array,
+  depNode: Int32Array,
+  depPos: Int32Array,
 ): number {
   const n = nodes.length;
   const walkOf = new Int32Array(n); // 0: not walked; else the walk's number
@@ -109,7 +117,10 @@ export function reportCycles(
       walk.push(cur);
       let next = -1;
       for (let k = depStart[cur]; k < depStart[cur + 1]; k++) {
-        if (remaining[depNode[k]] > 0) { next = depNode[k]; break; }
+        if (remaining[depNode[k]] > 0) {
+          next = depNode[k];
+          break;
+        }
       }
       if (next < 0) break; // cannot happen: an unordered node has an unordered dependency
       if (walkOf[next] === walks) {
@@ -125,7 +136,14 @@ export function reportCycles(
 }
 
 /** `cycle`: each depends on the next, the last on the first. Reported at the node the author wrote first. */
-function reportCycle(issues: IssueList, nodes: readonly WorkflowNodeDefinition[], cycle: number[], depStart: Int32Array, depNode: Int32Array, depPos: Int32Array): void {
+function reportCycle(
+  issues: IssueList,
+  nodes: readonly WorkflowNodeDefinition[],
+  cycle: number[],
+  depStart: Int32Array,
+  depNode: Int32Array,
+  depPos: Int32Array,
+): void {
   let first = 0;
   for (let k = 1; k < cycle.length; k++) if (cycle[k] < cycle[first]) first = k;
   const ordered = [...cycle.slice(first), ...cycle.slice(0, first)];
@@ -134,10 +152,21 @@ function reportCycle(issues: IssueList, nodes: readonly WorkflowNodeDefinition[]
   let pos = 0;
   for (let k = depStart[head]; k < depStart[head + 1]; k++) if (depNode[k] === ordered[1]) pos = depPos[k];
   const MAX_SHOWN = 20;
-  const shown = ids.length <= MAX_SHOWN ? ids.map((id) => quote(id, 40)) : [...ids.slice(0, MAX_SHOWN - 1).map((id) => quote(id, 40)), `… (${ids.length - MAX_SHOWN} more)`, quote(ids[ids.length - 1], 40)];
-  issues.error(head, 'workflow_cycle_detected', issuePath('nodes', ids[0], 'dependencies', pos),
+  const shown =
+    ids.length <= MAX_SHOWN
+      ? ids.map((id) => quote(id, 40))
+      : [
+          ...ids.slice(0, MAX_SHOWN - 1).map((id) => quote(id, 40)),
+          `… (${ids.length - MAX_SHOWN} more)`,
+          quote(ids[ids.length - 1], 40),
+        ];
+  issues.error(
+    head,
+    'workflow_cycle_detected',
+    issuePath('nodes', ids[0], 'dependencies', pos),
     `dependency cycle: ${shown.join(' → ')} → ${quote(ids[0], 40)} (each depends on the next): a node runs only when all its dependencies are COMPLETED, so none of these ${ids.length} nodes can start. Remove one of these dependencies; a way back belongs in a route (a conditional edge), not in dependencies`,
-    { cycle: ids });
+    { cycle: ids },
+  );
 }
 
 /**
@@ -146,16 +175,30 @@ function reportCycle(issues: IssueList, nodes: readonly WorkflowNodeDefinition[]
  * entered once: O(V + E).
  */
 export function reportUnreachable(
-  issues: IssueList, nodes: readonly WorkflowNodeDefinition[], usable: Uint8Array, depStart: Int32Array, depNode: Int32Array, depPos: Int32Array,
-  dependentStart: Int32Array, dependentNode: Int32Array, routes: readonly (AnalysedRoute | undefined)[], index: ReadonlyMap<string, number>,
+  issues: IssueList,
+  nodes: readonly WorkflowNodeDefinition[],
+  usable: Uint8Array,
+  depStart: Int32Array,
+  depNode: Int32Array,
+  depPos: Int32Array,
+  dependentStart: Int32Array,
+  dependentNode: Int32Array,
+  routes: readonly (AnalysedRoute | undefined)[],
+  index: ReadonlyMap<string, number>,
 ): void {
   const n = nodes.length;
   const runs = new Uint8Array(n);
   const enabled = new Uint32Array(n); // ≤ maxDependencies
   const work = new Int32Array(n); // a stack: each node is pushed once
   let top = 0;
-  const mark = (i: number) => { if (!runs[i]) { runs[i] = 1; work[top++] = i; } };
-  for (let i = 0; i < n; i++) if (usable[i] && depStart[i + 1] === depStart[i] && nodes[i].dependencies.length === 0) mark(i);
+  const mark = (i: number) => {
+    if (!runs[i]) {
+      runs[i] = 1;
+      work[top++] = i;
+    }
+  };
+  for (let i = 0; i < n; i++)
+    if (usable[i] && depStart[i + 1] === depStart[i] && nodes[i].dependencies.length === 0) mark(i);
   while (top > 0) {
     const v = work[--top];
     const route = routes[v];
@@ -165,7 +208,11 @@ export function reportUnreachable(
       if (route && !route.mayChoose(nodes[w].nodeId, true)) continue;
       if (++enabled[w] === depStart[w + 1] - depStart[w]) mark(w);
     }
-    if (route) for (const target of route.targets) { const t = index.get(target); if (t !== undefined) mark(t); }
+    if (route)
+      for (const target of route.targets) {
+        const t = index.get(target);
+        if (t !== undefined) mark(t);
+      }
   }
   for (let i = 0; i < n; i++) {
     if (!usable[i] || runs[i]) continue;
@@ -176,7 +223,10 @@ export function reportUnreachable(
       const d = depNode[k];
       const dep = nodes[d].nodeId;
       path = issuePath('nodes', id, 'dependencies', depPos[k]);
-      if (!runs[d]) { reason = `its dependency ${quote(dep)} never runs`; break; }
+      if (!runs[d]) {
+        reason = `its dependency ${quote(dep)} never runs`;
+        break;
+      }
       const route = routes[d];
       if (route && !route.mayChoose(id, true)) {
         const answers = [...route.targets.map((t) => quote(t)), ...(route.mayChooseDependents ? ['a bool'] : [])];

@@ -29,7 +29,7 @@ export class StartIndexes {
       this.queueBlocked.add(k);
     } else {
       let keys = this.agentBlocked.get(why);
-      if (!keys) this.agentBlocked.set(why, keys = new Set());
+      if (!keys) this.agentBlocked.set(why, (keys = new Set()));
       keys.add(k);
     }
   }

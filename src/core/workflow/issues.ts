@@ -92,7 +92,13 @@ export class IssueList {
     this.entries.push({ issue, node, seq: this.entries.length });
   }
 
-  error(node: number, code: string, path: string, message: string, extra?: { readonly cycle?: readonly string[] }): void {
+  error(
+    node: number,
+    code: string,
+    path: string,
+    message: string,
+    extra?: { readonly cycle?: readonly string[] },
+  ): void {
     this.add(node, { severity: 'error', code, path, message, ...(extra?.cycle ? { cycle: extra.cycle } : {}) });
   }
 
@@ -110,18 +116,32 @@ export class IssueList {
 
   /** Sorted, every one. */
   all(): ValidationIssue[] {
-    return [...this.entries].sort((a, b) =>
-      (a.issue.severity === b.issue.severity ? 0 : a.issue.severity === 'error' ? -1 : 1) || a.node - b.node || a.seq - b.seq).map((e) => e.issue);
+    return [...this.entries]
+      .sort(
+        (a, b) =>
+          (a.issue.severity === b.issue.severity ? 0 : a.issue.severity === 'error' ? -1 : 1) ||
+          a.node - b.node ||
+          a.seq - b.seq,
+      )
+      .map((e) => e.issue);
   }
 
   /** Sorted and bounded: MAX_ISSUES, then one `more_issues`. */
   list(): ValidationIssue[] {
-    return bounded(this.all(), (rest) => ({ severity: rest.errors ? 'error' : 'warning', code: 'more_issues', path: '', message: moreMessage(rest.errors, rest.warnings) }));
+    return bounded(this.all(), (rest) => ({
+      severity: rest.errors ? 'error' : 'warning',
+      code: 'more_issues',
+      path: '',
+      message: moreMessage(rest.errors, rest.warnings),
+    }));
   }
 }
 
 /** The first MAX_ISSUES of sorted issues, then the one made by `more` from the count of the rest. */
-export function bounded<T extends ValidationIssue>(sorted: T[], more: (rest: { errors: number; warnings: number }) => T): T[] {
+export function bounded<T extends ValidationIssue>(
+  sorted: T[],
+  more: (rest: { errors: number; warnings: number }) => T,
+): T[] {
   if (sorted.length <= MAX_ISSUES) return sorted;
   let errors = 0;
   for (let i = MAX_ISSUES; i < sorted.length; i++) if (sorted[i].severity === 'error') errors++;
@@ -129,7 +149,9 @@ export function bounded<T extends ValidationIssue>(sorted: T[], more: (rest: { e
 }
 
 export function moreMessage(errors: number, warnings: number): string {
-  const parts = [errors ? `${errors} more error${errors === 1 ? '' : 's'}` : '', warnings ? `${warnings} more warning${warnings === 1 ? '' : 's'}` : ''].filter(Boolean);
+  const parts = [
+    errors ? `${errors} more error${errors === 1 ? '' : 's'}` : '',
+    warnings ? `${warnings} more warning${warnings === 1 ? '' : 's'}` : '',
+  ].filter(Boolean);
   return `and ${parts.join(' and ')} (only the first ${MAX_ISSUES} issues are listed)`;
 }
-

@@ -21,7 +21,16 @@ export type NodeStatus = (typeof NODE_STATUSES)[number];
  * - `event_from`: EVENT nodes: a comma-separated list of agent ids; only they (and the operator) may send the node's
  *   event — it narrows the default (the workflow's creator and the agents its nodes name), never widens it.
  */
-export const NODE_METADATA_KEYS = ['route', 'schedule', 'event', 'priority', 'scope', 'on_failure', 'max_iterations', 'event_from'] as const;
+export const NODE_METADATA_KEYS = [
+  'route',
+  'schedule',
+  'event',
+  'priority',
+  'scope',
+  'on_failure',
+  'max_iterations',
+  'event_from',
+] as const;
 
 /** A node as defined (workflow.proto WorkflowNode). Maps keep the author's order. */
 export interface WorkflowNodeDefinition {

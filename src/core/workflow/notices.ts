@@ -13,32 +13,56 @@ import { firstOf, MAX_AUTOMATIC_RETRIES, nodeOf, type LiveWorkflow } from './sta
 export const WORKFLOW_COMPONENT = 'workflow';
 /** What a person may answer about a FAILED node with `on_failure: hitl`, and what each does. */
 export const WORKFLOW_HITL_ACTIONS = {
-  approve: 'retry: the node runs again (a new run, a new task): at once when a person approves; after 1 s, 2 s, 4 s… and at most 3 times between resumes when a rule or a fallback approves',
-  modify: 'skip it with an output: the node is not run again and counts as COMPLETED with the edited payload as its output (a JSON object); its output_mapping and route apply',
+  approve:
+    'retry: the node runs again (a new run, a new task): at once when a person approves; after 1 s, 2 s, 4 s… and at most 3 times between resumes when a rule or a fallback approves',
+  modify:
+    'skip it with an output: the node is not run again and counts as COMPLETED with the edited payload as its output (a JSON object); its output_mapping and route apply',
   deny: 'fail: the node stays FAILED, its dependents are SKIPPED and the workflow ends FAILED once nothing runs',
 } as const;
 
 /** The question about a FAILED node with `on_failure: hitl`. */
 export function question(live: LiveWorkflow, def: WorkflowNodeDefinition, node: NodeRecord, now: number) {
   const wf = live.record.workflowId;
-  return parseInvocationRequest({
-    reason_type: 'TASK_ESCALATION',
-    summary: `Workflow ${wf.slice(0, 128)}: node ${def.nodeId.slice(0, 128)} (agent ${def.agentId.slice(0, 128)}, run ${node.runs}) FAILED: ${node.error.slice(0, 1000)}`.slice(0, 4096),
-    facts: {
-      workflow_id: wf, node_id: def.nodeId, agent_id: def.agentId, run: node.runs, task_id: node.taskId, error: node.error.slice(0, 4096),
-      output: node.output.slice(0, 4096), actions: WORKFLOW_HITL_ACTIONS,
+  return parseInvocationRequest(
+    {
+      reason_type: 'TASK_ESCALATION',
+      summary:
+        `Workflow ${wf.slice(0, 128)}: node ${def.nodeId.slice(0, 128)} (agent ${def.agentId.slice(0, 128)}, run ${node.runs}) FAILED: ${node.error.slice(0, 1000)}`.slice(
+          0,
+          4096,
+        ),
+      facts: {
+        workflow_id: wf,
+        node_id: def.nodeId,
+        agent_id: def.agentId,
+        run: node.runs,
+        task_id: node.taskId,
+        error: node.error.slice(0, 4096),
+        output: node.output.slice(0, 4096),
+        actions: WORKFLOW_HITL_ACTIONS,
+      },
+      subject: { task_id: node.taskId },
+      risk_notes: [
+        'approve → the node runs again; modify → the node counts as COMPLETED with your edited payload as its output; deny → the workflow fails. No answer in time: the HITL fallback (deny by default) fails it.',
+      ],
+      proposed_actions: ['approve', 'modify', 'deny'],
     },
-    subject: { task_id: node.taskId },
-    risk_notes: ['approve → the node runs again; modify → the node counts as COMPLETED with your edited payload as its output; deny → the workflow fails. No answer in time: the HITL fallback (deny by default) fails it.'],
-    proposed_actions: ['approve', 'modify', 'deny'],
-  }, { requester: `workflow:${wf}`, correlationId: wf, now });
+    { requester: `workflow:${wf}`, correlationId: wf, now },
+  );
 }
 
 /** Who answered a question, in words: a person, a rule, the fallback, or nobody. */
 export function answeredBy(invocation: HitlInvocation): string {
   const d = invocation.decision;
-  return d ? (d.origin.kind === 'human' ? `${d.origin.by} (a person)` : d.origin.kind === 'rule' ? `the HITL rule '${d.origin.rule ?? ''}'`
-    : d.origin.kind === 'fallback' ? `the HITL fallback ${d.origin.policy ?? ''}` : `nobody (cancelled by ${d.origin.by})`) : 'nobody';
+  return d
+    ? d.origin.kind === 'human'
+      ? `${d.origin.by} (a person)`
+      : d.origin.kind === 'rule'
+        ? `the HITL rule '${d.origin.rule ?? ''}'`
+        : d.origin.kind === 'fallback'
+          ? `the HITL fallback ${d.origin.policy ?? ''}`
+          : `nobody (cancelled by ${d.origin.by})`
+    : 'nobody';
 }
 
 /** A READY node's `waiting` by its trigger (a SCHEDULE node's with its next fire time). */
@@ -71,12 +95,16 @@ export function endedWaiting(state: WorkflowState): string {
 /** A READY node held while a node of its workflow is FAILED for good. */
 export function heldWaiting(live: LiveWorkflow): string {
   const first = live.failed.values().next().value as string;
-  return `a resume: node ${first} FAILED (${nodeOf(live, first).error.slice(0, 200)}), so no new node starts; resume the workflow to run this one`.slice(0, 1024);
+  return `a resume: node ${first} FAILED (${nodeOf(live, first).error.slice(0, 200)}), so no new node starts; resume the workflow to run this one`.slice(
+    0,
+    1024,
+  );
 }
 
 /** A READY node whose task the scheduler refused for now (BUFFER_FULL, or its agent not registered). */
 export function blockedWaiting(code: string, agentId: string, reason: string): string {
-  return code === 'BUFFER_FULL' ? `room in the scheduler's queue (${reason}): submitted again when a task ends`
+  return code === 'BUFFER_FULL'
+    ? `room in the scheduler's queue (${reason}): submitted again when a task ends`
     : `agent ${agentId} to register (${reason}): submitted again when it does`;
 }
 
@@ -88,7 +116,8 @@ export function waitingFor(live: LiveWorkflow): string {
     if (parts.length >= 10) break;
     if (ids.size > 0) parts.push(`event '${event}' for ${firstOf(ids, 5).join(', ')}`);
   }
-  for (const [id, why] of firstOf(live.blocked, 5)) parts.push(why ? `agent ${why} for ${id}` : `room in the scheduler's queue for ${id}`);
+  for (const [id, why] of firstOf(live.blocked, 5))
+    parts.push(why ? `agent ${why} for ${id}` : `room in the scheduler's queue for ${id}`);
   return parts.length ? `waiting for ${parts.slice(0, 10).join('; ')}` : '';
 }
 
@@ -101,7 +130,8 @@ export function pendingWaiting(record: WorkflowRecord, def: WorkflowNodeDefiniti
 
 /** What a RUNNING node waits for: its task, queued (and why) or on its agent. */
 export function taskWaiting(task: TaskRecord): string {
-  if (task.state === 'QUEUED') return `its task ${task.taskId}, queued: ${task.waiting ? describeWaiting(task.waiting) : 'next in line'}`;
+  if (task.state === 'QUEUED')
+    return `its task ${task.taskId}, queued: ${task.waiting ? describeWaiting(task.waiting) : 'next in line'}`;
   if (TERMINAL_TASK_STATES.has(task.state)) return '';
   return `its task ${task.taskId} on ${task.assignedAgentId} (${task.state})`;
 }

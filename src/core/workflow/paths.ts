@@ -31,7 +31,8 @@ export function isPlainObject(value: unknown): value is Record<string, unknown> 
 
 function segments(path: string): string[] {
   const parts = path.split('.');
-  if (path === '' || parts.some((p) => p === '')) throw new PathError(`'${path.slice(0, 200)}' is not a dotted path (an empty segment)`);
+  if (path === '' || parts.some((p) => p === ''))
+    throw new PathError(`'${path.slice(0, 200)}' is not a dotted path (an empty segment)`);
   const bad = parts.find((p) => FORBIDDEN.has(p));
   if (bad !== undefined) throw new PathError(`'${path.slice(0, 200)}' names '${bad}', which no path may`);
   return parts;
@@ -67,7 +68,12 @@ export function setPath(root: Record<string, unknown>, path: string, value: unkn
     const part = parts[i];
     const next = Object.hasOwn(current, part) ? current[part] : undefined;
     if (next !== undefined && !isPlainObject(next)) {
-      throw new PathError(`cannot write '${path.slice(0, 200)}': '${parts.slice(0, i + 1).join('.').slice(0, 200)}' holds ${describe(next)}, not an object`);
+      throw new PathError(
+        `cannot write '${path.slice(0, 200)}': '${parts
+          .slice(0, i + 1)
+          .join('.')
+          .slice(0, 200)}' holds ${describe(next)}, not an object`,
+      );
     }
     const child = next === undefined ? {} : copy(next);
     define(current, part, child);
@@ -128,10 +134,20 @@ export function writePath(root: Record<string, unknown>, path: string | readonly
       define(inner, parts[parts.length - 1], value);
       const parent = current;
       define(parent, part, top);
-      return { undo: () => { delete parent[part]; }, bytes: jsonBytes(part) + 1 + jsonBytes(top) + 1 };
+      return {
+        undo: () => {
+          delete parent[part];
+        },
+        bytes: jsonBytes(part) + 1 + jsonBytes(top) + 1,
+      };
     }
     if (!isPlainObject(next)) {
-      throw new PathError(`cannot write '${shown.slice(0, 200)}': '${parts.slice(0, i + 1).join('.').slice(0, 200)}' holds ${describe(next)}, not an object`);
+      throw new PathError(
+        `cannot write '${shown.slice(0, 200)}': '${parts
+          .slice(0, i + 1)
+          .join('.')
+          .slice(0, 200)}' holds ${describe(next)}, not an object`,
+      );
     }
     current = next;
   }

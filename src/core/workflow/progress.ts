@@ -6,7 +6,17 @@ import { nextFireAfter } from './cron';
 import type { NodeRecord, NodeStatus, WorkflowState } from './model';
 import { endedWaiting, readyWaiting, scheduleWaiting, waitingFor } from './notices';
 import {
-  ACTIVE, clearRun, ENDED, moveNode, moveWorkflow, nextForPending, nodeKey, nodeOf, reindex, settledState, type LiveWorkflow,
+  ACTIVE,
+  clearRun,
+  ENDED,
+  moveNode,
+  moveWorkflow,
+  nextForPending,
+  nodeKey,
+  nodeOf,
+  reindex,
+  settledState,
+  type LiveWorkflow,
 } from './state';
 
 /**
@@ -22,13 +32,32 @@ export class Progress implements ProgressPart {
   ) {}
 
   /** One node transition: the row, the event, the indexes, the listeners. */
-  setStatus(tx: Transition, live: LiveWorkflow, node: NodeRecord, to: NodeStatus, reason: string, by: string, details: Record<string, unknown> = {}): void {
+  setStatus(
+    tx: Transition,
+    live: LiveWorkflow,
+    node: NodeRecord,
+    to: NodeStatus,
+    reason: string,
+    by: string,
+    details: Record<string, unknown> = {},
+  ): void {
     const { store, log, clock } = this.c.deps;
     const from = moveNode(live, node, to, clock.now(), (id) => this.unblock(live, id));
     store.workflows.putNode(live.record.workflowId, node);
     log.record({
-      correlationId: live.record.workflowId, actor: by, eventType: 'workflow.node', level: to === 'FAILED' ? 'WARN' : 'INFO',
-      details: { workflow_id: live.record.workflowId, node_id: node.nodeId, from, to, reason: reason.slice(0, 1024), run: node.runs, ...details },
+      correlationId: live.record.workflowId,
+      actor: by,
+      eventType: 'workflow.node',
+      level: to === 'FAILED' ? 'WARN' : 'INFO',
+      details: {
+        workflow_id: live.record.workflowId,
+        node_id: node.nodeId,
+        from,
+        to,
+        reason: reason.slice(0, 1024),
+        run: node.runs,
+        ...details,
+      },
     });
     this.notifyNode(tx, live, node);
   }
@@ -44,12 +73,22 @@ export class Progress implements ProgressPart {
     reindex(live, node, (id) => this.unblock(live, id));
   }
 
-  setWorkflow(tx: Transition, live: LiveWorkflow, to: WorkflowState, reason: string, by: string, details: Record<string, unknown>): void {
+  setWorkflow(
+    tx: Transition,
+    live: LiveWorkflow,
+    to: WorkflowState,
+    reason: string,
+    by: string,
+    details: Record<string, unknown>,
+  ): void {
     const record = live.record;
     const from = moveWorkflow(live, to, reason, this.c.deps.clock.now());
     if (ACTIVE.has(to)) tx.install(() => this.c.live.set(record.workflowId, live));
     this.c.deps.log.record({
-      correlationId: record.workflowId, actor: by, eventType: 'workflow.state', level: to === 'FAILED' ? 'WARN' : 'INFO',
+      correlationId: record.workflowId,
+      actor: by,
+      eventType: 'workflow.state',
+      level: to === 'FAILED' ? 'WARN' : 'INFO',
       details: { workflow_id: record.workflowId, from, to, reason: reason.slice(0, 1024), ...details },
     });
     this.c.notify(tx, { workflowId: record.workflowId, state: to });
@@ -178,7 +217,15 @@ export class Progress implements ProgressPart {
   }
 
   /** A node (and so everything downstream, by the caller) back to PENDING: its task, timer and question let go. */
-  reset(tx: Transition, live: LiveWorkflow, nodeId: string, reason: string, by: string, resetLoops: boolean, ctx?: CallContext): void {
+  reset(
+    tx: Transition,
+    live: LiveWorkflow,
+    nodeId: string,
+    reason: string,
+    by: string,
+    resetLoops: boolean,
+    ctx?: CallContext,
+  ): void {
     const node = nodeOf(live, nodeId);
     this.letGo(tx, live, nodeId);
     if (node.invocationId) this.p.failure.withdraw(node, reason, by, ctx ?? { correlationId: live.record.workflowId });

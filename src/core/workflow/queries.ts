@@ -3,8 +3,15 @@ import type { QueriesPart } from './core';
 import { WorkflowError } from './errors';
 import {
   countsOf,
-  type NodeCounts, type NodeRecord, type WorkflowDetail, type WorkflowNodeDefinition, type WorkflowNodeDetail, type WorkflowNodeView,
-  type WorkflowRecord, type WorkflowStorage, type WorkflowSummary,
+  type NodeCounts,
+  type NodeRecord,
+  type WorkflowDetail,
+  type WorkflowNodeDefinition,
+  type WorkflowNodeDetail,
+  type WorkflowNodeView,
+  type WorkflowRecord,
+  type WorkflowStorage,
+  type WorkflowSummary,
 } from './model';
 import { pendingWaiting, taskWaiting } from './notices';
 import { inputsOf, type LiveWorkflow } from './state';
@@ -73,14 +80,21 @@ export class Queries implements QueriesPart {
     }
     return {
       summary: summaryOf(record, live?.counts ?? countsOf(record.nodes.values())),
-      definition: record.definition, warnings: record.warnings, data: live ? JSON.stringify(live.data) : record.data, nodes,
+      definition: record.definition,
+      warnings: record.warnings,
+      data: live ? JSON.stringify(live.data) : record.data,
+      nodes,
     };
   }
 
   /** A node as the editor and GetWorkflowState show it: its state with what it waits for worked out now, no inputs. */
   private viewOf(record: WorkflowRecord, definition: WorkflowNodeDefinition, state: NodeRecord): WorkflowNodeView {
     const task = state.status === 'RUNNING' && state.taskId ? this.tasks.task(state.taskId) : undefined;
-    const waiting = task ? taskWaiting(task) : state.status === 'PENDING' ? pendingWaiting(record, definition) : state.waiting;
+    const waiting = task
+      ? taskWaiting(task)
+      : state.status === 'PENDING'
+        ? pendingWaiting(record, definition)
+        : state.waiting;
     return { definition, state: { ...state, waiting }, inputs: '' };
   }
 
@@ -98,7 +112,8 @@ export class Queries implements QueriesPart {
     const record = this.store.workflows.get(workflowId);
     if (!record) return undefined;
     this.recentlyRead.set(workflowId, record);
-    if (this.recentlyRead.size > RECENTLY_READ) this.recentlyRead.delete(this.recentlyRead.keys().next().value as string);
+    if (this.recentlyRead.size > RECENTLY_READ)
+      this.recentlyRead.delete(this.recentlyRead.keys().next().value as string);
     return record;
   }
 
@@ -119,9 +134,13 @@ export class Queries implements QueriesPart {
     const live = this.live.get(workflowId);
     if (live) return live;
     const record = this.stored(workflowId);
-    throw new WorkflowError('refused', 'FAILED_PRECONDITION', record.state === 'DEFINED'
-      ? `workflow '${workflowId}' has not started: start it before you ${what}`
-      : `workflow '${workflowId}' ended ${record.state}: resume it before you ${what}`);
+    throw new WorkflowError(
+      'refused',
+      'FAILED_PRECONDITION',
+      record.state === 'DEFINED'
+        ? `workflow '${workflowId}' has not started: start it before you ${what}`
+        : `workflow '${workflowId}' ended ${record.state}: resume it before you ${what}`,
+    );
   }
 }
 
@@ -137,7 +156,14 @@ function inputsShown(def: WorkflowNodeDefinition, node: NodeRecord, data: Record
 
 function summaryOf(record: WorkflowRecord, counts: NodeCounts): WorkflowSummary {
   return {
-    workflowId: record.workflowId, state: record.state, reason: record.reason, nodeCount: record.nodes.size, counts: { ...counts },
-    createdAt: record.createdAt, startedAt: record.startedAt, completedAt: record.completedAt, updatedAt: record.updatedAt,
+    workflowId: record.workflowId,
+    state: record.state,
+    reason: record.reason,
+    nodeCount: record.nodes.size,
+    counts: { ...counts },
+    createdAt: record.createdAt,
+    startedAt: record.startedAt,
+    completedAt: record.completedAt,
+    updatedAt: record.updatedAt,
   };
 }

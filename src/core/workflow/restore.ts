@@ -18,7 +18,8 @@ export class Restore implements RestorePart {
     private readonly c: Pick<Core, 'deps' | 'transitions' | 'guard' | 'live' | 'indexes' | 'timers' | 'notify'>,
     private readonly p: Pick<Parts, 'progress' | 'failure' | 'completion' | 'dispatch'>,
     /** progress.kick, through the facade (Workflows.kick: the seam a test injects a restore fault at). */
-    private readonly kick: (tx: Transition, live: LiveWorkflow, by: string) => void = (tx, live, by) => p.progress.kick(tx, live, by),
+    private readonly kick: (tx: Transition, live: LiveWorkflow, by: string) => void = (tx, live, by) =>
+      p.progress.kick(tx, live, by),
   ) {}
 
   /**
@@ -35,10 +36,18 @@ export class Restore implements RestorePart {
       } catch (err) {
         // It cannot go on: it must not stay RUNNING with nobody running it (what restoreOne wrote was rolled back).
         this.c.deps.log.internalError(ACTOR, record.workflowId, err, { during: 'restore' });
-        this.abandon(record.workflowId, `it could not be restored after the restart: ${err instanceof Error ? err.message : String(err)}`);
+        this.abandon(
+          record.workflowId,
+          `it could not be restored after the restart: ${err instanceof Error ? err.message : String(err)}`,
+        );
       }
     }
-    this.c.deps.log.record({ correlationId: ctx.correlationId, actor: ACTOR, eventType: 'workflow.restored', details: { workflows, running_nodes: this.c.indexes.byTask.size } });
+    this.c.deps.log.record({
+      correlationId: ctx.correlationId,
+      actor: ACTOR,
+      eventType: 'workflow.restored',
+      details: { workflows, running_nodes: this.c.indexes.byTask.size },
+    });
     this.p.dispatch.drain();
   }
 
@@ -59,7 +68,13 @@ export class Restore implements RestorePart {
         if (node.status === 'RUNNING') {
           const task = node.taskId ? this.c.deps.tasks.task(node.taskId) : undefined;
           if (!task) {
-            failure.fail(tx, live, node.nodeId, `its task ${node.taskId || '(none)'} is gone (pruned or lost while the coordinator was stopped): its outcome is unknown`, by);
+            failure.fail(
+              tx,
+              live,
+              node.nodeId,
+              `its task ${node.taskId || '(none)'} is gone (pruned or lost while the coordinator was stopped): its outcome is unknown`,
+              by,
+            );
           } else if (TERMINAL_TASK_STATES.has(task.state)) {
             completion.applyOutcome(tx, live, node, task, by);
           } else {
@@ -95,9 +110,11 @@ export class Restore implements RestorePart {
     tx.install(() => this.c.live.set(workflowId, live));
     for (const node of record.nodes.values()) {
       if (node.nodeId === except) continue;
-      if (node.status === 'RUNNING' && node.taskId) this.c.indexes.byTask.set(node.taskId, nodeKey(workflowId, node.nodeId));
+      if (node.status === 'RUNNING' && node.taskId)
+        this.c.indexes.byTask.set(node.taskId, nodeKey(workflowId, node.nodeId));
       else if (node.status === 'READY') this.p.progress.armOrQueue(tx, live, node);
-      else if (node.status === 'FAILED' && node.invocationId) this.p.failure.watch(workflowId, node.nodeId, node.invocationId);
+      else if (node.status === 'FAILED' && node.invocationId)
+        this.p.failure.watch(workflowId, node.nodeId, node.invocationId);
     }
     return live;
   }
@@ -134,8 +151,18 @@ export class Restore implements RestorePart {
             node.waiting = '';
             node.completedAt = now;
             log.record({
-              correlationId: workflowId, actor: by, eventType: 'workflow.node', level: 'WARN',
-              details: { workflow_id: workflowId, node_id: node.nodeId, from: 'RUNNING', to: 'FAILED', reason: nodeReason.slice(0, 1024), run: node.runs },
+              correlationId: workflowId,
+              actor: by,
+              eventType: 'workflow.node',
+              level: 'WARN',
+              details: {
+                workflow_id: workflowId,
+                node_id: node.nodeId,
+                from: 'RUNNING',
+                to: 'FAILED',
+                reason: nodeReason.slice(0, 1024),
+                run: node.runs,
+              },
             });
             changed = true;
           } else if (node.status === 'READY') {
@@ -155,20 +182,25 @@ export class Restore implements RestorePart {
         record.updatedAt = now;
         store.workflows.putWorkflow(record, countsOf(record.nodes.values()));
         log.record({
-          correlationId: workflowId, actor: by, eventType: 'workflow.state', level: 'WARN',
+          correlationId: workflowId,
+          actor: by,
+          eventType: 'workflow.state',
+          level: 'WARN',
           details: { workflow_id: workflowId, from, to: 'FAILED', reason: record.reason.slice(0, 1024) },
         });
         this.c.notify(tx, { workflowId, state: 'FAILED' });
         const cancelAll = () => {
           for (const taskId of cancel) {
             try {
-              if (!TERMINAL_TASK_STATES.has(tasks.task(taskId)?.state ?? 'COMPLETED')) tasks.cancel(taskId, `workflow ${workflowId} FAILED: ${reason}`.slice(0, 1024), ctx);
+              if (!TERMINAL_TASK_STATES.has(tasks.task(taskId)?.state ?? 'COMPLETED'))
+                tasks.cancel(taskId, `workflow ${workflowId} FAILED: ${reason}`.slice(0, 1024), ctx);
             } catch {
               // Ended meanwhile: nothing to cancel.
             }
           }
         };
-        if (fromScheduler) queueMicrotask(() => this.c.guard.run(workflowId, () => this.c.transitions.run(cancelAll, workflowId)));
+        if (fromScheduler)
+          queueMicrotask(() => this.c.guard.run(workflowId, () => this.c.transitions.run(cancelAll, workflowId)));
         else cancelAll();
       }, workflowId);
     } catch (err) {
@@ -191,12 +223,21 @@ export class Restore implements RestorePart {
     const validated = validateDefinition(record.definition);
     if (!validated.ok) {
       const first = validated.issues.find((i) => i.severity === 'error');
-      throw new WorkflowError('refused', 'FAILED_PRECONDITION', `workflow '${record.workflowId}' no longer validates: ${first?.code}: ${first?.message}`);
+      throw new WorkflowError(
+        'refused',
+        'FAILED_PRECONDITION',
+        `workflow '${record.workflowId}' no longer validates: ${first?.code}: ${first?.message}`,
+      );
     }
     return this.build(record, validated.dependents, validated.routes, data);
   }
 
-  private build(record: WorkflowRecord, dependents: ReadonlyMap<string, readonly string[]>, routes: ReadonlyMap<string, CompiledRoute>, data?: Record<string, unknown>): LiveWorkflow {
+  private build(
+    record: WorkflowRecord,
+    dependents: ReadonlyMap<string, readonly string[]>,
+    routes: ReadonlyMap<string, CompiledRoute>,
+    data?: Record<string, unknown>,
+  ): LiveWorkflow {
     return buildLive(record, dependents, routes, this.c.deps.store.workflows.dataLog(record.workflowId), data);
   }
 }

@@ -5,7 +5,8 @@ export const WORKFLOW_SCHEMA: readonly SchemaStep[] = [
   {
     version: 17,
     area: 'workflow',
-    description: 'DAG workflows (RFC §17.7): each workflow (its run state and node counts), its definition (written once, in its own table), its workflow_data (a snapshot and the writes since), one row per node',
+    description:
+      'DAG workflows (RFC §17.7): each workflow (its run state and node counts), its definition (written once, in its own table), its workflow_data (a snapshot and the writes since), one row per node',
     statements: [
       `CREATE TABLE workflows (
          workflow_id TEXT PRIMARY KEY,

@@ -2,7 +2,13 @@ import type { DatabaseSync, StatementSync } from 'node:sqlite';
 import { writePath } from './paths';
 import {
   countsOf,
-  type NodeCounts, type NodeRecord, type ValidationIssue, type WorkflowDefinition, type WorkflowRecord, type WorkflowRepository, type WorkflowState,
+  type NodeCounts,
+  type NodeRecord,
+  type ValidationIssue,
+  type WorkflowDefinition,
+  type WorkflowRecord,
+  type WorkflowRepository,
+  type WorkflowState,
   type WorkflowSummary,
 } from './model';
 
@@ -22,11 +28,14 @@ export const WORKFLOW_SQL = {
   dataRows: 'SELECT path, value FROM workflow_data WHERE workflow_id = ? ORDER BY seq',
   dataClear: 'DELETE FROM workflow_data WHERE workflow_id = ?',
   dataInsert: 'INSERT INTO workflow_data (workflow_id, seq, path, value) VALUES (?, ?, ?, ?)',
-  dataLog: "SELECT COALESCE(MAX(seq), 0) AS seq, COALESCE(SUM(CASE WHEN path = '' THEN 0 ELSE length(path) + length(value) END), 0) AS chars FROM workflow_data WHERE workflow_id = ?",
+  dataLog:
+    "SELECT COALESCE(MAX(seq), 0) AS seq, COALESCE(SUM(CASE WHEN path = '' THEN 0 ELSE length(path) + length(value) END), 0) AS chars FROM workflow_data WHERE workflow_id = ?",
 } as const;
 
 /** The workflow's own fields as stored in `record` (the definition, its warnings, workflow_data and the nodes are elsewhere). */
-type StoredWorkflow = Omit<WorkflowRecord, 'definition' | 'warnings' | 'nodes' | 'data'> & { readonly nodeCount: number };
+type StoredWorkflow = Omit<WorkflowRecord, 'definition' | 'warnings' | 'nodes' | 'data'> & {
+  readonly nodeCount: number;
+};
 
 const ACTIVE_STATES: ReadonlySet<WorkflowState> = new Set(['RUNNING', 'WAITING']);
 
@@ -40,13 +49,25 @@ export class SqliteWorkflowRepository implements WorkflowRepository {
   private readonly s: Record<keyof typeof WORKFLOW_SQL, StatementSync>;
 
   constructor(db: DatabaseSync) {
-    this.s = Object.fromEntries(Object.entries(WORKFLOW_SQL).map(([name, sql]) => [name, db.prepare(sql)])) as Record<keyof typeof WORKFLOW_SQL, StatementSync>;
+    this.s = Object.fromEntries(Object.entries(WORKFLOW_SQL).map(([name, sql]) => [name, db.prepare(sql)])) as Record<
+      keyof typeof WORKFLOW_SQL,
+      StatementSync
+    >;
   }
 
   create(record: WorkflowRecord): void {
     const counts = countsOf(record.nodes.values());
-    this.s.insertWorkflow.run(record.workflowId, ACTIVE_STATES.has(record.state) ? 1 : 0, record.updatedAt, JSON.stringify(stored(record)), JSON.stringify(counts));
-    this.s.insertDefinition.run(record.workflowId, JSON.stringify({ definition: record.definition, warnings: record.warnings }));
+    this.s.insertWorkflow.run(
+      record.workflowId,
+      ACTIVE_STATES.has(record.state) ? 1 : 0,
+      record.updatedAt,
+      JSON.stringify(stored(record)),
+      JSON.stringify(counts),
+    );
+    this.s.insertDefinition.run(
+      record.workflowId,
+      JSON.stringify({ definition: record.definition, warnings: record.warnings }),
+    );
     this.putData(record.workflowId, 0, record.data);
     for (const node of record.nodes.values()) this.putNode(record.workflowId, node);
   }
@@ -79,7 +100,13 @@ export class SqliteWorkflowRepository implements WorkflowRepository {
   }
 
   putWorkflow(record: WorkflowRecord, counts: Readonly<NodeCounts>): void {
-    this.s.putWorkflow.run(ACTIVE_STATES.has(record.state) ? 1 : 0, record.updatedAt, JSON.stringify(stored(record)), JSON.stringify(counts), record.workflowId);
+    this.s.putWorkflow.run(
+      ACTIVE_STATES.has(record.state) ? 1 : 0,
+      record.updatedAt,
+      JSON.stringify(stored(record)),
+      JSON.stringify(counts),
+      record.workflowId,
+    );
   }
 
   putNode(workflowId: string, node: NodeRecord): void {
@@ -90,7 +117,10 @@ export class SqliteWorkflowRepository implements WorkflowRepository {
     const row = this.s.get.get(workflowId) as Row | undefined;
     if (!row) return undefined;
     const own = JSON.parse(String(row.record)) as StoredWorkflow;
-    const { definition, warnings } = JSON.parse(String(row.definition)) as { definition: WorkflowDefinition; warnings: ValidationIssue[] };
+    const { definition, warnings } = JSON.parse(String(row.definition)) as {
+      definition: WorkflowDefinition;
+      warnings: ValidationIssue[];
+    };
     const byId = new Map<string, NodeRecord>();
     for (const r of this.s.nodes.all(workflowId) as Row[]) {
       const node = JSON.parse(String(r.record)) as NodeRecord;
@@ -107,16 +137,24 @@ export class SqliteWorkflowRepository implements WorkflowRepository {
   }
 
   listActive(): WorkflowRecord[] {
-    return (this.s.active.all() as Row[]).map((r) => this.get(String(r.workflow_id))).filter((w): w is WorkflowRecord => w !== undefined);
+    return (this.s.active.all() as Row[])
+      .map((r) => this.get(String(r.workflow_id)))
+      .filter((w): w is WorkflowRecord => w !== undefined);
   }
 
   listRecent(limit: number): WorkflowSummary[] {
     return (this.s.recent.all(Math.max(0, Math.floor(limit))) as Row[]).map((r) => {
       const own = JSON.parse(String(r.record)) as StoredWorkflow;
       return {
-        workflowId: own.workflowId, state: own.state, reason: own.reason, nodeCount: own.nodeCount,
+        workflowId: own.workflowId,
+        state: own.state,
+        reason: own.reason,
+        nodeCount: own.nodeCount,
         counts: JSON.parse(String(r.counts)) as NodeCounts,
-        createdAt: own.createdAt, startedAt: own.startedAt, completedAt: own.completedAt, updatedAt: own.updatedAt,
+        createdAt: own.createdAt,
+        startedAt: own.startedAt,
+        completedAt: own.completedAt,
+        updatedAt: own.updatedAt,
       };
     });
   }
@@ -124,9 +162,15 @@ export class SqliteWorkflowRepository implements WorkflowRepository {
 
 function stored(record: WorkflowRecord): StoredWorkflow {
   return {
-    workflowId: record.workflowId, state: record.state, createdAt: record.createdAt, createdBy: record.createdBy,
-    startedAt: record.startedAt, completedAt: record.completedAt, startedBy: record.startedBy, reason: record.reason, updatedAt: record.updatedAt,
+    workflowId: record.workflowId,
+    state: record.state,
+    createdAt: record.createdAt,
+    createdBy: record.createdBy,
+    startedAt: record.startedAt,
+    completedAt: record.completedAt,
+    startedBy: record.startedBy,
+    reason: record.reason,
+    updatedAt: record.updatedAt,
     nodeCount: record.nodes.size,
   };
 }
-

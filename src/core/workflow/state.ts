@@ -2,8 +2,15 @@ import { createHash } from 'node:crypto';
 import type { TaskRecord } from '../scheduler/model';
 import type { CompiledRoute } from './cel';
 import {
-  countsOf, NODE_STATUSES,
-  type NodeCounts, type NodeRecord, type NodeStatus, type WorkflowDefinition, type WorkflowNodeDefinition, type WorkflowRecord, type WorkflowState,
+  countsOf,
+  NODE_STATUSES,
+  type NodeCounts,
+  type NodeRecord,
+  type NodeStatus,
+  type WorkflowDefinition,
+  type WorkflowNodeDefinition,
+  type WorkflowRecord,
+  type WorkflowState,
 } from './model';
 import { PathError, getPath, isPlainObject, writePath } from './paths';
 import { parseBoundedJson } from '../json';
@@ -86,8 +93,21 @@ export function depClassOf(node: NodeRecord): DepClass {
 /** A new workflow's nodes: every one PENDING, nothing run. */
 export function pendingNode(nodeId: string): NodeRecord {
   return {
-    nodeId, status: 'PENDING', startedAt: null, completedAt: null, output: '', error: '', waiting: '',
-    taskId: '', runs: 0, readyAt: null, fireAt: null, loops: 0, invocationId: '', retries: 0, inputs: '',
+    nodeId,
+    status: 'PENDING',
+    startedAt: null,
+    completedAt: null,
+    output: '',
+    error: '',
+    waiting: '',
+    taskId: '',
+    runs: 0,
+    readyAt: null,
+    fireAt: null,
+    loops: 0,
+    invocationId: '',
+    retries: 0,
+    inputs: '',
   };
 }
 
@@ -103,11 +123,26 @@ export function buildLive(
   data?: Record<string, unknown>,
 ): LiveWorkflow {
   const live: LiveWorkflow = {
-    record, defs: new Map(record.definition.nodes.map((n) => [n.nodeId, n])), dependents, routes, agents: agentsOf(record.definition),
-    data: data ?? (JSON.parse(record.data) as Record<string, unknown>), dataBytes: Buffer.byteLength(record.data), dataSeq: dataLog.seq, dataLogChars: dataLog.chars,
+    record,
+    defs: new Map(record.definition.nodes.map((n) => [n.nodeId, n])),
+    dependents,
+    routes,
+    agents: agentsOf(record.definition),
+    data: data ?? (JSON.parse(record.data) as Record<string, unknown>),
+    dataBytes: Buffer.byteLength(record.data),
+    dataSeq: dataLog.seq,
+    dataLogChars: dataLog.chars,
     counts: countsOf([]),
-    failed: new Set(), asking: new Set(), manual: new Set(), events: new Map(), due: new Set(), blocked: new Map(), held: new Set(),
-    openDeps: new Map(), badDeps: new Map(), depClass: new Map(),
+    failed: new Set(),
+    asking: new Set(),
+    manual: new Set(),
+    events: new Map(),
+    due: new Set(),
+    blocked: new Map(),
+    held: new Set(),
+    openDeps: new Map(),
+    badDeps: new Map(),
+    depClass: new Map(),
     dirty: false,
   };
   reindexAll(live, () => undefined);
@@ -130,7 +165,8 @@ export function reindexAll(live: LiveWorkflow, unblock: (nodeId: string) => void
   live.depClass.clear();
   live.badDeps.clear();
   live.openDeps.clear();
-  for (const def of live.record.definition.nodes) if (def.dependencies.length > 0) live.openDeps.set(def.nodeId, def.dependencies.length);
+  for (const def of live.record.definition.nodes)
+    if (def.dependencies.length > 0) live.openDeps.set(def.nodeId, def.dependencies.length);
   for (const node of live.record.nodes.values()) reindex(live, node, unblock);
 }
 
@@ -169,13 +205,19 @@ export function reindex(live: LiveWorkflow, node: NodeRecord, unblock: (nodeId: 
   else if (def.trigger === 'MANUAL') live.manual.add(id);
   else if (def.trigger === 'EVENT') {
     let set = live.events.get(event);
-    if (!set) live.events.set(event, set = new Set());
+    if (!set) live.events.set(event, (set = new Set()));
     set.add(id);
   }
 }
 
 /** One node transition in memory: the counts, the status, the indexes; the workflow row is due (dirty). */
-export function moveNode(live: LiveWorkflow, node: NodeRecord, to: NodeStatus, now: number, unblock: (nodeId: string) => void): NodeStatus {
+export function moveNode(
+  live: LiveWorkflow,
+  node: NodeRecord,
+  to: NodeStatus,
+  now: number,
+  unblock: (nodeId: string) => void,
+): NodeStatus {
   const from = node.status;
   live.counts[from]--;
   live.counts[to]++;
@@ -199,14 +241,22 @@ export function moveWorkflow(live: LiveWorkflow, to: WorkflowState, reason: stri
 }
 
 /** A PENDING node's next step from its dependency counts: SKIPPED (one is SKIPPED / FAILED for good), READY (all COMPLETED), or none yet. */
-export function nextForPending(live: LiveWorkflow, nodeId: string): { readonly skip: string } | { readonly ready: string } | undefined {
+export function nextForPending(
+  live: LiveWorkflow,
+  nodeId: string,
+): { readonly skip: string } | { readonly ready: string } | undefined {
   const def = live.defs.get(nodeId)!;
   if ((live.badDeps.get(nodeId) ?? 0) > 0) {
     // Read the dependencies only to name the one that makes it SKIPPED (once per node).
     const dep = def.dependencies.find((d) => depClassOf(nodeOf(live, d)) === 'bad') ?? def.dependencies[0];
     return { skip: `dependency '${dep}' ${nodeOf(live, dep).status}` };
   }
-  if ((live.openDeps.get(nodeId) ?? 0) === 0) return { ready: def.dependencies.length ? `dependencies COMPLETED: ${def.dependencies.join(', ').slice(0, 512)}` : 'a root: no dependencies' };
+  if ((live.openDeps.get(nodeId) ?? 0) === 0)
+    return {
+      ready: def.dependencies.length
+        ? `dependencies COMPLETED: ${def.dependencies.join(', ').slice(0, 512)}`
+        : 'a root: no dependencies',
+    };
   return undefined;
 }
 
@@ -215,7 +265,10 @@ export function nextForPending(live: LiveWorkflow, nodeId: string): { readonly s
  * is COMPLETED or SKIPPED; WAITING while a person is asked (a FAILED node's question, a READY MANUAL node); RUNNING
  * otherwise. The reason says what it waits for (`waitingFor`: the words for nodes that wait on time, events, agents).
  */
-export function settledState(live: LiveWorkflow, waitingFor: (live: LiveWorkflow) => string): { readonly to: WorkflowState; readonly reason: string } {
+export function settledState(
+  live: LiveWorkflow,
+  waitingFor: (live: LiveWorkflow) => string,
+): { readonly to: WorkflowState; readonly reason: string } {
   const record = live.record;
   const c = live.counts;
   let to: WorkflowState;
@@ -235,7 +288,9 @@ export function settledState(live: LiveWorkflow, waitingFor: (live: LiveWorkflow
     reason = '';
   } else if (live.asking.size > 0 || live.manual.size > 0) {
     to = 'WAITING';
-    const asks = firstOf(live.asking, 5).map((id) => `decide on FAILED node ${id} (approve = retry, modify = skip with an output, deny = fail)`);
+    const asks = firstOf(live.asking, 5).map(
+      (id) => `decide on FAILED node ${id} (approve = retry, modify = skip with an output, deny = fail)`,
+    );
     const manual = firstOf(live.manual, 5).map((id) => `Run Node ${id}`);
     reason = `waiting for a person: ${[...asks, ...manual].join('; ')}`;
   } else {
@@ -291,7 +346,10 @@ export interface DataWrites {
  * or workflow_data beyond MAX_WORKFLOW_DATA_BYTES (counted from each write's size, never by serialising it all),
  * undoes the writes before it. The caller stores them (commitWrites) or undoes them (a later refusal).
  */
-export function applyWrites(live: LiveWorkflow, writes: ReadonlyArray<readonly [string | readonly string[], unknown]>): DataWrites | { readonly error: string; readonly kind: 'path' | 'size' } {
+export function applyWrites(
+  live: LiveWorkflow,
+  writes: ReadonlyArray<readonly [string | readonly string[], unknown]>,
+): DataWrites | { readonly error: string; readonly kind: 'path' | 'size' } {
   const undos: Array<() => void> = [];
   const undo = () => {
     for (let i = undos.length - 1; i >= 0; i--) undos[i]();
@@ -313,7 +371,10 @@ export function applyWrites(live: LiveWorkflow, writes: ReadonlyArray<readonly [
   }
   if (live.dataBytes + bytes > MAX_WORKFLOW_DATA_BYTES) {
     undo();
-    return { error: `workflow_data would be ${live.dataBytes + bytes} bytes; at most ${MAX_WORKFLOW_DATA_BYTES}`, kind: 'size' };
+    return {
+      error: `workflow_data would be ${live.dataBytes + bytes} bytes; at most ${MAX_WORKFLOW_DATA_BYTES}`,
+      kind: 'size',
+    };
   }
   return { writes: done, bytes, undo };
 }
@@ -322,11 +383,19 @@ export function applyWrites(live: LiveWorkflow, writes: ReadonlyArray<readonly [
 
 /** A definition in a canonical form (nodes by id, map keys sorted): two definitions are the same workflow when equal. */
 export function canonical(definition: WorkflowDefinition): string {
-  const sorted = (o: Readonly<Record<string, string>>) => Object.fromEntries(Object.entries(o).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
-  const nodes = [...definition.nodes].sort((a, b) => (a.nodeId < b.nodeId ? -1 : a.nodeId > b.nodeId ? 1 : 0)).map((n) => ({
-    nodeId: n.nodeId, agentId: n.agentId, dependencies: [...n.dependencies].sort(), trigger: n.trigger,
-    inputMapping: sorted(n.inputMapping), outputMapping: sorted(n.outputMapping), metadata: sorted(n.metadata),
-  }));
+  const sorted = (o: Readonly<Record<string, string>>) =>
+    Object.fromEntries(Object.entries(o).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
+  const nodes = [...definition.nodes]
+    .sort((a, b) => (a.nodeId < b.nodeId ? -1 : a.nodeId > b.nodeId ? 1 : 0))
+    .map((n) => ({
+      nodeId: n.nodeId,
+      agentId: n.agentId,
+      dependencies: [...n.dependencies].sort(),
+      trigger: n.trigger,
+      inputMapping: sorted(n.inputMapping),
+      outputMapping: sorted(n.outputMapping),
+      metadata: sorted(n.metadata),
+    }));
   return JSON.stringify({ workflowId: definition.workflowId, nodes, metadata: sorted(definition.metadata) });
 }
 
@@ -341,7 +410,10 @@ export function agentsOf(definition: WorkflowDefinition): Set<string> {
 export function eventFrom(def: WorkflowNodeDefinition): string[] | undefined {
   const raw = def.metadata.event_from;
   if (raw === undefined) return undefined;
-  return raw.split(',').map((id) => id.trim()).filter((id) => id !== '');
+  return raw
+    .split(',')
+    .map((id) => id.trim())
+    .filter((id) => id !== '');
 }
 
 export function maxIterations(def: WorkflowNodeDefinition): number {
@@ -373,7 +445,9 @@ export function taskIdOf(workflowId: string, nodeId: string, run: number): strin
  * A node's output: the FULFILLED ACK's `result` (a JSON object as is; any other JSON value as {"result": value}), else
  * the note parsed as JSON when it is a JSON object, else {"note": note}.
  */
-export function outputOf(task: Pick<TaskRecord, 'result' | 'note'>): { readonly output: Record<string, unknown> } | { readonly error: string } {
+export function outputOf(
+  task: Pick<TaskRecord, 'result' | 'note'>,
+): { readonly output: Record<string, unknown> } | { readonly error: string } {
   if (task.result !== '') {
     const parsed = parseBoundedJson(task.result, { what: 'the ACK result' });
     if (!parsed.ok) return { error: `the output is not JSON: ${parsed.reason}` };
@@ -387,13 +461,17 @@ export function outputOf(task: Pick<TaskRecord, 'result' | 'note'>): { readonly 
 }
 
 /** A workflow's inputs for one node: by input_mapping (data path → input name), or the whole workflow_data without one. */
-export function inputsOf(def: WorkflowNodeDefinition, data: Readonly<Record<string, unknown>>): Record<string, unknown> {
+export function inputsOf(
+  def: WorkflowNodeDefinition,
+  data: Readonly<Record<string, unknown>>,
+): Record<string, unknown> {
   const entries = Object.entries(def.inputMapping);
   if (entries.length === 0) return { ...data };
   const inputs: Record<string, unknown> = {};
   for (const [path, name] of entries) {
     const value = getPath(data, path);
-    if (value !== undefined) Object.defineProperty(inputs, name, { value, enumerable: true, writable: true, configurable: true });
+    if (value !== undefined)
+      Object.defineProperty(inputs, name, { value, enumerable: true, writable: true, configurable: true });
   }
   return inputs;
 }

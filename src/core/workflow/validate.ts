@@ -39,31 +39,49 @@ import { checkNode, checkStringMap, countEntries, hasOwn, idRefusal } from './no
 export { DEFAULT_MAX_ITERATIONS, WORKFLOW_LIMITS, type WorkflowLimits } from './limits';
 
 export interface ValidatedWorkflow {
-  readonly ok: boolean;                         // no issue of severity 'error'
-  readonly issues: readonly ValidationIssue[];  // errors and warnings (unreachable nodes)
+  readonly ok: boolean; // no issue of severity 'error'
+  readonly issues: readonly ValidationIssue[]; // errors and warnings (unreachable nodes)
   readonly routes: ReadonlyMap<string, CompiledRoute>;
   readonly dependents: ReadonlyMap<string, readonly string[]>; // node → nodes that list it in dependencies, author order
   readonly roots: readonly string[];
 }
 
 /** `limits`: WORKFLOW_LIMITS, what every caller uses; other limits only to show the algorithms linear at scale (tests). */
-export function validateDefinition(definition: WorkflowDefinition, limits: WorkflowLimits = WORKFLOW_LIMITS): ValidatedWorkflow {
+export function validateDefinition(
+  definition: WorkflowDefinition,
+  limits: WorkflowLimits = WORKFLOW_LIMITS,
+): ValidatedWorkflow {
   return validateWithAllIssues(definition, limits).validated;
 }
 
 /** validateDefinition, and every issue (not only the first MAX_ISSUES): definition files place them all. */
-export function validateWithAllIssues(definition: WorkflowDefinition, L: WorkflowLimits = WORKFLOW_LIMITS): { readonly validated: ValidatedWorkflow; readonly all: readonly ValidationIssue[] } {
+export function validateWithAllIssues(
+  definition: WorkflowDefinition,
+  L: WorkflowLimits = WORKFLOW_LIMITS,
+): { readonly validated: ValidatedWorkflow; readonly all: readonly ValidationIssue[] } {
   const issues = new IssueList();
   const routes = new Map<string, CompiledRoute>();
   let dependentsOut: ReadonlyMap<string, readonly string[]> = new Map<string, readonly string[]>();
   const roots: string[] = [];
-  const done = () => ({ validated: { ok: !issues.hasErrors, issues: issues.list(), routes, dependents: dependentsOut, roots }, all: issues.all() });
+  const done = () => ({
+    validated: { ok: !issues.hasErrors, issues: issues.list(), routes, dependents: dependentsOut, roots },
+    all: issues.all(),
+  });
 
   if (definition.workflowId !== '') {
     const why = idRefusal('workflow_id', definition.workflowId);
     if (why) issues.error(-1, why[0], 'workflow_id', why[1]);
   }
-  checkStringMap(issues, -1, definition.metadata, undefined, 'metadata', WORKFLOW_LIMITS.maxMetadataEntries, WORKFLOW_LIMITS.maxMetadataKeyChars, WORKFLOW_LIMITS.maxMetadataValueChars);
+  checkStringMap(
+    issues,
+    -1,
+    definition.metadata,
+    undefined,
+    'metadata',
+    WORKFLOW_LIMITS.maxMetadataEntries,
+    WORKFLOW_LIMITS.maxMetadataKeyChars,
+    WORKFLOW_LIMITS.maxMetadataValueChars,
+  );
 
   const nodes = definition.nodes;
   const n = nodes.length;
@@ -84,25 +102,54 @@ export function validateWithAllIssues(definition: WorkflowDefinition, L: Workflo
     const node = nodes[i];
     if (Array.isArray(node.dependencies)) totalDependencies += node.dependencies.length;
     mapEntries += countEntries(node.inputMapping) + countEntries(node.outputMapping) + countEntries(node.metadata);
-    const route = node.metadata && typeof node.metadata === 'object' && hasOwn(node.metadata, 'route') ? node.metadata.route : undefined;
+    const route =
+      node.metadata && typeof node.metadata === 'object' && hasOwn(node.metadata, 'route')
+        ? node.metadata.route
+        : undefined;
     if (typeof route === 'string') routeChars += route.length;
-    const schedule = node.trigger === 'SCHEDULE' && node.metadata && typeof node.metadata === 'object' && hasOwn(node.metadata, 'schedule') ? node.metadata.schedule : undefined;
+    const schedule =
+      node.trigger === 'SCHEDULE' &&
+      node.metadata &&
+      typeof node.metadata === 'object' &&
+      hasOwn(node.metadata, 'schedule')
+        ? node.metadata.schedule
+        : undefined;
     if (typeof schedule === 'string') scheduleChars += schedule.length;
   }
   if (totalDependencies > L.maxTotalDependencies) {
-    issues.error(-1, 'limit_exceeded', 'nodes', `a workflow has at most ${L.maxTotalDependencies} dependencies in all (this one has ${totalDependencies})`);
+    issues.error(
+      -1,
+      'limit_exceeded',
+      'nodes',
+      `a workflow has at most ${L.maxTotalDependencies} dependencies in all (this one has ${totalDependencies})`,
+    );
     return done();
   }
   if (mapEntries > L.maxMapEntries) {
-    issues.error(-1, 'limit_exceeded', 'nodes', `a workflow has at most ${L.maxMapEntries} map entries in all (metadata, input_mapping, output_mapping; this one has ${mapEntries})`);
+    issues.error(
+      -1,
+      'limit_exceeded',
+      'nodes',
+      `a workflow has at most ${L.maxMapEntries} map entries in all (metadata, input_mapping, output_mapping; this one has ${mapEntries})`,
+    );
     return done();
   }
   if (routeChars > L.maxTotalRouteChars) {
-    issues.error(-1, 'limit_exceeded', 'nodes', `the routes of a workflow have at most ${L.maxTotalRouteChars} characters in all (this one's have ${routeChars})`);
+    issues.error(
+      -1,
+      'limit_exceeded',
+      'nodes',
+      `the routes of a workflow have at most ${L.maxTotalRouteChars} characters in all (this one's have ${routeChars})`,
+    );
     return done();
   }
   if (scheduleChars > L.maxTotalScheduleChars) {
-    issues.error(-1, 'limit_exceeded', 'nodes', `the schedules of a workflow's SCHEDULE nodes have at most ${L.maxTotalScheduleChars} characters in all (this one's have ${scheduleChars})`);
+    issues.error(
+      -1,
+      'limit_exceeded',
+      'nodes',
+      `the schedules of a workflow's SCHEDULE nodes have at most ${L.maxTotalScheduleChars} characters in all (this one's have ${scheduleChars})`,
+    );
     return done();
   }
 
@@ -128,7 +175,12 @@ export function validateWithAllIssues(definition: WorkflowDefinition, L: Workflo
       const id = nodes[i].nodeId;
       const first = index.get(id);
       if (first !== undefined) {
-        issues.error(i, 'duplicate_node', issuePath('nodes', id), `node ${quote(id)} is defined twice (nodes ${first + 1} and ${i + 1})`);
+        issues.error(
+          i,
+          'duplicate_node',
+          issuePath('nodes', id),
+          `node ${quote(id)} is defined twice (nodes ${first + 1} and ${i + 1})`,
+        );
         usable[i] = 0;
         continue;
       }
@@ -139,7 +191,8 @@ export function validateWithAllIssues(definition: WorkflowDefinition, L: Workflo
   // Dependency edges: dep → node, kept in flat arrays (CSR): for node i, edges depStart[i] … depStart[i + 1] - 1 hold the
   // dependency's position and the index in the author's list (for paths). Unknown, self and repeated ones are left out.
   let edgeCount = 0;
-  for (let i = 0; i < n; i++) edgeCount += Array.isArray(nodes[i].dependencies) ? Math.min(nodes[i].dependencies.length, L.maxDependencies) : 0;
+  for (let i = 0; i < n; i++)
+    edgeCount += Array.isArray(nodes[i].dependencies) ? Math.min(nodes[i].dependencies.length, L.maxDependencies) : 0;
   const depStart = new Int32Array(n + 1);
   const depNode = new Int32Array(edgeCount);
   const depPos = new Int32Array(edgeCount);
@@ -152,12 +205,22 @@ export function validateWithAllIssues(definition: WorkflowDefinition, L: Workflo
     const id = node.nodeId;
     const deps = node.dependencies;
     if (!Array.isArray(deps)) {
-      issues.error(i, 'invalid_field', issuePath('nodes', String(id), 'dependencies'), 'dependencies must be a list of node ids');
+      issues.error(
+        i,
+        'invalid_field',
+        issuePath('nodes', String(id), 'dependencies'),
+        'dependencies must be a list of node ids',
+      );
       continue;
     }
     if (deps.length === 0 && usable[i]) roots.push(id);
     if (deps.length > L.maxDependencies) {
-      issues.error(i, 'limit_exceeded', issuePath('nodes', id, 'dependencies'), `a node has at most ${L.maxDependencies} dependencies (this one has ${deps.length})`);
+      issues.error(
+        i,
+        'limit_exceeded',
+        issuePath('nodes', id, 'dependencies'),
+        `a node has at most ${L.maxDependencies} dependencies (this one has ${deps.length})`,
+      );
     }
     const count = Math.min(deps.length, L.maxDependencies);
     const few = count <= 16;
@@ -165,16 +228,36 @@ export function validateWithAllIssues(definition: WorkflowDefinition, L: Workflo
     for (let k = 0; k < count; k++) {
       const dep = deps[k];
       if (typeof dep !== 'string' || dep === '') {
-        issues.error(i, 'invalid_field', issuePath('nodes', String(id), 'dependencies', k), 'a dependency is a node id (a non-empty string)');
+        issues.error(
+          i,
+          'invalid_field',
+          issuePath('nodes', String(id), 'dependencies', k),
+          'a dependency is a node id (a non-empty string)',
+        );
         continue;
       }
       const d = index.get(dep);
       if (dep === id) {
-        issues.error(i, 'self_dependency', issuePath('nodes', id, 'dependencies', k), `node ${quote(id)} depends on itself`);
+        issues.error(
+          i,
+          'self_dependency',
+          issuePath('nodes', id, 'dependencies', k),
+          `node ${quote(id)} depends on itself`,
+        );
       } else if (d === undefined) {
-        issues.error(i, 'unknown_dependency', issuePath('nodes', String(id), 'dependencies', k), `node ${quote(String(id))} depends on ${quote(dep)}, which is not a node of this workflow`);
+        issues.error(
+          i,
+          'unknown_dependency',
+          issuePath('nodes', String(id), 'dependencies', k),
+          `node ${quote(String(id))} depends on ${quote(dep)}, which is not a node of this workflow`,
+        );
       } else if (few ? listed(depNode, depStart[i], e, d) : lastSeen![d] === i) {
-        issues.error(i, 'duplicate_dependency', issuePath('nodes', id, 'dependencies', k), `node ${quote(id)} lists ${quote(dep)} twice`);
+        issues.error(
+          i,
+          'duplicate_dependency',
+          issuePath('nodes', id, 'dependencies', k),
+          `node ${quote(id)} lists ${quote(dep)} twice`,
+        );
       } else if (usable[i]) {
         if (!few) lastSeen![d] = i;
         depNode[e] = d;
@@ -185,7 +268,13 @@ export function validateWithAllIssues(definition: WorkflowDefinition, L: Workflo
     }
   }
   depStart[n] = e;
-  if (roots.length === 0) issues.error(-1, 'no_root', 'nodes', 'no node is a root: every node has dependencies, so none can start (give at least one node no dependencies)');
+  if (roots.length === 0)
+    issues.error(
+      -1,
+      'no_root',
+      'nodes',
+      'no node is a root: every node has dependencies, so none can start (give at least one node no dependencies)',
+    );
 
   // Dependents (the reverse edges, CSR like the dependencies), in author order: node i is written into each of its
   // dependencies' slots as i grows. The lists are made when asked for (DependentsMap).
@@ -230,6 +319,7 @@ export function validateWithAllIssues(definition: WorkflowDefinition, L: Workflo
   let cycles = 0;
   if (tail < countUsable(usable)) cycles = reportCycles(issues, nodes, usable, remaining, depStart, depNode, depPos);
 
-  if (cycles === 0 && roots.length > 0) reportUnreachable(issues, nodes, usable, depStart, depNode, depPos, dependentStart, dependentNode, analysed, index);
+  if (cycles === 0 && roots.length > 0)
+    reportUnreachable(issues, nodes, usable, depStart, depNode, depPos, dependentStart, dependentNode, analysed, index);
   return done();
 }

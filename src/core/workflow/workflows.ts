@@ -14,7 +14,14 @@ import { Dispatch } from './dispatch';
 import type { WorkflowEventInput, WorkflowEventSink } from './eventTrigger';
 import { Failures } from './failure';
 import { StartIndexes } from './indexes';
-import type { WorkflowDefinition, WorkflowDetail, WorkflowNodeDetail, WorkflowQueries, WorkflowsChange, WorkflowSummary } from './model';
+import type {
+  WorkflowDefinition,
+  WorkflowDetail,
+  WorkflowNodeDetail,
+  WorkflowQueries,
+  WorkflowsChange,
+  WorkflowSummary,
+} from './model';
 import { Progress } from './progress';
 import { Queries } from './queries';
 import { Restore } from './restore';
@@ -27,7 +34,14 @@ export { WorkflowError } from './errors';
 export { MAX_KEPT_INPUTS } from './dispatch';
 export { ANSWER_NODES } from './queries';
 export { WORKFLOW_COMPONENT, WORKFLOW_HITL_ACTIONS } from './notices';
-export { MAX_AUTOMATIC_RETRIES, MAX_WORKFLOW_DATA_BYTES, automaticRetryDelay, inputsOf, outputOf, taskIdOf } from './state';
+export {
+  MAX_AUTOMATIC_RETRIES,
+  MAX_WORKFLOW_DATA_BYTES,
+  automaticRetryDelay,
+  inputsOf,
+  outputOf,
+  taskIdOf,
+} from './state';
 
 /**
  * The workflow engine (RFC §17.7; README, "Workflows"; the area: ./README.md): CreateWorkflow (validated first,
@@ -65,7 +79,12 @@ export class Workflows implements WorkflowQueries, WorkflowEventSink, Disposable
     const live = this.live;
     const parts = {} as { -readonly [K in keyof Parts]: Parts[K] };
     const core: Core = {
-      deps, transitions: new Transitions(deps.store, this.guard), guard: this.guard, live, indexes: new StartIndexes(), timers: this.timers,
+      deps,
+      transitions: new Transitions(deps.store, this.guard),
+      guard: this.guard,
+      live,
+      indexes: new StartIndexes(),
+      timers: this.timers,
       watched: new Set(),
       notify: (tx, change) => {
         parts.queries.forgetRead(change.workflowId);
@@ -107,7 +126,12 @@ export class Workflows implements WorkflowQueries, WorkflowEventSink, Disposable
    * may act as every node's agent (as SubmitTask lets it submit only for agents it may act as); a `type:` target is
    * the operator's alone. Refused PERMISSION_DENIED (WorkflowError `permission`) otherwise.
    */
-  create(input: WorkflowDefinition, by: string, ctx: CallContext, speaker: Speaker = COORDINATOR_SPEAKER): CreateResult {
+  create(
+    input: WorkflowDefinition,
+    by: string,
+    ctx: CallContext,
+    speaker: Speaker = COORDINATOR_SPEAKER,
+  ): CreateResult {
     return this.creation.create(input, by, ctx, speaker);
   }
 
@@ -115,7 +139,13 @@ export class Workflows implements WorkflowQueries, WorkflowEventSink, Disposable
    * Starts a DEFINED workflow with initial workflow_data (a JSON object; '' = {}): its roots become READY. Only its
    * creator (or a credential that may act as it) and the operator may (`speaker`; omitted: the editor, allowed).
    */
-  start(workflowId: string, dataText: string, by: string, _ctx: CallContext, speaker: Speaker = COORDINATOR_SPEAKER): WorkflowDetail {
+  start(
+    workflowId: string,
+    dataText: string,
+    by: string,
+    _ctx: CallContext,
+    speaker: Speaker = COORDINATOR_SPEAKER,
+  ): WorkflowDetail {
     return this.control.start(workflowId, dataText, by, speaker);
   }
 
@@ -129,7 +159,14 @@ export class Workflows implements WorkflowQueries, WorkflowEventSink, Disposable
    * top-level key, the workflow running again (control.ts says when it is refused). Only its creator (or a credential
    * that may act as it) and the operator may (`speaker`; omitted: the editor, allowed).
    */
-  resume(workflowId: string, nodeId: string, dataText: string, by: string, ctx: CallContext, speaker: Speaker = COORDINATOR_SPEAKER): WorkflowDetail {
+  resume(
+    workflowId: string,
+    nodeId: string,
+    dataText: string,
+    by: string,
+    ctx: CallContext,
+    speaker: Speaker = COORDINATOR_SPEAKER,
+  ): WorkflowDetail {
     return this.control.resume(workflowId, nodeId, dataText, by, ctx, speaker);
   }
 
@@ -147,7 +184,11 @@ export class Workflows implements WorkflowQueries, WorkflowEventSink, Disposable
    * without any node's inputs: O(maxNodes) for a running workflow, whatever its size (the Workflows view asks for 500).
    */
   detail(workflowId: string, maxNodes?: number): WorkflowDetail | undefined {
-    return this.parts.queries.detailOf(workflowId, maxNodes === undefined ? Infinity : Math.max(0, Math.floor(maxNodes)), false);
+    return this.parts.queries.detailOf(
+      workflowId,
+      maxNodes === undefined ? Infinity : Math.max(0, Math.floor(maxNodes)),
+      false,
+    );
   }
 
   /**
@@ -168,7 +209,11 @@ export class Workflows implements WorkflowQueries, WorkflowEventSink, Disposable
   }
 
   /** A workflow event (eventTrigger.ts): taken in the envelope's transaction; the nodes start right after. */
-  takeEvent(input: WorkflowEventInput, _ctx: { readonly correlationId: string }, settle: (result: Record<string, unknown>) => void): Refusal | undefined {
+  takeEvent(
+    input: WorkflowEventInput,
+    _ctx: { readonly correlationId: string },
+    settle: (result: Record<string, unknown>) => void,
+  ): Refusal | undefined {
     return this.triggers.takeEvent(input, settle);
   }
 

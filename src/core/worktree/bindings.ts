@@ -9,7 +9,15 @@ import { parseInvocationRequest } from '../hitl/request';
 import { Guard } from '../kernel/guard';
 import type { EventLog } from '../log/eventLog';
 import { GitCommandError, type Git } from './git';
-import type { BindFailureReason, Binding, BindingOperation, BindingState, BindingStatus, SwitchGrant, WorktreeStorage } from './model';
+import type {
+  BindFailureReason,
+  Binding,
+  BindingOperation,
+  BindingState,
+  BindingStatus,
+  SwitchGrant,
+  WorktreeStorage,
+} from './model';
 import type { Repository } from './repositories';
 import { FIELD_LIMITS, identifierRefusal } from '../fieldLimits';
 import { KeyedQueue } from '../keyedQueue';
@@ -43,9 +51,17 @@ export const BINDINGS_COMPONENT = 'worktree';
 
 /** RFC §16.2, exactly: the transitions each operation may make. Anything else is refused. */
 export const TRANSITIONS: Readonly<Record<BindingOperation, ReadonlyArray<readonly [BindingState, BindingState]>>> = {
-  BIND: [['UNBOUND', 'BOUND_HOME'], ['UNBOUND', 'BIND_FAILED'], ['BIND_FAILED', 'BOUND_HOME']],
+  BIND: [
+    ['UNBOUND', 'BOUND_HOME'],
+    ['UNBOUND', 'BIND_FAILED'],
+    ['BIND_FAILED', 'BOUND_HOME'],
+  ],
   BIND_RETRY: [['BIND_FAILED', 'BOUND_HOME']],
-  UNBIND: [['BIND_FAILED', 'UNBOUND'], ['BOUND_HOME', 'UNBOUND'], ['BOUND_NON_HOME', 'UNBOUND']],
+  UNBIND: [
+    ['BIND_FAILED', 'UNBOUND'],
+    ['BOUND_HOME', 'UNBOUND'],
+    ['BOUND_NON_HOME', 'UNBOUND'],
+  ],
   SWITCH_REQUEST: [['BOUND_HOME', 'SWITCH_PENDING']],
   SWITCH_APPROVE: [['SWITCH_PENDING', 'BOUND_NON_HOME']],
   SWITCH_REJECT: [['SWITCH_PENDING', 'BOUND_HOME']],
@@ -55,9 +71,15 @@ export const TRANSITIONS: Readonly<Record<BindingOperation, ReadonlyArray<readon
 
 /** An operation the binding's state does not allow (RFC §16.2). */
 export class BindingStateError extends SwarmError {
-  constructor(readonly state: BindingState, readonly operation: BindingOperation, readonly agentId: string) {
+  constructor(
+    readonly state: BindingState,
+    readonly operation: BindingOperation,
+    readonly agentId: string,
+  ) {
     const from = [...new Set(TRANSITIONS[operation].map(([f]) => f))];
-    super(`${operation} is not allowed in state ${state} (agent '${agentId}'); it is allowed from ${from.join(' or ')}`);
+    super(
+      `${operation} is not allowed in state ${state} (agent '${agentId}'); it is allowed from ${from.join(' or ')}`,
+    );
     this.name = 'BindingStateError';
   }
 
@@ -71,12 +93,19 @@ export class BindingStateError extends SwarmError {
 }
 
 const REQUEST_KINDS: Readonly<Record<BindingRequestError['kind'], ErrorKind>> = {
-  invalid_argument: 'invalid', not_found: 'not_found', permission_denied: 'permission', failed_precondition: 'precondition',
+  invalid_argument: 'invalid',
+  not_found: 'not_found',
+  permission_denied: 'permission',
+  failed_precondition: 'precondition',
 };
 
 /** A request the bindings refuse before any transition: bad arguments, an unknown worktree, a caller without the right. */
 export class BindingRequestError extends SwarmError {
-  constructor(readonly kind: 'invalid_argument' | 'not_found' | 'permission_denied' | 'failed_precondition', readonly code: string, message: string) {
+  constructor(
+    readonly kind: 'invalid_argument' | 'not_found' | 'permission_denied' | 'failed_precondition',
+    readonly code: string,
+    message: string,
+  ) {
     super(message);
     this.name = 'BindingRequestError';
   }
@@ -96,16 +125,24 @@ export type { BindingStatus } from './model';
 export class WorkspaceWorktrees {
   private readonly byId = new Map<string, Worktrees>();
 
-  constructor(git: Git, snapshots: Snapshots, readonly repositories: readonly Repository[], options: {
-    root?: (repo: Repository) => string | undefined;
-    /** A worktree was made (by a Bind, whatever asked for it): the worktree operations run its setup. */
-    onCreated?: (repoId: string, worktree: AgentWorktree, details: { readonly reusedBranch: boolean }) => void;
-  } = {}) {
+  constructor(
+    git: Git,
+    snapshots: Snapshots,
+    readonly repositories: readonly Repository[],
+    options: {
+      root?: (repo: Repository) => string | undefined;
+      /** A worktree was made (by a Bind, whatever asked for it): the worktree operations run its setup. */
+      onCreated?: (repoId: string, worktree: AgentWorktree, details: { readonly reusedBranch: boolean }) => void;
+    } = {},
+  ) {
     for (const repository of repositories) {
-      this.byId.set(repository.id, new Worktrees(git, snapshots, repository, {
-        root: options.root?.(repository),
-        onCreated: options.onCreated && ((worktree, details) => options.onCreated!(repository.id, worktree, details)),
-      }));
+      this.byId.set(
+        repository.id,
+        new Worktrees(git, snapshots, repository, {
+          root: options.root?.(repository),
+          onCreated: options.onCreated && ((worktree, details) => options.onCreated!(repository.id, worktree, details)),
+        }),
+      );
     }
   }
 
@@ -122,7 +159,12 @@ export function homeWorktreeIdOf(agentId: string): string {
   try {
     return checkWorktreeId(agentId);
   } catch {
-    const base = agentId.replace(/[^A-Za-z0-9._-]/g, '-').replace(/\.{2,}/g, '-').replace(/^[.-]+/, '').slice(0, 55).replace(/[.]+$/, '');
+    const base = agentId
+      .replace(/[^A-Za-z0-9._-]/g, '-')
+      .replace(/\.{2,}/g, '-')
+      .replace(/^[.-]+/, '')
+      .slice(0, 55)
+      .replace(/[.]+$/, '');
     const hash = createHash('sha256').update(agentId).digest('hex').slice(0, 8);
     return checkWorktreeId(`${base || 'agent'}-${hash}`);
   }
@@ -130,8 +172,17 @@ export function homeWorktreeIdOf(agentId: string): string {
 
 function unbound(agentId: string, now: number): Binding {
   return {
-    agentId, state: 'UNBOUND', repoId: '', homeWorktreeId: '', homePath: '', worktreeId: '', worktreePath: '',
-    switch: null, nonHomeUntil: null, failure: null, updatedAt: now,
+    agentId,
+    state: 'UNBOUND',
+    repoId: '',
+    homeWorktreeId: '',
+    homePath: '',
+    worktreeId: '',
+    worktreePath: '',
+    switch: null,
+    nonHomeUntil: null,
+    failure: null,
+    updatedAt: now,
   };
 }
 
@@ -139,7 +190,8 @@ function copy(binding: Binding): Binding {
   return JSON.parse(JSON.stringify(binding)) as Binding;
 }
 
-type Attempt = { readonly ok: true; readonly worktree: AgentWorktree }
+type Attempt =
+  | { readonly ok: true; readonly worktree: AgentWorktree }
   | { readonly ok: false; readonly reason: BindFailureReason; readonly detail: string; readonly final?: boolean };
 
 function failureOf(err: unknown): { reason: BindFailureReason; detail: string; final?: boolean } {
@@ -151,7 +203,8 @@ function failureOf(err: unknown): { reason: BindFailureReason; detail: string; f
     if (err.reason === 'not_found' || err.reason === 'missing_folder') return { reason: 'worktree_not_found', detail };
     return { reason: 'filesystem_error', detail };
   }
-  if (err instanceof GitCommandError && /permission denied|operation not permitted/i.test(err.stderr)) return { reason: 'permission_denied', detail };
+  if (err instanceof GitCommandError && /permission denied|operation not permitted/i.test(err.stderr))
+    return { reason: 'permission_denied', detail };
   const code = (err as NodeJS.ErrnoException)?.code;
   if (code === 'EACCES' || code === 'EPERM' || code === 'EROFS') return { reason: 'permission_denied', detail };
   return { reason: 'filesystem_error', detail };
@@ -177,7 +230,9 @@ export class WorktreeBindings {
   private readonly subscriptions = new DisposableStore();
   private disposed = false;
   /** Timer and listener work never throws into the event loop: a fault is logged; stopped on dispose. */
-  private readonly guard = new Guard((_during, err) => this.log.internalError(BINDINGS_COMPONENT, 'worktree-bindings', err));
+  private readonly guard = new Guard((_during, err) =>
+    this.log.internalError(BINDINGS_COMPONENT, 'worktree-bindings', err),
+  );
 
   constructor(
     private readonly store: WorktreeStorage,
@@ -187,11 +242,19 @@ export class WorktreeBindings {
     private readonly workspace: WorkspaceWorktrees,
     private readonly options: BindingOptions = DEFAULT_BINDING_OPTIONS,
   ) {
-    this.subscriptions.add(hitl.onDidChange((change) => {
-      if (change.kind === 'settled' && change.invocation.origin.kind === 'internal' && change.invocation.origin.component === BINDINGS_COMPONENT) {
-        this.guard.run('switch-settled', () => this.switchSettled(change.invocation, { correlationId: change.invocation.correlationId }));
-      }
-    }));
+    this.subscriptions.add(
+      hitl.onDidChange((change) => {
+        if (
+          change.kind === 'settled' &&
+          change.invocation.origin.kind === 'internal' &&
+          change.invocation.origin.component === BINDINGS_COMPONENT
+        ) {
+          this.guard.run('switch-settled', () =>
+            this.switchSettled(change.invocation, { correlationId: change.invocation.correlationId }),
+          );
+        }
+      }),
+    );
     this.restore();
   }
 
@@ -210,7 +273,8 @@ export class WorktreeBindings {
   isBound(repoId: string, worktreeId: string): boolean {
     for (const b of this.bindings.values()) {
       if (b.repoId !== repoId || b.state === 'UNBOUND' || b.state === 'BIND_FAILED') continue;
-      if (b.homeWorktreeId === worktreeId || b.worktreeId === worktreeId || b.switch?.targetWorktreeId === worktreeId) return true;
+      if (b.homeWorktreeId === worktreeId || b.worktreeId === worktreeId || b.switch?.targetWorktreeId === worktreeId)
+        return true;
     }
     return false;
   }
@@ -218,13 +282,18 @@ export class WorktreeBindings {
   /** The folder the agent works in now, when it is bound (BOUND_HOME, SWITCH_PENDING: its home; BOUND_NON_HOME: the target). */
   worktreePathOf(agentId: string): string | undefined {
     const b = this.bindings.get(agentId);
-    return b && (b.state === 'BOUND_HOME' || b.state === 'SWITCH_PENDING' || b.state === 'BOUND_NON_HOME') ? b.worktreePath : undefined;
+    return b && (b.state === 'BOUND_HOME' || b.state === 'SWITCH_PENDING' || b.state === 'BOUND_NON_HOME')
+      ? b.worktreePath
+      : undefined;
   }
 
   /** The repository, worktree and branch the agent works in now, when it is bound (the activity buffer's entry). */
-  placeOf(agentId: string): { readonly repoId: string; readonly worktreeId: string; readonly branch: string } | undefined {
+  placeOf(
+    agentId: string,
+  ): { readonly repoId: string; readonly worktreeId: string; readonly branch: string } | undefined {
     const b = this.bindings.get(agentId);
-    if (!b || !(b.state === 'BOUND_HOME' || b.state === 'SWITCH_PENDING' || b.state === 'BOUND_NON_HOME')) return undefined;
+    if (!b || !(b.state === 'BOUND_HOME' || b.state === 'SWITCH_PENDING' || b.state === 'BOUND_NON_HOME'))
+      return undefined;
     return { repoId: b.repoId, worktreeId: b.worktreeId, branch: `sw4rm/${b.worktreeId}` };
   }
 
@@ -236,17 +305,25 @@ export class WorktreeBindings {
    * BIND_FAILED with its reason and is retried. Binding again to the same home is answered with the binding.
    * `within` runs inside the transition's transaction (an envelope's reply commits with it).
    */
-  bind(agentId: string, repoId: string, worktreeId: string, ctx: CallContext, within?: (b: BindingStatus) => void,
-    options: { readonly base?: string } = {}): Promise<BindingStatus> {
+  bind(
+    agentId: string,
+    repoId: string,
+    worktreeId: string,
+    ctx: CallContext,
+    within?: (b: BindingStatus) => void,
+    options: { readonly base?: string } = {},
+  ): Promise<BindingStatus> {
     this.checkAgent(agentId);
-    if (typeof repoId !== 'string' || repoId.trim() === '') throw new BindingRequestError('invalid_argument', 'VALIDATION_ERROR', 'repo_id is required');
+    if (typeof repoId !== 'string' || repoId.trim() === '')
+      throw new BindingRequestError('invalid_argument', 'VALIDATION_ERROR', 'repo_id is required');
     const repoRefusal = identifierRefusal('repo_id', repoId, FIELD_LIMITS.worktree.repo_id);
     if (repoRefusal !== undefined) throw new BindingRequestError('invalid_argument', 'VALIDATION_ERROR', repoRefusal);
     let home: string;
     try {
       home = worktreeId === '' ? homeWorktreeIdOf(agentId) : checkWorktreeId(worktreeId);
     } catch (err) {
-      if (err instanceof InvalidWorktreeIdError) throw new BindingRequestError('invalid_argument', 'VALIDATION_ERROR', err.message);
+      if (err instanceof InvalidWorktreeIdError)
+        throw new BindingRequestError('invalid_argument', 'VALIDATION_ERROR', err.message);
       throw err;
     }
     return this.queue.run(agentId, async () => {
@@ -271,11 +348,23 @@ export class WorktreeBindings {
     this.checkAgent(agentId);
     return this.queue.run(agentId, async () => {
       const binding = this.bindings.get(agentId) ?? unbound(agentId, this.clock.now());
-      return this.transition(binding, 'UNBIND', 'UNBOUND', ctx, (b) => {
-        const kept = { repo_id: b.repoId, worktree_id: b.worktreeId, home_worktree_id: b.homeWorktreeId, worktree_path: b.worktreePath };
-        Object.assign(b, unbound(agentId, this.clock.now()));
-        return { ...kept, worktree_kept: true };
-      }, within);
+      return this.transition(
+        binding,
+        'UNBIND',
+        'UNBOUND',
+        ctx,
+        (b) => {
+          const kept = {
+            repo_id: b.repoId,
+            worktree_id: b.worktreeId,
+            home_worktree_id: b.homeWorktreeId,
+            worktree_path: b.worktreePath,
+          };
+          Object.assign(b, unbound(agentId, this.clock.now()));
+          return { ...kept, worktree_kept: true };
+        },
+        within,
+      );
     });
   }
 
@@ -285,50 +374,96 @@ export class WorktreeBindings {
    * the TTL) or rejects. Approval is never skipped: `requiresHitl` false is recorded, a policy rule may approve.
    * `facts` go into the invocation's facts too (who asked on the agent's behalf: the handoff area's handoff_request_id).
    */
-  requestSwitch(agentId: string, targetWorktreeId: string, ctx: CallContext,
+  requestSwitch(
+    agentId: string,
+    targetWorktreeId: string,
+    ctx: CallContext,
     options: { requiresHitl?: boolean; reason?: string; facts?: Readonly<Record<string, string>> } = {},
-    within?: (b: BindingStatus) => void): Promise<BindingStatus> {
+    within?: (b: BindingStatus) => void,
+  ): Promise<BindingStatus> {
     this.checkAgent(agentId);
     try {
       checkWorktreeId(targetWorktreeId);
     } catch (err) {
-      throw new BindingRequestError('invalid_argument', 'VALIDATION_ERROR', `target_worktree_id: ${(err as Error).message}`);
+      throw new BindingRequestError(
+        'invalid_argument',
+        'VALIDATION_ERROR',
+        `target_worktree_id: ${(err as Error).message}`,
+      );
     }
     return this.queue.run(agentId, async () => {
       const binding = this.bindings.get(agentId) ?? unbound(agentId, this.clock.now());
       this.checkAllowed(binding, 'SWITCH_REQUEST');
       if (targetWorktreeId === binding.homeWorktreeId) {
-        throw new BindingRequestError('invalid_argument', 'VALIDATION_ERROR', `'${targetWorktreeId}' is the agent's home worktree`);
+        throw new BindingRequestError(
+          'invalid_argument',
+          'VALIDATION_ERROR',
+          `'${targetWorktreeId}' is the agent's home worktree`,
+        );
       }
       const worktrees = this.workspace.worktrees(binding.repoId);
       const target = worktrees ? await worktrees.get(targetWorktreeId) : undefined;
       if (!target || !fs.existsSync(target.path)) {
-        throw new BindingRequestError('not_found', 'worktree_not_found', `no worktree '${targetWorktreeId}' in repository '${binding.repoId}'`);
+        throw new BindingRequestError(
+          'not_found',
+          'worktree_not_found',
+          `no worktree '${targetWorktreeId}' in repository '${binding.repoId}'`,
+        );
       }
-      if (target.locked) throw new BindingRequestError('failed_precondition', 'worktree_locked', `worktree '${targetWorktreeId}' is locked`);
+      if (target.locked)
+        throw new BindingRequestError(
+          'failed_precondition',
+          'worktree_locked',
+          `worktree '${targetWorktreeId}' is locked`,
+        );
       const after = this.bindings.get(agentId) ?? binding;
       this.checkAllowed(after, 'SWITCH_REQUEST');
       const now = this.clock.now();
-      const request = parseInvocationRequest({
-        reason_type: 'WORKTREE_OVERRIDE',
-        subject: { repo_id: after.repoId, worktree_id: targetWorktreeId, task_id: '' },
-        summary: `Agent ${agentId} asks to work in worktree ${targetWorktreeId} instead of its home ${after.homeWorktreeId}`,
-        facts: {
-          // The caller's own facts (the handoff area: handoff_request_id), under the binding's.
-          ...options.facts,
-          agent_id: agentId, repo_id: after.repoId, home_worktree_id: after.homeWorktreeId, target_worktree_id: targetWorktreeId,
-          target_path: target.path, target_branch: target.branch, requires_hitl: options.requiresHitl ?? true,
-          ...(options.reason ? { reason: options.reason } : {}),
+      const request = parseInvocationRequest(
+        {
+          reason_type: 'WORKTREE_OVERRIDE',
+          subject: { repo_id: after.repoId, worktree_id: targetWorktreeId, task_id: '' },
+          summary: `Agent ${agentId} asks to work in worktree ${targetWorktreeId} instead of its home ${after.homeWorktreeId}`,
+          facts: {
+            // The caller's own facts (the handoff area: handoff_request_id), under the binding's.
+            ...options.facts,
+            agent_id: agentId,
+            repo_id: after.repoId,
+            home_worktree_id: after.homeWorktreeId,
+            target_worktree_id: targetWorktreeId,
+            target_path: target.path,
+            target_branch: target.branch,
+            requires_hitl: options.requiresHitl ?? true,
+            ...(options.reason ? { reason: options.reason } : {}),
+          },
+          proposed_actions: ['approve', 'deny'],
         },
-        proposed_actions: ['approve', 'deny'],
-      }, { requester: agentId, correlationId: ctx.correlationId, now });
+        { requester: agentId, correlationId: ctx.correlationId, now },
+      );
       let invocation: HitlInvocation | undefined;
-      this.transition(after, 'SWITCH_REQUEST', 'SWITCH_PENDING', ctx, (b) => {
-        invocation = this.hitl.open(request, { kind: 'internal', component: BINDINGS_COMPONENT }, ctx).invocation;
-        const grant: SwitchGrant = { targetWorktreeId, targetPath: target.path, invocationId: invocation.id, requestedAt: now, ttlMs: null };
-        b.switch = grant;
-        return { target_worktree_id: targetWorktreeId, invocation_id: invocation.id, requires_hitl: options.requiresHitl ?? true };
-      }, within);
+      this.transition(
+        after,
+        'SWITCH_REQUEST',
+        'SWITCH_PENDING',
+        ctx,
+        (b) => {
+          invocation = this.hitl.open(request, { kind: 'internal', component: BINDINGS_COMPONENT }, ctx).invocation;
+          const grant: SwitchGrant = {
+            targetWorktreeId,
+            targetPath: target.path,
+            invocationId: invocation.id,
+            requestedAt: now,
+            ttlMs: null,
+          };
+          b.switch = grant;
+          return {
+            target_worktree_id: targetWorktreeId,
+            invocation_id: invocation.id,
+            requires_hitl: options.requiresHitl ?? true,
+          };
+        },
+        within,
+      );
       // A policy rule may have decided the invocation as it opened, before the binding knew its id.
       if (invocation && invocation.state !== 'pending') this.switchSettled(invocation, ctx);
       return this.status(agentId);
@@ -339,10 +474,20 @@ export class WorktreeBindings {
    * SWITCH_APPROVE by an operator: decides the pending WORKTREE_OVERRIDE invocation `approve`; the binding
    * becomes BOUND_NON_HOME for `ttlMs` (0: the default), then returns home by itself.
    */
-  approveSwitch(agentId: string, targetWorktreeId: string, ttlMs: number, operator: string, ctx: CallContext): Promise<BindingStatus> {
+  approveSwitch(
+    agentId: string,
+    targetWorktreeId: string,
+    ttlMs: number,
+    operator: string,
+    ctx: CallContext,
+  ): Promise<BindingStatus> {
     this.checkAgent(agentId);
     if (!Number.isFinite(ttlMs) || ttlMs < 0 || ttlMs > this.options.maxSwitchTtlMs) {
-      throw new BindingRequestError('invalid_argument', 'VALIDATION_ERROR', `ttl_ms must be between 0 (the default, ${this.options.defaultSwitchTtlMs}) and ${this.options.maxSwitchTtlMs}`);
+      throw new BindingRequestError(
+        'invalid_argument',
+        'VALIDATION_ERROR',
+        `ttl_ms must be between 0 (the default, ${this.options.defaultSwitchTtlMs}) and ${this.options.maxSwitchTtlMs}`,
+      );
     }
     return this.queue.run(agentId, async () => {
       const binding = this.pendingSwitch(agentId, 'SWITCH_APPROVE', targetWorktreeId);
@@ -350,7 +495,12 @@ export class WorktreeBindings {
       this.store.transaction(() => {
         binding.switch = { ...grant, ttlMs: ttlMs === 0 ? null : ttlMs };
         this.store.worktree.put(binding);
-        this.hitl.decide(grant.invocationId, { action: 'approve', rationale: `Approved through WorktreeService.ApproveSwitch by ${operator}` }, operator, ctx);
+        this.hitl.decide(
+          grant.invocationId,
+          { action: 'approve', rationale: `Approved through WorktreeService.ApproveSwitch by ${operator}` },
+          operator,
+          ctx,
+        );
       });
       return this.status(agentId);
     });
@@ -361,18 +511,32 @@ export class WorktreeBindings {
     this.checkAgent(agentId);
     return this.queue.run(agentId, async () => {
       const binding = this.pendingSwitch(agentId, 'SWITCH_REJECT', '');
-      const rationale = reason.trim() ? `Rejected by ${operator}: ${reason.trim().slice(0, 1000)}` : `Rejected through WorktreeService.RejectSwitch by ${operator}`;
+      const rationale = reason.trim()
+        ? `Rejected by ${operator}: ${reason.trim().slice(0, 1000)}`
+        : `Rejected through WorktreeService.RejectSwitch by ${operator}`;
       this.hitl.decide(binding.switch!.invocationId, { action: 'deny', rationale }, operator, ctx);
       return this.status(agentId);
     });
   }
 
   /** SWITCH_REVOKE: ends a granted switch at once; the agent is back in its home worktree. */
-  revokeSwitch(agentId: string, by: string, ctx: CallContext, within?: (b: BindingStatus) => void): Promise<BindingStatus> {
+  revokeSwitch(
+    agentId: string,
+    by: string,
+    ctx: CallContext,
+    within?: (b: BindingStatus) => void,
+  ): Promise<BindingStatus> {
     this.checkAgent(agentId);
     return this.queue.run(agentId, async () => {
       const binding = this.bindings.get(agentId) ?? unbound(agentId, this.clock.now());
-      return this.transition(binding, 'SWITCH_REVOKE', 'BOUND_HOME', ctx, (b) => this.goHome(b, { revoked_by: by }), within);
+      return this.transition(
+        binding,
+        'SWITCH_REVOKE',
+        'BOUND_HOME',
+        ctx,
+        (b) => this.goHome(b, { revoked_by: by }),
+        within,
+      );
     });
   }
 
@@ -391,8 +555,13 @@ export class WorktreeBindings {
   /** The agent bound (home, switch pending or switched away) with `home` of `repoId` as its home, other than `agentId`. */
   private homeOwner(agentId: string, repoId: string, home: string): string | undefined {
     for (const other of this.bindings.values()) {
-      if (other.agentId !== agentId && other.repoId === repoId && other.homeWorktreeId === home
-        && (other.state === 'BOUND_HOME' || other.state === 'SWITCH_PENDING' || other.state === 'BOUND_NON_HOME')) return other.agentId;
+      if (
+        other.agentId !== agentId &&
+        other.repoId === repoId &&
+        other.homeWorktreeId === home &&
+        (other.state === 'BOUND_HOME' || other.state === 'SWITCH_PENDING' || other.state === 'BOUND_NON_HOME')
+      )
+        return other.agentId;
     }
     return undefined;
   }
@@ -400,30 +569,48 @@ export class WorktreeBindings {
   /** One worktree is the home of one bound agent at a time. */
   private refuseOthersHome(agentId: string, repoId: string, home: string): void {
     const owner = this.homeOwner(agentId, repoId, home);
-    if (owner !== undefined) throw new BindingRequestError('failed_precondition', 'PERMISSION_DENIED', `worktree '${home}' of '${repoId}' is the home worktree of agent '${owner}'`);
+    if (owner !== undefined)
+      throw new BindingRequestError(
+        'failed_precondition',
+        'PERMISSION_DENIED',
+        `worktree '${home}' of '${repoId}' is the home worktree of agent '${owner}'`,
+      );
   }
 
   private checkAgent(agentId: string): void {
     const max = FIELD_LIMITS.worktree.agent_id;
     if (typeof agentId !== 'string' || agentId.trim() === '') {
-      throw new BindingRequestError('invalid_argument', 'VALIDATION_ERROR', `agent_id is required (at most ${max} characters)`);
+      throw new BindingRequestError(
+        'invalid_argument',
+        'VALIDATION_ERROR',
+        `agent_id is required (at most ${max} characters)`,
+      );
     }
     const refusal = identifierRefusal('agent_id', agentId, max);
     if (refusal !== undefined) throw new BindingRequestError('invalid_argument', 'VALIDATION_ERROR', refusal);
   }
 
   private checkAllowed(binding: Binding, operation: BindingOperation): void {
-    if (!TRANSITIONS[operation].some(([from]) => from === binding.state)) throw new BindingStateError(binding.state, operation, binding.agentId);
+    if (!TRANSITIONS[operation].some(([from]) => from === binding.state))
+      throw new BindingStateError(binding.state, operation, binding.agentId);
   }
 
   private pendingSwitch(agentId: string, operation: 'SWITCH_APPROVE' | 'SWITCH_REJECT', target: string): Binding {
     const binding = this.bindings.get(agentId) ?? unbound(agentId, this.clock.now());
     this.checkAllowed(binding, operation);
     if (target !== '' && binding.switch?.targetWorktreeId !== target) {
-      throw new BindingRequestError('failed_precondition', 'VALIDATION_ERROR', `the pending switch of '${agentId}' is to '${binding.switch?.targetWorktreeId}', not '${target}'`);
+      throw new BindingRequestError(
+        'failed_precondition',
+        'VALIDATION_ERROR',
+        `the pending switch of '${agentId}' is to '${binding.switch?.targetWorktreeId}', not '${target}'`,
+      );
     }
     if (!binding.switch || this.hitl.get(binding.switch.invocationId)?.state !== 'pending') {
-      throw new BindingRequestError('failed_precondition', 'VALIDATION_ERROR', `the switch of '${agentId}' is being settled`);
+      throw new BindingRequestError(
+        'failed_precondition',
+        'VALIDATION_ERROR',
+        `the switch of '${agentId}' is being settled`,
+      );
     }
     return binding;
   }
@@ -432,10 +619,18 @@ export class WorktreeBindings {
    * Moves `binding` by `operation` to `to` (refused unless the RFC table has that transition): `change` edits the
    * record and returns the event's details; the record, its event and `within` commit in one transaction.
    */
-  private transition(binding: Binding, operation: BindingOperation, to: BindingState, ctx: CallContext,
-    change: (b: Binding) => Record<string, unknown>, within?: (b: BindingStatus) => void, level: 'INFO' | 'WARN' = 'INFO'): BindingStatus {
+  private transition(
+    binding: Binding,
+    operation: BindingOperation,
+    to: BindingState,
+    ctx: CallContext,
+    change: (b: Binding) => Record<string, unknown>,
+    within?: (b: BindingStatus) => void,
+    level: 'INFO' | 'WARN' = 'INFO',
+  ): BindingStatus {
     const from = binding.state;
-    if (!TRANSITIONS[operation].some(([f, t]) => f === from && t === to)) throw new BindingStateError(from, operation, binding.agentId);
+    if (!TRANSITIONS[operation].some(([f, t]) => f === from && t === to))
+      throw new BindingStateError(from, operation, binding.agentId);
     const next = copy(binding);
     this.store.transaction(() => {
       const details = change(next);
@@ -443,8 +638,19 @@ export class WorktreeBindings {
       next.updatedAt = this.clock.now();
       this.store.worktree.put(next);
       this.log.record({
-        correlationId: ctx.correlationId, actor: BINDINGS_COMPONENT, eventType: 'worktree.binding_transition', level,
-        details: { agent_id: next.agentId, operation, from, to, repo_id: next.repoId || details.repo_id, worktree_id: next.worktreeId || details.worktree_id, ...details },
+        correlationId: ctx.correlationId,
+        actor: BINDINGS_COMPONENT,
+        eventType: 'worktree.binding_transition',
+        level,
+        details: {
+          agent_id: next.agentId,
+          operation,
+          from,
+          to,
+          repo_id: next.repoId || details.repo_id,
+          worktree_id: next.worktreeId || details.worktree_id,
+          ...details,
+        },
       });
       within?.(copy(next));
     });
@@ -467,13 +673,27 @@ export class WorktreeBindings {
     const worktrees = this.workspace.worktrees(repoId);
     if (!worktrees) {
       const known = this.workspace.repositories.map((r) => r.id);
-      return { ok: false, reason: 'worktree_not_found', detail: `no repository '${repoId}' in the workspace (${known.length ? `known: ${known.join(', ')}` : 'the coordinator was given no workspace folder with a git repository'})` };
+      return {
+        ok: false,
+        reason: 'worktree_not_found',
+        detail: `no repository '${repoId}' in the workspace (${known.length ? `known: ${known.join(', ')}` : 'the coordinator was given no workspace folder with a git repository'})`,
+      };
     }
     try {
       const existing = await worktrees.get(worktreeId);
       if (existing) {
-        if (existing.locked) return { ok: false, reason: 'worktree_locked', detail: `worktree '${worktreeId}' is locked (git worktree unlock)` };
-        if (!fs.existsSync(existing.path)) return { ok: false, reason: 'worktree_not_found', detail: `the folder of worktree '${worktreeId}' is gone (${existing.path})` };
+        if (existing.locked)
+          return {
+            ok: false,
+            reason: 'worktree_locked',
+            detail: `worktree '${worktreeId}' is locked (git worktree unlock)`,
+          };
+        if (!fs.existsSync(existing.path))
+          return {
+            ok: false,
+            reason: 'worktree_not_found',
+            detail: `the folder of worktree '${worktreeId}' is gone (${existing.path})`,
+          };
         return { ok: true, worktree: existing };
       }
       return { ok: true, worktree: await worktrees.create(worktreeId, { base }) };
@@ -482,8 +702,16 @@ export class WorktreeBindings {
     }
   }
 
-  private settleAttempt(agentId: string, operation: 'BIND' | 'BIND_RETRY', repoId: string, home: string, attempt: Attempt, ctx: CallContext,
-    within?: (b: BindingStatus) => void, base?: string): BindingStatus {
+  private settleAttempt(
+    agentId: string,
+    operation: 'BIND' | 'BIND_RETRY',
+    repoId: string,
+    home: string,
+    attempt: Attempt,
+    ctx: CallContext,
+    within?: (b: BindingStatus) => void,
+    base?: string,
+  ): BindingStatus {
     const binding = this.bindings.get(agentId) ?? unbound(agentId, this.clock.now());
     const now = this.clock.now();
     const setHome = (b: Binding) => {
@@ -492,28 +720,51 @@ export class WorktreeBindings {
       b.worktreeId = home;
     };
     if (attempt.ok) {
-      return this.transition(binding, operation, 'BOUND_HOME', ctx, (b) => {
-        setHome(b);
-        b.homePath = attempt.worktree.path;
-        b.worktreePath = attempt.worktree.path;
-        b.failure = null;
-        return { worktree_path: attempt.worktree.path, branch: attempt.worktree.branch, retries: binding.failure?.retries ?? 0 };
-      }, within);
+      return this.transition(
+        binding,
+        operation,
+        'BOUND_HOME',
+        ctx,
+        (b) => {
+          setHome(b);
+          b.homePath = attempt.worktree.path;
+          b.worktreePath = attempt.worktree.path;
+          b.failure = null;
+          return {
+            worktree_path: attempt.worktree.path,
+            branch: attempt.worktree.branch,
+            retries: binding.failure?.retries ?? 0,
+          };
+        },
+        within,
+      );
     }
     const previous = binding.state === 'BIND_FAILED' ? binding.failure : null;
     const retries = operation === 'BIND_RETRY' ? (previous?.retries ?? 0) + 1 : 0;
-    const nextRetryAt = retries < this.options.maxRetries && !attempt.final ? now + this.options.retryBaseMs * 2 ** retries : null;
+    const nextRetryAt =
+      retries < this.options.maxRetries && !attempt.final ? now + this.options.retryBaseMs * 2 ** retries : null;
     const edit = (b: Binding) => {
       setHome(b);
       b.homePath = '';
       b.worktreePath = '';
       b.failure = {
-        reason: attempt.reason, detail: attempt.detail, since: previous?.since ?? now, retries, nextRetryAt, notified: previous?.notified ?? false,
+        reason: attempt.reason,
+        detail: attempt.detail,
+        since: previous?.since ?? now,
+        retries,
+        nextRetryAt,
+        notified: previous?.notified ?? false,
         ...(base !== undefined ? { base } : {}),
       };
-      return { reason: attempt.reason, error: attempt.detail, retries, next_retry_at: nextRetryAt === null ? null : isoUtc(nextRetryAt) };
+      return {
+        reason: attempt.reason,
+        error: attempt.detail,
+        retries,
+        next_retry_at: nextRetryAt === null ? null : isoUtc(nextRetryAt),
+      };
     };
-    if (binding.state === 'UNBOUND') return this.transition(binding, operation, 'BIND_FAILED', ctx, edit, within, 'WARN');
+    if (binding.state === 'UNBOUND')
+      return this.transition(binding, operation, 'BIND_FAILED', ctx, edit, within, 'WARN');
     // Still BIND_FAILED: not a transition, but the attempt and its reason are recorded all the same.
     if (binding.state !== 'BIND_FAILED') throw new BindingStateError(binding.state, operation, agentId);
     const next = copy(binding);
@@ -522,7 +773,10 @@ export class WorktreeBindings {
       next.updatedAt = now;
       this.store.worktree.put(next);
       this.log.record({
-        correlationId: ctx.correlationId, actor: BINDINGS_COMPONENT, eventType: 'worktree.bind_failed_again', level: 'WARN',
+        correlationId: ctx.correlationId,
+        actor: BINDINGS_COMPONENT,
+        eventType: 'worktree.bind_failed_again',
+        level: 'WARN',
         details: { agent_id: agentId, operation, state: 'BIND_FAILED', repo_id: repoId, worktree_id: home, ...details },
       });
       within?.(copy(next));
@@ -535,7 +789,9 @@ export class WorktreeBindings {
 
   /** The WORKTREE_OVERRIDE invocation of a pending switch was settled: approve → BOUND_NON_HOME for the TTL, else home. */
   private switchSettled(invocation: HitlInvocation, ctx: CallContext): void {
-    const binding = [...this.bindings.values()].find((b) => b.state === 'SWITCH_PENDING' && b.switch?.invocationId === invocation.id);
+    const binding = [...this.bindings.values()].find(
+      (b) => b.state === 'SWITCH_PENDING' && b.switch?.invocationId === invocation.id,
+    );
     if (!binding) return;
     const action = invocation.decision?.action;
     if (action === 'approve' || action === 'modify') {
@@ -546,13 +802,22 @@ export class WorktreeBindings {
         b.worktreeId = b.switch!.targetWorktreeId;
         b.worktreePath = b.switch!.targetPath;
         b.nonHomeUntil = this.clock.now() + ttl;
-        return { invocation_id: invocation.id, decided_by: invocation.decision?.origin.by, ttl_ms: ttl, until: isoUtc(b.nonHomeUntil) };
+        return {
+          invocation_id: invocation.id,
+          decided_by: invocation.decision?.origin.by,
+          ttl_ms: ttl,
+          until: isoUtc(b.nonHomeUntil),
+        };
       });
     } else {
-      this.transition(binding, 'SWITCH_REJECT', 'BOUND_HOME', ctx, (b) => this.goHome(b, {
-        invocation_id: invocation.id, decided_by: invocation.decision?.origin.by ?? 'coordinator', action: action ?? 'deny',
-        rationale: invocation.decision?.rationale ?? '',
-      }));
+      this.transition(binding, 'SWITCH_REJECT', 'BOUND_HOME', ctx, (b) =>
+        this.goHome(b, {
+          invocation_id: invocation.id,
+          decided_by: invocation.decision?.origin.by ?? 'coordinator',
+          action: action ?? 'deny',
+          rationale: invocation.decision?.rationale ?? '',
+        }),
+      );
     }
   }
 
@@ -565,29 +830,56 @@ export class WorktreeBindings {
     const now = this.clock.now();
     const agentId = binding.agentId;
     if (binding.state === 'BOUND_NON_HOME' && binding.nonHomeUntil !== null) {
-      timers.add(this.clock.setTimer(Math.max(0, binding.nonHomeUntil - now), () => this.guard.run(`ttl:${agentId}`, () => this.ttlExpired(agentId))));
+      timers.add(
+        this.clock.setTimer(Math.max(0, binding.nonHomeUntil - now), () =>
+          this.guard.run(`ttl:${agentId}`, () => this.ttlExpired(agentId)),
+        ),
+      );
     }
     if (binding.state === 'BIND_FAILED' && binding.failure) {
       const failure = binding.failure;
       if (failure.nextRetryAt !== null) {
-        timers.add(this.clock.setTimer(Math.max(0, failure.nextRetryAt - now), () => {
-          void this.queue.run(agentId, async () => {
-            const current = this.bindings.get(agentId);
-            if (current?.state !== 'BIND_FAILED' || this.disposed) return;
-            const base = current.failure?.base;
-            let attempt: Attempt = await this.attempt(current.repoId, current.homeWorktreeId, base);
-            if (this.disposed || this.bindings.get(agentId)?.state !== 'BIND_FAILED') return;
-            // Another agent may have bound this home since the BIND failed: then the retry fails too.
-            const owner = this.homeOwner(agentId, current.repoId, current.homeWorktreeId);
-            if (attempt.ok && owner !== undefined) {
-              attempt = { ok: false, reason: 'permission_denied', detail: `worktree '${current.homeWorktreeId}' of '${current.repoId}' is now the home worktree of agent '${owner}'` };
-            }
-            this.settleAttempt(agentId, 'BIND_RETRY', current.repoId, current.homeWorktreeId, attempt, { correlationId: `bind-retry:${agentId}` }, undefined, base);
-          }).catch((err) => this.log.internalError(BINDINGS_COMPONENT, `bind-retry:${agentId}`, err, { agent_id: agentId }));
-        }));
+        timers.add(
+          this.clock.setTimer(Math.max(0, failure.nextRetryAt - now), () => {
+            void this.queue
+              .run(agentId, async () => {
+                const current = this.bindings.get(agentId);
+                if (current?.state !== 'BIND_FAILED' || this.disposed) return;
+                const base = current.failure?.base;
+                let attempt: Attempt = await this.attempt(current.repoId, current.homeWorktreeId, base);
+                if (this.disposed || this.bindings.get(agentId)?.state !== 'BIND_FAILED') return;
+                // Another agent may have bound this home since the BIND failed: then the retry fails too.
+                const owner = this.homeOwner(agentId, current.repoId, current.homeWorktreeId);
+                if (attempt.ok && owner !== undefined) {
+                  attempt = {
+                    ok: false,
+                    reason: 'permission_denied',
+                    detail: `worktree '${current.homeWorktreeId}' of '${current.repoId}' is now the home worktree of agent '${owner}'`,
+                  };
+                }
+                this.settleAttempt(
+                  agentId,
+                  'BIND_RETRY',
+                  current.repoId,
+                  current.homeWorktreeId,
+                  attempt,
+                  { correlationId: `bind-retry:${agentId}` },
+                  undefined,
+                  base,
+                );
+              })
+              .catch((err) =>
+                this.log.internalError(BINDINGS_COMPONENT, `bind-retry:${agentId}`, err, { agent_id: agentId }),
+              );
+          }),
+        );
       }
       if (!failure.notified) {
-        timers.add(this.clock.setTimer(Math.max(0, failure.since + this.options.recoveryTimeoutMs - now), () => this.guard.run(`notify-operator:${agentId}`, () => this.notifyOperator(agentId))));
+        timers.add(
+          this.clock.setTimer(Math.max(0, failure.since + this.options.recoveryTimeoutMs - now), () =>
+            this.guard.run(`notify-operator:${agentId}`, () => this.notifyOperator(agentId)),
+          ),
+        );
       }
     }
     this.timers.set(agentId, timers);
@@ -596,8 +888,12 @@ export class WorktreeBindings {
   private ttlExpired(agentId: string, whileStopped = false): void {
     const binding = this.bindings.get(agentId);
     if (binding?.state !== 'BOUND_NON_HOME') return;
-    this.transition(binding, 'TTL_EXPIRED', 'BOUND_HOME', { correlationId: `switch-ttl:${agentId}` },
-      (b) => this.goHome(b, { ttl_ended_at: b.nonHomeUntil === null ? null : isoUtc(b.nonHomeUntil), ...(whileStopped ? { while_stopped: true } : {}) }));
+    this.transition(binding, 'TTL_EXPIRED', 'BOUND_HOME', { correlationId: `switch-ttl:${agentId}` }, (b) =>
+      this.goHome(b, {
+        ttl_ended_at: b.nonHomeUntil === null ? null : isoUtc(b.nonHomeUntil),
+        ...(whileStopped ? { while_stopped: true } : {}),
+      }),
+    );
   }
 
   /** RFC §16.3: still BIND_FAILED after the bind recovery timeout → the operator is notified (a WARN event, onDidNeedOperator). */
@@ -609,10 +905,18 @@ export class WorktreeBindings {
     this.store.transaction(() => {
       this.store.worktree.put(next);
       this.log.record({
-        correlationId: `bind-failed:${agentId}`, actor: BINDINGS_COMPONENT, eventType: 'worktree.bind_failed_operator_notice', level: 'WARN',
+        correlationId: `bind-failed:${agentId}`,
+        actor: BINDINGS_COMPONENT,
+        eventType: 'worktree.bind_failed_operator_notice',
+        level: 'WARN',
         details: {
-          agent_id: agentId, repo_id: next.repoId, worktree_id: next.homeWorktreeId, reason: next.failure!.reason, error: next.failure!.detail,
-          since: isoUtc(next.failure!.since), retries: next.failure!.retries,
+          agent_id: agentId,
+          repo_id: next.repoId,
+          worktree_id: next.homeWorktreeId,
+          reason: next.failure!.reason,
+          error: next.failure!.detail,
+          since: isoUtc(next.failure!.since),
+          retries: next.failure!.retries,
           remedy: 'fix the cause and BIND again, or UNBIND to clear the failure',
         },
       });
@@ -634,12 +938,21 @@ export class WorktreeBindings {
           continue;
         }
         if (!invocation) {
-          this.transition(binding, 'SWITCH_REJECT', 'BOUND_HOME', { correlationId: `restore:${binding.agentId}` },
-            (b) => this.goHome(b, { reason: 'its WORKTREE_OVERRIDE invocation is gone' }));
+          this.transition(
+            binding,
+            'SWITCH_REJECT',
+            'BOUND_HOME',
+            { correlationId: `restore:${binding.agentId}` },
+            (b) => this.goHome(b, { reason: 'its WORKTREE_OVERRIDE invocation is gone' }),
+          );
           continue;
         }
       }
-      if (binding.state === 'BOUND_NON_HOME' && binding.nonHomeUntil !== null && binding.nonHomeUntil <= this.clock.now()) {
+      if (
+        binding.state === 'BOUND_NON_HOME' &&
+        binding.nonHomeUntil !== null &&
+        binding.nonHomeUntil <= this.clock.now()
+      ) {
         this.ttlExpired(binding.agentId, true);
         continue;
       }

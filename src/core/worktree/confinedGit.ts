@@ -33,10 +33,18 @@ export const CONFINED_GIT_LIMITS = Object.freeze({
 });
 
 /** An entry of an index (`ls-files -s`) or a tree (`ls-tree -r`). */
-export interface GitEntry { mode: string; oid: string; stage: number; path: string }
+export interface GitEntry {
+  mode: string;
+  oid: string;
+  stage: number;
+  path: string;
+}
 
 /** The worktree's state of a path as git records it: its mode and blob, or undefined when it is missing. */
-export interface WorktreeBlob { mode: string; oid: string }
+export interface WorktreeBlob {
+  mode: string;
+  oid: string;
+}
 
 /** Too much to read for one call: the tool's resource_exhausted (workspaceProvider: `too_large`). */
 export class ConfinedGitLimitError extends SwarmError {
@@ -61,7 +69,8 @@ export function specMatcher(specs: readonly string[]): (p: string) => boolean {
   const set = new Set(specs);
   return (p) => {
     if (set.has(p)) return true;
-    for (let slash = p.indexOf('/'); slash >= 0; slash = p.indexOf('/', slash + 1)) if (set.has(p.slice(0, slash))) return true;
+    for (let slash = p.indexOf('/'); slash >= 0; slash = p.indexOf('/', slash + 1))
+      if (set.has(p.slice(0, slash))) return true;
     return false;
   };
 }
@@ -90,13 +99,18 @@ async function parseTree(stdout: string): Promise<GitEntry[]> {
 
 /** A refusal of the confinement for a path git needed, naming that (worktree-relative) path. */
 function about(p: string, error: unknown): unknown {
-  if (error instanceof ConfinementError && error.code === 'permission_denied') return new ConfinementError(error.reason, `the worktree path ${JSON.stringify(p.slice(0, 300))}`);
+  if (error instanceof ConfinementError && error.code === 'permission_denied')
+    return new ConfinementError(error.reason, `the worktree path ${JSON.stringify(p.slice(0, 300))}`);
   if (error instanceof ConfinementError && error.reason === 'too_large') return new ConfinementGitTooLarge(p);
   return error;
 }
 
 class ConfinementGitTooLarge extends ConfinedGitLimitError {
-  constructor(p: string) { super(`the worktree file ${JSON.stringify(p.slice(0, 300))} is larger than ${CONFINED_GIT_LIMITS.maxFileBytes} bytes: name other paths`); }
+  constructor(p: string) {
+    super(
+      `the worktree file ${JSON.stringify(p.slice(0, 300))} is larger than ${CONFINED_GIT_LIMITS.maxFileBytes} bytes: name other paths`,
+    );
+  }
 }
 
 export class ConfinedGit {
@@ -133,9 +147,11 @@ export class ConfinedGit {
       await fsp.mkdir(path.join(tmp, 'empty'));
       await fsp.mkdir(path.join(tmp, 'blobs'));
       await fsp.mkdir(path.join(tmp, 'ignore'));
-      const format = (await git.run(path.join(tmp, 'empty'), ['rev-parse', '--show-object-format'], {
-        env: { GIT_DIR: gitDir, GIT_WORK_TREE: path.join(tmp, 'empty') },
-      })).stdout.trim();
+      const format = (
+        await git.run(path.join(tmp, 'empty'), ['rev-parse', '--show-object-format'], {
+          env: { GIT_DIR: gitDir, GIT_WORK_TREE: path.join(tmp, 'empty') },
+        })
+      ).stdout.trim();
       return new ConfinedGit(git, confinement, gitDir, format === 'sha256' ? 'sha256' : 'sha1', tmp);
     } catch (error) {
       await fsp.rm(tmp, { recursive: true, force: true });
@@ -157,10 +173,25 @@ export class ConfinedGit {
   }
 
   /** git with the empty private folder as its folder and work tree; `index` a temporary index instead of the worktree's. */
-  run(args: readonly string[], options: { index?: string; input?: string; okExitCodes?: readonly number[]; env?: GitEnvironment; workTree?: string; maxStdoutBytes?: number } = {}): Promise<GitResult> {
+  run(
+    args: readonly string[],
+    options: {
+      index?: string;
+      input?: string;
+      okExitCodes?: readonly number[];
+      env?: GitEnvironment;
+      workTree?: string;
+      maxStdoutBytes?: number;
+    } = {},
+  ): Promise<GitResult> {
     const workTree = options.workTree ?? path.join(this.tmp, 'empty');
     return this.git.run(workTree, args, {
-      env: { ...options.env, GIT_DIR: this.gitDir, GIT_WORK_TREE: workTree, ...(options.index !== undefined ? { GIT_INDEX_FILE: options.index } : {}) },
+      env: {
+        ...options.env,
+        GIT_DIR: this.gitDir,
+        GIT_WORK_TREE: workTree,
+        ...(options.index !== undefined ? { GIT_INDEX_FILE: options.index } : {}),
+      },
       input: options.input,
       okExitCodes: options.okExitCodes,
       maxStdoutBytes: options.maxStdoutBytes,
@@ -170,7 +201,11 @@ export class ConfinedGit {
   /** Refuses the call when anything is mounted inside the worktree (a bind mount needs root to plant, and hides what is below). */
   async refuseMounts(): Promise<void> {
     const inside = await this.confinement.mountPointsInside();
-    if (inside.length > 0) throw new ConfinementError('mount_point', `mounted inside the worktree: ${JSON.stringify(inside[0].slice(0, 300))}`);
+    if (inside.length > 0)
+      throw new ConfinementError(
+        'mount_point',
+        `mounted inside the worktree: ${JSON.stringify(inside[0].slice(0, 300))}`,
+      );
   }
 
   /** The worktree's index (every stage). */
@@ -196,7 +231,10 @@ export class ConfinedGit {
    * KEPT_BYTES that must be written is read again straight into the private copy (writeBlobs checks git's hash of
    * that copy against this one, so a file changed in between fails the call).
    */
-  async worktreeBlob(p: string, options: { write: boolean; known?: ReadonlySet<string> }): Promise<WorktreeBlob | undefined> {
+  async worktreeBlob(
+    p: string,
+    options: { write: boolean; known?: ReadonlySet<string> },
+  ): Promise<WorktreeBlob | undefined> {
     const hash = createHash(this.objectFormat);
     const kept: Buffer[] = [];
     let large = false;
@@ -219,7 +257,10 @@ export class ConfinedGit {
     if (entry.kind === 'missing' || entry.kind === 'directory') return undefined;
     const size = entry.kind === 'file' ? entry.data : entry.target.length;
     this.bytesRead += size;
-    if (this.bytesRead > CONFINED_GIT_LIMITS.maxTotalBytes) throw new ConfinedGitLimitError(`the worktree files to read are more than ${CONFINED_GIT_LIMITS.maxTotalBytes} bytes: name fewer paths`);
+    if (this.bytesRead > CONFINED_GIT_LIMITS.maxTotalBytes)
+      throw new ConfinedGitLimitError(
+        `the worktree files to read are more than ${CONFINED_GIT_LIMITS.maxTotalBytes} bytes: name fewer paths`,
+      );
     const mode = entry.kind === 'symlink' ? SYMLINK : entry.executable ? '100755' : '100644';
     const oid = entry.kind === 'symlink' ? this.hash(entry.target) : hash.digest('hex');
     if (options.write && !options.known?.has(oid) && !this.written.has(oid)) {
@@ -237,7 +278,12 @@ export class ConfinedGit {
   private async copyInto(p: string, file: string): Promise<void> {
     const out = await fsp.open(file, 'wx', 0o600);
     try {
-      await this.confinement.streamEntry(p, { maxBytes: CONFINED_GIT_LIMITS.maxFileBytes, sink: async (slice) => { await out.write(slice); } });
+      await this.confinement.streamEntry(p, {
+        maxBytes: CONFINED_GIT_LIMITS.maxFileBytes,
+        sink: async (slice) => {
+          await out.write(slice);
+        },
+      });
     } catch (error) {
       throw about(p, error);
     } finally {
@@ -249,7 +295,9 @@ export class ConfinedGit {
   async writeBlobs(): Promise<void> {
     if (this.pending.length === 0) return;
     const batch = this.pending.splice(0);
-    const { stdout } = await this.run(['hash-object', '-w', '--no-filters', '--stdin-paths'], { input: batch.map((b) => b.file).join('\n') + '\n' });
+    const { stdout } = await this.run(['hash-object', '-w', '--no-filters', '--stdin-paths'], {
+      input: batch.map((b) => b.file).join('\n') + '\n',
+    });
     const oids = stdout.split('\n').filter((l) => l !== '');
     if (oids.length !== batch.length || oids.some((oid, i) => oid !== batch[i].oid)) {
       throw new Error('git hashed the worktree content differently from the coordinator');
@@ -273,7 +321,10 @@ export class ConfinedGit {
     let seen = 0;
     const fileCandidates: string[] = [];
     for (const start of starts.length === 0 ? ['.'] : starts) {
-      if (start === '.' || start === '') { level.push(''); continue; }
+      if (start === '.' || start === '') {
+        level.push('');
+        continue;
+      }
       try {
         await this.confinement.listDir(start);
         level.push(start);
@@ -299,21 +350,35 @@ export class ConfinedGit {
         try {
           entries = await this.confinement.listDir(dir);
         } catch (error) {
-          if (error instanceof ConfinementError && ['symlink', 'not_found', 'not_a_directory', 'changed_during_open', 'outside_worktree'].includes(error.reason)) continue;
+          if (
+            error instanceof ConfinementError &&
+            ['symlink', 'not_found', 'not_a_directory', 'changed_during_open', 'outside_worktree'].includes(
+              error.reason,
+            )
+          )
+            continue;
           throw about(dir, error);
         }
         seen += entries.length;
-        if (seen > CONFINED_GIT_LIMITS.maxWalkEntries) throw new ConfinedGitLimitError(`the worktree has more than ${CONFINED_GIT_LIMITS.maxWalkEntries} entries to walk: name fewer paths`);
-        if (entries.some((e) => e.name === '.gitignore' && e.type === 'file')) await this.copyGitignore(dir, ignoreRoot);
+        if (seen > CONFINED_GIT_LIMITS.maxWalkEntries)
+          throw new ConfinedGitLimitError(
+            `the worktree has more than ${CONFINED_GIT_LIMITS.maxWalkEntries} entries to walk: name fewer paths`,
+          );
+        if (entries.some((e) => e.name === '.gitignore' && e.type === 'file'))
+          await this.copyGitignore(dir, ignoreRoot);
         for (const entry of entries) {
           const rel = dir === '' ? entry.name : `${dir}/${entry.name}`;
           if (entry.type === 'directory') candidates.push({ path: rel, dir: true });
-          else if ((entry.type === 'file' || entry.type === 'symlink') && !tracked.has(rel)) candidates.push({ path: rel, dir: false });
+          else if ((entry.type === 'file' || entry.type === 'symlink') && !tracked.has(rel))
+            candidates.push({ path: rel, dir: false });
         }
       }
       level = [];
       if (candidates.length === 0) break;
-      const ignored = await this.ignored(candidates.map((c) => (c.dir ? `${c.path}/` : c.path)), ignoreRoot);
+      const ignored = await this.ignored(
+        candidates.map((c) => (c.dir ? `${c.path}/` : c.path)),
+        ignoreRoot,
+      );
       for (const candidate of candidates) {
         if (ignored.has(candidate.dir ? `${candidate.path}/` : candidate.path)) continue;
         if (candidate.dir) level.push(candidate.path);
@@ -340,8 +405,11 @@ export class ConfinedGit {
 
   private async ignored(paths: readonly string[], ignoreRoot: string): Promise<Set<string>> {
     if (paths.length === 0) return new Set();
-    const { stdout } = await this.run(['check-ignore', '-z', '--stdin'], { input: paths.join('\0') + '\0', okExitCodes: [1], workTree: ignoreRoot });
+    const { stdout } = await this.run(['check-ignore', '-z', '--stdin'], {
+      input: paths.join('\0') + '\0',
+      okExitCodes: [1],
+      workTree: ignoreRoot,
+    });
     return new Set(stdout.split('\0').filter((p) => p !== ''));
   }
 }
-

@@ -1,6 +1,13 @@
 import { constants as C, promises as fsp, type Stats } from 'node:fs';
 import * as path from 'node:path';
-import { ConfinementError, MAX_PATH_BYTES, errno, fsError, parseRequestedPath, typeRefusal } from './confinementRefusals';
+import {
+  ConfinementError,
+  MAX_PATH_BYTES,
+  errno,
+  fsError,
+  parseRequestedPath,
+  typeRefusal,
+} from './confinementRefusals';
 
 /**
  * The walk of the confinement (confinement.ts): a requested path checked (its text, then every existing component with
@@ -19,7 +26,10 @@ export const CREATE_FLAGS = C.O_WRONLY | C.O_CREAT | C.O_EXCL | O_NOFOLLOW | O_N
 export type FileHandle = fsp.FileHandle;
 
 /** A directory the walk has reached: its canonical path and, with 'proc-fd', an open descriptor of it. */
-export interface Dir { path: string; handle?: FileHandle }
+export interface Dir {
+  path: string;
+  handle?: FileHandle;
+}
 
 /** The mount id of an open descriptor (Linux: /proc/self/fdinfo), or undefined where it is not known. */
 export async function mountIdOf(handle: FileHandle): Promise<number | undefined> {
@@ -33,13 +43,20 @@ export async function mountIdOf(handle: FileHandle): Promise<number | undefined>
 
 /** A mountinfo field with its octal escapes (\040 for a space…) decoded. */
 function unescapeMountField(field: string): string {
-  return Buffer.from(field.replace(/\\([0-7]{3})/g, (_, octal: string) => String.fromCharCode(parseInt(octal, 8))), 'latin1').toString('utf8');
+  return Buffer.from(
+    field.replace(/\\([0-7]{3})/g, (_, octal: string) => String.fromCharCode(parseInt(octal, 8))),
+    'latin1',
+  ).toString('utf8');
 }
 
 /** Every mount point of this process's mount namespace (Linux: /proc/self/mountinfo); empty where there is none. */
 export async function mountPoints(): Promise<string[]> {
   let text: string;
-  try { text = await fsp.readFile('/proc/self/mountinfo', 'utf8'); } catch { return []; }
+  try {
+    text = await fsp.readFile('/proc/self/mountinfo', 'utf8');
+  } catch {
+    return [];
+  }
   const points: string[] = [];
   for (const line of text.split('\n')) {
     const fields = line.split(' ');
@@ -77,7 +94,10 @@ export abstract class ConfinedWalk {
    * special files, no other file system, nothing inside a git directory). Missing components are fine only
    * where the operation creates them.
    */
-  protected async check(requested: string, options: { allowRoot: boolean; createParents?: boolean }): Promise<{ canonical: string; components: string[] }> {
+  protected async check(
+    requested: string,
+    options: { allowRoot: boolean; createParents?: boolean },
+  ): Promise<{ canonical: string; components: string[] }> {
     const { canonical, components } = await this.checkText(requested, options);
     await this.checkMounts(canonical);
     let current = this.root;
@@ -104,12 +124,18 @@ export abstract class ConfinedWalk {
 
   /** A mount point at or above `canonical` inside the worktree (a bind mount shares st_dev, so mountinfo says). */
   protected async checkMounts(canonical: string): Promise<void> {
-    this.mountsInside ??= mountPoints().then((points) => points.filter((p) => p !== this.root && isInside(this.root, p)));
-    if ((await this.mountsInside).some((point) => isInside(point, canonical))) throw new ConfinementError('mount_point');
+    this.mountsInside ??= mountPoints().then((points) =>
+      points.filter((p) => p !== this.root && isInside(this.root, p)),
+    );
+    if ((await this.mountsInside).some((point) => isInside(point, canonical)))
+      throw new ConfinementError('mount_point');
   }
 
   /** The text of the path, its place (inside the root, outside every git directory), and the root still a folder. */
-  protected async checkText(requested: string, options: { allowRoot: boolean }): Promise<{ canonical: string; components: string[] }> {
+  protected async checkText(
+    requested: string,
+    options: { allowRoot: boolean },
+  ): Promise<{ canonical: string; components: string[] }> {
     const parsed = parseRequestedPath(requested, { windowsNames: this.windowsNames });
     if ('refused' in parsed) throw new ConfinementError(parsed.refused);
     const { components } = parsed;
@@ -160,8 +186,13 @@ export abstract class ConfinedWalk {
       for (const name of components) {
         current = path.join(current, name);
         await this.beforeOpen?.(current);
-        if (options.create) await fsp.mkdir(current).catch((error) => { if (errno(error) !== 'EEXIST') throw fsError(error); });
-        const stats = await fsp.lstat(current).catch((error) => { throw fsError(error); });
+        if (options.create)
+          await fsp.mkdir(current).catch((error) => {
+            if (errno(error) !== 'EEXIST') throw fsError(error);
+          });
+        const stats = await fsp.lstat(current).catch((error) => {
+          throw fsError(error);
+        });
         const refusal = typeRefusal(stats);
         if (refusal) throw new ConfinementError(refusal);
         if (!stats.isDirectory()) throw new ConfinementError('not_a_directory');
@@ -175,7 +206,10 @@ export abstract class ConfinedWalk {
       for (const name of components) {
         const next = path.join(dir.path, name);
         await this.beforeOpen?.(next);
-        if (options.create) await fsp.mkdir(this.child(dir, name)).catch((error) => { if (errno(error) !== 'EEXIST') throw error; });
+        if (options.create)
+          await fsp.mkdir(this.child(dir, name)).catch((error) => {
+            if (errno(error) !== 'EEXIST') throw error;
+          });
         let handle: FileHandle;
         try {
           handle = await fsp.open(this.child(dir, name), DIR_FLAGS);
@@ -243,7 +277,9 @@ export abstract class ConfinedWalk {
         const stats = await fsp.lstat(this.child(dir, name));
         const refusal = typeRefusal(stats);
         if (refusal) return new ConfinementError(refusal);
-      } catch { /* gone again: report the open's own failure */ }
+      } catch {
+        /* gone again: report the open's own failure */
+      }
     }
     return fsError(error);
   }

@@ -2,13 +2,36 @@ import { randomBytes } from 'node:crypto';
 import { constants as C, promises as fsp, type Stats } from 'node:fs';
 import * as path from 'node:path';
 import { yieldTurn } from '../inTurns';
-import { ConfinedWalk, CREATE_FLAGS, DIR_FLAGS, READ_FLAGS, isInside, mountIdOf, mountPoints, type Dir, type FileHandle } from './confinedWalk';
-import { ConfinementError, DEFAULT_MAX_READ_BYTES, errno, fsError, isGitName, typeRefusal } from './confinementRefusals';
+import {
+  ConfinedWalk,
+  CREATE_FLAGS,
+  DIR_FLAGS,
+  READ_FLAGS,
+  isInside,
+  mountIdOf,
+  mountPoints,
+  type Dir,
+  type FileHandle,
+} from './confinedWalk';
+import {
+  ConfinementError,
+  DEFAULT_MAX_READ_BYTES,
+  errno,
+  fsError,
+  isGitName,
+  typeRefusal,
+} from './confinementRefusals';
 import { namedGitDirs } from './gitDirs';
 
 export {
-  ConfinementError, DEFAULT_MAX_READ_BYTES, MAX_COMPONENT_BYTES, MAX_PATH_BYTES, isGitName, parseRequestedPath,
-  type ConfinementErrorCode, type ConfinementReason,
+  ConfinementError,
+  DEFAULT_MAX_READ_BYTES,
+  MAX_COMPONENT_BYTES,
+  MAX_PATH_BYTES,
+  isGitName,
+  parseRequestedPath,
+  type ConfinementErrorCode,
+  type ConfinementReason,
 } from './confinementRefusals';
 export { mountPoints } from './confinedWalk';
 
@@ -56,8 +79,16 @@ export interface ConfinementOptions {
 }
 
 export type EntryType = 'file' | 'directory' | 'symlink' | 'other';
-export interface DirEntry { name: string; type: EntryType }
-export interface FileStat { type: 'file' | 'directory'; size: number; mtimeMs: number; mode: number }
+export interface DirEntry {
+  name: string;
+  type: EntryType;
+}
+export interface FileStat {
+  type: 'file' | 'directory';
+  size: number;
+  mtimeMs: number;
+  mode: number;
+}
 
 /**
  * A worktree entry as git would record it, read by the confinement (readEntry): what the workspace tools hand to
@@ -97,7 +128,12 @@ async function readAtMost(handle: FileHandle, expectedSize: number, limit: numbe
 }
 
 /** What readAtMost reads, handed to `sink` a slice of 4 MiB at a time, a turn of the event loop between; its size. */
-async function readInSlices(handle: FileHandle, expectedSize: number, limit: number, sink: (slice: Buffer) => void | Promise<void>): Promise<number> {
+async function readInSlices(
+  handle: FileHandle,
+  expectedSize: number,
+  limit: number,
+  sink: (slice: Buffer) => void | Promise<void>,
+): Promise<number> {
   const slice = Buffer.allocUnsafeSlow(Math.min(STREAM_SLICE, Math.max(expectedSize + 1, 8192)));
   let total = 0;
   for (;;) {
@@ -115,8 +151,13 @@ async function readInSlices(handle: FileHandle, expectedSize: number, limit: num
 
 export class Confinement extends ConfinedWalk {
   private constructor(
-    root: string, rootDev: number, gitDirs: readonly string[], strategy: 'proc-fd' | 'path',
-    beforeOpen: ConfinementOptions['beforeOpen'], windowsNames: boolean, rootMountId: number | undefined,
+    root: string,
+    rootDev: number,
+    gitDirs: readonly string[],
+    strategy: 'proc-fd' | 'path',
+    beforeOpen: ConfinementOptions['beforeOpen'],
+    windowsNames: boolean,
+    rootMountId: number | undefined,
   ) {
     super(root, rootDev, gitDirs, strategy, beforeOpen, windowsNames, rootMountId);
   }
@@ -140,25 +181,49 @@ export class Confinement extends ConfinedWalk {
     if (!strategy) {
       strategy = 'path';
       if (process.platform === 'linux') {
-        try { await fsp.access('/proc/self/fd', C.R_OK); strategy = 'proc-fd'; } catch { /* no /proc: the path walk */ }
+        try {
+          await fsp.access('/proc/self/fd', C.R_OK);
+          strategy = 'proc-fd';
+        } catch {
+          /* no /proc: the path walk */
+        }
       }
     }
     let rootMountId: number | undefined;
     if (strategy === 'proc-fd') {
       try {
         const handle = await fsp.open(canonical, DIR_FLAGS);
-        try { rootMountId = await mountIdOf(handle); } finally { await handle.close(); }
+        try {
+          rootMountId = await mountIdOf(handle);
+        } finally {
+          await handle.close();
+        }
       } catch {
         throw new ConfinementError('worktree_missing');
       }
     }
-    return new Confinement(canonical, stats.dev, gitDirs, strategy, options.beforeOpen, options.windowsNames ?? process.platform === 'win32', rootMountId);
+    return new Confinement(
+      canonical,
+      stats.dev,
+      gitDirs,
+      strategy,
+      options.beforeOpen,
+      options.windowsNames ?? process.platform === 'win32',
+      rootMountId,
+    );
   }
 
   /** The mount points inside the worktree (bind mounts included), relative to its root, "/" separated. */
   async mountPointsInside(): Promise<string[]> {
-    this.mountsInside ??= mountPoints().then((points) => points.filter((p) => p !== this.root && isInside(this.root, p)));
-    return (await this.mountsInside).map((p) => p.slice(this.root.length + 1).split(path.sep).join('/'));
+    this.mountsInside ??= mountPoints().then((points) =>
+      points.filter((p) => p !== this.root && isInside(this.root, p)),
+    );
+    return (await this.mountsInside).map((p) =>
+      p
+        .slice(this.root.length + 1)
+        .split(path.sep)
+        .join('/'),
+    );
   }
 
   /**
@@ -176,22 +241,34 @@ export class Confinement extends ConfinedWalk {
    * length is refused changed_during_open), then its bytes to `sink` a slice at a time (the slice is reused: copy
    * what you keep), the event loop turned between slices; the file's answer is its size instead of its bytes.
    */
-  async streamEntry(requested: string, options: { maxBytes: number; start?: (size: number) => void; sink: (slice: Buffer) => void | Promise<void> }): Promise<StreamedEntry> {
+  async streamEntry(
+    requested: string,
+    options: { maxBytes: number; start?: (size: number) => void; sink: (slice: Buffer) => void | Promise<void> },
+  ): Promise<StreamedEntry> {
     return this.entry(requested, options.maxBytes, (handle, size, limit) => {
       options.start?.(size);
       return readInSlices(handle, size, limit, options.sink);
     });
   }
 
-  private async entry<T>(requested: string, limit: number, read: (handle: FileHandle, size: number, limit: number) => Promise<T>):
-  Promise<{ kind: 'missing' } | { kind: 'file'; data: T; executable: boolean } | { kind: 'symlink'; target: Buffer } | { kind: 'directory' }> {
+  private async entry<T>(
+    requested: string,
+    limit: number,
+    read: (handle: FileHandle, size: number, limit: number) => Promise<T>,
+  ): Promise<
+    | { kind: 'missing' }
+    | { kind: 'file'; data: T; executable: boolean }
+    | { kind: 'symlink'; target: Buffer }
+    | { kind: 'directory' }
+  > {
     const { canonical, components } = await this.checkText(requested, { allowRoot: false });
     await this.checkMounts(canonical);
     let parent: Dir;
     try {
       parent = await this.walk(components.slice(0, -1), { create: false });
     } catch (error) {
-      if (error instanceof ConfinementError && ['symlink', 'not_found', 'not_a_directory'].includes(error.reason)) return { kind: 'missing' };
+      if (error instanceof ConfinementError && ['symlink', 'not_found', 'not_a_directory'].includes(error.reason))
+        return { kind: 'missing' };
       throw error;
     }
     const name = components[components.length - 1];
@@ -266,7 +343,11 @@ export class Confinement extends ConfinedWalk {
    * sticky are not, as a write by its owner would clear them). `createParents` makes missing folders; `mode` is a new
    * file's permission bits (default 0o666; the umask applies; nothing beyond 0o777).
    */
-  async writeFile(requested: string, data: string | Uint8Array, options: { createParents?: boolean; mode?: number } = {}): Promise<void> {
+  async writeFile(
+    requested: string,
+    data: string | Uint8Array,
+    options: { createParents?: boolean; mode?: number } = {},
+  ): Promise<void> {
     const { components } = await this.check(requested, { allowRoot: false, createParents: options.createParents });
     const name = components[components.length - 1];
     const parent = await this.walk(components.slice(0, -1), { create: options.createParents === true });
@@ -315,14 +396,25 @@ export class Confinement extends ConfinedWalk {
     try {
       if (!dir.handle) await this.beforeOpen?.(dir.path);
       await this.verifyDir(dir);
-      const entries = await fsp.readdir(dir.handle ? `/proc/self/fd/${dir.handle.fd}` : dir.path, { withFileTypes: true });
+      const entries = await fsp.readdir(dir.handle ? `/proc/self/fd/${dir.handle.fd}` : dir.path, {
+        withFileTypes: true,
+      });
       if (!dir.handle) await this.verifyPath(dir.path);
       return entries
         .filter((entry) => !isGitName(entry.name))
-        .map((entry) => ({
-          name: entry.name,
-          type: entry.isFile() ? 'file' : entry.isDirectory() ? 'directory' : entry.isSymbolicLink() ? 'symlink' : 'other',
-        } satisfies DirEntry))
+        .map(
+          (entry) =>
+            ({
+              name: entry.name,
+              type: entry.isFile()
+                ? 'file'
+                : entry.isDirectory()
+                  ? 'directory'
+                  : entry.isSymbolicLink()
+                    ? 'symlink'
+                    : 'other',
+            }) satisfies DirEntry,
+        )
         .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
     } catch (error) {
       throw fsError(error);
@@ -334,13 +426,17 @@ export class Confinement extends ConfinedWalk {
   /** Type, size, modification time and mode of a regular file or folder. */
   async stat(requested: string): Promise<FileStat> {
     const { canonical, components } = await this.check(requested, { allowRoot: true });
-    const handle = components.length === 0
-      ? await this.openRoot()
-      : await this.openConfined(components, canonical, READ_FLAGS);
+    const handle =
+      components.length === 0 ? await this.openRoot() : await this.openConfined(components, canonical, READ_FLAGS);
     try {
       const stats = await handle.stat();
       if (stats.isFile() && stats.nlink > 1) throw new ConfinementError('hard_link');
-      return { type: stats.isDirectory() ? 'directory' : 'file', size: stats.size, mtimeMs: stats.mtimeMs, mode: stats.mode & 0o7777 };
+      return {
+        type: stats.isDirectory() ? 'directory' : 'file',
+        size: stats.size,
+        mtimeMs: stats.mtimeMs,
+        mode: stats.mode & 0o7777,
+      };
     } catch (error) {
       throw fsError(error);
     } finally {
@@ -371,7 +467,10 @@ export class Confinement extends ConfinedWalk {
 
   /** Makes a folder (and, with `recursive`, its missing parents); an existing folder is fine with `recursive`. */
   async mkdir(requested: string, options: { recursive?: boolean } = {}): Promise<void> {
-    const { canonical, components } = await this.check(requested, { allowRoot: false, createParents: options.recursive });
+    const { canonical, components } = await this.check(requested, {
+      allowRoot: false,
+      createParents: options.recursive,
+    });
     const parent = await this.walk(components.slice(0, -1), { create: options.recursive === true });
     try {
       const target = this.child(parent, components[components.length - 1]);

@@ -10,11 +10,36 @@ export type ConfinementErrorCode = 'permission_denied' | 'worktree_not_bound' | 
 
 /** Why a path was refused; the message names the reason and never a real path. */
 export type ConfinementReason =
-  | 'not_a_string' | 'absolute_path' | 'parent_traversal' | 'encoded_traversal' | 'lookalike_traversal'
-  | 'backslash' | 'nul_byte' | 'control_character' | 'path_too_long' | 'component_too_long' | 'git_metadata'
-  | 'device_name' | 'windows_name' | 'symlink' | 'device_node' | 'fifo' | 'socket' | 'not_regular_file' | 'hard_link'
-  | 'outside_worktree' | 'mount_point' | 'changed_during_open' | 'root' | 'too_large'
-  | 'worktree_missing' | 'not_found' | 'not_a_directory' | 'is_a_directory' | 'already_exists' | 'io_error';
+  | 'not_a_string'
+  | 'absolute_path'
+  | 'parent_traversal'
+  | 'encoded_traversal'
+  | 'lookalike_traversal'
+  | 'backslash'
+  | 'nul_byte'
+  | 'control_character'
+  | 'path_too_long'
+  | 'component_too_long'
+  | 'git_metadata'
+  | 'device_name'
+  | 'windows_name'
+  | 'symlink'
+  | 'device_node'
+  | 'fifo'
+  | 'socket'
+  | 'not_regular_file'
+  | 'hard_link'
+  | 'outside_worktree'
+  | 'mount_point'
+  | 'changed_during_open'
+  | 'root'
+  | 'too_large'
+  | 'worktree_missing'
+  | 'not_found'
+  | 'not_a_directory'
+  | 'is_a_directory'
+  | 'already_exists'
+  | 'io_error';
 
 const REASON_TEXT: Record<ConfinementReason, string> = {
   not_a_string: 'the path is not a string',
@@ -27,7 +52,7 @@ const REASON_TEXT: Record<ConfinementReason, string> = {
   control_character: 'control characters are refused in worktree paths',
   path_too_long: 'the path is too long',
   component_too_long: 'a path component is longer than 255 bytes',
-  git_metadata: 'the git metadata (.git and the repository\'s git directory) is not accessible to agents',
+  git_metadata: "the git metadata (.git and the repository's git directory) is not accessible to agents",
   device_name: 'the name is reserved for a device on Windows',
   windows_name: 'the name is not valid on Windows (a trailing dot or space, or one of < > : " | ? *)',
   symlink: 'the path goes through a symbolic link',
@@ -61,7 +86,10 @@ const CODE_OF: Partial<Record<ConfinementReason, ConfinementErrorCode>> = {
 
 export class ConfinementError extends SwarmError {
   readonly code: ConfinementErrorCode;
-  constructor(readonly reason: ConfinementReason, detail?: string) {
+  constructor(
+    readonly reason: ConfinementReason,
+    detail?: string,
+  ) {
     const code = CODE_OF[reason] ?? 'permission_denied';
     super(`${code}: ${REASON_TEXT[reason]}${detail ? ` (${detail})` : ''}`);
     this.name = 'ConfinementError';
@@ -71,10 +99,14 @@ export class ConfinementError extends SwarmError {
   /** The status the workspace tools answer it with: permission_denied, worktree_not_bound (a precondition), not_found; else a precondition (too_large: exhausted). */
   get errorKind(): ErrorKind {
     switch (this.code) {
-      case 'permission_denied': return 'permission';
-      case 'worktree_not_bound': return 'precondition';
-      case 'not_found': return 'not_found';
-      default: return this.reason === 'too_large' ? 'exhausted' : 'precondition';
+      case 'permission_denied':
+        return 'permission';
+      case 'worktree_not_bound':
+        return 'precondition';
+      case 'not_found':
+        return 'not_found';
+      default:
+        return this.reason === 'too_large' ? 'exhausted' : 'precondition';
     }
   }
 
@@ -95,8 +127,12 @@ export const DEFAULT_MAX_READ_BYTES = 16 * 1024 * 1024;
 
 /** A name as a case-insensitive or normalising file system may see it: NFKD, without marks and ignorables, lower case. */
 function foldName(name: string): string {
-  return name.normalize('NFKD').replace(/\p{M}/gu, '').replace(/\p{Default_Ignorable_Code_Point}/gu, '')
-    .toLowerCase().replace(/\u0131/g, 'i');
+  return name
+    .normalize('NFKD')
+    .replace(/\p{M}/gu, '')
+    .replace(/\p{Default_Ignorable_Code_Point}/gu, '')
+    .toLowerCase()
+    .replace(/\u0131/g, 'i');
 }
 
 /**
@@ -110,7 +146,8 @@ export function isGitName(name: string): boolean {
 /** What Win32 would trim from a component (trailing dots and spaces) or read as a stream or a wildcard. */
 const WINDOWS_INVALID = /[. ]$|[<>:"|?*]/;
 
-const WINDOWS_DEVICE = /^(con|prn|aux|nul|com[0-9\u00b9\u00b2\u00b3]|lpt[0-9\u00b9\u00b2\u00b3]|conin\$|conout\$)(\..*)?$/;
+const WINDOWS_DEVICE =
+  /^(con|prn|aux|nul|com[0-9\u00b9\u00b2\u00b3]|lpt[0-9\u00b9\u00b2\u00b3]|conin\$|conout\$)(\..*)?$/;
 
 /** Percent-decodes to bytes and reads them as UTF-8 leniently, overlong forms included (%c0%ae is "."). */
 function decodeLeniently(text: string): string {
@@ -127,15 +164,24 @@ function decodeLeniently(text: string): string {
   for (let i = 0; i < bytes.length; i++) {
     const b = bytes[i];
     const extra = b >= 0xf0 && b <= 0xf7 ? 3 : b >= 0xe0 ? (b <= 0xef ? 2 : -1) : b >= 0xc0 ? 1 : b >= 0x80 ? -1 : 0;
-    if (extra < 0) { out += '\ufffd'; continue; }
+    if (extra < 0) {
+      out += '\ufffd';
+      continue;
+    }
     let cp = extra === 0 ? b : b & (0x3f >> extra);
     let ok = true;
     for (let k = 1; k <= extra; k++) {
       const c = bytes[i + k];
-      if (c === undefined || (c & 0xc0) !== 0x80) { ok = false; break; }
+      if (c === undefined || (c & 0xc0) !== 0x80) {
+        ok = false;
+        break;
+      }
       cp = (cp << 6) | (c & 0x3f);
     }
-    if (!ok || cp > 0x10ffff) { out += '\ufffd'; continue; }
+    if (!ok || cp > 0x10ffff) {
+      out += '\ufffd';
+      continue;
+    }
     out += String.fromCodePoint(cp);
     i += extra;
   }
@@ -156,13 +202,17 @@ function checkName(name: string, decoded: boolean): ConfinementReason | undefine
  * The components of a requested path, or why it is refused. Empty and "." components are dropped; everything
  * else is taken literally (a name with "%" in it is that name: it is decoded only to look for hidden traversal).
  */
-export function parseRequestedPath(requested: unknown, options: { windowsNames?: boolean } = {}): { components: string[] } | { refused: ConfinementReason } {
+export function parseRequestedPath(
+  requested: unknown,
+  options: { windowsNames?: boolean } = {},
+): { components: string[] } | { refused: ConfinementReason } {
   const windowsNames = options.windowsNames ?? process.platform === 'win32';
   if (typeof requested !== 'string') return { refused: 'not_a_string' };
   if (requested.includes('\0')) return { refused: 'nul_byte' };
   if (Buffer.byteLength(requested, 'utf8') > MAX_PATH_BYTES) return { refused: 'path_too_long' };
   if (requested.includes('\\')) return { refused: 'backslash' };
-  if (requested.startsWith('/') || /^[A-Za-z]:/.test(requested) || /^~(\/|$)/.test(requested)) return { refused: 'absolute_path' };
+  if (requested.startsWith('/') || /^[A-Za-z]:/.test(requested) || /^~(\/|$)/.test(requested))
+    return { refused: 'absolute_path' };
   const components: string[] = [];
   for (const raw of requested.split('/')) {
     if (raw === '' || raw === '.') continue;
@@ -179,7 +229,8 @@ export function parseRequestedPath(requested: unknown, options: { windowsNames?:
       text = next;
     }
     const folded = foldName(raw);
-    if (folded === '.' || folded === '..' || folded.includes('/') || folded.includes('\\')) return { refused: 'lookalike_traversal' };
+    if (folded === '.' || folded === '..' || folded.includes('/') || folded.includes('\\'))
+      return { refused: 'lookalike_traversal' };
     if (windowsNames && WINDOWS_DEVICE.test(folded.replace(/[. ]+$/, ''))) return { refused: 'device_name' };
     if (windowsNames && WINDOWS_INVALID.test(raw)) return { refused: 'windows_name' };
     components.push(raw);
@@ -207,14 +258,27 @@ export function errno(error: unknown): string | undefined {
 export function fsError(error: unknown): ConfinementError {
   if (error instanceof ConfinementError) return error;
   switch (errno(error)) {
-    case 'ENOENT': return new ConfinementError('not_found');
-    case 'ENOTDIR': return new ConfinementError('not_a_directory');
-    case 'EISDIR': return new ConfinementError('is_a_directory');
-    case 'EEXIST': case 'ENOTEMPTY': return new ConfinementError('already_exists');
-    case 'ELOOP': return new ConfinementError('symlink');
-    case 'ENXIO': case 'ENODEV': return new ConfinementError('not_regular_file');
-    case 'ENAMETOOLONG': return new ConfinementError('path_too_long');
-    case 'EACCES': case 'EPERM': case 'EROFS': return new ConfinementError('io_error', 'access denied by the file system');
-    default: return new ConfinementError('io_error', errno(error));
+    case 'ENOENT':
+      return new ConfinementError('not_found');
+    case 'ENOTDIR':
+      return new ConfinementError('not_a_directory');
+    case 'EISDIR':
+      return new ConfinementError('is_a_directory');
+    case 'EEXIST':
+    case 'ENOTEMPTY':
+      return new ConfinementError('already_exists');
+    case 'ELOOP':
+      return new ConfinementError('symlink');
+    case 'ENXIO':
+    case 'ENODEV':
+      return new ConfinementError('not_regular_file');
+    case 'ENAMETOOLONG':
+      return new ConfinementError('path_too_long');
+    case 'EACCES':
+    case 'EPERM':
+    case 'EROFS':
+      return new ConfinementError('io_error', 'access denied by the file system');
+    default:
+      return new ConfinementError('io_error', errno(error));
   }
 }

@@ -25,8 +25,16 @@ export interface GitEnvironment {
 }
 
 const ALLOWED_ENVIRONMENT: readonly (keyof GitEnvironment)[] = [
-  'GIT_INDEX_FILE', 'GIT_AUTHOR_NAME', 'GIT_AUTHOR_EMAIL', 'GIT_AUTHOR_DATE', 'GIT_COMMITTER_NAME', 'GIT_COMMITTER_EMAIL', 'GIT_COMMITTER_DATE',
-  'GIT_OPTIONAL_LOCKS', 'GIT_DIR', 'GIT_WORK_TREE',
+  'GIT_INDEX_FILE',
+  'GIT_AUTHOR_NAME',
+  'GIT_AUTHOR_EMAIL',
+  'GIT_AUTHOR_DATE',
+  'GIT_COMMITTER_NAME',
+  'GIT_COMMITTER_EMAIL',
+  'GIT_COMMITTER_DATE',
+  'GIT_OPTIONAL_LOCKS',
+  'GIT_DIR',
+  'GIT_WORK_TREE',
 ];
 
 export interface GitRunOptions {
@@ -53,7 +61,11 @@ export interface GitResult {
 
 /** git refused or failed: the command, its exit code and what it wrote to stderr. */
 export class GitCommandError extends Error {
-  constructor(readonly args: readonly string[], readonly exitCode: number, readonly stderr: string) {
+  constructor(
+    readonly args: readonly string[],
+    readonly exitCode: number,
+    readonly stderr: string,
+  ) {
     super(`git ${args[0] ?? ''} failed (exit ${exitCode}): ${stderr.trim() || 'no message'}`);
   }
 }
@@ -94,17 +106,38 @@ export function cleanEnvironment(base: NodeJS.ProcessEnv = process.env): Record<
  * could write the shared .git/config; the coordinator then still runs only git itself.
  */
 export const HARDENING_CONFIG: readonly string[] = [
-  'core.hooksPath=/dev/null', 'core.fsmonitor=false', 'core.pager=cat', 'core.editor=false', 'sequence.editor=false',
-  'core.sshCommand=false', 'credential.helper=', 'gpg.program=false', 'gpg.openpgp.program=false', 'gpg.ssh.program=false',
-  'gpg.x509.program=false', 'gpg.ssh.defaultKeyCommand=false', 'commit.gpgSign=false', 'tag.gpgSign=false',
-  'log.showSignature=false', 'merge.verifySignatures=false', 'gc.auto=0', 'maintenance.auto=false',
-  'protocol.allow=never', 'diff.external=', 'core.askPass=false', 'core.gitProxy=false', 'submodule.recurse=false',
+  'core.hooksPath=/dev/null',
+  'core.fsmonitor=false',
+  'core.pager=cat',
+  'core.editor=false',
+  'sequence.editor=false',
+  'core.sshCommand=false',
+  'credential.helper=',
+  'gpg.program=false',
+  'gpg.openpgp.program=false',
+  'gpg.ssh.program=false',
+  'gpg.x509.program=false',
+  'gpg.ssh.defaultKeyCommand=false',
+  'commit.gpgSign=false',
+  'tag.gpgSign=false',
+  'log.showSignature=false',
+  'merge.verifySignatures=false',
+  'gc.auto=0',
+  'maintenance.auto=false',
+  'protocol.allow=never',
+  'diff.external=',
+  'core.askPass=false',
+  'core.gitProxy=false',
+  'submodule.recurse=false',
   'core.alternateRefsCommand=false',
 ];
 
 /** The environment every git run is given (after cleanEnvironment, which removes every other GIT_*). */
 export const HARDENING_ENVIRONMENT: Readonly<Record<string, string>> = {
-  GIT_ALLOW_PROTOCOL: '', GIT_NO_LAZY_FETCH: '1', GIT_TERMINAL_PROMPT: '0', GIT_CONFIG_NOSYSTEM: '1',
+  GIT_ALLOW_PROTOCOL: '',
+  GIT_NO_LAZY_FETCH: '1',
+  GIT_TERMINAL_PROMPT: '0',
+  GIT_CONFIG_NOSYSTEM: '1',
 };
 
 /** Subcommands that may produce a diff: given --no-ext-diff --no-textconv right after their name. */
@@ -135,9 +168,14 @@ export function driverOverrides(configListing: string): string[] {
     if (!match) continue;
     const [, section, name] = match;
     if (/[=\n\0]/.test(name)) {
-      throw new GitCommandError(['config'], -1, `the repository defines a ${section} driver whose name git's -c cannot override; refused`);
+      throw new GitCommandError(
+        ['config'],
+        -1,
+        `the repository defines a ${section} driver whose name git's -c cannot override; refused`,
+      );
     }
-    for (const [variable, value] of Object.entries(DRIVER_OVERRIDES[section])) out.add(`${section}.${name}.${variable}=${value}`);
+    for (const [variable, value] of Object.entries(DRIVER_OVERRIDES[section]))
+      out.add(`${section}.${name}.${variable}=${value}`);
   }
   return [...out];
 }
@@ -147,16 +185,36 @@ function hardenedArgs(args: readonly string[], drivers: readonly string[]): stri
   let i = 0;
   while (args[i] === '-c' && i + 1 < args.length) i += 2;
   const sub = args[i];
-  const rest = DIFF_COMMANDS.has(sub ?? '') ? [sub, '--no-ext-diff', '--no-textconv', ...args.slice(i + 1)] : args.slice(i);
+  const rest = DIFF_COMMANDS.has(sub ?? '')
+    ? [sub, '--no-ext-diff', '--no-textconv', ...args.slice(i + 1)]
+    : args.slice(i);
   const config = [...args.slice(0, i).filter((_, k) => k % 2 === 1), ...HARDENING_CONFIG, ...drivers];
   return [...config.flatMap((c) => ['-c', c]), ...rest];
 }
 
-interface Spawned { readonly stdout: string; readonly stdoutTruncated: boolean; readonly stderr: string; readonly exitCode: number }
+interface Spawned {
+  readonly stdout: string;
+  readonly stdoutTruncated: boolean;
+  readonly stderr: string;
+  readonly exitCode: number;
+}
 
-function spawnGit(binary: string, cwd: string, args: readonly string[], env: Record<string, string>, input?: string | Uint8Array, maxStdoutBytes = Infinity): Promise<Spawned> {
+function spawnGit(
+  binary: string,
+  cwd: string,
+  args: readonly string[],
+  env: Record<string, string>,
+  input?: string | Uint8Array,
+  maxStdoutBytes = Infinity,
+): Promise<Spawned> {
   return new Promise((resolve, reject) => {
-    const child = spawn(binary, [...args], { cwd, env, stdio: [input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'], shell: false, windowsHide: true });
+    const child = spawn(binary, [...args], {
+      cwd,
+      env,
+      stdio: [input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'],
+      shell: false,
+      windowsHide: true,
+    });
     if (input !== undefined) {
       child.stdin!.on('error', () => undefined); // git may exit before reading everything: its exit code says why
       child.stdin!.end(input);
@@ -166,7 +224,10 @@ function spawnGit(binary: string, cwd: string, args: readonly string[], env: Rec
     let kept = 0;
     let truncated = false;
     child.stdout!.on('data', (b: Buffer) => {
-      if (kept >= maxStdoutBytes) { truncated = true; return; }
+      if (kept >= maxStdoutBytes) {
+        truncated = true;
+        return;
+      }
       const part = kept + b.length > maxStdoutBytes ? b.subarray(0, maxStdoutBytes - kept) : b;
       if (part.length < b.length) truncated = true;
       out.push(part);
@@ -174,12 +235,14 @@ function spawnGit(binary: string, cwd: string, args: readonly string[], env: Rec
     });
     child.stderr!.on('data', (b: Buffer) => err.push(b));
     child.once('error', reject);
-    child.once('close', (code, signal) => resolve({
-      stdout: Buffer.concat(out).toString('utf8'),
-      stdoutTruncated: truncated,
-      stderr: Buffer.concat(err).toString('utf8'),
-      exitCode: code ?? (signal ? 128 : -1),
-    }));
+    child.once('close', (code, signal) =>
+      resolve({
+        stdout: Buffer.concat(out).toString('utf8'),
+        stdoutTruncated: truncated,
+        stderr: Buffer.concat(err).toString('utf8'),
+        exitCode: code ?? (signal ? 128 : -1),
+      }),
+    );
   });
 }
 
@@ -198,8 +261,12 @@ export function createGit(binary = 'git'): Git {
       }
       let result: Spawned;
       try {
-        const listing = await spawnGit(binary, cwd, hardenedArgs(
-          ['config', '--includes', '--show-scope', '-z', '--get-regexp', '^(filter|merge|diff)\\.'], []), env);
+        const listing = await spawnGit(
+          binary,
+          cwd,
+          hardenedArgs(['config', '--includes', '--show-scope', '-z', '--get-regexp', '^(filter|merge|diff)\\.'], []),
+          env,
+        );
         // 1: no such variable; anything else (not a repository…) is left to the command itself to report.
         const drivers = listing.exitCode === 0 ? driverOverrides(listing.stdout) : [];
         result = await spawnGit(binary, cwd, hardenedArgs(args, drivers), env, options.input, options.maxStdoutBytes);
@@ -208,7 +275,8 @@ export function createGit(binary = 'git'): Git {
         throw new GitCommandError(args, -1, (err as Error).message);
       }
       const { stdout, stdoutTruncated, stderr, exitCode } = result;
-      if (exitCode !== 0 && !(options.okExitCodes ?? []).includes(exitCode)) throw new GitCommandError(args, exitCode, stderr);
+      if (exitCode !== 0 && !(options.okExitCodes ?? []).includes(exitCode))
+        throw new GitCommandError(args, exitCode, stderr);
       return { stdout, stdoutTruncated, stderr, exitCode };
     },
   };

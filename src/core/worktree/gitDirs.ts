@@ -97,7 +97,7 @@ export async function worktreeGitDirs(root: string): Promise<WorktreeGitDirs | u
     if (error instanceof UntrustedGitDirError) throw error;
     throw new UntrustedGitDirError('its git directory has no gitdir file');
   }
-  if (await realOrResolved(path.resolve(gitDir, back)) !== await realOrResolved(dotGit)) {
+  if ((await realOrResolved(path.resolve(gitDir, back))) !== (await realOrResolved(dotGit))) {
     throw new UntrustedGitDirError('its git directory belongs to another worktree');
   }
   return { gitDir, commonDir, linked: true };
@@ -111,7 +111,11 @@ export async function worktreeGitDirs(root: string): Promise<WorktreeGitDirs | u
 export async function namedGitDirs(root: string): Promise<string[]> {
   const dotGit = path.join(root, '.git');
   let stats: Stats;
-  try { stats = await fsp.lstat(dotGit); } catch { return []; }
+  try {
+    stats = await fsp.lstat(dotGit);
+  } catch {
+    return [];
+  }
   const found: string[] = [];
   if (stats.isDirectory()) found.push(dotGit);
   else if (stats.isFile() && stats.size < 64 * 1024) {
@@ -122,7 +126,9 @@ export async function namedGitDirs(root: string): Promise<string[]> {
       try {
         const common = (await fsp.readFile(path.join(gitDir, 'commondir'), 'utf8')).trim();
         if (common) found.push(path.resolve(gitDir, common));
-      } catch { /* a worktree without commondir: its gitdir is the repository's git directory */ }
+      } catch {
+        /* a worktree without commondir: its gitdir is the repository's git directory */
+      }
     }
   }
   return Promise.all(found.map(realOrResolved));

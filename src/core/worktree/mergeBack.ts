@@ -28,13 +28,25 @@ export type MergeStrategy = 'merge' | 'squash' | 'rebase';
 export const MERGE_SNAPSHOT_KEY = MERGE_TARGET_SNAPSHOT_KEY;
 
 export type MergeRefusal =
-  | 'target_dirty' | 'checked_out_elsewhere' | 'target_not_checked_out' | 'not_found' | 'source_dirty'
-  | 'nothing_to_merge' | 'conflicts' | 'not_approved' | 'changed_since_preview' | 'rebase_failed'
-  | 'moved_on' | 'bad_target';
+  | 'target_dirty'
+  | 'checked_out_elsewhere'
+  | 'target_not_checked_out'
+  | 'not_found'
+  | 'source_dirty'
+  | 'nothing_to_merge'
+  | 'conflicts'
+  | 'not_approved'
+  | 'changed_since_preview'
+  | 'rebase_failed'
+  | 'moved_on'
+  | 'bad_target';
 
 /** A merge-back (or its undo) refused, with a reason a caller can act on; nothing was changed. */
 export class MergeRefusedError extends SwarmError {
-  constructor(readonly reason: MergeRefusal, message: string) {
+  constructor(
+    readonly reason: MergeRefusal,
+    message: string,
+  ) {
     super(message);
     this.name = 'MergeRefusedError';
   }
@@ -44,7 +56,11 @@ export class MergeRefusedError extends SwarmError {
   }
 
   override get errorCode(): Sw4rmCode {
-    return this.errorKind === 'not_found' ? 'NOT_FOUND' : this.errorKind === 'invalid' ? 'VALIDATION_ERROR' : 'FAILED_PRECONDITION';
+    return this.errorKind === 'not_found'
+      ? 'NOT_FOUND'
+      : this.errorKind === 'invalid'
+        ? 'VALIDATION_ERROR'
+        : 'FAILED_PRECONDITION';
   }
 }
 
@@ -90,7 +106,8 @@ export function parseMergeTree(output: string): MergeTreeResult {
   const messages: MergeMessage[] = [];
   while (i < fields.length && fields[i] !== '') {
     const count = Number(fields[i]);
-    if (!Number.isInteger(count) || count < 0 || i + count + 2 >= fields.length) throw new Error(`merge-tree: malformed message at field ${i}`);
+    if (!Number.isInteger(count) || count < 0 || i + count + 2 >= fields.length)
+      throw new Error(`merge-tree: malformed message at field ${i}`);
     const paths = fields.slice(i + 1, i + 1 + count);
     const type = fields[i + 1 + count];
     const text = fields[i + 2 + count].replace(/\n$/, '');
@@ -174,7 +191,8 @@ export interface UndoResult {
 
 /** The readable message of a squash: one commit's subject, or a title and the subjects oldest first. */
 export function squashMessage(worktreeId: string, commits: readonly MergeCommitSummary[]): string {
-  if (commits.length === 1) return `${commits[0].subject}\n\nSquashed from ${BRANCH_PREFIX}${worktreeId} (${commits[0].commit.slice(0, 12)}).\n`;
+  if (commits.length === 1)
+    return `${commits[0].subject}\n\nSquashed from ${BRANCH_PREFIX}${worktreeId} (${commits[0].commit.slice(0, 12)}).\n`;
   const lines = commits.map((c) => `* ${c.subject} (${c.commit.slice(0, 12)})`);
   return `Squash ${BRANCH_PREFIX}${worktreeId}: ${commits.length} commits\n\n${lines.join('\n')}\n`;
 }
@@ -204,55 +222,111 @@ export class MergeBack {
   /** Everything the reviewer needs, computed without changing a ref, an index or a file. Refusals throw. */
   async preview(worktreeId: string, options: MergeOptions): Promise<MergePreview> {
     checkWorktreeId(worktreeId);
-    if (this.repository.bare) throw new MergeRefusedError('bad_target', `${this.repository.id} is a bare repository: there is no main checkout to merge in`);
+    if (this.repository.bare)
+      throw new MergeRefusedError(
+        'bad_target',
+        `${this.repository.id} is a bare repository: there is no main checkout to merge in`,
+      );
     const sourceBranch = `refs/heads/${BRANCH_PREFIX}${worktreeId}`;
     const entries = parseWorktreeList((await this.git.run(this.cwd, ['worktree', 'list', '--porcelain', '-z'])).stdout);
     const main = entries[0];
     const agent = entries.find((e) => e.branch === sourceBranch);
     const sourceCommit = await this.resolve(sourceBranch);
-    if (!sourceCommit) throw new MergeRefusedError('not_found', `no branch ${BRANCH_PREFIX}${worktreeId} in ${this.repository.id}`);
+    if (!sourceCommit)
+      throw new MergeRefusedError('not_found', `no branch ${BRANCH_PREFIX}${worktreeId} in ${this.repository.id}`);
 
     const targetBranch = await this.targetBranchOf(options.target, main?.branch);
     const elsewhere = entries.slice(1).find((e) => e.branch === targetBranch);
     if (elsewhere) {
-      throw new MergeRefusedError('checked_out_elsewhere', `${short(targetBranch)} is checked out in another worktree (${elsewhere.path}); merge there, or check it out in the main checkout first`);
+      throw new MergeRefusedError(
+        'checked_out_elsewhere',
+        `${short(targetBranch)} is checked out in another worktree (${elsewhere.path}); merge there, or check it out in the main checkout first`,
+      );
     }
     if (main?.branch !== targetBranch) {
-      throw new MergeRefusedError('target_not_checked_out', `the main checkout has ${main?.branch ? short(main.branch) : 'a detached HEAD'} checked out, not ${short(targetBranch)}; check out ${short(targetBranch)} there first`);
+      throw new MergeRefusedError(
+        'target_not_checked_out',
+        `the main checkout has ${main?.branch ? short(main.branch) : 'a detached HEAD'} checked out, not ${short(targetBranch)}; check out ${short(targetBranch)} there first`,
+      );
     }
     const dirty = await this.dirtyFiles(this.cwd);
     if (dirty > 0) {
-      throw new MergeRefusedError('target_dirty', `the main checkout has ${dirty} uncommitted or untracked file${dirty === 1 ? '' : 's'}; commit or stash them before merging`);
+      throw new MergeRefusedError(
+        'target_dirty',
+        `the main checkout has ${dirty} uncommitted or untracked file${dirty === 1 ? '' : 's'}; commit or stash them before merging`,
+      );
     }
     const targetCommit = await this.resolve(targetBranch);
     if (!targetCommit) throw new MergeRefusedError('bad_target', `${short(targetBranch)} has no commit yet`);
 
     const sourceDirty = agent && fs.existsSync(agent.path) ? await this.dirtyFiles(agent.path) : 0;
     if (options.strategy === 'rebase') {
-      if (!agent || !fs.existsSync(agent.path)) throw new MergeRefusedError('not_found', `a rebase runs in the agent's worktree, and worktree ${worktreeId} is not there`);
-      if (sourceDirty > 0) throw new MergeRefusedError('source_dirty', `worktree ${worktreeId} has ${sourceDirty} uncommitted file${sourceDirty === 1 ? '' : 's'}; a rebase needs it clean`);
+      if (!agent || !fs.existsSync(agent.path))
+        throw new MergeRefusedError(
+          'not_found',
+          `a rebase runs in the agent's worktree, and worktree ${worktreeId} is not there`,
+        );
+      if (sourceDirty > 0)
+        throw new MergeRefusedError(
+          'source_dirty',
+          `worktree ${worktreeId} has ${sourceDirty} uncommitted file${sourceDirty === 1 ? '' : 's'}; a rebase needs it clean`,
+        );
     }
-    const log = await this.git.run(this.cwd, ['log', '--reverse', '-z', '--format=%H%x00%s', `${targetCommit}..${sourceCommit}`]);
+    const log = await this.git.run(this.cwd, [
+      'log',
+      '--reverse',
+      '-z',
+      '--format=%H%x00%s',
+      `${targetCommit}..${sourceCommit}`,
+    ]);
     const parts = log.stdout.split('\0');
     if (parts.length % 2 === 1 && parts[parts.length - 1] === '') parts.pop();
     const commits: MergeCommitSummary[] = [];
     for (let n = 0; n + 1 < parts.length; n += 2) commits.push({ commit: parts[n].trim(), subject: parts[n + 1] });
-    if (commits.length === 0) throw new MergeRefusedError('nothing_to_merge', `${short(targetBranch)} already has every commit of ${BRANCH_PREFIX}${worktreeId}`);
+    if (commits.length === 0)
+      throw new MergeRefusedError(
+        'nothing_to_merge',
+        `${short(targetBranch)} already has every commit of ${BRANCH_PREFIX}${worktreeId}`,
+      );
 
-    const predicted = await this.git.run(this.cwd, ['merge-tree', '--write-tree', '-z', targetCommit, sourceCommit], { okExitCodes: [1] });
+    const predicted = await this.git.run(this.cwd, ['merge-tree', '--write-tree', '-z', targetCommit, sourceCommit], {
+      okExitCodes: [1],
+    });
     const { tree, conflicts, messages } = parseMergeTree(predicted.stdout);
-    const nameStatus = (await this.git.run(this.cwd, ['diff', '--no-renames', '--name-status', '-z', targetCommit, tree])).stdout.split('\0');
+    const nameStatus = (
+      await this.git.run(this.cwd, ['diff', '--no-renames', '--name-status', '-z', targetCommit, tree])
+    ).stdout.split('\0');
     const files: { status: string; path: string }[] = [];
     for (let n = 0; n + 1 < nameStatus.length; n += 2) files.push({ status: nameStatus[n], path: nameStatus[n + 1] });
     const limit = options.maxDiffBytes ?? 1024 * 1024;
-    const fullDiff = (await this.git.run(this.cwd, ['diff', '--no-color', '--no-ext-diff', '--no-renames', targetCommit, tree])).stdout;
+    const fullDiff = (
+      await this.git.run(this.cwd, ['diff', '--no-color', '--no-ext-diff', '--no-renames', targetCommit, tree])
+    ).stdout;
     const diffTruncated = Buffer.byteLength(fullDiff) > limit;
     const diff = diffTruncated ? Buffer.from(fullDiff).subarray(0, limit).toString('utf8') : fullDiff;
-    const message = options.strategy === 'rebase' ? undefined
-      : options.message ?? (options.strategy === 'squash' ? squashMessage(worktreeId, commits) : mergeMessage(worktreeId, targetBranch, commits));
+    const message =
+      options.strategy === 'rebase'
+        ? undefined
+        : (options.message ??
+          (options.strategy === 'squash'
+            ? squashMessage(worktreeId, commits)
+            : mergeMessage(worktreeId, targetBranch, commits)));
     return {
-      worktreeId, strategy: options.strategy, sourceBranch, sourceCommit, targetBranch, targetCommit, targetPath: this.cwd,
-      commits, sourceDirty, conflicts, messages, files, diff, diffTruncated, message,
+      worktreeId,
+      strategy: options.strategy,
+      sourceBranch,
+      sourceCommit,
+      targetBranch,
+      targetCommit,
+      targetPath: this.cwd,
+      commits,
+      sourceDirty,
+      conflicts,
+      messages,
+      files,
+      diff,
+      diffTruncated,
+      message,
     };
   }
 
@@ -265,8 +339,12 @@ export class MergeBack {
    * git-changing operation of the repository (another merge, an undo) runs between them; the wait for approval is
    * outside it.
    */
-  async merge(worktreeId: string, options: MergeOptions, approve: (preview: MergePreview) => Promise<boolean>,
-    exclusive: <T>(run: () => Promise<T>) => Promise<T> = (run) => run()): Promise<MergeOutcome> {
+  async merge(
+    worktreeId: string,
+    options: MergeOptions,
+    approve: (preview: MergePreview) => Promise<boolean>,
+    exclusive: <T>(run: () => Promise<T>) => Promise<T> = (run) => run(),
+  ): Promise<MergeOutcome> {
     const preview = await this.preview(worktreeId, options);
     if (preview.conflicts.length > 0) return { status: 'conflicts', preview };
     if (!(await approve(preview))) return { status: 'not_approved', preview };
@@ -276,10 +354,21 @@ export class MergeBack {
   private async apply(worktreeId: string, options: MergeOptions, preview: MergePreview): Promise<MergeOutcome> {
     // Approval may take minutes: whatever the reviewer saw must still be true.
     const again = await this.preview(worktreeId, { ...options, message: preview.message });
-    if (again.targetCommit !== preview.targetCommit || again.sourceCommit !== preview.sourceCommit || again.conflicts.length > 0) {
-      throw new MergeRefusedError('changed_since_preview', `${short(preview.targetBranch)} or ${BRANCH_PREFIX}${worktreeId} changed while the merge waited for approval; preview it again`);
+    if (
+      again.targetCommit !== preview.targetCommit ||
+      again.sourceCommit !== preview.sourceCommit ||
+      again.conflicts.length > 0
+    ) {
+      throw new MergeRefusedError(
+        'changed_since_preview',
+        `${short(preview.targetBranch)} or ${BRANCH_PREFIX}${worktreeId} changed while the merge waited for approval; preview it again`,
+      );
     }
-    const snapshot = await this.snapshots.take(this.cwd, MERGE_SNAPSHOT_KEY, `before merging ${BRANCH_PREFIX}${worktreeId} into ${short(preview.targetBranch)} (${preview.strategy})`);
+    const snapshot = await this.snapshots.take(
+      this.cwd,
+      MERGE_SNAPSHOT_KEY,
+      `before merging ${BRANCH_PREFIX}${worktreeId} into ${short(preview.targetBranch)} (${preview.strategy})`,
+    );
     let sourceResultTip = preview.sourceCommit;
     let resultHead: string;
     if (preview.strategy === 'rebase') {
@@ -288,27 +377,48 @@ export class MergeBack {
         await this.git.run(agentPath, ['rebase', '--no-autostash', '--no-update-refs', preview.targetCommit]);
       } catch (err) {
         await this.git.run(agentPath, ['rebase', '--abort'], { okExitCodes: [128] }).catch(() => undefined);
-        throw new MergeRefusedError('rebase_failed', `rebasing ${BRANCH_PREFIX}${worktreeId} onto ${short(preview.targetBranch)} failed and was undone: ${(err as Error).message}`);
+        throw new MergeRefusedError(
+          'rebase_failed',
+          `rebasing ${BRANCH_PREFIX}${worktreeId} onto ${short(preview.targetBranch)} failed and was undone: ${(err as Error).message}`,
+        );
       }
       sourceResultTip = (await this.resolve(preview.sourceBranch))!;
       resultHead = sourceResultTip;
     } else {
-      const tree = parseMergeTree((await this.git.run(this.cwd, ['merge-tree', '--write-tree', '-z', preview.targetCommit, preview.sourceCommit])).stdout).tree;
-      const parents = preview.strategy === 'merge' ? ['-p', preview.targetCommit, '-p', preview.sourceCommit] : ['-p', preview.targetCommit];
-      resultHead = (await this.git.run(this.cwd, ['commit-tree', tree, ...parents, '-m', preview.message ?? ''])).stdout.trim();
+      const tree = parseMergeTree(
+        (await this.git.run(this.cwd, ['merge-tree', '--write-tree', '-z', preview.targetCommit, preview.sourceCommit]))
+          .stdout,
+      ).tree;
+      const parents =
+        preview.strategy === 'merge'
+          ? ['-p', preview.targetCommit, '-p', preview.sourceCommit]
+          : ['-p', preview.targetCommit];
+      resultHead = (
+        await this.git.run(this.cwd, ['commit-tree', tree, ...parents, '-m', preview.message ?? ''])
+      ).stdout.trim();
     }
     try {
       await this.git.run(this.cwd, ['merge', '--ff-only', '--no-edit', '--quiet', resultHead]);
     } catch (err) {
-      if (preview.strategy === 'rebase') await this.resetAgent(preview.sourceBranch, sourceResultTip, preview.sourceCommit);
+      if (preview.strategy === 'rebase')
+        await this.resetAgent(preview.sourceBranch, sourceResultTip, preview.sourceCommit);
       throw err;
     }
     return {
-      status: 'merged', preview,
+      status: 'merged',
+      preview,
       record: {
-        worktreeId, strategy: preview.strategy, targetBranch: preview.targetBranch, targetPath: this.cwd,
-        previousHead: preview.targetCommit, resultHead, snapshot, sourceBranch: preview.sourceBranch,
-        sourcePreviousTip: preview.sourceCommit, sourceResultTip, mergedAt: this.clock.now(),
+        worktreeId,
+        strategy: preview.strategy,
+        targetBranch: preview.targetBranch,
+        targetPath: this.cwd,
+        previousHead: preview.targetCommit,
+        resultHead,
+        snapshot,
+        sourceBranch: preview.sourceBranch,
+        sourcePreviousTip: preview.sourceCommit,
+        sourceResultTip,
+        mergedAt: this.clock.now(),
       },
     };
   }
@@ -321,23 +431,38 @@ export class MergeBack {
    */
   async undo(record: MergeRecord, options: { force?: boolean } = {}): Promise<UndoResult> {
     const snapshotCommit = await this.resolve(`${record.snapshot.ref}^{commit}`);
-    if (snapshotCommit !== record.snapshot.commit) throw new MergeRefusedError('not_found', `the snapshot ${record.snapshot.ref} taken before the merge is gone`);
+    if (snapshotCommit !== record.snapshot.commit)
+      throw new MergeRefusedError('not_found', `the snapshot ${record.snapshot.ref} taken before the merge is gone`);
     const snapshotParent = await this.resolve(`${record.snapshot.commit}^1`);
-    if (snapshotParent !== record.previousHead) throw new MergeRefusedError('not_found', `the snapshot ${record.snapshot.ref} is not of ${record.previousHead}`);
+    if (snapshotParent !== record.previousHead)
+      throw new MergeRefusedError('not_found', `the snapshot ${record.snapshot.ref} is not of ${record.previousHead}`);
 
     const entries = parseWorktreeList((await this.git.run(this.cwd, ['worktree', 'list', '--porcelain', '-z'])).stdout);
     const main = entries[0];
     const current = await this.resolve(record.targetBranch);
     const dirty = await this.dirtyFiles(this.cwd);
-    const movedOn = main?.branch !== record.targetBranch ? `the main checkout is no longer on ${short(record.targetBranch)}`
-      : current !== record.resultHead ? `${short(record.targetBranch)} moved on since the merge (now ${current?.slice(0, 12) ?? 'gone'})`
-        : dirty > 0 ? `the main checkout has ${dirty} uncommitted or untracked file${dirty === 1 ? '' : 's'} since the merge`
-          : undefined;
+    const movedOn =
+      main?.branch !== record.targetBranch
+        ? `the main checkout is no longer on ${short(record.targetBranch)}`
+        : current !== record.resultHead
+          ? `${short(record.targetBranch)} moved on since the merge (now ${current?.slice(0, 12) ?? 'gone'})`
+          : dirty > 0
+            ? `the main checkout has ${dirty} uncommitted or untracked file${dirty === 1 ? '' : 's'} since the merge`
+            : undefined;
     let before: Snapshot | undefined;
     if (movedOn) {
-      if (!options.force) throw new MergeRefusedError('moved_on', `${movedOn}; undo would discard that, so it is not done: revert the merge commit with git instead, or commit or stash your changes and undo again`);
-      if (main?.branch !== record.targetBranch) throw new MergeRefusedError('moved_on', `${movedOn}; check ${short(record.targetBranch)} out again to undo`);
-      before = await this.snapshots.take(this.cwd, MERGE_SNAPSHOT_KEY, `before a forced undo of the merge of ${record.sourceBranch}`);
+      if (!options.force)
+        throw new MergeRefusedError(
+          'moved_on',
+          `${movedOn}; undo would discard that, so it is not done: revert the merge commit with git instead, or commit or stash your changes and undo again`,
+        );
+      if (main?.branch !== record.targetBranch)
+        throw new MergeRefusedError('moved_on', `${movedOn}; check ${short(record.targetBranch)} out again to undo`);
+      before = await this.snapshots.take(
+        this.cwd,
+        MERGE_SNAPSHOT_KEY,
+        `before a forced undo of the merge of ${record.sourceBranch}`,
+      );
     }
     // The merge started from a clean checkout (no untracked file either), so the previous HEAD's tree is exactly the
     // pre-merge index and files; ignored files were never touched.
@@ -367,24 +492,33 @@ export class MergeBack {
   private async agentPath(sourceBranch: string): Promise<string> {
     const entries = parseWorktreeList((await this.git.run(this.cwd, ['worktree', 'list', '--porcelain', '-z'])).stdout);
     const agent = entries.find((e) => e.branch === sourceBranch);
-    if (!agent || !fs.existsSync(agent.path)) throw new MergeRefusedError('not_found', `no worktree has ${short(sourceBranch)} checked out`);
+    if (!agent || !fs.existsSync(agent.path))
+      throw new MergeRefusedError('not_found', `no worktree has ${short(sourceBranch)} checked out`);
     return agent.path;
   }
 
   private async targetBranchOf(target: string | undefined, mainBranch: string | undefined): Promise<string> {
     if (target === undefined) {
-      if (!mainBranch) throw new MergeRefusedError('target_not_checked_out', 'the main checkout has a detached HEAD; name the target branch and check it out there');
+      if (!mainBranch)
+        throw new MergeRefusedError(
+          'target_not_checked_out',
+          'the main checkout has a detached HEAD; name the target branch and check it out there',
+        );
       return mainBranch;
     }
     const full = target.startsWith('refs/heads/') ? target : `refs/heads/${target}`;
     const check = await this.git.run(this.cwd, ['check-ref-format', full], { okExitCodes: [1] });
-    if (check.exitCode !== 0 || target.startsWith('-')) throw new MergeRefusedError('bad_target', `'${target.slice(0, 80)}' is not a branch name`);
-    if (full.startsWith(`refs/heads/${BRANCH_PREFIX}`)) throw new MergeRefusedError('bad_target', `${short(full)} is an agent's branch, not a target`);
+    if (check.exitCode !== 0 || target.startsWith('-'))
+      throw new MergeRefusedError('bad_target', `'${target.slice(0, 80)}' is not a branch name`);
+    if (full.startsWith(`refs/heads/${BRANCH_PREFIX}`))
+      throw new MergeRefusedError('bad_target', `${short(full)} is an agent's branch, not a target`);
     return full;
   }
 
   private async dirtyFiles(treePath: string): Promise<number> {
-    return dirtyCount(parseStatusV2((await this.git.run(treePath, ['status', '--porcelain=v2', '-z', '--untracked-files=all'])).stdout));
+    return dirtyCount(
+      parseStatusV2((await this.git.run(treePath, ['status', '--porcelain=v2', '-z', '--untracked-files=all'])).stdout),
+    );
   }
 
   private async resolve(rev: string): Promise<string | undefined> {

@@ -7,13 +7,21 @@ import type { MergeRecord } from './mergeBack';
 
 /** RFC §16.1: the five states of an agent's worktree binding. */
 export const BINDING_STATES = ['UNBOUND', 'BOUND_HOME', 'SWITCH_PENDING', 'BOUND_NON_HOME', 'BIND_FAILED'] as const;
-export type BindingState = typeof BINDING_STATES[number];
+export type BindingState = (typeof BINDING_STATES)[number];
 
 /**
  * What moves a binding (RFC §16 WORKTREE_CONTROL operations, plus the two the coordinator triggers itself: a
  * BIND retry after a failure and the end of a switch's TTL).
  */
-export type BindingOperation = 'BIND' | 'UNBIND' | 'SWITCH_REQUEST' | 'SWITCH_APPROVE' | 'SWITCH_REJECT' | 'SWITCH_REVOKE' | 'BIND_RETRY' | 'TTL_EXPIRED';
+export type BindingOperation =
+  | 'BIND'
+  | 'UNBIND'
+  | 'SWITCH_REQUEST'
+  | 'SWITCH_APPROVE'
+  | 'SWITCH_REJECT'
+  | 'SWITCH_REVOKE'
+  | 'BIND_RETRY'
+  | 'TTL_EXPIRED';
 
 /** RFC §16.3: why a BIND failed. */
 export type BindFailureReason = 'worktree_not_found' | 'permission_denied' | 'filesystem_error' | 'worktree_locked';
@@ -100,7 +108,9 @@ export interface WorktreeStorage extends Transactions {
 export interface WorktreeLocator {
   worktreePathOf(agentId: string): string | undefined;
   /** Where the agent works now, when it is bound: repository, worktree and its branch (`sw4rm/<worktree id>`). */
-  placeOf(agentId: string): { readonly repoId: string; readonly worktreeId: string; readonly branch: string } | undefined;
+  placeOf(
+    agentId: string,
+  ): { readonly repoId: string; readonly worktreeId: string; readonly branch: string } | undefined;
 }
 
 // ---------------------------------------------------------------- the records of the operations (the editor's API: src/core/api)
@@ -173,7 +183,11 @@ export interface WorktreeMergeInfo {
 
 export type WorktreesChange =
   | { readonly kind: 'binding'; readonly binding: Readonly<Binding> }
-  | { readonly kind: 'created' | 'removed' | 'restored' | 'merged' | 'unmerged' | 'setup'; readonly repoId: string; readonly worktreeId: string }
+  | {
+      readonly kind: 'created' | 'removed' | 'restored' | 'merged' | 'unmerged' | 'setup';
+      readonly repoId: string;
+      readonly worktreeId: string;
+    }
   | { readonly kind: 'pruned'; readonly repoId: string };
 
 export interface WorktreeSetupEvent {

@@ -38,20 +38,42 @@ export function parseWorktreeList(output: string): WorktreeEntry[] {
     if (key === 'worktree') {
       finish();
       current = {
-        path: value ?? '', head: undefined, branch: undefined, bare: false, detached: false,
-        locked: false, lockReason: undefined, prunable: false, prunableReason: undefined,
+        path: value ?? '',
+        head: undefined,
+        branch: undefined,
+        bare: false,
+        detached: false,
+        locked: false,
+        lockReason: undefined,
+        prunable: false,
+        prunableReason: undefined,
       };
       continue;
     }
     if (!current) throw new Error(`worktree list: '${key}' before any 'worktree' line`);
     switch (key) {
-      case 'HEAD': current.head = value; break;
-      case 'branch': current.branch = value; break;
-      case 'bare': current.bare = true; break;
-      case 'detached': current.detached = true; break;
-      case 'locked': current.locked = true; current.lockReason = value ?? ''; break;
-      case 'prunable': current.prunable = true; current.prunableReason = value ?? ''; break;
-      default: break; // a field a newer git adds is not ours to refuse
+      case 'HEAD':
+        current.head = value;
+        break;
+      case 'branch':
+        current.branch = value;
+        break;
+      case 'bare':
+        current.bare = true;
+        break;
+      case 'detached':
+        current.detached = true;
+        break;
+      case 'locked':
+        current.locked = true;
+        current.lockReason = value ?? '';
+        break;
+      case 'prunable':
+        current.prunable = true;
+        current.prunableReason = value ?? '';
+        break;
+      default:
+        break; // a field a newer git adds is not ours to refuse
     }
   }
   finish();
@@ -126,9 +148,14 @@ export function parseStatusV2(output: string): StatusSummary {
         entries.push({ kind: 'unmerged', xy: fields[1], path });
         break;
       }
-      case '?': entries.push({ kind: 'untracked', xy: '??', path: record.slice(2) }); break;
-      case '!': entries.push({ kind: 'ignored', xy: '!!', path: record.slice(2) }); break;
-      default: throw new Error(`status: unknown record '${record.slice(0, 20)}'`);
+      case '?':
+        entries.push({ kind: 'untracked', xy: '??', path: record.slice(2) });
+        break;
+      case '!':
+        entries.push({ kind: 'ignored', xy: '!!', path: record.slice(2) });
+        break;
+      default:
+        throw new Error(`status: unknown record '${record.slice(0, 20)}'`);
     }
   }
   return { entries, branchHead, branchOid };
@@ -163,8 +190,11 @@ export interface RefEntry {
 }
 
 export function parseRefList(output: string): RefEntry[] {
-  return output.split('\n').filter((line) => line !== '').map((line) => {
-    const [ref, oid] = line.split('\0');
-    return { ref, oid };
-  });
+  return output
+    .split('\n')
+    .filter((line) => line !== '')
+    .map((line) => {
+      const [ref, oid] = line.split('\0');
+      return { ref, oid };
+    });
 }

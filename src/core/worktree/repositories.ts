@@ -29,7 +29,11 @@ interface Found {
 
 /** What git says about `dir`: the repository it belongs to, or undefined when it belongs to none. */
 async function repositoryAt(git: Git, dir: string): Promise<Found | undefined> {
-  const probe = await git.run(dir, ['rev-parse', '--is-bare-repository', '--is-inside-work-tree', '--path-format=absolute', '--git-common-dir'], { okExitCodes: [128] });
+  const probe = await git.run(
+    dir,
+    ['rev-parse', '--is-bare-repository', '--is-inside-work-tree', '--path-format=absolute', '--git-common-dir'],
+    { okExitCodes: [128] },
+  );
   if (probe.exitCode !== 0) return undefined;
   const [bareText, insideText, commonDir] = probe.stdout.split('\n');
   const gitDir = fs.realpathSync(commonDir);
@@ -46,7 +50,11 @@ async function repositoryAt(git: Git, dir: string): Promise<Found | undefined> {
 function looksLikeRepository(dir: string): boolean {
   if (fs.existsSync(path.join(dir, '.git'))) return true;
   // A bare repository: HEAD, objects/ and refs/ side by side.
-  return fs.existsSync(path.join(dir, 'HEAD')) && fs.existsSync(path.join(dir, 'objects')) && fs.existsSync(path.join(dir, 'refs'));
+  return (
+    fs.existsSync(path.join(dir, 'HEAD')) &&
+    fs.existsSync(path.join(dir, 'objects')) &&
+    fs.existsSync(path.join(dir, 'refs'))
+  );
 }
 
 function nestedCandidates(root: string, depth: number): string[] {
@@ -75,7 +83,11 @@ function nestedCandidates(root: string, depth: number): string[] {
 export function repoIdBase(folder: string, bare: boolean): string {
   let name = path.basename(folder);
   if (bare && name.endsWith('.git') && name.length > 4) name = name.slice(0, -4);
-  let id = name.normalize('NFC').replace(/[^A-Za-z0-9._-]/g, '-').replace(/^[.-]+/, '').slice(0, 64);
+  let id = name
+    .normalize('NFC')
+    .replace(/[^A-Za-z0-9._-]/g, '-')
+    .replace(/^[.-]+/, '')
+    .slice(0, 64);
   if (id === '') id = 'repo';
   return id;
 }
@@ -88,7 +100,11 @@ export function repoIdBase(folder: string, bare: boolean): string {
  * deterministically: repositories sorted by path, a repeated name gets `-2`, `-3`… in that order. The editor
  * (its workspace folders) and the headless coordinator (`--workspace DIR`, repeatable) both call this.
  */
-export async function discoverRepositories(git: Git, folders: readonly string[], options: DiscoverOptions = {}): Promise<Repository[]> {
+export async function discoverRepositories(
+  git: Git,
+  folders: readonly string[],
+  options: DiscoverOptions = {},
+): Promise<Repository[]> {
   const depth = options.nestedDepth ?? 3;
   const byGitDir = new Map<string, Found>();
   for (const folder of folders) {

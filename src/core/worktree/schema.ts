@@ -18,7 +18,8 @@ export const WORKTREE_SCHEMA: readonly SchemaStep[] = [
   {
     version: 8,
     area: 'worktree',
-    description: 'merge-backs that can be undone (after a restart too): the MergeBack record as JSON, until undone or its snapshot expires',
+    description:
+      'merge-backs that can be undone (after a restart too): the MergeBack record as JSON, until undone or its snapshot expires',
     statements: [
       `CREATE TABLE worktree_merges (
          merge_id TEXT PRIMARY KEY,

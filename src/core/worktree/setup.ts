@@ -73,8 +73,10 @@ export function checkCopyGlob(glob: unknown): string {
   if (glob.length > 1024) throw new SetupConfigError(`the copy glob ${shown}… is too long`);
   if (/[\u0000-\u001f\u007f]/.test(glob)) throw new SetupConfigError(`the copy glob ${shown} has a control character`);
   if (glob.includes('\\')) throw new SetupConfigError(`the copy glob ${shown} has a backslash; use "/"`);
-  if (glob.startsWith('/') || glob.startsWith('~') || /^[A-Za-z]:/.test(glob)) throw new SetupConfigError(`the copy glob ${shown} is not relative to the repository`);
-  if (glob.includes('..')) throw new SetupConfigError(`the copy glob ${shown} contains ".." and could leave the repository`);
+  if (glob.startsWith('/') || glob.startsWith('~') || /^[A-Za-z]:/.test(glob))
+    throw new SetupConfigError(`the copy glob ${shown} is not relative to the repository`);
+  if (glob.includes('..'))
+    throw new SetupConfigError(`the copy glob ${shown} contains ".." and could leave the repository`);
   return glob;
 }
 
@@ -84,7 +86,10 @@ function isRecord(value: unknown): value is Record<string, unknown> {
 
 function refuseUnknownKeys(value: Record<string, unknown>, known: readonly string[], where: string): void {
   const unknown = Object.keys(value).filter((k) => !known.includes(k));
-  if (unknown.length > 0) throw new SetupConfigError(`unknown key${unknown.length === 1 ? '' : 's'} ${unknown.map((k) => JSON.stringify(k)).join(', ')} in ${where}`);
+  if (unknown.length > 0)
+    throw new SetupConfigError(
+      `unknown key${unknown.length === 1 ? '' : 's'} ${unknown.map((k) => JSON.stringify(k)).join(', ')} in ${where}`,
+    );
 }
 
 /** Reads the configuration's JSON value (the file's, or the settings'), refusing anything it does not know. */
@@ -100,15 +105,27 @@ export function parseSetupConfig(value: unknown): WorktreeSetupConfig {
     const s = value.setup;
     if (!isRecord(s)) throw new SetupConfigError('"setup" must be an object');
     refuseUnknownKeys(s, ['command', 'args', 'timeoutSeconds', 'shell'], '"setup"');
-    if (typeof s.command !== 'string' || s.command.trim() === '' || s.command.includes('\0')) throw new SetupConfigError('"setup.command" must be a non-empty string');
+    if (typeof s.command !== 'string' || s.command.trim() === '' || s.command.includes('\0'))
+      throw new SetupConfigError('"setup.command" must be a non-empty string');
     const args = s.args ?? [];
-    if (!Array.isArray(args) || !args.every((a) => typeof a === 'string' && !a.includes('\0'))) throw new SetupConfigError('"setup.args" must be a list of strings');
+    if (!Array.isArray(args) || !args.every((a) => typeof a === 'string' && !a.includes('\0')))
+      throw new SetupConfigError('"setup.args" must be a list of strings');
     const shell = s.shell ?? false;
     if (typeof shell !== 'boolean') throw new SetupConfigError('"setup.shell" must be true or false');
-    if (shell && args.length > 0) throw new SetupConfigError('with "shell": true, "setup.command" is the whole command line and "setup.args" must be empty');
+    if (shell && args.length > 0)
+      throw new SetupConfigError(
+        'with "shell": true, "setup.command" is the whole command line and "setup.args" must be empty',
+      );
     const timeoutSeconds = s.timeoutSeconds ?? DEFAULT_SETUP_TIMEOUT_SECONDS;
-    if (typeof timeoutSeconds !== 'number' || !Number.isFinite(timeoutSeconds) || timeoutSeconds <= 0 || timeoutSeconds > MAX_SETUP_TIMEOUT_SECONDS) {
-      throw new SetupConfigError(`"setup.timeoutSeconds" must be a number of seconds above 0 and at most ${MAX_SETUP_TIMEOUT_SECONDS}`);
+    if (
+      typeof timeoutSeconds !== 'number' ||
+      !Number.isFinite(timeoutSeconds) ||
+      timeoutSeconds <= 0 ||
+      timeoutSeconds > MAX_SETUP_TIMEOUT_SECONDS
+    ) {
+      throw new SetupConfigError(
+        `"setup.timeoutSeconds" must be a number of seconds above 0 and at most ${MAX_SETUP_TIMEOUT_SECONDS}`,
+      );
     }
     setup = { command: s.command, args: args as string[], timeoutSeconds, shell };
   }
@@ -121,9 +138,16 @@ export function parseSetupConfig(value: unknown): WorktreeSetupConfig {
  * repository's `.sw4rm/worktree.json` applies), else a configuration that replaces the file. A command given there is
  * one command line, run by the shell (the user wrote it, not the repository). Throws SetupConfigError for a bad value.
  */
-export function settingsSetupConfig(copy: readonly string[], command: string, timeoutSeconds: number = DEFAULT_SETUP_TIMEOUT_SECONDS): WorktreeSetupConfig | undefined {
+export function settingsSetupConfig(
+  copy: readonly string[],
+  command: string,
+  timeoutSeconds: number = DEFAULT_SETUP_TIMEOUT_SECONDS,
+): WorktreeSetupConfig | undefined {
   if (copy.length === 0 && command.trim() === '') return undefined;
-  return parseSetupConfig({ copy: [...copy], setup: command.trim() === '' ? undefined : { command: command.trim(), shell: true, timeoutSeconds } });
+  return parseSetupConfig({
+    copy: [...copy],
+    setup: command.trim() === '' ? undefined : { command: command.trim(), shell: true, timeoutSeconds },
+  });
 }
 
 export type SetupConfigSource = 'settings' | 'file' | 'none';
@@ -132,7 +156,10 @@ export type SetupConfigSource = 'settings' | 'file' | 'none';
  * The configuration for a repository: the settings when given (they replace the file), else `.sw4rm/worktree.json`
  * of the main checkout (a regular file, not a link), else none.
  */
-export async function readSetupConfig(repoPath: string, settings?: unknown): Promise<{ config: WorktreeSetupConfig; source: SetupConfigSource }> {
+export async function readSetupConfig(
+  repoPath: string,
+  settings?: unknown,
+): Promise<{ config: WorktreeSetupConfig; source: SetupConfigSource }> {
   if (settings !== undefined) return { config: parseSetupConfig(settings), source: 'settings' };
   const file = path.join(repoPath, ...SETUP_CONFIG_FILE.split('/'));
   let handle: fsp.FileHandle;
@@ -141,13 +168,15 @@ export async function readSetupConfig(repoPath: string, settings?: unknown): Pro
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
     if (code === 'ENOENT' || code === 'ENOTDIR') return { config: { copy: [], setup: undefined }, source: 'none' };
-    if (code === 'ELOOP') throw new SetupConfigError(`${SETUP_CONFIG_FILE} is a symbolic link; it must be a regular file`);
+    if (code === 'ELOOP')
+      throw new SetupConfigError(`${SETUP_CONFIG_FILE} is a symbolic link; it must be a regular file`);
     throw new SetupConfigError(`${SETUP_CONFIG_FILE} cannot be read (${code ?? (err as Error).message})`);
   }
   try {
     const stats = await handle.stat();
     if (!stats.isFile()) throw new SetupConfigError(`${SETUP_CONFIG_FILE} is not a regular file`);
-    if (stats.size > MAX_CONFIG_BYTES) throw new SetupConfigError(`${SETUP_CONFIG_FILE} is larger than ${MAX_CONFIG_BYTES} bytes`);
+    if (stats.size > MAX_CONFIG_BYTES)
+      throw new SetupConfigError(`${SETUP_CONFIG_FILE} is larger than ${MAX_CONFIG_BYTES} bytes`);
     const text = (await handle.readFile()).toString('utf8');
     let json: unknown;
     try {
@@ -208,13 +237,25 @@ export interface SetupOptions {
  * Runs the setup of the worktree at `worktreePath`, made from the repository whose main checkout is `repoPath`.
  * Never throws for a failure of the setup itself: the result says what was done and what failed.
  */
-export async function runWorktreeSetup(repoPath: string, worktreePath: string, options: SetupOptions): Promise<SetupResult> {
+export async function runWorktreeSetup(
+  repoPath: string,
+  worktreePath: string,
+  options: SetupOptions,
+): Promise<SetupResult> {
   let source: SetupConfigSource = 'none';
   let config: WorktreeSetupConfig;
   try {
     ({ config, source } = await readSetupConfig(repoPath, options.settings));
   } catch (err) {
-    return { source, copied: [], skipped: [], command: undefined, commandSkipped: undefined, ok: false, failure: (err as Error).message };
+    return {
+      source,
+      copied: [],
+      skipped: [],
+      command: undefined,
+      commandSkipped: undefined,
+      ok: false,
+      failure: (err as Error).message,
+    };
   }
   const copied: string[] = [];
   const skipped: { path: string; reason: CopySkipReason; detail?: string }[] = [];
@@ -231,10 +272,14 @@ export async function runWorktreeSetup(repoPath: string, worktreePath: string, o
       commandSkipped = `the setup command of ${SETUP_CONFIG_FILE} runs only in a trusted workspace`;
     } else {
       command = await runSetupCommand(worktreePath, config.setup, options);
-      failure = command.startError !== undefined ? `the setup command could not start: ${command.startError}`
-        : command.timedOut ? `the setup command timed out after ${config.setup.timeoutSeconds} s`
-          : command.exitCode !== 0 ? `the setup command ${command.signal ? `was killed by ${command.signal}` : `exited with code ${command.exitCode}`}`
-            : undefined;
+      failure =
+        command.startError !== undefined
+          ? `the setup command could not start: ${command.startError}`
+          : command.timedOut
+            ? `the setup command timed out after ${config.setup.timeoutSeconds} s`
+            : command.exitCode !== 0
+              ? `the setup command ${command.signal ? `was killed by ${command.signal}` : `exited with code ${command.exitCode}`}`
+              : undefined;
     }
   }
   return { source, copied, skipped, command, commandSkipped, ok: failure === undefined, failure };
@@ -249,8 +294,12 @@ function globBase(glob: string): string {
 type EntryKind = Pick<Dirent, 'isDirectory' | 'isFile' | 'isSymbolicLink'>;
 
 async function copyFiles(
-  repoPath: string, worktreePath: string, globs: readonly string[], maxEntries: number,
-  copied: string[], skipped: { path: string; reason: CopySkipReason; detail?: string }[],
+  repoPath: string,
+  worktreePath: string,
+  globs: readonly string[],
+  maxEntries: number,
+  copied: string[],
+  skipped: { path: string; reason: CopySkipReason; detail?: string }[],
 ): Promise<void> {
   if (globs.length === 0) return;
   const root = await fsp.realpath(repoPath);
@@ -266,7 +315,8 @@ async function copyFiles(
       try {
         list = await fsp.readdir(full, { withFileTypes: true });
       } catch (err) {
-        if ((err as NodeJS.ErrnoException).code === 'ENOENT' || (err as NodeJS.ErrnoException).code === 'ENOTDIR') return;
+        if ((err as NodeJS.ErrnoException).code === 'ENOENT' || (err as NodeJS.ErrnoException).code === 'ENOTDIR')
+          return;
         throw err;
       }
       entries += list.length;
@@ -305,8 +355,11 @@ async function copyFiles(
 }
 
 async function copyOne(
-  root: string, rel: string, confinement: Confinement,
-  copied: string[], skipped: { path: string; reason: CopySkipReason; detail?: string }[],
+  root: string,
+  rel: string,
+  confinement: Confinement,
+  copied: string[],
+  skipped: { path: string; reason: CopySkipReason; detail?: string }[],
 ): Promise<void> {
   const full = path.join(root, ...rel.split('/'));
   try {
@@ -333,7 +386,8 @@ async function copyOne(
     const stats = await handle.stat();
     if (!stats.isFile()) return void skipped.push({ path: rel, reason: 'not_regular_file' });
     // The folder it was found in must still be where it was (not swapped for a link since the walk).
-    if ((await fsp.realpath(path.dirname(full))) !== path.dirname(full)) return void skipped.push({ path: rel, reason: 'changed', detail: 'a folder on its path changed' });
+    if ((await fsp.realpath(path.dirname(full))) !== path.dirname(full))
+      return void skipped.push({ path: rel, reason: 'changed', detail: 'a folder on its path changed' });
     data = await handle.readFile();
     mode = stats.mode & 0o777;
   } finally {
@@ -365,17 +419,32 @@ export function runSetupCommand(cwd: string, setup: SetupCommand, options: Setup
       timer.dispose();
       killTimer?.dispose();
       drainTimer?.dispose();
-      resolve({ argv, shell: setup.shell, exitCode, signal, timedOut, durationMs: options.clock.now() - started, output, startError });
+      resolve({
+        argv,
+        shell: setup.shell,
+        exitCode,
+        signal,
+        timedOut,
+        durationMs: options.clock.now() - started,
+        output,
+        startError,
+      });
     };
     const child = spawn(setup.command, setup.shell ? [] : [...setup.args], {
-      cwd, shell: setup.shell, detached: process.platform !== 'win32', windowsHide: true,
-      stdio: ['ignore', 'pipe', 'pipe'], env: { ...cleanEnvironment(), ...options.env },
+      cwd,
+      shell: setup.shell,
+      detached: process.platform !== 'win32',
+      windowsHide: true,
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...cleanEnvironment(), ...options.env },
     });
     const killGroup = (signal: NodeJS.Signals) => {
       try {
         if (child.pid !== undefined && process.platform !== 'win32') process.kill(-child.pid, signal);
         else child.kill(signal);
-      } catch { /* already gone */ }
+      } catch {
+        /* already gone */
+      }
     };
     let killTimer: { dispose(): void } | undefined;
     const timer = options.clock.setTimer(setup.timeoutSeconds * 1000, () => {
@@ -383,7 +452,10 @@ export function runSetupCommand(cwd: string, setup: SetupCommand, options: Setup
       killGroup('SIGTERM');
       killTimer = options.clock.setTimer(SETUP_KILL_GRACE_MS, () => killGroup('SIGKILL'));
     });
-    for (const [stream, name] of [[child.stdout, 'stdout'], [child.stderr, 'stderr']] as const) {
+    for (const [stream, name] of [
+      [child.stdout, 'stdout'],
+      [child.stderr, 'stderr'],
+    ] as const) {
       const decoder = new StringDecoder('utf8');
       stream?.on('data', (chunk: Buffer) => {
         const text = decoder.write(chunk);

@@ -20,7 +20,9 @@ export const WORKTREE_ID_PATTERN = /^[A-Za-z0-9_][A-Za-z0-9._-]{0,63}$/;
 
 export class InvalidWorktreeIdError extends SwarmError {
   constructor(readonly id: string) {
-    super(`'${id.slice(0, 80)}' is not a worktree id (letters, digits, '.', '_', '-'; at most 64; no '..', not ending '.lock')`);
+    super(
+      `'${id.slice(0, 80)}' is not a worktree id (letters, digits, '.', '_', '-'; at most 64; no '..', not ending '.lock')`,
+    );
   }
 
   override get errorKind(): ErrorKind {
@@ -83,14 +85,19 @@ function gitDate(ms: number): string {
  * temporary index (a copy of the tree's own), so neither the files nor the user's index are touched.
  */
 export class Snapshots {
-  constructor(private readonly git: Git, private readonly clock: Clock) {}
+  constructor(
+    private readonly git: Git,
+    private readonly clock: Clock,
+  ) {}
 
   /** Snapshots the working tree at `treePath` under `refs/sw4rm/snapshots/<key>/<time>`. */
   async take(treePath: string, key: string, reason: string): Promise<Snapshot> {
     checkSnapshotKey(key);
     const now = this.clock.now();
     const head = await this.headCommit(treePath);
-    const indexPath = (await this.git.run(treePath, ['rev-parse', '--path-format=absolute', '--git-path', 'index'])).stdout.trim();
+    const indexPath = (
+      await this.git.run(treePath, ['rev-parse', '--path-format=absolute', '--git-path', 'index'])
+    ).stdout.trim();
     const tempDir = fs.mkdtempSync(path.join(os.tmpdir(), 'sw4rm-snapshot-'));
     const tempIndex = path.join(tempDir, 'index');
     try {
@@ -99,13 +106,19 @@ export class Snapshots {
       else if (head) await this.git.run(treePath, ['read-tree', head], { env: { GIT_INDEX_FILE: tempIndex } });
       const env: GitEnvironment = {
         GIT_INDEX_FILE: tempIndex,
-        GIT_AUTHOR_NAME: SNAPSHOT_IDENTITY.name, GIT_AUTHOR_EMAIL: SNAPSHOT_IDENTITY.email, GIT_AUTHOR_DATE: gitDate(now),
-        GIT_COMMITTER_NAME: SNAPSHOT_IDENTITY.name, GIT_COMMITTER_EMAIL: SNAPSHOT_IDENTITY.email, GIT_COMMITTER_DATE: gitDate(now),
+        GIT_AUTHOR_NAME: SNAPSHOT_IDENTITY.name,
+        GIT_AUTHOR_EMAIL: SNAPSHOT_IDENTITY.email,
+        GIT_AUTHOR_DATE: gitDate(now),
+        GIT_COMMITTER_NAME: SNAPSHOT_IDENTITY.name,
+        GIT_COMMITTER_EMAIL: SNAPSHOT_IDENTITY.email,
+        GIT_COMMITTER_DATE: gitDate(now),
       };
       await this.git.run(treePath, ['add', '--all', '--', ':/'], { env });
       const tree = (await this.git.run(treePath, ['write-tree'], { env })).stdout.trim();
       const message = `sw4rm snapshot of ${key}: ${reason}\n\nTaken at ${new Date(now).toISOString()}; HEAD ${head ?? '(unborn)'}.\n`;
-      const commit = (await this.git.run(treePath, ['commit-tree', tree, ...(head ? ['-p', head] : []), '-m', message], { env })).stdout.trim();
+      const commit = (
+        await this.git.run(treePath, ['commit-tree', tree, ...(head ? ['-p', head] : []), '-m', message], { env })
+      ).stdout.trim();
       const base = `${SNAPSHOT_REF_PREFIX}${key}/${snapshotTimeName(now)}`;
       // Two snapshots in one millisecond get -1, -2…; the empty old value makes update-ref create only, so a
       // snapshot ref is never overwritten.
@@ -141,7 +154,11 @@ export class Snapshots {
    * the restored state shows as uncommitted changes. Untracked files the snapshot did not have stay in place.
    */
   async restore(treePath: string, key: string, snapshot: Snapshot): Promise<{ before: Snapshot }> {
-    const commit = (await this.git.run(treePath, ['rev-parse', '--verify', '--quiet', `${snapshot.ref}^{commit}`], { okExitCodes: [1] })).stdout.trim();
+    const commit = (
+      await this.git.run(treePath, ['rev-parse', '--verify', '--quiet', `${snapshot.ref}^{commit}`], {
+        okExitCodes: [1],
+      })
+    ).stdout.trim();
     if (!commit) throw new Error(`restore: no snapshot ${snapshot.ref}`);
     const before = await this.take(treePath, key, `before restoring ${snapshot.ref}`);
     await this.git.run(treePath, ['read-tree', '--reset', '-u', commit]);
@@ -168,7 +185,9 @@ export class Snapshots {
   }
 
   private async headCommit(treePath: string): Promise<string | undefined> {
-    const out = await this.git.run(treePath, ['rev-parse', '--verify', '--quiet', 'HEAD^{commit}'], { okExitCodes: [1] });
+    const out = await this.git.run(treePath, ['rev-parse', '--verify', '--quiet', 'HEAD^{commit}'], {
+      okExitCodes: [1],
+    });
     return out.stdout.trim() || undefined;
   }
 }

@@ -1,7 +1,14 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import type { Git } from './git';
-import { dirtyCount, parsePruneDryRun, parseStatusV2, parseWorktreeList, type PruneCandidate, type WorktreeEntry } from './porcelain';
+import {
+  dirtyCount,
+  parsePruneDryRun,
+  parseStatusV2,
+  parseWorktreeList,
+  type PruneCandidate,
+  type WorktreeEntry,
+} from './porcelain';
 import type { Repository } from './repositories';
 import { checkWorktreeId, type Snapshot, type Snapshots } from './snapshots';
 import { SwarmError, type ErrorKind, type Sw4rmCode } from '../kernel/errors';
@@ -51,11 +58,23 @@ export interface RemoveResult {
   readonly branchKept: boolean;
 }
 
-export type WorktreeRefusal = 'bound' | 'dirty' | 'unmerged' | 'locked' | 'not_found' | 'missing_folder' | 'exists' | 'inside_working_tree' | 'bad_base';
+export type WorktreeRefusal =
+  | 'bound'
+  | 'dirty'
+  | 'unmerged'
+  | 'locked'
+  | 'not_found'
+  | 'missing_folder'
+  | 'exists'
+  | 'inside_working_tree'
+  | 'bad_base';
 
 /** A worktree operation refused, with a reason a caller can act on. */
 export class WorktreeRefusedError extends SwarmError {
-  constructor(readonly reason: WorktreeRefusal, message: string) {
+  constructor(
+    readonly reason: WorktreeRefusal,
+    message: string,
+  ) {
     super(message);
   }
 
@@ -65,7 +84,11 @@ export class WorktreeRefusedError extends SwarmError {
   }
 
   override get errorCode(): Sw4rmCode {
-    return this.errorKind === 'not_found' ? 'NOT_FOUND' : this.errorKind === 'invalid' ? 'VALIDATION_ERROR' : 'FAILED_PRECONDITION';
+    return this.errorKind === 'not_found'
+      ? 'NOT_FOUND'
+      : this.errorKind === 'invalid'
+        ? 'VALIDATION_ERROR'
+        : 'FAILED_PRECONDITION';
   }
 }
 
@@ -97,9 +120,16 @@ export class Worktrees {
   readonly root: string;
   private readonly onCreated: WorktreesOptions['onCreated'];
 
-  constructor(private readonly git: Git, private readonly snapshots: Snapshots, readonly repository: Repository, options: WorktreesOptions = {}) {
+  constructor(
+    private readonly git: Git,
+    private readonly snapshots: Snapshots,
+    readonly repository: Repository,
+    options: WorktreesOptions = {},
+  ) {
     this.onCreated = options.onCreated;
-    const name = path.basename(repository.bare ? repository.gitDir.replace(/\.git$/, '') || repository.gitDir : repository.path);
+    const name = path.basename(
+      repository.bare ? repository.gitDir.replace(/\.git$/, '') || repository.gitDir : repository.path,
+    );
     this.root = realPathOfFuture(options.root ?? path.join(path.dirname(repository.path), `${name}.sw4rm-worktrees`));
   }
 
@@ -116,23 +146,37 @@ export class Worktrees {
   async create(id: string, options: { base?: string } = {}): Promise<AgentWorktree> {
     checkWorktreeId(id);
     if (!this.repository.bare && isInside(this.root, this.repository.path)) {
-      throw new WorktreeRefusedError('inside_working_tree', `the worktrees folder ${this.root} is inside the working tree ${this.repository.path}`);
+      throw new WorktreeRefusedError(
+        'inside_working_tree',
+        `the worktrees folder ${this.root} is inside the working tree ${this.repository.path}`,
+      );
     }
     const target = path.join(this.root, id);
     if (fs.existsSync(target)) throw new WorktreeRefusedError('exists', `${target} already exists`);
     const branch = `${BRANCH_PREFIX}${id}`;
     if (await this.refExists(`refs/heads/${branch}`)) return this.reuseBranch(id, target, branch);
     const base = options.base ?? 'HEAD';
-    if (base.startsWith('-') || base.includes('\0')) throw new WorktreeRefusedError('bad_base', `'${base.slice(0, 80)}' is not a commit`);
-    const resolved = await this.git.run(this.cwd, ['rev-parse', '--verify', '--quiet', `${base}^{commit}`], { okExitCodes: [1] });
+    if (base.startsWith('-') || base.includes('\0'))
+      throw new WorktreeRefusedError('bad_base', `'${base.slice(0, 80)}' is not a commit`);
+    const resolved = await this.git.run(this.cwd, ['rev-parse', '--verify', '--quiet', `${base}^{commit}`], {
+      okExitCodes: [1],
+    });
     const baseCommit = resolved.stdout.trim();
-    if (!baseCommit) throw new WorktreeRefusedError('bad_base', `'${base.slice(0, 80)}' is not a commit of ${this.repository.id}`);
+    if (!baseCommit)
+      throw new WorktreeRefusedError('bad_base', `'${base.slice(0, 80)}' is not a commit of ${this.repository.id}`);
     const symbolic = await this.git.run(this.cwd, ['rev-parse', '--symbolic-full-name', base], { okExitCodes: [128] });
     const baseRef = symbolic.stdout.trim().startsWith('refs/heads/') ? symbolic.stdout.trim() : undefined;
 
     fs.mkdirSync(this.root, { recursive: true });
     // The base is recorded first (create-only), so a worktree never exists without it.
-    await this.git.run(this.cwd, ['update-ref', '-m', `sw4rm: base of worktree ${id}`, `${BASE_REF_PREFIX}${id}`, baseCommit, '']);
+    await this.git.run(this.cwd, [
+      'update-ref',
+      '-m',
+      `sw4rm: base of worktree ${id}`,
+      `${BASE_REF_PREFIX}${id}`,
+      baseCommit,
+      '',
+    ]);
     try {
       await this.git.run(this.cwd, ['worktree', 'add', '-b', branch, '--', target, baseCommit]);
     } catch (err) {
@@ -151,14 +195,28 @@ export class Worktrees {
     const entries = parseWorktreeList((await this.git.run(this.cwd, ['worktree', 'list', '--porcelain', '-z'])).stdout);
     const holder = entries.find((e) => e.branch === `refs/heads/${branch}`);
     if (holder) {
-      throw new WorktreeRefusedError('exists', `branch ${branch} (kept from an earlier worktree '${id}') is checked out in ${holder.path}; check another branch out there, or bind to another worktree id`);
+      throw new WorktreeRefusedError(
+        'exists',
+        `branch ${branch} (kept from an earlier worktree '${id}') is checked out in ${holder.path}; check another branch out there, or bind to another worktree id`,
+      );
     }
     fs.mkdirSync(this.root, { recursive: true });
     if (!(await this.resolve(`${BASE_REF_PREFIX}${id}`))) {
       const head = await this.resolve('HEAD');
-      const mergeBase = head ? (await this.git.run(this.cwd, ['merge-base', head, `refs/heads/${branch}`], { okExitCodes: [1] })).stdout.trim() : '';
+      const mergeBase = head
+        ? (
+            await this.git.run(this.cwd, ['merge-base', head, `refs/heads/${branch}`], { okExitCodes: [1] })
+          ).stdout.trim()
+        : '';
       const tip = mergeBase || (await this.resolve(`refs/heads/${branch}`))!;
-      await this.git.run(this.cwd, ['update-ref', '-m', `sw4rm: base of worktree ${id} (reused branch)`, `${BASE_REF_PREFIX}${id}`, tip, '']);
+      await this.git.run(this.cwd, [
+        'update-ref',
+        '-m',
+        `sw4rm: base of worktree ${id} (reused branch)`,
+        `${BASE_REF_PREFIX}${id}`,
+        tip,
+        '',
+      ]);
     }
     await this.git.run(this.cwd, ['worktree', 'add', '--', target, branch]);
     const made = await this.get(id);
@@ -194,9 +252,13 @@ export class Worktrees {
     const tip = await this.resolve(`refs/heads/${BRANCH_PREFIX}${id}`);
     const targetCommit = await this.targetOf(id);
     if (!tip || !targetCommit) return false;
-    const ancestor = await this.git.run(this.cwd, ['merge-base', '--is-ancestor', tip, targetCommit], { okExitCodes: [1] });
+    const ancestor = await this.git.run(this.cwd, ['merge-base', '--is-ancestor', tip, targetCommit], {
+      okExitCodes: [1],
+    });
     if (ancestor.exitCode === 0) return true;
-    const merged = await this.git.run(this.cwd, ['merge-tree', '--write-tree', '--no-messages', targetCommit, tip], { okExitCodes: [1] });
+    const merged = await this.git.run(this.cwd, ['merge-tree', '--write-tree', '--no-messages', targetCommit, tip], {
+      okExitCodes: [1],
+    });
     if (merged.exitCode !== 0) return false; // conflicts: certainly not in the target
     const targetTree = await this.resolve(`${targetCommit}^{tree}`);
     return merged.stdout.split('\n')[0].trim() === targetTree;
@@ -211,20 +273,40 @@ export class Worktrees {
   async remove(id: string, options: RemoveOptions): Promise<RemoveResult> {
     checkWorktreeId(id);
     const refuseIfBound = () => {
-      if (options.isBound(id)) throw new WorktreeRefusedError('bound', `worktree ${id} is bound to an agent; unbind it first`);
+      if (options.isBound(id))
+        throw new WorktreeRefusedError('bound', `worktree ${id} is bound to an agent; unbind it first`);
     };
     refuseIfBound();
     const entry = await this.entryOf(id);
     if (!entry) throw new WorktreeRefusedError('not_found', `no worktree ${id} in ${this.repository.id}`);
-    if (entry.locked) throw new WorktreeRefusedError('locked', `worktree ${id} is locked${entry.lockReason ? ` (${entry.lockReason})` : ''}; unlock it with git worktree unlock first`);
+    if (entry.locked)
+      throw new WorktreeRefusedError(
+        'locked',
+        `worktree ${id} is locked${entry.lockReason ? ` (${entry.lockReason})` : ''}; unlock it with git worktree unlock first`,
+      );
     if (!fs.existsSync(entry.path)) {
-      throw new WorktreeRefusedError('missing_folder', `the folder of worktree ${id} is gone (${entry.path}); prune stale worktrees instead`);
+      throw new WorktreeRefusedError(
+        'missing_folder',
+        `the folder of worktree ${id} is gone (${entry.path}); prune stale worktrees instead`,
+      );
     }
-    const dirty = dirtyCount(parseStatusV2((await this.git.run(entry.path, ['status', '--porcelain=v2', '-z', '--untracked-files=all'])).stdout));
+    const dirty = dirtyCount(
+      parseStatusV2(
+        (await this.git.run(entry.path, ['status', '--porcelain=v2', '-z', '--untracked-files=all'])).stdout,
+      ),
+    );
     const merged = await this.isMerged(id);
     if (!options.force) {
-      if (dirty > 0) throw new WorktreeRefusedError('dirty', `worktree ${id} has ${dirty} uncommitted file${dirty === 1 ? '' : 's'}; confirm to remove it (a snapshot and the branch are kept)`);
-      if (!merged) throw new WorktreeRefusedError('unmerged', `branch ${BRANCH_PREFIX}${id} has commits that are not in its target; confirm to remove the worktree (the branch is kept)`);
+      if (dirty > 0)
+        throw new WorktreeRefusedError(
+          'dirty',
+          `worktree ${id} has ${dirty} uncommitted file${dirty === 1 ? '' : 's'}; confirm to remove it (a snapshot and the branch are kept)`,
+        );
+      if (!merged)
+        throw new WorktreeRefusedError(
+          'unmerged',
+          `branch ${BRANCH_PREFIX}${id} has commits that are not in its target; confirm to remove the worktree (the branch is kept)`,
+        );
     }
     const snapshot = await this.snapshots.take(entry.path, id, 'before removing the worktree');
     refuseIfBound();
@@ -249,7 +331,11 @@ export class Worktrees {
     const key = (c: PruneCandidate) => c.name;
     const shown = new Set(confirmed.map(key));
     const unexpected = plan.filter((c) => !shown.has(key(c)));
-    if (unexpected.length > 0) throw new WorktreeRefusedError('exists', `prune would also remove ${unexpected.map(key).join(', ')}; list again first`);
+    if (unexpected.length > 0)
+      throw new WorktreeRefusedError(
+        'exists',
+        `prune would also remove ${unexpected.map(key).join(', ')}; list again first`,
+      );
     if (plan.length > 0) await this.git.run(this.cwd, ['worktree', 'prune']);
     return plan;
   }
@@ -277,17 +363,34 @@ export class Worktrees {
     let ahead = 0;
     let behind = 0;
     if (target && entry.head) {
-      const counts = (await this.git.run(this.cwd, ['rev-list', '--left-right', '--count', `${target}...${entry.head}`])).stdout.trim().split(/\s+/);
+      const counts = (
+        await this.git.run(this.cwd, ['rev-list', '--left-right', '--count', `${target}...${entry.head}`])
+      ).stdout
+        .trim()
+        .split(/\s+/);
       behind = Number(counts[0]);
       ahead = Number(counts[1]);
     }
     const present = fs.existsSync(entry.path);
     const dirty = present
-      ? dirtyCount(parseStatusV2((await this.git.run(entry.path, ['status', '--porcelain=v2', '-z', '--untracked-files=all'])).stdout))
+      ? dirtyCount(
+          parseStatusV2(
+            (await this.git.run(entry.path, ['status', '--porcelain=v2', '-z', '--untracked-files=all'])).stdout,
+          ),
+        )
       : undefined;
     return {
-      id, path: entry.path, branch: `${BRANCH_PREFIX}${id}`, head: entry.head, baseCommit, baseRef, ahead, behind, dirty,
-      locked: entry.locked, prunable: entry.prunable || !present,
+      id,
+      path: entry.path,
+      branch: `${BRANCH_PREFIX}${id}`,
+      head: entry.head,
+      baseCommit,
+      baseRef,
+      ahead,
+      behind,
+      dirty,
+      locked: entry.locked,
+      prunable: entry.prunable || !present,
     };
   }
 
@@ -312,7 +415,9 @@ export class Worktrees {
   }
 
   private async refExists(ref: string): Promise<boolean> {
-    return (await this.git.run(this.cwd, ['show-ref', '--verify', '--quiet', ref], { okExitCodes: [1] })).exitCode === 0;
+    return (
+      (await this.git.run(this.cwd, ['show-ref', '--verify', '--quiet', ref], { okExitCodes: [1] })).exitCode === 0
+    );
   }
 
   private async resolve(rev: string): Promise<string | undefined> {

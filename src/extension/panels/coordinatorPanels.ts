@@ -41,9 +41,13 @@ export abstract class CoordinatorPanel<R, M extends { readonly type: string }, H
     private readonly onDispose: () => void,
   ) {
     const webview = panel.webview;
-    const uri = (file: string) => webview.asWebviewUri(vscode.Uri.joinPath(host.extensionUri, ...WEBVIEW_DIST, file)).toString();
+    const uri = (file: string) =>
+      webview.asWebviewUri(vscode.Uri.joinPath(host.extensionUri, ...WEBVIEW_DIST, file)).toString();
     webview.html = screen.html({
-      cspSource: webview.cspSource, scriptUri: uri(`${screen.name}.js`), styleUri: uri(`${screen.name}.css`), nonce: randomBytes(18).toString('base64'),
+      cspSource: webview.cspSource,
+      scriptUri: uri(`${screen.name}.js`),
+      styleUri: uri(`${screen.name}.css`),
+      nonce: randomBytes(18).toString('base64'),
     });
     this.subscriptions.push(
       webview.onDidReceiveMessage((raw: unknown) => this.receive(screen.parse(raw))),
@@ -103,13 +107,19 @@ export abstract class CoordinatorPanel<R, M extends { readonly type: string }, H
  * The panels of one kind: one per target (opening it again reveals it), each following the coordinator bound, and
  * restored after a window reload from the target its webview state names.
  */
-export abstract class CoordinatorPanels<T, P extends CoordinatorPanel<unknown, { readonly type: string }, unknown>> implements vscode.Disposable {
+export abstract class CoordinatorPanels<T, P extends CoordinatorPanel<unknown, { readonly type: string }, unknown>>
+  implements vscode.Disposable
+{
   private readonly panels = new Map<string, P>();
   private current: CoordinatorApi | undefined;
   private readonly registration: vscode.Disposable;
   protected readonly host: PanelHost;
 
-  constructor(private readonly viewType: string, extensionUri: vscode.Uri, operator: string) {
+  constructor(
+    private readonly viewType: string,
+    extensionUri: vscode.Uri,
+    operator: string,
+  ) {
     this.host = { extensionUri, operator, api: () => this.current };
     this.registration = vscode.window.registerWebviewPanelSerializer(viewType, {
       deserializeWebviewPanel: async (panel, state) => this.restore(panel, state),
@@ -151,7 +161,10 @@ export abstract class CoordinatorPanels<T, P extends CoordinatorPanel<unknown, {
 
   /** Opens a new panel of `target`, titled `title`. */
   protected create(target: T, title: string): void {
-    this.adopt(vscode.window.createWebviewPanel(this.viewType, title, vscode.ViewColumn.Active, this.options()), target);
+    this.adopt(
+      vscode.window.createWebviewPanel(this.viewType, title, vscode.ViewColumn.Active, this.options()),
+      target,
+    );
   }
 
   private restore(panel: vscode.WebviewPanel, state: unknown): void {
@@ -166,7 +179,10 @@ export abstract class CoordinatorPanels<T, P extends CoordinatorPanel<unknown, {
 
   private adopt(panel: vscode.WebviewPanel, target: T): void {
     const key = this.keyOf(target);
-    this.panels.set(key, this.adopted(panel, target, () => this.panels.delete(key)));
+    this.panels.set(
+      key,
+      this.adopted(panel, target, () => this.panels.delete(key)),
+    );
   }
 
   private options(): vscode.WebviewPanelOptions & vscode.WebviewOptions {

@@ -7,7 +7,10 @@ import { panelDocument, type PanelPage } from './panelHtml';
  * skeleton. Nothing in it comes from the invocation; the script fills it in with textContent.
  */
 export function hitlPanelHtml(page: PanelPage): string {
-  return panelDocument(page, 'SW4RM approval request', `<main id="content" aria-busy="true" aria-label="Approval request"><p class="muted">Loading the approval request…</p></main>
+  return panelDocument(
+    page,
+    'SW4RM approval request',
+    `<main id="content" aria-busy="true" aria-label="Approval request"><p class="muted">Loading the approval request…</p></main>
 <form id="decide" hidden aria-label="Decision">
   <label for="rationale">Rationale <span class="hint">(required; recorded in the audit trail and sent to the requester)</span></label>
   <textarea id="rationale" rows="3" maxlength="${MAX_RATIONALE_LENGTH}" required aria-required="true" aria-describedby="rationale-required"></textarea>
@@ -27,5 +30,6 @@ export function hitlPanelHtml(page: PanelPage): string {
   </div>
   <p id="status" class="status" role="status" aria-live="polite"></p>
   <p id="error" class="error" role="alert" hidden></p>
-</form>`);
+</form>`,
+  );
 }

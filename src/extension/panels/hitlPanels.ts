@@ -1,8 +1,13 @@
 import * as vscode from 'vscode';
 import { CoordinatorApiError, invocationJson, type HitlInvocation } from '../../core/api';
 import {
-  HITL_PANEL_VIEW_TYPE, parseInvocationJson, parsePanelState, parseWebviewMessage,
-  type HostMessage, type InvocationJson, type WebviewMessage,
+  HITL_PANEL_VIEW_TYPE,
+  parseInvocationJson,
+  parsePanelState,
+  parseWebviewMessage,
+  type HostMessage,
+  type InvocationJson,
+  type WebviewMessage,
 } from '../../../webview/hitl/protocol';
 import { panelTitle } from '../approvalsModel';
 import { CoordinatorPanel, CoordinatorPanels, type PanelHost } from './coordinatorPanels';
@@ -53,7 +58,12 @@ interface InvocationRead {
 
 /** One panel: the invocation, updates when it changes, and decisions. */
 class HitlPanel extends CoordinatorPanel<InvocationRead, WebviewMessage, HostMessage> {
-  constructor(panel: vscode.WebviewPanel, private readonly id: string, host: PanelHost, onDispose: () => void) {
+  constructor(
+    panel: vscode.WebviewPanel,
+    private readonly id: string,
+    host: PanelHost,
+    onDispose: () => void,
+  ) {
     super(panel, host, { name: 'hitl', html: hitlPanelHtml, parse: parseWebviewMessage }, onDispose);
   }
 
@@ -66,9 +76,13 @@ class HitlPanel extends CoordinatorPanel<InvocationRead, WebviewMessage, HostMes
     } catch (err) {
       failure = err instanceof Error ? err.message : String(err);
     }
-    const unavailable = !api ? 'The SW4RM coordinator is not running; the request shows here again when it starts.'
-      : failure !== undefined ? `The approval request could not be read: ${failure}`
-        : !invocation ? `The coordinator has no approval request '${this.id}'.` : undefined;
+    const unavailable = !api
+      ? 'The SW4RM coordinator is not running; the request shows here again when it starts.'
+      : failure !== undefined
+        ? `The approval request could not be read: ${failure}`
+        : !invocation
+          ? `The coordinator has no approval request '${this.id}'.`
+          : undefined;
     return { invocation, unavailable };
   }
 
@@ -78,7 +92,11 @@ class HitlPanel extends CoordinatorPanel<InvocationRead, WebviewMessage, HostMes
 
   protected shown({ invocation, unavailable }: InvocationRead): HostMessage {
     return {
-      type: 'invocation', invocationId: this.id, invocation: invocation ? toWire(invocation) : null, operator: this.host.operator, now: Date.now(),
+      type: 'invocation',
+      invocationId: this.id,
+      invocation: invocation ? toWire(invocation) : null,
+      operator: this.host.operator,
+      now: Date.now(),
       ...(unavailable ? { unavailable } : {}),
     };
   }
@@ -86,16 +104,28 @@ class HitlPanel extends CoordinatorPanel<InvocationRead, WebviewMessage, HostMes
   protected async decide(message: Extract<WebviewMessage, { type: 'decide' }>): Promise<void> {
     const api = this.host.api();
     if (!api) {
-      this.post({ type: 'error', requestId: message.requestId, message: 'The SW4RM coordinator is not running; start it and decide again.' });
+      this.post({
+        type: 'error',
+        requestId: message.requestId,
+        message: 'The SW4RM coordinator is not running; start it and decide again.',
+      });
       return;
     }
     try {
-      const decided = await api.decideApproval(this.id, { action: message.action, rationale: message.rationale, payload: message.payload }, this.host.operator);
+      const decided = await api.decideApproval(
+        this.id,
+        { action: message.action, rationale: message.rationale, payload: message.payload },
+        this.host.operator,
+      );
       this.post({ type: 'result', requestId: message.requestId, invocation: toWire(decided) });
     } catch (err) {
       const known = err instanceof CoordinatorApiError;
       const text = err instanceof Error ? err.message : String(err);
-      this.post({ type: 'error', requestId: message.requestId, message: known ? text : `The decision was not recorded: ${text}` });
+      this.post({
+        type: 'error',
+        requestId: message.requestId,
+        message: known ? text : `The decision was not recorded: ${text}`,
+      });
       void this.push();
     }
   }

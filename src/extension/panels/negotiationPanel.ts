@@ -1,8 +1,14 @@
 import * as vscode from 'vscode';
 import { CoordinatorApiError, type CoordinatorApi, type Disposable } from '../../core/api';
 import {
-  NEGOTIATION_PANEL_VIEW_TYPE, parsePanelState, parseWebviewMessage,
-  type DebateJson, type HostMessage, type NegotiationTarget, type RoomJson, type WebviewMessage,
+  NEGOTIATION_PANEL_VIEW_TYPE,
+  parsePanelState,
+  parseWebviewMessage,
+  type DebateJson,
+  type HostMessage,
+  type NegotiationTarget,
+  type RoomJson,
+  type WebviewMessage,
 } from '../../../webview/negotiation/protocol';
 import { REQUEST_REVISION_PAYLOAD, rationaleMissing } from '../../../webview/negotiation/viewModel';
 import { debateJson, decidedMessage, negotiationPanelTitle, roomJson } from '../negotiationsModel';
@@ -62,23 +68,41 @@ interface NegotiationRead {
 
 /** One panel: the debate or room, updates when it changes, and decisions. */
 class NegotiationPanel extends CoordinatorPanel<NegotiationRead, WebviewMessage, HostMessage> {
-  constructor(panel: vscode.WebviewPanel, private readonly target: NegotiationTarget, host: PanelHost, onDispose: () => void) {
+  constructor(
+    panel: vscode.WebviewPanel,
+    private readonly target: NegotiationTarget,
+    host: PanelHost,
+    onDispose: () => void,
+  ) {
     super(panel, host, { name: 'negotiation', html: negotiationPanelHtml, parse: parseWebviewMessage }, onDispose);
   }
 
   /** Reads the debate or room now; undefined (and why) when it cannot be. */
   protected async read(): Promise<NegotiationRead> {
     const api = this.host.api();
-    if (!api) return { debate: null, room: null, unavailable: 'The SW4RM coordinator is not running; this shows here again when it starts.' };
+    if (!api)
+      return {
+        debate: null,
+        room: null,
+        unavailable: 'The SW4RM coordinator is not running; this shows here again when it starts.',
+      };
     try {
       if (this.target.kind === 'debate') {
         const detail = await api.negotiationDetail(this.target.id);
-        return detail ? { debate: debateJson(detail), room: null } : { debate: null, room: null, unavailable: `The coordinator has no debate '${this.target.id}'.` };
+        return detail
+          ? { debate: debateJson(detail), room: null }
+          : { debate: null, room: null, unavailable: `The coordinator has no debate '${this.target.id}'.` };
       }
       const detail = await api.roomArtifactDetail(this.target.id);
-      return detail ? { debate: null, room: roomJson(detail) } : { debate: null, room: null, unavailable: `The coordinator has no room artifact '${this.target.id}'.` };
+      return detail
+        ? { debate: null, room: roomJson(detail) }
+        : { debate: null, room: null, unavailable: `The coordinator has no room artifact '${this.target.id}'.` };
     } catch (err) {
-      return { debate: null, room: null, unavailable: `It could not be read: ${err instanceof Error ? err.message : String(err)}` };
+      return {
+        debate: null,
+        room: null,
+        unavailable: `It could not be read: ${err instanceof Error ? err.message : String(err)}`,
+      };
     }
   }
 
@@ -87,7 +111,14 @@ class NegotiationPanel extends CoordinatorPanel<NegotiationRead, WebviewMessage,
   }
 
   protected shown(read: NegotiationRead): HostMessage {
-    return { type: 'show', target: this.target, debate: read.debate, room: read.room, operator: this.host.operator, ...(read.unavailable ? { unavailable: read.unavailable } : {}) };
+    return {
+      type: 'show',
+      target: this.target,
+      debate: read.debate,
+      room: read.room,
+      operator: this.host.operator,
+      ...(read.unavailable ? { unavailable: read.unavailable } : {}),
+    };
   }
 
   protected async decide(message: Extract<WebviewMessage, { type: 'decide' }>): Promise<void> {
@@ -98,8 +129,13 @@ class NegotiationPanel extends CoordinatorPanel<NegotiationRead, WebviewMessage,
     if (!api) return fail('The SW4RM coordinator is not running; start it and decide again.');
     // The invocation is read now, not taken from the webview: the one pending at this moment is decided.
     const read = await this.read();
-    const invocationId = read.debate ? (read.debate.state === 'paused' ? read.debate.pending?.invocationId : undefined)
-      : read.room?.state === 'escalated' ? read.room.invocationId ?? undefined : undefined;
+    const invocationId = read.debate
+      ? read.debate.state === 'paused'
+        ? read.debate.pending?.invocationId
+        : undefined
+      : read.room?.state === 'escalated'
+        ? (read.room.invocationId ?? undefined)
+        : undefined;
     if (!invocationId) {
       void this.push();
       return fail(read.unavailable ?? 'Nothing waits for a decision here any more (decided elsewhere, or by a rule).');
@@ -111,8 +147,16 @@ class NegotiationPanel extends CoordinatorPanel<NegotiationRead, WebviewMessage,
     }
     if (message.action !== 'modify') payload = undefined;
     try {
-      await api.decideApproval(invocationId, { action: message.action, rationale: message.rationale, ...(payload === undefined ? {} : { payload }) }, this.host.operator);
-      this.post({ type: 'result', requestId: message.requestId, message: decidedMessage(this.target.kind, message.action) });
+      await api.decideApproval(
+        invocationId,
+        { action: message.action, rationale: message.rationale, ...(payload === undefined ? {} : { payload }) },
+        this.host.operator,
+      );
+      this.post({
+        type: 'result',
+        requestId: message.requestId,
+        message: decidedMessage(this.target.kind, message.action),
+      });
     } catch (err) {
       const text = err instanceof Error ? err.message : String(err);
       fail(err instanceof CoordinatorApiError ? text : `The decision was not recorded: ${text}`);

@@ -7,7 +7,10 @@ import { panelDocument, type PanelPage } from './panelHtml';
  * skeleton. Nothing in it comes from a debate or a room; the script fills it in with textContent.
  */
 export function negotiationPanelHtml(page: PanelPage): string {
-  return panelDocument(page, 'SW4RM negotiation', `<main id="content" aria-busy="true" aria-label="Negotiation"><p class="muted">Loading…</p></main>
+  return panelDocument(
+    page,
+    'SW4RM negotiation',
+    `<main id="content" aria-busy="true" aria-label="Negotiation"><p class="muted">Loading…</p></main>
 <form id="decide" hidden aria-label="Decision">
   <label for="rationale">Rationale <span class="hint">(required; recorded in the audit trail and sent to the agents)</span></label>
   <textarea id="rationale" rows="3" maxlength="${MAX_RATIONALE_LENGTH}" required aria-required="true" aria-describedby="rationale-required"></textarea>
@@ -26,5 +29,6 @@ export function negotiationPanelHtml(page: PanelPage): string {
   </div>
   <p id="error" class="error" role="alert" hidden></p>
 </form>
-<p id="status" class="status" role="status" aria-live="polite"></p>`);
+<p id="status" class="status" role="status" aria-live="polite"></p>`,
+  );
 }

@@ -1,13 +1,20 @@
 import * as vscode from 'vscode';
 import type { ActivityEntry, CoordinatorApi, Disposable } from '../../core/api';
-import { activityKey, activityOverlaps, activityRow, activityUsageMessage, groupActivity, type ActivityGrouping, type ActivityOverlap } from '../activityModel';
+import {
+  activityKey,
+  activityOverlaps,
+  activityRow,
+  activityUsageMessage,
+  groupActivity,
+  type ActivityGrouping,
+  type ActivityOverlap,
+} from '../activityModel';
 import { Views } from '../contributions';
 import { CoordinatorRows, LiveTreeView, NodeCache } from './liveTree';
 import { rowItem, themeIcon } from './rowItem';
 
 type ActivityNode =
-  | { readonly kind: 'activityGroup'; readonly key: string }
-  | { readonly kind: 'activity'; readonly key: string };
+  { readonly kind: 'activityGroup'; readonly key: string } | { readonly kind: 'activity'; readonly key: string };
 
 /** Entries come and go with every task; the view reads them at most this often, while visible. */
 const ACTIVITY_REFRESH_MS = 500;
@@ -22,7 +29,12 @@ interface ActivitySnapshot {
 }
 
 class ActivityTreeProvider extends CoordinatorRows<ActivityNode> {
-  private snapshot: ActivitySnapshot = { grouping: 'agent', groups: new Map(), entries: new Map(), overlaps: new Map() };
+  private snapshot: ActivitySnapshot = {
+    grouping: 'agent',
+    groups: new Map(),
+    entries: new Map(),
+    overlaps: new Map(),
+  };
   private readonly nodes = new NodeCache<ActivityNode>();
   /** How the next listing groups the entries. */
   grouping: ActivityGrouping = 'agent';
@@ -33,10 +45,9 @@ class ActivityTreeProvider extends CoordinatorRows<ActivityNode> {
       return (this.snapshot.groups.get(node.key)?.entries ?? []).map((e) => this.node('activity', activityKey(e)));
     }
     const grouping = this.grouping;
-    const listing = await this.listed((api) => Promise.all([
-      api.activity().catch(() => [] as ActivityEntry[]),
-      api.activityUsage().catch(() => undefined),
-    ]));
+    const listing = await this.listed((api) =>
+      Promise.all([api.activity().catch(() => [] as ActivityEntry[]), api.activityUsage().catch(() => undefined)]),
+    );
     if (!listing) return [];
     const [entries, usage] = listing;
     const groups = groupActivity(entries, grouping);

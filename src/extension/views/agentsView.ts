@@ -15,7 +15,16 @@ type AgentsNode =
   | { readonly kind: 'agentWorktree'; readonly agentId: string };
 
 type DetailKey = 'state' | 'presence' | 'inbox' | 'class' | 'capabilities' | 'modalities' | 'heartbeat' | 'description';
-const DETAIL_KEYS: readonly DetailKey[] = ['state', 'presence', 'inbox', 'class', 'capabilities', 'modalities', 'heartbeat', 'description'];
+const DETAIL_KEYS: readonly DetailKey[] = [
+  'state',
+  'presence',
+  'inbox',
+  'class',
+  'capabilities',
+  'modalities',
+  'heartbeat',
+  'description',
+];
 
 /** Inbox counts change with every delivery; the view shows them at most this often per agent. */
 export const INBOX_REFRESH_MS = 250;
@@ -45,7 +54,10 @@ export class AgentsTreeProvider implements vscode.TreeDataProvider<AgentsNode>, 
   readonly onDidChangeTreeData = this.changed.event;
   private api: CoordinatorApi | undefined;
   private subscriptions: Disposable[] = [];
-  private readonly inboxRefresh = new KeyedThrottle<string>(INBOX_REFRESH_MS, (agentId) => void this.refreshIfRegistered(agentId));
+  private readonly inboxRefresh = new KeyedThrottle<string>(
+    INBOX_REFRESH_MS,
+    (agentId) => void this.refreshIfRegistered(agentId),
+  );
   private readonly agentNodes = new NodeCache<AgentsNode>();
   private readonly detailNodes = new NodeCache<AgentsNode>();
   /** The data of each shown agent, shared by its row and its details until the row is refreshed. */
@@ -60,7 +72,10 @@ export class AgentsTreeProvider implements vscode.TreeDataProvider<AgentsNode>, 
    * With `worktrees`, a bound agent's row has its worktree as its first child, refreshed as worktrees change; with
    * `terminals`, a launched agent's row says whether its terminal is open here (Show Terminal, Relaunch).
    */
-  constructor(private readonly worktrees?: WorktreeState, private readonly terminals?: AgentTerminals) {
+  constructor(
+    private readonly worktrees?: WorktreeState,
+    private readonly terminals?: AgentTerminals,
+  ) {
     this.worktreeSubscription = worktrees?.onDidChange(() => this.changed.fire(undefined));
     this.terminalSubscription = terminals?.onDidChange((agentId) => this.refresh(agentId));
   }
@@ -73,9 +88,13 @@ export class AgentsTreeProvider implements vscode.TreeDataProvider<AgentsNode>, 
     this.api = api;
     if (api) {
       this.subscriptions.push(
-        api.onDidChangeAgents((change) => this.refresh(change.kind === 'joined' || change.kind === 'left' ? undefined : change.agentId)),
+        api.onDidChangeAgents((change) =>
+          this.refresh(change.kind === 'joined' || change.kind === 'left' ? undefined : change.agentId),
+        ),
         api.onDidChangeInbox(({ agentId }) => this.inboxRefresh.schedule(agentId)),
-        api.onDidChangeLaunches((change) => this.refresh(change.kind === 'forgotten' ? change.agentId : change.record.agentId)),
+        api.onDidChangeLaunches((change) =>
+          this.refresh(change.kind === 'forgotten' ? change.agentId : change.record.agentId),
+        ),
       );
     }
     this.refresh(undefined);
@@ -87,7 +106,9 @@ export class AgentsTreeProvider implements vscode.TreeDataProvider<AgentsNode>, 
     if (node) {
       if (node.kind !== 'agent') return [];
       const details = DETAIL_KEYS.map((key) => this.detailNode(node.agentId, key));
-      const binding = (await this.worktrees?.current())?.bindings.find((b) => b.agentId === node.agentId && b.state !== 'UNBOUND');
+      const binding = (await this.worktrees?.current())?.bindings.find(
+        (b) => b.agentId === node.agentId && b.state !== 'UNBOUND',
+      );
       return binding ? [this.worktreeNode(node.agentId), ...details] : details;
     }
     const agents = await api.agents().catch(() => []);
@@ -103,7 +124,9 @@ export class AgentsTreeProvider implements vscode.TreeDataProvider<AgentsNode>, 
     const snapshot = await this.snapshot(node.agentId);
     if (!snapshot) return new vscode.TreeItem(node.agentId);
     const { agent, inbox } = snapshot;
-    return node.kind === 'agent' ? agentItem(snapshot, this.terminals?.has(node.agentId) ?? false) : detailItem(agent, (node as { key: DetailKey }).key, inbox);
+    return node.kind === 'agent'
+      ? agentItem(snapshot, this.terminals?.has(node.agentId) ?? false)
+      : detailItem(agent, (node as { key: DetailKey }).key, inbox);
   }
 
   dispose(): void {
@@ -137,19 +160,28 @@ export class AgentsTreeProvider implements vscode.TreeDataProvider<AgentsNode>, 
     if (!api) return Promise.resolve(undefined);
     let snapshot = this.snapshots.get(agentId);
     if (!snapshot) {
-      snapshot = Promise.all([api.agent(agentId), api.inboxStats(agentId).catch(() => undefined), api.launch(agentId).catch(() => undefined)])
-        .then(async ([agent, inbox, launch]) => {
+      snapshot = Promise.all([
+        api.agent(agentId),
+        api.inboxStats(agentId).catch(() => undefined),
+        api.launch(agentId).catch(() => undefined),
+      ]).then(
+        async ([agent, inbox, launch]) => {
           if (!agent) return undefined;
           const profile = launch ? (await this.launchProfiles(api)).find((p) => p.id === launch.profileId) : undefined;
           return { agent, inbox, launch, profile };
-        }, () => undefined);
+        },
+        () => undefined,
+      );
       this.snapshots.set(agentId, snapshot);
     }
     return snapshot;
   }
 
   private launchProfiles(api: CoordinatorApi): Promise<LaunchProfile[]> {
-    this.profiles ??= api.launchProfiles().then((answer) => answer.profiles, () => []);
+    this.profiles ??= api.launchProfiles().then(
+      (answer) => answer.profiles,
+      () => [],
+    );
     return this.profiles;
   }
 
@@ -164,11 +196,14 @@ export class AgentsTreeProvider implements vscode.TreeDataProvider<AgentsNode>, 
   private async worktreeItem(agentId: string): Promise<vscode.TreeItem> {
     const data = await this.worktrees?.current();
     const binding = data?.bindings.find((b) => b.agentId === agentId);
-    const row = binding && data && agentWorktreeRow(binding, worktreeOf(binding, data.worktrees), (ms) => formatTime(ms));
+    const row =
+      binding && data && agentWorktreeRow(binding, worktreeOf(binding, data.worktrees), (ms) => formatTime(ms));
     if (!row) return new vscode.TreeItem('Not bound to a worktree');
     return rowItem(`agent:${agentId}/worktree`, row, {
-      contextValue: row.contextValue, accessibilityLabel: false,
-      iconPath: binding.state === 'BIND_FAILED' ? themeIcon('error', 'problemsErrorIcon.foreground') : themeIcon('git-branch'),
+      contextValue: row.contextValue,
+      accessibilityLabel: false,
+      iconPath:
+        binding.state === 'BIND_FAILED' ? themeIcon('error', 'problemsErrorIcon.foreground') : themeIcon('git-branch'),
     });
   }
 
@@ -197,14 +232,22 @@ function detailItem(agent: AgentRecord, key: DetailKey, inbox: InboxStats | unde
   const { descriptor } = agent;
   const [label, value] = ((): [string, string] => {
     switch (key) {
-      case 'state': return ['State', agent.state];
-      case 'presence': return ['Connection', connection(agent)];
-      case 'inbox': return ['Inbox', inbox ? inboxSummary(inbox) : 'the coordinator is not running'];
-      case 'class': return ['Communication class', descriptor.communicationClass];
-      case 'capabilities': return ['Capabilities', descriptor.capabilities.join(', ') || '—'];
-      case 'modalities': return ['Modalities', descriptor.modalitiesSupported.join(', ') || 'any'];
-      case 'heartbeat': return ['Last heartbeat', formatTime(agent.lastHeartbeatAt)];
-      case 'description': return ['Description', descriptor.description || '—'];
+      case 'state':
+        return ['State', agent.state];
+      case 'presence':
+        return ['Connection', connection(agent)];
+      case 'inbox':
+        return ['Inbox', inbox ? inboxSummary(inbox) : 'the coordinator is not running'];
+      case 'class':
+        return ['Communication class', descriptor.communicationClass];
+      case 'capabilities':
+        return ['Capabilities', descriptor.capabilities.join(', ') || '—'];
+      case 'modalities':
+        return ['Modalities', descriptor.modalitiesSupported.join(', ') || 'any'];
+      case 'heartbeat':
+        return ['Last heartbeat', formatTime(agent.lastHeartbeatAt)];
+      case 'description':
+        return ['Description', descriptor.description || '—'];
     }
   })();
   const item = new vscode.TreeItem(label, vscode.TreeItemCollapsibleState.None);
@@ -218,18 +261,25 @@ function detailItem(agent: AgentRecord, key: DetailKey, inbox: InboxStats | unde
 /** A launched agent's icon: its process's state (the terminal icon while it runs). */
 function launchIcon(launch: LaunchRecord): vscode.ThemeIcon {
   switch (launch.state) {
-    case 'STARTING': return new vscode.ThemeIcon('loading~spin');
-    case 'RUNNING': return new vscode.ThemeIcon('terminal', new vscode.ThemeColor('testing.iconPassed'));
-    case 'EXITED': return new vscode.ThemeIcon('debug-stop', new vscode.ThemeColor('disabledForeground'));
-    case 'FAILED': return new vscode.ThemeIcon('error', new vscode.ThemeColor('problemsErrorIcon.foreground'));
+    case 'STARTING':
+      return new vscode.ThemeIcon('loading~spin');
+    case 'RUNNING':
+      return new vscode.ThemeIcon('terminal', new vscode.ThemeColor('testing.iconPassed'));
+    case 'EXITED':
+      return new vscode.ThemeIcon('debug-stop', new vscode.ThemeColor('disabledForeground'));
+    case 'FAILED':
+      return new vscode.ThemeIcon('error', new vscode.ThemeColor('problemsErrorIcon.foreground'));
   }
 }
 
 function presenceIcon(agent: AgentRecord): vscode.ThemeIcon {
   switch (agent.presence) {
-    case 'online': return new vscode.ThemeIcon('circle-filled', new vscode.ThemeColor('testing.iconPassed'));
-    case 'unavailable': return new vscode.ThemeIcon('warning', new vscode.ThemeColor('problemsWarningIcon.foreground'));
-    case 'disconnected': return new vscode.ThemeIcon('circle-outline', new vscode.ThemeColor('disabledForeground'));
+    case 'online':
+      return new vscode.ThemeIcon('circle-filled', new vscode.ThemeColor('testing.iconPassed'));
+    case 'unavailable':
+      return new vscode.ThemeIcon('warning', new vscode.ThemeColor('problemsWarningIcon.foreground'));
+    case 'disconnected':
+      return new vscode.ThemeIcon('circle-outline', new vscode.ThemeColor('disabledForeground'));
   }
 }
 

@@ -17,7 +17,9 @@ export const APPROVALS_REFRESH_MS = 100;
 function approvalItem(invocation: HitlInvocation, node: ApprovalNode): vscode.TreeItem {
   const row = approvalRow(invocation);
   return rowItem(`approval:${invocation.id}`, row, {
-    contextValue: row.contextValue, iconPath: themeIcon(row.icon, row.color), accessibilityLabel: row.accessibilityLabel,
+    contextValue: row.contextValue,
+    iconPath: themeIcon(row.icon, row.color),
+    accessibilityLabel: row.accessibilityLabel,
     command: { command: Commands.reviewApproval, title: 'Review', arguments: [node] },
   });
 }
@@ -30,8 +32,12 @@ function approvalItem(invocation: HitlInvocation, node: ApprovalNode): vscode.Tr
 export class ApprovalsView implements vscode.Disposable {
   private subscription: Disposable | undefined;
   /** The rows: pending invocations first, then the settled ones (bounded). */
-  private readonly provider = new RecordListProvider('approval',
-    async (api: CoordinatorApi) => orderForView(await api.approvals({ limit: MAX_SETTLED_LISTED })), (invocation) => invocation.id, approvalItem);
+  private readonly provider = new RecordListProvider(
+    'approval',
+    async (api: CoordinatorApi) => orderForView(await api.approvals({ limit: MAX_SETTLED_LISTED })),
+    (invocation) => invocation.id,
+    approvalItem,
+  );
   private readonly view: vscode.TreeView<ApprovalNode>;
   private readonly throttle = new KeyedThrottle<'approvals'>(APPROVALS_REFRESH_MS, () => void this.update());
   private readonly pending = new ViewCount((count) => `${count} approval${count === 1 ? '' : 's'} pending`);
@@ -82,7 +88,9 @@ export class ApprovalsView implements vscode.Disposable {
   async cancel(node?: ApprovalNode): Promise<void> {
     const api = await requireRunning(this.api);
     if (!api) return;
-    const invocation = node ? await api.approval(node.id) : await this.pick(api, 'Cancel a pending approval request', true);
+    const invocation = node
+      ? await api.approval(node.id)
+      : await this.pick(api, 'Cancel a pending approval request', true);
     if (!invocation) return;
     if (invocation.state !== 'pending') {
       void vscode.window.showWarningMessage(`That approval request is already ${stateText(invocation)}.`);
@@ -98,9 +106,13 @@ export class ApprovalsView implements vscode.Disposable {
     if (reason === undefined || this.api !== api) return;
     try {
       await api.cancelApproval(invocation.id, this.operator, reason.trim());
-      void vscode.window.showInformationMessage(`Cancelled the ${invocation.reasonType} request from ${invocation.requester}.`);
+      void vscode.window.showInformationMessage(
+        `Cancelled the ${invocation.reasonType} request from ${invocation.requester}.`,
+      );
     } catch (err) {
-      void vscode.window.showWarningMessage(`The approval request was not cancelled: ${err instanceof Error ? err.message : String(err)}`);
+      void vscode.window.showWarningMessage(
+        `The approval request was not cancelled: ${err instanceof Error ? err.message : String(err)}`,
+      );
     }
   }
 
@@ -121,7 +133,9 @@ export class ApprovalsView implements vscode.Disposable {
     const invocations = Array.isArray(audit.invocations) ? audit.invocations.length : 0;
     const records = Array.isArray(audit.audit) ? audit.audit.length : 0;
     const choice = await vscode.window.showInformationMessage(
-      `Exported the audit of ${invocations} approval request${invocations === 1 ? '' : 's'} (${records} records) to ${target.fsPath}.`, 'Open');
+      `Exported the audit of ${invocations} approval request${invocations === 1 ? '' : 's'} (${records} records) to ${target.fsPath}.`,
+      'Open',
+    );
     if (choice) await vscode.window.showTextDocument(target);
   }
 
@@ -162,13 +176,18 @@ export class ApprovalsView implements vscode.Disposable {
   private async pick(api: CoordinatorApi, title: string, pendingOnly: boolean): Promise<HitlInvocation | undefined> {
     const invocations = orderForView(await api.approvals({ pendingOnly, limit: MAX_SETTLED_LISTED }));
     if (!invocations.length) {
-      void vscode.window.showInformationMessage(pendingOnly ? 'No approval request is pending.' : 'There is no approval request.');
+      void vscode.window.showInformationMessage(
+        pendingOnly ? 'No approval request is pending.' : 'There is no approval request.',
+      );
       return undefined;
     }
-    const picked = await vscode.window.showQuickPick(invocations.map((invocation) => {
-      const row = approvalRow(invocation);
-      return { label: row.label, description: row.description, invocation };
-    }), { title, matchOnDescription: true });
+    const picked = await vscode.window.showQuickPick(
+      invocations.map((invocation) => {
+        const row = approvalRow(invocation);
+        return { label: row.label, description: row.description, invocation };
+      }),
+      { title, matchOnDescription: true },
+    );
     return picked?.invocation;
   }
 }

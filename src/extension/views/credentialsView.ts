@@ -2,7 +2,13 @@ import * as vscode from 'vscode';
 import type { CoordinatorApi, CredentialInfo, Disposable, MintedCredential } from '../../core/api';
 import { Views } from '../contributions';
 import {
-  agentIdProblem, copiedLabel, credentialedAgentIds, credentialRow, credentialSubject, orderCredentials, proposeAgentId,
+  agentIdProblem,
+  copiedLabel,
+  credentialedAgentIds,
+  credentialRow,
+  credentialSubject,
+  orderCredentials,
+  proposeAgentId,
 } from '../credentialsModel';
 import { requireRunning } from '../notRunning';
 import { KeyedThrottle } from '../throttle';
@@ -21,7 +27,9 @@ export const CREDENTIALS_REFRESH_MS = 1000;
 function credentialItem(credential: CredentialInfo): vscode.TreeItem {
   const row = credentialRow(credential);
   return rowItem(`credential:${credential.id}`, row, {
-    contextValue: row.contextValue, iconPath: themeIcon(row.icon, row.color), accessibilityLabel: row.accessibilityLabel,
+    contextValue: row.contextValue,
+    iconPath: themeIcon(row.icon, row.color),
+    accessibilityLabel: row.accessibilityLabel,
   });
 }
 
@@ -32,8 +40,12 @@ function credentialItem(credential: CredentialInfo): vscode.TreeItem {
 export class CredentialsView implements vscode.Disposable {
   private subscriptions: Disposable[] = [];
   /** The rows: credentials in use first, then revoked ones. */
-  private readonly provider = new RecordListProvider('credential',
-    async (api: CoordinatorApi) => orderCredentials(await api.credentials()), (credential) => credential.id, credentialItem);
+  private readonly provider = new RecordListProvider(
+    'credential',
+    async (api: CoordinatorApi) => orderCredentials(await api.credentials()),
+    (credential) => credential.id,
+    credentialItem,
+  );
   private readonly view: vscode.TreeView<CredentialNode>;
   private readonly throttle = new KeyedThrottle<'credentials'>(CREDENTIALS_REFRESH_MS, () => this.provider.refresh());
   private renewEnrolment: (() => void) | undefined;
@@ -56,9 +68,9 @@ export class CredentialsView implements vscode.Disposable {
     this.renewEnrolment = renewEnrolment;
     this.subscriptions = api
       ? [
-        api.onDidChangeCredentials(() => this.provider.refresh()),
-        api.onDidChangeAgents(() => this.throttle.schedule('credentials')),
-      ]
+          api.onDidChangeCredentials(() => this.provider.refresh()),
+          api.onDidChangeAgents(() => this.throttle.schedule('credentials')),
+        ]
       : [];
     this.provider.refresh();
   }
@@ -86,7 +98,9 @@ export class CredentialsView implements vscode.Disposable {
     try {
       return await api.mintAgentCredential(agentId, this.operator, copiedLabel(agentId));
     } catch (err) {
-      void vscode.window.showErrorMessage(`No credential was minted for agent ${agentId}: ${err instanceof Error ? err.message : String(err)}`);
+      void vscode.window.showErrorMessage(
+        `No credential was minted for agent ${agentId}: ${err instanceof Error ? err.message : String(err)}`,
+      );
       return undefined;
     }
   }
@@ -104,11 +118,15 @@ export class CredentialsView implements vscode.Disposable {
       `Credential for agent ${agentId}`,
       {
         modal: true,
-        detail: `SW4RM_TOKEN=${minted.token}\n\nIt is shown this once: the coordinator keeps only its hash. ` +
+        detail:
+          `SW4RM_TOKEN=${minted.token}\n\nIt is shown this once: the coordinator keeps only its hash. ` +
           `It acts only as agent ${agentId}; revoke it in the Credentials view.` +
-          (authNone ? '\n\nsw4rm.auth is "none": the coordinator checks no credential until it is set to "token".' : ''),
+          (authNone
+            ? '\n\nsw4rm.auth is "none": the coordinator checks no credential until it is set to "token".'
+            : ''),
       },
-      copy);
+      copy,
+    );
     if (choice === copy) {
       await vscode.env.clipboard.writeText(minted.token);
       void vscode.window.showInformationMessage(`Copied the credential of agent ${agentId}.`);
@@ -119,28 +137,34 @@ export class CredentialsView implements vscode.Disposable {
   async revoke(node?: CredentialNode): Promise<void> {
     const api = await requireRunning(this.api);
     if (!api) return;
-    const credential = node ? this.provider.record(node.id) ?? (await api.credentials()).find((c) => c.id === node.id) : await this.pick(api);
+    const credential = node
+      ? (this.provider.record(node.id) ?? (await api.credentials()).find((c) => c.id === node.id))
+      : await this.pick(api);
     if (!credential) return;
     if (credential.revokedAt !== null) {
       void vscode.window.showInformationMessage(`The ${credentialSubject(credential)} is already revoked.`);
       return;
     }
-    const consequence = credential.kind === 'agent'
-      ? `Agent ${credential.agentId ?? '?'} can no longer call the coordinator with it: its calls are refused and its open streams end.`
-      : 'Terminals already open, and agents started there that still call with it, can no longer register agents or act as the ' +
-        'agents it enrolled. Terminals opened from now on get a new enrolment credential.';
+    const consequence =
+      credential.kind === 'agent'
+        ? `Agent ${credential.agentId ?? '?'} can no longer call the coordinator with it: its calls are refused and its open streams end.`
+        : 'Terminals already open, and agents started there that still call with it, can no longer register agents or act as the ' +
+          'agents it enrolled. Terminals opened from now on get a new enrolment credential.';
     const revoke = 'Revoke';
     const choice = await vscode.window.showWarningMessage(
       `Revoke the ${credentialSubject(credential)}?`,
       { modal: true, detail: `${consequence}\n\nLabel: ${credential.label || '—'}\nId: ${credential.id}` },
-      revoke);
+      revoke,
+    );
     if (choice !== revoke || this.api !== api) return;
     try {
       await api.revokeCredential(credential.id, this.operator);
       if (credential.kind === 'enrolment' && this.api === api) this.renewEnrolment?.();
       void vscode.window.showInformationMessage(`Revoked the ${credentialSubject(credential)}.`);
     } catch (err) {
-      void vscode.window.showWarningMessage(`The credential was not revoked: ${err instanceof Error ? err.message : String(err)}`);
+      void vscode.window.showWarningMessage(
+        `The credential was not revoked: ${err instanceof Error ? err.message : String(err)}`,
+      );
     }
   }
 
@@ -163,10 +187,13 @@ export class CredentialsView implements vscode.Disposable {
       void vscode.window.showInformationMessage('There is no credential to revoke.');
       return undefined;
     }
-    const picked = await vscode.window.showQuickPick(active.map((credential) => {
-      const row = credentialRow(credential);
-      return { label: row.label, description: row.description, credential };
-    }), { title: 'Revoke Credential', matchOnDescription: true });
+    const picked = await vscode.window.showQuickPick(
+      active.map((credential) => {
+        const row = credentialRow(credential);
+        return { label: row.label, description: row.description, credential };
+      }),
+      { title: 'Revoke Credential', matchOnDescription: true },
+    );
     return picked?.credential;
   }
 }

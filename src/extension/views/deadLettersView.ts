@@ -2,8 +2,16 @@ import * as vscode from 'vscode';
 import type { CoordinatorApi, DeadLetter, Disposable, RequeueResult } from '../../core/api';
 import { ContextKeys, Views } from '../contributions';
 import {
-  NO_FILTER, TIME_RANGES, coreFilter, describeFilter, exportFileName, isFiltered, matches, valueCounts,
-  type DeadLetterViewFilter, type TimeRange,
+  NO_FILTER,
+  TIME_RANGES,
+  coreFilter,
+  describeFilter,
+  exportFileName,
+  isFiltered,
+  matches,
+  valueCounts,
+  type DeadLetterViewFilter,
+  type TimeRange,
 } from '../deadLetterFilter';
 import { requireRunning } from '../notRunning';
 import { CANCELLED, pickItem, pickValueOrAny } from '../quickPick';
@@ -42,8 +50,14 @@ class DeadLettersTreeProvider extends CoordinatorRows<DeadLetterNode> {
   async getChildren(node?: DeadLetterNode): Promise<DeadLetterNode[]> {
     if (node) return [];
     const filter = this.filter;
-    const found = await this.listed((api) => api.deadLetters(coreFilter(filter, Date.now(), MAX_LISTED + 1)).catch(() => [])) ?? [];
-    this.showMessage(found.length > MAX_LISTED ? `Showing the newest ${MAX_LISTED}. Filter, or export the diagnostic bundle for all of them.` : undefined);
+    const found =
+      (await this.listed((api) => api.deadLetters(coreFilter(filter, Date.now(), MAX_LISTED + 1)).catch(() => []))) ??
+      [];
+    this.showMessage(
+      found.length > MAX_LISTED
+        ? `Showing the newest ${MAX_LISTED}. Filter, or export the diagnostic bundle for all of them.`
+        : undefined,
+    );
     const shown = found.slice(0, MAX_LISTED);
     this.letters.clear();
     for (const letter of shown) this.letters.set(letter.id, letter);
@@ -82,7 +96,10 @@ export class DeadLettersView implements vscode.Disposable {
   readonly onDidChangeCount = this.waiting.onDidChange;
 
   constructor() {
-    this.view = vscode.window.createTreeView(Views.deadLetters, { treeDataProvider: this.provider, canSelectMany: true });
+    this.view = vscode.window.createTreeView(Views.deadLetters, {
+      treeDataProvider: this.provider,
+      canSelectMany: true,
+    });
     this.listedMessage = this.provider.onDidChangeMessage((message) => {
       this.view.message = message;
     });
@@ -117,25 +134,38 @@ export class DeadLettersView implements vscode.Disposable {
     if (!targets.length || this.api !== api) return;
     const results: Array<{ id: number; letter: DeadLetter | undefined; result: Requeued }> = [];
     for (const { id, letter } of targets) {
-      const result = await api.requeueDeadLetter(id, { correlationId: letter?.correlationId })
-        .catch((err: unknown): Requeued => ({ accepted: false, reason: err instanceof Error ? err.message : String(err) }));
+      const result = await api
+        .requeueDeadLetter(id, { correlationId: letter?.correlationId })
+        .catch((err: unknown): Requeued => ({
+          accepted: false,
+          reason: err instanceof Error ? err.message : String(err),
+        }));
       results.push({ id, letter, result });
     }
     await this.refresh();
-    const refused = results.filter((r): r is typeof r & { result: Extract<Requeued, { accepted: false }> } => !r.result.accepted);
+    const refused = results.filter(
+      (r): r is typeof r & { result: Extract<Requeued, { accepted: false }> } => !r.result.accepted,
+    );
     if (results.length === 1) {
       const [{ id, letter, result }] = results;
       if (result.accepted) {
         void vscode.window.showInformationMessage(
-          `Requeued dead letter #${id}${letter ? ` to ${letter.recipientId}` : ''} as message ${result.messageId}.`);
+          `Requeued dead letter #${id}${letter ? ` to ${letter.recipientId}` : ''} as message ${result.messageId}.`,
+        );
       } else {
         void vscode.window.showWarningMessage(`Dead letter #${id} was not requeued: ${result.reason}`);
       }
     } else if (!refused.length) {
       void vscode.window.showInformationMessage(`Requeued ${results.length} dead letters.`);
     } else {
-      void vscode.window.showWarningMessage(`Requeued ${results.length - refused.length} of ${results.length} dead letters. ` +
-        refused.slice(0, 5).map((r) => `#${r.id}: ${r.result.reason}`).join('; ') + (refused.length > 5 ? '; …' : ''));
+      void vscode.window.showWarningMessage(
+        `Requeued ${results.length - refused.length} of ${results.length} dead letters. ` +
+          refused
+            .slice(0, 5)
+            .map((r) => `#${r.id}: ${r.result.reason}`)
+            .join('; ') +
+          (refused.length > 5 ? '; …' : ''),
+      );
     }
   }
 
@@ -156,7 +186,9 @@ export class DeadLettersView implements vscode.Disposable {
     await vscode.workspace.fs.writeFile(target, new TextEncoder().encode(JSON.stringify(bundle, null, 2) + '\n'));
     const entries = Array.isArray(bundle.entries) ? bundle.entries.length : 0;
     const choice = await vscode.window.showInformationMessage(
-      `Exported ${entries} dead letter${entries === 1 ? '' : 's'} to ${target.fsPath}.`, 'Open');
+      `Exported ${entries} dead letter${entries === 1 ? '' : 's'} to ${target.fsPath}.`,
+      'Open',
+    );
     if (choice) await vscode.window.showTextDocument(target);
   }
 
@@ -172,25 +204,51 @@ export class DeadLettersView implements vscode.Disposable {
     const steps = 5;
     const title = (step: number) => `Filter Dead Letters (${step}/${steps})`;
 
-    const errorCode = await pickCounted(title(1), 'Show dead letters with this error code', 'Any error code',
-      valueCounts(pool({}), (l) => l.errorCode), current.errorCode);
+    const errorCode = await pickCounted(
+      title(1),
+      'Show dead letters with this error code',
+      'Any error code',
+      valueCounts(pool({}), (l) => l.errorCode),
+      current.errorCode,
+    );
     if (errorCode === CANCELLED) return;
-    const producerId = await pickCounted(title(2), 'Show dead letters from this producer', 'Any producer',
-      valueCounts(pool({ errorCode }), (l) => l.producerId), current.producerId);
+    const producerId = await pickCounted(
+      title(2),
+      'Show dead letters from this producer',
+      'Any producer',
+      valueCounts(pool({ errorCode }), (l) => l.producerId),
+      current.producerId,
+    );
     if (producerId === CANCELLED) return;
-    const recipientId = await pickCounted(title(3), 'Show dead letters routed to this recipient', 'Any recipient',
-      valueCounts(pool({ errorCode, producerId }), (l) => l.recipientId), current.recipientId);
+    const recipientId = await pickCounted(
+      title(3),
+      'Show dead letters routed to this recipient',
+      'Any recipient',
+      valueCounts(pool({ errorCode, producerId }), (l) => l.recipientId),
+      current.recipientId,
+    );
     if (recipientId === CANCELLED) return;
     const narrowed = pool({ errorCode, producerId, recipientId });
-    const timeRange = await pickOne<TimeRange>(title(4), 'Show dead letters that failed within', TIME_RANGES.map((r) => ({
-      label: r.label, value: r.range,
-      description: counted(narrowed.filter((l) => r.ms === undefined || l.failedAt >= now - r.ms).length),
-    })), current.timeRange);
+    const timeRange = await pickOne<TimeRange>(
+      title(4),
+      'Show dead letters that failed within',
+      TIME_RANGES.map((r) => ({
+        label: r.label,
+        value: r.range,
+        description: counted(narrowed.filter((l) => r.ms === undefined || l.failedAt >= now - r.ms).length),
+      })),
+      current.timeRange,
+    );
     if (timeRange === undefined) return;
-    const includeRequeued = await pickOne<boolean>(title(5), 'Requeued entries', [
-      { label: 'Hide requeued entries', value: false },
-      { label: 'Show requeued entries too', value: true },
-    ], current.includeRequeued);
+    const includeRequeued = await pickOne<boolean>(
+      title(5),
+      'Requeued entries',
+      [
+        { label: 'Hide requeued entries', value: false },
+        { label: 'Show requeued entries too', value: true },
+      ],
+      current.includeRequeued,
+    );
     if (includeRequeued === undefined) return;
     this.setFilter({ errorCode, producerId, recipientId, timeRange, includeRequeued });
   }
@@ -226,7 +284,11 @@ export class DeadLettersView implements vscode.Disposable {
 
   private showFilter(): void {
     this.view.description = describeFilter(this.provider.filter);
-    void vscode.commands.executeCommand('setContext', ContextKeys.deadLettersFiltered, isFiltered(this.provider.filter));
+    void vscode.commands.executeCommand(
+      'setContext',
+      ContextKeys.deadLettersFiltered,
+      isFiltered(this.provider.filter),
+    );
   }
 
   /** Refreshes the rows and the count when the DLQ changed: a new entry, a requeue, a prune. */
@@ -256,30 +318,55 @@ export class DeadLettersView implements vscode.Disposable {
   }
 
   private async pickToRequeue(api: CoordinatorApi): Promise<DeadLetter[]> {
-    const letters = await api.deadLetters(coreFilter({ ...this.provider.filter, includeRequeued: false }, Date.now(), MAX_LISTED));
+    const letters = await api.deadLetters(
+      coreFilter({ ...this.provider.filter, includeRequeued: false }, Date.now(), MAX_LISTED),
+    );
     if (!letters.length) {
       void vscode.window.showInformationMessage('There is no dead letter to requeue.');
       return [];
     }
-    const picked = await vscode.window.showQuickPick(letters.map((letter) => {
-      const item = deadLetterItem(letter);
-      return { label: String(item.label), description: String(item.description), letter };
-    }), { title: 'Requeue Dead Letters', placeHolder: 'Pick the dead letters to send again', canPickMany: true, matchOnDescription: true });
+    const picked = await vscode.window.showQuickPick(
+      letters.map((letter) => {
+        const item = deadLetterItem(letter);
+        return { label: String(item.label), description: String(item.description), letter };
+      }),
+      {
+        title: 'Requeue Dead Letters',
+        placeHolder: 'Pick the dead letters to send again',
+        canPickMany: true,
+        matchOnDescription: true,
+      },
+    );
     return picked?.map((p) => p.letter) ?? [];
   }
 }
 
 /** One value of a field, or "any" (undefined); CANCELLED when the user pressed Escape. */
-function pickCounted(title: string, placeholder: string, anyLabel: string, values: Array<{ value: string; count: number }>,
-  current: string | undefined): Promise<string | undefined | typeof CANCELLED> {
+function pickCounted(
+  title: string,
+  placeholder: string,
+  anyLabel: string,
+  values: Array<{ value: string; count: number }>,
+  current: string | undefined,
+): Promise<string | undefined | typeof CANCELLED> {
   const total = values.reduce((sum, v) => sum + v.count, 0);
-  return pickValueOrAny(title, placeholder, { label: anyLabel, description: counted(total) },
-    values.map((v) => ({ value: v.value, label: v.value || '(none)', description: counted(v.count) })), current, counted(0));
+  return pickValueOrAny(
+    title,
+    placeholder,
+    { label: anyLabel, description: counted(total) },
+    values.map((v) => ({ value: v.value, label: v.value || '(none)', description: counted(v.count) })),
+    current,
+    counted(0),
+  );
 }
 
 /** A single choice among `items`, with the current value active; undefined when the user pressed Escape. */
-async function pickOne<T>(title: string, placeholder: string, items: Array<{ label: string; value: T; description?: string }>,
-  current: T): Promise<T | undefined> {
+async function pickOne<T>(
+  title: string,
+  placeholder: string,
+  items: Array<{ label: string; value: T; description?: string }>,
+  current: T,
+): Promise<T | undefined> {
   return (await pickItem(title, placeholder, items, current))?.value;
 }
 
@@ -289,7 +376,10 @@ function counted(n: number): string {
 
 function deadLetterItem(letter: DeadLetter): vscode.TreeItem {
   const requeued = letter.requeuedAt !== null;
-  const item = new vscode.TreeItem(`${letter.errorCode || letter.finalState} · ${letter.messageType}`, vscode.TreeItemCollapsibleState.None);
+  const item = new vscode.TreeItem(
+    `${letter.errorCode || letter.finalState} · ${letter.messageType}`,
+    vscode.TreeItemCollapsibleState.None,
+  );
   item.id = `deadLetter:${letter.id}`;
   item.description = `${letter.producerId} → ${letter.recipientId} · ${shortTime(letter.failedAt)}${requeued ? ' · requeued' : ''}`;
   item.contextValue = requeued ? 'deadLetter+requeued' : 'deadLetter';
@@ -311,12 +401,15 @@ function deadLetterTooltip(letter: DeadLetter): string {
     `accepted ${new Date(letter.createdAt).toLocaleString()} · failed ${new Date(letter.failedAt).toLocaleString()}`,
     `reason: ${clip(letter.reason, 500)}`,
     'attempts:',
-    ...letter.attempts.slice(-20).map((a) => `  ${new Date(a.at).toLocaleTimeString()} ${a.event}${a.detail ? ` — ${clip(a.detail, 200)}` : ''}`),
+    ...letter.attempts
+      .slice(-20)
+      .map((a) => `  ${new Date(a.at).toLocaleTimeString()} ${a.event}${a.detail ? ` — ${clip(a.detail, 200)}` : ''}`),
     `payload (${letter.contentType || 'no content type'}, ${letter.size} bytes):`,
     `  ${letter.excerpt || '(empty)'}`,
   ];
   if (letter.attempts.length > 20) lines.splice(7, 0, `  … ${letter.attempts.length - 20} earlier`);
-  if (letter.requeuedAt !== null) lines.push(`requeued ${new Date(letter.requeuedAt).toLocaleString()} as ${letter.requeuedAs ?? '?'}`);
+  if (letter.requeuedAt !== null)
+    lines.push(`requeued ${new Date(letter.requeuedAt).toLocaleString()} as ${letter.requeuedAs ?? '?'}`);
   return lines.join('\n');
 }
 

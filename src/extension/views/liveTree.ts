@@ -113,7 +113,12 @@ export abstract class LiveTreeView<N, R extends CoordinatorRows<N>> implements v
   private readonly throttle: KeyedThrottle<'changed'>;
   private readonly owned: vscode.Disposable[] = [];
 
-  constructor(protected readonly rows: R, viewId: string, refreshMs: number, options: LiveTreeOptions = {}) {
+  constructor(
+    protected readonly rows: R,
+    viewId: string,
+    refreshMs: number,
+    options: LiveTreeOptions = {},
+  ) {
     this.view = vscode.window.createTreeView(viewId, { treeDataProvider: rows, ...options });
     this.throttle = new KeyedThrottle<'changed'>(refreshMs, () => this.refreshIfVisible());
     this.owned.push(

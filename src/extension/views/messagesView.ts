@@ -1,8 +1,21 @@
 import * as vscode from 'vscode';
-import { MESSAGE_SCAN_WINDOW, MESSAGE_TYPES, type CoordinatorApi, type Disposable, type MessageSummary } from '../../core/api';
+import {
+  MESSAGE_SCAN_WINDOW,
+  MESSAGE_TYPES,
+  type CoordinatorApi,
+  type Disposable,
+  type MessageSummary,
+} from '../../core/api';
 import { Commands, ContextKeys, Views } from '../contributions';
 import {
-  MESSAGE_STATES, NO_MESSAGE_FILTER, describeMessageFilter, isMessageFilterSet, messageDetailText, messageQuery, messageRow, shortId,
+  MESSAGE_STATES,
+  NO_MESSAGE_FILTER,
+  describeMessageFilter,
+  isMessageFilterSet,
+  messageDetailText,
+  messageQuery,
+  messageRow,
+  shortId,
   type MessagesViewFilter,
 } from '../messagesModel';
 import { coordinatorDocument } from '../coordinatorCommands';
@@ -38,9 +51,13 @@ class MessagesTreeProvider extends CoordinatorRows<MessageNode> {
   async getChildren(node?: MessageNode): Promise<MessageNode[]> {
     if (node) return [];
     const filter = this.filter;
-    const found = await this.listed((api) => api.messages(messageQuery(filter, MAX_LISTED_MESSAGES)).catch(() => [])) ?? [];
-    this.showMessage(found.length >= MAX_LISTED_MESSAGES
-      ? `The newest ${MAX_LISTED_MESSAGES} are shown. Filter by agent, correlation, state or type to find others.` : undefined);
+    const found =
+      (await this.listed((api) => api.messages(messageQuery(filter, MAX_LISTED_MESSAGES)).catch(() => []))) ?? [];
+    this.showMessage(
+      found.length >= MAX_LISTED_MESSAGES
+        ? `The newest ${MAX_LISTED_MESSAGES} are shown. Filter by agent, correlation, state or type to find others.`
+        : undefined,
+    );
     this.messages.clear();
     for (const m of found) this.messages.set(m.messageId, m);
     this.nodes.keepOnly(this.messages);
@@ -55,7 +72,8 @@ class MessagesTreeProvider extends CoordinatorRows<MessageNode> {
     const m = this.messages.get(node.id);
     if (!m) return new vscode.TreeItem(`message ${node.id}`);
     return rowItem(`message:${m.messageId}`, messageRow(m, Date.now()), {
-      contextValue: `message+${m.state}${m.tracked ? '' : '+untracked'}`, iconPath: stateIcon(m),
+      contextValue: `message+${m.state}${m.tracked ? '' : '+untracked'}`,
+      iconPath: stateIcon(m),
       command: { command: Commands.openMessage, title: 'Open Message', arguments: [node] },
     });
   }
@@ -63,10 +81,16 @@ class MessagesTreeProvider extends CoordinatorRows<MessageNode> {
 
 function stateIcon(m: MessageSummary): vscode.ThemeIcon {
   switch (m.state) {
-    case 'FULFILLED': return new vscode.ThemeIcon('pass', new vscode.ThemeColor('testing.iconPassed'));
-    case 'REJECTED': case 'FAILED': case 'TIMED_OUT': return new vscode.ThemeIcon('error', new vscode.ThemeColor('problemsErrorIcon.foreground'));
-    case 'RETRYING': return new vscode.ThemeIcon('sync');
-    default: return new vscode.ThemeIcon(m.tracked ? 'mail' : 'mail-read');
+    case 'FULFILLED':
+      return new vscode.ThemeIcon('pass', new vscode.ThemeColor('testing.iconPassed'));
+    case 'REJECTED':
+    case 'FAILED':
+    case 'TIMED_OUT':
+      return new vscode.ThemeIcon('error', new vscode.ThemeColor('problemsErrorIcon.foreground'));
+    case 'RETRYING':
+      return new vscode.ThemeIcon('sync');
+    default:
+      return new vscode.ThemeIcon(m.tracked ? 'mail' : 'mail-read');
   }
 }
 
@@ -78,11 +102,17 @@ function stateIcon(m: MessageSummary): vscode.ThemeIcon {
 export class MessagesView extends LiveTreeView<MessageNode, MessagesTreeProvider> {
   constructor(private readonly documents: ReadOnlyDocuments) {
     super(new MessagesTreeProvider(), Views.messages, MESSAGES_REFRESH_MS);
-    coordinatorDocument(documents, MESSAGE_DOCUMENT, () => this.api, async (api, id) => {
-      const detail = await api.message(id);
-      return detail ? messageDetailText(detail)
-        : `Message ${id} is no longer stored: finished messages are deleted after sw4rm.messageRetentionHours.\n`;
-    });
+    coordinatorDocument(
+      documents,
+      MESSAGE_DOCUMENT,
+      () => this.api,
+      async (api, id) => {
+        const detail = await api.message(id);
+        return detail
+          ? messageDetailText(detail)
+          : `Message ${id} is no longer stored: finished messages are deleted after sw4rm.messageRetentionHours.\n`;
+      },
+    );
     const ages = setInterval(() => this.refreshIfVisible(), AGE_REFRESH_MS);
     this.own({ dispose: () => clearInterval(ages) });
     this.showFilter();
@@ -92,7 +122,7 @@ export class MessagesView extends LiveTreeView<MessageNode, MessagesTreeProvider
   async open(node?: MessageNode): Promise<void> {
     const api = await requireRunning(this.api);
     if (!api) return;
-    const id = node?.id ?? this.view.selection[0]?.id ?? await this.pickMessage(api);
+    const id = node?.id ?? this.view.selection[0]?.id ?? (await this.pickMessage(api));
     if (!id) return;
     await this.documents.open(MESSAGE_DOCUMENT, id, `message ${shortId(id)}.txt`);
   }
@@ -116,19 +146,42 @@ export class MessagesView extends LiveTreeView<MessageNode, MessagesTreeProvider
     }
     const steps = 4;
     const title = (step: number) => `Filter Messages (${step}/${steps})`;
-    const agentId = await pickValueOrAny(title(1), 'Show messages from or to this agent', { label: 'Any agent' }, choices([...agentIds].sort()), current.agentId);
+    const agentId = await pickValueOrAny(
+      title(1),
+      'Show messages from or to this agent',
+      { label: 'Any agent' },
+      choices([...agentIds].sort()),
+      current.agentId,
+    );
     if (agentId === CANCELLED) return;
-    const state = await pickValueOrAny(title(2), 'Show messages in this state', { label: 'Any state' }, choices(MESSAGE_STATES), current.state);
+    const state = await pickValueOrAny(
+      title(2),
+      'Show messages in this state',
+      { label: 'Any state' },
+      choices(MESSAGE_STATES),
+      current.state,
+    );
     if (state === CANCELLED) return;
-    const messageType = await pickValueOrAny(title(3), 'Show messages of this type', { label: 'Any type' }, choices(MESSAGE_TYPES), current.messageType);
+    const messageType = await pickValueOrAny(
+      title(3),
+      'Show messages of this type',
+      { label: 'Any type' },
+      choices(MESSAGE_TYPES),
+      current.messageType,
+    );
     if (messageType === CANCELLED) return;
     const correlationId = await vscode.window.showInputBox({
-      title: title(4), value: current.correlationId ?? '', placeHolder: 'Any correlation id (leave empty)',
-      prompt: 'Show messages of this correlation id (exactly)', ignoreFocusOut: true,
+      title: title(4),
+      value: current.correlationId ?? '',
+      placeHolder: 'Any correlation id (leave empty)',
+      prompt: 'Show messages of this correlation id (exactly)',
+      ignoreFocusOut: true,
     });
     if (correlationId === undefined) return;
     this.setFilter({
-      ...(agentId ? { agentId } : {}), ...(state ? { state } : {}), ...(messageType ? { messageType } : {}),
+      ...(agentId ? { agentId } : {}),
+      ...(state ? { state } : {}),
+      ...(messageType ? { messageType } : {}),
       ...(correlationId.trim() ? { correlationId: correlationId.trim() } : {}),
     });
   }
@@ -149,20 +202,29 @@ export class MessagesView extends LiveTreeView<MessageNode, MessagesTreeProvider
 
   private showFilter(): void {
     this.view.description = describeMessageFilter(this.rows.filter);
-    void vscode.commands.executeCommand('setContext', ContextKeys.messagesFiltered, isMessageFilterSet(this.rows.filter));
+    void vscode.commands.executeCommand(
+      'setContext',
+      ContextKeys.messagesFiltered,
+      isMessageFilterSet(this.rows.filter),
+    );
   }
 
   private async pickMessage(api: CoordinatorApi): Promise<string | undefined> {
     const messages = await api.messages(messageQuery(this.rows.filter, MAX_LISTED_MESSAGES));
     if (!messages.length) {
-      void vscode.window.showInformationMessage(`No message to open among the newest ${MESSAGE_SCAN_WINDOW.toLocaleString('en-US')}.`);
+      void vscode.window.showInformationMessage(
+        `No message to open among the newest ${MESSAGE_SCAN_WINDOW.toLocaleString('en-US')}.`,
+      );
       return undefined;
     }
     const now = Date.now();
-    const picked = await vscode.window.showQuickPick(messages.map((m) => {
-      const row = messageRow(m, now);
-      return { label: row.label, description: row.description, id: m.messageId };
-    }), { title: 'Open Message', placeHolder: 'Pick a message', matchOnDescription: true });
+    const picked = await vscode.window.showQuickPick(
+      messages.map((m) => {
+        const row = messageRow(m, now);
+        return { label: row.label, description: row.description, id: m.messageId };
+      }),
+      { title: 'Open Message', placeHolder: 'Pick a message', matchOnDescription: true },
+    );
     return picked?.id;
   }
 }

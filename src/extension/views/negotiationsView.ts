@@ -2,7 +2,14 @@ import * as vscode from 'vscode';
 import type { CoordinatorApi, Disposable, NegotiationSummary, RoomArtifactSummary } from '../../core/api';
 import { Commands, Views } from '../contributions';
 import {
-  NEGOTIATIONS_LISTED, NEGOTIATION_GROUPS, NEGOTIATION_GROUP_LABELS, debateRow, groupDescription, roomRow, type NegotiationGroup, type NegotiationRow,
+  NEGOTIATIONS_LISTED,
+  NEGOTIATION_GROUPS,
+  NEGOTIATION_GROUP_LABELS,
+  debateRow,
+  groupDescription,
+  roomRow,
+  type NegotiationGroup,
+  type NegotiationRow,
 } from '../negotiationsModel';
 import { CoordinatorRows, LiveTreeView, NodeCache } from './liveTree';
 import { groupItem, rowItem, themeIcon } from './rowItem';
@@ -19,11 +26,15 @@ const NEGOTIATIONS_REFRESH_MS = 500;
 export function asNegotiationNode(value: unknown): Exclude<NegotiationsNode, { kind: 'negotiationGroup' }> | undefined {
   if (typeof value !== 'object' || value === null) return undefined;
   const node = value as NegotiationsNode;
-  return (node.kind === 'debate' || node.kind === 'roomArtifact') && typeof (node as { id: unknown }).id === 'string' ? node : undefined;
+  return (node.kind === 'debate' || node.kind === 'roomArtifact') && typeof (node as { id: unknown }).id === 'string'
+    ? node
+    : undefined;
 }
 
 class NegotiationsTreeProvider extends CoordinatorRows<NegotiationsNode> {
-  private readonly groupNodes = new Map<NegotiationGroup, NegotiationsNode>(NEGOTIATION_GROUPS.map((group) => [group, { kind: 'negotiationGroup', group }]));
+  private readonly groupNodes = new Map<NegotiationGroup, NegotiationsNode>(
+    NEGOTIATION_GROUPS.map((group) => [group, { kind: 'negotiationGroup', group }]),
+  );
   private debates: NegotiationSummary[] = [];
   private rooms: RoomArtifactSummary[] = [];
   private readonly debateNodes = new NodeCache<NegotiationsNode>();
@@ -36,10 +47,12 @@ class NegotiationsTreeProvider extends CoordinatorRows<NegotiationsNode> {
         : this.rooms.map((r) => this.roomNodes.get(r.artifactId, () => ({ kind: 'roomArtifact', id: r.artifactId })));
     }
     if (node) return [];
-    const listing = await this.listed((api) => Promise.all([
-      api.negotiations(NEGOTIATIONS_LISTED).catch(() => [] as NegotiationSummary[]),
-      api.roomArtifacts(NEGOTIATIONS_LISTED).catch(() => [] as RoomArtifactSummary[]),
-    ]));
+    const listing = await this.listed((api) =>
+      Promise.all([
+        api.negotiations(NEGOTIATIONS_LISTED).catch(() => [] as NegotiationSummary[]),
+        api.roomArtifacts(NEGOTIATIONS_LISTED).catch(() => [] as RoomArtifactSummary[]),
+      ]),
+    );
     if (!listing) return [];
     const [debates, rooms] = listing;
     this.debates = debates;
@@ -52,14 +65,21 @@ class NegotiationsTreeProvider extends CoordinatorRows<NegotiationsNode> {
   getTreeItem(node: NegotiationsNode): vscode.TreeItem {
     switch (node.kind) {
       case 'negotiationGroup':
-        return groupItem('negotiationGroup', node.group, NEGOTIATION_GROUP_LABELS[node.group], groupDescription(node.group, this.debates, this.rooms));
+        return groupItem(
+          'negotiationGroup',
+          node.group,
+          NEGOTIATION_GROUP_LABELS[node.group],
+          groupDescription(node.group, this.debates, this.rooms),
+        );
       case 'debate': {
         const debate = this.debates.find((d) => d.id === node.id);
         return debate ? negotiationItem(`debate:${debate.id}`, debateRow(debate), node) : new vscode.TreeItem(node.id);
       }
       case 'roomArtifact': {
         const room = this.rooms.find((r) => r.artifactId === node.id);
-        return room ? negotiationItem(`roomArtifact:${room.artifactId}`, roomRow(room), node) : new vscode.TreeItem(node.id);
+        return room
+          ? negotiationItem(`roomArtifact:${room.artifactId}`, roomRow(room), node)
+          : new vscode.TreeItem(node.id);
       }
     }
   }
@@ -68,8 +88,16 @@ class NegotiationsTreeProvider extends CoordinatorRows<NegotiationsNode> {
 function negotiationItem(id: string, row: NegotiationRow, node: NegotiationsNode): vscode.TreeItem {
   return rowItem(id, row, {
     contextValue: row.contextValue,
-    iconPath: themeIcon(row.icon, row.needsYou ? 'notificationsWarningIcon.foreground'
-      : row.icon === 'pass' ? 'testing.iconPassed' : row.icon === 'error' ? 'problemsWarningIcon.foreground' : undefined),
+    iconPath: themeIcon(
+      row.icon,
+      row.needsYou
+        ? 'notificationsWarningIcon.foreground'
+        : row.icon === 'pass'
+          ? 'testing.iconPassed'
+          : row.icon === 'error'
+            ? 'problemsWarningIcon.foreground'
+            : undefined,
+    ),
     command: { command: Commands.openNegotiation, title: 'Open Negotiation', arguments: [node] },
   });
 }

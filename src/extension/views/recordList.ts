@@ -34,7 +34,7 @@ export class RecordListProvider<K extends string, R> extends CoordinatorRows<Rec
 
   async getChildren(node?: RecordNode<K>): Promise<RecordNode<K>[]> {
     if (node) return [];
-    const shown = await this.listed((api) => this.list(api).catch(() => [])) ?? [];
+    const shown = (await this.listed((api) => this.list(api).catch(() => []))) ?? [];
     this.records.clear();
     for (const record of shown) this.records.set(this.idOf(record), record);
     this.nodes.keepOnly(this.records);

@@ -2,8 +2,17 @@ import * as vscode from 'vscode';
 import type { CoordinatorApi, Disposable, ProviderInfo, ToolCallRecord } from '../../core/api';
 import { Commands, Views } from '../contributions';
 import {
-  RECENT_CALLS_LISTED, TOOL_GROUPS, TOOL_GROUP_LABELS, callContextValue, callRow, isOpenCall, providerContextValue, providerRow, toolGroupDescription,
-  toolRow, type ToolGroup,
+  RECENT_CALLS_LISTED,
+  TOOL_GROUPS,
+  TOOL_GROUP_LABELS,
+  callContextValue,
+  callRow,
+  isOpenCall,
+  providerContextValue,
+  providerRow,
+  toolGroupDescription,
+  toolRow,
+  type ToolGroup,
 } from '../toolsModel';
 import { CoordinatorRows, LiveTreeView, NodeCache } from './liveTree';
 import { groupItem, rowItem, themeIcon } from './rowItem';
@@ -19,12 +28,18 @@ const TOOLS_REFRESH_MS = 500;
 
 /** The call row a command was run on, if it was run on one (not from the palette). */
 export function asToolCallNode(value: unknown): Extract<ToolsNode, { kind: 'toolCall' }> | undefined {
-  return typeof value === 'object' && value !== null && (value as ToolsNode).kind === 'toolCall' && typeof (value as { id: unknown }).id === 'string'
-    ? value as Extract<ToolsNode, { kind: 'toolCall' }> : undefined;
+  return typeof value === 'object' &&
+    value !== null &&
+    (value as ToolsNode).kind === 'toolCall' &&
+    typeof (value as { id: unknown }).id === 'string'
+    ? (value as Extract<ToolsNode, { kind: 'toolCall' }>)
+    : undefined;
 }
 
 class ToolsTreeProvider extends CoordinatorRows<ToolsNode> {
-  private readonly groupNodes = new Map<ToolGroup, ToolsNode>(TOOL_GROUPS.map((group) => [group, { kind: 'toolGroup', group }]));
+  private readonly groupNodes = new Map<ToolGroup, ToolsNode>(
+    TOOL_GROUPS.map((group) => [group, { kind: 'toolGroup', group }]),
+  );
   /** The last listing: the groups' children come from the same listing as their counts. */
   private providers: ProviderInfo[] = [];
   private calls: ToolCallRecord[] = [];
@@ -39,18 +54,24 @@ class ToolsTreeProvider extends CoordinatorRows<ToolsNode> {
   async getChildren(node?: ToolsNode): Promise<ToolsNode[]> {
     if (node?.kind === 'toolGroup') {
       return node.group === 'providers'
-        ? this.providers.map((p) => this.providerNodes.get(p.providerId, () => ({ kind: 'toolProvider', id: p.providerId })))
+        ? this.providers.map((p) =>
+            this.providerNodes.get(p.providerId, () => ({ kind: 'toolProvider', id: p.providerId })),
+          )
         : this.calls.map((c) => this.callNodes.get(c.callId, () => ({ kind: 'toolCall', id: c.callId })));
     }
     if (node?.kind === 'toolProvider') {
       const provider = this.providers.find((p) => p.providerId === node.id);
-      return (provider?.tools ?? []).map((t) => this.toolNodes.get(`${node.id}\u0000${t.name}`, () => ({ kind: 'tool', providerId: node.id, name: t.name })));
+      return (provider?.tools ?? []).map((t) =>
+        this.toolNodes.get(`${node.id}\u0000${t.name}`, () => ({ kind: 'tool', providerId: node.id, name: t.name })),
+      );
     }
     if (node) return [];
-    const listing = await this.listed((api) => Promise.all([
-      api.toolProviders().catch(() => [] as ProviderInfo[]),
-      api.toolCalls(RECENT_CALLS_LISTED).catch(() => [] as ToolCallRecord[]),
-    ]));
+    const listing = await this.listed((api) =>
+      Promise.all([
+        api.toolProviders().catch(() => [] as ProviderInfo[]),
+        api.toolCalls(RECENT_CALLS_LISTED).catch(() => [] as ToolCallRecord[]),
+      ]),
+    );
     if (!listing) return [];
     const [providers, calls] = listing;
     this.providers = providers;
@@ -64,28 +85,40 @@ class ToolsTreeProvider extends CoordinatorRows<ToolsNode> {
   getTreeItem(node: ToolsNode): vscode.TreeItem {
     switch (node.kind) {
       case 'toolGroup':
-        return groupItem('toolGroup', node.group, TOOL_GROUP_LABELS[node.group], toolGroupDescription(node.group, this.providers, this.calls));
+        return groupItem(
+          'toolGroup',
+          node.group,
+          TOOL_GROUP_LABELS[node.group],
+          toolGroupDescription(node.group, this.providers, this.calls),
+        );
       case 'toolProvider': {
         const provider = this.providers.find((p) => p.providerId === node.id);
         if (!provider) return new vscode.TreeItem(node.id);
         return rowItem(`toolProvider:${provider.providerId}`, providerRow(provider), {
           contextValue: providerContextValue(provider),
           iconPath: provider.available ? themeIcon('tools') : themeIcon('debug-disconnect', 'disabledForeground'),
-          collapsible: provider.tools.length ? vscode.TreeItemCollapsibleState.Collapsed : vscode.TreeItemCollapsibleState.None,
+          collapsible: provider.tools.length
+            ? vscode.TreeItemCollapsibleState.Collapsed
+            : vscode.TreeItemCollapsibleState.None,
         });
       }
       case 'tool': {
-        const tool = this.providers.find((p) => p.providerId === node.providerId)?.tools.find((t) => t.name === node.name);
+        const tool = this.providers
+          .find((p) => p.providerId === node.providerId)
+          ?.tools.find((t) => t.name === node.name);
         if (!tool) return new vscode.TreeItem(node.name);
         return rowItem(`tool:${node.providerId}\u0000${node.name}`, toolRow(tool), {
-          contextValue: 'tool', iconPath: themeIcon('symbol-method'), accessibilityLabel: false,
+          contextValue: 'tool',
+          iconPath: themeIcon('symbol-method'),
+          accessibilityLabel: false,
         });
       }
       case 'toolCall': {
         const call = this.call(node.id);
         if (!call) return new vscode.TreeItem(`call ${node.id}`);
         return rowItem(`toolCall:${call.callId}`, callRow(call), {
-          contextValue: callContextValue(call), iconPath: outcomeIcon(call),
+          contextValue: callContextValue(call),
+          iconPath: outcomeIcon(call),
           command: { command: Commands.showToolCallDetails, title: 'Show Tool Call Details', arguments: [node] },
         });
       }
@@ -94,11 +127,17 @@ class ToolsTreeProvider extends CoordinatorRows<ToolsNode> {
 }
 
 function outcomeIcon(call: ToolCallRecord): vscode.ThemeIcon {
-  if (isOpenCall(call)) return new vscode.ThemeIcon(call.outcome === 'running' ? 'sync~spin' : call.outcome === 'queued' ? 'clock' : 'person');
+  if (isOpenCall(call))
+    return new vscode.ThemeIcon(
+      call.outcome === 'running' ? 'sync~spin' : call.outcome === 'queued' ? 'clock' : 'person',
+    );
   switch (call.outcome) {
-    case 'ok': return new vscode.ThemeIcon('pass', new vscode.ThemeColor('testing.iconPassed'));
-    case 'cancelled': return new vscode.ThemeIcon('circle-slash');
-    default: return new vscode.ThemeIcon('error', new vscode.ThemeColor('problemsErrorIcon.foreground'));
+    case 'ok':
+      return new vscode.ThemeIcon('pass', new vscode.ThemeColor('testing.iconPassed'));
+    case 'cancelled':
+      return new vscode.ThemeIcon('circle-slash');
+    default:
+      return new vscode.ThemeIcon('error', new vscode.ThemeColor('problemsErrorIcon.foreground'));
   }
 }
 

@@ -2,8 +2,21 @@ import * as vscode from 'vscode';
 import type { CoordinatorApi, Disposable, HandoffView, WorkflowDetail, WorkflowSummary } from '../../core/api';
 import { Commands, Views } from '../contributions';
 import {
-  HANDOFFS_LISTED, NODES_SHOWN, WORKFLOWS_LISTED, WORKFLOW_SECTIONS, WORKFLOW_SECTION_LABELS, handoffRow, moreNodesRow, nodeRow, sectionDescription, shownNodes,
-  sortHandoffs, workflowIsActive, workflowRow, type WorkflowRow, type WorkflowSection,
+  HANDOFFS_LISTED,
+  NODES_SHOWN,
+  WORKFLOWS_LISTED,
+  WORKFLOW_SECTIONS,
+  WORKFLOW_SECTION_LABELS,
+  handoffRow,
+  moreNodesRow,
+  nodeRow,
+  sectionDescription,
+  shownNodes,
+  sortHandoffs,
+  workflowIsActive,
+  workflowRow,
+  type WorkflowRow,
+  type WorkflowSection,
 } from '../workflowsModel';
 import { CoordinatorRows, LiveTreeView, NodeCache } from './liveTree';
 import { groupItem, rowItem, themeIcon, type RowItemOptions } from './rowItem';
@@ -28,22 +41,32 @@ function isObject(value: unknown): value is Record<string, unknown> {
 
 /** The workflow row a command was run on, if it was (not from the palette). */
 export function asWorkflowRow(value: unknown): WorkflowRowNode | undefined {
-  return isObject(value) && value.kind === 'workflow' && typeof value.id === 'string' ? value as WorkflowRowNode : undefined;
+  return isObject(value) && value.kind === 'workflow' && typeof value.id === 'string'
+    ? (value as WorkflowRowNode)
+    : undefined;
 }
 
 /** The node row a command was run on, if it was. */
 export function asWorkflowNodeRow(value: unknown): WorkflowNodeRowNode | undefined {
-  return isObject(value) && value.kind === 'workflowNode' && typeof value.workflowId === 'string' && typeof value.nodeId === 'string'
-    ? value as WorkflowNodeRowNode : undefined;
+  return isObject(value) &&
+    value.kind === 'workflowNode' &&
+    typeof value.workflowId === 'string' &&
+    typeof value.nodeId === 'string'
+    ? (value as WorkflowNodeRowNode)
+    : undefined;
 }
 
 /** The handoff row a command was run on, if it was. */
 export function asHandoffRow(value: unknown): HandoffRowNode | undefined {
-  return isObject(value) && value.kind === 'handoff' && typeof value.id === 'string' ? value as HandoffRowNode : undefined;
+  return isObject(value) && value.kind === 'handoff' && typeof value.id === 'string'
+    ? (value as HandoffRowNode)
+    : undefined;
 }
 
 class WorkflowsTreeProvider extends CoordinatorRows<WorkflowsNode> {
-  private readonly sectionNodes = new Map<WorkflowSection, WorkflowsNode>(WORKFLOW_SECTIONS.map((section) => [section, { kind: 'workflowSection', section }]));
+  private readonly sectionNodes = new Map<WorkflowSection, WorkflowsNode>(
+    WORKFLOW_SECTIONS.map((section) => [section, { kind: 'workflowSection', section }]),
+  );
   private workflows: WorkflowSummary[] = [];
   private handoffs: HandoffView[] = [];
   /** The details read for the workflows whose nodes are shown (an expanded row asks again at each refresh). */
@@ -59,7 +82,9 @@ class WorkflowsTreeProvider extends CoordinatorRows<WorkflowsNode> {
     switch (node.kind) {
       case 'workflowSection':
         return node.section === 'workflows'
-          ? this.workflows.map((w) => this.nodes.get(`w:${w.workflowId}`, () => ({ kind: 'workflow', id: w.workflowId })))
+          ? this.workflows.map((w) =>
+              this.nodes.get(`w:${w.workflowId}`, () => ({ kind: 'workflow', id: w.workflowId })),
+            )
           : this.handoffs.map((h) => this.nodes.get(`h:${h.requestId}`, () => ({ kind: 'handoff', id: h.requestId })));
       case 'workflow': {
         // The nodes shown only (the first NODES_SHOWN) and the counts: a refresh costs what it shows, not the workflow's size.
@@ -67,8 +92,13 @@ class WorkflowsTreeProvider extends CoordinatorRows<WorkflowsNode> {
         if (!detail) return [];
         this.details.set(node.id, detail);
         const { nodes, hidden } = shownNodes(detail);
-        const rows: WorkflowsNode[] = nodes.map((n) => this.nodes.get(`n:${node.id}\u0000${n.definition.nodeId}`,
-          () => ({ kind: 'workflowNode', workflowId: node.id, nodeId: n.definition.nodeId })));
+        const rows: WorkflowsNode[] = nodes.map((n) =>
+          this.nodes.get(`n:${node.id}\u0000${n.definition.nodeId}`, () => ({
+            kind: 'workflowNode',
+            workflowId: node.id,
+            nodeId: n.definition.nodeId,
+          })),
+        );
         if (hidden) rows.push(this.nodes.get(`m:${node.id}`, () => ({ kind: 'moreNodes', workflowId: node.id })));
         return rows;
       }
@@ -80,22 +110,35 @@ class WorkflowsTreeProvider extends CoordinatorRows<WorkflowsNode> {
   getTreeItem(node: WorkflowsNode): vscode.TreeItem {
     switch (node.kind) {
       case 'workflowSection':
-        return groupItem('workflowSection', node.section, WORKFLOW_SECTION_LABELS[node.section], sectionDescription(node.section, this.workflows, this.handoffs));
+        return groupItem(
+          'workflowSection',
+          node.section,
+          WORKFLOW_SECTION_LABELS[node.section],
+          sectionDescription(node.section, this.workflows, this.handoffs),
+        );
       case 'workflow': {
         const summary = this.summary(node.id);
         if (!summary) return new vscode.TreeItem(node.id);
         return workflowItem(`workflow:${node.id}`, workflowRow(summary), {
-          collapsible: summary.nodeCount === 0 ? vscode.TreeItemCollapsibleState.None
-            : workflowIsActive(summary.state) ? vscode.TreeItemCollapsibleState.Expanded : vscode.TreeItemCollapsibleState.Collapsed,
+          collapsible:
+            summary.nodeCount === 0
+              ? vscode.TreeItemCollapsibleState.None
+              : workflowIsActive(summary.state)
+                ? vscode.TreeItemCollapsibleState.Expanded
+                : vscode.TreeItemCollapsibleState.Collapsed,
         });
       }
       case 'workflowNode': {
         const detail = this.details.get(node.workflowId);
         const view = detail?.nodes.find((n) => n.definition.nodeId === node.nodeId);
         if (!detail || !view) return new vscode.TreeItem(node.nodeId);
-        return workflowItem(`workflowNode:${node.workflowId}\u0000${node.nodeId}`, nodeRow(view, detail.summary.state, Date.now()), {
-          command: { command: Commands.showWorkflowNode, title: 'Show Node Inputs and Outputs', arguments: [node] },
-        });
+        return workflowItem(
+          `workflowNode:${node.workflowId}\u0000${node.nodeId}`,
+          nodeRow(view, detail.summary.state, Date.now()),
+          {
+            command: { command: Commands.showWorkflowNode, title: 'Show Node Inputs and Outputs', arguments: [node] },
+          },
+        );
       }
       case 'moreNodes': {
         const detail = this.details.get(node.workflowId);
@@ -119,26 +162,47 @@ class WorkflowsTreeProvider extends CoordinatorRows<WorkflowsNode> {
   }
 
   private async roots(): Promise<WorkflowsNode[]> {
-    const listing = await this.listed((api) => Promise.all([
-      api.workflows(WORKFLOWS_LISTED).catch(() => [] as WorkflowSummary[]),
-      api.handoffs(HANDOFFS_LISTED).catch(() => [] as HandoffView[]),
-    ]));
+    const listing = await this.listed((api) =>
+      Promise.all([
+        api.workflows(WORKFLOWS_LISTED).catch(() => [] as WorkflowSummary[]),
+        api.handoffs(HANDOFFS_LISTED).catch(() => [] as HandoffView[]),
+      ]),
+    );
     if (!listing) return [];
     const [workflows, handoffs] = listing;
     this.workflows = workflows;
     this.handoffs = sortHandoffs(handoffs);
     const keep = new Set([...workflows.map((w) => w.workflowId)]);
     for (const id of [...this.details.keys()]) if (!keep.has(id)) this.details.delete(id);
-    this.nodes.retain((node) => (node.kind === 'handoff' ? this.handoffs.some((h) => h.requestId === node.id)
-      : node.kind === 'workflow' ? keep.has(node.id) : node.kind === 'workflowNode' || node.kind === 'moreNodes' ? keep.has(node.workflowId) : true));
+    this.nodes.retain((node) =>
+      node.kind === 'handoff'
+        ? this.handoffs.some((h) => h.requestId === node.id)
+        : node.kind === 'workflow'
+          ? keep.has(node.id)
+          : node.kind === 'workflowNode' || node.kind === 'moreNodes'
+            ? keep.has(node.workflowId)
+            : true,
+    );
     // Nothing at all: no sections, so that the welcome (Create Workflow from File…) shows.
-    return workflows.length || handoffs.length ? WORKFLOW_SECTIONS.map((section) => this.sectionNodes.get(section)!) : [];
+    return workflows.length || handoffs.length
+      ? WORKFLOW_SECTIONS.map((section) => this.sectionNodes.get(section)!)
+      : [];
   }
 }
 
-function workflowItem(id: string, row: WorkflowRow, options: Pick<RowItemOptions, 'collapsible' | 'command'>): vscode.TreeItem {
-  const color = row.tone === 'passed' ? 'testing.iconPassed' : row.tone === 'failed' ? 'problemsErrorIcon.foreground'
-    : row.tone === 'warning' ? 'notificationsWarningIcon.foreground' : undefined;
+function workflowItem(
+  id: string,
+  row: WorkflowRow,
+  options: Pick<RowItemOptions, 'collapsible' | 'command'>,
+): vscode.TreeItem {
+  const color =
+    row.tone === 'passed'
+      ? 'testing.iconPassed'
+      : row.tone === 'failed'
+        ? 'problemsErrorIcon.foreground'
+        : row.tone === 'warning'
+          ? 'notificationsWarningIcon.foreground'
+          : undefined;
   return rowItem(id, row, { contextValue: row.contextValue, iconPath: themeIcon(row.icon, color), ...options });
 }
 

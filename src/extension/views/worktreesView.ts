@@ -13,8 +13,13 @@ export type WorktreesNode =
 /** The worktree row a command was run on, if it was run on one (not from the palette). */
 export function asWorktreeNode(value: unknown): Extract<WorktreesNode, { kind: 'worktree' }> | undefined {
   const node = value as WorktreesNode | undefined;
-  return typeof node === 'object' && node !== null && node.kind === 'worktree' && typeof node.repoId === 'string' && typeof node.worktreeId === 'string'
-    ? node : undefined;
+  return typeof node === 'object' &&
+    node !== null &&
+    node.kind === 'worktree' &&
+    typeof node.repoId === 'string' &&
+    typeof node.worktreeId === 'string'
+    ? node
+    : undefined;
 }
 
 /**
@@ -50,7 +55,9 @@ export class WorktreesTreeProvider implements vscode.TreeDataProvider<WorktreesN
   async getTreeItem(node: WorktreesNode): Promise<vscode.TreeItem> {
     const data = await this.state.current();
     if (node.kind === 'repository') {
-      const group = groupByRepository(data.repositories, data.worktrees).find((g) => g.repository.repoId === node.repoId);
+      const group = groupByRepository(data.repositories, data.worktrees).find(
+        (g) => g.repository.repoId === node.repoId,
+      );
       const row = group ? repositoryRow(group) : { label: node.repoId, description: '', tooltip: node.repoId };
       const item = new vscode.TreeItem(row.label, vscode.TreeItemCollapsibleState.Expanded);
       item.id = `repository:${node.repoId}`;
@@ -80,15 +87,22 @@ export class WorktreesTreeProvider implements vscode.TreeDataProvider<WorktreesN
 }
 
 function worktreeItem(worktree: WorktreeInfo, row: WorktreeRow): vscode.TreeItem {
-  return rowItem(`worktree:${worktree.repoId}/${worktree.worktreeId}`, row, { contextValue: row.contextValue, iconPath: rowIcon(row.icon) });
+  return rowItem(`worktree:${worktree.repoId}/${worktree.worktreeId}`, row, {
+    contextValue: row.contextValue,
+    iconPath: rowIcon(row.icon),
+  });
 }
 
 export function rowIcon(icon: WorktreeRow['icon']): vscode.ThemeIcon {
   switch (icon) {
-    case 'stale': return new vscode.ThemeIcon('warning', new vscode.ThemeColor('problemsWarningIcon.foreground'));
-    case 'locked': return new vscode.ThemeIcon('lock');
-    case 'bound': return new vscode.ThemeIcon('git-branch', new vscode.ThemeColor('testing.iconPassed'));
-    case 'free': return new vscode.ThemeIcon('git-branch');
+    case 'stale':
+      return new vscode.ThemeIcon('warning', new vscode.ThemeColor('problemsWarningIcon.foreground'));
+    case 'locked':
+      return new vscode.ThemeIcon('lock');
+    case 'bound':
+      return new vscode.ThemeIcon('git-branch', new vscode.ThemeColor('testing.iconPassed'));
+    case 'free':
+      return new vscode.ThemeIcon('git-branch');
   }
 }
 

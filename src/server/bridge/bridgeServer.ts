@@ -11,7 +11,14 @@ import { ConnectionBounds, DEFAULT_BRIDGE_CONNECTION_LIMITS, type BridgeConnecti
 import { InflightCalls, McpExchange, readPost } from './inflight';
 import { createBridgeMcpServer } from './mcpServer';
 import { revokedError, untilRevoked } from './revocation';
-import { BridgeToolError, type BridgeCaller, type BridgeEndpoints, type BridgeHttpRoute, type BridgeTool, type BridgeToolContext } from './model';
+import {
+  BridgeToolError,
+  type BridgeCaller,
+  type BridgeEndpoints,
+  type BridgeHttpRoute,
+  type BridgeTool,
+  type BridgeToolContext,
+} from './model';
 
 /** The bridge listens on loopback only: agents on this machine reach it, nothing else does. */
 export const BRIDGE_HOST = '127.0.0.1';
@@ -75,8 +82,15 @@ class BodyTooLarge extends Error {}
 
 /** The HTTP status of a route's BridgeToolError (any other code: 400). */
 const STATUS_OF_CODE: Readonly<Record<string, number>> = {
-  UNAUTHENTICATED: 401, PERMISSION_DENIED: 403, NOT_FOUND: 404, FAILED_PRECONDITION: 409, ALREADY_EXISTS: 409,
-  OVERLOADED: 429, BUFFER_FULL: 429, DEADLINE_EXCEEDED: 504, INTERNAL_ERROR: 500,
+  UNAUTHENTICATED: 401,
+  PERMISSION_DENIED: 403,
+  NOT_FOUND: 404,
+  FAILED_PRECONDITION: 409,
+  ALREADY_EXISTS: 409,
+  OVERLOADED: 429,
+  BUFFER_FULL: 429,
+  DEADLINE_EXCEEDED: 504,
+  INTERNAL_ERROR: 500,
 };
 
 /**
@@ -107,26 +121,42 @@ export class BridgeServer {
     this.server = http.createServer({ requestTimeout: BRIDGE_REQUEST_TIMEOUT_MS }, (req, res) => {
       this.handle(req, res).catch((err: unknown) => {
         if (err instanceof BridgeToolError) {
-          if (!res.headersSent) refuse(res, { status: STATUS_OF_CODE[err.code] ?? 400, code: err.code, message: err.message });
+          if (!res.headersSent)
+            refuse(res, { status: STATUS_OF_CODE[err.code] ?? 400, code: err.code, message: err.message });
           else res.end();
           return;
         }
-        options.coordinator.log.internalError('bridge', options.coordinator.ids.uuid(), err, { path: safePath(req.url) });
-        if (!res.headersSent) sendJson(res, 500, { error: { code: 'INTERNAL_ERROR', message: err instanceof Error ? err.message : String(err) } });
+        options.coordinator.log.internalError('bridge', options.coordinator.ids.uuid(), err, {
+          path: safePath(req.url),
+        });
+        if (!res.headersSent)
+          sendJson(res, 500, {
+            error: { code: 'INTERNAL_ERROR', message: err instanceof Error ? err.message : String(err) },
+          });
         else res.end();
       });
     });
     this.server.maxConnections = BRIDGE_MAX_CONNECTIONS;
     const { coordinator } = options;
-    this.bounds = new ConnectionBounds(options.connectionLimits ?? DEFAULT_BRIDGE_CONNECTION_LIMITS, coordinator.clock, (counts) => {
-      coordinator.log.record({
-        correlationId: coordinator.ids.uuid(), actor: 'bridge', eventType: 'bridge.connections_dropped', level: 'WARN', details: { ...counts },
-      });
-    });
+    this.bounds = new ConnectionBounds(
+      options.connectionLimits ?? DEFAULT_BRIDGE_CONNECTION_LIMITS,
+      coordinator.clock,
+      (counts) => {
+        coordinator.log.record({
+          correlationId: coordinator.ids.uuid(),
+          actor: 'bridge',
+          eventType: 'bridge.connections_dropped',
+          level: 'WARN',
+          details: { ...counts },
+        });
+      },
+    );
     // prependListener: tracked before Node's own handler can close or parse anything.
     this.server.prependListener('connection', (socket: net.Socket) => this.bounds.accept(socket));
     // Node's own header timer (headersTimeout) uses real timers; ours runs on the Clock and answers 100 Continue only after auth.
-    this.server.on('checkContinue', (req: http.IncomingMessage, res: http.ServerResponse) => this.server.emit('request', req, res));
+    this.server.on('checkContinue', (req: http.IncomingMessage, res: http.ServerResponse) =>
+      this.server.emit('request', req, res),
+    );
     this.revocations = coordinator.credentials.onDidChange((change) => {
       if (change.kind === 'revoked') this.endRequests(change.credential.id);
     });
@@ -141,12 +171,17 @@ export class BridgeServer {
       if (port === 0 || (err as NodeJS.ErrnoException).code !== 'EADDRINUSE') throw err;
       this.boundPort = await this.listen(0);
       coordinator.log.record({
-        correlationId: coordinator.ids.uuid(), actor: 'bridge', eventType: 'bridge.port_fallback', level: 'WARN',
+        correlationId: coordinator.ids.uuid(),
+        actor: 'bridge',
+        eventType: 'bridge.port_fallback',
+        level: 'WARN',
         details: { requested_port: port, port: this.boundPort, reason: `port ${port} is in use` },
       });
     }
     coordinator.log.record({
-      correlationId: coordinator.ids.uuid(), actor: 'bridge', eventType: 'bridge.serving',
+      correlationId: coordinator.ids.uuid(),
+      actor: 'bridge',
+      eventType: 'bridge.serving',
       details: { host: BRIDGE_HOST, port: this.boundPort, mcp_url: this.endpoints().mcpUrl },
     });
     return this.boundPort;
@@ -204,7 +239,9 @@ export class BridgeServer {
     const correlationId = coordinator.ids.uuid();
     const caller = this.authenticate(req);
     if (typeof caller === 'string') {
-      coordinator.credentials.recordUnauthenticated(`HTTP ${req.method ?? ''} ${url.pathname.slice(0, 256)}`, caller, { correlationId });
+      coordinator.credentials.recordUnauthenticated(`HTTP ${req.method ?? ''} ${url.pathname.slice(0, 256)}`, caller, {
+        correlationId,
+      });
       res.setHeader('WWW-Authenticate', 'Bearer');
       return refuse(res, { status: 401, code: 'UNAUTHENTICATED', message: caller });
     }
@@ -220,8 +257,16 @@ export class BridgeServer {
     const route = this.options.routes.find((r) => r.path === url.pathname && r.method === req.method);
     if (route === undefined) {
       return this.options.routes.some((r) => r.path === url.pathname)
-        ? refuse(res, { status: 405, code: 'METHOD_NOT_ALLOWED', message: `${req.method} is not served on ${url.pathname}` })
-        : refuse(res, { status: 404, code: 'NOT_FOUND', message: `no bridge endpoint at ${url.pathname.slice(0, 256)}; MCP is served at ${MCP_PATH}` });
+        ? refuse(res, {
+            status: 405,
+            code: 'METHOD_NOT_ALLOWED',
+            message: `${req.method} is not served on ${url.pathname}`,
+          })
+        : refuse(res, {
+            status: 404,
+            code: 'NOT_FOUND',
+            message: `no bridge endpoint at ${url.pathname.slice(0, 256)}; MCP is served at ${MCP_PATH}`,
+          });
     }
     const body = await this.readJson(req, res, false, route.bodyAsText === true);
     if (body === NO_BODY) return;
@@ -230,7 +275,10 @@ export class BridgeServer {
     // answered 401 UNAUTHENTICATED at once and whatever the route answers later is dropped.
     const signal = AbortSignal.any([abortOnEarlyClose(res), revoked]);
     const tool: BridgeToolContext = { coordinator, caller, ctx, signal };
-    const answer = await untilRevoked(route.handle({ body, query: url.searchParams, headers: req.headers }, tool), revoked);
+    const answer = await untilRevoked(
+      route.handle({ body, query: url.searchParams, headers: req.headers }, tool),
+      revoked,
+    );
     if (!res.writableEnded && !res.destroyed) sendJson(res, answer.status, answer.body);
   }
 
@@ -259,13 +307,23 @@ export class BridgeServer {
     for (const controller of [...open]) controller.abort(reason);
   }
 
-  private async serveMcp(req: http.IncomingMessage, res: http.ServerResponse, caller: BridgeCaller, ctx: CallContext, revoked: AbortSignal): Promise<void> {
+  private async serveMcp(
+    req: http.IncomingMessage,
+    res: http.ServerResponse,
+    caller: BridgeCaller,
+    ctx: CallContext,
+    revoked: AbortSignal,
+  ): Promise<void> {
     if (req.method !== 'POST') {
       // Stateless: no server-initiated stream (GET) and no session to end (DELETE), as the SDK's stateless examples answer.
       res.setHeader('Allow', 'POST');
-      res.writeHead(405, { 'Content-Type': 'application/json' }).end(JSON.stringify({
-        jsonrpc: '2.0', error: { code: -32000, message: 'Method not allowed: this stateless MCP endpoint takes POST only' }, id: null,
-      }));
+      res.writeHead(405, { 'Content-Type': 'application/json' }).end(
+        JSON.stringify({
+          jsonrpc: '2.0',
+          error: { code: -32000, message: 'Method not allowed: this stateless MCP endpoint takes POST only' },
+          id: null,
+        }),
+      );
       return;
     }
     const body = await this.readJson(req, res, true);
@@ -275,16 +333,23 @@ export class BridgeServer {
     for (const cancel of cancels) this.cancelCall(caller, cancel.requestId, cancel.reason, ctx);
     const exchange = new McpExchange(requests);
     if (!this.inflight.admit(caller.credentialId, exchange)) {
-      const message = `OVERLOADED: agent '${caller.agentId}' has ${this.inflight.count(caller.credentialId)} tool calls in progress with this credential `
-        + `(at most ${this.inflight.maxPerCredential}); retry when some have answered`;
-      res.writeHead(429, { 'Content-Type': 'application/json', 'Retry-After': '1' }).end(JSON.stringify({
-        jsonrpc: '2.0', error: { code: -32000, message, data: { code: 'OVERLOADED', retryable: true } }, id: requests.length === 1 ? requests[0].id : null,
-      }));
+      const message =
+        `OVERLOADED: agent '${caller.agentId}' has ${this.inflight.count(caller.credentialId)} tool calls in progress with this credential ` +
+        `(at most ${this.inflight.maxPerCredential}); retry when some have answered`;
+      res.writeHead(429, { 'Content-Type': 'application/json', 'Retry-After': '1' }).end(
+        JSON.stringify({
+          jsonrpc: '2.0',
+          error: { code: -32000, message, data: { code: 'OVERLOADED', retryable: true } },
+          id: requests.length === 1 ? requests[0].id : null,
+        }),
+      );
       return;
     }
     // A tool learns whether its answer reached the connection (BridgeToolContext.answerWritten) from how this POST's response ends.
     exchange.bindResponse(res, revoked);
-    const server = createBridgeMcpServer(this.options.coordinator, this.options.tools, caller, revoked, (id) => exchange.written(id));
+    const server = createBridgeMcpServer(this.options.coordinator, this.options.tools, caller, revoked, (id) =>
+      exchange.written(id),
+    );
     const transport = exchange.transport;
     // Closing the server when the response closes (finished, cancelled, or the client went away) aborts every tool call
     // still running for this request: their AbortSignal fires (the SDK aborts open requests when its transport closes).
@@ -312,8 +377,10 @@ export class BridgeServer {
     if (agent === undefined) return; // not registered: nothing to keep alive (its tools say so)
     const now = clock.now();
     const last = agent.lastHeartbeatAt;
-    if (agent.state === 'INITIALIZING' || agent.state === 'FAILED_STATE') registry.heartbeat(agentId, 'RUNNABLE', { ...agent.health }, ctx);
-    else if (agent.presence !== 'online' || last === null || now - last >= BRIDGE_LIVENESS_INTERVAL_MS || now < last) registry.recordLiveness(agentId, ctx);
+    if (agent.state === 'INITIALIZING' || agent.state === 'FAILED_STATE')
+      registry.heartbeat(agentId, 'RUNNABLE', { ...agent.health }, ctx);
+    else if (agent.presence !== 'online' || last === null || now - last >= BRIDGE_LIVENESS_INTERVAL_MS || now < last)
+      registry.recordLiveness(agentId, ctx);
   }
 
   /**
@@ -321,22 +388,42 @@ export class BridgeServer {
    * credential, still running, is aborted (its signal fires: request_decision detaches, read_inbox stops waiting) and
    * its POST ends without an answer (McpExchange.cancel). An id of no running call of this credential changes nothing.
    */
-  private cancelCall(caller: BridgeCaller, requestId: string | number, reason: string | undefined, ctx: CallContext): void {
+  private cancelCall(
+    caller: BridgeCaller,
+    requestId: string | number,
+    reason: string | undefined,
+    ctx: CallContext,
+  ): void {
     const { coordinator } = this.options;
     const result = this.inflight.cancel(caller.credentialId, requestId, reason);
     if (result.outcome === 'unknown') return;
-    coordinator.log.record(result.outcome === 'cancelled'
-      ? {
-        correlationId: ctx.correlationId, actor: caller.agentId, eventType: 'bridge.call_cancelled',
-        details: { agent_id: caller.agentId, request_id: requestId, tool: result.request.tool ?? null, reason: reason ?? null },
-      }
-      : {
-        correlationId: ctx.correlationId, actor: caller.agentId, eventType: 'bridge.cancel_ambiguous', level: 'WARN',
-        details: {
-          agent_id: caller.agentId, request_id: requestId, calls: result.count, reason: reason ?? null,
-          note: 'more than one running tool call of this credential has this request id (two MCP clients sharing the credential?): none was cancelled',
-        },
-      });
+    coordinator.log.record(
+      result.outcome === 'cancelled'
+        ? {
+            correlationId: ctx.correlationId,
+            actor: caller.agentId,
+            eventType: 'bridge.call_cancelled',
+            details: {
+              agent_id: caller.agentId,
+              request_id: requestId,
+              tool: result.request.tool ?? null,
+              reason: reason ?? null,
+            },
+          }
+        : {
+            correlationId: ctx.correlationId,
+            actor: caller.agentId,
+            eventType: 'bridge.cancel_ambiguous',
+            level: 'WARN',
+            details: {
+              agent_id: caller.agentId,
+              request_id: requestId,
+              calls: result.count,
+              reason: reason ?? null,
+              note: 'more than one running tool call of this credential has this request id (two MCP clients sharing the credential?): none was cancelled',
+            },
+          },
+    );
   }
 
   /** Host must name this server on loopback (not a rebound DNS name); a browser Origin must be loopback too. */
@@ -348,9 +435,14 @@ export class BridgeServer {
     }
     const origin = req.headers.origin;
     if (origin !== undefined && origin !== 'null' && !isLoopbackOrigin(origin)) {
-      return { status: 403, code: 'PERMISSION_DENIED', message: 'requests from web pages are refused: the Origin is not loopback' };
+      return {
+        status: 403,
+        code: 'PERMISSION_DENIED',
+        message: 'requests from web pages are refused: the Origin is not loopback',
+      };
     }
-    if (origin === 'null') return { status: 403, code: 'PERMISSION_DENIED', message: 'requests from web pages are refused: opaque Origin' };
+    if (origin === 'null')
+      return { status: 403, code: 'PERMISSION_DENIED', message: 'requests from web pages are refused: opaque Origin' };
     return undefined;
   }
 
@@ -364,16 +456,18 @@ export class BridgeServer {
         value = req.rawHeaders[i + 1];
       }
     }
-    if (count === 0) return 'missing credentials: send `Authorization: Bearer <token>` with the agent credential from SW4RM_TOKEN';
+    if (count === 0)
+      return 'missing credentials: send `Authorization: Bearer <token>` with the agent credential from SW4RM_TOKEN';
     if (count > 1) return 'more than one Authorization header: send exactly one `Authorization: Bearer <token>`';
     const match = /^Bearer\s+(\S+)\s*$/i.exec(value);
     if (!match) return 'malformed Authorization header: expected `Bearer <token>`';
     const token = match[1];
     if (!token.startsWith(CREDENTIAL_TOKEN_PREFIX)) {
-      return 'the bridge accepts agent credentials only (not the operator token): use the agent\'s own SW4RM_TOKEN';
+      return "the bridge accepts agent credentials only (not the operator token): use the agent's own SW4RM_TOKEN";
     }
     const principal = this.options.coordinator.credentials.verify(token);
-    if (typeof principal === 'string') return `${principal}: use a current agent credential (SW4RM_TOKEN) of this coordinator`;
+    if (typeof principal === 'string')
+      return `${principal}: use a current agent credential (SW4RM_TOKEN) of this coordinator`;
     if (principal.kind !== 'agent') {
       return `the bridge accepts agent credentials only (this is ${principal.kind === 'enrolment' ? 'an enrolment credential' : 'the operator token'}): mint the agent a credential of its own`;
     }
@@ -384,7 +478,12 @@ export class BridgeServer {
    * The request body as JSON (at most BRIDGE_MAX_BODY_BYTES), or its text (`asText`, shape checked: the route parses
    * it), or NO_BODY once a refusal was answered. An empty body is `undefined` for routes. For `/mcp` a parse error is a JSON-RPC parse error, as the SDK answers one.
    */
-  private async readJson(req: http.IncomingMessage, res: http.ServerResponse, jsonRpc = false, asText = false): Promise<unknown> {
+  private async readJson(
+    req: http.IncomingMessage,
+    res: http.ServerResponse,
+    jsonRpc = false,
+    asText = false,
+  ): Promise<unknown> {
     const declared = Number(req.headers['content-length'] ?? 0);
     let text: string;
     try {
@@ -393,16 +492,26 @@ export class BridgeServer {
     } catch (err) {
       if (!(err instanceof BodyTooLarge)) throw err;
       res.setHeader('Connection', 'close');
-      refuse(res, { status: 413, code: 'VALIDATION_ERROR', message: `the request body is larger than ${BRIDGE_MAX_BODY_BYTES} bytes` });
+      refuse(res, {
+        status: 413,
+        code: 'VALIDATION_ERROR',
+        message: `the request body is larger than ${BRIDGE_MAX_BODY_BYTES} bytes`,
+      });
       return NO_BODY;
     }
     if (text.trim() === '') return undefined;
     const shape = jsonShape(text, BRIDGE_MAX_BODY_DEPTH, BRIDGE_MAX_BODY_VALUES);
     if (shape.depth > BRIDGE_MAX_BODY_DEPTH || shape.values > BRIDGE_MAX_BODY_VALUES) {
-      const why = shape.depth > BRIDGE_MAX_BODY_DEPTH ? `the request body nests deeper than ${BRIDGE_MAX_BODY_DEPTH} levels (JSON depth limit)`
-        : `the request body holds more than ${BRIDGE_MAX_BODY_VALUES} JSON values`;
+      const why =
+        shape.depth > BRIDGE_MAX_BODY_DEPTH
+          ? `the request body nests deeper than ${BRIDGE_MAX_BODY_DEPTH} levels (JSON depth limit)`
+          : `the request body holds more than ${BRIDGE_MAX_BODY_VALUES} JSON values`;
       if (jsonRpc) {
-        res.writeHead(400, { 'Content-Type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', error: { code: -32600, message: `Invalid Request: ${why}` }, id: null }));
+        res
+          .writeHead(400, { 'Content-Type': 'application/json' })
+          .end(
+            JSON.stringify({ jsonrpc: '2.0', error: { code: -32600, message: `Invalid Request: ${why}` }, id: null }),
+          );
       } else {
         refuse(res, { status: 400, code: 'VALIDATION_ERROR', message: why });
       }
@@ -414,7 +523,9 @@ export class BridgeServer {
     } catch (err) {
       const why = `the request body is not JSON: ${(err as Error).message}`;
       if (jsonRpc) {
-        res.writeHead(400, { 'Content-Type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', error: { code: -32700, message: `Parse error: ${why}` }, id: null }));
+        res
+          .writeHead(400, { 'Content-Type': 'application/json' })
+          .end(JSON.stringify({ jsonrpc: '2.0', error: { code: -32700, message: `Parse error: ${why}` }, id: null }));
       } else {
         refuse(res, { status: 400, code: 'VALIDATION_ERROR', message: why });
       }

@@ -19,7 +19,10 @@ export const preToolUseRoute: BridgeHttpRoute = {
   async handle(request, { coordinator, caller, ctx, signal }) {
     const cli = request.query.get('cli');
     if (!isHookCli(cli)) {
-      throw new BridgeToolError('VALIDATION_ERROR', `cli must be one of ${HOOK_CLIS.join(', ')}${cli === null ? ' (the query has no cli)' : `, not ${JSON.stringify(cli.slice(0, 64))}`}`);
+      throw new BridgeToolError(
+        'VALIDATION_ERROR',
+        `cli must be one of ${HOOK_CLIS.join(', ')}${cli === null ? ' (the query has no cli)' : `, not ${JSON.stringify(cli.slice(0, 64))}`}`,
+      );
     }
     try {
       const answer = await coordinator.toolApprovals.decide(cli, request.body, caller.agentId, ctx, signal);

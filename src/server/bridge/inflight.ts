@@ -32,16 +32,24 @@ export function readPost(body: unknown): { requests: PostedRequest[]; cancels: P
   const requests: PostedRequest[] = [];
   const cancels: PostedCancel[] = [];
   for (const message of Array.isArray(body) ? body : [body]) {
-    if (typeof message !== 'object' || message === null || (message as { jsonrpc?: unknown }).jsonrpc !== '2.0') continue;
+    if (typeof message !== 'object' || message === null || (message as { jsonrpc?: unknown }).jsonrpc !== '2.0')
+      continue;
     const { id, method, params } = message as { id?: unknown; method?: unknown; params?: unknown };
     if (typeof method !== 'string') continue;
-    const p = typeof params === 'object' && params !== null ? params as Record<string, unknown> : {};
+    const p = typeof params === 'object' && params !== null ? (params as Record<string, unknown>) : {};
     if (id === undefined) {
       if (method === 'notifications/cancelled' && isRequestId(p.requestId)) {
-        cancels.push({ requestId: p.requestId, ...(typeof p.reason === 'string' ? { reason: p.reason.slice(0, MAX_REASON_CHARS) } : {}) });
+        cancels.push({
+          requestId: p.requestId,
+          ...(typeof p.reason === 'string' ? { reason: p.reason.slice(0, MAX_REASON_CHARS) } : {}),
+        });
       }
     } else if (isRequestId(id)) {
-      requests.push({ id, method, ...(method === 'tools/call' && typeof p.name === 'string' ? { tool: p.name.slice(0, 128) } : {}) });
+      requests.push({
+        id,
+        method,
+        ...(method === 'tools/call' && typeof p.name === 'string' ? { tool: p.name.slice(0, 128) } : {}),
+      });
     }
   }
   return { requests, cancels };
@@ -115,7 +123,8 @@ export class McpExchange {
    */
   watchDeliveries(): void {
     const deliver = this.transport.onmessage;
-    if (deliver === undefined) throw new Error('McpExchange.watchDeliveries: connect the Server to the transport first');
+    if (deliver === undefined)
+      throw new Error('McpExchange.watchDeliveries: connect the Server to the transport first');
     this.transport.onmessage = (message, extra) => {
       deliver(message, extra);
       if (!('id' in message) || !('method' in message)) return;
@@ -189,7 +198,11 @@ export class McpExchange {
   }
 
   private deliverCancel(id: RequestId, reason: string | undefined): void {
-    this.transport.onmessage?.({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: id, ...(reason !== undefined ? { reason } : {}) } });
+    this.transport.onmessage?.({
+      jsonrpc: '2.0',
+      method: 'notifications/cancelled',
+      params: { requestId: id, ...(reason !== undefined ? { reason } : {}) },
+    });
   }
 
   private closeWhenDone(): void {
@@ -229,7 +242,7 @@ export class InflightCalls {
     for (const call of exchange.requests) if (call.method === 'tools/call') tracked.set(keyOf(call.id), call.id);
     if (this.count(credentialId) + tracked.size > this.maxPerCredential) return false;
     let byId = this.byCredential.get(credentialId);
-    if (byId === undefined) this.byCredential.set(credentialId, byId = new Map());
+    if (byId === undefined) this.byCredential.set(credentialId, (byId = new Map()));
     for (const key of tracked.keys()) byId.set(key, [...(byId.get(key) ?? []), exchange]);
     if (tracked.size > 0) this.counts.set(credentialId, this.count(credentialId) + tracked.size);
     const forget = (key: string) => {
@@ -245,7 +258,9 @@ export class InflightCalls {
     };
     if (byId.size === 0) this.byCredential.delete(credentialId);
     exchange.onEnded = (id) => forget(keyOf(id));
-    this.releasers.set(exchange, () => { for (const key of [...tracked.keys()]) forget(key); });
+    this.releasers.set(exchange, () => {
+      for (const key of [...tracked.keys()]) forget(key);
+    });
     return true;
   }
 
@@ -261,13 +276,20 @@ export class InflightCalls {
    * more of its in-flight calls have that id, e.g. two MCP clients sharing the credential: nothing is cancelled rather
    * than perhaps the wrong one). `cancelled` names the request.
    */
-  cancel(credentialId: string, requestId: RequestId, reason: string | undefined):
-    { outcome: 'cancelled'; request: PostedRequest } | { outcome: 'unknown' } | { outcome: 'ambiguous'; count: number } {
+  cancel(
+    credentialId: string,
+    requestId: RequestId,
+    reason: string | undefined,
+  ):
+    | { outcome: 'cancelled'; request: PostedRequest }
+    | { outcome: 'unknown' }
+    | { outcome: 'ambiguous'; count: number } {
     const list = this.byCredential.get(credentialId)?.get(keyOf(requestId)) ?? [];
     if (list.length > 1) return { outcome: 'ambiguous', count: list.length };
     const exchange = list[0];
     const request = exchange?.pending(requestId);
-    if (exchange === undefined || request === undefined || !exchange.cancel(requestId, reason)) return { outcome: 'unknown' };
+    if (exchange === undefined || request === undefined || !exchange.cancel(requestId, reason))
+      return { outcome: 'unknown' };
     return { outcome: 'cancelled', request };
   }
 }

@@ -1,5 +1,10 @@
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
-import { CallToolRequestSchema, ListToolsRequestSchema, type CallToolResult, type RequestId } from '@modelcontextprotocol/sdk/types.js';
+import {
+  CallToolRequestSchema,
+  ListToolsRequestSchema,
+  type CallToolResult,
+  type RequestId,
+} from '@modelcontextprotocol/sdk/types.js';
 import { Ajv, type ValidateFunction } from 'ajv';
 import type { Coordinator } from '../../core/coordinator';
 import { principalName } from '../../core/credentials/credentials';
@@ -24,11 +29,13 @@ function validators(tools: readonly BridgeTool[]): ReadonlyMap<string, ValidateF
   if (map === undefined) {
     const ajv = new Ajv({ allErrors: false, strict: true, addUsedSchema: false });
     const names = new Set<string>();
-    map = new Map(tools.map((tool) => {
-      if (names.has(tool.name)) throw new Error(`two bridge tools are named ${tool.name}`);
-      names.add(tool.name);
-      return [tool.name, ajv.compile(tool.inputSchema)] as const;
-    }));
+    map = new Map(
+      tools.map((tool) => {
+        if (names.has(tool.name)) throw new Error(`two bridge tools are named ${tool.name}`);
+        names.add(tool.name);
+        return [tool.name, ajv.compile(tool.inputSchema)] as const;
+      }),
+    );
     compiled.set(tools, map);
   }
   return map;
@@ -52,8 +59,13 @@ function okResult(output: BridgeToolOutput): CallToolResult {
  * an in-memory transport. Arguments are checked against the tool's schema first: a refusal is a tool error
  * `VALIDATION_ERROR: <path> <reason>`. Any other exception is logged and answered INTERNAL_ERROR.
  */
-export function createBridgeMcpServer(coordinator: Coordinator, tools: readonly BridgeTool[], caller: BridgeCaller, revoked?: AbortSignal,
-  written?: (requestId: RequestId) => Promise<boolean>): Server {
+export function createBridgeMcpServer(
+  coordinator: Coordinator,
+  tools: readonly BridgeTool[],
+  caller: BridgeCaller,
+  revoked?: AbortSignal,
+  written?: (requestId: RequestId) => Promise<boolean>,
+): Server {
   const checks = validators(tools);
   const byName = new Map(tools.map((tool) => [tool.name, tool]));
   const server = new Server(BRIDGE_SERVER_INFO, { capabilities: { tools: {} }, instructions: BRIDGE_INSTRUCTIONS });
@@ -70,14 +82,24 @@ export function createBridgeMcpServer(coordinator: Coordinator, tools: readonly 
 
   server.setRequestHandler(CallToolRequestSchema, async (request, extra): Promise<CallToolResult> => {
     const tool = byName.get(request.params.name);
-    if (tool === undefined) return errorResult('NOT_FOUND', `no tool named ${JSON.stringify(request.params.name.slice(0, 128))}; tools/list names them`, false);
+    if (tool === undefined)
+      return errorResult(
+        'NOT_FOUND',
+        `no tool named ${JSON.stringify(request.params.name.slice(0, 128))}; tools/list names them`,
+        false,
+      );
     const args = request.params.arguments ?? {};
     const check = checks.get(tool.name)!;
     if (!check(args)) {
       const first = check.errors?.[0];
       const where = first?.instancePath ? first.instancePath : '(arguments)';
-      const extraKey = first?.params && 'additionalProperty' in first.params ? ` '${String(first.params.additionalProperty)}'` : '';
-      return errorResult('VALIDATION_ERROR', `${tool.name}: ${where} ${first?.message ?? 'is invalid'}${extraKey}`, false);
+      const extraKey =
+        first?.params && 'additionalProperty' in first.params ? ` '${String(first.params.additionalProperty)}'` : '';
+      return errorResult(
+        'VALIDATION_ERROR',
+        `${tool.name}: ${where} ${first?.message ?? 'is invalid'}${extraKey}`,
+        false,
+      );
     }
     const ctx = { correlationId: coordinator.ids.uuid(), principal };
     // Revoking the credential ends the call at once (UNAUTHENTICATED): the tool's signal fires (it stops waiting, as on
@@ -89,7 +111,9 @@ export function createBridgeMcpServer(coordinator: Coordinator, tools: readonly 
     const signal = revoked === undefined ? extra.signal : AbortSignal.any([extra.signal, revoked]);
     // The tool learns whether its answer reached the caller (answerWritten): false unless the answer is sent.
     let settle: (written: boolean) => void = () => undefined;
-    const answerWritten = new Promise<boolean>((resolve) => { settle = resolve; });
+    const answerWritten = new Promise<boolean>((resolve) => {
+      settle = resolve;
+    });
     try {
       const run = Promise.resolve().then(() => tool.run(args, { coordinator, caller, ctx, signal, answerWritten }));
       const output = await (revoked === undefined ? run : untilRevoked(run, revoked));

@@ -62,7 +62,11 @@ export interface BridgeTool {
  * `structuredContent: { error: { code, message, retryable } }`.
  */
 export class BridgeToolError extends Error {
-  constructor(readonly code: string, message: string, readonly retryable = false) {
+  constructor(
+    readonly code: string,
+    message: string,
+    readonly retryable = false,
+  ) {
     super(message);
     this.name = 'BridgeToolError';
   }

@@ -8,7 +8,9 @@ import { BridgeToolError } from './model';
 
 /** The refusal a revoked request ends with (its signal's reason: endRequests). */
 export function revokedError(revoked: AbortSignal): BridgeToolError {
-  return revoked.reason instanceof BridgeToolError ? revoked.reason : new BridgeToolError('UNAUTHENTICATED', 'the credential was revoked: this call ends');
+  return revoked.reason instanceof BridgeToolError
+    ? revoked.reason
+    : new BridgeToolError('UNAUTHENTICATED', 'the credential was revoked: this call ends');
 }
 
 /**
@@ -24,8 +26,14 @@ export function untilRevoked<T>(work: Promise<T>, revoked: AbortSignal): Promise
     const onRevoked = () => reject(revokedError(revoked));
     revoked.addEventListener('abort', onRevoked, { once: true });
     work.then(
-      (value) => { revoked.removeEventListener('abort', onRevoked); resolve(value); },
-      (err: unknown) => { revoked.removeEventListener('abort', onRevoked); reject(err); },
+      (value) => {
+        revoked.removeEventListener('abort', onRevoked);
+        resolve(value);
+      },
+      (err: unknown) => {
+        revoked.removeEventListener('abort', onRevoked);
+        reject(err);
+      },
     );
   });
 }

@@ -38,7 +38,10 @@ export class ActivityServiceAdapter {
   handlers(): grpc.UntypedServiceImplementation {
     const { activity, store, credentials } = this.coordinator;
     return {
-      AppendArtifact: (call: grpc.ServerUnaryCall<{ artifact?: ArtifactMessage | null }, unknown>, callback: grpc.sendUnaryData<unknown>) => {
+      AppendArtifact: (
+        call: grpc.ServerUnaryCall<{ artifact?: ArtifactMessage | null }, unknown>,
+        callback: grpc.sendUnaryData<unknown>,
+      ) => {
         try {
           const given = call.request.artifact;
           if (!given) return callback(null, { ok: false, reason: 'VALIDATION_ERROR: artifact is required' });
@@ -50,24 +53,39 @@ export class ActivityServiceAdapter {
             content: Buffer.from(given.content ?? new Uint8Array()),
             createdAt: (given.created_at ?? '').trim(),
           };
-          const result = activity.appendArtifact(artifact, callContext(call, this.coordinator.ids), speakerOf(call, credentials));
-          if (!result.ok && result.reason.startsWith('PERMISSION_DENIED: ')) return callback({ code: grpc.status.PERMISSION_DENIED, details: result.reason });
+          const result = activity.appendArtifact(
+            artifact,
+            callContext(call, this.coordinator.ids),
+            speakerOf(call, credentials),
+          );
+          if (!result.ok && result.reason.startsWith('PERMISSION_DENIED: '))
+            return callback({ code: grpc.status.PERMISSION_DENIED, details: result.reason });
           if (!result.ok) return callback(null, { ok: false, reason: result.reason });
           answerWhenDurable(store, callback, { ok: true, reason: '' });
         } catch (err) {
           callback({ code: grpc.status.INTERNAL, details: `INTERNAL_ERROR: ${(err as Error).message}` });
         }
       },
-      ListArtifacts: (call: grpc.ServerUnaryCall<{ negotiation_id?: string; kind?: string }, unknown>, callback: grpc.sendUnaryData<unknown>) => {
-        const invalid = (details: string) => callback({ code: grpc.status.INVALID_ARGUMENT, details: `VALIDATION_ERROR: ${details}` });
+      ListArtifacts: (
+        call: grpc.ServerUnaryCall<{ negotiation_id?: string; kind?: string }, unknown>,
+        callback: grpc.sendUnaryData<unknown>,
+      ) => {
+        const invalid = (details: string) =>
+          callback({ code: grpc.status.INVALID_ARGUMENT, details: `VALIDATION_ERROR: ${details}` });
         const negotiationId = call.request.negotiation_id ?? '';
         const kind = call.request.kind ?? '';
         if (negotiationId === '') return invalid('negotiation_id is required');
         const refusal = identifierRefusal('negotiation_id', negotiationId, FIELD_LIMITS.activity.negotiation_id);
         if (refusal) return invalid(refusal);
-        if (kind !== '' && !ARTIFACT_KINDS.includes(kind)) return invalid(`kind must be empty or one of ${ARTIFACT_KINDS.join(', ')}`);
+        if (kind !== '' && !ARTIFACT_KINDS.includes(kind))
+          return invalid(`kind must be empty or one of ${ARTIFACT_KINDS.join(', ')}`);
         try {
-          const items = activity.listArtifacts(negotiationId, kind, speakerOf(call, credentials), callContext(call, this.coordinator.ids));
+          const items = activity.listArtifacts(
+            negotiationId,
+            kind,
+            speakerOf(call, credentials),
+            callContext(call, this.coordinator.ids),
+          );
           const bytes = items.reduce((sum, a) => sum + a.content.length, 0);
           if (bytes > LIST_CONTENT_BUDGET) {
             return callback({
@@ -77,7 +95,12 @@ export class ActivityServiceAdapter {
           }
           callback(null, {
             items: items.map((a) => ({
-              negotiation_id: a.negotiationId, kind: a.kind, version: a.version, content_type: a.contentType, content: a.content, created_at: a.createdAt,
+              negotiation_id: a.negotiationId,
+              kind: a.kind,
+              version: a.version,
+              content_type: a.contentType,
+              content: a.content,
+              created_at: a.createdAt,
             })),
           });
         } catch (err) {

@@ -53,7 +53,10 @@ export class ConnectorServiceAdapter {
   handlers(): grpc.UntypedServiceImplementation {
     const { toolCatalog, store, ids } = this.coordinator;
     return {
-      RegisterProvider: (call: grpc.ServerUnaryCall<RegisterRequest, unknown>, callback: grpc.sendUnaryData<{ ok: boolean; reason: string }>) => {
+      RegisterProvider: (
+        call: grpc.ServerUnaryCall<RegisterRequest, unknown>,
+        callback: grpc.sendUnaryData<{ ok: boolean; reason: string }>,
+      ) => {
         try {
           const providerId = (call.request.provider_id ?? '').trim();
           // An agent credential acts as its agent; the operator credential or auth `none` act as the agent provider_id
@@ -61,19 +64,31 @@ export class ConnectorServiceAdapter {
           const principal = principalOf(call);
           const agentId = principal?.kind === 'agent' ? principal.agentId : providerId;
           if (agentId === '') {
-            return callback({ code: grpc.status.INVALID_ARGUMENT, details: 'VALIDATION_ERROR: provider_id must name the registering agent (its agent id)' });
+            return callback({
+              code: grpc.status.INVALID_ARGUMENT,
+              details: 'VALIDATION_ERROR: provider_id must name the registering agent (its agent id)',
+            });
           }
-          toolCatalog.registerInTurns(agentId, providerId, call.request.tools ?? [], callContext(call, ids)).then((result) => {
-            if (!result.ok) return callback(null, { ok: false, reason: `${result.code}: ${result.reason}` });
-            answerWhenDurable(store, callback, { ok: true, reason: result.warnings.join('; ') });
-          }, (err: unknown) => callback({ code: grpc.status.INTERNAL, details: `INTERNAL_ERROR: ${(err as Error).message}` }));
+          toolCatalog.registerInTurns(agentId, providerId, call.request.tools ?? [], callContext(call, ids)).then(
+            (result) => {
+              if (!result.ok) return callback(null, { ok: false, reason: `${result.code}: ${result.reason}` });
+              answerWhenDurable(store, callback, { ok: true, reason: result.warnings.join('; ') });
+            },
+            (err: unknown) =>
+              callback({ code: grpc.status.INTERNAL, details: `INTERNAL_ERROR: ${(err as Error).message}` }),
+          );
         } catch (err) {
           callback({ code: grpc.status.INTERNAL, details: `INTERNAL_ERROR: ${(err as Error).message}` });
         }
       },
-      DescribeTools: (call: grpc.ServerUnaryCall<{ provider_id?: string }, { tools: ToolDescriptorMessage[] }>, callback: grpc.sendUnaryData<{ tools: ToolDescriptorMessage[] }>) => {
+      DescribeTools: (
+        call: grpc.ServerUnaryCall<{ provider_id?: string }, { tools: ToolDescriptorMessage[] }>,
+        callback: grpc.sendUnaryData<{ tools: ToolDescriptorMessage[] }>,
+      ) => {
         try {
-          callback(null, { tools: toolCatalog.describe(call.request.provider_id ?? '').map((t) => descriptorMessage(t)) });
+          callback(null, {
+            tools: toolCatalog.describe(call.request.provider_id ?? '').map((t) => descriptorMessage(t)),
+          });
         } catch (err) {
           callback(toolErrorStatus(err));
         }

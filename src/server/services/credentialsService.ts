@@ -16,11 +16,14 @@ export const CREDENTIALS_PROTO = path.join('sw4rm_vscode', 'credentials.proto');
 export const CREDENTIALS_SERVICE = 'sw4rm.vscode.credentials.CredentialsService';
 
 /** Operator only: no agent or enrolment credential may mint, list or revoke. */
-export const CREDENTIALS_RULES: Readonly<Record<string, IdentityRule>> = Object.freeze(Object.fromEntries(
-  ['MintAgentCredential', 'ListCredentials', 'RevokeCredential'].map((method) => [
-    `/${CREDENTIALS_SERVICE}/${method}`, { actsAs: [], operatorOnly: true, note: 'operator only (sw4rm.vscode extension)' },
-  ]),
-));
+export const CREDENTIALS_RULES: Readonly<Record<string, IdentityRule>> = Object.freeze(
+  Object.fromEntries(
+    ['MintAgentCredential', 'ListCredentials', 'RevokeCredential'].map((method) => [
+      `/${CREDENTIALS_SERVICE}/${method}`,
+      { actsAs: [], operatorOnly: true, note: 'operator only (sw4rm.vscode extension)' },
+    ]),
+  ),
+);
 
 export function loadCredentialsDefinition(protosDir: string): protoLoader.PackageDefinition {
   return protoLoader.loadSync(CREDENTIALS_PROTO, { ...LOADER_OPTIONS, includeDirs: [protosDir] });
@@ -40,16 +43,28 @@ export interface CredentialMessage {
 
 export function credentialMessage(c: CredentialInfo): CredentialMessage {
   return {
-    id: c.id, kind: c.kind, agent_id: c.agentId ?? '', label: c.label, created_at_ms: String(c.createdAt), created_by: c.createdBy,
-    revoked_at_ms: String(c.revokedAt ?? 0), last_used_at_ms: String(c.lastUsedAt ?? 0),
+    id: c.id,
+    kind: c.kind,
+    agent_id: c.agentId ?? '',
+    label: c.label,
+    created_at_ms: String(c.createdAt),
+    created_by: c.createdBy,
+    revoked_at_ms: String(c.revokedAt ?? 0),
+    last_used_at_ms: String(c.lastUsedAt ?? 0),
   };
 }
 
 export function credentialInfo(m: CredentialMessage): CredentialInfo {
   const time = (text: string) => (Number(text) === 0 ? null : Number(text));
   return {
-    id: m.id, kind: m.kind === 'enrolment' ? 'enrolment' : 'agent', agentId: m.agent_id === '' ? null : m.agent_id, label: m.label,
-    createdAt: Number(m.created_at_ms), createdBy: m.created_by, revokedAt: time(m.revoked_at_ms), lastUsedAt: time(m.last_used_at_ms),
+    id: m.id,
+    kind: m.kind === 'enrolment' ? 'enrolment' : 'agent',
+    agentId: m.agent_id === '' ? null : m.agent_id,
+    label: m.label,
+    createdAt: Number(m.created_at_ms),
+    createdBy: m.created_by,
+    revokedAt: time(m.revoked_at_ms),
+    lastUsedAt: time(m.last_used_at_ms),
   };
 }
 
@@ -72,12 +87,20 @@ export class CredentialsServiceAdapter {
       callback(statusOf(err));
     };
     return {
-      MintAgentCredential: (call: grpc.ServerUnaryCall<{ agent_id?: string; label?: string; by?: string }, unknown>, callback: grpc.sendUnaryData<unknown>) => {
+      MintAgentCredential: (
+        call: grpc.ServerUnaryCall<{ agent_id?: string; label?: string; by?: string }, unknown>,
+        callback: grpc.sendUnaryData<unknown>,
+      ) => {
         const { agent_id = '', label = '', by = '' } = call.request;
         const who = by.trim() || 'cli';
         const ctx = callContext(call, ids);
         try {
-          const minted = credentials.mintAgent(agent_id, who, label.trim() || `minted by ${who} for agent ${agent_id}`, ctx);
+          const minted = credentials.mintAgent(
+            agent_id,
+            who,
+            label.trim() || `minted by ${who} for agent ${agent_id}`,
+            ctx,
+          );
           answerWhenDurable(store, callback, { credential: credentialMessage(minted.credential), token: minted.token });
         } catch (err) {
           failed(callback, err, ctx);
@@ -86,7 +109,10 @@ export class CredentialsServiceAdapter {
       ListCredentials: (_call: grpc.ServerUnaryCall<unknown, unknown>, callback: grpc.sendUnaryData<unknown>) => {
         callback(null, { credentials: credentials.list().map(credentialMessage) });
       },
-      RevokeCredential: (call: grpc.ServerUnaryCall<{ credential_id?: string; by?: string }, unknown>, callback: grpc.sendUnaryData<unknown>) => {
+      RevokeCredential: (
+        call: grpc.ServerUnaryCall<{ credential_id?: string; by?: string }, unknown>,
+        callback: grpc.sendUnaryData<unknown>,
+      ) => {
         const { credential_id = '', by = '' } = call.request;
         const ctx = callContext(call, ids);
         try {

@@ -29,7 +29,10 @@ export const PENDING_TRAILER_BYTES = 6 * 1024;
 
 const LIMITS = FIELD_LIMITS.handoff;
 
-interface DurationMessage { seconds?: string | number; nanos?: number }
+interface DurationMessage {
+  seconds?: string | number;
+  nanos?: number;
+}
 type Wire = Record<string, unknown>;
 
 const invalid = (message: string) => new NegotiationError('invalid', 'VALIDATION_ERROR', message);
@@ -52,7 +55,8 @@ function timeoutMs(duration: DurationMessage | null | undefined): number | null 
   if (!duration) return null;
   const seconds = Number(duration.seconds ?? 0);
   const nanos = Number(duration.nanos ?? 0);
-  if (!Number.isFinite(seconds) || !Number.isFinite(nanos) || seconds < 0 || nanos < 0) throw invalid('timeout must be a non-negative duration');
+  if (!Number.isFinite(seconds) || !Number.isFinite(nanos) || seconds < 0 || nanos < 0)
+    throw invalid('timeout must be a non-negative duration');
   const ms = seconds * 1000 + Math.ceil(nanos / 1e6);
   return ms > 0 ? ms : null;
 }
@@ -60,16 +64,23 @@ function timeoutMs(duration: DurationMessage | null | undefined): number | null 
 function budgetOf(b: Wire | null | undefined): HandoffBudget | null {
   if (!b) return null;
   return {
-    tokenBudgetRemaining: num(b.token_budget_remaining), wallTimeRemainingMs: num(b.wall_time_remaining_ms), deadlineEpochMs: num(b.deadline_epoch_ms),
-    currentDepth: num(b.current_depth), maxDelegationDepth: num(b.max_delegation_depth),
+    tokenBudgetRemaining: num(b.token_budget_remaining),
+    wallTimeRemainingMs: num(b.wall_time_remaining_ms),
+    deadlineEpochMs: num(b.deadline_epoch_ms),
+    currentDepth: num(b.current_depth),
+    maxDelegationDepth: num(b.max_delegation_depth),
   };
 }
 
 function policyOf(p: Wire | null | undefined): HandoffDelegationPolicy | null {
   if (!p) return null;
   return {
-    maxRetriesOnOverloaded: num(p.max_retries_on_overloaded), initialBackoffMs: num(p.initial_backoff_ms), backoffMultiplier: num(p.backoff_multiplier),
-    maxBackoffMs: num(p.max_backoff_ms), allowSpilloverRouting: p.allow_spillover_routing === true, maxRedirects: num(p.max_redirects),
+    maxRetriesOnOverloaded: num(p.max_retries_on_overloaded),
+    initialBackoffMs: num(p.initial_backoff_ms),
+    backoffMultiplier: num(p.backoff_multiplier),
+    maxBackoffMs: num(p.max_backoff_ms),
+    allowSpilloverRouting: p.allow_spillover_routing === true,
+    maxRedirects: num(p.max_redirects),
   };
 }
 
@@ -77,17 +88,28 @@ function policyOf(p: Wire | null | undefined): HandoffDelegationPolicy | null {
 export function requestMessage(r: HandoffRecord, now: number, answerBy: number | null): Wire {
   const remaining = Math.max(0, (answerBy ?? now) - now);
   return {
-    request_id: r.requestId, from_agent: r.fromAgent, to_agent: r.toAgent, reason: r.reason, context_snapshot: r.context,
-    capabilities_required: [...r.capabilitiesRequired], priority: r.priority,
+    request_id: r.requestId,
+    from_agent: r.fromAgent,
+    to_agent: r.toAgent,
+    reason: r.reason,
+    context_snapshot: r.context,
+    capabilities_required: [...r.capabilitiesRequired],
+    priority: r.priority,
     timeout: { seconds: String(Math.floor(remaining / 1000)), nanos: (remaining % 1000) * 1e6 },
     budget: r.budget && {
-      token_budget_remaining: String(r.budget.tokenBudgetRemaining), wall_time_remaining_ms: String(r.budget.wallTimeRemainingMs),
-      deadline_epoch_ms: String(r.budget.deadlineEpochMs), current_depth: r.budget.currentDepth, max_delegation_depth: r.budget.maxDelegationDepth,
+      token_budget_remaining: String(r.budget.tokenBudgetRemaining),
+      wall_time_remaining_ms: String(r.budget.wallTimeRemainingMs),
+      deadline_epoch_ms: String(r.budget.deadlineEpochMs),
+      current_depth: r.budget.currentDepth,
+      max_delegation_depth: r.budget.maxDelegationDepth,
     },
     delegation_policy: r.delegationPolicy && {
-      max_retries_on_overloaded: r.delegationPolicy.maxRetriesOnOverloaded, initial_backoff_ms: String(r.delegationPolicy.initialBackoffMs),
-      backoff_multiplier: r.delegationPolicy.backoffMultiplier, max_backoff_ms: String(r.delegationPolicy.maxBackoffMs),
-      allow_spillover_routing: r.delegationPolicy.allowSpilloverRouting, max_redirects: r.delegationPolicy.maxRedirects,
+      max_retries_on_overloaded: r.delegationPolicy.maxRetriesOnOverloaded,
+      initial_backoff_ms: String(r.delegationPolicy.initialBackoffMs),
+      backoff_multiplier: r.delegationPolicy.backoffMultiplier,
+      max_backoff_ms: String(r.delegationPolicy.maxBackoffMs),
+      allow_spillover_routing: r.delegationPolicy.allowSpilloverRouting,
+      max_redirects: r.delegationPolicy.maxRedirects,
     },
   };
 }
@@ -95,9 +117,15 @@ export function requestMessage(r: HandoffRecord, now: number, answerBy: number |
 /** What HandoffRequest has no field for, for the trailer (README, "Handoffs", GetPendingHandoffs). */
 export function pendingExtra(r: HandoffRecord, answerBy: number | null): Wire {
   return {
-    context_content_type: r.contextContentType, correlation_id: r.correlationId, task_id: r.taskId, parent_request_id: r.parentRequestId,
-    carry_worktree: r.worktree ? { repo_id: r.worktree.repoId, worktree_id: r.worktree.worktreeId } : null, attempt: r.attempts.length,
-    answer_by: answerBy === null ? null : isoUtc(answerBy), expires_at: r.expiresAt === null ? null : isoUtc(r.expiresAt), requested_at: isoUtc(r.requestedAt),
+    context_content_type: r.contextContentType,
+    correlation_id: r.correlationId,
+    task_id: r.taskId,
+    parent_request_id: r.parentRequestId,
+    carry_worktree: r.worktree ? { repo_id: r.worktree.repoId, worktree_id: r.worktree.worktreeId } : null,
+    attempt: r.attempts.length,
+    answer_by: answerBy === null ? null : isoUtc(answerBy),
+    expires_at: r.expiresAt === null ? null : isoUtc(r.expiresAt),
+    requested_at: isoUtc(r.requestedAt),
   };
 }
 
@@ -110,8 +138,11 @@ export function asciiJson(value: unknown): string {
  * GetPendingHandoffs' answer: the records as HandoffRequests and the trailers. Records whose trailer entry would pass
  * PENDING_TRAILER_BYTES are left out too (counted in `more`; one is always answered).
  */
-export function pendingAnswer(page: { readonly records: readonly HandoffRecord[]; readonly more: number }, now: number,
-  answerBy: (r: HandoffRecord) => number | null): { readonly response: Wire; readonly trailer: grpc.Metadata } {
+export function pendingAnswer(
+  page: { readonly records: readonly HandoffRecord[]; readonly more: number },
+  now: number,
+  answerBy: (r: HandoffRecord) => number | null,
+): { readonly response: Wire; readonly trailer: grpc.Metadata } {
   const entries: Array<[string, Wire]> = [];
   let size = asciiJson({ more: page.more + page.records.length, handoffs: {} }).length;
   for (const r of page.records) {
@@ -131,13 +162,17 @@ export function pendingAnswer(page: { readonly records: readonly HandoffRecord[]
 
 /** AcceptHandoff's HandoffResponse must say accept: accepted true, no rejection fields (README, "Handoffs"). */
 function acceptRefusal(r: Wire): string | undefined {
-  if (r.accepted !== true) return 'AcceptHandoff with accepted false: the response says it does not accept; call RejectHandoff to decline';
+  if (r.accepted !== true)
+    return 'AcceptHandoff with accepted false: the response says it does not accept; call RejectHandoff to decline';
   const code = str(r.rejection_code);
   for (const [field, set] of [
-    ['rejection_reason', str(r.rejection_reason) !== ''], ['rejection_code', code !== '' && code !== 'ERROR_CODE_UNSPECIFIED' && code !== '0'],
-    ['retry_after_ms', num(r.retry_after_ms) !== 0], ['redirect_to_agent_id', str(r.redirect_to_agent_id) !== ''],
+    ['rejection_reason', str(r.rejection_reason) !== ''],
+    ['rejection_code', code !== '' && code !== 'ERROR_CODE_UNSPECIFIED' && code !== '0'],
+    ['retry_after_ms', num(r.retry_after_ms) !== 0],
+    ['redirect_to_agent_id', str(r.redirect_to_agent_id) !== ''],
   ] as const) {
-    if (set) return `AcceptHandoff carries ${field}, which only a rejection has: call RejectHandoff to decline (or leave it empty to accept)`;
+    if (set)
+      return `AcceptHandoff carries ${field}, which only a rejection has: call RejectHandoff to decline (or leave it empty to accept)`;
   }
   return undefined;
 }
@@ -169,19 +204,31 @@ export class HandoffServiceAdapter {
       RequestHandoff: unary((call) => {
         const r = call.request;
         const worktree = metadataText(call.metadata, WORKTREE_METADATA, 64);
-        if (worktree !== '' && worktree !== WORKTREE_CARRY) throw invalid(`metadata ${WORKTREE_METADATA} may only be '${WORKTREE_CARRY}', not '${worktree.slice(0, 40)}'`);
-        handoffs.request({
-          requestId: str(r.request_id), fromAgent: str(r.from_agent), toAgent: str(r.to_agent), reason: str(r.reason),
-          context: r.context_snapshot instanceof Uint8Array ? Buffer.from(r.context_snapshot) : Buffer.alloc(0),
-          contextContentType: metadataText(call.metadata, CONTEXT_CONTENT_TYPE_METADATA, LIMITS.content_type),
-          capabilitiesRequired: Array.isArray(r.capabilities_required) ? r.capabilities_required.map(str) : [],
-          priority: num(r.priority), timeoutMs: timeoutMs(r.timeout as DurationMessage | null),
-          budget: budgetOf(r.budget as Wire | null), delegationPolicy: policyOf(r.delegation_policy as Wire | null),
-          taskId: metadataText(call.metadata, TASK_ID_METADATA, LIMITS.task_id),
-          correlationId: metadataText(call.metadata, CORRELATION_ID_METADATA, LIMITS.correlation_id),
-          parentRequestId: metadataText(call.metadata, PARENT_REQUEST_ID_METADATA, LIMITS.request_id),
-          carryWorktree: worktree === WORKTREE_CARRY,
-        }, speakerOf(call, credentials), callContext(call, ids));
+        if (worktree !== '' && worktree !== WORKTREE_CARRY)
+          throw invalid(
+            `metadata ${WORKTREE_METADATA} may only be '${WORKTREE_CARRY}', not '${worktree.slice(0, 40)}'`,
+          );
+        handoffs.request(
+          {
+            requestId: str(r.request_id),
+            fromAgent: str(r.from_agent),
+            toAgent: str(r.to_agent),
+            reason: str(r.reason),
+            context: r.context_snapshot instanceof Uint8Array ? Buffer.from(r.context_snapshot) : Buffer.alloc(0),
+            contextContentType: metadataText(call.metadata, CONTEXT_CONTENT_TYPE_METADATA, LIMITS.content_type),
+            capabilitiesRequired: Array.isArray(r.capabilities_required) ? r.capabilities_required.map(str) : [],
+            priority: num(r.priority),
+            timeoutMs: timeoutMs(r.timeout as DurationMessage | null),
+            budget: budgetOf(r.budget as Wire | null),
+            delegationPolicy: policyOf(r.delegation_policy as Wire | null),
+            taskId: metadataText(call.metadata, TASK_ID_METADATA, LIMITS.task_id),
+            correlationId: metadataText(call.metadata, CORRELATION_ID_METADATA, LIMITS.correlation_id),
+            parentRequestId: metadataText(call.metadata, PARENT_REQUEST_ID_METADATA, LIMITS.request_id),
+            carryWorktree: worktree === WORKTREE_CARRY,
+          },
+          speakerOf(call, credentials),
+          callContext(call, ids),
+        );
         return {};
       }),
       AcceptHandoff: (call: Call, callback: grpc.sendUnaryData<unknown>) => {
@@ -190,21 +237,40 @@ export class HandoffServiceAdapter {
         try {
           const refusal = acceptRefusal(r);
           if (refusal !== undefined) throw invalid(refusal);
-          accepted = handoffs.accept(str(r.request_id), str(r.accepting_agent), speakerOf(call, credentials), callContext(call, ids));
+          accepted = handoffs.accept(
+            str(r.request_id),
+            str(r.accepting_agent),
+            speakerOf(call, credentials),
+            callContext(call, ids),
+          );
         } catch (err) {
           callback(statusOf(err));
           return;
         }
-        accepted.then(() => answerWhenDurable(store, callback, {}), (err: unknown) => callback(statusOf(err)));
+        accepted.then(
+          () => answerWhenDurable(store, callback, {}),
+          (err: unknown) => callback(statusOf(err)),
+        );
       },
       RejectHandoff: unary((call) => {
         const r = call.request;
-        if (r.accepted === true) throw invalid('RejectHandoff with accepted true: the response says it accepts; call AcceptHandoff to take the handoff');
+        if (r.accepted === true)
+          throw invalid(
+            'RejectHandoff with accepted true: the response says it accepts; call AcceptHandoff to take the handoff',
+          );
         const code = str(r.rejection_code) || (typeof r.rejection_code === 'number' ? String(r.rejection_code) : '');
-        handoffs.reject({
-          requestId: str(r.request_id), agentId: str(r.accepting_agent), reason: str(r.rejection_reason), code,
-          retryAfterMs: num(r.retry_after_ms), redirectTo: str(r.redirect_to_agent_id),
-        }, speakerOf(call, credentials), callContext(call, ids));
+        handoffs.reject(
+          {
+            requestId: str(r.request_id),
+            agentId: str(r.accepting_agent),
+            reason: str(r.rejection_reason),
+            code,
+            retryAfterMs: num(r.retry_after_ms),
+            redirectTo: str(r.redirect_to_agent_id),
+          },
+          speakerOf(call, credentials),
+          callContext(call, ids),
+        );
         return {};
       }),
       GetPendingHandoffs: (call: Call, callback: grpc.sendUnaryData<unknown>) => {
@@ -218,12 +284,22 @@ export class HandoffServiceAdapter {
       },
       CompleteHandoff: unary((call) => {
         const status = call.request.status;
-        return handoffs.complete(str(call.request.request_id), typeof status === 'number' ? String(status) : str(status),
-          speakerOf(call, credentials), callContext(call, ids));
+        return handoffs.complete(
+          str(call.request.request_id),
+          typeof status === 'number' ? String(status) : str(status),
+          speakerOf(call, credentials),
+          callContext(call, ids),
+        );
       }),
       CancelDelegation: unary((call) => {
         const r = call.request;
-        return handoffs.cancelDelegation(str(r.correlation_id), str(r.reason), num(r.grace_period_ms), speakerOf(call, credentials), callContext(call, ids));
+        return handoffs.cancelDelegation(
+          str(r.correlation_id),
+          str(r.reason),
+          num(r.grace_period_ms),
+          speakerOf(call, credentials),
+          callContext(call, ids),
+        );
       }),
     };
   }

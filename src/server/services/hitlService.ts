@@ -37,7 +37,10 @@ export class HitlServiceAdapter {
   handlers(): grpc.UntypedServiceImplementation {
     const { hitl, ids, clock } = this.coordinator;
     return {
-      Decide: (call: grpc.ServerUnaryCall<HitlInvocationMessage, HitlDecisionMessage>, callback: grpc.sendUnaryData<HitlDecisionMessage>) => {
+      Decide: (
+        call: grpc.ServerUnaryCall<HitlInvocationMessage, HitlDecisionMessage>,
+        callback: grpc.sendUnaryData<HitlDecisionMessage>,
+      ) => {
         const ctx = callContext(call, ids);
         let invocation: HitlInvocation;
         try {
@@ -54,7 +57,8 @@ export class HitlServiceAdapter {
           const callDeadline = deadlineMs(call.getDeadline());
           if (callDeadline !== undefined) {
             const latest = now + Math.max(0, callDeadline - Date.now() - DEADLINE_MARGIN_MS);
-            if (request.deadlineAt === undefined || request.deadlineAt > latest) request = { ...request, deadlineAt: latest };
+            if (request.deadlineAt === undefined || request.deadlineAt > latest)
+              request = { ...request, deadlineAt: latest };
           }
           invocation = hitl.open(request, { kind: 'rpc' }, ctx).invocation;
         } catch (err) {
@@ -68,7 +72,8 @@ export class HitlServiceAdapter {
         call.on('cancelled', () => {
           if (!answered) hitl.requesterDetached(invocation.id, ctx);
         });
-        hitl.whenSettled(invocation.id)
+        hitl
+          .whenSettled(invocation.id)
           .then(async (settled) => {
             await this.coordinator.store.whenDurable();
             answered = true;
@@ -77,11 +82,18 @@ export class HitlServiceAdapter {
             trailer.set('sw4rm-hitl-state', settled.state);
             trailer.set('sw4rm-hitl-decided-by', decision.origin.by);
             trailer.set('sw4rm-hitl-automatic', String(decision.origin.automatic));
-            callback(null, {
-              action: decision.action,
-              decision_payload: decision.payload === null || decision.payload === undefined ? Buffer.alloc(0) : Buffer.from(JSON.stringify(decision.payload)),
-              rationale: decision.rationale,
-            }, trailer);
+            callback(
+              null,
+              {
+                action: decision.action,
+                decision_payload:
+                  decision.payload === null || decision.payload === undefined
+                    ? Buffer.alloc(0)
+                    : Buffer.from(JSON.stringify(decision.payload)),
+                rationale: decision.rationale,
+              },
+              trailer,
+            );
           })
           .catch((err: Error) => {
             answered = true;

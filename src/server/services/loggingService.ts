@@ -6,7 +6,10 @@ import { MAX_LOG_DETAILS_BYTES } from '../../core/limits';
 import { callContext } from '../callContext';
 import { answerWhenDurable } from '../durable';
 
-interface TimestampMessage { seconds?: string | number; nanos?: number }
+interface TimestampMessage {
+  seconds?: string | number;
+  nanos?: number;
+}
 interface LogEventMessage {
   ts?: TimestampMessage | null;
   correlation_id?: string;
@@ -28,12 +31,14 @@ export class LoggingServiceAdapter {
   handlers(): grpc.UntypedServiceImplementation {
     return {
       Ingest: (call: grpc.ServerUnaryCall<LogEventMessage, unknown>, callback: grpc.sendUnaryData<unknown>) => {
-        const invalid = (details: string) => callback({ code: grpc.status.INVALID_ARGUMENT, details: `VALIDATION_ERROR: ${details}` });
+        const invalid = (details: string) =>
+          callback({ code: grpc.status.INVALID_ARGUMENT, details: `VALIDATION_ERROR: ${details}` });
         const event = call.request;
         const eventType = (event.event_type ?? '').trim();
         if (eventType === '') return invalid('event_type must not be empty');
         for (const [field, value, max] of [
-          ['event_type', eventType, FIELD_LIMITS.logging.event_type], ['agent_id', event.agent_id ?? '', FIELD_LIMITS.logging.agent_id],
+          ['event_type', eventType, FIELD_LIMITS.logging.event_type],
+          ['agent_id', event.agent_id ?? '', FIELD_LIMITS.logging.agent_id],
           ['correlation_id', event.correlation_id ?? '', FIELD_LIMITS.logging.correlation_id],
         ] as const) {
           if (value.length > max) return invalid(`${field} is longer than ${max} characters`);
@@ -42,7 +47,8 @@ export class LoggingServiceAdapter {
           if (value.includes('\uFFFD')) return invalid(`${field} is not valid UTF-8 (U+FFFD)`);
         }
         const level = (event.level ?? '').trim().toUpperCase() || 'INFO';
-        if (!(LEVELS as readonly string[]).includes(level)) return invalid(`level '${level.slice(0, 20)}' is not one of INFO, WARN, ERROR`);
+        if (!(LEVELS as readonly string[]).includes(level))
+          return invalid(`level '${level.slice(0, 20)}' is not one of INFO, WARN, ERROR`);
         const detailsJson = event.details_json ?? '';
         if (Buffer.byteLength(detailsJson) > MAX_LOG_DETAILS_BYTES) {
           return invalid(`details_json is larger than ${MAX_LOG_DETAILS_BYTES} bytes`);

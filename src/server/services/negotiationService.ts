@@ -16,7 +16,10 @@ export const SCHEMA_METADATA = 'sw4rm-proposal-schema';
 
 const LIMITS = FIELD_LIMITS.negotiation;
 
-interface DurationMessage { seconds?: string | number; nanos?: number }
+interface DurationMessage {
+  seconds?: string | number;
+  nanos?: number;
+}
 
 const invalid = (message: string) => new NegotiationError('invalid', 'VALIDATION_ERROR', message);
 
@@ -38,8 +41,10 @@ export function durationMs(duration: DurationMessage | null | undefined, field: 
 }
 
 function intensityOf(value: unknown): DebateIntensity | '' {
-  if (value === undefined || value === null || value === '' || value === 'DEBATE_INTENSITY_UNSPECIFIED' || value === 0) return '';
-  if (typeof value === 'string' && (DEBATE_INTENSITIES as readonly string[]).includes(value)) return value as DebateIntensity;
+  if (value === undefined || value === null || value === '' || value === 'DEBATE_INTENSITY_UNSPECIFIED' || value === 0)
+    return '';
+  if (typeof value === 'string' && (DEBATE_INTENSITIES as readonly string[]).includes(value))
+    return value as DebateIntensity;
   throw invalid(`intensity must be one of ${DEBATE_INTENSITIES.join(', ')}`);
 }
 
@@ -66,46 +71,94 @@ export class NegotiationServiceAdapter {
     };
     /** unary, after `prepare` (the proposal schemas compiled off the event loop, Negotiations.compileSchemas). */
     // A request `prepare` cannot read (bad metadata) is refused by `work`, which reads it again.
-    const prepared = (prepare: (call: Call) => Promise<void>, work: (call: Call) => void) => (call: Call, callback: grpc.sendUnaryData<unknown>) => {
-      const then = () => unary(work)(call, callback);
-      Promise.resolve().then(() => prepare(call)).then(then, then);
-    };
+    const prepared =
+      (prepare: (call: Call) => Promise<void>, work: (call: Call) => void) =>
+      (call: Call, callback: grpc.sendUnaryData<unknown>) => {
+        const then = () => unary(work)(call, callback);
+        Promise.resolve()
+          .then(() => prepare(call))
+          .then(then, then);
+      };
     const str = (v: unknown) => (typeof v === 'string' ? v : '');
     const bytes = (v: unknown) => (v instanceof Uint8Array ? Buffer.from(v) : Buffer.alloc(0));
     const openInput = (call: Call) => {
       const r = call.request;
       return {
-        negotiationId: str(r.negotiation_id), correlationId: str(r.correlation_id), topic: str(r.topic),
+        negotiationId: str(r.negotiation_id),
+        correlationId: str(r.correlation_id),
+        topic: str(r.topic),
         participants: Array.isArray(r.participants) ? r.participants.map(str) : [],
-        intensity: intensityOf(r.intensity), debateTimeoutMs: durationMs(r.debate_timeout as DurationMessage | null, 'debate_timeout'),
+        intensity: intensityOf(r.intensity),
+        debateTimeoutMs: durationMs(r.debate_timeout as DurationMessage | null, 'debate_timeout'),
         profileHint: metadataText(call.metadata, PROFILE_METADATA, LIMITS.profile).trim(),
         preferences: parseAgentPreferences(metadataText(call.metadata, PREFERENCES_METADATA, LIMITS.preferences_bytes)),
         schema: metadataText(call.metadata, SCHEMA_METADATA, LIMITS.schema_bytes),
       };
     };
     return {
-      Open: prepared((call) => negotiations.compileSchemas('', openInput(call)), (call) => {
-        negotiations.open(openInput(call), speakerOf(call, credentials), callContext(call, ids));
-      }),
-      Propose: prepared((call) => negotiations.compileSchemas(str(call.request.negotiation_id)), (call) => {
-        const r = call.request;
-        negotiations.propose({ negotiationId: str(r.negotiation_id), fromAgent: str(r.from_agent), contentType: str(r.content_type), payload: bytes(r.payload) },
-          speakerOf(call, credentials), callContext(call, ids));
-      }),
-      Counter: prepared((call) => negotiations.compileSchemas(str(call.request.negotiation_id)), (call) => {
-        const r = call.request;
-        negotiations.counter({ negotiationId: str(r.negotiation_id), fromAgent: str(r.from_agent), contentType: str(r.content_type), payload: bytes(r.payload) },
-          speakerOf(call, credentials), callContext(call, ids));
-      }),
+      Open: prepared(
+        (call) => negotiations.compileSchemas('', openInput(call)),
+        (call) => {
+          negotiations.open(openInput(call), speakerOf(call, credentials), callContext(call, ids));
+        },
+      ),
+      Propose: prepared(
+        (call) => negotiations.compileSchemas(str(call.request.negotiation_id)),
+        (call) => {
+          const r = call.request;
+          negotiations.propose(
+            {
+              negotiationId: str(r.negotiation_id),
+              fromAgent: str(r.from_agent),
+              contentType: str(r.content_type),
+              payload: bytes(r.payload),
+            },
+            speakerOf(call, credentials),
+            callContext(call, ids),
+          );
+        },
+      ),
+      Counter: prepared(
+        (call) => negotiations.compileSchemas(str(call.request.negotiation_id)),
+        (call) => {
+          const r = call.request;
+          negotiations.counter(
+            {
+              negotiationId: str(r.negotiation_id),
+              fromAgent: str(r.from_agent),
+              contentType: str(r.content_type),
+              payload: bytes(r.payload),
+            },
+            speakerOf(call, credentials),
+            callContext(call, ids),
+          );
+        },
+      ),
       Evaluate: unary((call) => {
         const r = call.request;
-        negotiations.evaluate({ negotiationId: str(r.negotiation_id), fromAgent: str(r.from_agent), confidenceScore: Number(r.confidence_score ?? 0), notes: str(r.notes) },
-          speakerOf(call, credentials), callContext(call, ids));
+        negotiations.evaluate(
+          {
+            negotiationId: str(r.negotiation_id),
+            fromAgent: str(r.from_agent),
+            confidenceScore: Number(r.confidence_score ?? 0),
+            notes: str(r.notes),
+          },
+          speakerOf(call, credentials),
+          callContext(call, ids),
+        );
       }),
       Decide: unary((call) => {
         const r = call.request;
-        negotiations.decide({ negotiationId: str(r.negotiation_id), decidedBy: str(r.decided_by), contentType: str(r.content_type), result: bytes(r.result) },
-          speakerOf(call, credentials), callContext(call, ids));
+        negotiations.decide(
+          {
+            negotiationId: str(r.negotiation_id),
+            decidedBy: str(r.decided_by),
+            contentType: str(r.content_type),
+            result: bytes(r.result),
+          },
+          speakerOf(call, credentials),
+          callContext(call, ids),
+        );
       }),
       Abort: unary((call) => {
         const r = call.request;

@@ -30,9 +30,10 @@ export interface EnvelopeMessage {
 /** Proto → core. Numbers that do not fit are passed on as NaN/strings for the core's validation to refuse. */
 export function envelopeFromMessage(m: EnvelopeMessage): Envelope {
   const ts = m.timestamp;
-  const timestampMs = ts && (Number(ts.seconds ?? 0) !== 0 || (ts.nanos ?? 0) !== 0)
-    ? Number(ts.seconds ?? 0) * 1000 + Math.floor((ts.nanos ?? 0) / 1e6)
-    : null;
+  const timestampMs =
+    ts && (Number(ts.seconds ?? 0) !== 0 || (ts.nanos ?? 0) !== 0)
+      ? Number(ts.seconds ?? 0) * 1000 + Math.floor((ts.nanos ?? 0) / 1e6)
+      : null;
   return {
     messageId: m.message_id ?? '',
     idempotencyToken: m.idempotency_token ?? '',
@@ -47,7 +48,12 @@ export function envelopeFromMessage(m: EnvelopeMessage): Envelope {
     worktreeId: m.worktree_id ?? '',
     hlcTimestamp: m.hlc_timestamp ?? '',
     ttlMs: Number(m.ttl_ms ?? 0),
-    timestampMs: timestampMs !== null && Number.isFinite(timestampMs) && Math.abs(timestampMs) <= 8.64e15 ? timestampMs : timestampMs === null ? null : NaN,
+    timestampMs:
+      timestampMs !== null && Number.isFinite(timestampMs) && Math.abs(timestampMs) <= 8.64e15
+        ? timestampMs
+        : timestampMs === null
+          ? null
+          : NaN,
     payload: m.payload ?? Buffer.alloc(0),
     parentCorrelationId: m.parent_correlation_id ?? '',
   };
@@ -55,9 +61,14 @@ export function envelopeFromMessage(m: EnvelopeMessage): Envelope {
 
 /** common.proto EnvelopeState of each lifecycle state; RETRYING (a timed-out attempt being retried) is TIMED_OUT. */
 const ENVELOPE_STATES: Readonly<Record<MessageState, string>> = {
-  SENT: 'ENVELOPE_STATE_SENT', RECEIVED: 'ENVELOPE_STATE_RECEIVED', READ: 'ENVELOPE_STATE_READ',
-  FULFILLED: 'ENVELOPE_STATE_FULFILLED', REJECTED: 'ENVELOPE_STATE_REJECTED', FAILED: 'ENVELOPE_STATE_FAILED',
-  TIMED_OUT: 'ENVELOPE_STATE_TIMED_OUT', RETRYING: 'ENVELOPE_STATE_TIMED_OUT',
+  SENT: 'ENVELOPE_STATE_SENT',
+  RECEIVED: 'ENVELOPE_STATE_RECEIVED',
+  READ: 'ENVELOPE_STATE_READ',
+  FULFILLED: 'ENVELOPE_STATE_FULFILLED',
+  REJECTED: 'ENVELOPE_STATE_REJECTED',
+  FAILED: 'ENVELOPE_STATE_FAILED',
+  TIMED_OUT: 'ENVELOPE_STATE_TIMED_OUT',
+  RETRYING: 'ENVELOPE_STATE_TIMED_OUT',
 };
 
 /**
@@ -80,7 +91,10 @@ export function envelopeToMessage(e: Envelope, state: MessageState = 'SENT'): En
     worktree_id: e.worktreeId,
     hlc_timestamp: e.hlcTimestamp,
     ttl_ms: String(e.ttlMs),
-    timestamp: e.timestampMs === null ? null : { seconds: String(Math.floor(e.timestampMs / 1000)), nanos: (e.timestampMs % 1000) * 1e6 },
+    timestamp:
+      e.timestampMs === null
+        ? null
+        : { seconds: String(Math.floor(e.timestampMs / 1000)), nanos: (e.timestampMs % 1000) * 1e6 },
     payload: Buffer.from(e.payload),
     state: ENVELOPE_STATES[state],
     parent_correlation_id: e.parentCorrelationId,
@@ -108,7 +122,10 @@ export class RouterServiceAdapter {
   handlers(): grpc.UntypedServiceImplementation {
     const { router, ids, log } = this.coordinator;
     return {
-      SendMessage: (call: grpc.ServerUnaryCall<{ msg?: EnvelopeMessage | null }, unknown>, callback: grpc.sendUnaryData<unknown>) => {
+      SendMessage: (
+        call: grpc.ServerUnaryCall<{ msg?: EnvelopeMessage | null }, unknown>,
+        callback: grpc.sendUnaryData<unknown>,
+      ) => {
         const receivedAt = this.coordinator.clock.now();
         if (!call.request.msg) {
           callback(null, { accepted: false, reason: 'VALIDATION_ERROR: the request carries no envelope' });
@@ -116,7 +133,11 @@ export class RouterServiceAdapter {
         }
         const ctx = callContext(call, ids);
         const answer = (result: SendResult) =>
-          answerWhenDurable(this.coordinator.store, callback, result.accepted ? { accepted: true, reason: '' } : { accepted: false, reason: result.reason });
+          answerWhenDurable(
+            this.coordinator.store,
+            callback,
+            result.accepted ? { accepted: true, reason: '' } : { accepted: false, reason: result.reason },
+          );
         // Nothing was committed: the message is refused, never half-accepted.
         const fail = (err: unknown) => {
           log.internalError('router', ctx.correlationId, err);
@@ -125,7 +146,10 @@ export class RouterServiceAdapter {
         try {
           const to = call.metadata.get('sw4rm-to')[0];
           // A large JSON or text payload is validated on a worker thread first (Router.submit), so it answers later.
-          const result = router.submit(envelopeFromMessage(call.request.msg), ctx, { to: typeof to === 'string' ? to : undefined, receivedAt });
+          const result = router.submit(envelopeFromMessage(call.request.msg), ctx, {
+            to: typeof to === 'string' ? to : undefined,
+            receivedAt,
+          });
           if (result instanceof Promise) result.then(answer, fail);
           else answer(result);
         } catch (err) {
@@ -140,7 +164,10 @@ export class RouterServiceAdapter {
         if (rawResume !== undefined) {
           const text = String(rawResume).trim();
           if (!/^\d{1,15}$/.test(text)) {
-            call.emit('error', { code: grpc.status.INVALID_ARGUMENT, details: 'sw4rm-resume-after must be the last seq you processed (a non-negative integer)' });
+            call.emit('error', {
+              code: grpc.status.INVALID_ARGUMENT,
+              details: 'sw4rm-resume-after must be the last seq you processed (a non-negative integer)',
+            });
             return;
           }
           resumeAfter = Number(text);
@@ -173,7 +200,13 @@ export class RouterServiceAdapter {
         call.on('close', detach);
         call.on('error', detach);
       },
-      AckDelivery: (call: grpc.ServerUnaryCall<{ agent_id?: string; seq?: string | number; message_id?: string; outcome?: string | number }, unknown>, callback: grpc.sendUnaryData<unknown>) => {
+      AckDelivery: (
+        call: grpc.ServerUnaryCall<
+          { agent_id?: string; seq?: string | number; message_id?: string; outcome?: string | number },
+          unknown
+        >,
+        callback: grpc.sendUnaryData<unknown>,
+      ) => {
         const { agent_id = '', seq = '0', message_id = '', outcome = 'DELIVERY_ACK_OUTCOME_DELIVERED' } = call.request;
         const number = Number(seq);
         if (!Number.isSafeInteger(number) || number < 1) {
@@ -181,7 +214,13 @@ export class RouterServiceAdapter {
           return;
         }
         const permanent = outcome === 'DELIVERY_ACK_OUTCOME_PERMANENT_FAILURE' || outcome === 1 || outcome === '1';
-        const recorded = router.ackDelivery(agent_id, number, message_id, permanent ? 'PERMANENT_FAILURE' : 'DELIVERED', callContext(call, ids));
+        const recorded = router.ackDelivery(
+          agent_id,
+          number,
+          message_id,
+          permanent ? 'PERMANENT_FAILURE' : 'DELIVERED',
+          callContext(call, ids),
+        );
         answerWhenDurable(this.coordinator.store, callback, { recorded });
       },
     };

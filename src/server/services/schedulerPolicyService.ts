@@ -1,7 +1,14 @@
 import * as grpc from '@grpc/grpc-js';
 import type { Coordinator } from '../../core/coordinator';
 import { FIELD_LIMITS, identifierRefusal } from '../../core/fieldLimits';
-import { HITL_GATES, type AgentPreferences, type EffectivePolicy, type HitlGate, type NegotiationPolicy, type PolicyProfile } from '../../core/policy/model';
+import {
+  HITL_GATES,
+  type AgentPreferences,
+  type EffectivePolicy,
+  type HitlGate,
+  type NegotiationPolicy,
+  type PolicyProfile,
+} from '../../core/policy/model';
 import type { CallContext } from '../../core/context';
 import { NegotiationError, type Speaker } from '../../core/policy/speaker';
 import { principalOf } from '../auth';
@@ -18,7 +25,12 @@ import { CoreError } from '../../core/kernel/errors';
  * room of the same id (when the room has nothing either, the debate's answer is given).
  */
 export function hitlActionFor(
-  coordinator: Pick<Coordinator, 'negotiations' | 'room'>, id: string, action: string, rationale: string, speaker: Speaker, ctx: CallContext,
+  coordinator: Pick<Coordinator, 'negotiations' | 'room'>,
+  id: string,
+  action: string,
+  rationale: string,
+  speaker: Speaker,
+  ctx: CallContext,
 ): { readonly ok: boolean; readonly reason: string } {
   const debate = coordinator.negotiations.get(id);
   if (debate === undefined) return coordinator.room.hitlAction(id, action, rationale, speaker, ctx);
@@ -49,7 +61,10 @@ export interface AgentPreferencesMessage {
   oscillation_limit: number;
 }
 
-interface PolicyProfileMessage { name?: string; policy?: NegotiationPolicyMessage | null }
+interface PolicyProfileMessage {
+  name?: string;
+  policy?: NegotiationPolicyMessage | null;
+}
 
 interface EvaluationReportMessage {
   from_agent?: string;
@@ -109,19 +124,31 @@ export function policyMessage(p: NegotiationPolicy): Required<NegotiationPolicyM
     total_token_budget: p.totalTokenBudget,
     oscillation_limit: p.oscillationLimit,
     hitl: { mode: p.hitl },
-    scoring: { require_schema_valid: p.scoring.requireSchemaValid, require_examples_pass: p.scoring.requireExamplesPass, llm_weight: p.scoring.llmWeight },
+    scoring: {
+      require_schema_valid: p.scoring.requireSchemaValid,
+      require_examples_pass: p.scoring.requireExamplesPass,
+      llm_weight: p.scoring.llmWeight,
+    },
   };
 }
 
 export function preferencesMessage(p: AgentPreferences): AgentPreferencesMessage {
   return {
-    max_rounds: p.maxRounds, score_threshold: p.scoreThreshold, diff_tolerance: p.diffTolerance, round_timeout_ms: p.roundTimeoutMs,
-    token_budget_per_round: p.tokenBudgetPerRound, total_token_budget: p.totalTokenBudget, oscillation_limit: p.oscillationLimit,
+    max_rounds: p.maxRounds,
+    score_threshold: p.scoreThreshold,
+    diff_tolerance: p.diffTolerance,
+    round_timeout_ms: p.roundTimeoutMs,
+    token_budget_per_round: p.tokenBudgetPerRound,
+    total_token_budget: p.totalTokenBudget,
+    oscillation_limit: p.oscillationLimit,
   };
 }
 
 /** policy.proto EffectivePolicy: the derived policy and each agent's clamped preferences. */
-export function effectiveMessage(e: EffectivePolicy): { policy: Required<NegotiationPolicyMessage>; applied: Record<string, AgentPreferencesMessage> } {
+export function effectiveMessage(e: EffectivePolicy): {
+  policy: Required<NegotiationPolicyMessage>;
+  applied: Record<string, AgentPreferencesMessage>;
+} {
   const applied: Record<string, AgentPreferencesMessage> = {};
   for (const [agent, prefs] of Object.entries(e.applied)) applied[agent] = preferencesMessage(prefs);
   return { policy: policyMessage(e.policy), applied };
@@ -175,20 +202,27 @@ export class SchedulerPolicyServiceAdapter {
     const { policies, store, ids, log } = this.coordinator;
 
     /** Who may change the policy: the operator, or any caller when auth is `none`; `rpc:<who>` for the version's set_by. */
-    const setter = (call: { metadata: grpc.Metadata }, rpc: string): { readonly by: string } | { readonly refused: string } => {
+    const setter = (
+      call: { metadata: grpc.Metadata },
+      rpc: string,
+    ): { readonly by: string } | { readonly refused: string } => {
       const principal = principalOf(call);
       if (principal === undefined) return { by: 'rpc:unauthenticated' };
       if (principal.kind === 'operator') return { by: 'rpc:operator' };
       const refused = `PERMISSION_DENIED: ${rpc} changes the coordinator-wide negotiation policy: an operator action (an agent states preferences at Open instead)`;
       const ctx = callContext(call, ids);
       log.record({
-        correlationId: ctx.correlationId, actor: 'policy', eventType: 'negotiation.policy_set_refused', level: 'WARN',
+        correlationId: ctx.correlationId,
+        actor: 'policy',
+        eventType: 'negotiation.policy_set_refused',
+        level: 'WARN',
         details: { rpc, principal: ctx.principal ?? '', reason: 'PERMISSION_DENIED' },
       });
       return { refused };
     };
 
-    const setting = <Req>(rpc: string, apply: (request: Req, by: string, call: grpc.ServerUnaryCall<Req, unknown>) => number) =>
+    const setting =
+      <Req>(rpc: string, apply: (request: Req, by: string, call: grpc.ServerUnaryCall<Req, unknown>) => number) =>
       (call: grpc.ServerUnaryCall<Req, unknown>, callback: grpc.sendUnaryData<{ ok: boolean; reason: string }>) => {
         try {
           const who = setter(call, rpc);
@@ -196,16 +230,20 @@ export class SchedulerPolicyServiceAdapter {
           const version = apply(call.request, who.by, call);
           answerWhenDurable(store, callback, { ok: true, reason: `v${version}` });
         } catch (err) {
-          if (err instanceof NegotiationError) return callback(null, { ok: false, reason: `${err.code}: ${err.message}` });
+          if (err instanceof NegotiationError)
+            return callback(null, { ok: false, reason: `${err.code}: ${err.message}` });
           callback(failure(err));
         }
       };
 
     return {
-      SetNegotiationPolicy: setting<{ policy?: NegotiationPolicyMessage | null }>('SetNegotiationPolicy', (request, by, call) => {
-        if (!request.policy) throw new NegotiationError('invalid', 'VALIDATION_ERROR', 'policy: is required');
-        return policies.setBase(policyFromMessage(request.policy), by, callContext(call, ids)).version;
-      }),
+      SetNegotiationPolicy: setting<{ policy?: NegotiationPolicyMessage | null }>(
+        'SetNegotiationPolicy',
+        (request, by, call) => {
+          if (!request.policy) throw new NegotiationError('invalid', 'VALIDATION_ERROR', 'policy: is required');
+          return policies.setBase(policyFromMessage(request.policy), by, callContext(call, ids)).version;
+        },
+      ),
 
       GetNegotiationPolicy: (_call: grpc.ServerUnaryCall<unknown, unknown>, callback: grpc.sendUnaryData<unknown>) => {
         try {
@@ -217,10 +255,17 @@ export class SchedulerPolicyServiceAdapter {
 
       SetPolicyProfiles: setting<{ profiles?: PolicyProfileMessage[] }>('SetPolicyProfiles', (request, by, call) => {
         const list = request.profiles ?? [];
-        if (list.length === 0) throw new NegotiationError('invalid', 'VALIDATION_ERROR', 'profiles: name at least one profile');
-        if (list.length > LIMITS.profiles) throw new NegotiationError('invalid', 'VALIDATION_ERROR', `profiles: at most ${LIMITS.profiles} per call (${list.length})`);
+        if (list.length === 0)
+          throw new NegotiationError('invalid', 'VALIDATION_ERROR', 'profiles: name at least one profile');
+        if (list.length > LIMITS.profiles)
+          throw new NegotiationError(
+            'invalid',
+            'VALIDATION_ERROR',
+            `profiles: at most ${LIMITS.profiles} per call (${list.length})`,
+          );
         const profiles = list.map((p, i) => {
-          if (!p.policy) throw new NegotiationError('invalid', 'VALIDATION_ERROR', `profiles[${i}].policy: is required`);
+          if (!p.policy)
+            throw new NegotiationError('invalid', 'VALIDATION_ERROR', `profiles[${i}].policy: is required`);
           return { name: typeof p.name === 'string' ? p.name : '', policy: policyFromMessage(p.policy) };
         });
         return policies.setProfiles(profiles, by, callContext(call, ids)).version;
@@ -234,7 +279,10 @@ export class SchedulerPolicyServiceAdapter {
         }
       },
 
-      GetEffectivePolicy: (call: grpc.ServerUnaryCall<{ negotiation_id?: string }, unknown>, callback: grpc.sendUnaryData<unknown>) => {
+      GetEffectivePolicy: (
+        call: grpc.ServerUnaryCall<{ negotiation_id?: string }, unknown>,
+        callback: grpc.sendUnaryData<unknown>,
+      ) => {
         try {
           const id = idOf('negotiation_id', call.request.negotiation_id);
           const effective = this.coordinator.negotiations.effectivePolicy(id);
@@ -245,8 +293,10 @@ export class SchedulerPolicyServiceAdapter {
         }
       },
 
-      SubmitEvaluation: (call: grpc.ServerUnaryCall<{ negotiation_id?: string; report?: EvaluationReportMessage | null }, unknown>,
-        callback: grpc.sendUnaryData<{ accepted: boolean; reason: string }>) => {
+      SubmitEvaluation: (
+        call: grpc.ServerUnaryCall<{ negotiation_id?: string; report?: EvaluationReportMessage | null }, unknown>,
+        callback: grpc.sendUnaryData<{ accepted: boolean; reason: string }>,
+      ) => {
         try {
           const id = idOf('negotiation_id', call.request.negotiation_id);
           const report = call.request.report;
@@ -261,13 +311,16 @@ export class SchedulerPolicyServiceAdapter {
           const result = this.coordinator.negotiations.submitEvaluation(id, input, speaker, callContext(call, ids));
           answerWhenDurable(store, callback, { accepted: result.accepted, reason: result.reason });
         } catch (err) {
-          if (err instanceof NegotiationError) return callback(null, { accepted: false, reason: `${err.code}: ${err.message}` });
+          if (err instanceof NegotiationError)
+            return callback(null, { accepted: false, reason: `${err.code}: ${err.message}` });
           callback(failure(err));
         }
       },
 
-      HitlAction: (call: grpc.ServerUnaryCall<{ negotiation_id?: string; action?: string; rationale?: string }, unknown>,
-        callback: grpc.sendUnaryData<{ ok: boolean; reason: string }>) => {
+      HitlAction: (
+        call: grpc.ServerUnaryCall<{ negotiation_id?: string; action?: string; rationale?: string }, unknown>,
+        callback: grpc.sendUnaryData<{ ok: boolean; reason: string }>,
+      ) => {
         try {
           const id = idOf('negotiation_id', call.request.negotiation_id);
           const action = textOf('action', call.request.action, LIMITS.action);
@@ -277,7 +330,8 @@ export class SchedulerPolicyServiceAdapter {
           const result = hitlActionFor(this.coordinator, id, action, rationale, speaker, ctx);
           answerWhenDurable(store, callback, { ok: result.ok, reason: result.reason });
         } catch (err) {
-          if (err instanceof NegotiationError) return callback(null, { ok: false, reason: `${err.code}: ${err.message}` });
+          if (err instanceof NegotiationError)
+            return callback(null, { ok: false, reason: `${err.code}: ${err.message}` });
           callback(failure(err));
         }
       },

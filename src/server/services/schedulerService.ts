@@ -21,7 +21,10 @@ const MAX_REASON = 4096;
 /** The trailer that says why RequestPreemption answered enqueued=false or ShutdownAgent ok=false (the proto has no field for it). */
 export const REASON_TRAILER = 'sw4rm-reason';
 
-interface DurationMessage { seconds?: string | number; nanos?: number }
+interface DurationMessage {
+  seconds?: string | number;
+  nanos?: number;
+}
 
 interface SubmitTaskMessage {
   agent_id?: string;
@@ -70,7 +73,8 @@ export function graceMsOf(duration: DurationMessage | null | undefined): number 
   if (seconds < 0 || nanos < 0) throw new InvalidArgument('grace_period may not be negative');
   const ms = seconds * 1000 + Math.floor(nanos / 1e6);
   if (ms === 0) return DEFAULT_SHUTDOWN_GRACE_MS;
-  if (ms > MAX_SHUTDOWN_GRACE_MS) throw new InvalidArgument(`grace_period may be at most ${MAX_SHUTDOWN_GRACE_MS / 1000} s`);
+  if (ms > MAX_SHUTDOWN_GRACE_MS)
+    throw new InvalidArgument(`grace_period may be at most ${MAX_SHUTDOWN_GRACE_MS / 1000} s`);
   return ms;
 }
 
@@ -86,7 +90,11 @@ function submitterOf(call: { readonly metadata: grpc.Metadata }): string {
 
 function entryMessage(e: ActivityEntry): ActivityEntryMessage {
   return {
-    task_id: e.taskId, repo_id: e.repoId, worktree_id: e.worktreeId, branch: e.branch, description: e.description,
+    task_id: e.taskId,
+    repo_id: e.repoId,
+    worktree_id: e.worktreeId,
+    branch: e.branch,
+    description: e.description,
     timestamp: new Date(e.timestamp).toISOString(),
   };
 }
@@ -114,37 +122,78 @@ export class SchedulerServiceAdapter {
   handlers(): grpc.UntypedServiceImplementation {
     const { scheduler, activity, ids, store } = this.coordinator;
     type Unary<Req, Res> = (call: grpc.ServerUnaryCall<Req, Res>, callback: grpc.sendUnaryData<Res>) => void;
-    const unary = <Req, Res>(work: (call: grpc.ServerUnaryCall<Req, Res>, callback: grpc.sendUnaryData<Res>) => void): Unary<Req, Res> => (call, callback) => {
-      try {
-        work(call, callback);
-      } catch (err) {
-        callback(errorStatus(err));
-      }
-    };
+    const unary =
+      <Req, Res>(
+        work: (call: grpc.ServerUnaryCall<Req, Res>, callback: grpc.sendUnaryData<Res>) => void,
+      ): Unary<Req, Res> =>
+      (call, callback) => {
+        try {
+          work(call, callback);
+        } catch (err) {
+          callback(errorStatus(err));
+        }
+      };
     return {
       SubmitTask: unary<SubmitTaskMessage, { accepted: boolean; reason: string }>((call, callback) => {
-        const { agent_id = '', task_id = '', priority = 0, params = Buffer.alloc(0), content_type = '', scope = '' } = call.request;
+        const {
+          agent_id = '',
+          task_id = '',
+          priority = 0,
+          params = Buffer.alloc(0),
+          content_type = '',
+          scope = '',
+        } = call.request;
         // Scheduler.submit checks every field and logs a refusal (task.refused); its reason starts with the code.
-        const result = scheduler.submit({
-          taskId: task_id, target: agent_id, priority, params: Buffer.from(params), contentType: content_type, scope, submittedBy: submitterOf(call),
-        }, callContext(call, ids));
+        const result = scheduler.submit(
+          {
+            taskId: task_id,
+            target: agent_id,
+            priority,
+            params: Buffer.from(params),
+            contentType: content_type,
+            scope,
+            submittedBy: submitterOf(call),
+          },
+          callContext(call, ids),
+        );
         answerWhenDurable(store, callback, { accepted: result.accepted, reason: result.reason });
       }),
-      RequestPreemption: unary<{ agent_id?: string; task_id?: string; reason?: string }, { enqueued: boolean }>((call, callback) => {
-        const { agent_id = '', task_id = '', reason = '' } = call.request;
-        requiredAgentId(agent_id);
-        check(identifierRefusal('task_id', task_id, MAX_TASK_ID));
-        if (reason.length > MAX_REASON) throw new InvalidArgument(`reason is longer than ${MAX_REASON} characters`);
-        const answer = scheduler.preempt(agent_id, task_id, reason, callContext(call, ids));
-        answerWhenDurable(store, callback, { enqueued: answer.enqueued }, undefined, reasonTrailer(answer.enqueued ? undefined : answer.reason));
-      }),
-      ShutdownAgent: unary<{ agent_id?: string; grace_period?: DurationMessage | null }, { ok: boolean }>((call, callback) => {
-        const agentId = requiredAgentId(call.request.agent_id ?? '');
-        const graceMs = graceMsOf(call.request.grace_period);
-        const ctx = callContext(call, ids);
-        const answer = scheduler.shutdownAgent(agentId, graceMs, `ShutdownAgent by ${ctx.principal ?? 'anonymous'}`, ctx);
-        answerWhenDurable(store, callback, { ok: answer.ok }, undefined, reasonTrailer(answer.ok ? undefined : answer.reason));
-      }),
+      RequestPreemption: unary<{ agent_id?: string; task_id?: string; reason?: string }, { enqueued: boolean }>(
+        (call, callback) => {
+          const { agent_id = '', task_id = '', reason = '' } = call.request;
+          requiredAgentId(agent_id);
+          check(identifierRefusal('task_id', task_id, MAX_TASK_ID));
+          if (reason.length > MAX_REASON) throw new InvalidArgument(`reason is longer than ${MAX_REASON} characters`);
+          const answer = scheduler.preempt(agent_id, task_id, reason, callContext(call, ids));
+          answerWhenDurable(
+            store,
+            callback,
+            { enqueued: answer.enqueued },
+            undefined,
+            reasonTrailer(answer.enqueued ? undefined : answer.reason),
+          );
+        },
+      ),
+      ShutdownAgent: unary<{ agent_id?: string; grace_period?: DurationMessage | null }, { ok: boolean }>(
+        (call, callback) => {
+          const agentId = requiredAgentId(call.request.agent_id ?? '');
+          const graceMs = graceMsOf(call.request.grace_period);
+          const ctx = callContext(call, ids);
+          const answer = scheduler.shutdownAgent(
+            agentId,
+            graceMs,
+            `ShutdownAgent by ${ctx.principal ?? 'anonymous'}`,
+            ctx,
+          );
+          answerWhenDurable(
+            store,
+            callback,
+            { ok: answer.ok },
+            undefined,
+            reasonTrailer(answer.ok ? undefined : answer.reason),
+          );
+        },
+      ),
       PollActivityBuffer: unary<{ agent_id?: string }, { entries: ActivityEntryMessage[] }>((call, callback) => {
         const agentId = requiredAgentId(call.request.agent_id ?? '');
         callback(null, { entries: activity.entries({ agentId }).map(entryMessage) });
@@ -152,7 +201,10 @@ export class SchedulerServiceAdapter {
       PurgeActivity: unary<{ agent_id?: string; task_ids?: string[] }, { purged: number }>((call, callback) => {
         const agentId = requiredAgentId(call.request.agent_id ?? '');
         const taskIds = call.request.task_ids ?? [];
-        if (taskIds.length > MAX_PURGE_TASK_IDS) throw new InvalidArgument(`task_ids has ${taskIds.length} entries; at most ${MAX_PURGE_TASK_IDS} are allowed`);
+        if (taskIds.length > MAX_PURGE_TASK_IDS)
+          throw new InvalidArgument(
+            `task_ids has ${taskIds.length} entries; at most ${MAX_PURGE_TASK_IDS} are allowed`,
+          );
         for (const id of taskIds) check(identifierRefusal('task_ids entry', id, MAX_TASK_ID));
         const purged = activity.purge(agentId, taskIds, callContext(call, ids));
         answerWhenDurable(store, callback, { purged });

@@ -45,7 +45,14 @@ export function callerAgentOf(call: { readonly metadata: grpc.Metadata }): strin
 }
 
 function frameMessage(frame: ToolFrame): ToolFrameMessage {
-  return { call_id: frame.callId, frame_no: frame.frameNo, final: frame.final, content_type: frame.contentType, data: frame.data, summary: frame.summary };
+  return {
+    call_id: frame.callId,
+    frame_no: frame.frameNo,
+    final: frame.final,
+    content_type: frame.contentType,
+    data: frame.data,
+    summary: frame.summary,
+  };
 }
 
 /** The request as the engine takes it; an invalid policy is refused INVALID_ARGUMENT `VALIDATION_ERROR: execution_policy.…`. */
@@ -53,8 +60,14 @@ function callInput(request: ToolCallMessage, stream: boolean): CallInput {
   const policy = parseExecutionPolicy(request.policy);
   if ('refused' in policy) throw new ToolCallError('invalid_argument', 'VALIDATION_ERROR', policy.refused);
   return {
-    callId: request.call_id ?? '', providerId: request.provider_id ?? '', toolName: request.tool_name ?? '',
-    contentType: request.content_type ?? '', args: request.args ?? Buffer.alloc(0), policy, stream, via: 'grpc',
+    callId: request.call_id ?? '',
+    providerId: request.provider_id ?? '',
+    toolName: request.tool_name ?? '',
+    contentType: request.content_type ?? '',
+    args: request.args ?? Buffer.alloc(0),
+    policy,
+    stream,
+    via: 'grpc',
   };
 }
 
@@ -73,7 +86,10 @@ export class ToolServiceAdapter {
   handlers(): grpc.UntypedServiceImplementation {
     const { tools, ids } = this.coordinator;
     return {
-      Call: (call: grpc.ServerUnaryCall<ToolCallMessage, ToolFrameMessage>, callback: grpc.sendUnaryData<ToolFrameMessage>) => {
+      Call: (
+        call: grpc.ServerUnaryCall<ToolCallMessage, ToolFrameMessage>,
+        callback: grpc.sendUnaryData<ToolFrameMessage>,
+      ) => {
         let done = false;
         try {
           const { callId } = tools.start(callerAgentOf(call), callInput(call.request, false), callContext(call, ids), {
@@ -129,10 +145,18 @@ export class ToolServiceAdapter {
           call.emit('error', toolErrorStatus(err));
         }
       },
-      Cancel: (call: grpc.ServerUnaryCall<ToolCallMessage, { call_id: string; error_code: string; message: string }>, callback: grpc.sendUnaryData<{ call_id: string; error_code: string; message: string }>) => {
+      Cancel: (
+        call: grpc.ServerUnaryCall<ToolCallMessage, { call_id: string; error_code: string; message: string }>,
+        callback: grpc.sendUnaryData<{ call_id: string; error_code: string; message: string }>,
+      ) => {
         const callId = call.request.call_id ?? '';
         try {
-          const answer = tools.cancel(callerAgentOf(call), call.request.provider_id ?? '', callId, callContext(call, ids));
+          const answer = tools.cancel(
+            callerAgentOf(call),
+            call.request.provider_id ?? '',
+            callId,
+            callContext(call, ids),
+          );
           callback(null, { call_id: callId, error_code: answer.errorCode, message: answer.message });
         } catch (err) {
           callback(toolErrorStatus(err));

@@ -5,10 +5,14 @@ export const MAX_DEFINITION_BYTES = 1024 * 1024;
 
 /** What a CreateWorkflowRequest refused before decoding carries instead of its fields. */
 export const REFUSED_BEFORE_DECODE = Symbol('refusedBeforeDecode');
-export interface RefusedRequest { readonly [REFUSED_BEFORE_DECODE]: string }
+export interface RefusedRequest {
+  readonly [REFUSED_BEFORE_DECODE]: string;
+}
 
 export function refusedBeforeDecode(request: unknown): string | undefined {
-  return request !== null && typeof request === 'object' && REFUSED_BEFORE_DECODE in request ? (request as RefusedRequest)[REFUSED_BEFORE_DECODE] : undefined;
+  return request !== null && typeof request === 'object' && REFUSED_BEFORE_DECODE in request
+    ? (request as RefusedRequest)[REFUSED_BEFORE_DECODE]
+    : undefined;
 }
 
 /**
@@ -48,10 +52,14 @@ export function definitionRefusal(bytes: Uint8Array): string | undefined {
   });
   if (!ok) return undefined;
   const L = WORKFLOW_LIMITS;
-  if (counts.nodes > L.maxNodes) return `VALIDATION_ERROR: limit_exceeded: a workflow has at most ${L.maxNodes} nodes (this one has ${counts.nodes})`;
-  if (counts.mostDependencies > L.maxDependencies) return `VALIDATION_ERROR: limit_exceeded: a node has at most ${L.maxDependencies} dependencies (one has ${counts.mostDependencies})`;
-  if (counts.dependencies > L.maxTotalDependencies) return `VALIDATION_ERROR: limit_exceeded: a workflow has at most ${L.maxTotalDependencies} dependencies in all (this one has ${counts.dependencies})`;
-  if (counts.mapEntries > L.maxMapEntries) return `VALIDATION_ERROR: limit_exceeded: a workflow has at most ${L.maxMapEntries} map entries in all (metadata, input_mapping, output_mapping; this one has ${counts.mapEntries})`;
+  if (counts.nodes > L.maxNodes)
+    return `VALIDATION_ERROR: limit_exceeded: a workflow has at most ${L.maxNodes} nodes (this one has ${counts.nodes})`;
+  if (counts.mostDependencies > L.maxDependencies)
+    return `VALIDATION_ERROR: limit_exceeded: a node has at most ${L.maxDependencies} dependencies (one has ${counts.mostDependencies})`;
+  if (counts.dependencies > L.maxTotalDependencies)
+    return `VALIDATION_ERROR: limit_exceeded: a workflow has at most ${L.maxTotalDependencies} dependencies in all (this one has ${counts.dependencies})`;
+  if (counts.mapEntries > L.maxMapEntries)
+    return `VALIDATION_ERROR: limit_exceeded: a workflow has at most ${L.maxMapEntries} map entries in all (metadata, input_mapping, output_mapping; this one has ${counts.mapEntries})`;
   return undefined;
 }
 
@@ -59,7 +67,12 @@ export function definitionRefusal(bytes: Uint8Array): string | undefined {
  * Calls `each(field, start, end)` for each length-delimited field of bytes[from, to) (other wire types are skipped);
  * false when the bytes are not a message or `each` says so. Each level reads only tags and lengths.
  */
-function fields(bytes: Uint8Array, from: number, to: number, each: (field: number, start: number, end: number) => boolean): boolean {
+function fields(
+  bytes: Uint8Array,
+  from: number,
+  to: number,
+  each: (field: number, start: number, end: number) => boolean,
+): boolean {
   let p = from;
   const varint = (): number => {
     let value = 0;
@@ -78,8 +91,9 @@ function fields(bytes: Uint8Array, from: number, to: number, each: (field: numbe
     if (tag < 0) return false;
     const field = Math.floor(tag / 8);
     const wire = tag % 8;
-    if (wire === 0) { if (varint() < 0) return false; }
-    else if (wire === 1) p += 8;
+    if (wire === 0) {
+      if (varint() < 0) return false;
+    } else if (wire === 1) p += 8;
     else if (wire === 5) p += 4;
     else if (wire === 2) {
       const length = varint();

@@ -12,7 +12,18 @@ async function copiedEnvironment(): Promise<Record<string, string>> {
     await vscode.commands.executeCommand('sw4rm.copyAgentEnvironment');
     const text = await vscode.env.clipboard.readText();
     if (text.includes('SW4RM_REGISTRY_ADDR')) {
-      return Object.fromEntries(text.trim().split('\n').map((line) => line.replace(/^export /, '').split(/=(.*)/s).slice(0, 2) as [string, string]));
+      return Object.fromEntries(
+        text
+          .trim()
+          .split('\n')
+          .map(
+            (line) =>
+              line
+                .replace(/^export /, '')
+                .split(/=(.*)/s)
+                .slice(0, 2) as [string, string],
+          ),
+      );
     }
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
@@ -29,8 +40,12 @@ describe('the extension in desktop VS Code', () => {
     const metadata = new grpc.Metadata();
     metadata.set('authorization', `Bearer ${env.SW4RM_TOKEN}`);
     const response = await new Promise<{ accepted: boolean }>((resolve, reject) =>
-      client.RegisterAgent({ agent: { agent_id: 'desktop-agent', name: 'Desktop' } }, metadata,
-        (err: Error | null, res: { accepted: boolean }) => (err ? reject(err) : resolve(res))));
+      client.RegisterAgent(
+        { agent: { agent_id: 'desktop-agent', name: 'Desktop' } },
+        metadata,
+        (err: Error | null, res: { accepted: boolean }) => (err ? reject(err) : resolve(res)),
+      ),
+    );
     assert.equal(response.accepted, true);
     client.close();
   });

@@ -14,7 +14,11 @@ export function credentialsSection(host: InProcessHost): CredentialsApi {
     },
 
     mintAgentCredential(agentId: string, by: string, label?: string): Promise<MintedCredential> {
-      return host.run((c) => c.credentials.mintAgent(agentId, by, label ?? `minted by ${by} for agent ${agentId}`, { correlationId: c.ids.uuid() }));
+      return host.run((c) =>
+        c.credentials.mintAgent(agentId, by, label ?? `minted by ${by} for agent ${agentId}`, {
+          correlationId: c.ids.uuid(),
+        }),
+      );
     },
 
     revokeCredential(credentialId: string, by: string): Promise<CredentialInfo> {

@@ -5,7 +5,11 @@ import type { InProcessHost } from './host';
 /** CoordinatorApi's dead-letter section over a coordinator in this thread. */
 export function deadLettersSection(host: InProcessHost): DeadLettersApi {
   const deadLettersChanged = host.emitter<DeadLettersChange>();
-  host.subscribe(host.coordinator.router.onDidChangeDeadLetters(({ kind, id }) => deadLettersChanged.fire(id === undefined ? { kind } : { kind, id })));
+  host.subscribe(
+    host.coordinator.router.onDidChangeDeadLetters(({ kind, id }) =>
+      deadLettersChanged.fire(id === undefined ? { kind } : { kind, id }),
+    ),
+  );
   return {
     onDidChangeDeadLetters: deadLettersChanged.event,
 

@@ -12,8 +12,13 @@ export function handoffsSection(host: InProcessHost): HandoffsApi {
     get onDidChangeHandoffs(): Event<HandoffChange> {
       if (host.disposed) return () => ({ dispose: () => undefined });
       if (!handoffsChanged) {
-        const emitter = handoffsChanged = new Emitter<HandoffChange>();
-        host.subscribe(host.coordinator.handoffs.onDidChange((change) => { if (!host.disposed) emitter.fire(change); }), emitter);
+        const emitter = (handoffsChanged = new Emitter<HandoffChange>());
+        host.subscribe(
+          host.coordinator.handoffs.onDidChange((change) => {
+            if (!host.disposed) emitter.fire(change);
+          }),
+          emitter,
+        );
       }
       return handoffsChanged.event;
     },
@@ -30,11 +35,17 @@ export function handoffsSection(host: InProcessHost): HandoffsApi {
     },
 
     acceptHandoff(requestId: string, by: string): Promise<HandoffView> {
-      return host.run((c) => handoffView(c.handoffs.acceptAsOperator(requestId, by, { correlationId: c.ids.uuid(), principal: 'operator' })));
+      return host.run((c) =>
+        handoffView(c.handoffs.acceptAsOperator(requestId, by, { correlationId: c.ids.uuid(), principal: 'operator' })),
+      );
     },
 
     rejectHandoff(requestId: string, reason: string, by: string): Promise<HandoffView> {
-      return host.run((c) => handoffView(c.handoffs.rejectAsOperator(requestId, reason, by, { correlationId: c.ids.uuid(), principal: 'operator' })));
+      return host.run((c) =>
+        handoffView(
+          c.handoffs.rejectAsOperator(requestId, reason, by, { correlationId: c.ids.uuid(), principal: 'operator' }),
+        ),
+      );
     },
   };
 }

@@ -3,14 +3,23 @@ import type { Disposable } from '../../events';
 import type { AuditEntry, AuditQuery, HitlInvocation } from '../../hitl/model';
 import type { HitlPolicy } from '../../hitl/policy';
 import type { ToolRule } from '../../toolApproval/model';
-import type { ApprovalDecision, ApprovalPolicyChange, ApprovalsChange, ApprovalsQuery, HitlApi, OperatorAttachment } from '../sections/hitl';
+import type {
+  ApprovalDecision,
+  ApprovalPolicyChange,
+  ApprovalsChange,
+  ApprovalsQuery,
+  HitlApi,
+  OperatorAttachment,
+} from '../sections/hitl';
 import type { InProcessHost } from './host';
 
 /** CoordinatorApi's approvals section (HITL, tool-use rules, operators) over a coordinator in this thread. */
 export function hitlSection(host: InProcessHost): HitlApi {
   const approvalsChanged = host.emitter<ApprovalsChange>();
   const policyChanged = host.emitter<ApprovalPolicyChange>();
-  host.subscribe(host.coordinator.hitl.onDidChange(({ kind, invocation }) => approvalsChanged.fire({ kind, invocation })));
+  host.subscribe(
+    host.coordinator.hitl.onDidChange(({ kind, invocation }) => approvalsChanged.fire({ kind, invocation })),
+  );
   /** The operators attached through this API, detached when it is disposed. */
   const operators = new Map<string, Disposable>();
   let nextOperator = 1;
@@ -30,7 +39,8 @@ export function hitlSection(host: InProcessHost): HitlApi {
     policyChanged.fire({ policy, by });
   };
   /** A decision is logged under the invocation's own correlation id (a new one when it has none). */
-  const correlationOf = (id: string): string => host.coordinator.hitl.get(id)?.correlationId || host.coordinator.ids.uuid();
+  const correlationOf = (id: string): string =>
+    host.coordinator.hitl.get(id)?.correlationId || host.coordinator.ids.uuid();
   return {
     onDidChangeApprovals: approvalsChanged.event,
     onDidChangeApprovalPolicy: policyChanged.event,
@@ -56,8 +66,14 @@ export function hitlSection(host: InProcessHost): HitlApi {
     },
 
     decideApproval(id: string, decision: ApprovalDecision, operator: string): Promise<HitlInvocation> {
-      return host.run((c) => c.hitl.decide(id, { action: decision.action, rationale: decision.rationale, payload: decision.payload }, operator,
-        { correlationId: correlationOf(id) }));
+      return host.run((c) =>
+        c.hitl.decide(
+          id,
+          { action: decision.action, rationale: decision.rationale, payload: decision.payload },
+          operator,
+          { correlationId: correlationOf(id) },
+        ),
+      );
     },
 
     cancelApproval(id: string, operator: string, reason: string): Promise<HitlInvocation> {

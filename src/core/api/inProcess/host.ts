@@ -21,7 +21,8 @@ export class InProcessHost implements Disposable {
 
   /** Runs `work` now; its result or its error (translated for the user) is the Promise's. */
   run<T>(work: (coordinator: Coordinator) => T): Promise<T> {
-    if (this.stopped) return Promise.reject(new CoordinatorApiError('stopped', 'The SW4RM coordinator is not running.'));
+    if (this.stopped)
+      return Promise.reject(new CoordinatorApiError('stopped', 'The SW4RM coordinator is not running.'));
     try {
       return Promise.resolve(work(this.coordinator));
     } catch (err) {
@@ -31,7 +32,8 @@ export class InProcessHost implements Disposable {
 
   /** Starts `work` now (its synchronous part runs before this returns); its result or its error (translated) is the Promise's. */
   runAsync<T>(work: (coordinator: Coordinator) => Promise<T>): Promise<T> {
-    if (this.stopped) return Promise.reject(new CoordinatorApiError('stopped', 'The SW4RM coordinator is not running.'));
+    if (this.stopped)
+      return Promise.reject(new CoordinatorApiError('stopped', 'The SW4RM coordinator is not running.'));
     try {
       return work(this.coordinator).catch((err: unknown) => Promise.reject(translateError(err)));
     } catch (err) {

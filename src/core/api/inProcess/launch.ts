@@ -1,5 +1,14 @@
 import type { Event } from '../../events';
-import type { BridgeEndpoints, LaunchesChange, LaunchPlan, LaunchProfile, LaunchRecord, LaunchRequest, ProfileAvailability, ProfileIssue } from '../../launch/model';
+import type {
+  BridgeEndpoints,
+  LaunchesChange,
+  LaunchPlan,
+  LaunchProfile,
+  LaunchRecord,
+  LaunchRequest,
+  ProfileAvailability,
+  ProfileIssue,
+} from '../../launch/model';
 import type { LaunchApi } from '../sections/launch';
 import type { InProcessHost } from './host';
 
@@ -26,11 +35,15 @@ export function launchSection(host: InProcessHost): LaunchApi {
     },
 
     launchAgent(request: LaunchRequest, by: string): Promise<LaunchPlan> {
-      return host.runAsync((c) => c.launches.launch(request, by, { correlationId: c.ids.uuid(), principal: 'operator' }));
+      return host.runAsync((c) =>
+        c.launches.launch(request, by, { correlationId: c.ids.uuid(), principal: 'operator' }),
+      );
     },
 
     relaunchAgent(agentId: string, by: string): Promise<LaunchPlan> {
-      return host.runAsync((c) => c.launches.relaunch(agentId, by, { correlationId: c.ids.uuid(), principal: 'operator' }));
+      return host.runAsync((c) =>
+        c.launches.relaunch(agentId, by, { correlationId: c.ids.uuid(), principal: 'operator' }),
+      );
     },
 
     launchStarted(agentId: string): Promise<LaunchRecord> {
@@ -38,7 +51,9 @@ export function launchSection(host: InProcessHost): LaunchApi {
     },
 
     launchExited(agentId: string, exitCode: number | null, by: string): Promise<LaunchRecord> {
-      return host.run((c) => c.launches.exited(agentId, exitCode, by, { correlationId: c.ids.uuid(), principal: 'operator' }));
+      return host.run((c) =>
+        c.launches.exited(agentId, exitCode, by, { correlationId: c.ids.uuid(), principal: 'operator' }),
+      );
     },
 
     launches(): Promise<LaunchRecord[]> {

@@ -9,8 +9,12 @@ import { boundedLimit, DEFAULT_LIST, payloadText, withoutKey } from './views';
 export function negotiationsSection(host: InProcessHost): NegotiationsApi {
   const negotiationsChanged = host.emitter<NegotiationsChange>();
   host.subscribe(
-    host.coordinator.negotiations.onDidChange((change) => negotiationsChanged.fire({ kind: 'debate', id: change.negotiationId, state: change.state })),
-    host.coordinator.room.onDidChange((change) => negotiationsChanged.fire({ kind: 'room', id: change.artifactId, roomId: change.roomId, state: change.state })),
+    host.coordinator.negotiations.onDidChange((change) =>
+      negotiationsChanged.fire({ kind: 'debate', id: change.negotiationId, state: change.state }),
+    ),
+    host.coordinator.room.onDidChange((change) =>
+      negotiationsChanged.fire({ kind: 'room', id: change.artifactId, roomId: change.roomId, state: change.state }),
+    ),
   );
   return {
     onDidChangeNegotiations: negotiationsChanged.event,
@@ -35,12 +39,33 @@ export function negotiationsSection(host: InProcessHost): NegotiationsApi {
         const decision = r.decision;
         return {
           negotiation: {
-            id: r.id, correlationId: r.correlationId, topic: r.topic, participants: [...r.participants], intensity: r.intensity, openedBy: r.openedBy,
-            openedAt: r.openedAt, deadlineAt: r.deadlineAt, effective: r.effective, schema: r.schema, state: r.state, rounds: r.rounds,
-            tokensUsed: r.tokensUsed, oscillations: r.oscillations, roundStartedAt: r.roundStartedAt, pending: r.pending, abort: r.abort, updatedAt: r.updatedAt,
-            decision: decision && { ...withoutKey(decision, 'result'), result: payloadText(decision.result, decision.contentType) },
+            id: r.id,
+            correlationId: r.correlationId,
+            topic: r.topic,
+            participants: [...r.participants],
+            intensity: r.intensity,
+            openedBy: r.openedBy,
+            openedAt: r.openedAt,
+            deadlineAt: r.deadlineAt,
+            effective: r.effective,
+            schema: r.schema,
+            state: r.state,
+            rounds: r.rounds,
+            tokensUsed: r.tokensUsed,
+            oscillations: r.oscillations,
+            roundStartedAt: r.roundStartedAt,
+            pending: r.pending,
+            abort: r.abort,
+            updatedAt: r.updatedAt,
+            decision: decision && {
+              ...withoutKey(decision, 'result'),
+              result: payloadText(decision.result, decision.contentType),
+            },
           },
-          rounds: detail.rounds.map((round) => ({ ...withoutKey(round, 'payload'), payload: payloadText(round.payload, round.contentType) })),
+          rounds: detail.rounds.map((round) => ({
+            ...withoutKey(round, 'payload'),
+            payload: payloadText(round.payload, round.contentType),
+          })),
         };
       });
     },

@@ -6,9 +6,15 @@ import type { InProcessHost } from './host';
 /** CoordinatorApi's registry section over a coordinator in this thread. */
 export function registrySection(host: InProcessHost): RegistryApi {
   const agentsChanged = host.emitter<AgentsChange>();
-  host.subscribe(host.coordinator.registry.onDidChange((change) => agentsChanged.fire(change.kind === 'left'
-    ? { kind: 'left', agentId: change.agentId, reason: change.reason }
-    : { kind: change.kind, agentId: change.agent.descriptor.agentId, agent: change.agent })));
+  host.subscribe(
+    host.coordinator.registry.onDidChange((change) =>
+      agentsChanged.fire(
+        change.kind === 'left'
+          ? { kind: 'left', agentId: change.agentId, reason: change.reason }
+          : { kind: change.kind, agentId: change.agent.descriptor.agentId, agent: change.agent },
+      ),
+    ),
+  );
   return {
     onDidChangeAgents: agentsChanged.event,
 
@@ -29,7 +35,9 @@ export function registrySection(host: InProcessHost): RegistryApi {
     },
 
     deregisterAgent(agentId: string, by: string): Promise<boolean> {
-      return host.run((c) => c.registry.deregister(agentId, `deregistered by ${by} from the editor`, { correlationId: c.ids.uuid() }));
+      return host.run((c) =>
+        c.registry.deregister(agentId, `deregistered by ${by} from the editor`, { correlationId: c.ids.uuid() }),
+      );
     },
   };
 }

@@ -1,4 +1,12 @@
-import type { CoordinatorSendInput, InboxStats, MessageDetail, MessageQuery, MessageSummary, SendResult, StoreUsage } from '../../router/router';
+import type {
+  CoordinatorSendInput,
+  InboxStats,
+  MessageDetail,
+  MessageQuery,
+  MessageSummary,
+  SendResult,
+  StoreUsage,
+} from '../../router/router';
 import type { InboxChange, RouterApi } from '../sections/router';
 import type { InProcessHost } from './host';
 
@@ -42,8 +50,15 @@ export function routerSection(host: InProcessHost): RouterApi {
         const correlationId = message.correlationId || c.ids.uuid();
         const result = c.router.sendFromCoordinator({ ...message, correlationId }, { correlationId });
         c.log.record({
-          correlationId, actor: by, eventType: 'operator.message_sent', level: result.accepted ? 'INFO' : 'WARN',
-          details: { to: message.to.slice(0, 128), content_type: message.contentType, ...(result.accepted ? { message_id: result.messageId } : { error_code: result.code }) },
+          correlationId,
+          actor: by,
+          eventType: 'operator.message_sent',
+          level: result.accepted ? 'INFO' : 'WARN',
+          details: {
+            to: message.to.slice(0, 128),
+            content_type: message.contentType,
+            ...(result.accepted ? { message_id: result.messageId } : { error_code: result.code }),
+          },
         });
         return result;
       });

@@ -25,29 +25,47 @@ export function schedulerSection(host: InProcessHost): SchedulerApi {
     },
 
     submitTask(submission: TaskSubmissionInput, by: string): Promise<SubmitResult> {
-      return host.run((c) => c.scheduler.submit({
-        taskId: submission.taskId ?? '', target: submission.target, priority: submission.priority,
-        params: Buffer.from(submission.params, 'utf8'), contentType: submission.contentType ?? '', scope: submission.scope, submittedBy: by,
-      }, { correlationId: submission.taskId || c.ids.uuid(), principal: 'operator' }));
+      return host.run((c) =>
+        c.scheduler.submit(
+          {
+            taskId: submission.taskId ?? '',
+            target: submission.target,
+            priority: submission.priority,
+            params: Buffer.from(submission.params, 'utf8'),
+            contentType: submission.contentType ?? '',
+            scope: submission.scope,
+            submittedBy: by,
+          },
+          { correlationId: submission.taskId || c.ids.uuid(), principal: 'operator' },
+        ),
+      );
     },
 
     preemptTask(taskId: string, reason: string, by: string): Promise<TaskRecord> {
       return host.run((c) => {
         const task = c.scheduler.task(taskId);
         if (!task) throw new SchedulerError('not_found', `There is no task ${taskId}.`);
-        const answer = c.scheduler.preempt(task.assignedAgentId, taskId, reason || `preempted by ${by}`, { correlationId: taskId, principal: 'operator' });
+        const answer = c.scheduler.preempt(task.assignedAgentId, taskId, reason || `preempted by ${by}`, {
+          correlationId: taskId,
+          principal: 'operator',
+        });
         if (!answer.enqueued) throw new SchedulerError('refused', answer.reason);
         return c.scheduler.task(taskId) ?? task;
       });
     },
 
     cancelTask(taskId: string, reason: string, by: string): Promise<TaskRecord> {
-      return host.run((c) => c.scheduler.cancel(taskId, reason || `cancelled by ${by}`, { correlationId: taskId, principal: 'operator' }));
+      return host.run((c) =>
+        c.scheduler.cancel(taskId, reason || `cancelled by ${by}`, { correlationId: taskId, principal: 'operator' }),
+      );
     },
 
     shutdownAgent(agentId: string, graceMs: number | undefined, by: string): Promise<void> {
       return host.run((c) => {
-        const answer = c.scheduler.shutdownAgent(agentId, graceMs ?? 30_000, `shut down by ${by}`, { correlationId: c.ids.uuid(), principal: 'operator' });
+        const answer = c.scheduler.shutdownAgent(agentId, graceMs ?? 30_000, `shut down by ${by}`, {
+          correlationId: c.ids.uuid(),
+          principal: 'operator',
+        });
         if (!answer.ok) throw new SchedulerError(c.registry.get(agentId) ? 'refused' : 'not_found', answer.reason);
       });
     },
@@ -63,7 +81,12 @@ export function schedulerSection(host: InProcessHost): SchedulerApi {
     setMaxParallelInstances(limits: Readonly<Record<string, number>>, defaultLimit: number, by: string): Promise<void> {
       return host.run((c) => {
         c.concurrency.setMaxParallelInstances(limits, defaultLimit);
-        c.log.record({ correlationId: c.ids.uuid(), actor: by, eventType: 'scheduler.limits_changed', details: { max_parallel_instances: limits, default: defaultLimit } });
+        c.log.record({
+          correlationId: c.ids.uuid(),
+          actor: by,
+          eventType: 'scheduler.limits_changed',
+          details: { max_parallel_instances: limits, default: defaultLimit },
+        });
       });
     },
   };

@@ -10,7 +10,9 @@ const MAX_TOOL_CALLS = 1_000;
 /** CoordinatorApi's tools section over a coordinator in this thread. */
 export function toolsSection(host: InProcessHost): ToolsApi {
   const toolsChanged = host.emitter<ToolsChange>();
-  host.subscribe(host.coordinator.tools.onDidChange((change) => toolsChanged.fire({ kind: change.kind, id: change.id })));
+  host.subscribe(
+    host.coordinator.tools.onDidChange((change) => toolsChanged.fire({ kind: change.kind, id: change.id })),
+  );
   return {
     onDidChangeTools: toolsChanged.event,
 
@@ -19,7 +21,9 @@ export function toolsSection(host: InProcessHost): ToolsApi {
     },
 
     toolCalls(limit = DEFAULT_TOOL_CALLS): Promise<ToolCallRecord[]> {
-      return host.run((c) => c.tools.recentCalls(Math.max(1, Math.min(Math.floor(limit) || DEFAULT_TOOL_CALLS, MAX_TOOL_CALLS))));
+      return host.run((c) =>
+        c.tools.recentCalls(Math.max(1, Math.min(Math.floor(limit) || DEFAULT_TOOL_CALLS, MAX_TOOL_CALLS))),
+      );
     },
 
     toolCallDetails(callId: string): Promise<ToolCallDetails | undefined> {
@@ -38,8 +42,17 @@ export function toolsSection(host: InProcessHost): ToolsApi {
           ? c.tools.cancel(record.callerAgentId, record.providerId, callId, ctx)
           : { errorCode: 'NOT_FOUND', message: `no call '${callId.slice(0, 256)}' is kept` };
         c.log.record({
-          correlationId: callId, actor: by, eventType: 'operator.tool_call_cancel', level: 'INFO',
-          details: { call_id: callId.slice(0, 256), error_code: result.errorCode, ...(record ? { caller_agent_id: record.callerAgentId, provider_id: record.providerId, tool_name: record.toolName } : {}) },
+          correlationId: callId,
+          actor: by,
+          eventType: 'operator.tool_call_cancel',
+          level: 'INFO',
+          details: {
+            call_id: callId.slice(0, 256),
+            error_code: result.errorCode,
+            ...(record
+              ? { caller_agent_id: record.callerAgentId, provider_id: record.providerId, tool_name: record.toolName }
+              : {}),
+          },
         });
         return result;
       });

@@ -23,7 +23,13 @@ export function payloadText(bytes: Uint8Array, contentType: string): PayloadText
   const truncated = bytes.byteLength > MAX_NEGOTIATION_PAYLOAD_SHOWN;
   const shown = truncated ? bytes.subarray(0, MAX_NEGOTIATION_PAYLOAD_SHOWN) : bytes;
   try {
-    return { contentType, bytes: bytes.byteLength, text: new TextDecoder('utf-8', { fatal: true }).decode(shown), binary: false, truncated };
+    return {
+      contentType,
+      bytes: bytes.byteLength,
+      text: new TextDecoder('utf-8', { fatal: true }).decode(shown),
+      binary: false,
+      truncated,
+    };
   } catch {
     if (truncated) {
       // Valid UTF-8 cut inside a character: only the last 1–3 bytes fail.

@@ -1,7 +1,15 @@
 import type { Coordinator } from '../../coordinator';
 import type { Event } from '../../events';
 import { parseDefinitionTextOffThread } from '../../workflow/definitionThread';
-import type { ValidationIssue, WorkflowCreateResult, WorkflowDetail, WorkflowFileIssue, WorkflowNodeDetail, WorkflowsChange, WorkflowSummary } from '../../workflow/model';
+import type {
+  ValidationIssue,
+  WorkflowCreateResult,
+  WorkflowDetail,
+  WorkflowFileIssue,
+  WorkflowNodeDetail,
+  WorkflowsChange,
+  WorkflowSummary,
+} from '../../workflow/model';
 import { WorkflowError } from '../../workflow/workflows';
 import { CoordinatorApiError } from '../errors';
 import type { WorkflowsApi } from '../sections/workflows';
@@ -14,17 +22,22 @@ const MAX_WORKFLOWS = 1_000;
 /** CoordinatorApi's workflow section over a coordinator in this thread. */
 export function workflowsSection(host: InProcessHost): WorkflowsApi {
   /** `run` with the workflow engine's refusals as CoordinatorApiError (not_found, invalid, refused; the SW4RM code kept). */
-  const workflowRun = <T>(work: (coordinator: Coordinator) => T): Promise<T> => host.run((c) => {
-    try {
-      return work(c);
-    } catch (err) {
-      if (err instanceof WorkflowError) {
-        // `permission` does not arise here (the editor is the operator): refused, should it ever.
-        throw new CoordinatorApiError(err.kind === 'not_found' ? 'not_found' : err.kind === 'invalid' ? 'invalid' : 'refused', err.message, err.code);
+  const workflowRun = <T>(work: (coordinator: Coordinator) => T): Promise<T> =>
+    host.run((c) => {
+      try {
+        return work(c);
+      } catch (err) {
+        if (err instanceof WorkflowError) {
+          // `permission` does not arise here (the editor is the operator): refused, should it ever.
+          throw new CoordinatorApiError(
+            err.kind === 'not_found' ? 'not_found' : err.kind === 'invalid' ? 'invalid' : 'refused',
+            err.message,
+            err.code,
+          );
+        }
+        throw err;
       }
-      throw err;
-    }
-  });
+    });
   /** Workflow changes, passed on while this API is not disposed. */
   const onDidChangeWorkflows: Event<WorkflowsChange> = (listener) =>
     host.coordinator.workflows.onDidChange((change) => {
@@ -34,7 +47,11 @@ export function workflowsSection(host: InProcessHost): WorkflowsApi {
     onDidChangeWorkflows,
 
     workflows(limit?: number): Promise<WorkflowSummary[]> {
-      return workflowRun((c) => c.workflows.list(Math.min(Math.max(1, Math.floor(limit ?? DEFAULT_WORKFLOWS) || DEFAULT_WORKFLOWS), MAX_WORKFLOWS)));
+      return workflowRun((c) =>
+        c.workflows.list(
+          Math.min(Math.max(1, Math.floor(limit ?? DEFAULT_WORKFLOWS) || DEFAULT_WORKFLOWS), MAX_WORKFLOWS),
+        ),
+      );
     },
 
     workflow(workflowId: string, maxNodes?: number): Promise<WorkflowDetail | undefined> {
@@ -51,17 +68,30 @@ export function workflowsSection(host: InProcessHost): WorkflowsApi {
       return workflowRun((c): WorkflowCreateResult => {
         const placed = parsed.issues;
         if (!parsed.definition || placed.some((i) => i.severity === 'error')) return { ok: false, issues: placed };
-        const unplaced = (issues: readonly ValidationIssue[]): WorkflowFileIssue[] => issues.map((i) => {
-          const at = placed.find((p) => p.path === i.path);
-          return { ...i, line: at?.line ?? 0, column: at?.column ?? 0, endLine: at?.endLine ?? 0, endColumn: at?.endColumn ?? 0 };
-        });
+        const unplaced = (issues: readonly ValidationIssue[]): WorkflowFileIssue[] =>
+          issues.map((i) => {
+            const at = placed.find((p) => p.path === i.path);
+            return {
+              ...i,
+              line: at?.line ?? 0,
+              column: at?.column ?? 0,
+              endLine: at?.endLine ?? 0,
+              endColumn: at?.endColumn ?? 0,
+            };
+          });
         try {
-          const result = c.workflows.create(parsed.definition, by, { correlationId: parsed.definition.workflowId || c.ids.uuid(), principal: 'operator' });
+          const result = c.workflows.create(parsed.definition, by, {
+            correlationId: parsed.definition.workflowId || c.ids.uuid(),
+            principal: 'operator',
+          });
           if (!result.ok) return { ok: false, issues: unplaced(result.issues) };
           return { ok: true, workflowId: result.workflowId, warnings: placed.filter((i) => i.severity === 'warning') };
         } catch (err) {
           if (err instanceof WorkflowError && err.kind === 'exists') {
-            return { ok: false, issues: unplaced([{ severity: 'error', code: err.code, path: 'workflow_id', message: err.message }]) };
+            return {
+              ok: false,
+              issues: unplaced([{ severity: 'error', code: err.code, path: 'workflow_id', message: err.message }]),
+            };
           }
           throw err;
         }
@@ -69,19 +99,27 @@ export function workflowsSection(host: InProcessHost): WorkflowsApi {
     },
 
     startWorkflow(workflowId: string, data: string, by: string): Promise<WorkflowDetail> {
-      return workflowRun((c) => c.workflows.start(workflowId, data, by, { correlationId: workflowId, principal: 'operator' }));
+      return workflowRun((c) =>
+        c.workflows.start(workflowId, data, by, { correlationId: workflowId, principal: 'operator' }),
+      );
     },
 
     runWorkflowNode(workflowId: string, nodeId: string, by: string): Promise<WorkflowDetail> {
-      return workflowRun((c) => c.workflows.runNode(workflowId, nodeId, by, { correlationId: workflowId, principal: 'operator' }));
+      return workflowRun((c) =>
+        c.workflows.runNode(workflowId, nodeId, by, { correlationId: workflowId, principal: 'operator' }),
+      );
     },
 
     resumeWorkflow(workflowId: string, nodeId: string, data: string, by: string): Promise<WorkflowDetail> {
-      return workflowRun((c) => c.workflows.resume(workflowId, nodeId, data, by, { correlationId: workflowId, principal: 'operator' }));
+      return workflowRun((c) =>
+        c.workflows.resume(workflowId, nodeId, data, by, { correlationId: workflowId, principal: 'operator' }),
+      );
     },
 
     cancelWorkflow(workflowId: string, reason: string, by: string): Promise<WorkflowDetail> {
-      return workflowRun((c) => c.workflows.cancel(workflowId, reason, by, { correlationId: workflowId, principal: 'operator' }));
+      return workflowRun((c) =>
+        c.workflows.cancel(workflowId, reason, by, { correlationId: workflowId, principal: 'operator' }),
+      );
     },
   };
 }

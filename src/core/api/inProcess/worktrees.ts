@@ -2,8 +2,17 @@ import type { BindingStatus } from '../../worktree/bindings';
 import type { MergePreview, UndoResult } from '../../worktree/mergeBack';
 import type { Snapshot } from '../../worktree/snapshots';
 import type {
-  BindWorktreeRequest, WorktreeInfo, WorktreeMergeInfo, WorktreeMergeOptions, WorktreeMergeResult, WorktreePruneCandidate, WorktreeRemoval,
-  WorktreeRepositoryInfo, WorktreesApi, WorktreesChange, WorktreeSetupEvent,
+  BindWorktreeRequest,
+  WorktreeInfo,
+  WorktreeMergeInfo,
+  WorktreeMergeOptions,
+  WorktreeMergeResult,
+  WorktreePruneCandidate,
+  WorktreeRemoval,
+  WorktreeRepositoryInfo,
+  WorktreesApi,
+  WorktreesChange,
+  WorktreeSetupEvent,
 } from '../sections/worktrees';
 import type { InProcessHost } from './host';
 
@@ -43,12 +52,24 @@ export function worktreesSection(host: InProcessHost): WorktreesApi {
       return host.runAsync((c) => c.worktreeOperations.snapshotsOf(repoId, worktreeId));
     },
 
-    restoreWorktreeSnapshot(repoId: string, worktreeId: string, snapshotRef: string, by: string): Promise<{ readonly before: Snapshot }> {
+    restoreWorktreeSnapshot(
+      repoId: string,
+      worktreeId: string,
+      snapshotRef: string,
+      by: string,
+    ): Promise<{ readonly before: Snapshot }> {
       return host.runAsync((c) => c.worktreeOperations.restore(repoId, worktreeId, snapshotRef, by));
     },
 
-    removeWorktree(repoId: string, worktreeId: string, options: { readonly confirmed: boolean }, by: string): Promise<WorktreeRemoval> {
-      return host.runAsync((c) => c.worktreeOperations.remove(repoId, worktreeId, { confirmed: options.confirmed === true }, by));
+    removeWorktree(
+      repoId: string,
+      worktreeId: string,
+      options: { readonly confirmed: boolean },
+      by: string,
+    ): Promise<WorktreeRemoval> {
+      return host.runAsync((c) =>
+        c.worktreeOperations.remove(repoId, worktreeId, { confirmed: options.confirmed === true }, by),
+      );
     },
 
     pruneWorktreesPlan(repoId?: string): Promise<WorktreePruneCandidate[]> {
@@ -63,7 +84,12 @@ export function worktreesSection(host: InProcessHost): WorktreesApi {
       return host.runAsync((c) => c.worktreeOperations.previewMerge(repoId, worktreeId, options));
     },
 
-    mergeBack(repoId: string, worktreeId: string, options: WorktreeMergeOptions, by: string): Promise<WorktreeMergeResult> {
+    mergeBack(
+      repoId: string,
+      worktreeId: string,
+      options: WorktreeMergeOptions,
+      by: string,
+    ): Promise<WorktreeMergeResult> {
       return host.runAsync((c) => c.worktreeOperations.mergeBack(repoId, worktreeId, options, by));
     },
 

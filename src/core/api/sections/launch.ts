@@ -1,7 +1,25 @@
 import type { Event } from '../../events';
-import type { BridgeEndpoints, LaunchesChange, LaunchPlan, LaunchProfile, LaunchRecord, LaunchRequest, ProfileAvailability, ProfileIssue } from '../../launch/model';
+import type {
+  BridgeEndpoints,
+  LaunchesChange,
+  LaunchPlan,
+  LaunchProfile,
+  LaunchRecord,
+  LaunchRequest,
+  ProfileAvailability,
+  ProfileIssue,
+} from '../../launch/model';
 
-export type { BridgeEndpoints, LaunchesChange, LaunchPlan, LaunchProfile, LaunchRecord, LaunchRequest, ProfileAvailability, ProfileIssue };
+export type {
+  BridgeEndpoints,
+  LaunchesChange,
+  LaunchPlan,
+  LaunchProfile,
+  LaunchRecord,
+  LaunchRequest,
+  ProfileAvailability,
+  ProfileIssue,
+};
 
 /**
  * Launched agents (README, "Launch your first agent"): profiles, launches, and the bridge they are wired to. Part

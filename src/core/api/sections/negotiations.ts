@@ -25,9 +25,27 @@ export interface NegotiationsApi {
 }
 
 /** A debate's record for the editor: what it shows (not the core's delivery bookkeeping), the decision's result as text. */
-export type NegotiationView = Pick<NegotiationRecord,
-  'id' | 'correlationId' | 'topic' | 'participants' | 'intensity' | 'openedBy' | 'openedAt' | 'deadlineAt' | 'effective' | 'schema' | 'state'
-  | 'rounds' | 'tokensUsed' | 'oscillations' | 'roundStartedAt' | 'pending' | 'abort' | 'updatedAt'> & {
+export type NegotiationView = Pick<
+  NegotiationRecord,
+  | 'id'
+  | 'correlationId'
+  | 'topic'
+  | 'participants'
+  | 'intensity'
+  | 'openedBy'
+  | 'openedAt'
+  | 'deadlineAt'
+  | 'effective'
+  | 'schema'
+  | 'state'
+  | 'rounds'
+  | 'tokensUsed'
+  | 'oscillations'
+  | 'roundStartedAt'
+  | 'pending'
+  | 'abort'
+  | 'updatedAt'
+> & {
   readonly decision: (Omit<NegotiationDecision, 'result'> & { readonly result: PayloadText }) | null;
 };
 

@@ -26,5 +26,9 @@ export interface AgentCounts {
 
 /** An agent joined, changed (descriptor, presence, state, heartbeat) or left. */
 export type AgentsChange =
-  | { readonly kind: 'joined' | 'updated' | 'presence' | 'state' | 'heartbeat'; readonly agentId: string; readonly agent: AgentRecord }
+  | {
+      readonly kind: 'joined' | 'updated' | 'presence' | 'state' | 'heartbeat';
+      readonly agentId: string;
+      readonly agent: AgentRecord;
+    }
   | { readonly kind: 'left'; readonly agentId: string; readonly reason: string };

@@ -1,7 +1,23 @@
 import type { Event } from '../../events';
-import type { ValidationIssue, WorkflowCreateResult, WorkflowDetail, WorkflowFileIssue, WorkflowNodeDetail, WorkflowsChange, WorkflowSummary } from '../../workflow/model';
+import type {
+  ValidationIssue,
+  WorkflowCreateResult,
+  WorkflowDetail,
+  WorkflowFileIssue,
+  WorkflowNodeDetail,
+  WorkflowsChange,
+  WorkflowSummary,
+} from '../../workflow/model';
 
-export type { ValidationIssue, WorkflowCreateResult, WorkflowDetail, WorkflowFileIssue, WorkflowNodeDetail, WorkflowsChange, WorkflowSummary };
+export type {
+  ValidationIssue,
+  WorkflowCreateResult,
+  WorkflowDetail,
+  WorkflowFileIssue,
+  WorkflowNodeDetail,
+  WorkflowsChange,
+  WorkflowSummary,
+};
 
 /** Workflows (RFC §17.7; README, "Workflows"). Part of CoordinatorApi (coordinatorApi.ts). */
 export interface WorkflowsApi {

@@ -3,14 +3,30 @@ import type { BindingStatus } from '../../worktree/bindings';
 import type { MergePreview, UndoResult } from '../../worktree/mergeBack';
 import type { Snapshot } from '../../worktree/snapshots';
 import type {
-  BindWorktreeRequest, WorktreeInfo, WorktreeMergeInfo, WorktreeMergeOptions, WorktreeMergeResult, WorktreePruneCandidate,
-  WorktreeRemoval, WorktreeRepositoryInfo, WorktreesChange, WorktreeSetupEvent,
+  BindWorktreeRequest,
+  WorktreeInfo,
+  WorktreeMergeInfo,
+  WorktreeMergeOptions,
+  WorktreeMergeResult,
+  WorktreePruneCandidate,
+  WorktreeRemoval,
+  WorktreeRepositoryInfo,
+  WorktreesChange,
+  WorktreeSetupEvent,
 } from '../../worktree/model';
 
 /** The records of the worktree section are the worktree area's (src/core/worktree/model.ts). */
 export type {
-  BindWorktreeRequest, WorktreeInfo, WorktreeMergeInfo, WorktreeMergeOptions, WorktreeMergeResult, WorktreePruneCandidate,
-  WorktreeRemoval, WorktreeRepositoryInfo, WorktreesChange, WorktreeSetupEvent,
+  BindWorktreeRequest,
+  WorktreeInfo,
+  WorktreeMergeInfo,
+  WorktreeMergeOptions,
+  WorktreeMergeResult,
+  WorktreePruneCandidate,
+  WorktreeRemoval,
+  WorktreeRepositoryInfo,
+  WorktreesChange,
+  WorktreeSetupEvent,
 };
 
 /**
@@ -40,13 +56,23 @@ export interface WorktreesApi {
    * Writes a snapshot's files back into its worktree, after snapshotting the current state (answered as `before`, so
    * the restore can be undone). Rejects `not_found` (no such worktree or snapshot).
    */
-  restoreWorktreeSnapshot(repoId: string, worktreeId: string, snapshotRef: string, by: string): Promise<{ readonly before: Snapshot }>;
+  restoreWorktreeSnapshot(
+    repoId: string,
+    worktreeId: string,
+    snapshotRef: string,
+    by: string,
+  ): Promise<{ readonly before: Snapshot }>;
   /**
    * Removes a worktree through git. Without `confirmed`, one with uncommitted files or unmerged commits is refused
    * (`refused`, reason `dirty` / `unmerged`); with it, a snapshot is written first and the branch is kept. Never one an
    * agent is bound to (`refused`, reason `bound`) nor a locked one (`locked`).
    */
-  removeWorktree(repoId: string, worktreeId: string, options: { readonly confirmed: boolean }, by: string): Promise<WorktreeRemoval>;
+  removeWorktree(
+    repoId: string,
+    worktreeId: string,
+    options: { readonly confirmed: boolean },
+    by: string,
+  ): Promise<WorktreeRemoval>;
   /** What `pruneWorktrees` would forget: worktrees whose folder is gone, in every repository (or one). Deletes nothing. */
   pruneWorktreesPlan(repoId?: string): Promise<WorktreePruneCandidate[]>;
   /** Prunes exactly the candidates listed (those no longer stale are skipped); answers the ones pruned. */
@@ -62,7 +88,12 @@ export interface WorktreesApi {
    * diff (the Approvals view and panel; the approval policy applies), then merges, squashes or rebases. Answers how it
    * ended; a merged one can be undone with `undoMerge` (also after a restart).
    */
-  mergeBack(repoId: string, worktreeId: string, options: WorktreeMergeOptions, by: string): Promise<WorktreeMergeResult>;
+  mergeBack(
+    repoId: string,
+    worktreeId: string,
+    options: WorktreeMergeOptions,
+    by: string,
+  ): Promise<WorktreeMergeResult>;
   /** Merges that can still be undone, newest first. */
   worktreeMerges(repoId?: string): Promise<WorktreeMergeInfo[]>;
   /** Undoes a merge: the target goes back to its pre-merge state from the snapshot. Rejects `not_found`, or `refused` if the target moved since. */

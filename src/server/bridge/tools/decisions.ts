@@ -13,10 +13,14 @@ const MAX_DEADLINE_SECONDS = 7 * 24 * 3600;
 /** Who decided, in the words the tool answers: a person in the editor, a policy rule, the deadline's fallback, or a cancellation. */
 export function decidedBy(invocation: HitlInvocation): 'person' | 'policy' | 'fallback' | 'cancelled' {
   switch (invocation.decision?.origin.kind) {
-    case 'human': return 'person';
-    case 'rule': return 'policy';
-    case 'fallback': return 'fallback';
-    default: return 'cancelled';
+    case 'human':
+      return 'person';
+    case 'rule':
+      return 'policy';
+    case 'fallback':
+      return 'fallback';
+    default:
+      return 'cancelled';
   }
 }
 
@@ -48,24 +52,49 @@ export function decisionAnswer(invocation: HitlInvocation, reattached: boolean):
  */
 export const REQUEST_DECISION: BridgeTool = {
   name: 'request_decision',
-  description: 'Ask the person at the editor to decide (approve / deny / modify / defer) and wait for the answer. Blocks until a person decides, '
-    + 'a policy rule decides, or the deadline passes (then the configured fallback answers: decided_by "fallback"). Give a request_id: '
-    + 'if your call is interrupted or times out, call again with the same request_id to keep waiting for the same decision.',
+  description:
+    'Ask the person at the editor to decide (approve / deny / modify / defer) and wait for the answer. Blocks until a person decides, ' +
+    'a policy rule decides, or the deadline passes (then the configured fallback answers: decided_by "fallback"). Give a request_id: ' +
+    'if your call is interrupted or times out, call again with the same request_id to keep waiting for the same decision.',
   inputSchema: {
     type: 'object',
     properties: {
-      reason_type: { enum: [...REASON_TYPES], description: 'Why a human is asked (RFC §15): TASK_ESCALATION, SECURITY_APPROVAL, MANUAL_OVERRIDE, CONFLICT, …' },
-      summary: { type: 'string', minLength: 1, maxLength: L.summary, description: 'What is to be decided, in one or two sentences.' },
+      reason_type: {
+        enum: [...REASON_TYPES],
+        description: 'Why a human is asked (RFC §15): TASK_ESCALATION, SECURITY_APPROVAL, MANUAL_OVERRIDE, CONFLICT, …',
+      },
+      summary: {
+        type: 'string',
+        minLength: 1,
+        maxLength: L.summary,
+        description: 'What is to be decided, in one or two sentences.',
+      },
       context: { type: 'object', description: 'Facts the person should see (any JSON object).' },
-      options: { type: 'array', items: { type: 'string', minLength: 1, maxLength: L.proposed_action }, maxItems: L.proposed_actions, description: 'The actions you propose.' },
+      options: {
+        type: 'array',
+        items: { type: 'string', minLength: 1, maxLength: L.proposed_action },
+        maxItems: L.proposed_actions,
+        description: 'The actions you propose.',
+      },
       suggested_action: { type: 'string', maxLength: L.requester, description: 'The option you recommend.' },
       diff: { type: 'string', description: 'A unified diff of the proposed change, shown as such.' },
       risk_level: { type: 'string', maxLength: 256 },
       risk_notes: { type: 'array', items: { type: 'string', maxLength: 4096 }, maxItems: 32 },
       task_id: { type: 'string', maxLength: L.subject_field, description: 'The task this is about, if any.' },
       priority: { type: 'integer', minimum: -1000, maximum: 1000 },
-      deadline_seconds: { type: 'number', exclusiveMinimum: 0, maximum: MAX_DEADLINE_SECONDS, description: 'Wait at most this long; the policy default (and its maximum) apply.' },
-      request_id: { type: 'string', minLength: 1, maxLength: L.invocation_id, pattern: '^[A-Za-z0-9._:-]+$', description: 'Yours, unique per question: a retry with it re-attaches instead of asking again.' },
+      deadline_seconds: {
+        type: 'number',
+        exclusiveMinimum: 0,
+        maximum: MAX_DEADLINE_SECONDS,
+        description: 'Wait at most this long; the policy default (and its maximum) apply.',
+      },
+      request_id: {
+        type: 'string',
+        minLength: 1,
+        maxLength: L.invocation_id,
+        pattern: '^[A-Za-z0-9._:-]+$',
+        description: 'Yours, unique per question: a retry with it re-attaches instead of asking again.',
+      },
     },
     required: ['reason_type', 'summary'],
     additionalProperties: false,
@@ -85,12 +114,17 @@ export const REQUEST_DECISION: BridgeTool = {
         risk_level: args.risk_level,
         risk_notes: args.risk_notes,
         priority: args.priority,
-        deadline_ms: args.deadline_seconds === undefined ? undefined : Math.ceil((args.deadline_seconds as number) * 1000),
+        deadline_ms:
+          args.deadline_seconds === undefined ? undefined : Math.ceil((args.deadline_seconds as number) * 1000),
         invocation_id: args.request_id,
         subject: args.task_id === undefined ? undefined : { task_id: args.task_id },
       };
       // The same bounds as a Decide call's context: 256 KiB, the JSON depth limit.
-      const request = parseInvocationRequest(parseBody(JSON.stringify(body)), { requester: caller.agentId, correlationId: ctx.correlationId, now: clock.now() });
+      const request = parseInvocationRequest(parseBody(JSON.stringify(body)), {
+        requester: caller.agentId,
+        correlationId: ctx.correlationId,
+        now: clock.now(),
+      });
       return hitl.open(request, { kind: 'rpc' }, ctx);
     });
     const { invocation, reattached } = opened;
@@ -99,15 +133,28 @@ export const REQUEST_DECISION: BridgeTool = {
     const settled = await new Promise<HitlInvocation>((resolve, reject) => {
       const onAbort = () => {
         hitl.requesterDetached(invocation.id, ctx);
-        reject(refusal('CANCELLED', `stopped waiting for HITL invocation '${invocation.id}'; it stays pending: call request_decision again with request_id '${invocation.id}' to wait for it`));
+        reject(
+          refusal(
+            'CANCELLED',
+            `stopped waiting for HITL invocation '${invocation.id}'; it stays pending: call request_decision again with request_id '${invocation.id}' to wait for it`,
+          ),
+        );
       };
       if (signal.aborted) return onAbort();
       signal.addEventListener('abort', onAbort, { once: true });
       hitl.whenSettled(invocation.id).then(
-        (i) => { signal.removeEventListener('abort', onAbort); resolve(i); },
+        (i) => {
+          signal.removeEventListener('abort', onAbort);
+          resolve(i);
+        },
         (err: Error) => {
           signal.removeEventListener('abort', onAbort);
-          reject(refusal('AGENT_SHUTDOWN', `${err.message}; call request_decision again with request_id '${invocation.id}' to re-attach`));
+          reject(
+            refusal(
+              'AGENT_SHUTDOWN',
+              `${err.message}; call request_decision again with request_id '${invocation.id}' to re-attach`,
+            ),
+          );
         },
       );
     });

@@ -51,13 +51,19 @@ export function mcpErrorOf(err: SwarmError): BridgeToolError {
 export function asBridgeError(err: unknown): unknown {
   if (err instanceof BridgeToolError) return err;
   // The bridge's own cases. An unknown invocation is NOT_FOUND here (gRPC answers it FAILED_PRECONDITION VALIDATION_ERROR).
-  if (err instanceof HitlStateError) return refusal(err.reason === 'not_found' ? 'NOT_FOUND' : 'FAILED_PRECONDITION', err.message);
+  if (err instanceof HitlStateError)
+    return refusal(err.reason === 'not_found' ? 'NOT_FOUND' : 'FAILED_PRECONDITION', err.message);
   // A SchedulerError that names no code: the bridge's defaults (NOT_FOUND, FAILED_PRECONDITION) are not gRPC's (NO_ROUTE, VALIDATION_ERROR).
   if (err instanceof SchedulerError) {
-    return refusal(err.sw4rmCode ?? { not_found: 'NOT_FOUND', refused: 'FAILED_PRECONDITION', invalid: 'VALIDATION_ERROR' }[err.code], err.message);
+    return refusal(
+      err.sw4rmCode ??
+        { not_found: 'NOT_FOUND', refused: 'FAILED_PRECONDITION', invalid: 'VALIDATION_ERROR' }[err.code],
+      err.message,
+    );
   }
   // Its message starts with its code already: the MCP error's message is the rest.
-  if (err instanceof ActivityEntryInvalidError) return refusal('VALIDATION_ERROR', err.message.replace(/^VALIDATION_ERROR: /, ''));
+  if (err instanceof ActivityEntryInvalidError)
+    return refusal('VALIDATION_ERROR', err.message.replace(/^VALIDATION_ERROR: /, ''));
   if (err instanceof SwarmError) return mcpErrorOf(err);
   return err;
 }

@@ -7,7 +7,13 @@ import { NOT_READ } from '../../../core/router/inbox';
 import { isTerminal } from '../../../core/router/lifecycle';
 import { StreamRefusal, type InboxSink, type SendResult } from '../../../core/router/router';
 import { refusal } from './errors';
-import { BridgeToolError, type BridgeCaller, type BridgeTool, type BridgeToolContext, type BridgeToolOutput } from '../model';
+import {
+  BridgeToolError,
+  type BridgeCaller,
+  type BridgeTool,
+  type BridgeToolContext,
+  type BridgeToolOutput,
+} from '../model';
 
 /** list_agents answers at most this many agents (ordered by id), with `more` when there are others. */
 export const LIST_AGENTS_MAX = 500;
@@ -47,13 +53,33 @@ export function derivedToken(kind: string, ...parts: string[]): string {
 }
 
 /** The envelope the caller sends through the router: producer_id is always the caller. */
-function envelopeFrom(coordinator: Coordinator, caller: BridgeCaller, messageType: string, payload: Uint8Array, contentType: string,
-  correlationId: string, idempotencyToken: string): Envelope {
+function envelopeFrom(
+  coordinator: Coordinator,
+  caller: BridgeCaller,
+  messageType: string,
+  payload: Uint8Array,
+  contentType: string,
+  correlationId: string,
+  idempotencyToken: string,
+): Envelope {
   const now = coordinator.clock.now();
   return {
-    messageId: coordinator.ids.uuid(), idempotencyToken, producerId: caller.agentId, correlationId, sequenceNumber: nextSequence(now),
-    retryCount: 0, messageType, contentType, contentLength: String(payload.byteLength), repoId: '', worktreeId: '', hlcTimestamp: '',
-    ttlMs: 0, timestampMs: now, payload, parentCorrelationId: '',
+    messageId: coordinator.ids.uuid(),
+    idempotencyToken,
+    producerId: caller.agentId,
+    correlationId,
+    sequenceNumber: nextSequence(now),
+    retryCount: 0,
+    messageType,
+    contentType,
+    contentLength: String(payload.byteLength),
+    repoId: '',
+    worktreeId: '',
+    hlcTimestamp: '',
+    ttlMs: 0,
+    timestampMs: now,
+    payload,
+    parentCorrelationId: '',
   };
 }
 
@@ -61,7 +87,12 @@ function envelopeFrom(coordinator: Coordinator, caller: BridgeCaller, messageTyp
  * The router's answer (Router.submit, as SendMessage calls it), once durable (as SendMessage answers: answerWhenDurable)
  * unless `durably` is false (the caller waits once for several).
  */
-async function submit(tool: BridgeToolContext, envelope: Envelope, to: string | undefined, durably = true): Promise<SendResult> {
+async function submit(
+  tool: BridgeToolContext,
+  envelope: Envelope,
+  to: string | undefined,
+  durably = true,
+): Promise<SendResult> {
   const { coordinator, ctx } = tool;
   let result: SendResult;
   try {
@@ -90,17 +121,24 @@ function routerRefusal(result: Extract<SendResult, { accepted: false }>): Bridge
 
 /** The payload's bytes and content type from send_message's arguments. */
 export function payloadOf(payload: unknown, contentType: string | undefined): { bytes: Buffer; contentType: string } {
-  if (typeof payload === 'string') return { bytes: Buffer.from(payload, 'utf8'), contentType: contentType ?? 'text/plain; charset=utf-8' };
+  if (typeof payload === 'string')
+    return { bytes: Buffer.from(payload, 'utf8'), contentType: contentType ?? 'text/plain; charset=utf-8' };
   const type = contentType ?? 'application/json';
   const base = baseContentType(type);
   if (base !== undefined && base !== 'application/json' && !base.endsWith('+json')) {
-    throw new BridgeToolError('VALIDATION_ERROR', `send_message: a JSON payload (object or array) needs a JSON content_type, not ${type}; send text as a string`);
+    throw new BridgeToolError(
+      'VALIDATION_ERROR',
+      `send_message: a JSON payload (object or array) needs a JSON content_type, not ${type}; send text as a string`,
+    );
   }
   return { bytes: Buffer.from(JSON.stringify(payload), 'utf8'), contentType: type };
 }
 
 /** A delivered payload for the model: JSON parsed, UTF-8 text as text, anything else base64. */
-export function renderPayload(bytes: Uint8Array, contentType: string): { payload: unknown; payload_encoding: 'json' | 'text' | 'base64' } {
+export function renderPayload(
+  bytes: Uint8Array,
+  contentType: string,
+): { payload: unknown; payload_encoding: 'json' | 'text' | 'base64' } {
   const base = baseContentType(contentType) ?? '';
   let text: string | undefined;
   try {
@@ -115,7 +153,10 @@ export function renderPayload(bytes: Uint8Array, contentType: string): { payload
       return { payload: text, payload_encoding: 'text' };
     }
   }
-  if (text !== undefined && (base.startsWith('text/') || base === '' || base.endsWith('+xml') || base === 'application/xml')) {
+  if (
+    text !== undefined &&
+    (base.startsWith('text/') || base === '' || base.endsWith('+xml') || base === 'application/xml')
+  ) {
     return { payload: text, payload_encoding: 'text' };
   }
   return { payload: Buffer.from(bytes).toString('base64'), payload_encoding: 'base64' };
@@ -125,8 +166,9 @@ export function renderPayload(bytes: Uint8Array, contentType: string): { payload
 
 const listAgents: BridgeTool = {
   name: 'list_agents',
-  description: 'Lists the agents registered in the swarm: id, name, capabilities, lifecycle state and presence (online, unavailable, ' +
-    'disconnected). Use the ids as send_message\'s `to`.',
+  description:
+    'Lists the agents registered in the swarm: id, name, capabilities, lifecycle state and presence (online, unavailable, ' +
+    "disconnected). Use the ids as send_message's `to`.",
   inputSchema: { type: 'object', properties: {}, additionalProperties: false },
   annotations: { readOnlyHint: true, openWorldHint: false },
   run(_args, { coordinator, caller }) {
@@ -142,27 +184,42 @@ const listAgents: BridgeTool = {
         ...(agent.descriptor.agentId === caller.agentId ? { you: true } : {}),
       })),
       total: agents.length,
-      ...(agents.length > LIST_AGENTS_MAX ? { more: true, note: `only the first ${LIST_AGENTS_MAX} agents (by id) are listed` } : {}),
+      ...(agents.length > LIST_AGENTS_MAX
+        ? { more: true, note: `only the first ${LIST_AGENTS_MAX} agents (by id) are listed` }
+        : {}),
     };
   },
 };
 
 const sendMessage: BridgeTool = {
   name: 'send_message',
-  description: 'Sends a message to another agent (a DATA envelope from you through the router). `payload` is text (a string) or JSON (an ' +
-    'object or array). Give an `idempotency_key` when you may retry: a retry with the same key answers the first call\'s outcome ' +
-    'instead of sending twice. Refusals carry the router\'s code (NO_ROUTE: no such agent; BUFFER_FULL: its inbox is full, retry later).',
+  description:
+    'Sends a message to another agent (a DATA envelope from you through the router). `payload` is text (a string) or JSON (an ' +
+    "object or array). Give an `idempotency_key` when you may retry: a retry with the same key answers the first call's outcome " +
+    "instead of sending twice. Refusals carry the router's code (NO_ROUTE: no such agent; BUFFER_FULL: its inbox is full, retry later).",
   inputSchema: {
     type: 'object',
     properties: {
-      to: { ...AGENT_ID, description: 'The recipient\'s agent id (list_agents).' },
+      to: { ...AGENT_ID, description: "The recipient's agent id (list_agents)." },
       payload: {
         description: 'The message: a string (sent as text/plain) or a JSON object or array (sent as application/json).',
         anyOf: [{ type: 'string' }, { type: 'object' }, { type: 'array' }],
       },
-      content_type: { type: 'string', minLength: 3, maxLength: 256, description: 'MIME type; default text/plain for a string, application/json otherwise.' },
-      correlation_id: { ...IDENTIFIER, description: 'The conversation this message belongs to (e.g. the correlation_id of the message you answer); default a new one.' },
-      idempotency_key: { ...IDENTIFIER, description: 'Names this send: a retry with the same key is answered with the first outcome (RFC §11.2).' },
+      content_type: {
+        type: 'string',
+        minLength: 3,
+        maxLength: 256,
+        description: 'MIME type; default text/plain for a string, application/json otherwise.',
+      },
+      correlation_id: {
+        ...IDENTIFIER,
+        description:
+          'The conversation this message belongs to (e.g. the correlation_id of the message you answer); default a new one.',
+      },
+      idempotency_key: {
+        ...IDENTIFIER,
+        description: 'Names this send: a retry with the same key is answered with the first outcome (RFC §11.2).',
+      },
     },
     required: ['to', 'payload'],
     additionalProperties: false,
@@ -173,7 +230,10 @@ const sendMessage: BridgeTool = {
     const to = String(args.to);
     const { bytes, contentType } = payloadOf(args.payload, args.content_type as string | undefined);
     const key = args.idempotency_key as string | undefined;
-    const token = key !== undefined ? derivedToken('send', caller.agentId, key) : derivedToken('send', caller.agentId, coordinator.ids.uuid());
+    const token =
+      key !== undefined
+        ? derivedToken('send', caller.agentId, key)
+        : derivedToken('send', caller.agentId, coordinator.ids.uuid());
     const correlationId = (args.correlation_id as string | undefined) ?? coordinator.ids.uuid();
     const envelope = envelopeFrom(coordinator, caller, 'DATA', bytes, contentType, correlationId, token);
     const result = await submit(tool, envelope, to);
@@ -183,8 +243,11 @@ const sendMessage: BridgeTool = {
       const original = result.details?.original_message_id;
       if (typeof original === 'string') {
         return {
-          accepted: true, message_id: original, correlation_id: coordinator.router.message(original)?.envelope.correlationId ?? correlationId,
-          duplicate: true, state: result.details?.original_status ?? '',
+          accepted: true,
+          message_id: original,
+          correlation_id: coordinator.router.message(original)?.envelope.correlationId ?? correlationId,
+          duplicate: true,
+          state: result.details?.original_status ?? '',
           reason: `a send with idempotency_key ${JSON.stringify(key)} was accepted before; this is its outcome`,
         };
       }
@@ -214,7 +277,8 @@ async function collect(tool: BridgeToolContext, max: number, waitMs: number): Pr
   let closed: string | undefined;
   // A message the router keeps; live-only envelopes (the coordinator's heartbeats and join/leave notices, written only to
   // an open stream and never stored) are not pending messages, and acknowledgements are answered apart.
-  const isMessage = (d: Delivered) => d.envelope.messageType !== 'ACKNOWLEDGEMENT' && router.message(d.envelope.messageId) !== undefined;
+  const isMessage = (d: Delivered) =>
+    d.envelope.messageType !== 'ACKNOWLEDGEMENT' && router.message(d.envelope.messageId) !== undefined;
   const isAck = (d: Delivered) => d.envelope.messageType === 'ACKNOWLEDGEMENT';
   const sink: InboxSink = {
     deliver(seq, envelope) {
@@ -269,20 +333,36 @@ async function collect(tool: BridgeToolContext, max: number, waitMs: number): Pr
   // untracked replies, which the window does not limit, with them) and the acknowledgements. Live-only envelopes need
   // no answer.
   const kept = delivered.filter((d) => isAck(d) || isMessage(d)).sort((a, b) => a.seq - b.seq);
-  if (signal.aborted) throw new BridgeToolError('CANCELLED', 'the read was cancelled (the request closed); nothing was confirmed: the messages are delivered again');
+  if (signal.aborted)
+    throw new BridgeToolError(
+      'CANCELLED',
+      'the read was cancelled (the request closed); nothing was confirmed: the messages are delivered again',
+    );
   return kept;
 }
 
 const readInbox: BridgeTool = {
   name: 'read_inbox',
-  description: 'Reads your pending messages (oldest first) and acknowledges them as READ. Call it when you start, after each step of work ' +
+  description:
+    'Reads your pending messages (oldest first) and acknowledges them as READ. Call it when you start, after each step of work ' +
     'and whenever you wait; `wait_ms` waits up to 30 s for the first message or acknowledgement of a message you sent. Each message has a message_id: when you are done with ' +
     'it, answer it with ack_message (fulfilled / rejected / failed). `acknowledgements` tells you what happened to messages you sent.',
   inputSchema: {
     type: 'object',
     properties: {
-      max: { type: 'integer', minimum: 1, maximum: READ_MAX, description: `At most this many messages (default ${READ_DEFAULT}).` },
-      wait_ms: { type: 'integer', minimum: 0, maximum: READ_WAIT_MAX_MS, description: 'Wait up to this long for a first message (or an acknowledgement of one you sent) when none is pending (default 0).' },
+      max: {
+        type: 'integer',
+        minimum: 1,
+        maximum: READ_MAX,
+        description: `At most this many messages (default ${READ_DEFAULT}).`,
+      },
+      wait_ms: {
+        type: 'integer',
+        minimum: 0,
+        maximum: READ_WAIT_MAX_MS,
+        description:
+          'Wait up to this long for a first message (or an acknowledgement of one you sent) when none is pending (default 0).',
+      },
     },
     additionalProperties: false,
   },
@@ -292,7 +372,10 @@ const readInbox: BridgeTool = {
     const { router } = coordinator;
     const agentId = caller.agentId;
     if (coordinator.registry.get(agentId) === undefined) {
-      throw new BridgeToolError('FAILED_PRECONDITION', `agent '${agentId}' is not registered: an agent started by SW4RM: Launch Agent… is registered for you; an SDK agent calls RegisterAgent first`);
+      throw new BridgeToolError(
+        'FAILED_PRECONDITION',
+        `agent '${agentId}' is not registered: an agent started by SW4RM: Launch Agent… is registered for you; an SDK agent calls RegisterAgent first`,
+      );
     }
     const reads = reading.get(coordinator) ?? new Map<string, ReadState>();
     reading.set(coordinator, reads);
@@ -301,9 +384,17 @@ const readInbox: BridgeTool = {
     const previous = reads.get(agentId);
     if (previous !== undefined && previous !== 'reading') await settledOrAfter(tool, previous);
     const current = reads.get(agentId);
-    if (current === 'reading') throw new BridgeToolError('FAILED_PRECONDITION', 'another read_inbox of yours is in progress; call again when it has answered', true);
+    if (current === 'reading')
+      throw new BridgeToolError(
+        'FAILED_PRECONDITION',
+        'another read_inbox of yours is in progress; call again when it has answered',
+        true,
+      );
     if (router.inboxStats(agentId).streaming) {
-      throw new BridgeToolError('FAILED_PRECONDITION', `agent '${agentId}' has an inbox stream open (StreamIncoming): its messages go there; read_inbox would take them from it`);
+      throw new BridgeToolError(
+        'FAILED_PRECONDITION',
+        `agent '${agentId}' has an inbox stream open (StreamIncoming): its messages go there; read_inbox would take them from it`,
+      );
     }
     reads.set(agentId, 'reading');
     let kept: Delivered[] = [];
@@ -313,7 +404,11 @@ const readInbox: BridgeTool = {
     let acksOmitted = 0;
     let unread = 0;
     try {
-      kept = await collect(tool, (args.max as number | undefined) ?? READ_DEFAULT, (args.wait_ms as number | undefined) ?? 0);
+      kept = await collect(
+        tool,
+        (args.max as number | undefined) ?? READ_DEFAULT,
+        (args.wait_ms as number | undefined) ?? 0,
+      );
       for (const { envelope } of kept) {
         const record = router.message(envelope.messageId);
         if (envelope.messageType === 'ACKNOWLEDGEMENT') {
@@ -337,7 +432,9 @@ const readInbox: BridgeTool = {
           ...renderPayload(envelope.payload, envelope.contentType),
           sent_at: isoUtc(envelope.timestampMs ?? record?.acceptedAt ?? coordinator.clock.now()),
           ...(record?.tracked ? { needs_ack: true } : {}),
-          ...(ended !== undefined ? { state: ended, note: `not acknowledged READ: the message is ${ended} already` } : {}),
+          ...(ended !== undefined
+            ? { state: ended, note: `not acknowledged READ: the message is ${ended} already` }
+            : {}),
         });
       }
     } catch (err) {
@@ -400,16 +497,23 @@ async function settle(tool: BridgeToolContext, kept: readonly Delivered[], toRea
   const written = tool.answerWritten === undefined ? true : await tool.answerWritten;
   if (!written) {
     coordinator.log.record({
-      correlationId: ctx.correlationId, actor: 'bridge', eventType: 'bridge.read_returned',
+      correlationId: ctx.correlationId,
+      actor: 'bridge',
+      eventType: 'bridge.read_returned',
       details: {
-        agent_id: caller.agentId, deliveries: kept.length, message_ids: kept.slice(0, 50).map((d) => d.envelope.messageId),
-        reason: tool.signal.aborted ? 'the call ended before it answered (revoked or cancelled)' : 'the answer did not reach the connection',
+        agent_id: caller.agentId,
+        deliveries: kept.length,
+        message_ids: kept.slice(0, 50).map((d) => d.envelope.messageId),
+        reason: tool.signal.aborted
+          ? 'the call ended before it answered (revoked or cancelled)'
+          : 'the answer did not reach the connection',
       },
     });
     return;
   }
   try {
-    for (const { seq, envelope } of kept) coordinator.router.ackDelivery(caller.agentId, seq, envelope.messageId, 'DELIVERED', ctx);
+    for (const { seq, envelope } of kept)
+      coordinator.router.ackDelivery(caller.agentId, seq, envelope.messageId, 'DELIVERED', ctx);
     for (const envelope of toRead) {
       try {
         await acknowledge(tool, envelope, 'READ', {}, false);
@@ -427,7 +531,8 @@ async function settle(tool: BridgeToolContext, kept: readonly Delivered[], toRea
 function acknowledgementOf(envelope: Envelope): BridgeToolOutput {
   const { payload } = renderPayload(envelope.payload, envelope.contentType);
   const ack = (typeof payload === 'object' && payload !== null ? payload : {}) as Record<string, unknown>;
-  const code = typeof ack.error_code === 'string' && ack.error_code !== 'ERROR_CODE_UNSPECIFIED' ? ack.error_code : undefined;
+  const code =
+    typeof ack.error_code === 'string' && ack.error_code !== 'ERROR_CODE_UNSPECIFIED' ? ack.error_code : undefined;
   return {
     for_message_id: ack.ack_for_message_id ?? '',
     from: typeof ack.recipient_id === 'string' ? ack.recipient_id : envelope.producerId,
@@ -442,15 +547,31 @@ function acknowledgementOf(envelope: Envelope): BridgeToolOutput {
  * is derived from the message and the stage: acknowledging the same message at the same stage again is the same
  * operation (answered DUPLICATE_DETECTED / ALREADY_IN_PROGRESS by the router, which counts as done).
  */
-export async function acknowledge(tool: BridgeToolContext, target: Pick<Envelope, 'messageId' | 'correlationId'>, stage: 'READ' | 'FULFILLED' | 'REJECTED' | 'FAILED',
-  extra: Record<string, unknown> = {}, durably = true): Promise<{ messageId: string; duplicate: boolean }> {
+export async function acknowledge(
+  tool: BridgeToolContext,
+  target: Pick<Envelope, 'messageId' | 'correlationId'>,
+  stage: 'READ' | 'FULFILLED' | 'REJECTED' | 'FAILED',
+  extra: Record<string, unknown> = {},
+  durably = true,
+): Promise<{ messageId: string; duplicate: boolean }> {
   const { coordinator, caller } = tool;
-  const body = Buffer.from(JSON.stringify({ ack_for_message_id: target.messageId, ack_stage: stage, ...extra }), 'utf8');
-  const envelope = envelopeFrom(coordinator, caller, 'ACKNOWLEDGEMENT', body, 'application/json', target.correlationId || coordinator.ids.uuid(),
-    derivedToken('ack', caller.agentId, target.messageId, stage));
+  const body = Buffer.from(
+    JSON.stringify({ ack_for_message_id: target.messageId, ack_stage: stage, ...extra }),
+    'utf8',
+  );
+  const envelope = envelopeFrom(
+    coordinator,
+    caller,
+    'ACKNOWLEDGEMENT',
+    body,
+    'application/json',
+    target.correlationId || coordinator.ids.uuid(),
+    derivedToken('ack', caller.agentId, target.messageId, stage),
+  );
   const result = await submit(tool, envelope, undefined, durably);
   if (result.accepted) return { messageId: result.messageId, duplicate: false };
-  if (result.code === 'DUPLICATE_DETECTED' || result.code === 'ALREADY_IN_PROGRESS') return { messageId: String(result.details?.original_message_id ?? ''), duplicate: true };
+  if (result.code === 'DUPLICATE_DETECTED' || result.code === 'ALREADY_IN_PROGRESS')
+    return { messageId: String(result.details?.original_message_id ?? ''), duplicate: true };
   throw routerRefusal(result);
 }
 
@@ -458,14 +579,17 @@ const OUTCOME_STAGES = { fulfilled: 'FULFILLED', rejected: 'REJECTED', failed: '
 
 const ackMessage: BridgeTool = {
   name: 'ack_message',
-  description: 'Gives your final answer on a message you read: `fulfilled` (done; `result` goes back to the sender), `rejected` (you will ' +
-    'not do it) or `failed` (you tried and could not); `reason` explains. Only the message\'s recipient may acknowledge it.',
+  description:
+    'Gives your final answer on a message you read: `fulfilled` (done; `result` goes back to the sender), `rejected` (you will ' +
+    "not do it) or `failed` (you tried and could not); `reason` explains. Only the message's recipient may acknowledge it.",
   inputSchema: {
     type: 'object',
     properties: {
       message_id: { ...MESSAGE_ID, description: 'The message_id read_inbox gave.' },
       outcome: { type: 'string', enum: ['fulfilled', 'rejected', 'failed'] },
-      result: { description: 'Any JSON value: what you produced (sent to the sender with a fulfilled acknowledgement).' },
+      result: {
+        description: 'Any JSON value: what you produced (sent to the sender with a fulfilled acknowledgement).',
+      },
       reason: { type: 'string', maxLength: 1024, description: 'Why, in a sentence (the note the sender reads).' },
     },
     required: ['message_id', 'outcome'],
@@ -479,15 +603,23 @@ const ackMessage: BridgeTool = {
     const extra: Record<string, unknown> = {};
     if (typeof args.reason === 'string' && args.reason !== '') extra.note = args.reason;
     if (args.result !== undefined) extra.result = args.result;
-    const answer = await acknowledge(tool, { messageId, correlationId: record?.envelope.correlationId ?? '' }, stage, extra);
+    const answer = await acknowledge(
+      tool,
+      { messageId, correlationId: record?.envelope.correlationId ?? '' },
+      stage,
+      extra,
+    );
     const after = tool.coordinator.router.message(messageId);
     return {
-      acknowledged: true, message_id: messageId, outcome: args.outcome, ack_message_id: answer.messageId,
-      ...(answer.duplicate ? { duplicate: true } : {}), ...(after ? { state: after.state } : {}),
+      acknowledged: true,
+      message_id: messageId,
+      outcome: args.outcome,
+      ack_message_id: answer.messageId,
+      ...(answer.duplicate ? { duplicate: true } : {}),
+      ...(after ? { state: after.state } : {}),
     };
   },
 };
 
 /** list_agents, send_message, read_inbox, ack_message (README, "The MCP bridge"). */
 export const MESSAGING_TOOLS: readonly BridgeTool[] = [listAgents, sendMessage, readInbox, ackMessage];
-

@@ -9,4 +9,9 @@ import { TASK_TOOLS } from './tasks';
  * fail_task (tasks.ts), request_handoff, submit_proposal, submit_vote (collaboration.ts) (README, "The MCP bridge").
  * Each calls the core method the gRPC adapter of the same operation calls; the caller is always the credential's agent.
  */
-export const WORK_TOOLS: readonly BridgeTool[] = [...DECISION_TOOLS, ...TASK_TOOLS, ...ACTIVITY_TOOLS, ...COLLABORATION_TOOLS];
+export const WORK_TOOLS: readonly BridgeTool[] = [
+  ...DECISION_TOOLS,
+  ...TASK_TOOLS,
+  ...ACTIVITY_TOOLS,
+  ...COLLABORATION_TOOLS,
+];

@@ -1,6 +1,17 @@
-import { DEFAULT_EXECUTION_POLICY, ToolCallError, type ToolDescriptor, type ToolFrame } from '../../../core/tools/model';
+import {
+  DEFAULT_EXECUTION_POLICY,
+  ToolCallError,
+  type ToolDescriptor,
+  type ToolFrame,
+} from '../../../core/tools/model';
 import { WORKSPACE_PROVIDER_ID, WORKSPACE_TOOL_DESCRIPTORS } from '../../../core/tools/workspaceProvider';
-import { BridgeToolError, type BridgeTool, type BridgeToolContext, type BridgeToolOutput, type JsonSchemaObject } from '../model';
+import {
+  BridgeToolError,
+  type BridgeTool,
+  type BridgeToolContext,
+  type BridgeToolOutput,
+  type JsonSchemaObject,
+} from '../model';
 import { asBridgeError, refusal } from './errors';
 
 /**
@@ -16,14 +27,20 @@ function workspaceTool(descriptor: ToolDescriptor): BridgeTool {
     description: `${descriptor.description} (The built-in workspace provider's ${descriptor.name}; paths are relative to your worktree, which you must be bound to.)`,
     inputSchema: descriptor.inputSchema as JsonSchemaObject,
     annotations: {
-      readOnlyHint: descriptor.sideEffects === 'none', destructiveHint: descriptor.name === 'delete_file',
-      idempotentHint: descriptor.idempotent, openWorldHint: false,
+      readOnlyHint: descriptor.sideEffects === 'none',
+      destructiveHint: descriptor.name === 'delete_file',
+      idempotentHint: descriptor.idempotent,
+      openWorldHint: false,
     },
     run: (args, tool) => callWorkspace(descriptor.name, args, tool),
   };
 }
 
-function callWorkspace(toolName: string, args: Record<string, unknown>, { coordinator, caller, ctx, signal }: BridgeToolContext): Promise<BridgeToolOutput> {
+function callWorkspace(
+  toolName: string,
+  args: Record<string, unknown>,
+  { coordinator, caller, ctx, signal }: BridgeToolContext,
+): Promise<BridgeToolOutput> {
   return new Promise<BridgeToolOutput>((resolve, reject) => {
     let done = false;
     const settle = (f: () => void) => {
@@ -33,25 +50,37 @@ function callWorkspace(toolName: string, args: Record<string, unknown>, { coordi
       f();
     };
     let callId: string | undefined;
-    const onAbort = () => settle(() => {
-      if (callId !== undefined) coordinator.tools.abandon(callId);
-      reject(refusal('CANCELLED', `${toolName}: the MCP call was cancelled`));
-    });
+    const onAbort = () =>
+      settle(() => {
+        if (callId !== undefined) coordinator.tools.abandon(callId);
+        reject(refusal('CANCELLED', `${toolName}: the MCP call was cancelled`));
+      });
     try {
-      callId = coordinator.tools.start(caller.agentId, {
-        providerId: WORKSPACE_PROVIDER_ID, toolName, contentType: 'application/json', args: Buffer.from(JSON.stringify(args), 'utf8'),
-        policy: DEFAULT_EXECUTION_POLICY, stream: false, via: 'bridge',
-      }, ctx, {
-        frame: () => undefined,
-        end: (frame: ToolFrame) => settle(() => {
-          try {
-            resolve(JSON.parse(frame.data.toString('utf8')) as BridgeToolOutput);
-          } catch (err) {
-            reject(err);
-          }
-        }),
-        fail: (err: ToolCallError) => settle(() => reject(bridged(err))),
-      }).callId;
+      callId = coordinator.tools.start(
+        caller.agentId,
+        {
+          providerId: WORKSPACE_PROVIDER_ID,
+          toolName,
+          contentType: 'application/json',
+          args: Buffer.from(JSON.stringify(args), 'utf8'),
+          policy: DEFAULT_EXECUTION_POLICY,
+          stream: false,
+          via: 'bridge',
+        },
+        ctx,
+        {
+          frame: () => undefined,
+          end: (frame: ToolFrame) =>
+            settle(() => {
+              try {
+                resolve(JSON.parse(frame.data.toString('utf8')) as BridgeToolOutput);
+              } catch (err) {
+                reject(err);
+              }
+            }),
+          fail: (err: ToolCallError) => settle(() => reject(bridged(err))),
+        },
+      ).callId;
     } catch (err) {
       done = true;
       reject(bridged(err));
@@ -66,7 +95,11 @@ function callWorkspace(toolName: string, args: Record<string, unknown>, { coordi
 function bridged(err: unknown): unknown {
   const answer = asBridgeError(err);
   if (err instanceof ToolCallError && err.code === 'worktree_not_bound' && answer instanceof BridgeToolError) {
-    return new BridgeToolError(answer.code, `${answer.message} (an agent launched with SW4RM: Launch Agent… is bound to its worktree at launch; ask the person at the editor to bind you)`, false);
+    return new BridgeToolError(
+      answer.code,
+      `${answer.message} (an agent launched with SW4RM: Launch Agent… is bound to its worktree at launch; ask the person at the editor to bind you)`,
+      false,
+    );
   }
   return answer;
 }
