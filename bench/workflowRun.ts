@@ -11,10 +11,10 @@
  *   (output_mapping `value` → `out.n<i>`: workflow_data grows to N keys, as a real workflow's does — the per-node cost
  *   must not grow with it); CreateWorkflow and StartWorkflow included, so validation counts too.
  * It prints the wall time and CPU per node (task), the ratio workflow / plain (the per-node overhead of a running
- * workflow), and the ratio of the per-node cost at 10,000 nodes to that at 1,000 (goal: about 1, a node costs the
+ * workflow), and the ratio of the per-node cost at the largest size to that at the smallest (goal: about 1, a node costs the
  * same whatever the size of its workflow).
  *
- * Environment: BENCH_WORKFLOW_SIZES (default "1000,10000"), BENCH_WORKFLOW_REPEATS (runs per variant, the median is
+ * Environment: BENCH_WORKFLOW_SIZES (default "100,500": a definition has at most WORKFLOW_LIMITS.maxNodes, 500, nodes), BENCH_WORKFLOW_REPEATS (runs per variant, the median is
  * printed, default 3), BENCH_KEEP_STORE=1 keeps the store folders.
  */
 import * as fs from 'node:fs';
@@ -33,7 +33,7 @@ const AGENT_TYPE = 'bench-worker';
 const AGENTS = 8;
 const WIDTH = 8;
 
-const SIZES = (process.env.BENCH_WORKFLOW_SIZES ?? '1000,10000').split(',').map((s) => Number(s.trim()));
+const SIZES = (process.env.BENCH_WORKFLOW_SIZES ?? '100,500').split(',').map((s) => Number(s.trim()));
 if (SIZES.some((n) => !(Number.isInteger(n) && n >= WIDTH)))
   throw new Error(`BENCH_WORKFLOW_SIZES: whole numbers ≥ ${WIDTH}`);
 const REPEATS = Number(process.env.BENCH_WORKFLOW_REPEATS ?? 3);
