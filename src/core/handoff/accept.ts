@@ -1,4 +1,5 @@
 import type { Clock } from '../clock';
+import { CoreError } from '../kernel/errors';
 import type { CallContext } from '../context';
 import type { Speaker } from '../policy/model';
 import type { BindingStatus } from '../worktree/model';
@@ -24,8 +25,13 @@ export interface AcceptDeps {
   readonly withdrawSwitch: (invocationId: string, requestId: string, why: string, ctx: CallContext) => void;
 }
 
-/** A worktree carry that the binding could not complete (its transaction is rolled back). */
-class CarryFailed extends Error {}
+/** A worktree carry that the binding could not complete (its transaction is rolled back; the caller answers the refusal). */
+class CarryFailed extends CoreError {
+  constructor(message: string) {
+    super('precondition', 'VALIDATION_ERROR', message);
+    this.name = 'CarryFailed';
+  }
+}
 
 /** AcceptHandoff: who may accept, and the acceptance with a worktree carry (BIND or SWITCH_REQUEST in its transaction). */
 export class Acceptance {
