@@ -1,4 +1,5 @@
 import * as grpc from '@grpc/grpc-js';
+import { policyWire } from '../../core/negotiation/negotiations';
 import type { Coordinator } from '../../core/coordinator';
 import { FIELD_LIMITS, identifierRefusal } from '../../core/fieldLimits';
 import {
@@ -114,22 +115,9 @@ export function policyFromMessage(m: NegotiationPolicyMessage): NegotiationPolic
   };
 }
 
+/** The core's policy.proto shape (negotiation/notices.ts policyWire: one writer of it), typed as the message. */
 export function policyMessage(p: NegotiationPolicy): Required<NegotiationPolicyMessage> {
-  return {
-    max_rounds: p.maxRounds,
-    score_threshold: p.scoreThreshold,
-    diff_tolerance: p.diffTolerance,
-    round_timeout_ms: p.roundTimeoutMs,
-    token_budget_per_round: p.tokenBudgetPerRound,
-    total_token_budget: p.totalTokenBudget,
-    oscillation_limit: p.oscillationLimit,
-    hitl: { mode: p.hitl },
-    scoring: {
-      require_schema_valid: p.scoring.requireSchemaValid,
-      require_examples_pass: p.scoring.requireExamplesPass,
-      llm_weight: p.scoring.llmWeight,
-    },
-  };
+  return policyWire(p) as Required<NegotiationPolicyMessage>;
 }
 
 export function preferencesMessage(p: AgentPreferences): AgentPreferencesMessage {
