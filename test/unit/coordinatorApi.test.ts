@@ -1,5 +1,12 @@
 import { strict as assert } from 'node:assert';
-import { type AgentsChange, type ApprovalPolicyChange, type ApprovalsChange, type DeadLettersChange, type HitlInvocation, type InboxChange } from '../../src/core/api';
+import {
+  type AgentsChange,
+  type ApprovalPolicyChange,
+  type ApprovalsChange,
+  type DeadLettersChange,
+  type HitlInvocation,
+  type InboxChange,
+} from '../../src/core/api';
 import { InProcessCoordinatorApi } from '../../src/core/api/inProcessApi';
 import type { Disposable } from '../../src/core/events';
 import { parsePolicy } from '../../src/core/hitl/policy';
