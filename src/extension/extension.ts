@@ -42,7 +42,7 @@ let controller: CoordinatorController | undefined;
 export function activate(context: vscode.ExtensionContext): void {
   const activatedAt = performance.now();
   // How long this thread (the extension host's, shared with every extension) is held, from now on.
-  const hold = new MainThreadHold();
+  const hold = new MainThreadHold(vscode.Uri.joinPath(context.extensionUri, 'dist', 'extension.js').fsPath);
   // The coordinator's thread loads its script while the rest of activation runs here.
   if (readSettings(context).autoStart) WorkerCoordinator.prewarm(coordinatorScript(context));
   const output = vscode.window.createOutputChannel(OUTPUT_CHANNEL_NAME);
