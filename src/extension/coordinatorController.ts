@@ -11,12 +11,10 @@ import { reportNotRunning } from './notRunning';
 import { hostOptionsOf } from './hostOptions';
 import { readSettings } from './settings';
 import type { CoordinatorStatusBar } from './statusBar';
+import { CRASH_WINDOW_MS, CrashBudget } from './crashBudget';
 
 /** How often the status bar looks at the store's size against its disk budget. */
 const STORE_USAGE_POLL_MS = 15_000;
-/** A worker that ends by itself is restarted, up to MAX_RESTARTS times within CRASH_WINDOW_MS; then the editor gives up. */
-export const MAX_RESTARTS = 3;
-export const CRASH_WINDOW_MS = 5 * 60_000;
 
 function disposableInterval(fn: () => void, ms: number): { dispose(): void } {
   const timer = setInterval(fn, ms);
@@ -38,8 +36,10 @@ export class CoordinatorController implements vscode.Disposable {
   private host: WorkerCoordinator | undefined;
   /** The running coordinator as the views see it: the one way from the editor into the core. */
   private api: CoordinatorApi | undefined;
-  /** When the workers that ended by themselves ended, within CRASH_WINDOW_MS. */
-  private crashes: number[] = [];
+  /** The crashes of the worker the editor still restarts from. */
+  private readonly crashes = new CrashBudget();
+  /** Why the previous worker ended, while the editor restarts it (the status bar says "restarting"). */
+  private restartingAfter: string | undefined;
   /** Status updates started; only the latest one is shown. */
   private statusUpdates = 0;
   private hostSubscriptions: Array<{ dispose(): void }> = [];
@@ -143,7 +143,7 @@ export class CoordinatorController implements vscode.Disposable {
     }
     const settings = readSettings(this.context);
     const port = this.portOverride ?? settings.port;
-    if (this.crashes.length === 0) this.statusBar.show({ kind: 'starting' });
+    this.statusBar.show({ kind: 'starting', after: this.restartingAfter });
     let dataDir = settings.dataDir;
     try {
       dataDir = this.moveLegacyStore(settings.legacyDataDir, settings.dataDir);
@@ -237,16 +237,14 @@ export class CoordinatorController implements vscode.Disposable {
     const outOfMemory = exit.code === 'ERR_WORKER_OUT_OF_MEMORY';
     const why = outOfMemory ? `its heap reached its limit (${exit.reason})` : exit.reason;
     this.output.appendLine(`SW4RM coordinator worker ended: ${why}`);
-    const now = Date.now();
-    this.crashes = [...this.crashes.filter((at) => now - at < CRASH_WINDOW_MS), now];
+    const verdict = this.crashes.crashed(Date.now());
     await this.serialize(async () => {
       if (this.host === host) await this.doStop();
     });
-    if (this.crashes.length > MAX_RESTARTS) {
-      const reason = `it crashed ${this.crashes.length} times in ${CRASH_WINDOW_MS / 60_000} minutes`;
+    if (!verdict.restart) {
+      const reason = `it crashed ${verdict.crashes} times in ${CRASH_WINDOW_MS / 60_000} minutes`;
       this.output.appendLine(`SW4RM: not restarting the coordinator: ${reason}. The last: ${why}.`);
       this.statusBar.show({ kind: 'stopped', reason });
-      this.crashes = [];
       const choice = await vscode.window.showErrorMessage(
         `SW4RM: the coordinator stopped: ${reason} (the last time: ${why}). Nothing it accepted is lost; see the log.`,
         'Restart Coordinator',
@@ -257,11 +255,16 @@ export class CoordinatorController implements vscode.Disposable {
       return;
     }
     this.output.appendLine(
-      `SW4RM: restarting the coordinator from its store (restart ${this.crashes.length} of at most ${MAX_RESTARTS} in ${CRASH_WINDOW_MS / 60_000} minutes)`,
+      `SW4RM: restarting the coordinator from its store (restart ${verdict.attempt} of ${this.crashes.describe()})`,
     );
-    this.statusBar.show({ kind: 'starting', after: why });
-    await this.start();
+    this.restartingAfter = why;
+    try {
+      await this.start();
+    } finally {
+      this.restartingAfter = undefined;
+    }
     if (this.host) this.output.appendLine('SW4RM coordinator restarted: agents reconnect, nothing accepted is lost');
+    else this.statusBar.show({ kind: 'stopped', reason: `it did not restart after a crash (${why})` });
   }
 
   /**

@@ -155,7 +155,7 @@ describe('the coordinator in its worker thread, in a real editor (code-server + 
     );
     const log = harness!.outputLog();
     assert.match(log, /SW4RM coordinator worker ended: the worker was ended on request/);
-    assert.match(log, /restarting the coordinator from its store \(restart 1 of at most 3/);
+    assert.match(log, /restarting the coordinator from its store \(restart 1 of at most 3 in 5 minutes/);
     await harness!.screenshot('worker-restarted');
   });
 });
