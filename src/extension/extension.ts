@@ -44,7 +44,8 @@ export function activate(context: vscode.ExtensionContext): void {
   // How long this thread (the extension host's, shared with every extension) is held, from now on.
   const hold = new MainThreadHold(vscode.Uri.joinPath(context.extensionUri, 'dist', 'extension.js').fsPath);
   // The coordinator's thread loads its script while the rest of activation runs here.
-  if (readSettings(context).autoStart) WorkerCoordinator.prewarm(coordinatorScript(context));
+  if (readSettings(context).autoStart)
+    WorkerCoordinator.prewarm(coordinatorScript(context), vscode.Uri.joinPath(context.extensionUri, 'protos').fsPath);
   const output = vscode.window.createOutputChannel(OUTPUT_CHANNEL_NAME);
   const statusBar = new CoordinatorStatusBar();
   const worktreeState = new WorktreeState();

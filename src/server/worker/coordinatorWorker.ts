@@ -3,12 +3,13 @@
 // host's controls to the editor over its parentPort (core/api/remote). No `vscode` here.
 import { performance } from 'node:perf_hooks';
 import * as v8 from 'node:v8';
-import { parentPort } from 'node:worker_threads';
+import { parentPort, workerData } from 'node:worker_threads';
 import { formatEvent } from '../../core/api';
 import { InProcessCoordinatorApi } from '../../core/api/inProcessApi';
 import { Emitter } from '../../core/events';
 import { RemoteServer } from '../../core/api/remote';
 import { CoordinatorHost } from '../host';
+import { loadPackageDefinition } from '../protos';
 import {
   API_TARGET,
   COALESCED_EVENTS,
@@ -128,3 +129,14 @@ const control: WorkerHostControl = {
 server.add(HOST_TARGET, control);
 /** When this thread's script had loaded (ms since the epoch: worker threads share the process's time origin). */
 const loadedAt = Date.now();
+
+// A worker started ahead of its `start` (WorkerCoordinator.prewarm) parses the protos meanwhile: most of a server's start.
+const preload = (workerData as { protosDir?: unknown } | undefined)?.protosDir;
+if (typeof preload === 'string')
+  setImmediate(() => {
+    try {
+      loadPackageDefinition(preload);
+    } catch {
+      // `start` loads them again and says what is wrong.
+    }
+  });

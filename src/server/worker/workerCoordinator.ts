@@ -51,8 +51,10 @@ const PREWARM_UNUSED_MS = 60_000;
 /** A worker started by `prewarm` and not taken by a `start` yet. */
 let prewarmed: { script: string; maxHeapMiB: number; worker: Worker; began: number; beganAt: number } | undefined;
 
-function spawnWorker(script: string, maxHeapMiB: number): Worker {
+function spawnWorker(script: string, maxHeapMiB: number, protosDir?: string): Worker {
   return new Worker(script, {
+    // A prewarmed worker parses the protos while it waits for its `start`.
+    workerData: { protosDir },
     resourceLimits: { maxOldGenerationSizeMb: maxHeapMiB },
     // The worker's stdout/stderr go to the extension host's, as the coordinator's did on its thread.
     stdout: false,
@@ -111,11 +113,12 @@ export class WorkerCoordinator {
 
   /**
    * Starts a worker thread on `script` now, for the next `start` with the same script and heap limit to use: its script
-   * loads while the editor's thread does the rest of its activation. Unused, it ends with the extension host.
+   * loads and it parses the protos in `protosDir` while the editor's thread does the rest of its activation. Unused, it
+   * ends after a minute.
    */
-  static prewarm(script: string, maxHeapMiB = DEFAULT_WORKER_HEAP_MIB): void {
+  static prewarm(script: string, protosDir: string, maxHeapMiB = DEFAULT_WORKER_HEAP_MIB): void {
     if (prewarmed?.script === script && prewarmed.maxHeapMiB === maxHeapMiB) return;
-    const worker = spawnWorker(script, maxHeapMiB);
+    const worker = spawnWorker(script, maxHeapMiB, protosDir);
     worker.unref();
     const entry = { script, maxHeapMiB, worker, began: performance.now(), beganAt: Date.now() };
     prewarmed = entry;
