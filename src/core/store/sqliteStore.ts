@@ -20,7 +20,7 @@ import {
   makePrivateFile,
   PRIVATE_FILE_MODE,
 } from './storeState';
-import { StoreFailedError, StoreOpenError, type CommitParticipant, type Store } from './store';
+import { StoreFailedError, StoreOpenError, type CommitParticipant, type Store, type WriteStage } from './store';
 
 export const STORE_FILE_NAME = 'coordinator.db';
 const DEFAULT_LOCK_WAIT_MS = 5000;
@@ -55,6 +55,7 @@ export interface SqliteStoreOptions {
 export class SqliteStore implements Store {
   private depth = 0;
   private readonly participants: CommitParticipant[] = [];
+  private readonly stages: WriteStage[] = [];
   /** Group commit: an open transaction shared by every write of this turn of the event loop. */
   private batchOpen = false;
   private lastCommitAt = 0;
@@ -98,6 +99,33 @@ export class SqliteStore implements Store {
   /** Adds work that rides along with commits when it is due (see CommitParticipant). */
   addCommitParticipant(participant: CommitParticipant): void {
     this.participants.push(participant);
+  }
+
+  /** Adds a repository's held-back writes, flushed before every commit (see WriteStage). */
+  addWriteStage(stage: WriteStage): void {
+    this.stages.push(stage);
+  }
+
+  /** Marks every stage (a savepoint or unit begins); undefined when there is none. */
+  private markStages(): number[] | undefined {
+    const stages = this.stages;
+    if (stages.length === 0) return undefined;
+    const marks = new Array<number>(stages.length);
+    for (let i = 0; i < stages.length; i++) marks[i] = stages[i].mark();
+    return marks;
+  }
+
+  private rewindStages(marks: number[] | undefined): void {
+    if (marks === undefined) return;
+    for (let i = 0; i < marks.length; i++) this.stages[i].rewind(marks[i]);
+  }
+
+  private flushStages(): void {
+    for (const stage of this.stages) stage.flush();
+  }
+
+  private endStages(): void {
+    for (const stage of this.stages) stage.ended();
   }
 
   /**
@@ -368,6 +396,7 @@ export class SqliteStore implements Store {
     if (this.groupCommit) {
       this.openBatch();
       this.db.exec('SAVEPOINT unit');
+      const marks = this.markStages();
       this.depth++;
       try {
         const result = fn();
@@ -376,18 +405,22 @@ export class SqliteStore implements Store {
       } catch (err) {
         this.db.exec('ROLLBACK TO unit');
         this.db.exec('RELEASE unit');
+        this.rewindStages(marks);
         throw err;
       } finally {
         this.depth--;
       }
     }
     this.db.exec('BEGIN IMMEDIATE');
+    const marks = this.markStages();
     this.depth++;
     try {
       const result = fn();
+      this.flushStages();
       const maintained = this.maintain();
       const epoch = this.advanceEpoch();
       this.db.exec('COMMIT');
+      this.endStages();
       this.depth--;
       this.committed(epoch);
       maintained();
@@ -395,6 +428,8 @@ export class SqliteStore implements Store {
       return result;
     } catch (err) {
       this.db.exec('ROLLBACK');
+      this.rewindStages(marks);
+      this.endStages();
       this.depth--;
       throw err;
     }
@@ -405,6 +440,7 @@ export class SqliteStore implements Store {
     if (this.failure) throw this.failure;
     const name = `nested${this.depth}`;
     this.db.exec(`SAVEPOINT ${name}`);
+    const marks = this.markStages();
     this.depth++;
     try {
       const result = fn();
@@ -413,6 +449,7 @@ export class SqliteStore implements Store {
     } catch (err) {
       this.db.exec(`ROLLBACK TO ${name}`);
       this.db.exec(`RELEASE ${name}`);
+      this.rewindStages(marks);
       throw err;
     } finally {
       this.depth--;
@@ -454,9 +491,11 @@ export class SqliteStore implements Store {
     let maintained: () => void;
     let epoch: number;
     try {
+      this.flushStages();
       maintained = this.maintain();
       epoch = this.advanceEpoch();
       this.db.exec('COMMIT');
+      this.endStages();
       this.lastCommitAt = performance.now();
     } catch (err) {
       try {
@@ -464,6 +503,8 @@ export class SqliteStore implements Store {
       } catch {
         /* the transaction is already gone */
       }
+      this.rewindStages(this.stages.map(() => 0));
+      this.endStages();
       this.afterCommitQueue = [];
       // The units of this batch already changed their callers' memory (queues, outcomes, timers) as if their
       // writes were durable. Going on would deliver messages whose producers were told they failed, so the
