@@ -75,6 +75,10 @@ export class SqliteStore implements Store {
    * table, as at open, also wrote that table's page: one more page in the log per commit, and about 7 µs.)
    */
   private readonly epochAdvance;
+  /** A unit of a group commit begins and ends with these: prepared once, not parsed twice per unit. */
+  private readonly unitBegin;
+  private readonly unitRelease;
+  private readonly unitRollback;
   /** Set when writing the commit counter failed: said once, the store goes on (the marker still follows). */
   private counterFailed = false;
 
@@ -89,6 +93,9 @@ export class SqliteStore implements Store {
   ) {
     this.markedEpoch = epoch;
     this.epochAdvance = db.prepare(`UPDATE sqlite_sequence SET seq = seq + 1 WHERE name = '${EPOCH_TABLE}'`);
+    this.unitBegin = db.prepare('SAVEPOINT unit');
+    this.unitRelease = db.prepare('RELEASE unit');
+    this.unitRollback = db.prepare('ROLLBACK TO unit');
   }
 
   /** The open connection, for the areas' repositories (they prepare their statements on it). */
@@ -395,16 +402,16 @@ export class SqliteStore implements Store {
     if (this.depth > 0) return fn();
     if (this.groupCommit) {
       this.openBatch();
-      this.db.exec('SAVEPOINT unit');
+      this.unitBegin.run();
       const marks = this.markStages();
       this.depth++;
       try {
         const result = fn();
-        this.db.exec('RELEASE unit');
+        this.unitRelease.run();
         return result;
       } catch (err) {
-        this.db.exec('ROLLBACK TO unit');
-        this.db.exec('RELEASE unit');
+        this.unitRollback.run();
+        this.unitRelease.run();
         this.rewindStages(marks);
         throw err;
       } finally {
