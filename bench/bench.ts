@@ -6,9 +6,11 @@
  * Environment: BENCH_MESSAGES (10000), BENCH_CONCURRENCY (32), BENCH_REPEATS (3), BENCH_LATENCY_SECONDS (5),
  * BENCH_WARMUP_SECONDS (5), BENCH_THROUGHPUT_MAX_SECONDS (15), BENCH_PAYLOAD_BYTES (100), BENCH_CAPACITY (100000),
  * BENCH_ACK_DELIVERY (0), BENCH_STALL_SECONDS (15), BENCH_SERVERS (bare,routed), BENCH_ROUTED_CLI (dist/cli.js),
- * BENCH_BEFORE_CLI (unset: with it, a third server 'before' runs that build, interleaved with the others).
+ * BENCH_BEFORE_CLI (unset: with it, a third server 'before' runs that build, interleaved with the others),
+ * BENCH_KEEP_FILES (0: 1 keeps each server's folder, its store and stderr, and prints where).
  */
 import * as os from 'node:os';
+import * as path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { AgentPair, BenchError, emptyCounters, RouterUnimplementedError, type PairCounters } from './agents';
 import { closedLoop, median, openLoop, percentile, PhaseResult } from './phases';
@@ -30,6 +32,8 @@ export interface BenchConfig {
   readonly routedCli: string | undefined;
   /** Another coordinator build measured as 'before' in the same run (BENCH_BEFORE_CLI). */
   readonly beforeCli: string | undefined;
+  /** Keep every server's folder (its store and stderr) at the end (BENCH_KEEP_FILES=1). */
+  readonly keepFiles: boolean;
 }
 
 type ServerName = 'bare' | 'routed' | 'before';
@@ -74,6 +78,7 @@ export function readConfig(env: NodeJS.ProcessEnv = process.env): BenchConfig {
     servers: servers as ServerName[],
     routedCli: env.BENCH_ROUTED_CLI || undefined,
     beforeCli,
+    keepFiles: env.BENCH_KEEP_FILES === '1',
   };
 }
 
@@ -244,7 +249,9 @@ export async function runBench(config: BenchConfig): Promise<number> {
     for (const subject of subjects) {
       subject.clients?.producer.close();
       subject.clients?.consumer.close();
-      await subject.server?.stop(exitCode !== 0);
+      await subject.server?.stop(exitCode !== 0 || config.keepFiles);
+      if (config.keepFiles && subject.server)
+        console.log(`${subject.name}: files kept in ${path.dirname(subject.server.stderrPath)}`);
     }
   }
 
