@@ -1,6 +1,11 @@
 import { strict as assert } from 'node:assert';
+import { DatabaseSync } from 'node:sqlite';
+import * as path from 'node:path';
+import { v4 as uuidv4 } from 'uuid';
 import { CoordinatorStore } from '../../src/core/coordinatorStore';
 import type { StructuredEvent } from '../../src/core/log/model';
+import type { MessageRecord } from '../../src/core/router/model';
+import { STORE_FILE_NAME } from '../../src/core/store/sqliteStore';
 import { WriteBuffer } from '../../src/core/store/writeBuffer';
 import { makeTempDir, removeTempDir } from '../support/tempDir';
 
@@ -13,6 +18,47 @@ function event(eventType: string): StructuredEvent {
     level: 'INFO',
     source: 'coordinator',
     details: { eventType },
+  };
+}
+
+function message(): MessageRecord {
+  const payload = Buffer.from('{"a":1}');
+  return {
+    envelope: {
+      messageId: uuidv4(),
+      idempotencyToken: '',
+      producerId: 'p',
+      correlationId: 'c',
+      sequenceNumber: '1',
+      retryCount: 0,
+      messageType: 'DATA',
+      contentType: 'application/json',
+      contentLength: String(payload.byteLength),
+      repoId: '',
+      worktreeId: '',
+      hlcTimestamp: '',
+      ttlMs: 0,
+      timestampMs: null,
+      payload,
+      parentCorrelationId: '',
+    },
+    recipientId: 'q',
+    dedupKey: 's:1',
+    tracked: true,
+    lane: 'STANDARD',
+    ackFor: '',
+    acceptedAt: 1_000,
+    state: 'SENT',
+    errorCode: '',
+    updatedAt: 1_000,
+    ackDeadline: 11_000,
+    expiresAt: null,
+    delivery: 'queued',
+    deliverySeq: null,
+    deliveredAt: null,
+    leaseUntil: null,
+    deliveryAttempts: 0,
+    history: [{ at: 1_000, event: 'accepted' }],
   };
 }
 
@@ -132,6 +178,72 @@ describe('write stages (rows held back until the commit)', () => {
         store.events.query().map((e) => e.eventType),
         ['kept'],
       );
+    });
+    it('a message inserted and updated in one commit is one row with its last state, readable before and after', async () => {
+      const r = message();
+      store.transaction(() => store.router.insertMessage(r));
+      store.transaction(() => {
+        r.delivery = 'inflight';
+        r.deliverySeq = 1;
+        r.history.push({ at: 1_001, event: 'delivered' });
+        store.router.updateMessage(r);
+      });
+      // A read inside the open commit sees what is staged.
+      assert.equal(store.router.getMessage(r.envelope.messageId)?.delivery, 'inflight');
+      store.transaction(() => {
+        r.delivery = 'done';
+        r.state = 'FULFILLED';
+        store.router.updateMessage(r);
+      });
+      r.envelope = { ...r.envelope, payload: new Uint8Array(0) }; // as memory drops a large payload after acceptance
+      await store.whenDurable();
+      store.close();
+      const db = new DatabaseSync(path.join(dir, STORE_FILE_NAME), { readOnly: true });
+      try {
+        const rows = db.prepare('SELECT state, delivery, delivery_seq, history FROM router_messages').all();
+        assert.equal(rows.length, 1);
+        assert.equal(rows[0].state, 'FULFILLED');
+        assert.equal(rows[0].delivery, 'done');
+        assert.equal(rows[0].delivery_seq, 1);
+        assert.equal(JSON.parse(String(rows[0].history)).length, 2);
+        const payload = db.prepare('SELECT payload FROM router_envelopes').get()?.payload as Uint8Array;
+        assert.equal(Buffer.from(payload).toString(), '{"a":1}');
+      } finally {
+        db.close();
+      }
+      store = CoordinatorStore.open(dir, { groupCommit: true });
+      assert.equal(store.router.getMessage(r.envelope.messageId)?.state, 'FULFILLED');
+    });
+
+    it('a unit that fails leaves no row of the message it inserted, and the next message gets a new id', async () => {
+      const dropped = message();
+      assert.throws(() =>
+        store.transaction(() => {
+          store.router.insertMessage(dropped);
+          throw new Error('unit fails');
+        }),
+      );
+      const kept = message();
+      store.transaction(() => store.router.insertMessage(kept));
+      await store.whenDurable();
+      assert.equal(store.router.getMessage(dropped.envelope.messageId), undefined);
+      assert.equal(store.router.getMessage(kept.envelope.messageId)?.envelope.messageId, kept.envelope.messageId);
+      assert.deepEqual(store.router.countByState(), { SENT: 1 });
+    });
+
+    it('a copy of a message read back and updated after the staged one is written last', async () => {
+      const r = message();
+      store.transaction(() => store.router.insertMessage(r));
+      await store.whenDurable();
+      store.transaction(() => {
+        const copy = store.router.getMessage(r.envelope.messageId)!;
+        r.state = 'RECEIVED';
+        store.router.updateMessage(r);
+        copy.state = 'READ';
+        store.router.updateMessage(copy);
+      });
+      await store.whenDurable();
+      assert.equal(store.router.getMessage(r.envelope.messageId)?.state, 'READ');
     });
   });
 });

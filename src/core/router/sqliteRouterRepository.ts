@@ -20,9 +20,9 @@ import type { MessageListFilter, MessageSummary } from './model';
 
 type Row = Record<string, unknown>;
 
-/** A message's staged write: its row, with what never changes after acceptance when the row is new. */
+/** A message's staged write: the record, with what never changes after acceptance when its row is new. */
 interface StagedRow {
-  readonly id: number;
+  readonly record: MessageRecord;
   readonly insert?: { readonly envelope: string; readonly payload: Uint8Array; readonly file?: PayloadFile };
 }
 
@@ -88,7 +88,8 @@ export class SqliteRouterRepository implements RouterRepository {
   private lastFillAt = performance.now();
   /** The highest id given to a message: ids are given on insert, in arrival order, and never go back. */
   private lastId: number;
-  private staging: WriteBuffer<MessageRecord, StagedRow> | undefined;
+  /** Staged rows by id. */
+  private staging: WriteBuffer<number, StagedRow> | undefined;
 
   constructor(private readonly db: DatabaseSync) {
     const p = (sql: string) => db.prepare(sql);
@@ -189,8 +190,8 @@ export class SqliteRouterRepository implements RouterRepository {
 
   /** From now on, rows written inside a transaction wait for the store's flush (see the class comment). */
   stageWrites(): WriteStage {
-    this.staging ??= new WriteBuffer<MessageRecord, StagedRow>((entries) => {
-      for (const [record, row] of entries) this.writeRow(record, row);
+    this.staging ??= new WriteBuffer<number, StagedRow>((entries) => {
+      for (const [id, row] of entries) this.writeRow(id, row);
     });
     return this.staging;
   }
@@ -206,28 +207,36 @@ export class SqliteRouterRepository implements RouterRepository {
     // The bytes of a file-backed payload are in the payload file (durable before this transaction commits); the
     // row keeps an empty BLOB.
     const row: StagedRow = {
-      id,
+      record: r,
       insert: r.payloadFile
         ? { envelope: envelopeJson(e), payload: EMPTY, file: r.payloadFile }
         : { envelope: envelopeJson(e), payload: e.payload },
     };
-    if (this.staging !== undefined && this.db.isTransaction) this.staging.stage(r, row);
-    else this.writeRow(r, row);
+    if (this.staging !== undefined && this.db.isTransaction) this.staging.stage(id, row);
+    else this.writeRow(id, row);
     this.lastId = id;
     this.ids.set(r, id);
     this.unindexed.set(e.messageId, id);
   }
 
   updateMessage(r: MessageRecord): void {
-    // Staged already: the flush writes the record as it is then.
-    if (this.staging?.has(r)) return;
     const id = this.ids.get(r) ?? this.idOf(r.envelope.messageId);
     if (id === undefined) return;
-    if (this.staging !== undefined && this.db.isTransaction) this.staging.stage(r, { id });
-    else this.writeRow(r, { id });
+    const staging = this.staging;
+    if (staging === undefined || !this.db.isTransaction) {
+      this.writeRow(id, { record: r });
+      return;
+    }
+    const staged = staging.get(id);
+    // Staged already: the flush writes the record as it is then.
+    if (staged?.record === r) return;
+    // Another copy of the message (one read back) was staged: it is written first, as it was updated first.
+    if (staged !== undefined) staging.flush();
+    staging.stage(id, { record: r });
   }
 
-  private writeRow(r: MessageRecord, row: StagedRow): void {
+  private writeRow(id: number, row: StagedRow): void {
+    const r = row.record;
     const insert = row.insert;
     if (insert === undefined) {
       this.s.updateMessage.run(
@@ -242,14 +251,14 @@ export class SqliteRouterRepository implements RouterRepository {
         r.leaseUntil,
         r.deliveryAttempts,
         JSON.stringify(r.history),
-        row.id,
+        id,
         r.envelope.messageId,
       );
       return;
     }
     const e = r.envelope;
     this.s.insertMessage.run(
-      row.id,
+      id,
       e.messageId,
       e.producerId,
       r.recipientId,
@@ -270,9 +279,9 @@ export class SqliteRouterRepository implements RouterRepository {
       r.deliveryAttempts,
       JSON.stringify(r.history),
     );
-    this.s.insertEnvelope.run(row.id, insert.envelope, insert.payload);
+    this.s.insertEnvelope.run(id, insert.envelope, insert.payload);
     if (insert.file)
-      this.s.addFileOwner.run(`m:${row.id}`, insert.file.fileId, insert.file.bytes, insert.file.digest ?? null);
+      this.s.addFileOwner.run(`m:${id}`, insert.file.fileId, insert.file.bytes, insert.file.digest ?? null);
   }
 
   getMessage(messageId: string): MessageRecord | undefined {

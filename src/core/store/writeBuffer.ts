@@ -26,6 +26,11 @@ export class WriteBuffer<K, V> implements WriteStage {
     return this.pending.has(key);
   }
 
+  /** The value `key` is staged with, if it is staged. */
+  get(key: K): V | undefined {
+    return this.pending.get(key)?.value;
+  }
+
   get size(): number {
     return this.pending.size;
   }
