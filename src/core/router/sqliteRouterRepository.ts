@@ -5,6 +5,7 @@ import { WriteBuffer } from '../store/writeBuffer';
 import type { Envelope } from './envelope';
 import type { Lane } from './lanes';
 import type { MessageState } from './lifecycle';
+import { writeMessageRow, type StagedRow } from './messageRows';
 import { PAYLOAD_DETACH_MIN_BYTES } from './memoryBudget';
 import type { PayloadFile } from './payloadFiles';
 import type {
@@ -19,12 +20,6 @@ import type {
 import type { MessageListFilter, MessageSummary } from './model';
 
 type Row = Record<string, unknown>;
-
-/** A message's staged write: the record, with what never changes after acceptance when its row is new. */
-interface StagedRow {
-  readonly record: MessageRecord;
-  readonly insert?: { readonly envelope: string; readonly payload: Uint8Array; readonly file?: PayloadFile };
-}
 
 /** Envelope fields other than the payload, as stored in the `envelope` JSON column. */
 function envelopeJson(envelope: Envelope): string {
@@ -236,52 +231,7 @@ export class SqliteRouterRepository implements RouterRepository {
   }
 
   private writeRow(id: number, row: StagedRow): void {
-    const r = row.record;
-    const insert = row.insert;
-    if (insert === undefined) {
-      this.s.updateMessage.run(
-        r.state,
-        r.errorCode,
-        r.updatedAt,
-        r.ackDeadline,
-        r.expiresAt,
-        r.delivery,
-        r.deliverySeq,
-        r.deliveredAt,
-        r.leaseUntil,
-        r.deliveryAttempts,
-        JSON.stringify(r.history),
-        id,
-        r.envelope.messageId,
-      );
-      return;
-    }
-    const e = r.envelope;
-    this.s.insertMessage.run(
-      id,
-      e.messageId,
-      e.producerId,
-      r.recipientId,
-      r.dedupKey,
-      r.tracked ? 1 : 0,
-      r.lane,
-      r.ackFor,
-      r.acceptedAt,
-      r.state,
-      r.errorCode,
-      r.updatedAt,
-      r.ackDeadline,
-      r.expiresAt,
-      r.delivery,
-      r.deliverySeq,
-      r.deliveredAt,
-      r.leaseUntil,
-      r.deliveryAttempts,
-      JSON.stringify(r.history),
-    );
-    this.s.insertEnvelope.run(id, insert.envelope, insert.payload);
-    if (insert.file)
-      this.s.addFileOwner.run(`m:${id}`, insert.file.fileId, insert.file.bytes, insert.file.digest ?? null);
+    writeMessageRow(this.s, id, row);
   }
 
   getMessage(messageId: string): MessageRecord | undefined {
