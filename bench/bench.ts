@@ -5,9 +5,12 @@
  *
  * Environment: BENCH_MESSAGES (10000), BENCH_CONCURRENCY (32), BENCH_REPEATS (3), BENCH_LATENCY_SECONDS (5),
  * BENCH_WARMUP_SECONDS (5), BENCH_THROUGHPUT_MAX_SECONDS (15), BENCH_PAYLOAD_BYTES (100), BENCH_CAPACITY (100000),
- * BENCH_ACK_DELIVERY (0), BENCH_STALL_SECONDS (15), BENCH_SERVERS (bare,routed), BENCH_ROUTED_CLI (dist/cli.js).
+ * BENCH_ACK_DELIVERY (0), BENCH_STALL_SECONDS (15), BENCH_SERVERS (bare,routed), BENCH_ROUTED_CLI (dist/cli.js),
+ * BENCH_BEFORE_CLI (unset: with it, a third server 'before' runs that build, interleaved with the others),
+ * BENCH_KEEP_FILES (0: 1 keeps each server's folder, its store and stderr, and prints where).
  */
 import * as os from 'node:os';
+import * as path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { AgentPair, BenchError, emptyCounters, RouterUnimplementedError, type PairCounters } from './agents';
 import { closedLoop, median, openLoop, percentile, PhaseResult } from './phases';
@@ -27,9 +30,13 @@ export interface BenchConfig {
   readonly stallMs: number;
   readonly servers: readonly ServerName[];
   readonly routedCli: string | undefined;
+  /** Another coordinator build measured as 'before' in the same run (BENCH_BEFORE_CLI). */
+  readonly beforeCli: string | undefined;
+  /** Keep every server's folder (its store and stderr) at the end (BENCH_KEEP_FILES=1). */
+  readonly keepFiles: boolean;
 }
 
-type ServerName = 'bare' | 'routed';
+type ServerName = 'bare' | 'routed' | 'before';
 
 const THROUGHPUT_TARGET = 0.75;
 const WARMUP_CHUNK = 1000;
@@ -46,12 +53,16 @@ export function readConfig(env: NodeJS.ProcessEnv = process.env): BenchConfig {
     if (!Number.isFinite(value) || value < min) throw new Error(`${name} must be a number ≥ ${min}, not '${raw}'`);
     return value;
   };
-  const servers = (env.BENCH_SERVERS ?? 'bare,routed')
+  const beforeCli = env.BENCH_BEFORE_CLI || undefined;
+  const servers = (env.BENCH_SERVERS ?? (beforeCli === undefined ? 'bare,routed' : 'bare,before,routed'))
     .split(',')
     .map((s) => s.trim())
     .filter(Boolean);
   for (const name of servers) {
-    if (name !== 'bare' && name !== 'routed') throw new Error(`BENCH_SERVERS lists '${name}'; use bare and/or routed`);
+    if (name !== 'bare' && name !== 'routed' && name !== 'before')
+      throw new Error(`BENCH_SERVERS lists '${name}'; use bare, routed and/or before`);
+    if (name === 'before' && beforeCli === undefined)
+      throw new Error(`BENCH_SERVERS lists 'before' but BENCH_BEFORE_CLI is not set`);
   }
   return {
     messages: Math.round(int('BENCH_MESSAGES', 10_000, 1)),
@@ -66,6 +77,8 @@ export function readConfig(env: NodeJS.ProcessEnv = process.env): BenchConfig {
     stallMs: int('BENCH_STALL_SECONDS', 15, 1) * 1000,
     servers: servers as ServerName[],
     routedCli: env.BENCH_ROUTED_CLI || undefined,
+    beforeCli,
+    keepFiles: env.BENCH_KEEP_FILES === '1',
   };
 }
 
@@ -113,7 +126,8 @@ export async function runBench(config: BenchConfig): Promise<number> {
         if (subject.name === 'bare') {
           subject.server = await startBareServer();
         } else {
-          const started = await startRoutedServer({ capacity: config.capacity, cliPath: config.routedCli });
+          const cliPath = subject.name === 'before' ? config.beforeCli : config.routedCli;
+          const started = await startRoutedServer({ capacity: config.capacity, cliPath, name: subject.name });
           subject.server = started.server;
           for (const note of started.notes) notes.add(note);
         }
@@ -235,7 +249,9 @@ export async function runBench(config: BenchConfig): Promise<number> {
     for (const subject of subjects) {
       subject.clients?.producer.close();
       subject.clients?.consumer.close();
-      await subject.server?.stop(exitCode !== 0);
+      await subject.server?.stop(exitCode !== 0 || config.keepFiles);
+      if (config.keepFiles && subject.server)
+        console.log(`${subject.name}: files kept in ${path.dirname(subject.server.stderrPath)}`);
     }
   }
 
@@ -276,6 +292,7 @@ function busy(result: PhaseResult): boolean {
 function printReport(subjects: readonly Subject[], notes: ReadonlySet<string>): void {
   const bare = subjects.find((s) => s.name === 'bare');
   const routed = subjects.find((s) => s.name === 'routed');
+  const before = subjects.find((s) => s.name === 'before');
   const figure = (subject: Subject | undefined, pick: (s: Subject) => number, digits: number): string => {
     if (subject === undefined) return 'n/a';
     if (subject.stopped !== undefined && Number.isNaN(pick(subject))) return '—';
@@ -289,48 +306,66 @@ function printReport(subjects: readonly Subject[], notes: ReadonlySet<string>): 
       median(s.halfLoad.map((r) => percentile(r.latencies, p)));
   const cpu = (s: Subject): number => median(s.throughput.map((r) => (r.serverCpuS * 1e6) / r.messages));
   const loadCpu = (s: Subject): number => median(s.throughput.map((r) => (r.loadCpuS * 1e6) / r.messages));
-  const ratio = (pick: (s: Subject) => number): number =>
-    bare !== undefined && routed !== undefined ? pick(routed) / pick(bare) : NaN;
+  const ratioOf =
+    (subject: Subject | undefined) =>
+    (pick: (s: Subject) => number): number =>
+      bare !== undefined && subject !== undefined ? pick(subject) / pick(bare) : NaN;
+  const ratio = ratioOf(routed);
+  const beforeRatio = ratioOf(before);
 
-  const rows: [string, string, string, number, string, string][] = [];
-  const verdict = (value: number, ok: (v: number) => boolean): string =>
-    Number.isNaN(value) ? 'n/a' : ok(value) ? 'PASS' : 'MISS';
-  const tputRatio = ratio(tput);
-  const p99Ratio = ratio(half(99));
-  rows.push([
-    'throughput, msg/s (median)',
-    figure(bare, tput, 0),
-    figure(routed, tput, 0),
-    tputRatio,
-    `≥ ${THROUGHPUT_TARGET}`,
-    verdict(tputRatio, (v) => v >= THROUGHPUT_TARGET),
-  ]);
-  rows.push(['p50 at half load, ms', figure(bare, half(50), 2), figure(routed, half(50), 2), ratio(half(50)), '', '']);
-  rows.push(['p90 at half load, ms', figure(bare, half(90), 2), figure(routed, half(90), 2), ratio(half(90)), '', '']);
-  rows.push([
-    'p99 at half load, ms',
-    figure(bare, half(99), 2),
-    figure(routed, half(99), 2),
-    p99Ratio,
-    `≤ ${P99_TARGET}`,
-    verdict(p99Ratio, (v) => v <= P99_TARGET),
-  ]);
-  rows.push(['server CPU per message, µs', figure(bare, cpu, 0), figure(routed, cpu, 0), ratio(cpu), '', '']);
-  rows.push([
-    'load-gen CPU per message, µs',
-    figure(bare, loadCpu, 0),
-    figure(routed, loadCpu, 0),
-    ratio(loadCpu),
-    '',
-    '',
-  ]);
+  interface Row {
+    label: string;
+    pick: (s: Subject) => number;
+    digits: number;
+    target: string;
+    ok?: (v: number) => boolean;
+  }
+  const rows: Row[] = [
+    {
+      label: 'throughput, msg/s (median)',
+      pick: tput,
+      digits: 0,
+      target: `≥ ${THROUGHPUT_TARGET}`,
+      ok: (v) => v >= THROUGHPUT_TARGET,
+    },
+    { label: 'p50 at half load, ms', pick: half(50), digits: 2, target: '' },
+    { label: 'p90 at half load, ms', pick: half(90), digits: 2, target: '' },
+    { label: 'p99 at half load, ms', pick: half(99), digits: 2, target: `≤ ${P99_TARGET}`, ok: (v) => v <= P99_TARGET },
+    { label: 'server CPU per message, µs', pick: cpu, digits: 0, target: '' },
+    { label: 'load-gen CPU per message, µs', pick: loadCpu, digits: 0, target: '' },
+  ];
+  const verdict = (value: number, ok: ((v: number) => boolean) | undefined): string =>
+    ok === undefined ? '' : Number.isNaN(value) ? 'n/a' : ok(value) ? 'PASS' : 'MISS';
+  const q = (value: number): string => (Number.isNaN(value) ? '—' : value.toFixed(2));
 
-  const widths = [28, 10, 10, 12, 8, 6];
+  // With a 'before' build in the run, its column and its ratio to bare sit beside the routed ones.
+  const header = [
+    '',
+    'bare',
+    ...(before ? ['before'] : []),
+    'routed',
+    ...(before ? ['before/bare'] : []),
+    'routed/bare',
+    'target',
+    '',
+  ];
+  const widths = [28, 10, ...(before ? [10] : []), 10, ...(before ? [12] : []), 12, 8, 6];
   const line = (cells: string[]): string =>
     cells.map((cell, i) => (i === 0 ? pad(cell, widths[i]) : padStart(cell, widths[i]))).join('  ');
-  console.log(line(['', 'bare', 'routed', 'routed/bare', 'target', '']));
-  for (const [label, b, r, q, target, result] of rows) {
-    console.log(line([label, b, r, Number.isNaN(q) ? '—' : q.toFixed(2), target, result]));
+  console.log(line(header));
+  for (const row of rows) {
+    const r = ratio(row.pick);
+    const cells = [
+      row.label,
+      figure(bare, row.pick, row.digits),
+      ...(before ? [figure(before, row.pick, row.digits)] : []),
+      figure(routed, row.pick, row.digits),
+      ...(before ? [q(beforeRatio(row.pick))] : []),
+      q(r),
+      row.target,
+      verdict(r, row.ok),
+    ];
+    console.log(line(cells));
   }
   console.log('');
   for (const subject of subjects) {

@@ -26,6 +26,8 @@ export interface RoutedOptions {
   readonly capacity: number;
   /** The coordinator CLI bundle; dist/cli.js of this repository by default. */
   readonly cliPath?: string;
+  /** The name the server is reported under: 'routed' by default. */
+  readonly name?: string;
 }
 
 const START_TIMEOUT_MS = 20_000;
@@ -53,10 +55,10 @@ export async function startRoutedServer(options: RoutedOptions): Promise<{ serve
   const args = ['--port', '0', '--auth', 'token'];
   if (/--capacity\b/.test(help)) {
     args.push('--capacity', String(options.capacity));
-    notes.push(`routed: --capacity ${options.capacity}`);
+    notes.push(`${options.name ?? 'routed'}: --capacity ${options.capacity}`);
   } else {
     notes.push(
-      'routed: this CLI has no --capacity flag; inboxes keep their default capacity, which may refuse messages with BUFFER_FULL at this concurrency',
+      `${options.name ?? 'routed'}: this CLI has no --capacity flag; inboxes keep their default capacity, which may refuse messages with BUFFER_FULL at this concurrency`,
     );
   }
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'sw4rm-bench-routed-'));
@@ -74,7 +76,7 @@ export async function startRoutedServer(options: RoutedOptions): Promise<{ serve
     stderrPath,
   );
   const server = handle(
-    'routed',
+    options.name ?? 'routed',
     child,
     env.get('SW4RM_ROUTER_ADDR') as string,
     env.get('SW4RM_TOKEN'),

@@ -144,7 +144,8 @@ export class CoordinatorStore
   private constructor(private readonly engine: SqliteStore) {
     const db: DatabaseSync = engine.database;
     this.agents = new SqliteAgentRepository(db);
-    this.events = new SqliteEventRepository(db);
+    const events = new SqliteEventRepository(db);
+    this.events = events;
     this.router = new SqliteRouterRepository(db);
     this.hitl = new SqliteHitlRepository(db);
     this.credentials = new SqliteCredentialRepository(db);
@@ -159,6 +160,9 @@ export class CoordinatorStore
     this.workflows = new SqliteWorkflowRepository(db);
     this.launches = new SqliteLaunchRepository(db);
     engine.addCommitParticipant(this.router.indexFill);
+    // Rows written several times before a commit are written once, just before it (WriteStage).
+    engine.addWriteStage(events.stageWrites());
+    engine.addWriteStage(this.router.stageWrites());
   }
 
   /** Opens (creating if needed) the store file in `dataDir`; see SqliteStore.open for what it refuses. */

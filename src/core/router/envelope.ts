@@ -2,7 +2,7 @@ import { validate as isUuid, version as uuidVersion } from 'uuid';
 import { PAYLOAD_LIMITS, MIB, ROUTING_JSON_MAX_BYTES } from '../limits';
 import { FIELD_LIMITS, identifierRefusal } from '../fieldLimits';
 import { jsonBoundsRefusal } from '../json';
-import { contentKind, contentRefusal } from './payloadContent';
+import { contentKind, contentRefusal, parseJsonContent } from './payloadContent';
 
 /** Message types of RFC §11, by their canonical enum names. */
 export const MESSAGE_TYPES = [
@@ -98,11 +98,25 @@ export function payloadLimit(messageType: string, limits: Readonly<Record<string
 const MIME = /^([A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126})\/([A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126})(\s*;.*)?$/;
 const CONTROL = /[\u0000-\u001f\u007f]/;
 
+/** The last content type asked of baseContentType and its answer: admission asks the same one several times. */
+let lastContentType: string | undefined;
+let lastBase: string | undefined;
+
 /** `type/subtype` in lower case without parameters, or undefined when it is not a MIME type. */
 export function baseContentType(contentType: string): string | undefined {
+  if (contentType === lastContentType) return lastBase;
   const match = MIME.exec(contentType.trim());
-  return match ? `${match[1]}/${match[2]}`.toLowerCase() : undefined;
+  const base = match ? `${match[1]}/${match[2]}`.toLowerCase() : undefined;
+  lastContentType = contentType;
+  lastBase = base;
+  return base;
 }
+
+/**
+ * JSON payloads `checkEnvelope` parsed (rule 5), for `jsonObject` to take instead of parsing them again: each is
+ * taken once, so what a caller does with the object is never seen by another. Keyed by the payload's bytes.
+ */
+const parsedPayloads = new WeakMap<Uint8Array, unknown>();
 
 /**
  * The envelope rules of RFC §11 and message-types.txt (rules 1–8) that need no knowledge of the registry:
@@ -177,6 +191,13 @@ export function checkEnvelope(
   const base = baseContentType(envelope.contentType);
   const kind = contentKind(base);
   if (size > 0 && kind && base) {
+    if (kind === 'json' && size <= ROUTING_JSON_MAX_BYTES) {
+      // A payload admission reads for routing (jsonObject): parsed once, here.
+      const parsed = parseJsonContent(envelope.payload, base);
+      if ('refusal' in parsed) return invalid(parsed.refusal);
+      parsedPayloads.set(envelope.payload, parsed.value);
+      return undefined;
+    }
     const refusal = contentRefusal(kind, envelope.payload, base);
     if (refusal !== undefined) return invalid(refusal);
   }
@@ -200,6 +221,14 @@ export function jsonObject(envelope: Envelope): Record<string, unknown> | undefi
   const base = baseContentType(envelope.contentType);
   if (!base || !(base === 'application/json' || base.endsWith('+json')) || envelope.payload.byteLength === 0)
     return undefined;
+  // Parsed by checkEnvelope already: within ROUTING_JSON_MAX_BYTES and MAX_JSON_DEPTH, valid JSON.
+  if (parsedPayloads.has(envelope.payload)) {
+    const value = parsedPayloads.get(envelope.payload);
+    parsedPayloads.delete(envelope.payload);
+    return typeof value === 'object' && value !== null && !Array.isArray(value)
+      ? (value as Record<string, unknown>)
+      : undefined;
+  }
   if (jsonBoundsRefusal(envelope.payload, { what: 'the payload', maxBytes: ROUTING_JSON_MAX_BYTES }) !== undefined)
     return undefined;
   try {

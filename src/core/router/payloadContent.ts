@@ -23,6 +23,32 @@ export function contentKind(base: string | undefined): ContentKind | undefined {
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 
 /**
+ * Rule 5 for a JSON payload, answering the parsed value when it is valid (so that admission parses it once): the
+ * same checks and refusals as `contentRefusal('json', payload, base)`.
+ */
+export function parseJsonContent(payload: Uint8Array, base: string): { refusal: string } | { value: unknown } {
+  const tooDeep = jsonBoundsRefusal(payload, { what: 'the payload' });
+  if (tooDeep !== undefined) return { refusal: tooDeep };
+  let text: string;
+  try {
+    text = utf8.decode(payload);
+  } catch {
+    return { refusal: `the payload is not valid JSON for content_type ${base}: it is not UTF-8` };
+  }
+  return parseText(text, base);
+}
+
+function parseText(text: string, base: string): { refusal: string } | { value: unknown } {
+  try {
+    return { value: JSON.parse(text) as unknown };
+  } catch (err) {
+    return {
+      refusal: `the payload is not valid JSON for content_type ${base}: ${(err as Error).message.slice(0, 120)}`,
+    };
+  }
+}
+
+/**
  * Why a payload breaks rule 5 for its kind, or undefined when it is valid. `strategy: 'parse'` uses JSON.parse
  * (fastest for small payloads); `'scan'` validates with jsonc-parser's visitor in strict mode (no comments, no
  * trailing commas), which builds no value, so a 16 MB payload costs no heap beyond its text.
@@ -51,12 +77,8 @@ export function contentRefusal(
     return `the payload is not valid JSON for content_type ${base}: it is not UTF-8`;
   }
   if (strategy === 'parse') {
-    try {
-      JSON.parse(text);
-      return undefined;
-    } catch (err) {
-      return `the payload is not valid JSON for content_type ${base}: ${(err as Error).message.slice(0, 120)}`;
-    }
+    const parsed = parseText(text, base);
+    return 'refusal' in parsed ? parsed.refusal : undefined;
   }
   let error: string | undefined;
   visit(

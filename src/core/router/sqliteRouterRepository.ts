@@ -1,9 +1,11 @@
 import type { DatabaseSync, StatementSync } from 'node:sqlite';
 import type { PruneResult } from '../retention';
-import type { CommitParticipant } from '../store/store';
+import type { CommitParticipant, WriteStage } from '../store/store';
+import { WriteBuffer } from '../store/writeBuffer';
 import type { Envelope } from './envelope';
 import type { Lane } from './lanes';
 import type { MessageState } from './lifecycle';
+import { writeMessageRow, type StagedRow } from './messageRows';
 import { PAYLOAD_DETACH_MIN_BYTES } from './memoryBudget';
 import type { PayloadFile } from './payloadFiles';
 import type {
@@ -62,6 +64,11 @@ const LIVE = `(delivery != 'done' OR state NOT IN ('FULFILLED', 'REJECTED', 'FAI
  * bulk, at most every INDEX_FILL_BATCH messages or INDEX_FILL_INTERVAL_MS, as part of a commit; until then
  * `unindexed` answers for the newest messages. After a crash, the messages beyond the filled range are read
  * back into `unindexed`, so nothing depends on the fill having run.
+ *
+ * Once `stageWrites` handed its stage to the store, a message's row is written once per commit: inserting or
+ * updating it inside a transaction stages the record, and the store's flush just before COMMIT writes its state as
+ * it is then (a message accepted and delivered in one commit is one INSERT, not an INSERT and an UPDATE). The
+ * envelope and payload are taken when the message is inserted. Every read of these tables flushes first.
  */
 export class SqliteRouterRepository implements RouterRepository {
   private readonly s: Record<string, StatementSync>;
@@ -74,14 +81,18 @@ export class SqliteRouterRepository implements RouterRepository {
   private retentionCursor = 0;
   private retentionPassFrom = -Infinity;
   private lastFillAt = performance.now();
+  /** The highest id given to a message: ids are given on insert, in arrival order, and never go back. */
+  private lastId: number;
+  /** Staged rows by id. */
+  private staging: WriteBuffer<number, StagedRow> | undefined;
 
   constructor(private readonly db: DatabaseSync) {
     const p = (sql: string) => db.prepare(sql);
     this.s = {
       insertMessage:
-        p(`INSERT INTO router_messages (message_id, producer_id, recipient_id, dedup_key, tracked, lane, ack_for,
+        p(`INSERT INTO router_messages (id, message_id, producer_id, recipient_id, dedup_key, tracked, lane, ack_for,
         accepted_at, state, error_code, updated_at, ack_deadline, expires_at, delivery, delivery_seq, delivered_at, lease_until,
-        delivery_attempts, history) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
+        delivery_attempts, history) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
       insertEnvelope: p('INSERT INTO router_envelopes (id, envelope, payload) VALUES (?, ?, ?)'),
       updateMessage:
         p(`UPDATE router_messages SET state = ?, error_code = ?, updated_at = ?, ack_deadline = ?, expires_at = ?, delivery = ?,
@@ -167,42 +178,38 @@ export class SqliteRouterRepository implements RouterRepository {
         FROM dead_letters) WHERE total > ? ORDER BY id DESC LIMIT 1)`),
     };
     this.indexedThrough = Number((this.s.indexedThrough.get() as Row | undefined)?.value ?? 0);
+    this.lastId = Number((this.s.maxId.get() as Row).id);
     for (const row of this.s.unindexed.all(this.indexedThrough) as Row[])
       this.unindexed.set(String(row.message_id), Number(row.id));
   }
 
+  /** From now on, rows written inside a transaction wait for the store's flush (see the class comment). */
+  stageWrites(): WriteStage {
+    this.staging ??= new WriteBuffer<number, StagedRow>((entries) => {
+      for (const [id, row] of entries) this.writeRow(id, row);
+    });
+    return this.staging;
+  }
+
+  /** Writes what is staged, before a read of the tables it goes to. */
+  private flush(): void {
+    if (this.staging !== undefined && this.staging.size > 0) this.staging.flush();
+  }
+
   insertMessage(r: MessageRecord): void {
     const e = r.envelope;
-    const id = Number(
-      this.s.insertMessage.run(
-        e.messageId,
-        e.producerId,
-        r.recipientId,
-        r.dedupKey,
-        r.tracked ? 1 : 0,
-        r.lane,
-        r.ackFor,
-        r.acceptedAt,
-        r.state,
-        r.errorCode,
-        r.updatedAt,
-        r.ackDeadline,
-        r.expiresAt,
-        r.delivery,
-        r.deliverySeq,
-        r.deliveredAt,
-        r.leaseUntil,
-        r.deliveryAttempts,
-        JSON.stringify(r.history),
-      ).lastInsertRowid,
-    );
-    if (r.payloadFile) {
-      // The bytes are in the payload file (durable before this transaction commits); the row keeps an empty BLOB.
-      this.s.insertEnvelope.run(id, envelopeJson(e), EMPTY);
-      this.s.addFileOwner.run(`m:${id}`, r.payloadFile.fileId, r.payloadFile.bytes, r.payloadFile.digest ?? null);
-    } else {
-      this.s.insertEnvelope.run(id, envelopeJson(e), e.payload);
-    }
+    const id = this.lastId + 1;
+    // The bytes of a file-backed payload are in the payload file (durable before this transaction commits); the
+    // row keeps an empty BLOB.
+    const row: StagedRow = {
+      record: r,
+      insert: r.payloadFile
+        ? { envelope: envelopeJson(e), payload: EMPTY, file: r.payloadFile }
+        : { envelope: envelopeJson(e), payload: e.payload },
+    };
+    if (this.staging !== undefined && this.db.isTransaction) this.staging.stage(id, row);
+    else this.writeRow(id, row);
+    this.lastId = id;
     this.ids.set(r, id);
     this.unindexed.set(e.messageId, id);
   }
@@ -210,35 +217,38 @@ export class SqliteRouterRepository implements RouterRepository {
   updateMessage(r: MessageRecord): void {
     const id = this.ids.get(r) ?? this.idOf(r.envelope.messageId);
     if (id === undefined) return;
-    this.s.updateMessage.run(
-      r.state,
-      r.errorCode,
-      r.updatedAt,
-      r.ackDeadline,
-      r.expiresAt,
-      r.delivery,
-      r.deliverySeq,
-      r.deliveredAt,
-      r.leaseUntil,
-      r.deliveryAttempts,
-      JSON.stringify(r.history),
-      id,
-      r.envelope.messageId,
-    );
+    const staging = this.staging;
+    if (staging === undefined || !this.db.isTransaction) {
+      this.writeRow(id, { record: r });
+      return;
+    }
+    const staged = staging.get(id);
+    // Staged already: the flush writes the record as it is then.
+    if (staged?.record === r) return;
+    // Another copy of the message (one read back) was staged: it is written first, as it was updated first.
+    if (staged !== undefined) staging.flush();
+    staging.stage(id, { record: r });
+  }
+
+  private writeRow(id: number, row: StagedRow): void {
+    writeMessageRow(this.s, id, row);
   }
 
   getMessage(messageId: string): MessageRecord | undefined {
     const id = this.idOf(messageId);
     if (id === undefined) return undefined;
+    this.flush();
     const row = this.s.getMessage.get(id, messageId) as Row | undefined;
     return row ? this.toMessage(row) : undefined;
   }
 
   liveMessages(): MessageRecord[] {
+    this.flush();
     return (this.s.liveMessages.all() as Row[]).map((row) => this.toMessage(row));
   }
 
   countByState(): Record<string, number> {
+    this.flush();
     const counts: Record<string, number> = {};
     for (const row of this.s.countByState.all() as Row[]) counts[String(row.state)] = Number(row.n);
     return counts;
@@ -254,6 +264,7 @@ export class SqliteRouterRepository implements RouterRepository {
    * scan stopped at its limit with more to look at.
    */
   pruneMessages(finishedBefore: number, scanLimit: number): PruneResult {
+    this.flush();
     if (finishedBefore - this.retentionPassFrom >= RETENTION_PASS_MS) {
       this.retentionCursor = 0;
       this.retentionPassFrom = finishedBefore;
@@ -281,6 +292,7 @@ export class SqliteRouterRepository implements RouterRepository {
   }
 
   releasePayload(r: MessageRecord, contentDigest: string | undefined): void {
+    this.flush();
     const id = this.ids.get(r) ?? this.idOf(r.envelope.messageId);
     if (id === undefined) return;
     this.s.releasePayload.run(contentDigest ?? '', id);
@@ -302,6 +314,7 @@ export class SqliteRouterRepository implements RouterRepository {
   }
 
   payloadFiles(): Array<{ fileId: string; bytes: number }> {
+    this.flush();
     return (this.s.payloadFiles.all() as Row[]).map((row) => ({
       fileId: String(row.file_id),
       bytes: Number(row.bytes),
@@ -309,20 +322,24 @@ export class SqliteRouterRepository implements RouterRepository {
   }
 
   payloadFileReferenced(fileId: string): boolean {
+    this.flush();
     return this.s.fileReferenced.get(fileId) !== undefined;
   }
 
   payloadFileBytes(): number {
+    this.flush();
     return Number((this.s.payloadFileBytes.get() as Row).bytes);
   }
 
   payload(r: MessageRecord): Uint8Array | undefined {
+    this.flush();
     const id = this.ids.get(r) ?? this.idOf(r.envelope.messageId);
     const row = id === undefined ? undefined : (this.s.payload.get(id) as Row | undefined);
     return row ? (row.payload as Uint8Array) : undefined;
   }
 
   storeBytes(): number {
+    this.flush();
     return Number((this.s.storeBytes.get() as Row).bytes);
   }
 
@@ -347,6 +364,7 @@ export class SqliteRouterRepository implements RouterRepository {
    * Answers what to do once that transaction has committed: forget the messages now indexed.
    */
   fillIndex(): () => void {
+    this.flush();
     const through = Number((this.s.maxId.get() as Row).id);
     this.lastFillAt = performance.now();
     if (through <= this.indexedThrough) return () => undefined;
@@ -518,6 +536,7 @@ export class SqliteRouterRepository implements RouterRepository {
   }
 
   pruneDeadLetters(maxEntries: number, olderThan: number, maxBytes = Number.MAX_SAFE_INTEGER): number {
+    this.flush();
     const deleted =
       Number(this.s.pruneDeadLettersAge.run(olderThan).changes) +
       Number(this.s.pruneDeadLettersCount.run(maxEntries).changes) +
@@ -530,6 +549,7 @@ export class SqliteRouterRepository implements RouterRepository {
   private recentMessagesStatement: StatementSync | undefined;
 
   recentMessages(filter: MessageListFilter, scanWindow: number, limit: number): MessageSummary[] {
+    this.flush();
     // Newest first along the arrival-order key, within the newest `scanWindow` ids: a backward range scan that stops
     // after `limit` matches. Columns of router_messages are tested before the envelope's JSON is read.
     this.recentMessagesStatement ??= this.db

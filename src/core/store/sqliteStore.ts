@@ -20,7 +20,7 @@ import {
   makePrivateFile,
   PRIVATE_FILE_MODE,
 } from './storeState';
-import { StoreFailedError, StoreOpenError, type CommitParticipant, type Store } from './store';
+import { StoreFailedError, StoreOpenError, type CommitParticipant, type Store, type WriteStage } from './store';
 
 export const STORE_FILE_NAME = 'coordinator.db';
 const DEFAULT_LOCK_WAIT_MS = 5000;
@@ -55,6 +55,7 @@ export interface SqliteStoreOptions {
 export class SqliteStore implements Store {
   private depth = 0;
   private readonly participants: CommitParticipant[] = [];
+  private readonly stages: WriteStage[] = [];
   /** Group commit: an open transaction shared by every write of this turn of the event loop. */
   private batchOpen = false;
   private lastCommitAt = 0;
@@ -74,6 +75,10 @@ export class SqliteStore implements Store {
    * table, as at open, also wrote that table's page: one more page in the log per commit, and about 7 µs.)
    */
   private readonly epochAdvance;
+  /** A unit of a group commit begins and ends with these: prepared once, not parsed twice per unit. */
+  private readonly unitBegin;
+  private readonly unitRelease;
+  private readonly unitRollback;
   /** Set when writing the commit counter failed: said once, the store goes on (the marker still follows). */
   private counterFailed = false;
 
@@ -88,6 +93,9 @@ export class SqliteStore implements Store {
   ) {
     this.markedEpoch = epoch;
     this.epochAdvance = db.prepare(`UPDATE sqlite_sequence SET seq = seq + 1 WHERE name = '${EPOCH_TABLE}'`);
+    this.unitBegin = db.prepare('SAVEPOINT unit');
+    this.unitRelease = db.prepare('RELEASE unit');
+    this.unitRollback = db.prepare('ROLLBACK TO unit');
   }
 
   /** The open connection, for the areas' repositories (they prepare their statements on it). */
@@ -98,6 +106,33 @@ export class SqliteStore implements Store {
   /** Adds work that rides along with commits when it is due (see CommitParticipant). */
   addCommitParticipant(participant: CommitParticipant): void {
     this.participants.push(participant);
+  }
+
+  /** Adds a repository's held-back writes, flushed before every commit (see WriteStage). */
+  addWriteStage(stage: WriteStage): void {
+    this.stages.push(stage);
+  }
+
+  /** Marks every stage (a savepoint or unit begins); undefined when there is none. */
+  private markStages(): number[] | undefined {
+    const stages = this.stages;
+    if (stages.length === 0) return undefined;
+    const marks = new Array<number>(stages.length);
+    for (let i = 0; i < stages.length; i++) marks[i] = stages[i].mark();
+    return marks;
+  }
+
+  private rewindStages(marks: number[] | undefined): void {
+    if (marks === undefined) return;
+    for (let i = 0; i < marks.length; i++) this.stages[i].rewind(marks[i]);
+  }
+
+  private flushStages(): void {
+    for (const stage of this.stages) stage.flush();
+  }
+
+  private endStages(): void {
+    for (const stage of this.stages) stage.ended();
   }
 
   /**
@@ -367,27 +402,32 @@ export class SqliteStore implements Store {
     if (this.depth > 0) return fn();
     if (this.groupCommit) {
       this.openBatch();
-      this.db.exec('SAVEPOINT unit');
+      this.unitBegin.run();
+      const marks = this.markStages();
       this.depth++;
       try {
         const result = fn();
-        this.db.exec('RELEASE unit');
+        this.unitRelease.run();
         return result;
       } catch (err) {
-        this.db.exec('ROLLBACK TO unit');
-        this.db.exec('RELEASE unit');
+        this.unitRollback.run();
+        this.unitRelease.run();
+        this.rewindStages(marks);
         throw err;
       } finally {
         this.depth--;
       }
     }
     this.db.exec('BEGIN IMMEDIATE');
+    const marks = this.markStages();
     this.depth++;
     try {
       const result = fn();
+      this.flushStages();
       const maintained = this.maintain();
       const epoch = this.advanceEpoch();
       this.db.exec('COMMIT');
+      this.endStages();
       this.depth--;
       this.committed(epoch);
       maintained();
@@ -395,6 +435,8 @@ export class SqliteStore implements Store {
       return result;
     } catch (err) {
       this.db.exec('ROLLBACK');
+      this.rewindStages(marks);
+      this.endStages();
       this.depth--;
       throw err;
     }
@@ -405,6 +447,7 @@ export class SqliteStore implements Store {
     if (this.failure) throw this.failure;
     const name = `nested${this.depth}`;
     this.db.exec(`SAVEPOINT ${name}`);
+    const marks = this.markStages();
     this.depth++;
     try {
       const result = fn();
@@ -413,6 +456,7 @@ export class SqliteStore implements Store {
     } catch (err) {
       this.db.exec(`ROLLBACK TO ${name}`);
       this.db.exec(`RELEASE ${name}`);
+      this.rewindStages(marks);
       throw err;
     } finally {
       this.depth--;
@@ -454,9 +498,11 @@ export class SqliteStore implements Store {
     let maintained: () => void;
     let epoch: number;
     try {
+      this.flushStages();
       maintained = this.maintain();
       epoch = this.advanceEpoch();
       this.db.exec('COMMIT');
+      this.endStages();
       this.lastCommitAt = performance.now();
     } catch (err) {
       try {
@@ -464,6 +510,8 @@ export class SqliteStore implements Store {
       } catch {
         /* the transaction is already gone */
       }
+      this.rewindStages(this.stages.map(() => 0));
+      this.endStages();
       this.afterCommitQueue = [];
       // The units of this batch already changed their callers' memory (queues, outcomes, timers) as if their
       // writes were durable. Going on would deliver messages whose producers were told they failed, so the

@@ -51,6 +51,27 @@ export interface CommitParticipant {
   run(): () => void;
 }
 
+/**
+ * Writes a repository holds back while its transaction is open, so that a row written several times before one
+ * (group) commit is written once, and rows of one kind go in one statement. The store flushes every stage inside
+ * the transaction just before COMMIT (and before the commit participants run): a flush that fails fails the
+ * commit, as any write would. A savepoint or unit that rolls back rewinds every stage to the mark taken when it
+ * began. A repository writes through when no transaction is open, and flushes before it reads what it staged.
+ */
+export interface WriteStage {
+  /** Writes everything staged, inside the open transaction. */
+  flush(): void;
+  /** Marks what is staged now (a savepoint or unit begins). Marks grow with every mark, stage and flush. */
+  mark(): number;
+  /**
+   * The savepoint that began at `mark` rolled back: what was staged after it is dropped, and what a flush after it
+   * wrote (SQLite undid that write) is staged again if it was staged before the mark.
+   */
+  rewind(mark: number): void;
+  /** The transaction ended (committed, or rolled back after `rewind`): nothing of it can come back. */
+  ended(): void;
+}
+
 /** A commit failed (disk full, I/O error): its writes were rolled back and the store takes no more. */
 export class StoreFailedError extends Error {
   constructor(
