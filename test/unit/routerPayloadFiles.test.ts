@@ -317,4 +317,17 @@ describe('Router payload files: payloads of 1 MiB or more are files written off 
     assert.equal(most, 16 * MIB, 'four 4 MiB payloads at once, not six');
     assert.equal(h.router.memoryUsage().reading, 0);
   });
+  it('bounds the large payloads being validated and written at once by the memory budget: the one over it is refused BUFFER_FULL at once', async () => {
+    open({ memoryBudgetBytes: 32 * MIB });
+    const envelopes = Array.from({ length: 5 }, () => h.envelope(P, { payload: jsonPayload(7 * MIB) }));
+    // Sent together, none awaited: four of 7 MiB fit the 32 MiB budget while they are checked and written; the fifth
+    // would take it over and is refused before any work (no worker, no file).
+    const pending = envelopes.map((e) => h.router.submit(e, ctx(`together-${e.messageId}`), { to: C }));
+    assert.equal(h.router.memoryUsage().checking, 4 * 7 * MIB, 'four counted while they are validated and written');
+    const results = await Promise.all(pending);
+    for (const result of results.slice(0, 4)) assert.ok(result.accepted, result.accepted ? '' : result.reason);
+    assertRefused(results[4], 'BUFFER_FULL');
+    assert.equal(h.router.memoryUsage().checking, 0);
+    assert.equal(files().length, 4, 'no file for the refused one');
+  });
 });
