@@ -29,6 +29,12 @@ await Promise.all([
     outfile: 'dist/cli.js',
     banner: { js: '#!/usr/bin/env node' },
   }),
+  // The editor's coordinator thread (src/server/worker/coordinatorWorker.ts): the extension host runs it as a Worker.
+  esbuild.build({
+    ...common,
+    entryPoints: ['src/server/worker/coordinatorWorker.ts'],
+    outfile: 'dist/coordinatorWorker.js',
+  }),
   // Validates large payloads off the event loop (src/core/router/payloadChecker.ts); found beside the bundles.
   esbuild.build({
     ...common,

@@ -1,4 +1,4 @@
-import { CONNECTION_LIMIT_BOUNDS, DEFAULT_CONNECTION_LIMITS, type ConnectionLimits } from '../server/connections';
+import { CONNECTION_LIMIT_BOUNDS, DEFAULT_CONNECTION_LIMITS, type ConnectionLimits } from '../server/connectionLimits';
 
 /** The connection settings as the user wrote them (any JSON value may arrive from settings.json). */
 export interface ConnectionSettingValues {

@@ -3,6 +3,7 @@ export const Commands = {
   start: 'sw4rm.start',
   stop: 'sw4rm.stop',
   restart: 'sw4rm.restart',
+  simulateCrash: 'sw4rm.simulateCrash',
   copyAgentEnvironment: 'sw4rm.copyAgentEnvironment',
   showLog: 'sw4rm.showLog',
   showMetrics: 'sw4rm.showMetrics',

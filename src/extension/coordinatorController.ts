@@ -1,11 +1,9 @@
 import * as path from 'node:path';
 import * as vscode from 'vscode';
-import { formatEvent, InProcessCoordinatorApi, StoreOpenError } from '../core/api';
 import type { CoordinatorApi } from '../core/api';
 import { SERVICE_ADDRESS_VARIABLES, formatEnvironment } from '../server/agentEnvironment';
-import { CoordinatorHost } from '../server/host';
 import { describeMigration, migrateStore } from '../server/storeMigration';
-import { ConfigurationError, PortInUseError } from '../server/server';
+import { CoordinatorStartError, WorkerCoordinator, type WorkerExit } from '../server/worker/workerCoordinator';
 import type { Approvals } from './approvals';
 import { Commands, ContextKeys } from './contributions';
 import { agentEnvironmentFor } from './credentialsModel';
@@ -13,6 +11,7 @@ import { reportNotRunning } from './notRunning';
 import { hostOptionsOf } from './hostOptions';
 import { readSettings } from './settings';
 import type { CoordinatorStatusBar } from './statusBar';
+import { CRASH_WINDOW_MS, CrashBudget } from './crashBudget';
 
 /** How often the status bar looks at the store's size against its disk budget. */
 const STORE_USAGE_POLL_MS = 15_000;
@@ -29,19 +28,25 @@ import type { DeadLettersView } from './views/deadLettersView';
 /**
  * Owns the running coordinator in this window: starts, stops and restarts it, and keeps the status bar,
  * the Agents, Approvals, Dead Letters and Credentials views, the Output channel and the terminals' environment in step
- * with it.
+ * with it. The coordinator runs in a worker thread (server/worker): this thread, the extension host's, only passes
+ * calls and events. A worker that ends by itself (an exception, its heap limit) is restarted from the store, at most
+ * MAX_RESTARTS times in CRASH_WINDOW_MS.
  */
 export class CoordinatorController implements vscode.Disposable {
-  private host: CoordinatorHost | undefined;
+  private host: WorkerCoordinator | undefined;
   /** The running coordinator as the views see it: the one way from the editor into the core. */
-  private api: InProcessCoordinatorApi | undefined;
+  private api: CoordinatorApi | undefined;
+  /** The crashes of the worker the editor still restarts from. */
+  private readonly crashes = new CrashBudget();
+  /** Why the previous worker ended, while the editor restarts it (the status bar says "restarting"). */
+  private restartingAfter: string | undefined;
   /** Status updates started; only the latest one is shown. */
   private statusUpdates = 0;
   private hostSubscriptions: Array<{ dispose(): void }> = [];
   /** A port chosen by the user after a conflict; used instead of the setting until the window closes. */
   private portOverride: number | undefined;
   private transition: Promise<void> = Promise.resolve();
-  private readonly apiChanged = new vscode.EventEmitter<InProcessCoordinatorApi | undefined>();
+  private readonly apiChanged = new vscode.EventEmitter<CoordinatorApi | undefined>();
   /** The running coordinator's API once it serves, undefined once it stopped: for views bound outside this class. */
   readonly onDidChangeApi = this.apiChanged.event;
   /** Others that follow the running coordinator's API: bound when it starts, unbound when it stops. */
@@ -61,8 +66,19 @@ export class CoordinatorController implements vscode.Disposable {
       'SW4RM: the address of the coordinator in this window and an enrolment credential for the agents started here';
   }
 
-  get running(): CoordinatorHost | undefined {
+  get running(): WorkerCoordinator | undefined {
     return this.host;
+  }
+
+  /**
+   * Ends the coordinator's worker as a crash would (SW4RM: Simulate Coordinator Crash): the editor restarts it from
+   * the store, as it would after a real one.
+   */
+  async simulateCrash(): Promise<void> {
+    const host = this.host;
+    if (!host) return reportNotRunning();
+    this.output.appendLine('SW4RM: ending the coordinator worker on request (Simulate Coordinator Crash)');
+    await host.terminate();
   }
 
   start(): Promise<void> {
@@ -93,7 +109,7 @@ export class CoordinatorController implements vscode.Disposable {
     const authNone = host.options.auth === 'none';
     const minted = authNone ? undefined : await this.credentialsView.mintFor(api, agentId);
     if (!authNone && !minted) return;
-    const env = agentEnvironmentFor(host.environment(), agentId, minted?.token);
+    const env = agentEnvironmentFor(await host.environment(), agentId, minted?.token);
     await vscode.env.clipboard.writeText(formatEnvironment(env));
     void vscode.window.showInformationMessage(
       authNone
@@ -127,35 +143,40 @@ export class CoordinatorController implements vscode.Disposable {
     }
     const settings = readSettings(this.context);
     const port = this.portOverride ?? settings.port;
-    this.statusBar.show({ kind: 'starting' });
+    this.statusBar.show({ kind: 'starting', after: this.restartingAfter });
     let dataDir = settings.dataDir;
     try {
       dataDir = this.moveLegacyStore(settings.legacyDataDir, settings.dataDir);
-      this.host = await CoordinatorHost.start(
-        hostOptionsOf(settings, {
-          dataDir,
-          protosDir: path.join(this.context.extensionPath, 'protos'),
-          port,
-          hitl: this.approvals.policy(),
-          onEvent: (event) => this.output.appendLine(formatEvent(event)),
-          workspaceFolders: (vscode.workspace.workspaceFolders ?? [])
-            .filter((f) => f.uri.scheme === 'file')
-            .map((f) => f.uri.fsPath),
-          // A repository's own .sw4rm/worktree.json command runs only in a trusted workspace.
-          trusted: vscode.workspace.isTrusted,
-        }),
-      );
+      const { onEvent: _onEvent, ...options } = hostOptionsOf(settings, {
+        dataDir,
+        protosDir: path.join(this.context.extensionPath, 'protos'),
+        port,
+        hitl: this.approvals.policy(),
+        onEvent: undefined,
+        workspaceFolders: (vscode.workspace.workspaceFolders ?? [])
+          .filter((f) => f.uri.scheme === 'file')
+          .map((f) => f.uri.fsPath),
+        // A repository's own .sw4rm/worktree.json command runs only in a trusted workspace.
+        trusted: vscode.workspace.isTrusted,
+      });
+      this.host = await WorkerCoordinator.start({
+        script: coordinatorScript(this.context),
+        host: options,
+        // The coordinator's events, a batch per turn of its thread: one append each.
+        onLog: (lines) => this.output.appendLine(lines.join('\n')),
+      });
     } catch (err) {
       await this.reportStartFailure(err);
       return;
     }
     const host = this.host;
-    const api = (this.api = new InProcessCoordinatorApi(host.coordinator));
+    const api = (this.api = host.api);
     // Policy and operator presence first, so that no invocation sees the default policy or "no operator".
     const bound = this.approvals.bind(api);
-    const storeLocation = await api.storeLocation();
     this.output.appendLine(
-      `SW4RM coordinator serving on ${settings.host}:${host.port} (auth ${settings.auth}; store ${storeLocation})`,
+      `SW4RM coordinator serving on ${settings.host}:${host.port} (auth ${settings.auth}; store ${host.storeLocation}; ` +
+        `in worker thread ${host.threadId}; started in ${host.startTimings.totalMs} ms: its script ${host.startTimings.loadedMs} ms, ` +
+        `the host ${host.startTimings.hostMs} ms)`,
     );
     if (host.bridgeEndpoints) this.output.appendLine(`SW4RM MCP bridge for agents: ${host.bridgeEndpoints.mcpUrl}`);
     for (const warning of [
@@ -171,6 +192,7 @@ export class CoordinatorController implements vscode.Disposable {
       this.output.appendLine(`SW4RM settings: ${warning}`);
     this.hostSubscriptions.push(
       host.onDidFail((err) => void this.reportStoreFailure(host, err)),
+      host.onDidExit((exit) => void this.recoverFromCrash(host, exit)),
       api.onDidChangeAgents(() => void this.updateStatus()),
       // A worktree's setup: its output in the Output channel as it comes; a failure shown (the binding stays usable).
       api.onDidRunWorktreeSetup((event) => {
@@ -191,13 +213,58 @@ export class CoordinatorController implements vscode.Disposable {
     );
     this.agentsView.bind(api);
     this.deadLettersView.bind(api);
-    this.credentialsView.bind(api, () => this.renewEnrolment(host));
+    this.credentialsView.bind(api, () => void this.renewEnrolment(host));
     this.apiChanged.fire(api);
     for (const follower of this.followers) void follower.bind(api);
-    await bound;
+    await bound.catch(() => undefined);
+    if (this.host !== host) return;
     void vscode.commands.executeCommand('setContext', ContextKeys.running, true);
-    this.setTerminalEnvironment(host.terminalEnvironment());
+    try {
+      this.setTerminalEnvironment(await host.terminalEnvironment());
+    } catch {
+      return; // The worker ended meanwhile: recoverFromCrash takes it from here.
+    }
     void this.updateStatus();
+  }
+
+  /**
+   * The worker ended by itself: what the store took is safe, the rest of its memory is gone. The views unbind, the
+   * Output channel and the status bar say what happened, and a new worker starts from the store (agents reconnect);
+   * after MAX_RESTARTS in CRASH_WINDOW_MS the editor stops trying and says so.
+   */
+  private async recoverFromCrash(host: WorkerCoordinator, exit: WorkerExit): Promise<void> {
+    if (this.host !== host) return;
+    const outOfMemory = exit.code === 'ERR_WORKER_OUT_OF_MEMORY';
+    const why = outOfMemory ? `its heap reached its limit (${exit.reason})` : exit.reason;
+    this.output.appendLine(`SW4RM coordinator worker ended: ${why}`);
+    const verdict = this.crashes.crashed(Date.now());
+    await this.serialize(async () => {
+      if (this.host === host) await this.doStop();
+    });
+    if (!verdict.restart) {
+      const reason = `it crashed ${verdict.crashes} times in ${CRASH_WINDOW_MS / 60_000} minutes`;
+      this.output.appendLine(`SW4RM: not restarting the coordinator: ${reason}. The last: ${why}.`);
+      this.statusBar.show({ kind: 'stopped', reason });
+      const choice = await vscode.window.showErrorMessage(
+        `SW4RM: the coordinator stopped: ${reason} (the last time: ${why}). Nothing it accepted is lost; see the log.`,
+        'Restart Coordinator',
+        'Show Log',
+      );
+      if (choice === 'Restart Coordinator') await vscode.commands.executeCommand(Commands.restart);
+      else if (choice === 'Show Log') this.output.show();
+      return;
+    }
+    this.output.appendLine(
+      `SW4RM: restarting the coordinator from its store (restart ${verdict.attempt} of ${this.crashes.describe()})`,
+    );
+    this.restartingAfter = why;
+    try {
+      await this.start();
+    } finally {
+      this.restartingAfter = undefined;
+    }
+    if (this.host) this.output.appendLine('SW4RM coordinator restarted: agents reconnect, nothing accepted is lost');
+    else this.statusBar.show({ kind: 'stopped', reason: `it did not restart after a crash (${why})` });
   }
 
   /**
@@ -213,10 +280,10 @@ export class CoordinatorController implements vscode.Disposable {
   }
 
   /** The terminals' enrolment credential was revoked: terminals opened from now on get a new one. */
-  private renewEnrolment(host: CoordinatorHost): void {
+  private async renewEnrolment(host: WorkerCoordinator): Promise<void> {
     if (this.host !== host) return;
     try {
-      this.setTerminalEnvironment(host.rotateEnrolment(this.approvals.operator));
+      this.setTerminalEnvironment(await host.rotateEnrolment(this.approvals.operator));
       this.output.appendLine('SW4RM: the enrolment credential was revoked; terminals opened from now on get a new one');
     } catch (err) {
       this.output.appendLine(
@@ -237,7 +304,6 @@ export class CoordinatorController implements vscode.Disposable {
 
   private async doStop(): Promise<void> {
     const host = this.host;
-    const api = this.api;
     if (!host) return;
     this.host = undefined;
     this.api = undefined;
@@ -248,8 +314,7 @@ export class CoordinatorController implements vscode.Disposable {
     this.credentialsView.bind(undefined);
     this.apiChanged.fire(undefined);
     for (const follower of this.followers) void follower.bind(undefined);
-    await this.approvals.bind(undefined);
-    api?.dispose();
+    await this.approvals.bind(undefined).catch(() => undefined);
     void vscode.commands.executeCommand('setContext', ContextKeys.running, false);
     this.context.environmentVariableCollection.clear();
     await host.stop(1500);
@@ -283,7 +348,7 @@ export class CoordinatorController implements vscode.Disposable {
   }
 
   /** The store could not commit: stop serving at once, and offer the restart that recovers from the store. */
-  private async reportStoreFailure(host: CoordinatorHost, err: Error): Promise<void> {
+  private async reportStoreFailure(host: WorkerCoordinator, err: { readonly message: string }): Promise<void> {
     this.output.appendLine(`SW4RM coordinator stopped: ${err.message}`);
     await this.serialize(async () => {
       if (this.host === host) await this.doStop();
@@ -297,7 +362,7 @@ export class CoordinatorController implements vscode.Disposable {
   private async reportStartFailure(err: unknown): Promise<void> {
     const message = err instanceof Error ? err.message : String(err);
     this.output.appendLine(`SW4RM coordinator failed to start: ${message}`);
-    if (err instanceof PortInUseError) {
+    if (err instanceof CoordinatorStartError && err.kind === 'port_in_use' && err.freePort !== undefined) {
       this.statusBar.show({ kind: 'stopped', reason: `port ${err.port} is in use` });
       const useFree = `Use port ${err.freePort}`;
       const choice = await vscode.window.showWarningMessage(
@@ -314,13 +379,18 @@ export class CoordinatorController implements vscode.Disposable {
       return;
     }
     this.statusBar.show({ kind: 'stopped', reason: message });
-    if (err instanceof StoreOpenError || err instanceof ConfigurationError) {
+    if (err instanceof CoordinatorStartError && (err.kind === 'store_open' || err.kind === 'configuration')) {
       const choice = await vscode.window.showErrorMessage(`SW4RM: ${message}`, 'Show Log');
       if (choice) this.output.show();
       return;
     }
     void vscode.window.showErrorMessage(`SW4RM coordinator failed to start: ${message}`);
   }
+}
+
+/** The coordinator thread's script, beside the extension's bundle. */
+export function coordinatorScript(context: vscode.ExtensionContext): string {
+  return path.join(context.extensionPath, 'dist', 'coordinatorWorker.js');
 }
 
 /** Names the terminal environment sets, for tests and docs. */

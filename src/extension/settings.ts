@@ -1,8 +1,8 @@
 import * as path from 'node:path';
 import * as vscode from 'vscode';
 import type { AuthMode } from '../server/auth';
-import type { ConnectionLimits } from '../server/connections';
-import { DEFAULT_BRIDGE_PORT } from '../server/bridge/bridgeServer';
+import type { ConnectionLimits } from '../server/connectionLimits';
+import { DEFAULT_BRIDGE_PORT } from '../server/bridge/defaults';
 import type { ApprovalSettingValues } from './approvalSettings';
 import { defaultDataFolder } from './dataFolder';
 import { SETTINGS_SECTION, Settings } from './contributions';

@@ -4,7 +4,8 @@ import { storeWarning } from './routerSettings';
 
 export type StatusBarState =
   | { readonly kind: 'stopped'; readonly reason?: string }
-  | { readonly kind: 'starting' }
+  /** `after`: why the previous coordinator worker ended, when this start is its restart. */
+  | { readonly kind: 'starting'; readonly after?: string }
   | {
       readonly kind: 'serving';
       readonly host: string;
@@ -46,9 +47,11 @@ export class CoordinatorStatusBar implements vscode.Disposable {
         this.item.backgroundColor = state.reason ? new vscode.ThemeColor('statusBarItem.warningBackground') : undefined;
         break;
       case 'starting':
-        this.item.text = '$(loading~spin) SW4RM starting';
-        this.item.tooltip = 'SW4RM coordinator is starting';
-        this.item.backgroundColor = undefined;
+        this.item.text = state.after ? '$(loading~spin) SW4RM restarting' : '$(loading~spin) SW4RM starting';
+        this.item.tooltip = state.after
+          ? `SW4RM coordinator is restarting from its store: its worker ended (${state.after})`
+          : 'SW4RM coordinator is starting';
+        this.item.backgroundColor = state.after ? new vscode.ThemeColor('statusBarItem.warningBackground') : undefined;
         break;
       case 'serving': {
         const agents = plural(state.agents, 'agent');

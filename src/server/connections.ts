@@ -1,9 +1,11 @@
 import * as grpc from '@grpc/grpc-js';
 import * as fs from 'node:fs';
 import * as http2 from 'node:http2';
+import type { Duplex } from 'node:stream';
 import type { Clock } from '../core/clock';
 import type { Disposable } from '../core/events';
 import { newHttp2Servers } from './http2Servers';
+import { DEFAULT_CONNECTION_LIMITS, type ConnectionLimits } from './connectionLimits';
 
 const { NGHTTP2_NO_ERROR } = http2.constants;
 
@@ -14,27 +16,7 @@ const { NGHTTP2_NO_ERROR } = http2.constants;
 /** Which connection a call came on (grpc-js's `ConnectionInfo`, not exported by name). */
 export type ConnectionInfo = ReturnType<grpc.ServerInterceptingCallInterface['getConnectionInfo']>;
 
-export interface ConnectionLimits {
-  /** A connection (TCP or HTTP/2 session) that has not passed the auth interceptor with a call within this is closed. */
-  readonly unauthenticatedIdleMs: number;
-  /** At most this many connections at once per listening address; one more is closed as soon as it is accepted. */
-  readonly maxConnections: number;
-  /** A unary or server-streaming call whose request message has not fully arrived within this ends DEADLINE_EXCEEDED. */
-  readonly requestBodyMs: number;
-}
-
-export const DEFAULT_CONNECTION_LIMITS: ConnectionLimits = {
-  unauthenticatedIdleMs: 10_000,
-  maxConnections: 1000,
-  requestBodyMs: 30_000,
-};
-
-/** What the settings and the CLI accept (README "Limits"). */
-export const CONNECTION_LIMIT_BOUNDS = {
-  maxConnections: { min: 10, max: 100_000 },
-  unauthenticatedIdleSeconds: { min: 1, max: 3600 },
-  requestBodySeconds: { min: 1, max: 3600 },
-} as const;
+export { CONNECTION_LIMIT_BOUNDS, DEFAULT_CONNECTION_LIMITS, type ConnectionLimits } from './connectionLimits';
 
 /**
  * Closes connections that stay unauthenticated for `unauthenticatedIdleMs`, and caps the number of connections with
@@ -48,6 +30,8 @@ export const CONNECTION_LIMIT_BOUNDS = {
 export class ConnectionGuard {
   private readonly pending = new Map<string, { session: http2.ServerHttp2Session; timer: Disposable }>();
   private readonly attached = new WeakSet<object>();
+  /** Every open TCP connection, for `destroyAll`. */
+  private readonly sockets = new Set<Duplex>();
   private disposed = false;
 
   constructor(
@@ -58,6 +42,10 @@ export class ConnectionGuard {
   attach(server: grpc.Server): void {
     for (const http2Server of newHttp2Servers(server, this.attached, 'connections cannot be bounded')) {
       http2Server.maxConnections = this.limits.maxConnections;
+      http2Server.on('connection', (socket: Duplex) => {
+        this.sockets.add(socket);
+        socket.once('close', () => this.sockets.delete(socket));
+      });
       http2Server.prependListener('session', (session: http2.ServerHttp2Session) => this.track(session));
       http2Server.prependListener('stream', closeWhenAnswered);
     }
@@ -75,6 +63,15 @@ export class ConnectionGuard {
   /** Connections opened and not yet authenticated (for tests). */
   get unauthenticated(): number {
     return this.pending.size;
+  }
+
+  /**
+   * Destroys every TCP connection now, under its HTTP/2 session: the agents see their connection drop (UNAVAILABLE,
+   * as after a kill) and no read of theirs reaches this thread again. CoordinatorServer.abort.
+   */
+  destroyAll(): void {
+    for (const socket of [...this.sockets]) socket.destroy();
+    this.sockets.clear();
   }
 
   dispose(): void {

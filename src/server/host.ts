@@ -253,6 +253,15 @@ export class CoordinatorHost {
     return this.terminalEnvironment();
   }
 
+  /**
+   * Ends every agent's connection (gRPC and the MCP bridge) now, synchronously, and nothing else: what the store took
+   * is in the file, and the next host starts from it. The worker thread calls it before it ends on a fatal error.
+   */
+  abort(): void {
+    this.server.abort();
+    this.bridge?.abort();
+  }
+
   /** Drains the server, then closes the core and its store. */
   async stop(graceMs = 2000): Promise<void> {
     this.coordinator.log.record({

@@ -56,9 +56,20 @@ export const CANONICAL_SERVICES: readonly string[] = Object.freeze([
   'sw4rm.logging.LoggingService',
 ]);
 
-/** Loads all canonical files from protosDir. The result's keys are fully-qualified names. */
+/** Parsed definitions by folder: parsing the 17 files is most of a server's start, and they do not change. */
+const parsed = new Map<string, protoLoader.PackageDefinition>();
+
+/**
+ * Loads all canonical files from protosDir (once per folder and thread: later calls answer the same definition, which
+ * nothing mutates). The result's keys are fully-qualified names.
+ */
 export function loadPackageDefinition(protosDir: string): protoLoader.PackageDefinition {
-  return protoLoader.loadSync([...PROTO_FILES], { ...LOADER_OPTIONS, includeDirs: [protosDir] });
+  let definition = parsed.get(protosDir);
+  if (!definition) {
+    definition = protoLoader.loadSync([...PROTO_FILES], { ...LOADER_OPTIONS, includeDirs: [protosDir] });
+    parsed.set(protosDir, definition);
+  }
+  return definition;
 }
 
 /** Loads all canonical files from protosDir as a grpc-js object tree (e.g. `tree.sw4rm.router.RouterService`). */

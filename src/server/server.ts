@@ -266,6 +266,16 @@ export class CoordinatorServer {
     });
     this.state = 'stopped';
   }
+
+  /**
+   * Ends every connection now, synchronously, without draining or answering: the first step of a crash of the worker
+   * thread it runs in, so that no HTTP/2 read reaches a thread being torn down (server/worker/README.md).
+   */
+  abort(): void {
+    this.state = 'stopped';
+    this.connections.destroyAll();
+    this.server.forceShutdown();
+  }
 }
 
 /** A port that is free on `host` right now (the OS picks it). */

@@ -12,11 +12,100 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 import { git, initRepo, writeFile } from '../support/gitRepo';
+import type { HoldWindow } from '../../src/extension/mainThreadHold';
 import { delay, poll, PollAbortError, Workbench } from './workbench';
 
 export { poll, PollAbortError, type PollOptions } from './workbench';
 
 export const CHROMIUM_PATH = '/usr/bin/chromium';
+
+/** The extension's hold report in each harness's folder (SW4RM_MAIN_THREAD_REPORT). */
+const MAIN_THREAD_REPORT_FILE = 'main-thread.jsonl';
+
+/** How long the extension held the extension host's main thread, window by window (src/extension/mainThreadHold.ts). */
+export interface MainThreadReport {
+  readonly windows: HoldWindow[];
+  readonly activationToListeningMs: number[];
+}
+
+export function readMainThreadReport(file: string): MainThreadReport {
+  const windows: HoldWindow[] = [];
+  const activationToListeningMs: number[] = [];
+  if (!fs.existsSync(file)) return { windows, activationToListeningMs };
+  for (const line of fs.readFileSync(file, 'utf8').split('\n')) {
+    if (!line.trim()) continue;
+    const record = JSON.parse(line) as HoldWindow & { activationToListeningMs?: number };
+    if (record.activationToListeningMs !== undefined) activationToListeningMs.push(record.activationToListeningMs);
+    else windows.push(record);
+  }
+  return { windows, activationToListeningMs };
+}
+
+/** A summary of windows, in ms: the p99 bounds (the largest window p99s) and the longest holds, wall and CPU. */
+export interface HoldSummary {
+  readonly p99: number;
+  readonly max: number;
+  readonly cpuP99: number | undefined;
+  readonly cpuMax: number | undefined;
+  /** The extension's own holds (its code on the stack in the thread's CPU profile). */
+  readonly ownP99: number | undefined;
+  readonly ownMax: number | undefined;
+  readonly ownCount: number;
+  readonly samples: number;
+}
+
+export function holdSummary(windows: readonly HoldWindow[]): HoldSummary {
+  const cpu = windows.every((w) => w.cpuMax !== undefined);
+  const own = windows.some((w) => w.ownMax !== undefined);
+  return {
+    p99: Math.max(0, ...windows.map((w) => w.p99)),
+    max: Math.max(0, ...windows.map((w) => w.max)),
+    cpuP99: cpu ? Math.max(0, ...windows.map((w) => w.cpuP99 ?? 0)) : undefined,
+    cpuMax: cpu ? Math.max(0, ...windows.map((w) => w.cpuMax ?? 0)) : undefined,
+    ownP99: own ? Math.max(0, ...windows.map((w) => w.ownP99 ?? 0)) : undefined,
+    ownMax: own ? Math.max(0, ...windows.map((w) => w.ownMax ?? 0)) : undefined,
+    ownCount: windows.reduce((sum, w) => sum + (w.ownCount ?? 0), 0),
+    samples: windows.reduce((sum, w) => sum + w.count, 0),
+  };
+}
+
+/** "own work p99 ≤ 0.5 ms, max 4.0 ms (812 holds); thread CPU p99 ≤ …; wall p99 ≤ … (1200 samples)". */
+export function describeHoldSummary(s: HoldSummary): string {
+  const own =
+    s.ownMax === undefined
+      ? 'own work not profiled'
+      : `own work p99 ≤ ${s.ownP99!.toFixed(1)} ms, max ${s.ownMax.toFixed(1)} ms (${s.ownCount} holds)`;
+  const cpu =
+    s.cpuMax === undefined
+      ? 'thread CPU not measured'
+      : `thread CPU p99 ≤ ${s.cpuP99!.toFixed(1)} ms, max ${s.cpuMax.toFixed(1)} ms`;
+  return `${own}; ${cpu}; wall p99 ≤ ${s.p99.toFixed(1)} ms, max ${s.max.toFixed(1)} ms (${s.samples} samples)`;
+}
+
+/** Every harness's report, printed once the e2e run ends. */
+const suiteReports: Array<{ name: string; report: MainThreadReport }> = [];
+
+function recordMainThreadReport(name: string, report: MainThreadReport): void {
+  if (suiteReports.length === 0) {
+    process.once('exit', () => {
+      const all = suiteReports.flatMap((r) => r.report.windows);
+      // The first window of an editor holds its start-up (loading every extension): shown apart.
+      const steady = suiteReports.flatMap((r) => r.report.windows.slice(1));
+      const fmt = describeHoldSummary;
+      const activation = suiteReports.flatMap((r) => r.report.activationToListeningMs);
+      console.log(
+        `\n  The extension host's main thread over the e2e suite (${suiteReports.length} editors; sampled every 5 ms; ` +
+          `own work: the extension's code on the stack in the thread's CPU profile; thread CPU: all of the host's work (other ` +
+          `extensions', the editor's) between two samples; wall: also the waits for a core):\n` +
+          `    every window:           ${fmt(holdSummary(all))}\n` +
+          `    after each first window: ${fmt(holdSummary(steady))}\n` +
+          `    activation to listening: ${activation.length ? `${Math.min(...activation)}–${Math.max(...activation)} ms` : 'not reported'}\n` +
+          suiteReports.map((r) => `    ${r.name}: ${fmt(holdSummary(r.report.windows))}`).join('\n'),
+      );
+    });
+  }
+  suiteReports.push({ name, report });
+}
 
 export const CHROMIUM_ARGS: readonly string[] = [
   '--no-sandbox',
@@ -52,6 +141,8 @@ export interface HarnessOptions {
    * `tempDir`, disposed with `keepFiles`): an editor restart. Nothing is created or installed again.
    */
   restartIn?: string;
+  /** More code-server arguments (e.g. `--inspect-extensions=PORT` to profile the extension host). */
+  codeServerArgs?: readonly string[];
 }
 
 /** The repository root: the nearest ancestor of this file whose package.json is the extension's. */
@@ -247,13 +338,15 @@ export class CodeServerHarness extends Workbench {
         '--disable-telemetry',
         '--disable-update-check',
         '--disable-workspace-trust',
+        ...(options.codeServerArgs ?? []),
         workspaceDir,
       ];
       fs.writeSync(logFd, `${CODE_SERVER_BIN} ${args.join(' ')}\n`);
       // A process group of its own lets dispose() end code-server together with its extension hosts.
       const child = spawn(CODE_SERVER_BIN, args, {
         cwd: workspaceDir,
-        env: codeServerEnv(),
+        // The extension writes how long it holds the extension host's main thread here (src/extension/mainThreadHold.ts).
+        env: codeServerEnv({ SW4RM_MAIN_THREAD_REPORT: path.join(tempDir, MAIN_THREAD_REPORT_FILE) }),
         detached: true,
         stdio: ['ignore', logFd, logFd],
       });
@@ -389,11 +482,37 @@ export class CodeServerHarness extends Workbench {
    * Closes the browser, stops code-server with its whole process group and removes the temporary dirs (kept with
    * `keepFiles`, for a restart: `HarnessOptions.restartIn`).
    */
+  /**
+   * The SW4RM Output channel as the editor keeps it on disk (user data logs/…/exthost…/output_logging_…/N-SW4RM.log):
+   * every line, where the panel shows only the lines on screen. The newest editor session's.
+   */
+  outputLog(): string {
+    const logs = path.join(this.userDataDir, 'logs');
+    const files: string[] = [];
+    const walk = (dir: string, depth: number): void => {
+      if (depth > 3 || !fs.existsSync(dir)) return;
+      for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
+        const full = path.join(dir, entry.name);
+        if (entry.isDirectory()) walk(full, depth + 1);
+        else if (/^\d+-SW4RM\.log$/.test(entry.name)) files.push(full);
+      }
+    };
+    walk(logs, 0);
+    files.sort((a, b) => fs.statSync(a).mtimeMs - fs.statSync(b).mtimeMs);
+    return files.length ? fs.readFileSync(files[files.length - 1], 'utf8') : '';
+  }
+
+  /** The extension's main-thread hold report so far: its windows (and when activation reached a listening coordinator). */
+  mainThreadReport(): MainThreadReport {
+    return readMainThreadReport(path.join(this.tempDir, MAIN_THREAD_REPORT_FILE));
+  }
+
   async dispose(keepFiles = false): Promise<void> {
     if (this.disposed) {
       return;
     }
     this.disposed = true;
+    recordMainThreadReport(path.basename(this.tempDir).replace(/-[^-]+$/, ''), this.mainThreadReport());
     if (this.blockedRequests.length > 0) {
       fs.writeSync(this.logFd, `Requests refused outside loopback:\n${this.blockedRequests.join('\n')}\n`);
     }

@@ -5,7 +5,7 @@ import * as path from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import { InProcessCoordinatorApi } from '../../src/core/api';
+import { InProcessCoordinatorApi } from '../../src/core/api/inProcessApi';
 import type { CoordinatorHost } from '../../src/server/host';
 import { useCliProcesses } from '../support/cli';
 import { EXAMPLE_AGENT_BUNDLE, ExampleAgentProcess, runExample, type ExampleRun } from '../support/exampleAgentProcess';

@@ -1,6 +1,6 @@
 import { strict as assert } from 'node:assert';
 import * as path from 'node:path';
-import { InProcessCoordinatorApi } from '../../src/core/api';
+import { InProcessCoordinatorApi } from '../../src/core/api/inProcessApi';
 import { startHost, stopHost } from '../support/host';
 import { makeTempDir, removeTempDir } from '../support/tempDir';
 

@@ -1,7 +1,8 @@
 import { strict as assert } from 'node:assert';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { CoordinatorApiError, InProcessCoordinatorApi } from '../../src/core/api';
+import { CoordinatorApiError } from '../../src/core/api';
+import { InProcessCoordinatorApi } from '../../src/core/api/inProcessApi';
 import { ManualClock } from '../../src/core/clock';
 import type { Coordinator } from '../../src/core/coordinator';
 import type { ProgramLookup } from '../../src/core/launch/availability';

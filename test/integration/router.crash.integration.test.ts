@@ -3,7 +3,14 @@ import { findFreePort } from '../../src/server/server';
 import { useCliProcesses } from '../support/cli';
 import { CoordinatorClients } from '../support/clients';
 import { pollUntil } from '../support/poll';
-import { ExactlyOnceWorker, OperationLedger, RETRYABLE_CODES, type Operation } from '../support/routerAgents';
+import {
+  ExactlyOnceWorker,
+  exactlyOnceProblems,
+  OperationLedger,
+  RETRYABLE_CODES,
+  retryAnswer,
+  tally,
+} from '../support/routerAgents';
 import { registerRouterAgent, retryTransport, RouterClient } from '../support/routerClient';
 import { runPool } from '../support/routerFuzz';
 
@@ -179,71 +186,3 @@ describe('router exactly-once across a coordinator crash (kill -9 and restart)',
     );
   });
 });
-
-/** "accepted ×600, DUPLICATE_DETECTED ×400". */
-function tally(values: readonly string[]): string {
-  const counts = new Map<string, number>();
-  for (const value of values) counts.set(value, (counts.get(value) ?? 0) + 1);
-  return [...counts]
-    .sort((a, b) => b[1] - a[1])
-    .map(([value, n]) => `${value} ×${n}`)
-    .join(', ');
-}
-
-/** The answer to the phase-2 retry: the last attempt's, with the original status of a DUPLICATE_DETECTED. */
-function retryAnswer(op: Operation): string {
-  const attempt = op.attempts.at(-1)!;
-  return attempt.duplicate ? `${attempt.answer}(${String(attempt.duplicate.original_status)})` : attempt.answer;
-}
-
-/**
- * Every token settled; a FULFILLED token executed exactly once by the consumer, a dead-lettered one never;
- * the consumer executed no token the producer did not send.
- */
-function exactlyOnceProblems(
-  operations: readonly Operation[],
-  ledger: OperationLedger,
-  worker: ExactlyOnceWorker,
-): string[] {
-  const problems: string[] = [];
-  const unsettled = operations.filter((op) => !ledger.settlement(op));
-  if (unsettled.length) {
-    const reason = unsettled.every((op) => ledger.hopeless(op))
-      ? 'the coordinator refused them for good'
-      : 'no FULFILLED ACK, DUPLICATE_DETECTED(FULFILLED) or dead-letter NACK reached the producer before the deadline';
-    problems.push(
-      `${unsettled.length} of ${operations.length} operations never settled (${reason}); e.g.\n      ` +
-        unsettled
-          .slice(0, 5)
-          .map((op) => ledger.history(op))
-          .join('\n      '),
-    );
-  }
-  const twice: string[] = [];
-  const dlqExecuted: string[] = [];
-  const fulfilledNotExecuted: string[] = [];
-  for (const op of operations) {
-    const settlement = ledger.settlement(op);
-    const count = worker.executions.get(op.token) ?? 0;
-    if (count > 1) twice.push(`${op.token} ×${count}`);
-    if (settlement?.kind === 'DLQ' && count > 0) dlqExecuted.push(`${op.token} (${settlement.via})`);
-    if (settlement?.kind === 'FULFILLED' && count === 0) fulfilledNotExecuted.push(`${op.token} (${settlement.via})`);
-    const conflict = ledger.conflict(op);
-    if (conflict) problems.push(`${op.token} has two outcomes: ${conflict}`);
-  }
-  if (twice.length)
-    problems.push(`${twice.length} tokens were executed more than once: ${twice.slice(0, 10).join(', ')}`);
-  if (dlqExecuted.length)
-    problems.push(`${dlqExecuted.length} dead-lettered tokens were executed: ${dlqExecuted.slice(0, 10).join(', ')}`);
-  if (fulfilledNotExecuted.length)
-    problems.push(
-      `${fulfilledNotExecuted.length} tokens are FULFILLED but were never executed: ${fulfilledNotExecuted.slice(0, 10).join(', ')}`,
-    );
-  const known = new Set(operations.map((op) => op.token));
-  const strangers = [...worker.executions.keys()].filter((token) => !known.has(token));
-  if (strangers.length)
-    problems.push(
-      `the consumer executed ${strangers.length} tokens the producer never sent: ${strangers.slice(0, 5).join(', ')}`,
-    );
-  return problems;
-}

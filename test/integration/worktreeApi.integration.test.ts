@@ -1,7 +1,8 @@
 import * as assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { InProcessCoordinatorApi, type WorktreesChange, type WorktreeSetupEvent } from '../../src/core/api';
+import { type WorktreesChange, type WorktreeSetupEvent } from '../../src/core/api';
+import { InProcessCoordinatorApi } from '../../src/core/api/inProcessApi';
 import { ManualClock } from '../../src/core/clock';
 import type { Coordinator, CoordinatorOptions } from '../../src/core/coordinator';
 import { createGit } from '../../src/core/worktree/git';

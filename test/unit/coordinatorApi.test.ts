@@ -1,6 +1,5 @@
 import { strict as assert } from 'node:assert';
 import {
-  InProcessCoordinatorApi,
   type AgentsChange,
   type ApprovalPolicyChange,
   type ApprovalsChange,
@@ -8,6 +7,7 @@ import {
   type HitlInvocation,
   type InboxChange,
 } from '../../src/core/api';
+import { InProcessCoordinatorApi } from '../../src/core/api/inProcessApi';
 import type { Disposable } from '../../src/core/events';
 import { parsePolicy } from '../../src/core/hitl/policy';
 import { parseInvocationRequest } from '../../src/core/hitl/request';

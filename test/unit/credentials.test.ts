@@ -1,7 +1,8 @@
 import { strict as assert } from 'node:assert';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { CoordinatorApiError, InProcessCoordinatorApi, type CredentialsChange } from '../../src/core/api';
+import { CoordinatorApiError, type CredentialsChange } from '../../src/core/api';
+import { InProcessCoordinatorApi } from '../../src/core/api/inProcessApi';
 import { loadOrMintEnrolment, ENROLMENT_FILE_NAME } from '../../src/core/auth/enrolment';
 import {
   CredentialError,

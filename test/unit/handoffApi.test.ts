@@ -1,10 +1,6 @@
 import { strict as assert } from 'node:assert';
-import {
-  HANDOFF_CONTEXT_CONTENT_TYPE,
-  InProcessCoordinatorApi,
-  MAX_NEGOTIATION_PAYLOAD_SHOWN,
-  type HandoffChange,
-} from '../../src/core/api';
+import { HANDOFF_CONTEXT_CONTENT_TYPE, MAX_NEGOTIATION_PAYLOAD_SHOWN, type HandoffChange } from '../../src/core/api';
+import { InProcessCoordinatorApi } from '../../src/core/api/inProcessApi';
 import type { HandoffRequestInput } from '../../src/core/handoff/handoffs';
 import type { Speaker } from '../../src/core/policy/speaker';
 import { rejection } from '../support/apiErrors';

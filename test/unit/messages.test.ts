@@ -1,5 +1,6 @@
 import { strict as assert } from 'node:assert';
-import { InProcessCoordinatorApi, type MessageDetail } from '../../src/core/api';
+import { type MessageDetail } from '../../src/core/api';
+import { InProcessCoordinatorApi } from '../../src/core/api/inProcessApi';
 import { COORDINATOR_ID } from '../../src/core/router/router';
 import { MAX_MESSAGE_LIMIT } from '../../src/core/router/messageQueries';
 import { RouterHarness, assertRefused, ctx, json, settle } from '../support/routerHarness';

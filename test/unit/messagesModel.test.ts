@@ -1,5 +1,5 @@
 import { strict as assert } from 'node:assert';
-import { InProcessCoordinatorApi } from '../../src/core/api';
+import { InProcessCoordinatorApi } from '../../src/core/api/inProcessApi';
 import {
   age,
   describeMessageFilter,

@@ -1,7 +1,7 @@
 import { strict as assert } from 'node:assert';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { InProcessCoordinatorApi } from '../../src/core/api';
+import { InProcessCoordinatorApi } from '../../src/core/api/inProcessApi';
 import { ManualClock } from '../../src/core/clock';
 import { Coordinator } from '../../src/core/coordinator';
 import { CoordinatorStore } from '../../src/core/coordinatorStore';

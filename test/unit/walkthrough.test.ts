@@ -1,5 +1,6 @@
 import { strict as assert } from 'node:assert';
-import { InProcessCoordinatorApi, type CoordinatorApi } from '../../src/core/api';
+import { type CoordinatorApi } from '../../src/core/api';
+import { InProcessCoordinatorApi } from '../../src/core/api/inProcessApi';
 import { parseInvocationRequest } from '../../src/core/hitl/request';
 import {
   NO_FACTS,

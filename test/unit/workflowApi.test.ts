@@ -1,5 +1,6 @@
 import { strict as assert } from 'node:assert';
-import { InProcessCoordinatorApi, type WorkflowsChange } from '../../src/core/api';
+import { type WorkflowsChange } from '../../src/core/api';
+import { InProcessCoordinatorApi } from '../../src/core/api/inProcessApi';
 import { CoordinatorStore } from '../../src/core/coordinatorStore';
 import { ANSWER_NODES } from '../../src/core/workflow/workflows';
 import { rejection } from '../support/apiErrors';

@@ -1,5 +1,5 @@
 import { strict as assert } from 'node:assert';
-import { InProcessCoordinatorApi } from '../../src/core/api';
+import { InProcessCoordinatorApi } from '../../src/core/api/inProcessApi';
 import { DEFINITION_FILE_LIMITS } from '../../src/core/workflow/definitionFile';
 import { describeHold, heldMs, measureHold } from '../support/loopHold';
 import { WorkflowHarness } from '../support/workflowHarness';

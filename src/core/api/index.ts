@@ -3,7 +3,6 @@
  * and the few pure helpers and constants the editor's settings and views share with the core.
  */
 export * from './coordinatorApi';
-export { InProcessCoordinatorApi } from './inProcessApi';
 
 // Records that cross the API.
 export type { AgentRecord } from '../registry/model';
@@ -123,7 +122,7 @@ export {
 } from '../handoff/model';
 export type { HandoffWorktree } from '../handoff/model';
 export { DEFAULT_HANDOFF_OPTIONS, HANDOFF_OPTION_BOUNDS, type HandoffOptions } from '../handoff/handoffs';
-export { DEFAULT_LAUNCHES_OPTIONS, INBOX_ACK_TIMEOUT_MINUTES, type LaunchesOptions } from '../launch/launches';
+export { DEFAULT_LAUNCHES_OPTIONS, INBOX_ACK_TIMEOUT_MINUTES, type LaunchesOptions } from '../launch/options';
 export { NODE_METADATA_KEYS, NODE_STATUSES, TRIGGER_TYPES, WORKFLOW_STATES } from '../workflow/model';
 export type {
   NodeRecord,

@@ -22,8 +22,7 @@ import {
 
 /** The bridge listens on loopback only: agents on this machine reach it, nothing else does. */
 export const BRIDGE_HOST = '127.0.0.1';
-/** The default port (sw4rm.bridge.port, --bridge-port). */
-export const DEFAULT_BRIDGE_PORT = 50052;
+export { DEFAULT_BRIDGE_PORT } from './defaults';
 /** The largest request body read (MCP JSON-RPC, hook JSON); larger ones are answered 413. */
 export const BRIDGE_MAX_BODY_BYTES = 4 * 1024 * 1024;
 /**
@@ -214,6 +213,13 @@ export class BridgeServer {
       this.server.close(() => resolve());
       this.server.closeAllConnections();
     });
+  }
+
+  /** Ends every connection now, synchronously, without answering (CoordinatorServer.abort). */
+  abort(): void {
+    this.closed = true;
+    this.server.closeAllConnections();
+    this.server.close();
   }
 
   private listen(port: number): Promise<number> {
