@@ -2,7 +2,9 @@
 import { strict as assert } from 'node:assert';
 import {
   formatJsonValue,
+  JSON_DIFF_LIMITS,
   jsonDeltaChanges,
+  jsonDiffRefusal,
   propertyPath,
   textDiffLines,
   unifiedDiffLines,
@@ -130,6 +132,56 @@ describe('approval panel: text diffs', () => {
       ['header', 'header', 'header', 'header', 'hunk', 'context', 'del', 'add', 'note'],
     );
     assert.deepEqual(unifiedDiffLines(''), []);
+  });
+});
+
+describe('approval panel: JSON diffs are bounded before jsondiffpatch runs (issue 32: one diff took 1,030 MB)', () => {
+  const numbers = (n: number, odd = 1) => Array.from({ length: n }, (_, i) => (i % 2 ? i * odd : i));
+
+  it('lets values within the bounds be diffed, and the diff of such arrays stays small and quick', async () => {
+    const before = { items: numbers(JSON_DIFF_LIMITS.maxArrayItems), name: 'x' };
+    const after = { items: numbers(JSON_DIFF_LIMITS.maxArrayItems, -1), name: 'y' };
+    assert.equal(jsonDiffRefusal(before, after), undefined);
+    const rss = process.memoryUsage().rss;
+    const started = performance.now();
+    assert.ok(jsonDeltaChanges(await jsonDelta(before, after)).length > 0);
+    const ms = performance.now() - started;
+    const grew = (process.memoryUsage().rss - rss) / 2 ** 20;
+    assert.ok(
+      ms < 1000 && grew < 64,
+      `the largest diff allowed took ${ms.toFixed(0)} ms, RSS grew ${grew.toFixed(0)} MB`,
+    );
+  });
+
+  it('refuses, naming the bound, what jsondiffpatch would compare in a quadratic table', () => {
+    // 60,000 numbers fit in an approval's 256 KiB context; 6,000 took jsondiffpatch 2.2 s and 470 MB.
+    assert.match(jsonDiffRefusal(numbers(60_000), numbers(60_000, -1)) ?? '', /an array of more than 500 items/);
+    assert.match(jsonDiffRefusal([], numbers(501)) ?? '', /an array of more than 500 items/);
+    // Many arrays each within the item bound: the sum of their tables counts.
+    const many = Array.from({ length: 3 }, () => numbers(400));
+    assert.match(jsonDiffRefusal({ a: many }, { a: many }) ?? '', /arrays of more than 500000 item pairs/);
+    // Objects of many keys: the values counted.
+    const wide = Object.fromEntries(Array.from({ length: 3_001 }, (_, i) => [`k${i}`, i]));
+    assert.match(jsonDiffRefusal(wide, {}) ?? '', /more than 3000 values/);
+    assert.match(jsonDiffRefusal({}, wide) ?? '', /more than 3000 values/);
+  });
+
+  it('walks nesting of any depth without recursion and in time linear in what it walks', () => {
+    let deep: unknown = 1;
+    for (let i = 0; i < 100_000; i++) deep = [deep];
+    assert.equal(jsonDiffRefusal(deep, null), undefined);
+    // A value of 60,000 items and one of 3,000 keys of 400-item arrays: the walk stops at the first bound.
+    const long = numbers(60_000);
+    const wide = Object.fromEntries(Array.from({ length: 3_000 }, (_, i) => [`k${i}`, numbers(400)]));
+    const times: number[] = [];
+    for (let k = 0; k < 5; k++) {
+      const started = performance.now();
+      assert.notEqual(jsonDiffRefusal(long, long), undefined);
+      assert.notEqual(jsonDiffRefusal(wide, wide), undefined);
+      times.push(performance.now() - started);
+    }
+    const median = [...times].sort((a, b) => a - b)[2];
+    assert.ok(median < 20, `the walk took ${times.map((t) => t.toFixed(1)).join(', ')} ms`);
   });
 });
 

@@ -100,6 +100,35 @@ describe('rule 5 off the event loop: the strict scan and the worker', () => {
     );
   });
 
+  it('checks UTF-8 on the bytes exactly as a fatal TextDecoder does (overlong forms, surrogates, beyond U+10FFFF, BOM)', () => {
+    const decoder = new TextDecoder('utf-8', { fatal: true });
+    const cases = [
+      [0xef, 0xbb, 0xbf, 0x61],
+      [0xc0, 0xaf],
+      [0xe0, 0x80, 0xaf],
+      [0xed, 0xa0, 0x80],
+      [0xf4, 0x90, 0x80, 0x80],
+      [0xf0, 0x9f, 0x98, 0x80],
+      [0xe2, 0x82],
+      [0x80],
+      [0xff],
+      [],
+    ];
+    for (const bytes of cases) {
+      let valid = true;
+      try {
+        decoder.decode(Uint8Array.from(bytes));
+      } catch {
+        valid = false;
+      }
+      assert.equal(
+        contentRefusal('text', Uint8Array.from(bytes), 'text/plain', 'scan') === undefined,
+        valid,
+        JSON.stringify(bytes),
+      );
+    }
+  });
+
   describe('PayloadChecker (a real worker thread)', () => {
     // The compiled worker sits beside the compiled checker (out/src/core/router/), as dist/payloadWorker.js does beside the bundles.
     const script = payloadWorkerScript(path.resolve(__dirname, '../../src/core/router'));

@@ -283,4 +283,51 @@ describe('Router payload files: payloads of 1 MiB or more are files written off 
     assert.ok(after - before >= 4 * MIB, `read back from the store: ${before} → ${after}`);
     assert.ok(after - before < 5 * MIB, 'the bytes are not also in SQLite');
   });
+  it('reads payload files back for delivery within half the memory budget, however many streams open at once (bench/memory.ts)', async () => {
+    // 32 MiB budget: what is being read back and what is in flight to streams stay within 16 MiB together.
+    open({ memoryBudgetBytes: 32 * MIB });
+    const agents = Array.from({ length: 6 }, (_, i) => `reader-${i}`);
+    for (const agent of agents) h.register(agent);
+    const ids = new Map<string, string>();
+    for (const agent of agents)
+      ids.set(agent, (await accepted(h.envelope(P, { payload: jsonPayload(4 * MIB) }), agent)).messageId);
+    const sinks = agents.map((agent) => ({ agent, sink: h.stream(agent).sink }));
+    const confirmed = new Set<string>();
+    let most = 0;
+    const check = () => {
+      const usage = h.router.memoryUsage();
+      most = Math.max(most, usage.reading + usage.inflight);
+      assert.ok(
+        usage.reading + usage.inflight <= 16 * MIB,
+        `reading ${usage.reading} + in flight ${usage.inflight} passed half the budget`,
+      );
+    };
+    check();
+    await until('every delivery', () => {
+      check();
+      for (const { agent, sink } of sinks) {
+        const id = ids.get(agent)!;
+        if (!confirmed.has(id) && sink.items.some((i) => i.envelope.messageId === id)) {
+          assert.ok(h.ackDelivery(agent, sink, id));
+          confirmed.add(id);
+        }
+      }
+      return confirmed.size === agents.length;
+    });
+    assert.equal(most, 16 * MIB, 'four 4 MiB payloads at once, not six');
+    assert.equal(h.router.memoryUsage().reading, 0);
+  });
+  it('bounds the large payloads being validated and written at once by the memory budget: the one over it is refused BUFFER_FULL at once', async () => {
+    open({ memoryBudgetBytes: 32 * MIB });
+    const envelopes = Array.from({ length: 5 }, () => h.envelope(P, { payload: jsonPayload(7 * MIB) }));
+    // Sent together, none awaited: four of 7 MiB fit the 32 MiB budget while they are checked and written; the fifth
+    // would take it over and is refused before any work (no worker, no file).
+    const pending = envelopes.map((e) => h.router.submit(e, ctx(`together-${e.messageId}`), { to: C }));
+    assert.equal(h.router.memoryUsage().checking, 4 * 7 * MIB, 'four counted while they are validated and written');
+    const results = await Promise.all(pending);
+    for (const result of results.slice(0, 4)) assert.ok(result.accepted, result.accepted ? '' : result.reason);
+    assertRefused(results[4], 'BUFFER_FULL');
+    assert.equal(h.router.memoryUsage().checking, 0);
+    assert.equal(files().length, 4, 'no file for the refused one');
+  });
 });

@@ -100,6 +100,51 @@ export interface JsonChange {
 }
 
 /**
+ * The bounds of the panel's JSON diff (jsondiffpatch), the same as the core's for negotiation deltas (DELTA_LIMITS in
+ * src/core/negotiation/delta.ts). jsondiffpatch compares two arrays at one path by a longest common subsequence, a
+ * table of items before × items after: two arrays of 6,000 numbers took 2.2 s and 470 MB, and an approval's 256 KiB
+ * context holds arrays of 60,000 (issue 32: one approval diff took its process to 1,030 MB and kept it).
+ */
+export const JSON_DIFF_LIMITS = {
+  /** No array longer than this (either value)… */
+  maxArrayItems: 500,
+  /** …nor Σ items² over the arrays of both values above this (what the tables cost at most)… */
+  maxArrayCells: 500_000,
+  /** …nor more leaves than this in either value (jsondiffpatch takes about 5 µs a leaf). */
+  maxLeaves: 3_000,
+} as const;
+
+/**
+ * Why two JSON values are too large for the panel to diff structurally, or undefined when they are not. One walk of
+ * each (no recursion, nothing built), stopping at the first bound passed: its cost is linear in what it walks, whatever
+ * the values hold.
+ */
+export function jsonDiffRefusal(before: unknown, after: unknown): string | undefined {
+  const L = JSON_DIFF_LIMITS;
+  let cells = 0;
+  for (const value of [before, after]) {
+    let leaves = 0;
+    const stack: unknown[] = [value];
+    while (stack.length > 0) {
+      const v = stack.pop();
+      if (v === null || typeof v !== 'object') {
+        if (++leaves > L.maxLeaves) return `more than ${L.maxLeaves} values`;
+        continue;
+      }
+      const children = Array.isArray(v) ? (v as unknown[]) : Object.values(v as Record<string, unknown>);
+      if (Array.isArray(v)) {
+        if (v.length > L.maxArrayItems) return `an array of more than ${L.maxArrayItems} items`;
+        cells += v.length * v.length;
+        if (cells > L.maxArrayCells) return `arrays of more than ${L.maxArrayCells} item pairs to compare`;
+      }
+      if (children.length === 0 && ++leaves > L.maxLeaves) return `more than ${L.maxLeaves} values`;
+      for (const child of children) stack.push(child);
+    }
+  }
+  return undefined;
+}
+
+/**
  * Flattens a jsondiffpatch delta (https://github.com/benjamine/jsondiffpatch/blob/master/docs/deltas.md)
  * into a list of changes, in document order. The panel renders these itself; jsondiffpatch's HTML
  * formatter is never used, because the values are agent-supplied.

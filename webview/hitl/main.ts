@@ -4,7 +4,7 @@
 import { create as createJsonDiffer } from 'jsondiffpatch';
 import { h, byId, section } from '../shared/dom';
 import { jsonChangesList, linesBlock } from '../shared/diffView';
-import { formatJsonValue, jsonDeltaChanges, textDiffLines, unifiedDiffLines } from './diffModel';
+import { formatJsonValue, jsonDeltaChanges, jsonDiffRefusal, textDiffLines, unifiedDiffLines } from './diffModel';
 import {
   parseHostMessage,
   type DecisionAction,
@@ -59,12 +59,28 @@ function renderDiff(diff: DiffJson, index: number): HTMLElement {
     );
   }
   if (diff.beforeJson !== undefined || diff.afterJson !== undefined) {
-    const changes = jsonDeltaChanges(jsonDiffer.diff(diff.beforeJson ?? null, diff.afterJson ?? null));
-    parts.push(
-      changes.length
-        ? jsonChangesList(changes, `${diff.title}: JSON changes`)
-        : h('p', { class: 'muted' }, 'The JSON values are identical.'),
-    );
+    const before = diff.beforeJson ?? null;
+    const after = diff.afterJson ?? null;
+    // Never an unbounded structural diff: jsondiffpatch's array tables grow with items before × items after.
+    const tooLarge = jsonDiffRefusal(before, after);
+    if (tooLarge !== undefined) {
+      parts.push(
+        h(
+          'p',
+          { class: 'muted' },
+          `The JSON values are too large to compare here (${tooLarge}); both are shown as they are.`,
+        ),
+        h('pre', { class: 'json', attrs: { 'aria-label': `${diff.title}: JSON before` } }, formatJsonValue(before)),
+        h('pre', { class: 'json', attrs: { 'aria-label': `${diff.title}: JSON after` } }, formatJsonValue(after)),
+      );
+    } else {
+      const changes = jsonDeltaChanges(jsonDiffer.diff(before, after));
+      parts.push(
+        changes.length
+          ? jsonChangesList(changes, `${diff.title}: JSON changes`)
+          : h('p', { class: 'muted' }, 'The JSON values are identical.'),
+      );
+    }
   }
   return h(
     'article',

@@ -272,7 +272,7 @@ export class Delivery implements Dispatching {
         size > 0 &&
         (((bytes > 0 || inbox.inflight.bytes > 0) &&
           inbox.inflight.bytes + bytes + size > core.options.deliveryWindowBytes) ||
-          !core.memory.deliveryRoom(bytes, size))
+          !core.memory.deliveryRoom(bytes, size, this.loaded.get(record)?.byteLength ?? 0))
       ) {
         inbox.queue.unshift(next.lane, record);
         this.waiting.add(inbox);

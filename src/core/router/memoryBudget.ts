@@ -38,12 +38,26 @@ export interface MemoryUsage {
 export class MemoryBudget {
   messages = 0;
   checking = 0;
-  reading = 0;
   private inflightBytes = 0;
-  /** Called when bytes in flight go down (a delivery confirmed, a stream closed): held deliveries may go on. */
+  private readingBytes = 0;
+  /**
+   * Called when bytes in flight or being read back go down (a delivery confirmed, a stream closed, a read dropped):
+   * held deliveries may go on.
+   */
   onInflightFreed: () => void = () => undefined;
 
   constructor(readonly budget: number) {}
+
+  /** Payload files read back for delivery and not yet written to their stream (deliveryRoom counts them). */
+  get reading(): number {
+    return this.readingBytes;
+  }
+
+  set reading(bytes: number) {
+    const freed = bytes < this.readingBytes;
+    this.readingBytes = bytes;
+    if (freed) this.onInflightFreed();
+  }
 
   get inflight(): number {
     return this.inflightBytes;
@@ -81,12 +95,14 @@ export class MemoryBudget {
   }
 
   /**
-   * May a payload of `size` be written to a stream, with `pending` bytes of the same dispatch before it? Always
-   * when nothing else is in flight, so that one payload larger than the room never waits forever.
+   * May a payload of `size` be read back and written to a stream, with `pending` bytes of the same dispatch before
+   * it? What is in flight and what is being read back for delivery (`reading`, less `own`: this payload's bytes, when
+   * they are read already) stay within half the budget, so that many streams starting at once do not each read a
+   * 16 MB file. Always when nothing else is held, so that one payload larger than the room never waits forever.
    */
-  deliveryRoom(pending: number, size: number): boolean {
-    const held = this.inflight + pending;
-    return held === 0 || held + size <= this.budget / 2;
+  deliveryRoom(pending: number, size: number, own = 0): boolean {
+    const held = this.inflight + this.reading - own + pending;
+    return held <= 0 || held + size <= this.budget / 2;
   }
 }
 
