@@ -36,6 +36,9 @@ export interface HoldWindow {
   readonly ownP99?: number;
   readonly ownMax?: number;
   readonly ownCount?: number;
+  /** The holds of 1 ms or more (the rest are shorter), for a p99 over several windows; where the longest began. */
+  readonly ownLong?: number[];
+  readonly ownLongestAt?: string;
   /** Samples in the window. */
   readonly count: number;
 }
@@ -125,12 +128,14 @@ export class MainThreadHold {
     };
     if (!this.ownWork) return this.append(window);
     void this.ownWork.take().then(
-      (holds) =>
+      ({ holds, longestAt }) =>
         this.append({
           ...window,
           ownP99: holds.length ? holds[Math.floor(holds.length * 0.01)] : 0,
           ownMax: holds[0] ?? 0,
           ownCount: holds.length,
+          ownLong: holds.filter((ms) => ms >= 1),
+          ownLongestAt: longestAt,
         }),
       () => this.append(window),
     );

@@ -7,7 +7,12 @@ const SAMPLE_US = 500;
 interface Profile {
   readonly nodes: ReadonlyArray<{
     readonly id: number;
-    readonly callFrame: { readonly url: string };
+    readonly callFrame: {
+      readonly url: string;
+      readonly functionName?: string;
+      readonly lineNumber?: number;
+      readonly columnNumber?: number;
+    };
     readonly children?: readonly number[];
   }>;
   readonly samples: readonly number[];
@@ -31,13 +36,13 @@ export class OwnWorkProfiler {
       .catch(() => undefined);
   }
 
-  /** The stretches since the last call, in ms, longest first; profiling goes on. */
-  async take(): Promise<number[]> {
-    if (!this.running) return [];
+  /** The stretches since the last call, in ms, longest first, and where the longest began; profiling goes on. */
+  async take(): Promise<{ holds: number[]; longestAt: string | undefined }> {
+    if (!this.running) return { holds: [], longestAt: undefined };
     this.running = false;
     const { profile } = (await this.post('Profiler.stop')) as { profile: Profile };
     await this.start();
-    return stretches(profile, this.ownScript);
+    return { holds: stretches(profile, this.ownScript), longestAt: longestAt(profile, this.ownScript) };
   }
 
   dispose(): void {
@@ -81,4 +86,34 @@ export function stretches(profile: Profile, script: string): number[] {
   }
   if (run > 0) found.push((run * SAMPLE_US) / 1000);
   return found.sort((a, b) => b - a);
+}
+
+/** The extension's outermost frame in the longest stretch: `function@line:column` (a bundle's position). */
+export function longestAt(profile: Profile, script: string): string | undefined {
+  const byId = new Map(profile.nodes.map((node) => [node.id, node]));
+  const parent = new Map<number, number>();
+  for (const node of profile.nodes) for (const child of node.children ?? []) parent.set(child, node.id);
+  const isOurs = (url: string) => url === script || url.endsWith(script);
+  const outermost = (id: number): string | undefined => {
+    let found: string | undefined;
+    for (let at: number | undefined = id; at !== undefined; at = parent.get(at)) {
+      const frame = byId.get(at)?.callFrame;
+      if (frame && isOurs(frame.url))
+        found = `${frame.functionName || '(anonymous)'}@${frame.lineNumber}:${frame.columnNumber}`;
+    }
+    return found;
+  };
+  let best: { length: number; at: string | undefined } = { length: 0, at: undefined };
+  let run = 0;
+  let first: string | undefined;
+  for (const sample of [...profile.samples, -1]) {
+    const at = sample >= 0 ? outermost(sample) : undefined;
+    if (at !== undefined) {
+      if (run++ === 0) first = at;
+    } else if (run > 0) {
+      if (run > best.length) best = { length: run, at: first };
+      run = 0;
+    }
+  }
+  return best.at;
 }

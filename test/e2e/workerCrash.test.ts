@@ -88,6 +88,8 @@ describe('the coordinator in its worker thread, in a real editor (code-server + 
         `8 in flight, the Agents view open); the extension host's main thread over ${windows.length} windows: ` +
         describeHoldSummary(hold),
     );
+    const longest = windows.reduce((a, w) => ((w.ownMax ?? 0) > (a.ownMax ?? 0) ? w : a), windows[0]);
+    console.log(`      the extension's longest hold began in ${longest?.ownLongestAt ?? '—'} (dist/extension.js)`);
     assert.deepEqual(exactlyOnceProblems(operations, ledger, worker), []);
     assert.ok(windows.length >= 2, `the report has windows for the load (${windows.length})`);
     // What the product bounds is the extension's own work on the thread (its code on the stack of the thread's CPU
