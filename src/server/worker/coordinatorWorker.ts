@@ -68,8 +68,11 @@ function fatal(message: string, code?: string): never {
 process.on('uncaughtException', (err) =>
   fatal(`an uncaught exception: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`),
 );
+// As on the extension host's own thread, where it ran before: a rejection nobody handled is reported, not fatal.
 process.on('unhandledRejection', (err) =>
-  fatal(`an unhandled rejection: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`),
+  log(
+    `SW4RM: an unhandled rejection in the coordinator: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`,
+  ),
 );
 
 // The heap limit (resourceLimits) ends the thread at once, connections and all; a heap that grows towards it ends it
