@@ -89,56 +89,68 @@ describe('SCHEDULE expressions at their limits (issue 30, item 1)', function () 
     assert.ok(compared > 2_000, `${compared}`);
   });
 
-  it('validates, creates and starts a workflow of 500 SCHEDULE nodes, each a distinct expression firing once in 28 years, within 50 ms each', () => {
-    const h = new WorkflowHarness();
-    try {
-      h.agent('x');
-      // At two minutes of two hours, on the fifth Monday of February: once in 28 years (cron-parser: ≈ 1,100 steps).
-      const schedules = Array.from(
-        { length: WORKFLOW_LIMITS.maxNodes },
-        (_, i) => `${i % 60},${(i + 1) % 60} ${Math.floor(i / 60)},${Math.floor(i / 60) + 12} * 2 1#5`,
-      );
-      assert.equal(new Set(schedules).size, schedules.length);
-      const chars = schedules.reduce((sum, s) => sum + s.length, 0);
-      assert.ok(chars <= WORKFLOW_LIMITS.maxTotalScheduleChars, String(chars));
-      const nodes = schedules.map((schedule, i) => ({
-        nodeId: `s${i}`,
-        agentId: 'x',
-        trigger: 'SCHEDULE' as const,
-        metadata: { schedule },
-      }));
-      // The engine warmed first with other schedules, as in a coordinator that has run workflows before.
-      h.start(
-        h.create(
-          definition(
-            'warm',
-            Array.from({ length: 50 }, (_, i) => ({
-              nodeId: `w${i}`,
-              agentId: 'x',
-              trigger: 'SCHEDULE' as const,
-              metadata: { schedule: `${i} 9 * * 1-5` },
-            })),
+  it('validates, creates and starts a workflow of 500 SCHEDULE nodes, each a distinct expression firing once in 28 years, within 50 ms each (the median of five)', () => {
+    const ROUNDS = 5;
+    const holds: Array<{ create: number; start: number }> = [];
+    for (let round = 0; round < ROUNDS; round++) {
+      const h = new WorkflowHarness();
+      try {
+        h.agent('x');
+        // At two minutes of two hours, on the fifth Monday of February: once in 28 years (cron-parser: ≈ 1,100 steps).
+        // Each round's expressions are its own (the second minute differs), so none is a verdict read before.
+        const schedules = Array.from(
+          { length: WORKFLOW_LIMITS.maxNodes },
+          (_, i) => `${i % 60},${(i + 1 + round) % 60} ${Math.floor(i / 60)},${Math.floor(i / 60) + 12} * 2 1#5`,
+        );
+        assert.equal(new Set(schedules).size, schedules.length);
+        const chars = schedules.reduce((sum, s) => sum + s.length, 0);
+        assert.ok(chars <= WORKFLOW_LIMITS.maxTotalScheduleChars, String(chars));
+        const nodes = schedules.map((schedule, i) => ({
+          nodeId: `s${i}`,
+          agentId: 'x',
+          trigger: 'SCHEDULE' as const,
+          metadata: { schedule },
+        }));
+        // The engine warmed first with other schedules, as in a coordinator that has run workflows before.
+        h.start(
+          h.create(
+            definition(
+              'warm',
+              Array.from({ length: 50 }, (_, i) => ({
+                nodeId: `w${i}`,
+                agentId: 'x',
+                trigger: 'SCHEDULE' as const,
+                metadata: { schedule: `${i} 9 * * 1-5` },
+              })),
+            ),
           ),
-        ),
-      );
-      // Each call is one synchronous turn: its hold is its duration, on the wall clock and in main-thread CPU time.
-      const c0 = threadCpuMs();
-      const t0 = performance.now();
-      const id = h.create(definition('rare', nodes));
-      const t1 = performance.now();
-      const c1 = threadCpuMs();
-      h.start(id);
-      const t2 = performance.now();
-      const c2 = threadCpuMs();
-      const held = { create: c0 === undefined ? t1 - t0 : c1! - c0, start: c0 === undefined ? t2 - t1 : c2! - c1! };
-      console.log(
-        `      500 distinct schedules (${chars} characters): create ${(t1 - t0).toFixed(1)} ms (CPU ${held.create.toFixed(1)}), start ${(t2 - t1).toFixed(1)} ms (CPU ${held.start.toFixed(1)})`,
-      );
-      assert.equal(h.nodeOf(id, 's0').state.fireAt, Date.UTC(2044, 1, 29, 0, 0));
-      assert.ok(held.create <= 50 && held.start <= 50, JSON.stringify(held));
-    } finally {
-      h.dispose();
+        );
+        // The garbage of the tests run before collected first (as measureHold does, test/support/loopHold.ts), so
+        // that a pause the measure sees is this work's own garbage, not theirs.
+        (globalThis as { gc?: () => void }).gc?.();
+        // Each call is one synchronous turn: its hold is its duration, on the wall clock and in main-thread CPU time.
+        const c0 = threadCpuMs();
+        const t0 = performance.now();
+        const id = h.create(definition('rare', nodes));
+        const t1 = performance.now();
+        const c1 = threadCpuMs();
+        h.start(id);
+        const t2 = performance.now();
+        const c2 = threadCpuMs();
+        const held = { create: c0 === undefined ? t1 - t0 : c1! - c0, start: c0 === undefined ? t2 - t1 : c2! - c1! };
+        holds.push(held);
+        console.log(
+          `      500 distinct schedules (${chars} characters): create ${(t1 - t0).toFixed(1)} ms (CPU ${held.create.toFixed(1)}), start ${(t2 - t1).toFixed(1)} ms (CPU ${held.start.toFixed(1)})`,
+        );
+        if (round === 0) assert.equal(h.nodeOf(id, 's0').state.fireAt, Date.UTC(2044, 1, 29, 0, 0));
+      } finally {
+        h.dispose();
+      }
     }
+    const median = (values: number[]) => [...values].sort((x, y) => x - y)[Math.floor(values.length / 2)];
+    const create = median(holds.map((h) => h.create));
+    const start = median(holds.map((h) => h.start));
+    assert.ok(create <= 50 && start <= 50, JSON.stringify({ create, start, holds }));
   });
 
   it(`refuses schedules of more than ${WORKFLOW_LIMITS.maxTotalScheduleChars} characters in all before reading any (500 of 177 characters: cron-parser ≈ 30 ms)`, () => {

@@ -45,11 +45,8 @@ interface Fields {
 }
 
 function read(expression: string): Fields {
-  const f = CronExpressionParser.parse(expression.trim(), {
-    currentDate: new Date(0),
-    tz: 'UTC',
-    strict: false,
-  }).fields;
+  // Only the fields are read (the fire times are computed here, in UTC): cron-parser resolves no time zone.
+  const f = CronExpressionParser.parse(expression.trim(), { currentDate: new Date(0), strict: false }).fields;
   const flags = (values: readonly unknown[], size: number) => {
     const out = new Array<boolean>(size).fill(false);
     for (const v of values) if (typeof v === 'number' && v >= 0 && v < size) out[v] = true;
@@ -142,7 +139,9 @@ function verdict(expression: string): { why: string | undefined; fields?: Fields
   if (known) return known;
   const answer = check(expression);
   if (typeof expression === 'string' && expression.length <= SCHEDULE_LIMITS.maxChars) {
-    if (verdicts.size >= MAX_VERDICTS) verdicts.clear();
+    // The oldest goes first (a Map keeps insertion order): a workflow's schedules read at its create are still here
+    // when it starts, however many came before.
+    if (verdicts.size >= MAX_VERDICTS) verdicts.delete(verdicts.keys().next().value!);
     verdicts.set(expression, answer);
   }
   return answer;
