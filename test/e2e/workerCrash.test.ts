@@ -99,7 +99,9 @@ describe('the coordinator in its worker thread, in a real editor (code-server + 
     assert.ok(hold.ownMax !== undefined, 'the extension profiled its own work');
     const p99 = hold.ownP99!;
     const max = hold.ownMax;
-    assert.ok(p99 <= HOLD_P99_MS, `p99 ${p99.toFixed(1)} ms > ${HOLD_P99_MS} ms`);
+    // A p99 needs enough holds to mean one: of about 100 (the views refresh at most every 250 ms), it is the second
+    // longest. Below 200 holds it is printed, and the bound at worst is what is asserted.
+    if (hold.ownCount >= 200) assert.ok(p99 <= HOLD_P99_MS, `p99 ${p99.toFixed(1)} ms > ${HOLD_P99_MS} ms`);
     assert.ok(max <= HOLD_MAX_MS, `max ${max.toFixed(1)} ms > ${HOLD_MAX_MS} ms`);
   });
 
