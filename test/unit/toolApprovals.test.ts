@@ -218,6 +218,69 @@ describe('tool approvals: ToolApprovals.decide (ManualClock, real HITL service a
     assert.match(String(geminiAnswer.stdout.reason), /nobody approved .* not a person's denial/);
   });
 
+  describe("an ACP agent's permission request (decidePermission)", () => {
+    const options = [
+      { optionId: 'always', name: 'Always allow', kind: 'allow_always' as const },
+      { optionId: 'once', name: 'Allow', kind: 'allow_once' as const },
+      { optionId: 'no', name: 'Reject', kind: 'reject_once' as const },
+    ];
+    const request = (toolName: string, rawInput: Record<string, unknown>, locations: string[] = []) => ({
+      sessionId: 's1',
+      toolCall: {
+        toolCallId: 'toolu_1',
+        title: toolName,
+        kind: 'edit' as const,
+        rawInput,
+        locations: locations.map((p) => ({ path: p })),
+        _meta: { claudeCode: { toolName } },
+      },
+      options,
+    });
+
+    it('a read inside is allowed at once (allow_once), a path outside denied at once (reject_once)', async () => {
+      const read = await approvals.decidePermission(request('Read', { file_path: 'src/app.ts' }), AGENT, ctx('c'));
+      assert.deepEqual(read.outcome, { outcome: 'selected', optionId: 'once' });
+      assert.match(read.decidedBy, /^rule:/);
+      const outside = await approvals.decidePermission(
+        request('Write', { file_path: path.join(dir, 'elsewhere.txt'), content: 'x' }),
+        AGENT,
+        ctx('c'),
+      );
+      assert.deepEqual(outside.outcome, { outcome: 'selected', optionId: 'no' });
+      assert.equal(h.coordinator.hitl.list().length, 0, 'nothing asked');
+    });
+
+    it("a write is asked in the editor with its diff; a person's approve selects allow_once, never allow_always", async () => {
+      const opened = nextOpened();
+      const pending = approvals.decidePermission(
+        request('Write', { file_path: 'src/app.ts', content: 'export function f() {\n  return 3;\n}\n' }),
+        AGENT,
+        ctx('c'),
+      );
+      const invocation = await opened;
+      assert.equal(invocation.reasonType, 'SECURITY_APPROVAL');
+      assert.match(invocation.context.diffs[0].unified!, /^\+  return 3;$/m);
+      h.coordinator.hitl.decide(invocation.id, { action: 'approve', rationale: 'ok' }, 'editor:alice', ctx());
+      const answer = await pending;
+      assert.deepEqual(answer.outcome, { outcome: 'selected', optionId: 'once' });
+      assert.equal(answer.decidedBy, 'person:editor:alice');
+      assert.equal(answer.invocationId, invocation.id);
+    });
+
+    it('a deadline never selects an allow: nobody deciding answers reject_once', async () => {
+      h.dispose();
+      operator?.dispose();
+      start(policy({ defaultDeadlineSeconds: 60 }));
+      const opened = nextOpened();
+      const pending = approvals.decidePermission(request('Bash', { command: 'make' }), AGENT, ctx('c'));
+      await opened;
+      h.clock.advance(60_000);
+      const answer = await pending;
+      assert.deepEqual(answer.outcome, { outcome: 'selected', optionId: 'no' });
+      assert.equal(answer.decidedBy, 'fallback');
+    });
+  });
+
   it('with no operator attached, the no-operator fallback (5 s) answers ask', async () => {
     operator?.dispose();
     operator = undefined;

@@ -98,3 +98,12 @@ export interface ToolRuleIssue {
   readonly path: string;
   readonly message: string;
 }
+
+/** An ACP permission request's answer (ToolApprovals.decidePermission): the option chosen, and who decided. */
+export interface PermissionAnswer {
+  /** `{ outcome: 'selected', optionId }` or `{ outcome: 'cancelled' }` (ACP's RequestPermissionOutcome). */
+  readonly outcome: { readonly outcome: 'cancelled' } | { readonly outcome: 'selected'; readonly optionId: string };
+  /** A rule's name, `person:<operator>`, or why nobody did. */
+  readonly decidedBy: string;
+  readonly invocationId?: string;
+}

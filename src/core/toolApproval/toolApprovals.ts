@@ -10,8 +10,10 @@ import type { IdSource } from '../ids';
 import type { EventLog } from '../log/eventLog';
 import { Confinement, ConfinementError } from '../worktree/confinement';
 import type { WorktreeLocator } from '../worktree/model';
+import type { RequestPermissionRequest } from '@agentclientprotocol/sdk' with { 'resolution-mode': 'import' };
+import { permissionOutcome, toolUseOfPermission } from './acpPermissions';
 import { formatAnswer, parseHookInput } from './cliHooks';
-import type { HookAnswer, HookCli, HookVerdict, PathPlace, ToolRule, ToolUse } from './model';
+import type { HookAnswer, HookCli, HookVerdict, PathPlace, PermissionAnswer, ToolRule, ToolUse } from './model';
 import { compileRules, evaluate, placeOfAll, type CompiledRule } from './rules';
 import { placesOf, relativeInside } from './paths';
 
@@ -114,7 +116,33 @@ export class ToolApprovals {
     ctx: CallContext,
     signal?: AbortSignal,
   ): Promise<HookAnswer> {
-    const use = parseHookInput(cli, hookInput);
+    return this.decideUse(parseHookInput(cli, hookInput), agentId, ctx, signal);
+  }
+
+  /**
+   * An ACP agent's `session/request_permission` (agent sessions): read as a tool use (acpPermissions.ts), decided as a
+   * hook's is, answered with the option the agent offered for that decision. Nobody deciding never selects an allow.
+   */
+  async decidePermission(
+    request: RequestPermissionRequest,
+    agentId: string,
+    ctx: CallContext,
+    signal?: AbortSignal,
+  ): Promise<PermissionAnswer> {
+    const answer = await this.decideUse(toolUseOfPermission(request.toolCall), agentId, ctx, signal);
+    return {
+      outcome: permissionOutcome(answer.decision, request.options),
+      decidedBy: answer.decidedBy,
+      ...(answer.invocationId === undefined ? {} : { invocationId: answer.invocationId }),
+    };
+  }
+
+  /**
+   * The same decision for a tool use already read (an ACP agent's permission request, sessions/permissions.ts): the
+   * answer is in the words of `use.cli`.
+   */
+  async decideUse(use: ToolUse, agentId: string, ctx: CallContext, signal?: AbortSignal): Promise<HookAnswer> {
+    const cli = use.cli;
     const root = this.deps.locator.worktreePathOf(agentId);
     // Without a worktree even a tool naming no path (a search of "here") has no known place.
     const places =
