@@ -24,6 +24,7 @@ import {
   type StreamItem,
   unary,
 } from './protocol';
+import { stopChild } from './servers';
 
 const MIB = 1024 * 1024;
 const env = (name: string, fallback: number): number => {
@@ -126,13 +127,7 @@ fs.appendFileSync(out, Date.now() + ' rss ' + M(m.rss) + ' heapTotal ' + M(m.hea
     dir,
     repo,
     stop: async () => {
-      if (child.exitCode === null && child.signalCode === null) {
-        const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-        child.kill('SIGTERM');
-        const timer = setTimeout(() => child.kill('SIGKILL'), 5_000);
-        await exited;
-        clearTimeout(timer);
-      }
+      await stopChild(child);
       if (process.env.BENCH_KEEP_TEMP !== '1' && process.env.BENCH_MEMORY_TRACE !== '1')
         fs.rmSync(dir, { recursive: true, force: true });
       else console.log(`kept ${dir}`);

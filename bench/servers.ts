@@ -174,16 +174,20 @@ function handle(
     stderrPath,
     stderrTail: () => tail(stderrPath),
     stop: async (keepFiles = false) => {
-      if (child.exitCode === null && child.signalCode === null) {
-        const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-        child.kill('SIGTERM');
-        const timer = setTimeout(() => child.kill('SIGKILL'), 5_000);
-        await exited;
-        clearTimeout(timer);
-      }
+      await stopChild(child);
       if (!keepFiles) fs.rmSync(tempDir, { recursive: true, force: true });
     },
   };
+}
+
+/** Stops a child process: SIGTERM, then SIGKILL if it has not exited 5 s later; resolves once it has exited. */
+export async function stopChild(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  child.kill('SIGTERM');
+  const timer = setTimeout(() => child.kill('SIGKILL'), 5_000);
+  await exited;
+  clearTimeout(timer);
 }
 
 function processCpuSeconds(pid: number | undefined): number {
