@@ -12,6 +12,7 @@ import { Readable, Writable } from 'node:stream';
 import type { Clock } from '../clock';
 import { SwarmError } from '../kernel/errors';
 import type { KeyedTimers } from '../kernel/timers';
+import type { PermissionAnswer } from '../toolApproval/model';
 import type { TranscriptEntry, TurnEnd, TurnOrigin } from './model';
 import { Transcript } from './transcript';
 
@@ -30,13 +31,6 @@ export interface AcpAgentSpec {
   readonly cwd: string;
   /** Added to the coordinator's environment, from which every SW4RM_* variable is removed first. */
   readonly env: Readonly<Record<string, string>>;
-}
-
-/** A permission request's answer and who gave it (a rule, a person, or why nobody did); toolApproval's PermissionAnswer. */
-export interface PermissionAnswer {
-  readonly outcome: RequestPermissionOutcome;
-  readonly decidedBy: string;
-  readonly invocationId?: string;
 }
 
 export interface AcpSessionHooks {
@@ -207,6 +201,10 @@ export class AcpSession {
     child.stderr?.setEncoding('utf8');
     child.stderr?.on('data', (chunk: string) => {
       self.stderrTail = (self.stderrTail + chunk).slice(-STDERR_KEEP_CHARS);
+    });
+    // A later fault of the process (a kill that fails) is told, never thrown: an unheard 'error' would end the coordinator.
+    child.on('error', (err) => {
+      self.stderrTail = `${self.stderrTail}\n[sw4rm] the agent's process: ${err.message}`.slice(-STDERR_KEEP_CHARS);
     });
     child.once('exit', (code, signal) => {
       self.exited = true;

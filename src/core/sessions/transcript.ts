@@ -1,4 +1,10 @@
-import type { ContentBlock, SessionUpdate, ToolCallContent } from '@agentclientprotocol/sdk' with {
+import type {
+  ContentBlock,
+  SessionUpdate,
+  ToolCall,
+  ToolCallContent,
+  ToolCallUpdate,
+} from '@agentclientprotocol/sdk' with {
   'resolution-mode': 'import',
 };
 import {
@@ -39,6 +45,23 @@ function diffsOf(content: readonly ToolCallContent[] | null | undefined): { diff
     else if (item.type === 'terminal') output += `[terminal ${item.terminalId}]`;
   }
   return { diffs, output: bounded(output) };
+}
+
+/** The entry of a tool call, from its first `tool_call` or `tool_call_update`. */
+function newTool(update: ToolCall | ToolCallUpdate, turn: number, at: number): ToolEntry {
+  const { diffs, output } = diffsOf(update.content);
+  return {
+    kind: 'tool',
+    at,
+    turn,
+    toolCallId: update.toolCallId,
+    title: bounded(update.title ?? ''),
+    toolKind: update.kind ?? 'other',
+    status: update.status ?? 'pending',
+    paths: (update.locations ?? []).map((l) => l.path),
+    diffs,
+    output,
+  };
 }
 
 /**
@@ -107,42 +130,13 @@ export class Transcript {
         }
         return this.push({ kind, at, turn: this.turnNumber, text: bounded(text) });
       }
-      case 'tool_call': {
-        const { diffs, output } = diffsOf(update.content);
-        const entry: ToolEntry = {
-          kind: 'tool',
-          at,
-          turn: this.turnNumber,
-          toolCallId: update.toolCallId,
-          title: bounded(update.title ?? ''),
-          toolKind: update.kind ?? 'other',
-          status: update.status ?? 'pending',
-          paths: (update.locations ?? []).map((l) => l.path),
-          diffs,
-          output,
-        };
-        this.tools.set(update.toolCallId, entry);
-        return this.push(entry);
-      }
+      case 'tool_call':
+        return this.push(newTool(update, this.turnNumber, at));
       case 'tool_call_update': {
         const known = this.tools.get(update.toolCallId);
+        // An update of a call it never announced (or one that has left the transcript) starts its entry.
+        if (known === undefined) return this.push(newTool(update, this.turnNumber, at));
         const { diffs, output } = diffsOf(update.content);
-        if (known === undefined) {
-          const entry: ToolEntry = {
-            kind: 'tool',
-            at,
-            turn: this.turnNumber,
-            toolCallId: update.toolCallId,
-            title: bounded(update.title ?? ''),
-            toolKind: update.kind ?? 'other',
-            status: update.status ?? 'pending',
-            paths: (update.locations ?? []).map((l) => l.path),
-            diffs,
-            output,
-          };
-          this.tools.set(update.toolCallId, entry);
-          return this.push(entry);
-        }
         const changed: Mutable<ToolEntry> = { ...known };
         if (update.title != null) changed.title = bounded(update.title);
         if (update.kind != null) changed.toolKind = update.kind;
