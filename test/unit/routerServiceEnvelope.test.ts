@@ -1,27 +1,16 @@
 // The RouterService adapter's envelope for an inbox stream (src/server/services/routerService.ts, envelopeToMessage).
 import { strict as assert } from 'node:assert';
 import type { Envelope } from '../../src/core/router/envelope';
-import { envelopeToMessage } from '../../src/server/services/routerService';
+import { envelopeFromMessage, envelopeToMessage } from '../../src/server/services/routerService';
+import { envelope as wireEnvelope } from '../support/routerClient';
 
+/**
+ * A core envelope as the service decodes one, carrying `payload` as given: a plain Uint8Array (not a Buffer), as a
+ * payload file read back or a row read from SQLite may be.
+ */
 function envelope(payload: Uint8Array): Envelope {
-  return {
-    messageId: '0b8f3a52-7f3e-4c2e-9a59-8f1f1d3b7c11',
-    idempotencyToken: '',
-    producerId: 'producer',
-    correlationId: 'c',
-    sequenceNumber: '1',
-    retryCount: 0,
-    messageType: 'DATA',
-    contentType: 'application/json',
-    contentLength: String(payload.byteLength),
-    repoId: '',
-    worktreeId: '',
-    hlcTimestamp: '',
-    ttlMs: 0,
-    timestampMs: 1_700_000_000_123,
-    payload,
-    parentCorrelationId: '',
-  };
+  const decoded = envelopeFromMessage(wireEnvelope({ producer_id: 'producer', sequence_number: 1 }));
+  return { ...decoded, payload, contentLength: String(payload.byteLength) };
 }
 
 describe('RouterService: the envelope written to an inbox stream', () => {

@@ -1,13 +1,14 @@
 import { strict as assert } from 'node:assert';
 import { DatabaseSync } from 'node:sqlite';
 import * as path from 'node:path';
-import { v4 as uuidv4 } from 'uuid';
-import { CoordinatorStore } from '../../src/core/coordinatorStore';
+import type { CoordinatorStore } from '../../src/core/coordinatorStore';
 import type { StructuredEvent } from '../../src/core/log/model';
 import type { MessageRecord } from '../../src/core/router/model';
 import { STORE_FILE_NAME } from '../../src/core/store/sqliteStore';
 import { WriteBuffer } from '../../src/core/store/writeBuffer';
-import { makeTempDir, removeTempDir } from '../support/tempDir';
+import { envelopeFromMessage } from '../../src/server/services/routerService';
+import { StoreFixture } from '../support/coordinatorFixture';
+import { envelope } from '../support/routerClient';
 
 function event(eventType: string): StructuredEvent {
   return {
@@ -21,27 +22,12 @@ function event(eventType: string): StructuredEvent {
   };
 }
 
+/** A DATA message from p to q as the router accepts it: its envelope as the RouterService decodes one. */
 function message(): MessageRecord {
-  const payload = Buffer.from('{"a":1}');
   return {
-    envelope: {
-      messageId: uuidv4(),
-      idempotencyToken: '',
-      producerId: 'p',
-      correlationId: 'c',
-      sequenceNumber: '1',
-      retryCount: 0,
-      messageType: 'DATA',
-      contentType: 'application/json',
-      contentLength: String(payload.byteLength),
-      repoId: '',
-      worktreeId: '',
-      hlcTimestamp: '',
-      ttlMs: 0,
-      timestampMs: null,
-      payload,
-      parentCorrelationId: '',
-    },
+    envelope: envelopeFromMessage(
+      envelope({ producer_id: 'p', sequence_number: 1, correlation_id: 'c', payload: { a: 1 }, timestamp: null }),
+    ),
     recipientId: 'q',
     dedupKey: 's:1',
     tracked: true,
@@ -125,16 +111,13 @@ describe('write stages (rows held back until the commit)', () => {
   });
 
   describe('through the store', () => {
-    let dir: string;
+    let fixture: StoreFixture;
     let store: CoordinatorStore;
     beforeEach(() => {
-      dir = makeTempDir('sw4rm-stage-');
-      store = CoordinatorStore.open(dir, { groupCommit: true });
+      fixture = new StoreFixture({ prefix: 'sw4rm-stage-', store: { groupCommit: true } });
+      store = fixture.store;
     });
-    afterEach(() => {
-      store.close();
-      removeTempDir(dir);
-    });
+    afterEach(() => fixture.dispose());
 
     it('events of a group commit are in the file once it is durable, ids in order and never reused', async () => {
       const ids: number[] = [];
@@ -158,8 +141,8 @@ describe('write stages (rows held back until the commit)', () => {
       );
       assert.ok(ids.every((id, i) => i === 0 || id > ids[i - 1]));
       assert.deepEqual(stored[0].details, { eventType: 'e0' });
-      store.close();
-      store = CoordinatorStore.open(dir, { groupCommit: true });
+      fixture.reopen();
+      store = fixture.store;
       assert.equal(store.events.count(), 41);
       store.transaction(() => assert.ok(store.events.append(event('next')) > ids[41]));
     });
@@ -197,21 +180,22 @@ describe('write stages (rows held back until the commit)', () => {
       });
       r.envelope = { ...r.envelope, payload: new Uint8Array(0) }; // as memory drops a large payload after acceptance
       await store.whenDurable();
-      store.close();
-      const db = new DatabaseSync(path.join(dir, STORE_FILE_NAME), { readOnly: true });
-      try {
-        const rows = db.prepare('SELECT state, delivery, delivery_seq, history FROM router_messages').all();
-        assert.equal(rows.length, 1);
-        assert.equal(rows[0].state, 'FULFILLED');
-        assert.equal(rows[0].delivery, 'done');
-        assert.equal(rows[0].delivery_seq, 1);
-        assert.equal(JSON.parse(String(rows[0].history)).length, 2);
-        const payload = db.prepare('SELECT payload FROM router_envelopes').get()?.payload as Uint8Array;
-        assert.equal(Buffer.from(payload).toString(), '{"a":1}');
-      } finally {
-        db.close();
-      }
-      store = CoordinatorStore.open(dir, { groupCommit: true });
+      fixture.reopen(() => {
+        const db = new DatabaseSync(path.join(fixture.dataDir, STORE_FILE_NAME), { readOnly: true });
+        try {
+          const rows = db.prepare('SELECT state, delivery, delivery_seq, history FROM router_messages').all();
+          assert.equal(rows.length, 1);
+          assert.equal(rows[0].state, 'FULFILLED');
+          assert.equal(rows[0].delivery, 'done');
+          assert.equal(rows[0].delivery_seq, 1);
+          assert.equal(JSON.parse(String(rows[0].history)).length, 2);
+          const payload = db.prepare('SELECT payload FROM router_envelopes').get()?.payload as Uint8Array;
+          assert.equal(Buffer.from(payload).toString(), '{"a":1}');
+        } finally {
+          db.close();
+        }
+      });
+      store = fixture.store;
       assert.equal(store.router.getMessage(r.envelope.messageId)?.state, 'FULFILLED');
     });
 
