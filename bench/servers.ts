@@ -97,7 +97,9 @@ function launch(script: string, args: string[], logDir: string): Launched {
   const stderrPath = path.join(logDir, 'stderr.log');
   // The child writes its stderr (the coordinator's event log) to a file, so the load generator never reads it.
   const stderrFd = fs.openSync(stderrPath, 'w');
-  const child = spawn(process.execPath, [script, ...args], { stdio: ['ignore', 'pipe', stderrFd] });
+  // Extra node arguments for every server (README: BENCH_SERVER_NODE_ARGS), before the script.
+  const nodeArgs = (process.env.BENCH_SERVER_NODE_ARGS ?? '').split(' ').filter((arg) => arg !== '');
+  const child = spawn(process.execPath, [...nodeArgs, script, ...args], { stdio: ['ignore', 'pipe', stderrFd] });
   fs.closeSync(stderrFd);
   children.add(child);
   child.on('exit', () => children.delete(child));
