@@ -48,6 +48,9 @@ import { SqliteWorkflowRepository } from './workflow/sqliteWorkflowRepository';
 import type { LaunchRepository, LaunchStorage } from './launch/model';
 import { LAUNCH_SCHEMA } from './launch/schema';
 import { SqliteLaunchRepository } from './launch/sqliteLaunchRepository';
+import type { SessionRepository, SessionStorage } from './sessions/model';
+import { SESSIONS_SCHEMA } from './sessions/schema';
+import { SqliteSessionRepository } from './sessions/sqliteSessionRepository';
 
 /**
  * Every area's schema steps in their fixed order: by version, and within version 1 the registry before the log.
@@ -69,6 +72,7 @@ export const COORDINATOR_SCHEMA: readonly SchemaStep[] = [
   ...HANDOFF_SCHEMA, // 16
   ...WORKFLOW_SCHEMA, // 17
   ...LAUNCH_SCHEMA, // 18
+  ...SESSIONS_SCHEMA, // 19
 ].sort((a, b) => a.version - b.version);
 
 export const LATEST_SCHEMA_VERSION = COORDINATOR_SCHEMA[COORDINATOR_SCHEMA.length - 1].version;
@@ -98,13 +102,14 @@ export type CoordinatorStorage = Store &
   RoomStorage &
   HandoffStorage &
   WorkflowStorage &
-  LaunchStorage;
+  LaunchStorage &
+  SessionStorage;
 
 /**
  * The store as the coordinator uses it: the engine and every area's repository over it. Each area is handed only
  * its slice (RegistryStorage, LogStorage, RouterStorage, HitlStorage, CredentialsStorage, WorktreeStorage,
- * SchedulerStorage, ActivityStorage, ToolsStorage, PolicyStorage, NegotiationStorage, RoomStorage, HandoffStorage, WorkflowStorage, LaunchStorage): its own repository
- * and transactions.
+ * SchedulerStorage, ActivityStorage, ToolsStorage, PolicyStorage, NegotiationStorage, RoomStorage, HandoffStorage,
+ * WorkflowStorage, LaunchStorage, SessionStorage): its own repository and transactions.
  */
 export class CoordinatorStore
   implements
@@ -123,7 +128,8 @@ export class CoordinatorStore
     RoomStorage,
     HandoffStorage,
     WorkflowStorage,
-    LaunchStorage
+    LaunchStorage,
+    SessionStorage
 {
   readonly agents: AgentRepository;
   readonly events: EventRepository;
@@ -140,6 +146,7 @@ export class CoordinatorStore
   readonly handoffs: HandoffRepository;
   readonly workflows: WorkflowRepository;
   readonly launches: LaunchRepository;
+  readonly sessions: SessionRepository;
 
   private constructor(private readonly engine: SqliteStore) {
     const db: DatabaseSync = engine.database;
@@ -159,6 +166,7 @@ export class CoordinatorStore
     this.handoffs = new SqliteHandoffRepository(db);
     this.workflows = new SqliteWorkflowRepository(db);
     this.launches = new SqliteLaunchRepository(db);
+    this.sessions = new SqliteSessionRepository(db);
     engine.addCommitParticipant(this.router.indexFill);
     // Rows written several times before a commit are written once, just before it (WriteStage).
     engine.addWriteStage(events.stageWrites());

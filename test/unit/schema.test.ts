@@ -28,6 +28,7 @@ const SHIPPED: ReadonlyArray<readonly [number, string, string]> = [
   [16, 'handoff', '356f633dc7ddaa35'],
   [17, 'workflow', '15860e97bd5f02fb'], // edited before it shipped (issue 19 review: workflow_data in its own table)
   [18, 'launch', '1ec880919398be4b'],
+  [19, 'sessions', '9740042b1f5d376a'],
 ];
 
 function digest(step: SchemaStep): string {
