@@ -53,6 +53,8 @@ import { bindWorkflowEventsToRouter } from './workflow/eventTrigger';
 import { Workflows } from './workflow/workflows';
 import type { ProgramLookup } from './launch/availability';
 import { DEFAULT_LAUNCHES_OPTIONS, Launches, type LaunchesOptions } from './launch/launches';
+import { Sessions } from './sessions/sessions';
+import { Confinement } from './worktree/confinement';
 
 export interface CoordinatorOptions {
   readonly store: CoordinatorStorage;
@@ -154,6 +156,8 @@ export class Coordinator {
   private readonly workflowEvents: Disposable;
   /** Managed agents launched from the editor: profiles, the launch (registration, credential, worktree, wiring), their process's life. */
   readonly launches: Launches;
+  /** Agents in session mode: ACP sessions the coordinator drives (sessions/). */
+  readonly sessions: Sessions;
   private readonly hitlBinding: Disposable;
   private readonly worktreeBinding: Disposable;
   private readonly toolBinding: Disposable;
@@ -393,6 +397,22 @@ export class Coordinator {
     );
     // After HITL restored its invocations: questions whose hook died with the previous process are withdrawn.
     this.toolApprovals.restore({ correlationId: this.ids.uuid() });
+    this.sessions = new Sessions({
+      store: this.store,
+      log: this.log,
+      clock: this.clock,
+      ids: this.ids,
+      router: this.router,
+      scheduler: this.scheduler,
+      launches: this.launches,
+      approvals: this.toolApprovals,
+      confine: (root) => Confinement.forWorktree(root),
+    });
+    // After the scheduler and the launches restored: sessions of the previous process are exited, their tasks requeued.
+    const restoring = { correlationId: this.ids.uuid() };
+    this.sessions
+      .restore(restoring)
+      .catch((err) => this.log.internalError('sessions', restoring.correlationId, err, { during: 'restore' }));
     this.retentionTimer = scheduleEventRetention(
       this.store,
       this.log,
@@ -405,6 +425,7 @@ export class Coordinator {
   /** Stops timers and closes the store. The coordinator cannot be used afterwards. */
   dispose(): void {
     this.retentionTimer.dispose();
+    this.sessions.dispose();
     this.launches.dispose();
     this.workflowEvents.dispose();
     this.workflows.dispose();

@@ -144,10 +144,10 @@ export class LaunchCommands extends CoordinatorCommands {
     }
   }
 
-  /** Opens the plan's terminal and says where the agent runs. */
+  /** Opens the plan's terminal (a session agent was started by the coordinator: none) and says where the agent runs. */
   private async start(api: CoordinatorApi, plan: LaunchPlan, relaunch: boolean): Promise<void> {
     try {
-      await this.terminals.open(api, plan);
+      if (plan.mode !== 'session') await this.terminals.open(api, plan);
     } catch (err) {
       this.worktrees.refresh();
       return this.refused(relaunch ? 'Relaunch' : 'Launch Agent', err);

@@ -212,8 +212,10 @@ export function unreadText(inbox: Pick<InboxStats, 'queueDepth'>): string {
 
 /** The notification after a launch: where it runs, and how to see it. */
 export function launchedText(
-  record: Pick<LaunchRecord, 'agentId' | 'profileName' | 'worktreeId' | 'cwd'>,
+  record: Pick<LaunchRecord, 'agentId' | 'profileName' | 'worktreeId' | 'cwd' | 'mode'>,
   relaunch: boolean,
 ): string {
-  return `${relaunch ? 'Relaunched' : 'Launched'} ${record.agentId} (${record.profileName}) in ${record.worktreeId === null ? record.cwd : `worktree ${record.worktreeId}`}.`;
+  const where = record.worktreeId === null ? record.cwd : `worktree ${record.worktreeId}`;
+  const session = record.mode === 'session' ? ': its session is open, and the swarm sends it its work' : '';
+  return `${relaunch ? 'Relaunched' : 'Launched'} ${record.agentId} (${record.profileName}) in ${where}${session}.`;
 }

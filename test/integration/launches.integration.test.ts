@@ -381,7 +381,20 @@ describe('Launches (real store, real git, ManualClock)', function () {
     const { profiles, issues: all } = await api.launchProfiles();
     assert.deepEqual(
       profiles.map((p) => p.id),
-      ['claude-code', 'codex', 'gemini', 'aider', 'copilot', 'custom', 'mine', 'reviewer'],
+      [
+        'claude-code',
+        'codex',
+        'gemini',
+        'aider',
+        'copilot',
+        'claude-session',
+        'codex-session',
+        'gemini-session',
+        'copilot-session',
+        'custom',
+        'mine',
+        'reviewer',
+      ],
     );
     assert.deepEqual(
       all.map((i) => [i.source.endsWith('agents.json') ? 'file' : i.source, i.path]),

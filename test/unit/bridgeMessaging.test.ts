@@ -10,7 +10,8 @@ import { CoordinatorFixture } from '../support/coordinatorFixture';
 import { validDescriptor } from '../support/fixtures';
 import { failedRequests, negotiatedVersion, PROXY_ERROR_CODE, proxyConfig } from '../../src/cli/mcpStdio';
 import { BridgeToolError } from '../../src/server/bridge/model';
-import { derivedToken, MESSAGING_TOOLS, payloadOf, renderPayload } from '../../src/server/bridge/tools/messaging';
+import { derivedToken } from '../../src/core/router/agentEnvelope';
+import { MESSAGING_TOOLS, payloadOf, renderPayload } from '../../src/server/bridge/tools/messaging';
 
 describe('the MCP bridge, pure parts', () => {
   describe('send_message payloads (payloadOf)', () => {

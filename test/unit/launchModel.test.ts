@@ -37,6 +37,7 @@ function profile(overrides: Partial<LaunchProfile> = {}): LaunchProfile {
     id: 'claude-code',
     name: 'Claude Code',
     cli: 'claude-code',
+    mode: 'terminal',
     command: ['claude'],
     env: {},
     bridge: { kind: 'mcp-config-file', path: '.mcp.json', format: 'claude-mcp-json', transport: 'http' },

@@ -19,7 +19,18 @@ describe('launch profiles (settings and .sw4rm/agents.json)', () => {
   it('ships documented built-in profiles for Claude Code, Codex, Gemini, Aider, Copilot and a custom template, each valid', () => {
     assert.deepEqual(
       BUILTIN_PROFILES.map((p) => p.id),
-      ['claude-code', 'codex', 'gemini', 'aider', 'copilot', 'custom'],
+      [
+        'claude-code',
+        'codex',
+        'gemini',
+        'aider',
+        'copilot',
+        'claude-session',
+        'codex-session',
+        'gemini-session',
+        'copilot-session',
+        'custom',
+      ],
     );
     for (const p of BUILTIN_PROFILES) {
       assert.ok(p.description.length > 20, `${p.id} is described`);
@@ -64,6 +75,7 @@ describe('launch profiles (settings and .sw4rm/agents.json)', () => {
       id: 'script',
       name: 'script',
       cli: 'custom',
+      mode: 'terminal',
       command: ['/usr/local/bin/my-agent'],
       env: {},
       bridge: { kind: 'none' },
@@ -74,6 +86,45 @@ describe('launch profiles (settings and .sw4rm/agents.json)', () => {
       source: 'settings',
       description: 'script: `/usr/local/bin/my-agent` (from the settings)',
     });
+  });
+
+  it("session profiles: built in for the CLIs that speak ACP; a person's session profile takes no bridge, approvals or first prompt", () => {
+    for (const id of ['claude-session', 'codex-session', 'gemini-session', 'copilot-session']) {
+      const p = builtin(id);
+      assert.equal(p.mode, 'session', id);
+      assert.equal(p.bridge.kind, 'none', id);
+      assert.equal(p.approvals.kind, 'none', id);
+      assert.equal(p.instructions.firstPromptArgs, undefined, id);
+    }
+    assert.deepEqual(builtin('claude-session').command, ['claude-agent-acp']);
+    assert.deepEqual(builtin('gemini-session').command, ['gemini', '--experimental-acp']);
+    assert.deepEqual(builtin('copilot-session').command, ['copilot', '--acp']);
+    const { profiles, issues } = parseSettingsProfiles([
+      { id: 'my-claude', cli: 'claude-code', mode: 'session', command: ['claude-agent-acp'] },
+      { id: 'my-acp', mode: 'session', command: ['/opt/acp-agent'] },
+      {
+        id: 'wired',
+        cli: 'claude-code',
+        mode: 'session',
+        command: ['claude-agent-acp'],
+        bridge: { kind: 'mcp-config-file', path: '.mcp.json', format: 'claude-mcp-json', transport: 'http' },
+        approvals: { kind: 'claude-code-hooks' },
+        instructions: { file: '.sw4rm/AGENT.md', firstPromptArgs: ['hello'] },
+      },
+      { id: 'bad-mode', mode: 'daemon', command: ['x'] },
+    ]);
+    assert.deepEqual(
+      profiles.map((p) => [p.id, p.mode, p.bridge.kind, p.approvals.kind, p.instructions.file]),
+      [
+        ['my-claude', 'session', 'none', 'none', '.sw4rm/AGENT.md'],
+        ['my-acp', 'session', 'none', 'none', '.sw4rm/AGENT.md'],
+      ],
+    );
+    assert.deepEqual(
+      issues.map((i) => i.path),
+      ['/2/bridge', '/2/approvals', '/2/instructions/firstPromptArgs', '/3/mode'],
+    );
+    assert.match(issues[0].message, /ACP session's MCP server/);
   });
 
   it('refuses each bad profile with the JSON pointer of the offending value and keeps the good ones', () => {

@@ -12,6 +12,7 @@ import type { RoomApi } from './sections/room';
 import type { HandoffsApi } from './sections/handoffs';
 import type { WorkflowsApi } from './sections/workflows';
 import type { LaunchApi } from './sections/launch';
+import type { SessionsApi } from './sections/sessions';
 
 export * from './sections/registry';
 export * from './sections/router';
@@ -27,6 +28,7 @@ export * from './sections/room';
 export * from './sections/handoffs';
 export * from './sections/workflows';
 export * from './sections/launch';
+export * from './sections/sessions';
 export * from './sections/payloadText';
 /** Why a change was refused (api/errors.ts): users import it from here, as before. */
 export { CoordinatorApiError, type CoordinatorApiErrorCode } from './errors';
@@ -62,4 +64,5 @@ export interface CoordinatorApi
     RoomApi,
     HandoffsApi,
     WorkflowsApi,
-    LaunchApi {}
+    LaunchApi,
+    SessionsApi {}

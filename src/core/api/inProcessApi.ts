@@ -8,6 +8,7 @@ import { handoffsSection } from './inProcess/handoffs';
 import { hitlSection } from './inProcess/hitl';
 import { InProcessHost } from './inProcess/host';
 import { launchSection } from './inProcess/launch';
+import { sessionsSection } from './inProcess/sessions';
 import { negotiationsSection } from './inProcess/negotiations';
 import { registrySection } from './inProcess/registry';
 import { roomSection } from './inProcess/room';
@@ -72,6 +73,7 @@ export class InProcessCoordinatorApi implements CoordinatorApi, Disposable {
         handoffsSection(host),
         workflowsSection(host),
         launchSection(host),
+        sessionsSection(host),
       ],
       true,
     );

@@ -38,6 +38,19 @@ export const INSTALL_HINTS: Readonly<Record<AgentCli, string>> = {
   custom: "Check the profile's command: the program must be on PATH or given as an absolute path",
 };
 
+/** How to install each CLI's ACP adapter, for a session profile (README, "Run a workflow of coding agents"). */
+export const SESSION_INSTALL_HINTS: Readonly<Record<AgentCli, string>> = {
+  'claude-code':
+    'Install the ACP adapter of Claude Code: npm install -g @zed-industries/claude-agent-acp (https://github.com/zed-industries/claude-agent-acp)',
+  codex:
+    'Install the ACP adapter of Codex: npm install -g @zed-industries/codex-acp (https://github.com/zed-industries/codex-acp)',
+  gemini: `${INSTALL_HINTS.gemini}; its ACP mode is \`gemini --experimental-acp\``,
+  aider: 'Aider does not speak the Agent Client Protocol: launch it in a terminal (the aider profile)',
+  copilot: `${INSTALL_HINTS.copilot}; its ACP mode is \`copilot --acp\``,
+  custom:
+    "Check the profile's command: the program must be on PATH or given as an absolute path, and speak ACP on stdio",
+};
+
 function envValue(env: ProgramLookup['env'], name: string, platform: NodeJS.Platform): string | undefined {
   if (platform !== 'win32') return env[name];
   // Windows environment names are case-insensitive (Path, PATH).
@@ -98,6 +111,6 @@ export function profileAvailability(profile: LaunchProfile, lookup: ProgramLooku
   return {
     profileId: profile.id,
     resolved: null,
-    problem: `\`${program}\` is not installed (${where}). ${INSTALL_HINTS[profile.cli]}.`,
+    problem: `\`${program}\` is not installed (${where}). ${(profile.mode === 'session' ? SESSION_INSTALL_HINTS : INSTALL_HINTS)[profile.cli]}.`,
   };
 }

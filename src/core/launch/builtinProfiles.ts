@@ -1,4 +1,4 @@
-import type { AgentCli, LaunchProfile } from './model';
+import type { AgentCli, LaunchMode, LaunchProfile } from './model';
 
 /**
  * The built-in launch profiles (README, "Launch profiles"): one per CLI whose wiring the launch area knows, plus the
@@ -30,6 +30,11 @@ import type { AgentCli, LaunchProfile } from './model';
  * - Copilot CLI: reads a workspace `.mcp.json` (the Claude Code format) in a trusted folder (ran: `copilot mcp list`
  *   shows it as a workspace server); preToolUse hooks in `.github/hooks/*.json`; `-i <prompt>` starts interactive with a
  *   first prompt. Its expansion of `${SW4RM_TOKEN}` in the headers was not checked (no session without a sign-in).
+ *
+ * Session mode (ACP over stdio; issue 33): `claude-agent-acp` (npm `@zed-industries/claude-agent-acp`; ran here with
+ * 0.23.1 against a scripted Messages API: loadSession true, MCP over http and sse, permission options allow_always /
+ * allow / reject, Claude Code reads and writes files itself, never through fs/*); `codex-acp` (npm
+ * `@zed-industries/codex-acp`); `gemini --experimental-acp` (Gemini CLI docs); `copilot --acp` (Copilot CLI docs).
  */
 
 /** The instructions file every built-in profile writes into the worktree (excluded from git). */
@@ -45,6 +50,7 @@ export const BUILTIN_PROFILES: readonly LaunchProfile[] = [
     name: 'Claude Code',
     cli: 'claude-code',
     command: ['claude'],
+    mode: 'terminal',
     env: {},
     bridge: { kind: 'mcp-config-file', path: '.mcp.json', format: 'claude-mcp-json', transport: 'http' },
     approvals: { kind: 'claude-code-hooks', via: 'command' },
@@ -60,6 +66,7 @@ export const BUILTIN_PROFILES: readonly LaunchProfile[] = [
     name: 'Codex CLI',
     cli: 'codex',
     command: ['codex'],
+    mode: 'terminal',
     env: {},
     bridge: {
       kind: 'args',
@@ -81,6 +88,7 @@ export const BUILTIN_PROFILES: readonly LaunchProfile[] = [
     name: 'Gemini CLI',
     cli: 'gemini',
     command: ['gemini'],
+    mode: 'terminal',
     env: {},
     bridge: { kind: 'mcp-config-file', path: '.gemini/settings.json', format: 'gemini-settings', transport: 'http' },
     approvals: { kind: 'gemini-hooks' },
@@ -96,6 +104,7 @@ export const BUILTIN_PROFILES: readonly LaunchProfile[] = [
     name: 'Aider',
     cli: 'aider',
     command: ['aider'],
+    mode: 'terminal',
     env: {},
     bridge: { kind: 'none' },
     approvals: {
@@ -114,6 +123,7 @@ export const BUILTIN_PROFILES: readonly LaunchProfile[] = [
     name: 'Copilot CLI',
     cli: 'copilot',
     command: ['copilot'],
+    mode: 'terminal',
     env: {},
     bridge: { kind: 'mcp-config-file', path: '.mcp.json', format: 'claude-mcp-json', transport: 'http' },
     approvals: { kind: 'copilot-hooks' },
@@ -124,11 +134,79 @@ export const BUILTIN_PROFILES: readonly LaunchProfile[] = [
     description:
       'GitHub Copilot CLI (`copilot`): the bridge in `.mcp.json`, tool approvals by a preToolUse hook in `.github/hooks/sw4rm.json`, instructions in .sw4rm/AGENT.md and a first prompt (-i).',
   },
+  // Session mode (README, "Run a workflow of coding agents"): the coordinator is the agent's ACP client; the swarm's MCP
+  // bridge is the session's MCP server (`session/new` mcpServers, Streamable HTTP with the agent's bearer token),
+  // its tool approvals its `session/request_permission` requests.
+  {
+    id: 'claude-session',
+    name: 'Claude Code (session)',
+    cli: 'claude-code',
+    mode: 'session',
+    command: ['claude-agent-acp'],
+    env: {},
+    bridge: { kind: 'none' },
+    approvals: { kind: 'none', note: 'ACP permission requests (the tool-approval rules)' },
+    needsWorktree: true,
+    instructions: { file: INSTRUCTIONS_FILE },
+    capabilities: ['code'],
+    source: 'builtin',
+    description:
+      'Claude Code driven by the swarm (`claude-agent-acp`, the ACP adapter of Claude Code): tasks, workflow nodes, handoffs and messages become its turns; its tool permission requests go through the approval rules.',
+  },
+  {
+    id: 'codex-session',
+    name: 'Codex (session)',
+    cli: 'codex',
+    mode: 'session',
+    command: ['codex-acp'],
+    env: {},
+    bridge: { kind: 'none' },
+    approvals: { kind: 'none', note: 'ACP permission requests (the tool-approval rules)' },
+    needsWorktree: true,
+    instructions: { file: INSTRUCTIONS_FILE },
+    capabilities: ['code'],
+    source: 'builtin',
+    description:
+      'Codex driven by the swarm (`codex-acp`, the ACP adapter of Codex): tasks, workflow nodes, handoffs and messages become its turns; its permission requests go through the approval rules.',
+  },
+  {
+    id: 'gemini-session',
+    name: 'Gemini CLI (session)',
+    cli: 'gemini',
+    mode: 'session',
+    command: ['gemini', '--experimental-acp'],
+    env: {},
+    bridge: { kind: 'none' },
+    approvals: { kind: 'none', note: 'ACP permission requests (the tool-approval rules)' },
+    needsWorktree: true,
+    instructions: { file: INSTRUCTIONS_FILE },
+    capabilities: ['code'],
+    source: 'builtin',
+    description:
+      'Gemini CLI driven by the swarm (`gemini --experimental-acp`): tasks, workflow nodes, handoffs and messages become its turns; its permission requests go through the approval rules.',
+  },
+  {
+    id: 'copilot-session',
+    name: 'Copilot CLI (session)',
+    cli: 'copilot',
+    mode: 'session',
+    command: ['copilot', '--acp'],
+    env: {},
+    bridge: { kind: 'none' },
+    approvals: { kind: 'none', note: 'ACP permission requests (the tool-approval rules)' },
+    needsWorktree: true,
+    instructions: { file: INSTRUCTIONS_FILE },
+    capabilities: ['code'],
+    source: 'builtin',
+    description:
+      'GitHub Copilot CLI driven by the swarm (`copilot --acp`): tasks, workflow nodes, handoffs and messages become its turns; its permission requests go through the approval rules.',
+  },
   {
     id: 'custom',
     name: 'Custom command',
     cli: 'custom',
     command: [],
+    mode: 'terminal',
     env: {},
     bridge: { kind: 'none' },
     approvals: { kind: 'none' },
@@ -141,7 +219,7 @@ export const BUILTIN_PROFILES: readonly LaunchProfile[] = [
   },
 ];
 
-/** The built-in profile of a CLI: the defaults of a user profile naming that CLI. */
-export function builtinFor(cli: AgentCli): LaunchProfile | undefined {
-  return BUILTIN_PROFILES.find((p) => p.cli === cli);
+/** The built-in profile of a CLI in a mode: the defaults of a user profile naming that CLI (and mode). */
+export function builtinFor(cli: AgentCli, mode: LaunchMode = 'terminal'): LaunchProfile | undefined {
+  return BUILTIN_PROFILES.find((p) => p.cli === cli && p.mode === mode);
 }

@@ -85,10 +85,11 @@ export interface LaunchesDeps {
 /**
  * Whether an agent launched with `profile` reaches its inbox through the MCP bridge (read_inbox): its profile wires the
  * bridge, or it is a custom command, which gets SW4RM_MCP_URL and SW4RM_TOKEN and may call the bridge on its own. A known
- * CLI whose profile has no bridge (Aider) cannot read its inbox at all: its messages keep the RFC's 10 s.
+ * CLI whose profile has no bridge (Aider) cannot read its inbox at all: its messages keep the RFC's 10 s. A session
+ * agent's messages wait for the end of its running turn (or its read_inbox): bridged too.
  */
-export function pullsInbox(profile: Pick<LaunchProfile, 'bridge' | 'cli'>): boolean {
-  return profile.bridge.kind !== 'none' || profile.cli === 'custom';
+export function pullsInbox(profile: Pick<LaunchProfile, 'bridge' | 'cli' | 'mode'>): boolean {
+  return profile.mode === 'session' || profile.bridge.kind !== 'none' || profile.cli === 'custom';
 }
 
 const ACTOR = 'launch';
@@ -452,6 +453,7 @@ export class Launches implements Disposable {
       profileId: profile.id,
       profileName: profile.name,
       cli: profile.cli,
+      mode: profile.mode,
       repoId,
       worktreeId,
       cwd: profile.needsWorktree ? (previous?.worktreeId === worktreeId ? (previous?.cwd ?? '') : '') : repoPath,
@@ -594,6 +596,7 @@ export class Launches implements Disposable {
       this.changed.fire({ kind: 'state', record: ready });
       return {
         record: ready,
+        mode: profile.mode,
         command,
         cwd,
         env: this.environment(profile, agentId, token!),

@@ -9,6 +9,9 @@ import type { Transactions } from '../store/store';
 /** The CLIs whose wiring the launch area knows; `custom` is any command (wiring from the profile's own fields). */
 export type AgentCli = 'claude-code' | 'codex' | 'gemini' | 'aider' | 'copilot' | 'custom';
 
+/** How a launched agent runs: in a terminal a person types in, or as an ACP session the coordinator drives. */
+export type LaunchMode = 'terminal' | 'session';
+
 /** How a profile's CLI reaches the MCP bridge. */
 export type BridgeWiring =
   /** An MCP configuration file written into the worktree (path relative to the worktree root) in a known format. */
@@ -40,6 +43,14 @@ export interface LaunchProfile {
   /** Shown in the picker and the Agents view. */
   readonly name: string;
   readonly cli: AgentCli;
+  /**
+   * How the agent runs (README, "Run a workflow of coding agents"): `terminal`, in the editor's terminal where a person
+   * types to it; `session`, an Agent Client Protocol session over stdio the coordinator drives (its tasks, workflow
+   * nodes, handoffs and messages become prompt turns, its permission requests approvals; sessions/). A session
+   * profile's bridge is the session's MCP server and its approvals the session's permission requests: its `bridge`
+   * and `approvals` are `none`.
+   */
+  readonly mode: LaunchMode;
   /** argv: the program (looked up on PATH) and its arguments; never run through a shell. */
   readonly command: readonly string[];
   /** Added to the agent's environment (values may use `${env:NAME}`); SW4RM_* variables are the coordinator's. */
@@ -96,6 +107,8 @@ export interface LaunchRecord {
   /** The profile as it was when launched (Relaunch uses the current profile of that id if there is one). */
   readonly profileName: string;
   readonly cli: AgentCli;
+  /** The profile's mode when launched; a record written before modes existed is `terminal`. */
+  readonly mode?: LaunchMode;
   readonly repoId: string;
   /** Null for a profile with needsWorktree false. */
   readonly worktreeId: string | null;
@@ -139,6 +152,8 @@ export interface LaunchRequest {
  */
 export interface LaunchPlan {
   readonly record: LaunchRecord;
+  /** `session`: the coordinator started the agent itself (no terminal to open); `terminal`: the editor runs `command`. */
+  readonly mode: LaunchMode;
   readonly command: readonly string[];
   readonly cwd: string;
   readonly env: Readonly<Record<string, string>>;

@@ -3,7 +3,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { FIELD_LIMITS } from '../fieldLimits';
 import { BUILTIN_PROFILES, builtinFor } from './builtinProfiles';
-import type { AgentCli, ApprovalWiring, BridgeWiring, LaunchProfile, ProfileIssue } from './model';
+import type { AgentCli, ApprovalWiring, BridgeWiring, LaunchMode, LaunchProfile, ProfileIssue } from './model';
 
 /**
  * Launch profiles from the `sw4rm.agents.profiles` setting (an array of profile objects) and from each repository's
@@ -61,6 +61,12 @@ export const PROFILE_JSON_SCHEMA = {
     },
     name: { type: 'string', minLength: 1, maxLength: 100 },
     cli: { type: 'string', enum: AGENT_CLIS },
+    mode: {
+      type: 'string',
+      enum: ['terminal', 'session'],
+      description:
+        "terminal (default): in the editor's terminal; session: an Agent Client Protocol session over stdio the coordinator drives.",
+    },
     command: {
       ...stringList(64, 4096),
       minItems: 1,
@@ -208,6 +214,7 @@ type ProfileInput = {
   id: string;
   name?: string;
   cli?: AgentCli;
+  mode?: LaunchMode;
   command: string[];
   env?: Record<string, string>;
   bridge?: BridgeWiring;
@@ -247,16 +254,31 @@ export function parseProfile(
   }
   const input = value as ProfileInput;
   const cli: AgentCli = input.cli ?? 'custom';
-  const base = builtinFor(cli) ?? builtinFor('custom')!;
+  const mode: LaunchMode = input.mode ?? 'terminal';
+  const base =
+    (mode === 'session' ? builtinFor(cli, 'session') : undefined) ?? builtinFor(cli) ?? builtinFor('custom')!;
   const needsWorktree = input.needsWorktree ?? true;
   if (input.command[0].trim() === '') issue('/command/0', 'the program must not be empty');
   for (const name of Object.keys(input.env ?? {})) {
     if (COORDINATOR_VARIABLES.test(name))
       issue(`/env/${name}`, `${name} is set by the coordinator for every launched agent; a profile may not set it`);
   }
-  const bridge: BridgeWiring = input.bridge ?? (needsWorktree ? base.bridge : { kind: 'none' });
-  const approvals: ApprovalWiring = input.approvals ?? (needsWorktree ? base.approvals : { kind: 'none' });
+  const bridge: BridgeWiring = input.bridge ?? (needsWorktree && mode === base.mode ? base.bridge : { kind: 'none' });
+  const approvals: ApprovalWiring =
+    input.approvals ?? (needsWorktree && mode === base.mode ? base.approvals : { kind: 'none' });
   const instructions = input.instructions ?? (needsWorktree ? base.instructions : {});
+  if (mode === 'session') {
+    // The session's MCP server and permission requests are its bridge and approvals: nothing else is wired.
+    const why =
+      "a session profile reaches the bridge as its ACP session's MCP server and asks through ACP permission requests";
+    if (bridge.kind !== 'none') issue('/bridge', `${why}: leave "bridge" out`);
+    if (approvals.kind !== 'none') issue('/approvals', `${why}: leave "approvals" out`);
+    if (input.instructions?.firstPromptArgs !== undefined)
+      issue(
+        '/instructions/firstPromptArgs',
+        `${why}; its first prompt is the coordinator's: leave firstPromptArgs out`,
+      );
+  }
   if (approvals.kind === 'claude-code-hooks' && approvals.via === 'http') {
     // Claude Code lets the tool run when an HTTP hook fails (non-2xx, no connection, timeout): a stopped coordinator
     // or a revoked credential would approve everything. The command hook answers "ask" in all those cases.
@@ -297,6 +319,7 @@ export function parseProfile(
       id: input.id,
       name,
       cli,
+      mode,
       command: [...input.command],
       env: { ...(input.env ?? {}) },
       bridge,

@@ -58,6 +58,8 @@ export interface WiringContext {
 
 /** Whether the profile needs the bridge's endpoints (its MCP wiring, its hook, or a placeholder naming them). */
 export function needsEndpoints(profile: LaunchProfile): boolean {
+  // A session's MCP server is the bridge.
+  if (profile.mode === 'session') return true;
   if (profile.bridge.kind !== 'none' || profile.approvals.kind !== 'none') return true;
   const args = [...profile.command.slice(1), ...(profile.instructions.firstPromptArgs ?? [])];
   return args.some((a) => /\{(mcpUrl|hookUrl|grpcAddress|stdioCommand|stdioProgram|stdioArgs|hookCommand)\}/.test(a));

@@ -1,16 +1,10 @@
-import type { Envelope } from './envelope';
 import type { LaneQueues } from './lanes';
 import type { MessageState } from './lifecycle';
 import { payloadSize, type MemoryBudget } from './memoryBudget';
 import type { AgentRouterMetrics } from './metrics';
-import type { MessageRecord } from './model';
+import type { InboxSink, MessageRecord } from './model';
 
-/** Where an agent's inbox goes while it streams. The gRPC adapter implements it. */
-export interface InboxSink {
-  deliver(seq: number, envelope: Envelope): void;
-  /** Ends the stream: a newer stream replaced it, the agent left, or the coordinator stops. */
-  close(reason: 'superseded' | 'deregistered' | 'shutdown', detail: string): void;
-}
+export type { InboxSink };
 
 export interface InboxStats {
   readonly agentId: string;

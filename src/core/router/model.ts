@@ -8,7 +8,17 @@ import type { Transactions } from '../store/store';
 import type { PayloadFile } from './payloadFiles';
 
 /** What other areas use of envelope.ts (it does not import this file). */
-export { baseContentType, modalityAccepts, type Refusal } from './envelope';
+export { baseContentType, modalityAccepts, type Envelope, type Refusal } from './envelope';
+/** What the session area uses to read and answer an agent's inbox as that agent (sessions/agentSide.ts). */
+export { isTerminal, parseAck, type AckPayload } from './lifecycle';
+export { ackPayload, agentEnvelope, derivedToken } from './agentEnvelope';
+
+/** Where an agent's inbox goes while it streams. The gRPC adapter implements it (and read_inbox, and a session's driver). */
+export interface InboxSink {
+  deliver(seq: number, envelope: Envelope): void;
+  /** Ends the stream: a newer stream replaced it, the agent left, or the coordinator stops. */
+  close(reason: 'superseded' | 'deregistered' | 'shutdown', detail: string): void;
+}
 
 /** Where a message is on its way to the recipient's stream. */
 export type DeliveryStatus = 'queued' | 'inflight' | 'done';

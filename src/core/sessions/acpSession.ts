@@ -83,6 +83,8 @@ export class AcpStartError extends SwarmError {
 const STDERR_KEEP_CHARS = 8 * 1024;
 const STOP_GRACE_MS = 3000;
 const START_TIMEOUT_MS = 60_000;
+/** How long a failed turn waits for the process's exit, if it is ending (its stdout closed before its exit was seen). */
+const EXIT_WAIT_MS = 2000;
 
 /** The coordinator's own variables never reach an agent except as given (its credential, never the operator's). */
 function agentEnvironment(add: Readonly<Record<string, string>>): NodeJS.ProcessEnv {
@@ -104,6 +106,8 @@ export class AcpSession {
   private exited = false;
   private stderrTail = '';
   private readonly exitWaiters: Array<() => void> = [];
+  private readonly firstUpdate = new Set<() => void>();
+  private turnUpdated = false;
 
   private constructor(
     private readonly child: ChildProcess,
@@ -256,15 +260,26 @@ export class AcpSession {
     if (this.running !== undefined) return Promise.reject(new Error('a turn is already running in this session'));
     if (this.exited) return Promise.reject(new Error("the agent's process has ended"));
     this.turnText = '';
+    this.turnUpdated = false;
     this.emit(this.transcript.startTurn(origin, text, this.hooks.clock.now()));
     const turn = this.connection.agent
       .request('session/prompt', { sessionId: this.agent.sessionId, prompt: [{ type: 'text', text }] })
       .then(
         (response): TurnResult => this.finish(response.stopReason),
-        (err: unknown): TurnResult => this.finish('error', this.reasonOf(err)),
+        // A turn that failed because the process is ending ends once it has (so that `hasExited` tells why), at most 2 s on.
+        async (err: unknown): Promise<TurnResult> => {
+          await this.exitWithin(EXIT_WAIT_MS);
+          return this.finish('error', this.reasonOf(err));
+        },
       );
     this.running = turn;
     return turn;
+  }
+
+  /** `listener` runs at the first update (or permission request) of each turn from now on, until disposed. */
+  onFirstUpdate(listener: () => void): { dispose(): void } {
+    this.firstUpdate.add(listener);
+    return { dispose: () => this.firstUpdate.delete(listener) };
   }
 
   /** Asks the agent to stop the running turn (`session/cancel`); the turn then ends `cancelled`. */
@@ -286,6 +301,20 @@ export class AcpSession {
     this.hooks.timers.disarm(graceKey);
   }
 
+  /** Resolves when the process has exited, or after `ms` on the Clock. */
+  private exitWithin(ms: number): Promise<void> {
+    if (this.exited) return Promise.resolve();
+    return new Promise<void>((resolve) => {
+      const key = `${this.hooks.key}:exit-wait`;
+      const done = () => {
+        this.hooks.timers.disarm(key);
+        resolve();
+      };
+      this.exitWaiters.push(done);
+      this.hooks.timers.arm(key, ms, done);
+    });
+  }
+
   private finish(end: StopReason | 'error', error?: string): TurnResult {
     this.running = undefined;
     this.emit(this.transcript.endTurn(end, this.hooks.clock.now(), error));
@@ -300,6 +329,7 @@ export class AcpSession {
 
   private onUpdate(notification: SessionNotification): void {
     if (this.side !== undefined && notification.sessionId !== this.side.sessionId) return;
+    this.updated();
     const update = notification.update;
     if (update.sessionUpdate === 'agent_message_chunk' && update.content.type === 'text') {
       // The turn's last message: a tool call in between starts a new one.
@@ -315,6 +345,7 @@ export class AcpSession {
     request: RequestPermissionRequest,
     signal: AbortSignal,
   ): Promise<{ outcome: RequestPermissionOutcome }> {
+    this.updated();
     let answer: PermissionAnswer;
     try {
       answer = await this.hooks.permission(request, signal);
@@ -337,6 +368,13 @@ export class AcpSession {
       }),
     );
     return { outcome: answer.outcome };
+  }
+
+  /** The turn's first sign of work. */
+  private updated(): void {
+    if (this.running === undefined || this.turnUpdated) return;
+    this.turnUpdated = true;
+    for (const listener of [...this.firstUpdate]) listener();
   }
 
   private emit(entry: TranscriptEntry): void {

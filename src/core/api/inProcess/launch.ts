@@ -36,13 +36,13 @@ export function launchSection(host: InProcessHost): LaunchApi {
 
     launchAgent(request: LaunchRequest, by: string): Promise<LaunchPlan> {
       return host.runAsync((c) =>
-        c.launches.launch(request, by, { correlationId: c.ids.uuid(), principal: 'operator' }),
+        c.sessions.launch(request, by, { correlationId: c.ids.uuid(), principal: 'operator' }),
       );
     },
 
     relaunchAgent(agentId: string, by: string): Promise<LaunchPlan> {
       return host.runAsync((c) =>
-        c.launches.relaunch(agentId, by, { correlationId: c.ids.uuid(), principal: 'operator' }),
+        c.sessions.relaunch(agentId, by, { correlationId: c.ids.uuid(), principal: 'operator' }),
       );
     },
 

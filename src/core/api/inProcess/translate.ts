@@ -2,6 +2,7 @@ import { CredentialError } from '../../credentials/credentials';
 import { HitlStateError } from '../../hitl/hitlService';
 import { HitlRequestError } from '../../hitl/request';
 import { LaunchError } from '../../launch/launches';
+import { SessionError } from '../../sessions/sessions';
 import { NegotiationError } from '../../policy/speaker';
 import { SchedulerError } from '../../scheduler/scheduler';
 import { BindingRequestError, BindingStateError } from '../../worktree/bindings';
@@ -37,6 +38,7 @@ export function translateError(err: unknown): unknown {
   if (err instanceof SchedulerError) return new CoordinatorApiError(err.code, err.message, err.sw4rmCode);
   if (err instanceof InvalidWorktreeIdError) return new CoordinatorApiError('invalid', err.message, 'VALIDATION_ERROR');
   if (err instanceof LaunchError) return new CoordinatorApiError(err.kind, err.message, err.code);
+  if (err instanceof SessionError) return new CoordinatorApiError(err.kind, err.message, err.errorCode);
   if (err instanceof NegotiationError) {
     return new CoordinatorApiError(
       err.kind === 'invalid' ? 'invalid' : err.kind === 'not_found' ? 'not_found' : 'refused',

@@ -1,7 +1,7 @@
-import { createHash } from 'node:crypto';
 import { isoUtc } from '../../../core/clock';
 import type { Coordinator } from '../../../core/coordinator';
 import type { Disposable } from '../../../core/events';
+import { ackPayload, agentEnvelope, derivedToken } from '../../../core/router/agentEnvelope';
 import { baseContentType, decodeUtf8, type Envelope } from '../../../core/router/envelope';
 import { NOT_READ } from '../../../core/router/inbox';
 import { isTerminal } from '../../../core/router/lifecycle';
@@ -34,24 +34,6 @@ const IDENTIFIER = { type: 'string', minLength: 1, maxLength: 200 } as const;
 const AGENT_ID = { type: 'string', minLength: 1, maxLength: 128 } as const;
 const MESSAGE_ID = { type: 'string', minLength: 1, maxLength: 64 } as const;
 
-/**
- * Sequence numbers of the envelopes the bridge sends: increasing per process, from the clock (ms × 1000) so that a
- * restarted coordinator does not reuse the numbers of its previous run. Every bridge envelope carries an idempotency
- * token, so the router deduplicates by the token and the number only has to be valid (≥ 1).
- */
-let sequence = 0;
-function nextSequence(now: number): string {
-  sequence = Math.max(sequence + 1, Math.floor(now) * 1000);
-  return String(sequence);
-}
-
-/** A token derived from its parts: the same parts always give the same token (a retried call is the same operation). */
-export function derivedToken(kind: string, ...parts: string[]): string {
-  const digest = createHash('sha256');
-  for (const part of parts) digest.update(part).update('\u0000');
-  return `mcp-${kind}:${digest.digest('hex').slice(0, 40)}`;
-}
-
 /** The envelope the caller sends through the router: producer_id is always the caller. */
 function envelopeFrom(
   coordinator: Coordinator,
@@ -62,25 +44,7 @@ function envelopeFrom(
   correlationId: string,
   idempotencyToken: string,
 ): Envelope {
-  const now = coordinator.clock.now();
-  return {
-    messageId: coordinator.ids.uuid(),
-    idempotencyToken,
-    producerId: caller.agentId,
-    correlationId,
-    sequenceNumber: nextSequence(now),
-    retryCount: 0,
-    messageType,
-    contentType,
-    contentLength: String(payload.byteLength),
-    repoId: '',
-    worktreeId: '',
-    hlcTimestamp: '',
-    ttlMs: 0,
-    timestampMs: now,
-    payload,
-    parentCorrelationId: '',
-  };
+  return agentEnvelope(coordinator, caller.agentId, messageType, payload, contentType, correlationId, idempotencyToken);
 }
 
 /**
@@ -555,10 +519,7 @@ export async function acknowledge(
   durably = true,
 ): Promise<{ messageId: string; duplicate: boolean }> {
   const { coordinator, caller } = tool;
-  const body = Buffer.from(
-    JSON.stringify({ ack_for_message_id: target.messageId, ack_stage: stage, ...extra }),
-    'utf8',
-  );
+  const body = ackPayload(target.messageId, stage, extra);
   const envelope = envelopeFrom(
     coordinator,
     caller,
