@@ -11,6 +11,8 @@ const STAND_IN = path.join(ROOT, 'test', 'fixtures', 'standInAgent.mjs');
 const PROFILE_ID = 'stand-in';
 const PROFILE_NAME = 'Stand-in agent';
 const MISSING_NAME = 'Missing CLI';
+/** The profile picker: its built-in profiles come first, so the test's own are typed for, as a person would. */
+const PROFILE_PICK = { title: 'Launch Agent: Profile' };
 const MISSING_PROGRAM = 'sw4rm-e2e-no-such-cli';
 /** The harness opens `<temp>/workspace`, a git repository: its repo_id is its folder's name. */
 const REPO_ID = 'workspace';
@@ -109,7 +111,7 @@ describe('SW4RM: Launch Agent… in a real editor (code-server + Chromium, a sta
   it('refuses a profile whose program is not installed before launching anything, naming the program', async function () {
     await harness!.runCommand('Notifications: Clear All Notifications');
     await harness!.runCommand('SW4RM: Launch Agent…');
-    await harness!.chooseQuickPick(MISSING_NAME);
+    await harness!.chooseQuickPick(MISSING_NAME, undefined, PROFILE_PICK);
     const toast = page()
       .locator('.notification-toast', { hasText: `${MISSING_NAME} cannot be launched` })
       .first();
@@ -130,7 +132,7 @@ describe('SW4RM: Launch Agent… in a real editor (code-server + Chromium, a sta
 
   it('launches the stand-in in a new worktree: its terminal runs it, the Agents and Worktrees views show it, its message waits unread', async function () {
     await harness!.runCommand('SW4RM: Launch Agent…');
-    await harness!.chooseQuickPick(PROFILE_NAME);
+    await harness!.chooseQuickPick(PROFILE_NAME, undefined, PROFILE_PICK);
     // One repository: no repository question. Then the worktree and its base branch.
     await harness!.chooseQuickPick('New worktree from branch…');
     await harness!.chooseQuickPick('main');

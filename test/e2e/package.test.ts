@@ -66,7 +66,7 @@ describe('the packaged .vsix (dist/sw4rm-coordinator.vsix, unpacked)', () => {
     assert.doesNotMatch(readme, /npm test|npm start|## Tests/, 'no developer instructions');
   });
 
-  it('leaves the screenshots out: besides its bundled code it is well below its size before, and under 1 MiB in all', () => {
+  it('leaves the screenshots out: besides its bundled code it is well below its size before, and under 1.25 MiB in all', () => {
     const screenshots = [...entries.keys()].filter(
       (name) => name.includes('screenshots/') || (/\.png$/.test(name) && !name.endsWith('media/icon.png')),
     );
@@ -84,7 +84,8 @@ describe('the packaged .vsix (dist/sw4rm-coordinator.vsix, unpacked)', () => {
       content < SIZE_BEFORE * 0.5,
       `${content} bytes besides the bundled code is not well below the ${SIZE_BEFORE} of the package before`,
     );
-    assert.ok(size < 1024 * 1024, `${size} bytes: the package stays under 1 MiB`);
+    // 1 MiB until the agent sessions' ACP client (its schemas; zod was already bundled for MCP) took it to 1,047 KiB.
+    assert.ok(size < 1.25 * 1024 * 1024, `${size} bytes: the package stays under 1.25 MiB`);
   });
 
   it('has every file that the manifest, the walkthroughs and both READMEs reference', () => {

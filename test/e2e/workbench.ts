@@ -456,7 +456,13 @@ export class Workbench {
    * Chooses the row of the quick pick shown that shows `text`, and waits for the pick to take it (it closes, or
    * shows its next step). The click goes to the row itself, so a page that has the focus cannot take it.
    */
-  async chooseQuickPick(text: string, timeoutMs = 15_000): Promise<void> {
+  async chooseQuickPick(text: string, timeoutMs = 15_000, filter?: { readonly title: string }): Promise<void> {
+    // A long list shows only the rows that fit: a person types to find one further down, and so does this (once the
+    // pick titled `title` shows, so that the text never reaches the command palette's line before it).
+    if (filter) {
+      await this.quickInputTitled(filter.title, timeoutMs);
+      await this.quickInputBox().fill(text);
+    }
     const row = this.page.locator('.quick-input-widget .quick-input-list .monaco-list-row', { hasText: text }).first();
     await row.waitFor({ state: 'visible', timeout: timeoutMs });
     const before = await this.quickInputState();
