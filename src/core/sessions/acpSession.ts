@@ -108,6 +108,12 @@ export class AcpSession {
   private readonly exitWaiters: Array<() => void> = [];
   private readonly firstUpdate = new Set<() => void>();
   private turnUpdated = false;
+  /** The MCP servers the session was opened with (a reload opens it with the same). */
+  private servers: McpServer[] = [];
+  /** The session being closed and loaded again after a cancelled turn; the next prompt waits for it. */
+  private reloading: Promise<void> | undefined;
+  /** While `session/load` replays the history: its updates are not this session's new entries. */
+  private replaying = false;
 
   private constructor(
     private readonly child: ChildProcess,
@@ -119,6 +125,7 @@ export class AcpSession {
   }
 
   private side: AgentSide | undefined;
+  private cwd = '';
 
   get agent(): AgentSide {
     if (this.side === undefined) throw new Error('the session has not started');
@@ -235,8 +242,10 @@ export class AcpSession {
         }),
         deadline,
       ]);
+      self.servers = mcpServers(initialize);
+      self.cwd = spec.cwd;
       const opened = await Promise.race([
-        connection.agent.request('session/new', { cwd: spec.cwd, mcpServers: mcpServers(initialize) }),
+        connection.agent.request('session/new', { cwd: spec.cwd, mcpServers: self.servers }),
         deadline,
       ]);
       self.side = { initialize, sessionId: opened.sessionId };
@@ -262,8 +271,14 @@ export class AcpSession {
     this.turnText = '';
     this.turnUpdated = false;
     this.emit(this.transcript.startTurn(origin, text, this.hooks.clock.now()));
-    const turn = this.connection.agent
-      .request('session/prompt', { sessionId: this.agent.sessionId, prompt: [{ type: 'text', text }] })
+    const ready = this.reloading ?? Promise.resolve();
+    const turn = ready
+      .then(() =>
+        this.connection.agent.request('session/prompt', {
+          sessionId: this.agent.sessionId,
+          prompt: [{ type: 'text', text }],
+        }),
+      )
       .then(
         (response): TurnResult => this.finish(response.stopReason),
         // A turn that failed because the process is ending ends once it has (so that `hasExited` tells why), at most 2 s on.
@@ -318,7 +333,38 @@ export class AcpSession {
   private finish(end: StopReason | 'error', error?: string): TurnResult {
     this.running = undefined;
     this.emit(this.transcript.endTurn(end, this.hooks.clock.now(), error));
+    if (end === 'cancelled' && this.canReload && !this.exited) this.reloading = this.reload();
     return { end, text: this.turnText, ...(error === undefined ? {} : { error }) };
+  }
+
+  /** The agent can close a session and load it again (`sessionCapabilities.close` and `loadSession`). */
+  private get canReload(): boolean {
+    const caps = this.side?.initialize.agentCapabilities;
+    return caps?.loadSession === true && caps.sessionCapabilities?.close != null;
+  }
+
+  /**
+   * After a cancelled turn, the session is closed and loaded again before the next prompt: an agent may keep the
+   * cancelled turn's leftovers (claude-agent-acp 0.23.1 ends the next prompt at once with the old turn's end, and is
+   * one prompt behind from then on: its issue #551); a loaded session starts from its stored history. The replay is
+   * not added to the transcript (it holds those entries already). A reload that fails leaves the session as it was:
+   * the next prompt is sent anyway.
+   */
+  private async reload(): Promise<void> {
+    const sessionId = this.agent.sessionId;
+    try {
+      await this.connection.agent.request('session/close', { sessionId });
+      this.replaying = true;
+      await this.connection.agent.request('session/load', { sessionId, cwd: this.cwd, mcpServers: this.servers });
+    } catch (err) {
+      this.stderrTail =
+        `${this.stderrTail}\n[sw4rm] reloading the session after a cancel: ${(err as Error).message}`.slice(
+          -STDERR_KEEP_CHARS,
+        );
+    } finally {
+      this.replaying = false;
+      this.reloading = undefined;
+    }
   }
 
   private reasonOf(err: unknown): string {
@@ -329,6 +375,7 @@ export class AcpSession {
 
   private onUpdate(notification: SessionNotification): void {
     if (this.side !== undefined && notification.sessionId !== this.side.sessionId) return;
+    if (this.replaying) return;
     this.updated();
     const update = notification.update;
     if (update.sessionUpdate === 'agent_message_chunk' && update.content.type === 'text') {
